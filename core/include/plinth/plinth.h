@@ -1,0 +1,176 @@
+/* plinth/plinth.h — the public C API of libplinth for applications.
+ *
+ * A pl_runtime is one configuration (backend.ini) and the modules it loaded.
+ * Several runtimes may exist in one process; each has its own instance of
+ * every module (modules are shared libraries, loaded once, instantiated per
+ * runtime). Unless a comment says otherwise, functions on one runtime may be
+ * called from any thread but not concurrently with pl_runtime_destroy. */
+#ifndef PLINTH_PLINTH_H
+#define PLINTH_PLINTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plinth/abi.h"
+#include "plinth/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_VERSION_STRING "0.1.0"
+
+/* Marks the functions libplinth exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PL_API __attribute__((visibility("default")))
+#else
+#define PL_API
+#endif
+
+/* ---- statuses --------------------------------------------------------- */
+
+/* The code of a status (PL_CODE_OK for NULL). */
+PL_API pl_code pl_status_code(const pl_status *status);
+/* The message of a status, valid until it is freed ("" for NULL). */
+PL_API const char *pl_status_message(const pl_status *status);
+/* Frees a status; NULL is a no-op. */
+PL_API void pl_status_free(pl_status *status);
+/* Makes a status; NULL for PL_CODE_OK. Never NULL otherwise, even out of
+ * memory (a static status is returned, which pl_status_free ignores). */
+PL_API pl_status *pl_status_create(pl_code code, const char *fmt, ...)
+    PL_PRINTF_LIKE(2, 3);
+/* A short name of a code: "invalid argument", "no device", … */
+PL_API const char *pl_code_name(pl_code code);
+
+/* ---- runtime ---------------------------------------------------------- */
+
+typedef struct pl_runtime pl_runtime;
+
+/* Where log lines go. The default prints to stderr. Called from any thread;
+ * line has no trailing newline. */
+typedef void (*pl_log_sink)(void *user, int level, const char *line);
+
+/* Options for pl_runtime_create. Zero-initialise, then set struct_size:
+ * `pl_runtime_options o = {.struct_size = sizeof o};`. */
+typedef struct pl_runtime_options {
+    uint32_t struct_size;
+    /* backend.ini to read. NULL: $PLINTH_CONFIG, then ./backend.ini, then
+     * the installed default; when none exists the runtime starts with
+     * defaults and only $PLINTH_MODULE_PATH. A path given here or in
+     * PLINTH_CONFIG that does not exist is an error. */
+    const char *config_path;
+    /* Treat the process as privileged: environment variables
+     * (PLINTH_CONFIG, PLINTH_MODULE_PATH) are ignored, as they are anyway
+     * when the process is setuid or setgid (secure_getenv). */
+    bool secure_mode;
+    /* Skip the environment entirely (tests, embedding). */
+    bool ignore_environment;
+    /* Log sink and its user pointer; NULL for stderr. */
+    pl_log_sink log_sink;
+    void *log_user;
+} pl_runtime_options;
+
+/* Reads the configuration, loads every module on the module path and
+ * initialises and configures each. Only a configuration that cannot be used
+ * (missing file, syntax error, bad value) fails creation; a module that
+ * cannot be loaded is recorded with its reason and the others still load,
+ * and a runtime with no module at all is still created (it says so in its
+ * diagnostics). options may be NULL. */
+PL_API pl_status *pl_runtime_create(const pl_runtime_options *options,
+                             pl_runtime **out_runtime);
+
+/* Shuts every module instance down. A module library is unloaded only once
+ * nothing it created is alive. NULL is a no-op. */
+PL_API void pl_runtime_destroy(pl_runtime *runtime);
+
+/* The configuration file the runtime read, or NULL when none. */
+PL_API const char *pl_runtime_config_path(const pl_runtime *runtime);
+
+/* Diagnostics gathered while the runtime was created, one line each, in
+ * order: configuration warnings ("backend.ini:12: unknown key 'thread' in
+ * [runtime]") and one line per module that was not loaded ("module cuda
+ * (modules.d/libplinth_cuda.so): no-device: ..."). Valid until destroy. */
+PL_API size_t pl_runtime_diagnostic_count(const pl_runtime *runtime);
+PL_API const char *pl_runtime_diagnostic(const pl_runtime *runtime, size_t i);
+
+/* ---- modules ---------------------------------------------------------- */
+
+typedef enum pl_module_status {
+    PL_MODULE_LOADED = 0,    /* initialised, with at least one device */
+    PL_MODULE_DISABLED = 1,  /* enabled = no in backend.ini: never opened */
+    PL_MODULE_REJECTED = 2,  /* refused or failed; see reason */
+    PL_MODULE_NO_DEVICE = 3  /* sound, but no usable device; see reason */
+} pl_module_status;
+
+/* "loaded", "disabled", "rejected", "no-device". */
+PL_API const char *pl_module_status_name(pl_module_status status);
+
+/* One module the runtime found. Strings are valid until the runtime is
+ * destroyed. name is the identity note's name when it could be read,
+ * otherwise the file name. */
+typedef struct pl_module_info {
+    uint32_t struct_size;
+    pl_module_status status;
+    const char *name;
+    const char *version;       /* "" when unknown */
+    const char *vendor;        /* "" when unknown */
+    const char *path;          /* the file as found on the module path */
+    const char *reason;        /* "" when loaded */
+    uint64_t capabilities;     /* pl_capability flags (plinth/module.h) */
+    int device_count;
+    uint32_t abi_major;        /* from the identity note, 0 when unknown */
+    uint32_t abi_minor;
+} pl_module_info;
+
+/* Number of module files found (loaded or not), in search order. */
+PL_API size_t pl_runtime_module_count(const pl_runtime *runtime);
+
+/* Fills *out_info for the I-th module. out_info->struct_size must be set. */
+PL_API pl_status *pl_runtime_module_info(const pl_runtime *runtime, size_t i,
+                                  pl_module_info *out_info);
+
+/* The index of the module named NAME that is loaded or no-device, or -1. */
+PL_API long pl_runtime_find_module(const pl_runtime *runtime, const char *name);
+
+/* Name of device D of module I ("cpu", "Simulated accelerator 0"), or ""
+ * when out of range. Valid until destroy. */
+PL_API const char *pl_runtime_device_name(const pl_runtime *runtime, size_t i,
+                                   int device);
+
+/* The key/value outputs of module I's configure, as of its last call
+ * (the one at creation, or the last pl_runtime_configure_module). Valid until
+ * the next configure of that module or destroy. */
+PL_API size_t pl_runtime_module_output_count(const pl_runtime *runtime, size_t i);
+PL_API void pl_runtime_module_output(const pl_runtime *runtime, size_t i, size_t k,
+                              const char **out_key, const char **out_value);
+
+/* Calls module NAME's configure with N key/value pairs (N may be 0 to
+ * query) and replaces its stored outputs with what it answers. Fails with
+ * PL_CODE_NOT_FOUND if no loaded module has that name. Calls on one module
+ * are serialised. */
+PL_API pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *name,
+                                       const char *const *keys,
+                                       const char *const *values, size_t n);
+
+/* ---- the runtime's settings (from [runtime] and [placement]) ------------ */
+
+typedef enum pl_engine_kind {
+    PL_ENGINE_THREADED = 0,
+    PL_ENGINE_NAIVE = 1
+} pl_engine_kind;
+
+PL_API pl_engine_kind pl_runtime_engine_kind(const pl_runtime *runtime);
+/* CPU threads the pool uses (the `threads` key resolved: 0 = all cores). */
+PL_API int pl_runtime_thread_count(const pl_runtime *runtime);
+/* The cache directory, or "" when caching is off. */
+PL_API const char *pl_runtime_cache_dir(const pl_runtime *runtime);
+/* [placement] order: module names in the order backends are offered nodes. */
+PL_API size_t pl_runtime_placement_count(const pl_runtime *runtime);
+PL_API const char *pl_runtime_placement(const pl_runtime *runtime, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLINTH_PLINTH_H */

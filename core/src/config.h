@@ -1,0 +1,74 @@
+/* config.h — backend.ini, read with inih into sections of key/value entries
+ * that remember their line, plus the validated [runtime] and [placement]
+ * settings. */
+#ifndef PL_CORE_CONFIG_H
+#define PL_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plinth/host.h"
+#include "plinth/plinth.h"
+
+typedef struct pl_config_entry {
+    char *key;
+    char *value;
+    int line;
+} pl_config_entry;
+
+typedef enum pl_enabled {
+    PL_ENABLED_AUTO = 0,  /* load it; no device is not an error */
+    PL_ENABLED_YES = 1,   /* load it; anything but loaded is an error line */
+    PL_ENABLED_NO = 2     /* never open the file */
+} pl_enabled;
+
+typedef struct pl_config_section {
+    char *name;
+    int line;
+    pl_config_entry *entries;
+    size_t n_entries;
+    size_t cap_entries;
+    pl_enabled enabled;   /* module sections only */
+    bool is_module;       /* not [runtime] or [placement] */
+} pl_config_section;
+
+typedef struct pl_config {
+    char *path;           /* absolute path of the file read, NULL if none */
+    char *dir;            /* its directory (or the working directory) */
+    pl_config_section *sections;
+    size_t n_sections;
+    size_t cap_sections;
+    /* [runtime] */
+    char **module_paths;  /* absolute; files or directories */
+    size_t n_module_paths;
+    pl_engine_kind engine;
+    int threads;          /* as written: 0 = all cores */
+    char *cache_dir;      /* absolute, or "" when off */
+    pl_log_level log_level;
+    /* [placement] */
+    char **placement;
+    size_t n_placement;
+    /* "file:line: warning" lines, in order */
+    char **warnings;
+    size_t n_warnings;
+} pl_config;
+
+/* Reads PATH (NULL: an empty configuration rooted at the working directory).
+ * A missing file, a syntax error or a bad value fails with a message
+ * "<file>:<line>: <what>, accepted: <values>"; unknown sections and keys
+ * become warnings. */
+pl_status *pl_config_load(const char *path, pl_config **out_config);
+void pl_config_destroy(pl_config *config);
+
+/* The section named NAME, or NULL. */
+const pl_config_section *pl_config_find_section(const pl_config *config,
+                                                const char *name);
+/* The value of KEY in SECTION, or NULL. */
+const char *pl_config_section_get(const pl_config_section *section,
+                                  const char *key);
+
+/* Appends a formatted warning line; false when out of memory. */
+bool pl_config_add_warning(pl_config *config, const char *fmt, ...)
+    PL_PRINTF_LIKE(2, 3);
+
+#endif

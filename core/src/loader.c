@@ -1,0 +1,537 @@
+/* loader.c — finds module files on the module path and turns each into a
+ * verdict: loaded, no-device, disabled or rejected with a reason. It never
+ * trusts a file: permissions and links are checked first, then the ELF
+ * header and identity note are read without running anything (note.c), and
+ * only then is the file dlopen'ed, its entry point asked to negotiate the ABI
+ * and its table validated before init is called. One bad module never stops
+ * the others: every failure is recorded as one line
+ *   module <name|file> (<path>): <verdict>: <reason>
+ * and the scan goes on. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "note.h"
+#include "registry.h"
+#include "status.h"
+
+static void pl_module_set_verdict(pl_module *m, pl_module_status status,
+                                  const char *reason)
+{
+    char *r = strdup(reason ? reason : "");
+    if (r != NULL) {
+        free(m->reason);
+        m->reason = r;
+    }
+    m->status = status;
+}
+
+/* Records a refusal: closes whatever was opened and writes the diagnostic. */
+static void pl_module_refuse(pl_runtime *rt, pl_module *m,
+                             pl_module_status status, const char *reason)
+{
+    if (status != PL_MODULE_NO_DEVICE)
+        pl_module_unload(m);
+    pl_module_set_verdict(m, status, reason);
+    const pl_config_section *s = m->host.section;
+    pl_log_level level = PL_LOG_WARN;
+    if (status == PL_MODULE_DISABLED)
+        level = PL_LOG_INFO;
+    else if (status == PL_MODULE_NO_DEVICE)
+        level = PL_LOG_INFO;
+    if (s != NULL && s->enabled == PL_ENABLED_YES && status != PL_MODULE_DISABLED)
+        level = PL_LOG_ERROR;
+    pl_runtime_add_diagnostic(rt, level, "module %s (%s): %s: %s", m->name,
+                              m->path, pl_module_status_name(status), m->reason);
+}
+
+static void pl_module_refuse_status(pl_runtime *rt, pl_module *m,
+                                    pl_module_status verdict, pl_status *st,
+                                    const char *prefix)
+{
+    char *reason = pl_strdupf("%s%s", prefix, pl_status_message(st));
+    pl_module_refuse(rt, m, verdict, reason ? reason : pl_status_message(st));
+    free(reason);
+    pl_status_free(st);
+}
+
+/* ---- validation --------------------------------------------------------- */
+
+/* The functions a capability requires, and always-required ones. */
+static const char *pl_loader_missing_function(const pl_module_api *a)
+{
+#define PL_REQUIRE(cond, field)        \
+    do {                               \
+        if ((cond) && a->field == NULL) \
+            return #field;             \
+    } while (0)
+    uint64_t caps = a->capabilities;
+    PL_REQUIRE(1, init);
+    PL_REQUIRE(1, shutdown);
+    PL_REQUIRE(1, device_count);
+    PL_REQUIRE(1, device_properties);
+    PL_REQUIRE(1, configure);
+    PL_REQUIRE(caps & PL_CAP_IMPERATIVE, get_kernel);
+    PL_REQUIRE(caps & PL_CAP_IMPERATIVE, kernel_run);
+    PL_REQUIRE(caps & PL_CAP_IMPERATIVE, kernel_release);
+    PL_REQUIRE(caps & PL_CAP_SYMBOLIC, supported_nodes);
+    PL_REQUIRE(caps & PL_CAP_SYMBOLIC, compile);
+    PL_REQUIRE(caps & PL_CAP_SYMBOLIC, run);
+    PL_REQUIRE(caps & PL_CAP_SYMBOLIC, release);
+    PL_REQUIRE(caps & PL_CAP_ASYNC, run_async);
+    PL_REQUIRE(caps & PL_CAP_EXPORT, export_compiled);
+    PL_REQUIRE(caps & PL_CAP_EXPORT, import_compiled);
+    PL_REQUIRE(caps & PL_CAP_MODEL_IMPORT, can_import);
+    PL_REQUIRE(caps & PL_CAP_MODEL_IMPORT, import_model);
+    bool device_memory = (caps & (PL_CAP_IMPERATIVE | PL_CAP_SYMBOLIC)) &&
+                         !(caps & PL_CAP_HOST_MEMORY);
+    PL_REQUIRE(device_memory, mem_alloc);
+    PL_REQUIRE(device_memory, mem_free);
+    PL_REQUIRE(device_memory, copy_to_device);
+    PL_REQUIRE(device_memory, copy_to_host);
+#undef PL_REQUIRE
+    return NULL;
+}
+
+static const char *pl_loader_capability_of(const char *fn)
+{
+    static const struct { const char *fn, *cap; } map[] = {
+        {"get_kernel", "imperative"}, {"kernel_run", "imperative"},
+        {"kernel_release", "imperative"}, {"supported_nodes", "symbolic"},
+        {"compile", "symbolic"}, {"run", "symbolic"}, {"release", "symbolic"},
+        {"run_async", "async"}, {"export_compiled", "export"},
+        {"import_compiled", "export"}, {"can_import", "model import"},
+        {"import_model", "model import"}, {"mem_alloc", "device memory"},
+        {"mem_free", "device memory"}, {"copy_to_device", "device memory"},
+        {"copy_to_host", "device memory"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(map[i].fn, fn) == 0)
+            return map[i].cap;
+    return NULL;
+}
+
+/* Copies the module's table into m->api, zero-extending an older minor's
+ * table and ignoring a newer minor's tail, then checks it. */
+static pl_status *pl_loader_validate_table(pl_module *m, const pl_module_api *t)
+{
+    if (t->header.abi_major != PL_ABI_MAJOR)
+        return pl_status_create(PL_CODE_INCOMPATIBLE,
+                                "module table says ABI major %u, core speaks %u",
+                                (unsigned)t->header.abi_major, PL_ABI_MAJOR);
+    if (t->header.struct_size < PL_MODULE_API_SIZE_1_0)
+        return pl_status_create(PL_CODE_INCOMPATIBLE,
+                                "module table too small (%u bytes; ABI 1.0 "
+                                "needs %zu)",
+                                (unsigned)t->header.struct_size,
+                                (size_t)PL_MODULE_API_SIZE_1_0);
+    size_t n = t->header.struct_size < sizeof m->api ? t->header.struct_size
+                                                     : sizeof m->api;
+    memset(&m->api, 0, sizeof m->api);
+    memcpy(&m->api, t, n);
+    const pl_module_api *a = &m->api;
+    if (a->name == NULL || a->version == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "module table has no %s",
+                                a->name == NULL ? "name" : "version");
+    if (strcmp(a->name, m->note.name) != 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "identity note says '%s', module table says "
+                                "'%.64s'",
+                                m->note.name, a->name);
+    const char *missing = pl_loader_missing_function(a);
+    if (missing != NULL) {
+        const char *cap = pl_loader_capability_of(missing);
+        if (cap != NULL)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "module table lacks %s, which its %s "
+                                    "capability requires",
+                                    missing, cap);
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "module table lacks %s, which every module "
+                                "needs",
+                                missing);
+    }
+    return NULL;
+}
+
+/* ---- file checks -------------------------------------------------------- */
+
+/* Refuses a file that others could have changed: writable by group or
+ * others, in a directory writable by group or others, or a link that leads
+ * out of the directory it was found in. On success *out_real is the file's
+ * real path (the caller frees it). */
+static pl_status *pl_loader_check_file(const char *path, const char *dir,
+                                       char **out_real)
+{
+    *out_real = NULL;
+    struct stat lst;
+    if (lstat(path, &lst) != 0)
+        return pl_status_create(errno == ENOENT ? PL_CODE_NOT_FOUND : PL_CODE_IO_ERROR,
+                                "%s", strerror(errno));
+    char real[PATH_MAX];
+    if (realpath(path, real) == NULL)
+        return pl_status_create(PL_CODE_NOT_FOUND, "%s%s",
+                                S_ISLNK(lst.st_mode) ? "dangling link: " : "",
+                                strerror(errno));
+    char real_dir[PATH_MAX];
+    if (realpath(dir, real_dir) == NULL)
+        return pl_status_create(PL_CODE_NOT_FOUND, "module directory %s: %s",
+                                dir, strerror(errno));
+    size_t dl = strlen(real_dir);
+    bool inside = strncmp(real, real_dir, dl) == 0 &&
+                  (real[dl] == '/' || (dl == 1 && real_dir[0] == '/'));
+    if (!inside)
+        return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                "link resolves to %s, outside the module "
+                                "directory %s",
+                                real, real_dir);
+    struct stat st;
+    if (stat(real, &st) != 0)
+        return pl_status_create(PL_CODE_IO_ERROR, "%s", strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "not a regular file");
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                "file is writable by group or others (mode "
+                                "%04o); refusing to load it",
+                                (unsigned)(st.st_mode & 07777));
+    /* The directory that holds the real file, which is inside real_dir. */
+    char holder[PATH_MAX];
+    snprintf(holder, sizeof holder, "%s", real);
+    char *slash = strrchr(holder, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    const char *dirs[2] = {real_dir, holder[0] ? holder : "/"};
+    for (int i = 0; i < 2; i++) {
+        struct stat dst;
+        if (stat(dirs[i], &dst) != 0)
+            return pl_status_create(PL_CODE_IO_ERROR, "%s: %s", dirs[i],
+                                    strerror(errno));
+        if (dst.st_mode & (S_IWGRP | S_IWOTH))
+            return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                    "directory %s is writable by group or "
+                                    "others (mode %04o); refusing to load from it",
+                                    dirs[i], (unsigned)(dst.st_mode & 07777));
+    }
+    *out_real = strdup(real);
+    if (*out_real == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+}
+
+/* ---- loading one file --------------------------------------------------- */
+
+static const pl_module *pl_loader_find_live(const pl_runtime *rt,
+                                            const char *name)
+{
+    for (size_t i = 0; i < rt->n_modules; i++) {
+        const pl_module *m = rt->modules[i];
+        if ((m->status == PL_MODULE_LOADED || m->status == PL_MODULE_NO_DEVICE) &&
+            m->note_read && strcmp(m->note.name, name) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+/* Collects the module's devices; fails only out of memory. */
+static void pl_loader_collect_devices(pl_module *m)
+{
+    int count = m->api.device_count(m->ctx);
+    if (count < 0)
+        count = 0;
+    if (count > 4096)
+        count = 4096;
+    m->device_names = calloc(count ? (size_t)count : 1, sizeof *m->device_names);
+    if (m->device_names == NULL)
+        return;
+    m->device_count = count;
+    for (int d = 0; d < count; d++) {
+        pl_device_properties props;
+        memset(&props, 0, sizeof props);
+        props.header = (pl_abi_header)PL_ABI_HEADER_INIT(pl_device_properties);
+        pl_status *st = m->api.device_properties(m->ctx, d, &props);
+        props.name[sizeof props.name - 1] = '\0';
+        if (st != NULL || props.name[0] == '\0')
+            m->device_names[d] = pl_strdupf("%s:%d", m->note.name, d);
+        else
+            m->device_names[d] = strdup(props.name);
+        pl_status_free(st);
+    }
+}
+
+static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
+{
+    char *real = NULL;
+    pl_status *st = pl_loader_check_file(m->path, dir, &real);
+    if (st != NULL) {
+        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
+        return;
+    }
+    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, strerror(errno));
+        free(real);
+        return;
+    }
+    st = pl_note_read(fd, &m->note);
+    close(fd);
+    if (st != NULL) {
+        free(real);
+        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
+        return;
+    }
+    m->note_read = true;
+    char *name = strdup(m->note.name);
+    if (name != NULL) {
+        free(m->name);
+        m->name = name;
+    }
+    m->host.section = pl_config_find_section(rt->config, m->note.name);
+    if (m->note.abi_major != PL_ABI_MAJOR) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "ABI major %u, core speaks %u",
+                 (unsigned)m->note.abi_major, PL_ABI_MAJOR);
+        free(real);
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
+        return;
+    }
+    if (m->host.section != NULL && m->host.section->enabled == PL_ENABLED_NO) {
+        free(real);
+        pl_module_refuse(rt, m, PL_MODULE_DISABLED,
+                         "enabled = no in the configuration");
+        return;
+    }
+    const pl_module *first = pl_loader_find_live(rt, m->note.name);
+    if (first != NULL) {
+        char reason[PATH_MAX + 96];
+        snprintf(reason, sizeof reason,
+                 "duplicate: module '%s' already loaded from %s", m->note.name,
+                 first->path);
+        free(real);
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
+        return;
+    }
+
+    dlerror();
+    m->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    free(real);
+    if (m->handle == NULL) {
+        const char *err = dlerror();
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, err ? err : "dlopen failed");
+        return;
+    }
+    pl_module_entry_fn entry;
+    *(void **)&entry = dlsym(m->handle, PL_MODULE_ENTRY_SYMBOL);
+    if (entry == NULL) {
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED,
+                         "no entry symbol " PL_MODULE_ENTRY_SYMBOL);
+        return;
+    }
+    uint32_t major = PL_ABI_MAJOR;
+    const pl_module_api *table = NULL;
+    pl_code code = entry(&pl_host_table, &major, &table);
+    if (code != PL_CODE_OK || major != PL_ABI_MAJOR || table == NULL) {
+        char reason[160];
+        if (major != PL_ABI_MAJOR)
+            snprintf(reason, sizeof reason,
+                     "entry point speaks ABI major %u, core speaks %u",
+                     (unsigned)major, PL_ABI_MAJOR);
+        else if (code != PL_CODE_OK)
+            snprintf(reason, sizeof reason, "entry point refused: %s",
+                     pl_code_name(code));
+        else
+            snprintf(reason, sizeof reason, "entry point returned no table");
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
+        return;
+    }
+    st = pl_loader_validate_table(m, table);
+    if (st != NULL) {
+        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
+        return;
+    }
+    pl_module_ctx *ctx = NULL;
+    st = m->api.init(&m->host, &ctx);
+    if (st != NULL) {
+        bool no_device = pl_status_code(st) == PL_CODE_NO_DEVICE;
+        if (ctx != NULL && m->api.shutdown != NULL)
+            m->api.shutdown(ctx);
+        pl_module_refuse_status(rt, m,
+                                no_device ? PL_MODULE_NO_DEVICE : PL_MODULE_REJECTED,
+                                st, no_device ? "" : "init failed: ");
+        return;
+    }
+    if (ctx == NULL) {
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED,
+                         "init succeeded but returned no instance");
+        return;
+    }
+    m->ctx = ctx;
+
+    /* configure with the section's keys, `enabled` excepted. */
+    const pl_config_section *s = m->host.section;
+    size_t n = 0;
+    pl_kv *kv = calloc(s && s->n_entries ? s->n_entries : 1, sizeof *kv);
+    if (kv == NULL) {
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, "out of memory");
+        return;
+    }
+    for (size_t i = 0; s && i < s->n_entries; i++) {
+        if (strcmp(s->entries[i].key, "enabled") == 0)
+            continue;
+        kv[n].key = s->entries[i].key;
+        kv[n].value = s->entries[i].value;
+        n++;
+    }
+    st = pl_module_configure(m, kv, n);
+    free(kv);
+    if (st != NULL) {
+        char prefix[PATH_MAX + 64];
+        if (rt->config->path != NULL && s != NULL)
+            snprintf(prefix, sizeof prefix, "configure [%s] (%s:%d): ", s->name,
+                     rt->config->path, s->line);
+        else
+            snprintf(prefix, sizeof prefix, "configure: ");
+        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, prefix);
+        return;
+    }
+    pl_loader_collect_devices(m);
+    if (m->device_count == 0) {
+        pl_module_refuse(rt, m, PL_MODULE_NO_DEVICE,
+                         "the module reports no devices");
+        return;
+    }
+    pl_module_set_verdict(m, PL_MODULE_LOADED, "");
+    pl_log(&rt->logger, PL_LOG_DEBUG, NULL, "module %s (%s): loaded, %d device(s)",
+           m->name, m->path, m->device_count);
+}
+
+/* ---- the module path ---------------------------------------------------- */
+
+static int pl_loader_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool pl_loader_is_module_name(const char *name)
+{
+    size_t n = strlen(name);
+    return name[0] != '.' && n > 3 && strcmp(name + n - 3, ".so") == 0;
+}
+
+static pl_status *pl_loader_add(pl_runtime *rt, const char *path,
+                                const char *dir)
+{
+    pl_module **grown = realloc(rt->modules, (rt->n_modules + 1) * sizeof *grown);
+    if (grown == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    rt->modules = grown;
+    pl_module *m = pl_module_new(rt, path);
+    if (m == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    rt->modules[rt->n_modules++] = m;
+    rt->refs++;
+    pl_loader_load_file(rt, m, dir);
+    return NULL;
+}
+
+/* One entry of the module path: a directory (every *.so in it, sorted) or a
+ * single file. */
+static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
+{
+    struct stat st;
+    errno = 0;
+    if (stat(entry, &st) == 0 && S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(entry);
+        if (d == NULL) {
+            pl_runtime_add_diagnostic(rt, PL_LOG_WARN, "module path %s: %s",
+                                      entry, strerror(errno));
+            return NULL;
+        }
+        char **names = NULL;
+        size_t n = 0;
+        pl_status *result = NULL;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!pl_loader_is_module_name(de->d_name))
+                continue;
+            char **grown = realloc(names, (n + 1) * sizeof *grown);
+            char *copy = strdup(de->d_name);
+            if (grown == NULL || copy == NULL) {
+                free(copy);
+                if (grown != NULL)
+                    names = grown;
+                result = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            names = grown;
+            names[n++] = copy;
+        }
+        closedir(d);
+        if (n > 1)
+            qsort(names, n, sizeof *names, pl_loader_cmp);
+        for (size_t i = 0; i < n; i++) {
+            if (result == NULL) {
+                char *full = pl_strdupf("%s/%s", entry, names[i]);
+                result = full ? pl_loader_add(rt, full, entry)
+                              : pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                                 "out of memory");
+                free(full);
+            }
+            free(names[i]);
+        }
+        free(names);
+        return result;
+    }
+    size_t len = strlen(entry);
+    bool named_file = len > 3 && strcmp(entry + len - 3, ".so") == 0;
+    if (!named_file) {
+        pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                  "module path %s: %s", entry,
+                                  errno ? strerror(errno) : "not a directory");
+        return NULL;
+    }
+    /* A single file: its directory is the module directory. */
+    char *dir = strdup(entry);
+    if (dir == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    pl_status *result = pl_loader_add(rt, entry, dir);
+    free(dir);
+    return result;
+}
+
+pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
+{
+    const pl_config *c = rt->config;
+    for (size_t i = 0; i < c->n_module_paths; i++)
+        PL_RETURN_IF_ERROR(pl_loader_scan_entry(rt, c->module_paths[i]));
+    if (env_path != NULL) {
+        char *copy = strdup(env_path);
+        if (copy == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+        char *save = NULL;
+        pl_status *st = NULL;
+        /* Empty entries are skipped: the current directory is searched only
+         * when it is named. */
+        for (char *tok = strtok_r(copy, ":", &save); tok && st == NULL;
+             tok = strtok_r(NULL, ":", &save))
+            st = pl_loader_scan_entry(rt, tok);
+        free(copy);
+        PL_RETURN_IF_ERROR(st);
+    }
+    return NULL;
+}

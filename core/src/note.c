@@ -1,0 +1,177 @@
+/* note.c — the loader's first, cheapest look at a candidate module: the ELF
+ * header and the identity note (PL_MODULE_IDENTITY in sdk/), read with
+ * libelf before dlopen. A foreign file, a file for another machine or a
+ * module for another ABI major is refused here, before any of its code (its
+ * constructors included) could run. */
+#include "note.h"
+
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "status.h"
+
+#if defined(__x86_64__)
+#define PL_HOST_MACHINE EM_X86_64
+#define PL_HOST_CLASS ELFCLASS64
+#elif defined(__aarch64__)
+#define PL_HOST_MACHINE EM_AARCH64
+#define PL_HOST_CLASS ELFCLASS64
+#elif defined(__i386__)
+#define PL_HOST_MACHINE EM_386
+#define PL_HOST_CLASS ELFCLASS32
+#elif defined(__powerpc64__)
+#define PL_HOST_MACHINE EM_PPC64
+#define PL_HOST_CLASS ELFCLASS64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define PL_HOST_MACHINE EM_RISCV
+#define PL_HOST_CLASS ELFCLASS64
+#else
+#define PL_HOST_MACHINE EM_NONE
+#define PL_HOST_CLASS ELFCLASSNONE
+#endif
+
+static pthread_once_t pl_note_elf_once = PTHREAD_ONCE_INIT;
+static void pl_note_elf_init(void)
+{
+    elf_version(EV_CURRENT);
+}
+
+static const char *pl_note_machine_name(unsigned machine)
+{
+    switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_386: return "i386";
+    case EM_AARCH64: return "AArch64";
+    case EM_ARM: return "ARM";
+    case EM_PPC64: return "PowerPC64";
+    case EM_RISCV: return "RISC-V";
+    case EM_S390: return "S/390";
+    default: return "unknown";
+    }
+}
+
+/* A fixed-size string field is valid when NUL-terminated inside its array
+ * and non-empty. */
+static bool pl_note_string_ok(const char *s, size_t cap)
+{
+    return memchr(s, '\0', cap) != NULL && s[0] != '\0';
+}
+
+static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc)
+{
+    size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "not a readable ELF file: %s", elf_errmsg(-1));
+    bool section_seen = false;
+    int found = 0;
+    const char *problem = NULL;
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn != NULL;
+         scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) == NULL)
+            continue;
+        const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+        bool ours = name != NULL && strcmp(name, PL_NOTE_SECTION_NAME) == 0;
+        section_seen = section_seen || ours;
+        if (shdr.sh_type != SHT_NOTE) {
+            if (ours)
+                problem = "its section is not of type NOTE";
+            continue;
+        }
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (data == NULL || data->d_buf == NULL)
+            continue;
+        size_t off = 0;
+        GElf_Nhdr nhdr;
+        size_t name_off = 0, desc_off = 0;
+        size_t next;
+        while ((next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+            off = next;
+            const char *owner = (const char *)data->d_buf + name_off;
+            if (nhdr.n_namesz != sizeof(PL_NOTE_OWNER) ||
+                memcmp(owner, PL_NOTE_OWNER, sizeof(PL_NOTE_OWNER)) != 0)
+                continue;
+            if (nhdr.n_type != PL_NOTE_TYPE_IDENTITY) {
+                problem = "unknown note type";
+                continue;
+            }
+            if (nhdr.n_descsz != sizeof(pl_identity_desc)) {
+                problem = "wrong payload size";
+                continue;
+            }
+            pl_identity_desc desc;
+            memcpy(&desc, (const char *)data->d_buf + desc_off, sizeof desc);
+            if (!pl_note_string_ok(desc.name, sizeof desc.name)) {
+                problem = "name is empty or not terminated";
+                continue;
+            }
+            if (!pl_note_string_ok(desc.version, sizeof desc.version)) {
+                problem = "version is empty or not terminated";
+                continue;
+            }
+            if (found++ == 0)
+                *out_desc = desc;
+        }
+        if (ours && off == 0 && problem == NULL)
+            problem = "no well-formed note record";
+    }
+    if (found > 1)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "malformed identity note: %d notes where one "
+                                "is allowed", found);
+    if (found == 1)
+        return NULL;
+    if (section_seen || problem != NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "malformed identity note: %s",
+                                problem ? problem : "unreadable");
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "no Plinth identity note (a module is built with "
+                            "PL_MODULE_IDENTITY from the SDK)");
+}
+
+pl_status *pl_note_read(int fd, pl_identity_desc *out_desc)
+{
+    memset(out_desc, 0, sizeof *out_desc);
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return pl_status_create(PL_CODE_IO_ERROR, "cannot stat the file");
+    if (st.st_size == 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "empty file");
+    pthread_once(&pl_note_elf_once, pl_note_elf_init);
+    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+    if (elf == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "not an ELF file: %s", elf_errmsg(-1));
+    pl_status *result = NULL;
+    GElf_Ehdr ehdr;
+    if (elf_kind(elf) != ELF_K_ELF) {
+        result = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "not an ELF file (no ELF header)");
+    } else if (gelf_getehdr(elf, &ehdr) == NULL) {
+        result = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "not an ELF file: %s", elf_errmsg(-1));
+    } else if (PL_HOST_MACHINE != EM_NONE &&
+               (ehdr.e_machine != PL_HOST_MACHINE ||
+                ehdr.e_ident[EI_CLASS] != PL_HOST_CLASS)) {
+        result = pl_status_create(
+            PL_CODE_INCOMPATIBLE,
+            "built for another architecture (ELF machine %u, %s, %d-bit); "
+            "this core runs on %s",
+            (unsigned)ehdr.e_machine, pl_note_machine_name(ehdr.e_machine),
+            ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 64 : 32,
+            pl_note_machine_name(PL_HOST_MACHINE));
+    } else if (ehdr.e_type != ET_DYN) {
+        result = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "not a shared library (ELF type %u)",
+                                  (unsigned)ehdr.e_type);
+    } else {
+        result = pl_note_scan(elf, out_desc);
+    }
+    elf_end(elf);
+    return result;
+}

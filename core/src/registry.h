@@ -1,0 +1,94 @@
+/* registry.h — the runtime's modules: one record per file found on the
+ * module path, with its verdict, and for loaded modules the library handle,
+ * the validated table and this runtime's instance. Internal to the core. */
+#ifndef PL_CORE_REGISTRY_H
+#define PL_CORE_REGISTRY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "log.h"
+#include "plinth/module.h"
+#include "plinth/plinth.h"
+#include "threadpool.h"
+
+typedef struct pl_module pl_module;
+
+/* The host context of one module instance: what host-table calls need. */
+struct pl_host_ctx {
+    pl_runtime *runtime;
+    pl_module *module;
+    const pl_config_section *section;  /* NULL when backend.ini has none */
+};
+
+typedef struct pl_kv_pair {
+    char *key;
+    char *value;
+} pl_kv_pair;
+
+struct pl_module {
+    pl_host_ctx host;
+    pl_module_status status;
+    char *name;          /* note name, else the file name */
+    char *path;          /* as found on the module path */
+    char *reason;        /* "" when loaded */
+    pl_identity_desc note;
+    bool note_read;
+    void *handle;        /* dlopen handle, NULL when not opened */
+    pl_module_api api;   /* the module's table, copied and zero-extended */
+    pl_module_ctx *ctx;  /* the instance, when init succeeded */
+    int device_count;
+    char **device_names;
+    pl_kv_pair *outputs; /* configure's outputs */
+    size_t n_outputs;
+    pthread_mutex_t configure_mu;
+    _Atomic int refs;    /* the runtime's + every live object's */
+};
+
+struct pl_runtime {
+    pl_config *config;
+    pl_logger logger;
+    pl_threadpool *pool;
+    int threads;
+    pl_module **modules;
+    size_t n_modules;
+    char **diagnostics;
+    size_t n_diagnostics;
+    /* 1 for the application's handle plus 1 per module record still
+     * referenced; the runtime is freed when it reaches 0. */
+    _Atomic int refs;
+};
+
+/* The core's host table (host.c). */
+extern const pl_host_api pl_host_table;
+
+/* Scans the module path of RT's configuration (and PLINTH_MODULE_PATH when
+ * env_path is non-NULL), loads, initialises and configures every module,
+ * recording a verdict for each (loader.c). Fails only out of memory. */
+pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path);
+
+/* A new record for the file PATH, status rejected until the loader says
+ * otherwise; holds one reference (the runtime's). */
+pl_module *pl_module_new(pl_runtime *rt, const char *path);
+/* Shuts the instance down and closes the library; the record stays. */
+void pl_module_unload(pl_module *module);
+
+/* Takes a reference on a module: it stays initialised and loaded until the
+ * reference is released. */
+void pl_module_retain(pl_module *module);
+/* Releases a reference; the last one shuts the instance down, closes the
+ * library and releases the module's reference on its runtime. */
+void pl_module_release(pl_module *module);
+
+/* Drops a reference on the runtime; the last one frees it. */
+void pl_runtime_unref(pl_runtime *rt);
+
+/* Appends a diagnostic line (and logs it at LEVEL). */
+void pl_runtime_add_diagnostic(pl_runtime *rt, pl_log_level level,
+                               const char *fmt, ...) PL_PRINTF_LIKE(3, 4);
+
+/* Calls module's configure with N pairs and stores its outputs. */
+pl_status *pl_module_configure(pl_module *module, const pl_kv *in, size_t n);
+
+#endif

@@ -1,0 +1,351 @@
+/* runtime.c — the public face of the core (plinth.h): a runtime is a
+ * configuration, a CPU pool and the modules found on the module path. This
+ * file resolves which backend.ini to read, reads the environment safely,
+ * drives the loader and answers the application's questions about modules.
+ * Teardown is reference-counted: the runtime and each module library live
+ * until the last object that needs them is gone. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "status.h"
+
+#ifndef PL_DEFAULT_CONFIG
+#define PL_DEFAULT_CONFIG "/etc/plinth/backend.ini"
+#endif
+
+const char *pl_module_status_name(pl_module_status status)
+{
+    switch (status) {
+    case PL_MODULE_LOADED: return "loaded";
+    case PL_MODULE_DISABLED: return "disabled";
+    case PL_MODULE_REJECTED: return "rejected";
+    case PL_MODULE_NO_DEVICE: return "no-device";
+    }
+    return "unknown";
+}
+
+void pl_runtime_add_diagnostic(pl_runtime *rt, pl_log_level level,
+                               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    if (vasprintf(&line, fmt, ap) < 0)
+        line = NULL;
+    va_end(ap);
+    if (line == NULL)
+        return;
+    pl_log(&rt->logger, level, NULL, "%s", line);
+    char **grown = realloc(rt->diagnostics,
+                           (rt->n_diagnostics + 1) * sizeof *grown);
+    if (grown == NULL) {
+        free(line);
+        return;
+    }
+    rt->diagnostics = grown;
+    rt->diagnostics[rt->n_diagnostics++] = line;
+}
+
+static bool pl_file_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* Environment lookups: never in secure mode, and through secure_getenv so
+ * a setuid process ignores them too. Reports a variable that was ignored. */
+static const char *pl_runtime_env(pl_runtime *rt, const pl_runtime_options *o,
+                                  const char *name)
+{
+    if (o->ignore_environment)
+        return NULL;
+    const char *plain = getenv(name);
+    const char *value = o->secure_mode ? NULL : secure_getenv(name);
+    if (plain != NULL && value == NULL)
+        pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                  "%s ignored: the process runs in secure mode",
+                                  name);
+    return value && value[0] ? value : NULL;
+}
+
+static pl_status *pl_runtime_pick_config(pl_runtime *rt,
+                                         const pl_runtime_options *o,
+                                         const char **out_path)
+{
+    *out_path = NULL;
+    if (o->config_path != NULL) {
+        *out_path = o->config_path;
+        return NULL;
+    }
+    const char *env = pl_runtime_env(rt, o, "PLINTH_CONFIG");
+    if (env != NULL) {
+        *out_path = env;
+        return NULL;
+    }
+    if (pl_file_exists("backend.ini"))
+        *out_path = "backend.ini";
+    else if (pl_file_exists(PL_DEFAULT_CONFIG))
+        *out_path = PL_DEFAULT_CONFIG;
+    return NULL;
+}
+
+/* Warns about sections and placement entries that name no module found. */
+static void pl_runtime_check_names(pl_runtime *rt)
+{
+    const pl_config *c = rt->config;
+    for (size_t i = 0; i < c->n_sections; i++) {
+        const pl_config_section *s = &c->sections[i];
+        if (!s->is_module)
+            continue;
+        bool found = false;
+        for (size_t k = 0; k < rt->n_modules && !found; k++)
+            found = rt->modules[k]->note_read &&
+                    strcmp(rt->modules[k]->note.name, s->name) == 0;
+        if (!found) {
+            pl_runtime_add_diagnostic(
+                rt, s->enabled == PL_ENABLED_YES ? PL_LOG_ERROR : PL_LOG_WARN,
+                "%s:%d: section [%s] names no module found on the module path%s",
+                c->path, s->line, s->name,
+                s->enabled == PL_ENABLED_YES ? " (it says enabled = yes)" : "");
+        }
+    }
+    for (size_t i = 0; i < c->n_placement; i++) {
+        if (pl_runtime_find_module(rt, c->placement[i]) < 0)
+            pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                      "[placement] order names '%s', which is "
+                                      "not loaded",
+                                      c->placement[i]);
+    }
+    bool any = false;
+    for (size_t k = 0; k < rt->n_modules; k++)
+        any = any || rt->modules[k]->status == PL_MODULE_LOADED;
+    if (!any)
+        pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                  "no module loaded: nothing can run (%zu "
+                                  "file(s) found on the module path)",
+                                  rt->n_modules);
+}
+
+pl_status *pl_runtime_create(const pl_runtime_options *options,
+                             pl_runtime **out_runtime)
+{
+    *out_runtime = NULL;
+    pl_runtime_options o = {0};
+    if (options != NULL) {
+        size_t n = options->struct_size < sizeof o ? options->struct_size
+                                                   : sizeof o;
+        memcpy(&o, options, n);
+    }
+    pl_runtime *rt = calloc(1, sizeof *rt);
+    if (rt == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    atomic_init(&rt->refs, 1);
+    rt->logger.level = PL_LOG_WARN;
+    rt->logger.sink = o.log_sink;
+    rt->logger.user = o.log_user;
+
+    const char *path = NULL;
+    pl_status *st = pl_runtime_pick_config(rt, &o, &path);
+    if (st == NULL)
+        st = pl_config_load(path, &rt->config);
+    if (st != NULL) {
+        pl_runtime_destroy(rt);
+        return st;
+    }
+    rt->logger.level = rt->config->log_level;
+    for (size_t i = 0; i < rt->config->n_warnings; i++)
+        pl_runtime_add_diagnostic(rt, PL_LOG_WARN, "%s", rt->config->warnings[i]);
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    rt->threads = rt->config->threads > 0 ? rt->config->threads
+                                          : (int)(cores > 0 ? cores : 1);
+    st = pl_threadpool_create(rt->threads, &rt->pool);
+    if (st == NULL) {
+        const char *env_path = pl_runtime_env(rt, &o, "PLINTH_MODULE_PATH");
+        st = pl_loader_load_all(rt, env_path);
+    }
+    if (st != NULL) {
+        pl_runtime_destroy(rt);
+        return st;
+    }
+    pl_runtime_check_names(rt);
+    *out_runtime = rt;
+    return NULL;
+}
+
+static void pl_runtime_free(pl_runtime *rt)
+{
+    pl_threadpool_destroy(rt->pool);
+    for (size_t i = 0; i < rt->n_diagnostics; i++)
+        free(rt->diagnostics[i]);
+    free(rt->diagnostics);
+    free(rt->modules);
+    pl_config_destroy(rt->config);
+    free(rt);
+}
+
+void pl_runtime_unref(pl_runtime *rt)
+{
+    if (atomic_fetch_sub_explicit(&rt->refs, 1, memory_order_acq_rel) == 1)
+        pl_runtime_free(rt);
+}
+
+void pl_runtime_destroy(pl_runtime *runtime)
+{
+    if (runtime == NULL)
+        return;
+    /* Later modules may depend on services of earlier ones: release in
+     * reverse order of loading. */
+    size_t n = runtime->n_modules;
+    pl_module **mods = runtime->modules;
+    runtime->n_modules = 0;
+    for (size_t i = n; i-- > 0;) {
+        pl_module_release(mods[i]);
+    }
+    runtime->modules = NULL;
+    free(mods);
+    pl_runtime_unref(runtime);
+}
+
+const char *pl_runtime_config_path(const pl_runtime *runtime)
+{
+    return runtime && runtime->config ? runtime->config->path : NULL;
+}
+
+size_t pl_runtime_diagnostic_count(const pl_runtime *runtime)
+{
+    return runtime ? runtime->n_diagnostics : 0;
+}
+
+const char *pl_runtime_diagnostic(const pl_runtime *runtime, size_t i)
+{
+    return runtime && i < runtime->n_diagnostics ? runtime->diagnostics[i] : "";
+}
+
+size_t pl_runtime_module_count(const pl_runtime *runtime)
+{
+    return runtime ? runtime->n_modules : 0;
+}
+
+pl_status *pl_runtime_module_info(const pl_runtime *runtime, size_t i,
+                                  pl_module_info *out_info)
+{
+    if (runtime == NULL || out_info == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_runtime_module_info: NULL argument");
+    if (i >= runtime->n_modules)
+        return pl_status_create(PL_CODE_NOT_FOUND,
+                                "module index %zu out of range (%zu modules)", i,
+                                runtime->n_modules);
+    uint32_t size = out_info->struct_size;
+    pl_module_info info;
+    memset(&info, 0, sizeof info);
+    const pl_module *m = runtime->modules[i];
+    info.struct_size = size;
+    info.status = m->status;
+    info.name = m->name;
+    info.version = m->api.version ? m->api.version
+                                  : (m->note_read ? m->note.version : "");
+    info.vendor = m->api.vendor ? m->api.vendor : "";
+    info.path = m->path;
+    info.reason = m->reason;
+    info.capabilities = m->api.capabilities;
+    info.device_count = m->device_count;
+    info.abi_major = m->note_read ? m->note.abi_major : 0;
+    info.abi_minor = m->note_read ? m->note.abi_minor : 0;
+    size_t n = size < sizeof info ? size : sizeof info;
+    memcpy(out_info, &info, n);
+    return NULL;
+}
+
+long pl_runtime_find_module(const pl_runtime *runtime, const char *name)
+{
+    for (size_t i = 0; runtime && name && i < runtime->n_modules; i++) {
+        const pl_module *m = runtime->modules[i];
+        if ((m->status == PL_MODULE_LOADED || m->status == PL_MODULE_NO_DEVICE) &&
+            strcmp(m->name, name) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+const char *pl_runtime_device_name(const pl_runtime *runtime, size_t i,
+                                   int device)
+{
+    if (runtime == NULL || i >= runtime->n_modules)
+        return "";
+    const pl_module *m = runtime->modules[i];
+    if (device < 0 || device >= m->device_count || m->device_names == NULL ||
+        m->device_names[device] == NULL)
+        return "";
+    return m->device_names[device];
+}
+
+size_t pl_runtime_module_output_count(const pl_runtime *runtime, size_t i)
+{
+    return runtime && i < runtime->n_modules ? runtime->modules[i]->n_outputs : 0;
+}
+
+void pl_runtime_module_output(const pl_runtime *runtime, size_t i, size_t k,
+                              const char **out_key, const char **out_value)
+{
+    *out_key = NULL;
+    *out_value = NULL;
+    if (runtime == NULL || i >= runtime->n_modules ||
+        k >= runtime->modules[i]->n_outputs)
+        return;
+    *out_key = runtime->modules[i]->outputs[k].key;
+    *out_value = runtime->modules[i]->outputs[k].value;
+}
+
+pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *name,
+                                       const char *const *keys,
+                                       const char *const *values, size_t n)
+{
+    long idx = pl_runtime_find_module(runtime, name);
+    if (idx < 0 || runtime->modules[idx]->ctx == NULL)
+        return pl_status_create(PL_CODE_NOT_FOUND,
+                                "configure: no loaded module named '%s'",
+                                name ? name : "(null)");
+    pl_kv *kv = calloc(n ? n : 1, sizeof *kv);
+    if (kv == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        kv[i].key = keys[i];
+        kv[i].value = values[i];
+    }
+    pl_status *st = pl_module_configure(runtime->modules[idx], kv, n);
+    free(kv);
+    return pl_status_wrap(st, "module %s: ", name);
+}
+
+pl_engine_kind pl_runtime_engine_kind(const pl_runtime *runtime)
+{
+    return runtime ? runtime->config->engine : PL_ENGINE_THREADED;
+}
+
+int pl_runtime_thread_count(const pl_runtime *runtime)
+{
+    return runtime ? runtime->threads : 1;
+}
+
+const char *pl_runtime_cache_dir(const pl_runtime *runtime)
+{
+    return runtime ? runtime->config->cache_dir : "";
+}
+
+size_t pl_runtime_placement_count(const pl_runtime *runtime)
+{
+    return runtime ? runtime->config->n_placement : 0;
+}
+
+const char *pl_runtime_placement(const pl_runtime *runtime, size_t i)
+{
+    return runtime && i < runtime->config->n_placement
+               ? runtime->config->placement[i]
+               : "";
+}

@@ -1,0 +1,125 @@
+/* status.c — errors as values. Every failure in Plinth travels as a
+ * pl_status: a code plus a message that names what failed and why. Statuses
+ * are allocated here, by the core, for modules too (through the host table),
+ * so exactly one allocator makes and frees them. When memory runs out a
+ * static status is returned instead, which pl_status_free leaves alone. */
+#include "status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pl_status {
+    pl_code code;
+    bool is_static;
+    char message[];
+};
+
+static struct {
+    pl_code code;
+    bool is_static;
+    char message[40];
+} pl_status_oom_ = {PL_CODE_OUT_OF_MEMORY, true, "out of memory creating a status"};
+
+static pl_status *pl_status_oom(void)
+{
+    return (pl_status *)(void *)&pl_status_oom_;
+}
+
+pl_status *pl_status_createv(pl_code code, const char *fmt, va_list ap)
+{
+    if (code == PL_CODE_OK)
+        return NULL;
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt ? fmt : "", copy);
+    va_end(copy);
+    if (n < 0)
+        n = 0;
+    pl_status *st = malloc(sizeof *st + (size_t)n + 1);
+    if (st == NULL)
+        return pl_status_oom();
+    st->code = code;
+    st->is_static = false;
+    if (fmt != NULL)
+        vsnprintf(st->message, (size_t)n + 1, fmt, ap);
+    else
+        st->message[0] = '\0';
+    return st;
+}
+
+pl_status *pl_status_create(pl_code code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pl_status *st = pl_status_createv(code, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+pl_status *pl_status_wrap(pl_status *cause, const char *fmt, ...)
+{
+    if (cause == NULL)
+        return NULL;
+    char prefix[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    pl_status *st = pl_status_create(pl_status_code(cause), "%s%s", prefix,
+                                     pl_status_message(cause));
+    pl_status_free(cause);
+    return st;
+}
+
+pl_code pl_status_code(const pl_status *status)
+{
+    return status ? status->code : PL_CODE_OK;
+}
+
+const char *pl_status_message(const pl_status *status)
+{
+    return status ? status->message : "";
+}
+
+void pl_status_free(pl_status *status)
+{
+    if (status != NULL && !status->is_static)
+        free(status);
+}
+
+const char *pl_code_name(pl_code code)
+{
+    switch (code) {
+    case PL_CODE_OK: return "ok";
+    case PL_CODE_CANCELLED: return "cancelled";
+    case PL_CODE_INVALID_ARGUMENT: return "invalid argument";
+    case PL_CODE_NOT_FOUND: return "not found";
+    case PL_CODE_UNSUPPORTED: return "unsupported";
+    case PL_CODE_INCOMPATIBLE: return "incompatible";
+    case PL_CODE_OUT_OF_MEMORY: return "out of memory";
+    case PL_CODE_DEVICE_ERROR: return "device error";
+    case PL_CODE_NO_DEVICE: return "no device";
+    case PL_CODE_PERMISSION_DENIED: return "permission denied";
+    case PL_CODE_FAILED_PRECONDITION: return "failed precondition";
+    case PL_CODE_IO_ERROR: return "i/o error";
+    case PL_CODE_INTERNAL: return "internal error";
+    }
+    return "unknown code";
+}
+
+char *pl_strdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+char *pl_strdupf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *out = NULL;
+    if (vasprintf(&out, fmt, ap) < 0)
+        out = NULL;
+    va_end(ap);
+    return out;
+}

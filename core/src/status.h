@@ -1,0 +1,44 @@
+/* status.h — the core's pl_status: a code and a message, allocated by the
+ * core only (modules make theirs through the host table), plus the overflow
+ * checked size helpers every parser in the core uses. */
+#ifndef PL_CORE_STATUS_H
+#define PL_CORE_STATUS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plinth/plinth.h"
+
+/* va_list form of pl_status_create. */
+pl_status *pl_status_createv(pl_code code, const char *fmt, va_list ap);
+
+/* Returns a new status whose message is PREFIX followed by the message of
+ * CAUSE; takes ownership of CAUSE. NULL when CAUSE is NULL. */
+pl_status *pl_status_wrap(pl_status *cause, const char *fmt, ...)
+    PL_PRINTF_LIKE(2, 3);
+
+/* Propagates a failing status to the caller. */
+#define PL_RETURN_IF_ERROR(expr)             \
+    do {                                     \
+        pl_status *pl_status_tmp_ = (expr);  \
+        if (pl_status_tmp_ != NULL)          \
+            return pl_status_tmp_;           \
+    } while (0)
+
+/* a * b and a + b into *out; false (and *out untouched) on overflow. */
+static inline bool pl_size_mul(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool pl_size_add(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* strdup that returns NULL on NULL. */
+char *pl_strdup(const char *s);
+/* printf into a new heap string; NULL when out of memory. */
+char *pl_strdupf(const char *fmt, ...) PL_PRINTF_LIKE(1, 2);
+
+#endif

@@ -1,0 +1,323 @@
+/* plinth/module.h — the module table, the entry point and the identity note:
+ * everything a backend implements to plug into Plinth. A module includes this
+ * header (which brings abi.h, tensor.h and host.h) and nothing of the core.
+ *
+ * Life of a module, as the core drives it:
+ *   1. the loader reads the identity note (PL_MODULE_IDENTITY) from the file
+ *      with an ELF reader, without running any of its code, and refuses a
+ *      foreign file or another ABI major;
+ *   2. dlopen, then pl_module_entry negotiates the ABI major both ways and
+ *      returns the module table;
+ *   3. for each runtime: init (may refuse with a reason; PL_CODE_NO_DEVICE
+ *      means "sound, but no usable device"), configure with the keys of the
+ *      module's backend.ini section, then device, memory, kernel and subgraph
+ *      calls, and finally shutdown. The library is unloaded only when nothing
+ *      the module created is alive. */
+#ifndef PLINTH_MODULE_H
+#define PLINTH_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plinth/abi.h"
+#include "plinth/host.h"
+#include "plinth/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- identity note ---------------------------------------------------- */
+
+#define PL_NOTE_SECTION_NAME ".note.plinth.identity"
+#define PL_NOTE_OWNER "Plinth"
+#define PL_NOTE_TYPE_IDENTITY 0x504c4e31u /* "PLN1" */
+#define PL_NOTE_NAME_MAX 32     /* bytes, NUL included */
+#define PL_NOTE_VERSION_MAX 32  /* bytes, NUL included */
+
+/* The payload of the identity note. Fixed size; both strings NUL-terminated
+ * within their arrays. */
+typedef struct pl_identity_desc {
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    char name[PL_NOTE_NAME_MAX];
+    char version[PL_NOTE_VERSION_MAX];
+} pl_identity_desc;
+
+/* An ELF note record (Elf_Nhdr, owner padded to 4 bytes, then desc). */
+typedef struct pl_identity_note {
+    uint32_t namesz;   /* sizeof(PL_NOTE_OWNER), 7 */
+    uint32_t descsz;   /* sizeof(pl_identity_desc) */
+    uint32_t type;     /* PL_NOTE_TYPE_IDENTITY */
+    char owner[8];     /* "Plinth" and padding */
+    pl_identity_desc desc;
+} pl_identity_note;
+
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define PL_NOTE_RETAIN __attribute__((retain))
+#endif
+#endif
+#ifndef PL_NOTE_RETAIN
+#define PL_NOTE_RETAIN
+#endif
+
+/* Embeds the module's identity note. Use once, at file scope, in one source
+ * file of the module. NAME is the module's short name (the backend.ini section
+ * and [placement] name, [a-z0-9_], at most 31 bytes) and must equal the
+ * module table's name; VERSION its own version string. Both are string
+ * literals; a longer one fails to compile. */
+#define PL_MODULE_IDENTITY(NAME, VERSION)                                    \
+    typedef char pl_identity_name_fits_[(sizeof(NAME) <= PL_NOTE_NAME_MAX) ? 1 : -1]; \
+    typedef char pl_identity_version_fits_[(sizeof(VERSION) <= PL_NOTE_VERSION_MAX) ? 1 : -1]; \
+    __attribute__((used, aligned(4), section(PL_NOTE_SECTION_NAME)))         \
+    PL_NOTE_RETAIN static const pl_identity_note pl_identity_note_ = {      \
+        sizeof(PL_NOTE_OWNER), sizeof(pl_identity_desc),                     \
+        PL_NOTE_TYPE_IDENTITY, PL_NOTE_OWNER,                                \
+        {PL_ABI_MAJOR, PL_ABI_MINOR, NAME, VERSION}}
+
+/* ---- types the table uses --------------------------------------------- */
+
+/* A module's state for one runtime, created by init. Opaque to the core;
+ * each module defines struct pl_module_ctx as it likes. */
+typedef struct pl_module_ctx pl_module_ctx;
+/* A kernel for one node (imperative mode), owned by the module. */
+typedef struct pl_kernel pl_kernel;
+/* A compiled subgraph (symbolic mode), owned by the module. */
+typedef struct pl_compiled pl_compiled;
+
+/* Capability flags of a module. */
+typedef enum pl_capability {
+    PL_CAP_IMPERATIVE = 1u << 0,   /* get_kernel, kernel_run, kernel_release */
+    PL_CAP_SYMBOLIC = 1u << 1,     /* supported_nodes, compile, run, release */
+    PL_CAP_ASYNC = 1u << 2,        /* run_async */
+    PL_CAP_EXPORT = 1u << 3,       /* export_compiled, import_compiled */
+    PL_CAP_MODEL_IMPORT = 1u << 4, /* can_import, import_model */
+    PL_CAP_HOST_MEMORY = 1u << 5   /* its devices compute on host memory:
+                                      no mem_* or copy functions needed */
+} pl_capability;
+
+/* A key/value pair of strings, borrowed for the call. */
+typedef struct pl_kv {
+    const char *key;
+    const char *value;
+} pl_kv;
+
+/* Receives one key/value output of configure; the core copies both strings
+ * before it returns. */
+typedef void (*pl_kv_sink)(void *sink_ctx, const char *key, const char *value);
+
+/* Receives the verdict on one node of supported_nodes. reason is required
+ * when supported is 0 ("Conv: auto_pad SAME_LOWER not supported") and copied
+ * by the core. */
+typedef void (*pl_support_sink)(void *sink_ctx, size_t node_index,
+                                int supported, const char *reason);
+
+/* Receives a piece of an exported binary; called any number of times, the
+ * pieces concatenated make the blob. The core copies the bytes. */
+typedef void (*pl_blob_sink)(void *sink_ctx, const void *bytes, size_t n);
+
+/* What a device is. The core zeroes it and sets header.struct_size to its own
+ * sizeof; the module writes only fields that struct_size covers. */
+typedef struct pl_device_properties {
+    pl_abi_header header;
+    char name[64];          /* "Simulated accelerator 0", "NVIDIA H100" */
+    int32_t device_type;    /* pl_device_type of the device's memory */
+    int32_t compute_units;  /* cores, SMs, …; 0 if unknown */
+    uint64_t memory_bytes;  /* device memory; 0 if unknown or host memory */
+    uint64_t flags;         /* reserved, 0 */
+} pl_device_properties;
+
+/* What the caller wants written to an output of a kernel. */
+typedef enum pl_output_request {
+    PL_REQ_NULL = 0,    /* nobody reads it: the kernel may skip it */
+    PL_REQ_WRITE = 1,   /* overwrite the buffer */
+    PL_REQ_INPLACE = 2, /* the buffer aliases an input the schema allows */
+    PL_REQ_ADD_TO = 3   /* accumulate: out += result */
+} pl_output_request;
+
+/* Where a piece of work runs: the module's device index, the engine worker
+ * and, for accelerators, the stream the worker owns (NULL on the CPU). */
+typedef struct pl_run_context {
+    pl_abi_header header;
+    int32_t device;
+    int32_t worker;
+    void *stream;
+} pl_run_context;
+
+/* One node offered to get_kernel. Input and output tensors describe dtype,
+ * shape and layout; their data is NULL. An absent optional input has
+ * ndim == -1. Attributes are read through host->graph with graph and
+ * node_index. Everything is borrowed for the call. */
+typedef struct pl_node_desc {
+    pl_abi_header header;
+    const char *name;
+    const char *op;
+    const char *domain;        /* "" for the default ONNX domain */
+    int64_t opset_version;
+    const pl_graph_view *graph;
+    size_t node_index;
+    size_t n_inputs;
+    const pl_tensor *inputs;
+    size_t n_outputs;
+    const pl_tensor *outputs;
+} pl_node_desc;
+
+/* The arguments of one kernel or subgraph run. Tensors live on the device of
+ * run->device (host memory for PL_CAP_HOST_MEMORY modules). requests has
+ * n_outputs entries for kernels and is NULL for subgraph runs (always
+ * PL_REQ_WRITE). workspace is the temporary memory the kernel asked for. */
+typedef struct pl_run_args {
+    pl_abi_header header;
+    const pl_run_context *run;
+    size_t n_inputs;
+    const pl_tensor *inputs;
+    size_t n_outputs;
+    pl_tensor *outputs;
+    const pl_output_request *requests;
+    void *workspace;
+    size_t workspace_bytes;
+} pl_run_args;
+
+/* ---- the module table ------------------------------------------------- */
+
+/* What a module offers the core. A module returns a pointer to one static,
+ * constant table; it must stay valid until the library is unloaded. Every
+ * function receives the instance made by init. Functions a capability flag
+ * names are required when the flag is set; the core checks. */
+typedef struct pl_module_api {
+    pl_abi_header header;
+
+    /* identity */
+    const char *name;          /* equals the identity note's name */
+    const char *version;
+    const char *vendor;
+    uint64_t capabilities;     /* pl_capability flags */
+
+    /* life. init creates this runtime's instance; host_ctx is the core's
+     * handle for it, valid until shutdown. A refusal returns a status whose
+     * message is the reason; PL_CODE_NO_DEVICE marks the module loaded but
+     * without devices. shutdown frees everything of the instance. */
+    pl_status *(*init)(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx);
+    void (*shutdown)(pl_module_ctx *ctx);
+
+    /* devices */
+    int (*device_count)(pl_module_ctx *ctx);
+    pl_status *(*device_properties)(pl_module_ctx *ctx, int device,
+                                    pl_device_properties *inout_props);
+
+    /* configure: n_in key/value strings in (from backend.ini or an
+     * application), any number out through `out`. An unknown key or a bad
+     * value is an error whose message names the key and the accepted
+     * values. Called once after init with the backend.ini section (without
+     * `enabled`), and later whenever an application asks; n_in may be 0 to
+     * query. The core serialises configure calls on one ctx; a module whose
+     * settings other calls read while they run guards them itself. */
+    pl_status *(*configure)(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
+                            pl_kv_sink out, void *out_ctx);
+
+    /* memory, on the module's devices. Pointers are the module's own handles:
+     * the core never dereferences them and never does arithmetic on them,
+     * hence the explicit offsets. mem_release_all drops cached pools. */
+    pl_status *(*mem_alloc)(pl_module_ctx *ctx, int device, size_t bytes,
+                            size_t alignment, void **out_ptr);
+    void (*mem_free)(pl_module_ctx *ctx, int device, void *ptr);
+    void (*mem_release_all)(pl_module_ctx *ctx, int device);
+    pl_status *(*copy_to_device)(pl_module_ctx *ctx, int device, void *dst,
+                                 size_t dst_offset, const void *src_host,
+                                 size_t bytes);
+    pl_status *(*copy_to_host)(pl_module_ctx *ctx, int device, void *dst_host,
+                               const void *src, size_t src_offset,
+                               size_t bytes);
+    pl_status *(*copy_device_to_device)(pl_module_ctx *ctx, int src_device,
+                                        const void *src, size_t src_offset,
+                                        int dst_device, void *dst,
+                                        size_t dst_offset, size_t bytes);
+
+    /* imperative mode. get_kernel answers for one node: a kernel, or a
+     * status with PL_CODE_UNSUPPORTED whose message is the reason. The
+     * kernel may ask for workspace bytes, handed to every run. */
+    pl_status *(*get_kernel)(pl_module_ctx *ctx, int device,
+                             const pl_node_desc *node, pl_kernel **out_kernel,
+                             size_t *out_workspace_bytes);
+    pl_status *(*kernel_run)(pl_module_ctx *ctx, pl_kernel *kernel,
+                             const pl_run_args *args);
+    void (*kernel_release)(pl_module_ctx *ctx, pl_kernel *kernel);
+
+    /* symbolic mode. supported_nodes gives one verdict per node of the
+     * shape-annotated graph through sink. compile turns a subgraph into a
+     * pl_compiled; run executes it and returns when done; run_async (with
+     * PL_CAP_ASYNC) returns at once and signals `done` through
+     * host->complete; an error returned by run_async itself means nothing
+     * was started and `done` will not be signalled. export_compiled and
+     * import_compiled (with PL_CAP_EXPORT) serialise a compiled subgraph for
+     * the cache; import must refuse a blob it did not write. */
+    pl_status *(*supported_nodes)(pl_module_ctx *ctx, int device,
+                                  const pl_graph_view *graph,
+                                  pl_support_sink sink, void *sink_ctx);
+    pl_status *(*compile)(pl_module_ctx *ctx, int device,
+                          const pl_graph_view *subgraph,
+                          pl_compiled **out_compiled);
+    pl_status *(*run)(pl_module_ctx *ctx, pl_compiled *compiled,
+                      const pl_run_args *args);
+    pl_status *(*run_async)(pl_module_ctx *ctx, pl_compiled *compiled,
+                            const pl_run_args *args, pl_completion *done);
+    void (*release)(pl_module_ctx *ctx, pl_compiled *compiled);
+    pl_status *(*export_compiled)(pl_module_ctx *ctx, pl_compiled *compiled,
+                                  pl_blob_sink sink, void *sink_ctx);
+    pl_status *(*import_compiled)(pl_module_ctx *ctx, int device,
+                                  const pl_graph_view *subgraph,
+                                  const void *blob, size_t blob_bytes,
+                                  pl_compiled **out_compiled);
+
+    /* model import (format modules). can_import looks at a path and the
+     * file's first bytes and says whether this module reads it (1) or not
+     * (0); import_model builds the graph through host->graph's builder. */
+    int (*can_import)(pl_module_ctx *ctx, const char *path, const void *head,
+                      size_t head_bytes);
+    pl_status *(*import_model)(pl_module_ctx *ctx, const char *path,
+                               pl_graph_builder *builder);
+} pl_module_api;
+
+/* The struct_size of a complete ABI 1.0 module table. The core refuses a
+ * table that claims ABI 1 with less. */
+#define PL_MODULE_API_SIZE_1_0 \
+    (offsetof(pl_module_api, import_model) + sizeof(void (*)(void)))
+
+/* ---- the entry point -------------------------------------------------- */
+
+/* The one symbol a module exports, named PL_MODULE_ENTRY_SYMBOL.
+ *
+ * On entry *inout_abi_major is the core's ABI major; host is the host table
+ * (static, valid until unload; check host->header for the core's minor). The
+ * module sets *inout_abi_major to the major it speaks and, when that is the
+ * core's, *out_api to its table and returns PL_CODE_OK; otherwise it returns
+ * PL_CODE_INCOMPATIBLE, so the core can name both versions. The entry point
+ * does no other work: it may run before the core decides to use the module. */
+typedef pl_code (*pl_module_entry_fn)(const pl_host_api *host,
+                                      uint32_t *inout_abi_major,
+                                      const pl_module_api **out_api);
+
+#define PL_MODULE_ENTRY_SYMBOL "pl_module_entry"
+
+/* Declares the entry point with the right signature and visibility. */
+#define PL_MODULE_ENTRY                                                 \
+    PL_MODULE_EXPORT pl_code pl_module_entry(const pl_host_api *host,   \
+                                             uint32_t *inout_abi_major, \
+                                             const pl_module_api **out_api)
+
+PL_MODULE_ENTRY;
+
+/* Fills the field FIELD of a versioned struct P of type T that the core
+ * handed over, only when the core's struct_size covers it. */
+#define PL_ABI_SET(T, P, FIELD, VALUE)          \
+    do {                                        \
+        if (PL_ABI_HAS_FIELD(T, P, FIELD))      \
+            (P)->FIELD = (VALUE);               \
+    } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLINTH_MODULE_H */

@@ -1,0 +1,132 @@
+/* plinth/tensor.h — how tensors cross the module boundary.
+ *
+ * pl_tensor begins with exactly the fields of DLPack's DLTensor, in the same
+ * order and types, so a pl_tensor * can be handed to any DLPack consumer as a
+ * DLTensor *. The core static-asserts this against <dlpack/dlpack.h>; the SDK
+ * itself does not depend on DLPack. After the DLPack prefix come Plinth's own
+ * fields, guarded by their own struct_size because the prefix cannot start
+ * with a pl_abi_header. */
+#ifndef PLINTH_TENSOR_H
+#define PLINTH_TENSOR_H
+
+#include <stdint.h>
+
+#include "plinth/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device types, numbered as DLPack's DLDeviceType. */
+typedef enum pl_device_type {
+    PL_DEVICE_CPU = 1,     /* kDLCPU: host memory */
+    PL_DEVICE_CUDA = 2,    /* kDLCUDA */
+    PL_DEVICE_CUDA_HOST = 3, /* kDLCUDAHost: pinned host memory */
+    PL_DEVICE_EXT = 12     /* kDLExtDev: any other accelerator (example_acc) */
+} pl_device_type;
+
+/* Same layout as DLDevice. device_id is the index among the devices of the
+ * module that owns the memory. */
+typedef struct pl_device {
+    int32_t device_type; /* a pl_device_type */
+    int32_t device_id;
+} pl_device;
+
+/* Type codes, numbered as DLPack's DLDataTypeCode (PL_TYPE_BOOL is the code
+ * that later DLPack versions gave to kDLBool). */
+typedef enum pl_type_code {
+    PL_TYPE_INT = 0,
+    PL_TYPE_UINT = 1,
+    PL_TYPE_FLOAT = 2,
+    PL_TYPE_BFLOAT = 4,
+    PL_TYPE_BOOL = 6
+} pl_type_code;
+
+/* Same layout as DLDataType. Plinth uses lanes = 1 throughout. */
+typedef struct pl_dtype {
+    uint8_t code;  /* a pl_type_code */
+    uint8_t bits;
+    uint16_t lanes;
+} pl_dtype;
+
+/* The nine dtypes of ABI 1. */
+#define PL_DTYPE_F32 ((pl_dtype){PL_TYPE_FLOAT, 32, 1})
+#define PL_DTYPE_F64 ((pl_dtype){PL_TYPE_FLOAT, 64, 1})
+#define PL_DTYPE_F16 ((pl_dtype){PL_TYPE_FLOAT, 16, 1})
+#define PL_DTYPE_BF16 ((pl_dtype){PL_TYPE_BFLOAT, 16, 1})
+#define PL_DTYPE_U8 ((pl_dtype){PL_TYPE_UINT, 8, 1})
+#define PL_DTYPE_I8 ((pl_dtype){PL_TYPE_INT, 8, 1})
+#define PL_DTYPE_I32 ((pl_dtype){PL_TYPE_INT, 32, 1})
+#define PL_DTYPE_I64 ((pl_dtype){PL_TYPE_INT, 64, 1})
+#define PL_DTYPE_BOOL ((pl_dtype){PL_TYPE_BOOL, 8, 1})
+
+/* True when two dtypes are the same. */
+#define PL_DTYPE_EQ(a, b) \
+    ((a).code == (b).code && (a).bits == (b).bits && (a).lanes == (b).lanes)
+
+/* The compressed-sparse-row part of a sparse 2-D tensor. The tensor's data
+ * holds the nnz values; row_ptr has shape[0] + 1 entries and col_idx nnz
+ * entries, both of index_bits (32 or 64) bits, on the tensor's device. */
+typedef struct pl_csr {
+    uint32_t struct_size;
+    uint32_t index_bits;
+    int64_t nnz;
+    void *row_ptr;
+    void *col_idx;
+} pl_csr;
+
+/* A tensor: borrowed memory plus its description; it owns nothing.
+ *
+ * The first seven fields are DLTensor's. strides may be NULL (compact,
+ * row-major). struct_size covers the Plinth fields that follow the DLPack
+ * prefix: a reader uses layout and csr only when struct_size says they are
+ * there (PL_TENSOR_HAS). */
+typedef struct pl_tensor {
+    void *data;
+    pl_device device;
+    int32_t ndim;
+    pl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+    /* Plinth extension, ABI 1.0. */
+    uint32_t struct_size;
+    uint32_t flags;      /* reserved, 0 */
+    /* NULL or "" means plain row-major. Otherwise a layout name: "NCHW",
+     * "NHWC", … or a module's opaque format, spelled "<module>:<format>",
+     * which only that module interprets. */
+    const char *layout;
+    const pl_csr *csr;   /* NULL for dense tensors */
+} pl_tensor;
+
+/* True when the pl_tensor pointed to by T carries FIELD. */
+#define PL_TENSOR_HAS(T, FIELD)                                       \
+    ((T) != NULL && (size_t)(T)->struct_size >=                       \
+                        offsetof(pl_tensor, FIELD) + sizeof((T)->FIELD))
+
+/* Bytes per element of a dtype, 0 for a dtype ABI 1 does not know. */
+static inline size_t pl_dtype_size(pl_dtype dt)
+{
+    if (dt.lanes != 1)
+        return 0;
+    switch (dt.code) {
+    case PL_TYPE_FLOAT:
+        return (dt.bits == 16 || dt.bits == 32 || dt.bits == 64) ? dt.bits / 8u : 0;
+    case PL_TYPE_BFLOAT:
+        return dt.bits == 16 ? 2 : 0;
+    case PL_TYPE_INT:
+        return (dt.bits == 8 || dt.bits == 32 || dt.bits == 64) ? dt.bits / 8u : 0;
+    case PL_TYPE_UINT:
+        return dt.bits == 8 ? 1 : 0;
+    case PL_TYPE_BOOL:
+        return dt.bits == 8 ? 1 : 0;
+    default:
+        return 0;
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLINTH_TENSOR_H */

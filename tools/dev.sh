@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# tools/dev.sh — the two commands of README.md, for a fresh Debian 12 machine.
+#
+#   bash tools/dev.sh demo   install what is missing, build everything, and run
+#                            the demo through the default backend.ini
+#   bash tools/dev.sh test   install what is missing, build everything twice
+#                            (plain, and with AddressSanitizer+UBSan) and run
+#                            the whole CTest suite in both builds
+#
+# Debian packages are installed with apt-get when missing (run as root).
+# Build directories: build/ (plain; stages modules into modules.d/) and
+# build-asan/ (sanitized; stages into build-asan/modules.d/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+PACKAGES=(build-essential cmake pkg-config python3
+          libopenblas-dev libdnnl-dev libinih-dev libffi-dev libelf-dev
+          libjansson-dev libdlpack-dev)
+
+install_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+            || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "dev.sh: installing missing packages: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {   # build DIR [cmake args...]
+    local dir=$1; shift
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j"$JOBS"
+}
+
+case "${1:-}" in
+demo)
+    install_packages
+    build build
+    echo
+    echo "== plinth modules (default backend.ini) =="
+    ./build/bin/plinth modules
+    ;;
+test)
+    install_packages
+    build build
+    build build-asan -DPLINTH_SANITIZE=ON -DPLINTH_STAGE_DIR="$ROOT/build-asan/modules.d"
+    rc=0
+    echo "== tests: plain build =="
+    ctest --test-dir build --output-on-failure -j"$JOBS" || rc=1
+    echo "== tests: AddressSanitizer + UBSan build =="
+    ctest --test-dir build-asan --output-on-failure -j"$JOBS" || rc=1
+    exit $rc
+    ;;
+*)
+    echo "usage: bash tools/dev.sh demo|test" >&2
+    exit 2
+    ;;
+esac
