@@ -114,7 +114,7 @@ static void pl_host_complete(pl_completion *completion, pl_status *status)
 
 const pl_host_api pl_host_table = {
     .header = PL_ABI_HEADER_INIT(pl_host_api),
-    .log = pl_host_log,
+    .log_message = pl_host_log,
     .status_create = pl_host_status_create,
     .status_createv = pl_host_status_createv,
     .status_code = pl_status_code,

@@ -62,11 +62,12 @@ typedef struct pl_graph_api {
 typedef struct pl_host_api {
     pl_abi_header header;
 
-    /* Writes one log line attributed to the module ("[cpu] ..."). Lines
+    /* Writes one log line attributed to the module ("[cpu] ..."). (Not
+     * named `log`: <tgmath.h> makes that a macro.) Lines
      * below the runtime's `log` level are dropped. ctx may be NULL (before
      * init), and the line is then attributed to "module". */
-    void (*log)(pl_host_ctx *ctx, pl_log_level level, const char *fmt, ...)
-        PL_PRINTF_LIKE(3, 4);
+    void (*log_message)(pl_host_ctx *ctx, pl_log_level level,
+                        const char *fmt, ...) PL_PRINTF_LIKE(3, 4);
 
     /* Makes a status. The message should say what failed and why; the core
      * prefixes nothing. Returns a valid status even when out of memory (a

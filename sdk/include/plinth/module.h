@@ -53,6 +53,11 @@ typedef struct pl_identity_note {
     pl_identity_desc desc;
 } pl_identity_note;
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PL_NOTE_ATTRS __attribute__((used, aligned(4), section(PL_NOTE_SECTION_NAME)))
+#else
+#error "Plinth modules are ELF shared objects built with GCC or Clang"
+#endif
 #if defined(__has_attribute)
 #if __has_attribute(retain)
 #define PL_NOTE_RETAIN __attribute__((retain))
@@ -70,7 +75,7 @@ typedef struct pl_identity_note {
 #define PL_MODULE_IDENTITY(NAME, VERSION)                                    \
     typedef char pl_identity_name_fits_[(sizeof(NAME) <= PL_NOTE_NAME_MAX) ? 1 : -1]; \
     typedef char pl_identity_version_fits_[(sizeof(VERSION) <= PL_NOTE_VERSION_MAX) ? 1 : -1]; \
-    __attribute__((used, aligned(4), section(PL_NOTE_SECTION_NAME)))         \
+    PL_NOTE_ATTRS                                                            \
     PL_NOTE_RETAIN static const pl_identity_note pl_identity_note_ = {      \
         sizeof(PL_NOTE_OWNER), sizeof(pl_identity_desc),                     \
         PL_NOTE_TYPE_IDENTITY, PL_NOTE_OWNER,                                \
@@ -209,7 +214,8 @@ typedef struct pl_module_api {
     /* configure: n_in key/value strings in (from backend.ini or an
      * application), any number out through `out`. An unknown key or a bad
      * value is an error whose message names the key and the accepted
-     * values. Called once after init with the backend.ini section (without
+     * values; a failing configure changes nothing and need output nothing.
+     * Called once after init with the backend.ini section (without
      * `enabled`), and later whenever an application asks; n_in may be 0 to
      * query. The core serialises configure calls on one ctx; a module whose
      * settings other calls read while they run guards them itself. */
@@ -218,7 +224,13 @@ typedef struct pl_module_api {
 
     /* memory, on the module's devices. Pointers are the module's own handles:
      * the core never dereferences them and never does arithmetic on them,
-     * hence the explicit offsets. mem_release_all drops cached pools. */
+     * hence the explicit offsets. mem_alloc: alignment is a power of two or 0
+     * for the module's default (at least 64); bytes may be 0, and then a
+     * distinct non-NULL handle is still returned; *out_ptr is NULL on
+     * failure. mem_free of NULL is a no-op; freeing on another device than
+     * the one allocated from, or twice, is a bug the module may log but must
+     * survive. mem_release_all frees every buffer of that device still
+     * allocated and drops cached pools. */
     pl_status *(*mem_alloc)(pl_module_ctx *ctx, int device, size_t bytes,
                             size_t alignment, void **out_ptr);
     void (*mem_free)(pl_module_ctx *ctx, int device, void *ptr);

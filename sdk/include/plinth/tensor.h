@@ -49,7 +49,8 @@ typedef struct pl_dtype {
     uint16_t lanes;
 } pl_dtype;
 
-/* The nine dtypes of ABI 1. */
+/* The nine dtypes of ABI 1 (C99 compound literals; C++ callers spell
+ * pl_dtype{PL_TYPE_FLOAT, 32, 1}). */
 #define PL_DTYPE_F32 ((pl_dtype){PL_TYPE_FLOAT, 32, 1})
 #define PL_DTYPE_F64 ((pl_dtype){PL_TYPE_FLOAT, 64, 1})
 #define PL_DTYPE_F16 ((pl_dtype){PL_TYPE_FLOAT, 16, 1})

@@ -1,0 +1,287 @@
+/* cpu: the reference CPU backend. Every node that no other backend claims
+ * falls back here, and every other backend is tested against it. It computes
+ * on host memory (PL_CAP_HOST_MEMORY) and offers one kernel per node
+ * (PL_CAP_IMPERATIVE); GEMM and convolution run on OpenBLAS. At this stage
+ * the module owns its device, its configuration and host memory; the kernels
+ * arrive with the op issues, so get_kernel still refuses every op. Like every
+ * module it sees only sdk/ and reaches the core through the host table. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include <plinth/module.h>
+
+#define CPU_NAME "cpu"
+#define CPU_VERSION "0.1.0"
+
+PL_MODULE_IDENTITY(CPU_NAME, CPU_VERSION);
+
+/* The host table handed to pl_module_entry: one static table of the core,
+ * valid until the module is unloaded, shared by every runtime's instance. */
+static const pl_host_api *cpu_host;
+
+/* One runtime's instance of the module, made by init and freed by shutdown.
+ * Immutable after init, so any thread may read it. */
+struct pl_module_ctx {
+    pl_host_ctx *host_ctx; /* the core's handle for this instance */
+    int compute_units;     /* online CPUs when init ran */
+};
+
+static pl_status *cpu_check_device(int device)
+{
+    if (device != 0)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: no device %d (the cpu module has device 0 only)",
+                                       device);
+    return NULL;
+}
+
+static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
+{
+    if (out_ctx == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT, "cpu: init without out_ctx");
+    *out_ctx = NULL;
+    pl_module_ctx *ctx = cpu_host->host_alloc(host_ctx, sizeof *ctx, 0);
+    if (ctx == NULL)
+        return cpu_host->status_create(PL_CODE_OUT_OF_MEMORY,
+                                       "cpu: out of memory for the module instance (%zu bytes)",
+                                       sizeof *ctx);
+    ctx->host_ctx = host_ctx;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
+
+    /* The runtime owns the one CPU thread budget (`threads` in backend.ini)
+     * and lends it to kernels through host->parallel_for. OpenBLAS would
+     * otherwise start its own pool of one thread per core, and a GEMM
+     * running inside each of several parallel_for workers would then
+     * oversubscribe the machine many times over. So OpenBLAS runs on the
+     * calling thread only; parallelism comes from the host's pool. This is
+     * process-wide, which is what we want for every runtime in the process. */
+    openblas_set_num_threads(1);
+
+    cpu_host->log_message(host_ctx, PL_LOG_DEBUG, "OpenBLAS %s (%s), %d online CPUs",
+                  openblas_get_config(), openblas_get_corename(), ctx->compute_units);
+    *out_ctx = ctx;
+    return NULL;
+}
+
+static void cpu_shutdown(pl_module_ctx *ctx)
+{
+    if (ctx != NULL)
+        cpu_host->host_free(ctx->host_ctx, ctx);
+}
+
+static int cpu_device_count(pl_module_ctx *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+static pl_status *cpu_device_properties(pl_module_ctx *ctx, int device,
+                                        pl_device_properties *inout_props)
+{
+    pl_status *status = cpu_check_device(device);
+    if (status != NULL)
+        return status;
+    if (inout_props == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: device_properties without a properties struct");
+    if (PL_ABI_HAS_FIELD(pl_device_properties, inout_props, name))
+        snprintf(inout_props->name, sizeof inout_props->name, "%s", "cpu");
+    PL_ABI_SET(pl_device_properties, inout_props, device_type, PL_DEVICE_CPU);
+    PL_ABI_SET(pl_device_properties, inout_props, compute_units, ctx->compute_units);
+    /* Host memory: the header asks for 0 rather than the machine's RAM. */
+    PL_ABI_SET(pl_device_properties, inout_props, memory_bytes, 0);
+    return NULL;
+}
+
+/* Accepts no keys yet; reports the BLAS it runs on and the thread budget. */
+static pl_status *cpu_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
+                                pl_kv_sink out, void *out_ctx)
+{
+    if (n_in > 0 && in == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: configure with %zu keys but no key array", n_in);
+    if (n_in > 0)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: unknown key '%s' (the cpu module accepts no keys "
+                                       "yet; its section may hold only 'enabled')",
+                                       in[0].key != NULL ? in[0].key : "(null)");
+    if (out == NULL)
+        return NULL;
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", cpu_host->thread_count(ctx->host_ctx));
+    out(out_ctx, "openblas_config", openblas_get_config());
+    out(out_ctx, "openblas_core", openblas_get_corename());
+    out(out_ctx, "threads", threads);
+    return NULL;
+}
+
+/* ---- memory: plain host memory from the host's allocator ---------------- */
+
+static pl_status *cpu_mem_alloc(pl_module_ctx *ctx, int device, size_t bytes,
+                                size_t alignment, void **out_ptr)
+{
+    if (out_ptr == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT, "cpu: mem_alloc without out_ptr");
+    *out_ptr = NULL;
+    pl_status *status = cpu_check_device(device);
+    if (status != NULL)
+        return status;
+    if ((alignment & (alignment - 1)) != 0)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: mem_alloc alignment %zu is not a power of two",
+                                       alignment);
+    /* A zero-byte tensor still gets a distinct, freeable pointer. */
+    void *ptr = cpu_host->host_alloc(ctx->host_ctx, bytes > 0 ? bytes : 1, alignment);
+    if (ptr == NULL)
+        return cpu_host->status_create(PL_CODE_OUT_OF_MEMORY,
+                                       "cpu: out of host memory allocating %zu bytes (alignment %zu)",
+                                       bytes, alignment);
+    *out_ptr = ptr;
+    return NULL;
+}
+
+static void cpu_mem_free(pl_module_ctx *ctx, int device, void *ptr)
+{
+    (void)device;
+    cpu_host->host_free(ctx->host_ctx, ptr);
+}
+
+/* Nothing is pooled: every buffer goes straight back to the host. */
+static void cpu_mem_release_all(pl_module_ctx *ctx, int device)
+{
+    (void)ctx;
+    (void)device;
+}
+
+static pl_status *cpu_check_copy(int device, const void *a, const void *b, size_t bytes)
+{
+    pl_status *status = cpu_check_device(device);
+    if (status != NULL)
+        return status;
+    if (bytes > 0 && (a == NULL || b == NULL))
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: copy of %zu bytes with a NULL buffer", bytes);
+    return NULL;
+}
+
+static pl_status *cpu_copy_to_device(pl_module_ctx *ctx, int device, void *dst,
+                                     size_t dst_offset, const void *src_host, size_t bytes)
+{
+    (void)ctx;
+    pl_status *status = cpu_check_copy(device, dst, src_host, bytes);
+    if (status == NULL && bytes > 0)
+        memcpy((char *)dst + dst_offset, src_host, bytes);
+    return status;
+}
+
+static pl_status *cpu_copy_to_host(pl_module_ctx *ctx, int device, void *dst_host,
+                                   const void *src, size_t src_offset, size_t bytes)
+{
+    (void)ctx;
+    pl_status *status = cpu_check_copy(device, dst_host, src, bytes);
+    if (status == NULL && bytes > 0)
+        memcpy(dst_host, (const char *)src + src_offset, bytes);
+    return status;
+}
+
+static pl_status *cpu_copy_device_to_device(pl_module_ctx *ctx, int src_device,
+                                            const void *src, size_t src_offset,
+                                            int dst_device, void *dst, size_t dst_offset,
+                                            size_t bytes)
+{
+    (void)ctx;
+    pl_status *status = cpu_check_copy(src_device, dst, src, bytes);
+    if (status == NULL)
+        status = cpu_check_device(dst_device);
+    /* memmove: both ranges may lie in the same buffer. */
+    if (status == NULL && bytes > 0)
+        memmove((char *)dst + dst_offset, (const char *)src + src_offset, bytes);
+    return status;
+}
+
+/* ---- imperative mode ---------------------------------------------------- */
+
+/* No op has a kernel yet: each op issue adds its kernels here. */
+static pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *node,
+                                 pl_kernel **out_kernel, size_t *out_workspace_bytes)
+{
+    (void)ctx;
+    if (out_kernel != NULL)
+        *out_kernel = NULL;
+    if (out_workspace_bytes != NULL)
+        *out_workspace_bytes = 0;
+    pl_status *status = cpu_check_device(device);
+    if (status != NULL)
+        return status;
+    if (node == NULL || out_kernel == NULL || out_workspace_bytes == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: get_kernel without a node or output pointers");
+    const char *op = PL_ABI_HAS_FIELD(pl_node_desc, node, op) && node->op != NULL ? node->op : "?";
+    return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet", op);
+}
+
+/* get_kernel never returns a kernel, so any kernel handed here is not ours. */
+static pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args)
+{
+    (void)ctx;
+    (void)args;
+    return cpu_host->status_create(PL_CODE_INTERNAL,
+                                   "cpu: kernel_run on %p, but this module made no kernels",
+                                   (void *)kernel);
+}
+
+static void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
+{
+    (void)ctx;
+    (void)kernel;
+}
+
+/* ---- the table and the entry point -------------------------------------- */
+
+static const pl_module_api cpu_api = {
+    .header = PL_ABI_HEADER_INIT(pl_module_api),
+    .name = CPU_NAME,
+    .version = CPU_VERSION,
+    .vendor = "Plinth",
+    .capabilities = PL_CAP_IMPERATIVE | PL_CAP_HOST_MEMORY,
+    .init = cpu_init,
+    .shutdown = cpu_shutdown,
+    .device_count = cpu_device_count,
+    .device_properties = cpu_device_properties,
+    .configure = cpu_configure,
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
+    .mem_release_all = cpu_mem_release_all,
+    .copy_to_device = cpu_copy_to_device,
+    .copy_to_host = cpu_copy_to_host,
+    .copy_device_to_device = cpu_copy_device_to_device,
+    .get_kernel = cpu_get_kernel,
+    .kernel_run = cpu_kernel_run,
+    .kernel_release = cpu_kernel_release,
+};
+
+/* The one exported symbol: negotiates the ABI major both ways (see
+ * module.h) and hands out the table. Does no other work. */
+PL_MODULE_ENTRY
+{
+    if (out_api != NULL)
+        *out_api = NULL;
+    if (host == NULL || inout_abi_major == NULL || out_api == NULL)
+        return PL_CODE_INVALID_ARGUMENT;
+    if (*inout_abi_major != PL_ABI_MAJOR || host->header.abi_major != PL_ABI_MAJOR) {
+        *inout_abi_major = PL_ABI_MAJOR;
+        return PL_CODE_INCOMPATIBLE;
+    }
+    /* Every host function this module calls is part of ABI 1.0. */
+    if (!PL_ABI_HAS_FIELD(pl_host_api, host, graph))
+        return PL_CODE_INCOMPATIBLE;
+    cpu_host = host;
+    *out_api = &cpu_api;
+    return PL_CODE_OK;
+}

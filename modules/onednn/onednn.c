@@ -1,0 +1,400 @@
+/* onednn: the oneDNN backend. It takes whole subgraphs (PL_CAP_SYMBOLIC),
+ * fuses them into oneDNN primitives in oneDNN's blocked layouts, and computes
+ * on host memory (PL_CAP_HOST_MEMORY), so the core converts layouts only at
+ * subgraph boundaries. At this stage the module owns its device, reports the
+ * oneDNN it runs on and lets backend.ini cap the instruction set; symbolic
+ * mode needs the host's graph view, which ABI 1.0 does not carry yet, so it
+ * honestly refuses every graph until the graph issue lands. Like every
+ * module it sees only sdk/ and reaches the core through the host table. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <plinth/module.h>
+
+#define ONEDNN_NAME "onednn"
+#define ONEDNN_VERSION_STRING "0.1.0"
+
+PL_MODULE_IDENTITY(ONEDNN_NAME, ONEDNN_VERSION_STRING);
+
+/* The host table handed to pl_module_entry: one static table of the core,
+ * valid until the module is unloaded, shared by every instance. */
+static const pl_host_api *onednn_host;
+
+/* The ISA cap oneDNN accepted last in this process, or -1. oneDNN's cap is
+ * process-wide, so a second runtime asking for the same cap is fine even
+ * though oneDNN itself would refuse to set it again. */
+static atomic_int onednn_applied_isa = -1;
+
+/* The ISA names Plinth uses: oneDNN's, without the dnnl_cpu_isa_ prefix. */
+static const struct onednn_isa_name {
+    const char *name;
+    dnnl_cpu_isa_t isa;
+} onednn_isa_names[] = {
+    {"all", dnnl_cpu_isa_all},
+    {"sse41", dnnl_cpu_isa_sse41},
+    {"avx", dnnl_cpu_isa_avx},
+    {"avx2", dnnl_cpu_isa_avx2},
+    {"avx2_vnni", dnnl_cpu_isa_avx2_vnni},
+    {"avx512_mic", dnnl_cpu_isa_avx512_mic},
+    {"avx512_mic_4ops", dnnl_cpu_isa_avx512_mic_4ops},
+    {"avx512_core", dnnl_cpu_isa_avx512_core},
+    {"avx512_core_vnni", dnnl_cpu_isa_avx512_core_vnni},
+    {"avx512_core_bf16", dnnl_cpu_isa_avx512_core_bf16},
+    {"avx512_core_amx", dnnl_cpu_isa_avx512_core_amx},
+};
+#define ONEDNN_ISA_COUNT (sizeof onednn_isa_names / sizeof onednn_isa_names[0])
+#define ONEDNN_ISA_LIST                                                          \
+    "all, sse41, avx, avx2, avx2_vnni, avx512_mic, avx512_mic_4ops, avx512_core, " \
+    "avx512_core_vnni, avx512_core_bf16, avx512_core_amx"
+
+/* One runtime's instance, made by init and freed by shutdown. configure is
+ * the only writer and is never concurrent with other calls. */
+struct pl_module_ctx {
+    pl_host_ctx *host_ctx;
+    int compute_units;      /* online CPUs when init ran */
+    const char *max_cpu_isa; /* the cap this instance asked for, or "default" */
+};
+
+/* Writes the name of ISA into buf: "avx2", or "unknown(0x..)". */
+static const char *onednn_isa_to_name(dnnl_cpu_isa_t isa, char *buf, size_t size)
+{
+    for (size_t i = 0; i < ONEDNN_ISA_COUNT; i++)
+        if (onednn_isa_names[i].isa == isa)
+            return onednn_isa_names[i].name;
+    snprintf(buf, size, "unknown(0x%x)", (unsigned)isa);
+    return buf;
+}
+
+/* The ISA oneDNN dispatches to. The first query fixes the ISA cap for the
+ * rest of the process, so it is not asked before configure has run. */
+static const char *onednn_effective_isa(char *buf, size_t size)
+{
+    return onednn_isa_to_name(dnnl_get_effective_cpu_isa(), buf, size);
+}
+
+static pl_status *onednn_check_device(int device)
+{
+    if (device != 0)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "onednn: no device %d (the onednn module has device 0 "
+                                        "only)",
+                                        device);
+    return NULL;
+}
+
+/* ---- life and devices --------------------------------------------------- */
+
+static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
+{
+    if (out_ctx == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT, "onednn: init without out_ctx");
+    *out_ctx = NULL;
+    pl_module_ctx *ctx = onednn_host->host_alloc(host_ctx, sizeof *ctx, 0);
+    if (ctx == NULL)
+        return onednn_host->status_create(PL_CODE_OUT_OF_MEMORY,
+                                        "onednn: out of memory for the module instance");
+    ctx->host_ctx = host_ctx;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
+    ctx->max_cpu_isa = "default";
+    /* Debian's libdnnl runs its primitives on an OpenMP pool of its own.
+     * No primitive exists yet; binding oneDNN to the runtime's thread budget
+     * comes with the first kernels. */
+    const dnnl_version_t *v = dnnl_version();
+    onednn_host->log_message(host_ctx, PL_LOG_DEBUG, "oneDNN %d.%d.%d", v->major, v->minor, v->patch);
+    *out_ctx = ctx;
+    return NULL;
+}
+
+static void onednn_shutdown(pl_module_ctx *ctx)
+{
+    if (ctx != NULL)
+        onednn_host->host_free(ctx->host_ctx, ctx);
+}
+
+static int onednn_device_count(pl_module_ctx *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+static pl_status *onednn_device_properties(pl_module_ctx *ctx, int device,
+                                         pl_device_properties *inout_props)
+{
+    pl_status *status = onednn_check_device(device);
+    if (status != NULL)
+        return status;
+    if (inout_props == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "onednn: device_properties without a struct");
+    char isa[32];
+    if (PL_ABI_HAS_FIELD(pl_device_properties, inout_props, name))
+        snprintf(inout_props->name, sizeof inout_props->name, "cpu (oneDNN %s)",
+                 onednn_effective_isa(isa, sizeof isa));
+    PL_ABI_SET(pl_device_properties, inout_props, device_type, PL_DEVICE_CPU);
+    PL_ABI_SET(pl_device_properties, inout_props, compute_units, ctx->compute_units);
+    PL_ABI_SET(pl_device_properties, inout_props, memory_bytes, 0);
+    return NULL;
+}
+
+/* ---- configure ---------------------------------------------------------- */
+
+/* Applies the ISA cap NAME (already validated as ISA). */
+static pl_status *onednn_apply_max_isa(const char *name, dnnl_cpu_isa_t isa)
+{
+    dnnl_status_t st = dnnl_set_max_cpu_isa(isa);
+    if (st == dnnl_success) {
+        atomic_store(&onednn_applied_isa, (int)isa);
+        return NULL;
+    }
+    /* Already applied, by this runtime or another one in the process. */
+    if (atomic_load(&onednn_applied_isa) == (int)isa)
+        return NULL;
+    char buf[32];
+    pl_code code = st == dnnl_unimplemented     ? PL_CODE_UNSUPPORTED
+                   : st == dnnl_invalid_arguments ? PL_CODE_FAILED_PRECONDITION
+                                                  : PL_CODE_INTERNAL;
+    return onednn_host->status_create(
+        code,
+        "onednn: max_cpu_isa = %s: dnnl_set_max_cpu_isa failed with %s (oneDNN takes the cap "
+        "once per process, before its first primitive or ISA query; the ISA is now fixed at "
+        "%s)",
+        name, dnnl_status2str(st), onednn_effective_isa(buf, sizeof buf));
+}
+
+/* Accepts `max_cpu_isa`; reports oneDNN's version, the ISA it dispatches to
+ * and the thread budget. */
+static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
+                                 pl_kv_sink out, void *out_ctx)
+{
+    if (n_in > 0 && in == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "onednn: configure with %zu keys but no array", n_in);
+    const struct onednn_isa_name *cap = NULL;
+    for (size_t i = 0; i < n_in; i++) {
+        const char *key = in[i].key != NULL ? in[i].key : "(null)";
+        const char *value = in[i].value != NULL ? in[i].value : "(null)";
+        if (strcmp(key, "max_cpu_isa") != 0)
+            return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                            "onednn: unknown key '%s' (accepted: max_cpu_isa)",
+                                            key);
+        cap = NULL;
+        for (size_t j = 0; j < ONEDNN_ISA_COUNT; j++)
+            if (strcmp(value, onednn_isa_names[j].name) == 0)
+                cap = &onednn_isa_names[j];
+        if (cap == NULL)
+            return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                            "onednn: bad value '%s' for key 'max_cpu_isa' "
+                                            "(expected one of: " ONEDNN_ISA_LIST ")",
+                                            value);
+    }
+    if (cap != NULL) {
+        pl_status *status = onednn_apply_max_isa(cap->name, cap->isa);
+        if (status != NULL)
+            return status;
+        ctx->max_cpu_isa = cap->name;
+    }
+    if (out == NULL)
+        return NULL;
+
+    const dnnl_version_t *v = dnnl_version();
+    char version[48], threads[16], isa[32];
+    snprintf(version, sizeof version, "%d.%d.%d", v->major, v->minor, v->patch);
+    snprintf(threads, sizeof threads, "%d", onednn_host->thread_count(ctx->host_ctx));
+    out(out_ctx, "dnnl_version", version);
+    out(out_ctx, "dnnl_hash", v->hash != NULL ? v->hash : "unknown");
+    out(out_ctx, "cpu_isa", onednn_effective_isa(isa, sizeof isa));
+    out(out_ctx, "max_cpu_isa", ctx->max_cpu_isa);
+    out(out_ctx, "threads", threads);
+    return NULL;
+}
+
+/* ---- memory: plain host memory from the host's allocator ---------------- */
+
+static pl_status *onednn_mem_alloc(pl_module_ctx *ctx, int device, size_t bytes,
+                                 size_t alignment, void **out_ptr)
+{
+    if (out_ptr == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "onednn: mem_alloc without out_ptr");
+    *out_ptr = NULL;
+    pl_status *status = onednn_check_device(device);
+    if (status != NULL)
+        return status;
+    if ((alignment & (alignment - 1)) != 0)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "onednn: mem_alloc alignment %zu is not a power of two",
+                                        alignment);
+    /* A zero-byte tensor still gets a distinct, freeable pointer. */
+    void *ptr = onednn_host->host_alloc(ctx->host_ctx, bytes > 0 ? bytes : 1, alignment);
+    if (ptr == NULL)
+        return onednn_host->status_create(PL_CODE_OUT_OF_MEMORY,
+                                        "onednn: out of host memory allocating %zu bytes "
+                                        "(alignment %zu)",
+                                        bytes, alignment);
+    *out_ptr = ptr;
+    return NULL;
+}
+
+static void onednn_mem_free(pl_module_ctx *ctx, int device, void *ptr)
+{
+    (void)device;
+    onednn_host->host_free(ctx->host_ctx, ptr);
+}
+
+/* Nothing is pooled: every buffer goes straight back to the host. */
+static void onednn_mem_release_all(pl_module_ctx *ctx, int device)
+{
+    (void)ctx;
+    (void)device;
+}
+
+static pl_status *onednn_check_copy(int device, const void *a, const void *b, size_t bytes)
+{
+    pl_status *status = onednn_check_device(device);
+    if (status != NULL)
+        return status;
+    if (bytes > 0 && (a == NULL || b == NULL))
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "onednn: copy of %zu bytes with a NULL buffer", bytes);
+    return NULL;
+}
+
+static pl_status *onednn_copy_to_device(pl_module_ctx *ctx, int device, void *dst,
+                                      size_t dst_offset, const void *src_host, size_t bytes)
+{
+    (void)ctx;
+    pl_status *status = onednn_check_copy(device, dst, src_host, bytes);
+    if (status == NULL && bytes > 0)
+        memcpy((char *)dst + dst_offset, src_host, bytes);
+    return status;
+}
+
+static pl_status *onednn_copy_to_host(pl_module_ctx *ctx, int device, void *dst_host,
+                                    const void *src, size_t src_offset, size_t bytes)
+{
+    (void)ctx;
+    pl_status *status = onednn_check_copy(device, dst_host, src, bytes);
+    if (status == NULL && bytes > 0)
+        memcpy(dst_host, (const char *)src + src_offset, bytes);
+    return status;
+}
+
+static pl_status *onednn_copy_device_to_device(pl_module_ctx *ctx, int src_device,
+                                             const void *src, size_t src_offset, int dst_device,
+                                             void *dst, size_t dst_offset, size_t bytes)
+{
+    (void)ctx;
+    pl_status *status = onednn_check_copy(src_device, dst, src, bytes);
+    if (status == NULL)
+        status = onednn_check_device(dst_device);
+    /* memmove: both ranges may lie in the same buffer. */
+    if (status == NULL && bytes > 0)
+        memmove((char *)dst + dst_offset, (const char *)src + src_offset, bytes);
+    return status;
+}
+
+/* ---- symbolic mode ------------------------------------------------------ */
+
+/* Every symbolic entry reads the graph through host->graph. ABI 1.0 reserves
+ * pl_graph_api with its header only, so there is nothing to read yet: until
+ * the graph issue appends its functions (checked then with PL_ABI_HAS_FN),
+ * every graph is refused with this reason. */
+static pl_status *onednn_no_graph_view(void)
+{
+    return onednn_host->status_create(PL_CODE_UNSUPPORTED,
+                                    "onednn: the core offers no graph view yet");
+}
+
+static pl_status *onednn_supported_nodes(pl_module_ctx *ctx, int device,
+                                       const pl_graph_view *graph, pl_support_sink sink,
+                                       void *sink_ctx)
+{
+    (void)ctx;
+    (void)graph;
+    (void)sink;
+    (void)sink_ctx;
+    pl_status *status = onednn_check_device(device);
+    return status != NULL ? status : onednn_no_graph_view();
+}
+
+static pl_status *onednn_compile(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
+                               pl_compiled **out_compiled)
+{
+    (void)ctx;
+    (void)subgraph;
+    if (out_compiled != NULL)
+        *out_compiled = NULL;
+    pl_status *status = onednn_check_device(device);
+    return status != NULL ? status : onednn_no_graph_view();
+}
+
+/* compile never succeeds yet, so no pl_compiled can reach run: anything
+ * handed in is not ours. */
+static pl_status *onednn_run(pl_module_ctx *ctx, pl_compiled *compiled, const pl_run_args *args)
+{
+    (void)ctx;
+    (void)args;
+    return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "onednn: run: %p was not compiled by this module (compile "
+                                    "arrives with the graph view)",
+                                    (void *)compiled);
+}
+
+static void onednn_release(pl_module_ctx *ctx, pl_compiled *compiled)
+{
+    (void)ctx;
+    (void)compiled;
+}
+
+/* ---- the table and the entry point -------------------------------------- */
+
+static const pl_module_api onednn_api = {
+    .header = PL_ABI_HEADER_INIT(pl_module_api),
+    .name = ONEDNN_NAME,
+    .version = ONEDNN_VERSION_STRING,
+    .vendor = "Plinth",
+    .capabilities = PL_CAP_SYMBOLIC | PL_CAP_HOST_MEMORY,
+    .init = onednn_init,
+    .shutdown = onednn_shutdown,
+    .device_count = onednn_device_count,
+    .device_properties = onednn_device_properties,
+    .configure = onednn_configure,
+    .mem_alloc = onednn_mem_alloc,
+    .mem_free = onednn_mem_free,
+    .mem_release_all = onednn_mem_release_all,
+    .copy_to_device = onednn_copy_to_device,
+    .copy_to_host = onednn_copy_to_host,
+    .copy_device_to_device = onednn_copy_device_to_device,
+    .supported_nodes = onednn_supported_nodes,
+    .compile = onednn_compile,
+    .run = onednn_run,
+    .release = onednn_release,
+};
+
+/* The one exported symbol: negotiates the ABI major both ways (see
+ * module.h) and hands out the table. Does no other work. */
+PL_MODULE_ENTRY
+{
+    if (out_api != NULL)
+        *out_api = NULL;
+    if (host == NULL || inout_abi_major == NULL || out_api == NULL)
+        return PL_CODE_INVALID_ARGUMENT;
+    if (*inout_abi_major != PL_ABI_MAJOR || host->header.abi_major != PL_ABI_MAJOR) {
+        *inout_abi_major = PL_ABI_MAJOR;
+        return PL_CODE_INCOMPATIBLE;
+    }
+    /* Every host function this module calls is part of ABI 1.0. */
+    if (!PL_ABI_HAS_FIELD(pl_host_api, host, graph))
+        return PL_CODE_INCOMPATIBLE;
+    onednn_host = host;
+    *out_api = &onednn_api;
+    return PL_CODE_OK;
+}
