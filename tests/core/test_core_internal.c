@@ -1,0 +1,240 @@
+/* test_core_internal.c — unit tests of core internals that the public API
+ * cannot reach: the CPU pool behind host->parallel_for, and the reference
+ * counts that keep a module loaded while something it made is alive.
+ * Linked against the core's object library. Usage: test_core_internal CASE
+ * [STAGE_DIR]. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "status.h"
+#include "threadpool.h"
+
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                    #cond);                                                \
+            exit(1);                                                       \
+        }                                                                  \
+    } while (0)
+
+/* ---- the CPU pool -------------------------------------------------------- */
+
+typedef struct cover_arg {
+    atomic_int *hits;
+    int threads;
+    atomic_int bad_worker;
+    pl_threadpool *pool;
+    atomic_long inner_sum;
+} cover_arg;
+
+static void cover_body(void *arg, size_t begin, size_t end, int worker)
+{
+    cover_arg *a = arg;
+    if (worker < 0 || worker >= a->threads)
+        atomic_store(&a->bad_worker, 1);
+    for (size_t i = begin; i < end; i++)
+        atomic_fetch_add(&a->hits[i], 1);
+}
+
+static void run_cover(int threads, size_t n, size_t grain)
+{
+    pl_threadpool *pool = NULL;
+    CHECK(pl_threadpool_create(threads, &pool) == NULL);
+    CHECK(pl_threadpool_size(pool) == threads);
+    cover_arg a = {.threads = threads};
+    a.hits = calloc(n, sizeof *a.hits);
+    CHECK(a.hits != NULL);
+    for (int round = 0; round < 20; round++)
+        pl_threadpool_parallel_for(pool, n, grain, cover_body, &a);
+    for (size_t i = 0; i < n; i++)
+        CHECK(atomic_load(&a.hits[i]) == 20);
+    CHECK(atomic_load(&a.bad_worker) == 0);
+    free(a.hits);
+    pl_threadpool_destroy(pool);
+}
+
+static void case_pool_cover(void)
+{
+    int sizes[] = {1, 2, 3, 4, 8};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        run_cover(sizes[i], 100003, 1);
+        run_cover(sizes[i], 7, 1);
+        run_cover(sizes[i], 1000, 4096);
+    }
+}
+
+static void inner_body(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    cover_arg *a = arg;
+    for (size_t i = begin; i < end; i++)
+        atomic_fetch_add(&a->inner_sum, (long)i);
+}
+
+static void outer_body(void *arg, size_t begin, size_t end, int worker)
+{
+    cover_arg *a = arg;
+    (void)worker;
+    for (size_t i = begin; i < end; i++)
+        pl_threadpool_parallel_for(a->pool, 100, 1, inner_body, a);
+}
+
+/* A parallel_for inside a chunk must not deadlock even when every worker is
+ * busy with the outer loop. */
+static void case_pool_nested(void)
+{
+    pl_threadpool *pool = NULL;
+    CHECK(pl_threadpool_create(4, &pool) == NULL);
+    cover_arg a = {.threads = 4, .pool = pool};
+    pl_threadpool_parallel_for(pool, 64, 1, outer_body, &a);
+    CHECK(atomic_load(&a.inner_sum) == 64L * (99L * 100L / 2));
+    pl_threadpool_destroy(pool);
+}
+
+typedef struct caller_arg {
+    pl_threadpool *pool;
+    atomic_long sum;
+} caller_arg;
+
+static void sum_body(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    caller_arg *a = arg;
+    long local = 0;
+    for (size_t i = begin; i < end; i++)
+        local += (long)i;
+    atomic_fetch_add(&a->sum, local);
+}
+
+static void *caller_thread(void *arg)
+{
+    caller_arg *a = arg;
+    for (int i = 0; i < 300; i++)
+        pl_threadpool_parallel_for(a->pool, 1000, 7, sum_body, a);
+    return NULL;
+}
+
+/* Several application threads share one pool at once. */
+static void case_pool_concurrent(void)
+{
+    pl_threadpool *pool = NULL;
+    CHECK(pl_threadpool_create(3, &pool) == NULL);
+    caller_arg a = {.pool = pool};
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, caller_thread, &a) == 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&a.sum) == 4L * 300L * (999L * 1000L / 2));
+    pl_threadpool_destroy(pool);
+}
+
+/* ---- module lifetime ----------------------------------------------------- */
+
+static pl_runtime *make_runtime(const char *stage_dir, char *tmpl)
+{
+    CHECK(mkdtemp(tmpl) != NULL);
+    char ini[4096];
+    snprintf(ini, sizeof ini, "%s/backend.ini", tmpl);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[runtime]\nmodules = %s/libplinth_example_acc.so\nthreads = 2\n",
+            stage_dir);
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    pl_status *st = pl_runtime_create(&o, &rt);
+    if (st != NULL)
+        fprintf(stderr, "%s\n", pl_status_message(st));
+    CHECK(st == NULL);
+    unlink(ini);
+    rmdir(tmpl);
+    return rt;
+}
+
+/* A module referenced by a live object survives the runtime's destruction,
+ * still initialised and callable, and is unloaded only with the last
+ * reference. */
+static void case_module_outlives_runtime(const char *stage_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libplinth_example_acc.so", stage_dir);
+    CHECK(dlopen(path, RTLD_NOW | RTLD_NOLOAD) == NULL);
+    char tmpl[] = "/tmp/plinth-internal-XXXXXX";
+    pl_runtime *rt = make_runtime(stage_dir, tmpl);
+    long idx = pl_runtime_find_module(rt, "example_acc");
+    CHECK(idx >= 0);
+    pl_module *m = rt->modules[idx];
+    CHECK(m->status == PL_MODULE_LOADED && m->ctx != NULL);
+    pl_module_retain(m);
+    pl_runtime_destroy(rt);
+
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    CHECK(h != NULL); /* still loaded */
+    dlclose(h);
+    pl_kv kv = {"devices", "2"};
+    CHECK(pl_module_configure(m, &kv, 1) == NULL);
+    CHECK(m->api.device_count(m->ctx) == 2);
+    /* The host context still works: parallel_for on the runtime's pool. */
+    caller_arg a = {.pool = NULL};
+    pl_host_table.parallel_for(&m->host, 1000, 1, sum_body, &a);
+    CHECK(atomic_load(&a.sum) == 999L * 1000L / 2);
+
+    pl_module_release(m);
+    CHECK(dlopen(path, RTLD_NOW | RTLD_NOLOAD) == NULL); /* unloaded now */
+}
+
+/* Two runtimes share the library but not the instance. */
+static void case_module_two_runtimes(const char *stage_dir)
+{
+    char t1[] = "/tmp/plinth-internal-XXXXXX";
+    char t2[] = "/tmp/plinth-internal-XXXXXX";
+    pl_runtime *a = make_runtime(stage_dir, t1);
+    pl_runtime *b = make_runtime(stage_dir, t2);
+    pl_module *ma = a->modules[pl_runtime_find_module(a, "example_acc")];
+    pl_module *mb = b->modules[pl_runtime_find_module(b, "example_acc")];
+    CHECK(ma->handle == mb->handle);
+    CHECK(ma->ctx != mb->ctx);
+    const char *k[] = {"devices"}, *v[] = {"3"};
+    CHECK(pl_runtime_configure_module(a, "example_acc", k, v, 1) == NULL);
+    CHECK(ma->api.device_count(ma->ctx) == 3);
+    CHECK(mb->api.device_count(mb->ctx) == 1);
+    pl_runtime_destroy(a);
+    CHECK(mb->api.device_count(mb->ctx) == 1);
+    pl_runtime_destroy(b);
+}
+
+int main(int argc, char **argv)
+{
+    alarm(120);
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s CASE [STAGE_DIR]\n", argv[0]);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (strcmp(c, "pool_cover") == 0)
+        case_pool_cover();
+    else if (strcmp(c, "pool_nested") == 0)
+        case_pool_nested();
+    else if (strcmp(c, "pool_concurrent") == 0)
+        case_pool_concurrent();
+    else if (strcmp(c, "module_outlives_runtime") == 0 && argc > 2)
+        case_module_outlives_runtime(argv[2]);
+    else if (strcmp(c, "module_two_runtimes") == 0 && argc > 2)
+        case_module_two_runtimes(argv[2]);
+    else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    printf("ok %s\n", c);
+    return 0;
+}

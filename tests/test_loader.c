@@ -1,0 +1,692 @@
+/* test_loader.c — the loader fault matrix. Each case builds a module folder
+ * in a fresh temporary directory from the fixture modules (tests/fixtures),
+ * or from files it damages itself, writes a backend.ini that points at it,
+ * creates a runtime through the public API and checks what the core recorded
+ * for each file: its status, its reason and its diagnostic line.
+ *
+ * usage: test_loader CASE FIXTURE_DIR STAGE_DIR */
+#define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* One case's world: the temporary directory, its modules/ folder and the
+ * backend.ini beside it. */
+typedef struct lt_env {
+    const char *dir;
+    const char *mods;
+    const char *ini;
+} lt_env;
+
+static const char *lt_fixture(const char *name)
+{
+    size_t n = strlen(name) + 4;
+    char file[64];
+    TH_CHECK(n <= sizeof file, "fixture name too long");
+    snprintf(file, sizeof file, "%s.so", name);
+    return th_path(th_arg(0), file);
+}
+
+/* Writes backend.ini: [runtime] modules = MODULES, then EXTRA (may be ""). */
+static void lt_write_ini(const lt_env *env, const char *modules,
+                         const char *extra)
+{
+    size_t n = strlen(modules) + strlen(extra) + 64;
+    char *text = malloc(n);
+    TH_CHECK(text != NULL, "out of memory");
+    snprintf(text, n, "[runtime]\nmodules = %s\n%s", modules, extra);
+    th_write_file(env->ini, text, 0644);
+    free(text);
+}
+
+static lt_env lt_setup(const char *extra)
+{
+    lt_env env;
+    env.dir = th_tempdir();
+    env.mods = th_path(env.dir, "modules");
+    env.ini = th_path(env.dir, "backend.ini");
+    th_mkdir(env.mods, 0755);
+    lt_write_ini(&env, "modules", extra);
+    return env;
+}
+
+/* Copies fixture FIXTURE into the modules folder as AS, mode 0644. */
+static const char *lt_add(const lt_env *env, const char *fixture,
+                          const char *as)
+{
+    const char *dst = th_path(env->mods, as);
+    th_copy_file(lt_fixture(fixture), dst, 0644);
+    return dst;
+}
+
+static pl_runtime *lt_create(const lt_env *env)
+{
+    pl_runtime_options o = th_options(env->ini);
+    return th_runtime_create(&o);
+}
+
+/* Checks the module found as FILE: its status, that its reason contains
+ * REASON (NULL: loaded, reason must be ""), and that a module that did not
+ * load has a diagnostic line naming its file and reason. Returns its index. */
+static size_t lt_expect(const pl_runtime *rt, const char *file,
+                        pl_module_status status, const char *reason)
+{
+    long i = th_find_by_file(rt, file);
+    TH_CHECK(i >= 0, "no module entry for %s", file);
+    pl_module_info info;
+    th_module_info(rt, (size_t)i, &info);
+    TH_CHECK(info.status == status, "%s: status %s, expected %s", file,
+             pl_module_status_name(info.status), pl_module_status_name(status));
+    TH_CHECK(info.name != NULL && info.name[0] != '\0', "%s: empty name", file);
+    TH_CHECK(info.path != NULL, "%s: NULL path", file);
+    TH_CHECK(info.reason != NULL, "%s: NULL reason", file);
+    fprintf(stderr, "%s: %s %s: %s\n", file, info.name,
+            pl_module_status_name(info.status), info.reason);
+    if (status == PL_MODULE_LOADED) {
+        TH_CHECK(info.reason[0] == '\0', "%s: loaded with reason \"%s\"", file,
+                 info.reason);
+        TH_CHECK(info.device_count >= 1, "%s: loaded with %d devices", file,
+                 info.device_count);
+    } else if (reason != NULL) {
+        TH_CHECK_CONTAINS(info.reason, reason);
+        TH_CHECK_DIAG(rt, file, reason);
+    }
+    return (size_t)i;
+}
+
+/* The common shape: one fixture alone in the folder, which must end with
+ * STATUS and REASON. */
+static void lt_single(const char *fixture, pl_module_status status,
+                      const char *reason)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, fixture, "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    TH_CHECK(pl_runtime_module_count(rt) == 1, "expected 1 module, found %zu",
+             pl_runtime_module_count(rt));
+    lt_expect(rt, "mod.so", status, reason);
+    pl_runtime_destroy(rt);
+}
+
+/* As lt_single, and the fixture's constructor must never have run: the core
+ * refused the file from its identity note alone, before dlopen. */
+static void lt_single_unopened(const char *fixture, const char *reason)
+{
+    lt_env env = lt_setup("");
+    const char *marker = th_path(env.dir, "marker");
+    TH_CHECK(setenv("FIXTURE_MARKER", marker, 1) == 0, "setenv");
+    lt_add(&env, fixture, "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    TH_CHECK(pl_runtime_module_count(rt) == 1, "expected 1 module, found %zu",
+             pl_runtime_module_count(rt));
+    lt_expect(rt, "mod.so", PL_MODULE_REJECTED, reason);
+    TH_CHECK(!th_exists(marker),
+             "the core ran the code of %s (dlopen) before refusing it",
+             fixture);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- files that are not modules --------------------------------------- */
+
+static void case_missing_file(void)
+{
+    lt_env env = lt_setup("");
+    lt_write_ini(&env, "modules/nothere.so", "");
+    pl_runtime *rt = lt_create(&env);
+    TH_CHECK(pl_runtime_module_count(rt) == 1, "expected 1 module, found %zu",
+             pl_runtime_module_count(rt));
+    lt_expect(rt, "nothere.so", PL_MODULE_REJECTED,
+              "No such file or directory");
+    pl_runtime_destroy(rt);
+}
+
+static void case_empty_file(void)
+{
+    lt_env env = lt_setup("");
+    th_write_file(th_path(env.mods, "x.so"), "", 0644);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "x.so", PL_MODULE_REJECTED, "empty file");
+    pl_runtime_destroy(rt);
+}
+
+static void case_not_elf(void)
+{
+    lt_env env = lt_setup("");
+    th_write_file(th_path(env.mods, "y.so"),
+                  "This is a text file that only pretends to be a module.\n",
+                  0644);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "y.so", PL_MODULE_REJECTED, "not an ELF file");
+    pl_runtime_destroy(rt);
+}
+
+static void case_other_arch(void)
+{
+    lt_env env = lt_setup("");
+    const char *path = lt_add(&env, "fx_good", "arch.so");
+    /* e_machine is the 2-byte little-endian field at offset 18. */
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    TH_CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    unsigned char machine[2];
+    TH_CHECK(pread(fd, machine, 2, 18) == 2, "read e_machine");
+    unsigned foreign = (machine[0] | machine[1] << 8) == 183 ? 62 : 183;
+    unsigned char patched[2] = {(unsigned char)foreign, 0};
+    TH_CHECK(pwrite(fd, patched, 2, 18) == 2, "write e_machine");
+    close(fd);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "arch.so", PL_MODULE_REJECTED, "another architecture");
+    pl_runtime_destroy(rt);
+}
+
+/* ---- libraries the dynamic loader refuses ------------------------------ */
+
+static void case_unresolved_symbol(void)
+{
+    lt_single("fx_unresolved", PL_MODULE_REJECTED, "undefined symbol");
+}
+
+static void case_missing_dependency(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_missing_dep", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "mod.so", PL_MODULE_REJECTED, "libfxdep.so");
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK_CONTAINS(info.reason, "cannot open shared object file");
+    pl_runtime_destroy(rt);
+}
+
+/* ---- identity and ABI -------------------------------------------------- */
+
+static void case_no_entry(void)
+{
+    lt_single("fx_no_entry", PL_MODULE_REJECTED,
+              "no entry symbol pl_module_entry");
+}
+
+static void case_no_note(void)
+{
+    lt_single_unopened("fx_no_note", "no Plinth identity note");
+}
+
+static void case_garbled_note(void)
+{
+    lt_single_unopened("fx_garbled_note", "malformed identity note");
+}
+
+static void case_garbled_note_name(void)
+{
+    lt_single_unopened("fx_garbled_name", "malformed identity note");
+}
+
+static void case_abi_newer(void)
+{
+    lt_single_unopened("fx_abi_newer", "ABI major 2, core speaks 1");
+}
+
+static void case_abi_older(void)
+{
+    lt_single_unopened("fx_abi_older", "ABI major 0, core speaks 1");
+}
+
+static void case_entry_refuses(void)
+{
+    lt_single("fx_entry_refuses", PL_MODULE_REJECTED,
+              "speaks ABI major 2, core speaks 1");
+}
+
+static void case_table_too_small(void)
+{
+    lt_single("fx_table_small", PL_MODULE_REJECTED, "module table too small");
+}
+
+static void case_minor_newer(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_minor_newer", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK(info.abi_major == 1, "abi_major %u", info.abi_major);
+    TH_CHECK(info.abi_minor == 7, "abi_minor %u, expected 7", info.abi_minor);
+    TH_CHECK(info.device_count == 1, "device_count %d", info.device_count);
+    TH_CHECK(strcmp(info.name, "fx_minor_newer") == 0, "name %s", info.name);
+    pl_runtime_destroy(rt);
+}
+
+static void case_name_mismatch(void)
+{
+    lt_single("fx_name_mismatch", PL_MODULE_REJECTED, "identity note says");
+}
+
+static void case_missing_capability_fn(void)
+{
+    lt_single("fx_missing_cap", PL_MODULE_REJECTED, "get_kernel");
+}
+
+/* ---- init -------------------------------------------------------------- */
+
+static void case_init_fails(void)
+{
+    lt_single("fx_init_fails", PL_MODULE_REJECTED,
+              "fixture init refused: simulated firmware mismatch");
+}
+
+static void case_no_device(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_no_device", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "mod.so", PL_MODULE_NO_DEVICE,
+                         "fixture: no board present");
+    TH_CHECK(pl_runtime_find_module(rt, "fx_no_device") == (long)i,
+             "pl_runtime_find_module does not find a no-device module");
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK(info.device_count == 0, "device_count %d", info.device_count);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- several modules --------------------------------------------------- */
+
+static void case_duplicate_name(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "a_good.so");
+    lt_add(&env, "fx_good", "b_good.so");
+    pl_runtime *rt = lt_create(&env);
+    TH_CHECK(pl_runtime_module_count(rt) == 2, "expected 2 modules, found %zu",
+             pl_runtime_module_count(rt));
+    size_t a = lt_expect(rt, "a_good.so", PL_MODULE_LOADED, NULL);
+    lt_expect(rt, "b_good.so", PL_MODULE_REJECTED, "duplicate");
+    TH_CHECK(pl_runtime_find_module(rt, "fx_good") == (long)a,
+             "pl_runtime_find_module(fx_good) is not a_good.so");
+    pl_runtime_destroy(rt);
+}
+
+static void case_all_fail(void)
+{
+    lt_env env = lt_setup("");
+    th_write_file(th_path(env.mods, "x.so"), "", 0644);
+    th_write_file(th_path(env.mods, "y.so"), "not a module\n", 0644);
+    lt_add(&env, "fx_no_note", "z.so");
+    pl_runtime *rt = lt_create(&env);
+    TH_CHECK(pl_runtime_module_count(rt) == 3, "expected 3 modules, found %zu",
+             pl_runtime_module_count(rt));
+    for (size_t i = 0; i < 3; i++) {
+        pl_module_info info;
+        th_module_info(rt, i, &info);
+        TH_CHECK(info.status == PL_MODULE_REJECTED, "module %zu (%s) is %s", i,
+                 info.path, pl_module_status_name(info.status));
+    }
+    TH_CHECK_DIAG(rt, "no module loaded");
+    pl_runtime_destroy(rt);
+}
+
+/* ---- file safety ------------------------------------------------------- */
+
+static void lt_writable_file(mode_t mode)
+{
+    lt_env env = lt_setup("");
+    const char *bad = lt_add(&env, "fx_good", "a_writable.so");
+    lt_add(&env, "fx_good2", "b_ok.so");
+    th_chmod(bad, mode);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "a_writable.so", PL_MODULE_REJECTED,
+              "writable by group or others");
+    lt_expect(rt, "b_ok.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
+static void case_world_writable_file(void)
+{
+    lt_writable_file(0666);
+}
+
+static void case_group_writable_file(void)
+{
+    lt_writable_file(0664);
+}
+
+static void case_world_writable_dir(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "mod.so");
+    th_chmod(env.mods, 0777);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_REJECTED, "writable by group or others");
+    pl_runtime_destroy(rt);
+}
+
+static void case_link_outside(void)
+{
+    lt_env env = lt_setup("");
+    const char *elsewhere = th_tempdir();
+    const char *target = th_path(elsewhere, "fx_good.so");
+    th_copy_file(lt_fixture("fx_good"), target, 0644);
+    const char *link = th_path(env.mods, "ext.so");
+    TH_CHECK(symlink(target, link) == 0, "symlink: %s", strerror(errno));
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "ext.so", PL_MODULE_REJECTED, "outside the module directory");
+    pl_runtime_destroy(rt);
+}
+
+static void case_link_inside(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "fx_good.so.1");
+    const char *link = th_path(env.mods, "fx_good.so");
+    TH_CHECK(symlink("fx_good.so.1", link) == 0, "symlink: %s",
+             strerror(errno));
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "fx_good.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- environment and configuration ------------------------------------ */
+
+static void case_secure_mode_env(void)
+{
+    lt_env env = lt_setup("");
+    th_write_file(env.ini, "[runtime]\n", 0644);
+    const char *envdir = th_tempdir();
+    th_copy_file(lt_fixture("fx_good"), th_path(envdir, "fx_good.so"), 0644);
+    TH_CHECK(setenv("PLINTH_MODULE_PATH", envdir, 1) == 0, "setenv");
+    unsetenv("PLINTH_CONFIG");
+
+    pl_runtime_options o = th_options(env.ini);
+    o.ignore_environment = false;
+    o.secure_mode = true;
+    pl_runtime *rt = th_runtime_create(&o);
+    TH_CHECK(th_find_by_name(rt, "fx_good") < 0,
+             "secure mode loaded a module from PLINTH_MODULE_PATH");
+    TH_CHECK(pl_runtime_module_count(rt) == 0, "expected 0 modules, found %zu",
+             pl_runtime_module_count(rt));
+    TH_CHECK_DIAG(rt, "PLINTH_MODULE_PATH ignored");
+    pl_runtime_destroy(rt);
+
+    o = th_options(env.ini);
+    o.ignore_environment = false;
+    o.secure_mode = false;
+    rt = th_runtime_create(&o);
+    long i = th_find_by_name(rt, "fx_good");
+    TH_CHECK(i >= 0, "PLINTH_MODULE_PATH was not used outside secure mode");
+    pl_module_info info;
+    th_module_info(rt, (size_t)i, &info);
+    TH_CHECK(info.status == PL_MODULE_LOADED, "fx_good is %s: %s",
+             pl_module_status_name(info.status), info.reason);
+    pl_runtime_destroy(rt);
+}
+
+static void case_disabled(void)
+{
+    lt_env env = lt_setup("[fx_good]\nenabled = no\n");
+    const char *marker = th_path(env.dir, "marker");
+    TH_CHECK(setenv("FIXTURE_MARKER", marker, 1) == 0, "setenv");
+    lt_add(&env, "fx_good", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "mod.so", PL_MODULE_DISABLED, NULL);
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK(strcmp(info.name, "fx_good") == 0,
+             "a disabled module is named \"%s\", not by its note", info.name);
+    TH_CHECK(pl_runtime_find_module(rt, "fx_good") < 0,
+             "pl_runtime_find_module finds a disabled module");
+    TH_CHECK(!th_exists(marker), "a disabled module was opened (dlopen)");
+    pl_runtime_destroy(rt);
+
+    /* The marker does work: enabled, the same file leaves it. */
+    lt_write_ini(&env, "modules", "[fx_good]\nenabled = yes\n");
+    rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    TH_CHECK(th_exists(marker), "the fixture marker was not written");
+    pl_runtime_destroy(rt);
+}
+
+static void case_diagnostic_format(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_no_entry", "noentry.so");
+    th_write_file(th_path(env.mods, "x.so"), "", 0644);
+    pl_runtime *rt = lt_create(&env);
+
+    static const struct {
+        const char *file;
+        const char *name;
+    } expect[] = {{"noentry.so", "fx_no_entry"}, {"x.so", "x.so"}};
+    for (size_t k = 0; k < sizeof expect / sizeof expect[0]; k++) {
+        long i = th_find_by_file(rt, expect[k].file);
+        TH_CHECK(i >= 0, "no module entry for %s", expect[k].file);
+        pl_module_info info;
+        th_module_info(rt, (size_t)i, &info);
+        TH_CHECK(info.status == PL_MODULE_REJECTED, "%s is %s", expect[k].file,
+                 pl_module_status_name(info.status));
+        TH_CHECK(strcmp(info.name, expect[k].name) == 0,
+                 "%s is named \"%s\", expected \"%s\"", expect[k].file,
+                 info.name, expect[k].name);
+        TH_CHECK(info.reason[0] != '\0', "%s: empty reason", expect[k].file);
+        char line[4096];
+        snprintf(line, sizeof line, "module %s (%s): rejected: %s", info.name,
+                 info.path, info.reason);
+        bool found = false;
+        for (size_t d = 0; d < pl_runtime_diagnostic_count(rt); d++)
+            if (strcmp(pl_runtime_diagnostic(rt, d), line) == 0)
+                found = true;
+        TH_CHECK(found, "no diagnostic line is exactly \"%s\"", line);
+    }
+    pl_runtime_destroy(rt);
+}
+
+static void case_configure_roundtrip(void)
+{
+    lt_env env = lt_setup("[fx_good]\nenabled = yes\nalpha = 1\n");
+    lt_add(&env, "fx_good", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    long i = pl_runtime_find_module(rt, "fx_good");
+    TH_CHECK(i >= 0, "fx_good not found");
+    const char *alpha = th_module_output(rt, (size_t)i, "alpha");
+    TH_CHECK(alpha != NULL && strcmp(alpha, "1") == 0,
+             "output alpha is %s, expected 1", alpha ? alpha : "absent");
+    TH_CHECK(th_module_output(rt, (size_t)i, "enabled") == NULL,
+             "the core passed 'enabled' to the module's configure");
+
+    const char *keys[] = {"beta"}, *values[] = {"2"};
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_good", keys, values, 1));
+    const char *beta = th_module_output(rt, (size_t)i, "beta");
+    TH_CHECK(beta != NULL && strcmp(beta, "2") == 0,
+             "output beta is %s, expected 2", beta ? beta : "absent");
+    TH_CHECK(th_module_output(rt, (size_t)i, "alpha") == NULL,
+             "outputs of the earlier configure were not replaced");
+
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_good", NULL, NULL, 0));
+    TH_CHECK(pl_runtime_module_output_count(rt, (size_t)i) == 0,
+             "a query of an echoing module has %zu outputs",
+             pl_runtime_module_output_count(rt, (size_t)i));
+
+    pl_status *st =
+        pl_runtime_configure_module(rt, "no_such_module", keys, values, 1);
+    TH_CHECK(pl_status_code(st) == PL_CODE_NOT_FOUND,
+             "configure of an unknown module: %s: %s",
+             pl_code_name(pl_status_code(st)), pl_status_message(st));
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
+static void case_teardown_keeps_loaded(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "mod.so");
+    pl_runtime *rt1 = lt_create(&env);
+    pl_runtime *rt2 = lt_create(&env);
+    const char *k1[] = {"one"}, *v1[] = {"1"};
+    const char *k2[] = {"two"}, *v2[] = {"2"};
+    TH_CHECK_OK(pl_runtime_configure_module(rt1, "fx_good", k1, v1, 1));
+    TH_CHECK_OK(pl_runtime_configure_module(rt2, "fx_good", k2, v2, 1));
+    pl_runtime_destroy(rt1);
+
+    th_watch(rt2);
+    long i = pl_runtime_find_module(rt2, "fx_good");
+    TH_CHECK(i >= 0, "fx_good gone from the second runtime");
+    pl_module_info info;
+    th_module_info(rt2, (size_t)i, &info);
+    TH_CHECK(info.status == PL_MODULE_LOADED && info.device_count == 1,
+             "fx_good in the second runtime: %s, %d devices",
+             pl_module_status_name(info.status), info.device_count);
+    TH_CHECK(strcmp(pl_runtime_device_name(rt2, (size_t)i, 0),
+                    "Fixture device 0") == 0,
+             "device name \"%s\"", pl_runtime_device_name(rt2, (size_t)i, 0));
+    TH_CHECK(th_module_output(rt2, (size_t)i, "two") != NULL &&
+                 th_module_output(rt2, (size_t)i, "one") == NULL,
+             "the second runtime's outputs are not its own");
+    const char *k3[] = {"three"}, *v3[] = {"3"};
+    TH_CHECK_OK(pl_runtime_configure_module(rt2, "fx_good", k3, v3, 1));
+    TH_CHECK(th_module_output(rt2, (size_t)i, "three") != NULL,
+             "configure after the other runtime's teardown has no output");
+    pl_runtime_destroy(rt2);
+
+    /* Everything gone, the module loads again. */
+    pl_runtime *rt3 = lt_create(&env);
+    lt_expect(rt3, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt3);
+}
+
+/* ---- the real modules ---------------------------------------------------- */
+
+static lt_env lt_setup_stage(const char *extra)
+{
+    const char *stage = th_arg(1);
+    static const char *const needed[] = {"libplinth_cpu.so",
+                                         "libplinth_onednn.so",
+                                         "libplinth_example_acc.so"};
+    for (size_t k = 0; k < sizeof needed / sizeof needed[0]; k++)
+        TH_CHECK(th_exists(th_path(stage, needed[k])), "%s is not staged in %s",
+                 needed[k], stage);
+    lt_env env = lt_setup("");
+    lt_write_ini(&env, stage, extra);
+    return env;
+}
+
+static void case_real_modules(void)
+{
+    lt_env env = lt_setup_stage("");
+    pl_runtime *rt = lt_create(&env);
+    static const struct {
+        const char *file;
+        const char *name;
+    } real[] = {{"libplinth_cpu.so", "cpu"},
+                {"libplinth_onednn.so", "onednn"},
+                {"libplinth_example_acc.so", "example_acc"}};
+    for (size_t k = 0; k < sizeof real / sizeof real[0]; k++) {
+        size_t i = lt_expect(rt, real[k].file, PL_MODULE_LOADED, NULL);
+        pl_module_info info;
+        th_module_info(rt, i, &info);
+        TH_CHECK(strcmp(info.name, real[k].name) == 0, "%s is named %s",
+                 real[k].file, info.name);
+        TH_CHECK(info.abi_major == 1, "%s: abi_major %u", real[k].file,
+                 info.abi_major);
+        TH_CHECK(pl_runtime_find_module(rt, real[k].name) == (long)i,
+                 "pl_runtime_find_module(%s)", real[k].name);
+    }
+    if (th_exists(th_path(th_arg(1), "libplinth_cuda.so"))) {
+        long i = th_find_by_file(rt, "libplinth_cuda.so");
+        TH_CHECK(i >= 0, "no module entry for libplinth_cuda.so");
+        pl_module_info info;
+        th_module_info(rt, (size_t)i, &info);
+        /* No GPU here: sound but no device. On a machine with one, loaded. */
+        TH_CHECK(info.status == PL_MODULE_NO_DEVICE ||
+                     info.status == PL_MODULE_LOADED,
+                 "cuda is %s: %s", pl_module_status_name(info.status),
+                 info.reason);
+        if (info.status == PL_MODULE_NO_DEVICE) {
+            TH_CHECK(info.reason[0] != '\0', "cuda: no-device without reason");
+            TH_CHECK_DIAG(rt, "libplinth_cuda.so", info.reason);
+        }
+        fprintf(stderr, "cuda: %s %s\n", pl_module_status_name(info.status),
+                info.reason);
+    }
+    pl_runtime_destroy(rt);
+}
+
+static void case_real_example_acc_devices(void)
+{
+    lt_env env = lt_setup_stage("[example_acc]\ndevices = 3\n");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "libplinth_example_acc.so", PL_MODULE_LOADED,
+                         NULL);
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK(info.device_count == 3, "example_acc has %d devices, expected 3",
+             info.device_count);
+    for (int d = 0; d < 3; d++)
+        TH_CHECK(pl_runtime_device_name(rt, i, d)[0] != '\0',
+                 "device %d has no name", d);
+    TH_CHECK(pl_runtime_device_name(rt, i, 3)[0] == '\0',
+             "device 3 of 3 has a name");
+    pl_runtime_destroy(rt);
+}
+
+static void case_real_onednn_outputs(void)
+{
+    lt_env env = lt_setup_stage("");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "libplinth_onednn.so", PL_MODULE_LOADED, NULL);
+    static const char *const keys[] = {"dnnl_version", "cpu_isa"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *v = th_module_output(rt, i, keys[k]);
+        TH_CHECK(v != NULL && v[0] != '\0', "onednn output %s is %s", keys[k],
+                 v ? "empty" : "absent");
+    }
+    pl_runtime_destroy(rt);
+}
+
+static const th_case cases[] = {
+    {"missing_file", case_missing_file},
+    {"empty_file", case_empty_file},
+    {"not_elf", case_not_elf},
+    {"other_arch", case_other_arch},
+    {"unresolved_symbol", case_unresolved_symbol},
+    {"missing_dependency", case_missing_dependency},
+    {"no_entry", case_no_entry},
+    {"no_note", case_no_note},
+    {"garbled_note", case_garbled_note},
+    {"garbled_note_name", case_garbled_note_name},
+    {"abi_newer", case_abi_newer},
+    {"abi_older", case_abi_older},
+    {"entry_refuses", case_entry_refuses},
+    {"table_too_small", case_table_too_small},
+    {"minor_newer", case_minor_newer},
+    {"init_fails", case_init_fails},
+    {"no_device", case_no_device},
+    {"name_mismatch", case_name_mismatch},
+    {"missing_capability_fn", case_missing_capability_fn},
+    {"duplicate_name", case_duplicate_name},
+    {"world_writable_file", case_world_writable_file},
+    {"group_writable_file", case_group_writable_file},
+    {"world_writable_dir", case_world_writable_dir},
+    {"link_outside", case_link_outside},
+    {"link_inside", case_link_inside},
+    {"secure_mode_env", case_secure_mode_env},
+    {"all_fail", case_all_fail},
+    {"disabled", case_disabled},
+    {"diagnostic_format", case_diagnostic_format},
+    {"configure_roundtrip", case_configure_roundtrip},
+    {"teardown_keeps_loaded", case_teardown_keeps_loaded},
+    {"real_modules", case_real_modules},
+    {"real_example_acc_devices", case_real_example_acc_devices},
+    {"real_onednn_outputs", case_real_onednn_outputs},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 2,
+                   "FIXTURE_DIR STAGE_DIR");
+}
