@@ -96,20 +96,9 @@ static int pl_host_thread_count(pl_host_ctx *ctx)
     return ctx && ctx->runtime ? pl_threadpool_size(ctx->runtime->pool) : 1;
 }
 
-/* Completions are made by the engine (a later part of the core); the layout
- * below is the contract between this function and whoever makes them. */
-struct pl_completion {
-    void (*on_complete)(void *user, pl_status *status);
-    void *user;
-};
-
 static void pl_host_complete(pl_completion *completion, pl_status *status)
 {
-    if (completion == NULL || completion->on_complete == NULL) {
-        pl_status_free(status);
-        return;
-    }
-    completion->on_complete(completion->user, status);
+    pl_engine_complete(completion, status);
 }
 
 const pl_host_api pl_host_table = {

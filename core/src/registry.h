@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "engine.h"
 #include "log.h"
 #include "plinth/module.h"
 #include "plinth/plinth.h"
@@ -49,7 +50,8 @@ struct pl_module {
 struct pl_runtime {
     pl_config *config;
     pl_logger logger;
-    pl_threadpool *pool;
+    pl_engine *engine;
+    pl_threadpool *pool;  /* the engine's CPU pool */
     int threads;
     pl_module **modules;
     size_t n_modules;

@@ -163,8 +163,12 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     rt->threads = rt->config->threads > 0 ? rt->config->threads
                                           : (int)(cores > 0 ? cores : 1);
-    st = pl_threadpool_create(rt->threads, &rt->pool);
+    pl_engine_options eo = {.kind = rt->config->engine,
+                            .threads = rt->threads,
+                            .logger = &rt->logger};
+    st = pl_engine_create(&eo, &rt->engine);
     if (st == NULL) {
+        rt->pool = pl_engine_cpu_pool(rt->engine);
         const char *env_path = pl_runtime_env(rt, &o, "PLINTH_MODULE_PATH");
         st = pl_loader_load_all(rt, env_path);
     }
@@ -179,7 +183,7 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
 
 static void pl_runtime_free(pl_runtime *rt)
 {
-    pl_threadpool_destroy(rt->pool);
+    pl_engine_destroy(rt->engine);
     for (size_t i = 0; i < rt->n_diagnostics; i++)
         free(rt->diagnostics[i]);
     free(rt->diagnostics);

@@ -1,15 +1,19 @@
-/* threadpool.c — the CPU pool behind host->parallel_for. A call publishes a
- * job; idle workers and the caller claim chunks of it with an atomic counter.
- * The caller never waits for a chunk nobody has claimed (it claims them
- * itself), so a parallel_for from any thread — an engine worker, a worker of
- * this pool running a chunk, an application thread — always makes progress;
- * from inside a chunk it simply runs inline. Jobs of several concurrent
- * callers are served in arrival order. */
+/* threadpool.c — the CPU pool: the engine's ready operations and the chunks
+ * of host->parallel_for share its threads, so the runtime keeps one thread
+ * budget however many modules compute at once.
+ *
+ * parallel_for publishes a job; idle workers and the caller claim chunks of
+ * it with an atomic counter. The caller never waits for a chunk nobody has
+ * claimed (it claims them itself), so a parallel_for from any thread — an
+ * engine operation on a worker, a chunk of another parallel_for (which runs
+ * inline), an application thread — always makes progress. Workers prefer
+ * parallel_for chunks to new tasks: somebody is waiting on those.
+ *
+ * Tasks (engine operations) wait in a binary heap by priority, then seq. */
 #include "threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 #include "status.h"
@@ -28,19 +32,89 @@ typedef struct pl_pool_job {
 } pl_pool_job;
 
 struct pl_threadpool {
-    int threads;
+    int budget;
     int n_workers;
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
-    pl_pool_job *head;
+    pl_pool_job *head;          /* parallel_for jobs with chunks left */
     pl_pool_job *tail;
+    pl_task **heap;             /* ready tasks */
+    size_t n_heap;
+    size_t cap_heap;
+    int idle;                   /* workers waiting on work_cv */
     bool stop;
 };
 
+typedef struct pl_pool_start {
+    pl_threadpool *pool;
+    int index;
+} pl_pool_start;
+
 /* Set while a thread runs a chunk: nested parallel_for runs inline. */
 static _Thread_local bool pl_pool_in_chunk;
+/* The pool whose worker the current thread is, if any. */
+static _Thread_local const pl_threadpool *pl_pool_self;
+
+/* ---- the task heap (pool mutex held) ------------------------------------ */
+
+static bool pl_task_before(const pl_task *a, const pl_task *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority;
+    return a->seq < b->seq;
+}
+
+static bool pl_heap_push(pl_threadpool *pool, pl_task *task)
+{
+    if (pool->n_heap == pool->cap_heap) {
+        size_t cap = pool->cap_heap ? pool->cap_heap * 2 : 256;
+        pl_task **grown = realloc(pool->heap, cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        pool->heap = grown;
+        pool->cap_heap = cap;
+    }
+    size_t i = pool->n_heap++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!pl_task_before(task, pool->heap[parent]))
+            break;
+        pool->heap[i] = pool->heap[parent];
+        i = parent;
+    }
+    pool->heap[i] = task;
+    return true;
+}
+
+static pl_task *pl_heap_pop(pl_threadpool *pool)
+{
+    if (pool->n_heap == 0)
+        return NULL;
+    pl_task *top = pool->heap[0];
+    pl_task *last = pool->heap[--pool->n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, best = i;
+        const pl_task *b = last;
+        if (l < pool->n_heap && pl_task_before(pool->heap[l], b)) {
+            best = l;
+            b = pool->heap[l];
+        }
+        if (r < pool->n_heap && pl_task_before(pool->heap[r], b))
+            best = r;
+        if (best == i)
+            break;
+        pool->heap[i] = pool->heap[best];
+        i = best;
+    }
+    if (pool->n_heap > 0)
+        pool->heap[i] = last;
+    return top;
+}
+
+/* ---- parallel_for jobs -------------------------------------------------- */
 
 static void pl_pool_unlink(pl_threadpool *pool, pl_pool_job *job)
 {
@@ -77,64 +151,106 @@ static size_t pl_pool_run_chunks(pl_pool_job *job, int worker)
     return ran;
 }
 
+/* A job a worker may still join: chunks left and a thread slot free. */
+static pl_pool_job *pl_pool_joinable(pl_threadpool *pool)
+{
+    while (pool->head != NULL) {
+        pl_pool_job *job = pool->head;
+        if (atomic_load(&job->next_chunk) < job->n_chunks &&
+            job->next_worker_slot < pool->budget)
+            return job;
+        pl_pool_unlink(pool, job);
+    }
+    return NULL;
+}
+
 static void *pl_pool_worker(void *arg)
 {
-    pl_threadpool *pool = arg;
+    pl_pool_start start = *(pl_pool_start *)arg;
+    free(arg);
+    pl_threadpool *pool = start.pool;
+    pl_pool_self = pool;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (!pool->stop && pool->head == NULL)
-            pthread_cond_wait(&pool->work_cv, &pool->mu);
         if (pool->stop)
             break;
-        pl_pool_job *job = pool->head;
-        if (atomic_load(&job->next_chunk) >= job->n_chunks) {
+        pl_pool_job *job = pl_pool_joinable(pool);
+        if (job != NULL) {
+            job->users++;
+            int slot = job->next_worker_slot++;
+            pthread_mutex_unlock(&pool->mu);
+            size_t ran = pl_pool_run_chunks(job, slot);
+            pthread_mutex_lock(&pool->mu);
             pl_pool_unlink(pool, job);
+            job->done_chunks += ran;
+            job->users--;
+            pthread_cond_broadcast(&pool->done_cv);
             continue;
         }
-        job->users++;
-        int slot = job->next_worker_slot++;
-        pthread_mutex_unlock(&pool->mu);
-        size_t ran = pl_pool_run_chunks(job, slot);
-        pthread_mutex_lock(&pool->mu);
-        pl_pool_unlink(pool, job);
-        job->done_chunks += ran;
-        job->users--;
-        pthread_cond_broadcast(&pool->done_cv);
+        pl_task *task = pl_heap_pop(pool);
+        if (task != NULL) {
+            pthread_mutex_unlock(&pool->mu);
+            while (task != NULL)
+                task = task->run(task, start.index);
+            pthread_mutex_lock(&pool->mu);
+            continue;
+        }
+        pool->idle++;
+        pthread_cond_wait(&pool->work_cv, &pool->mu);
+        pool->idle--;
     }
     pthread_mutex_unlock(&pool->mu);
     return NULL;
 }
 
-pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool)
+pl_status *pl_threadpool_create_ex(int workers, int budget,
+                                   pl_threadpool **out_pool)
 {
     *out_pool = NULL;
-    if (threads < 1)
-        threads = 1;
+    if (budget < 1)
+        budget = 1;
+    if (workers < 0)
+        workers = 0;
     pl_threadpool *pool = calloc(1, sizeof *pool);
     if (pool == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
-    pool->threads = threads;
+    pool->budget = budget;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->work_cv, NULL);
     pthread_cond_init(&pool->done_cv, NULL);
-    if (threads > 1) {
-        pool->workers = calloc((size_t)threads - 1, sizeof *pool->workers);
+    if (workers > 0) {
+        pool->workers = calloc((size_t)workers, sizeof *pool->workers);
         if (pool->workers == NULL) {
             pl_threadpool_destroy(pool);
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
-        for (int i = 0; i < threads - 1; i++) {
-            if (pthread_create(&pool->workers[i], NULL, pl_pool_worker, pool) != 0) {
+        for (int i = 0; i < workers; i++) {
+            pl_pool_start *start = malloc(sizeof *start);
+            if (start == NULL) {
+                pl_threadpool_destroy(pool);
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+            }
+            start->pool = pool;
+            start->index = i;
+            if (pthread_create(&pool->workers[i], NULL, pl_pool_worker, start) != 0) {
+                free(start);
                 pl_threadpool_destroy(pool);
                 return pl_status_create(PL_CODE_INTERNAL,
                                         "cannot start CPU pool thread %d of %d",
-                                        i + 1, threads - 1);
+                                        i + 1, workers);
             }
             pool->n_workers++;
         }
     }
     *out_pool = pool;
     return NULL;
+}
+
+pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool)
+{
+    if (threads < 1)
+        threads = 1;
+    return pl_threadpool_create_ex(threads - 1, threads, out_pool);
 }
 
 void pl_threadpool_destroy(pl_threadpool *pool)
@@ -148,6 +264,7 @@ void pl_threadpool_destroy(pl_threadpool *pool)
     for (int i = 0; i < pool->n_workers; i++)
         pthread_join(pool->workers[i], NULL);
     free(pool->workers);
+    free(pool->heap);
     pthread_cond_destroy(&pool->done_cv);
     pthread_cond_destroy(&pool->work_cv);
     pthread_mutex_destroy(&pool->mu);
@@ -156,7 +273,12 @@ void pl_threadpool_destroy(pl_threadpool *pool)
 
 int pl_threadpool_size(const pl_threadpool *pool)
 {
-    return pool ? pool->threads : 1;
+    return pool ? pool->budget : 1;
+}
+
+bool pl_threadpool_is_worker(const pl_threadpool *pool)
+{
+    return pool != NULL && pl_pool_self == pool;
 }
 
 void pl_threadpool_parallel_for(pl_threadpool *pool, size_t n, size_t grain,
@@ -166,8 +288,9 @@ void pl_threadpool_parallel_for(pl_threadpool *pool, size_t n, size_t grain,
         return;
     if (grain == 0)
         grain = 1;
-    size_t threads = pool ? (size_t)pool->threads : 1;
-    if (pool == NULL || threads == 1 || pl_pool_in_chunk || n <= grain) {
+    size_t threads = pool ? (size_t)pool->budget : 1;
+    if (pool == NULL || threads == 1 || pool->n_workers == 0 ||
+        pl_pool_in_chunk || n <= grain) {
         bool outer = pl_pool_in_chunk;
         pl_pool_in_chunk = true;
         fn(arg, 0, n, 0);
@@ -189,7 +312,8 @@ void pl_threadpool_parallel_for(pl_threadpool *pool, size_t n, size_t grain,
     else
         pool->head = &job;
     pool->tail = &job;
-    pthread_cond_broadcast(&pool->work_cv);
+    if (pool->idle > 0)
+        pthread_cond_broadcast(&pool->work_cv);
     pthread_mutex_unlock(&pool->mu);
 
     size_t ran = pl_pool_run_chunks(&job, 0);
@@ -200,4 +324,34 @@ void pl_threadpool_parallel_for(pl_threadpool *pool, size_t n, size_t grain,
     while (job.done_chunks < job.n_chunks || job.users > 0)
         pthread_cond_wait(&pool->done_cv, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
+}
+
+pl_task *pl_threadpool_submit_batch(pl_threadpool *pool, pl_task *const *tasks,
+                                    size_t n, bool keep_one)
+{
+    pl_task *mine = NULL;
+    pthread_mutex_lock(&pool->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (!pl_heap_push(pool, tasks[i])) {
+            /* Out of memory for the heap: run it here rather than lose it. */
+            pthread_mutex_unlock(&pool->mu);
+            pl_task *t = tasks[i];
+            while (t != NULL)
+                t = t->run(t, 0);
+            pthread_mutex_lock(&pool->mu);
+        }
+    }
+    if (keep_one)
+        mine = pl_heap_pop(pool);
+    size_t wake = pool->n_heap < (size_t)pool->idle ? pool->n_heap
+                                                     : (size_t)pool->idle;
+    for (size_t i = 0; i < wake; i++)
+        pthread_cond_signal(&pool->work_cv);
+    pthread_mutex_unlock(&pool->mu);
+    return mine;
+}
+
+void pl_threadpool_submit(pl_threadpool *pool, pl_task *task)
+{
+    pl_threadpool_submit_batch(pool, &task, 1, false);
 }

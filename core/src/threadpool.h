@@ -1,26 +1,63 @@
-/* threadpool.h — the runtime's one CPU thread budget, lent to modules as
- * host->parallel_for. */
+/* threadpool.h — the runtime's one CPU thread budget. The same threads run
+ * the engine's ready operations (tasks) and the chunks of host->parallel_for,
+ * so modules never need a pool of their own. A device worker of the engine
+ * is a pool too: one worker, tasks only. */
 #ifndef PL_CORE_THREADPOOL_H
 #define PL_CORE_THREADPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plinth/host.h"
 #include "plinth/plinth.h"
 
 typedef struct pl_threadpool pl_threadpool;
 
-/* Starts threads - 1 workers (the caller of parallel_for is the last
- * thread). threads >= 1. */
+/* A unit of work for the pool's workers, embedded in the caller's own
+ * struct. run may return another task to run at once on the same worker
+ * (the engine's continuation), or NULL. Ready tasks are taken by priority,
+ * higher first, then by seq, lower first. */
+typedef struct pl_task pl_task;
+struct pl_task {
+    pl_task *(*run)(pl_task *task, int worker);
+    int priority;
+    uint64_t seq;
+};
+
+/* A pool for parallel_for alone: threads - 1 workers, the caller of
+ * parallel_for being the last thread. threads >= 1. */
 pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool);
-/* Stops and joins the workers. No parallel_for may be running. */
+
+/* A pool with WORKERS threads (0 allowed) that run tasks and parallel_for
+ * chunks, and a budget: the most threads one parallel_for uses, its caller
+ * included. */
+pl_status *pl_threadpool_create_ex(int workers, int budget,
+                                   pl_threadpool **out_pool);
+
+/* Stops and joins the workers. Pending tasks are dropped: the owner drains
+ * them first. No parallel_for may be running. */
 void pl_threadpool_destroy(pl_threadpool *pool);
-/* Threads a parallel_for may use, the caller included. */
+
+/* The budget: threads a parallel_for may use, the caller included. */
 int pl_threadpool_size(const pl_threadpool *pool);
+
+/* True when the calling thread is a worker of POOL. */
+bool pl_threadpool_is_worker(const pl_threadpool *pool);
+
 /* Runs fn over [0, n) in chunks of at least grain, the caller taking part;
  * returns when every chunk is done. Thread-safe; a call from inside a chunk
  * runs inline, so nesting never deadlocks. */
 void pl_threadpool_parallel_for(pl_threadpool *pool, size_t n, size_t grain,
                                 pl_parallel_fn fn, void *arg);
+
+/* Queues TASK for a worker. */
+void pl_threadpool_submit(pl_threadpool *pool, pl_task *task);
+
+/* Queues N tasks at once. With keep_one, the best of all queued tasks is
+ * taken back out and returned for the calling worker to run itself (saving a
+ * wake-up); otherwise returns NULL. */
+pl_task *pl_threadpool_submit_batch(pl_threadpool *pool, pl_task *const *tasks,
+                                    size_t n, bool keep_one);
 
 #endif

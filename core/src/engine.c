@@ -1,0 +1,875 @@
+/* engine.c — the dependency engine (engine.h has the semantics).
+ *
+ * Each variable keeps the count of running readers, whether a writer runs,
+ * and a FIFO of operations waiting for it. An operation waits for one grant
+ * per variable it touches; the last grant makes it ready, and it goes to the
+ * heap of its worker pool. When it finishes, each of its variables grants
+ * the next writer, or the next run of readers, in push order.
+ *
+ * Push is thread-safe because a push locks all of its variables at once, in
+ * address order, before queueing on any of them: two pushes that share
+ * variables are then queued in the same relative order on every shared
+ * variable, so no two operations can wait for each other. Finishing locks one
+ * variable at a time.
+ *
+ * wait_var is a write-like "wait" operation that runs inline when granted,
+ * so it also waits for earlier readers; delete_var is one that frees the
+ * variable when granted. */
+#include "engine.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "completion.h"
+#include "log.h"
+#include "status.h"
+
+typedef enum pl_op_kind {
+    PL_OP_SYNC,
+    PL_OP_ASYNC,
+    PL_OP_WAIT,
+    PL_OP_DELETE
+} pl_op_kind;
+
+typedef struct pl_op pl_op;
+
+/* One variable of one operation; also its node in the variable's queue. */
+typedef struct pl_op_slot {
+    pl_var *var;
+    bool read;
+    bool write;
+    pl_op *op;
+    struct pl_op_slot *next;
+} pl_op_slot;
+
+struct pl_var {
+    pthread_mutex_t mu;
+    int running_reads;
+    bool write_running;
+    pl_op_slot *head;       /* waiting operations, in push order */
+    pl_op_slot *tail;
+    pl_status *error;       /* set while the variable is failed */
+    pl_var *all_prev;       /* the engine's list of live variables */
+    pl_var *all_next;
+};
+
+/* The waiter of a wait_var, on its caller's stack. */
+typedef struct pl_var_waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    pl_status *result;
+} pl_var_waiter;
+
+#define PL_OP_INLINE_SLOTS 4
+
+struct pl_op {
+    pl_task task;           /* first: the pool runs it */
+    pl_completion completion;
+    pl_engine *engine;
+    pl_op_kind kind;
+    pl_engine_fn fn;
+    pl_engine_async_fn async_fn;
+    void *arg;
+    pl_exec_ctx ctx;
+    const char *name;
+    atomic_int pending_grants;
+    atomic_int signalled;   /* async: the completion was signalled */
+    pl_var_waiter *waiter;  /* PL_OP_WAIT */
+    size_t n_slots;
+    pl_op_slot *slots;
+    pl_op_slot inline_slots[PL_OP_INLINE_SLOTS];
+};
+
+typedef struct pl_dev_pool {
+    int32_t device;
+    int32_t stream;
+    pl_threadpool *pool;
+} pl_dev_pool;
+
+struct pl_engine {
+    pl_engine_kind kind;
+    const pl_logger *logger;
+    pl_threadpool *cpu;
+    pthread_mutex_t mu;           /* vars list, device pools, first_error, waits */
+    pthread_cond_t idle_cv;
+    pl_dev_pool *dev;
+    size_t n_dev;
+    pl_var *vars;
+    pl_status *first_error;
+    atomic_long pending;          /* pushed, not yet finished */
+    atomic_int idle_waiters;
+    atomic_bool cancelling;
+    atomic_uint_fast64_t seq;
+    pthread_mutex_t naive_mu;     /* naive: one push at a time (recursive) */
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static pl_status *pl_status_copy(const pl_status *st)
+{
+    return st ? pl_status_create(pl_status_code(st), "%s", pl_status_message(st))
+              : NULL;
+}
+
+static int pl_slot_cmp(const void *a, const void *b)
+{
+    const pl_op_slot *x = a, *y = b;
+    if (x->var != y->var)
+        return (uintptr_t)x->var < (uintptr_t)y->var ? -1 : 1;
+    return 0;
+}
+
+static void pl_op_free(pl_op *op)
+{
+    if (op->slots != op->inline_slots)
+        free(op->slots);
+    free(op);
+}
+
+/* Records the engine's first failure since the last wait_all. */
+static void pl_engine_note_failure(pl_engine *e, const pl_status *st)
+{
+    pthread_mutex_lock(&e->mu);
+    if (e->first_error == NULL)
+        e->first_error = pl_status_copy(st);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void pl_engine_op_done(pl_engine *e)
+{
+    if (atomic_fetch_sub(&e->pending, 1) == 1 && atomic_load(&e->idle_waiters) > 0) {
+        pthread_mutex_lock(&e->mu);
+        pthread_cond_broadcast(&e->idle_cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+/* ---- making operations -------------------------------------------------- */
+
+static pl_status *pl_op_make(pl_engine *e, pl_op_kind kind,
+                             pl_var *const *reads, size_t n_read,
+                             pl_var *const *writes, size_t n_write,
+                             pl_op **out_op)
+{
+    *out_op = NULL;
+    size_t total;
+    if (!pl_size_add(n_read, n_write, &total))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "too many variables");
+    pl_op *op = calloc(1, sizeof *op);
+    if (op == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory pushing an op");
+    op->engine = e;
+    op->kind = kind;
+    op->slots = op->inline_slots;
+    if (total > PL_OP_INLINE_SLOTS) {
+        op->slots = calloc(total, sizeof *op->slots);
+        if (op->slots == NULL) {
+            free(op);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                    "out of memory pushing an op");
+        }
+    }
+    for (size_t i = 0; i < total; i++) {
+        pl_var *v = i < n_read ? reads[i] : writes[i - n_read];
+        if (v == NULL) {
+            pl_op_free(op);
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "push: variable %zu of the %s list is NULL",
+                                    i < n_read ? i : i - n_read,
+                                    i < n_read ? "read" : "write");
+        }
+        op->slots[i].var = v;
+        op->slots[i].read = i < n_read;
+        op->slots[i].write = i >= n_read;
+        op->slots[i].op = op;
+    }
+    /* Sort by address (the lock order) and merge duplicates. */
+    if (total > 1)
+        qsort(op->slots, total, sizeof *op->slots, pl_slot_cmp);
+    size_t n = 0;
+    for (size_t i = 0; i < total; i++) {
+        if (n > 0 && op->slots[n - 1].var == op->slots[i].var) {
+            op->slots[n - 1].read |= op->slots[i].read;
+            op->slots[n - 1].write |= op->slots[i].write;
+            continue;
+        }
+        op->slots[n++] = op->slots[i];
+    }
+    op->n_slots = n;
+    *out_op = op;
+    return NULL;
+}
+
+/* ---- granting ------------------------------------------------------------ */
+
+static bool pl_var_grantable(const pl_var *v, bool write)
+{
+    if (v->head != NULL || v->write_running)
+        return false;
+    return !write || v->running_reads == 0;
+}
+
+static void pl_var_take(pl_var *v, bool write)
+{
+    if (write)
+        v->write_running = true;
+    else
+        v->running_reads++;
+}
+
+/* A list of operations made ready, to dispatch once no lock is held. */
+typedef struct pl_ready_list {
+    pl_op *inline_ops[16];
+    pl_op **ops;
+    size_t n;
+    size_t cap;
+} pl_ready_list;
+
+static void pl_ready_init(pl_ready_list *r)
+{
+    r->ops = r->inline_ops;
+    r->n = 0;
+    r->cap = 16;
+}
+
+static void pl_ready_add(pl_ready_list *r, pl_op *op)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap * 2;
+        pl_op **grown = r->ops == r->inline_ops ? malloc(cap * sizeof *grown)
+                                                : realloc(r->ops, cap * sizeof *grown);
+        if (grown == NULL) {
+            /* Cannot happen in practice; the op would be lost, so spin on
+             * allocation rather than drop it. */
+            while ((grown = malloc(cap * sizeof *grown)) == NULL)
+                ;
+            memcpy(grown, r->ops, r->n * sizeof *grown);
+            if (r->ops != r->inline_ops)
+                free(r->ops);
+        } else if (r->ops == r->inline_ops) {
+            memcpy(grown, r->inline_ops, r->n * sizeof *grown);
+        }
+        r->ops = grown;
+        r->cap = cap;
+    }
+    r->ops[r->n++] = op;
+}
+
+static void pl_ready_free(pl_ready_list *r)
+{
+    if (r->ops != r->inline_ops)
+        free(r->ops);
+}
+
+/* Grants V to waiting operations as far as its state allows (V locked). */
+static void pl_var_grant_waiters(pl_var *v, pl_ready_list *ready)
+{
+    while (v->head != NULL) {
+        pl_op_slot *s = v->head;
+        if (s->write) {
+            if (v->write_running || v->running_reads > 0)
+                return;
+        } else if (v->write_running) {
+            return;
+        }
+        v->head = s->next;
+        if (v->head == NULL)
+            v->tail = NULL;
+        s->next = NULL;
+        pl_var_take(v, s->write);
+        if (atomic_fetch_sub(&s->op->pending_grants, 1) == 1)
+            pl_ready_add(ready, s->op);
+        if (s->write)
+            return;
+    }
+}
+
+/* ---- running ---------------------------------------------------------- */
+
+static pl_task *pl_engine_run_task(pl_task *task, int worker);
+static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
+                               pl_task **out_local, bool on_cpu_worker);
+
+static pl_threadpool *pl_engine_pool_for(pl_engine *e, const pl_exec_ctx *ctx)
+{
+    if (ctx->kind != PL_EXEC_DEVICE)
+        return e->cpu;
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < e->n_dev; i++) {
+        if (e->dev[i].device == ctx->device && e->dev[i].stream == ctx->stream) {
+            pl_threadpool *p = e->dev[i].pool;
+            pthread_mutex_unlock(&e->mu);
+            return p;
+        }
+    }
+    pl_threadpool *pool = NULL;
+    pl_dev_pool *grown = realloc(e->dev, (e->n_dev + 1) * sizeof *grown);
+    if (grown != NULL) {
+        e->dev = grown;
+        pl_status *st = pl_threadpool_create_ex(1, 1, &pool);
+        if (st != NULL) {
+            pl_log(e->logger, PL_LOG_ERROR, "engine",
+                   "cannot start the worker of device %d stream %d: %s; its "
+                   "ops run on the CPU pool",
+                   ctx->device, ctx->stream, pl_status_message(st));
+            pl_status_free(st);
+        } else {
+            e->dev[e->n_dev].device = ctx->device;
+            e->dev[e->n_dev].stream = ctx->stream;
+            e->dev[e->n_dev].pool = pool;
+            e->n_dev++;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return pool ? pool : e->cpu;
+}
+
+/* Whether OP must be skipped, and with which error (a copy). */
+static pl_status *pl_op_inherited_error(pl_op *op)
+{
+    for (size_t i = 0; i < op->n_slots; i++) {
+        pl_op_slot *s = &op->slots[i];
+        if (!s->read)
+            continue;
+        pthread_mutex_lock(&s->var->mu);
+        pl_status *copy = s->var->error ? pl_status_copy(s->var->error) : NULL;
+        pthread_mutex_unlock(&s->var->mu);
+        if (copy != NULL)
+            return copy;
+    }
+    return NULL;
+}
+
+/* Finishes OP with STATUS (owned; NULL for success): updates the error state
+ * of its written variables, releases every variable, frees OP and appends the
+ * operations that became ready. */
+static void pl_op_finish(pl_op *op, pl_status *status, pl_ready_list *ready)
+{
+    pl_engine *e = op->engine;
+    bool affects_errors = op->kind == PL_OP_SYNC || op->kind == PL_OP_ASYNC;
+    for (size_t i = 0; i < op->n_slots; i++) {
+        pl_op_slot *s = &op->slots[i];
+        pl_var *v = s->var;
+        pthread_mutex_lock(&v->mu);
+        if (s->write) {
+            if (affects_errors && status != NULL) {
+                pl_status *copy = pl_status_copy(status);
+                pl_status_free(v->error);
+                v->error = copy;
+            } else if (affects_errors && !s->read) {
+                pl_status_free(v->error);
+                v->error = NULL;
+            }
+            v->write_running = false;
+        } else {
+            v->running_reads--;
+        }
+        pl_var_grant_waiters(v, ready);
+        pthread_mutex_unlock(&v->mu);
+    }
+    pl_status_free(status);
+    pl_op_free(op);
+    pl_engine_op_done(e);
+}
+
+/* Runs a synchronous op, or starts an async one, or skips it. Returns the
+ * status to finish with, or sets *out_started for an async op in flight. */
+static pl_status *pl_op_execute(pl_op *op, int worker, bool *out_started)
+{
+    pl_engine *e = op->engine;
+    *out_started = false;
+    if (atomic_load(&e->cancelling))
+        return pl_status_create(PL_CODE_CANCELLED,
+                                "op '%s' cancelled: the engine is being destroyed",
+                                op->name);
+    pl_status *inherited = pl_op_inherited_error(op);
+    if (inherited != NULL)
+        return inherited;
+    pl_run_context rc = {
+        .header = PL_ABI_HEADER_INIT(pl_run_context),
+        .device = op->ctx.kind == PL_EXEC_DEVICE ? op->ctx.device : 0,
+        .worker = worker,
+        .stream = op->ctx.stream_handle,
+    };
+    if (op->kind == PL_OP_ASYNC) {
+        *out_started = true;
+        op->async_fn(op->arg, &rc, &op->completion);
+        return NULL;
+    }
+    pl_status *st = op->fn(op->arg, &rc);
+    if (st == NULL)
+        return NULL;
+    pl_status *wrapped = pl_status_create(pl_status_code(st), "op '%s' failed: %s",
+                                          op->name, pl_status_message(st));
+    pl_status_free(st);
+    pl_engine_note_failure(e, wrapped);
+    return wrapped;
+}
+
+static void pl_engine_async_done(pl_completion *c, pl_status *status)
+{
+    pl_op *op = (pl_op *)((char *)c - offsetof(pl_op, completion));
+    pl_engine *e = op->engine;
+    if (atomic_exchange(&op->signalled, 1) != 0) {
+        pl_log(e->logger, PL_LOG_ERROR, "engine",
+               "op '%s': its completion was signalled twice; the second is ignored",
+               op->name);
+        pl_status_free(status);
+        return;
+    }
+    if (status != NULL) {
+        pl_status *wrapped = pl_status_create(pl_status_code(status),
+                                              "op '%s' failed: %s", op->name,
+                                              pl_status_message(status));
+        pl_status_free(status);
+        pl_engine_note_failure(e, wrapped);
+        status = wrapped;
+    }
+    pl_ready_list ready;
+    pl_ready_init(&ready);
+    pl_op_finish(op, status, &ready);
+    pl_engine_dispatch(e, &ready, NULL, false);
+    pl_ready_free(&ready);
+}
+
+static pl_task *pl_engine_run_task(pl_task *task, int worker)
+{
+    pl_op *op = (pl_op *)task;
+    pl_engine *e = op->engine;
+    bool started = false;
+    pl_status *st = pl_op_execute(op, worker, &started);
+    if (started)
+        return NULL; /* finishes when its completion is signalled */
+    pl_ready_list ready;
+    pl_ready_init(&ready);
+    pl_op_finish(op, st, &ready);
+    pl_task *local = NULL;
+    pl_engine_dispatch(e, &ready, &local, pl_threadpool_is_worker(e->cpu));
+    pl_ready_free(&ready);
+    return local;
+}
+
+/* Handles ready operations: wait and delete ops at once, here; the others go
+ * to their pools. With out_local, one CPU op may be handed back for the
+ * calling CPU worker to run next. */
+static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
+                               pl_task **out_local, bool on_cpu_worker)
+{
+    pl_task *cpu_batch_inline[16];
+    pl_task **cpu_batch = cpu_batch_inline;
+    size_t n_cpu = 0, cap_cpu = 16;
+    /* Wait/delete ops may make more ops ready: treat the list as a queue. */
+    for (size_t i = 0; i < ready->n; i++) {
+        pl_op *op = ready->ops[i];
+        if (op->kind == PL_OP_WAIT) {
+            pl_var *v = op->slots[0].var;
+            pthread_mutex_lock(&v->mu);
+            pl_status *result = pl_status_copy(v->error);
+            pthread_mutex_unlock(&v->mu);
+            pl_var_waiter *w = op->waiter;
+            pthread_mutex_lock(&w->mu);
+            w->result = result;
+            w->done = true;
+            pthread_cond_broadcast(&w->cv);
+            pthread_mutex_unlock(&w->mu);
+            pl_op_finish(op, NULL, ready);
+            continue;
+        }
+        if (op->kind == PL_OP_DELETE) {
+            pl_var *v = op->slots[0].var;
+            pthread_mutex_lock(&e->mu);
+            if (v->all_prev)
+                v->all_prev->all_next = v->all_next;
+            else
+                e->vars = v->all_next;
+            if (v->all_next)
+                v->all_next->all_prev = v->all_prev;
+            pthread_mutex_unlock(&e->mu);
+            pl_status_free(v->error);
+            pthread_mutex_destroy(&v->mu);
+            free(v);
+            pl_op_free(op);
+            pl_engine_op_done(e);
+            continue;
+        }
+        pl_threadpool *pool = pl_engine_pool_for(e, &op->ctx);
+        if (pool != e->cpu) {
+            pl_threadpool_submit(pool, &op->task);
+            continue;
+        }
+        if (n_cpu == cap_cpu) {
+            size_t cap = cap_cpu * 2;
+            pl_task **grown = malloc(cap * sizeof *grown);
+            if (grown == NULL) {
+                pl_threadpool_submit(pool, &op->task);
+                continue;
+            }
+            memcpy(grown, cpu_batch, n_cpu * sizeof *grown);
+            if (cpu_batch != cpu_batch_inline)
+                free(cpu_batch);
+            cpu_batch = grown;
+            cap_cpu = cap;
+        }
+        cpu_batch[n_cpu++] = &op->task;
+    }
+    if (n_cpu > 0 || (out_local != NULL && on_cpu_worker)) {
+        pl_task *mine = pl_threadpool_submit_batch(e->cpu, cpu_batch, n_cpu,
+                                                   out_local != NULL && on_cpu_worker);
+        if (out_local != NULL)
+            *out_local = mine;
+    }
+    if (cpu_batch != cpu_batch_inline)
+        free(cpu_batch);
+}
+
+/* Queues OP on its variables; dispatches it if it is ready at once. */
+static void pl_engine_enqueue(pl_engine *e, pl_op *op, int priority)
+{
+    op->task.run = pl_engine_run_task;
+    op->task.priority = priority;
+    op->task.seq = atomic_fetch_add(&e->seq, 1);
+    op->completion.on_complete = pl_engine_async_done;
+    atomic_init(&op->pending_grants, (int)op->n_slots + 1);
+    atomic_fetch_add(&e->pending, 1);
+    int granted = 0;
+    for (size_t i = 0; i < op->n_slots; i++)
+        pthread_mutex_lock(&op->slots[i].var->mu);
+    for (size_t i = 0; i < op->n_slots; i++) {
+        pl_op_slot *s = &op->slots[i];
+        pl_var *v = s->var;
+        if (pl_var_grantable(v, s->write)) {
+            pl_var_take(v, s->write);
+            granted++;
+        } else {
+            s->next = NULL;
+            if (v->tail)
+                v->tail->next = s;
+            else
+                v->head = s;
+            v->tail = s;
+        }
+    }
+    for (size_t i = op->n_slots; i-- > 0;)
+        pthread_mutex_unlock(&op->slots[i].var->mu);
+    if (atomic_fetch_sub(&op->pending_grants, granted + 1) == granted + 1) {
+        pl_ready_list ready;
+        pl_ready_init(&ready);
+        pl_ready_add(&ready, op);
+        pl_engine_dispatch(e, &ready, NULL, false);
+        pl_ready_free(&ready);
+    }
+}
+
+/* ---- the naive engine ---------------------------------------------------- */
+
+typedef struct pl_naive_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    pl_status *status;
+} pl_naive_wait;
+
+typedef struct pl_naive_completion {
+    pl_completion completion;   /* first */
+    pl_naive_wait *wait;
+    atomic_int signalled;
+    const char *name;
+    const pl_logger *logger;
+} pl_naive_completion;
+
+static void pl_naive_done(pl_completion *c, pl_status *status)
+{
+    pl_naive_completion *nc = (pl_naive_completion *)c;
+    if (atomic_exchange(&nc->signalled, 1) != 0) {
+        pl_log(nc->logger, PL_LOG_ERROR, "engine",
+               "op '%s': its completion was signalled twice; the second is ignored",
+               nc->name);
+        pl_status_free(status);
+        return;
+    }
+    pthread_mutex_lock(&nc->wait->mu);
+    nc->wait->status = status;
+    nc->wait->done = true;
+    pthread_cond_broadcast(&nc->wait->cv);
+    pthread_mutex_unlock(&nc->wait->mu);
+}
+
+/* Runs OP now, in the caller, with the threaded engine's error rules. */
+static void pl_naive_run(pl_engine *e, pl_op *op)
+{
+    pthread_mutex_lock(&e->naive_mu);
+    pl_status *st = pl_op_inherited_error(op);
+    if (st == NULL) {
+        pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context),
+                             .device = op->ctx.kind == PL_EXEC_DEVICE ? op->ctx.device : 0,
+                             .worker = 0,
+                             .stream = op->ctx.stream_handle};
+        pl_status *raw;
+        if (op->kind == PL_OP_ASYNC) {
+            pl_naive_wait w = {.done = false};
+            pthread_mutex_init(&w.mu, NULL);
+            pthread_cond_init(&w.cv, NULL);
+            pl_naive_completion local = {.completion = {pl_naive_done},
+                                         .wait = &w,
+                                         .name = op->name,
+                                         .logger = e->logger};
+            atomic_init(&local.signalled, 0);
+            op->async_fn(op->arg, &rc, &local.completion);
+            pthread_mutex_lock(&w.mu);
+            while (!w.done)
+                pthread_cond_wait(&w.cv, &w.mu);
+            pthread_mutex_unlock(&w.mu);
+            raw = w.status;
+            pthread_cond_destroy(&w.cv);
+            pthread_mutex_destroy(&w.mu);
+        } else {
+            raw = op->fn(op->arg, &rc);
+        }
+        if (raw != NULL) {
+            st = pl_status_create(pl_status_code(raw), "op '%s' failed: %s",
+                                  op->name, pl_status_message(raw));
+            pl_status_free(raw);
+            pl_engine_note_failure(e, st);
+        }
+    }
+    for (size_t i = 0; i < op->n_slots; i++) {
+        pl_op_slot *s = &op->slots[i];
+        if (!s->write)
+            continue;
+        pthread_mutex_lock(&s->var->mu);
+        if (st != NULL) {
+            pl_status_free(s->var->error);
+            s->var->error = pl_status_copy(st);
+        } else if (!s->read) {
+            pl_status_free(s->var->error);
+            s->var->error = NULL;
+        }
+        pthread_mutex_unlock(&s->var->mu);
+    }
+    pthread_mutex_unlock(&e->naive_mu);
+    pl_status_free(st);
+    pl_op_free(op);
+}
+
+/* ---- public functions -------------------------------------------------- */
+
+pl_status *pl_engine_create(const pl_engine_options *options,
+                            pl_engine **out_engine)
+{
+    *out_engine = NULL;
+    pl_engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    e->kind = options->kind;
+    e->logger = options->logger;
+    int threads = options->threads > 0 ? options->threads : 1;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->idle_cv, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&e->naive_mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    atomic_init(&e->pending, 0);
+    atomic_init(&e->idle_waiters, 0);
+    atomic_init(&e->cancelling, false);
+    atomic_init(&e->seq, 0);
+    /* Threaded: `threads` workers run ops and lend themselves to
+     * parallel_for. Naive: ops run in the caller, so parallel_for gets
+     * threads - 1 helpers and the caller. */
+    int workers = e->kind == PL_ENGINE_NAIVE ? threads - 1 : threads;
+    pl_status *st = pl_threadpool_create_ex(workers, threads, &e->cpu);
+    if (st != NULL) {
+        pl_engine_destroy(e);
+        return st;
+    }
+    *out_engine = e;
+    return NULL;
+}
+
+pl_threadpool *pl_engine_cpu_pool(pl_engine *engine)
+{
+    return engine ? engine->cpu : NULL;
+}
+
+void pl_engine_destroy(pl_engine *e)
+{
+    if (e == NULL)
+        return;
+    atomic_store(&e->cancelling, true);
+    if (e->kind != PL_ENGINE_NAIVE && e->cpu != NULL) {
+        pl_status_free(pl_engine_wait_all(e));
+    }
+    for (size_t i = 0; i < e->n_dev; i++)
+        pl_threadpool_destroy(e->dev[i].pool);
+    free(e->dev);
+    pl_threadpool_destroy(e->cpu);
+    for (pl_var *v = e->vars, *next; v != NULL; v = next) {
+        next = v->all_next;
+        pl_status_free(v->error);
+        pthread_mutex_destroy(&v->mu);
+        free(v);
+    }
+    pl_status_free(e->first_error);
+    pthread_mutex_destroy(&e->naive_mu);
+    pthread_cond_destroy(&e->idle_cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+pl_var *pl_engine_new_var(pl_engine *e)
+{
+    pl_var *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return NULL;
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_mutex_lock(&e->mu);
+    v->all_next = e->vars;
+    if (e->vars)
+        e->vars->all_prev = v;
+    e->vars = v;
+    pthread_mutex_unlock(&e->mu);
+    return v;
+}
+
+static void pl_engine_unlink_and_free_var(pl_engine *e, pl_var *v)
+{
+    pthread_mutex_lock(&e->mu);
+    if (v->all_prev)
+        v->all_prev->all_next = v->all_next;
+    else
+        e->vars = v->all_next;
+    if (v->all_next)
+        v->all_next->all_prev = v->all_prev;
+    pthread_mutex_unlock(&e->mu);
+    pl_status_free(v->error);
+    pthread_mutex_destroy(&v->mu);
+    free(v);
+}
+
+void pl_engine_delete_var(pl_engine *e, pl_var *var)
+{
+    if (var == NULL)
+        return;
+    if (e->kind == PL_ENGINE_NAIVE) {
+        pthread_mutex_lock(&e->naive_mu);
+        pl_engine_unlink_and_free_var(e, var);
+        pthread_mutex_unlock(&e->naive_mu);
+        return;
+    }
+    pl_op *op = NULL;
+    pl_status *st = pl_op_make(e, PL_OP_DELETE, NULL, 0, &var, 1, &op);
+    if (st != NULL) {
+        /* Out of memory: wait for the variable's work instead, then free. */
+        pl_status_free(st);
+        pl_status_free(pl_engine_wait_var(e, var));
+        pl_engine_unlink_and_free_var(e, var);
+        return;
+    }
+    op->name = "delete_var";
+    pl_engine_enqueue(e, op, 0);
+}
+
+static pl_status *pl_engine_push_any(pl_engine *e, pl_op_kind kind,
+                                     pl_engine_fn fn, pl_engine_async_fn afn,
+                                     void *arg, pl_exec_ctx ctx,
+                                     pl_var *const *reads, size_t n_read,
+                                     pl_var *const *writes, size_t n_write,
+                                     int priority, const char *name)
+{
+    if (e == NULL || (fn == NULL && afn == NULL))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "push: NULL engine or function");
+    pl_op *op = NULL;
+    PL_RETURN_IF_ERROR(pl_op_make(e, kind, reads, n_read, writes, n_write, &op));
+    op->fn = fn;
+    op->async_fn = afn;
+    op->arg = arg;
+    op->ctx = ctx;
+    op->name = name ? name : "(unnamed)";
+    if (e->kind == PL_ENGINE_NAIVE) {
+        pl_naive_run(e, op);
+        return NULL;
+    }
+    pl_engine_enqueue(e, op, priority);
+    return NULL;
+}
+
+pl_status *pl_engine_push(pl_engine *e, pl_engine_fn fn, void *arg,
+                          pl_exec_ctx ctx, pl_var *const *read_vars,
+                          size_t n_read, pl_var *const *write_vars,
+                          size_t n_write, int priority, const char *name)
+{
+    return pl_engine_push_any(e, PL_OP_SYNC, fn, NULL, arg, ctx, read_vars,
+                              n_read, write_vars, n_write, priority, name);
+}
+
+pl_status *pl_engine_push_async(pl_engine *e, pl_engine_async_fn fn, void *arg,
+                                pl_exec_ctx ctx, pl_var *const *read_vars,
+                                size_t n_read, pl_var *const *write_vars,
+                                size_t n_write, int priority, const char *name)
+{
+    return pl_engine_push_any(e, PL_OP_ASYNC, NULL, fn, arg, ctx, read_vars,
+                              n_read, write_vars, n_write, priority, name);
+}
+
+void pl_engine_complete(pl_completion *done, pl_status *status)
+{
+    if (done == NULL || done->on_complete == NULL) {
+        pl_status_free(status);
+        return;
+    }
+    done->on_complete(done, status);
+}
+
+pl_status *pl_engine_wait_var(pl_engine *e, pl_var *var)
+{
+    if (var == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "wait_var: NULL variable");
+    if (e->kind == PL_ENGINE_NAIVE) {
+        pthread_mutex_lock(&var->mu);
+        pl_status *copy = pl_status_copy(var->error);
+        pthread_mutex_unlock(&var->mu);
+        return copy;
+    }
+    pl_var_waiter w = {.done = false, .result = NULL};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    pl_op *op = NULL;
+    pl_status *st = pl_op_make(e, PL_OP_WAIT, NULL, 0, &var, 1, &op);
+    if (st != NULL) {
+        pthread_cond_destroy(&w.cv);
+        pthread_mutex_destroy(&w.mu);
+        return st;
+    }
+    op->name = "wait_var";
+    op->waiter = &w;
+    pl_engine_enqueue(e, op, 0);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return w.result;
+}
+
+pl_status *pl_engine_wait_all(pl_engine *e)
+{
+    if (e->kind != PL_ENGINE_NAIVE) {
+        atomic_fetch_add(&e->idle_waiters, 1);
+        pthread_mutex_lock(&e->mu);
+        while (atomic_load(&e->pending) > 0)
+            pthread_cond_wait(&e->idle_cv, &e->mu);
+        pthread_mutex_unlock(&e->mu);
+        atomic_fetch_sub(&e->idle_waiters, 1);
+    }
+    pthread_mutex_lock(&e->mu);
+    pl_status *first = e->first_error;
+    e->first_error = NULL;
+    pthread_mutex_unlock(&e->mu);
+    return first;
+}
