@@ -386,8 +386,10 @@ static pl_status *pl_op_execute(pl_op *op, int worker, bool *out_started)
                                 "op '%s' cancelled: the engine is being destroyed",
                                 op->name);
     pl_status *inherited = pl_op_inherited_error(op);
-    if (inherited != NULL)
+    if (inherited != NULL) {
+        pl_engine_note_failure(e, inherited);
         return inherited;
+    }
     pl_run_context rc = {
         .header = PL_ABI_HEADER_INIT(pl_run_context),
         .device = op->ctx.kind == PL_EXEC_DEVICE ? op->ctx.device : 0,
@@ -602,6 +604,8 @@ static void pl_naive_run(pl_engine *e, pl_op *op)
 {
     pthread_mutex_lock(&e->naive_mu);
     pl_status *st = pl_op_inherited_error(op);
+    if (st != NULL)
+        pl_engine_note_failure(e, st);
     if (st == NULL) {
         pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context),
                              .device = op->ctx.kind == PL_EXEC_DEVICE ? op->ctx.device : 0,

@@ -17,8 +17,8 @@
  *     Recovery: an operation that only WRITES a failed variable (a full
  *     overwrite) runs normally, and when it succeeds the variable is healthy
  *     again. wait_var returns the variable's error as of that point.
- *     wait_all returns the first failure since the previous wait_all (and
- *     forgets it).
+ *     wait_all returns the first failure (a failed or a skipped operation)
+ *     since the previous wait_all, and forgets it; variables stay failed.
  *   - Priorities order the ready operations of one worker pool: higher
  *     first, then push order.
  *   - Pools: PL_EXEC_CPU operations run on the runtime's CPU pool (the same

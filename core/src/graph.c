@@ -1,0 +1,965 @@
+/* graph.c — the graph IR (graph.h): growable tables of tensors and nodes,
+ * name maps, attributes, constants, and validation with a topological
+ * order. Every allocation goes through alloc.h, and every failure leaves the
+ * graph consistent, so a model loader can stop at any point and destroy it. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "alloc.h"
+#include "status.h"
+#include "strmap.h"
+
+typedef struct pl_graph_opset_entry {
+    char *domain;
+    int64_t version;
+} pl_graph_opset_entry;
+
+typedef struct pl_graph_mapping {
+    void *addr;
+    size_t len;
+} pl_graph_mapping;
+
+struct pl_graph {
+    pl_graph_tensor *tensors;
+    size_t n_tensors, cap_tensors;
+    pl_graph_node *nodes;
+    size_t n_nodes, cap_nodes;
+    pl_strmap tensor_names;
+    pl_strmap node_names;
+    pl_tid *inputs;
+    size_t n_inputs, cap_inputs;
+    pl_tid *outputs;
+    size_t n_outputs, cap_outputs;
+    pl_graph_opset_entry *opsets;
+    size_t n_opsets;
+    pl_graph_mapping *mappings;
+    size_t n_mappings;
+    pl_nid *topo;             /* after validate */
+    pl_nid *consumer_block;   /* storage of every tensor's consumers */
+    bool valid;
+};
+
+static pl_status *pl_graph_oom(const char *what)
+{
+    return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory %s", what);
+}
+
+/* Grows *array (of elem bytes) so that it holds at least need elements. */
+static bool pl_grow(void **array, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 8;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            return false;
+        n *= 2;
+    }
+    size_t bytes;
+    if (!pl_size_mul(n, elem, &bytes))
+        return false;
+    void *grown = pl_realloc(*array, bytes);
+    if (grown == NULL)
+        return false;
+    *array = grown;
+    *cap = n;
+    return true;
+}
+
+static void pl_graph_invalidate(pl_graph *g)
+{
+    g->valid = false;
+}
+
+/* ---- dtypes ------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    pl_dtype dtype;
+} pl_dtype_names[] = {
+    {"f32", {PL_TYPE_FLOAT, 32, 1}}, {"f64", {PL_TYPE_FLOAT, 64, 1}},
+    {"f16", {PL_TYPE_FLOAT, 16, 1}}, {"bf16", {PL_TYPE_BFLOAT, 16, 1}},
+    {"u8", {PL_TYPE_UINT, 8, 1}},    {"i8", {PL_TYPE_INT, 8, 1}},
+    {"i32", {PL_TYPE_INT, 32, 1}},   {"i64", {PL_TYPE_INT, 64, 1}},
+    {"bool", {PL_TYPE_BOOL, 8, 1}},
+};
+
+const char *pl_dtype_name(pl_dtype dtype)
+{
+    if (dtype.lanes == 0)
+        return "unknown";
+    for (size_t i = 0; i < sizeof pl_dtype_names / sizeof pl_dtype_names[0]; i++)
+        if (PL_DTYPE_EQ(dtype, pl_dtype_names[i].dtype))
+            return pl_dtype_names[i].name;
+    return "invalid";
+}
+
+bool pl_dtype_parse(const char *name, pl_dtype *out_dtype)
+{
+    for (size_t i = 0; i < sizeof pl_dtype_names / sizeof pl_dtype_names[0]; i++)
+        if (strcmp(name, pl_dtype_names[i].name) == 0) {
+            *out_dtype = pl_dtype_names[i].dtype;
+            return true;
+        }
+    return false;
+}
+
+bool pl_dims_elements(const int64_t *dims, int32_t ndim, size_t *out_elements)
+{
+    size_t n = 1;
+    for (int32_t i = 0; i < ndim; i++) {
+        if (dims[i] < 0 || (uint64_t)dims[i] > SIZE_MAX)
+            return false;
+        if (!pl_size_mul(n, (size_t)dims[i], &n))
+            return false;
+    }
+    *out_elements = n;
+    return true;
+}
+
+bool pl_graph_tensor_bytes(const pl_graph_tensor *t, size_t *out_bytes)
+{
+    size_t esize = pl_dtype_size(t->dtype);
+    size_t n;
+    if (esize == 0 || t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n))
+        return false;
+    return pl_size_mul(n, esize, out_bytes);
+}
+
+/* ---- life ---------------------------------------------------------------- */
+
+pl_status *pl_graph_create(pl_graph **out_graph)
+{
+    *out_graph = pl_calloc(1, sizeof **out_graph);
+    return *out_graph ? NULL : pl_graph_oom("creating a graph");
+}
+
+static void pl_attr_free(pl_attr *a)
+{
+    pl_free(a->name);
+    pl_free(a->s);
+    pl_free(a->ints);
+    pl_free(a->floats);
+    for (size_t i = 0; a->strings && i < a->n; i++)
+        pl_free(a->strings[i]);
+    pl_free(a->strings);
+    if (a->tensor) {
+        pl_free(a->tensor->dims);
+        pl_free(a->tensor->data);
+        pl_free(a->tensor);
+    }
+}
+
+static void pl_tensor_free_type(pl_graph_tensor *t)
+{
+    if (t->dim_params) {
+        for (int32_t i = 0; i < t->ndim; i++)
+            pl_free(t->dim_params[i]);
+        pl_free(t->dim_params);
+    }
+    pl_free(t->dims);
+    t->dims = NULL;
+    t->dim_params = NULL;
+}
+
+void pl_graph_destroy(pl_graph *g)
+{
+    if (g == NULL)
+        return;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        pl_graph_tensor *t = &g->tensors[i];
+        pl_free(t->name);
+        pl_tensor_free_type(t);
+        if (!t->data_borrowed)
+            pl_free(t->data);
+    }
+    pl_free(g->tensors);
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        pl_graph_node *n = &g->nodes[i];
+        pl_free(n->name);
+        pl_free(n->op);
+        pl_free(n->domain);
+        for (size_t k = 0; k < n->n_attrs; k++)
+            pl_attr_free(&n->attrs[k]);
+        pl_free(n->attrs);
+        pl_free(n->inputs);
+        pl_free(n->outputs);
+    }
+    pl_free(g->nodes);
+    pl_strmap_free(&g->tensor_names);
+    pl_strmap_free(&g->node_names);
+    pl_free(g->inputs);
+    pl_free(g->outputs);
+    for (size_t i = 0; i < g->n_opsets; i++)
+        pl_free(g->opsets[i].domain);
+    pl_free(g->opsets);
+    for (size_t i = 0; i < g->n_mappings; i++)
+        munmap(g->mappings[i].addr, g->mappings[i].len);
+    pl_free(g->mappings);
+    pl_free(g->topo);
+    pl_free(g->consumer_block);
+    pl_free(g);
+}
+
+/* ---- tensors ------------------------------------------------------------ */
+
+pl_tid pl_graph_find_tensor(const pl_graph *g, const char *name)
+{
+    uint32_t id;
+    return name && pl_strmap_get(&g->tensor_names, name, &id) ? id : PL_TID_NONE;
+}
+
+pl_status *pl_graph_tensor_get_or_add(pl_graph *g, const char *name,
+                                      pl_tid *out_id)
+{
+    *out_id = PL_TID_NONE;
+    if (name == NULL || name[0] == '\0')
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "a tensor needs a name");
+    pl_tid found = pl_graph_find_tensor(g, name);
+    if (found != PL_TID_NONE) {
+        *out_id = found;
+        return NULL;
+    }
+    if (g->n_tensors >= PL_TID_NONE - 1)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "too many tensors");
+    if (!pl_grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1,
+                 sizeof *g->tensors))
+        return pl_graph_oom("adding a tensor");
+    pl_graph_tensor *t = &g->tensors[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    t->name = pl_xstrdup(name);
+    if (t->name == NULL)
+        return pl_graph_oom("adding a tensor");
+    t->ndim = -1;
+    t->producer = PL_NID_NONE;
+    if (!pl_strmap_put(&g->tensor_names, t->name, (uint32_t)g->n_tensors)) {
+        pl_free(t->name);
+        return pl_graph_oom("adding a tensor");
+    }
+    *out_id = (pl_tid)g->n_tensors++;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_set_type(pl_graph *g, pl_tid id, pl_dtype dtype,
+                             int32_t ndim, const int64_t *dims,
+                             const char *const *dim_params)
+{
+    if (id >= g->n_tensors)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", id);
+    pl_graph_tensor *t = &g->tensors[id];
+    if (ndim < -1 || ndim > PL_GRAPH_MAX_RANK)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "tensor '%s': rank %d out of range (at most %d)",
+                                t->name, (int)ndim, PL_GRAPH_MAX_RANK);
+    if (dtype.lanes != 0 && pl_dtype_size(dtype) == 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "tensor '%s': unsupported dtype (code %u, %u bits)",
+                                t->name, dtype.code, dtype.bits);
+    for (int32_t i = 0; i < ndim; i++)
+        if (dims == NULL || dims[i] < -1)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "tensor '%s': dimension %d is %lld; dims "
+                                    "are >= 0, or -1 for unknown",
+                                    t->name, (int)i,
+                                    dims ? (long long)dims[i] : 0LL);
+    if (t->data != NULL)
+        return pl_status_create(PL_CODE_FAILED_PRECONDITION,
+                                "tensor '%s': cannot retype a constant", t->name);
+    int64_t *nd = NULL;
+    char **np = NULL;
+    if (ndim > 0) {
+        nd = pl_malloc((size_t)ndim * sizeof *nd);
+        if (nd == NULL)
+            return pl_graph_oom("setting a tensor type");
+        memcpy(nd, dims, (size_t)ndim * sizeof *nd);
+        bool any_param = false;
+        for (int32_t i = 0; dim_params && i < ndim; i++)
+            any_param = any_param || (dim_params[i] && dim_params[i][0]);
+        if (any_param) {
+            np = pl_calloc((size_t)ndim, sizeof *np);
+            if (np == NULL) {
+                pl_free(nd);
+                return pl_graph_oom("setting a tensor type");
+            }
+            for (int32_t i = 0; i < ndim; i++) {
+                if (dim_params[i] == NULL || dim_params[i][0] == '\0')
+                    continue;
+                np[i] = pl_xstrdup(dim_params[i]);
+                if (np[i] == NULL) {
+                    for (int32_t k = 0; k < i; k++)
+                        pl_free(np[k]);
+                    pl_free(np);
+                    pl_free(nd);
+                    return pl_graph_oom("setting a tensor type");
+                }
+            }
+        }
+    }
+    pl_tensor_free_type(t);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->dims = nd;
+    t->dim_params = np;
+    return NULL;
+}
+
+static pl_status *pl_graph_check_constant(pl_graph *g, pl_tid id, size_t nbytes)
+{
+    if (id >= g->n_tensors)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", id);
+    pl_graph_tensor *t = &g->tensors[id];
+    size_t expect;
+    if (!pl_graph_tensor_bytes(t, &expect))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "constant '%s': its dtype and shape must be "
+                                "fully known and its byte size fit in memory",
+                                t->name);
+    if (expect != nbytes)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "constant '%s': %zu bytes given, its %s shape "
+                                "needs %zu",
+                                t->name, nbytes, pl_dtype_name(t->dtype), expect);
+    if (t->data != NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "constant '%s' is given twice", t->name);
+    return NULL;
+}
+
+pl_status *pl_graph_set_constant(pl_graph *g, pl_tid id, const void *data,
+                                 size_t nbytes)
+{
+    PL_RETURN_IF_ERROR(pl_graph_check_constant(g, id, nbytes));
+    void *copy = pl_malloc(nbytes ? nbytes : 1);
+    if (copy == NULL)
+        return pl_graph_oom("copying a constant");
+    if (nbytes)
+        memcpy(copy, data, nbytes);
+    g->tensors[id].data = copy;
+    g->tensors[id].nbytes = nbytes;
+    g->tensors[id].data_borrowed = false;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid id, const void *data,
+                                     size_t nbytes)
+{
+    PL_RETURN_IF_ERROR(pl_graph_check_constant(g, id, nbytes));
+    /* A zero-byte constant still needs a non-NULL marker. */
+    static const char pl_empty_constant[1];
+    g->tensors[id].data = nbytes ? (void *)data : (void *)pl_empty_constant;
+    g->tensors[id].nbytes = nbytes;
+    g->tensors[id].data_borrowed = true;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len)
+{
+    size_t cap = g->n_mappings;
+    if (!pl_grow((void **)&g->mappings, &cap, g->n_mappings + 1,
+                 sizeof *g->mappings))
+        return pl_graph_oom("keeping a mapping");
+    g->mappings[g->n_mappings].addr = addr;
+    g->mappings[g->n_mappings].len = len;
+    g->n_mappings++;
+    return NULL;
+}
+
+static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input)
+{
+    if (id >= g->n_tensors)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", id);
+    pl_graph_tensor *t = &g->tensors[id];
+    if (input ? t->is_input : t->is_output)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "tensor '%s' is listed twice as a graph %s",
+                                t->name, input ? "input" : "output");
+    pl_tid **arr = input ? &g->inputs : &g->outputs;
+    size_t *n = input ? &g->n_inputs : &g->n_outputs;
+    size_t *cap = input ? &g->cap_inputs : &g->cap_outputs;
+    if (!pl_grow((void **)arr, cap, *n + 1, sizeof **arr))
+        return pl_graph_oom("adding a graph input or output");
+    (*arr)[(*n)++] = id;
+    if (input)
+        t->is_input = true;
+    else
+        t->is_output = true;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_add_input(pl_graph *g, pl_tid t)
+{
+    return pl_graph_add_io(g, t, true);
+}
+
+pl_status *pl_graph_add_output(pl_graph *g, pl_tid t)
+{
+    return pl_graph_add_io(g, t, false);
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
+                             const char *domain, const char *const *inputs,
+                             size_t n_inputs, const char *const *outputs,
+                             size_t n_outputs, pl_nid *out_id)
+{
+    if (out_id)
+        *out_id = PL_NID_NONE;
+    if (op == NULL || op[0] == '\0')
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "node '%s': empty op",
+                                name ? name : "");
+    if (g->n_nodes >= PL_NID_NONE - 1)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "too many nodes");
+    char generated[96];
+    if (name == NULL || name[0] == '\0') {
+        snprintf(generated, sizeof generated, "%.64s_%zu", op, g->n_nodes);
+        name = generated;
+    }
+    pl_nid existing = pl_graph_find_node(g, name);
+    if (existing != PL_NID_NONE)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "node '%s' (%s): the name is already used by "
+                                "another node (%s)",
+                                name, op, g->nodes[existing].op);
+    if (!pl_grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1,
+                 sizeof *g->nodes))
+        return pl_graph_oom("adding a node");
+    pl_graph_node *n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->name = pl_xstrdup(name);
+    n->op = pl_xstrdup(op);
+    n->domain = pl_xstrdup(domain ? domain : "");
+    n->inputs = pl_malloc((n_inputs ? n_inputs : 1) * sizeof *n->inputs);
+    n->outputs = pl_malloc((n_outputs ? n_outputs : 1) * sizeof *n->outputs);
+    pl_status *st = NULL;
+    if (!n->name || !n->op || !n->domain || !n->inputs || !n->outputs)
+        st = pl_graph_oom("adding a node");
+    for (size_t i = 0; st == NULL && i < n_inputs; i++) {
+        if (inputs[i] == NULL || inputs[i][0] == '\0') {
+            n->inputs[i] = PL_TID_NONE;
+            continue;
+        }
+        st = pl_graph_tensor_get_or_add(g, inputs[i], &n->inputs[i]);
+    }
+    for (size_t i = 0; st == NULL && i < n_outputs; i++) {
+        if (outputs[i] == NULL || outputs[i][0] == '\0') {
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "node '%s' (%s): output %zu has no name",
+                                  name, op, i);
+            break;
+        }
+        st = pl_graph_tensor_get_or_add(g, outputs[i], &n->outputs[i]);
+    }
+    if (st == NULL && !pl_strmap_put(&g->node_names, n->name, (uint32_t)g->n_nodes))
+        st = pl_graph_oom("adding a node");
+    if (st != NULL) {
+        pl_free(n->name);
+        pl_free(n->op);
+        pl_free(n->domain);
+        pl_free(n->inputs);
+        pl_free(n->outputs);
+        memset(n, 0, sizeof *n);
+        return st;
+    }
+    n->n_inputs = n_inputs;
+    n->n_outputs = n_outputs;
+    if (out_id)
+        *out_id = (pl_nid)g->n_nodes;
+    g->n_nodes++;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_nid pl_graph_find_node(const pl_graph *g, const char *name)
+{
+    uint32_t id;
+    return name && pl_strmap_get(&g->node_names, name, &id) ? id : PL_NID_NONE;
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+/* A fresh attribute slot on node N named NAME (filled by the caller), or an
+ * error for a duplicate name or no memory. */
+static pl_status *pl_graph_new_attr(pl_graph *g, pl_nid id, const char *name,
+                                    pl_attr **out_attr)
+{
+    *out_attr = NULL;
+    if (id >= g->n_nodes)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no node %u", id);
+    pl_graph_node *n = &g->nodes[id];
+    if (name == NULL || name[0] == '\0')
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "node '%s' (%s): an attribute needs a name",
+                                n->name, n->op);
+    if (pl_graph_node_attr(n, name) != NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "node '%s' (%s): attribute '%s' given twice",
+                                n->name, n->op, name);
+    size_t cap = n->n_attrs;
+    if (!pl_grow((void **)&n->attrs, &cap, n->n_attrs + 1, sizeof *n->attrs))
+        return pl_graph_oom("adding an attribute");
+    pl_attr *a = &n->attrs[n->n_attrs];
+    memset(a, 0, sizeof *a);
+    a->name = pl_xstrdup(name);
+    if (a->name == NULL)
+        return pl_graph_oom("adding an attribute");
+    *out_attr = a;
+    return NULL;
+}
+
+static void pl_graph_commit_attr(pl_graph *g, pl_nid id)
+{
+    g->nodes[id].n_attrs++;
+}
+
+static void pl_graph_drop_attr(pl_attr *a)
+{
+    pl_attr_free(a);
+    memset(a, 0, sizeof *a);
+}
+
+pl_status *pl_graph_attr_int(pl_graph *g, pl_nid n, const char *name,
+                             int64_t value)
+{
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    a->kind = PL_ATTR_INT;
+    a->i = value;
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+pl_status *pl_graph_attr_float(pl_graph *g, pl_nid n, const char *name,
+                               double value)
+{
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    a->kind = PL_ATTR_FLOAT;
+    a->f = value;
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+pl_status *pl_graph_attr_string(pl_graph *g, pl_nid n, const char *name,
+                                const char *value, size_t len)
+{
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    a->kind = PL_ATTR_STRING;
+    a->s = pl_xstrndup(value ? value : "", value ? len : 0);
+    a->s_len = value ? len : 0;
+    if (a->s == NULL) {
+        pl_graph_drop_attr(a);
+        return pl_graph_oom("adding an attribute");
+    }
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+static void *pl_dup_array(const void *src, size_t count, size_t elem, bool *ok)
+{
+    size_t bytes;
+    *ok = pl_size_mul(count ? count : 1, elem, &bytes);
+    if (!*ok)
+        return NULL;
+    void *dst = pl_malloc(bytes);
+    if (dst == NULL) {
+        *ok = false;
+        return NULL;
+    }
+    if (count)
+        memcpy(dst, src, count * elem);
+    return dst;
+}
+
+pl_status *pl_graph_attr_ints(pl_graph *g, pl_nid n, const char *name,
+                              const int64_t *values, size_t count)
+{
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    bool ok;
+    a->kind = PL_ATTR_INTS;
+    a->n = count;
+    a->ints = pl_dup_array(values, count, sizeof *values, &ok);
+    if (!ok) {
+        pl_graph_drop_attr(a);
+        return pl_graph_oom("adding an attribute");
+    }
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+pl_status *pl_graph_attr_floats(pl_graph *g, pl_nid n, const char *name,
+                                const double *values, size_t count)
+{
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    bool ok;
+    a->kind = PL_ATTR_FLOATS;
+    a->n = count;
+    a->floats = pl_dup_array(values, count, sizeof *values, &ok);
+    if (!ok) {
+        pl_graph_drop_attr(a);
+        return pl_graph_oom("adding an attribute");
+    }
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+pl_status *pl_graph_attr_strings(pl_graph *g, pl_nid n, const char *name,
+                                 const char *const *values, size_t count)
+{
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    a->kind = PL_ATTR_STRINGS;
+    a->strings = pl_calloc(count ? count : 1, sizeof *a->strings);
+    bool ok = a->strings != NULL;
+    if (ok)
+        a->n = count;
+    for (size_t i = 0; ok && i < count; i++) {
+        a->strings[i] = pl_xstrdup(values[i] ? values[i] : "");
+        ok = a->strings[i] != NULL;
+    }
+    if (!ok) {
+        pl_graph_drop_attr(a);
+        return pl_graph_oom("adding an attribute");
+    }
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
+                                pl_dtype dtype, int32_t ndim,
+                                const int64_t *dims, const void *data,
+                                size_t nbytes)
+{
+    if (n >= g->n_nodes)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no node %u", n);
+    const pl_graph_node *node = &g->nodes[n];
+    size_t elements, expect;
+    if (ndim < 0 || ndim > PL_GRAPH_MAX_RANK || pl_dtype_size(dtype) == 0 ||
+        !pl_dims_elements(dims, ndim, &elements) ||
+        !pl_size_mul(elements, pl_dtype_size(dtype), &expect))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "node '%s' (%s): attribute '%s': bad tensor "
+                                "type (dtype %s, rank %d)",
+                                node->name, node->op, name ? name : "",
+                                pl_dtype_name(dtype), (int)ndim);
+    if (expect != nbytes)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "node '%s' (%s): attribute '%s': %zu bytes "
+                                "given, its shape needs %zu",
+                                node->name, node->op, name ? name : "", nbytes,
+                                expect);
+    pl_attr *a;
+    PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
+    a->kind = PL_ATTR_TENSOR;
+    a->tensor = pl_calloc(1, sizeof *a->tensor);
+    bool ok = a->tensor != NULL;
+    if (ok) {
+        a->tensor->dtype = dtype;
+        a->tensor->ndim = ndim;
+        a->tensor->dims = pl_dup_array(dims, (size_t)ndim, sizeof *dims, &ok);
+    }
+    if (ok) {
+        a->tensor->data = pl_dup_array(data, nbytes, 1, &ok);
+        a->tensor->nbytes = nbytes;
+    }
+    if (!ok) {
+        pl_graph_drop_attr(a);
+        return pl_graph_oom("adding an attribute");
+    }
+    pl_graph_commit_attr(g, n);
+    return NULL;
+}
+
+const pl_attr *pl_graph_node_attr(const pl_graph_node *node, const char *name)
+{
+    for (size_t i = 0; node && name && i < node->n_attrs; i++)
+        if (strcmp(node->attrs[i].name, name) == 0)
+            return &node->attrs[i];
+    return NULL;
+}
+
+/* ---- opsets ------------------------------------------------------------- */
+
+pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version)
+{
+    const char *d = domain ? domain : "";
+    for (size_t i = 0; i < g->n_opsets; i++)
+        if (strcmp(g->opsets[i].domain, d) == 0) {
+            g->opsets[i].version = version;
+            return NULL;
+        }
+    size_t cap = g->n_opsets;
+    if (!pl_grow((void **)&g->opsets, &cap, g->n_opsets + 1, sizeof *g->opsets))
+        return pl_graph_oom("recording an opset");
+    g->opsets[g->n_opsets].domain = pl_xstrdup(d);
+    if (g->opsets[g->n_opsets].domain == NULL)
+        return pl_graph_oom("recording an opset");
+    g->opsets[g->n_opsets].version = version;
+    g->n_opsets++;
+    return NULL;
+}
+
+int64_t pl_graph_opset(const pl_graph *g, const char *domain)
+{
+    const char *d = domain ? domain : "";
+    /* ONNX spells the default domain "" or "ai.onnx". */
+    if (strcmp(d, "ai.onnx") == 0)
+        d = "";
+    for (size_t i = 0; i < g->n_opsets; i++) {
+        const char *od = g->opsets[i].domain;
+        if (strcmp(od, "ai.onnx") == 0)
+            od = "";
+        if (strcmp(od, d) == 0)
+            return g->opsets[i].version;
+    }
+    return 0;
+}
+
+size_t pl_graph_opset_count(const pl_graph *g)
+{
+    return g->n_opsets;
+}
+
+void pl_graph_opset_at(const pl_graph *g, size_t i, const char **out_domain,
+                       int64_t *out_version)
+{
+    *out_domain = i < g->n_opsets ? g->opsets[i].domain : NULL;
+    *out_version = i < g->n_opsets ? g->opsets[i].version : 0;
+}
+
+/* ---- validation --------------------------------------------------------- */
+
+/* Names a cycle that starts at node START among the nodes Kahn's algorithm
+ * could not order (indegree > 0). */
+static pl_status *pl_graph_cycle_error(const pl_graph *g, const uint32_t *indeg,
+                                       pl_nid start)
+{
+    /* Walk backwards through unordered producers; within n_nodes steps we
+     * must revisit a node, which then lies on a cycle. */
+    pl_nid cur = start;
+    for (size_t step = 0; step < g->n_nodes; step++) {
+        const pl_graph_node *n = &g->nodes[cur];
+        pl_nid next = PL_NID_NONE;
+        for (size_t i = 0; i < n->n_inputs && next == PL_NID_NONE; i++) {
+            if (n->inputs[i] == PL_TID_NONE)
+                continue;
+            pl_nid p = g->tensors[n->inputs[i]].producer;
+            if (p != PL_NID_NONE && indeg[p] > 0)
+                next = p;
+        }
+        if (next == PL_NID_NONE)
+            break;
+        cur = next;
+    }
+    const pl_graph_node *n = &g->nodes[cur];
+    char path[512];
+    size_t len = (size_t)snprintf(path, sizeof path, "'%s'", n->name);
+    pl_nid walk = cur;
+    for (int hops = 0; hops < 8; hops++) {
+        const pl_graph_node *w = &g->nodes[walk];
+        pl_nid next = PL_NID_NONE;
+        for (size_t i = 0; i < w->n_inputs && next == PL_NID_NONE; i++) {
+            if (w->inputs[i] == PL_TID_NONE)
+                continue;
+            pl_nid p = g->tensors[w->inputs[i]].producer;
+            if (p != PL_NID_NONE && indeg[p] > 0)
+                next = p;
+        }
+        if (next == PL_NID_NONE || len >= sizeof path)
+            break;
+        len += (size_t)snprintf(path + len, sizeof path - len, " <- '%s'",
+                                g->nodes[next].name);
+        if (next == cur)
+            break;
+        walk = next;
+    }
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "node '%s' (%s) is on a cycle: %s", n->name, n->op,
+                            path);
+}
+
+pl_status *pl_graph_validate(pl_graph *g)
+{
+    pl_free(g->topo);
+    pl_free(g->consumer_block);
+    g->topo = NULL;
+    g->consumer_block = NULL;
+    g->valid = false;
+    for (size_t t = 0; t < g->n_tensors; t++) {
+        g->tensors[t].producer = PL_NID_NONE;
+        g->tensors[t].consumers = NULL;
+        g->tensors[t].n_consumers = 0;
+    }
+    /* Producers: every tensor defined exactly once. */
+    size_t total_uses = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const pl_graph_node *n = &g->nodes[i];
+        if (n->n_outputs == 0)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "node '%s' (%s) has no outputs", n->name, n->op);
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            pl_graph_tensor *t = &g->tensors[n->outputs[k]];
+            if (t->producer == (pl_nid)i)
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "node '%s' (%s) lists output '%s' twice",
+                                        n->name, n->op, t->name);
+            if (t->producer != PL_NID_NONE)
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "tensor '%s' is produced by both node '%s' (%s) and node "
+                    "'%s' (%s)",
+                    t->name, g->nodes[t->producer].name,
+                    g->nodes[t->producer].op, n->name, n->op);
+            if (t->is_input || t->data != NULL)
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "node '%s' (%s): output '%s' is already defined as a graph "
+                    "%s",
+                    n->name, n->op, t->name, t->is_input ? "input" : "constant");
+            t->producer = (pl_nid)i;
+        }
+        for (size_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] != PL_TID_NONE)
+                total_uses++;
+    }
+    /* Every input defined. */
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const pl_graph_node *n = &g->nodes[i];
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = &g->tensors[n->inputs[k]];
+            if (t->producer == PL_NID_NONE && !t->is_input && t->data == NULL)
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "node '%s' (%s): input '%s' is not "
+                                        "defined by any node, input or constant",
+                                        n->name, n->op, t->name);
+        }
+    }
+    for (size_t i = 0; i < g->n_outputs; i++) {
+        const pl_graph_tensor *t = &g->tensors[g->outputs[i]];
+        if (t->producer == PL_NID_NONE && !t->is_input && t->data == NULL)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "graph output '%s' is not defined by any "
+                                    "node, input or constant",
+                                    t->name);
+    }
+    for (size_t i = 0; i < g->n_inputs; i++) {
+        const pl_graph_tensor *t = &g->tensors[g->inputs[i]];
+        if (t->data != NULL)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "graph input '%s' is also a constant; an "
+                                    "input is given at run time",
+                                    t->name);
+    }
+    /* Consumers, in one block. */
+    size_t *counts = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *counts);
+    g->consumer_block = pl_malloc((total_uses ? total_uses : 1) *
+                                  sizeof *g->consumer_block);
+    uint32_t *indeg = pl_calloc(g->n_nodes ? g->n_nodes : 1, sizeof *indeg);
+    pl_nid *queue = pl_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *queue);
+    if (!counts || !g->consumer_block || !indeg || !queue) {
+        pl_free(counts);
+        pl_free(indeg);
+        pl_free(queue);
+        pl_free(g->consumer_block);
+        g->consumer_block = NULL;
+        return pl_graph_oom("validating the graph");
+    }
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (size_t k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] != PL_TID_NONE)
+                counts[g->nodes[i].inputs[k]]++;
+    size_t off = 0;
+    for (size_t t = 0; t < g->n_tensors; t++) {
+        g->tensors[t].consumers = g->consumer_block + off;
+        off += counts[t];
+    }
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const pl_graph_node *n = &g->nodes[i];
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] == PL_TID_NONE)
+                continue;
+            pl_graph_tensor *t = &g->tensors[n->inputs[k]];
+            t->consumers[t->n_consumers++] = (pl_nid)i;
+            if (t->producer != PL_NID_NONE)
+                indeg[i]++;
+        }
+    }
+    pl_free(counts);
+    /* Kahn's algorithm; the queue becomes the order. Nodes start in their
+     * insertion order, so a graph given in order keeps it. */
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < g->n_nodes; i++)
+        if (indeg[i] == 0)
+            queue[tail++] = (pl_nid)i;
+    while (head < tail) {
+        const pl_graph_node *n = &g->nodes[queue[head++]];
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            const pl_graph_tensor *t = &g->tensors[n->outputs[k]];
+            for (size_t c = 0; c < t->n_consumers; c++)
+                if (--indeg[t->consumers[c]] == 0)
+                    queue[tail++] = t->consumers[c];
+        }
+    }
+    if (tail < g->n_nodes) {
+        pl_nid stuck = PL_NID_NONE;
+        for (size_t i = 0; i < g->n_nodes && stuck == PL_NID_NONE; i++)
+            if (indeg[i] > 0)
+                stuck = (pl_nid)i;
+        pl_status *st = pl_graph_cycle_error(g, indeg, stuck);
+        pl_free(indeg);
+        pl_free(queue);
+        return st;
+    }
+    pl_free(indeg);
+    g->topo = queue;
+    g->valid = true;
+    return NULL;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+size_t pl_graph_tensor_count(const pl_graph *g) { return g->n_tensors; }
+size_t pl_graph_node_count(const pl_graph *g) { return g->n_nodes; }
+
+const pl_graph_tensor *pl_graph_get_tensor(const pl_graph *g, pl_tid t)
+{
+    return t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+
+pl_graph_tensor *pl_graph_get_tensor_mut(pl_graph *g, pl_tid t)
+{
+    return t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+
+const pl_graph_node *pl_graph_get_node(const pl_graph *g, pl_nid n)
+{
+    return n < g->n_nodes ? &g->nodes[n] : NULL;
+}
+
+size_t pl_graph_input_count(const pl_graph *g) { return g->n_inputs; }
+pl_tid pl_graph_input(const pl_graph *g, size_t i)
+{
+    return i < g->n_inputs ? g->inputs[i] : PL_TID_NONE;
+}
+size_t pl_graph_output_count(const pl_graph *g) { return g->n_outputs; }
+pl_tid pl_graph_output(const pl_graph *g, size_t i)
+{
+    return i < g->n_outputs ? g->outputs[i] : PL_TID_NONE;
+}
+
+const pl_nid *pl_graph_topo_order(const pl_graph *g)
+{
+    return g->valid ? g->topo : NULL;
+}

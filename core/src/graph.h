@@ -1,0 +1,211 @@
+/* graph.h — the core's graph IR: tensors and nodes, attributes, graph inputs
+ * and outputs, constants. Every table grows: a graph of a million nodes loads
+ * if memory allows. Names are looked up through hash maps.
+ *
+ * Ownership: a pl_graph owns every string, array and constant it holds
+ * (constant data may instead be borrowed from a mapping the graph keeps
+ * alive, see pl_graph_set_constant_ref). Pointers returned by accessors are
+ * valid until the graph is modified or destroyed. Not thread-safe for
+ * writing; any number of threads may read a graph nobody modifies.
+ *
+ * Building: add tensors (or let nodes refer to them by name), add nodes,
+ * mark inputs and outputs, then pl_graph_validate, which checks the graph
+ * (names unique, every tensor defined exactly once, no cycles, every input
+ * defined), links producers and consumers, and computes a topological order.
+ * Shapes: ndim -1 means the rank is unknown; a dim of -1 is unknown (its
+ * symbolic name, if any, is in dim_params). */
+#ifndef PL_CORE_GRAPH_H
+#define PL_CORE_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plinth/plinth.h"
+#include "plinth/tensor.h"
+
+/* Indices into a graph's tensor and node tables. */
+typedef uint32_t pl_tid;
+typedef uint32_t pl_nid;
+#define PL_TID_NONE UINT32_MAX  /* an absent optional input */
+#define PL_NID_NONE UINT32_MAX  /* no producer: graph input or constant */
+
+/* Upper bounds that keep arithmetic on shapes safe. */
+#define PL_GRAPH_MAX_RANK 16
+
+/* Attribute kinds, numbered as in the SDK's graph view. */
+typedef enum pl_attr_kind {
+    PL_ATTR_INT = 1,
+    PL_ATTR_FLOAT = 2,
+    PL_ATTR_STRING = 3,
+    PL_ATTR_INTS = 4,
+    PL_ATTR_FLOATS = 5,
+    PL_ATTR_STRINGS = 6,
+    PL_ATTR_TENSOR = 7
+} pl_attr_kind;
+
+/* A tensor-valued attribute (Constant's value, ConstantOfShape's value). */
+typedef struct pl_attr_tensor {
+    pl_dtype dtype;
+    int32_t ndim;
+    int64_t *dims;
+    void *data;
+    size_t nbytes;
+} pl_attr_tensor;
+
+typedef struct pl_attr {
+    char *name;
+    pl_attr_kind kind;
+    int64_t i;                 /* INT */
+    double f;                  /* FLOAT */
+    char *s;                   /* STRING (NUL-terminated; s_len bytes) */
+    size_t s_len;
+    size_t n;                  /* INTS, FLOATS, STRINGS: element count */
+    int64_t *ints;
+    double *floats;
+    char **strings;
+    pl_attr_tensor *tensor;    /* TENSOR */
+} pl_attr;
+
+typedef struct pl_graph_tensor {
+    char *name;
+    pl_dtype dtype;            /* lanes == 0: unknown yet */
+    int32_t ndim;              /* -1: rank unknown */
+    int64_t *dims;             /* ndim entries; -1 unknown */
+    char **dim_params;         /* NULL, or ndim entries (NULL or a symbol) */
+    /* Constant data (initializer): NULL when not constant. Row-major,
+     * nbytes == product(dims) * dtype size. */
+    void *data;
+    size_t nbytes;
+    bool data_borrowed;        /* data lies in memory the graph keeps alive */
+    bool is_input;
+    bool is_output;
+    pl_nid producer;           /* after validate */
+    pl_nid *consumers;         /* after validate; a node appears once per use */
+    size_t n_consumers;
+} pl_graph_tensor;
+
+typedef struct pl_graph_node {
+    char *name;
+    char *op;
+    char *domain;              /* "" for the default ONNX domain */
+    pl_attr *attrs;
+    size_t n_attrs;
+    pl_tid *inputs;            /* PL_TID_NONE for an absent optional input */
+    size_t n_inputs;
+    pl_tid *outputs;
+    size_t n_outputs;
+} pl_graph_node;
+
+typedef struct pl_graph pl_graph;
+
+/* ---- building ---------------------------------------------------------- */
+
+pl_status *pl_graph_create(pl_graph **out_graph);
+void pl_graph_destroy(pl_graph *graph);
+
+/* The tensor named NAME, created (dtype unknown, rank unknown) if absent.
+ * NAME must be non-empty. */
+pl_status *pl_graph_tensor_get_or_add(pl_graph *g, const char *name,
+                                      pl_tid *out_id);
+/* The tensor named NAME, or PL_TID_NONE. */
+pl_tid pl_graph_find_tensor(const pl_graph *g, const char *name);
+
+/* Sets a tensor's dtype and shape (ndim -1 for unknown rank; dims may be
+ * NULL then). dim_params may be NULL or have ndim entries (each NULL or a
+ * symbol name). Fails on ndim > PL_GRAPH_MAX_RANK or a dim < -1. */
+pl_status *pl_graph_set_type(pl_graph *g, pl_tid t, pl_dtype dtype,
+                             int32_t ndim, const int64_t *dims,
+                             const char *const *dim_params);
+
+/* Makes T a constant with a copy of NBYTES of DATA. The byte count must match
+ * the tensor's dtype and shape (set first), checked without overflow. */
+pl_status *pl_graph_set_constant(pl_graph *g, pl_tid t, const void *data,
+                                 size_t nbytes);
+/* Same, but DATA stays where it is: the caller keeps it alive and unchanged
+ * for the graph's lifetime (for example a mapping handed to
+ * pl_graph_keep_mapping). */
+pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid t, const void *data,
+                                     size_t nbytes);
+/* Hands the graph a read-only mapping to munmap when it is destroyed. */
+pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
+
+/* Appends T to the graph inputs / outputs (once each). */
+pl_status *pl_graph_add_input(pl_graph *g, pl_tid t);
+pl_status *pl_graph_add_output(pl_graph *g, pl_tid t);
+
+/* Adds a node. Inputs and outputs are tensor names (created if absent); an
+ * empty or NULL input name is an absent optional input. Node names must be
+ * unique and non-empty (a NULL name gets "<op>_<index>"). */
+pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
+                             const char *domain, const char *const *inputs,
+                             size_t n_inputs, const char *const *outputs,
+                             size_t n_outputs, pl_nid *out_id);
+
+/* Attributes of node N. Names are unique per node. The arrays are copied. */
+pl_status *pl_graph_attr_int(pl_graph *g, pl_nid n, const char *name,
+                             int64_t value);
+pl_status *pl_graph_attr_float(pl_graph *g, pl_nid n, const char *name,
+                               double value);
+pl_status *pl_graph_attr_string(pl_graph *g, pl_nid n, const char *name,
+                                const char *value, size_t len);
+pl_status *pl_graph_attr_ints(pl_graph *g, pl_nid n, const char *name,
+                              const int64_t *values, size_t count);
+pl_status *pl_graph_attr_floats(pl_graph *g, pl_nid n, const char *name,
+                                const double *values, size_t count);
+pl_status *pl_graph_attr_strings(pl_graph *g, pl_nid n, const char *name,
+                                 const char *const *values, size_t count);
+pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
+                                pl_dtype dtype, int32_t ndim,
+                                const int64_t *dims, const void *data,
+                                size_t nbytes);
+
+/* Records an opset import (domain "" is ONNX's default). */
+pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version);
+/* The imported version of DOMAIN, or 0. */
+int64_t pl_graph_opset(const pl_graph *g, const char *domain);
+
+/* Checks the graph and links it (see the header comment). Errors name the
+ * node or tensor: "node 'conv1' (Conv): input 'x' is not defined by any
+ * node, input or constant". After success the topological order is
+ * available; any later modification invalidates it (validate again). */
+pl_status *pl_graph_validate(pl_graph *g);
+
+/* ---- reading ----------------------------------------------------------- */
+
+/* Accessors (pl_graph_get_tensor, pl_graph_get_node) return NULL for an
+ * index out of range. */
+
+size_t pl_graph_tensor_count(const pl_graph *g);
+size_t pl_graph_node_count(const pl_graph *g);
+const pl_graph_tensor *pl_graph_get_tensor(const pl_graph *g, pl_tid t);
+pl_graph_tensor *pl_graph_get_tensor_mut(pl_graph *g, pl_tid t);
+const pl_graph_node *pl_graph_get_node(const pl_graph *g, pl_nid n);
+pl_nid pl_graph_find_node(const pl_graph *g, const char *name);
+size_t pl_graph_input_count(const pl_graph *g);
+pl_tid pl_graph_input(const pl_graph *g, size_t i);
+size_t pl_graph_output_count(const pl_graph *g);
+pl_tid pl_graph_output(const pl_graph *g, size_t i);
+size_t pl_graph_opset_count(const pl_graph *g);
+void pl_graph_opset_at(const pl_graph *g, size_t i, const char **out_domain,
+                       int64_t *out_version);
+
+/* Node ids in a topological order (after validate; NULL before). */
+const pl_nid *pl_graph_topo_order(const pl_graph *g);
+
+/* The attribute NAME of node N, or NULL. */
+const pl_attr *pl_graph_node_attr(const pl_graph_node *node, const char *name);
+
+/* Byte size of a fully known tensor type: false when the rank or a dim is
+ * unknown, the dtype unknown, or the size overflows size_t. */
+bool pl_graph_tensor_bytes(const pl_graph_tensor *t, size_t *out_bytes);
+
+/* Number of elements of DIMS (all >= 0); false on overflow. */
+bool pl_dims_elements(const int64_t *dims, int32_t ndim, size_t *out_elements);
+
+/* "f32", "i64", …; "unknown" for lanes == 0; "invalid" otherwise. */
+const char *pl_dtype_name(pl_dtype dtype);
+/* Parses a dtype name; false if unknown. */
+bool pl_dtype_parse(const char *name, pl_dtype *out_dtype);
+
+#endif

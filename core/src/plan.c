@@ -1,0 +1,664 @@
+/* plan.c — the static memory planner. It sits between partitioning and the
+ * executor: the executor hands it the order in which the core will run
+ * nodes and where each tensor lives, and binds every planned tensor to
+ * arena + offset at run time. Inside a module-compiled subgraph the module
+ * plans its own memory; those tensors never reach this file.
+ *
+ * The work is in three passes: index the order (and check it), collect the
+ * planned tensors in production order while deciding in-place reuse (which
+ * groups tensors into blocks), then assign offsets per device, greedy by
+ * size, keeping the best of a few variants. */
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "status.h"
+
+#define PLAN_NONE SIZE_MAX
+#define PLAN_NO_STEP UINT32_MAX
+
+struct pl_plan {
+    size_t n_graph_tensors;
+    size_t *entry_of;          /* per tensor id: index into entries, or PLAN_NONE */
+    pl_plan_entry *entries;
+    size_t n_entries;
+    pl_plan_device_stats *stats;
+    int32_t n_devices;
+    size_t alignment;
+};
+
+/* One region of an arena: a tensor and every tensor that reuses it in
+ * place. Its lifetime is the union of theirs, which is one interval since
+ * each reuse starts at the step the previous holder dies. */
+typedef struct plan_block {
+    size_t size;               /* rounded up to the alignment */
+    uint32_t first, last;
+    int32_t device;
+    size_t offset;
+} plan_block;
+
+typedef struct plan_build {
+    const pl_plan_options *o;
+    const pl_graph *g;
+    size_t align;
+    uint32_t *step_of;         /* per node: its step, or PLAN_NO_STEP */
+    plan_block *blocks;
+    size_t n_blocks;
+    size_t *block_of;          /* per entry */
+    bool *taken;               /* per entry: an output already took its block */
+    pl_plan *plan;
+} plan_build;
+
+/* The blocks of one device during offset assignment, in order of first
+ * step, with an implicit interval tree over them: the node of a range
+ * [lo, hi) is its midpoint, and tmax holds the largest last step of the
+ * range, so the blocks alive during a span are found without a full scan. */
+typedef struct plan_device {
+    size_t m;
+    size_t *size;
+    uint32_t *first, *last;
+    uint32_t *tmax;
+    size_t *offset;            /* of the variant being tried; PLAN_NONE = unplaced */
+    size_t *best;              /* of the best variant so far */
+    struct plan_span *near;    /* placed neighbours of the block being placed */
+    size_t n_near;
+} plan_device;
+
+typedef struct plan_span {
+    size_t offset, size;
+} plan_span;
+
+/* A sort key for the placement order of a block. */
+typedef struct plan_key {
+    size_t size;
+    uint32_t len, first;
+    size_t index;
+} plan_key;
+
+static pl_status *plan_oom(void)
+{
+    return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                            "out of memory while planning tensor memory");
+}
+
+static const char *plan_node_name(const pl_graph *g, pl_nid n)
+{
+    const pl_graph_node *node = pl_graph_get_node(g, n);
+    return node ? node->name : "?";
+}
+
+static const char *plan_node_op(const pl_graph *g, pl_nid n)
+{
+    const pl_graph_node *node = pl_graph_get_node(g, n);
+    return node ? node->op : "?";
+}
+
+/* "[1,?,224,224]" or "(unknown rank)", cut to fit CAP. */
+static void plan_format_shape(const pl_graph_tensor *t, char *buf, size_t cap)
+{
+    if (t->ndim < 0 || (t->ndim > 0 && t->dims == NULL)) {
+        snprintf(buf, cap, "(unknown rank)");
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int32_t i = 0; i < t->ndim && len < cap; i++) {
+        const char *sep = i ? "," : "";
+        if (t->dims[i] < 0)
+            len += (size_t)snprintf(buf + len, cap - len, "%s?", sep);
+        else
+            len += (size_t)snprintf(buf + len, cap - len, "%s%lld", sep,
+                                    (long long)t->dims[i]);
+    }
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+static pl_status *plan_check_options(const pl_plan_options *o, size_t *out_align)
+{
+    if (o == NULL || o->graph == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: no graph given");
+    if (pl_graph_topo_order(o->graph) == NULL && pl_graph_node_count(o->graph) > 0)
+        return pl_status_create(PL_CODE_FAILED_PRECONDITION,
+                                "memory plan: the graph is not validated");
+    if (o->n_order > 0 && o->order == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: %zu steps but no order", o->n_order);
+    if (o->n_order >= PLAN_NO_STEP)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: %zu steps are too many", o->n_order);
+    if (o->tensor_device == NULL && pl_graph_tensor_count(o->graph) > 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: no tensor devices given");
+    if (o->n_devices < 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: %d devices", (int)o->n_devices);
+    size_t align = o->alignment ? o->alignment : 64;
+    if ((align & (align - 1)) != 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: alignment %zu is not a power of two",
+                                align);
+    *out_align = align;
+    return NULL;
+}
+
+/* Maps nodes to steps and checks that the order is a valid schedule of the
+ * nodes it holds: ids in range, none twice, producers first. */
+static pl_status *plan_index_order(plan_build *b)
+{
+    const pl_graph *g = b->g;
+    size_t nn = pl_graph_node_count(g);
+    b->step_of = pl_malloc((nn ? nn : 1) * sizeof *b->step_of);
+    if (b->step_of == NULL)
+        return plan_oom();
+    for (size_t i = 0; i < nn; i++)
+        b->step_of[i] = PLAN_NO_STEP;
+    for (size_t s = 0; s < b->o->n_order; s++) {
+        pl_nid n = b->o->order[s];
+        if (n >= nn)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: step %zu names node %u, but "
+                                    "the graph has %zu nodes",
+                                    s, (unsigned)n, nn);
+        if (b->step_of[n] != PLAN_NO_STEP)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: node '%s' (%s) is in the "
+                                    "order twice (steps %u and %zu)",
+                                    plan_node_name(g, n), plan_node_op(g, n),
+                                    (unsigned)b->step_of[n], s);
+        b->step_of[n] = (uint32_t)s;
+    }
+    for (size_t s = 0; s < b->o->n_order; s++) {
+        pl_nid n = b->o->order[s];
+        const pl_graph_node *node = pl_graph_get_node(g, n);
+        for (size_t k = 0; k < node->n_inputs; k++) {
+            if (node->inputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(g, node->inputs[k]);
+            if (t->producer == PL_NID_NONE || b->step_of[t->producer] == PLAN_NO_STEP)
+                continue;
+            if (b->step_of[t->producer] >= s)
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "memory plan: the order runs node '%s' (%s) at step %zu, "
+                    "before node '%s' (%s) produces its input '%s' at step %u",
+                    node->name, node->op, s, plan_node_name(g, t->producer),
+                    plan_node_op(g, t->producer), t->name,
+                    (unsigned)b->step_of[t->producer]);
+        }
+    }
+    return NULL;
+}
+
+/* The step of T's last consumer (at least STEP), or PLAN_NO_STEP when a
+ * node outside the order reads it. */
+static uint32_t plan_last_use(const plan_build *b, const pl_graph_tensor *t,
+                              uint32_t step)
+{
+    uint32_t last = step;
+    for (size_t c = 0; c < t->n_consumers; c++) {
+        uint32_t cs = b->step_of[t->consumers[c]];
+        if (cs == PLAN_NO_STEP)
+            return PLAN_NO_STEP;
+        if (cs > last)
+            last = cs;
+    }
+    return last;
+}
+
+/* The entry whose block output K of node N (at STEP) takes in place, or
+ * PLAN_NONE: the first input slot where reuse is legal and the policy
+ * agrees. */
+static size_t plan_inplace_source(const plan_build *b, pl_nid n, size_t k,
+                                  uint32_t step, int32_t device, size_t bytes)
+{
+    const pl_plan_options *o = b->o;
+    if (o->inplace == NULL)
+        return PLAN_NONE;
+    const pl_graph_node *node = pl_graph_get_node(b->g, n);
+    for (size_t slot = 0; slot < node->n_inputs; slot++) {
+        pl_tid u = node->inputs[slot];
+        if (u == PL_TID_NONE)
+            continue;
+        size_t e = b->plan->entry_of[u];
+        if (e == PLAN_NONE || b->taken[e])
+            continue;
+        const pl_plan_entry *src = &b->plan->entries[e];
+        if (src->device != device || src->bytes != bytes || src->last_step != step)
+            continue;
+        if (o->inplace(o->user, n, k, slot))
+            return e;
+    }
+    return PLAN_NONE;
+}
+
+static pl_status *plan_size_error(const plan_build *b, const pl_graph_tensor *t,
+                                  pl_nid n)
+{
+    char shape[160];
+    plan_format_shape(t, shape, sizeof shape);
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "memory plan: tensor '%s' (output of node '%s' "
+                            "(%s)) has no known byte size: dtype %s, shape %s; "
+                            "infer shapes before planning",
+                            t->name, plan_node_name(b->g, n),
+                            plan_node_op(b->g, n), pl_dtype_name(t->dtype), shape);
+}
+
+/* Adds the planned output K of node N at STEP as a new entry, in place or
+ * with a block of its own. */
+static pl_status *plan_add_entry(plan_build *b, pl_nid n, size_t k,
+                                 uint32_t step, uint32_t last)
+{
+    pl_plan *p = b->plan;
+    const pl_graph_node *node = pl_graph_get_node(b->g, n);
+    pl_tid t = node->outputs[k];
+    const pl_graph_tensor *gt = pl_graph_get_tensor(b->g, t);
+    int32_t device = b->o->tensor_device[t];
+    size_t bytes, rounded;
+    if (!pl_graph_tensor_bytes(gt, &bytes))
+        return plan_size_error(b, gt, n);
+    if (!pl_size_add(bytes, b->align - 1, &rounded))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: tensor '%s' is too large (%zu bytes)",
+                                gt->name, bytes);
+    rounded &= ~(b->align - 1);
+    pl_plan_device_stats *st = &p->stats[device];
+    if (!pl_size_add(st->naive_bytes, rounded, &st->naive_bytes))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: the tensors of device %d add up "
+                                "to more than %zu bytes",
+                                (int)device, SIZE_MAX);
+    size_t src = plan_inplace_source(b, n, k, step, device, bytes);
+
+    size_t e = p->n_entries++;
+    p->entries[e] = (pl_plan_entry){.tensor = t, .device = device,
+                                    .bytes = bytes, .shares_with = PL_TID_NONE,
+                                    .first_step = step, .last_step = last};
+    p->entry_of[t] = e;
+    b->taken[e] = false;
+    st->n_tensors++;
+    if (src != PLAN_NONE) {
+        size_t blk = b->block_of[src];
+        b->taken[src] = true;
+        b->block_of[e] = blk;
+        p->entries[e].shares_with = p->entries[src].tensor;
+        if (last > b->blocks[blk].last)
+            b->blocks[blk].last = last;
+        st->n_inplace++;
+    } else {
+        size_t blk = b->n_blocks++;
+        b->blocks[blk] = (plan_block){.size = rounded, .first = step,
+                                      .last = last, .device = device};
+        b->block_of[e] = blk;
+    }
+    return NULL;
+}
+
+/* Pass two: the planned tensors in production order, and their blocks. */
+static pl_status *plan_collect(plan_build *b)
+{
+    const pl_graph *g = b->g;
+    const pl_plan_options *o = b->o;
+    pl_plan *p = b->plan;
+    size_t bound = 0;
+    for (size_t s = 0; s < o->n_order; s++)
+        bound += pl_graph_get_node(g, o->order[s])->n_outputs;  /* <= tensor count */
+    p->entries = pl_malloc((bound ? bound : 1) * sizeof *p->entries);
+    b->blocks = pl_malloc((bound ? bound : 1) * sizeof *b->blocks);
+    b->block_of = pl_malloc((bound ? bound : 1) * sizeof *b->block_of);
+    b->taken = pl_malloc((bound ? bound : 1) * sizeof *b->taken);
+    if (!p->entries || !b->blocks || !b->block_of || !b->taken)
+        return plan_oom();
+    for (size_t s = 0; s < o->n_order; s++) {
+        pl_nid n = o->order[s];
+        const pl_graph_node *node = pl_graph_get_node(g, n);
+        for (size_t k = 0; k < node->n_outputs; k++) {
+            pl_tid t = node->outputs[k];
+            const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+            int32_t device = o->tensor_device[t];
+            if (device < -1 || device >= o->n_devices)
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "memory plan: tensor '%s' has device "
+                                        "index %d; it must be -1 (not planned) "
+                                        "or below the device count, %d",
+                                        gt->name, (int)device, (int)o->n_devices);
+            if (device < 0 || gt->is_input || gt->is_output || gt->data != NULL)
+                continue;
+            uint32_t last = plan_last_use(b, gt, (uint32_t)s);
+            if (last == PLAN_NO_STEP)
+                continue;
+            PL_RETURN_IF_ERROR(plan_add_entry(b, n, k, (uint32_t)s, last));
+        }
+    }
+    return NULL;
+}
+
+/* ---- offsets --------------------------------------------------------- */
+
+static uint32_t plan_tree_build(plan_device *d, size_t lo, size_t hi)
+{
+    size_t mid = lo + (hi - lo) / 2;
+    uint32_t m = d->last[mid];
+    if (lo < mid) {
+        uint32_t l = plan_tree_build(d, lo, mid);
+        m = l > m ? l : m;
+    }
+    if (mid + 1 < hi) {
+        uint32_t r = plan_tree_build(d, mid + 1, hi);
+        m = r > m ? r : m;
+    }
+    d->tmax[mid] = m;
+    return m;
+}
+
+/* Collects into d->near the placed, non-empty blocks alive during some
+ * step of [a, b]. */
+static void plan_tree_query(plan_device *d, size_t lo, size_t hi, uint32_t a,
+                            uint32_t b)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->tmax[mid] < a)
+            return;
+        plan_tree_query(d, lo, mid, a, b);
+        if (d->first[mid] > b)
+            return;  /* so does every block to the right */
+        if (d->last[mid] >= a && d->offset[mid] != PLAN_NONE && d->size[mid] > 0)
+            d->near[d->n_near++] = (plan_span){d->offset[mid], d->size[mid]};
+        lo = mid + 1;
+    }
+}
+
+static int plan_span_cmp(const void *pa, const void *pb)
+{
+    const plan_span *a = pa, *b = pb;
+    return (a->offset > b->offset) - (a->offset < b->offset);
+}
+
+/* Places the blocks in the order KEYS gives, each at the smallest gap that
+ * fits among the placed blocks it overlaps in time (BEST_FIT) or at the
+ * lowest one, else above them all. Returns the arena size. */
+static size_t plan_place(plan_device *d, const plan_key *keys, bool best_fit)
+{
+    for (size_t i = 0; i < d->m; i++)
+        d->offset[i] = PLAN_NONE;
+    size_t arena = 0;
+    for (size_t k = 0; k < d->m; k++) {
+        size_t i = keys[k].index;
+        size_t size = d->size[i];
+        if (size == 0) {
+            d->offset[i] = 0;
+            continue;
+        }
+        d->n_near = 0;
+        plan_tree_query(d, 0, d->m, d->first[i], d->last[i]);
+        qsort(d->near, d->n_near, sizeof *d->near, plan_span_cmp);
+        size_t top = 0, at = PLAN_NONE, at_gap = PLAN_NONE;
+        for (size_t j = 0; j < d->n_near; j++) {
+            const plan_span *s = &d->near[j];
+            if (s->offset > top) {
+                size_t gap = s->offset - top;
+                if (gap >= size && gap < at_gap) {
+                    at = top;
+                    at_gap = gap;
+                    if (!best_fit || gap == size)
+                        break;
+                }
+            }
+            if (s->offset + s->size > top)
+                top = s->offset + s->size;
+        }
+        if (at == PLAN_NONE)
+            at = top;
+        d->offset[i] = at;
+        if (at + size > arena)
+            arena = at + size;
+    }
+    return arena;
+}
+
+static int plan_key_by_size(const void *pa, const void *pb)
+{
+    const plan_key *a = pa, *b = pb;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+static int plan_key_by_life(const void *pa, const void *pb)
+{
+    const plan_key *a = pa, *b = pb;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Largest total of block sizes alive at one step; DIFF has n_order + 1
+ * zeroed entries and is left zeroed. */
+static size_t plan_lower_bound(const plan_device *d, size_t *diff, size_t n_order)
+{
+    for (size_t i = 0; i < d->m; i++) {
+        diff[d->first[i]] += d->size[i];
+        diff[d->last[i] + 1] -= d->size[i];  /* wraps back in the running sum */
+    }
+    size_t live = 0, peak = 0;
+    for (size_t s = 0; s <= n_order; s++) {
+        live += diff[s];
+        diff[s] = 0;
+        if (live > peak)
+            peak = live;
+    }
+    return peak;
+}
+
+static void plan_device_free(plan_device *d)
+{
+    pl_free(d->size);
+    pl_free(d->first);
+    pl_free(d->last);
+    pl_free(d->tmax);
+    pl_free(d->offset);
+    pl_free(d->best);
+    pl_free(d->near);
+}
+
+/* Assigns offsets to the M blocks IDS (in order of first step) of one
+ * device and fills in its arena size and lower bound in ST. */
+static pl_status *plan_assign_device(plan_build *b, const size_t *ids, size_t m,
+                                     size_t *diff, pl_plan_device_stats *st)
+{
+    plan_device d = {.m = m};
+    plan_key *keys = NULL;
+    if (m == 0)
+        return NULL;
+    d.size = pl_malloc(m * sizeof *d.size);
+    d.first = pl_malloc(m * sizeof *d.first);
+    d.last = pl_malloc(m * sizeof *d.last);
+    d.tmax = pl_malloc(m * sizeof *d.tmax);
+    d.offset = pl_malloc(m * sizeof *d.offset);
+    d.best = pl_malloc(m * sizeof *d.best);
+    d.near = pl_malloc(m * sizeof *d.near);
+    keys = pl_malloc(m * sizeof *keys);
+    if (!d.size || !d.first || !d.last || !d.tmax || !d.offset || !d.best ||
+        !d.near || !keys) {
+        plan_device_free(&d);
+        pl_free(keys);
+        return plan_oom();
+    }
+    for (size_t i = 0; i < m; i++) {
+        const plan_block *blk = &b->blocks[ids[i]];
+        d.size[i] = blk->size;
+        d.first[i] = blk->first;
+        d.last[i] = blk->last;
+    }
+    plan_tree_build(&d, 0, m);
+    st->lower_bound_bytes = plan_lower_bound(&d, diff, b->o->n_order);
+
+    /* Largest first is the classic greedy by size; longest-lived first wins
+     * when long skip connections fragment the arena. Best fit and first fit
+     * differ on ties of the two. The best arena is kept. */
+    static int (*const orders[])(const void *, const void *) = {
+        plan_key_by_size, plan_key_by_life};
+    size_t best_arena = PLAN_NONE;
+    for (size_t v = 0; v < 2 * sizeof orders / sizeof orders[0]; v++) {
+        if (v % 2 == 0) {
+            for (size_t i = 0; i < m; i++)
+                keys[i] = (plan_key){.size = d.size[i],
+                                     .len = d.last[i] - d.first[i],
+                                     .first = d.first[i], .index = i};
+            qsort(keys, m, sizeof *keys, orders[v / 2]);
+        }
+        size_t arena = plan_place(&d, keys, v % 2 == 0);
+        if (arena < best_arena) {
+            best_arena = arena;
+            memcpy(d.best, d.offset, m * sizeof *d.best);
+        }
+        if (best_arena == st->lower_bound_bytes)
+            break;  /* optimal */
+    }
+    for (size_t i = 0; i < m; i++)
+        b->blocks[ids[i]].offset = d.best[i];
+    st->arena_bytes = best_arena;
+    plan_device_free(&d);
+    pl_free(keys);
+    return NULL;
+}
+
+/* Pass three: offsets, device by device. Blocks were made in order of
+ * first step, and a stable split by device keeps that order. */
+static pl_status *plan_assign(plan_build *b)
+{
+    pl_plan *p = b->plan;
+    int32_t nd = b->o->n_devices;
+    size_t *start = pl_calloc((size_t)nd + 1, sizeof *start);
+    size_t *ids = pl_malloc((b->n_blocks ? b->n_blocks : 1) * sizeof *ids);
+    size_t *diff = pl_calloc(b->o->n_order + 1, sizeof *diff);
+    pl_status *st = NULL;
+    if (!start || !ids || !diff) {
+        st = plan_oom();
+        goto done;
+    }
+    for (size_t i = 0; i < b->n_blocks; i++)
+        start[b->blocks[i].device + 1]++;
+    for (int32_t dv = 0; dv < nd; dv++)
+        start[dv + 1] += start[dv];
+    for (size_t i = 0; i < b->n_blocks; i++)
+        ids[start[b->blocks[i].device]++] = i;
+    /* start[dv] now ends device dv; shift back to starts. */
+    for (int32_t dv = nd; dv > 0; dv--)
+        start[dv] = start[dv - 1];
+    start[0] = 0;
+    for (int32_t dv = 0; dv < nd && st == NULL; dv++)
+        st = plan_assign_device(b, ids + start[dv], start[dv + 1] - start[dv],
+                                diff, &p->stats[dv]);
+    if (st == NULL)
+        for (size_t e = 0; e < p->n_entries; e++)
+            p->entries[e].offset = b->blocks[b->block_of[e]].offset;
+done:
+    pl_free(start);
+    pl_free(ids);
+    pl_free(diff);
+    return st;
+}
+
+/* ---- the API ------------------------------------------------------------ */
+
+static pl_status *plan_build_passes(plan_build *b)
+{
+    pl_plan *p = b->plan;
+    size_t nt = pl_graph_tensor_count(b->g);
+    p->n_graph_tensors = nt;
+    p->n_devices = b->o->n_devices;
+    p->alignment = b->align;
+    p->entry_of = pl_malloc((nt ? nt : 1) * sizeof *p->entry_of);
+    p->stats = pl_calloc(b->o->n_devices ? (size_t)b->o->n_devices : 1,
+                         sizeof *p->stats);
+    if (!p->entry_of || !p->stats)
+        return plan_oom();
+    for (size_t t = 0; t < nt; t++)
+        p->entry_of[t] = PLAN_NONE;
+    PL_RETURN_IF_ERROR(plan_index_order(b));
+    PL_RETURN_IF_ERROR(plan_collect(b));
+    return plan_assign(b);
+}
+
+pl_status *pl_plan_build(const pl_plan_options *options, pl_plan **out_plan)
+{
+    if (out_plan == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: no place for the result");
+    *out_plan = NULL;
+    plan_build b = {.o = options};
+    PL_RETURN_IF_ERROR(plan_check_options(options, &b.align));
+    b.g = options->graph;
+    b.plan = pl_calloc(1, sizeof *b.plan);
+    if (b.plan == NULL)
+        return plan_oom();
+    pl_status *st = plan_build_passes(&b);
+    pl_free(b.step_of);
+    pl_free(b.blocks);
+    pl_free(b.block_of);
+    pl_free(b.taken);
+    if (st != NULL) {
+        pl_plan_destroy(b.plan);
+        return st;
+    }
+    *out_plan = b.plan;
+    return NULL;
+}
+
+void pl_plan_destroy(pl_plan *plan)
+{
+    if (plan == NULL)
+        return;
+    pl_free(plan->entry_of);
+    pl_free(plan->entries);
+    pl_free(plan->stats);
+    pl_free(plan);
+}
+
+const pl_plan_entry *pl_plan_entry_of(const pl_plan *plan, pl_tid t)
+{
+    if (t >= plan->n_graph_tensors || plan->entry_of[t] == PLAN_NONE)
+        return NULL;
+    return &plan->entries[plan->entry_of[t]];
+}
+
+size_t pl_plan_entry_count(const pl_plan *plan)
+{
+    return plan->n_entries;
+}
+
+const pl_plan_entry *pl_plan_entry_at(const pl_plan *plan, size_t i)
+{
+    return i < plan->n_entries ? &plan->entries[i] : NULL;
+}
+
+int32_t pl_plan_device_count(const pl_plan *plan)
+{
+    return plan->n_devices;
+}
+
+const pl_plan_device_stats *pl_plan_stats(const pl_plan *plan, int32_t device)
+{
+    if (device < 0 || device >= plan->n_devices)
+        return NULL;
+    return &plan->stats[device];
+}
+
+size_t pl_plan_alignment(const pl_plan *plan)
+{
+    return plan->alignment;
+}

@@ -1,0 +1,24 @@
+/* strmap.h — a string-keyed hash map from names to uint32_t indices, with
+ * open addressing and no size limit. Keys are borrowed: the caller keeps
+ * them alive (the graph owns its names). Allocates through pl_malloc. */
+#ifndef PL_CORE_STRMAP_H
+#define PL_CORE_STRMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pl_strmap {
+    const char **keys;
+    uint32_t *values;
+    size_t cap;    /* a power of two, or 0 */
+    size_t count;
+} pl_strmap;
+
+/* Finds KEY; false when absent. */
+bool pl_strmap_get(const pl_strmap *m, const char *key, uint32_t *out_value);
+/* Inserts or replaces; false when out of memory. */
+bool pl_strmap_put(pl_strmap *m, const char *key, uint32_t value);
+void pl_strmap_free(pl_strmap *m);
+
+#endif
