@@ -5,11 +5,13 @@
 #                            the demo through the default backend.ini
 #   bash tools/dev.sh test   install what is missing, build everything twice
 #                            (plain, and with AddressSanitizer+UBSan) and run
-#                            the whole CTest suite in both builds
+#                            the whole CTest suite in both builds, then the
+#                            engine and CPU-pool tests in a ThreadSanitizer
+#                            build
 #
 # Debian packages are installed with apt-get when missing (run as root).
-# Build directories: build/ (plain; stages modules into modules.d/) and
-# build-asan/ (sanitized; stages into build-asan/modules.d/).
+# Build directories: build/ (plain; stages modules into modules.d/),
+# build-asan/ and build-tsan/ (sanitized; each stages into its own modules.d/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -51,7 +53,11 @@ test)
     install_packages
     build build
     build build-asan -DPLINTH_SANITIZE=ON -DPLINTH_STAGE_DIR="$ROOT/build-asan/modules.d"
+    build build-tsan -DPLINTH_TSAN=ON -DPLINTH_STAGE_DIR="$ROOT/build-tsan/modules.d"
     rc=0
+    echo "== tests: ThreadSanitizer build (engine and CPU pool) =="
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+        ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L 'engine|core' || rc=1
     echo "== tests: plain build =="
     ctest --test-dir build --output-on-failure -j"$JOBS" || rc=1
     echo "== tests: AddressSanitizer + UBSan build =="

@@ -65,9 +65,10 @@ typedef struct pl_var_waiter {
 
 #define PL_OP_INLINE_SLOTS 4
 
+typedef struct pl_naive_wait pl_naive_wait;
+
 struct pl_op {
     pl_task task;           /* first: the pool runs it */
-    pl_completion completion;
     pl_engine *engine;
     pl_op_kind kind;
     pl_engine_fn fn;
@@ -76,8 +77,8 @@ struct pl_op {
     pl_exec_ctx ctx;
     const char *name;
     atomic_int pending_grants;
-    atomic_int signalled;   /* async: the completion was signalled */
     pl_var_waiter *waiter;  /* PL_OP_WAIT */
+    pl_naive_wait *naive_wait; /* naive async: the pusher waits here */
     size_t n_slots;
     pl_op_slot *slots;
     pl_op_slot inline_slots[PL_OP_INLINE_SLOTS];
@@ -88,6 +89,26 @@ typedef struct pl_dev_pool {
     int32_t stream;
     pl_threadpool *pool;
 } pl_dev_pool;
+
+/* The completion handed to an async function. Slots are never freed before
+ * the engine, and a released slot is reused only after PL_SLOT_QUARANTINE
+ * others, so a (buggy) second signal finds a disarmed slot and is ignored
+ * instead of touching freed memory. */
+typedef struct pl_completion_slot {
+    pl_completion base;     /* first: what the module holds */
+    pl_engine *engine;
+    pl_op *op;
+    atomic_int armed;       /* 1 while its signal is awaited */
+    struct pl_completion_slot *next;
+} pl_completion_slot;
+
+#define PL_SLOT_CHUNK 256
+#define PL_SLOT_QUARANTINE 1024
+
+typedef struct pl_slot_chunk {
+    struct pl_slot_chunk *next;
+    pl_completion_slot slots[PL_SLOT_CHUNK];
+} pl_slot_chunk;
 
 struct pl_engine {
     pl_engine_kind kind;
@@ -100,7 +121,12 @@ struct pl_engine {
     pl_var *vars;
     pl_status *first_error;
     atomic_long pending;          /* pushed, not yet finished */
-    atomic_int idle_waiters;
+    pthread_mutex_t slot_mu;      /* completion slots */
+    pl_slot_chunk *slot_chunks;
+    pl_completion_slot *slot_fresh;     /* never used */
+    pl_completion_slot *slot_free_head; /* released, oldest first */
+    pl_completion_slot *slot_free_tail;
+    size_t n_slot_free;
     atomic_bool cancelling;
     atomic_uint_fast64_t seq;
     pthread_mutex_t naive_mu;     /* naive: one push at a time (recursive) */
@@ -138,13 +164,23 @@ static void pl_engine_note_failure(pl_engine *e, const pl_status *st)
     pthread_mutex_unlock(&e->mu);
 }
 
-static void pl_engine_op_done(pl_engine *e)
+/* Counts N operations as finished. The decrement that could reach zero is
+ * made under the engine mutex, so that wait_all (which checks under it)
+ * cannot return, and the engine cannot be destroyed, while a thread outside
+ * the pools (an async completer) is still here. */
+static void pl_engine_ops_done(pl_engine *e, long n)
 {
-    if (atomic_fetch_sub(&e->pending, 1) == 1 && atomic_load(&e->idle_waiters) > 0) {
-        pthread_mutex_lock(&e->mu);
-        pthread_cond_broadcast(&e->idle_cv);
-        pthread_mutex_unlock(&e->mu);
+    if (n == 0)
+        return;
+    long v = atomic_load(&e->pending);
+    while (v > n) {
+        if (atomic_compare_exchange_weak(&e->pending, &v, v - n))
+            return;
     }
+    pthread_mutex_lock(&e->mu);
+    if (atomic_fetch_sub(&e->pending, n) == n)
+        pthread_cond_broadcast(&e->idle_cv);
+    pthread_mutex_unlock(&e->mu);
 }
 
 /* ---- making operations -------------------------------------------------- */
@@ -287,10 +323,65 @@ static void pl_var_grant_waiters(pl_var *v, pl_ready_list *ready)
     }
 }
 
+/* ---- completion slots -------------------------------------------------- */
+
+static void pl_engine_slot_signal(pl_completion *c, pl_status *status);
+
+static pl_completion_slot *pl_slot_take(pl_engine *e, pl_op *op)
+{
+    pthread_mutex_lock(&e->slot_mu);
+    pl_completion_slot *slot = NULL;
+    if (e->n_slot_free > PL_SLOT_QUARANTINE) {
+        slot = e->slot_free_head;
+        e->slot_free_head = slot->next;
+        if (e->slot_free_head == NULL)
+            e->slot_free_tail = NULL;
+        e->n_slot_free--;
+    } else {
+        if (e->slot_fresh == NULL) {
+            pl_slot_chunk *chunk = calloc(1, sizeof *chunk);
+            if (chunk != NULL) {
+                chunk->next = e->slot_chunks;
+                e->slot_chunks = chunk;
+                for (size_t i = PL_SLOT_CHUNK; i-- > 0;) {
+                    chunk->slots[i].base.on_complete = pl_engine_slot_signal;
+                    chunk->slots[i].engine = e;
+                    atomic_init(&chunk->slots[i].armed, 0);
+                    chunk->slots[i].next = e->slot_fresh;
+                    e->slot_fresh = &chunk->slots[i];
+                }
+            }
+        }
+        slot = e->slot_fresh;
+        if (slot != NULL)
+            e->slot_fresh = slot->next;
+    }
+    pthread_mutex_unlock(&e->slot_mu);
+    if (slot != NULL) {
+        slot->next = NULL;
+        slot->op = op;
+        atomic_store(&slot->armed, 1);
+    }
+    return slot;
+}
+
+static void pl_slot_release(pl_engine *e, pl_completion_slot *slot)
+{
+    pthread_mutex_lock(&e->slot_mu);
+    slot->next = NULL;
+    if (e->slot_free_tail)
+        e->slot_free_tail->next = slot;
+    else
+        e->slot_free_head = slot;
+    e->slot_free_tail = slot;
+    e->n_slot_free++;
+    pthread_mutex_unlock(&e->slot_mu);
+}
+
 /* ---- running ---------------------------------------------------------- */
 
 static pl_task *pl_engine_run_task(pl_task *task, int worker);
-static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
+static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
                                pl_task **out_local, bool on_cpu_worker);
 
 static pl_threadpool *pl_engine_pool_for(pl_engine *e, const pl_exec_ctx *ctx)
@@ -345,10 +436,10 @@ static pl_status *pl_op_inherited_error(pl_op *op)
 
 /* Finishes OP with STATUS (owned; NULL for success): updates the error state
  * of its written variables, releases every variable, frees OP and appends the
- * operations that became ready. */
+ * operations that became ready. The caller counts it done (ops_done) once it
+ * has dispatched them, so the engine cannot go idle in between. */
 static void pl_op_finish(pl_op *op, pl_status *status, pl_ready_list *ready)
 {
-    pl_engine *e = op->engine;
     bool affects_errors = op->kind == PL_OP_SYNC || op->kind == PL_OP_ASYNC;
     for (size_t i = 0; i < op->n_slots; i++) {
         pl_op_slot *s = &op->slots[i];
@@ -372,7 +463,6 @@ static void pl_op_finish(pl_op *op, pl_status *status, pl_ready_list *ready)
     }
     pl_status_free(status);
     pl_op_free(op);
-    pl_engine_op_done(e);
 }
 
 /* Runs a synchronous op, or starts an async one, or skips it. Returns the
@@ -397,8 +487,16 @@ static pl_status *pl_op_execute(pl_op *op, int worker, bool *out_started)
         .stream = op->ctx.stream_handle,
     };
     if (op->kind == PL_OP_ASYNC) {
+        pl_completion_slot *slot = pl_slot_take(e, op);
+        if (slot == NULL) {
+            pl_status *st = pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                             "op '%s' failed: out of memory "
+                                             "for its completion", op->name);
+            pl_engine_note_failure(e, st);
+            return st;
+        }
         *out_started = true;
-        op->async_fn(op->arg, &rc, &op->completion);
+        op->async_fn(op->arg, &rc, &slot->base);
         return NULL;
     }
     pl_status *st = op->fn(op->arg, &rc);
@@ -411,15 +509,34 @@ static pl_status *pl_op_execute(pl_op *op, int worker, bool *out_started)
     return wrapped;
 }
 
-static void pl_engine_async_done(pl_completion *c, pl_status *status)
+struct pl_naive_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    pl_status *status;
+};
+
+static void pl_engine_slot_signal(pl_completion *c, pl_status *status)
 {
-    pl_op *op = (pl_op *)((char *)c - offsetof(pl_op, completion));
-    pl_engine *e = op->engine;
-    if (atomic_exchange(&op->signalled, 1) != 0) {
+    pl_completion_slot *slot = (pl_completion_slot *)c;
+    pl_engine *e = slot->engine;
+    if (atomic_exchange(&slot->armed, 0) != 1) {
         pl_log(e->logger, PL_LOG_ERROR, "engine",
-               "op '%s': its completion was signalled twice; the second is ignored",
-               op->name);
+               "a completion was signalled twice; the second signal is ignored");
         pl_status_free(status);
+        return;
+    }
+    pl_op *op = slot->op;
+    /* The op still counts as pending, so the engine is alive until the
+     * ops_done below. */
+    pl_slot_release(e, slot);
+    if (e->kind == PL_ENGINE_NAIVE) {
+        pl_naive_wait *w = op->naive_wait;
+        pthread_mutex_lock(&w->mu);
+        w->status = status;
+        w->done = true;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
         return;
     }
     if (status != NULL) {
@@ -433,8 +550,9 @@ static void pl_engine_async_done(pl_completion *c, pl_status *status)
     pl_ready_list ready;
     pl_ready_init(&ready);
     pl_op_finish(op, status, &ready);
-    pl_engine_dispatch(e, &ready, NULL, false);
+    long inline_done = pl_engine_dispatch(e, &ready, NULL, false);
     pl_ready_free(&ready);
+    pl_engine_ops_done(e, 1 + inline_done);
 }
 
 static pl_task *pl_engine_run_task(pl_task *task, int worker)
@@ -449,18 +567,22 @@ static pl_task *pl_engine_run_task(pl_task *task, int worker)
     pl_ready_init(&ready);
     pl_op_finish(op, st, &ready);
     pl_task *local = NULL;
-    pl_engine_dispatch(e, &ready, &local, pl_threadpool_is_worker(e->cpu));
+    long inline_done = pl_engine_dispatch(e, &ready, &local,
+                                          pl_threadpool_is_worker(e->cpu));
     pl_ready_free(&ready);
+    pl_engine_ops_done(e, 1 + inline_done);
     return local;
 }
 
 /* Handles ready operations: wait and delete ops at once, here; the others go
  * to their pools. With out_local, one CPU op may be handed back for the
- * calling CPU worker to run next. */
-static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
+ * calling CPU worker to run next. Returns how many ops it finished itself
+ * (wait and delete ops), for the caller to count done after it. */
+static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
                                pl_task **out_local, bool on_cpu_worker)
 {
-    pl_task *cpu_batch_inline[16];
+    long finished = 0;
+    pl_task *cpu_batch_inline[16] = {0};
     pl_task **cpu_batch = cpu_batch_inline;
     size_t n_cpu = 0, cap_cpu = 16;
     /* Wait/delete ops may make more ops ready: treat the list as a queue. */
@@ -478,6 +600,7 @@ static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
             pthread_cond_broadcast(&w->cv);
             pthread_mutex_unlock(&w->mu);
             pl_op_finish(op, NULL, ready);
+            finished++;
             continue;
         }
         if (op->kind == PL_OP_DELETE) {
@@ -494,7 +617,7 @@ static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
             pthread_mutex_destroy(&v->mu);
             free(v);
             pl_op_free(op);
-            pl_engine_op_done(e);
+            finished++;
             continue;
         }
         pl_threadpool *pool = pl_engine_pool_for(e, &op->ctx);
@@ -517,14 +640,15 @@ static void pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
         }
         cpu_batch[n_cpu++] = &op->task;
     }
-    if (n_cpu > 0 || (out_local != NULL && on_cpu_worker)) {
-        pl_task *mine = pl_threadpool_submit_batch(e->cpu, cpu_batch, n_cpu,
-                                                   out_local != NULL && on_cpu_worker);
+    bool keep = out_local != NULL && on_cpu_worker;
+    if (n_cpu > 0 || keep) {
+        pl_task *mine = pl_threadpool_submit_batch(e->cpu, cpu_batch, n_cpu, keep);
         if (out_local != NULL)
             *out_local = mine;
     }
     if (cpu_batch != cpu_batch_inline)
         free(cpu_batch);
+    return finished;
 }
 
 /* Queues OP on its variables; dispatches it if it is ready at once. */
@@ -533,7 +657,6 @@ static void pl_engine_enqueue(pl_engine *e, pl_op *op, int priority)
     op->task.run = pl_engine_run_task;
     op->task.priority = priority;
     op->task.seq = atomic_fetch_add(&e->seq, 1);
-    op->completion.on_complete = pl_engine_async_done;
     atomic_init(&op->pending_grants, (int)op->n_slots + 1);
     atomic_fetch_add(&e->pending, 1);
     int granted = 0;
@@ -560,44 +683,13 @@ static void pl_engine_enqueue(pl_engine *e, pl_op *op, int priority)
         pl_ready_list ready;
         pl_ready_init(&ready);
         pl_ready_add(&ready, op);
-        pl_engine_dispatch(e, &ready, NULL, false);
+        long inline_done = pl_engine_dispatch(e, &ready, NULL, false);
         pl_ready_free(&ready);
+        pl_engine_ops_done(e, inline_done);
     }
 }
 
 /* ---- the naive engine ---------------------------------------------------- */
-
-typedef struct pl_naive_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-    pl_status *status;
-} pl_naive_wait;
-
-typedef struct pl_naive_completion {
-    pl_completion completion;   /* first */
-    pl_naive_wait *wait;
-    atomic_int signalled;
-    const char *name;
-    const pl_logger *logger;
-} pl_naive_completion;
-
-static void pl_naive_done(pl_completion *c, pl_status *status)
-{
-    pl_naive_completion *nc = (pl_naive_completion *)c;
-    if (atomic_exchange(&nc->signalled, 1) != 0) {
-        pl_log(nc->logger, PL_LOG_ERROR, "engine",
-               "op '%s': its completion was signalled twice; the second is ignored",
-               nc->name);
-        pl_status_free(status);
-        return;
-    }
-    pthread_mutex_lock(&nc->wait->mu);
-    nc->wait->status = status;
-    nc->wait->done = true;
-    pthread_cond_broadcast(&nc->wait->cv);
-    pthread_mutex_unlock(&nc->wait->mu);
-}
 
 /* Runs OP now, in the caller, with the threaded engine's error rules. */
 static void pl_naive_run(pl_engine *e, pl_op *op)
@@ -613,15 +705,18 @@ static void pl_naive_run(pl_engine *e, pl_op *op)
                              .stream = op->ctx.stream_handle};
         pl_status *raw;
         if (op->kind == PL_OP_ASYNC) {
-            pl_naive_wait w = {.done = false};
+            pl_naive_wait w = {.done = false, .status = NULL};
             pthread_mutex_init(&w.mu, NULL);
             pthread_cond_init(&w.cv, NULL);
-            pl_naive_completion local = {.completion = {pl_naive_done},
-                                         .wait = &w,
-                                         .name = op->name,
-                                         .logger = e->logger};
-            atomic_init(&local.signalled, 0);
-            op->async_fn(op->arg, &rc, &local.completion);
+            op->naive_wait = &w;
+            pl_completion_slot *slot = pl_slot_take(e, op);
+            if (slot == NULL) {
+                w.status = pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                            "out of memory for its completion");
+                w.done = true;
+            } else {
+                op->async_fn(op->arg, &rc, &slot->base);
+            }
             pthread_mutex_lock(&w.mu);
             while (!w.done)
                 pthread_cond_wait(&w.cv, &w.mu);
@@ -678,7 +773,7 @@ pl_status *pl_engine_create(const pl_engine_options *options,
     pthread_mutex_init(&e->naive_mu, &attr);
     pthread_mutexattr_destroy(&attr);
     atomic_init(&e->pending, 0);
-    atomic_init(&e->idle_waiters, 0);
+    pthread_mutex_init(&e->slot_mu, NULL);
     atomic_init(&e->cancelling, false);
     atomic_init(&e->seq, 0);
     /* Threaded: `threads` workers run ops and lend themselves to
@@ -717,6 +812,11 @@ void pl_engine_destroy(pl_engine *e)
         pthread_mutex_destroy(&v->mu);
         free(v);
     }
+    for (pl_slot_chunk *c = e->slot_chunks, *next; c != NULL; c = next) {
+        next = c->next;
+        free(c);
+    }
+    pthread_mutex_destroy(&e->slot_mu);
     pl_status_free(e->first_error);
     pthread_mutex_destroy(&e->naive_mu);
     pthread_cond_destroy(&e->idle_cv);
@@ -864,12 +964,10 @@ pl_status *pl_engine_wait_var(pl_engine *e, pl_var *var)
 pl_status *pl_engine_wait_all(pl_engine *e)
 {
     if (e->kind != PL_ENGINE_NAIVE) {
-        atomic_fetch_add(&e->idle_waiters, 1);
         pthread_mutex_lock(&e->mu);
         while (atomic_load(&e->pending) > 0)
             pthread_cond_wait(&e->idle_cv, &e->mu);
         pthread_mutex_unlock(&e->mu);
-        atomic_fetch_sub(&e->idle_waiters, 1);
     }
     pthread_mutex_lock(&e->mu);
     pl_status *first = e->first_error;

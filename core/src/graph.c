@@ -450,10 +450,9 @@ pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
     }
     for (size_t i = 0; st == NULL && i < n_outputs; i++) {
         if (outputs[i] == NULL || outputs[i][0] == '\0') {
-            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                  "node '%s' (%s): output %zu has no name",
-                                  name, op, i);
-            break;
+            /* An optional output nobody wants (ONNX's empty name). */
+            n->outputs[i] = PL_TID_NONE;
+            continue;
         }
         st = pl_graph_tensor_get_or_add(g, outputs[i], &n->outputs[i]);
     }
@@ -807,7 +806,11 @@ pl_status *pl_graph_validate(pl_graph *g)
         if (n->n_outputs == 0)
             return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                     "node '%s' (%s) has no outputs", n->name, n->op);
+        size_t named = 0;
         for (size_t k = 0; k < n->n_outputs; k++) {
+            if (n->outputs[k] == PL_TID_NONE)
+                continue;
+            named++;
             pl_graph_tensor *t = &g->tensors[n->outputs[k]];
             if (t->producer == (pl_nid)i)
                 return pl_status_create(PL_CODE_INVALID_ARGUMENT,
@@ -828,6 +831,10 @@ pl_status *pl_graph_validate(pl_graph *g)
                     n->name, n->op, t->name, t->is_input ? "input" : "constant");
             t->producer = (pl_nid)i;
         }
+        if (named == 0)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "node '%s' (%s) has no named output",
+                                    n->name, n->op);
         for (size_t k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] != PL_TID_NONE)
                 total_uses++;
@@ -906,6 +913,8 @@ pl_status *pl_graph_validate(pl_graph *g)
     while (head < tail) {
         const pl_graph_node *n = &g->nodes[queue[head++]];
         for (size_t k = 0; k < n->n_outputs; k++) {
+            if (n->outputs[k] == PL_TID_NONE)
+                continue;
             const pl_graph_tensor *t = &g->tensors[n->outputs[k]];
             for (size_t c = 0; c < t->n_consumers; c++)
                 if (--indeg[t->consumers[c]] == 0)

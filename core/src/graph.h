@@ -93,7 +93,7 @@ typedef struct pl_graph_node {
     size_t n_attrs;
     pl_tid *inputs;            /* PL_TID_NONE for an absent optional input */
     size_t n_inputs;
-    pl_tid *outputs;
+    pl_tid *outputs;           /* PL_TID_NONE for an optional output left out */
     size_t n_outputs;
 } pl_graph_node;
 
@@ -135,7 +135,8 @@ pl_status *pl_graph_add_input(pl_graph *g, pl_tid t);
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t);
 
 /* Adds a node. Inputs and outputs are tensor names (created if absent); an
- * empty or NULL input name is an absent optional input. Node names must be
+ * empty or NULL name is an absent optional input or an optional output
+ * nobody wants (at least one output must be named). Node names must be
  * unique and non-empty (a NULL name gets "<op>_<index>"). */
 pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
                              const char *domain, const char *const *inputs,

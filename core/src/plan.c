@@ -318,6 +318,8 @@ static pl_status *plan_collect(plan_build *b)
         const pl_graph_node *node = pl_graph_get_node(g, n);
         for (size_t k = 0; k < node->n_outputs; k++) {
             pl_tid t = node->outputs[k];
+            if (t == PL_TID_NONE)
+                continue;
             const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
             int32_t device = o->tensor_device[t];
             if (device < -1 || device >= o->n_devices)

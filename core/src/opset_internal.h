@@ -1,0 +1,58 @@
+/* opset_internal.h — what the opset_*.c files share: the built-in schema
+ * tables of each op family and small helpers for inference functions.
+ * Private to the core's opset. */
+#ifndef PL_CORE_OPSET_INTERNAL_H
+#define PL_CORE_OPSET_INTERNAL_H
+
+#include "opset.h"
+#include "status.h"
+
+/* The built-in schemas, one table per op family. */
+extern const pl_op_schema pl_opset_elementwise_schemas[];
+extern const size_t pl_opset_elementwise_count;
+extern const pl_op_schema pl_opset_nn_schemas[];
+extern const size_t pl_opset_nn_count;
+extern const pl_op_schema pl_opset_shape_schemas[];
+extern const size_t pl_opset_shape_count;
+
+/* Initialisers for pl_op_schema.n_inplace / inplace_input. */
+#define PL_INPLACE_0 .n_inplace = 1, .inplace_input = {0}
+
+/* The attribute spec of a schema, for tables. */
+#define PL_ATTR_I(n, d) {.name = (n), .kind = PL_ATTR_INT, .default_int = (d)}
+#define PL_ATTR_F(n, d) {.name = (n), .kind = PL_ATTR_FLOAT, .default_float = (d)}
+#define PL_ATTR_S(n, d) {.name = (n), .kind = PL_ATTR_STRING, .default_string = (d)}
+#define PL_ATTR_IS(n) {.name = (n), .kind = PL_ATTR_INTS}
+#define PL_ATTR_FS(n) {.name = (n), .kind = PL_ATTR_FLOATS}
+#define PL_ATTR_T(n) {.name = (n), .kind = PL_ATTR_TENSOR}
+#define PL_ATTR_REQ(n, k) {.name = (n), .kind = (k), .required = true}
+#define PL_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The unknown dtype (lanes 0). */
+#define PL_DTYPE_UNKNOWN ((pl_dtype){0, 0, 0})
+
+/* Normalises AXIS against RANK (negative counts from the end). False when
+ * it is outside [-rank, rank). */
+bool pl_infer_axis(int64_t axis, int64_t rank, int64_t *out_axis);
+
+/* Output I gets input J's dtype, shape and dim_params. */
+pl_status *pl_infer_copy_input(pl_infer_ctx *ctx, size_t out, size_t in);
+
+/* The dtype of input I (unknown when absent). */
+pl_dtype pl_infer_input_dtype(const pl_infer_ctx *ctx, size_t i);
+
+/* Maps an ONNX TensorProto data type number to a dtype; false when ABI 1
+ * has no such dtype. */
+bool pl_onnx_dtype(int64_t onnx_type, pl_dtype *out_dtype);
+
+/* Reads the ints of a known int tensor input or an INTS attribute,
+ * whichever the node's version uses: input IN when present, else
+ * attribute ATTR. *out_state: 1 read, 0 absent (neither given),
+ * -1 an input is given but its values are unknown. Values go to OUT
+ * (capacity PL_KNOWN_MAX). An input with some unknown elements counts as
+ * unknown. */
+pl_status *pl_infer_ints_arg(const pl_infer_ctx *ctx, size_t in,
+                             const char *attr, int64_t *out, size_t *out_n,
+                             int *out_state);
+
+#endif
