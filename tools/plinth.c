@@ -1,9 +1,10 @@
-/* plinth — the command-line face of the runtime. For now: `plinth modules`,
- * which tells an operator what was found on the module path, what loaded and,
- * for everything else, exactly why. Uses only the public API (plinth.h).
+/* plinth — the command-line face of the runtime: `plinth modules` tells an
+ * operator what was found on the module path, what loaded and, for
+ * everything else, exactly why; `plinth explain MODEL` shows what the runtime
+ * makes of a model. Uses only the public API (plinth.h).
  *
  * Exit codes: 0 success; 1 the runtime could not be created (bad or missing
- * configuration); 2 usage error; 3 `modules --strict` and some module found
+ * configuration) or the model could not be loaded; 2 usage error; 3 `modules --strict` and some module found
  * was rejected. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
@@ -31,6 +32,9 @@ static void usage(FILE *f)
             "                                name, version, status (loaded, disabled,\n"
             "                                rejected, no-device), devices, capabilities,\n"
             "                                file, and the reason for each one not loaded\n"
+            "  explain MODEL [--json]        load a model (Plinth JSON graph), infer every\n"
+            "                                shape, and show the execution order with output\n"
+            "                                types and the memory plan against its lower bound\n"
             "\n"
             "options:\n"
             "  --config FILE   backend.ini to use (default: $PLINTH_CONFIG, ./backend.ini,\n"
@@ -38,7 +42,7 @@ static void usage(FILE *f)
             "  --help          this text\n"
             "  --version       the version of plinth and of the module ABI\n"
             "\n"
-            "exit codes: 0 success, 1 runtime error (configuration), 2 usage,\n"
+            "exit codes: 0 success, 1 runtime error (configuration, model), 2 usage,\n"
             "            3 --strict and a module was rejected\n");
 }
 
@@ -187,6 +191,39 @@ static void cli_log(void *user, int level, const char *line)
         fprintf(stderr, "plinth: error: %s\n", line);
 }
 
+static int cmd_explain(const char *config, const char *model_path, bool json)
+{
+    pl_runtime_options o = {.struct_size = sizeof o,
+                            .config_path = config,
+                            .log_sink = cli_log};
+    pl_runtime *rt = NULL;
+    pl_status *st = pl_runtime_create(&o, &rt);
+    if (st != NULL) {
+        fprintf(stderr, "plinth: %s\n", pl_status_message(st));
+        pl_status_free(st);
+        return EXIT_RUNTIME;
+    }
+    pl_model *model = NULL;
+    char *text = NULL;
+    st = pl_model_load(rt, model_path, &model);
+    if (st == NULL)
+        st = pl_model_explain(model, json, &text);
+    int rc = 0;
+    if (st != NULL) {
+        fprintf(stderr, "plinth: %s\n", pl_status_message(st));
+        pl_status_free(st);
+        rc = EXIT_RUNTIME;
+    } else {
+        fputs(text, stdout);
+        if (text[0] && text[strlen(text) - 1] != '\n')
+            fputc('\n', stdout);
+    }
+    pl_string_free(text);
+    pl_model_destroy(model);
+    pl_runtime_destroy(rt);
+    return rc;
+}
+
 static int cmd_modules(const char *config, bool json, bool strict)
 {
     pl_runtime_options o = {.struct_size = sizeof o,
@@ -216,6 +253,7 @@ int main(int argc, char **argv)
 {
     const char *config = NULL;
     const char *command = NULL;
+    const char *operand = NULL;
     bool json = false, strict = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -243,6 +281,8 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         } else if (command == NULL) {
             command = a;
+        } else if (operand == NULL && strcmp(command, "explain") == 0) {
+            operand = a;
         } else {
             fprintf(stderr, "plinth: unexpected argument '%s' (see plinth --help)\n", a);
             return EXIT_USAGE;
@@ -258,6 +298,13 @@ int main(int argc, char **argv)
     }
     if (strcmp(command, "modules") == 0)
         return cmd_modules(config, json, strict);
+    if (strcmp(command, "explain") == 0) {
+        if (operand == NULL) {
+            fprintf(stderr, "plinth: explain needs a model file (see plinth --help)\n");
+            return EXIT_USAGE;
+        }
+        return cmd_explain(config, operand, json);
+    }
     fprintf(stderr, "plinth: unknown command '%s' (see plinth --help)\n", command);
     return EXIT_USAGE;
 }

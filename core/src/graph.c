@@ -419,7 +419,10 @@ pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "too many nodes");
     char generated[96];
     if (name == NULL || name[0] == '\0') {
+        /* "<op>_<index>", with a further suffix if a node already has it. */
         snprintf(generated, sizeof generated, "%.64s_%zu", op, g->n_nodes);
+        for (unsigned k = 1; pl_graph_find_node(g, generated) != PL_NID_NONE; k++)
+            snprintf(generated, sizeof generated, "%.64s_%zu_%u", op, g->n_nodes, k);
         name = generated;
     }
     pl_nid existing = pl_graph_find_node(g, name);
@@ -692,8 +695,12 @@ const pl_attr *pl_graph_node_attr(const pl_graph_node *node, const char *name)
 pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version)
 {
     const char *d = domain ? domain : "";
+    /* ONNX spells the default domain "" or "ai.onnx": one entry for both. */
+    if (strcmp(d, "ai.onnx") == 0)
+        d = "";
     for (size_t i = 0; i < g->n_opsets; i++)
-        if (strcmp(g->opsets[i].domain, d) == 0) {
+        if (strcmp(g->opsets[i].domain, d) == 0 ||
+            (d[0] == '\0' && strcmp(g->opsets[i].domain, "ai.onnx") == 0)) {
             g->opsets[i].version = version;
             return NULL;
         }

@@ -127,14 +127,16 @@ pl_status *pl_graph_set_constant(pl_graph *g, pl_tid t, const void *data,
  * pl_graph_keep_mapping). */
 pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid t, const void *data,
                                      size_t nbytes);
-/* Hands the graph a read-only mapping to munmap when it is destroyed. */
+/* Hands the graph a read-only mapping to munmap when it is destroyed. On
+ * failure the graph has not taken it: the caller unmaps it. */
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
 
 /* Appends T to the graph inputs / outputs (once each). */
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t);
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t);
 
-/* Adds a node. Inputs and outputs are tensor names (created if absent); an
+/* Adds a node. On failure the node is not added, though tensors it named
+ * may have been created. Inputs and outputs are tensor names (created if absent); an
  * empty or NULL name is an absent optional input or an optional output
  * nobody wants (at least one output must be named). Node names must be
  * unique and non-empty (a NULL name gets "<op>_<index>"). */
@@ -161,7 +163,9 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
                                 const int64_t *dims, const void *data,
                                 size_t nbytes);
 
-/* Records an opset import (domain "" is ONNX's default). */
+/* Records an opset import (domain "" is ONNX's default, also spelled
+ * "ai.onnx": both name one entry). A later call for a domain replaces the
+ * version. */
 pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version);
 /* The imported version of DOMAIN, or 0. */
 int64_t pl_graph_opset(const pl_graph *g, const char *domain);

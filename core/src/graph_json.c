@@ -35,6 +35,17 @@
 #define GJ_WHERE 640
 #define GJ_NAME_FMT "%.160s"
 
+/* Formats a JSON path into BUF (GJ_WHERE bytes); paths longer than that are
+ * cut, which only shortens a message. */
+static void gj_path(char *buf, const char *fmt, ...) PL_PRINTF_LIKE(2, 3);
+static void gj_path(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, GJ_WHERE, fmt, ap);
+    va_end(ap);
+}
+
 /* ==== shared helpers ===================================================== */
 
 static pl_status *gj_oom(const char *what)
@@ -184,7 +195,7 @@ static pl_status *gj_error_at(const gj_load *L, const char *path, size_t index,
                               const char *fmt, ...)
 {
     char where[GJ_WHERE], msg[1024];
-    snprintf(where, sizeof where, "%s[%zu]", path, index);
+    gj_path(where, "%s[%zu]", path, index);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -221,9 +232,9 @@ static const char *gj_kind_name(const json_t *v)
 static void gj_path_key(char *buf, const char *where, const char *key)
 {
     if (where[0] == '\0')
-        snprintf(buf, GJ_WHERE, "%.200s", key);
+        gj_path(buf, "%.200s", key);
     else
-        snprintf(buf, GJ_WHERE, "%s.%.200s", where, key);
+        gj_path(buf, "%s.%.200s", where, key);
 }
 
 /* Refuses keys of OBJ that are not in ALLOWED (NULL-terminated): a typo in
@@ -402,7 +413,7 @@ static pl_status *gj_shape(const gj_load *L, const char *path, const json_t *v,
     for (size_t i = 0; i < n; i++) {
         json_t *d = json_array_get(v, i);
         char epath[GJ_WHERE];
-        snprintf(epath, sizeof epath, "%s[%zu]", path, i);
+        gj_path(epath, "%s[%zu]", path, i);
         if (!json_is_integer(d))
             return gj_error(L, PL_CODE_INVALID_ARGUMENT, epath,
                             "expected an integer, got %s", gj_kind_name(d));
@@ -619,13 +630,13 @@ static pl_status *gj_tensor_data(gj_load *L, const char *where, pl_tid id,
 static pl_status *gj_load_tensor(gj_load *L, size_t i, json_t *jt)
 {
     char where[GJ_WHERE], path[GJ_WHERE];
-    snprintf(where, sizeof where, "tensors[%zu]", i);
+    gj_path(where, "tensors[%zu]", i);
     if (!json_is_object(jt))
         return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                         "expected an object, got %s", gj_kind_name(jt));
     const char *name;
     PL_RETURN_IF_ERROR(gj_string_member(L, where, jt, "name", true, true, &name));
-    snprintf(where, sizeof where, "tensors[%zu] ('" GJ_NAME_FMT "')", i, name);
+    gj_path(where, "tensors[%zu] ('" GJ_NAME_FMT "')", i, name);
     static const char *const keys[] = {"name", "dtype", "shape", "dim_params",
                                        "data", NULL};
     PL_RETURN_IF_ERROR(gj_only_keys(L, where, jt, keys));
@@ -765,7 +776,7 @@ static pl_status *gj_attr_strings(gj_load *L, const char *path, pl_nid n,
     for (size_t i = 0; st == NULL && i < count; i++) {
         json_t *e = json_array_get(v, i);
         char epath[GJ_WHERE];
-        snprintf(epath, sizeof epath, "%s[%zu]", path, i);
+        gj_path(epath, "%s[%zu]", path, i);
         if (json_is_string(e)) {
             vals[i] = json_string_value(e);
             continue;
@@ -937,7 +948,7 @@ static pl_status *gj_load_attr(gj_load *L, const char *node_where, pl_nid n,
                                const char *name, json_t *v)
 {
     char path[GJ_WHERE];
-    snprintf(path, sizeof path, "%s.attributes.%.120s", node_where, name);
+    gj_path(path, "%s.attributes.%.120s", node_where, name);
     if (name[0] == '\0')
         return gj_error(L, PL_CODE_INVALID_ARGUMENT, path,
                         "an attribute needs a non-empty name");
@@ -1034,14 +1045,14 @@ static pl_status *gj_name_list(const gj_load *L, const char *path,
 static pl_status *gj_load_node(gj_load *L, size_t i, json_t *jn)
 {
     char where[GJ_WHERE], path[GJ_WHERE];
-    snprintf(where, sizeof where, "nodes[%zu]", i);
+    gj_path(where, "nodes[%zu]", i);
     if (!json_is_object(jn))
         return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                         "expected an object, got %s", gj_kind_name(jn));
     const char *name, *op, *domain;
     PL_RETURN_IF_ERROR(gj_string_member(L, where, jn, "name", false, true, &name));
     if (name != NULL)
-        snprintf(where, sizeof where, "nodes[%zu] ('" GJ_NAME_FMT "')", i, name);
+        gj_path(where, "nodes[%zu] ('" GJ_NAME_FMT "')", i, name);
     static const char *const keys[] = {"name", "op", "domain", "inputs",
                                        "outputs", "attributes", NULL};
     PL_RETURN_IF_ERROR(gj_only_keys(L, where, jn, keys));
@@ -1057,9 +1068,13 @@ static pl_status *gj_load_node(gj_load *L, size_t i, json_t *jn)
     PL_RETURN_IF_ERROR(gj_array_member(L, where, jn, "outputs", true, SIZE_MAX,
                                        "an array of tensor names", &jout));
     gj_path_key(path, where, "outputs");
-    if (json_array_size(jout) == 0)
+    bool named = false;
+    for (size_t k = 0; k < json_array_size(jout) && !named; k++)
+        named = !json_is_string(json_array_get(jout, k)) ||
+                json_string_length(json_array_get(jout, k)) > 0;
+    if (!named)
         return gj_error(L, PL_CODE_INVALID_ARGUMENT, path,
-                        "a node needs at least one output");
+                        "a node needs at least one named output");
     jattrs = json_object_get(jn, "attributes");
     if (jattrs != NULL && !json_is_object(jattrs)) {
         gj_path_key(path, where, "attributes");
@@ -1070,7 +1085,7 @@ static pl_status *gj_load_node(gj_load *L, size_t i, json_t *jn)
     gj_path_key(path, where, "inputs");
     PL_RETURN_IF_ERROR(gj_name_list(L, path, jin, true, &ins));
     gj_path_key(path, where, "outputs");
-    pl_status *st = gj_name_list(L, path, jout, false, &outs);
+    pl_status *st = gj_name_list(L, path, jout, true, &outs);
     pl_nid id = PL_NID_NONE;
     if (st == NULL)
         st = gj_wrap(L, where,
@@ -1082,7 +1097,7 @@ static pl_status *gj_load_node(gj_load *L, size_t i, json_t *jn)
     if (st != NULL)
         return st;
     if (name == NULL) /* name the generated one in later messages */
-        snprintf(where, sizeof where, "nodes[%zu] ('" GJ_NAME_FMT "')", i,
+        gj_path(where, "nodes[%zu] ('" GJ_NAME_FMT "')", i,
                  pl_graph_get_node(L->g, id)->name);
     const char *key;
     json_t *value;
@@ -1099,7 +1114,7 @@ static pl_status *gj_load_opsets(gj_load *L, json_t *arr)
 {
     for (size_t i = 0; i < json_array_size(arr); i++) {
         char where[GJ_WHERE];
-        snprintf(where, sizeof where, "opset_import[%zu]", i);
+        gj_path(where, "opset_import[%zu]", i);
         json_t *e = json_array_get(arr, i);
         if (!json_is_object(e))
             return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
@@ -1139,7 +1154,7 @@ static pl_status *gj_load_io(gj_load *L, json_t *arr, bool input)
     const char *list = input ? "inputs" : "outputs";
     for (size_t i = 0; i < json_array_size(arr); i++) {
         char where[GJ_WHERE];
-        snprintf(where, sizeof where, "%s[%zu]", list, i);
+        gj_path(where, "%s[%zu]", list, i);
         json_t *e = json_array_get(arr, i);
         if (!json_is_string(e) || json_string_length(e) == 0)
             return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
@@ -1180,8 +1195,10 @@ static pl_status *gj_check_defined(gj_load *L)
         const pl_graph_node *n = pl_graph_get_node(L->g, (pl_nid)i);
         for (size_t k = 0; st == NULL && k < n->n_outputs; k++) {
             pl_tid t = n->outputs[k];
+            if (t == PL_TID_NONE) /* an optional output left out */
+                continue;
             const pl_graph_tensor *T = pl_graph_get_tensor(L->g, t);
-            snprintf(where, sizeof where, "nodes[%zu] ('" GJ_NAME_FMT "').outputs[%zu]",
+            gj_path(where, "nodes[%zu] ('" GJ_NAME_FMT "').outputs[%zu]",
                      i, n->name, k);
             if (producer[t] != PL_NID_NONE)
                 st = gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
@@ -1205,8 +1222,7 @@ static pl_status *gj_check_defined(gj_load *L)
                 continue;
             const pl_graph_tensor *T = pl_graph_get_tensor(L->g, t);
             if (producer[t] == PL_NID_NONE && !T->is_input && T->data == NULL) {
-                snprintf(where, sizeof where,
-                         "nodes[%zu] ('" GJ_NAME_FMT "').inputs[%zu]", i, n->name, k);
+                gj_path(where, "nodes[%zu] ('" GJ_NAME_FMT "').inputs[%zu]", i, n->name, k);
                 st = gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                               "tensor '" GJ_NAME_FMT "' is not defined by any "
                               "node, graph input or constant",
@@ -1218,7 +1234,7 @@ static pl_status *gj_check_defined(gj_load *L)
         pl_tid t = pl_graph_output(L->g, i);
         const pl_graph_tensor *T = pl_graph_get_tensor(L->g, t);
         if (producer[t] == PL_NID_NONE && !T->is_input && T->data == NULL) {
-            snprintf(where, sizeof where, "outputs[%zu]", i);
+            gj_path(where, "outputs[%zu]", i);
             st = gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                           "tensor '" GJ_NAME_FMT "' is not defined by any "
                           "node, graph input or constant",
@@ -1462,8 +1478,13 @@ static pl_status *gj_parse(const gj_load *L, const char *text, size_t len,
         size_t pre = gj_prefix_len();
         gj_pos at = {err.line, err.column, 0};
         /* jansson's position counts the bytes it read, the offending one
-         * included: report that byte's offset. */
+         * included (report that byte's offset), except for a byte that is
+         * not UTF-8, which it neither counts nor gives a column. */
         size_t pos = err.position > 0 ? (size_t)err.position - 1 : 0;
+        if (json_error_code(&err) == json_error_invalid_utf8) {
+            pos = (size_t)err.position;
+            at.column++;
+        }
         at.byte = pos > pre ? pos - pre : 0;
         if (at.byte > len)
             at.byte = len;
@@ -1784,9 +1805,11 @@ static pl_status *gj_node_json(const pl_graph *g, pl_nid id, json_t *arr)
     }
     outs = json_array();
     PL_RETURN_IF_ERROR(gj_set(o, "outputs", outs));
-    for (size_t k = 0; k < n->n_outputs; k++)
-        PL_RETURN_IF_ERROR(gj_push(outs, json_string_nocheck(
-                                             pl_graph_get_tensor(g, n->outputs[k])->name)));
+    for (size_t k = 0; k < n->n_outputs; k++) {
+        const char *tn = n->outputs[k] == PL_TID_NONE
+                             ? "" : pl_graph_get_tensor(g, n->outputs[k])->name;
+        PL_RETURN_IF_ERROR(gj_push(outs, json_string_nocheck(tn)));
+    }
     if (n->n_attrs == 0)
         return NULL;
     json_t *attrs = json_object();
@@ -1896,7 +1919,8 @@ static pl_status *gj_subgraph(gj_save *S, const pl_nid *nodes, size_t n_nodes,
                 if (n->inputs[k] != PL_TID_NONE)
                     mark[n->inputs[k]] |= chosen[i] ? GJ_USED : GJ_OUTSIDE;
             for (size_t k = 0; chosen[i] && k < n->n_outputs; k++)
-                mark[n->outputs[k]] |= GJ_USED | GJ_PRODUCED;
+                if (n->outputs[k] != PL_TID_NONE)
+                    mark[n->outputs[k]] |= GJ_USED | GJ_PRODUCED;
         }
         for (size_t i = 0; i < pl_graph_output_count(g); i++)
             mark[pl_graph_output(g, i)] |= GJ_OUTSIDE;
@@ -1922,7 +1946,8 @@ static pl_status *gj_subgraph(gj_save *S, const pl_nid *nodes, size_t n_nodes,
         }
         for (size_t k = 0; st == NULL && k < n->n_outputs; k++) {
             pl_tid t = n->outputs[k];
-            if ((mark[t] & GJ_OUTSIDE) && !(mark[t] & GJ_OUT_LISTED)) {
+            if (t != PL_TID_NONE && (mark[t] & GJ_OUTSIDE) &&
+                !(mark[t] & GJ_OUT_LISTED)) {
                 mark[t] |= GJ_OUT_LISTED;
                 st = gj_push(outs, json_string_nocheck(pl_graph_get_tensor(g, t)->name));
             }

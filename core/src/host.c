@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "custom_op.h"
+#include "graph_view.h"
 #include "registry.h"
 #include "status.h"
 
@@ -117,5 +119,11 @@ const pl_host_api pl_host_table = {
     .parallel_for = pl_host_parallel_for,
     .thread_count = pl_host_thread_count,
     .complete = pl_host_complete,
-    .graph = NULL,
+    .graph = &pl_graph_view_table,
+    .register_op = pl_custom_op_register,
+    .shape_input_count = pl_custom_shape_input_count,
+    .shape_output_count = pl_custom_shape_output_count,
+    .shape_input = pl_custom_shape_input,
+    .shape_node = pl_custom_shape_node,
+    .shape_set_output = pl_custom_shape_set_output,
 };

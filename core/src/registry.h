@@ -8,7 +8,9 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "custom_op.h"
 #include "engine.h"
+#include "opset.h"
 #include "log.h"
 #include "plinth/module.h"
 #include "plinth/plinth.h"
@@ -51,6 +53,10 @@ struct pl_runtime {
     pl_config *config;
     pl_logger logger;
     pl_engine *engine;
+    pl_opset *opset;              /* built-in schemas + modules' custom ops */
+    pthread_mutex_t opset_mu;     /* registrations */
+    bool opset_mu_ready;
+    pl_custom_record *custom_ops;
     pl_threadpool *pool;  /* the engine's CPU pool */
     int threads;
     pl_module **modules;

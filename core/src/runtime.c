@@ -4,6 +4,7 @@
  * drives the loader and answers the application's questions about modules.
  * Teardown is reference-counted: the runtime and each module library live
  * until the last object that needs them is gone. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -160,6 +161,13 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     for (size_t i = 0; i < rt->config->n_warnings; i++)
         pl_runtime_add_diagnostic(rt, PL_LOG_WARN, "%s", rt->config->warnings[i]);
 
+    pthread_mutex_init(&rt->opset_mu, NULL);
+    rt->opset_mu_ready = true;
+    st = pl_opset_create(&rt->opset);
+    if (st != NULL) {
+        pl_runtime_destroy(rt);
+        return st;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     rt->threads = rt->config->threads > 0 ? rt->config->threads
                                           : (int)(cores > 0 ? cores : 1);
@@ -184,6 +192,10 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
 static void pl_runtime_free(pl_runtime *rt)
 {
     pl_engine_destroy(rt->engine);
+    pl_opset_destroy(rt->opset);
+    pl_custom_records_free(rt->custom_ops);
+    if (rt->opset_mu_ready)
+        pthread_mutex_destroy(&rt->opset_mu);
     for (size_t i = 0; i < rt->n_diagnostics; i++)
         free(rt->diagnostics[i]);
     free(rt->diagnostics);

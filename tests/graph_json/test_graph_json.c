@@ -215,8 +215,8 @@ static pl_graph *build_graph(void)
     CHECK_OK(pl_graph_attr_tensor(g, conv, "scalar", PL_DTYPE_I64, 0, NULL,
                                   &scalar, sizeof scalar));
     const char *ai[] = {"y"};
-    const char *ao[] = {"z"};
-    CHECK_OK(pl_graph_add_node(g, "act", "Custom", "com.example", ai, 1, ao, 1,
+    const char *ao[] = {"z", ""}; /* an optional output left out */
+    CHECK_OK(pl_graph_add_node(g, "act", "Custom", "com.example", ai, 1, ao, 2,
                                &act));
     const char *li[] = {"z", "", "scale", "empty"};
     const char *lo[] = {"out"};
@@ -786,6 +786,8 @@ static const bad_case bad_cases[] = {
      SETUP_NONE},
     {"nul_in_string", "{" HDR "'inputs':['a\\u0000b']}", PL_CODE_INVALID_ARGUMENT,
      "model.json:1:57 (byte 56): \\u0000 is not allowed without JSON_ALLOW_NUL", SETUP_NONE},
+    {"bad_utf8", "{" HDR "'inputs':['caf\xc3']}", PL_CODE_INVALID_ARGUMENT,
+     "model.json:1:52 (byte 51): unable to decode byte 0xc3", SETUP_NONE},
     {"top_not_object", "[1, 2]", PL_CODE_INVALID_ARGUMENT,
      "model.json:1:1 (byte 0): '{' expected: a model is a JSON object", SETUP_NONE},
     {"top_scalar", "'just a string'", PL_CODE_INVALID_ARGUMENT,
@@ -928,11 +930,17 @@ static const bad_case bad_cases[] = {
      "model.json: nodes[0]: expected an object, got an array", SETUP_NONE},
     {"node_no_outputs", MODEL(TX "," TW,
      "{'name':'add','op':'Add','inputs':['x','w'],'outputs':[]}"), PL_CODE_INVALID_ARGUMENT,
-     "model.json: nodes[0] ('add').outputs: a node needs at least one output", SETUP_NONE},
-    {"node_empty_output", MODEL(TX "," TW,
-     "{'name':'add','op':'Add','inputs':['x','w'],'outputs':['y','']}"),
+     "model.json: nodes[0] ('add').outputs: a node needs at least one named "
+     "output", SETUP_NONE},
+    {"node_no_named_output", MODEL(TX "," TW,
+     "{'name':'add','op':'Add','inputs':['x','w'],'outputs':['','']}"),
      PL_CODE_INVALID_ARGUMENT,
-     "model.json: nodes[0] ('add').outputs[1]: expected a non-empty tensor name, got \"\"", SETUP_NONE},
+     "model.json: nodes[0] ('add').outputs: a node needs at least one named "
+     "output", SETUP_NONE},
+    {"node_output_not_string", MODEL(TX "," TW, "{'name':'add','op':'Add',"
+     "'inputs':['x','w'],'outputs':['y',null]}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').outputs[1]: expected a tensor name, got null",
+     SETUP_NONE},
     {"node_input_not_string", MODEL(TX "," TW, ADD("'x',7", "")), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').inputs[1]: expected a tensor name, got an integer", SETUP_NONE},
     {"unknown_attr_kind", ATTR("'k':{'complex':1}"), PL_CODE_INVALID_ARGUMENT,

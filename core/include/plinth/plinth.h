@@ -169,6 +169,36 @@ PL_API const char *pl_runtime_cache_dir(const pl_runtime *runtime);
 PL_API size_t pl_runtime_placement_count(const pl_runtime *runtime);
 PL_API const char *pl_runtime_placement(const pl_runtime *runtime, size_t i);
 
+/* ---- models ------------------------------------------------------------ */
+
+typedef struct pl_model pl_model;
+
+/* Loads a model: Plinth's JSON graph format (docs/graph-format.md; weights in
+ * a sidecar file). The graph is validated and every tensor's dtype and shape
+ * inferred with the runtime's opset (built-in ops and modules' custom ops).
+ * Errors name the file and the node or JSON position. The model keeps the
+ * runtime alive until pl_model_destroy. */
+PL_API pl_status *pl_model_load(pl_runtime *runtime, const char *path,
+                                pl_model **out_model);
+
+/* Frees a model; NULL is a no-op. */
+PL_API void pl_model_destroy(pl_model *model);
+
+/* Number of nodes and tensors of the model's graph. */
+PL_API size_t pl_model_node_count(const pl_model *model);
+PL_API size_t pl_model_tensor_count(const pl_model *model);
+
+/* What the runtime would do with the model: the nodes in execution order
+ * with their op and output types, and the memory plan of the tensors the
+ * core owns (arena, lower bound and naive bytes per device). As text, or as
+ * one JSON object when json is true. *out_text is freed with
+ * pl_string_free. */
+PL_API pl_status *pl_model_explain(const pl_model *model, bool json,
+                                   char **out_text);
+
+/* Frees a string the library returned. */
+PL_API void pl_string_free(char *text);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,15 +48,121 @@ typedef enum pl_log_level {
 typedef void (*pl_parallel_fn)(void *arg, size_t begin, size_t end,
                                int worker);
 
-/* The read-only graph view and graph builder. This table is reserved in ABI
- * 1.0 with its header only; the graph issue of the 1.x series appends its
- * functions (nodes, ops and domains, typed attribute getters, tensor dtypes
- * and shapes, constant bytes, the JSON text, and a builder for format
- * modules). Until a core provides them, host->graph is NULL or its
- * struct_size covers no function: check with PL_ABI_HAS_FN. */
+/* Attribute kinds of the graph view. */
+typedef enum pl_graph_attr_kind {
+    PL_GRAPH_ATTR_NONE = 0,
+    PL_GRAPH_ATTR_INT = 1,
+    PL_GRAPH_ATTR_FLOAT = 2,
+    PL_GRAPH_ATTR_STRING = 3,
+    PL_GRAPH_ATTR_INTS = 4,
+    PL_GRAPH_ATTR_FLOATS = 5,
+    PL_GRAPH_ATTR_STRINGS = 6,
+    PL_GRAPH_ATTR_TENSOR = 7
+} pl_graph_attr_kind;
+
+/* The read-only graph view: how a module reads the graph or subgraph the core
+ * offers it (supported_nodes, compile, get_kernel) without parsing anything.
+ *
+ * A view lists nodes, indexed 0 .. node_count-1 in a valid execution order,
+ * and refers to tensors by index (the indices of the whole graph, stable for
+ * the view's life; -1 for an absent optional input). Its inputs are the
+ * tensors its nodes read but that no node of the view produces (constants
+ * excepted); its outputs are the tensors its nodes produce that are read
+ * outside the view or are graph outputs. All pointers returned are owned by
+ * the core and valid while the view is (for the duration of the module call
+ * that received it, unless the call says otherwise). Functions taking an
+ * out-parameter return 1 when the thing exists (with that kind) and 0
+ * otherwise, leaving the out-parameters untouched. Thread-safe for reading. */
 typedef struct pl_graph_api {
     pl_abi_header header;
+
+    /* nodes */
+    size_t (*node_count)(const pl_graph_view *view);
+    const char *(*node_name)(const pl_graph_view *view, size_t node);
+    const char *(*node_op)(const pl_graph_view *view, size_t node);
+    /* "" for the default ONNX domain */
+    const char *(*node_domain)(const pl_graph_view *view, size_t node);
+    /* the opset version the model imports for the node's domain */
+    int64_t (*node_opset)(const pl_graph_view *view, size_t node);
+    size_t (*node_input_count)(const pl_graph_view *view, size_t node);
+    size_t (*node_output_count)(const pl_graph_view *view, size_t node);
+    int64_t (*node_input)(const pl_graph_view *view, size_t node, size_t i);
+    int64_t (*node_output)(const pl_graph_view *view, size_t node, size_t i);
+
+    /* attributes of a node, by name */
+    pl_graph_attr_kind (*attr_kind)(const pl_graph_view *view, size_t node,
+                                    const char *name);
+    int (*attr_int)(const pl_graph_view *view, size_t node, const char *name,
+                    int64_t *out_value);
+    int (*attr_float)(const pl_graph_view *view, size_t node,
+                      const char *name, double *out_value);
+    int (*attr_string)(const pl_graph_view *view, size_t node,
+                       const char *name, const char **out_value,
+                       size_t *out_len);
+    int (*attr_ints)(const pl_graph_view *view, size_t node, const char *name,
+                     const int64_t **out_values, size_t *out_count);
+    int (*attr_floats)(const pl_graph_view *view, size_t node,
+                       const char *name, const double **out_values,
+                       size_t *out_count);
+    int (*attr_strings)(const pl_graph_view *view, size_t node,
+                        const char *name, const char *const **out_values,
+                        size_t *out_count);
+    /* A tensor attribute: *out_tensor describes it (host memory, data
+     * read-only, shape owned by the core). */
+    int (*attr_tensor)(const pl_graph_view *view, size_t node,
+                       const char *name, pl_tensor *out_tensor);
+
+    /* tensors */
+    size_t (*tensor_count)(const pl_graph_view *view);
+    const char *(*tensor_name)(const pl_graph_view *view, int64_t tensor);
+    /* dtype and shape; ndim -1 means the rank is unknown, a dim -1 unknown */
+    int (*tensor_type)(const pl_graph_view *view, int64_t tensor,
+                       pl_dtype *out_dtype, int32_t *out_ndim,
+                       const int64_t **out_dims);
+    /* the bytes of a constant (row-major, host memory) */
+    int (*tensor_constant)(const pl_graph_view *view, int64_t tensor,
+                           const void **out_data, size_t *out_bytes);
+
+    /* the view's boundary */
+    size_t (*input_count)(const pl_graph_view *view);
+    int64_t (*input)(const pl_graph_view *view, size_t i);
+    size_t (*output_count)(const pl_graph_view *view);
+    int64_t (*output)(const pl_graph_view *view, size_t i);
+
+    /* The view as Plinth's JSON graph format (docs/graph-format.md), with
+     * shapes and dtypes; constants are referenced by tensor name and read
+     * with tensor_constant. NULL when out of memory. */
+    const char *(*json)(const pl_graph_view *view);
 } pl_graph_api;
+
+/* ---- custom operators ---------------------------------------------------
+ *
+ * A module may teach the core an operator of its own (a fused op, a vendor
+ * op in its own domain) so that graphs using it validate and get shapes. The
+ * core owns the schema; the module supplies the shape function. */
+
+/* The context of one shape-function call. Opaque; valid during the call. */
+typedef struct pl_shape_ctx pl_shape_ctx;
+
+/* Infers the outputs of one node of a custom op: read input types with
+ * host->shape_input, attributes with host->graph on host->shape_node's view,
+ * and set every output with host->shape_set_output. A refusal returns a
+ * status (made with host->status_create) naming what is wrong. */
+typedef pl_status *(*pl_shape_fn)(void *user, pl_shape_ctx *ctx);
+
+/* A custom operator. Strings are copied by the core. */
+typedef struct pl_custom_op {
+    pl_abi_header header;
+    const char *name;         /* "FusedGelu" */
+    const char *domain;       /* "com.vendor"; "" is ONNX's, which is refused */
+    int64_t since_version;    /* opset version of the domain, >= 1 */
+    int32_t min_inputs;
+    int32_t max_inputs;       /* -1: any number */
+    int32_t min_outputs;
+    int32_t max_outputs;      /* -1: any number */
+    pl_shape_fn infer;        /* required */
+    void *user;               /* handed to infer; must outlive the runtime */
+} pl_custom_op;
 
 /* The host table. Every function is thread-safe unless it says otherwise. */
 typedef struct pl_host_api {
@@ -114,8 +220,25 @@ typedef struct pl_host_api {
      * success). Call exactly once per completion, from any thread. */
     void (*complete)(pl_completion *completion, pl_status *status);
 
-    /* The graph view and builder (see pl_graph_api). May be NULL. */
+    /* The graph view (see pl_graph_api). Check it with PL_ABI_HAS_FN before
+     * calling a function a newer minor added. */
     const pl_graph_api *graph;
+
+    /* Registers a custom operator for this runtime (call it from init). A
+     * name already known in that domain and version is an error. */
+    pl_status *(*register_op)(pl_host_ctx *ctx, const pl_custom_op *op);
+    /* During a shape function: the number of inputs the node lists, the
+     * type of input I (0 when absent; ndim -1 when the rank is unknown, a
+     * dim -1 when unknown), the view holding the node and its index there
+     * (for attributes), and setting output I. */
+    size_t (*shape_input_count)(pl_shape_ctx *ctx);
+    size_t (*shape_output_count)(pl_shape_ctx *ctx);
+    int (*shape_input)(pl_shape_ctx *ctx, size_t i, pl_dtype *out_dtype,
+                       int32_t *out_ndim, const int64_t **out_dims);
+    const pl_graph_view *(*shape_node)(pl_shape_ctx *ctx, size_t *out_node);
+    pl_status *(*shape_set_output)(pl_shape_ctx *ctx, size_t i,
+                                   pl_dtype dtype, int32_t ndim,
+                                   const int64_t *dims);
 } pl_host_api;
 
 #ifdef __cplusplus

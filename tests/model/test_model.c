@@ -1,0 +1,239 @@
+/* test_model.c — models through the public API: loading the examples,
+ * `explain` in text and JSON (the memory plan's figures hold together),
+ * errors that name the file and node, and a module's custom operator whose
+ * shape function the core calls through the host table. Usage:
+ * test_model CASE SOURCE_DIR CUSTOM_MODULE_FILE. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../harness.h"
+
+/* A runtime whose configuration lists only MODULES (may be NULL). */
+static pl_runtime *make_runtime(const char *modules)
+{
+    const char *dir = th_tempdir();
+    const char *ini = th_path(dir, "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nthreads = 2\n");
+    if (modules)
+        fprintf(f, "modules = %s\n", modules);
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    return rt;
+}
+
+static json_t *explain_json(pl_model *m)
+{
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    TH_CHECK(root != NULL, "explain --json is not JSON: %s", err.text);
+    pl_string_free(text);
+    return root;
+}
+
+static const char *example(const char *name)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "examples/%s/model.json", name);
+    return th_path(th_arg(0), rel);
+}
+
+static void check_plan_figures(json_t *root)
+{
+    json_t *dev = json_array_get(json_object_get(json_object_get(root, "memory"), "devices"), 0);
+    TH_CHECK(dev != NULL, "no memory.devices[0]");
+    json_int_t arena = json_integer_value(json_object_get(dev, "arena_bytes"));
+    json_int_t lb = json_integer_value(json_object_get(dev, "lower_bound_bytes"));
+    json_int_t naive = json_integer_value(json_object_get(dev, "naive_bytes"));
+    TH_CHECK(lb > 0 && arena >= lb && naive >= arena,
+             "plan figures out of order: arena %lld, lower bound %lld, naive %lld",
+             (long long)arena, (long long)lb, (long long)naive);
+}
+
+static void case_explain_mlp(void)
+{
+    pl_runtime *rt = make_runtime(NULL);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, example("mlp"), &m));
+    TH_CHECK(pl_model_node_count(m) == 6, "mlp has %zu nodes", pl_model_node_count(m));
+    json_t *root = explain_json(m);
+    json_t *nodes = json_object_get(root, "nodes");
+    TH_CHECK(json_array_size(nodes) == 6, "explain lists %zu nodes", json_array_size(nodes));
+    json_t *last = json_array_get(nodes, 5);
+    TH_CHECK(strcmp(json_string_value(json_object_get(last, "op")), "Softmax") == 0,
+             "last node is not Softmax");
+    json_t *y = json_array_get(json_object_get(last, "outputs"), 0);
+    json_t *shape = json_object_get(y, "shape");
+    TH_CHECK(json_array_size(shape) == 2 &&
+             json_integer_value(json_array_get(shape, 0)) == 1 &&
+             json_integer_value(json_array_get(shape, 1)) == 10,
+             "y is not [1,10]");
+    check_plan_figures(root);
+    json_decref(root);
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, false, &text));
+    TH_CHECK_CONTAINS(text, "memory plan (host): arena");
+    TH_CHECK_CONTAINS(text, "y:f32[1,10]");
+    pl_string_free(text);
+    /* The model keeps the runtime alive past pl_runtime_destroy. */
+    pl_runtime_destroy(rt);
+    TH_CHECK(pl_model_tensor_count(m) > 0, "model unusable after runtime destroy");
+    pl_model_destroy(m);
+}
+
+static void case_explain_cnn(void)
+{
+    pl_runtime *rt = make_runtime(NULL);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, example("cnn"), &m));
+    json_t *root = explain_json(m);
+    check_plan_figures(root);
+    json_t *dev = json_array_get(json_object_get(json_object_get(root, "memory"), "devices"), 0);
+    TH_CHECK(json_integer_value(json_object_get(dev, "tensors_in_place")) > 0,
+             "no tensor planned in place in a CNN with Relu after Conv");
+    /* Conv with auto_pad SAME_UPPER keeps 16x16; the depthwise conv too. */
+    json_t *nodes = json_object_get(root, "nodes");
+    bool seen = false;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        if (strcmp(json_string_value(json_object_get(n, "name")), "dwconv") != 0)
+            continue;
+        json_t *shape = json_object_get(json_array_get(json_object_get(n, "outputs"), 0), "shape");
+        TH_CHECK(json_integer_value(json_array_get(shape, 1)) == 32 &&
+                 json_integer_value(json_array_get(shape, 2)) == 16,
+                 "dwconv output shape wrong");
+        seen = true;
+    }
+    TH_CHECK(seen, "dwconv not in explain");
+    json_decref(root);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+static const char *write_model(const char *json)
+{
+    const char *dir = th_tempdir();
+    const char *path = th_path(dir, "model.json");
+    FILE *f = fopen(path, "w");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    fputs(json, f);
+    fclose(f);
+    return path;
+}
+
+static void case_shape_error_names_node(void)
+{
+    pl_runtime *rt = make_runtime(NULL);
+    const char *path = write_model(
+        "{\"format\":\"plinth-graph\",\"version\":1,\"inputs\":[\"a\",\"b\"],"
+        "\"outputs\":[\"c\"],\"tensors\":[{\"name\":\"a\",\"dtype\":\"f32\","
+        "\"shape\":[2,3]},{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[4]}],"
+        "\"nodes\":[{\"name\":\"add1\",\"op\":\"Add\",\"inputs\":[\"a\",\"b\"],"
+        "\"outputs\":[\"c\"]}]}");
+    pl_model *m = NULL;
+    pl_status *st = pl_model_load(rt, path, &m);
+    TH_CHECK(st != NULL && m == NULL, "a non-broadcastable Add loaded");
+    TH_CHECK_CONTAINS(pl_status_message(st), path);
+    TH_CHECK_CONTAINS(pl_status_message(st), "node 'add1' (Add)");
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
+static void case_unknown_op(void)
+{
+    pl_runtime *rt = make_runtime(NULL);
+    const char *path = write_model(
+        "{\"format\":\"plinth-graph\",\"version\":1,\"inputs\":[\"a\"],"
+        "\"outputs\":[\"c\"],\"tensors\":[{\"name\":\"a\",\"dtype\":\"f32\","
+        "\"shape\":[2,3]}],\"nodes\":[{\"name\":\"r\",\"op\":\"Repeat\","
+        "\"domain\":\"com.plinth.test\",\"inputs\":[\"a\"],\"outputs\":[\"c\"]}]}");
+    pl_model *m = NULL;
+    pl_status *st = pl_model_load(rt, path, &m);
+    TH_CHECK(st != NULL, "an op nobody registered loaded");
+    TH_CHECK_CONTAINS(pl_status_message(st), "node 'r' (Repeat");
+    TH_CHECK_CONTAINS(pl_status_message(st), "com.plinth.test");
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
+/* A folder holding only the custom-op module, with safe modes. */
+static const char *custom_module_dir(void)
+{
+    const char *dir = th_path(th_tempdir(), "mods");
+    th_mkdir(dir, 0755);
+    const char *dst = th_path(dir, "libplinth_fx_custom.so");
+    FILE *in = fopen(th_arg(1), "rb");
+    FILE *out = fopen(dst, "wb");
+    TH_CHECK(in && out, "cannot copy %s", th_arg(1));
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+    chmod(dst, 0644);
+    return dir;
+}
+
+static void case_custom_op(void)
+{
+    pl_runtime *rt = make_runtime(custom_module_dir());
+    TH_CHECK(pl_runtime_find_module(rt, "fx_custom") >= 0, "fx_custom did not load");
+    const char *path = write_model(
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
+        "{\"domain\":\"com.plinth.test\",\"version\":1}],"
+        "\"inputs\":[\"a\"],\"outputs\":[\"d\"],\"tensors\":[{\"name\":\"a\","
+        "\"dtype\":\"f32\",\"shape\":[2,3]}],\"nodes\":["
+        "{\"name\":\"rep\",\"op\":\"Repeat\",\"domain\":\"com.plinth.test\","
+        "\"inputs\":[\"a\"],\"outputs\":[\"c\"],\"attributes\":{\"times\":{\"int\":3},"
+        "\"axis\":{\"int\":1}}},"
+        "{\"name\":\"act\",\"op\":\"Relu\",\"inputs\":[\"c\"],\"outputs\":[\"d\"]}]}");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, false, &text));
+    TH_CHECK_CONTAINS(text, "c:f32[2,9]");
+    TH_CHECK_CONTAINS(text, "d:f32[2,9]");
+    pl_string_free(text);
+    pl_model_destroy(m);
+
+    /* The module's refusal reaches the user with the node's name. */
+    path = write_model(
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"com.plinth.test\",\"version\":1}],"
+        "\"inputs\":[\"a\"],\"outputs\":[\"c\"],\"tensors\":[{\"name\":\"a\","
+        "\"dtype\":\"f32\",\"shape\":[2,3]}],\"nodes\":["
+        "{\"name\":\"bad\",\"op\":\"Repeat\",\"domain\":\"com.plinth.test\","
+        "\"inputs\":[\"a\"],\"outputs\":[\"c\"],\"attributes\":{\"axis\":{\"int\":5}}}]}");
+    pl_status *st = pl_model_load(rt, path, &m);
+    TH_CHECK(st != NULL, "an out-of-range axis was accepted");
+    TH_CHECK_CONTAINS(pl_status_message(st), "node 'bad' (Repeat, domain 'com.plinth.test')");
+    TH_CHECK_CONTAINS(pl_status_message(st), "fx_custom");
+    TH_CHECK_CONTAINS(pl_status_message(st), "axis 5 out of range for rank 2");
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
+int main(int argc, char **argv)
+{
+    static const th_case cases[] = {
+        {"explain_mlp", case_explain_mlp},
+        {"explain_cnn", case_explain_cnn},
+        {"shape_error_names_node", case_shape_error_names_node},
+        {"unknown_op", case_unknown_op},
+        {"custom_op", case_custom_op},
+    };
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 2,
+                   "SOURCE_DIR CUSTOM_MODULE_FILE");
+}
