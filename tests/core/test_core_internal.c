@@ -12,6 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "graph_json.h"
+#include "graph_view.h"
 #include "registry.h"
 #include "status.h"
 #include "threadpool.h"
@@ -213,6 +217,74 @@ static void case_module_two_runtimes(const char *stage_dir)
     pl_runtime_destroy(b);
 }
 
+/* ---- the graph view modules get ---------------------------------------- */
+
+/* A subgraph view of examples/cnn: its boundary, attributes, constants,
+ * tensor types and JSON text. */
+static void case_graph_view(const char *source_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/cnn/model.json", source_dir);
+    pl_graph *g = NULL;
+    pl_status *st = pl_graph_load_json(path, &g);
+    if (st != NULL)
+        fprintf(stderr, "%s\n", pl_status_message(st));
+    CHECK(st == NULL);
+    const char *names[] = {"conv2", "relu2", "dwconv", "residual", "clip"};
+    pl_nid ids[5];
+    for (int i = 0; i < 5; i++) {
+        ids[i] = pl_graph_find_node(g, names[i]);
+        CHECK(ids[i] != PL_NID_NONE);
+    }
+    pl_graph_view *v = NULL;
+    CHECK(pl_graph_view_create(g, ids, 5, &v) == NULL);
+    const pl_graph_api *api = pl_host_table.graph;
+    CHECK(api != NULL && PL_ABI_HAS_FN(pl_graph_api, api, json));
+    CHECK(api->node_count(v) == 5);
+    CHECK(strcmp(api->node_op(v, 2), "Conv") == 0);
+    CHECK(strcmp(api->node_domain(v, 2), "") == 0);
+    CHECK(api->node_opset(v, 2) == 13);
+    /* boundary: reads p1 (constants excluded), produces k2 for gap */
+    CHECK(api->input_count(v) == 1);
+    CHECK(strcmp(api->tensor_name(v, api->input(v, 0)), "p1") == 0);
+    CHECK(api->output_count(v) == 1);
+    CHECK(strcmp(api->tensor_name(v, api->output(v, 0)), "k2") == 0);
+    /* attributes */
+    const int64_t *ks = NULL;
+    size_t n = 0;
+    CHECK(api->attr_ints(v, 0, "kernel_shape", &ks, &n) == 1 && n == 2 && ks[0] == 3);
+    int64_t group = 0;
+    CHECK(api->attr_int(v, 2, "group", &group) == 1 && group == 32);
+    const char *s = NULL;
+    size_t len = 0;
+    CHECK(api->attr_string(v, 0, "auto_pad", &s, &len) == 1 && strcmp(s, "SAME_UPPER") == 0);
+    CHECK(api->attr_kind(v, 0, "missing") == PL_GRAPH_ATTR_NONE);
+    CHECK(api->attr_int(v, 0, "kernel_shape", &group) == 0); /* wrong kind */
+    /* tensors */
+    int64_t w = api->node_input(v, 0, 1);
+    const void *data = NULL;
+    size_t bytes = 0;
+    CHECK(api->tensor_constant(v, w, &data, &bytes) == 1 && bytes == 32 * 16 * 9 * 4);
+    pl_dtype dt;
+    int32_t ndim;
+    const int64_t *dims;
+    CHECK(api->tensor_type(v, api->output(v, 0), &dt, &ndim, &dims) == 1);
+    CHECK(PL_DTYPE_EQ(dt, PL_DTYPE_F32) || dt.lanes == 0);
+    CHECK(api->node_input(v, 0, 7) == -1);
+    CHECK(api->tensor_name(v, -1) == NULL);
+    /* JSON: the same five nodes, parseable */
+    const char *text = api->json(v);
+    CHECK(text != NULL);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    CHECK(root != NULL);
+    CHECK(json_array_size(json_object_get(root, "nodes")) == 5);
+    CHECK(api->json(v) == text); /* made once */
+    json_decref(root);
+    pl_graph_view_destroy(v);
+    pl_graph_destroy(g);
+}
+
 int main(int argc, char **argv)
 {
     alarm(120);
@@ -231,6 +303,8 @@ int main(int argc, char **argv)
         case_module_outlives_runtime(argv[2]);
     else if (strcmp(c, "module_two_runtimes") == 0 && argc > 2)
         case_module_two_runtimes(argv[2]);
+    else if (strcmp(c, "graph_view") == 0 && argc > 3)
+        case_graph_view(argv[3]);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
