@@ -19,6 +19,7 @@
 
 #include "plinth/module.h"
 #include "plinth/plinth.h"
+#include "npy.h"
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_REJECTED = 3 };
 
@@ -32,9 +33,17 @@ static void usage(FILE *f)
             "                                name, version, status (loaded, disabled,\n"
             "                                rejected, no-device), devices, capabilities,\n"
             "                                file, and the reason for each one not loaded\n"
-            "  explain MODEL [--json]        load a model (Plinth JSON graph), infer every\n"
-            "                                shape, and show the execution order with output\n"
-            "                                types and the memory plan against its lower bound\n"
+            "  explain MODEL [--json]        load a model (Plinth JSON graph) and show what a\n"
+            "                                session makes of it: node -> backend with every\n"
+            "                                refusal reason, subgraphs, copies and their bytes,\n"
+            "                                steps, and the memory plan per device against its\n"
+            "                                lower bound\n"
+            "  run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--output-dir DIR] [--runs N]\n"
+            "                                run a model: inputs from .npy (or raw .bin of the\n"
+            "                                declared type), random with a fixed seed when not\n"
+            "                                given; prints each output's shape and first values\n"
+            "                                and the time of each step; --output-dir writes\n"
+            "                                <output name>.npy\n"
             "\n"
             "options:\n"
             "  --config FILE   backend.ini to use (default: $PLINTH_CONFIG, ./backend.ini,\n"
@@ -191,24 +200,51 @@ static void cli_log(void *user, int level, const char *line)
         fprintf(stderr, "plinth: error: %s\n", line);
 }
 
-static int cmd_explain(const char *config, const char *model_path, bool json)
+/* Loads MODEL_PATH and makes a session; prints the reason and returns
+ * EXIT_RUNTIME on failure. */
+static int open_session(const char *config, const char *model_path, pl_runtime **out_rt,
+                        pl_model **out_model, pl_session **out_session)
 {
+    *out_rt = NULL;
+    *out_model = NULL;
+    *out_session = NULL;
     pl_runtime_options o = {.struct_size = sizeof o,
                             .config_path = config,
                             .log_sink = cli_log};
-    pl_runtime *rt = NULL;
-    pl_status *st = pl_runtime_create(&o, &rt);
+    pl_status *st = pl_runtime_create(&o, out_rt);
+    if (st == NULL)
+        st = pl_model_load(*out_rt, model_path, out_model);
+    if (st == NULL)
+        st = pl_session_create(*out_model, NULL, out_session);
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
+        pl_model_destroy(*out_model);
+        pl_runtime_destroy(*out_rt);
+        *out_model = NULL;
+        *out_rt = NULL;
         return EXIT_RUNTIME;
     }
-    pl_model *model = NULL;
+    return 0;
+}
+
+static void close_session(pl_runtime *rt, pl_model *model, pl_session *session)
+{
+    pl_session_destroy(session);
+    pl_model_destroy(model);
+    pl_runtime_destroy(rt);
+}
+
+static int cmd_explain(const char *config, const char *model_path, bool json)
+{
+    pl_runtime *rt;
+    pl_model *model;
+    pl_session *session;
+    int rc = open_session(config, model_path, &rt, &model, &session);
+    if (rc != 0)
+        return rc;
     char *text = NULL;
-    st = pl_model_load(rt, model_path, &model);
-    if (st == NULL)
-        st = pl_model_explain(model, json, &text);
-    int rc = 0;
+    pl_status *st = pl_session_explain(session, json, &text);
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
@@ -219,8 +255,200 @@ static int cmd_explain(const char *config, const char *model_path, bool json)
             fputc('\n', stdout);
     }
     pl_string_free(text);
-    pl_model_destroy(model);
-    pl_runtime_destroy(rt);
+    close_session(rt, model, session);
+    return rc;
+}
+
+/* Fills a buffer with reproducible values: floats in [-1, 1), integers in
+ * [0, 10), booleans 0/1. */
+static void fill_random(pl_dtype dt, void *data, size_t count, uint64_t *state)
+{
+    for (size_t i = 0; i < count; i++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(*state >> 33);
+        double u = (double)r / 2147483648.0 * 2.0 - 1.0;
+        if (dt.code == PL_TYPE_FLOAT && dt.bits == 32)
+            ((float *)data)[i] = (float)u;
+        else if (dt.code == PL_TYPE_FLOAT && dt.bits == 64)
+            ((double *)data)[i] = u;
+        else if (dt.code == PL_TYPE_INT && dt.bits == 64)
+            ((int64_t *)data)[i] = r % 10;
+        else if (dt.code == PL_TYPE_INT && dt.bits == 32)
+            ((int32_t *)data)[i] = (int32_t)(r % 10);
+        else
+            ((uint8_t *)data)[i] = (uint8_t)(dt.code == PL_TYPE_BOOL ? r % 2 : r % 10);
+    }
+}
+
+static void print_values(const pl_tensor *t, size_t count)
+{
+    size_t n = count < 8 ? count : 8;
+    printf("  [");
+    for (size_t i = 0; i < n; i++) {
+        const char *sep = i ? ", " : "";
+        if (t->dtype.code == PL_TYPE_FLOAT && t->dtype.bits == 32)
+            printf("%s%.6g", sep, ((const float *)t->data)[i]);
+        else if (t->dtype.code == PL_TYPE_FLOAT && t->dtype.bits == 64)
+            printf("%s%.6g", sep, ((const double *)t->data)[i]);
+        else if (t->dtype.code == PL_TYPE_INT && t->dtype.bits == 64)
+            printf("%s%lld", sep, (long long)((const int64_t *)t->data)[i]);
+        else if (t->dtype.code == PL_TYPE_INT && t->dtype.bits == 32)
+            printf("%s%d", sep, ((const int32_t *)t->data)[i]);
+        else
+            printf("%s%u", sep, ((const uint8_t *)t->data)[i]);
+    }
+    printf("%s]\n", count > n ? ", ..." : "");
+}
+
+static size_t elements_of(int32_t ndim, const int64_t *dims)
+{
+    size_t n = 1;
+    for (int32_t d = 0; d < ndim; d++)
+        n *= (size_t)dims[d];
+    return n;
+}
+
+static int cmd_run(const char *config, const char *model_path, const char **input_args,
+                   size_t n_input_args, const char *output_dir, int runs)
+{
+    pl_runtime *rt;
+    pl_model *model;
+    pl_session *session;
+    int rc = open_session(config, model_path, &rt, &model, &session);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < pl_session_warning_count(session); i++)
+        fprintf(stderr, "plinth: warning: %s\n", pl_session_warning(session, i));
+    size_t n_in = pl_session_input_count(session);
+    size_t n_out = pl_session_output_count(session);
+    pl_io *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
+    pl_io *outputs = calloc(n_out ? n_out : 1, sizeof *outputs);
+    npy_array *loaded = calloc(n_in ? n_in : 1, sizeof *loaded);
+    char err[512];
+    uint64_t seed = 42;
+    for (size_t a = 0; a < n_input_args && rc == 0; a++) {
+        const char *eq = strchr(input_args[a], '=');
+        size_t len = eq ? (size_t)(eq - input_args[a]) : 0;
+        bool known = false;
+        for (size_t i = 0; eq && i < n_in; i++)
+            known = known || (strlen(pl_session_input_name(session, i)) == len &&
+                              strncmp(pl_session_input_name(session, i), input_args[a], len) == 0);
+        if (!known) {
+            fprintf(stderr, "plinth: --input %s: the model has no such input (or NAME=FILE is malformed)\n",
+                    input_args[a]);
+            rc = EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < n_in && rc == 0; i++) {
+        const char *name = pl_session_input_name(session, i);
+        pl_dtype dt;
+        int32_t ndim;
+        const int64_t *dims;
+        pl_session_input_type(session, i, &dt, &ndim, &dims);
+        inputs[i].name = name;
+        pl_tensor *t = &inputs[i].tensor;
+        t->struct_size = sizeof *t;
+        t->dtype = dt;
+        t->ndim = ndim;
+        t->shape = (int64_t *)dims;
+        size_t count = elements_of(ndim, dims);
+        size_t bytes = count * pl_dtype_size(dt);
+        const char *file = NULL;
+        for (size_t a = 0; a < n_input_args; a++) {
+            const char *eq = strchr(input_args[a], '=');
+            if (eq && (size_t)(eq - input_args[a]) == strlen(name) &&
+                strncmp(input_args[a], name, strlen(name)) == 0)
+                file = eq + 1;
+        }
+        size_t fl = file ? strlen(file) : 0;
+        if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
+            if (npy_read(file, &loaded[i], err, sizeof err) != 0) {
+                fprintf(stderr, "plinth: %s\n", err);
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            t->dtype = loaded[i].dtype;
+            t->ndim = loaded[i].ndim;
+            t->shape = loaded[i].dims;
+            t->data = loaded[i].data;
+        } else if (file) {
+            FILE *f = fopen(file, "rb");
+            loaded[i].data = malloc(bytes ? bytes : 1);
+            size_t got = f && loaded[i].data ? fread(loaded[i].data, 1, bytes, f) : 0;
+            int extra = f ? fgetc(f) : EOF;
+            if (f)
+                fclose(f);
+            if (f == NULL || got != bytes || extra != EOF) {
+                fprintf(stderr, "plinth: %s: input '%s' needs exactly %zu bytes of %s (raw .bin)\n",
+                        file, name, bytes, "its declared type");
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            t->data = loaded[i].data;
+        } else {
+            loaded[i].data = malloc(bytes ? bytes : 1);
+            fill_random(dt, loaded[i].data, count, &seed);
+            t->data = loaded[i].data;
+        }
+    }
+    for (size_t r = 0; rc == 0 && r < (size_t)runs; r++) {
+        for (size_t o = 0; o < n_out; o++) {
+            pl_buffer_free(outputs[o].tensor.data);
+            memset(&outputs[o], 0, sizeof outputs[o]);
+            outputs[o].name = pl_session_output_name(session, o);
+            outputs[o].tensor.struct_size = sizeof outputs[o].tensor;
+        }
+        pl_status *st = pl_session_run(session, inputs, n_in, outputs, n_out);
+        if (st != NULL) {
+            fprintf(stderr, "plinth: %s\n", pl_status_message(st));
+            pl_status_free(st);
+            rc = EXIT_RUNTIME;
+        }
+    }
+    for (size_t o = 0; rc == 0 && o < n_out; o++) {
+        const pl_tensor *t = &outputs[o].tensor;
+        char shape[256] = "";
+        size_t len = 0;
+        for (int32_t d = 0; d < t->ndim; d++)
+            len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? "," : "",
+                                    (long long)t->shape[d]);
+        printf("output %s: %s[%s]\n", outputs[o].name,
+               t->dtype.code == PL_TYPE_FLOAT ? (t->dtype.bits == 32 ? "f32" : "f64") : "int",
+               shape);
+        print_values(t, elements_of(t->ndim, t->shape));
+        if (output_dir != NULL) {
+            char path[4096], safe[256];
+            snprintf(safe, sizeof safe, "%s", outputs[o].name);
+            for (char *c = safe; *c; c++)
+                if (*c == '/')
+                    *c = '_';
+            snprintf(path, sizeof path, "%s/%s.npy", output_dir, safe);
+            if (npy_write(path, t->dtype, t->ndim, t->shape, t->data,
+                          elements_of(t->ndim, t->shape) * pl_dtype_size(t->dtype), err,
+                          sizeof err) != 0) {
+                fprintf(stderr, "plinth: %s\n", err);
+                rc = EXIT_RUNTIME;
+            }
+        }
+    }
+    if (rc == 0) {
+        printf("\nsteps (%d run%s):\n", runs, runs == 1 ? "" : "s");
+        for (size_t i = 0; i < pl_session_step_count(session); i++) {
+            const char *name, *backend;
+            uint64_t ns, count;
+            pl_session_step_info(session, i, &name, &backend, &ns, &count);
+            printf("  %8.3f ms  %-10s %s\n", count ? (double)ns / 1e6 / (double)count : 0.0,
+                   backend, name);
+        }
+    }
+    for (size_t o = 0; o < n_out; o++)
+        pl_buffer_free(outputs[o].tensor.data);
+    for (size_t i = 0; i < n_in; i++)
+        free(loaded[i].data);
+    free(loaded);
+    free(inputs);
+    free(outputs);
+    close_session(rt, model, session);
     return rc;
 }
 
@@ -254,6 +482,10 @@ int main(int argc, char **argv)
     const char *config = NULL;
     const char *command = NULL;
     const char *operand = NULL;
+    const char *input_args[256];
+    size_t n_input_args = 0;
+    const char *output_dir = NULL;
+    int runs = 1;
     bool json = false, strict = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -272,6 +504,28 @@ int main(int argc, char **argv)
             config = argv[++i];
         } else if (strncmp(a, "--config=", 9) == 0) {
             config = a + 9;
+        } else if (strcmp(a, "--input") == 0 || strcmp(a, "--output-dir") == 0 ||
+                   strcmp(a, "--runs") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "plinth: %s needs a value\n", a);
+                return EXIT_USAGE;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "--input") == 0) {
+                if (n_input_args == sizeof input_args / sizeof input_args[0]) {
+                    fprintf(stderr, "plinth: too many --input options\n");
+                    return EXIT_USAGE;
+                }
+                input_args[n_input_args++] = v;
+            } else if (strcmp(a, "--output-dir") == 0) {
+                output_dir = v;
+            } else {
+                runs = atoi(v);
+                if (runs < 1) {
+                    fprintf(stderr, "plinth: --runs needs a positive number\n");
+                    return EXIT_USAGE;
+                }
+            }
         } else if (strcmp(a, "--json") == 0) {
             json = true;
         } else if (strcmp(a, "--strict") == 0) {
@@ -281,7 +535,8 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         } else if (command == NULL) {
             command = a;
-        } else if (operand == NULL && strcmp(command, "explain") == 0) {
+        } else if (operand == NULL &&
+                   (strcmp(command, "explain") == 0 || strcmp(command, "run") == 0)) {
             operand = a;
         } else {
             fprintf(stderr, "plinth: unexpected argument '%s' (see plinth --help)\n", a);
@@ -304,6 +559,13 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
         return cmd_explain(config, operand, json);
+    }
+    if (strcmp(command, "run") == 0) {
+        if (operand == NULL) {
+            fprintf(stderr, "plinth: run needs a model file (see plinth --help)\n");
+            return EXIT_USAGE;
+        }
+        return cmd_run(config, operand, input_args, n_input_args, output_dir, runs);
     }
     fprintf(stderr, "plinth: unknown command '%s' (see plinth --help)\n", command);
     return EXIT_USAGE;

@@ -389,8 +389,42 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
             free(c->placement);
             PL_RETURN_IF_ERROR(
                 pl_config_split_list(e->value, &c->placement, &c->n_placement));
+        } else if (strcmp(e->key, "min_subgraph_nodes") == 0) {
+            long v = 0;
+            if (!pl_config_parse_int(e->value, 1, 1000000, &v))
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for min_subgraph_nodes; accepted: an "
+                    "integer from 1 to 1000000",
+                    shown, e->line, e->value);
+            c->min_subgraph_nodes = (int)v;
+        } else if (strcmp(e->key, "strict") == 0) {
+            if (strcmp(e->value, "yes") == 0)
+                c->strict = true;
+            else if (strcmp(e->value, "no") == 0)
+                c->strict = false;
+            else
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for strict; accepted: yes, no",
+                    shown, e->line, e->value);
+        } else if (strcmp(e->key, "pin") == 0) {
+            for (size_t k = 0; k < c->n_pins; k++)
+                free(c->pins[k]);
+            free(c->pins);
+            PL_RETURN_IF_ERROR(pl_config_split_list(e->value, &c->pins, &c->n_pins));
+            for (size_t k = 0; k < c->n_pins; k++) {
+                const char *eq = strchr(c->pins[k], '=');
+                if (eq == NULL || eq == c->pins[k] || eq[1] == '\0')
+                    return pl_status_create(
+                        PL_CODE_INVALID_ARGUMENT,
+                        "%s:%d: bad pin '%s'; accepted: a comma-separated list "
+                        "of node=backend",
+                        shown, e->line, c->pins[k]);
+            }
         } else if (!pl_config_add_warning(
-                       c, "%s:%d: unknown key '%s' in [placement] (known: order)",
+                       c, "%s:%d: unknown key '%s' in [placement] (known: order, "
+                          "min_subgraph_nodes, strict, pin)",
                        shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -441,6 +475,7 @@ static pl_config *pl_config_new(void)
         return NULL;
     c->engine = PL_ENGINE_THREADED;
     c->log_level = PL_LOG_WARN;
+    c->min_subgraph_nodes = 1;
     c->cache_dir = strdup("");
     if (c->cache_dir == NULL) {
         free(c);
@@ -553,6 +588,9 @@ void pl_config_destroy(pl_config *config)
     for (size_t i = 0; i < config->n_placement; i++)
         free(config->placement[i]);
     free(config->placement);
+    for (size_t i = 0; i < config->n_pins; i++)
+        free(config->pins[i]);
+    free(config->pins);
     for (size_t i = 0; i < config->n_warnings; i++)
         free(config->warnings[i]);
     free(config->warnings);

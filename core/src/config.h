@@ -46,8 +46,12 @@ typedef struct pl_config {
     char *cache_dir;      /* absolute, or "" when off */
     pl_log_level log_level;
     /* [placement] */
-    char **placement;
+    char **placement;         /* "module" or "module:device" */
     size_t n_placement;
+    int min_subgraph_nodes;   /* >= 1 */
+    bool strict;              /* a failed compile fails the session */
+    char **pins;              /* "node=backend" */
+    size_t n_pins;
     /* "file:line: warning" lines, in order */
     char **warnings;
     size_t n_warnings;

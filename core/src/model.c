@@ -12,15 +12,11 @@
 
 #include "alloc.h"
 #include "graph_json.h"
+#include "model.h"
 #include "plan.h"
 #include "registry.h"
 #include "status.h"
 
-struct pl_model {
-    pl_runtime *runtime;
-    char *path;
-    pl_graph *graph;
-};
 
 pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
 {
@@ -48,13 +44,24 @@ pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
     }
     atomic_fetch_add(&rt->refs, 1);
     m->runtime = rt;
+    atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;
 }
 
+void pl_model_retain(pl_model *m)
+{
+    atomic_fetch_add(&m->refs, 1);
+}
+
 void pl_model_destroy(pl_model *m)
 {
-    if (m == NULL)
+    pl_model_release(m);
+}
+
+void pl_model_release(pl_model *m)
+{
+    if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
     pl_graph_destroy(m->graph);
     pl_free(m->path);

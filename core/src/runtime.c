@@ -115,7 +115,12 @@ static void pl_runtime_check_names(pl_runtime *rt)
         }
     }
     for (size_t i = 0; i < c->n_placement; i++) {
-        if (pl_runtime_find_module(rt, c->placement[i]) < 0)
+        char name[64];
+        snprintf(name, sizeof name, "%s", c->placement[i]);
+        char *colon = strchr(name, ':');
+        if (colon != NULL)
+            *colon = '\0';
+        if (pl_runtime_find_module(rt, name) < 0)
             pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
                                       "[placement] order names '%s', which is "
                                       "not loaded",

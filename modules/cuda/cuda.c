@@ -326,15 +326,20 @@ static pl_status *cuda_supported_nodes(pl_module_ctx *ctx, int device,
                                        const pl_graph_view *graph, pl_support_sink sink,
                                        void *sink_ctx)
 {
-    (void)graph;
-    (void)sink;
-    (void)sink_ctx;
     pl_status *status = cuda_check_device(ctx, device);
     if (status != NULL)
         return status;
-    return cuda_host->status_create(PL_CODE_UNSUPPORTED,
-                                    "cuda: the core offers no graph view yet (subgraphs arrive "
-                                    "in a later issue)");
+    const pl_graph_api *api = cuda_host->graph;
+    if (!PL_ABI_HAS_FN(pl_graph_api, api, node_count))
+        return cuda_host->status_create(PL_CODE_UNSUPPORTED, "cuda: the core offers no graph view");
+    size_t n = api->node_count(graph);
+    for (size_t i = 0; i < n; i++) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "cuda: %s: no kernel yet (arrives with the cuda issue)",
+                 api->node_op(graph, i));
+        sink(sink_ctx, i, 0, reason);
+    }
+    return NULL;
 }
 
 static pl_status *cuda_compile(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
@@ -347,8 +352,7 @@ static pl_status *cuda_compile(pl_module_ctx *ctx, int device, const pl_graph_vi
     if (status != NULL)
         return status;
     return cuda_host->status_create(PL_CODE_UNSUPPORTED,
-                                    "cuda: the core offers no graph view yet (subgraphs arrive "
-                                    "in a later issue)");
+                                    "cuda: subgraph compilation arrives with the cuda issue");
 }
 
 /* compile never succeeds yet, so no pl_compiled can reach run: anything

@@ -303,14 +303,15 @@ static pl_status *onednn_copy_device_to_device(pl_module_ctx *ctx, int src_devic
 
 /* ---- symbolic mode ------------------------------------------------------ */
 
-/* Every symbolic entry reads the graph through host->graph. ABI 1.0 reserves
- * pl_graph_api with its header only, so there is nothing to read yet: until
- * the graph issue appends its functions (checked then with PL_ABI_HAS_FN),
- * every graph is refused with this reason. */
-static pl_status *onednn_no_graph_view(void)
+/* Fused oneDNN subgraphs arrive with the onednn issue. Until then the
+ * module answers for every node, honestly, that it takes none of them, so
+ * the partitioner shows the reason and the nodes fall back to the next
+ * backend. */
+static pl_status *onednn_no_kernels(void)
 {
     return onednn_host->status_create(PL_CODE_UNSUPPORTED,
-                                    "onednn: the core offers no graph view yet");
+                                      "onednn: no fused subgraphs yet (they arrive with the "
+                                      "onednn issue)");
 }
 
 static pl_status *onednn_supported_nodes(pl_module_ctx *ctx, int device,
@@ -318,11 +319,21 @@ static pl_status *onednn_supported_nodes(pl_module_ctx *ctx, int device,
                                        void *sink_ctx)
 {
     (void)ctx;
-    (void)graph;
-    (void)sink;
-    (void)sink_ctx;
     pl_status *status = onednn_check_device(device);
-    return status != NULL ? status : onednn_no_graph_view();
+    if (status != NULL)
+        return status;
+    const pl_graph_api *api = onednn_host->graph;
+    if (!PL_ABI_HAS_FN(pl_graph_api, api, node_count))
+        return onednn_no_kernels();
+    size_t n = api->node_count(graph);
+    for (size_t i = 0; i < n; i++) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "onednn: %s: no fused kernel yet (arrives with the "
+                                        "onednn issue)",
+                 api->node_op(graph, i));
+        sink(sink_ctx, i, 0, reason);
+    }
+    return NULL;
 }
 
 static pl_status *onednn_compile(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
@@ -333,7 +344,7 @@ static pl_status *onednn_compile(pl_module_ctx *ctx, int device, const pl_graph_
     if (out_compiled != NULL)
         *out_compiled = NULL;
     pl_status *status = onednn_check_device(device);
-    return status != NULL ? status : onednn_no_graph_view();
+    return status != NULL ? status : onednn_no_kernels();
 }
 
 /* compile never succeeds yet, so no pl_compiled can reach run: anything

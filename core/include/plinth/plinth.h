@@ -181,7 +181,8 @@ typedef struct pl_model pl_model;
 PL_API pl_status *pl_model_load(pl_runtime *runtime, const char *path,
                                 pl_model **out_model);
 
-/* Frees a model; NULL is a no-op. */
+/* Drops the caller's reference to a model; sessions keep their own. NULL is
+ * a no-op. */
 PL_API void pl_model_destroy(pl_model *model);
 
 /* Number of nodes and tensors of the model's graph. */
@@ -198,6 +199,91 @@ PL_API pl_status *pl_model_explain(const pl_model *model, bool json,
 
 /* Frees a string the library returned. */
 PL_API void pl_string_free(char *text);
+
+/* ---- sessions ------------------------------------------------------------
+ *
+ * A session is a model made ready to run: partitioned between the loaded
+ * backends in [placement] order (nodes nobody takes fall back to cpu),
+ * symbolic subgraphs compiled, kernels fetched for imperative nodes, copies
+ * inserted where data crosses devices, and memory planned per device.
+ *
+ * Runs: pl_session_run may be called from several threads at once on one
+ * session; the runs overlap. Each run in flight uses a run context of its
+ * own (its own arenas, made on first need and kept for reuse), and the
+ * engine orders the work: one compiled subgraph never runs twice at once,
+ * so a second run's early subgraphs proceed while the first run's later
+ * ones finish. */
+
+typedef struct pl_session pl_session;
+
+typedef struct pl_session_options {
+    uint32_t struct_size;
+} pl_session_options;
+
+/* Creates a session for MODEL (the session keeps the model alive; the
+ * caller may pl_model_destroy it at once). Fails when a node no module can run (the message names the
+ * node, its op and every backend's reason), when a compile fails and
+ * [placement] strict = yes, or when a tensor's shape is not fully known.
+ * options may be NULL. */
+PL_API pl_status *pl_session_create(pl_model *model,
+                                    const pl_session_options *options,
+                                    pl_session **out_session);
+
+/* Waits for nothing: no run may be in flight. NULL is a no-op. */
+PL_API void pl_session_destroy(pl_session *session);
+
+/* The graph inputs and outputs, their names and types (dims valid for the
+ * session's life). */
+PL_API size_t pl_session_input_count(const pl_session *session);
+PL_API size_t pl_session_output_count(const pl_session *session);
+PL_API const char *pl_session_input_name(const pl_session *session, size_t i);
+PL_API const char *pl_session_output_name(const pl_session *session, size_t i);
+PL_API void pl_session_input_type(const pl_session *session, size_t i,
+                                  pl_dtype *out_dtype, int32_t *out_ndim,
+                                  const int64_t **out_dims);
+PL_API void pl_session_output_type(const pl_session *session, size_t i,
+                                   pl_dtype *out_dtype, int32_t *out_ndim,
+                                   const int64_t **out_dims);
+
+/* A named host tensor for pl_session_run. */
+typedef struct pl_io {
+    const char *name;
+    pl_tensor tensor;
+} pl_io;
+
+/* Runs the session once. inputs: every graph input, by name, as dense host
+ * tensors of exactly the declared dtype and shape. outputs: the outputs
+ * wanted, by name; one whose tensor.data is set is written there (its dtype
+ * and shape must match); one whose data is NULL gets a new 64-byte-aligned
+ * host buffer that the caller frees with pl_buffer_free, with dtype, ndim
+ * and shape (pointing at the session's dims) filled in. Returns the first
+ * failure of the run, naming the step that failed. Thread-safe. */
+PL_API pl_status *pl_session_run(pl_session *session, const pl_io *inputs,
+                                 size_t n_inputs, pl_io *outputs,
+                                 size_t n_outputs);
+
+/* Frees an output buffer pl_session_run allocated. */
+PL_API void pl_buffer_free(void *data);
+
+/* The steps a run pushes (subgraphs, kernels, copies), with their backend
+ * and the time they took over every run so far. */
+PL_API size_t pl_session_step_count(const pl_session *session);
+PL_API void pl_session_step_info(const pl_session *session, size_t i,
+                                 const char **out_name,
+                                 const char **out_backend,
+                                 uint64_t *out_total_ns, uint64_t *out_runs);
+
+/* Warnings of session creation (a compile that fell back), one line each. */
+PL_API size_t pl_session_warning_count(const pl_session *session);
+PL_API const char *pl_session_warning(const pl_session *session, size_t i);
+
+/* What the session does: each node's backend and every backend's refusal
+ * reason, the subgraphs, the copies at boundaries with their bytes, and the
+ * memory plan per device against its lower bound. Text, or JSON with a
+ * `placement` array (node, op, backend, subgraph, reasons), `subgraphs`,
+ * `copies`, `steps` and `memory`. Freed with pl_string_free. */
+PL_API pl_status *pl_session_explain(const pl_session *session, bool json,
+                                     char **out_text);
 
 #ifdef __cplusplus
 }

@@ -169,9 +169,20 @@ typedef struct pl_node_desc {
 } pl_node_desc;
 
 /* The arguments of one kernel or subgraph run. Tensors live on the device of
- * run->device (host memory for PL_CAP_HOST_MEMORY modules). requests has
- * n_outputs entries for kernels and is NULL for subgraph runs (always
- * PL_REQ_WRITE). workspace is the temporary memory the kernel asked for. */
+ * run->device: host memory for PL_CAP_HOST_MEMORY modules (data points at
+ * the bytes), otherwise the module's own memory (data is a handle from its
+ * mem_alloc and byte_offset the offset inside it). Every reader honours
+ * byte_offset. Tensors are dense, row-major (strides NULL) and in plain
+ * layout (layout NULL): a module's private layouts never cross the boundary.
+ * An absent optional input has ndim -1 and data NULL.
+ *
+ * Kernels: inputs and outputs in the node's order; requests has n_outputs
+ * entries; workspace is the temporary memory the kernel asked for (host
+ * memory for host-memory modules, else a handle on the device), private to
+ * this call. Subgraphs: inputs and outputs in the order of the compiled
+ * view's input(i) and output(i); requests is NULL (always PL_REQ_WRITE);
+ * constants are not passed, the module took them from the view at compile
+ * time. */
 typedef struct pl_run_args {
     pl_abi_header header;
     const pl_run_context *run;
@@ -247,8 +258,13 @@ typedef struct pl_module_api {
                                         size_t dst_offset, size_t bytes);
 
     /* imperative mode. get_kernel answers for one node: a kernel, or a
-     * status with PL_CODE_UNSUPPORTED whose message is the reason. The
-     * kernel may ask for workspace bytes, handed to every run. */
+     * status with PL_CODE_UNSUPPORTED whose message is the reason ("dtype
+     * i64", "attribute 'transA' = 1"). node->graph is a view holding the
+     * node at node->node_index, for its attributes and constant inputs. The
+     * kernel may ask for workspace bytes, handed to every run. kernel_run may
+     * be called concurrently on one kernel (different args): it must be
+     * reentrant. A PL_REQ_INPLACE output aliases the input the op's schema
+     * allows (same bytes). */
     pl_status *(*get_kernel)(pl_module_ctx *ctx, int device,
                              const pl_node_desc *node, pl_kernel **out_kernel,
                              size_t *out_workspace_bytes);
@@ -257,13 +273,18 @@ typedef struct pl_module_api {
     void (*kernel_release)(pl_module_ctx *ctx, pl_kernel *kernel);
 
     /* symbolic mode. supported_nodes gives one verdict per node of the
-     * shape-annotated graph through sink. compile turns a subgraph into a
-     * pl_compiled; run executes it and returns when done; run_async (with
-     * PL_CAP_ASYNC) returns at once and signals `done` through
-     * host->complete; an error returned by run_async itself means nothing
-     * was started and `done` will not be signalled. export_compiled and
+     * shape-annotated graph (a view of the whole graph; node_index is the
+     * view's index) through sink, a reason with every refusal. compile turns
+     * a subgraph (a view of the nodes the core assigned, in order) into a
+     * pl_compiled; a failure's message says which node and why. run
+     * executes it and returns when done; run_async (with PL_CAP_ASYNC)
+     * returns at once and signals `done` through host->complete; an error
+     * returned by run_async itself means nothing was started and `done`
+     * will not be signalled. The core never runs one compiled subgraph twice
+     * at once, so it may keep scratch state. export_compiled and
      * import_compiled (with PL_CAP_EXPORT) serialise a compiled subgraph for
-     * the cache; import must refuse a blob it did not write. */
+     * the cache; import receives the same view and must refuse (with
+     * PL_CODE_INCOMPATIBLE) a blob it did not write for it. */
     pl_status *(*supported_nodes)(pl_module_ctx *ctx, int device,
                                   const pl_graph_view *graph,
                                   pl_support_sink sink, void *sink_ctx);

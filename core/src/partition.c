@@ -1,0 +1,510 @@
+/* partition.c — who runs what (partition.h has the rules).
+ *
+ * Verdicts are asked once per (node, backend) and kept: symbolic backends
+ * answer for the whole graph up front, imperative ones lazily, when the
+ * assignment walk reaches them (their kernels are kept for the session).
+ * Clustering walks the nodes in topological order and lets a node join a
+ * cluster of its backend that feeds it, unless another of its inputs
+ * depends on that cluster through a node outside it — which is exactly the
+ * case where contracting the cluster would create a cycle. Each node carries
+ * the set of clusters it depends on, as a bitset. */
+#include "partition.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "status.h"
+
+enum { PL_V_UNKNOWN = 0, PL_V_YES = 1, PL_V_NO = 2 };
+
+struct pl_partition {
+    const pl_graph *g;
+    const pl_graph_view *view;
+    pl_part_backend *backends;
+    size_t nb;
+    size_t nn;
+    const pl_nid *topo;
+    uint8_t *verdict;        /* nn * nb */
+    char **reason;           /* nn * nb */
+    pl_kernel **kernel;      /* nn * nb */
+    size_t *workspace;       /* nn * nb */
+    bool *excluded;          /* nn * nb */
+    int32_t *pin;            /* nn */
+    int min_nodes;
+    int32_t *assign;         /* nn */
+    int32_t *cluster;        /* nn */
+    pl_part_cluster *clusters;
+    size_t n_clusters;
+    uint32_t *pos;           /* nn: node -> topological position */
+    uint64_t *deps;          /* nn * words */
+    size_t words;
+};
+
+static pl_status *pl_part_oom(void)
+{
+    return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory partitioning the graph");
+}
+
+void pl_partition_describe_tensor(const pl_graph *g, pl_tid t, pl_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->device.device_type = PL_DEVICE_CPU;
+    if (t == PL_TID_NONE) {
+        out->ndim = -1;
+        return;
+    }
+    const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+    out->ndim = gt->ndim;
+    out->dtype = gt->dtype;
+    out->shape = gt->dims;
+}
+
+/* ---- verdicts ------------------------------------------------------------ */
+
+typedef struct pl_part_sink {
+    pl_partition *p;
+    size_t b;
+    bool oom;
+} pl_part_sink;
+
+static void pl_part_sink_fn(void *user, size_t node_index, int supported,
+                            const char *reason)
+{
+    pl_part_sink *s = user;
+    pl_partition *p = s->p;
+    pl_nid n = pl_graph_view_node_id(p->view, node_index);
+    if (n == PL_NID_NONE)
+        return;
+    size_t k = (size_t)n * p->nb + s->b;
+    p->verdict[k] = supported ? PL_V_YES : PL_V_NO;
+    pl_free(p->reason[k]);
+    p->reason[k] = NULL;
+    if (!supported) {
+        p->reason[k] = pl_xstrdup(reason && reason[0] ? reason : "refused (no reason given)");
+        if (p->reason[k] == NULL)
+            s->oom = true;
+    }
+}
+
+static pl_status *pl_part_set_reason(pl_partition *p, size_t k, const char *fmt,
+                                     const char *arg)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, fmt, arg);
+    pl_free(p->reason[k]);
+    p->reason[k] = pl_xstrdup(buf);
+    return p->reason[k] ? NULL : pl_part_oom();
+}
+
+static pl_status *pl_part_ask_symbolic(pl_partition *p, size_t b)
+{
+    const pl_part_backend *be = &p->backends[b];
+    pl_module *m = be->module;
+    pl_part_sink sink = {.p = p, .b = b};
+    pl_status *st = m->api.supported_nodes(m->ctx, be->device, p->view,
+                                           pl_part_sink_fn, &sink);
+    if (sink.oom) {
+        pl_status_free(st);
+        return pl_part_oom();
+    }
+    for (size_t n = 0; n < p->nn; n++) {
+        size_t k = n * p->nb + b;
+        if (st != NULL) {
+            p->verdict[k] = PL_V_NO;
+            PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "supported_nodes failed: %s",
+                                                  pl_status_message(st)));
+        } else if (p->verdict[k] == PL_V_UNKNOWN) {
+            p->verdict[k] = PL_V_NO;
+            PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", "no verdict given"));
+        }
+    }
+    pl_status_free(st);
+    return NULL;
+}
+
+static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b)
+{
+    size_t k = (size_t)n * p->nb + b;
+    if (p->verdict[k] != PL_V_UNKNOWN)
+        return NULL;
+    const pl_part_backend *be = &p->backends[b];
+    pl_module *m = be->module;
+    const pl_graph_node *node = pl_graph_get_node(p->g, n);
+    pl_tensor inline_t[16];
+    size_t nt = node->n_inputs + node->n_outputs;
+    pl_tensor *t = nt <= 16 ? inline_t : pl_calloc(nt, sizeof *t);
+    if (t == NULL)
+        return pl_part_oom();
+    for (size_t i = 0; i < node->n_inputs; i++)
+        pl_partition_describe_tensor(p->g, node->inputs[i], &t[i]);
+    for (size_t i = 0; i < node->n_outputs; i++)
+        pl_partition_describe_tensor(p->g, node->outputs[i], &t[node->n_inputs + i]);
+    size_t view_index = p->pos[n];
+    pl_node_desc desc = {
+        .header = PL_ABI_HEADER_INIT(pl_node_desc),
+        .name = node->name,
+        .op = node->op,
+        .domain = node->domain,
+        .opset_version = pl_graph_opset(p->g, node->domain),
+        .graph = p->view,
+        .node_index = view_index,
+        .n_inputs = node->n_inputs,
+        .inputs = t,
+        .n_outputs = node->n_outputs,
+        .outputs = t + node->n_inputs,
+    };
+    pl_kernel *kernel = NULL;
+    size_t ws = 0;
+    pl_status *st = m->api.get_kernel(m->ctx, be->device, &desc, &kernel, &ws);
+    if (t != inline_t)
+        pl_free(t);
+    if (st == NULL && kernel != NULL) {
+        p->verdict[k] = PL_V_YES;
+        p->kernel[k] = kernel;
+        p->workspace[k] = ws;
+        return NULL;
+    }
+    p->verdict[k] = PL_V_NO;
+    pl_status *r = pl_part_set_reason(p, k, "%s",
+                                      st ? pl_status_message(st)
+                                         : "get_kernel returned no kernel");
+    pl_status_free(st);
+    return r;
+}
+
+/* ---- assignment ---------------------------------------------------------- */
+
+static pl_status *pl_part_no_backend(const pl_partition *p, pl_nid n)
+{
+    const pl_graph_node *node = pl_graph_get_node(p->g, n);
+    char buf[4096];
+    size_t len = 0;
+    for (size_t b = 0; b < p->nb && len < sizeof buf; b++) {
+        const char *r = p->reason[(size_t)n * p->nb + b];
+        const char *name = p->backends[b].module->name;
+        size_t nl = strlen(name);
+        /* Modules start their reasons with their name; add it if not. */
+        bool named = r != NULL && strncmp(r, name, nl) == 0 && r[nl] == ':';
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s%s%s",
+                                b ? "; " : "", named ? "" : name, named ? "" : ": ",
+                                r ? r : "refused");
+    }
+    if (p->nb == 0)
+        snprintf(buf, sizeof buf, "no backend is loaded and placed");
+    return pl_status_create(PL_CODE_UNSUPPORTED,
+                            "node '%s' (%s%s%s): no module can run it: %s",
+                            node->name, node->domain[0] ? node->domain : "",
+                            node->domain[0] ? ":" : "", node->op, buf);
+}
+
+static void pl_part_clear_clusters(pl_partition *p)
+{
+    for (size_t c = 0; c < p->n_clusters; c++)
+        pl_free(p->clusters[c].nodes);
+    pl_free(p->clusters);
+    p->clusters = NULL;
+    p->n_clusters = 0;
+}
+
+static bool pl_bit(const uint64_t *set, size_t i)
+{
+    return (set[i / 64] >> (i % 64)) & 1;
+}
+
+/* Groups the nodes of symbolic backends into convex clusters. */
+static pl_status *pl_part_make_clusters(pl_partition *p)
+{
+    pl_part_clear_clusters(p);
+    p->clusters = pl_calloc(p->nn ? p->nn : 1, sizeof *p->clusters);
+    if (p->clusters == NULL)
+        return pl_part_oom();
+    memset(p->deps, 0, p->nn * p->words * sizeof *p->deps);
+    for (size_t idx = 0; idx < p->nn; idx++) {
+        pl_nid n = p->topo[idx];
+        const pl_graph_node *node = pl_graph_get_node(p->g, n);
+        uint64_t *dn = p->deps + (size_t)n * p->words;
+        for (size_t i = 0; i < node->n_inputs; i++) {
+            if (node->inputs[i] == PL_TID_NONE)
+                continue;
+            pl_nid q = pl_graph_get_tensor(p->g, node->inputs[i])->producer;
+            if (q == PL_NID_NONE)
+                continue;
+            const uint64_t *dq = p->deps + (size_t)q * p->words;
+            for (size_t w = 0; w < p->words; w++)
+                dn[w] |= dq[w];
+            if (p->cluster[q] >= 0)
+                dn[p->cluster[q] / 64] |= 1ull << (p->cluster[q] % 64);
+        }
+        p->cluster[n] = -1;
+        int32_t b = p->assign[n];
+        if (!p->backends[b].symbolic)
+            continue;
+        int32_t chosen = -1;
+        for (size_t i = 0; i < node->n_inputs && chosen < 0; i++) {
+            if (node->inputs[i] == PL_TID_NONE)
+                continue;
+            pl_nid q = pl_graph_get_tensor(p->g, node->inputs[i])->producer;
+            if (q == PL_NID_NONE || p->cluster[q] < 0 ||
+                p->clusters[p->cluster[q]].backend != b)
+                continue;
+            int32_t c = p->cluster[q];
+            bool ok = true;
+            for (size_t j = 0; j < node->n_inputs && ok; j++) {
+                if (node->inputs[j] == PL_TID_NONE)
+                    continue;
+                pl_nid r = pl_graph_get_tensor(p->g, node->inputs[j])->producer;
+                if (r == PL_NID_NONE || p->cluster[r] == c)
+                    continue;
+                if (pl_bit(p->deps + (size_t)r * p->words, (size_t)c))
+                    ok = false;
+            }
+            if (ok)
+                chosen = c;
+        }
+        if (chosen < 0) {
+            chosen = (int32_t)p->n_clusters++;
+            p->clusters[chosen].backend = b;
+        }
+        pl_part_cluster *cl = &p->clusters[chosen];
+        pl_nid *grown = pl_realloc(cl->nodes, (cl->n_nodes + 1) * sizeof *grown);
+        if (grown == NULL)
+            return pl_part_oom();
+        cl->nodes = grown;
+        cl->nodes[cl->n_nodes++] = n;
+        p->cluster[n] = chosen;
+    }
+    return NULL;
+}
+
+/* Assigns every node, clusters, and offers clusters below the minimum size
+ * to the next backend, until stable. */
+static pl_status *pl_part_assign(pl_partition *p)
+{
+    for (;;) {
+        for (size_t idx = 0; idx < p->nn; idx++) {
+            pl_nid n = p->topo[idx];
+            p->assign[n] = -1;
+            if (p->pin[n] >= 0) {
+                size_t b = (size_t)p->pin[n];
+                if (!p->backends[b].symbolic)
+                    PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+                size_t k = (size_t)n * p->nb + b;
+                if (p->verdict[k] != PL_V_YES || p->excluded[k]) {
+                    const pl_graph_node *node = pl_graph_get_node(p->g, n);
+                    return pl_status_create(PL_CODE_UNSUPPORTED,
+                                            "node '%s' (%s) is pinned to %s, which "
+                                            "refuses it: %s",
+                                            node->name, node->op,
+                                            p->backends[b].module->name,
+                                            p->reason[k] ? p->reason[k] : "refused");
+                }
+                p->assign[n] = (int32_t)b;
+                continue;
+            }
+            for (size_t b = 0; b < p->nb && p->assign[n] < 0; b++) {
+                size_t k = (size_t)n * p->nb + b;
+                if (p->excluded[k])
+                    continue;
+                if (!p->backends[b].symbolic)
+                    PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+                if (p->verdict[k] == PL_V_YES)
+                    p->assign[n] = (int32_t)b;
+            }
+            if (p->assign[n] < 0)
+                return pl_part_no_backend(p, n);
+        }
+        PL_RETURN_IF_ERROR(pl_part_make_clusters(p));
+        bool changed = false;
+        for (size_t c = 0; c < p->n_clusters; c++) {
+            const pl_part_cluster *cl = &p->clusters[c];
+            if ((int)cl->n_nodes >= p->min_nodes)
+                continue;
+            char reason[160];
+            snprintf(reason, sizeof reason,
+                     "subgraph of %zu node(s) is below min_subgraph_nodes = %d",
+                     cl->n_nodes, p->min_nodes);
+            for (size_t i = 0; i < cl->n_nodes; i++) {
+                pl_nid n = cl->nodes[i];
+                if (p->pin[n] >= 0)
+                    continue;
+                size_t k = (size_t)n * p->nb + (size_t)cl->backend;
+                p->excluded[k] = true;
+                PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", reason));
+                changed = true;
+            }
+        }
+        if (!changed)
+            return NULL;
+    }
+}
+
+pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
+                               const pl_part_backend *backends,
+                               size_t n_backends, const pl_part_pin *pins,
+                               size_t n_pins, int min_subgraph_nodes,
+                               pl_partition **out_partition)
+{
+    *out_partition = NULL;
+    pl_partition *p = pl_calloc(1, sizeof *p);
+    if (p == NULL)
+        return pl_part_oom();
+    p->g = g;
+    p->view = view;
+    p->nb = n_backends;
+    p->nn = pl_graph_node_count(g);
+    p->topo = pl_graph_topo_order(g);
+    p->min_nodes = min_subgraph_nodes > 0 ? min_subgraph_nodes : 1;
+    size_t cells = (p->nn ? p->nn : 1) * (p->nb ? p->nb : 1);
+    p->words = (p->nn + 63) / 64 + 1;
+    p->backends = pl_calloc(p->nb ? p->nb : 1, sizeof *p->backends);
+    p->verdict = pl_calloc(cells, sizeof *p->verdict);
+    p->reason = pl_calloc(cells, sizeof *p->reason);
+    p->kernel = pl_calloc(cells, sizeof *p->kernel);
+    p->workspace = pl_calloc(cells, sizeof *p->workspace);
+    p->excluded = pl_calloc(cells, sizeof *p->excluded);
+    p->pin = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->pin);
+    p->assign = pl_calloc(p->nn ? p->nn : 1, sizeof *p->assign);
+    p->cluster = pl_calloc(p->nn ? p->nn : 1, sizeof *p->cluster);
+    p->pos = pl_calloc(p->nn ? p->nn : 1, sizeof *p->pos);
+    size_t dep_words;
+    bool sized = pl_size_mul(p->nn ? p->nn : 1, p->words, &dep_words);
+    p->deps = sized ? pl_calloc(dep_words, sizeof *p->deps) : NULL;
+    if (!p->backends || !p->verdict || !p->reason || !p->kernel || !p->workspace ||
+        !p->excluded || !p->pin || !p->assign || !p->cluster || !p->deps ||
+        !p->pos || p->topo == NULL) {
+        bool unvalidated = p->topo == NULL;
+        pl_partition_destroy(p);
+        return unvalidated ? pl_status_create(PL_CODE_FAILED_PRECONDITION,
+                                              "partition: the graph is not validated")
+                           : pl_part_oom();
+    }
+    for (size_t i = 0; i < p->nn; i++)
+        p->pos[p->topo[i]] = (uint32_t)i;
+    memcpy(p->backends, backends, p->nb * sizeof *p->backends);
+    for (size_t n = 0; n < p->nn; n++)
+        p->pin[n] = -1;
+    for (size_t i = 0; i < n_pins; i++) {
+        pl_nid n = pl_graph_find_node(g, pins[i].node);
+        if (n == PL_NID_NONE) {
+            pl_partition_destroy(p);
+            return pl_status_create(PL_CODE_NOT_FOUND,
+                                    "[placement] pin names node '%s', which the "
+                                    "model does not have",
+                                    pins[i].node);
+        }
+        p->pin[n] = pins[i].backend;
+    }
+    pl_status *st = NULL;
+    for (size_t b = 0; b < p->nb && st == NULL; b++)
+        if (p->backends[b].symbolic)
+            st = pl_part_ask_symbolic(p, b);
+    if (st == NULL)
+        st = pl_part_assign(p);
+    if (st != NULL) {
+        pl_partition_destroy(p);
+        return st;
+    }
+    *out_partition = p;
+    return NULL;
+}
+
+void pl_partition_destroy(pl_partition *p)
+{
+    if (p == NULL)
+        return;
+    size_t cells = p->nn * p->nb;
+    for (size_t k = 0; p->reason && k < cells; k++)
+        pl_free(p->reason[k]);
+    for (size_t k = 0; p->kernel && k < cells; k++) {
+        if (p->kernel[k] == NULL)
+            continue;
+        pl_module *m = p->backends[k % p->nb].module;
+        m->api.kernel_release(m->ctx, p->kernel[k]);
+    }
+    pl_part_clear_clusters(p);
+    pl_free(p->backends);
+    pl_free(p->verdict);
+    pl_free(p->reason);
+    pl_free(p->kernel);
+    pl_free(p->workspace);
+    pl_free(p->excluded);
+    pl_free(p->pin);
+    pl_free(p->assign);
+    pl_free(p->cluster);
+    pl_free(p->deps);
+    pl_free(p->pos);
+    pl_free(p);
+}
+
+pl_status *pl_partition_exclude_cluster(pl_partition *p, size_t c,
+                                        const char *reason)
+{
+    if (c >= p->n_clusters)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no cluster %zu", c);
+    const pl_part_cluster *cl = &p->clusters[c];
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        size_t k = (size_t)cl->nodes[i] * p->nb + (size_t)cl->backend;
+        p->excluded[k] = true;
+        PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", reason));
+        /* A pin cannot hold against a failed compile. */
+        p->pin[cl->nodes[i]] = -1;
+    }
+    return pl_part_assign(p);
+}
+
+size_t pl_partition_backend_count(const pl_partition *p) { return p->nb; }
+
+const pl_part_backend *pl_partition_backend(const pl_partition *p, size_t b)
+{
+    return b < p->nb ? &p->backends[b] : NULL;
+}
+
+int32_t pl_partition_node_backend(const pl_partition *p, pl_nid n)
+{
+    return n < p->nn ? p->assign[n] : -1;
+}
+
+int32_t pl_partition_node_cluster(const pl_partition *p, pl_nid n)
+{
+    return n < p->nn ? p->cluster[n] : -1;
+}
+
+size_t pl_partition_cluster_count(const pl_partition *p) { return p->n_clusters; }
+
+const pl_part_cluster *pl_partition_cluster(const pl_partition *p, size_t c)
+{
+    return c < p->n_clusters ? &p->clusters[c] : NULL;
+}
+
+pl_kernel *pl_partition_kernel(const pl_partition *p, pl_nid n,
+                               size_t *out_workspace)
+{
+    if (n >= p->nn || p->assign[n] < 0) {
+        if (out_workspace)
+            *out_workspace = 0;
+        return NULL;
+    }
+    size_t k = (size_t)n * p->nb + (size_t)p->assign[n];
+    if (out_workspace)
+        *out_workspace = p->workspace[k];
+    return p->kernel[k];
+}
+
+pl_kernel *pl_partition_take_kernel(pl_partition *p, pl_nid n)
+{
+    if (n >= p->nn || p->assign[n] < 0)
+        return NULL;
+    size_t k = (size_t)n * p->nb + (size_t)p->assign[n];
+    pl_kernel *kernel = p->kernel[k];
+    p->kernel[k] = NULL;
+    return kernel;
+}
+
+const char *pl_partition_reason(const pl_partition *p, pl_nid n, size_t b)
+{
+    if (n >= p->nn || b >= p->nb)
+        return NULL;
+    return p->reason[(size_t)n * p->nb + b];
+}
