@@ -1,10 +1,11 @@
 /* cpu: the reference CPU backend. Every node that no other backend claims
  * falls back here, and every other backend is tested against it. It computes
  * on host memory (PL_CAP_HOST_MEMORY) and offers one kernel per node
- * (PL_CAP_IMPERATIVE); GEMM and convolution run on OpenBLAS. At this stage
- * the module owns its device, its configuration and host memory; the kernels
- * arrive with the op issues, so get_kernel still refuses every op. Like every
- * module it sees only sdk/ and reaches the core through the host table. */
+ * (PL_CAP_IMPERATIVE); GEMM and convolution run on OpenBLAS. This file holds
+ * the module's life, its device, its configuration and host memory; the
+ * kernels live in kernel.c (get_kernel, kernel_run) and one file per family
+ * of ops. Like every module it sees only sdk/ and reaches the core through
+ * the host table. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -15,6 +16,8 @@
 
 #include <plinth/module.h>
 
+#include "cpu_kernel.h"
+
 #define CPU_NAME "cpu"
 #define CPU_VERSION "0.1.0"
 
@@ -22,14 +25,7 @@ PL_MODULE_IDENTITY(CPU_NAME, CPU_VERSION);
 
 /* The host table handed to pl_module_entry: one static table of the core,
  * valid until the module is unloaded, shared by every runtime's instance. */
-static const pl_host_api *cpu_host;
-
-/* One runtime's instance of the module, made by init and freed by shutdown.
- * Immutable after init, so any thread may read it. */
-struct pl_module_ctx {
-    pl_host_ctx *host_ctx; /* the core's handle for this instance */
-    int compute_units;     /* online CPUs when init ran */
-};
+const pl_host_api *cpu_host;
 
 static pl_status *cpu_check_device(int device)
 {
@@ -203,43 +199,6 @@ static pl_status *cpu_copy_device_to_device(pl_module_ctx *ctx, int src_device,
     if (status == NULL && bytes > 0)
         memmove((char *)dst + dst_offset, (const char *)src + src_offset, bytes);
     return status;
-}
-
-/* ---- imperative mode ---------------------------------------------------- */
-
-/* No op has a kernel yet: each op issue adds its kernels here. */
-static pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *node,
-                                 pl_kernel **out_kernel, size_t *out_workspace_bytes)
-{
-    (void)ctx;
-    if (out_kernel != NULL)
-        *out_kernel = NULL;
-    if (out_workspace_bytes != NULL)
-        *out_workspace_bytes = 0;
-    pl_status *status = cpu_check_device(device);
-    if (status != NULL)
-        return status;
-    if (node == NULL || out_kernel == NULL || out_workspace_bytes == NULL)
-        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                       "cpu: get_kernel without a node or output pointers");
-    const char *op = PL_ABI_HAS_FIELD(pl_node_desc, node, op) && node->op != NULL ? node->op : "?";
-    return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet", op);
-}
-
-/* get_kernel never returns a kernel, so any kernel handed here is not ours. */
-static pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args)
-{
-    (void)ctx;
-    (void)args;
-    return cpu_host->status_create(PL_CODE_INTERNAL,
-                                   "cpu: kernel_run on %p, but this module made no kernels",
-                                   (void *)kernel);
-}
-
-static void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
-{
-    (void)ctx;
-    (void)kernel;
 }
 
 /* ---- the table and the entry point -------------------------------------- */

@@ -263,8 +263,14 @@ typedef struct pl_module_api {
      * node at node->node_index, for its attributes and constant inputs. The
      * kernel may ask for workspace bytes, handed to every run. kernel_run may
      * be called concurrently on one kernel (different args): it must be
-     * reentrant. A PL_REQ_INPLACE output aliases the input the op's schema
-     * allows (same bytes). */
+     * reentrant. Run-time shapes are those given to get_kernel. The core
+     * asks PL_REQ_INPLACE only for an output the op's schema lets overwrite
+     * an input (the output then aliases exactly that input's bytes);
+     * PL_REQ_ADD_TO outputs never overlap an input. A zero-element tensor
+     * may have NULL data. node->opset_version equals the view's node_opset.
+     * An absent optional input has ndim -1 in the description and
+     * node_input() < 0 in the view; attributes the node does not set take
+     * the ONNX default for that opset version. */
     pl_status *(*get_kernel)(pl_module_ctx *ctx, int device,
                              const pl_node_desc *node, pl_kernel **out_kernel,
                              size_t *out_workspace_bytes);

@@ -1,0 +1,127 @@
+/* cpu_kernel.h — what the cpu module's kernel files share: the module
+ * instance, the kernel object every op's kernel starts with, and the helpers
+ * get_kernel and kernel_run use to read nodes and tensors. Internal to the
+ * module (everything here has hidden visibility).
+ *
+ * A kernel is one host_alloc block made by its op's builder at get_kernel
+ * time, holding everything precomputed (broadcast strides, GEMM sizes,
+ * permutations). It is immutable afterwards, so kernel_run may run it from
+ * any number of threads at once; every run keeps its state on its own
+ * stack. */
+#ifndef PL_CPU_KERNEL_H
+#define PL_CPU_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <plinth/module.h>
+
+/* The highest rank a kernel handles (as the core's graph does). */
+#define CPU_MAX_RANK 16
+
+/* The host table handed to pl_module_entry (cpu.c): one static table of the
+ * core, valid until the module is unloaded. */
+extern const pl_host_api *cpu_host;
+
+/* One runtime's instance of the module, made by init and freed by shutdown.
+ * Immutable after init, so any thread may read it. */
+struct pl_module_ctx {
+    pl_host_ctx *host_ctx; /* the core's handle for this instance */
+    int compute_units;     /* online CPUs when init ran */
+};
+
+/* Runs a kernel: ARGS were checked by kernel_run (counts, the request,
+ * non-NULL data of every input the kernel reads and of the output); OUT is
+ * the output's first element and REQ is PL_REQ_WRITE, PL_REQ_INPLACE or
+ * PL_REQ_ADD_TO. Must be reentrant. */
+typedef pl_status *(*cpu_run_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
+                                 const pl_run_args *args, float *out,
+                                 pl_output_request req);
+
+/* The start of every kernel object. */
+struct pl_kernel {
+    const char *op;      /* the op's name, a static string (for messages) */
+    cpu_run_fn run;
+    size_t n_reads;      /* inputs 0 .. n_reads-1 are read (others ignored) */
+    size_t out_elements; /* elements of output 0, checked on every run */
+    bool inplace_ok;     /* the output may alias input 0 (PL_REQ_INPLACE) */
+};
+
+/* Allocates a zeroed kernel object of BYTES (at least sizeof(pl_kernel))
+ * from the host and fills its base. NULL when out of memory. */
+pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op,
+                            cpu_run_fn run);
+
+/* The first element of a host tensor (data plus byte_offset). */
+static inline const float *cpu_in(const pl_run_args *args, size_t i)
+{
+    const pl_tensor *t = &args->inputs[i];
+    return (const float *)(const void *)((const char *)t->data + t->byte_offset);
+}
+
+/* Number of elements of a shape known to be fully known and not to
+ * overflow (get_kernel checked both). */
+size_t cpu_elements(const int64_t *dims, int32_t ndim);
+
+/* ---- node reading (get_kernel time) ------------------------------------- */
+
+/* Reads the integer attribute NAME of NODE into *out, or DEFAULT_VALUE when
+ * the node has none. An attribute of another kind is an error. */
+pl_status *cpu_attr_int(const pl_node_desc *node, const char *name,
+                        int64_t default_value, int64_t *out);
+/* The same for a float attribute (read as double). */
+pl_status *cpu_attr_float(const pl_node_desc *node, const char *name,
+                          double default_value, double *out);
+/* The ints attribute NAME: *out_values (borrowed for the get_kernel call)
+ * and *out_count, or NULL and 0 when absent. */
+pl_status *cpu_attr_ints(const pl_node_desc *node, const char *name,
+                         const int64_t **out_values, size_t *out_count);
+
+/* A status "cpu: OP: <message>" with CODE. */
+pl_status *cpu_error(pl_code code, const char *op, const char *fmt, ...)
+    PL_PRINTF_LIKE(3, 4);
+
+/* Writes DIMS as "[2,3,4]" into BUF of SIZE bytes; returns BUF. */
+const char *cpu_dims_text(const int64_t *dims, int32_t ndim, char *buf,
+                          size_t size);
+
+/* ---- the table's imperative entries (kernel.c) ---------------------------- */
+
+pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *node,
+                          pl_kernel **out_kernel, size_t *out_workspace_bytes);
+pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args);
+void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel);
+
+/* ---- the kernels' builders ---------------------------------------------- */
+
+/* Each builder makes the kernel for NODE, whose op it serves, after
+ * get_kernel has checked the domain, the input and output counts the op
+ * needs, every float input's dtype, and that every present input and output
+ * has a fully known shape. On failure *out_kernel stays NULL. */
+typedef pl_status *(*cpu_build_fn)(pl_module_ctx *ctx, const pl_node_desc *node,
+                                   pl_kernel **out_kernel);
+
+/* elementwise.c: Add Sub Mul Div (NumPy broadcasting), Relu Sigmoid Tanh. */
+pl_status *cpu_build_binary(pl_module_ctx *ctx, const pl_node_desc *node,
+                            pl_kernel **out_kernel);
+pl_status *cpu_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
+                           pl_kernel **out_kernel);
+/* matmul.c: MatMul (batched, broadcast batch dims) and Gemm, on OpenBLAS. */
+pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
+                            pl_kernel **out_kernel);
+pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
+/* softmax.c: Softmax along one axis (opset 13) or over the flattened
+ * trailing dims (opset < 13). */
+pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node,
+                             pl_kernel **out_kernel);
+/* movement.c: Reshape Flatten Identity (copies), Transpose, Concat. */
+pl_status *cpu_build_copy(pl_module_ctx *ctx, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
+pl_status *cpu_build_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
+                               pl_kernel **out_kernel);
+pl_status *cpu_build_concat(pl_module_ctx *ctx, const pl_node_desc *node,
+                            pl_kernel **out_kernel);
+
+#endif

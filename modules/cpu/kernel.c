@@ -1,0 +1,340 @@
+/* kernel.c — the cpu module's imperative mode: get_kernel finds the op's
+ * builder, checks what every kernel needs (domain, arity, f32 dtypes, fully
+ * known shapes) and lets the builder precompute the kernel; kernel_run
+ * checks the arguments of a run and hands the output request to the kernel;
+ * kernel_release frees it. Also the small helpers the builders share:
+ * attributes read through the host's graph view, and error statuses. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_kernel.h"
+
+/* What get_kernel knows about an op before its builder runs. */
+typedef struct cpu_op_entry {
+    const char *op;
+    cpu_build_fn build;
+    size_t min_inputs;
+    size_t max_inputs;      /* SIZE_MAX: any number */
+    uint32_t float_inputs;  /* bit i: input i must be f32 (bit 31: and all
+                               later ones) */
+} cpu_op_entry;
+
+#define CPU_ALL_INPUTS 0xffffffffu
+
+static const cpu_op_entry cpu_ops[] = {
+    {"Add", cpu_build_binary, 2, 2, 3u},
+    {"Sub", cpu_build_binary, 2, 2, 3u},
+    {"Mul", cpu_build_binary, 2, 2, 3u},
+    {"Div", cpu_build_binary, 2, 2, 3u},
+    {"Relu", cpu_build_unary, 1, 1, 1u},
+    {"Sigmoid", cpu_build_unary, 1, 1, 1u},
+    {"Tanh", cpu_build_unary, 1, 1, 1u},
+    {"MatMul", cpu_build_matmul, 2, 2, 3u},
+    {"Gemm", cpu_build_gemm, 2, 3, 7u},
+    {"Softmax", cpu_build_softmax, 1, 1, 1u},
+    /* Reshape's second input is the i64 target shape, already folded into
+     * the output's shape by the core's inference. */
+    {"Reshape", cpu_build_copy, 2, 2, 1u},
+    {"Flatten", cpu_build_copy, 1, 1, 1u},
+    {"Identity", cpu_build_copy, 1, 1, 1u},
+    {"Transpose", cpu_build_transpose, 1, 1, 1u},
+    {"Concat", cpu_build_concat, 1, SIZE_MAX, CPU_ALL_INPUTS},
+};
+
+static const cpu_op_entry *cpu_find_op(const char *op)
+{
+    for (size_t i = 0; i < sizeof cpu_ops / sizeof cpu_ops[0]; i++)
+        if (strcmp(cpu_ops[i].op, op) == 0)
+            return &cpu_ops[i];
+    return NULL;
+}
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+pl_status *cpu_error(pl_code code, const char *op, const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    return cpu_host->status_create(code, "cpu: %s: %s", op, message);
+}
+
+const char *cpu_dims_text(const int64_t *dims, int32_t ndim, char *buf, size_t size)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "[");
+    for (int32_t d = 0; d < ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ",%lld" : "%lld",
+                                 (long long)dims[d]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+size_t cpu_elements(const int64_t *dims, int32_t ndim)
+{
+    size_t n = 1;
+    for (int32_t d = 0; d < ndim; d++)
+        n *= (size_t)dims[d];
+    return n;
+}
+
+pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op, cpu_run_fn run)
+{
+    pl_kernel *k = cpu_host->host_alloc(ctx->host_ctx, bytes, 0);
+    if (k == NULL)
+        return NULL;
+    memset(k, 0, bytes);
+    k->op = op;
+    k->run = run;
+    return k;
+}
+
+/* The graph view's table when it can read attributes, else NULL. */
+static const pl_graph_api *cpu_graph_api(const pl_node_desc *node)
+{
+    const pl_graph_api *g = cpu_host->graph;
+    if (node->graph == NULL || g == NULL || !PL_ABI_HAS_FN(pl_graph_api, g, attr_kind) ||
+        !PL_ABI_HAS_FN(pl_graph_api, g, attr_ints))
+        return NULL;
+    return g;
+}
+
+/* Finds attribute NAME of KIND: 1 present, 0 absent, or a status (no view,
+ * or an attribute of another kind). */
+static pl_status *cpu_attr_find(const pl_node_desc *node, const char *name,
+                                pl_graph_attr_kind kind, const pl_graph_api **out_api,
+                                int *out_present)
+{
+    *out_present = 0;
+    const pl_graph_api *g = cpu_graph_api(node);
+    *out_api = g;
+    if (g == NULL)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "no graph view to read attribute '%s' from", name);
+    pl_graph_attr_kind have = g->attr_kind(node->graph, node->node_index, name);
+    if (have == PL_GRAPH_ATTR_NONE)
+        return NULL;
+    if (have != kind)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "attribute '%s' has kind %d, expected %d", name, (int)have, (int)kind);
+    *out_present = 1;
+    return NULL;
+}
+
+pl_status *cpu_attr_int(const pl_node_desc *node, const char *name, int64_t default_value,
+                        int64_t *out)
+{
+    *out = default_value;
+    const pl_graph_api *g;
+    int present;
+    pl_status *st = cpu_attr_find(node, name, PL_GRAPH_ATTR_INT, &g, &present);
+    if (st == NULL && present)
+        g->attr_int(node->graph, node->node_index, name, out);
+    return st;
+}
+
+pl_status *cpu_attr_float(const pl_node_desc *node, const char *name, double default_value,
+                          double *out)
+{
+    *out = default_value;
+    const pl_graph_api *g;
+    int present;
+    pl_status *st = cpu_attr_find(node, name, PL_GRAPH_ATTR_FLOAT, &g, &present);
+    if (st == NULL && present)
+        g->attr_float(node->graph, node->node_index, name, out);
+    return st;
+}
+
+pl_status *cpu_attr_ints(const pl_node_desc *node, const char *name,
+                         const int64_t **out_values, size_t *out_count)
+{
+    *out_values = NULL;
+    *out_count = 0;
+    const pl_graph_api *g;
+    int present;
+    pl_status *st = cpu_attr_find(node, name, PL_GRAPH_ATTR_INTS, &g, &present);
+    if (st == NULL && present)
+        g->attr_ints(node->graph, node->node_index, name, out_values, out_count);
+    return st;
+}
+
+/* ---- get_kernel ---------------------------------------------------------- */
+
+static const char *cpu_dtype_name(pl_dtype dt, char *buf, size_t size)
+{
+    static const struct {
+        pl_dtype dt;
+        const char *name;
+    } names[] = {
+        {{PL_TYPE_FLOAT, 32, 1}, "f32"}, {{PL_TYPE_FLOAT, 64, 1}, "f64"},
+        {{PL_TYPE_FLOAT, 16, 1}, "f16"}, {{PL_TYPE_BFLOAT, 16, 1}, "bf16"},
+        {{PL_TYPE_UINT, 8, 1}, "u8"},    {{PL_TYPE_INT, 8, 1}, "i8"},
+        {{PL_TYPE_INT, 32, 1}, "i32"},   {{PL_TYPE_INT, 64, 1}, "i64"},
+        {{PL_TYPE_BOOL, 8, 1}, "bool"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (PL_DTYPE_EQ(dt, names[i].dt))
+            return names[i].name;
+    if (dt.lanes == 0)
+        return "unknown";
+    snprintf(buf, size, "(code %u, %u bits, %u lanes)", dt.code, dt.bits, dt.lanes);
+    return buf;
+}
+
+/* True when input I of NODE is absent. An absent optional input and an
+ * input of unknown rank both have ndim -1; the view tells them apart. */
+static bool cpu_input_absent(const pl_node_desc *node, size_t i)
+{
+    if (node->inputs[i].ndim >= 0)
+        return false;
+    const pl_graph_api *g = cpu_host->graph;
+    if (node->graph != NULL && g != NULL && PL_ABI_HAS_FN(pl_graph_api, g, node_input))
+        return g->node_input(node->graph, node->node_index, i) < 0;
+    return true;
+}
+
+/* A fully known shape whose element count fits in size_t (and whose byte
+ * count does too). */
+static bool cpu_shape_known(const pl_tensor *t)
+{
+    if (t->ndim < 0 || t->ndim > CPU_MAX_RANK || (t->ndim > 0 && t->shape == NULL))
+        return false;
+    size_t n = sizeof(float);
+    for (int32_t d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0 || (uint64_t)t->shape[d] > SIZE_MAX)
+            return false;
+        if (__builtin_mul_overflow(n, (size_t)t->shape[d], &n))
+            return false;
+    }
+    return true;
+}
+
+/* The checks every kernel shares (see cpu_build_fn). */
+static pl_status *cpu_check_node(const cpu_op_entry *e, const pl_node_desc *node)
+{
+    const char *op = e->op;
+    char buf[64];
+    if (node->n_inputs < e->min_inputs || node->n_inputs > e->max_inputs ||
+        (node->n_inputs > 0 && node->inputs == NULL))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "%zu inputs (expected %zu to %zu)",
+                         node->n_inputs, e->min_inputs, e->max_inputs);
+    if (node->n_outputs != 1 || node->outputs == NULL)
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "%zu outputs (only 1 is supported)",
+                         node->n_outputs);
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        bool is_float = i < 31 ? (e->float_inputs >> i) & 1u : e->float_inputs >> 31;
+        if (i >= e->min_inputs && cpu_input_absent(node, i))
+            continue;
+        if (is_float && !PL_DTYPE_EQ(node->inputs[i].dtype, PL_DTYPE_F32))
+            return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype %s",
+                             cpu_dtype_name(node->inputs[i].dtype, buf, sizeof buf));
+    }
+    if (!PL_DTYPE_EQ(node->outputs[0].dtype, PL_DTYPE_F32))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype %s",
+                         cpu_dtype_name(node->outputs[0].dtype, buf, sizeof buf));
+    /* The output first: it is unknown whenever an input is, and says so
+     * in the terms of the node. */
+    if (!cpu_shape_known(&node->outputs[0]))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "output shape not fully known");
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        if (i >= e->min_inputs && cpu_input_absent(node, i))
+            continue;
+        if (!cpu_shape_known(&node->inputs[i]))
+            return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu shape not fully known", i);
+    }
+    return NULL;
+}
+
+pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *node,
+                          pl_kernel **out_kernel, size_t *out_workspace_bytes)
+{
+    if (out_kernel != NULL)
+        *out_kernel = NULL;
+    if (out_workspace_bytes != NULL)
+        *out_workspace_bytes = 0;
+    if (device != 0)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: no device %d (the cpu module has device 0 only)",
+                                       device);
+    if (node == NULL || out_kernel == NULL || out_workspace_bytes == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: get_kernel without a node or output pointers");
+    if (!PL_ABI_HAS_FIELD(pl_node_desc, node, outputs) || node->op == NULL)
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: get_kernel with a node description of %u bytes "
+                                       "(ABI 1.0 has %zu) or without an op",
+                                       node->header.struct_size, sizeof(pl_node_desc));
+    const char *domain = node->domain != NULL ? node->domain : "";
+    if (domain[0] != '\0')
+        return cpu_host->status_create(PL_CODE_UNSUPPORTED,
+                                       "cpu: no kernel for op '%s' of domain '%s'", node->op,
+                                       domain);
+    const cpu_op_entry *e = cpu_find_op(node->op);
+    if (e == NULL)
+        return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet",
+                                       node->op);
+    pl_status *st = cpu_check_node(e, node);
+    if (st != NULL)
+        return st;
+    return e->build(ctx, node, out_kernel);
+}
+
+/* ---- kernel_run ---------------------------------------------------------- */
+
+static bool cpu_tensor_empty(const pl_tensor *t)
+{
+    if (t->shape == NULL)
+        return false;
+    for (int32_t d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0)
+            return true;
+    return false;
+}
+
+pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args)
+{
+    if (kernel == NULL || args == NULL || !PL_ABI_HAS_FIELD(pl_run_args, args, requests))
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                       "cpu: kernel_run without a kernel or arguments");
+    const char *op = kernel->op;
+    if (args->n_outputs != 1 || args->outputs == NULL || args->requests == NULL)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "kernel_run with %zu outputs%s (expected 1 and its request)",
+                         args->n_outputs, args->requests == NULL ? " and no requests" : "");
+    pl_output_request req = args->requests[0];
+    if (req == PL_REQ_NULL)
+        return NULL;
+    if (req != PL_REQ_WRITE && req != PL_REQ_INPLACE && req != PL_REQ_ADD_TO)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "unknown output request %d", (int)req);
+    if (req == PL_REQ_INPLACE && !kernel->inplace_ok)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "in-place output requested, but this op writes no output in place");
+    const pl_tensor *out = &args->outputs[0];
+    if (out->ndim < 0 || (out->ndim > 0 && out->shape == NULL) ||
+        cpu_elements(out->shape, out->ndim) != kernel->out_elements)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "output of the run does not have the %zu elements of the kernel",
+                         kernel->out_elements);
+    if (kernel->out_elements == 0)
+        return NULL;
+    if (args->n_inputs < kernel->n_reads || args->inputs == NULL)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "kernel_run with %zu inputs (expected %zu)",
+                         args->n_inputs, kernel->n_reads);
+    for (size_t i = 0; i < kernel->n_reads; i++)
+        if (args->inputs[i].data == NULL && !cpu_tensor_empty(&args->inputs[i]))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "input %zu has no data", i);
+    if (out->data == NULL)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output has no data");
+    float *data = (float *)(void *)((char *)out->data + out->byte_offset);
+    return kernel->run(ctx, kernel, args, data, req);
+}
+
+void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
+{
+    if (ctx != NULL && kernel != NULL)
+        cpu_host->host_free(ctx->host_ctx, kernel);
+}

@@ -1,0 +1,304 @@
+/* matmul.c — the cpu module's GEMM kernels, MatMul and Gemm, on OpenBLAS's
+ * cblas_sgemm.
+ *
+ * OpenBLAS runs single-threaded (init sets it), so the parallelism is the
+ * host's: a run is cut into tasks, each one matrix of the batch or a block
+ * of its rows, and the tasks go to host->parallel_for; each task calls
+ * cblas_sgemm on its block. Blocks are made only as fine as the thread
+ * count needs, since OpenBLAS is most efficient on big blocks.
+ *
+ * MatMul follows numpy.matmul: 1-D operands get a dim of 1 (prepended for
+ * A, appended for B) that the output then lacks, and batch dims broadcast.
+ * When B is the same matrix for every batch entry and A's batch is dense,
+ * the batch folds into the rows: one GEMM of batch*M rows. Gemm is ONNX's:
+ * alpha*op(A)*op(B) + beta*C, C broadcast to [M,N]. PL_REQ_ADD_TO uses
+ * sgemm's beta = 1 on the output. */
+#include <string.h>
+
+#include <cblas.h>
+
+#include "cpu_kernel.h"
+
+/* A run below this many multiply-adds stays on the calling thread. */
+#define CPU_GEMM_SERIAL_MACS (64 * 64 * 64)
+/* Row blocks are at least this tall. */
+#define CPU_GEMM_MIN_ROWS 16
+
+typedef struct cpu_gemm_kernel {
+    pl_kernel base;
+    int64_t m, n, k;        /* per batch entry (after folding) */
+    int trans_a, trans_b;   /* Gemm only */
+    float alpha, beta;      /* beta: Gemm's coefficient of C */
+    int has_c;              /* Gemm: C is present and beta != 0 */
+    int64_t c_row_stride;   /* Gemm: C's strides over [M,N] (0: broadcast) */
+    int64_t c_col_stride;
+    int64_t rows_per_task;  /* row block of one task */
+    int64_t blocks;         /* row blocks per batch entry */
+    int64_t batch;          /* batch entries */
+    int batch_ndim;         /* batch dims, size-1 dims dropped */
+    int64_t batch_dims[CPU_MAX_RANK];
+    int64_t a_batch_stride[CPU_MAX_RANK]; /* in elements, 0: broadcast */
+    int64_t b_batch_stride[CPU_MAX_RANK];
+} cpu_gemm_kernel;
+
+typedef struct cpu_gemm_call {
+    const cpu_gemm_kernel *k;
+    const float *a;
+    const float *b;
+    const float *c;
+    float *out;
+    int add;
+} cpu_gemm_call;
+
+/* Splits each of the BATCH matrices' M rows into blocks so that there are
+ * about as many tasks as threads (none when the work is small). */
+static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
+{
+    int threads = cpu_host->thread_count(ctx->host_ctx);
+    double macs = (double)k->batch * (double)k->m * (double)k->n * (double)k->k;
+    int64_t blocks = 1;
+    if (threads > 1 && macs >= CPU_GEMM_SERIAL_MACS && k->batch < threads) {
+        blocks = (threads + k->batch - 1) / k->batch;
+        int64_t max_blocks = k->m / CPU_GEMM_MIN_ROWS;
+        if (blocks > max_blocks)
+            blocks = max_blocks > 1 ? max_blocks : 1;
+    }
+    k->blocks = blocks;
+    k->rows_per_task = k->m > 0 ? (k->m + blocks - 1) / blocks : 1;
+}
+
+/* Tasks [begin, end): task t is row block t % blocks of batch entry
+ * t / blocks. */
+static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const cpu_gemm_call *c = arg;
+    const cpu_gemm_kernel *k = c->k;
+    const int64_t m = k->m, n = k->n, kk = k->k;
+    for (size_t t = begin; t < end; t++) {
+        int64_t entry = (int64_t)t / k->blocks;
+        int64_t row0 = ((int64_t)t % k->blocks) * k->rows_per_task;
+        int64_t rows = m - row0 < k->rows_per_task ? m - row0 : k->rows_per_task;
+        if (rows <= 0)
+            continue;
+        int64_t off_a = 0, off_b = 0, rest = entry;
+        for (int d = k->batch_ndim - 1; d >= 0; d--) {
+            int64_t i = rest % k->batch_dims[d];
+            rest /= k->batch_dims[d];
+            off_a += i * k->a_batch_stride[d];
+            off_b += i * k->b_batch_stride[d];
+        }
+        float *out = c->out + (entry * m + row0) * n;
+        float beta_out = c->add ? 1.0f : 0.0f;
+        if (k->has_c) {
+            /* out (+)= beta*C for these rows, then sgemm accumulates. */
+            for (int64_t r = 0; r < rows; r++) {
+                const float *crow = c->c + (row0 + r) * k->c_row_stride;
+                float *orow = out + r * n;
+                const int64_t cs = k->c_col_stride;
+                const float beta = k->beta;
+                if (c->add)
+                    for (int64_t j = 0; j < n; j++)
+                        orow[j] += beta * crow[j * cs];
+                else
+                    for (int64_t j = 0; j < n; j++)
+                        orow[j] = beta * crow[j * cs];
+            }
+            beta_out = 1.0f;
+        }
+        if (kk == 0) {
+            /* An empty sum: only C (or nothing) reaches the output. */
+            if (beta_out == 0.0f)
+                memset(out, 0, (size_t)(rows * n) * sizeof(float));
+            continue;
+        }
+        /* Row block of op(A): rows of A, or columns of a transposed A. */
+        const float *a = c->a + off_a + (k->trans_a ? row0 : row0 * kk);
+        const int lda = (int)(k->trans_a ? m : kk);
+        const int ldb = (int)(k->trans_b ? kk : n);
+        cblas_sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
+                    k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
+                    k->alpha, a, lda, c->b + off_b, ldb, beta_out, out, (int)n);
+    }
+}
+
+static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
+                               const pl_run_args *args, float *out, pl_output_request req)
+{
+    const cpu_gemm_kernel *k = (const cpu_gemm_kernel *)kernel;
+    cpu_gemm_call c = {.k = k,
+                       .a = cpu_in(args, 0),
+                       .b = cpu_in(args, 1),
+                       .c = k->has_c ? cpu_in(args, 2) : NULL,
+                       .out = out,
+                       .add = req == PL_REQ_ADD_TO};
+    size_t tasks = (size_t)(k->batch * k->blocks);
+    cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk, &c);
+    return NULL;
+}
+
+/* OpenBLAS takes int sizes and leading dimensions. */
+static bool cpu_gemm_fits_int(int64_t m, int64_t n, int64_t k)
+{
+    return m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX;
+}
+
+/* ---- MatMul -------------------------------------------------------------- */
+
+pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *a = &node->inputs[0], *b = &node->inputs[1], *o = &node->outputs[0];
+    char ta[128], tb[128], to[128];
+    if (a->ndim < 1 || b->ndim < 1)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "operands %s and %s: MatMul needs rank 1 or more",
+                         cpu_dims_text(a->shape, a->ndim, ta, sizeof ta),
+                         cpu_dims_text(b->shape, b->ndim, tb, sizeof tb));
+    /* numpy.matmul's promotion of 1-D operands. */
+    int64_t m = a->ndim == 1 ? 1 : a->shape[a->ndim - 2];
+    int64_t ka = a->shape[a->ndim - 1];
+    int64_t kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
+    int64_t n = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
+    int ra = a->ndim > 2 ? a->ndim - 2 : 0, rb = b->ndim > 2 ? b->ndim - 2 : 0;
+    int rbatch = ra > rb ? ra : rb;
+    /* The output: batch dims, then M unless A was 1-D, N unless B was. */
+    int64_t want[CPU_MAX_RANK + 2];
+    int r_out = 0;
+    bool ok = ka == kb;
+    for (int d = 0; d < rbatch && ok; d++) {
+        int da = d - (rbatch - ra), db = d - (rbatch - rb);
+        int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+        ok = x == y || x == 1 || y == 1;
+        want[r_out++] = x == 1 ? y : x;
+    }
+    if (a->ndim > 1)
+        want[r_out++] = m;
+    if (b->ndim > 1)
+        want[r_out++] = n;
+    ok = ok && r_out == o->ndim &&
+         (r_out == 0 || memcmp(want, o->shape, (size_t)r_out * sizeof(int64_t)) == 0);
+    if (!ok)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "operands %s and %s do not multiply to the output's %s",
+                         cpu_dims_text(a->shape, a->ndim, ta, sizeof ta),
+                         cpu_dims_text(b->shape, b->ndim, tb, sizeof tb),
+                         cpu_dims_text(o->shape, o->ndim, to, sizeof to));
+    if (!cpu_gemm_fits_int(m, n, ka))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "matrices beyond OpenBLAS's int sizes");
+
+    cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op,
+                                                             cpu_gemm_run);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->base.n_reads = 2;
+    k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    k->m = m;
+    k->n = n;
+    k->k = ka;
+    k->alpha = 1.0f;
+    k->batch = 1;
+    /* Batch strides in elements: a matrix of A is m*k, of B k*n. */
+    int64_t step_a = m * ka, step_b = ka * n;
+    bool a_dense = true, b_shared = true;
+    int64_t dims[CPU_MAX_RANK], sa[CPU_MAX_RANK], sb[CPU_MAX_RANK];
+    for (int d = rbatch - 1; d >= 0; d--) {
+        int da = d - (rbatch - ra), db = d - (rbatch - rb);
+        int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+        dims[d] = want[d];
+        sa[d] = x == 1 ? 0 : step_a;
+        sb[d] = y == 1 ? 0 : step_b;
+        step_a *= x;
+        step_b *= y;
+        if (x != want[d])
+            a_dense = false;
+        if (y != 1)
+            b_shared = false;
+    }
+    for (int d = 0; d < rbatch; d++) {
+        if (dims[d] == 1)
+            continue;
+        k->batch_dims[k->batch_ndim] = dims[d];
+        k->a_batch_stride[k->batch_ndim] = sa[d];
+        k->b_batch_stride[k->batch_ndim] = sb[d];
+        k->batch_ndim++;
+        k->batch *= dims[d];
+    }
+    if (a_dense && b_shared && k->batch > 1 && k->batch * m <= INT32_MAX) {
+        k->m = k->batch * m;
+        k->batch = 1;
+        k->batch_ndim = 0;
+    }
+    cpu_gemm_plan_tasks(ctx, k);
+    *out_kernel = &k->base;
+    return NULL;
+}
+
+/* ---- Gemm ---------------------------------------------------------------- */
+
+pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *a = &node->inputs[0], *b = &node->inputs[1], *o = &node->outputs[0];
+    const pl_tensor *c = node->n_inputs > 2 && node->inputs[2].ndim >= 0 ? &node->inputs[2] : NULL;
+    int64_t trans_a, trans_b;
+    double alpha, beta;
+    pl_status *st = cpu_attr_int(node, "transA", 0, &trans_a);
+    if (st == NULL)
+        st = cpu_attr_int(node, "transB", 0, &trans_b);
+    if (st == NULL)
+        st = cpu_attr_float(node, "alpha", 1.0, &alpha);
+    if (st == NULL)
+        st = cpu_attr_float(node, "beta", 1.0, &beta);
+    if (st != NULL)
+        return st;
+    char ta[128], tb[128], tc[128], to[128];
+    if (a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "operands %s and %s and output %s: Gemm needs matrices",
+                         cpu_dims_text(a->shape, a->ndim, ta, sizeof ta),
+                         cpu_dims_text(b->shape, b->ndim, tb, sizeof tb),
+                         cpu_dims_text(o->shape, o->ndim, to, sizeof to));
+    int64_t m = trans_a ? a->shape[1] : a->shape[0], ka = trans_a ? a->shape[0] : a->shape[1];
+    int64_t kb = trans_b ? b->shape[1] : b->shape[0], n = trans_b ? b->shape[0] : b->shape[1];
+    if (ka != kb || o->shape[0] != m || o->shape[1] != n)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "operands %s and %s (transA %lld, transB %lld) do not multiply to "
+                         "the output's %s",
+                         cpu_dims_text(a->shape, a->ndim, ta, sizeof ta),
+                         cpu_dims_text(b->shape, b->ndim, tb, sizeof tb), (long long)trans_a,
+                         (long long)trans_b, cpu_dims_text(o->shape, o->ndim, to, sizeof to));
+    /* C broadcasts one way, to [M,N]. */
+    int64_t c_rows = 1, c_cols = 1;
+    if (c != NULL) {
+        if (c->ndim > 2 || (c->ndim == 2 && (c->shape[0] != 1 && c->shape[0] != m)) ||
+            (c->ndim >= 1 && c->shape[c->ndim - 1] != 1 && c->shape[c->ndim - 1] != n))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "C %s does not broadcast to [%lld,%lld]",
+                             cpu_dims_text(c->shape, c->ndim, tc, sizeof tc), (long long)m,
+                             (long long)n);
+        c_rows = c->ndim == 2 ? c->shape[0] : 1;
+        c_cols = c->ndim >= 1 ? c->shape[c->ndim - 1] : 1;
+    }
+    if (!cpu_gemm_fits_int(m, n, ka))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "matrices beyond OpenBLAS's int sizes");
+
+    cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op,
+                                                             cpu_gemm_run);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->m = m;
+    k->n = n;
+    k->k = ka;
+    k->trans_a = trans_a != 0;
+    k->trans_b = trans_b != 0;
+    k->alpha = (float)alpha;
+    k->beta = (float)beta;
+    k->has_c = c != NULL && beta != 0.0;
+    k->c_row_stride = c_rows == 1 ? 0 : c_cols;
+    k->c_col_stride = c_cols == 1 ? 0 : 1;
+    k->batch = 1;
+    k->base.n_reads = k->has_c ? 3 : 2;
+    k->base.out_elements = (size_t)(m * n);
+    cpu_gemm_plan_tasks(ctx, k);
+    *out_kernel = &k->base;
+    return NULL;
+}

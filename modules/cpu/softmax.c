@@ -1,0 +1,176 @@
+/* softmax.c — the cpu module's Softmax kernel.
+ *
+ * The input is seen as [outer, L, inner], L being the reduced extent: from
+ * opset 13 the one dim `axis` (default -1), before it every dim from `axis`
+ * on (default 1) with inner = 1. Each slice is max-shifted for stability.
+ * When inner is 1 the rows are contiguous and each is three simple loops;
+ * otherwise a task handles a tile of up to CPU_SOFTMAX_TILE inner positions
+ * at once, so that every pass reads memory in order. The passes read an
+ * element before writing it, so an output aliasing the input (in place)
+ * is safe; PL_REQ_ADD_TO recomputes the exponentials in its last pass
+ * instead of storing them in the output. */
+#include <math.h>
+
+#include "cpu_kernel.h"
+
+#define CPU_SOFTMAX_TILE 64
+/* Elements per parallel_for chunk, at least. */
+#define CPU_SOFTMAX_GRAIN_ELEMENTS 16384
+
+typedef struct cpu_softmax_kernel {
+    pl_kernel base;
+    int64_t outer, len, inner;
+    int64_t tiles;          /* tiles of the inner extent per outer index */
+} cpu_softmax_kernel;
+
+typedef struct cpu_softmax_call {
+    const cpu_softmax_kernel *k;
+    const float *x;
+    float *y;
+    int add;
+} cpu_softmax_call;
+
+static void cpu_softmax_row(const float *x, float *y, int64_t len, int add)
+{
+    float max = x[0];
+    for (int64_t i = 1; i < len; i++)
+        max = x[i] > max ? x[i] : max;
+    float sum = 0.0f;
+    if (add) {
+        for (int64_t i = 0; i < len; i++)
+            sum += expf(x[i] - max);
+        const float inv = 1.0f / sum;
+        for (int64_t i = 0; i < len; i++)
+            y[i] += expf(x[i] - max) * inv;
+    } else {
+        for (int64_t i = 0; i < len; i++) {
+            float e = expf(x[i] - max);
+            y[i] = e;
+            sum += e;
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t i = 0; i < len; i++)
+            y[i] *= inv;
+    }
+}
+
+/* W (<= CPU_SOFTMAX_TILE) neighbouring inner positions of one [L, inner]
+ * slice, X and Y pointing at the first of them. */
+static void cpu_softmax_tile(const float *x, float *y, int64_t len, int64_t inner, int w, int add)
+{
+    float max[CPU_SOFTMAX_TILE], sum[CPU_SOFTMAX_TILE];
+    for (int t = 0; t < w; t++) {
+        max[t] = x[t];
+        sum[t] = 0.0f;
+    }
+    for (int64_t i = 1; i < len; i++) {
+        const float *xr = x + i * inner;
+        for (int t = 0; t < w; t++)
+            max[t] = xr[t] > max[t] ? xr[t] : max[t];
+    }
+    for (int64_t i = 0; i < len; i++) {
+        const float *xr = x + i * inner;
+        float *yr = y + i * inner;
+        if (add) {
+            for (int t = 0; t < w; t++)
+                sum[t] += expf(xr[t] - max[t]);
+        } else {
+            for (int t = 0; t < w; t++) {
+                float e = expf(xr[t] - max[t]);
+                yr[t] = e;
+                sum[t] += e;
+            }
+        }
+    }
+    for (int t = 0; t < w; t++)
+        sum[t] = 1.0f / sum[t];
+    for (int64_t i = 0; i < len; i++) {
+        const float *xr = x + i * inner;
+        float *yr = y + i * inner;
+        if (add)
+            for (int t = 0; t < w; t++)
+                yr[t] += expf(xr[t] - max[t]) * sum[t];
+        else
+            for (int t = 0; t < w; t++)
+                yr[t] *= sum[t];
+    }
+}
+
+/* Tasks [begin, end): task t is tile t % tiles of outer index t / tiles. */
+static void cpu_softmax_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const cpu_softmax_call *c = arg;
+    const cpu_softmax_kernel *k = c->k;
+    for (size_t t = begin; t < end; t++) {
+        int64_t o = (int64_t)t / k->tiles, j0 = ((int64_t)t % k->tiles) * CPU_SOFTMAX_TILE;
+        int64_t base = o * k->len * k->inner + j0;
+        if (k->inner == 1) {
+            cpu_softmax_row(c->x + base, c->y + base, k->len, c->add);
+        } else {
+            int64_t w = k->inner - j0 < CPU_SOFTMAX_TILE ? k->inner - j0 : CPU_SOFTMAX_TILE;
+            cpu_softmax_tile(c->x + base, c->y + base, k->len, k->inner, (int)w, c->add);
+        }
+    }
+}
+
+static pl_status *cpu_softmax_run(pl_module_ctx *ctx, const pl_kernel *kernel,
+                                  const pl_run_args *args, float *out, pl_output_request req)
+{
+    const cpu_softmax_kernel *k = (const cpu_softmax_kernel *)kernel;
+    cpu_softmax_call c = {.k = k, .x = cpu_in(args, 0), .y = out, .add = req == PL_REQ_ADD_TO};
+    size_t tasks = (size_t)(k->outer * k->tiles);
+    int64_t per_task = k->len * (k->inner < CPU_SOFTMAX_TILE ? k->inner : CPU_SOFTMAX_TILE);
+    size_t grain = per_task >= CPU_SOFTMAX_GRAIN_ELEMENTS
+                       ? 1
+                       : (size_t)(CPU_SOFTMAX_GRAIN_ELEMENTS / per_task);
+    cpu_host->parallel_for(ctx->host_ctx, tasks, grain, cpu_softmax_chunk, &c);
+    return NULL;
+}
+
+pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    int64_t opset = PL_ABI_HAS_FIELD(pl_node_desc, node, opset_version) && node->opset_version > 0
+                        ? node->opset_version
+                        : 13;
+    int64_t axis;
+    pl_status *st = cpu_attr_int(node, "axis", opset >= 13 ? -1 : 1, &axis);
+    if (st != NULL)
+        return st;
+    int32_t r = x->ndim;
+    char tx[128], to[128];
+    if (r != o->ndim || cpu_elements(x->shape, r) != cpu_elements(o->shape, o->ndim))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %s and output %s differ",
+                         cpu_dims_text(x->shape, r, tx, sizeof tx),
+                         cpu_dims_text(o->shape, o->ndim, to, sizeof to));
+    /* A scalar is a softmax over one element. */
+    int64_t norm = axis < 0 ? axis + (r > 0 ? r : 1) : axis;
+    if (norm < 0 || norm >= (r > 0 ? r : 1))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "axis %lld out of range for rank %d",
+                         (long long)axis, (int)r);
+    cpu_softmax_kernel *k = (cpu_softmax_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op,
+                                                                   cpu_softmax_run);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->outer = 1;
+    k->len = 1;
+    k->inner = 1;
+    for (int32_t d = 0; d < r; d++) {
+        if (d < norm)
+            k->outer *= x->shape[d];
+        else if (d == norm || opset < 13)
+            k->len *= x->shape[d];
+        else
+            k->inner *= x->shape[d];
+    }
+    k->tiles = (k->inner + CPU_SOFTMAX_TILE - 1) / CPU_SOFTMAX_TILE;
+    k->base.n_reads = 1;
+    k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    k->base.inplace_ok = true;
+    /* A zero-size slice leaves the output empty (out_elements 0). */
+    if (k->len == 0 || k->inner == 0)
+        k->tiles = 0;
+    *out_kernel = &k->base;
+    return NULL;
+}
