@@ -492,16 +492,6 @@ pl_kernel *pl_partition_kernel(const pl_partition *p, pl_nid n,
     return p->kernel[k];
 }
 
-pl_kernel *pl_partition_take_kernel(pl_partition *p, pl_nid n)
-{
-    if (n >= p->nn || p->assign[n] < 0)
-        return NULL;
-    size_t k = (size_t)n * p->nb + (size_t)p->assign[n];
-    pl_kernel *kernel = p->kernel[k];
-    p->kernel[k] = NULL;
-    return kernel;
-}
-
 const char *pl_partition_reason(const pl_partition *p, pl_nid n, size_t b)
 {
     if (n >= p->nn || b >= p->nb)

@@ -64,12 +64,10 @@ int32_t pl_partition_node_backend(const pl_partition *p, pl_nid n);
 int32_t pl_partition_node_cluster(const pl_partition *p, pl_nid n);
 size_t pl_partition_cluster_count(const pl_partition *p);
 const pl_part_cluster *pl_partition_cluster(const pl_partition *p, size_t c);
-/* The kernel an imperative backend made for node N (the partition keeps
- * ownership until pl_partition_take_kernel), and its workspace bytes. */
+/* The kernel an imperative backend made for node N, and its workspace
+ * bytes. The partition owns it (and releases it when destroyed). */
 pl_kernel *pl_partition_kernel(const pl_partition *p, pl_nid n,
                                size_t *out_workspace);
-/* Hands the kernel of node N to the caller (it releases it later). */
-pl_kernel *pl_partition_take_kernel(pl_partition *p, pl_nid n);
 /* The refusal reason of backend B for node N, or NULL. */
 const char *pl_partition_reason(const pl_partition *p, pl_nid n, size_t b);
 

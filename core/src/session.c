@@ -79,7 +79,7 @@ typedef struct pl_step {
     int32_t backend;             /* partition backend, -1 for copies */
     pl_module *module;           /* kernel/subgraph: the module */
     pl_nid node;                 /* kernel */
-    pl_kernel *kernel;
+    pl_kernel *kernel;           /* borrowed from the partition */
     size_t cluster;              /* subgraph */
     pl_graph_view *view;
     pl_compiled *compiled;
@@ -186,8 +186,6 @@ static void pl_sess_clear_steps(pl_session *s)
 {
     for (size_t i = 0; i < s->n_steps; i++) {
         pl_step *st = &s->steps[i];
-        if (st->kind == PL_STEP_KERNEL && st->kernel != NULL)
-            st->module->api.kernel_release(st->module->ctx, st->kernel);
         if (st->kind == PL_STEP_SUBGRAPH && st->compiled != NULL)
             st->module->api.release(st->module->ctx, st->compiled);
         if (st->compiled_var != NULL)
@@ -540,13 +538,24 @@ static pl_status *pl_sess_build_steps(pl_session *s)
             if (st != NULL)
                 break;
             const pl_graph_api *api = &pl_graph_view_table;
-            size_t idx;
-            st = pl_sess_new_step(s, PL_STEP_SUBGRAPH, dev, api->input_count(view),
-                                  api->output_count(view), &idx);
+            /* Inputs first: their copies must run before this step. */
+            size_t n_in = api->input_count(view);
+            int32_t *ins = pl_malloc((n_in ? n_in : 1) * sizeof *ins);
+            if (ins == NULL)
+                st = pl_sess_oom();
+            for (size_t i = 0; st == NULL && i < n_in; i++)
+                st = pl_sess_value_on(s, (pl_tid)api->input(view, i), dev, &ins[i]);
+            size_t idx = 0;
+            if (st == NULL)
+                st = pl_sess_new_step(s, PL_STEP_SUBGRAPH, dev, n_in,
+                                      api->output_count(view), &idx);
             if (st != NULL) {
+                pl_free(ins);
                 pl_graph_view_destroy(view);
                 break;
             }
+            memcpy(s->steps[idx].in, ins, n_in * sizeof *ins);
+            pl_free(ins);
             pl_step *step = &s->steps[idx];
             step->view = view;
             step->cluster = u;
@@ -557,12 +566,6 @@ static pl_status *pl_sess_build_steps(pl_session *s)
                                     pl_graph_get_node(g, cl->nodes[0])->name);
             if (step->name == NULL)
                 st = pl_sess_oom();
-            for (size_t i = 0; st == NULL && i < step->n_in; i++) {
-                int32_t v;
-                st = pl_sess_value_on(s, (pl_tid)api->input(view, i), dev, &v);
-                if (st == NULL)
-                    s->steps[idx].in[i] = v;
-            }
             for (size_t o = 0; st == NULL && o < s->steps[idx].n_out; o++)
                 st = pl_sess_bind_output(s, idx, o, (pl_tid)api->output(view, o), dev);
         } else {
@@ -571,32 +574,38 @@ static pl_status *pl_sess_build_steps(pl_session *s)
             int32_t b = pl_partition_node_backend(s->part, n);
             const pl_part_backend *be = pl_partition_backend(s->part, (size_t)b);
             int32_t dev = pl_sess_device_of(s, be);
-            size_t idx;
-            st = pl_sess_new_step(s, PL_STEP_KERNEL, dev, node->n_inputs,
-                                  node->n_outputs, &idx);
-            if (st != NULL)
+            int32_t *ins = pl_malloc((node->n_inputs ? node->n_inputs : 1) * sizeof *ins);
+            if (ins == NULL)
+                st = pl_sess_oom();
+            for (size_t i = 0; st == NULL && i < node->n_inputs; i++) {
+                ins[i] = -1;
+                if (node->inputs[i] != PL_TID_NONE)
+                    st = pl_sess_value_on(s, node->inputs[i], dev, &ins[i]);
+            }
+            size_t idx = 0;
+            if (st == NULL)
+                st = pl_sess_new_step(s, PL_STEP_KERNEL, dev, node->n_inputs,
+                                      node->n_outputs, &idx);
+            if (st != NULL) {
+                pl_free(ins);
                 break;
+            }
+            memcpy(s->steps[idx].in, ins, node->n_inputs * sizeof *ins);
+            pl_free(ins);
             pl_step *step = &s->steps[idx];
             step->node = n;
             step->backend = b;
             step->module = be->module;
             size_t ws = 0;
-            pl_partition_kernel(s->part, n, &ws);
-            step->kernel = pl_partition_take_kernel(s->part, n);
+            /* Borrowed: the partition owns kernels until it is destroyed,
+             * so a rebuild after a failed compile finds them again. */
+            step->kernel = pl_partition_kernel(s->part, n, &ws);
             step->name = pl_strdupf("%s (%s, %s)", node->name, node->op, be->module->name);
             step->requests = pl_malloc((node->n_outputs ? node->n_outputs : 1) *
                                        sizeof *step->requests);
             if (step->name == NULL || step->requests == NULL) {
                 st = pl_sess_oom();
                 break;
-            }
-            for (size_t i = 0; st == NULL && i < node->n_inputs; i++) {
-                if (node->inputs[i] == PL_TID_NONE)
-                    continue;
-                int32_t v;
-                st = pl_sess_value_on(s, node->inputs[i], dev, &v);
-                if (st == NULL)
-                    s->steps[idx].in[i] = v;
             }
             for (size_t o = 0; st == NULL && o < node->n_outputs; o++) {
                 s->steps[idx].requests[o] = node->outputs[o] == PL_TID_NONE

@@ -1,93 +1,68 @@
 /* example_acc: a simulated accelerator written only against sdk/, and the
- * template a vendor copies to start a module. It shows the parts every
- * accelerator module has: the identity note and the entry point, one instance
- * per runtime, configuration keys from backend.ini, devices, and device
- * memory that the core handles only through opaque handles. Its "devices"
- * are host memory behind a handle, with a capacity, a guard pattern and
- * strict checks, so the core's copies and memory plan are exercised as if a
- * real device were there.
+ * template a vendor copies to start a module.
  *
- * Symbolic mode (supported_nodes, compile, run) needs the read-only graph
- * view of the host table. ABI 1.0 reserves that table without functions, so
- * for now this module honestly refuses every graph; compile and run arrive
- * with the graph view. */
+ * The parts, in the order a vendor meets them:
+ *
+ *   example_acc.c (this file)
+ *     - identity note and entry point: what the loader reads and calls;
+ *     - life: one instance per runtime (init / shutdown);
+ *     - devices and configure: the backend.ini keys `devices`,
+ *       `max_nodes_per_subgraph`, `fail_compile` and `latency_us`;
+ *     - memory: the device's own memory space. The core holds only opaque
+ *       handles — an id with a tag in the low bits, not an address — and
+ *       touches the bytes only through the copy functions. Every buffer sits
+ *       between guard zones that are checked on each copy, free and
+ *       release_all, and new buffers are filled with the guard byte, so a
+ *       test can tell when someone reads memory nobody wrote.
+ *
+ *   example_acc_program.c
+ *     - symbolic mode: supported_nodes (MatMul, Gemm, Add, Sub, Mul, Relu on
+ *       f32 with known shapes), compile (the subgraph becomes a list of
+ *       instructions over tensors kept in a private 8x8-tiled layout, its
+ *       weights tiled once and stored in device memory), run, and
+ *       export/import of the compiled program as a versioned binary blob.
+ *
+ * The "device" computes on host memory behind the handles, so the core's
+ * copies, memory plan and partitioning are exercised as if real hardware
+ * were there. A real module would call its driver where this one calls
+ * host_alloc and memcpy. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "example_acc.h"
+
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#include <plinth/module.h>
-
-#define XACC_NAME "example_acc"
-#define XACC_VERSION "0.1.0"
 
 /* The identity the loader reads from the file before it runs any code. The
  * name must equal the table's name and the backend.ini section. */
 PL_MODULE_IDENTITY(XACC_NAME, XACC_VERSION);
 
-#define XACC_MAX_DEVICES 64
-#define XACC_CAPACITY ((uint64_t)256 << 20) /* simulated memory per device */
-#define XACC_ALIGN 64                        /* default buffer alignment */
-#define XACC_GUARD 0xA5                      /* fills every new buffer */
-#define XACC_MAGIC 0x43434158u               /* "XACC", a live buffer */
-#define XACC_MAGIC_FREED 0x44454546u         /* "FEED", a freed one */
-#define XACC_NODE_NAME_MAX 256               /* fail_compile, NUL included */
+#define XACC_ALIGN 64          /* default buffer alignment */
+#define XACC_MAX_ALIGN 65536   /* the largest alignment mem_alloc honours */
+#define XACC_GUARD 0xA5        /* guard zones and fresh contents */
+#define XACC_HANDLE_TAG 0xAu   /* low four bits of every handle */
 
-/* The host table handed to pl_module_entry: one static table of the core,
- * valid until the module is unloaded, shared by every instance. */
-static const pl_host_api *xacc_host;
-
-/* One buffer of simulated device memory. A pointer to it is the handle the
- * core holds; the core never dereferences it. */
-struct xacc_buffer {
-    uint32_t magic;           /* XACC_MAGIC while allocated */
-    int device;               /* the device it was allocated on */
-    size_t size;              /* bytes the caller asked for */
-    unsigned char *bytes;     /* the contents, in the same allocation */
-    struct xacc_buffer *prev; /* the instance's list of live buffers */
-    struct xacc_buffer *next;
-};
-
-/* The backend.ini keys this module accepts, with their current values. */
-struct xacc_settings {
-    int devices;                             /* `devices`, 1..64 */
-    long long max_nodes_per_subgraph;        /* >= 1; steers supported_nodes */
-    long long latency_us;                    /* >= 0; added to every transfer */
-    char fail_compile[XACC_NODE_NAME_MAX];   /* compile fails on this node */
-};
-
-/* One runtime's instance, made by init and freed by shutdown. Memory calls
- * may come from several threads at once; `lock` guards the buffer list and
- * the byte counts, and the settings while configure replaces them (the core
- * serialises configure calls, but memory calls may run meanwhile). */
-struct pl_module_ctx {
-    pl_host_ctx *host_ctx;
-    struct xacc_settings settings;
-    pthread_mutex_t lock;
-    struct xacc_buffer *buffers;
-    uint64_t used_bytes[XACC_MAX_DEVICES];
-};
-
-static pl_status *xacc_check_device(pl_module_ctx *ctx, int device)
-{
-    if (device < 0 || device >= ctx->settings.devices)
-        return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "example_acc: no device %d (it has %d; see `devices`)",
-                                        device, ctx->settings.devices);
-    return NULL;
-}
+const pl_host_api *xacc_host;
 
 /* ---- life ------------------------------------------------------------- */
 
+/* Creates this runtime's instance. A real module would open its driver here
+ * and return PL_CODE_NO_DEVICE with the reason when it finds no hardware. */
 static pl_status *xacc_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
 {
     if (out_ctx == NULL)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: init without out_ctx");
     *out_ctx = NULL;
+    /* Symbolic mode reads graphs through the host's graph view; an older
+     * core without it cannot use this module. */
+    const pl_graph_api *g = xacc_host->graph;
+    if (!PL_ABI_HAS_FN(pl_graph_api, g, output) || !PL_ABI_HAS_FN(pl_graph_api, g, tensor_constant))
+        return xacc_host->status_create(PL_CODE_INCOMPATIBLE,
+                                        "example_acc: the core offers no graph view "
+                                        "(needs ABI 1.0 with host->graph)");
     pl_module_ctx *ctx = xacc_host->host_alloc(host_ctx, sizeof *ctx, 0);
     if (ctx == NULL)
         return xacc_host->status_create(PL_CODE_OUT_OF_MEMORY,
@@ -96,49 +71,67 @@ static pl_status *xacc_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->host_ctx = host_ctx;
     ctx->settings.devices = 1;
     ctx->settings.max_nodes_per_subgraph = 64;
+    ctx->next_id = 1;
     int err = pthread_mutex_init(&ctx->lock, NULL);
     if (err != 0) {
         xacc_host->host_free(host_ctx, ctx);
         return xacc_host->status_create(PL_CODE_INTERNAL,
                                         "example_acc: pthread_mutex_init failed (error %d)", err);
     }
-    /* A real module would open its driver here and return PL_CODE_NO_DEVICE
-     * with the reason ("driver not loaded") when it finds no hardware. */
     *out_ctx = ctx;
     return NULL;
 }
 
-static void xacc_buffer_destroy(pl_module_ctx *ctx, struct xacc_buffer *buffer)
-{
-    buffer->magic = XACC_MAGIC_FREED;
-    xacc_host->host_free(ctx->host_ctx, buffer);
-}
-
+/* Frees everything of the instance. The core releases compiled subgraphs
+ * and frees its buffers first; anything left over is freed and reported. */
 static void xacc_shutdown(pl_module_ctx *ctx)
 {
     if (ctx == NULL)
         return;
-    size_t leaked = 0;
-    while (ctx->buffers != NULL) {
-        struct xacc_buffer *buffer = ctx->buffers;
-        ctx->buffers = buffer->next;
-        xacc_buffer_destroy(ctx, buffer);
-        leaked++;
-    }
+    size_t leaked = ctx->n_buffers;
+    while (ctx->n_buffers > 0)
+        xacc_buffer_destroy(ctx, ctx->buffers[ctx->n_buffers - 1]);
     if (leaked > 0)
         xacc_host->log_message(ctx->host_ctx, PL_LOG_WARN,
-                       "%zu buffers were still allocated at shutdown; freed them", leaked);
+                               "%zu buffers were still allocated at shutdown; freed them",
+                               leaked);
+    xacc_host->host_free(ctx->host_ctx, ctx->buffers);
     pthread_mutex_destroy(&ctx->lock);
     xacc_host->host_free(ctx->host_ctx, ctx);
 }
 
 /* ---- devices ---------------------------------------------------------- */
 
-static int xacc_device_count(pl_module_ctx *ctx)
+void xacc_settings_get(pl_module_ctx *ctx, struct xacc_settings *out_settings)
 {
-    return ctx->settings.devices;
+    pthread_mutex_lock(&ctx->lock);
+    *out_settings = ctx->settings;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
+pl_status *xacc_check_device(pl_module_ctx *ctx, int device)
+{
+    pthread_mutex_lock(&ctx->lock);
+    int devices = ctx->settings.devices;
+    pthread_mutex_unlock(&ctx->lock);
+    if (device < 0 || device >= devices)
+        return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "example_acc: no device %d (it has %d; see `devices`)",
+                                        device, devices);
+    return NULL;
+}
+
+/* The number of simulated devices: the `devices` key. */
+static int xacc_device_count(pl_module_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    int devices = ctx->settings.devices;
+    pthread_mutex_unlock(&ctx->lock);
+    return devices;
+}
+
+/* Describes DEVICE, writing only what the core's struct_size covers: an
+ * older core has a shorter struct. */
 static pl_status *xacc_device_properties(pl_module_ctx *ctx, int device,
                                          pl_device_properties *inout_props)
 {
@@ -148,12 +141,11 @@ static pl_status *xacc_device_properties(pl_module_ctx *ctx, int device,
     if (inout_props == NULL)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: device_properties without a struct");
-    /* Write only what the core's struct_size covers: an older core has a
-     * shorter struct. */
     if (PL_ABI_HAS_FIELD(pl_device_properties, inout_props, name))
         snprintf(inout_props->name, sizeof inout_props->name, "Simulated accelerator %d",
                  device);
     PL_ABI_SET(pl_device_properties, inout_props, device_type, PL_DEVICE_EXT);
+    PL_ABI_SET(pl_device_properties, inout_props, compute_units, 1);
     PL_ABI_SET(pl_device_properties, inout_props, memory_bytes, XACC_CAPACITY);
     return NULL;
 }
@@ -196,7 +188,8 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
     if (n_in > 0 && in == NULL)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: configure with %zu keys but no array", n_in);
-    struct xacc_settings next = ctx->settings;
+    struct xacc_settings next;
+    xacc_settings_get(ctx, &next);
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
         const char *value = in[i].value;
@@ -210,8 +203,9 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
                 return xacc_bad_value(key, value, "an integer >= 1");
             next.max_nodes_per_subgraph = number;
         } else if (strcmp(key, "latency_us") == 0) {
-            if (!xacc_parse_int(value, 0, INT64_MAX, &number))
-                return xacc_bad_value(key, value, "an integer >= 0");
+            /* At most an hour: a run must stay interruptible by a test. */
+            if (!xacc_parse_int(value, 0, 3600000000LL, &number))
+                return xacc_bad_value(key, value, "an integer from 0 to 3600000000");
             next.latency_us = number;
         } else if (strcmp(key, "fail_compile") == 0) {
             if (value == NULL || strlen(value) >= sizeof next.fail_compile)
@@ -226,11 +220,12 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
         }
     }
 
-    /* Fewer devices must not strand buffers on the devices that go away. */
+    /* Fewer devices must not strand memory (the core's buffers or compiled
+     * weights) on the devices that go away. */
     pthread_mutex_lock(&ctx->lock);
-    for (const struct xacc_buffer *b = ctx->buffers; b != NULL; b = b->next) {
-        if (b->device >= next.devices) {
-            int device = b->device;
+    for (size_t i = 0; i < ctx->n_buffers; i++) {
+        if (ctx->buffers[i]->device >= next.devices) {
+            int device = ctx->buffers[i]->device;
             pthread_mutex_unlock(&ctx->lock);
             return xacc_host->status_create(
                 PL_CODE_FAILED_PRECONDITION,
@@ -254,55 +249,101 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
     return NULL;
 }
 
-/* ---- memory ----------------------------------------------------------- */
+/* ---- memory ------------------------------------------------------------
+ *
+ * Handles. mem_alloc returns (void *)((id << 4) | 0xA): a number, not an
+ * address. The instance keeps its live buffers in a table sorted by id and
+ * looks every handle up there, so a stale, foreign or forged handle is
+ * refused with a message, and a core that dereferenced one would fault at
+ * once (a small, odd, unmapped address) instead of silently reading host
+ * memory. A real driver's handles are device addresses; the rule that the
+ * core never dereferences them is the same. */
 
-/* Waits `latency_us`, as a real transfer would. */
-static void xacc_simulate_latency(const pl_module_ctx *ctx)
+static void *xacc_handle_of(uint64_t id)
 {
-    long long us = ctx->settings.latency_us;
-    if (us <= 0)
-        return;
-    struct timespec left = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
-    }
+    return (void *)(uintptr_t)((id << 4) | XACC_HANDLE_TAG);
 }
 
-static pl_status *xacc_mem_alloc(pl_module_ctx *ctx, int device, size_t bytes,
-                                 size_t alignment, void **out_ptr)
+/* The id a handle encodes, or 0 when it cannot be one of ours. */
+static uint64_t xacc_id_of(const void *handle)
 {
-    if (out_ptr == NULL)
-        return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "example_acc: mem_alloc without out_ptr");
-    *out_ptr = NULL;
-    if ((alignment & (alignment - 1)) != 0 || alignment > XACC_CAPACITY)
+    uintptr_t h = (uintptr_t)handle;
+    return (h & 0xFu) == XACC_HANDLE_TAG ? (uint64_t)(h >> 4) : 0;
+}
+
+/* Index of the buffer with ID in the sorted table, or n_buffers. Caller
+ * holds ctx->lock. */
+static size_t xacc_find_locked(const pl_module_ctx *ctx, uint64_t id)
+{
+    size_t lo = 0, hi = ctx->n_buffers;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ctx->buffers[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ctx->n_buffers && ctx->buffers[lo]->id == id ? lo : ctx->n_buffers;
+}
+
+static unsigned char *xacc_guard_before(const struct xacc_buffer *b)
+{
+    return b->bytes - b->guard;
+}
+
+pl_status *xacc_buffer_check_guards(const struct xacc_buffer *b)
+{
+    const unsigned char *before = xacc_guard_before(b);
+    const unsigned char *after = b->bytes + b->size;
+    for (size_t i = 0; i < b->guard; i++)
+        if (before[i] != XACC_GUARD || after[i] != XACC_GUARD)
+            return xacc_host->status_create(
+                PL_CODE_DEVICE_ERROR,
+                "example_acc: guard zone of buffer %llu damaged: someone wrote outside it",
+                (unsigned long long)b->id);
+    return NULL;
+}
+
+pl_status *xacc_buffer_create(pl_module_ctx *ctx, int device, size_t bytes, size_t alignment,
+                              int internal, struct xacc_buffer **out_buffer)
+{
+    *out_buffer = NULL;
+    if ((alignment & (alignment - 1)) != 0 || alignment > XACC_MAX_ALIGN)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: bad alignment %zu (a power of two up to "
-                                        "the device capacity, or 0)",
-                                        alignment);
-    size_t align = alignment > XACC_ALIGN ? alignment : XACC_ALIGN;
-    size_t header = (sizeof(struct xacc_buffer) + align - 1) & ~(align - 1);
+                                        "%d, or 0)",
+                                        alignment, XACC_MAX_ALIGN);
+    /* The guard zones are as large as the alignment, so the contents that
+     * follow the first one stay aligned. */
+    size_t guard = alignment > XACC_ALIGN ? alignment : XACC_ALIGN;
 
     /* Reserve the bytes first, so two threads cannot both take the last of
      * the capacity. */
     pthread_mutex_lock(&ctx->lock);
-    pl_status *status = xacc_check_device(ctx, device);
-    if (status == NULL && bytes > XACC_CAPACITY - ctx->used_bytes[device])
+    int devices = ctx->settings.devices;
+    pl_status *status = NULL;
+    if (device < 0 || device >= devices)
+        status = xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                          "example_acc: no device %d (it has %d; see `devices`)",
+                                          device, devices);
+    else if (bytes > XACC_CAPACITY - ctx->used_bytes[device])
         status = xacc_host->status_create(
             PL_CODE_OUT_OF_MEMORY,
             "example_acc: device %d out of memory: %zu bytes requested, %llu of %llu in use",
             device, bytes, (unsigned long long)ctx->used_bytes[device],
             (unsigned long long)XACC_CAPACITY);
-    if (status == NULL)
+    else
         ctx->used_bytes[device] += bytes;
     pthread_mutex_unlock(&ctx->lock);
     if (status != NULL)
         return status;
 
-    /* bytes <= XACC_CAPACITY here, so the sum cannot overflow. A zero-byte
-     * buffer still gets a distinct handle. */
-    struct xacc_buffer *buffer =
-        xacc_host->host_alloc(ctx->host_ctx, header + (bytes > 0 ? bytes : 1), align);
-    if (buffer == NULL) {
+    /* bytes <= XACC_CAPACITY here, so the sum cannot overflow. */
+    struct xacc_buffer *b = xacc_host->host_alloc(ctx->host_ctx, sizeof *b, 0);
+    unsigned char *base = xacc_host->host_alloc(ctx->host_ctx, guard + bytes + guard, guard);
+    if (b == NULL || base == NULL) {
+        xacc_host->host_free(ctx->host_ctx, b);
+        xacc_host->host_free(ctx->host_ctx, base);
         pthread_mutex_lock(&ctx->lock);
         ctx->used_bytes[device] -= bytes;
         pthread_mutex_unlock(&ctx->lock);
@@ -311,271 +352,234 @@ static pl_status *xacc_mem_alloc(pl_module_ctx *ctx, int device, size_t bytes,
                                         "of device %d",
                                         bytes, device);
     }
-    buffer->magic = XACC_MAGIC;
-    buffer->device = device;
-    buffer->size = bytes;
-    buffer->bytes = (unsigned char *)buffer + header;
-    /* Uninitialised device memory is never zero, so that nobody comes to
-     * rely on it being so. */
-    memset(buffer->bytes, XACC_GUARD, bytes);
+    /* Guards and contents alike: uninitialised device memory is never
+     * zero, so nobody comes to rely on it being so. */
+    memset(base, XACC_GUARD, guard + bytes + guard);
+    b->device = device;
+    b->internal = internal;
+    b->size = bytes;
+    b->guard = guard;
+    b->bytes = base + guard;
 
     pthread_mutex_lock(&ctx->lock);
-    buffer->prev = NULL;
-    buffer->next = ctx->buffers;
-    if (ctx->buffers != NULL)
-        ctx->buffers->prev = buffer;
-    ctx->buffers = buffer;
+    if (ctx->n_buffers == ctx->cap_buffers) {
+        size_t cap = ctx->cap_buffers ? 2 * ctx->cap_buffers : 16;
+        struct xacc_buffer **grown =
+            xacc_host->host_alloc(ctx->host_ctx, cap * sizeof *grown, 0);
+        if (grown == NULL) {
+            ctx->used_bytes[device] -= bytes;
+            pthread_mutex_unlock(&ctx->lock);
+            xacc_host->host_free(ctx->host_ctx, base);
+            xacc_host->host_free(ctx->host_ctx, b);
+            return xacc_host->status_create(PL_CODE_OUT_OF_MEMORY,
+                                            "example_acc: out of memory for the buffer table");
+        }
+        if (ctx->n_buffers > 0)
+            memcpy(grown, ctx->buffers, ctx->n_buffers * sizeof *grown);
+        xacc_host->host_free(ctx->host_ctx, ctx->buffers);
+        ctx->buffers = grown;
+        ctx->cap_buffers = cap;
+    }
+    /* Ids only grow, so appending keeps the table sorted and a freed id is
+     * never handed out again: a stale handle stays stale. */
+    b->id = ctx->next_id++;
+    ctx->buffers[ctx->n_buffers++] = b;
     pthread_mutex_unlock(&ctx->lock);
-    *out_ptr = buffer;
+    *out_buffer = b;
     return NULL;
 }
 
-/* Finds HANDLE among the live buffers. Caller holds ctx->lock. Walking the
- * list (rather than trusting the pointer) makes a stale or foreign handle
- * safe to reject; a real driver would look it up in its own table. */
-static struct xacc_buffer *xacc_find_locked(pl_module_ctx *ctx, const void *handle)
+/* Removes B from the table. Caller holds ctx->lock. */
+static void xacc_unlink_locked(pl_module_ctx *ctx, const struct xacc_buffer *b)
 {
-    for (struct xacc_buffer *b = ctx->buffers; b != NULL; b = b->next)
-        if (b == handle)
-            return b;
+    size_t i = xacc_find_locked(ctx, b->id);
+    if (i == ctx->n_buffers)
+        return;
+    memmove(&ctx->buffers[i], &ctx->buffers[i + 1],
+            (ctx->n_buffers - i - 1) * sizeof ctx->buffers[0]);
+    ctx->n_buffers--;
+    ctx->used_bytes[b->device] -= b->size;
+}
+
+/* Frees a buffer already unlinked, reporting a damaged guard in the log
+ * (freeing cannot fail). */
+static void xacc_buffer_free_unlinked(pl_module_ctx *ctx, struct xacc_buffer *b)
+{
+    pl_status *damaged = xacc_buffer_check_guards(b);
+    if (damaged != NULL) {
+        xacc_host->log_message(ctx->host_ctx, PL_LOG_ERROR, "%s",
+                               xacc_host->status_message(damaged));
+        xacc_host->status_free(damaged);
+    }
+    xacc_host->host_free(ctx->host_ctx, xacc_guard_before(b));
+    xacc_host->host_free(ctx->host_ctx, b);
+}
+
+void xacc_buffer_destroy(pl_module_ctx *ctx, struct xacc_buffer *buffer)
+{
+    if (buffer == NULL)
+        return;
+    pthread_mutex_lock(&ctx->lock);
+    xacc_unlink_locked(ctx, buffer);
+    pthread_mutex_unlock(&ctx->lock);
+    xacc_buffer_free_unlinked(ctx, buffer);
+}
+
+/* Allocates a buffer for the core and answers with its handle. */
+static pl_status *xacc_mem_alloc(pl_module_ctx *ctx, int device, size_t bytes,
+                                 size_t alignment, void **out_ptr)
+{
+    if (out_ptr == NULL)
+        return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "example_acc: mem_alloc without out_ptr");
+    *out_ptr = NULL;
+    struct xacc_buffer *b;
+    pl_status *status = xacc_buffer_create(ctx, device, bytes, alignment, 0, &b);
+    if (status != NULL)
+        return status;
+    *out_ptr = xacc_handle_of(b->id);
     return NULL;
 }
 
-static void xacc_unlink_locked(pl_module_ctx *ctx, struct xacc_buffer *buffer)
-{
-    if (buffer->prev != NULL)
-        buffer->prev->next = buffer->next;
-    else
-        ctx->buffers = buffer->next;
-    if (buffer->next != NULL)
-        buffer->next->prev = buffer->prev;
-    ctx->used_bytes[buffer->device] -= buffer->size;
-}
-
+/* Frees the buffer behind PTR. A handle that is not a live buffer of the
+ * core's on DEVICE is logged and left alone: mem_free cannot fail. */
 static void xacc_mem_free(pl_module_ctx *ctx, int device, void *ptr)
 {
     if (ptr == NULL)
         return;
     pthread_mutex_lock(&ctx->lock);
-    struct xacc_buffer *buffer = xacc_find_locked(ctx, ptr);
-    int ok = buffer != NULL && buffer->magic == XACC_MAGIC && buffer->device == device;
+    size_t i = xacc_find_locked(ctx, xacc_id_of(ptr));
+    struct xacc_buffer *b = i < ctx->n_buffers ? ctx->buffers[i] : NULL;
+    int ok = b != NULL && !b->internal && b->device == device;
     if (ok)
-        xacc_unlink_locked(ctx, buffer);
+        xacc_unlink_locked(ctx, b);
     pthread_mutex_unlock(&ctx->lock);
     if (!ok) {
-        /* mem_free cannot fail, so a bad handle is logged and left alone. */
         xacc_host->log_message(ctx->host_ctx, PL_LOG_ERROR,
-                       "mem_free: %p is not a live buffer of device %d; ignored", ptr, device);
+                               "mem_free: %p is not a live buffer of device %d; ignored", ptr,
+                               device);
         return;
     }
-    xacc_buffer_destroy(ctx, buffer);
+    xacc_buffer_free_unlinked(ctx, b);
 }
 
-/* Frees every buffer of DEVICE that is still allocated. */
+/* Frees every buffer of the core's still allocated on DEVICE. The module's
+ * own buffers (compiled weights, scratch) belong to compiled subgraphs and
+ * go with them. */
 static void xacc_mem_release_all(pl_module_ctx *ctx, int device)
 {
-    struct xacc_buffer *doomed = NULL;
-    pthread_mutex_lock(&ctx->lock);
-    struct xacc_buffer *b = ctx->buffers;
-    while (b != NULL) {
-        struct xacc_buffer *next = b->next;
-        if (b->device == device) {
-            xacc_unlink_locked(ctx, b);
-            b->next = doomed;
-            doomed = b;
-        }
-        b = next;
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    while (doomed != NULL) {
-        struct xacc_buffer *next = doomed->next;
-        xacc_buffer_destroy(ctx, doomed);
-        doomed = next;
+    for (;;) {
+        struct xacc_buffer *doomed = NULL;
+        pthread_mutex_lock(&ctx->lock);
+        for (size_t i = 0; i < ctx->n_buffers && doomed == NULL; i++)
+            if (ctx->buffers[i]->device == device && !ctx->buffers[i]->internal)
+                doomed = ctx->buffers[i];
+        if (doomed != NULL)
+            xacc_unlink_locked(ctx, doomed);
+        pthread_mutex_unlock(&ctx->lock);
+        if (doomed == NULL)
+            return;
+        xacc_buffer_free_unlinked(ctx, doomed);
     }
 }
 
-/* Checks that HANDLE is a live buffer of DEVICE and that [offset, offset +
- * bytes) lies inside it; on success *out_buffer is the buffer. WHAT names
- * the call for the message. */
-static pl_status *xacc_check_range(pl_module_ctx *ctx, const char *what, int device,
-                                   const void *handle, size_t offset, size_t bytes,
-                                   struct xacc_buffer **out_buffer)
+pl_status *xacc_resolve(pl_module_ctx *ctx, const char *what, int device, const void *handle,
+                        uint64_t offset, size_t bytes, unsigned char **out_bytes)
 {
-    *out_buffer = NULL;
+    *out_bytes = NULL;
     pl_status *status = xacc_check_device(ctx, device);
     if (status != NULL)
         return status;
     pthread_mutex_lock(&ctx->lock);
-    struct xacc_buffer *buffer = xacc_find_locked(ctx, handle);
-    if (buffer == NULL)
+    size_t i = xacc_find_locked(ctx, xacc_id_of(handle));
+    struct xacc_buffer *b = i < ctx->n_buffers ? ctx->buffers[i] : NULL;
+    if (b == NULL || b->internal)
         status = xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                           "example_acc: %s: %p is not a live buffer", what,
                                           handle);
-    /* The lookup proves the pointer is ours; the magic catches a header
-     * overwritten through a stray write. */
-    else if (buffer->magic != XACC_MAGIC)
-        status = xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                          "example_acc: %s: buffer %p is corrupt (magic 0x%08x)",
-                                          what, handle, (unsigned)buffer->magic);
-    else if (buffer->device != device)
-        status = xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                          "example_acc: %s: buffer %p lives on device %d, not %d",
-                                          what, handle, buffer->device, device);
+    else if (b->device != device)
+        status = xacc_host->status_create(
+            PL_CODE_INVALID_ARGUMENT, "example_acc: %s: buffer %llu lives on device %d, not %d",
+            what, (unsigned long long)b->id, b->device, device);
     /* Written so that offset + bytes cannot overflow. */
-    else if (offset > buffer->size || bytes > buffer->size - offset)
-        status = xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                          "example_acc: %s: %zu bytes at offset %zu overrun "
-                                          "buffer %p of %zu bytes",
-                                          what, bytes, offset, handle, buffer->size);
+    else if (offset > b->size || bytes > b->size - offset)
+        status = xacc_host->status_create(
+            PL_CODE_INVALID_ARGUMENT,
+            "example_acc: %s: %zu bytes at offset %llu overrun buffer %llu of %zu bytes", what,
+            bytes, (unsigned long long)offset, (unsigned long long)b->id, b->size);
     pthread_mutex_unlock(&ctx->lock);
     if (status == NULL)
-        *out_buffer = buffer;
+        status = xacc_buffer_check_guards(b);
+    if (status == NULL)
+        *out_bytes = b->bytes + offset;
     return status;
 }
 
+void xacc_sleep_us(long long us)
+{
+    if (us <= 0)
+        return;
+    struct timespec left = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
+}
+
+/* Host to device: DST is a handle, DST_OFFSET bytes into it. */
 static pl_status *xacc_copy_to_device(pl_module_ctx *ctx, int device, void *dst,
                                       size_t dst_offset, const void *src_host, size_t bytes)
 {
-    struct xacc_buffer *buffer;
-    pl_status *status =
-        xacc_check_range(ctx, "copy_to_device", device, dst, dst_offset, bytes, &buffer);
-    if (status != NULL)
-        return status;
     if (bytes > 0 && src_host == NULL)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: copy_to_device from a NULL host pointer");
-    xacc_simulate_latency(ctx);
+    unsigned char *to;
+    pl_status *status = xacc_resolve(ctx, "copy_to_device", device, dst, dst_offset, bytes, &to);
+    if (status != NULL)
+        return status;
     if (bytes > 0)
-        memcpy(buffer->bytes + dst_offset, src_host, bytes);
+        memcpy(to, src_host, bytes);
     return NULL;
 }
 
+/* Device to host: SRC is a handle, SRC_OFFSET bytes into it. */
 static pl_status *xacc_copy_to_host(pl_module_ctx *ctx, int device, void *dst_host,
                                     const void *src, size_t src_offset, size_t bytes)
 {
-    struct xacc_buffer *buffer;
-    pl_status *status =
-        xacc_check_range(ctx, "copy_to_host", device, src, src_offset, bytes, &buffer);
-    if (status != NULL)
-        return status;
     if (bytes > 0 && dst_host == NULL)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: copy_to_host to a NULL host pointer");
-    xacc_simulate_latency(ctx);
+    unsigned char *from;
+    pl_status *status =
+        xacc_resolve(ctx, "copy_to_host", device, src, src_offset, bytes, &from);
+    if (status != NULL)
+        return status;
     if (bytes > 0)
-        memcpy(dst_host, buffer->bytes + src_offset, bytes);
+        memcpy(dst_host, from, bytes);
     return NULL;
 }
 
+/* Device to device, within one device or across two. */
 static pl_status *xacc_copy_device_to_device(pl_module_ctx *ctx, int src_device,
                                              const void *src, size_t src_offset, int dst_device,
                                              void *dst, size_t dst_offset, size_t bytes)
 {
-    struct xacc_buffer *from, *to;
-    pl_status *status = xacc_check_range(ctx, "copy_device_to_device (source)", src_device, src,
-                                         src_offset, bytes, &from);
+    unsigned char *from, *to;
+    pl_status *status = xacc_resolve(ctx, "copy_device_to_device (source)", src_device, src,
+                                     src_offset, bytes, &from);
     if (status == NULL)
-        status = xacc_check_range(ctx, "copy_device_to_device (destination)", dst_device, dst,
-                                  dst_offset, bytes, &to);
+        status = xacc_resolve(ctx, "copy_device_to_device (destination)", dst_device, dst,
+                              dst_offset, bytes, &to);
     if (status != NULL)
         return status;
-    xacc_simulate_latency(ctx);
     /* memmove: source and destination may be ranges of the same buffer. */
     if (bytes > 0)
-        memmove(to->bytes + dst_offset, from->bytes + src_offset, bytes);
+        memmove(to, from, bytes);
     return NULL;
-}
-
-/* ---- symbolic mode ---------------------------------------------------- */
-
-/* Every symbolic entry needs to read the graph through host->graph. ABI 1.0
- * reserves pl_graph_api with its header only, so there is nothing to read
- * yet: until the graph issue appends its functions (checked then with
- * PL_ABI_HAS_FN), the module refuses every graph with this reason. */
-static pl_status *xacc_no_graph_view(void)
-{
-    return xacc_host->status_create(PL_CODE_UNSUPPORTED,
-                                    "example_acc: the core offers no graph view yet");
-}
-
-/* Will answer node by node, within max_nodes_per_subgraph. */
-static pl_status *xacc_supported_nodes(pl_module_ctx *ctx, int device,
-                                       const pl_graph_view *graph, pl_support_sink sink,
-                                       void *sink_ctx)
-{
-    (void)graph;
-    (void)sink;
-    (void)sink_ctx;
-    pl_status *status = xacc_check_device(ctx, device);
-    return status != NULL ? status : xacc_no_graph_view();
-}
-
-/* Will compile a subgraph, failing on purpose at the node `fail_compile`
- * names, so the core's fallback path can be tested. */
-static pl_status *xacc_compile(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
-                               pl_compiled **out_compiled)
-{
-    (void)subgraph;
-    if (out_compiled != NULL)
-        *out_compiled = NULL;
-    pl_status *status = xacc_check_device(ctx, device);
-    return status != NULL ? status : xacc_no_graph_view();
-}
-
-/* compile never succeeds yet, so no pl_compiled can reach run, release or
- * export: anything handed in is not ours. */
-static pl_status *xacc_not_compiled(const char *what, const pl_compiled *compiled)
-{
-    return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "example_acc: %s: %p was not compiled by this module "
-                                    "(compile arrives with the graph view)",
-                                    what, (const void *)compiled);
-}
-
-static pl_status *xacc_run(pl_module_ctx *ctx, pl_compiled *compiled, const pl_run_args *args)
-{
-    (void)ctx;
-    (void)args;
-    return xacc_not_compiled("run", compiled);
-}
-
-static void xacc_release(pl_module_ctx *ctx, pl_compiled *compiled)
-{
-    (void)ctx;
-    (void)compiled;
-}
-
-static pl_status *xacc_export_compiled(pl_module_ctx *ctx, pl_compiled *compiled,
-                                       pl_blob_sink sink, void *sink_ctx)
-{
-    (void)ctx;
-    (void)sink;
-    (void)sink_ctx;
-    return xacc_not_compiled("export_compiled", compiled);
-}
-
-/* import must refuse a blob it did not write; this version writes none. */
-static pl_status *xacc_import_compiled(pl_module_ctx *ctx, int device,
-                                       const pl_graph_view *subgraph, const void *blob,
-                                       size_t blob_bytes, pl_compiled **out_compiled)
-{
-    (void)subgraph;
-    (void)blob;
-    if (out_compiled != NULL)
-        *out_compiled = NULL;
-    pl_status *status = xacc_check_device(ctx, device);
-    if (status != NULL)
-        return status;
-    return xacc_host->status_create(PL_CODE_INCOMPATIBLE,
-                                    "example_acc " XACC_VERSION ": refusing a %zu-byte blob: "
-                                    "this version writes no compiled blobs",
-                                    blob_bytes);
 }
 
 /* ---- the table and the entry point ------------------------------------ */
 
 /* One static, constant table. Every function a capability flag names is
- * filled in; the rest stay NULL. */
+ * filled in; the rest (imperative mode, async, model import) stay NULL. */
 static const pl_module_api xacc_api = {
     .header = PL_ABI_HEADER_INIT(pl_module_api),
     .name = XACC_NAME,

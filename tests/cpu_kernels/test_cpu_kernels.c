@@ -148,7 +148,7 @@ static void tk_node_build(const tk_spec *spec, tk_node *n)
     pl_dtype dt = spec->dtype.lanes ? spec->dtype : PL_DTYPE_F32;
     CHECK_OK(pl_graph_create(&n->g));
     CHECK_OK(pl_graph_set_opset(n->g, "", spec->opset ? spec->opset : 13));
-    char names[TK_MAX_IN][8];
+    char names[TK_MAX_IN][16];
     const char *in_names[TK_MAX_IN];
     for (int i = 0; i < spec->n_in; i++) {
         snprintf(names[i], sizeof names[i], "x%d", i);
