@@ -48,6 +48,16 @@ demo)
     echo
     echo "== plinth modules (default backend.ini) =="
     ./build/bin/plinth modules
+    echo
+    echo "== plinth explain examples/mlp/model.json =="
+    ./build/bin/plinth explain examples/mlp/model.json
+    echo
+    echo "== plinth run examples/mlp/model.json (random input, fixed seed) =="
+    ./build/bin/plinth run examples/mlp/model.json
+    echo
+    echo "== the same model offloaded to the simulated accelerator (examples/backend-acc.ini) =="
+    ./build/bin/plinth explain examples/mlp/model.json --config examples/backend-acc.ini
+    ./build/bin/plinth run examples/mlp/model.json --config examples/backend-acc.ini
     ;;
 test)
     install_packages

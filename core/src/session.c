@@ -1802,7 +1802,12 @@ static char *pl_sess_explain_text(const pl_session *s, json_t *root)
         const char *key;
         json_t *r;
         json_object_foreach(json_object_get(p, "reasons"), key, r)
-            fprintf(f, "      %s refused: %s\n", key, json_string_value(r));
+        {
+            const char *text = json_string_value(r);
+            size_t kl = strlen(key);
+            bool named = strncmp(text, key, kl) == 0 && text[kl] == ':';
+            fprintf(f, "      refused by %s%s%s\n", named ? "" : key, named ? "" : ": ", text);
+        }
     }
     json_t *c;
     if (json_array_size(json_object_get(root, "copies")) > 0) {
