@@ -38,12 +38,16 @@ static void usage(FILE *f)
             "                                refusal reason, subgraphs, copies and their bytes,\n"
             "                                steps, and the memory plan per device against its\n"
             "                                lower bound\n"
-            "  run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--output-dir DIR] [--runs N]\n"
+            "  convert MODEL OUT.json        write a model (e.g. .onnx) in Plinth's JSON format,\n"
+            "                                weights in OUT.weights beside it\n"
+            "  run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--shape NAME=D0,D1,...]\n"
+            "            [--output-dir DIR] [--runs N]\n"
             "                                run a model: inputs from .npy (or raw .bin of the\n"
             "                                declared type), random with a fixed seed when not\n"
             "                                given; prints each output's shape and first values\n"
             "                                and the time of each step; --output-dir writes\n"
-            "                                <output name>.npy\n"
+            "                                <output name>.npy; --shape binds an input's\n"
+            "                                symbolic dims (an .npy input binds its own)\n"
             "\n"
             "options:\n"
             "  --config FILE   backend.ini to use (default: $PLINTH_CONFIG, ./backend.ini,\n"
@@ -202,8 +206,27 @@ static void cli_log(void *user, int level, const char *line)
 
 /* Loads MODEL_PATH and makes a session; prints the reason and returns
  * EXIT_RUNTIME on failure. */
+/* An input shape to bind before the session is made. */
+typedef struct shape_bind {
+    const char *name;
+    size_t name_len;
+    int32_t ndim;
+    int64_t dims[16];
+} shape_bind;
+
+static int open_session_bound(const char *config, const char *model_path,
+                              const shape_bind *binds, size_t n_binds, pl_runtime **out_rt,
+                              pl_model **out_model, pl_session **out_session);
+
 static int open_session(const char *config, const char *model_path, pl_runtime **out_rt,
                         pl_model **out_model, pl_session **out_session)
+{
+    return open_session_bound(config, model_path, NULL, 0, out_rt, out_model, out_session);
+}
+
+static int open_session_bound(const char *config, const char *model_path,
+                              const shape_bind *binds, size_t n_binds, pl_runtime **out_rt,
+                              pl_model **out_model, pl_session **out_session)
 {
     *out_rt = NULL;
     *out_model = NULL;
@@ -214,6 +237,11 @@ static int open_session(const char *config, const char *model_path, pl_runtime *
     pl_status *st = pl_runtime_create(&o, out_rt);
     if (st == NULL)
         st = pl_model_load(*out_rt, model_path, out_model);
+    for (size_t i = 0; st == NULL && i < n_binds; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)binds[i].name_len, binds[i].name);
+        st = pl_model_bind_input(*out_model, name, binds[i].ndim, binds[i].dims);
+    }
     if (st == NULL)
         st = pl_session_create(*out_model, NULL, out_session);
     if (st != NULL) {
@@ -308,13 +336,68 @@ static size_t elements_of(int32_t ndim, const int64_t *dims)
     return n;
 }
 
+/* Parses "NAME=D0,D1,..." into B; false when malformed. */
+static bool parse_shape_arg(const char *arg, shape_bind *b)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return false;
+    b->name = arg;
+    b->name_len = (size_t)(eq - arg);
+    b->ndim = 0;
+    const char *p = eq + 1;
+    while (*p) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0 || b->ndim >= 16)
+            return false;
+        b->dims[b->ndim++] = v;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p != '\0')
+            return false;
+    }
+    return true;
+}
+
 static int cmd_run(const char *config, const char *model_path, const char **input_args,
-                   size_t n_input_args, const char *output_dir, int runs)
+                   size_t n_input_args, const char **shape_args, size_t n_shape_args,
+                   const char *output_dir, int runs)
 {
     pl_runtime *rt;
     pl_model *model;
     pl_session *session;
-    int rc = open_session(config, model_path, &rt, &model, &session);
+    /* Shapes to bind: --shape, then the shape of every .npy input. */
+    shape_bind binds[512];
+    size_t n_binds = 0;
+    char err0[512];
+    for (size_t a = 0; a < n_shape_args; a++) {
+        if (!parse_shape_arg(shape_args[a], &binds[n_binds])) {
+            fprintf(stderr, "plinth: --shape %s: expected NAME=D0,D1,... with dims >= 0\n",
+                    shape_args[a]);
+            return EXIT_USAGE;
+        }
+        n_binds++;
+    }
+    for (size_t a = 0; a < n_input_args; a++) {
+        const char *eq = strchr(input_args[a], '=');
+        size_t fl = eq ? strlen(eq + 1) : 0;
+        if (eq == NULL || fl <= 4 || strcmp(eq + 1 + fl - 4, ".npy") != 0)
+            continue;
+        npy_array probe;
+        if (npy_read(eq + 1, &probe, err0, sizeof err0) != 0) {
+            fprintf(stderr, "plinth: %s\n", err0);
+            return EXIT_RUNTIME;
+        }
+        shape_bind *b = &binds[n_binds++];
+        b->name = input_args[a];
+        b->name_len = (size_t)(eq - input_args[a]);
+        b->ndim = probe.ndim;
+        memcpy(b->dims, probe.dims, sizeof b->dims);
+        npy_free(&probe);
+    }
+    int rc = open_session_bound(config, model_path, binds, n_binds, &rt, &model, &session);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < pl_session_warning_count(session); i++)
@@ -452,6 +535,30 @@ static int cmd_run(const char *config, const char *model_path, const char **inpu
     return rc;
 }
 
+static int cmd_convert(const char *config, const char *model_path, const char *out_path)
+{
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = config, .log_sink = cli_log};
+    pl_runtime *rt = NULL;
+    pl_model *model = NULL;
+    pl_status *st = pl_runtime_create(&o, &rt);
+    if (st == NULL)
+        st = pl_model_load(rt, model_path, &model);
+    if (st == NULL)
+        st = pl_model_save_json(model, out_path);
+    int rc = 0;
+    if (st != NULL) {
+        fprintf(stderr, "plinth: %s\n", pl_status_message(st));
+        pl_status_free(st);
+        rc = EXIT_RUNTIME;
+    } else {
+        printf("wrote %s (%zu nodes, %zu tensors)\n", out_path, pl_model_node_count(model),
+               pl_model_tensor_count(model));
+    }
+    pl_model_destroy(model);
+    pl_runtime_destroy(rt);
+    return rc;
+}
+
 static int cmd_modules(const char *config, bool json, bool strict)
 {
     pl_runtime_options o = {.struct_size = sizeof o,
@@ -485,6 +592,9 @@ int main(int argc, char **argv)
     const char *input_args[256];
     size_t n_input_args = 0;
     const char *output_dir = NULL;
+    const char *shape_args[256];
+    size_t n_shape_args = 0;
+    const char *second = NULL;
     int runs = 1;
     bool json = false, strict = false;
     for (int i = 1; i < argc; i++) {
@@ -505,7 +615,7 @@ int main(int argc, char **argv)
         } else if (strncmp(a, "--config=", 9) == 0) {
             config = a + 9;
         } else if (strcmp(a, "--input") == 0 || strcmp(a, "--output-dir") == 0 ||
-                   strcmp(a, "--runs") == 0) {
+                   strcmp(a, "--runs") == 0 || strcmp(a, "--shape") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "plinth: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -519,6 +629,12 @@ int main(int argc, char **argv)
                 input_args[n_input_args++] = v;
             } else if (strcmp(a, "--output-dir") == 0) {
                 output_dir = v;
+            } else if (strcmp(a, "--shape") == 0) {
+                if (n_shape_args == sizeof shape_args / sizeof shape_args[0]) {
+                    fprintf(stderr, "plinth: too many --shape options\n");
+                    return EXIT_USAGE;
+                }
+                shape_args[n_shape_args++] = v;
             } else {
                 runs = atoi(v);
                 if (runs < 1) {
@@ -536,8 +652,11 @@ int main(int argc, char **argv)
         } else if (command == NULL) {
             command = a;
         } else if (operand == NULL &&
-                   (strcmp(command, "explain") == 0 || strcmp(command, "run") == 0)) {
+                   (strcmp(command, "explain") == 0 || strcmp(command, "run") == 0 ||
+                    strcmp(command, "convert") == 0)) {
             operand = a;
+        } else if (second == NULL && strcmp(command, "convert") == 0) {
+            second = a;
         } else {
             fprintf(stderr, "plinth: unexpected argument '%s' (see plinth --help)\n", a);
             return EXIT_USAGE;
@@ -565,7 +684,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "plinth: run needs a model file (see plinth --help)\n");
             return EXIT_USAGE;
         }
-        return cmd_run(config, operand, input_args, n_input_args, output_dir, runs);
+        return cmd_run(config, operand, input_args, n_input_args, shape_args, n_shape_args,
+                       output_dir, runs);
+    }
+    if (strcmp(command, "convert") == 0) {
+        if (operand == NULL || second == NULL) {
+            fprintf(stderr, "plinth: convert needs a model and an output .json (see plinth --help)\n");
+            return EXIT_USAGE;
+        }
+        return cmd_convert(config, operand, second);
     }
     fprintf(stderr, "plinth: unknown command '%s' (see plinth --help)\n", command);
     return EXIT_USAGE;

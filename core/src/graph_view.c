@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "graph_builder.h"
 #include "graph_json.h"
 #include "status.h"
 
@@ -386,4 +387,19 @@ const pl_graph_api pl_graph_view_table = {
     .output_count = pl_view_output_count,
     .output = pl_view_output,
     .json = pl_view_json,
+    .builder_model_dir = pl_builder_model_dir,
+    .builder_opset = pl_builder_opset,
+    .builder_tensor = pl_builder_tensor,
+    .builder_constant = pl_builder_constant,
+    .builder_constant_file = pl_builder_constant_file,
+    .builder_input = pl_builder_input,
+    .builder_output = pl_builder_output,
+    .builder_node = pl_builder_node,
+    .builder_attr_int = pl_builder_attr_int,
+    .builder_attr_float = pl_builder_attr_float,
+    .builder_attr_string = pl_builder_attr_string,
+    .builder_attr_ints = pl_builder_attr_ints,
+    .builder_attr_floats = pl_builder_attr_floats,
+    .builder_attr_strings = pl_builder_attr_strings,
+    .builder_attr_tensor = pl_builder_attr_tensor,
 };

@@ -3,6 +3,7 @@
  * runtime would do with it — the execution order with output types, and the
  * memory plan of the tensors the core owns, against its lower bound. Until
  * the partitioner exists every core-owned tensor is planned on the host. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,12 +12,75 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "graph_builder.h"
 #include "graph_json.h"
 #include "model.h"
 #include "plan.h"
 #include "registry.h"
 #include "status.h"
 
+
+/* True when PATH looks like Plinth's JSON format: a .json name, or text
+ * that starts with '{'. */
+static bool pl_model_is_json(const char *path, const unsigned char *head, size_t n)
+{
+    size_t len = strlen(path);
+    if (len >= 5 && strcmp(path + len - 5, ".json") == 0)
+        return true;
+    size_t i = 0;
+    while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
+        i++;
+    return i < n && head[i] == '{';
+}
+
+/* Reads the graph of PATH: the JSON format itself, anything else through
+ * the first loaded format module that says it reads the file. */
+static pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
+{
+    *out = NULL;
+    unsigned char head[256];
+    size_t n = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return pl_status_create(errno == ENOENT ? PL_CODE_NOT_FOUND : PL_CODE_IO_ERROR,
+                                "%s: %s", path, strerror(errno));
+    n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (pl_model_is_json(path, head, n))
+        return pl_graph_load_json(path, out);
+    char tried[512] = "";
+    size_t tl = 0;
+    for (size_t i = 0; i < rt->n_modules; i++) {
+        pl_module *m = rt->modules[i];
+        if (m->status != PL_MODULE_LOADED || !(m->api.capabilities & PL_CAP_MODEL_IMPORT))
+            continue;
+        tl += (size_t)snprintf(tried + tl, sizeof tried - (tl < sizeof tried ? tl : sizeof tried),
+                               "%s%s", tl ? ", " : "", m->name);
+        if (tl >= sizeof tried)
+            tl = sizeof tried - 1;
+        if (!m->api.can_import(m->ctx, path, head, n))
+            continue;
+        pl_graph *g = NULL;
+        PL_RETURN_IF_ERROR(pl_graph_create(&g));
+        pl_graph_builder *b = NULL;
+        pl_status *st = pl_graph_builder_create(g, path, &b);
+        if (st == NULL)
+            st = m->api.import_model(m->ctx, path, b);
+        pl_graph_builder_destroy(b);
+        if (st == NULL)
+            st = pl_graph_validate(g);
+        if (st != NULL) {
+            pl_graph_destroy(g);
+            return st;
+        }
+        *out = g;
+        return NULL;
+    }
+    return pl_status_create(PL_CODE_UNSUPPORTED,
+                            "%s: not Plinth's JSON graph format, and no loaded format "
+                            "module reads it (format modules loaded: %s)",
+                            path, tl ? tried : "none");
+}
 
 pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
 {
@@ -29,7 +93,7 @@ pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
         pl_free(m);
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
-    pl_status *st = pl_graph_load_json(path, &m->graph);
+    pl_status *st = pl_model_read_graph(rt, path, &m->graph);
     if (st == NULL) {
         pthread_mutex_lock(&rt->opset_mu);
         st = pl_opset_infer(rt->opset, m->graph);
@@ -78,6 +142,57 @@ size_t pl_model_node_count(const pl_model *m)
 size_t pl_model_tensor_count(const pl_model *m)
 {
     return m ? pl_graph_tensor_count(m->graph) : 0;
+}
+
+pl_status *pl_model_bind_input(pl_model *m, const char *name, int32_t ndim,
+                                const int64_t *dims)
+{
+    if (m == NULL || name == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_model_bind_input: NULL argument");
+    if (atomic_load(&m->refs) > 1)
+        return pl_status_create(PL_CODE_FAILED_PRECONDITION,
+                                "%s: bind input shapes before making sessions", m->path);
+    pl_tid t = pl_graph_find_tensor(m->graph, name);
+    const pl_graph_tensor *gt = t == PL_TID_NONE ? NULL : pl_graph_get_tensor(m->graph, t);
+    if (gt == NULL || !gt->is_input)
+        return pl_status_create(PL_CODE_NOT_FOUND, "%s: the model has no input named '%s'",
+                                m->path, name);
+    if (gt->ndim >= 0 && gt->ndim != ndim)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "%s: input '%s' has rank %d; a shape of rank %d cannot bind it",
+                                m->path, name, (int)gt->ndim, (int)ndim);
+    for (int32_t d = 0; gt->ndim >= 0 && d < ndim; d++)
+        if (gt->dims[d] >= 0 && gt->dims[d] != dims[d])
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "%s: input '%s' has dimension %d fixed at %lld; it cannot "
+                                    "be bound to %lld",
+                                    m->path, name, (int)d, (long long)gt->dims[d],
+                                    (long long)dims[d]);
+    for (int32_t d = 0; d < ndim; d++)
+        if (dims[d] < 0)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "%s: input '%s': a bound dimension must be >= 0", m->path,
+                                    name);
+    PL_RETURN_IF_ERROR(pl_graph_set_type(m->graph, t, gt->dtype, ndim, dims, NULL));
+    pl_runtime *rt = m->runtime;
+    pthread_mutex_lock(&rt->opset_mu);
+    pl_status *st = pl_opset_infer(rt->opset, m->graph);
+    pthread_mutex_unlock(&rt->opset_mu);
+    return pl_status_wrap(st, "%s: ", m->path);
+}
+
+pl_status *pl_model_save_json(const pl_model *m, const char *path)
+{
+    if (m == NULL || path == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_model_save_json: NULL argument");
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0)
+        len -= 5;
+    char sidecar[512];
+    snprintf(sidecar, sizeof sidecar, "%.*s.weights", (int)(len < 400 ? len : 400), base);
+    return pl_graph_save_json(m->graph, path, sidecar);
 }
 
 void pl_string_free(char *text)

@@ -174,7 +174,8 @@ PL_API const char *pl_runtime_placement(const pl_runtime *runtime, size_t i);
 typedef struct pl_model pl_model;
 
 /* Loads a model: Plinth's JSON graph format (docs/graph-format.md; weights in
- * a sidecar file). The graph is validated and every tensor's dtype and shape
+ * a sidecar file), or any format a loaded format module reads (ONNX through
+ * modules/onnx). The graph is validated and every tensor's dtype and shape
  * inferred with the runtime's opset (built-in ops and modules' custom ops).
  * Errors name the file and the node or JSON position. The model keeps the
  * runtime alive until pl_model_destroy. */
@@ -184,6 +185,16 @@ PL_API pl_status *pl_model_load(pl_runtime *runtime, const char *path,
 /* Drops the caller's reference to a model; sessions keep their own. NULL is
  * a no-op. */
 PL_API void pl_model_destroy(pl_model *model);
+
+/* Gives input NAME, declared with symbolic or unknown dims, a concrete
+ * shape (NDIM dims, each >= 0; fixed dims must match) and infers every type
+ * again. Only before sessions are made from the model. */
+PL_API pl_status *pl_model_bind_input(pl_model *model, const char *name,
+                                      int32_t ndim, const int64_t *dims);
+
+/* Writes the model in Plinth's JSON graph format: PATH and, beside it, a
+ * sidecar named like PATH with ".weights" for ".json". */
+PL_API pl_status *pl_model_save_json(const pl_model *model, const char *path);
 
 /* Number of nodes and tensors of the model's graph. */
 PL_API size_t pl_model_node_count(const pl_model *model);

@@ -133,6 +133,71 @@ typedef struct pl_graph_api {
      * shapes and dtypes; constants are referenced by tensor name and read
      * with tensor_constant. NULL when out of memory. */
     const char *(*json)(const pl_graph_view *view);
+
+    /* ---- the builder: how a format module (model import) makes a graph.
+     * The core checks everything (names, types, sizes) and says what is
+     * wrong; the module names its file and position in its own errors.
+     * Strings and arrays are copied. Tensors are created on first mention;
+     * nodes name their inputs and outputs ("" = absent optional input or
+     * unwanted optional output). After import_model returns, the core
+     * validates the graph and infers every type. */
+
+    /* The folder of the model file being imported (external data is
+     * relative to it). */
+    const char *(*builder_model_dir)(pl_graph_builder *b);
+    /* Records the opset version a domain is imported at. */
+    pl_status *(*builder_opset)(pl_graph_builder *b, const char *domain,
+                                int64_t version);
+    /* Declares the dtype and shape of a tensor (graph input, output or
+     * value_info); ndim -1: rank unknown; a dim -1: unknown, with its symbol
+     * in dim_params[i] if any (dim_params may be NULL). */
+    pl_status *(*builder_tensor)(pl_graph_builder *b, const char *name,
+                                 pl_dtype dtype, int32_t ndim,
+                                 const int64_t *dims,
+                                 const char *const *dim_params);
+    /* A constant (initializer) with its bytes, copied: row-major,
+     * little-endian, exactly the size its dtype and shape give. */
+    pl_status *(*builder_constant)(pl_graph_builder *b, const char *name,
+                                   pl_dtype dtype, int32_t ndim,
+                                   const int64_t *dims, const void *data,
+                                   size_t nbytes);
+    /* A constant whose bytes lie in another file (ONNX external data):
+     * LOCATION is relative to the model's folder; the core refuses absolute
+     * paths, `..`, and links leading out of the folder, and checks offset
+     * and length against the file's size. length -1: to the end. */
+    pl_status *(*builder_constant_file)(pl_graph_builder *b, const char *name,
+                                        pl_dtype dtype, int32_t ndim,
+                                        const int64_t *dims,
+                                        const char *location, int64_t offset,
+                                        int64_t length);
+    pl_status *(*builder_input)(pl_graph_builder *b, const char *name);
+    pl_status *(*builder_output)(pl_graph_builder *b, const char *name);
+    /* Adds a node; *out_node identifies it for its attributes. */
+    pl_status *(*builder_node)(pl_graph_builder *b, const char *name,
+                               const char *op, const char *domain,
+                               const char *const *inputs, size_t n_inputs,
+                               const char *const *outputs, size_t n_outputs,
+                               size_t *out_node);
+    pl_status *(*builder_attr_int)(pl_graph_builder *b, size_t node,
+                                   const char *name, int64_t value);
+    pl_status *(*builder_attr_float)(pl_graph_builder *b, size_t node,
+                                     const char *name, double value);
+    pl_status *(*builder_attr_string)(pl_graph_builder *b, size_t node,
+                                      const char *name, const char *value,
+                                      size_t len);
+    pl_status *(*builder_attr_ints)(pl_graph_builder *b, size_t node,
+                                    const char *name, const int64_t *values,
+                                    size_t count);
+    pl_status *(*builder_attr_floats)(pl_graph_builder *b, size_t node,
+                                      const char *name, const double *values,
+                                      size_t count);
+    pl_status *(*builder_attr_strings)(pl_graph_builder *b, size_t node,
+                                       const char *name,
+                                       const char *const *values, size_t count);
+    pl_status *(*builder_attr_tensor)(pl_graph_builder *b, size_t node,
+                                      const char *name, pl_dtype dtype,
+                                      int32_t ndim, const int64_t *dims,
+                                      const void *data, size_t nbytes);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------

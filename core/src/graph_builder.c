@@ -1,0 +1,239 @@
+/* graph_builder.c — the graph builder a format module fills during
+ * import_model. Each call maps onto graph.h, which checks names, types and
+ * sizes; external data goes through datafile.c, which keeps the model from
+ * reading outside its folder. A file named by several constants is mapped
+ * once. */
+#include "graph_builder.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "alloc.h"
+#include "datafile.h"
+#include "status.h"
+
+typedef struct pl_builder_file {
+    char *location;
+    void *addr;
+    size_t size;
+} pl_builder_file;
+
+struct pl_graph_builder {
+    pl_graph *g;
+    char *model_dir;
+    pl_builder_file *files;
+    size_t n_files;
+};
+
+pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
+                                   pl_graph_builder **out_builder)
+{
+    *out_builder = NULL;
+    pl_graph_builder *b = pl_calloc(1, sizeof *b);
+    if (b == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    b->g = g;
+    const char *slash = strrchr(path, '/');
+    b->model_dir = slash ? pl_xstrndup(path, slash == path ? 1 : (size_t)(slash - path))
+                         : pl_xstrdup(".");
+    if (b->model_dir == NULL) {
+        pl_free(b);
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    }
+    *out_builder = b;
+    return NULL;
+}
+
+void pl_graph_builder_destroy(pl_graph_builder *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->n_files; i++)
+        pl_free(b->files[i].location);
+    pl_free(b->files);
+    pl_free(b->model_dir);
+    pl_free(b);
+}
+
+const char *pl_builder_model_dir(pl_graph_builder *b)
+{
+    return b ? b->model_dir : NULL;
+}
+
+pl_status *pl_builder_opset(pl_graph_builder *b, const char *domain, int64_t version)
+{
+    if (version < 1)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "opset import of domain '%s' has version %lld; versions "
+                                "start at 1",
+                                domain ? domain : "", (long long)version);
+    return pl_graph_set_opset(b->g, domain, version);
+}
+
+static pl_status *pl_builder_typed(pl_graph_builder *b, const char *name, pl_dtype dtype,
+                                   int32_t ndim, const int64_t *dims,
+                                   const char *const *dim_params, pl_tid *out)
+{
+    PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, out));
+    return pl_graph_set_type(b->g, *out, dtype, ndim, dims, dim_params);
+}
+
+pl_status *pl_builder_tensor(pl_graph_builder *b, const char *name, pl_dtype dtype,
+                             int32_t ndim, const int64_t *dims,
+                             const char *const *dim_params)
+{
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, &t));
+    const pl_graph_tensor *gt = pl_graph_get_tensor(b->g, t);
+    if (gt->data != NULL)
+        return NULL; /* a constant's type is its data's */
+    return pl_graph_set_type(b->g, t, dtype, ndim, dims, dim_params);
+}
+
+pl_status *pl_builder_constant(pl_graph_builder *b, const char *name, pl_dtype dtype,
+                               int32_t ndim, const int64_t *dims, const void *data,
+                               size_t nbytes)
+{
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t));
+    return pl_graph_set_constant(b->g, t, data, nbytes);
+}
+
+pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
+                                    pl_dtype dtype, int32_t ndim, const int64_t *dims,
+                                    const char *location, int64_t offset, int64_t length)
+{
+    pl_builder_file *f = NULL;
+    for (size_t i = 0; i < b->n_files; i++)
+        if (strcmp(b->files[i].location, location) == 0)
+            f = &b->files[i];
+    if (f == NULL) {
+        void *addr = NULL;
+        size_t size = 0;
+        PL_RETURN_IF_ERROR(pl_datafile_map(b->model_dir, location, "external data",
+                                           &addr, &size));
+        pl_builder_file *grown = pl_realloc(b->files, (b->n_files + 1) * sizeof *grown);
+        char *loc = pl_xstrdup(location);
+        pl_status *st = NULL;
+        if (grown == NULL || loc == NULL)
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+        else
+            b->files = grown;
+        if (st == NULL && addr != NULL)
+            st = pl_graph_keep_mapping(b->g, addr, size);
+        if (st != NULL) {
+            pl_free(loc);
+            if (addr != NULL)
+                munmap(addr, size);
+            return st;
+        }
+        f = &b->files[b->n_files++];
+        f->location = loc;
+        f->addr = addr;
+        f->size = size;
+    }
+    if (offset < 0 || (uint64_t)offset > f->size)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "external data of '%s': offset %lld lies past the end of "
+                                "'%s' (%zu bytes)",
+                                name, (long long)offset, location, f->size);
+    size_t avail = f->size - (size_t)offset;
+    size_t len = length < 0 ? avail : (size_t)length;
+    if (length >= 0 && (uint64_t)length > avail)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "external data of '%s': offset %lld + length %lld exceeds "
+                                "'%s' (%zu bytes)",
+                                name, (long long)offset, (long long)length, location,
+                                f->size);
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t));
+    const char *data = (const char *)f->addr + offset;
+    /* Kernels read constants in place: keep them aligned, else copy. */
+    if ((uintptr_t)data % 64 == 0)
+        return pl_graph_set_constant_ref(b->g, t, data, len);
+    return pl_graph_set_constant(b->g, t, data, len);
+}
+
+pl_status *pl_builder_input(pl_graph_builder *b, const char *name)
+{
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, &t));
+    return pl_graph_add_input(b->g, t);
+}
+
+pl_status *pl_builder_output(pl_graph_builder *b, const char *name)
+{
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, &t));
+    return pl_graph_add_output(b->g, t);
+}
+
+pl_status *pl_builder_node(pl_graph_builder *b, const char *name, const char *op,
+                           const char *domain, const char *const *inputs, size_t n_inputs,
+                           const char *const *outputs, size_t n_outputs, size_t *out_node)
+{
+    pl_nid n = PL_NID_NONE;
+    pl_status *st = pl_graph_add_node(b->g, name, op, domain, inputs, n_inputs, outputs,
+                                      n_outputs, &n);
+    if (out_node)
+        *out_node = n;
+    return st;
+}
+
+#define PL_NODE_CHECK(b, node)                                                  \
+    do {                                                                        \
+        if ((node) >= pl_graph_node_count((b)->g))                              \
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,                   \
+                                    "attribute on node %zu, which does not exist", \
+                                    (size_t)(node));                            \
+    } while (0)
+
+pl_status *pl_builder_attr_int(pl_graph_builder *b, size_t node, const char *name,
+                               int64_t value)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_int(b->g, (pl_nid)node, name, value);
+}
+
+pl_status *pl_builder_attr_float(pl_graph_builder *b, size_t node, const char *name,
+                                 double value)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_float(b->g, (pl_nid)node, name, value);
+}
+
+pl_status *pl_builder_attr_string(pl_graph_builder *b, size_t node, const char *name,
+                                  const char *value, size_t len)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_string(b->g, (pl_nid)node, name, value, len);
+}
+
+pl_status *pl_builder_attr_ints(pl_graph_builder *b, size_t node, const char *name,
+                                const int64_t *values, size_t count)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_ints(b->g, (pl_nid)node, name, values, count);
+}
+
+pl_status *pl_builder_attr_floats(pl_graph_builder *b, size_t node, const char *name,
+                                  const double *values, size_t count)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_floats(b->g, (pl_nid)node, name, values, count);
+}
+
+pl_status *pl_builder_attr_strings(pl_graph_builder *b, size_t node, const char *name,
+                                   const char *const *values, size_t count)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_strings(b->g, (pl_nid)node, name, values, count);
+}
+
+pl_status *pl_builder_attr_tensor(pl_graph_builder *b, size_t node, const char *name,
+                                  pl_dtype dtype, int32_t ndim, const int64_t *dims,
+                                  const void *data, size_t nbytes)
+{
+    PL_NODE_CHECK(b, node);
+    return pl_graph_attr_tensor(b->g, (pl_nid)node, name, dtype, ndim, dims, data, nbytes);
+}
