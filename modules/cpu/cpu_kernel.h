@@ -39,11 +39,20 @@ typedef pl_status *(*cpu_run_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
                                  const pl_run_args *args, float *out,
                                  pl_output_request req);
 
+/* Runs a kernel that checks its own arguments: any number of outputs, any
+ * dtypes. kernel_run checks only that ARGS is well formed (counts match the
+ * node's, requests present) and hands everything over. Must be reentrant;
+ * must honour each output's request (PL_REQ_NULL: skip it). */
+typedef pl_status *(*cpu_run_any_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
+                                     const pl_run_args *args);
+
 /* The start of every kernel object. */
 struct pl_kernel {
     const char *op;      /* the op's name, a static string (for messages) */
-    cpu_run_fn run;
+    cpu_run_fn run;      /* f32, one output (or NULL when run_any is set) */
+    cpu_run_any_fn run_any; /* any dtypes and outputs (or NULL) */
     size_t n_reads;      /* inputs 0 .. n_reads-1 are read (others ignored) */
+    size_t n_outputs;    /* run_any kernels: outputs the node has */
     size_t out_elements; /* elements of output 0, checked on every run */
     bool inplace_ok;     /* the output may alias input 0 (PL_REQ_INPLACE) */
 };
@@ -93,14 +102,41 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
 pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args);
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel);
 
+/* ---- the op table --------------------------------------------------------- */
+
+/* What get_kernel knows about an op before its builder runs. Each family of
+ * ops keeps its own table in its own file; kernel.c searches them all. */
+typedef pl_status *(*cpu_build_fn)(pl_module_ctx *ctx, const pl_node_desc *node,
+                                   pl_kernel **out_kernel);
+
+typedef struct cpu_op_entry {
+    const char *op;
+    cpu_build_fn build;
+    size_t min_inputs;
+    size_t max_inputs;      /* SIZE_MAX: any number */
+    uint32_t float_inputs;  /* bit i: input i must be f32 (bit 31: and all
+                               later ones) */
+    uint32_t flags;         /* CPU_OP_* */
+} cpu_op_entry;
+
+#define CPU_ALL_INPUTS 0xffffffffu
+/* The builder checks dtypes itself (inputs and output 0 need not be f32). */
+#define CPU_OP_ANY_DTYPE 1u
+/* The node may have several outputs (the builder checks them). */
+#define CPU_OP_MULTI_OUTPUT 2u
+
+/* The families' tables (each ends with an entry whose op is NULL). */
+extern const cpu_op_entry cpu_ops_nn[];    /* nn.c: convolution, pooling */
+extern const cpu_op_entry cpu_ops_math[];  /* math.c: elementwise, norms, reductions */
+extern const cpu_op_entry cpu_ops_shape[]; /* shape.c: shape and index ops, all dtypes */
+
 /* ---- the kernels' builders ---------------------------------------------- */
 
 /* Each builder makes the kernel for NODE, whose op it serves, after
  * get_kernel has checked the domain, the input and output counts the op
- * needs, every float input's dtype, and that every present input and output
- * has a fully known shape. On failure *out_kernel stays NULL. */
-typedef pl_status *(*cpu_build_fn)(pl_module_ctx *ctx, const pl_node_desc *node,
-                                   pl_kernel **out_kernel);
+ * needs, every float input's dtype (unless CPU_OP_ANY_DTYPE), and that every
+ * present input and output has a fully known shape. On failure *out_kernel
+ * stays NULL. */
 
 /* elementwise.c: Add Sub Mul Div (NumPy broadcasting), Relu Sigmoid Tanh. */
 pl_status *cpu_build_binary(pl_module_ctx *ctx, const pl_node_desc *node,

@@ -10,18 +10,6 @@
 
 #include "cpu_kernel.h"
 
-/* What get_kernel knows about an op before its builder runs. */
-typedef struct cpu_op_entry {
-    const char *op;
-    cpu_build_fn build;
-    size_t min_inputs;
-    size_t max_inputs;      /* SIZE_MAX: any number */
-    uint32_t float_inputs;  /* bit i: input i must be f32 (bit 31: and all
-                               later ones) */
-} cpu_op_entry;
-
-#define CPU_ALL_INPUTS 0xffffffffu
-
 static const cpu_op_entry cpu_ops[] = {
     {"Add", cpu_build_binary, 2, 2, 3u},
     {"Sub", cpu_build_binary, 2, 2, 3u},
@@ -40,13 +28,18 @@ static const cpu_op_entry cpu_ops[] = {
     {"Identity", cpu_build_copy, 1, 1, 1u},
     {"Transpose", cpu_build_transpose, 1, 1, 1u},
     {"Concat", cpu_build_concat, 1, SIZE_MAX, CPU_ALL_INPUTS},
+    {NULL, NULL, 0, 0, 0, 0},
 };
 
+/* The op's entry: the families' tables first, so a family may take over an
+ * op of the base table (to widen its dtypes, say). */
 static const cpu_op_entry *cpu_find_op(const char *op)
 {
-    for (size_t i = 0; i < sizeof cpu_ops / sizeof cpu_ops[0]; i++)
-        if (strcmp(cpu_ops[i].op, op) == 0)
-            return &cpu_ops[i];
+    const cpu_op_entry *tables[] = {cpu_ops_nn, cpu_ops_math, cpu_ops_shape, cpu_ops};
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        for (const cpu_op_entry *e = tables[t]; e->op != NULL; e++)
+            if (strcmp(e->op, op) == 0)
+                return e;
     return NULL;
 }
 
@@ -222,9 +215,19 @@ static pl_status *cpu_check_node(const cpu_op_entry *e, const pl_node_desc *node
         (node->n_inputs > 0 && node->inputs == NULL))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "%zu inputs (expected %zu to %zu)",
                          node->n_inputs, e->min_inputs, e->max_inputs);
-    if (node->n_outputs != 1 || node->outputs == NULL)
+    bool multi = (e->flags & CPU_OP_MULTI_OUTPUT) != 0;
+    if (node->n_outputs < 1 || (!multi && node->n_outputs != 1) || node->outputs == NULL)
         return cpu_error(PL_CODE_UNSUPPORTED, op, "%zu outputs (only 1 is supported)",
                          node->n_outputs);
+    if (e->flags & CPU_OP_ANY_DTYPE) {
+        for (size_t i = 0; i < node->n_inputs; i++)
+            if (!cpu_input_absent(node, i) && !cpu_shape_known(&node->inputs[i]))
+                return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu shape not fully known", i);
+        for (size_t o = 0; o < node->n_outputs; o++)
+            if (node->outputs[o].ndim >= 0 && !cpu_shape_known(&node->outputs[o]))
+                return cpu_error(PL_CODE_UNSUPPORTED, op, "output shape not fully known");
+        return NULL;
+    }
     for (size_t i = 0; i < node->n_inputs; i++) {
         bool is_float = i < 31 ? (e->float_inputs >> i) & 1u : e->float_inputs >> 31;
         if (i >= e->min_inputs && cpu_input_absent(node, i))
@@ -301,6 +304,16 @@ pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_ar
         return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                        "cpu: kernel_run without a kernel or arguments");
     const char *op = kernel->op;
+    if (kernel->run_any != NULL) {
+        if (args->n_outputs != kernel->n_outputs || args->outputs == NULL ||
+            args->requests == NULL || (kernel->n_reads > 0 && args->inputs == NULL) ||
+            args->n_inputs < kernel->n_reads)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "kernel_run with %zu inputs and %zu outputs (expected %zu and %zu)",
+                             args->n_inputs, args->n_outputs, kernel->n_reads,
+                             kernel->n_outputs);
+        return kernel->run_any(ctx, kernel, args);
+    }
     if (args->n_outputs != 1 || args->outputs == NULL || args->requests == NULL)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "kernel_run with %zu outputs%s (expected 1 and its request)",
