@@ -11,23 +11,23 @@
 #include "cpu_kernel.h"
 
 static const cpu_op_entry cpu_ops[] = {
-    {"Add", cpu_build_binary, 2, 2, 3u},
-    {"Sub", cpu_build_binary, 2, 2, 3u},
-    {"Mul", cpu_build_binary, 2, 2, 3u},
-    {"Div", cpu_build_binary, 2, 2, 3u},
-    {"Relu", cpu_build_unary, 1, 1, 1u},
-    {"Sigmoid", cpu_build_unary, 1, 1, 1u},
-    {"Tanh", cpu_build_unary, 1, 1, 1u},
-    {"MatMul", cpu_build_matmul, 2, 2, 3u},
-    {"Gemm", cpu_build_gemm, 2, 3, 7u},
-    {"Softmax", cpu_build_softmax, 1, 1, 1u},
+    {"Add", cpu_build_binary, 2, 2, 3u, 0},
+    {"Sub", cpu_build_binary, 2, 2, 3u, 0},
+    {"Mul", cpu_build_binary, 2, 2, 3u, 0},
+    {"Div", cpu_build_binary, 2, 2, 3u, 0},
+    {"Relu", cpu_build_unary, 1, 1, 1u, 0},
+    {"Sigmoid", cpu_build_unary, 1, 1, 1u, 0},
+    {"Tanh", cpu_build_unary, 1, 1, 1u, 0},
+    {"MatMul", cpu_build_matmul, 2, 2, 3u, 0},
+    {"Gemm", cpu_build_gemm, 2, 3, 7u, 0},
+    {"Softmax", cpu_build_softmax, 1, 1, 1u, 0},
     /* Reshape's second input is the i64 target shape, already folded into
      * the output's shape by the core's inference. */
-    {"Reshape", cpu_build_copy, 2, 2, 1u},
-    {"Flatten", cpu_build_copy, 1, 1, 1u},
-    {"Identity", cpu_build_copy, 1, 1, 1u},
-    {"Transpose", cpu_build_transpose, 1, 1, 1u},
-    {"Concat", cpu_build_concat, 1, SIZE_MAX, CPU_ALL_INPUTS},
+    {"Reshape", cpu_build_copy, 2, 2, 1u, 0},
+    {"Flatten", cpu_build_copy, 1, 1, 1u, 0},
+    {"Identity", cpu_build_copy, 1, 1, 1u, 0},
+    {"Transpose", cpu_build_transpose, 1, 1, 1u, 0},
+    {"Concat", cpu_build_concat, 1, SIZE_MAX, CPU_ALL_INPUTS, 0},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
