@@ -8,7 +8,10 @@
  * was rejected. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <limits.h>
+#include <math.h>
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
@@ -22,6 +25,10 @@
 #include "npy.h"
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_REJECTED = 3 };
+
+/* --threads: the CPU budget for every runtime this process makes (0: keep
+ * backend.ini's). */
+static int g_threads;
 
 static void usage(FILE *f)
 {
@@ -38,6 +45,12 @@ static void usage(FILE *f)
             "                                refusal reason, subgraphs, copies and their bytes,\n"
             "                                steps, and the memory plan per device against its\n"
             "                                lower bound\n"
+            "  bench MODEL [--threads N] [--runs N] [--warmup N] [--input NAME=FILE] [--json]\n"
+            "                                time runs after a warm-up: median and p90 latency,\n"
+            "                                peak RSS, load time (runtime + model + session);\n"
+            "                                MODEL.input.bin / MODEL.output.bin beside the model\n"
+            "                                are used as input and reference when present;\n"
+            "                                --json ends with one JSON object\n"
             "  convert MODEL OUT.json        write a model (e.g. .onnx) in Plinth's JSON format,\n"
             "                                weights in OUT.weights beside it\n"
             "  run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--shape NAME=D0,D1,...]\n"
@@ -52,6 +65,7 @@ static void usage(FILE *f)
             "options:\n"
             "  --config FILE   backend.ini to use (default: $PLINTH_CONFIG, ./backend.ini,\n"
             "                  then the installed default)\n"
+            "  --threads N     the CPU thread budget (default: backend.ini's threads)\n"
             "  --help          this text\n"
             "  --version       the version of plinth and of the module ABI\n"
             "\n"
@@ -233,7 +247,8 @@ static int open_session_bound(const char *config, const char *model_path,
     *out_session = NULL;
     pl_runtime_options o = {.struct_size = sizeof o,
                             .config_path = config,
-                            .log_sink = cli_log};
+                            .log_sink = cli_log,
+                            .threads = g_threads};
     pl_status *st = pl_runtime_create(&o, out_rt);
     if (st == NULL)
         st = pl_model_load(*out_rt, model_path, out_model);
@@ -336,6 +351,84 @@ static size_t elements_of(int32_t ndim, const int64_t *dims)
     return n;
 }
 
+/* Fills INPUTS (one per session input, in order) from --input arguments
+ * (.npy, or raw .bin of the declared type) or with reproducible random
+ * values; LOADED owns the buffers (free each .data). Returns an exit code. */
+static int prepare_inputs(pl_session *session, const char **input_args, size_t n_input_args,
+                          pl_io *inputs, npy_array *loaded)
+{
+    size_t n_in = pl_session_input_count(session);
+    char err[512];
+    int rc = 0;
+    uint64_t seed = 42;
+    for (size_t a = 0; a < n_input_args && rc == 0; a++) {
+        const char *eq = strchr(input_args[a], '=');
+        size_t len = eq ? (size_t)(eq - input_args[a]) : 0;
+        bool known = false;
+        for (size_t i = 0; eq && i < n_in; i++)
+            known = known || (strlen(pl_session_input_name(session, i)) == len &&
+                              strncmp(pl_session_input_name(session, i), input_args[a], len) == 0);
+        if (!known) {
+            fprintf(stderr, "plinth: --input %s: the model has no such input (or NAME=FILE is malformed)\n",
+                    input_args[a]);
+            rc = EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < n_in && rc == 0; i++) {
+        const char *name = pl_session_input_name(session, i);
+        pl_dtype dt;
+        int32_t ndim;
+        const int64_t *dims;
+        pl_session_input_type(session, i, &dt, &ndim, &dims);
+        inputs[i].name = name;
+        pl_tensor *t = &inputs[i].tensor;
+        t->struct_size = sizeof *t;
+        t->dtype = dt;
+        t->ndim = ndim;
+        t->shape = (int64_t *)dims;
+        size_t count = elements_of(ndim, dims);
+        size_t bytes = count * pl_dtype_size(dt);
+        const char *file = NULL;
+        for (size_t a = 0; a < n_input_args; a++) {
+            const char *eq = strchr(input_args[a], '=');
+            if (eq && (size_t)(eq - input_args[a]) == strlen(name) &&
+                strncmp(input_args[a], name, strlen(name)) == 0)
+                file = eq + 1;
+        }
+        size_t fl = file ? strlen(file) : 0;
+        if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
+            if (npy_read(file, &loaded[i], err, sizeof err) != 0) {
+                fprintf(stderr, "plinth: %s\n", err);
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            t->dtype = loaded[i].dtype;
+            t->ndim = loaded[i].ndim;
+            t->shape = loaded[i].dims;
+            t->data = loaded[i].data;
+        } else if (file) {
+            FILE *f = fopen(file, "rb");
+            loaded[i].data = malloc(bytes ? bytes : 1);
+            size_t got = f && loaded[i].data ? fread(loaded[i].data, 1, bytes, f) : 0;
+            int extra = f ? fgetc(f) : EOF;
+            if (f)
+                fclose(f);
+            if (f == NULL || got != bytes || extra != EOF) {
+                fprintf(stderr, "plinth: %s: input '%s' needs exactly %zu bytes of %s (raw .bin)\n",
+                        file, name, bytes, "its declared type");
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            t->data = loaded[i].data;
+        } else {
+            loaded[i].data = malloc(bytes ? bytes : 1);
+            fill_random(dt, loaded[i].data, count, &seed);
+            t->data = loaded[i].data;
+        }
+    }
+    return rc;
+}
+
 /* Parses "NAME=D0,D1,..." into B; false when malformed. */
 static bool parse_shape_arg(const char *arg, shape_bind *b)
 {
@@ -408,72 +501,7 @@ static int cmd_run(const char *config, const char *model_path, const char **inpu
     pl_io *outputs = calloc(n_out ? n_out : 1, sizeof *outputs);
     npy_array *loaded = calloc(n_in ? n_in : 1, sizeof *loaded);
     char err[512];
-    uint64_t seed = 42;
-    for (size_t a = 0; a < n_input_args && rc == 0; a++) {
-        const char *eq = strchr(input_args[a], '=');
-        size_t len = eq ? (size_t)(eq - input_args[a]) : 0;
-        bool known = false;
-        for (size_t i = 0; eq && i < n_in; i++)
-            known = known || (strlen(pl_session_input_name(session, i)) == len &&
-                              strncmp(pl_session_input_name(session, i), input_args[a], len) == 0);
-        if (!known) {
-            fprintf(stderr, "plinth: --input %s: the model has no such input (or NAME=FILE is malformed)\n",
-                    input_args[a]);
-            rc = EXIT_USAGE;
-        }
-    }
-    for (size_t i = 0; i < n_in && rc == 0; i++) {
-        const char *name = pl_session_input_name(session, i);
-        pl_dtype dt;
-        int32_t ndim;
-        const int64_t *dims;
-        pl_session_input_type(session, i, &dt, &ndim, &dims);
-        inputs[i].name = name;
-        pl_tensor *t = &inputs[i].tensor;
-        t->struct_size = sizeof *t;
-        t->dtype = dt;
-        t->ndim = ndim;
-        t->shape = (int64_t *)dims;
-        size_t count = elements_of(ndim, dims);
-        size_t bytes = count * pl_dtype_size(dt);
-        const char *file = NULL;
-        for (size_t a = 0; a < n_input_args; a++) {
-            const char *eq = strchr(input_args[a], '=');
-            if (eq && (size_t)(eq - input_args[a]) == strlen(name) &&
-                strncmp(input_args[a], name, strlen(name)) == 0)
-                file = eq + 1;
-        }
-        size_t fl = file ? strlen(file) : 0;
-        if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
-            if (npy_read(file, &loaded[i], err, sizeof err) != 0) {
-                fprintf(stderr, "plinth: %s\n", err);
-                rc = EXIT_RUNTIME;
-                break;
-            }
-            t->dtype = loaded[i].dtype;
-            t->ndim = loaded[i].ndim;
-            t->shape = loaded[i].dims;
-            t->data = loaded[i].data;
-        } else if (file) {
-            FILE *f = fopen(file, "rb");
-            loaded[i].data = malloc(bytes ? bytes : 1);
-            size_t got = f && loaded[i].data ? fread(loaded[i].data, 1, bytes, f) : 0;
-            int extra = f ? fgetc(f) : EOF;
-            if (f)
-                fclose(f);
-            if (f == NULL || got != bytes || extra != EOF) {
-                fprintf(stderr, "plinth: %s: input '%s' needs exactly %zu bytes of %s (raw .bin)\n",
-                        file, name, bytes, "its declared type");
-                rc = EXIT_RUNTIME;
-                break;
-            }
-            t->data = loaded[i].data;
-        } else {
-            loaded[i].data = malloc(bytes ? bytes : 1);
-            fill_random(dt, loaded[i].data, count, &seed);
-            t->data = loaded[i].data;
-        }
-    }
+    rc = prepare_inputs(session, input_args, n_input_args, inputs, loaded);
     for (size_t r = 0; rc == 0 && r < (size_t)runs; r++) {
         for (size_t o = 0; o < n_out; o++) {
             pl_buffer_free(outputs[o].tensor.data);
@@ -535,9 +563,155 @@ static int cmd_run(const char *config, const char *model_path, const char **inpu
     return rc;
 }
 
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The model's path without its extension, for MODEL.input.bin and
+ * MODEL.output.bin beside it (the convention of the reference models). */
+static void model_base(const char *path, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", path);
+    char *dot = strrchr(buf, '.');
+    char *slash = strrchr(buf, '/');
+    if (dot != NULL && (slash == NULL || dot > slash))
+        *dot = '\0';
+}
+
+static int cmd_bench(const char *config, const char *model_path, const char **input_args,
+                     size_t n_input_args, int runs, int warmup, bool json)
+{
+    double t0 = now_ms();
+    pl_runtime *rt;
+    pl_model *model;
+    pl_session *session;
+    int rc = open_session(config, model_path, &rt, &model, &session);
+    if (rc != 0)
+        return rc;
+    double load_ms = now_ms() - t0;
+    size_t n_in = pl_session_input_count(session);
+    size_t n_out = pl_session_output_count(session);
+    pl_io *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
+    pl_io *outputs = calloc(n_out ? n_out : 1, sizeof *outputs);
+    npy_array *loaded = calloc(n_in ? n_in : 1, sizeof *loaded);
+    /* The reference models ship MODEL.input.bin: use it for the first input
+     * unless --input says otherwise. */
+    char base[4096], path[4200];
+    model_base(model_path, base, sizeof base);
+    const char *args[257];
+    size_t n_args = 0;
+    for (size_t i = 0; i < n_input_args && n_args < 256; i++)
+        args[n_args++] = input_args[i];
+    char implicit[4400];
+    snprintf(path, sizeof path, "%s.input.bin", base);
+    if (n_input_args == 0 && n_in > 0 && access(path, R_OK) == 0) {
+        snprintf(implicit, sizeof implicit, "%s=%s", pl_session_input_name(session, 0), path);
+        args[n_args++] = implicit;
+    }
+    rc = prepare_inputs(session, args, n_args, inputs, loaded);
+    double *times = calloc((size_t)runs, sizeof *times);
+    double max_diff = -1.0;
+    for (int r = 0; rc == 0 && r < warmup + runs; r++) {
+        for (size_t o = 0; o < n_out; o++) {
+            pl_buffer_free(outputs[o].tensor.data);
+            memset(&outputs[o], 0, sizeof outputs[o]);
+            outputs[o].name = pl_session_output_name(session, o);
+            outputs[o].tensor.struct_size = sizeof outputs[o].tensor;
+        }
+        double start = now_ms();
+        pl_status *st = pl_session_run(session, inputs, n_in, outputs, n_out);
+        double took = now_ms() - start;
+        if (st != NULL) {
+            fprintf(stderr, "plinth: %s\n", pl_status_message(st));
+            pl_status_free(st);
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        if (r == 0) {
+            snprintf(path, sizeof path, "%s.output.bin", base);
+            FILE *f = fopen(path, "rb");
+            const pl_tensor *t = &outputs[0].tensor;
+            if (f != NULL && n_out > 0 && t->dtype.code == PL_TYPE_FLOAT && t->dtype.bits == 32) {
+                size_t count = elements_of(t->ndim, t->shape);
+                float *ref = malloc(count * sizeof *ref + 1);
+                if (ref && fread(ref, sizeof *ref, count, f) == count && fgetc(f) == EOF) {
+                    max_diff = 0;
+                    for (size_t i = 0; i < count; i++) {
+                        double d = fabs((double)((const float *)t->data)[i] - ref[i]);
+                        max_diff = d > max_diff ? d : max_diff;
+                    }
+                } else {
+                    fprintf(stderr, "plinth: %s does not hold the %zu floats of output '%s'\n",
+                            path, count, outputs[0].name);
+                }
+                free(ref);
+            }
+            if (f)
+                fclose(f);
+        }
+        if (r >= warmup)
+            times[r - warmup] = took;
+        if (!json && isatty(2) && (r % 10 == 9 || r + 1 == warmup + runs))
+            fprintf(stderr, "\rbench: %d/%d runs (%d warm-up)", r + 1, warmup + runs, warmup);
+    }
+    if (!json && isatty(2))
+        fprintf(stderr, "\n");
+    if (rc == 0) {
+        qsort(times, (size_t)runs, sizeof *times, cmp_double);
+        double median = runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;
+        int k = (int)ceil(0.9 * runs) - 1;
+        double p90 = times[k < 0 ? 0 : k];
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double rss_mb = (double)ru.ru_maxrss / 1024.0;
+        printf("model %s, %d threads, %d runs after %d warm-up\n", model_path,
+               pl_runtime_thread_count(rt), runs, warmup);
+        printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, max %.3f ms\n", median, p90,
+               times[0], times[runs - 1]);
+        printf("  load %.1f ms, peak RSS %.1f MiB", load_ms, rss_mb);
+        if (max_diff >= 0)
+            printf(", max |diff| vs %s.output.bin %.3g", base, max_diff);
+        printf("\n");
+        if (json) {
+            json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "model",
+                                  model_path, "threads", pl_runtime_thread_count(rt), "runs",
+                                  runs, "warmup", warmup, "median_ms", median, "p90_ms", p90,
+                                  "min_ms", times[0], "max_ms", times[runs - 1], "peak_rss_mb",
+                                  rss_mb, "load_ms", load_ms);
+            json_object_set_new(o, "max_abs_diff", max_diff >= 0 ? json_real(max_diff) : json_null());
+            char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+            if (text != NULL)
+                printf("%s\n", text);
+            free(text);
+            json_decref(o);
+        }
+    }
+    for (size_t o = 0; o < n_out; o++)
+        pl_buffer_free(outputs[o].tensor.data);
+    for (size_t i = 0; i < n_in; i++)
+        free(loaded[i].data);
+    free(loaded);
+    free(inputs);
+    free(outputs);
+    free(times);
+    close_session(rt, model, session);
+    return rc;
+}
+
 static int cmd_convert(const char *config, const char *model_path, const char *out_path)
 {
-    pl_runtime_options o = {.struct_size = sizeof o, .config_path = config, .log_sink = cli_log};
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = config, .log_sink = cli_log,
+                            .threads = g_threads};
     pl_runtime *rt = NULL;
     pl_model *model = NULL;
     pl_status *st = pl_runtime_create(&o, &rt);
@@ -563,7 +737,8 @@ static int cmd_modules(const char *config, bool json, bool strict)
 {
     pl_runtime_options o = {.struct_size = sizeof o,
                             .config_path = config,
-                            .log_sink = cli_log};
+                            .log_sink = cli_log,
+                            .threads = g_threads};
     pl_runtime *rt = NULL;
     pl_status *st = pl_runtime_create(&o, &rt);
     if (st != NULL) {
@@ -595,7 +770,8 @@ int main(int argc, char **argv)
     const char *shape_args[256];
     size_t n_shape_args = 0;
     const char *second = NULL;
-    int runs = 1;
+    int runs = -1;
+    int warmup = 10;
     bool json = false, strict = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -615,7 +791,8 @@ int main(int argc, char **argv)
         } else if (strncmp(a, "--config=", 9) == 0) {
             config = a + 9;
         } else if (strcmp(a, "--input") == 0 || strcmp(a, "--output-dir") == 0 ||
-                   strcmp(a, "--runs") == 0 || strcmp(a, "--shape") == 0) {
+                   strcmp(a, "--runs") == 0 || strcmp(a, "--shape") == 0 ||
+                   strcmp(a, "--warmup") == 0 || strcmp(a, "--threads") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "plinth: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -629,6 +806,18 @@ int main(int argc, char **argv)
                 input_args[n_input_args++] = v;
             } else if (strcmp(a, "--output-dir") == 0) {
                 output_dir = v;
+            } else if (strcmp(a, "--warmup") == 0) {
+                warmup = atoi(v);
+                if (warmup < 0) {
+                    fprintf(stderr, "plinth: --warmup needs a number >= 0\n");
+                    return EXIT_USAGE;
+                }
+            } else if (strcmp(a, "--threads") == 0) {
+                g_threads = atoi(v);
+                if (g_threads < 1 || g_threads > 4096) {
+                    fprintf(stderr, "plinth: --threads needs a number from 1 to 4096\n");
+                    return EXIT_USAGE;
+                }
             } else if (strcmp(a, "--shape") == 0) {
                 if (n_shape_args == sizeof shape_args / sizeof shape_args[0]) {
                     fprintf(stderr, "plinth: too many --shape options\n");
@@ -653,7 +842,7 @@ int main(int argc, char **argv)
             command = a;
         } else if (operand == NULL &&
                    (strcmp(command, "explain") == 0 || strcmp(command, "run") == 0 ||
-                    strcmp(command, "convert") == 0)) {
+                    strcmp(command, "convert") == 0 || strcmp(command, "bench") == 0)) {
             operand = a;
         } else if (second == NULL && strcmp(command, "convert") == 0) {
             second = a;
@@ -685,7 +874,15 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
         return cmd_run(config, operand, input_args, n_input_args, shape_args, n_shape_args,
-                       output_dir, runs);
+                       output_dir, runs < 0 ? 1 : runs);
+    }
+    if (strcmp(command, "bench") == 0) {
+        if (operand == NULL) {
+            fprintf(stderr, "plinth: bench needs a model file (see plinth --help)\n");
+            return EXIT_USAGE;
+        }
+        return cmd_bench(config, operand, input_args, n_input_args, runs < 0 ? 50 : runs,
+                         warmup, json);
     }
     if (strcmp(command, "convert") == 0) {
         if (operand == NULL || second == NULL) {

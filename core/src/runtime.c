@@ -174,8 +174,8 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
         return st;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    rt->threads = rt->config->threads > 0 ? rt->config->threads
-                                          : (int)(cores > 0 ? cores : 1);
+    int wanted = o.threads > 0 ? o.threads : rt->config->threads;
+    rt->threads = wanted > 0 ? wanted : (int)(cores > 0 ? cores : 1);
     pl_engine_options eo = {.kind = rt->config->engine,
                             .threads = rt->threads,
                             .logger = &rt->logger};

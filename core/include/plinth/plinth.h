@@ -69,6 +69,8 @@ typedef struct pl_runtime_options {
     /* Log sink and its user pointer; NULL for stderr. */
     pl_log_sink log_sink;
     void *log_user;
+    /* The CPU thread budget; 0 keeps backend.ini's `threads`. */
+    int threads;
 } pl_runtime_options;
 
 /* Reads the configuration, loads every module on the module path and
