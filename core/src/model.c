@@ -68,7 +68,7 @@ static pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph
             st = m->api.import_model(m->ctx, path, b);
         pl_graph_builder_destroy(b);
         if (st == NULL)
-            st = pl_graph_validate(g);
+            st = pl_status_wrap(pl_graph_validate(g), "%s: ", path);
         if (st != NULL) {
             pl_graph_destroy(g);
             return st;

@@ -220,12 +220,13 @@ static pl_status *cpu_check_node(const cpu_op_entry *e, const pl_node_desc *node
         return cpu_error(PL_CODE_UNSUPPORTED, op, "%zu outputs (only 1 is supported)",
                          node->n_outputs);
     if (e->flags & CPU_OP_ANY_DTYPE) {
+        /* Outputs first, as below: unknown whenever an input is. */
+        for (size_t o = 0; o < node->n_outputs; o++)
+            if ((o == 0 || node->outputs[o].ndim >= 0) && !cpu_shape_known(&node->outputs[o]))
+                return cpu_error(PL_CODE_UNSUPPORTED, op, "output shape not fully known");
         for (size_t i = 0; i < node->n_inputs; i++)
             if (!cpu_input_absent(node, i) && !cpu_shape_known(&node->inputs[i]))
                 return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu shape not fully known", i);
-        for (size_t o = 0; o < node->n_outputs; o++)
-            if (node->outputs[o].ndim >= 0 && !cpu_shape_known(&node->outputs[o]))
-                return cpu_error(PL_CODE_UNSUPPORTED, op, "output shape not fully known");
         return NULL;
     }
     for (size_t i = 0; i < node->n_inputs; i++) {

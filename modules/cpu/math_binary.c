@@ -1,0 +1,478 @@
+/* math_binary.c — the cpu module's broadcasting elementwise kernels: Add Sub
+ * Mul Div on f32, i64 and i32; Pow with an f32 base and an f32, i32 or i64
+ * exponent; Equal Less Greater giving bool; Where over any dtype.
+ *
+ * The builder precomputes, for the output's shape with its size-1 dims
+ * dropped and neighbouring dims merged wherever every operand steps
+ * through them as one dim, each operand's stride in each dim (0 where it
+ * broadcasts). Same-shape operands then collapse to one dim, a scalar to a
+ * dim of stride 0, BERT's [B,S,H] - [B,S,1] to two dims whose inner one
+ * has the second operand fixed. A run walks chunks of the flat output
+ * index on the host's pool and hands every span of the innermost dim to an
+ * inner loop chosen at get_kernel time for the op and dtypes; the loops
+ * have one branch per stride pattern, so the common ones vectorise. Every
+ * loop reads an element before it writes the same index, so an output
+ * aliasing input 0 (in place) is safe.
+ *
+ * Integer arithmetic wraps (two's complement) instead of overflowing;
+ * integer Div truncates toward zero as C does, and a zero divisor anywhere
+ * fails the run before anything is written. */
+#include <math.h>
+#include <string.h>
+
+#include "math_internal.h"
+
+typedef enum mb_op {
+    MB_ADD, MB_SUB, MB_MUL, MB_DIV, MB_POW, MB_EQUAL, MB_LESS, MB_GREATER, MB_WHERE,
+} mb_op;
+
+static const char *const mb_names[] = {
+    [MB_ADD] = "Add",     [MB_SUB] = "Sub",   [MB_MUL] = "Mul",
+    [MB_DIV] = "Div",     [MB_POW] = "Pow",   [MB_EQUAL] = "Equal",
+    [MB_LESS] = "Less",   [MB_GREATER] = "Greater", [MB_WHERE] = "Where",
+};
+
+/* One span of N output elements: IN[j] is operand j's first element for
+ * it, STEP[j] 1 when the operand steps with the output and 0 when it stays
+ * on one element; ADD accumulates into the output. */
+typedef void (*mb_inner_fn)(void *out, const void *const *in, size_t n, const int *step,
+                            int add);
+
+typedef struct mb_kernel {
+    pl_kernel base;
+    mb_op op;
+    mb_inner_fn inner;
+    int n_operands;                 /* 2, or 3 for Where */
+    size_t esize[3];                /* bytes per element of each operand */
+    size_t out_esize;
+    bool allow_add;                 /* the output's dtype can accumulate */
+    math_type div_type;             /* integer Div: the divisor's type, else MATH_OTHER */
+    size_t divisor_elements;
+    int ndim;                       /* >= 1 after collapsing */
+    int64_t dims[CPU_MAX_RANK];
+    int64_t stride[3][CPU_MAX_RANK];
+} mb_kernel;
+
+/* ---- inner loops ---------------------------------------------------------- */
+
+#define MB_BODY(TA, TB, TO, XE, YE, EXPR)          \
+    do {                                           \
+        if (add)                                   \
+            for (size_t i = 0; i < n; i++) {       \
+                TA x = (XE);                       \
+                TB y = (YE);                       \
+                o[i] += (TO)(EXPR);                \
+            }                                      \
+        else                                       \
+            for (size_t i = 0; i < n; i++) {       \
+                TA x = (XE);                       \
+                TB y = (YE);                       \
+                o[i] = (TO)(EXPR);                 \
+            }                                      \
+    } while (0)
+
+/* An inner loop for operands of types TA and TB and an output of TO. */
+#define MB_INNER(NAME, TA, TB, TO, EXPR)                                     \
+    static void NAME(void *out, const void *const *in, size_t n,             \
+                     const int *step, int add)                               \
+    {                                                                        \
+        TO *o = out;                                                         \
+        const TA *a = in[0];                                                 \
+        const TB *b = in[1];                                                 \
+        if (step[0] && step[1]) {                                            \
+            MB_BODY(TA, TB, TO, a[i], b[i], EXPR);                           \
+        } else if (step[1]) {                                                \
+            const TA av = a[0];                                              \
+            MB_BODY(TA, TB, TO, av, b[i], EXPR);                             \
+        } else if (step[0]) {                                                \
+            const TB bv = b[0];                                              \
+            MB_BODY(TA, TB, TO, a[i], bv, EXPR);                             \
+        } else {                                                             \
+            const TA av = a[0];                                              \
+            const TB bv = b[0];                                              \
+            MB_BODY(TA, TB, TO, av, bv, EXPR);                               \
+        }                                                                    \
+    }
+
+MB_INNER(mb_add_f32, float, float, float, x + y)
+MB_INNER(mb_sub_f32, float, float, float, x - y)
+MB_INNER(mb_mul_f32, float, float, float, x * y)
+MB_INNER(mb_div_f32, float, float, float, x / y)
+
+/* Integers wrap; INT_MIN / -1 wraps to INT_MIN. Divisors were checked
+ * for zero before the run. */
+#define MB_INT_OPS(T, UT, SUFFIX)                                                        \
+    MB_INNER(mb_add_##SUFFIX, T, T, T, (T)((UT)x + (UT)y))                               \
+    MB_INNER(mb_sub_##SUFFIX, T, T, T, (T)((UT)x - (UT)y))                               \
+    MB_INNER(mb_mul_##SUFFIX, T, T, T, (T)((UT)x * (UT)y))                               \
+    MB_INNER(mb_div_##SUFFIX, T, T, T, y == -1 ? (T)((UT)0 - (UT)x) : (T)(x / y))
+MB_INT_OPS(int64_t, uint64_t, i64)
+MB_INT_OPS(int32_t, uint32_t, i32)
+
+#define MB_COMPARE_OPS(T, SUFFIX)                                  \
+    MB_INNER(mb_eq_##SUFFIX, T, T, uint8_t, x == y)                \
+    MB_INNER(mb_lt_##SUFFIX, T, T, uint8_t, x < y)                 \
+    MB_INNER(mb_gt_##SUFFIX, T, T, uint8_t, x > y)
+MB_COMPARE_OPS(float, f32)
+MB_COMPARE_OPS(int64_t, i64)
+MB_COMPARE_OPS(int32_t, i32)
+MB_COMPARE_OPS(uint8_t, u8)
+MB_COMPARE_OPS(int8_t, i8)
+
+/* Pow with one exponent Y over the span: squares and square roots (the
+ * usual exponents of a decomposed LayerNorm) skip powf. */
+static void mb_pow_fixed(float *o, const float *a, int a_step, float y, size_t n, int add)
+{
+    if (!a_step) {
+        float v = powf(a[0], y);
+        if (add)
+            for (size_t i = 0; i < n; i++)
+                o[i] += v;
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = v;
+        return;
+    }
+    if (y == 2.0f) {
+        if (add)
+            for (size_t i = 0; i < n; i++)
+                o[i] += a[i] * a[i];
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = a[i] * a[i];
+    } else if (y == 0.5f) {
+        if (add)
+            for (size_t i = 0; i < n; i++)
+                o[i] += sqrtf(a[i]);
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = sqrtf(a[i]);
+    } else if (y == 1.0f) {
+        if (add)
+            for (size_t i = 0; i < n; i++)
+                o[i] += a[i];
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = a[i];
+    } else {
+        if (add)
+            for (size_t i = 0; i < n; i++)
+                o[i] += powf(a[i], y);
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = powf(a[i], y);
+    }
+}
+
+#define MB_POW(NAME, TE)                                                     \
+    static void NAME(void *out, const void *const *in, size_t n,             \
+                     const int *step, int add)                               \
+    {                                                                        \
+        float *o = out;                                                      \
+        const float *a = in[0];                                              \
+        const TE *b = in[1];                                                 \
+        if (!step[1]) {                                                      \
+            mb_pow_fixed(o, a, step[0], (float)b[0], n, add);                \
+            return;                                                          \
+        }                                                                    \
+        const size_t sa = (size_t)step[0];                                   \
+        if (add)                                                             \
+            for (size_t i = 0; i < n; i++)                                   \
+                o[i] += powf(a[i * sa], (float)b[i]);                        \
+        else                                                                 \
+            for (size_t i = 0; i < n; i++)                                   \
+                o[i] = powf(a[i * sa], (float)b[i]);                         \
+    }
+MB_POW(mb_pow_f32, float)
+MB_POW(mb_pow_i32, int32_t)
+MB_POW(mb_pow_i64, int64_t)
+
+/* Where: operand 0 is the bool condition. */
+#define MB_WHERE(NAME, T)                                                    \
+    static void NAME(void *out, const void *const *in, size_t n,             \
+                     const int *step, int add)                               \
+    {                                                                        \
+        T *o = out;                                                          \
+        const uint8_t *c = in[0];                                            \
+        const T *x = in[1], *y = in[2];                                      \
+        if (step[0] && step[1] && step[2] && !add) {                         \
+            for (size_t i = 0; i < n; i++)                                   \
+                o[i] = c[i] ? x[i] : y[i];                                   \
+            return;                                                          \
+        }                                                                    \
+        const size_t sc = (size_t)step[0], sx = (size_t)step[1],             \
+                     sy = (size_t)step[2];                                   \
+        if (add)                                                             \
+            for (size_t i = 0; i < n; i++)                                   \
+                o[i] += c[i * sc] ? x[i * sx] : y[i * sy];                   \
+        else                                                                 \
+            for (size_t i = 0; i < n; i++)                                   \
+                o[i] = c[i * sc] ? x[i * sx] : y[i * sy];                    \
+    }
+MB_WHERE(mb_where_f32, float)
+MB_WHERE(mb_where_i64, int64_t)
+MB_WHERE(mb_where_i32, int32_t)
+/* Dtypes that are only copied (add is refused for them): by size. */
+MB_WHERE(mb_where_b8, uint8_t)
+MB_WHERE(mb_where_b16, uint16_t)
+MB_WHERE(mb_where_b64, uint64_t)
+
+/* ---- the walk ------------------------------------------------------------- */
+
+typedef struct mb_call {
+    const mb_kernel *k;
+    const char *in[3];
+    char *out;
+    int add;
+} mb_call;
+
+/* Output elements [begin, end): the multi-index of begin, then whole or
+ * partial spans of the innermost dim. */
+static void mb_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const mb_call *c = arg;
+    const mb_kernel *k = c->k;
+    const int last = k->ndim - 1, n_ops = k->n_operands;
+    int64_t idx[CPU_MAX_RANK], off[3] = {0, 0, 0};
+    size_t rest = begin;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = (int64_t)(rest % (size_t)k->dims[d]);
+        rest /= (size_t)k->dims[d];
+        for (int j = 0; j < n_ops; j++)
+            off[j] += idx[d] * k->stride[j][d];
+    }
+    int step[3] = {0, 0, 0};
+    for (int j = 0; j < n_ops; j++)
+        step[j] = k->stride[j][last] != 0;
+    const void *in[3] = {NULL, NULL, NULL};
+    size_t pos = begin;
+    while (pos < end) {
+        size_t span = (size_t)(k->dims[last] - idx[last]);
+        if (span > end - pos)
+            span = end - pos;
+        for (int j = 0; j < n_ops; j++)
+            in[j] = c->in[j] + (size_t)off[j] * k->esize[j];
+        k->inner(c->out + pos * k->out_esize, in, span, step, c->add);
+        pos += span;
+        idx[last] += (int64_t)span;
+        for (int j = 0; j < n_ops; j++)
+            off[j] += (int64_t)span * k->stride[j][last];
+        for (int d = last; d > 0 && idx[d] == k->dims[d]; d--) {
+            for (int j = 0; j < n_ops; j++)
+                off[j] += k->stride[j][d - 1] - idx[d] * k->stride[j][d];
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+/* True when an integer divisor holds a zero. */
+static bool mb_has_zero(const void *b, math_type t, size_t n)
+{
+    bool zero = false;
+    if (t == MATH_I64) {
+        const int64_t *v = b;
+        for (size_t i = 0; i < n; i++)
+            zero |= v[i] == 0;
+    } else {
+        const int32_t *v = b;
+        for (size_t i = 0; i < n; i++)
+            zero |= v[i] == 0;
+    }
+    return zero;
+}
+
+static pl_status *mb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
+{
+    const mb_kernel *k = (const mb_kernel *)kernel;
+    void *out;
+    pl_output_request req;
+    pl_status *st = math_run_output(kernel, args, 0, kernel->out_elements, k->allow_add, &out,
+                                    &req);
+    if (st != NULL || out == NULL)
+        return st;
+    if (k->div_type != MATH_OTHER && mb_has_zero(math_in(args, 1), k->div_type,
+                                                 k->divisor_elements))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "integer division by zero");
+    mb_call c = {.k = k, .out = out, .add = req == PL_REQ_ADD_TO};
+    for (int j = 0; j < k->n_operands; j++)
+        c.in[j] = math_in(args, (size_t)j);
+    size_t grain = k->op == MB_POW ? MATH_GRAIN_HEAVY : MATH_GRAIN;
+    cpu_host->parallel_for(ctx->host_ctx, kernel->out_elements, grain, mb_chunk, &c);
+    return NULL;
+}
+
+/* ---- the builder ---------------------------------------------------------- */
+
+/* Contiguous strides of SHAPE (rank R) aligned to the right of an output of
+ * rank OUT_R; 0 where the operand has size 1 or no dim. False when a dim
+ * neither matches the output nor is 1. */
+static bool mb_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
+                       int64_t *strides)
+{
+    if (r > out_r)
+        return false;
+    int64_t step = 1;
+    for (int d = out_r - 1; d >= 0; d--) {
+        int sd = d - (out_r - r);
+        int64_t dim = sd >= 0 ? shape[sd] : 1;
+        if (dim != out_dims[d] && dim != 1)
+            return false;
+        strides[d] = dim == 1 ? 0 : step;
+        step *= dim;
+    }
+    return true;
+}
+
+/* The inner loop of OP on operands of types A and B (Where: x's type, and
+ * the size of its elements in BYTES), or NULL when unsupported; *bad says
+ * which operand's dtype is to blame (0, 1 or 2). */
+static mb_inner_fn mb_pick(mb_op op, math_type a, math_type b, size_t bytes, int *bad)
+{
+    *bad = 0;
+    static const mb_inner_fn arith[4][3] = {
+        [MB_ADD] = {mb_add_f32, mb_add_i64, mb_add_i32},
+        [MB_SUB] = {mb_sub_f32, mb_sub_i64, mb_sub_i32},
+        [MB_MUL] = {mb_mul_f32, mb_mul_i64, mb_mul_i32},
+        [MB_DIV] = {mb_div_f32, mb_div_i64, mb_div_i32},
+    };
+    static const mb_inner_fn compare[3][MATH_TYPE_COUNT] = {
+        {[MATH_F32] = mb_eq_f32, [MATH_I64] = mb_eq_i64, [MATH_I32] = mb_eq_i32,
+         [MATH_BOOL] = mb_eq_u8, [MATH_U8] = mb_eq_u8, [MATH_I8] = mb_eq_i8},
+        {[MATH_F32] = mb_lt_f32, [MATH_I64] = mb_lt_i64, [MATH_I32] = mb_lt_i32,
+         [MATH_U8] = mb_lt_u8, [MATH_I8] = mb_lt_i8},
+        {[MATH_F32] = mb_gt_f32, [MATH_I64] = mb_gt_i64, [MATH_I32] = mb_gt_i32,
+         [MATH_U8] = mb_gt_u8, [MATH_I8] = mb_gt_i8},
+    };
+    switch (op) {
+    case MB_ADD: case MB_SUB: case MB_MUL: case MB_DIV:
+        if (a != MATH_F32 && a != MATH_I64 && a != MATH_I32)
+            return NULL;
+        return arith[op][a];
+    case MB_POW:
+        if (a != MATH_F32)
+            return NULL;
+        *bad = 1;
+        return b == MATH_F32 ? mb_pow_f32 : b == MATH_I32 ? mb_pow_i32
+                                          : b == MATH_I64 ? mb_pow_i64 : NULL;
+    case MB_EQUAL: case MB_LESS: case MB_GREATER:
+        return a == MATH_OTHER ? NULL : compare[op - MB_EQUAL][a];
+    case MB_WHERE:
+        *bad = 1;
+        if (a == MATH_F32)
+            return mb_where_f32;
+        if (a == MATH_I64)
+            return mb_where_i64;
+        if (a == MATH_I32)
+            return mb_where_i32;
+        return bytes == 1 ? mb_where_b8 : bytes == 2 ? mb_where_b16
+                                        : bytes == 4 ? mb_where_i32
+                                        : bytes == 8 ? mb_where_b64 : NULL;
+    }
+    return NULL;
+}
+
+/* Checks the dtypes of NODE for OP and picks its inner loop. */
+static pl_status *mb_check_dtypes(const pl_node_desc *node, mb_op op, mb_inner_fn *out_inner)
+{
+    const pl_tensor *in = node->inputs, *o = &node->outputs[0];
+    *out_inner = NULL;
+    size_t first = op == MB_WHERE ? 1 : 0;
+    if (op == MB_WHERE && !PL_DTYPE_EQ(in[0].dtype, PL_DTYPE_BOOL))
+        return math_unsupported_dtype(node->op, in[0].dtype);
+    pl_dtype a = in[first].dtype, b = in[first + 1].dtype;
+    int bad;
+    mb_inner_fn f = mb_pick(op, math_type_of(a), math_type_of(b), pl_dtype_size(a), &bad);
+    if (f == NULL)
+        return math_unsupported_dtype(node->op, bad ? b : a);
+    /* Operands of one type T (Pow's exponent excepted). */
+    if (op != MB_POW && !PL_DTYPE_EQ(a, b))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "operands of dtypes %s and %s",
+                         math_dtype_name(a), math_dtype_name(b));
+    bool compare = op == MB_EQUAL || op == MB_LESS || op == MB_GREATER;
+    pl_dtype want = compare ? PL_DTYPE_BOOL : a;
+    if (!PL_DTYPE_EQ(o->dtype, want))
+        return math_unsupported_dtype(node->op, o->dtype);
+    *out_inner = f;
+    return NULL;
+}
+
+pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
+                                pl_kernel **out_kernel)
+{
+    mb_op op = MB_ADD;
+    for (size_t i = 0; i < sizeof mb_names / sizeof mb_names[0]; i++)
+        if (strcmp(node->op, mb_names[i]) == 0)
+            op = (mb_op)i;
+    const int n_ops = op == MB_WHERE ? 3 : 2;
+    const pl_tensor *o = &node->outputs[0];
+    mb_inner_fn inner;
+    pl_status *st = mb_check_dtypes(node, op, &inner);
+    if (st != NULL)
+        return st;
+    if (o->ndim < 0)
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "output shape not fully known");
+    int64_t s[3][CPU_MAX_RANK];
+    for (int j = 0; j < n_ops; j++) {
+        const pl_tensor *t = &node->inputs[j];
+        if (!mb_strides(t->shape, t->ndim, o->shape, o->ndim, s[j])) {
+            char ti[128], to[128];
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "input %d's shape %s does not broadcast to the output's %s", j,
+                             cpu_dims_text(t->shape, t->ndim, ti, sizeof ti),
+                             cpu_dims_text(o->shape, o->ndim, to, sizeof to));
+        }
+    }
+    mb_kernel *k = (mb_kernel *)cpu_kernel_alloc(ctx, sizeof *k, mb_names[op], NULL);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->base.run_any = mb_run;
+    k->base.n_reads = (size_t)n_ops;
+    k->base.n_outputs = 1;
+    k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    k->base.inplace_ok = op <= MB_POW;
+    k->op = op;
+    k->inner = inner;
+    k->n_operands = n_ops;
+    for (int j = 0; j < n_ops; j++)
+        k->esize[j] = pl_dtype_size(node->inputs[j].dtype);
+    k->out_esize = pl_dtype_size(o->dtype);
+    math_type ot = math_type_of(o->dtype);
+    k->allow_add = ot == MATH_F32 || ot == MATH_I64 || ot == MATH_I32;
+    k->div_type = MATH_OTHER;
+    if (op == MB_DIV && ot != MATH_F32) {
+        k->div_type = ot;
+        k->divisor_elements = cpu_elements(node->inputs[1].shape, node->inputs[1].ndim);
+    }
+
+    /* Drop size-1 dims; merge a dim into the previous kept one when every
+     * operand steps through the pair as one dim. */
+    int n = 0;
+    for (int d = 0; d < o->ndim; d++) {
+        if (o->shape[d] == 1)
+            continue;
+        bool merge = n > 0;
+        for (int j = 0; merge && j < n_ops; j++)
+            merge = k->stride[j][n - 1] == s[j][d] * o->shape[d];
+        if (merge) {
+            k->dims[n - 1] *= o->shape[d];
+            for (int j = 0; j < n_ops; j++)
+                k->stride[j][n - 1] = s[j][d];
+            continue;
+        }
+        k->dims[n] = o->shape[d];
+        for (int j = 0; j < n_ops; j++)
+            k->stride[j][n] = s[j][d];
+        n++;
+    }
+    if (n == 0) {
+        k->dims[0] = 1;
+        for (int j = 0; j < n_ops; j++)
+            k->stride[j][0] = 1;
+        n = 1;
+    }
+    k->ndim = n;
+    *out_kernel = &k->base;
+    return NULL;
+}

@@ -1,0 +1,102 @@
+/* math_internal.h — what the files of the cpu module's math family share
+ * (math.c and math_*.c): the builders its op table names, and the helpers
+ * its kernels use to read dtypes, optional inputs and constants at
+ * get_kernel time and to check a run's arguments themselves (most of the
+ * family's kernels take several dtypes, so kernel.c hands them the run
+ * unchecked). Internal to the module. */
+#ifndef PL_CPU_MATH_INTERNAL_H
+#define PL_CPU_MATH_INTERNAL_H
+
+#include "cpu_kernel.h"
+
+/* Elements per parallel_for chunk, at least: enough to pay for a hand-off;
+ * fewer for ops that spend tens of cycles per element. */
+#define MATH_GRAIN 32768
+#define MATH_GRAIN_HEAVY 4096
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+/* "f32", "i64", ... for messages. */
+const char *math_dtype_name(pl_dtype dt);
+
+/* The dtypes the family computes in. */
+typedef enum math_type {
+    MATH_F32 = 0,
+    MATH_I64,
+    MATH_I32,
+    MATH_BOOL,
+    MATH_U8,
+    MATH_I8,
+    MATH_TYPE_COUNT,
+    MATH_OTHER = -1
+} math_type;
+
+/* The math_type of DT, or MATH_OTHER. */
+math_type math_type_of(pl_dtype dt);
+
+/* A status "cpu: OP: unsupported dtype <dt>" (PL_CODE_UNSUPPORTED). */
+pl_status *math_unsupported_dtype(const char *op, pl_dtype dt);
+
+/* ---- node reading (get_kernel time) --------------------------------------- */
+
+/* True when input I of NODE is present (listed and not the empty name). */
+bool math_input_present(const pl_node_desc *node, size_t i);
+/* True when output O of NODE is produced (listed and not the empty name). */
+bool math_output_present(const pl_node_desc *node, size_t o);
+/* The bytes of constant input I of NODE: 1 with *out_data and *out_bytes
+ * (borrowed for the get_kernel call), 0 when it is not a constant. */
+int math_input_constant(const pl_node_desc *node, size_t i, const void **out_data,
+                        size_t *out_bytes);
+/* The opset version of NODE (13 when the description does not say). */
+int64_t math_opset(const pl_node_desc *node);
+/* A status "cpu: OP: input X and output Y differ in size" when the element
+ * counts of input I and output 0 differ, else NULL. */
+pl_status *math_same_size(const pl_node_desc *node, size_t i);
+
+/* ---- run-time checks (kernels with run_any) ------------------------------- */
+
+/* Checks the request of output O and the output itself for a run_any
+ * kernel that writes ELEMENTS elements there, and every input the kernel
+ * reads (0 .. n_reads-1) for data. *out_data is the output's first element,
+ * or NULL when there is nothing to write (request PL_REQ_NULL, or no
+ * elements); *out_req the request. ALLOW_ADD says whether the kernel can
+ * accumulate into this output; in place is checked against inplace_ok. */
+pl_status *math_run_output(const pl_kernel *k, const pl_run_args *args, size_t o,
+                           size_t elements, bool allow_add, void **out_data,
+                           pl_output_request *out_req);
+
+/* The first element of input I, honouring byte_offset (any dtype). */
+static inline const void *math_in(const pl_run_args *args, size_t i)
+{
+    const pl_tensor *t = &args->inputs[i];
+    return (const char *)t->data + t->byte_offset;
+}
+
+/* ---- builders (each file's table entries) --------------------------------- */
+
+/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip. */
+pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
+                            pl_kernel **out_kernel);
+/* math_binary.c: Add Sub Mul Div Pow Equal Less Greater Where, NumPy
+ * broadcasting, f32/i64/i32 arithmetic and bool comparisons. */
+pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
+                                pl_kernel **out_kernel);
+/* math_norm.c: LogSoftmax, BatchNormalization, LayerNormalization,
+ * InstanceNormalization. */
+pl_status *math_build_logsoftmax(pl_module_ctx *ctx, const pl_node_desc *node,
+                                 pl_kernel **out_kernel);
+pl_status *math_build_batchnorm(pl_module_ctx *ctx, const pl_node_desc *node,
+                                pl_kernel **out_kernel);
+pl_status *math_build_layernorm(pl_module_ctx *ctx, const pl_node_desc *node,
+                                pl_kernel **out_kernel);
+pl_status *math_build_instancenorm(pl_module_ctx *ctx, const pl_node_desc *node,
+                                   pl_kernel **out_kernel);
+/* math_reduce.c: ReduceMean ReduceSum ReduceMax. */
+pl_status *math_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
+                             pl_kernel **out_kernel);
+
+/* Sums N floats with independent partial sums (vectorisable, and more
+ * accurate than one running sum). */
+float math_sum_f32(const float *x, size_t n);
+
+#endif

@@ -1,0 +1,600 @@
+/* onnx_graph.c — a decoded ONNX model turned into builder calls: opset
+ * imports (ai.onnx 7 to 17), initializers, graph inputs (without those that
+ * are initializers: older exporters list every weight as an input too),
+ * outputs and value_info with their types, and nodes with their
+ * attributes. Constant nodes become constants of their output's name.
+ * Subgraphs (If, Loop, Scan) and sparse tensors are refused.
+ *
+ * Every error names the file and the place: the initializer, the input,
+ * the node and attribute. The core validates the finished graph (undefined
+ * inputs, cycles) and infers its types afterwards. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+/* ---- a set of names ------------------------------------------------------ */
+
+/* Borrowed strings, open addressing; for initializer names, which may be
+ * many. */
+typedef struct ox_names {
+    const char **slots;
+    size_t cap, n;
+} ox_names;
+
+static uint64_t ox_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211u;
+    return h;
+}
+
+static bool ox_names_has(const ox_names *set, const char *name)
+{
+    if (set->cap == 0)
+        return false;
+    for (size_t i = ox_hash(name) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
+        if (set->slots[i] == NULL)
+            return false;
+        if (strcmp(set->slots[i], name) == 0)
+            return true;
+    }
+}
+
+/* Adds NAME (not yet present); false when out of memory. */
+static bool ox_names_add(ox_names *set, const char *name)
+{
+    if (2 * (set->n + 1) > set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 64;
+        const char **slots = calloc(cap, sizeof *slots);
+        if (slots == NULL)
+            return false;
+        for (size_t k = 0; k < set->cap; k++) {
+            if (set->slots[k] == NULL)
+                continue;
+            size_t i = ox_hash(set->slots[k]) & (cap - 1);
+            while (slots[i] != NULL)
+                i = (i + 1) & (cap - 1);
+            slots[i] = set->slots[k];
+        }
+        free(set->slots);
+        set->slots = slots;
+        set->cap = cap;
+    }
+    size_t i = ox_hash(name) & (set->cap - 1);
+    while (set->slots[i] != NULL)
+        i = (i + 1) & (set->cap - 1);
+    set->slots[i] = name;
+    set->n++;
+    return true;
+}
+
+/* ---- names and types ------------------------------------------------------ */
+
+/* Checks a name's length (and, when REQUIRED, that it is not empty). */
+static pl_status *ox_check_name(const ox_import *imp, const char *name, bool required,
+                                const char *what)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (required && len == 0)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no name", what);
+    if (len > imp->limits.max_name_bytes)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: a name of %zu bytes, over the limit of %" PRIu64
+                        " (the onnx module's max_name_bytes)",
+                        what, len, imp->limits.max_name_bytes);
+    return NULL;
+}
+
+static const char *ox_type_case_name(Onnx__TypeProto__ValueCase c)
+{
+    switch (c) {
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        return "sequence";
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        return "map";
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        return "optional";
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        return "sparse tensor";
+    default:
+        return "empty";
+    }
+}
+
+/* Declares the type of a graph input, output or value_info to the builder.
+ * REQUIRED (graph inputs): the type and elem_type must be given. */
+static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *vi,
+                             bool required, const char *what)
+{
+    const Onnx__TypeProto *type = vi->type;
+    if (type == NULL) {
+        if (required)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no type", what);
+        return NULL;
+    }
+    if (type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        type->tensor_type == NULL)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s has a %s type; only tensors are supported", what,
+                        ox_type_case_name(type->value_case));
+    const Onnx__TypeProto__Tensor *tt = type->tensor_type;
+    pl_dtype dtype = {0, 0, 0}; /* unknown */
+    if (tt->has_elem_type && tt->elem_type != 0) {
+        const char *tname = NULL;
+        if (!ox_dtype(tt->elem_type, &dtype, &tname)) {
+            if (tname == NULL)
+                return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                                "%s: unknown elem_type %" PRId32, what, tt->elem_type);
+            return ox_error(imp, PL_CODE_UNSUPPORTED,
+                            "%s: elem_type %s is not supported (Plinth has FLOAT, DOUBLE, "
+                            "FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64, BOOL)",
+                            what, tname);
+        }
+    } else if (required) {
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no elem_type", what);
+    }
+    int32_t ndim = -1;
+    int64_t dims[OX_MAX_RANK];
+    const char *params[OX_MAX_RANK];
+    if (tt->shape != NULL) {
+        const Onnx__TensorShapeProto *sh = tt->shape;
+        if (sh->n_dim > OX_MAX_RANK)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: rank %zu, at most %d", what,
+                            sh->n_dim, OX_MAX_RANK);
+        ndim = (int32_t)sh->n_dim;
+        for (size_t i = 0; i < sh->n_dim; i++) {
+            const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+            dims[i] = -1;
+            params[i] = NULL;
+            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+                if (d->dim_value < 0)
+                    return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                                    "%s: dimension %zu is %" PRId64
+                                    "; dims are >= 0, or symbolic (dim_param)",
+                                    what, i, d->dim_value);
+                dims[i] = d->dim_value;
+            } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+                char label[64];
+                snprintf(label, sizeof label, "dimension %zu's dim_param", i);
+                OX_RETURN_IF_ERROR(ox_check_name(imp, d->dim_param, false, label));
+                params[i] = d->dim_param;
+            }
+        }
+    }
+    return ox_wrap(imp,
+                   imp->graph->builder_tensor(imp->b, vi->name, dtype, ndim,
+                                              ndim > 0 ? dims : NULL,
+                                              ndim > 0 ? params : NULL),
+                   "%s", what);
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static const char *ox_attr_kind_name(int kind)
+{
+    switch (kind) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return "FLOAT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return "INT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return "STRING";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return "TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: return "GRAPH";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR: return "SPARSE_TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: return "TYPE_PROTO";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return "FLOATS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return "INTS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: return "STRINGS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS: return "TENSORS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS: return "GRAPHS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS: return "SPARSE_TENSORS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS: return "TYPE_PROTOS";
+    default: return NULL;
+    }
+}
+
+/* The kind of A: its type field, or for IR version 1 files (no type) the
+ * one value field that is set; UNDEFINED when neither says. */
+static int ox_attr_kind(const Onnx__AttributeProto *a)
+{
+    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+        return (int)a->type;
+    if (a->has_f)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    if (a->has_i)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (a->has_s)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (a->t)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (a->g)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    if (a->n_floats)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (a->n_ints)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (a->n_strings)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    if (a->n_graphs)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS;
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+/* How the node is called in errors: "node 'Conv_3' (Conv)" or, without a
+ * name, "node #3 (Conv)". */
+static void ox_node_label(char *buf, size_t cap, const Onnx__NodeProto *n, size_t index)
+{
+    if (n->name && n->name[0])
+        snprintf(buf, cap, "node '%.200s' (%.100s)", n->name, n->op_type);
+    else
+        snprintf(buf, cap, "node #%zu (%.100s)", index, n->op_type);
+}
+
+static pl_status *ox_attr_strings(const ox_import *imp, size_t nid,
+                                  const Onnx__AttributeProto *a, const char *what)
+{
+    char **copies = calloc(a->n_strings ? a->n_strings : 1, sizeof *copies);
+    pl_status *st = copies ? NULL
+                           : ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", what);
+    for (size_t i = 0; st == NULL && i < a->n_strings; i++) {
+        const ProtobufCBinaryData *s = &a->strings[i];
+        if (s->len && memchr(s->data, 0, s->len) != NULL)
+            st = ox_error(imp, PL_CODE_UNSUPPORTED,
+                          "%s: string %zu contains a NUL byte, which Plinth's string "
+                          "lists cannot hold",
+                          what, i);
+        else if ((copies[i] = malloc(s->len + 1)) == NULL)
+            st = ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", what);
+        else {
+            if (s->len)
+                memcpy(copies[i], s->data, s->len);
+            copies[i][s->len] = '\0';
+        }
+    }
+    if (st == NULL)
+        st = ox_wrap(imp,
+                     imp->graph->builder_attr_strings(imp->b, nid, a->name,
+                                                      (const char *const *)copies,
+                                                      a->n_strings),
+                     "%s", what);
+    for (size_t i = 0; copies && i < a->n_strings; i++)
+        free(copies[i]);
+    free(copies);
+    return st;
+}
+
+static pl_status *ox_attr(const ox_import *imp, size_t nid, const Onnx__AttributeProto *a,
+                          size_t index, const char *node_label)
+{
+    char what[640];
+    snprintf(what, sizeof what, "%s: attribute #%zu", node_label, index);
+    OX_RETURN_IF_ERROR(ox_check_name(imp, a->name, true, what));
+    snprintf(what, sizeof what, "%s: attribute '%.200s'", node_label, a->name);
+    if (a->ref_attr_name && a->ref_attr_name[0])
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s refers to function attribute '%.200s'; references are valid "
+                        "only inside functions",
+                        what, a->ref_attr_name);
+    const pl_graph_api *g = imp->graph;
+    int kind = ox_attr_kind(a);
+    const char *kind_name = ox_attr_kind_name(kind);
+    switch (kind) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        return ox_wrap(imp, g->builder_attr_float(imp->b, nid, a->name, a->f), "%s", what);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        return ox_wrap(imp, g->builder_attr_int(imp->b, nid, a->name, a->i), "%s", what);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        return ox_wrap(imp,
+                       g->builder_attr_string(imp->b, nid, a->name,
+                                              a->s.data ? (const char *)a->s.data : "",
+                                              a->s.len),
+                       "%s", what);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        return ox_wrap(imp, g->builder_attr_ints(imp->b, nid, a->name, a->ints, a->n_ints),
+                       "%s", what);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+        double *v = malloc((a->n_floats ? a->n_floats : 1) * sizeof *v);
+        if (v == NULL)
+            return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", what);
+        for (size_t i = 0; i < a->n_floats; i++)
+            v[i] = a->floats[i];
+        pl_status *st = ox_wrap(imp, g->builder_attr_floats(imp->b, nid, a->name, v,
+                                                            a->n_floats),
+                                "%s", what);
+        free(v);
+        return st;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        return ox_attr_strings(imp, nid, a, what);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        if (a->t == NULL)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has kind TENSOR but no tensor",
+                            what);
+        pl_dtype dtype;
+        void *data = NULL;
+        size_t bytes = 0;
+        OX_RETURN_IF_ERROR(ox_tensor_bytes(imp, a->t, what, &dtype, &data, &bytes));
+        pl_status *st = ox_wrap(imp,
+                                g->builder_attr_tensor(imp->b, nid, a->name, dtype,
+                                                       (int32_t)a->t->n_dims, a->t->dims,
+                                                       data, bytes),
+                                "%s", what);
+        free(data);
+        return st;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s has kind %s, unsupported (subgraphs, as in If, Loop and Scan, "
+                        "are not supported)",
+                        what, kind_name);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no type and no value", what);
+    default:
+        if (kind_name != NULL)
+            return ox_error(imp, PL_CODE_UNSUPPORTED, "%s has kind %s, unsupported", what,
+                            kind_name);
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has unknown kind %d", what, kind);
+    }
+}
+
+/* ---- Constant nodes ------------------------------------------------------------- */
+
+/* A Constant node becomes the constant named by its output. */
+static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *n,
+                                   const char *label)
+{
+    if (n->n_input != 0 || n->n_output != 1 || n->output[0][0] == '\0')
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: a Constant has no inputs and one named output (it has %zu "
+                        "inputs, %zu outputs)",
+                        label, n->n_input, n->n_output);
+    if (n->n_attribute != 1)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: a Constant has exactly one attribute (value, value_float, "
+                        "value_floats, value_int, value_ints), it has %zu",
+                        label, n->n_attribute);
+    const Onnx__AttributeProto *a = n->attribute[0];
+    const char *out = n->output[0];
+    const char *aname = a->name ? a->name : "";
+    int kind = ox_attr_kind(a);
+    char what[640];
+    snprintf(what, sizeof what, "%s: attribute '%.200s'", label, aname);
+    struct {
+        const char *name;
+        int kind;
+    } forms[] = {
+        {"value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR},
+        {"value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT},
+        {"value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS},
+        {"value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT},
+        {"value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS},
+    };
+    size_t form = SIZE_MAX;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if (strcmp(aname, forms[i].name) == 0)
+            form = i;
+    if (form == SIZE_MAX)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s is not supported for Constant (supported: value, value_float, "
+                        "value_floats, value_int, value_ints)",
+                        what);
+    if (kind != forms[form].kind)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has kind %s, expected %s", what,
+                        ox_attr_kind_name(kind) ? ox_attr_kind_name(kind) : "UNDEFINED",
+                        ox_attr_kind_name(forms[form].kind));
+    if (kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR) {
+        if (a->t == NULL)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no tensor", what);
+        return ox_tensor_constant(imp, a->t, out, what);
+    }
+    bool floats = kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT ||
+                  kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    bool scalar = kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT ||
+                  kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    size_t count = scalar ? 1 : floats ? a->n_floats : a->n_ints;
+    size_t width = floats ? 4 : 8;
+    uint8_t *bytes = malloc(count ? count * width : 1);
+    if (bytes == NULL)
+        return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", what);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t bits;
+        if (floats) {
+            uint32_t b32;
+            float f = scalar ? a->f : a->floats[i];
+            memcpy(&b32, &f, 4);
+            bits = b32;
+        } else {
+            bits = (uint64_t)(scalar ? a->i : a->ints[i]);
+        }
+        for (size_t k = 0; k < width; k++)
+            bytes[i * width + k] = (uint8_t)(bits >> (8 * k));
+    }
+    int64_t dims[1] = {(int64_t)count};
+    pl_status *st = ox_wrap(imp,
+                            imp->graph->builder_constant(imp->b, out,
+                                                         floats ? PL_DTYPE_F32 : PL_DTYPE_I64,
+                                                         scalar ? 0 : 1, dims, bytes,
+                                                         count * width),
+                            "%s", what);
+    free(bytes);
+    return st;
+}
+
+/* ---- opsets and nodes ------------------------------------------------------------- */
+
+/* "" and "ai.onnx" are the same domain. */
+static const char *ox_domain(const char *d)
+{
+    return d == NULL || strcmp(d, "ai.onnx") == 0 ? "" : d;
+}
+
+static pl_status *ox_opsets(const ox_import *imp, const Onnx__ModelProto *m)
+{
+    if (m->n_opset_import > OX_MAX_OPSETS)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "opset_import lists %zu domains, more than %d", m->n_opset_import,
+                        OX_MAX_OPSETS);
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        const char *d = ox_domain(o->domain);
+        OX_RETURN_IF_ERROR(ox_check_name(imp, d, false, "an opset_import domain"));
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(ox_domain(m->opset_import[k]->domain), d) == 0)
+                return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                                "opset_import lists domain '%s' twice",
+                                d[0] ? d : "ai.onnx");
+        if (!o->has_version)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "opset_import of domain '%s' has no version",
+                            d[0] ? d : "ai.onnx");
+        if (d[0] == '\0' && (o->version < OX_OPSET_MIN || o->version > OX_OPSET_MAX))
+            return ox_error(imp, PL_CODE_UNSUPPORTED,
+                            "model imports ai.onnx opset %" PRId64 "; supported: %d to %d",
+                            o->version, OX_OPSET_MIN, OX_OPSET_MAX);
+        OX_RETURN_IF_ERROR(ox_wrap(imp, imp->graph->builder_opset(imp->b, d, o->version),
+                                   "opset_import"));
+    }
+    return NULL;
+}
+
+static bool ox_has_opset(const Onnx__ModelProto *m, const char *domain)
+{
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        if (strcmp(ox_domain(m->opset_import[i]->domain), domain) == 0)
+            return true;
+    return false;
+}
+
+static pl_status *ox_node(const ox_import *imp, const Onnx__ModelProto *m,
+                          const Onnx__NodeProto *n, size_t index)
+{
+    char label[384];
+    if (n->op_type == NULL || n->op_type[0] == '\0')
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "node #%zu ('%.200s') has no op_type",
+                        index, n->name ? n->name : "");
+    ox_node_label(label, sizeof label, n, index);
+    OX_RETURN_IF_ERROR(ox_check_name(imp, n->name, false, label));
+    OX_RETURN_IF_ERROR(ox_check_name(imp, n->op_type, true, label));
+    OX_RETURN_IF_ERROR(ox_check_name(imp, n->domain, false, label));
+    const char *domain = ox_domain(n->domain);
+    if (!ox_has_opset(m, domain))
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s is in domain '%s', which the model's opset_import does not "
+                        "list",
+                        label, domain[0] ? domain : "ai.onnx");
+    size_t named = 0;
+    for (size_t i = 0; i < n->n_input; i++)
+        OX_RETURN_IF_ERROR(ox_check_name(imp, n->input[i], false, label));
+    for (size_t i = 0; i < n->n_output; i++) {
+        OX_RETURN_IF_ERROR(ox_check_name(imp, n->output[i], false, label));
+        named += n->output[i][0] != '\0';
+    }
+    if (named == 0)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s has no named output (%zu outputs, all empty)", label,
+                        n->n_output);
+    if (domain[0] == '\0' && strcmp(n->op_type, "Constant") == 0)
+        return ox_constant_node(imp, n, label);
+    size_t nid = 0;
+    OX_RETURN_IF_ERROR(ox_wrap(imp,
+                               imp->graph->builder_node(imp->b, n->name, n->op_type, domain,
+                                                        (const char *const *)n->input,
+                                                        n->n_input,
+                                                        (const char *const *)n->output,
+                                                        n->n_output, &nid),
+                               "%s", label));
+    for (size_t i = 0; i < n->n_attribute; i++)
+        OX_RETURN_IF_ERROR(ox_attr(imp, nid, n->attribute[i], i, label));
+    return NULL;
+}
+
+/* ---- the graph ------------------------------------------------------------------- */
+
+static pl_status *ox_initializers(const ox_import *imp, const Onnx__GraphProto *g,
+                                  ox_names *inits)
+{
+    char what[320];
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *t = g->initializer[i];
+        snprintf(what, sizeof what, "initializer #%zu", i);
+        OX_RETURN_IF_ERROR(ox_check_name(imp, t->name, true, what));
+        snprintf(what, sizeof what, "initializer '%.200s'", t->name);
+        if (ox_names_has(inits, t->name))
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s is listed twice among the initializers", what);
+        if (!ox_names_add(inits, t->name))
+            return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        OX_RETURN_IF_ERROR(ox_tensor_constant(imp, t, t->name, what));
+    }
+    return NULL;
+}
+
+static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
+                            const ox_names *inits)
+{
+    char what[320];
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        snprintf(what, sizeof what, "graph input #%zu", i);
+        OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
+        /* Older exporters list the initializers among the inputs; they are
+         * constants here. */
+        if (ox_names_has(inits, vi->name))
+            continue;
+        snprintf(what, sizeof what, "graph input '%.200s'", vi->name);
+        OX_RETURN_IF_ERROR(ox_declare(imp, vi, true, what));
+        OX_RETURN_IF_ERROR(
+            ox_wrap(imp, imp->graph->builder_input(imp->b, vi->name), "%s", what));
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = g->output[i];
+        snprintf(what, sizeof what, "graph output #%zu", i);
+        OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
+        snprintf(what, sizeof what, "graph output '%.200s'", vi->name);
+        if (!ox_names_has(inits, vi->name))
+            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, what));
+        OX_RETURN_IF_ERROR(
+            ox_wrap(imp, imp->graph->builder_output(imp->b, vi->name), "%s", what));
+    }
+    for (size_t i = 0; i < g->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = g->value_info[i];
+        snprintf(what, sizeof what, "value_info #%zu", i);
+        OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
+        snprintf(what, sizeof what, "value_info '%.200s'", vi->name);
+        if (!ox_names_has(inits, vi->name))
+            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, what));
+    }
+    return NULL;
+}
+
+pl_status *ox_import_model(ox_import *imp, const Onnx__ModelProto *m)
+{
+    if (!m->has_ir_version || m->ir_version < 3)
+        return ox_error(imp, PL_CODE_INCOMPATIBLE,
+                        "ir_version %" PRId64
+                        " is too old; Plinth reads ONNX IR version 3 and later",
+                        m->has_ir_version ? m->ir_version : 0);
+    const Onnx__GraphProto *g = m->graph;
+    if (g == NULL)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "the model has no graph");
+    if (g->n_sparse_initializer)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "sparse initializers are not supported (%zu given)",
+                        g->n_sparse_initializer);
+    if (g->n_node > imp->limits.max_nodes)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%zu nodes, more than %" PRIu64 " (the onnx module's max_nodes)",
+                        g->n_node, imp->limits.max_nodes);
+    OX_RETURN_IF_ERROR(ox_opsets(imp, m));
+    ox_names inits = {0};
+    pl_status *st = ox_initializers(imp, g, &inits);
+    if (st == NULL)
+        st = ox_values(imp, g, &inits);
+    for (size_t i = 0; st == NULL && i < g->n_node; i++)
+        st = ox_node(imp, m, g->node[i], i);
+    free(inits.slots);
+    return st;
+}

@@ -1,0 +1,412 @@
+/* onnx_tensor.c — ONNX tensors (initializers, Constant values, tensor
+ * attributes) turned into bytes the builder takes: the dtype mapped, the
+ * shape checked with overflow-safe arithmetic, and the data taken from
+ * exactly one of raw_data, a typed field (float_data, int32_data — which
+ * also carries i8, u8, bool, f16 and bf16 — int64_data, double_data) or an
+ * external file, whose size must match the shape. External files are
+ * opened by the core (builder_constant_file), which keeps them inside the
+ * model's folder; the checks here only give the ONNX-specific message
+ * first. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+/* ---- dtypes ------------------------------------------------------------- */
+
+typedef struct ox_type {
+    int32_t onnx;
+    const char *name; /* ONNX's name */
+    int supported;
+    pl_dtype dtype;
+    const char *short_name; /* Plinth's */
+} ox_type;
+
+static const ox_type ox_types[] = {
+    {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "FLOAT", 1, {PL_TYPE_FLOAT, 32, 1}, "f32"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "UINT8", 1, {PL_TYPE_UINT, 8, 1}, "u8"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "INT8", 1, {PL_TYPE_INT, 8, 1}, "i8"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, "UINT16", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "INT32", 1, {PL_TYPE_INT, 32, 1}, "i32"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "INT64", 1, {PL_TYPE_INT, 64, 1}, "i64"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "STRING", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "BOOL", 1, {PL_TYPE_BOOL, 8, 1}, "bool"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "FLOAT16", 1, {PL_TYPE_FLOAT, 16, 1}, "f16"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, "DOUBLE", 1, {PL_TYPE_FLOAT, 64, 1}, "f64"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, "UINT32", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, "UINT64", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "COMPLEX64", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "COMPLEX128", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, "BFLOAT16", 1, {PL_TYPE_BFLOAT, 16, 1}, "bf16"},
+    /* Newer ONNX versions than this onnx.proto: known, not supported. */
+    {17, "FLOAT8E4M3FN", 0, {0, 0, 0}, NULL},
+    {18, "FLOAT8E4M3FNUZ", 0, {0, 0, 0}, NULL},
+    {19, "FLOAT8E5M2", 0, {0, 0, 0}, NULL},
+    {20, "FLOAT8E5M2FNUZ", 0, {0, 0, 0}, NULL},
+    {21, "UINT4", 0, {0, 0, 0}, NULL},
+    {22, "INT4", 0, {0, 0, 0}, NULL},
+};
+
+static const ox_type *ox_type_of(int32_t elem_type)
+{
+    for (size_t i = 0; i < sizeof ox_types / sizeof ox_types[0]; i++)
+        if (ox_types[i].onnx == elem_type)
+            return &ox_types[i];
+    return NULL;
+}
+
+int ox_dtype(int32_t elem_type, pl_dtype *out, const char **out_name)
+{
+    const ox_type *t = ox_type_of(elem_type);
+    *out_name = t ? t->name : NULL;
+    if (t == NULL || !t->supported)
+        return 0;
+    *out = t->dtype;
+    return 1;
+}
+
+void ox_format_dims(char *buf, size_t cap, const int64_t *dims, size_t ndim)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (size_t i = 0; i < ndim && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, i ? "," : "", dims[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+/* Where a tensor's bytes are. */
+typedef struct ox_data {
+    const ox_type *type;
+    size_t count, bytes;
+    const void *data; /* raw_data (borrowed) or owned */
+    void *owned;      /* free() */
+    bool external;
+    const char *location;
+    int64_t offset, length; /* length -1: not given */
+} ox_data;
+
+/* Element count and byte size of T's shape, overflow-checked. */
+static pl_status *ox_tensor_size(const ox_import *imp, const Onnx__TensorProto *t,
+                                 const char *what, size_t elem, size_t *out_count,
+                                 size_t *out_bytes)
+{
+    if (t->n_dims > OX_MAX_RANK)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: rank %zu, at most %d", what,
+                        t->n_dims, OX_MAX_RANK);
+    bool empty = false;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s: dimension %zu is %" PRId64 "; a tensor's dims are >= 0",
+                            what, i, t->dims[i]);
+        empty = empty || t->dims[i] == 0;
+    }
+    /* A zero dim makes the tensor empty whatever the others say. */
+    size_t count = empty ? 0 : 1;
+    bool overflow = false;
+    for (size_t i = 0; i < t->n_dims && !empty && !overflow; i++) {
+        if (count > SIZE_MAX / (uint64_t)t->dims[i])
+            overflow = true;
+        else
+            count *= (size_t)t->dims[i];
+    }
+    if (overflow || count > SIZE_MAX / elem) {
+        char shape[256];
+        ox_format_dims(shape, sizeof shape, t->dims, t->n_dims);
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: shape %s overflows: its byte size does not fit in memory", what,
+                        shape);
+    }
+    *out_count = count;
+    *out_bytes = count * elem;
+    return NULL;
+}
+
+/* Parses a non-negative decimal int64 (external_data offset and length). */
+static int ox_parse_i64(const char *s, int64_t *out)
+{
+    if (s == NULL || *s == '\0')
+        return 0;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (*s - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+static pl_status *ox_external(const ox_import *imp, const Onnx__TensorProto *t,
+                              const char *what, ox_data *d)
+{
+    d->external = true;
+    d->length = -1;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        const char *key = e->key ? e->key : "";
+        const char *value = e->value ? e->value : "";
+        if (strcmp(key, "location") == 0)
+            d->location = value;
+        else if (strcmp(key, "offset") == 0 || strcmp(key, "length") == 0) {
+            int64_t *slot = key[0] == 'o' ? &d->offset : &d->length;
+            if (!ox_parse_i64(value, slot))
+                return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                                "%s: external data %s '%.64s' is not a non-negative "
+                                "integer",
+                                what, key, value);
+        } else if (strcmp(key, "checksum") != 0 && strcmp(key, "basepath") != 0)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s: unknown external_data key '%.64s' (known: location, offset, "
+                            "length, checksum)",
+                            what, key);
+    }
+    if (d->location == NULL || d->location[0] == '\0')
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: data_location is EXTERNAL but external_data has no location",
+                        what);
+    if (d->location[0] == '/')
+        return ox_error(imp, PL_CODE_PERMISSION_DENIED,
+                        "%s: external data location '%.200s' is absolute; it must be "
+                        "relative to the model's folder",
+                        what, d->location);
+    for (const char *c = d->location; *c;) {
+        size_t len = strcspn(c, "/");
+        if (len == 2 && c[0] == '.' && c[1] == '.')
+            return ox_error(imp, PL_CODE_PERMISSION_DENIED,
+                            "%s: external data location '%.200s' has a '..' component; it "
+                            "must lie inside the model's folder",
+                            what, d->location);
+        c += len + (c[len] == '/');
+    }
+    if (d->length >= 0 && (uint64_t)d->length != d->bytes) {
+        char shape[256];
+        ox_format_dims(shape, sizeof shape, t->dims, t->n_dims);
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: external data length is %" PRId64 " bytes, shape %s of %s needs %zu",
+                        what, d->length, shape, d->type->short_name, d->bytes);
+    }
+    if (t->has_raw_data || t->n_float_data || t->n_int32_data || t->n_int64_data ||
+        t->n_double_data || t->n_uint64_data || t->n_string_data)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: data_location is EXTERNAL but the tensor also carries data "
+                        "of its own",
+                        what);
+    return NULL;
+}
+
+/* Stores V as N little-endian bytes at P. */
+static void ox_put_le(uint8_t *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Converts int32_data to the tensor's dtype, checking each value's range. */
+static pl_status *ox_from_int32(const ox_import *imp, const Onnx__TensorProto *t,
+                                const char *what, ox_data *d, uint8_t *out)
+{
+    int64_t lo, hi;
+    size_t w = pl_dtype_size(d->type->dtype);
+    switch (d->type->onnx) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+        lo = -128, hi = 127;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        lo = 0, hi = 255;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        lo = 0, hi = 1;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        lo = 0, hi = 65535; /* the bits of the 16-bit value */
+        break;
+    default:
+        lo = INT32_MIN, hi = INT32_MAX;
+        break;
+    }
+    for (size_t i = 0; i < d->count; i++) {
+        int64_t v = t->int32_data[i];
+        if (v < lo || v > hi)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s: int32_data[%zu] = %" PRId64 " is out of range for %s", what,
+                            i, v, d->type->name);
+        ox_put_le(out + i * w, (uint64_t)v, w);
+    }
+    return NULL;
+}
+
+/* Copies a typed field (COUNT values of SRC_WIDTH bytes) into owned bytes. */
+static pl_status *ox_typed(const ox_import *imp, const Onnx__TensorProto *t,
+                           const char *what, ox_data *d, const char *field, size_t n,
+                           bool type_ok)
+{
+    if (!type_ok)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: %s cannot hold a %s tensor", what, field, d->type->name);
+    if (n != d->count) {
+        char shape[256];
+        ox_format_dims(shape, sizeof shape, t->dims, t->n_dims);
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: %s has %zu values, shape %s needs %zu", what, field, n, shape,
+                        d->count);
+    }
+    d->owned = malloc(d->bytes ? d->bytes : 1);
+    if (d->owned == NULL)
+        return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)", what,
+                        d->bytes);
+    uint8_t *out = d->owned;
+    d->data = out;
+    if (t->n_int32_data)
+        return ox_from_int32(imp, t, what, d, out);
+    for (size_t i = 0; i < n; i++) {
+        if (t->n_float_data) {
+            uint32_t bits;
+            memcpy(&bits, &t->float_data[i], 4);
+            ox_put_le(out + 4 * i, bits, 4);
+        } else if (t->n_double_data) {
+            uint64_t bits;
+            memcpy(&bits, &t->double_data[i], 8);
+            ox_put_le(out + 8 * i, bits, 8);
+        } else {
+            ox_put_le(out + 8 * i, (uint64_t)t->int64_data[i], 8);
+        }
+    }
+    return NULL;
+}
+
+/* Finds T's dtype, size and bytes; on success the caller frees d->owned. */
+static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
+                            const char *what, ox_data *d)
+{
+    memset(d, 0, sizeof *d);
+    if (!t->has_data_type || t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: no data_type", what);
+    d->type = ox_type_of(t->data_type);
+    if (d->type == NULL)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: unknown elem_type %" PRId32, what,
+                        t->data_type);
+    if (!d->type->supported)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s: elem_type %s is not supported (Plinth has FLOAT, DOUBLE, "
+                        "FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64, BOOL)",
+                        what, d->type->name);
+    OX_RETURN_IF_ERROR(ox_tensor_size(imp, t, what, pl_dtype_size(d->type->dtype), &d->count,
+                                      &d->bytes));
+    if (t->has_data_location &&
+        t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT &&
+        t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: unknown data_location %d", what,
+                        (int)t->data_location);
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return ox_external(imp, t, what, d);
+    if (t->n_external_data)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: has external_data entries but data_location is not EXTERNAL",
+                        what);
+    int sources = (t->has_raw_data != 0) + (t->n_float_data != 0) + (t->n_int32_data != 0) +
+                  (t->n_int64_data != 0) + (t->n_double_data != 0) +
+                  (t->n_uint64_data != 0) + (t->n_string_data != 0);
+    if (sources > 1)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: data is given in more than one field (raw_data and typed "
+                        "fields exclude each other)",
+                        what);
+    int32_t ty = d->type->onnx;
+    if (t->has_raw_data) {
+        if (t->raw_data.len != d->bytes) {
+            char shape[256];
+            ox_format_dims(shape, sizeof shape, t->dims, t->n_dims);
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s: raw_data has %zu bytes, shape %s of %s needs %zu", what,
+                            t->raw_data.len, shape, d->type->short_name, d->bytes);
+        }
+        d->data = t->raw_data.data;
+        return NULL;
+    }
+    if (t->n_float_data)
+        return ox_typed(imp, t, what, d, "float_data", t->n_float_data,
+                        ty == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    if (t->n_int32_data)
+        return ox_typed(imp, t, what, d, "int32_data", t->n_int32_data,
+                        ty == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__INT8 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16);
+    if (t->n_int64_data)
+        return ox_typed(imp, t, what, d, "int64_data", t->n_int64_data,
+                        ty == ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+    if (t->n_double_data)
+        return ox_typed(imp, t, what, d, "double_data", t->n_double_data,
+                        ty == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE);
+    if (t->n_uint64_data || t->n_string_data)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: %s cannot hold a %s tensor", what,
+                        t->n_uint64_data ? "uint64_data" : "string_data", d->type->name);
+    if (d->count != 0)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: no data (no raw_data, typed values or external data) for %zu "
+                        "elements",
+                        what, d->count);
+    static const uint8_t empty[1];
+    d->data = empty;
+    return NULL;
+}
+
+pl_status *ox_tensor_constant(const ox_import *imp, const Onnx__TensorProto *t,
+                              const char *name, const char *what)
+{
+    ox_data d;
+    pl_status *st = ox_decode(imp, t, what, &d);
+    if (st == NULL && d.external)
+        st = ox_wrap(imp,
+                     imp->graph->builder_constant_file(imp->b, name, d.type->dtype,
+                                                       (int32_t)t->n_dims, t->dims,
+                                                       d.location, d.offset,
+                                                       (int64_t)d.bytes),
+                     "%s", what);
+    else if (st == NULL)
+        st = ox_wrap(imp,
+                     imp->graph->builder_constant(imp->b, name, d.type->dtype,
+                                                  (int32_t)t->n_dims, t->dims, d.data,
+                                                  d.bytes),
+                     "%s", what);
+    free(d.owned);
+    return st;
+}
+
+pl_status *ox_tensor_bytes(const ox_import *imp, const Onnx__TensorProto *t,
+                           const char *what, pl_dtype *out_dtype, void **out_data,
+                           size_t *out_bytes)
+{
+    *out_data = NULL;
+    *out_bytes = 0;
+    ox_data d;
+    pl_status *st = ox_decode(imp, t, what, &d);
+    if (st == NULL && d.external)
+        st = ox_error(imp, PL_CODE_UNSUPPORTED,
+                      "%s: external data in a tensor attribute is not supported", what);
+    if (st != NULL) {
+        free(d.owned);
+        return st;
+    }
+    if (d.owned == NULL) {
+        d.owned = malloc(d.bytes ? d.bytes : 1);
+        if (d.owned == NULL)
+            return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)",
+                            what, d.bytes);
+        if (d.bytes)
+            memcpy(d.owned, d.data, d.bytes);
+    }
+    *out_dtype = d.type->dtype;
+    *out_data = d.owned;
+    *out_bytes = d.bytes;
+    return NULL;
+}

@@ -1,0 +1,1550 @@
+/* test_onnx.c — the onnx module end to end through the public API. The test
+ * writes every .onnx file itself with protobuf-c (code generated from the
+ * same onnx.proto as the module's): good models (an MLP and a residual
+ * graph, weights in raw_data, in float_data and in an external file) load,
+ * run, and give bit-for-bit the outputs of the same model converted to
+ * Plinth's JSON and loaded again; malformed files (truncated, corrupt, bad
+ * shapes and sizes, external data escaping the folder, unsupported
+ * features) each fail with their own message. The plinth CLI's run and
+ * convert are tried on an ONNX file too.
+ *
+ * Usage: test_onnx CASE STAGE_DIR PLINTH_CLI. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "onnx.pb-c.h"
+
+/* ---- writing models ------------------------------------------------------ */
+
+enum {
+    T_FLOAT = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+    T_UINT8 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
+    T_INT8 = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
+    T_UINT16 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+    T_INT32 = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
+    T_INT64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+    T_STRING = ONNX__TENSOR_PROTO__DATA_TYPE__STRING,
+    T_BOOL = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+    T_FLOAT16 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16,
+};
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    TH_CHECK(p != NULL, "out of memory");
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *d = xmalloc(strlen(s) + 1);
+    strcpy(d, s);
+    return d;
+}
+
+/* Appends ITEM to the malloc'd array ARR of N elements. */
+#define APPEND(arr, n, item)                                        \
+    do {                                                            \
+        void *grown_ = realloc((arr), ((n) + 1) * sizeof *(arr));   \
+        TH_CHECK(grown_ != NULL, "out of memory");                  \
+        (arr) = grown_;                                             \
+        (arr)[(n)++] = (item);                                      \
+    } while (0)
+
+static Onnx__ModelProto *tm_model(void)
+{
+    Onnx__ModelProto *m = xmalloc(sizeof *m);
+    onnx__model_proto__init(m);
+    m->has_ir_version = 1;
+    m->ir_version = 8;
+    m->producer_name = xstrdup("test_onnx");
+    m->graph = xmalloc(sizeof *m->graph);
+    onnx__graph_proto__init(m->graph);
+    m->graph->name = xstrdup("g");
+    return m;
+}
+
+static void tm_opset(Onnx__ModelProto *m, const char *domain, int64_t version)
+{
+    Onnx__OperatorSetIdProto *o = xmalloc(sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = xstrdup(domain);
+    o->has_version = 1;
+    o->version = version;
+    APPEND(m->opset_import, m->n_opset_import, o);
+}
+
+/* A tensor value_info; ndim -1: no shape; a dim -1 with PARAMS[i]: symbolic;
+ * elem 0: no elem_type. */
+static Onnx__ValueInfoProto *tm_vi(const char *name, int32_t elem, int ndim,
+                                   const int64_t *dims, const char *const *params)
+{
+    Onnx__ValueInfoProto *vi = xmalloc(sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = xstrdup(name);
+    vi->type = xmalloc(sizeof *vi->type);
+    onnx__type_proto__init(vi->type);
+    vi->type->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    Onnx__TypeProto__Tensor *tt = xmalloc(sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    vi->type->tensor_type = tt;
+    if (elem != 0) {
+        tt->has_elem_type = 1;
+        tt->elem_type = elem;
+    }
+    if (ndim >= 0) {
+        tt->shape = xmalloc(sizeof *tt->shape);
+        onnx__tensor_shape_proto__init(tt->shape);
+        for (int i = 0; i < ndim; i++) {
+            Onnx__TensorShapeProto__Dimension *d = xmalloc(sizeof *d);
+            onnx__tensor_shape_proto__dimension__init(d);
+            if (dims[i] == -1 && params && params[i]) {
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                d->dim_param = xstrdup(params[i]);
+            } else {
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                d->dim_value = dims[i];
+            }
+            APPEND(tt->shape->dim, tt->shape->n_dim, d);
+        }
+    }
+    return vi;
+}
+
+static void tm_input(Onnx__ModelProto *m, Onnx__ValueInfoProto *vi)
+{
+    APPEND(m->graph->input, m->graph->n_input, vi);
+}
+
+static void tm_output(Onnx__ModelProto *m, Onnx__ValueInfoProto *vi)
+{
+    APPEND(m->graph->output, m->graph->n_output, vi);
+}
+
+/* Splits a comma-separated LIST ("" is one empty name, NULL none). */
+static void tm_names(const char *list, char ***out, size_t *n)
+{
+    if (list == NULL)
+        return;
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char *s = xmalloc(len + 1);
+        memcpy(s, p, len);
+        s[len] = '\0';
+        APPEND(*out, *n, s);
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+}
+
+static Onnx__NodeProto *tm_node(Onnx__ModelProto *m, const char *op, const char *name,
+                                const char *inputs, const char *outputs)
+{
+    Onnx__NodeProto *n = xmalloc(sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = xstrdup(op);
+    n->name = xstrdup(name);
+    tm_names(inputs, &n->input, &n->n_input);
+    tm_names(outputs, &n->output, &n->n_output);
+    APPEND(m->graph->node, m->graph->n_node, n);
+    return n;
+}
+
+static Onnx__AttributeProto *tm_attr(Onnx__NodeProto *n, const char *name, int kind)
+{
+    Onnx__AttributeProto *a = xmalloc(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = xstrdup(name);
+    if (kind != 0) {
+        a->has_type = 1;
+        a->type = kind;
+    }
+    APPEND(n->attribute, n->n_attribute, a);
+    return a;
+}
+
+static void tm_attr_i(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = tm_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static void tm_attr_f(Onnx__NodeProto *n, const char *name, float v)
+{
+    Onnx__AttributeProto *a = tm_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = 1;
+    a->f = v;
+}
+
+static void tm_attr_ints(Onnx__NodeProto *n, const char *name, size_t count,
+                         const int64_t *v)
+{
+    Onnx__AttributeProto *a = tm_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->ints = xmalloc(count * sizeof *a->ints);
+    memcpy(a->ints, v, count * sizeof *v);
+    a->n_ints = count;
+}
+
+static void tm_attr_floats(Onnx__NodeProto *n, const char *name, size_t count,
+                           const float *v)
+{
+    Onnx__AttributeProto *a = tm_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->floats = xmalloc(count * sizeof *a->floats);
+    memcpy(a->floats, v, count * sizeof *v);
+    a->n_floats = count;
+}
+
+static void tm_attr_strings(Onnx__NodeProto *n, const char *name, size_t count,
+                            const char *const *v, const size_t *lens)
+{
+    Onnx__AttributeProto *a =
+        tm_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->strings = xmalloc(count * sizeof *a->strings);
+    for (size_t i = 0; i < count; i++) {
+        size_t len = lens ? lens[i] : strlen(v[i]);
+        a->strings[i].data = xmalloc(len);
+        memcpy(a->strings[i].data, v[i], len);
+        a->strings[i].len = len;
+    }
+    a->n_strings = count;
+}
+
+static Onnx__TensorProto *tm_tensor(const char *name, int32_t elem, int ndim,
+                                    const int64_t *dims)
+{
+    Onnx__TensorProto *t = xmalloc(sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = xstrdup(name);
+    if (elem != 0) {
+        t->has_data_type = 1;
+        t->data_type = elem;
+    }
+    if (ndim > 0) {
+        t->dims = xmalloc((size_t)ndim * sizeof *t->dims);
+        memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
+    }
+    t->n_dims = (size_t)ndim;
+    return t;
+}
+
+static void tm_raw(Onnx__TensorProto *t, const void *data, size_t bytes)
+{
+    t->has_raw_data = 1;
+    t->raw_data.data = xmalloc(bytes);
+    memcpy(t->raw_data.data, data, bytes);
+    t->raw_data.len = bytes;
+}
+
+static void tm_float_data(Onnx__TensorProto *t, const float *v, size_t n)
+{
+    t->float_data = xmalloc(n * sizeof *v);
+    memcpy(t->float_data, v, n * sizeof *v);
+    t->n_float_data = n;
+}
+
+static void tm_kv(Onnx__TensorProto *t, const char *key, const char *value)
+{
+    Onnx__StringStringEntryProto *e = xmalloc(sizeof *e);
+    onnx__string_string_entry_proto__init(e);
+    e->key = xstrdup(key);
+    e->value = xstrdup(value);
+    APPEND(t->external_data, t->n_external_data, e);
+}
+
+/* Marks T external: LOCATION, and OFFSET/LENGTH unless NULL. */
+static void tm_external(Onnx__TensorProto *t, const char *location, const char *offset,
+                        const char *length)
+{
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (location)
+        tm_kv(t, "location", location);
+    if (offset)
+        tm_kv(t, "offset", offset);
+    if (length)
+        tm_kv(t, "length", length);
+}
+
+static void tm_init(Onnx__ModelProto *m, Onnx__TensorProto *t)
+{
+    APPEND(m->graph->initializer, m->graph->n_initializer, t);
+}
+
+typedef struct tm_buf {
+    uint8_t *data;
+    size_t len;
+} tm_buf;
+
+/* Packs M (and frees it). */
+static tm_buf tm_pack(Onnx__ModelProto *m)
+{
+    tm_buf b;
+    b.len = onnx__model_proto__get_packed_size(m);
+    b.data = xmalloc(b.len);
+    TH_CHECK(onnx__model_proto__pack(m, b.data) == b.len, "pack size");
+    onnx__model_proto__free_unpacked(m, NULL);
+    return b;
+}
+
+static void tm_append(tm_buf *b, const void *bytes, size_t n)
+{
+    b->data = realloc(b->data, b->len + n);
+    TH_CHECK(b->data != NULL, "out of memory");
+    memcpy(b->data + b->len, bytes, n);
+    b->len += n;
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    TH_CHECK(len == 0 || fwrite(data, len, 1, f) == 1, "cannot write %s", path);
+    fclose(f);
+}
+
+static const char *tm_write_buf(tm_buf b, const char *dir, const char *file)
+{
+    const char *path = th_path(dir, file);
+    write_bytes(path, b.data, b.len);
+    free(b.data);
+    return path;
+}
+
+static const char *tm_write(Onnx__ModelProto *m, const char *dir, const char *file)
+{
+    return tm_write_buf(tm_pack(m), dir, file);
+}
+
+/* ---- runtime, loading, running ------------------------------------------- */
+
+static pl_runtime *runtime_with(const char *extra)
+{
+    const char *dir = th_tempdir();
+    const char *ini = th_path(dir, "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = cpu\n%s\n",
+            th_arg(0), extra ? extra : "");
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    th_watch(rt);
+    TH_CHECK(pl_runtime_find_module(rt, "onnx") >= 0, "the onnx module is not loaded");
+    return rt;
+}
+
+static pl_model *load_ok(pl_runtime *rt, const char *path)
+{
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    return m;
+}
+
+/* Loads PATH and checks that it fails with a message containing WANT. */
+static void expect_load_error(pl_runtime *rt, const char *path, const char *want)
+{
+    pl_model *m = NULL;
+    pl_status *st = pl_model_load(rt, path, &m);
+    TH_CHECK(st != NULL, "%s loaded, expected an error containing \"%s\"", path, want);
+    TH_CHECK(m == NULL, "a failed load left a model");
+    fprintf(stderr, "error (as expected): %s\n", pl_status_message(st));
+    TH_CHECK_CONTAINS(pl_status_message(st), want);
+    pl_status_free(st);
+}
+
+enum { BATCH = 4, IN = 16, HID = 32, OUT = 8 };
+
+static void make_values(float *v, size_t n, uint32_t seed, float scale)
+{
+    uint32_t s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * scale;
+    }
+}
+
+/* Runs a session of M once on X (BATCH x IN) and returns output OUT_NAME
+ * (BATCH x N) in a malloc'd copy. */
+static float *run_once(pl_model *m, const float *x, int64_t batch, const char *out_name,
+                       size_t n)
+{
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    int64_t xs[2] = {batch, IN};
+    pl_io in = {.name = "x", .tensor = {.data = (void *)x, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                        .shape = xs, .struct_size = sizeof(pl_tensor)}};
+    pl_io out = {.name = out_name};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    TH_CHECK(out.tensor.data != NULL, "no output");
+    TH_CHECK(out.tensor.ndim == 2 && out.tensor.shape[0] == batch &&
+                 out.tensor.shape[1] == (int64_t)n,
+             "output shape");
+    float *copy = xmalloc((size_t)batch * n * sizeof *copy);
+    memcpy(copy, out.tensor.data, (size_t)batch * n * sizeof *copy);
+    pl_buffer_free(out.tensor.data);
+    pl_session_destroy(s);
+    return copy;
+}
+
+/* ---- the good models ---------------------------------------------------------- */
+
+typedef enum storage { S_RAW, S_FLOAT_DATA, S_EXTERNAL, S_MIXED } storage;
+
+typedef struct weights {
+    float w1[IN * HID], b1[HID], w2[OUT * HID], b2[OUT]; /* MLP */
+    float r1[IN * IN], c1[IN], r2[IN * OUT], c2[OUT];     /* residual */
+} weights;
+
+static weights W;
+
+/* One weight tensor stored as MODE says; external ones are written into
+ * DIR/weights.bin at *io_offset, which advances (the first one sits at 0,
+ * aligned; later ones at odd offsets, so both mapping paths are used). */
+static void add_weight(Onnx__ModelProto *m, storage mode, int index, const char *dir,
+                       const char *name, const float *v, int ndim, const int64_t *dims)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)dims[i];
+    Onnx__TensorProto *t = tm_tensor(name, T_FLOAT, ndim, dims);
+    storage how = mode == S_MIXED ? (storage)(index % 3) : mode;
+    if (how == S_RAW) {
+        tm_raw(t, v, n * sizeof *v);
+    } else if (how == S_FLOAT_DATA) {
+        tm_float_data(t, v, n);
+    } else {
+        const char *path = th_path(dir, "weights.bin");
+        FILE *f = fopen(path, "ab");
+        TH_CHECK(f != NULL, "cannot write %s", path);
+        long at = ftell(f);
+        if (index > 0) { /* an odd offset: the core must copy, not map */
+            fputc(0xAB, f);
+            at++;
+        }
+        fwrite(v, sizeof *v, n, f);
+        fclose(f);
+        char off[32], len[32];
+        snprintf(off, sizeof off, "%ld", at);
+        snprintf(len, sizeof len, "%zu", n * sizeof *v);
+        tm_external(t, "weights.bin", off, index % 2 ? len : NULL);
+    }
+    tm_init(m, t);
+}
+
+/* z = softmax(Gemm(relu(x W1 + b1), W2^T, b2)); x is [batch, 16] with
+ * "batch" symbolic when SYMBOLIC. */
+static const char *write_mlp(storage mode, const char *dir, const char *file, bool symbolic)
+{
+    Onnx__ModelProto *m = tm_model();
+    tm_opset(m, "", 13);
+    const char *params[2] = {"batch", NULL};
+    int64_t xd[2] = {symbolic ? -1 : BATCH, IN}, zd[2] = {symbolic ? -1 : BATCH, OUT};
+    tm_input(m, tm_vi("x", T_FLOAT, 2, xd, params));
+    tm_output(m, tm_vi("z", T_FLOAT, 2, zd, params));
+    add_weight(m, mode, 0, dir, "w1", W.w1, 2, (int64_t[]){IN, HID});
+    add_weight(m, mode, 1, dir, "b1", W.b1, 1, (int64_t[]){HID});
+    add_weight(m, mode, 2, dir, "w2", W.w2, 2, (int64_t[]){OUT, HID});
+    add_weight(m, mode, 3, dir, "b2", W.b2, 1, (int64_t[]){OUT});
+    tm_node(m, "MatMul", "mm1", "x,w1", "a1");
+    tm_node(m, "Add", "add1", "a1,b1", "a2");
+    tm_node(m, "Relu", "relu1", "a2", "h");
+    Onnx__NodeProto *gemm = tm_node(m, "Gemm", "fc", "h,w2,b2", "y");
+    tm_attr_i(gemm, "transB", 1);
+    tm_attr_f(gemm, "alpha", 1.0f);
+    tm_attr_i(tm_node(m, "Softmax", "softmax", "y", "z"), "axis", -1);
+    return tm_write(m, dir, file);
+}
+
+static void mlp_reference(const float *x, int batch, float *z)
+{
+    for (int b = 0; b < batch; b++) {
+        double h[HID], y[OUT], mx = -1e300, sum = 0;
+        for (int j = 0; j < HID; j++) {
+            double acc = W.b1[j];
+            for (int k = 0; k < IN; k++)
+                acc += (double)x[b * IN + k] * W.w1[k * HID + j];
+            h[j] = acc > 0 ? acc : 0;
+        }
+        for (int j = 0; j < OUT; j++) {
+            double acc = W.b2[j];
+            for (int k = 0; k < HID; k++)
+                acc += h[k] * W.w2[j * HID + k];
+            y[j] = acc;
+            mx = acc > mx ? acc : mx;
+        }
+        for (int j = 0; j < OUT; j++)
+            sum += exp(y[j] - mx);
+        for (int j = 0; j < OUT; j++)
+            z[b * OUT + j] = (float)(exp(y[j] - mx) / sum);
+    }
+}
+
+/* y = tanh(reshape(relu(x R1 + c1) + x, shape) R2 + c2); the shape comes
+ * from a Constant node (value tensor in int64_data). */
+static const char *write_residual(storage mode, const char *dir, const char *file)
+{
+    Onnx__ModelProto *m = tm_model();
+    tm_opset(m, "", 13);
+    tm_input(m, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(m, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, OUT}, NULL));
+    tm_input(m, tm_vi("r1", T_FLOAT, 2, (int64_t[]){IN, IN}, NULL)); /* old style */
+    add_weight(m, mode, 0, dir, "r1", W.r1, 2, (int64_t[]){IN, IN});
+    add_weight(m, mode, 1, dir, "c1", W.c1, 1, (int64_t[]){IN});
+    add_weight(m, mode, 2, dir, "r2", W.r2, 2, (int64_t[]){IN, OUT});
+    add_weight(m, mode, 3, dir, "c2", W.c2, 1, (int64_t[]){OUT});
+    tm_node(m, "MatMul", "mm1", "x,r1", "a1");
+    tm_node(m, "Add", "add1", "a1,c1", "a2");
+    tm_node(m, "Relu", "relu1", "a2", "h");
+    tm_node(m, "Add", "skip", "h,x", "r");
+    Onnx__NodeProto *c = tm_node(m, "Constant", "shape_const", NULL, "shape");
+    Onnx__AttributeProto *a = tm_attr(c, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    a->t = tm_tensor("", T_INT64, 1, (int64_t[]){2});
+    a->t->int64_data = xmalloc(2 * sizeof(int64_t));
+    a->t->int64_data[0] = BATCH;
+    a->t->int64_data[1] = IN;
+    a->t->n_int64_data = 2;
+    tm_node(m, "Reshape", "reshape", "r,shape", "r2d");
+    tm_node(m, "MatMul", "mm2", "r2d,r2", "a3");
+    tm_node(m, "Add", "add2", "a3,c2", "a4");
+    tm_node(m, "Tanh", "tanh", "a4", "y");
+    return tm_write(m, dir, file);
+}
+
+static void residual_reference(const float *x, float *y)
+{
+    for (int b = 0; b < BATCH; b++) {
+        double r[IN];
+        for (int j = 0; j < IN; j++) {
+            double acc = W.c1[j];
+            for (int k = 0; k < IN; k++)
+                acc += (double)x[b * IN + k] * W.r1[k * IN + j];
+            r[j] = (acc > 0 ? acc : 0) + x[b * IN + j];
+        }
+        for (int j = 0; j < OUT; j++) {
+            double acc = W.c2[j];
+            for (int k = 0; k < IN; k++)
+                acc += r[k] * W.r2[k * OUT + j];
+            y[b * OUT + j] = (float)tanh(acc);
+        }
+    }
+}
+
+static void init_weights(void)
+{
+    make_values((float *)&W, sizeof W / sizeof(float), 7, 0.5f);
+}
+
+/* Runs PATH's model, checks it against REFERENCE, then converts it to
+ * JSON, loads that and checks the outputs are bit-for-bit the same. */
+static void check_model(pl_runtime *rt, const char *path, const char *out_name,
+                        void (*reference)(const float *, float *))
+{
+    float x[BATCH * IN], want[BATCH * OUT];
+    make_values(x, BATCH * IN, 3, 2.0f);
+    reference(x, want);
+    pl_model *m = load_ok(rt, path);
+    TH_CHECK(pl_model_tensor_count(m) > 0, "empty model");
+    float *z = run_once(m, x, BATCH, out_name, OUT);
+    for (int i = 0; i < BATCH * OUT; i++)
+        TH_CHECK(fabsf(z[i] - want[i]) <= 1e-5f, "%s[%d] = %.9g, reference %.9g", out_name, i,
+                 z[i], want[i]);
+    const char *json = th_path(th_tempdir(), "converted.json");
+    TH_CHECK_OK(pl_model_save_json(m, json));
+    pl_model_destroy(m);
+    pl_model *mj = load_ok(rt, json);
+    float *zj = run_once(mj, x, BATCH, out_name, OUT);
+    TH_CHECK(memcmp(z, zj, sizeof(float) * BATCH * OUT) == 0,
+             "ONNX -> JSON -> run differs from ONNX -> run");
+    pl_model_destroy(mj);
+    free(z);
+    free(zj);
+}
+
+static void mlp_ref4(const float *x, float *z)
+{
+    mlp_reference(x, BATCH, z);
+}
+
+static void good_mlp(storage mode)
+{
+    init_weights();
+    pl_runtime *rt = runtime_with(NULL);
+    check_model(rt, write_mlp(mode, th_tempdir(), "mlp.onnx", false), "z", mlp_ref4);
+    pl_runtime_destroy(rt);
+}
+
+static void good_residual(storage mode)
+{
+    init_weights();
+    pl_runtime *rt = runtime_with(NULL);
+    check_model(rt, write_residual(mode, th_tempdir(), "residual.onnx"), "y",
+                residual_reference);
+    pl_runtime_destroy(rt);
+}
+
+static void case_mlp_raw(void) { good_mlp(S_RAW); }
+static void case_mlp_float_data(void) { good_mlp(S_FLOAT_DATA); }
+static void case_mlp_external(void) { good_mlp(S_EXTERNAL); }
+static void case_mlp_mixed(void) { good_mlp(S_MIXED); }
+static void case_residual_raw(void) { good_residual(S_RAW); }
+static void case_residual_float_data(void) { good_residual(S_FLOAT_DATA); }
+static void case_residual_external(void) { good_residual(S_EXTERNAL); }
+static void case_residual_mixed(void) { good_residual(S_MIXED); }
+
+/* Input ["batch", 16]: bound to 4 and run. */
+static void case_symbolic_batch(void)
+{
+    init_weights();
+    pl_runtime *rt = runtime_with(NULL);
+    pl_model *m = load_ok(rt, write_mlp(S_RAW, th_tempdir(), "mlp.onnx", true));
+    TH_CHECK_OK(pl_model_bind_input(m, "x", 2, (int64_t[]){4, 16}));
+    float x[BATCH * IN], want[BATCH * OUT];
+    make_values(x, BATCH * IN, 5, 2.0f);
+    mlp_reference(x, BATCH, want);
+    float *z = run_once(m, x, BATCH, "z", OUT);
+    for (int i = 0; i < BATCH * OUT; i++)
+        TH_CHECK(fabsf(z[i] - want[i]) <= 1e-5f, "z[%d] = %.9g, reference %.9g", i, z[i],
+                 want[i]);
+    free(z);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* The residual model lists r1 as an input too (older exporters): it is a
+ * constant, and the session has x alone as its input. */
+static void case_initializers_as_inputs(void)
+{
+    init_weights();
+    pl_runtime *rt = runtime_with(NULL);
+    pl_model *m = load_ok(rt, write_residual(S_RAW, th_tempdir(), "residual.onnx"));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    TH_CHECK(pl_session_input_count(s) == 1, "%zu inputs, expected 1",
+             pl_session_input_count(s));
+    TH_CHECK(strcmp(pl_session_input_name(s, 0), "x") == 0, "input is not x");
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* Every form of Constant: value_float, value_floats, value_int (unused),
+ * value_ints (a Reshape shape). y = reshape(x + 0.5 + v, [4, 16]). */
+static void case_constant_forms(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 13);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    float v[IN];
+    make_values(v, IN, 11, 1.0f);
+    tm_attr_f(tm_node(mp, "Constant", "half", NULL, "h"), "value_float", 0.5f);
+    tm_attr_floats(tm_node(mp, "Constant", "vec", NULL, "v"), "value_floats", IN, v);
+    tm_attr_i(tm_node(mp, "Constant", "kay", NULL, "k"), "value_int", 42);
+    tm_attr_ints(tm_node(mp, "Constant", "shp", NULL, "s"), "value_ints", 2,
+                 (int64_t[]){BATCH, IN});
+    tm_node(mp, "Add", "add_h", "x,h", "a");
+    tm_node(mp, "Add", "add_v", "a,v", "b");
+    tm_node(mp, "Reshape", "reshape", "b,s", "y");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "constants.onnx"));
+    float x[BATCH * IN];
+    make_values(x, BATCH * IN, 2, 2.0f);
+    float *y = run_once(m, x, BATCH, "y", IN);
+    for (int i = 0; i < BATCH * IN; i++) {
+        float want = (x[i] + 0.5f) + v[i % IN];
+        TH_CHECK(y[i] == want, "y[%d] = %.9g, expected %.9g", i, y[i], want);
+    }
+    free(y);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* The file is named .pb: the module recognises a ModelProto by its first
+ * bytes. A file that is neither is refused by every module. */
+static void case_by_content(void)
+{
+    init_weights();
+    pl_runtime *rt = runtime_with(NULL);
+    const char *dir = th_tempdir();
+    pl_model *m = load_ok(rt, write_mlp(S_RAW, dir, "model.pb", false));
+    pl_model_destroy(m);
+    const char *other = th_path(dir, "other.bin");
+    write_bytes(other, "\x01\x02\x03\x04 not a model", 17);
+    expect_load_error(rt, other, "no loaded format module reads it");
+    pl_runtime_destroy(rt);
+}
+
+/* Integer-coded tensors (int32_data for u8, i8, bool, f16; int64_data)
+ * load as constants of the right dtype and size. */
+static void case_int32_data_types(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "", 13);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    const int32_t types[] = {T_UINT8, T_INT8, T_BOOL, T_FLOAT16, T_INT32};
+    const int32_t values[] = {255, -128, 1, 0x3c00, -7};
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "c%d", i);
+        Onnx__TensorProto *t = tm_tensor(name, types[i], 1, (int64_t[]){3});
+        t->int32_data = xmalloc(3 * sizeof(int32_t));
+        for (int k = 0; k < 3; k++)
+            t->int32_data[k] = k == 0 ? values[i] : 0;
+        t->n_int32_data = 3;
+        tm_init(mp, t);
+        tm_output(mp, tm_vi(name, 0, -1, NULL, NULL));
+    }
+    tm_node(mp, "Relu", "relu", "x", "y");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "ints.onnx"));
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, false, &text));
+    pl_string_free(text);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* FLOATS and STRINGS attributes reach the core: Relu has no such
+ * attributes, so the core's inference (after the import) names them. */
+static void case_attrs_reach_core(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    const char *dir = th_tempdir();
+    for (int pass = 0; pass < 2; pass++) {
+        Onnx__ModelProto *mp = tm_model();
+        tm_opset(mp, "", 13);
+        tm_input(mp, tm_vi("x", T_FLOAT, 1, (int64_t[]){3}, NULL));
+        tm_output(mp, tm_vi("y", T_FLOAT, 1, (int64_t[]){3}, NULL));
+        Onnx__NodeProto *n = tm_node(mp, "Relu", "relu", "x", "y");
+        if (pass == 0)
+            tm_attr_floats(n, "alphas", 2, (float[]){1.5f, 2.5f});
+        else
+            tm_attr_strings(n, "modes", 2, (const char *const[]){"a", "bc"}, NULL);
+        expect_load_error(rt, tm_write(mp, dir, pass ? "s.onnx" : "f.onnx"),
+                          pass ? "modes" : "alphas");
+    }
+    pl_runtime_destroy(rt);
+}
+
+/* Thousands of randomly damaged copies of a good model (bytes flipped,
+ * overwritten, cut, duplicated): each load either succeeds or fails with a
+ * message naming the file; none crashes, hangs or leaks. */
+static void case_mutations(void)
+{
+    init_weights();
+    pl_runtime *rt = runtime_with(NULL);
+    const char *dir = th_tempdir();
+    const char *good = write_mlp(S_MIXED, dir, "good.onnx", true);
+    FILE *f = fopen(good, "rb");
+    TH_CHECK(f != NULL, "cannot read %s", good);
+    uint8_t base[16384];
+    size_t len = fread(base, 1, sizeof base, f);
+    fclose(f);
+    TH_CHECK(len > 0 && len < sizeof base, "model size %zu", len);
+    const char *path = th_path(dir, "mutant.onnx");
+    uint8_t buf[2 * sizeof base];
+    uint32_t s = 12345;
+    size_t loaded = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(buf, base, len);
+        size_t n = len;
+        int edits = 1 + iter % 4;
+        for (int e = 0; e < edits && n > 0; e++) {
+            s = s * 1664525u + 1013904223u;
+            size_t at = (s >> 8) % n;
+            switch ((s >> 4) % 4) {
+            case 0:
+                buf[at] ^= (uint8_t)(1u << ((s >> 20) % 8));
+                break;
+            case 1:
+                buf[at] = (uint8_t)(s >> 24);
+                break;
+            case 2:
+                n = at;
+                break;
+            default: { /* duplicate a slice */
+                size_t k = 1 + (s >> 16) % 32;
+                if (at + k <= n && n + k <= sizeof buf) {
+                    memmove(buf + at + k, buf + at, n - at);
+                    n += k;
+                }
+                break;
+            }
+            }
+        }
+        write_bytes(path, buf, n);
+        pl_model *m = NULL;
+        pl_status *st = pl_model_load(rt, path, &m);
+        if (st == NULL) {
+            loaded++;
+            pl_model_destroy(m);
+        } else {
+            TH_CHECK(strlen(pl_status_message(st)) > 0, "empty error message");
+            pl_status_free(st);
+        }
+    }
+    fprintf(stderr, "%zu of 3000 mutants loaded\n", loaded);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- the plinth CLI --------------------------------------------------------- */
+
+static int run_cli(const char *args, const char *log)
+{
+    const char *dir = th_tempdir();
+    const char *ini = th_path(dir, "cli.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\ncache_dir =\n[placement]\norder = cpu\n",
+            th_arg(0));
+    fclose(f);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --config '%s' %s > '%s' 2>&1", th_arg(1), ini, args, log);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    TH_CHECK(f != NULL, "cannot read %s", path);
+    char *text = xmalloc(65536);
+    size_t n = fread(text, 1, 65535, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void case_cli_run(void)
+{
+    init_weights();
+    const char *dir = th_tempdir();
+    const char *model = write_mlp(S_EXTERNAL, dir, "mlp.onnx", false);
+    const char *log = th_path(dir, "run.log");
+    char args[2048];
+    snprintf(args, sizeof args, "run '%s' --output-dir '%s'", model, dir);
+    int rc = run_cli(args, log);
+    char *text = slurp(log);
+    TH_CHECK(rc == 0, "plinth run exited %d:\n%s", rc, text);
+    TH_CHECK_CONTAINS(text, "z");
+    free(text);
+    TH_CHECK(th_exists(th_path(dir, "z.npy")), "no z.npy written");
+    /* A broken file: exit 1 and the module's message. */
+    const char *bad = th_path(dir, "bad.onnx");
+    write_bytes(bad, "\x08\x08\x3a\xff\xff\xff\xff\x0f", 8);
+    snprintf(args, sizeof args, "run '%s'", bad);
+    rc = run_cli(args, log);
+    text = slurp(log);
+    TH_CHECK(rc == 1, "plinth run of a corrupt file exited %d:\n%s", rc, text);
+    TH_CHECK_CONTAINS(text, "not a valid ONNX protobuf");
+    free(text);
+}
+
+static void case_cli_convert(void)
+{
+    init_weights();
+    const char *dir = th_tempdir();
+    const char *model = write_residual(S_MIXED, dir, "residual.onnx");
+    const char *json = th_path(dir, "out.json");
+    const char *log = th_path(dir, "convert.log");
+    char args[2048];
+    snprintf(args, sizeof args, "convert '%s' '%s'", model, json);
+    int rc = run_cli(args, log);
+    char *text = slurp(log);
+    TH_CHECK(rc == 0, "plinth convert exited %d:\n%s", rc, text);
+    free(text);
+    TH_CHECK(th_exists(th_path(dir, "out.weights")), "no out.weights beside out.json");
+    pl_runtime *rt = runtime_with(NULL);
+    float x[BATCH * IN];
+    make_values(x, BATCH * IN, 9, 2.0f);
+    pl_model *a = load_ok(rt, model), *b = load_ok(rt, json);
+    float *ya = run_once(a, x, BATCH, "y", OUT), *yb = run_once(b, x, BATCH, "y", OUT);
+    TH_CHECK(memcmp(ya, yb, sizeof(float) * BATCH * OUT) == 0,
+             "plinth convert's JSON runs differently from the ONNX file");
+    free(ya);
+    free(yb);
+    pl_model_destroy(a);
+    pl_model_destroy(b);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- malformed files ----------------------------------------------------------- */
+
+/* The base of most malformed cases: y = relu(x w), x [2,3], w [3,4]. */
+static Onnx__ModelProto *base_model(void)
+{
+    Onnx__ModelProto *m = tm_model();
+    tm_opset(m, "", 13);
+    tm_input(m, tm_vi("x", T_FLOAT, 2, (int64_t[]){2, 3}, NULL));
+    tm_output(m, tm_vi("y", T_FLOAT, 2, (int64_t[]){2, 4}, NULL));
+    float w[12] = {0};
+    Onnx__TensorProto *t = tm_tensor("w", T_FLOAT, 2, (int64_t[]){3, 4});
+    tm_raw(t, w, sizeof w);
+    tm_init(m, t);
+    tm_node(m, "MatMul", "mm", "x,w", "a");
+    tm_node(m, "Relu", "relu", "a", "y");
+    return m;
+}
+
+static Onnx__NodeProto *node_named(Onnx__ModelProto *m, const char *name)
+{
+    for (size_t i = 0; i < m->graph->n_node; i++)
+        if (strcmp(m->graph->node[i]->name, name) == 0)
+            return m->graph->node[i];
+    th_fail(__FILE__, __LINE__, "no node %s", name);
+}
+
+static void set_opset(Onnx__ModelProto *m, int64_t v) { m->opset_import[0]->version = v; }
+
+static void m_no_graph(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    onnx__graph_proto__free_unpacked(m->graph, NULL);
+    m->graph = NULL;
+}
+static void m_old_ir(Onnx__ModelProto *m, const char *d) { (void)d; m->ir_version = 2; }
+static void m_opset_5(Onnx__ModelProto *m, const char *d) { (void)d; set_opset(m, 5); }
+static void m_opset_99(Onnx__ModelProto *m, const char *d) { (void)d; set_opset(m, 99); }
+static void m_no_ai_onnx_opset(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    free(m->opset_import[0]->domain);
+    m->opset_import[0]->domain = xstrdup("com.example");
+}
+static void m_domain_no_opset(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    node_named(m, "relu")->domain = xstrdup("com.example");
+}
+static void m_unknown_domain_op(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_opset(m, "com.example", 1);
+    Onnx__NodeProto *n = node_named(m, "relu");
+    n->domain = xstrdup("com.example");
+    free(n->op_type);
+    n->op_type = xstrdup("Frobnicate");
+}
+static void m_duplicate_opset(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_opset(m, "ai.onnx", 12);
+}
+static void m_negative_dim_input(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->input[0]->type->tensor_type->shape->dim[1]->dim_value = -3;
+}
+static void m_negative_dim_initializer(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->initializer[0]->dims[0] = -2;
+}
+static void m_raw_size(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->initializer[0]->raw_data.len = 10;
+}
+static void m_float_data_count(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TensorProto *t = m->graph->initializer[0];
+    free(t->raw_data.data);
+    t->raw_data.data = NULL;
+    t->raw_data.len = 0;
+    t->has_raw_data = 0;
+    tm_float_data(t, (float[]){1, 2, 3, 4, 5}, 5);
+}
+static void m_no_data(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TensorProto *t = m->graph->initializer[0];
+    free(t->raw_data.data);
+    t->raw_data.data = NULL;
+    t->raw_data.len = 0;
+    t->has_raw_data = 0;
+}
+static void m_two_data_fields(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    float v[12] = {0};
+    tm_float_data(m->graph->initializer[0], v, 12);
+}
+static void m_shape_overflow(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_init(m, tm_tensor("huge", T_FLOAT, 3,
+                         (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40}));
+}
+static void m_rank_too_big(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    int64_t dims[17];
+    for (int i = 0; i < 17; i++)
+        dims[i] = 1;
+    Onnx__TensorProto *t = tm_tensor("deep", T_FLOAT, 17, dims);
+    tm_raw(t, "\0\0\0\0", 4);
+    tm_init(m, t);
+}
+static void m_unknown_elem_input(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->input[0]->type->tensor_type->elem_type = 99;
+}
+static void m_unknown_elem_initializer(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->initializer[0]->data_type = 77;
+}
+static void m_string_initializer(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TensorProto *t = tm_tensor("names", T_STRING, 1, (int64_t[]){1});
+    t->string_data = xmalloc(sizeof *t->string_data);
+    t->string_data[0].data = (uint8_t *)xstrdup("abc");
+    t->string_data[0].len = 3;
+    t->n_string_data = 1;
+    tm_init(m, t);
+}
+static void m_uint16_input(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->input[0]->type->tensor_type->elem_type = T_UINT16;
+}
+static void m_duplicate_initializer(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    float w[12] = {0};
+    Onnx__TensorProto *t = tm_tensor("w", T_FLOAT, 2, (int64_t[]){3, 4});
+    tm_raw(t, w, sizeof w);
+    tm_init(m, t);
+}
+static void m_duplicate_node_names(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    free(node_named(m, "relu")->name);
+    m->graph->node[1]->name = xstrdup("mm");
+}
+static void m_empty_outputs(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__NodeProto *n = node_named(m, "relu");
+    for (size_t i = 0; i < n->n_output; i++)
+        n->output[i][0] = '\0';
+    char *extra = xstrdup("");
+    APPEND(n->output, n->n_output, extra);
+}
+static void m_missing_input(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__NodeProto *n = node_named(m, "mm");
+    free(n->input[1]);
+    n->input[1] = xstrdup("ghost");
+}
+static void m_cycle(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    /* mm reads relu's output; relu reads mm's. */
+    Onnx__NodeProto *n = node_named(m, "mm");
+    free(n->input[0]);
+    n->input[0] = xstrdup("b");
+    free(node_named(m, "relu")->output[0]);
+    node_named(m, "relu")->output[0] = xstrdup("b");
+    tm_node(m, "Identity", "id", "b", "y");
+}
+static Onnx__GraphProto *empty_graph(void)
+{
+    Onnx__GraphProto *g = xmalloc(sizeof *g);
+    onnx__graph_proto__init(g);
+    g->name = xstrdup("sub");
+    return g;
+}
+static void m_graph_attribute(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_attr(node_named(m, "relu"), "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g =
+        empty_graph();
+}
+static void m_if_subgraph(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__NodeProto *n = tm_node(m, "If", "if1", "cond", "out");
+    tm_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = empty_graph();
+    tm_attr(n, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = empty_graph();
+}
+static void m_sparse_attribute(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__SparseTensorProto *sp = xmalloc(sizeof *sp);
+    onnx__sparse_tensor_proto__init(sp);
+    tm_attr(node_named(m, "relu"), "sp", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR)
+        ->sparse_tensor = sp;
+}
+static void m_type_proto_attribute(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TypeProto *tp = xmalloc(sizeof *tp);
+    onnx__type_proto__init(tp);
+    tm_attr(node_named(m, "relu"), "tp", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)->tp =
+        tp;
+}
+static void m_tensors_attribute(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_attr(node_named(m, "relu"), "ts", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS);
+}
+static void m_attr_no_type(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_attr(node_named(m, "relu"), "nothing", 0);
+}
+static void m_attr_no_name(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_attr_i(node_named(m, "relu"), "", 1);
+}
+static void m_ref_attr(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__AttributeProto *a =
+        tm_attr(node_named(m, "relu"), "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->ref_attr_name = xstrdup("outer_alpha");
+}
+static void m_strings_nul(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_attr_strings(node_named(m, "relu"), "names", 1, (const char *const[]){"a\0b"},
+                    (size_t[]){3});
+}
+
+/* Replaces the initializer w by an external one with the given entries,
+ * writing DIR/w.bin of SIZE bytes first. */
+static void external_w(Onnx__ModelProto *m, const char *dir, const char *location,
+                       const char *offset, const char *length, size_t size)
+{
+    if (size > 0) {
+        void *zeros = calloc(1, size);
+        write_bytes(th_path(dir, "w.bin"), zeros, size);
+        free(zeros);
+    }
+    Onnx__TensorProto *t = m->graph->initializer[0];
+    free(t->raw_data.data);
+    t->raw_data.data = NULL;
+    t->raw_data.len = 0;
+    t->has_raw_data = 0;
+    tm_external(t, location, offset, length);
+}
+static void m_external_absolute(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "/etc/passwd", NULL, NULL, 0);
+}
+static void m_external_dotdot(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "sub/../../w.bin", NULL, NULL, 48);
+}
+static void m_external_symlink(Onnx__ModelProto *m, const char *d)
+{
+    const char *outside = th_tempdir();
+    write_bytes(th_path(outside, "secret.bin"), "0123456789012345678901234567890123456789012345678",
+                48);
+    TH_CHECK(symlink(th_path(outside, "secret.bin"), th_path(d, "link.bin")) == 0, "symlink");
+    external_w(m, d, "link.bin", NULL, NULL, 0);
+}
+static void m_external_offset_past(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "w.bin", "100000", NULL, 48);
+}
+static void m_external_length_past(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "w.bin", "16", "48", 48);
+}
+static void m_external_length_mismatch(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "w.bin", "0", "8", 48);
+}
+static void m_external_no_location(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, NULL, "0", NULL, 48);
+}
+static void m_external_bad_offset(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "w.bin", "12abc", NULL, 48);
+}
+static void m_external_missing_file(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "nowhere.bin", NULL, NULL, 0);
+}
+static void m_external_and_raw(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "w.bin", NULL, NULL, 48);
+    tm_raw(m->graph->initializer[0], "abcd", 4);
+}
+static void m_external_unknown_key(Onnx__ModelProto *m, const char *d)
+{
+    external_w(m, d, "w.bin", NULL, NULL, 48);
+    tm_kv(m->graph->initializer[0], "compression", "zstd");
+}
+static void m_input_no_name(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->input[0]->name[0] = '\0';
+}
+static void m_initializer_no_name(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    m->graph->initializer[0]->name[0] = '\0';
+}
+static void m_input_no_type(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    onnx__type_proto__free_unpacked(m->graph->input[0]->type, NULL);
+    m->graph->input[0]->type = NULL;
+}
+static void m_input_sequence(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TypeProto *tp = m->graph->input[0]->type;
+    protobuf_c_message_free_unpacked(&tp->tensor_type->base, NULL);
+    Onnx__TypeProto__Sequence *seq = xmalloc(sizeof *seq);
+    onnx__type_proto__sequence__init(seq);
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    tp->sequence_type = seq;
+}
+static void m_int32_out_of_range(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TensorProto *t = tm_tensor("bytes", T_UINT8, 1, (int64_t[]){2});
+    t->int32_data = xmalloc(2 * sizeof(int32_t));
+    t->int32_data[0] = 1;
+    t->int32_data[1] = 300;
+    t->n_int32_data = 2;
+    tm_init(m, t);
+}
+static void m_sparse_initializer(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__SparseTensorProto *sp = xmalloc(sizeof *sp);
+    onnx__sparse_tensor_proto__init(sp);
+    APPEND(m->graph->sparse_initializer, m->graph->n_sparse_initializer, sp);
+}
+static void m_constant_no_value(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_node(m, "Constant", "c", NULL, "cval");
+}
+static void m_constant_string(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__AttributeProto *a = tm_attr(tm_node(m, "Constant", "c", NULL, "cval"),
+                                      "value_string",
+                                      ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.data = (uint8_t *)xstrdup("hi");
+    a->s.len = 2;
+}
+static void m_duplicate_input(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_input(m, tm_vi("x", T_FLOAT, 2, (int64_t[]){2, 3}, NULL));
+}
+static void m_many_nodes(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_node(m, "Identity", "id", "y", "y2");
+}
+static void m_long_name(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    tm_node(m, "Identity", "a_node_name_longer_than_the_limit", "y", "y2");
+}
+
+/* ---- byte-level damage ---------------------------------------------------------- */
+
+static void b_empty(tm_buf *b) { b->len = 0; }
+static void b_garbage(tm_buf *b)
+{
+    static const char text[] = "hello, this is not an ONNX model at all\n";
+    memcpy(b->data, text, sizeof text - 1);
+    b->len = sizeof text - 1;
+}
+/* Cuts at byte 1: the ir_version tag without its value. */
+static void b_trunc_tag(tm_buf *b) { b->len = 1; }
+/* Cuts inside the graph's length-delimited header (tag + length). */
+static void b_trunc_header(tm_buf *b) { b->len = 3; }
+static void b_trunc_half(tm_buf *b) { b->len /= 2; }
+static void b_trunc_last(tm_buf *b) { b->len -= 1; }
+/* Cuts inside the raw_data of w (48 zero bytes). */
+static void b_trunc_raw(tm_buf *b)
+{
+    static const uint8_t zeros[48];
+    for (size_t i = 0; i + 48 <= b->len; i++)
+        if (memcmp(b->data + i, zeros, 48) == 0) {
+            b->len = i + 20;
+            return;
+        }
+    th_fail(__FILE__, __LINE__, "raw_data not found");
+}
+static void b_wire_ir_version(tm_buf *b) { b->data[0] = 0x0d; /* field 1, 32-bit */ }
+static void b_wire_graph(tm_buf *b) { tm_append(b, "\x38\x01", 2); /* field 7, varint */ }
+static void b_wire_group(tm_buf *b) { tm_append(b, "\x6b", 1); /* field 13, group start */ }
+static void b_field_zero(tm_buf *b) { tm_append(b, "\x02\x00", 2); }
+static void b_absurd_length(tm_buf *b)
+{
+    /* graph (field 7, length-delimited) claiming 2^60 bytes */
+    uint8_t bytes[16] = {0x3a};
+    size_t n = 1;
+    uint64_t v = (uint64_t)1 << 60;
+    while (v >= 0x80) {
+        bytes[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    bytes[n++] = (uint8_t)v;
+    tm_append(b, bytes, n);
+}
+static void b_overlong_varint(tm_buf *b)
+{
+    tm_append(b, "\x28\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12);
+}
+/* A graph input whose type nests 1000 sequence types. */
+static void b_deep_nesting(tm_buf *b)
+{
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *msg = xmalloc(cap), *tmp = xmalloc(cap);
+    for (int level = 0; level < 1000; level++) {
+        /* Sequence { elem_type (1) = msg } inside TypeProto { sequence_type (4) } */
+        uint8_t hdr[12];
+        size_t h = 0;
+        hdr[h++] = 0x0a;
+        for (size_t v = len; ; v >>= 7) {
+            hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+            if (v < 0x80)
+                break;
+        }
+        size_t seq_len = h + len;
+        uint8_t hdr2[12];
+        size_t h2 = 0;
+        hdr2[h2++] = 0x22;
+        for (size_t v = seq_len; ; v >>= 7) {
+            hdr2[h2++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+            if (v < 0x80)
+                break;
+        }
+        TH_CHECK(h2 + seq_len <= cap, "nesting buffer");
+        memcpy(tmp, hdr2, h2);
+        memcpy(tmp + h2, hdr, h);
+        memcpy(tmp + h2 + h, msg, len);
+        len = h2 + seq_len;
+        uint8_t *swap = msg;
+        msg = tmp;
+        tmp = swap;
+    }
+    /* ValueInfoProto { name "q", type (2) = msg }, GraphProto { input (11) },
+     * ModelProto { graph (7) } */
+    const uint8_t *inner = msg;
+    size_t inner_len = len;
+    uint8_t *layers[3] = {NULL, NULL, NULL};
+    const uint8_t tags[3] = {0x12, 0x5a, 0x3a};
+    for (int k = 0; k < 3; k++) {
+        uint8_t *out = xmalloc(inner_len + 16);
+        size_t o = 0;
+        if (k == 0) {
+            out[o++] = 0x0a;
+            out[o++] = 1;
+            out[o++] = 'q';
+        }
+        out[o++] = tags[k];
+        for (size_t v = inner_len; ; v >>= 7) {
+            out[o++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+            if (v < 0x80)
+                break;
+        }
+        memcpy(out + o, inner, inner_len);
+        layers[k] = out;
+        inner = out;
+        inner_len = o + inner_len;
+    }
+    tm_append(b, inner, inner_len);
+    for (int k = 0; k < 3; k++)
+        free(layers[k]);
+    free(msg);
+    free(tmp);
+}
+
+/* ---- the table of malformed cases ------------------------------------------------- */
+
+typedef struct bad_case {
+    const char *name;
+    void (*mutate)(Onnx__ModelProto *m, const char *dir);
+    void (*damage)(tm_buf *b);
+    const char *expect;
+    const char *ini; /* extra backend.ini text */
+} bad_case;
+
+#define CORRUPT "not a valid ONNX protobuf (truncated or corrupt)"
+
+static const bad_case bad_cases[] = {
+    {"empty_file", NULL, b_empty, "empty file", NULL},
+    {"garbage", NULL, b_garbage, CORRUPT, NULL},
+    {"trunc_tag", NULL, b_trunc_tag, CORRUPT, NULL},
+    {"trunc_header", NULL, b_trunc_header, CORRUPT, NULL},
+    {"trunc_half", NULL, b_trunc_half, CORRUPT, NULL},
+    {"trunc_last", NULL, b_trunc_last, CORRUPT, NULL},
+    {"trunc_raw", NULL, b_trunc_raw, CORRUPT, NULL},
+    {"wire_ir_version", NULL, b_wire_ir_version, "field 'ir_version' of onnx.ModelProto: wire type 5", NULL},
+    {"wire_graph", NULL, b_wire_graph, "field 'graph' of onnx.ModelProto: wire type 0", NULL},
+    {"wire_group", NULL, b_wire_group, "wire type 3 (group start) is not used by ONNX", NULL},
+    {"field_zero", NULL, b_field_zero, "field number 0 is invalid", NULL},
+    {"absurd_length", NULL, b_absurd_length, "claims 1152921504606846976 bytes", NULL},
+    {"overlong_varint", NULL, b_overlong_varint, "longer than 10 bytes", NULL},
+    {"deep_nesting", NULL, b_deep_nesting, "nested deeper than 64 levels", NULL},
+    {"no_graph", m_no_graph, NULL, "the model has no graph", NULL},
+    {"old_ir_version", m_old_ir, NULL, "ir_version 2 is too old", NULL},
+    {"opset_5", m_opset_5, NULL, "model imports ai.onnx opset 5; supported: 7 to 17", NULL},
+    {"opset_99", m_opset_99, NULL, "model imports ai.onnx opset 99; supported: 7 to 17", NULL},
+    {"no_ai_onnx_opset", m_no_ai_onnx_opset, NULL,
+     "node 'mm' (MatMul) is in domain 'ai.onnx', which the model's opset_import does not list", NULL},
+    {"domain_no_opset", m_domain_no_opset, NULL,
+     "node 'relu' (Relu) is in domain 'com.example', which the model's opset_import does not list", NULL},
+    {"unknown_domain_op", m_unknown_domain_op, NULL, "Frobnicate", NULL},
+    {"duplicate_opset", m_duplicate_opset, NULL, "opset_import lists domain 'ai.onnx' twice", NULL},
+    {"negative_dim_input", m_negative_dim_input, NULL,
+     "graph input 'x': dimension 1 is -3", NULL},
+    {"negative_dim_initializer", m_negative_dim_initializer, NULL,
+     "initializer 'w': dimension 0 is -2", NULL},
+    {"raw_data_size", m_raw_size, NULL,
+     "initializer 'w': raw_data has 10 bytes, shape [3,4] of f32 needs 48", NULL},
+    {"float_data_count", m_float_data_count, NULL,
+     "initializer 'w': float_data has 5 values, shape [3,4] needs 12", NULL},
+    {"no_data", m_no_data, NULL, "initializer 'w': no data", NULL},
+    {"two_data_fields", m_two_data_fields, NULL, "more than one field", NULL},
+    {"shape_overflow", m_shape_overflow, NULL, "initializer 'huge': shape [1099511627776,1099511627776,1099511627776] overflows", NULL},
+    {"rank_too_big", m_rank_too_big, NULL, "initializer 'deep': rank 17, at most 16", NULL},
+    {"unknown_elem_input", m_unknown_elem_input, NULL, "graph input 'x': unknown elem_type 99", NULL},
+    {"unknown_elem_initializer", m_unknown_elem_initializer, NULL,
+     "initializer 'w': unknown elem_type 77", NULL},
+    {"string_initializer", m_string_initializer, NULL,
+     "initializer 'names': elem_type STRING is not supported", NULL},
+    {"uint16_input", m_uint16_input, NULL, "graph input 'x': elem_type UINT16 is not supported", NULL},
+    {"duplicate_initializer", m_duplicate_initializer, NULL,
+     "initializer 'w' is listed twice among the initializers", NULL},
+    {"duplicate_node_names", m_duplicate_node_names, NULL,
+     "node 'mm' (Relu): the name is already used by another node", NULL},
+    {"empty_outputs", m_empty_outputs, NULL, "node 'relu' (Relu) has no named output", NULL},
+    {"missing_input", m_missing_input, NULL,
+     "node 'mm' (MatMul): input 'ghost' is not defined by any node, input or constant", NULL},
+    {"cycle", m_cycle, NULL, "is on a cycle", NULL},
+    {"graph_attribute", m_graph_attribute, NULL,
+     "node 'relu' (Relu): attribute 'body' has kind GRAPH, unsupported", NULL},
+    {"if_subgraph", m_if_subgraph, NULL,
+     "node 'if1' (If): attribute 'then_branch' has kind GRAPH, unsupported", NULL},
+    {"sparse_attribute", m_sparse_attribute, NULL,
+     "node 'relu' (Relu): attribute 'sp' has kind SPARSE_TENSOR, unsupported", NULL},
+    {"type_proto_attribute", m_type_proto_attribute, NULL,
+     "node 'relu' (Relu): attribute 'tp' has kind TYPE_PROTO, unsupported", NULL},
+    {"tensors_attribute", m_tensors_attribute, NULL,
+     "node 'relu' (Relu): attribute 'ts' has kind TENSORS, unsupported", NULL},
+    {"attr_no_type", m_attr_no_type, NULL,
+     "node 'relu' (Relu): attribute 'nothing' has no type and no value", NULL},
+    {"attr_no_name", m_attr_no_name, NULL, "node 'relu' (Relu): attribute #0 has no name", NULL},
+    {"ref_attr", m_ref_attr, NULL, "refers to function attribute 'outer_alpha'", NULL},
+    {"strings_nul", m_strings_nul, NULL, "attribute 'names': string 0 contains a NUL byte", NULL},
+    {"external_absolute", m_external_absolute, NULL,
+     "initializer 'w': external data location '/etc/passwd' is absolute", NULL},
+    {"external_dotdot", m_external_dotdot, NULL, "has a '..' component", NULL},
+    {"external_symlink", m_external_symlink, NULL, "outside the model's folder", NULL},
+    {"external_offset_past", m_external_offset_past, NULL, "offset 100000 lies past the end", NULL},
+    {"external_length_past", m_external_length_past, NULL, "offset 16 + length 48 exceeds", NULL},
+    {"external_length_mismatch", m_external_length_mismatch, NULL,
+     "initializer 'w': external data length is 8 bytes, shape [3,4] of f32 needs 48", NULL},
+    {"external_no_location", m_external_no_location, NULL, "external_data has no location", NULL},
+    {"external_bad_offset", m_external_bad_offset, NULL,
+     "external data offset '12abc' is not a non-negative integer", NULL},
+    {"external_missing_file", m_external_missing_file, NULL, "nowhere.bin", NULL},
+    {"external_and_raw", m_external_and_raw, NULL, "also carries data of its own", NULL},
+    {"external_unknown_key", m_external_unknown_key, NULL, "unknown external_data key 'compression'", NULL},
+    {"input_no_name", m_input_no_name, NULL, "graph input #0 has no name", NULL},
+    {"initializer_no_name", m_initializer_no_name, NULL, "initializer #0 has no name", NULL},
+    {"input_no_type", m_input_no_type, NULL, "graph input 'x' has no type", NULL},
+    {"input_sequence", m_input_sequence, NULL, "graph input 'x' has a sequence type", NULL},
+    {"int32_out_of_range", m_int32_out_of_range, NULL,
+     "initializer 'bytes': int32_data[1] = 300 is out of range for UINT8", NULL},
+    {"sparse_initializer", m_sparse_initializer, NULL, "sparse initializers are not supported", NULL},
+    {"constant_no_value", m_constant_no_value, NULL, "node 'c' (Constant): a Constant has exactly one attribute", NULL},
+    {"constant_string", m_constant_string, NULL,
+     "attribute 'value_string' is not supported for Constant", NULL},
+    {"duplicate_input", m_duplicate_input, NULL, "listed twice as a graph input", NULL},
+    {"file_too_large", NULL, NULL, "over the limit of 64 (the onnx module's max_file_bytes)",
+     "[onnx]\nmax_file_bytes = 64\n"},
+    {"too_many_nodes", m_many_nodes, NULL, "more than 2 nodes (the onnx module's max_nodes)",
+     "[onnx]\nmax_nodes = 2\n"},
+    {"long_name", m_long_name, NULL, "over the limit of 16 (the onnx module's max_name_bytes)",
+     "[onnx]\nmax_name_bytes = 16\n"},
+};
+#define N_BAD (sizeof bad_cases / sizeof bad_cases[0])
+
+static const bad_case *current_bad;
+
+static void run_bad(void)
+{
+    const bad_case *c = current_bad;
+    const char *dir = th_tempdir();
+    Onnx__ModelProto *m = base_model();
+    if (c->mutate)
+        c->mutate(m, dir);
+    tm_buf b = tm_pack(m);
+    if (c->damage)
+        c->damage(&b);
+    const char *path = tm_write_buf(b, dir, "model.onnx");
+    pl_runtime *rt = runtime_with(c->ini);
+    expect_load_error(rt, path, c->expect);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+static const th_case cases[] = {
+    {"mlp_raw", case_mlp_raw},
+    {"mlp_float_data", case_mlp_float_data},
+    {"mlp_external", case_mlp_external},
+    {"mlp_mixed", case_mlp_mixed},
+    {"residual_raw", case_residual_raw},
+    {"residual_float_data", case_residual_float_data},
+    {"residual_external", case_residual_external},
+    {"residual_mixed", case_residual_mixed},
+    {"symbolic_batch", case_symbolic_batch},
+    {"initializers_as_inputs", case_initializers_as_inputs},
+    {"constant_forms", case_constant_forms},
+    {"by_content", case_by_content},
+    {"int32_data_types", case_int32_data_types},
+    {"attrs_reach_core", case_attrs_reach_core},
+    {"mutations", case_mutations},
+    {"cli_run", case_cli_run},
+    {"cli_convert", case_cli_convert},
+};
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; argc >= 2 && i < N_BAD; i++)
+        if (strcmp(argv[1], bad_cases[i].name) == 0) {
+            current_bad = &bad_cases[i];
+            th_case one = {bad_cases[i].name, run_bad};
+            return th_main(argc, argv, &one, 1, 2, "STAGE_DIR PLINTH_CLI");
+        }
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 2,
+                   "STAGE_DIR PLINTH_CLI");
+}
