@@ -23,6 +23,8 @@
 #define CPU_GEMM_SERIAL_MACS (64 * 64 * 64)
 /* Row blocks are at least this tall. */
 #define CPU_GEMM_MIN_ROWS 16
+/* Column blocks are at least this wide. */
+#define CPU_GEMM_MIN_COLS 64
 
 typedef struct cpu_gemm_kernel {
     pl_kernel base;
@@ -33,7 +35,9 @@ typedef struct cpu_gemm_kernel {
     int64_t c_row_stride;   /* Gemm: C's strides over [M,N] (0: broadcast) */
     int64_t c_col_stride;
     int64_t rows_per_task;  /* row block of one task */
-    int64_t blocks;         /* row blocks per batch entry */
+    int64_t cols_per_task;  /* column block of one task */
+    int64_t col_blocks;     /* column blocks per batch entry */
+    int64_t blocks;         /* blocks (rows x columns) per batch entry */
     int64_t batch;          /* batch entries */
     int batch_ndim;         /* batch dims, size-1 dims dropped */
     int64_t batch_dims[CPU_MAX_RANK];
@@ -50,36 +54,52 @@ typedef struct cpu_gemm_call {
     int add;
 } cpu_gemm_call;
 
-/* Splits each of the BATCH matrices' M rows into blocks so that there are
- * about as many tasks as threads (none when the work is small). */
+/* Splits each of the BATCH products into a grid of row blocks x column
+ * blocks so that there are about as many tasks as threads (one when the
+ * work is small). A short, wide product (an MLP layer on a small batch) is
+ * split by columns: each task then packs only its own slice of B, where
+ * row blocks would each pack all of it. */
 static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
 {
     int threads = cpu_host->thread_count(ctx->host_ctx);
     double macs = (double)k->batch * (double)k->m * (double)k->n * (double)k->k;
     int64_t blocks = 1;
-    if (threads > 1 && macs >= CPU_GEMM_SERIAL_MACS && k->batch < threads) {
+    if (threads > 1 && macs >= CPU_GEMM_SERIAL_MACS && k->batch < threads)
         blocks = (threads + k->batch - 1) / k->batch;
-        int64_t max_blocks = k->m / CPU_GEMM_MIN_ROWS;
-        if (blocks > max_blocks)
-            blocks = max_blocks > 1 ? max_blocks : 1;
+    int64_t row_blocks = 1, col_blocks = 1;
+    if (blocks > 1) {
+        if (k->m >= k->n) {
+            int64_t max_blocks = k->m / CPU_GEMM_MIN_ROWS;
+            row_blocks = blocks < max_blocks ? blocks : (max_blocks > 1 ? max_blocks : 1);
+        } else {
+            int64_t max_blocks = k->n / CPU_GEMM_MIN_COLS;
+            col_blocks = blocks < max_blocks ? blocks : (max_blocks > 1 ? max_blocks : 1);
+        }
     }
-    k->blocks = blocks;
-    k->rows_per_task = k->m > 0 ? (k->m + blocks - 1) / blocks : 1;
+    k->blocks = row_blocks * col_blocks;
+    k->col_blocks = col_blocks;
+    k->rows_per_task = k->m > 0 ? (k->m + row_blocks - 1) / row_blocks : 1;
+    /* Column blocks in whole 16-float (64-byte) units. */
+    int64_t cols = k->n > 0 ? (k->n + col_blocks - 1) / col_blocks : 1;
+    k->cols_per_task = col_blocks > 1 ? (cols + 15) / 16 * 16 : cols;
 }
 
-/* Tasks [begin, end): task t is row block t % blocks of batch entry
- * t / blocks. */
+/* Tasks [begin, end): task t is block t % blocks of batch entry t / blocks;
+ * a block is a row block and a column block of the output. */
 static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const cpu_gemm_call *c = arg;
     const cpu_gemm_kernel *k = c->k;
-    const int64_t m = k->m, n = k->n, kk = k->k;
+    const int64_t m = k->m, ld_out = k->n, kk = k->k;
     for (size_t t = begin; t < end; t++) {
         int64_t entry = (int64_t)t / k->blocks;
-        int64_t row0 = ((int64_t)t % k->blocks) * k->rows_per_task;
+        int64_t block = (int64_t)t % k->blocks;
+        int64_t row0 = (block / k->col_blocks) * k->rows_per_task;
+        int64_t col0 = (block % k->col_blocks) * k->cols_per_task;
         int64_t rows = m - row0 < k->rows_per_task ? m - row0 : k->rows_per_task;
-        if (rows <= 0)
+        int64_t n = ld_out - col0 < k->cols_per_task ? ld_out - col0 : k->cols_per_task;
+        if (rows <= 0 || n <= 0)
             continue;
         int64_t off_a = 0, off_b = 0, rest = entry;
         for (int d = k->batch_ndim - 1; d >= 0; d--) {
@@ -88,13 +108,13 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             off_a += i * k->a_batch_stride[d];
             off_b += i * k->b_batch_stride[d];
         }
-        float *out = c->out + (entry * m + row0) * n;
+        float *out = c->out + (entry * m + row0) * ld_out + col0;
         float beta_out = c->add ? 1.0f : 0.0f;
         if (k->has_c) {
-            /* out (+)= beta*C for these rows, then sgemm accumulates. */
+            /* out (+)= beta*C for this block, then sgemm accumulates. */
             for (int64_t r = 0; r < rows; r++) {
-                const float *crow = c->c + (row0 + r) * k->c_row_stride;
-                float *orow = out + r * n;
+                const float *crow = c->c + (row0 + r) * k->c_row_stride + col0 * k->c_col_stride;
+                float *orow = out + r * ld_out;
                 const int64_t cs = k->c_col_stride;
                 const float beta = k->beta;
                 if (c->add)
@@ -109,16 +129,19 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         if (kk == 0) {
             /* An empty sum: only C (or nothing) reaches the output. */
             if (beta_out == 0.0f)
-                memset(out, 0, (size_t)(rows * n) * sizeof(float));
+                for (int64_t r = 0; r < rows; r++)
+                    memset(out + r * ld_out, 0, (size_t)n * sizeof(float));
             continue;
         }
-        /* Row block of op(A): rows of A, or columns of a transposed A. */
+        /* Row block of op(A): rows of A, or columns of a transposed A;
+         * column block of op(B): columns of B, or rows of a transposed B. */
         const float *a = c->a + off_a + (k->trans_a ? row0 : row0 * kk);
+        const float *b = c->b + off_b + (k->trans_b ? col0 * kk : col0);
         const int lda = (int)(k->trans_a ? m : kk);
-        const int ldb = (int)(k->trans_b ? kk : n);
+        const int ldb = (int)(k->trans_b ? kk : ld_out);
         cblas_sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
                     k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
-                    k->alpha, a, lda, c->b + off_b, ldb, beta_out, out, (int)n);
+                    k->alpha, a, lda, b, ldb, beta_out, out, (int)ld_out);
     }
 }
 
