@@ -1,0 +1,293 @@
+/* shape_resize.c — the cpu module's Resize kernel on f32 data: mode
+ * nearest (every nearest_mode) and mode linear (bilinear on NCHW, and
+ * linear over up to three resized axes of any rank), with the coordinate
+ * transformations half_pixel, pytorch_half_pixel, align_corners,
+ * asymmetric and tf_half_pixel_for_nn. Scales (a constant) or sizes give
+ * the factor of each axis; opset 10 has scales only and works as the
+ * Upsample it replaced: asymmetric coordinates, nearest rounding down.
+ *
+ * get_kernel computes, for every output index of every axis, the input
+ * indices it reads and the weight of the second; a run then walks output
+ * rows, combining the corners of the resized outer axes with the last
+ * axis's table. */
+#include <math.h>
+#include <string.h>
+
+#include "shape_kernel.h"
+
+/* Most axes linear mode interpolates at once (2^3 corners). */
+#define SHP_LINEAR_AXES 3
+
+typedef enum shp_coord {
+    SHP_HALF_PIXEL, SHP_PYTORCH_HALF_PIXEL, SHP_ALIGN_CORNERS, SHP_ASYMMETRIC, SHP_TF_HALF_PIXEL
+} shp_coord;
+
+typedef enum shp_nearest { SHP_PREFER_FLOOR, SHP_PREFER_CEIL, SHP_FLOOR, SHP_CEIL } shp_nearest;
+
+typedef struct shp_resize_entry {
+    int64_t i0, i1; /* input indices (nearest: i0 only) */
+    float w;        /* weight of i1 */
+} shp_resize_entry;
+
+typedef struct shp_resize_kernel {
+    shp_kernel k;
+    int rank;
+    bool linear;
+    int64_t o_dims[CPU_MAX_RANK];
+    int64_t x_stride[CPU_MAX_RANK];
+    shp_resize_entry *table[CPU_MAX_RANK];
+} shp_resize_kernel;
+
+typedef struct shp_resize_call {
+    const shp_resize_kernel *k;
+    const float *x;
+    float *y;
+} shp_resize_call;
+
+static void shp_resize_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const shp_resize_call *c = arg;
+    const shp_resize_kernel *k = c->k;
+    const int last = k->rank - 1;
+    const int64_t cols = k->o_dims[last];
+    const shp_resize_entry *tl = k->table[last];
+    for (size_t row = begin; row < end; row++) {
+        float *y = c->y + row * (size_t)cols;
+        int64_t off[1 << SHP_LINEAR_AXES] = {0};
+        float w[1 << SHP_LINEAR_AXES] = {1.0f};
+        int n = 1;
+        size_t rest = row;
+        for (int d = last - 1; d >= 0; d--) {
+            const shp_resize_entry *e = &k->table[d][rest % (size_t)k->o_dims[d]];
+            rest /= (size_t)k->o_dims[d];
+            if (!k->linear || e->w == 0.0f) {
+                for (int p = 0; p < n; p++)
+                    off[p] += e->i0 * k->x_stride[d];
+                continue;
+            }
+            for (int p = 0; p < n; p++) {
+                off[n + p] = off[p] + e->i1 * k->x_stride[d];
+                w[n + p] = w[p] * e->w;
+                off[p] += e->i0 * k->x_stride[d];
+                w[p] *= 1.0f - e->w;
+            }
+            n *= 2;
+        }
+        if (!k->linear) {
+            const float *x = c->x + off[0];
+            for (int64_t j = 0; j < cols; j++)
+                y[j] = x[tl[j].i0];
+            continue;
+        }
+        for (int64_t j = 0; j < cols; j++) {
+            float acc = 0.0f;
+            for (int p = 0; p < n; p++) {
+                const float *x = c->x + off[p];
+                acc += w[p] * ((1.0f - tl[j].w) * x[tl[j].i0] + tl[j].w * x[tl[j].i1]);
+            }
+            y[j] = acc;
+        }
+    }
+}
+
+static pl_status *shp_resize_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                                   const pl_run_args *args, size_t o, void *dst,
+                                   pl_output_request req)
+{
+    (void)o, (void)req;
+    const shp_resize_kernel *k = (const shp_resize_kernel *)kernel;
+    shp_resize_call c = {.k = k, .x = (const float *)(const void *)shp_in(args, 0), .y = dst};
+    if (k->rank == 0) {
+        c.y[0] = c.x[0];
+        return NULL;
+    }
+    int64_t cols = k->o_dims[k->rank - 1];
+    size_t rows = kernel->base.out_elements / (size_t)cols;
+    size_t grain = 16384 / (size_t)cols + 1;
+    cpu_host->parallel_for(ctx->host_ctx, rows, grain, shp_resize_chunk, &c);
+    return NULL;
+}
+
+/* The input coordinate of output index I on an axis of IN -> OUT with
+ * SCALE. */
+static double shp_coordinate(shp_coord mode, int64_t i, int64_t in, int64_t out, double scale)
+{
+    switch (mode) {
+    case SHP_HALF_PIXEL:
+        return ((double)i + 0.5) / scale - 0.5;
+    case SHP_PYTORCH_HALF_PIXEL:
+        return out > 1 ? ((double)i + 0.5) / scale - 0.5 : 0.0;
+    case SHP_ALIGN_CORNERS:
+        return out == 1 ? 0.0 : (double)i * (double)(in - 1) / (double)(out - 1);
+    case SHP_TF_HALF_PIXEL:
+        return ((double)i + 0.5) / scale;
+    default:
+        return (double)i / scale;
+    }
+}
+
+static int64_t shp_clamp(int64_t v, int64_t n)
+{
+    return v < 0 ? 0 : v >= n ? n - 1 : v;
+}
+
+static int64_t shp_nearest_index(shp_nearest mode, double x)
+{
+    switch (mode) {
+    case SHP_PREFER_FLOOR:
+        return (int64_t)ceil(x - 0.5);
+    case SHP_PREFER_CEIL:
+        return (int64_t)floor(x + 0.5);
+    case SHP_FLOOR:
+        return (int64_t)floor(x);
+    default:
+        return (int64_t)ceil(x);
+    }
+}
+
+/* Reads the attributes into the modes; a refusal names what is not
+ * supported. */
+static pl_status *shp_resize_modes(const pl_node_desc *node, bool *linear, shp_coord *coord,
+                                   shp_nearest *nearest)
+{
+    const char *op = node->op;
+    char s[48];
+    SHP_TRY(shp_attr_string(node, "mode", "nearest", s, sizeof s));
+    if (strcmp(s, "nearest") != 0 && strcmp(s, "linear") != 0)
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "mode '%s' (nearest or linear only)", s);
+    *linear = strcmp(s, "linear") == 0;
+    *coord = SHP_ASYMMETRIC;
+    *nearest = SHP_FLOOR;
+    if (shp_opset(node) < 11)
+        return NULL;
+    SHP_TRY(shp_attr_string(node, "coordinate_transformation_mode", "half_pixel", s,
+                                       sizeof s));
+    static const struct {
+        const char *name;
+        shp_coord mode;
+    } coords[] = {{"half_pixel", SHP_HALF_PIXEL}, {"pytorch_half_pixel", SHP_PYTORCH_HALF_PIXEL},
+                  {"align_corners", SHP_ALIGN_CORNERS}, {"asymmetric", SHP_ASYMMETRIC},
+                  {"tf_half_pixel_for_nn", SHP_TF_HALF_PIXEL}};
+    size_t i = 0;
+    while (i < sizeof coords / sizeof coords[0] && strcmp(coords[i].name, s) != 0)
+        i++;
+    if (i == sizeof coords / sizeof coords[0])
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "coordinate_transformation_mode '%s'", s);
+    *coord = coords[i].mode;
+    SHP_TRY(shp_attr_string(node, "nearest_mode", "round_prefer_floor", s, sizeof s));
+    static const struct {
+        const char *name;
+        shp_nearest mode;
+    } nearests[] = {{"round_prefer_floor", SHP_PREFER_FLOOR}, {"round_prefer_ceil", SHP_PREFER_CEIL},
+                    {"floor", SHP_FLOOR}, {"ceil", SHP_CEIL}};
+    for (i = 0; i < sizeof nearests / sizeof nearests[0]; i++)
+        if (strcmp(nearests[i].name, s) == 0)
+            break;
+    if (i == sizeof nearests / sizeof nearests[0])
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "nearest_mode '%s'", s);
+    *nearest = nearests[i].mode;
+    return NULL;
+}
+
+/* The scale of every axis: the constant scales input when given (not
+ * empty), else output size / input size. */
+static pl_status *shp_resize_scales(const pl_node_desc *node, double *scales)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    size_t at = shp_opset(node) < 11 ? 1 : 2;
+    if (shp_input_present(node, at) && cpu_elements(node->inputs[at].shape,
+                                                    node->inputs[at].ndim) > 0) {
+        const pl_tensor *s = &node->inputs[at];
+        size_t n = cpu_elements(s->shape, s->ndim), bytes;
+        const void *data = shp_constant(node, at, &bytes);
+        if (data == NULL)
+            return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                             "scales is not a constant: it must be known when the kernel is "
+                             "made");
+        if (!PL_DTYPE_EQ(s->dtype, PL_DTYPE_F32) || n != (size_t)x->ndim || bytes < n * 4)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "scales is not %d f32 values", x->ndim);
+        for (size_t d = 0; d < n; d++) {
+            float f;
+            memcpy(&f, (const char *)data + d * 4, 4);
+            if (!(f > 0.0f))
+                return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                                 "scale %g on axis %zu is not positive", (double)f, d);
+            scales[d] = f;
+        }
+        return NULL;
+    }
+    for (int d = 0; d < x->ndim; d++)
+        scales[d] = x->shape[d] > 0 ? (double)o->shape[d] / (double)x->shape[d] : 1.0;
+    return NULL;
+}
+
+pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    const char *op = node->op;
+    const int r = x->ndim;
+    if (!PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) || !PL_DTYPE_EQ(o->dtype, PL_DTYPE_F32))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype: f32 data only");
+    if (o->ndim != r)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output's rank %d is not the input's %d",
+                         o->ndim, r);
+    bool linear = false;
+    shp_coord coord = SHP_ASYMMETRIC;
+    shp_nearest nearest = SHP_FLOOR;
+    SHP_TRY(shp_resize_modes(node, &linear, &coord, &nearest));
+    double scales[CPU_MAX_RANK];
+    SHP_TRY(shp_resize_scales(node, scales));
+    size_t entries = 0;
+    int resized = 0;
+    for (int d = 0; d < r; d++) {
+        entries += (size_t)o->shape[d];
+        if (x->shape[d] == 0 && o->shape[d] > 0)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "axis %d of the input is empty", d);
+        resized += x->shape[d] != o->shape[d] || scales[d] != 1.0;
+    }
+    if (linear && resized > SHP_LINEAR_AXES)
+        return cpu_error(PL_CODE_UNSUPPORTED, op,
+                         "linear mode over %d resized axes (at most %d)", resized,
+                         SHP_LINEAR_AXES);
+    shp_resize_kernel *k;
+    size_t head = (sizeof *k + 15) & ~(size_t)15;
+    SHP_TRY(shp_kernel_alloc(ctx, node, head + entries * sizeof(shp_resize_entry),
+                                        shp_resize_write, (shp_kernel **)&k));
+    /* The tables sit between the kernel and the outputs' descriptions. */
+    shp_resize_entry *e = (shp_resize_entry *)(void *)((char *)k + head);
+    k->rank = r;
+    k->linear = linear;
+    int64_t step = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        k->x_stride[d] = step;
+        step *= x->shape[d];
+    }
+    for (int d = 0; d < r; d++) {
+        int64_t in = x->shape[d], out = o->shape[d];
+        k->o_dims[d] = out;
+        k->table[d] = e;
+        bool same = in == out && scales[d] == 1.0;
+        for (int64_t i = 0; i < out; i++, e++) {
+            if (same) {
+                *e = (shp_resize_entry){i, i, 0.0f};
+                continue;
+            }
+            double c = shp_coordinate(coord, i, in, out, scales[d]);
+            if (!linear) {
+                int64_t j = shp_nearest_index(nearest, c);
+                e->i0 = e->i1 = shp_clamp(j, in);
+                e->w = 0.0f;
+                continue;
+            }
+            double f = floor(c);
+            e->i0 = shp_clamp((int64_t)f, in);
+            e->i1 = shp_clamp((int64_t)f + 1, in);
+            e->w = (float)(c - f);
+        }
+    }
+    k->k.base.n_reads = 1;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
