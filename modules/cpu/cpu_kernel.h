@@ -55,6 +55,7 @@ struct pl_kernel {
     size_t n_outputs;    /* run_any kernels: outputs the node has */
     size_t out_elements; /* elements of output 0, checked on every run */
     bool inplace_ok;     /* the output may alias input 0 (PL_REQ_INPLACE) */
+    size_t workspace_bytes; /* asked of the core; handed to every run */
 };
 
 /* Allocates a zeroed kernel object of BYTES (at least sizeof(pl_kernel))

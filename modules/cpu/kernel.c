@@ -284,7 +284,10 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
     pl_status *st = cpu_check_node(e, node);
     if (st != NULL)
         return st;
-    return e->build(ctx, node, out_kernel);
+    st = e->build(ctx, node, out_kernel);
+    if (st == NULL && *out_kernel != NULL)
+        *out_workspace_bytes = (*out_kernel)->workspace_bytes;
+    return st;
 }
 
 /* ---- kernel_run ---------------------------------------------------------- */

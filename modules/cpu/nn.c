@@ -1,6 +1,633 @@
-/* nn.c — the cpu module's convolution and pooling kernels (see cpu_kernel.h: each family keeps its own op table). */
-#include "cpu_kernel.h"
+/* nn.c — the cpu module's convolution kernels (Conv, ConvTranspose) and the
+ * op table of the nn family (see cpu_kernel.h: each family keeps its own
+ * table; the pooling kernels live in nn_pool.c).
+ *
+ * Conv runs one of three ways, chosen by the builder:
+ *   - im2col + GEMM: per image and group, the output is W_g [Mg, Cg*K] times
+ *     the column matrix [Cg*K, out positions]. A run is cut into tasks
+ *     (image, group, block of output channels, block of output positions);
+ *     each task unrolls its block of columns into its worker's slice of the
+ *     workspace and calls single-threaded cblas_sgemm, writing the output in
+ *     place (ldc is the output plane). Blocks are sized so a column block
+ *     stays in L2 and there are enough tasks for the host's threads;
+ *   - pointwise: 1x1 kernels with stride 1 and no pads read X directly as
+ *     the column matrix (no copy);
+ *   - depthwise (group == C_in, one input channel per group, 2-D): direct,
+ *     one task per input plane, which is padded into a phase plane (see
+ *     nn_window.h) so that every tap is a contiguous vector loop; 3x3 has a
+ *     fused 9-tap row loop.
+ * ConvTranspose is GEMM + col2im: per image, group and block of output
+ * channels, W_g^T [Mg*K, Cg] times X_g [Cg, in positions] into the
+ * workspace, then scattered (added) into the output.
+ *
+ * Workspace is one slice per worker (the `worker` index parallel_for gives),
+ * requested at get_kernel time when the core can take the request, else
+ * allocated per run. Bias and PL_REQ_ADD_TO are folded into the GEMM's C. */
+#include <string.h>
+
+#include <cblas.h>
+
+#include "nn_window.h"
 
 const cpu_op_entry cpu_ops_nn[] = {
+    {"Conv", nn_build_conv, 2, 3, 7u, 0},
+    {"ConvTranspose", nn_build_conv_transpose, 2, 3, 7u, 0},
+    {"MaxPool", nn_build_pool, 1, 1, 1u, CPU_OP_MULTI_OUTPUT},
+    {"AveragePool", nn_build_pool, 1, 1, 1u, 0},
+    {"GlobalAveragePool", nn_build_global_pool, 1, 1, 1u, 0},
+    {"GlobalMaxPool", nn_build_global_pool, 1, 1, 1u, 0},
     {NULL, NULL, 0, 0, 0, 0},
 };
+
+/* A column block of the im2col path aims at this many bytes (it then stays
+ * in a core's L2 while sgemm packs it). */
+#define NN_COL_BYTES (1u << 20)
+/* Column blocks are at least this wide, row (channel) blocks this tall. */
+#define NN_MIN_COLS 48
+#define NN_MIN_ROWS 16
+/* ConvTranspose: a task's column buffer aims at no more than this. */
+#define NN_CT_BYTES (4u << 20)
+
+typedef enum nn_conv_mode {
+    NN_CONV_IM2COL = 0,
+    NN_CONV_POINTWISE = 1,
+    NN_CONV_DEPTHWISE = 2
+} nn_conv_mode;
+
+typedef struct nn_conv_kernel {
+    pl_kernel base;
+    nn_window w;
+    nn_conv_mode mode;
+    bool transpose;          /* ConvTranspose */
+    bool has_bias;
+    int64_t batch, c_in, c_out, group;
+    int64_t cg, mg;          /* input and output channels per group */
+    int64_t in_plane, out_plane, ksize;
+    int64_t kdim;            /* Conv: cg * ksize, the GEMM's inner size */
+    int64_t in_step[NN_MAX_SP], out_step[NN_MAX_SP]; /* strides of spatial dims */
+    int64_t col_block, col_blocks, m_block, m_blocks;
+    int64_t tasks;
+    size_t slice_bytes;      /* one worker's workspace */
+    size_t ws_bytes;         /* all workers' */
+    nn_phase_plan plan;      /* depthwise */
+    int64_t mult;            /* depthwise: output channels per input channel */
+} nn_conv_kernel;
+
+typedef struct nn_conv_call {
+    const nn_conv_kernel *k;
+    const float *x, *wt, *bias;
+    float *out;
+    char *ws;
+    bool add;
+} nn_conv_call;
+
+/* ---- im2col ------------------------------------------------------------ */
+
+/* Kernel offsets of tap KIDX, per spatial dim. */
+static void nn_tap(const nn_window *w, int64_t kidx, int64_t *kk)
+{
+    for (int d = w->nsp - 1; d >= 0; d--) {
+        kk[d] = kidx % w->kernel[d];
+        kidx /= w->kernel[d];
+    }
+}
+
+/* The range [*lo, *hi) of output indices along the last dim whose tap at
+ * BASE + o*s falls inside [0, in). */
+static void nn_valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t *lo,
+                           int64_t *hi)
+{
+    int64_t l = base >= 0 ? 0 : (-base + s - 1) / s;
+    int64_t h = base > in - 1 ? 0 : (in - 1 - base) / s + 1;
+    *lo = l < out ? l : out;
+    *hi = h < out ? h : out;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* Offset inside an input plane of the row that output row ROW (the index
+ * over all spatial dims but the last) reads for tap KK, or -1 when it lies
+ * in the padding. */
+static int64_t nn_row_offset(const nn_conv_kernel *k, int64_t row, const int64_t *kk)
+{
+    const nn_window *w = &k->w;
+    int64_t off = 0;
+    for (int d = w->nsp - 2; d >= 0; d--) {
+        int64_t o = row % w->out[d];
+        row /= w->out[d];
+        int64_t i = o * w->stride[d] - w->pad_begin[d] + kk[d] * w->dilation[d];
+        if (i < 0 || i >= w->in[d])
+            return -1;
+        off += i * k->in_step[d];
+    }
+    return off;
+}
+
+/* Unrolls output positions [p0, p1) of the CG input planes at X into COL,
+ * [cg * ksize rows, p1 - p0 columns]. */
+static void nn_im2col(const nn_conv_kernel *k, const float *x, int64_t p0, int64_t p1, float *col)
+{
+    const nn_window *w = &k->w;
+    const int last = w->nsp - 1;
+    const int64_t ow_n = w->out[last], in_n = w->in[last], s = w->stride[last];
+    const int64_t cols = p1 - p0;
+    int64_t kk[NN_MAX_SP];
+    for (int64_t kidx = 0; kidx < k->ksize; kidx++) {
+        nn_tap(w, kidx, kk);
+        const int64_t base = kk[last] * w->dilation[last] - w->pad_begin[last];
+        int64_t lo, hi;
+        nn_valid_range(base, s, in_n, ow_n, &lo, &hi);
+        float *dst0 = col + kidx * cols;
+        for (int64_t p = p0; p < p1;) {
+            /* One run of output positions along the last dim. */
+            int64_t ow0 = p % ow_n, row = p / ow_n;
+            int64_t ow1 = ow0 + (p1 - p < ow_n - ow0 ? p1 - p : ow_n - ow0);
+            int64_t off = nn_row_offset(k, row, kk);
+            int64_t a = ow0 > lo ? ow0 : lo, b = ow1 < hi ? ow1 : hi;
+            if (a > ow1)
+                a = ow1;
+            if (b < a)
+                b = a;
+            float *dst = dst0 + (p - p0);
+            for (int64_t c = 0; c < k->cg; c++, dst += k->ksize * cols) {
+                if (off < 0) {
+                    memset(dst, 0, (size_t)(ow1 - ow0) * sizeof(float));
+                    continue;
+                }
+                /* Output o reads src[base + o * s]. */
+                const float *src = x + c * k->in_plane + off;
+                for (int64_t o = ow0; o < a; o++)
+                    dst[o - ow0] = 0.0f;
+                if (s == 1)
+                    memcpy(dst + (a - ow0), src + base + a, (size_t)(b - a) * sizeof(float));
+                else
+                    for (int64_t o = a; o < b; o++)
+                        dst[o - ow0] = src[base + o * s];
+                for (int64_t o = b; o < ow1; o++)
+                    dst[o - ow0] = 0.0f;
+            }
+            p += ow1 - ow0;
+        }
+    }
+}
+
+/* ---- Conv tasks -------------------------------------------------------- */
+
+/* Prepares ROWS x COLS of C (leading dim LDC) for sgemm and returns its
+ * beta: the bias written or added, or C left for beta 0/1. */
+static float nn_prepare_c(float *c, int64_t ldc, int64_t rows, int64_t cols,
+                          const float *bias, bool add)
+{
+    if (bias == NULL)
+        return add ? 1.0f : 0.0f;
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = c + r * ldc, b = bias[r];
+        if (add)
+            for (int64_t j = 0; j < cols; j++)
+                row[j] += b;
+        else
+            for (int64_t j = 0; j < cols; j++)
+                row[j] = b;
+    }
+    return 1.0f;
+}
+
+static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
+{
+    const nn_conv_kernel *k = c->k;
+    int64_t cb = t % k->col_blocks;
+    t /= k->col_blocks;
+    int64_t mb = t % k->m_blocks;
+    t /= k->m_blocks;
+    int64_t g = t % k->group, n = t / k->group;
+    int64_t p0 = cb * k->col_block, p1 = p0 + k->col_block;
+    int64_t m0 = mb * k->m_block, m1 = m0 + k->m_block;
+    if (p1 > k->out_plane)
+        p1 = k->out_plane;
+    if (m1 > k->mg)
+        m1 = k->mg;
+    if (p0 >= p1 || m0 >= m1)
+        return;
+    const float *x = c->x + (n * k->c_in + g * k->cg) * k->in_plane;
+    const float *b;
+    int64_t ldb;
+    if (k->mode == NN_CONV_POINTWISE) {
+        b = x + p0;
+        ldb = k->in_plane;
+    } else {
+        nn_im2col(k, x, p0, p1, scratch);
+        b = scratch;
+        ldb = p1 - p0;
+    }
+    int64_t m_first = g * k->mg + m0;
+    float *out = c->out + (n * k->c_out + m_first) * k->out_plane + p0;
+    float beta = nn_prepare_c(out, k->out_plane, m1 - m0, p1 - p0,
+                              c->bias ? c->bias + m_first : NULL, c->add);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(m1 - m0), (int)(p1 - p0),
+                (int)k->kdim, 1.0f, c->wt + m_first * k->kdim, (int)k->kdim, b, (int)ldb, beta,
+                out, (int)k->out_plane);
+}
+
+/* One input plane of a depthwise convolution: its MULT output planes. */
+static void nn_conv_depthwise_task(const nn_conv_call *c, int64_t t, float *scratch)
+{
+    const nn_conv_kernel *k = c->k;
+    const nn_window *w = &k->w;
+    const nn_phase_plan *p = &k->plan;
+    int64_t ch = t % k->c_in, n = t / k->c_in;
+    float *plane = scratch, *tmp = scratch + p->rows * p->cols;
+    nn_phase_fill(w, p, c->x + t * k->in_plane, 0.0f, plane);
+    const int64_t oh_n = w->out[0], ow_n = w->out[1], kh_n = w->kernel[0], kw_n = w->kernel[1];
+    const bool k3 = kh_n == 3 && kw_n == 3;
+    for (int64_t j = 0; j < k->mult; j++) {
+        int64_t m = ch * k->mult + j;
+        const float *wt = c->wt + m * k->ksize;
+        float bias = c->bias ? c->bias[m] : 0.0f;
+        float *out = c->out + (n * k->c_out + m) * k->out_plane;
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            float *dst = c->add ? tmp : out + oh * ow_n;
+            const float *row0 = plane + oh * w->stride[0] * p->cols;
+            if (k3) {
+                const float *rows[3] = {row0, row0 + w->dilation[0] * p->cols,
+                                        row0 + 2 * w->dilation[0] * p->cols};
+                nn_dw3x3_row(dst, rows, p->tap_col, wt, bias, ow_n);
+            } else {
+                for (int64_t i = 0; i < ow_n; i++)
+                    dst[i] = bias;
+                for (int64_t kh = 0; kh < kh_n; kh++) {
+                    const float *row = row0 + kh * w->dilation[0] * p->cols;
+                    for (int64_t kw = 0; kw < kw_n; kw++)
+                        nn_axpy(dst, row + p->tap_col[kw], wt[kh * kw_n + kw], ow_n);
+                }
+            }
+            if (c->add)
+                nn_add_row(out + oh * ow_n, tmp, ow_n);
+        }
+    }
+}
+
+/* ---- ConvTranspose tasks ----------------------------------------------- */
+
+/* Adds the column buffer COL ([(m1-m0) * ksize, in_plane]) into output
+ * channels [m0, m1) at OUT (the first of them). */
+static void nn_col2im(const nn_conv_kernel *k, const float *col, int64_t channels, float *out)
+{
+    const nn_window *w = &k->w;
+    const int last = w->nsp - 1;
+    const int64_t in_n = w->in[last], out_n = w->out[last], s = w->stride[last];
+    const int64_t rows_in = k->in_plane / in_n;
+    int64_t kk[NN_MAX_SP];
+    for (int64_t kidx = 0; kidx < k->ksize; kidx++) {
+        nn_tap(w, kidx, kk);
+        /* Input i of the last dim lands on output i*s + base. */
+        const int64_t base = kk[last] * w->dilation[last] - w->pad_begin[last];
+        int64_t lo, hi;
+        nn_valid_range(base, s, out_n, in_n, &lo, &hi);
+        for (int64_t row = 0; row < rows_in; row++) {
+            /* The output row this input row lands on, or none. */
+            int64_t off = 0, r = row;
+            bool inside = true;
+            for (int d = last - 1; d >= 0; d--) {
+                int64_t i = r % w->in[d];
+                r /= w->in[d];
+                int64_t o = i * w->stride[d] - w->pad_begin[d] + kk[d] * w->dilation[d];
+                if (o < 0 || o >= w->out[d]) {
+                    inside = false;
+                    break;
+                }
+                off += o * k->out_step[d];
+            }
+            if (!inside)
+                continue;
+            for (int64_t m = 0; m < channels; m++) {
+                const float *src = col + (m * k->ksize + kidx) * k->in_plane + row * in_n;
+                /* Input i lands on dst[base + i * s]. */
+                float *dst = out + m * k->out_plane + off;
+                if (s == 1)
+                    nn_add_row(dst + base + lo, src + lo, hi - lo);
+                else
+                    for (int64_t i = lo; i < hi; i++)
+                        dst[base + i * s] += src[i];
+            }
+        }
+    }
+}
+
+static void nn_conv_transpose_task(const nn_conv_call *c, int64_t t, float *scratch)
+{
+    const nn_conv_kernel *k = c->k;
+    int64_t mb = t % k->m_blocks;
+    t /= k->m_blocks;
+    int64_t g = t % k->group, n = t / k->group;
+    int64_t m0 = mb * k->m_block, m1 = m0 + k->m_block;
+    if (m1 > k->mg)
+        m1 = k->mg;
+    if (m0 >= m1)
+        return;
+    int64_t m_first = g * k->mg + m0;
+    float *out = c->out + (n * k->c_out + m_first) * k->out_plane;
+    for (int64_t m = 0; m < m1 - m0; m++) {
+        float *o = out + m * k->out_plane, b = c->bias ? c->bias[m_first + m] : 0.0f;
+        if (c->add && b != 0.0f)
+            for (int64_t i = 0; i < k->out_plane; i++)
+                o[i] += b;
+        else if (!c->add)
+            for (int64_t i = 0; i < k->out_plane; i++)
+                o[i] = b;
+    }
+    /* W_g is [cg, mg * ksize]; the block's columns, transposed, are A. */
+    const float *wt = c->wt + g * k->cg * k->mg * k->ksize + m0 * k->ksize;
+    const float *x = c->x + (n * k->c_in + g * k->cg) * k->in_plane;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)((m1 - m0) * k->ksize),
+                (int)k->in_plane, (int)k->cg, 1.0f, wt, (int)(k->mg * k->ksize), x,
+                (int)k->in_plane, 0.0f, scratch, (int)k->in_plane);
+    nn_col2im(k, scratch, m1 - m0, out);
+}
+
+/* ---- runs -------------------------------------------------------------- */
+
+static void nn_conv_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    const nn_conv_call *c = arg;
+    const nn_conv_kernel *k = c->k;
+    float *scratch = (float *)(void *)(c->ws + (size_t)worker * k->slice_bytes);
+    for (size_t t = begin; t < end; t++) {
+        if (k->transpose)
+            nn_conv_transpose_task(c, (int64_t)t, scratch);
+        else if (k->mode == NN_CONV_DEPTHWISE)
+            nn_conv_depthwise_task(c, (int64_t)t, scratch);
+        else
+            nn_conv_gemm_task(c, (int64_t)t, scratch);
+    }
+}
+
+static pl_status *nn_conv_run(pl_module_ctx *ctx, const pl_kernel *kernel,
+                              const pl_run_args *args, float *out, pl_output_request req)
+{
+    const nn_conv_kernel *k = (const nn_conv_kernel *)kernel;
+    nn_workspace ws;
+    if (nn_workspace_acquire(ctx, args, k->ws_bytes, &ws) == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->op,
+                         "out of memory for %zu bytes of workspace", k->ws_bytes);
+    nn_conv_call c = {.k = k,
+                      .x = cpu_in(args, 0),
+                      .wt = cpu_in(args, 1),
+                      .bias = k->has_bias ? cpu_in(args, 2) : NULL,
+                      .out = out,
+                      .ws = ws.base,
+                      .add = req == PL_REQ_ADD_TO};
+    cpu_host->parallel_for(ctx->host_ctx, (size_t)k->tasks, 1, nn_conv_chunk, &c);
+    nn_workspace_release(ctx, &ws);
+    return NULL;
+}
+
+/* ---- planning ---------------------------------------------------------- */
+
+/* Enough tasks to keep every thread busy in parallel_for's chunks. */
+static int64_t nn_task_target(int threads)
+{
+    return threads > 1 ? 4 * (int64_t)threads : 1;
+}
+
+static void nn_plan_conv(nn_conv_kernel *k, int threads)
+{
+    int64_t images = k->batch * k->group;
+    int64_t want = nn_task_target(threads);
+    if (k->mode == NN_CONV_DEPTHWISE) {
+        k->tasks = k->batch * k->c_in;
+        k->slice_bytes = nn_slice_bytes((size_t)(k->plan.rows * k->plan.cols + k->w.out[1]));
+        k->ws_bytes = k->slice_bytes * (size_t)threads;
+        k->base.workspace_bytes = k->ws_bytes;
+        return;
+    }
+    int64_t target = (int64_t)(NN_COL_BYTES / sizeof(float)) / k->kdim;
+    if (target < NN_MIN_COLS)
+        target = NN_MIN_COLS;
+    int64_t col_blocks = (k->out_plane + target - 1) / target, m_blocks = 1;
+    double macs = (double)images * (double)k->mg * (double)k->kdim * (double)k->out_plane;
+    if (images * col_blocks < want && macs >= 64.0 * 64 * 64) {
+        int64_t need = (want + images - 1) / images;
+        if (k->out_plane / need >= NN_MIN_COLS) {
+            col_blocks = need;
+        } else {
+            int64_t mb = (need + col_blocks - 1) / col_blocks, max_mb = k->mg / NN_MIN_ROWS;
+            m_blocks = mb < max_mb ? mb : (max_mb > 1 ? max_mb : 1);
+        }
+    }
+    /* Blocks a multiple of 8 wide (sgemm's panels), then re-count. */
+    k->col_block = (k->out_plane + col_blocks - 1) / col_blocks;
+    if (k->col_block > 8 && k->col_block < k->out_plane)
+        k->col_block = (k->col_block + 7) / 8 * 8;
+    k->col_blocks = (k->out_plane + k->col_block - 1) / k->col_block;
+    k->m_block = (k->mg + m_blocks - 1) / m_blocks;
+    k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
+    k->tasks = images * k->m_blocks * k->col_blocks;
+    size_t floats = k->mode == NN_CONV_IM2COL ? (size_t)(k->kdim * k->col_block) : 0;
+    k->slice_bytes = floats ? nn_slice_bytes(floats) : 0;
+    k->ws_bytes = k->slice_bytes * (size_t)threads;
+    k->base.workspace_bytes = k->ws_bytes;
+}
+
+static void nn_plan_conv_transpose(nn_conv_kernel *k, int threads)
+{
+    int64_t images = k->batch * k->group, want = nn_task_target(threads);
+    int64_t per_channel = k->ksize * k->in_plane;
+    int64_t cap = (int64_t)(NN_CT_BYTES / sizeof(float)) / (per_channel > 0 ? per_channel : 1);
+    int64_t m_blocks = images < want ? (want + images - 1) / images : 1;
+    if (m_blocks > k->mg)
+        m_blocks = k->mg;
+    k->m_block = (k->mg + m_blocks - 1) / m_blocks;
+    if (k->m_block > cap)
+        k->m_block = cap > 1 ? cap : 1;
+    k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
+    k->col_blocks = 1;
+    k->tasks = images * k->m_blocks;
+    k->slice_bytes = nn_slice_bytes((size_t)(k->m_block * per_channel));
+    k->ws_bytes = k->slice_bytes * (size_t)threads;
+    k->base.workspace_bytes = k->ws_bytes;
+}
+
+/* ---- builders ---------------------------------------------------------- */
+
+/* The parts of Conv and ConvTranspose checks both share; *out_bias says
+ * whether the bias input is present. */
+static pl_status *nn_conv_common(const pl_node_desc *node, int64_t bias_len, bool *out_bias)
+{
+    const pl_tensor *x = &node->inputs[0], *wt = &node->inputs[1];
+    const pl_tensor *b = node->n_inputs > 2 ? &node->inputs[2] : NULL;
+    char tx[128], tw[128];
+    *out_bias = b != NULL && b->ndim >= 0;
+    if (wt->ndim != x->ndim)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "X %s and W %s must have the same rank",
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx),
+                         cpu_dims_text(wt->shape, wt->ndim, tw, sizeof tw));
+    if (*out_bias && (b->ndim != 1 || b->shape[0] != bias_len))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "bias %s must be [%lld]",
+                         cpu_dims_text(b->shape, b->ndim, tx, sizeof tx), (long long)bias_len);
+    return NULL;
+}
+
+static bool nn_fits_int(int64_t v)
+{
+    return v >= 0 && v <= INT32_MAX;
+}
+
+static nn_conv_kernel *nn_conv_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
+                                     const nn_window *w)
+{
+    nn_conv_kernel *k = (nn_conv_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op, nn_conv_run);
+    if (k == NULL)
+        return NULL;
+    k->w = *w;
+    k->in_plane = k->out_plane = k->ksize = 1;
+    for (int d = w->nsp - 1; d >= 0; d--) {
+        k->in_step[d] = k->in_plane;
+        k->out_step[d] = k->out_plane;
+        k->in_plane *= w->in[d];
+        k->out_plane *= w->out[d];
+        k->ksize *= w->kernel[d];
+    }
+    return k;
+}
+
+pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *wt = &node->inputs[1], *o = &node->outputs[0];
+    int64_t group;
+    NN_TRY(cpu_attr_int(node, "group", 1, &group));
+    bool has_bias;
+    int64_t m = wt->ndim >= 1 ? wt->shape[0] : 0;
+    NN_TRY(nn_conv_common(node, m, &has_bias));
+    nn_window w;
+    NN_TRY(nn_window_read(node, NN_WINDOW_CONV, x, wt->shape + 2, &w));
+    int64_t c = x->shape[1], cg = wt->shape[1];
+    char tx[128], tw[128];
+    if (group < 1 || c != cg * group || m % group != 0)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "X %s and W %s do not fit group %lld",
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx),
+                         cpu_dims_text(wt->shape, wt->ndim, tw, sizeof tw), (long long)group);
+    NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
+
+    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->batch = x->shape[0];
+    k->c_in = c;
+    k->c_out = m;
+    k->group = group;
+    k->cg = cg;
+    k->mg = m / group;
+    k->kdim = cg * k->ksize;
+    k->has_bias = has_bias;
+    k->base.n_reads = has_bias ? 3 : 2;
+    k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    bool unit = k->ksize == 1;
+    for (int d = 0; d < w.nsp; d++)
+        unit = unit && w.stride[d] == 1 && w.pad_begin[d] == 0 && w.pad_end[d] == 0;
+    k->mode = unit ? NN_CONV_POINTWISE : NN_CONV_IM2COL;
+    if (w.nsp == 2 && cg == 1 && group == c && group > 1 && k->ksize > 1 &&
+        nn_phase_plan_make(&w, &k->plan)) {
+        k->mode = NN_CONV_DEPTHWISE;
+        k->mult = k->mg;
+    }
+    if (!nn_fits_int(k->kdim) || !nn_fits_int(k->out_plane) || !nn_fits_int(k->in_plane) ||
+        !nn_fits_int(k->mg)) {
+        cpu_kernel_release(ctx, &k->base);
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "sizes beyond OpenBLAS's int sizes");
+    }
+    nn_plan_conv(k, cpu_host->thread_count(ctx->host_ctx));
+    *out_kernel = &k->base;
+    return NULL;
+}
+
+pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
+                                   pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *wt = &node->inputs[1], *o = &node->outputs[0];
+    int64_t group;
+    NN_TRY(cpu_attr_int(node, "group", 1, &group));
+    char tx[128], tw[128];
+    int64_t c = x->ndim >= 2 ? x->shape[1] : 0;
+    if (group < 1 || wt->ndim < 3 || wt->shape[0] != c || c % group != 0)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "X %s and W %s do not fit group %lld",
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx),
+                         cpu_dims_text(wt->shape, wt->ndim, tw, sizeof tw), (long long)group);
+    int64_t mg = wt->shape[1], m = mg * group;
+    bool has_bias;
+    NN_TRY(nn_conv_common(node, m, &has_bias));
+    /* The window of the equivalent Conv read off the attributes; the output
+     * sizes and pads are ConvTranspose's own, computed below. */
+    nn_window w;
+    NN_TRY(nn_window_read(node, NN_WINDOW_TRANSPOSE, x, wt->shape + 2, &w));
+    int nsp = w.nsp;
+    const int64_t *opad_v, *os_v, *pads_v;
+    size_t n_opad, n_os, n_pads;
+    NN_TRY(cpu_attr_ints(node, "output_padding", &opad_v, &n_opad));
+    NN_TRY(cpu_attr_ints(node, "output_shape", &os_v, &n_os));
+    NN_TRY(cpu_attr_ints(node, "pads", &pads_v, &n_pads));
+    if ((opad_v != NULL && n_opad != (size_t)nsp) ||
+        (os_v != NULL && n_os != (size_t)nsp && n_os != (size_t)nsp + 2))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "output_padding or output_shape has the wrong number of values");
+    const char *ap;
+    size_t ap_len;
+    NN_TRY(nn_attr_string(node, "auto_pad", "NOTSET", &ap, &ap_len));
+    bool same = ap_len == 10 && memcmp(ap, "SAME_", 5) == 0;
+    bool upper = same && memcmp(ap + 5, "UPPER", 5) == 0;
+    bool valid = ap_len == 5 && memcmp(ap, "VALID", 5) == 0;
+    for (int d = 0; d < nsp; d++) {
+        int64_t in = w.in[d], s = w.stride[d];
+        int64_t opad = opad_v ? opad_v[d] : 0;
+        int64_t eff = (w.kernel[d] - 1) * w.dilation[d] + 1;
+        if (opad < 0 || opad > ((int64_t)1 << 31))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "output_padding %lld",
+                             (long long)opad);
+        int64_t full = s * (in - 1) + opad + eff;
+        if (os_v != NULL || same) {
+            /* ONNX's rule: SAME_UPPER puts the odd pad at the end, the
+             * others (SAME_LOWER, or output_shape alone) at the start. */
+            int64_t out = os_v != NULL ? os_v[n_os - (size_t)nsp + (size_t)d] : in * s;
+            int64_t total = full - out;
+            if (total < 0)
+                return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                                 "output size %lld on spatial axis %d needs negative pads",
+                                 (long long)out, d);
+            w.out[d] = out;
+            w.pad_begin[d] = upper ? total / 2 : total - total / 2;
+            w.pad_end[d] = total - w.pad_begin[d];
+        } else {
+            w.pad_begin[d] = valid || pads_v == NULL ? 0 : pads_v[d];
+            w.pad_end[d] = valid || pads_v == NULL ? 0 : pads_v[d + nsp];
+            w.out[d] = full - w.pad_begin[d] - w.pad_end[d];
+        }
+        if (w.out[d] < 1)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "output size %lld on spatial axis %d is not positive",
+                             (long long)w.out[d], d);
+    }
+    NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
+
+    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->transpose = true;
+    k->batch = x->shape[0];
+    k->c_in = c;
+    k->c_out = m;
+    k->group = group;
+    k->cg = c / group;
+    k->mg = mg;
+    k->has_bias = has_bias;
+    k->base.n_reads = has_bias ? 3 : 2;
+    k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    if (!nn_fits_int(k->mg * k->ksize) || !nn_fits_int(k->in_plane) || !nn_fits_int(k->cg)) {
+        cpu_kernel_release(ctx, &k->base);
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "sizes beyond OpenBLAS's int sizes");
+    }
+    nn_plan_conv_transpose(k, cpu_host->thread_count(ctx->host_ctx));
+    *out_kernel = &k->base;
+    return NULL;
+}

@@ -88,7 +88,7 @@ pl_status *shp_build_concat(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
 {
     const pl_tensor *o = &node->outputs[0];
     const int r = o->ndim;
-    int a;
+    int a = 0;
     SHP_TRY(shp_axis(node, INT64_MIN, r, &a));
     int64_t total = 0;
     for (size_t i = 0; i < node->n_inputs; i++) {
@@ -170,7 +170,7 @@ pl_status *shp_build_split(pl_module_ctx *ctx, const pl_node_desc *node, pl_kern
     const pl_tensor *x = &node->inputs[0];
     const int r = x->ndim;
     const char *op = node->op;
-    int a;
+    int a = 0;
     SHP_TRY(shp_axis(node, 0, r, &a));
     int64_t split[SHP_MAX_INTS];
     size_t n_split;
@@ -303,7 +303,7 @@ pl_status *shp_build_gather(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     const int r = x->ndim;
     if (r < 1)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "data must have rank >= 1");
-    int a;
+    int a = 0;
     SHP_TRY(shp_axis(node, 0, r, &a));
     bool idx64 = PL_DTYPE_EQ(ix->dtype, PL_DTYPE_I64);
     if (!idx64 && !PL_DTYPE_EQ(ix->dtype, PL_DTYPE_I32))

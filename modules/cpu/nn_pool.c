@@ -1,0 +1,365 @@
+/* nn_pool.c — the cpu module's pooling kernels: MaxPool (with its optional
+ * Indices output) and AveragePool over 1 to 3 spatial axes with ceil_mode,
+ * pads, auto_pad, dilations and count_include_pad; GlobalAveragePool and
+ * GlobalMaxPool.
+ *
+ * Work is split over the N*C planes. A 2-D pool without indices pads each
+ * plane into a phase plane (see nn_window.h; -inf or 0 outside the input)
+ * so that every tap of an output row is one contiguous vector loop; the
+ * average's divisor is a product of per-axis counts, precomputed. Other
+ * pools (1-D, 3-D, with indices) walk the taps of each output directly.
+ * Indices follow ONNX (storage_order 0): the flat index into X, batch and
+ * channel included, of the first maximum. */
+#include <math.h>
+#include <string.h>
+
+#include "nn_window.h"
+
+typedef struct nn_pool_kernel {
+    pl_kernel base;
+    nn_window w;
+    bool is_max;
+    bool include_pad;       /* AveragePool's count_include_pad */
+    bool fast;              /* 2-D phase-plane path */
+    bool global;
+    int64_t planes, in_plane, out_plane, ksize;
+    int64_t in_step[NN_MAX_SP];
+    int64_t grain;          /* planes per parallel_for chunk, at least */
+    size_t slice_bytes, ws_bytes;
+    nn_phase_plan plan;
+    /* Average: per axis d, the count of taps of output o that the divisor
+     * counts, at counts[count_at[d] + o]. Allocated past the struct. */
+    int64_t count_at[NN_MAX_SP];
+    float counts[];
+} nn_pool_kernel;
+
+typedef struct nn_pool_call {
+    const nn_pool_kernel *k;
+    const float *x;
+    float *out;             /* NULL: not wanted */
+    int64_t *indices;       /* NULL: not wanted */
+    bool add;
+    char *ws;
+} nn_pool_call;
+
+/* ---- the direct path ---------------------------------------------------- */
+
+/* One plane, every output: walks the taps of each window. */
+static void nn_pool_plane_direct(const nn_pool_call *c, int64_t plane)
+{
+    const nn_pool_kernel *k = c->k;
+    const nn_window *w = &k->w;
+    const int nsp = w->nsp;
+    const float *x = c->x + plane * k->in_plane;
+    int64_t o_idx[NN_MAX_SP] = {0};
+    for (int64_t p = 0; p < k->out_plane; p++) {
+        int64_t start[NN_MAX_SP];
+        float div = 1.0f;
+        for (int d = 0; d < nsp; d++) {
+            start[d] = o_idx[d] * w->stride[d] - w->pad_begin[d];
+            if (!k->is_max)
+                div *= k->counts[k->count_at[d] + o_idx[d]];
+        }
+        float best = -INFINITY, sum = 0.0f;
+        int64_t best_at = -1;
+        for (int64_t t = 0; t < k->ksize; t++) {
+            int64_t rest = t, off = 0;
+            bool inside = true;
+            for (int d = nsp - 1; d >= 0; d--) {
+                int64_t i = start[d] + (rest % w->kernel[d]) * w->dilation[d];
+                rest /= w->kernel[d];
+                if (i < 0 || i >= w->in[d]) {
+                    inside = false;
+                    break;
+                }
+                off += i * k->in_step[d];
+            }
+            if (!inside)
+                continue;
+            float v = x[off];
+            if (k->is_max) {
+                if (best_at < 0 || v > best) {
+                    best = v;
+                    best_at = off;
+                }
+            } else {
+                sum += v;
+            }
+        }
+        float r = k->is_max ? best : sum / div;
+        if (c->out != NULL) {
+            float *o = c->out + plane * k->out_plane + p;
+            *o = c->add ? *o + r : r;
+        }
+        if (c->indices != NULL)
+            c->indices[plane * k->out_plane + p] =
+                best_at < 0 ? -1 : plane * k->in_plane + best_at;
+        for (int d = nsp - 1; d >= 0; d--) {
+            if (++o_idx[d] < w->out[d])
+                break;
+            o_idx[d] = 0;
+        }
+    }
+}
+
+/* ---- the 2-D phase-plane path -------------------------------------------- */
+
+static void nn_pool_plane_fast(const nn_pool_call *c, int64_t plane, float *scratch)
+{
+    const nn_pool_kernel *k = c->k;
+    const nn_window *w = &k->w;
+    const nn_phase_plan *p = &k->plan;
+    float *pad = scratch, *tmp = scratch + p->rows * p->cols;
+    nn_phase_fill(w, p, c->x + plane * k->in_plane, k->is_max ? -INFINITY : 0.0f, pad);
+    const int64_t oh_n = w->out[0], ow_n = w->out[1], kh_n = w->kernel[0], kw_n = w->kernel[1];
+    float *out = c->out + plane * k->out_plane;
+    for (int64_t oh = 0; oh < oh_n; oh++) {
+        float *dst = c->add ? tmp : out + oh * ow_n;
+        const float *row0 = pad + oh * w->stride[0] * p->cols;
+        memcpy(dst, row0 + p->tap_col[0], (size_t)ow_n * sizeof(float));
+        for (int64_t kh = 0; kh < kh_n; kh++) {
+            const float *row = row0 + kh * w->dilation[0] * p->cols;
+            for (int64_t kw = kh == 0 ? 1 : 0; kw < kw_n; kw++) {
+                if (k->is_max)
+                    nn_max_row(dst, row + p->tap_col[kw], ow_n);
+                else
+                    nn_add_row(dst, row + p->tap_col[kw], ow_n);
+            }
+        }
+        if (!k->is_max) {
+            const float *cw = k->counts + k->count_at[1];
+            float ch = k->counts[k->count_at[0] + oh];
+            for (int64_t i = 0; i < ow_n; i++)
+                dst[i] /= ch * cw[i];
+        }
+        if (c->add)
+            nn_add_row(out + oh * ow_n, tmp, ow_n);
+    }
+}
+
+/* ---- global pools --------------------------------------------------------- */
+
+static void nn_pool_plane_global(const nn_pool_call *c, int64_t plane)
+{
+    const nn_pool_kernel *k = c->k;
+    const float *x = c->x + plane * k->in_plane;
+    float r = k->is_max ? nn_max(x, k->in_plane) : nn_sum(x, k->in_plane) / (float)k->in_plane;
+    c->out[plane] = c->add ? c->out[plane] + r : r;
+}
+
+/* ---- runs ----------------------------------------------------------------- */
+
+static void nn_pool_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    const nn_pool_call *c = arg;
+    const nn_pool_kernel *k = c->k;
+    float *scratch = (float *)(void *)(c->ws + (size_t)worker * k->slice_bytes);
+    for (size_t t = begin; t < end; t++) {
+        if (k->global)
+            nn_pool_plane_global(c, (int64_t)t);
+        else if (k->fast && c->indices == NULL)
+            nn_pool_plane_fast(c, (int64_t)t, scratch);
+        else
+            nn_pool_plane_direct(c, (int64_t)t);
+    }
+}
+
+static pl_status *nn_pool_go(pl_module_ctx *ctx, const nn_pool_kernel *k,
+                             const pl_run_args *args, float *out, int64_t *indices, bool add)
+{
+    nn_workspace ws;
+    if (nn_workspace_acquire(ctx, args, k->ws_bytes, &ws) == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, k->base.op,
+                         "out of memory for %zu bytes of workspace", k->ws_bytes);
+    nn_pool_call c = {.k = k, .x = cpu_in(args, 0), .out = out, .indices = indices,
+                      .add = add, .ws = ws.base};
+    cpu_host->parallel_for(ctx->host_ctx, (size_t)k->planes, (size_t)k->grain, nn_pool_chunk, &c);
+    nn_workspace_release(ctx, &ws);
+    return NULL;
+}
+
+static pl_status *nn_pool_run(pl_module_ctx *ctx, const pl_kernel *kernel,
+                              const pl_run_args *args, float *out, pl_output_request req)
+{
+    return nn_pool_go(ctx, (const nn_pool_kernel *)kernel, args, out, NULL,
+                      req == PL_REQ_ADD_TO);
+}
+
+/* The data of output I, or an error when it is not what the kernel needs. */
+static pl_status *nn_output_data(const nn_pool_kernel *k, const pl_run_args *args, size_t i,
+                                 void **out)
+{
+    const pl_tensor *t = &args->outputs[i];
+    *out = NULL;
+    if (t->ndim < 0 || (t->ndim > 0 && t->shape == NULL) ||
+        cpu_elements(t->shape, t->ndim) != k->base.out_elements)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, k->base.op,
+                         "output %zu of the run does not have the %zu elements of the kernel", i,
+                         k->base.out_elements);
+    if (t->data == NULL && k->base.out_elements > 0)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, k->base.op, "output %zu has no data", i);
+    *out = (char *)t->data + t->byte_offset;
+    return NULL;
+}
+
+/* MaxPool with its Indices output: checks what kernel_run left to it. */
+static pl_status *nn_pool_run_any(pl_module_ctx *ctx, const pl_kernel *kernel,
+                                  const pl_run_args *args)
+{
+    const nn_pool_kernel *k = (const nn_pool_kernel *)kernel;
+    pl_output_request r0 = args->requests[0], r1 = args->requests[1];
+    if ((r0 != PL_REQ_NULL && r0 != PL_REQ_WRITE && r0 != PL_REQ_ADD_TO) ||
+        (r1 != PL_REQ_NULL && r1 != PL_REQ_WRITE))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op,
+                         "output requests %d and %d (values: write or add-to; indices: write)",
+                         (int)r0, (int)r1);
+    if ((r0 == PL_REQ_NULL && r1 == PL_REQ_NULL) || k->base.out_elements == 0)
+        return NULL;
+    if (args->inputs[0].data == NULL)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "input 0 has no data");
+    void *values = NULL, *indices = NULL;
+    if (r0 != PL_REQ_NULL)
+        NN_TRY(nn_output_data(k, args, 0, &values));
+    if (r1 != PL_REQ_NULL)
+        NN_TRY(nn_output_data(k, args, 1, &indices));
+    return nn_pool_go(ctx, k, args, values, indices, r0 == PL_REQ_ADD_TO);
+}
+
+/* ---- builders -------------------------------------------------------------- */
+
+/* Taps of output O of axis D that the average divides by. */
+static int64_t nn_pool_count(const nn_window *w, int d, int64_t o, bool include_pad)
+{
+    int64_t lo = include_pad ? -w->pad_begin[d] : 0;
+    int64_t hi = include_pad ? w->in[d] + w->pad_end[d] : w->in[d];
+    int64_t start = o * w->stride[d] - w->pad_begin[d], n = 0;
+    for (int64_t t = 0; t < w->kernel[d]; t++) {
+        int64_t i = start + t * w->dilation[d];
+        n += i >= lo && i < hi;
+    }
+    return n;
+}
+
+static nn_pool_kernel *nn_pool_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
+                                     const nn_window *w, size_t counts)
+{
+    nn_pool_kernel *k = (nn_pool_kernel *)cpu_kernel_alloc(
+        ctx, sizeof *k + counts * sizeof(float), node->op, nn_pool_run);
+    if (k == NULL)
+        return NULL;
+    k->w = *w;
+    k->in_plane = k->out_plane = k->ksize = 1;
+    for (int d = w->nsp - 1; d >= 0; d--) {
+        k->in_step[d] = k->in_plane;
+        k->in_plane *= w->in[d];
+        k->out_plane *= w->out[d];
+        k->ksize *= w->kernel[d];
+    }
+    return k;
+}
+
+pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    bool is_max = strcmp(node->op, "MaxPool") == 0;
+    nn_window w;
+    NN_TRY(nn_window_read(node, NN_WINDOW_POOL, x, NULL, &w));
+    for (int d = 0; d < w.nsp; d++)
+        if (w.pad_begin[d] >= w.kernel[d] * w.dilation[d] ||
+            w.pad_end[d] >= w.kernel[d] * w.dilation[d])
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "pads on spatial axis %d must be smaller than the window", d);
+    NN_TRY(nn_window_check_output(node, o, x->shape[0], x->shape[1], &w));
+    int64_t include_pad = 0, storage_order = 0;
+    if (!is_max)
+        NN_TRY(cpu_attr_int(node, "count_include_pad", 0, &include_pad));
+    bool want_indices = is_max && node->n_outputs > 1 && node->outputs[1].ndim >= 0;
+    if (want_indices) {
+        NN_TRY(cpu_attr_int(node, "storage_order", 0, &storage_order));
+        const pl_tensor *ix = &node->outputs[1];
+        if (storage_order != 0)
+            return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                             "storage_order %lld (column-major indices) is not supported",
+                             (long long)storage_order);
+        if (!PL_DTYPE_EQ(ix->dtype, PL_DTYPE_I64) || ix->ndim != o->ndim ||
+            memcmp(ix->shape, o->shape, (size_t)o->ndim * sizeof(int64_t)) != 0)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "the Indices output must be i64 of the output's shape");
+    }
+    if (node->n_outputs > 2)
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%zu outputs", node->n_outputs);
+
+    size_t counts = 0;
+    for (int d = 0; d < w.nsp; d++)
+        counts += (size_t)w.out[d];
+    nn_pool_kernel *k = nn_pool_alloc(ctx, node, &w, is_max ? 0 : counts);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->is_max = is_max;
+    k->include_pad = include_pad != 0;
+    k->planes = x->shape[0] * x->shape[1];
+    k->base.n_reads = 1;
+    k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    if (!is_max) {
+        int64_t at = 0;
+        for (int d = 0; d < w.nsp; d++) {
+            k->count_at[d] = at;
+            for (int64_t i = 0; i < w.out[d]; i++)
+                k->counts[at + i] = (float)nn_pool_count(&w, d, i, k->include_pad);
+            at += w.out[d];
+        }
+    }
+    if (want_indices || node->n_outputs > 1) {
+        k->base.run = NULL;
+        k->base.run_any = nn_pool_run_any;
+        k->base.n_outputs = node->n_outputs;
+    }
+    k->fast = nn_phase_plan_make(&w, &k->plan);
+    int threads = cpu_host->thread_count(ctx->host_ctx);
+    if (k->fast) {
+        k->slice_bytes = nn_slice_bytes((size_t)(k->plan.rows * k->plan.cols + w.out[1]));
+        k->ws_bytes = k->slice_bytes * (size_t)threads;
+        k->base.workspace_bytes = k->ws_bytes;
+    }
+    int64_t work = k->out_plane * k->ksize;
+    k->grain = work > 0 && work < 16384 ? 16384 / work : 1;
+    *out_kernel = &k->base;
+    return NULL;
+}
+
+pl_status *nn_build_global_pool(pl_module_ctx *ctx, const pl_node_desc *node,
+                                pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    char tx[128], to[128];
+    if (x->ndim < 3)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "input %s needs rank 3 or more (N, C, spatial...)",
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx));
+    bool ok = o->ndim == x->ndim;
+    for (int d = 0; ok && d < x->ndim; d++)
+        ok = o->shape[d] == (d < 2 ? x->shape[d] : 1);
+    if (!ok)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "output %s does not pool input %s",
+                         cpu_dims_text(o->shape, o->ndim, to, sizeof to),
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx));
+    int64_t planes = x->shape[0] * x->shape[1];
+    int64_t in_plane = (int64_t)cpu_elements(x->shape + 2, x->ndim - 2);
+    if (in_plane == 0 && planes > 0)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %s has empty planes",
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx));
+    nn_pool_kernel *k = (nn_pool_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op, nn_pool_run);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    k->global = true;
+    k->is_max = strcmp(node->op, "GlobalMaxPool") == 0;
+    k->planes = planes;
+    k->in_plane = in_plane;
+    k->out_plane = 1;
+    k->grain = in_plane < 32768 ? 32768 / (in_plane > 0 ? in_plane : 1) : 1;
+    k->base.n_reads = 1;
+    k->base.out_elements = (size_t)planes;
+    *out_kernel = &k->base;
+    return NULL;
+}

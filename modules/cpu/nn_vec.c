@@ -1,0 +1,176 @@
+/* nn_vec.c — the inner loops of the direct convolution and pooling kernels,
+ * written with GCC/Clang vector types of 8 floats and built twice: once for
+ * the baseline x86-64 (or any other target) and once for AVX2+FMA, chosen
+ * when first called from what the CPU reports. The module is built without
+ * -march flags, so this is where wide vectors come from. */
+#include <stdint.h>
+
+#include "nn_window.h"
+
+/* 8 floats, loadable from any float address (and aliasing floats). */
+typedef float nn_v8 __attribute__((vector_size(32), aligned(4), __may_alias__));
+
+typedef int32_t nn_v8i __attribute__((vector_size(32), aligned(4), __may_alias__));
+
+/* The lane-wise maximum (B where A is not greater, so NaNs in A are dropped). */
+#define NN_VMAX(A, B)                                                        \
+    ((nn_v8)((((nn_v8i)(A)) & ((A) > (B))) | (((nn_v8i)(B)) & ~((A) > (B)))))
+
+/* A vector of 8 copies of X (a macro: a vector return would change the
+ * ABI between the two builds). */
+#define nn_splat(X) ((nn_v8){(X), (X), (X), (X), (X), (X), (X), (X)})
+
+/* The bodies, instantiated per target by NN_VEC_FUNCS. */
+#define NN_VEC_FUNCS(SUFFIX, ATTR)                                                          \
+    ATTR static void nn_axpy_##SUFFIX(float *acc, const float *src, float w, int64_t n)     \
+    {                                                                                       \
+        int64_t i = 0;                                                                      \
+        nn_v8 wv = nn_splat(w);                                                             \
+        for (; i + 8 <= n; i += 8)                                                          \
+            *(nn_v8 *)(acc + i) += wv * *(const nn_v8 *)(src + i);                          \
+        for (; i < n; i++)                                                                  \
+            acc[i] += w * src[i];                                                           \
+    }                                                                                       \
+    ATTR static void nn_dw3x3_row_##SUFFIX(float *out, const float *const rows[3],          \
+                                           const int64_t off[3], const float w[9], float b, \
+                                           int64_t n)                                       \
+    {                                                                                       \
+        const float *a0 = rows[0] + off[0], *a1 = rows[0] + off[1], *a2 = rows[0] + off[2]; \
+        const float *b0 = rows[1] + off[0], *b1 = rows[1] + off[1], *b2 = rows[1] + off[2]; \
+        const float *c0 = rows[2] + off[0], *c1 = rows[2] + off[1], *c2 = rows[2] + off[2]; \
+        nn_v8 w0 = nn_splat(w[0]), w1 = nn_splat(w[1]), w2 = nn_splat(w[2]);                \
+        nn_v8 w3 = nn_splat(w[3]), w4 = nn_splat(w[4]), w5 = nn_splat(w[5]);                \
+        nn_v8 w6 = nn_splat(w[6]), w7 = nn_splat(w[7]), w8 = nn_splat(w[8]);                \
+        nn_v8 bv = nn_splat(b);                                                             \
+        int64_t i = 0;                                                                      \
+        for (; i + 8 <= n; i += 8) {                                                        \
+            nn_v8 s = bv;                                                                   \
+            s += w0 * *(const nn_v8 *)(a0 + i);                                             \
+            s += w1 * *(const nn_v8 *)(a1 + i);                                             \
+            s += w2 * *(const nn_v8 *)(a2 + i);                                             \
+            s += w3 * *(const nn_v8 *)(b0 + i);                                             \
+            s += w4 * *(const nn_v8 *)(b1 + i);                                             \
+            s += w5 * *(const nn_v8 *)(b2 + i);                                             \
+            s += w6 * *(const nn_v8 *)(c0 + i);                                             \
+            s += w7 * *(const nn_v8 *)(c1 + i);                                             \
+            s += w8 * *(const nn_v8 *)(c2 + i);                                             \
+            *(nn_v8 *)(out + i) = s;                                                        \
+        }                                                                                   \
+        for (; i < n; i++)                                                                  \
+            out[i] = b + w[0] * a0[i] + w[1] * a1[i] + w[2] * a2[i] + w[3] * b0[i] +        \
+                     w[4] * b1[i] + w[5] * b2[i] + w[6] * c0[i] + w[7] * c1[i] +            \
+                     w[8] * c2[i];                                                          \
+    }                                                                                       \
+    ATTR static void nn_max_row_##SUFFIX(float *acc, const float *src, int64_t n)           \
+    {                                                                                       \
+        int64_t i = 0;                                                                      \
+        for (; i + 8 <= n; i += 8) {                                                        \
+            nn_v8 a = *(nn_v8 *)(acc + i), s = *(const nn_v8 *)(src + i);                   \
+            *(nn_v8 *)(acc + i) = NN_VMAX(s, a);                                            \
+        }                                                                                   \
+        for (; i < n; i++)                                                                  \
+            acc[i] = src[i] > acc[i] ? src[i] : acc[i];                                     \
+    }                                                                                       \
+    ATTR static void nn_add_row_##SUFFIX(float *acc, const float *src, int64_t n)           \
+    {                                                                                       \
+        int64_t i = 0;                                                                      \
+        for (; i + 8 <= n; i += 8)                                                          \
+            *(nn_v8 *)(acc + i) += *(const nn_v8 *)(src + i);                               \
+        for (; i < n; i++)                                                                  \
+            acc[i] += src[i];                                                               \
+    }                                                                                       \
+    ATTR static float nn_sum_##SUFFIX(const float *x, int64_t n)                            \
+    {                                                                                       \
+        nn_v8 s0 = nn_splat(0.0f), s1 = nn_splat(0.0f);                                     \
+        int64_t i = 0;                                                                      \
+        for (; i + 16 <= n; i += 16) {                                                      \
+            s0 += *(const nn_v8 *)(x + i);                                                  \
+            s1 += *(const nn_v8 *)(x + i + 8);                                              \
+        }                                                                                   \
+        s0 += s1;                                                                           \
+        float s = 0.0f;                                                                     \
+        for (int j = 0; j < 8; j++)                                                         \
+            s += s0[j];                                                                     \
+        for (; i < n; i++)                                                                  \
+            s += x[i];                                                                      \
+        return s;                                                                           \
+    }                                                                                       \
+    ATTR static float nn_max_##SUFFIX(const float *x, int64_t n)                            \
+    {                                                                                       \
+        float m = x[0];                                                                     \
+        int64_t i = 0;                                                                      \
+        if (n >= 8) {                                                                       \
+            nn_v8 mv = *(const nn_v8 *)x;                                                   \
+            for (i = 8; i + 8 <= n; i += 8) {                                               \
+                nn_v8 v = *(const nn_v8 *)(x + i);                                          \
+                mv = NN_VMAX(v, mv);                                                       \
+            }                                                                               \
+            for (int j = 0; j < 8; j++)                                                     \
+                m = mv[j] > m ? mv[j] : m;                                                  \
+        }                                                                                   \
+        for (; i < n; i++)                                                                  \
+            m = x[i] > m ? x[i] : m;                                                        \
+        return m;                                                                           \
+    }
+
+NN_VEC_FUNCS(base, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+NN_VEC_FUNCS(avx2, __attribute__((target("avx2,fma"))))
+#define NN_HAVE_AVX2 1
+#endif
+
+/* Whether the AVX2 versions run here; decided once (a benign race: every
+ * thread computes the same answer). */
+static int nn_use_avx2(void)
+{
+#ifdef NN_HAVE_AVX2
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return 0;
+#endif
+}
+
+#ifdef NN_HAVE_AVX2
+#define NN_DISPATCH(NAME, ...) \
+    (nn_use_avx2() ? NAME##_avx2(__VA_ARGS__) : NAME##_base(__VA_ARGS__))
+#else
+#define NN_DISPATCH(NAME, ...) NAME##_base(__VA_ARGS__)
+#endif
+
+void nn_axpy(float *acc, const float *src, float w, int64_t n)
+{
+    NN_DISPATCH(nn_axpy, acc, src, w, n);
+}
+
+void nn_dw3x3_row(float *out, const float *const rows[3], const int64_t off[3],
+                  const float w[9], float b, int64_t n)
+{
+    NN_DISPATCH(nn_dw3x3_row, out, rows, off, w, b, n);
+}
+
+void nn_max_row(float *acc, const float *src, int64_t n)
+{
+    NN_DISPATCH(nn_max_row, acc, src, n);
+}
+
+void nn_add_row(float *acc, const float *src, int64_t n)
+{
+    NN_DISPATCH(nn_add_row, acc, src, n);
+}
+
+float nn_sum(const float *x, int64_t n)
+{
+    return NN_DISPATCH(nn_sum, x, n);
+}
+
+float nn_max(const float *x, int64_t n)
+{
+    return NN_DISPATCH(nn_max, x, n);
+}

@@ -1,0 +1,951 @@
+/* test_cpu_nn.c — the cpu module's convolution and pooling kernels, driven
+ * the way the core drives them: a one-node graph whose output shape the
+ * core's opset infers, a view of it, a pl_node_desc, then get_kernel and
+ * kernel_run through the module's table (with the workspace the kernel asks
+ * for). Every case runs with PL_REQ_WRITE and PL_REQ_ADD_TO and is compared
+ * with a naive reference loop written here from ONNX's definitions (in
+ * double), to 1e-4 of the sum of the magnitudes of the terms. Linked against
+ * the core's object library. Usage: test_cpu_nn CASE STAGE_DIR. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph.h"
+#include "graph_view.h"
+#include "opset.h"
+#include "registry.h"
+
+#define TN_MAX_SP 3
+#define TN_MAX_ATTRS 8
+#define TN_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static void tn_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+static void tn_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+#define CHECK(cond, ...)                              \
+    do {                                              \
+        if (!(cond))                                  \
+            tn_fail(__FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+
+#define CHECK_OK(expr)                                                               \
+    do {                                                                             \
+        pl_status *tn_st_ = (expr);                                                  \
+        if (tn_st_ != NULL)                                                          \
+            tn_fail(__FILE__, __LINE__, "%s failed: %s", #expr,                      \
+                    pl_status_message(tn_st_));                                      \
+    } while (0)
+
+/* ---- the module ---------------------------------------------------------- */
+
+static pl_runtime *tn_rt;
+static pl_module *tn_mod;
+
+/* A runtime whose only module is the staged cpu module, on THREADS threads
+ * (more than this machine may have: chunks then interleave). */
+static void tn_setup(const char *stage_dir, int threads)
+{
+    char dir[] = "/tmp/plinth-cpu-nn-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+    char ini[4096];
+    snprintf(ini, sizeof ini, "%s/backend.ini", dir);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s/libplinth_cpu.so\nthreads = %d\n", stage_dir, threads);
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    CHECK_OK(pl_runtime_create(&o, &tn_rt));
+    unlink(ini);
+    rmdir(dir);
+    long idx = pl_runtime_find_module(tn_rt, "cpu");
+    CHECK(idx >= 0, "no cpu module in %s", stage_dir);
+    tn_mod = tn_rt->modules[idx];
+    CHECK(tn_mod->status == PL_MODULE_LOADED && tn_mod->ctx != NULL,
+          "cpu module not loaded: %s", tn_mod->reason);
+}
+
+static void tn_teardown(void)
+{
+    pl_runtime_destroy(tn_rt);
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+typedef struct tn_attr {
+    const char *name;
+    char kind;              /* 'i' int, 'I' ints, 's' string */
+    int64_t i;
+    int64_t ints[2 * TN_MAX_SP + 2];
+    int n;
+    const char *s;
+} tn_attr;
+
+#define AI(NAME, V) {.name = (NAME), .kind = 'i', .i = (V)}
+#define AS(NAME, V) {.name = (NAME), .kind = 's', .s = (V)}
+#define AIS(NAME, ...)                                                            \
+    {.name = (NAME), .kind = 'I', .ints = {__VA_ARGS__},                         \
+     .n = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))}
+
+/* One node: op, X's shape (rank 3 to 5), W's (convolutions), bias, whether
+ * MaxPool's Indices output is wanted, attributes, opset (0: 13). */
+typedef struct tn_case {
+    int rank;
+    int64_t x[TN_MAX_SP + 2];
+    int64_t w[TN_MAX_SP + 2];
+    int bias;
+    int indices;
+    int n_attrs;
+    tn_attr attrs[TN_MAX_ATTRS];
+    int opset;
+} tn_case;
+
+#define X3(a, b, c) .rank = 3, .x = {a, b, c}
+#define X4(a, b, c, d) .rank = 4, .x = {a, b, c, d}
+#define X5(a, b, c, d, e) .rank = 5, .x = {a, b, c, d, e}
+#define W(...) .w = {__VA_ARGS__}
+#define ATTRS(...)                                                         \
+    .attrs = {__VA_ARGS__},                                                \
+    .n_attrs = (int)(sizeof((tn_attr[]){__VA_ARGS__}) / sizeof(tn_attr))
+
+static const tn_attr *tn_find(const tn_case *c, const char *name)
+{
+    for (int a = 0; a < c->n_attrs; a++)
+        if (strcmp(c->attrs[a].name, name) == 0)
+            return &c->attrs[a];
+    return NULL;
+}
+
+static int64_t tn_int(const tn_case *c, const char *name, int64_t dflt)
+{
+    const tn_attr *a = tn_find(c, name);
+    return a ? a->i : dflt;
+}
+
+/* ints attribute NAME value I, or DFLT when absent. */
+static int64_t tn_ints(const tn_case *c, const char *name, int i, int64_t dflt)
+{
+    const tn_attr *a = tn_find(c, name);
+    return a ? a->ints[i] : dflt;
+}
+
+static const char *tn_str(const tn_case *c, const char *name, const char *dflt)
+{
+    const tn_attr *a = tn_find(c, name);
+    return a ? a->s : dflt;
+}
+
+/* ---- one-node graphs ----------------------------------------------------- */
+
+typedef struct tn_node {
+    const char *op;
+    const tn_case *c;
+    pl_graph *g;
+    pl_graph_view *view;
+    size_t n_in, n_out;
+    pl_tensor in[3];
+    pl_tensor out[2];
+    pl_node_desc desc;
+} tn_node;
+
+static void tn_describe(const pl_graph *g, pl_tid t, pl_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->device = (pl_device){PL_DEVICE_CPU, 0};
+    out->ndim = -1;
+    if (t == PL_TID_NONE)
+        return;
+    const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+    out->dtype = gt->dtype;
+    out->ndim = gt->ndim;
+    out->shape = gt->dims;
+}
+
+static bool tn_is_conv(const char *op)
+{
+    return strncmp(op, "Conv", 4) == 0;
+}
+
+/* Builds the graph of C for OP, infers its shapes and describes its node. */
+static void tn_node_build(const char *op, const tn_case *c, tn_node *n)
+{
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->c = c;
+    int opset = c->opset ? c->opset : 13;
+    CHECK_OK(pl_graph_create(&n->g));
+    CHECK_OK(pl_graph_set_opset(n->g, "", opset));
+    const char *names[3] = {"x", "w", "b"};
+    int64_t bias_len = strcmp(op, "ConvTranspose") == 0
+                           ? c->w[1] * tn_int(c, "group", 1)
+                           : c->w[0];
+    size_t n_in = tn_is_conv(op) ? (c->bias ? 3 : 2) : 1;
+    for (size_t i = 0; i < n_in; i++) {
+        pl_tid t;
+        CHECK_OK(pl_graph_tensor_get_or_add(n->g, names[i], &t));
+        const int64_t *dims = i == 0 ? c->x : i == 1 ? c->w : &bias_len;
+        int rank = i == 2 ? 1 : c->rank;
+        CHECK_OK(pl_graph_set_type(n->g, t, PL_DTYPE_F32, rank, dims, NULL));
+        CHECK_OK(pl_graph_add_input(n->g, t));
+    }
+    const char *outs[2] = {"y", "ind"};
+    size_t n_out = c->indices ? 2 : 1;
+    pl_nid nid;
+    CHECK_OK(pl_graph_add_node(n->g, "node", op, "", names, n_in, outs, n_out, &nid));
+    for (int a = 0; a < c->n_attrs; a++) {
+        const tn_attr *at = &c->attrs[a];
+        if (at->kind == 'i')
+            CHECK_OK(pl_graph_attr_int(n->g, nid, at->name, at->i));
+        else if (at->kind == 's')
+            CHECK_OK(pl_graph_attr_string(n->g, nid, at->name, at->s, strlen(at->s)));
+        else
+            CHECK_OK(pl_graph_attr_ints(n->g, nid, at->name, at->ints, (size_t)at->n));
+    }
+    for (size_t o = 0; o < n_out; o++)
+        CHECK_OK(pl_graph_add_output(n->g, pl_graph_find_tensor(n->g, outs[o])));
+    CHECK_OK(pl_graph_validate(n->g));
+    CHECK_OK(pl_opset_infer(tn_rt->opset, n->g));
+    CHECK_OK(pl_graph_view_create(n->g, &nid, 1, &n->view));
+    const pl_graph_node *gn = pl_graph_get_node(n->g, nid);
+    n->n_in = gn->n_inputs;
+    n->n_out = gn->n_outputs;
+    for (size_t i = 0; i < gn->n_inputs; i++)
+        tn_describe(n->g, gn->inputs[i], &n->in[i]);
+    for (size_t o = 0; o < gn->n_outputs; o++)
+        tn_describe(n->g, gn->outputs[o], &n->out[o]);
+    n->desc = (pl_node_desc){
+        .header = PL_ABI_HEADER_INIT(pl_node_desc),
+        .name = "node",
+        .op = op,
+        .domain = "",
+        .opset_version = opset,
+        .graph = n->view,
+        .node_index = 0,
+        .n_inputs = n->n_in,
+        .inputs = n->in,
+        .n_outputs = n->n_out,
+        .outputs = n->out,
+    };
+}
+
+static void tn_node_free(tn_node *n)
+{
+    pl_graph_view_destroy(n->view);
+    pl_graph_destroy(n->g);
+}
+
+static pl_kernel *tn_kernel(const tn_node *n, size_t *out_ws)
+{
+    pl_kernel *k = NULL;
+    pl_status *st = tn_mod->api.get_kernel(tn_mod->ctx, 0, &n->desc, &k, out_ws);
+    CHECK(st == NULL, "get_kernel(%s) failed: %s", n->op, pl_status_message(st));
+    CHECK(k != NULL, "get_kernel(%s): no kernel", n->op);
+    return k;
+}
+
+/* ---- buffers and runs ---------------------------------------------------- */
+
+static uint64_t tn_seed = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-2, 2). */
+static float tn_random(void)
+{
+    tn_seed = tn_seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(tn_seed >> 40) / (double)(1ull << 24) * 4.0 - 2.0);
+}
+
+static size_t tn_elements(const pl_tensor *t)
+{
+    size_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
+/* Runs kernel K on INS with outputs OUTS (n_out of them); WS bytes of
+ * workspace are allocated for the call when the kernel asked for any. */
+static pl_status *tn_run(pl_kernel *k, size_t n_in, const pl_tensor *ins, size_t n_out,
+                         pl_tensor *outs, const pl_output_request *reqs, size_t ws)
+{
+    pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
+    void *buf = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
+    CHECK(ws == 0 || buf != NULL, "out of memory");
+    pl_run_args args = {.header = PL_ABI_HEADER_INIT(pl_run_args),
+                        .run = &rc,
+                        .n_inputs = n_in,
+                        .inputs = ins,
+                        .n_outputs = n_out,
+                        .outputs = outs,
+                        .requests = reqs,
+                        .workspace = buf,
+                        .workspace_bytes = ws};
+    pl_status *st = tn_mod->api.kernel_run(tn_mod->ctx, k, &args);
+    free(buf);
+    return st;
+}
+
+/* ---- reference loops ----------------------------------------------------- */
+
+/* The geometry of the window of C along spatial axis D, for input size IN
+ * and the inferred output size OUT: stride, dilation, kernel and begin pad
+ * (and *pe, the end pad). */
+typedef struct tn_geom {
+    int nsp;
+    int64_t in[TN_MAX_SP], out[TN_MAX_SP], k[TN_MAX_SP], s[TN_MAX_SP], d[TN_MAX_SP];
+    int64_t pb[TN_MAX_SP], pe[TN_MAX_SP];
+} tn_geom;
+
+/* Conv and pooling: ONNX's auto_pad puts the odd pad at the end for
+ * SAME_UPPER and at the start for SAME_LOWER. */
+static void tn_geom_forward(const tn_node *n, tn_geom *g)
+{
+    const tn_case *c = n->c;
+    const char *ap = tn_str(c, "auto_pad", "NOTSET");
+    g->nsp = c->rank - 2;
+    for (int i = 0; i < g->nsp; i++) {
+        g->in[i] = c->x[i + 2];
+        g->out[i] = n->out[0].shape[i + 2];
+        g->k[i] = tn_is_conv(n->op) ? c->w[i + 2] : tn_ints(c, "kernel_shape", i, 1);
+        g->s[i] = tn_ints(c, "strides", i, 1);
+        g->d[i] = tn_ints(c, "dilations", i, 1);
+        if (strncmp(ap, "SAME", 4) == 0) {
+            int64_t total = (g->out[i] - 1) * g->s[i] + (g->k[i] - 1) * g->d[i] + 1 - g->in[i];
+            if (total < 0)
+                total = 0;
+            g->pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+            g->pe[i] = total - g->pb[i];
+        } else if (strcmp(ap, "VALID") == 0) {
+            g->pb[i] = g->pe[i] = 0;
+        } else {
+            g->pb[i] = tn_ints(c, "pads", i, 0);
+            g->pe[i] = tn_ints(c, "pads", i + g->nsp, 0);
+        }
+    }
+}
+
+/* ConvTranspose: with output_shape or SAME, total padding is what makes the
+ * output that size; ONNX's rule puts the odd pad at the end for SAME_UPPER,
+ * at the start otherwise. */
+static void tn_geom_transpose(const tn_node *n, tn_geom *g)
+{
+    const tn_case *c = n->c;
+    const char *ap = tn_str(c, "auto_pad", "NOTSET");
+    g->nsp = c->rank - 2;
+    for (int i = 0; i < g->nsp; i++) {
+        g->in[i] = c->x[i + 2];
+        g->out[i] = n->out[0].shape[i + 2];
+        g->k[i] = c->w[i + 2];
+        g->s[i] = tn_ints(c, "strides", i, 1);
+        g->d[i] = tn_ints(c, "dilations", i, 1);
+        if (tn_find(c, "output_shape") != NULL || strncmp(ap, "SAME", 4) == 0) {
+            int64_t total = g->s[i] * (g->in[i] - 1) + tn_ints(c, "output_padding", i, 0) +
+                            (g->k[i] - 1) * g->d[i] + 1 - g->out[i];
+            g->pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+        } else {
+            g->pb[i] = strcmp(ap, "VALID") == 0 ? 0 : tn_ints(c, "pads", i, 0);
+        }
+    }
+}
+
+/* Index I as per-axis indices over DIMS (rank NSP). */
+static void tn_unravel(int64_t i, const int64_t *dims, int nsp, int64_t *idx)
+{
+    for (int d = nsp - 1; d >= 0; d--) {
+        idx[d] = i % dims[d];
+        i /= dims[d];
+    }
+}
+
+static int64_t tn_prod(const int64_t *dims, int nsp)
+{
+    int64_t p = 1;
+    for (int d = 0; d < nsp; d++)
+        p *= dims[d];
+    return p;
+}
+
+/* Conv: Y[n, m, o] = B[m] + sum over c of group, taps t of X[n, c, o*s - pb + t*d] W[m, c, t]. */
+static void tn_ref_conv(const tn_node *n, const float *x, const float *w, const float *b,
+                        double *ref, double *scale)
+{
+    const tn_case *c = n->c;
+    tn_geom g;
+    tn_geom_forward(n, &g);
+    int64_t group = tn_int(c, "group", 1), N = c->x[0], C = c->x[1], M = c->w[0];
+    int64_t cg = C / group, mg = M / group;
+    int64_t ip = tn_prod(g.in, g.nsp), op = tn_prod(g.out, g.nsp), kp = tn_prod(g.k, g.nsp);
+    int64_t o[TN_MAX_SP], t[TN_MAX_SP];
+    for (int64_t nn = 0; nn < N; nn++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t p = 0; p < op; p++) {
+                tn_unravel(p, g.out, g.nsp, o);
+                double sum = b ? b[m] : 0.0, mag = fabs(sum);
+                int64_t grp = m / mg;
+                for (int64_t ci = 0; ci < cg; ci++)
+                    for (int64_t kk = 0; kk < kp; kk++) {
+                        tn_unravel(kk, g.k, g.nsp, t);
+                        int64_t off = 0;
+                        int inside = 1;
+                        for (int d = 0; d < g.nsp; d++) {
+                            int64_t i = o[d] * g.s[d] - g.pb[d] + t[d] * g.d[d];
+                            inside = inside && i >= 0 && i < g.in[d];
+                            off = off * g.in[d] + i;
+                        }
+                        if (!inside)
+                            continue;
+                        double v = (double)x[(nn * C + grp * cg + ci) * ip + off] *
+                                   (double)w[(m * cg + ci) * kp + kk];
+                        sum += v;
+                        mag += fabs(v);
+                    }
+                ref[(nn * M + m) * op + p] = sum;
+                scale[(nn * M + m) * op + p] = mag;
+            }
+}
+
+/* ConvTranspose: X[n, c, i] W[c, m, t] adds to Y[n, g*mg + m, i*s - pb + t*d]. */
+static void tn_ref_conv_transpose(const tn_node *n, const float *x, const float *w,
+                                  const float *b, double *ref, double *scale)
+{
+    const tn_case *c = n->c;
+    tn_geom g;
+    tn_geom_transpose(n, &g);
+    int64_t group = tn_int(c, "group", 1), N = c->x[0], C = c->x[1], mg = c->w[1];
+    int64_t M = mg * group, cg = C / group;
+    int64_t ip = tn_prod(g.in, g.nsp), op = tn_prod(g.out, g.nsp), kp = tn_prod(g.k, g.nsp);
+    for (int64_t i = 0; i < N * M * op; i++) {
+        double v = b ? b[(i / op) % M] : 0.0;
+        ref[i] = v;
+        scale[i] = fabs(v);
+    }
+    int64_t in_idx[TN_MAX_SP], t[TN_MAX_SP];
+    for (int64_t nn = 0; nn < N; nn++)
+        for (int64_t ci = 0; ci < C; ci++)
+            for (int64_t p = 0; p < ip; p++) {
+                tn_unravel(p, g.in, g.nsp, in_idx);
+                double xv = x[(nn * C + ci) * ip + p];
+                for (int64_t m = 0; m < mg; m++)
+                    for (int64_t kk = 0; kk < kp; kk++) {
+                        tn_unravel(kk, g.k, g.nsp, t);
+                        int64_t off = 0;
+                        int inside = 1;
+                        for (int d = 0; d < g.nsp; d++) {
+                            int64_t o = in_idx[d] * g.s[d] - g.pb[d] + t[d] * g.d[d];
+                            inside = inside && o >= 0 && o < g.out[d];
+                            off = off * g.out[d] + o;
+                        }
+                        if (!inside)
+                            continue;
+                        double v = xv * (double)w[(ci * mg + m) * kp + kk];
+                        int64_t at = (nn * M + (ci / cg) * mg + m) * op + off;
+                        ref[at] += v;
+                        scale[at] += fabs(v);
+                    }
+            }
+}
+
+/* MaxPool and AveragePool; IND receives the flat index of the first
+ * maximum (including batch and channel). */
+static void tn_ref_pool(const tn_node *n, const float *x, double *ref, double *scale,
+                        int64_t *ind)
+{
+    const tn_case *c = n->c;
+    tn_geom g;
+    tn_geom_forward(n, &g);
+    int is_max = strcmp(n->op, "MaxPool") == 0;
+    int include = (int)tn_int(c, "count_include_pad", 0);
+    int64_t planes = c->x[0] * c->x[1];
+    int64_t ip = tn_prod(g.in, g.nsp), op = tn_prod(g.out, g.nsp), kp = tn_prod(g.k, g.nsp);
+    int64_t o[TN_MAX_SP], t[TN_MAX_SP];
+    for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t p = 0; p < op; p++) {
+            tn_unravel(p, g.out, g.nsp, o);
+            double best = -INFINITY, sum = 0, mag = 0;
+            int64_t best_at = -1, count = 0;
+            for (int64_t kk = 0; kk < kp; kk++) {
+                tn_unravel(kk, g.k, g.nsp, t);
+                int64_t off = 0;
+                int inside = 1, in_pad = 1;
+                for (int d = 0; d < g.nsp; d++) {
+                    int64_t i = o[d] * g.s[d] - g.pb[d] + t[d] * g.d[d];
+                    inside = inside && i >= 0 && i < g.in[d];
+                    in_pad = in_pad && i >= -g.pb[d] && i < g.in[d] + g.pe[d];
+                    off = off * g.in[d] + i;
+                }
+                count += include ? in_pad : inside;
+                if (!inside)
+                    continue;
+                double v = x[pl * ip + off];
+                if (best_at < 0 || v > best) {
+                    best = v;
+                    best_at = pl * ip + off;
+                }
+                sum += v;
+                mag += fabs(v);
+            }
+            ref[pl * op + p] = is_max ? best : sum / (double)count;
+            scale[pl * op + p] = is_max ? fabs(best) : mag / (double)count;
+            if (ind)
+                ind[pl * op + p] = best_at;
+        }
+}
+
+static void tn_ref_global(const tn_node *n, const float *x, double *ref, double *scale)
+{
+    const tn_case *c = n->c;
+    int is_max = strcmp(n->op, "GlobalMaxPool") == 0;
+    int64_t planes = c->x[0] * c->x[1], ip = tn_prod(c->x + 2, c->rank - 2);
+    for (int64_t pl = 0; pl < planes; pl++) {
+        double best = -INFINITY, sum = 0, mag = 0;
+        for (int64_t i = 0; i < ip; i++) {
+            double v = x[pl * ip + i];
+            best = v > best ? v : best;
+            sum += v;
+            mag += fabs(v);
+        }
+        ref[pl] = is_max ? best : sum / (double)ip;
+        scale[pl] = is_max ? fabs(best) : mag / (double)ip;
+    }
+}
+
+/* ---- checking one case ------------------------------------------------- */
+
+static void tn_compare(const char *op, int ci, const char *what, const float *got,
+                       const double *ref, const double *scale, const float *before, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double want = ref[i] + (before ? (double)before[i] : 0.0);
+        double tol = 1e-4 * (scale[i] + (before ? fabs(before[i]) : 0.0)) + 1e-6;
+        CHECK(fabs((double)got[i] - want) <= tol,
+              "%s case %d (%s): element %zu is %.9g, expected %.9g (tolerance %.3g)", op, ci,
+              what, i, (double)got[i], want, tol);
+    }
+}
+
+/* Runs case C of OP with each request and compares with its reference. */
+static void tn_check(const char *op, int ci, const tn_case *c)
+{
+    tn_node n;
+    tn_node_build(op, c, &n);
+    size_t ws = 0;
+    pl_kernel *k = tn_kernel(&n, &ws);
+    float *in[3] = {0};
+    pl_tensor ins[3];
+    for (size_t i = 0; i < n.n_in; i++) {
+        size_t cnt = tn_elements(&n.in[i]);
+        in[i] = malloc((cnt ? cnt : 1) * sizeof(float));
+        CHECK(in[i] != NULL, "out of memory");
+        for (size_t j = 0; j < cnt; j++)
+            in[i][j] = tn_random();
+        ins[i] = n.in[i];
+        ins[i].data = in[i];
+    }
+    size_t count = tn_elements(&n.out[0]);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    int64_t *ind_ref = malloc(count * sizeof *ind_ref);
+    float *out = malloc((count + 16) * sizeof *out), *before = malloc(count * sizeof *before);
+    int64_t *ind = malloc(count * sizeof *ind);
+    CHECK(ref && scale && ind_ref && out && before && ind, "out of memory");
+    if (strcmp(op, "Conv") == 0)
+        tn_ref_conv(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
+    else if (strcmp(op, "ConvTranspose") == 0)
+        tn_ref_conv_transpose(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
+    else if (strncmp(op, "Global", 6) == 0)
+        tn_ref_global(&n, in[0], ref, scale);
+    else
+        tn_ref_pool(&n, in[0], ref, scale, ind_ref);
+
+    pl_tensor outs[2] = {n.out[0], n.out[1]};
+    outs[0].data = out;
+    outs[1].data = ind;
+    /* A guard past the end catches writes beyond the output. */
+    for (int j = 0; j < 16; j++)
+        out[count + (size_t)j] = 12345.0f;
+    pl_output_request reqs[2] = {PL_REQ_WRITE, PL_REQ_WRITE};
+    for (size_t i = 0; i < count; i++)
+        out[i] = NAN;
+    CHECK_OK(tn_run(k, n.n_in, ins, n.n_out, outs, reqs, ws));
+    tn_compare(op, ci, "write", out, ref, scale, NULL, count);
+    for (int j = 0; j < 16; j++)
+        CHECK(out[count + (size_t)j] == 12345.0f, "%s case %d: wrote past the output", op, ci);
+    if (c->indices)
+        for (size_t i = 0; i < count; i++)
+            CHECK(ind[i] == ind_ref[i], "%s case %d: index %zu is %lld, expected %lld", op, ci,
+                  i, (long long)ind[i], (long long)ind_ref[i]);
+
+    for (size_t i = 0; i < count; i++)
+        before[i] = out[i] = tn_random();
+    reqs[1] = PL_REQ_NULL;
+    reqs[0] = PL_REQ_ADD_TO;
+    CHECK_OK(tn_run(k, n.n_in, ins, n.n_out, outs, reqs, ws));
+    tn_compare(op, ci, "add_to", out, ref, scale, before, count);
+    /* Without the workspace it asked for, the kernel still runs. */
+    if (ws > 0) {
+        reqs[0] = PL_REQ_WRITE;
+        CHECK_OK(tn_run(k, n.n_in, ins, n.n_out, outs, reqs, 0));
+        tn_compare(op, ci, "no workspace", out, ref, scale, NULL, count);
+    }
+    tn_mod->api.kernel_release(tn_mod->ctx, k);
+    for (size_t i = 0; i < n.n_in; i++)
+        free(in[i]);
+    free(ref);
+    free(scale);
+    free(ind_ref);
+    free(out);
+    free(before);
+    free(ind);
+    tn_node_free(&n);
+}
+
+static void tn_check_all(const char *op, const tn_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tn_check(op, (int)i, &cases[i]);
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static const tn_case tn_conv_cases[] = {
+    /* 0: 3x3, stride 1, pad 1, bias */
+    {X4(1, 8, 10, 9), W(16, 8, 3, 3), .bias = 1, ATTRS(AIS("pads", 1, 1, 1, 1))},
+    /* 1: asymmetric pads, strides 2 and 3, 3x2 kernel, batch 2 */
+    {X4(2, 5, 11, 12), W(7, 5, 3, 2), ATTRS(AIS("pads", 0, 1, 2, 1), AIS("strides", 2, 3))},
+    /* 2: groups */
+    {X4(1, 8, 9, 9), W(12, 4, 3, 3), .bias = 1,
+     ATTRS(AI("group", 2), AIS("pads", 1, 1, 1, 1))},
+    /* 3: depthwise 3x3, stride 1 */
+    {X4(2, 16, 13, 17), W(16, 1, 3, 3), .bias = 1,
+     ATTRS(AI("group", 16), AIS("pads", 1, 1, 1, 1))},
+    /* 4: depthwise 3x3, stride 2 */
+    {X4(1, 24, 14, 15), W(24, 1, 3, 3),
+     ATTRS(AI("group", 24), AIS("pads", 1, 1, 1, 1), AIS("strides", 2, 2))},
+    /* 5: depthwise, multiplier 2, 5x5 dilated */
+    {X4(1, 6, 16, 16), W(12, 1, 5, 5), .bias = 1,
+     ATTRS(AI("group", 6), AIS("pads", 4, 3, 2, 4), AIS("dilations", 2, 2))},
+    /* 6: dilations */
+    {X4(1, 3, 12, 12), W(4, 3, 3, 3), ATTRS(AIS("dilations", 2, 2), AIS("pads", 2, 2, 2, 2))},
+    /* 7: auto_pad SAME_LOWER, stride 2, even kernel */
+    {X4(1, 3, 10, 11), W(5, 3, 4, 3), .bias = 1,
+     ATTRS(AS("auto_pad", "SAME_LOWER"), AIS("strides", 2, 2))},
+    /* 8: auto_pad SAME_UPPER */
+    {X4(1, 3, 7, 8), W(2, 3, 2, 2), ATTRS(AS("auto_pad", "SAME_UPPER"))},
+    /* 9: auto_pad VALID, stride 2 */
+    {X4(1, 2, 9, 9), W(3, 2, 3, 3), ATTRS(AS("auto_pad", "VALID"), AIS("strides", 2, 2))},
+    /* 10: 1-D */
+    {X3(2, 4, 20), W(6, 4, 5), .bias = 1, ATTRS(AIS("pads", 2, 1), AIS("strides", 2))},
+    /* 11: 3-D */
+    {X5(1, 3, 6, 7, 5), W(4, 3, 3, 3, 2),
+     ATTRS(AIS("pads", 1, 1, 0, 1, 0, 1), AIS("strides", 1, 2, 1))},
+    /* 12: 1x1, stride 1 (pointwise) */
+    {X4(2, 32, 7, 9), W(24, 32, 1, 1), .bias = 1},
+    /* 13: 1x1, stride 2 */
+    {X4(1, 16, 9, 9), W(8, 16, 1, 1), ATTRS(AIS("strides", 2, 2))},
+    /* 14: 7x7 stride 2 pad 3 (a first layer) */
+    {X4(1, 3, 32, 30), W(16, 3, 7, 7), .bias = 1,
+     ATTRS(AIS("pads", 3, 3, 3, 3), AIS("strides", 2, 2))},
+    /* 15: a resnet 3x3 layer, split into column blocks */
+    {X4(1, 64, 28, 28), W(64, 64, 3, 3), .bias = 1, ATTRS(AIS("pads", 1, 1, 1, 1))},
+    /* 16: a deep layer, split into channel blocks */
+    {X4(1, 256, 7, 7), W(256, 256, 3, 3), ATTRS(AIS("pads", 1, 1, 1, 1))},
+    /* 17: depthwise 3-D (through im2col), kernel_shape given */
+    {X5(1, 4, 5, 5, 5), W(4, 1, 3, 3, 3),
+     ATTRS(AI("group", 4), AIS("kernel_shape", 3, 3, 3), AIS("pads", 1, 0, 1, 1, 1, 0))},
+    /* 18: 1-D depthwise with dilation */
+    {X3(1, 5, 17), W(5, 1, 3), ATTRS(AI("group", 5), AIS("dilations", 3), AIS("pads", 3, 3))},
+    /* 19: pointwise with groups */
+    {X4(1, 12, 5, 6), W(9, 4, 1, 1), .bias = 1, ATTRS(AI("group", 3))},
+    /* 20: depthwise 3x3 stride 2 with SAME_UPPER (mobilenet style), wide rows */
+    {X4(1, 8, 31, 45), W(8, 1, 3, 3), .bias = 1,
+     ATTRS(AI("group", 8), AS("auto_pad", "SAME_UPPER"), AIS("strides", 2, 2))},
+};
+
+static const tn_case tn_convt_cases[] = {
+    /* 0: stride 2, pad 1, output_padding 1 */
+    {X4(1, 4, 5, 5), W(4, 3, 3, 3),
+     ATTRS(AIS("strides", 2, 2), AIS("pads", 1, 1, 1, 1), AIS("output_padding", 1, 1))},
+    /* 1: groups, bias */
+    {X4(1, 4, 4, 5), W(4, 2, 3, 3), .bias = 1, ATTRS(AI("group", 2))},
+    /* 2: output_shape */
+    {X4(1, 2, 3, 3), W(2, 3, 3, 3), ATTRS(AIS("strides", 2, 2), AIS("output_shape", 6, 7))},
+    /* 3: SAME_UPPER, stride 2 */
+    {X4(1, 2, 4, 4), W(2, 2, 3, 3), ATTRS(AS("auto_pad", "SAME_UPPER"), AIS("strides", 2, 2))},
+    /* 4: SAME_LOWER, stride 2 */
+    {X4(1, 2, 5, 5), W(2, 2, 3, 3), .bias = 1,
+     ATTRS(AS("auto_pad", "SAME_LOWER"), AIS("strides", 2, 2))},
+    /* 5: dilations, asymmetric pads */
+    {X4(2, 3, 5, 6), W(3, 2, 3, 3), ATTRS(AIS("dilations", 2, 2), AIS("pads", 1, 0, 2, 1))},
+    /* 6: 1-D, stride 3, bias */
+    {X3(2, 3, 7), W(3, 4, 4), .bias = 1, ATTRS(AIS("strides", 3))},
+    /* 7: 3-D */
+    {X5(1, 2, 3, 4, 3), W(2, 2, 2, 3, 2), ATTRS(AIS("strides", 2, 1, 2))},
+    /* 8: a decoder-like layer, 4x4 stride 2 pad 1, many channels */
+    {X4(1, 32, 8, 8), W(32, 16, 4, 4), .bias = 1,
+     ATTRS(AIS("strides", 2, 2), AIS("pads", 1, 1, 1, 1))},
+};
+
+static const tn_case tn_maxpool_cases[] = {
+    /* 0: 3x3 stride 2 pad 1 (resnet) */
+    {X4(1, 8, 16, 16), ATTRS(AIS("kernel_shape", 3, 3), AIS("strides", 2, 2),
+                             AIS("pads", 1, 1, 1, 1))},
+    /* 1: 2x2 stride 2 */
+    {X4(2, 3, 9, 10), ATTRS(AIS("kernel_shape", 2, 2), AIS("strides", 2, 2))},
+    /* 2: ceil_mode */
+    {X4(1, 2, 10, 11), ATTRS(AIS("kernel_shape", 3, 3), AIS("strides", 2, 2), AI("ceil_mode", 1))},
+    /* 3: dilations */
+    {X4(1, 2, 12, 12), ATTRS(AIS("kernel_shape", 3, 3), AIS("dilations", 2, 2),
+                             AIS("pads", 2, 2, 2, 2))},
+    /* 4: SAME_UPPER */
+    {X4(1, 3, 7, 9), ATTRS(AIS("kernel_shape", 3, 3), AIS("strides", 2, 2),
+                           AS("auto_pad", "SAME_UPPER"))},
+    /* 5: 1-D, asymmetric pads */
+    {X3(2, 3, 15), ATTRS(AIS("kernel_shape", 4), AIS("strides", 3), AIS("pads", 1, 2))},
+    /* 6: 3-D */
+    {X5(1, 2, 5, 6, 7), ATTRS(AIS("kernel_shape", 2, 3, 2), AIS("strides", 2, 2, 1))},
+    /* 7: Indices */
+    {X4(2, 3, 8, 8), .indices = 1,
+     ATTRS(AIS("kernel_shape", 3, 3), AIS("strides", 2, 2), AIS("pads", 1, 1, 1, 1))},
+    /* 8: Indices, 1-D, ceil_mode */
+    {X3(1, 4, 10), .indices = 1,
+     ATTRS(AIS("kernel_shape", 3), AIS("strides", 2), AI("ceil_mode", 1))},
+    /* 9: asymmetric pads, SAME_LOWER stride 1 */
+    {X4(1, 2, 6, 7), ATTRS(AIS("kernel_shape", 2, 2), AS("auto_pad", "SAME_LOWER"))},
+    /* 10: opset 8 (no ceil_mode) */
+    {X4(1, 2, 6, 7), .opset = 8, ATTRS(AIS("kernel_shape", 2, 3), AIS("pads", 0, 1, 1, 0))},
+};
+
+static const tn_case tn_avgpool_cases[] = {
+    /* 0: 3x3 stride 1 pad 1, pads not counted */
+    {X4(1, 4, 9, 10), ATTRS(AIS("kernel_shape", 3, 3), AIS("pads", 1, 1, 1, 1))},
+    /* 1: pads counted */
+    {X4(1, 4, 9, 10),
+     ATTRS(AIS("kernel_shape", 3, 3), AIS("pads", 1, 1, 1, 1), AI("count_include_pad", 1))},
+    /* 2: ceil_mode, pads counted (the last window passes the end pad) */
+    {X4(1, 2, 8, 8), ATTRS(AIS("kernel_shape", 3, 3), AIS("strides", 2, 2),
+                           AIS("pads", 1, 1, 1, 1), AI("ceil_mode", 1),
+                           AI("count_include_pad", 1))},
+    /* 3: 1-D */
+    {X3(2, 3, 11), ATTRS(AIS("kernel_shape", 3), AIS("strides", 2), AIS("pads", 1, 1))},
+    /* 4: 3-D, ceil_mode */
+    {X5(1, 2, 5, 6, 7), ATTRS(AIS("kernel_shape", 2, 2, 3), AIS("strides", 2, 2, 2),
+                              AI("ceil_mode", 1))},
+    /* 5: SAME_LOWER, stride 2 */
+    {X4(1, 3, 7, 8), ATTRS(AIS("kernel_shape", 2, 3), AIS("strides", 2, 2),
+                           AS("auto_pad", "SAME_LOWER"))},
+    /* 6: a 7x7 window over 7x7 */
+    {X4(2, 16, 7, 7), ATTRS(AIS("kernel_shape", 7, 7))},
+    /* 7: asymmetric pads counted */
+    {X4(1, 2, 6, 6), ATTRS(AIS("kernel_shape", 3, 2), AIS("pads", 2, 0, 0, 1),
+                           AI("count_include_pad", 1))},
+};
+
+static const tn_case tn_global_cases[] = {
+    {X4(1, 64, 7, 7)},
+    {X3(2, 3, 5)},
+    {X5(1, 4, 3, 4, 5)},
+    {X4(1, 32, 1, 1)},
+    {X4(2, 100, 13, 13)},
+    {X4(1, 3, 100, 101)},
+};
+
+static void case_Conv(void)
+{
+    tn_check_all("Conv", tn_conv_cases, TN_COUNT(tn_conv_cases));
+}
+
+static void case_ConvTranspose(void)
+{
+    tn_check_all("ConvTranspose", tn_convt_cases, TN_COUNT(tn_convt_cases));
+}
+
+static void case_MaxPool(void)
+{
+    tn_check_all("MaxPool", tn_maxpool_cases, TN_COUNT(tn_maxpool_cases));
+}
+
+static void case_AveragePool(void)
+{
+    tn_check_all("AveragePool", tn_avgpool_cases, TN_COUNT(tn_avgpool_cases));
+}
+
+static void case_GlobalAveragePool(void)
+{
+    tn_check_all("GlobalAveragePool", tn_global_cases, TN_COUNT(tn_global_cases));
+}
+
+static void case_GlobalMaxPool(void)
+{
+    tn_check_all("GlobalMaxPool", tn_global_cases, TN_COUNT(tn_global_cases));
+}
+
+/* get_kernel refuses, with "cpu: <Op>: ...", what it cannot do. */
+static void tn_expect_refusal(const tn_node *n, const char *prefix, const char *needle)
+{
+    pl_kernel *k = NULL;
+    size_t ws = 0;
+    pl_status *st = tn_mod->api.get_kernel(tn_mod->ctx, 0, &n->desc, &k, &ws);
+    CHECK(st != NULL && k == NULL, "%s accepted", n->op);
+    const char *msg = pl_status_message(st);
+    CHECK(strncmp(msg, prefix, strlen(prefix)) == 0 && strstr(msg, needle) != NULL,
+          "refusal '%s' lacks '%s' or '%s'", msg, prefix, needle);
+    pl_status_free(st);
+}
+
+static void case_refusals(void)
+{
+    /* An output shape other than the attributes give. */
+    tn_case c = {X4(1, 2, 6, 6), W(3, 2, 3, 3)};
+    tn_node n;
+    tn_node_build("Conv", &c, &n);
+    int64_t wrong[4] = {1, 3, 5, 4};
+    n.out[0].shape = wrong;
+    tn_expect_refusal(&n, "cpu: Conv: ", "output");
+    tn_node_free(&n);
+
+    /* Column-major indices. */
+    tn_case m = {X4(1, 2, 6, 6), .indices = 1,
+                 ATTRS(AIS("kernel_shape", 2, 2), AI("storage_order", 1))};
+    tn_node_build("MaxPool", &m, &n);
+    tn_expect_refusal(&n, "cpu: MaxPool: ", "storage_order");
+    tn_node_free(&n);
+
+    /* A ConvTranspose output_shape that would need negative pads. */
+    tn_case t = {X4(1, 2, 3, 3), W(2, 3, 3, 3),
+                 ATTRS(AIS("strides", 2, 2), AIS("output_shape", 9, 7))};
+    tn_node_build("ConvTranspose", &t, &n);
+    tn_expect_refusal(&n, "cpu: ConvTranspose: ", "negative pads");
+    tn_node_free(&n);
+}
+
+/* ---- concurrency ---------------------------------------------------------- */
+
+typedef struct tn_thread {
+    pl_kernel *kernel;
+    const tn_node *node;
+    const float *x, *w;
+    const float *want;
+    size_t ws;
+    int failures;
+} tn_thread;
+
+static void *tn_thread_main(void *arg)
+{
+    tn_thread *t = arg;
+    size_t count = tn_elements(&t->node->out[0]);
+    float *out = malloc(count * sizeof *out);
+    if (out == NULL) {
+        t->failures++;
+        return NULL;
+    }
+    for (int round = 0; round < 10; round++) {
+        pl_tensor ins[2] = {t->node->in[0], t->node->in[1]}, o = t->node->out[0];
+        ins[0].data = (void *)t->x;
+        ins[1].data = (void *)t->w;
+        o.data = out;
+        pl_output_request req = PL_REQ_WRITE;
+        pl_status *st = tn_run(t->kernel, 2, ins, 1, &o, &req, round % 2 ? t->ws : 0);
+        if (st != NULL) {
+            t->failures++;
+            pl_status_free(st);
+            continue;
+        }
+        /* The same kernel on the same data gives the same bits. */
+        if (memcmp(out, t->want, count * sizeof *out) != 0)
+            t->failures++;
+    }
+    free(out);
+    return NULL;
+}
+
+/* Four threads run one Conv kernel at once (with and without workspace). */
+static void case_concurrent(void)
+{
+    tn_case c = {X4(1, 16, 20, 20), W(16, 16, 3, 3), ATTRS(AIS("pads", 1, 1, 1, 1))};
+    tn_node n;
+    tn_node_build("Conv", &c, &n);
+    size_t ws = 0;
+    pl_kernel *k = tn_kernel(&n, &ws);
+    size_t nx = tn_elements(&n.in[0]), nw = tn_elements(&n.in[1]), no = tn_elements(&n.out[0]);
+    float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *want = malloc(no * sizeof *want);
+    CHECK(x && w && want, "out of memory");
+    for (size_t i = 0; i < nx; i++)
+        x[i] = tn_random();
+    for (size_t i = 0; i < nw; i++)
+        w[i] = tn_random();
+    pl_tensor ins[2] = {n.in[0], n.in[1]}, o = n.out[0];
+    ins[0].data = x;
+    ins[1].data = w;
+    o.data = want;
+    pl_output_request req = PL_REQ_WRITE;
+    CHECK_OK(tn_run(k, 2, ins, 1, &o, &req, ws));
+    pthread_t th[4];
+    tn_thread t[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = (tn_thread){.kernel = k, .node = &n, .x = x, .w = w, .want = want, .ws = ws};
+        CHECK(pthread_create(&th[i], NULL, tn_thread_main, &t[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        CHECK(t[i].failures == 0, "thread %d: %d wrong runs", i, t[i].failures);
+    tn_mod->api.kernel_release(tn_mod->ctx, k);
+    free(x);
+    free(w);
+    free(want);
+    tn_node_free(&n);
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} tn_cases[] = {
+    {"Conv", case_Conv},
+    {"ConvTranspose", case_ConvTranspose},
+    {"MaxPool", case_MaxPool},
+    {"AveragePool", case_AveragePool},
+    {"GlobalAveragePool", case_GlobalAveragePool},
+    {"GlobalMaxPool", case_GlobalMaxPool},
+    {"refusals", case_refusals},
+    {"concurrent", case_concurrent},
+};
+
+int main(int argc, char **argv)
+{
+    alarm(110);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s CASE STAGE_DIR\n", argv[0]);
+        return 2;
+    }
+    for (size_t i = 0; i < TN_COUNT(tn_cases); i++) {
+        if (strcmp(argv[1], tn_cases[i].name) != 0)
+            continue;
+        /* Every case runs on 1 and on 4 threads: the kernels plan their
+         * blocks from the thread count. */
+        int threads[2] = {1, 4};
+        for (int r = 0; r < 2; r++) {
+            tn_setup(argv[2], threads[r]);
+            tn_cases[i].run();
+            tn_teardown();
+        }
+        printf("ok %s\n", argv[1]);
+        return 0;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}
