@@ -8,6 +8,7 @@
  * the host table. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,18 +96,40 @@ static pl_status *cpu_device_properties(pl_module_ctx *ctx, int device,
     return NULL;
 }
 
-/* Accepts no keys yet; reports the BLAS it runs on and the thread budget. */
+/* Keys: blas_threads = 1 (default) | pool. With 1, OpenBLAS runs
+ * single-threaded inside the chunks the module hands to the host's
+ * parallel_for (one thread budget, no second pool). With pool, MatMul and
+ * Gemm call OpenBLAS once per product and OpenBLAS uses as many threads of
+ * its own as the runtime's budget: its pool then runs beside the engine's,
+ * which is what bench/ measures this key for. (openblas_set_num_threads is
+ * process-wide.) Reports the BLAS it runs on and the thread budget. */
 static pl_status *cpu_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
                                 pl_kv_sink out, void *out_ctx)
 {
     if (n_in > 0 && in == NULL)
         return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                        "cpu: configure with %zu keys but no key array", n_in);
-    if (n_in > 0)
-        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                       "cpu: unknown key '%s' (the cpu module accepts no keys "
-                                       "yet; its section may hold only 'enabled')",
-                                       in[0].key != NULL ? in[0].key : "(null)");
+    bool blas_pool = ctx->blas_pool;
+    for (size_t i = 0; i < n_in; i++) {
+        const char *key = in[i].key ? in[i].key : "(null)";
+        const char *value = in[i].value ? in[i].value : "";
+        if (strcmp(key, "blas_threads") != 0)
+            return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                           "cpu: unknown key '%s' (accepted: blas_threads)", key);
+        if (strcmp(value, "1") == 0)
+            blas_pool = false;
+        else if (strcmp(value, "pool") == 0)
+            blas_pool = true;
+        else
+            return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                           "cpu: bad value '%s' for blas_threads; accepted: 1, "
+                                           "pool",
+                                           value);
+    }
+    if (blas_pool != ctx->blas_pool) {
+        ctx->blas_pool = blas_pool;
+        openblas_set_num_threads(blas_pool ? cpu_host->thread_count(ctx->host_ctx) : 1);
+    }
     if (out == NULL)
         return NULL;
     char threads[16];
@@ -114,6 +137,7 @@ static pl_status *cpu_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in
     out(out_ctx, "openblas_config", openblas_get_config());
     out(out_ctx, "openblas_core", openblas_get_corename());
     out(out_ctx, "threads", threads);
+    out(out_ctx, "blas_threads", ctx->blas_pool ? "pool" : "1");
     return NULL;
 }
 

@@ -25,10 +25,12 @@
 extern const pl_host_api *cpu_host;
 
 /* One runtime's instance of the module, made by init and freed by shutdown.
- * Immutable after init, so any thread may read it. */
+ * Changed only by configure (which the core serialises, before kernels are
+ * made), so any thread may read it. */
 struct pl_module_ctx {
     pl_host_ctx *host_ctx; /* the core's handle for this instance */
     int compute_units;     /* online CPUs when init ran */
+    bool blas_pool;        /* blas_threads = pool (see cpu.c's configure) */
 };
 
 /* Runs a kernel: ARGS were checked by kernel_run (counts, the request,

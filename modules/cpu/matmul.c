@@ -64,7 +64,8 @@ static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
     int threads = cpu_host->thread_count(ctx->host_ctx);
     double macs = (double)k->batch * (double)k->m * (double)k->n * (double)k->k;
     int64_t blocks = 1;
-    if (threads > 1 && macs >= CPU_GEMM_SERIAL_MACS && k->batch < threads)
+    /* blas_threads = pool: one call, OpenBLAS threads it. */
+    if (threads > 1 && macs >= CPU_GEMM_SERIAL_MACS && k->batch < threads && !ctx->blas_pool)
         blocks = (threads + k->batch - 1) / k->batch;
     int64_t row_blocks = 1, col_blocks = 1;
     if (blocks > 1) {
@@ -156,7 +157,10 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                        .out = out,
                        .add = req == PL_REQ_ADD_TO};
     size_t tasks = (size_t)(k->batch * k->blocks);
-    cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk, &c);
+    if (ctx->blas_pool)
+        cpu_gemm_chunk(&c, 0, tasks, 0); /* OpenBLAS threads each call */
+    else
+        cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk, &c);
     return NULL;
 }
 
