@@ -26,6 +26,7 @@
 #include <stdarg.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "engine.h"
 #include "graph_view.h"
 #include "log.h"
@@ -84,6 +85,7 @@ typedef struct pl_step {
     pl_graph_view *view;
     pl_compiled *compiled;
     pl_var *compiled_var;        /* serialises runs of one compiled subgraph */
+    const char *cache;           /* subgraph: "off", "hit", "stored", "miss" */
     int32_t *in;                 /* value per input (-1: absent) */
     size_t n_in;
     int32_t *out;                /* value per output (-1: not wanted) */
@@ -831,23 +833,120 @@ static pl_status *pl_sess_upload_constants(pl_session *s)
     return NULL;
 }
 
-/* Compiles every subgraph; returns the index of the step whose compile
- * failed (with its status), or -1. */
+typedef struct pl_blob_buf {
+    char *data;
+    size_t n, cap;
+    bool oom;
+} pl_blob_buf;
+
+static void pl_blob_sink_fn(void *user, const void *bytes, size_t n)
+{
+    pl_blob_buf *b = user;
+    if (b->oom || n == 0)
+        return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n)
+            cap *= 2;
+        char *grown = pl_realloc(b->data, cap);
+        if (grown == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->n, bytes, n);
+    b->n += n;
+}
+
+/* Takes step ST's compiled subgraph from the cache if an entry for it is
+ * there and its module accepts it. */
+static void pl_sess_cache_lookup(pl_session *s, pl_step *st, int32_t device,
+                                 const pl_cache_key *key)
+{
+    pl_module *m = st->module;
+    void *blob = NULL;
+    size_t bytes = 0;
+    pl_status *err = pl_cache_read(s->rt->config->cache_dir, m, key, &blob, &bytes);
+    if (err == NULL) {
+        err = m->api.import_compiled(m->ctx, device, st->view, blob, bytes, &st->compiled);
+        if (err == NULL && st->compiled != NULL) {
+            st->cache = "hit";
+        } else {
+            pl_sess_add_warning(s, "%s: the cached compile was refused (%s); compiling again",
+                                st->name, err ? pl_status_message(err) : "no result");
+            st->compiled = NULL;
+        }
+    }
+    pl_status_free(err);
+    pl_free(blob);
+}
+
+/* Stores step ST's freshly compiled subgraph in the cache. */
+static void pl_sess_cache_store(pl_session *s, pl_step *st, const pl_cache_key *key)
+{
+    pl_module *m = st->module;
+    pl_blob_buf buf = {0};
+    pl_status *err = m->api.export_compiled(m->ctx, st->compiled, pl_blob_sink_fn, &buf);
+    if (err == NULL && buf.oom)
+        err = pl_sess_oom();
+    if (err == NULL)
+        err = pl_cache_write(s->rt->config->cache_dir, m, key, buf.data, buf.n);
+    if (err == NULL) {
+        st->cache = "stored";
+    } else {
+        pl_sess_add_warning(s, "%s: not cached: %s", st->name, pl_status_message(err));
+        pl_status_free(err);
+    }
+    pl_free(buf.data);
+}
+
+/* Compiles every subgraph (or imports it from the cache); returns the index
+ * of the step whose compile failed (with its status), or -1. */
 static pl_status *pl_sess_compile(pl_session *s, long *out_failed)
 {
     *out_failed = -1;
+    const char *dir = s->rt->config->cache_dir;
+    bool cache_ok = dir != NULL && dir[0] != '\0';
     for (size_t i = 0; i < s->n_steps; i++) {
         pl_step *st = &s->steps[i];
         if (st->kind != PL_STEP_SUBGRAPH)
             continue;
         pl_module *m = st->module;
         const pl_part_backend *be = pl_partition_backend(s->part, (size_t)st->backend);
-        pl_status *err = m->api.compile(m->ctx, be->device, st->view, &st->compiled);
-        if (err == NULL && st->compiled == NULL)
-            err = pl_status_create(PL_CODE_INTERNAL, "compile returned nothing");
-        if (err != NULL) {
-            *out_failed = (long)i;
-            return err;
+        st->cache = "off";
+        bool cacheable = cache_ok && (m->api.capabilities & PL_CAP_EXPORT) &&
+                         m->api.export_compiled != NULL && m->api.import_compiled != NULL;
+        if (cacheable) {
+            pl_status *dir_err = pl_cache_check_dir(dir);
+            if (dir_err != NULL) {
+                pl_sess_add_warning(s, "%s", pl_status_message(dir_err));
+                pl_status_free(dir_err);
+                cache_ok = cacheable = false;
+            }
+        }
+        pl_cache_key key;
+        if (cacheable) {
+            pl_status *key_err = pl_cache_key_make(m, be->device, st->view, &key);
+            if (key_err != NULL) {
+                pl_status_free(key_err);
+                cacheable = false;
+            } else {
+                st->cache = "miss";
+                pl_sess_cache_lookup(s, st, be->device, &key);
+            }
+        }
+        if (st->compiled == NULL) {
+            pl_status *err = m->api.compile(m->ctx, be->device, st->view, &st->compiled);
+            if (err == NULL && st->compiled == NULL)
+                err = pl_status_create(PL_CODE_INTERNAL, "compile returned nothing");
+            if (err != NULL) {
+                *out_failed = (long)i;
+                return err;
+            }
+            if (cacheable)
+                pl_sess_cache_store(s, st, &key);
         }
         st->compiled_var = pl_engine_new_var(s->rt->engine);
         if (st->compiled_var == NULL)
@@ -1739,9 +1838,10 @@ static json_t *pl_sess_explain_json(const pl_session *s)
             for (size_t k = 0; k < st->n_out; k++)
                 json_array_append_new(outs, json_string(pl_graph_get_tensor(g, s->values[st->out[k]].orig)->name));
             json_array_append_new(subgraphs,
-                                  json_pack("{s:i, s:s, s:o, s:o, s:o}", "id", (int)st->cluster,
-                                            "backend", st->module->name, "nodes", nodes,
-                                            "inputs", ins, "outputs", outs));
+                                  json_pack("{s:i, s:s, s:o, s:o, s:o, s:s}", "id",
+                                            (int)st->cluster, "backend", st->module->name,
+                                            "nodes", nodes, "inputs", ins, "outputs", outs,
+                                            "cache", st->cache ? st->cache : "off"));
         } else if (st->kind == PL_STEP_COPY) {
             const pl_value *sv = &s->values[st->in[0]], *dv = &s->values[st->out[0]];
             json_array_append_new(

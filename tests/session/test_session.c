@@ -486,6 +486,69 @@ static void case_bad_inputs(void)
     pl_runtime_destroy(rt);
 }
 
+/* The cache state of the first subgraph in explain's JSON. */
+static const char *first_cache_state(pl_session *s, char *buf, size_t size)
+{
+    json_t *root = explain(s);
+    json_t *sg = json_array_get(json_object_get(root, "subgraphs"), 0);
+    TH_CHECK(sg != NULL, "no subgraph");
+    snprintf(buf, size, "%s", json_string_value(json_object_get(sg, "cache")));
+    json_decref(root);
+    return buf;
+}
+
+static void case_cache(void)
+{
+    make_weights(&W);
+    const char *dir = th_tempdir();
+    const char *cache = th_path(dir, "cache");
+    char extra[4096], state[32];
+    snprintf(extra, sizeof extra, "cache_dir = %s\n[placement]\norder = example_acc, cpu\n", cache);
+    const char *model = write_residual(&W);
+    /* cold: compiled and stored */
+    pl_runtime *rt = runtime_with(extra);
+    pl_session *s = session_for(rt, model);
+    TH_CHECK(strcmp(first_cache_state(s, state, sizeof state), "stored") == 0,
+             "cold session: cache state %s", state);
+    run_and_check(s, &W, 1);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+    /* warm: a new runtime imports it */
+    rt = runtime_with(extra);
+    s = session_for(rt, model);
+    TH_CHECK(strcmp(first_cache_state(s, state, sizeof state), "hit") == 0,
+             "warm session: cache state %s", state);
+    TH_CHECK(pl_session_warning_count(s) == 0, "warnings on a warm start");
+    run_and_check(s, &W, 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+    /* a damaged entry is refused by the module and compiled again */
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "for f in %s/*.blob; do head -c 100 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done",
+             cache);
+    TH_CHECK(system(cmd) == 0, "cannot damage the cache");
+    rt = runtime_with(extra);
+    s = session_for(rt, model);
+    TH_CHECK(strcmp(first_cache_state(s, state, sizeof state), "stored") == 0,
+             "damaged entry: cache state %s", state);
+    TH_CHECK(pl_session_warning_count(s) == 1, "expected one warning, got %zu",
+             pl_session_warning_count(s));
+    TH_CHECK_CONTAINS(pl_session_warning(s, 0), "the cached compile was refused");
+    run_and_check(s, &W, 3);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+    /* a cache folder others may write is not used */
+    TH_CHECK(chmod(cache, 0777) == 0, "chmod");
+    rt = runtime_with(extra);
+    s = session_for(rt, model);
+    TH_CHECK(strcmp(first_cache_state(s, state, sizeof state), "off") == 0,
+             "unsafe folder: cache state %s", state);
+    TH_CHECK_CONTAINS(pl_session_warning(s, 0), "writable by group or others");
+    run_and_check(s, &W, 4);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -502,6 +565,7 @@ int main(int argc, char **argv)
         {"threads_acc", case_threads_acc},
         {"naive_engine", case_naive_engine},
         {"bad_inputs", case_bad_inputs},
+        {"cache", case_cache},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR");

@@ -1,0 +1,165 @@
+/* cache.c — the compiled-subgraph cache. A session asks a module that can
+ * export (PL_CAP_EXPORT) to import the blob stored under the subgraph's key
+ * before compiling; after a compile it stores the module's export. The key
+ * covers everything that makes a compiled subgraph different: module name
+ * and version, device, the subgraph's JSON (ops, attributes, shapes,
+ * dtypes) and its constants' bytes. What the module depends on beyond that
+ * (its library's version, the CPU's ISA) it checks in its own blob header,
+ * refusing a blob that does not match — so a stale entry costs one compile,
+ * never a wrong result. */
+#include "cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "status.h"
+
+typedef struct pl_hash2 {
+    uint64_t a, b;
+} pl_hash2;
+
+static void pl_hash_bytes(pl_hash2 *h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h->a = (h->a ^ p[i]) * 1099511628211ull;
+        h->b = (h->b ^ p[i]) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+        h->b ^= h->b >> 29;
+    }
+}
+
+static void pl_hash_str(pl_hash2 *h, const char *s)
+{
+    pl_hash_bytes(h, s, strlen(s) + 1);
+}
+
+pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
+                             const pl_graph_view *view, pl_cache_key *out_key)
+{
+    pl_hash2 h = {1469598103934665603ull, 0x6a09e667f3bcc909ull};
+    const pl_graph_api *api = &pl_graph_view_table;
+    pl_hash_str(&h, module->name);
+    pl_hash_str(&h, module->api.version ? module->api.version : "");
+    pl_hash_bytes(&h, &device, sizeof device);
+    const char *json = api->json(view);
+    if (json == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory keying a subgraph");
+    pl_hash_str(&h, json);
+    /* The constants the subgraph's nodes read, in node order. */
+    for (size_t n = 0; n < api->node_count(view); n++) {
+        for (size_t i = 0; i < api->node_input_count(view, n); i++) {
+            const void *data;
+            size_t bytes;
+            int64_t t = api->node_input(view, n, i);
+            if (t >= 0 && api->tensor_constant(view, t, &data, &bytes)) {
+                pl_hash_bytes(&h, &bytes, sizeof bytes);
+                pl_hash_bytes(&h, data, bytes);
+            }
+        }
+    }
+    snprintf(out_key->hex, sizeof out_key->hex, "%016llx%016llx", (unsigned long long)h.a,
+             (unsigned long long)h.b);
+    return NULL;
+}
+
+static void pl_cache_path(char *buf, size_t size, const char *dir, const pl_module *module,
+                          const pl_cache_key *key, const char *suffix)
+{
+    snprintf(buf, size, "%s/%s-%s.blob%s", dir, module->name, key->hex, suffix);
+}
+
+pl_status *pl_cache_check_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno != ENOENT)
+            return pl_status_create(PL_CODE_IO_ERROR, "cache_dir %s: %s", dir, strerror(errno));
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return pl_status_create(PL_CODE_IO_ERROR, "cache_dir %s: cannot create it: %s", dir,
+                                    strerror(errno));
+        if (stat(dir, &st) != 0)
+            return pl_status_create(PL_CODE_IO_ERROR, "cache_dir %s: %s", dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "cache_dir %s is not a directory", dir);
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                "cache_dir %s is writable by group or others (mode %04o); "
+                                "compiled subgraphs are not cached there",
+                                dir, (unsigned)(st.st_mode & 07777));
+    return NULL;
+}
+
+pl_status *pl_cache_read(const char *dir, const pl_module *module, const pl_cache_key *key,
+                         void **out_blob, size_t *out_bytes)
+{
+    *out_blob = NULL;
+    *out_bytes = 0;
+    char path[4096];
+    pl_cache_path(path, sizeof path, dir, module, key, "");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return pl_status_create(errno == ENOENT ? PL_CODE_NOT_FOUND : PL_CODE_IO_ERROR,
+                                "cache %s: %s", path, strerror(errno));
+    struct stat st;
+    pl_status *result = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+        (uint64_t)st.st_size > ((uint64_t)1 << 36)) {
+        result = pl_status_create(PL_CODE_IO_ERROR, "cache %s: not a usable file", path);
+    } else {
+        size_t n = (size_t)st.st_size;
+        char *buf = pl_malloc(n ? n : 1);
+        size_t got = 0;
+        while (buf != NULL && got < n) {
+            ssize_t r = read(fd, buf + got, n - got);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        if (buf == NULL)
+            result = pl_status_create(PL_CODE_OUT_OF_MEMORY, "cache %s: out of memory", path);
+        else if (got != n) {
+            pl_free(buf);
+            result = pl_status_create(PL_CODE_IO_ERROR, "cache %s: short read", path);
+        } else {
+            *out_blob = buf;
+            *out_bytes = n;
+        }
+    }
+    close(fd);
+    return result;
+}
+
+pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cache_key *key,
+                          const void *blob, size_t bytes)
+{
+    PL_RETURN_IF_ERROR(pl_cache_check_dir(dir));
+    char path[4096], tmp[4200];
+    pl_cache_path(path, sizeof path, dir, module, key, "");
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return pl_status_create(PL_CODE_IO_ERROR, "cache %s: %s", tmp, strerror(errno));
+    size_t done = 0;
+    while (done < bytes) {
+        ssize_t w = write(fd, (const char *)blob + done, bytes - done);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    bool ok = done == bytes && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return pl_status_create(PL_CODE_IO_ERROR, "cache %s: cannot write: %s", path,
+                                strerror(err));
+    }
+    return NULL;
+}

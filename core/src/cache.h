@@ -1,0 +1,37 @@
+/* cache.h — compiled subgraphs kept on disk between runs of a program, so
+ * that a second start skips compilation (ARCHITECTURE.md, "cache"). */
+#ifndef PL_CORE_CACHE_H
+#define PL_CORE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "graph_view.h"
+#include "registry.h"
+
+/* The key of one compiled subgraph: module name and version, device, and
+ * the subgraph itself (its JSON text with every shape and attribute, and
+ * the bytes of the constants it reads). Two 64-bit hashes, hex. */
+typedef struct pl_cache_key {
+    char hex[33];
+} pl_cache_key;
+
+pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
+                             const pl_graph_view *view, pl_cache_key *out_key);
+
+/* Reads the blob of KEY for MODULE from DIR into a malloc'd buffer (the
+ * caller frees it). NOT_FOUND when there is none. */
+pl_status *pl_cache_read(const char *dir, const pl_module *module,
+                         const pl_cache_key *key, void **out_blob, size_t *out_bytes);
+
+/* Writes a blob (atomically: a temporary file, then rename). Creates DIR
+ * if missing. */
+pl_status *pl_cache_write(const char *dir, const pl_module *module,
+                          const pl_cache_key *key, const void *blob, size_t bytes);
+
+/* Whether DIR may be used: it exists or can be made, and is not writable
+ * by group or others (a blob planted there would be handed to a module). */
+pl_status *pl_cache_check_dir(const char *dir);
+
+#endif
