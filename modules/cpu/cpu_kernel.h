@@ -146,7 +146,7 @@ pl_status *cpu_build_binary(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 pl_status *cpu_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
                            pl_kernel **out_kernel);
-/* matmul.c: MatMul (batched, broadcast batch dims) and Gemm, on OpenBLAS. */
+/* matmul.c: MatMul (batched, broadcast batch dims) and Gemm, on the module's own GEMM (gemm.c). */
 pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node,

@@ -1,23 +1,27 @@
-/* matmul.c — the cpu module's GEMM kernels, MatMul and Gemm, on OpenBLAS's
- * cblas_sgemm.
+/* matmul.c — the cpu module's GEMM kernels, MatMul and Gemm, on the
+ * module's own SGEMM (gemm.c).
  *
- * OpenBLAS runs single-threaded (init sets it), so the parallelism is the
- * host's: a run is cut into tasks, each one matrix of the batch or a block
- * of its rows, and the tasks go to host->parallel_for; each task calls
- * cblas_sgemm on its block. Blocks are made only as fine as the thread
- * count needs, since OpenBLAS is most efficient on big blocks.
+ * The parallelism is the host's: a run is cut into tasks, each one matrix
+ * of the batch or a block of its rows or columns, and the tasks go to
+ * host->parallel_for; each task runs cpu_gemm on its block with its
+ * worker's slice of the workspace for packing. A B that is a constant of
+ * the graph (the weights of a layer) is packed once at get_kernel time into
+ * the kernel's own block, and column blocks then start on whole panels.
+ * With blas_threads = pool (cpu.c) every product is one call of OpenBLAS's
+ * cblas_sgemm, which threads it itself.
  *
  * MatMul follows numpy.matmul: 1-D operands get a dim of 1 (prepended for
  * A, appended for B) that the output then lacks, and batch dims broadcast.
  * When B is the same matrix for every batch entry and A's batch is dense,
  * the batch folds into the rows: one GEMM of batch*M rows. Gemm is ONNX's:
  * alpha*op(A)*op(B) + beta*C, C broadcast to [M,N]. PL_REQ_ADD_TO uses
- * sgemm's beta = 1 on the output. */
+ * the GEMM's beta = 1 on the output. */
 #include <string.h>
 
 #include <cblas.h>
 
-#include "cpu_kernel.h"
+#include "gemm.h"
+#include "nn_window.h"
 
 /* A run below this many multiply-adds stays on the calling thread. */
 #define CPU_GEMM_SERIAL_MACS (64 * 64 * 64)
@@ -43,6 +47,9 @@ typedef struct cpu_gemm_kernel {
     int64_t batch_dims[CPU_MAX_RANK];
     int64_t a_batch_stride[CPU_MAX_RANK]; /* in elements, 0: broadcast */
     int64_t b_batch_stride[CPU_MAX_RANK];
+    const float *packed_b;  /* op(B) packed (inside this block), or NULL */
+    size_t slice_floats;    /* one worker's packing scratch */
+    int threads;            /* workers at get_kernel time */
 } cpu_gemm_kernel;
 
 typedef struct cpu_gemm_call {
@@ -52,6 +59,8 @@ typedef struct cpu_gemm_call {
     const float *c;
     float *out;
     int add;
+    bool blas;              /* blas_threads = pool: OpenBLAS, threaded by itself */
+    float *ws;              /* the workers' scratch slices */
 } cpu_gemm_call;
 
 /* Splits each of the BATCH products into a grid of row blocks x column
@@ -80,16 +89,19 @@ static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
     k->blocks = row_blocks * col_blocks;
     k->col_blocks = col_blocks;
     k->rows_per_task = k->m > 0 ? (k->m + row_blocks - 1) / row_blocks : 1;
-    /* Column blocks in whole 16-float (64-byte) units. */
+    /* Column blocks in whole panels of B (a packed B is cut only there). */
+    int64_t nr = cpu_gemm_nr();
     int64_t cols = k->n > 0 ? (k->n + col_blocks - 1) / col_blocks : 1;
-    k->cols_per_task = col_blocks > 1 ? (cols + 15) / 16 * 16 : cols;
+    k->cols_per_task = col_blocks > 1 ? (cols + nr - 1) / nr * nr : cols;
+    k->slice_floats = cpu_gemm_scratch_floats(k->rows_per_task, k->cols_per_task, false,
+                                              k->packed_b != NULL);
+    k->threads = threads;
 }
 
 /* Tasks [begin, end): task t is block t % blocks of batch entry t / blocks;
  * a block is a row block and a column block of the output. */
 static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
-    (void)worker;
     const cpu_gemm_call *c = arg;
     const cpu_gemm_kernel *k = c->k;
     const int64_t m = k->m, ld_out = k->n, kk = k->k;
@@ -127,22 +139,34 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             }
             beta_out = 1.0f;
         }
-        if (kk == 0) {
-            /* An empty sum: only C (or nothing) reaches the output. */
-            if (beta_out == 0.0f)
-                for (int64_t r = 0; r < rows; r++)
-                    memset(out + r * ld_out, 0, (size_t)n * sizeof(float));
-            continue;
-        }
         /* Row block of op(A): rows of A, or columns of a transposed A;
          * column block of op(B): columns of B, or rows of a transposed B. */
         const float *a = c->a + off_a + (k->trans_a ? row0 : row0 * kk);
         const float *b = c->b + off_b + (k->trans_b ? col0 * kk : col0);
-        const int lda = (int)(k->trans_a ? m : kk);
-        const int ldb = (int)(k->trans_b ? kk : ld_out);
-        cblas_sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
-                    k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
-                    k->alpha, a, lda, b, ldb, beta_out, out, (int)ld_out);
+        const int64_t lda = k->trans_a ? m : kk;
+        const int64_t ldb = k->trans_b ? kk : ld_out;
+        if (c->blas) {
+            if (kk == 0) {
+                /* An empty sum: only C (or nothing) reaches the output. */
+                if (beta_out == 0.0f)
+                    for (int64_t r = 0; r < rows; r++)
+                        memset(out + r * ld_out, 0, (size_t)n * sizeof(float));
+                continue;
+            }
+            cblas_sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
+                        k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
+                        k->alpha, a, (int)lda, b, (int)ldb, beta_out, out, (int)ld_out);
+            continue;
+        }
+        cpu_gemm_operand ga = {.data = a, .ld = lda, .trans = k->trans_a};
+        cpu_gemm_operand gb = {.data = b, .ld = ldb, .trans = k->trans_b};
+        if (k->packed_b != NULL) {
+            gb.packed = k->packed_b;
+            gb.packed_k = kk;
+            gb.first = col0;
+        }
+        cpu_gemm(rows, n, kk, k->alpha, &ga, &gb, beta_out, out, ld_out,
+                 c->ws + (size_t)worker * (nn_slice_bytes(k->slice_floats) / sizeof(float)));
     }
 }
 
@@ -157,11 +181,51 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                        .out = out,
                        .add = req == PL_REQ_ADD_TO};
     size_t tasks = (size_t)(k->batch * k->blocks);
-    if (ctx->blas_pool)
+    if (ctx->blas_pool) {
+        c.blas = true;
         cpu_gemm_chunk(&c, 0, tasks, 0); /* OpenBLAS threads each call */
-    else
-        cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk, &c);
+        return NULL;
+    }
+    /* Packing scratch, one slice per worker of the thread count of
+     * get_kernel time (a run never has more). It is taken per run rather
+     * than as the kernel's workspace: the core's contract for MatMul and
+     * Gemm is that they need none. */
+    size_t bytes = nn_slice_bytes(k->slice_floats) * (size_t)k->threads;
+    nn_workspace ws;
+    if (nn_workspace_acquire(ctx, args, bytes, &ws) == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->op,
+                         "out of memory for %zu bytes of packing scratch", bytes);
+    c.ws = (float *)(void *)ws.base;
+    cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk, &c);
+    nn_workspace_release(ctx, &ws);
     return NULL;
+}
+
+/* Allocates the kernel, with room after it for op(B) packed when B is a
+ * constant of the graph (input 1 of NODE) that every batch entry shares,
+ * and packs it there. */
+static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
+                                       bool b_shared, int64_t kk, int64_t n, bool trans_b)
+{
+    const pl_graph_api *g = cpu_host->graph;
+    const void *data = NULL;
+    size_t bytes = 0;
+    size_t head = (sizeof(cpu_gemm_kernel) + 63) & ~(size_t)63;
+    size_t packed = 0;
+    if (b_shared && !ctx->blas_pool && g != NULL && node->graph != NULL && kk > 0 && n > 0) {
+        int64_t t = g->node_input(node->graph, node->node_index, 1);
+        if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
+            bytes >= (size_t)(kk * n) * sizeof(float))
+            packed = cpu_gemm_packed_b_floats(kk, n);
+    }
+    cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(
+        ctx, head + packed * sizeof(float), node->op, cpu_gemm_run);
+    if (k == NULL || packed == 0)
+        return k;
+    float *buf = (float *)(void *)((char *)k + head);
+    cpu_gemm_pack_b(kk, n, (const float *)data, trans_b ? kk : n, trans_b, buf);
+    k->packed_b = buf;
+    return k;
 }
 
 /* OpenBLAS takes int sizes and leading dimensions. */
@@ -212,9 +276,12 @@ pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
                          cpu_dims_text(o->shape, o->ndim, to, sizeof to));
     if (!cpu_gemm_fits_int(m, n, ka))
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "matrices beyond OpenBLAS's int sizes");
+    /* B is one matrix for every batch entry when its batch dims are all 1. */
+    bool b_same = true;
+    for (int d = 0; d + 2 < b->ndim; d++)
+        b_same = b_same && b->shape[d] == 1;
 
-    cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op,
-                                                             cpu_gemm_run);
+    cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, b_same, ka, n, false);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->base.n_reads = 2;
@@ -308,8 +375,7 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node, pl_kerne
     if (!cpu_gemm_fits_int(m, n, ka))
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "matrices beyond OpenBLAS's int sizes");
 
-    cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op,
-                                                             cpu_gemm_run);
+    cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, true, ka, n, trans_b != 0);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->m = m;

@@ -7,9 +7,12 @@
  *     the column matrix [Cg*K, out positions]. A run is cut into tasks
  *     (image, group, block of output channels, block of output positions);
  *     each task unrolls its block of columns into its worker's slice of the
- *     workspace and calls single-threaded cblas_sgemm, writing the output in
- *     place (ldc is the output plane). Blocks are sized so a column block
- *     stays in L2 and there are enough tasks for the host's threads;
+ *     workspace and calls the module's single-threaded GEMM (gemm.c),
+ *     writing the output in place (ldc is the output plane). A W that is a
+ *     constant of the graph is packed for the GEMM once, at get_kernel
+ *     time, into the kernel's own block (row blocks then start on whole
+ *     panels). Blocks are sized so a column block stays in L2 and there
+ *     are enough tasks for the host's threads;
  *   - pointwise: 1x1 kernels with stride 1 and no pads read X directly as
  *     the column matrix (no copy);
  *   - depthwise (group == C_in, one input channel per group, 2-D): direct,
@@ -25,8 +28,7 @@
  * allocated per run. Bias and PL_REQ_ADD_TO are folded into the GEMM's C. */
 #include <string.h>
 
-#include <cblas.h>
-
+#include "gemm.h"
 #include "nn_window.h"
 
 const cpu_op_entry cpu_ops_nn[] = {
@@ -71,6 +73,9 @@ typedef struct nn_conv_kernel {
     size_t ws_bytes;         /* all workers' */
     nn_phase_plan plan;      /* depthwise */
     int64_t mult;            /* depthwise: output channels per input channel */
+    const float *packed_w;   /* Conv: W packed per group (inside this block), or NULL */
+    size_t packed_group;     /* floats of one group's packed W */
+    size_t gemm_floats;      /* a task's GEMM scratch, after its columns */
 } nn_conv_kernel;
 
 typedef struct nn_conv_call {
@@ -223,9 +228,15 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
     float *out = c->out + (n * k->c_out + m_first) * k->out_plane + p0;
     float beta = nn_prepare_c(out, k->out_plane, m1 - m0, p1 - p0,
                               c->bias ? c->bias + m_first : NULL, c->add);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(m1 - m0), (int)(p1 - p0),
-                (int)k->kdim, 1.0f, c->wt + m_first * k->kdim, (int)k->kdim, b, (int)ldb, beta,
-                out, (int)k->out_plane);
+    cpu_gemm_operand ga = {.data = c->wt + m_first * k->kdim, .ld = k->kdim};
+    if (k->packed_w != NULL) {
+        ga.packed = k->packed_w + (size_t)g * k->packed_group;
+        ga.packed_k = k->kdim;
+        ga.first = m0;
+    }
+    cpu_gemm_operand gb = {.data = b, .ld = ldb};
+    cpu_gemm(m1 - m0, p1 - p0, k->kdim, 1.0f, &ga, &gb, beta, out, k->out_plane,
+             (float *)(void *)((char *)scratch + k->slice_bytes) - k->gemm_floats);
 }
 
 /* One input plane of a depthwise convolution: its MULT output planes. */
@@ -338,9 +349,11 @@ static void nn_conv_transpose_task(const nn_conv_call *c, int64_t t, float *scra
     /* W_g is [cg, mg * ksize]; the block's columns, transposed, are A. */
     const float *wt = c->wt + g * k->cg * k->mg * k->ksize + m0 * k->ksize;
     const float *x = c->x + (n * k->c_in + g * k->cg) * k->in_plane;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)((m1 - m0) * k->ksize),
-                (int)k->in_plane, (int)k->cg, 1.0f, wt, (int)(k->mg * k->ksize), x,
-                (int)k->in_plane, 0.0f, scratch, (int)k->in_plane);
+    cpu_gemm_operand ga = {.data = wt, .ld = k->mg * k->ksize, .trans = true};
+    cpu_gemm_operand gb = {.data = x, .ld = k->in_plane};
+    cpu_gemm((m1 - m0) * k->ksize, k->in_plane, k->cg, 1.0f, &ga, &gb, 0.0f, scratch,
+             k->in_plane,
+             (float *)(void *)((char *)scratch + k->slice_bytes) - k->gemm_floats);
     nn_col2im(k, scratch, m1 - m0, out);
 }
 
@@ -410,7 +423,10 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
         if (k->out_plane / need >= NN_MIN_COLS) {
             col_blocks = need;
         } else {
-            int64_t mb = (need + col_blocks - 1) / col_blocks, max_mb = k->mg / NN_MIN_ROWS;
+            /* Every row block unrolls the same columns again: only as many
+             * as there are threads. */
+            int64_t need_m = (threads + images - 1) / images;
+            int64_t mb = (need_m + col_blocks - 1) / col_blocks, max_mb = k->mg / NN_MIN_ROWS;
             m_blocks = mb < max_mb ? mb : (max_mb > 1 ? max_mb : 1);
         }
     }
@@ -419,11 +435,19 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
     if (k->col_block > 8 && k->col_block < k->out_plane)
         k->col_block = (k->col_block + 7) / 8 * 8;
     k->col_blocks = (k->out_plane + k->col_block - 1) / k->col_block;
+    /* Row blocks on whole panels of a packed W. */
+    int64_t mr = cpu_gemm_mr();
     k->m_block = (k->mg + m_blocks - 1) / m_blocks;
+    if (m_blocks > 1)
+        k->m_block = (k->m_block + mr - 1) / mr * mr;
     k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
     k->tasks = images * k->m_blocks * k->col_blocks;
     size_t floats = k->mode == NN_CONV_IM2COL ? (size_t)(k->kdim * k->col_block) : 0;
-    k->slice_bytes = floats ? nn_slice_bytes(floats) : 0;
+    /* The GEMM's scratch ends the slice (64-byte aligned: floats of it are
+     * a multiple of 16). */
+    k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block, k->col_block, k->packed_w != NULL,
+                                              false) + 15) / 16 * 16;
+    k->slice_bytes = nn_slice_bytes(floats) + k->gemm_floats * sizeof(float);
     k->ws_bytes = k->slice_bytes * (size_t)threads;
     k->base.workspace_bytes = k->ws_bytes;
 }
@@ -442,7 +466,10 @@ static void nn_plan_conv_transpose(nn_conv_kernel *k, int threads)
     k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
     k->col_blocks = 1;
     k->tasks = images * k->m_blocks;
-    k->slice_bytes = nn_slice_bytes((size_t)(k->m_block * per_channel));
+    k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block * k->ksize, k->in_plane, false,
+                                              false) + 15) / 16 * 16;
+    k->slice_bytes = nn_slice_bytes((size_t)(k->m_block * per_channel)) +
+                     k->gemm_floats * sizeof(float);
     k->ws_bytes = k->slice_bytes * (size_t)threads;
     k->base.workspace_bytes = k->ws_bytes;
 }
@@ -473,10 +500,14 @@ static bool nn_fits_int(int64_t v)
     return v >= 0 && v <= INT32_MAX;
 }
 
+/* Allocates the kernel with EXTRA bytes after it (64-byte aligned, at
+ * nn_conv_extra(k)). */
 static nn_conv_kernel *nn_conv_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
-                                     const nn_window *w)
+                                     const nn_window *w, size_t extra)
 {
-    nn_conv_kernel *k = (nn_conv_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op, nn_conv_run);
+    size_t head = (sizeof(nn_conv_kernel) + 63) & ~(size_t)63;
+    nn_conv_kernel *k =
+        (nn_conv_kernel *)cpu_kernel_alloc(ctx, head + extra, node->op, nn_conv_run);
     if (k == NULL)
         return NULL;
     k->w = *w;
@@ -510,9 +541,38 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
                          cpu_dims_text(wt->shape, wt->ndim, tw, sizeof tw), (long long)group);
     NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
 
-    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w);
+    /* A constant W of a GEMM path (not depthwise) is packed once, per
+     * group, after the kernel. */
+    const float *w_data = NULL;
+    size_t packed_group = 0;
+    int64_t ksize = 1;
+    for (int d = 0; d < w.nsp; d++)
+        ksize *= w.kernel[d];
+    bool depthwise_like = cg == 1 && group == c && group > 1;
+    const pl_graph_api *gv = cpu_host->graph;
+    if (!depthwise_like && gv != NULL && node->graph != NULL && m > 0 && cg * ksize > 0) {
+        int64_t t = gv->node_input(node->graph, node->node_index, 1);
+        const void *data;
+        size_t bytes;
+        if (t >= 0 && gv->tensor_constant(node->graph, t, &data, &bytes) &&
+            bytes >= (size_t)(m * cg * ksize) * sizeof(float)) {
+            w_data = (const float *)data;
+            packed_group = (cpu_gemm_packed_a_floats(m / group, cg * ksize) + 15) / 16 * 16;
+        }
+    }
+    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w,
+                                      packed_group * (size_t)group * sizeof(float));
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    if (w_data != NULL) {
+        float *buf = (float *)(void *)((char *)k + ((sizeof *k + 63) & ~(size_t)63));
+        int64_t mg = m / group, kdim = cg * ksize;
+        for (int64_t g = 0; g < group; g++)
+            cpu_gemm_pack_a(mg, kdim, w_data + g * mg * kdim, kdim, false,
+                            buf + (size_t)g * packed_group);
+        k->packed_w = buf;
+        k->packed_group = packed_group;
+    }
     k->batch = x->shape[0];
     k->c_in = c;
     k->c_out = m;
@@ -610,7 +670,7 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
     }
     NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
 
-    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w);
+    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w, 0);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->transpose = true;

@@ -1,0 +1,500 @@
+/* gemm.c — the cpu module's SGEMM (see gemm.h): the classic layered design
+ * of packed-operand GEMMs. C is cut into blocks of NC columns, K into
+ * slices of KC, and each slice of op(B) (KC x NC) is packed into panels of
+ * NR columns that stay in L3 / L2; each block of MC rows of op(A) is packed
+ * into panels of MR rows that stay in L2; a micro-kernel then multiplies
+ * one MR x KC panel of A by one KC x NR panel of B (the B panel stays in L1
+ * while the A panels stream past it), keeping the MR x NR block of C in
+ * registers and touching C once per slice.
+ *
+ * The micro-kernels come in three builds, picked once per process from
+ * what the CPU reports (the module is built without -march): AVX-512
+ * (12 x 32), AVX2+FMA (6 x 16) and portable C (4 x 16). Each is
+ * instantiated for every panel height 1..MR so that the last rows of C cost
+ * no more than they compute; the last columns go through a tile on the
+ * stack. Packed panels are zero-padded to full MR / NR. */
+#include "gemm.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define GEMM_X86 1
+#endif
+
+/* Cache blocking: a KC x NR panel of B (32 KiB at NR 32) sits in L1
+ * while MC x KC of A (240 KiB) stays in L2; KC x NC of B stays in L3. MC is
+ * a multiple of every MR. */
+#define GEMM_KC 256
+#define GEMM_MC 240
+#define GEMM_NC 2048
+/* The largest MR and NR of any build. */
+#define GEMM_MAX_MR 12
+#define GEMM_MAX_NR 32
+
+/* C[R x NR] (leading dimension LDC) = ALPHA * Ap * Bp + BETA * C for one
+ * panel of A (R rows used, MR per step) and one of B over KC steps; BETA 0
+ * does not read C. */
+typedef void (*gemm_kernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                               float alpha, float beta);
+
+typedef struct gemm_isa {
+    const char *name;
+    int mr, nr;
+    gemm_kernel_fn kernel[GEMM_MAX_MR + 1]; /* by rows used, 1..mr */
+} gemm_isa;
+
+/* ---- portable C: 4 x 16 ------------------------------------------------ */
+
+#define GEMM_C_MR 4
+#define GEMM_C_NR 16
+
+static inline void gemm_kc_body(const int rows, int64_t kc, const float *a, const float *b,
+                                float *c, int64_t ldc, float alpha, float beta)
+{
+    float acc[GEMM_C_MR][GEMM_C_NR] = {{0}};
+    for (int64_t p = 0; p < kc; p++, a += GEMM_C_MR, b += GEMM_C_NR)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < GEMM_C_NR; j++)
+                acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        if (beta == 0.0f)
+            for (int j = 0; j < GEMM_C_NR; j++)
+                ci[j] = alpha * acc[i][j];
+        else
+            for (int j = 0; j < GEMM_C_NR; j++)
+                ci[j] = alpha * acc[i][j] + beta * ci[j];
+    }
+}
+
+#define GEMM_KC_ROWS(R)                                                                     \
+    static void gemm_kc_##R(int64_t kc, const float *a, const float *b, float *c,           \
+                            int64_t ldc, float alpha, float beta)                           \
+    {                                                                                       \
+        gemm_kc_body(R, kc, a, b, c, ldc, alpha, beta);                                     \
+    }
+GEMM_KC_ROWS(1)
+GEMM_KC_ROWS(2)
+GEMM_KC_ROWS(3)
+GEMM_KC_ROWS(4)
+
+static const gemm_isa gemm_isa_c = {
+    "c", GEMM_C_MR, GEMM_C_NR, {NULL, gemm_kc_1, gemm_kc_2, gemm_kc_3, gemm_kc_4}};
+
+#ifdef GEMM_X86
+
+/* ---- AVX2 + FMA: 6 x 16 ------------------------------------------------- */
+
+#define GEMM_K2_MR 6
+
+__attribute__((always_inline, target("avx2,fma"))) static inline void
+gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+             float alpha, float beta)
+{
+    __m256 c0[GEMM_K2_MR], c1[GEMM_K2_MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < rows; i++) {
+        c0[i] = _mm256_setzero_ps();
+        c1[i] = _mm256_setzero_ps();
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 15), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < kc; p++, a += GEMM_K2_MR, b += 16) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < rows; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + i);
+            c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+        }
+    }
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 6
+    for (int i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        __m256 r0 = _mm256_mul_ps(c0[i], va), r1 = _mm256_mul_ps(c1[i], va);
+        if (beta != 0.0f) {
+            r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), r0);
+            r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), r1);
+        }
+        _mm256_storeu_ps(ci, r0);
+        _mm256_storeu_ps(ci + 8, r1);
+    }
+}
+
+#define GEMM_K2_ROWS(R)                                                                     \
+    __attribute__((target("avx2,fma"))) static void gemm_k2_##R(                           \
+        int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha,     \
+        float beta)                                                                         \
+    {                                                                                       \
+        gemm_k2_body(R, kc, a, b, c, ldc, alpha, beta);                                     \
+    }
+GEMM_K2_ROWS(1)
+GEMM_K2_ROWS(2)
+GEMM_K2_ROWS(3)
+GEMM_K2_ROWS(4)
+GEMM_K2_ROWS(5)
+GEMM_K2_ROWS(6)
+
+static const gemm_isa gemm_isa_avx2 = {
+    "avx2",
+    GEMM_K2_MR,
+    16,
+    {NULL, gemm_k2_1, gemm_k2_2, gemm_k2_3, gemm_k2_4, gemm_k2_5, gemm_k2_6}};
+
+/* ---- AVX-512: 12 x 32 ---------------------------------------------------- */
+
+#define GEMM_K5_MR 12
+
+__attribute__((always_inline, target("avx512f"))) static inline void
+gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+             float alpha, float beta)
+{
+    __m512 c0[GEMM_K5_MR], c1[GEMM_K5_MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < rows; i++) {
+        c0[i] = _mm512_setzero_ps();
+        c1[i] = _mm512_setzero_ps();
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < kc; p++, a += GEMM_K5_MR, b += 32) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < rows; i++) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 12
+    for (int i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        __m512 r0 = _mm512_mul_ps(c0[i], va), r1 = _mm512_mul_ps(c1[i], va);
+        if (beta != 0.0f) {
+            r0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), r0);
+            r1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), r1);
+        }
+        _mm512_storeu_ps(ci, r0);
+        _mm512_storeu_ps(ci + 16, r1);
+    }
+}
+
+#define GEMM_K5_ROWS(R)                                                                     \
+    __attribute__((target("avx512f"))) static void gemm_k5_##R(                             \
+        int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha,     \
+        float beta)                                                                         \
+    {                                                                                       \
+        gemm_k5_body(R, kc, a, b, c, ldc, alpha, beta);                                     \
+    }
+GEMM_K5_ROWS(1)
+GEMM_K5_ROWS(2)
+GEMM_K5_ROWS(3)
+GEMM_K5_ROWS(4)
+GEMM_K5_ROWS(5)
+GEMM_K5_ROWS(6)
+GEMM_K5_ROWS(7)
+GEMM_K5_ROWS(8)
+GEMM_K5_ROWS(9)
+GEMM_K5_ROWS(10)
+GEMM_K5_ROWS(11)
+GEMM_K5_ROWS(12)
+
+static const gemm_isa gemm_isa_avx512 = {
+    "avx512",
+    GEMM_K5_MR,
+    32,
+    {NULL, gemm_k5_1, gemm_k5_2, gemm_k5_3, gemm_k5_4, gemm_k5_5, gemm_k5_6, gemm_k5_7,
+     gemm_k5_8, gemm_k5_9, gemm_k5_10, gemm_k5_11, gemm_k5_12}};
+
+#endif /* GEMM_X86 */
+
+/* The build this CPU runs, decided once (a benign race: every thread
+ * computes the same answer). */
+static const gemm_isa *gemm_isa_get(void)
+{
+    static const gemm_isa *cached;
+    const gemm_isa *isa = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (isa != NULL)
+        return isa;
+    isa = &gemm_isa_c;
+#ifdef GEMM_X86
+    /* CPU_GEMM_MAX_ISA (tests only): 0 portable C, 1 up to AVX2, 2 all. */
+#ifndef CPU_GEMM_MAX_ISA
+#define CPU_GEMM_MAX_ISA 2
+#endif
+    __builtin_cpu_init();
+    if (CPU_GEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f"))
+        isa = &gemm_isa_avx512;
+    else if (CPU_GEMM_MAX_ISA >= 1 && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma"))
+        isa = &gemm_isa_avx2;
+#endif
+    __atomic_store_n(&cached, isa, __ATOMIC_RELEASE);
+    return isa;
+}
+
+int cpu_gemm_mr(void)
+{
+    return gemm_isa_get()->mr;
+}
+
+int cpu_gemm_nr(void)
+{
+    return gemm_isa_get()->nr;
+}
+
+const char *cpu_gemm_isa(void)
+{
+    return gemm_isa_get()->name;
+}
+
+/* Floats of the A block of the scratch (then B's): a multiple of 16, so
+ * B's block stays 64-byte aligned. */
+static size_t gemm_scratch_a(int64_t m, bool a_packed)
+{
+    int64_t mr = cpu_gemm_mr(), mc = m < GEMM_MC ? (m > 0 ? m : 0) : GEMM_MC;
+    if (a_packed)
+        return 0;
+    return ((size_t)((mc + mr - 1) / mr * mr) * GEMM_KC + 15) / 16 * 16;
+}
+
+size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, bool a_packed, bool b_packed)
+{
+    int64_t nr = cpu_gemm_nr(), nc = n < GEMM_NC ? (n > 0 ? n : 0) : GEMM_NC;
+    size_t b = b_packed ? 0 : (size_t)GEMM_KC * (size_t)((nc + nr - 1) / nr * nr);
+    return gemm_scratch_a(m, a_packed) + b;
+}
+
+/* ---- packing ------------------------------------------------------------- */
+
+/* Packs op(A)[0..rows) x [0..kc) (rows <= MR) into one panel: OUT[p*MR + i],
+ * rows past ROWS zero. STEP is OUT's distance between two k. */
+static void gemm_pack_a_panel(int mr, int64_t rows, int64_t kc, const float *a, int64_t lda,
+                              bool trans, float *out)
+{
+    if (trans) {
+        for (int64_t p = 0; p < kc; p++, out += mr) {
+            const float *src = a + p * lda;
+            int64_t i = 0;
+            for (; i < rows; i++)
+                out[i] = src[i];
+            for (; i < mr; i++)
+                out[i] = 0.0f;
+        }
+        return;
+    }
+    if (rows == mr) {
+        /* Four k at a time, so each row is read in short runs. */
+        int64_t p = 0;
+        for (; p + 4 <= kc; p += 4, out += 4 * mr)
+            for (int i = 0; i < mr; i++) {
+                const float *src = a + i * lda + p;
+                out[i] = src[0];
+                out[mr + i] = src[1];
+                out[2 * mr + i] = src[2];
+                out[3 * mr + i] = src[3];
+            }
+        for (; p < kc; p++, out += mr)
+            for (int i = 0; i < mr; i++)
+                out[i] = a[i * lda + p];
+        return;
+    }
+    for (int64_t p = 0; p < kc; p++, out += mr) {
+        int64_t i = 0;
+        for (; i < rows; i++)
+            out[i] = a[i * lda + p];
+        for (; i < mr; i++)
+            out[i] = 0.0f;
+    }
+}
+
+/* Packs op(B)[0..kc) x [0..cols) (cols <= NR) into one panel: OUT[p*NR + j],
+ * columns past COLS zero. */
+static void gemm_pack_b_panel(int nr, int64_t cols, int64_t kc, const float *b, int64_t ldb,
+                              bool trans, float *out)
+{
+    if (!trans) {
+        for (int64_t p = 0; p < kc; p++, out += nr) {
+            const float *src = b + p * ldb;
+            if (cols == nr) {
+                memcpy(out, src, (size_t)nr * sizeof(float));
+            } else {
+                int64_t j = 0;
+                for (; j < cols; j++)
+                    out[j] = src[j];
+                for (; j < nr; j++)
+                    out[j] = 0.0f;
+            }
+        }
+        return;
+    }
+    /* op(B)[p][j] = B[j][p]: read each stored row in runs of 8 k. */
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8, out += 8 * nr) {
+        int64_t j = 0;
+        for (; j < cols; j++) {
+            const float *src = b + j * ldb + p;
+            for (int q = 0; q < 8; q++)
+                out[q * nr + j] = src[q];
+        }
+        for (; j < nr; j++)
+            for (int q = 0; q < 8; q++)
+                out[q * nr + j] = 0.0f;
+    }
+    for (; p < kc; p++, out += nr) {
+        int64_t j = 0;
+        for (; j < cols; j++)
+            out[j] = b[j * ldb + p];
+        for (; j < nr; j++)
+            out[j] = 0.0f;
+    }
+}
+
+/* Packs op(A)[0..m) x [0..kc) into panels of MR rows, PANEL floats apart. */
+static void gemm_pack_a_block(int mr, int64_t m, int64_t kc, const float *a, int64_t lda,
+                              bool trans, float *out, int64_t panel)
+{
+    for (int64_t i = 0; i < m; i += mr, out += panel) {
+        int64_t rows = m - i < mr ? m - i : mr;
+        const float *src = trans ? a + i : a + i * lda;
+        gemm_pack_a_panel(mr, rows, kc, src, lda, trans, out);
+    }
+}
+
+static void gemm_pack_b_block(int nr, int64_t kc, int64_t n, const float *b, int64_t ldb,
+                              bool trans, float *out, int64_t panel)
+{
+    for (int64_t j = 0; j < n; j += nr, out += panel) {
+        int64_t cols = n - j < nr ? n - j : nr;
+        const float *src = trans ? b + j * ldb : b + j;
+        gemm_pack_b_panel(nr, cols, kc, src, ldb, trans, out);
+    }
+}
+
+size_t cpu_gemm_packed_a_floats(int64_t m, int64_t k)
+{
+    int64_t mr = cpu_gemm_mr();
+    return (size_t)((m + mr - 1) / mr * mr) * (size_t)k;
+}
+
+size_t cpu_gemm_packed_b_floats(int64_t k, int64_t n)
+{
+    int64_t nr = cpu_gemm_nr();
+    return (size_t)((n + nr - 1) / nr * nr) * (size_t)k;
+}
+
+/* A whole packed operand is one block with K steps per panel. */
+void cpu_gemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, bool trans, float *out)
+{
+    int mr = cpu_gemm_mr();
+    gemm_pack_a_block(mr, m, k, a, lda, trans, out, mr * k);
+}
+
+void cpu_gemm_pack_b(int64_t k, int64_t n, const float *b, int64_t ldb, bool trans, float *out)
+{
+    int nr = cpu_gemm_nr();
+    gemm_pack_b_block(nr, k, n, b, ldb, trans, out, nr * k);
+}
+
+/* ---- the product ----------------------------------------------------------- */
+
+/* C = BETA * C over M x N: the whole product when K or ALPHA is 0. */
+static void gemm_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc)
+{
+    if (beta == 1.0f)
+        return;
+    for (int64_t i = 0; i < m; i++) {
+        float *row = c + i * ldc;
+        if (beta == 0.0f)
+            memset(row, 0, (size_t)n * sizeof(float));
+        else
+            for (int64_t j = 0; j < n; j++)
+                row[j] *= beta;
+    }
+}
+
+/* The macro-kernel: the MC x NC block of C at C from packed panels of A
+ * (A_PANEL floats apart) and of B (B_PANEL apart). */
+static void gemm_block(const gemm_isa *isa, int64_t mc, int64_t nc, int64_t kc, float alpha,
+                       const float *ap, int64_t a_panel, const float *bp, int64_t b_panel,
+                       float beta, float *c, int64_t ldc)
+{
+    const int mr = isa->mr, nr = isa->nr;
+    float tile[GEMM_MAX_MR * GEMM_MAX_NR] __attribute__((aligned(64)));
+    for (int64_t jr = 0; jr < nc; jr += nr, bp += b_panel) {
+        int64_t cols = nc - jr < nr ? nc - jr : nr;
+        const float *a = ap;
+        for (int64_t ir = 0; ir < mc; ir += mr, a += a_panel) {
+            int rows = (int)(mc - ir < mr ? mc - ir : mr);
+            float *cc = c + ir * ldc + jr;
+            if (cols == nr) {
+                isa->kernel[rows](kc, a, bp, cc, ldc, alpha, beta);
+                continue;
+            }
+            isa->kernel[rows](kc, a, bp, tile, nr, alpha, 0.0f);
+            for (int i = 0; i < rows; i++) {
+                float *ci = cc + i * ldc;
+                const float *ti = tile + i * nr;
+                if (beta == 0.0f)
+                    for (int64_t j = 0; j < cols; j++)
+                        ci[j] = ti[j];
+                else
+                    for (int64_t j = 0; j < cols; j++)
+                        ci[j] = ti[j] + beta * ci[j];
+            }
+        }
+    }
+}
+
+void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
+              const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (k <= 0 || alpha == 0.0f) {
+        gemm_scale_c(m, n, beta, c, ldc);
+        return;
+    }
+    const gemm_isa *isa = gemm_isa_get();
+    const int mr = isa->mr, nr = isa->nr;
+    float *a_buf = scratch, *b_buf = scratch + gemm_scratch_a(m, a->packed != NULL);
+    for (int64_t jc = 0; jc < n; jc += GEMM_NC) {
+        int64_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
+        for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
+            int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
+            float beta_pc = pc == 0 ? beta : 1.0f;
+            const float *bp;
+            int64_t b_panel;
+            if (b->packed != NULL) {
+                b_panel = nr * b->packed_k;
+                bp = b->packed + (b->first + jc) / nr * b_panel + pc * nr;
+            } else {
+                b_panel = nr * kc;
+                const float *src = b->trans ? b->data + jc * b->ld + pc
+                                            : b->data + pc * b->ld + jc;
+                gemm_pack_b_block(nr, kc, nc, src, b->ld, b->trans, b_buf, b_panel);
+                bp = b_buf;
+            }
+            for (int64_t ic = 0; ic < m; ic += GEMM_MC) {
+                int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
+                const float *ap;
+                int64_t a_panel;
+                if (a->packed != NULL) {
+                    a_panel = mr * a->packed_k;
+                    ap = a->packed + (a->first + ic) / mr * a_panel + pc * mr;
+                } else {
+                    a_panel = mr * kc;
+                    const float *src = a->trans ? a->data + pc * a->ld + ic
+                                                : a->data + ic * a->ld + pc;
+                    gemm_pack_a_block(mr, mc, kc, src, a->ld, a->trans, a_buf, a_panel);
+                    ap = a_buf;
+                }
+                gemm_block(isa, mc, nc, kc, alpha, ap, a_panel, bp, b_panel, beta_pc,
+                           c + ic * ldc + jc, ldc);
+            }
+        }
+    }
+}
