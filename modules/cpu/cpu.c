@@ -50,6 +50,7 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->host_ctx = host_ctx;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
+    ctx->blas_pool = false;
 
     /* The runtime owns the one CPU thread budget (`threads` in backend.ini)
      * and lends it to kernels through host->parallel_for. OpenBLAS would

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "math_internal.h"
+#include "math_more.h"
 
 #define MATH_ANY CPU_OP_ANY_DTYPE
 #define MATH_MULTI (CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT)
@@ -44,6 +45,59 @@ const cpu_op_entry cpu_ops_math[] = {
     {"ReduceMean", math_build_reduce, 1, 2, 0, MATH_ANY},
     {"ReduceSum", math_build_reduce, 1, 2, 0, MATH_ANY},
     {"ReduceMax", math_build_reduce, 1, 2, 0, MATH_ANY},
+    /* math_more.c */
+    {"Floor", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Ceil", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Round", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Sign", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Sin", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Cos", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Tan", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Asin", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Acos", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Atan", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Sinh", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Cosh", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Asinh", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Acosh", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Atanh", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Softplus", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Softsign", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Elu", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Selu", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Celu", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"HardSigmoid", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"HardSwish", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"ThresholdedRelu", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Shrink", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"IsNaN", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"IsInf", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"Not", more_build_unary, 1, 1, 0, MATH_ANY},
+    {"And", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"Or", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"Xor", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"GreaterOrEqual", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"LessOrEqual", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"Mod", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"BitShift", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"PRelu", more_build_broadcast, 2, 2, 0, MATH_ANY},
+    {"Min", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
+    {"Max", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
+    {"Sum", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
+    {"Mean", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
+    {"ReduceMin", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ReduceProd", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ReduceL1", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ReduceL2", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ReduceSumSquare", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ReduceLogSum", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ReduceLogSumExp", more_build_reduce, 1, 2, 0, MATH_ANY},
+    {"ArgMax", more_build_arg, 1, 1, 0, MATH_ANY},
+    {"ArgMin", more_build_arg, 1, 1, 0, MATH_ANY},
+    /* k (Trilu) and axis (CumSum) may be computed at run time. */
+    {"Trilu", more_build_trilu, 1, 2, 0, MATH_ANY},
+    {"CumSum", more_build_cumsum, 2, 2, 0, MATH_ANY},
+    {"Size", more_build_size, 1, 1, 0, MATH_ANY},
     {NULL, NULL, 0, 0, 0, 0},
 };
 

@@ -1,0 +1,440 @@
+/* opset_more.c — schemas of the second wave of ONNX ops: rounding,
+ * trigonometric and activation unary ops (Floor … HardSwish, Sign, IsNaN,
+ * IsInf, Not), the broadcasting logical, comparison and integer ops (And Or
+ * Xor GreaterOrEqual LessOrEqual Mod BitShift PRelu), the variadic
+ * broadcasting Min Max Sum Mean, the remaining reductions (ReduceMin
+ * ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum
+ * ReduceLogSumExp), ArgMax/ArgMin, Trilu, CumSum and Size. Size carries its
+ * value forward as a known value, because exported models compute shapes
+ * with it. */
+#include <string.h>
+
+#include "opset_internal.h"
+
+/* ---- broadcasting --------------------------------------------------------- */
+
+/* Broadcasts the shapes of every present input into *out (rank *out_rank,
+ * -1 when some input's rank is unknown). A symbolic dim survives where
+ * every input that has it agrees on its name. */
+static pl_status *mo_broadcast(pl_infer_ctx *ctx, int64_t *dims, int *out_rank,
+                               const char **params)
+{
+    size_t n = pl_infer_input_count(ctx);
+    *out_rank = -1;
+    for (size_t i = 0; i < n; i++)
+        if (pl_infer_input(ctx, i) != NULL && pl_infer_input_rank(ctx, i) < 0)
+            return NULL;
+    int rank = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pl_graph_tensor *t = pl_infer_input(ctx, i);
+        if (t == NULL)
+            continue;
+        int64_t prev[PL_GRAPH_MAX_RANK];
+        memcpy(prev, dims, (size_t)rank * sizeof *dims);
+        int prev_rank = rank;
+        if (!pl_opset_broadcast(prev, prev_rank, t->dims, t->ndim, dims, &rank)) {
+            char a[160], b[160];
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "shapes %s and %s cannot be broadcast",
+                                  pl_dims_format(prev, prev_rank, a, sizeof a),
+                                  pl_dims_format(t->dims, t->ndim, b, sizeof b));
+        }
+    }
+    for (int d = 0; d < rank; d++) {
+        params[d] = NULL;
+        if (dims[d] >= 0)
+            continue;
+        bool conflict = false;
+        for (size_t i = 0; i < n; i++) {
+            const pl_graph_tensor *t = pl_infer_input(ctx, i);
+            int k = t ? d - (rank - t->ndim) : -1;
+            if (k < 0 || t->dims[k] != -1)
+                continue;
+            const char *p = t->dim_params ? t->dim_params[k] : NULL;
+            if (p == NULL || (params[d] && strcmp(params[d], p) != 0))
+                conflict = true;
+            else
+                params[d] = p;
+        }
+        if (conflict)
+            params[d] = NULL;
+    }
+    *out_rank = rank;
+    return NULL;
+}
+
+/* Variadic and binary broadcasting ops. The output's dtype is preset: the
+ * inputs' T, or bool (comparisons and logical ops, whose output constraint
+ * allows bool only). */
+static pl_status *mo_infer_broadcast(pl_infer_ctx *ctx)
+{
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    const char *params[PL_GRAPH_MAX_RANK];
+    int rank;
+    PL_RETURN_IF_ERROR(mo_broadcast(ctx, dims, &rank, params));
+    if (rank < 0)
+        return NULL;
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params);
+}
+
+static pl_status *mo_infer_mod(pl_infer_ctx *ctx)
+{
+    pl_dtype dt = pl_infer_input_dtype(ctx, 0);
+    if ((pl_dtype_set_of(dt) & PL_TS_FLOAT) && pl_infer_attr_int(ctx, "fmod") != 1)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "fmod must be 1 for floating-point inputs (it is %lld)",
+                              (long long)pl_infer_attr_int(ctx, "fmod"));
+    return mo_infer_broadcast(ctx);
+}
+
+static pl_status *mo_infer_bitshift(pl_infer_ctx *ctx)
+{
+    const char *dir = pl_infer_attr_string(ctx, "direction");
+    if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "direction '%s' is neither LEFT nor RIGHT", dir);
+    return mo_infer_broadcast(ctx);
+}
+
+/* PRelu: the slope broadcasts to X (one way), and Y has X's shape. */
+static pl_status *mo_infer_prelu(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *s = pl_infer_input(ctx, 1);
+    if (x->ndim >= 0 && s->ndim >= 0) {
+        int64_t dims[PL_GRAPH_MAX_RANK];
+        int rank;
+        bool ok = pl_opset_broadcast(x->dims, x->ndim, s->dims, s->ndim, dims, &rank) &&
+                  rank == x->ndim;
+        for (int d = 0; ok && d < rank; d++)
+            ok = x->dims[d] < 0 || dims[d] == x->dims[d];
+        if (!ok) {
+            char a[160], b[160];
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "slope %s does not broadcast to X %s",
+                                  pl_dims_format(s->dims, s->ndim, a, sizeof a),
+                                  pl_dims_format(x->dims, x->ndim, b, sizeof b));
+        }
+    }
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+/* ---- unary ---------------------------------------------------------------- */
+
+static pl_status *mo_infer_unary(pl_infer_ctx *ctx)
+{
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+/* IsNaN, IsInf: X's shape, bool. */
+static pl_status *mo_infer_is(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_BOOL, x->ndim, x->dims,
+                               (const char *const *)x->dim_params);
+}
+
+static pl_status *mo_infer_shrink(pl_infer_ctx *ctx)
+{
+    if (pl_infer_attr_float(ctx, "lambd") < 0.0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "lambd %g is negative",
+                              pl_infer_attr_float(ctx, "lambd"));
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+/* ---- reductions ----------------------------------------------------------- */
+
+/* Marks the axes of the node in REDUCE (rank R): *out_all when every axis
+ * is reduced, *out_noop when none is. False in *out_known when the axes
+ * are a run-time input. */
+static pl_status *mo_reduce_axes(pl_infer_ctx *ctx, int32_t r, bool *reduce,
+                                 bool *out_known)
+{
+    int64_t axes[PL_KNOWN_MAX];
+    size_t n_axes;
+    int state;
+    *out_known = true;
+    PL_RETURN_IF_ERROR(pl_infer_ints_arg(ctx, 1, "axes", axes, &n_axes, &state));
+    if (state < 0) {
+        *out_known = false;
+        return NULL;
+    }
+    bool noop = pl_infer_has_attr(ctx, "noop_with_empty_axes") &&
+                pl_infer_attr_int(ctx, "noop_with_empty_axes") != 0;
+    for (int32_t d = 0; d < r; d++)
+        reduce[d] = n_axes == 0 && !noop;
+    for (size_t i = 0; i < n_axes; i++) {
+        int64_t a;
+        if (!pl_infer_axis(axes[i], r, &a))
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "axis %lld is out of range for rank %d",
+                                  (long long)axes[i], (int)r);
+        if (reduce[a])
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "axis %lld is given twice", (long long)axes[i]);
+        reduce[a] = true;
+    }
+    return NULL;
+}
+
+/* The output of a reduction of X over REDUCE: kept dims, or 1 with
+ * keepdims. */
+static pl_status *mo_reduce_output(pl_infer_ctx *ctx, pl_dtype dt, const bool *reduce,
+                                   bool keep)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    const char *params[PL_GRAPH_MAX_RANK] = {0};
+    int32_t rank = 0;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        if (reduce[d] && !keep)
+            continue;
+        params[rank] = !reduce[d] && x->dim_params ? x->dim_params[d] : NULL;
+        dims[rank++] = reduce[d] ? 1 : x->dims[d];
+    }
+    return pl_infer_set_output(ctx, 0, dt, rank, dims, params);
+}
+
+static pl_status *mo_infer_reduce(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    bool keep = pl_infer_attr_int(ctx, "keepdims") != 0;
+    bool reduce[PL_GRAPH_MAX_RANK] = {false}, known;
+    PL_RETURN_IF_ERROR(mo_reduce_axes(ctx, x->ndim < 0 ? 0 : x->ndim, reduce, &known));
+    if (x->ndim < 0)
+        return NULL;
+    if (!known) {
+        /* Axes computed at run time: with keepdims the rank is known. */
+        if (!keep)
+            return NULL;
+        int64_t dims[PL_GRAPH_MAX_RANK];
+        for (int32_t d = 0; d < x->ndim; d++)
+            dims[d] = x->dims[d] == 1 ? 1 : -1;
+        return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
+    }
+    return mo_reduce_output(ctx, PL_DTYPE_UNKNOWN, reduce, keep);
+}
+
+/* ArgMax, ArgMin: one axis, i64 indices. */
+static pl_status *mo_infer_arg(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    int64_t axis = pl_infer_attr_int(ctx, "axis"), a;
+    if (x->ndim < 0)
+        return NULL;
+    if (!pl_infer_axis(axis, x->ndim, &a))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "axis %lld is out of range for rank %d", (long long)axis,
+                              (int)x->ndim);
+    bool reduce[PL_GRAPH_MAX_RANK] = {false};
+    reduce[a] = true;
+    return mo_reduce_output(ctx, PL_DTYPE_I64, reduce, pl_infer_attr_int(ctx, "keepdims") != 0);
+}
+
+/* ---- Trilu, CumSum, Size -------------------------------------------------- */
+
+/* True when input I is present with a known shape of more than one
+ * element (a scalar argument given as a vector of several). */
+static bool mo_not_scalar(const pl_infer_ctx *ctx, size_t i, bool allow_vector)
+{
+    const pl_graph_tensor *t = pl_infer_input(ctx, i);
+    size_t n;
+    if (t == NULL || t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n))
+        return false;
+    return n != 1 || t->ndim > (allow_vector ? 1 : 0);
+}
+
+static pl_status *mo_infer_trilu(pl_infer_ctx *ctx)
+{
+    int32_t rank = pl_infer_input_rank(ctx, 0);
+    if (rank >= 0 && rank < 2)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "input has rank %d, Trilu needs at least 2", (int)rank);
+    if (mo_not_scalar(ctx, 1, false))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "k must be a scalar");
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+static pl_status *mo_infer_cumsum(pl_infer_ctx *ctx)
+{
+    int32_t rank = pl_infer_input_rank(ctx, 0);
+    if (mo_not_scalar(ctx, 1, true))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "axis must be a scalar");
+    const int64_t *v;
+    uint64_t mask;
+    size_t n;
+    int64_t a;
+    if (rank >= 0 && pl_infer_known_ints(ctx, 1, &v, &mask, &n) && n == 1 && (mask & 1) &&
+        !pl_infer_axis(v[0], rank, &a))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "axis %lld is out of range for rank %d", (long long)v[0],
+                              (int)rank);
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+static pl_status *mo_infer_size(pl_infer_ctx *ctx)
+{
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_I64, 0, NULL, NULL));
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    size_t n;
+    if (x->ndim < 0 || !pl_dims_elements(x->dims, x->ndim, &n) || n > (size_t)INT64_MAX)
+        return NULL;
+    int64_t v = (int64_t)n;
+    return pl_infer_set_known_ints(ctx, 0, &v, 1, 1);
+}
+
+/* ---- the schemas ------------------------------------------------------------ */
+
+static const pl_attr_spec mo_alpha1_attrs[] = {PL_ATTR_F("alpha", 1.0)};
+static const pl_attr_spec mo_selu_attrs[] = {
+    PL_ATTR_F("alpha", 1.67326319217681884765625),
+    PL_ATTR_F("gamma", 1.05070102214813232421875)};
+static const pl_attr_spec mo_hardsigmoid_attrs[] = {
+    PL_ATTR_F("alpha", 0.2), PL_ATTR_F("beta", 0.5)};
+static const pl_attr_spec mo_shrink_attrs[] = {
+    PL_ATTR_F("bias", 0.0), PL_ATTR_F("lambd", 0.5)};
+static const pl_attr_spec mo_isinf_attrs[] = {
+    PL_ATTR_I("detect_negative", 1), PL_ATTR_I("detect_positive", 1)};
+static const pl_attr_spec mo_mod_attrs[] = {PL_ATTR_I("fmod", 0)};
+static const pl_attr_spec mo_bitshift_attrs[] = {PL_ATTR_REQ("direction", PL_ATTR_STRING)};
+static const pl_attr_spec mo_reduce_attr_axes[] = {
+    PL_ATTR_IS("axes"), PL_ATTR_I("keepdims", 1)};
+static const pl_attr_spec mo_reduce_input_axes[] = {
+    PL_ATTR_I("keepdims", 1), PL_ATTR_I("noop_with_empty_axes", 0)};
+static const pl_attr_spec mo_arg7_attrs[] = {PL_ATTR_I("axis", 0), PL_ATTR_I("keepdims", 1)};
+static const pl_attr_spec mo_arg12_attrs[] = {
+    PL_ATTR_I("axis", 0), PL_ATTR_I("keepdims", 1), PL_ATTR_I("select_last_index", 0)};
+static const pl_attr_spec mo_trilu_attrs[] = {PL_ATTR_I("upper", 1)};
+static const pl_attr_spec mo_cumsum_attrs[] = {
+    PL_ATTR_I("exclusive", 0), PL_ATTR_I("reverse", 0)};
+
+#define MO_NUM (PL_TS_FLOAT | PL_TS_INT)
+
+#define MO_UNARY_FN(op, since, set, attr_table, n_attr, fn)                   \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 1,       \
+     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
+     .attrs = attr_table, .n_attrs = n_attr,                                  \
+     .types = {{"T", set}}, .input_types = {"T"}, .output_types = {"T"},      \
+     PL_INPLACE_0, .infer = fn}
+#define MO_UNARY(op, since, set) MO_UNARY_FN(op, since, set, NULL, 0, mo_infer_unary)
+#define MO_UNARY_ATTRS(op, since, set, attr_table)                            \
+    MO_UNARY_FN(op, since, set, attr_table, PL_COUNT(attr_table), mo_infer_unary)
+#define MO_IS(op, since, attr_table, n_attr)                                  \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 1,       \
+     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
+     .attrs = attr_table, .n_attrs = n_attr,                                  \
+     .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_BOOL}},                      \
+     .input_types = {"T1"}, .output_types = {"T2"}, .infer = mo_infer_is}
+#define MO_BINARY(op, since, set, attr_table, n_attr, fn)                     \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 2,       \
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                     \
+     .attrs = attr_table, .n_attrs = n_attr,                                  \
+     .types = {{"T", set}}, .input_types = {"T", "T"}, .output_types = {"T"}, \
+     PL_INPLACE_0, .infer = fn}
+#define MO_TO_BOOL(op, since, set)                                            \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 2,       \
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                     \
+     .types = {{"T", set}, {"T1", PL_TS_BOOL}}, .input_types = {"T", "T"},    \
+     .output_types = {"T1"}, .infer = mo_infer_broadcast}
+#define MO_VARIADIC(op, since, set)                                           \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 1,       \
+     .max_inputs = PL_OP_VARIADIC, .min_outputs = 1, .max_outputs = 1,        \
+     .types = {{"T", set}}, .input_types = {"T"}, .output_types = {"T"},      \
+     PL_INPLACE_0, .infer = mo_infer_broadcast}
+#define MO_REDUCE_ATTR(op, set)                                               \
+    {.name = op, .domain = "", .since_version = 7, .min_inputs = 1,           \
+     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
+     .attrs = mo_reduce_attr_axes, .n_attrs = PL_COUNT(mo_reduce_attr_axes),  \
+     .types = {{"T", set}}, .input_types = {"T"}, .output_types = {"T"},      \
+     .infer = mo_infer_reduce}
+#define MO_REDUCE_INPUT(op, set)                                              \
+    {.name = op, .domain = "", .since_version = 18, .min_inputs = 1,          \
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                     \
+     .attrs = mo_reduce_input_axes, .n_attrs = PL_COUNT(mo_reduce_input_axes), \
+     .types = {{"T", set}, {"I", PL_TS_I64}}, .input_types = {"T", "I"},      \
+     .output_types = {"T"}, .infer = mo_infer_reduce}
+#define MO_REDUCE(op, set) MO_REDUCE_ATTR(op, set), MO_REDUCE_INPUT(op, set)
+#define MO_ARG(op, since, attr_table)                                         \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 1,       \
+     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
+     .attrs = attr_table, .n_attrs = PL_COUNT(attr_table),                    \
+     .types = {{"T", MO_NUM}, {"I", PL_TS_I64}}, .input_types = {"T"},        \
+     .output_types = {"I"}, .infer = mo_infer_arg}
+
+const pl_op_schema pl_opset_more_schemas[] = {
+    /* Rounding and trigonometry (ONNX 6 and 7 are both served from 7). */
+    MO_UNARY("Floor", 7, PL_TS_FLOAT),
+    MO_UNARY("Ceil", 7, PL_TS_FLOAT),
+    MO_UNARY("Round", 11, PL_TS_FLOAT),
+    MO_UNARY("Sign", 9, MO_NUM),
+    MO_UNARY("Sin", 7, PL_TS_FLOAT),
+    MO_UNARY("Cos", 7, PL_TS_FLOAT),
+    MO_UNARY("Tan", 7, PL_TS_FLOAT),
+    MO_UNARY("Asin", 7, PL_TS_FLOAT),
+    MO_UNARY("Acos", 7, PL_TS_FLOAT),
+    MO_UNARY("Atan", 7, PL_TS_FLOAT),
+    MO_UNARY("Sinh", 9, PL_TS_FLOAT),
+    MO_UNARY("Cosh", 9, PL_TS_FLOAT),
+    MO_UNARY("Asinh", 9, PL_TS_FLOAT),
+    MO_UNARY("Acosh", 9, PL_TS_FLOAT),
+    MO_UNARY("Atanh", 9, PL_TS_FLOAT),
+    /* Activations. */
+    MO_UNARY("Softplus", 7, PL_TS_FLOAT),
+    MO_UNARY("Softsign", 7, PL_TS_FLOAT),
+    MO_UNARY_ATTRS("Elu", 7, PL_TS_FLOAT, mo_alpha1_attrs),
+    MO_UNARY_ATTRS("Selu", 7, PL_TS_FLOAT, mo_selu_attrs),
+    MO_UNARY_ATTRS("Celu", 12, PL_TS_F32, mo_alpha1_attrs),
+    MO_UNARY_ATTRS("HardSigmoid", 7, PL_TS_FLOAT, mo_hardsigmoid_attrs),
+    MO_UNARY("HardSwish", 14, PL_TS_FLOAT),
+    MO_UNARY_ATTRS("ThresholdedRelu", 10, PL_TS_FLOAT, mo_alpha1_attrs),
+    MO_UNARY_FN("Shrink", 9, MO_NUM, mo_shrink_attrs, PL_COUNT(mo_shrink_attrs),
+                mo_infer_shrink),
+    MO_IS("IsNaN", 9, NULL, 0),
+    MO_IS("IsInf", 10, mo_isinf_attrs, PL_COUNT(mo_isinf_attrs)),
+    MO_UNARY("Not", 7, PL_TS_BOOL),
+    /* Broadcasting binary ops. */
+    MO_TO_BOOL("And", 7, PL_TS_BOOL),
+    MO_TO_BOOL("Or", 7, PL_TS_BOOL),
+    MO_TO_BOOL("Xor", 7, PL_TS_BOOL),
+    MO_TO_BOOL("GreaterOrEqual", 12, MO_NUM),
+    MO_TO_BOOL("LessOrEqual", 12, MO_NUM),
+    MO_BINARY("Mod", 10, MO_NUM, mo_mod_attrs, PL_COUNT(mo_mod_attrs), mo_infer_mod),
+    MO_BINARY("BitShift", 11, PL_TS_U8, mo_bitshift_attrs, PL_COUNT(mo_bitshift_attrs),
+              mo_infer_bitshift),
+    MO_BINARY("PRelu", 7, PL_TS_FLOAT, NULL, 0, mo_infer_prelu),
+    MO_BINARY("PRelu", 9, PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64, NULL, 0, mo_infer_prelu),
+    /* Variadic: broadcasting from opset 8, every numeric type from 12. */
+    MO_VARIADIC("Min", 8, PL_TS_FLOAT),
+    MO_VARIADIC("Min", 12, MO_NUM),
+    MO_VARIADIC("Max", 8, PL_TS_FLOAT),
+    MO_VARIADIC("Max", 12, MO_NUM),
+    MO_VARIADIC("Sum", 8, PL_TS_FLOAT),
+    MO_VARIADIC("Mean", 8, PL_TS_FLOAT),
+    /* Reductions: axes an attribute, an optional input from opset 18. */
+    MO_REDUCE("ReduceMin", MO_NUM),
+    MO_REDUCE("ReduceProd", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
+    MO_REDUCE("ReduceL1", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
+    MO_REDUCE("ReduceL2", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
+    MO_REDUCE("ReduceSumSquare", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
+    MO_REDUCE("ReduceLogSum", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
+    MO_REDUCE("ReduceLogSumExp", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
+    MO_ARG("ArgMax", 7, mo_arg7_attrs),
+    MO_ARG("ArgMax", 12, mo_arg12_attrs),
+    MO_ARG("ArgMin", 7, mo_arg7_attrs),
+    MO_ARG("ArgMin", 12, mo_arg12_attrs),
+    /* Matrices, scans and sizes. */
+    {.name = "Trilu", .domain = "", .since_version = 14, .min_inputs = 1,
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+     .attrs = mo_trilu_attrs, .n_attrs = PL_COUNT(mo_trilu_attrs),
+     .types = {{"T", PL_TS_ALL}, {"I", PL_TS_I64}}, .input_types = {"T", "I"},
+     .output_types = {"T"}, PL_INPLACE_0, .infer = mo_infer_trilu},
+    {.name = "CumSum", .domain = "", .since_version = 11, .min_inputs = 2,
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+     .attrs = mo_cumsum_attrs, .n_attrs = PL_COUNT(mo_cumsum_attrs),
+     .types = {{"T", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64}, {"T2", PL_TS_I32 | PL_TS_I64}},
+     .input_types = {"T", "T2"}, .output_types = {"T"}, .infer = mo_infer_cumsum},
+    {.name = "Size", .domain = "", .since_version = 7, .min_inputs = 1,
+     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+     .types = {{"T", PL_TS_ALL}, {"T1", PL_TS_I64}}, .input_types = {"T"},
+     .output_types = {"T1"}, .infer = mo_infer_size},
+};
+const size_t pl_opset_more_count = PL_COUNT(pl_opset_more_schemas);
