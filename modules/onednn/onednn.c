@@ -1,11 +1,11 @@
 /* onednn: the oneDNN backend. It takes whole subgraphs (PL_CAP_SYMBOLIC),
  * fuses them into oneDNN primitives in oneDNN's blocked layouts, and computes
  * on host memory (PL_CAP_HOST_MEMORY), so the core converts layouts only at
- * subgraph boundaries. At this stage the module owns its device, reports the
- * oneDNN it runs on and lets backend.ini cap the instruction set; symbolic
- * mode needs the host's graph view, which ABI 1.0 does not carry yet, so it
- * honestly refuses every graph until the graph issue lands. Like every
- * module it sees only sdk/ and reaches the core through the host table. */
+ * subgraph boundaries. This file holds the module's table, its life, its
+ * device, configuration (the ISA cap and the precision) and host memory;
+ * symbolic mode — verdicts, compile, run, export and import — lives in
+ * onednn_subgraph.c. Like every module it sees only sdk/ and reaches the
+ * core through the host table. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdatomic.h>
@@ -13,19 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#include <plinth/module.h>
-
-#define ONEDNN_NAME "onednn"
-#define ONEDNN_VERSION_STRING "0.1.0"
+#include "onednn.h"
 
 PL_MODULE_IDENTITY(ONEDNN_NAME, ONEDNN_VERSION_STRING);
 
-/* The host table handed to pl_module_entry: one static table of the core,
- * valid until the module is unloaded, shared by every instance. */
-static const pl_host_api *onednn_host;
+const pl_host_api *onednn_host;
 
 /* The ISA cap oneDNN accepted last in this process, or -1. oneDNN's cap is
  * process-wide, so a second runtime asking for the same cap is fine even
@@ -54,14 +48,6 @@ static const struct onednn_isa_name {
     "all, sse41, avx, avx2, avx2_vnni, avx512_mic, avx512_mic_4ops, avx512_core, " \
     "avx512_core_vnni, avx512_core_bf16, avx512_core_amx"
 
-/* One runtime's instance, made by init and freed by shutdown. configure is
- * the only writer and is never concurrent with other calls. */
-struct pl_module_ctx {
-    pl_host_ctx *host_ctx;
-    int compute_units;      /* online CPUs when init ran */
-    const char *max_cpu_isa; /* the cap this instance asked for, or "default" */
-};
-
 /* Writes the name of ISA into buf: "avx2", or "unknown(0x..)". */
 static const char *onednn_isa_to_name(dnnl_cpu_isa_t isa, char *buf, size_t size)
 {
@@ -74,7 +60,7 @@ static const char *onednn_isa_to_name(dnnl_cpu_isa_t isa, char *buf, size_t size
 
 /* The ISA oneDNN dispatches to. The first query fixes the ISA cap for the
  * rest of the process, so it is not asked before configure has run. */
-static const char *onednn_effective_isa(char *buf, size_t size)
+const char *onednn_effective_isa(char *buf, size_t size)
 {
     return onednn_isa_to_name(dnnl_get_effective_cpu_isa(), buf, size);
 }
@@ -104,9 +90,12 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
     ctx->max_cpu_isa = "default";
-    /* Debian's libdnnl runs its primitives on an OpenMP pool of its own.
-     * No primitive exists yet; binding oneDNN to the runtime's thread budget
-     * comes with the first kernels. */
+    ctx->bf16 = 0;
+    ctx->engine = NULL;
+    pthread_mutex_init(&ctx->engine_lock, NULL);
+    /* Debian's libdnnl runs its primitives on libgomp's pool; run sets that
+     * pool's size to the runtime's thread budget (host->thread_count) on the
+     * thread that executes the subgraph. */
     const dnnl_version_t *v = dnnl_version();
     onednn_host->log_message(host_ctx, PL_LOG_DEBUG, "oneDNN %d.%d.%d", v->major, v->minor, v->patch);
     *out_ctx = ctx;
@@ -115,8 +104,12 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
 
 static void onednn_shutdown(pl_module_ctx *ctx)
 {
-    if (ctx != NULL)
-        onednn_host->host_free(ctx->host_ctx, ctx);
+    if (ctx == NULL)
+        return;
+    if (ctx->engine != NULL)
+        dnnl_engine_destroy(ctx->engine);
+    pthread_mutex_destroy(&ctx->engine_lock);
+    onednn_host->host_free(ctx->host_ctx, ctx);
 }
 
 static int onednn_device_count(pl_module_ctx *ctx)
@@ -169,8 +162,8 @@ static pl_status *onednn_apply_max_isa(const char *name, dnnl_cpu_isa_t isa)
         name, dnnl_status2str(st), onednn_effective_isa(buf, sizeof buf));
 }
 
-/* Accepts `max_cpu_isa`; reports oneDNN's version, the ISA it dispatches to
- * and the thread budget. */
+/* Accepts `max_cpu_isa` and `precision` (f32 | bf16); reports oneDNN's
+ * version, the ISA it dispatches to, the precision and the thread budget. */
 static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
                                  pl_kv_sink out, void *out_ctx)
 {
@@ -178,12 +171,23 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
         return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "onednn: configure with %zu keys but no array", n_in);
     const struct onednn_isa_name *cap = NULL;
+    int bf16 = ctx->bf16;
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
         const char *value = in[i].value != NULL ? in[i].value : "(null)";
+        if (strcmp(key, "precision") == 0) {
+            if (strcmp(value, "f32") != 0 && strcmp(value, "bf16") != 0)
+                return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                                  "onednn: bad value '%s' for key 'precision' "
+                                                  "(expected one of: f32, bf16)",
+                                                  value);
+            bf16 = strcmp(value, "bf16") == 0;
+            continue;
+        }
         if (strcmp(key, "max_cpu_isa") != 0)
             return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                            "onednn: unknown key '%s' (accepted: max_cpu_isa)",
+                                            "onednn: unknown key '%s' (accepted: max_cpu_isa, "
+                                            "precision)",
                                             key);
         cap = NULL;
         for (size_t j = 0; j < ONEDNN_ISA_COUNT; j++)
@@ -201,6 +205,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             return status;
         ctx->max_cpu_isa = cap->name;
     }
+    ctx->bf16 = bf16;
     if (out == NULL)
         return NULL;
 
@@ -212,6 +217,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     out(out_ctx, "dnnl_hash", v->hash != NULL ? v->hash : "unknown");
     out(out_ctx, "cpu_isa", onednn_effective_isa(isa, sizeof isa));
     out(out_ctx, "max_cpu_isa", ctx->max_cpu_isa);
+    out(out_ctx, "precision", ctx->bf16 ? "bf16" : "f32");
     out(out_ctx, "threads", threads);
     return NULL;
 }
@@ -301,68 +307,67 @@ static pl_status *onednn_copy_device_to_device(pl_module_ctx *ctx, int src_devic
     return status;
 }
 
-/* ---- symbolic mode ------------------------------------------------------ */
-
-/* Fused oneDNN subgraphs arrive with the onednn issue. Until then the
- * module answers for every node, honestly, that it takes none of them, so
- * the partitioner shows the reason and the nodes fall back to the next
- * backend. */
-static pl_status *onednn_no_kernels(void)
-{
-    return onednn_host->status_create(PL_CODE_UNSUPPORTED,
-                                      "onednn: no fused subgraphs yet (they arrive with the "
-                                      "onednn issue)");
-}
+/* ---- symbolic mode: onednn_subgraph.c does the work ------------------- */
 
 static pl_status *onednn_supported_nodes(pl_module_ctx *ctx, int device,
-                                       const pl_graph_view *graph, pl_support_sink sink,
-                                       void *sink_ctx)
+                                         const pl_graph_view *graph, pl_support_sink sink,
+                                         void *sink_ctx)
 {
-    (void)ctx;
     pl_status *status = onednn_check_device(device);
     if (status != NULL)
         return status;
-    const pl_graph_api *api = onednn_host->graph;
-    if (!PL_ABI_HAS_FN(pl_graph_api, api, node_count))
-        return onednn_no_kernels();
-    size_t n = api->node_count(graph);
-    for (size_t i = 0; i < n; i++) {
-        char reason[160];
-        snprintf(reason, sizeof reason, "onednn: %s: no fused kernel yet (arrives with the "
-                                        "onednn issue)",
-                 api->node_op(graph, i));
-        sink(sink_ctx, i, 0, reason);
-    }
-    return NULL;
+    if (graph == NULL || sink == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                          "onednn: supported_nodes without a graph or sink");
+    return onednn_sg_supported(ctx, graph, sink, sink_ctx);
 }
 
 static pl_status *onednn_compile(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
-                               pl_compiled **out_compiled)
+                                 pl_compiled **out_compiled)
 {
-    (void)ctx;
-    (void)subgraph;
-    if (out_compiled != NULL)
-        *out_compiled = NULL;
+    if (out_compiled == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                          "onednn: compile without out_compiled");
+    *out_compiled = NULL;
     pl_status *status = onednn_check_device(device);
-    return status != NULL ? status : onednn_no_kernels();
+    if (status != NULL)
+        return status;
+    if (subgraph == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                          "onednn: compile without a subgraph");
+    return onednn_sg_compile(ctx, subgraph, NULL, 0, out_compiled);
 }
 
-/* compile never succeeds yet, so no pl_compiled can reach run: anything
- * handed in is not ours. */
 static pl_status *onednn_run(pl_module_ctx *ctx, pl_compiled *compiled, const pl_run_args *args)
 {
-    (void)ctx;
-    (void)args;
-    return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "onednn: run: %p was not compiled by this module (compile "
-                                    "arrives with the graph view)",
-                                    (void *)compiled);
+    return onednn_sg_run(ctx, compiled, args);
 }
 
 static void onednn_release(pl_module_ctx *ctx, pl_compiled *compiled)
 {
-    (void)ctx;
-    (void)compiled;
+    onednn_sg_release(ctx, compiled);
+}
+
+static pl_status *onednn_export(pl_module_ctx *ctx, pl_compiled *compiled, pl_blob_sink sink,
+                                void *sink_ctx)
+{
+    return onednn_sg_export(ctx, compiled, sink, sink_ctx);
+}
+
+static pl_status *onednn_import(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
+                                const void *blob, size_t blob_bytes, pl_compiled **out_compiled)
+{
+    if (out_compiled == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                          "onednn: import without out_compiled");
+    *out_compiled = NULL;
+    pl_status *status = onednn_check_device(device);
+    if (status != NULL)
+        return status;
+    if (subgraph == NULL || blob == NULL)
+        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                          "onednn: import without a subgraph or blob");
+    return onednn_sg_compile(ctx, subgraph, blob, blob_bytes, out_compiled);
 }
 
 /* ---- the table and the entry point -------------------------------------- */
@@ -372,7 +377,7 @@ static const pl_module_api onednn_api = {
     .name = ONEDNN_NAME,
     .version = ONEDNN_VERSION_STRING,
     .vendor = "Plinth",
-    .capabilities = PL_CAP_SYMBOLIC | PL_CAP_HOST_MEMORY,
+    .capabilities = PL_CAP_SYMBOLIC | PL_CAP_HOST_MEMORY | PL_CAP_EXPORT,
     .init = onednn_init,
     .shutdown = onednn_shutdown,
     .device_count = onednn_device_count,
@@ -388,6 +393,8 @@ static const pl_module_api onednn_api = {
     .compile = onednn_compile,
     .run = onednn_run,
     .release = onednn_release,
+    .export_compiled = onednn_export,
+    .import_compiled = onednn_import,
 };
 
 /* The one exported symbol: negotiates the ABI major both ways (see

@@ -1,0 +1,53 @@
+/* onednn.h — what the parts of the onednn module share: the instance, the
+ * host table, and the symbolic-mode entry points that onednn.c's table
+ * points at. Internal to the module; nothing here crosses the ABI. */
+#ifndef PLINTH_ONEDNN_H
+#define PLINTH_ONEDNN_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <plinth/module.h>
+
+#define ONEDNN_NAME "onednn"
+#define ONEDNN_VERSION_STRING "0.2.0"
+
+/* The host table handed to pl_module_entry: one static table of the core,
+ * valid until the module is unloaded, shared by every instance. */
+extern const pl_host_api *onednn_host;
+
+/* One runtime's instance, made by init and freed by shutdown. configure is
+ * the only writer of the settings and is never concurrent with other calls;
+ * the engine is made on first use under engine_lock, because compile may
+ * run on several threads and oneDNN's ISA cap must be applied before it. */
+struct pl_module_ctx {
+    pl_host_ctx *host_ctx;
+    int compute_units;       /* online CPUs when init ran */
+    const char *max_cpu_isa; /* the cap this instance asked for, or "default" */
+    int bf16;                /* precision = bf16 was asked for */
+    pthread_mutex_t engine_lock;
+    dnnl_engine_t engine;    /* NULL until the first compile */
+};
+
+/* The name of the ISA oneDNN dispatches to ("avx512_core"), written into
+ * buf when it has no name of its own. */
+const char *onednn_effective_isa(char *buf, size_t size);
+
+/* Symbolic mode (onednn_subgraph.c). supported_nodes gives a verdict, with
+ * a reason on refusal, for every node of GRAPH. compile turns SUBGRAPH into
+ * a pl_compiled; with BLOB non-NULL it is import_compiled: the fusion plan
+ * and the already reordered weights come from the blob, which is refused
+ * when it was written for another subgraph, module, oneDNN or ISA. */
+pl_status *onednn_sg_supported(pl_module_ctx *ctx, const pl_graph_view *graph,
+                               pl_support_sink sink, void *sink_ctx);
+pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
+                             const void *blob, size_t blob_bytes, pl_compiled **out_compiled);
+pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *compiled, const pl_run_args *args);
+void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *compiled);
+pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *compiled, pl_blob_sink sink,
+                            void *sink_ctx);
+
+#endif /* PLINTH_ONEDNN_H */

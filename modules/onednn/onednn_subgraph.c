@@ -1,0 +1,2746 @@
+/* onednn_subgraph.c — symbolic mode of the onednn module: which nodes it
+ * takes (with a reason for each refusal), how a subgraph becomes a list of
+ * fused oneDNN primitives, how that list runs, and how it is saved to and
+ * restored from a blob for the core's cache.
+ *
+ * Compile walks the view's nodes in order. Each node becomes one primitive,
+ * and a Conv, MatMul or Gemm also swallows the nodes that follow it while
+ * each is the only reader of the previous one's output: a constant bias
+ * Add, a residual Add (post-op sum: the residual is reordered into the
+ * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
+ * eltwise / linear), and the erf form of GELU (post-op gelu_erf). Every
+ * tensor of the subgraph is a "value" with a oneDNN memory descriptor:
+ * convolutions choose their own (blocked) layouts through
+ * dnnl_format_tag_any, and a reorder is inserted only where a reader wants
+ * another layout than the writer chose, which in practice means at the
+ * subgraph's plain inputs and outputs. Constant weights are reordered once,
+ * at compile time, into the layout their primitive picked, and kept in the
+ * compiled object. Intermediates share one arena, assigned greedily by
+ * liveness, and every primitive uses one shared, user-managed scratchpad
+ * sized to the largest. A run binds the boundary tensors and executes the
+ * primitives in order on the compiled subgraph's stream.
+ *
+ * The blob. oneDNN 2.6 cannot serialise primitives, so export writes a
+ * header (magic, format version, module version, oneDNN version and hash,
+ * effective ISA, a hash of the subgraph), the fusion plan (the kind of every
+ * step) and the reordered weights with their descriptors. import checks the
+ * header, re-creates the primitives from the view — the plan must come out
+ * the same — and takes the weights from the blob instead of reordering
+ * them. Every count and size is checked before use.
+ *
+ * The core never runs one compiled subgraph twice at once, so run keeps its
+ * state (arena, scratchpad, memories) in the compiled object without locks. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "onednn.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ODNN_MAX_RANK 6      /* tensors of higher rank are refused */
+#define ODNN_MAX_CONCAT 32   /* inputs of one Concat */
+#define ODNN_MAX_ARGS (ODNN_MAX_CONCAT + 4)
+#define ODNN_REASON 200
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static pl_status *odnn_error(pl_code code, const char *fmt, ...) PL_PRINTF_LIKE(2, 3);
+static pl_status *odnn_error(pl_code code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pl_status *st = onednn_host->status_createv(code, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void odnn_reason(char *reason, const char *op, const char *fmt, ...) PL_PRINTF_LIKE(3, 4);
+static void odnn_reason(char *reason, const char *op, const char *fmt, ...)
+{
+    int n = snprintf(reason, ODNN_REASON, "onednn: %s: ", op);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && n < ODNN_REASON)
+        vsnprintf(reason + n, ODNN_REASON - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* What the view says of one tensor. */
+struct odnn_tinfo {
+    int known;     /* dtype and every dim known */
+    int f32;
+    int32_t ndim;
+    int64_t dims[ODNN_MAX_RANK];
+    int64_t elems;
+    const void *cdata; /* constant bytes, or NULL */
+    size_t cbytes;
+};
+
+static int odnn_tensor(const pl_graph_view *v, int64_t t, struct odnn_tinfo *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    memset(out, 0, sizeof *out);
+    if (t < 0)
+        return 0;
+    pl_dtype dt;
+    int32_t ndim = -1;
+    const int64_t *dims = NULL;
+    if (!g->tensor_type(v, t, &dt, &ndim, &dims) || ndim < 0 || ndim > ODNN_MAX_RANK)
+        return 0;
+    out->f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
+    out->ndim = ndim;
+    out->elems = 1;
+    out->known = 1;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (dims[d] < 0 || dims[d] > ((int64_t)1 << 40))
+            out->known = 0;
+        out->dims[d] = dims[d];
+        if (out->known)
+            out->elems *= dims[d];
+    }
+    if (g->tensor_constant(v, t, &out->cdata, &out->cbytes) == 0)
+        out->cdata = NULL;
+    return 1;
+}
+
+static int64_t odnn_attr_int(const pl_graph_view *v, size_t n, const char *name, int64_t def)
+{
+    int64_t x;
+    return onednn_host->graph->attr_int(v, n, name, &x) ? x : def;
+}
+
+static double odnn_attr_float(const pl_graph_view *v, size_t n, const char *name, double def)
+{
+    double x;
+    return onednn_host->graph->attr_float(v, n, name, &x) ? x : def;
+}
+
+/* The ints attribute NAME: its count, or 0 when absent. */
+static size_t odnn_attr_ints(const pl_graph_view *v, size_t n, const char *name,
+                             const int64_t **out)
+{
+    size_t count = 0;
+    *out = NULL;
+    if (!onednn_host->graph->attr_ints(v, n, name, out, &count))
+        return 0;
+    return count;
+}
+
+/* Copies the string attribute NAME into buf, or DEF when absent. */
+static const char *odnn_attr_string(const pl_graph_view *v, size_t n, const char *name,
+                                    const char *def, char *buf, size_t size)
+{
+    const char *s;
+    size_t len;
+    if (!onednn_host->graph->attr_string(v, n, name, &s, &len))
+        return def;
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+static int64_t odnn_in(const pl_graph_view *v, size_t n, size_t i)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    return i < g->node_input_count(v, n) ? g->node_input(v, n, i) : -1;
+}
+
+static int64_t odnn_out(const pl_graph_view *v, size_t n, size_t i)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    return i < g->node_output_count(v, n) ? g->node_output(v, n, i) : -1;
+}
+
+/* True when T is a constant f32 scalar (one element); its value in *out. */
+static int odnn_scalar(const pl_graph_view *v, int64_t t, float *out)
+{
+    struct odnn_tinfo ti;
+    if (!odnn_tensor(v, t, &ti) || !ti.known || !ti.f32 || ti.cdata == NULL || ti.elems != 1 ||
+        ti.cbytes != sizeof(float))
+        return 0;
+    memcpy(out, ti.cdata, sizeof(float));
+    return 1;
+}
+
+static const char *odnn_dims_text(const struct odnn_tinfo *t, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int32_t d = 0; d < t->ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ",%lld" : "%lld",
+                                 (long long)t->dims[d]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+/* ---- readers of each tensor ----------------------------------------------
+ *
+ * Fusion needs to know who reads a tensor: the consumers of every tensor of
+ * the view, and whether it leaves the view. */
+
+struct odnn_uses {
+    size_t n_tensors;
+    uint32_t *count;   /* readers inside the view, per tensor */
+    uint32_t *first;   /* the first reader's node index */
+    uint8_t *escapes;  /* the tensor is an output of the view */
+    uint32_t *producer; /* node index + 1 of the writer, 0 for none */
+};
+
+static void odnn_uses_free(pl_module_ctx *ctx, struct odnn_uses *u)
+{
+    onednn_host->host_free(ctx->host_ctx, u->count);
+    onednn_host->host_free(ctx->host_ctx, u->first);
+    onednn_host->host_free(ctx->host_ctx, u->escapes);
+    onednn_host->host_free(ctx->host_ctx, u->producer);
+    memset(u, 0, sizeof *u);
+}
+
+static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
+                                  struct odnn_uses *u)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    memset(u, 0, sizeof *u);
+    u->n_tensors = g->tensor_count(v);
+    size_t n = u->n_tensors > 0 ? u->n_tensors : 1;
+    u->count = onednn_host->host_alloc(ctx->host_ctx, n * sizeof *u->count, 0);
+    u->first = onednn_host->host_alloc(ctx->host_ctx, n * sizeof *u->first, 0);
+    u->escapes = onednn_host->host_alloc(ctx->host_ctx, n, 0);
+    u->producer = onednn_host->host_alloc(ctx->host_ctx, n * sizeof *u->producer, 0);
+    if (!u->count || !u->first || !u->escapes || !u->producer) {
+        odnn_uses_free(ctx, u);
+        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory reading a graph");
+    }
+    memset(u->count, 0, n * sizeof *u->count);
+    memset(u->escapes, 0, n);
+    memset(u->producer, 0, n * sizeof *u->producer);
+    size_t nodes = g->node_count(v);
+    for (size_t i = 0; i < nodes; i++) {
+        for (size_t k = 0; k < g->node_input_count(v, i); k++) {
+            int64_t t = g->node_input(v, i, k);
+            if (t >= 0 && (size_t)t < u->n_tensors) {
+                /* A node reading one tensor twice (x*x) still counts once
+                 * per input: it is not a single-reader chain. */
+                if (u->count[t]++ == 0)
+                    u->first[t] = (uint32_t)i;
+            }
+        }
+        for (size_t k = 0; k < g->node_output_count(v, i); k++) {
+            int64_t t = g->node_output(v, i, k);
+            if (t >= 0 && (size_t)t < u->n_tensors)
+                u->producer[t] = (uint32_t)i + 1;
+        }
+    }
+    for (size_t i = 0; i < g->output_count(v); i++) {
+        int64_t t = g->output(v, i);
+        if (t >= 0 && (size_t)t < u->n_tensors)
+            u->escapes[t] = 1;
+    }
+    return NULL;
+}
+
+/* The only reader of T inside the view, or -1 when T has another number of
+ * readers or leaves the view. */
+static int64_t odnn_sole_reader(const struct odnn_uses *u, int64_t t)
+{
+    if (t < 0 || (size_t)t >= u->n_tensors || u->escapes[t] || u->count[t] != 1)
+        return -1;
+    return u->first[t];
+}
+
+/* ---- GELU (erf form) -------------------------------------------------------
+ *
+ * oneDNN 2.6 has no erf eltwise, but it has gelu_erf, which is what
+ * x * 0.5 * (1 + erf(x / sqrt 2)) computes. Exporters write it as
+ * Div(x, 1.4142) or Mul(x, 0.7071) -> Erf -> Add 1 -> Mul by x -> Mul 0.5,
+ * or with the 0.5 applied to x first. */
+
+struct odnn_gelu {
+    size_t nodes[5];
+    size_t n_nodes;
+    int64_t x;   /* the input */
+    int64_t out; /* the output of the last node */
+};
+
+static int odnn_op_is(const pl_graph_view *v, int64_t node, const char *op)
+{
+    return node >= 0 && strcmp(onednn_host->graph->node_op(v, (size_t)node), op) == 0 &&
+           onednn_host->graph->node_domain(v, (size_t)node)[0] == '\0';
+}
+
+/* For binary node N with inputs (a, b): the input that is not the scalar,
+ * with the scalar in *out_c; -1 when neither is a scalar constant. */
+static int64_t odnn_binary_scalar(const pl_graph_view *v, size_t n, float *out_c, int *out_first)
+{
+    if (onednn_host->graph->node_input_count(v, n) != 2)
+        return -1;
+    int64_t a = odnn_in(v, n, 0), b = odnn_in(v, n, 1);
+    *out_first = 0;
+    if (odnn_scalar(v, b, out_c))
+        return a;
+    if (odnn_scalar(v, a, out_c)) {
+        *out_first = 1;
+        return b;
+    }
+    return -1;
+}
+
+static int odnn_near(float a, double b)
+{
+    return fabs((double)a - b) <= 1e-4 * fabs(b);
+}
+
+/* Matches the GELU pattern whose first node (the Div or Mul before Erf) is
+ * D. Every intermediate must have no other reader. */
+static int odnn_match_gelu(const pl_graph_view *v, const struct odnn_uses *u, size_t d,
+                           struct odnn_gelu *out)
+{
+    float c;
+    int first;
+    int64_t x;
+    if (odnn_op_is(v, (int64_t)d, "Div")) {
+        x = odnn_binary_scalar(v, d, &c, &first);
+        if (x < 0 || first || !odnn_near(c, 1.4142135623730951))
+            return 0;
+    } else if (odnn_op_is(v, (int64_t)d, "Mul")) {
+        x = odnn_binary_scalar(v, d, &c, &first);
+        if (x < 0 || !odnn_near(c, 0.7071067811865476))
+            return 0;
+    } else {
+        return 0;
+    }
+    int64_t e = odnn_sole_reader(u, odnn_out(v, d, 0));
+    if (!odnn_op_is(v, e, "Erf"))
+        return 0;
+    int64_t a = odnn_sole_reader(u, odnn_out(v, (size_t)e, 0));
+    if (!odnn_op_is(v, a, "Add") || odnn_binary_scalar(v, (size_t)a, &c, &first) < 0 ||
+        !odnn_near(c, 1.0))
+        return 0;
+    int64_t m1 = odnn_sole_reader(u, odnn_out(v, (size_t)a, 0));
+    if (!odnn_op_is(v, m1, "Mul"))
+        return 0;
+    int64_t other = odnn_in(v, (size_t)m1, 0) == odnn_out(v, (size_t)a, 0)
+                        ? odnn_in(v, (size_t)m1, 1)
+                        : odnn_in(v, (size_t)m1, 0);
+    out->x = x;
+    out->nodes[0] = d;
+    out->nodes[1] = (size_t)e;
+    out->nodes[2] = (size_t)a;
+    out->nodes[3] = (size_t)m1;
+    out->n_nodes = 4;
+    if (other == x) {
+        int64_t m2 = odnn_sole_reader(u, odnn_out(v, (size_t)m1, 0));
+        if (!odnn_op_is(v, m2, "Mul") || odnn_binary_scalar(v, (size_t)m2, &c, &first) < 0 ||
+            !odnn_near(c, 0.5))
+            return 0;
+        out->nodes[out->n_nodes++] = (size_t)m2;
+        out->out = odnn_out(v, (size_t)m2, 0);
+        return 1;
+    }
+    /* other = Mul(x, 0.5), read only by m1 */
+    if (other < 0 || (size_t)other >= u->n_tensors || u->producer[other] == 0)
+        return 0;
+    size_t h = u->producer[other] - 1;
+    if (!odnn_op_is(v, (int64_t)h, "Mul") || odnn_sole_reader(u, other) != m1 ||
+        odnn_binary_scalar(v, h, &c, &first) != x || !odnn_near(c, 0.5))
+        return 0;
+    out->nodes[out->n_nodes++] = h;
+    out->out = odnn_out(v, (size_t)m1, 0);
+    return 1;
+}
+
+/* Finds the GELU pattern node N belongs to, trying the readers of each of
+ * its inputs' producers as the pattern's first node. */
+static int odnn_gelu_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
+                        struct odnn_gelu *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    size_t nodes = g->node_count(v);
+    /* The first node reads x; x is read by the first node and maybe by the
+     * Mul(x, 0.5) or the final Mul: look at every reader of every input of
+     * N and of N's pattern neighbours. Patterns are short, so try each node
+     * that reads a tensor N reads or N itself. */
+    for (size_t cand = 0; cand < nodes; cand++) {
+        if (!odnn_op_is(v, (int64_t)cand, "Div") && !odnn_op_is(v, (int64_t)cand, "Mul"))
+            continue;
+        struct odnn_gelu m;
+        if (!odnn_match_gelu(v, u, cand, &m))
+            continue;
+        for (size_t k = 0; k < m.n_nodes; k++)
+            if (m.nodes[k] == n) {
+                *out = m;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* ---- verdicts -------------------------------------------------------------- */
+
+static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    for (int side = 0; side < 2; side++) {
+        size_t count = side ? g->node_output_count(v, n) : g->node_input_count(v, n);
+        for (size_t k = 0; k < count; k++) {
+            int64_t t = side ? g->node_output(v, n, k) : g->node_input(v, n, k);
+            if (t < 0)
+                continue;
+            struct odnn_tinfo ti;
+            if (!odnn_tensor(v, t, &ti) || !ti.known) {
+                odnn_reason(reason, op, "the shape of '%s' is not known or has rank > %d",
+                            g->tensor_name(v, t), ODNN_MAX_RANK);
+                return 0;
+            }
+            /* Reshape's shape and ReduceMean's axes are i64 constants the
+             * primitive does not read. */
+            if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
+                             (strcmp(op, "Reshape") == 0 || strcmp(op, "ReduceMean") == 0))) {
+                odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
+                            g->tensor_name(v, t));
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The padding of one spatial dim for auto_pad SAME_UPPER/SAME_LOWER. */
+static void odnn_same_pad(int64_t in, int64_t k, int64_t s, int64_t d, int upper, int64_t *l,
+                          int64_t *r)
+{
+    int64_t out = (in + s - 1) / s;
+    int64_t total = (out - 1) * s + (k - 1) * d + 1 - in;
+    if (total < 0)
+        total = 0;
+    *l = upper ? total / 2 : total - total / 2;
+    *r = total - *l;
+}
+
+/* The window of a Conv or pooling node over a 4-D input: kernel, strides,
+ * dilations (ONNX's, >= 1) and both paddings. Returns 0 with a reason. */
+struct odnn_window {
+    int64_t k[2], s[2], d[2], pl[2], pr[2];
+};
+
+static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
+                       const struct odnn_tinfo *x, const int64_t *kernel,
+                       const struct odnn_tinfo *y, struct odnn_window *w, char *reason)
+{
+    const int64_t *a;
+    for (int i = 0; i < 2; i++) {
+        w->k[i] = kernel[i];
+        w->s[i] = w->d[i] = 1;
+        w->pl[i] = w->pr[i] = 0;
+    }
+    if (odnn_attr_ints(v, n, "strides", &a) == 2)
+        w->s[0] = a[0], w->s[1] = a[1];
+    if (odnn_attr_ints(v, n, "dilations", &a) == 2)
+        w->d[0] = a[0], w->d[1] = a[1];
+    size_t np = odnn_attr_ints(v, n, "pads", &a);
+    if (np == 4)
+        w->pl[0] = a[0], w->pl[1] = a[1], w->pr[0] = a[2], w->pr[1] = a[3];
+    else if (np != 0) {
+        odnn_reason(reason, op, "pads has %zu values, expected 4", np);
+        return 0;
+    }
+    char buf[32];
+    const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
+    for (int i = 0; i < 2; i++) {
+        if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1) {
+            odnn_reason(reason, op, "kernel, strides and dilations must be >= 1");
+            return 0;
+        }
+        if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0)
+            odnn_same_pad(x->dims[2 + i], w->k[i], w->s[i], w->d[i], ap[5] == 'U', &w->pl[i],
+                          &w->pr[i]);
+        else if (strcmp(ap, "VALID") == 0)
+            w->pl[i] = w->pr[i] = 0;
+        else if (strcmp(ap, "NOTSET") != 0) {
+            odnn_reason(reason, op, "auto_pad '%s' is not an ONNX value", ap);
+            return 0;
+        }
+        /* The right padding that gives the output size the graph states
+         * (ceil_mode and SAME both come out of this). */
+        int64_t span = (w->k[i] - 1) * w->d[i] + 1;
+        int64_t pr = (y->dims[2 + i] - 1) * w->s[i] + span - x->dims[2 + i] - w->pl[i];
+        if (pr < 0)
+            pr = w->pr[i] > 0 ? w->pr[i] : 0;
+        if (w->pl[i] < 0 || x->dims[2 + i] + w->pl[i] + pr < span ||
+            (x->dims[2 + i] + w->pl[i] + pr - span) / w->s[i] + 1 != y->dims[2 + i]) {
+            odnn_reason(reason, op, "the window does not give the output size the graph "
+                                    "states (negative padding?)");
+            return 0;
+        }
+        w->pr[i] = pr;
+    }
+    return 1;
+}
+
+static int odnn_check_conv(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo x, wt, b, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_in(v, n, 1), &wt);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (x.ndim != 4 || wt.ndim != 4) {
+        odnn_reason(reason, "Conv", "only 2-D convolutions (4-D input) are supported, input has "
+                                    "rank %d", x.ndim);
+        return 0;
+    }
+    if (wt.cdata == NULL) {
+        odnn_reason(reason, "Conv", "weights are not a constant");
+        return 0;
+    }
+    if (odnn_in(v, n, 2) >= 0 && (!odnn_tensor(v, odnn_in(v, n, 2), &b) || b.cdata == NULL)) {
+        odnn_reason(reason, "Conv", "bias is not a constant");
+        return 0;
+    }
+    int64_t group = odnn_attr_int(v, n, "group", 1);
+    if (group < 1 || x.dims[1] % group != 0 || wt.dims[0] % group != 0 ||
+        wt.dims[1] * group != x.dims[1]) {
+        odnn_reason(reason, "Conv", "group %lld does not divide the channels", (long long)group);
+        return 0;
+    }
+    const int64_t *ks;
+    size_t nk = odnn_attr_ints(v, n, "kernel_shape", &ks);
+    if (nk != 0 && (nk != 2 || ks[0] != wt.dims[2] || ks[1] != wt.dims[3])) {
+        odnn_reason(reason, "Conv", "kernel_shape does not match the weights");
+        return 0;
+    }
+    struct odnn_window w;
+    return odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason);
+}
+
+static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, char *reason)
+{
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (x.ndim != 4) {
+        odnn_reason(reason, op, "only 2-D pooling (4-D input) is supported, input has rank %d",
+                    x.ndim);
+        return 0;
+    }
+    if (odnn_out(v, n, 1) >= 0) {
+        odnn_reason(reason, op, "the Indices output is not supported");
+        return 0;
+    }
+    if (strcmp(op, "GlobalAveragePool") == 0)
+        return 1;
+    const int64_t *ks;
+    if (odnn_attr_ints(v, n, "kernel_shape", &ks) != 2) {
+        odnn_reason(reason, op, "kernel_shape must have 2 values");
+        return 0;
+    }
+    if (odnn_attr_int(v, n, "storage_order", 0) != 0) {
+        odnn_reason(reason, op, "storage_order 1 is not supported");
+        return 0;
+    }
+    if (strcmp(op, "AveragePool") == 0 && odnn_attr_int(v, n, "count_include_pad", 0) &&
+        odnn_attr_int(v, n, "ceil_mode", 0)) {
+        odnn_reason(reason, op, "count_include_pad with ceil_mode is not supported");
+        return 0;
+    }
+    struct odnn_window w;
+    return odnn_window(v, n, op, &x, ks, &y, &w, reason);
+}
+
+/* ONNX broadcasting of a binary node, as oneDNN binary does it: the first
+ * source has the output's shape, the second broadcasts into it. */
+static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, char *reason)
+{
+    struct odnn_tinfo a, b, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &a);
+    odnn_tensor(v, odnn_in(v, n, 1), &b);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (a.cdata != NULL && b.cdata != NULL) {
+        odnn_reason(reason, op, "both inputs are constants (left to constant folding)");
+        return 0;
+    }
+    int commutes = strcmp(op, "Add") == 0 || strcmp(op, "Mul") == 0;
+    const struct odnn_tinfo *full = &a, *bc = &b;
+    if (a.elems != y.elems || a.ndim != y.ndim) {
+        if (!commutes || b.elems != y.elems || b.ndim != y.ndim) {
+            char t1[64], t2[64];
+            odnn_reason(reason, op, "both inputs broadcast (%s, %s); oneDNN binary broadcasts "
+                                    "only its second source",
+                        odnn_dims_text(&a, t1, sizeof t1), odnn_dims_text(&b, t2, sizeof t2));
+            return 0;
+        }
+        full = &b, bc = &a;
+    }
+    (void)full;
+    if (bc->ndim > y.ndim) {
+        odnn_reason(reason, op, "input of higher rank than the output");
+        return 0;
+    }
+    for (int32_t i = 1; i <= bc->ndim; i++)
+        if (bc->dims[bc->ndim - i] != 1 && bc->dims[bc->ndim - i] != y.dims[y.ndim - i]) {
+            odnn_reason(reason, op, "shapes do not broadcast");
+            return 0;
+        }
+    return 1;
+}
+
+static int odnn_check_matmul(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo a, b;
+    odnn_tensor(v, odnn_in(v, n, 0), &a);
+    odnn_tensor(v, odnn_in(v, n, 1), &b);
+    if (a.ndim < 2 || a.ndim > 4 || b.ndim < 2 || b.ndim > 4) {
+        odnn_reason(reason, "MatMul", "ranks %d and %d: only 2-D to 4-D operands are supported",
+                    a.ndim, b.ndim);
+        return 0;
+    }
+    int32_t r = a.ndim > b.ndim ? a.ndim : b.ndim;
+    for (int32_t i = 3; i <= r; i++) {
+        int64_t da = i <= a.ndim ? a.dims[a.ndim - i] : 1;
+        int64_t db = i <= b.ndim ? b.dims[b.ndim - i] : 1;
+        if (da != db && da != 1 && db != 1) {
+            odnn_reason(reason, "MatMul", "batch dims %lld and %lld do not broadcast",
+                        (long long)da, (long long)db);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int odnn_check_gemm(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo a, b, c, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &a);
+    odnn_tensor(v, odnn_in(v, n, 1), &b);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (a.ndim != 2 || b.ndim != 2) {
+        odnn_reason(reason, "Gemm", "A and B must be 2-D");
+        return 0;
+    }
+    if (odnn_in(v, n, 2) >= 0) {
+        odnn_tensor(v, odnn_in(v, n, 2), &c);
+        if (c.cdata == NULL) {
+            odnn_reason(reason, "Gemm", "C is not a constant (only a constant C becomes the "
+                                        "bias)");
+            return 0;
+        }
+        if (c.ndim > 2 ||
+            (c.ndim >= 1 && c.dims[c.ndim - 1] != 1 && c.dims[c.ndim - 1] != y.dims[1]) ||
+            (c.ndim == 2 && c.dims[0] != 1 && c.dims[0] != y.dims[0])) {
+            odnn_reason(reason, "Gemm", "C does not broadcast to the output");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int odnn_clip_bounds(const pl_graph_view *v, size_t n, float *lo, float *hi, char *reason)
+{
+    *lo = -FLT_MAX;
+    *hi = FLT_MAX;
+    if (onednn_host->graph->node_opset(v, n) < 11) {
+        *lo = (float)odnn_attr_float(v, n, "min", -FLT_MAX);
+        *hi = (float)odnn_attr_float(v, n, "max", FLT_MAX);
+        return 1;
+    }
+    for (int i = 1; i <= 2; i++) {
+        int64_t t = odnn_in(v, n, (size_t)i);
+        if (t >= 0 && !odnn_scalar(v, t, i == 1 ? lo : hi)) {
+            odnn_reason(reason, "Clip", "%s is not a constant scalar", i == 1 ? "min" : "max");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The eltwise algorithm of a one-input op, or 0 for none. */
+static int odnn_eltwise_of(const pl_graph_view *v, size_t n, dnnl_alg_kind_t *alg, float *alpha,
+                           float *beta, char *reason)
+{
+    const char *op = onednn_host->graph->node_op(v, n);
+    *alpha = 0;
+    *beta = 0;
+    if (strcmp(op, "Relu") == 0)
+        *alg = dnnl_eltwise_relu;
+    else if (strcmp(op, "LeakyRelu") == 0)
+        *alg = dnnl_eltwise_relu, *alpha = (float)odnn_attr_float(v, n, "alpha", 0.01);
+    else if (strcmp(op, "Sigmoid") == 0)
+        *alg = dnnl_eltwise_logistic;
+    else if (strcmp(op, "Tanh") == 0)
+        *alg = dnnl_eltwise_tanh;
+    else if (strcmp(op, "Exp") == 0)
+        *alg = dnnl_eltwise_exp;
+    else if (strcmp(op, "Sqrt") == 0)
+        *alg = dnnl_eltwise_sqrt;
+    else if (strcmp(op, "Abs") == 0)
+        *alg = dnnl_eltwise_abs;
+    else if (strcmp(op, "Clip") == 0) {
+        if (!odnn_clip_bounds(v, n, alpha, beta, reason))
+            return 0;
+        *alg = dnnl_eltwise_clip;
+    } else if (strcmp(op, "Pow") == 0) {
+        float p;
+        if (!odnn_scalar(v, odnn_in(v, n, 1), &p)) {
+            odnn_reason(reason, "Pow", "the exponent is not a constant scalar");
+            return 0;
+        }
+        *alg = dnnl_eltwise_pow, *alpha = 1.0f, *beta = p;
+    } else
+        return 0;
+    return 1;
+}
+
+/* Says whether node N of V can be taken; reason set on refusal. U is the
+ * view's readers (for the GELU pattern). */
+static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
+                           char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    const char *op = g->node_op(v, n);
+    if (g->node_domain(v, n)[0] != '\0') {
+        odnn_reason(reason, op, "domain '%s' is not ONNX's", g->node_domain(v, n));
+        return 0;
+    }
+    static const char *const ops[] = {
+        "Conv", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
+        "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
+        "Abs", "Pow", "Erf", "Add", "Sub", "Mul", "Div", "Softmax", "LayerNormalization",
+        "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean"};
+    size_t i = 0;
+    while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
+        i++;
+    if (i == sizeof ops / sizeof ops[0]) {
+        odnn_reason(reason, op, "no oneDNN primitive for this op");
+        return 0;
+    }
+    if (!odnn_all_f32_known(v, n, op, reason))
+        return 0;
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int binary = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+                 strcmp(op, "Div") == 0;
+    if (x.cdata != NULL && strcmp(op, "Concat") != 0 && !binary) {
+        odnn_reason(reason, op, "the data input is a constant (left to constant folding)");
+        return 0;
+    }
+    if (g->node_output_count(v, n) > 1) {
+        for (size_t k = 1; k < g->node_output_count(v, n); k++)
+            if (g->node_output(v, n, k) >= 0) {
+                odnn_reason(reason, op, "only the first output is supported");
+                return 0;
+            }
+    }
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (strcmp(op, "Conv") == 0)
+        return odnn_check_conv(v, n, reason);
+    if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 ||
+        strcmp(op, "GlobalAveragePool") == 0)
+        return odnn_check_pool(v, n, op, reason);
+    if (strcmp(op, "MatMul") == 0)
+        return odnn_check_matmul(v, n, reason);
+    if (strcmp(op, "Gemm") == 0)
+        return odnn_check_gemm(v, n, reason);
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+        strcmp(op, "Div") == 0)
+        return odnn_check_binary(v, n, op, reason);
+    if (strcmp(op, "Erf") == 0) {
+        struct odnn_gelu m;
+        if (u != NULL && odnn_gelu_of(v, u, n, &m))
+            return 1;
+        odnn_reason(reason, "Erf", "oneDNN 2.6 has no erf eltwise; only the GELU pattern "
+                                   "x*0.5*(1+erf(x/sqrt2)) is taken (as gelu_erf)");
+        return 0;
+    }
+    if (odnn_eltwise_of(v, n, &alg, &alpha, &beta, reason))
+        return 1;
+    if (reason[0] != '\0')
+        return 0;
+    if (strcmp(op, "BatchNormalization") == 0) {
+        if (odnn_attr_int(v, n, "training_mode", 0) != 0) {
+            odnn_reason(reason, op, "training_mode is not supported (inference only)");
+            return 0;
+        }
+        if (x.ndim < 2) {
+            odnn_reason(reason, op, "input of rank < 2");
+            return 0;
+        }
+        for (size_t k = 1; k < 5; k++) {
+            struct odnn_tinfo p;
+            if (!odnn_tensor(v, odnn_in(v, n, k), &p) || p.cdata == NULL ||
+                p.elems != x.dims[1]) {
+                odnn_reason(reason, op, "scale, bias, mean and var must be constants of C "
+                                        "values");
+                return 0;
+            }
+        }
+        return 1;
+    }
+    if (strcmp(op, "Softmax") == 0) {
+        int64_t axis = odnn_attr_int(v, n, "axis", g->node_opset(v, n) >= 13 ? -1 : 1);
+        if (axis < 0)
+            axis += x.ndim;
+        if (axis < 0 || axis >= x.ndim) {
+            odnn_reason(reason, op, "axis out of range");
+            return 0;
+        }
+        if (g->node_opset(v, n) < 13 && axis != x.ndim - 1) {
+            odnn_reason(reason, op, "before opset 13 Softmax flattens from axis; only the last "
+                                    "axis is supported");
+            return 0;
+        }
+        return 1;
+    }
+    if (strcmp(op, "LayerNormalization") == 0) {
+        int64_t axis = odnn_attr_int(v, n, "axis", -1);
+        if (axis < 0)
+            axis += x.ndim;
+        if (axis != x.ndim - 1) {
+            odnn_reason(reason, op, "axis %lld: oneDNN normalises over the last axis only",
+                        (long long)odnn_attr_int(v, n, "axis", -1));
+            return 0;
+        }
+        for (size_t k = 1; k < 3; k++) {
+            struct odnn_tinfo p;
+            if (odnn_in(v, n, k) < 0)
+                continue;
+            if (!odnn_tensor(v, odnn_in(v, n, k), &p) || p.cdata == NULL ||
+                p.elems != x.dims[x.ndim - 1]) {
+                odnn_reason(reason, op, "scale and bias must be constants of the last dim");
+                return 0;
+            }
+        }
+        return 1;
+    }
+    if (strcmp(op, "Concat") == 0) {
+        if (g->node_input_count(v, n) > ODNN_MAX_CONCAT) {
+            odnn_reason(reason, op, "more than %d inputs", ODNN_MAX_CONCAT);
+            return 0;
+        }
+        return 1;
+    }
+    if (strcmp(op, "ReduceMean") == 0) {
+        if (g->node_input_count(v, n) > 1 && odnn_in(v, n, 1) >= 0) {
+            odnn_reason(reason, op, "axes as an input (opset 18) is not supported yet");
+            return 0;
+        }
+        return 1;
+    }
+    /* Reshape, Flatten, Transpose and Identity: a reorder into the output. */
+    return 1;
+}
+
+pl_status *onednn_sg_supported(pl_module_ctx *ctx, const pl_graph_view *graph,
+                               pl_support_sink sink, void *sink_ctx)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    struct odnn_uses u;
+    pl_status *st = odnn_uses_build(ctx, graph, &u);
+    if (st != NULL)
+        return st;
+    size_t n = g->node_count(graph);
+    for (size_t i = 0; i < n; i++) {
+        char reason[ODNN_REASON] = "";
+        int ok = odnn_check_node(graph, &u, i, reason);
+        if (ok && ctx->bf16) {
+            odnn_reason(reason, g->node_op(graph, i),
+                        "precision = bf16 is not implemented yet (set precision = f32)");
+            ok = 0;
+        }
+        sink(sink_ctx, i, ok, ok ? NULL : reason);
+    }
+    odnn_uses_free(ctx, &u);
+    return NULL;
+}
+
+/* ---- the compiled subgraph ---------------------------------------------------- */
+
+enum odnn_value_kind {
+    ODNN_V_INPUT = 1,  /* bound to run's input[ext] */
+    ODNN_V_OUTPUT = 2, /* bound to run's output[ext] */
+    ODNN_V_TEMP = 3,   /* in the arena */
+    ODNN_V_CONST = 4   /* in the weights */
+};
+
+struct odnn_value {
+    int64_t tensor; /* graph tensor, -1 for a reordered copy */
+    int kind;
+    int ext;        /* input or output index for INPUT/OUTPUT; weight for CONST */
+    int alt;        /* a copy of this value in another layout, or -1 */
+    int defined;    /* already written by an emitted step */
+    dnnl_memory_desc_t md;
+    size_t bytes;
+    int first, last; /* steps writing first and reading last */
+    size_t offset;   /* in the arena (TEMP) */
+    dnnl_memory_t mem;
+};
+
+struct odnn_weight {
+    dnnl_memory_desc_t md;
+    size_t bytes;
+    void *data; /* host_alloc, 64-byte aligned */
+    dnnl_memory_t mem;
+};
+
+enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH = 2 };
+
+/* Step kinds, stored in the blob as the fusion plan. */
+enum odnn_step_kind {
+    ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
+    ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE
+};
+
+struct odnn_step {
+    uint32_t kind;
+    dnnl_primitive_t prim;
+    size_t scratch_bytes;
+    int n_args;
+    int arg[ODNN_MAX_ARGS];        /* DNNL_ARG_* */
+    uint8_t ref_kind[ODNN_MAX_ARGS];
+    int ref[ODNN_MAX_ARGS];
+    dnnl_exec_arg_t exec[ODNN_MAX_ARGS + 1];
+    dnnl_memory_t scratch_mem;
+};
+
+struct pl_compiled {
+    uint64_t view_hash;
+    int n_values, cap_values;
+    struct odnn_value *values;
+    int n_steps, cap_steps;
+    struct odnn_step *steps;
+    int n_weights, cap_weights;
+    struct odnn_weight *weights;
+    size_t n_inputs, n_outputs;
+    int *input_value;  /* value of the view's input(i) */
+    int *output_value; /* value written into the view's output(i) */
+    size_t arena_bytes, scratch_bytes;
+    void *arena, *scratch;
+    dnnl_stream_t stream;
+    double weight_reorder_ms;
+};
+
+/* What compile reads weights from when it imports: the blob's weights, in
+ * the order compile asks for them. */
+struct odnn_import {
+    const unsigned char *weights; /* at the first weight record */
+    const unsigned char *end;
+    uint32_t n_weights, next;
+    const uint32_t *kinds; /* unaligned: read with memcpy */
+    uint32_t n_steps;
+};
+
+struct odnn_build {
+    pl_module_ctx *ctx;
+    const pl_graph_view *v;
+    pl_compiled *c;
+    struct odnn_uses u;
+    uint8_t *done; /* per node: already emitted as part of a fused primitive */
+    struct odnn_import *imp;
+};
+
+static void odnn_free(pl_module_ctx *ctx, void *p)
+{
+    onednn_host->host_free(ctx->host_ctx, p);
+}
+
+static pl_status *odnn_dnnl(dnnl_status_t st, const char *what, const pl_graph_view *v,
+                            int64_t node)
+{
+    if (st == dnnl_success)
+        return NULL;
+    const char *name = node >= 0 ? onednn_host->graph->node_name(v, (size_t)node) : "";
+    const char *op = node >= 0 ? onednn_host->graph->node_op(v, (size_t)node) : "subgraph";
+    return odnn_error(st == dnnl_out_of_memory ? PL_CODE_OUT_OF_MEMORY
+                      : st == dnnl_unimplemented ? PL_CODE_UNSUPPORTED
+                                                 : PL_CODE_INTERNAL,
+                      "onednn: %s: node '%s': %s failed: %s", op, name, what,
+                      dnnl_status2str(st));
+}
+
+static void *odnn_grow(pl_module_ctx *ctx, void *old, int n, int *cap, size_t elem)
+{
+    if (n < *cap)
+        return old;
+    int ncap = *cap ? *cap * 2 : 16;
+    void *p = onednn_host->host_alloc(ctx->host_ctx, (size_t)ncap * elem, 0);
+    if (p == NULL)
+        return NULL;
+    memset(p, 0, (size_t)ncap * elem);
+    if (n > 0)
+        memcpy(p, old, (size_t)n * elem);
+    odnn_free(ctx, old);
+    *cap = ncap;
+    return p;
+}
+
+static pl_status *odnn_oom(void)
+{
+    return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory compiling a subgraph");
+}
+
+/* A plain (row-major) descriptor of NDIM dims; rank 0 becomes [1]. */
+static void odnn_plain_md(dnnl_memory_desc_t *md, int32_t ndim, const int64_t *dims)
+{
+    dnnl_dims_t d;
+    int nd = ndim > 0 ? ndim : 1;
+    for (int i = 0; i < nd; i++)
+        d[i] = ndim > 0 ? dims[i] : 1;
+    dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, NULL);
+}
+
+static int odnn_new_value(struct odnn_build *b, int64_t tensor, int kind,
+                          const dnnl_memory_desc_t *md)
+{
+    pl_compiled *c = b->c;
+    struct odnn_value *grown =
+        odnn_grow(b->ctx, c->values, c->n_values, &c->cap_values, sizeof *c->values);
+    if (grown == NULL)
+        return -1;
+    c->values = grown;
+    struct odnn_value *val = &c->values[c->n_values];
+    memset(val, 0, sizeof *val);
+    val->tensor = tensor;
+    val->kind = kind;
+    val->ext = -1;
+    val->alt = -1;
+    val->md = *md;
+    val->bytes = dnnl_memory_desc_get_size(md);
+    val->first = -1;
+    val->last = -1;
+    return c->n_values++;
+}
+
+/* The value holding tensor T, or -1. */
+static int odnn_value_of(struct odnn_build *b, int64_t t)
+{
+    for (int i = 0; i < b->c->n_values; i++)
+        if (b->c->values[i].tensor == t && t >= 0)
+            return i;
+    return -1;
+}
+
+/* Appends a step for the primitive of PD; its arguments follow with
+ * odnn_arg. Returns the step index or -1 (status in *out_st). */
+static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primitive_desc_t pd,
+                         int64_t node, pl_status **out_st)
+{
+    pl_compiled *c = b->c;
+    struct odnn_step *grown =
+        odnn_grow(b->ctx, c->steps, c->n_steps, &c->cap_steps, sizeof *c->steps);
+    if (grown == NULL) {
+        *out_st = odnn_oom();
+        return -1;
+    }
+    c->steps = grown;
+    struct odnn_step *s = &c->steps[c->n_steps];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    dnnl_status_t ds = dnnl_primitive_create(&s->prim, pd);
+    if (ds != dnnl_success) {
+        *out_st = odnn_dnnl(ds, "dnnl_primitive_create", b->v, node);
+        return -1;
+    }
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    s->scratch_bytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    if (s->scratch_bytes > c->scratch_bytes)
+        c->scratch_bytes = s->scratch_bytes;
+    if (s->scratch_bytes > 0) {
+        ds = dnnl_memory_create(&s->scratch_mem, smd, b->ctx->engine, DNNL_MEMORY_NONE);
+        if (ds != dnnl_success) {
+            *out_st = odnn_dnnl(ds, "scratchpad memory", b->v, node);
+            return -1;
+        }
+    }
+    return c->n_steps++;
+}
+
+static void odnn_arg(struct odnn_build *b, int step, int arg, int ref_kind, int ref)
+{
+    struct odnn_step *s = &b->c->steps[step];
+    if (s->n_args >= ODNN_MAX_ARGS)
+        return; /* bounded by ODNN_MAX_CONCAT at check time */
+    s->arg[s->n_args] = arg;
+    s->ref_kind[s->n_args] = (uint8_t)ref_kind;
+    s->ref[s->n_args] = ref;
+    s->n_args++;
+    if (ref_kind == ODNN_REF_VALUE)
+        b->c->values[ref].defined |= arg == DNNL_ARG_DST;
+}
+
+/* An attribute with the user scratchpad and, when given, POST_OPS. */
+static pl_status *odnn_attr(dnnl_primitive_attr_t *attr, const_dnnl_post_ops_t post_ops)
+{
+    *attr = NULL;
+    if (dnnl_primitive_attr_create(attr) != dnnl_success)
+        return odnn_oom();
+    dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    if (post_ops != NULL && dnnl_primitive_attr_set_post_ops(*attr, post_ops) != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return odnn_error(PL_CODE_INTERNAL, "onednn: cannot set post-ops");
+    }
+    return NULL;
+}
+
+/* Emits a reorder of value SRC into value DST (both exist). */
+static pl_status *odnn_reorder(struct odnn_build *b, int src, int dst, int64_t node)
+{
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, NULL);
+    if (st != NULL)
+        return st;
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(
+        &pd, &b->c->values[src].md, b->ctx->engine, &b->c->values[dst].md, b->ctx->engine, attr);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success)
+        return odnn_dnnl(ds, "reorder", b->v, node);
+    int s = odnn_add_step(b, ODNN_S_REORDER, pd, node, &st);
+    dnnl_primitive_desc_destroy(pd);
+    if (s < 0)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* Adds a weight: the constant bytes DATA in layout SRC_MD, reordered into
+ * layout MD — or, when importing, the blob's next weight, which must have
+ * layout MD. Returns the weight index in *out. */
+static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
+                              const dnnl_memory_desc_t *src_md, const void *data, int64_t node,
+                              int *out)
+{
+    pl_compiled *c = b->c;
+    struct odnn_weight *grown =
+        odnn_grow(b->ctx, c->weights, c->n_weights, &c->cap_weights, sizeof *c->weights);
+    if (grown == NULL)
+        return odnn_oom();
+    c->weights = grown;
+    struct odnn_weight *w = &c->weights[c->n_weights];
+    memset(w, 0, sizeof *w);
+    w->md = *md;
+    w->bytes = dnnl_memory_desc_get_size(md);
+    w->data = onednn_host->host_alloc(b->ctx->host_ctx, w->bytes > 0 ? w->bytes : 1, 64);
+    if (w->data == NULL)
+        return odnn_oom();
+    c->n_weights++;
+    dnnl_status_t ds = dnnl_memory_create(&w->mem, md, b->ctx->engine, w->data);
+    if (ds != dnnl_success)
+        return odnn_dnnl(ds, "weight memory", b->v, node);
+    *out = c->n_weights - 1;
+    if (b->imp != NULL) {
+        struct odnn_import *imp = b->imp;
+        size_t rec = sizeof(dnnl_memory_desc_t) + 8;
+        if (imp->next >= imp->n_weights || (size_t)(imp->end - imp->weights) < rec)
+            return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: the blob has fewer "
+                                                    "weights than this subgraph needs");
+        dnnl_memory_desc_t bmd;
+        uint64_t bytes;
+        memcpy(&bmd, imp->weights, sizeof bmd);
+        memcpy(&bytes, imp->weights + sizeof bmd, 8);
+        if (bmd.ndims != md->ndims || bytes != w->bytes || !dnnl_memory_desc_equal(&bmd, md))
+            return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: weight %d of the blob has "
+                                                    "another layout than oneDNN picks now",
+                              *out);
+        if ((size_t)(imp->end - imp->weights) - rec < bytes)
+            return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (weight "
+                                                        "%d is truncated)",
+                              *out);
+        memcpy(w->data, imp->weights + rec, w->bytes);
+        imp->weights += rec + bytes;
+        imp->next++;
+        return NULL;
+    }
+    if (dnnl_memory_desc_equal(md, src_md)) {
+        memcpy(w->data, data, w->bytes);
+        return NULL;
+    }
+    /* A one-off reorder, executed now: weights are laid out once. */
+    dnnl_memory_t src = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    ds = dnnl_memory_create(&src, src_md, b->ctx->engine, (void *)data);
+    if (ds == dnnl_success)
+        ds = dnnl_reorder_primitive_desc_create(&pd, src_md, b->ctx->engine, md, b->ctx->engine,
+                                                NULL);
+    if (ds == dnnl_success)
+        ds = dnnl_primitive_create(&prim, pd);
+    if (ds == dnnl_success)
+        ds = dnnl_stream_create(&stream, b->ctx->engine, dnnl_stream_default_flags);
+    if (ds == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, w->mem}};
+        ds = dnnl_primitive_execute(prim, stream, 2, args);
+        if (ds == dnnl_success)
+            ds = dnnl_stream_wait(stream);
+    }
+    if (stream)
+        dnnl_stream_destroy(stream);
+    if (prim)
+        dnnl_primitive_destroy(prim);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (src)
+        dnnl_memory_destroy(src);
+    return odnn_dnnl(ds, "weight reorder", b->v, node);
+}
+
+/* The value of constant tensor T as a plain weight (made on first use). */
+static pl_status *odnn_const_value(struct odnn_build *b, int64_t t, int64_t node, int *out)
+{
+    int vi = odnn_value_of(b, t);
+    if (vi >= 0) {
+        *out = vi;
+        return NULL;
+    }
+    struct odnn_tinfo ti;
+    odnn_tensor(b->v, t, &ti);
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, ti.ndim, ti.dims);
+    if (ti.cdata == NULL || ti.cbytes != dnnl_memory_desc_get_size(&md))
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: constant '%s' has %zu bytes, its "
+                                                    "type says otherwise",
+                          onednn_host->graph->tensor_name(b->v, t), ti.cbytes);
+    int w;
+    pl_status *st = odnn_weight(b, &md, &md, ti.cdata, node, &w);
+    if (st != NULL)
+        return st;
+    vi = odnn_new_value(b, t, ODNN_V_CONST, &md);
+    if (vi < 0)
+        return odnn_oom();
+    b->c->values[vi].ext = w;
+    b->c->values[vi].defined = 1;
+    *out = vi;
+    return NULL;
+}
+
+/* The value that holds tensor T (an input, constant or earlier output). */
+static pl_status *odnn_source(struct odnn_build *b, int64_t t, int64_t node, int *out)
+{
+    int vi = odnn_value_of(b, t);
+    if (vi >= 0 && b->c->values[vi].defined) {
+        *out = vi;
+        return NULL;
+    }
+    struct odnn_tinfo ti;
+    if (odnn_tensor(b->v, t, &ti) && ti.cdata != NULL)
+        return odnn_const_value(b, t, node, out);
+    return odnn_error(PL_CODE_INTERNAL, "onednn: '%s' is read before it is written",
+                      t >= 0 ? onednn_host->graph->tensor_name(b->v, t) : "(absent)");
+}
+
+/* Value VI in layout MD: itself, or a reordered copy (made once). */
+static pl_status *odnn_ensure(struct odnn_build *b, int vi, const dnnl_memory_desc_t *md,
+                              int64_t node, int *out)
+{
+    struct odnn_value *val = &b->c->values[vi];
+    if (dnnl_memory_desc_equal(&val->md, md)) {
+        *out = vi;
+        return NULL;
+    }
+    if (val->alt >= 0 && dnnl_memory_desc_equal(&b->c->values[val->alt].md, md)) {
+        *out = val->alt;
+        return NULL;
+    }
+    int copy = odnn_new_value(b, -1, ODNN_V_TEMP, md);
+    if (copy < 0)
+        return odnn_oom();
+    b->c->values[vi].alt = copy;
+    *out = copy;
+    return odnn_reorder(b, vi, copy, node);
+}
+
+/* Value VI in plain layout. */
+static pl_status *odnn_plain(struct odnn_build *b, int vi, int64_t node, int *out)
+{
+    struct odnn_value *val = &b->c->values[vi];
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, val->md.ndims, val->md.dims);
+    return odnn_ensure(b, vi, &md, node, out);
+}
+
+/* Value VI read through descriptor MD of the same bytes (a rank-padded or
+ * strided view of a plain value): an alias that owns no memory. VI is made
+ * plain first. */
+static pl_status *odnn_view_as(struct odnn_build *b, int vi, const dnnl_memory_desc_t *md,
+                               int64_t node, int *out)
+{
+    pl_status *st = odnn_plain(b, vi, node, &vi);
+    if (st != NULL)
+        return st;
+    if (dnnl_memory_desc_equal(&b->c->values[vi].md, md)) {
+        *out = vi;
+        return NULL;
+    }
+    int a = odnn_new_value(b, -1, ODNN_V_TEMP, md);
+    if (a < 0)
+        return odnn_oom();
+    struct odnn_value *val = &b->c->values[a];
+    val->kind = -vi - 100; /* an alias of VI: see odnn_owner */
+    val->defined = 1;
+    *out = a;
+    return NULL;
+}
+
+static const dnnl_memory_desc_t *odnn_pd_md(const_dnnl_primitive_desc_t pd, int arg)
+{
+    return dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+}
+
+/* The destination value for tensor T in the layout PD picked. */
+static int odnn_dst_value(struct odnn_build *b, int64_t t, const_dnnl_primitive_desc_t pd)
+{
+    return odnn_new_value(b, t, ODNN_V_TEMP, odnn_pd_md(pd, DNNL_ARG_DST));
+}
+
+/* ---- fusion ----------------------------------------------------------------- */
+
+/* What a Conv/MatMul/Gemm swallowed. */
+struct odnn_fuse {
+    dnnl_post_ops_t po;
+    int n_post;
+    int64_t bias;          /* constant tensor of a fused bias Add, or -1 */
+    int64_t residual;      /* tensor added with post-op sum, or -1 */
+    int64_t out;           /* the tensor the fused primitive writes */
+    size_t fused[64];
+    size_t n_fused;
+};
+
+static int odnn_is_defined(struct odnn_build *b, int64_t t)
+{
+    int vi = odnn_value_of(b, t);
+    if (vi >= 0)
+        return b->c->values[vi].defined;
+    struct odnn_tinfo ti;
+    return odnn_tensor(b->v, t, &ti) && ti.cdata != NULL;
+}
+
+/* True when constant C is a per-channel vector for output Y: channel axis
+ * AXIS of Y and 1 everywhere else, after right-aligning. */
+static int odnn_per_channel(const struct odnn_tinfo *cinfo, const struct odnn_tinfo *y, int axis)
+{
+    if (cinfo->cdata == NULL || cinfo->ndim > y->ndim || !cinfo->f32)
+        return 0;
+    for (int32_t i = 1; i <= cinfo->ndim; i++) {
+        int yd = y->ndim - i;
+        int64_t cd = cinfo->dims[cinfo->ndim - i];
+        if (cd != (yd == axis ? y->dims[axis] : 1) && !(cd == 1 && y->dims[yd] == 1))
+            return 0;
+    }
+    return cinfo->elems == y->dims[axis];
+}
+
+/* Follows OUT through the nodes that can be post-ops of the primitive
+ * about to be made. CHANNEL is the output axis a bias runs along; HAS_BIAS
+ * says the primitive already has one. */
+static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, int has_bias)
+{
+    const pl_graph_view *v = b->v;
+    const pl_graph_api *g = onednn_host->graph;
+    for (;;) {
+        if (f->n_fused + 5 > sizeof f->fused / sizeof f->fused[0])
+            return;
+        int64_t t = f->out;
+        struct odnn_gelu gm;
+        /* GELU: x has exactly the pattern's readers. */
+        if (t >= 0 && (size_t)t < b->u.n_tensors && !b->u.escapes[t] && b->u.count[t] == 2 &&
+            odnn_gelu_of(v, &b->u, b->u.first[t], &gm) && gm.x == t) {
+            dnnl_post_ops_append_eltwise(f->po, 1.0f, dnnl_eltwise_gelu_erf, 0, 0);
+            f->n_post++;
+            for (size_t k = 0; k < gm.n_nodes; k++)
+                f->fused[f->n_fused++] = gm.nodes[k];
+            f->out = gm.out;
+            continue;
+        }
+        int64_t j = odnn_sole_reader(&b->u, t);
+        if (j < 0 || b->done[j])
+            return;
+        char reason[ODNN_REASON] = "";
+        if (!odnn_check_node(v, &b->u, (size_t)j, reason))
+            return;
+        const char *op = g->node_op(v, (size_t)j);
+        dnnl_alg_kind_t alg;
+        float alpha, beta, cval;
+        int first;
+        int64_t next = odnn_out(v, (size_t)j, 0);
+        if (odnn_eltwise_of(v, (size_t)j, &alg, &alpha, &beta, reason) &&
+            odnn_in(v, (size_t)j, 0) == t) {
+            dnnl_post_ops_append_eltwise(f->po, 1.0f, alg, alpha, beta);
+            f->n_post++;
+        } else if (g->node_input_count(v, (size_t)j) == 2 &&
+                   (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 ||
+                    strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0)) {
+            int64_t other = odnn_in(v, (size_t)j, 0) == t ? odnn_in(v, (size_t)j, 1)
+                                                          : odnn_in(v, (size_t)j, 0);
+            int t_first = odnn_in(v, (size_t)j, 0) == t;
+            struct odnn_tinfo oi, yi;
+            odnn_tensor(v, other, &oi);
+            odnn_tensor(v, next, &yi);
+            if (other == t)
+                return;
+            if (odnn_binary_scalar(v, (size_t)j, &cval, &first) == t) {
+                float a = 1, c0 = 0;
+                if (op[0] == 'A')
+                    c0 = cval;
+                else if (op[0] == 'S' && t_first)
+                    c0 = -cval;
+                else if (op[0] == 'S')
+                    a = -1, c0 = cval;
+                else if (op[0] == 'M')
+                    a = cval;
+                else if (t_first && cval != 0)
+                    a = 1.0f / cval;
+                else
+                    return;
+                dnnl_post_ops_append_eltwise(f->po, 1.0f, dnnl_eltwise_linear, a, c0);
+                f->n_post++;
+            } else if (op[0] == 'A' && f->bias < 0 && !has_bias && f->n_post == 0 &&
+                       f->residual < 0 && odnn_per_channel(&oi, &yi, channel)) {
+                f->bias = other;
+            } else if (op[0] == 'A' && f->residual < 0 && oi.cdata == NULL &&
+                       oi.ndim == yi.ndim && oi.elems == yi.elems &&
+                       odnn_is_defined(b, other)) {
+                dnnl_post_ops_append_sum(f->po, 1.0f);
+                f->n_post++;
+                f->residual = other;
+            } else {
+                return;
+            }
+        } else {
+            return;
+        }
+        f->fused[f->n_fused++] = (size_t)j;
+        f->out = next;
+    }
+}
+
+/* Finishes a fused primitive: the residual is copied into the destination
+ * (post-op sum reads it there), then the step. Marks fused nodes done. */
+static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *f,
+                                  const_dnnl_primitive_desc_t pd, int *out_dst)
+{
+    int dst = odnn_dst_value(b, f->out, pd);
+    if (dst < 0)
+        return odnn_oom();
+    if (f->residual >= 0) {
+        int rv;
+        pl_status *st = odnn_source(b, f->residual, -1, &rv);
+        if (st == NULL)
+            st = odnn_reorder(b, rv, dst, -1);
+        if (st != NULL)
+            return st;
+    }
+    for (size_t k = 0; k < f->n_fused; k++)
+        b->done[f->fused[k]] = 1;
+    *out_dst = dst;
+    return NULL;
+}
+
+/* ---- one node (with what it fuses) ------------------------------------------- */
+
+static pl_status *odnn_make_pd(struct odnn_build *b, const_dnnl_op_desc_t desc,
+                               const_dnnl_post_ops_t po, size_t node, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, po);
+    if (st != NULL)
+        return st;
+    dnnl_status_t ds = dnnl_primitive_desc_create(pd, desc, attr, b->ctx->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    return odnn_dnnl(ds, "primitive descriptor", b->v, (int64_t)node);
+}
+
+/* Emits the step of PD with its data source SRC_VALUE (made to fit the
+ * layout PD wants) and extra args. The caller adds the rest. */
+static pl_status *odnn_src_arg(struct odnn_build *b, const_dnnl_primitive_desc_t pd, int arg,
+                               int vi, size_t node, int *out)
+{
+    return odnn_ensure(b, vi, odnn_pd_md(pd, arg), (int64_t)node, out);
+}
+
+static pl_status *odnn_conv(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, wt, bi, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_in(v, n, 1), &wt);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int has_bias = odnn_in(v, n, 2) >= 0;
+    if (has_bias)
+        odnn_tensor(v, odnn_in(v, n, 2), &bi);
+    int64_t group = odnn_attr_int(v, n, "group", 1);
+    char reason[ODNN_REASON] = "";
+    struct odnn_window w;
+    if (!odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
+
+    struct odnn_fuse f = {.bias = -1, .residual = -1, .out = odnn_out(v, n, 0)};
+    if (dnnl_post_ops_create(&f.po) != dnnl_success)
+        return odnn_oom();
+    f.fused[f.n_fused++] = n;
+    odnn_follow(b, &f, 1, has_bias);
+    int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
+
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, wei_plain;
+    dnnl_dims_t wd;
+    int wnd;
+    if (group > 1) {
+        wd[0] = group, wd[1] = wt.dims[0] / group, wd[2] = wt.dims[1], wd[3] = wt.dims[2],
+        wd[4] = wt.dims[3];
+        wnd = 5;
+    } else {
+        for (int i = 0; i < 4; i++)
+            wd[i] = wt.dims[i];
+        wnd = 4;
+    }
+    dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, NULL);
+    dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
+    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
+    dnnl_dims_t bd = {y.dims[1]};
+    dnnl_memory_desc_init_by_tag(&src_md, 4, xd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&bias_md, 1, bd, dnnl_f32, dnnl_a);
+    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_dims_t strides = {w.s[0], w.s[1]}, dil = {w.d[0] - 1, w.d[1] - 1},
+                pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
+        &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_md,
+        bias_t >= 0 ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);
+    pl_status *st = odnn_dnnl(ds, "convolution descriptor", v, (int64_t)n);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == NULL)
+        st = odnn_make_pd(b, &cd, f.po, n, &pd);
+    dnnl_post_ops_destroy(f.po);
+    int src = -1, wi = -1, bw = -1, dst = -1;
+    if (st == NULL)
+        st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
+    if (st == NULL)
+        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &wei_plain, wt.cdata, (int64_t)n,
+                         &wi);
+    if (st == NULL && bias_t >= 0) {
+        struct odnn_tinfo bt;
+        odnn_tensor(v, bias_t, &bt);
+        st = odnn_weight(b, &bias_md, &bias_md, bt.cdata, (int64_t)n, &bw);
+    }
+    if (st == NULL)
+        st = odnn_emit_fused(b, &f, pd, &dst);
+    int s = -1;
+    if (st == NULL)
+        s = odnn_add_step(b, ODNN_S_CONV, pd, (int64_t)n, &st);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (s < 0)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
+    if (bw >= 0)
+        odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* MatMul and Gemm. */
+static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo a, w, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &a);
+    odnn_tensor(v, odnn_in(v, n, 1), &w);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int ta = gemm && odnn_attr_int(v, n, "transA", 0);
+    int tb = gemm && odnn_attr_int(v, n, "transB", 0);
+    float alpha = gemm ? (float)odnn_attr_float(v, n, "alpha", 1.0) : 1.0f;
+    float beta = gemm ? (float)odnn_attr_float(v, n, "beta", 1.0) : 1.0f;
+    int64_t c_t = gemm ? odnn_in(v, n, 2) : -1;
+    if (c_t >= 0 && beta == 0)
+        c_t = -1;
+    int r = y.ndim;
+    dnnl_dims_t ad, wd, yd;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a.ndim), iw = i - (r - w.ndim);
+        ad[i] = ia >= 0 ? a.dims[ia] : 1;
+        wd[i] = iw >= 0 ? w.dims[iw] : 1;
+        yd[i] = y.dims[i];
+    }
+    dnnl_memory_desc_t a_md, w_md, w_src, y_md, bias_md;
+    if (ta) { /* A is stored [K, M]: view it transposed */
+        dnnl_dims_t sd = {ad[1], ad[0]}, st2 = {1, ad[0]};
+        dnnl_memory_desc_init_by_strides(&a_md, 2, sd, dnnl_f32, st2);
+    } else {
+        dnnl_memory_desc_init_by_strides(&a_md, r, ad, dnnl_f32, NULL);
+    }
+    dnnl_dims_t wlog;
+    memcpy(wlog, wd, sizeof wlog);
+    if (tb) {
+        wlog[0] = wd[1], wlog[1] = wd[0];
+        dnnl_dims_t sw = {1, wd[1]};
+        dnnl_memory_desc_init_by_strides(&w_src, 2, wlog, dnnl_f32, sw);
+    } else {
+        dnnl_memory_desc_init_by_strides(&w_src, r, wlog, dnnl_f32, NULL);
+    }
+    if (w.cdata != NULL)
+        dnnl_memory_desc_init_by_tag(&w_md, r, wlog, dnnl_f32, dnnl_format_tag_any);
+    else
+        w_md = w_src;
+    dnnl_memory_desc_init_by_strides(&y_md, r, yd, dnnl_f32, NULL);
+
+    struct odnn_fuse f = {.bias = -1, .residual = -1, .out = odnn_out(v, n, 0)};
+    if (dnnl_post_ops_create(&f.po) != dnnl_success)
+        return odnn_oom();
+    f.fused[f.n_fused++] = n;
+    /* dst = post_ops(A*B + bias): alpha*A*B + beta*C is linear(alpha)
+     * applied to A*B + (beta/alpha)*C. */
+    float bias_scale = beta;
+    if (alpha != 1.0f) {
+        dnnl_post_ops_append_eltwise(f.po, 1.0f, dnnl_eltwise_linear, alpha, 0);
+        f.n_post++;
+        bias_scale = beta / alpha;
+    }
+    odnn_follow(b, &f, r - 1, c_t >= 0 || alpha != 1.0f);
+    int64_t bias_t = c_t >= 0 ? c_t : f.bias;
+    struct odnn_tinfo bt;
+    float *scaled = NULL;
+    if (bias_t >= 0) {
+        odnn_tensor(v, bias_t, &bt);
+        dnnl_dims_t bdims;
+        for (int i = 0; i < r; i++) {
+            int ib = i - (r - bt.ndim);
+            bdims[i] = ib >= 0 ? bt.dims[ib] : 1;
+        }
+        dnnl_memory_desc_init_by_strides(&bias_md, r, bdims, dnnl_f32, NULL);
+    }
+    pl_status *st = NULL;
+    if (bias_t >= 0 && c_t >= 0 && bias_scale != 1.0f) {
+        scaled = onednn_host->host_alloc(b->ctx->host_ctx, (size_t)bt.elems * sizeof(float), 0);
+        if (scaled == NULL)
+            st = odnn_oom();
+        for (int64_t i = 0; st == NULL && i < bt.elems; i++)
+            scaled[i] = ((const float *)bt.cdata)[i] * bias_scale;
+    }
+    dnnl_matmul_desc_t md;
+    dnnl_status_t ds = dnnl_matmul_desc_init(&md, &a_md, &w_md, bias_t >= 0 ? &bias_md : NULL,
+                                             &y_md);
+    if (st == NULL)
+        st = odnn_dnnl(ds, "matmul descriptor", v, (int64_t)n);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == NULL)
+        st = odnn_make_pd(b, &md, f.po, n, &pd);
+    dnnl_post_ops_destroy(f.po);
+    int src = -1, wv = -1, wi = -1, bw = -1, dst = -1;
+    if (st == NULL)
+        st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_view_as(b, src, &a_md, (int64_t)n, &src);
+    if (st == NULL && w.cdata != NULL)
+        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_src, w.cdata, (int64_t)n, &wi);
+    else if (st == NULL) {
+        st = odnn_source(b, odnn_in(v, n, 1), (int64_t)n, &wv);
+        if (st == NULL)
+            st = odnn_view_as(b, wv, &w_src, (int64_t)n, &wv);
+    }
+    if (st == NULL && bias_t >= 0)
+        st = odnn_weight(b, &bias_md, &bias_md, scaled != NULL ? scaled : bt.cdata, (int64_t)n,
+                         &bw);
+    odnn_free(b->ctx, scaled);
+    if (st == NULL)
+        st = odnn_emit_fused(b, &f, pd, &dst);
+    int s = -1;
+    if (st == NULL)
+        s = odnn_add_step(b, ODNN_S_MATMUL, pd, (int64_t)n, &st);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (s < 0)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    if (wi >= 0)
+        odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
+    else
+        odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_VALUE, wv);
+    if (bw >= 0)
+        odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* A primitive of one data source (pooling, eltwise, softmax, normalisation,
+ * reduction): DESC is built by the caller from the source value's layout. */
+static pl_status *odnn_simple(struct odnn_build *b, size_t n, uint32_t kind,
+                              const_dnnl_op_desc_t desc, int src, int64_t out_t,
+                              const int *extra_arg, const int *extra_weight, int n_extra)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    pl_status *st = odnn_make_pd(b, desc, NULL, n, &pd);
+    if (st == NULL)
+        st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
+    int dst = -1, s = -1;
+    if (st == NULL && (dst = odnn_dst_value(b, out_t, pd)) < 0)
+        st = odnn_oom();
+    if (st == NULL)
+        s = odnn_add_step(b, kind, pd, (int64_t)n, &st);
+    /* Normalisations may want mean/variance buffers even for inference. */
+    int stats[2] = {-1, -1};
+    if (st == NULL && (kind == ODNN_S_LNORM)) {
+        for (int k = 0; k < 2; k++) {
+            const dnnl_memory_desc_t *m = odnn_pd_md(pd, k ? DNNL_ARG_VARIANCE : DNNL_ARG_MEAN);
+            if (m != NULL && dnnl_memory_desc_get_size(m) > 0 &&
+                (stats[k] = odnn_new_value(b, -1, ODNN_V_TEMP, m)) < 0)
+                st = odnn_oom();
+        }
+    }
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (st != NULL)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    for (int k = 0; k < n_extra; k++)
+        odnn_arg(b, s, extra_arg[k], ODNN_REF_WEIGHT, extra_weight[k]);
+    for (int k = 0; k < 2; k++)
+        if (stats[k] >= 0) {
+            odnn_arg(b, s, k ? DNNL_ARG_VARIANCE : DNNL_ARG_MEAN, ODNN_REF_VALUE, stats[k]);
+            b->c->values[stats[k]].defined = 1;
+        }
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    struct odnn_window w;
+    dnnl_alg_kind_t alg = dnnl_pooling_max;
+    if (strcmp(op, "GlobalAveragePool") == 0) {
+        memset(&w, 0, sizeof w);
+        w.k[0] = x.dims[2], w.k[1] = x.dims[3];
+        w.s[0] = w.s[1] = w.d[0] = w.d[1] = 1;
+        alg = dnnl_pooling_avg_exclude_padding;
+    } else {
+        const int64_t *ks;
+        odnn_attr_ints(v, n, "kernel_shape", &ks);
+        char reason[ODNN_REASON] = "";
+        if (!odnn_window(v, n, op, &x, ks, &y, &w, reason))
+            return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
+        if (op[0] == 'A')
+            alg = odnn_attr_int(v, n, "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
+                                                              : dnnl_pooling_avg_exclude_padding;
+    }
+    dnnl_memory_desc_t dst_md;
+    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
+    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_dims_t strides = {w.s[0], w.s[1]}, kernel = {w.k[0], w.k[1]},
+                dil = {w.d[0] - 1, w.d[1] - 1}, pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
+    dnnl_pooling_v2_desc_t pd;
+    dnnl_status_t ds =
+        dnnl_pooling_v2_forward_desc_init(&pd, dnnl_forward_inference, alg, &b->c->values[src].md,
+                                          &dst_md, strides, kernel, dil, pl, pr);
+    pl_status *st = odnn_dnnl(ds, "pooling descriptor", v, (int64_t)n);
+    return st != NULL ? st
+                      : odnn_simple(b, n, ODNN_S_POOL, &pd, src, odnn_out(v, n, 0), NULL, NULL, 0);
+}
+
+static pl_status *odnn_eltwise(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_t alg,
+                               float alpha, float beta, int64_t out_t)
+{
+    dnnl_eltwise_desc_t ed;
+    dnnl_status_t ds = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg,
+                                                      &b->c->values[src].md, alpha, beta);
+    pl_status *st = odnn_dnnl(ds, "eltwise descriptor", b->v, (int64_t)n);
+    return st != NULL ? st : odnn_simple(b, n, ODNN_S_ELTWISE, &ed, src, out_t, NULL, NULL, 0);
+}
+
+/* Weights of shape [C] from constant T (optionally transformed). */
+static pl_status *odnn_vector_weight(struct odnn_build *b, size_t n, int64_t t, int64_t c,
+                                     const float *data, int *out)
+{
+    dnnl_memory_desc_t md;
+    dnnl_dims_t d = {c};
+    dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_f32, dnnl_a);
+    struct odnn_tinfo ti;
+    odnn_tensor(b->v, t, &ti);
+    return odnn_weight(b, &md, &md, data != NULL ? (const void *)data : ti.cdata, (int64_t)n, out);
+}
+
+static pl_status *odnn_bnorm(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    float eps = (float)odnn_attr_float(v, n, "epsilon", 1e-5);
+    int w[4];
+    static const int args[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    pl_status *st = NULL;
+    for (int k = 0; st == NULL && k < 4; k++)
+        st = odnn_vector_weight(b, n, odnn_in(v, n, (size_t)k + 1), x.dims[1], NULL, &w[k]);
+    if (st != NULL)
+        return st;
+    dnnl_batch_normalization_desc_t bd;
+    dnnl_status_t ds = dnnl_batch_normalization_forward_desc_init(
+        &bd, dnnl_forward_inference, &b->c->values[src].md, eps,
+        dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+    st = odnn_dnnl(ds, "batch normalization descriptor", v, (int64_t)n);
+    return st != NULL ? st
+                      : odnn_simple(b, n, ODNN_S_BNORM, &bd, src, odnn_out(v, n, 0), args, w, 4);
+}
+
+static pl_status *odnn_lnorm(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    float eps = (float)odnn_attr_float(v, n, "epsilon", 1e-5);
+    int64_t c = x.dims[x.ndim - 1];
+    int w[2], args[2], n_w = 0;
+    unsigned flags = 0;
+    pl_status *st = NULL;
+    if (odnn_in(v, n, 1) >= 0) {
+        st = odnn_vector_weight(b, n, odnn_in(v, n, 1), c, NULL, &w[n_w]);
+        args[n_w++] = DNNL_ARG_SCALE;
+        flags |= dnnl_use_scale;
+    }
+    if (st == NULL && odnn_in(v, n, 2) >= 0) {
+        st = odnn_vector_weight(b, n, odnn_in(v, n, 2), c, NULL, &w[n_w]);
+        args[n_w++] = DNNL_ARG_SHIFT;
+        flags |= dnnl_use_shift;
+    }
+    if (st == NULL)
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_layer_normalization_desc_t ld;
+    dnnl_status_t ds = dnnl_layer_normalization_forward_desc_init(
+        &ld, dnnl_forward_inference, &b->c->values[src].md, NULL, eps, flags);
+    st = odnn_dnnl(ds, "layer normalization descriptor", v, (int64_t)n);
+    return st != NULL ? st
+                      : odnn_simple(b, n, ODNN_S_LNORM, &ld, src, odnn_out(v, n, 0), args, w, n_w);
+}
+
+static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    int64_t axis =
+        odnn_attr_int(v, n, "axis", onednn_host->graph->node_opset(v, n) >= 13 ? -1 : 1);
+    if (axis < 0)
+        axis += x.ndim;
+    dnnl_memory_desc_t dst_md;
+    dnnl_memory_desc_init_by_tag(&dst_md, b->c->values[src].md.ndims, b->c->values[src].md.dims,
+                                 dnnl_f32, dnnl_format_tag_any);
+    dnnl_softmax_v2_desc_t sd;
+    dnnl_status_t ds =
+        dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference, dnnl_softmax_accurate,
+                                          &b->c->values[src].md, &dst_md, (int)axis);
+    pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
+    return st != NULL ? st
+                      : odnn_simple(b, n, ODNN_S_SOFTMAX, &sd, src, odnn_out(v, n, 0), NULL, NULL,
+                                    0);
+}
+
+static pl_status *odnn_reduce_mean(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    const int64_t *axes;
+    size_t na = odnn_attr_ints(v, n, "axes", &axes);
+    dnnl_dims_t dd;
+    int nd = x.ndim > 0 ? x.ndim : 1;
+    for (int i = 0; i < nd; i++)
+        dd[i] = x.ndim > 0 ? x.dims[i] : 1;
+    if (na == 0)
+        for (int i = 0; i < nd; i++)
+            dd[i] = 1;
+    for (size_t k = 0; k < na; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + x.ndim : axes[k];
+        if (a < 0 || a >= nd)
+            return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: ReduceMean: axis %lld out of "
+                                                        "range",
+                              (long long)axes[k]);
+        dd[a] = 1;
+    }
+    pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t dst_md;
+    dnnl_memory_desc_init_by_strides(&dst_md, nd, dd, dnnl_f32, NULL);
+    dnnl_reduction_desc_t rd;
+    dnnl_status_t ds =
+        dnnl_reduction_desc_init(&rd, dnnl_reduction_mean, &b->c->values[src].md, &dst_md, 0, 0);
+    st = odnn_dnnl(ds, "reduction descriptor", v, (int64_t)n);
+    return st != NULL ? st
+                      : odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, odnn_out(v, n, 0), NULL, NULL,
+                                    0);
+}
+
+static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
+{
+    const pl_graph_view *v = b->v;
+    float cval;
+    int first;
+    int64_t data = odnn_binary_scalar(v, n, &cval, &first);
+    pl_status *st;
+    int src;
+    if (data >= 0) { /* a scalar constant: a linear eltwise */
+        float a = 1, c0 = 0;
+        if (op[0] == 'A')
+            c0 = cval;
+        else if (op[0] == 'S')
+            a = first ? -1.0f : 1.0f, c0 = first ? cval : -cval;
+        else if (op[0] == 'M')
+            a = cval;
+        else if (!first && cval != 0)
+            a = 1.0f / cval;
+        else
+            data = -1;
+        if (data >= 0) {
+            st = odnn_source(b, data, (int64_t)n, &src);
+            return st != NULL ? st
+                              : odnn_eltwise(b, n, src, dnnl_eltwise_linear, a, c0,
+                                             odnn_out(v, n, 0));
+        }
+    }
+    struct odnn_tinfo a0, a1, y;
+    int64_t t0 = odnn_in(v, n, 0), t1 = odnn_in(v, n, 1);
+    odnn_tensor(v, t0, &a0);
+    odnn_tensor(v, t1, &a1);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (a0.elems != y.elems || a0.ndim != y.ndim) { /* commutative: checked */
+        int64_t tt = t0;
+        t0 = t1, t1 = tt;
+        struct odnn_tinfo ti = a0;
+        a0 = a1, a1 = ti;
+    }
+    int s0, s1;
+    st = odnn_source(b, t0, (int64_t)n, &s0);
+    if (st == NULL)
+        st = odnn_source(b, t1, (int64_t)n, &s1);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md1, dst_md;
+    int nd = y.ndim > 0 ? y.ndim : 1;
+    dnnl_dims_t d1, yd;
+    for (int i = 0; i < nd; i++) {
+        int i1 = i - (nd - a1.ndim);
+        d1[i] = i1 >= 0 && a1.ndim > 0 ? a1.dims[i1] : 1;
+        yd[i] = y.ndim > 0 ? y.dims[i] : 1;
+    }
+    int same = a1.elems == y.elems;
+    if (same) {
+        /* Same shape: read it in the first source's layout. */
+        md1 = b->c->values[s0].md;
+        st = odnn_ensure(b, s1, &md1, (int64_t)n, &s1);
+    } else {
+        odnn_plain_md(&md1, nd, d1);
+        st = odnn_view_as(b, s1, &md1, (int64_t)n, &s1);
+    }
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_init_by_tag(&dst_md, nd, yd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_alg_kind_t alg = op[0] == 'A'   ? dnnl_binary_add
+                          : op[0] == 'S' ? dnnl_binary_sub
+                          : op[0] == 'M' ? dnnl_binary_mul
+                                         : dnnl_binary_div;
+    dnnl_binary_desc_t bd;
+    dnnl_status_t ds = dnnl_binary_desc_init(&bd, alg, &b->c->values[s0].md, &md1, &dst_md);
+    st = odnn_dnnl(ds, "binary descriptor", v, (int64_t)n);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == NULL)
+        st = odnn_make_pd(b, &bd, NULL, n, &pd);
+    int dst = -1, s = -1;
+    if (st == NULL && (dst = odnn_dst_value(b, odnn_out(v, n, 0), pd)) < 0)
+        st = odnn_oom();
+    if (st == NULL)
+        s = odnn_add_step(b, ODNN_S_BINARY, pd, (int64_t)n, &st);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (st != NULL)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC_0, ODNN_REF_VALUE, s0);
+    odnn_arg(b, s, DNNL_ARG_SRC_1, ODNN_REF_VALUE, s1);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+static pl_status *odnn_concat(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo y;
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int64_t axis = odnn_attr_int(v, n, "axis", 0);
+    if (axis < 0)
+        axis += y.ndim;
+    size_t k_in = onednn_host->graph->node_input_count(v, n);
+    int srcs[ODNN_MAX_CONCAT];
+    dnnl_memory_desc_t mds[ODNN_MAX_CONCAT];
+    pl_status *st = NULL;
+    for (size_t k = 0; st == NULL && k < k_in; k++) {
+        st = odnn_source(b, odnn_in(v, n, k), (int64_t)n, &srcs[k]);
+        if (st == NULL)
+            mds[k] = b->c->values[srcs[k]].md;
+    }
+    if (st != NULL)
+        return st;
+    int plain_all = 0;
+    for (size_t k = 0; k < k_in; k++)
+        if (b->c->values[srcs[k]].md.format_kind != dnnl_blocked)
+            plain_all = 1;
+    if (plain_all)
+        for (size_t k = 0; st == NULL && k < k_in; k++) {
+            st = odnn_plain(b, srcs[k], (int64_t)n, &srcs[k]);
+            if (st == NULL)
+                mds[k] = b->c->values[srcs[k]].md;
+        }
+    dnnl_primitive_attr_t attr;
+    if (st == NULL)
+        st = odnn_attr(&attr, NULL);
+    if (st != NULL)
+        return st;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds =
+        dnnl_concat_primitive_desc_create(&pd, NULL, (int)k_in, (int)axis, mds, attr,
+                                          b->ctx->engine);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) { /* mixed blocked layouts: go plain */
+        for (size_t k = 0; st == NULL && k < k_in; k++) {
+            st = odnn_plain(b, srcs[k], (int64_t)n, &srcs[k]);
+            if (st == NULL)
+                mds[k] = b->c->values[srcs[k]].md;
+        }
+        if (st == NULL)
+            st = odnn_attr(&attr, NULL);
+        if (st != NULL)
+            return st;
+        ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)k_in, (int)axis, mds, attr,
+                                               b->ctx->engine);
+        dnnl_primitive_attr_destroy(attr);
+    }
+    st = odnn_dnnl(ds, "concat", v, (int64_t)n);
+    int dst = -1, s = -1;
+    if (st == NULL && (dst = odnn_dst_value(b, odnn_out(v, n, 0), pd)) < 0)
+        st = odnn_oom();
+    if (st == NULL)
+        s = odnn_add_step(b, ODNN_S_CONCAT, pd, (int64_t)n, &st);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (st != NULL)
+        return st;
+    for (size_t k = 0; k < k_in; k++)
+        odnn_arg(b, s, DNNL_ARG_MULTIPLE_SRC + (int)k, ODNN_REF_VALUE, srcs[k]);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* Reshape, Flatten, Identity and Transpose: a reorder from the plain input,
+ * seen with the output's dims (or permuted), into a plain output. */
+static pl_status *odnn_relayout(struct odnn_build *b, size_t n, const char *op, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t in_md, view_md, out_md;
+    odnn_plain_md(&in_md, x.ndim, x.dims);
+    odnn_plain_md(&out_md, y.ndim, y.dims);
+    dnnl_status_t ds = dnnl_success;
+    if (strcmp(op, "Transpose") == 0) {
+        const int64_t *perm;
+        size_t np = odnn_attr_ints(v, n, "perm", &perm);
+        int p[DNNL_MAX_NDIMS];
+        for (int i = 0; i < x.ndim; i++) {
+            int64_t from = np == (size_t)x.ndim ? perm[i] : x.ndim - 1 - i;
+            if (from < 0 || from >= x.ndim)
+                return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: Transpose: bad perm");
+            p[from] = i; /* input axis `from` becomes output axis i */
+        }
+        ds = dnnl_memory_desc_permute_axes(&view_md, &in_md, p);
+    } else if (x.ndim == y.ndim && memcmp(x.dims, y.dims, sizeof x.dims[0] * (size_t)x.ndim) == 0) {
+        view_md = in_md;
+    } else {
+        ds = dnnl_memory_desc_reshape(&view_md, &in_md, out_md.ndims, out_md.dims);
+    }
+    st = odnn_dnnl(ds, "layout view", v, (int64_t)n);
+    if (st != NULL)
+        return st;
+    int viewed;
+    st = odnn_view_as(b, src, &view_md, (int64_t)n, &viewed);
+    if (st != NULL)
+        return st;
+    int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &out_md);
+    if (dst < 0)
+        return odnn_oom();
+    return odnn_reorder(b, viewed, dst, (int64_t)n);
+}
+
+/* Emits node N (unless a fused primitive already covered it). */
+static pl_status *odnn_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    const char *op = onednn_host->graph->node_op(v, n);
+    char reason[ODNN_REASON] = "";
+    if (!odnn_check_node(v, &b->u, n, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s (node '%s')", reason,
+                          onednn_host->graph->node_name(v, n));
+    struct odnn_gelu gm;
+    if ((strcmp(op, "Div") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Erf") == 0 ||
+         strcmp(op, "Add") == 0) &&
+        odnn_gelu_of(v, &b->u, n, &gm)) {
+        int src;
+        pl_status *st = odnn_source(b, gm.x, (int64_t)n, &src);
+        if (st == NULL)
+            st = odnn_eltwise(b, n, src, dnnl_eltwise_gelu_erf, 0, 0, gm.out);
+        for (size_t k = 0; st == NULL && k < gm.n_nodes; k++)
+            b->done[gm.nodes[k]] = 1;
+        return st;
+    }
+    if (strcmp(op, "Conv") == 0)
+        return odnn_conv(b, n);
+    if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0)
+        return odnn_matmul(b, n, op[0] == 'G');
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+        strcmp(op, "Div") == 0)
+        return odnn_binary(b, n, op);
+    if (strcmp(op, "Concat") == 0)
+        return odnn_concat(b, n);
+    int src;
+    pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (odnn_eltwise_of(v, n, &alg, &alpha, &beta, reason))
+        return odnn_eltwise(b, n, src, alg, alpha, beta, odnn_out(v, n, 0));
+    if (strstr(op, "Pool") != NULL)
+        return odnn_pool(b, n, op, src);
+    if (strcmp(op, "BatchNormalization") == 0)
+        return odnn_bnorm(b, n, src);
+    if (strcmp(op, "LayerNormalization") == 0)
+        return odnn_lnorm(b, n, src);
+    if (strcmp(op, "Softmax") == 0)
+        return odnn_softmax(b, n, src);
+    if (strcmp(op, "ReduceMean") == 0)
+        return odnn_reduce_mean(b, n, src);
+    return odnn_relayout(b, n, op, src);
+}
+
+/* ---- planning memory ------------------------------------------------------- */
+
+/* The value whose bytes V uses: itself, or the value it is an alias of. */
+static int odnn_owner(const pl_compiled *c, int vi)
+{
+    while (c->values[vi].kind <= -100)
+        vi = -c->values[vi].kind - 100;
+    return vi;
+}
+
+/* Liveness over steps, then offsets: the largest values first, each at the
+ * lowest offset that overlaps no value live at the same time. */
+static pl_status *odnn_plan(struct odnn_build *b)
+{
+    pl_compiled *c = b->c;
+    for (int s = 0; s < c->n_steps; s++)
+        for (int a = 0; a < c->steps[s].n_args; a++) {
+            if (c->steps[s].ref_kind[a] != ODNN_REF_VALUE)
+                continue;
+            struct odnn_value *val = &c->values[odnn_owner(c, c->steps[s].ref[a])];
+            if (val->first < 0 || s < val->first)
+                val->first = s;
+            if (s > val->last)
+                val->last = s;
+        }
+    int *order = onednn_host->host_alloc(b->ctx->host_ctx,
+                                         (size_t)(c->n_values + 1) * sizeof *order, 0);
+    if (order == NULL)
+        return odnn_oom();
+    int n_temp = 0;
+    for (int i = 0; i < c->n_values; i++)
+        if (c->values[i].kind == ODNN_V_TEMP && c->values[i].first >= 0)
+            order[n_temp++] = i;
+    for (int i = 1; i < n_temp; i++) /* insertion sort, largest first */
+        for (int j = i; j > 0 && c->values[order[j]].bytes > c->values[order[j - 1]].bytes; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    size_t arena = 0;
+    for (int i = 0; i < n_temp; i++) {
+        struct odnn_value *val = &c->values[order[i]];
+        size_t off = 0, size = (val->bytes + 63) & ~(size_t)63;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int j = 0; j < i; j++) {
+                const struct odnn_value *o = &c->values[order[j]];
+                size_t osize = (o->bytes + 63) & ~(size_t)63;
+                if (o->last < val->first || val->last < o->first)
+                    continue;
+                if (off < o->offset + osize && o->offset < off + size) {
+                    off = o->offset + osize;
+                    moved = 1;
+                }
+            }
+        }
+        val->offset = off;
+        if (off + size > arena)
+            arena = off + size;
+    }
+    odnn_free(b->ctx, order);
+    c->arena_bytes = arena;
+    return NULL;
+}
+
+/* Allocates the arena and scratchpad and binds every memory object. */
+static pl_status *odnn_bind(struct odnn_build *b)
+{
+    pl_compiled *c = b->c;
+    c->arena = onednn_host->host_alloc(b->ctx->host_ctx, c->arena_bytes + 64, 64);
+    c->scratch = onednn_host->host_alloc(b->ctx->host_ctx, c->scratch_bytes + 64, 64);
+    if (c->arena == NULL || c->scratch == NULL)
+        return odnn_oom();
+    for (int i = 0; i < c->n_values; i++) {
+        struct odnn_value *val = &c->values[i];
+        const struct odnn_value *own = &c->values[odnn_owner(c, i)];
+        void *h = DNNL_MEMORY_NONE;
+        if (own->kind == ODNN_V_TEMP)
+            h = (char *)c->arena + own->offset;
+        else if (own->kind == ODNN_V_CONST)
+            h = c->weights[own->ext].data;
+        dnnl_status_t ds = dnnl_memory_create(&val->mem, &val->md, b->ctx->engine, h);
+        if (ds != dnnl_success)
+            return odnn_dnnl(ds, "memory", b->v, -1);
+    }
+    for (int s = 0; s < c->n_steps; s++) {
+        struct odnn_step *st = &c->steps[s];
+        for (int a = 0; a < st->n_args; a++) {
+            st->exec[a].arg = st->arg[a];
+            st->exec[a].memory = st->ref_kind[a] == ODNN_REF_VALUE ? c->values[st->ref[a]].mem
+                                                                   : c->weights[st->ref[a]].mem;
+        }
+        if (st->scratch_mem != NULL) {
+            dnnl_memory_set_data_handle(st->scratch_mem, c->scratch);
+            st->exec[st->n_args].arg = DNNL_ARG_SCRATCHPAD;
+            st->exec[st->n_args].memory = st->scratch_mem;
+        }
+    }
+    dnnl_status_t ds = dnnl_stream_create(&c->stream, b->ctx->engine, dnnl_stream_default_flags);
+    return odnn_dnnl(ds, "stream", b->v, -1);
+}
+
+/* ---- the subgraph's hash ---------------------------------------------------- */
+
+static void odnn_hash_bytes(uint64_t *h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        *h ^= p[i];
+        *h *= 0x100000001b3ull;
+    }
+}
+
+static void odnn_hash_u64(uint64_t *h, uint64_t x)
+{
+    odnn_hash_bytes(h, &x, sizeof x);
+}
+
+static void odnn_hash_str(uint64_t *h, const char *s)
+{
+    s = s != NULL ? s : "";
+    odnn_hash_bytes(h, s, strlen(s) + 1);
+}
+
+/* The ordinal of tensor T among those seen (added when new), hashing its
+ * type and constant bytes on first sight. SEEN has room for every tensor. */
+static void odnn_hash_tensor(const pl_graph_view *v, uint64_t *h, int64_t *seen, size_t *n_seen,
+                             int64_t t)
+{
+    for (size_t i = 0; i < *n_seen; i++)
+        if (seen[i] == t) {
+            odnn_hash_u64(h, i);
+            return;
+        }
+    odnn_hash_u64(h, *n_seen);
+    seen[(*n_seen)++] = t;
+    struct odnn_tinfo ti;
+    if (odnn_tensor(v, t, &ti)) {
+        odnn_hash_u64(h, (uint64_t)ti.ndim);
+        odnn_hash_u64(h, (uint64_t)ti.f32);
+        for (int32_t d = 0; d < ti.ndim; d++)
+            odnn_hash_u64(h, (uint64_t)ti.dims[d]);
+        if (ti.cdata != NULL) {
+            odnn_hash_u64(h, ti.cbytes);
+            odnn_hash_bytes(h, ti.cdata, ti.cbytes);
+        }
+    }
+}
+
+/* Hashes what compile reads: ops, the attributes it reads, the wiring, the
+ * types and the constant bytes. Tensors are numbered by first appearance,
+ * so the same subgraph in another graph hashes the same. */
+static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uint64_t *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    size_t nodes = g->node_count(v), refs = g->input_count(v) + g->output_count(v);
+    for (size_t n = 0; n < nodes; n++)
+        refs += g->node_input_count(v, n) + g->node_output_count(v, n);
+    int64_t *seen = onednn_host->host_alloc(ctx->host_ctx, (refs + 1) * sizeof *seen, 0);
+    if (seen == NULL)
+        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory hashing a subgraph");
+    size_t n_seen = 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    odnn_hash_str(&h, "onednn subgraph 1");
+    odnn_hash_u64(&h, g->input_count(v));
+    for (size_t i = 0; i < g->input_count(v); i++)
+        odnn_hash_tensor(v, &h, seen, &n_seen, g->input(v, i));
+    odnn_hash_u64(&h, nodes);
+    static const char *const attrs[] = {
+        "kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", "transA", "transB",
+        "alpha", "beta", "axis", "axes", "keepdims", "epsilon", "ceil_mode", "count_include_pad",
+        "storage_order", "perm", "min", "max", "training_mode"};
+    for (size_t n = 0; n < nodes; n++) {
+        odnn_hash_str(&h, g->node_op(v, n));
+        odnn_hash_str(&h, g->node_domain(v, n));
+        odnn_hash_u64(&h, (uint64_t)g->node_opset(v, n));
+        for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++) {
+            pl_graph_attr_kind kind = g->attr_kind(v, n, attrs[a]);
+            odnn_hash_u64(&h, (uint64_t)kind);
+            int64_t iv;
+            double fv;
+            const int64_t *is;
+            const char *s;
+            size_t len;
+            if (kind == PL_GRAPH_ATTR_INT && g->attr_int(v, n, attrs[a], &iv))
+                odnn_hash_u64(&h, (uint64_t)iv);
+            if (kind == PL_GRAPH_ATTR_FLOAT && g->attr_float(v, n, attrs[a], &fv))
+                odnn_hash_bytes(&h, &fv, sizeof fv);
+            if (kind == PL_GRAPH_ATTR_INTS && g->attr_ints(v, n, attrs[a], &is, &len)) {
+                odnn_hash_u64(&h, len);
+                odnn_hash_bytes(&h, is, len * sizeof *is);
+            }
+            if (kind == PL_GRAPH_ATTR_STRING && g->attr_string(v, n, attrs[a], &s, &len)) {
+                odnn_hash_u64(&h, len);
+                odnn_hash_bytes(&h, s, len);
+            }
+        }
+        size_t ni = g->node_input_count(v, n), no = g->node_output_count(v, n);
+        odnn_hash_u64(&h, ni);
+        odnn_hash_u64(&h, no);
+        for (size_t k = 0; k < ni; k++)
+            odnn_hash_tensor(v, &h, seen, &n_seen, g->node_input(v, n, k));
+        for (size_t k = 0; k < no; k++)
+            odnn_hash_tensor(v, &h, seen, &n_seen, g->node_output(v, n, k));
+    }
+    odnn_hash_u64(&h, g->output_count(v));
+    for (size_t i = 0; i < g->output_count(v); i++)
+        odnn_hash_tensor(v, &h, seen, &n_seen, g->output(v, i));
+    odnn_free(ctx, seen);
+    *out = h;
+    return NULL;
+}
+
+/* ---- compile, run, release ---------------------------------------------------- */
+
+void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
+{
+    if (c == NULL)
+        return;
+    for (int i = 0; i < c->n_steps; i++) {
+        if (c->steps[i].prim)
+            dnnl_primitive_destroy(c->steps[i].prim);
+        if (c->steps[i].scratch_mem)
+            dnnl_memory_destroy(c->steps[i].scratch_mem);
+    }
+    for (int i = 0; i < c->n_values; i++)
+        if (c->values[i].mem)
+            dnnl_memory_destroy(c->values[i].mem);
+    for (int i = 0; i < c->n_weights; i++) {
+        if (c->weights[i].mem)
+            dnnl_memory_destroy(c->weights[i].mem);
+        odnn_free(ctx, c->weights[i].data);
+    }
+    if (c->stream)
+        dnnl_stream_destroy(c->stream);
+    odnn_free(ctx, c->steps);
+    odnn_free(ctx, c->values);
+    odnn_free(ctx, c->weights);
+    odnn_free(ctx, c->input_value);
+    odnn_free(ctx, c->output_value);
+    odnn_free(ctx, c->arena);
+    odnn_free(ctx, c->scratch);
+    odnn_free(ctx, c);
+}
+
+static pl_status *odnn_engine(pl_module_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->engine_lock);
+    dnnl_status_t ds = dnnl_success;
+    if (ctx->engine == NULL)
+        ds = dnnl_engine_create(&ctx->engine, dnnl_cpu, 0);
+    pthread_mutex_unlock(&ctx->engine_lock);
+    if (ds != dnnl_success)
+        return odnn_error(PL_CODE_DEVICE_ERROR, "onednn: cannot create the CPU engine: %s",
+                          dnnl_status2str(ds));
+    return NULL;
+}
+
+/* Builds the program of SUBGRAPH into B->c. */
+static pl_status *odnn_build_program(struct odnn_build *b)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    const pl_graph_view *v = b->v;
+    pl_compiled *c = b->c;
+    c->n_inputs = g->input_count(v);
+    c->n_outputs = g->output_count(v);
+    c->input_value = onednn_host->host_alloc(b->ctx->host_ctx, (c->n_inputs + 1) * sizeof(int), 0);
+    c->output_value =
+        onednn_host->host_alloc(b->ctx->host_ctx, (c->n_outputs + 1) * sizeof(int), 0);
+    if (c->input_value == NULL || c->output_value == NULL)
+        return odnn_oom();
+    for (size_t i = 0; i < c->n_inputs; i++) {
+        int64_t t = g->input(v, i);
+        struct odnn_tinfo ti;
+        if (!odnn_tensor(v, t, &ti) || !ti.known)
+            return odnn_error(PL_CODE_UNSUPPORTED, "onednn: input '%s' has no static shape",
+                              g->tensor_name(v, t));
+        dnnl_memory_desc_t md;
+        odnn_plain_md(&md, ti.ndim, ti.dims);
+        int vi = odnn_new_value(b, t, ODNN_V_INPUT, &md);
+        if (vi < 0)
+            return odnn_oom();
+        c->values[vi].ext = (int)i;
+        c->values[vi].defined = 1;
+        c->input_value[i] = vi;
+    }
+    size_t nodes = g->node_count(v);
+    for (size_t n = 0; n < nodes; n++) {
+        if (b->done[n])
+            continue;
+        pl_status *st = odnn_emit(b, n);
+        if (st != NULL)
+            return st;
+        b->done[n] = 1;
+    }
+    for (size_t i = 0; i < c->n_outputs; i++) {
+        int64_t t = g->output(v, i);
+        int vi = odnn_value_of(b, t);
+        if (vi < 0 || !c->values[vi].defined)
+            return odnn_error(PL_CODE_INTERNAL, "onednn: output '%s' is never written",
+                              g->tensor_name(v, t));
+        dnnl_memory_desc_t plain;
+        odnn_plain_md(&plain, c->values[vi].md.ndims, c->values[vi].md.dims);
+        if (c->values[vi].kind == ODNN_V_TEMP && dnnl_memory_desc_equal(&plain, &c->values[vi].md)) {
+            /* The producer writes straight into the caller's buffer. */
+            c->values[vi].kind = ODNN_V_OUTPUT;
+            c->values[vi].ext = (int)i;
+            c->output_value[i] = vi;
+            continue;
+        }
+        int out = odnn_new_value(b, -1, ODNN_V_OUTPUT, &plain);
+        if (out < 0)
+            return odnn_oom();
+        c->values[out].ext = (int)i;
+        c->output_value[i] = out;
+        pl_status *st = odnn_reorder(b, vi, out, -1);
+        if (st != NULL)
+            return st;
+    }
+    return NULL;
+}
+
+static double odnn_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Header of the blob: see the file comment. All integers little-endian. */
+#define ODNN_MAGIC "PLODNN\r\n"
+#define ODNN_BLOB_VERSION 1u
+struct odnn_blob_header {
+    char magic[8];
+    uint32_t format_version;
+    uint32_t endian; /* 0x01020304 as the writer stored it */
+    char module_version[32];
+    int32_t dnnl_major, dnnl_minor, dnnl_patch, isa;
+    char dnnl_hash[48];
+    uint64_t view_hash;
+    uint32_t n_steps, n_weights;
+    uint64_t md_size; /* sizeof(dnnl_memory_desc_t) */
+};
+
+static void odnn_header_fill(struct odnn_blob_header *h, uint64_t view_hash)
+{
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, ODNN_MAGIC, 8);
+    h->format_version = ODNN_BLOB_VERSION;
+    h->endian = 0x01020304u;
+    snprintf(h->module_version, sizeof h->module_version, "%s", ONEDNN_VERSION_STRING);
+    const dnnl_version_t *dv = dnnl_version();
+    h->dnnl_major = dv->major;
+    h->dnnl_minor = dv->minor;
+    h->dnnl_patch = dv->patch;
+    snprintf(h->dnnl_hash, sizeof h->dnnl_hash, "%s", dv->hash != NULL ? dv->hash : "");
+    h->isa = (int32_t)dnnl_get_effective_cpu_isa();
+    h->view_hash = view_hash;
+    h->md_size = sizeof(dnnl_memory_desc_t);
+}
+
+/* Checks a blob's header and framing; fills IMP. */
+static pl_status *odnn_import_header(pl_module_ctx *ctx, const pl_graph_view *v,
+                                    const unsigned char *blob, size_t bytes,
+                                    struct odnn_import *imp, uint64_t *out_hash)
+{
+    struct odnn_blob_header h, want;
+    if (blob == NULL || bytes < sizeof h + 8)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (%zu bytes, "
+                                                    "shorter than a header)",
+                          bytes);
+    memcpy(&h, blob, sizeof h);
+    if (memcmp(h.magic, ODNN_MAGIC, 8) != 0)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (bad magic: "
+                                                    "not written by the onednn module)");
+    uint64_t sum = 0xcbf29ce484222325ull, stored;
+    odnn_hash_bytes(&sum, blob, bytes - 8);
+    memcpy(&stored, blob + bytes - 8, 8);
+    if (sum != stored)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (checksum "
+                                                    "mismatch: truncated or corrupt)");
+    uint64_t hash;
+    pl_status *st = odnn_view_hash(ctx, v, &hash);
+    if (st != NULL)
+        return st;
+    odnn_header_fill(&want, hash);
+    if (h.endian != want.endian || h.format_version != want.format_version ||
+        h.md_size != want.md_size)
+        return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob format %u, this module "
+                                                "writes %u",
+                          h.format_version, want.format_version);
+    h.module_version[sizeof h.module_version - 1] = '\0';
+    h.dnnl_hash[sizeof h.dnnl_hash - 1] = '\0';
+    if (strcmp(h.module_version, want.module_version) != 0)
+        return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob written by module version "
+                                                "%s, this is %s",
+                          h.module_version, want.module_version);
+    if (h.dnnl_major != want.dnnl_major || h.dnnl_minor != want.dnnl_minor ||
+        h.dnnl_patch != want.dnnl_patch || strcmp(h.dnnl_hash, want.dnnl_hash) != 0)
+        return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob written with oneDNN "
+                                                "%d.%d.%d (%s), this is %d.%d.%d (%s)",
+                          h.dnnl_major, h.dnnl_minor, h.dnnl_patch, h.dnnl_hash, want.dnnl_major,
+                          want.dnnl_minor, want.dnnl_patch, want.dnnl_hash);
+    if (h.isa != want.isa) {
+        char a[32], b2[32];
+        snprintf(a, sizeof a, "0x%x", (unsigned)h.isa);
+        return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob written for CPU ISA %s, "
+                                                "oneDNN now dispatches to %s",
+                          a, onednn_effective_isa(b2, sizeof b2));
+    }
+    if (h.view_hash != hash)
+        return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob written for another "
+                                                "subgraph (hash %016llx, this one %016llx)",
+                          (unsigned long long)h.view_hash, (unsigned long long)hash);
+    size_t body = bytes - 8 - sizeof h;
+    if (h.n_steps > body / 4)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (%u steps "
+                                                    "in %zu bytes)",
+                          h.n_steps, body);
+    imp->n_steps = h.n_steps;
+    imp->kinds = (const uint32_t *)(const void *)(blob + sizeof h);
+    imp->n_weights = h.n_weights;
+    imp->next = 0;
+    imp->weights = blob + sizeof h + 4 * (size_t)h.n_steps;
+    imp->end = blob + bytes - 8;
+    *out_hash = hash;
+    return NULL;
+}
+
+pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
+                             const void *blob, size_t blob_bytes, pl_compiled **out_compiled)
+{
+    *out_compiled = NULL;
+    if (ctx->bf16)
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: precision = bf16 is not implemented yet "
+                                               "(set precision = f32)");
+    pl_status *st = odnn_engine(ctx);
+    if (st != NULL)
+        return st;
+    struct odnn_import imp;
+    uint64_t hash = 0;
+    if (blob != NULL) {
+        st = odnn_import_header(ctx, subgraph, blob, blob_bytes, &imp, &hash);
+        if (st != NULL)
+            return st;
+    }
+    struct odnn_build b = {.ctx = ctx, .v = subgraph, .imp = blob != NULL ? &imp : NULL};
+    b.c = onednn_host->host_alloc(ctx->host_ctx, sizeof *b.c, 0);
+    if (b.c == NULL)
+        return odnn_oom();
+    memset(b.c, 0, sizeof *b.c);
+    size_t nodes = onednn_host->graph->node_count(subgraph);
+    b.done = onednn_host->host_alloc(ctx->host_ctx, nodes + 1, 0);
+    if (b.done == NULL) {
+        odnn_free(ctx, b.c);
+        return odnn_oom();
+    }
+    memset(b.done, 0, nodes + 1);
+    double t0 = odnn_now_ms();
+    st = odnn_uses_build(ctx, subgraph, &b.u);
+    if (st == NULL)
+        st = odnn_build_program(&b);
+    if (st == NULL && blob == NULL)
+        st = odnn_view_hash(ctx, subgraph, &hash);
+    b.c->view_hash = hash;
+    if (st == NULL && blob != NULL) {
+        int same = imp.n_steps == (uint32_t)b.c->n_steps && imp.next == imp.n_weights &&
+                   imp.weights == imp.end;
+        for (int s = 0; same && s < b.c->n_steps; s++) {
+            uint32_t k;
+            memcpy(&k, (const unsigned char *)imp.kinds + 4 * (size_t)s, 4);
+            same = k == b.c->steps[s].kind;
+        }
+        if (!same)
+            st = odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: the blob's fusion plan (%u "
+                                                  "steps, %u weights) is not the one this module "
+                                                  "makes for the subgraph (%d steps, %d weights)",
+                            imp.n_steps, imp.n_weights, b.c->n_steps, b.c->n_weights);
+    }
+    if (st == NULL)
+        st = odnn_plan(&b);
+    if (st == NULL)
+        st = odnn_bind(&b);
+    odnn_uses_free(ctx, &b.u);
+    odnn_free(ctx, b.done);
+    if (st != NULL) {
+        onednn_sg_release(ctx, b.c);
+        return st;
+    }
+    onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
+                             "%s %zu nodes into %d primitives, %d weights, arena %zu B, "
+                             "scratchpad %zu B in %.2f ms",
+                             blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps,
+                             b.c->n_weights, b.c->arena_bytes, b.c->scratch_bytes,
+                             odnn_now_ms() - t0);
+    *out_compiled = b.c;
+    return NULL;
+}
+
+static pl_status *odnn_run_arg(const pl_compiled *c, const char *what, size_t i,
+                               const pl_tensor *t, const struct odnn_value *val)
+{
+    int plain = t->strides == NULL && (!PL_TENSOR_HAS(t, layout) || t->layout == NULL ||
+                                       t->layout[0] == '\0');
+    int64_t elems = 1;
+    for (int32_t d = 0; d < t->ndim && t->shape != NULL; d++)
+        elems *= t->shape[d];
+    int64_t want = 1;
+    for (int d = 0; d < val->md.ndims; d++)
+        want *= val->md.dims[d];
+    (void)c;
+    if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || (t->ndim > 0 && t->shape == NULL) || !plain ||
+        elems != want || (t->data == NULL && elems > 0))
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run: %s %zu is not a plain f32 "
+                                                    "tensor of the compiled shape",
+                          what, i);
+    return NULL;
+}
+
+pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
+{
+    if (c == NULL || args == NULL)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run without a compiled subgraph or "
+                                                    "args");
+    if (args->n_inputs != c->n_inputs || args->n_outputs != c->n_outputs ||
+        (args->n_inputs > 0 && args->inputs == NULL) ||
+        (args->n_outputs > 0 && args->outputs == NULL))
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run: %zu inputs and %zu outputs "
+                                                    "given, the subgraph has %zu and %zu",
+                          args->n_inputs, args->n_outputs, c->n_inputs, c->n_outputs);
+    for (int i = 0; i < c->n_values; i++) {
+        struct odnn_value *val = &c->values[i];
+        int own = odnn_owner(c, i);
+        const struct odnn_value *o = &c->values[own];
+        const pl_tensor *t = NULL;
+        const char *what = NULL;
+        if (o->kind == ODNN_V_INPUT)
+            t = &args->inputs[o->ext], what = "input";
+        else if (o->kind == ODNN_V_OUTPUT)
+            t = &args->outputs[o->ext], what = "output";
+        if (t == NULL)
+            continue;
+        if (own == i) {
+            pl_status *st = odnn_run_arg(c, what, (size_t)o->ext, t, o);
+            if (st != NULL)
+                return st;
+        }
+        dnnl_memory_set_data_handle(val->mem, (char *)t->data + t->byte_offset);
+    }
+    /* oneDNN's OpenMP team takes the runtime's one thread budget; the
+     * setting is per calling thread, so it is made on every run. */
+    int threads = onednn_host->thread_count(ctx->host_ctx);
+    if (omp_get_max_threads() != threads)
+        omp_set_num_threads(threads);
+    for (int s = 0; s < c->n_steps; s++) {
+        const struct odnn_step *step = &c->steps[s];
+        int nargs = step->n_args + (step->scratch_mem != NULL);
+        dnnl_status_t ds = dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
+        if (ds != dnnl_success)
+            return odnn_error(PL_CODE_INTERNAL, "onednn: run: primitive %d of %d failed: %s", s,
+                              c->n_steps, dnnl_status2str(ds));
+    }
+    dnnl_status_t ds = dnnl_stream_wait(c->stream);
+    if (ds != dnnl_success)
+        return odnn_error(PL_CODE_INTERNAL, "onednn: run: stream wait failed: %s",
+                          dnnl_status2str(ds));
+    return NULL;
+}
+
+/* ---- export ------------------------------------------------------------------ */
+
+struct odnn_writer {
+    pl_blob_sink sink;
+    void *sink_ctx;
+    uint64_t sum;
+};
+
+static void odnn_put(struct odnn_writer *w, const void *p, size_t n)
+{
+    odnn_hash_bytes(&w->sum, p, n);
+    w->sink(w->sink_ctx, p, n);
+}
+
+pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sink,
+                            void *sink_ctx)
+{
+    (void)ctx;
+    if (c == NULL || sink == NULL)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: export without a compiled subgraph "
+                                                    "or sink");
+    struct odnn_blob_header h;
+    odnn_header_fill(&h, c->view_hash);
+    h.n_steps = (uint32_t)c->n_steps;
+    h.n_weights = (uint32_t)c->n_weights;
+    struct odnn_writer w = {sink, sink_ctx, 0xcbf29ce484222325ull};
+    odnn_put(&w, &h, sizeof h);
+    for (int s = 0; s < c->n_steps; s++)
+        odnn_put(&w, &c->steps[s].kind, 4);
+    for (int i = 0; i < c->n_weights; i++) {
+        uint64_t bytes = c->weights[i].bytes;
+        odnn_put(&w, &c->weights[i].md, sizeof c->weights[i].md);
+        odnn_put(&w, &bytes, 8);
+        odnn_put(&w, c->weights[i].data, c->weights[i].bytes);
+    }
+    uint64_t sum = w.sum;
+    sink(sink_ctx, &sum, 8);
+    return NULL;
+}
