@@ -86,6 +86,7 @@ typedef struct pl_step {
     pl_compiled *compiled;
     pl_var *compiled_var;        /* serialises runs of one compiled subgraph */
     const char *cache;           /* subgraph: "off", "hit", "stored", "miss" */
+    int32_t pinned_key;          /* PL_CAP_PINNED_THREAD: its engine worker */
     int32_t *in;                 /* value per input (-1: absent) */
     size_t n_in;
     int32_t *out;                /* value per output (-1: not wanted) */
@@ -236,6 +237,16 @@ static int32_t pl_sess_device_of(pl_session *s, const pl_part_backend *b)
         if (s->devs[d].module == m && s->devs[d].device == b->device)
             return (int32_t)d;
     return -1;
+}
+
+/* The engine device number of a pinned-thread module's worker: unique per
+ * module and device of the runtime, apart from accelerators' numbers. */
+static int32_t pl_sess_pinned_key(const pl_session *s, const pl_part_backend *b)
+{
+    for (size_t i = 0; i < s->rt->n_modules; i++)
+        if (s->rt->modules[i] == b->module)
+            return (int32_t)(1 << 20) + (int32_t)(i * 64 + (size_t)b->device);
+    return 1 << 20;
 }
 
 static pl_status *pl_sess_add_device(pl_session *s, pl_module *m, int32_t device,
@@ -563,6 +574,7 @@ static pl_status *pl_sess_build_steps(pl_session *s)
             step->cluster = u;
             step->backend = cl->backend;
             step->module = be->module;
+            step->pinned_key = pl_sess_pinned_key(s, be);
             step->name = pl_strdupf("subgraph %zu (%s, %zu nodes from '%s')", u,
                                     be->module->name, cl->n_nodes,
                                     pl_graph_get_node(g, cl->nodes[0])->name);
@@ -598,6 +610,7 @@ static pl_status *pl_sess_build_steps(pl_session *s)
             step->node = n;
             step->backend = b;
             step->module = be->module;
+            step->pinned_key = pl_sess_pinned_key(s, be);
             size_t ws = 0;
             /* Borrowed: the partition owns kernels until it is destroyed,
              * so a rebuild after a failed compile finds them again. */
@@ -1612,6 +1625,12 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
         if (run_dev != 0) {
             ctx.kind = PL_EXEC_DEVICE;
             ctx.device = s->devs[run_dev].engine_key;
+            ctx.stream = 0;
+        } else if (step->module != NULL &&
+                   (step->module->api.capabilities & PL_CAP_PINNED_THREAD)) {
+            /* One thread for the module's host work (its OpenMP team, say). */
+            ctx.kind = PL_EXEC_DEVICE;
+            ctx.device = step->pinned_key;
             ctx.stream = 0;
         }
         bool async = step->kind == PL_STEP_SUBGRAPH &&

@@ -2575,6 +2575,11 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     pl_status *st = odnn_engine(ctx);
     if (st != NULL)
         return st;
+    /* Primitives fix their thread count when they are made: make them for
+     * the runtime's budget (the setting is per calling thread). */
+    int threads = onednn_host->thread_count(ctx->host_ctx);
+    if (omp_get_max_threads() != threads)
+        omp_set_num_threads(threads);
     struct odnn_import imp;
     uint64_t hash = 0;
     if (blob != NULL) {

@@ -98,8 +98,13 @@ typedef enum pl_capability {
     PL_CAP_ASYNC = 1u << 2,        /* run_async */
     PL_CAP_EXPORT = 1u << 3,       /* export_compiled, import_compiled */
     PL_CAP_MODEL_IMPORT = 1u << 4, /* can_import, import_model */
-    PL_CAP_HOST_MEMORY = 1u << 5   /* its devices compute on host memory:
+    PL_CAP_HOST_MEMORY = 1u << 5,  /* its devices compute on host memory:
                                       no mem_* or copy functions needed */
+    PL_CAP_PINNED_THREAD = 1u << 6 /* run its work (kernel_run, run) from one
+                                      dedicated thread per device, e.g. because
+                                      its library keeps a thread team per
+                                      calling thread (OpenMP); the core's CPU
+                                      pool then idles while it runs */
 } pl_capability;
 
 /* A key/value pair of strings, borrowed for the call. */
