@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cpu_kernel.h"
+#include "fastmath.h"
 
 /* Elements per parallel_for chunk, at least: enough to pay for a hand-off. */
 #define CPU_EW_GRAIN 32768
@@ -256,13 +257,13 @@ static void cpu_unary_chunk(void *arg, size_t begin, size_t end, int worker)
                 y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case CPU_SIGMOID:
-        /* expf(-x) overflows to inf for x < -88, giving exactly 0. */
+        /* cpu_expf(-x) overflows to inf for x < -88, giving exactly 0. */
         if (c->add)
             for (size_t i = begin; i < end; i++)
-                y[i] += 1.0f / (1.0f + expf(-x[i]));
+                y[i] += 1.0f / (1.0f + cpu_expf(-x[i]));
         else
             for (size_t i = begin; i < end; i++)
-                y[i] = 1.0f / (1.0f + expf(-x[i]));
+                y[i] = 1.0f / (1.0f + cpu_expf(-x[i]));
         break;
     case CPU_TANH:
         if (c->add)

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fastmath.h"
 #include "math_internal.h"
 
 /* Sum of (x - mean)^2 over N floats, vectorisable. */
@@ -64,7 +65,7 @@ static void math_lsm_row(const float *x, float *y, int64_t len, int add)
         max = x[i] > max ? x[i] : max;
     float sum = 0.0f;
     for (int64_t i = 0; i < len; i++)
-        sum += expf(x[i] - max);
+        sum += cpu_expf(x[i] - max);
     const float shift = max + logf(sum);
     if (add)
         for (int64_t i = 0; i < len; i++)
@@ -87,7 +88,7 @@ static void math_lsm_tile(const float *x, float *y, int64_t len, int64_t inner, 
             max[t] = x[i * inner + t] > max[t] ? x[i * inner + t] : max[t];
     for (int64_t i = 0; i < len; i++)
         for (int t = 0; t < w; t++)
-            sum[t] += expf(x[i * inner + t] - max[t]);
+            sum[t] += cpu_expf(x[i * inner + t] - max[t]);
     for (int t = 0; t < w; t++)
         sum[t] = max[t] + logf(sum[t]);
     for (int64_t i = 0; i < len; i++) {

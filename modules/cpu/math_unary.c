@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fastmath.h"
 #include "math_internal.h"
 
 typedef enum math_unary_op {
@@ -103,7 +104,7 @@ static void math_unary_chunk(void *arg, size_t begin, size_t end, int worker)
     const float alpha = k->alpha, lo = c->lo, hi = c->hi;
     switch (k->op) {
     case MU_SQRT: MU_LOOP(float, sqrtf(x)); break;
-    case MU_EXP: MU_LOOP(float, expf(x)); break;
+    case MU_EXP: MU_LOOP(float, cpu_expf(x)); break;
     case MU_LOG: MU_LOOP(float, logf(x)); break;
     case MU_NEG: MU_LOOP(float, -x); break;
     case MU_ABS: MU_LOOP(float, fabsf(x)); break;

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "cpu_kernel.h"
+#include "fastmath.h"
 
 #define CPU_SOFTMAX_TILE 64
 /* Elements per parallel_for chunk, at least. */
@@ -30,28 +31,59 @@ typedef struct cpu_softmax_call {
     int add;
 } cpu_softmax_call;
 
+/* Sums X[0..len) with 8 partial sums, so the loop vectorises without
+ * reassociation flags (the order of additions is fixed, so results are
+ * reproducible). */
+static float cpu_sum8(const float *x, int64_t len)
+{
+    float part[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8)
+        for (int k = 0; k < 8; k++)
+            part[k] += x[i + k];
+    float sum = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+    for (; i < len; i++)
+        sum += x[i];
+    return sum;
+}
+
+/* The maximum of X[0..len) (NaN-unaware, like the plain loop), 8 lanes. */
+static float cpu_max8(const float *x, int64_t len)
+{
+    float part[8];
+    int64_t i = 0;
+    if (len >= 8) {
+        for (int k = 0; k < 8; k++)
+            part[k] = x[k];
+        for (i = 8; i + 8 <= len; i += 8)
+            for (int k = 0; k < 8; k++)
+                part[k] = x[i + k] > part[k] ? x[i + k] : part[k];
+    }
+    float max = len >= 8 ? part[0] : x[0];
+    for (int k = 1; len >= 8 && k < 8; k++)
+        max = part[k] > max ? part[k] : max;
+    for (; i < len; i++)
+        max = x[i] > max ? x[i] : max;
+    return max;
+}
+
 static void cpu_softmax_row(const float *x, float *y, int64_t len, int add)
 {
-    float max = x[0];
-    for (int64_t i = 1; i < len; i++)
-        max = x[i] > max ? x[i] : max;
-    float sum = 0.0f;
+    const float max = cpu_max8(x, len);
     if (add) {
+        float sum = 0.0f;
         for (int64_t i = 0; i < len; i++)
-            sum += expf(x[i] - max);
+            sum += cpu_expf(x[i] - max);
         const float inv = 1.0f / sum;
         for (int64_t i = 0; i < len; i++)
-            y[i] += expf(x[i] - max) * inv;
-    } else {
-        for (int64_t i = 0; i < len; i++) {
-            float e = expf(x[i] - max);
-            y[i] = e;
-            sum += e;
-        }
-        const float inv = 1.0f / sum;
-        for (int64_t i = 0; i < len; i++)
-            y[i] *= inv;
+            y[i] += cpu_expf(x[i] - max) * inv;
+        return;
     }
+    for (int64_t i = 0; i < len; i++)
+        y[i] = cpu_expf(x[i] - max);
+    const float inv = 1.0f / cpu_sum8(y, len);
+    for (int64_t i = 0; i < len; i++)
+        y[i] *= inv;
 }
 
 /* W (<= CPU_SOFTMAX_TILE) neighbouring inner positions of one [L, inner]
@@ -73,10 +105,10 @@ static void cpu_softmax_tile(const float *x, float *y, int64_t len, int64_t inne
         float *yr = y + i * inner;
         if (add) {
             for (int t = 0; t < w; t++)
-                sum[t] += expf(xr[t] - max[t]);
+                sum[t] += cpu_expf(xr[t] - max[t]);
         } else {
             for (int t = 0; t < w; t++) {
-                float e = expf(xr[t] - max[t]);
+                float e = cpu_expf(xr[t] - max[t]);
                 yr[t] = e;
                 sum[t] += e;
             }
@@ -89,7 +121,7 @@ static void cpu_softmax_tile(const float *x, float *y, int64_t len, int64_t inne
         float *yr = y + i * inner;
         if (add)
             for (int t = 0; t < w; t++)
-                yr[t] += expf(xr[t] - max[t]) * sum[t];
+                yr[t] += cpu_expf(xr[t] - max[t]) * sum[t];
         else
             for (int t = 0; t < w; t++)
                 yr[t] *= sum[t];
