@@ -90,7 +90,8 @@ static void capability_text(uint64_t caps, char *buf, size_t cap)
     static const struct { uint64_t bit; const char *name; } names[] = {
         {PL_CAP_IMPERATIVE, "imperative"}, {PL_CAP_SYMBOLIC, "symbolic"},
         {PL_CAP_ASYNC, "async"},           {PL_CAP_EXPORT, "export"},
-        {PL_CAP_MODEL_IMPORT, "import"},   {PL_CAP_HOST_MEMORY, "host-memory"}};
+        {PL_CAP_MODEL_IMPORT, "import"},   {PL_CAP_HOST_MEMORY, "host-memory"},
+        {PL_CAP_PINNED_THREAD, "pinned-thread"}};
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (!(caps & names[i].bit))
