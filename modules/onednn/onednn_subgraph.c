@@ -8,7 +8,10 @@
  * each is the only reader of the previous one's output: a constant bias
  * Add, a residual Add (post-op sum: the residual is reordered into the
  * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
- * eltwise / linear), and the erf form of GELU (post-op gelu_erf). Every
+ * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
+ * nodes of a decomposed LayerNormalization become one layer_normalization
+ * primitive, and Split becomes one reorder per output from a strided view
+ * of its input. Every
  * tensor of the subgraph is a "value" with a oneDNN memory descriptor:
  * convolutions choose their own (blocked) layouts through
  * dnnl_format_tag_any, and a reorder is inserted only where a reader wants
@@ -380,6 +383,155 @@ static int odnn_gelu_of(const pl_graph_view *v, const struct odnn_uses *u, size_
     return 0;
 }
 
+/* ---- LayerNormalization, decomposed ------------------------------------------
+ *
+ * Exporters without a LayerNormalization op (PyTorch before opset 17) write
+ * it as: m = ReduceMean(x, last axis); d = Sub(x, m); v = ReduceMean(Pow(d,
+ * 2), last axis); y = Div(d, Sqrt(Add(v, eps))) * gamma + beta. The nine
+ * nodes become one layer_normalization primitive when every intermediate is
+ * read only inside the pattern (d by the Pow and the Div) and gamma and beta
+ * hold one value per element of the last axis. */
+
+struct odnn_lnpat {
+    size_t nodes[9]; /* in pattern order; nodes[0] is the first ReduceMean */
+    int64_t x, out;
+    int64_t gamma, beta; /* tensors of C elements, constant or view inputs */
+    float eps;
+};
+
+/* True when ReduceMean node R averages over the last axis of its input of
+ * NDIM dims, keeping it. */
+static int odnn_mean_last(const pl_graph_view *v, int64_t r, int32_t ndim)
+{
+    if (!odnn_op_is(v, r, "ReduceMean") || odnn_in(v, (size_t)r, 1) >= 0 ||
+        odnn_attr_int(v, (size_t)r, "keepdims", 1) != 1)
+        return 0;
+    const int64_t *axes;
+    if (odnn_attr_ints(v, (size_t)r, "axes", &axes) != 1)
+        return 0;
+    return axes[0] == -1 || axes[0] == ndim - 1;
+}
+
+/* For binary node N: its input other than T, or -1 when T is not an input
+ * (or is both). COMMUTES allows T second; otherwise T must be first. */
+static int64_t odnn_other_input(const pl_graph_view *v, size_t n, int64_t t, int commutes)
+{
+    if (onednn_host->graph->node_input_count(v, n) != 2)
+        return -1;
+    int64_t a = odnn_in(v, n, 0), b = odnn_in(v, n, 1);
+    if (a == t && b != t)
+        return b;
+    if (commutes && b == t && a != t)
+        return a;
+    return -1;
+}
+
+/* True when T is an f32 tensor of C elements, shaped [C] or [1, .., 1, C] of
+ * rank <= NDIM, that is a constant or not written inside the view (so it
+ * is there when the pattern's first node runs). */
+static int odnn_ln_param(const pl_graph_view *v, const struct odnn_uses *u, int64_t t, int64_t c,
+                         int32_t ndim)
+{
+    struct odnn_tinfo ti;
+    if (!odnn_tensor(v, t, &ti) || !ti.known || !ti.f32 || ti.elems != c || ti.ndim < 1 ||
+        ti.ndim > ndim || ti.dims[ti.ndim - 1] != c)
+        return 0;
+    return ti.cdata != NULL || (size_t)t >= u->n_tensors || u->producer[t] == 0;
+}
+
+/* Matches the pattern whose first ReduceMean is R. */
+static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
+                            struct odnn_lnpat *out)
+{
+    struct odnn_tinfo x;
+    if (!odnn_op_is(v, (int64_t)r, "ReduceMean"))
+        return 0;
+    out->x = odnn_in(v, r, 0);
+    if (!odnn_tensor(v, out->x, &x) || !x.known || !x.f32 || x.ndim < 1 || x.cdata != NULL ||
+        !odnn_mean_last(v, (int64_t)r, x.ndim))
+        return 0;
+    int64_t c = x.dims[x.ndim - 1];
+    int64_t mean = odnn_out(v, r, 0);
+    int64_t sub = odnn_sole_reader(u, mean);
+    if (!odnn_op_is(v, sub, "Sub") || odnn_in(v, (size_t)sub, 0) != out->x ||
+        odnn_in(v, (size_t)sub, 1) != mean)
+        return 0;
+    /* d is read by the Pow and the Div, in either order of nodes. */
+    int64_t d = odnn_out(v, (size_t)sub, 0);
+    if (d < 0 || (size_t)d >= u->n_tensors || u->escapes[d] || u->count[d] != 2)
+        return 0;
+    size_t nodes = onednn_host->graph->node_count(v);
+    int64_t pw = -1, dv = -1;
+    for (size_t k = 0; k < nodes; k++) {
+        if (odnn_in(v, k, 0) != d)
+            continue;
+        if (odnn_op_is(v, (int64_t)k, "Pow"))
+            pw = (int64_t)k;
+        else if (odnn_op_is(v, (int64_t)k, "Div"))
+            dv = (int64_t)k;
+    }
+    float two;
+    if (pw < 0 || dv < 0 || onednn_host->graph->node_input_count(v, (size_t)pw) != 2 ||
+        !odnn_scalar(v, odnn_in(v, (size_t)pw, 1), &two) || two != 2.0f)
+        return 0;
+    int64_t var = odnn_sole_reader(u, odnn_out(v, (size_t)pw, 0));
+    if (!odnn_mean_last(v, var, x.ndim))
+        return 0;
+    int64_t add = odnn_sole_reader(u, odnn_out(v, (size_t)var, 0));
+    int first;
+    if (!odnn_op_is(v, add, "Add") ||
+        odnn_binary_scalar(v, (size_t)add, &out->eps, &first) != odnn_out(v, (size_t)var, 0) ||
+        !(out->eps >= 0.0f))
+        return 0;
+    int64_t sq = odnn_sole_reader(u, odnn_out(v, (size_t)add, 0));
+    if (!odnn_op_is(v, sq, "Sqrt") || odnn_sole_reader(u, odnn_out(v, (size_t)sq, 0)) != dv ||
+        odnn_other_input(v, (size_t)dv, d, 0) != odnn_out(v, (size_t)sq, 0))
+        return 0;
+    int64_t mul = odnn_sole_reader(u, odnn_out(v, (size_t)dv, 0));
+    if (!odnn_op_is(v, mul, "Mul"))
+        return 0;
+    out->gamma = odnn_other_input(v, (size_t)mul, odnn_out(v, (size_t)dv, 0), 1);
+    int64_t badd = odnn_sole_reader(u, odnn_out(v, (size_t)mul, 0));
+    if (!odnn_op_is(v, badd, "Add"))
+        return 0;
+    out->beta = odnn_other_input(v, (size_t)badd, odnn_out(v, (size_t)mul, 0), 1);
+    if (!odnn_ln_param(v, u, out->gamma, c, x.ndim) || !odnn_ln_param(v, u, out->beta, c, x.ndim))
+        return 0;
+    struct odnn_tinfo y;
+    out->out = odnn_out(v, (size_t)badd, 0);
+    if (!odnn_tensor(v, out->out, &y) || !y.known || !y.f32 || y.ndim != x.ndim ||
+        memcmp(y.dims, x.dims, sizeof x.dims[0] * (size_t)x.ndim) != 0)
+        return 0;
+    size_t list[9] = {r, (size_t)sub, (size_t)pw, (size_t)var, (size_t)add,
+                      (size_t)sq, (size_t)dv, (size_t)mul, (size_t)badd};
+    memcpy(out->nodes, list, sizeof list);
+    return 1;
+}
+
+/* Finds the decomposed LayerNormalization node N belongs to. */
+static int odnn_lnorm_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
+                         struct odnn_lnpat *out)
+{
+    static const char *const ops[] = {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul"};
+    size_t i = 0;
+    while (i < sizeof ops / sizeof ops[0] && !odnn_op_is(v, (int64_t)n, ops[i]))
+        i++;
+    if (i == sizeof ops / sizeof ops[0])
+        return 0;
+    size_t nodes = onednn_host->graph->node_count(v);
+    for (size_t cand = 0; cand < nodes; cand++) {
+        struct odnn_lnpat m;
+        if (!odnn_op_is(v, (int64_t)cand, "ReduceMean") || !odnn_match_lnorm(v, u, cand, &m))
+            continue;
+        for (size_t k = 0; k < 9; k++)
+            if (m.nodes[k] == n) {
+                *out = m;
+                return 1;
+            }
+    }
+    return 0;
+}
+
 /* ---- verdicts -------------------------------------------------------------- */
 
 static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, char *reason)
@@ -400,7 +552,8 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
             /* Reshape's shape and ReduceMean's axes are i64 constants the
              * primitive does not read. */
             if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
-                             (strcmp(op, "Reshape") == 0 || strcmp(op, "ReduceMean") == 0))) {
+                             (strcmp(op, "Reshape") == 0 || strcmp(op, "ReduceMean") == 0 ||
+                              strcmp(op, "Split") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
                             g->tensor_name(v, t));
                 return 0;
@@ -694,6 +847,47 @@ static int odnn_eltwise_of(const pl_graph_view *v, size_t n, dnnl_alg_kind_t *al
     return 1;
 }
 
+/* Split along AXIS into outputs whose shapes are known: each output is the
+ * input's slice at the running offset, so the sizes come from the output
+ * shapes and the split input or attribute need not be read. */
+static int odnn_split_axis(const pl_graph_view *v, size_t n, const struct odnn_tinfo *x,
+                           int32_t *out_axis)
+{
+    int64_t axis = odnn_attr_int(v, n, "axis", 0);
+    if (axis < 0)
+        axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim)
+        return 0;
+    int64_t sum = 0;
+    for (size_t k = 0; k < onednn_host->graph->node_output_count(v, n); k++) {
+        struct odnn_tinfo y;
+        if (!odnn_tensor(v, odnn_out(v, n, k), &y) || !y.known || y.ndim != x->ndim)
+            return 0;
+        for (int32_t d = 0; d < x->ndim; d++)
+            if (d != axis && y.dims[d] != x->dims[d])
+                return 0;
+        sum += y.dims[axis];
+    }
+    *out_axis = (int32_t)axis;
+    return sum == x->dims[axis];
+}
+
+static int odnn_check_split(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo x;
+    int32_t axis;
+    for (size_t k = 0; k < onednn_host->graph->node_output_count(v, n); k++)
+        if (odnn_out(v, n, k) < 0) {
+            odnn_reason(reason, "Split", "an output is absent");
+            return 0;
+        }
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || x.ndim < 1 || !odnn_split_axis(v, n, &x, &axis)) {
+        odnn_reason(reason, "Split", "the output shapes do not tile the input along axis");
+        return 0;
+    }
+    return 1;
+}
+
 /* Says whether node N of V can be taken; reason set on refusal. U is the
  * view's readers (for the GELU pattern). */
 static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
@@ -709,7 +903,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Conv", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
         "Abs", "Pow", "Erf", "Add", "Sub", "Mul", "Div", "Softmax", "LayerNormalization",
-        "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean"};
+        "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean", "Split"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -728,6 +922,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         odnn_reason(reason, op, "the data input is a constant (left to constant folding)");
         return 0;
     }
+    if (strcmp(op, "Split") == 0)
+        return odnn_check_split(v, n, reason);
     if (g->node_output_count(v, n) > 1) {
         for (size_t k = 1; k < g->node_output_count(v, n); k++)
             if (g->node_output(v, n, k) >= 0) {
@@ -1825,6 +2021,59 @@ static pl_status *odnn_lnorm(struct odnn_build *b, size_t n, int src)
                       : odnn_simple(b, n, ODNN_S_LNORM, &ld, src, odnn_out(v, n, 0), args, w, n_w);
 }
 
+/* The decomposed LayerNormalization of pattern M as one primitive, emitted
+ * at node N. A constant gamma or beta becomes a weight; one that is a view
+ * input is read in place, through a [C] view of its bytes. */
+static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struct odnn_lnpat *m)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, m->x, &x);
+    int64_t c = x.dims[x.ndim - 1];
+    int w[2], wargs[2], n_w = 0, vals[2], vargs[2], n_v = 0;
+    const int64_t params[2] = {m->gamma, m->beta};
+    static const int args[2] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
+    pl_status *st = NULL;
+    for (int k = 0; st == NULL && k < 2; k++) {
+        struct odnn_tinfo p;
+        odnn_tensor(v, params[k], &p);
+        if (p.cdata != NULL) {
+            wargs[n_w] = args[k];
+            st = odnn_vector_weight(b, n, params[k], c, NULL, &w[n_w++]);
+            continue;
+        }
+        int src;
+        dnnl_memory_desc_t md;
+        dnnl_dims_t d = {c};
+        dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_f32, dnnl_a);
+        st = odnn_source(b, params[k], (int64_t)n, &src);
+        if (st == NULL)
+            st = odnn_view_as(b, src, &md, (int64_t)n, &vals[n_v]);
+        vargs[n_v++] = args[k];
+    }
+    int src;
+    if (st == NULL)
+        st = odnn_source(b, m->x, (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_layer_normalization_desc_t ld;
+    dnnl_status_t ds = dnnl_layer_normalization_forward_desc_init(
+        &ld, dnnl_forward_inference, &b->c->values[src].md, NULL, m->eps,
+        dnnl_use_scale | dnnl_use_shift);
+    st = odnn_dnnl(ds, "layer normalization descriptor", v, (int64_t)n);
+    if (st == NULL)
+        st = odnn_simple(b, n, ODNN_S_LNORM, &ld, src, m->out, wargs, w, n_w);
+    if (st != NULL)
+        return st;
+    for (int k = 0; k < n_v; k++)
+        odnn_arg(b, b->c->n_steps - 1, vargs[k], ODNN_REF_VALUE, vals[k]);
+    for (size_t k = 0; k < 9; k++)
+        b->done[m->nodes[k]] = 1;
+    return NULL;
+}
+
 static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
@@ -2085,6 +2334,42 @@ static pl_status *odnn_relayout(struct odnn_build *b, size_t n, const char *op, 
     return odnn_reorder(b, viewed, dst, (int64_t)n);
 }
 
+/* Split: each output is a reorder of a strided view of the plain input. */
+static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    int32_t axis = 0;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    if (!odnn_split_axis(v, n, &x, &axis))
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: Split '%s': output shapes do not tile "
+                                               "the input",
+                          onednn_host->graph->node_name(v, n));
+    pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
+    dnnl_dims_t offs = {0};
+    for (size_t k = 0; st == NULL && k < onednn_host->graph->node_output_count(v, n); k++) {
+        struct odnn_tinfo y;
+        odnn_tensor(v, odnn_out(v, n, k), &y);
+        dnnl_memory_desc_t sub, out_md;
+        dnnl_dims_t yd;
+        for (int32_t d = 0; d < y.ndim; d++)
+            yd[d] = y.dims[d];
+        st = odnn_dnnl(dnnl_memory_desc_init_submemory(&sub, &b->c->values[src].md, yd, offs),
+                       "split view", v, (int64_t)n);
+        int viewed, dst;
+        if (st == NULL)
+            st = odnn_view_as(b, src, &sub, (int64_t)n, &viewed);
+        if (st != NULL)
+            break;
+        odnn_plain_md(&out_md, y.ndim, y.dims);
+        if ((dst = odnn_new_value(b, odnn_out(v, n, k), ODNN_V_TEMP, &out_md)) < 0)
+            return odnn_oom();
+        st = odnn_reorder(b, viewed, dst, (int64_t)n);
+        offs[axis] += y.dims[axis];
+    }
+    return st;
+}
+
 /* Emits node N (unless a fused primitive already covered it). */
 static pl_status *odnn_emit(struct odnn_build *b, size_t n)
 {
@@ -2106,6 +2391,9 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
             b->done[gm.nodes[k]] = 1;
         return st;
     }
+    struct odnn_lnpat lm;
+    if (odnn_lnorm_of(v, &b->u, n, &lm))
+        return odnn_lnorm_pattern(b, n, &lm);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0)
@@ -2133,6 +2421,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_softmax(b, n, src);
     if (strcmp(op, "ReduceMean") == 0)
         return odnn_reduce_mean(b, n, src);
+    if (strcmp(op, "Split") == 0)
+        return odnn_split(b, n, src);
     return odnn_relayout(b, n, op, src);
 }
 
@@ -2467,7 +2757,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 1u
+#define ODNN_BLOB_VERSION 2u /* 2: decomposed LayerNormalization fused */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -634,6 +634,97 @@ static void case_import_mismatch(void)
     direct_close(&d);
 }
 
+/* LayerNormalization as PyTorch exports it before opset 17, with the
+ * commutative operands swapped where allowed, gamma a view input produced
+ * by Identity on cpu (as tied weights are exported), then a Split along the
+ * last axis: onednn must take all of it and compile the nine normalisation
+ * nodes into one layer_normalization step. */
+static const char *model_decomposed_ln(int spoil)
+{
+    struct mb m = {.seed = 11};
+    int64_t xs[] = {2, 6, 48}, c[] = {48}, w[] = {48, 48};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w", 2, w, NULL, 0.2f);
+    mb_const(&m, "g0", 1, c, NULL, 1.0f);
+    mb_const(&m, "beta", 1, c, NULL, 0.5f);
+    mb_scalar(&m, "two", 2.0f);
+    mb_scalar(&m, "eps", 1e-5f);
+    const char *axes = "\"axes\":{\"ints\":[-1]}";
+    mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "h", "");
+    mb_node(&m, "gamma_id", "Identity", "\"g0\"", "gamma", "");
+    mb_node(&m, "mean", "ReduceMean", "\"h\"", "mu", axes);
+    mb_node(&m, "sub", "Sub", "\"h\",\"mu\"", "d", "");
+    mb_node(&m, "pow", "Pow", "\"d\",\"two\"", "d2", "");
+    mb_node(&m, "var", "ReduceMean", "\"d2\"", "v", axes);
+    mb_node(&m, "addeps", "Add", "\"eps\",\"v\"", "ve", "");
+    mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
+    mb_node(&m, "div", "Div", "\"d\",\"sd\"", "q", "");
+    mb_node(&m, "mul", "Mul", "\"gamma\",\"q\"", "gq", "");
+    mb_node(&m, "addb", "Add", "\"gq\",\"beta\"", "l", "");
+    /* SPOIL: the centred tensor leaves the pattern, which must then fall
+     * back to one primitive per node. */
+    mb_node(&m, "tanh", "Tanh", spoil ? "\"d\"" : "\"l\"", "t", "");
+    mb_node(&m, "add2", "Add", spoil ? "\"t\",\"l\"" : "\"t\",\"l\"", "u", "");
+    mb_node(&m, "split", "Split", "\"u\"", "s0\",\"s1", "\"axis\":{\"int\":-1}");
+    mb_node(&m, "relu", "Relu", "\"s1\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* The kinds of the steps of the blob of C (the fusion plan). */
+static int count_steps(const struct blob *b, uint32_t kind, uint32_t *out_total)
+{
+    /* The header is 136 bytes; n_steps is at offset 120 (onednn_subgraph.c). */
+    uint32_t n;
+    TH_CHECK(b->n >= 136, "blob of %zu bytes", b->n);
+    memcpy(&n, b->bytes + 120, 4);
+    TH_CHECK(b->n >= 136 + 4 * (size_t)n, "blob of %zu bytes for %u steps", b->n, n);
+    int hits = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k;
+        memcpy(&k, b->bytes + 136 + 4 * i, 4);
+        hits += k == kind;
+    }
+    *out_total = n;
+    return hits;
+}
+
+static void case_decomposed_layernorm(void)
+{
+    int64_t xs[] = {2, 6, 48}, ys[] = {2, 6, 24};
+    const char *path = model_decomposed_ln(0);
+    compare(path, 3, xs, 3, ys,
+            (const char *[]){"mm", "mean", "sub", "pow", "var", "addeps", "sqrt", "div", "mul",
+                             "addb", "tanh", "add2", "split", "relu", NULL});
+    for (int spoil = 0; spoil < 2; spoil++) {
+        if (spoil)
+            compare(path = model_decomposed_ln(1), 3, xs, 3, ys,
+                    (const char *[]){"mean", "div", "addb", "split", NULL});
+        /* The whole graph but the Identity (which onednn leaves to cpu),
+         * compiled directly. */
+        struct direct d = direct_open(path);
+        pl_graph_view_destroy(d.view);
+        pl_nid nodes[32];
+        size_t nn = 0;
+        for (size_t i = 0; i < pl_graph_node_count(d.model->graph) && nn < 32; i++)
+            if (strcmp(pl_graph_get_node(d.model->graph, (pl_nid)i)->op, "Identity") != 0)
+                nodes[nn++] = (pl_nid)i;
+        TH_CHECK_OK(pl_graph_view_create(d.model->graph, nodes, nn, &d.view));
+        pl_compiled *c = NULL;
+        TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+        struct blob b = {0};
+        TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+        uint32_t total;
+        int ln = count_steps(&b, 9 /* ODNN_S_LNORM */, &total);
+        TH_CHECK(spoil ? ln == 0 : ln == 1, "%d layer normalization steps (of %u) %s", ln, total,
+                 spoil ? "where the pattern leaks" : "for the pattern");
+        TH_CHECK(spoil || total <= 8, "%u steps: the pattern was not fused", total);
+        d.api->release(d.m->ctx, c);
+        free(b.bytes);
+        direct_close(&d);
+    }
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -698,6 +789,7 @@ int main(int argc, char **argv)
         {"concat", case_concat},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
+        {"decomposed_layernorm", case_decomposed_layernorm},
         {"import_mismatch", case_import_mismatch},
         {"configure", case_configure},
         {"warm_start", case_warm_start},
