@@ -6,381 +6,18 @@
  * double, or in int64 for integer dtypes) on shapes with broadcasting
  * corners, negative axes, keepdims, empty tensors, integer and bool dtypes;
  * then the output requests (add-to, in place), a zero divisor and the
- * refusals. Linked against the core's object library. Usage: test_cpu_more
- * CASE STAGE_DIR. */
+ * refusals. Built on the shared harness of tests/cpu_harness. Usage:
+ * test_cpu_more CASE STAGE_DIR. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "graph.h"
-#include "graph_view.h"
-#include "opset.h"
-#include "registry.h"
-
-#define TM_MAX_IN 6
-#define TM_MAX_OUT 3
-#define TM_MAX_RANK 8
-
-static void tm_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
-static void tm_fail(const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s:%d: ", file, line);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
-
-#define CHECK(cond, ...)                                 \
-    do {                                                 \
-        if (!(cond))                                     \
-            tm_fail(__FILE__, __LINE__, __VA_ARGS__);    \
-    } while (0)
-
-#define CHECK_OK(expr)                                                       \
-    do {                                                                     \
-        pl_status *tm_st_ = (expr);                                          \
-        if (tm_st_ != NULL)                                                  \
-            tm_fail(__FILE__, __LINE__, "%s failed: %s", #expr,              \
-                    pl_status_message(tm_st_));                              \
-    } while (0)
-
-/* ---- the module ---------------------------------------------------------- */
-
-static pl_runtime *tm_rt;
-static pl_module *tm_mod;
-
-/* A runtime whose only module is the staged cpu module, on 4 threads. */
-static void tm_setup(const char *stage_dir)
-{
-    char dir[] = "/tmp/plinth-cpu-math-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
-    char ini[4096];
-    snprintf(ini, sizeof ini, "%s/backend.ini", dir);
-    FILE *f = fopen(ini, "w");
-    CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s/libplinth_cpu.so\nthreads = 4\n", stage_dir);
-    fclose(f);
-    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                            .ignore_environment = true};
-    CHECK_OK(pl_runtime_create(&o, &tm_rt));
-    unlink(ini);
-    rmdir(dir);
-    long idx = pl_runtime_find_module(tm_rt, "cpu");
-    CHECK(idx >= 0, "no cpu module in %s", stage_dir);
-    tm_mod = tm_rt->modules[idx];
-    CHECK(tm_mod->status == PL_MODULE_LOADED && tm_mod->ctx != NULL,
-          "cpu module not loaded: %s", tm_mod->reason);
-}
-
-/* ---- one-node graphs ----------------------------------------------------- */
-
-/* An input: shape, dtype (lanes 0: f32), absent, or a constant holding
- * VALS (the axes of a reduction, Clip's bounds). */
-typedef struct tm_in {
-    int ndim;
-    int64_t dims[TM_MAX_RANK];
-    pl_dtype dtype;
-    int absent;
-    int constant;
-    double vals[TM_MAX_RANK];
-} tm_in;
-
-typedef struct tm_attr {
-    const char *name;
-    char kind;              /* 'i' int, 'f' float, 'I' ints, 's' string */
-    int64_t i;
-    double f;
-    int64_t ints[TM_MAX_RANK];
-    const char *s;
-    int n;
-} tm_attr;
-
-/* A node to test: op, inputs, attributes, opset (0: 13), outputs (0: 1)
- * of which those in OUT_ABSENT (bit o) are left unnamed. */
-typedef struct tm_spec {
-    const char *op;
-    int opset;
-    int n_in;
-    tm_in in[TM_MAX_IN];
-    tm_attr attrs[4];
-    int n_attrs;
-    int n_out;
-    unsigned out_absent;
-} tm_spec;
-
-typedef struct tm_node {
-    const tm_spec *spec;
-    pl_graph *g;
-    pl_graph_view *view;
-    pl_tensor in[TM_MAX_IN];
-    pl_tensor out[TM_MAX_OUT];
-    int n_out;
-    pl_node_desc desc;
-} tm_node;
-
-static pl_dtype tm_dt(pl_dtype d) { return d.lanes ? d : PL_DTYPE_F32; }
-
-static void tm_describe(const pl_graph *g, pl_tid t, pl_tensor *out)
-{
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
-    out->device = (pl_device){PL_DEVICE_CPU, 0};
-    out->ndim = -1;
-    if (t == PL_TID_NONE)
-        return;
-    const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
-    out->dtype = gt->dtype;
-    out->ndim = gt->ndim;
-    out->shape = gt->dims;
-}
-
-static size_t tm_count(const int64_t *dims, int r)
-{
-    size_t n = 1;
-    for (int d = 0; d < r; d++)
-        n *= (size_t)dims[d];
-    return n;
-}
-
-/* Writes VALS (COUNT of them) as dtype DT into BYTES. */
-static void tm_store(void *bytes, pl_dtype dt, size_t i, double v)
-{
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_F32))
-        ((float *)bytes)[i] = (float)v;
-    else if (PL_DTYPE_EQ(dt, PL_DTYPE_F64))
-        ((double *)bytes)[i] = v;
-    else if (PL_DTYPE_EQ(dt, PL_DTYPE_I64))
-        ((int64_t *)bytes)[i] = (int64_t)v;
-    else if (PL_DTYPE_EQ(dt, PL_DTYPE_I32))
-        ((int32_t *)bytes)[i] = (int32_t)v;
-    else if (PL_DTYPE_EQ(dt, PL_DTYPE_I8))
-        ((int8_t *)bytes)[i] = (int8_t)v;
-    else
-        ((uint8_t *)bytes)[i] = (uint8_t)v;
-}
-
-static double tm_load(const void *bytes, pl_dtype dt, size_t i)
-{
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_F32))
-        return ((const float *)bytes)[i];
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_F64))
-        return ((const double *)bytes)[i];
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_I64))
-        return (double)((const int64_t *)bytes)[i];
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_I32))
-        return ((const int32_t *)bytes)[i];
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_I8))
-        return ((const int8_t *)bytes)[i];
-    return ((const uint8_t *)bytes)[i];
-}
-
-static bool tm_is_float(pl_dtype dt)
-{
-    return dt.code == PL_TYPE_FLOAT || dt.code == PL_TYPE_BFLOAT;
-}
-
-static void tm_node_build(const tm_spec *spec, tm_node *n)
-{
-    memset(n, 0, sizeof *n);
-    n->spec = spec;
-    int opset = spec->opset ? spec->opset : 13;
-    CHECK_OK(pl_graph_create(&n->g));
-    CHECK_OK(pl_graph_set_opset(n->g, "", opset));
-    char names[TM_MAX_IN][16];
-    const char *in_names[TM_MAX_IN];
-    for (int i = 0; i < spec->n_in; i++) {
-        snprintf(names[i], sizeof names[i], "x%d", i);
-        in_names[i] = names[i];
-        const tm_in *ti = &spec->in[i];
-        if (ti->absent) {
-            in_names[i] = "";
-            continue;
-        }
-        pl_tid t;
-        pl_dtype dt = tm_dt(ti->dtype);
-        CHECK_OK(pl_graph_tensor_get_or_add(n->g, names[i], &t));
-        CHECK_OK(pl_graph_set_type(n->g, t, dt, ti->ndim, ti->dims, NULL));
-        if (ti->constant) {
-            size_t cnt = tm_count(ti->dims, ti->ndim);
-            char bytes[TM_MAX_RANK * 8];
-            for (size_t e = 0; e < cnt; e++)
-                tm_store(bytes, dt, e, ti->vals[e]);
-            CHECK_OK(pl_graph_set_constant(n->g, t, bytes, cnt * pl_dtype_size(dt)));
-        } else {
-            CHECK_OK(pl_graph_add_input(n->g, t));
-        }
-    }
-    n->n_out = spec->n_out ? spec->n_out : 1;
-    const char *out_names[TM_MAX_OUT] = {"y0", "y1", "y2"};
-    for (int o = 0; o < n->n_out; o++)
-        if (spec->out_absent & (1u << o))
-            out_names[o] = "";
-    pl_nid nid;
-    CHECK_OK(pl_graph_add_node(n->g, "node", spec->op, "", in_names, (size_t)spec->n_in,
-                               out_names, (size_t)n->n_out, &nid));
-    for (int a = 0; a < spec->n_attrs; a++) {
-        const tm_attr *at = &spec->attrs[a];
-        if (at->kind == 'i')
-            CHECK_OK(pl_graph_attr_int(n->g, nid, at->name, at->i));
-        else if (at->kind == 'f')
-            CHECK_OK(pl_graph_attr_float(n->g, nid, at->name, at->f));
-        else if (at->kind == 's')
-            CHECK_OK(pl_graph_attr_string(n->g, nid, at->name, at->s, strlen(at->s)));
-        else
-            CHECK_OK(pl_graph_attr_ints(n->g, nid, at->name, at->ints, (size_t)at->n));
-    }
-    for (int o = 0; o < n->n_out; o++)
-        if (out_names[o][0] != '\0')
-            CHECK_OK(pl_graph_add_output(n->g, pl_graph_find_tensor(n->g, out_names[o])));
-    CHECK_OK(pl_graph_validate(n->g));
-    CHECK_OK(pl_opset_infer(tm_rt->opset, n->g));
-    CHECK_OK(pl_graph_view_create(n->g, &nid, 1, &n->view));
-    const pl_graph_node *gn = pl_graph_get_node(n->g, nid);
-    for (size_t i = 0; i < gn->n_inputs; i++)
-        tm_describe(n->g, gn->inputs[i], &n->in[i]);
-    for (size_t o = 0; o < gn->n_outputs; o++)
-        tm_describe(n->g, gn->outputs[o], &n->out[o]);
-    n->desc = (pl_node_desc){
-        .header = PL_ABI_HEADER_INIT(pl_node_desc),
-        .name = "node",
-        .op = spec->op,
-        .domain = "",
-        .opset_version = opset,
-        .graph = n->view,
-        .node_index = 0,
-        .n_inputs = gn->n_inputs,
-        .inputs = n->in,
-        .n_outputs = gn->n_outputs,
-        .outputs = n->out,
-    };
-}
-
-static void tm_node_free(tm_node *n)
-{
-    pl_graph_view_destroy(n->view);
-    pl_graph_destroy(n->g);
-}
-
-static pl_kernel *tm_kernel(const tm_node *n)
-{
-    pl_kernel *k = NULL;
-    size_t ws = 99;
-    pl_status *st = tm_mod->api.get_kernel(tm_mod->ctx, 0, &n->desc, &k, &ws);
-    CHECK(st == NULL, "get_kernel(%s) failed: %s", n->spec->op, pl_status_message(st));
-    CHECK(k != NULL && ws == 0, "get_kernel(%s): no kernel or workspace %zu", n->spec->op, ws);
-    return k;
-}
-
-/* ---- buffers and runs ---------------------------------------------------- */
-
-static uint64_t tm_seed = 0x9e3779b97f4a7c15ull;
-
-/* Uniform in [-2, 2). */
-static double tm_random(void)
-{
-    tm_seed = tm_seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(tm_seed >> 40) / (double)(1ull << 24) * 4.0 - 2.0;
-}
-
-/* A buffer at a byte offset inside a larger allocation, so that kernels
- * must honour byte_offset. */
-typedef struct tm_buf {
-    char *base;
-    void *data;
-    size_t offset;
-} tm_buf;
-
-static void tm_buf_make(tm_buf *b, size_t bytes, size_t offset)
-{
-    b->offset = offset;
-    b->base = malloc(offset + bytes + 8);
-    CHECK(b->base != NULL, "out of memory");
-    b->data = b->base + offset;
-}
-
-static pl_tensor tm_host_tensor(const pl_tensor *desc, const tm_buf *b)
-{
-    pl_tensor t = *desc;
-    t.data = b->base;
-    t.byte_offset = b->offset;
-    return t;
-}
-
-static pl_status *tm_run(pl_kernel *k, size_t n_in, const pl_tensor *ins, size_t n_out,
-                         pl_tensor *outs, const pl_output_request *reqs)
-{
-    pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
-    pl_run_args args = {.header = PL_ABI_HEADER_INIT(pl_run_args),
-                        .run = &rc,
-                        .n_inputs = n_in,
-                        .inputs = ins,
-                        .n_outputs = n_out,
-                        .outputs = outs,
-                        .requests = reqs};
-    return tm_mod->api.kernel_run(tm_mod->ctx, k, &args);
-}
-
-/* The value of input I at element E. */
-typedef struct tm_data {
-    const void *x[TM_MAX_IN];
-    pl_dtype dt[TM_MAX_IN];
-    const int64_t *dims[TM_MAX_IN];
-    int ndim[TM_MAX_IN];
-} tm_data;
-
-static double tm_at(const tm_data *d, int i, size_t e) { return tm_load(d->x[i], d->dt[i], e); }
-
+#include "cpu_harness.h"
 
 /* ---- reference helpers --------------------------------------------------- */
-
-static void tm_unravel(size_t i, const int64_t *dims, int r, int64_t *idx)
-{
-    for (int d = r - 1; d >= 0; d--) {
-        idx[d] = (int64_t)(i % (size_t)dims[d]);
-        i /= (size_t)dims[d];
-    }
-}
-
-/* The flat index in a tensor of DIMS (rank R) of the output index IDX
- * (rank R_OUT), NumPy-broadcast. */
-static size_t tm_ravel_bcast(const int64_t *idx, int r_out, const int64_t *dims, int r)
-{
-    size_t off = 0;
-    for (int d = 0; d < r; d++) {
-        int64_t i = idx[r_out - r + d];
-        off = off * (size_t)dims[d] + (size_t)(dims[d] == 1 ? 0 : i);
-    }
-    return off;
-}
-
-static const tm_attr *tm_attr_find(const tm_spec *s, const char *name)
-{
-    for (int a = 0; a < s->n_attrs; a++)
-        if (strcmp(s->attrs[a].name, name) == 0)
-            return &s->attrs[a];
-    return NULL;
-}
-
-static int64_t tm_attr_i(const tm_spec *s, const char *name, int64_t dflt)
-{
-    const tm_attr *a = tm_attr_find(s, name);
-    return a ? a->i : dflt;
-}
-
-static double tm_attr_f(const tm_spec *s, const char *name, double dflt)
-{
-    const tm_attr *a = tm_attr_find(s, name);
-    return a ? a->f : dflt;
-}
 
 /* Wraps V to the integer dtype DT. */
 static double tm_wrap(pl_dtype dt, int64_t v)
@@ -390,16 +27,9 @@ static double tm_wrap(pl_dtype dt, int64_t v)
     return (double)v;
 }
 
-/* Results of a node: per output, values and magnitudes for the tolerance. */
-typedef struct tm_ref {
-    double *v[TM_MAX_OUT];
-    double *mag[TM_MAX_OUT];
-} tm_ref;
+static bool tm_op(const ch_spec *s, const char *name) { return strcmp(s->op, name) == 0; }
 
-
-static bool tm_op(const tm_spec *s, const char *name) { return strcmp(s->op, name) == 0; }
-
-static bool tm_op_in(const tm_spec *s, const char *const *names)
+static bool tm_op_in(const ch_spec *s, const char *const *names)
 {
     for (; *names; names++)
         if (tm_op(s, *names))
@@ -414,15 +44,15 @@ static const char *const tm_tie_ops[] = {"ArgMax", "ArgMin", "Min", "Max", "Grea
 /* Fills input I of SPEC: values the op is defined on, ties for the
  * comparisons and arg-reductions, nonzero integer divisors, shift counts,
  * the given axis or diagonal of CumSum and Trilu. */
-static void tm_fill(const tm_spec *s, int i, pl_dtype dt, void *x, size_t n)
+static void tm_fill(const ch_spec *s, int i, pl_dtype dt, void *x, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
-        double v = tm_random();
+        double v = ch_random();
         if (i == 1 && (tm_op(s, "CumSum") || tm_op(s, "Trilu"))) {
             v = s->in[1].vals[0];
         } else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) {
             v = v > 0;
-        } else if (!tm_is_float(dt)) {
+        } else if (!ch_is_float(dt)) {
             v = floor(v * (PL_DTYPE_EQ(dt, PL_DTYPE_U8) ? -60 : 30));
             if (PL_DTYPE_EQ(dt, PL_DTYPE_U8))
                 v = fabs(v);
@@ -450,16 +80,16 @@ static void tm_fill(const tm_spec *s, int i, pl_dtype dt, void *x, size_t n)
             if (tm_op(s, "ReduceLogSumExp"))
                 v *= 30;
         }
-        tm_store(x, dt, j, v);
+        ch_store(x, dt, j, v);
     }
 }
 
 /* ---- reference loops ----------------------------------------------------- */
 
-static double tm_unary(const tm_spec *s, double x)
+static double tm_unary(const ch_spec *s, double x)
 {
     const char *op = s->op;
-    double alpha = tm_attr_f(s, "alpha", 1.0);
+    double alpha = ch_attr_f(s, "alpha", 1.0);
     if (!strcmp(op, "Floor")) return floor(x);
     if (!strcmp(op, "Ceil")) return ceil(x);
     if (!strcmp(op, "Round")) return nearbyint(x);
@@ -479,32 +109,32 @@ static double tm_unary(const tm_spec *s, double x)
     if (!strcmp(op, "Softsign")) return x / (1 + fabs(x));
     if (!strcmp(op, "Elu")) return x < 0 ? alpha * (exp(x) - 1) : x;
     if (!strcmp(op, "Selu")) {
-        double a = tm_attr_f(s, "alpha", 1.67326319217681884765625);
-        double g = tm_attr_f(s, "gamma", 1.05070102214813232421875);
+        double a = ch_attr_f(s, "alpha", 1.67326319217681884765625);
+        double g = ch_attr_f(s, "gamma", 1.05070102214813232421875);
         return x > 0 ? g * x : g * (a * exp(x) - a);
     }
     if (!strcmp(op, "Celu")) return fmax(0, x) + fmin(0, alpha * (exp(x / alpha) - 1));
     if (!strcmp(op, "HardSigmoid"))
-        return fmax(0, fmin(1, tm_attr_f(s, "alpha", 0.2) * x + tm_attr_f(s, "beta", 0.5)));
+        return fmax(0, fmin(1, ch_attr_f(s, "alpha", 0.2) * x + ch_attr_f(s, "beta", 0.5)));
     if (!strcmp(op, "HardSwish")) return x * fmax(0, fmin(1, x / 6 + 0.5));
     if (!strcmp(op, "ThresholdedRelu")) return x > alpha ? x : 0;
     if (!strcmp(op, "Shrink")) {
-        double b = tm_attr_f(s, "bias", 0), l = tm_attr_f(s, "lambd", 0.5);
+        double b = ch_attr_f(s, "bias", 0), l = ch_attr_f(s, "lambd", 0.5);
         return x < -l ? x + b : x > l ? x - b : 0;
     }
     if (!strcmp(op, "IsNaN")) return isnan(x);
     if (!strcmp(op, "IsInf"))
-        return isinf(x) && (x > 0 ? tm_attr_i(s, "detect_positive", 1)
-                                  : tm_attr_i(s, "detect_negative", 1));
+        return isinf(x) && (x > 0 ? ch_attr_i(s, "detect_positive", 1)
+                                  : ch_attr_i(s, "detect_negative", 1));
     return x == 0; /* Not */
 }
 
-static void tm_ref_unary(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_ref_unary(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    size_t cnt = tm_count(n->out[0].shape, n->out[0].ndim);
-    bool is_f = tm_is_float(d->dt[0]);
+    size_t cnt = ch_count(n->out[0].shape, n->out[0].ndim);
+    bool is_f = ch_is_float(d->dt[0]);
     for (size_t e = 0; e < cnt; e++) {
-        double x = tm_at(d, 0, e);
+        double x = ch_at(d, 0, e);
         double v = tm_unary(n->spec, x);
         r->v[0][e] = is_f ? v : tm_wrap(d->dt[0], (int64_t)v);
         r->mag[0][e] = fabs(v) + fabs(x) * 1e-3;
@@ -520,21 +150,21 @@ static int64_t tm_modulo(int64_t a, int64_t b, bool fmod_)
     return m;
 }
 
-static void tm_ref_broadcast(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_ref_broadcast(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    const tm_spec *s = n->spec;
+    const ch_spec *s = n->spec;
     const int64_t *od = n->out[0].shape;
     int ro = n->out[0].ndim, m = s->n_in;
-    int64_t idx[TM_MAX_RANK];
-    size_t cnt = tm_count(od, ro);
+    int64_t idx[CH_MAX_RANK];
+    size_t cnt = ch_count(od, ro);
     pl_dtype dt = d->dt[0];
-    bool is_f = tm_is_float(dt);
-    bool fmod_ = tm_attr_i(s, "fmod", 0) != 0;
+    bool is_f = ch_is_float(dt);
+    bool fmod_ = ch_attr_i(s, "fmod", 0) != 0;
     for (size_t e = 0; e < cnt; e++) {
-        tm_unravel(e, od, ro, idx);
-        double v[TM_MAX_IN] = {0}, mag = 0;
+        ch_unravel(e, od, ro, idx);
+        double v[CH_MAX_IN] = {0}, mag = 0;
         for (int j = 0; j < m; j++) {
-            v[j] = tm_at(d, j, tm_ravel_bcast(idx, ro, d->dims[j], d->ndim[j]));
+            v[j] = ch_at(d, j, ch_ravel_bcast(idx, ro, d->dims[j], d->ndim[j]));
             mag += fabs(v[j]);
         }
         double a = v[0], b = m > 1 ? v[1] : 0, out = a;
@@ -564,10 +194,10 @@ static void tm_ref_broadcast(const tm_node *n, const tm_data *d, tm_ref *r)
 
 /* The flags of the reduced axes of a reduction (attribute before opset 18,
  * the constant input from 18). */
-static void tm_reduced(const tm_spec *s, int rk, bool *reduce)
+static void tm_reduced(const ch_spec *s, int rk, bool *reduce)
 {
     int opset = s->opset ? s->opset : 13, n_axes = 0;
-    int64_t axes[TM_MAX_RANK];
+    int64_t axes[CH_MAX_RANK];
     if (opset >= 18) {
         if (s->n_in > 1 && !s->in[1].absent) {
             n_axes = (int)s->in[1].dims[0];
@@ -575,28 +205,28 @@ static void tm_reduced(const tm_spec *s, int rk, bool *reduce)
                 axes[i] = (int64_t)s->in[1].vals[i];
         }
     } else {
-        const tm_attr *a = tm_attr_find(s, "axes");
+        const ch_attr *a = ch_attr_find(s, "axes");
         if (a != NULL) {
             n_axes = a->n;
             memcpy(axes, a->ints, sizeof(int64_t) * (size_t)a->n);
         }
     }
-    bool noop = opset >= 18 && tm_attr_i(s, "noop_with_empty_axes", 0);
+    bool noop = opset >= 18 && ch_attr_i(s, "noop_with_empty_axes", 0);
     for (int i = 0; i < rk; i++)
         reduce[i] = n_axes == 0 && !noop;
     for (int i = 0; i < n_axes; i++)
         reduce[axes[i] < 0 ? axes[i] + rk : axes[i]] = true;
 }
 
-static void tm_ref_reduce(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_ref_reduce(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    const tm_spec *s = n->spec;
+    const ch_spec *s = n->spec;
     int rk = d->ndim[0];
-    bool reduce[TM_MAX_RANK];
+    bool reduce[CH_MAX_RANK];
     tm_reduced(s, rk, reduce);
-    size_t cnt_out = tm_count(n->out[0].shape, n->out[0].ndim);
-    size_t cnt_in = tm_count(d->dims[0], rk);
-    bool is_f = tm_is_float(d->dt[0]);
+    size_t cnt_out = ch_count(n->out[0].shape, n->out[0].ndim);
+    size_t cnt_in = ch_count(d->dims[0], rk);
+    bool is_f = ch_is_float(d->dt[0]);
     double *top = calloc(cnt_out + 1, sizeof(double));
     int64_t *iacc = calloc(cnt_out + 1, sizeof(int64_t));
     CHECK(top && iacc, "out of memory");
@@ -611,15 +241,15 @@ static void tm_ref_reduce(const tm_node *n, const tm_data *d, tm_ref *r)
         top[e] = -INFINITY;
         r->mag[0][e] = 0;
     }
-    int64_t idx[TM_MAX_RANK];
+    int64_t idx[CH_MAX_RANK];
     for (int pass = 0; pass < 2; pass++)
         for (size_t e = 0; e < cnt_in; e++) {
-            tm_unravel(e, d->dims[0], rk, idx);
+            ch_unravel(e, d->dims[0], rk, idx);
             size_t o = 0;
             for (int i = 0; i < rk; i++)
                 if (!reduce[i])
                     o = o * (size_t)d->dims[0][i] + (size_t)idx[i];
-            double x = tm_at(d, 0, e);
+            double x = ch_at(d, 0, e);
             if (pass == 0) {
                 top[o] = fmax(top[o], x);
                 continue;
@@ -665,21 +295,21 @@ static void tm_ref_reduce(const tm_node *n, const tm_data *d, tm_ref *r)
     free(iacc);
 }
 
-static void tm_ref_arg(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_ref_arg(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    const tm_spec *s = n->spec;
+    const ch_spec *s = n->spec;
     int rk = d->ndim[0];
-    int64_t axis = tm_attr_i(s, "axis", 0);
+    int64_t axis = ch_attr_i(s, "axis", 0);
     axis = axis < 0 ? axis + rk : axis;
-    bool max = tm_op(s, "ArgMax"), last = tm_attr_i(s, "select_last_index", 0);
-    size_t outer = tm_count(d->dims[0], (int)axis), len = (size_t)d->dims[0][axis];
-    size_t inner = tm_count(d->dims[0] + axis + 1, rk - (int)axis - 1);
+    bool max = tm_op(s, "ArgMax"), last = ch_attr_i(s, "select_last_index", 0);
+    size_t outer = ch_count(d->dims[0], (int)axis), len = (size_t)d->dims[0][axis];
+    size_t inner = ch_count(d->dims[0] + axis + 1, rk - (int)axis - 1);
     for (size_t o = 0; o < outer; o++)
         for (size_t j = 0; j < inner; j++) {
             size_t best = 0;
             for (size_t l = 1; l < len; l++) {
-                double v = tm_at(d, 0, (o * len + l) * inner + j);
-                double b = tm_at(d, 0, (o * len + best) * inner + j);
+                double v = ch_at(d, 0, (o * len + l) * inner + j);
+                double b = ch_at(d, 0, (o * len + best) * inner + j);
                 if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b)))
                     best = l;
             }
@@ -687,39 +317,39 @@ static void tm_ref_arg(const tm_node *n, const tm_data *d, tm_ref *r)
         }
 }
 
-static void tm_ref_trilu(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_ref_trilu(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    const tm_spec *s = n->spec;
+    const ch_spec *s = n->spec;
     int rk = d->ndim[0];
     int64_t rows = d->dims[0][rk - 2], cols = d->dims[0][rk - 1];
     int64_t k = s->n_in > 1 && !s->in[1].absent ? (int64_t)s->in[1].vals[0] : 0;
-    bool upper = tm_attr_i(s, "upper", 1);
-    size_t cnt = tm_count(d->dims[0], rk);
+    bool upper = ch_attr_i(s, "upper", 1);
+    size_t cnt = ch_count(d->dims[0], rk);
     for (size_t e = 0; e < cnt; e++) {
         int64_t i = (int64_t)(e / (size_t)cols) % rows, j = (int64_t)(e % (size_t)cols);
         bool keep = upper ? j - i >= k : j - i <= k;
-        r->v[0][e] = keep ? tm_at(d, 0, e) : 0;
+        r->v[0][e] = keep ? ch_at(d, 0, e) : 0;
         r->mag[0][e] = fabs(r->v[0][e]);
     }
 }
 
-static void tm_ref_cumsum(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_ref_cumsum(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    const tm_spec *s = n->spec;
+    const ch_spec *s = n->spec;
     int rk = d->ndim[0];
     int64_t axis = (int64_t)s->in[1].vals[0];
     axis = axis < 0 ? axis + rk : axis;
-    bool excl = tm_attr_i(s, "exclusive", 0), rev = tm_attr_i(s, "reverse", 0);
-    size_t outer = tm_count(d->dims[0], (int)axis), len = (size_t)d->dims[0][axis];
-    size_t inner = tm_count(d->dims[0] + axis + 1, rk - (int)axis - 1);
-    bool is_f = tm_is_float(d->dt[0]);
+    bool excl = ch_attr_i(s, "exclusive", 0), rev = ch_attr_i(s, "reverse", 0);
+    size_t outer = ch_count(d->dims[0], (int)axis), len = (size_t)d->dims[0][axis];
+    size_t inner = ch_count(d->dims[0] + axis + 1, rk - (int)axis - 1);
+    bool is_f = ch_is_float(d->dt[0]);
     for (size_t o = 0; o < outer; o++)
         for (size_t j = 0; j < inner; j++) {
             double acc = 0, mag = 0;
             for (size_t t = 0; t < len; t++) {
                 size_t l = rev ? len - 1 - t : t;
                 size_t p = (o * len + l) * inner + j;
-                double x = tm_at(d, 0, p);
+                double x = ch_at(d, 0, p);
                 r->v[0][p] = excl ? acc : acc + x;
                 acc += x;
                 mag += fabs(x);
@@ -734,9 +364,9 @@ static const char *const tm_broadcast_ops[] = {
     "And", "Or", "Xor", "GreaterOrEqual", "LessOrEqual", "Mod", "BitShift", "PRelu",
     "Min", "Max", "Sum", "Mean", NULL};
 
-static void tm_reference(const tm_node *n, const tm_data *d, tm_ref *r)
+static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
 {
-    const tm_spec *s = n->spec;
+    const ch_spec *s = n->spec;
     if (tm_op_in(s, tm_broadcast_ops))
         tm_ref_broadcast(n, d, r);
     else if (!strncmp(s->op, "Reduce", 6))
@@ -748,7 +378,7 @@ static void tm_reference(const tm_node *n, const tm_data *d, tm_ref *r)
     else if (tm_op(s, "CumSum"))
         tm_ref_cumsum(n, d, r);
     else if (tm_op(s, "Size"))
-        r->v[0][0] = (double)tm_count(d->dims[0], d->ndim[0]);
+        r->v[0][0] = (double)ch_count(d->dims[0], d->ndim[0]);
     else
         tm_ref_unary(n, d, r);
 }
@@ -762,106 +392,15 @@ static double tm_rtol(const char *op)
     return 4e-7;
 }
 
-/* Runs SPEC's kernel with request REQ on every present output and compares
- * with the reference. ADD_TO starts from random output values; INPLACE
- * hands input 0's buffer as output 0. */
-static void tm_check_req(const tm_spec *spec, pl_output_request req)
+static const ch_oracle tm_oracle = {tm_fill, tm_reference, tm_rtol};
+
+/* Runs SPEC's kernel with request REQ and compares with the reference. */
+static void tm_check_req(const ch_spec *spec, pl_output_request req)
 {
-    tm_node n;
-    tm_node_build(spec, &n);
-    pl_kernel *k = tm_kernel(&n);
-    size_t n_in = n.desc.n_inputs, n_out = n.desc.n_outputs;
-    tm_buf bufs[TM_MAX_IN], obufs[TM_MAX_OUT];
-    pl_tensor ins[TM_MAX_IN], outs[TM_MAX_OUT];
-    tm_data d;
-    memset(&d, 0, sizeof d);
-    for (size_t i = 0; i < n_in; i++) {
-        memset(&bufs[i], 0, sizeof bufs[i]);
-        if (n.in[i].ndim < 0) {
-            ins[i] = n.in[i];
-            continue;
-        }
-        pl_dtype dt = n.in[i].dtype;
-        size_t cnt = tm_count(n.in[i].shape, n.in[i].ndim);
-        tm_buf_make(&bufs[i], cnt * pl_dtype_size(dt), 8 * (i + 1));
-        if (spec->in[i].constant)
-            for (size_t e = 0; e < cnt; e++)
-                tm_store(bufs[i].data, dt, e, spec->in[i].vals[e]);
-        else
-            tm_fill(spec, (int)i, dt, bufs[i].data, cnt);
-        ins[i] = tm_host_tensor(&n.in[i], &bufs[i]);
-        d.x[i] = bufs[i].data;
-        d.dt[i] = dt;
-        d.dims[i] = n.in[i].shape;
-        d.ndim[i] = n.in[i].ndim;
-    }
-    tm_ref r;
-    memset(&r, 0, sizeof r);
-    pl_output_request reqs[TM_MAX_OUT];
-    double *before[TM_MAX_OUT] = {NULL};
-    size_t cnt[TM_MAX_OUT] = {0};
-    for (size_t o = 0; o < n_out; o++) {
-        memset(&obufs[o], 0, sizeof obufs[o]);
-        reqs[o] = PL_REQ_NULL;
-        outs[o] = n.out[o];
-        if (n.out[o].ndim < 0)
-            continue;
-        reqs[o] = o == 0 ? req : (req == PL_REQ_INPLACE ? PL_REQ_WRITE : req);
-        cnt[o] = tm_count(n.out[o].shape, n.out[o].ndim);
-        r.v[o] = calloc(cnt[o] + 1, sizeof(double));
-        r.mag[o] = calloc(cnt[o] + 1, sizeof(double));
-        before[o] = calloc(cnt[o] + 1, sizeof(double));
-        CHECK(r.v[o] && r.mag[o] && before[o], "out of memory");
-        pl_dtype dt = n.out[o].dtype;
-        if (o == 0 && req == PL_REQ_INPLACE) {
-            obufs[o] = bufs[0];
-        } else {
-            tm_buf_make(&obufs[o], cnt[o] * pl_dtype_size(dt), 16);
-            for (size_t e = 0; e < cnt[o]; e++)
-                tm_store(obufs[o].data, dt, e,
-                         req == PL_REQ_ADD_TO ? floor(tm_random() * 10) : 77);
-        }
-        for (size_t e = 0; e < cnt[o]; e++)
-            before[o][e] = tm_load(obufs[o].data, dt, e);
-        outs[o] = tm_host_tensor(&n.out[o], &obufs[o]);
-    }
-    tm_reference(&n, &d, &r);
-    CHECK_OK(tm_run(k, n_in, ins, n_out, outs, reqs));
-    for (size_t o = 0; o < n_out; o++) {
-        if (r.v[o] == NULL)
-            continue;
-        pl_dtype dt = n.out[o].dtype;
-        bool is_f = tm_is_float(dt);
-        for (size_t e = 0; e < cnt[o]; e++) {
-            double add = req == PL_REQ_ADD_TO ? before[o][e] : 0.0;
-            double want = r.v[o][e] + add;
-            double got = tm_load(obufs[o].data, dt, e);
-            double tol = is_f ? tm_rtol(spec->op) * (r.mag[o][e] + fabs(add)) + 1e-6 : 0.0;
-            bool same = (isnan(want) && isnan(got)) || want == got || fabs(got - want) <= tol;
-            char shape[128];
-            CHECK(same,
-                  "%s (opset %d, request %d, input %s %s): output %zu element %zu of %zu is "
-                  "%.9g, expected %.9g (tolerance %.3g)",
-                  spec->op, spec->opset ? spec->opset : 13, (int)req,
-                  pl_dtype_name(n.in[0].dtype),
-                  pl_dims_format(n.in[0].shape, n.in[0].ndim, shape, sizeof shape), o, e,
-                  cnt[o], got, want, tol);
-        }
-    }
-    tm_mod->api.kernel_release(tm_mod->ctx, k);
-    for (size_t i = 0; i < n_in; i++)
-        free(bufs[i].base);
-    for (size_t o = 0; o < n_out; o++) {
-        if (!(o == 0 && req == PL_REQ_INPLACE))
-            free(obufs[o].base);
-        free(r.v[o]);
-        free(r.mag[o]);
-        free(before[o]);
-    }
-    tm_node_free(&n);
+    ch_check_req(&tm_oracle, spec, req);
 }
 
-static void tm_check(const tm_spec *spec) { tm_check_req(spec, PL_REQ_WRITE); }
+static void tm_check(const ch_spec *spec) { tm_check_req(spec, PL_REQ_WRITE); }
 
 #define TM_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 /* Shapes: T(ndim, dims...), of dtype TD(dtype, ndim, dims...). */
@@ -879,24 +418,6 @@ static void tm_check(const tm_spec *spec) { tm_check_req(spec, PL_REQ_WRITE); }
 #define AIS(nm, cnt, ...) {.name = nm, .kind = 'I', .n = cnt, .ints = {__VA_ARGS__}}
 
 
-static void tm_expect_refusal(const tm_spec *spec, pl_code code, const char *message)
-{
-    tm_node n;
-    tm_node_build(spec, &n);
-    pl_kernel *k = (pl_kernel *)&n; /* must be cleared */
-    size_t ws = 7;
-    pl_status *st = tm_mod->api.get_kernel(tm_mod->ctx, 0, &n.desc, &k, &ws);
-    CHECK(st != NULL, "get_kernel(%s) accepted the node", spec->op);
-    CHECK(k == NULL && ws == 0, "a refusal left outputs set");
-    CHECK(pl_status_code(st) == code, "%s: code %s, expected %s (%s)", spec->op,
-          pl_code_name(pl_status_code(st)), pl_code_name(code), pl_status_message(st));
-    CHECK(strstr(pl_status_message(st), message) != NULL, "refusal \"%s\" lacks \"%s\"",
-          pl_status_message(st), message);
-    pl_status_free(st);
-    tm_node_free(&n);
-}
-
-
 /* ---- unary --------------------------------------------------------------- */
 
 #define F64 PL_DTYPE_F64
@@ -906,18 +427,18 @@ static void tm_expect_refusal(const tm_spec *spec, pl_code code, const char *mes
 #define U8 PL_DTYPE_U8
 #define BOOL PL_DTYPE_BOOL
 
-static const tm_in tm_unary_shapes[] = {
+static const ch_in tm_unary_shapes[] = {
     T0, T(1, 1), T(1, 7), T(3, 2, 3, 4), T(2, 0, 5), T(2, 517, 311),
 };
 
 /* OP on every unary shape in each of DTS (N of them), with attributes
  * ATTRS (N_ATTRS). */
-static void tm_check_unary(const char *op, const pl_dtype *dts, size_t n, const tm_attr *attrs,
+static void tm_check_unary(const char *op, const pl_dtype *dts, size_t n, const ch_attr *attrs,
                            int n_attrs)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t i = 0; i < TM_COUNT(tm_unary_shapes); i++) {
-            tm_spec s = {.op = op, .opset = 17, .n_in = 1, .n_attrs = n_attrs};
+            ch_spec s = {.op = op, .opset = 17, .n_in = 1, .n_attrs = n_attrs};
             s.in[0] = tm_unary_shapes[i];
             s.in[0].dtype = dts[t];
             for (int a = 0; a < n_attrs; a++)
@@ -956,40 +477,40 @@ FLOAT_UNARY(IsNaN)
 static void case_Round(void)
 {
     tm_float_unary("Round");
-    tm_spec s = {.op = "Round", .n_in = 1, .in = {T(1, 6)}};
-    tm_node n;
-    tm_node_build(&s, &n);
-    pl_kernel *k = tm_kernel(&n);
+    ch_spec s = {.op = "Round", .n_in = 1, .in = {T(1, 6)}};
+    ch_node n;
+    ch_node_build(&s, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
     float x[6] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f}, y[6];
     pl_tensor in = n.in[0], out = n.out[0];
     in.data = x;
     out.data = y;
     pl_output_request req = PL_REQ_WRITE;
-    CHECK_OK(tm_run(k, 1, &in, 1, &out, &req));
+    CHECK_OK(ch_run(k, 1, &in, 1, &out, &req));
     CHECK(y[0] == 0 && y[1] == 2 && y[2] == 2 && y[3] == 0 && y[4] == -2 && y[5] == 2,
           "Round does not halve to even: %g %g %g %g %g %g", y[0], y[1], y[2], y[3], y[4], y[5]);
-    tm_mod->api.kernel_release(tm_mod->ctx, k);
-    tm_node_free(&n);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
 }
 
 /* Softplus must not overflow where e^x does. */
 static void case_Softplus(void)
 {
     tm_float_unary("Softplus");
-    tm_spec s = {.op = "Softplus", .n_in = 1, .in = {T(1, 3)}};
-    tm_node n;
-    tm_node_build(&s, &n);
-    pl_kernel *k = tm_kernel(&n);
+    ch_spec s = {.op = "Softplus", .n_in = 1, .in = {T(1, 3)}};
+    ch_node n;
+    ch_node_build(&s, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
     float x[3] = {100.0f, -100.0f, 0.0f}, y[3];
     pl_tensor in = n.in[0], out = n.out[0];
     in.data = x;
     out.data = y;
     pl_output_request req = PL_REQ_WRITE;
-    CHECK_OK(tm_run(k, 1, &in, 1, &out, &req));
+    CHECK_OK(ch_run(k, 1, &in, 1, &out, &req));
     CHECK(y[0] == 100.0f && y[1] >= 0 && y[1] < 1e-40f && fabsf(y[2] - logf(2)) < 1e-7f,
           "Softplus at extremes: %g %g %g", y[0], y[1], y[2]);
-    tm_mod->api.kernel_release(tm_mod->ctx, k);
-    tm_node_free(&n);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
 }
 
 static void case_Sign(void) { tm_check_unary("Sign", tm_num_dts, 6, NULL, 0); }
@@ -997,42 +518,42 @@ static void case_Sign(void) { tm_check_unary("Sign", tm_num_dts, 6, NULL, 0); }
 static void case_Elu(void)
 {
     tm_float_unary("Elu");
-    tm_attr a = AF("alpha", 0.3);
+    ch_attr a = AF("alpha", 0.3);
     tm_check_unary("Elu", tm_float_dts, 2, &a, 1);
 }
 
 static void case_Selu(void)
 {
     tm_float_unary("Selu");
-    tm_attr a[2] = {AF("alpha", 2.0), AF("gamma", 0.5)};
+    ch_attr a[2] = {AF("alpha", 2.0), AF("gamma", 0.5)};
     tm_check_unary("Selu", tm_float_dts, 2, a, 2);
 }
 
 static void case_Celu(void)
 {
     tm_check_unary("Celu", tm_float_dts, 1, NULL, 0);
-    tm_attr a = AF("alpha", 2.5);
+    ch_attr a = AF("alpha", 2.5);
     tm_check_unary("Celu", tm_float_dts, 1, &a, 1);
 }
 
 static void case_HardSigmoid(void)
 {
     tm_float_unary("HardSigmoid");
-    tm_attr a[2] = {AF("alpha", 0.5), AF("beta", 0.25)};
+    ch_attr a[2] = {AF("alpha", 0.5), AF("beta", 0.25)};
     tm_check_unary("HardSigmoid", tm_float_dts, 2, a, 2);
 }
 
 static void case_ThresholdedRelu(void)
 {
     tm_float_unary("ThresholdedRelu");
-    tm_attr a = AF("alpha", -0.5);
+    ch_attr a = AF("alpha", -0.5);
     tm_check_unary("ThresholdedRelu", tm_float_dts, 2, &a, 1);
 }
 
 static void case_Shrink(void)
 {
     tm_check_unary("Shrink", tm_num_dts, 6, NULL, 0);
-    tm_attr a[2] = {AF("lambd", 1.5), AF("bias", 1.5)};
+    ch_attr a[2] = {AF("lambd", 1.5), AF("bias", 1.5)};
     tm_check_unary("Shrink", tm_num_dts, 6, a, 2);
 }
 
@@ -1042,23 +563,23 @@ static void case_IsInf(void)
     tm_float_unary("IsInf");
     for (int neg = 0; neg < 2; neg++)
         for (int pos = 0; pos < 2; pos++) {
-            tm_spec s = {.op = "IsInf", .n_in = 1, .in = {T(1, 5)},
+            ch_spec s = {.op = "IsInf", .n_in = 1, .in = {T(1, 5)},
                          .attrs = {AI("detect_negative", neg), AI("detect_positive", pos)},
                          .n_attrs = 2};
-            tm_node n;
-            tm_node_build(&s, &n);
-            pl_kernel *k = tm_kernel(&n);
+            ch_node n;
+            ch_node_build(&s, &n);
+            pl_kernel *k = ch_kernel(&n.desc);
             float x[5] = {INFINITY, -INFINITY, NAN, 1.0f, -3.0f};
             uint8_t y[5];
             pl_tensor in = n.in[0], out = n.out[0];
             in.data = x;
             out.data = y;
             pl_output_request req = PL_REQ_WRITE;
-            CHECK_OK(tm_run(k, 1, &in, 1, &out, &req));
+            CHECK_OK(ch_run(k, 1, &in, 1, &out, &req));
             CHECK(y[0] == pos && y[1] == neg && !y[2] && !y[3] && !y[4],
                   "IsInf(neg %d, pos %d): %d %d %d %d %d", neg, pos, y[0], y[1], y[2], y[3], y[4]);
-            tm_mod->api.kernel_release(tm_mod->ctx, k);
-            tm_node_free(&n);
+            ch_mod->api.kernel_release(ch_mod->ctx, k);
+            ch_node_free(&n);
         }
 }
 
@@ -1070,7 +591,7 @@ static void case_Not(void)
 
 /* ---- broadcasting -------------------------------------------------------- */
 
-static const tm_in tm_binary_shapes[][2] = {
+static const ch_in tm_binary_shapes[][2] = {
     {T(2, 3, 4), T(2, 3, 4)},          /* same shape */
     {T(2, 3, 4), T0},                  /* scalar right */
     {T0, T(2, 3, 4)},                  /* scalar left */
@@ -1085,12 +606,12 @@ static const tm_in tm_binary_shapes[][2] = {
 };
 
 /* OP on every pair of shapes, in each of DTS (N), with ATTRS (N_ATTRS). */
-static void tm_check_binary(const char *op, const pl_dtype *dts, size_t n, const tm_attr *attrs,
+static void tm_check_binary(const char *op, const pl_dtype *dts, size_t n, const ch_attr *attrs,
                             int n_attrs)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t i = 0; i < TM_COUNT(tm_binary_shapes); i++) {
-            tm_spec s = {.op = op, .opset = 17, .n_in = 2, .n_attrs = n_attrs};
+            ch_spec s = {.op = op, .opset = 17, .n_in = 2, .n_attrs = n_attrs};
             s.in[0] = tm_binary_shapes[i][0];
             s.in[1] = tm_binary_shapes[i][1];
             s.in[0].dtype = s.in[1].dtype = dts[t];
@@ -1109,7 +630,7 @@ static void case_LessOrEqual(void) { tm_check_binary("LessOrEqual", tm_num_dts, 
 
 static void case_Mod(void)
 {
-    tm_attr fm = AI("fmod", 1);
+    ch_attr fm = AI("fmod", 1);
     tm_check_binary("Mod", tm_num_dts + 2, 4, NULL, 0);     /* integers, Python's sign */
     tm_check_binary("Mod", tm_num_dts, 6, &fm, 1);          /* C's sign, floats too */
 }
@@ -1117,8 +638,8 @@ static void case_Mod(void)
 static void case_BitShift(void)
 {
     static const pl_dtype u8[] = {{PL_TYPE_UINT, 8, 1}};
-    tm_attr left = {.name = "direction", .kind = 's', .s = "LEFT"};
-    tm_attr right = {.name = "direction", .kind = 's', .s = "RIGHT"};
+    ch_attr left = {.name = "direction", .kind = 's', .s = "LEFT"};
+    ch_attr right = {.name = "direction", .kind = 's', .s = "RIGHT"};
     tm_check_binary("BitShift", u8, 1, &left, 1);
     tm_check_binary("BitShift", u8, 1, &right, 1);
 }
@@ -1126,7 +647,7 @@ static void case_BitShift(void)
 /* PRelu's slope broadcasts one way, to X. */
 static void case_PRelu(void)
 {
-    static const tm_in shapes[][2] = {
+    static const ch_in shapes[][2] = {
         {T(2, 3, 4), T(2, 3, 4)}, {T(2, 3, 4), T0}, {T(4, 2, 3, 5, 5), T(3, 3, 1, 1)},
         {T(2, 300, 257), T(1, 257)}, {T(2, 0, 3), T(1, 3)},
     };
@@ -1134,7 +655,7 @@ static void case_PRelu(void)
                                    {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1}};
     for (size_t t = 0; t < TM_COUNT(dts); t++)
         for (size_t i = 0; i < TM_COUNT(shapes); i++) {
-            tm_spec s = {.op = "PRelu", .n_in = 2, .in = {shapes[i][0], shapes[i][1]}};
+            ch_spec s = {.op = "PRelu", .n_in = 2, .in = {shapes[i][0], shapes[i][1]}};
             s.in[0].dtype = s.in[1].dtype = dts[t];
             tm_check(&s);
         }
@@ -1144,7 +665,7 @@ static void case_PRelu(void)
 static void tm_check_variadic(const char *op, const pl_dtype *dts, size_t n)
 {
     tm_check_binary(op, dts, n, NULL, 0);
-    static const tm_in more[][4] = {
+    static const ch_in more[][4] = {
         {T(2, 1, 1), T(3, 1), T(4), T0},
         {T(3, 2, 3, 4), T(3, 2, 3, 4), T(3, 2, 3, 4), T(3, 2, 3, 4)},
         {T(1, 700), T(2, 100, 1), T(1, 1), T(2, 1, 700)},
@@ -1152,14 +673,14 @@ static void tm_check_variadic(const char *op, const pl_dtype *dts, size_t n)
     for (size_t t = 0; t < n; t++) {
         for (size_t i = 0; i < TM_COUNT(more); i++)
             for (int m = 3; m <= 4; m++) {
-                tm_spec s = {.op = op, .n_in = m};
+                ch_spec s = {.op = op, .n_in = m};
                 for (int j = 0; j < m; j++) {
                     s.in[j] = more[i][j];
                     s.in[j].dtype = dts[t];
                 }
                 tm_check(&s);
             }
-        tm_spec one = {.op = op, .n_in = 1, .in = {TD(dts[t], 2, 3, 5)}};
+        ch_spec one = {.op = op, .n_in = 1, .in = {TD(dts[t], 2, 3, 5)}};
         tm_check(&one);
     }
 }
@@ -1173,7 +694,7 @@ static void case_Mean(void) { tm_check_variadic("Mean", tm_float_dts, 2); }
 
 static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.opset = 13, .n_in = 1, .in = {T(3, 2, 3, 4)}, .attrs = {AIS("axes", 1, 1)}, .n_attrs = 1},
         {.opset = 13, .n_in = 1, .in = {T(3, 2, 3, 4)},
          .attrs = {AIS("axes", 2, -1, 0), AI("keepdims", 0)}, .n_attrs = 2},
@@ -1193,7 +714,7 @@ static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n)
     };
     for (size_t t = 0; t < n; t++)
         for (size_t i = 0; i < TM_COUNT(specs); i++) {
-            tm_spec s = specs[i];
+            ch_spec s = specs[i];
             s.op = op;
             s.in[0].dtype = dts[t];
             tm_check(&s);
@@ -1212,7 +733,7 @@ static void case_ReduceLogSumExp(void) { tm_check_reduce("ReduceLogSumExp", tm_f
 
 static void tm_check_arg(const char *op)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.n_in = 1, .in = {T(3, 2, 3, 4)}},
         {.n_in = 1, .in = {T(3, 2, 3, 4)}, .attrs = {AI("axis", -1), AI("keepdims", 0)}, .n_attrs = 2},
         {.n_in = 1, .in = {T(3, 2, 3, 4)}, .attrs = {AI("axis", 1), AI("select_last_index", 1)},
@@ -1224,7 +745,7 @@ static void tm_check_arg(const char *op)
     };
     for (size_t t = 0; t < TM_COUNT(tm_num_dts); t++)
         for (size_t i = 0; i < TM_COUNT(specs); i++) {
-            tm_spec s = specs[i];
+            ch_spec s = specs[i];
             s.op = op;
             s.in[0].dtype = tm_num_dts[t];
             tm_check(&s);
@@ -1242,7 +763,7 @@ static void case_ArgMin(void) { tm_check_arg("ArgMin"); }
 
 static void case_Trilu(void)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.n_in = 1, .in = {T(2, 4, 5)}},
         {.n_in = 1, .in = {T(3, 2, 5, 4)}, .attrs = {AI("upper", 0)}, .n_attrs = 1},
         {.n_in = 2, .in = {T(2, 4, 5), KC(2)}},
@@ -1258,25 +779,25 @@ static void case_Trilu(void)
                                    {PL_TYPE_BOOL, 8, 1}, {PL_TYPE_INT, 8, 1}};
     for (size_t t = 0; t < TM_COUNT(dts); t++)
         for (size_t i = 0; i < TM_COUNT(specs); i++) {
-            tm_spec s = specs[i];
+            ch_spec s = specs[i];
             s.op = "Trilu";
             s.opset = 14;
             s.in[0].dtype = dts[t];
             tm_check(&s);
         }
     /* Extreme diagonals must not overflow. */
-    tm_spec big = {.op = "Trilu", .opset = 14, .n_in = 2, .in = {T(2, 3, 3), KR(INT64_MAX)}};
+    ch_spec big = {.op = "Trilu", .opset = 14, .n_in = 2, .in = {T(2, 3, 3), KR(INT64_MAX)}};
     tm_check(&big);
     big.in[1].vals[0] = (double)INT64_MIN;
     tm_check(&big);
-    big.attrs[0] = (tm_attr)AI("upper", 0);
+    big.attrs[0] = (ch_attr)AI("upper", 0);
     big.n_attrs = 1;
     tm_check(&big);
 }
 
 static void case_CumSum(void)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.n_in = 2, .in = {T(1, 9), KC(0)}},
         {.n_in = 2, .in = {T(3, 2, 3, 4), KC(1)}, .attrs = {AI("exclusive", 1)}, .n_attrs = 1},
         {.n_in = 2, .in = {T(3, 2, 3, 4), KR(-1)}, .attrs = {AI("reverse", 1)}, .n_attrs = 1},
@@ -1290,7 +811,7 @@ static void case_CumSum(void)
     for (size_t t = 0; t < TM_COUNT(dts); t++)
         for (size_t i = 0; i < TM_COUNT(specs); i++)
             for (int at = 0; at < 2; at++) {
-                tm_spec s = specs[i];
+                ch_spec s = specs[i];
                 s.op = "CumSum";
                 s.opset = 14;
                 s.in[0].dtype = dts[t];
@@ -1301,12 +822,12 @@ static void case_CumSum(void)
 
 static void case_Size(void)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.n_in = 1, .in = {T(3, 2, 3, 4)}}, {.n_in = 1, .in = {T0}},
         {.n_in = 1, .in = {TD(PL_DTYPE_BOOL, 2, 0, 7)}}, {.n_in = 1, .in = {TD(PL_DTYPE_F16, 1, 5)}},
     };
     for (size_t i = 0; i < TM_COUNT(specs); i++) {
-        tm_spec s = specs[i];
+        ch_spec s = specs[i];
         s.op = "Size";
         tm_check(&s);
     }
@@ -1316,7 +837,7 @@ static void case_Size(void)
 
 static void case_add_to(void)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Sin", .n_in = 1, .in = {T(2, 300, 200)}},
         {.op = "Elu", .n_in = 1, .in = {TD(F64, 1, 7)}},
         {.op = "Sign", .n_in = 1, .in = {TD(I32, 1, 7)}},
@@ -1336,7 +857,7 @@ static void case_add_to(void)
 
 static void case_inplace(void)
 {
-    const tm_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Cos", .n_in = 1, .in = {T(2, 300, 200)}},
         {.op = "Shrink", .n_in = 1, .in = {TD(I8, 1, 70)}},
         {.op = "Not", .n_in = 1, .in = {TD(BOOL, 1, 70)}},
@@ -1356,32 +877,32 @@ static void case_inplace(void)
  * axis out of range at run time. */
 static void case_errors(void)
 {
-    tm_spec s = {.op = "Mod", .n_in = 2, .in = {TD(I32, 1, 4), TD(I32, 1, 4)}};
-    tm_node n;
-    tm_node_build(&s, &n);
-    pl_kernel *k = tm_kernel(&n);
+    ch_spec s = {.op = "Mod", .n_in = 2, .in = {TD(I32, 1, 4), TD(I32, 1, 4)}};
+    ch_node n;
+    ch_node_build(&s, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
     int32_t a[4] = {7, -7, 7, -9}, b[4] = {2, 3, -2, 0}, o[4] = {5, 5, 5, 5};
     pl_tensor ins[2] = {n.in[0], n.in[1]}, out = n.out[0];
     ins[0].data = a;
     ins[1].data = b;
     out.data = o;
     pl_output_request req = PL_REQ_WRITE;
-    pl_status *st = tm_run(k, 2, ins, 1, &out, &req);
+    pl_status *st = ch_run(k, 2, ins, 1, &out, &req);
     CHECK(st != NULL && pl_status_code(st) == PL_CODE_INVALID_ARGUMENT &&
               strstr(pl_status_message(st), "cpu: Mod: integer modulo by zero"),
           "modulo by zero: %s", st ? pl_status_message(st) : "accepted");
     pl_status_free(st);
     CHECK(o[0] == 5, "a failed Mod wrote its output");
     b[3] = -1;
-    CHECK_OK(tm_run(k, 2, ins, 1, &out, &req));
+    CHECK_OK(ch_run(k, 2, ins, 1, &out, &req));
     CHECK(o[0] == 1 && o[1] == 2 && o[2] == -1 && o[3] == 0, "Mod: %d %d %d %d", o[0], o[1],
           o[2], o[3]);
-    tm_mod->api.kernel_release(tm_mod->ctx, k);
-    tm_node_free(&n);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
 
-    tm_spec c = {.op = "CumSum", .opset = 14, .n_in = 2, .in = {T(2, 3, 4), KR(0)}};
-    tm_node_build(&c, &n);
-    k = tm_kernel(&n);
+    ch_spec c = {.op = "CumSum", .opset = 14, .n_in = 2, .in = {T(2, 3, 4), KR(0)}};
+    ch_node_build(&c, &n);
+    k = ch_kernel(&n.desc);
     float x[12] = {0}, y[12];
     int64_t axis = 2;
     ins[0] = n.in[0];
@@ -1390,28 +911,28 @@ static void case_errors(void)
     ins[1].data = &axis;
     out = n.out[0];
     out.data = y;
-    st = tm_run(k, 2, ins, 1, &out, &req);
+    st = ch_run(k, 2, ins, 1, &out, &req);
     CHECK(st != NULL && strstr(pl_status_message(st), "axis 2 out of range for rank 2"),
           "CumSum axis: %s", st ? pl_status_message(st) : "accepted");
     pl_status_free(st);
-    tm_mod->api.kernel_release(tm_mod->ctx, k);
-    tm_node_free(&n);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
 }
 
 static void case_refusals(void)
 {
     const pl_code U = PL_CODE_UNSUPPORTED;
-    tm_spec sin_f16 = {.op = "Sin", .n_in = 1, .in = {TD(PL_DTYPE_F16, 1, 4)}};
-    tm_expect_refusal(&sin_f16, U, "cpu: Sin: unsupported dtype f16");
-    tm_spec min_f16 = {.op = "Min", .n_in = 2, .in = {TD(PL_DTYPE_F16, 1, 4), TD(PL_DTYPE_F16, 1, 4)}};
-    tm_expect_refusal(&min_f16, U, "cpu: Min: unsupported dtype f16");
-    tm_spec l2_int = {.op = "ReduceL2", .n_in = 1, .in = {TD(I64, 1, 4)}};
-    tm_expect_refusal(&l2_int, U, "cpu: ReduceL2: unsupported dtype i64");
-    tm_spec cumsum_u8 = {.op = "CumSum", .opset = 14, .n_in = 2, .in = {TD(PL_DTYPE_U8, 1, 4), KC(0)}};
+    ch_spec sin_f16 = {.op = "Sin", .n_in = 1, .in = {TD(PL_DTYPE_F16, 1, 4)}};
+    ch_expect_refusal(&sin_f16, U, "cpu: Sin: unsupported dtype f16");
+    ch_spec min_f16 = {.op = "Min", .n_in = 2, .in = {TD(PL_DTYPE_F16, 1, 4), TD(PL_DTYPE_F16, 1, 4)}};
+    ch_expect_refusal(&min_f16, U, "cpu: Min: unsupported dtype f16");
+    ch_spec l2_int = {.op = "ReduceL2", .n_in = 1, .in = {TD(I64, 1, 4)}};
+    ch_expect_refusal(&l2_int, U, "cpu: ReduceL2: unsupported dtype i64");
+    ch_spec cumsum_u8 = {.op = "CumSum", .opset = 14, .n_in = 2, .in = {TD(PL_DTYPE_U8, 1, 4), KC(0)}};
     (void)cumsum_u8; /* u8 is outside CumSum's schema: inference refuses it first */
-    tm_spec axes_rt = {.op = "ReduceMin", .opset = 18, .n_in = 2,
+    ch_spec axes_rt = {.op = "ReduceMin", .opset = 18, .n_in = 2,
                        .in = {T(2, 1, 1), TD(I64, 1, 1)}};
-    tm_expect_refusal(&axes_rt, U, "cpu: ReduceMin: axes (input 1) computed at run time");
+    ch_expect_refusal(&axes_rt, U, "cpu: ReduceMin: axes (input 1) computed at run time");
 }
 
 static const struct {
@@ -1444,9 +965,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < TM_COUNT(tm_cases); i++) {
         if (strcmp(argv[1], tm_cases[i].name) != 0)
             continue;
-        tm_setup(argv[2]);
+        ch_setup(argv[2]);
         tm_cases[i].run();
-        pl_runtime_destroy(tm_rt);
+        ch_teardown();
         printf("ok %s\n", argv[1]);
         return 0;
     }
