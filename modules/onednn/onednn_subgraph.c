@@ -1469,6 +1469,14 @@ static pl_status *odnn_plain(struct odnn_build *b, int vi, int64_t node, int *ou
     return odnn_ensure(b, vi, &md, node, out);
 }
 
+/* The value whose bytes V uses: itself, or the value it is an alias of. */
+static int odnn_owner(const pl_compiled *c, int vi)
+{
+    while (c->values[vi].kind <= -100)
+        vi = -c->values[vi].kind - 100;
+    return vi;
+}
+
 /* Value VI read through descriptor MD of the same bytes (a rank-padded or
  * strided view of a plain value): an alias that owns no memory. VI is made
  * plain first. */
@@ -1511,6 +1519,7 @@ struct odnn_fuse {
     int n_post;
     int64_t bias;          /* constant tensor of a fused bias Add, or -1 */
     int64_t residual;      /* tensor added with post-op sum, or -1 */
+    size_t sum_at;         /* index in fused of the Add of the residual */
     int64_t out;           /* the tensor the fused primitive writes */
     size_t fused[64];
     size_t n_fused;
@@ -1613,6 +1622,7 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
                 dnnl_post_ops_append_sum(f->po, 1.0f);
                 f->n_post++;
                 f->residual = other;
+                f->sum_at = f->n_fused;
             } else {
                 return;
             }
@@ -1624,19 +1634,72 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
     }
 }
 
-/* Finishes a fused primitive: the residual is copied into the destination
- * (post-op sum reads it there), then the step. Marks fused nodes done. */
+/* True when tensor T does not leave the view and no node left to emit
+ * reads it but the Add ADD that fuses it. The nodes of the primitive being
+ * made are not done yet, so a convolution reading T as its source keeps
+ * T alive. */
+static int odnn_dead_after(struct odnn_build *b, int64_t t, int64_t add)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    if (t < 0 || (size_t)t >= b->u.n_tensors || b->u.escapes[t])
+        return 0;
+    size_t nodes = g->node_count(b->v);
+    for (size_t i = 0; i < nodes; i++) {
+        if (b->done[i] || (int64_t)i == add)
+            continue;
+        for (size_t k = 0; k < g->node_input_count(b->v, i); k++)
+            if (g->node_input(b->v, i, k) == t)
+                return 0;
+    }
+    return 1;
+}
+
+/* The value whose bytes the fused primitive may write in place of the
+ * residual RV, or -1 for a copy. That is RV's owner when it is in the
+ * arena, has the destination's layout MD, and no tensor living in those
+ * bytes is read after the Add ADD (in place, the post-op sum reads each
+ * element before the primitive overwrites it). */
+static int odnn_residual_slot(struct odnn_build *b, int rv, const dnnl_memory_desc_t *md,
+                              int64_t add)
+{
+    pl_compiled *c = b->c;
+    int own = odnn_owner(c, rv);
+    if (c->values[own].kind != ODNN_V_TEMP || !dnnl_memory_desc_equal(&c->values[rv].md, md) ||
+        !dnnl_memory_desc_equal(&c->values[own].md, md))
+        return -1;
+    for (int i = 0; i < c->n_values; i++) {
+        if (odnn_owner(c, i) != own)
+            continue;
+        /* A view of those bytes (tensor -1) keeps the copy: cautious. */
+        if (c->values[i].tensor < 0 || !odnn_dead_after(b, c->values[i].tensor, add))
+            return -1;
+    }
+    return own;
+}
+
+/* Finishes a fused primitive, then the step. A residual that nothing reads
+ * later lends its arena bytes to the destination (post-op sum reads it
+ * there); any other is copied into the destination first. Marks fused
+ * nodes done. */
 static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *f,
                                   const_dnnl_primitive_desc_t pd, int *out_dst)
 {
+    int rv = -1, slot = -1;
+    if (f->residual >= 0) {
+        pl_status *st = odnn_source(b, f->residual, -1, &rv);
+        if (st != NULL)
+            return st;
+        if (f->out >= 0 && (size_t)f->out < b->u.n_tensors && !b->u.escapes[f->out])
+            slot = odnn_residual_slot(b, rv, odnn_pd_md(pd, DNNL_ARG_DST),
+                                      (int64_t)f->fused[f->sum_at]);
+    }
     int dst = odnn_dst_value(b, f->out, pd);
     if (dst < 0)
         return odnn_oom();
-    if (f->residual >= 0) {
-        int rv;
-        pl_status *st = odnn_source(b, f->residual, -1, &rv);
-        if (st == NULL)
-            st = odnn_reorder(b, rv, dst, -1);
+    if (slot >= 0) {
+        b->c->values[dst].kind = -slot - 100; /* an alias: see odnn_owner */
+    } else if (rv >= 0) {
+        pl_status *st = odnn_reorder(b, rv, dst, -1);
         if (st != NULL)
             return st;
     }
@@ -2492,14 +2555,6 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
 
 /* ---- planning memory ------------------------------------------------------- */
 
-/* The value whose bytes V uses: itself, or the value it is an alias of. */
-static int odnn_owner(const pl_compiled *c, int vi)
-{
-    while (c->values[vi].kind <= -100)
-        vi = -c->values[vi].kind - 100;
-    return vi;
-}
-
 /* Liveness over steps, then offsets: the largest values first, each at the
  * lowest offset that overlaps no value live at the same time. */
 static pl_status *odnn_plan(struct odnn_build *b)
@@ -2821,7 +2876,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 2u /* 2: decomposed LayerNormalization fused */
+#define ODNN_BLOB_VERSION 3u /* 2: decomposed LayerNormalization fused; 3: residual in place */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

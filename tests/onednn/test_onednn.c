@@ -302,6 +302,51 @@ static void case_conv_residual(void)
             (const char *[]){"conv1", "relu1", "conv2", "add", "relu2", "conv3", NULL});
 }
 
+/* Residual Adds whose residual nothing reads later (a, then s1 in the same
+ * bytes) are summed in place; those whose residual the convolution reads
+ * (s2) or a later node reads (s3) are copied first. Both paths must agree
+ * with the cpu module. */
+static const char *model_residual_in_place(void)
+{
+    struct mb m = {.seed = 11};
+    int64_t xs[] = {1, 16, 14, 14}, ws[] = {16, 16, 3, 3}, bs[] = {16};
+    mb_input(&m, "x", 4, xs);
+    const char *names[] = {"w0", "wa1", "wa2", "wb1", "wb2", "wc", "wd1", "wd2"};
+    char bname[8];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        mb_const(&m, names[i], 4, ws, NULL, 0.1f);
+        snprintf(bname, sizeof bname, "b%zu", i);
+        mb_const(&m, bname, 1, bs, NULL, 0.1f);
+    }
+    const char *p1 = "\"pads\":{\"ints\":[1,1,1,1]}";
+    mb_node(&m, "conv0", "Conv", "\"x\",\"w0\",\"b0\"", "a", p1);
+    mb_node(&m, "conva1", "Conv", "\"a\",\"wa1\",\"b1\"", "ta", p1);
+    mb_node(&m, "relua", "Relu", "\"ta\"", "ra", "");
+    mb_node(&m, "conva2", "Conv", "\"ra\",\"wa2\",\"b2\"", "ca", p1);
+    mb_node(&m, "adda", "Add", "\"ca\",\"a\"", "s1", "");
+    mb_node(&m, "convb1", "Conv", "\"s1\",\"wb1\",\"b3\"", "tb", p1);
+    mb_node(&m, "relub", "Relu", "\"tb\"", "rb", "");
+    mb_node(&m, "convb2", "Conv", "\"rb\",\"wb2\",\"b4\"", "cb", p1);
+    mb_node(&m, "addb", "Add", "\"s1\",\"cb\"", "s2", "");
+    mb_node(&m, "convc", "Conv", "\"s2\",\"wc\",\"b5\"", "cc", p1);
+    mb_node(&m, "addc", "Add", "\"cc\",\"s2\"", "s3", "");
+    mb_node(&m, "convd1", "Conv", "\"s3\",\"wd1\",\"b6\"", "td", p1);
+    mb_node(&m, "relud", "Relu", "\"td\"", "rd", "");
+    mb_node(&m, "convd2", "Conv", "\"rd\",\"wd2\",\"b7\"", "cd", p1);
+    mb_node(&m, "addd", "Add", "\"cd\",\"s3\"", "s4", "");
+    mb_node(&m, "adde", "Add", "\"s4\",\"s3\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_residual_in_place(void)
+{
+    int64_t xs[] = {1, 16, 14, 14}, ys[] = {1, 16, 14, 14};
+    compare(model_residual_in_place(), 4, xs, 4, ys,
+            (const char *[]){"conv0", "conva2", "adda", "convb2", "addb", "convc", "addc",
+                             "convd2", "addd", "adde", NULL});
+}
+
 static void case_depthwise_clip(void)
 {
     struct mb m = {.seed = 2};
@@ -781,6 +826,7 @@ int main(int argc, char **argv)
 {
     static const th_case cases[] = {
         {"conv_residual", case_conv_residual},
+        {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
         {"layernorm", case_layernorm},
