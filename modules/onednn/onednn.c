@@ -222,90 +222,11 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     return NULL;
 }
 
-/* ---- memory: plain host memory from the host's allocator ---------------- */
+/* ---- memory ------------------------------------------------------------ */
 
-static pl_status *onednn_mem_alloc(pl_module_ctx *ctx, int device, size_t bytes,
-                                 size_t alignment, void **out_ptr)
-{
-    if (out_ptr == NULL)
-        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "onednn: mem_alloc without out_ptr");
-    *out_ptr = NULL;
-    pl_status *status = onednn_check_device(device);
-    if (status != NULL)
-        return status;
-    if ((alignment & (alignment - 1)) != 0)
-        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "onednn: mem_alloc alignment %zu is not a power of two",
-                                        alignment);
-    /* A zero-byte tensor still gets a distinct, freeable pointer. */
-    void *ptr = onednn_host->host_alloc(ctx->host_ctx, bytes > 0 ? bytes : 1, alignment);
-    if (ptr == NULL)
-        return onednn_host->status_create(PL_CODE_OUT_OF_MEMORY,
-                                        "onednn: out of host memory allocating %zu bytes "
-                                        "(alignment %zu)",
-                                        bytes, alignment);
-    *out_ptr = ptr;
-    return NULL;
-}
-
-static void onednn_mem_free(pl_module_ctx *ctx, int device, void *ptr)
-{
-    (void)device;
-    onednn_host->host_free(ctx->host_ctx, ptr);
-}
-
-/* Nothing is pooled: every buffer goes straight back to the host. */
-static void onednn_mem_release_all(pl_module_ctx *ctx, int device)
-{
-    (void)ctx;
-    (void)device;
-}
-
-static pl_status *onednn_check_copy(int device, const void *a, const void *b, size_t bytes)
-{
-    pl_status *status = onednn_check_device(device);
-    if (status != NULL)
-        return status;
-    if (bytes > 0 && (a == NULL || b == NULL))
-        return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "onednn: copy of %zu bytes with a NULL buffer", bytes);
-    return NULL;
-}
-
-static pl_status *onednn_copy_to_device(pl_module_ctx *ctx, int device, void *dst,
-                                      size_t dst_offset, const void *src_host, size_t bytes)
-{
-    (void)ctx;
-    pl_status *status = onednn_check_copy(device, dst, src_host, bytes);
-    if (status == NULL && bytes > 0)
-        memcpy((char *)dst + dst_offset, src_host, bytes);
-    return status;
-}
-
-static pl_status *onednn_copy_to_host(pl_module_ctx *ctx, int device, void *dst_host,
-                                    const void *src, size_t src_offset, size_t bytes)
-{
-    (void)ctx;
-    pl_status *status = onednn_check_copy(device, dst_host, src, bytes);
-    if (status == NULL && bytes > 0)
-        memcpy(dst_host, (const char *)src + src_offset, bytes);
-    return status;
-}
-
-static pl_status *onednn_copy_device_to_device(pl_module_ctx *ctx, int src_device,
-                                             const void *src, size_t src_offset, int dst_device,
-                                             void *dst, size_t dst_offset, size_t bytes)
-{
-    (void)ctx;
-    pl_status *status = onednn_check_copy(src_device, dst, src, bytes);
-    if (status == NULL)
-        status = onednn_check_device(dst_device);
-    /* memmove: both ranges may lie in the same buffer. */
-    if (status == NULL && bytes > 0)
-        memmove((char *)dst + dst_offset, (const char *)src + src_offset, bytes);
-    return status;
-}
+/* No memory functions: with PL_CAP_HOST_MEMORY the module computes on the
+ * host buffers the core allocates, so the core never calls mem_* or copies
+ * (they are optional for host-memory modules). */
 
 /* ---- symbolic mode: onednn_subgraph.c does the work ------------------- */
 
@@ -383,12 +304,6 @@ static const pl_module_api onednn_api = {
     .device_count = onednn_device_count,
     .device_properties = onednn_device_properties,
     .configure = onednn_configure,
-    .mem_alloc = onednn_mem_alloc,
-    .mem_free = onednn_mem_free,
-    .mem_release_all = onednn_mem_release_all,
-    .copy_to_device = onednn_copy_to_device,
-    .copy_to_host = onednn_copy_to_host,
-    .copy_device_to_device = onednn_copy_device_to_device,
     .supported_nodes = onednn_supported_nodes,
     .compile = onednn_compile,
     .run = onednn_run,
