@@ -24,7 +24,7 @@ extern "C" {
 /* The ABI this SDK describes. A module built against this SDK announces these
  * numbers in its identity note and its module table. */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 0
+#define PL_ABI_MINOR 1
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -321,12 +321,33 @@ typedef struct pl_module_api {
                       size_t head_bytes);
     pl_status *(*import_model)(pl_module_ctx *ctx, const char *path,
                                pl_graph_builder *builder);
+
+    /* ---- ABI 1.1 ---- */
+
+    /* imperative mode, optional: epilogue fusion. After get_kernel made
+     * KERNEL for a node P, the core may offer NEXT, a node that reads P's
+     * only output and nothing else that runs (its other inputs are absent or
+     * constants of the graph, readable through next->graph), when P's output
+     * is read by NEXT alone, is not a graph output, NEXT has one output of
+     * the same dtype and shape and NEXT was given to the same module and
+     * device. Returning 1 means: from now on the kernel writes NEXT's output
+     * (NEXT applied to P's result) into its output buffer, and NEXT does not
+     * run; the kernel's output request then applies to that result. 0
+     * declines and leaves the kernel as it was. Called before the kernel's
+     * first run, never concurrently with runs of it; the core may offer the
+     * consumer of NEXT next (a chain). NULL: the module fuses nothing. */
+    int (*kernel_fuse)(pl_module_ctx *ctx, pl_kernel *kernel,
+                       const pl_node_desc *next);
 } pl_module_api;
 
 /* The struct_size of a complete ABI 1.0 module table. The core refuses a
  * table that claims ABI 1 with less. */
 #define PL_MODULE_API_SIZE_1_0 \
     (offsetof(pl_module_api, import_model) + sizeof(void (*)(void)))
+/* ... and of an ABI 1.1 table (kernel_fuse). A 1.0 table reads as NULL
+ * there. */
+#define PL_MODULE_API_SIZE_1_1 \
+    (offsetof(pl_module_api, kernel_fuse) + sizeof(void (*)(void)))
 
 /* ---- the entry point -------------------------------------------------- */
 
