@@ -248,6 +248,7 @@ static const pl_module_api cpu_api = {
     .get_kernel = cpu_get_kernel,
     .kernel_run = cpu_kernel_run,
     .kernel_release = cpu_kernel_release,
+    .kernel_fuse = cpu_kernel_fuse,
 };
 
 /* The one exported symbol: negotiates the ABI major both ways (see

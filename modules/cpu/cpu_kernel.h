@@ -48,6 +48,20 @@ typedef pl_status *(*cpu_run_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
 typedef pl_status *(*cpu_run_any_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
                                      const pl_run_args *args);
 
+/* A fused epilogue (kernel_fuse): the kernel maps its result through Relu
+ * (x > 0 ? x : 0) or Clip (x < lo ? lo : x > hi ? hi : x) before it
+ * stores it, exactly as the unfused kernels of those ops would. */
+typedef enum cpu_epilogue_kind {
+    CPU_EPI_NONE = 0,
+    CPU_EPI_RELU = 1,
+    CPU_EPI_CLIP = 2
+} cpu_epilogue_kind;
+
+typedef struct cpu_epilogue {
+    cpu_epilogue_kind kind;
+    float lo, hi;        /* Clip */
+} cpu_epilogue;
+
 /* The start of every kernel object. */
 struct pl_kernel {
     const char *op;      /* the op's name, a static string (for messages) */
@@ -58,7 +72,15 @@ struct pl_kernel {
     size_t out_elements; /* elements of output 0, checked on every run */
     bool inplace_ok;     /* the output may alias input 0 (PL_REQ_INPLACE) */
     size_t workspace_bytes; /* asked of the core; handed to every run */
+    bool epilogue_ok;    /* the kernel applies `epilogue` (its builder says) */
+    cpu_epilogue epilogue; /* set by kernel_fuse, before the first run */
 };
+
+/* Applies E to ROWS x COLS floats at C (leading dimension LDC): a no-op for
+ * CPU_EPI_NONE. Vectorised (nn_vec.c). Kernels on the module's GEMM apply
+ * it in the GEMM's own epilogue instead (cpu_gemm_ex). */
+void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t rows,
+                       int64_t cols);
 
 /* Allocates a zeroed kernel object of BYTES (at least sizeof(pl_kernel))
  * from the host and fills its base. NULL when out of memory. */
@@ -104,6 +126,9 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
                           pl_kernel **out_kernel, size_t *out_workspace_bytes);
 pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args);
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel);
+/* kernel_fuse (ABI 1.1): folds a following Relu, or Clip with constant
+ * bounds, into a kernel whose builder set epilogue_ok (Conv, Gemm, MatMul). */
+int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *next);
 
 /* ---- the op table --------------------------------------------------------- */
 

@@ -31,12 +31,21 @@
 /* The largest MR and NR of any build. */
 #define GEMM_MAX_MR 12
 #define GEMM_MAX_NR 32
+/* B is read in place, not packed, when A has at most this many rows. */
+#ifndef GEMM_DIRECT_MAX_M
+#define GEMM_DIRECT_MAX_M 48
+#endif
 
 /* C[R x NR] (leading dimension LDC) = ALPHA * Ap * Bp + BETA * C for one
- * panel of A (R rows used, MR per step) and one of B over KC steps; BETA 0
- * does not read C. */
-typedef void (*gemm_kernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                               float alpha, float beta);
+ * panel of A (R rows used, MR per step) and one of B over KC steps (LDB
+ * floats between two steps of B: NR when packed, B's own leading dimension
+ * when read in place); BETA 0 does not read C. EPI, when not NULL (the last
+ * slice of K), adds its row bias (already at the tile's first row) and
+ * column bias (at its first column) and applies its activation before the
+ * store. */
+typedef void (*gemm_kernel_fn)(int64_t kc, const float *a, const float *b, int64_t ldb,
+                               float *c, int64_t ldc, float alpha, float beta,
+                               const cpu_gemm_epilogue *epi);
 
 typedef struct gemm_isa {
     const char *name;
@@ -49,30 +58,46 @@ typedef struct gemm_isa {
 #define GEMM_C_MR 4
 #define GEMM_C_NR 16
 
+/* The epilogue of one value V of row I, column J (the scalar reference the
+ * vector kernels match: Relu is V > 0 ? V : 0, Clip min(hi, max(lo, V))
+ * with NaN kept). */
+static inline float gemm_epi_scalar(const cpu_gemm_epilogue *e, float v, int64_t i, int64_t j)
+{
+    if (e->row_bias != NULL)
+        v += e->row_bias[i];
+    if (e->col_bias != NULL)
+        v += e->col_bias[j];
+    if (e->act == CPU_GEMM_ACT_RELU)
+        v = v > 0.0f ? v : 0.0f;
+    else if (e->act == CPU_GEMM_ACT_CLIP)
+        v = v < e->lo ? e->lo : (v > e->hi ? e->hi : v);
+    return v;
+}
+
 static inline void gemm_kc_body(const int rows, int64_t kc, const float *a, const float *b,
-                                float *c, int64_t ldc, float alpha, float beta)
+                                int64_t ldb, float *c, int64_t ldc, float alpha, float beta,
+                                const cpu_gemm_epilogue *epi)
 {
     float acc[GEMM_C_MR][GEMM_C_NR] = {{0}};
-    for (int64_t p = 0; p < kc; p++, a += GEMM_C_MR, b += GEMM_C_NR)
+    for (int64_t p = 0; p < kc; p++, a += GEMM_C_MR, b += ldb)
         for (int i = 0; i < rows; i++)
             for (int j = 0; j < GEMM_C_NR; j++)
                 acc[i][j] += a[i] * b[j];
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
-        if (beta == 0.0f)
-            for (int j = 0; j < GEMM_C_NR; j++)
-                ci[j] = alpha * acc[i][j];
-        else
-            for (int j = 0; j < GEMM_C_NR; j++)
-                ci[j] = alpha * acc[i][j] + beta * ci[j];
+        for (int j = 0; j < GEMM_C_NR; j++) {
+            float v = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
+            ci[j] = epi != NULL ? gemm_epi_scalar(epi, v, i, j) : v;
+        }
     }
 }
 
 #define GEMM_KC_ROWS(R)                                                                     \
-    static void gemm_kc_##R(int64_t kc, const float *a, const float *b, float *c,           \
-                            int64_t ldc, float alpha, float beta)                           \
+    static void gemm_kc_##R(int64_t kc, const float *a, const float *b, int64_t ldb,        \
+                            float *c, int64_t ldc, float alpha, float beta,                 \
+                            const cpu_gemm_epilogue *epi)                                   \
     {                                                                                       \
-        gemm_kc_body(R, kc, a, b, c, ldc, alpha, beta);                                     \
+        gemm_kc_body(R, kc, a, b, ldb, c, ldc, alpha, beta, epi);                           \
     }
 GEMM_KC_ROWS(1)
 GEMM_KC_ROWS(2)
@@ -88,9 +113,24 @@ static const gemm_isa gemm_isa_c = {
 
 #define GEMM_K2_MR 6
 
+/* The epilogue on 8 values of row I (VB: the column bias, loaded once). */
+__attribute__((always_inline, target("avx2,fma"))) static inline __m256
+gemm_k2_epi(const cpu_gemm_epilogue *e, __m256 v, int i, __m256 vb)
+{
+    if (e->row_bias != NULL)
+        v = _mm256_add_ps(v, _mm256_set1_ps(e->row_bias[i]));
+    if (e->col_bias != NULL)
+        v = _mm256_add_ps(v, vb);
+    if (e->act == CPU_GEMM_ACT_RELU)
+        v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (e->act == CPU_GEMM_ACT_CLIP)
+        v = _mm256_min_ps(_mm256_set1_ps(e->hi), _mm256_max_ps(_mm256_set1_ps(e->lo), v));
+    return v;
+}
+
 __attribute__((always_inline, target("avx2,fma"))) static inline void
-gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-             float alpha, float beta)
+gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+             int64_t ldc, float alpha, float beta, const cpu_gemm_epilogue *epi)
 {
     __m256 c0[GEMM_K2_MR], c1[GEMM_K2_MR];
 #pragma GCC unroll 6
@@ -100,7 +140,7 @@ gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, float *
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + i * ldc + 15), _MM_HINT_T0);
     }
-    for (int64_t p = 0; p < kc; p++, a += GEMM_K2_MR, b += 16) {
+    for (int64_t p = 0; p < kc; p++, a += GEMM_K2_MR, b += ldb) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < rows; i++) {
@@ -110,6 +150,11 @@ gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, float *
         }
     }
     __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
+    if (epi != NULL && epi->col_bias != NULL) {
+        cb0 = _mm256_loadu_ps(epi->col_bias);
+        cb1 = _mm256_loadu_ps(epi->col_bias + 8);
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
@@ -118,6 +163,10 @@ gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, float *
             r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), r0);
             r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), r1);
         }
+        if (epi != NULL) {
+            r0 = gemm_k2_epi(epi, r0, i, cb0);
+            r1 = gemm_k2_epi(epi, r1, i, cb1);
+        }
         _mm256_storeu_ps(ci, r0);
         _mm256_storeu_ps(ci + 8, r1);
     }
@@ -125,10 +174,10 @@ gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, float *
 
 #define GEMM_K2_ROWS(R)                                                                     \
     __attribute__((target("avx2,fma"))) static void gemm_k2_##R(                           \
-        int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha,     \
-        float beta)                                                                         \
+        int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,     \
+        float alpha, float beta, const cpu_gemm_epilogue *epi)                              \
     {                                                                                       \
-        gemm_k2_body(R, kc, a, b, c, ldc, alpha, beta);                                     \
+        gemm_k2_body(R, kc, a, b, ldb, c, ldc, alpha, beta, epi);                           \
     }
 GEMM_K2_ROWS(1)
 GEMM_K2_ROWS(2)
@@ -147,9 +196,23 @@ static const gemm_isa gemm_isa_avx2 = {
 
 #define GEMM_K5_MR 12
 
+__attribute__((always_inline, target("avx512f"))) static inline __m512
+gemm_k5_epi(const cpu_gemm_epilogue *e, __m512 v, int i, __m512 vb)
+{
+    if (e->row_bias != NULL)
+        v = _mm512_add_ps(v, _mm512_set1_ps(e->row_bias[i]));
+    if (e->col_bias != NULL)
+        v = _mm512_add_ps(v, vb);
+    if (e->act == CPU_GEMM_ACT_RELU)
+        v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (e->act == CPU_GEMM_ACT_CLIP)
+        v = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), v));
+    return v;
+}
+
 __attribute__((always_inline, target("avx512f"))) static inline void
-gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-             float alpha, float beta)
+gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+             int64_t ldc, float alpha, float beta, const cpu_gemm_epilogue *epi)
 {
     __m512 c0[GEMM_K5_MR], c1[GEMM_K5_MR];
 #pragma GCC unroll 12
@@ -159,7 +222,7 @@ gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, float *
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
     }
-    for (int64_t p = 0; p < kc; p++, a += GEMM_K5_MR, b += 32) {
+    for (int64_t p = 0; p < kc; p++, a += GEMM_K5_MR, b += ldb) {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
         for (int i = 0; i < rows; i++) {
@@ -169,6 +232,11 @@ gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, float *
         }
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    __m512 cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
+    if (epi != NULL && epi->col_bias != NULL) {
+        cb0 = _mm512_loadu_ps(epi->col_bias);
+        cb1 = _mm512_loadu_ps(epi->col_bias + 16);
+    }
 #pragma GCC unroll 12
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
@@ -177,6 +245,10 @@ gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, float *
             r0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), r0);
             r1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), r1);
         }
+        if (epi != NULL) {
+            r0 = gemm_k5_epi(epi, r0, i, cb0);
+            r1 = gemm_k5_epi(epi, r1, i, cb1);
+        }
         _mm512_storeu_ps(ci, r0);
         _mm512_storeu_ps(ci + 16, r1);
     }
@@ -184,10 +256,10 @@ gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, float *
 
 #define GEMM_K5_ROWS(R)                                                                     \
     __attribute__((target("avx512f"))) static void gemm_k5_##R(                             \
-        int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha,     \
-        float beta)                                                                         \
+        int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,     \
+        float alpha, float beta, const cpu_gemm_epilogue *epi)                              \
     {                                                                                       \
-        gemm_k5_body(R, kc, a, b, c, ldc, alpha, beta);                                     \
+        gemm_k5_body(R, kc, a, b, ldb, c, ldc, alpha, beta, epi);                           \
     }
 GEMM_K5_ROWS(1)
 GEMM_K5_ROWS(2)
@@ -416,67 +488,135 @@ static void gemm_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc
     }
 }
 
+/* Where the panels of B come from for one slice of K: packed panels
+ * PANEL floats apart (LD = NR), or B itself, read in place (DIRECT: panel j
+ * starts NR columns after panel j-1 and LD is B's leading dimension; the
+ * last, partial panel is packed at TAIL, since a kernel reads whole
+ * panels). */
+typedef struct gemm_bsrc {
+    const float *p;
+    int64_t panel;
+    int64_t ld;
+    bool direct;
+    const float *tail;
+} gemm_bsrc;
+
+/* The epilogue of the tile at row I, column J of the block. */
+static cpu_gemm_epilogue gemm_epi_at(const cpu_gemm_epilogue *e, int64_t i, int64_t j)
+{
+    cpu_gemm_epilogue t = *e;
+    if (t.row_bias != NULL)
+        t.row_bias += i;
+    if (t.col_bias != NULL)
+        t.col_bias += j;
+    return t;
+}
+
 /* The macro-kernel: the MC x NC block of C at C from packed panels of A
- * (A_PANEL floats apart) and of B (B_PANEL apart). */
+ * (A_PANEL floats apart) and the panels of B; EPI (NULL but on the last
+ * slice of K) at the block's first row and column. */
 static void gemm_block(const gemm_isa *isa, int64_t mc, int64_t nc, int64_t kc, float alpha,
-                       const float *ap, int64_t a_panel, const float *bp, int64_t b_panel,
-                       float beta, float *c, int64_t ldc)
+                       const float *ap, int64_t a_panel, const gemm_bsrc *bs, float beta,
+                       float *c, int64_t ldc, const cpu_gemm_epilogue *epi)
 {
     const int mr = isa->mr, nr = isa->nr;
     float tile[GEMM_MAX_MR * GEMM_MAX_NR] __attribute__((aligned(64)));
-    for (int64_t jr = 0; jr < nc; jr += nr, bp += b_panel) {
+    const float *bp = bs->p;
+    for (int64_t jr = 0; jr < nc; jr += nr, bp += bs->panel) {
         int64_t cols = nc - jr < nr ? nc - jr : nr;
+        const float *b = bp;
+        int64_t ldb = bs->ld;
+        if (bs->direct && cols < nr) {
+            b = bs->tail;
+            ldb = nr;
+        }
         const float *a = ap;
         for (int64_t ir = 0; ir < mc; ir += mr, a += a_panel) {
             int rows = (int)(mc - ir < mr ? mc - ir : mr);
             float *cc = c + ir * ldc + jr;
+            cpu_gemm_epilogue e;
+            if (epi != NULL)
+                e = gemm_epi_at(epi, ir, jr);
             if (cols == nr) {
-                isa->kernel[rows](kc, a, bp, cc, ldc, alpha, beta);
+                isa->kernel[rows](kc, a, b, ldb, cc, ldc, alpha, beta, epi ? &e : NULL);
                 continue;
             }
-            isa->kernel[rows](kc, a, bp, tile, nr, alpha, 0.0f);
+            isa->kernel[rows](kc, a, b, ldb, tile, nr, alpha, 0.0f, NULL);
             for (int i = 0; i < rows; i++) {
                 float *ci = cc + i * ldc;
                 const float *ti = tile + i * nr;
-                if (beta == 0.0f)
-                    for (int64_t j = 0; j < cols; j++)
-                        ci[j] = ti[j];
-                else
-                    for (int64_t j = 0; j < cols; j++)
-                        ci[j] = ti[j] + beta * ci[j];
+                for (int64_t j = 0; j < cols; j++) {
+                    float v = beta == 0.0f ? ti[j] : ti[j] + beta * ci[j];
+                    ci[j] = epi != NULL ? gemm_epi_scalar(&e, v, i, j) : v;
+                }
             }
         }
     }
 }
 
+/* C = EPI(C) over M x N, for products with nothing to multiply. */
+static void gemm_epi_all(const cpu_gemm_epilogue *epi, int64_t m, int64_t n, float *c,
+                         int64_t ldc)
+{
+    if (epi == NULL)
+        return;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * ldc + j] = gemm_epi_scalar(epi, c[i * ldc + j], i, j);
+}
+
 void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
               const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch)
 {
+    cpu_gemm_ex(m, n, k, alpha, a, b, beta, c, ldc, scratch, NULL);
+}
+
+void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
+                 const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch,
+                 const cpu_gemm_epilogue *epi)
+{
     if (m <= 0 || n <= 0)
         return;
+    if (epi != NULL && epi->row_bias == NULL && epi->col_bias == NULL &&
+        epi->act == CPU_GEMM_ACT_NONE)
+        epi = NULL;
     if (k <= 0 || alpha == 0.0f) {
         gemm_scale_c(m, n, beta, c, ldc);
+        gemm_epi_all(epi, m, n, c, ldc);
         return;
     }
     const gemm_isa *isa = gemm_isa_get();
     const int mr = isa->mr, nr = isa->nr;
     float *a_buf = scratch, *b_buf = scratch + gemm_scratch_a(m, a->packed != NULL);
+    /* B in place: a plain B feeding few rows of A, where packing it would
+     * cost about as much as the product (1x1 convolutions). */
+    const bool direct = b->packed == NULL && !b->trans && m <= GEMM_DIRECT_MAX_M;
     for (int64_t jc = 0; jc < n; jc += GEMM_NC) {
         int64_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
         for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
             int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
             float beta_pc = pc == 0 ? beta : 1.0f;
-            const float *bp;
-            int64_t b_panel;
+            const cpu_gemm_epilogue *epi_pc = pc + kc >= k ? epi : NULL;
+            gemm_bsrc bs = {.ld = nr};
             if (b->packed != NULL) {
-                b_panel = nr * b->packed_k;
-                bp = b->packed + (b->first + jc) / nr * b_panel + pc * nr;
+                bs.panel = nr * b->packed_k;
+                bs.p = b->packed + (b->first + jc) / nr * bs.panel + pc * nr;
+            } else if (direct) {
+                bs.direct = true;
+                bs.p = b->data + pc * b->ld + jc;
+                bs.panel = nr;
+                bs.ld = b->ld;
+                int64_t full = nc / nr * nr;
+                if (full < nc) {
+                    gemm_pack_b_panel(nr, nc - full, kc, bs.p + full, b->ld, false, b_buf);
+                    bs.tail = b_buf;
+                }
             } else {
-                b_panel = nr * kc;
+                bs.panel = nr * kc;
                 const float *src = b->trans ? b->data + jc * b->ld + pc
                                             : b->data + pc * b->ld + jc;
-                gemm_pack_b_block(nr, kc, nc, src, b->ld, b->trans, b_buf, b_panel);
-                bp = b_buf;
+                gemm_pack_b_block(nr, kc, nc, src, b->ld, b->trans, b_buf, bs.panel);
+                bs.p = b_buf;
             }
             for (int64_t ic = 0; ic < m; ic += GEMM_MC) {
                 int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
@@ -492,8 +632,11 @@ void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_opera
                     gemm_pack_a_block(mr, mc, kc, src, a->ld, a->trans, a_buf, a_panel);
                     ap = a_buf;
                 }
-                gemm_block(isa, mc, nc, kc, alpha, ap, a_panel, bp, b_panel, beta_pc,
-                           c + ic * ldc + jc, ldc);
+                cpu_gemm_epilogue e;
+                if (epi_pc != NULL)
+                    e = gemm_epi_at(epi_pc, ic, jc);
+                gemm_block(isa, mc, nc, kc, alpha, ap, a_panel, &bs, beta_pc, c + ic * ldc + jc,
+                           ldc, epi_pc ? &e : NULL);
             }
         }
     }

@@ -56,6 +56,23 @@ const char *cpu_gemm_isa(void);
  * a fixed bound (about 2.3 MB) whatever M and N. */
 size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, bool a_packed, bool b_packed);
 
+/* What a product may apply to each value of C as it stores it, after the
+ * last slice of K: C[i][j] = act(value + row_bias[i] + col_bias[j]). Relu
+ * is v > 0 ? v : 0 (NaN becomes 0), Clip min(hi, max(lo, v)) (NaN stays;
+ * callers keep lo <= hi). */
+typedef enum cpu_gemm_act {
+    CPU_GEMM_ACT_NONE = 0,
+    CPU_GEMM_ACT_RELU = 1,
+    CPU_GEMM_ACT_CLIP = 2
+} cpu_gemm_act;
+
+typedef struct cpu_gemm_epilogue {
+    const float *row_bias; /* M floats, or NULL */
+    const float *col_bias; /* N floats, or NULL */
+    cpu_gemm_act act;
+    float lo, hi;          /* CPU_GEMM_ACT_CLIP */
+} cpu_gemm_epilogue;
+
 /* C[M x N] (leading dimension LDC) = ALPHA * op(A) * op(B) + BETA * C.
  * BETA 0 writes C without reading it (NaNs there do not propagate); K 0
  * scales C by BETA. SCRATCH holds cpu_gemm_scratch_floats() floats for this
@@ -63,6 +80,13 @@ size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, bool a_packed, bool b_packe
  * that is 0). Sizes are not checked: the caller vouches for them. */
 void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
               const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch);
+
+/* cpu_gemm, then EPI (NULL: none) applied to every value of C as it is
+ * stored: C = act(ALPHA * op(A) * op(B) + BETA * C + bias). C is written
+ * once, not in a pass of its own. */
+void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
+                 const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch,
+                 const cpu_gemm_epilogue *epi);
 
 /* Floats of the buffer that packs an M x K op(A) (or a K x N op(B)). */
 size_t cpu_gemm_packed_a_floats(int64_t m, int64_t k);

@@ -4,6 +4,8 @@
  * checks the arguments of a run and hands the output request to the kernel;
  * kernel_release frees it. Also the small helpers the builders share:
  * attributes read through the host's graph view, and error statuses. */
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -347,7 +349,87 @@ pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_ar
     if (out->data == NULL)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output has no data");
     float *data = (float *)(void *)((char *)out->data + out->byte_offset);
+    if (req == PL_REQ_ADD_TO && kernel->epilogue.kind != CPU_EPI_NONE) {
+        /* out += epilogue(result): the epilogue sits between the product
+         * and the sum, so the result goes through a buffer of its own. */
+        size_t bytes = kernel->out_elements * sizeof(float);
+        float *tmp = cpu_host->host_alloc(ctx->host_ctx, bytes, 64);
+        if (tmp == NULL)
+            return cpu_error(PL_CODE_OUT_OF_MEMORY, op,
+                             "out of memory for %zu bytes of fused output", bytes);
+        pl_status *st = kernel->run(ctx, kernel, args, tmp, PL_REQ_WRITE);
+        if (st == NULL)
+            for (size_t i = 0; i < kernel->out_elements; i++)
+                data[i] += tmp[i];
+        cpu_host->host_free(ctx->host_ctx, tmp);
+        return st;
+    }
     return kernel->run(ctx, kernel, args, data, req);
+}
+
+/* ---- kernel_fuse --------------------------------------------------------- */
+
+/* Clip's bound I (1 min, 2 max) of NEXT when it is absent (*out unchanged)
+ * or a constant f32 scalar; false otherwise. */
+static bool cpu_clip_bound(const pl_node_desc *next, size_t i, float *out)
+{
+    const pl_graph_api *g = cpu_host->graph;
+    if (i >= next->n_inputs)
+        return true;
+    int64_t t = g->node_input(next->graph, next->node_index, i);
+    if (t < 0)
+        return true;
+    const void *data;
+    size_t bytes;
+    if (!PL_DTYPE_EQ(next->inputs[i].dtype, PL_DTYPE_F32) ||
+        !g->tensor_constant(next->graph, t, &data, &bytes) || bytes != sizeof(float))
+        return false;
+    memcpy(out, data, sizeof(float));
+    return true;
+}
+
+int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *next)
+{
+    (void)ctx;
+    if (kernel == NULL || next == NULL || !kernel->epilogue_ok ||
+        kernel->epilogue.kind != CPU_EPI_NONE || next->op == NULL || next->graph == NULL ||
+        cpu_host->graph == NULL || (next->domain != NULL && next->domain[0] != '\0') ||
+        next->n_outputs != 1 || next->n_inputs < 1 ||
+        !PL_DTYPE_EQ(next->outputs[0].dtype, PL_DTYPE_F32) ||
+        !PL_DTYPE_EQ(next->inputs[0].dtype, PL_DTYPE_F32))
+        return 0;
+    cpu_epilogue e = {CPU_EPI_NONE, 0.0f, 0.0f};
+    if (strcmp(next->op, "Relu") == 0 && next->n_inputs == 1) {
+        e.kind = CPU_EPI_RELU;
+    } else if (strcmp(next->op, "Clip") == 0 && next->n_inputs <= 3) {
+        e.kind = CPU_EPI_CLIP;
+        e.lo = -INFINITY;
+        e.hi = INFINITY;
+        if (next->opset_version < 11) {
+            double mn, mx;
+            pl_status *st = cpu_attr_float(next, "min", -FLT_MAX, &mn);
+            if (st == NULL)
+                st = cpu_attr_float(next, "max", FLT_MAX, &mx);
+            if (st != NULL) {
+                cpu_host->status_free(st);
+                return 0;
+            }
+            e.lo = (float)mn;
+            e.hi = (float)mx;
+        } else if (!cpu_clip_bound(next, 1, &e.lo) || !cpu_clip_bound(next, 2, &e.hi)) {
+            return 0;
+        }
+    } else {
+        return 0;
+    }
+    /* Clip with lo > hi (or a NaN bound) stays a node of its own: the
+     * kernels' min/max form differs from Clip's there. */
+    if (e.kind == CPU_EPI_CLIP && !(e.lo <= e.hi))
+        return 0;
+    if (cpu_elements(next->outputs[0].shape, next->outputs[0].ndim) != kernel->out_elements)
+        return 0;
+    kernel->epilogue = e;
+    return 1;
 }
 
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)

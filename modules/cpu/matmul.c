@@ -123,7 +123,21 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         }
         float *out = c->out + (entry * m + row0) * ld_out + col0;
         float beta_out = c->add ? 1.0f : 0.0f;
-        if (k->has_c) {
+        /* The module's GEMM applies the activation (and a C that is one row
+         * of bias, beta 1: a Gemm layer's bias) as it stores the block. */
+        cpu_gemm_epilogue epi = {0};
+        const bool own = !c->blas;
+        if (own && !c->add) {
+            const cpu_epilogue *e = &k->base.epilogue;
+            epi.act = e->kind == CPU_EPI_RELU   ? CPU_GEMM_ACT_RELU
+                      : e->kind == CPU_EPI_CLIP ? CPU_GEMM_ACT_CLIP
+                                                : CPU_GEMM_ACT_NONE;
+            epi.lo = e->lo;
+            epi.hi = e->hi;
+            if (k->has_c && k->c_row_stride == 0 && k->c_col_stride == 1 && k->beta == 1.0f)
+                epi.col_bias = c->c + col0;
+        }
+        if (k->has_c && epi.col_bias == NULL) {
             /* out (+)= beta*C for this block, then sgemm accumulates. */
             for (int64_t r = 0; r < rows; r++) {
                 const float *crow = c->c + (row0 + r) * k->c_row_stride + col0 * k->c_col_stride;
@@ -151,11 +165,13 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
                 if (beta_out == 0.0f)
                     for (int64_t r = 0; r < rows; r++)
                         memset(out + r * ld_out, 0, (size_t)n * sizeof(float));
+                cpu_epilogue_rows(&k->base.epilogue, out, ld_out, rows, n);
                 continue;
             }
             cblas_sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
                         k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
                         k->alpha, a, (int)lda, b, (int)ldb, beta_out, out, (int)ld_out);
+            cpu_epilogue_rows(&k->base.epilogue, out, ld_out, rows, n);
             continue;
         }
         cpu_gemm_operand ga = {.data = a, .ld = lda, .trans = k->trans_a};
@@ -165,8 +181,9 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             gb.packed_k = kk;
             gb.first = col0;
         }
-        cpu_gemm(rows, n, kk, k->alpha, &ga, &gb, beta_out, out, ld_out,
-                 c->ws + (size_t)worker * (nn_slice_bytes(k->slice_floats) / sizeof(float)));
+        cpu_gemm_ex(rows, n, kk, k->alpha, &ga, &gb, beta_out, out, ld_out,
+                    c->ws + (size_t)worker * (nn_slice_bytes(k->slice_floats) / sizeof(float)),
+                    &epi);
     }
 }
 
@@ -220,6 +237,8 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     }
     cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(
         ctx, head + packed * sizeof(float), node->op, cpu_gemm_run);
+    if (k != NULL)
+        k->base.epilogue_ok = true;
     if (k == NULL || packed == 0)
         return k;
     float *buf = (float *)(void *)((char *)k + head);

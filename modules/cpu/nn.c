@@ -16,16 +16,19 @@
  *   - pointwise: 1x1 kernels with stride 1 and no pads read X directly as
  *     the column matrix (no copy);
  *   - depthwise (group == C_in, one input channel per group, 2-D): direct,
- *     one task per input plane, which is padded into a phase plane (see
- *     nn_window.h) so that every tap is a contiguous vector loop; 3x3 has a
- *     fused 9-tap row loop.
+ *     one task per input plane, split into stride x stride phase planes so
+ *     that each tap is one contiguous vector loop over the whole flattened
+ *     output plane (see nn_conv_depthwise_task); 3x3 has a fused 9-tap
+ *     loop.
  * ConvTranspose is GEMM + col2im: per image, group and block of output
  * channels, W_g^T [Mg*K, Cg] times X_g [Cg, in positions] into the
  * workspace, then scattered (added) into the output.
  *
  * Workspace is one slice per worker (the `worker` index parallel_for gives),
  * requested at get_kernel time when the core can take the request, else
- * allocated per run. Bias and PL_REQ_ADD_TO are folded into the GEMM's C. */
+ * allocated per run. Bias and a fused activation (kernel_fuse: Relu, Clip)
+ * are applied in the GEMM's epilogue as C is stored; PL_REQ_ADD_TO folds
+ * the bias into C and accumulates (beta 1). */
 #include <string.h>
 
 #include "gemm.h"
@@ -50,6 +53,11 @@ const cpu_op_entry cpu_ops_nn[] = {
 /* ConvTranspose: a task's column buffer aims at no more than this. */
 #define NN_CT_BYTES (4u << 20)
 
+/* Depthwise: the most taps (kh * kw) and the largest stride of the direct
+ * kernel; beyond them im2col runs. */
+#define NN_DW_MAX_TAPS 64
+#define NN_DW_MAX_STRIDE 8
+
 typedef enum nn_conv_mode {
     NN_CONV_IM2COL = 0,
     NN_CONV_POINTWISE = 1,
@@ -71,7 +79,11 @@ typedef struct nn_conv_kernel {
     int64_t tasks;
     size_t slice_bytes;      /* one worker's workspace */
     size_t ws_bytes;         /* all workers' */
-    nn_phase_plan plan;      /* depthwise */
+    /* depthwise: the padded input plane split into sh x sw phase planes of
+     * prows x pcols (see nn_conv_depthwise_task); dw_off[t] is where tap t
+     * reads, relative to output position 0 of the flattened planes */
+    int64_t dw_sh, dw_sw, dw_prows, dw_pcols, dw_plane;
+    int64_t dw_off[NN_DW_MAX_TAPS];
     int64_t mult;            /* depthwise: output channels per input channel */
     const float *packed_w;   /* Conv: W packed per group (inside this block), or NULL */
     size_t packed_group;     /* floats of one group's packed W */
@@ -197,6 +209,17 @@ static float nn_prepare_c(float *c, int64_t ldc, int64_t rows, int64_t cols,
     return 1.0f;
 }
 
+/* The GEMM epilogue of a kernel: BIAS per row, and its fused activation. */
+static void nn_gemm_epilogue(const nn_conv_kernel *k, const float *bias, cpu_gemm_epilogue *e)
+{
+    e->row_bias = bias;
+    e->act = k->base.epilogue.kind == CPU_EPI_RELU   ? CPU_GEMM_ACT_RELU
+             : k->base.epilogue.kind == CPU_EPI_CLIP ? CPU_GEMM_ACT_CLIP
+                                                     : CPU_GEMM_ACT_NONE;
+    e->lo = k->base.epilogue.lo;
+    e->hi = k->base.epilogue.hi;
+}
+
 static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
 {
     const nn_conv_kernel *k = c->k;
@@ -226,8 +249,15 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
     }
     int64_t m_first = g * k->mg + m0;
     float *out = c->out + (n * k->c_out + m_first) * k->out_plane + p0;
-    float beta = nn_prepare_c(out, k->out_plane, m1 - m0, p1 - p0,
-                              c->bias ? c->bias + m_first : NULL, c->add);
+    /* Bias and activation go in the GEMM's epilogue; accumulating into the
+     * output (no activation then: see cpu_kernel_run) adds the bias first. */
+    cpu_gemm_epilogue epi = {0};
+    float beta = 0.0f;
+    if (c->add)
+        beta = nn_prepare_c(out, k->out_plane, m1 - m0, p1 - p0,
+                            c->bias ? c->bias + m_first : NULL, true);
+    else
+        nn_gemm_epilogue(k, c->bias ? c->bias + m_first : NULL, &epi);
     cpu_gemm_operand ga = {.data = c->wt + m_first * k->kdim, .ld = k->kdim};
     if (k->packed_w != NULL) {
         ga.packed = k->packed_w + (size_t)g * k->packed_group;
@@ -235,45 +265,105 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
         ga.first = m0;
     }
     cpu_gemm_operand gb = {.data = b, .ld = ldb};
-    cpu_gemm(m1 - m0, p1 - p0, k->kdim, 1.0f, &ga, &gb, beta, out, k->out_plane,
-             (float *)(void *)((char *)scratch + k->slice_bytes) - k->gemm_floats);
+    cpu_gemm_ex(m1 - m0, p1 - p0, k->kdim, 1.0f, &ga, &gb, beta, out, k->out_plane,
+                (float *)(void *)((char *)scratch + k->slice_bytes) - k->gemm_floats, &epi);
 }
 
-/* One input plane of a depthwise convolution: its MULT output planes. */
+/* One input plane of a depthwise convolution: its MULT output planes.
+ *
+ * The zero-padded plane is split into sh x sw phase planes: padded pixel
+ * (r, c) goes to plane (r % sh, c % sw) at (r / sh, c / sw). Tap (kh, kw)
+ * of output (oh, ow) then reads plane ((kh*dh) % sh, (kw*dw) % sw) at
+ * (oh + kh*dh / sh, ow + kw*dw / sw): for every tap the outputs, flattened
+ * with the planes' row pitch pcols, read one contiguous run, so the whole
+ * plane is a single vector loop per tap (rows of 7 or 14 outputs included),
+ * and only the pcols - ow_n columns past each row are computed in vain.
+ * The result rows are then copied out (or added) with the epilogue. */
 static void nn_conv_depthwise_task(const nn_conv_call *c, int64_t t, float *scratch)
 {
     const nn_conv_kernel *k = c->k;
     const nn_window *w = &k->w;
-    const nn_phase_plan *p = &k->plan;
+    const int64_t sh = k->dw_sh, sw = k->dw_sw, prows = k->dw_prows, pcols = k->dw_pcols;
+    const int64_t in_h = w->in[0], in_w = w->in[1], oh_n = w->out[0], ow_n = w->out[1];
+    const int64_t pt = w->pad_begin[0], pl = w->pad_begin[1];
     int64_t ch = t % k->c_in, n = t / k->c_in;
-    float *plane = scratch, *tmp = scratch + p->rows * p->cols;
-    nn_phase_fill(w, p, c->x + t * k->in_plane, 0.0f, plane);
-    const int64_t oh_n = w->out[0], ow_n = w->out[1], kh_n = w->kernel[0], kw_n = w->kernel[1];
-    const bool k3 = kh_n == 3 && kw_n == 3;
+    float *planes = scratch, *tmp = scratch + sh * sw * k->dw_plane;
+    const float *x = c->x + t * k->in_plane;
+    if (sh == 1 && sw == 1) {
+        /* One plane, written once: pads, the row, pads. */
+        int64_t cols = in_w < pcols - pl ? in_w : pcols - pl;
+        if (cols < 0)
+            cols = 0;
+        for (int64_t rr = 0; rr < prows; rr++) {
+            float *dst = planes + rr * pcols;
+            int64_t h = rr - pt;
+            if (h < 0 || h >= in_h || cols == 0) {
+                memset(dst, 0, (size_t)pcols * sizeof(float));
+                continue;
+            }
+            int64_t head = pl < pcols ? pl : pcols;
+            memset(dst, 0, (size_t)head * sizeof(float));
+            memcpy(dst + pl, x + h * in_w, (size_t)cols * sizeof(float));
+            memset(dst + pl + cols, 0, (size_t)(pcols - pl - cols) * sizeof(float));
+        }
+    } else {
+        memset(planes, 0, (size_t)(sh * sw * k->dw_plane) * sizeof(float));
+    }
+    for (int64_t h = 0; h < in_h && (sh > 1 || sw > 1); h++) {
+        int64_t r = h + pt, rr = r / sh;
+        if (rr >= prows)
+            break;
+        const float *src = x + h * in_w;
+        float *dst = planes + (r % sh) * sw * k->dw_plane + rr * pcols;
+        if (sw == 1) {
+            int64_t cols = in_w < pcols - pl ? in_w : pcols - pl;
+            if (cols > 0)
+                memcpy(dst + pl, src, (size_t)cols * sizeof(float));
+            continue;
+        }
+        if (sw == 2) {
+            /* Pairs of pixels to the two column phases (vectorised). */
+            float *d0 = dst + ((pl & 1) ? k->dw_plane : 0) + pl / 2;
+            float *d1 = dst + ((pl & 1) ? 0 : k->dw_plane) + (pl + 1) / 2;
+            int64_t pairs = in_w / 2, lim0 = pcols - pl / 2, lim1 = pcols - (pl + 1) / 2;
+            if (pairs > lim0)
+                pairs = lim0;
+            if (pairs > lim1)
+                pairs = lim1;
+            if (pairs < 0)
+                pairs = 0;
+            for (int64_t i = 0; i < pairs; i++) {
+                d0[i] = src[2 * i];
+                d1[i] = src[2 * i + 1];
+            }
+            if (2 * pairs < in_w && pairs < lim0)
+                d0[pairs] = src[2 * pairs];
+            if (2 * pairs + 1 < in_w && pairs < lim1)
+                d1[pairs] = src[2 * pairs + 1];
+            continue;
+        }
+        /* Column phase by column phase: every sw-th pixel, no divisions. */
+        for (int64_t phase = 0; phase < sw; phase++) {
+            int64_t col = ((phase - pl) % sw + sw) % sw;
+            float *d = dst + phase * k->dw_plane;
+            for (int64_t j = (col + pl) / sw; col < in_w && j < pcols; col += sw, j++)
+                d[j] = src[col];
+        }
+    }
+    const int64_t flat = (oh_n - 1) * pcols + ow_n;
     for (int64_t j = 0; j < k->mult; j++) {
         int64_t m = ch * k->mult + j;
-        const float *wt = c->wt + m * k->ksize;
         float bias = c->bias ? c->bias[m] : 0.0f;
+        nn_dw_flat(tmp, planes, k->dw_off, c->wt + m * k->ksize, (int)k->ksize, bias, flat);
         float *out = c->out + (n * k->c_out + m) * k->out_plane;
         for (int64_t oh = 0; oh < oh_n; oh++) {
-            float *dst = c->add ? tmp : out + oh * ow_n;
-            const float *row0 = plane + oh * w->stride[0] * p->cols;
-            if (k3) {
-                const float *rows[3] = {row0, row0 + w->dilation[0] * p->cols,
-                                        row0 + 2 * w->dilation[0] * p->cols};
-                nn_dw3x3_row(dst, rows, p->tap_col, wt, bias, ow_n);
-            } else {
-                for (int64_t i = 0; i < ow_n; i++)
-                    dst[i] = bias;
-                for (int64_t kh = 0; kh < kh_n; kh++) {
-                    const float *row = row0 + kh * w->dilation[0] * p->cols;
-                    for (int64_t kw = 0; kw < kw_n; kw++)
-                        nn_axpy(dst, row + p->tap_col[kw], wt[kh * kw_n + kw], ow_n);
-                }
-            }
+            float *o = out + oh * ow_n;
             if (c->add)
-                nn_add_row(out + oh * ow_n, tmp, ow_n);
+                nn_add_row(o, tmp + oh * pcols, ow_n);
+            else
+                memcpy(o, tmp + oh * pcols, (size_t)ow_n * sizeof(float));
         }
+        cpu_epilogue_rows(&k->base.epilogue, out, k->out_plane, 1, k->out_plane);
     }
 }
 
@@ -396,6 +486,25 @@ static pl_status *nn_conv_run(pl_module_ctx *ctx, const pl_kernel *kernel,
 
 /* ---- planning ---------------------------------------------------------- */
 
+/* The phase planes of a depthwise kernel and where each tap reads. */
+static void nn_plan_depthwise(nn_conv_kernel *k)
+{
+    const nn_window *w = &k->w;
+    const int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dilation[0], dw = w->dilation[1];
+    k->dw_sh = sh;
+    k->dw_sw = sw;
+    k->dw_prows = w->out[0] + (w->kernel[0] - 1) * dh / sh;
+    k->dw_pcols = w->out[1] + (w->kernel[1] - 1) * dw / sw;
+    k->dw_plane = k->dw_prows * k->dw_pcols;
+    for (int64_t kh = 0; kh < w->kernel[0]; kh++)
+        for (int64_t kw = 0; kw < w->kernel[1]; kw++) {
+            int64_t r = kh * dh, col = kw * dw;
+            int64_t plane = (r % sh) * sw + col % sw;
+            k->dw_off[kh * w->kernel[1] + kw] =
+                plane * k->dw_plane + (r / sh) * k->dw_pcols + col / sw;
+        }
+}
+
 /* Enough tasks to keep every thread busy in parallel_for's chunks. */
 static int64_t nn_task_target(int threads)
 {
@@ -408,7 +517,8 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
     int64_t want = nn_task_target(threads);
     if (k->mode == NN_CONV_DEPTHWISE) {
         k->tasks = k->batch * k->c_in;
-        k->slice_bytes = nn_slice_bytes((size_t)(k->plan.rows * k->plan.cols + k->w.out[1]));
+        k->slice_bytes = nn_slice_bytes(
+            (size_t)(k->dw_sh * k->dw_sw * k->dw_plane + k->w.out[0] * k->dw_pcols));
         k->ws_bytes = k->slice_bytes * (size_t)threads;
         k->base.workspace_bytes = k->ws_bytes;
         return;
@@ -583,14 +693,17 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     k->has_bias = has_bias;
     k->base.n_reads = has_bias ? 3 : 2;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    k->base.epilogue_ok = true;
     bool unit = k->ksize == 1;
     for (int d = 0; d < w.nsp; d++)
         unit = unit && w.stride[d] == 1 && w.pad_begin[d] == 0 && w.pad_end[d] == 0;
     k->mode = unit ? NN_CONV_POINTWISE : NN_CONV_IM2COL;
     if (w.nsp == 2 && cg == 1 && group == c && group > 1 && k->ksize > 1 &&
-        nn_phase_plan_make(&w, &k->plan)) {
+        k->ksize <= NN_DW_MAX_TAPS && w.stride[0] <= NN_DW_MAX_STRIDE &&
+        w.stride[1] <= NN_DW_MAX_STRIDE) {
         k->mode = NN_CONV_DEPTHWISE;
         k->mult = k->mg;
+        nn_plan_depthwise(k);
     }
     if (!nn_fits_int(k->kdim) || !nn_fits_int(k->out_plane) || !nn_fits_int(k->in_plane) ||
         !nn_fits_int(k->mg)) {

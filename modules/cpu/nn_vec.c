@@ -31,36 +31,6 @@ typedef int32_t nn_v8i __attribute__((vector_size(32), aligned(4), __may_alias__
         for (; i < n; i++)                                                                  \
             acc[i] += w * src[i];                                                           \
     }                                                                                       \
-    ATTR static void nn_dw3x3_row_##SUFFIX(float *out, const float *const rows[3],          \
-                                           const int64_t off[3], const float w[9], float b, \
-                                           int64_t n)                                       \
-    {                                                                                       \
-        const float *a0 = rows[0] + off[0], *a1 = rows[0] + off[1], *a2 = rows[0] + off[2]; \
-        const float *b0 = rows[1] + off[0], *b1 = rows[1] + off[1], *b2 = rows[1] + off[2]; \
-        const float *c0 = rows[2] + off[0], *c1 = rows[2] + off[1], *c2 = rows[2] + off[2]; \
-        nn_v8 w0 = nn_splat(w[0]), w1 = nn_splat(w[1]), w2 = nn_splat(w[2]);                \
-        nn_v8 w3 = nn_splat(w[3]), w4 = nn_splat(w[4]), w5 = nn_splat(w[5]);                \
-        nn_v8 w6 = nn_splat(w[6]), w7 = nn_splat(w[7]), w8 = nn_splat(w[8]);                \
-        nn_v8 bv = nn_splat(b);                                                             \
-        int64_t i = 0;                                                                      \
-        for (; i + 8 <= n; i += 8) {                                                        \
-            nn_v8 s = bv;                                                                   \
-            s += w0 * *(const nn_v8 *)(a0 + i);                                             \
-            s += w1 * *(const nn_v8 *)(a1 + i);                                             \
-            s += w2 * *(const nn_v8 *)(a2 + i);                                             \
-            s += w3 * *(const nn_v8 *)(b0 + i);                                             \
-            s += w4 * *(const nn_v8 *)(b1 + i);                                             \
-            s += w5 * *(const nn_v8 *)(b2 + i);                                             \
-            s += w6 * *(const nn_v8 *)(c0 + i);                                             \
-            s += w7 * *(const nn_v8 *)(c1 + i);                                             \
-            s += w8 * *(const nn_v8 *)(c2 + i);                                             \
-            *(nn_v8 *)(out + i) = s;                                                        \
-        }                                                                                   \
-        for (; i < n; i++)                                                                  \
-            out[i] = b + w[0] * a0[i] + w[1] * a1[i] + w[2] * a2[i] + w[3] * b0[i] +        \
-                     w[4] * b1[i] + w[5] * b2[i] + w[6] * c0[i] + w[7] * c1[i] +            \
-                     w[8] * c2[i];                                                          \
-    }                                                                                       \
     ATTR static void nn_max_row_##SUFFIX(float *acc, const float *src, int64_t n)           \
     {                                                                                       \
         int64_t i = 0;                                                                      \
@@ -78,6 +48,70 @@ typedef int32_t nn_v8i __attribute__((vector_size(32), aligned(4), __may_alias__
             *(nn_v8 *)(acc + i) += *(const nn_v8 *)(src + i);                               \
         for (; i < n; i++)                                                                  \
             acc[i] += src[i];                                                               \
+    }                                                                                       \
+    ATTR static void nn_dw_flat_##SUFFIX(float *out, const float *src, const int64_t *off,  \
+                                         const float *w, int taps, float b, int64_t n)      \
+    {                                                                                       \
+        int64_t i = 0;                                                                      \
+        const nn_v8 bv = nn_splat(b);                                                       \
+        if (taps == 9) {                                                                    \
+            const float *s0 = src + off[0], *s1 = src + off[1], *s2 = src + off[2];         \
+            const float *s3 = src + off[3], *s4 = src + off[4], *s5 = src + off[5];         \
+            const float *s6 = src + off[6], *s7 = src + off[7], *s8 = src + off[8];         \
+            const nn_v8 w0 = nn_splat(w[0]), w1 = nn_splat(w[1]), w2 = nn_splat(w[2]);      \
+            const nn_v8 w3 = nn_splat(w[3]), w4 = nn_splat(w[4]), w5 = nn_splat(w[5]);      \
+            const nn_v8 w6 = nn_splat(w[6]), w7 = nn_splat(w[7]), w8 = nn_splat(w[8]);      \
+            for (; i + 16 <= n; i += 16) {                                                  \
+                nn_v8 a = bv, c = bv;                                                       \
+                a += w0 * *(const nn_v8 *)(s0 + i); c += w0 * *(const nn_v8 *)(s0 + i + 8); \
+                a += w1 * *(const nn_v8 *)(s1 + i); c += w1 * *(const nn_v8 *)(s1 + i + 8); \
+                a += w2 * *(const nn_v8 *)(s2 + i); c += w2 * *(const nn_v8 *)(s2 + i + 8); \
+                a += w3 * *(const nn_v8 *)(s3 + i); c += w3 * *(const nn_v8 *)(s3 + i + 8); \
+                a += w4 * *(const nn_v8 *)(s4 + i); c += w4 * *(const nn_v8 *)(s4 + i + 8); \
+                a += w5 * *(const nn_v8 *)(s5 + i); c += w5 * *(const nn_v8 *)(s5 + i + 8); \
+                a += w6 * *(const nn_v8 *)(s6 + i); c += w6 * *(const nn_v8 *)(s6 + i + 8); \
+                a += w7 * *(const nn_v8 *)(s7 + i); c += w7 * *(const nn_v8 *)(s7 + i + 8); \
+                a += w8 * *(const nn_v8 *)(s8 + i); c += w8 * *(const nn_v8 *)(s8 + i + 8); \
+                *(nn_v8 *)(out + i) = a;                                                    \
+                *(nn_v8 *)(out + i + 8) = c;                                                \
+            }                                                                               \
+        }                                                                                   \
+        for (; i + 8 <= n; i += 8) {                                                        \
+            nn_v8 a = bv;                                                                   \
+            for (int t = 0; t < taps; t++)                                                  \
+                a += nn_splat(w[t]) * *(const nn_v8 *)(src + off[t] + i);                   \
+            *(nn_v8 *)(out + i) = a;                                                        \
+        }                                                                                   \
+        for (; i < n; i++) {                                                                \
+            float a = b;                                                                    \
+            for (int t = 0; t < taps; t++)                                                  \
+                a += w[t] * src[off[t] + i];                                                \
+            out[i] = a;                                                                     \
+        }                                                                                   \
+    }                                                                                       \
+    ATTR static void nn_relu_row_##SUFFIX(float *x, int64_t n)                              \
+    {                                                                                       \
+        int64_t i = 0;                                                                      \
+        const nn_v8 z = nn_splat(0.0f);                                                     \
+        for (; i + 8 <= n; i += 8) {                                                        \
+            nn_v8 v = *(nn_v8 *)(x + i);                                                    \
+            *(nn_v8 *)(x + i) = (nn_v8)(((nn_v8i)v) & (v > z));                             \
+        }                                                                                   \
+        for (; i < n; i++)                                                                  \
+            x[i] = x[i] > 0.0f ? x[i] : 0.0f;                                               \
+    }                                                                                       \
+    ATTR static void nn_clip_row_##SUFFIX(float *x, int64_t n, float lo, float hi)          \
+    {                                                                                       \
+        int64_t i = 0;                                                                      \
+        const nn_v8 l = nn_splat(lo), h = nn_splat(hi);                                     \
+        for (; i + 8 <= n; i += 8) {                                                        \
+            nn_v8 v = *(nn_v8 *)(x + i);                                                    \
+            nn_v8i below = v < l, above = v > h;                                            \
+            nn_v8 r = (nn_v8)((((nn_v8i)h) & above) | (((nn_v8i)v) & ~above));              \
+            *(nn_v8 *)(x + i) = (nn_v8)((((nn_v8i)l) & below) | (((nn_v8i)r) & ~below));    \
+        }                                                                                   \
+        for (; i < n; i++)                                                                  \
+            x[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);                                \
     }                                                                                       \
     ATTR static float nn_sum_##SUFFIX(const float *x, int64_t n)                            \
     {                                                                                       \
@@ -149,10 +183,10 @@ void nn_axpy(float *acc, const float *src, float w, int64_t n)
     NN_DISPATCH(nn_axpy, acc, src, w, n);
 }
 
-void nn_dw3x3_row(float *out, const float *const rows[3], const int64_t off[3],
-                  const float w[9], float b, int64_t n)
+void nn_dw_flat(float *out, const float *src, const int64_t *off, const float *w, int taps,
+                float b, int64_t n)
 {
-    NN_DISPATCH(nn_dw3x3_row, out, rows, off, w, b, n);
+    NN_DISPATCH(nn_dw_flat, out, src, off, w, taps, b, n);
 }
 
 void nn_max_row(float *acc, const float *src, int64_t n)
@@ -173,4 +207,17 @@ float nn_sum(const float *x, int64_t n)
 float nn_max(const float *x, int64_t n)
 {
     return NN_DISPATCH(nn_max, x, n);
+}
+
+void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t rows,
+                       int64_t cols)
+{
+    if (e->kind == CPU_EPI_NONE)
+        return;
+    for (int64_t r = 0; r < rows; r++, c += ldc) {
+        if (e->kind == CPU_EPI_RELU)
+            NN_DISPATCH(nn_relu_row, c, cols);
+        else
+            NN_DISPATCH(nn_clip_row, c, cols, e->lo, e->hi);
+    }
 }

@@ -105,9 +105,10 @@ void nn_phase_fill(const nn_window *w, const nn_phase_plan *p, const float *src,
 
 /* acc[i] += w * src[i] for i < n. */
 void nn_axpy(float *acc, const float *src, float w, int64_t n);
-/* out[i] = b + sum of the 9 taps w[3*r + c] * rows[r][off[c] + i], i < n. */
-void nn_dw3x3_row(float *out, const float *const rows[3], const int64_t off[3],
-                  const float w[9], float b, int64_t n);
+/* out[i] = b + sum over taps t of w[t] * src[off[t] + i], for i < n: a
+ * depthwise window over flattened phase planes (nn.c). */
+void nn_dw_flat(float *out, const float *src, const int64_t *off, const float *w, int taps,
+                float b, int64_t n);
 /* acc[i] = max(acc[i], src[i]) for i < n. */
 void nn_max_row(float *acc, const float *src, int64_t n);
 /* acc[i] += src[i] for i < n. */

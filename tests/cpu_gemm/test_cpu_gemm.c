@@ -3,7 +3,8 @@
  * micro-kernel's panels, sizes past the cache blocks, all four transposes,
  * alpha and beta (beta 0 must not read C: C starts as NaN there), K 0, and
  * operands packed ahead of time, whole or cut into panel-aligned blocks as
- * the kernels cut them. An error is allowed relative to sum |a*b| of the
+ * the kernels cut them, and the fused epilogue (row and column bias, Relu,
+ * Clip) of cpu_gemm_ex. An error is allowed relative to sum |a*b| of the
  * element. Usage: test_cpu_gemm <group>. */
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +41,18 @@ typedef struct tg_case {
     float alpha, beta;
     bool pack_a, pack_b;
     int64_t row_blocks, col_blocks; /* the product cut as a kernel cuts it */
+    int epi; /* 0 none; 1 row bias + Relu; 2 column bias + Clip; 3 both biases */
 } tg_case;
+
+/* The epilogue's activation on V, as cpu_gemm_epilogue defines it. */
+static double tg_act(int epi, double v)
+{
+    if (epi == 1)
+        return v > 0.0 ? v : 0.0;
+    if (epi == 2)
+        return v < -0.5 ? -0.5 : (v > 0.75 ? 0.75 : v);
+    return v;
+}
 
 #define TG_GUARD 12345.0f
 
@@ -57,6 +69,12 @@ static void tg_run(const tg_case *t)
         a[i] = tg_random();
     for (int64_t i = 0; i < b_rows * ldb; i++)
         b[i] = tg_random();
+    float *rbias = tg_alloc((size_t)m + 1), *cbias = tg_alloc((size_t)n + 1);
+    for (int64_t i = 0; i < m; i++)
+        rbias[i] = tg_random();
+    for (int64_t j = 0; j < n; j++)
+        cbias[j] = tg_random();
+    const bool use_rb = t->epi == 1 || t->epi == 3, use_cb = t->epi == 2 || t->epi == 3;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < ldc; j++)
             c[i * ldc + j] = j >= n ? TG_GUARD : t->beta == 0.0f ? NAN : tg_random();
@@ -70,8 +88,9 @@ static void tg_run(const tg_case *t)
                 abs_s += fabs(x * y);
             }
             double cv = t->beta == 0.0f ? 0.0 : (double)t->beta * c[i * ldc + j];
-            want[i * n + j] = (double)t->alpha * s + cv;
-            bound[i * n + j] = fabs((double)t->alpha) * abs_s + fabs(cv);
+            double bias = (use_rb ? rbias[i] : 0.0) + (use_cb ? cbias[j] : 0.0);
+            want[i * n + j] = tg_act(t->epi, (double)t->alpha * s + cv + bias);
+            bound[i * n + j] = fabs((double)t->alpha) * abs_s + fabs(cv) + fabs(bias);
         }
     float *pa = NULL, *pb = NULL;
     if (t->pack_a) {
@@ -110,7 +129,20 @@ static void tg_run(const tg_case *t)
             }
             size_t sf = cpu_gemm_scratch_floats(bm, bn, pa != NULL, pb != NULL);
             float *scratch = sf ? tg_alloc(sf) : NULL;
-            cpu_gemm(bm, bn, k, t->alpha, &oa, &ob, t->beta, c + r0 * ldc + c0, ldc, scratch);
+            if (t->epi == 0) {
+                cpu_gemm(bm, bn, k, t->alpha, &oa, &ob, t->beta, c + r0 * ldc + c0, ldc,
+                         scratch);
+            } else {
+                cpu_gemm_epilogue e = {.row_bias = use_rb ? rbias + r0 : NULL,
+                                       .col_bias = use_cb ? cbias + c0 : NULL,
+                                       .act = t->epi == 1   ? CPU_GEMM_ACT_RELU
+                                              : t->epi == 2 ? CPU_GEMM_ACT_CLIP
+                                                            : CPU_GEMM_ACT_NONE,
+                                       .lo = -0.5f,
+                                       .hi = 0.75f};
+                cpu_gemm_ex(bm, bn, k, t->alpha, &oa, &ob, t->beta, c + r0 * ldc + c0, ldc,
+                            scratch, &e);
+            }
             free(scratch);
             if (m == 0 || n == 0)
                 break;
@@ -126,10 +158,10 @@ static void tg_run(const tg_case *t)
                 ok = fabs(got - want[i * n + j]) <= 1e-5 * bound[i * n + j] + 1e-30 && !isnan(got);
             if (!ok) {
                 fprintf(stderr,
-                        "FAIL m%lld n%lld k%lld ta%d tb%d alpha %g beta %g pack %d%d blocks %lldx%lld:"
-                        " C[%lld][%lld] = %.9g, want %.9g (bound %g)\n",
+                        "FAIL m%lld n%lld k%lld ta%d tb%d alpha %g beta %g pack %d%d blocks %lldx%lld"
+                        " epi %d: C[%lld][%lld] = %.9g, want %.9g (bound %g)\n",
                         (long long)m, (long long)n, (long long)k, t->ta, t->tb, t->alpha,
-                        t->beta, t->pack_a, t->pack_b, (long long)rb, (long long)cb,
+                        t->beta, t->pack_a, t->pack_b, (long long)rb, (long long)cb, t->epi,
                         (long long)i, (long long)j, got, j < n ? want[i * n + j] : TG_GUARD,
                         j < n ? bound[i * n + j] : 0.0);
                 bad++;
@@ -139,6 +171,8 @@ static void tg_run(const tg_case *t)
     free(a);
     free(b);
     free(c);
+    free(rbias);
+    free(cbias);
     free(want);
     free(bound);
     free(pa);
@@ -233,6 +267,27 @@ static void tg_blocks(void)
             tg_run_all_trans((tg_case){100, 150, 70, 0, 0, 1.0f, 0.5f, 0, 0, rb, cb});
 }
 
+/* The fused epilogue: every kind, with sizes around the panels and the
+ * cache blocks (K past KC: only the last slice may apply it), packed and
+ * plain operands (B read in place for short A), blocks, and K 0. */
+static void tg_epilogue(void)
+{
+    static const int64_t sizes[] = {1, 5, 12, 13, 31, 32, 33, 48, 49, 70};
+    for (int e = 1; e <= 3; e++) {
+        for (int i = 0; i < 10; i++)
+            for (int j = 0; j < 10; j++) {
+                tg_case t = {sizes[i], sizes[j], sizes[(i + j) % 10], 0, 0, 1.0f,
+                             (i + j) % 2 ? 0.0f : 1.0f, (i + j) % 3 == 1, (i * j) % 3 == 2,
+                             1 + i % 2, 1 + j % 2, e};
+                tg_run_all_trans(t);
+            }
+        tg_run(&(tg_case){40, 3000, 300, 0, 0, 1.0f, 0.0f, 0, 0, 1, 1, e});
+        tg_run(&(tg_case){260, 90, 600, 0, 0, -0.5f, 0.5f, 1, 0, 2, 1, e});
+        tg_run(&(tg_case){17, 40, 0, 0, 0, 1.0f, 1.0f, 0, 0, 1, 1, e});
+        tg_run(&(tg_case){17, 40, 0, 0, 0, 1.0f, 0.0f, 0, 0, 1, 1, e});
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -261,6 +316,8 @@ int main(int argc, char **argv)
         tg_packed(true, true);
     else if (strcmp(g, "blocks") == 0)
         tg_blocks();
+    else if (strcmp(g, "epilogue") == 0)
+        tg_epilogue();
     else {
         fprintf(stderr, "unknown group '%s'\n", g);
         return 2;

@@ -2,7 +2,8 @@
  * the way the core drives them: a one-node graph whose output shape the
  * core's opset infers, a view of it, a pl_node_desc, then get_kernel and
  * kernel_run through the module's table (with the workspace the kernel asks
- * for). Every case runs with PL_REQ_WRITE and PL_REQ_ADD_TO and is compared
+ * for). Every case runs with PL_REQ_WRITE and PL_REQ_ADD_TO (and, for Conv,
+ * with Relu and Clip fused by kernel_fuse) and is compared
  * with a naive reference loop written here from ONNX's definitions (in
  * double), to 1e-4 of the sum of the magnitudes of the terms. Linked against
  * the core's object library. Usage: test_cpu_nn CASE STAGE_DIR. */
@@ -183,6 +184,34 @@ static bool tn_is_conv(const char *op)
     return strncmp(op, "Conv", 4) == 0;
 }
 
+/* Infers the shapes of N's graph, views node NID (named NAME) and fills
+ * N's description of it for the module. */
+static void tn_node_describe(tn_node *n, pl_nid nid, const char *name, int opset)
+{
+    CHECK_OK(pl_opset_infer(tn_rt->opset, n->g));
+    CHECK_OK(pl_graph_view_create(n->g, &nid, 1, &n->view));
+    const pl_graph_node *gn = pl_graph_get_node(n->g, nid);
+    n->n_in = gn->n_inputs;
+    n->n_out = gn->n_outputs;
+    for (size_t i = 0; i < gn->n_inputs; i++)
+        tn_describe(n->g, gn->inputs[i], &n->in[i]);
+    for (size_t o = 0; o < gn->n_outputs; o++)
+        tn_describe(n->g, gn->outputs[o], &n->out[o]);
+    n->desc = (pl_node_desc){
+        .header = PL_ABI_HEADER_INIT(pl_node_desc),
+        .name = name,
+        .op = n->op,
+        .domain = "",
+        .opset_version = opset,
+        .graph = n->view,
+        .node_index = 0,
+        .n_inputs = n->n_in,
+        .inputs = n->in,
+        .n_outputs = n->n_out,
+        .outputs = n->out,
+    };
+}
+
 /* Builds the graph of C for OP, infers its shapes and describes its node. */
 static void tn_node_build(const char *op, const tn_case *c, tn_node *n)
 {
@@ -221,28 +250,7 @@ static void tn_node_build(const char *op, const tn_case *c, tn_node *n)
     for (size_t o = 0; o < n_out; o++)
         CHECK_OK(pl_graph_add_output(n->g, pl_graph_find_tensor(n->g, outs[o])));
     CHECK_OK(pl_graph_validate(n->g));
-    CHECK_OK(pl_opset_infer(tn_rt->opset, n->g));
-    CHECK_OK(pl_graph_view_create(n->g, &nid, 1, &n->view));
-    const pl_graph_node *gn = pl_graph_get_node(n->g, nid);
-    n->n_in = gn->n_inputs;
-    n->n_out = gn->n_outputs;
-    for (size_t i = 0; i < gn->n_inputs; i++)
-        tn_describe(n->g, gn->inputs[i], &n->in[i]);
-    for (size_t o = 0; o < gn->n_outputs; o++)
-        tn_describe(n->g, gn->outputs[o], &n->out[o]);
-    n->desc = (pl_node_desc){
-        .header = PL_ABI_HEADER_INIT(pl_node_desc),
-        .name = "node",
-        .op = op,
-        .domain = "",
-        .opset_version = opset,
-        .graph = n->view,
-        .node_index = 0,
-        .n_inputs = n->n_in,
-        .inputs = n->in,
-        .n_outputs = n->n_out,
-        .outputs = n->out,
-    };
+    tn_node_describe(n, nid, "node", opset);
 }
 
 static void tn_node_free(tn_node *n)
@@ -674,6 +682,19 @@ static const tn_case tn_conv_cases[] = {
     /* 20: depthwise 3x3 stride 2 with SAME_UPPER (mobilenet style), wide rows */
     {X4(1, 8, 31, 45), W(8, 1, 3, 3), .bias = 1,
      ATTRS(AI("group", 8), AS("auto_pad", "SAME_UPPER"), AIS("strides", 2, 2))},
+    /* 21: depthwise, strides 2 x 1 (phase planes of rows only), odd pads */
+    {X4(1, 5, 12, 11), W(5, 1, 3, 3), .bias = 1,
+     ATTRS(AI("group", 5), AIS("pads", 0, 1, 1, 0), AIS("strides", 2, 1))},
+    /* 22: depthwise 7x7 stride 3, multiplier 3, batch 2 */
+    {X4(2, 4, 20, 23), W(12, 1, 7, 7),
+     ATTRS(AI("group", 4), AIS("pads", 3, 2, 1, 3), AIS("strides", 3, 3))},
+    /* 23: depthwise on 7x7 planes (rows shorter than a vector) */
+    {X4(1, 40, 7, 7), W(40, 1, 3, 3), .bias = 1, ATTRS(AI("group", 40), AIS("pads", 1, 1, 1, 1))},
+    /* 24: depthwise 3x3 stride 2, dilation 2, no pads, 2 x 5 kernel */
+    {X4(1, 3, 15, 16), W(3, 1, 2, 5),
+     ATTRS(AI("group", 3), AIS("dilations", 2, 2), AIS("strides", 2, 2))},
+    /* 25: pointwise, few output channels (B read in place), long rows */
+    {X4(1, 40, 30, 37), W(20, 40, 1, 1), .bias = 1},
 };
 
 static const tn_case tn_convt_cases[] = {
@@ -763,6 +784,157 @@ static const tn_case tn_global_cases[] = {
     {X4(2, 100, 13, 13)},
     {X4(1, 3, 100, 101)},
 };
+
+/* ---- fused epilogues (kernel_fuse) ---------------------------------------- */
+
+/* What kernel_fuse is offered: Relu, Clip with constant bound inputs
+ * (opset 13), Clip with attribute bounds (opset 10). */
+enum { TN_RELU = 0, TN_CLIP13 = 1, TN_CLIP10 = 2, TN_ACTS = 3 };
+static const char *const tn_act_names[TN_ACTS] = {"Relu", "Clip (inputs)", "Clip (attributes)"};
+
+static double tn_act(int act, double v)
+{
+    if (act == TN_RELU)
+        return v > 0.0 ? v : 0.0;
+    return v < -0.75 ? -0.75 : (v > 1.25 ? 1.25 : v);
+}
+
+/* A one-node graph of ACT on a tensor shaped like OUT, described for
+ * kernel_fuse. LO and HI are Clip's bounds. */
+static void tn_act_build(int act, const pl_tensor *out, float lo, float hi, tn_node *n)
+{
+    memset(n, 0, sizeof *n);
+    int opset = act == TN_CLIP10 ? 10 : 13;
+    n->op = act == TN_RELU ? "Relu" : "Clip";
+    CHECK_OK(pl_graph_create(&n->g));
+    CHECK_OK(pl_graph_set_opset(n->g, "", opset));
+    pl_tid y, z;
+    CHECK_OK(pl_graph_tensor_get_or_add(n->g, "y", &y));
+    CHECK_OK(pl_graph_set_type(n->g, y, PL_DTYPE_F32, out->ndim, out->shape, NULL));
+    CHECK_OK(pl_graph_add_input(n->g, y));
+    const char *ins[3] = {"y", "lo", "hi"};
+    size_t n_in = act == TN_CLIP13 ? 3 : 1;
+    for (size_t i = 1; i < n_in; i++) {
+        pl_tid t;
+        float v = i == 1 ? lo : hi;
+        CHECK_OK(pl_graph_tensor_get_or_add(n->g, ins[i], &t));
+        CHECK_OK(pl_graph_set_type(n->g, t, PL_DTYPE_F32, 0, NULL, NULL));
+        CHECK_OK(pl_graph_set_constant(n->g, t, &v, sizeof v));
+    }
+    const char *outs[1] = {"z"};
+    pl_nid nid;
+    CHECK_OK(pl_graph_add_node(n->g, "act", n->op, "", ins, n_in, outs, 1, &nid));
+    if (act == TN_CLIP10) {
+        CHECK_OK(pl_graph_attr_float(n->g, nid, "min", lo));
+        CHECK_OK(pl_graph_attr_float(n->g, nid, "max", hi));
+    }
+    CHECK_OK(pl_graph_tensor_get_or_add(n->g, "z", &z));
+    CHECK_OK(pl_graph_add_output(n->g, z));
+    CHECK_OK(pl_graph_validate(n->g));
+    tn_node_describe(n, nid, "act", opset);
+}
+
+/* Conv case CI with each activation fused: the kernel accepts it and
+ * writes act(conv) (and, for PL_REQ_ADD_TO, before + act(conv)). */
+static void tn_check_fused(int ci, const tn_case *c)
+{
+    tn_node n;
+    tn_node_build("Conv", c, &n);
+    size_t cnt_in[3] = {0}, count = tn_elements(&n.out[0]);
+    float *in[3] = {0};
+    pl_tensor ins[3];
+    for (size_t i = 0; i < n.n_in; i++) {
+        cnt_in[i] = tn_elements(&n.in[i]);
+        in[i] = malloc((cnt_in[i] ? cnt_in[i] : 1) * sizeof(float));
+        CHECK(in[i] != NULL, "out of memory");
+        for (size_t j = 0; j < cnt_in[i]; j++)
+            in[i][j] = tn_random();
+        ins[i] = n.in[i];
+        ins[i].data = in[i];
+    }
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    double *want = malloc(count * sizeof *want);
+    float *out = malloc(count * sizeof *out), *before = malloc(count * sizeof *before);
+    CHECK(ref && scale && want && out && before, "out of memory");
+    tn_ref_conv(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
+    for (int act = 0; act < TN_ACTS; act++) {
+        tn_node a;
+        tn_act_build(act, &n.out[0], -0.75f, 1.25f, &a);
+        size_t ws = 0;
+        pl_kernel *k = tn_kernel(&n, &ws);
+        CHECK(tn_mod->api.kernel_fuse != NULL, "the cpu module has no kernel_fuse");
+        CHECK(tn_mod->api.kernel_fuse(tn_mod->ctx, k, &a.desc) == 1,
+              "Conv case %d: kernel_fuse declined %s", ci, tn_act_names[act]);
+        /* A second activation on the same kernel is declined. */
+        CHECK(tn_mod->api.kernel_fuse(tn_mod->ctx, k, &a.desc) == 0,
+              "Conv case %d: a second %s was fused", ci, tn_act_names[act]);
+        for (size_t i = 0; i < count; i++)
+            want[i] = tn_act(act, ref[i]);
+        pl_tensor outs[1] = {n.out[0]};
+        outs[0].data = out;
+        pl_output_request req = PL_REQ_WRITE;
+        for (size_t i = 0; i < count; i++)
+            out[i] = NAN;
+        CHECK_OK(tn_run(k, n.n_in, ins, 1, outs, &req, ws));
+        char what[64];
+        snprintf(what, sizeof what, "write, %s fused", tn_act_names[act]);
+        tn_compare("Conv", ci, what, out, want, scale, NULL, count);
+        for (size_t i = 0; i < count; i++)
+            before[i] = out[i] = tn_random();
+        req = PL_REQ_ADD_TO;
+        CHECK_OK(tn_run(k, n.n_in, ins, 1, outs, &req, ws));
+        snprintf(what, sizeof what, "add_to, %s fused", tn_act_names[act]);
+        tn_compare("Conv", ci, what, out, want, scale, before, count);
+        tn_mod->api.kernel_release(tn_mod->ctx, k);
+        tn_node_free(&a);
+    }
+    for (size_t i = 0; i < n.n_in; i++)
+        free(in[i]);
+    free(ref);
+    free(scale);
+    free(want);
+    free(out);
+    free(before);
+    tn_node_free(&n);
+}
+
+static void case_fused(void)
+{
+    for (size_t i = 0; i < TN_COUNT(tn_conv_cases); i++)
+        tn_check_fused((int)i, &tn_conv_cases[i]);
+
+    /* Declined: Clip with lo > hi, an activation the module does not fuse,
+     * a Clip of another shape, and a ConvTranspose (no epilogue). */
+    tn_node n;
+    tn_node_build("Conv", &tn_conv_cases[0], &n);
+    size_t ws;
+    pl_kernel *k = tn_kernel(&n, &ws);
+    tn_node a;
+    tn_act_build(TN_CLIP13, &n.out[0], 2.0f, 1.0f, &a);
+    CHECK(tn_mod->api.kernel_fuse(tn_mod->ctx, k, &a.desc) == 0, "Clip(2, 1) was fused");
+    tn_node_free(&a);
+    tn_act_build(TN_RELU, &n.out[0], 0.0f, 0.0f, &a);
+    a.desc.op = "LeakyRelu";
+    CHECK(tn_mod->api.kernel_fuse(tn_mod->ctx, k, &a.desc) == 0, "LeakyRelu was fused");
+    tn_node_free(&a);
+    pl_tensor other = n.out[0];
+    int64_t dims[4] = {1, 1, 2, 2};
+    other.shape = dims;
+    tn_act_build(TN_RELU, &other, 0.0f, 0.0f, &a);
+    CHECK(tn_mod->api.kernel_fuse(tn_mod->ctx, k, &a.desc) == 0,
+          "a Relu of another size was fused");
+    tn_node_free(&a);
+    tn_mod->api.kernel_release(tn_mod->ctx, k);
+    tn_node_free(&n);
+
+    tn_node_build("ConvTranspose", &tn_convt_cases[1], &n);
+    k = tn_kernel(&n, &ws);
+    tn_act_build(TN_RELU, &n.out[0], 0.0f, 0.0f, &a);
+    CHECK(tn_mod->api.kernel_fuse(tn_mod->ctx, k, &a.desc) == 0, "ConvTranspose fused a Relu");
+    tn_node_free(&a);
+    tn_mod->api.kernel_release(tn_mod->ctx, k);
+    tn_node_free(&n);
+}
 
 static void case_Conv(void)
 {
@@ -922,6 +1094,7 @@ static const struct {
     {"GlobalAveragePool", case_GlobalAveragePool},
     {"GlobalMaxPool", case_GlobalMaxPool},
     {"refusals", case_refusals},
+    {"fused", case_fused},
     {"concurrent", case_concurrent},
 };
 
