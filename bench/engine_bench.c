@@ -3,17 +3,24 @@
  * operations, and how two threads scale real work compared with one. A
  * program, not a test; linked against the core's object library.
  *
- * Usage: engine_bench [--threads N] [--json]
+ * Usage: engine_bench [--threads N] [--spin-us N] [--json]
  *   (a) chain: 100,000 empty ops all writing one variable, pushed, then
  *       wait_all; ns per op = total / 100,000.
  *   (b) independent: 100,000 empty ops, each writing its own variable from a
  *       pre-made array; ns per op likewise.
  *   (c) 1,000 ops of about 50 us of arithmetic on independent variables, on a
  *       one-thread and a two-thread engine: speedup = t1 / t2.
- * (a) and (b) use the threaded engine with --threads threads (default 2).
- * Each figure is the median of 5 repetitions. The last line is
+ *   (d) kernels: 2,000 ops in a chain on one variable, each a parallel_for
+ *       of 8 chunks of about 5 us (a model's kernels, one after the other);
+ *       us per kernel = total / 2,000.
+ * (a), (b) and (d) use the threaded engine with --threads threads (default
+ * 2). Idle pool threads spin --spin-us microseconds before sleeping (default
+ * 100, backend.ini's default; 0 = sleep at once). Each figure is the median
+ * of 5 repetitions. The last line is
  *   engine: chain_ns_per_op=<n> independent_ns_per_op=<n> speedup_2t=<x>
- * and --json prints the same figures as one JSON object on the line before. */
+ *           kernel_us=<x>
+ * (one line) and --json prints the same figures as one JSON object on the
+ * line before. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +31,8 @@
 #include "engine.h"
 #include "status.h"
 
-enum { REPS = 5, N_EMPTY = 100000, N_WORK = 1000 };
+enum { REPS = 5, N_EMPTY = 100000, N_WORK = 1000, N_KERNELS = 2000,
+       KERNEL_CHUNKS = 8 };
 #define WORK_US 50.0
 
 static double now_s(void)
@@ -54,10 +62,12 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static int spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
+
 static pl_engine *make_engine(int threads)
 {
     pl_engine_options o = {.kind = PL_ENGINE_THREADED, .threads = threads,
-                           .logger = NULL};
+                           .logger = NULL, .spin_us = spin_us};
     pl_engine *e = NULL;
     die_on(pl_engine_create(&o, &e), "pl_engine_create");
     return e;
@@ -130,6 +140,28 @@ static pl_status *work_fn(void *arg, const pl_run_context *rc)
     return NULL;
 }
 
+/* One kernel: a parallel_for of KERNEL_CHUNKS chunks of WORK_US / 10. */
+typedef struct kernel_arg {
+    pl_threadpool *pool;
+    uint64_t out[KERNEL_CHUNKS];
+} kernel_arg;
+
+static void kernel_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    kernel_arg *k = arg;
+    for (size_t i = begin; i < end; i++)
+        k->out[i] = busy(work_iters / 10, (uint64_t)i);
+}
+
+static pl_status *kernel_fn(void *arg, const pl_run_context *rc)
+{
+    (void)rc;
+    kernel_arg *k = arg;
+    pl_threadpool_parallel_for(k->pool, KERNEL_CHUNKS, 1, kernel_chunk, k);
+    return NULL;
+}
+
 /* ---- the measurements -------------------------------------------------- */
 
 static double run_chain(pl_engine *e)
@@ -189,6 +221,23 @@ static double run_work(pl_engine *e, pl_var **vars, work_arg *args)
     return dt;
 }
 
+static double run_kernels(pl_engine *e)
+{
+    pl_var *v = pl_engine_new_var(e);
+    if (v == NULL)
+        die_on(pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory"), "new_var");
+    kernel_arg k = {.pool = pl_engine_cpu_pool(e)};
+    double t0 = now_s();
+    for (int i = 0; i < N_KERNELS; i++)
+        die_on(pl_engine_push(e, kernel_fn, &k, CPU, NULL, 0, &v, 1, 0,
+                              "kernel"), "push");
+    die_on(pl_engine_wait_all(e), "wait_all");
+    double dt = now_s() - t0;
+    pl_engine_delete_var(e, v);
+    die_on(pl_engine_wait_all(e), "wait_all");
+    return dt;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 2;
@@ -202,10 +251,21 @@ int main(int argc, char **argv)
                 return 2;
             }
             threads = (int)t;
+        } else if (strcmp(argv[i], "--spin-us") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            long t = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end != '\0' || t < 0 ||
+                t > PL_THREADPOOL_SPIN_US_MAX) {
+                fprintf(stderr, "engine_bench: --spin-us wants 0..%d\n",
+                        PL_THREADPOOL_SPIN_US_MAX);
+                return 2;
+            }
+            spin_us = (int)t;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else {
-            fprintf(stderr, "usage: %s [--threads N] [--json]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--spin-us N] [--json]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -217,7 +277,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    double chain[REPS], indep[REPS], t1[REPS], t2[REPS];
+    double chain[REPS], indep[REPS], t1[REPS], t2[REPS], kern[REPS];
     pl_engine *e = make_engine(threads);
     run_chain(e); /* warm-up */
     for (int r = 0; r < REPS; r++)
@@ -238,12 +298,20 @@ int main(int argc, char **argv)
     pl_engine_destroy(e1);
     pl_engine_destroy(e2);
 
+    e = make_engine(threads);
+    run_kernels(e); /* warm-up */
+    for (int r = 0; r < REPS; r++)
+        kern[r] = run_kernels(e);
+    pl_engine_destroy(e);
+
     double chain_s = median(chain, REPS), indep_s = median(indep, REPS);
     double t1_s = median(t1, REPS), t2_s = median(t2, REPS);
     long long chain_ns = (long long)(chain_s * 1e9 / N_EMPTY + 0.5);
     long long indep_ns = (long long)(indep_s * 1e9 / N_EMPTY + 0.5);
     double speedup = t1_s / t2_s;
+    double kernel_us = median(kern, REPS) * 1e6 / N_KERNELS;
 
+    printf("spin_us %d\n", spin_us);
     printf("(a) chain of %d empty ops on one var, %d threads: %.3f ms, "
            "%lld ns/op\n", N_EMPTY, threads, chain_s * 1e3, chain_ns);
     printf("(b) %d independent empty ops, %d threads: %.3f ms, %lld ns/op\n",
@@ -251,15 +319,20 @@ int main(int argc, char **argv)
     printf("(c) %d ops of %.0f us work (%llu iterations): 1 thread %.3f ms, "
            "2 threads %.3f ms, speedup %.2f\n", N_WORK, WORK_US,
            (unsigned long long)work_iters, t1_s * 1e3, t2_s * 1e3, speedup);
+    printf("(d) %d kernels of %d x %.0f us in a chain, %d threads: %.2f us "
+           "per kernel\n", N_KERNELS, KERNEL_CHUNKS, WORK_US / 10, threads,
+           kernel_us);
     if (json)
-        printf("{\"threads\": %d, \"chain_ns_per_op\": %lld, "
-               "\"independent_ns_per_op\": %lld, \"work_us\": %.0f, "
+        printf("{\"threads\": %d, \"spin_us\": %d, \"chain_ns_per_op\": "
+               "%lld, \"independent_ns_per_op\": %lld, \"work_us\": %.0f, "
                "\"work_1t_ms\": %.3f, \"work_2t_ms\": %.3f, "
-               "\"speedup_2t\": %.2f, \"repetitions\": %d}\n",
-               threads, chain_ns, indep_ns, WORK_US, t1_s * 1e3, t2_s * 1e3,
-               speedup, REPS);
+               "\"speedup_2t\": %.2f, \"kernel_us\": %.2f, "
+               "\"repetitions\": %d}\n",
+               threads, spin_us, chain_ns, indep_ns, WORK_US, t1_s * 1e3,
+               t2_s * 1e3, speedup, kernel_us, REPS);
     printf("engine: chain_ns_per_op=%lld independent_ns_per_op=%lld "
-           "speedup_2t=%.2f\n", chain_ns, indep_ns, speedup);
+           "speedup_2t=%.2f kernel_us=%.2f\n", chain_ns, indep_ns, speedup,
+           kernel_us);
     free(args);
     free(vars);
     return 0;

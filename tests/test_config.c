@@ -222,6 +222,36 @@ static void case_log_levels(void)
     }
 }
 
+/* spin_us takes 0 (sleep at once) to 100000 microseconds; the runtime
+ * starts with either end and draws no diagnostic for the key. */
+static void case_spin_us_values(void)
+{
+    static const char *const values[] = {"0", "1", "100", "100000"};
+    for (size_t i = 0; i < 4; i++) {
+        char text[128];
+        snprintf(text, sizeof text,
+                 "[runtime]\nspin_us = %s\nthreads = 2\nmodules = modules\n",
+                 values[i]);
+        pl_runtime *rt = ct_create(ct_ini(text));
+        TH_CHECK(TH_FIND_DIAG(rt, "spin_us") < 0,
+                 "spin_us = %s drew a diagnostic", values[i]);
+        pl_runtime_destroy(rt);
+        th_watch(NULL);
+    }
+}
+
+static void case_bad_spin_us(void)
+{
+    static const char *const values[] = {"-1", "100001", "lots", "1.5", ""};
+    for (size_t i = 0; i < 5; i++) {
+        char text[128];
+        snprintf(text, sizeof text,
+                 "[runtime]\nspin_us = %s\nmodules = modules\n", values[i]);
+        CT_EXPECT_FAILURE(text, PL_CODE_INVALID_ARGUMENT, "backend.ini:2:",
+                          "spin_us", "from 0", "to 100000");
+    }
+}
+
 static const th_case cases[] = {
     {"syntax_error", case_syntax_error},
     {"unknown_key", case_unknown_key},
@@ -236,6 +266,8 @@ static const th_case cases[] = {
     {"values", case_values},
     {"bad_log", case_bad_log},
     {"log_levels", case_log_levels},
+    {"spin_us_values", case_spin_us_values},
+    {"bad_spin_us", case_bad_spin_us},
 };
 
 int main(int argc, char **argv)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "status.h"
+#include "threadpool.h"
 
 /* inih's line buffer is 200 bytes in Debian's build (3 for "\r\n\0"). */
 #define PL_CONFIG_MAX_LINE 196
@@ -347,6 +348,15 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
                     "from 0 (all cores) to 4096",
                     shown, e->line, e->value);
             c->threads = (int)v;
+        } else if (strcmp(e->key, "spin_us") == 0) {
+            long v = 0;
+            if (!pl_config_parse_int(e->value, 0, PL_THREADPOOL_SPIN_US_MAX, &v))
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for spin_us; accepted: an integer "
+                    "from 0 (sleep at once) to %d microseconds",
+                    shown, e->line, e->value, PL_THREADPOOL_SPIN_US_MAX);
+            c->spin_us = (int)v;
         } else if (strcmp(e->key, "cache_dir") == 0) {
             free(c->cache_dir);
             c->cache_dir = e->value[0] ? pl_config_resolve(c, e->value)
@@ -370,7 +380,8 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
                     shown, e->line, e->value);
         } else if (!pl_config_add_warning(
                        c, "%s:%d: unknown key '%s' in [runtime] (known: "
-                          "modules, engine, threads, cache_dir, log)",
+                          "modules, engine, threads, spin_us, cache_dir, "
+                          "log)",
                        shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -475,6 +486,7 @@ static pl_config *pl_config_new(void)
         return NULL;
     c->engine = PL_ENGINE_THREADED;
     c->log_level = PL_LOG_WARN;
+    c->spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
     c->min_subgraph_nodes = 1;
     c->cache_dir = strdup("");
     if (c->cache_dir == NULL) {

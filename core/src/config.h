@@ -43,6 +43,7 @@ typedef struct pl_config {
     size_t n_module_paths;
     pl_engine_kind engine;
     int threads;          /* as written: 0 = all cores */
+    int spin_us;          /* idle CPU threads spin this long before sleeping */
     char *cache_dir;      /* absolute, or "" when off */
     pl_log_level log_level;
     /* [placement] */

@@ -400,7 +400,9 @@ static pl_threadpool *pl_engine_pool_for(pl_engine *e, const pl_exec_ctx *ctx)
     pl_dev_pool *grown = realloc(e->dev, (e->n_dev + 1) * sizeof *grown);
     if (grown != NULL) {
         e->dev = grown;
-        pl_status *st = pl_threadpool_create_ex(1, 1, &pool);
+        /* No spin: a device worker mostly launches work and would take a
+         * core from the CPU pool's budget while it spins. */
+        pl_status *st = pl_threadpool_create_ex(1, 1, 0, &pool);
         if (st != NULL) {
             pl_log(e->logger, PL_LOG_ERROR, "engine",
                    "cannot start the worker of device %d stream %d: %s; its "
@@ -780,7 +782,8 @@ pl_status *pl_engine_create(const pl_engine_options *options,
      * parallel_for. Naive: ops run in the caller, so parallel_for gets
      * threads - 1 helpers and the caller. */
     int workers = e->kind == PL_ENGINE_NAIVE ? threads - 1 : threads;
-    pl_status *st = pl_threadpool_create_ex(workers, threads, &e->cpu);
+    pl_status *st = pl_threadpool_create_ex(workers, threads, options->spin_us,
+                                            &e->cpu);
     if (st != NULL) {
         pl_engine_destroy(e);
         return st;

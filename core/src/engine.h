@@ -75,6 +75,10 @@ typedef struct pl_engine_options {
     pl_engine_kind kind;  /* threaded or naive */
     int threads;          /* CPU budget, >= 1 */
     const pl_logger *logger; /* borrowed; may be NULL */
+    /* How long an idle thread of the CPU pool spins before it sleeps, in
+     * microseconds (pl_threadpool_create_ex); 0 = sleep at once. Device
+     * workers never spin. */
+    int spin_us;
 } pl_engine_options;
 
 pl_status *pl_engine_create(const pl_engine_options *options,

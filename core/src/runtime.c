@@ -178,7 +178,8 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     rt->threads = wanted > 0 ? wanted : (int)(cores > 0 ? cores : 1);
     pl_engine_options eo = {.kind = rt->config->engine,
                             .threads = rt->threads,
-                            .logger = &rt->logger};
+                            .logger = &rt->logger,
+                            .spin_us = rt->config->spin_us};
     st = pl_engine_create(&eo, &rt->engine);
     if (st == NULL) {
         rt->pool = pl_engine_cpu_pool(rt->engine);

@@ -9,12 +9,22 @@
  * inline), an application thread — always makes progress. Workers prefer
  * parallel_for chunks to new tasks: somebody is waiting on those.
  *
+ * Spin, then sleep. A futex wake costs tens of microseconds on a loaded VM,
+ * and a model issues a parallel_for per kernel, so a worker that found no
+ * work first spins for up to spin_us (outside the mutex, watching work_seq,
+ * which publishers bump under the mutex) and only then sleeps on work_cv; a
+ * spinning worker is not counted in idle, so nobody pays a wake for it. The
+ * caller of parallel_for likewise spins on its job's users before it sleeps
+ * on done_cv. A spin that sees the counter move re-locks and looks again, so
+ * the mutex stays the one source of truth and no wake-up can be lost.
+ *
  * Tasks (engine operations) wait in a binary heap by priority, then seq. */
 #include "threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "status.h"
 
@@ -26,13 +36,16 @@ typedef struct pl_pool_job {
     size_t n_chunks;
     atomic_size_t next_chunk;   /* next chunk to claim */
     size_t done_chunks;         /* under the pool mutex */
-    int users;                  /* workers holding a pointer; under the mutex */
+    /* Workers holding a pointer: changed under the mutex only, read outside
+     * it by the spinning caller (who still confirms under the mutex). */
+    atomic_int users;
     int next_worker_slot;       /* worker index handed out; under the mutex */
     struct pl_pool_job *next;
 } pl_pool_job;
 
 struct pl_threadpool {
     int budget;
+    int spin_us;                /* spin before sleeping; 0 = sleep at once */
     int n_workers;
     pthread_t *workers;
     pthread_mutex_t mu;
@@ -43,8 +56,11 @@ struct pl_threadpool {
     pl_task **heap;             /* ready tasks */
     size_t n_heap;
     size_t cap_heap;
-    int idle;                   /* workers waiting on work_cv */
-    bool stop;
+    int idle;                   /* workers waiting on work_cv (not spinning) */
+    /* Bumped under the mutex whenever work is published (a job, tasks) or
+     * the pool stops; spinners watch it without the mutex. */
+    atomic_uint work_seq;
+    atomic_bool stop;           /* written under the mutex */
 };
 
 typedef struct pl_pool_start {
@@ -164,27 +180,99 @@ static pl_pool_job *pl_pool_joinable(pl_threadpool *pool)
     return NULL;
 }
 
+/* ---- spinning ----------------------------------------------------------- */
+
+/* Pauses between the polls of a spin: this eases the sibling hyperthread
+ * and the memory bus. */
+static inline void pl_pool_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Polls between two looks at the clock: a pause is tens of nanoseconds, so
+ * this is a microsecond or two of overshoot at most. */
+enum { PL_POOL_SPIN_POLLS = 32 };
+
+static int64_t pl_pool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins for up to the pool's spin_us while work_seq stays SEEN and the pool
+ * runs. Returns true when either changed (look for work again), false when
+ * the time ran out (go to sleep). Called without the mutex. */
+static bool pl_pool_spin_for_work(pl_threadpool *pool, unsigned seen)
+{
+    int64_t deadline = pl_pool_now_ns() + (int64_t)pool->spin_us * 1000;
+    for (;;) {
+        for (int i = 0; i < PL_POOL_SPIN_POLLS; i++) {
+            unsigned seq = atomic_load_explicit(&pool->work_seq,
+                                                memory_order_acquire);
+            if (seq != seen ||
+                atomic_load_explicit(&pool->stop, memory_order_acquire))
+                return true;
+            pl_pool_pause();
+        }
+        if (pl_pool_now_ns() >= deadline)
+            return false;
+    }
+}
+
+/* Spins for up to the pool's spin_us until no worker holds JOB. A hint only:
+ * a worker may still be about to join, so the caller confirms under the
+ * mutex. Called without the mutex. */
+static void pl_pool_spin_for_helpers(pl_threadpool *pool, pl_pool_job *job)
+{
+    int64_t deadline = pl_pool_now_ns() + (int64_t)pool->spin_us * 1000;
+    for (;;) {
+        for (int i = 0; i < PL_POOL_SPIN_POLLS; i++) {
+            if (atomic_load_explicit(&job->users, memory_order_acquire) == 0)
+                return;
+            pl_pool_pause();
+        }
+        if (pl_pool_now_ns() >= deadline)
+            return;
+    }
+}
+
+/* Bumps work_seq, so that spinning workers look again (mutex held). */
+static void pl_pool_publish(pl_threadpool *pool)
+{
+    atomic_fetch_add_explicit(&pool->work_seq, 1, memory_order_release);
+}
+
 static void *pl_pool_worker(void *arg)
 {
     pl_pool_start start = *(pl_pool_start *)arg;
     free(arg);
     pl_threadpool *pool = start.pool;
     pl_pool_self = pool;
+    /* Whether this worker may spin before its next sleep: after work, after
+     * a wake-up, and after a spin that saw new work; not after a spin that
+     * ran out of time. */
+    bool may_spin = true;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
-        if (pool->stop)
+        if (atomic_load_explicit(&pool->stop, memory_order_relaxed))
             break;
         pl_pool_job *job = pl_pool_joinable(pool);
         if (job != NULL) {
-            job->users++;
+            atomic_fetch_add_explicit(&job->users, 1, memory_order_relaxed);
             int slot = job->next_worker_slot++;
             pthread_mutex_unlock(&pool->mu);
             size_t ran = pl_pool_run_chunks(job, slot);
             pthread_mutex_lock(&pool->mu);
             pl_pool_unlink(pool, job);
             job->done_chunks += ran;
-            job->users--;
+            /* The caller may return as soon as it holds the mutex after
+             * this: JOB is not touched again. */
+            atomic_fetch_sub_explicit(&job->users, 1, memory_order_release);
             pthread_cond_broadcast(&pool->done_cv);
+            may_spin = true;
             continue;
         }
         pl_task *task = pl_heap_pop(pool);
@@ -193,17 +281,29 @@ static void *pl_pool_worker(void *arg)
             while (task != NULL)
                 task = task->run(task, start.index);
             pthread_mutex_lock(&pool->mu);
+            may_spin = true;
             continue;
+        }
+        if (may_spin && pool->spin_us > 0) {
+            /* Read under the mutex: any work published after this check
+             * bumps the counter. */
+            unsigned seen = atomic_load_explicit(&pool->work_seq,
+                                                 memory_order_relaxed);
+            pthread_mutex_unlock(&pool->mu);
+            may_spin = pl_pool_spin_for_work(pool, seen);
+            pthread_mutex_lock(&pool->mu);
+            continue;   /* look again before any sleep */
         }
         pool->idle++;
         pthread_cond_wait(&pool->work_cv, &pool->mu);
         pool->idle--;
+        may_spin = true;
     }
     pthread_mutex_unlock(&pool->mu);
     return NULL;
 }
 
-pl_status *pl_threadpool_create_ex(int workers, int budget,
+pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
                                    pl_threadpool **out_pool)
 {
     *out_pool = NULL;
@@ -211,10 +311,17 @@ pl_status *pl_threadpool_create_ex(int workers, int budget,
         budget = 1;
     if (workers < 0)
         workers = 0;
+    if (spin_us < 0)
+        spin_us = 0;
+    if (spin_us > PL_THREADPOOL_SPIN_US_MAX)
+        spin_us = PL_THREADPOOL_SPIN_US_MAX;
     pl_threadpool *pool = calloc(1, sizeof *pool);
     if (pool == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     pool->budget = budget;
+    pool->spin_us = spin_us;
+    atomic_init(&pool->work_seq, 0);
+    atomic_init(&pool->stop, false);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->work_cv, NULL);
     pthread_cond_init(&pool->done_cv, NULL);
@@ -250,7 +357,8 @@ pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool)
 {
     if (threads < 1)
         threads = 1;
-    return pl_threadpool_create_ex(threads - 1, threads, out_pool);
+    return pl_threadpool_create_ex(threads - 1, threads,
+                                   PL_THREADPOOL_SPIN_US_DEFAULT, out_pool);
 }
 
 void pl_threadpool_destroy(pl_threadpool *pool)
@@ -258,7 +366,8 @@ void pl_threadpool_destroy(pl_threadpool *pool)
     if (pool == NULL)
         return;
     pthread_mutex_lock(&pool->mu);
-    pool->stop = true;
+    atomic_store_explicit(&pool->stop, true, memory_order_release);
+    pl_pool_publish(pool);  /* spinners see it too, and stop at once */
     pthread_cond_broadcast(&pool->work_cv);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->n_workers; i++)
@@ -306,22 +415,30 @@ void pl_threadpool_parallel_for(pl_threadpool *pool, size_t n, size_t grain,
                        .n_chunks = (n + chunk - 1) / chunk,
                        .next_worker_slot = 1};
     atomic_init(&job.next_chunk, 0);
+    atomic_init(&job.users, 0);
     pthread_mutex_lock(&pool->mu);
     if (pool->tail != NULL)
         pool->tail->next = &job;
     else
         pool->head = &job;
     pool->tail = &job;
+    pl_pool_publish(pool);
     if (pool->idle > 0)
         pthread_cond_broadcast(&pool->work_cv);
     pthread_mutex_unlock(&pool->mu);
 
     size_t ran = pl_pool_run_chunks(&job, 0);
 
+    /* Every chunk is claimed now; wait for the helpers that run the rest,
+     * spinning first. JOB lives on this stack, so return only after the
+     * mutex confirms that no worker holds it. */
+    if (pool->spin_us > 0)
+        pl_pool_spin_for_helpers(pool, &job);
     pthread_mutex_lock(&pool->mu);
     pl_pool_unlink(pool, &job);
     job.done_chunks += ran;
-    while (job.done_chunks < job.n_chunks || job.users > 0)
+    while (job.done_chunks < job.n_chunks ||
+           atomic_load_explicit(&job.users, memory_order_relaxed) > 0)
         pthread_cond_wait(&pool->done_cv, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }
@@ -343,6 +460,8 @@ pl_task *pl_threadpool_submit_batch(pl_threadpool *pool, pl_task *const *tasks,
     }
     if (keep_one)
         mine = pl_heap_pop(pool);
+    if (pool->n_heap > 0)
+        pl_pool_publish(pool);
     size_t wake = pool->n_heap < (size_t)pool->idle ? pool->n_heap
                                                      : (size_t)pool->idle;
     for (size_t i = 0; i < wake; i++)

@@ -25,18 +25,28 @@ struct pl_task {
     uint64_t seq;
 };
 
+/* How long, by default and at most, an idle thread of the pool spins (in
+ * microseconds) before it sleeps: `spin_us` in backend.ini. */
+#define PL_THREADPOOL_SPIN_US_DEFAULT 100
+#define PL_THREADPOOL_SPIN_US_MAX 100000
+
 /* A pool for parallel_for alone: threads - 1 workers, the caller of
- * parallel_for being the last thread. threads >= 1. */
+ * parallel_for being the last thread; idle threads spin for
+ * PL_THREADPOOL_SPIN_US_DEFAULT. threads >= 1. */
 pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool);
 
 /* A pool with WORKERS threads (0 allowed) that run tasks and parallel_for
  * chunks, and a budget: the most threads one parallel_for uses, its caller
- * included. */
-pl_status *pl_threadpool_create_ex(int workers, int budget,
+ * included. A worker that runs out of work, and a parallel_for caller
+ * waiting for its helpers, first spin for up to SPIN_US microseconds
+ * (clamped to 0..PL_THREADPOOL_SPIN_US_MAX; 0 = sleep at once) so that work
+ * arriving soon after costs no wake-up; a spinning worker burns its core. */
+pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
                                    pl_threadpool **out_pool);
 
-/* Stops and joins the workers. Pending tasks are dropped: the owner drains
- * them first. No parallel_for may be running. */
+/* Stops and joins the workers, spinning ones included, without waiting out
+ * their spin. Pending tasks are dropped: the owner drains them first. No
+ * parallel_for may be running. */
 void pl_threadpool_destroy(pl_threadpool *pool);
 
 /* The budget: threads a parallel_for may use, the caller included. */

@@ -4,7 +4,9 @@
  * exactly the variable versions push order implies, error injection checked
  * against a serial simulation of engine.h's error rules, late asynchronous
  * completion, deletion and destruction with work pending, parallel_for nested
- * in operations, priorities, device pools and the naive engine.
+ * in operations, priorities, device pools and the naive engine; cases named
+ * *_spin repeat some of these with idle threads that spin before sleeping,
+ * and the pool's parallel_for and destroy are tested on their own.
  *
  * Linked against the core's object library (like tests/core). Usage:
  * test_engine CASE. Every case runs under a watchdog (alarm) and keeps its
@@ -119,9 +121,14 @@ static const pl_exec_ctx DEV[3] = {
     {PL_EXEC_DEVICE, 1, 0, &dev_handles[2]},
 };
 
+/* How long idle CPU threads of the engines (and pools) a case makes spin
+ * before sleeping: 0 by default; the *_spin cases set it. */
+static int g_spin_us;
+
 static pl_engine *make_engine(pl_engine_kind kind, int threads)
 {
-    pl_engine_options o = {.kind = kind, .threads = threads, .logger = NULL};
+    pl_engine_options o = {.kind = kind, .threads = threads, .logger = NULL,
+                           .spin_us = g_spin_us};
     pl_engine *e = NULL;
     pl_status *st = pl_engine_create(&o, &e);
     CHECKF(st == NULL, "pl_engine_create: %s", pl_status_message(st));
@@ -1716,6 +1723,135 @@ static void case_parallel_for_nested(void)
     }
 }
 
+/* ---- the pool alone: bursts of parallel_for, spinning or not --------------- */
+
+typedef struct burst_arg {
+    atomic_llong sum;
+    atomic_int calls;
+} burst_arg;
+
+static void burst_body(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    burst_arg *b = arg;
+    long long acc = 0;
+    for (size_t i = begin; i < end; i++)
+        acc += (long long)i;
+    atomic_fetch_add(&b->sum, acc);
+    atomic_fetch_add(&b->calls, 1);
+}
+
+typedef struct burst_thread {
+    pthread_t thread;
+    pl_threadpool *pool;
+    int rounds;
+    unsigned seed;
+} burst_thread;
+
+/* Many parallel_for in a row with small, varying sizes, each on a job that
+ * lives on this stack: the pattern of a model's kernels, where helpers
+ * finish right as the caller returns. Every sum is checked. */
+static void *burst_main(void *arg)
+{
+    burst_thread *t = arg;
+    rng r = {t->seed};
+    for (int k = 0; k < t->rounds; k++) {
+        burst_arg b;
+        atomic_init(&b.sum, 0);
+        atomic_init(&b.calls, 0);
+        size_t n = 1 + rng_below(&r, 5000);
+        size_t grain = 1 + rng_below(&r, 64);
+        pl_threadpool_parallel_for(t->pool, n, grain, burst_body, &b);
+        long long want = (long long)n * ((long long)n - 1) / 2;
+        CHECKF(atomic_load(&b.sum) == want, "round %d: n %zu grain %zu: sum "
+               "%lld, expected %lld", k, n, grain,
+               (long long)atomic_load(&b.sum), want);
+        /* now and then a gap, so that helpers run out of spin and sleep */
+        if (rng_below(&r, 64) == 0)
+            sleep_us(rng_below(&r, 300));
+    }
+    return NULL;
+}
+
+static void burst_on(int workers, int budget, int spin_us, int callers)
+{
+    pl_threadpool *pool = NULL;
+    pl_status *st = pl_threadpool_create_ex(workers, budget, spin_us, &pool);
+    CHECKF(st == NULL, "pl_threadpool_create_ex: %s", pl_status_message(st));
+    burst_thread t[4];
+    CHECK(callers >= 1 && callers <= 4);
+    for (int i = 0; i < callers; i++) {
+        t[i] = (burst_thread){.pool = pool, .rounds = 2000 / callers,
+                              .seed = 7u + (unsigned)i};
+        CHECK(pthread_create(&t[i].thread, NULL, burst_main, &t[i]) == 0);
+    }
+    for (int i = 0; i < callers; i++)
+        CHECK(pthread_join(t[i].thread, NULL) == 0);
+    pl_threadpool_destroy(pool);
+}
+
+static void case_parallel_for_burst(void)
+{
+    burst_on(1, 2, g_spin_us, 1);
+    burst_on(3, 4, g_spin_us, 1);
+    burst_on(3, 4, g_spin_us, 3);
+    burst_on(1, 2, g_spin_us, 2);
+}
+
+/* Every chunk waits until both workers of the pool have entered one, so
+ * that both are awake, and spinning, once the parallel_for returns. */
+typedef struct meet_arg {
+    atomic_int helpers;         /* workers that entered a chunk */
+    atomic_int seen[3];         /* by worker slot */
+} meet_arg;
+
+static void meet_body(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)begin;
+    (void)end;
+    meet_arg *m = arg;
+    if (worker > 0 && worker < 3 && atomic_exchange(&m->seen[worker], 1) == 0)
+        atomic_fetch_add(&m->helpers, 1);
+    while (atomic_load(&m->helpers) < 2)
+        sleep_us(50);
+}
+
+/* Destroy does not wait out the spin: pools whose two workers are spinning
+ * for 0.1 s are destroyed 50 times. Were the spin waited out, this would
+ * take 5 s or more; CTest's TIMEOUT for this case is shorter. */
+static void case_destroy_spinning(void)
+{
+    for (int i = 0; i < 50; i++) {
+        pl_threadpool *pool = NULL;
+        pl_status *st = pl_threadpool_create_ex(2, 3, PL_THREADPOOL_SPIN_US_MAX,
+                                                &pool);
+        CHECKF(st == NULL, "pl_threadpool_create_ex: %s", pl_status_message(st));
+        meet_arg m;
+        atomic_init(&m.helpers, 0);
+        for (int k = 0; k < 3; k++)
+            atomic_init(&m.seen[k], 0);
+        pl_threadpool_parallel_for(pool, 12, 1, meet_body, &m);
+        CHECK(atomic_load(&m.helpers) == 2);
+        pl_threadpool_destroy(pool);
+    }
+    /* an engine too: its workers spin after running ops */
+    g_spin_us = PL_THREADPOOL_SPIN_US_MAX;
+    for (int i = 0; i < 10; i++) {
+        pl_engine *e = make_engine(PL_ENGINE_THREADED, 2);
+        pl_var *v = pl_engine_new_var(e);
+        CHECK(v != NULL);
+        atomic_int count;
+        atomic_init(&count, 0);
+        count_op op = {.count = &count};
+        for (int k = 0; k < 20; k++)
+            expect_ok(pl_engine_push(e, count_fn, &op, CPU, NULL, 0, &v, 1, 0,
+                                     "count"), "push");
+        expect_ok(pl_engine_wait_all(e), "wait_all");
+        CHECK(atomic_load(&count) == 20);
+        pl_engine_destroy(e);
+    }
+}
+
 /* ---- priorities ------------------------------------------------------------ */
 
 typedef struct prio_state {
@@ -2169,6 +2305,31 @@ static void c_wait_all_error_naive(void) { case_wait_all_error(NV); }
 static void c_push_threads(void) { case_push_threads(TH); }
 static void c_push_threads_naive(void) { case_push_threads(NV); }
 
+/* The same cases with idle threads that spin before they sleep. */
+enum { SPIN = 200 };
+static void c_random_t1_spin(void) { g_spin_us = SPIN; case_random(TH, 1); }
+static void c_random_t2_spin(void) { g_spin_us = SPIN; case_random(TH, 2); }
+static void c_random_t4_spin(void) { g_spin_us = SPIN; case_random(TH, 4); }
+static void c_random_naive_spin(void) { g_spin_us = SPIN; case_random(NV, 2); }
+static void c_random_mixed_spin(void)
+{
+    g_spin_us = SPIN;
+    case_random_mixed(TH, 4);
+}
+static void c_order_t2_spin(void) { g_spin_us = SPIN; case_order(TH, 2, false); }
+static void c_errors_t4_spin(void) { g_spin_us = SPIN; case_errors(TH, 4, false); }
+static void c_push_threads_spin(void) { g_spin_us = SPIN; case_push_threads(TH); }
+static void c_parallel_for_nested_spin(void)
+{
+    g_spin_us = SPIN;
+    case_parallel_for_nested();
+}
+static void c_parallel_for_burst_spin(void)
+{
+    g_spin_us = SPIN;
+    case_parallel_for_burst();
+}
+
 static const test_case cases[] = {
     {"random_t1", c_random_t1},
     {"random_t2", c_random_t2},
@@ -2203,6 +2364,18 @@ static const test_case cases[] = {
     {"naive_async", case_naive_async},
     {"push_from_op", case_push_from_op},
     {"push_edge", case_push_edge},
+    {"parallel_for_burst", case_parallel_for_burst},
+    {"destroy_spinning", case_destroy_spinning},
+    {"random_t1_spin", c_random_t1_spin},
+    {"random_t2_spin", c_random_t2_spin},
+    {"random_t4_spin", c_random_t4_spin},
+    {"random_naive_spin", c_random_naive_spin},
+    {"random_mixed_spin", c_random_mixed_spin},
+    {"order_t2_spin", c_order_t2_spin},
+    {"errors_t4_spin", c_errors_t4_spin},
+    {"push_threads_spin", c_push_threads_spin},
+    {"parallel_for_nested_spin", c_parallel_for_nested_spin},
+    {"parallel_for_burst_spin", c_parallel_for_burst_spin},
 };
 
 int main(int argc, char **argv)
