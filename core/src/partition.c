@@ -7,7 +7,9 @@
  * cluster of its backend that feeds it, unless another of its inputs
  * depends on that cluster through a node outside it — which is exactly the
  * case where contracting the cluster would create a cycle. Each node carries
- * the set of clusters it depends on, as a bitset. */
+ * the set of clusters it depends on, as a bitset. Epilogue fusion runs on
+ * the final assignment of imperative nodes: it walks chains of single
+ * consumers and asks the head's module (kernel_fuse) to take each in turn. */
 #include "partition.h"
 
 #include <stdio.h>
@@ -39,6 +41,9 @@ struct pl_partition {
     uint32_t *pos;           /* nn: node -> topological position */
     uint64_t *deps;          /* nn * words */
     size_t words;
+    pl_nid *fused_into;      /* nn: the head whose kernel runs the node */
+    pl_nid *fused_next;      /* nn: the next node of the node's chain */
+    pl_nid *offered_to;      /* nn: the head whose kernel it was offered to */
 };
 
 static pl_status *pl_part_oom(void)
@@ -124,6 +129,40 @@ static pl_status *pl_part_ask_symbolic(pl_partition *p, size_t b)
     return NULL;
 }
 
+/* Describes node N for a module call (get_kernel, kernel_fuse): its
+ * tensors go to INLINE_T (16 entries) or, for a node with more, to a new
+ * array; *out_t is the one used, which the caller frees if it is not
+ * INLINE_T. False when out of memory. */
+static bool pl_part_describe_node(const pl_partition *p, pl_nid n,
+                                  pl_tensor *inline_t, pl_tensor **out_t,
+                                  pl_node_desc *out_desc)
+{
+    const pl_graph_node *node = pl_graph_get_node(p->g, n);
+    size_t nt = node->n_inputs + node->n_outputs;
+    pl_tensor *t = nt <= 16 ? inline_t : pl_calloc(nt, sizeof *t);
+    *out_t = t;
+    if (t == NULL)
+        return false;
+    for (size_t i = 0; i < node->n_inputs; i++)
+        pl_partition_describe_tensor(p->g, node->inputs[i], &t[i]);
+    for (size_t i = 0; i < node->n_outputs; i++)
+        pl_partition_describe_tensor(p->g, node->outputs[i], &t[node->n_inputs + i]);
+    *out_desc = (pl_node_desc){
+        .header = PL_ABI_HEADER_INIT(pl_node_desc),
+        .name = node->name,
+        .op = node->op,
+        .domain = node->domain,
+        .opset_version = pl_graph_opset(p->g, node->domain),
+        .graph = p->view,
+        .node_index = p->pos[n],
+        .n_inputs = node->n_inputs,
+        .inputs = t,
+        .n_outputs = node->n_outputs,
+        .outputs = t + node->n_inputs,
+    };
+    return true;
+}
+
 static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b)
 {
     size_t k = (size_t)n * p->nb + b;
@@ -131,30 +170,11 @@ static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b)
         return NULL;
     const pl_part_backend *be = &p->backends[b];
     pl_module *m = be->module;
-    const pl_graph_node *node = pl_graph_get_node(p->g, n);
     pl_tensor inline_t[16];
-    size_t nt = node->n_inputs + node->n_outputs;
-    pl_tensor *t = nt <= 16 ? inline_t : pl_calloc(nt, sizeof *t);
-    if (t == NULL)
+    pl_tensor *t = NULL;
+    pl_node_desc desc;
+    if (!pl_part_describe_node(p, n, inline_t, &t, &desc))
         return pl_part_oom();
-    for (size_t i = 0; i < node->n_inputs; i++)
-        pl_partition_describe_tensor(p->g, node->inputs[i], &t[i]);
-    for (size_t i = 0; i < node->n_outputs; i++)
-        pl_partition_describe_tensor(p->g, node->outputs[i], &t[node->n_inputs + i]);
-    size_t view_index = p->pos[n];
-    pl_node_desc desc = {
-        .header = PL_ABI_HEADER_INIT(pl_node_desc),
-        .name = node->name,
-        .op = node->op,
-        .domain = node->domain,
-        .opset_version = pl_graph_opset(p->g, node->domain),
-        .graph = p->view,
-        .node_index = view_index,
-        .n_inputs = node->n_inputs,
-        .inputs = t,
-        .n_outputs = node->n_outputs,
-        .outputs = t + node->n_inputs,
-    };
     pl_kernel *kernel = NULL;
     size_t ws = 0;
     pl_status *st = m->api.get_kernel(m->ctx, be->device, &desc, &kernel, &ws);
@@ -368,12 +388,16 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->assign = pl_calloc(p->nn ? p->nn : 1, sizeof *p->assign);
     p->cluster = pl_calloc(p->nn ? p->nn : 1, sizeof *p->cluster);
     p->pos = pl_calloc(p->nn ? p->nn : 1, sizeof *p->pos);
+    p->fused_into = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->fused_into);
+    p->fused_next = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->fused_next);
+    p->offered_to = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->offered_to);
     size_t dep_words;
     bool sized = pl_size_mul(p->nn ? p->nn : 1, p->words, &dep_words);
     p->deps = sized ? pl_calloc(dep_words, sizeof *p->deps) : NULL;
     if (!p->backends || !p->verdict || !p->reason || !p->kernel || !p->workspace ||
         !p->excluded || !p->pin || !p->assign || !p->cluster || !p->deps ||
-        !p->pos || p->topo == NULL) {
+        !p->pos || !p->fused_into || !p->fused_next || !p->offered_to ||
+        p->topo == NULL) {
         bool unvalidated = p->topo == NULL;
         pl_partition_destroy(p);
         return unvalidated ? pl_status_create(PL_CODE_FAILED_PRECONDITION,
@@ -383,8 +407,12 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     for (size_t i = 0; i < p->nn; i++)
         p->pos[p->topo[i]] = (uint32_t)i;
     memcpy(p->backends, backends, p->nb * sizeof *p->backends);
-    for (size_t n = 0; n < p->nn; n++)
+    for (size_t n = 0; n < p->nn; n++) {
         p->pin[n] = -1;
+        p->fused_into[n] = PL_NID_NONE;
+        p->fused_next[n] = PL_NID_NONE;
+        p->offered_to[n] = PL_NID_NONE;
+    }
     for (size_t i = 0; i < n_pins; i++) {
         pl_nid n = pl_graph_find_node(g, pins[i].node);
         if (n == PL_NID_NONE) {
@@ -435,6 +463,9 @@ void pl_partition_destroy(pl_partition *p)
     pl_free(p->cluster);
     pl_free(p->deps);
     pl_free(p->pos);
+    pl_free(p->fused_into);
+    pl_free(p->fused_next);
+    pl_free(p->offered_to);
     pl_free(p);
 }
 
@@ -490,6 +521,129 @@ pl_kernel *pl_partition_kernel(const pl_partition *p, pl_nid n,
     if (out_workspace)
         *out_workspace = p->workspace[k];
     return p->kernel[k];
+}
+
+/* ---- epilogue fusion ------------------------------------------------------ */
+
+static bool pl_part_same_type(const pl_graph_tensor *a, const pl_graph_tensor *b)
+{
+    if (!PL_DTYPE_EQ(a->dtype, b->dtype) || a->ndim != b->ndim || a->ndim < 0)
+        return false;
+    for (int32_t d = 0; d < a->ndim; d++)
+        if (a->dims[d] != b->dims[d] || a->dims[d] < 0)
+            return false;
+    return true;
+}
+
+/* The consumer of TAIL's only output that may be offered to the kernel of
+ * backend B that ends in TAIL (pl_partition_fuse lists the rules), or
+ * PL_NID_NONE. */
+static pl_nid pl_part_fuse_candidate(const pl_partition *p, pl_nid tail, int32_t b)
+{
+    const pl_graph_node *pn = pl_graph_get_node(p->g, tail);
+    pl_tid out = PL_TID_NONE;
+    size_t present = 0;
+    for (size_t o = 0; o < pn->n_outputs; o++)
+        if (pn->outputs[o] != PL_TID_NONE) {
+            out = pn->outputs[o];
+            present++;
+        }
+    if (present != 1)
+        return PL_NID_NONE;
+    const pl_graph_tensor *t = pl_graph_get_tensor(p->g, out);
+    if (t->is_output || t->n_consumers != 1)
+        return PL_NID_NONE;
+    pl_nid c = t->consumers[0];
+    if (c >= p->nn || p->assign[c] != b || p->cluster[c] >= 0 ||
+        p->fused_into[c] != PL_NID_NONE || p->fused_next[c] != PL_NID_NONE)
+        return PL_NID_NONE;
+    const pl_graph_node *cn = pl_graph_get_node(p->g, c);
+    if (cn->n_outputs != 1 || cn->outputs[0] == PL_TID_NONE)
+        return PL_NID_NONE;
+    size_t reads = 0;
+    for (size_t i = 0; i < cn->n_inputs; i++) {
+        pl_tid in = cn->inputs[i];
+        if (in == PL_TID_NONE)
+            continue;
+        if (in == out) {
+            reads++;
+            continue;
+        }
+        const pl_graph_tensor *ti = pl_graph_get_tensor(p->g, in);
+        if (ti->data == NULL || ti->is_input)
+            return PL_NID_NONE;
+    }
+    if (reads != 1 || !pl_part_same_type(t, pl_graph_get_tensor(p->g, cn->outputs[0])))
+        return PL_NID_NONE;
+    return c;
+}
+
+/* Checks that every fused node still sits on its head's imperative backend. */
+static pl_status *pl_part_check_chains(const pl_partition *p)
+{
+    for (size_t n = 0; n < p->nn; n++) {
+        pl_nid h = p->fused_into[n];
+        if (h == PL_NID_NONE)
+            continue;
+        int32_t b = p->assign[h];
+        if (p->assign[n] != b || b < 0 || p->backends[b].symbolic || p->cluster[n] >= 0)
+            return pl_status_create(PL_CODE_INTERNAL,
+                                    "partition: node '%s', fused into '%s', was "
+                                    "moved to another backend",
+                                    pl_graph_get_node(p->g, (pl_nid)n)->name,
+                                    pl_graph_get_node(p->g, h)->name);
+    }
+    return NULL;
+}
+
+pl_status *pl_partition_fuse(pl_partition *p)
+{
+    PL_RETURN_IF_ERROR(pl_part_check_chains(p));
+    for (size_t idx = 0; idx < p->nn; idx++) {
+        pl_nid n = p->topo[idx];
+        int32_t b = p->assign[n];
+        if (b < 0 || p->fused_into[n] != PL_NID_NONE || p->backends[b].symbolic)
+            continue;
+        pl_module *m = p->backends[b].module;
+        pl_kernel *kernel = p->kernel[(size_t)n * p->nb + (size_t)b];
+        if (kernel == NULL || !PL_ABI_HAS_FN(pl_module_api, &m->api, kernel_fuse))
+            continue;
+        pl_nid tail = n;
+        while (p->fused_next[tail] != PL_NID_NONE)
+            tail = p->fused_next[tail];
+        for (;;) {
+            pl_nid c = pl_part_fuse_candidate(p, tail, b);
+            /* A kernel that declined a node declines it for good. */
+            if (c == PL_NID_NONE || p->offered_to[c] == n)
+                break;
+            p->offered_to[c] = n;
+            pl_tensor inline_t[16];
+            pl_tensor *t = NULL;
+            pl_node_desc desc;
+            if (!pl_part_describe_node(p, c, inline_t, &t, &desc))
+                return pl_part_oom();
+            int taken = m->api.kernel_fuse(m->ctx, kernel, &desc);
+            if (t != inline_t)
+                pl_free(t);
+            /* Only 1 means fused; anything else leaves the kernel as it was. */
+            if (taken != 1)
+                break;
+            p->fused_into[c] = n;
+            p->fused_next[tail] = c;
+            tail = c;
+        }
+    }
+    return NULL;
+}
+
+pl_nid pl_partition_fused_into(const pl_partition *p, pl_nid n)
+{
+    return n < p->nn ? p->fused_into[n] : PL_NID_NONE;
+}
+
+pl_nid pl_partition_fused_next(const pl_partition *p, pl_nid n)
+{
+    return n < p->nn ? p->fused_next[n] : PL_NID_NONE;
 }
 
 const char *pl_partition_reason(const pl_partition *p, pl_nid n, size_t b)

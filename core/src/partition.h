@@ -9,7 +9,13 @@
  * min_subgraph_nodes are offered to the next backend; so are subgraphs whose
  * compile failed (pl_partition_exclude, then pl_partition_assign again). A
  * node no backend takes is an error naming it, its op and every backend's
- * reason. */
+ * reason.
+ *
+ * Epilogue fusion (ABI 1.1, pl_partition_fuse): a node whose kernel came
+ * from a module with kernel_fuse may absorb the single consumer of its only
+ * output, and that consumer's consumer after it (a chain). The fused nodes
+ * keep their assignment; the session runs the chain as one kernel step of
+ * its head. */
 #ifndef PL_CORE_PARTITION_H
 #define PL_CORE_PARTITION_H
 
@@ -68,6 +74,29 @@ const pl_part_cluster *pl_partition_cluster(const pl_partition *p, size_t c);
  * bytes. The partition owns it (and releases it when destroyed). */
 pl_kernel *pl_partition_kernel(const pl_partition *p, pl_nid n,
                                size_t *out_workspace);
+/* Offers kernel_fuse: for every imperative node (a chain's head) in
+ * topological order, its chain's last node's consumer NEXT when
+ *   - that node has one output, which NEXT alone reads (in one input) and
+ *     which is not a graph output;
+ *   - NEXT's other inputs are absent or constants of the graph;
+ *   - NEXT has one output, of the same dtype and shape;
+ *   - NEXT is assigned to the same imperative backend (module and device)
+ *     and heads no chain of its own;
+ * and extends the chain while the module accepts. No kernel is offered the
+ * same node twice: call it again after pl_partition_exclude_cluster and it
+ * offers only pairs that the new assignment made eligible. This is
+ * sound because an exclusion never moves a node that an imperative backend
+ * holds (exclusions only strike symbolic verdicts), so a fused chain stays
+ * valid; the call checks that and fails with PL_CODE_INTERNAL otherwise. A
+ * kernel, once fused, stays fused: kernel_fuse cannot be undone. */
+pl_status *pl_partition_fuse(pl_partition *p);
+/* The head of the chain node N is fused into (whose kernel runs N), or
+ * PL_NID_NONE when N runs on its own (or heads a chain). */
+pl_nid pl_partition_fused_into(const pl_partition *p, pl_nid n);
+/* The node fused right after N in its chain, or PL_NID_NONE. Following it
+ * from a head lists the chain in order. */
+pl_nid pl_partition_fused_next(const pl_partition *p, pl_nid n);
+
 /* The refusal reason of backend B for node N, or NULL. */
 const char *pl_partition_reason(const pl_partition *p, pl_nid n, size_t b);
 

@@ -1,7 +1,11 @@
 /* session.c — the executor: a model made ready to run, and its runs.
  *
- * Creation: partition the graph (partition.c); turn it into steps — one per
- * symbolic subgraph, one per imperative node, and a copy wherever a tensor
+ * Creation: partition the graph (partition.c); fuse epilogues into
+ * imperative kernels where their modules accept (pl_partition_fuse); turn
+ * it into steps — one per symbolic subgraph, one per imperative node or
+ * fused chain (its head's kernel writes the chain's last output; the
+ * intermediate tensors are never made, so they have no value and no plan
+ * entry), and a copy wherever a tensor
  * is needed on another device than the one that made it; give every tensor
  * the core materialises a "value" on one device; build an execution graph
  * of steps and values and plan its memory per device (plan.c); compile the
@@ -508,6 +512,38 @@ static pl_status *pl_sess_bind_output(pl_session *s, size_t step, size_t slot,
     return NULL;
 }
 
+/* The last node of the fused chain that node N heads (N itself when it
+ * heads none). */
+static pl_nid pl_sess_chain_tail(const pl_session *s, pl_nid n)
+{
+    while (pl_partition_fused_next(s->part, n) != PL_NID_NONE)
+        n = pl_partition_fused_next(s->part, n);
+    return n;
+}
+
+/* The name of the kernel step of node N on MODULE: "name (Op, module)", or
+ * for a fused chain "a+b (OpA+OpB, module)", so per-step timings name every
+ * node the step runs. NULL when out of memory. */
+static char *pl_sess_kernel_step_name(const pl_session *s, pl_nid n, const char *module)
+{
+    char *names = NULL, *ops = NULL;
+    for (pl_nid k = n; k != PL_NID_NONE; k = pl_partition_fused_next(s->part, k)) {
+        const pl_graph_node *node = pl_graph_get_node(s->g, k);
+        char *nn = names ? pl_strdupf("%s+%s", names, node->name) : pl_xstrdup(node->name);
+        char *no = ops ? pl_strdupf("%s+%s", ops, node->op) : pl_xstrdup(node->op);
+        pl_free(names);
+        pl_free(ops);
+        names = nn;
+        ops = no;
+        if (names == NULL || ops == NULL)
+            break;
+    }
+    char *name = names && ops ? pl_strdupf("%s (%s, %s)", names, ops, module) : NULL;
+    pl_free(names);
+    pl_free(ops);
+    return name;
+}
+
 static pl_status *pl_sess_build_steps(pl_session *s)
 {
     const pl_graph *g = s->g;
@@ -584,7 +620,13 @@ static pl_status *pl_sess_build_steps(pl_session *s)
                 st = pl_sess_bind_output(s, idx, o, (pl_tid)api->output(view, o), dev);
         } else {
             pl_nid n = (pl_nid)(u - nc);
+            /* A fused node runs inside its chain head's step, which came
+             * earlier in the unit order. */
+            if (pl_partition_fused_into(s->part, n) != PL_NID_NONE)
+                continue;
             const pl_graph_node *node = pl_graph_get_node(g, n);
+            /* The tensor the chain ends in replaces the head's one output. */
+            const pl_graph_node *tail = pl_graph_get_node(g, pl_sess_chain_tail(s, n));
             int32_t b = pl_partition_node_backend(s->part, n);
             const pl_part_backend *be = pl_partition_backend(s->part, (size_t)b);
             int32_t dev = pl_sess_device_of(s, be);
@@ -615,7 +657,7 @@ static pl_status *pl_sess_build_steps(pl_session *s)
             /* Borrowed: the partition owns kernels until it is destroyed,
              * so a rebuild after a failed compile finds them again. */
             step->kernel = pl_partition_kernel(s->part, n, &ws);
-            step->name = pl_strdupf("%s (%s, %s)", node->name, node->op, be->module->name);
+            step->name = pl_sess_kernel_step_name(s, n, be->module->name);
             step->requests = pl_malloc((node->n_outputs ? node->n_outputs : 1) *
                                        sizeof *step->requests);
             if (step->name == NULL || step->requests == NULL) {
@@ -623,10 +665,11 @@ static pl_status *pl_sess_build_steps(pl_session *s)
                 break;
             }
             for (size_t o = 0; st == NULL && o < node->n_outputs; o++) {
-                s->steps[idx].requests[o] = node->outputs[o] == PL_TID_NONE
-                                                ? PL_REQ_NULL
-                                                : PL_REQ_WRITE;
-                st = pl_sess_bind_output(s, idx, o, node->outputs[o], dev);
+                pl_tid t = node->outputs[o];
+                if (t != PL_TID_NONE && tail != node)
+                    t = tail->outputs[0];
+                s->steps[idx].requests[o] = t == PL_TID_NONE ? PL_REQ_NULL : PL_REQ_WRITE;
+                st = pl_sess_bind_output(s, idx, o, t, dev);
             }
             if (st == NULL && ws > 0 && dev != 0)
                 s->steps[idx].device_workspace = ws;
@@ -677,6 +720,10 @@ typedef struct pl_sess_inplace {
     pl_session *s;
 } pl_sess_inplace;
 
+/* Whether a kernel step's output may reuse an input's block. The head's
+ * schema decides, also for a fused chain: its output then holds the chain's
+ * result, of the same dtype and shape, and the module applies the request to
+ * that result (module.h, kernel_fuse). */
 static bool pl_sess_inplace_fn(void *user, pl_nid xnode, size_t out_index,
                                size_t in_slot)
 {
@@ -1097,7 +1144,11 @@ pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
     pl_free(pins);
     pl_free(backends);
     while (st == NULL) {
-        st = pl_sess_build_steps(s);
+        /* Again after each exclusion: nodes that fell back to an imperative
+         * backend may now fuse. */
+        st = pl_partition_fuse(s->part);
+        if (st == NULL)
+            st = pl_sess_build_steps(s);
         long failed = -1;
         if (st == NULL)
             st = pl_sess_compile(s, &failed);
@@ -1830,12 +1881,16 @@ static json_t *pl_sess_explain_json(const pl_session *s)
         for (size_t o = 0; o < node->n_outputs; o++)
             if (node->outputs[o] != PL_TID_NONE)
                 json_array_append_new(outs, pl_sess_tensor_json(s, node->outputs[o]));
+        pl_nid head = pl_partition_fused_into(s->part, n);
         json_array_append_new(
             placement,
-            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "node", node->name, "op", node->op,
-                      "backend", pl_partition_backend(s->part, (size_t)b)->module->name,
-                      "subgraph", c >= 0 ? json_integer(c) : json_null(), "reasons",
-                      reasons, "outputs", outs));
+            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "node", node->name, "op",
+                      node->op, "backend",
+                      pl_partition_backend(s->part, (size_t)b)->module->name, "subgraph",
+                      c >= 0 ? json_integer(c) : json_null(), "fused_into",
+                      head != PL_NID_NONE ? json_string(pl_graph_get_node(g, head)->name)
+                                          : json_null(),
+                      "reasons", reasons, "outputs", outs));
     }
     json_object_set_new(root, "placement", placement);
     json_t *subgraphs = json_array();
@@ -1843,9 +1898,15 @@ static json_t *pl_sess_explain_json(const pl_session *s)
     json_t *steps = json_array();
     for (size_t i = 0; i < s->n_steps; i++) {
         const pl_step *st = &s->steps[i];
-        json_array_append_new(steps, json_pack("{s:s, s:s, s:s}", "name", st->name,
+        /* The nodes a kernel step runs after its own, fused into it. */
+        json_t *fused = json_array();
+        for (pl_nid k = st->kind == PL_STEP_KERNEL ? pl_partition_fused_next(s->part, st->node)
+                                                   : PL_NID_NONE;
+             k != PL_NID_NONE; k = pl_partition_fused_next(s->part, k))
+            json_array_append_new(fused, json_string(pl_graph_get_node(g, k)->name));
+        json_array_append_new(steps, json_pack("{s:s, s:s, s:s, s:o}", "name", st->name,
                                                "backend", pl_step_backend(s, st), "device",
-                                               s->devs[st->dev].name));
+                                               s->devs[st->dev].name, "fused", fused));
         if (st->kind == PL_STEP_SUBGRAPH) {
             const pl_part_cluster *cl = pl_partition_cluster(s->part, st->cluster);
             json_t *nodes = json_array();
@@ -1915,9 +1976,12 @@ static char *pl_sess_explain_text(const pl_session *s, json_t *root)
         char sub[32] = "";
         if (json_is_integer(sg))
             snprintf(sub, sizeof sub, " [subgraph %d]", (int)json_integer_value(sg));
-        fprintf(f, "  %-28s %-20s -> %s%s\n", json_string_value(json_object_get(p, "node")),
+        json_t *into = json_object_get(p, "fused_into");
+        fprintf(f, "  %-28s %-20s -> %s%s%s%s\n", json_string_value(json_object_get(p, "node")),
                 json_string_value(json_object_get(p, "op")),
-                json_string_value(json_object_get(p, "backend")), sub);
+                json_string_value(json_object_get(p, "backend")), sub,
+                json_is_string(into) ? ", fused into " : "",
+                json_is_string(into) ? json_string_value(into) : "");
         const char *key;
         json_t *r;
         json_object_foreach(json_object_get(p, "reasons"), key, r)

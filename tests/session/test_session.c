@@ -3,10 +3,15 @@
  * example_acc disabled; outputs agree with a reference this test computes
  * itself; placement is what backend.ini implies; failures are named;
  * compile failures fall back or fail by `strict`; one session serves many
- * threads at once. Usage: test_session CASE STAGE_DIR CUSTOM_MODULE_FILE. */
+ * threads at once; epilogue fusion (ABI 1.1 kernel_fuse), through a fixture
+ * module that fuses what a test tells it to and through the cpu module's
+ * Conv/Gemm/MatMul + Relu/Clip.
+ * Usage: test_session CASE STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR
+ * FUSE_FIXTURE_DIR. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,6 +554,1041 @@ static void case_cache(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- epilogue fusion ------------------------------------------------------ */
+
+/* A model written by a test: tensors (constants go to a sidecar), nodes, and
+ * the graph's inputs and outputs. Intermediate tensors are left to shape
+ * inference. */
+typedef struct mb {
+    const char *dir;
+    FILE *weights;
+    size_t wbytes;
+    char tensors[16384], nodes[16384];
+    size_t nt, nn;
+} mb;
+
+static void mb_begin(mb *m)
+{
+    memset(m, 0, sizeof *m);
+    m->dir = th_tempdir();
+    m->weights = fopen(th_path(m->dir, "model.weights"), "wb");
+    TH_CHECK(m->weights != NULL, "cannot write the sidecar");
+}
+
+static void mb_append(char *buf, size_t size, size_t *count, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void mb_append(char *buf, size_t size, size_t *count, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    if (*count > 0) {
+        TH_CHECK(len + 1 < size, "model text too long");
+        buf[len++] = ',';
+        buf[len] = '\0';
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+    TH_CHECK(n >= 0 && (size_t)n < size - len, "model text too long");
+    (*count)++;
+}
+
+/* A tensor of f32 and shape DIMS; a constant when DATA is not NULL. */
+static void mb_tensor(mb *m, const char *name, int ndim, const int64_t *dims,
+                      const float *data)
+{
+    char shape[128] = "";
+    size_t len = 0;
+    for (int d = 0; d < ndim; d++)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? "," : "",
+                                (long long)dims[d]);
+    char extra[96] = "";
+    if (data != NULL) {
+        size_t n = 1;
+        for (int d = 0; d < ndim; d++)
+            n *= (size_t)dims[d];
+        TH_CHECK(fwrite(data, sizeof(float), n, m->weights) == n, "cannot write weights");
+        snprintf(extra, sizeof extra, ",\"data\":{\"offset\":%zu,\"length\":%zu}", m->wbytes,
+                 n * sizeof(float));
+        m->wbytes += n * sizeof(float);
+    }
+    mb_append(m->tensors, sizeof m->tensors, &m->nt,
+              "{\"name\":\"%s\",\"dtype\":\"f32\",\"shape\":[%s]%s}", name, shape, extra);
+}
+
+/* A node; INPUTS and OUTPUTS are the insides of JSON arrays ("\"x\",\"w\""),
+ * ATTRS the inside of an object or NULL. */
+static void mb_node(mb *m, const char *name, const char *op, const char *inputs,
+                    const char *outputs, const char *attrs)
+{
+    mb_append(m->nodes, sizeof m->nodes, &m->nn,
+              "{\"name\":\"%s\",\"op\":\"%s\",\"inputs\":[%s],\"outputs\":[%s]%s%s%s}", name,
+              op, inputs, outputs, attrs ? ",\"attributes\":{" : "", attrs ? attrs : "",
+              attrs ? "}" : "");
+}
+
+/* Writes the model; INPUTS and OUTPUTS are insides of JSON arrays. */
+static const char *mb_end(mb *m, const char *inputs, const char *outputs)
+{
+    fclose(m->weights);
+    const char *path = th_path(m->dir, "model.json");
+    FILE *f = fopen(path, "w");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    fprintf(f,
+            "{\"format\":\"plinth-graph\",\"version\":1,"
+            "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+            "\"weights\":\"model.weights\",\"inputs\":[%s],\"outputs\":[%s],"
+            "\"tensors\":[%s],\"nodes\":[%s]}",
+            inputs, outputs, m->tensors, m->nodes);
+    fclose(f);
+    return path;
+}
+
+static void fill(float *v, size_t n, uint32_t seed, float scale)
+{
+    uint32_t s = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = ((float)(s >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
+    }
+}
+
+/* A runtime over a module folder holding the staged cpu and example_acc
+ * modules and both fusion fixtures, with backend.ini text EXTRA. */
+static pl_runtime *fuse_runtime(const char *extra)
+{
+    const char *dir = th_path(th_tempdir(), "mods");
+    th_mkdir(dir, 0755);
+    static const char *const staged[] = {"libplinth_cpu.so", "libplinth_example_acc.so"};
+    for (size_t i = 0; i < sizeof staged / sizeof staged[0]; i++)
+        th_copy_file(th_path(th_arg(0), staged[i]), th_path(dir, staged[i]), 0644);
+    static const char *const fixtures[] = {"fx_fuse.so", "fx_fuse10.so"};
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
+        th_copy_file(th_path(th_arg(3), fixtures[i]), th_path(dir, fixtures[i]), 0644);
+    const char *ini = th_path(th_tempdir(), "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n", dir, extra);
+    fclose(f);
+    pl_runtime_options o = th_options(ini);
+    pl_runtime *rt = th_runtime_create(&o);
+    return rt;
+}
+
+/* A counter of the fusion fixture MODULE (its configure outputs). */
+static unsigned long fx_counter(pl_runtime *rt, const char *module, const char *key)
+{
+    TH_CHECK_OK(pl_runtime_configure_module(rt, module, NULL, NULL, 0));
+    long i = pl_runtime_find_module(rt, module);
+    TH_CHECK(i >= 0, "module %s is not loaded", module);
+    const char *v = th_module_output(rt, (size_t)i, key);
+    TH_CHECK(v != NULL, "%s has no counter %s", module, key);
+    return strtoul(v, NULL, 10);
+}
+
+#define TH_CHECK_COUNTER(rt, module, key, want)                                      \
+    do {                                                                             \
+        unsigned long got_ = fx_counter((rt), (module), (key));                      \
+        TH_CHECK(got_ == (unsigned long)(want), "%s %s = %lu, expected %lu", module, \
+                 key, got_, (unsigned long)(want));                                  \
+    } while (0)
+
+/* The placement entry of NODE in explain's JSON. */
+static json_t *placement_of(json_t *root, const char *node)
+{
+    json_t *p;
+    size_t i;
+    json_array_foreach(json_object_get(root, "placement"), i, p)
+        if (strcmp(json_string_value(json_object_get(p, "node")), node) == 0)
+            return p;
+    th_fail(__FILE__, __LINE__, "node %s not in placement", node);
+}
+
+/* The node NODE is fused into, or NULL; fails when the key is missing. */
+static const char *fused_into(json_t *root, const char *node)
+{
+    json_t *v = json_object_get(placement_of(root, node), "fused_into");
+    TH_CHECK(v != NULL, "placement of %s has no fused_into", node);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void expect_fused(json_t *root, const char *node, const char *head)
+{
+    const char *into = fused_into(root, node);
+    if (head == NULL)
+        TH_CHECK(into == NULL, "%s is fused into %s, expected unfused", node, into);
+    else
+        TH_CHECK(into != NULL && strcmp(into, head) == 0, "%s is fused into %s, expected %s",
+                 node, into ? into : "nothing", head);
+}
+
+static size_t step_count(json_t *root)
+{
+    return json_array_size(json_object_get(root, "steps"));
+}
+
+/* The step named NAME; fails when there is none. Checks that its `fused`
+ * array is FUSED (a comma-separated list, "" for none). */
+static void expect_step(json_t *root, const char *name, const char *fused)
+{
+    json_t *st;
+    size_t i;
+    json_array_foreach(json_object_get(root, "steps"), i, st)
+    {
+        if (strcmp(json_string_value(json_object_get(st, "name")), name) != 0)
+            continue;
+        json_t *arr = json_object_get(st, "fused");
+        TH_CHECK(json_is_array(arr), "step %s has no fused array", name);
+        char got[512] = "";
+        size_t len = 0;
+        json_t *v;
+        size_t k;
+        json_array_foreach(arr, k, v)
+            len += (size_t)snprintf(got + len, sizeof got - len, "%s%s", k ? "," : "",
+                                    json_string_value(v));
+        TH_CHECK(strcmp(got, fused) == 0, "step %s fuses [%s], expected [%s]", name, got,
+                 fused);
+        return;
+    }
+    char *dump = json_dumps(json_object_get(root, "steps"), 0);
+    th_fail(__FILE__, __LINE__, "no step named \"%s\" in %s", name, dump ? dump : "?");
+}
+
+/* Host memory planned by the session (explain's memory of device "host"). */
+static json_int_t host_memory(json_t *root, const char *key)
+{
+    json_t *d;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(root, "memory"), "devices"), i, d)
+        if (strcmp(json_string_value(json_object_get(d, "device")), "host") == 0)
+            return json_integer_value(json_object_get(d, key));
+    th_fail(__FILE__, __LINE__, "no host device in explain's memory");
+}
+
+static char *explain_text(pl_session *s)
+{
+    char *text = NULL;
+    TH_CHECK_OK(pl_session_explain(s, false, &text));
+    return text;
+}
+
+/* Runs S on input X (name "x", shape XDIMS) and checks each of N_OUT
+ * outputs (named, of N elements each) against WANT within TOL, relative to
+ * max(1, |want|). */
+static void run_expect(pl_session *s, const float *x, int xnd, const int64_t *xdims,
+                       size_t n_out, const char *const *names, const float *const *want,
+                       const size_t *n, float tol)
+{
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = (void *)x,
+                                        .ndim = xnd, .dtype = PL_DTYPE_F32,
+                                        .shape = (int64_t *)xdims}};
+    pl_io outs[4];
+    TH_CHECK(n_out <= 4, "too many outputs");
+    for (size_t o = 0; o < n_out; o++)
+        outs[o] = (pl_io){.name = names[o], .tensor = {.struct_size = sizeof(pl_tensor)}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, outs, n_out));
+    for (size_t o = 0; o < n_out; o++) {
+        const float *got = outs[o].tensor.data;
+        for (size_t i = 0; i < n[o]; i++) {
+            float w = want[o][i];
+            float bound = tol * (fabsf(w) > 1.0f ? fabsf(w) : 1.0f);
+            TH_CHECK(fabsf(got[i] - w) <= bound, "%s[%zu] = %.9g, reference %.9g", names[o],
+                     i, got[i], w);
+        }
+        pl_buffer_free(outs[o].tensor.data);
+    }
+}
+
+/* ---- through the fixture module ---- */
+
+enum { EW_R = 4, EW_C = 8, EW_N = EW_R * EW_C };
+static const int64_t ew_dims[2] = {EW_R, EW_C};
+
+static float relu_f(float v)
+{
+    return v > 0.0f ? v : 0.0f;
+}
+
+/* x -> add(x, c1) -> relu -> neg -> y. */
+static const char *write_add_relu_neg(float *c1)
+{
+    mb m;
+    mb_begin(&m);
+    fill(c1, EW_N, 3, 0.5f);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_node(&m, "relu", "Relu", "\"a\"", "\"r\"", NULL);
+    mb_node(&m, "neg", "Neg", "\"r\"", "\"y\"", NULL);
+    return mb_end(&m, "\"x\"", "\"y\"");
+}
+
+/* Runs the add-relu-neg model RUNS times against its reference. */
+static void run_add_relu_neg(pl_session *s, const float *c1, int runs)
+{
+    for (int r = 0; r < runs; r++) {
+        float x[EW_N], y[EW_N];
+        fill(x, EW_N, 100 + (uint32_t)r, 1.0f);
+        for (int i = 0; i < EW_N; i++)
+            y[i] = -relu_f(x[i] + c1[i]);
+        const char *names[1] = {"y"};
+        const float *want[1] = {y};
+        size_t n[1] = {EW_N};
+        run_expect(s, x, 2, ew_dims, 1, names, want, n, 0.0f);
+    }
+}
+
+static void case_fuse_chain(void)
+{
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    json_t *root = explain(s);
+    expect_fused(root, "add", NULL);
+    expect_fused(root, "relu", "add");
+    expect_fused(root, "neg", "add");
+    TH_CHECK(step_count(root) == 1, "%zu steps, expected 1", step_count(root));
+    expect_step(root, "add+relu+neg (Add+Relu+Neg, fx_fuse)", "relu,neg");
+    /* a and r are never made: nothing is left to plan on the host. */
+    TH_CHECK(host_memory(root, "tensors_planned") == 0, "%lld tensors planned, expected 0",
+             (long long)host_memory(root, "tensors_planned"));
+    json_decref(root);
+    char *text = explain_text(s);
+    TH_CHECK_CONTAINS(text, "fused into add");
+    TH_CHECK_CONTAINS(text, "add+relu+neg (Add+Relu+Neg, fx_fuse)");
+    pl_string_free(text);
+    run_add_relu_neg(s, c1, 3);
+    const char *name = NULL;
+    uint64_t runs = 0;
+    pl_session_step_info(s, 0, &name, NULL, NULL, &runs);
+    TH_CHECK(strcmp(name, "add+relu+neg (Add+Relu+Neg, fx_fuse)") == 0, "step 0 is %s", name);
+    TH_CHECK(runs == 3, "the fused step ran %llu times", (unsigned long long)runs);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "accepted", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "bad_offers", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Add", 3);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Relu", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Neg", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "bad_runs", 0);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_declined(void)
+{
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = none\n");
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", NULL);
+    expect_fused(root, "neg", NULL);
+    TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    expect_step(root, "add (Add, fx_fuse)", "");
+    expect_step(root, "relu (Relu, fx_fuse)", "");
+    expect_step(root, "neg (Neg, fx_fuse)", "");
+    TH_CHECK(host_memory(root, "tensors_planned") == 2, "%lld tensors planned, expected 2",
+             (long long)host_memory(root, "tensors_planned"));
+    json_decref(root);
+    char *text = explain_text(s);
+    TH_CHECK(strstr(text, "fused into") == NULL, "explain says fused:\n%s", text);
+    pl_string_free(text);
+    run_add_relu_neg(s, c1, 2);
+    /* add's kernel was offered relu, relu's kernel neg: both declined. */
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "declined", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "accepted", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Add", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Relu", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Neg", 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_partial(void)
+{
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Relu\n");
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", "add");
+    expect_fused(root, "neg", NULL);
+    TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
+    expect_step(root, "add+relu (Add+Relu, fx_fuse)", "relu");
+    expect_step(root, "neg (Neg, fx_fuse)", "");
+    json_decref(root);
+    run_add_relu_neg(s, c1, 2);
+    /* neg was offered once, to the chain add+relu, and not again. */
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "accepted", 1);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Relu", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Neg", 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_two_readers(void)
+{
+    float c1[EW_N];
+    fill(c1, EW_N, 5, 0.5f);
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_node(&m, "relu", "Relu", "\"a\"", "\"y1\"", NULL);
+    mb_node(&m, "neg", "Neg", "\"a\"", "\"y2\"", NULL);
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y1\",\"y2\""));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", NULL);
+    expect_fused(root, "neg", NULL);
+    TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    json_decref(root);
+    float x[EW_N], y1[EW_N], y2[EW_N];
+    fill(x, EW_N, 9, 1.0f);
+    for (int i = 0; i < EW_N; i++) {
+        y1[i] = relu_f(x[i] + c1[i]);
+        y2[i] = -(x[i] + c1[i]);
+    }
+    const char *names[2] = {"y1", "y2"};
+    const float *want[2] = {y1, y2};
+    size_t n[2] = {EW_N, EW_N};
+    run_expect(s, x, 2, ew_dims, 2, names, want, n, 0.0f);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 0);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_graph_output(void)
+{
+    float c1[EW_N];
+    fill(c1, EW_N, 6, 0.5f);
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_node(&m, "relu", "Relu", "\"a\"", "\"y\"", NULL);
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"a\",\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", NULL);
+    TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
+    json_decref(root);
+    float x[EW_N], a[EW_N], y[EW_N];
+    fill(x, EW_N, 10, 1.0f);
+    for (int i = 0; i < EW_N; i++) {
+        a[i] = x[i] + c1[i];
+        y[i] = relu_f(a[i]);
+    }
+    const char *names[2] = {"a", "y"};
+    const float *want[2] = {a, y};
+    size_t n[2] = {EW_N, EW_N};
+    run_expect(s, x, 2, ew_dims, 2, names, want, n, 0.0f);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 0);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_pinned(void)
+{
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\npin = relu=cpu\n");
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    json_t *root = explain(s);
+    TH_CHECK(strcmp(backend_of(root, "relu"), "cpu") == 0, "the pin did not hold");
+    expect_fused(root, "relu", NULL);
+    expect_fused(root, "neg", NULL);
+    TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    expect_step(root, "relu (Relu, cpu)", "");
+    json_decref(root);
+    run_add_relu_neg(s, c1, 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Neg", 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_nonconstant(void)
+{
+    /* add2's other operand is a constant (on the left, too), add3's is the
+     * graph input x: add2 may join add1's kernel, add3 may not. */
+    float c1[EW_N], c2[EW_N];
+    fill(c1, EW_N, 11, 0.5f);
+    fill(c2, EW_N, 12, 0.5f);
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_tensor(&m, "c2", 2, ew_dims, c2);
+    mb_node(&m, "add1", "Add", "\"x\",\"c1\"", "\"a1\"", NULL);
+    mb_node(&m, "add2", "Add", "\"c2\",\"a1\"", "\"a2\"", NULL);
+    mb_node(&m, "add3", "Add", "\"a2\",\"x\"", "\"y\"", NULL);
+    pl_runtime *rt =
+        fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Add, Relu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "add2", "add1");
+    expect_fused(root, "add3", NULL);
+    expect_step(root, "add1+add2 (Add+Add, fx_fuse)", "add2");
+    expect_step(root, "add3 (Add, fx_fuse)", "");
+    TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
+    json_decref(root);
+    float x[EW_N], y[EW_N];
+    fill(x, EW_N, 13, 1.0f);
+    for (int i = 0; i < EW_N; i++)
+        y[i] = (c2[i] + (x[i] + c1[i])) + x[i];
+    const char *names[1] = {"y"};
+    const float *want[1] = {y};
+    size_t n[1] = {EW_N};
+    run_expect(s, x, 2, ew_dims, 1, names, want, n, 0.0f);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 1);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "bad_offers", 0);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_clip(void)
+{
+    /* Clip's bounds are constants the module reads through the view; one
+     * Clip has no max, the other no min (absent inputs). */
+    float c1[EW_N], lo = -0.25f, hi = 0.3f;
+    fill(c1, EW_N, 14, 0.5f);
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_tensor(&m, "lo", 0, NULL, &lo);
+    mb_tensor(&m, "hi", 0, NULL, &hi);
+    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_node(&m, "clip_lo", "Clip", "\"a\",\"lo\"", "\"b\"", NULL);
+    mb_node(&m, "clip_hi", "Clip", "\"b\",\"\",\"hi\"", "\"y\"", NULL);
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "clip_lo", "add");
+    expect_fused(root, "clip_hi", "add");
+    expect_step(root, "add+clip_lo+clip_hi (Add+Clip+Clip, fx_fuse)", "clip_lo,clip_hi");
+    json_decref(root);
+    float x[EW_N], y[EW_N];
+    fill(x, EW_N, 15, 1.0f);
+    int clipped = 0;
+    for (int i = 0; i < EW_N; i++) {
+        float v = x[i] + c1[i];
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+        clipped += v == lo || v == hi;
+        y[i] = v;
+    }
+    TH_CHECK(clipped > 0 && clipped < EW_N, "the input does not exercise the bounds");
+    const char *names[1] = {"y"};
+    const float *want[1] = {y};
+    size_t n[1] = {EW_N};
+    run_expect(s, x, 2, ew_dims, 1, names, want, n, 0.0f);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Clip", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "accepted", 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_inplace(void)
+{
+    /* add2+relu reads a1, which dies there, and Add may overwrite its input
+     * 0: the fused step writes r over a1 (PL_REQ_INPLACE). */
+    float c1[EW_N], c2[EW_N], c3[EW_N];
+    fill(c1, EW_N, 16, 0.5f);
+    fill(c2, EW_N, 17, 0.5f);
+    fill(c3, EW_N, 18, 0.5f);
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_tensor(&m, "c2", 2, ew_dims, c2);
+    mb_tensor(&m, "c3", 2, ew_dims, c3);
+    mb_node(&m, "add1", "Add", "\"x\",\"c1\"", "\"a1\"", NULL);
+    mb_node(&m, "add2", "Add", "\"a1\",\"c2\"", "\"a2\"", NULL);
+    mb_node(&m, "relu", "Relu", "\"a2\"", "\"r\"", NULL);
+    mb_node(&m, "add3", "Add", "\"r\",\"c3\"", "\"y\"", NULL);
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Relu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "add2", NULL);
+    expect_fused(root, "relu", "add2");
+    expect_fused(root, "add3", NULL);
+    expect_step(root, "add2+relu (Add+Relu, fx_fuse)", "relu");
+    TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    TH_CHECK(host_memory(root, "tensors_planned") == 2, "%lld tensors planned, expected 2",
+             (long long)host_memory(root, "tensors_planned"));
+    TH_CHECK(host_memory(root, "tensors_in_place") == 1, "%lld tensors in place, expected 1",
+             (long long)host_memory(root, "tensors_in_place"));
+    json_decref(root);
+    for (int r = 0; r < 3; r++) {
+        float x[EW_N], y[EW_N];
+        fill(x, EW_N, 19 + (uint32_t)r, 1.0f);
+        for (int i = 0; i < EW_N; i++)
+            y[i] = relu_f((x[i] + c1[i]) + c2[i]) + c3[i];
+        const char *names[1] = {"y"};
+        const float *want[1] = {y};
+        size_t n[1] = {EW_N};
+        run_expect(s, x, 2, ew_dims, 1, names, want, n, 0.0f);
+    }
+    TH_CHECK_COUNTER(rt, "fx_fuse", "inplace_runs", 3);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "bad_runs", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Relu", 0);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_after_fallback(void)
+{
+    /* example_acc takes add and relu and fails to compile them: they fall
+     * back to fx_fuse, and only then can the chain add+relu+neg form. */
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = example_acc, fx_fuse, cpu\n"
+                                  "strict = no\n[example_acc]\nfail_compile = add\n");
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    TH_CHECK(pl_session_warning_count(s) == 1, "%zu warnings, expected 1",
+             pl_session_warning_count(s));
+    json_t *root = explain(s);
+    TH_CHECK(strcmp(backend_of(root, "add"), "fx_fuse") == 0, "add is on %s",
+             backend_of(root, "add"));
+    expect_fused(root, "relu", "add");
+    expect_fused(root, "neg", "add");
+    TH_CHECK(step_count(root) == 1, "%zu steps, expected 1", step_count(root));
+    json_decref(root);
+    run_add_relu_neg(s, c1, 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Add", 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_fuse_abi_1_0(void)
+{
+    /* An ABI 1.0 table: the loader takes it, and the kernel_fuse pointer that
+     * lies past its struct_size is never called. */
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse10, cpu\n");
+    static const struct {
+        const char *name;
+        unsigned minor;
+    } mods[] = {{"fx_fuse10", 0}, {"fx_fuse", 1}};
+    for (size_t k = 0; k < 2; k++) {
+        long i = pl_runtime_find_module(rt, mods[k].name);
+        TH_CHECK(i >= 0, "%s is not loaded", mods[k].name);
+        pl_module_info info;
+        th_module_info(rt, (size_t)i, &info);
+        TH_CHECK(info.status == PL_MODULE_LOADED, "%s is %s: %s", mods[k].name,
+                 pl_module_status_name(info.status), info.reason);
+        TH_CHECK(info.abi_major == 1 && info.abi_minor == mods[k].minor, "%s speaks ABI %u.%u",
+                 mods[k].name, info.abi_major, info.abi_minor);
+    }
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    json_t *root = explain(s);
+    TH_CHECK(strcmp(backend_of(root, "relu"), "fx_fuse10") == 0, "relu is on %s",
+             backend_of(root, "relu"));
+    expect_fused(root, "relu", NULL);
+    expect_fused(root, "neg", NULL);
+    TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    json_decref(root);
+    run_add_relu_neg(s, c1, 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse10", "trap_calls", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse10", "runs_Relu", 2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+typedef struct fuse_thread_arg {
+    pl_session *s;
+    const float *c1;
+} fuse_thread_arg;
+
+static void *fuse_thread_main(void *p)
+{
+    fuse_thread_arg *a = p;
+    run_add_relu_neg(a->s, a->c1, 50);
+    return NULL;
+}
+
+static void case_fuse_threads(void)
+{
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Relu\n");
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    pthread_t t[6];
+    fuse_thread_arg arg = {.s = s, .c1 = c1};
+    for (int i = 0; i < 6; i++)
+        TH_CHECK(pthread_create(&t[i], NULL, fuse_thread_main, &arg) == 0, "pthread_create");
+    for (int i = 0; i < 6; i++)
+        pthread_join(t[i], NULL);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Add", 300);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Relu", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Neg", 300);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- through the cpu module (Conv, Gemm, MatMul + Relu, Clip) ---- */
+
+enum { CV_N = 1, CV_C = 3, CV_H = 9, CV_W = 9, CV_M = 4, CV_K = 3 };
+
+typedef struct conv_case {
+    float w[CV_M * CV_C * CV_K * CV_K], b[CV_M];
+    int stride, pad;
+    int64_t ydims[4];
+} conv_case;
+
+static const int64_t cv_xdims[4] = {CV_N, CV_C, CV_H, CV_W};
+
+static void conv_setup(conv_case *cc, int stride, int pad)
+{
+    fill(cc->w, sizeof cc->w / sizeof cc->w[0], 21, 0.4f);
+    fill(cc->b, CV_M, 22, 0.2f);
+    cc->stride = stride;
+    cc->pad = pad;
+    cc->ydims[0] = CV_N;
+    cc->ydims[1] = CV_M;
+    cc->ydims[2] = (CV_H + 2 * pad - CV_K) / stride + 1;
+    cc->ydims[3] = (CV_W + 2 * pad - CV_K) / stride + 1;
+}
+
+static size_t conv_out_elems(const conv_case *cc)
+{
+    return (size_t)(cc->ydims[0] * cc->ydims[1] * cc->ydims[2] * cc->ydims[3]);
+}
+
+/* The node "conv" reading x, writing OUT. */
+static void conv_node(mb *m, const conv_case *cc, const char *out)
+{
+    static const int64_t wdims[4] = {CV_M, CV_C, CV_K, CV_K}, bdims[1] = {CV_M};
+    mb_tensor(m, "x", 4, cv_xdims, NULL);
+    mb_tensor(m, "w", 4, wdims, cc->w);
+    mb_tensor(m, "b", 1, bdims, cc->b);
+    char attrs[256], outs[64];
+    snprintf(attrs, sizeof attrs,
+             "\"kernel_shape\":{\"ints\":[%d,%d]},\"strides\":{\"ints\":[%d,%d]},"
+             "\"pads\":{\"ints\":[%d,%d,%d,%d]}",
+             CV_K, CV_K, cc->stride, cc->stride, cc->pad, cc->pad, cc->pad, cc->pad);
+    snprintf(outs, sizeof outs, "\"%s\"", out);
+    mb_node(m, "conv", "Conv", "\"x\",\"w\",\"b\"", outs, attrs);
+}
+
+/* NCHW convolution, computed in double. */
+static void conv_reference(const conv_case *cc, const float *x, float *y)
+{
+    int64_t oh = cc->ydims[2], ow = cc->ydims[3];
+    for (int m = 0; m < CV_M; m++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                double acc = cc->b[m];
+                for (int c = 0; c < CV_C; c++)
+                    for (int ki = 0; ki < CV_K; ki++)
+                        for (int kj = 0; kj < CV_K; kj++) {
+                            int64_t hi = i * cc->stride + ki - cc->pad;
+                            int64_t wj = j * cc->stride + kj - cc->pad;
+                            if (hi < 0 || hi >= CV_H || wj < 0 || wj >= CV_W)
+                                continue;
+                            acc += (double)x[(c * CV_H + hi) * CV_W + wj] *
+                                   cc->w[((m * CV_C + c) * CV_K + ki) * CV_K + kj];
+                        }
+                y[(m * oh + i) * ow + j] = (float)acc;
+            }
+}
+
+enum { CV_XN = CV_N * CV_C * CV_H * CV_W, CV_YMAX = CV_N * CV_M * CV_H * CV_W };
+
+static void case_cpu_fuse_conv_relu(void)
+{
+    conv_case cc;
+    conv_setup(&cc, 1, 1);
+    mb m;
+    mb_begin(&m);
+    conv_node(&m, &cc, "c");
+    mb_node(&m, "relu", "Relu", "\"c\"", "\"y\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", "conv");
+    TH_CHECK(step_count(root) == 1, "%zu steps, expected 1", step_count(root));
+    expect_step(root, "conv+relu (Conv+Relu, cpu)", "relu");
+    json_decref(root);
+    char *text = explain_text(s);
+    TH_CHECK_CONTAINS(text, "fused into conv");
+    pl_string_free(text);
+    for (int r = 0; r < 3; r++) {
+        float x[CV_XN], y[CV_YMAX];
+        fill(x, CV_XN, 30 + (uint32_t)r, 1.0f);
+        conv_reference(&cc, x, y);
+        int negative = 0;
+        for (size_t i = 0; i < conv_out_elems(&cc); i++) {
+            negative += y[i] < 0.0f;
+            y[i] = relu_f(y[i]);
+        }
+        TH_CHECK(negative > 0, "the convolution has no negative outputs to clamp");
+        const char *names[1] = {"y"};
+        const float *want[1] = {y};
+        size_t n[1] = {conv_out_elems(&cc)};
+        run_expect(s, x, 4, cv_xdims, 1, names, want, n, 1e-4f);
+    }
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_cpu_fuse_conv_clip(void)
+{
+    conv_case cc;
+    conv_setup(&cc, 2, 0);
+    float lo = -0.3f, hi = 0.4f;
+    mb m;
+    mb_begin(&m);
+    conv_node(&m, &cc, "c");
+    mb_tensor(&m, "lo", 0, NULL, &lo);
+    mb_tensor(&m, "hi", 0, NULL, &hi);
+    mb_node(&m, "clip", "Clip", "\"c\",\"lo\",\"hi\"", "\"y\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "clip", "conv");
+    TH_CHECK(step_count(root) == 1, "%zu steps, expected 1", step_count(root));
+    expect_step(root, "conv+clip (Conv+Clip, cpu)", "clip");
+    json_decref(root);
+    float x[CV_XN], y[CV_YMAX];
+    fill(x, CV_XN, 40, 1.0f);
+    conv_reference(&cc, x, y);
+    int low = 0, high = 0;
+    for (size_t i = 0; i < conv_out_elems(&cc); i++) {
+        low += y[i] < lo;
+        high += y[i] > hi;
+        y[i] = y[i] < lo ? lo : y[i] > hi ? hi : y[i];
+    }
+    TH_CHECK(low > 0 && high > 0, "the convolution does not reach both bounds");
+    const char *names[1] = {"y"};
+    const float *want[1] = {y};
+    size_t n[1] = {conv_out_elems(&cc)};
+    run_expect(s, x, 4, cv_xdims, 1, names, want, n, 1e-4f);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_cpu_fuse_two_readers(void)
+{
+    conv_case cc;
+    conv_setup(&cc, 1, 1);
+    mb m;
+    mb_begin(&m);
+    conv_node(&m, &cc, "c");
+    mb_node(&m, "relu", "Relu", "\"c\"", "\"y1\"", NULL);
+    mb_node(&m, "neg", "Neg", "\"c\"", "\"y2\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y1\",\"y2\""));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", NULL);
+    expect_fused(root, "neg", NULL);
+    TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    expect_step(root, "conv (Conv, cpu)", "");
+    json_decref(root);
+    float x[CV_XN], c[CV_YMAX], y1[CV_YMAX], y2[CV_YMAX];
+    fill(x, CV_XN, 50, 1.0f);
+    conv_reference(&cc, x, c);
+    for (size_t i = 0; i < conv_out_elems(&cc); i++) {
+        y1[i] = relu_f(c[i]);
+        y2[i] = -c[i];
+    }
+    const char *names[2] = {"y1", "y2"};
+    const float *want[2] = {y1, y2};
+    size_t n[2] = {conv_out_elems(&cc), conv_out_elems(&cc)};
+    run_expect(s, x, 4, cv_xdims, 2, names, want, n, 1e-4f);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_cpu_fuse_graph_output(void)
+{
+    conv_case cc;
+    conv_setup(&cc, 1, 1);
+    mb m;
+    mb_begin(&m);
+    conv_node(&m, &cc, "c");
+    mb_node(&m, "relu", "Relu", "\"c\"", "\"y\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"c\",\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "relu", NULL);
+    TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
+    json_decref(root);
+    float x[CV_XN], c[CV_YMAX], y[CV_YMAX];
+    fill(x, CV_XN, 60, 1.0f);
+    conv_reference(&cc, x, c);
+    for (size_t i = 0; i < conv_out_elems(&cc); i++)
+        y[i] = relu_f(c[i]);
+    const char *names[2] = {"c", "y"};
+    const float *want[2] = {c, y};
+    size_t n[2] = {conv_out_elems(&cc), conv_out_elems(&cc)};
+    run_expect(s, x, 4, cv_xdims, 2, names, want, n, 1e-4f);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_cpu_fuse_pinned(void)
+{
+    conv_case cc;
+    conv_setup(&cc, 1, 1);
+    mb m;
+    mb_begin(&m);
+    conv_node(&m, &cc, "c");
+    mb_node(&m, "relu", "Relu", "\"c\"", "\"y\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu, example_acc\n"
+                                  "pin = relu=example_acc\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    TH_CHECK(strcmp(backend_of(root, "relu"), "example_acc") == 0, "the pin did not hold");
+    expect_fused(root, "relu", NULL);
+    expect_step(root, "conv (Conv, cpu)", "");
+    TH_CHECK(json_array_size(json_object_get(root, "copies")) == 2, "%zu copies, expected 2",
+             json_array_size(json_object_get(root, "copies")));
+    json_decref(root);
+    float x[CV_XN], y[CV_YMAX];
+    fill(x, CV_XN, 70, 1.0f);
+    conv_reference(&cc, x, y);
+    for (size_t i = 0; i < conv_out_elems(&cc); i++)
+        y[i] = relu_f(y[i]);
+    const char *names[1] = {"y"};
+    const float *want[1] = {y};
+    size_t n[1] = {conv_out_elems(&cc)};
+    run_expect(s, x, 4, cv_xdims, 1, names, want, n, 1e-4f);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_cpu_fuse_gemm_chain(void)
+{
+    /* x -> MatMul -> Relu -> Gemm(transB) -> Relu -> Clip -> y. Each matrix
+     * product takes its Relu; whether the cpu module also takes Clip after
+     * Relu is its choice, and explain and the steps must agree with it. */
+    enum { B = 4, K = 16, H = 32, O = 8 };
+    static float w1[K * H], w2[O * H], b2[O];
+    fill(w1, K * H, 80, 0.5f);
+    fill(w2, O * H, 81, 0.5f);
+    fill(b2, O, 82, 0.2f);
+    float lo = 0.0f, hi = 0.5f;
+    static const int64_t xd[2] = {B, K}, w1d[2] = {K, H}, w2d[2] = {O, H}, b2d[1] = {O};
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, xd, NULL);
+    mb_tensor(&m, "w1", 2, w1d, w1);
+    mb_tensor(&m, "w2", 2, w2d, w2);
+    mb_tensor(&m, "b2", 1, b2d, b2);
+    mb_tensor(&m, "lo", 0, NULL, &lo);
+    mb_tensor(&m, "hi", 0, NULL, &hi);
+    mb_node(&m, "mm", "MatMul", "\"x\",\"w1\"", "\"a\"", NULL);
+    mb_node(&m, "relu1", "Relu", "\"a\"", "\"h\"", NULL);
+    mb_node(&m, "gemm", "Gemm", "\"h\",\"w2\",\"b2\"", "\"g\"", "\"transB\":{\"int\":1}");
+    mb_node(&m, "relu2", "Relu", "\"g\"", "\"r\"", NULL);
+    mb_node(&m, "clip", "Clip", "\"r\",\"lo\",\"hi\"", "\"y\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
+    json_t *root = explain(s);
+    expect_fused(root, "relu1", "mm");
+    expect_fused(root, "relu2", "gemm");
+    expect_step(root, "mm+relu1 (MatMul+Relu, cpu)", "relu1");
+    if (fused_into(root, "clip") != NULL) {
+        expect_fused(root, "clip", "gemm");
+        expect_step(root, "gemm+relu2+clip (Gemm+Relu+Clip, cpu)", "relu2,clip");
+        TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
+    } else {
+        expect_step(root, "gemm+relu2 (Gemm+Relu, cpu)", "relu2");
+        expect_step(root, "clip (Clip, cpu)", "");
+        TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
+    }
+    json_decref(root);
+    for (int r = 0; r < 3; r++) {
+        float x[B * K], y[B * O];
+        fill(x, B * K, 83 + (uint32_t)r, 1.0f);
+        int clipped = 0;
+        for (int i = 0; i < B; i++) {
+            double h[H];
+            for (int j = 0; j < H; j++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++)
+                    acc += (double)x[i * K + k] * w1[k * H + j];
+                h[j] = acc > 0 ? acc : 0;
+            }
+            for (int j = 0; j < O; j++) {
+                double acc = b2[j];
+                for (int k = 0; k < H; k++)
+                    acc += h[k] * w2[j * H + k];
+                acc = acc > 0 ? acc : 0;
+                clipped += acc > hi;
+                y[i * O + j] = (float)(acc > hi ? hi : acc);
+            }
+        }
+        TH_CHECK(clipped > 0, "the input does not reach Clip's max");
+        const char *names[1] = {"y"};
+        const float *want[1] = {y};
+        size_t n[1] = {B * O};
+        run_expect(s, x, 2, xd, 1, names, want, n, 1e-4f);
+    }
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+static void case_cpu_fuse_examples_cnn(void)
+{
+    /* The shipped CNN on cpu alone (conv2 takes relu2) gives what it gives
+     * on onednn. */
+    const char *model = th_path(th_arg(2), "examples/cnn/model.json");
+    const char *configs[2] = {"[placement]\norder = cpu\n",
+                              "[placement]\norder = onednn, cpu\n"};
+    float *outs[2] = {NULL, NULL};
+    size_t n_out = 0;
+    for (int c = 0; c < 2; c++) {
+        pl_runtime *rt = runtime_with(configs[c]);
+        pl_session *s = session_for(rt, model);
+        if (c == 0) {
+            json_t *root = explain(s);
+            expect_fused(root, "relu2", "conv2");
+            expect_step(root, "conv2+relu2 (Conv+Relu, cpu)", "relu2");
+            json_decref(root);
+        }
+        TH_CHECK(pl_session_input_count(s) == 1 && pl_session_output_count(s) == 1,
+                 "the example has %zu inputs and %zu outputs", pl_session_input_count(s),
+                 pl_session_output_count(s));
+        int32_t nd;
+        const int64_t *dims;
+        pl_session_input_type(s, 0, NULL, &nd, &dims);
+        size_t n_in = 1;
+        for (int32_t d = 0; d < nd; d++)
+            n_in *= (size_t)dims[d];
+        float *x = malloc(n_in * sizeof *x);
+        TH_CHECK(x != NULL, "out of memory");
+        fill(x, n_in, 90, 1.0f);
+        pl_io in = {.name = pl_session_input_name(s, 0),
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = nd,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t *)dims}};
+        pl_io out = {.name = pl_session_output_name(s, 0),
+                     .tensor = {.struct_size = sizeof(pl_tensor)}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+        size_t n = 1;
+        for (int32_t d = 0; d < out.tensor.ndim; d++)
+            n *= (size_t)out.tensor.shape[d];
+        outs[c] = malloc(n * sizeof(float));
+        TH_CHECK(outs[c] != NULL, "out of memory");
+        memcpy(outs[c], out.tensor.data, n * sizeof(float));
+        n_out = n;
+        pl_buffer_free(out.tensor.data);
+        free(x);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+    for (size_t i = 0; i < n_out; i++) {
+        float a = outs[0][i], b = outs[1][i];
+        float bound = 1e-4f * (fabsf(b) > 1.0f ? fabsf(b) : 1.0f);
+        TH_CHECK(fabsf(a - b) <= bound, "y[%zu]: cpu %.9g, onednn %.9g", i, a, b);
+    }
+    free(outs[0]);
+    free(outs[1]);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -566,7 +1606,26 @@ int main(int argc, char **argv)
         {"naive_engine", case_naive_engine},
         {"bad_inputs", case_bad_inputs},
         {"cache", case_cache},
+        {"fuse_chain", case_fuse_chain},
+        {"fuse_declined", case_fuse_declined},
+        {"fuse_partial", case_fuse_partial},
+        {"fuse_two_readers", case_fuse_two_readers},
+        {"fuse_graph_output", case_fuse_graph_output},
+        {"fuse_pinned", case_fuse_pinned},
+        {"fuse_nonconstant", case_fuse_nonconstant},
+        {"fuse_clip", case_fuse_clip},
+        {"fuse_inplace", case_fuse_inplace},
+        {"fuse_after_fallback", case_fuse_after_fallback},
+        {"fuse_abi_1_0", case_fuse_abi_1_0},
+        {"fuse_threads", case_fuse_threads},
+        {"cpu_fuse_conv_relu", case_cpu_fuse_conv_relu},
+        {"cpu_fuse_conv_clip", case_cpu_fuse_conv_clip},
+        {"cpu_fuse_two_readers", case_cpu_fuse_two_readers},
+        {"cpu_fuse_graph_output", case_cpu_fuse_graph_output},
+        {"cpu_fuse_pinned", case_cpu_fuse_pinned},
+        {"cpu_fuse_gemm_chain", case_cpu_fuse_gemm_chain},
+        {"cpu_fuse_examples_cnn", case_cpu_fuse_examples_cnn},
     };
-    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
-                   "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR");
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
+                   "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");
 }

@@ -279,7 +279,8 @@ PL_API pl_status *pl_session_run(pl_session *session, const pl_io *inputs,
 PL_API void pl_buffer_free(void *data);
 
 /* The steps a run pushes (subgraphs, kernels, copies), with their backend
- * and the time they took over every run so far. */
+ * and the time they took over every run so far. A kernel step that runs a
+ * fused chain is named for all its nodes: "conv1+relu1 (Conv+Relu, cpu)". */
 PL_API size_t pl_session_step_count(const pl_session *session);
 PL_API void pl_session_step_info(const pl_session *session, size_t i,
                                  const char **out_name,
@@ -291,10 +292,14 @@ PL_API size_t pl_session_warning_count(const pl_session *session);
 PL_API const char *pl_session_warning(const pl_session *session, size_t i);
 
 /* What the session does: each node's backend and every backend's refusal
- * reason, the subgraphs, the copies at boundaries with their bytes, and the
- * memory plan per device against its lower bound. Text, or JSON with a
- * `placement` array (node, op, backend, subgraph, reasons), `subgraphs`,
- * `copies`, `steps` and `memory`. Freed with pl_string_free. */
+ * reason, the subgraphs, the nodes fused into another node's kernel
+ * (epilogue fusion), the copies at boundaries with their bytes, the steps of
+ * a run, and the memory plan per device against its lower bound. Text, or
+ * JSON with a `placement` array (node, op, backend, subgraph, fused_into:
+ * the name of the node whose kernel runs it, or null; reasons, outputs),
+ * `subgraphs`, `copies`, `steps` (name, backend, device, fused: the nodes
+ * the step runs after its own node, in order) and `memory`. Freed with
+ * pl_string_free. */
 PL_API pl_status *pl_session_explain(const pl_session *session, bool json,
                                      char **out_text);
 
