@@ -87,6 +87,12 @@ typedef struct nn_conv_kernel {
     int64_t mult;            /* depthwise: output channels per input channel */
     const float *packed_w;   /* Conv: W packed per group (inside this block), or NULL */
     size_t packed_group;     /* floats of one group's packed W */
+    /* The product runs transposed, C^T = X^T W^T (output channels along the
+     * micro-kernel's vectors, W^T packed as its B), into a buffer that is
+     * then transposed into the output: for small planes (7x7: 49
+     * positions fill 64 columns of panels, where 512 channels fill 512). */
+    bool transposed;
+    size_t t_floats;         /* transposed: a task's C^T buffer */
     size_t gemm_floats;      /* a task's GEMM scratch, after its columns */
 } nn_conv_kernel;
 
@@ -220,6 +226,44 @@ static void nn_gemm_epilogue(const nn_conv_kernel *k, const float *bias, cpu_gem
     e->hi = k->base.epilogue.hi;
 }
 
+/* The transposed product of one task: C^T [cols x (m1 - m0)] = op(B)^T
+ * W^T into T, then added or copied, transposed, into OUT (output channel
+ * m0 of group G, at the task's first position). B [kdim x cols] is X's
+ * block or its unrolled columns, LDB apart. */
+static void nn_conv_transposed(const nn_conv_call *c, const float *b, int64_t ldb, int64_t cols,
+                               int64_t g, int64_t m0, int64_t m1, float *out, float *t,
+                               float *gemm_scratch)
+{
+    const nn_conv_kernel *k = c->k;
+    const int64_t mb = m1 - m0, m_first = g * k->mg + m0;
+    cpu_gemm_epilogue epi = {0};
+    nn_gemm_epilogue(k, c->bias ? c->bias + m_first : NULL, &epi);
+    epi.col_bias = epi.row_bias;
+    epi.row_bias = NULL;
+    if (c->add)
+        epi.act = CPU_GEMM_ACT_NONE; /* cpu_kernel_run: no activation with ADD_TO */
+    cpu_gemm_operand ga = {.data = b, .ld = ldb, .trans = true};
+    cpu_gemm_operand gb = {.packed = k->packed_w + (size_t)g * k->packed_group,
+                           .packed_k = k->kdim,
+                           .first = m0};
+    cpu_gemm_ex(cols, mb, k->kdim, 1.0f, &ga, &gb, 0.0f, t, mb, gemm_scratch, &epi);
+    /* Sixteen channels at a time: each position reads one cache line of T
+     * and the sixteen output rows are written in order. */
+    for (int64_t mq = 0; mq < mb; mq += 16) {
+        int64_t me = mb - mq < 16 ? mb - mq : 16;
+        float *o = out + mq * k->out_plane;
+        const float *src = t + mq;
+        for (int64_t p = 0; p < cols; p++, src += mb) {
+            if (c->add)
+                for (int64_t m = 0; m < me; m++)
+                    o[m * k->out_plane + p] += src[m];
+            else
+                for (int64_t m = 0; m < me; m++)
+                    o[m * k->out_plane + p] = src[m];
+        }
+    }
+}
+
 static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
 {
     const nn_conv_kernel *k = c->k;
@@ -249,6 +293,12 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
     }
     int64_t m_first = g * k->mg + m0;
     float *out = c->out + (n * k->c_out + m_first) * k->out_plane + p0;
+    float *gemm_scratch = (float *)(void *)((char *)scratch + k->slice_bytes) - k->gemm_floats;
+    if (k->transposed) {
+        nn_conv_transposed(c, b, ldb, p1 - p0, g, m0, m1, out, gemm_scratch - k->t_floats,
+                           gemm_scratch);
+        return;
+    }
     /* Bias and activation go in the GEMM's epilogue; accumulating into the
      * output (no activation then: see cpu_kernel_run) adds the bias first. */
     cpu_gemm_epilogue epi = {0};
@@ -266,7 +316,7 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
     }
     cpu_gemm_operand gb = {.data = b, .ld = ldb};
     cpu_gemm_ex(m1 - m0, p1 - p0, k->kdim, 1.0f, &ga, &gb, beta, out, k->out_plane,
-                (float *)(void *)((char *)scratch + k->slice_bytes) - k->gemm_floats, &epi);
+                gemm_scratch, &epi);
 }
 
 /* One input plane of a depthwise convolution: its MULT output planes.
@@ -545,19 +595,27 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
     if (k->col_block > 8 && k->col_block < k->out_plane)
         k->col_block = (k->col_block + 7) / 8 * 8;
     k->col_blocks = (k->out_plane + k->col_block - 1) / k->col_block;
-    /* Row blocks on whole panels of a packed W. */
-    int64_t mr = cpu_gemm_mr();
+    /* Row blocks on whole panels of a packed W (panels of B when the
+     * product runs transposed). */
+    int64_t mr = k->transposed ? cpu_gemm_nr() : cpu_gemm_mr();
     k->m_block = (k->mg + m_blocks - 1) / m_blocks;
     if (m_blocks > 1)
         k->m_block = (k->m_block + mr - 1) / mr * mr;
     k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
     k->tasks = images * k->m_blocks * k->col_blocks;
     size_t floats = k->mode == NN_CONV_IM2COL ? (size_t)(k->kdim * k->col_block) : 0;
-    /* The GEMM's scratch ends the slice (64-byte aligned: floats of it are
-     * a multiple of 16). */
-    k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block, k->col_block, k->packed_w != NULL,
-                                              false) + 15) / 16 * 16;
-    k->slice_bytes = nn_slice_bytes(floats) + k->gemm_floats * sizeof(float);
+    /* The slice: columns, then C^T (transposed), then the GEMM's scratch
+     * (each 64-byte aligned: floats of them are multiples of 16). */
+    if (k->transposed) {
+        k->t_floats = ((size_t)(k->col_block * k->m_block) + 15) / 16 * 16;
+        k->gemm_floats = (cpu_gemm_scratch_floats(k->col_block, k->m_block, false, true) + 15) /
+                         16 * 16;
+    } else {
+        k->t_floats = 0;
+        k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block, k->col_block,
+                                                  k->packed_w != NULL, false) + 15) / 16 * 16;
+    }
+    k->slice_bytes = nn_slice_bytes(floats) + (k->t_floats + k->gemm_floats) * sizeof(float);
     k->ws_bytes = k->slice_bytes * (size_t)threads;
     k->base.workspace_bytes = k->ws_bytes;
 }
@@ -582,6 +640,20 @@ static void nn_plan_conv_transpose(nn_conv_kernel *k, int threads)
                      k->gemm_floats * sizeof(float);
     k->ws_bytes = k->slice_bytes * (size_t)threads;
     k->base.workspace_bytes = k->ws_bytes;
+}
+
+/* Whether a product over PLANE output positions and MG output channels
+ * wastes less of the micro-kernel transposed: the last panel of columns is
+ * padded to NR, so 49 positions cost 64 columns while 512 channels cost
+ * 512. (One thread, 512 x 49 x 4608: 80 GFLOP/s as is.) */
+static bool nn_use_transposed(int64_t plane, int64_t mg)
+{
+    int64_t nr = cpu_gemm_nr();
+    if (plane <= 0 || mg <= 0 || plane >= 1024 || mg < nr)
+        return false;
+    double waste_plane = (double)((plane + nr - 1) / nr * nr) / (double)plane;
+    double waste_m = (double)((mg + nr - 1) / nr * nr) / (double)mg;
+    return waste_plane > 1.05 * waste_m;
 }
 
 /* ---- builders ---------------------------------------------------------- */
@@ -652,12 +724,15 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
 
     /* A constant W of a GEMM path (not depthwise) is packed once, per
-     * group, after the kernel. */
+     * group, after the kernel: as A, or as B of the transposed product. */
     const float *w_data = NULL;
     size_t packed_group = 0;
-    int64_t ksize = 1;
-    for (int d = 0; d < w.nsp; d++)
+    int64_t ksize = 1, plane = 1;
+    for (int d = 0; d < w.nsp; d++) {
         ksize *= w.kernel[d];
+        plane *= w.out[d];
+    }
+    bool transposed = nn_use_transposed(plane, m / group);
     bool depthwise_like = cg == 1 && group == c && group > 1;
     const pl_graph_api *gv = cpu_host->graph;
     if (!depthwise_like && gv != NULL && node->graph != NULL && m > 0 && cg * ksize > 0) {
@@ -667,9 +742,12 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         if (t >= 0 && gv->tensor_constant(node->graph, t, &data, &bytes) &&
             bytes >= (size_t)(m * cg * ksize) * sizeof(float)) {
             w_data = (const float *)data;
-            packed_group = (cpu_gemm_packed_a_floats(m / group, cg * ksize) + 15) / 16 * 16;
+            packed_group = transposed ? cpu_gemm_packed_b_floats(cg * ksize, m / group)
+                                      : cpu_gemm_packed_a_floats(m / group, cg * ksize);
+            packed_group = (packed_group + 15) / 16 * 16;
         }
     }
+    transposed = transposed && w_data != NULL;
     nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w,
                                       packed_group * (size_t)group * sizeof(float));
     if (k == NULL)
@@ -677,11 +755,17 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     if (w_data != NULL) {
         float *buf = (float *)(void *)((char *)k + ((sizeof *k + 63) & ~(size_t)63));
         int64_t mg = m / group, kdim = cg * ksize;
-        for (int64_t g = 0; g < group; g++)
-            cpu_gemm_pack_a(mg, kdim, w_data + g * mg * kdim, kdim, false,
-                            buf + (size_t)g * packed_group);
+        for (int64_t g = 0; g < group; g++) {
+            if (transposed)
+                cpu_gemm_pack_b(kdim, mg, w_data + g * mg * kdim, kdim, true,
+                                buf + (size_t)g * packed_group);
+            else
+                cpu_gemm_pack_a(mg, kdim, w_data + g * mg * kdim, kdim, false,
+                                buf + (size_t)g * packed_group);
+        }
         k->packed_w = buf;
         k->packed_group = packed_group;
+        k->transposed = transposed;
     }
     k->batch = x->shape[0];
     k->c_in = c;
