@@ -7,6 +7,10 @@
 
 #include "nn_window.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 /* 8 floats, loadable from any float address (and aliasing floats). */
 typedef float nn_v8 __attribute__((vector_size(32), aligned(4), __may_alias__));
 
@@ -220,4 +224,71 @@ void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t row
         else
             NN_DISPATCH(nn_clip_row, c, cols, e->lo, e->hi);
     }
+}
+
+/* ---- transposed copies ----------------------------------------------------- */
+
+/* OUT[j * ld_out + i] (+)= SRC[i * ld_src + j] for i < rows, j < cols. */
+static void nn_transpose_base(float *out, int64_t ld_out, const float *src, int64_t ld_src,
+                              int64_t rows, int64_t cols, bool add)
+{
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+        int64_t je = cols - j0 < 16 ? cols - j0 : 16;
+        for (int64_t i = 0; i < rows; i++) {
+            const float *s = src + i * ld_src + j0;
+            float *o = out + j0 * ld_out + i;
+            if (add)
+                for (int64_t j = 0; j < je; j++)
+                    o[j * ld_out] += s[j];
+            else
+                for (int64_t j = 0; j < je; j++)
+                    o[j * ld_out] = s[j];
+        }
+    }
+}
+
+#ifdef NN_HAVE_AVX2
+/* 8 x 8 blocks transposed in registers; the edges as above. */
+__attribute__((target("avx2,fma"))) static void
+nn_transpose_avx2(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
+                  int64_t cols, bool add)
+{
+    const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+    for (int64_t i = 0; i < r8; i += 8)
+        for (int64_t j = 0; j < c8; j += 8) {
+            const float *s = src + i * ld_src + j;
+            __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld_src);
+            __m256 r2 = _mm256_loadu_ps(s + 2 * ld_src), r3 = _mm256_loadu_ps(s + 3 * ld_src);
+            __m256 r4 = _mm256_loadu_ps(s + 4 * ld_src), r5 = _mm256_loadu_ps(s + 5 * ld_src);
+            __m256 r6 = _mm256_loadu_ps(s + 6 * ld_src), r7 = _mm256_loadu_ps(s + 7 * ld_src);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+            __m256 v[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                           _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                           _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                           _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+            float *o = out + j * ld_out + i;
+            for (int q = 0; q < 8; q++) {
+                float *oq = o + q * ld_out;
+                __m256 r = add ? _mm256_add_ps(_mm256_loadu_ps(oq), v[q]) : v[q];
+                _mm256_storeu_ps(oq, r);
+            }
+        }
+    if (c8 < cols)
+        nn_transpose_base(out + c8 * ld_out, ld_out, src + c8, ld_src, r8, cols - c8, add);
+    if (r8 < rows)
+        nn_transpose_base(out + r8, ld_out, src + r8 * ld_src, ld_src, rows - r8, cols, add);
+}
+#endif
+
+void nn_transpose(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
+                  int64_t cols, bool add)
+{
+    NN_DISPATCH(nn_transpose, out, ld_out, src, ld_src, rows, cols, add);
 }

@@ -109,6 +109,10 @@ void nn_axpy(float *acc, const float *src, float w, int64_t n);
  * depthwise window over flattened phase planes (nn.c). */
 void nn_dw_flat(float *out, const float *src, const int64_t *off, const float *w, int taps,
                 float b, int64_t n);
+/* OUT[j * ld_out + i] = SRC[i * ld_src + j] (added when ADD) for i < rows,
+ * j < cols: a transposed copy, in 8 x 8 register blocks where AVX2 runs. */
+void nn_transpose(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
+                  int64_t cols, bool add);
 /* acc[i] = max(acc[i], src[i]) for i < n. */
 void nn_max_row(float *acc, const float *src, int64_t n);
 /* acc[i] += src[i] for i < n. */

@@ -695,6 +695,10 @@ static const tn_case tn_conv_cases[] = {
      ATTRS(AI("group", 3), AIS("dilations", 2, 2), AIS("strides", 2, 2))},
     /* 25: pointwise, few output channels (B read in place), long rows */
     {X4(1, 40, 30, 37), W(20, 40, 1, 1), .bias = 1},
+    /* 26: pointwise on 5x5 planes, 96 channels: the transposed product */
+    {X4(2, 24, 5, 5), W(96, 24, 1, 1), .bias = 1},
+    /* 27: 3x3 on 7x7 planes, 64 channels: transposed, through im2col */
+    {X4(1, 40, 7, 7), W(64, 40, 3, 3), .bias = 1, ATTRS(AIS("pads", 1, 1, 1, 1))},
 };
 
 static const tn_case tn_convt_cases[] = {
