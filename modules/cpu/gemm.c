@@ -44,12 +44,14 @@
 /* C[R x NR] (leading dimension LDC) = ALPHA * Ap * Bp + BETA * C for one
  * panel of A (R rows used, MR per step) and one of B over KC steps (LDB
  * floats between two steps of B: NR when packed, B's own leading dimension
- * when read in place); BETA 0 does not read C. EPI, when not NULL (the last
+ * when read in place); only the first COLS (1..NR) columns of C are read and
+ * written (masked vector stores); BETA 0 does not read C. EPI, when not
+ * NULL (the last
  * slice of K), adds its row bias (already at the tile's first row) and
  * column bias (at its first column) and applies its activation before the
  * store. */
 typedef void (*gemm_kernel_fn)(int64_t kc, const float *a, const float *b, int64_t ldb,
-                               float *c, int64_t ldc, float alpha, float beta,
+                               float *c, int64_t ldc, int cols, float alpha, float beta,
                                const cpu_gemm_epilogue *epi);
 
 typedef struct gemm_isa {
@@ -80,8 +82,8 @@ static inline float gemm_epi_scalar(const cpu_gemm_epilogue *e, float v, int64_t
 }
 
 static inline void gemm_kc_body(const int rows, int64_t kc, const float *a, const float *b,
-                                int64_t ldb, float *c, int64_t ldc, float alpha, float beta,
-                                const cpu_gemm_epilogue *epi)
+                                int64_t ldb, float *c, int64_t ldc, int cols, float alpha,
+                                float beta, const cpu_gemm_epilogue *epi)
 {
     float acc[GEMM_C_MR][GEMM_C_NR] = {{0}};
     for (int64_t p = 0; p < kc; p++, a += GEMM_C_MR, b += ldb)
@@ -90,7 +92,7 @@ static inline void gemm_kc_body(const int rows, int64_t kc, const float *a, cons
                 acc[i][j] += a[i] * b[j];
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
-        for (int j = 0; j < GEMM_C_NR; j++) {
+        for (int j = 0; j < cols; j++) {
             float v = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
             ci[j] = epi != NULL ? gemm_epi_scalar(epi, v, i, j) : v;
         }
@@ -99,10 +101,10 @@ static inline void gemm_kc_body(const int rows, int64_t kc, const float *a, cons
 
 #define GEMM_KC_ROWS(R)                                                                     \
     static void gemm_kc_##R(int64_t kc, const float *a, const float *b, int64_t ldb,        \
-                            float *c, int64_t ldc, float alpha, float beta,                 \
+                            float *c, int64_t ldc, int cols, float alpha, float beta,       \
                             const cpu_gemm_epilogue *epi)                                   \
     {                                                                                       \
-        gemm_kc_body(R, kc, a, b, ldb, c, ldc, alpha, beta, epi);                           \
+        gemm_kc_body(R, kc, a, b, ldb, c, ldc, cols, alpha, beta, epi);                     \
     }
 GEMM_KC_ROWS(1)
 GEMM_KC_ROWS(2)
@@ -135,7 +137,7 @@ gemm_k2_epi(const cpu_gemm_epilogue *e, __m256 v, int i, __m256 vb)
 
 __attribute__((always_inline, target("avx2,fma"))) static inline void
 gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
-             int64_t ldc, float alpha, float beta, const cpu_gemm_epilogue *epi)
+             int64_t ldc, int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
 {
     __m256 c0[GEMM_K2_MR], c1[GEMM_K2_MR];
 #pragma GCC unroll 6
@@ -155,34 +157,44 @@ gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, int64_t
         }
     }
     __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
+    const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
+    const bool full = cols == 16;
     __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
     if (epi != NULL && epi->col_bias != NULL) {
-        cb0 = _mm256_loadu_ps(epi->col_bias);
-        cb1 = _mm256_loadu_ps(epi->col_bias + 8);
+        cb0 = _mm256_maskload_ps(epi->col_bias, m0);
+        cb1 = _mm256_maskload_ps(epi->col_bias + 8, m1);
     }
 #pragma GCC unroll 6
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         __m256 r0 = _mm256_mul_ps(c0[i], va), r1 = _mm256_mul_ps(c1[i], va);
         if (beta != 0.0f) {
-            r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), r0);
-            r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), r1);
+            r0 = _mm256_fmadd_ps(vb, full ? _mm256_loadu_ps(ci) : _mm256_maskload_ps(ci, m0), r0);
+            r1 = _mm256_fmadd_ps(vb, full ? _mm256_loadu_ps(ci + 8)
+                                          : _mm256_maskload_ps(ci + 8, m1), r1);
         }
         if (epi != NULL) {
             r0 = gemm_k2_epi(epi, r0, i, cb0);
             r1 = gemm_k2_epi(epi, r1, i, cb1);
         }
-        _mm256_storeu_ps(ci, r0);
-        _mm256_storeu_ps(ci + 8, r1);
+        if (full) {
+            _mm256_storeu_ps(ci, r0);
+            _mm256_storeu_ps(ci + 8, r1);
+        } else {
+            _mm256_maskstore_ps(ci, m0, r0);
+            _mm256_maskstore_ps(ci + 8, m1, r1);
+        }
     }
 }
 
 #define GEMM_K2_ROWS(R)                                                                     \
     __attribute__((target("avx2,fma"))) static void gemm_k2_##R(                           \
         int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,     \
-        float alpha, float beta, const cpu_gemm_epilogue *epi)                              \
+        int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)                    \
     {                                                                                       \
-        gemm_k2_body(R, kc, a, b, ldb, c, ldc, alpha, beta, epi);                           \
+        gemm_k2_body(R, kc, a, b, ldb, c, ldc, cols, alpha, beta, epi);                     \
     }
 GEMM_K2_ROWS(1)
 GEMM_K2_ROWS(2)
@@ -217,7 +229,7 @@ gemm_k5_epi(const cpu_gemm_epilogue *e, __m512 v, int i, __m512 vb)
 
 __attribute__((always_inline, target("avx512f"))) static inline void
 gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
-             int64_t ldc, float alpha, float beta, const cpu_gemm_epilogue *epi)
+             int64_t ldc, int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
 {
     __m512 c0[GEMM_K5_MR], c1[GEMM_K5_MR];
 #pragma GCC unroll 12
@@ -237,34 +249,38 @@ gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, int64_t
         }
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    const __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
+    const __mmask16 m1 = cols >= 32   ? (__mmask16)0xffff
+                         : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u)
+                                     : (__mmask16)0;
     __m512 cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
     if (epi != NULL && epi->col_bias != NULL) {
-        cb0 = _mm512_loadu_ps(epi->col_bias);
-        cb1 = _mm512_loadu_ps(epi->col_bias + 16);
+        cb0 = _mm512_maskz_loadu_ps(m0, epi->col_bias);
+        cb1 = _mm512_maskz_loadu_ps(m1, epi->col_bias + 16);
     }
 #pragma GCC unroll 12
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         __m512 r0 = _mm512_mul_ps(c0[i], va), r1 = _mm512_mul_ps(c1[i], va);
         if (beta != 0.0f) {
-            r0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), r0);
-            r1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), r1);
+            r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
+            r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
         }
         if (epi != NULL) {
             r0 = gemm_k5_epi(epi, r0, i, cb0);
             r1 = gemm_k5_epi(epi, r1, i, cb1);
         }
-        _mm512_storeu_ps(ci, r0);
-        _mm512_storeu_ps(ci + 16, r1);
+        _mm512_mask_storeu_ps(ci, m0, r0);
+        _mm512_mask_storeu_ps(ci + 16, m1, r1);
     }
 }
 
 #define GEMM_K5_ROWS(R)                                                                     \
     __attribute__((target("avx512f"))) static void gemm_k5_##R(                             \
         int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,     \
-        float alpha, float beta, const cpu_gemm_epilogue *epi)                              \
+        int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)                    \
     {                                                                                       \
-        gemm_k5_body(R, kc, a, b, ldb, c, ldc, alpha, beta, epi);                           \
+        gemm_k5_body(R, kc, a, b, ldb, c, ldc, cols, alpha, beta, epi);                     \
     }
 GEMM_K5_ROWS(1)
 GEMM_K5_ROWS(2)
@@ -525,10 +541,9 @@ static void gemm_block(const gemm_isa *isa, int64_t mc, int64_t nc, int64_t kc, 
                        float *c, int64_t ldc, const cpu_gemm_epilogue *epi)
 {
     const int mr = isa->mr, nr = isa->nr;
-    float tile[GEMM_MAX_MR * GEMM_MAX_NR] __attribute__((aligned(64)));
     const float *bp = bs->p;
     for (int64_t jr = 0; jr < nc; jr += nr, bp += bs->panel) {
-        int64_t cols = nc - jr < nr ? nc - jr : nr;
+        int cols = (int)(nc - jr < nr ? nc - jr : nr);
         const float *b = bp;
         int64_t ldb = bs->ld;
         if (bs->direct && cols < nr) {
@@ -542,19 +557,7 @@ static void gemm_block(const gemm_isa *isa, int64_t mc, int64_t nc, int64_t kc, 
             cpu_gemm_epilogue e;
             if (epi != NULL)
                 e = gemm_epi_at(epi, ir, jr);
-            if (cols == nr) {
-                isa->kernel[rows](kc, a, b, ldb, cc, ldc, alpha, beta, epi ? &e : NULL);
-                continue;
-            }
-            isa->kernel[rows](kc, a, b, ldb, tile, nr, alpha, 0.0f, NULL);
-            for (int i = 0; i < rows; i++) {
-                float *ci = cc + i * ldc;
-                const float *ti = tile + i * nr;
-                for (int64_t j = 0; j < cols; j++) {
-                    float v = beta == 0.0f ? ti[j] : ti[j] + beta * ci[j];
-                    ci[j] = epi != NULL ? gemm_epi_scalar(&e, v, i, j) : v;
-                }
-            }
+            isa->kernel[rows](kc, a, b, ldb, cc, ldc, cols, alpha, beta, epi ? &e : NULL);
         }
     }
 }

@@ -17,9 +17,8 @@
  *     the column matrix (no copy);
  *   - depthwise (group == C_in, one input channel per group, 2-D): direct,
  *     one task per input plane, split into stride x stride phase planes so
- *     that each tap is one contiguous vector loop over the whole flattened
- *     output plane (see nn_conv_depthwise_task); 3x3 has a fused 9-tap
- *     loop.
+ *     that each tap of an output row is one contiguous vector run (see
+ *     nn_conv_depthwise_task); 3x3 has a fused 9-tap loop.
  * ConvTranspose is GEMM + col2im: per image, group and block of output
  * channels, W_g^T [Mg*K, Cg] times X_g [Cg, in positions] into the
  * workspace, then scattered (added) into the output.
@@ -81,7 +80,7 @@ typedef struct nn_conv_kernel {
     size_t ws_bytes;         /* all workers' */
     /* depthwise: the padded input plane split into sh x sw phase planes of
      * prows x pcols (see nn_conv_depthwise_task); dw_off[t] is where tap t
-     * reads, relative to output position 0 of the flattened planes */
+     * reads, relative to the first output of a row in the planes */
     int64_t dw_sh, dw_sw, dw_prows, dw_pcols, dw_plane;
     int64_t dw_off[NN_DW_MAX_TAPS];
     int64_t mult;            /* depthwise: output channels per input channel */
@@ -310,11 +309,11 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
  * The zero-padded plane is split into sh x sw phase planes: padded pixel
  * (r, c) goes to plane (r % sh, c % sw) at (r / sh, c / sw). Tap (kh, kw)
  * of output (oh, ow) then reads plane ((kh*dh) % sh, (kw*dw) % sw) at
- * (oh + kh*dh / sh, ow + kw*dw / sw): for every tap the outputs, flattened
- * with the planes' row pitch pcols, read one contiguous run, so the whole
- * plane is a single vector loop per tap (rows of 7 or 14 outputs included),
- * and only the pcols - ow_n columns past each row are computed in vain.
- * The result rows are then copied out (or added) with the epilogue. */
+ * (oh + kh*dh / sh, ow + kw*dw / sw): for every tap the outputs of a row
+ * read one contiguous run, so a row is one vector loop over its taps
+ * (nn_dw_rows: masked at the row's end, so rows of 7 or 14 outputs stay
+ * in vectors), writing the output with the activation applied in
+ * registers. */
 static void nn_conv_depthwise_task(const nn_conv_call *c, int64_t t, float *scratch)
 {
     const nn_conv_kernel *k = c->k;
@@ -323,7 +322,7 @@ static void nn_conv_depthwise_task(const nn_conv_call *c, int64_t t, float *scra
     const int64_t in_h = w->in[0], in_w = w->in[1], oh_n = w->out[0], ow_n = w->out[1];
     const int64_t pt = w->pad_begin[0], pl = w->pad_begin[1];
     int64_t ch = t % k->c_in, n = t / k->c_in;
-    float *planes = scratch, *tmp = scratch + sh * sw * k->dw_plane;
+    float *planes = scratch;
     const float *x = c->x + t * k->in_plane;
     if (sh == 1 && sw == 1) {
         /* One plane, written once: pads, the row, pads. */
@@ -386,20 +385,13 @@ static void nn_conv_depthwise_task(const nn_conv_call *c, int64_t t, float *scra
                 d[j] = src[col];
         }
     }
-    const int64_t flat = (oh_n - 1) * pcols + ow_n;
     for (int64_t j = 0; j < k->mult; j++) {
         int64_t m = ch * k->mult + j;
         float bias = c->bias ? c->bias[m] : 0.0f;
-        nn_dw_flat(tmp, planes, k->dw_off, c->wt + m * k->ksize, (int)k->ksize, bias, flat);
+        const float *wt = c->wt + m * k->ksize;
         float *out = c->out + (n * k->c_out + m) * k->out_plane;
-        for (int64_t oh = 0; oh < oh_n; oh++) {
-            float *o = out + oh * ow_n;
-            if (c->add)
-                nn_add_row(o, tmp + oh * pcols, ow_n);
-            else
-                memcpy(o, tmp + oh * pcols, (size_t)ow_n * sizeof(float));
-        }
-        cpu_epilogue_rows(&k->base.epilogue, out, k->out_plane, 1, k->out_plane);
+        nn_dw_rows(out, ow_n, planes, pcols, oh_n, k->dw_off, wt, (int)k->ksize, bias, ow_n,
+                   &k->base.epilogue, c->add);
     }
 }
 
@@ -553,8 +545,8 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
     int64_t want = nn_task_target(threads);
     if (k->mode == NN_CONV_DEPTHWISE) {
         k->tasks = k->batch * k->c_in;
-        k->slice_bytes = nn_slice_bytes(
-            (size_t)(k->dw_sh * k->dw_sw * k->dw_plane + k->w.out[0] * k->dw_pcols));
+        /* The planes, and slack for the row loop's last vector. */
+        k->slice_bytes = nn_slice_bytes((size_t)(k->dw_sh * k->dw_sw * k->dw_plane + 8));
         k->ws_bytes = k->slice_bytes * (size_t)threads;
         k->base.workspace_bytes = k->ws_bytes;
         return;

@@ -53,46 +53,6 @@ typedef int32_t nn_v8i __attribute__((vector_size(32), aligned(4), __may_alias__
         for (; i < n; i++)                                                                  \
             acc[i] += src[i];                                                               \
     }                                                                                       \
-    ATTR static void nn_dw_flat_##SUFFIX(float *out, const float *src, const int64_t *off,  \
-                                         const float *w, int taps, float b, int64_t n)      \
-    {                                                                                       \
-        int64_t i = 0;                                                                      \
-        const nn_v8 bv = nn_splat(b);                                                       \
-        if (taps == 9) {                                                                    \
-            const float *s0 = src + off[0], *s1 = src + off[1], *s2 = src + off[2];         \
-            const float *s3 = src + off[3], *s4 = src + off[4], *s5 = src + off[5];         \
-            const float *s6 = src + off[6], *s7 = src + off[7], *s8 = src + off[8];         \
-            const nn_v8 w0 = nn_splat(w[0]), w1 = nn_splat(w[1]), w2 = nn_splat(w[2]);      \
-            const nn_v8 w3 = nn_splat(w[3]), w4 = nn_splat(w[4]), w5 = nn_splat(w[5]);      \
-            const nn_v8 w6 = nn_splat(w[6]), w7 = nn_splat(w[7]), w8 = nn_splat(w[8]);      \
-            for (; i + 16 <= n; i += 16) {                                                  \
-                nn_v8 a = bv, c = bv;                                                       \
-                a += w0 * *(const nn_v8 *)(s0 + i); c += w0 * *(const nn_v8 *)(s0 + i + 8); \
-                a += w1 * *(const nn_v8 *)(s1 + i); c += w1 * *(const nn_v8 *)(s1 + i + 8); \
-                a += w2 * *(const nn_v8 *)(s2 + i); c += w2 * *(const nn_v8 *)(s2 + i + 8); \
-                a += w3 * *(const nn_v8 *)(s3 + i); c += w3 * *(const nn_v8 *)(s3 + i + 8); \
-                a += w4 * *(const nn_v8 *)(s4 + i); c += w4 * *(const nn_v8 *)(s4 + i + 8); \
-                a += w5 * *(const nn_v8 *)(s5 + i); c += w5 * *(const nn_v8 *)(s5 + i + 8); \
-                a += w6 * *(const nn_v8 *)(s6 + i); c += w6 * *(const nn_v8 *)(s6 + i + 8); \
-                a += w7 * *(const nn_v8 *)(s7 + i); c += w7 * *(const nn_v8 *)(s7 + i + 8); \
-                a += w8 * *(const nn_v8 *)(s8 + i); c += w8 * *(const nn_v8 *)(s8 + i + 8); \
-                *(nn_v8 *)(out + i) = a;                                                    \
-                *(nn_v8 *)(out + i + 8) = c;                                                \
-            }                                                                               \
-        }                                                                                   \
-        for (; i + 8 <= n; i += 8) {                                                        \
-            nn_v8 a = bv;                                                                   \
-            for (int t = 0; t < taps; t++)                                                  \
-                a += nn_splat(w[t]) * *(const nn_v8 *)(src + off[t] + i);                   \
-            *(nn_v8 *)(out + i) = a;                                                        \
-        }                                                                                   \
-        for (; i < n; i++) {                                                                \
-            float a = b;                                                                    \
-            for (int t = 0; t < taps; t++)                                                  \
-                a += w[t] * src[off[t] + i];                                                \
-            out[i] = a;                                                                     \
-        }                                                                                   \
-    }                                                                                       \
     ATTR static void nn_relu_row_##SUFFIX(float *x, int64_t n)                              \
     {                                                                                       \
         int64_t i = 0;                                                                      \
@@ -185,12 +145,6 @@ static int nn_use_avx2(void)
 void nn_axpy(float *acc, const float *src, float w, int64_t n)
 {
     NN_DISPATCH(nn_axpy, acc, src, w, n);
-}
-
-void nn_dw_flat(float *out, const float *src, const int64_t *off, const float *w, int taps,
-                float b, int64_t n)
-{
-    NN_DISPATCH(nn_dw_flat, out, src, off, w, taps, b, n);
 }
 
 void nn_max_row(float *acc, const float *src, int64_t n)
@@ -291,4 +245,137 @@ void nn_transpose(float *out, int64_t ld_out, const float *src, int64_t ld_src, 
                   int64_t cols, bool add)
 {
     NN_DISPATCH(nn_transpose, out, ld_out, src, ld_src, rows, cols, add);
+}
+
+/* ---- depthwise rows ------------------------------------------------------ */
+
+static inline float nn_act1(const cpu_epilogue *e, float v)
+{
+    if (e->kind == CPU_EPI_RELU)
+        return v > 0.0f ? v : 0.0f;
+    if (e->kind == CPU_EPI_CLIP)
+        return v < e->lo ? e->lo : (v > e->hi ? e->hi : v);
+    return v;
+}
+
+static void nn_dw_rows_base(float *out, int64_t ld_out, const float *src, int64_t ld_src,
+                            int64_t rows, const int64_t *off, const float *w, int taps, float b,
+                            int64_t n, const cpu_epilogue *e, bool add)
+{
+    for (int64_t r = 0; r < rows; r++, out += ld_out, src += ld_src)
+        for (int64_t i = 0; i < n; i++) {
+            float a = b;
+            for (int t = 0; t < taps; t++)
+                a += w[t] * src[off[t] + i];
+            a = nn_act1(e, a);
+            out[i] = add ? out[i] + a : a;
+        }
+}
+
+#ifdef NN_HAVE_AVX2
+/* The activation on 8 lanes: max/min forms equal to nn_act1 for lo <= hi
+ * (kernel_fuse refuses other Clips), NaN -> 0 for Relu, kept for Clip. */
+__attribute__((always_inline, target("avx2,fma"))) static inline __m256
+nn_act8(const cpu_epilogue *e, __m256 v)
+{
+    if (e->kind == CPU_EPI_RELU)
+        return _mm256_max_ps(v, _mm256_setzero_ps());
+    if (e->kind == CPU_EPI_CLIP)
+        return _mm256_min_ps(_mm256_set1_ps(e->hi), _mm256_max_ps(_mm256_set1_ps(e->lo), v));
+    return v;
+}
+
+__attribute__((always_inline, target("avx2,fma"))) static inline void
+nn_store8(float *o, __m256 v, bool add, __m256i mask, bool masked)
+{
+    if (masked) {
+        if (add)
+            v = _mm256_add_ps(_mm256_maskload_ps(o, mask), v);
+        _mm256_maskstore_ps(o, mask, v);
+    } else {
+        if (add)
+            v = _mm256_add_ps(_mm256_loadu_ps(o), v);
+        _mm256_storeu_ps(o, v);
+    }
+}
+
+/* Per row: vectors of 16 and 8, then one vector whose store is masked to
+ * the last n % 8 outputs, so rows of 7 or 14 never fall to scalar code.
+ * The loads of that last vector run past the row (callers leave 8 floats
+ * of slack after the planes). */
+__attribute__((target("avx2,fma"))) static void
+nn_dw_rows_avx2(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
+                const int64_t *off, const float *w, int taps, float b, int64_t n,
+                const cpu_epilogue *e, bool add)
+{
+    const __m256 bv = _mm256_set1_ps(b);
+    const __m256i none = _mm256_setzero_si256();
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n % 8)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const int64_t n8 = n / 8 * 8;
+    if (taps == 9) {
+        const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]);
+        const __m256 w2 = _mm256_set1_ps(w[2]), w3 = _mm256_set1_ps(w[3]);
+        const __m256 w4 = _mm256_set1_ps(w[4]), w5 = _mm256_set1_ps(w[5]);
+        const __m256 w6 = _mm256_set1_ps(w[6]), w7 = _mm256_set1_ps(w[7]);
+        const __m256 w8 = _mm256_set1_ps(w[8]);
+        for (int64_t r = 0; r < rows; r++, out += ld_out, src += ld_src) {
+            const float *s0 = src + off[0], *s1 = src + off[1], *s2 = src + off[2];
+            const float *s3 = src + off[3], *s4 = src + off[4], *s5 = src + off[5];
+            const float *s6 = src + off[6], *s7 = src + off[7], *s8 = src + off[8];
+#define NN_DW9(I, ACC)                                                       \
+    ACC = _mm256_fmadd_ps(w0, _mm256_loadu_ps(s0 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w1, _mm256_loadu_ps(s1 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w2, _mm256_loadu_ps(s2 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w3, _mm256_loadu_ps(s3 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w4, _mm256_loadu_ps(s4 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w5, _mm256_loadu_ps(s5 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w6, _mm256_loadu_ps(s6 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w7, _mm256_loadu_ps(s7 + (I)), ACC);               \
+    ACC = _mm256_fmadd_ps(w8, _mm256_loadu_ps(s8 + (I)), ACC)
+            int64_t i = 0;
+            for (; i + 16 <= n; i += 16) {
+                __m256 a = bv, c = bv;
+                NN_DW9(i, a);
+                NN_DW9(i + 8, c);
+                nn_store8(out + i, nn_act8(e, a), add, none, false);
+                nn_store8(out + i + 8, nn_act8(e, c), add, none, false);
+            }
+            for (; i < n8; i += 8) {
+                __m256 a = bv;
+                NN_DW9(i, a);
+                nn_store8(out + i, nn_act8(e, a), add, none, false);
+            }
+            if (i < n) {
+                __m256 a = bv;
+                NN_DW9(i, a);
+                nn_store8(out + i, nn_act8(e, a), add, mask, true);
+            }
+#undef NN_DW9
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++, out += ld_out, src += ld_src) {
+        int64_t i = 0;
+        for (; i < n8; i += 8) {
+            __m256 a = bv;
+            for (int t = 0; t < taps; t++)
+                a = _mm256_fmadd_ps(_mm256_set1_ps(w[t]), _mm256_loadu_ps(src + off[t] + i), a);
+            nn_store8(out + i, nn_act8(e, a), add, none, false);
+        }
+        if (i < n) {
+            __m256 a = bv;
+            for (int t = 0; t < taps; t++)
+                a = _mm256_fmadd_ps(_mm256_set1_ps(w[t]), _mm256_loadu_ps(src + off[t] + i), a);
+            nn_store8(out + i, nn_act8(e, a), add, mask, true);
+        }
+    }
+}
+#endif
+
+void nn_dw_rows(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
+                const int64_t *off, const float *w, int taps, float b, int64_t n,
+                const cpu_epilogue *e, bool add)
+{
+    NN_DISPATCH(nn_dw_rows, out, ld_out, src, ld_src, rows, off, w, taps, b, n, e, add);
 }

@@ -105,10 +105,14 @@ void nn_phase_fill(const nn_window *w, const nn_phase_plan *p, const float *src,
 
 /* acc[i] += w * src[i] for i < n. */
 void nn_axpy(float *acc, const float *src, float w, int64_t n);
-/* out[i] = b + sum over taps t of w[t] * src[off[t] + i], for i < n: a
- * depthwise window over flattened phase planes (nn.c). */
-void nn_dw_flat(float *out, const float *src, const int64_t *off, const float *w, int taps,
-                float b, int64_t n);
+/* ROWS rows of a depthwise window (nn.c), row r at OUT + r * ld_out from
+ * SRC + r * ld_src: out[i] = E(b + sum over taps t of w[t] * src[off[t] +
+ * i]) for i < n, added to out[i] when ADD. Vectorised to each row's last
+ * element (the last vector's store masked), E applied in registers; reads
+ * up to 8 floats past the last tap's run of the last row. */
+void nn_dw_rows(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
+                const int64_t *off, const float *w, int taps, float b, int64_t n,
+                const cpu_epilogue *e, bool add);
 /* OUT[j * ld_out + i] = SRC[i * ld_src + j] (added when ADD) for i < rows,
  * j < cols: a transposed copy, in 8 x 8 register blocks where AVX2 runs. */
 void nn_transpose(float *out, int64_t ld_out, const float *src, int64_t ld_src, int64_t rows,
