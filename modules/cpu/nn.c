@@ -74,7 +74,10 @@ typedef struct nn_conv_kernel {
     int64_t in_plane, out_plane, ksize;
     int64_t kdim;            /* Conv: cg * ksize, the GEMM's inner size */
     int64_t in_step[NN_MAX_SP], out_step[NN_MAX_SP]; /* strides of spatial dims */
-    int64_t col_block, col_blocks, m_block, m_blocks;
+    /* Column blocks: block b covers panels [b*P/B, (b+1)*P/B) of the
+     * col_panels P panels of col_unit positions (B = col_blocks); col_block
+     * is the widest. Row blocks: m_block rows each. */
+    int64_t col_block, col_blocks, col_panels, col_unit, m_block, m_blocks;
     int64_t tasks;
     size_t slice_bytes;      /* one worker's workspace */
     size_t ws_bytes;         /* all workers' */
@@ -257,7 +260,8 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
     int64_t mb = t % k->m_blocks;
     t /= k->m_blocks;
     int64_t g = t % k->group, n = t / k->group;
-    int64_t p0 = cb * k->col_block, p1 = p0 + k->col_block;
+    int64_t p0 = cb * k->col_panels / k->col_blocks * k->col_unit;
+    int64_t p1 = (cb + 1) * k->col_panels / k->col_blocks * k->col_unit;
     int64_t m0 = mb * k->m_block, m1 = m0 + k->m_block;
     if (p1 > k->out_plane)
         p1 = k->out_plane;
@@ -568,11 +572,24 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
             m_blocks = mb < max_mb ? mb : (max_mb > 1 ? max_mb : 1);
         }
     }
-    /* Blocks a multiple of 8 wide (sgemm's panels), then re-count. */
-    k->col_block = (k->out_plane + col_blocks - 1) / col_blocks;
-    if (k->col_block > 8 && k->col_block < k->out_plane)
-        k->col_block = (k->col_block + 7) / 8 * 8;
-    k->col_blocks = (k->out_plane + k->col_block - 1) / k->col_block;
+    /* Blocks of whole panels of the micro-kernel (a block of 112 columns
+     * would compute 128 with panels of 32, in every task), the panels
+     * spread evenly over the blocks (784 positions: 25 panels in 8 blocks
+     * of 3 or 4) and the blocks a multiple of the threads when there are
+     * few, so that no thread gets a block more than the other.
+     * Transposed, positions are the product's rows: panels of MR. */
+    k->col_unit = k->transposed ? cpu_gemm_mr() : cpu_gemm_nr();
+    k->col_panels = (k->out_plane + k->col_unit - 1) / k->col_unit;
+    if (col_blocks > 1 && col_blocks < 4 * threads)
+        col_blocks = (col_blocks + threads - 1) / threads * threads;
+    if (col_blocks > k->col_panels)
+        col_blocks = k->col_panels;
+    if (col_blocks < 1)
+        col_blocks = 1;
+    k->col_blocks = col_blocks;
+    k->col_block = (k->col_panels + col_blocks - 1) / col_blocks * k->col_unit;
+    if (k->col_block > k->out_plane)
+        k->col_block = k->out_plane;
     /* Row blocks on whole panels of a packed W (panels of B when the
      * product runs transposed). */
     int64_t mr = k->transposed ? cpu_gemm_nr() : cpu_gemm_mr();
@@ -626,14 +643,14 @@ static void nn_plan_conv_transpose(nn_conv_kernel *k, int threads)
  * 512. (One thread, 512 x 49 x 4608: 80 GFLOP/s as is, 90 transposed.)
  * Below 20% waste, packing X^T (the transposed product's A) costs more
  * than the padding: 14x14 planes (196 positions in 224) stay as they are. */
-static bool nn_use_transposed(int64_t plane, int64_t mg)
+static bool nn_use_transposed(int64_t plane, int64_t mg, bool unrolled)
 {
     int64_t nr = cpu_gemm_nr();
     if (plane <= 0 || mg <= 0 || plane >= 1024 || mg < nr)
         return false;
     double waste_plane = (double)((plane + nr - 1) / nr * nr) / (double)plane;
     double waste_m = (double)((mg + nr - 1) / nr * nr) / (double)mg;
-    return waste_plane > 1.2 * waste_m;
+    return waste_plane > (unrolled ? 1.05 : 1.2) * waste_m;
 }
 
 /* ---- builders ---------------------------------------------------------- */
@@ -712,7 +729,10 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         ksize *= w.kernel[d];
         plane *= w.out[d];
     }
-    bool transposed = nn_use_transposed(plane, m / group);
+    bool unit = ksize == 1;
+    for (int d = 0; d < w.nsp; d++)
+        unit = unit && w.stride[d] == 1 && w.pad_begin[d] == 0 && w.pad_end[d] == 0;
+    bool transposed = nn_use_transposed(plane, m / group, !unit);
     bool depthwise_like = cg == 1 && group == c && group > 1;
     const pl_graph_api *gv = cpu_host->graph;
     if (!depthwise_like && gv != NULL && node->graph != NULL && m > 0 && cg * ksize > 0) {
@@ -758,9 +778,6 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     k->base.n_reads = has_bias ? 3 : 2;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
     k->base.epilogue_ok = true;
-    bool unit = k->ksize == 1;
-    for (int d = 0; d < w.nsp; d++)
-        unit = unit && w.stride[d] == 1 && w.pad_begin[d] == 0 && w.pad_end[d] == 0;
     k->mode = unit ? NN_CONV_POINTWISE : NN_CONV_IM2COL;
     if (w.nsp == 2 && cg == 1 && group == c && group > 1 && k->ksize > 1 &&
         k->ksize <= NN_DW_MAX_TAPS && w.stride[0] <= NN_DW_MAX_STRIDE &&
