@@ -91,6 +91,7 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
     ctx->max_cpu_isa = "default";
     ctx->bf16 = 0;
+    ctx->winograd = 1;
     ctx->engine = NULL;
     pthread_mutex_init(&ctx->engine_lock, NULL);
     /* Debian's libdnnl runs its primitives on libgomp's pool; run sets that
@@ -162,8 +163,9 @@ static pl_status *onednn_apply_max_isa(const char *name, dnnl_cpu_isa_t isa)
         name, dnnl_status2str(st), onednn_effective_isa(buf, sizeof buf));
 }
 
-/* Accepts `max_cpu_isa` and `precision` (f32 | bf16); reports oneDNN's
- * version, the ISA it dispatches to, the precision and the thread budget. */
+/* Accepts `max_cpu_isa`, `precision` (f32 | bf16) and `winograd` (auto |
+ * no); reports oneDNN's version, the ISA it dispatches to, the precision,
+ * the Winograd choice and the thread budget. */
 static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
                                  pl_kv_sink out, void *out_ctx)
 {
@@ -171,7 +173,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
         return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "onednn: configure with %zu keys but no array", n_in);
     const struct onednn_isa_name *cap = NULL;
-    int bf16 = ctx->bf16;
+    int bf16 = ctx->bf16, winograd = ctx->winograd;
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
         const char *value = in[i].value != NULL ? in[i].value : "(null)";
@@ -184,10 +186,19 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             bf16 = strcmp(value, "bf16") == 0;
             continue;
         }
+        if (strcmp(key, "winograd") == 0) {
+            if (strcmp(value, "auto") != 0 && strcmp(value, "no") != 0)
+                return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                                  "onednn: bad value '%s' for key 'winograd' "
+                                                  "(expected one of: auto, no)",
+                                                  value);
+            winograd = strcmp(value, "auto") == 0;
+            continue;
+        }
         if (strcmp(key, "max_cpu_isa") != 0)
             return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                             "onednn: unknown key '%s' (accepted: max_cpu_isa, "
-                                            "precision)",
+                                            "precision, winograd)",
                                             key);
         cap = NULL;
         for (size_t j = 0; j < ONEDNN_ISA_COUNT; j++)
@@ -206,6 +217,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
         ctx->max_cpu_isa = cap->name;
     }
     ctx->bf16 = bf16;
+    ctx->winograd = winograd;
     if (out == NULL)
         return NULL;
 
@@ -218,6 +230,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     out(out_ctx, "cpu_isa", onednn_effective_isa(isa, sizeof isa));
     out(out_ctx, "max_cpu_isa", ctx->max_cpu_isa);
     out(out_ctx, "precision", ctx->bf16 ? "bf16" : "f32");
+    out(out_ctx, "winograd", ctx->winograd ? "auto" : "no");
     out(out_ctx, "threads", threads);
     return NULL;
 }

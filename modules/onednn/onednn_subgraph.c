@@ -1783,6 +1783,48 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
     return dnnl_success;
 }
 
+/* A 3x3, stride 1 convolution through oneDNN's Winograd F(4x4, 3x3)
+ * kernel (AVX-512 only): 2.25x fewer multiplies than the direct one for
+ * the same layer. Same contract as odnn_conv_blocked; refused (direct
+ * instead) when oneDNN has no Winograd kernel for the shapes and post-ops,
+ * when only a reference kernel took it, or when `winograd = no`. */
+static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_desc_t *cd,
+                                        const dnnl_memory_desc_t *src_any,
+                                        const dnnl_memory_desc_t *wei_md,
+                                        const dnnl_memory_desc_t *bias_md,
+                                        const dnnl_memory_desc_t *dst_any,
+                                        const dnnl_dims_t strides, const dnnl_dims_t dil,
+                                        const dnnl_dims_t pl, const dnnl_dims_t pr,
+                                        const_dnnl_post_ops_t po, dnnl_primitive_desc_t *pd)
+{
+    if (!b->ctx->winograd || wei_md->ndims != 4 || wei_md->dims[2] != 3 || wei_md->dims[3] != 3 ||
+        strides[0] != 1 || strides[1] != 1 || dil[0] != 0 || dil[1] != 0)
+        return dnnl_unimplemented;
+    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
+        cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
+        strides, dil, pl, pr);
+    if (ds != dnnl_success)
+        return ds;
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, po);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return dnnl_out_of_memory;
+    }
+    ds = dnnl_primitive_desc_create(pd, cd, attr, b->ctx->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success)
+        return ds;
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        impl == NULL || strncmp(impl, "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = NULL;
+        return dnnl_unimplemented;
+    }
+    return dnnl_success;
+}
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -1831,8 +1873,16 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
     pl_status *st = NULL;
-    if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL, &dst_md,
-                          strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
+    if (group == 1 &&
+        odnn_conv_winograd(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL, &dst_md,
+                           strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
+        const char *impl = "?";
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': Winograd convolution (%s)",
+                                 onednn_host->graph->node_name(v, n), impl);
+    } else if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
+                                 &dst_md, strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
         dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
             &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_md,
             bias_t >= 0 ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);

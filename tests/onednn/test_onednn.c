@@ -819,7 +819,158 @@ static void case_configure(void)
                 "unknown key 'fusion'");
     pl_kv f32 = {"precision", "f32"};
     TH_CHECK_OK(m->api.configure(m->ctx, &f32, 1, NULL, NULL));
+    pl_kv wino_bad = {"winograd", "always"};
+    CHECK_ERROR(m->api.configure(m->ctx, &wino_bad, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
+                "winograd");
+    pl_kv wino_no = {"winograd", "no"};
+    TH_CHECK_OK(m->api.configure(m->ctx, &wino_no, 1, NULL, NULL));
     pl_runtime_destroy(rt);
+}
+
+/* ---- Winograd ------------------------------------------------------------- */
+
+/* Two 3x3 stride-1 convolutions, 32 channels: the layers oneDNN runs
+ * through its Winograd kernel on AVX-512. */
+static const char *model_wino(void)
+{
+    struct mb m = {.seed = 7};
+    int64_t xs[] = {1, 32, 14, 14}, ws[] = {32, 32, 3, 3}, bs[] = {32};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, ws, NULL, 0.1f);
+    mb_const(&m, "b1", 1, bs, NULL, 0.1f);
+    mb_const(&m, "w2", 4, ws, NULL, 0.1f);
+    const char *p1 = "\"pads\":{\"ints\":[1,1,1,1]}";
+    mb_node(&m, "conv1", "Conv", "\"x\",\"w1\",\"b1\"", "c1", p1);
+    mb_node(&m, "relu1", "Relu", "\"c1\"", "r1", "");
+    mb_node(&m, "conv2", "Conv", "\"r1\",\"w2\"", "y", p1);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* The log lines a runtime wrote (debug level), joined. */
+struct wino_log {
+    char text[16384];
+    size_t len;
+};
+
+static void wino_sink(void *user, int level, const char *line)
+{
+    (void)level;
+    struct wino_log *l = user;
+    int n = snprintf(l->text + l->len, sizeof l->text - l->len, "%s\n", line);
+    if (n > 0 && (size_t)n < sizeof l->text - l->len)
+        l->len += (size_t)n;
+}
+
+static void isa_sink(void *user, const char *key, const char *value)
+{
+    if (strcmp(key, "cpu_isa") == 0)
+        snprintf(user, 64, "%s", value);
+}
+
+static pl_runtime *wino_runtime(const char *winograd, struct wino_log *log)
+{
+    const char *dir = th_tempdir();
+    const char *ini = th_path(dir, "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f,
+            "[runtime]\nmodules = %s\nthreads = 2\nlog = debug\n\n[placement]\n"
+            "order = onednn, cpu\n\n[onednn]\nwinograd = %s\n",
+            th_arg(0), winograd);
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true, .log_sink = wino_sink, .log_user = log};
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    long i = pl_runtime_find_module(rt, "onednn");
+    if (i < 0 || rt->modules[i]->status != PL_MODULE_LOADED) {
+        pl_runtime_destroy(rt);
+        th_skip("the onednn module is not loaded (oneDNN missing?)");
+    }
+    return rt;
+}
+
+/* winograd = auto runs the 3x3 layers through oneDNN's Winograd kernel
+ * where the CPU has AVX-512 (the debug log names each such node), winograd
+ * = no never does; both agree with the cpu module within tolerance. */
+static void case_winograd(void)
+{
+    const char *path = model_wino();
+    int64_t xs[] = {1, 32, 14, 14};
+    size_t n = count(4, xs);
+    float *x = malloc(n * sizeof *x), *y[3];
+    TH_CHECK(x != NULL, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = sinf((float)i * 0.11f);
+    struct wino_log logs[2];
+    memset(logs, 0, sizeof logs);
+    pl_runtime *rts[3] = {wino_runtime("auto", &logs[0]), wino_runtime("no", &logs[1]),
+                          runtime_with("cpu")};
+    for (int r = 0; r < 3; r++) {
+        y[r] = calloc(n, sizeof(float));
+        TH_CHECK(y[r] != NULL, "out of memory");
+        pl_session *s = session_for(rts[r], path);
+        run_one(s, "x", x, 4, xs, "y", y[r], 4, xs);
+        pl_session_destroy(s);
+    }
+    /* The ISA oneDNN dispatches to, as the module reports it. */
+    char isa[64] = "";
+    pl_module *om = rts[0]->modules[pl_runtime_find_module(rts[0], "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+                  strncmp(isa, "amx", 3) == 0;
+    if (avx512)
+        TH_CHECK(strstr(logs[0].text, "node 'conv1': Winograd") != NULL &&
+                     strstr(logs[0].text, "node 'conv2': Winograd") != NULL,
+                 "winograd = auto on AVX-512 did not use Winograd; log:\n%s", logs[0].text);
+    TH_CHECK(strstr(logs[1].text, "Winograd") == NULL, "winograd = no used it; log:\n%s",
+             logs[1].text);
+    double scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(y[2][i]));
+    for (int r = 0; r < 2; r++)
+        for (size_t i = 0; i < n; i++)
+            TH_CHECK(fabs(y[r][i] - y[2][i]) <= 1e-4 * fmax(fabs(y[2][i]), 1e-2 * scale) + 1e-6,
+                     "winograd = %s: y[%zu] = %.9g, cpu %.9g", r ? "no" : "auto", i, y[r][i],
+                     y[2][i]);
+    for (int r = 0; r < 3; r++) {
+        pl_runtime_destroy(rts[r]);
+        free(y[r]);
+    }
+    free(x);
+
+    /* A blob with Winograd weights imports and computes the same. */
+    struct direct d = direct_open(path);
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+    TH_CHECK_OK(d.api->import_compiled(d.m->ctx, 0, d.view, b.bytes, b.n, &ci));
+    float *xi = malloc(n * sizeof *xi), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+    TH_CHECK(xi && y1 && y2, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        xi[i] = cosf((float)i * 0.07f);
+    pl_compiled *cs[2] = {c, ci};
+    float *ys[2] = {y1, y2};
+    for (int k = 0; k < 2; k++) {
+        pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
+        pl_tensor in = {.data = xi, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = xs,
+                        .struct_size = sizeof(pl_tensor), .device = {PL_DEVICE_CPU, 0}};
+        pl_tensor out = in;
+        out.data = ys[k];
+        pl_run_args a = {.header = PL_ABI_HEADER_INIT(pl_run_args), .run = &rc, .n_inputs = 1,
+                         .inputs = &in, .n_outputs = 1, .outputs = &out};
+        TH_CHECK_OK(d.api->run(d.m->ctx, cs[k], &a));
+    }
+    TH_CHECK(memcmp(y1, y2, n * sizeof *y1) == 0, "imported Winograd subgraph computes otherwise");
+    d.api->release(d.m->ctx, c);
+    d.api->release(d.m->ctx, ci);
+    free(b.bytes);
+    free(xi);
+    free(y1);
+    free(y2);
+    direct_close(&d);
 }
 
 int main(int argc, char **argv)
@@ -839,6 +990,7 @@ int main(int argc, char **argv)
         {"import_mismatch", case_import_mismatch},
         {"configure", case_configure},
         {"warm_start", case_warm_start},
+        {"winograd", case_winograd},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
