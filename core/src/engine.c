@@ -501,7 +501,15 @@ static pl_status *pl_op_execute(pl_op *op, int worker, bool *out_started)
         op->async_fn(op->arg, &rc, &slot->base);
         return NULL;
     }
+    /* A device or pinned-thread op runs off the CPU pool, possibly with
+     * threads of its own (oneDNN's OpenMP team): the pool's idle workers
+     * must not spin against them meanwhile. */
+    bool hold = op->ctx.kind == PL_EXEC_DEVICE;
+    if (hold)
+        pl_threadpool_hold_spin(e->cpu, 1);
     pl_status *st = op->fn(op->arg, &rc);
+    if (hold)
+        pl_threadpool_hold_spin(e->cpu, -1);
     if (st == NULL)
         return NULL;
     pl_status *wrapped = pl_status_create(pl_status_code(st), "op '%s' failed: %s",

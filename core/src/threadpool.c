@@ -61,6 +61,7 @@ struct pl_threadpool {
      * the pool stops; spinners watch it without the mutex. */
     atomic_uint work_seq;
     atomic_bool stop;           /* written under the mutex */
+    atomic_int spin_hold;       /* pl_threadpool_hold_spin: > 0, no spinning */
 };
 
 typedef struct pl_pool_start {
@@ -215,6 +216,8 @@ static bool pl_pool_spin_for_work(pl_threadpool *pool, unsigned seen)
             if (seq != seen ||
                 atomic_load_explicit(&pool->stop, memory_order_acquire))
                 return true;
+            if (atomic_load_explicit(&pool->spin_hold, memory_order_relaxed) > 0)
+                return false;
             pl_pool_pause();
         }
         if (pl_pool_now_ns() >= deadline)
@@ -284,7 +287,8 @@ static void *pl_pool_worker(void *arg)
             may_spin = true;
             continue;
         }
-        if (may_spin && pool->spin_us > 0) {
+        if (may_spin && pool->spin_us > 0 &&
+            atomic_load_explicit(&pool->spin_hold, memory_order_relaxed) == 0) {
             /* Read under the mutex: any work published after this check
              * bumps the counter. */
             unsigned seen = atomic_load_explicit(&pool->work_seq,
@@ -322,6 +326,7 @@ pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
     pool->spin_us = spin_us;
     atomic_init(&pool->work_seq, 0);
     atomic_init(&pool->stop, false);
+    atomic_init(&pool->spin_hold, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->work_cv, NULL);
     pthread_cond_init(&pool->done_cv, NULL);
@@ -383,6 +388,12 @@ void pl_threadpool_destroy(pl_threadpool *pool)
 int pl_threadpool_size(const pl_threadpool *pool)
 {
     return pool ? pool->budget : 1;
+}
+
+void pl_threadpool_hold_spin(pl_threadpool *pool, int delta)
+{
+    if (pool != NULL)
+        atomic_fetch_add_explicit(&pool->spin_hold, delta, memory_order_relaxed);
 }
 
 bool pl_threadpool_is_worker(const pl_threadpool *pool)

@@ -55,6 +55,13 @@ int pl_threadpool_size(const pl_threadpool *pool);
 /* True when the calling thread is a worker of POOL. */
 bool pl_threadpool_is_worker(const pl_threadpool *pool);
 
+/* Holds (DELTA +1) or releases (-1) the pool's spinning: while any hold is
+ * on, idle workers sleep at once and spinning ones stop. The engine holds
+ * it while a device or pinned-thread operation runs outside the pool (a
+ * oneDNN subgraph whose OpenMP team needs the cores the spinners would
+ * take). Thread-safe. */
+void pl_threadpool_hold_spin(pl_threadpool *pool, int delta);
+
 /* Runs fn over [0, n) in chunks of at least grain, the caller taking part;
  * returns when every chunk is done. Thread-safe; a call from inside a chunk
  * runs inline, so nesting never deadlocks. */

@@ -1852,6 +1852,48 @@ static void case_destroy_spinning(void)
     }
 }
 
+/* CPU time of this process, in ms. */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* pl_threadpool_hold_spin: workers that would spin for 0.1 s after a
+ * parallel_for go to sleep while a hold is on. Over 0.2 s of wall time with
+ * the hold on, two spinning workers would burn up to 0.2 s of CPU; held,
+ * the process burns next to none (a bound of 40 ms leaves room for a
+ * loaded machine; spinning that ignored the hold uses at least the 0.1 s
+ * of one worker's spin unless the machine starves it). The hold released,
+ * work runs as before. */
+static void case_hold_spin(void)
+{
+    pl_threadpool *pool = NULL;
+    pl_status *st = pl_threadpool_create_ex(2, 3, PL_THREADPOOL_SPIN_US_MAX, &pool);
+    CHECKF(st == NULL, "pl_threadpool_create_ex: %s", pl_status_message(st));
+    pl_threadpool_hold_spin(pool, 1);
+    meet_arg m;
+    atomic_init(&m.helpers, 0);
+    for (int k = 0; k < 3; k++)
+        atomic_init(&m.seen[k], 0);
+    pl_threadpool_parallel_for(pool, 12, 1, meet_body, &m);
+    CHECK(atomic_load(&m.helpers) == 2);
+    double t0 = cpu_ms();
+    struct timespec nap = {0, 200 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    double burnt = cpu_ms() - t0;
+    CHECKF(burnt < 40.0, "%.1f ms of CPU burnt by idle workers while spinning was held",
+           burnt);
+    pl_threadpool_hold_spin(pool, -1);
+    for (int k = 0; k < 3; k++)
+        atomic_init(&m.seen[k], 0);
+    atomic_init(&m.helpers, 0);
+    pl_threadpool_parallel_for(pool, 12, 1, meet_body, &m);
+    CHECK(atomic_load(&m.helpers) == 2);
+    pl_threadpool_destroy(pool);
+}
+
 /* ---- priorities ------------------------------------------------------------ */
 
 typedef struct prio_state {
@@ -2366,6 +2408,7 @@ static const test_case cases[] = {
     {"push_edge", case_push_edge},
     {"parallel_for_burst", case_parallel_for_burst},
     {"destroy_spinning", case_destroy_spinning},
+    {"hold_spin", case_hold_spin},
     {"random_t1_spin", c_random_t1_spin},
     {"random_t2_spin", c_random_t2_spin},
     {"random_t4_spin", c_random_t4_spin},
