@@ -623,10 +623,22 @@ static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
             if (v->all_next)
                 v->all_next->all_prev = v->all_prev;
             pthread_mutex_unlock(&e->mu);
+            /* The op that granted this one (or the enqueuer's last grant)
+             * may have been another thread still inside v->mu's critical
+             * section: wait it out before the mutex goes. */
+            pthread_mutex_lock(&v->mu);
+            pthread_mutex_unlock(&v->mu);
             pl_status_free(v->error);
             pthread_mutex_destroy(&v->mu);
             free(v);
             pl_op_free(op);
+            finished++;
+            continue;
+        }
+        if (op->ctx.kind == PL_EXEC_INLINE && op->kind == PL_OP_SYNC) {
+            bool started = false;
+            pl_status *st = pl_op_execute(op, 0, &started);
+            pl_op_finish(op, st, ready);
             finished++;
             continue;
         }

@@ -50,7 +50,12 @@ typedef struct pl_var pl_var;
 /* Where an operation runs. */
 typedef enum pl_exec_kind {
     PL_EXEC_CPU = 0,
-    PL_EXEC_DEVICE = 1
+    PL_EXEC_DEVICE = 1,
+    /* A trivial op (bookkeeping, microseconds at most): run by the thread
+     * that makes it ready, never queued, so finishing it wakes no worker
+     * (rc->worker is 0, rc->device 0). Pushed ready, it runs in the
+     * pushing thread. */
+    PL_EXEC_INLINE = 2
 } pl_exec_kind;
 
 typedef struct pl_exec_ctx {

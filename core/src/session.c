@@ -1702,7 +1702,8 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
     if (rc != NULL) {
         /* The end of the run: after every value's last use. Pushed even
          * when a push failed, so the run context is quiet before reuse. */
-        pl_status *push = pl_engine_push(e, pl_nop_fn, NULL, (pl_exec_ctx){0}, rc->vars,
+        pl_status *push = pl_engine_push(e, pl_nop_fn, NULL,
+                                         (pl_exec_ctx){.kind = PL_EXEC_INLINE}, rc->vars,
                                          s->n_values, &rc->done, 1, 0, "end of run");
         if (push == NULL) {
             run_error = pl_engine_wait_var(e, rc->done);

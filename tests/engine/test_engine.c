@@ -1894,6 +1894,87 @@ static void case_hold_spin(void)
     pl_threadpool_destroy(pool);
 }
 
+/* PL_EXEC_INLINE: an op runs in the thread that makes it ready (the
+ * worker that finished its last dependency, or the pushing thread when it
+ * is ready at once), and is skipped with the error of a failed input. */
+typedef struct inline_rec {
+    pthread_t thread;
+    atomic_int ran;
+} inline_rec;
+
+static pl_status *record_thread_fn(void *arg, const pl_run_context *rc)
+{
+    (void)rc;
+    inline_rec *r = arg;
+    r->thread = pthread_self();
+    atomic_fetch_add(&r->ran, 1);
+    return NULL;
+}
+
+/* Records its thread once the test opens the gate (ran > 0 set by it). */
+typedef struct gate_rec {
+    inline_rec rec;
+    atomic_int open;
+} gate_rec;
+
+static pl_status *gated_fn(void *arg, const pl_run_context *rc)
+{
+    gate_rec *g = arg;
+    while (!atomic_load(&g->open))
+        sched_yield();
+    return record_thread_fn(&g->rec, rc);
+}
+
+static void case_inline_ops(void)
+{
+    static const pl_exec_ctx INLINE = {PL_EXEC_INLINE, 0, 0, NULL};
+    pl_engine *e = make_engine(PL_ENGINE_THREADED, 2);
+    pl_var *v = pl_engine_new_var(e), *w = pl_engine_new_var(e);
+    CHECK(v != NULL && w != NULL);
+    /* Ready at push: the pushing thread runs it. */
+    inline_rec first = {0};
+    atomic_init(&first.ran, 0);
+    expect_ok(pl_engine_push(e, record_thread_fn, &first, INLINE, NULL, 0, &w, 1, 0, "inline"),
+              "push inline");
+    CHECK(atomic_load(&first.ran) == 1);
+    CHECK(pthread_equal(first.thread, pthread_self()));
+    /* After a CPU op: the worker that ran it runs the inline op too. */
+    for (int k = 0; k < 50; k++) {
+        /* Fresh variables: an earlier wait still releasing w would make
+         * its own thread the one that readies the op. */
+        pl_var *vk = pl_engine_new_var(e), *wk = pl_engine_new_var(e);
+        CHECK(vk != NULL && wk != NULL);
+        gate_rec a = {0};
+        inline_rec b = {0};
+        atomic_init(&a.rec.ran, 0);
+        atomic_init(&a.open, 0);
+        atomic_init(&b.ran, 0);
+        expect_ok(pl_engine_push(e, gated_fn, &a, CPU, NULL, 0, &vk, 1, 0, "cpu"), "push cpu");
+        expect_ok(pl_engine_push(e, record_thread_fn, &b, INLINE, &vk, 1, &wk, 1, 0, "inline"),
+                  "push inline");
+        CHECK(atomic_load(&b.ran) == 0); /* waits for the gated op */
+        atomic_store(&a.open, 1);
+        expect_ok(pl_engine_wait_all(e), "wait");
+        CHECK(atomic_load(&a.rec.ran) == 1 && atomic_load(&b.ran) == 1);
+        CHECK(pthread_equal(a.rec.thread, b.thread));
+        CHECK(!pthread_equal(b.thread, pthread_self()));
+        pl_engine_delete_var(e, vk);
+        pl_engine_delete_var(e, wk);
+    }
+    /* A failed input: the inline op is skipped with its error. */
+    inline_rec c = {0};
+    atomic_init(&c.ran, 0);
+    expect_ok(pl_engine_push(e, fail_fn, "broken", CPU, NULL, 0, &v, 1, 0, "fail"), "push");
+    expect_ok(pl_engine_push(e, record_thread_fn, &c, INLINE, &v, 1, &w, 1, 0, "inline"),
+              "push inline");
+    pl_status *st = pl_engine_wait_var(e, w);
+    CHECK(st != NULL && strstr(pl_status_message(st), "broken") != NULL);
+    pl_status_free(st);
+    CHECK(atomic_load(&c.ran) == 0);
+    pl_status_free(pl_engine_wait_all(e));
+    pl_engine_destroy(e);
+}
+
 /* ---- priorities ------------------------------------------------------------ */
 
 typedef struct prio_state {
@@ -2409,6 +2490,7 @@ static const test_case cases[] = {
     {"parallel_for_burst", case_parallel_for_burst},
     {"destroy_spinning", case_destroy_spinning},
     {"hold_spin", case_hold_spin},
+    {"inline_ops", case_inline_ops},
     {"random_t1_spin", c_random_t1_spin},
     {"random_t2_spin", c_random_t2_spin},
     {"random_t4_spin", c_random_t4_spin},
