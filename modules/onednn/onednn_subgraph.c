@@ -1043,11 +1043,6 @@ pl_status *onednn_sg_supported(pl_module_ctx *ctx, const pl_graph_view *graph,
     for (size_t i = 0; i < n; i++) {
         char reason[ODNN_REASON] = "";
         int ok = odnn_check_node(graph, &u, i, reason);
-        if (ok && ctx->bf16) {
-            odnn_reason(reason, g->node_op(graph, i),
-                        "precision = bf16 is not implemented yet (set precision = f32)");
-            ok = 0;
-        }
         sink(sink_ctx, i, ok, ok ? NULL : reason);
     }
     odnn_uses_free(ctx, &u);
@@ -1105,6 +1100,7 @@ struct odnn_step {
 
 struct pl_compiled {
     uint64_t view_hash;
+    uint32_t options;  /* ODNN_OPT_*: the settings the plan was made under */
     int n_values, cap_values;
     struct odnn_value *values;
     int n_steps, cap_steps;
@@ -1119,6 +1115,23 @@ struct pl_compiled {
     dnnl_stream_t stream;
     double weight_reorder_ms;
 };
+
+/* The settings a plan depends on, recorded in blobs. */
+#define ODNN_OPT_WINOGRAD 1u
+#define ODNN_OPT_BF16 2u
+
+static uint32_t odnn_options(const pl_module_ctx *ctx)
+{
+    return (ctx->winograd ? ODNN_OPT_WINOGRAD : 0u) | (ctx->bf16 ? ODNN_OPT_BF16 : 0u);
+}
+
+/* The data type convolutions and matrix products with constant weights
+ * compute in: bf16 (sources and weights; results, bias and everything
+ * else stay f32) with precision = bf16, else f32. */
+static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx)
+{
+    return ctx->bf16 ? dnnl_bf16 : dnnl_f32;
+}
 
 /* What compile reads weights from when it imports: the blob's weights, in
  * the order compile asks for them. */
@@ -1756,7 +1769,7 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
         return dnnl_unimplemented;
     dnnl_memory_desc_t src_md = *src_any, dst_md;
     if (src_any->dims[1] >= 16)
-        dnnl_memory_desc_init_by_tag(&src_md, 4, src_any->dims, dnnl_f32, dnnl_aBcd16b);
+        dnnl_memory_desc_init_by_tag(&src_md, 4, src_any->dims, src_any->data_type, dnnl_aBcd16b);
     dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_any->dims, dnnl_f32, dnnl_aBcd16b);
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, wei_md, bias_md, &dst_md,
@@ -1797,7 +1810,8 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
                                         const dnnl_dims_t pl, const dnnl_dims_t pr,
                                         const_dnnl_post_ops_t po, dnnl_primitive_desc_t *pd)
 {
-    if (!b->ctx->winograd || wei_md->ndims != 4 || wei_md->dims[2] != 3 || wei_md->dims[3] != 3 ||
+    if (!b->ctx->winograd || b->ctx->bf16 || wei_md->ndims != 4 || wei_md->dims[2] != 3 ||
+        wei_md->dims[3] != 3 ||
         strides[0] != 1 || strides[1] != 1 || dil[0] != 0 || dil[1] != 0)
         return dnnl_unimplemented;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
@@ -1864,8 +1878,9 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
     dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
     dnnl_dims_t bd = {y.dims[1]};
-    dnnl_memory_desc_init_by_tag(&src_md, 4, xd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_data_type_t cdt = wt.cdata != NULL ? odnn_compute_dt(b->ctx) : dnnl_f32;
+    dnnl_memory_desc_init_by_tag(&src_md, 4, xd, cdt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&bias_md, 1, bd, dnnl_f32, dnnl_a);
     dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
     dnnl_dims_t strides = {w.s[0], w.s[1]}, dil = {w.d[0] - 1, w.d[1] - 1},
@@ -1960,8 +1975,13 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     } else {
         dnnl_memory_desc_init_by_strides(&w_src, r, wlog, dnnl_f32, NULL);
     }
+    /* bf16: only with constant weights (reordered to bf16 once); A is
+     * reordered to bf16 before each run of the product. */
+    dnnl_data_type_t cdt = w.cdata != NULL ? odnn_compute_dt(b->ctx) : dnnl_f32;
+    dnnl_memory_desc_t a_f32 = a_md;
+    a_md.data_type = cdt;
     if (w.cdata != NULL)
-        dnnl_memory_desc_init_by_tag(&w_md, r, wlog, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&w_md, r, wlog, cdt, dnnl_format_tag_any);
     else
         w_md = w_src;
     dnnl_memory_desc_init_by_strides(&y_md, r, yd, dnnl_f32, NULL);
@@ -2012,7 +2032,16 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     if (st == NULL)
         st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st == NULL)
-        st = odnn_view_as(b, src, &a_md, (int64_t)n, &src);
+        st = odnn_view_as(b, src, &a_f32, (int64_t)n, &src);
+    if (st == NULL && cdt != dnnl_f32) {
+        /* A plain bf16 copy of A (a transposed view stays transposed). */
+        dnnl_memory_desc_t a_c;
+        if (ta)
+            a_c = a_md;
+        else
+            dnnl_memory_desc_init_by_strides(&a_c, r, ad, cdt, NULL);
+        st = odnn_ensure(b, src, &a_c, (int64_t)n, &src);
+    }
     if (st == NULL && w.cdata != NULL)
         st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_src, w.cdata, (int64_t)n, &wi);
     else if (st == NULL) {
@@ -2926,7 +2955,8 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 3u /* 2: decomposed LayerNormalization fused; 3: residual in place */
+#define ODNN_BLOB_VERSION 4u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+                                4: options (Winograd, bf16) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -2937,7 +2967,15 @@ struct odnn_blob_header {
     uint64_t view_hash;
     uint32_t n_steps, n_weights;
     uint64_t md_size; /* sizeof(dnnl_memory_desc_t) */
+    uint32_t options, reserved;
 };
+
+/* "winograd = auto, precision = bf16" for an options word. */
+static void odnn_options_text(uint32_t o, char *buf, size_t size)
+{
+    snprintf(buf, size, "winograd = %s, precision = %s", (o & ODNN_OPT_WINOGRAD) ? "auto" : "no",
+             (o & ODNN_OPT_BF16) ? "bf16" : "f32");
+}
 
 static void odnn_header_fill(struct odnn_blob_header *h, uint64_t view_hash)
 {
@@ -3005,6 +3043,15 @@ static pl_status *odnn_import_header(pl_module_ctx *ctx, const pl_graph_view *v,
                                                 "oneDNN now dispatches to %s",
                           a, onednn_effective_isa(b2, sizeof b2));
     }
+    uint32_t opts = odnn_options(ctx);
+    if (h.options != opts) {
+        char a[64], b2[64];
+        odnn_options_text(h.options, a, sizeof a);
+        odnn_options_text(opts, b2, sizeof b2);
+        return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob written with %s, this "
+                                                "instance has %s",
+                          a, b2);
+    }
     if (h.view_hash != hash)
         return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: blob written for another "
                                                 "subgraph (hash %016llx, this one %016llx)",
@@ -3028,9 +3075,6 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
                              const void *blob, size_t blob_bytes, pl_compiled **out_compiled)
 {
     *out_compiled = NULL;
-    if (ctx->bf16)
-        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: precision = bf16 is not implemented yet "
-                                               "(set precision = f32)");
     pl_status *st = odnn_engine(ctx);
     if (st != NULL)
         return st;
@@ -3065,6 +3109,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     if (st == NULL && blob == NULL)
         st = odnn_view_hash(ctx, subgraph, &hash);
     b.c->view_hash = hash;
+    b.c->options = odnn_options(ctx);
     if (st == NULL && blob != NULL) {
         int same = imp.n_steps == (uint32_t)b.c->n_steps && imp.next == imp.n_weights &&
                    imp.weights == imp.end;
@@ -3192,6 +3237,7 @@ pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sin
                                                     "or sink");
     struct odnn_blob_header h;
     odnn_header_fill(&h, c->view_hash);
+    h.options = c->options;
     h.n_steps = (uint32_t)c->n_steps;
     h.n_weights = (uint32_t)c->n_weights;
     struct odnn_writer w = {sink, sink_ctx, 0xcbf29ce484222325ull};

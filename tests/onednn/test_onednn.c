@@ -868,19 +868,22 @@ static void isa_sink(void *user, const char *key, const char *value)
         snprintf(user, 64, "%s", value);
 }
 
-static pl_runtime *wino_runtime(const char *winograd, struct wino_log *log)
+/* An onednn-then-cpu runtime whose [onednn] section holds the line KV,
+ * logging at debug level into LOG (when not NULL). */
+static pl_runtime *onednn_runtime_with(const char *kv, struct wino_log *log)
 {
     const char *dir = th_tempdir();
     const char *ini = th_path(dir, "backend.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
     fprintf(f,
-            "[runtime]\nmodules = %s\nthreads = 2\nlog = debug\n\n[placement]\n"
-            "order = onednn, cpu\n\n[onednn]\nwinograd = %s\n",
-            th_arg(0), winograd);
+            "[runtime]\nmodules = %s\nthreads = 2\nlog = %s\n\n[placement]\n"
+            "order = onednn, cpu\n\n[onednn]\n%s\n",
+            th_arg(0), log != NULL ? "debug" : "warn", kv);
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                            .ignore_environment = true, .log_sink = wino_sink, .log_user = log};
+                            .ignore_environment = true, .log_sink = log ? wino_sink : NULL,
+                            .log_user = log};
     pl_runtime *rt = NULL;
     TH_CHECK_OK(pl_runtime_create(&o, &rt));
     long i = pl_runtime_find_module(rt, "onednn");
@@ -905,8 +908,8 @@ static void case_winograd(void)
         x[i] = sinf((float)i * 0.11f);
     struct wino_log logs[2];
     memset(logs, 0, sizeof logs);
-    pl_runtime *rts[3] = {wino_runtime("auto", &logs[0]), wino_runtime("no", &logs[1]),
-                          runtime_with("cpu")};
+    pl_runtime *rts[3] = {onednn_runtime_with("winograd = auto", &logs[0]),
+                          onednn_runtime_with("winograd = no", &logs[1]), runtime_with("cpu")};
     for (int r = 0; r < 3; r++) {
         y[r] = calloc(n, sizeof(float));
         TH_CHECK(y[r] != NULL, "out of memory");
@@ -973,6 +976,91 @@ static void case_winograd(void)
     direct_close(&d);
 }
 
+/* ---- bf16 ------------------------------------------------------------------- */
+
+/* Runs PATH (input x of XS, output y of YS) on a runtime, into Y. */
+static void run_model(pl_runtime *rt, const char *path, float *x, int nd, int64_t *xs, float *y,
+                      int ond, int64_t *ys)
+{
+    pl_session *s = session_for(rt, path);
+    run_one(s, "x", x, nd, xs, "y", y, ond, ys);
+    pl_session_destroy(s);
+}
+
+/* precision = bf16: convolutions and products with constant weights
+ * compute in bf16 (the results differ from f32 in the third digit, and
+ * agree with the cpu module within bf16's precision); a blob written under
+ * bf16 is refused by an f32 instance, naming both settings. */
+static void case_bf16(void)
+{
+    struct {
+        const char *path;
+        int nd, ond;
+        int64_t xs[4], ys[4];
+    } models[2] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
+                   {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}}};
+    pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL);
+    pl_runtime *rf = onednn_runtime(), *rc = runtime_with("cpu");
+    /* oneDNN has bf16 kernels for AVX-512 (native with AVX512-BF16 or AMX,
+     * emulated on plain avx512_core); elsewhere it may fall back to f32. */
+    char isa[64] = "";
+    pl_module *om = rb->modules[pl_runtime_find_module(rb, "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
+    for (int k = 0; k < 2; k++) {
+        size_t nx = count(models[k].nd, models[k].xs), ny = count(models[k].ond, models[k].ys);
+        float *x = malloc(nx * sizeof *x), *yb = calloc(ny, 4), *yf = calloc(ny, 4),
+              *yc = calloc(ny, 4);
+        TH_CHECK(x && yb && yf && yc, "out of memory");
+        for (size_t i = 0; i < nx; i++)
+            x[i] = sinf((float)i * 0.13f);
+        run_model(rb, models[k].path, x, models[k].nd, models[k].xs, yb, models[k].ond,
+                  models[k].ys);
+        run_model(rf, models[k].path, x, models[k].nd, models[k].xs, yf, models[k].ond,
+                  models[k].ys);
+        run_model(rc, models[k].path, x, models[k].nd, models[k].xs, yc, models[k].ond,
+                  models[k].ys);
+        double scale = 0, diff_bf = 0;
+        for (size_t i = 0; i < ny; i++)
+            scale = fmax(scale, fabs(yc[i]));
+        for (size_t i = 0; i < ny; i++) {
+            TH_CHECK(fabs(yb[i] - yc[i]) <= 3e-2 * fmax(fabs(yc[i]), 0.1 * scale) + 1e-3,
+                     "model %d: y[%zu] = %.6g in bf16, %.6g on cpu", k, i, yb[i], yc[i]);
+            diff_bf = fmax(diff_bf, fabs(yb[i] - yf[i]));
+        }
+        TH_CHECK(!avx512 || diff_bf > 1e-5 * scale,
+                 "model %d: bf16 and f32 agree to %.3g: bf16 unused", k, diff_bf);
+        printf("bf16: model %d max |bf16 - f32| %.3g (output scale %.3g)\n", k, diff_bf, scale);
+        free(x);
+        free(yb);
+        free(yf);
+        free(yc);
+    }
+    /* The blob records the precision. */
+    pl_module *mb = rb->modules[pl_runtime_find_module(rb, "onednn")];
+    pl_module *mf = rf->modules[pl_runtime_find_module(rf, "onednn")];
+    pl_model *model = NULL;
+    pl_graph_view *view = NULL;
+    TH_CHECK_OK(pl_model_load(rb, models[0].path, &model));
+    TH_CHECK_OK(pl_graph_view_create(model->graph, NULL, 0, &view));
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(mb->api.compile(mb->ctx, 0, view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(mb->api.export_compiled(mb->ctx, c, blob_sink, &b));
+    CHECK_ERROR(mf->api.import_compiled(mf->ctx, 0, view, b.bytes, b.n, &ci),
+                PL_CODE_INCOMPATIBLE, "precision = bf16, this instance has winograd = auto, "
+                                      "precision = f32");
+    TH_CHECK_OK(mb->api.import_compiled(mb->ctx, 0, view, b.bytes, b.n, &ci));
+    mb->api.release(mb->ctx, c);
+    mb->api.release(mb->ctx, ci);
+    free(b.bytes);
+    pl_graph_view_destroy(view);
+    pl_model_destroy(model);
+    pl_runtime_destroy(rb);
+    pl_runtime_destroy(rf);
+    pl_runtime_destroy(rc);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -991,6 +1079,7 @@ int main(int argc, char **argv)
         {"configure", case_configure},
         {"warm_start", case_warm_start},
         {"winograd", case_winograd},
+        {"bf16", case_bf16},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
