@@ -810,14 +810,21 @@ static float relu_f(float v)
 }
 
 /* x -> add(x, c1) -> relu -> neg -> y. */
+/* Starts a model of `a = x + c1` over ew_dims, C1 filled from SEED: the
+ * head most fusion cases hang their consumers on. */
+static void mb_begin_add(mb *m, float *c1, uint32_t seed)
+{
+    fill(c1, EW_N, seed, 0.5f);
+    mb_begin(m);
+    mb_tensor(m, "x", 2, ew_dims, NULL);
+    mb_tensor(m, "c1", 2, ew_dims, c1);
+    mb_node(m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+}
+
 static const char *write_add_relu_neg(float *c1)
 {
     mb m;
-    mb_begin(&m);
-    fill(c1, EW_N, 3, 0.5f);
-    mb_tensor(&m, "x", 2, ew_dims, NULL);
-    mb_tensor(&m, "c1", 2, ew_dims, c1);
-    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_begin_add(&m, c1, 3);
     mb_node(&m, "relu", "Relu", "\"a\"", "\"r\"", NULL);
     mb_node(&m, "neg", "Neg", "\"r\"", "\"y\"", NULL);
     return mb_end(&m, "\"x\"", "\"y\"");
@@ -929,12 +936,8 @@ static void case_fuse_partial(void)
 static void case_fuse_two_readers(void)
 {
     float c1[EW_N];
-    fill(c1, EW_N, 5, 0.5f);
     mb m;
-    mb_begin(&m);
-    mb_tensor(&m, "x", 2, ew_dims, NULL);
-    mb_tensor(&m, "c1", 2, ew_dims, c1);
-    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_begin_add(&m, c1, 5);
     mb_node(&m, "relu", "Relu", "\"a\"", "\"y1\"", NULL);
     mb_node(&m, "neg", "Neg", "\"a\"", "\"y2\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
@@ -962,12 +965,8 @@ static void case_fuse_two_readers(void)
 static void case_fuse_graph_output(void)
 {
     float c1[EW_N];
-    fill(c1, EW_N, 6, 0.5f);
     mb m;
-    mb_begin(&m);
-    mb_tensor(&m, "x", 2, ew_dims, NULL);
-    mb_tensor(&m, "c1", 2, ew_dims, c1);
-    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
+    mb_begin_add(&m, c1, 6);
     mb_node(&m, "relu", "Relu", "\"a\"", "\"y\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"a\",\"y\""));
@@ -1053,14 +1052,10 @@ static void case_fuse_clip(void)
     /* Clip's bounds are constants the module reads through the view; one
      * Clip has no max, the other no min (absent inputs). */
     float c1[EW_N], lo = -0.25f, hi = 0.3f;
-    fill(c1, EW_N, 14, 0.5f);
     mb m;
-    mb_begin(&m);
-    mb_tensor(&m, "x", 2, ew_dims, NULL);
-    mb_tensor(&m, "c1", 2, ew_dims, c1);
+    mb_begin_add(&m, c1, 14);
     mb_tensor(&m, "lo", 0, NULL, &lo);
     mb_tensor(&m, "hi", 0, NULL, &hi);
-    mb_node(&m, "add", "Add", "\"x\",\"c1\"", "\"a\"", NULL);
     mb_node(&m, "clip_lo", "Clip", "\"a\",\"lo\"", "\"b\"", NULL);
     mb_node(&m, "clip_hi", "Clip", "\"b\",\"\",\"hi\"", "\"y\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
