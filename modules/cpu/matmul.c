@@ -126,14 +126,8 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         /* The module's GEMM applies the activation (and a C that is one row
          * of bias, beta 1: a Gemm layer's bias) as it stores the block. */
         cpu_gemm_epilogue epi = {0};
-        const bool own = !c->blas;
-        if (own && !c->add) {
-            const cpu_epilogue *e = &k->base.epilogue;
-            epi.act = e->kind == CPU_EPI_RELU   ? CPU_GEMM_ACT_RELU
-                      : e->kind == CPU_EPI_CLIP ? CPU_GEMM_ACT_CLIP
-                                                : CPU_GEMM_ACT_NONE;
-            epi.lo = e->lo;
-            epi.hi = e->hi;
+        if (!c->blas && !c->add) {
+            epi = nn_gemm_epilogue_of(&k->base.epilogue, NULL);
             if (k->has_c && k->c_row_stride == 0 && k->c_col_stride == 1 && k->beta == 1.0f)
                 epi.col_bias = c->c + col0;
         }

@@ -217,17 +217,6 @@ static float nn_prepare_c(float *c, int64_t ldc, int64_t rows, int64_t cols,
     return 1.0f;
 }
 
-/* The GEMM epilogue of a kernel: BIAS per row, and its fused activation. */
-static void nn_gemm_epilogue(const nn_conv_kernel *k, const float *bias, cpu_gemm_epilogue *e)
-{
-    e->row_bias = bias;
-    e->act = k->base.epilogue.kind == CPU_EPI_RELU   ? CPU_GEMM_ACT_RELU
-             : k->base.epilogue.kind == CPU_EPI_CLIP ? CPU_GEMM_ACT_CLIP
-                                                     : CPU_GEMM_ACT_NONE;
-    e->lo = k->base.epilogue.lo;
-    e->hi = k->base.epilogue.hi;
-}
-
 /* The transposed product of one task: C^T [cols x (m1 - m0)] = op(B)^T
  * W^T into T, then added or copied, transposed, into OUT (output channel
  * m0 of group G, at the task's first position). B [kdim x cols] is X's
@@ -238,10 +227,8 @@ static void nn_conv_transposed(const nn_conv_call *c, const float *b, int64_t ld
 {
     const nn_conv_kernel *k = c->k;
     const int64_t mb = m1 - m0, m_first = g * k->mg + m0;
-    cpu_gemm_epilogue epi = {0};
-    nn_gemm_epilogue(k, c->bias ? c->bias + m_first : NULL, &epi);
-    epi.col_bias = epi.row_bias;
-    epi.row_bias = NULL;
+    cpu_gemm_epilogue epi = nn_gemm_epilogue_of(&k->base.epilogue, NULL);
+    epi.col_bias = c->bias ? c->bias + m_first : NULL; /* channels are columns here */
     if (c->add)
         epi.act = CPU_GEMM_ACT_NONE; /* cpu_kernel_run: no activation with ADD_TO */
     cpu_gemm_operand ga = {.data = b, .ld = ldb, .trans = true};
@@ -296,7 +283,7 @@ static void nn_conv_gemm_task(const nn_conv_call *c, int64_t t, float *scratch)
         beta = nn_prepare_c(out, k->out_plane, m1 - m0, p1 - p0,
                             c->bias ? c->bias + m_first : NULL, true);
     else
-        nn_gemm_epilogue(k, c->bias ? c->bias + m_first : NULL, &epi);
+        epi = nn_gemm_epilogue_of(&k->base.epilogue, c->bias ? c->bias + m_first : NULL);
     cpu_gemm_operand ga = {.data = c->wt + m_first * k->kdim, .ld = k->kdim};
     if (k->packed_w != NULL) {
         ga.packed = k->packed_w + (size_t)g * k->packed_group;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cpu_kernel.h"
+#include "gemm.h"
 
 /* Returns the status of EXPR when it is an error. */
 #define NN_TRY(EXPR)                     \
@@ -60,6 +61,18 @@ pl_status *nn_window_check_output(const pl_node_desc *node, const pl_tensor *o, 
  * borrowed for the get_kernel call. */
 pl_status *nn_attr_string(const pl_node_desc *node, const char *name,
                           const char *default_value, const char **out, size_t *out_len);
+
+/* The GEMM epilogue (gemm.h) of a kernel's fused activation E, adding
+ * ROW_BIAS (or NULL) per row. The one place the two forms meet. */
+static inline cpu_gemm_epilogue nn_gemm_epilogue_of(const cpu_epilogue *e,
+                                                    const float *row_bias)
+{
+    cpu_gemm_epilogue g = {.row_bias = row_bias, .lo = e->lo, .hi = e->hi};
+    g.act = e->kind == CPU_EPI_RELU   ? CPU_GEMM_ACT_RELU
+            : e->kind == CPU_EPI_CLIP ? CPU_GEMM_ACT_CLIP
+                                      : CPU_GEMM_ACT_NONE;
+    return g;
+}
 
 /* ---- workspace ----------------------------------------------------------- */
 
