@@ -1744,6 +1744,33 @@ static pl_status *odnn_src_arg(struct odnn_build *b, const_dnnl_primitive_desc_t
     return odnn_ensure(b, vi, odnn_pd_md(pd, arg), (int64_t)node, out);
 }
 
+/* The primitive of convolution descriptor CD with post-ops PO, kept only
+ * when a real kernel (not a reference one) took it: dnnl_success with *PD
+ * set, or anything else with *PD NULL. */
+static dnnl_status_t odnn_conv_pd_fast(struct odnn_build *b, const dnnl_convolution_desc_t *cd,
+                                       const_dnnl_post_ops_t po, dnnl_primitive_desc_t *pd)
+{
+    *pd = NULL;
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, po);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return dnnl_out_of_memory;
+    }
+    dnnl_status_t ds = dnnl_primitive_desc_create(pd, cd, attr, b->ctx->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success)
+        return ds;
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        impl == NULL || strncmp(impl, "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = NULL;
+        return dnnl_unimplemented;
+    }
+    return dnnl_success;
+}
+
 /* Left to choose (dnnl_format_tag_any), oneDNN 2.6 on AVX-512 gives an f32
  * convolution the brgemm kernels in nhwc. At one image and the small
  * spatial sizes of mobile nets, the kernels for the channel-blocked layout
@@ -1774,26 +1801,7 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, wei_md, bias_md, &dst_md,
         strides, dil, pl, pr);
-    if (ds != dnnl_success)
-        return ds;
-    dnnl_primitive_attr_t attr;
-    pl_status *st = odnn_attr(&attr, po);
-    if (st != NULL) {
-        onednn_host->status_free(st);
-        return dnnl_out_of_memory;
-    }
-    ds = dnnl_primitive_desc_create(pd, cd, attr, b->ctx->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success)
-        return ds;
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL || strncmp(impl, "ref", 3) == 0) {
-        dnnl_primitive_desc_destroy(*pd);
-        *pd = NULL;
-        return dnnl_unimplemented;
-    }
-    return dnnl_success;
+    return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
 }
 
 /* A 3x3, stride 1 convolution through oneDNN's Winograd F(4x4, 3x3)
@@ -1817,26 +1825,7 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
         strides, dil, pl, pr);
-    if (ds != dnnl_success)
-        return ds;
-    dnnl_primitive_attr_t attr;
-    pl_status *st = odnn_attr(&attr, po);
-    if (st != NULL) {
-        onednn_host->status_free(st);
-        return dnnl_out_of_memory;
-    }
-    ds = dnnl_primitive_desc_create(pd, cd, attr, b->ctx->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success)
-        return ds;
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL || strncmp(impl, "ref", 3) == 0) {
-        dnnl_primitive_desc_destroy(*pd);
-        *pd = NULL;
-        return dnnl_unimplemented;
-    }
-    return dnnl_success;
+    return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
 }
 
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
