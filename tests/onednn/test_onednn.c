@@ -145,32 +145,49 @@ static const char *mb_write(struct mb *m)
 
 /* ---- runtimes and sessions ------------------------------------------------- */
 
-static pl_runtime *runtime_with(const char *order)
+/* A runtime on the staged modules, 2 threads, placement ORDER; ONEDNN_KV
+ * (or NULL) is a line of its [onednn] section; with SINK, log lines at
+ * debug level go to SINK(USER). */
+static pl_runtime *runtime_ex(const char *order, const char *onednn_kv, pl_log_sink sink,
+                              void *user)
 {
     const char *dir = th_tempdir();
     const char *ini = th_path(dir, "backend.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n\n[placement]\norder = %s\n", th_arg(0),
-            order);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\nlog = %s\n\n[placement]\norder = %s\n",
+            th_arg(0), sink != NULL ? "debug" : "warn", order);
+    if (onednn_kv != NULL)
+        fprintf(f, "\n[onednn]\n%s\n", onednn_kv);
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                            .ignore_environment = true};
+                            .ignore_environment = true, .log_sink = sink, .log_user = user};
     pl_runtime *rt = NULL;
     TH_CHECK_OK(pl_runtime_create(&o, &rt));
     return rt;
 }
 
-/* The onednn runtime; the case skips when the module is not loaded. */
-static pl_runtime *onednn_runtime(void)
+static pl_runtime *runtime_with(const char *order)
 {
-    pl_runtime *rt = runtime_with("onednn, cpu");
+    return runtime_ex(order, NULL, NULL, NULL);
+}
+
+/* An onednn-then-cpu runtime (its [onednn] section: ONEDNN_KV or nothing;
+ * SINK as for runtime_ex); the case skips when the module is not loaded. */
+static pl_runtime *onednn_runtime_ex(const char *onednn_kv, pl_log_sink sink, void *user)
+{
+    pl_runtime *rt = runtime_ex("onednn, cpu", onednn_kv, sink, user);
     long i = pl_runtime_find_module(rt, "onednn");
     if (i < 0 || rt->modules[i]->status != PL_MODULE_LOADED) {
         pl_runtime_destroy(rt);
         th_skip("the onednn module is not loaded (oneDNN missing?)");
     }
     return rt;
+}
+
+static pl_runtime *onednn_runtime(void)
+{
+    return onednn_runtime_ex(NULL, NULL, NULL);
 }
 
 static pl_session *session_for(pl_runtime *rt, const char *path)
@@ -877,30 +894,9 @@ static void isa_sink(void *user, const char *key, const char *value)
         snprintf(user, 64, "%s", value);
 }
 
-/* An onednn-then-cpu runtime whose [onednn] section holds the line KV,
- * logging at debug level into LOG (when not NULL). */
 static pl_runtime *onednn_runtime_with(const char *kv, struct wino_log *log)
 {
-    const char *dir = th_tempdir();
-    const char *ini = th_path(dir, "backend.ini");
-    FILE *f = fopen(ini, "w");
-    TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f,
-            "[runtime]\nmodules = %s\nthreads = 2\nlog = %s\n\n[placement]\n"
-            "order = onednn, cpu\n\n[onednn]\n%s\n",
-            th_arg(0), log != NULL ? "debug" : "warn", kv);
-    fclose(f);
-    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                            .ignore_environment = true, .log_sink = log ? wino_sink : NULL,
-                            .log_user = log};
-    pl_runtime *rt = NULL;
-    TH_CHECK_OK(pl_runtime_create(&o, &rt));
-    long i = pl_runtime_find_module(rt, "onednn");
-    if (i < 0 || rt->modules[i]->status != PL_MODULE_LOADED) {
-        pl_runtime_destroy(rt);
-        th_skip("the onednn module is not loaded (oneDNN missing?)");
-    }
-    return rt;
+    return onednn_runtime_ex(kv, log != NULL ? wino_sink : NULL, log);
 }
 
 /* winograd = auto runs the 3x3 layers through oneDNN's Winograd kernel
