@@ -321,7 +321,8 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
     }
 
     dlerror();
-    m->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    int flags = RTLD_NOW | RTLD_LOCAL | (PL_LOADER_KEEP_MAPPED ? RTLD_NODELETE : 0);
+    m->handle = dlopen(real, flags);
     free(real);
     if (m->handle == NULL) {
         const char *err = dlerror();
