@@ -321,8 +321,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
     }
 
     dlerror();
-    int flags = RTLD_NOW | RTLD_LOCAL | (PL_LOADER_KEEP_MAPPED ? RTLD_NODELETE : 0);
-    m->handle = dlopen(real, flags);
+    m->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
     free(real);
     if (m->handle == NULL) {
         const char *err = dlerror();

@@ -76,23 +76,6 @@ extern const pl_host_api pl_host_table;
  * recording a verdict for each (loader.c). Fails only out of memory. */
 pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path);
 
-/* Under AddressSanitizer modules stay mapped after their last release
- * (dlopen with RTLD_NODELETE): LeakSanitizer's exit-time scan of the main
- * thread's dynamic TLS crashes on the blocks of libraries unloaded while
- * the process ran (libdnnl and libgomp, brought in by the onednn module),
- * and its reports need the code mapped to be symbolised. Shutdown, the
- * reference counts and dlclose are otherwise unchanged. */
-#if defined(__SANITIZE_ADDRESS__)
-#define PL_LOADER_KEEP_MAPPED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PL_LOADER_KEEP_MAPPED 1
-#endif
-#endif
-#ifndef PL_LOADER_KEEP_MAPPED
-#define PL_LOADER_KEEP_MAPPED 0
-#endif
-
 /* A new record for the file PATH, status rejected until the loader says
  * otherwise; holds one reference (the runtime's). */
 pl_module *pl_module_new(pl_runtime *rt, const char *path);
