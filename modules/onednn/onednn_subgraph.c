@@ -10,9 +10,11 @@
  * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
  * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
  * nodes of a decomposed LayerNormalization become one layer_normalization
- * primitive, and Split becomes one reorder per output from a strided view
- * of its input. Every
- * tensor of the subgraph is a "value" with a oneDNN memory descriptor:
+ * primitive. Reshape, Flatten, Transpose, Identity and Split emit nothing:
+ * their outputs are strided views of their input's bytes, which MatMul
+ * reads in place (and a MatMul read by a Transpose writes the transposed
+ * layout), while any other reader gets a dense copy. Every tensor of the
+ * subgraph is a "value" with a oneDNN memory descriptor:
  * convolutions choose their own (blocked) layouts through
  * dnnl_format_tag_any, and a reorder is inserted only where a reader wants
  * another layout than the writer chose, which in practice means at the
@@ -1068,6 +1070,7 @@ struct odnn_value {
     size_t bytes;
     int first, last; /* steps writing first and reading last */
     size_t offset;   /* in the arena (TEMP) */
+    size_t view_off; /* an alias's first byte within its owner's bytes */
     dnnl_memory_t mem;
 };
 
@@ -1438,7 +1441,9 @@ static pl_status *odnn_const_value(struct odnn_build *b, int64_t t, int64_t node
 }
 
 /* The value that holds tensor T (an input, constant or earlier output). */
-static pl_status *odnn_source(struct odnn_build *b, int64_t t, int64_t node, int *out)
+/* The value of tensor T as it is: possibly a strided view (see
+ * odnn_relayout), for readers that take any plain strides (MatMul). */
+static pl_status *odnn_source_view(struct odnn_build *b, int64_t t, int64_t node, int *out)
 {
     int vi = odnn_value_of(b, t);
     if (vi >= 0 && b->c->values[vi].defined) {
@@ -1490,6 +1495,24 @@ static int odnn_owner(const pl_compiled *c, int vi)
     return vi;
 }
 
+/* A value for tensor T (or -1) that reads the bytes of value VI, starting
+ * OFF bytes further in, through descriptor MD: an alias that owns no memory.
+ * It points at VI's owner directly, so offsets add up. */
+static int odnn_alias(struct odnn_build *b, int vi, const dnnl_memory_desc_t *md, int64_t t,
+                      size_t off)
+{
+    int own = odnn_owner(b->c, vi);
+    size_t base = b->c->values[vi].view_off + off;
+    int a = odnn_new_value(b, t, ODNN_V_TEMP, md);
+    if (a < 0)
+        return -1;
+    struct odnn_value *val = &b->c->values[a];
+    val->kind = -own - 100; /* an alias of OWN: see odnn_owner */
+    val->view_off = base;
+    val->defined = 1;
+    return a;
+}
+
 /* Value VI read through descriptor MD of the same bytes (a rank-padded or
  * strided view of a plain value): an alias that owns no memory. VI is made
  * plain first. */
@@ -1503,14 +1526,29 @@ static pl_status *odnn_view_as(struct odnn_build *b, int vi, const dnnl_memory_d
         *out = vi;
         return NULL;
     }
-    int a = odnn_new_value(b, -1, ODNN_V_TEMP, md);
+    int a = odnn_alias(b, vi, md, -1, 0);
     if (a < 0)
         return odnn_oom();
-    struct odnn_value *val = &b->c->values[a];
-    val->kind = -vi - 100; /* an alias of VI: see odnn_owner */
-    val->defined = 1;
     *out = a;
     return NULL;
+}
+
+/* Plain layout (dims with strides, no blocking). */
+static int odnn_is_plain(const dnnl_memory_desc_t *md)
+{
+    return md->format_kind == dnnl_blocked && md->format_desc.blocking.inner_nblks == 0 &&
+           md->offset0 == 0;
+}
+
+/* The value of tensor T for a reader that wants it in its writer's layout
+ * (blocked or plain): a strided view left by a Reshape, Transpose or Split
+ * is copied into a dense plain value first (once). */
+static pl_status *odnn_source(struct odnn_build *b, int64_t t, int64_t node, int *out)
+{
+    pl_status *st = odnn_source_view(b, t, node, out);
+    if (st == NULL && odnn_is_plain(&b->c->values[*out].md))
+        st = odnn_plain(b, *out, node, out);
+    return st;
 }
 
 static const dnnl_memory_desc_t *odnn_pd_md(const_dnnl_primitive_desc_t pd, int arg)
@@ -1677,7 +1715,8 @@ static int odnn_residual_slot(struct odnn_build *b, int rv, const dnnl_memory_de
 {
     pl_compiled *c = b->c;
     int own = odnn_owner(c, rv);
-    if (c->values[own].kind != ODNN_V_TEMP || !dnnl_memory_desc_equal(&c->values[rv].md, md) ||
+    if (c->values[own].kind != ODNN_V_TEMP || c->values[rv].view_off != 0 ||
+        !dnnl_memory_desc_equal(&c->values[rv].md, md) ||
         !dnnl_memory_desc_equal(&c->values[own].md, md))
         return -1;
     for (int i = 0; i < c->n_values; i++) {
@@ -1926,6 +1965,54 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 }
 
 /* MatMul and Gemm. */
+/* The plain (strided) descriptor MD with leading dims of 1 added up to rank
+ * R, as *OUT; 0 when MD is blocked or of a higher rank. */
+static int odnn_rank_view(const dnnl_memory_desc_t *md, int r, dnnl_memory_desc_t *out)
+{
+    if (!odnn_is_plain(md) || md->ndims > r)
+        return 0;
+    int pad = r - md->ndims;
+    dnnl_dims_t d, st;
+    for (int i = 0; i < r; i++) {
+        d[i] = i < pad ? 1 : md->dims[i - pad];
+        st[i] = i < pad ? md->dims[0] * md->format_desc.blocking.strides[0]
+                        : md->format_desc.blocking.strides[i - pad];
+    }
+    return dnnl_memory_desc_init_by_strides(out, r, d, md->data_type, st) == dnnl_success;
+}
+
+/* When tensor T (of dims YD, rank R) is read only by a Transpose, the
+ * strides that make that Transpose's output dense, as *OUT: the product
+ * writes the transposed layout and the Transpose becomes a view. */
+static int odnn_transposed_dst(struct odnn_build *b, int64_t t, int r, const dnnl_dims_t yd,
+                               dnnl_memory_desc_t *out)
+{
+    int64_t reader = odnn_sole_reader(&b->u, t);
+    if (reader < 0 || !odnn_op_is(b->v, reader, "Transpose"))
+        return 0;
+    const int64_t *perm;
+    size_t np = odnn_attr_ints(b->v, (size_t)reader, "perm", &perm);
+    dnnl_dims_t st;
+    int64_t stride = 1;
+    for (int i = r - 1; i >= 0; i--) { /* output axis i is input axis perm[i] */
+        int64_t from = np == (size_t)r ? perm[i] : r - 1 - i;
+        if (from < 0 || from >= r)
+            return 0;
+        st[from] = stride;
+        stride *= yd[from];
+    }
+    return dnnl_memory_desc_init_by_strides(out, r, yd, dnnl_f32, st) == dnnl_success;
+}
+
+/* A descriptor for PD with a real kernel: a reference implementation
+ * (which oneDNN picks for strides its kernels do not take) is refused. */
+static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return impl != NULL && strncmp(impl, "ref", 3) == 0;
+}
+
 static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
 {
     const pl_graph_view *v = b->v;
@@ -2008,20 +2095,63 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
         for (int64_t i = 0; st == NULL && i < bt.elems; i++)
             scaled[i] = ((const float *)bt.cdata)[i] * bias_scale;
     }
-    dnnl_matmul_desc_t md;
-    dnnl_status_t ds = dnnl_matmul_desc_init(&md, &a_md, &w_md, bias_t >= 0 ? &bias_md : NULL,
-                                             &y_md);
-    if (st == NULL)
-        st = odnn_dnnl(ds, "matmul descriptor", v, (int64_t)n);
-    dnnl_primitive_desc_t pd = NULL;
-    if (st == NULL)
-        st = odnn_make_pd(b, &md, f.po, n, &pd);
-    dnnl_post_ops_destroy(f.po);
     int src = -1, wv = -1, wi = -1, bw = -1, dst = -1;
     if (st == NULL)
-        st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
-    if (st == NULL)
+        st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL && w.cdata == NULL)
+        st = odnn_source_view(b, odnn_in(v, n, 1), (int64_t)n, &wv);
+    /* An f32 product reads A and B where they are, through strides (the
+     * views a Split, Reshape or Transpose before it leaves), and writes the
+     * layout that makes a Transpose after it a view: attention's head
+     * split and merge then cost no copies. Kept only when a real kernel
+     * takes those strides; else A and B are made dense. */
+    dnnl_memory_desc_t a_view, w_view, y_view;
+    int a_strided = 0, w_strided = 0, y_strided = 0;
+    if (st == NULL && cdt == dnnl_f32 && !ta && !tb) {
+        a_strided = odnn_rank_view(&b->c->values[src].md, r, &a_view) &&
+                    !dnnl_memory_desc_equal(&a_view, &a_md);
+        w_strided = wv >= 0 && odnn_rank_view(&b->c->values[wv].md, r, &w_view) &&
+                    !dnnl_memory_desc_equal(&w_view, &w_src);
+        y_strided = f.residual < 0 && odnn_transposed_dst(b, f.out, r, yd, &y_view) &&
+                    !dnnl_memory_desc_equal(&y_view, &y_md);
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    if (a_strided || w_strided || y_strided) {
+        dnnl_matmul_desc_t md;
+        dnnl_primitive_attr_t attr = NULL;
+        pl_status *as = odnn_attr(&attr, f.po);
+        if (as != NULL)
+            onednn_host->status_free(as);
+        if (attr != NULL &&
+            dnnl_matmul_desc_init(&md, a_strided ? &a_view : &a_md, w_strided ? &w_view : &w_md,
+                                  bias_t >= 0 ? &bias_md : NULL, y_strided ? &y_view : &y_md) ==
+                dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &md, attr, b->ctx->engine, NULL) == dnnl_success &&
+            odnn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        }
+        if (attr != NULL)
+            dnnl_primitive_attr_destroy(attr);
+        if (pd == NULL)
+            a_strided = w_strided = y_strided = 0;
+    }
+    if (pd == NULL) {
+        dnnl_matmul_desc_t md;
+        dnnl_status_t ds = dnnl_matmul_desc_init(&md, &a_md, &w_md,
+                                                 bias_t >= 0 ? &bias_md : NULL, &y_md);
+        if (st == NULL)
+            st = odnn_dnnl(ds, "matmul descriptor", v, (int64_t)n);
+        if (st == NULL)
+            st = odnn_make_pd(b, &md, f.po, n, &pd);
+    }
+    dnnl_post_ops_destroy(f.po);
+    if (st == NULL && a_strided) {
+        if (b->c->values[src].md.ndims != r && (src = odnn_alias(b, src, &a_view, -1, 0)) < 0)
+            st = odnn_oom();
+    } else if (st == NULL) {
         st = odnn_view_as(b, src, &a_f32, (int64_t)n, &src);
+    }
     if (st == NULL && cdt != dnnl_f32) {
         /* A plain bf16 copy of A (a transposed view stays transposed). */
         dnnl_memory_desc_t a_c;
@@ -2033,10 +2163,11 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     }
     if (st == NULL && w.cdata != NULL)
         st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_src, w.cdata, (int64_t)n, &wi);
-    else if (st == NULL) {
-        st = odnn_source(b, odnn_in(v, n, 1), (int64_t)n, &wv);
-        if (st == NULL)
-            st = odnn_view_as(b, wv, &w_src, (int64_t)n, &wv);
+    else if (st == NULL && w_strided) {
+        if (b->c->values[wv].md.ndims != r && (wv = odnn_alias(b, wv, &w_view, -1, 0)) < 0)
+            st = odnn_oom();
+    } else if (st == NULL) {
+        st = odnn_view_as(b, wv, &w_src, (int64_t)n, &wv);
     }
     if (st == NULL && bias_t >= 0)
         st = odnn_weight(b, &bias_md, &bias_md, scaled != NULL ? scaled : bt.cdata, (int64_t)n,
@@ -2485,21 +2616,81 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
     return NULL;
 }
 
-/* Reshape, Flatten, Identity and Transpose: a reorder from the plain input,
- * seen with the output's dims (or permuted), into a plain output. */
+/* MD (plain, any strides) seen with dims OD: the strides that read the same
+ * elements in the same order, as *OUT. Dims of size 1 take any stride;
+ * dims a reshape merges must be laid out one inside the other. Returns 0
+ * when no strides can (a merge across a gap, or a size-0 tensor). */
+static int odnn_reshape_view(const dnnl_memory_desc_t *md, int ond, const int64_t *od,
+                             dnnl_memory_desc_t *out)
+{
+    const dnnl_dims_t *is = &md->format_desc.blocking.strides;
+    int64_t id[DNNL_MAX_NDIMS], ist[DNNL_MAX_NDIMS], os[DNNL_MAX_NDIMS];
+    int map[DNNL_MAX_NDIMS], ni = 0, no = 0;
+    for (int k = 0; k < md->ndims; k++) {
+        if (md->dims[k] == 0)
+            return 0;
+        if (md->dims[k] != 1)
+            id[ni] = md->dims[k], ist[ni++] = (*is)[k];
+    }
+    for (int k = 0; k < ond; k++) {
+        if (od[k] == 0)
+            return 0;
+        if (od[k] != 1)
+            map[no++] = k;
+    }
+    int i = 0, j = 0;
+    while (i < ni && j < no) {
+        int64_t pi = id[i], pj = od[map[j]];
+        int ii = i + 1, jj = j + 1;
+        while (pi != pj) {
+            if (pi < pj) {
+                if (ii >= ni || ist[ii - 1] != ist[ii] * id[ii])
+                    return 0;
+                pi *= id[ii++];
+            } else {
+                if (jj >= no)
+                    return 0;
+                pj *= od[map[jj++]];
+            }
+        }
+        int64_t stride = ist[ii - 1];
+        for (int k = jj - 1; k >= j; k--) {
+            os[map[k]] = stride;
+            stride *= od[map[k]];
+        }
+        i = ii, j = jj;
+    }
+    if (i != ni || j != no)
+        return 0;
+    for (int k = ond - 1; k >= 0; k--) /* size-1 dims: the stride of a dense one */
+        if (od[k] == 1)
+            os[k] = k + 1 < ond ? os[k + 1] * od[k + 1] : 1;
+    dnnl_dims_t d, st;
+    for (int k = 0; k < ond; k++)
+        d[k] = od[k], st[k] = os[k];
+    return dnnl_memory_desc_init_by_strides(out, ond, d, dnnl_f32, st) == dnnl_success;
+}
+
+/* Reshape, Flatten, Identity and Transpose: no step, the output is a view
+ * of the input's bytes with other dims or strides (the input is made plain
+ * first if its writer chose a blocked layout, and dense if a reshape cannot
+ * be expressed in its strides). A reader that takes strides (MatMul) reads
+ * the view; any other reader gets a dense copy (odnn_source). */
 static pl_status *odnn_relayout(struct odnn_build *b, size_t n, const char *op, int src)
 {
     const pl_graph_view *v = b->v;
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
-    pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = NULL;
+    if (!odnn_is_plain(&b->c->values[src].md) || b->c->values[src].md.ndims != (x.ndim > 0 ? x.ndim : 1))
+        st = odnn_plain(b, src, (int64_t)n, &src);
     if (st != NULL)
         return st;
-    dnnl_memory_desc_t in_md, view_md, out_md;
-    odnn_plain_md(&in_md, x.ndim, x.dims);
-    odnn_plain_md(&out_md, y.ndim, y.dims);
-    dnnl_status_t ds = dnnl_success;
+    dnnl_memory_desc_t view_md;
+    int nd = y.ndim > 0 ? y.ndim : 1;
+    int64_t one = 1;
+    const int64_t *yd = y.ndim > 0 ? y.dims : &one;
     if (strcmp(op, "Transpose") == 0) {
         const int64_t *perm;
         size_t np = odnn_attr_ints(v, n, "perm", &perm);
@@ -2510,26 +2701,23 @@ static pl_status *odnn_relayout(struct odnn_build *b, size_t n, const char *op, 
                 return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: Transpose: bad perm");
             p[from] = i; /* input axis `from` becomes output axis i */
         }
-        ds = dnnl_memory_desc_permute_axes(&view_md, &in_md, p);
-    } else if (x.ndim == y.ndim && memcmp(x.dims, y.dims, sizeof x.dims[0] * (size_t)x.ndim) == 0) {
-        view_md = in_md;
-    } else {
-        ds = dnnl_memory_desc_reshape(&view_md, &in_md, out_md.ndims, out_md.dims);
+        st = odnn_dnnl(dnnl_memory_desc_permute_axes(&view_md, &b->c->values[src].md, p),
+                       "layout view", v, (int64_t)n);
+    } else if (!odnn_reshape_view(&b->c->values[src].md, nd, yd, &view_md)) {
+        st = odnn_plain(b, src, (int64_t)n, &src);
+        if (st == NULL && !odnn_reshape_view(&b->c->values[src].md, nd, yd, &view_md))
+            st = odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no view of the dense input", op,
+                            onednn_host->graph->node_name(v, n));
     }
-    st = odnn_dnnl(ds, "layout view", v, (int64_t)n);
     if (st != NULL)
         return st;
-    int viewed;
-    st = odnn_view_as(b, src, &view_md, (int64_t)n, &viewed);
-    if (st != NULL)
-        return st;
-    int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &out_md);
-    if (dst < 0)
+    if (odnn_alias(b, src, &view_md, odnn_out(v, n, 0), 0) < 0)
         return odnn_oom();
-    return odnn_reorder(b, viewed, dst, (int64_t)n);
+    return NULL;
 }
 
-/* Split: each output is a reorder of a strided view of the plain input. */
+/* Split: each output is a strided view of the plain input, at its offset
+ * (no step; see odnn_relayout for who copies a view). */
 static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
@@ -2540,27 +2728,25 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
         return odnn_error(PL_CODE_UNSUPPORTED, "onednn: Split '%s': output shapes do not tile "
                                                "the input",
                           onednn_host->graph->node_name(v, n));
-    pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
-    dnnl_dims_t offs = {0};
+    pl_status *st = NULL;
+    if (!odnn_is_plain(&b->c->values[src].md))
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    const dnnl_memory_desc_t *md = &b->c->values[src].md;
+    int64_t off = 0;
     for (size_t k = 0; st == NULL && k < onednn_host->graph->node_output_count(v, n); k++) {
         struct odnn_tinfo y;
         odnn_tensor(v, odnn_out(v, n, k), &y);
-        dnnl_memory_desc_t sub, out_md;
+        dnnl_memory_desc_t sub;
         dnnl_dims_t yd;
         for (int32_t d = 0; d < y.ndim; d++)
             yd[d] = y.dims[d];
-        st = odnn_dnnl(dnnl_memory_desc_init_submemory(&sub, &b->c->values[src].md, yd, offs),
+        st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, y.ndim, yd, dnnl_f32,
+                                                        md->format_desc.blocking.strides),
                        "split view", v, (int64_t)n);
-        int viewed, dst;
-        if (st == NULL)
-            st = odnn_view_as(b, src, &sub, (int64_t)n, &viewed);
-        if (st != NULL)
-            break;
-        odnn_plain_md(&out_md, y.ndim, y.dims);
-        if ((dst = odnn_new_value(b, odnn_out(v, n, k), ODNN_V_TEMP, &out_md)) < 0)
+        if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, k), (size_t)off * sizeof(float)) < 0)
             return odnn_oom();
-        st = odnn_reorder(b, viewed, dst, (int64_t)n);
-        offs[axis] += y.dims[axis];
+        md = &b->c->values[src].md; /* odnn_alias may move the table */
+        off += y.dims[axis] * md->format_desc.blocking.strides[axis];
     }
     return st;
 }
@@ -2598,8 +2784,12 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_binary(b, n, op);
     if (strcmp(op, "Concat") == 0)
         return odnn_concat(b, n);
+    int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Reshape") == 0 ||
+                   strcmp(op, "Flatten") == 0 || strcmp(op, "Transpose") == 0 ||
+                   strcmp(op, "Identity") == 0;
     int src;
-    pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    pl_status *st = relayout ? odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src)
+                             : odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
     dnnl_alg_kind_t alg;
@@ -2691,9 +2881,9 @@ static pl_status *odnn_bind(struct odnn_build *b)
         const struct odnn_value *own = &c->values[odnn_owner(c, i)];
         void *h = DNNL_MEMORY_NONE;
         if (own->kind == ODNN_V_TEMP)
-            h = (char *)c->arena + own->offset;
+            h = (char *)c->arena + own->offset + val->view_off;
         else if (own->kind == ODNN_V_CONST)
-            h = c->weights[own->ext].data;
+            h = (char *)c->weights[own->ext].data + val->view_off;
         dnnl_status_t ds = dnnl_memory_create(&val->mem, &val->md, b->ctx->engine, h);
         if (ds != dnnl_success)
             return odnn_dnnl(ds, "memory", b->v, -1);
@@ -2958,8 +3148,9 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 5u /* 2: decomposed LayerNormalization fused; 3: residual in place;
-                                4: options (Winograd, bf16); 5: word-wise checksum */
+#define ODNN_BLOB_VERSION 6u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+                                4: options (Winograd, bf16); 5: word-wise checksum;
+                                6: Reshape/Transpose/Split are views, strided products */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -3195,7 +3386,7 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             if (st != NULL)
                 return st;
         }
-        dnnl_memory_set_data_handle(val->mem, (char *)t->data + t->byte_offset);
+        dnnl_memory_set_data_handle(val->mem, (char *)t->data + t->byte_offset + val->view_off);
     }
     /* oneDNN's OpenMP team takes the runtime's one thread budget; the
      * setting is per calling thread, so it is made on every run. */

@@ -114,6 +114,29 @@ static void mb_node(struct mb *m, const char *name, const char *op, const char *
               attrs, attrs[0] ? "}" : "");
 }
 
+/* An i64 constant of N values (a Reshape's shape): two float slots each
+ * in the weights. */
+static void mb_shape(struct mb *m, const char *name, int n, const int64_t *vals)
+{
+    TH_CHECK(n <= 8, "shape of %d values", n);
+    float slots[16];
+    memcpy(slots, vals, (size_t)n * sizeof *vals);
+    size_t at = m->n_weights;
+    if (at + 2 * (size_t)n > m->cap_weights) {
+        m->cap_weights = (at + 2 * (size_t)n) * 2;
+        m->weights = realloc(m->weights, m->cap_weights * sizeof(float));
+        TH_CHECK(m->weights != NULL, "out of memory");
+    }
+    memcpy(m->weights + at, slots, (size_t)n * sizeof *vals);
+    m->n_weights += 2 * (size_t)n;
+    int64_t dims[1] = {n};
+    mb_append(m->tensors, sizeof m->tensors,
+              "%s{\"name\":\"%s\",\"dtype\":\"i64\",\"shape\":%s,"
+              "\"data\":{\"offset\":%zu,\"length\":%zu}}",
+              m->tensors[0] ? "," : "", name, dims_json(dims, 1), at * sizeof(float),
+              (size_t)n * sizeof(int64_t));
+}
+
 /* Writes the model into a temporary folder and returns its path. */
 static const char *mb_write(struct mb *m)
 {
@@ -710,6 +733,103 @@ static void case_import_mismatch(void)
  * by Identity on cpu (as tied weights are exported), then a Split along the
  * last axis: onednn must take all of it and compile the nine normalisation
  * nodes into one layer_normalization step. */
+/* Multi-head attention as exporters write it: one product for Q, K and V,
+ * Split, Reshape to heads, Transpose, two batched products around a
+ * Softmax, then Transpose and Reshape back and an output product (whose
+ * bias is a constant: a residual from the graph input would be copied). */
+static const char *model_attention(void)
+{
+    struct mb m = {.seed = 13};
+    int64_t xs[] = {2, 6, 24}, wq[] = {24, 72}, bq[] = {72}, wo[] = {24, 24};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "wqkv", 2, wq, NULL, 0.3f);
+    mb_const(&m, "bqkv", 1, bq, NULL, 0.1f);
+    mb_const(&m, "wo", 2, wo, NULL, 0.3f);
+    mb_const(&m, "bo", 1, (int64_t[]){24}, NULL, 0.1f);
+    mb_scalar(&m, "scale", 0.28867513f);
+    mb_shape(&m, "heads", 4, (int64_t[]){2, 6, 2, 12});
+    mb_shape(&m, "merged", 3, (int64_t[]){2, 6, 24});
+    mb_node(&m, "qkv", "MatMul", "\"x\",\"wqkv\"", "h", "");
+    mb_node(&m, "qkv_bias", "Add", "\"h\",\"bqkv\"", "hb", "");
+    mb_node(&m, "split", "Split", "\"hb\"", "q\",\"k\",\"v", "\"axis\":{\"int\":-1}");
+    mb_node(&m, "rq", "Reshape", "\"q\",\"heads\"", "q4", "");
+    mb_node(&m, "rk", "Reshape", "\"k\",\"heads\"", "k4", "");
+    mb_node(&m, "rv", "Reshape", "\"v\",\"heads\"", "v4", "");
+    mb_node(&m, "tq", "Transpose", "\"q4\"", "qt", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(&m, "tk", "Transpose", "\"k4\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
+    mb_node(&m, "tv", "Transpose", "\"v4\"", "vt", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(&m, "qk", "MatMul", "\"qt\",\"kt\"", "s", "");
+    mb_node(&m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
+    mb_node(&m, "sm", "Softmax", "\"s2\"", "p", "\"axis\":{\"int\":-1}");
+    mb_node(&m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
+    mb_node(&m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(&m, "ro", "Reshape", "\"ot\",\"merged\"", "om", "");
+    mb_node(&m, "proj", "MatMul", "\"om\",\"wo\"", "pr", "");
+    mb_node(&m, "proj_bias", "Add", "\"pr\",\"bo\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* The kinds of the steps of the blob of C (the fusion plan). */
+static int count_steps(const struct blob *b, uint32_t kind, uint32_t *out_total);
+
+/* The blob of the whole of PATH compiled by onednn directly. */
+static struct blob compile_blob(const char *path)
+{
+    struct direct d = direct_open(path);
+    pl_compiled *c = NULL;
+    TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+    d.api->release(d.m->ctx, c);
+    direct_close(&d);
+    return b;
+}
+
+static void case_attention(void)
+{
+    int64_t xs[] = {2, 6, 24};
+    const char *path = model_attention();
+    compare(path, 3, xs, 3, xs,
+            (const char *[]){"qkv", "split", "rq", "tk", "qk", "sm", "pv", "to", "ro", "proj",
+                             NULL});
+    /* Split, Reshape and Transpose are views the products read through
+     * strides, and the second product writes the merged-heads layout:
+     * the plan copies nothing. */
+    struct blob b = compile_blob(path);
+    uint32_t total;
+    int reorders = count_steps(&b, 1 /* ODNN_S_REORDER */, &total);
+    TH_CHECK(reorders == 0, "%d reorders among %u steps", reorders, total);
+    TH_CHECK(total == 5, "%u steps, want qkv, qk, softmax, pv and proj", total);
+    free(b.bytes);
+}
+
+/* Views that cannot be read in place: a Transpose reshaped across its
+ * permuted dims, a Split piece read by a Concat, and a graph output that
+ * is a view at an offset (the second half of a Split). */
+static void case_views_copied(void)
+{
+    struct mb m = {.seed = 17};
+    int64_t xs[] = {2, 6, 24};
+    mb_input(&m, "x", 3, xs);
+    mb_shape(&m, "flat144", 2, (int64_t[]){2, 144});
+    mb_shape(&m, "flat72", 2, (int64_t[]){2, 72});
+    mb_shape(&m, "pair", 3, (int64_t[]){2, 2, 54});
+    mb_node(&m, "t", "Transpose", "\"x\"", "xt", "\"perm\":{\"ints\":[0,2,1]}");
+    mb_node(&m, "r", "Reshape", "\"xt\",\"flat144\"", "xr", "");
+    mb_node(&m, "halves", "Split", "\"x\"", "s0\",\"s1", "\"axis\":{\"int\":1}");
+    mb_node(&m, "f", "Reshape", "\"s1\",\"flat72\"", "sf", "");
+    mb_node(&m, "cat", "Concat", "\"xr\",\"sf\"", "c", "\"axis\":{\"int\":1}");
+    mb_node(&m, "act", "Tanh", "\"c\"", "ca", "");
+    mb_node(&m, "quarters", "Split", "\"ca\"", "c0\",\"c1", "\"axis\":{\"int\":1}");
+    mb_node(&m, "out", "Reshape", "\"c1\",\"pair\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {2, 2, 54};
+    const char *path = mb_write(&m);
+    compare(path, 3, xs, 3, ys,
+            (const char *[]){"t", "r", "halves", "f", "cat", "act", "quarters", "out", NULL});
+}
+
 static const char *model_decomposed_ln(int spoil)
 {
     struct mb m = {.seed = 11};
@@ -745,15 +865,16 @@ static const char *model_decomposed_ln(int spoil)
 /* The kinds of the steps of the blob of C (the fusion plan). */
 static int count_steps(const struct blob *b, uint32_t kind, uint32_t *out_total)
 {
-    /* The header is 136 bytes; n_steps is at offset 120 (onednn_subgraph.c). */
+    /* The header (struct odnn_blob_header in onednn_subgraph.c) is 144 bytes;
+     * n_steps is at offset 120, the steps' kinds follow the header. */
     uint32_t n;
-    TH_CHECK(b->n >= 136, "blob of %zu bytes", b->n);
+    TH_CHECK(b->n >= 144, "blob of %zu bytes", b->n);
     memcpy(&n, b->bytes + 120, 4);
-    TH_CHECK(b->n >= 136 + 4 * (size_t)n, "blob of %zu bytes for %u steps", b->n, n);
+    TH_CHECK(b->n >= 144 + 4 * (size_t)n, "blob of %zu bytes for %u steps", b->n, n);
     int hits = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t k;
-        memcpy(&k, b->bytes + 136 + 4 * i, 4);
+        memcpy(&k, b->bytes + 144 + 4 * i, 4);
         hits += k == kind;
     }
     *out_total = n;
@@ -1085,6 +1206,8 @@ int main(int argc, char **argv)
         {"warm_start", case_warm_start},
         {"winograd", case_winograd},
         {"bf16", case_bf16},
+        {"attention", case_attention},
+        {"views_copied", case_views_copied},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
