@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_cli.sh — the `plinth` command-line program as an operator uses it:
 # version and help, exit codes, and `plinth modules` (table and JSON) over the
-# staged modules, including a module copy that is writable by others.
+# staged modules, including a module copy that is writable by others, and the
+# log level backend.ini sets.
 #
 # usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3
 #   PYTHON3 may be "" or CMake's ...-NOTFOUND when none was found; the JSON
@@ -146,6 +147,20 @@ world_writable)
     check_json cpu=loaded onednn=loaded example_acc=rejected
     grep -q "writable by group or others" "$tmp/out" ||
         { show; fail "the rejection does not say the file is writable by group or others"; }
+    ;;
+log_levels)
+    need_stage
+    # The default (warn) keeps stderr quiet: a loaded module is no news.
+    write_ini "$stage"
+    run modules --config "$tmp/backend.ini"
+    [ "$rc" -eq 0 ] || { show; fail "modules exited $rc"; }
+    if grep -q "debug:" "$tmp/err"; then show; fail "debug lines at the default log level"; fi
+    # `log = debug` in backend.ini is honoured by the CLI too.
+    printf 'log = debug\n' >>"$tmp/backend.ini"
+    run modules --config "$tmp/backend.ini"
+    [ "$rc" -eq 0 ] || { show; fail "modules with log = debug exited $rc"; }
+    grep -q "^plinth: debug: module cpu .*loaded" "$tmp/err" ||
+        { show; fail "log = debug printed no debug line for the cpu module"; }
     ;;
 *)
     echo "$0: no case named $case_name" >&2

@@ -210,13 +210,17 @@ static void print_table(const pl_runtime *rt)
     }
 }
 
-/* The log sink of the CLI: diagnostics are printed with the table, so only
- * errors go to stderr as they happen. */
+/* The log sink of the CLI: warnings are printed with the table, so they
+ * are not repeated; errors, and the info and debug lines the runtime only
+ * passes on when backend.ini asks for them (`log = info|debug`), go to
+ * stderr as they happen. */
 static void cli_log(void *user, int level, const char *line)
 {
     (void)user;
     if (level <= PL_LOG_ERROR)
         fprintf(stderr, "plinth: error: %s\n", line);
+    else if (level >= PL_LOG_INFO)
+        fprintf(stderr, "plinth: %s: %s\n", level == PL_LOG_INFO ? "info" : "debug", line);
 }
 
 /* Loads MODEL_PATH and makes a session; prints the reason and returns
