@@ -583,9 +583,9 @@ struct odnn_window {
     int64_t k[2], s[2], d[2], pl[2], pr[2];
 };
 
-static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
-                       const struct odnn_tinfo *x, const int64_t *kernel,
-                       const struct odnn_tinfo *y, struct odnn_window *w, char *reason)
+/* A window's kernel (KERNEL), strides, dilations and pads attributes. */
+static int odnn_window_attrs(const pl_graph_view *v, size_t n, const char *op,
+                             const int64_t *kernel, struct odnn_window *w, char *reason)
 {
     const int64_t *a;
     for (int i = 0; i < 2; i++) {
@@ -604,6 +604,15 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
         odnn_reason(reason, op, "pads has %zu values, expected 4", np);
         return 0;
     }
+    return 1;
+}
+
+static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
+                       const struct odnn_tinfo *x, const int64_t *kernel,
+                       const struct odnn_tinfo *y, struct odnn_window *w, char *reason)
+{
+    if (!odnn_window_attrs(v, n, op, kernel, w, reason))
+        return 0;
     char buf[32];
     const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
     for (int i = 0; i < 2; i++) {
@@ -670,6 +679,99 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, char *reason)
     }
     struct odnn_window w;
     return odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason);
+}
+
+/* ConvTranspose's window in oneDNN's terms: W->pl from `pads`, W->pr the
+ * end padding that gives the output size the graph states once
+ * output_padding is added. `output_shape` and SAME auto-padding are refused:
+ * the ONNX text and its reference implementation split the padding
+ * differently, and the cpu module follows the reference. */
+static int odnn_deconv_window(const pl_graph_view *v, size_t n, const struct odnn_tinfo *x,
+                              const struct odnn_tinfo *wt, const struct odnn_tinfo *y,
+                              struct odnn_window *w, char *reason)
+{
+    const char *op = "ConvTranspose";
+    const int64_t *a;
+    char buf[32];
+    const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
+    if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) {
+        odnn_reason(reason, op, "auto_pad %s is not supported (left to cpu)", ap);
+        return 0;
+    }
+    if (odnn_attr_ints(v, n, "output_shape", &a) != 0) {
+        odnn_reason(reason, op, "output_shape is not supported (left to cpu)");
+        return 0;
+    }
+    int64_t opad[2] = {0, 0};
+    size_t nop = odnn_attr_ints(v, n, "output_padding", &a);
+    if (nop == 2)
+        opad[0] = a[0], opad[1] = a[1];
+    else if (nop != 0) {
+        odnn_reason(reason, op, "output_padding has %zu values, expected 2", nop);
+        return 0;
+    }
+    if (!odnn_window_attrs(v, n, op, &wt->dims[2], w, reason))
+        return 0;
+    if (strcmp(ap, "VALID") == 0)
+        for (int i = 0; i < 2; i++)
+            w->pl[i] = w->pr[i] = 0;
+    for (int i = 0; i < 2; i++) {
+        if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1 || w->pl[i] < 0 || w->pr[i] < 0 ||
+            opad[i] < 0) {
+            odnn_reason(reason, op, "kernel, strides and dilations must be >= 1, pads and "
+                                    "output_padding >= 0");
+            return 0;
+        }
+        int64_t span = (w->k[i] - 1) * w->d[i] + 1;
+        int64_t want = (x->dims[2 + i] - 1) * w->s[i] + span + opad[i] - w->pl[i] - w->pr[i];
+        if (want != y->dims[2 + i]) {
+            odnn_reason(reason, op, "the window gives %lld, the graph states %lld",
+                        (long long)want, (long long)y->dims[2 + i]);
+            return 0;
+        }
+        w->pr[i] -= opad[i]; /* output_padding: less padding removed at the end */
+        if (w->pr[i] < 0) {
+            odnn_reason(reason, op, "output_padding larger than the end padding is not "
+                                    "supported (left to cpu)");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int odnn_check_deconv(const pl_graph_view *v, size_t n, char *reason)
+{
+    const char *op = "ConvTranspose";
+    struct odnn_tinfo x, wt, b, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_in(v, n, 1), &wt);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (x.ndim != 4 || wt.ndim != 4) {
+        odnn_reason(reason, op, "only 2-D (4-D input) is supported, input has rank %d", x.ndim);
+        return 0;
+    }
+    if (wt.cdata == NULL) {
+        odnn_reason(reason, op, "weights are not a constant");
+        return 0;
+    }
+    if (odnn_in(v, n, 2) >= 0 && (!odnn_tensor(v, odnn_in(v, n, 2), &b) || b.cdata == NULL)) {
+        odnn_reason(reason, op, "bias is not a constant");
+        return 0;
+    }
+    int64_t group = odnn_attr_int(v, n, "group", 1);
+    if (group < 1 || x.dims[1] % group != 0 || wt.dims[0] != x.dims[1] ||
+        wt.dims[1] * group != y.dims[1]) {
+        odnn_reason(reason, op, "group %lld does not match the channels", (long long)group);
+        return 0;
+    }
+    const int64_t *ks;
+    size_t nk = odnn_attr_ints(v, n, "kernel_shape", &ks);
+    if (nk != 0 && (nk != 2 || ks[0] != wt.dims[2] || ks[1] != wt.dims[3])) {
+        odnn_reason(reason, op, "kernel_shape does not match the weights");
+        return 0;
+    }
+    struct odnn_window w;
+    return odnn_deconv_window(v, n, &x, &wt, &y, &w, reason);
 }
 
 static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, char *reason)
@@ -902,7 +1004,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return 0;
     }
     static const char *const ops[] = {
-        "Conv", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
+        "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
         "Abs", "Pow", "Erf", "Add", "Sub", "Mul", "Div", "Softmax", "LayerNormalization",
         "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean", "Split"};
@@ -937,6 +1039,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     float alpha, beta;
     if (strcmp(op, "Conv") == 0)
         return odnn_check_conv(v, n, reason);
+    if (strcmp(op, "ConvTranspose") == 0)
+        return odnn_check_deconv(v, n, reason);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 ||
         strcmp(op, "GlobalAveragePool") == 0)
         return odnn_check_pool(v, n, op, reason);
@@ -1086,7 +1190,7 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 /* Step kinds, stored in the blob as the fusion plan. */
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
-    ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE
+    ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV
 };
 
 struct odnn_step {
@@ -1867,6 +1971,102 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
     return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
 }
 
+/* The rest of a Conv or ConvTranspose once PD is made (or ST says why it
+ * is not): the source in the layout PD wants, the weights (WEI_PLAIN over
+ * WDATA, reordered once), the bias, the fused destination and the step of
+ * KIND. Destroys PD. */
+static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                     dnnl_primitive_desc_t pd, pl_status *st, uint32_t kind,
+                                     const dnnl_memory_desc_t *wei_plain, const void *wdata,
+                                     int64_t bias_t, const dnnl_memory_desc_t *bias_md)
+{
+    const pl_graph_view *v = b->v;
+    int src = -1, wi = -1, bw = -1, dst = -1;
+    if (st == NULL)
+        st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
+    if (st == NULL)
+        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), wei_plain, wdata, (int64_t)n, &wi);
+    if (st == NULL && bias_t >= 0) {
+        struct odnn_tinfo bt;
+        odnn_tensor(v, bias_t, &bt);
+        st = odnn_weight(b, bias_md, bias_md, bt.cdata, (int64_t)n, &bw);
+    }
+    if (st == NULL)
+        st = odnn_emit_fused(b, f, pd, &dst);
+    int s = -1;
+    if (st == NULL)
+        s = odnn_add_step(b, kind, pd, (int64_t)n, &st);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (s < 0)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
+    if (bw >= 0)
+        odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* ConvTranspose as a oneDNN deconvolution in the layouts it picks, with
+ * the bias and what follows fused like Conv. ONNX stores the weights
+ * [C_in, C_out/group, kH, kW]; they are read through strides as oneDNN's
+ * [group,] C_out/group, C_in/group, kH, kW and reordered once. f32 only
+ * (precision = bf16 leaves it in f32). */
+static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, wt, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_in(v, n, 1), &wt);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int has_bias = odnn_in(v, n, 2) >= 0;
+    int64_t group = odnn_attr_int(v, n, "group", 1);
+    char reason[ODNN_REASON] = "";
+    struct odnn_window w;
+    if (!odnn_deconv_window(v, n, &x, &wt, &y, &w, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
+    struct odnn_fuse f = {.bias = -1, .residual = -1, .out = odnn_out(v, n, 0)};
+    if (dnnl_post_ops_create(&f.po) != dnnl_success)
+        return odnn_oom();
+    f.fused[f.n_fused++] = n;
+    odnn_follow(b, &f, 1, has_bias);
+    int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
+
+    int64_t ic = wt.dims[0] / group, oc = wt.dims[1], kk = wt.dims[2] * wt.dims[3];
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, wei_plain;
+    dnnl_dims_t wd, ws;
+    int wnd = group > 1 ? 5 : 4, g0 = group > 1;
+    if (g0)
+        wd[0] = group, ws[0] = ic * oc * kk;
+    wd[g0] = oc, ws[g0] = kk;
+    wd[g0 + 1] = ic, ws[g0 + 1] = oc * kk;
+    wd[g0 + 2] = wt.dims[2], ws[g0 + 2] = wt.dims[3];
+    wd[g0 + 3] = wt.dims[3], ws[g0 + 3] = 1;
+    dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, ws);
+    dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
+    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
+    dnnl_dims_t bd = {y.dims[1]};
+    dnnl_memory_desc_init_by_tag(&src_md, 4, xd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&bias_md, 1, bd, dnnl_f32, dnnl_a);
+    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_dims_t strides = {w.s[0], w.s[1]}, dil = {w.d[0] - 1, w.d[1] - 1},
+                pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
+    dnnl_deconvolution_desc_t dd;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_dilated_deconvolution_forward_desc_init(
+        &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md, &wei_md,
+        bias_t >= 0 ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);
+    pl_status *st = odnn_dnnl(ds, "deconvolution descriptor", v, (int64_t)n);
+    if (st == NULL)
+        st = odnn_make_pd(b, &dd, f.po, n, &pd);
+    dnnl_post_ops_destroy(f.po);
+    return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_DECONV, &wei_plain, wt.cdata, bias_t, &bias_md);
+}
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -1934,37 +2134,9 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
             st = odnn_make_pd(b, &cd, f.po, n, &pd);
     }
     dnnl_post_ops_destroy(f.po);
-    int src = -1, wi = -1, bw = -1, dst = -1;
-    if (st == NULL)
-        st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
-    if (st == NULL)
-        st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
-    if (st == NULL)
-        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &wei_plain, wt.cdata, (int64_t)n,
-                         &wi);
-    if (st == NULL && bias_t >= 0) {
-        struct odnn_tinfo bt;
-        odnn_tensor(v, bias_t, &bt);
-        st = odnn_weight(b, &bias_md, &bias_md, bt.cdata, (int64_t)n, &bw);
-    }
-    if (st == NULL)
-        st = odnn_emit_fused(b, &f, pd, &dst);
-    int s = -1;
-    if (st == NULL)
-        s = odnn_add_step(b, ODNN_S_CONV, pd, (int64_t)n, &st);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    if (s < 0)
-        return st;
-    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
-    if (bw >= 0)
-        odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
-    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    return NULL;
+    return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t, &bias_md);
 }
 
-/* MatMul and Gemm. */
 /* The plain (strided) descriptor MD with leading dims of 1 added up to rank
  * R, as *OUT; 0 when MD is blocked or of a higher rank. */
 static int odnn_rank_view(const dnnl_memory_desc_t *md, int r, dnnl_memory_desc_t *out)
@@ -2013,6 +2185,7 @@ static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
     return impl != NULL && strncmp(impl, "ref", 3) == 0;
 }
 
+/* MatMul and Gemm. */
 static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
 {
     const pl_graph_view *v = b->v;
@@ -2777,6 +2950,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_lnorm_pattern(b, n, &lm);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
+    if (strcmp(op, "ConvTranspose") == 0)
+        return odnn_deconv(b, n);
     if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0)
         return odnn_matmul(b, n, op[0] == 'G');
     if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||

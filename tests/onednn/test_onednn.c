@@ -830,6 +830,46 @@ static void case_views_copied(void)
             (const char *[]){"t", "r", "halves", "f", "cat", "act", "quarters", "out", NULL});
 }
 
+/* ConvTranspose: strides, pads and output_padding with a bias and a fused
+ * Relu, then a grouped one with dilations and uneven pads; and one with
+ * output_shape, which onednn leaves to cpu with its reason. */
+static void case_conv_transpose(void)
+{
+    struct mb m = {.seed = 19};
+    int64_t xs[] = {1, 8, 5, 6}, w1[] = {8, 4, 3, 3}, b1[] = {4}, w2[] = {4, 3, 2, 3};
+    int64_t w3[] = {6, 2, 3, 3};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, w1, NULL, 0.3f);
+    mb_const(&m, "b1", 1, b1, NULL, 0.1f);
+    mb_const(&m, "w2", 4, w2, NULL, 0.3f);
+    mb_const(&m, "w3", 4, w3, NULL, 0.3f);
+    mb_node(&m, "up", "ConvTranspose", "\"x\",\"w1\",\"b1\"", "u",
+            "\"strides\":{\"ints\":[2,2]},\"pads\":{\"ints\":[1,1,1,1]},"
+            "\"output_padding\":{\"ints\":[1,1]}");
+    mb_node(&m, "relu", "Relu", "\"u\"", "ur", "");
+    mb_node(&m, "grouped", "ConvTranspose", "\"ur\",\"w2\"", "g",
+            "\"group\":{\"int\":2},\"strides\":{\"ints\":[1,2]},"
+            "\"dilations\":{\"ints\":[2,1]},\"pads\":{\"ints\":[0,1,0,0]}");
+    mb_node(&m, "shaped", "ConvTranspose", "\"g\",\"w3\"", "y",
+            "\"output_shape\":{\"ints\":[12,24]},\"pads\":{\"ints\":[1,1,1,1]}");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int64_t ys[] = {1, 2, 12, 24};
+    compare(path, 4, xs, 4, ys, (const char *[]){"up", "relu", "grouped", NULL});
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    json_t *root = explain(s);
+    json_t *p = placement_of(root, "shaped");
+    const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+    TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0 &&
+                 why != NULL && strstr(why, "ConvTranspose: output_shape") != NULL,
+             "output_shape ConvTranspose: backend %s, reason %s",
+             json_string_value(json_object_get(p, "backend")), why ? why : "(none)");
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 static const char *model_decomposed_ln(int spoil)
 {
     struct mb m = {.seed = 11};
@@ -1208,6 +1248,7 @@ int main(int argc, char **argv)
         {"bf16", case_bf16},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
+        {"conv_transpose", case_conv_transpose},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
