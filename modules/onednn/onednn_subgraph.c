@@ -2210,7 +2210,7 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     }
     dnnl_memory_desc_t a_md, w_md, w_src, y_md, bias_md;
     if (ta) { /* A is stored [K, M]: view it transposed */
-        dnnl_dims_t sd = {ad[1], ad[0]}, st2 = {1, ad[0]};
+        dnnl_dims_t sd = {ad[1], ad[0]}, st2 = {1, ad[1]};
         dnnl_memory_desc_init_by_strides(&a_md, 2, sd, dnnl_f32, st2);
     } else {
         dnnl_memory_desc_init_by_strides(&a_md, r, ad, dnnl_f32, NULL);

@@ -19,6 +19,14 @@
  *       "conformance: passed=N failed=N unsupported=N claimed_ops=N",
  *       and prints that line. Exit 0 once the summary is written, whatever
  *       it says; 1 when it cannot be written.
+ *   conformance_runner run-frozen CONFIG BACKEND TESTDIR
+ *       the test with every input but the first frozen into an initializer
+ *       (freeze.c), as a real model has its weights: exit 77 when it has
+ *       fewer than two inputs or BACKEND takes none of its nodes (the
+ *       backend's reason is printed), else as `run`.
+ *   conformance_runner list-frozen CONFIG BACKEND ROOT...
+ *       one line per test directory: "<name> <frozen|unsupported> <ops>";
+ *       frozen: BACKEND takes at least one node of the frozen copy.
  *
  * Test layout (ONNX's backend test data): TESTDIR/model.onnx and
  * TESTDIR/test_data_set_K/{input_I.pb,output_I.pb}, serialized
@@ -39,6 +47,7 @@
 #include <plinth/plinth.h>
 
 #include "compare.h"
+#include "freeze.h"
 #include "model_info.h"
 #include "tensor_file.h"
 
@@ -107,15 +116,6 @@ static void cf_set_status(cf_result *r, const char *step, pl_status *st)
 }
 
 /* ---- test directories ------------------------------------------------------- */
-
-static char *cf_join_path(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *s = malloc(n);
-    if (s != NULL)
-        snprintf(s, n, "%s/%s", a, b);
-    return s;
-}
 
 static bool cf_is_dir(const char *path)
 {
@@ -484,7 +484,13 @@ static const char *cf_list_status(const cf_result *r)
     return r->verdict == CF_FAIL ? "error" : "unsupported";
 }
 
-static int cf_cmd_list(const char *config, char **roots, int n_roots)
+/* Calls FN(RT, name, dir, USER) for every test directory under ROOTS (on
+ * a quiet runtime of CONFIG), in order, printing its line; returns the
+ * exit status of a listing command. */
+typedef void (*cf_each_fn)(pl_runtime *rt, const char *name, const char *dir, void *user);
+
+static int cf_list_each(const char *config, char **roots, int n_roots, cf_each_fn fn,
+                        void *user)
 {
     pl_runtime *rt = cf_runtime(config, true);
     if (rt == NULL)
@@ -494,17 +500,170 @@ static int cf_cmd_list(const char *config, char **roots, int n_roots)
         char **names = cf_list_dirs(roots[i], "test_", true, &n);
         for (size_t k = 0; k < n; k++) {
             char *dir = cf_join_path(roots[i], names[k]);
-            cf_result r;
-            cf_run_test(rt, dir, true, &r);
-            printf("%s %s %s\n", names[k], cf_list_status(&r), r.ops ? r.ops : "-");
+            if (dir != NULL)
+                fn(rt, names[k], dir, user);
             fflush(stdout);
-            cf_result_free(&r);
             free(dir);
         }
         cf_names_free(names);
     }
     pl_runtime_destroy(rt);
     return CF_EXIT_PASS;
+}
+
+static void cf_list_one(pl_runtime *rt, const char *name, const char *dir, void *user)
+{
+    (void)user;
+    cf_result r;
+    cf_run_test(rt, dir, true, &r);
+    printf("%s %s %s\n", name, cf_list_status(&r), r.ops ? r.ops : "-");
+    cf_result_free(&r);
+}
+
+static int cf_cmd_list(const char *config, char **roots, int n_roots)
+{
+    return cf_list_each(config, roots, n_roots, cf_list_one, NULL);
+}
+
+/* ---- frozen inputs ------------------------------------------------------------ */
+
+/* Freezes the test in DIR into a new temporary directory (its path in
+ * TMP) and counts the nodes of a session for it that BACKEND runs: *ON of
+ * *TOTAL, WHY the first other backend's node's refusal by BACKEND. A
+ * status says why no count could be made; TMP is then removed. */
+static pl_status *cf_frozen_prepare(pl_runtime *rt, const char *dir, const char *backend,
+                                    char *tmp, size_t tmp_size, size_t *on, size_t *total,
+                                    char *why, size_t why_size)
+{
+    *on = *total = 0;
+    why[0] = '\0';
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp, tmp_size, "%s/plinth-frozen-XXXXXX", base != NULL && base[0] ? base : "/tmp");
+    if (mkdtemp(tmp) == NULL)
+        return pl_status_create(PL_CODE_IO_ERROR, "%s: cannot make a directory", tmp);
+    size_t frozen = 0;
+    pl_status *st = cf_freeze(dir, tmp, &frozen);
+    char *model_path = cf_join_path(tmp, "model.onnx");
+    char *set_dir = cf_join_path(tmp, "test_data_set_0");
+    cf_model_info info;
+    memset(&info, 0, sizeof info);
+    if (st == NULL)
+        st = model_path && set_dir ? cf_model_info_read(model_path, &info)
+                                   : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    cf_tensor *inputs = NULL;
+    if (st == NULL)
+        st = cf_read_set(set_dir, "input", info.n_inputs, info.input_types, &inputs);
+    cf_result r;
+    memset(&r, 0, sizeof r);
+    pl_session *s = st == NULL ? cf_prepare(rt, model_path, &info, inputs, &r) : NULL;
+    if (st == NULL && s == NULL)
+        st = pl_status_create(r.verdict == CF_UNSUPPORTED ? PL_CODE_UNSUPPORTED
+                                                          : PL_CODE_INTERNAL,
+                              "%s", r.message);
+    char *text = NULL;
+    if (st == NULL)
+        st = pl_session_explain(s, true, &text);
+    json_t *root = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    json_t *placement = json_object_get(root, "placement");
+    for (size_t i = 0; i < json_array_size(placement); i++) {
+        json_t *p = json_array_get(placement, i);
+        const char *b = json_string_value(json_object_get(p, "backend"));
+        (*total)++;
+        if (b != NULL && strcmp(b, backend) == 0)
+            (*on)++;
+        else if (why[0] == '\0') {
+            const char *reason =
+                json_string_value(json_object_get(json_object_get(p, "reasons"), backend));
+            snprintf(why, why_size, "%s", reason != NULL ? reason : "(no reason given)");
+        }
+    }
+    if (st == NULL && root == NULL)
+        st = pl_status_create(PL_CODE_INTERNAL, "explain gave no JSON");
+    json_decref(root);
+    pl_string_free(text);
+    pl_session_destroy(s);
+    cf_tensors_free(inputs, info.n_inputs);
+    cf_model_info_free(&info);
+    free(model_path);
+    free(set_dir);
+    if (st != NULL)
+        cf_freeze_remove(tmp);
+    return st;
+}
+
+static int cf_cmd_run_frozen(const char *config, const char *backend, const char *dir)
+{
+    pl_runtime *rt = cf_runtime(config, false);
+    if (rt == NULL)
+        return CF_EXIT_USAGE;
+    char tmp[4096], why[1024];
+    size_t on, total;
+    pl_status *st = cf_frozen_prepare(rt, dir, backend, tmp, sizeof tmp, &on, &total, why,
+                                      sizeof why);
+    int rc = CF_EXIT_PASS;
+    if (st != NULL) {
+        bool unsupported = cf_is_unsupported(st);
+        printf("%s (frozen): %s: %s\n", dir, unsupported ? "unsupported" : "FAILED",
+               pl_status_message(st));
+        pl_status_free(st);
+        pl_runtime_destroy(rt);
+        return unsupported ? CF_EXIT_UNSUPPORTED : CF_EXIT_FAIL;
+    }
+    if (on == 0) {
+        printf("%s (frozen): unsupported: %s takes none of the %zu nodes: %s\n", dir, backend,
+               total, why);
+        rc = CF_EXIT_UNSUPPORTED;
+    } else {
+        cf_result r;
+        cf_run_test(rt, tmp, false, &r);
+        switch (r.verdict) {
+        case CF_PASS:
+            printf("%s (frozen): passed, %zu of %zu nodes on %s (%s)\n", dir, on, total, backend,
+                   r.ops);
+            break;
+        case CF_UNSUPPORTED:
+            printf("%s (frozen): unsupported: %s\n", dir, r.message);
+            rc = CF_EXIT_UNSUPPORTED;
+            break;
+        case CF_FAIL:
+            printf("%s (frozen): FAILED with %zu of %zu nodes on %s: %s\n", dir, on, total,
+                   backend, r.message);
+            rc = CF_EXIT_FAIL;
+            break;
+        }
+        cf_result_free(&r);
+    }
+    cf_freeze_remove(tmp);
+    pl_runtime_destroy(rt);
+    return rc;
+}
+
+static void cf_list_frozen_one(pl_runtime *rt, const char *name, const char *dir, void *user)
+{
+    const char *backend = user;
+    char tmp[4096], why[1024];
+    size_t on = 0, total = 0;
+    cf_model_info info;
+    char *model_path = cf_join_path(dir, "model.onnx");
+    bool two = model_path != NULL && cf_model_info_read(model_path, &info) == NULL &&
+               (info.n_inputs >= 2 || (cf_model_info_free(&info), false));
+    pl_status *st = NULL;
+    if (two)
+        st = cf_frozen_prepare(rt, dir, backend, tmp, sizeof tmp, &on, &total, why, sizeof why);
+    if (two && st == NULL)
+        cf_freeze_remove(tmp);
+    printf("%s %s %s\n", name, two && st == NULL && on > 0 ? "frozen" : "unsupported",
+           two && info.n_ops ? info.ops : "-");
+    pl_status_free(st);
+    if (two)
+        cf_model_info_free(&info);
+    free(model_path);
+}
+
+static int cf_cmd_list_frozen(const char *config, const char *backend, char **roots,
+                              int n_roots)
+{
+    return cf_list_each(config, roots, n_roots, cf_list_frozen_one, (void *)backend);
 }
 
 /* ---- suite ------------------------------------------------------------------- */
@@ -699,7 +858,9 @@ static int cf_usage(void)
     fprintf(stderr,
             "usage: conformance_runner run CONFIG TESTDIR\n"
             "       conformance_runner list CONFIG ROOT...\n"
-            "       conformance_runner suite CONFIG OUT_SUMMARY ROOT...\n");
+            "       conformance_runner suite CONFIG OUT_SUMMARY ROOT...\n"
+            "       conformance_runner run-frozen CONFIG BACKEND TESTDIR\n"
+            "       conformance_runner list-frozen CONFIG BACKEND ROOT...\n");
     return CF_EXIT_USAGE;
 }
 
@@ -710,6 +871,10 @@ int main(int argc, char **argv)
         return cf_cmd_run(argv[2], argv[3]);
     if (argc >= 4 && strcmp(argv[1], "list") == 0)
         return cf_cmd_list(argv[2], argv + 3, argc - 3);
+    if (argc == 5 && strcmp(argv[1], "run-frozen") == 0)
+        return cf_cmd_run_frozen(argv[2], argv[3], argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "list-frozen") == 0)
+        return cf_cmd_list_frozen(argv[2], argv[3], argv + 4, argc - 4);
     if (argc >= 5 && strcmp(argv[1], "suite") == 0)
         return cf_cmd_suite(argv[2], argv[3], argv + 4, argc - 4);
     return cf_usage();

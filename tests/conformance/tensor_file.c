@@ -240,3 +240,12 @@ pl_status *cf_tensor_read(const char *path, int32_t declared, cf_tensor *out)
         cf_tensor_free(out);
     return st;
 }
+
+char *cf_join_path(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s/%s", a, b);
+    return s;
+}

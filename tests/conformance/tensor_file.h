@@ -48,4 +48,7 @@ pl_tensor cf_tensor_view(const cf_tensor *t);
 /* Reads a whole file into memory (malloc'ed, *out_len bytes). */
 pl_status *cf_file_read(const char *path, uint8_t **out_bytes, size_t *out_len);
 
+/* "A/B", malloc'ed (NULL when out of memory). */
+char *cf_join_path(const char *a, const char *b);
+
 #endif /* PLINTH_CONFORMANCE_TENSOR_FILE_H */
