@@ -1233,8 +1233,11 @@ static uint32_t odnn_options(const pl_module_ctx *ctx)
 }
 
 /* The data type convolutions and matrix products with constant weights
- * compute in: bf16 (sources and weights; results, bias and everything
- * else stay f32) with precision = bf16, else f32. */
+ * compute in: bf16 with precision = bf16, else f32. Sources and weights
+ * are bf16; a convolution's result stays bf16 (pooling and post-op sums
+ * take it as it is), a product's only when the next convolution or product
+ * reads it (odnn_bf16_readers); bias, normalisations, softmax and the
+ * graph's outputs stay f32. */
 static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx)
 {
     return ctx->bf16 ? dnnl_bf16 : dnnl_f32;
@@ -1940,7 +1943,7 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
     dnnl_memory_desc_t src_md = *src_any, dst_md;
     if (src_any->dims[1] >= 16)
         dnnl_memory_desc_init_by_tag(&src_md, 4, src_any->dims, src_any->data_type, dnnl_aBcd16b);
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_any->dims, dnnl_f32, dnnl_aBcd16b);
+    dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_any->dims, dst_any->data_type, dnnl_aBcd16b);
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, wei_md, bias_md, &dst_md,
         strides, dil, pl, pr);
@@ -2110,7 +2113,7 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     dnnl_memory_desc_init_by_tag(&src_md, 4, xd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&bias_md, 1, bd, dnnl_f32, dnnl_a);
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, cdt, dnnl_format_tag_any);
     dnnl_dims_t strides = {w.s[0], w.s[1]}, dil = {w.d[0] - 1, w.d[1] - 1},
                 pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
     dnnl_convolution_desc_t cd;
@@ -2135,6 +2138,31 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     }
     dnnl_post_ops_destroy(f.po);
     return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t, &bias_md);
+}
+
+/* Whether every reader of tensor T takes it in bf16 as it is (precision =
+ * bf16): a Conv's data, or A of a MatMul/Gemm with constant weights. Then
+ * the product writing T writes bf16; any other reader (Split, Softmax, a
+ * layer norm, a graph output) gets f32, which costs no conversion. */
+static int odnn_bf16_readers(struct odnn_build *b, int64_t t)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    if (t < 0 || (size_t)t >= b->u.n_tensors || b->u.escapes[t] || b->u.count[t] == 0)
+        return 0;
+    for (size_t i = 0; i < g->node_count(b->v); i++)
+        for (size_t k = 0; k < g->node_input_count(b->v, i); k++) {
+            if (g->node_input(b->v, i, k) != t)
+                continue;
+            struct odnn_tinfo wt;
+            int product = odnn_op_is(b->v, (int64_t)i, "MatMul") ||
+                          (odnn_op_is(b->v, (int64_t)i, "Gemm") &&
+                           odnn_attr_int(b->v, i, "transA", 0) == 0);
+            if (k != 0 || !(odnn_op_is(b->v, (int64_t)i, "Conv") ||
+                            (product && odnn_tensor(b->v, odnn_in(b->v, i, 1), &wt) &&
+                             wt.cdata != NULL)))
+                return 0;
+        }
+    return 1;
 }
 
 /* The plain (strided) descriptor MD with leading dims of 1 added up to rank
@@ -2224,8 +2252,8 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     } else {
         dnnl_memory_desc_init_by_strides(&w_src, r, wlog, dnnl_f32, NULL);
     }
-    /* bf16: only with constant weights (reordered to bf16 once); A is
-     * reordered to bf16 before each run of the product. */
+    /* bf16: only with constant weights (reordered to bf16 once); A is read
+     * as it is when its writer left it bf16, else reordered to bf16. */
     dnnl_data_type_t cdt = w.cdata != NULL ? odnn_compute_dt(b->ctx) : dnnl_f32;
     dnnl_memory_desc_t a_f32 = a_md;
     a_md.data_type = cdt;
@@ -2248,6 +2276,8 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
         bias_scale = beta / alpha;
     }
     odnn_follow(b, &f, r - 1, c_t >= 0 || alpha != 1.0f);
+    if (cdt != dnnl_f32 && odnn_bf16_readers(b, f.out))
+        y_md.data_type = cdt; /* the next product reads it in bf16 as it is */
     int64_t bias_t = c_t >= 0 ? c_t : f.bias;
     struct odnn_tinfo bt;
     float *scaled = NULL;
@@ -2281,9 +2311,11 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     dnnl_memory_desc_t a_view, w_view, y_view;
     int a_strided = 0, w_strided = 0, y_strided = 0;
     if (st == NULL && cdt == dnnl_f32 && !ta && !tb) {
-        a_strided = odnn_rank_view(&b->c->values[src].md, r, &a_view) &&
+        a_strided = b->c->values[src].md.data_type == dnnl_f32 &&
+                    odnn_rank_view(&b->c->values[src].md, r, &a_view) &&
                     !dnnl_memory_desc_equal(&a_view, &a_md);
-        w_strided = wv >= 0 && odnn_rank_view(&b->c->values[wv].md, r, &w_view) &&
+        w_strided = wv >= 0 && b->c->values[wv].md.data_type == dnnl_f32 &&
+                    odnn_rank_view(&b->c->values[wv].md, r, &w_view) &&
                     !dnnl_memory_desc_equal(&w_view, &w_src);
         y_strided = f.residual < 0 && odnn_transposed_dst(b, f.out, r, yd, &y_view) &&
                     !dnnl_memory_desc_equal(&y_view, &y_md);
@@ -2322,17 +2354,16 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     if (st == NULL && a_strided) {
         if (b->c->values[src].md.ndims != r && (src = odnn_alias(b, src, &a_view, -1, 0)) < 0)
             st = odnn_oom();
+    } else if (st == NULL && cdt != dnnl_f32 && !ta && b->c->values[src].md.ndims == r) {
+        /* A dense bf16 A: the value itself when its writer made it so,
+         * else one reorder from whatever layout it has. */
+        dnnl_memory_desc_t a_c;
+        dnnl_memory_desc_init_by_strides(&a_c, r, ad, cdt, NULL);
+        st = odnn_ensure(b, src, &a_c, (int64_t)n, &src);
     } else if (st == NULL) {
         st = odnn_view_as(b, src, &a_f32, (int64_t)n, &src);
-    }
-    if (st == NULL && cdt != dnnl_f32) {
-        /* A plain bf16 copy of A (a transposed view stays transposed). */
-        dnnl_memory_desc_t a_c;
-        if (ta)
-            a_c = a_md;
-        else
-            dnnl_memory_desc_init_by_strides(&a_c, r, ad, cdt, NULL);
-        st = odnn_ensure(b, src, &a_c, (int64_t)n, &src);
+        if (st == NULL && cdt != dnnl_f32) /* a bf16 copy; a transposed view stays so */
+            st = odnn_ensure(b, src, &a_md, (int64_t)n, &src);
     }
     if (st == NULL && w.cdata != NULL)
         st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_src, w.cdata, (int64_t)n, &wi);
@@ -2432,7 +2463,9 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
     }
     dnnl_memory_desc_t dst_md;
     dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
+    /* the source's type: bf16 activations stay bf16 (precision = bf16) */
+    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, b->c->values[src].md.data_type,
+                                 dnnl_format_tag_any);
     dnnl_dims_t strides = {w.s[0], w.s[1]}, kernel = {w.k[0], w.k[1]},
                 dil = {w.d[0] - 1, w.d[1] - 1}, pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
     dnnl_pooling_v2_desc_t pd;
@@ -2841,7 +2874,7 @@ static int odnn_reshape_view(const dnnl_memory_desc_t *md, int ond, const int64_
     dnnl_dims_t d, st;
     for (int k = 0; k < ond; k++)
         d[k] = od[k], st[k] = os[k];
-    return dnnl_memory_desc_init_by_strides(out, ond, d, dnnl_f32, st) == dnnl_success;
+    return dnnl_memory_desc_init_by_strides(out, ond, d, md->data_type, st) == dnnl_success;
 }
 
 /* Reshape, Flatten, Identity and Transpose: no step, the output is a view
@@ -2913,10 +2946,11 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
         dnnl_dims_t yd;
         for (int32_t d = 0; d < y.ndim; d++)
             yd[d] = y.dims[d];
-        st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, y.ndim, yd, dnnl_f32,
+        st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, y.ndim, yd, md->data_type,
                                                         md->format_desc.blocking.strides),
                        "split view", v, (int64_t)n);
-        if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, k), (size_t)off * sizeof(float)) < 0)
+        size_t esize = dnnl_data_type_size(md->data_type);
+        if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, k), (size_t)off * esize) < 0)
             return odnn_oom();
         md = &b->c->values[src].md; /* odnn_alias may move the table */
         off += y.dims[axis] * md->format_desc.blocking.strides[axis];
@@ -3323,9 +3357,10 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 6u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 7u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                 4: options (Winograd, bf16); 5: word-wise checksum;
-                                6: Reshape/Transpose/Split are views, strided products */
+                                6: Reshape/Transpose/Split are views, strided products;
+                                7: bf16 activations between bf16 layers */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -1149,8 +1149,57 @@ static void run_model(pl_runtime *rt, const char *path, float *x, int nd, int64_
                       int ond, int64_t *ys)
 {
     pl_session *s = session_for(rt, path);
+    /* a compile that failed and fell back to cpu leaves a warning */
+    TH_CHECK(pl_session_warning_count(s) == 0, "%s: %s", path, pl_session_warning(s, 0));
     run_one(s, "x", x, nd, xs, "y", y, ond, ys);
     pl_session_destroy(s);
+}
+
+/* bf16 results of convolutions read by everything else: eltwise, a
+ * broadcast and a same-shape binary, a Concat with an f32 tensor, Softmax,
+ * pooling and a product behind a Flatten. */
+static const char *model_bf16_mixed(void)
+{
+    struct mb m = {.seed = 23};
+    int64_t xs[] = {1, 16, 8, 8}, w1[] = {16, 16, 3, 3}, cb[] = {16, 1, 1}, w2[] = {8, 32, 1, 1},
+            wg[] = {8, 4};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, w1, NULL, 0.1f);
+    mb_const(&m, "cb", 3, cb, NULL, 0.5f);
+    mb_const(&m, "w2", 4, w2, NULL, 0.3f);
+    mb_const(&m, "wg", 2, wg, NULL, 0.5f);
+    mb_node(&m, "c1", "Conv", "\"x\",\"w1\"", "a", "\"pads\":{\"ints\":[1,1,1,1]}");
+    mb_node(&m, "sig", "Sigmoid", "\"a\"", "s", "");
+    mb_node(&m, "badd", "Add", "\"a\",\"cb\"", "ab", "");
+    mb_node(&m, "mul", "Mul", "\"s\",\"ab\"", "p", "");
+    mb_node(&m, "cat", "Concat", "\"p\",\"x\"", "c", "\"axis\":{\"int\":1}");
+    mb_node(&m, "c2", "Conv", "\"c\",\"w2\"", "d", "");
+    mb_node(&m, "sm", "Softmax", "\"d\"", "e", "\"axis\":{\"int\":-1}");
+    mb_node(&m, "gap", "GlobalAveragePool", "\"e\"", "g", "");
+    mb_node(&m, "flat", "Flatten", "\"g\"", "f", "");
+    mb_node(&m, "fc", "Gemm", "\"f\",\"wg\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* The reorder steps of the plan onednn makes for all of PATH on RT. */
+static int plan_reorders(pl_runtime *rt, const char *path, uint32_t *total)
+{
+    pl_module *m = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    pl_model *model = NULL;
+    pl_graph_view *view = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &model));
+    TH_CHECK_OK(pl_graph_view_create(model->graph, NULL, 0, &view));
+    pl_compiled *c = NULL;
+    TH_CHECK_OK(m->api.compile(m->ctx, 0, view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(m->api.export_compiled(m->ctx, c, blob_sink, &b));
+    int n = count_steps(&b, 1 /* ODNN_S_REORDER */, total);
+    m->api.release(m->ctx, c);
+    free(b.bytes);
+    pl_graph_view_destroy(view);
+    pl_model_destroy(model);
+    return n;
 }
 
 /* precision = bf16: convolutions and products with constant weights
@@ -1163,8 +1212,9 @@ static void case_bf16(void)
         const char *path;
         int nd, ond;
         int64_t xs[4], ys[4];
-    } models[2] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
-                   {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}}};
+    } models[3] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
+                   {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}},
+                   {model_bf16_mixed(), 4, 2, {1, 16, 8, 8}, {1, 4}}};
     pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL);
     pl_runtime *rf = onednn_runtime(), *rc = runtime_with("cpu");
     /* oneDNN has bf16 kernels for AVX-512 (native with AVX512-BF16 or AMX,
@@ -1173,7 +1223,7 @@ static void case_bf16(void)
     pl_module *om = rb->modules[pl_runtime_find_module(rb, "onednn")];
     TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
     bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         size_t nx = count(models[k].nd, models[k].xs), ny = count(models[k].ond, models[k].ys);
         float *x = malloc(nx * sizeof *x), *yb = calloc(ny, 4), *yf = calloc(ny, 4),
               *yc = calloc(ny, 4);
@@ -1197,6 +1247,17 @@ static void case_bf16(void)
         TH_CHECK(!avx512 || diff_bf > 1e-5 * scale,
                  "model %d: bf16 and f32 agree to %.3g: bf16 unused", k, diff_bf);
         printf("bf16: model %d max |bf16 - f32| %.3g (output scale %.3g)\n", k, diff_bf, scale);
+        /* Activations stay bf16 from one convolution or product to the
+         * next: the bf16 plan has at most one reorder more than the f32
+         * one (which has them at its input, output and residual copies
+         * only): the graph input converted to bf16 where f32 reads it. */
+        uint32_t total = 0, total_f = 0;
+        int reorders = plan_reorders(rb, models[k].path, &total);
+        int reorders_f = plan_reorders(rf, models[k].path, &total_f);
+        TH_CHECK(!avx512 || k == 2 /* mixes bf16 and f32 readers on purpose */ ||
+                     reorders <= reorders_f + 1,
+                 "model %d: %d reorders among %u steps in bf16, %d among %u in f32", k,
+                 reorders, total, reorders_f, total_f);
         free(x);
         free(yb);
         free(yf);
