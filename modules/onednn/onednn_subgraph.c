@@ -36,6 +36,7 @@
  * The core never runs one compiled subgraph twice at once, so run keeps its
  * state (arena, scratchpad, memories) in the compiled object without locks. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 
 #include "onednn.h"
 
@@ -45,6 +46,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 
 #define ODNN_MAX_RANK 6      /* tensors of higher rank are refused */
 #define ODNN_MAX_CONCAT 32   /* inputs of one Concat */
@@ -1219,6 +1222,8 @@ struct pl_compiled {
     int *output_value; /* value written into the view's output(i) */
     size_t arena_bytes, scratch_bytes;
     void *arena, *scratch;
+    void *weight_block;       /* every weight's bytes, when packed (odnn_pack_weights) */
+    size_t weight_block_len;
     dnnl_stream_t stream;
     double weight_reorder_ms;
 };
@@ -3078,9 +3083,67 @@ static pl_status *odnn_plan(struct odnn_build *b)
 }
 
 /* Allocates the arena and scratchpad and binds every memory object. */
+/* BYTES of memory on 2 MiB pages where the kernel gives them (transparent
+ * huge pages, granted to a 2 MiB-aligned mapping marked MADV_HUGEPAGE),
+ * *OUT_LEN the length to unmap; NULL when mmap fails. */
+static void *odnn_huge_map(size_t bytes, size_t *out_len)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t len = (bytes + huge - 1) & ~(huge - 1);
+    char *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    char *a = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (a + len < p + len + huge)
+        munmap(a + len, (size_t)(p + len + huge - (a + len)));
+    madvise(a, len, MADV_HUGEPAGE);
+    *out_len = len;
+    return a;
+}
+
+/* Moves every weight into one block on huge pages: a model's weights are
+ * streamed from memory on every run, and on 4 KiB pages that costs a TLB
+ * miss (a page walk, nested under a hypervisor) every 4 KiB. resnet18 and
+ * bert_tiny run ~3% faster. Under 2 MiB of weights they stay where they
+ * are. */
+static void odnn_pack_weights(pl_module_ctx *ctx, pl_compiled *c)
+{
+    size_t total = 0;
+    for (int i = 0; i < c->n_weights; i++)
+        total += (c->weights[i].bytes + 63) & ~(size_t)63;
+    size_t len = 0;
+    char *a = total >= ((size_t)2 << 20) ? odnn_huge_map(total, &len) : NULL;
+    if (a == NULL)
+        return;
+    size_t off = 0;
+    for (int i = 0; i < c->n_weights; i++) {
+        struct odnn_weight *w = &c->weights[i];
+        memcpy(a + off, w->data, w->bytes);
+        if (dnnl_memory_set_data_handle(w->mem, a + off) != dnnl_success) {
+            /* cannot happen for a CPU memory; undo what is done */
+            for (int k = 0; k < i; k++)
+                dnnl_memory_set_data_handle(c->weights[k].mem, c->weights[k].data);
+            munmap(a, len);
+            return;
+        }
+        off += (w->bytes + 63) & ~(size_t)63;
+    }
+    off = 0;
+    for (int i = 0; i < c->n_weights; i++) {
+        odnn_free(ctx, c->weights[i].data);
+        c->weights[i].data = a + off;
+        off += (c->weights[i].bytes + 63) & ~(size_t)63;
+    }
+    c->weight_block = a;
+    c->weight_block_len = len;
+}
+
 static pl_status *odnn_bind(struct odnn_build *b)
 {
     pl_compiled *c = b->c;
+    odnn_pack_weights(b->ctx, c);
     c->arena = onednn_host->host_alloc(b->ctx->host_ctx, c->arena_bytes + 64, 64);
     c->scratch = onednn_host->host_alloc(b->ctx->host_ctx, c->scratch_bytes + 64, 64);
     if (c->arena == NULL || c->scratch == NULL)
@@ -3257,8 +3320,11 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
     for (int i = 0; i < c->n_weights; i++) {
         if (c->weights[i].mem)
             dnnl_memory_destroy(c->weights[i].mem);
-        odnn_free(ctx, c->weights[i].data);
+        if (c->weight_block == NULL)
+            odnn_free(ctx, c->weights[i].data);
     }
+    if (c->weight_block != NULL)
+        munmap(c->weight_block, c->weight_block_len);
     if (c->stream)
         dnnl_stream_destroy(c->stream);
     odnn_free(ctx, c->steps);

@@ -870,6 +870,57 @@ static void case_conv_transpose(void)
     pl_runtime_destroy(rt);
 }
 
+/* Weights over 2 MiB, which onednn moves into one block on huge pages
+ * after compiling: the results, a repeated run, and an export/import round
+ * trip (the blob is read from that block) must not notice. */
+static void case_big_weights(void)
+{
+    struct mb m = {.seed = 29};
+    int64_t xs[] = {4, 1024}, w1[] = {1024, 640}, b1[] = {640}, w2[] = {640, 16};
+    mb_input(&m, "x", 2, xs);
+    mb_const(&m, "w1", 2, w1, NULL, 0.05f);
+    mb_const(&m, "b1", 1, b1, NULL, 0.1f);
+    mb_const(&m, "w2", 2, w2, NULL, 0.1f);
+    mb_node(&m, "fc1", "MatMul", "\"x\",\"w1\"", "h", "");
+    mb_node(&m, "bias", "Add", "\"h\",\"b1\"", "hb", "");
+    mb_node(&m, "relu", "Relu", "\"hb\"", "r", "");
+    mb_node(&m, "fc2", "MatMul", "\"r\",\"w2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int64_t ys[] = {4, 16};
+    compare(path, 2, xs, 2, ys, (const char *[]){"fc1", "bias", "relu", "fc2", NULL});
+    struct blob b = compile_blob(path);
+    TH_CHECK(b.n > (size_t)1024 * 640 * 4, "blob of %zu bytes lacks the weights", b.n);
+    struct direct d = direct_open(path);
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+    TH_CHECK_OK(d.api->import_compiled(d.m->ctx, 0, d.view, b.bytes, b.n, &ci));
+    static float x[4 * 1024];
+    float y1[64], y2[64];
+    for (int i = 0; i < 4 * 1024; i++)
+        x[i] = sinf((float)i * 0.11f);
+    pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
+    pl_tensor in = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = xs,
+                    .struct_size = sizeof(pl_tensor), .device = {PL_DEVICE_CPU, 0}};
+    pl_tensor out = in;
+    out.shape = ys;
+    pl_run_args a = {.header = PL_ABI_HEADER_INIT(pl_run_args), .run = &rc, .n_inputs = 1,
+                     .inputs = &in, .n_outputs = 1, .outputs = &out};
+    out.data = y1;
+    TH_CHECK_OK(d.api->run(d.m->ctx, c, &a));
+    out.data = y2;
+    TH_CHECK_OK(d.api->run(d.m->ctx, ci, &a));
+    TH_CHECK(memcmp(y1, y2, sizeof y1) == 0, "the imported subgraph computes otherwise");
+    struct blob b2 = {0};
+    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, ci, blob_sink, &b2));
+    TH_CHECK(b2.n == b.n && memcmp(b.bytes, b2.bytes, b.n) == 0, "re-export differs");
+    d.api->release(d.m->ctx, c);
+    d.api->release(d.m->ctx, ci);
+    free(b.bytes);
+    free(b2.bytes);
+    direct_close(&d);
+}
+
 static const char *model_decomposed_ln(int spoil)
 {
     struct mb m = {.seed = 11};
@@ -1310,6 +1361,7 @@ int main(int argc, char **argv)
         {"attention", case_attention},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
+        {"big_weights", case_big_weights},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
