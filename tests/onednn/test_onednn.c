@@ -623,6 +623,21 @@ static void check_error(pl_status *st, pl_code code, const char *text, int line)
 }
 #define CHECK_ERROR(expr, code, text) check_error((expr), (code), (text), __LINE__)
 
+/* The imported CI exports the very blob B it came from; then C, CI, B and
+ * D are released. */
+static void reexport_and_close(struct direct *d, pl_compiled *c, pl_compiled *ci,
+                               struct blob *b)
+{
+    struct blob b2 = {0};
+    TH_CHECK_OK(d->api->export_compiled(d->m->ctx, ci, blob_sink, &b2));
+    TH_CHECK(b2.n == b->n && memcmp(b->bytes, b2.bytes, b->n) == 0, "re-export differs");
+    d->api->release(d->m->ctx, c);
+    d->api->release(d->m->ctx, ci);
+    free(b->bytes);
+    free(b2.bytes);
+    direct_close(d);
+}
+
 static void case_export_import(void)
 {
     struct direct d = direct_open(model_matmul_gelu());
@@ -638,15 +653,7 @@ static void case_export_import(void)
     direct_run(&d, c, x, y1 + 3);
     direct_run(&d, ci, x, y2 + 3);
     TH_CHECK(memcmp(y1 + 3, y2 + 3, sizeof x) == 0, "imported subgraph computes otherwise");
-    /* The imported one exports the same blob. */
-    struct blob b2 = {0};
-    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, ci, blob_sink, &b2));
-    TH_CHECK(b2.n == b.n && memcmp(b.bytes, b2.bytes, b.n) == 0, "re-export differs");
-    d.api->release(d.m->ctx, c);
-    d.api->release(d.m->ctx, ci);
-    free(b.bytes);
-    free(b2.bytes);
-    direct_close(&d);
+    reexport_and_close(&d, c, ci, &b);
 }
 
 /* Rewrites the trailing checksum after a header change: the module's hash
@@ -911,14 +918,7 @@ static void case_big_weights(void)
     out.data = y2;
     TH_CHECK_OK(d.api->run(d.m->ctx, ci, &a));
     TH_CHECK(memcmp(y1, y2, sizeof y1) == 0, "the imported subgraph computes otherwise");
-    struct blob b2 = {0};
-    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, ci, blob_sink, &b2));
-    TH_CHECK(b2.n == b.n && memcmp(b.bytes, b2.bytes, b.n) == 0, "re-export differs");
-    d.api->release(d.m->ctx, c);
-    d.api->release(d.m->ctx, ci);
-    free(b.bytes);
-    free(b2.bytes);
-    direct_close(&d);
+    reexport_and_close(&d, c, ci, &b);
 }
 
 static const char *model_decomposed_ln(int spoil)
