@@ -79,6 +79,7 @@ struct pl_op {
     atomic_int pending_grants;
     pl_var_waiter *waiter;  /* PL_OP_WAIT */
     pl_naive_wait *naive_wait; /* naive async: the pusher waits here */
+    bool spin_held;         /* holds the CPU pool's spinning (pl_engine_dispatch) */
     size_t n_slots;
     pl_op_slot *slots;
     pl_op_slot inline_slots[PL_OP_INLINE_SLOTS];
@@ -501,15 +502,7 @@ static pl_status *pl_op_execute(pl_op *op, int worker, bool *out_started)
         op->async_fn(op->arg, &rc, &slot->base);
         return NULL;
     }
-    /* A device or pinned-thread op runs off the CPU pool, possibly with
-     * threads of its own (oneDNN's OpenMP team): the pool's idle workers
-     * must not spin against them meanwhile. */
-    bool hold = op->ctx.kind == PL_EXEC_DEVICE;
-    if (hold)
-        pl_threadpool_hold_spin(e->cpu, 1);
     pl_status *st = op->fn(op->arg, &rc);
-    if (hold)
-        pl_threadpool_hold_spin(e->cpu, -1);
     if (st == NULL)
         return NULL;
     pl_status *wrapped = pl_status_create(pl_status_code(st), "op '%s' failed: %s",
@@ -570,7 +563,12 @@ static pl_task *pl_engine_run_task(pl_task *task, int worker)
     pl_op *op = (pl_op *)task;
     pl_engine *e = op->engine;
     bool started = false;
+    /* Read before: a started async op may be finished (and freed) by its
+     * completion on another thread before pl_op_execute returns. */
+    bool held = op->spin_held;
     pl_status *st = pl_op_execute(op, worker, &started);
+    if (held)
+        pl_threadpool_hold_spin(e->cpu, -1);
     if (started)
         return NULL; /* finishes when its completion is signalled */
     pl_ready_list ready;
@@ -644,6 +642,17 @@ static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
         }
         pl_threadpool *pool = pl_engine_pool_for(e, &op->ctx);
         if (pool != e->cpu) {
+            /* A device or pinned-thread op runs off the CPU pool, possibly
+             * with threads of its own (oneDNN's OpenMP team): from the
+             * moment it is handed over until it returns, the pool's idle
+             * workers must not spin against it. Held from here, not from
+             * its start: a worker that just finished the op's last input
+             * would otherwise spin while the device thread wakes up, and
+             * the woken thread (and its team) wait for a core. */
+            if (op->kind == PL_OP_SYNC) {
+                op->spin_held = true;
+                pl_threadpool_hold_spin(e->cpu, 1);
+            }
             pl_threadpool_submit(pool, &op->task);
             continue;
         }

@@ -16,12 +16,18 @@
  * spinning worker is not counted in idle, so nobody pays a wake for it. The
  * caller of parallel_for likewise spins on its job's users before it sleeps
  * on done_cv. A spin that sees the counter move re-locks and looks again, so
- * the mutex stays the one source of truth and no wake-up can be lost.
+ * the mutex stays the one source of truth and no wake-up can be lost. A
+ * worker spinning for work yields its core between polls of the clock, so a
+ * thread with real work (the application's, about to submit the next run;
+ * an OpenMP team member of a pinned-thread module) never waits a scheduler
+ * time slice behind it: on 2 cores, bert_tiny through onednn had a p90 of
+ * 6.5 ms against a median of 4.9 ms without that.
  *
  * Tasks (engine operations) wait in a binary heap by priority, then seq. */
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -222,6 +228,11 @@ static bool pl_pool_spin_for_work(pl_threadpool *pool, unsigned seen)
         }
         if (pl_pool_now_ns() >= deadline)
             return false;
+        /* Spin politely: a thread that has real work and no core (the
+         * application's thread about to submit the next run, or an OpenMP
+         * team's member) gets this one at once instead of after a
+         * scheduler time slice. */
+        sched_yield();
     }
 }
 
