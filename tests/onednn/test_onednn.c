@@ -31,7 +31,7 @@
  * and the weights file the constants' bytes go to. */
 struct mb {
     char tensors[16384];
-    char nodes[16384];
+    char nodes[32768];
     const char *inputs[4];
     size_t n_inputs;
     const char *outputs[4];
@@ -921,6 +921,272 @@ static void case_big_weights(void)
     reexport_and_close(&d, c, ci, &b);
 }
 
+/* ---- the reference models' shapes ---------------------------------------- */
+
+/* LayerNormalization over the last axis as exporters write it: nine nodes
+ * (PREFIX names them), from IN to OUT with GAMMA and BETA of C values. */
+static void mb_layernorm(struct mb *m, const char *prefix, const char *in, const char *out,
+                         int64_t c)
+{
+    char n[9][48], t[8][48], gamma[48], beta[48], ins[160];
+    static const char *const ops[9] = {"ReduceMean", "Sub",  "Pow", "ReduceMean", "Add",
+                                       "Sqrt",       "Div",  "Mul", "Add"};
+    for (int i = 0; i < 9; i++)
+        snprintf(n[i], sizeof n[i], "%s_%d", prefix, i);
+    for (int i = 0; i < 8; i++)
+        snprintf(t[i], sizeof t[i], "%s_t%d", prefix, i);
+    snprintf(gamma, sizeof gamma, "%s_gamma", prefix);
+    snprintf(beta, sizeof beta, "%s_beta", prefix);
+    mb_const(m, gamma, 1, (int64_t[]){c}, NULL, 1.0f);
+    mb_const(m, beta, 1, (int64_t[]){c}, NULL, 0.2f);
+    const char *axes = "\"axes\":{\"ints\":[-1]}";
+    snprintf(ins, sizeof ins, "\"%s\"", in);
+    mb_node(m, n[0], ops[0], ins, t[0], axes);
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", in, t[0]);
+    mb_node(m, n[1], ops[1], ins, t[1], "");
+    snprintf(ins, sizeof ins, "\"%s\",\"ln_two\"", t[1]);
+    mb_node(m, n[2], ops[2], ins, t[2], "");
+    snprintf(ins, sizeof ins, "\"%s\"", t[2]);
+    mb_node(m, n[3], ops[3], ins, t[3], axes);
+    snprintf(ins, sizeof ins, "\"%s\",\"ln_eps\"", t[3]);
+    mb_node(m, n[4], ops[4], ins, t[4], "");
+    snprintf(ins, sizeof ins, "\"%s\"", t[4]);
+    mb_node(m, n[5], ops[5], ins, t[5], "");
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", t[1], t[5]);
+    mb_node(m, n[6], ops[6], ins, t[6], "");
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", t[6], gamma);
+    mb_node(m, n[7], ops[7], ins, t[7], "");
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", t[7], beta);
+    mb_node(m, n[8], ops[8], ins, out, "");
+}
+
+/* A linear layer: OUT = IN x W + B (W [K, N] and B made here). */
+static void mb_linear(struct mb *m, const char *name, const char *in, const char *out, int64_t k,
+                      int64_t n, float scale)
+{
+    char w[48], b[48], mm[48], t[48], ins[128];
+    snprintf(w, sizeof w, "%s_w", name);
+    snprintf(b, sizeof b, "%s_b", name);
+    snprintf(mm, sizeof mm, "%s_mm", name);
+    snprintf(t, sizeof t, "%s_t", name);
+    mb_const(m, w, 2, (int64_t[]){k, n}, NULL, scale);
+    mb_const(m, b, 1, (int64_t[]){n}, NULL, 0.1f);
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", in, w);
+    mb_node(m, mm, "MatMul", ins, t, "");
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", t, b);
+    mb_node(m, name, "Add", ins, out, "");
+}
+
+/* "l<L>_<WHAT>" in one of 16 rotating buffers (names for one call). */
+static const char *lname(int l, const char *what)
+{
+    static char buf[16][48];
+    static int k;
+    char *b = buf[k++ % 16];
+    snprintf(b, 48, "l%d_%s", l, what);
+    return b;
+}
+
+/* "\"A\"" or "\"A\",\"B\"": a node's input list, in rotating buffers. */
+static const char *ins2(const char *a, const char *b)
+{
+    static char buf[8][128];
+    static int k;
+    char *r = buf[k++ % 8];
+    if (b != NULL)
+        snprintf(r, 128, "\"%s\",\"%s\"", a, b);
+    else
+        snprintf(r, 128, "\"%s\"", a);
+    return r;
+}
+
+/* bert_tiny's encoder layer as torch.onnx writes it (make_models.py's
+ * EncoderLayer, post-LN), small: 2 x 16 tokens, d_model 32, 4 heads, FF 64;
+ * two layers. */
+static const char *model_bert_layers(void)
+{
+    struct mb m = {.seed = 31};
+    int64_t xs[] = {2, 16, 32};
+    mb_input(&m, "x", 3, xs);
+    mb_scalar(&m, "ln_two", 2.0f);
+    mb_scalar(&m, "ln_eps", 1e-5f);
+    mb_scalar(&m, "scale", 0.35355339f);
+    mb_scalar(&m, "sqrt2", 1.4142135f);
+    mb_scalar(&m, "one", 1.0f);
+    mb_scalar(&m, "half", 0.5f);
+    mb_shape(&m, "heads", 4, (int64_t[]){2, 16, 4, 8});
+    mb_shape(&m, "merged", 3, (int64_t[]){2, 16, 32});
+    const char *in = "x";
+    static const char *const perm_qv = "\"perm\":{\"ints\":[0,2,1,3]}";
+    for (int l = 0; l < 2; l++) {
+        char split_outs[96];
+        mb_linear(&m, lname(l, "qkv"), in, lname(l, "h"), 32, 96, 0.3f);
+        snprintf(split_outs, sizeof split_outs, "l%d_q\",\"l%d_k\",\"l%d_v", l, l, l);
+        mb_node(&m, lname(l, "split"), "Split", ins2(lname(l, "h"), NULL), split_outs,
+                "\"axis\":{\"int\":-1}");
+        mb_node(&m, lname(l, "rq"), "Reshape", ins2(lname(l, "q"), "heads"), lname(l, "q4"), "");
+        mb_node(&m, lname(l, "rk"), "Reshape", ins2(lname(l, "k"), "heads"), lname(l, "k4"), "");
+        mb_node(&m, lname(l, "rv"), "Reshape", ins2(lname(l, "v"), "heads"), lname(l, "v4"), "");
+        mb_node(&m, lname(l, "tq"), "Transpose", ins2(lname(l, "q4"), NULL), lname(l, "qt"),
+                perm_qv);
+        mb_node(&m, lname(l, "tk"), "Transpose", ins2(lname(l, "k4"), NULL), lname(l, "kt"),
+                "\"perm\":{\"ints\":[0,2,3,1]}");
+        mb_node(&m, lname(l, "tv"), "Transpose", ins2(lname(l, "v4"), NULL), lname(l, "vt"),
+                perm_qv);
+        mb_node(&m, lname(l, "qk"), "MatMul", ins2(lname(l, "qt"), lname(l, "kt")),
+                lname(l, "s"), "");
+        mb_node(&m, lname(l, "scale"), "Mul", ins2(lname(l, "s"), "scale"), lname(l, "s2"), "");
+        mb_node(&m, lname(l, "softmax"), "Softmax", ins2(lname(l, "s2"), NULL), lname(l, "p"),
+                "\"axis\":{\"int\":-1}");
+        mb_node(&m, lname(l, "pv"), "MatMul", ins2(lname(l, "p"), lname(l, "vt")),
+                lname(l, "o"), "");
+        mb_node(&m, lname(l, "to"), "Transpose", ins2(lname(l, "o"), NULL), lname(l, "ot"),
+                perm_qv);
+        mb_node(&m, lname(l, "ro"), "Reshape", ins2(lname(l, "ot"), "merged"), lname(l, "om"),
+                "");
+        mb_linear(&m, lname(l, "proj"), lname(l, "om"), lname(l, "pr"), 32, 32, 0.3f);
+        mb_node(&m, lname(l, "res1"), "Add", ins2(in, lname(l, "pr")), lname(l, "x1"), "");
+        mb_layernorm(&m, lname(l, "ln1"), lname(l, "x1"), lname(l, "n1"), 32);
+        mb_linear(&m, lname(l, "ff1"), lname(l, "n1"), lname(l, "f"), 32, 64, 0.3f);
+        mb_node(&m, lname(l, "gdiv"), "Div", ins2(lname(l, "f"), "sqrt2"), lname(l, "g1"), "");
+        mb_node(&m, lname(l, "erf"), "Erf", ins2(lname(l, "g1"), NULL), lname(l, "g2"), "");
+        mb_node(&m, lname(l, "gadd"), "Add", ins2(lname(l, "g2"), "one"), lname(l, "g3"), "");
+        mb_node(&m, lname(l, "gmul"), "Mul", ins2(lname(l, "f"), lname(l, "g3")),
+                lname(l, "g4"), "");
+        mb_node(&m, lname(l, "ghalf"), "Mul", ins2(lname(l, "g4"), "half"), lname(l, "g"), "");
+        mb_linear(&m, lname(l, "ff2"), lname(l, "g"), lname(l, "f2"), 64, 32, 0.2f);
+        mb_node(&m, lname(l, "res2"), "Add", ins2(lname(l, "n1"), lname(l, "f2")),
+                lname(l, "x2"), "");
+        mb_layernorm(&m, lname(l, "ln2"), lname(l, "x2"), l == 1 ? "y" : "l0_out", 32);
+        in = "l0_out";
+    }
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* A convolution with bias: OUT = Conv(IN) with a KxK window, STRIDE,
+ * padding K/2 and GROUP, from CI to CO channels. */
+static void mb_conv(struct mb *m, const char *name, const char *in, const char *out, int64_t ci,
+                    int64_t co, int k, int stride, int group)
+{
+    char w[48], b[48], attrs[160];
+    snprintf(w, sizeof w, "%s_w", name);
+    snprintf(b, sizeof b, "%s_b", name);
+    mb_const(m, w, 4, (int64_t[]){co, ci / group, k, k}, NULL, 1.0f / sqrtf((float)(ci / group * k * k)));
+    mb_const(m, b, 1, (int64_t[]){co}, NULL, 0.1f);
+    snprintf(attrs, sizeof attrs,
+             "\"pads\":{\"ints\":[%d,%d,%d,%d]},\"strides\":{\"ints\":[%d,%d]},"
+             "\"group\":{\"int\":%d}",
+             k / 2, k / 2, k / 2, k / 2, stride, stride, group);
+    char ins[160];
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\",\"%s\"", in, w, b);
+    mb_node(m, name, "Conv", ins, out, attrs);
+}
+
+/* mobilenet_v2's inverted residual block P: 1x1 expand from CI to E
+ * channels, Clip, 3x3 depthwise with STRIDE, Clip, 1x1 project to CO, and
+ * the residual Add when the shapes allow (stride 1, CI == CO). Clip's
+ * bounds are the scalars "lo" and "hi". */
+static void mb_inverted_block(struct mb *m, const char *p, const char *in, const char *out,
+                              int64_t ci, int64_t e, int64_t co, int stride)
+{
+    char n[6][48], t[5][48], ins[160];
+    static const char *const sfx[6] = {"exp", "clip1", "dw", "clip2", "proj", "add"};
+    for (int i = 0; i < 6; i++)
+        snprintf(n[i], sizeof n[i], "%s_%s", p, sfx[i]);
+    for (int i = 0; i < 5; i++)
+        snprintf(t[i], sizeof t[i], "%s_t%d", p, i);
+    bool residual = stride == 1 && ci == co;
+    mb_conv(m, n[0], in, t[0], ci, e, 1, 1, 1);
+    snprintf(ins, sizeof ins, "\"%s\",\"lo\",\"hi\"", t[0]);
+    mb_node(m, n[1], "Clip", ins, t[1], "");
+    mb_conv(m, n[2], t[1], t[2], e, e, 3, stride, (int)e);
+    snprintf(ins, sizeof ins, "\"%s\",\"lo\",\"hi\"", t[2]);
+    mb_node(m, n[3], "Clip", ins, t[3], "");
+    mb_conv(m, n[4], t[3], residual ? t[4] : out, e, co, 1, 1, 1);
+    if (residual)
+        mb_node(m, n[5], "Add", ins2(in, t[4]), out, "");
+}
+
+/* mobilenet_v2's pieces as exported (batch norm folded into the
+ * convolutions, ReLU6 as Clip with constant bounds): the stem, an inverted
+ * residual block without and one with the residual Add, the last 1x1, the
+ * pooling and the classifier. Input 1x3x32x32. */
+static const char *model_mobilenet_blocks(void)
+{
+    struct mb m = {.seed = 37};
+    mb_input(&m, "x", 4, (int64_t[]){1, 3, 32, 32});
+    mb_scalar(&m, "lo", 0.0f);
+    mb_scalar(&m, "hi", 6.0f);
+    mb_conv(&m, "stem", "x", "s0", 3, 16, 3, 2, 1);
+    mb_node(&m, "stem_clip", "Clip", "\"s0\",\"lo\",\"hi\"", "s1", "");
+    /* expand 16->64, depthwise stride 2, project to 24; then expand
+     * 24->96, depthwise stride 1, project, with the residual Add */
+    mb_inverted_block(&m, "b1", "s1", "b1", 16, 64, 24, 2);
+    mb_inverted_block(&m, "b2", "b1", "b2", 24, 96, 24, 1);
+    mb_conv(&m, "last", "b2", "l0", 24, 128, 1, 1, 1);
+    mb_node(&m, "last_clip", "Clip", "\"l0\",\"lo\",\"hi\"", "l1", "");
+    mb_node(&m, "gap", "GlobalAveragePool", "\"l1\"", "g", "");
+    mb_node(&m, "flat", "Flatten", "\"g\"", "f", "\"axis\":{\"int\":1}");
+    mb_const(&m, "fc_w", 2, (int64_t[]){10, 128}, NULL, 0.1f);
+    mb_const(&m, "fc_b", 1, (int64_t[]){10}, NULL, 0.1f);
+    mb_node(&m, "fc", "Gemm", "\"f\",\"fc_w\",\"fc_b\"", "y", "\"transB\":{\"int\":1}");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* resnet18's pieces as exported: 7x7 stride-2 stem with Relu, MaxPool
+ * 3x3 stride 2, a basic block (two 3x3 with the residual Add), a
+ * downsampling block (1x1 stride-2 shortcut), pooling and the classifier.
+ * Input 1x3x32x32. */
+static const char *model_resnet_blocks(void)
+{
+    struct mb m = {.seed = 41};
+    mb_input(&m, "x", 4, (int64_t[]){1, 3, 32, 32});
+    mb_conv(&m, "stem", "x", "s0", 3, 16, 7, 2, 1);
+    mb_node(&m, "stem_relu", "Relu", "\"s0\"", "s1", "");
+    mb_node(&m, "pool", "MaxPool", "\"s1\"", "p",
+            "\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]},"
+            "\"pads\":{\"ints\":[1,1,1,1]}");
+    mb_conv(&m, "a_c1", "p", "a1", 16, 16, 3, 1, 1);
+    mb_node(&m, "a_relu1", "Relu", "\"a1\"", "a2", "");
+    mb_conv(&m, "a_c2", "a2", "a3", 16, 16, 3, 1, 1);
+    mb_node(&m, "a_add", "Add", "\"a3\",\"p\"", "a4", "");
+    mb_node(&m, "a_relu2", "Relu", "\"a4\"", "a", "");
+    mb_conv(&m, "b_c1", "a", "b1", 16, 32, 3, 2, 1);
+    mb_node(&m, "b_relu1", "Relu", "\"b1\"", "b2", "");
+    mb_conv(&m, "b_c2", "b2", "b3", 32, 32, 3, 1, 1);
+    mb_conv(&m, "b_down", "a", "bd", 16, 32, 1, 2, 1);
+    mb_node(&m, "b_add", "Add", "\"b3\",\"bd\"", "b4", "");
+    mb_node(&m, "b_relu2", "Relu", "\"b4\"", "b", "");
+    mb_node(&m, "gap", "GlobalAveragePool", "\"b\"", "g", "");
+    mb_node(&m, "flat", "Flatten", "\"g\"", "f", "\"axis\":{\"int\":1}");
+    mb_const(&m, "fc_w", 2, (int64_t[]){10, 32}, NULL, 0.2f);
+    mb_const(&m, "fc_b", 1, (int64_t[]){10}, NULL, 0.1f);
+    mb_node(&m, "fc", "Gemm", "\"f\",\"fc_w\",\"fc_b\"", "y", "\"transB\":{\"int\":1}");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* The reference models' structures (make_models.py: resnet18,
+ * mobilenet_v2, bert_tiny; the MLP is model_matmul_gelu's kin) at small
+ * sizes, as their exporters write them, through onednn and cpu: the same
+ * outputs, and every compute node on onednn. The full-size models need
+ * PyTorch to write; bench/vs_ort.sh checks those against PyTorch. */
+static void case_reference_shapes(void)
+{
+    compare(model_resnet_blocks(), 4, (int64_t[]){1, 3, 32, 32}, 2, (int64_t[]){1, 10},
+            (const char *[]){"stem", "stem_relu", "pool", "a_c1", "a_add", "b_c1", "b_down",
+                             "b_add", "gap", "flat", "fc", NULL});
+    compare(model_mobilenet_blocks(), 4, (int64_t[]){1, 3, 32, 32}, 2, (int64_t[]){1, 10},
+            (const char *[]){"stem", "stem_clip", "b1_exp", "b1_dw", "b1_proj", "b2_dw",
+                             "b2_add", "last", "gap", "flat", "fc", NULL});
+    compare(model_bert_layers(), 3, (int64_t[]){2, 16, 32}, 3, (int64_t[]){2, 16, 32},
+            (const char *[]){"l0_qkv_mm", "l0_split", "l0_rq", "l0_tk", "l0_qk", "l0_softmax",
+                             "l0_pv", "l0_ro", "l0_proj_mm", "l0_res1", "l0_ln1_0", "l0_erf",
+                             "l0_ff2_mm", "l1_ln2_8", NULL});
+}
+
 static const char *model_decomposed_ln(int spoil)
 {
     struct mb m = {.seed = 11};
@@ -1362,6 +1628,7 @@ int main(int argc, char **argv)
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
         {"big_weights", case_big_weights},
+        {"reference_shapes", case_reference_shapes},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
