@@ -1979,6 +1979,89 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
     return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
 }
 
+/* The fusion of (de)convolution N: its post-ops and the nodes they take
+ * (odnn_follow over channel axis 1); 0 when out of memory. */
+static int odnn_fuse_conv(struct odnn_build *b, size_t n, int has_bias, struct odnn_fuse *f)
+{
+    memset(f, 0, sizeof *f);
+    f->bias = f->residual = -1;
+    f->out = odnn_out(b->v, n, 0);
+    if (dnnl_post_ops_create(&f->po) != dnnl_success)
+        return 0;
+    f->fused[f->n_fused++] = n;
+    odnn_follow(b, f, 1, has_bias);
+    return 1;
+}
+
+/* A (de)convolution's descriptors: source and destination of X's and Y's
+ * dims and weights of WND dims WD, all in CDT and left to oneDNN
+ * (format any), an f32 bias of Y's channels, and window W in oneDNN's
+ * terms (dilation - 1). */
+struct odnn_conv_mds {
+    dnnl_memory_desc_t src, wei, bias, dst;
+    dnnl_dims_t strides, dil, pl, pr;
+};
+
+static void odnn_conv_mds_init(struct odnn_conv_mds *c, const struct odnn_tinfo *x,
+                               const struct odnn_tinfo *y, int wnd, const dnnl_dims_t wd,
+                               dnnl_data_type_t cdt, const struct odnn_window *w)
+{
+    dnnl_dims_t xd = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
+    dnnl_dims_t yd = {y->dims[0], y->dims[1], y->dims[2], y->dims[3]};
+    dnnl_dims_t bd = {y->dims[1]};
+    dnnl_memory_desc_init_by_tag(&c->src, 4, xd, cdt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&c->wei, wnd, wd, cdt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&c->bias, 1, bd, dnnl_f32, dnnl_a);
+    dnnl_memory_desc_init_by_tag(&c->dst, 4, yd, cdt, dnnl_format_tag_any);
+    for (int i = 0; i < 2; i++) {
+        c->strides[i] = w->s[i];
+        c->dil[i] = w->d[i] - 1;
+        c->pl[i] = w->pl[i];
+        c->pr[i] = w->pr[i];
+    }
+}
+
+/* A depthwise 3x3 stride-2 convolution fused into the 1x1 convolution
+ * before it (oneDNN's depthwise post-op): its node, or -1. */
+struct odnn_dw {
+    int64_t node;
+};
+
+/* Whether the only reader of F's output is a depthwise 3x3 convolution
+ * with stride 2, padding 1 and a constant bias (mobilenet's downsampling
+ * blocks) that oneDNN can run as a post-op of the 1x1 convolution before
+ * it: the 1x1's output, four times the depthwise one, then never goes
+ * through memory. Stride 1 is not taken: oneDNN 2.6 runs that fusion only
+ * in its reference kernel. */
+static int odnn_dw_after(struct odnn_build *b, const struct odnn_fuse *f, struct odnn_dw *dw)
+{
+    const pl_graph_view *v = b->v;
+    dw->node = -1;
+    int64_t t = f->out, j = odnn_sole_reader(&b->u, t);
+    char reason[ODNN_REASON] = "";
+    if (j < 0 || b->done[j] || !odnn_op_is(v, j, "Conv") || odnn_in(v, (size_t)j, 0) != t ||
+        !odnn_check_node(v, &b->u, (size_t)j, reason) || odnn_in(v, (size_t)j, 2) < 0)
+        return 0;
+    struct odnn_tinfo x, wt, y;
+    odnn_tensor(v, t, &x);
+    odnn_tensor(v, odnn_in(v, (size_t)j, 1), &wt);
+    odnn_tensor(v, odnn_out(v, (size_t)j, 0), &y);
+    const int64_t *a;
+    char buf[32];
+    if (wt.dims[1] != 1 || wt.dims[2] != 3 || wt.dims[3] != 3 || wt.dims[0] != x.dims[1] ||
+        odnn_attr_int(v, (size_t)j, "group", 1) != x.dims[1] ||
+        odnn_attr_ints(v, (size_t)j, "strides", &a) != 2 || a[0] != 2 || a[1] != 2 ||
+        (odnn_attr_ints(v, (size_t)j, "dilations", &a) == 2 && (a[0] != 1 || a[1] != 1)) ||
+        odnn_attr_ints(v, (size_t)j, "pads", &a) != 4 || a[0] != 1 || a[1] != 1 || a[2] != 1 ||
+        a[3] != 1 ||
+        strcmp(odnn_attr_string(v, (size_t)j, "auto_pad", "NOTSET", buf, sizeof buf), "NOTSET") !=
+            0 ||
+        y.dims[2] != (x.dims[2] - 1) / 2 + 1 || y.dims[3] != (x.dims[3] - 1) / 2 + 1)
+        return 0;
+    dw->node = j;
+    return 1;
+}
+
 /* The rest of a Conv or ConvTranspose once PD is made (or ST says why it
  * is not): the source in the layout PD wants, the weights (WEI_PLAIN over
  * WDATA, reordered once), the bias, the fused destination and the step of
@@ -1986,10 +2069,25 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
 static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
                                      dnnl_primitive_desc_t pd, pl_status *st, uint32_t kind,
                                      const dnnl_memory_desc_t *wei_plain, const void *wdata,
-                                     int64_t bias_t, const dnnl_memory_desc_t *bias_md)
+                                     int64_t bias_t, const dnnl_memory_desc_t *bias_md,
+                                     const struct odnn_dw *dw)
 {
     const pl_graph_view *v = b->v;
-    int src = -1, wi = -1, bw = -1, dst = -1;
+    int src = -1, wi = -1, bw = -1, dst = -1, dwi = -1, dwb = -1;
+    if (st == NULL && dw != NULL && dw->node >= 0) {
+        /* the fused depthwise convolution's weights and bias */
+        struct odnn_tinfo dt, dbt;
+        odnn_tensor(v, odnn_in(v, (size_t)dw->node, 1), &dt);
+        odnn_tensor(v, odnn_in(v, (size_t)dw->node, 2), &dbt);
+        dnnl_memory_desc_t dplain, dbias;
+        dnnl_dims_t dd = {dt.dims[0], 1, 1, dt.dims[2], dt.dims[3]}, bd = {dt.dims[0]};
+        dnnl_memory_desc_init_by_strides(&dplain, 5, dd, dnnl_f32, NULL);
+        dnnl_memory_desc_init_by_tag(&dbias, 1, bd, dnnl_f32, dnnl_a);
+        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS), &dplain,
+                         dt.cdata, dw->node, &dwi);
+        if (st == NULL)
+            st = odnn_weight(b, &dbias, &dbias, dbt.cdata, dw->node, &dwb);
+    }
     if (st == NULL)
         st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st == NULL)
@@ -2014,6 +2112,10 @@ static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struc
     odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
     if (bw >= 0)
         odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
+    if (dwi >= 0) {
+        odnn_arg(b, s, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, dwi);
+        odnn_arg(b, s, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, ODNN_REF_WEIGHT, dwb);
+    }
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     return NULL;
 }
@@ -2036,15 +2138,13 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
     struct odnn_window w;
     if (!odnn_deconv_window(v, n, &x, &wt, &y, &w, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
-    struct odnn_fuse f = {.bias = -1, .residual = -1, .out = odnn_out(v, n, 0)};
-    if (dnnl_post_ops_create(&f.po) != dnnl_success)
+    struct odnn_fuse f;
+    if (!odnn_fuse_conv(b, n, has_bias, &f))
         return odnn_oom();
-    f.fused[f.n_fused++] = n;
-    odnn_follow(b, &f, 1, has_bias);
     int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
 
     int64_t ic = wt.dims[0] / group, oc = wt.dims[1], kk = wt.dims[2] * wt.dims[3];
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, wei_plain;
+    dnnl_memory_desc_t wei_plain;
     dnnl_dims_t wd, ws;
     int wnd = group > 1 ? 5 : 4, g0 = group > 1;
     if (g0)
@@ -2054,25 +2154,20 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
     wd[g0 + 2] = wt.dims[2], ws[g0 + 2] = wt.dims[3];
     wd[g0 + 3] = wt.dims[3], ws[g0 + 3] = 1;
     dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, ws);
-    dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
-    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
-    dnnl_dims_t bd = {y.dims[1]};
-    dnnl_memory_desc_init_by_tag(&src_md, 4, xd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&bias_md, 1, bd, dnnl_f32, dnnl_a);
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_dims_t strides = {w.s[0], w.s[1]}, dil = {w.d[0] - 1, w.d[1] - 1},
-                pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
+    struct odnn_conv_mds c;
+    odnn_conv_mds_init(&c, &x, &y, wnd, wd, dnnl_f32, &w);
+    dnnl_memory_desc_t bias_md = c.bias;
     dnnl_deconvolution_desc_t dd;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_dilated_deconvolution_forward_desc_init(
-        &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md, &wei_md,
-        bias_t >= 0 ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);
+        &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &c.src, &c.wei,
+        bias_t >= 0 ? &c.bias : NULL, &c.dst, c.strides, c.dil, c.pl, c.pr);
     pl_status *st = odnn_dnnl(ds, "deconvolution descriptor", v, (int64_t)n);
     if (st == NULL)
         st = odnn_make_pd(b, &dd, f.po, n, &pd);
     dnnl_post_ops_destroy(f.po);
-    return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_DECONV, &wei_plain, wt.cdata, bias_t, &bias_md);
+    return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_DECONV, &wei_plain, wt.cdata, bias_t,
+                              &bias_md, NULL);
 }
 
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
@@ -2091,58 +2186,77 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     if (!odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
 
-    struct odnn_fuse f = {.bias = -1, .residual = -1, .out = odnn_out(v, n, 0)};
-    if (dnnl_post_ops_create(&f.po) != dnnl_success)
-        return odnn_oom();
-    f.fused[f.n_fused++] = n;
-    odnn_follow(b, &f, 1, has_bias);
-    int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
-
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, wei_plain;
-    dnnl_dims_t wd;
-    int wnd;
-    if (group > 1) {
-        wd[0] = group, wd[1] = wt.dims[0] / group, wd[2] = wt.dims[1], wd[3] = wt.dims[2],
-        wd[4] = wt.dims[3];
-        wnd = 5;
-    } else {
-        for (int i = 0; i < 4; i++)
-            wd[i] = wt.dims[i];
-        wnd = 4;
-    }
-    dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, NULL);
-    dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
-    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
-    dnnl_dims_t bd = {y.dims[1]};
     dnnl_data_type_t cdt = wt.cdata != NULL ? odnn_compute_dt(b->ctx) : dnnl_f32;
-    dnnl_memory_desc_init_by_tag(&src_md, 4, xd, cdt, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, cdt, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&bias_md, 1, bd, dnnl_f32, dnnl_a);
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, cdt, dnnl_format_tag_any);
-    dnnl_dims_t strides = {w.s[0], w.s[1]}, dil = {w.d[0] - 1, w.d[1] - 1},
-                pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
-    dnnl_convolution_desc_t cd;
-    dnnl_primitive_desc_t pd = NULL;
-    pl_status *st = NULL;
-    if (group == 1 &&
-        odnn_conv_winograd(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL, &dst_md,
-                           strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
-        const char *impl = "?";
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
-                                 "node '%s': Winograd convolution (%s)",
-                                 onednn_host->graph->node_name(v, n), impl);
-    } else if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
-                                 &dst_md, strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
-        dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_md,
-            bias_t >= 0 ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);
-        st = odnn_dnnl(ds, "convolution descriptor", v, (int64_t)n);
-        if (st == NULL)
-            st = odnn_make_pd(b, &cd, f.po, n, &pd);
+    /* A 1x1 convolution may take the depthwise one after it (odnn_dw_after);
+     * when oneDNN has only a reference kernel for the pair, again without. */
+    int may_dw = cdt == dnnl_f32 && group == 1 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
+                 w.s[0] == 1 && w.s[1] == 1 && w.pl[0] == 0 && w.pl[1] == 0 && w.pr[0] == 0 &&
+                 w.pr[1] == 0;
+    for (;;) {
+        struct odnn_fuse f;
+        if (!odnn_fuse_conv(b, n, has_bias, &f))
+            return odnn_oom();
+        int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
+        struct odnn_dw dw = {-1};
+        if (may_dw && f.residual < 0 && odnn_dw_after(b, &f, &dw)) {
+            dnnl_post_ops_append_dw(f.po, dnnl_f32, dnnl_f32, dnnl_f32, 3, 2, 1, 0, 0, NULL);
+            f.n_post++;
+            f.fused[f.n_fused++] = (size_t)dw.node;
+            f.out = odnn_out(v, (size_t)dw.node, 0);
+            odnn_follow(b, &f, 1, 1); /* its Clip; no bias left to take */
+        }
+
+        dnnl_memory_desc_t wei_plain;
+        dnnl_dims_t wd;
+        int wnd;
+        if (group > 1) {
+            wd[0] = group, wd[1] = wt.dims[0] / group, wd[2] = wt.dims[1], wd[3] = wt.dims[2],
+            wd[4] = wt.dims[3];
+            wnd = 5;
+        } else {
+            for (int i = 0; i < 4; i++)
+                wd[i] = wt.dims[i];
+            wnd = 4;
+        }
+        dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, NULL);
+        struct odnn_conv_mds c;
+        odnn_conv_mds_init(&c, &x, &y, wnd, wd, cdt, &w);
+        dnnl_memory_desc_t src_md = c.src, wei_md = c.wei, bias_md = c.bias, dst_md = c.dst;
+        const dnnl_dim_t *strides = c.strides, *dil = c.dil, *pl = c.pl, *pr = c.pr;
+        dnnl_convolution_desc_t cd;
+        dnnl_primitive_desc_t pd = NULL;
+        pl_status *st = NULL;
+        if (group == 1 &&
+            odnn_conv_winograd(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL, &dst_md,
+                               strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
+            const char *impl = "?";
+            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+            onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                     "node '%s': Winograd convolution (%s)",
+                                     onednn_host->graph->node_name(v, n), impl);
+        } else if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
+                                     &dst_md, strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
+            if (dw.node >= 0) { /* only a reference kernel for the pair: unfused */
+                dnnl_post_ops_destroy(f.po);
+                may_dw = 0;
+                continue;
+            }
+            dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
+                &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_md,
+                bias_t >= 0 ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);
+            st = odnn_dnnl(ds, "convolution descriptor", v, (int64_t)n);
+            if (st == NULL)
+                st = odnn_make_pd(b, &cd, f.po, n, &pd);
+        }
+        if (dw.node >= 0)
+            onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                     "node '%s': 1x1 convolution with the depthwise '%s' fused",
+                                     onednn_host->graph->node_name(v, n),
+                                     onednn_host->graph->node_name(v, (size_t)dw.node));
+        dnnl_post_ops_destroy(f.po);
+        return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t,
+                                  &bias_md, &dw);
     }
-    dnnl_post_ops_destroy(f.po);
-    return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t, &bias_md);
 }
 
 /* Whether every reader of tensor T takes it in bf16 as it is (precision =
@@ -3423,10 +3537,11 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 7u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 8u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                 4: options (Winograd, bf16); 5: word-wise checksum;
                                 6: Reshape/Transpose/Split are views, strided products;
-                                7: bf16 activations between bf16 layers */
+                                7: bf16 activations between bf16 layers;
+                                8: 1x1 + depthwise stride-2 fused */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -1459,6 +1459,48 @@ static void case_winograd(void)
     direct_close(&d);
 }
 
+/* mobilenet_v2's first downsampling block: 1x1 expand 16->96 with Clip, a
+ * 3x3 depthwise of STRIDE with Clip, 1x1 project to 24. Input 1x16x112x112
+ * (oneDNN 2.6 picks its fused kernel by size: at 56x56 and below it has
+ * only the reference one). */
+static const char *model_expand_dw(int stride)
+{
+    struct mb m = {.seed = 43};
+    mb_input(&m, "x", 4, (int64_t[]){1, 16, 112, 112});
+    mb_scalar(&m, "lo", 0.0f);
+    mb_scalar(&m, "hi", 6.0f);
+    mb_inverted_block(&m, "blk", "x", "y", 16, 96, 24, stride);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* A 1x1 convolution takes the depthwise stride-2 convolution after it as a
+ * post-op where oneDNN has a real kernel for the pair (AVX-512, 16->96 at
+ * 112x112: the log says so); stride 1 never (only a reference kernel).
+ * Both agree with cpu. */
+static void case_dw_fusion(void)
+{
+    for (int stride = 1; stride <= 2; stride++) {
+        const char *path = model_expand_dw(stride);
+        int64_t xs[] = {1, 16, 112, 112}, ys[] = {1, 24, 112 / stride, 112 / stride};
+        compare(path, 4, xs, 4, ys,
+                (const char *[]){"blk_exp", "blk_clip1", "blk_dw", "blk_clip2", "blk_proj",
+                                 NULL});
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with("winograd = auto", &log);
+        char isa[64] = "";
+        pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+        TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+        bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
+        pl_session_destroy(session_for(rt, path));
+        bool fused = strstr(log.text, "with the depthwise 'blk_dw' fused") != NULL;
+        TH_CHECK(stride == 2 ? fused || !avx512 : !fused, "stride %d: fused %d on %s; log:\n%s",
+                 stride, fused, isa, log.text);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* ---- bf16 ------------------------------------------------------------------- */
 
 /* Runs PATH (input x of XS, output y of YS) on a runtime, into Y. */
@@ -1629,6 +1671,7 @@ int main(int argc, char **argv)
         {"conv_transpose", case_conv_transpose},
         {"big_weights", case_big_weights},
         {"reference_shapes", case_reference_shapes},
+        {"dw_fusion", case_dw_fusion},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
