@@ -3008,7 +3008,8 @@ static pl_status *odnn_relayout(struct odnn_build *b, size_t n, const char *op, 
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
     pl_status *st = NULL;
-    if (!odnn_is_plain(&b->c->values[src].md) || b->c->values[src].md.ndims != (x.ndim > 0 ? x.ndim : 1))
+    int rank = x.ndim > 0 ? x.ndim : 1;
+    if (!odnn_is_plain(&b->c->values[src].md) || b->c->values[src].md.ndims != rank)
         st = odnn_plain(b, src, (int64_t)n, &src);
     if (st != NULL)
         return st;

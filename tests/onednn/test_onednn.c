@@ -1072,7 +1072,8 @@ static void mb_conv(struct mb *m, const char *name, const char *in, const char *
     char w[48], b[48], attrs[160];
     snprintf(w, sizeof w, "%s_w", name);
     snprintf(b, sizeof b, "%s_b", name);
-    mb_const(m, w, 4, (int64_t[]){co, ci / group, k, k}, NULL, 1.0f / sqrtf((float)(ci / group * k * k)));
+    float scale = 1.0f / sqrtf((float)(ci / group * k * k));
+    mb_const(m, w, 4, (int64_t[]){co, ci / group, k, k}, NULL, scale);
     mb_const(m, b, 1, (int64_t[]){co}, NULL, 0.1f);
     snprintf(attrs, sizeof attrs,
              "\"pads\":{\"ints\":[%d,%d,%d,%d]},\"strides\":{\"ints\":[%d,%d]},"
