@@ -265,3 +265,50 @@ float math_sum_f32(const float *x, size_t n)
         acc[j] += acc[j + 4];
     return (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail;
 }
+
+bool math_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
+                            int64_t *strides)
+{
+    if (r > out_r)
+        return false;
+    int64_t step = 1;
+    for (int d = out_r - 1; d >= 0; d--) {
+        int sd = d - (out_r - r);
+        int64_t dim = sd >= 0 ? shape[sd] : 1;
+        if (dim != out_dims[d] && dim != 1)
+            return false;
+        strides[d] = dim == 1 ? 0 : step;
+        step *= dim;
+    }
+    return true;
+}
+
+int math_merge_dims(const int64_t *out_dims, int out_r, size_t n, int64_t (*s)[CPU_MAX_RANK],
+                    int64_t *dims, int64_t (*stride)[CPU_MAX_RANK])
+{
+    int r = 0;
+    for (int d = 0; d < out_r; d++) {
+        if (out_dims[d] == 1)
+            continue;
+        bool merge = r > 0;
+        for (size_t j = 0; merge && j < n; j++)
+            merge = stride[j][r - 1] == s[j][d] * out_dims[d];
+        if (merge) {
+            dims[r - 1] *= out_dims[d];
+            for (size_t j = 0; j < n; j++)
+                stride[j][r - 1] = s[j][d];
+            continue;
+        }
+        dims[r] = out_dims[d];
+        for (size_t j = 0; j < n; j++)
+            stride[j][r] = s[j][d];
+        r++;
+    }
+    if (r == 0) {
+        dims[0] = 1;
+        for (size_t j = 0; j < n; j++)
+            stride[j][0] = 1;
+        r = 1;
+    }
+    return r;
+}

@@ -234,36 +234,20 @@ static void mb_chunk(void *arg, size_t begin, size_t end, int worker)
     const mb_call *c = arg;
     const mb_kernel *k = c->k;
     const int last = k->ndim - 1, n_ops = k->n_operands;
-    int64_t idx[CPU_MAX_RANK], off[3] = {0, 0, 0};
-    size_t rest = begin;
-    for (int d = last; d >= 0; d--) {
-        idx[d] = (int64_t)(rest % (size_t)k->dims[d]);
-        rest /= (size_t)k->dims[d];
-        for (int j = 0; j < n_ops; j++)
-            off[j] += idx[d] * k->stride[j][d];
-    }
+    int64_t idx[CPU_MAX_RANK], off[3];
+    math_walk_start(k->ndim, k->dims, n_ops, k->stride, begin, idx, off);
     int step[3] = {0, 0, 0};
     for (int j = 0; j < n_ops; j++)
         step[j] = k->stride[j][last] != 0;
     const void *in[3] = {NULL, NULL, NULL};
     size_t pos = begin;
     while (pos < end) {
-        size_t span = (size_t)(k->dims[last] - idx[last]);
-        if (span > end - pos)
-            span = end - pos;
+        size_t span = math_walk_span(k->ndim, k->dims, idx, end - pos);
         for (int j = 0; j < n_ops; j++)
             in[j] = c->in[j] + (size_t)off[j] * k->esize[j];
         k->inner(c->out + pos * k->out_esize, in, span, step, c->add);
         pos += span;
-        idx[last] += (int64_t)span;
-        for (int j = 0; j < n_ops; j++)
-            off[j] += (int64_t)span * k->stride[j][last];
-        for (int d = last; d > 0 && idx[d] == k->dims[d]; d--) {
-            for (int j = 0; j < n_ops; j++)
-                off[j] += k->stride[j][d - 1] - idx[d] * k->stride[j][d];
-            idx[d] = 0;
-            idx[d - 1]++;
-        }
+        math_walk_advance(k->ndim, k->dims, n_ops, k->stride, span, idx, off);
     }
 }
 
@@ -308,22 +292,6 @@ static pl_status *mb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
 /* Contiguous strides of SHAPE (rank R) aligned to the right of an output of
  * rank OUT_R; 0 where the operand has size 1 or no dim. False when a dim
  * neither matches the output nor is 1. */
-static bool mb_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
-                       int64_t *strides)
-{
-    if (r > out_r)
-        return false;
-    int64_t step = 1;
-    for (int d = out_r - 1; d >= 0; d--) {
-        int sd = d - (out_r - r);
-        int64_t dim = sd >= 0 ? shape[sd] : 1;
-        if (dim != out_dims[d] && dim != 1)
-            return false;
-        strides[d] = dim == 1 ? 0 : step;
-        step *= dim;
-    }
-    return true;
-}
 
 /* The inner loop of OP on operands of types A and B (Where: x's type, and
  * the size of its elements in BYTES), or NULL when unsupported; *bad says
@@ -416,7 +384,7 @@ pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
     int64_t s[3][CPU_MAX_RANK];
     for (int j = 0; j < n_ops; j++) {
         const pl_tensor *t = &node->inputs[j];
-        if (!mb_strides(t->shape, t->ndim, o->shape, o->ndim, s[j])) {
+        if (!math_broadcast_strides(t->shape, t->ndim, o->shape, o->ndim, s[j])) {
             char ti[128], to[128];
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
                              "input %d's shape %s does not broadcast to the output's %s", j,
@@ -446,33 +414,7 @@ pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
         k->divisor_elements = cpu_elements(node->inputs[1].shape, node->inputs[1].ndim);
     }
 
-    /* Drop size-1 dims; merge a dim into the previous kept one when every
-     * operand steps through the pair as one dim. */
-    int n = 0;
-    for (int d = 0; d < o->ndim; d++) {
-        if (o->shape[d] == 1)
-            continue;
-        bool merge = n > 0;
-        for (int j = 0; merge && j < n_ops; j++)
-            merge = k->stride[j][n - 1] == s[j][d] * o->shape[d];
-        if (merge) {
-            k->dims[n - 1] *= o->shape[d];
-            for (int j = 0; j < n_ops; j++)
-                k->stride[j][n - 1] = s[j][d];
-            continue;
-        }
-        k->dims[n] = o->shape[d];
-        for (int j = 0; j < n_ops; j++)
-            k->stride[j][n] = s[j][d];
-        n++;
-    }
-    if (n == 0) {
-        k->dims[0] = 1;
-        for (int j = 0; j < n_ops; j++)
-            k->stride[j][0] = 1;
-        n = 1;
-    }
-    k->ndim = n;
+    k->ndim = math_merge_dims(o->shape, o->ndim, (size_t)n_ops, s, k->dims, k->stride);
     *out_kernel = &k->base;
     return NULL;
 }

@@ -72,6 +72,67 @@ static inline const void *math_in(const pl_run_args *args, size_t i)
     return (const char *)t->data + t->byte_offset;
 }
 
+/* ---- broadcasting (ops of several operands, any dtype) -------------------- */
+
+/* The element strides, per output dim, at which an operand of SHAPE (rank
+ * R) is read for an output of OUT_DIMS (rank OUT_R) under NumPy
+ * broadcasting: 0 along the dims it is broadcast over. False when SHAPE
+ * does not broadcast to OUT_DIMS. */
+bool math_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
+                            int64_t *strides);
+
+/* The output's walk made short: its size-1 dims dropped, and a dim merged
+ * into the previous kept one when every one of the N operands (strides S,
+ * one row each) steps through the pair as one dim. Writes DIMS and one
+ * STRIDE row per operand; returns the rank (at least 1). */
+int math_merge_dims(const int64_t *out_dims, int out_r, size_t n, int64_t (*s)[CPU_MAX_RANK],
+                    int64_t *dims, int64_t (*stride)[CPU_MAX_RANK]);
+
+/* Walking output elements of a merged broadcast (rank NDIM, DIMS, N operands
+ * with STRIDE rows) in spans of the innermost dim: IDX is the multi-index,
+ * OFF each operand's element offset. */
+
+/* IDX and OFF at output element POS. */
+static inline void math_walk_start(int ndim, const int64_t *dims, int n,
+                                   const int64_t (*stride)[CPU_MAX_RANK], size_t pos, int64_t *idx,
+                                   int64_t *off)
+{
+    for (int j = 0; j < n; j++)
+        off[j] = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        idx[d] = (int64_t)(pos % (size_t)dims[d]);
+        pos /= (size_t)dims[d];
+        for (int j = 0; j < n; j++)
+            off[j] += idx[d] * stride[j][d];
+    }
+}
+
+/* The elements left in the innermost dim from IDX, at most LEFT. */
+static inline size_t math_walk_span(int ndim, const int64_t *dims, const int64_t *idx,
+                                    size_t left)
+{
+    size_t span = (size_t)(dims[ndim - 1] - idx[ndim - 1]);
+    return span < left ? span : left;
+}
+
+/* IDX and OFF moved on by SPAN elements of the innermost dim, carried into
+ * the outer dims. */
+static inline void math_walk_advance(int ndim, const int64_t *dims, int n,
+                                     const int64_t (*stride)[CPU_MAX_RANK], size_t span,
+                                     int64_t *idx, int64_t *off)
+{
+    const int last = ndim - 1;
+    idx[last] += (int64_t)span;
+    for (int j = 0; j < n; j++)
+        off[j] += (int64_t)span * stride[j][last];
+    for (int d = last; d > 0 && idx[d] == dims[d]; d--) {
+        for (int j = 0; j < n; j++)
+            off[j] += stride[j][d - 1] - idx[d] * stride[j][d];
+        idx[d] = 0;
+        idx[d - 1]++;
+    }
+}
+
 /* ---- builders (each file's table entries) --------------------------------- */
 
 /* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip. */

@@ -542,35 +542,17 @@ static void mb2_chunk(void *arg, size_t begin, size_t end, int worker)
     int64_t idx[CPU_MAX_RANK], off[MB2_MAX_OPERANDS];
     size_t step[MB2_MAX_OPERANDS];
     const void *in[MB2_MAX_OPERANDS];
-    for (int j = 0; j < m; j++) {
-        off[j] = 0;
+    for (int j = 0; j < m; j++)
         step[j] = k->stride[j][last] != 0;
-    }
-    size_t rest = begin;
-    for (int d = last; d >= 0; d--) {
-        idx[d] = (int64_t)(rest % (size_t)k->dims[d]);
-        rest /= (size_t)k->dims[d];
-        for (int j = 0; j < m; j++)
-            off[j] += idx[d] * k->stride[j][d];
-    }
+    math_walk_start(k->ndim, k->dims, m, k->stride, begin, idx, off);
     size_t pos = begin;
     while (pos < end) {
-        size_t span = (size_t)(k->dims[last] - idx[last]);
-        if (span > end - pos)
-            span = end - pos;
+        size_t span = math_walk_span(k->ndim, k->dims, idx, end - pos);
         for (int j = 0; j < m; j++)
             in[j] = c->in[j] + (size_t)off[j] * k->esize;
         k->inner(k, c->out + pos * k->out_esize, in, step, span, c->add);
         pos += span;
-        idx[last] += (int64_t)span;
-        for (int j = 0; j < m; j++)
-            off[j] += (int64_t)span * k->stride[j][last];
-        for (int d = last; d > 0 && idx[d] == k->dims[d]; d--) {
-            for (int j = 0; j < m; j++)
-                off[j] += k->stride[j][d - 1] - idx[d] * k->stride[j][d];
-            idx[d] = 0;
-            idx[d - 1]++;
-        }
+        math_walk_advance(k->ndim, k->dims, m, k->stride, span, idx, off);
     }
 }
 
@@ -603,22 +585,6 @@ static pl_status *mb2_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_
 /* Contiguous strides of SHAPE (rank R) aligned to the right of an output of
  * rank OUT_R; 0 where the operand has size 1 or no dim. False when a dim
  * neither matches the output nor is 1. */
-static bool mb2_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
-                        int64_t *strides)
-{
-    if (r > out_r)
-        return false;
-    int64_t step = 1;
-    for (int d = out_r - 1; d >= 0; d--) {
-        int sd = d - (out_r - r);
-        int64_t dim = sd >= 0 ? shape[sd] : 1;
-        if (dim != out_dims[d] && dim != 1)
-            return false;
-        strides[d] = dim == 1 ? 0 : step;
-        step *= dim;
-    }
-    return true;
-}
 
 /* Reads Mod's fmod and BitShift's direction. */
 static pl_status *mb2_attrs(const pl_node_desc *node, mb2_op op, more_type t, bool *fmod,
@@ -692,7 +658,7 @@ pl_status *more_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     for (size_t j = 0; j < m; j++) {
         const pl_tensor *in = &node->inputs[j];
-        if (!mb2_strides(in->shape, in->ndim, o->shape, o->ndim, s[j])) {
+        if (!math_broadcast_strides(in->shape, in->ndim, o->shape, o->ndim, s[j])) {
             char ti[128], to[128];
             cpu_host->host_free(ctx->host_ctx, s);
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
@@ -723,33 +689,7 @@ pl_status *more_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
         k->check_zero = true;
         k->divisor_elements = cpu_elements(node->inputs[1].shape, node->inputs[1].ndim);
     }
-    /* Drop size-1 dims; merge a dim into the previous kept one when every
-     * operand steps through the pair as one dim. */
-    int n = 0;
-    for (int d = 0; d < o->ndim; d++) {
-        if (o->shape[d] == 1)
-            continue;
-        bool merge = n > 0;
-        for (size_t j = 0; merge && j < m; j++)
-            merge = k->stride[j][n - 1] == s[j][d] * o->shape[d];
-        if (merge) {
-            k->dims[n - 1] *= o->shape[d];
-            for (size_t j = 0; j < m; j++)
-                k->stride[j][n - 1] = s[j][d];
-            continue;
-        }
-        k->dims[n] = o->shape[d];
-        for (size_t j = 0; j < m; j++)
-            k->stride[j][n] = s[j][d];
-        n++;
-    }
-    if (n == 0) {
-        k->dims[0] = 1;
-        for (size_t j = 0; j < m; j++)
-            k->stride[j][0] = 1;
-        n = 1;
-    }
-    k->ndim = n;
+    k->ndim = math_merge_dims(o->shape, o->ndim, m, s, k->dims, k->stride);
     cpu_host->host_free(ctx->host_ctx, s);
     *out_kernel = &k->base;
     return NULL;
