@@ -98,6 +98,13 @@ static inline const float *cpu_in(const pl_run_args *args, size_t i)
  * overflow (get_kernel checked both). */
 size_t cpu_elements(const int64_t *dims, int32_t ndim);
 
+/* The element strides, per output dim, at which an operand of SHAPE (rank
+ * R) is read for an output of OUT_DIMS (rank OUT_R) under NumPy
+ * broadcasting: 0 along the dims it is broadcast over. False when SHAPE
+ * does not broadcast to OUT_DIMS (a dim neither equal nor 1, or R > OUT_R). */
+bool cpu_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
+                           int64_t *strides);
+
 /* ---- node reading (get_kernel time) ------------------------------------- */
 
 /* Reads the integer attribute NAME of NODE into *out, or DEFAULT_VALUE when

@@ -159,24 +159,6 @@ static pl_status *cpu_binary_run(pl_module_ctx *ctx, const pl_kernel *kernel,
     return NULL;
 }
 
-/* Contiguous strides of SHAPE (rank R) aligned to the right of an output of
- * rank OUT_R; 0 where the operand has size 1 (broadcast) or no dim. Fails
- * when a dim neither matches the output nor is 1. */
-static bool cpu_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
-                                  int64_t *strides)
-{
-    int64_t step = 1;
-    for (int d = out_r - 1; d >= 0; d--) {
-        int sd = d - (out_r - r);
-        int64_t dim = sd >= 0 ? shape[sd] : 1;
-        if (dim != out_dims[d] && dim != 1)
-            return false;
-        strides[d] = dim == 1 ? 0 : step;
-        step *= dim;
-    }
-    return true;
-}
-
 pl_status *cpu_build_binary(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     const pl_tensor *a = &node->inputs[0], *b = &node->inputs[1], *o = &node->outputs[0];

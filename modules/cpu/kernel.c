@@ -77,6 +77,23 @@ size_t cpu_elements(const int64_t *dims, int32_t ndim)
     return n;
 }
 
+bool cpu_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
+                           int64_t *strides)
+{
+    if (r > out_r)
+        return false;
+    int64_t step = 1;
+    for (int d = out_r - 1; d >= 0; d--) {
+        int sd = d - (out_r - r);
+        int64_t dim = sd >= 0 ? shape[sd] : 1;
+        if (dim != out_dims[d] && dim != 1)
+            return false;
+        strides[d] = dim == 1 ? 0 : step;
+        step *= dim;
+    }
+    return true;
+}
+
 pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op, cpu_run_fn run)
 {
     pl_kernel *k = cpu_host->host_alloc(ctx->host_ctx, bytes, 0);

@@ -266,23 +266,6 @@ float math_sum_f32(const float *x, size_t n)
     return (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail;
 }
 
-bool math_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
-                            int64_t *strides)
-{
-    if (r > out_r)
-        return false;
-    int64_t step = 1;
-    for (int d = out_r - 1; d >= 0; d--) {
-        int sd = d - (out_r - r);
-        int64_t dim = sd >= 0 ? shape[sd] : 1;
-        if (dim != out_dims[d] && dim != 1)
-            return false;
-        strides[d] = dim == 1 ? 0 : step;
-        step *= dim;
-    }
-    return true;
-}
-
 int math_merge_dims(const int64_t *out_dims, int out_r, size_t n, int64_t (*s)[CPU_MAX_RANK],
                     int64_t *dims, int64_t (*stride)[CPU_MAX_RANK])
 {

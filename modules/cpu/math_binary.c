@@ -384,7 +384,7 @@ pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
     int64_t s[3][CPU_MAX_RANK];
     for (int j = 0; j < n_ops; j++) {
         const pl_tensor *t = &node->inputs[j];
-        if (!math_broadcast_strides(t->shape, t->ndim, o->shape, o->ndim, s[j])) {
+        if (!cpu_broadcast_strides(t->shape, t->ndim, o->shape, o->ndim, s[j])) {
             char ti[128], to[128];
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
                              "input %d's shape %s does not broadcast to the output's %s", j,

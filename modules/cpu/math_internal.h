@@ -74,13 +74,6 @@ static inline const void *math_in(const pl_run_args *args, size_t i)
 
 /* ---- broadcasting (ops of several operands, any dtype) -------------------- */
 
-/* The element strides, per output dim, at which an operand of SHAPE (rank
- * R) is read for an output of OUT_DIMS (rank OUT_R) under NumPy
- * broadcasting: 0 along the dims it is broadcast over. False when SHAPE
- * does not broadcast to OUT_DIMS. */
-bool math_broadcast_strides(const int64_t *shape, int r, const int64_t *out_dims, int out_r,
-                            int64_t *strides);
-
 /* The output's walk made short: its size-1 dims dropped, and a dim merged
  * into the previous kept one when every one of the N operands (strides S,
  * one row each) steps through the pair as one dim. Writes DIMS and one

@@ -658,7 +658,7 @@ pl_status *more_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     for (size_t j = 0; j < m; j++) {
         const pl_tensor *in = &node->inputs[j];
-        if (!math_broadcast_strides(in->shape, in->ndim, o->shape, o->ndim, s[j])) {
+        if (!cpu_broadcast_strides(in->shape, in->ndim, o->shape, o->ndim, s[j])) {
             char ti[128], to[128];
             cpu_host->host_free(ctx->host_ctx, s);
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
