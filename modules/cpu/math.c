@@ -295,3 +295,39 @@ int math_merge_dims(const int64_t *out_dims, int out_r, size_t n, int64_t (*s)[C
     }
     return r;
 }
+
+pl_status *math_reduce_axes(const pl_node_desc *node, bool from_input, int32_t r, bool *reduce)
+{
+    const int64_t *axes = NULL;
+    size_t n_axes = 0;
+    int64_t noop = 0;
+    pl_status *st;
+    if (from_input) {
+        if ((st = cpu_attr_int(node, "noop_with_empty_axes", 0, &noop)) != NULL)
+            return st;
+        if (math_input_present(node, 1)) {
+            const void *data;
+            size_t bytes;
+            if (!PL_DTYPE_EQ(node->inputs[1].dtype, PL_DTYPE_I64))
+                return math_unsupported_dtype(node->op, node->inputs[1].dtype);
+            if (!math_input_constant(node, 1, &data, &bytes))
+                return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                                 "axes (input 1) computed at run time are not supported, "
+                                 "only constant axes");
+            axes = data;
+            n_axes = bytes / sizeof(int64_t);
+        }
+    } else if ((st = cpu_attr_ints(node, "axes", &axes, &n_axes)) != NULL) {
+        return st;
+    }
+    for (int32_t d = 0; d < r; d++)
+        reduce[d] = n_axes == 0 && !noop;
+    for (size_t i = 0; i < n_axes; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+        if (a < 0 || a >= r)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "axis %lld out of range for rank %d", (long long)axes[i], (int)r);
+        reduce[a] = true;
+    }
+    return NULL;
+}

@@ -53,6 +53,12 @@ int64_t math_opset(const pl_node_desc *node);
  * counts of input I and output 0 differ, else NULL. */
 pl_status *math_same_size(const pl_node_desc *node, size_t i);
 
+/* The axes a reduction of NODE reduces over, as one flag per dim of its
+ * input (rank R) in REDUCE: from its constant input 1 when FROM_INPUT (with
+ * noop_with_empty_axes), else from its `axes` attribute; none given means
+ * all. Fails on an axis out of range or axes computed at run time. */
+pl_status *math_reduce_axes(const pl_node_desc *node, bool from_input, int32_t r, bool *reduce);
+
 /* ---- run-time checks (kernels with run_any) ------------------------------- */
 
 /* Checks the request of output O and the output itself for a run_any

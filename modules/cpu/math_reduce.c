@@ -209,43 +209,11 @@ static pl_status *mr_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
 
 /* ---- the builder ---------------------------------------------------------- */
 
-/* Reads the axes of NODE into REDUCE (one flag per dim of X, rank R). */
+/* Reads the axes of NODE into REDUCE (one flag per dim of X, rank R):
+ * ReduceSum takes them from an input from opset 13, the others from 18. */
 static pl_status *mr_axes(const pl_node_desc *node, mr_op op, int32_t r, bool *reduce)
 {
-    int64_t opset = math_opset(node);
-    bool from_input = opset >= (op == MR_SUM ? 13 : 18);
-    const int64_t *axes = NULL;
-    size_t n_axes = 0;
-    int64_t noop = 0;
-    pl_status *st;
-    if (from_input) {
-        if ((st = cpu_attr_int(node, "noop_with_empty_axes", 0, &noop)) != NULL)
-            return st;
-        if (math_input_present(node, 1)) {
-            const void *data;
-            size_t bytes;
-            if (!PL_DTYPE_EQ(node->inputs[1].dtype, PL_DTYPE_I64))
-                return math_unsupported_dtype(node->op, node->inputs[1].dtype);
-            if (!math_input_constant(node, 1, &data, &bytes))
-                return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                                 "axes (input 1) computed at run time are not supported, "
-                                 "only constant axes");
-            axes = data;
-            n_axes = bytes / sizeof(int64_t);
-        }
-    } else if ((st = cpu_attr_ints(node, "axes", &axes, &n_axes)) != NULL) {
-        return st;
-    }
-    for (int32_t d = 0; d < r; d++)
-        reduce[d] = n_axes == 0 && !noop;
-    for (size_t i = 0; i < n_axes; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-        if (a < 0 || a >= r)
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
-                             "axis %lld out of range for rank %d", (long long)axes[i], (int)r);
-        reduce[a] = true;
-    }
-    return NULL;
+    return math_reduce_axes(node, math_opset(node) >= (op == MR_SUM ? 13 : 18), r, reduce);
 }
 
 pl_status *math_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
