@@ -649,41 +649,6 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
     return 1;
 }
 
-static int odnn_check_conv(const pl_graph_view *v, size_t n, char *reason)
-{
-    struct odnn_tinfo x, wt, b, y;
-    odnn_tensor(v, odnn_in(v, n, 0), &x);
-    odnn_tensor(v, odnn_in(v, n, 1), &wt);
-    odnn_tensor(v, odnn_out(v, n, 0), &y);
-    if (x.ndim != 4 || wt.ndim != 4) {
-        odnn_reason(reason, "Conv", "only 2-D convolutions (4-D input) are supported, input has "
-                                    "rank %d", x.ndim);
-        return 0;
-    }
-    if (wt.cdata == NULL) {
-        odnn_reason(reason, "Conv", "weights are not a constant");
-        return 0;
-    }
-    if (odnn_in(v, n, 2) >= 0 && (!odnn_tensor(v, odnn_in(v, n, 2), &b) || b.cdata == NULL)) {
-        odnn_reason(reason, "Conv", "bias is not a constant");
-        return 0;
-    }
-    int64_t group = odnn_attr_int(v, n, "group", 1);
-    if (group < 1 || x.dims[1] % group != 0 || wt.dims[0] % group != 0 ||
-        wt.dims[1] * group != x.dims[1]) {
-        odnn_reason(reason, "Conv", "group %lld does not divide the channels", (long long)group);
-        return 0;
-    }
-    const int64_t *ks;
-    size_t nk = odnn_attr_ints(v, n, "kernel_shape", &ks);
-    if (nk != 0 && (nk != 2 || ks[0] != wt.dims[2] || ks[1] != wt.dims[3])) {
-        odnn_reason(reason, "Conv", "kernel_shape does not match the weights");
-        return 0;
-    }
-    struct odnn_window w;
-    return odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason);
-}
-
 /* ConvTranspose's window in oneDNN's terms: W->pl from `pads`, W->pr the
  * end padding that gives the output size the graph states once
  * output_padding is added. `output_shape` and SAME auto-padding are refused:
@@ -742,9 +707,11 @@ static int odnn_deconv_window(const pl_graph_view *v, size_t n, const struct odn
     return 1;
 }
 
-static int odnn_check_deconv(const pl_graph_view *v, size_t n, char *reason)
+/* Conv, or ConvTranspose when TRANSPOSED: 2-D, constant weights and bias,
+ * groups that fit the channels, a window that gives the stated output. */
+static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, char *reason)
 {
-    const char *op = "ConvTranspose";
+    const char *op = transposed ? "ConvTranspose" : "Conv";
     struct odnn_tinfo x, wt, b, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_in(v, n, 1), &wt);
@@ -761,10 +728,12 @@ static int odnn_check_deconv(const pl_graph_view *v, size_t n, char *reason)
         odnn_reason(reason, op, "bias is not a constant");
         return 0;
     }
+    /* weights [C_out, C_in/group, kH, kW]; transposed [C_in, C_out/group, kH, kW] */
     int64_t group = odnn_attr_int(v, n, "group", 1);
-    if (group < 1 || x.dims[1] % group != 0 || wt.dims[0] != x.dims[1] ||
-        wt.dims[1] * group != y.dims[1]) {
-        odnn_reason(reason, op, "group %lld does not match the channels", (long long)group);
+    if (group < 1 || x.dims[1] % group != 0 ||
+        (transposed ? wt.dims[0] != x.dims[1] || wt.dims[1] * group != y.dims[1]
+                    : wt.dims[0] % group != 0 || wt.dims[1] * group != x.dims[1])) {
+        odnn_reason(reason, op, "group %lld does not fit the channels", (long long)group);
         return 0;
     }
     const int64_t *ks;
@@ -774,7 +743,8 @@ static int odnn_check_deconv(const pl_graph_view *v, size_t n, char *reason)
         return 0;
     }
     struct odnn_window w;
-    return odnn_deconv_window(v, n, &x, &wt, &y, &w, reason);
+    return transposed ? odnn_deconv_window(v, n, &x, &wt, &y, &w, reason)
+                      : odnn_window(v, n, op, &x, &wt.dims[2], &y, &w, reason);
 }
 
 static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, char *reason)
@@ -1040,10 +1010,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     dnnl_alg_kind_t alg;
     float alpha, beta;
-    if (strcmp(op, "Conv") == 0)
-        return odnn_check_conv(v, n, reason);
-    if (strcmp(op, "ConvTranspose") == 0)
-        return odnn_check_deconv(v, n, reason);
+    if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
+        return odnn_check_conv(v, n, op[4] == 'T', reason);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 ||
         strcmp(op, "GlobalAveragePool") == 0)
         return odnn_check_pool(v, n, op, reason);
