@@ -9,18 +9,18 @@
 
 /* ---- broadcasting --------------------------------------------------------- */
 
-/* Broadcasts the shapes of the first N inputs into output 0; *out_known
- * tells whether the result's rank is known. */
-static pl_status *ew_broadcast(pl_infer_ctx *ctx, size_t n, int64_t *dims,
-                               int *out_rank, const char **params)
+pl_status *pl_opset_broadcast_inputs(pl_infer_ctx *ctx, size_t n, int64_t *dims, int *out_rank,
+                                     const char **params)
 {
     *out_rank = -1;
     for (size_t i = 0; i < n; i++)
-        if (pl_infer_input_rank(ctx, i) < 0)
+        if (pl_infer_input(ctx, i) != NULL && pl_infer_input_rank(ctx, i) < 0)
             return NULL;
     int rank = 0;
     for (size_t i = 0; i < n; i++) {
         const pl_graph_tensor *t = pl_infer_input(ctx, i);
+        if (t == NULL)
+            continue;
         int64_t prev[PL_GRAPH_MAX_RANK];
         memcpy(prev, dims, (size_t)rank * sizeof *dims);
         int prev_rank = rank;
@@ -40,7 +40,7 @@ static pl_status *ew_broadcast(pl_infer_ctx *ctx, size_t n, int64_t *dims,
         bool conflict = false;
         for (size_t i = 0; i < n; i++) {
             const pl_graph_tensor *t = pl_infer_input(ctx, i);
-            int k = d - (rank - t->ndim);
+            int k = t ? d - (rank - t->ndim) : -1;
             if (k < 0 || t->dims[k] != -1)
                 continue;
             const char *p = t->dim_params ? t->dim_params[k] : NULL;
@@ -153,7 +153,7 @@ static pl_status *ew_infer_broadcast(pl_infer_ctx *ctx)
     int64_t dims[PL_GRAPH_MAX_RANK];
     const char *params[PL_GRAPH_MAX_RANK];
     int rank;
-    PL_RETURN_IF_ERROR(ew_broadcast(ctx, n, dims, &rank, params));
+    PL_RETURN_IF_ERROR(pl_opset_broadcast_inputs(ctx, n, dims, &rank, params));
     if (rank < 0)
         return NULL;
     PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank,

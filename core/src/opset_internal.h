@@ -57,4 +57,12 @@ pl_status *pl_infer_ints_arg(const pl_infer_ctx *ctx, size_t in,
                              const char *attr, int64_t *out, size_t *out_n,
                              int *out_state);
 
+/* NumPy broadcasting of the shapes of inputs 0..N-1 (absent ones skipped)
+ * into DIMS, *OUT_RANK dims (opset_elementwise.c); *OUT_RANK is -1 when some
+ * input's rank is unknown. A symbolic dim survives, in PARAMS, where every
+ * input that has it agrees on its name. Fails with the two shapes that do
+ * not broadcast. */
+pl_status *pl_opset_broadcast_inputs(pl_infer_ctx *ctx, size_t n, int64_t *dims, int *out_rank,
+                                     const char **params);
+
 #endif

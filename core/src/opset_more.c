@@ -13,56 +13,6 @@
 
 /* ---- broadcasting --------------------------------------------------------- */
 
-/* Broadcasts the shapes of every present input into *out (rank *out_rank,
- * -1 when some input's rank is unknown). A symbolic dim survives where
- * every input that has it agrees on its name. */
-static pl_status *mo_broadcast(pl_infer_ctx *ctx, int64_t *dims, int *out_rank,
-                               const char **params)
-{
-    size_t n = pl_infer_input_count(ctx);
-    *out_rank = -1;
-    for (size_t i = 0; i < n; i++)
-        if (pl_infer_input(ctx, i) != NULL && pl_infer_input_rank(ctx, i) < 0)
-            return NULL;
-    int rank = 0;
-    for (size_t i = 0; i < n; i++) {
-        const pl_graph_tensor *t = pl_infer_input(ctx, i);
-        if (t == NULL)
-            continue;
-        int64_t prev[PL_GRAPH_MAX_RANK];
-        memcpy(prev, dims, (size_t)rank * sizeof *dims);
-        int prev_rank = rank;
-        if (!pl_opset_broadcast(prev, prev_rank, t->dims, t->ndim, dims, &rank)) {
-            char a[160], b[160];
-            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                                  "shapes %s and %s cannot be broadcast",
-                                  pl_dims_format(prev, prev_rank, a, sizeof a),
-                                  pl_dims_format(t->dims, t->ndim, b, sizeof b));
-        }
-    }
-    for (int d = 0; d < rank; d++) {
-        params[d] = NULL;
-        if (dims[d] >= 0)
-            continue;
-        bool conflict = false;
-        for (size_t i = 0; i < n; i++) {
-            const pl_graph_tensor *t = pl_infer_input(ctx, i);
-            int k = t ? d - (rank - t->ndim) : -1;
-            if (k < 0 || t->dims[k] != -1)
-                continue;
-            const char *p = t->dim_params ? t->dim_params[k] : NULL;
-            if (p == NULL || (params[d] && strcmp(params[d], p) != 0))
-                conflict = true;
-            else
-                params[d] = p;
-        }
-        if (conflict)
-            params[d] = NULL;
-    }
-    *out_rank = rank;
-    return NULL;
-}
-
 /* Variadic and binary broadcasting ops. The output's dtype is preset: the
  * inputs' T, or bool (comparisons and logical ops, whose output constraint
  * allows bool only). */
@@ -71,7 +21,8 @@ static pl_status *mo_infer_broadcast(pl_infer_ctx *ctx)
     int64_t dims[PL_GRAPH_MAX_RANK];
     const char *params[PL_GRAPH_MAX_RANK];
     int rank;
-    PL_RETURN_IF_ERROR(mo_broadcast(ctx, dims, &rank, params));
+    PL_RETURN_IF_ERROR(
+        pl_opset_broadcast_inputs(ctx, pl_infer_input_count(ctx), dims, &rank, params));
     if (rank < 0)
         return NULL;
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params);
