@@ -4,8 +4,10 @@
  * module's table. Every output is compared byte for byte (Resize: within a
  * tolerance) with a reference loop written here, for every dtype where the
  * op moves bytes; errors the kernels must give (out-of-range indices,
- * bounds that do not fit) are checked by their message. Linked against the
- * core's object library. Usage: test_cpu_shape CASE STAGE_DIR. */
+ * bounds that do not fit) are checked by their message. The module, the
+ * one-node graphs, buffers and index helpers come from the shared harness
+ * (tests/cpu_harness); linked against the core's object library. Usage:
+ * test_cpu_shape CASE STAGE_DIR. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdarg.h>
@@ -14,268 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "graph.h"
-#include "graph_view.h"
-#include "opset.h"
-#include "registry.h"
+#include "cpu_harness.h"
 
-#define TS_MAX_IN 6
-#define TS_MAX_OUT 6
-#define TS_MAX_RANK 8
-#define TS_COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-static void ts_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
-static void ts_fail(const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s:%d: ", file, line);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
-
-#define CHECK(cond, ...)                              \
-    do {                                              \
-        if (!(cond))                                  \
-            ts_fail(__FILE__, __LINE__, __VA_ARGS__); \
-    } while (0)
-
-#define CHECK_OK(expr)                                                                  \
-    do {                                                                                \
-        pl_status *ts_st_ = (expr);                                                     \
-        if (ts_st_ != NULL)                                                             \
-            ts_fail(__FILE__, __LINE__, "%s failed: %s", #expr, pl_status_message(ts_st_)); \
-    } while (0)
-
-/* ---- the module ---------------------------------------------------------- */
-
-static pl_runtime *ts_rt;
-static pl_module *ts_mod;
-
-/* A runtime whose only module is the staged cpu module, on 4 threads. */
-static void ts_setup(const char *stage_dir)
-{
-    char dir[] = "/tmp/plinth-cpu-shape-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
-    char ini[4096];
-    snprintf(ini, sizeof ini, "%s/backend.ini", dir);
-    FILE *f = fopen(ini, "w");
-    CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s/libplinth_cpu.so\nthreads = 4\n", stage_dir);
-    fclose(f);
-    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                            .ignore_environment = true};
-    CHECK_OK(pl_runtime_create(&o, &ts_rt));
-    unlink(ini);
-    rmdir(dir);
-    long idx = pl_runtime_find_module(ts_rt, "cpu");
-    CHECK(idx >= 0, "no cpu module in %s", stage_dir);
-    ts_mod = ts_rt->modules[idx];
-    CHECK(ts_mod->status == PL_MODULE_LOADED && ts_mod->ctx != NULL, "cpu module not loaded: %s",
-          ts_mod->reason);
-}
-
-/* ---- one-node graphs ----------------------------------------------------- */
-
-/* An input: its shape and dtype (lanes 0: the spec's), and its bytes when
- * it is a constant of the graph (VALUE without RUNTIME) or when the run
- * must be handed these bytes (VALUE with RUNTIME). Without VALUE the run
- * gets random bytes. */
-typedef struct ts_in {
-    int ndim;
-    int64_t dims[TS_MAX_RANK];
-    pl_dtype dtype;
-    const void *value;
-    int runtime;
-    int absent;
-} ts_in;
-
-typedef struct ts_attr {
-    const char *name;
-    char kind; /* 'i' int, 'f' float, 'I' ints, 's' string, 't' one-element tensor */
-    int64_t i;
-    double f;
-    int64_t ints[16];
-    int n;
-    const char *s;
-    pl_dtype tdtype;
-    unsigned char tbytes[8];
-} ts_attr;
-
-typedef struct ts_spec {
-    const char *op;
-    int opset;               /* 0: 13 */
-    pl_dtype dtype;          /* lanes 0: f32 */
-    int n_in;
-    ts_in in[TS_MAX_IN];
-    ts_attr attrs[6];
-    int n_attrs;
-    int n_out;               /* 0: 1 */
-    int out_ndim;            /* > 0: every output declared with out_dims */
-    int64_t out_dims[TS_MAX_RANK];
-} ts_spec;
-
-typedef struct ts_node {
-    const ts_spec *spec;
-    pl_graph *g;
-    pl_graph_view *view;
-    pl_tensor in[TS_MAX_IN];
-    pl_tensor out[TS_MAX_OUT];
-    pl_node_desc desc;
-} ts_node;
-
-static pl_dtype ts_dt(const ts_spec *s, const ts_in *in)
-{
-    if (in->dtype.lanes)
-        return in->dtype;
-    return s->dtype.lanes ? s->dtype : PL_DTYPE_F32;
-}
-
-static size_t ts_count(const int64_t *dims, int r)
-{
-    size_t n = 1;
-    for (int d = 0; d < r; d++)
-        n *= (size_t)dims[d];
-    return n;
-}
-
-static void ts_describe(const pl_graph *g, pl_tid t, pl_tensor *out)
-{
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
-    out->device = (pl_device){PL_DEVICE_CPU, 0};
-    out->ndim = -1;
-    if (t == PL_TID_NONE)
-        return;
-    const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
-    out->dtype = gt->dtype;
-    out->ndim = gt->ndim;
-    out->shape = gt->dims;
-}
-
-static void ts_node_build(const ts_spec *spec, ts_node *n)
-{
-    memset(n, 0, sizeof *n);
-    n->spec = spec;
-    int opset = spec->opset ? spec->opset : 13;
-    CHECK_OK(pl_graph_create(&n->g));
-    CHECK_OK(pl_graph_set_opset(n->g, "", opset));
-    char names[TS_MAX_IN][16];
-    const char *in_names[TS_MAX_IN];
-    for (int i = 0; i < spec->n_in; i++) {
-        const ts_in *in = &spec->in[i];
-        snprintf(names[i], sizeof names[i], "x%d", i);
-        in_names[i] = in->absent ? "" : names[i];
-        if (in->absent)
-            continue;
-        pl_tid t;
-        pl_dtype dt = ts_dt(spec, in);
-        CHECK_OK(pl_graph_tensor_get_or_add(n->g, names[i], &t));
-        CHECK_OK(pl_graph_set_type(n->g, t, dt, in->ndim, in->dims, NULL));
-        if (in->value != NULL && !in->runtime)
-            CHECK_OK(pl_graph_set_constant(n->g, t, in->value,
-                                           ts_count(in->dims, in->ndim) * pl_dtype_size(dt)));
-        else
-            CHECK_OK(pl_graph_add_input(n->g, t));
-    }
-    int n_out = spec->n_out ? spec->n_out : 1;
-    char onames[TS_MAX_OUT][16];
-    const char *out_names[TS_MAX_OUT];
-    for (int o = 0; o < n_out; o++) {
-        snprintf(onames[o], sizeof onames[o], "y%d", o);
-        out_names[o] = onames[o];
-    }
-    for (int o = 0; o < n_out && spec->out_ndim > 0; o++) {
-        pl_tid t;
-        CHECK_OK(pl_graph_tensor_get_or_add(n->g, onames[o], &t));
-        CHECK_OK(pl_graph_set_type(n->g, t, ts_dt(spec, &spec->in[0]), spec->out_ndim,
-                                   spec->out_dims, NULL));
-    }
-    pl_nid nid;
-    CHECK_OK(pl_graph_add_node(n->g, "node", spec->op, "", in_names, (size_t)spec->n_in,
-                               out_names, (size_t)n_out, &nid));
-    for (int a = 0; a < spec->n_attrs; a++) {
-        const ts_attr *at = &spec->attrs[a];
-        switch (at->kind) {
-        case 'i':
-            CHECK_OK(pl_graph_attr_int(n->g, nid, at->name, at->i));
-            break;
-        case 'f':
-            CHECK_OK(pl_graph_attr_float(n->g, nid, at->name, at->f));
-            break;
-        case 'I':
-            CHECK_OK(pl_graph_attr_ints(n->g, nid, at->name, at->ints, (size_t)at->n));
-            break;
-        case 's':
-            CHECK_OK(pl_graph_attr_string(n->g, nid, at->name, at->s, strlen(at->s)));
-            break;
-        default: {
-            int64_t one = 1;
-            CHECK_OK(pl_graph_attr_tensor(n->g, nid, at->name, at->tdtype, 1, &one, at->tbytes,
-                                          pl_dtype_size(at->tdtype)));
-        }
-        }
-    }
-    for (int o = 0; o < n_out; o++)
-        CHECK_OK(pl_graph_add_output(n->g, pl_graph_find_tensor(n->g, onames[o])));
-    CHECK_OK(pl_graph_validate(n->g));
-    CHECK_OK(pl_opset_infer(ts_rt->opset, n->g));
-    CHECK_OK(pl_graph_view_create(n->g, &nid, 1, &n->view));
-    const pl_graph_node *gn = pl_graph_get_node(n->g, nid);
-    for (size_t i = 0; i < gn->n_inputs; i++)
-        ts_describe(n->g, gn->inputs[i], &n->in[i]);
-    for (size_t o = 0; o < gn->n_outputs; o++)
-        ts_describe(n->g, gn->outputs[o], &n->out[o]);
-    n->desc = (pl_node_desc){
-        .header = PL_ABI_HEADER_INIT(pl_node_desc),
-        .name = "node",
-        .op = spec->op,
-        .domain = "",
-        .opset_version = opset,
-        .graph = n->view,
-        .node_index = 0,
-        .n_inputs = gn->n_inputs,
-        .inputs = n->in,
-        .n_outputs = gn->n_outputs,
-        .outputs = n->out,
-    };
-}
-
-static void ts_node_free(ts_node *n)
-{
-    pl_graph_view_destroy(n->view);
-    pl_graph_destroy(n->g);
-}
-
-static pl_kernel *ts_kernel(const ts_node *n)
-{
-    pl_kernel *k = NULL;
-    size_t ws = 99;
-    pl_status *st = ts_mod->api.get_kernel(ts_mod->ctx, 0, &n->desc, &k, &ws);
-    CHECK(st == NULL, "get_kernel(%s) failed: %s", n->spec->op, pl_status_message(st));
-    CHECK(k != NULL && ws == 0, "get_kernel(%s): no kernel or workspace %zu", n->spec->op, ws);
-    return k;
-}
-
-/* ---- buffers and runs ---------------------------------------------------- */
-
-static uint64_t ts_seed = 0x9e3779b97f4a7c15ull;
-
-static uint32_t ts_bits(void)
-{
-    ts_seed = ts_seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(ts_seed >> 32);
-}
-
-/* Uniform in [-2, 2). */
-static float ts_random(void)
-{
-    return (float)((double)(ts_bits() >> 8) / (double)(1u << 24) * 4.0 - 2.0);
-}
+/* ---- inputs and runs ------------------------------------------------------ */
 
 /* Random contents of a tensor of DT: values for f32 and f64, 0 or 1 for
  * bool, any bits otherwise (the movers never look at them). */
@@ -284,62 +27,36 @@ static void ts_fill(pl_dtype dt, void *p, size_t n)
     char *c = p;
     for (size_t i = 0; i < n; i++) {
         if (PL_DTYPE_EQ(dt, PL_DTYPE_F32)) {
-            float v = ts_random();
+            float v = (float)ch_random();
             memcpy(c + i * 4, &v, 4);
         } else if (PL_DTYPE_EQ(dt, PL_DTYPE_F64)) {
-            double v = ts_random() * 1.0000001;
+            double v = (float)ch_random() * 1.0000001;
             memcpy(c + i * 8, &v, 8);
         } else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) {
-            c[i] = (char)(ts_bits() & 1);
+            c[i] = (char)(ch_bits() & 1);
         } else {
             for (size_t b = 0; b < pl_dtype_size(dt); b++)
-                c[i * pl_dtype_size(dt) + b] = (char)ts_bits();
+                c[i * pl_dtype_size(dt) + b] = (char)ch_bits();
         }
     }
 }
 
-/* A buffer at a byte offset inside a larger allocation, so that kernels
- * must honour byte_offset. */
-typedef struct ts_buf {
-    char *base;
-    char *data;
-    size_t bytes;
-    size_t offset;
-} ts_buf;
-
-static void ts_buf_make(ts_buf *b, size_t bytes, size_t offset)
-{
-    b->bytes = bytes;
-    b->offset = offset;
-    b->base = malloc(offset + bytes + 1);
-    CHECK(b->base != NULL, "out of memory");
-    b->data = b->base + offset;
-}
-
-static pl_tensor ts_host_tensor(const pl_tensor *desc, ts_buf *b)
-{
-    pl_tensor t = *desc;
-    t.data = b->base;
-    t.byte_offset = b->offset;
-    return t;
-}
-
 /* One run of a spec: its node, kernel, inputs and outputs. */
 typedef struct ts_exec {
-    ts_node n;
+    ch_node n;
     pl_kernel *k;
     size_t n_in, n_out;
-    ts_buf in[TS_MAX_IN];
-    ts_buf out[TS_MAX_OUT];
-    pl_tensor ins[TS_MAX_IN];
-    pl_tensor outs[TS_MAX_OUT];
+    ch_buf in[CH_MAX_IN];
+    ch_buf out[CH_MAX_OUT];
+    pl_tensor ins[CH_MAX_IN];
+    pl_tensor outs[CH_MAX_OUT];
 } ts_exec;
 
-static void ts_exec_prepare(const ts_spec *spec, ts_exec *e)
+static void ts_exec_prepare(const ch_spec *spec, ts_exec *e)
 {
     memset(e, 0, sizeof *e);
-    ts_node_build(spec, &e->n);
-    e->k = ts_kernel(&e->n);
+    ch_node_build(spec, &e->n);
+    e->k = ch_kernel(&e->n.desc);
     e->n_in = e->n.desc.n_inputs;
     e->n_out = e->n.desc.n_outputs;
     for (size_t i = 0; i < e->n_in; i++) {
@@ -348,86 +65,42 @@ static void ts_exec_prepare(const ts_spec *spec, ts_exec *e)
             e->ins[i] = *d;
             continue;
         }
-        size_t es = pl_dtype_size(d->dtype), cnt = ts_count(d->shape, d->ndim);
-        ts_buf_make(&e->in[i], cnt * es, es * (i + 1));
+        size_t es = pl_dtype_size(d->dtype), cnt = ch_count(d->shape, d->ndim);
+        ch_buf_make(&e->in[i], cnt * es, es * (i + 1));
         if (spec->in[i].value != NULL)
             memcpy(e->in[i].data, spec->in[i].value, cnt * es);
         else
             ts_fill(d->dtype, e->in[i].data, cnt);
-        e->ins[i] = ts_host_tensor(d, &e->in[i]);
+        e->ins[i] = ch_host_tensor(d, &e->in[i]);
     }
     for (size_t o = 0; o < e->n_out; o++) {
         const pl_tensor *d = &e->n.out[o];
-        size_t es = pl_dtype_size(d->dtype), cnt = ts_count(d->shape, d->ndim);
-        ts_buf_make(&e->out[o], cnt * es, 8 * (o + 1));
+        size_t es = pl_dtype_size(d->dtype), cnt = ch_count(d->shape, d->ndim);
+        ch_buf_make(&e->out[o], cnt * es, 8 * (o + 1));
         memset(e->out[o].data, 0xcd, cnt * es);
-        e->outs[o] = ts_host_tensor(d, &e->out[o]);
+        e->outs[o] = ch_host_tensor(d, &e->out[o]);
     }
 }
 
 static pl_status *ts_exec_run(ts_exec *e, const pl_output_request *reqs)
 {
-    pl_output_request all[TS_MAX_OUT];
+    pl_output_request all[CH_MAX_OUT];
     for (size_t o = 0; o < e->n_out; o++)
         all[o] = reqs ? reqs[o] : PL_REQ_WRITE;
-    pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
-    pl_run_args args = {.header = PL_ABI_HEADER_INIT(pl_run_args),
-                        .run = &rc,
-                        .n_inputs = e->n_in,
-                        .inputs = e->ins,
-                        .n_outputs = e->n_out,
-                        .outputs = e->outs,
-                        .requests = all};
-    return ts_mod->api.kernel_run(ts_mod->ctx, e->k, &args);
+    return ch_run(e->k, e->n_in, e->ins, e->n_out, e->outs, all);
 }
 
 static void ts_exec_free(ts_exec *e)
 {
-    ts_mod->api.kernel_release(ts_mod->ctx, e->k);
+    ch_mod->api.kernel_release(ch_mod->ctx, e->k);
     for (size_t i = 0; i < e->n_in; i++)
         free(e->in[i].base);
     for (size_t o = 0; o < e->n_out; o++)
         free(e->out[o].base);
-    ts_node_free(&e->n);
+    ch_node_free(&e->n);
 }
 
 /* ---- reference helpers ----------------------------------------------------- */
-
-static void ts_unravel(size_t i, const int64_t *dims, int r, int64_t *idx)
-{
-    for (int d = r - 1; d >= 0; d--) {
-        idx[d] = (int64_t)(i % (size_t)dims[d]);
-        i /= (size_t)dims[d];
-    }
-}
-
-static size_t ts_ravel(const int64_t *idx, const int64_t *dims, int r)
-{
-    size_t off = 0;
-    for (int d = 0; d < r; d++)
-        off = off * (size_t)dims[d] + (size_t)idx[d];
-    return off;
-}
-
-static const ts_attr *ts_attr_find(const ts_spec *s, const char *name)
-{
-    for (int a = 0; a < s->n_attrs; a++)
-        if (strcmp(s->attrs[a].name, name) == 0)
-            return &s->attrs[a];
-    return NULL;
-}
-
-static int64_t ts_attr_i(const ts_spec *s, const char *name, int64_t dflt)
-{
-    const ts_attr *a = ts_attr_find(s, name);
-    return a ? a->i : dflt;
-}
-
-static const char *ts_attr_s(const ts_spec *s, const char *name, const char *dflt)
-{
-    const ts_attr *a = ts_attr_find(s, name);
-    return a ? a->s : dflt;
-}
 
 /* Integer I of a tensor of i64 or i32 at P. */
 static int64_t ts_int(pl_dtype dt, const void *p, size_t i)
@@ -445,7 +118,7 @@ static int64_t ts_int(pl_dtype dt, const void *p, size_t i)
 /* ---- reference loops (bytes; one output at a time) ------------------------- */
 
 typedef struct ts_ctx {
-    const ts_spec *s;
+    const ch_spec *s;
     const ts_exec *e;
     size_t es;       /* bytes per element of output O */
     size_t o;
@@ -457,51 +130,51 @@ typedef struct ts_ctx {
 
 static void ts_ref_transpose(const ts_ctx *c, const int64_t *od, int r, char *ref)
 {
-    const ts_attr *p = ts_attr_find(c->s, "perm");
-    int64_t idx[TS_MAX_RANK], xi[TS_MAX_RANK];
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    const ch_attr *p = ch_attr_find(c->s, "perm");
+    int64_t idx[CH_MAX_RANK], xi[CH_MAX_RANK];
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         for (int q = 0; q < r; q++)
             xi[p ? p->ints[q] : r - 1 - q] = idx[q];
-        memcpy(ref + i * c->es, TS_X(c, 0) + ts_ravel(xi, TS_XD(c, 0), r) * c->es, c->es);
+        memcpy(ref + i * c->es, TS_X(c, 0) + ch_ravel(xi, TS_XD(c, 0), r) * c->es, c->es);
     }
 }
 
 static void ts_ref_concat(const ts_ctx *c, const int64_t *od, int r, char *ref)
 {
-    int64_t axis = ts_attr_i(c->s, "axis", 0), idx[TS_MAX_RANK];
+    int64_t axis = ch_attr_i(c->s, "axis", 0), idx[CH_MAX_RANK];
     if (axis < 0)
         axis += r;
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         size_t src = 0;
         while (idx[axis] >= TS_XD(c, src)[axis]) {
             idx[axis] -= TS_XD(c, src)[axis];
             src++;
         }
-        memcpy(ref + i * c->es, TS_X(c, src) + ts_ravel(idx, TS_XD(c, src), r) * c->es, c->es);
+        memcpy(ref + i * c->es, TS_X(c, src) + ch_ravel(idx, TS_XD(c, src), r) * c->es, c->es);
     }
 }
 
 static void ts_ref_split(const ts_ctx *c, const int64_t *od, int r, char *ref)
 {
-    int64_t axis = ts_attr_i(c->s, "axis", 0), idx[TS_MAX_RANK], at = 0;
+    int64_t axis = ch_attr_i(c->s, "axis", 0), idx[CH_MAX_RANK], at = 0;
     if (axis < 0)
         axis += r;
     for (size_t p = 0; p < c->o; p++)
         at += c->e->n.out[p].shape[axis];
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         idx[axis] += at;
-        memcpy(ref + i * c->es, TS_X(c, 0) + ts_ravel(idx, TS_XD(c, 0), r) * c->es, c->es);
+        memcpy(ref + i * c->es, TS_X(c, 0) + ch_ravel(idx, TS_XD(c, 0), r) * c->es, c->es);
     }
 }
 
 /* Slice: bounds from the attributes (opset < 10) or inputs 1..4. */
 static void ts_ref_slice(const ts_ctx *c, const int64_t *od, int r, char *ref)
 {
-    const ts_spec *s = c->s;
-    int64_t start[TS_MAX_RANK] = {0}, step[TS_MAX_RANK], v[4][16];
+    const ch_spec *s = c->s;
+    int64_t start[CH_MAX_RANK] = {0}, step[CH_MAX_RANK], v[4][16];
     int n = 0;
     bool have[4] = {false};
     for (int d = 0; d < r; d++)
@@ -509,17 +182,17 @@ static void ts_ref_slice(const ts_ctx *c, const int64_t *od, int r, char *ref)
     for (int k = 0; k < 4; k++) {
         if ((s->opset ? s->opset : 13) < 10) {
             static const char *const names[3] = {"starts", "ends", "axes"};
-            const ts_attr *a = k < 3 ? ts_attr_find(s, names[k]) : NULL;
+            const ch_attr *a = k < 3 ? ch_attr_find(s, names[k]) : NULL;
             if (a) {
                 memcpy(v[k], a->ints, sizeof a->ints);
                 n = a->n;
                 have[k] = true;
             }
         } else if (1 + k < s->n_in && !s->in[1 + k].absent) {
-            const ts_in *in = &s->in[1 + k];
+            const ch_in *in = &s->in[1 + k];
             n = (int)in->dims[0];
             for (int j = 0; j < n; j++)
-                v[k][j] = ts_int(ts_dt(s, in), in->value, (size_t)j);
+                v[k][j] = ts_int(ch_dt(s, in), in->value, (size_t)j);
             have[k] = true;
         }
     }
@@ -537,31 +210,31 @@ static void ts_ref_slice(const ts_ctx *c, const int64_t *od, int r, char *ref)
         start[a] = b;
         step[a] = st;
     }
-    int64_t idx[TS_MAX_RANK];
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    int64_t idx[CH_MAX_RANK];
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         for (int d = 0; d < r; d++)
             idx[d] = start[d] + idx[d] * step[d];
-        memcpy(ref + i * c->es, TS_X(c, 0) + ts_ravel(idx, xd, r) * c->es, c->es);
+        memcpy(ref + i * c->es, TS_X(c, 0) + ch_ravel(idx, xd, r) * c->es, c->es);
     }
 }
 
 static void ts_ref_gather(const ts_ctx *c, const int64_t *od, int r, char *ref)
 {
     int rx = TS_XR(c, 0), ri = TS_XR(c, 1);
-    int64_t axis = ts_attr_i(c->s, "axis", 0);
+    int64_t axis = ch_attr_i(c->s, "axis", 0);
     if (axis < 0)
         axis += rx;
-    int64_t idx[2 * TS_MAX_RANK], xi[TS_MAX_RANK];
+    int64_t idx[2 * CH_MAX_RANK], xi[CH_MAX_RANK];
     pl_dtype it = c->e->n.in[1].dtype;
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
-        size_t at = ts_ravel(idx + axis, TS_XD(c, 1), ri);
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
+        size_t at = ch_ravel(idx + axis, TS_XD(c, 1), ri);
         int64_t j = ts_int(it, TS_X(c, 1), at);
         for (int d = 0; d < rx; d++)
             xi[d] = d < axis ? idx[d] : d == axis ? (j < 0 ? j + TS_XD(c, 0)[axis] : j)
                                                  : idx[d - 1 + ri];
-        memcpy(ref + i * c->es, TS_X(c, 0) + ts_ravel(xi, TS_XD(c, 0), rx) * c->es, c->es);
+        memcpy(ref + i * c->es, TS_X(c, 0) + ch_ravel(xi, TS_XD(c, 0), rx) * c->es, c->es);
     }
 }
 
@@ -569,26 +242,26 @@ static void ts_ref_expand_tile(const ts_ctx *c, const int64_t *od, int r, char *
 {
     int rx = TS_XR(c, 0);
     const int64_t *xd = TS_XD(c, 0);
-    int64_t idx[TS_MAX_RANK], xi[TS_MAX_RANK];
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    int64_t idx[CH_MAX_RANK], xi[CH_MAX_RANK];
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         for (int d = 0; d < rx; d++) {
             int64_t v = idx[r - rx + d];
             xi[d] = tile ? v % xd[d] : xd[d] == 1 ? 0 : v;
         }
-        memcpy(ref + i * c->es, TS_X(c, 0) + ts_ravel(xi, xd, rx) * c->es, c->es);
+        memcpy(ref + i * c->es, TS_X(c, 0) + ch_ravel(xi, xd, rx) * c->es, c->es);
     }
 }
 
 /* Pad: pads from the attribute (opset < 11) or input 1; axes input 3. */
 static void ts_ref_pad(const ts_ctx *c, const int64_t *od, int r, char *ref)
 {
-    const ts_spec *s = c->s;
+    const ch_spec *s = c->s;
     int opset = s->opset ? s->opset : 13;
-    int64_t pads[32], begin[TS_MAX_RANK] = {0};
+    int64_t pads[32], begin[CH_MAX_RANK] = {0};
     int np;
     if (opset < 11) {
-        const ts_attr *a = ts_attr_find(s, "pads");
+        const ch_attr *a = ch_attr_find(s, "pads");
         np = a->n;
         memcpy(pads, a->ints, (size_t)np * sizeof *pads);
     } else {
@@ -600,25 +273,25 @@ static void ts_ref_pad(const ts_ctx *c, const int64_t *od, int r, char *ref)
     for (int j = 0; j < na; j++) {
         int64_t a = j;
         if (s->n_in > 3 && !s->in[3].absent) {
-            a = ts_int(ts_dt(s, &s->in[3]), s->in[3].value, (size_t)j);
+            a = ts_int(ch_dt(s, &s->in[3]), s->in[3].value, (size_t)j);
             if (a < 0)
                 a += r;
         }
         begin[a] = pads[j];
     }
-    const char *mode = ts_attr_s(s, "mode", "constant");
+    const char *mode = ch_attr_s(s, "mode", "constant");
     char value[8] = {0};
     if (opset >= 11 && s->n_in > 2 && !s->in[2].absent)
         memcpy(value, TS_X(c, 2), c->es);
     else if (opset < 11) {
-        const ts_attr *a = ts_attr_find(s, "value");
+        const ch_attr *a = ch_attr_find(s, "value");
         float f = a ? (float)a->f : 0.0f;
         memcpy(value, &f, 4);
     }
     const int64_t *xd = TS_XD(c, 0);
-    int64_t idx[TS_MAX_RANK];
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    int64_t idx[CH_MAX_RANK];
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         bool fill = false;
         for (int d = 0; d < r; d++) {
             int64_t v = idx[d] - begin[d], n = xd[d];
@@ -633,20 +306,20 @@ static void ts_ref_pad(const ts_ctx *c, const int64_t *od, int r, char *ref)
                     v = v < 0 ? -v : 2 * (n - 1) - v;
             idx[d] = v;
         }
-        memcpy(ref + i * c->es, fill ? value : TS_X(c, 0) + ts_ravel(idx, xd, r) * c->es, c->es);
+        memcpy(ref + i * c->es, fill ? value : TS_X(c, 0) + ch_ravel(idx, xd, r) * c->es, c->es);
     }
 }
 
 /* The expected bytes of output O of E. */
 static void ts_reference(const ts_exec *e, size_t o, char *ref)
 {
-    const ts_spec *s = e->n.spec;
+    const ch_spec *s = e->n.spec;
     const pl_tensor *out = &e->n.out[o];
     ts_ctx c = {.s = s, .e = e, .es = pl_dtype_size(out->dtype), .o = o};
     const int64_t *od = out->shape;
     int r = out->ndim;
     const char *op = s->op;
-    size_t cnt = ts_count(od, r);
+    size_t cnt = ch_count(od, r);
     if (!strcmp(op, "Transpose"))
         ts_ref_transpose(&c, od, r, ref);
     else if (!strcmp(op, "Concat"))
@@ -676,7 +349,7 @@ static void ts_reference(const ts_exec *e, size_t o, char *ref)
 
 /* ---- checking one node --------------------------------------------------- */
 
-static void ts_check(const ts_spec *spec)
+static void ts_check(const ch_spec *spec)
 {
     ts_exec e;
     ts_exec_prepare(spec, &e);
@@ -703,34 +376,34 @@ static const pl_dtype ts_dtypes[] = {
 };
 
 /* Checks every spec in every dtype of ABI 1. */
-static void ts_check_all_dtypes(const ts_spec *specs, size_t n)
+static void ts_check_all_dtypes(const ch_spec *specs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        for (size_t d = 0; d < TS_COUNT(ts_dtypes); d++) {
-            ts_spec s = specs[i];
+        for (size_t d = 0; d < CH_COUNT(ts_dtypes); d++) {
+            ch_spec s = specs[i];
             s.dtype = ts_dtypes[d];
             ts_check(&s);
         }
 }
 
 /* get_kernel must refuse SPEC with a message holding MESSAGE. */
-static void ts_expect_refusal(const ts_spec *spec, const char *message)
+static void ts_expect_refusal(const ch_spec *spec, const char *message)
 {
-    ts_node n;
-    ts_node_build(spec, &n);
+    ch_node n;
+    ch_node_build(spec, &n);
     pl_kernel *k = (pl_kernel *)&n;
     size_t ws = 7;
-    pl_status *st = ts_mod->api.get_kernel(ts_mod->ctx, 0, &n.desc, &k, &ws);
+    pl_status *st = ch_mod->api.get_kernel(ch_mod->ctx, 0, &n.desc, &k, &ws);
     CHECK(st != NULL, "get_kernel(%s) accepted the node", spec->op);
     CHECK(k == NULL && ws == 0, "a refusal left outputs set");
     CHECK(strstr(pl_status_message(st), message) != NULL, "refusal \"%s\" lacks \"%s\"",
           pl_status_message(st), message);
     pl_status_free(st);
-    ts_node_free(&n);
+    ch_node_free(&n);
 }
 
 /* The run of SPEC must fail with a message holding MESSAGE. */
-static void ts_expect_run_error(const ts_spec *spec, const char *message)
+static void ts_expect_run_error(const ch_spec *spec, const char *message)
 {
     ts_exec e;
     ts_exec_prepare(spec, &e);
@@ -762,7 +435,7 @@ static void ts_expect_run_error(const ts_spec *spec, const char *message)
 
 static void case_Reshape(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Reshape", .n_in = 2, .in = {T(3, 2, 3, 4), C64(2, 6, -1)}},
         {.op = "Reshape", .n_in = 2, .in = {T(3, 2, 4, 6), C64(3, 2, 0, -1)}, .opset = 14},
         {.op = "Reshape", .n_in = 2, .in = {T(2, 1, 1), C64(0)}},
@@ -770,50 +443,50 @@ static void case_Reshape(void)
          .attrs = {AI("allowzero", 1)}, .n_attrs = 1},
         {.op = "Reshape", .n_in = 2, .in = {T(3, 4, 300, 211), C64(1, -1)}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Flatten(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Flatten", .n_in = 1, .in = {T(3, 2, 3, 4)}},
         {.op = "Flatten", .n_in = 1, .in = {T(3, 2, 3, 4)}, .attrs = {AI("axis", -1)}, .n_attrs = 1},
         {.op = "Flatten", .n_in = 1, .in = {T(3, 2, 3, 4)}, .attrs = {AI("axis", 0)}, .n_attrs = 1},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Identity(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Identity", .n_in = 1, .in = {T0}},
         {.op = "Identity", .n_in = 1, .in = {T(2, 7, 5)}},
         {.op = "Identity", .n_in = 1, .in = {T(2, 0, 5)}},
         {.op = "Identity", .n_in = 1, .in = {T(2, 513, 301)}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Squeeze(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Squeeze", .n_in = 2, .in = {T(4, 1, 3, 1, 2), C64(2, 0, -2)}},
         {.op = "Squeeze", .n_in = 1, .in = {T(4, 1, 3, 1, 2)}},
         {.op = "Squeeze", .n_in = 1, .in = {T(3, 3, 1, 2)}, .opset = 11,
          .attrs = {AIS("axes", 1, -2)}, .n_attrs = 1},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Unsqueeze(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Unsqueeze", .n_in = 2, .in = {T(2, 3, 2), C64(2, 0, -1)}},
         {.op = "Unsqueeze", .n_in = 2, .in = {T0, C64(1, 0)}},
         {.op = "Unsqueeze", .n_in = 1, .in = {T(2, 3, 2)}, .opset = 11,
          .attrs = {AIS("axes", 1, 1)}, .n_attrs = 1},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Dropout(void)
@@ -822,23 +495,23 @@ static void case_Dropout(void)
     static const float ratio = 0.25f;
     static const pl_dtype floats[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_FLOAT, 64, 1},
                                       {PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
-    for (size_t d = 0; d < TS_COUNT(floats); d++) {
-        ts_spec a = {.op = "Dropout", .n_in = 1, .in = {T(2, 3, 5)}, .dtype = floats[d]};
+    for (size_t d = 0; d < CH_COUNT(floats); d++) {
+        ch_spec a = {.op = "Dropout", .n_in = 1, .in = {T(2, 3, 5)}, .dtype = floats[d]};
         ts_check(&a);
-        ts_spec b = a;
+        ch_spec b = a;
         b.n_out = 2; /* the mask, bool */
         ts_check(&b);
-        ts_spec c = {.op = "Dropout", .n_in = 3, .n_out = 2, .dtype = floats[d],
+        ch_spec c = {.op = "Dropout", .n_in = 3, .n_out = 2, .dtype = floats[d],
                      .in = {T(3, 2, 3, 4),
                             {.ndim = 0, .dtype = {PL_TYPE_FLOAT, 32, 1}, .value = &ratio},
                             {.ndim = 0, .dtype = {PL_TYPE_BOOL, 8, 1}, .value = &no}}};
         ts_check(&c);
     }
     /* opset 7: the mask has the data's dtype (all 1.0) */
-    ts_spec old = {.op = "Dropout", .opset = 7, .n_in = 1, .n_out = 2, .in = {T(2, 4, 3)},
+    ch_spec old = {.op = "Dropout", .opset = 7, .n_in = 1, .n_out = 2, .in = {T(2, 4, 3)},
                    .attrs = {AF("ratio", 0.5)}, .n_attrs = 1};
     ts_check(&old);
-    ts_spec train = {.op = "Dropout", .n_in = 3, .n_out = 2,
+    ch_spec train = {.op = "Dropout", .n_in = 3, .n_out = 2,
                      .in = {T(2, 3, 5), {.ndim = 0, .dtype = {PL_TYPE_FLOAT, 32, 1}, .value = &ratio},
                             {.ndim = 0, .dtype = {PL_TYPE_BOOL, 8, 1}, .value = &yes}}};
     ts_expect_refusal(&train, "cpu: Dropout: training_mode is true");
@@ -848,7 +521,7 @@ static void case_Dropout(void)
 
 static void case_Transpose(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Transpose", .n_in = 1, .in = {T(2, 3, 5)}},
         {.op = "Transpose", .n_in = 1, .in = {T(4, 2, 7, 3, 8)},
          .attrs = {AIS("perm", 4, 0, 2, 1, 3)}, .n_attrs = 1},           /* BERT heads */
@@ -861,12 +534,12 @@ static void case_Transpose(void)
         {.op = "Transpose", .n_in = 1, .in = {T(5, 2, 3, 4, 5, 6)},
          .attrs = {AIS("perm", 5, 4, 2, 0, 3, 1)}, .n_attrs = 1},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Concat(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Concat", .n_in = 2, .in = {T(2, 2, 3), T(2, 4, 3)}, .attrs = {AI("axis", 0)},
          .n_attrs = 1},
         {.op = "Concat", .n_in = 3, .in = {T(3, 2, 3, 4), T(3, 2, 1, 4), T(3, 2, 0, 4)},
@@ -875,12 +548,12 @@ static void case_Concat(void)
         {.op = "Concat", .n_in = 3, .in = {T(2, 300, 64), T(2, 300, 1), T(2, 300, 200)},
          .attrs = {AI("axis", -1)}, .n_attrs = 1},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Split(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Split", .n_in = 1, .n_out = 3, .in = {T(2, 6, 4)}},
         {.op = "Split", .n_in = 2, .n_out = 3, .in = {T(3, 2, 7, 3), C64(3, 2, 0, 5)},
          .attrs = {AI("axis", -2)}, .n_attrs = 1},
@@ -889,15 +562,15 @@ static void case_Split(void)
         {.op = "Split", .opset = 18, .n_in = 1, .n_out = 3, .in = {T(1, 8)},
          .attrs = {AI("num_outputs", 3)}, .n_attrs = 1},                  /* 3, 3, 2 */
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
-    ts_spec dyn = {.op = "Split", .n_in = 2, .n_out = 2, .in = {T(1, 6), R64(2, 3, 3)},
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
+    ch_spec dyn = {.op = "Split", .n_in = 2, .n_out = 2, .in = {T(1, 6), R64(2, 3, 3)},
                    .out_ndim = 1, .out_dims = {3}};
     ts_expect_refusal(&dyn, "cpu: Split: split (input 1) is not a constant");
 }
 
 static void case_Slice(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Slice", .n_in = 3, .in = {T(2, 5, 6), C64(2, 1, 0), C64(2, 4, 3)}},
         {.op = "Slice", .n_in = 5, .in = {T(3, 4, 5, 6), C64(2, -1, 1), C64(2, -100, 5),
                                           C64(2, -1, 0), C64(2, -2, 2)}},  /* backwards */
@@ -913,20 +586,20 @@ static void case_Slice(void)
         {.op = "Slice", .n_in = 5, .in = {T(3, 64, 100, 33), C64(2, 3, 99),
                                           C64(2, 60, 0), C64(2, 0, 1), C64(2, 2, -2)}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
     /* bounds known only at run time: the output's shape is declared */
-    ts_spec dyn = {.op = "Slice", .n_in = 5, .out_ndim = 2, .out_dims = {2, 3},
+    ch_spec dyn = {.op = "Slice", .n_in = 5, .out_ndim = 2, .out_dims = {2, 3},
                    .in = {T(2, 5, 6), R64(2, -1, 1), R64(2, 1, 4), R64(2, 0, 1),
                           R64(2, -2, 1)}};
     ts_check(&dyn);
-    ts_spec bad = dyn;
+    ch_spec bad = dyn;
     bad.out_dims[1] = 4; /* the run's bounds give [2,3] */
     ts_expect_run_error(&bad, "cpu: Slice: the bounds give [2,3], the output is [2,4]");
 }
 
 static void case_Gather(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Gather", .n_in = 2, .in = {T(2, 5, 3), C64(3, 4, -1, 0)}},
         {.op = "Gather", .n_in = 2, .in = {T(3, 2, 5, 3), {.ndim = 2, .dims = {2, 2},
                                            .dtype = {PL_TYPE_INT, 32, 1},
@@ -940,12 +613,12 @@ static void case_Gather(void)
                                            .dtype = {PL_TYPE_INT, 64, 1}, .runtime = 1,
                                            .value = (const int64_t[]){999, 0, 17, -1, 500, 3}}}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
-    ts_spec big = {.op = "Gather", .n_in = 2,
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
+    ch_spec big = {.op = "Gather", .n_in = 2,
                    .in = {T(2, 5, 4), {.ndim = 1, .dims = {3}, .dtype = {PL_TYPE_INT, 32, 1},
                                        .runtime = 1, .value = (const int32_t[]){1, 5, 0}}}};
     ts_expect_run_error(&big, "index 5 (element 1 of the indices) is out of range");
-    ts_spec neg = {.op = "Gather", .n_in = 2,
+    ch_spec neg = {.op = "Gather", .n_in = 2,
                    .in = {T(2, 5, 4), {.ndim = 1, .dims = {2}, .dtype = {PL_TYPE_INT, 64, 1},
                                        .runtime = 1, .value = (const int64_t[]){-6, 0}}}};
     ts_expect_run_error(&neg, "cpu: Gather: index -6 (element 0");
@@ -953,30 +626,30 @@ static void case_Gather(void)
 
 static void case_Expand(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Expand", .n_in = 2, .in = {T(2, 3, 1), C64(2, 3, 4)}},
         {.op = "Expand", .n_in = 2, .in = {T(2, 1, 4), C64(3, 2, 3, 1)}},
         {.op = "Expand", .n_in = 2, .in = {T0, C64(2, 2, 3)}},
         {.op = "Expand", .n_in = 2, .in = {T(3, 2, 1, 5), C64(1, 1)}},
         {.op = "Expand", .n_in = 2, .in = {T(2, 1, 300), C64(3, 4, 200, 300)}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Tile(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Tile", .n_in = 2, .in = {T(2, 2, 3), C64(2, 2, 3)}},
         {.op = "Tile", .n_in = 2, .in = {T(3, 2, 1, 3), C64(3, 1, 4, 1)}},
         {.op = "Tile", .n_in = 2, .in = {T(1, 5), C64(1, 0)}},
         {.op = "Tile", .n_in = 2, .in = {T(2, 50, 70), C64(2, 3, 5)}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
 }
 
 static void case_Pad(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Pad", .n_in = 2, .in = {T(2, 3, 4), C64(4, 1, 2, 2, 0)}},
         {.op = "Pad", .n_in = 2, .in = {T(2, 3, 4), C64(4, 2, 3, 2, 3)},
          .attrs = {AS("mode", "reflect")}, .n_attrs = 1},
@@ -990,24 +663,24 @@ static void case_Pad(void)
         {.op = "Pad", .opset = 18, .n_in = 4, .in = {T(3, 2, 3, 4), C64(2, 1, 2), ABSENT,
                                                      C64(1, -2)}},
     };
-    ts_check_all_dtypes(specs, TS_COUNT(specs));
+    ts_check_all_dtypes(specs, CH_COUNT(specs));
     /* a constant value: an input of the data's dtype (opset 11) or the
      * attribute (opset 2 semantics, f32) */
     static const float seven = 7.5f;
-    ts_spec cv = {.op = "Pad", .n_in = 3, .in = {T(2, 3, 4), C64(4, 1, 1, 1, 1),
+    ch_spec cv = {.op = "Pad", .n_in = 3, .in = {T(2, 3, 4), C64(4, 1, 1, 1, 1),
                                                  {.ndim = 0, .value = &seven}}};
     ts_check(&cv);
-    ts_spec cv_run = cv;
+    ch_spec cv_run = cv;
     cv_run.in[2].runtime = 1;
     ts_check(&cv_run);
-    ts_spec attr = {.op = "Pad", .opset = 7, .n_in = 1, .in = {T(2, 3, 4)},
+    ch_spec attr = {.op = "Pad", .opset = 7, .n_in = 1, .in = {T(2, 3, 4)},
                     .attrs = {AIS("pads", 4, 0, 2, 1, 0), AF("value", -3.25)}, .n_attrs = 2};
     ts_check(&attr);
 }
 
 /* ---- small tensors ------------------------------------------------------- */
 
-static void ts_expect_i64(const ts_spec *spec, const int64_t *want, size_t n)
+static void ts_expect_i64(const ch_spec *spec, const int64_t *want, size_t n)
 {
     ts_exec e;
     ts_exec_prepare(spec, &e);
@@ -1021,24 +694,24 @@ static void ts_expect_i64(const ts_spec *spec, const int64_t *want, size_t n)
 
 static void case_Shape(void)
 {
-    for (size_t d = 0; d < TS_COUNT(ts_dtypes); d++) {
-        ts_spec s = {.op = "Shape", .n_in = 1, .in = {T(4, 2, 3, 0, 5)}, .dtype = ts_dtypes[d]};
+    for (size_t d = 0; d < CH_COUNT(ts_dtypes); d++) {
+        ch_spec s = {.op = "Shape", .n_in = 1, .in = {T(4, 2, 3, 0, 5)}, .dtype = ts_dtypes[d]};
         ts_expect_i64(&s, (const int64_t[]){2, 3, 0, 5}, 4);
     }
-    ts_spec s15 = {.op = "Shape", .opset = 15, .n_in = 1, .in = {T(4, 2, 3, 4, 5)},
+    ch_spec s15 = {.op = "Shape", .opset = 15, .n_in = 1, .in = {T(4, 2, 3, 4, 5)},
                    .attrs = {AI("start", 1), AI("end", -1)}, .n_attrs = 2};
     ts_expect_i64(&s15, (const int64_t[]){3, 4}, 2);
-    ts_spec s15b = {.op = "Shape", .opset = 15, .n_in = 1, .in = {T(4, 2, 3, 4, 5)},
+    ch_spec s15b = {.op = "Shape", .opset = 15, .n_in = 1, .in = {T(4, 2, 3, 4, 5)},
                     .attrs = {AI("start", -10)}, .n_attrs = 1};
     ts_expect_i64(&s15b, (const int64_t[]){2, 3, 4, 5}, 4);
-    ts_spec scalar = {.op = "Shape", .n_in = 1, .in = {T0}};
+    ch_spec scalar = {.op = "Shape", .n_in = 1, .in = {T0}};
     ts_expect_i64(&scalar, NULL, 0);
 }
 
 static void case_ConstantOfShape(void)
 {
     /* default: f32 zeros */
-    ts_spec z = {.op = "ConstantOfShape", .n_in = 1, .in = {C64(2, 3, 4)}};
+    ch_spec z = {.op = "ConstantOfShape", .n_in = 1, .in = {C64(2, 3, 4)}};
     ts_exec e;
     ts_exec_prepare(&z, &e);
     CHECK_OK(ts_exec_run(&e, NULL));
@@ -1049,8 +722,8 @@ static void case_ConstantOfShape(void)
     }
     ts_exec_free(&e);
     /* every dtype, from a value attribute: 8 bytes of pattern */
-    for (size_t d = 0; d < TS_COUNT(ts_dtypes); d++) {
-        ts_spec s = {.op = "ConstantOfShape", .n_in = 1, .in = {C64(3, 2, 5, 7)}, .n_attrs = 1,
+    for (size_t d = 0; d < CH_COUNT(ts_dtypes); d++) {
+        ch_spec s = {.op = "ConstantOfShape", .n_in = 1, .in = {C64(3, 2, 5, 7)}, .n_attrs = 1,
                      .attrs = {{.name = "value", .kind = 't', .tdtype = ts_dtypes[d],
                                 .tbytes = {1, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x7f}}}};
         ts_exec_prepare(&s, &e);
@@ -1062,7 +735,7 @@ static void case_ConstantOfShape(void)
                   "ConstantOfShape dtype %zu: element %zu wrong", d, i);
         ts_exec_free(&e);
     }
-    ts_spec empty = {.op = "ConstantOfShape", .n_in = 1, .in = {C64(2, 0, 3)}};
+    ch_spec empty = {.op = "ConstantOfShape", .n_in = 1, .in = {C64(2, 0, 3)}};
     ts_exec_prepare(&empty, &e);
     CHECK_OK(ts_exec_run(&e, NULL));
     ts_exec_free(&e);
@@ -1071,12 +744,12 @@ static void case_ConstantOfShape(void)
 static void case_Range(void)
 {
     /* i64 and i32, constants (the output's size is known) */
-    ts_spec a = {.op = "Range", .n_in = 3, .dtype = PL_DTYPE_I64,
+    ch_spec a = {.op = "Range", .n_in = 3, .dtype = PL_DTYPE_I64,
                  .in = {{.ndim = 0, .value = (const int64_t[]){10}},
                         {.ndim = 0, .value = (const int64_t[]){-3}},
                         {.ndim = 0, .value = (const int64_t[]){-4}}}};
     ts_expect_i64(&a, (const int64_t[]){10, 6, 2, -2}, 4);
-    ts_spec b = {.op = "Range", .n_in = 3, .dtype = PL_DTYPE_I32,
+    ch_spec b = {.op = "Range", .n_in = 3, .dtype = PL_DTYPE_I32,
                  .in = {{.ndim = 0, .value = (const int32_t[]){1}},
                         {.ndim = 0, .value = (const int32_t[]){8}},
                         {.ndim = 0, .value = (const int32_t[]){3}}}};
@@ -1088,7 +761,7 @@ static void case_Range(void)
               ts_int(PL_DTYPE_I32, e.out[0].data, 2) == 7, "Range i32 wrong");
     ts_exec_free(&e);
     /* f32: start + i * delta */
-    ts_spec f = {.op = "Range", .n_in = 3,
+    ch_spec f = {.op = "Range", .n_in = 3,
                  .in = {{.ndim = 0, .value = (const float[]){0.5f}},
                         {.ndim = 0, .value = (const float[]){2.0f}},
                         {.ndim = 0, .value = (const float[]){0.3f}}}};
@@ -1102,7 +775,7 @@ static void case_Range(void)
     }
     ts_exec_free(&e);
     /* values at run time that disagree with the declared size */
-    ts_spec run = {.op = "Range", .n_in = 3, .dtype = PL_DTYPE_I64, .out_ndim = 1,
+    ch_spec run = {.op = "Range", .n_in = 3, .dtype = PL_DTYPE_I64, .out_ndim = 1,
                    .out_dims = {3},
                    .in = {{.ndim = 0, .runtime = 1, .value = (const int64_t[]){0}},
                           {.ndim = 0, .runtime = 1, .value = (const int64_t[]){10}},
@@ -1121,10 +794,10 @@ static void ts_cast(pl_dtype from, const void *src, size_t n, pl_dtype to, void 
                                   {PL_TYPE_FLOAT, 16, 10}, {PL_TYPE_FLOAT, 64, 11},
                                   {PL_TYPE_BFLOAT, 16, 16}};
     int64_t code = 0;
-    for (size_t i = 0; i < TS_COUNT(onnx); i++)
+    for (size_t i = 0; i < CH_COUNT(onnx); i++)
         if (onnx[i][0] == to.code && onnx[i][1] == to.bits)
             code = onnx[i][2];
-    ts_spec s = {.op = "Cast", .n_in = 1, .dtype = from, .attrs = {AI("to", code)}, .n_attrs = 1,
+    ch_spec s = {.op = "Cast", .n_in = 1, .dtype = from, .attrs = {AI("to", code)}, .n_attrs = 1,
                  .in = {{.ndim = 1, .dims = {(int64_t)n}, .runtime = 1, .value = src}}};
     ts_exec e;
     ts_exec_prepare(&s, &e);
@@ -1216,7 +889,7 @@ static void case_Cast(void)
     float small[64];
     for (int i = 0; i < 64; i++)
         small[i] = (float)i;
-    for (size_t d = 0; d < TS_COUNT(ts_dtypes); d++) {
+    for (size_t d = 0; d < CH_COUNT(ts_dtypes); d++) {
         char mid[64 * 8];
         float again[64];
         ts_cast(PL_DTYPE_F32, small, 64, ts_dtypes[d], mid);
@@ -1275,7 +948,7 @@ static int64_t ts_resize_nearest(const char *mode, double x)
     return (int64_t)floor(x + 0.5);
 }
 
-static void ts_check_resize(const ts_spec *spec, const double *scales_or_null)
+static void ts_check_resize(const ch_spec *spec, const double *scales_or_null)
 {
     ts_exec e;
     ts_exec_prepare(spec, &e);
@@ -1283,18 +956,18 @@ static void ts_check_resize(const ts_spec *spec, const double *scales_or_null)
     const int64_t *xd = e.n.in[0].shape, *od = e.n.out[0].shape;
     int r = e.n.in[0].ndim;
     int opset = spec->opset ? spec->opset : 13;
-    const char *mode = ts_attr_s(spec, "mode", "nearest");
+    const char *mode = ch_attr_s(spec, "mode", "nearest");
     const char *coord = opset < 11 ? "asymmetric"
-                                   : ts_attr_s(spec, "coordinate_transformation_mode", "half_pixel");
-    const char *nmode = opset < 11 ? "floor" : ts_attr_s(spec, "nearest_mode", "round_prefer_floor");
+                                   : ch_attr_s(spec, "coordinate_transformation_mode", "half_pixel");
+    const char *nmode = opset < 11 ? "floor" : ch_attr_s(spec, "nearest_mode", "round_prefer_floor");
     const float *x = (const float *)(const void *)e.in[0].data;
     const float *y = (const float *)(const void *)e.out[0].data;
-    int64_t idx[TS_MAX_RANK];
-    for (size_t i = 0; i < ts_count(od, r); i++) {
-        ts_unravel(i, od, r, idx);
+    int64_t idx[CH_MAX_RANK];
+    for (size_t i = 0; i < ch_count(od, r); i++) {
+        ch_unravel(i, od, r, idx);
         /* corners: each axis gives one or two (index, weight) */
-        int64_t lo[TS_MAX_RANK], hi[TS_MAX_RANK];
-        double w[TS_MAX_RANK];
+        int64_t lo[CH_MAX_RANK], hi[CH_MAX_RANK];
+        double w[CH_MAX_RANK];
         for (int d = 0; d < r; d++) {
             double sc = scales_or_null ? scales_or_null[d] : (double)od[d] / (double)xd[d];
             double c = ts_resize_coord(coord, idx[d], xd[d], od[d], sc);
@@ -1316,7 +989,7 @@ static void ts_check_resize(const ts_spec *spec, const double *scales_or_null)
         double want = 0, mag = 0;
         for (int corner = 0; corner < (1 << r); corner++) {
             double wt = 1;
-            int64_t at[TS_MAX_RANK];
+            int64_t at[CH_MAX_RANK];
             for (int d = 0; d < r; d++) {
                 bool up = (corner >> d) & 1;
                 wt *= up ? w[d] : 1 - w[d];
@@ -1324,7 +997,7 @@ static void ts_check_resize(const ts_spec *spec, const double *scales_or_null)
             }
             if (wt == 0)
                 continue;
-            double v = x[ts_ravel(at, xd, r)];
+            double v = x[ch_ravel(at, xd, r)];
             want += wt * v;
             mag += fabs(wt * v);
         }
@@ -1343,10 +1016,10 @@ static void case_Resize(void)
                                            "ceil"};
     static const float up[] = {1.0f, 1.0f, 2.0f, 2.5f}, down[] = {1.0f, 1.0f, 0.6f, 0.5f};
     static const double upd[] = {1.0, 1.0, 2.0, 2.5}, downd[] = {1.0, 1.0, 0.6f, 0.5};
-    for (size_t c = 0; c < TS_COUNT(coords); c++) {
-        for (size_t n = 0; n < TS_COUNT(nearests); n++) {
+    for (size_t c = 0; c < CH_COUNT(coords); c++) {
+        for (size_t n = 0; n < CH_COUNT(nearests); n++) {
             for (int dir = 0; dir < 2; dir++) {
-                ts_spec s = {.op = "Resize", .opset = 13, .n_in = 3,
+                ch_spec s = {.op = "Resize", .opset = 13, .n_in = 3,
                              .in = {T(4, 2, 3, 5, 4), ABSENT,
                                     {.ndim = 1, .dims = {4}, .value = dir ? down : up}},
                              .attrs = {AS("mode", "nearest"),
@@ -1357,7 +1030,7 @@ static void case_Resize(void)
             }
         }
         for (int dir = 0; dir < 2; dir++) {
-            ts_spec s = {.op = "Resize", .opset = 13, .n_in = 3,
+            ch_spec s = {.op = "Resize", .opset = 13, .n_in = 3,
                          .in = {T(4, 2, 3, 5, 4), ABSENT,
                                 {.ndim = 1, .dims = {4}, .value = dir ? down : up}},
                          .attrs = {AS("mode", "linear"),
@@ -1365,36 +1038,36 @@ static void case_Resize(void)
                          .n_attrs = 2};
             ts_check_resize(&s, dir ? downd : upd);
             /* sizes instead of scales */
-            ts_spec z = {.op = "Resize", .opset = 11, .n_in = 4,
+            ch_spec z = {.op = "Resize", .opset = 11, .n_in = 4,
                          .in = {T(4, 1, 2, 7, 6), C64(0), C64(0), C64(4, 1, 2, 3, 13)},
                          .attrs = {AS("mode", dir ? "linear" : "nearest"),
                                    AS("coordinate_transformation_mode", coords[c])},
                          .n_attrs = 2};
-            z.in[1] = (ts_in){.ndim = 1, .dims = {0}, .value = up};
-            z.in[2] = (ts_in){.ndim = 1, .dims = {0}, .value = up};
+            z.in[1] = (ch_in){.ndim = 1, .dims = {0}, .value = up};
+            z.in[2] = (ch_in){.ndim = 1, .dims = {0}, .value = up};
             ts_check_resize(&z, NULL);
         }
     }
     /* 1-D and 3-D (trilinear on NCDHW) linear, and a big one */
-    ts_spec one = {.op = "Resize", .n_in = 4,
+    ch_spec one = {.op = "Resize", .n_in = 4,
                    .in = {T(1, 9), ABSENT, ABSENT, C64(1, 20)},
                    .attrs = {AS("mode", "linear")}, .n_attrs = 1};
     ts_check_resize(&one, NULL);
-    ts_spec three = {.op = "Resize", .n_in = 4,
+    ch_spec three = {.op = "Resize", .n_in = 4,
                      .in = {T(5, 1, 2, 3, 4, 5), ABSENT, ABSENT, C64(5, 1, 2, 5, 7, 3)},
                      .attrs = {AS("mode", "linear")}, .n_attrs = 1};
     ts_check_resize(&three, NULL);
-    ts_spec big = {.op = "Resize", .n_in = 4,
+    ch_spec big = {.op = "Resize", .n_in = 4,
                    .in = {T(4, 2, 8, 64, 48), ABSENT, ABSENT, C64(4, 2, 8, 128, 96)},
                    .attrs = {AS("mode", "linear"), AS("coordinate_transformation_mode",
                                                       "align_corners")},
                    .n_attrs = 2};
     ts_check_resize(&big, NULL);
     /* opset 10: scales, asymmetric, nearest rounds down */
-    ts_spec v10 = {.op = "Resize", .opset = 10, .n_in = 2,
+    ch_spec v10 = {.op = "Resize", .opset = 10, .n_in = 2,
                    .in = {T(4, 1, 2, 3, 4), {.ndim = 1, .dims = {4}, .value = up}}};
     ts_check_resize(&v10, upd);
-    ts_spec cubic = {.op = "Resize", .n_in = 3,
+    ch_spec cubic = {.op = "Resize", .n_in = 3,
                      .in = {T(4, 1, 1, 3, 4), ABSENT, {.ndim = 1, .dims = {4}, .value = up}},
                      .attrs = {AS("mode", "cubic")}, .n_attrs = 1};
     ts_expect_refusal(&cubic, "cpu: Resize: mode 'cubic'");
@@ -1405,15 +1078,15 @@ static void case_Resize(void)
 /* Add-to (f32 and i32), a skipped output, in place and aliased copies. */
 static void case_requests(void)
 {
-    const ts_spec specs[] = {
+    const ch_spec specs[] = {
         {.op = "Transpose", .n_in = 1, .in = {T(3, 4, 5, 6)}},
         {.op = "Gather", .n_in = 2, .in = {T(2, 5, 3), C64(3, 4, -1, 0)}},
         {.op = "Pad", .n_in = 2, .in = {T(2, 3, 4), C64(4, 1, 2, 2, 0)}},
         {.op = "Reshape", .n_in = 2, .in = {T(3, 2, 3, 4), C64(2, 6, -1)}},
     };
-    for (size_t i = 0; i < TS_COUNT(specs); i++)
+    for (size_t i = 0; i < CH_COUNT(specs); i++)
         for (int t = 0; t < 2; t++) {
-            ts_spec s = specs[i];
+            ch_spec s = specs[i];
             s.dtype = t ? PL_DTYPE_I32 : PL_DTYPE_F32;
             ts_exec e;
             ts_exec_prepare(&s, &e);
@@ -1423,7 +1096,7 @@ static void case_requests(void)
             ts_reference(&e, 0, ref);
             if (t)
                 for (size_t j = 0; j < n; j++)
-                    ((int32_t *)(void *)e.out[0].data)[j] = (int32_t)(ts_bits() % 1000);
+                    ((int32_t *)(void *)e.out[0].data)[j] = (int32_t)(ch_bits() % 1000);
             else
                 ts_fill(PL_DTYPE_F32, e.out[0].data, n);
             memcpy(before, e.out[0].data, n * 4);
@@ -1463,12 +1136,12 @@ static void case_requests(void)
         }
     /* a copy whose output is its input's buffer, and Dropout in place with
      * its mask written */
-    const ts_spec copies[] = {
+    const ch_spec copies[] = {
         {.op = "Identity", .n_in = 1, .in = {T(2, 7, 9)}, .dtype = {PL_TYPE_INT, 8, 1}},
         {.op = "Dropout", .n_in = 1, .n_out = 2, .in = {T(2, 7, 9)}},
         {.op = "Unsqueeze", .n_in = 2, .in = {T(2, 3, 4), C64(1, 0)}, .dtype = {PL_TYPE_FLOAT, 16, 1}},
     };
-    for (size_t i = 0; i < TS_COUNT(copies); i++) {
+    for (size_t i = 0; i < CH_COUNT(copies); i++) {
         for (int mode = 0; mode < 2; mode++) {
             ts_exec e;
             ts_exec_prepare(&copies[i], &e);
@@ -1514,12 +1187,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CASE STAGE_DIR\n", argv[0]);
         return 2;
     }
-    for (size_t i = 0; i < TS_COUNT(ts_cases); i++) {
+    for (size_t i = 0; i < CH_COUNT(ts_cases); i++) {
         if (strcmp(argv[1], ts_cases[i].name) != 0)
             continue;
-        ts_setup(argv[2]);
+        ch_setup(argv[2]);
         ts_cases[i].run();
-        pl_runtime_destroy(ts_rt);
+        ch_teardown();
         printf("ok %s\n", argv[1]);
         return 0;
     }
