@@ -221,4 +221,23 @@ typedef struct ch_oracle {
  * INPLACE hands input 0's buffer as output 0. */
 void ch_check_req(const ch_oracle *oracle, const ch_spec *spec, pl_output_request req);
 
+/* ---- spec shorthands ---------------------------------------------------- */
+
+/* Inputs: T(ndim, dims...) a shape of the spec's dtype, TD(dtype, ndim,
+ * dims...) of another, T0/TD0 scalars, ABSENT an unnamed optional input,
+ * AXES an i64 constant vector, CONST_F an f32 scalar constant. Attributes:
+ * AI int, AF float, AS string, AIS ints. */
+#define T(r, ...) {.ndim = r, .dims = {__VA_ARGS__}}
+#define TD(dt, r, ...) {.ndim = r, .dims = {__VA_ARGS__}, .dtype = dt}
+#define T0 {.ndim = 0}
+#define TD0(dt) {.ndim = 0, .dtype = dt}
+#define ABSENT {.ndim = -1, .absent = 1}
+#define AXES(cnt, ...) \
+    {.ndim = 1, .dims = {cnt}, .dtype = PL_DTYPE_I64, .constant = 1, .vals = {__VA_ARGS__}}
+#define CONST_F(v) {.ndim = 0, .constant = 1, .vals = {v}}
+#define AI(nm, v) {.name = nm, .kind = 'i', .i = v}
+#define AF(nm, v) {.name = nm, .kind = 'f', .f = v}
+#define AS(nm, v) {.name = nm, .kind = 's', .s = v}
+#define AIS(nm, cnt, ...) {.name = nm, .kind = 'I', .n = cnt, .ints = {__VA_ARGS__}}
+
 #endif

@@ -342,20 +342,6 @@ static void tm_check_req(const ch_spec *spec, pl_output_request req)
 
 static void tm_check(const ch_spec *spec) { tm_check_req(spec, PL_REQ_WRITE); }
 
-#define TM_COUNT(a) (sizeof(a) / sizeof((a)[0]))
-/* Shapes: T(ndim, dims...), of dtype TD(dtype, ndim, dims...). */
-#define T(r, ...) {.ndim = r, .dims = {__VA_ARGS__}}
-#define TD(dt, r, ...) {.ndim = r, .dims = {__VA_ARGS__}, .dtype = dt}
-#define T0 {.ndim = 0}
-#define TD0(dt) {.ndim = 0, .dtype = dt}
-#define ABSENT {.ndim = -1, .absent = 1}
-/* An i64 constant vector (axes). */
-#define AXES(cnt, ...) {.ndim = 1, .dims = {cnt}, .dtype = PL_DTYPE_I64, .constant = 1, .vals = {__VA_ARGS__}}
-/* An f32 scalar constant. */
-#define CONST_F(v) {.ndim = 0, .constant = 1, .vals = {v}}
-#define AI(nm, v) {.name = nm, .kind = 'i', .i = v}
-#define AF(nm, v) {.name = nm, .kind = 'f', .f = v}
-#define AIS(nm, cnt, ...) {.name = nm, .kind = 'I', .n = cnt, .ints = {__VA_ARGS__}}
 
 static void tm_check_all(const ch_spec *specs, size_t n)
 {
@@ -371,7 +357,7 @@ static const ch_in tm_unary_shapes[] = {
 
 static void tm_check_unary(const char *op, bool ints)
 {
-    for (size_t i = 0; i < TM_COUNT(tm_unary_shapes); i++) {
+    for (size_t i = 0; i < CH_COUNT(tm_unary_shapes); i++) {
         ch_spec s = {.op = op, .n_in = 1};
         s.in[0] = tm_unary_shapes[i];
         tm_check(&s);
@@ -401,7 +387,7 @@ static void case_LeakyRelu(void)
         {.op = "LeakyRelu", .n_in = 1, .in = {T(1, 9)}, .attrs = {AF("alpha", -1.5)},
          .n_attrs = 1},
     };
-    tm_check_all(specs, TM_COUNT(specs));
+    tm_check_all(specs, CH_COUNT(specs));
 }
 
 static const ch_spec tm_clip_specs[] = {
@@ -421,7 +407,7 @@ static const ch_spec tm_clip_specs[] = {
     {.op = "Clip", .opset = 7, .n_in = 1, .in = {T(2, 30, 17)}},
 };
 
-static void case_Clip(void) { tm_check_all(tm_clip_specs, TM_COUNT(tm_clip_specs)); }
+static void case_Clip(void) { tm_check_all(tm_clip_specs, CH_COUNT(tm_clip_specs)); }
 
 /* ---- broadcasting -------------------------------------------------------- */
 
@@ -446,7 +432,7 @@ static const ch_in tm_binary_shapes[][2] = {
 static void tm_check_binary(const char *op, const pl_dtype *dts, size_t n_dts, pl_dtype exp_dt)
 {
     for (size_t t = 0; t < n_dts; t++)
-        for (size_t i = 0; i < TM_COUNT(tm_binary_shapes); i++) {
+        for (size_t i = 0; i < CH_COUNT(tm_binary_shapes); i++) {
             ch_spec s = {.op = op, .n_in = 2};
             s.in[0] = tm_binary_shapes[i][0];
             s.in[1] = tm_binary_shapes[i][1];
@@ -512,7 +498,7 @@ static void case_Pow(void)
     tm_check_binary("Pow", tm_arith_dts, 1, PL_DTYPE_I32);
     /* the fast exponents, as constants the way exporters write them */
     static const double exps[] = {2.0, 0.5, 1.0, 3.0, -1.0};
-    for (size_t i = 0; i < TM_COUNT(exps); i++) {
+    for (size_t i = 0; i < CH_COUNT(exps); i++) {
         ch_spec s = {.op = "Pow", .n_in = 2, .in = {T(3, 4, 30, 768), CONST_F(exps[i])}};
         tm_check(&s);
         ch_spec s1 = {.op = "Pow", .n_in = 2, .in = {T(1, 5), CONST_F(exps[i])}};
@@ -526,17 +512,17 @@ static void case_Pow(void)
 
 static void case_Equal(void)
 {
-    tm_check_binary("Equal", tm_compare_dts, TM_COUNT(tm_compare_dts), (pl_dtype){0, 0, 0});
+    tm_check_binary("Equal", tm_compare_dts, CH_COUNT(tm_compare_dts), (pl_dtype){0, 0, 0});
     static const pl_dtype b[] = {{PL_TYPE_BOOL, 8, 1}};
     tm_check_binary("Equal", b, 1, (pl_dtype){0, 0, 0});
 }
 static void case_Less(void)
 {
-    tm_check_binary("Less", tm_compare_dts, TM_COUNT(tm_compare_dts), (pl_dtype){0, 0, 0});
+    tm_check_binary("Less", tm_compare_dts, CH_COUNT(tm_compare_dts), (pl_dtype){0, 0, 0});
 }
 static void case_Greater(void)
 {
-    tm_check_binary("Greater", tm_compare_dts, TM_COUNT(tm_compare_dts), (pl_dtype){0, 0, 0});
+    tm_check_binary("Greater", tm_compare_dts, CH_COUNT(tm_compare_dts), (pl_dtype){0, 0, 0});
 }
 
 static const ch_in tm_where_shapes[][3] = {
@@ -555,8 +541,8 @@ static void case_Where(void)
     static const pl_dtype dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_INT, 64, 1},
                                    {PL_TYPE_INT, 32, 1},   {PL_TYPE_BOOL, 8, 1},
                                    {PL_TYPE_UINT, 8, 1},   {PL_TYPE_FLOAT, 64, 1}};
-    for (size_t t = 0; t < TM_COUNT(dts); t++)
-        for (size_t i = 0; i < TM_COUNT(tm_where_shapes); i++) {
+    for (size_t t = 0; t < CH_COUNT(dts); t++)
+        for (size_t i = 0; i < CH_COUNT(tm_where_shapes); i++) {
             ch_spec s = {.op = "Where", .n_in = 3};
             for (int j = 0; j < 3; j++)
                 s.in[j] = tm_where_shapes[i][j];
@@ -589,7 +575,7 @@ static const ch_spec tm_logsoftmax_specs[] = {
 
 static void case_LogSoftmax(void)
 {
-    tm_check_all(tm_logsoftmax_specs, TM_COUNT(tm_logsoftmax_specs));
+    tm_check_all(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs));
 }
 
 static const ch_spec tm_bn_specs[] = {
@@ -608,7 +594,7 @@ static const ch_spec tm_bn_specs[] = {
      .in = {T(4, 0, 3, 4, 5), T(1, 3), T(1, 3), T(1, 3), T(1, 3)}},
 };
 
-static void case_BatchNormalization(void) { tm_check_all(tm_bn_specs, TM_COUNT(tm_bn_specs)); }
+static void case_BatchNormalization(void) { tm_check_all(tm_bn_specs, CH_COUNT(tm_bn_specs)); }
 
 static const ch_spec tm_ln_specs[] = {
     {.op = "LayerNormalization", .opset = 17, .n_in = 3, .in = {T(3, 2, 5, 768), T(1, 768), T(1, 768)}},
@@ -633,7 +619,7 @@ static const ch_spec tm_ln_specs[] = {
      .in = {T(2, 512, 1024), T(1, 1024), T(1, 1024)}},
 };
 
-static void case_LayerNormalization(void) { tm_check_all(tm_ln_specs, TM_COUNT(tm_ln_specs)); }
+static void case_LayerNormalization(void) { tm_check_all(tm_ln_specs, CH_COUNT(tm_ln_specs)); }
 
 static const ch_spec tm_in_specs[] = {
     {.op = "InstanceNormalization", .n_in = 3, .in = {T(4, 2, 3, 4, 5), T(1, 3), T(1, 3)}},
@@ -643,7 +629,7 @@ static const ch_spec tm_in_specs[] = {
     {.op = "InstanceNormalization", .n_in = 3, .in = {T(4, 2, 16, 40, 40), T(1, 16), T(1, 16)}},
 };
 
-static void case_InstanceNormalization(void) { tm_check_all(tm_in_specs, TM_COUNT(tm_in_specs)); }
+static void case_InstanceNormalization(void) { tm_check_all(tm_in_specs, CH_COUNT(tm_in_specs)); }
 
 /* ---- reductions ------------------------------------------------------------ */
 
@@ -675,7 +661,7 @@ static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n_dts)
 {
     int input_opset = !strcmp(op, "ReduceSum") ? 13 : 18;
     for (size_t t = 0; t < n_dts; t++)
-        for (size_t i = 0; i < TM_COUNT(tm_reduce_cases); i++)
+        for (size_t i = 0; i < CH_COUNT(tm_reduce_cases); i++)
             for (int keep = 0; keep < 2; keep++)
                 for (int form = 0; form < 2; form++) {
                     ch_spec s = {.op = op, .n_in = 1, .opset = form ? input_opset : 11};
@@ -718,8 +704,8 @@ static void case_ReduceMax(void) { tm_check_reduce("ReduceMax", tm_arith_dts, 3)
 static void case_add_to(void)
 {
     static const char *const unary[] = {"Sqrt", "Exp", "Neg", "Abs", "Erf", "LeakyRelu"};
-    for (size_t o = 0; o < TM_COUNT(unary); o++)
-        for (size_t i = 0; i < TM_COUNT(tm_unary_shapes); i++) {
+    for (size_t o = 0; o < CH_COUNT(unary); o++)
+        for (size_t i = 0; i < CH_COUNT(tm_unary_shapes); i++) {
             ch_spec s = {.op = unary[o], .n_in = 1};
             s.in[0] = tm_unary_shapes[i];
             tm_check_req(&s, PL_REQ_ADD_TO);
@@ -727,16 +713,16 @@ static void case_add_to(void)
     ch_spec neg = {.op = "Neg", .n_in = 1, .in = {TD(PL_DTYPE_I64, 2, 3, 4)}};
     tm_check_req(&neg, PL_REQ_ADD_TO);
     static const char *const binary[] = {"Add", "Sub", "Mul", "Div", "Pow"};
-    for (size_t o = 0; o < TM_COUNT(binary); o++)
+    for (size_t o = 0; o < CH_COUNT(binary); o++)
         for (size_t t = 0; t < (strcmp(binary[o], "Pow") ? 3u : 1u); t++)
-            for (size_t i = 0; i < TM_COUNT(tm_binary_shapes); i++) {
+            for (size_t i = 0; i < CH_COUNT(tm_binary_shapes); i++) {
                 ch_spec s = {.op = binary[o], .n_in = 2};
                 s.in[0] = tm_binary_shapes[i][0];
                 s.in[1] = tm_binary_shapes[i][1];
                 s.in[0].dtype = s.in[1].dtype = tm_arith_dts[t];
                 tm_check_req(&s, PL_REQ_ADD_TO);
             }
-    for (size_t i = 0; i < TM_COUNT(tm_where_shapes); i++) {
+    for (size_t i = 0; i < CH_COUNT(tm_where_shapes); i++) {
         ch_spec s = {.op = "Where", .n_in = 3};
         for (int j = 0; j < 3; j++)
             s.in[j] = tm_where_shapes[i][j];
@@ -747,18 +733,18 @@ static void case_add_to(void)
         const ch_spec *specs;
         size_t n;
     } sets[] = {
-        {tm_clip_specs, TM_COUNT(tm_clip_specs)},
-        {tm_logsoftmax_specs, TM_COUNT(tm_logsoftmax_specs)},
-        {tm_bn_specs, TM_COUNT(tm_bn_specs)},
-        {tm_ln_specs, TM_COUNT(tm_ln_specs)},
-        {tm_in_specs, TM_COUNT(tm_in_specs)},
+        {tm_clip_specs, CH_COUNT(tm_clip_specs)},
+        {tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs)},
+        {tm_bn_specs, CH_COUNT(tm_bn_specs)},
+        {tm_ln_specs, CH_COUNT(tm_ln_specs)},
+        {tm_in_specs, CH_COUNT(tm_in_specs)},
     };
-    for (size_t s = 0; s < TM_COUNT(sets); s++)
+    for (size_t s = 0; s < CH_COUNT(sets); s++)
         for (size_t i = 0; i < sets[s].n; i++)
             tm_check_req(&sets[s].specs[i], PL_REQ_ADD_TO);
     static const char *const reduce[] = {"ReduceMean", "ReduceSum", "ReduceMax"};
-    for (size_t o = 0; o < TM_COUNT(reduce); o++)
-        for (size_t i = 0; i < TM_COUNT(tm_reduce_cases); i++) {
+    for (size_t o = 0; o < CH_COUNT(reduce); o++)
+        for (size_t i = 0; i < CH_COUNT(tm_reduce_cases); i++) {
             ch_spec s = {.op = reduce[o], .opset = 11, .n_in = 1};
             s.in[0] = tm_reduce_cases[i].x;
             int na = tm_reduce_cases[i].n_axes;
@@ -776,16 +762,16 @@ static void case_inplace(void)
 {
     static const char *const unary[] = {"Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
                                         "Erf", "LeakyRelu"};
-    for (size_t o = 0; o < TM_COUNT(unary); o++)
-        for (size_t i = 0; i < TM_COUNT(tm_unary_shapes); i++) {
+    for (size_t o = 0; o < CH_COUNT(unary); o++)
+        for (size_t i = 0; i < CH_COUNT(tm_unary_shapes); i++) {
             ch_spec s = {.op = unary[o], .n_in = 1};
             s.in[0] = tm_unary_shapes[i];
             tm_check_req(&s, PL_REQ_INPLACE);
         }
     static const char *const binary[] = {"Add", "Sub", "Mul", "Div", "Pow"};
-    for (size_t o = 0; o < TM_COUNT(binary); o++)
+    for (size_t o = 0; o < CH_COUNT(binary); o++)
         for (size_t t = 0; t < (strcmp(binary[o], "Pow") ? 3u : 1u); t++)
-            for (size_t i = 0; i < TM_COUNT(tm_binary_shapes); i++) {
+            for (size_t i = 0; i < CH_COUNT(tm_binary_shapes); i++) {
                 ch_spec s = {.op = binary[o], .n_in = 2};
                 s.in[0] = tm_binary_shapes[i][0];
                 s.in[1] = tm_binary_shapes[i][1];
@@ -798,13 +784,13 @@ static void case_inplace(void)
                 if (na == nout)
                     tm_check_req(&s, PL_REQ_INPLACE);
             }
-    for (size_t i = 0; i < TM_COUNT(tm_clip_specs); i++)
+    for (size_t i = 0; i < CH_COUNT(tm_clip_specs); i++)
         tm_check_req(&tm_clip_specs[i], PL_REQ_INPLACE);
-    for (size_t i = 0; i < TM_COUNT(tm_logsoftmax_specs); i++)
+    for (size_t i = 0; i < CH_COUNT(tm_logsoftmax_specs); i++)
         tm_check_req(&tm_logsoftmax_specs[i], PL_REQ_INPLACE);
-    for (size_t i = 0; i < TM_COUNT(tm_bn_specs); i++)
+    for (size_t i = 0; i < CH_COUNT(tm_bn_specs); i++)
         tm_check_req(&tm_bn_specs[i], PL_REQ_INPLACE);
-    for (size_t i = 0; i < TM_COUNT(tm_in_specs); i++)
+    for (size_t i = 0; i < CH_COUNT(tm_in_specs); i++)
         tm_check_req(&tm_in_specs[i], PL_REQ_INPLACE);
 }
 
@@ -930,7 +916,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CASE STAGE_DIR\n", argv[0]);
         return 2;
     }
-    for (size_t i = 0; i < TM_COUNT(tm_cases); i++) {
+    for (size_t i = 0; i < CH_COUNT(tm_cases); i++) {
         if (strcmp(argv[1], tm_cases[i].name) != 0)
             continue;
         ch_setup(argv[2]);

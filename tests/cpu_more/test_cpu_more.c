@@ -402,20 +402,6 @@ static void tm_check_req(const ch_spec *spec, pl_output_request req)
 
 static void tm_check(const ch_spec *spec) { tm_check_req(spec, PL_REQ_WRITE); }
 
-#define TM_COUNT(a) (sizeof(a) / sizeof((a)[0]))
-/* Shapes: T(ndim, dims...), of dtype TD(dtype, ndim, dims...). */
-#define T(r, ...) {.ndim = r, .dims = {__VA_ARGS__}}
-#define TD(dt, r, ...) {.ndim = r, .dims = {__VA_ARGS__}, .dtype = dt}
-#define T0 {.ndim = 0}
-#define TD0(dt) {.ndim = 0, .dtype = dt}
-#define ABSENT {.ndim = -1, .absent = 1}
-/* An i64 constant vector (axes). */
-#define AXES(cnt, ...) {.ndim = 1, .dims = {cnt}, .dtype = PL_DTYPE_I64, .constant = 1, .vals = {__VA_ARGS__}}
-/* An f32 scalar constant. */
-#define CONST_F(v) {.ndim = 0, .constant = 1, .vals = {v}}
-#define AI(nm, v) {.name = nm, .kind = 'i', .i = v}
-#define AF(nm, v) {.name = nm, .kind = 'f', .f = v}
-#define AIS(nm, cnt, ...) {.name = nm, .kind = 'I', .n = cnt, .ints = {__VA_ARGS__}}
 
 
 /* ---- unary --------------------------------------------------------------- */
@@ -437,7 +423,7 @@ static void tm_check_unary(const char *op, const pl_dtype *dts, size_t n, const 
                            int n_attrs)
 {
     for (size_t t = 0; t < n; t++)
-        for (size_t i = 0; i < TM_COUNT(tm_unary_shapes); i++) {
+        for (size_t i = 0; i < CH_COUNT(tm_unary_shapes); i++) {
             ch_spec s = {.op = op, .opset = 17, .n_in = 1, .n_attrs = n_attrs};
             s.in[0] = tm_unary_shapes[i];
             s.in[0].dtype = dts[t];
@@ -610,7 +596,7 @@ static void tm_check_binary(const char *op, const pl_dtype *dts, size_t n, const
                             int n_attrs)
 {
     for (size_t t = 0; t < n; t++)
-        for (size_t i = 0; i < TM_COUNT(tm_binary_shapes); i++) {
+        for (size_t i = 0; i < CH_COUNT(tm_binary_shapes); i++) {
             ch_spec s = {.op = op, .opset = 17, .n_in = 2, .n_attrs = n_attrs};
             s.in[0] = tm_binary_shapes[i][0];
             s.in[1] = tm_binary_shapes[i][1];
@@ -653,8 +639,8 @@ static void case_PRelu(void)
     };
     static const pl_dtype dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_FLOAT, 64, 1},
                                    {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1}};
-    for (size_t t = 0; t < TM_COUNT(dts); t++)
-        for (size_t i = 0; i < TM_COUNT(shapes); i++) {
+    for (size_t t = 0; t < CH_COUNT(dts); t++)
+        for (size_t i = 0; i < CH_COUNT(shapes); i++) {
             ch_spec s = {.op = "PRelu", .n_in = 2, .in = {shapes[i][0], shapes[i][1]}};
             s.in[0].dtype = s.in[1].dtype = dts[t];
             tm_check(&s);
@@ -671,7 +657,7 @@ static void tm_check_variadic(const char *op, const pl_dtype *dts, size_t n)
         {T(1, 700), T(2, 100, 1), T(1, 1), T(2, 1, 700)},
     };
     for (size_t t = 0; t < n; t++) {
-        for (size_t i = 0; i < TM_COUNT(more); i++)
+        for (size_t i = 0; i < CH_COUNT(more); i++)
             for (int m = 3; m <= 4; m++) {
                 ch_spec s = {.op = op, .n_in = m};
                 for (int j = 0; j < m; j++) {
@@ -713,7 +699,7 @@ static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n)
          .attrs = {AI("noop_with_empty_axes", 1)}, .n_attrs = 1},
     };
     for (size_t t = 0; t < n; t++)
-        for (size_t i = 0; i < TM_COUNT(specs); i++) {
+        for (size_t i = 0; i < CH_COUNT(specs); i++) {
             ch_spec s = specs[i];
             s.op = op;
             s.in[0].dtype = dts[t];
@@ -743,8 +729,8 @@ static void tm_check_arg(const char *op)
         {.n_in = 1, .in = {T(2, 300, 257)}, .attrs = {AI("axis", 1)}, .n_attrs = 1},
         {.opset = 11, .n_in = 1, .in = {T(2, 5, 6)}, .attrs = {AI("axis", 1)}, .n_attrs = 1},
     };
-    for (size_t t = 0; t < TM_COUNT(tm_num_dts); t++)
-        for (size_t i = 0; i < TM_COUNT(specs); i++) {
+    for (size_t t = 0; t < CH_COUNT(tm_num_dts); t++)
+        for (size_t i = 0; i < CH_COUNT(specs); i++) {
             ch_spec s = specs[i];
             s.op = op;
             s.in[0].dtype = tm_num_dts[t];
@@ -777,8 +763,8 @@ static void case_Trilu(void)
     };
     static const pl_dtype dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_INT, 64, 1},
                                    {PL_TYPE_BOOL, 8, 1}, {PL_TYPE_INT, 8, 1}};
-    for (size_t t = 0; t < TM_COUNT(dts); t++)
-        for (size_t i = 0; i < TM_COUNT(specs); i++) {
+    for (size_t t = 0; t < CH_COUNT(dts); t++)
+        for (size_t i = 0; i < CH_COUNT(specs); i++) {
             ch_spec s = specs[i];
             s.op = "Trilu";
             s.opset = 14;
@@ -808,8 +794,8 @@ static void case_CumSum(void)
     };
     static const pl_dtype dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_FLOAT, 64, 1},
                                    {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1}};
-    for (size_t t = 0; t < TM_COUNT(dts); t++)
-        for (size_t i = 0; i < TM_COUNT(specs); i++)
+    for (size_t t = 0; t < CH_COUNT(dts); t++)
+        for (size_t i = 0; i < CH_COUNT(specs); i++)
             for (int at = 0; at < 2; at++) {
                 ch_spec s = specs[i];
                 s.op = "CumSum";
@@ -826,7 +812,7 @@ static void case_Size(void)
         {.n_in = 1, .in = {T(3, 2, 3, 4)}}, {.n_in = 1, .in = {T0}},
         {.n_in = 1, .in = {TD(PL_DTYPE_BOOL, 2, 0, 7)}}, {.n_in = 1, .in = {TD(PL_DTYPE_F16, 1, 5)}},
     };
-    for (size_t i = 0; i < TM_COUNT(specs); i++) {
+    for (size_t i = 0; i < CH_COUNT(specs); i++) {
         ch_spec s = specs[i];
         s.op = "Size";
         tm_check(&s);
@@ -851,7 +837,7 @@ static void case_add_to(void)
         {.op = "CumSum", .opset = 14, .n_in = 2, .in = {T(2, 3, 4), KC(1)}},
         {.op = "Size", .n_in = 1, .in = {T(2, 3, 4)}},
     };
-    for (size_t i = 0; i < TM_COUNT(specs); i++)
+    for (size_t i = 0; i < CH_COUNT(specs); i++)
         tm_check_req(&specs[i], PL_REQ_ADD_TO);
 }
 
@@ -869,7 +855,7 @@ static void case_inplace(void)
         {.op = "CumSum", .opset = 14, .n_in = 2, .in = {T(2, 3, 4), KR(-1)},
          .attrs = {AI("exclusive", 1), AI("reverse", 1)}, .n_attrs = 2},
     };
-    for (size_t i = 0; i < TM_COUNT(specs); i++)
+    for (size_t i = 0; i < CH_COUNT(specs); i++)
         tm_check_req(&specs[i], PL_REQ_INPLACE);
 }
 
@@ -962,7 +948,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CASE STAGE_DIR\n", argv[0]);
         return 2;
     }
-    for (size_t i = 0; i < TM_COUNT(tm_cases); i++) {
+    for (size_t i = 0; i < CH_COUNT(tm_cases); i++) {
         if (strcmp(argv[1], tm_cases[i].name) != 0)
             continue;
         ch_setup(argv[2]);

@@ -416,20 +416,14 @@ static void ts_expect_run_error(const ch_spec *spec, const char *message)
     ts_exec_free(&e);
 }
 
-/* Shorthands: T(ndim, dims...) a shape; C64/C32 a constant i64/i32 vector. */
-#define T(r, ...) {.ndim = r, .dims = {__VA_ARGS__}}
-#define T0 {.ndim = 0}
-#define ABSENT {.ndim = -1, .absent = 1}
+/* More shorthands (cpu_harness.h has the rest): C64/C32 a constant
+ * i64/i32 vector, R64 an i64 vector handed to the run. */
 #define C64(n, ...) {.ndim = 1, .dims = {n}, .dtype = {PL_TYPE_INT, 64, 1}, \
                      .value = (const int64_t[]){__VA_ARGS__}}
 #define C32(n, ...) {.ndim = 1, .dims = {n}, .dtype = {PL_TYPE_INT, 32, 1}, \
                      .value = (const int32_t[]){__VA_ARGS__}}
 #define R64(n, ...) {.ndim = 1, .dims = {n}, .dtype = {PL_TYPE_INT, 64, 1}, .runtime = 1, \
                      .value = (const int64_t[]){__VA_ARGS__}}
-#define AI(nm, v) {.name = nm, .kind = 'i', .i = v}
-#define AF(nm, v) {.name = nm, .kind = 'f', .f = v}
-#define AS(nm, v) {.name = nm, .kind = 's', .s = v}
-#define AIS(nm, cnt, ...) {.name = nm, .kind = 'I', .n = cnt, .ints = {__VA_ARGS__}}
 
 /* ---- the copies ------------------------------------------------------------ */
 
