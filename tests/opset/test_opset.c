@@ -136,26 +136,8 @@ static void case_where(void)
 
 static void unary_cases(const char *op, bool int_ok)
 {
-    pl_graph *g = oh_new_graph("same shape", 13);
-    oh_input(g, "x", F32, D(2, 3, 4));
-    oh_node(g, "n", op, "x", "y");
-    oh_expect(g, "y", F32, D(2, 3, 4));
-
-    const char *params[] = {"batch", NULL};
-    g = oh_new_graph("symbolic dim kept", 13);
-    oh_input_sym(g, "x", F16, D(-1, 7), params);
-    oh_node(g, "n", op, "x", "y");
-    OK(oh_run(g));
-    const pl_graph_tensor *t = pl_graph_get_tensor(g, pl_graph_find_tensor(g, "y"));
-    if (t->ndim != 2 || t->dims[0] != -1 || t->dims[1] != 7 || !t->dim_params ||
-        !t->dim_params[0] || strcmp(t->dim_params[0], "batch") != 0)
-        FAIL("symbolic dim 'batch' was not kept");
-    pl_graph_destroy(g);
-
-    g = oh_new_graph("unknown rank", 13);
-    oh_input(g, "x", F32, UNRANKED);
-    oh_node(g, "n", op, "x", "y");
-    oh_expect(g, "y", F32, UNRANKED);
+    oh_unary_shape_cases(op, 13, F32, F16);
+    pl_graph *g;
 
     g = oh_new_graph("int dtype", 13);
     oh_input(g, "x", I64, D(3));

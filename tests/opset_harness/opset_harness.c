@@ -219,6 +219,30 @@ void oh_expect_error(pl_graph *g, pl_code code, ...)
     pl_graph_destroy(g);
 }
 
+void oh_unary_shape_cases(const char *op, int64_t opset, pl_dtype dt, pl_dtype sym_dt)
+{
+    pl_graph *g = oh_new_graph("same shape", opset);
+    oh_input(g, "x", dt, D(2, 3, 4));
+    oh_node(g, "n", op, "x", "y");
+    oh_expect(g, "y", dt, D(2, 3, 4));
+
+    const char *params[] = {"batch", NULL};
+    g = oh_new_graph("symbolic dim kept", opset);
+    oh_input_sym(g, "x", sym_dt, D(-1, 7), params);
+    oh_node(g, "n", op, "x", "y");
+    OK(oh_run(g));
+    const pl_graph_tensor *t = pl_graph_get_tensor(g, pl_graph_find_tensor(g, "y"));
+    if (t->ndim != 2 || t->dims[0] != -1 || t->dims[1] != 7 || !t->dim_params ||
+        !t->dim_params[0] || strcmp(t->dim_params[0], "batch") != 0)
+        FAIL("%s: symbolic dim 'batch' was not kept", op);
+    pl_graph_destroy(g);
+
+    g = oh_new_graph("unknown rank", opset);
+    oh_input(g, "x", dt, UNRANKED);
+    oh_node(g, "n", op, "x", "y");
+    oh_expect(g, "y", dt, UNRANKED);
+}
+
 /* ---- the program ----------------------------------------------------------- */
 
 int oh_main(int argc, char **argv, const oh_case *cases, size_t count)

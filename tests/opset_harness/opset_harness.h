@@ -117,6 +117,11 @@ typedef struct oh_case {
     void (*fn)(void);
 } oh_case;
 
+/* The shape cases every unary op shares, at OPSET: DT's shape [2,3,4] is
+ * carried over, a symbolic dim (input of SYM_DT [batch, 7]) is kept, and an
+ * unknown rank stays unknown. */
+void oh_unary_shape_cases(const char *op, int64_t opset, pl_dtype dt, pl_dtype sym_dt);
+
 /* The test program's main: creates oh_opset, runs the case of CASES named
  * by ARGV[1] (every one for "all") with oh_cur_op set to its name, and
  * destroys oh_opset. Returns 0 when every check passed, 1 after a failed
