@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../explain_json.h"
 #include "../harness.h"
 #include "graph_view.h"
 #include "model.h"
@@ -223,28 +224,6 @@ static pl_session *session_for(pl_runtime *rt, const char *path)
     return s;
 }
 
-static json_t *explain(pl_session *s)
-{
-    char *text = NULL;
-    TH_CHECK_OK(pl_session_explain(s, true, &text));
-    json_error_t err;
-    json_t *root = json_loads(text, 0, &err);
-    TH_CHECK(root != NULL, "explain JSON: %s", err.text);
-    pl_string_free(text);
-    return root;
-}
-
-/* The placement entry of node NAME. */
-static json_t *placement_of(json_t *root, const char *name)
-{
-    json_t *p;
-    size_t i;
-    json_array_foreach(json_object_get(root, "placement"), i, p)
-        if (strcmp(json_string_value(json_object_get(p, "node")), name) == 0)
-            return p;
-    th_fail(__FILE__, __LINE__, "node %s not in placement", name);
-}
-
 /* Runs the model with one input X (n floats, shape XS) and one output of
  * N_OUT floats into Y. */
 static void run_one(pl_session *s, const char *in, float *x, int nd, int64_t *xs,
@@ -281,9 +260,9 @@ static void compare(const char *path, int nd, int64_t *xs, int ond, int64_t *ys,
     }
     pl_runtime *rd = onednn_runtime(), *rc = runtime_with("cpu");
     pl_session *sd = session_for(rd, path), *sc = session_for(rc, path);
-    json_t *root = explain(sd);
+    json_t *root = th_explain(sd);
     for (size_t i = 0; on_onednn != NULL && on_onednn[i] != NULL; i++) {
-        json_t *p = placement_of(root, on_onednn[i]);
+        json_t *p = th_placement_of(root, on_onednn[i]);
         const char *backend = json_string_value(json_object_get(p, "backend"));
         TH_CHECK(strcmp(backend, "onednn") == 0, "node %s ran on %s (onednn said: %s)",
                  on_onednn[i], backend,
@@ -536,14 +515,14 @@ static void case_explain_refusal(void)
     const char *path = mb_write(&m);
     pl_runtime *rt = onednn_runtime();
     pl_session *s = session_for(rt, path);
-    json_t *root = explain(s);
-    json_t *p = placement_of(root, "erf");
+    json_t *root = th_explain(s);
+    json_t *p = th_placement_of(root, "erf");
     TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0,
              "Erf ran on %s", json_string_value(json_object_get(p, "backend")));
     const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
     TH_CHECK(why != NULL && strncmp(why, "onednn: Erf: ", 13) == 0, "reason: %s",
              why ? why : "(none)");
-    TH_CHECK(strcmp(json_string_value(json_object_get(placement_of(root, "relu"), "backend")),
+    TH_CHECK(strcmp(json_string_value(json_object_get(th_placement_of(root, "relu"), "backend")),
                     "onednn") == 0,
              "Relu not on onednn");
     json_decref(root);
@@ -865,8 +844,8 @@ static void case_conv_transpose(void)
     compare(path, 4, xs, 4, ys, (const char *[]){"up", "relu", "grouped", NULL});
     pl_runtime *rt = onednn_runtime();
     pl_session *s = session_for(rt, path);
-    json_t *root = explain(s);
-    json_t *p = placement_of(root, "shaped");
+    json_t *root = th_explain(s);
+    json_t *p = th_placement_of(root, "shaped");
     const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
     TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0 &&
                  why != NULL && strstr(why, "ConvTranspose: output_shape") != NULL,

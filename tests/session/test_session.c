@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../explain_json.h"
 #include "../harness.h"
 
 /* ---- models written by the test ------------------------------------------ */
@@ -168,25 +169,9 @@ static void run_and_check(pl_session *s, const weights *w, int seed)
                  i, z[i], want[i]);
 }
 
-static json_t *explain(pl_session *s)
-{
-    char *text = NULL;
-    TH_CHECK_OK(pl_session_explain(s, true, &text));
-    json_error_t err;
-    json_t *root = json_loads(text, 0, &err);
-    TH_CHECK(root != NULL, "explain JSON: %s", err.text);
-    pl_string_free(text);
-    return root;
-}
-
 static const char *backend_of(json_t *root, const char *node)
 {
-    json_t *p;
-    size_t i;
-    json_array_foreach(json_object_get(root, "placement"), i, p)
-        if (strcmp(json_string_value(json_object_get(p, "node")), node) == 0)
-            return json_string_value(json_object_get(p, "backend"));
-    th_fail(__FILE__, __LINE__, "node %s not in placement", node);
+    return json_string_value(json_object_get(th_placement_of(root, node), "backend"));
 }
 
 static void expect_all_on(json_t *root, const char *backend)
@@ -207,7 +192,7 @@ static void case_cpu_only(void)
     make_weights(&W);
     pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
     pl_session *s = session_for(rt, write_residual(&W));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_all_on(root, "cpu");
     TH_CHECK(json_array_size(json_object_get(root, "copies")) == 0, "copies on cpu alone");
     json_decref(root);
@@ -222,7 +207,7 @@ static void case_acc_and_cpu(void)
     make_weights(&W);
     pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\n");
     pl_session *s = session_for(rt, write_residual(&W));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     /* MatMul, Add, Relu and Gemm go to the accelerator; Softmax to cpu. */
     const char *acc[] = {"mm1", "add1", "relu1", "mm2", "add2", "skip", "relu2", "fc"};
     for (size_t i = 0; i < sizeof acc / sizeof acc[0]; i++)
@@ -255,7 +240,7 @@ static void case_acc_disabled(void)
     pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\n"
                                   "[example_acc]\nenabled = no\n");
     pl_session *s = session_for(rt, write_residual(&W));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_all_on(root, "cpu");
     json_decref(root);
     run_and_check(s, &W, 3);
@@ -304,7 +289,7 @@ static void case_fail_compile_fallback(void)
              pl_session_warning_count(s));
     TH_CHECK_CONTAINS(pl_session_warning(s, 0), "add2");
     TH_CHECK_CONTAINS(pl_session_warning(s, 0), "strict = no");
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_all_on(root, "cpu");
     json_decref(root);
     run_and_check(s, &W, 11);
@@ -335,7 +320,7 @@ static void case_min_subgraph_nodes(void)
     pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\n"
                                   "min_subgraph_nodes = 20\n");
     pl_session *s = session_for(rt, write_residual(&W));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_all_on(root, "cpu");
     json_t *p = json_array_get(json_object_get(root, "placement"), 0);
     TH_CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(p, "reasons"),
@@ -352,7 +337,7 @@ static void case_pin(void)
     make_weights(&W);
     pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\npin = relu1=cpu\n");
     pl_session *s = session_for(rt, write_residual(&W));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     TH_CHECK(strcmp(backend_of(root, "relu1"), "cpu") == 0, "the pin did not hold");
     TH_CHECK(strcmp(backend_of(root, "mm1"), "example_acc") == 0, "mm1 left example_acc");
     TH_CHECK(json_array_size(json_object_get(root, "subgraphs")) == 2,
@@ -494,7 +479,7 @@ static void case_bad_inputs(void)
 /* The cache state of the first subgraph in explain's JSON. */
 static const char *first_cache_state(pl_session *s, char *buf, size_t size)
 {
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     json_t *sg = json_array_get(json_object_get(root, "subgraphs"), 0);
     TH_CHECK(sg != NULL, "no subgraph");
     snprintf(buf, size, "%s", json_string_value(json_object_get(sg, "cache")));
@@ -693,21 +678,10 @@ static unsigned long fx_counter(pl_runtime *rt, const char *module, const char *
                  key, got_, (unsigned long)(want));                                  \
     } while (0)
 
-/* The placement entry of NODE in explain's JSON. */
-static json_t *placement_of(json_t *root, const char *node)
-{
-    json_t *p;
-    size_t i;
-    json_array_foreach(json_object_get(root, "placement"), i, p)
-        if (strcmp(json_string_value(json_object_get(p, "node")), node) == 0)
-            return p;
-    th_fail(__FILE__, __LINE__, "node %s not in placement", node);
-}
-
 /* The node NODE is fused into, or NULL; fails when the key is missing. */
 static const char *fused_into(json_t *root, const char *node)
 {
-    json_t *v = json_object_get(placement_of(root, node), "fused_into");
+    json_t *v = json_object_get(th_placement_of(root, node), "fused_into");
     TH_CHECK(v != NULL, "placement of %s has no fused_into", node);
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
@@ -850,7 +824,7 @@ static void case_fuse_chain(void)
     float c1[EW_N];
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
     pl_session *s = session_for(rt, write_add_relu_neg(c1));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "add", NULL);
     expect_fused(root, "relu", "add");
     expect_fused(root, "neg", "add");
@@ -886,7 +860,7 @@ static void case_fuse_declined(void)
     float c1[EW_N];
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = none\n");
     pl_session *s = session_for(rt, write_add_relu_neg(c1));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", NULL);
     expect_fused(root, "neg", NULL);
     TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
@@ -916,7 +890,7 @@ static void case_fuse_partial(void)
     float c1[EW_N];
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Relu\n");
     pl_session *s = session_for(rt, write_add_relu_neg(c1));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", "add");
     expect_fused(root, "neg", NULL);
     TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
@@ -942,7 +916,7 @@ static void case_fuse_two_readers(void)
     mb_node(&m, "neg", "Neg", "\"a\"", "\"y2\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y1\",\"y2\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", NULL);
     expect_fused(root, "neg", NULL);
     TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
@@ -970,7 +944,7 @@ static void case_fuse_graph_output(void)
     mb_node(&m, "relu", "Relu", "\"a\"", "\"y\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"a\",\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", NULL);
     TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
     json_decref(root);
@@ -994,7 +968,7 @@ static void case_fuse_pinned(void)
     float c1[EW_N];
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\npin = relu=cpu\n");
     pl_session *s = session_for(rt, write_add_relu_neg(c1));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     TH_CHECK(strcmp(backend_of(root, "relu"), "cpu") == 0, "the pin did not hold");
     expect_fused(root, "relu", NULL);
     expect_fused(root, "neg", NULL);
@@ -1026,7 +1000,7 @@ static void case_fuse_nonconstant(void)
     pl_runtime *rt =
         fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Add, Relu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "add2", "add1");
     expect_fused(root, "add3", NULL);
     expect_step(root, "add1+add2 (Add+Add, fx_fuse)", "add2");
@@ -1060,7 +1034,7 @@ static void case_fuse_clip(void)
     mb_node(&m, "clip_hi", "Clip", "\"b\",\"\",\"hi\"", "\"y\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "clip_lo", "add");
     expect_fused(root, "clip_hi", "add");
     expect_step(root, "add+clip_lo+clip_hi (Add+Clip+Clip, fx_fuse)", "clip_lo,clip_hi");
@@ -1106,7 +1080,7 @@ static void case_fuse_inplace(void)
     mb_node(&m, "add3", "Add", "\"r\",\"c3\"", "\"y\"", NULL);
     pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse, cpu\n[fx_fuse]\nfuse = Relu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "add2", NULL);
     expect_fused(root, "relu", "add2");
     expect_fused(root, "add3", NULL);
@@ -1144,7 +1118,7 @@ static void case_fuse_after_fallback(void)
     pl_session *s = session_for(rt, write_add_relu_neg(c1));
     TH_CHECK(pl_session_warning_count(s) == 1, "%zu warnings, expected 1",
              pl_session_warning_count(s));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     TH_CHECK(strcmp(backend_of(root, "add"), "fx_fuse") == 0, "add is on %s",
              backend_of(root, "add"));
     expect_fused(root, "relu", "add");
@@ -1179,7 +1153,7 @@ static void case_fuse_abi_1_0(void)
                  mods[k].name, info.abi_major, info.abi_minor);
     }
     pl_session *s = session_for(rt, write_add_relu_neg(c1));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     TH_CHECK(strcmp(backend_of(root, "relu"), "fx_fuse10") == 0, "relu is on %s",
              backend_of(root, "relu"));
     expect_fused(root, "relu", NULL);
@@ -1302,7 +1276,7 @@ static void case_cpu_fuse_conv_relu(void)
     mb_node(&m, "relu", "Relu", "\"c\"", "\"y\"", NULL);
     pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", "conv");
     TH_CHECK(step_count(root) == 1, "%zu steps, expected 1", step_count(root));
     expect_step(root, "conv+relu (Conv+Relu, cpu)", "relu");
@@ -1342,7 +1316,7 @@ static void case_cpu_fuse_conv_clip(void)
     mb_node(&m, "clip", "Clip", "\"c\",\"lo\",\"hi\"", "\"y\"", NULL);
     pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "clip", "conv");
     TH_CHECK(step_count(root) == 1, "%zu steps, expected 1", step_count(root));
     expect_step(root, "conv+clip (Conv+Clip, cpu)", "clip");
@@ -1376,7 +1350,7 @@ static void case_cpu_fuse_two_readers(void)
     mb_node(&m, "neg", "Neg", "\"c\"", "\"y2\"", NULL);
     pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y1\",\"y2\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", NULL);
     expect_fused(root, "neg", NULL);
     TH_CHECK(step_count(root) == 3, "%zu steps, expected 3", step_count(root));
@@ -1407,7 +1381,7 @@ static void case_cpu_fuse_graph_output(void)
     mb_node(&m, "relu", "Relu", "\"c\"", "\"y\"", NULL);
     pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"c\",\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu", NULL);
     TH_CHECK(step_count(root) == 2, "%zu steps, expected 2", step_count(root));
     json_decref(root);
@@ -1435,7 +1409,7 @@ static void case_cpu_fuse_pinned(void)
     pl_runtime *rt = runtime_with("[placement]\norder = cpu, example_acc\n"
                                   "pin = relu=example_acc\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     TH_CHECK(strcmp(backend_of(root, "relu"), "example_acc") == 0, "the pin did not hold");
     expect_fused(root, "relu", NULL);
     expect_step(root, "conv (Conv, cpu)", "");
@@ -1482,7 +1456,7 @@ static void case_cpu_fuse_gemm_chain(void)
     mb_node(&m, "clip", "Clip", "\"r\",\"lo\",\"hi\"", "\"y\"", NULL);
     pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
     pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y\""));
-    json_t *root = explain(s);
+    json_t *root = th_explain(s);
     expect_fused(root, "relu1", "mm");
     expect_fused(root, "relu2", "gemm");
     expect_step(root, "mm+relu1 (MatMul+Relu, cpu)", "relu1");
@@ -1540,7 +1514,7 @@ static void case_cpu_fuse_examples_cnn(void)
         pl_runtime *rt = runtime_with(configs[c]);
         pl_session *s = session_for(rt, model);
         if (c == 0) {
-            json_t *root = explain(s);
+            json_t *root = th_explain(s);
             expect_fused(root, "relu2", "conv2");
             expect_step(root, "conv2+relu2 (Conv+Relu, cpu)", "relu2");
             json_decref(root);
