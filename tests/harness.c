@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TH_MAX_TEMPDIRS 16
+#define TH_MAX_TEMPDIRS 256
 #define TH_MAX_STRINGS 256
 
 static char **th_args;

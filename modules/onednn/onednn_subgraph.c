@@ -1680,6 +1680,57 @@ static int odnn_per_channel(const struct odnn_tinfo *cinfo, const struct odnn_ti
     return cinfo->elems == y->dims[axis];
 }
 
+/* Appends eltwise post-op ALG(ALPHA, BETA) to F's chain; 0 when it cannot
+ * join it. oneDNN 2.6's brgemm kernels (brgconv, brgconv_1x1, brdgmm_dw)
+ * apply every eltwise post-op of one algorithm with the parameters of the
+ * first: Conv -> Mul(2) -> Add(0.5) came out as 4x, LeakyRelu(0.1) ->
+ * LeakyRelu(0.3) as 0.01x. So an algorithm appears once in a chain, or
+ * again only with the same parameters, and a linear step right after a
+ * linear one is composed with it: a2(a1 x + b1) + b2. */
+static int odnn_append_eltwise(struct odnn_fuse *f, dnnl_alg_kind_t alg, float alpha, float beta)
+{
+    int len = dnnl_post_ops_len(f->po);
+    for (int i = 0; i < len; i++) {
+        float scale, a, c;
+        dnnl_alg_kind_t k;
+        if (dnnl_post_ops_get_kind(f->po, i) != dnnl_eltwise ||
+            dnnl_post_ops_get_params_eltwise(f->po, i, &scale, &k, &a, &c) != dnnl_success ||
+            k != alg || (a == alpha && c == beta))
+            continue;
+        if (alg != dnnl_eltwise_linear || i != len - 1)
+            return 0;
+        /* oneDNN cannot edit a post-op: copy the chain but its last step. */
+        dnnl_post_ops_t po;
+        if (dnnl_post_ops_create(&po) != dnnl_success)
+            return 0;
+        int ok = 1;
+        for (int j = 0; j < i && ok; j++) {
+            float s2, a2, c2;
+            dnnl_alg_kind_t k2;
+            if (dnnl_post_ops_get_kind(f->po, j) == dnnl_sum)
+                ok = dnnl_post_ops_get_params_sum(f->po, j, &s2) == dnnl_success &&
+                     dnnl_post_ops_append_sum(po, s2) == dnnl_success;
+            else
+                ok = dnnl_post_ops_get_kind(f->po, j) == dnnl_eltwise &&
+                     dnnl_post_ops_get_params_eltwise(f->po, j, &s2, &k2, &a2, &c2) ==
+                         dnnl_success &&
+                     dnnl_post_ops_append_eltwise(po, s2, k2, a2, c2) == dnnl_success;
+        }
+        if (!ok || dnnl_post_ops_append_eltwise(po, scale, alg, alpha * a, alpha * c + beta) !=
+                       dnnl_success) {
+            dnnl_post_ops_destroy(po);
+            return 0;
+        }
+        dnnl_post_ops_destroy(f->po);
+        f->po = po;
+        return 1;
+    }
+    if (dnnl_post_ops_append_eltwise(f->po, 1.0f, alg, alpha, beta) != dnnl_success)
+        return 0;
+    f->n_post++;
+    return 1;
+}
+
 /* Follows OUT through the nodes that can be post-ops of the primitive
  * about to be made. CHANNEL is the output axis a bias runs along; HAS_BIAS
  * says the primitive already has one. */
@@ -1694,9 +1745,8 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         struct odnn_gelu gm;
         /* GELU: x has exactly the pattern's readers. */
         if (t >= 0 && (size_t)t < b->u.n_tensors && !b->u.escapes[t] && b->u.count[t] == 2 &&
-            odnn_gelu_of(v, &b->u, b->u.first[t], &gm) && gm.x == t) {
-            dnnl_post_ops_append_eltwise(f->po, 1.0f, dnnl_eltwise_gelu_erf, 0, 0);
-            f->n_post++;
+            odnn_gelu_of(v, &b->u, b->u.first[t], &gm) && gm.x == t &&
+            odnn_append_eltwise(f, dnnl_eltwise_gelu_erf, 0, 0)) {
             for (size_t k = 0; k < gm.n_nodes; k++)
                 f->fused[f->n_fused++] = gm.nodes[k];
             f->out = gm.out;
@@ -1715,8 +1765,8 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         int64_t next = odnn_out(v, (size_t)j, 0);
         if (odnn_eltwise_of(v, (size_t)j, &alg, &alpha, &beta, reason) &&
             odnn_in(v, (size_t)j, 0) == t) {
-            dnnl_post_ops_append_eltwise(f->po, 1.0f, alg, alpha, beta);
-            f->n_post++;
+            if (!odnn_append_eltwise(f, alg, alpha, beta))
+                return;
         } else if (g->node_input_count(v, (size_t)j) == 2 &&
                    (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 ||
                     strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0)) {
@@ -1742,8 +1792,8 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
                     a = 1.0f / cval;
                 else
                     return;
-                dnnl_post_ops_append_eltwise(f->po, 1.0f, dnnl_eltwise_linear, a, c0);
-                f->n_post++;
+                if (!odnn_append_eltwise(f, dnnl_eltwise_linear, a, c0))
+                    return;
             } else if (op[0] == 'A' && f->bias < 0 && !has_bias && f->n_post == 0 &&
                        f->residual < 0 && odnn_per_channel(&oi, &yi, channel)) {
                 f->bias = other;
@@ -2358,8 +2408,10 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
      * applied to A*B + (beta/alpha)*C. */
     float bias_scale = beta;
     if (alpha != 1.0f) {
-        dnnl_post_ops_append_eltwise(f.po, 1.0f, dnnl_eltwise_linear, alpha, 0);
-        f.n_post++;
+        if (!odnn_append_eltwise(&f, dnnl_eltwise_linear, alpha, 0)) {
+            dnnl_post_ops_destroy(f.po);
+            return odnn_oom();
+        }
         bias_scale = beta / alpha;
     }
     odnn_follow(b, &f, r - 1, c_t >= 0 || alpha != 1.0f);
@@ -3506,11 +3558,12 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 8u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 9u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                 4: options (Winograd, bf16); 5: word-wise checksum;
                                 6: Reshape/Transpose/Split are views, strided products;
                                 7: bf16 activations between bf16 layers;
-                                8: 1x1 + depthwise stride-2 fused */
+                                8: 1x1 + depthwise stride-2 fused;
+                                9: an eltwise algorithm once per post-op chain */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -1481,6 +1481,124 @@ static void case_dw_fusion(void)
     }
 }
 
+/* ---- post-op chains ---------------------------------------------------------- */
+
+/* Chains of elementwise ops after a primitive, as exporters write them
+ * (Conv -> Mul(c) -> Add(d) is a folded affine). oneDNN 2.6's brgemm kernels
+ * apply every eltwise post-op of one algorithm with the first one's
+ * parameters, so each chain repeats an algorithm with other parameters:
+ * before the fix, the affine one came out as (c*c)x. */
+static const char *const chain_ops[][3] = {
+    {"Mul:2.0", "Add:0.5", NULL},
+    {"LeakyRelu:0.1", "LeakyRelu:0.3", NULL},
+    {"Mul:2.0", "Relu", "Add:0.5"},
+    {"Pow:2.0", "Pow:3.0", NULL},
+    {"Clip:-0.5:0.7", "Clip:-0.2:0.3", NULL},
+    {"Sub:0.25", "Div:4.0", "Mul:-3.0"},
+    {"Add:1.0", "Relu", "Add:-0.5"},
+};
+
+/* Appends chain C after tensor IN (prefix P), ending in OUT. */
+static void mb_chain(struct mb *m, const char *p, size_t c, const char *in, const char *out)
+{
+    char prev[64], name[48], cst[64], ins[224], attrs[96];
+    snprintf(prev, sizeof prev, "%s", in);
+    for (int k = 0; k < 3 && chain_ops[c][k] != NULL; k++) {
+        char op[24];
+        float a = 0, b = 0;
+        int nv = sscanf(chain_ops[c][k], "%23[A-Za-z]:%f:%f", op, &a, &b);
+        int last = k == 2 || chain_ops[c][k + 1] == NULL;
+        snprintf(name, sizeof name, "%s_%d", p, k);
+        char dst[64];
+        snprintf(dst, sizeof dst, "%s", last ? out : name);
+        attrs[0] = '\0';
+        snprintf(ins, sizeof ins, "\"%s\"", prev);
+        if (strcmp(op, "Clip") == 0) {
+            char lo[64], hi[64];
+            snprintf(lo, sizeof lo, "%s_lo", name);
+            snprintf(hi, sizeof hi, "%s_hi", name);
+            mb_scalar(m, lo, a);
+            mb_scalar(m, hi, b);
+            snprintf(ins, sizeof ins, "\"%s\",\"%s\",\"%s\"", prev, lo, hi);
+        } else if (strchr("AMSDP", op[0]) != NULL && nv == 2) {
+            snprintf(cst, sizeof cst, "%s_c", name);
+            mb_const(m, cst, 1, (int64_t[]){1}, &a, 1);
+            snprintf(ins, sizeof ins, "\"%s\",\"%s\"", prev, cst);
+        } else if (nv == 2) {
+            snprintf(attrs, sizeof attrs, "\"alpha\":{\"float\":%g}", a);
+        }
+        mb_node(m, name, op, ins, dst, attrs);
+        snprintf(prev, sizeof prev, "%s", dst);
+    }
+}
+
+/* Every chain after a 3x3, a 1x1 and a depthwise convolution, a MatMul and
+ * a Gemm with alpha, each against cpu, every node on onednn. */
+static void case_post_op_chains(void)
+{
+    size_t nc = sizeof chain_ops / sizeof chain_ops[0];
+    for (size_t c = 0; c < nc; c++) {
+        for (int prim = 0; prim < 5; prim++) {
+            struct mb m = {.seed = 40 + (uint32_t)(c * 5 + (size_t)prim)};
+            int64_t xs[] = {1, 16, 10, 10}, ys[] = {1, 16, 10, 10};
+            int64_t xm[] = {4, 24}, ym[] = {4, 16};
+            int mat = prim >= 3;
+            mb_input(&m, "x", mat ? 2 : 4, mat ? xm : xs);
+            if (prim < 3)
+                mb_conv(&m, "prim", "x", "h", 16, 16, prim == 1 ? 1 : 3, 1, prim == 2 ? 16 : 1);
+            else {
+                mb_const(&m, "w", 2, (int64_t[]){24, 16}, NULL, 0.3f);
+                mb_node(&m, "prim", prim == 3 ? "MatMul" : "Gemm", "\"x\",\"w\"", "h",
+                        prim == 3 ? "" : "\"alpha\":{\"float\":1.5}");
+            }
+            mb_chain(&m, "chain", c, "h", "y");
+            m.outputs[m.n_outputs++] = "y";
+            const char *nodes[] = {"prim", "chain_0", "chain_1", NULL, NULL};
+            if (chain_ops[c][2] != NULL)
+                nodes[3] = "chain_2";
+            compare(mb_write(&m), mat ? 2 : 4, mat ? xm : xs, mat ? 2 : 4, mat ? ym : ys,
+                    nodes);
+        }
+    }
+}
+
+/* Twelve Conv -> Mul -> Add -> Relu blocks in a row, a folded BatchNorm
+ * per layer: one wrong affine spoils every value. */
+static void case_affine_stack(void)
+{
+    struct mb m = {.seed = 77};
+    int64_t xs[] = {1, 8, 12, 12};
+    mb_input(&m, "x", 4, xs);
+    const char *in = "x";
+    static char outs[12][16];
+    for (int l = 0; l < 12; l++) {
+        char conv[16], mul[16], add[16], relu[16], h[16], g[16], f[16], sc[16], sh[16];
+        snprintf(conv, sizeof conv, "conv%d", l);
+        snprintf(mul, sizeof mul, "mul%d", l);
+        snprintf(add, sizeof add, "add%d", l);
+        snprintf(relu, sizeof relu, "relu%d", l);
+        snprintf(h, sizeof h, "h%d", l);
+        snprintf(g, sizeof g, "g%d", l);
+        snprintf(f, sizeof f, "f%d", l);
+        snprintf(sc, sizeof sc, "sc%d", l);
+        snprintf(sh, sizeof sh, "sh%d", l);
+        snprintf(outs[l], sizeof outs[l], l == 11 ? "y" : "r%d", l);
+        mb_conv(&m, conv, in, h, 8, 8, 3, 1, 1);
+        mb_scalar(&m, sc, 1.25f + 0.05f * (float)l);
+        mb_scalar(&m, sh, 0.1f * (float)(l % 3) - 0.1f);
+        char ins[64];
+        snprintf(ins, sizeof ins, "\"%s\",\"%s\"", h, sc);
+        mb_node(&m, mul, "Mul", ins, g, "");
+        snprintf(ins, sizeof ins, "\"%s\",\"%s\"", g, sh);
+        mb_node(&m, add, "Add", ins, f, "");
+        snprintf(ins, sizeof ins, "\"%s\"", f);
+        mb_node(&m, relu, "Relu", ins, outs[l], "");
+        in = outs[l];
+    }
+    m.outputs[m.n_outputs++] = "y";
+    compare(mb_write(&m), 4, xs, 4, xs, (const char *[]){"conv0", "mul0", "add11", NULL});
+}
+
 /* ---- bf16 ------------------------------------------------------------------- */
 
 /* Runs PATH (input x of XS, output y of YS) on a runtime, into Y. */
@@ -1652,6 +1770,8 @@ int main(int argc, char **argv)
         {"big_weights", case_big_weights},
         {"reference_shapes", case_reference_shapes},
         {"dw_fusion", case_dw_fusion},
+        {"post_op_chains", case_post_op_chains},
+        {"affine_stack", case_affine_stack},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
