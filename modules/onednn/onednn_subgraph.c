@@ -1390,6 +1390,14 @@ static pl_status *odnn_reorder(struct odnn_build *b, int src, int dst, int64_t n
     dnnl_status_t ds = dnnl_reorder_primitive_desc_create(
         &pd, &b->c->values[src].md, b->ctx->engine, &b->c->values[dst].md, b->ctx->engine, attr);
     dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success && node < 0) {
+        /* a boundary copy: name the tensor, since no node asked for it */
+        int64_t t = b->c->values[src].tensor >= 0 ? b->c->values[src].tensor
+                                                  : b->c->values[dst].tensor;
+        return odnn_error(PL_CODE_INTERNAL, "onednn: subgraph: reorder of tensor '%s' failed: %s",
+                          t >= 0 ? onednn_host->graph->tensor_name(b->v, t) : "?",
+                          dnnl_status2str(ds));
+    }
     if (ds != dnnl_success)
         return odnn_dnnl(ds, "reorder", b->v, node);
     int s = odnn_add_step(b, ODNN_S_REORDER, pd, node, &st);
@@ -1773,10 +1781,13 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
             int64_t other = odnn_in(v, (size_t)j, 0) == t ? odnn_in(v, (size_t)j, 1)
                                                           : odnn_in(v, (size_t)j, 0);
             int t_first = odnn_in(v, (size_t)j, 0) == t;
-            struct odnn_tinfo oi, yi;
+            struct odnn_tinfo oi, yi, ti;
             odnn_tensor(v, other, &oi);
             odnn_tensor(v, next, &yi);
-            if (other == t)
+            /* A primitive writes T's elements: an Add that broadcasts T
+             * itself ([N,C,1,1] + [N,C,H,W]) is a binary of its own. */
+            if (other == t || !odnn_tensor(v, t, &ti) || !ti.known || !yi.known ||
+                ti.elems != yi.elems)
                 return;
             if (odnn_binary_scalar(v, (size_t)j, &cval, &first) == t) {
                 float a = 1, c0 = 0;
@@ -1881,7 +1892,7 @@ static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *
     if (slot >= 0) {
         b->c->values[dst].kind = -slot - 100; /* an alias: see odnn_owner */
     } else if (rv >= 0) {
-        pl_status *st = odnn_reorder(b, rv, dst, -1);
+        pl_status *st = odnn_reorder(b, rv, dst, (int64_t)f->fused[f->sum_at]);
         if (st != NULL)
             return st;
     }

@@ -1562,6 +1562,27 @@ static void case_post_op_chains(void)
     }
 }
 
+/* An Add that broadcasts the primitive's own result ([1,4,1,1] + x) is not
+ * a post-op: fusing it as a residual sum made the compile fail ("reorder
+ * failed") and the subgraph fall back to cpu with a warning. */
+static void case_broadcast_add(void)
+{
+    struct mb m = {.seed = 5};
+    int64_t xs[] = {1, 4, 8, 8};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w", 4, (int64_t[]){4, 4, 8, 8}, NULL, 0.1f);
+    mb_node(&m, "p", "Conv", "\"x\",\"w\"", "h", "");
+    mb_node(&m, "add", "Add", "\"h\",\"x\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    TH_CHECK(pl_session_warning_count(s) == 0, "%s", pl_session_warning(s, 0));
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+    compare(path, 4, xs, 4, xs, (const char *[]){"p", NULL});
+}
+
 /* Twelve Conv -> Mul -> Add -> Relu blocks in a row, a folded BatchNorm
  * per layer: one wrong affine spoils every value. */
 static void case_affine_stack(void)
@@ -1772,6 +1793,7 @@ int main(int argc, char **argv)
         {"dw_fusion", case_dw_fusion},
         {"post_op_chains", case_post_op_chains},
         {"affine_stack", case_affine_stack},
+        {"broadcast_add", case_broadcast_add},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
