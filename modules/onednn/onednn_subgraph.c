@@ -1591,7 +1591,19 @@ static int odnn_alias(struct odnn_build *b, int vi, const dnnl_memory_desc_t *md
 {
     int own = odnn_owner(b->c, vi);
     size_t base = b->c->values[vi].view_off + off;
-    int a = odnn_new_value(b, t, ODNN_V_TEMP, md);
+    /* A dim of size 1 may have any stride; a view gives it the stride of
+     * a dense layout. oneDNN 2.6's jit:uni binary read [1,4,1,2] with
+     * strides [8,2,8,1] (a Transpose's view) against a broadcast second
+     * source as all zeros; with [8,2,2,1] it is right. */
+    dnnl_memory_desc_t canon = *md;
+    if (canon.format_kind == dnnl_blocked && canon.format_desc.blocking.inner_nblks == 0)
+        for (int k = canon.ndims - 1; k >= 0; k--)
+            if (canon.dims[k] == 1)
+                canon.format_desc.blocking.strides[k] =
+                    k + 1 < canon.ndims
+                        ? canon.format_desc.blocking.strides[k + 1] * canon.dims[k + 1]
+                        : 1;
+    int a = odnn_new_value(b, t, ODNN_V_TEMP, &canon);
     if (a < 0)
         return -1;
     struct odnn_value *val = &b->c->values[a];

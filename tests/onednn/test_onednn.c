@@ -1583,6 +1583,23 @@ static void case_broadcast_add(void)
     compare(path, 4, xs, 4, xs, (const char *[]){"p", NULL});
 }
 
+/* A Transpose's view [1,4,1,2] of [1,1,4,2] kept the stride 8 of its
+ * moved size-1 axis; oneDNN's jit:uni binary then subtracted a broadcast
+ * constant from it as if it were all zeros (found by tests/difftest). */
+static void case_view_unit_dims(void)
+{
+    struct mb m = {.seed = 6};
+    int64_t xs[] = {1, 1, 4, 2}, ys[] = {1, 4, 1, 2};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "c", 1, (int64_t[]){2}, NULL, 1.0f);
+    mb_node(&m, "abs", "Abs", "\"x\"", "a", "");
+    mb_node(&m, "tr", "Transpose", "\"a\"", "t", "\"perm\":{\"ints\":[1,2,0,3]}");
+    mb_node(&m, "tanh", "Tanh", "\"t\"", "h", "");
+    mb_node(&m, "sub", "Sub", "\"h\",\"c\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"abs", "tr", "tanh", "sub", NULL});
+}
+
 /* Twelve Conv -> Mul -> Add -> Relu blocks in a row, a folded BatchNorm
  * per layer: one wrong affine spoils every value. */
 static void case_affine_stack(void)
@@ -1794,6 +1811,7 @@ int main(int argc, char **argv)
         {"post_op_chains", case_post_op_chains},
         {"affine_stack", case_affine_stack},
         {"broadcast_add", case_broadcast_add},
+        {"view_unit_dims", case_view_unit_dims},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
