@@ -140,6 +140,7 @@ struct pl_session {
     pl_value *values;
     size_t n_values;
     int32_t *value_of;           /* orig tensor * n_devs + dev -> value */
+    bool *live;                  /* per node: some graph output depends on it */
     pl_step *steps;
     size_t n_steps;
     pl_graph *xg;
@@ -219,6 +220,8 @@ static void pl_sess_clear_steps(pl_session *s)
     s->n_values = 0;
     pl_free(s->value_of);
     s->value_of = NULL;
+    pl_free(s->live);
+    s->live = NULL;
     pl_free(s->devs);
     s->devs = NULL;
     s->n_devs = 0;
@@ -400,7 +403,11 @@ static pl_status *pl_sess_value_on(pl_session *s, pl_tid t, int32_t dev,
             return pl_status_create(PL_CODE_INTERNAL,
                                     "session: tensor '%s' is needed before it is made",
                                     gt->name);
-        PL_RETURN_IF_ERROR(pl_sess_copy(s, home, dev, PL_VAL_ARENA, &v));
+        /* A graph output made on a device and also read on the host: its
+         * host copy is the caller's output buffer, which host readers then
+         * read, as they do for an output the host made itself. */
+        pl_value_kind kind = dev == 0 && gt->is_output ? PL_VAL_OUTPUT : PL_VAL_ARENA;
+        PL_RETURN_IF_ERROR(pl_sess_copy(s, home, dev, kind, &v));
     }
     s->value_of[key] = v;
     *out_value = v;
@@ -408,6 +415,45 @@ static pl_status *pl_sess_value_on(pl_session *s, pl_tid t, int32_t dev,
 }
 
 /* ---- building the steps ------------------------------------------------- */
+
+/* Marks the nodes some graph output depends on; the others (a dead branch)
+ * get no step: nothing could ever read what they make. Walks the nodes
+ * backwards in topological order, so a node's consumers are decided first. */
+static pl_status *pl_sess_mark_live(pl_session *s)
+{
+    const pl_graph *g = s->g;
+    size_t nn = pl_graph_node_count(g);
+    const pl_nid *topo = pl_graph_topo_order(g);
+    s->live = pl_calloc(nn ? nn : 1, sizeof *s->live);
+    if (s->live == NULL)
+        return pl_sess_oom();
+    for (size_t i = nn; i-- > 0;) {
+        pl_nid n = topo[i];
+        const pl_graph_node *node = pl_graph_get_node(g, n);
+        for (size_t o = 0; o < node->n_outputs && !s->live[n]; o++) {
+            if (node->outputs[o] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(g, node->outputs[o]);
+            s->live[n] = t->is_output;
+            for (size_t c = 0; c < t->n_consumers && !s->live[n]; c++)
+                s->live[n] = s->live[t->consumers[c]];
+        }
+    }
+    return NULL;
+}
+
+/* Whether unit U of the unit order (a cluster, or nc + an imperative node)
+ * has a live node. */
+static bool pl_sess_unit_live(const pl_session *s, size_t u, size_t nc)
+{
+    if (u >= nc)
+        return s->live[u - nc];
+    const pl_part_cluster *cl = pl_partition_cluster(s->part, u);
+    for (size_t k = 0; k < cl->n_nodes; k++)
+        if (s->live[cl->nodes[k]])
+            return true;
+    return false;
+}
 
 /* Orders the partition's units (clusters and imperative nodes) so that each
  * comes after every unit it reads from (Kahn's algorithm over units). */
@@ -571,6 +617,7 @@ static pl_status *pl_sess_build_steps(pl_session *s)
         PL_RETURN_IF_ERROR(pl_sess_new_value(s, t, 0, PL_VAL_INPUT, &v));
         s->value_of[(size_t)t * 8] = v;
     }
+    PL_RETURN_IF_ERROR(pl_sess_mark_live(s));
     int64_t *units = NULL;
     size_t n_units = 0;
     PL_RETURN_IF_ERROR(pl_sess_unit_order(s, &units, &n_units));
@@ -578,6 +625,10 @@ static pl_status *pl_sess_build_steps(pl_session *s)
     pl_status *st = NULL;
     for (size_t k = 0; k < n_units && st == NULL; k++) {
         size_t u = (size_t)units[k];
+        /* A live unit never reads a dead one, so skipping it leaves no
+         * reader without its value. */
+        if (!pl_sess_unit_live(s, u, nc))
+            continue;
         if (u < nc) {
             const pl_part_cluster *cl = pl_partition_cluster(s->part, u);
             const pl_part_backend *be = pl_partition_backend(s->part, (size_t)cl->backend);
@@ -791,8 +842,9 @@ static pl_status *pl_sess_plan(pl_session *s)
             snprintf(names[st->n_in + k], sizeof names[0], "v%d", v);
             outs[k] = names[st->n_in + k];
         }
-        snprintf(name, sizeof name, "step%zu", i);
-        pl_status *err = pl_graph_add_node(s->xg, name, "__step", "", ins, st->n_in,
+        /* Named for the step, so that any complaint about it names the
+         * model's nodes. */
+        pl_status *err = pl_graph_add_node(s->xg, st->name, "__step", "", ins, st->n_in,
                                            outs, n_out, NULL);
         pl_free(ins);
         pl_free(outs);
@@ -1885,13 +1937,14 @@ static json_t *pl_sess_explain_json(const pl_session *s)
         pl_nid head = pl_partition_fused_into(s->part, n);
         json_array_append_new(
             placement,
-            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "node", node->name, "op",
+            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b}", "node", node->name, "op",
                       node->op, "backend",
                       pl_partition_backend(s->part, (size_t)b)->module->name, "subgraph",
                       c >= 0 ? json_integer(c) : json_null(), "fused_into",
                       head != PL_NID_NONE ? json_string(pl_graph_get_node(g, head)->name)
                                           : json_null(),
-                      "reasons", reasons, "outputs", outs));
+                      "reasons", reasons, "outputs", outs, "pruned",
+                      s->live != NULL && !s->live[n]));
     }
     json_object_set_new(root, "placement", placement);
     json_t *subgraphs = json_array();
@@ -1978,11 +2031,14 @@ static char *pl_sess_explain_text(const pl_session *s, json_t *root)
         if (json_is_integer(sg))
             snprintf(sub, sizeof sub, " [subgraph %d]", (int)json_integer_value(sg));
         json_t *into = json_object_get(p, "fused_into");
-        fprintf(f, "  %-28s %-20s -> %s%s%s%s\n", json_string_value(json_object_get(p, "node")),
+        fprintf(f, "  %-28s %-20s -> %s%s%s%s%s\n", json_string_value(json_object_get(p, "node")),
                 json_string_value(json_object_get(p, "op")),
                 json_string_value(json_object_get(p, "backend")), sub,
                 json_is_string(into) ? ", fused into " : "",
-                json_is_string(into) ? json_string_value(into) : "");
+                json_is_string(into) ? json_string_value(into) : "",
+                json_is_true(json_object_get(p, "pruned"))
+                    ? ", pruned (no graph output depends on it)"
+                    : "");
         const char *key;
         json_t *r;
         json_object_foreach(json_object_get(p, "reasons"), key, r)
