@@ -286,6 +286,26 @@ static pl_status *pl_sess_add_device(pl_session *s, pl_module *m, int32_t device
     return NULL;
 }
 
+/* Allocates BYTES of device DEV's memory through its module. A failure
+ * names the module, its device, the size and PURPOSE, what the memory was
+ * for. */
+static pl_status *pl_sess_dev_alloc(const pl_session *s, int32_t dev, size_t bytes,
+                                    const char *purpose, void **out_ptr)
+{
+    *out_ptr = NULL;
+    const pl_sdev *d = &s->devs[dev];
+    pl_module *m = d->module;
+    pl_status *st = m->api.mem_alloc(m->ctx, d->device, bytes, 64, out_ptr);
+    if (st == NULL && *out_ptr == NULL)
+        st = pl_status_create(PL_CODE_INTERNAL, "%s: mem_alloc reported success but "
+                                                "returned no buffer", m->name);
+    if (st != NULL)
+        *out_ptr = NULL;
+    return pl_status_wrap(st, "cannot allocate %zu bytes on device %s (module %s, device "
+                              "%d) for %s: ",
+                          bytes, d->name, m->name, (int)d->device, purpose);
+}
+
 static pl_status *pl_sess_new_value(pl_session *s, pl_tid orig, int32_t dev,
                                     pl_value_kind kind, int32_t *out_value)
 {
@@ -938,7 +958,9 @@ static pl_status *pl_sess_upload_constants(pl_session *s)
         pl_module *m = s->devs[val->dev].module;
         int32_t device = s->devs[val->dev].device;
         const pl_graph_tensor *t = pl_graph_get_tensor(s->g, val->orig);
-        PL_RETURN_IF_ERROR(m->api.mem_alloc(m->ctx, device, t->nbytes, 64, &val->persist));
+        char purpose[300];
+        snprintf(purpose, sizeof purpose, "constant '%s'", t->name);
+        PL_RETURN_IF_ERROR(pl_sess_dev_alloc(s, val->dev, t->nbytes, purpose, &val->persist));
         PL_RETURN_IF_ERROR(m->api.copy_to_device(m->ctx, device, val->persist, 0,
                                                  t->data, t->nbytes));
     }
@@ -1308,6 +1330,9 @@ static void pl_runctx_destroy(pl_session *s, pl_runctx *rc)
         free(rc->default_out[v]);
     for (size_t i = 0; rc->calls && i < s->n_steps; i++) {
         pl_step_call *c = &rc->calls[i];
+        /* A creation that failed part way left the later calls unmade. */
+        if (c->tensors == NULL)
+            continue;
         pl_call_extra *x = (pl_call_extra *)(c->tensors + s->steps[i].n_in + s->steps[i].n_out);
         const pl_step *st = &s->steps[i];
         if (x->workspace)
@@ -1355,9 +1380,7 @@ static pl_status *pl_runctx_create(pl_session *s, pl_runctx **out)
                 st = pl_status_create(PL_CODE_OUT_OF_MEMORY,
                                       "out of memory for a host arena of %zu bytes", bytes);
         } else {
-            pl_module *m = s->devs[d].module;
-            st = m->api.mem_alloc(m->ctx, s->devs[d].device, bytes, 64, &rc->arena[d]);
-            st = pl_status_wrap(st, "arena of %zu bytes on %s: ", bytes, s->devs[d].name);
+            st = pl_sess_dev_alloc(s, (int32_t)d, bytes, "the arena of a run", &rc->arena[d]);
         }
     }
     for (size_t v = 0; st == NULL && v < s->n_values; v++) {
@@ -1417,8 +1440,10 @@ static pl_status *pl_runctx_create(pl_session *s, pl_runctx **out)
         }
         pl_call_extra *x = (pl_call_extra *)(c->tensors + n);
         if (step->device_workspace > 0) {
-            st = step->module->api.mem_alloc(step->module->ctx, s->devs[step->dev].device,
-                                             step->device_workspace, 64, &x->workspace);
+            char purpose[600];
+            snprintf(purpose, sizeof purpose, "the workspace of step %s", step->name);
+            st = pl_sess_dev_alloc(s, step->dev, step->device_workspace, purpose,
+                                   &x->workspace);
         }
         if (st == NULL && step->kind == PL_STEP_COPY &&
             s->values[step->in[0]].dev != 0 && s->values[step->out[0]].dev != 0) {

@@ -1675,6 +1675,171 @@ static void case_cpu_fuse_examples_cnn(void)
     free(outs[1]);
 }
 
+/* ---- device memory that fails (tests/fixtures/devmem_module.c) ------------- */
+
+/* A runtime on cpu and the fx_devmem fixture, placed first. */
+static pl_runtime *devmem_runtime(const char *section)
+{
+    const char *dir = th_path(th_tempdir(), "mods");
+    th_mkdir(dir, 0755);
+    th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
+    th_copy_file(th_path(th_arg(3), "fx_devmem.so"), th_path(dir, "fx_devmem.so"), 0644);
+    const char *ini = th_path(th_tempdir(), "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = fx_devmem, cpu\n"
+               "[fx_devmem]\n%s\n", dir, section);
+    fclose(f);
+    pl_runtime_options o = th_options(ini);
+    return th_runtime_create(&o);
+}
+
+/* y = relu(x + c), x and c of 2x8 f32, c a constant: on fx_devmem, c is
+ * uploaded at session creation and x, x + c and y live in a run's arena. */
+static const char *write_devmem_model(void)
+{
+    const char *dir = th_tempdir();
+    float c[16];
+    for (int i = 0; i < 16; i++)
+        c[i] = (float)(i % 5) * 0.25f - 0.5f;
+    FILE *f = fopen(th_path(dir, "m.weights"), "wb");
+    TH_CHECK(f != NULL && fwrite(c, sizeof c, 1, f) == 1, "cannot write weights");
+    fclose(f);
+    const char *path = th_path(dir, "m.json");
+    th_write_file(path,
+                  "{\"format\":\"plinth-graph\",\"version\":1,"
+                  "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+                  "\"weights\":\"m.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+                  "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,8]},"
+                  "{\"name\":\"c\",\"dtype\":\"f32\",\"shape\":[2,8],"
+                  "\"data\":{\"offset\":0,\"length\":64}}],"
+                  "\"nodes\":[{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"x\",\"c\"],"
+                  "\"outputs\":[\"a\"]},"
+                  "{\"name\":\"act\",\"op\":\"Relu\",\"inputs\":[\"a\"],\"outputs\":[\"y\"]}]}",
+                  0644);
+    return path;
+}
+
+/* Runs the devmem model once; returns the status and checks the values
+ * when it succeeded. */
+static pl_status *devmem_run(pl_session *s)
+{
+    float x[16], y[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i * 0.125f - 1.0f;
+    int64_t shape[2] = {2, 8};
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 2,
+                                        .dtype = PL_DTYPE_F32, .shape = shape}};
+    pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = y, .ndim = 2,
+                                         .dtype = PL_DTYPE_F32, .shape = shape}};
+    pl_status *st = pl_session_run(s, &in, 1, &out, 1);
+    for (int i = 0; st == NULL && i < 16; i++) {
+        float c = (float)(i % 5) * 0.25f - 0.5f;
+        float want = x[i] + c > 0.0f ? x[i] + c : 0.0f;
+        TH_CHECK(fabsf(y[i] - want) <= 1e-6f, "y[%d] = %g, expected %g", i, y[i], want);
+    }
+    return st;
+}
+
+/* The fixture's counter KEY, as configure answers now. */
+static long devmem_counter(pl_runtime *rt, const char *key)
+{
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_devmem", NULL, NULL, 0));
+    long m = pl_runtime_find_module(rt, "fx_devmem");
+    TH_CHECK(m >= 0, "fx_devmem is not loaded");
+    for (size_t k = 0; k < pl_runtime_module_output_count(rt, (size_t)m); k++) {
+        const char *name, *value;
+        pl_runtime_module_output(rt, (size_t)m, k, &name, &value);
+        if (strcmp(name, key) == 0)
+            return atol(value);
+    }
+    th_fail(__FILE__, __LINE__, "fx_devmem answers no %s", key);
+}
+
+static void devmem_set(pl_runtime *rt, const char *key, const char *value)
+{
+    const char *keys[1] = {key}, *values[1] = {value};
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_devmem", keys, values, 1));
+}
+
+/* Checks that a run failed for want of device memory, naming the module,
+ * its device, the size and WHAT. */
+static void expect_devmem_oom(pl_status *st, const char *what)
+{
+    TH_CHECK(st != NULL, "the run succeeded although mem_alloc failed");
+    TH_CHECK(pl_status_code(st) == PL_CODE_OUT_OF_MEMORY, "code %s, expected out of memory: %s",
+             pl_code_name(pl_status_code(st)), pl_status_message(st));
+    TH_CHECK_CONTAINS(pl_status_message(st), "module fx_devmem, device 0");
+    TH_CHECK_CONTAINS(pl_status_message(st), " bytes on device fx_devmem:0");
+    TH_CHECK_CONTAINS(pl_status_message(st), what);
+    pl_status_free(st);
+}
+
+static void case_devmem_run(void)
+{
+    pl_runtime *rt = devmem_runtime("");
+    pl_session *s = session_for(rt, write_devmem_model());
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "add"), "fx_devmem") == 0, "add not on fx_devmem");
+    json_decref(root);
+    for (int r = 0; r < 3; r++)
+        TH_CHECK_OK(devmem_run(s));
+    TH_CHECK(devmem_counter(rt, "allocs") >= 2, "fewer allocations than expected");
+    pl_session_destroy(s);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "%ld device buffers outlive the session",
+             devmem_counter(rt, "live_buffers"));
+    pl_runtime_destroy(rt);
+}
+
+/* The first allocation, the upload of c at creation, fails. */
+static void case_devmem_oom_constant(void)
+{
+    pl_runtime *rt = devmem_runtime("fail_alloc = 1\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_devmem_model(), &m));
+    pl_session *s = NULL;
+    pl_status *st = pl_session_create(m, NULL, &s);
+    TH_CHECK(s == NULL, "a session was made although its constant could not be uploaded");
+    TH_CHECK(st != NULL, "no error");
+    TH_CHECK_CONTAINS(pl_status_message(st), "m.json");
+    TH_CHECK_CONTAINS(pl_status_message(st), "cannot allocate 64 bytes");
+    expect_devmem_oom(st, "constant 'c'");
+    pl_model_destroy(m);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    pl_runtime_destroy(rt);
+}
+
+/* The second allocation, a run's arena, fails: the run fails cleanly, as
+ * does the next, and once memory is back a run succeeds. */
+static void case_devmem_oom_arena(void)
+{
+    pl_runtime *rt = devmem_runtime("fail_alloc = 2\n");
+    pl_session *s = session_for(rt, write_devmem_model());
+    expect_devmem_oom(devmem_run(s), "the arena of a run");
+    expect_devmem_oom(devmem_run(s), "the arena of a run");
+    devmem_set(rt, "fail_alloc", "0");
+    TH_CHECK_OK(devmem_run(s));
+    pl_session_destroy(s);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    pl_runtime_destroy(rt);
+}
+
+/* The arena is made, a kernel's workspace is not: what was made is freed. */
+static void case_devmem_oom_workspace(void)
+{
+    pl_runtime *rt = devmem_runtime("workspace = 96\nfail_alloc = 3\n");
+    pl_session *s = session_for(rt, write_devmem_model());
+    expect_devmem_oom(devmem_run(s), "the workspace of step add (Add, fx_devmem)");
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 1, "%ld device buffers live; only the "
+             "constant should be", devmem_counter(rt, "live_buffers"));
+    devmem_set(rt, "fail_alloc", "0");
+    TH_CHECK_OK(devmem_run(s));
+    TH_CHECK(devmem_counter(rt, "bad_runs") == 0, "kernels ran without their workspace");
+    pl_session_destroy(s);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1713,6 +1878,10 @@ int main(int argc, char **argv)
         {"cpu_fuse_pinned", case_cpu_fuse_pinned},
         {"cpu_fuse_gemm_chain", case_cpu_fuse_gemm_chain},
         {"cpu_fuse_examples_cnn", case_cpu_fuse_examples_cnn},
+        {"devmem_run", case_devmem_run},
+        {"devmem_oom_constant", case_devmem_oom_constant},
+        {"devmem_oom_arena", case_devmem_oom_arena},
+        {"devmem_oom_workspace", case_devmem_oom_workspace},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");
