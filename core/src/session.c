@@ -815,11 +815,21 @@ static bool pl_sess_inplace_fn(void *user, pl_nid xnode, size_t out_index,
 static pl_status *pl_sess_plan(pl_session *s)
 {
     PL_RETURN_IF_ERROR(pl_graph_create(&s->xg));
-    char name[64];
     for (size_t v = 0; v < s->n_values; v++) {
         pl_value *val = &s->values[v];
-        snprintf(name, sizeof name, "v%zu", v);
-        PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(s->xg, name, &val->xt));
+        /* Unique by its index; the rest names the model's tensor (or the
+         * step whose workspace it is) for any complaint about it. */
+        char *name = val->orig != PL_TID_NONE
+                         ? pl_strdupf("v%zu ('%s' on %s)", v,
+                                      pl_graph_get_tensor(s->g, val->orig)->name,
+                                      s->devs[val->dev].name)
+                         : pl_strdupf("v%zu (workspace of %s)", v,
+                                      s->steps[val->producer].name);
+        if (name == NULL)
+            return pl_sess_oom();
+        pl_status *added = pl_graph_tensor_get_or_add(s->xg, name, &val->xt);
+        pl_free(name);
+        PL_RETURN_IF_ERROR(added);
         const int64_t *dims = val->kind == PL_VAL_WORKSPACE ? &val->ws_dim : val->dims;
         PL_RETURN_IF_ERROR(pl_graph_set_type(s->xg, val->xt, val->dtype, val->ndim,
                                              dims, NULL));
@@ -838,29 +848,17 @@ static pl_status *pl_sess_plan(pl_session *s)
         size_t n_out = st->n_out + (st->workspace >= 0 ? 1 : 0);
         const char **ins = pl_calloc(st->n_in ? st->n_in : 1, sizeof *ins);
         const char **outs = pl_calloc(n_out ? n_out : 1, sizeof *outs);
-        char (*names)[24] = pl_calloc(st->n_in + n_out + 1, sizeof *names);
-        if (!ins || !outs || !names) {
+        if (!ins || !outs) {
             pl_free(ins);
             pl_free(outs);
-            pl_free(names);
             return pl_sess_oom();
         }
-        for (size_t k = 0; k < st->n_in; k++) {
-            if (st->in[k] < 0) {
-                ins[k] = "";
-                continue;
-            }
-            snprintf(names[k], sizeof names[k], "v%d", st->in[k]);
-            ins[k] = names[k];
-        }
+        for (size_t k = 0; k < st->n_in; k++)
+            ins[k] = st->in[k] < 0 ? ""
+                                   : pl_graph_get_tensor(s->xg, s->values[st->in[k]].xt)->name;
         for (size_t k = 0; k < n_out; k++) {
             int32_t v = k < st->n_out ? st->out[k] : st->workspace;
-            if (v < 0) {
-                outs[k] = "";
-                continue;
-            }
-            snprintf(names[st->n_in + k], sizeof names[0], "v%d", v);
-            outs[k] = names[st->n_in + k];
+            outs[k] = v < 0 ? "" : pl_graph_get_tensor(s->xg, s->values[v].xt)->name;
         }
         /* Named for the step, so that any complaint about it names the
          * model's nodes. */
@@ -868,7 +866,6 @@ static pl_status *pl_sess_plan(pl_session *s)
                                            outs, n_out, NULL);
         pl_free(ins);
         pl_free(outs);
-        pl_free(names);
         PL_RETURN_IF_ERROR(err);
     }
     PL_RETURN_IF_ERROR(pl_graph_validate(s->xg));
@@ -961,8 +958,10 @@ static pl_status *pl_sess_upload_constants(pl_session *s)
         char purpose[300];
         snprintf(purpose, sizeof purpose, "constant '%s'", t->name);
         PL_RETURN_IF_ERROR(pl_sess_dev_alloc(s, val->dev, t->nbytes, purpose, &val->persist));
-        PL_RETURN_IF_ERROR(m->api.copy_to_device(m->ctx, device, val->persist, 0,
-                                                 t->data, t->nbytes));
+        PL_RETURN_IF_ERROR(pl_status_wrap(m->api.copy_to_device(m->ctx, device, val->persist,
+                                                                 0, t->data, t->nbytes),
+                                          "uploading constant '%s' to %s: ", t->name,
+                                          s->devs[val->dev].name));
     }
     return NULL;
 }
