@@ -497,23 +497,24 @@ static size_t elements_of(int32_t ndim, const int64_t *dims)
     return n;
 }
 
-/* Reads the .npy FILE for input NAME of dtype WANT into *A. A bf16 input
- * also takes a float32 file, rounded to bf16 (NumPy has no bf16). Returns
- * an exit code, having printed the reason. */
-static int load_npy_input(const char *file, const char *name, pl_dtype want, npy_array *a)
+/* Reads the .npy FILE for input NAME of dtype WANT into *OUT_ARRAY. A bf16
+ * input also takes a float32 file, rounded to bf16 (NumPy has no bf16).
+ * Returns an exit code, having printed the reason. */
+static int load_npy_input(const char *file, const char *name, pl_dtype want,
+                          npy_array *out_array)
 {
     char err[512];
-    if (npy_read(file, a, err, sizeof err) != 0) {
+    if (npy_read(file, out_array, err, sizeof err) != 0) {
         fprintf(stderr, "plinth: %s\n", err);
         return EXIT_RUNTIME;
     }
-    if (PL_DTYPE_EQ(want, PL_DTYPE_BF16) && PL_DTYPE_EQ(a->dtype, PL_DTYPE_F32))
-        npy_to_bf16(a);
-    if (!PL_DTYPE_EQ(a->dtype, want)) {
+    if (PL_DTYPE_EQ(want, PL_DTYPE_BF16) && PL_DTYPE_EQ(out_array->dtype, PL_DTYPE_F32))
+        npy_to_bf16(out_array);
+    if (!PL_DTYPE_EQ(out_array->dtype, want)) {
         fprintf(stderr, "plinth: %s: holds %s, but input '%s' is %s%s\n", file,
-                dtype_name(a->dtype), name, dtype_name(want),
+                dtype_name(out_array->dtype), name, dtype_name(want),
                 PL_DTYPE_EQ(want, PL_DTYPE_BF16) ? " (give <f4, or <u2 bf16 bit patterns)" : "");
-        npy_free(a);
+        npy_free(out_array);
         return EXIT_RUNTIME;
     }
     return 0;
