@@ -2,21 +2,27 @@
 # test_cli.sh — the `plinth` command-line program as an operator uses it:
 # version and help, exit codes, and `plinth modules` (table and JSON) over the
 # staged modules, including a module copy that is writable by others, and the
-# log level backend.ini sets.
+# log level backend.ini sets; and `run`, `explain` and `bench` on models the
+# cases write: outputs read across devices, dead branches, a device whose
+# memory runs out, --shape, --output-dir, every dtype in and out of .npy
+# files, and a model without outputs.
 #
-# usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3
-#   PYTHON3 may be "" or CMake's ...-NOTFOUND when none was found; the JSON
-#   cases then skip (77).
+# usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3 [DEVMEM_FIXTURE]
+#   PYTHON3 may be "" or CMake's ...-NOTFOUND when none was found; the cases
+#   that need it then skip (77). They need only its standard library.
+#   DEVMEM_FIXTURE is tests/fixtures/devmem_module.c built (fx_devmem.so).
 set -eu
 
 if [ $# -lt 4 ]; then
-    echo "usage: $0 CASE PLINTH_BINARY STAGE_DIR PYTHON3" >&2
+    echo "usage: $0 CASE PLINTH_BINARY STAGE_DIR PYTHON3 [DEVMEM_FIXTURE]" >&2
     exit 2
 fi
 case_name=$1
 plinth=$2
 stage=$3
 python=$4
+devmem=${5:-}
+examples=$(cd "$(dirname "$0")/../examples" && pwd)
 
 # The environment must not steer the program under test.
 unset PLINTH_CONFIG PLINTH_MODULE_PATH
@@ -97,6 +103,64 @@ need_stage() {
     done
 }
 
+# Writes $tmp/$1.ini: the staged modules, [placement] order = $2.
+write_order_ini() {
+    printf '[runtime]\nmodules = %s\n[placement]\norder = %s\n' "$stage" "$2" >"$tmp/$1.ini"
+}
+
+# Writes $tmp/npy.py, a reader of .npy files on the standard library alone:
+# npy.read(FILE) gives (descr, shape, values).
+write_npy_reader() {
+    cat >"$tmp/npy.py" <<'EOF'
+import ast, struct
+def read(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    assert b[:6] == b"\x93NUMPY", path + ": bad magic"
+    if b[6] == 1:
+        hl, off = struct.unpack("<H", b[8:10])[0], 10
+    else:
+        hl, off = struct.unpack("<I", b[8:12])[0], 12
+    h = ast.literal_eval(b[off:off + hl].decode("latin1"))
+    assert (off + hl) % 64 == 0, path + ": data not 64-byte aligned"
+    assert not h["fortran_order"], path
+    n = 1
+    for d in h["shape"]:
+        n *= d
+    fmt = {"<f4": "f", "<f8": "d", "<f2": "e", "|u1": "B", "|i1": "b", "<i4": "i",
+           "<i8": "q", "|b1": "?", "<u2": "H"}[h["descr"]]
+    data = b[off + hl:]
+    assert len(data) == n * struct.calcsize(fmt), path + ": wrong data size"
+    return h["descr"], h["shape"], struct.unpack("<%d%s" % (n, fmt), data)
+EOF
+}
+
+# Writes $tmp/$1.json: examples/mlp/model.json edited by the Python
+# statement $2 on the loaded document `m` (weights beside it).
+write_mlp_variant() {
+    cp "$examples/mlp/model.weights" "$tmp/model.weights"
+    "$python" - "$examples/mlp/model.json" "$tmp/$1.json" "$2" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(m, open(sys.argv[2], "w"))
+EOF
+}
+
+# Compares two .npy files element by element within 1e-5 (relative above 1).
+npy_close() {
+    "$python" - "$tmp" "$1" "$2" <<'EOF' || { show; fail "$1 and $2 differ"; }
+import sys
+sys.path.insert(0, sys.argv[1])
+import npy
+da, sa, a = npy.read(sys.argv[2])
+db, sb, b = npy.read(sys.argv[3])
+assert (da, sa) == (db, sb), "%s%s vs %s%s" % (da, sa, db, sb)
+for i, (x, y) in enumerate(zip(a, b)):
+    assert abs(x - y) <= 1e-5 * max(1.0, abs(y)), "element %d: %r vs %r" % (i, x, y)
+EOF
+}
+
 case "$case_name" in
 version)
     run --version
@@ -161,6 +225,230 @@ log_levels)
     [ "$rc" -eq 0 ] || { show; fail "modules with log = debug exited $rc"; }
     grep -q "^plinth: debug: module cpu .*loaded" "$tmp/err" ||
         { show; fail "log = debug printed no debug line for the cpu module"; }
+    ;;
+run_output_read_across)
+    # logits is a graph output made on example_acc and read there by
+    # nobody, read on the host by softmax.
+    need_python
+    need_stage
+    write_npy_reader
+    write_mlp_variant two 'm["outputs"].append("logits")'
+    write_order_ini cpu cpu
+    write_order_ini acc "example_acc, cpu"
+    mkdir "$tmp/cpu" "$tmp/acc"
+    run run "$tmp/two.json" --config "$tmp/cpu.ini" --output-dir "$tmp/cpu"
+    [ "$rc" -eq 0 ] || { show; fail "run on cpu exited $rc"; }
+    run run "$tmp/two.json" --config "$tmp/acc.ini" --output-dir "$tmp/acc"
+    [ "$rc" -eq 0 ] || { show; fail "run on example_acc, cpu exited $rc"; }
+    grep -q "^output logits: f32\[1,10\]" "$tmp/out" || { show; fail "no logits output"; }
+    grep -q "example_acc" "$tmp/out" || { show; fail "nothing ran on example_acc"; }
+    npy_close "$tmp/acc/logits.npy" "$tmp/cpu/logits.npy"
+    npy_close "$tmp/acc/y.npy" "$tmp/cpu/y.npy"
+    ;;
+run_dead_branch)
+    # dead_y reads y on the host and alone makes a subgraph of example_acc;
+    # dead_x reads the input there; dead_h reads an accelerator tensor on cpu.
+    need_python
+    need_stage
+    write_npy_reader
+    write_mlp_variant dead 'm["nodes"] += [
+        {"name": "dead_y", "op": "Relu", "inputs": ["y"], "outputs": ["dy"]},
+        {"name": "dead_x", "op": "Relu", "inputs": ["x"], "outputs": ["dx"]},
+        {"name": "dead_h", "op": "Softmax", "inputs": ["h3"], "outputs": ["dh"]}]'
+    write_order_ini cpu cpu
+    write_order_ini acc "example_acc, cpu"
+    mkdir "$tmp/cpu" "$tmp/acc"
+    run run "$tmp/dead.json" --config "$tmp/cpu.ini" --output-dir "$tmp/cpu"
+    [ "$rc" -eq 0 ] || { show; fail "run on cpu exited $rc"; }
+    run run "$tmp/dead.json" --config "$tmp/acc.ini" --output-dir "$tmp/acc"
+    [ "$rc" -eq 0 ] || { show; fail "run on example_acc, cpu exited $rc"; }
+    if grep -q "dead_" "$tmp/out"; then show; fail "a dead node ran"; fi
+    npy_close "$tmp/acc/y.npy" "$tmp/cpu/y.npy"
+    run explain "$tmp/dead.json" --config "$tmp/acc.ini"
+    [ "$rc" -eq 0 ] || { show; fail "explain exited $rc"; }
+    for n in dead_y dead_x dead_h; do
+        grep "^  $n " "$tmp/out" | grep -q "pruned" || { show; fail "explain does not show $n pruned"; }
+    done
+    ;;
+run_alloc_fails)
+    # fx_devmem's mem_alloc fails from the first call on: the run's arena.
+    need_stage
+    [ -n "$devmem" ] && [ -f "$devmem" ] || fail "no fx_devmem fixture given ($devmem)"
+    mkdir -m 0755 "$tmp/modules"
+    cp "$stage/libplinth_cpu.so" "$devmem" "$tmp/modules/"
+    chmod 0644 "$tmp/modules/"*.so
+    printf '[runtime]\nmodules = %s\n[placement]\norder = fx_devmem, cpu\n[fx_devmem]\nfail_alloc = 1\n' \
+        "$tmp/modules" >"$tmp/backend.ini"
+    cat >"$tmp/relu.json" <<'EOF'
+{"format": "plinth-graph", "version": 1, "opset_import": [{"domain": "", "version": 13}],
+ "inputs": ["x"], "outputs": ["y"],
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [4, 8]}],
+ "nodes": [{"name": "act", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+EOF
+    run run "$tmp/relu.json" --config "$tmp/backend.ini"
+    [ "$rc" -eq 1 ] || { show; fail "run with failing device memory exited $rc, expected 1"; }
+    grep -q "cannot allocate [0-9]* bytes on device fx_devmem:0 (module fx_devmem, device 0)" \
+        "$tmp/err" || { show; fail "the error does not name the module, device and size"; }
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || { show; fail "more than one line on stderr"; }
+    printf 'fail_alloc = 0\n' >>"$tmp/backend.ini"
+    run run "$tmp/relu.json" --config "$tmp/backend.ini"
+    [ "$rc" -eq 0 ] || { show; fail "run with working device memory exited $rc"; }
+    grep -q "act (Relu, fx_devmem)" "$tmp/out" || { show; fail "act did not run on fx_devmem"; }
+    ;;
+explain_shape|bench_shape)
+    # x is [?,64]: without --shape nothing can be planned.
+    need_python
+    need_stage
+    write_mlp_variant sym 'm["tensors"][0]["shape"] = [-1, 64]'
+    write_order_ini acc "example_acc, cpu"
+    cmd=${case_name%_shape}
+    run "$cmd" "$tmp/sym.json" --config "$tmp/acc.ini"
+    [ "$rc" -eq 1 ] || { show; fail "$cmd without --shape exited $rc, expected 1"; }
+    if [ "$cmd" = explain ]; then
+        run explain "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=3,64
+        [ "$rc" -eq 0 ] || { show; fail "explain --shape exited $rc"; }
+        grep -q "x: host -> example_acc:0, 768 bytes" "$tmp/out" ||
+            { show; fail "explain did not plan x as [3,64] (768 bytes)"; }
+        run explain "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=3,65
+        [ "$rc" -eq 1 ] || { show; fail "a --shape against a fixed dim exited $rc, expected 1"; }
+        grep -q "'x'" "$tmp/err" || { show; fail "the error does not name x"; }
+    else
+        run bench "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=5,64 --runs 2 --warmup 1 --json
+        [ "$rc" -eq 0 ] || { show; fail "bench --shape exited $rc"; }
+        tail -n 1 "$tmp/out" | "$python" -c 'import json, sys; assert json.load(sys.stdin)["runs"] == 2' ||
+            { show; fail "bench --json did not end with its JSON object"; }
+    fi
+    run "$cmd" "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=3
+    [ "$rc" -eq 1 ] || { show; fail "a --shape of the wrong rank exited $rc, expected 1"; }
+    run "$cmd" "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=3,b
+    [ "$rc" -eq 2 ] || { show; fail "a malformed --shape exited $rc, expected 2"; }
+    ;;
+run_output_dir)
+    need_python
+    need_stage
+    write_mlp_variant mlp 'pass'
+    write_order_ini cpu cpu
+    run run "$tmp/mlp.json" --config "$tmp/cpu.ini" --output-dir "$tmp/new/deeper/out/"
+    [ "$rc" -eq 0 ] || { show; fail "run --output-dir into a missing folder exited $rc"; }
+    [ -f "$tmp/new/deeper/out/y.npy" ] || { show; fail "y.npy was not written"; }
+    run run "$tmp/mlp.json" --config "$tmp/cpu.ini" --output-dir "$tmp/new/deeper/out"
+    [ "$rc" -eq 0 ] || { show; fail "run --output-dir into an existing folder exited $rc"; }
+    : >"$tmp/file"
+    run run "$tmp/mlp.json" --config "$tmp/cpu.ini" --output-dir "$tmp/file/out"
+    [ "$rc" -eq 1 ] || { show; fail "an --output-dir under a file exited $rc, expected 1"; }
+    grep -q "output-dir $tmp/file/out: $tmp/file exists and is not a directory" "$tmp/err" ||
+        { show; fail "the error does not say which folder cannot be made and why"; }
+    chmod 0500 "$tmp/new"
+    run run "$tmp/mlp.json" --config "$tmp/cpu.ini" --output-dir "$tmp/new/other"
+    chmod 0700 "$tmp/new"
+    if [ "$(id -u)" -ne 0 ]; then
+        [ "$rc" -eq 1 ] || { show; fail "an --output-dir in a read-only folder exited $rc"; }
+        grep -q "cannot create $tmp/new/other: Permission denied" "$tmp/err" ||
+            { show; fail "no reason for the read-only folder"; }
+    fi
+    ;;
+run_dtypes)
+    # One Identity per dtype: random inputs, what run prints, the .npy
+    # files it writes, and those files read back as inputs.
+    need_python
+    need_stage
+    write_npy_reader
+    "$python" - "$tmp/dtypes.json" <<'EOF'
+import json, sys
+dts = ["f32", "f64", "f16", "bf16", "u8", "i8", "i32", "i64", "bool"]
+json.dump({"format": "plinth-graph", "version": 1,
+           "opset_import": [{"domain": "", "version": 13}],
+           "inputs": ["x_" + d for d in dts], "outputs": ["y_" + d for d in dts],
+           "tensors": [{"name": "x_" + d, "dtype": d, "shape": [4, 8]} for d in dts],
+           "nodes": [{"name": "id_" + d, "op": "Identity", "inputs": ["x_" + d],
+                      "outputs": ["y_" + d]} for d in dts]}, open(sys.argv[1], "w"))
+EOF
+    write_order_ini cpu cpu
+    mkdir "$tmp/out1" "$tmp/out2" "$tmp/out3"
+    run run "$tmp/dtypes.json" --config "$tmp/cpu.ini" --output-dir "$tmp/out1"
+    [ "$rc" -eq 0 ] || { show; fail "run exited $rc"; }
+    cp "$tmp/out" "$tmp/printed"
+    "$python" - "$tmp" <<'EOF' || { show; fail "random inputs, printing or .npy output wrong"; }
+import re, struct, sys
+tmp = sys.argv[1]
+sys.path.insert(0, tmp)
+import npy
+printed = open(tmp + "/printed").read()
+descr = {"f32": "<f4", "f64": "<f8", "f16": "<f2", "bf16": "<f4", "u8": "|u1",
+         "i8": "|i1", "i32": "<i4", "i64": "<i8", "bool": "|b1"}
+for d, want in descr.items():
+    m = re.search(r"^output y_%s: (\w+)\[4,8\]\n  \[(.*)\]$" % d, printed, re.M)
+    assert m, "no output line for y_%s" % d
+    assert m.group(1) == d, "y_%s is labelled %s" % (d, m.group(1))
+    shown = m.group(2).replace(", ...", "").split(", ")
+    got, shape, v = npy.read("%s/out1/y_%s.npy" % (tmp, d))
+    assert got == want and shape == (4, 8), "y_%s.npy is %s%s" % (d, got, shape)
+    # Every element filled with a value of the type's range: floats in
+    # [-1, 1) and not tiny, integers in [0, 10), booleans both ways.
+    if d in ("f32", "f64", "f16", "bf16"):
+        assert all(-1.0 <= x < 1.0 for x in v), "y_%s out of [-1, 1): %r" % (d, v)
+        assert sum(abs(x) > 0.05 for x in v) >= 16, "y_%s is mostly tiny: %r" % (d, v)
+        assert len(set(v)) >= 24, "y_%s repeats: %r" % (d, v)
+        for s, x in zip(shown, v):
+            assert abs(float(s) - x) <= 1e-5, "y_%s printed %s, file has %r" % (d, s, x)
+        if d == "bf16":
+            for x in v:
+                bits = struct.unpack("<I", struct.pack("<f", x))[0]
+                assert bits & 0xffff == 0, "y_bf16 value %r is not a bf16" % x
+    elif d == "bool":
+        assert set(v) == {False, True}, "y_bool: %r" % (v,)
+        assert shown == ["true" if x else "false" for x in v[:8]], "y_bool printed %r" % shown
+    else:
+        assert all(0 <= x < 10 for x in v) and len(set(v)) > 3, "y_%s: %r" % (d, v)
+        assert shown == [str(x) for x in v[:8]], "y_%s printed %r, file %r" % (d, shown, v[:8])
+EOF
+    # Read back: the outputs become the inputs, and come out unchanged.
+    set -- run "$tmp/dtypes.json" --config "$tmp/cpu.ini" --output-dir "$tmp/out2"
+    for d in f32 f64 f16 bf16 u8 i8 i32 i64 bool; do
+        set -- "$@" --input "x_$d=$tmp/out1/y_$d.npy"
+    done
+    run "$@"
+    [ "$rc" -eq 0 ] || { show; fail "run with every input from .npy exited $rc"; }
+    for d in f32 f64 f16 bf16 u8 i8 i32 i64 bool; do
+        cmp "$tmp/out1/y_$d.npy" "$tmp/out2/y_$d.npy" || { show; fail "y_$d changed on the way back"; }
+    done
+    # bf16 also as its bit patterns (<u2).
+    "$python" - "$tmp" <<'EOF'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+import npy
+_, _, v = npy.read(sys.argv[1] + "/out1/y_bf16.npy")
+bits = [struct.unpack("<I", struct.pack("<f", x))[0] >> 16 for x in v]
+head = "{'descr': '<u2', 'fortran_order': False, 'shape': (4, 8), }"
+head += " " * (64 - 10 - 1 - len(head)) + "\n"
+with open(sys.argv[1] + "/bits.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+    f.write(struct.pack("<32H", *bits))
+EOF
+    run run "$tmp/dtypes.json" --config "$tmp/cpu.ini" --output-dir "$tmp/out3" \
+        --input "x_bf16=$tmp/bits.npy"
+    [ "$rc" -eq 0 ] || { show; fail "run with bf16 bit patterns exited $rc"; }
+    cmp "$tmp/out1/y_bf16.npy" "$tmp/out3/y_bf16.npy" || { show; fail "bf16 from <u2 differs"; }
+    # A file of another dtype is refused, naming it.
+    run run "$tmp/dtypes.json" --config "$tmp/cpu.ini" --input "x_f16=$tmp/out1/y_f32.npy"
+    [ "$rc" -eq 1 ] || { show; fail "an f32 file for an f16 input exited $rc, expected 1"; }
+    grep -q "y_f32.npy: holds f32, but input 'x_f16' is f16" "$tmp/err" || { show; fail "no reason"; }
+    ;;
+model_no_outputs)
+    need_stage
+    write_order_ini cpu cpu
+    cat >"$tmp/none.json" <<'EOF'
+{"format": "plinth-graph", "version": 1, "opset_import": [{"domain": "", "version": 13}],
+ "inputs": ["x"], "outputs": [],
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [2, 3]}],
+ "nodes": [{"name": "act", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+EOF
+    for cmd in run explain; do
+        run "$cmd" "$tmp/none.json" --config "$tmp/cpu.ini"
+        [ "$rc" -eq 1 ] || { show; fail "$cmd of a model without outputs exited $rc, expected 1"; }
+        grep -q "$tmp/none.json: the graph declares no outputs" "$tmp/err" ||
+            { show; fail "$cmd: the error does not name the file and the reason"; }
+    done
     ;;
 *)
     echo "$0: no case named $case_name" >&2

@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "npy.h"
 
+#include "float16.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,10 +21,14 @@ static const struct {
     {"<f2", {PL_TYPE_FLOAT, 16, 1}}, {"|i1", {PL_TYPE_INT, 8, 1}},
     {"|u1", {PL_TYPE_UINT, 8, 1}},   {"<i4", {PL_TYPE_INT, 32, 1}},
     {"<i8", {PL_TYPE_INT, 64, 1}},   {"|b1", {PL_TYPE_BOOL, 8, 1}},
+    /* Read only: bf16 bit patterns. bf16 is written as <f4 (npy_write). */
+    {"<u2", {PL_TYPE_BFLOAT, 16, 1}},
 };
 
 static const char *npy_descr_of(pl_dtype dt)
 {
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_BF16))
+        return "<f4";
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (PL_DTYPE_EQ(dt, npy_types[i].dtype))
             return npy_types[i].descr;
@@ -115,7 +121,9 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
     }
     if (!found) {
         const char *end = strchr(d + 1, '\'');
-        snprintf(err, err_size, "%s: unsupported dtype %.*s (accepted: <f4 <f8 <f2 |i1 |u1 <i4 <i8 |b1)",
+        snprintf(err, err_size,
+                 "%s: unsupported dtype %.*s (accepted: <f4 <f8 <f2 |i1 |u1 <i4 <i8 |b1, "
+                 "and <u2 as bf16 bit patterns)",
                  path, end ? (int)(end - d - 1) : 8, d + 1);
         goto done;
     }
@@ -165,6 +173,43 @@ done:
     return rc;
 }
 
+int npy_to_bf16(npy_array *a)
+{
+    if (!PL_DTYPE_EQ(a->dtype, PL_DTYPE_F32))
+        return -1;
+    size_t n = a->bytes / sizeof(float);
+    const float *src = a->data;
+    uint16_t *dst = a->data;
+    /* In place: element i is read before anything at or after 2i is written. */
+    for (size_t i = 0; i < n; i++) {
+        float f;
+        memcpy(&f, src + i, sizeof f);
+        dst[i] = cli_bf16_from_float(f);
+    }
+    a->dtype = PL_DTYPE_BF16;
+    a->bytes = n * sizeof(uint16_t);
+    return 0;
+}
+
+/* Writes the data part of a bf16 tensor as float32. */
+static bool npy_write_bf16_as_f32(FILE *f, const void *data, size_t bytes)
+{
+    const uint16_t *src = data;
+    float buf[1024];
+    size_t n = bytes / sizeof(uint16_t);
+    for (size_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; k < sizeof buf / sizeof buf[0] && i < n; k++, i++) {
+            uint16_t b;
+            memcpy(&b, src + i, sizeof b);
+            buf[k] = cli_bf16_to_float(b);
+        }
+        if (fwrite(buf, sizeof buf[0], k, f) != k)
+            return false;
+    }
+    return true;
+}
+
 int npy_write(const char *path, pl_dtype dtype, int32_t ndim, const int64_t *dims,
               const void *data, size_t bytes, char *err, size_t err_size)
 {
@@ -173,6 +218,7 @@ int npy_write(const char *path, pl_dtype dtype, int32_t ndim, const int64_t *dim
         snprintf(err, err_size, "%s: dtype has no .npy equivalent", path);
         return -1;
     }
+    bool widen = PL_DTYPE_EQ(dtype, PL_DTYPE_BF16);
     char dict[512];
     size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int32_t i = 0; i < ndim && n < sizeof dict; i++)
@@ -193,11 +239,19 @@ int npy_write(const char *path, pl_dtype dtype, int32_t ndim, const int64_t *dim
     bool ok = fwrite(head, 1, 10, f) == 10 && fwrite(dict, 1, n, f) == n;
     for (size_t i = 0; ok && i < pad; i++)
         ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF && fwrite(data, 1, bytes, f) == bytes;
-    if (fclose(f) != 0)
+    ok = ok && fputc('\n', f) != EOF;
+    if (widen)
+        ok = ok && npy_write_bf16_as_f32(f, data, bytes);
+    else
+        ok = ok && fwrite(data, 1, bytes, f) == bytes;
+    int saved = ok ? 0 : errno;
+    if (fclose(f) != 0 && ok) {
         ok = false;
+        saved = errno;
+    }
     if (!ok) {
-        snprintf(err, err_size, "%s: write failed", path);
+        snprintf(err, err_size, "%s: write failed: %s", path,
+                 saved ? strerror(saved) : "short write");
         return -1;
     }
     return 0;

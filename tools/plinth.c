@@ -7,8 +7,10 @@
  * configuration) or the model could not be loaded; 2 usage error; 3 `modules --strict` and some module found
  * was rejected. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <jansson.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <limits.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 
 #include "plinth/module.h"
 #include "plinth/plinth.h"
+#include "float16.h"
 #include "npy.h"
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_REJECTED = 3 };
@@ -40,12 +43,13 @@ static void usage(FILE *f)
             "                                name, version, status (loaded, disabled,\n"
             "                                rejected, no-device), devices, capabilities,\n"
             "                                file, and the reason for each one not loaded\n"
-            "  explain MODEL [--json]        load a model (Plinth JSON graph) and show what a\n"
-            "                                session makes of it: node -> backend with every\n"
-            "                                refusal reason, subgraphs, copies and their bytes,\n"
-            "                                steps, and the memory plan per device against its\n"
-            "                                lower bound\n"
-            "  bench MODEL [--threads N] [--runs N] [--warmup N] [--input NAME=FILE] [--json]\n"
+            "  explain MODEL [--shape NAME=D0,D1,...] [--json]\n"
+            "                                load a model and show what a session makes of it:\n"
+            "                                node -> backend with every refusal reason,\n"
+            "                                subgraphs, copies and their bytes, steps, and the\n"
+            "                                memory plan per device against its lower bound\n"
+            "  bench MODEL [--threads N] [--runs N] [--warmup N] [--input NAME=FILE]\n"
+            "              [--shape NAME=D0,D1,...] [--json]\n"
             "                                time runs after a warm-up: median and p90 latency,\n"
             "                                peak RSS, load time (runtime + model + session);\n"
             "                                MODEL.input.bin / MODEL.output.bin beside the model\n"
@@ -57,12 +61,14 @@ static void usage(FILE *f)
             "            [--output-dir DIR] [--runs N]\n"
             "                                run a model: inputs from .npy (or raw .bin of the\n"
             "                                declared type), random with a fixed seed when not\n"
-            "                                given; prints each output's shape and first values\n"
-            "                                and the time of each step; --output-dir writes\n"
-            "                                <output name>.npy; --shape binds an input's\n"
-            "                                symbolic dims (an .npy input binds its own)\n"
+            "                                given; prints each output's dtype, shape and first\n"
+            "                                values and the time of each step; --output-dir\n"
+            "                                (made if missing) writes <output name>.npy\n"
+            "                                (bf16 as float32)\n"
             "\n"
             "options:\n"
+            "  --shape NAME=D0,D1,...  (run, explain, bench) binds the symbolic dims of\n"
+            "                  input NAME; an .npy --input binds its own\n"
             "  --config FILE   backend.ini to use (default: $PLINTH_CONFIG, ./backend.ini,\n"
             "                  then the installed default)\n"
             "  --threads N     the CPU thread budget (default: backend.ini's threads)\n"
@@ -223,8 +229,21 @@ static void cli_log(void *user, int level, const char *line)
         fprintf(stderr, "plinth: %s: %s\n", level == PL_LOG_INFO ? "info" : "debug", line);
 }
 
-/* Loads MODEL_PATH and makes a session; prints the reason and returns
- * EXIT_RUNTIME on failure. */
+/* ---- what run, explain and bench share ------------------------------------ */
+
+/* The options of run, explain and bench. */
+typedef struct model_args {
+    const char *config;
+    const char *model_path;
+    const char **input_args;     /* NAME=FILE */
+    size_t n_input_args;
+    const char **shape_args;     /* NAME=D0,D1,... */
+    size_t n_shape_args;
+    const char *output_dir;      /* run: NULL when not given */
+    int runs, warmup;
+    bool json;
+} model_args;
+
 /* An input shape to bind before the session is made. */
 typedef struct shape_bind {
     const char *name;
@@ -233,35 +252,102 @@ typedef struct shape_bind {
     int64_t dims[16];
 } shape_bind;
 
-static int open_session_bound(const char *config, const char *model_path,
-                              const shape_bind *binds, size_t n_binds, pl_runtime **out_rt,
-                              pl_model **out_model, pl_session **out_session);
-
-static int open_session(const char *config, const char *model_path, pl_runtime **out_rt,
-                        pl_model **out_model, pl_session **out_session)
+/* Parses "NAME=D0,D1,..." into B; false when malformed. */
+static bool parse_shape_arg(const char *arg, shape_bind *b)
 {
-    return open_session_bound(config, model_path, NULL, 0, out_rt, out_model, out_session);
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return false;
+    b->name = arg;
+    b->name_len = (size_t)(eq - arg);
+    b->ndim = 0;
+    const char *p = eq + 1;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || v < 0 || b->ndim >= 16)
+            return false;
+        b->dims[b->ndim++] = v;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p != '\0')
+            return false;
+    }
+    return true;
 }
 
-static int open_session_bound(const char *config, const char *model_path,
-                              const shape_bind *binds, size_t n_binds, pl_runtime **out_rt,
-                              pl_model **out_model, pl_session **out_session)
+/* The shapes to bind: every --shape, then the shape of every .npy --input.
+ * BINDS has room for n_shape_args + n_input_args entries. Returns an exit
+ * code, having printed the reason. */
+static int collect_binds(const model_args *a, shape_bind *binds, size_t *out_n)
+{
+    size_t n = 0;
+    char err[512];
+    for (size_t i = 0; i < a->n_shape_args; i++) {
+        if (!parse_shape_arg(a->shape_args[i], &binds[n])) {
+            fprintf(stderr, "plinth: --shape %s: expected NAME=D0,D1,... with dims >= 0\n",
+                    a->shape_args[i]);
+            return EXIT_USAGE;
+        }
+        n++;
+    }
+    for (size_t i = 0; i < a->n_input_args; i++) {
+        const char *eq = strchr(a->input_args[i], '=');
+        size_t fl = eq ? strlen(eq + 1) : 0;
+        if (eq == NULL || fl <= 4 || strcmp(eq + 1 + fl - 4, ".npy") != 0)
+            continue;
+        npy_array probe;
+        if (npy_read(eq + 1, &probe, err, sizeof err) != 0) {
+            fprintf(stderr, "plinth: %s\n", err);
+            return EXIT_RUNTIME;
+        }
+        shape_bind *b = &binds[n++];
+        b->name = a->input_args[i];
+        b->name_len = (size_t)(eq - a->input_args[i]);
+        b->ndim = probe.ndim;
+        memcpy(b->dims, probe.dims, sizeof b->dims);
+        npy_free(&probe);
+    }
+    *out_n = n;
+    return 0;
+}
+
+/* Loads the model, binds the input shapes that --shape and .npy inputs
+ * give, and makes a session; prints the reason and returns EXIT_RUNTIME
+ * (EXIT_USAGE for a malformed --shape) on failure. */
+static int open_session(const model_args *a, pl_runtime **out_rt, pl_model **out_model,
+                        pl_session **out_session)
 {
     *out_rt = NULL;
     *out_model = NULL;
     *out_session = NULL;
+    size_t cap = a->n_shape_args + a->n_input_args;
+    shape_bind *binds = calloc(cap ? cap : 1, sizeof *binds);
+    size_t n_binds = 0;
+    if (binds == NULL) {
+        fprintf(stderr, "plinth: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    int rc = collect_binds(a, binds, &n_binds);
+    if (rc != 0) {
+        free(binds);
+        return rc;
+    }
     pl_runtime_options o = {.struct_size = sizeof o,
-                            .config_path = config,
+                            .config_path = a->config,
                             .log_sink = cli_log,
                             .threads = g_threads};
     pl_status *st = pl_runtime_create(&o, out_rt);
     if (st == NULL)
-        st = pl_model_load(*out_rt, model_path, out_model);
+        st = pl_model_load(*out_rt, a->model_path, out_model);
     for (size_t i = 0; st == NULL && i < n_binds; i++) {
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)binds[i].name_len, binds[i].name);
         st = pl_model_bind_input(*out_model, name, binds[i].ndim, binds[i].dims);
     }
+    free(binds);
     if (st == NULL)
         st = pl_session_create(*out_model, NULL, out_session);
     if (st != NULL) {
@@ -283,16 +369,16 @@ static void close_session(pl_runtime *rt, pl_model *model, pl_session *session)
     pl_runtime_destroy(rt);
 }
 
-static int cmd_explain(const char *config, const char *model_path, bool json)
+static int cmd_explain(const model_args *a)
 {
     pl_runtime *rt;
     pl_model *model;
     pl_session *session;
-    int rc = open_session(config, model_path, &rt, &model, &session);
+    int rc = open_session(a, &rt, &model, &session);
     if (rc != 0)
         return rc;
     char *text = NULL;
-    pl_status *st = pl_session_explain(session, json, &text);
+    pl_status *st = pl_session_explain(session, a->json, &text);
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
@@ -307,43 +393,98 @@ static int cmd_explain(const char *config, const char *model_path, bool json)
     return rc;
 }
 
-/* Fills a buffer with reproducible values: floats in [-1, 1), integers in
- * [0, 10), booleans 0/1. */
-static void fill_random(pl_dtype dt, void *data, size_t count, uint64_t *state)
+/* ---- tensors on the host ---------------------------------------------------- */
+
+/* The dtype's name as the graph format spells it ("f32", "bool"). */
+static const char *dtype_name(pl_dtype dt)
+{
+    static const struct { pl_dtype dt; const char *name; } names[] = {
+        {PL_DTYPE_F32, "f32"}, {PL_DTYPE_F64, "f64"},   {PL_DTYPE_F16, "f16"},
+        {PL_DTYPE_BF16, "bf16"}, {PL_DTYPE_U8, "u8"},   {PL_DTYPE_I8, "i8"},
+        {PL_DTYPE_I32, "i32"}, {PL_DTYPE_I64, "i64"},   {PL_DTYPE_BOOL, "bool"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (PL_DTYPE_EQ(dt, names[i].dt))
+            return names[i].name;
+    return "?";
+}
+
+/* Fills COUNT elements of dtype DT with reproducible values: floats (f16
+ * and bf16 encoded as such) in [-1, 1), integers in [0, 10), booleans 0/1.
+ * False for a dtype the runtime does not have. */
+static bool fill_random(pl_dtype dt, void *data, size_t count, uint64_t *state)
 {
     for (size_t i = 0; i < count; i++) {
         *state = *state * 6364136223846793005ull + 1442695040888963407ull;
         uint32_t r = (uint32_t)(*state >> 33);
         double u = (double)r / 2147483648.0 * 2.0 - 1.0;
-        if (dt.code == PL_TYPE_FLOAT && dt.bits == 32)
+        if (PL_DTYPE_EQ(dt, PL_DTYPE_F32))
             ((float *)data)[i] = (float)u;
-        else if (dt.code == PL_TYPE_FLOAT && dt.bits == 64)
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_F64))
             ((double *)data)[i] = u;
-        else if (dt.code == PL_TYPE_INT && dt.bits == 64)
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_F16))
+            ((uint16_t *)data)[i] = cli_f16_from_float((float)u);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_BF16))
+            ((uint16_t *)data)[i] = cli_bf16_from_float((float)u);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_I64))
             ((int64_t *)data)[i] = r % 10;
-        else if (dt.code == PL_TYPE_INT && dt.bits == 32)
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_I32))
             ((int32_t *)data)[i] = (int32_t)(r % 10);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_I8))
+            ((int8_t *)data)[i] = (int8_t)(r % 10);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_U8))
+            ((uint8_t *)data)[i] = (uint8_t)(r % 10);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL))
+            ((uint8_t *)data)[i] = (uint8_t)(r % 2);
         else
-            ((uint8_t *)data)[i] = (uint8_t)(dt.code == PL_TYPE_BOOL ? r % 2 : r % 10);
+            return false;
+    }
+    return true;
+}
+
+/* Prints element I of T (a dense host tensor) as its dtype reads. */
+static void print_element(const pl_tensor *t, size_t i)
+{
+    const char *p = (const char *)t->data + t->byte_offset;
+    pl_dtype dt = t->dtype;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F32)) {
+        float v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%.6g", v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_F64)) {
+        double v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%.6g", v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_F16) || PL_DTYPE_EQ(dt, PL_DTYPE_BF16)) {
+        uint16_t h;
+        memcpy(&h, p + i * sizeof h, sizeof h);
+        printf("%.6g", PL_DTYPE_EQ(dt, PL_DTYPE_F16) ? cli_f16_to_float(h) : cli_bf16_to_float(h));
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_I64)) {
+        int64_t v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%lld", (long long)v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_I32)) {
+        int32_t v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%d", (int)v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_I8)) {
+        printf("%d", (int)((const int8_t *)p)[i]);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_U8)) {
+        printf("%u", (unsigned)((const uint8_t *)p)[i]);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) {
+        printf("%s", ((const uint8_t *)p)[i] ? "true" : "false");
+    } else {
+        printf("?");
     }
 }
 
+/* Prints the first values of T, which holds COUNT elements. */
 static void print_values(const pl_tensor *t, size_t count)
 {
     size_t n = count < 8 ? count : 8;
     printf("  [");
     for (size_t i = 0; i < n; i++) {
-        const char *sep = i ? ", " : "";
-        if (t->dtype.code == PL_TYPE_FLOAT && t->dtype.bits == 32)
-            printf("%s%.6g", sep, ((const float *)t->data)[i]);
-        else if (t->dtype.code == PL_TYPE_FLOAT && t->dtype.bits == 64)
-            printf("%s%.6g", sep, ((const double *)t->data)[i]);
-        else if (t->dtype.code == PL_TYPE_INT && t->dtype.bits == 64)
-            printf("%s%lld", sep, (long long)((const int64_t *)t->data)[i]);
-        else if (t->dtype.code == PL_TYPE_INT && t->dtype.bits == 32)
-            printf("%s%d", sep, ((const int32_t *)t->data)[i]);
-        else
-            printf("%s%u", sep, ((const uint8_t *)t->data)[i]);
+        printf("%s", i ? ", " : "");
+        print_element(t, i);
     }
     printf("%s]\n", count > n ? ", ..." : "");
 }
@@ -356,6 +497,42 @@ static size_t elements_of(int32_t ndim, const int64_t *dims)
     return n;
 }
 
+/* Reads the .npy FILE for input NAME of dtype WANT into *OUT_ARRAY. A bf16
+ * input also takes a float32 file, rounded to bf16 (NumPy has no bf16).
+ * Returns an exit code, having printed the reason. */
+static int load_npy_input(const char *file, const char *name, pl_dtype want,
+                          npy_array *out_array)
+{
+    char err[512];
+    if (npy_read(file, out_array, err, sizeof err) != 0) {
+        fprintf(stderr, "plinth: %s\n", err);
+        return EXIT_RUNTIME;
+    }
+    if (PL_DTYPE_EQ(want, PL_DTYPE_BF16) && PL_DTYPE_EQ(out_array->dtype, PL_DTYPE_F32))
+        npy_to_bf16(out_array);
+    if (!PL_DTYPE_EQ(out_array->dtype, want)) {
+        fprintf(stderr, "plinth: %s: holds %s, but input '%s' is %s%s\n", file,
+                dtype_name(out_array->dtype), name, dtype_name(want),
+                PL_DTYPE_EQ(want, PL_DTYPE_BF16) ? " (give <f4, or <u2 bf16 bit patterns)" : "");
+        npy_free(out_array);
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* The file that --input gives for input NAME, or NULL. */
+static const char *input_file(const char **input_args, size_t n_input_args, const char *name)
+{
+    const char *file = NULL;
+    size_t len = strlen(name);
+    for (size_t a = 0; a < n_input_args; a++) {
+        const char *eq = strchr(input_args[a], '=');
+        if (eq && (size_t)(eq - input_args[a]) == len && strncmp(input_args[a], name, len) == 0)
+            file = eq + 1;
+    }
+    return file;
+}
+
 /* Fills INPUTS (one per session input, in order) from --input arguments
  * (.npy, or raw .bin of the declared type) or with reproducible random
  * values; LOADED owns the buffers (free each .data). Returns an exit code. */
@@ -363,7 +540,6 @@ static int prepare_inputs(pl_session *session, const char **input_args, size_t n
                           pl_io *inputs, npy_array *loaded)
 {
     size_t n_in = pl_session_input_count(session);
-    char err[512];
     int rc = 0;
     uint64_t seed = 42;
     for (size_t a = 0; a < n_input_args && rc == 0; a++) {
@@ -393,21 +569,12 @@ static int prepare_inputs(pl_session *session, const char **input_args, size_t n
         t->shape = (int64_t *)dims;
         size_t count = elements_of(ndim, dims);
         size_t bytes = count * pl_dtype_size(dt);
-        const char *file = NULL;
-        for (size_t a = 0; a < n_input_args; a++) {
-            const char *eq = strchr(input_args[a], '=');
-            if (eq && (size_t)(eq - input_args[a]) == strlen(name) &&
-                strncmp(input_args[a], name, strlen(name)) == 0)
-                file = eq + 1;
-        }
+        const char *file = input_file(input_args, n_input_args, name);
         size_t fl = file ? strlen(file) : 0;
         if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
-            if (npy_read(file, &loaded[i], err, sizeof err) != 0) {
-                fprintf(stderr, "plinth: %s\n", err);
-                rc = EXIT_RUNTIME;
+            rc = load_npy_input(file, name, dt, &loaded[i]);
+            if (rc != 0)
                 break;
-            }
-            t->dtype = loaded[i].dtype;
             t->ndim = loaded[i].ndim;
             t->shape = loaded[i].dims;
             t->data = loaded[i].data;
@@ -420,82 +587,96 @@ static int prepare_inputs(pl_session *session, const char **input_args, size_t n
                 fclose(f);
             if (f == NULL || got != bytes || extra != EOF) {
                 fprintf(stderr, "plinth: %s: input '%s' needs exactly %zu bytes of %s (raw .bin)\n",
-                        file, name, bytes, "its declared type");
+                        file, name, bytes, dtype_name(dt));
                 rc = EXIT_RUNTIME;
                 break;
             }
             t->data = loaded[i].data;
         } else {
             loaded[i].data = malloc(bytes ? bytes : 1);
-            fill_random(dt, loaded[i].data, count, &seed);
+            if (loaded[i].data == NULL) {
+                fprintf(stderr, "plinth: out of memory for input '%s' (%zu bytes)\n", name, bytes);
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            if (!fill_random(dt, loaded[i].data, count, &seed)) {
+                fprintf(stderr, "plinth: input '%s': no random values for its dtype\n", name);
+                rc = EXIT_RUNTIME;
+                break;
+            }
             t->data = loaded[i].data;
         }
     }
     return rc;
 }
 
-/* Parses "NAME=D0,D1,..." into B; false when malformed. */
-static bool parse_shape_arg(const char *arg, shape_bind *b)
+/* mkdir -p: makes DIR and every missing parent. Returns an exit code,
+ * having printed the reason. */
+static int make_output_dir(const char *dir)
 {
-    const char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg)
-        return false;
-    b->name = arg;
-    b->name_len = (size_t)(eq - arg);
-    b->ndim = 0;
-    const char *p = eq + 1;
-    while (*p) {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0 || b->ndim >= 16)
-            return false;
-        b->dims[b->ndim++] = v;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p != '\0')
-            return false;
+    size_t len = strlen(dir);
+    char *path = malloc(len + 1);
+    if (path == NULL) {
+        fprintf(stderr, "plinth: out of memory\n");
+        return EXIT_RUNTIME;
     }
-    return true;
+    memcpy(path, dir, len + 1);
+    int rc = 0;
+    /* Each prefix that ends a component, then the whole path. */
+    for (size_t i = 1; i <= len && rc == 0; i++) {
+        if (i < len && path[i] != '/')
+            continue;
+        if (i < len && path[i - 1] == '/')
+            continue;
+        char saved = path[i];
+        path[i] = '\0';
+        struct stat sb;
+        if (mkdir(path, 0777) != 0) {
+            int err = errno;
+            if (err != EEXIST) {
+                fprintf(stderr, "plinth: --output-dir %s: cannot create %s: %s\n", dir, path,
+                        strerror(err));
+                rc = EXIT_RUNTIME;
+            } else if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+                fprintf(stderr, "plinth: --output-dir %s: %s exists and is not a directory\n",
+                        dir, path);
+                rc = EXIT_RUNTIME;
+            }
+        }
+        path[i] = saved;
+    }
+    free(path);
+    return rc;
 }
 
-static int cmd_run(const char *config, const char *model_path, const char **input_args,
-                   size_t n_input_args, const char **shape_args, size_t n_shape_args,
-                   const char *output_dir, int runs)
+/* Writes output O as DIR/<name>.npy, '/' in the name made '_'. */
+static int write_output(const char *dir, const pl_io *o)
+{
+    char path[4096], safe[256], err[512];
+    snprintf(safe, sizeof safe, "%s", o->name);
+    for (char *c = safe; *c; c++)
+        if (*c == '/')
+            *c = '_';
+    snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+    const pl_tensor *t = &o->tensor;
+    if (npy_write(path, t->dtype, t->ndim, t->shape, (const char *)t->data + t->byte_offset,
+                  elements_of(t->ndim, t->shape) * pl_dtype_size(t->dtype), err,
+                  sizeof err) != 0) {
+        fprintf(stderr, "plinth: %s\n", err);
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+static int cmd_run(const model_args *a)
 {
     pl_runtime *rt;
     pl_model *model;
     pl_session *session;
-    /* Shapes to bind: --shape, then the shape of every .npy input. */
-    shape_bind binds[512];
-    size_t n_binds = 0;
-    char err0[512];
-    for (size_t a = 0; a < n_shape_args; a++) {
-        if (!parse_shape_arg(shape_args[a], &binds[n_binds])) {
-            fprintf(stderr, "plinth: --shape %s: expected NAME=D0,D1,... with dims >= 0\n",
-                    shape_args[a]);
-            return EXIT_USAGE;
-        }
-        n_binds++;
-    }
-    for (size_t a = 0; a < n_input_args; a++) {
-        const char *eq = strchr(input_args[a], '=');
-        size_t fl = eq ? strlen(eq + 1) : 0;
-        if (eq == NULL || fl <= 4 || strcmp(eq + 1 + fl - 4, ".npy") != 0)
-            continue;
-        npy_array probe;
-        if (npy_read(eq + 1, &probe, err0, sizeof err0) != 0) {
-            fprintf(stderr, "plinth: %s\n", err0);
-            return EXIT_RUNTIME;
-        }
-        shape_bind *b = &binds[n_binds++];
-        b->name = input_args[a];
-        b->name_len = (size_t)(eq - input_args[a]);
-        b->ndim = probe.ndim;
-        memcpy(b->dims, probe.dims, sizeof b->dims);
-        npy_free(&probe);
-    }
-    int rc = open_session_bound(config, model_path, binds, n_binds, &rt, &model, &session);
+    /* Made first, so that a directory that cannot be made costs no run. */
+    if (a->output_dir != NULL && make_output_dir(a->output_dir) != 0)
+        return EXIT_RUNTIME;
+    int rc = open_session(a, &rt, &model, &session);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < pl_session_warning_count(session); i++)
@@ -505,9 +686,13 @@ static int cmd_run(const char *config, const char *model_path, const char **inpu
     pl_io *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
     pl_io *outputs = calloc(n_out ? n_out : 1, sizeof *outputs);
     npy_array *loaded = calloc(n_in ? n_in : 1, sizeof *loaded);
-    char err[512];
-    rc = prepare_inputs(session, input_args, n_input_args, inputs, loaded);
-    for (size_t r = 0; rc == 0 && r < (size_t)runs; r++) {
+    if (inputs == NULL || outputs == NULL || loaded == NULL) {
+        fprintf(stderr, "plinth: out of memory\n");
+        rc = EXIT_RUNTIME;
+    }
+    if (rc == 0)
+        rc = prepare_inputs(session, a->input_args, a->n_input_args, inputs, loaded);
+    for (int r = 0; rc == 0 && r < a->runs; r++) {
         for (size_t o = 0; o < n_out; o++) {
             pl_buffer_free(outputs[o].tensor.data);
             memset(&outputs[o], 0, sizeof outputs[o]);
@@ -525,30 +710,16 @@ static int cmd_run(const char *config, const char *model_path, const char **inpu
         const pl_tensor *t = &outputs[o].tensor;
         char shape[256] = "";
         size_t len = 0;
-        for (int32_t d = 0; d < t->ndim; d++)
+        for (int32_t d = 0; d < t->ndim && len < sizeof shape; d++)
             len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? "," : "",
                                     (long long)t->shape[d]);
-        printf("output %s: %s[%s]\n", outputs[o].name,
-               t->dtype.code == PL_TYPE_FLOAT ? (t->dtype.bits == 32 ? "f32" : "f64") : "int",
-               shape);
+        printf("output %s: %s[%s]\n", outputs[o].name, dtype_name(t->dtype), shape);
         print_values(t, elements_of(t->ndim, t->shape));
-        if (output_dir != NULL) {
-            char path[4096], safe[256];
-            snprintf(safe, sizeof safe, "%s", outputs[o].name);
-            for (char *c = safe; *c; c++)
-                if (*c == '/')
-                    *c = '_';
-            snprintf(path, sizeof path, "%s/%s.npy", output_dir, safe);
-            if (npy_write(path, t->dtype, t->ndim, t->shape, t->data,
-                          elements_of(t->ndim, t->shape) * pl_dtype_size(t->dtype), err,
-                          sizeof err) != 0) {
-                fprintf(stderr, "plinth: %s\n", err);
-                rc = EXIT_RUNTIME;
-            }
-        }
+        if (a->output_dir != NULL && write_output(a->output_dir, &outputs[o]) != 0)
+            rc = EXIT_RUNTIME;
     }
     if (rc == 0) {
-        printf("\nsteps (%d run%s):\n", runs, runs == 1 ? "" : "s");
+        printf("\nsteps (%d run%s):\n", a->runs, a->runs == 1 ? "" : "s");
         for (size_t i = 0; i < pl_session_step_count(session); i++) {
             const char *name, *backend;
             uint64_t ns, count;
@@ -557,10 +728,10 @@ static int cmd_run(const char *config, const char *model_path, const char **inpu
                    backend, name);
         }
     }
-    for (size_t o = 0; o < n_out; o++)
+    for (size_t o = 0; outputs && o < n_out; o++)
         pl_buffer_free(outputs[o].tensor.data);
-    for (size_t i = 0; i < n_in; i++)
-        free(loaded[i].data);
+    for (size_t i = 0; loaded && i < n_in; i++)
+        npy_free(&loaded[i]);
     free(loaded);
     free(inputs);
     free(outputs);
@@ -593,14 +764,16 @@ static void model_base(const char *path, char *buf, size_t size)
         *dot = '\0';
 }
 
-static int cmd_bench(const char *config, const char *model_path, const char **input_args,
-                     size_t n_input_args, int runs, int warmup, bool json)
+static int cmd_bench(const model_args *a)
 {
+    const char *model_path = a->model_path;
+    int runs = a->runs, warmup = a->warmup;
+    bool json = a->json;
     double t0 = now_ms();
     pl_runtime *rt;
     pl_model *model;
     pl_session *session;
-    int rc = open_session(config, model_path, &rt, &model, &session);
+    int rc = open_session(a, &rt, &model, &session);
     if (rc != 0)
         return rc;
     double load_ms = now_ms() - t0;
@@ -615,11 +788,11 @@ static int cmd_bench(const char *config, const char *model_path, const char **in
     model_base(model_path, base, sizeof base);
     const char *args[257];
     size_t n_args = 0;
-    for (size_t i = 0; i < n_input_args && n_args < 256; i++)
-        args[n_args++] = input_args[i];
+    for (size_t i = 0; i < a->n_input_args && n_args < 256; i++)
+        args[n_args++] = a->input_args[i];
     char implicit[4400];
     snprintf(path, sizeof path, "%s.input.bin", base);
-    if (n_input_args == 0 && n_in > 0 && access(path, R_OK) == 0) {
+    if (a->n_input_args == 0 && n_in > 0 && access(path, R_OK) == 0) {
         snprintf(implicit, sizeof implicit, "%s=%s", pl_session_input_name(session, 0), path);
         args[n_args++] = implicit;
     }
@@ -704,7 +877,7 @@ static int cmd_bench(const char *config, const char *model_path, const char **in
     for (size_t o = 0; o < n_out; o++)
         pl_buffer_free(outputs[o].tensor.data);
     for (size_t i = 0; i < n_in; i++)
-        free(loaded[i].data);
+        npy_free(&loaded[i]);
     free(loaded);
     free(inputs);
     free(outputs);
@@ -866,28 +1039,32 @@ int main(int argc, char **argv)
     }
     if (strcmp(command, "modules") == 0)
         return cmd_modules(config, json, strict);
+    model_args margs = {.config = config, .model_path = operand, .input_args = input_args,
+                        .n_input_args = n_input_args, .shape_args = shape_args,
+                        .n_shape_args = n_shape_args, .output_dir = output_dir,
+                        .runs = runs, .warmup = warmup, .json = json};
     if (strcmp(command, "explain") == 0) {
         if (operand == NULL) {
             fprintf(stderr, "plinth: explain needs a model file (see plinth --help)\n");
             return EXIT_USAGE;
         }
-        return cmd_explain(config, operand, json);
+        return cmd_explain(&margs);
     }
     if (strcmp(command, "run") == 0) {
         if (operand == NULL) {
             fprintf(stderr, "plinth: run needs a model file (see plinth --help)\n");
             return EXIT_USAGE;
         }
-        return cmd_run(config, operand, input_args, n_input_args, shape_args, n_shape_args,
-                       output_dir, runs < 0 ? 1 : runs);
+        margs.runs = runs < 0 ? 1 : runs;
+        return cmd_run(&margs);
     }
     if (strcmp(command, "bench") == 0) {
         if (operand == NULL) {
             fprintf(stderr, "plinth: bench needs a model file (see plinth --help)\n");
             return EXIT_USAGE;
         }
-        return cmd_bench(config, operand, input_args, n_input_args, runs < 0 ? 50 : runs,
-                         warmup, json);
+        margs.runs = runs < 0 ? 50 : runs;
+        return cmd_bench(&margs);
     }
     if (strcmp(command, "convert") == 0) {
         if (operand == NULL || second == NULL) {

@@ -94,6 +94,15 @@ pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
     pl_status *st = pl_model_read_graph(rt, path, &m->graph);
+    /* Graph JSON as a format allows a graph without outputs (a fragment);
+     * a model does not: a run of it could return nothing, and every node
+     * would be pruned. Checked here, so every format is held to it. */
+    if (st == NULL && pl_graph_output_count(m->graph) == 0)
+        st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                              "%s: the graph declares no outputs; a model must name at "
+                              "least one graph output (\"outputs\" in Plinth's JSON, "
+                              "graph.output in ONNX)",
+                              path);
     if (st == NULL) {
         pthread_mutex_lock(&rt->opset_mu);
         st = pl_opset_infer(rt->opset, m->graph);

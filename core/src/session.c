@@ -140,6 +140,7 @@ struct pl_session {
     pl_value *values;
     size_t n_values;
     int32_t *value_of;           /* orig tensor * n_devs + dev -> value */
+    bool *live;                  /* per node: some graph output depends on it */
     pl_step *steps;
     size_t n_steps;
     pl_graph *xg;
@@ -219,6 +220,8 @@ static void pl_sess_clear_steps(pl_session *s)
     s->n_values = 0;
     pl_free(s->value_of);
     s->value_of = NULL;
+    pl_free(s->live);
+    s->live = NULL;
     pl_free(s->devs);
     s->devs = NULL;
     s->n_devs = 0;
@@ -281,6 +284,26 @@ static pl_status *pl_sess_add_device(pl_session *s, pl_module *m, int32_t device
     }
     *out_dev = (int32_t)s->n_devs++;
     return NULL;
+}
+
+/* Allocates BYTES of device DEV's memory through its module. A failure
+ * names the module, its device, the size and PURPOSE, what the memory was
+ * for. */
+static pl_status *pl_sess_dev_alloc(const pl_session *s, int32_t dev, size_t bytes,
+                                    const char *purpose, void **out_ptr)
+{
+    *out_ptr = NULL;
+    const pl_sdev *d = &s->devs[dev];
+    pl_module *m = d->module;
+    pl_status *st = m->api.mem_alloc(m->ctx, d->device, bytes, 64, out_ptr);
+    if (st == NULL && *out_ptr == NULL)
+        st = pl_status_create(PL_CODE_INTERNAL, "%s: mem_alloc reported success but "
+                                                "returned no buffer", m->name);
+    if (st != NULL)
+        *out_ptr = NULL;
+    return pl_status_wrap(st, "cannot allocate %zu bytes on device %s (module %s, device "
+                              "%d) for %s: ",
+                          bytes, d->name, m->name, (int)d->device, purpose);
 }
 
 static pl_status *pl_sess_new_value(pl_session *s, pl_tid orig, int32_t dev,
@@ -400,7 +423,11 @@ static pl_status *pl_sess_value_on(pl_session *s, pl_tid t, int32_t dev,
             return pl_status_create(PL_CODE_INTERNAL,
                                     "session: tensor '%s' is needed before it is made",
                                     gt->name);
-        PL_RETURN_IF_ERROR(pl_sess_copy(s, home, dev, PL_VAL_ARENA, &v));
+        /* A graph output made on a device and also read on the host: its
+         * host copy is the caller's output buffer, which host readers then
+         * read, as they do for an output the host made itself. */
+        pl_value_kind kind = dev == 0 && gt->is_output ? PL_VAL_OUTPUT : PL_VAL_ARENA;
+        PL_RETURN_IF_ERROR(pl_sess_copy(s, home, dev, kind, &v));
     }
     s->value_of[key] = v;
     *out_value = v;
@@ -408,6 +435,45 @@ static pl_status *pl_sess_value_on(pl_session *s, pl_tid t, int32_t dev,
 }
 
 /* ---- building the steps ------------------------------------------------- */
+
+/* Marks the nodes some graph output depends on; the others (a dead branch)
+ * get no step: nothing could ever read what they make. Walks the nodes
+ * backwards in topological order, so a node's consumers are decided first. */
+static pl_status *pl_sess_mark_live(pl_session *s)
+{
+    const pl_graph *g = s->g;
+    size_t nn = pl_graph_node_count(g);
+    const pl_nid *topo = pl_graph_topo_order(g);
+    s->live = pl_calloc(nn ? nn : 1, sizeof *s->live);
+    if (s->live == NULL)
+        return pl_sess_oom();
+    for (size_t i = nn; i-- > 0;) {
+        pl_nid n = topo[i];
+        const pl_graph_node *node = pl_graph_get_node(g, n);
+        for (size_t o = 0; o < node->n_outputs && !s->live[n]; o++) {
+            if (node->outputs[o] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(g, node->outputs[o]);
+            s->live[n] = t->is_output;
+            for (size_t c = 0; c < t->n_consumers && !s->live[n]; c++)
+                s->live[n] = s->live[t->consumers[c]];
+        }
+    }
+    return NULL;
+}
+
+/* Whether unit U of the unit order (a cluster, or nc + an imperative node)
+ * has a live node. */
+static bool pl_sess_unit_live(const pl_session *s, size_t u, size_t nc)
+{
+    if (u >= nc)
+        return s->live[u - nc];
+    const pl_part_cluster *cl = pl_partition_cluster(s->part, u);
+    for (size_t k = 0; k < cl->n_nodes; k++)
+        if (s->live[cl->nodes[k]])
+            return true;
+    return false;
+}
 
 /* Orders the partition's units (clusters and imperative nodes) so that each
  * comes after every unit it reads from (Kahn's algorithm over units). */
@@ -571,6 +637,7 @@ static pl_status *pl_sess_build_steps(pl_session *s)
         PL_RETURN_IF_ERROR(pl_sess_new_value(s, t, 0, PL_VAL_INPUT, &v));
         s->value_of[(size_t)t * 8] = v;
     }
+    PL_RETURN_IF_ERROR(pl_sess_mark_live(s));
     int64_t *units = NULL;
     size_t n_units = 0;
     PL_RETURN_IF_ERROR(pl_sess_unit_order(s, &units, &n_units));
@@ -578,6 +645,10 @@ static pl_status *pl_sess_build_steps(pl_session *s)
     pl_status *st = NULL;
     for (size_t k = 0; k < n_units && st == NULL; k++) {
         size_t u = (size_t)units[k];
+        /* A live unit never reads a dead one, so skipping it leaves no
+         * reader without its value. */
+        if (!pl_sess_unit_live(s, u, nc))
+            continue;
         if (u < nc) {
             const pl_part_cluster *cl = pl_partition_cluster(s->part, u);
             const pl_part_backend *be = pl_partition_backend(s->part, (size_t)cl->backend);
@@ -744,11 +815,21 @@ static bool pl_sess_inplace_fn(void *user, pl_nid xnode, size_t out_index,
 static pl_status *pl_sess_plan(pl_session *s)
 {
     PL_RETURN_IF_ERROR(pl_graph_create(&s->xg));
-    char name[64];
     for (size_t v = 0; v < s->n_values; v++) {
         pl_value *val = &s->values[v];
-        snprintf(name, sizeof name, "v%zu", v);
-        PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(s->xg, name, &val->xt));
+        /* Unique by its index; the rest names the model's tensor (or the
+         * step whose workspace it is) for any complaint about it. */
+        char *name = val->orig != PL_TID_NONE
+                         ? pl_strdupf("v%zu ('%s' on %s)", v,
+                                      pl_graph_get_tensor(s->g, val->orig)->name,
+                                      s->devs[val->dev].name)
+                         : pl_strdupf("v%zu (workspace of %s)", v,
+                                      s->steps[val->producer].name);
+        if (name == NULL)
+            return pl_sess_oom();
+        pl_status *added = pl_graph_tensor_get_or_add(s->xg, name, &val->xt);
+        pl_free(name);
+        PL_RETURN_IF_ERROR(added);
         const int64_t *dims = val->kind == PL_VAL_WORKSPACE ? &val->ws_dim : val->dims;
         PL_RETURN_IF_ERROR(pl_graph_set_type(s->xg, val->xt, val->dtype, val->ndim,
                                              dims, NULL));
@@ -767,36 +848,24 @@ static pl_status *pl_sess_plan(pl_session *s)
         size_t n_out = st->n_out + (st->workspace >= 0 ? 1 : 0);
         const char **ins = pl_calloc(st->n_in ? st->n_in : 1, sizeof *ins);
         const char **outs = pl_calloc(n_out ? n_out : 1, sizeof *outs);
-        char (*names)[24] = pl_calloc(st->n_in + n_out + 1, sizeof *names);
-        if (!ins || !outs || !names) {
+        if (!ins || !outs) {
             pl_free(ins);
             pl_free(outs);
-            pl_free(names);
             return pl_sess_oom();
         }
-        for (size_t k = 0; k < st->n_in; k++) {
-            if (st->in[k] < 0) {
-                ins[k] = "";
-                continue;
-            }
-            snprintf(names[k], sizeof names[k], "v%d", st->in[k]);
-            ins[k] = names[k];
-        }
+        for (size_t k = 0; k < st->n_in; k++)
+            ins[k] = st->in[k] < 0 ? ""
+                                   : pl_graph_get_tensor(s->xg, s->values[st->in[k]].xt)->name;
         for (size_t k = 0; k < n_out; k++) {
             int32_t v = k < st->n_out ? st->out[k] : st->workspace;
-            if (v < 0) {
-                outs[k] = "";
-                continue;
-            }
-            snprintf(names[st->n_in + k], sizeof names[0], "v%d", v);
-            outs[k] = names[st->n_in + k];
+            outs[k] = v < 0 ? "" : pl_graph_get_tensor(s->xg, s->values[v].xt)->name;
         }
-        snprintf(name, sizeof name, "step%zu", i);
-        pl_status *err = pl_graph_add_node(s->xg, name, "__step", "", ins, st->n_in,
+        /* Named for the step, so that any complaint about it names the
+         * model's nodes. */
+        pl_status *err = pl_graph_add_node(s->xg, st->name, "__step", "", ins, st->n_in,
                                            outs, n_out, NULL);
         pl_free(ins);
         pl_free(outs);
-        pl_free(names);
         PL_RETURN_IF_ERROR(err);
     }
     PL_RETURN_IF_ERROR(pl_graph_validate(s->xg));
@@ -886,9 +955,13 @@ static pl_status *pl_sess_upload_constants(pl_session *s)
         pl_module *m = s->devs[val->dev].module;
         int32_t device = s->devs[val->dev].device;
         const pl_graph_tensor *t = pl_graph_get_tensor(s->g, val->orig);
-        PL_RETURN_IF_ERROR(m->api.mem_alloc(m->ctx, device, t->nbytes, 64, &val->persist));
-        PL_RETURN_IF_ERROR(m->api.copy_to_device(m->ctx, device, val->persist, 0,
-                                                 t->data, t->nbytes));
+        char purpose[300];
+        snprintf(purpose, sizeof purpose, "constant '%s'", t->name);
+        PL_RETURN_IF_ERROR(pl_sess_dev_alloc(s, val->dev, t->nbytes, purpose, &val->persist));
+        PL_RETURN_IF_ERROR(pl_status_wrap(m->api.copy_to_device(m->ctx, device, val->persist,
+                                                                 0, t->data, t->nbytes),
+                                          "uploading constant '%s' to %s: ", t->name,
+                                          s->devs[val->dev].name));
     }
     return NULL;
 }
@@ -1256,6 +1329,9 @@ static void pl_runctx_destroy(pl_session *s, pl_runctx *rc)
         free(rc->default_out[v]);
     for (size_t i = 0; rc->calls && i < s->n_steps; i++) {
         pl_step_call *c = &rc->calls[i];
+        /* A creation that failed part way left the later calls unmade. */
+        if (c->tensors == NULL)
+            continue;
         pl_call_extra *x = (pl_call_extra *)(c->tensors + s->steps[i].n_in + s->steps[i].n_out);
         const pl_step *st = &s->steps[i];
         if (x->workspace)
@@ -1303,9 +1379,7 @@ static pl_status *pl_runctx_create(pl_session *s, pl_runctx **out)
                 st = pl_status_create(PL_CODE_OUT_OF_MEMORY,
                                       "out of memory for a host arena of %zu bytes", bytes);
         } else {
-            pl_module *m = s->devs[d].module;
-            st = m->api.mem_alloc(m->ctx, s->devs[d].device, bytes, 64, &rc->arena[d]);
-            st = pl_status_wrap(st, "arena of %zu bytes on %s: ", bytes, s->devs[d].name);
+            st = pl_sess_dev_alloc(s, (int32_t)d, bytes, "the arena of a run", &rc->arena[d]);
         }
     }
     for (size_t v = 0; st == NULL && v < s->n_values; v++) {
@@ -1365,8 +1439,10 @@ static pl_status *pl_runctx_create(pl_session *s, pl_runctx **out)
         }
         pl_call_extra *x = (pl_call_extra *)(c->tensors + n);
         if (step->device_workspace > 0) {
-            st = step->module->api.mem_alloc(step->module->ctx, s->devs[step->dev].device,
-                                             step->device_workspace, 64, &x->workspace);
+            char purpose[600];
+            snprintf(purpose, sizeof purpose, "the workspace of step %s", step->name);
+            st = pl_sess_dev_alloc(s, step->dev, step->device_workspace, purpose,
+                                   &x->workspace);
         }
         if (st == NULL && step->kind == PL_STEP_COPY &&
             s->values[step->in[0]].dev != 0 && s->values[step->out[0]].dev != 0) {
@@ -1885,13 +1961,14 @@ static json_t *pl_sess_explain_json(const pl_session *s)
         pl_nid head = pl_partition_fused_into(s->part, n);
         json_array_append_new(
             placement,
-            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "node", node->name, "op",
+            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b}", "node", node->name, "op",
                       node->op, "backend",
                       pl_partition_backend(s->part, (size_t)b)->module->name, "subgraph",
                       c >= 0 ? json_integer(c) : json_null(), "fused_into",
                       head != PL_NID_NONE ? json_string(pl_graph_get_node(g, head)->name)
                                           : json_null(),
-                      "reasons", reasons, "outputs", outs));
+                      "reasons", reasons, "outputs", outs, "pruned",
+                      s->live != NULL && !s->live[n]));
     }
     json_object_set_new(root, "placement", placement);
     json_t *subgraphs = json_array();
@@ -1978,11 +2055,14 @@ static char *pl_sess_explain_text(const pl_session *s, json_t *root)
         if (json_is_integer(sg))
             snprintf(sub, sizeof sub, " [subgraph %d]", (int)json_integer_value(sg));
         json_t *into = json_object_get(p, "fused_into");
-        fprintf(f, "  %-28s %-20s -> %s%s%s%s\n", json_string_value(json_object_get(p, "node")),
+        fprintf(f, "  %-28s %-20s -> %s%s%s%s%s\n", json_string_value(json_object_get(p, "node")),
                 json_string_value(json_object_get(p, "op")),
                 json_string_value(json_object_get(p, "backend")), sub,
                 json_is_string(into) ? ", fused into " : "",
-                json_is_string(into) ? json_string_value(into) : "");
+                json_is_string(into) ? json_string_value(into) : "",
+                json_is_true(json_object_get(p, "pruned"))
+                    ? ", pruned (no graph output depends on it)"
+                    : "");
         const char *key;
         json_t *r;
         json_object_foreach(json_object_get(p, "reasons"), key, r)

@@ -166,6 +166,27 @@ static void case_unknown_op(void)
     pl_runtime_destroy(rt);
 }
 
+/* A graph without outputs is a valid graph JSON document but not a model:
+ * refused at load, naming the file. */
+static void case_no_outputs(void)
+{
+    pl_runtime *rt = make_runtime(NULL);
+    const char *path = write_model(
+        "{\"format\":\"plinth-graph\",\"version\":1,\"inputs\":[\"a\"],"
+        "\"outputs\":[],\"tensors\":[{\"name\":\"a\",\"dtype\":\"f32\","
+        "\"shape\":[2,3]}],\"nodes\":[{\"name\":\"act\",\"op\":\"Relu\","
+        "\"inputs\":[\"a\"],\"outputs\":[\"c\"]}]}");
+    pl_model *m = NULL;
+    pl_status *st = pl_model_load(rt, path, &m);
+    TH_CHECK(st != NULL && m == NULL, "a model without outputs loaded");
+    TH_CHECK(pl_status_code(st) == PL_CODE_INVALID_ARGUMENT, "code %s",
+             pl_code_name(pl_status_code(st)));
+    TH_CHECK_CONTAINS(pl_status_message(st), path);
+    TH_CHECK_CONTAINS(pl_status_message(st), "declares no outputs");
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
 /* A folder holding only the custom-op module, with safe modes. */
 static const char *custom_module_dir(void)
 {
@@ -232,6 +253,7 @@ int main(int argc, char **argv)
         {"explain_cnn", case_explain_cnn},
         {"shape_error_names_node", case_shape_error_names_node},
         {"unknown_op", case_unknown_op},
+        {"no_outputs", case_no_outputs},
         {"custom_op", case_custom_op},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 2,

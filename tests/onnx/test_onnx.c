@@ -1049,6 +1049,13 @@ static void m_empty_outputs(Onnx__ModelProto *m, const char *d)
     char *extra = xstrdup("");
     APPEND(n->output, n->n_output, extra);
 }
+static void m_no_graph_outputs(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    for (size_t i = 0; i < m->graph->n_output; i++)
+        onnx__value_info_proto__free_unpacked(m->graph->output[i], NULL);
+    m->graph->n_output = 0;
+}
 static void m_missing_input(Onnx__ModelProto *m, const char *d)
 {
     (void)d;
@@ -1445,6 +1452,8 @@ static const bad_case bad_cases[] = {
     {"duplicate_node_names", m_duplicate_node_names, NULL,
      "node 'mm' (Relu): the name is already used by another node", NULL},
     {"empty_outputs", m_empty_outputs, NULL, "node 'relu' (Relu) has no named output", NULL},
+    {"no_graph_outputs", m_no_graph_outputs, NULL,
+     "model.onnx: the graph declares no outputs", NULL},
     {"missing_input", m_missing_input, NULL,
      "node 'mm' (MatMul): input 'ghost' is not defined by any node, input or constant", NULL},
     {"cycle", m_cycle, NULL, "is on a cycle", NULL},

@@ -39,8 +39,11 @@ static void make_weights(weights *w)
 }
 
 /* The residual model: h = relu(x W1 + b1); r = relu(h W2 + b2 + x);
- * y = Gemm(r, W3^T, b3) (transB = 1); z = softmax(y). */
-static const char *write_residual(const weights *w)
+ * y = Gemm(r, W3^T, b3) (transB = 1); z = softmax(y). OUTPUTS is the JSON
+ * list of graph outputs without its brackets; EXTRA_NODES, when not empty,
+ * JSON node objects appended to the node list (with a leading comma). */
+static const char *write_residual_with(const weights *w, const char *outputs,
+                                       const char *extra_nodes)
 {
     const char *dir = th_tempdir();
     FILE *f = fopen(th_path(dir, "model.weights"), "wb");
@@ -49,11 +52,11 @@ static const char *write_residual(const weights *w)
     fclose(f);
     size_t o_w1 = 0, o_b1 = o_w1 + sizeof w->w1, o_w2 = o_b1 + sizeof w->b1,
            o_b2 = o_w2 + sizeof w->w2, o_w3 = o_b2 + sizeof w->b2, o_b3 = o_w3 + sizeof w->w3;
-    char json[8192];
+    char json[16384];
     snprintf(json, sizeof json,
              "{\"format\":\"plinth-graph\",\"version\":1,"
              "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
-             "\"weights\":\"model.weights\",\"inputs\":[\"x\"],\"outputs\":[\"z\"],"
+             "\"weights\":\"model.weights\",\"inputs\":[\"x\"],\"outputs\":[%s],"
              "\"tensors\":["
              "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[%d,%d]},"
              "{\"name\":\"w1\",\"dtype\":\"f32\",\"shape\":[%d,%d],\"data\":{\"offset\":%zu,\"length\":%zu}},"
@@ -73,10 +76,10 @@ static const char *write_residual(const weights *w)
              "{\"name\":\"fc\",\"op\":\"Gemm\",\"inputs\":[\"r\",\"w3\",\"b3\"],\"outputs\":[\"y\"],"
              "\"attributes\":{\"transB\":{\"int\":1}}},"
              "{\"name\":\"softmax\",\"op\":\"Softmax\",\"inputs\":[\"y\"],\"outputs\":[\"z\"],"
-             "\"attributes\":{\"axis\":{\"int\":-1}}}]}",
-             BATCH, IN, IN, HID, o_w1, sizeof w->w1, HID, o_b1, sizeof w->b1, HID, IN, o_w2,
+             "\"attributes\":{\"axis\":{\"int\":-1}}}%s]}",
+             outputs, BATCH, IN, IN, HID, o_w1, sizeof w->w1, HID, o_b1, sizeof w->b1, HID, IN, o_w2,
              sizeof w->w2, IN, o_b2, sizeof w->b2, OUT, IN, o_w3, sizeof w->w3, OUT, o_b3,
-             sizeof w->b3);
+             sizeof w->b3, extra_nodes);
     const char *path = th_path(dir, "model.json");
     f = fopen(path, "w");
     TH_CHECK(f != NULL, "cannot write %s", path);
@@ -85,7 +88,14 @@ static const char *write_residual(const weights *w)
     return path;
 }
 
-static void reference(const weights *w, const float *x, float *z)
+static const char *write_residual(const weights *w)
+{
+    return write_residual_with(w, "\"z\"", "");
+}
+
+/* The residual model's softmax output Z and, when Y_OUT is not NULL, its
+ * logits Y. */
+static void reference_logits(const weights *w, const float *x, float *z, float *y_out)
 {
     for (int b = 0; b < BATCH; b++) {
         double h[HID], r[IN], y[OUT];
@@ -113,7 +123,14 @@ static void reference(const weights *w, const float *x, float *z)
             sum += exp(y[j] - mx);
         for (int j = 0; j < OUT; j++)
             z[b * OUT + j] = (float)(exp(y[j] - mx) / sum);
+        for (int j = 0; y_out != NULL && j < OUT; j++)
+            y_out[b * OUT + j] = (float)y[j];
     }
+}
+
+static void reference(const weights *w, const float *x, float *z)
+{
+    reference_logits(w, x, z, NULL);
 }
 
 /* ---- runtime and session ------------------------------------------------- */
@@ -277,6 +294,106 @@ static void case_examples_mlp(void)
         sum += y1[i];
     }
     TH_CHECK(fabs(sum - 1.0) < 1e-5, "softmax output sums to %f", sum);
+}
+
+/* A graph output that a node on another device also reads: the logits y
+ * are made on example_acc, read there by nobody, read on the host by
+ * softmax, and wanted by the caller. They come home once, into the caller's
+ * buffer, and softmax reads them there. */
+static void case_output_read_across(void)
+{
+    make_weights(&W);
+    const char *configs[2] = {"[placement]\norder = cpu\n",
+                              "[placement]\norder = example_acc, cpu\n"};
+    for (int c = 0; c < 2; c++) {
+        pl_runtime *rt = runtime_with(configs[c]);
+        pl_session *s = session_for(rt, write_residual_with(&W, "\"z\", \"y\"", ""));
+        TH_CHECK(pl_session_output_count(s) == 2, "%zu outputs", pl_session_output_count(s));
+        json_t *root = th_explain(s);
+        if (c == 1) {
+            TH_CHECK(strcmp(backend_of(root, "fc"), "example_acc") == 0, "fc not on example_acc");
+            TH_CHECK(strcmp(backend_of(root, "softmax"), "cpu") == 0, "softmax not on cpu");
+            /* x goes to the device and y comes back, once. */
+            TH_CHECK(json_array_size(json_object_get(root, "copies")) == 2,
+                     "expected 2 copies, got %zu",
+                     json_array_size(json_object_get(root, "copies")));
+        }
+        json_decref(root);
+        for (int seed = 0; seed < 3; seed++) {
+            float x[BATCH * IN], z[BATCH * OUT], want_z[BATCH * OUT], want_y[BATCH * OUT];
+            make_input(x, seed);
+            reference_logits(&W, x, want_z, want_y);
+            int64_t xs[2] = {BATCH, IN}, zs[2] = {BATCH, OUT};
+            pl_io in = {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                                .shape = xs, .struct_size = sizeof(pl_tensor)}};
+            /* z into the caller's buffer, y into one the run allocates; the
+             * last seed asks for y alone. */
+            pl_io out[2] = {
+                {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}},
+                {.name = "z", .tensor = {.data = z, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                         .shape = zs, .struct_size = sizeof(pl_tensor)}}};
+            size_t n_out = seed == 2 ? 1 : 2;
+            TH_CHECK_OK(pl_session_run(s, &in, 1, out, n_out));
+            const float *y = out[0].tensor.data;
+            TH_CHECK(y != NULL && out[0].tensor.ndim == 2 && out[0].tensor.shape[1] == OUT,
+                     "output y came back without data or with the wrong shape");
+            for (int i = 0; i < BATCH * OUT; i++) {
+                TH_CHECK(fabsf(y[i] - want_y[i]) <= 1e-4f, "%s seed %d: y[%d] = %.9g, reference %.9g",
+                         configs[c], seed, i, y[i], want_y[i]);
+                TH_CHECK(n_out == 1 || fabsf(z[i] - want_z[i]) <= 1e-5f,
+                         "%s seed %d: z[%d] = %.9g, reference %.9g", configs[c], seed, i, z[i],
+                         want_z[i]);
+            }
+            pl_buffer_free(out[0].tensor.data);
+        }
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
+/* Nodes no graph output depends on get no step, wherever they are placed:
+ * dead_z reads z (on the host) and alone makes a subgraph of example_acc,
+ * dead_x reads the graph input on example_acc, dead_h reads an
+ * accelerator tensor on cpu, dead_hh reads dead_h. */
+static void case_dead_branch(void)
+{
+    make_weights(&W);
+    const char *dead =
+        ",{\"name\":\"dead_z\",\"op\":\"Relu\",\"inputs\":[\"z\"],\"outputs\":[\"dz\"]},"
+        "{\"name\":\"dead_x\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"dx\"]},"
+        "{\"name\":\"dead_h\",\"op\":\"Softmax\",\"inputs\":[\"h\"],\"outputs\":[\"dh\"]},"
+        "{\"name\":\"dead_hh\",\"op\":\"Relu\",\"inputs\":[\"dh\"],\"outputs\":[\"dhh\"]}";
+    const char *configs[2] = {"[placement]\norder = cpu\n",
+                              "[placement]\norder = example_acc, cpu\n"};
+    for (int c = 0; c < 2; c++) {
+        pl_runtime *rt = runtime_with(configs[c]);
+        pl_session *s = session_for(rt, write_residual_with(&W, "\"z\"", dead));
+        json_t *root = th_explain(s);
+        if (c == 1) {
+            TH_CHECK(strcmp(backend_of(root, "dead_z"), "example_acc") == 0,
+                     "dead_z not on example_acc");
+            TH_CHECK(strcmp(backend_of(root, "dead_h"), "cpu") == 0, "dead_h not on cpu");
+            TH_CHECK(json_array_size(json_object_get(root, "copies")) == 2,
+                     "expected 2 copies (x in, y out), got %zu",
+                     json_array_size(json_object_get(root, "copies")));
+        }
+        const char *dead_nodes[] = {"dead_z", "dead_x", "dead_h", "dead_hh"};
+        for (size_t i = 0; i < 4; i++)
+            TH_CHECK(json_is_true(json_object_get(th_placement_of(root, dead_nodes[i]), "pruned")),
+                     "%s: %s is not marked pruned", configs[c], dead_nodes[i]);
+        TH_CHECK(json_is_false(json_object_get(th_placement_of(root, "mm1"), "pruned")),
+                 "mm1 is marked pruned");
+        json_t *st;
+        size_t i;
+        json_array_foreach(json_object_get(root, "steps"), i, st)
+            TH_CHECK(strstr(json_string_value(json_object_get(st, "name")), "dead") == NULL,
+                     "%s: a dead node has a step: %s", configs[c],
+                     json_string_value(json_object_get(st, "name")));
+        json_decref(root);
+        run_and_check(s, &W, 4);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
 }
 
 static void case_fail_compile_fallback(void)
@@ -1558,6 +1675,171 @@ static void case_cpu_fuse_examples_cnn(void)
     free(outs[1]);
 }
 
+/* ---- device memory that fails (tests/fixtures/devmem_module.c) ------------- */
+
+/* A runtime on cpu and the fx_devmem fixture, placed first. */
+static pl_runtime *devmem_runtime(const char *section)
+{
+    const char *dir = th_path(th_tempdir(), "mods");
+    th_mkdir(dir, 0755);
+    th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
+    th_copy_file(th_path(th_arg(3), "fx_devmem.so"), th_path(dir, "fx_devmem.so"), 0644);
+    const char *ini = th_path(th_tempdir(), "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = fx_devmem, cpu\n"
+               "[fx_devmem]\n%s\n", dir, section);
+    fclose(f);
+    pl_runtime_options o = th_options(ini);
+    return th_runtime_create(&o);
+}
+
+/* y = relu(x + c), x and c of 2x8 f32, c a constant: on fx_devmem, c is
+ * uploaded at session creation and x, x + c and y live in a run's arena. */
+static const char *write_devmem_model(void)
+{
+    const char *dir = th_tempdir();
+    float c[16];
+    for (int i = 0; i < 16; i++)
+        c[i] = (float)(i % 5) * 0.25f - 0.5f;
+    FILE *f = fopen(th_path(dir, "m.weights"), "wb");
+    TH_CHECK(f != NULL && fwrite(c, sizeof c, 1, f) == 1, "cannot write weights");
+    fclose(f);
+    const char *path = th_path(dir, "m.json");
+    th_write_file(path,
+                  "{\"format\":\"plinth-graph\",\"version\":1,"
+                  "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+                  "\"weights\":\"m.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+                  "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,8]},"
+                  "{\"name\":\"c\",\"dtype\":\"f32\",\"shape\":[2,8],"
+                  "\"data\":{\"offset\":0,\"length\":64}}],"
+                  "\"nodes\":[{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"x\",\"c\"],"
+                  "\"outputs\":[\"a\"]},"
+                  "{\"name\":\"act\",\"op\":\"Relu\",\"inputs\":[\"a\"],\"outputs\":[\"y\"]}]}",
+                  0644);
+    return path;
+}
+
+/* Runs the devmem model once; returns the status and checks the values
+ * when it succeeded. */
+static pl_status *devmem_run(pl_session *s)
+{
+    float x[16], y[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i * 0.125f - 1.0f;
+    int64_t shape[2] = {2, 8};
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 2,
+                                        .dtype = PL_DTYPE_F32, .shape = shape}};
+    pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = y, .ndim = 2,
+                                         .dtype = PL_DTYPE_F32, .shape = shape}};
+    pl_status *st = pl_session_run(s, &in, 1, &out, 1);
+    for (int i = 0; st == NULL && i < 16; i++) {
+        float c = (float)(i % 5) * 0.25f - 0.5f;
+        float want = x[i] + c > 0.0f ? x[i] + c : 0.0f;
+        TH_CHECK(fabsf(y[i] - want) <= 1e-6f, "y[%d] = %g, expected %g", i, y[i], want);
+    }
+    return st;
+}
+
+/* The fixture's counter KEY, as configure answers now. */
+static long devmem_counter(pl_runtime *rt, const char *key)
+{
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_devmem", NULL, NULL, 0));
+    long m = pl_runtime_find_module(rt, "fx_devmem");
+    TH_CHECK(m >= 0, "fx_devmem is not loaded");
+    for (size_t k = 0; k < pl_runtime_module_output_count(rt, (size_t)m); k++) {
+        const char *name, *value;
+        pl_runtime_module_output(rt, (size_t)m, k, &name, &value);
+        if (strcmp(name, key) == 0)
+            return atol(value);
+    }
+    th_fail(__FILE__, __LINE__, "fx_devmem answers no %s", key);
+}
+
+static void devmem_set(pl_runtime *rt, const char *key, const char *value)
+{
+    const char *keys[1] = {key}, *values[1] = {value};
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_devmem", keys, values, 1));
+}
+
+/* Checks that a run failed for want of device memory, naming the module,
+ * its device, the size and WHAT. */
+static void expect_devmem_oom(pl_status *st, const char *what)
+{
+    TH_CHECK(st != NULL, "the run succeeded although mem_alloc failed");
+    TH_CHECK(pl_status_code(st) == PL_CODE_OUT_OF_MEMORY, "code %s, expected out of memory: %s",
+             pl_code_name(pl_status_code(st)), pl_status_message(st));
+    TH_CHECK_CONTAINS(pl_status_message(st), "module fx_devmem, device 0");
+    TH_CHECK_CONTAINS(pl_status_message(st), " bytes on device fx_devmem:0");
+    TH_CHECK_CONTAINS(pl_status_message(st), what);
+    pl_status_free(st);
+}
+
+static void case_devmem_run(void)
+{
+    pl_runtime *rt = devmem_runtime("");
+    pl_session *s = session_for(rt, write_devmem_model());
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "add"), "fx_devmem") == 0, "add not on fx_devmem");
+    json_decref(root);
+    for (int r = 0; r < 3; r++)
+        TH_CHECK_OK(devmem_run(s));
+    TH_CHECK(devmem_counter(rt, "allocs") >= 2, "fewer allocations than expected");
+    pl_session_destroy(s);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "%ld device buffers outlive the session",
+             devmem_counter(rt, "live_buffers"));
+    pl_runtime_destroy(rt);
+}
+
+/* The first allocation, the upload of c at creation, fails. */
+static void case_devmem_oom_constant(void)
+{
+    pl_runtime *rt = devmem_runtime("fail_alloc = 1\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_devmem_model(), &m));
+    pl_session *s = NULL;
+    pl_status *st = pl_session_create(m, NULL, &s);
+    TH_CHECK(s == NULL, "a session was made although its constant could not be uploaded");
+    TH_CHECK(st != NULL, "no error");
+    TH_CHECK_CONTAINS(pl_status_message(st), "m.json");
+    TH_CHECK_CONTAINS(pl_status_message(st), "cannot allocate 64 bytes");
+    expect_devmem_oom(st, "constant 'c'");
+    pl_model_destroy(m);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    pl_runtime_destroy(rt);
+}
+
+/* The second allocation, a run's arena, fails: the run fails cleanly, as
+ * does the next, and once memory is back a run succeeds. */
+static void case_devmem_oom_arena(void)
+{
+    pl_runtime *rt = devmem_runtime("fail_alloc = 2\n");
+    pl_session *s = session_for(rt, write_devmem_model());
+    expect_devmem_oom(devmem_run(s), "the arena of a run");
+    expect_devmem_oom(devmem_run(s), "the arena of a run");
+    devmem_set(rt, "fail_alloc", "0");
+    TH_CHECK_OK(devmem_run(s));
+    pl_session_destroy(s);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    pl_runtime_destroy(rt);
+}
+
+/* The arena is made, a kernel's workspace is not: what was made is freed. */
+static void case_devmem_oom_workspace(void)
+{
+    pl_runtime *rt = devmem_runtime("workspace = 96\nfail_alloc = 3\n");
+    pl_session *s = session_for(rt, write_devmem_model());
+    expect_devmem_oom(devmem_run(s), "the workspace of step add (Add, fx_devmem)");
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 1, "%ld device buffers live; only the "
+             "constant should be", devmem_counter(rt, "live_buffers"));
+    devmem_set(rt, "fail_alloc", "0");
+    TH_CHECK_OK(devmem_run(s));
+    TH_CHECK(devmem_counter(rt, "bad_runs") == 0, "kernels ran without their workspace");
+    pl_session_destroy(s);
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1565,6 +1847,8 @@ int main(int argc, char **argv)
         {"acc_and_cpu", case_acc_and_cpu},
         {"acc_disabled", case_acc_disabled},
         {"examples_mlp", case_examples_mlp},
+        {"output_read_across", case_output_read_across},
+        {"dead_branch", case_dead_branch},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
         {"min_subgraph_nodes", case_min_subgraph_nodes},
@@ -1594,6 +1878,10 @@ int main(int argc, char **argv)
         {"cpu_fuse_pinned", case_cpu_fuse_pinned},
         {"cpu_fuse_gemm_chain", case_cpu_fuse_gemm_chain},
         {"cpu_fuse_examples_cnn", case_cpu_fuse_examples_cnn},
+        {"devmem_run", case_devmem_run},
+        {"devmem_oom_constant", case_devmem_oom_constant},
+        {"devmem_oom_arena", case_devmem_oom_arena},
+        {"devmem_oom_workspace", case_devmem_oom_workspace},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");

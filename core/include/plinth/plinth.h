@@ -218,7 +218,9 @@ PL_API void pl_string_free(char *text);
  * A session is a model made ready to run: partitioned between the loaded
  * backends in [placement] order (nodes nobody takes fall back to cpu),
  * symbolic subgraphs compiled, kernels fetched for imperative nodes, copies
- * inserted where data crosses devices, and memory planned per device.
+ * inserted where data crosses devices, and memory planned per device. Nodes
+ * that no graph output depends on are placed (explain shows them) but
+ * pruned: a run never runs them.
  *
  * Runs: pl_session_run may be called from several threads at once on one
  * session; the runs overlap. Each run in flight uses a run context of its
@@ -296,7 +298,8 @@ PL_API const char *pl_session_warning(const pl_session *session, size_t i);
  * (epilogue fusion), the copies at boundaries with their bytes, the steps of
  * a run, and the memory plan per device against its lower bound. Text, or
  * JSON with a `placement` array (node, op, backend, subgraph, fused_into:
- * the name of the node whose kernel runs it, or null; reasons, outputs),
+ * the name of the node whose kernel runs it, or null; reasons, outputs;
+ * pruned: true for a node no graph output depends on, which never runs),
  * `subgraphs`, `copies`, `steps` (name, backend, device, fused: the nodes
  * the step runs after its own node, in order) and `memory`. Freed with
  * pl_string_free. */
