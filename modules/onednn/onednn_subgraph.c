@@ -563,6 +563,13 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                             g->tensor_name(v, t));
                 return 0;
             }
+            /* oneDNN has no memory of zero elements: taking such a node
+             * only fails its compile later (an i64 shape or axes constant
+             * may be empty: the primitive does not read it). */
+            if (ti.f32 && ti.elems == 0) {
+                odnn_reason(reason, op, "'%s' has no elements", g->tensor_name(v, t));
+                return 0;
+            }
         }
     }
     return 1;
