@@ -949,6 +949,7 @@ static void cf_set_name(const char *root, char *out, size_t size)
 typedef struct cf_counts {
     int v[CF_N_VERDICTS];
     int frozen, partial;
+    int known; /* failures known_differences.txt lists */
 } cf_counts;
 
 static void cf_counts_line(FILE *f, const char *lead, const char *backend, const cf_counts *c)
@@ -997,6 +998,12 @@ static void cf_suite_counts(const cf_suite_out *o, int root, size_t b, cf_counts
             c->frozen++;
         if (v == CF_PASS && cell->partial)
             c->partial++;
+        if (v == CF_FAIL) {
+            char set[256];
+            cf_set_name(o->roots[o->m->tests[t].root], set, sizeof set);
+            c->known += cf_known_find(o->known, o->all[o->loaded[b]].name, set,
+                                      o->m->tests[t].name) != NULL;
+        }
     }
 }
 
@@ -1026,8 +1033,8 @@ static void cf_suite_lines(FILE *f, const cf_suite_out *o, int root, const char 
         cf_counts c;
         cf_suite_counts(o, root, b, &c);
         cf_counts_line(f, lead, o->all[o->loaded[b]].name, &c);
-        fprintf(f, " (of the passes: %d frozen, %d with some nodes on cpu)\n", c.frozen,
-                c.partial);
+        fprintf(f, " (failures known: %d; of the passes: %d frozen, %d with some nodes on cpu)\n",
+                c.known, c.frozen, c.partial);
     }
     for (size_t i = 0; i < o->n_all; i++)
         if (o->all[i].status != PL_MODULE_LOADED)
