@@ -563,6 +563,13 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                             g->tensor_name(v, t));
                 return 0;
             }
+            /* oneDNN has no memory of zero elements: taking such a node
+             * only fails its compile later (an i64 shape or axes constant
+             * may be empty: the primitive does not read it). */
+            if (ti.f32 && ti.elems == 0) {
+                odnn_reason(reason, op, "'%s' has no elements", g->tensor_name(v, t));
+                return 0;
+            }
         }
     }
     return 1;
@@ -2878,7 +2885,10 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
         d1[i] = i1 >= 0 && a1.ndim > 0 ? a1.dims[i1] : 1;
         yd[i] = y.ndim > 0 ? y.dims[i] : 1;
     }
-    int same = a1.elems == y.elems;
+    /* Equal rank and count mean equal dims under broadcasting; a rank-0
+     * scalar beside a [1,1] output has the count but not the rank, and a
+     * reorder between the two ranks fails. */
+    int same = a1.elems == y.elems && a1.ndim == y.ndim;
     if (same) {
         /* Same shape: read it in the first source's layout. */
         md1 = b->c->values[s0].md;

@@ -1,38 +1,54 @@
 /* conformance_runner.c — runs the ONNX backend tests (the node tests and
  * the PyTorch-converted and -operator models of ONNX's test data) through
- * Plinth's public API on the modules a backend.ini selects, and compares
- * every output with ONNX's tolerances.
+ * Plinth's public API, once per backend, and compares every output with
+ * ONNX's tolerances.
  *
- *   conformance_runner run CONFIG TESTDIR
- *       one test: exit 0 pass, 1 fail, 77 unsupported (the reason is
- *       printed), 2 usage or configuration error.
+ * A backend B (every module that takes nodes: cpu, onednn, example_acc,
+ * cuda…) is tested on a runtime whose placement offers B every node first
+ * and leaves the rest to cpu (backend.c). A test counts for B only when
+ * the session's placement puts at least one of its nodes on B: passed when
+ * the outputs match, failed when they do not (or the run fails); a test
+ * whose nodes all go elsewhere is "not claimed" by B, never passed. When B
+ * takes no node of a test with two or more graph inputs, the test is tried
+ * again with every input but the first frozen into an initializer
+ * (freeze.c): ONNX feeds weights, shapes and scales as graph inputs, while
+ * onednn only takes constant weights and many shape-computing ops need
+ * constant operands. "unsupported" is left for a test nobody can run.
+ *
+ *   conformance_runner backends CONFIG
+ *       one line per module that takes nodes: "<name> <status> <reason>",
+ *       status as `plinth modules` (loaded, no-device, disabled, rejected).
+ *   conformance_runner backend CONFIG BACKEND
+ *       exit 0 when BACKEND is loaded; 77 (skipped) with the reason when it
+ *       is no-device or disabled; 1 when it was rejected or is not found.
  *   conformance_runner list CONFIG ROOT...
  *       one line per test directory under the roots, sorted:
- *       "<name> <claimed|unsupported|error> <ops>". claimed: a session
- *       could be made; error: loading or session creation failed for a
- *       reason that is not "unsupported" (a bug the test should show).
- *       CTest registers a test for every claimed and error line.
- *   conformance_runner suite CONFIG OUT_SUMMARY ROOT...
- *       every test, in this process on one runtime; writes a summary (a
- *       table op x passed/failed/unsupported per root, the failures with
- *       their messages) whose last line is
- *       "conformance: passed=N failed=N unsupported=N claimed_ops=N",
- *       and prints that line. Exit 0 once the summary is written, whatever
- *       it says; 1 when it cannot be written.
- *   conformance_runner run-frozen CONFIG BACKEND TESTDIR
- *       the test with every input but the first frozen into an initializer
- *       (freeze.c), as a real model has its weights: exit 77 when it has
- *       fewer than two inputs or BACKEND takes none of its nodes (the
- *       backend's reason is printed), else as `run`.
- *   conformance_runner list-frozen CONFIG BACKEND ROOT...
- *       one line per test directory: "<name> <frozen|unsupported> <ops>";
- *       frozen: BACKEND takes at least one node of the frozen copy.
+ *       "<name> <b>=<state>[,<b>=<state>...] <ops>" for every loaded
+ *       backend b; state: claimed (b takes a node), frozen (b takes a node
+ *       of the frozen copy), not-claimed, unsupported (no session can be
+ *       made), error (loading failed for a reason that is not
+ *       "unsupported": a bug the test should show).
+ *   conformance_runner run CONFIG BACKEND TESTDIR
+ *       one test on one backend: exit 0 passed, 1 failed, 77 not claimed,
+ *       unsupported or BACKEND not loaded (the reason is printed), 2 usage
+ *       or configuration error.
+ *   conformance_runner suite CONFIG OUT_SUMMARY [--known FILE] ROOT...
+ *       every test on every backend, in this process; prints a line per
+ *       failure as it goes, writes a summary (per backend and root:
+ *       passed / failed / not claimed / unsupported, a table op x backend,
+ *       the failures with their messages, known differences marked) and
+ *       prints its last lines: one per backend,
+ *       "conformance <backend>: passed=N failed=N not_claimed=N
+ *       unsupported=N", and "conformance: tests=N unsupported=N".
+ *       Exit 0 once the summary is written, whatever it says; 1 when it
+ *       cannot be written.
  *
  * Test layout (ONNX's backend test data): TESTDIR/model.onnx and
  * TESTDIR/test_data_set_K/{input_I.pb,output_I.pb}, serialized
  * TensorProtos numbered in the order of the graph's inputs (initializers
- * excluded) and outputs (bfloat16 values stored as UINT16 bit patterns). An optional TESTDIR/data.json may set rtol and
- * atol, as in ONNX's loader. */
+ * excluded) and outputs (bfloat16 values stored as UINT16 bit patterns).
+ * An optional TESTDIR/data.json may set rtol and atol, as in ONNX's
+ * loader. */
 #define _DEFAULT_SOURCE
 
 #include <dirent.h>
@@ -46,6 +62,7 @@
 
 #include <plinth/plinth.h>
 
+#include "backend.h"
 #include "compare.h"
 #include "freeze.h"
 #include "model_info.h"
@@ -54,18 +71,28 @@
 #define CF_EXIT_PASS 0
 #define CF_EXIT_FAIL 1
 #define CF_EXIT_USAGE 2
-#define CF_EXIT_UNSUPPORTED 77
+#define CF_EXIT_SKIP 77
 
-typedef enum cf_verdict { CF_PASS = 0, CF_FAIL = 1, CF_UNSUPPORTED = 2 } cf_verdict;
+typedef enum cf_verdict {
+    CF_PASS = 0,
+    CF_FAIL = 1,
+    CF_NOT_CLAIMED = 2,
+    CF_UNSUPPORTED = 3
+} cf_verdict;
+#define CF_N_VERDICTS 4
 
-/* The outcome of one test directory. */
+/* The outcome of one test directory on one backend. */
 typedef struct cf_result {
     cf_verdict verdict;
-    bool claimed;        /* a session was made: some module runs every node */
+    bool placed;         /* a session was made, so the placement is known */
+    size_t on, total;    /* nodes the backend runs, of the session's nodes */
+    bool frozen;         /* the verdict is the frozen copy's */
+    size_t n_inputs;     /* the model's graph inputs */
     char *ops;           /* the model's distinct ops, joined with ',' */
     char **op_list;      /* the same, one by one */
     size_t n_ops;
-    char message[2048];  /* why it failed or is unsupported; "" on a pass */
+    char why[1024];      /* the backend's reason for a node it did not take */
+    char message[2048];  /* why it failed, is unsupported or not claimed */
 } cf_result;
 
 static void cf_result_free(cf_result *r)
@@ -261,12 +288,14 @@ static bool cf_same_shapes(const cf_tensor *a, const cf_tensor *b, size_t n)
     return true;
 }
 
-/* ---- one test ---------------------------------------------------------------- */
+
+/* ---- one test on one backend ------------------------------------------------ */
 
 /* Loads MODEL_PATH on RT, binds every input to the shape of INPUTS (the
- * first data set; NULL when the test has none) and makes a session. On
- * failure records the verdict in R and returns NULL. */
-static pl_session *cf_prepare(pl_runtime *rt, const char *model_path,
+ * first data set; NULL when the test has none) and makes a session, whose
+ * placement is counted for BACKEND into R. On failure records the verdict
+ * in R and returns NULL. */
+static pl_session *cf_prepare(pl_runtime *rt, const char *backend, const char *model_path,
                               const cf_model_info *info, const cf_tensor *inputs,
                               cf_result *r)
 {
@@ -292,6 +321,31 @@ static pl_session *cf_prepare(pl_runtime *rt, const char *model_path,
     if (st != NULL) {
         cf_set_status(r, "creating a session", st);
         return NULL;
+    }
+    size_t on = 0, total = 0;
+    char why[sizeof r->why];
+    st = cf_backend_count(s, backend, &on, &total, why, sizeof why);
+    if (st != NULL) {
+        cf_set_status(r, "explaining the session", st);
+        pl_session_destroy(s);
+        return NULL;
+    }
+    /* The first session's placement; another data set's shapes may place
+     * differently, and the backend then counts if any session used it. */
+    if (!r->placed || on > r->on) {
+        r->on = on;
+        r->total = total;
+        snprintf(r->why, sizeof r->why, "%s", why);
+    }
+    r->placed = true;
+    /* A compile of the backend's that failed fell back to cpu (strict =
+     * no): the backend claimed nodes it cannot run. */
+    for (size_t i = 0; i < pl_session_warning_count(s); i++) {
+        const char *w = pl_session_warning(s, i);
+        if (strstr(w, "compile failed") != NULL && r->verdict == CF_PASS) {
+            cf_set(r, CF_FAIL, "%s took nodes it then failed to compile: %s", backend, w);
+            r->on = r->on > 0 ? r->on : 1;
+        }
     }
     return s;
 }
@@ -334,9 +388,12 @@ static void cf_run_set(pl_session *s, const cf_model_info *info, const cf_tensor
     free(out);
 }
 
-/* Runs the test in DIR on RT (or, with ONLY_CLAIM, only finds out whether
- * a session can be made) and fills R. */
-static void cf_run_test(pl_runtime *rt, const char *dir, bool only_claim, cf_result *r)
+
+/* Runs the test in DIR on RT (or, with ONLY_CLAIM, only makes a session,
+ * to learn whether BACKEND takes a node) and fills R, whose verdict is
+ * CF_PASS, CF_FAIL or CF_UNSUPPORTED; cf_eval makes "not claimed". */
+static void cf_run_test(pl_runtime *rt, const char *backend, const char *dir, bool only_claim,
+                        cf_result *r)
 {
     memset(r, 0, sizeof *r);
     char *model_path = cf_join_path(dir, "model.onnx");
@@ -351,10 +408,12 @@ static void cf_run_test(pl_runtime *rt, const char *dir, bool only_claim, cf_res
     r->ops = strdup(info.n_ops ? info.ops : "-");
     r->op_list = info.op_list;
     r->n_ops = info.n_ops;
+    r->n_inputs = info.n_inputs;
     info.op_list = NULL;
     info.n_ops = 0;
     if (info.unsupported[0] != '\0') {
         cf_set(r, CF_UNSUPPORTED, "%s", info.unsupported);
+        r->n_inputs = 0; /* nothing to freeze either */
         cf_model_info_free(&info);
         free(model_path);
         return;
@@ -366,9 +425,9 @@ static void cf_run_test(pl_runtime *rt, const char *dir, bool only_claim, cf_res
     pl_session *s = NULL;
     cf_tensor *bound = NULL; /* the inputs whose shapes S was made for */
     if (n_sets == 0) {
-        if (only_claim && (s = cf_prepare(rt, model_path, &info, NULL, r)) != NULL)
-            r->claimed = true;
-        else if (!only_claim)
+        if (only_claim)
+            s = cf_prepare(rt, backend, model_path, &info, NULL, r);
+        else
             cf_set(r, CF_UNSUPPORTED, "%s has no test_data_set_* directory", dir);
     }
     for (size_t k = 0; k < n_sets && r->verdict == CF_PASS; k++) {
@@ -401,8 +460,7 @@ static void cf_run_test(pl_runtime *rt, const char *dir, bool only_claim, cf_res
             s = NULL;
         }
         if (s == NULL) {
-            s = cf_prepare(rt, model_path, &info, inputs, r);
-            r->claimed = r->claimed || s != NULL;
+            s = cf_prepare(rt, backend, model_path, &info, inputs, r);
             cf_tensors_free(bound, info.n_inputs);
             bound = NULL;
             if (s != NULL) {
@@ -410,7 +468,7 @@ static void cf_run_test(pl_runtime *rt, const char *dir, bool only_claim, cf_res
                 inputs = NULL;
             }
         }
-        if (s != NULL && !only_claim)
+        if (s != NULL && !only_claim && r->verdict == CF_PASS)
             cf_run_set(s, &info, inputs ? inputs : bound, expected, sets[k], rtol, atol, r);
         cf_tensors_free(inputs, info.n_inputs);
         cf_tensors_free(expected, info.n_outputs);
@@ -424,7 +482,58 @@ static void cf_run_test(pl_runtime *rt, const char *dir, bool only_claim, cf_res
     free(model_path);
 }
 
-/* ---- runtime ------------------------------------------------------------------ */
+/* Takes F's verdict, placement and messages into R (R keeps its ops). */
+static void cf_take_frozen(cf_result *r, const cf_result *f)
+{
+    r->verdict = f->verdict;
+    r->placed = f->placed;
+    r->on = f->on;
+    r->total = f->total;
+    r->frozen = true;
+    snprintf(r->why, sizeof r->why, "%s", f->why);
+    snprintf(r->message, sizeof r->message, "%s", f->message);
+}
+
+/* The test in DIR on BACKEND (RT from cf_backend_runtime for it): run (or,
+ * with ONLY_CLAIM, only placed), frozen when BACKEND takes no node of it
+ * as it is, and judged: passed or failed only when BACKEND took a node. */
+static void cf_eval(pl_runtime *rt, const char *backend, const char *dir, bool only_claim,
+                    cf_result *r)
+{
+    cf_run_test(rt, backend, dir, only_claim, r);
+    if (r->placed && r->on > 0)
+        return;
+    /* Not taken, or no session at all (shapes that depend on an input's
+     * value are unknown until it is constant): try the frozen copy. A load
+     * that failed for another reason stays a failure. */
+    bool retry = r->n_inputs >= 2 && (r->placed || r->verdict == CF_UNSUPPORTED);
+    if (retry) {
+        const char *base = getenv("TMPDIR");
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s/plinth-frozen-XXXXXX",
+                 base != NULL && base[0] ? base : "/tmp");
+        size_t n_frozen = 0;
+        bool made = mkdtemp(tmp) != NULL;
+        pl_status *st = made ? cf_freeze(dir, tmp, &n_frozen)
+                             : pl_status_create(PL_CODE_IO_ERROR, "%s: cannot make it", tmp);
+        if (st == NULL) {
+            cf_result f;
+            cf_run_test(rt, backend, tmp, only_claim, &f);
+            if ((f.placed && f.on > 0) || (f.placed && !r->placed))
+                cf_take_frozen(r, &f);
+            cf_result_free(&f);
+        }
+        /* A copy that could not be made leaves the test judged as it is. */
+        pl_status_free(st);
+        if (made)
+            cf_freeze_remove(tmp);
+    }
+    if (r->placed && r->on == 0)
+        cf_set(r, CF_NOT_CLAIMED, "%s takes none of the %zu node(s)%s; %s", backend, r->total,
+               r->frozen ? " of the frozen copy" : "", r->why);
+}
+
+/* ---- runtimes and backends ------------------------------------------------------ */
 
 static void cf_quiet_sink(void *user, int level, const char *line)
 {
@@ -433,12 +542,13 @@ static void cf_quiet_sink(void *user, int level, const char *line)
     (void)line;
 }
 
-static pl_runtime *cf_runtime(const char *config, bool quiet)
+/* A runtime of CONFIG as it is (to list the modules). */
+static pl_runtime *cf_runtime(const char *config)
 {
     pl_runtime_options o = {.struct_size = sizeof o,
                             .config_path = config,
                             .ignore_environment = true,
-                            .log_sink = quiet ? cf_quiet_sink : NULL};
+                            .log_sink = cf_quiet_sink};
     pl_runtime *rt = NULL;
     pl_status *st = pl_runtime_create(&o, &rt);
     if (st != NULL) {
@@ -449,27 +559,126 @@ static pl_runtime *cf_runtime(const char *config, bool quiet)
     return rt;
 }
 
-/* ---- commands ---------------------------------------------------------------- */
-
-static int cf_cmd_run(const char *config, const char *dir)
+/* The backends of CONFIG: every one in *OUT_ALL (*OUT_N_ALL), and the
+ * loaded ones' indexes in *OUT_LOADED (*OUT_N_LOADED). False (with the
+ * reason printed) when CONFIG cannot be used. */
+static bool cf_config_backends(const char *config, cf_backend **out_all, size_t *out_n_all,
+                               size_t **out_loaded, size_t *out_n_loaded)
 {
-    pl_runtime *rt = cf_runtime(config, false);
+    *out_all = NULL;
+    *out_loaded = NULL;
+    *out_n_all = *out_n_loaded = 0;
+    pl_runtime *rt = cf_runtime(config);
+    if (rt == NULL)
+        return false;
+    cf_backends_list(rt, out_all, out_n_all);
+    pl_runtime_destroy(rt);
+    *out_loaded = calloc(*out_n_all ? *out_n_all : 1, sizeof **out_loaded);
+    if (*out_loaded == NULL) {
+        fprintf(stderr, "conformance_runner: out of memory\n");
+        free(*out_all);
+        *out_all = NULL;
+        return false;
+    }
+    for (size_t i = 0; i < *out_n_all; i++)
+        if ((*out_all)[i].status == PL_MODULE_LOADED)
+            (*out_loaded)[(*out_n_loaded)++] = i;
+    return true;
+}
+
+/* ---- commands: backends, backend, run ------------------------------------------- */
+
+static int cf_cmd_backends(const char *config)
+{
+    cf_backend *all;
+    size_t n_all, *loaded, n_loaded;
+    if (!cf_config_backends(config, &all, &n_all, &loaded, &n_loaded))
+        return CF_EXIT_USAGE;
+    for (size_t i = 0; i < n_all; i++)
+        printf("%s %s %s\n", all[i].name, pl_module_status_name(all[i].status),
+               all[i].reason[0] ? all[i].reason : "-");
+    free(all);
+    free(loaded);
+    return CF_EXIT_PASS;
+}
+
+static int cf_cmd_backend(const char *config, const char *name)
+{
+    cf_backend *all;
+    size_t n_all, *loaded, n_loaded;
+    if (!cf_config_backends(config, &all, &n_all, &loaded, &n_loaded))
+        return CF_EXIT_USAGE;
+    int rc = CF_EXIT_FAIL;
+    size_t i = 0;
+    while (i < n_all && strcmp(all[i].name, name) != 0)
+        i++;
+    if (i == n_all) {
+        printf("%s: no module of that name takes nodes here\n", name);
+    } else if (all[i].status == PL_MODULE_LOADED) {
+        printf("%s: loaded; its tests are conformance.%s.*\n", name, name);
+        rc = CF_EXIT_PASS;
+    } else if (all[i].status == PL_MODULE_REJECTED) {
+        printf("%s: FAILED: the module was rejected: %s\n", name, all[i].reason);
+    } else {
+        printf("%s: skipped, so none of its conformance tests run: %s: %s\n", name,
+               pl_module_status_name(all[i].status), all[i].reason);
+        rc = CF_EXIT_SKIP;
+    }
+    free(all);
+    free(loaded);
+    return rc;
+}
+
+/* "3 of 4 nodes on onednn, frozen" */
+static void cf_placement_note(const cf_result *r, const char *backend, char *out, size_t size)
+{
+    snprintf(out, size, "%zu of %zu node%s on %s%s", r->on, r->total, r->total == 1 ? "" : "s",
+             backend, r->frozen ? ", inputs but the first frozen" : "");
+}
+
+static int cf_cmd_run(const char *config, const char *backend, const char *dir)
+{
+    cf_backend *all;
+    size_t n_all, *loaded, n_loaded;
+    if (!cf_config_backends(config, &all, &n_all, &loaded, &n_loaded))
+        return CF_EXIT_USAGE;
+    size_t i = 0;
+    while (i < n_all && strcmp(all[i].name, backend) != 0)
+        i++;
+    int rc = CF_EXIT_SKIP;
+    if (i == n_all || all[i].status != PL_MODULE_LOADED) {
+        printf("%s on %s: skipped: %s\n", dir, backend,
+               i == n_all ? "no module of that name takes nodes here" : all[i].reason);
+        free(all);
+        free(loaded);
+        return i == n_all ? CF_EXIT_USAGE : CF_EXIT_SKIP;
+    }
+    free(all);
+    free(loaded);
+    pl_runtime *rt = cf_backend_runtime(config, backend, false);
     if (rt == NULL)
         return CF_EXIT_USAGE;
     cf_result r;
-    cf_run_test(rt, dir, false, &r);
-    int rc = CF_EXIT_PASS;
+    cf_eval(rt, backend, dir, false, &r);
+    char note[256];
+    cf_placement_note(&r, backend, note, sizeof note);
     switch (r.verdict) {
     case CF_PASS:
-        printf("%s: passed (%s)\n", dir, r.ops);
-        break;
-    case CF_UNSUPPORTED:
-        printf("%s: unsupported: %s\n", dir, r.message);
-        rc = CF_EXIT_UNSUPPORTED;
+        printf("%s on %s: passed (%s; ops %s)\n", dir, backend, note, r.ops);
+        rc = CF_EXIT_PASS;
         break;
     case CF_FAIL:
-        printf("%s: FAILED: %s\n", dir, r.message);
+        if (r.placed)
+            printf("%s on %s: FAILED (%s): %s\n", dir, backend, note, r.message);
+        else
+            printf("%s on %s: FAILED: %s\n", dir, backend, r.message);
         rc = CF_EXIT_FAIL;
+        break;
+    case CF_NOT_CLAIMED:
+        printf("%s on %s: not claimed: %s\n", dir, backend, r.message);
+        break;
+    case CF_UNSUPPORTED:
+        printf("%s on %s: unsupported: %s\n", dir, backend, r.message);
         break;
     }
     cf_result_free(&r);
@@ -477,405 +686,529 @@ static int cf_cmd_run(const char *config, const char *dir)
     return rc;
 }
 
-static const char *cf_list_status(const cf_result *r)
+/* ---- the matrix of tests x backends --------------------------------------------- */
+
+/* One test directory under one of the roots. */
+typedef struct cf_test {
+    int root;
+    char *name;
+    char *dir;
+    char *ops;
+    char **op_list;
+    size_t n_ops;
+} cf_test;
+
+/* One test on one backend. */
+typedef struct cf_cell {
+    cf_verdict verdict;
+    bool placed, frozen, partial; /* partial: some nodes ran elsewhere */
+    const char *state;            /* list's word for it */
+    char *message;                /* failures only */
+} cf_cell;
+
+typedef struct cf_matrix {
+    cf_test *tests;
+    size_t n_tests;
+    cf_cell *cells; /* n_tests x n_backends, test-major */
+    size_t n_backends;
+} cf_matrix;
+
+static void cf_matrix_free(cf_matrix *m)
 {
-    if (r->claimed)
-        return "claimed";
-    return r->verdict == CF_FAIL ? "error" : "unsupported";
+    for (size_t t = 0; t < m->n_tests; t++) {
+        free(m->tests[t].name);
+        free(m->tests[t].dir);
+        free(m->tests[t].ops);
+        for (size_t o = 0; o < m->tests[t].n_ops; o++)
+            free(m->tests[t].op_list[o]);
+        free(m->tests[t].op_list);
+    }
+    for (size_t i = 0; m->cells != NULL && i < m->n_tests * m->n_backends; i++)
+        free(m->cells[i].message);
+    free(m->tests);
+    free(m->cells);
+    memset(m, 0, sizeof *m);
 }
 
-/* Calls FN(RT, name, dir, USER) for every test directory under ROOTS (on
- * a quiet runtime of CONFIG), in order, printing its line; returns the
- * exit status of a listing command. */
-typedef void (*cf_each_fn)(pl_runtime *rt, const char *name, const char *dir, void *user);
-
-static int cf_list_each(const char *config, char **roots, int n_roots, cf_each_fn fn,
-                        void *user)
+/* The test directories under ROOTS, in order. */
+static bool cf_matrix_tests(cf_matrix *m, char **roots, int n_roots, size_t n_backends)
 {
-    pl_runtime *rt = cf_runtime(config, true);
-    if (rt == NULL)
-        return CF_EXIT_USAGE;
+    memset(m, 0, sizeof *m);
     for (int i = 0; i < n_roots; i++) {
         size_t n = 0;
         char **names = cf_list_dirs(roots[i], "test_", true, &n);
+        if (names == NULL)
+            fprintf(stderr, "conformance_runner: %s: no test directories\n", roots[i]);
+        cf_test *grown = n > 0 ? realloc(m->tests, (m->n_tests + n) * sizeof *grown) : m->tests;
+        if (n > 0 && grown == NULL) {
+            cf_names_free(names);
+            return false;
+        }
+        m->tests = grown;
         for (size_t k = 0; k < n; k++) {
-            char *dir = cf_join_path(roots[i], names[k]);
-            if (dir != NULL)
-                fn(rt, names[k], dir, user);
-            fflush(stdout);
-            free(dir);
+            cf_test *t = &m->tests[m->n_tests];
+            memset(t, 0, sizeof *t);
+            t->root = i;
+            t->name = names[k];
+            names[k] = NULL;
+            t->dir = cf_join_path(roots[i], t->name);
+            m->n_tests++;
+            if (t->dir == NULL) {
+                cf_names_free(names);
+                return false;
+            }
         }
         cf_names_free(names);
     }
-    pl_runtime_destroy(rt);
-    return CF_EXIT_PASS;
+    m->n_backends = n_backends;
+    m->cells = calloc(m->n_tests * n_backends + 1, sizeof *m->cells);
+    return m->cells != NULL;
 }
 
-static void cf_list_one(pl_runtime *rt, const char *name, const char *dir, void *user)
+/* Called for every cell as it is filled (the suite prints failures). */
+typedef void (*cf_cell_fn)(const cf_matrix *m, size_t t, const char *backend,
+                           const cf_result *r, void *user);
+
+/* Fills column B of M for BACKEND on a runtime of its own. */
+static bool cf_matrix_fill(cf_matrix *m, const char *config, size_t b, const char *backend,
+                           bool only_claim, cf_cell_fn fn, void *user)
 {
-    (void)user;
-    cf_result r;
-    cf_run_test(rt, dir, true, &r);
-    printf("%s %s %s\n", name, cf_list_status(&r), r.ops ? r.ops : "-");
-    cf_result_free(&r);
+    pl_runtime *rt = cf_backend_runtime(config, backend, true);
+    if (rt == NULL)
+        return false;
+    for (size_t t = 0; t < m->n_tests; t++) {
+        cf_test *test = &m->tests[t];
+        cf_result r;
+        cf_eval(rt, backend, test->dir, only_claim, &r);
+        if (test->ops == NULL) {
+            test->ops = r.ops;
+            test->op_list = r.op_list;
+            test->n_ops = r.n_ops;
+            r.ops = NULL;
+            r.op_list = NULL;
+            r.n_ops = 0;
+        }
+        cf_cell *c = &m->cells[t * m->n_backends + b];
+        c->verdict = r.verdict;
+        c->placed = r.placed;
+        c->frozen = r.frozen;
+        c->partial = r.placed && r.on > 0 && r.on < r.total;
+        switch (r.verdict) {
+        case CF_PASS:
+            c->state = r.frozen ? "frozen" : "claimed";
+            break;
+        case CF_FAIL:
+            c->state = !r.placed ? "error" : r.frozen ? "frozen" : "claimed";
+            break;
+        case CF_NOT_CLAIMED:
+            c->state = "not-claimed";
+            break;
+        case CF_UNSUPPORTED:
+            c->state = "unsupported";
+            break;
+        }
+        if (r.verdict == CF_FAIL) {
+            char note[256], line[4096];
+            cf_placement_note(&r, backend, note, sizeof note);
+            if (r.placed)
+                snprintf(line, sizeof line, "(%s): %s", note, r.message);
+            else
+                snprintf(line, sizeof line, "%s", r.message);
+            c->message = strdup(line);
+        }
+        if (fn != NULL)
+            fn(m, t, backend, &r, user);
+        cf_result_free(&r);
+    }
+    pl_runtime_destroy(rt);
+    return true;
+}
+
+/* True when no backend can run test T: then it is "unsupported" for all;
+ * otherwise a backend that cannot is only "not claimed". */
+static bool cf_matrix_unsupported(const cf_matrix *m, size_t t)
+{
+    for (size_t b = 0; b < m->n_backends; b++)
+        if (m->cells[t * m->n_backends + b].verdict != CF_UNSUPPORTED)
+            return false;
+    return true;
 }
 
 static int cf_cmd_list(const char *config, char **roots, int n_roots)
 {
-    return cf_list_each(config, roots, n_roots, cf_list_one, NULL);
-}
-
-/* ---- frozen inputs ------------------------------------------------------------ */
-
-/* Freezes the test in DIR into a new temporary directory (its path in
- * TMP) and counts the nodes of a session for it that BACKEND runs: *ON of
- * *TOTAL, WHY the first other backend's node's refusal by BACKEND. A
- * status says why no count could be made; TMP is then removed. */
-static pl_status *cf_frozen_prepare(pl_runtime *rt, const char *dir, const char *backend,
-                                    char *tmp, size_t tmp_size, size_t *on, size_t *total,
-                                    char *why, size_t why_size)
-{
-    *on = *total = 0;
-    why[0] = '\0';
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp, tmp_size, "%s/plinth-frozen-XXXXXX", base != NULL && base[0] ? base : "/tmp");
-    if (mkdtemp(tmp) == NULL)
-        return pl_status_create(PL_CODE_IO_ERROR, "%s: cannot make a directory", tmp);
-    size_t frozen = 0;
-    pl_status *st = cf_freeze(dir, tmp, &frozen);
-    char *model_path = cf_join_path(tmp, "model.onnx");
-    char *set_dir = cf_join_path(tmp, "test_data_set_0");
-    cf_model_info info;
-    memset(&info, 0, sizeof info);
-    if (st == NULL)
-        st = model_path && set_dir ? cf_model_info_read(model_path, &info)
-                                   : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
-    cf_tensor *inputs = NULL;
-    if (st == NULL)
-        st = cf_read_set(set_dir, "input", info.n_inputs, info.input_types, &inputs);
-    cf_result r;
-    memset(&r, 0, sizeof r);
-    pl_session *s = st == NULL ? cf_prepare(rt, model_path, &info, inputs, &r) : NULL;
-    if (st == NULL && s == NULL)
-        st = pl_status_create(r.verdict == CF_UNSUPPORTED ? PL_CODE_UNSUPPORTED
-                                                          : PL_CODE_INTERNAL,
-                              "%s", r.message);
-    char *text = NULL;
-    if (st == NULL)
-        st = pl_session_explain(s, true, &text);
-    json_t *root = text != NULL ? json_loads(text, 0, NULL) : NULL;
-    json_t *placement = json_object_get(root, "placement");
-    for (size_t i = 0; i < json_array_size(placement); i++) {
-        json_t *p = json_array_get(placement, i);
-        const char *b = json_string_value(json_object_get(p, "backend"));
-        (*total)++;
-        if (b != NULL && strcmp(b, backend) == 0)
-            (*on)++;
-        else if (why[0] == '\0') {
-            const char *reason =
-                json_string_value(json_object_get(json_object_get(p, "reasons"), backend));
-            snprintf(why, why_size, "%s", reason != NULL ? reason : "(no reason given)");
-        }
-    }
-    if (st == NULL && root == NULL)
-        st = pl_status_create(PL_CODE_INTERNAL, "explain gave no JSON");
-    json_decref(root);
-    pl_string_free(text);
-    pl_session_destroy(s);
-    cf_tensors_free(inputs, info.n_inputs);
-    cf_model_info_free(&info);
-    free(model_path);
-    free(set_dir);
-    if (st != NULL)
-        cf_freeze_remove(tmp);
-    return st;
-}
-
-static int cf_cmd_run_frozen(const char *config, const char *backend, const char *dir)
-{
-    pl_runtime *rt = cf_runtime(config, false);
-    if (rt == NULL)
+    cf_backend *all;
+    size_t n_all, *loaded, n_loaded;
+    if (!cf_config_backends(config, &all, &n_all, &loaded, &n_loaded))
         return CF_EXIT_USAGE;
-    char tmp[4096], why[1024];
-    size_t on, total;
-    pl_status *st = cf_frozen_prepare(rt, dir, backend, tmp, sizeof tmp, &on, &total, why,
-                                      sizeof why);
-    int rc = CF_EXIT_PASS;
-    if (st != NULL) {
-        bool unsupported = cf_is_unsupported(st);
-        printf("%s (frozen): %s: %s\n", dir, unsupported ? "unsupported" : "FAILED",
-               pl_status_message(st));
-        pl_status_free(st);
-        pl_runtime_destroy(rt);
-        return unsupported ? CF_EXIT_UNSUPPORTED : CF_EXIT_FAIL;
+    cf_matrix m;
+    bool ok = cf_matrix_tests(&m, roots, n_roots, n_loaded);
+    for (size_t b = 0; ok && b < n_loaded; b++)
+        ok = cf_matrix_fill(&m, config, b, all[loaded[b]].name, true, NULL, NULL);
+    for (size_t t = 0; ok && t < m.n_tests; t++) {
+        printf("%s ", m.tests[t].name);
+        for (size_t b = 0; b < n_loaded; b++)
+            printf("%s%s=%s", b ? "," : "", all[loaded[b]].name,
+                   m.cells[t * n_loaded + b].state);
+        printf("%s %s\n", n_loaded ? "" : "none", m.tests[t].ops ? m.tests[t].ops : "-");
     }
-    if (on == 0) {
-        printf("%s (frozen): unsupported: %s takes none of the %zu nodes: %s\n", dir, backend,
-               total, why);
-        rc = CF_EXIT_UNSUPPORTED;
-    } else {
-        cf_result r;
-        cf_run_test(rt, tmp, false, &r);
-        switch (r.verdict) {
-        case CF_PASS:
-            printf("%s (frozen): passed, %zu of %zu nodes on %s (%s)\n", dir, on, total, backend,
-                   r.ops);
+    if (!ok)
+        fprintf(stderr, "conformance_runner: listing failed\n");
+    cf_matrix_free(&m);
+    free(all);
+    free(loaded);
+    return ok ? CF_EXIT_PASS : CF_EXIT_USAGE;
+}
+
+/* ---- suite -------------------------------------------------------------------- */
+
+/* known_differences.txt: "<backend>/<set>/<test> <reason>" per line. */
+typedef struct cf_known {
+    char **keys;
+    char **reasons;
+    size_t n;
+} cf_known;
+
+static void cf_known_free(cf_known *k)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        free(k->keys[i]);
+        free(k->reasons[i]);
+    }
+    free(k->keys);
+    free(k->reasons);
+    memset(k, 0, sizeof *k);
+}
+
+static bool cf_known_read(const char *path, cf_known *k)
+{
+    memset(k, 0, sizeof *k);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        perror(path);
+        return false;
+    }
+    char line[2048];
+    while (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        char *sp = strchr(line, ' ');
+        char **keys = realloc(k->keys, (k->n + 1) * sizeof *keys);
+        if (keys != NULL)
+            k->keys = keys;
+        char **reasons = keys ? realloc(k->reasons, (k->n + 1) * sizeof *reasons) : NULL;
+        if (reasons == NULL)
             break;
-        case CF_UNSUPPORTED:
-            printf("%s (frozen): unsupported: %s\n", dir, r.message);
-            rc = CF_EXIT_UNSUPPORTED;
-            break;
-        case CF_FAIL:
-            printf("%s (frozen): FAILED with %zu of %zu nodes on %s: %s\n", dir, on, total,
-                   backend, r.message);
-            rc = CF_EXIT_FAIL;
+        k->reasons = reasons;
+        if (sp != NULL)
+            *sp = '\0';
+        k->keys[k->n] = strdup(line);
+        k->reasons[k->n] = strdup(sp != NULL ? sp + 1 : "");
+        if (k->keys[k->n] == NULL || k->reasons[k->n] == NULL) {
+            free(k->keys[k->n]);
+            free(k->reasons[k->n]);
             break;
         }
-        cf_result_free(&r);
+        k->n++;
     }
-    cf_freeze_remove(tmp);
-    pl_runtime_destroy(rt);
-    return rc;
+    fclose(f);
+    return true;
 }
 
-static void cf_list_frozen_one(pl_runtime *rt, const char *name, const char *dir, void *user)
+static const char *cf_known_find(const cf_known *k, const char *backend, const char *set,
+                                 const char *test)
 {
-    const char *backend = user;
-    char tmp[4096], why[1024];
-    size_t on = 0, total = 0;
-    cf_model_info info;
-    char *model_path = cf_join_path(dir, "model.onnx");
-    bool two = model_path != NULL && cf_model_info_read(model_path, &info) == NULL &&
-               (info.n_inputs >= 2 || (cf_model_info_free(&info), false));
-    pl_status *st = NULL;
-    if (two)
-        st = cf_frozen_prepare(rt, dir, backend, tmp, sizeof tmp, &on, &total, why, sizeof why);
-    if (two && st == NULL)
-        cf_freeze_remove(tmp);
-    printf("%s %s %s\n", name, two && st == NULL && on > 0 ? "frozen" : "unsupported",
-           two && info.n_ops ? info.ops : "-");
-    pl_status_free(st);
-    if (two)
-        cf_model_info_free(&info);
-    free(model_path);
+    char key[1024];
+    snprintf(key, sizeof key, "%s/%s/%s", backend, set, test);
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->keys[i], key) == 0)
+            return k->reasons[i];
+    return NULL;
 }
-
-static int cf_cmd_list_frozen(const char *config, const char *backend, char **roots,
-                              int n_roots)
-{
-    return cf_list_each(config, roots, n_roots, cf_list_frozen_one, (void *)backend);
-}
-
-/* ---- suite ------------------------------------------------------------------- */
-
-/* One row of a section's table. */
-typedef struct cf_row {
-    char *ops;
-    int counts[3]; /* by cf_verdict */
-} cf_row;
-
-typedef struct cf_section {
-    const char *root;
-    const char *name;    /* the root's last component */
-    cf_row *rows;
-    size_t n_rows;
-    int totals[3];
-    char **failures;     /* "name: message" */
-    size_t n_failures;
-} cf_section;
 
 static const char *cf_basename(const char *path)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
         n--;
-    const char *end = path + n;
-    const char *p = end;
+    const char *p = path + n;
     while (p > path && p[-1] != '/')
         p--;
     return p;
 }
 
-static bool cf_section_add(cf_section *sec, const char *test, const cf_result *r)
+/* The last component of ROOT, without a trailing slash, into OUT. */
+static void cf_set_name(const char *root, char *out, size_t size)
 {
-    size_t i = 0;
-    while (i < sec->n_rows && strcmp(sec->rows[i].ops, r->ops ? r->ops : "-") != 0)
-        i++;
-    if (i == sec->n_rows) {
-        cf_row *grown = realloc(sec->rows, (sec->n_rows + 1) * sizeof *grown);
-        if (grown == NULL)
-            return false;
-        sec->rows = grown;
-        memset(&sec->rows[i], 0, sizeof sec->rows[i]);
-        if ((sec->rows[i].ops = strdup(r->ops ? r->ops : "-")) == NULL)
-            return false;
-        sec->n_rows++;
+    const char *b = cf_basename(root);
+    size_t n = strcspn(b, "/");
+    snprintf(out, size, "%.*s", (int)n, b);
+}
+
+/* Counts by verdict, and how many passes were frozen or partial. */
+typedef struct cf_counts {
+    int v[CF_N_VERDICTS];
+    int frozen, partial;
+    int known; /* failures known_differences.txt lists */
+} cf_counts;
+
+static void cf_counts_line(FILE *f, const char *lead, const char *backend, const cf_counts *c)
+{
+    fprintf(f, "%s%s: passed=%d failed=%d not_claimed=%d unsupported=%d", lead, backend,
+            c->v[CF_PASS], c->v[CF_FAIL], c->v[CF_NOT_CLAIMED], c->v[CF_UNSUPPORTED]);
+}
+
+/* The verdict of cell (T, B) for the summary: "unsupported" only when no
+ * backend can run the test. */
+static cf_verdict cf_final(const cf_matrix *m, size_t t, size_t b)
+{
+    cf_verdict v = m->cells[t * m->n_backends + b].verdict;
+    return v == CF_UNSUPPORTED && !cf_matrix_unsupported(m, t) ? CF_NOT_CLAIMED : v;
+}
+
+static void cf_suite_print_failure(const cf_matrix *m, size_t t, const char *backend,
+                                   const cf_result *r, void *user)
+{
+    (void)user;
+    if (r->verdict == CF_FAIL)
+        printf("FAILED %s %s: %s\n", backend, m->tests[t].dir, r->message);
+}
+
+typedef struct cf_suite_out {
+    const cf_matrix *m;
+    const cf_backend *all;
+    size_t n_all;
+    const size_t *loaded;
+    char **roots;
+    int n_roots;
+    const cf_known *known;
+} cf_suite_out;
+
+/* The per-backend lines over the tests of root ROOT (-1: all). */
+static void cf_suite_counts(const cf_suite_out *o, int root, size_t b, cf_counts *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t t = 0; t < o->m->n_tests; t++) {
+        if (root >= 0 && o->m->tests[t].root != root)
+            continue;
+        cf_verdict v = cf_final(o->m, t, b);
+        const cf_cell *cell = &o->m->cells[t * o->m->n_backends + b];
+        c->v[v]++;
+        if (v == CF_PASS && cell->frozen)
+            c->frozen++;
+        if (v == CF_PASS && cell->partial)
+            c->partial++;
+        if (v == CF_FAIL) {
+            char set[256];
+            cf_set_name(o->roots[o->m->tests[t].root], set, sizeof set);
+            c->known += cf_known_find(o->known, o->all[o->loaded[b]].name, set,
+                                      o->m->tests[t].name) != NULL;
+        }
     }
-    sec->rows[i].counts[r->verdict]++;
-    sec->totals[r->verdict]++;
-    if (r->verdict == CF_FAIL) {
-        char **grown = realloc(sec->failures, (sec->n_failures + 1) * sizeof *grown);
-        if (grown == NULL)
-            return false;
-        sec->failures = grown;
-        size_t len = strlen(test) + strlen(r->message) + 4;
-        char *line = malloc(len);
-        if (line == NULL)
-            return false;
-        snprintf(line, len, "%s: %s", test, r->message);
-        sec->failures[sec->n_failures++] = line;
+}
+
+static int cf_suite_unsupported(const cf_suite_out *o, int root)
+{
+    int n = 0;
+    for (size_t t = 0; t < o->m->n_tests; t++)
+        if ((root < 0 || o->m->tests[t].root == root) && cf_matrix_unsupported(o->m, t))
+            n++;
+    return n;
+}
+
+static int cf_suite_tests(const cf_suite_out *o, int root)
+{
+    int n = 0;
+    for (size_t t = 0; t < o->m->n_tests; t++)
+        n += root < 0 || o->m->tests[t].root == root;
+    return n;
+}
+
+/* The per-backend lines ("conformance cpu: passed=…") and the total, into F
+ * with LEAD before each. */
+static void cf_suite_lines(FILE *f, const cf_suite_out *o, int root, const char *lead)
+{
+    size_t nb = o->m->n_backends;
+    for (size_t b = 0; b < nb; b++) {
+        cf_counts c;
+        cf_suite_counts(o, root, b, &c);
+        cf_counts_line(f, lead, o->all[o->loaded[b]].name, &c);
+        fprintf(f, " (failures known: %d; of the passes: %d frozen, %d with some nodes on cpu)\n",
+                c.known, c.frozen, c.partial);
     }
-    return true;
+    for (size_t i = 0; i < o->n_all; i++)
+        if (o->all[i].status != PL_MODULE_LOADED)
+            fprintf(f, "%s%s: skipped: %s: %s\n", lead, o->all[i].name,
+                    pl_module_status_name(o->all[i].status), o->all[i].reason);
 }
 
-static int cf_row_cmp(const void *a, const void *b)
+/* One root's section: its lines, the op x backend table, its failures. */
+static void cf_suite_section(FILE *f, const cf_suite_out *o, int root)
 {
-    return strcmp(((const cf_row *)a)->ops, ((const cf_row *)b)->ops);
-}
-
-static void cf_section_free(cf_section *sec)
-{
-    for (size_t i = 0; i < sec->n_rows; i++)
-        free(sec->rows[i].ops);
-    free(sec->rows);
-    for (size_t i = 0; i < sec->n_failures; i++)
-        free(sec->failures[i]);
-    free(sec->failures);
-}
-
-/* The distinct op types of claimed tests, for claimed_ops. */
-typedef struct cf_opset {
-    char **names;
-    size_t n;
-} cf_opset;
-
-static void cf_opset_add(cf_opset *set, const char *op)
-{
-    for (size_t i = 0; i < set->n; i++)
-        if (strcmp(set->names[i], op) == 0)
-            return;
-    char **grown = realloc(set->names, (set->n + 1) * sizeof *grown);
-    if (grown == NULL)
-        return;
-    set->names = grown;
-    if ((set->names[set->n] = strdup(op)) != NULL)
-        set->n++;
-}
-
-static void cf_section_write(FILE *f, const cf_section *sec)
-{
-    fprintf(f, "\n== %s (%s): passed=%d failed=%d unsupported=%d\n\n", sec->name, sec->root,
-            sec->totals[CF_PASS], sec->totals[CF_FAIL], sec->totals[CF_UNSUPPORTED]);
+    const cf_matrix *m = o->m;
+    size_t nb = m->n_backends;
+    char set[256];
+    cf_set_name(o->roots[root], set, sizeof set);
+    fprintf(f, "\n== %s (%s): tests=%d unsupported=%d\n", set, o->roots[root],
+            cf_suite_tests(o, root), cf_suite_unsupported(o, root));
+    cf_suite_lines(f, o, root, "  ");
+    /* The table: one row per distinct op list, passed/failed/not claimed
+     * per backend, then unsupported. */
+    size_t n_rows = 0;
+    const char **rows = calloc(m->n_tests + 1, sizeof *rows);
+    for (size_t t = 0; rows != NULL && t < m->n_tests; t++) {
+        if (m->tests[t].root != root)
+            continue;
+        const char *ops = m->tests[t].ops ? m->tests[t].ops : "-";
+        size_t r = 0;
+        while (r < n_rows && strcmp(rows[r], ops) != 0)
+            r++;
+        if (r == n_rows)
+            rows[n_rows++] = ops;
+    }
+    if (n_rows > 1)
+        qsort(rows, n_rows, sizeof *rows, cf_strcmp_p);
     int width = 2;
-    for (size_t i = 0; i < sec->n_rows; i++) {
-        int len = (int)strlen(sec->rows[i].ops);
-        if (len > width)
-            width = len;
-    }
+    for (size_t r = 0; r < n_rows; r++)
+        if ((int)strlen(rows[r]) > width)
+            width = (int)strlen(rows[r]);
     if (width > 40)
         width = 40;
-    fprintf(f, "%-*s %7s %7s %12s\n", width, "op", "passed", "failed", "unsupported");
-    for (size_t i = 0; i < sec->n_rows; i++)
-        fprintf(f, "%-*s %7d %7d %12d\n", width, sec->rows[i].ops,
-                sec->rows[i].counts[CF_PASS], sec->rows[i].counts[CF_FAIL],
-                sec->rows[i].counts[CF_UNSUPPORTED]);
-    if (sec->n_failures > 0) {
-        fprintf(f, "\nfailures in %s:\n", sec->name);
-        for (size_t i = 0; i < sec->n_failures; i++)
-            fprintf(f, "  %s\n", sec->failures[i]);
+    fprintf(f, "\n%-*s", width, "op");
+    for (size_t b = 0; b < nb; b++)
+        fprintf(f, " %14s", o->all[o->loaded[b]].name);
+    fprintf(f, " %12s\n%-*s", "unsupported", width, "");
+    for (size_t b = 0; b < nb; b++)
+        fprintf(f, " %14s", "pass/fail/nc");
+    fprintf(f, "\n");
+    for (size_t r = 0; r < n_rows; r++) {
+        int counts[64][CF_N_VERDICTS];
+        int unsupported = 0;
+        memset(counts, 0, sizeof counts);
+        for (size_t t = 0; t < m->n_tests; t++) {
+            const char *ops = m->tests[t].ops ? m->tests[t].ops : "-";
+            if (m->tests[t].root != root || strcmp(ops, rows[r]) != 0)
+                continue;
+            unsupported += cf_matrix_unsupported(m, t);
+            for (size_t b = 0; b < nb && b < 64; b++)
+                counts[b][cf_final(m, t, b)]++;
+        }
+        fprintf(f, "%-*s", width, rows[r]);
+        for (size_t b = 0; b < nb && b < 64; b++) {
+            char cell[64];
+            snprintf(cell, sizeof cell, "%d/%d/%d", counts[b][CF_PASS], counts[b][CF_FAIL],
+                     counts[b][CF_NOT_CLAIMED]);
+            fprintf(f, " %14s", cell);
+        }
+        fprintf(f, " %12d\n", unsupported);
+    }
+    free(rows);
+    bool any = false;
+    for (size_t t = 0; t < m->n_tests; t++) {
+        for (size_t b = 0; m->tests[t].root == root && b < nb; b++) {
+            const cf_cell *c = &m->cells[t * nb + b];
+            if (c->verdict != CF_FAIL)
+                continue;
+            if (!any)
+                fprintf(f, "\nfailures in %s:\n", set);
+            any = true;
+            const char *backend = o->all[o->loaded[b]].name;
+            const char *known = cf_known_find(o->known, backend, set, m->tests[t].name);
+            fprintf(f, "  %s %s %s%s%s%s\n", backend, m->tests[t].name,
+                    c->message ? c->message : "", known ? " [known difference: " : "",
+                    known ? known : "", known ? "]" : "");
+        }
     }
 }
 
-static int cf_cmd_suite(const char *config, const char *summary, char **roots, int n_roots)
+static int cf_cmd_suite(const char *config, const char *summary, const char *known_path,
+                        char **roots, int n_roots)
 {
-    pl_runtime *rt = cf_runtime(config, true);
-    if (rt == NULL)
+    cf_backend *all;
+    size_t n_all, *loaded, n_loaded;
+    if (!cf_config_backends(config, &all, &n_all, &loaded, &n_loaded))
         return CF_EXIT_USAGE;
+    cf_known known;
+    memset(&known, 0, sizeof known);
+    if (known_path != NULL && !cf_known_read(known_path, &known)) {
+        free(all);
+        free(loaded);
+        return CF_EXIT_USAGE;
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cf_section *secs = calloc((size_t)n_roots, sizeof *secs);
-    cf_opset claimed = {0};
-    int totals[3] = {0};
-    for (int i = 0; secs != NULL && i < n_roots; i++) {
-        cf_section *sec = &secs[i];
-        sec->root = roots[i];
-        sec->name = cf_basename(roots[i]);
-        size_t n = 0;
-        char **names = cf_list_dirs(roots[i], "test_", true, &n);
-        if (names == NULL)
-            fprintf(stderr, "conformance_runner: %s: no test directories\n", roots[i]);
-        for (size_t k = 0; k < n; k++) {
-            char *dir = cf_join_path(roots[i], names[k]);
-            cf_result r;
-            cf_run_test(rt, dir, false, &r);
-            cf_section_add(sec, names[k], &r);
-            totals[r.verdict]++;
-            for (size_t o = 0; r.claimed && o < r.n_ops; o++)
-                cf_opset_add(&claimed, r.op_list[o]);
-            cf_result_free(&r);
-            free(dir);
-        }
-        if (sec->n_rows > 1)
-            qsort(sec->rows, sec->n_rows, sizeof *sec->rows, cf_row_cmp);
-        cf_names_free(names);
-    }
+    cf_matrix m;
+    bool ok = cf_matrix_tests(&m, roots, n_roots, n_loaded);
+    for (size_t b = 0; ok && b < n_loaded; b++)
+        ok = cf_matrix_fill(&m, config, b, all[loaded[b]].name, false, cf_suite_print_failure,
+                            NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    char last[256];
-    snprintf(last, sizeof last, "conformance: passed=%d failed=%d unsupported=%d claimed_ops=%zu",
-             totals[CF_PASS], totals[CF_FAIL], totals[CF_UNSUPPORTED], claimed.n);
-    FILE *f = fopen(summary, "w");
-    if (f == NULL) {
+    cf_suite_out o = {.m = &m, .all = all, .n_all = n_all, .loaded = loaded,
+                      .roots = roots, .n_roots = n_roots, .known = &known};
+    FILE *f = ok ? fopen(summary, "w") : NULL;
+    if (ok && f == NULL)
         perror(summary);
-    } else {
+    if (f != NULL) {
         fprintf(f, "Plinth ONNX conformance\nconfig: %s\nruntime: %.1f s\n", config,
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-        if (claimed.n > 1)
-            qsort(claimed.names, claimed.n, sizeof *claimed.names, cf_strcmp_p);
-        fprintf(f, "claimed ops (%zu):", claimed.n);
-        for (size_t i = 0; i < claimed.n; i++)
-            fprintf(f, " %s", claimed.names[i]);
+        fprintf(f,
+                "\nEvery test runs once per backend, on a placement that offers that backend\n"
+                "every node first and leaves the rest to cpu. It counts for the backend only\n"
+                "when the backend ran at least one of its nodes: passed or failed; otherwise\n"
+                "it is not claimed. A test with two or more inputs that the backend takes no\n"
+                "node of runs again with every input but the first frozen into an\n"
+                "initializer (\"frozen\"). unsupported: no backend can run it.\n\n");
+        cf_suite_lines(f, &o, -1, "");
+        fprintf(f, "tests=%d unsupported=%d\n", cf_suite_tests(&o, -1),
+                cf_suite_unsupported(&o, -1));
+        for (int i = 0; i < n_roots; i++)
+            cf_suite_section(f, &o, i);
         fprintf(f, "\n");
-        for (int i = 0; secs != NULL && i < n_roots; i++)
-            cf_section_write(f, &secs[i]);
-        fprintf(f, "\n%s\n", last);
-        fclose(f);
+        cf_suite_lines(f, &o, -1, "conformance ");
+        fprintf(f, "conformance: tests=%d unsupported=%d\n", cf_suite_tests(&o, -1),
+                cf_suite_unsupported(&o, -1));
+        ok = fclose(f) == 0;
     }
-    printf("%s\n", last);
-    for (int i = 0; secs != NULL && i < n_roots; i++)
-        cf_section_free(&secs[i]);
-    free(secs);
-    for (size_t i = 0; i < claimed.n; i++)
-        free(claimed.names[i]);
-    free(claimed.names);
-    pl_runtime_destroy(rt);
-    /* Failures are results, reported in the summary and its last line;
+    if (m.cells != NULL) {
+        cf_suite_lines(stdout, &o, -1, "conformance ");
+        printf("conformance: tests=%d unsupported=%d (summary: %s)\n", cf_suite_tests(&o, -1),
+               cf_suite_unsupported(&o, -1), summary);
+    }
+    cf_matrix_free(&m);
+    cf_known_free(&known);
+    free(all);
+    free(loaded);
+    /* Failures are results, reported in the summary and its last lines;
      * only a summary that could not be written is an error. */
-    return secs == NULL || f == NULL ? CF_EXIT_FAIL : CF_EXIT_PASS;
+    return ok && f != NULL ? CF_EXIT_PASS : CF_EXIT_FAIL;
 }
 
 static int cf_usage(void)
 {
     fprintf(stderr,
-            "usage: conformance_runner run CONFIG TESTDIR\n"
+            "usage: conformance_runner backends CONFIG\n"
+            "       conformance_runner backend CONFIG BACKEND\n"
             "       conformance_runner list CONFIG ROOT...\n"
-            "       conformance_runner suite CONFIG OUT_SUMMARY ROOT...\n"
-            "       conformance_runner run-frozen CONFIG BACKEND TESTDIR\n"
-            "       conformance_runner list-frozen CONFIG BACKEND ROOT...\n");
+            "       conformance_runner run CONFIG BACKEND TESTDIR\n"
+            "       conformance_runner suite CONFIG OUT_SUMMARY [--known FILE] ROOT...\n");
     return CF_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc == 4 && strcmp(argv[1], "run") == 0)
-        return cf_cmd_run(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "backends") == 0)
+        return cf_cmd_backends(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "backend") == 0)
+        return cf_cmd_backend(argv[2], argv[3]);
     if (argc >= 4 && strcmp(argv[1], "list") == 0)
         return cf_cmd_list(argv[2], argv + 3, argc - 3);
-    if (argc == 5 && strcmp(argv[1], "run-frozen") == 0)
-        return cf_cmd_run_frozen(argv[2], argv[3], argv[4]);
-    if (argc >= 5 && strcmp(argv[1], "list-frozen") == 0)
-        return cf_cmd_list_frozen(argv[2], argv[3], argv + 4, argc - 4);
-    if (argc >= 5 && strcmp(argv[1], "suite") == 0)
-        return cf_cmd_suite(argv[2], argv[3], argv + 4, argc - 4);
+    if (argc == 5 && strcmp(argv[1], "run") == 0)
+        return cf_cmd_run(argv[2], argv[3], argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "suite") == 0) {
+        bool known = argc >= 7 && strcmp(argv[4], "--known") == 0;
+        return cf_cmd_suite(argv[2], argv[3], known ? argv[5] : NULL, argv + (known ? 6 : 4),
+                            argc - (known ? 6 : 4));
+    }
     return cf_usage();
 }
