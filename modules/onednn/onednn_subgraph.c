@@ -2797,6 +2797,9 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
                                     0);
 }
 
+static int odnn_reshape_view(const dnnl_memory_desc_t *md, int ond, const int64_t *od,
+                             dnnl_memory_desc_t *out);
+
 static pl_status *odnn_reduce_mean(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
@@ -2828,9 +2831,24 @@ static pl_status *odnn_reduce_mean(struct odnn_build *b, size_t n, int src)
     dnnl_status_t ds =
         dnnl_reduction_desc_init(&rd, dnnl_reduction_mean, &b->c->values[src].md, &dst_md, 0, 0);
     st = odnn_dnnl(ds, "reduction descriptor", v, (int64_t)n);
-    return st != NULL ? st
-                      : odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, odnn_out(v, n, 0), NULL, NULL,
-                                    0);
+    /* oneDNN keeps the reduced axes; without keepdims the output tensor is
+     * a view of fewer dims, so that its readers (a layer normalization
+     * over the last axis, a Softmax) see the tensor's own shape. */
+    int keep = odnn_attr_int(v, n, "keepdims", 1) != 0;
+    if (st == NULL)
+        st = odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, keep ? odnn_out(v, n, 0) : -1, NULL,
+                         NULL, 0);
+    if (st != NULL || keep)
+        return st;
+    struct odnn_tinfo y;
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int dst = b->c->n_values - 1, ynd = y.ndim > 0 ? y.ndim : 1;
+    int64_t one = 1;
+    dnnl_memory_desc_t view_md;
+    if (!odnn_reshape_view(&b->c->values[dst].md, ynd, y.ndim > 0 ? y.dims : &one, &view_md))
+        return odnn_error(PL_CODE_INTERNAL, "onednn: ReduceMean '%s': no view of its result",
+                          onednn_host->graph->node_name(v, n));
+    return odnn_alias(b, dst, &view_md, odnn_out(v, n, 0), 0) < 0 ? odnn_oom() : NULL;
 }
 
 static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)

@@ -1600,6 +1600,29 @@ static void case_view_unit_dims(void)
     compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"abs", "tr", "tanh", "sub", NULL});
 }
 
+/* ConvNeXt's head: a global ReduceMean without keepdims ([1,C,2,2] ->
+ * [1,C]) read by the decomposed layer normalization, and by a Softmax.
+ * oneDNN's reduction keeps the axes, and the normalization ran over
+ * [1,C,1,1]'s last axis of 1 element (bench/zoo convnext_s). */
+static void case_reduce_squeezed(void)
+{
+    for (int reader = 0; reader < 2; reader++) {
+        struct mb m = {.seed = 8};
+        int64_t xs[] = {1, 24, 2, 2}, ys[] = {1, 24};
+        mb_input(&m, "x", 4, xs);
+        mb_scalar(&m, "ln_two", 2.0f);
+        mb_scalar(&m, "ln_eps", 1e-6f);
+        mb_node(&m, "gap", "ReduceMean", "\"x\"", "g",
+                "\"axes\":{\"ints\":[2,3]},\"keepdims\":{\"int\":0}");
+        if (reader == 0)
+            mb_layernorm(&m, "ln", "g", "y", 24);
+        else
+            mb_node(&m, "ln_0", "Softmax", "\"g\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        compare(mb_write(&m), 4, xs, 2, ys, (const char *[]){"gap", "ln_0", NULL});
+    }
+}
+
 /* Twelve Conv -> Mul -> Add -> Relu blocks in a row, a folded BatchNorm
  * per layer: one wrong affine spoils every value. */
 static void case_affine_stack(void)
@@ -1812,6 +1835,7 @@ int main(int argc, char **argv)
         {"affine_stack", case_affine_stack},
         {"broadcast_add", case_broadcast_add},
         {"view_unit_dims", case_view_unit_dims},
+        {"reduce_squeezed", case_reduce_squeezed},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
