@@ -735,6 +735,37 @@ pl_status *pl_graph_node_set_inputs(pl_graph *g, pl_nid id, const pl_tid *inputs
     return NULL;
 }
 
+pl_status *pl_graph_reshape_constant(pl_graph *g, pl_tid id, int32_t ndim,
+                                     const int64_t *dims)
+{
+    if (id >= g->n_tensors || g->tensors[id].data == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "tensor %u is not a constant", id);
+    pl_graph_tensor *t = &g->tensors[id];
+    size_t before, after;
+    for (int32_t i = 0; i < ndim; i++)
+        if (dims[i] < 0)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "constant '%s': dimension %d is unknown", t->name, (int)i);
+    if (ndim < 0 || ndim > PL_GRAPH_MAX_RANK || !pl_dims_elements(t->dims, t->ndim, &before) ||
+        !pl_dims_elements(dims, ndim, &after) || before != after)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "constant '%s': cannot reshape it to rank %d with another "
+                                "element count",
+                                t->name, (int)ndim);
+    int64_t *nd = NULL;
+    if (ndim > 0) {
+        nd = pl_malloc((size_t)ndim * sizeof *nd);
+        if (nd == NULL)
+            return pl_graph_oom("reshaping a constant");
+        memcpy(nd, dims, (size_t)ndim * sizeof *nd);
+    }
+    pl_tensor_free_type(t);
+    t->ndim = ndim;
+    t->dims = nd;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
 /* ---- opsets ------------------------------------------------------------- */
 
 pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version)

@@ -177,6 +177,11 @@ bool pl_graph_node_remove_attr(pl_graph *g, pl_nid n, const char *name);
 pl_status *pl_graph_node_set_inputs(pl_graph *g, pl_nid n, const pl_tid *inputs,
                                     size_t n_inputs);
 
+/* Gives constant T the NDIM dims DIMS, all known, of as many elements as
+ * it has: its bytes stay as they are (a reshape). */
+pl_status *pl_graph_reshape_constant(pl_graph *g, pl_tid t, int32_t ndim,
+                                     const int64_t *dims);
+
 /* Records an opset import (domain "" is ONNX's default, also spelled
  * "ai.onnx": both name one entry). A later call for a domain replaces the
  * version. */

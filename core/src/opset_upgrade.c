@@ -144,9 +144,22 @@ static bool up_const_ints(const pl_graph_tensor *t, int64_t *out, size_t cap, si
     return true;
 }
 
-/* Gives input I of node ID K trailing 1-dims: a constant input is replaced
- * by a reshaped copy (no node for the backends to run), anything else goes
- * through a new Unsqueeze node (opset 7: axes is an attribute). */
+/* How many node inputs and graph outputs name tensor T. */
+static size_t up_uses(const pl_graph *g, pl_tid t)
+{
+    size_t uses = pl_graph_get_tensor(g, t)->is_output;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            uses += n->inputs[k] == t;
+    }
+    return uses;
+}
+
+/* Gives input I of node ID K trailing 1-dims. A constant is reshaped where
+ * it lies when this is its only use, else replaced by a reshaped copy:
+ * either way no node for the backends to run. Anything else goes through a
+ * new Unsqueeze node (opset 7: axes is an attribute). */
 static pl_status *up_append_ones(pl_graph *g, pl_nid id, size_t i, int32_t k)
 {
     const pl_graph_tensor *b = up_input(g, id, i);
@@ -156,7 +169,9 @@ static pl_status *up_append_ones(pl_graph *g, pl_nid id, size_t i, int32_t k)
     int64_t dims[PL_GRAPH_MAX_RANK];
     for (int32_t d = 0; d < rb + k; d++)
         dims[d] = d < rb ? b->dims[d] : 1;
-    pl_tid t;
+    pl_tid t, bt = pl_graph_get_node(g, id)->inputs[i];
+    if (b->data != NULL && !b->is_input && up_uses(g, bt) == 1)
+        return pl_graph_reshape_constant(g, bt, rb + k, dims);
     if (b->data != NULL && !b->is_input) {
         PL_RETURN_IF_ERROR(up_add_constant(g, id, "legacy_broadcast", b->dtype, rb + k, dims,
                                            b->data, b->nbytes, &t));

@@ -121,23 +121,41 @@ static pl_nid legacy(pl_graph *g, const char *op, const char *in, int64_t axis)
 
 static void case_broadcast_axis_constant(void)
 {
-    /* B [3,4] from axis 1 of A [2,3,4,5]: a reshaped copy [3,4,1]. */
+    /* B [3,4] from axis 1 of A [2,3,4,5]: B, used only there, is
+     * reshaped to [3,4,1] where it lies. */
+    float v[12];
+    for (int i = 0; i < 12; i++)
+        v[i] = (float)i;
     pl_graph *g = oh_new_graph("Add, constant B, axis 1", 6);
     oh_input(g, "a", F32, D(2, 3, 4, 5));
     const_f32(g, "b", D(3, 4));
     legacy(g, "Add", "a,b", 1);
     if (run_ok(g)) {
         oh_check_tensor(g, "y", F32, D(2, 3, 4, 5));
-        float v[12];
-        for (int i = 0; i < 12; i++)
-            v[i] = (float)i;
         expect_tensor(input_of(g, "n", 1), D(3, 4, 1), v);
-        expect_tensor(pl_graph_get_tensor(g, pl_graph_find_tensor(g, "b")), D(3, 4), v);
+        if (strcmp(input_of(g, "n", 1)->name, "b") != 0)
+            FAIL("B, used once, was copied instead of reshaped");
         expect_no_attr(g, "n", "broadcast");
         expect_no_attr(g, "n", "axis");
         expect_opset(g, 7);
-        if (pl_graph_node_count(g) != 1)
-            FAIL("a constant B needs no new node (%zu nodes)", pl_graph_node_count(g));
+        if (pl_graph_node_count(g) != 1 || pl_graph_tensor_count(g) != 3)
+            FAIL("a constant B needs no new node or tensor (%zu nodes, %zu tensors)",
+                 pl_graph_node_count(g), pl_graph_tensor_count(g));
+    }
+    pl_graph_destroy(g);
+
+    /* B also feeds another node: that one keeps it, this one gets a
+     * reshaped copy. */
+    g = oh_new_graph("Add, shared constant B, axis 1", 6);
+    oh_input(g, "a", F32, D(2, 3, 4, 5));
+    const_f32(g, "b", D(3, 4));
+    legacy(g, "Add", "a,b", 1);
+    oh_node(g, "other", "Neg", "b", "nb");
+    if (run_ok(g)) {
+        oh_check_tensor(g, "y", F32, D(2, 3, 4, 5));
+        oh_check_tensor(g, "nb", F32, D(3, 4));
+        expect_tensor(input_of(g, "n", 1), D(3, 4, 1), v);
+        expect_tensor(input_of(g, "other", 0), D(3, 4), v);
     }
     pl_graph_destroy(g);
 
