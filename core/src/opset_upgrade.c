@@ -15,9 +15,12 @@
  *           becomes NumPy broadcasting: B gets trailing 1-dims (a reshaped
  *           copy of a constant B, else an Unsqueeze node before the node).
  *           Gemm drops 'broadcast'; BatchNormalization and Dropout drop
- *           'is_test' (Plinth runs inference only). PRelu's per-channel
- *           slope of shape [C] gets trailing 1-dims, so it lines up with the
- *           channel axis 1 under NumPy rules.
+ *           'is_test' whatever its value, as the converter does for
+ *           BatchNormalization (Plinth runs inference only, where Dropout
+ *           is the identity). PRelu's slope of shape [C] was per channel:
+ *           it gets trailing 1-dims, so that NumPy rules line it up with
+ *           axis 1 (the converter calls PRelu 6 -> 7 compatible, which
+ *           lines [C] up with the last axis instead).
  *
  * and, where the converter has no step though the op changed: Pad 1 -> 2
  * ('paddings' renamed 'pads'), Split 1 -> 2 (the optional 'split' input,
