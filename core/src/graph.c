@@ -690,6 +690,82 @@ const pl_attr *pl_graph_node_attr(const pl_graph_node *node, const char *name)
     return NULL;
 }
 
+/* ---- rewriting ------------------------------------------------------------ */
+
+bool pl_graph_node_remove_attr(pl_graph *g, pl_nid id, const char *name)
+{
+    if (id >= g->n_nodes || name == NULL)
+        return false;
+    pl_graph_node *n = &g->nodes[id];
+    for (size_t i = 0; i < n->n_attrs; i++) {
+        if (strcmp(n->attrs[i].name, name) != 0)
+            continue;
+        pl_attr_free(&n->attrs[i]);
+        memmove(&n->attrs[i], &n->attrs[i + 1], (n->n_attrs - i - 1) * sizeof *n->attrs);
+        n->n_attrs--;
+        pl_graph_invalidate(g);
+        return true;
+    }
+    return false;
+}
+
+pl_status *pl_graph_node_set_inputs(pl_graph *g, pl_nid id, const pl_tid *inputs,
+                                    size_t n_inputs)
+{
+    if (id >= g->n_nodes)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no node %u", id);
+    pl_graph_node *n = &g->nodes[id];
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i] != PL_TID_NONE && inputs[i] >= g->n_tensors)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "node '%s' (%s): input %zu names no tensor (%u)", n->name,
+                                    n->op, i, inputs[i]);
+    size_t bytes;
+    pl_tid *copy = pl_size_mul(n_inputs ? n_inputs : 1, sizeof *copy, &bytes)
+                       ? pl_malloc(bytes)
+                       : NULL;
+    if (copy == NULL)
+        return pl_graph_oom("rewriting a node");
+    if (n_inputs)
+        memcpy(copy, inputs, n_inputs * sizeof *copy);
+    pl_free(n->inputs);
+    n->inputs = copy;
+    n->n_inputs = n_inputs;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_reshape_constant(pl_graph *g, pl_tid id, int32_t ndim,
+                                     const int64_t *dims)
+{
+    if (id >= g->n_tensors || g->tensors[id].data == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "tensor %u is not a constant", id);
+    pl_graph_tensor *t = &g->tensors[id];
+    size_t before, after;
+    for (int32_t i = 0; i < ndim; i++)
+        if (dims[i] < 0)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "constant '%s': dimension %d is unknown", t->name, (int)i);
+    if (ndim < 0 || ndim > PL_GRAPH_MAX_RANK || !pl_dims_elements(t->dims, t->ndim, &before) ||
+        !pl_dims_elements(dims, ndim, &after) || before != after)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "constant '%s': cannot reshape it to rank %d with another "
+                                "element count",
+                                t->name, (int)ndim);
+    int64_t *nd = NULL;
+    if (ndim > 0) {
+        nd = pl_malloc((size_t)ndim * sizeof *nd);
+        if (nd == NULL)
+            return pl_graph_oom("reshaping a constant");
+        memcpy(nd, dims, (size_t)ndim * sizeof *nd);
+    }
+    pl_tensor_free_type(t);
+    t->ndim = ndim;
+    t->dims = nd;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
 /* ---- opsets ------------------------------------------------------------- */
 
 pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version)

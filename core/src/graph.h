@@ -163,6 +163,25 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
                                 const int64_t *dims, const void *data,
                                 size_t nbytes);
 
+/* Rewriting a node (the opset conversion, opset_upgrade.c). Both invalidate
+ * the graph: validate again before reading producers, consumers or the
+ * topological order. */
+
+/* Removes attribute NAME of node N; false when the node has none of that
+ * name (nothing changes then). */
+bool pl_graph_node_remove_attr(pl_graph *g, pl_nid n, const char *name);
+
+/* Replaces the inputs of node N with the N_INPUTS tensor ids of INPUTS
+ * (PL_TID_NONE: an absent optional input). The ids must name tensors of G.
+ * On failure the node keeps its inputs. */
+pl_status *pl_graph_node_set_inputs(pl_graph *g, pl_nid n, const pl_tid *inputs,
+                                    size_t n_inputs);
+
+/* Gives constant T the NDIM dims DIMS, all known, of as many elements as
+ * it has: its bytes stay as they are (a reshape). */
+pl_status *pl_graph_reshape_constant(pl_graph *g, pl_tid t, int32_t ndim,
+                                     const int64_t *dims);
+
 /* Records an opset import (domain "" is ONNX's default, also spelled
  * "ai.onnx": both name one entry). A later call for a domain replaces the
  * version. */

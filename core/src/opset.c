@@ -423,6 +423,7 @@ struct pl_infer_ctx {
     const pl_op_schema *schema;
     const pl_graph_node *node;
     int64_t version;
+    int64_t converted_from;    /* the ai.onnx opset the graph was converted from, or 0 */
     pl_known **known;          /* per tensor id, NULL when nothing known */
     size_t n_tensors;
     pl_infer_out *outs;        /* node outputs; grows to the widest node */
@@ -838,6 +839,19 @@ static const char *pl_tensor_name_of(const pl_graph *g, pl_tid t)
     return t == PL_TID_NONE ? "" : pl_graph_get_tensor(g, t)->name;
 }
 
+/* "opset 7", or for a node converted from an older opset "opset 7,
+ * converted from opset 5", into BUF. */
+static const char *pl_infer_version_text(const pl_infer_ctx *ctx, char *buf, size_t size)
+{
+    const char *raw = ctx->node->domain ? ctx->node->domain : "";
+    if (ctx->converted_from > 0 && pl_domain_norm(raw)[0] == '\0')
+        snprintf(buf, size, "opset %lld, converted from opset %lld", (long long)ctx->version,
+                 (long long)ctx->converted_from);
+    else
+        snprintf(buf, size, "opset %lld", (long long)ctx->version);
+    return buf;
+}
+
 /* Arity, attributes and input dtypes against the schema; presets output
  * dtypes from the constraints the inputs bind. */
 static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
@@ -845,23 +859,23 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
     const pl_op_schema *s = ctx->schema;
     const pl_graph_node *n = ctx->node;
     size_t n_in = n->n_inputs;
+    char ver[96];
+    pl_infer_version_text(ctx, ver, sizeof ver);
     while (n_in > 0 && n->inputs[n_in - 1] == PL_TID_NONE)
         n_in--;
     if (n_in < (size_t)s->min_inputs || n_in > (size_t)s->max_inputs) {
         if (s->min_inputs == s->max_inputs)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                                  "expects %d input%s, got %zu (opset %lld)",
+                                  "expects %d input%s, got %zu (%s)",
                                   (int)s->min_inputs,
-                                  s->min_inputs == 1 ? "" : "s", n_in,
-                                  (long long)ctx->version);
+                                  s->min_inputs == 1 ? "" : "s", n_in, ver);
         if (s->max_inputs == PL_OP_VARIADIC)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                   "expects at least %d inputs, got %zu",
                                   (int)s->min_inputs, n_in);
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                              "expects %d to %d inputs, got %zu (opset %lld)",
-                              (int)s->min_inputs, (int)s->max_inputs, n_in,
-                              (long long)ctx->version);
+                              "expects %d to %d inputs, got %zu (%s)",
+                              (int)s->min_inputs, (int)s->max_inputs, n_in, ver);
     }
     for (size_t i = 0; i < (size_t)s->min_inputs; i++)
         if (n->inputs[i] == PL_TID_NONE)
@@ -887,8 +901,7 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
             if (s->allow_unknown_attrs)
                 continue;
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                                  "unknown attribute '%s' (opset %lld)",
-                                  attr->name, (long long)ctx->version);
+                                  "unknown attribute '%s' (%s)", attr->name, ver);
         }
         if (spec->kind != attr->kind)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
@@ -1040,9 +1053,9 @@ static pl_status *pl_infer_node_run(pl_infer_ctx *ctx, const pl_opset *set,
         if (version == INT64_MAX)
             return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
                                   "no schema for this op");
-        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
-                              "no schema for this op (opset %lld)",
-                              (long long)version);
+        char ver[96];
+        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED, "no schema for this op (%s)",
+                              pl_infer_version_text(ctx, ver, sizeof ver));
     }
     if (node->n_outputs > ctx->cap_outs) {
         size_t bytes;
@@ -1065,6 +1078,37 @@ static pl_status *pl_infer_node_run(pl_infer_ctx *ctx, const pl_opset *set,
     return NULL;
 }
 
+/* The known-value table grown to the graph's tensors, after a conversion
+ * step added constants. */
+static pl_status *pl_infer_grow_known(pl_infer_ctx *ctx)
+{
+    size_t n = pl_graph_tensor_count(ctx->g), bytes;
+    if (n <= ctx->n_tensors)
+        return NULL;
+    if (!pl_size_mul(n, sizeof *ctx->known, &bytes))
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "too many tensors");
+    pl_known **grown = pl_realloc(ctx->known, bytes);
+    if (grown == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                "out of memory converting the graph's opset");
+    memset(grown + ctx->n_tensors, 0, (n - ctx->n_tensors) * sizeof *grown);
+    ctx->known = grown;
+    ctx->n_tensors = n;
+    return NULL;
+}
+
+/* Converts node ID to opset PL_OPSET_UPGRADE_TARGET and infers the nodes
+ * the conversion added, which feed it. */
+static pl_status *pl_infer_upgrade_node(pl_infer_ctx *ctx, const pl_opset *set, pl_nid id)
+{
+    size_t before = pl_graph_node_count(ctx->g);
+    PL_RETURN_IF_ERROR(pl_opset_upgrade_node(ctx->g, id, ctx->converted_from));
+    PL_RETURN_IF_ERROR(pl_infer_grow_known(ctx));
+    for (size_t k = before; k < pl_graph_node_count(ctx->g); k++)
+        PL_RETURN_IF_ERROR(pl_infer_node_run(ctx, set, (pl_nid)k));
+    return NULL;
+}
+
 pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
 {
     if (set == NULL || g == NULL)
@@ -1076,6 +1120,13 @@ pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
         return pl_status_create(PL_CODE_FAILED_PRECONDITION,
                                 "shape inference: the graph is not validated");
     pl_infer_ctx ctx = {.g = g, .n_tensors = pl_graph_tensor_count(g)};
+    /* A graph of ai.onnx opset 1 to 6 is converted node by node as the walk
+     * reaches it, when the types of the node's inputs are known. */
+    int64_t imported = pl_graph_opset(g, "");
+    if (imported >= 1 && imported < PL_OPSET_UPGRADE_TARGET) {
+        ctx.converted_from = imported;
+        PL_RETURN_IF_ERROR(pl_graph_set_opset(g, "", PL_OPSET_UPGRADE_TARGET));
+    }
     /* The order is copied: writing types must not depend on the graph
      * keeping its topological order valid. */
     pl_nid *order = pl_malloc((n_nodes ? n_nodes : 1) * sizeof *order);
@@ -1086,8 +1137,15 @@ pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
                               "out of memory starting shape inference");
     } else {
         memcpy(order, topo, n_nodes * sizeof *order);
-        for (size_t i = 0; st == NULL && i < n_nodes; i++)
-            st = pl_infer_node_run(&ctx, set, order[i]);
+        for (size_t i = 0; st == NULL && i < n_nodes; i++) {
+            if (ctx.converted_from > 0)
+                st = pl_infer_upgrade_node(&ctx, set, order[i]);
+            if (st == NULL)
+                st = pl_infer_node_run(&ctx, set, order[i]);
+        }
+        /* The conversion rewired nodes: link the graph again. */
+        if (st == NULL && ctx.converted_from > 0)
+            st = pl_graph_validate(g);
     }
     if (ctx.known != NULL)
         for (size_t t = 0; t < ctx.n_tensors; t++)

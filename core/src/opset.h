@@ -5,7 +5,8 @@
  * type constraints, "T" shared by several inputs), which input each output
  * may overwrite in place, and a function that infers output dtypes and
  * shapes. Semantics follow ONNX's operator definitions (ai.onnx opset 7 to
- * 17, with opset 13 as the reference); no computation lives here except
+ * 17, with opset 13 as the reference; graphs of opset 1 to 6 are converted
+ * to 7 by inference, opset_upgrade.c); no computation lives here except
  * the propagation of small integer "known values" that shape inference
  * needs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains).
  *
@@ -153,7 +154,10 @@ size_t pl_opset_count(const pl_opset *set);
  * "node 'add1' (Add): shapes [2,3] and [4] cannot be broadcast". The
  * node's opset version is the graph's import of its domain (ai.onnx
  * defaults to PL_OPSET_DEFAULT_VERSION, other domains to their newest
- * schema). Not thread-safe for G. */
+ * schema). A graph importing ai.onnx 1 to 6 is converted to opset 7 on the
+ * way (opset_upgrade.c): its import is raised, nodes are rewritten and may
+ * be added, and G is validated again; after a failure G may be partly
+ * converted and is only fit to be destroyed. Not thread-safe for G. */
 pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g);
 
 /* NumPy broadcasting of shapes A (rank RA) and B (rank RB) into OUT, which

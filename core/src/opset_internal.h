@@ -65,4 +65,20 @@ pl_status *pl_infer_ints_arg(const pl_infer_ctx *ctx, size_t in,
 pl_status *pl_opset_broadcast_inputs(pl_infer_ctx *ctx, size_t n, int64_t *dims, int *out_rank,
                                      const char **params);
 
+/* ---- opset_upgrade.c ---------------------------------------------------- */
+
+/* The oldest ai.onnx opset the schemas describe. A graph that imports an
+ * older one (1 to 6) is converted to it by the inference driver. */
+#define PL_OPSET_UPGRADE_TARGET 7
+
+/* Converts node ID of G, of a graph that imported ai.onnx opset FROM (1 to
+ * 6), to its opset-7 form as ONNX's version converter defines the steps
+ * (opset_upgrade.c lists them); nodes of other domains are left alone. The
+ * node's inputs must have their inferred types. It may remove and add
+ * attributes, replace inputs, add constants, and add nodes whose inputs
+ * are typed already (they get the ids from the node count before the call
+ * on, and must be inferred before node ID). Errors name the node and the
+ * conversion. */
+pl_status *pl_opset_upgrade_node(pl_graph *g, pl_nid id, int64_t from);
+
 #endif

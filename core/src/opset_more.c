@@ -1,10 +1,10 @@
 /* opset_more.c — schemas of the second wave of ONNX ops: rounding,
  * trigonometric and activation unary ops (Floor … HardSwish, Sign, IsNaN,
  * IsInf, Not), the broadcasting logical, comparison and integer ops (And Or
- * Xor GreaterOrEqual LessOrEqual Mod BitShift PRelu), the variadic
- * broadcasting Min Max Sum Mean, the remaining reductions (ReduceMin
- * ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum
- * ReduceLogSumExp), ArgMax/ArgMin, Trilu, CumSum and Size. Size carries its
+ * Xor GreaterOrEqual LessOrEqual Mod BitShift PRelu), the variadic Min Max
+ * Sum Mean (same shapes before opset 8, broadcasting since), the remaining
+ * reductions (ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare
+ * ReduceLogSum ReduceLogSumExp), ArgMax/ArgMin, Trilu, CumSum and Size. Size carries its
  * value forward as a known value, because exported models compute shapes
  * with it. */
 #include <string.h>
@@ -26,6 +26,45 @@ static pl_status *mo_infer_broadcast(pl_infer_ctx *ctx)
     if (rank < 0)
         return NULL;
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params);
+}
+
+/* Min Max Sum Mean before opset 8: every input has the output's shape (no
+ * broadcasting); unknown dims are filled from the inputs that know them. */
+static pl_status *mo_infer_same_shape(pl_infer_ctx *ctx)
+{
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    int32_t rank = -1;
+    size_t first = 0;
+    for (size_t i = 0; i < pl_infer_input_count(ctx); i++) {
+        const pl_graph_tensor *t = pl_infer_input(ctx, i);
+        if (t == NULL || t->ndim < 0)
+            continue;
+        if (rank < 0) {
+            rank = t->ndim;
+            first = i;
+            memcpy(dims, t->dims, (size_t)rank * sizeof *dims);
+            continue;
+        }
+        bool same = t->ndim == rank;
+        for (int32_t d = 0; same && d < rank; d++) {
+            if (dims[d] < 0)
+                dims[d] = t->dims[d];
+            else
+                same = t->dims[d] < 0 || t->dims[d] == dims[d];
+        }
+        if (!same) {
+            char a[160], b[160];
+            const pl_graph_tensor *f = pl_infer_input(ctx, first);
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "inputs %zu %s and %zu %s differ in shape; before opset 8 "
+                                  "the inputs do not broadcast",
+                                  first, pl_dims_format(f->dims, f->ndim, a, sizeof a), i,
+                                  pl_dims_format(t->dims, t->ndim, b, sizeof b));
+        }
+    }
+    if (rank < 0)
+        return NULL;
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, NULL);
 }
 
 static pl_status *mo_infer_mod(pl_infer_ctx *ctx)
@@ -291,6 +330,11 @@ static const pl_attr_spec mo_cumsum_attrs[] = {
      .max_inputs = PL_OP_VARIADIC, .min_outputs = 1, .max_outputs = 1,        \
      .types = {{"T", set}}, .input_types = {"T"}, .output_types = {"T"},      \
      PL_INPLACE_0, .infer = mo_infer_broadcast}
+#define MO_VARIADIC_SAME(op, since, set)                                      \
+    {.name = op, .domain = "", .since_version = since, .min_inputs = 1,       \
+     .max_inputs = PL_OP_VARIADIC, .min_outputs = 1, .max_outputs = 1,        \
+     .types = {{"T", set}}, .input_types = {"T"}, .output_types = {"T"},      \
+     PL_INPLACE_0, .infer = mo_infer_same_shape}
 #define MO_REDUCE_ATTR(op, set)                                               \
     {.name = op, .domain = "", .since_version = 7, .min_inputs = 1,           \
      .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
@@ -353,7 +397,13 @@ const pl_op_schema pl_opset_more_schemas[] = {
               mo_infer_bitshift),
     MO_BINARY("PRelu", 7, PL_TS_FLOAT, NULL, 0, mo_infer_prelu),
     MO_BINARY("PRelu", 9, PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64, NULL, 0, mo_infer_prelu),
-    /* Variadic: broadcasting from opset 8, every numeric type from 12. */
+    /* Variadic: same shapes at opset 6 and 7 (ONNX's version 6; a model of
+     * opset 1 to 5 is converted to 7 first), broadcasting from opset 8,
+     * every numeric type from 12. */
+    MO_VARIADIC_SAME("Min", 6, PL_TS_FLOAT),
+    MO_VARIADIC_SAME("Max", 6, PL_TS_FLOAT),
+    MO_VARIADIC_SAME("Sum", 6, PL_TS_FLOAT),
+    MO_VARIADIC_SAME("Mean", 6, PL_TS_FLOAT),
     MO_VARIADIC("Min", 8, PL_TS_FLOAT),
     MO_VARIADIC("Min", 12, MO_NUM),
     MO_VARIADIC("Max", 8, PL_TS_FLOAT),

@@ -1,8 +1,8 @@
 /* onnx_graph.c — a decoded ONNX model turned into builder calls: opset
- * imports (ai.onnx 7 to 17), initializers, graph inputs (without those that
- * are initializers: older exporters list every weight as an input too),
- * outputs and value_info with their types, and nodes with their
- * attributes. Constant nodes become constants of their output's name.
+ * imports (ai.onnx 1 to 17; the core converts 1 to 6 to 7), initializers,
+ * graph inputs (without those that are initializers: older exporters list
+ * every weight as an input too), outputs and value_info with their types,
+ * and nodes with their attributes. Constant nodes become constants of their output's name.
  * Subgraphs (If, Loop, Scan) and sparse tensors are refused.
  *
  * Every error names the file and the place: the initializer, the input,

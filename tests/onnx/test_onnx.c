@@ -918,7 +918,7 @@ static void m_no_graph(Onnx__ModelProto *m, const char *d)
     m->graph = NULL;
 }
 static void m_old_ir(Onnx__ModelProto *m, const char *d) { (void)d; m->ir_version = 2; }
-static void m_opset_5(Onnx__ModelProto *m, const char *d) { (void)d; set_opset(m, 5); }
+static void m_opset_0(Onnx__ModelProto *m, const char *d) { (void)d; set_opset(m, 0); }
 static void m_opset_99(Onnx__ModelProto *m, const char *d) { (void)d; set_opset(m, 99); }
 static void m_no_ai_onnx_opset(Onnx__ModelProto *m, const char *d)
 {
@@ -1421,8 +1421,8 @@ static const bad_case bad_cases[] = {
     {"deep_nesting", NULL, b_deep_nesting, "nested deeper than 64 levels", NULL},
     {"no_graph", m_no_graph, NULL, "the model has no graph", NULL},
     {"old_ir_version", m_old_ir, NULL, "ir_version 2 is too old", NULL},
-    {"opset_5", m_opset_5, NULL, "model imports ai.onnx opset 5; supported: 7 to 17", NULL},
-    {"opset_99", m_opset_99, NULL, "model imports ai.onnx opset 99; supported: 7 to 17", NULL},
+    {"opset_0", m_opset_0, NULL, "model imports ai.onnx opset 0; supported: 1 to 17", NULL},
+    {"opset_99", m_opset_99, NULL, "model imports ai.onnx opset 99; supported: 1 to 17", NULL},
     {"no_ai_onnx_opset", m_no_ai_onnx_opset, NULL,
      "node 'mm' (MatMul) is in domain 'ai.onnx', which the model's opset_import does not list", NULL},
     {"domain_no_opset", m_domain_no_opset, NULL,

@@ -1419,10 +1419,20 @@ static void case_unknown_op(void)
     oh_expect_error(g, PL_CODE_UNSUPPORTED,
                  "node 'x1' (NoSuchOp): no schema for this op (opset 13)", NULL);
 
-    g = oh_new_graph("opset too old", 6);
+    /* Opset 6 is converted to 7 (tests/opset_upgrade): Relu is there,
+     * Upsample is not, and the error says from which opset it came. */
+    g = oh_new_graph("opset 6 converted", 6);
     oh_input(g, "x", F32, D(2));
     oh_node(g, "n", "Relu", "x", "y");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "no schema for this op (opset 6)", NULL);
+    oh_expect(g, "y", F32, D(2));
+
+    g = oh_new_graph("opset 6 without a schema", 6);
+    oh_input(g, "x", F32, D(1, 1, 2, 2));
+    oh_node(g, "n", "Upsample", "x", "y");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED,
+                    "node 'n' (Upsample): no schema for this op (opset 7, converted from "
+                    "opset 6)",
+                    NULL);
 
     g = oh_new_graph("no import defaults to 13", 0);
     oh_input(g, "x", F32, D(2, 3));
