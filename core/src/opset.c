@@ -543,6 +543,19 @@ bool pl_infer_attr_ints(const pl_infer_ctx *ctx, const char *name,
     return true;
 }
 
+bool pl_infer_attr_floats(const pl_infer_ctx *ctx, const char *name,
+                          const double **out_values, size_t *out_n)
+{
+    *out_values = NULL;
+    *out_n = 0;
+    const pl_attr *a = pl_graph_node_attr(ctx->node, name);
+    if (a == NULL || a->kind != PL_ATTR_FLOATS)
+        return false;
+    *out_values = a->floats;
+    *out_n = a->n;
+    return true;
+}
+
 static const pl_known *pl_input_known(const pl_infer_ctx *ctx, size_t i)
 {
     if (i >= ctx->node->n_inputs)

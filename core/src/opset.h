@@ -197,6 +197,10 @@ const char *pl_infer_attr_string(const pl_infer_ctx *ctx, const char *name);
 bool pl_infer_attr_ints(const pl_infer_ctx *ctx, const char *name,
                         const int64_t **out_values, size_t *out_n);
 
+/* False (and *out_n 0) when absent; floats attributes have no defaults. */
+bool pl_infer_attr_floats(const pl_infer_ctx *ctx, const char *name,
+                          const double **out_values, size_t *out_n);
+
 /* Known values of input I, an integer tensor of rank 0 or 1 with at most
  * PL_KNOWN_MAX elements whose element count is known: bit k of *out_mask
  * is set when element k is known. False when nothing is known. */

@@ -982,6 +982,10 @@ static pl_status *sh_infer_resize(pl_infer_ctx *ctx)
     bool has_scales = pl_infer_input(ctx, scales_at) != NULL;
     bool scales_known = has_scales &&
                         pl_infer_known_floats(ctx, scales_at, &scales, &n_scales);
+    /* Upsample 7 (Resize's ancestor) has its scales as an attribute. */
+    if (pl_infer_input_count(ctx) == 1 &&
+        pl_infer_attr_floats(ctx, "scales", &scales, &n_scales))
+        has_scales = scales_known = true;
     const pl_graph_tensor *st = pl_infer_input(ctx, scales_at);
     if (has_scales && !scales_known && st->ndim == 1 && st->dims[0] == 0)
         has_scales = false;   /* an empty scales tensor means "use sizes" */
@@ -1100,6 +1104,8 @@ static const pl_attr_spec sh_resize11_attrs[] = {
     PL_ATTR_F("cubic_coeff_a", -0.75), PL_ATTR_I("exclude_outside", 0),
     PL_ATTR_F("extrapolation_value", 0.0), PL_ATTR_S("mode", "nearest"),
     PL_ATTR_S("nearest_mode", "round_prefer_floor")};
+static const pl_attr_spec sh_upsample7_attrs[] = {PL_ATTR_S("mode", "nearest"),
+                                                  PL_ATTR_REQ("scales", PL_ATTR_FLOATS)};
 static const pl_attr_spec sh_cos_attrs[] = {PL_ATTR_T("value")};
 
 #define SH_IDX (PL_TS_I32 | PL_TS_I64)
@@ -1191,6 +1197,13 @@ const pl_op_schema pl_opset_shape_schemas[] = {
               .types = {{"T", PL_TS_NUM | PL_TS_BOOL}, {"P", PL_TS_I64},
                         {"Tind", SH_IDX}},
               .input_types = {"T", "P", "T", "Tind"}, .output_types = {"T"}),
+    /* Upsample 7 and 9: Resize 10's semantics (asymmetric, nearest rounds
+     * down), with the scales an attribute, then an input. */
+    SH_SCHEMA("Upsample", 7, 1, 1, 1, 1, sh_upsample7_attrs, sh_infer_resize,
+              .types = {{"T", PL_TS_ALL}}, .input_types = {"T"}, .output_types = {"T"}),
+    SH_SCHEMA("Upsample", 9, 2, 2, 1, 1, sh_resize10_attrs, sh_infer_resize,
+              .types = {{"T", PL_TS_ALL}, {"F", PL_TS_F32}},
+              .input_types = {"T", "F"}, .output_types = {"T"}),
     SH_SCHEMA("Resize", 10, 2, 2, 1, 1, sh_resize10_attrs, sh_infer_resize,
               .types = {{"T", PL_TS_ALL}, {"F", PL_TS_F32}},
               .input_types = {"T", "F"}, .output_types = {"T"}),

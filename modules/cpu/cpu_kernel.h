@@ -118,6 +118,10 @@ pl_status *cpu_attr_float(const pl_node_desc *node, const char *name,
  * and *out_count, or NULL and 0 when absent. */
 pl_status *cpu_attr_ints(const pl_node_desc *node, const char *name,
                          const int64_t **out_values, size_t *out_count);
+/* The floats attribute NAME (no values when absent), borrowed from the
+ * graph view for the get_kernel call. */
+pl_status *cpu_attr_floats(const pl_node_desc *node, const char *name,
+                           const double **out_values, size_t *out_count);
 
 /* A status "cpu: OP: <message>" with CODE. */
 pl_status *cpu_error(pl_code code, const char *op, const char *fmt, ...)

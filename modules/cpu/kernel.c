@@ -174,6 +174,22 @@ pl_status *cpu_attr_ints(const pl_node_desc *node, const char *name,
     return st;
 }
 
+pl_status *cpu_attr_floats(const pl_node_desc *node, const char *name,
+                           const double **out_values, size_t *out_count)
+{
+    *out_values = NULL;
+    *out_count = 0;
+    const pl_graph_api *g;
+    int present;
+    pl_status *st = cpu_attr_find(node, name, PL_GRAPH_ATTR_FLOATS, &g, &present);
+    if (st == NULL && present && !PL_ABI_HAS_FN(pl_graph_api, g, attr_floats))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                         "the host cannot read floats attribute '%s'", name);
+    if (st == NULL && present)
+        g->attr_floats(node->graph, node->node_index, name, out_values, out_count);
+    return st;
+}
+
 /* ---- get_kernel ---------------------------------------------------------- */
 
 static const char *cpu_dtype_name(pl_dtype dt, char *buf, size_t size)

@@ -39,6 +39,7 @@ const cpu_op_entry cpu_ops_shape[] = {
     {"Range", shp_build_range, 3, 3, 0, SHP_ANY},
     {"Cast", shp_build_cast, 1, 1, 0, SHP_ANY},
     {"Resize", shp_build_resize, 1, 4, 0, SHP_ANY},
+    {"Upsample", shp_build_resize, 1, 2, 0, SHP_ANY},
     {NULL, NULL, 0, 0, 0, 0},
 };
 

@@ -4,7 +4,8 @@
  * transformations half_pixel, pytorch_half_pixel, align_corners,
  * asymmetric and tf_half_pixel_for_nn. Scales (a constant) or sizes give
  * the factor of each axis; opset 10 has scales only and works as the
- * Upsample it replaced: asymmetric coordinates, nearest rounding down.
+ * Upsample it replaced, which runs here too (opset 7: scales an attribute;
+ * 9: an input): asymmetric coordinates, nearest rounding down.
  *
  * get_kernel computes, for every output index of every axis, the input
  * indices it reads and the weight of the second; a run then walks output
@@ -218,8 +219,16 @@ static pl_status *shp_resize_scales(const pl_node_desc *node, double *scales)
         }
         return NULL;
     }
+    const double *attr;
+    size_t n_attr;
+    SHP_TRY(cpu_attr_floats(node, "scales", &attr, &n_attr)); /* Upsample 7 */
+    if (n_attr > 0 && n_attr != (size_t)x->ndim)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "scales has %zu values for rank %d",
+                         n_attr, x->ndim);
     for (int d = 0; d < x->ndim; d++)
-        scales[d] = x->shape[d] > 0 ? (double)o->shape[d] / (double)x->shape[d] : 1.0;
+        scales[d] = n_attr > 0      ? attr[d]
+                    : x->shape[d] > 0 ? (double)o->shape[d] / (double)x->shape[d]
+                                      : 1.0;
     return NULL;
 }
 

@@ -1420,7 +1420,7 @@ static void case_unknown_op(void)
                  "node 'x1' (NoSuchOp): no schema for this op (opset 13)", NULL);
 
     /* Opset 6 is converted to 7 (tests/opset_upgrade): Relu is there,
-     * Upsample is not, and the error says from which opset it came. */
+     * MaxRoiPool is not, and the error says from which opset it came. */
     g = oh_new_graph("opset 6 converted", 6);
     oh_input(g, "x", F32, D(2));
     oh_node(g, "n", "Relu", "x", "y");
@@ -1428,9 +1428,9 @@ static void case_unknown_op(void)
 
     g = oh_new_graph("opset 6 without a schema", 6);
     oh_input(g, "x", F32, D(1, 1, 2, 2));
-    oh_node(g, "n", "Upsample", "x", "y");
+    oh_node(g, "n", "MaxRoiPool", "x", "y");
     oh_expect_error(g, PL_CODE_UNSUPPORTED,
-                    "node 'n' (Upsample): no schema for this op (opset 7, converted from "
+                    "node 'n' (MaxRoiPool): no schema for this op (opset 7, converted from "
                     "opset 6)",
                     NULL);
 

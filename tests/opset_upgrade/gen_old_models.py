@@ -221,6 +221,39 @@ def sum_consumed_inputs(r):
                 {"a": a, "b": b}, {"y": a + b})
 
 
+def upsample_ref(x, scales, linear):
+    """Upsample 7/9: output size floor(in * scale), input coordinate
+    out / scale (asymmetric); nearest takes its floor, linear blends the
+    two neighbours (the last one repeated at the edge)."""
+    y = x.astype(np.float64)
+    for axis, s in enumerate(scales):
+        n_in = y.shape[axis]
+        n_out = int(np.floor(n_in * s))
+        c = np.arange(n_out) / s
+        i0 = np.minimum(np.floor(c).astype(np.int64), n_in - 1)
+        if not linear:
+            y = np.take(y, i0, axis=axis)
+            continue
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        w = (c - i0).reshape([-1 if k == axis else 1 for k in range(y.ndim)])
+        y = np.take(y, i0, axis=axis) * (1 - w) + np.take(y, i1, axis=axis) * w
+    return y.astype(F32)
+
+
+def upsample7_nearest(r):
+    x = r.standard_normal((1, 2, 3, 4)).astype(F32)
+    scales = [1.0, 1.0, 2.0, 1.5]
+    return Case(7, [node("Upsample", ["x"], ["y"], mode="nearest", scales=scales)],
+                {"x": x}, {"y": upsample_ref(x, scales, False)})
+
+
+def upsample9_linear(r):
+    x = r.standard_normal((1, 2, 3, 4)).astype(F32)
+    scales = np.array([1.0, 1.0, 2.0, 2.5], F32)
+    return Case(9, [node("Upsample", ["x", "s"], ["y"], mode="linear")],
+                {"x": x}, {"y": upsample_ref(x, scales, True)}, inits={"s": scales})
+
+
 def conv2d(x, w, pad):
     n, c, h, wd = x.shape
     k, _, kh, kw = w.shape
@@ -265,7 +298,7 @@ CASES = {f.__name__: f for f in (
     greater_axis0, reshape_attribute, concat_default_axis, pad_paddings, split_input,
     tile_inputs, cast_string, selu_defaults, prelu_channel, batchnorm_is_test,
     dropout_is_test, gemm_broadcast, max_same_shape, min_opset7, sum_consumed_inputs,
-    old_cnn)}
+    old_cnn, upsample7_nearest, upsample9_linear)}
 
 
 def main(argv):
