@@ -771,7 +771,7 @@ static pl_status *pl_known_load_constant(pl_infer_ctx *ctx, pl_tid tid)
     if (ctx->known[tid] != NULL)
         return NULL;
     const pl_graph_tensor *t = pl_graph_get_tensor(ctx->g, tid);
-    if (t->data == NULL || t->is_input || t->ndim < 0 || t->ndim > 1)
+    if (t->data == NULL || t->is_input || t->ndim < 0)
         return NULL;
     size_t n;
     if (!pl_dims_elements(t->dims, t->ndim, &n) || n > PL_KNOWN_MAX)
@@ -1122,6 +1122,104 @@ static pl_status *pl_infer_upgrade_node(pl_infer_ctx *ctx, const pl_opset *set, 
     return NULL;
 }
 
+/* The bytes of tensor T's known values in its dtype into BUF (of
+ * PL_KNOWN_MAX * 8 bytes), or 0 when T is not fully known: every element
+ * of a fully known shape, ints with every mask bit set, or floats. */
+static size_t pl_known_bytes(const pl_infer_ctx *ctx, pl_tid tid, unsigned char *buf)
+{
+    const pl_known *k = ctx->known[tid];
+    const pl_graph_tensor *t = pl_graph_get_tensor(ctx->g, tid);
+    size_t n;
+    if (k == NULL || t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n) ||
+        n != (size_t)k->n || n == 0 ||
+        (!k->is_float && k->mask != (n < 64 ? (UINT64_C(1) << n) - 1 : UINT64_MAX)))
+        return 0;
+    pl_dtype_set bit = pl_dtype_set_of(t->dtype);
+    size_t esize = pl_dtype_size(t->dtype);
+    for (size_t e = 0; e < n; e++) {
+        unsigned char *p = buf + e * esize;
+        int64_t iv = k->iv[e];
+        switch (bit) {
+        case PL_TS_I64: memcpy(p, &iv, 8); break;
+        case PL_TS_I32: { int32_t v = (int32_t)iv; memcpy(p, &v, 4); break; }
+        case PL_TS_I8: { int8_t v = (int8_t)iv; memcpy(p, &v, 1); break; }
+        case PL_TS_U8:
+        case PL_TS_BOOL: *p = (unsigned char)iv; break;
+        case PL_TS_F32: { float v = (float)k->fv[e]; memcpy(p, &v, 4); break; }
+        case PL_TS_F64: memcpy(p, &k->fv[e], 8); break;
+        default: return 0;
+        }
+        if (k->is_float != ((bit & PL_TS_FLOAT) != 0))
+            return 0;
+    }
+    return n * esize;
+}
+
+/* Constant folding of what inference computed: a node input whose values
+ * are all known (shapes, and the small tables exporters compute pads,
+ * scales and axes from) is read from a new constant instead, so that
+ * kernels which need such inputs when they are made get them, and the
+ * nodes that computed it, now read by nobody, are pruned by the session.
+ * Returns whether the graph changed (it must be linked again). */
+static pl_status *pl_infer_fold_known(pl_infer_ctx *ctx, bool *out_changed)
+{
+    *out_changed = false;
+    pl_graph *g = ctx->g;
+    size_t n_nodes = pl_graph_node_count(g);
+    unsigned char buf[PL_KNOWN_MAX * 8];
+    pl_tid *folded = pl_calloc(ctx->n_tensors ? ctx->n_tensors : 1, sizeof *folded);
+    if (folded == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+    for (size_t t = 0; t < ctx->n_tensors; t++)
+        folded[t] = PL_TID_NONE;
+    pl_status *st = NULL;
+    for (pl_nid id = 0; st == NULL && id < n_nodes; id++) {
+        const pl_graph_node *n = pl_graph_get_node(g, id);
+        pl_tid ins[64];
+        if (n->n_inputs > 64)
+            continue;
+        bool changed = false;
+        for (size_t i = 0; st == NULL && i < n->n_inputs; i++) {
+            pl_tid t = ins[i] = n->inputs[i];
+            if (t == PL_TID_NONE || t >= ctx->n_tensors)
+                continue;
+            const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+            if (gt->data != NULL || gt->is_input || gt->producer == PL_NID_NONE)
+                continue;
+            if (folded[t] == PL_TID_NONE) {
+                size_t bytes = pl_known_bytes(ctx, t, buf);
+                if (bytes == 0)
+                    continue;
+                char name[256];
+                snprintf(name, sizeof name, "%.200s_folded", gt->name);
+                for (unsigned k = 1; pl_graph_find_tensor(g, name) != PL_TID_NONE; k++)
+                    snprintf(name, sizeof name, "%.200s_folded_%u", gt->name, k);
+                pl_tid c;
+                pl_dtype dtype = gt->dtype;
+                int32_t ndim = gt->ndim;
+                int64_t dims[PL_GRAPH_MAX_RANK];
+                memcpy(dims, gt->dims, (size_t)ndim * sizeof dims[0]);
+                st = pl_graph_tensor_get_or_add(g, name, &c);
+                if (st == NULL)
+                    st = pl_graph_set_type(g, c, dtype, ndim, dims, NULL);
+                if (st == NULL)
+                    st = pl_graph_set_constant(g, c, buf, bytes);
+                if (st != NULL)
+                    break;
+                folded[t] = c;
+            }
+            ins[i] = folded[t];
+            changed = true;
+        }
+        if (st == NULL && changed) {
+            st = pl_graph_node_set_inputs(g, id, ins, n->n_inputs);
+            *out_changed = true;
+        }
+    }
+    pl_free(folded);
+    return st;
+}
+
 pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
 {
     if (set == NULL || g == NULL)
@@ -1156,8 +1254,12 @@ pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
             if (st == NULL)
                 st = pl_infer_node_run(&ctx, set, order[i]);
         }
-        /* The conversion rewired nodes: link the graph again. */
-        if (st == NULL && ctx.converted_from > 0)
+        bool folded = false;
+        if (st == NULL)
+            st = pl_infer_fold_known(&ctx, &folded);
+        /* The conversion or the folding rewired nodes: link the graph
+         * again. */
+        if (st == NULL && (ctx.converted_from > 0 || folded))
             st = pl_graph_validate(g);
     }
     if (ctx.known != NULL)

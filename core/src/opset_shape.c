@@ -22,20 +22,78 @@ static int64_t sh_count(const int64_t *dims, int32_t ndim)
     return n;
 }
 
-/* Passes the known values of input 0 on to output 0 when the output is a
- * scalar or vector of the same element count (Reshape, Squeeze,
- * Unsqueeze, Flatten of shapes). */
+/* Passes the known values of input 0 on to output 0 when the output has
+ * the same element count (Reshape, Squeeze, Unsqueeze, Flatten keep the
+ * row-major order): shapes, and the small constant tables exporters
+ * compute pads from (PyTorch's F.pad reshapes and reverses one). */
 static pl_status *sh_pass_known(pl_infer_ctx *ctx, int32_t rank,
                                 const int64_t *dims)
 {
     const int64_t *v;
     uint64_t mask;
     size_t n;
-    if (rank > 1 || !pl_infer_known_ints(ctx, 0, &v, &mask, &n))
+    if (rank < 0 || !pl_infer_known_ints(ctx, 0, &v, &mask, &n))
         return NULL;
-    if ((rank == 0 && n != 1) || (rank == 1 && dims[0] != (int64_t)n))
+    int64_t count = 1;
+    for (int32_t d = 0; d < rank; d++) {
+        if (dims[d] < 0 || dims[d] > PL_KNOWN_MAX)
+            return NULL;
+        count *= dims[d];
+    }
+    if (count != (int64_t)n)
         return NULL;
     return pl_infer_set_known_ints(ctx, 0, v, mask, n);
+}
+
+/* The row-major offset in a tensor of RANK dims DIMS of the element whose
+ * index along axis d is ORIGIN[d] + STEP[d] * at[d], where AT is element
+ * E's index in the output of OUT_DIMS (Slice, Transpose's inverse walk). */
+static int64_t sh_known_source(int32_t rank, const int64_t *dims, const int64_t *out_dims,
+                               const int64_t *origin, const int64_t *step, const int64_t *axis_of,
+                               int64_t e)
+{
+    int64_t at[PL_GRAPH_MAX_RANK];
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        at[d] = e % out_dims[d];
+        e /= out_dims[d];
+    }
+    int64_t off = 0;
+    for (int32_t d = 0; d < rank; d++) {
+        int64_t ax = axis_of[d];
+        off = off * dims[d] + origin[d] + step[d] * at[ax];
+    }
+    return off;
+}
+
+/* Known values of output 0 gathered from input 0's (all RANK dims DIMS
+ * known) as sh_known_source maps them; nothing when input 0 has none. */
+static pl_status *sh_gather_known(pl_infer_ctx *ctx, int32_t rank, const int64_t *dims,
+                                  const int64_t *out_dims, const int64_t *origin,
+                                  const int64_t *step, const int64_t *axis_of)
+{
+    const int64_t *v;
+    uint64_t mask;
+    size_t n;
+    if (rank < 1 || !pl_infer_known_ints(ctx, 0, &v, &mask, &n))
+        return NULL;
+    int64_t count = 1;
+    for (int32_t d = 0; d < rank; d++) {
+        if (dims[d] < 0 || out_dims[d] < 0 || out_dims[d] > PL_KNOWN_MAX)
+            return NULL;
+        count *= out_dims[d];
+    }
+    if (count > PL_KNOWN_MAX)
+        return NULL;
+    int64_t out[PL_KNOWN_MAX];
+    uint64_t out_mask = 0;
+    for (int64_t e = 0; e < count; e++) {
+        int64_t src = sh_known_source(rank, dims, out_dims, origin, step, axis_of, e);
+        bool ok = src >= 0 && (size_t)src < n && ((mask >> src) & 1);
+        out[e] = ok ? v[src] : 0;
+        if (ok)
+            out_mask |= UINT64_C(1) << e;
+    }
+    return pl_infer_set_known_ints(ctx, 0, out, out_mask, (size_t)count);
 }
 
 /* ---- Reshape, Flatten, Transpose ---------------------------------------- */
@@ -190,7 +248,16 @@ static pl_status *sh_infer_transpose(pl_infer_ctx *ctx)
         dims[i] = x->dims[p];
         params[i] = x->dim_params ? x->dim_params[p] : NULL;
     }
-    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, params);
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, params));
+    /* input axis perm[i] is walked by output axis i */
+    int64_t origin[PL_GRAPH_MAX_RANK] = {0}, step[PL_GRAPH_MAX_RANK], axis_of[PL_GRAPH_MAX_RANK];
+    for (size_t i = 0; i < n; i++) {
+        int64_t p;
+        pl_infer_axis(perm[i], x->ndim, &p);
+        axis_of[p] = (int64_t)i;
+        step[p] = 1;
+    }
+    return sh_gather_known(ctx, x->ndim, x->dims, dims, origin, step, axis_of);
 }
 
 /* ---- Concat, Split -------------------------------------------------------- */
@@ -406,7 +473,10 @@ static pl_status *sh_infer_slice(pl_infer_ctx *ctx)
         dims[d] = x->dims[d];
         params[d] = x->dim_params ? x->dim_params[d] : NULL;
     }
-    int64_t first = 0, step0 = 1;  /* for known-value propagation */
+    int64_t origin[PL_GRAPH_MAX_RANK] = {0}, stride[PL_GRAPH_MAX_RANK],
+        axis_of[PL_GRAPH_MAX_RANK];  /* for known-value propagation */
+    for (int32_t d = 0; d < x->ndim; d++)
+        stride[d] = 1, axis_of[d] = d;
     for (size_t i = 0; i < ns; i++) {
         int64_t a;
         int64_t axis = sa == 1 ? axes[i] : (int64_t)i;
@@ -444,27 +514,12 @@ static pl_status *sh_infer_slice(pl_infer_ctx *ctx)
             len = s > e ? (s - e - 1) / (-step) + 1 : 0;
         }
         dims[a] = len;
-        if (a == 0) {
-            first = s;
-            step0 = step;
-        }
+        origin[a] = s;
+        stride[a] = step;
     }
     PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim,
                                            dims, params));
-    const int64_t *v;
-    uint64_t mask;
-    size_t n;
-    if (x->ndim != 1 || dims[0] < 0 || !pl_infer_known_ints(ctx, 0, &v, &mask, &n))
-        return NULL;
-    int64_t out[PL_KNOWN_MAX];
-    uint64_t out_mask = 0;
-    for (int64_t e = 0; e < dims[0]; e++) {
-        int64_t src = first + e * step0;
-        out[e] = src >= 0 && (size_t)src < n ? v[src] : 0;
-        if (src >= 0 && (size_t)src < n && ((mask >> src) & 1))
-            out_mask |= UINT64_C(1) << e;
-    }
-    return pl_infer_set_known_ints(ctx, 0, out, out_mask, (size_t)dims[0]);
+    return sh_gather_known(ctx, x->ndim, x->dims, dims, origin, stride, axis_of);
 }
 
 /* ---- Squeeze, Unsqueeze ------------------------------------------------------- */

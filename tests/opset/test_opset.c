@@ -1272,6 +1272,46 @@ static void case_range(void)
     oh_expect(g, "y", I64, D(0));
 }
 
+/* PyTorch's F.pad (opset 11 and later) computes Pad's pads from its own
+ * argument: Concat with zeros, Reshape to [-1, 2], Slice reversing the
+ * rows, Transpose, Reshape to [-1], Cast. The values pass through the
+ * rank-2 steps, and the Pad reads a folded constant (a kernel needs its
+ * pads when it is made); before, the Pad's output shape was unknown and
+ * cpu refused it ("output shape not fully known"). */
+static void case_fold_pad_table(void)
+{
+    pl_graph *g = oh_new_graph("F.pad's table", 13);
+    oh_input(g, "x", F32, D(1, 3, 8, 8));
+    oh_const_i64(g, "given", D(1, 1, 2, 2));
+    oh_const_i64(g, "zeros", D(0, 0, 0, 0));
+    oh_const_i64(g, "pairs", D(-1, 2));
+    oh_const_i64(g, "st", D(-1));
+    oh_const_i64(g, "en", D(INT64_MIN + 1));
+    oh_const_i64(g, "ax", D(0));
+    oh_const_i64(g, "sp", D(-1));
+    oh_const_i64(g, "flat", D(-1));
+    pl_nid cat = oh_node(g, "cat", "Concat", "given,zeros", "c");
+    oh_attr_i(g, cat, "axis", 0);
+    oh_node(g, "r1", "Reshape", "c,pairs", "r");
+    oh_node(g, "rev", "Slice", "r,st,en,ax,sp", "s");
+    pl_nid tr = oh_node(g, "tr", "Transpose", "s", "t");
+    oh_attr_is(g, tr, "perm", D(1, 0));
+    oh_node(g, "r2", "Reshape", "t,flat", "p");
+    pl_nid cast = oh_node(g, "cast", "Cast", "p", "q");
+    oh_attr_i(g, cast, "to", 7);
+    oh_node(g, "pad", "Pad", "x,q", "y");
+    OK(oh_run(g));
+    oh_check_tensor(g, "s", I64, D(4, 2));
+    oh_check_tensor(g, "y", F32, D(1, 3, 12, 10));
+    const pl_graph_node *pad = pl_graph_get_node(g, pl_graph_find_node(g, "pad"));
+    const pl_graph_tensor *pads = pl_graph_get_tensor(g, pad->inputs[1]);
+    static const int64_t want[8] = {0, 0, 2, 1, 0, 0, 2, 1};
+    if (pads->data == NULL || pads->nbytes != sizeof want || memcmp(pads->data, want, sizeof want))
+        oh_fail(__LINE__, "Pad reads '%s', %s", pads->name,
+                pads->data == NULL ? "not a constant" : "a constant of other values");
+    pl_graph_destroy(g);
+}
+
 static void case_tile(void)
 {
     pl_graph *g = oh_new_graph("repeats", 13);
@@ -1655,7 +1695,7 @@ static const oh_case cases[] = {
     {"Gather", case_gather}, {"Constant", case_constant},
     {"Shape", case_shape}, {"Expand", case_expand}, {"Pad", case_pad},
     {"Resize", case_resize}, {"ConstantOfShape", case_constant_of_shape},
-    {"Range", case_range}, {"Tile", case_tile},
+    {"Range", case_range}, {"Tile", case_tile}, {"fold_pad_table", case_fold_pad_table},
     {"bert_chain", case_bert_chain}, {"declared_types", case_declared_types},
     {"unknown_op", case_unknown_op}, {"registry", case_registry},
     {"alloc_sweep", case_alloc_sweep},
