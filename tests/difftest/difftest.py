@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""difftest: Plinth's differential tester, in the spirit of ggml's
+test-backend-ops. Random small graphs (dt_gen) run on every backend that is
+loaded (order = cpu; onednn, cpu; example_acc, cpu; cuda, cpu), each
+compared with the cpu module, and the cpu module compared with a numpy
+float64 reference (dt_ref) that shares no code with it.
+
+  difftest.py ci --family F --seeds A:B [--dtype D]    fixed seeds (CTest)
+  difftest.py soak SECONDS [--dtypes f32,f16,...]      random seeds until time is up;
+                                                        every failure is printed with its
+                                                        seed, shrunk and saved
+  difftest.py regress FILE.json                        one regression file (CTest)
+  difftest.py one SEED --family F [--keep DIR]         one graph, verbosely
+
+Common options: --lib PATH (libplinth.so), --modules DIR (modules.d),
+--threads N, --known FILE (known failures). Exit codes: 0 all as expected,
+1 a failure (or a known failure that now passes), 2 usage, 77 numpy or the
+library missing (CTest's skip code).
+
+Known failures (known_failures.txt beside this script): one per line,
+`<graph id> <backend> <what is wrong>`, graph id `regression:<file stem>`
+or `seed:<family>:<dtype>:<seed>`. Such a (graph, backend) must fail: when
+it passes the run fails too, saying to remove the line — the list is
+cleared as fixes land.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+try:
+    import numpy as np
+except ImportError:
+    print("difftest: numpy is missing (install python3-numpy); skipped")
+    sys.exit(77)
+
+import dt_check  # noqa: E402
+import dt_gen  # noqa: E402
+import dt_shrink  # noqa: E402
+from dt_graph import Graph  # noqa: E402
+from dt_plinth import Backend, Library  # noqa: E402
+
+ORDERS = [("cpu", ["cpu"]), ("onednn", ["onednn", "cpu"]),
+          ("example_acc", ["example_acc", "cpu"]), ("cuda", ["cuda", "cpu"])]
+
+
+def load_known(path):
+    known = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    parts = line.split(None, 2)
+                    known[(parts[0], parts[1])] = parts[2] if len(parts) > 2 else ""
+    return known
+
+
+class Tester:
+    def __init__(self, args):
+        self.work = tempfile.mkdtemp(prefix="plinth-difftest-")
+        self.lib = Library(args.lib)
+        self.backends = []
+        self.skipped = []
+        for name, order in ORDERS:
+            b = Backend(self.lib, name, order, os.path.abspath(args.modules), self.work,
+                        args.threads)
+            ok, why = b.available()
+            if ok:
+                self.backends.append(b)
+            else:
+                self.skipped.append((name, why))
+                b.close()
+        self.known = load_known(args.known)
+        self.stats = {b.name: {"pass": 0, "idle": 0, "unsupported": 0, "fail": 0,
+                               "known": 0} for b in self.backends}
+        self.graphs = 0
+        self.ref_errors = 0
+
+    def close(self):
+        for b in self.backends:
+            b.close()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def names(self):
+        return [b.name for b in self.backends]
+
+    def run_graph(self, gid, graph, inputs):
+        """Checks one graph. Returns the unexpected problems as lines, and
+        the failing verdicts."""
+        err, verdicts = dt_check.check(graph, inputs, self.backends, self.work)
+        self.graphs += 1
+        problems = []
+        if err:
+            self.ref_errors += 1
+            problems.append("%s: reference: %s" % (gid, err))
+            return problems, []
+        failed = []
+        for v in verdicts:
+            known = (gid, v.backend) in self.known
+            if v.status == "fail":
+                failed.append(v)
+                if known:
+                    self.stats[v.backend]["known"] += 1
+                    print("%s: %s: known failure (%s): %s" % (gid, v.backend,
+                                                               self.known[(gid, v.backend)],
+                                                               v.detail))
+                    continue
+                problems.append("%s: %s: %s" % (gid, v.backend, v.detail))
+            elif known:
+                problems.append("%s: %s: listed as a known failure (%s) but it is now %s: "
+                                "remove the line from known_failures.txt"
+                                % (gid, v.backend, self.known[(gid, v.backend)], v.status))
+            self.stats[v.backend][v.status] += 1
+        return problems, failed
+
+    def summary(self, seconds):
+        print("difftest: %d graphs in %.1f s (%.1f graphs/s)" % (
+            self.graphs, seconds, self.graphs / seconds if seconds > 0 else 0))
+        for name, why in self.skipped:
+            print("  %-12s not run: %s" % (name, why))
+        for name, s in self.stats.items():
+            print("  %-12s ran nodes of %d graphs (pass); took no node of %d; unsupported %d;"
+                  " failed %d; known failures %d" % (name, s["pass"], s["idle"],
+                                                     s["unsupported"], s["fail"], s["known"]))
+        if self.ref_errors:
+            print("  reference errors (generator bugs): %d" % self.ref_errors)
+
+
+def cmd_ci(t, args):
+    a, b = (int(v) for v in args.seeds.split(":"))
+    problems = []
+    start = time.time()
+    for seed in range(a, b):
+        gid = "seed:%s:%s:%d" % (args.family, args.dtype, seed)
+        g, inputs = dt_gen.generate(seed, args.family, args.dtype)
+        p, _ = t.run_graph(gid, g, inputs)
+        problems += p
+    t.summary(time.time() - start)
+    for p in problems:
+        print("FAIL " + p)
+    listed = [k for k in t.known if k[0].startswith("seed:%s:%s:" % (args.family, args.dtype))
+              and a <= int(k[0].rsplit(":", 1)[1]) < b and k[1] not in t.names()]
+    for k in listed:
+        print("note: known failure %s %s: backend not loaded here" % k)
+    return 1 if problems else 0
+
+
+def save_regression(graph, seed, verdict, family, dtype, out_dir, original_nodes):
+    os.makedirs(out_dir, exist_ok=True)
+    stem = "%s_%s_%s_%d" % (verdict.backend, family, dtype, seed)
+    graph.save(os.path.join(out_dir, stem + ".json"))
+    note = {"input_seed": seed, "backend": verdict.backend, "family": family, "dtype": dtype,
+            "caught": verdict.detail,
+            "nodes": [n["op"] for n in graph.nodes],
+            "shrunk_from_nodes": original_nodes}
+    with open(os.path.join(out_dir, stem + ".note.json"), "w") as f:
+        json.dump(note, f, indent=1)
+        f.write("\n")
+    return stem
+
+
+def shrink_failure(t, graph, seed, verdict, budget):
+    backend = verdict.backend
+
+    def still_fails(cand, inputs):
+        err, vs = dt_check.check(cand, inputs, t.backends, t.work,
+                                 only=[backend] if backend != "cpu" else [])
+        if err:
+            return False
+        by = {v.backend: v for v in vs}
+        if backend != "cpu" and by["cpu"].status not in ("pass", "idle"):
+            return False
+        return by.get(backend) is not None and by[backend].status == "fail"
+
+    small, tries = dt_shrink.shrink(graph, seed, still_fails, budget)
+    _, vs = dt_check.check(small, dt_gen.input_values(small, seed), t.backends, t.work,
+                           only=[backend])
+    final = [v for v in vs if v.backend == backend][0]
+    return small, final, tries
+
+
+def cmd_soak(t, args):
+    dtypes = args.dtypes.split(",")
+    rng = random.Random(args.seed if args.seed is not None else time.time_ns())
+    start = time.time()
+    found = []
+    while time.time() - start < args.seconds:
+        seed = rng.randrange(1 << 31)
+        family = rng.choice(dt_gen.FAMILIES)
+        dtype = rng.choice(dtypes)
+        gid = "seed:%s:%s:%d" % (family, dtype, seed)
+        print("graph %s" % gid, file=sys.stderr, flush=True)
+        g, inputs = dt_gen.generate(seed, family, dtype)
+        problems, failed = t.run_graph(gid, g, inputs)
+        for p in problems:
+            print("FAIL " + p, flush=True)
+        for v in failed:
+            if (gid, v.backend) in t.known:
+                continue
+            small, final, tries = shrink_failure(t, g, seed, v, args.shrink_budget)
+            if final.status != "fail":
+                print("  shrink of %s on %s lost the failure" % (gid, v.backend))
+                continue
+            stem = save_regression(small, seed, final, family, dtype, args.out,
+                                   len(g.nodes))
+            print("  shrunk %d -> %d nodes in %d tries: %s/%s.json: %s" % (
+                len(g.nodes), len(small.nodes), tries, args.out, stem, final.detail),
+                flush=True)
+            found.append(stem)
+    t.summary(time.time() - start)
+    print("soak: %d failures saved%s" % (len(found), ": " + ", ".join(found) if found else ""))
+    return 1 if found or t.ref_errors else 0
+
+
+def cmd_regress(t, args):
+    graph = Graph.load(args.file)
+    note_path = args.file[:-len(".json")] + ".note.json"
+    with open(note_path) as f:
+        note = json.load(f)
+    gid = "regression:%s" % os.path.basename(args.file)[:-len(".json")]
+    inputs = dt_gen.input_values(graph, note["input_seed"])
+    print("%s: caught %s: %s" % (gid, note["backend"], note["caught"]))
+    start = time.time()
+    problems, _ = t.run_graph(gid, graph, inputs)
+    t.summary(time.time() - start)
+    for p in problems:
+        print("FAIL " + p)
+    return 1 if problems else 0
+
+
+def cmd_one(t, args):
+    g, inputs = dt_gen.generate(args.seed, args.family, args.dtype)
+    for n in g.nodes:
+        print("  %s %s %s -> %s %s" % (n["name"], n["op"], n["inputs"], n["outputs"],
+                                       n["attributes"]))
+    print("  outputs %s" % g.outputs)
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        g.save(os.path.join(args.keep, "model.json"))
+    gid = "seed:%s:%s:%d" % (args.family, args.dtype, args.seed)
+    problems, failed = t.run_graph(gid, g, inputs)
+    for p in problems:
+        print("FAIL " + p)
+    if args.shrink:
+        for v in failed:
+            small, final, tries = shrink_failure(t, g, args.seed, v, args.shrink_budget)
+            stem = save_regression(small, args.seed, final, args.family, args.dtype, args.out,
+                                   len(g.nodes))
+            print("shrunk to %d nodes (%d tries): %s: %s" % (len(small.nodes), tries, stem,
+                                                              final.detail))
+    t.summary(1)
+    return 1 if problems else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--modules", required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--known", default=os.path.join(HERE, "known_failures.txt"))
+    ap.add_argument("--out", default=os.path.join(HERE, "regressions"))
+    ap.add_argument("--shrink-budget", type=float, default=60.0)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("ci")
+    p.add_argument("--family", required=True, choices=dt_gen.FAMILIES + ("any",))
+    p.add_argument("--seeds", required=True)
+    p.add_argument("--dtype", default="f32")
+    p = sub.add_parser("soak")
+    p.add_argument("seconds", type=float)
+    p.add_argument("--dtypes", default="f32")
+    p.add_argument("--seed", type=int)
+    p = sub.add_parser("regress")
+    p.add_argument("file")
+    p = sub.add_parser("one")
+    p.add_argument("seed", type=int)
+    p.add_argument("--family", default="any")
+    p.add_argument("--dtype", default="f32")
+    p.add_argument("--keep")
+    p.add_argument("--shrink", action="store_true")
+    args = ap.parse_args()
+    if not os.path.exists(args.lib):
+        print("difftest: %s not found; skipped" % args.lib)
+        return 77
+    np.seterr(all="ignore")
+    t = Tester(args)
+    try:
+        return {"ci": cmd_ci, "soak": cmd_soak, "regress": cmd_regress,
+                "one": cmd_one}[args.cmd](t, args)
+    finally:
+        t.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
