@@ -24,10 +24,13 @@ it passes the run fails too, saying to remove the line — the list is
 cleared as fixes land.
 """
 import argparse
+import glob
 import json
 import os
 import random
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,6 +86,7 @@ class Tester:
                                "known": 0} for b in self.backends}
         self.graphs = 0
         self.ref_errors = 0
+        self.verbose = args.verbose
 
     def close(self):
         for b in self.backends:
@@ -119,6 +123,8 @@ class Tester:
                                 "remove the line from known_failures.txt"
                                 % (gid, v.backend, self.known[(gid, v.backend)], v.status))
             self.stats[v.backend][v.status] += 1
+            if self.verbose and v.status in ("unsupported", "idle"):
+                print("%s: %s: %s: %s" % (gid, v.backend, v.status, v.detail))
         return problems, failed
 
     def summary(self, seconds):
@@ -153,18 +159,56 @@ def cmd_ci(t, args):
     return 1 if problems else 0
 
 
+def signature(graph, verdict):
+    """What a shrunk failure looks like, coarsely, to tell a new bug from
+    another instance of one already saved: the backend, the ops (products
+    as Prod, a binary with a one-element constant as BinC1, with another
+    constant as BinC; Gemm's alpha and beta named), and how it failed."""
+    ops = []
+    for n in graph.nodes:
+        op = n["op"]
+        if op in ("Conv", "MatMul", "Gemm"):
+            extra = [a for a in ("alpha", "beta") if a in n["attributes"]]
+            op = "Prod" + "".join("[%s]" % a for a in extra)
+        elif op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"):
+            consts = [i for i in n["inputs"] if graph.is_const(i)]
+            if consts:
+                op = "BinC1" if graph.tensors[consts[0]]["value"].size == 1 else "BinC"
+        ops.append(op)
+    how = "wrong values" if " vs " in verdict.detail else re.sub(
+        r"'[^']*'|/\S+", "_", verdict.detail)[:80]
+    return "%s: %s: %s" % (verdict.backend, "-".join(ops), how)
+
+
+def saved_signatures(out_dir):
+    sigs = {}
+    for path in glob.glob(os.path.join(out_dir, "*.note.json")):
+        with open(path) as f:
+            sig = json.load(f).get("signature")
+        if sig:
+            sigs[sig] = os.path.basename(path)[:-len(".note.json")]
+    return sigs
+
+
 def save_regression(graph, seed, verdict, family, dtype, out_dir, original_nodes):
+    """Writes the shrunk graph and its note; returns (stem, None), or
+    (None, the stem of an earlier file) when one with the same signature
+    exists."""
     os.makedirs(out_dir, exist_ok=True)
+    sig = signature(graph, verdict)
+    earlier = saved_signatures(out_dir).get(sig)
+    if earlier:
+        return None, earlier
     stem = "%s_%s_%s_%d" % (verdict.backend, family, dtype, seed)
     graph.save(os.path.join(out_dir, stem + ".json"))
     note = {"input_seed": seed, "backend": verdict.backend, "family": family, "dtype": dtype,
-            "caught": verdict.detail,
+            "signature": sig, "caught": verdict.detail,
             "nodes": [n["op"] for n in graph.nodes],
             "shrunk_from_nodes": original_nodes}
     with open(os.path.join(out_dir, stem + ".note.json"), "w") as f:
         json.dump(note, f, indent=1)
         f.write("\n")
-    return stem
+    return stem, None
 
 
 def shrink_failure(t, graph, seed, verdict, budget):
@@ -187,9 +231,41 @@ def shrink_failure(t, graph, seed, verdict, budget):
     return small, final, tries
 
 
+def soak_parent(argv, args):
+    """Runs the soak in worker processes, so that a crash (a signal) is
+    reported with the graph that caused it and the soak goes on."""
+    start = time.time()
+    base = args.seed if args.seed is not None else time.time_ns() % (1 << 31)
+    print("soak: %g s from seed %d" % (args.seconds, base), flush=True)
+    crashes = 0
+    rc = 0
+    state = tempfile.mktemp(prefix="plinth-difftest-current-")
+    k = 0
+    while time.time() - start < args.seconds:
+        left = args.seconds - (time.time() - start)
+        cmd = [sys.executable, os.path.abspath(__file__)] + argv + [
+            "soak", str(left), "--dtypes", args.dtypes, "--seed", str(base + k),
+            "--state", state]
+        k += 1
+        r = subprocess.run(cmd)
+        if r.returncode < 0:
+            crashes += 1
+            gid = open(state).read().strip() if os.path.exists(state) else "?"
+            print("CRASH %s: signal %d (seed of the soak worker %d)" % (gid, -r.returncode,
+                                                                         base + k - 1),
+                  flush=True)
+            rc = 1
+        elif r.returncode != 0:
+            rc = r.returncode
+    if os.path.exists(state):
+        os.unlink(state)
+    print("soak: %.0f s, %d crashes" % (time.time() - start, crashes))
+    return rc
+
+
 def cmd_soak(t, args):
     dtypes = args.dtypes.split(",")
-    rng = random.Random(args.seed if args.seed is not None else time.time_ns())
+    rng = random.Random(args.seed)
     start = time.time()
     found = []
     while time.time() - start < args.seconds:
@@ -197,7 +273,8 @@ def cmd_soak(t, args):
         family = rng.choice(dt_gen.FAMILIES)
         dtype = rng.choice(dtypes)
         gid = "seed:%s:%s:%d" % (family, dtype, seed)
-        print("graph %s" % gid, file=sys.stderr, flush=True)
+        with open(args.state, "w") as f:
+            f.write(gid)
         g, inputs = dt_gen.generate(seed, family, dtype)
         problems, failed = t.run_graph(gid, g, inputs)
         for p in problems:
@@ -209,8 +286,12 @@ def cmd_soak(t, args):
             if final.status != "fail":
                 print("  shrink of %s on %s lost the failure" % (gid, v.backend))
                 continue
-            stem = save_regression(small, seed, final, family, dtype, args.out,
-                                   len(g.nodes))
+            stem, earlier = save_regression(small, seed, final, family, dtype, args.out,
+                                            len(g.nodes))
+            if earlier:
+                print("  shrunk %d -> %d nodes: same signature as %s" % (
+                    len(g.nodes), len(small.nodes), earlier), flush=True)
+                continue
             print("  shrunk %d -> %d nodes in %d tries: %s/%s.json: %s" % (
                 len(g.nodes), len(small.nodes), tries, args.out, stem, final.detail),
                 flush=True)
@@ -252,9 +333,10 @@ def cmd_one(t, args):
     if args.shrink:
         for v in failed:
             small, final, tries = shrink_failure(t, g, args.seed, v, args.shrink_budget)
-            stem = save_regression(small, args.seed, final, args.family, args.dtype, args.out,
-                                   len(g.nodes))
-            print("shrunk to %d nodes (%d tries): %s: %s" % (len(small.nodes), tries, stem,
+            stem, earlier = save_regression(small, args.seed, final, args.family, args.dtype,
+                                            args.out, len(g.nodes))
+            print("shrunk to %d nodes (%d tries): %s: %s" % (len(small.nodes), tries,
+                                                              stem or "same as " + earlier,
                                                               final.detail))
     t.summary(1)
     return 1 if problems else 0
@@ -267,6 +349,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--known", default=os.path.join(HERE, "known_failures.txt"))
     ap.add_argument("--out", default=os.path.join(HERE, "regressions"))
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="also print every unsupported graph and idle backend")
     ap.add_argument("--shrink-budget", type=float, default=60.0)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("ci")
@@ -277,6 +361,7 @@ def main():
     p.add_argument("seconds", type=float)
     p.add_argument("--dtypes", default="f32")
     p.add_argument("--seed", type=int)
+    p.add_argument("--state", help="(worker) the file naming the graph being run")
     p = sub.add_parser("regress")
     p.add_argument("file")
     p = sub.add_parser("one")
@@ -290,6 +375,8 @@ def main():
         print("difftest: %s not found; skipped" % args.lib)
         return 77
     np.seterr(all="ignore")
+    if args.cmd == "soak" and args.state is None:
+        return soak_parent(sys.argv[1:sys.argv.index("soak")], args)
     t = Tester(args)
     try:
         return {"ci": cmd_ci, "soak": cmd_soak, "regress": cmd_regress,

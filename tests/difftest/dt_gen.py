@@ -194,7 +194,7 @@ class Gen:
         if op == "PRelu":
             shape = self.shape(x)
             slope_shape = [shape[1]] + [1] * (len(shape) - 2) if len(shape) >= 2 and self.p(0.6) \
-                else [1]
+                else [1] * min(1, len(shape))
             return self.node(op, [x, self.const(self.rng.uniform(0, 0.5, slope_shape))])
         return self.node(op, [x])
 
@@ -421,6 +421,11 @@ class Gen:
             attrs["ceil_mode"] = I(1)
         if op == "AveragePool" and self.p(0.5) and not ceil:
             attrs["count_include_pad"] = I(1)
+        if "pads" in attrs and dt_ref.pool_has_empty_window(attrs, shape):
+            # A window that sees only padding has no defined max or mean
+            # (cpu says -inf, onednn -FLT_MAX): not what this tests.
+            del attrs["pads"]
+            attrs.pop("ceil_mode", None)
         return self.node(op, [x], attrs)
 
     def norm(self, x=None):
@@ -593,15 +598,13 @@ class Gen:
             x = self.mixed()
         else:
             raise ValueError("unknown family %s" % family)
-        outs = [x]
         y = self.tail(x, extra)
-        if y != x and self.p(0.25):
-            outs.append(y)
-        elif y != x:
-            outs = [y]
-        else:
-            outs = [y]
-        self.g.outputs = list(dict.fromkeys(outs))
+        outs = [y]
+        # Sometimes the head's output too: a graph output that later nodes
+        # also read (it keeps fusions from swallowing it).
+        if y != x and x not in self.g.tensors and self.p(0.25):
+            outs.insert(0, x)
+        self.g.outputs = outs
         return self.g
 
     def mixed(self):

@@ -129,6 +129,24 @@ def pool(node, x, kind):
     return y
 
 
+def pool_has_empty_window(attrs, x_shape):
+    """True when some window of a pool with ATTRS over X_SHAPE covers
+    padding only."""
+    node = {"attributes": attrs}
+    d = len(x_shape) - 2
+    kernel = list(_a(node, "kernel_shape", None))
+    strides = list(_a(node, "strides", [1] * d))
+    dil = list(_a(node, "dilations", [1] * d))
+    begin, _, out = _window_geometry(node, x_shape, kernel, dil, strides,
+                                     bool(_a(node, "ceil_mode", 0)))
+    for i in range(d):
+        p = (np.arange(out[i])[:, None] * strides[i] + np.arange(kernel[i])[None, :] * dil[i]
+             - begin[i])
+        if not ((p >= 0) & (p < x_shape[2 + i])).any(axis=1).all():
+            return True
+    return False
+
+
 def _axes_input(node, env, i):
     if len(node["inputs"]) > i and node["inputs"][i]:
         return [int(a) for a in np.asarray(env[node["inputs"][i]]).reshape(-1)]

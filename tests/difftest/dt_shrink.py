@@ -80,6 +80,25 @@ class _Shrinker:
                     return True
         return False
 
+    def cut_front(self):
+        """Makes a node's input tensor a graph input (drops what made it)."""
+        env = _valid(self.g, self.seed)
+        if env is None:
+            return False
+        dtype = self.g.tensors[self.g.inputs[0]]["dtype"] if self.g.inputs else "f32"
+        made = {o for n in self.g.nodes for o in n["outputs"]}
+        for n in self.g.nodes:
+            for i in n["inputs"]:
+                if i not in made or i in self.g.outputs:
+                    continue
+                c = self.g.copy()
+                c.nodes = [m for m in c.nodes if i not in m["outputs"]]
+                c.inputs.append(i)
+                c.tensors[i] = {"dtype": dtype, "shape": list(np.shape(env[i]))}
+                if self.attempt(c):
+                    return True
+        return False
+
     def bypass(self):
         """Replaces a node's output by one of its inputs of the same shape."""
         env = _valid(self.g, self.seed)
@@ -164,6 +183,8 @@ class _Shrinker:
             if v.size >= 1 and not np.all(v == 1.0):
                 cands.append(np.ones(v.shape))
             for values in cands:
+                if np.array_equal(to_dtype(values, t["dtype"]), v):
+                    continue
                 c = self.g.copy()
                 c.tensors[name] = dict(t, value=to_dtype(values, t["dtype"]))
                 if self.attempt(c):
@@ -171,7 +192,7 @@ class _Shrinker:
         return False
 
     def run(self):
-        passes = [self.one_output, self.cut, self.bypass, self.drop_optional,
+        passes = [self.one_output, self.cut, self.cut_front, self.bypass, self.drop_optional,
                   self.drop_attributes, self.shrink_dims, self.simplify_consts]
         progress = True
         while progress and not self.out_of_time():
