@@ -96,6 +96,17 @@ class Tester:
     def names(self):
         return [b.name for b in self.backends]
 
+    def generate(self, gid, seed, family, dtype):
+        """The graph of SEED, or None (counted as a generator error and
+        printed) when the generator fails on it: a bug of the tester."""
+        try:
+            return dt_gen.generate(seed, family, dtype)
+        except Exception as e:
+            self.ref_errors += 1
+            self.graphs += 1
+            print("FAIL %s: generator: %s: %s" % (gid, type(e).__name__, e), flush=True)
+            return None
+
     def run_graph(self, gid, graph, inputs):
         """Checks one graph. Returns the unexpected problems as lines, and
         the failing verdicts."""
@@ -140,15 +151,34 @@ class Tester:
             print("  reference errors (generator bugs): %d" % self.ref_errors)
 
 
+def list_known(t, args, gid, graph, seed, failed):
+    """Prints known_failures.txt lines for the failures of one graph: each
+    shrunk and matched by signature with a file in regressions/."""
+    sigs = saved_signatures(args.out)
+    for v in failed:
+        small, final, _ = shrink_failure(t, graph, seed, v, 20.0)
+        sig = signature(small, final)
+        stem = sigs.get(sig)
+        tag = t.known.get(("regression:%s" % stem, v.backend)) if stem else None
+        what = tag or ("the bug of regression:%s" % stem if stem else "NEW: %s" % sig)
+        print("KNOWN %s %s %s" % (gid, v.backend, what), flush=True)
+
+
 def cmd_ci(t, args):
     a, b = (int(v) for v in args.seeds.split(":"))
     problems = []
     start = time.time()
     for seed in range(a, b):
         gid = "seed:%s:%s:%d" % (args.family, args.dtype, seed)
-        g, inputs = dt_gen.generate(seed, args.family, args.dtype)
-        p, _ = t.run_graph(gid, g, inputs)
+        made = t.generate(gid, seed, args.family, args.dtype)
+        if made is None:
+            problems.append("%s: generator failed" % gid)
+            continue
+        g, inputs = made
+        p, failed = t.run_graph(gid, g, inputs)
         problems += p
+        if args.list_known:
+            list_known(t, args, gid, g, seed, failed)
     t.summary(time.time() - start)
     for p in problems:
         print("FAIL " + p)
@@ -163,7 +193,8 @@ def signature(graph, verdict):
     """What a shrunk failure looks like, coarsely, to tell a new bug from
     another instance of one already saved: the backend, the ops (products
     as Prod, a binary with a one-element constant as BinC1, with another
-    constant as BinC; Gemm's alpha and beta named), and how it failed."""
+    constant as BinC; Gemm's alpha and beta named) with "wrong values", or
+    the error's message without names and paths."""
     ops = []
     for n in graph.nodes:
         op = n["op"]
@@ -175,9 +206,11 @@ def signature(graph, verdict):
             if consts:
                 op = "BinC1" if graph.tensors[consts[0]]["value"].size == 1 else "BinC"
         ops.append(op)
-    how = "wrong values" if " vs " in verdict.detail else re.sub(
-        r"'[^']*'|/\S+", "_", verdict.detail)[:80]
-    return "%s: %s: %s" % (verdict.backend, "-".join(ops), how)
+    if " vs " not in verdict.detail:
+        # An error: its message, less names and paths, is the signature.
+        return "%s: error: %s" % (verdict.backend,
+                                  re.sub(r"'[^']*'|/\S+", "_", verdict.detail)[:100])
+    return "%s: %s: wrong values" % (verdict.backend, "-".join(ops))
 
 
 def saved_signatures(out_dir):
@@ -275,7 +308,10 @@ def cmd_soak(t, args):
         gid = "seed:%s:%s:%d" % (family, dtype, seed)
         with open(args.state, "w") as f:
             f.write(gid)
-        g, inputs = dt_gen.generate(seed, family, dtype)
+        made = t.generate(gid, seed, family, dtype)
+        if made is None:
+            continue
+        g, inputs = made
         problems, failed = t.run_graph(gid, g, inputs)
         for p in problems:
             print("FAIL " + p, flush=True)
@@ -357,6 +393,8 @@ def main():
     p.add_argument("--family", required=True, choices=dt_gen.FAMILIES + ("any",))
     p.add_argument("--seeds", required=True)
     p.add_argument("--dtype", default="f32")
+    p.add_argument("--list-known", action="store_true",
+                   help="shrink each failure and print its known_failures.txt line")
     p = sub.add_parser("soak")
     p.add_argument("seconds", type=float)
     p.add_argument("--dtypes", default="f32")

@@ -426,6 +426,8 @@ class Gen:
             # (cpu says -inf, onednn -FLT_MAX): not what this tests.
             del attrs["pads"]
             attrs.pop("ceil_mode", None)
+            attrs.pop("dilations", None)
+            attrs["kernel_shape"] = INTS([min(k, s) for k, s in zip(ks, shape[2:])])
         return self.node(op, [x], attrs)
 
     def norm(self, x=None):

@@ -197,7 +197,7 @@ def _unary(op, node, x):
     if op == "Sqrt":
         return np.sqrt(x)
     if op == "Erf":
-        return _erf(x).astype(np.float64)
+        return np.asarray(_erf(x), dtype=np.float64)
     if op == "HardSigmoid":
         a, b = _a(node, "alpha", 0.2), _a(node, "beta", 0.5)
         return np.clip(a * x + b, 0, 1)
