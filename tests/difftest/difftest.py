@@ -6,7 +6,7 @@ compared with the cpu module, and the cpu module compared with a numpy
 float64 reference (dt_ref) that shares no code with it.
 
   difftest.py ci --family F --seeds A:B [--dtype D]    fixed seeds (CTest)
-  difftest.py soak SECONDS [--dtypes f32,f16,...]      random seeds until time is up;
+  difftest.py --soak SECONDS [--dtypes f32,f16,...]    random seeds until time is up;
                                                         every failure is printed with its
                                                         seed, shrunk and saved
   difftest.py regress FILE.json                        one regression file (CTest)
@@ -83,7 +83,7 @@ class Tester:
                 b.close()
         self.known = load_known(args.known)
         self.stats = {b.name: {"pass": 0, "idle": 0, "unsupported": 0, "fail": 0,
-                               "known": 0} for b in self.backends}
+                               "known": 0, "ran": 0} for b in self.backends}
         self.graphs = 0
         self.ref_errors = 0
         self.verbose = args.verbose
@@ -119,6 +119,8 @@ class Tester:
             return problems, []
         failed = []
         for v in verdicts:
+            if v.placed.get(v.backend, 0) > 0:
+                self.stats[v.backend]["ran"] += 1
             known = (gid, v.backend) in self.known
             if v.status == "fail":
                 failed.append(v)
@@ -144,9 +146,10 @@ class Tester:
         for name, why in self.skipped:
             print("  %-12s not run: %s" % (name, why))
         for name, s in self.stats.items():
-            print("  %-12s ran nodes of %d graphs (pass); took no node of %d; unsupported %d;"
-                  " failed %d; known failures %d" % (name, s["pass"], s["idle"],
-                                                     s["unsupported"], s["fail"], s["known"]))
+            print("  %-12s took nodes of %d graphs: %d passed, %d failed (%d of them known);"
+                  " took no node of %d; unsupported %d" % (
+                      name, s["ran"], s["pass"], s["fail"] + s["known"], s["known"], s["idle"],
+                      s["unsupported"]))
         if self.ref_errors:
             print("  reference errors (generator bugs): %d" % self.ref_errors)
 
@@ -408,13 +411,17 @@ def main():
     p.add_argument("--dtype", default="f32")
     p.add_argument("--keep")
     p.add_argument("--shrink", action="store_true")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    if "--soak" in argv:  # `--soak SECONDS [soak options]` spells `soak SECONDS ...`
+        k = argv.index("--soak")
+        argv = argv[:k] + ["soak"] + argv[k + 1:]
+    args = ap.parse_args(argv)
     if not os.path.exists(args.lib):
         print("difftest: %s not found; skipped" % args.lib)
         return 77
     np.seterr(all="ignore")
     if args.cmd == "soak" and args.state is None:
-        return soak_parent(sys.argv[1:sys.argv.index("soak")], args)
+        return soak_parent(argv[:argv.index("soak")], args)
     t = Tester(args)
     try:
         return {"ci": cmd_ci, "soak": cmd_soak, "regress": cmd_regress,

@@ -84,7 +84,7 @@ def run_backend(backend, json_path, inputs, dtype):
         outs, placed = backend.run(json_path, feed)
     except PlinthError as e:
         status = "unsupported" if _refusal(e, dtype) else "fail"
-        return Verdict(backend.name, status, str(e).replace("\n", " "))
+        return Verdict(backend.name, status, str(e).replace("\n", " "), e.placed)
     return Verdict(backend.name, "pass", "", placed,
                    {k: from_storage(a, dt) for k, (a, dt) in outs.items()})
 

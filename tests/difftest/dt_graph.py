@@ -9,7 +9,6 @@ bytes Plinth reads.
 """
 import json
 import os
-import struct
 
 import numpy as np
 
@@ -205,6 +204,3 @@ def _attr_value(j):
     (kind, val), = j.items()
     return (kind, val)
 
-
-def f32_hex(x):
-    return struct.pack("<f", x).hex()

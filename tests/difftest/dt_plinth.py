@@ -104,6 +104,7 @@ class PlinthError(Exception):
         self.stage = stage
         self.code = code
         self.message = message
+        self.placed = {}   # the placement, when the session was made
 
 
 class Library:
@@ -175,9 +176,13 @@ class Backend:
             check(lib.pl_session_create(model, None, ctypes.byref(sess)), "session")
         finally:
             lib.pl_model_destroy(model)
+        placed = {}
         try:
             placed = self._placement(sess)
             outs = self._run(sess, inputs)
+        except PlinthError as e:
+            e.placed = placed
+            raise
         finally:
             lib.pl_session_destroy(sess)
         return outs, placed

@@ -356,8 +356,7 @@ def evaluate(graph, inputs):
         env[name] = inputs[name]
     for node in graph.nodes:
         outs = eval_node(node, env, lambda n: dtypes.get(n, "f32"))
-        dt = dtypes.get(node["inputs"][0], "f32") if node["op"] not in ("Reshape",) else \
-            dtypes.get(node["inputs"][0], "f32")
+        dt = dtypes.get(node["inputs"][0], "f32")  # every op made here keeps its dtype
         if len(outs) != len([o for o in node["outputs"]]):
             raise RefError("%s: %d outputs" % (node["op"], len(outs)))
         for o, v in zip(node["outputs"], outs):
