@@ -201,7 +201,7 @@ def signature(graph, verdict):
     ops = []
     for n in graph.nodes:
         op = n["op"]
-        if op in ("Conv", "MatMul", "Gemm"):
+        if op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
             extra = [a for a in ("alpha", "beta") if a in n["attributes"]]
             op = "Prod" + "".join("[%s]" % a for a in extra)
         elif op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"):

@@ -19,7 +19,7 @@ import numpy as np
 import dt_ref
 from dt_graph import FLOAT_DTYPES, Graph, to_dtype
 
-FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed")
+FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deconv")
 
 
 def I(v):
@@ -343,6 +343,49 @@ class Gen:
             ins.append(self.weights([m], scale=0.5))
         return self.node("Conv", ins, attrs)
 
+    def deconv(self):
+        """ConvTranspose: 1-D to 3-D, strides, dilations, asymmetric pads,
+        output_padding, groups, with or without bias."""
+        d = self.pick([1, 2, 2, 2, 3])
+        g = self.pick([1, 1, 1, 2, 3])
+        cin = g * self.r(1, 3)
+        size = {1: (2, 10), 2: (2, 7), 3: (2, 4)}[d]
+        x = self.input([self.r(1, 2), cin] + [self.r(*size) for _ in range(d)])
+        mg = self.r(1, 3)
+        ks, st, dil, pads, opad = [], [], [], [[], []], []
+        for s in self.shape(x)[2:]:
+            k = self.r(1, 3 if d > 1 else 4)
+            di = self.pick([1, 1, 2]) if k > 1 else 1
+            stv = self.pick([1, 1, 2, 3])
+            ext = (k - 1) * di + 1
+            full = stv * (s - 1) + ext
+            pb = self.r(0, min(k - 1, 2))
+            pe = self.r(0, min(k - 1, 2))
+            if pb + pe >= full:
+                pb = pe = 0
+            op = self.r(0, max(stv, di) - 1) if self.p(0.3) else 0
+            ks.append(k)
+            st.append(stv)
+            dil.append(di)
+            pads[0].append(pb)
+            pads[1].append(pe)
+            opad.append(op)
+        attrs = {"kernel_shape": INTS(ks)}
+        if any(pads[0] + pads[1]) or self.p(0.3):
+            attrs["pads"] = INTS(pads[0] + pads[1])
+        if any(v != 1 for v in st) or self.p(0.3):
+            attrs["strides"] = INTS(st)
+        if any(v != 1 for v in dil):
+            attrs["dilations"] = INTS(dil)
+        if any(opad):
+            attrs["output_padding"] = INTS(opad)
+        if g != 1 or self.p(0.2):
+            attrs["group"] = I(g)
+        ins = [x, self.weights([cin, mg] + ks)]
+        if self.p(0.6):
+            ins.append(self.weights([g * mg], scale=0.5))
+        return self.node("ConvTranspose", ins, attrs)
+
     def matmul(self):
         if self.p(0.4):
             return self.gemm()
@@ -598,6 +641,8 @@ class Gen:
                 x = self.movement(self.chain(x, self.r(0, 2)))
         elif family == "mixed":
             x = self.mixed()
+        elif family == "deconv":
+            x = self.deconv()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -633,7 +678,7 @@ def generate(seed, family, dtype="f32"):
     if family == "any":
         family = FAMILIES[seed % len(FAMILIES)]
     gen = Gen(seed, dtype)
-    if not gen.float and family in ("conv", "pool", "norm"):
+    if not gen.float and family in ("conv", "pool", "norm", "deconv"):
         family = "matmul" if family == "conv" else "eltwise"
     g = gen.build(family)
     g.prune()

@@ -92,6 +92,45 @@ def conv(node, x, w, b=None):
     return y
 
 
+def conv_transpose(node, x, w, b=None):
+    """ONNX ConvTranspose without output_shape or auto_pad: the full
+    output, then `pads` cropped from either end (output_padding adds to the
+    end)."""
+    d = x.ndim - 2
+    if d < 1 or w.ndim != x.ndim:
+        raise RefError("ConvTranspose ranks")
+    if "output_shape" in node["attributes"] or _a(node, "auto_pad", "NOTSET") != "NOTSET":
+        raise RefError("ConvTranspose: output_shape and auto_pad are not in the reference")
+    kernel = list(w.shape[2:])
+    strides = list(_a(node, "strides", [1] * d))
+    dil = list(_a(node, "dilations", [1] * d))
+    opad = list(_a(node, "output_padding", [0] * d))
+    pads = list(_a(node, "pads", [0] * (2 * d)))
+    group = _a(node, "group", 1)
+    n, c = x.shape[:2]
+    if c % group or w.shape[0] != c:
+        raise RefError("ConvTranspose channels")
+    mg = w.shape[1]
+    full = [strides[i] * (x.shape[2 + i] - 1) + (kernel[i] - 1) * dil[i] + 1 + opad[i]
+            for i in range(d)]
+    y = np.zeros((n, group, mg) + tuple(full))
+    xg = x.reshape((n, group, c // group) + x.shape[2:])
+    wg = w.reshape((group, c // group, mg) + tuple(kernel))
+    for off in np.ndindex(*kernel):
+        sl = tuple(slice(off[i] * dil[i], off[i] * dil[i] + strides[i] * (x.shape[2 + i] - 1) + 1,
+                         strides[i]) for i in range(d))
+        y[(slice(None), slice(None), slice(None)) + sl] += np.einsum(
+            "ngc...,gcm->ngm...", xg, wg[(Ellipsis,) + off])
+    crop = tuple(slice(pads[i], full[i] - pads[i + d]) for i in range(d))
+    y = y[(slice(None), slice(None), slice(None)) + crop]
+    if any(s < 1 for s in y.shape[3:]):
+        raise RefError("ConvTranspose: empty output")
+    y = y.reshape((n, group * mg) + y.shape[3:])
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * d)
+    return y
+
+
 def pool(node, x, kind):
     d = x.ndim - 2
     kernel = list(_a(node, "kernel_shape", None))
@@ -251,6 +290,8 @@ def eval_node(node, env, dtype_of):
         return [np.minimum(np.maximum(x, lo), hi)]
     if op == "Conv":
         return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
+    if op == "ConvTranspose":
+        return [conv_transpose(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
     if op == "MatMul":
         return [np.matmul(x, ins[1])]
     if op == "Gemm":
