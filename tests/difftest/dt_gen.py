@@ -1,0 +1,685 @@
+"""dt_gen: random small graphs for the differential tester.
+
+generate(seed, family, dtype) -> (graph, inputs): a Graph (dt_graph) and its
+input values. Each family builds a head (a convolution, a product, a pool, a
+normalisation, movement ops, ...) and then random chains of elementwise ops:
+unary ops, binaries with scalar / one-element / per-channel / general
+broadcast constants, and binaries of two activations (residual adds). The
+generator evaluates the reference as it goes, so it picks only ops whose
+inputs are well-conditioned (no Sqrt of values near zero, no Exp of large
+values, no division by near-zero), and a mismatch is a bug, not rounding.
+
+Input values come from input_values(graph, seed) alone, so a regression
+file needs only its graph and the seed.
+"""
+import zlib
+
+import numpy as np
+
+import dt_ref
+from dt_graph import FLOAT_DTYPES, Graph, to_dtype
+
+FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deconv")
+
+
+def I(v):
+    return ("int", int(v))
+
+
+def F(v):
+    return ("float", float(v))
+
+
+def INTS(v):
+    return ("ints", [int(x) for x in v])
+
+
+def S(v):
+    return ("string", v)
+
+
+def input_values(graph, seed):
+    """Each input's values from SEED and its name alone, so dropping one
+    input leaves the others' values as they were."""
+    vals = {}
+    for name in graph.inputs:
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        t = graph.tensors[name]
+        if t["dtype"] in FLOAT_DTYPES:
+            v = rng.standard_normal(t["shape"])
+        else:
+            v = rng.integers(-4, 5, t["shape"])
+        vals[name] = to_dtype(v, t["dtype"])
+    return vals
+
+
+class Gen:
+    def __init__(self, seed, dtype):
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.dtype = dtype
+        self.g = Graph()
+        self.env = {}
+        self.float = dtype in FLOAT_DTYPES
+
+    # ---- building ---------------------------------------------------------
+
+    def r(self, lo, hi):
+        """An integer in [lo, hi]."""
+        return int(self.rng.integers(lo, hi + 1))
+
+    def p(self, prob):
+        return self.rng.random() < prob
+
+    def pick(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def input(self, shape):
+        name = self.g.add_input("x%d" % len(self.g.inputs), self.dtype, shape)
+        self.env[name] = input_values(self.g, self.seed)[name]
+        return name
+
+    def const(self, values, dtype=None):
+        name = self.g.add_const(np.asarray(values), dtype or self.dtype)
+        self.env[name] = self.g.tensors[name]["value"]
+        return name
+
+    def weights(self, shape, scale=None):
+        if not self.float:
+            return self.const(self.rng.integers(-2, 3, shape))
+        fan = max(1, int(np.prod(shape[1:])))
+        s = scale if scale is not None else 1.0 / np.sqrt(fan)
+        return self.const(self.rng.uniform(-1, 1, shape) * s * 1.7)
+
+    def i64(self, values):
+        return self.const(np.asarray(values, dtype=np.int64), "i64")
+
+    def node(self, op, inputs, attrs=None, n_out=1):
+        outs = self.g.add_node(op, inputs, attrs, n_out)
+        node = self.g.nodes[-1]
+        dt = {n: t["dtype"] for n, t in self.g.tensors.items()}
+        vals = dt_ref.eval_node(node, self.env, lambda n: dt.get(n, self.dtype))
+        for o, v in zip(node["outputs"], vals):
+            kind = np.float64 if self.float else np.int64
+            self.env[o] = to_dtype(np.asarray(v, dtype=kind), self.dtype)
+        return outs
+
+    def shape(self, t):
+        return list(self.env[t].shape)
+
+    def stats(self, t):
+        v = self.env[t]
+        if v.size == 0:
+            return 0.0, 0.0, 0.0
+        return float(np.min(v)), float(np.max(v)), float(np.max(np.abs(v)))
+
+    # ---- constants for binaries -----------------------------------------
+
+    def bconst(self, x, kind=None, positive=False, away=False):
+        """A constant that broadcasts to X: scalar ([]), one element
+        ([1] or [1,..,1]), per-channel (axis 1), last-axis, or general."""
+        shape = self.shape(x)
+        kinds = ["scalar", "one", "one_full"]
+        if len(shape) >= 2:
+            kinds += ["channel", "channel_short"]
+        if len(shape) >= 1:
+            kinds += ["last", "general", "full"]
+        kind = kind or self.pick(kinds)
+        if kind == "scalar":
+            cs = []
+        elif kind == "one":
+            cs = [1]
+        elif kind == "one_full":
+            cs = [1] * len(shape)
+        elif kind == "channel":
+            cs = [1, shape[1]] + [1] * (len(shape) - 2)
+        elif kind == "channel_short":
+            cs = [shape[1]] + [1] * (len(shape) - 2)
+        elif kind == "last":
+            cs = [shape[-1]]
+        elif kind == "full":
+            cs = list(shape)
+        else:
+            cs = [d if self.p(0.5) else 1 for d in shape]
+            drop = self.r(0, len(cs))
+            cs = cs[drop:]
+        if not self.float:
+            v = self.rng.integers(1, 4, cs) * (1 if positive else self.rng.choice([-1, 1], cs))
+            return self.const(v)
+        if positive or away:
+            v = self.rng.uniform(0.5, 2.0, cs)
+            if away and not positive:
+                v = v * self.rng.choice([-1.0, 1.0], cs)
+        else:
+            v = self.rng.uniform(-1.5, 1.5, cs)
+        return self.const(v)
+
+    # ---- elementwise chains ------------------------------------------------
+
+    def unary(self, x):
+        lo, hi, mag = self.stats(x)
+        if not self.float:
+            op = self.pick(["Relu", "Abs", "Neg"])
+            return self.node(op, [x])
+        ops = ["Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh", "Clip", "Abs", "HardSigmoid",
+               "Softplus", "Neg", "HardSwish", "Selu", "Softsign", "Celu", "gelu", "PRelu"]
+        if hi < 8:
+            ops.append("Exp")
+        if lo > 0.05:
+            ops += ["Sqrt", "Log"]
+        op = self.pick(ops)
+        if op == "LeakyRelu":
+            return self.node(op, [x], {"alpha": F(self.pick([0.01, 0.1, 0.2, 0.5]))}
+                             if self.p(0.7) else None)
+        if op in ("Elu", "Celu"):
+            return self.node(op, [x], {"alpha": F(self.pick([0.5, 1.0, 1.5]))}
+                             if self.p(0.7) else None)
+        if op == "HardSigmoid":
+            return self.node(op, [x], {"alpha": F(self.pick([0.2, 0.25, 1 / 6])),
+                                       "beta": F(0.5)} if self.p(0.7) else None)
+        if op == "Clip":
+            a = float(self.rng.uniform(-1.5, 0))
+            b = float(self.rng.uniform(0.1, 6))
+            which = self.r(0, 3)
+            ins = [x]
+            if which in (1, 3):
+                ins.append(self.const(np.array(a)))
+            if which in (2, 3):
+                if len(ins) == 1:
+                    ins.append("")
+                ins.append(self.const(np.array(b)))
+            return self.node(op, ins)
+        if op == "gelu":
+            return self.gelu(x)
+        if op == "PRelu":
+            shape = self.shape(x)
+            slope_shape = [shape[1]] + [1] * (len(shape) - 2) if len(shape) >= 2 and self.p(0.6) \
+                else [1] * min(1, len(shape))
+            return self.node(op, [x, self.const(self.rng.uniform(0, 0.5, slope_shape))])
+        return self.node(op, [x])
+
+    def gelu(self, x):
+        """The erf form of GELU, as exporters write it."""
+        d = self.node("Div", [x, self.const(np.array(np.sqrt(2.0)))])
+        e = self.node("Erf", [d])
+        a = self.node("Add", [e, self.const(np.array(1.0))])
+        m = self.node("Mul", [x, a])
+        return self.node("Mul", [m, self.const(np.array(0.5))])
+
+    def binary_const(self, x):
+        lo, hi, mag = self.stats(x)
+        ops = ["Add", "Sub", "Mul", "Div", "Max", "Min"]
+        if self.float:
+            ops.append("Pow")
+        op = self.pick(ops)
+        scalarish = self.pick(["scalar", "one", "one_full"]) if self.p(0.5) else None
+        if op == "Div":
+            c = self.bconst(x, scalarish, away=True)
+        elif op == "Pow":
+            if lo > 0.05 and self.p(0.5):
+                e = self.pick([0.5, 1.5, 2.0, -1.0])
+            else:
+                e = self.pick([2.0, 3.0, 1.0])
+            if mag > 8:
+                e = 1.0
+            c = self.const(np.full([1] * self.r(0, 1), e))
+        else:
+            c = self.bconst(x, scalarish)
+        ins = [x, c]
+        if op in ("Add", "Mul", "Max", "Min") and self.p(0.25):
+            ins.reverse()
+        return self.node(op, ins)
+
+    def binary_act(self, x, y):
+        """X op Y for two activations (Y broadcasts to X or they match)."""
+        lo, hi, mag = self.stats(y)
+        ops = ["Add", "Add", "Sub", "Mul", "Max", "Min"]
+        if self.float and (lo > 0.3 or hi < -0.3):
+            ops.append("Div")
+        op = self.pick(ops)
+        ins = [x, y] if self.p(0.6) else [y, x]
+        if op in ("Sub", "Div"):
+            ins = [x, y]
+        return self.node(op, ins)
+
+    def tame(self, x):
+        """Keeps magnitudes moderate so chains stay well-conditioned."""
+        lo, hi, mag = self.stats(x)
+        if mag > 30 and self.float:
+            return self.node(self.pick(["Tanh", "Sigmoid", "Softsign"]), [x])
+        return x
+
+    def chain(self, x, length=None, pool_acts=None):
+        """A random chain of elementwise ops after X."""
+        n = length if length is not None else self.r(1, 5)
+        acts = [x] + list(pool_acts or [])
+        for _ in range(n):
+            x = self.tame(x)
+            k = self.rng.random()
+            if k < 0.45:
+                x = self.unary(x)
+            elif k < 0.85:
+                x = self.binary_const(x)
+            else:
+                same = [a for a in acts if self.shape(a) == self.shape(x) and a != x]
+                if same:
+                    x = self.binary_act(x, self.pick(same))
+                else:
+                    x = self.binary_const(x)
+            acts.append(x)
+        return self.tame(x)
+
+    def const_chain(self, x):
+        """Two or more one-element-constant binaries in a row (Conv -> Mul(c)
+        -> Add(d): the pattern fused post-ops get wrong)."""
+        for _ in range(self.r(2, 4)):
+            op = self.pick(["Mul", "Add", "Sub", "Div", "Mul", "Add"])
+            kind = self.pick(["scalar", "one", "one_full"])
+            c = self.bconst(x, kind, away=(op == "Div"))
+            x = self.node(op, [x, c] if op in ("Sub", "Div") or self.p(0.7) else [c, x])
+        return x
+
+    def tail(self, x, extra=()):
+        if self.p(0.35):
+            x = self.const_chain(x)
+        x = self.chain(x, pool_acts=extra)
+        if self.p(0.3):
+            x = self.const_chain(x)
+        return x
+
+    # ---- heads ------------------------------------------------------------
+
+    def conv(self, x=None):
+        d = self.pick([1, 2, 2, 2, 3]) if x is None else len(self.shape(x)) - 2
+        if x is None:
+            groups = self.pick([1, 1, 1, 2, 3, "dw"])
+            cin = (self.r(1, 4) * (1 if groups == "dw" else groups)
+                   if groups != "dw" else self.r(1, 6))
+            size = {1: (3, 16), 2: (3, 10), 3: (2, 6)}[d]
+            x = self.input([self.r(1, 2), cin] + [self.r(*size) for _ in range(d)])
+        else:
+            groups = self.pick([1, 1, "dw"])
+        shape = self.shape(x)
+        cin = shape[1]
+        if groups == "dw":
+            g = cin
+            m = cin * self.pick([1, 1, 2])
+        else:
+            g = groups if cin % groups == 0 else 1
+            m = g * self.r(1, 4)
+        ks, st, dil, pads = [], [], [], [[], []]
+        for s in shape[2:]:
+            k = self.r(1, min(5 if d == 1 else 3, s + 2))
+            di = self.pick([1, 1, 1, 2]) if k > 1 else 1
+            ext = (k - 1) * di + 1
+            pb, pe = self.r(0, k - 1), self.r(0, k - 1)
+            if s + pb + pe < ext:
+                pe += ext - (s + pb + pe)
+            ks.append(k)
+            st.append(self.pick([1, 1, 2, 3]))
+            dil.append(di)
+            pads[0].append(pb)
+            pads[1].append(pe)
+        attrs = {"kernel_shape": INTS(ks)}
+        if self.p(0.1):
+            attrs["auto_pad"] = S(self.pick(["SAME_UPPER", "SAME_LOWER", "VALID"]))
+            if attrs["auto_pad"][1] == "VALID" and any(
+                    (k - 1) * di + 1 > s for k, di, s in zip(ks, dil, shape[2:])):
+                attrs["auto_pad"] = S("SAME_UPPER")
+        elif any(pads[0] + pads[1]) or self.p(0.3):
+            attrs["pads"] = INTS(pads[0] + pads[1])
+        if any(s != 1 for s in st) or self.p(0.3):
+            attrs["strides"] = INTS(st)
+        if any(x != 1 for x in dil) or self.p(0.2):
+            attrs["dilations"] = INTS(dil)
+        if g != 1 or self.p(0.2):
+            attrs["group"] = I(g)
+        if "auto_pad" in attrs and attrs["auto_pad"][1] != "VALID":
+            attrs.pop("dilations", None)
+            dil = [1] * d
+        w = self.weights([m, cin // g] + ks)
+        ins = [x, w]
+        if self.p(0.6):
+            ins.append(self.weights([m], scale=0.5))
+        return self.node("Conv", ins, attrs)
+
+    def deconv(self):
+        """ConvTranspose: 1-D to 3-D, strides, dilations, asymmetric pads,
+        output_padding, groups, with or without bias."""
+        d = self.pick([1, 2, 2, 2, 3])
+        g = self.pick([1, 1, 1, 2, 3])
+        cin = g * self.r(1, 3)
+        size = {1: (2, 10), 2: (2, 7), 3: (2, 4)}[d]
+        x = self.input([self.r(1, 2), cin] + [self.r(*size) for _ in range(d)])
+        mg = self.r(1, 3)
+        ks, st, dil, pads, opad = [], [], [], [[], []], []
+        for s in self.shape(x)[2:]:
+            k = self.r(1, 3 if d > 1 else 4)
+            di = self.pick([1, 1, 2]) if k > 1 else 1
+            stv = self.pick([1, 1, 2, 3])
+            ext = (k - 1) * di + 1
+            full = stv * (s - 1) + ext
+            pb = self.r(0, min(k - 1, 2))
+            pe = self.r(0, min(k - 1, 2))
+            if pb + pe >= full:
+                pb = pe = 0
+            op = self.r(0, max(stv, di) - 1) if self.p(0.3) else 0
+            ks.append(k)
+            st.append(stv)
+            dil.append(di)
+            pads[0].append(pb)
+            pads[1].append(pe)
+            opad.append(op)
+        attrs = {"kernel_shape": INTS(ks)}
+        if any(pads[0] + pads[1]) or self.p(0.3):
+            attrs["pads"] = INTS(pads[0] + pads[1])
+        if any(v != 1 for v in st) or self.p(0.3):
+            attrs["strides"] = INTS(st)
+        if any(v != 1 for v in dil):
+            attrs["dilations"] = INTS(dil)
+        if any(opad):
+            attrs["output_padding"] = INTS(opad)
+        if g != 1 or self.p(0.2):
+            attrs["group"] = I(g)
+        ins = [x, self.weights([cin, mg] + ks)]
+        if self.p(0.6):
+            ins.append(self.weights([g * mg], scale=0.5))
+        return self.node("ConvTranspose", ins, attrs)
+
+    def matmul(self):
+        if self.p(0.4):
+            return self.gemm()
+        rank = self.pick([2, 2, 3, 4])
+        mdim, k, n = self.r(1, 12), self.r(1, 16), self.r(1, 12)
+        batch = [self.r(1, 3) for _ in range(rank - 2)]
+        a = self.input(batch + [mdim, k])
+        kind = self.pick(["const2d", "const2d", "const_batch", "act"])
+        if kind == "const2d":
+            b = self.weights([k, n])
+        elif kind == "const_batch":
+            bb = [d if self.p(0.5) else 1 for d in batch]
+            b = self.weights(bb[self.r(0, len(bb)):] + [k, n])
+        else:
+            bb = [d if self.p(0.5) else 1 for d in batch]
+            b = self.input(bb + [k, n])
+        return self.node("MatMul", [a, b])
+
+    def gemm(self):
+        mdim, k, n = self.r(1, 12), self.r(1, 16), self.r(1, 12)
+        ta, tb = self.r(0, 1), self.r(0, 1)
+        a = self.input([k, mdim] if ta else [mdim, k])
+        b = self.weights([n, k] if tb else [k, n])
+        attrs = {}
+        if ta or self.p(0.2):
+            attrs["transA"] = I(ta)
+        if tb or self.p(0.2):
+            attrs["transB"] = I(tb)
+        if self.p(0.4):
+            attrs["alpha"] = F(self.pick([0.5, 2.0, -1.0, 0.25]))
+        ins = [a, b]
+        if self.p(0.7):
+            cshape = self.pick([[n], [1], [mdim, n], [mdim, 1], [], [1, n]])
+            ins.append(self.weights(cshape, scale=0.5))
+            if self.p(0.4):
+                attrs["beta"] = F(self.pick([0.5, 2.0, -1.0]))
+        return self.node("Gemm", ins, attrs)
+
+    def pool(self, x=None):
+        if x is None:
+            d = self.pick([1, 2, 2, 3])
+            size = {1: (3, 14), 2: (3, 10), 3: (2, 6)}[d]
+            x = self.input([self.r(1, 2), self.r(1, 5)] + [self.r(*size) for _ in range(d)])
+            if self.p(0.5):
+                x = self.conv(x)
+        shape = self.shape(x)
+        d = len(shape) - 2
+        op = self.pick(["MaxPool", "MaxPool", "AveragePool", "AveragePool",
+                        "GlobalAveragePool", "GlobalMaxPool"])
+        if op.startswith("Global"):
+            return self.node(op, [x])
+        ks, st, pads, dil = [], [], [[], []], []
+        for s in shape[2:]:
+            k = self.r(1, min(4, s + 1))
+            di = self.pick([1, 1, 2]) if op == "MaxPool" and k > 1 else 1
+            ext = (k - 1) * di + 1
+            pb, pe = self.r(0, min(k - 1, 2)), self.r(0, min(k - 1, 2))
+            if s + pb + pe < ext:
+                pe = min(pe + ext - (s + pb + pe), k - 1)
+                if s + pb + pe < ext:
+                    k, di, ext, pb, pe = 1, 1, 1, 0, 0
+            ks.append(k)
+            st.append(self.pick([1, 2, 2, 3]))
+            pads[0].append(pb)
+            pads[1].append(pe)
+            dil.append(di)
+        attrs = {"kernel_shape": INTS(ks)}
+        if any(pads[0] + pads[1]) or self.p(0.2):
+            attrs["pads"] = INTS(pads[0] + pads[1])
+        if any(s != 1 for s in st) or self.p(0.2):
+            attrs["strides"] = INTS(st)
+        if any(v != 1 for v in dil):
+            attrs["dilations"] = INTS(dil)
+        ceil = self.p(0.35)
+        if ceil:
+            attrs["ceil_mode"] = I(1)
+        if op == "AveragePool" and self.p(0.5) and not ceil:
+            attrs["count_include_pad"] = I(1)
+        if "pads" in attrs and dt_ref.pool_has_empty_window(attrs, shape):
+            # A window that sees only padding has no defined max or mean
+            # (cpu says -inf, onednn -FLT_MAX): not what this tests.
+            del attrs["pads"]
+            attrs.pop("ceil_mode", None)
+            attrs.pop("dilations", None)
+            attrs["kernel_shape"] = INTS([min(k, s) for k, s in zip(ks, shape[2:])])
+        return self.node(op, [x], attrs)
+
+    def norm(self, x=None):
+        if x is None:
+            rank = self.pick([2, 3, 4, 4, 5])
+            x = self.input([self.r(1, 3)] + [self.r(1, 6)] + [self.r(1, 8) for _ in
+                                                            range(rank - 2)])
+            if rank >= 3 and self.p(0.3):
+                x = self.conv(x)
+        shape = self.shape(x)
+        ops = ["LayerNormalization", "decomposed_ln", "Softmax", "ReduceMean", "ReduceSum"]
+        if len(shape) >= 2:
+            ops.append("BatchNormalization")
+        if len(shape) >= 3:
+            ops.append("InstanceNormalization")
+        op = self.pick(ops)
+        c = shape[1] if len(shape) >= 2 else 1
+        if op == "BatchNormalization":
+            ins = [x, self.const(self.rng.uniform(0.5, 1.5, [c])),
+                   self.const(self.rng.uniform(-0.5, 0.5, [c])),
+                   self.const(self.rng.uniform(-0.5, 0.5, [c])),
+                   self.const(self.rng.uniform(0.25, 2.0, [c]))]
+            attrs = {"epsilon": F(self.pick([1e-5, 1e-3]))} if self.p(0.5) else None
+            return self.node(op, ins, attrs)
+        if op == "InstanceNormalization":
+            ins = [x, self.const(self.rng.uniform(0.5, 1.5, [c])),
+                   self.const(self.rng.uniform(-0.5, 0.5, [c]))]
+            return self.node(op, ins, {"epsilon": F(1e-5)} if self.p(0.3) else None)
+        if op == "LayerNormalization":
+            axis = self.r(1 if len(shape) > 1 else 0, len(shape) - 1) if self.p(0.4) else -1
+            norm_shape = shape[axis % len(shape):]
+            ins = [x, self.const(self.rng.uniform(0.5, 1.5, norm_shape))]
+            if self.p(0.7):
+                ins.append(self.const(self.rng.uniform(-0.5, 0.5, norm_shape)))
+            attrs = {}
+            if axis != -1 or self.p(0.3):
+                attrs["axis"] = I(axis)
+            if self.p(0.3):
+                attrs["epsilon"] = F(1e-3)
+            return self.node(op, ins, attrs)
+        if op == "decomposed_ln":
+            return self.decomposed_ln(x)
+        if op == "Softmax":
+            attrs = {"axis": I(self.r(-len(shape), len(shape) - 1))} if self.p(0.6) else None
+            return self.node(op, [x], attrs)
+        axes = sorted(set(self.r(0, len(shape) - 1) for _ in range(self.r(1, len(shape)))))
+        if self.p(0.3):
+            axes = [a - len(shape) for a in axes]
+        keep = self.r(0, 1)
+        if op == "ReduceMean":
+            return self.node(op, [x], {"axes": INTS(axes), "keepdims": I(keep)})
+        return self.node(op, [x, self.i64(axes)], {"keepdims": I(keep)})
+
+    def decomposed_ln(self, x):
+        """LayerNorm as exporters decompose it (nine nodes)."""
+        h = self.shape(x)[-1]
+        mu = self.node("ReduceMean", [x], {"axes": INTS([-1])})
+        dlt = self.node("Sub", [x, mu])
+        sq = self.node("Pow", [dlt, self.const(np.array(2.0))])
+        var = self.node("ReduceMean", [sq], {"axes": INTS([-1])})
+        ve = self.node("Add", [var, self.const(np.array(1e-5))])
+        sd = self.node("Sqrt", [ve])
+        nrm = self.node("Div", [dlt, sd])
+        sc = self.node("Mul", [nrm, self.const(self.rng.uniform(0.5, 1.5, [h]))])
+        return self.node("Add", [sc, self.const(self.rng.uniform(-0.5, 0.5, [h]))])
+
+    def movement(self, x=None):
+        if x is None:
+            rank = self.r(1, 4)
+            x = self.input([self.r(1, 5) for _ in range(rank)])
+        shape = self.shape(x)
+        rank = len(shape)
+        op = self.pick(["Concat", "Split", "Reshape", "Transpose", "Slice", "Flatten"])
+        if op == "Concat":
+            axis = self.r(0, rank - 1)
+            others = []
+            for _ in range(self.r(1, 2)):
+                s = list(shape)
+                s[axis] = self.r(1, 4)
+                others.append(self.weights(s, 1.0) if self.p(0.4) else self.chain(
+                    self.input(s), 1))
+            parts = [x] + others
+            if self.p(0.5):
+                parts.reverse()
+            return self.node(op, parts, {"axis": I(axis - rank if self.p(0.3) else axis)})
+        if op == "Split":
+            axis = self.r(0, rank - 1)
+            n = shape[axis]
+            if n < 2:
+                return self.node("Identity", [x])
+            cut = self.r(1, n - 1)
+            ins = [x]
+            if self.p(0.6) or n % 2:
+                ins.append(self.i64([cut, n - cut]))
+            outs = self.node(op, ins, {"axis": I(axis)}, n_out=2)
+            a, b = outs
+            if self.shape(a) == self.shape(b) and self.p(0.6):
+                return self.node(self.pick(["Add", "Mul", "Max"]), [a, b])
+            return self.pick([a, b])
+        if op == "Reshape":
+            total = int(np.prod(shape))
+            dims = []
+            rest = total
+            for _ in range(self.r(1, 3)):
+                divs = [v for v in range(1, rest + 1) if rest % v == 0]
+                v = self.pick(divs)
+                dims.append(v)
+                rest //= v
+            dims.append(rest)
+            if self.p(0.4):
+                dims[self.r(0, len(dims) - 1)] = -1
+            return self.node(op, [x, self.i64(dims)])
+        if op == "Transpose":
+            perm = list(self.rng.permutation(rank))
+            return self.node(op, [x], {"perm": INTS(perm)} if self.p(0.8) else None)
+        if op == "Slice":
+            axes, starts, ends, steps = [], [], [], []
+            for a in range(rank):
+                if self.p(0.6) and shape[a] > 1:
+                    s = self.r(0, shape[a] - 1)
+                    e = self.r(s + 1, shape[a])
+                    st = self.pick([1, 1, 2])
+                    if self.p(0.2):
+                        s, e, st = e - 1, (s - 1 if s > 0 else -shape[a] - 1), -1
+                    axes.append(a)
+                    starts.append(s - shape[a] if self.p(0.2) and s >= 0 else s)
+                    ends.append(e)
+                    steps.append(st)
+            if not axes:
+                axes, starts, ends, steps = [0], [0], [shape[0]], [1]
+            ins = [x, self.i64(starts), self.i64(ends), self.i64(axes)]
+            if any(s != 1 for s in steps) or self.p(0.3):
+                ins.append(self.i64(steps))
+            return self.node(op, ins)
+        axis = self.r(0, rank)
+        return self.node("Flatten", [x], {"axis": I(axis)})
+
+    def eltwise(self):
+        rank = self.r(1, 4)
+        x = self.input([self.r(1, 6) for _ in range(rank)])
+        if self.p(0.3):
+            s = [d if self.p(0.5) else 1 for d in self.shape(x)]
+            y = self.input(s[self.r(0, len(s) - 1):] or [1])
+            x = self.binary_act(x, self.chain(y, self.r(0, 2)))
+        return x
+
+    # ---- families -----------------------------------------------------------
+
+    def build(self, family):
+        extra = []
+        if family == "conv":
+            x = self.conv()
+            if self.p(0.3):
+                extra.append(self.conv(self.g.nodes[0]["inputs"][0]))
+                if self.shape(extra[0]) != self.shape(x):
+                    extra = []
+        elif family == "matmul":
+            x = self.matmul()
+        elif family == "eltwise":
+            x = self.eltwise()
+        elif family == "pool":
+            x = self.pool()
+        elif family == "norm":
+            x = self.norm()
+        elif family == "shape":
+            x = self.movement()
+            if self.p(0.5):
+                x = self.movement(self.chain(x, self.r(0, 2)))
+        elif family == "mixed":
+            x = self.mixed()
+        elif family == "deconv":
+            x = self.deconv()
+        else:
+            raise ValueError("unknown family %s" % family)
+        y = self.tail(x, extra)
+        outs = [y]
+        # Sometimes the head's output too: a graph output that later nodes
+        # also read (it keeps fusions from swallowing it).
+        if y != x and x not in self.g.tensors and self.p(0.25):
+            outs.insert(0, x)
+        self.g.outputs = outs
+        return self.g
+
+    def mixed(self):
+        if not self.float:
+            x = self.pick([self.matmul, self.eltwise])()
+            return self.movement(self.chain(x, 2))
+        x = self.conv()
+        x = self.chain(x, self.r(1, 3))
+        if self.p(0.5):
+            x = self.pool(x)
+        if self.p(0.5):
+            x = self.conv(x) if len(self.shape(x)) > 2 and min(self.shape(x)[2:]) >= 1 else x
+            x = self.chain(x, self.r(1, 2))
+        if self.p(0.5):
+            x = self.norm(x)
+        if self.p(0.5):
+            x = self.movement(x)
+        return x
+
+
+def generate(seed, family, dtype="f32"):
+    """The graph of SEED for FAMILY ('conv', ...; 'any' picks one by the
+    seed) in DTYPE, and its input values."""
+    if family == "any":
+        family = FAMILIES[seed % len(FAMILIES)]
+    gen = Gen(seed, dtype)
+    if not gen.float and family in ("conv", "pool", "norm", "deconv"):
+        family = "matmul" if family == "conv" else "eltwise"
+    g = gen.build(family)
+    g.prune()
+    return g, input_values(g, seed)

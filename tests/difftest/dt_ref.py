@@ -1,0 +1,407 @@
+"""dt_ref: the differential tester's independent reference. Every op the
+generator makes, written from ONNX's operator definitions in numpy float64
+(int64 for integer dtypes) — never from the cpu module's code. After each
+node its outputs are rounded to the graph's dtype, as Plinth stores them.
+
+evaluate(graph, inputs) -> {tensor name: value}; a node the reference does
+not know, or inputs it cannot take, raise RefError.
+"""
+import math
+
+import numpy as np
+
+from dt_graph import FLOAT_DTYPES, to_dtype
+
+
+class RefError(Exception):
+    pass
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _a(node, name, default):
+    v = node["attributes"].get(name)
+    return default if v is None else v[1]
+
+
+def _window_geometry(node, x_shape, kernel, dilations, strides, ceil_mode=False):
+    """Begin pads, end pads and output sizes of a conv or pool window."""
+    d = len(kernel)
+    spatial = x_shape[2:]
+    auto = _a(node, "auto_pad", "NOTSET")
+    pads = list(_a(node, "pads", [0] * (2 * d)))
+    if len(pads) != 2 * d:
+        raise RefError("pads of %d values for %d spatial dims" % (len(pads), d))
+    begin, end, out = [], [], []
+    for i in range(d):
+        s, k, dil, st = spatial[i], kernel[i], dilations[i], strides[i]
+        ext = (k - 1) * dil + 1
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-s // st)
+            total = max(0, (o - 1) * st + ext - s)
+            small = total // 2
+            b = small if auto == "SAME_UPPER" else total - small
+            e = total - b
+        elif auto == "VALID":
+            b = e = 0
+            o = (s - ext) // st + 1
+        else:
+            b, e = pads[i], pads[i + d]
+            span = s + b + e - ext
+            if span < 0:
+                raise RefError("window larger than the padded input")
+            if ceil_mode:
+                o = -(-span // st) + 1
+                if (o - 1) * st >= s + b:
+                    o -= 1
+            else:
+                o = span // st + 1
+        if o < 1:
+            raise RefError("empty output")
+        begin.append(b)
+        end.append(e)
+        out.append(o)
+    return begin, end, out
+
+
+def conv(node, x, w, b=None):
+    d = x.ndim - 2
+    if d < 1 or w.ndim != x.ndim:
+        raise RefError("Conv ranks")
+    kernel = list(w.shape[2:])
+    strides = list(_a(node, "strides", [1] * d))
+    dil = list(_a(node, "dilations", [1] * d))
+    group = _a(node, "group", 1)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    if c % group or m % group or w.shape[1] * group != c:
+        raise RefError("Conv channels")
+    begin, end, out = _window_geometry(node, x.shape, kernel, dil, strides)
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(begin, end)))
+    y = np.zeros((n, group, m // group) + tuple(out))
+    wg = w.reshape((group, m // group, c // group) + tuple(kernel))
+    for off in np.ndindex(*kernel):
+        sl = tuple(slice(off[i] * dil[i], off[i] * dil[i] + strides[i] * (out[i] - 1) + 1,
+                         strides[i]) for i in range(d))
+        patch = xp[(slice(None), slice(None)) + sl].reshape((n, group, c // group) + tuple(out))
+        y += np.einsum("ngc...,gmc->ngm...", patch, wg[(Ellipsis,) + off])
+    y = y.reshape((n, m) + tuple(out))
+    if b is not None:
+        y += b.reshape((1, m) + (1,) * d)
+    return y
+
+
+def conv_transpose(node, x, w, b=None):
+    """ONNX ConvTranspose without output_shape or auto_pad: the full
+    output, then `pads` cropped from either end (output_padding adds to the
+    end)."""
+    d = x.ndim - 2
+    if d < 1 or w.ndim != x.ndim:
+        raise RefError("ConvTranspose ranks")
+    if "output_shape" in node["attributes"] or _a(node, "auto_pad", "NOTSET") != "NOTSET":
+        raise RefError("ConvTranspose: output_shape and auto_pad are not in the reference")
+    kernel = list(w.shape[2:])
+    strides = list(_a(node, "strides", [1] * d))
+    dil = list(_a(node, "dilations", [1] * d))
+    opad = list(_a(node, "output_padding", [0] * d))
+    pads = list(_a(node, "pads", [0] * (2 * d)))
+    group = _a(node, "group", 1)
+    n, c = x.shape[:2]
+    if c % group or w.shape[0] != c:
+        raise RefError("ConvTranspose channels")
+    mg = w.shape[1]
+    full = [strides[i] * (x.shape[2 + i] - 1) + (kernel[i] - 1) * dil[i] + 1 + opad[i]
+            for i in range(d)]
+    y = np.zeros((n, group, mg) + tuple(full))
+    xg = x.reshape((n, group, c // group) + x.shape[2:])
+    wg = w.reshape((group, c // group, mg) + tuple(kernel))
+    for off in np.ndindex(*kernel):
+        sl = tuple(slice(off[i] * dil[i], off[i] * dil[i] + strides[i] * (x.shape[2 + i] - 1) + 1,
+                         strides[i]) for i in range(d))
+        y[(slice(None), slice(None), slice(None)) + sl] += np.einsum(
+            "ngc...,gcm->ngm...", xg, wg[(Ellipsis,) + off])
+    crop = tuple(slice(pads[i], full[i] - pads[i + d]) for i in range(d))
+    y = y[(slice(None), slice(None), slice(None)) + crop]
+    if any(s < 1 for s in y.shape[3:]):
+        raise RefError("ConvTranspose: empty output")
+    y = y.reshape((n, group * mg) + y.shape[3:])
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * d)
+    return y
+
+
+def pool(node, x, kind):
+    d = x.ndim - 2
+    kernel = list(_a(node, "kernel_shape", None))
+    strides = list(_a(node, "strides", [1] * d))
+    dil = list(_a(node, "dilations", [1] * d))
+    ceil = bool(_a(node, "ceil_mode", 0))
+    begin, end, out = _window_geometry(node, x.shape, kernel, dil, strides, ceil)
+    index = []
+    valid = []
+    inpad = []
+    for i in range(d):
+        s = x.shape[2 + i]
+        p = (np.arange(out[i])[:, None] * strides[i] + np.arange(kernel[i])[None, :] * dil[i]
+             - begin[i])
+        v = (p >= 0) & (p < s)
+        shape = [1] * (2 * d)
+        shape[2 * i], shape[2 * i + 1] = out[i], kernel[i]
+        index.append(np.clip(p, 0, s - 1).reshape(shape))
+        valid.append(v.reshape(shape))
+        inpad.append(((p >= -begin[i]) & (p < s + end[i])).reshape(shape))
+    g = x[(slice(None), slice(None)) + tuple(index)]
+    mask = np.ones(g.shape[2:], dtype=bool)
+    padm = np.ones(g.shape[2:], dtype=bool)
+    for v, q in zip(valid, inpad):
+        mask = mask & v
+        padm = padm & q
+    kaxes = tuple(2 + 2 * i + 1 for i in range(d))
+    if kind == "max":
+        y = np.where(mask, g, -np.inf).max(axis=kaxes)
+    else:
+        total = np.where(mask, g, 0.0).sum(axis=kaxes)
+        cnt = (padm if _a(node, "count_include_pad", 0) else mask).sum(axis=tuple(
+            2 * i + 1 for i in range(d)))
+        y = total / cnt
+    return y
+
+
+def pool_has_empty_window(attrs, x_shape):
+    """True when some window of a pool with ATTRS over X_SHAPE covers
+    padding only."""
+    node = {"attributes": attrs}
+    d = len(x_shape) - 2
+    kernel = list(_a(node, "kernel_shape", None))
+    strides = list(_a(node, "strides", [1] * d))
+    dil = list(_a(node, "dilations", [1] * d))
+    begin, _, out = _window_geometry(node, x_shape, kernel, dil, strides,
+                                     bool(_a(node, "ceil_mode", 0)))
+    for i in range(d):
+        p = (np.arange(out[i])[:, None] * strides[i] + np.arange(kernel[i])[None, :] * dil[i]
+             - begin[i])
+        if not ((p >= 0) & (p < x_shape[2 + i])).any(axis=1).all():
+            return True
+    return False
+
+
+def _axes_input(node, env, i):
+    if len(node["inputs"]) > i and node["inputs"][i]:
+        return [int(a) for a in np.asarray(env[node["inputs"][i]]).reshape(-1)]
+    return None
+
+
+def _reduce(node, env, x, fn):
+    axes = _a(node, "axes", None)
+    if axes is None:
+        axes = _axes_input(node, env, 1)
+    keep = bool(_a(node, "keepdims", 1))
+    if axes is None or len(axes) == 0:
+        if _a(node, "noop_with_empty_axes", 0):
+            return x
+        axes = list(range(x.ndim))
+    axes = tuple(a % x.ndim for a in axes)
+    return fn(x, axis=axes, keepdims=keep)
+
+
+def _unary(op, node, x):
+    if op == "Relu":
+        return np.maximum(x, 0)
+    if op == "LeakyRelu":
+        a = _a(node, "alpha", 0.01)
+        return np.where(x >= 0, x, a * x)
+    if op == "Elu":
+        a = _a(node, "alpha", 1.0)
+        return np.where(x > 0, x, a * (np.exp(np.minimum(x, 0)) - 1))
+    if op == "Selu":
+        a = _a(node, "alpha", 1.67326319217681884765625)
+        g = _a(node, "gamma", 1.05070102214813232421875)
+        return g * np.where(x > 0, x, a * (np.exp(np.minimum(x, 0)) - 1))
+    if op == "Celu":
+        a = _a(node, "alpha", 1.0)
+        return np.maximum(0, x) + np.minimum(0, a * (np.exp(x / a) - 1))
+    if op == "Sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if op == "Tanh":
+        return np.tanh(x)
+    if op == "Abs":
+        return np.abs(x)
+    if op == "Neg":
+        return -x
+    if op == "Exp":
+        return np.exp(x)
+    if op == "Log":
+        return np.log(x)
+    if op == "Sqrt":
+        return np.sqrt(x)
+    if op == "Erf":
+        return np.asarray(_erf(x), dtype=np.float64)
+    if op == "HardSigmoid":
+        a, b = _a(node, "alpha", 0.2), _a(node, "beta", 0.5)
+        return np.clip(a * x + b, 0, 1)
+    if op == "HardSwish":
+        return x * np.clip(x / 6 + 0.5, 0, 1)
+    if op == "Softplus":
+        return np.logaddexp(0, x)
+    if op == "Softsign":
+        return x / (1 + np.abs(x))
+    if op == "Identity":
+        return x
+    return None
+
+
+def _binary(op, a, b, integer):
+    if op == "Add":
+        return a + b
+    if op == "Sub":
+        return a - b
+    if op == "Mul":
+        return a * b
+    if op == "Div":
+        if integer:
+            return np.trunc(a / b).astype(np.int64)
+        return a / b
+    if op == "Pow":
+        return np.power(a, b)
+    if op == "Max":
+        return np.maximum(a, b)
+    if op == "Min":
+        return np.minimum(a, b)
+    if op == "PRelu":
+        return np.where(a >= 0, a, a * b)
+    return None
+
+
+def eval_node(node, env, dtype_of):
+    """Outputs of NODE (a list) from the values in ENV."""
+    op = node["op"]
+    ins = [env[i] if i else None for i in node["inputs"]]
+    x = ins[0]
+    integer = dtype_of(node["inputs"][0]) not in FLOAT_DTYPES
+    y = _unary(op, node, x) if len(ins) == 1 else None
+    if y is not None:
+        return [y]
+    if op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu") and len(ins) == 2:
+        return [_binary(op, ins[0], ins[1], integer)]
+    if op == "Clip":
+        lo = ins[1] if len(ins) > 1 and ins[1] is not None else -np.inf
+        hi = ins[2] if len(ins) > 2 and ins[2] is not None else np.inf
+        return [np.minimum(np.maximum(x, lo), hi)]
+    if op == "Conv":
+        return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
+    if op == "ConvTranspose":
+        return [conv_transpose(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
+    if op == "MatMul":
+        return [np.matmul(x, ins[1])]
+    if op == "Gemm":
+        a = x.T if _a(node, "transA", 0) else x
+        b = ins[1].T if _a(node, "transB", 0) else ins[1]
+        y = _a(node, "alpha", 1.0) * (a @ b)
+        if len(ins) > 2 and ins[2] is not None:
+            y = y + _a(node, "beta", 1.0) * ins[2]
+        return [y]
+    if op == "MaxPool":
+        return [pool(node, x, "max")]
+    if op == "AveragePool":
+        return [pool(node, x, "avg")]
+    if op == "GlobalAveragePool":
+        return [x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)]
+    if op == "GlobalMaxPool":
+        return [x.max(axis=tuple(range(2, x.ndim)), keepdims=True)]
+    if op == "BatchNormalization":
+        sh = (1, -1) + (1,) * (x.ndim - 2)
+        sc, b, mean, var = (t.reshape(sh) for t in ins[1:5])
+        return [(x - mean) / np.sqrt(var + _a(node, "epsilon", 1e-5)) * sc + b]
+    if op == "InstanceNormalization":
+        axes = tuple(range(2, x.ndim))
+        sh = (1, -1) + (1,) * (x.ndim - 2)
+        mu = x.mean(axis=axes, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+        return [(x - mu) / np.sqrt(var + _a(node, "epsilon", 1e-5)) * ins[1].reshape(sh)
+                + ins[2].reshape(sh)]
+    if op == "LayerNormalization":
+        axis = _a(node, "axis", -1) % x.ndim
+        axes = tuple(range(axis, x.ndim))
+        mu = x.mean(axis=axes, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+        y = (x - mu) / np.sqrt(var + _a(node, "epsilon", 1e-5)) * ins[1]
+        if len(ins) > 2 and ins[2] is not None:
+            y = y + ins[2]
+        return [y]
+    if op == "Softmax":
+        axis = _a(node, "axis", -1)
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return [e / e.sum(axis=axis, keepdims=True)]
+    if op == "ReduceMean":
+        return [_reduce(node, env, x, np.mean)]
+    if op == "ReduceSum":
+        return [_reduce(node, env, x, np.sum)]
+    if op == "ReduceMax":
+        return [_reduce(node, env, x, np.max)]
+    if op == "Concat":
+        return [np.concatenate(ins, axis=_a(node, "axis", 0))]
+    if op == "Split":
+        axis = _a(node, "axis", 0) % x.ndim
+        sizes = _axes_input(node, env, 1)
+        n = len(node["outputs"])
+        if sizes is None:
+            if x.shape[axis] % n:
+                raise RefError("Split: uneven")
+            sizes = [x.shape[axis] // n] * n
+        if sum(sizes) != x.shape[axis] or len(sizes) != n:
+            raise RefError("Split sizes")
+        return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+    if op == "Reshape":
+        shape = [int(s) for s in ins[1]]
+        shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
+        return [x.reshape(shape)]
+    if op == "Flatten":
+        axis = _a(node, "axis", 1) % (x.ndim + 1) if x.ndim else 0
+        lead = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return [x.reshape(lead, -1)]
+    if op == "Transpose":
+        perm = _a(node, "perm", None)
+        return [np.transpose(x, perm)]
+    if op == "Slice":
+        starts, ends = [int(v) for v in ins[1]], [int(v) for v in ins[2]]
+        axes = [int(v) for v in ins[3]] if len(ins) > 3 and ins[3] is not None \
+            else list(range(len(starts)))
+        steps = [int(v) for v in ins[4]] if len(ins) > 4 and ins[4] is not None \
+            else [1] * len(starts)
+        sl = [slice(None)] * x.ndim
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            dim = x.shape[a]
+            if st > 0:
+                s = min(max(s + dim if s < 0 else s, 0), dim)
+                e = min(max(e + dim if e < 0 else e, 0), dim)
+            else:
+                s = min(max(s + dim if s < 0 else s, -1), dim - 1)
+                e = min(max(e + dim if e < 0 else e, -1), dim - 1)
+                if e < 0:
+                    e = None
+            sl[a % x.ndim] = slice(s, e, st)
+        return [x[tuple(sl)]]
+    raise RefError("the reference has no %s" % op)
+
+
+def evaluate(graph, inputs):
+    """Every tensor's value; INPUTS: name -> values (float64/int64)."""
+    env = {}
+    dtypes = {}
+    for name, t in graph.tensors.items():
+        dtypes[name] = t["dtype"]
+        if "value" in t:
+            env[name] = t["value"]
+    for name in graph.inputs:
+        env[name] = inputs[name]
+    for node in graph.nodes:
+        outs = eval_node(node, env, lambda n: dtypes.get(n, "f32"))
+        dt = dtypes.get(node["inputs"][0], "f32")  # every op made here keeps its dtype
+        if len(outs) != len([o for o in node["outputs"]]):
+            raise RefError("%s: %d outputs" % (node["op"], len(outs)))
+        for o, v in zip(node["outputs"], outs):
+            v = np.asarray(v, dtype=np.float64 if dt in FLOAT_DTYPES else np.int64)
+            env[o] = to_dtype(v, dt)
+            dtypes[o] = dt
+    return env
