@@ -358,6 +358,17 @@ static void rnn_proj_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; t++) {
         int64_t row0 = (int64_t)t * k->proj_rows;
         int64_t rows = m - row0 < k->proj_rows ? m - row0 : k->proj_rows;
+        if (k->input == 0) {
+            /* No input features: the projection is the bias alone. */
+            for (int64_t r = 0; r < rows; r++) {
+                float *row = c->xw + (row0 + r) * n;
+                if (c->bias != NULL)
+                    memcpy(row, c->bias, (size_t)n * sizeof(float));
+                else
+                    memset(row, 0, (size_t)n * sizeof(float));
+            }
+            continue;
+        }
         cpu_gemm_operand a = {.data = c->x + row0 * k->input, .ld = k->input};
         cpu_gemm_operand b = {.data = c->w, .ld = k->input, .trans = true};
         if (k->packed_w != NULL) {
@@ -610,9 +621,15 @@ static pl_status *rnn_check_inputs(const rnn_kernel *k, const pl_run_args *args)
 {
     const bool present[8] = {true, true, true, k->has_b, k->has_lens, k->has_h0, k->has_c0,
                              k->has_p};
-    for (size_t i = 0; i < 8; i++)
-        if (present[i] && (i >= args->n_inputs || args->inputs[i].data == NULL))
+    for (size_t i = 0; i < 8; i++) {
+        if (!present[i])
+            continue;
+        const pl_tensor *t = i < args->n_inputs ? &args->inputs[i] : NULL;
+        /* An empty tensor (X without features, say) may have no data. */
+        if (t == NULL || (t->data == NULL && (t->ndim < 0 || (t->ndim > 0 && t->shape == NULL) ||
+                                              cpu_elements(t->shape, t->ndim) != 0)))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, k->base.op, "input %zu has no data", i);
+    }
     if (!k->has_lens)
         return NULL;
     const int32_t *lens = math_in(args, RNN_LENS);
@@ -671,7 +688,8 @@ static pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_
         }
     }
     nn_workspace ws = {0};
-    if (st == NULL && nn_workspace_acquire(ctx, args, k->ws_total, &ws) == NULL && k->ws_total)
+    if (st == NULL && (nn_workspace_acquire(ctx, args, k->ws_total, &ws) == NULL ||
+                       ws.base == NULL))
         st = cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->op, "out of memory for %zu bytes of workspace",
                        k->ws_total);
     if (st == NULL) {
@@ -879,6 +897,9 @@ static pl_status *rnn_read_shapes(const pl_node_desc *node, rnn_kernel *k, bool 
     k->batch = x->shape[k->layout ? 0 : 1];
     k->input = x->shape[2];
     k->hidden = r->shape[2];
+    if (k->hidden <= 0)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "R %s has hidden size 0",
+                         cpu_dims_text(r->shape, r->ndim, buf, sizeof buf));
     int64_t hidden_attr;
     NN_TRY(cpu_attr_int(node, "hidden_size", k->hidden, &hidden_attr));
     if (hidden_attr != k->hidden)

@@ -240,6 +240,7 @@ CASES = {
     "lstm_no_hidden_attr": lstm(hidden_attr=False, inputs=STATES),
     "lstm_large": lstm(direction="bidirectional", T=7, N=37, I=19, H=67, inputs=ALL_IN,
                        lens=[(7 * i) % 8 for i in range(37)]),
+    "lstm_no_features": lstm(direction="bidirectional", I=0, inputs=ALL_IN, lens=[2, 0, 5]),
     "gru_forward": gru(),
     "gru_reverse": gru(direction="reverse", inputs=("B", "initial_h")),
     "gru_bidirectional": gru(direction="bidirectional", inputs=("B", "initial_h")),
