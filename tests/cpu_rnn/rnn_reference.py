@@ -186,13 +186,14 @@ class Case:
     def __init__(self, op, T=5, N=3, I=4, H=6, direction="forward", layout=0,
                  inputs=("B",), outputs=("Y", "Y_h", "Y_c"), attrs=None,
                  const_weights=True, opset=14, lens=None, expect_error=None,
-                 hidden_attr=True):
+                 hidden_attr=True, bad_bias=False):
         self.op, self.T, self.N, self.I, self.H = op, T, N, I, H
         self.direction, self.layout = direction, layout
         self.inputs, self.outputs = inputs, outputs
         self.attrs = dict(attrs or {})
         self.const_weights, self.opset, self.lens = const_weights, opset, lens
         self.expect_error, self.hidden_attr = expect_error, hidden_attr
+        self.bad_bias = bad_bias
 
 
 def lstm(**kw):
@@ -294,6 +295,11 @@ CASES = {
     "error_activation_count": lstm(direction="bidirectional",
                                    attrs={"activations": ["Sigmoid", "Tanh"]},
                                    expect_error="2 activations; expected 3 per direction"),
+    "error_bad_direction": rnn(direction="sideways",
+                               expect_error="direction 'sideways' is not forward, reverse or "
+                                            "bidirectional"),
+    "error_bias_shape": gru(bad_bias=True, expect_error="B's second dim is 37 but 2 x gates x "
+                                                        "hidden_size is 36"),
     "error_hidden_size": rnn(attrs={"hidden_size": 5}, hidden_attr=False,
                              expect_error="hidden_size is 5"),
 }
@@ -316,7 +322,7 @@ def make_inputs(case, rng):
     ins["W"] = u(D, G * H, I, scale=0.6)
     ins["R"] = u(D, G * H, H, scale=0.6)
     if "B" in case.inputs:
-        ins["B"] = u(D, 2 * G * H, scale=0.5)
+        ins["B"] = u(D, 2 * G * H + (1 if case.bad_bias else 0), scale=0.5)
     if "sequence_lens" in case.inputs:
         ins["sequence_lens"] = np.array(case.lens, dtype=np.int32)
     if "initial_h" in case.inputs:
