@@ -14,7 +14,8 @@
  *     needs the reset gate before its hidden gate's product, so it takes
  *     two GEMMs per step ([Rz;Rr], then Rh on r (.) H).
  * W and R that are constants of the graph are packed for the GEMM once, at
- * get_kernel time, into the kernel's own block.
+ * get_kernel time, into the kernel's own block; an R that is not is packed
+ * once per run into the workspace (a step never packs it).
  *
  * sequence_lens: a batch row of length L takes steps t < L (forward from
  * t = 0, reverse from t = L-1); Y is zero at its steps t >= L, and Y_h and
@@ -29,8 +30,8 @@
  * activations; the reverse direction then uses the same.
  *
  * The workspace (asked of the core at get_kernel time) holds the
- * projection, the combined bias, the projection's per-worker GEMM scratch
- * and each recurrence task's state; a PL_REQ_ADD_TO output is computed
+ * projection, the combined bias, R packed for the run, the projection's
+ * per-worker GEMM scratch and each recurrence task's state; a PL_REQ_ADD_TO output is computed
  * into a buffer of its own and then added. */
 #include <math.h>
 #include <stdio.h>
@@ -312,6 +313,8 @@ typedef struct rnn_kernel {
     size_t off_h, off_c, off_gates, off_rh, off_rec2, off_scratch; /* inside it */
     /* The workspace: projection, bias, then proj slices or task areas. */
     size_t ws_bias, ws_area;
+    size_t ws_rpack;         /* R packed per run when it is not a constant */
+    size_t rpack_r, rpack_rh; /* bytes of one direction's two packings */
     size_t ws_total;
 } rnn_kernel;
 
@@ -344,6 +347,7 @@ typedef struct rnn_call {
     const float *rbh;        /* GRU lbr: Rbh of direction 0 (B + 5H), or NULL */
     const int32_t *lens;
     const float *bias;       /* dirs*gh combined biases, or NULL */
+    const float *packed_r[2], *packed_rh[2]; /* the kernel's, or this run's */
     float *y, *yh, *yc;
     float *xw;               /* [seq*batch, dirs*gh] */
     char *area;              /* proj slices / task areas */
@@ -488,7 +492,7 @@ static void rnn_step(const rnn_call *c, int d, int64_t t, int64_t b0, int64_t ro
     const rnn_kernel *k = c->k;
     const int64_t hs = k->hidden, gh = k->gh, n_xw = k->dirs * gh;
     const rnn_act *act = k->act[d];
-    rnn_rec_gemm(c, d, k->packed_r[d], 0, k->n_rec, h, rows, g, scratch);
+    rnn_rec_gemm(c, d, c->packed_r[d], 0, k->n_rec, h, rows, g, scratch);
     const float *p = c->p != NULL ? c->p + (int64_t)d * 3 * hs : NULL;
     const float *rbh = c->rbh != NULL ? c->rbh + (int64_t)d * 6 * hs : NULL;
     bool two_phase = k->kind == RNN_KIND_GRU && !k->lbr;
@@ -535,7 +539,7 @@ static void rnn_step(const rnn_call *c, int d, int64_t t, int64_t b0, int64_t ro
     }
     if (!two_phase)
         return;
-    rnn_rec_gemm(c, d, k->packed_rh[d], 2 * hs, hs, rh, rows, rec2, scratch);
+    rnn_rec_gemm(c, d, c->packed_rh[d], 2 * hs, hs, rh, rows, rec2, scratch);
     for (int64_t i = 0; i < rows; i++) {
         int64_t b = b0 + i;
         if (!rnn_active(c, b, t))
@@ -653,6 +657,29 @@ static void rnn_fill_bias(const rnn_kernel *k, const float *b, float *bias)
         }
 }
 
+/* The packed R of C: the kernel's when R is a constant, else R packed
+ * into BUF (the workspace's) for this run, once per direction, so that no
+ * step packs it again. */
+static void rnn_pack_r(const rnn_kernel *k, rnn_call *c, char *buf)
+{
+    const int64_t hs = k->hidden;
+    for (int d = 0; d < (int)k->dirs; d++) {
+        c->packed_r[d] = k->packed_r[d];
+        c->packed_rh[d] = k->packed_rh[d];
+        if (k->packed_r[0] != NULL)
+            continue;
+        const float *r = c->r + (int64_t)d * k->gh * hs;
+        float *pr = (float *)(void *)(buf + (size_t)d * (k->rpack_r + k->rpack_rh));
+        cpu_gemm_pack_b(hs, k->n_rec, r, hs, true, pr);
+        c->packed_r[d] = pr;
+        if (k->rpack_rh > 0) {
+            float *prh = (float *)(void *)((char *)pr + k->rpack_r);
+            cpu_gemm_pack_b(hs, hs, r + 2 * hs * hs, hs, true, prh);
+            c->packed_rh[d] = prh;
+        }
+    }
+}
+
 static pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
 {
     const rnn_kernel *k = (const rnn_kernel *)kernel;
@@ -706,6 +733,7 @@ static pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_
                       .yc = outs[2],
                       .xw = (float *)(void *)ws.base,
                       .area = ws.base + k->ws_area};
+        rnn_pack_r(k, &c, ws.base + k->ws_rpack);
         if (k->has_b) {
             const float *b = rnn_input(args, RNN_B, true);
             float *bias = (float *)(void *)(ws.base + k->ws_bias);
@@ -956,11 +984,10 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
     k->blocks = k->batch > 0 ? (k->batch + k->block_rows - 1) / k->block_rows : 1;
     const size_t rows = (size_t)k->block_rows, hs = (size_t)k->hidden;
     bool two_phase = k->kind == RNN_KIND_GRU && !k->lbr;
-    size_t scratch = cpu_gemm_scratch_floats(k->block_rows, k->n_rec, false,
-                                             k->packed_r[0] != NULL);
+    /* R is always packed by the time the recurrence runs (see rnn_run). */
+    size_t scratch = cpu_gemm_scratch_floats(k->block_rows, k->n_rec, false, true);
     if (two_phase) {
-        size_t s2 = cpu_gemm_scratch_floats(k->block_rows, k->hidden, false,
-                                            k->packed_rh[0] != NULL);
+        size_t s2 = cpu_gemm_scratch_floats(k->block_rows, k->hidden, false, true);
         scratch = s2 > scratch ? s2 : scratch;
     }
     size_t total = 0, f;
@@ -971,11 +998,22 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
               !__builtin_mul_overflow(rows, (size_t)k->n_rec, &f) &&
               rnn_place(&total, f, &k->off_gates) && rnn_place(&total, scratch, &k->off_scratch);
     k->task_bytes = total;
-    /* The workspace: the projection, the bias, then the larger of the
-     * projection's slices and the tasks' areas (the phases do not overlap). */
-    size_t ws = 0, xw, proj, tasks, off_xw;
+    /* The workspace: the projection, the bias, R packed for the run (when
+     * it is not a constant), then the larger of the projection's slices and
+     * the tasks' areas (the phases do not overlap). */
+    size_t ws = 0, xw, proj, tasks, off_xw, rpack;
     ok = ok && !__builtin_mul_overflow((size_t)m, (size_t)n, &xw) && rnn_place(&ws, xw, &off_xw) &&
          rnn_place(&ws, k->has_b ? (size_t)n : 0, &k->ws_bias) &&
+         rnn_floats_bytes(k->packed_r[0] ? 0 : cpu_gemm_packed_b_floats(k->hidden, k->n_rec),
+                          &k->rpack_r) &&
+         rnn_floats_bytes(k->packed_r[0] || !two_phase
+                              ? 0
+                              : cpu_gemm_packed_b_floats(k->hidden, k->hidden),
+                          &k->rpack_rh) &&
+         rnn_place(&ws, 0, &k->ws_rpack) &&
+         !__builtin_add_overflow(k->rpack_r, k->rpack_rh, &rpack) &&
+         !__builtin_mul_overflow(rpack, (size_t)k->dirs, &rpack) &&
+         !__builtin_add_overflow(ws, rpack, &ws) &&
          !__builtin_mul_overflow(k->proj_slice, (size_t)k->threads, &proj) &&
          !__builtin_mul_overflow(k->task_bytes, (size_t)(k->dirs * k->blocks), &tasks);
     k->ws_area = ws;
