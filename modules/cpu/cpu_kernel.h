@@ -163,11 +163,14 @@ typedef struct cpu_op_entry {
 #define CPU_OP_ANY_DTYPE 1u
 /* The node may have several outputs (the builder checks them). */
 #define CPU_OP_MULTI_OUTPUT 2u
+/* Every output may be absent, output 0 included (RNN, GRU, LSTM). */
+#define CPU_OP_OPTIONAL_OUTPUTS 4u
 
 /* The families' tables (each ends with an entry whose op is NULL). */
 extern const cpu_op_entry cpu_ops_nn[];    /* nn.c: convolution, pooling */
 extern const cpu_op_entry cpu_ops_math[];  /* math.c: elementwise, norms, reductions */
 extern const cpu_op_entry cpu_ops_shape[]; /* shape.c: shape and index ops, all dtypes */
+extern const cpu_op_entry cpu_ops_rnn[];   /* rnn.c: RNN, GRU, LSTM */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 

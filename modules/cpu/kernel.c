@@ -37,7 +37,8 @@ static const cpu_op_entry cpu_ops[] = {
  * op of the base table (to widen its dtypes, say). */
 static const cpu_op_entry *cpu_find_op(const char *op)
 {
-    const cpu_op_entry *tables[] = {cpu_ops_nn, cpu_ops_math, cpu_ops_shape, cpu_ops};
+    const cpu_op_entry *tables[] = {cpu_ops_nn, cpu_ops_math, cpu_ops_shape, cpu_ops_rnn,
+                                    cpu_ops};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const cpu_op_entry *e = tables[t]; e->op != NULL; e++)
             if (strcmp(e->op, op) == 0)
@@ -225,6 +226,17 @@ static bool cpu_input_absent(const pl_node_desc *node, size_t i)
     return true;
 }
 
+/* True when output O of NODE is absent (an unnamed optional output, which
+ * the description gives ndim -1 like an output of unknown rank). */
+static bool cpu_output_absent(const pl_node_desc *node, size_t o)
+{
+    if (node->outputs[o].ndim >= 0)
+        return false;
+    const pl_graph_api *g = cpu_host->graph;
+    return node->graph != NULL && g != NULL && PL_ABI_HAS_FN(pl_graph_api, g, node_output) &&
+           g->node_output(node->graph, node->node_index, o) < 0;
+}
+
 /* A fully known shape whose element count fits in size_t (and whose byte
  * count does too). */
 static bool cpu_shape_known(const pl_tensor *t)
@@ -255,9 +267,11 @@ static pl_status *cpu_check_node(const cpu_op_entry *e, const pl_node_desc *node
         return cpu_error(PL_CODE_UNSUPPORTED, op, "%zu outputs (only 1 is supported)",
                          node->n_outputs);
     if (e->flags & CPU_OP_ANY_DTYPE) {
-        /* Outputs first, as below: unknown whenever an input is. */
+        /* Outputs first, as below: unknown whenever an input is. Output 0
+         * may be absent only in ops whose outputs are all optional. */
         for (size_t o = 0; o < node->n_outputs; o++)
-            if ((o == 0 || node->outputs[o].ndim >= 0) && !cpu_shape_known(&node->outputs[o]))
+            if ((o == 0 || node->outputs[o].ndim >= 0) && !cpu_shape_known(&node->outputs[o]) &&
+                !((e->flags & CPU_OP_OPTIONAL_OUTPUTS) && cpu_output_absent(node, o)))
                 return cpu_error(PL_CODE_UNSUPPORTED, op, "output shape not fully known");
         for (size_t i = 0; i < node->n_inputs; i++)
             if (!cpu_input_absent(node, i) && !cpu_shape_known(&node->inputs[i]))

@@ -1,0 +1,93 @@
+/* rnn.h — what the cpu module's recurrent-layer files share (rnn.c runs a
+ * kernel, rnn_build.c makes it, rnn_act.c holds the activations): the
+ * kernel object of RNN, GRU and LSTM and the activation functions of ONNX's
+ * recurrent ops. Internal to the module. */
+#ifndef PL_CPU_RNN_H
+#define PL_CPU_RNN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_kernel.h"
+
+/* ---- activations (rnn_act.c) -------------------------------------------- */
+
+typedef enum rnn_fn {
+    RNN_RELU,
+    RNN_TANH,
+    RNN_SIGMOID,
+    RNN_AFFINE,
+    RNN_LEAKY_RELU,
+    RNN_THRESHOLDED_RELU,
+    RNN_SCALED_TANH,
+    RNN_HARD_SIGMOID,
+    RNN_ELU,
+    RNN_SOFTSIGN,
+    RNN_SOFTPLUS
+} rnn_fn;
+
+typedef struct rnn_act {
+    rnn_fn fn;
+    float alpha, beta;
+} rnn_act;
+
+/* The activation ONNX names NAME (any case) with its default alpha and
+ * beta into *out, and whether it takes alpha and beta. False when there is
+ * no such activation. */
+bool rnn_act_named(const char *name, rnn_act *out, bool *out_takes_alpha, bool *out_takes_beta);
+
+/* X[i] = A(X[i]) for i < N, in place (vectorised; any thread). */
+void rnn_act_apply(const rnn_act *a, float *x, int64_t n);
+
+/* X[i] = min(bound, max(-bound, X[i])) for i < N (NaN stays NaN). */
+void rnn_clip(float *x, int64_t n, float bound);
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+typedef enum rnn_kind { RNN_KIND_RNN = 0, RNN_KIND_GRU = 1, RNN_KIND_LSTM = 2 } rnn_kind;
+
+/* Inputs by position. */
+enum { RNN_X, RNN_W, RNN_R, RNN_B, RNN_LENS, RNN_H0, RNN_C0, RNN_P };
+
+/* A kernel: one host block made at get_kernel time (rnn_build.c), with the
+ * packed constant weights after it; immutable afterwards, so any number of
+ * runs may read it at once. */
+typedef struct rnn_kernel {
+    pl_kernel base;
+    rnn_kind kind;
+    int64_t gates;           /* 1, 3, 4 */
+    int64_t seq, batch, input, hidden, dirs;
+    int64_t gh;              /* gates * hidden */
+    bool reverse;            /* one direction, reverse */
+    bool layout;             /* batch-major X, Y, states (layout 1) */
+    bool has_b, has_lens, has_h0, has_c0, has_p;
+    bool lbr;                /* GRU linear_before_reset */
+    bool input_forget;       /* LSTM */
+    bool has_clip;
+    float clip;
+    rnn_act act[2][3];       /* per direction: f, g, h */
+    int64_t n_rec;           /* columns of the first recurrent GEMM */
+    const float *packed_w;   /* W^T of all directions packed, or NULL */
+    const float *packed_r[2]; /* per direction: R^T (GRU lbr 0: [Rz;Rr]^T) */
+    const float *packed_rh[2]; /* GRU lbr 0: Rh^T */
+    /* The projection: tasks of proj_rows rows of X, one scratch slice per
+     * worker of the thread count of get_kernel time. */
+    int64_t proj_rows, proj_tasks;
+    int threads;
+    size_t proj_slice;       /* bytes */
+    /* The recurrence: dirs * blocks tasks of block_rows batch rows. */
+    int64_t blocks, block_rows;
+    size_t task_bytes;       /* one task's area */
+    size_t off_h, off_c, off_gates, off_rh, off_rec2, off_scratch; /* inside it */
+    /* The workspace: projection, bias, then proj slices or task areas. */
+    size_t ws_bias, ws_area;
+    size_t ws_rpack;         /* R packed per run when it is not a constant */
+    size_t rpack_r, rpack_rh; /* bytes of one direction's two packings */
+    size_t ws_total;
+} rnn_kernel;
+
+/* Runs kernel K (rnn.c): the run_any entry of every RNN, GRU and LSTM. */
+pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *k, const pl_run_args *args);
+
+#endif
