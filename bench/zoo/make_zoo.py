@@ -16,7 +16,8 @@ For every model NAME it writes into DIR (default build/zoo):
   NAME.in.<input>.npy       the fixed-seed input, one file per graph input
   NAME.ref.<output>.npy     PyTorch's output for it, one file per graph output
 and DIR/manifest.json: one entry per model (name, architecture, opset, node count, op histogram,
-input/output names and files) that run_zoo.py reads.
+input/output names and files) that run_zoo.py reads. Besides the zoo it exports a few tiny
+reproducers (REPROS, names repro_*) of the failures the zoo found.
 
 --fast exports only the quick subset the CTest test `zoo.fast` runs.
 """
@@ -753,28 +754,81 @@ ZOO = [
     Spec("shufflenet_v2_s", "ShuffleNetV2", ShuffleNetV2ish, {}, img((1, 3, 64, 64)), 13, True, ""),
     Spec("efficientnet_s", "EfficientNet MBConv", EfficientNetish, {}, img((1, 3, 64, 64)), 13, True, ""),
     Spec("mobilenet_v3_s", "MobileNetV3", MobileNetV3ish, {}, img((1, 3, 64, 64)), 13, True, ""),
-    Spec("convnext_s", "ConvNeXt", ConvNeXtish, {}, img((1, 3, 64, 64)), 13, True, ""),
-    Spec("convnext_s_op17", "ConvNeXt", ConvNeXtish, {}, img((1, 3, 64, 64)), 17, False, "LayerNormalization op"),
+    Spec("convnext_s", "ConvNeXt", ConvNeXtish, {}, img((1, 3, 64, 64)), 13, False, ""),
+    Spec("convnext_s_op17", "ConvNeXt", ConvNeXtish, {}, img((1, 3, 64, 64)), 17, True, "LayerNormalization op"),
     Spec("fpn_s", "FPN + PAN", FPN, {}, img((1, 3, 64, 64)), 13, True, ""),
-    Spec("yolo_s", "YOLO head", YOLOish, {}, img((1, 3, 64, 64)), 13, True, ""),
-    Spec("yolo_s_op11", "YOLO head", YOLOish, {}, img((1, 3, 64, 64)), 11, False, ""),
+    Spec("yolo_s", "YOLO head", YOLOish, {}, img((1, 3, 64, 64)), 13, False, ""),
+    Spec("yolo_s_op11", "YOLO head", YOLOish, {}, img((1, 3, 64, 64)), 11, True, ""),
     Spec("unet_s", "UNet", UNetish, {}, img((1, 3, 32, 32)), 13, True, ""),
     Spec("deeplab_s", "DeepLabV3 ASPP", DeepLabish, {}, img((1, 3, 64, 64)), 13, True, ""),
     Spec("wav2vec_fe", "wav2vec2 feature extractor", Wav2VecFE, {}, [("wav", (1, 4000), "randn")], 13, True, ""),
     Spec("tcn", "TCN", TCN, {}, [("input", (2, 8, 64), "randn")], 13, True, ""),
-    Spec("lstm2", "LSTM", LSTMNet, {}, [("input", (2, 10, 16), "randn")], 13, True, ""),
+    Spec("lstm2", "LSTM", LSTMNet, {}, [("input", (2, 10, 16), "randn")], 13, False, ""),
     Spec("bilstm", "LSTM", LSTMNet, dict(layers=1, bidirectional=True), [("input", (1, 7, 16), "randn")], 13, False, "bidirectional"),
-    Spec("bigru", "GRU", GRUNet, {}, [("input", (9, 2, 16), "randn")], 13, True, ""),
+    Spec("bigru", "GRU", GRUNet, {}, [("input", (9, 2, 16), "randn")], 13, False, ""),
     Spec("crnn", "Conv + GRU + RNN", ConvRNN, {}, [("spec", (1, 1, 32, 20), "randn")], 13, False, ""),
     Spec("transformer_causal", "nn.TransformerEncoder", TransformerCausal, {}, [("ids", (2, 24), "ids200")], 13, True, "causal mask"),
     Spec("transformer_padmask", "nn.TransformerEncoder", TransformerPadMask, {},
-         [("x", (12, 2, 20), "randn"), ("pad", (2, 12), "pad")], 13, False, "key padding mask input (bool)"),
+         [("x", (12, 2, 20), "randn"), ("pad", (2, 12), "pad")], 13, True, "key padding mask input (bool)"),
     Spec("vit_s", "ViT", ViTish, {}, img((1, 3, 32, 32)), 13, True, ""),
     Spec("vit_s_op17", "ViT", ViTish, {}, img((1, 3, 32, 32)), 17, False, "LayerNormalization op"),
-    Spec("opsetmix_op9", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 9, True, ""),
-    Spec("opsetmix_op11", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 11, True, ""),
-    Spec("opsetmix_op13", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 13, True, ""),
-    Spec("opsetmix_op17", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 17, True, ""),
+    Spec("opsetmix_op9", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 9, False, ""),
+    Spec("opsetmix_op11", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 11, False, ""),
+    Spec("opsetmix_op13", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 13, False, ""),
+    Spec("opsetmix_op17", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 17, False, ""),
+]
+
+
+# ------------------------------------------------------------------ reproducers
+#
+# The smallest models that show each failure the zoo found (see bench/zoo/README.md). They are
+# exported with the zoo (entries marked "repro"); run_zoo.py shows them with --repros.
+
+
+class ReproMeanLayerNorm(nn.Module):
+    """ReduceMean over the last axis (keepdims=0) feeding LayerNormalization: the tail of
+    ConvNeXt (global mean pool, then LayerNorm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.ln(x.mean(-1))
+
+
+class ReproPad(nn.Module):
+    """F.pad: torch 1.13 computes the pads input at run time (ConstantOfShape, Concat, Reshape,
+    Slice with step -1, Transpose, Reshape, Cast) from opset 11 on."""
+
+    def forward(self, x):
+        return F.pad(x, (1, 0, 1, 0))
+
+
+class ReproUpsample(nn.Module):
+    """Nearest 2x upsampling: Upsample at opset 9, Resize from 11."""
+
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=2.0, mode="nearest")
+
+
+class ReproRNN(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.rnn = getattr(nn, kind)(4, 5, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+REPROS = [
+    Spec("repro_mean_layernorm", "reproducer", ReproMeanLayerNorm, {}, [("input", (1, 4, 8, 3), "randn")], 17, False,
+         "ReduceMean(axes=[-1], keepdims=0) -> LayerNormalization"),
+    Spec("repro_pad_op13", "reproducer", ReproPad, {}, [("input", (1, 2, 3, 3), "randn")], 13, False, "F.pad"),
+    Spec("repro_upsample_op9", "reproducer", ReproUpsample, {}, [("input", (1, 2, 3, 3), "randn")], 9, False, "Upsample"),
+    Spec("repro_lstm", "reproducer", ReproRNN, dict(kind="LSTM"), [("input", (1, 3, 4), "randn")], 13, False, "LSTM"),
+    Spec("repro_gru", "reproducer", ReproRNN, dict(kind="GRU"), [("input", (1, 3, 4), "randn")], 13, False, "GRU"),
+    Spec("repro_rnn", "reproducer", ReproRNN, dict(kind="RNN"), [("input", (1, 3, 4), "randn")], 13, False, "RNN"),
 ]
 
 
@@ -844,6 +898,7 @@ def export(spec, outdir):
     mo = onnx.load(path)
     onnx.checker.check_model(mo)
     entry = dict(name=spec.name, arch=spec.arch, opset=spec.opset, note=spec.note, fast=spec.fast,
+                 repro=spec.arch == "reproducer",
                  nodes=len(mo.graph.node),
                  ops=dict(collections.Counter(n.op_type for n in mo.graph.node)),
                  params=sum(int(np.prod(t.dims)) for t in mo.graph.initializer),
@@ -869,13 +924,13 @@ def main():
     ap.add_argument("--fast", action="store_true", help="only the models of the quick CTest subset")
     ap.add_argument("--list", action="store_true", help="print the zoo and exit")
     a = ap.parse_args()
-    specs = ZOO
+    specs = ZOO + REPROS
     if a.only:
         want = a.only.split(",")
-        unknown = sorted(set(want) - {s.name for s in ZOO})
+        unknown = sorted(set(want) - {s.name for s in specs})
         if unknown:
             sys.exit("make_zoo.py: unknown model(s): %s" % ", ".join(unknown))
-        specs = [s for s in ZOO if s.name in want]
+        specs = [s for s in specs if s.name in want]
     if a.fast:
         specs = [s for s in specs if s.fast]
     if a.list:
@@ -890,8 +945,10 @@ def main():
         entries.append(export(s, a.out))
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(dict(torch=torch.__version__, seed=SEED, models=entries), f, indent=1)
-    print("make_zoo.py: %d models, %d architectures -> %s" % (
-        len(entries), len({e["arch"] for e in entries}), os.path.abspath(a.out)), file=sys.stderr)
+    zoo = [e for e in entries if not e["repro"]]
+    print("make_zoo.py: %d models of %d architectures, %d reproducers -> %s" % (
+        len(zoo), len({e["arch"] for e in zoo}), len(entries) - len(zoo), os.path.abspath(a.out)),
+        file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 """Run Plinth's model zoo (made by make_zoo.py) and compare every output with PyTorch's.
 
     /usr/bin/python3 bench/zoo/run_zoo.py [--zoo DIR] [--plinth BIN] [--modules DIR]
-        [--configs cpu,default] [--only NAME,...] [--fast] [--runs N] [--tol T]
+        [--configs cpu,default] [--only NAME,...] [--fast] [--repros] [--runs N] [--bench-runs N]
+        [--threads T] [--tol T]
         [--timeout S] [--check] [--make]
 
 For every model of DIR/manifest.json and every configuration it runs
@@ -20,8 +21,10 @@ the repository's backend.ini (`order = onednn, cuda, cpu`). Both load modules fr
 (default: the repository's modules.d).
 
 Prints a markdown table (model, architecture, opset, nodes, one status per configuration, the
-time of one run per configuration: the sum of plinth's per-step times averaged over --runs runs,
-the first included) and a summary. --make runs make_zoo.py first (into --zoo). --check exits 1 when
+time of one inference per configuration) and a summary. The time is the median of
+`plinth bench --runs N --warmup 2 --threads T` (T = --threads, default 1; the zoo's inputs, N = --bench-runs, default 10); with
+--bench-runs 0 it is the sum of the per-step times `plinth run` prints for its --runs runs
+(averaged, the first run, with its one-time compilation, included). --make runs make_zoo.py first (into --zoo). --check exits 1 when
 anything is not ok (the CTest test uses it with --fast); without torch it exits 77 (skip).
 """
 import argparse
@@ -57,9 +60,14 @@ def rel_error(got, ref):
     return float(np.max(d)) / (scale if scale > 0 else 1.0)
 
 
-def last_line(text):
+def last_line(text, model=None):
+    """The last non-empty line, without the `plinth: MODEL: ` prefix that every line repeats."""
     lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    return lines[-1] if lines else "(no message)"
+    line = lines[-1] if lines else "(no message)"
+    for prefix in ("plinth: ", (model or "") + ": "):
+        if prefix.strip() and line.startswith(prefix):
+            line = line[len(prefix):]
+    return line
 
 
 def run_one(plinth, model, ini, zoo, entry, runs, timeout, tol):
@@ -77,7 +85,7 @@ def run_one(plinth, model, ini, zoo, entry, runs, timeout, tol):
             return dict(status="timeout", err=None, detail="over %d s" % timeout, ms=None)
         wall = (time.monotonic() - t0) * 1e3
         if p.returncode != 0:
-            return dict(status="refused", err=None, detail=last_line(p.stderr or p.stdout), ms=None,
+            return dict(status="refused", err=None, detail=last_line(p.stderr or p.stdout, cmd[2]), ms=None,
                         wall=wall)
         steps = re.findall(r"^\s+([0-9.]+) ms\s", p.stdout.split("\nsteps", 1)[-1], re.M)
         ms = sum(float(s) for s in steps) if steps else None
@@ -96,6 +104,22 @@ def run_one(plinth, model, ini, zoo, entry, runs, timeout, tol):
                 worst, detail = e, o["name"]
         status = "ok" if worst <= tol else "wrong"
         return dict(status=status, err=worst, detail=detail, ms=ms, wall=wall)
+
+
+def bench_one(plinth, ini, zoo, entry, runs, threads, timeout):
+    """Median milliseconds of one inference from `plinth bench --json` (None on failure)."""
+    cmd = [plinth, "bench", os.path.join(zoo, entry["name"] + ".onnx"), "--config", ini,
+           "--runs", str(runs), "--warmup", "2", "--threads", str(threads), "--json"]
+    for i in entry["inputs"]:
+        cmd += ["--input", "%s=%s" % (i["name"], os.path.join(zoo, i["file"]))]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+        if p.returncode != 0:
+            return None
+        return float(json.loads(p.stdout.strip().splitlines()[-1])["median_ms"])
+    except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError):
+        return None
 
 
 def fmt_status(r):
@@ -120,7 +144,12 @@ def main():
     ap.add_argument("--configs", default="cpu,default")
     ap.add_argument("--only", default="")
     ap.add_argument("--fast", action="store_true")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repros", action="store_true", help="also run the repro_* models")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--bench-runs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="plinth bench --threads (default 1: on a loaded machine, two threads "
+                         "time mostly the scheduler)")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--check", action="store_true")
@@ -156,6 +185,8 @@ def main():
     if a.only:
         want = set(a.only.split(","))
         entries = [e for e in entries if e["name"] in want]
+    elif not a.repros:
+        entries = [e for e in entries if not e.get("repro")]
     if a.fast:
         entries = [e for e in entries if e.get("fast")]
 
@@ -186,6 +217,9 @@ def main():
         for c, ini in configs:
             r = run_one(os.path.abspath(a.plinth), e["name"], ini, os.path.abspath(a.zoo), e,
                         a.runs, a.timeout, a.tol)
+            if a.bench_runs > 0 and r["status"] in ("ok", "wrong"):
+                r["ms"] = bench_one(os.path.abspath(a.plinth), ini, os.path.abspath(a.zoo), e,
+                                    a.bench_runs, a.threads, a.timeout)
             res.append(r)
             if r["status"] != "ok":
                 bad += 1
