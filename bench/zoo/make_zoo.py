@@ -713,10 +713,13 @@ class OpsetMix(nn.Module):
     """A small CNN whose ops all changed form across opsets 9..17: Clip (ReLU6; attributes in 9,
     inputs from 11), Upsample (9) vs Resize (11+), Slice (attributes in 9, inputs from 10),
     Split/Squeeze/Unsqueeze/ReduceSum (axes as inputs from 13), Softmax (2-D coercion before 13),
-    LayerNormalization (one op at 17), Pad (inputs from 11), plus BatchNorm and pooling."""
+    LayerNormalization (one op at 17), Pad (inputs from 11), plus BatchNorm and pooling.
+    pad=False pads by concatenating zeros instead of F.pad (whose exported pads input Plinth
+    cannot fold yet), so that the rest of the series is checked too."""
 
-    def __init__(self, classes=10):
+    def __init__(self, classes=10, pad=True):
         super().__init__()
+        self.pad = pad
         self.c1 = bn_act(3, 16, 3, 2, act=nn.ReLU6)
         self.c2 = bn_act(16, 32, 3, 2, 0, act=nn.ReLU6)
         self.c3 = bn_act(32, 32, 3, 1)
@@ -725,7 +728,13 @@ class OpsetMix(nn.Module):
 
     def forward(self, x):
         a = self.c1(x)                                     # [1,16,16,16]
-        b = self.c2(F.pad(a, (1, 0, 1, 0)))                # [1,32,8,8]
+        if self.pad:
+            a1 = F.pad(a, (1, 0, 1, 0))                    # [1,16,17,17]
+        else:
+            n, c, h, w = a.shape
+            a1 = torch.cat([a.new_zeros(n, c, h, 1), a], 3)
+            a1 = torch.cat([a.new_zeros(n, c, 1, w + 1), a1], 2)
+        b = self.c2(a1)                                    # [1,32,8,8]
         u = F.interpolate(b, scale_factor=2.0, mode="nearest")[:, :16]  # Upsample/Resize + Slice
         y = self.c3(torch.cat([a, u], 1))
         y1, y2 = torch.split(y, [12, 20], dim=1)
@@ -747,6 +756,7 @@ def img(shape):
 
 ZOO = [
     Spec("resnet50_s", "ResNet-50 bottleneck", ResNet50ish, {}, img((1, 3, 64, 64)), 13, False, ""),
+    Spec("resnet50_s_op9", "ResNet-50 bottleneck", ResNet50ish, {}, img((1, 3, 64, 64)), 9, False, ""),
     Spec("resnet50_s_b4", "ResNet-50 bottleneck", ResNet50ish, {}, img((4, 3, 32, 32)), 13, True, "batch 4"),
     Spec("vgg11_s", "VGG", VGGish, {}, img((1, 3, 64, 64)), 13, True, ""),
     Spec("densenet_s", "DenseNet", DenseNetish, {}, img((1, 3, 64, 64)), 13, True, ""),
@@ -771,11 +781,16 @@ ZOO = [
     Spec("transformer_padmask", "nn.TransformerEncoder", TransformerPadMask, {},
          [("x", (12, 2, 20), "randn"), ("pad", (2, 12), "pad")], 13, True, "key padding mask input (bool)"),
     Spec("vit_s", "ViT", ViTish, {}, img((1, 3, 32, 32)), 13, True, ""),
+    Spec("vit_s_op9", "ViT", ViTish, {}, img((1, 3, 32, 32)), 9, True, ""),
     Spec("vit_s_op17", "ViT", ViTish, {}, img((1, 3, 32, 32)), 17, False, "LayerNormalization op"),
     Spec("opsetmix_op9", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 9, False, ""),
     Spec("opsetmix_op11", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 11, False, ""),
     Spec("opsetmix_op13", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 13, False, ""),
     Spec("opsetmix_op17", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 17, False, ""),
+    Spec("opsetmix_nopad_op9", "opset series", OpsetMix, dict(pad=False), img((1, 3, 32, 32)), 9, False, "no F.pad"),
+    Spec("opsetmix_nopad_op11", "opset series", OpsetMix, dict(pad=False), img((1, 3, 32, 32)), 11, True, "no F.pad"),
+    Spec("opsetmix_nopad_op13", "opset series", OpsetMix, dict(pad=False), img((1, 3, 32, 32)), 13, True, "no F.pad"),
+    Spec("opsetmix_nopad_op17", "opset series", OpsetMix, dict(pad=False), img((1, 3, 32, 32)), 17, True, "no F.pad"),
 ]
 
 
