@@ -20,7 +20,8 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 PACKAGES=(build-essential cmake pkg-config python3
           libopenblas-dev libdnnl-dev libinih-dev libffi-dev libelf-dev
           libjansson-dev libdlpack-dev libprotobuf-c-dev protobuf-c-compiler
-          libonnx-dev libonnx-testdata python3-numpy python3-onnx)
+          libonnx-dev libonnx-testdata python3-numpy python3-onnx
+          python3-torch)  # tests/difftest, cpu_rnn, opset_upgrade; torch: zoo, cpu_rnn
 
 install_packages() {
     local missing=()

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""Run Plinth's model zoo (made by make_zoo.py) and compare every output with PyTorch's.
+
+    /usr/bin/python3 bench/zoo/run_zoo.py [--zoo DIR] [--plinth BIN] [--modules DIR]
+        [--configs cpu,default] [--only NAME,...] [--fast] [--repros] [--runs N] [--bench-runs N]
+        [--threads T] [--tol T]
+        [--timeout S] [--check] [--make]
+
+For every model of DIR/manifest.json and every configuration it runs
+
+    plinth run MODEL.onnx --config INI --input NAME=FILE.npy ... --output-dir TMP --runs N
+
+and compares each output with the reference: err = max|plinth - torch| / max|torch| over the
+output (the error relative to the output's scale; an all-zero reference falls back to the absolute
+error), the largest over all outputs. A model is `ok` when err <= --tol (default 1e-4), `wrong`
+when it is larger or a shape/dtype differs or an output is missing, `refused` when plinth exits
+non-zero (the reason is its last stderr line), `timeout` past --timeout.
+
+Configurations: `cpu` is a generated INI with `order = cpu` (the cpu module only); `default` is
+the repository's backend.ini (`order = onednn, cuda, cpu`). Both load modules from --modules
+(default: the repository's modules.d).
+
+Prints a markdown table (model, architecture, opset, nodes, one status per configuration, the
+time of one inference per configuration) and a summary. The time is the median of
+`plinth bench --runs N --warmup 2 --threads T` (T = --threads, default 1; the zoo's inputs, N = --bench-runs, default 10); with
+--bench-runs 0 it is the sum of the per-step times `plinth run` prints for its --runs runs
+(averaged, the first run, with its one-time compilation, included). --make runs make_zoo.py first (into --zoo). --check exits 1 when
+anything is not ok (the CTest test uses it with --fast); without torch it exits 77 (skip).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+
+def load_npy(path):
+    import numpy as np
+    return np.load(path, allow_pickle=False)
+
+
+def rel_error(got, ref):
+    """max|got - ref| / max|ref| in float64; NaN or Inf where the reference is finite is infinite
+    error."""
+    import numpy as np
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    if r.size == 0:
+        return 0.0
+    d = np.abs(g - r)
+    if not np.all(np.isfinite(d)):
+        return float("inf")
+    scale = float(np.max(np.abs(r)))
+    return float(np.max(d)) / (scale if scale > 0 else 1.0)
+
+
+def last_line(text, model=None):
+    """The last non-empty line, without the `plinth: MODEL: ` prefix that every line repeats."""
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    line = lines[-1] if lines else "(no message)"
+    for prefix in ("plinth: ", (model or "") + ": "):
+        if prefix.strip() and line.startswith(prefix):
+            line = line[len(prefix):]
+    return line
+
+
+def run_one(plinth, model, ini, zoo, entry, runs, timeout, tol):
+    """-> dict(status, err, detail, ms)."""
+    with tempfile.TemporaryDirectory(prefix="plinth-zoo-") as tmp:
+        cmd = [plinth, "run", os.path.join(zoo, entry["name"] + ".onnx"), "--config", ini,
+               "--output-dir", tmp, "--runs", str(runs)]
+        for i in entry["inputs"]:
+            cmd += ["--input", "%s=%s" % (i["name"], os.path.join(zoo, i["file"]))]
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return dict(status="timeout", err=None, detail="over %d s" % timeout, ms=None)
+        wall = (time.monotonic() - t0) * 1e3
+        if p.returncode != 0:
+            return dict(status="refused", err=None, detail=last_line(p.stderr or p.stdout, cmd[2]), ms=None,
+                        wall=wall)
+        steps = re.findall(r"^\s+([0-9.]+) ms\s", p.stdout.split("\nsteps", 1)[-1], re.M)
+        ms = sum(float(s) for s in steps) if steps else None
+        worst, detail = 0.0, ""
+        for o in entry["outputs"]:
+            path = os.path.join(tmp, o["name"].replace("/", "_") + ".npy")
+            if not os.path.exists(path):
+                return dict(status="wrong", err=None, detail="output %s missing" % o["name"], ms=ms)
+            got = load_npy(path)
+            ref = load_npy(os.path.join(zoo, o["file"]))
+            if list(got.shape) != list(ref.shape):
+                return dict(status="wrong", err=None, ms=ms,
+                            detail="output %s shape %s, expected %s" % (o["name"], list(got.shape), list(ref.shape)))
+            e = rel_error(got, ref)
+            if e > worst or not detail:
+                worst, detail = e, o["name"]
+        status = "ok" if worst <= tol else "wrong"
+        return dict(status=status, err=worst, detail=detail, ms=ms, wall=wall)
+
+
+def bench_one(plinth, ini, zoo, entry, runs, threads, timeout):
+    """Median milliseconds of one inference from `plinth bench --json` (None on failure)."""
+    cmd = [plinth, "bench", os.path.join(zoo, entry["name"] + ".onnx"), "--config", ini,
+           "--runs", str(runs), "--warmup", "2", "--threads", str(threads), "--json"]
+    for i in entry["inputs"]:
+        cmd += ["--input", "%s=%s" % (i["name"], os.path.join(zoo, i["file"]))]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+        if p.returncode != 0:
+            return None
+        return float(json.loads(p.stdout.strip().splitlines()[-1])["median_ms"])
+    except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError):
+        return None
+
+
+def fmt_status(r):
+    if r["status"] == "ok":
+        return "ok (%.1e)" % r["err"]
+    if r["status"] == "wrong":
+        if r["err"] is None:
+            return "**wrong** (%s)" % r["detail"]
+        return "**wrong** (%.1e)" % r["err"]
+    reason = r["detail"].replace("|", "\\|")
+    if len(reason) > 160:
+        reason = reason[:157] + "..."
+    return "**%s** (%s)" % (r["status"], reason)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zoo", default=os.path.join(ROOT, "build", "zoo"))
+    ap.add_argument("--plinth", default=os.path.join(ROOT, "build", "bin", "plinth"))
+    ap.add_argument("--modules", default=os.path.join(ROOT, "modules.d"))
+    ap.add_argument("--default-ini", default=os.path.join(ROOT, "backend.ini"))
+    ap.add_argument("--configs", default="cpu,default")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--fast", action="store_true")
+    ap.add_argument("--repros", action="store_true", help="also run the repro_* models")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--bench-runs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="plinth bench --threads (default 1: on a loaded machine, two threads "
+                         "time mostly the scheduler)")
+    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--make", action="store_true")
+    a = ap.parse_args()
+
+    try:
+        import numpy  # noqa: F401
+        if a.make:
+            import torch  # noqa: F401
+            import onnx  # noqa: F401
+    except ImportError as e:
+        print("run_zoo.py: skipped: %s (needs python3-numpy, python3-torch, python3-onnx)" % e)
+        return 77
+    if a.make:
+        cmd = [sys.executable, os.path.join(HERE, "make_zoo.py"), "--out", a.zoo]
+        if a.only:
+            cmd += ["--only", a.only]
+        if a.fast:
+            cmd.append("--fast")
+        r = subprocess.run(cmd)
+        if r.returncode != 0:
+            print("run_zoo.py: make_zoo.py failed (exit %d)" % r.returncode, file=sys.stderr)
+            return 1
+    man_path = os.path.join(a.zoo, "manifest.json")
+    if not os.path.exists(man_path):
+        print("run_zoo.py: %s not found: run make_zoo.py (or pass --make)" % man_path, file=sys.stderr)
+        return 1
+    if not os.access(a.plinth, os.X_OK):
+        print("run_zoo.py: %s is not an executable: build Plinth first" % a.plinth, file=sys.stderr)
+        return 1
+    entries = json.load(open(man_path))["models"]
+    if a.only:
+        want = set(a.only.split(","))
+        entries = [e for e in entries if e["name"] in want]
+    elif not a.repros:
+        entries = [e for e in entries if not e.get("repro")]
+    if a.fast:
+        entries = [e for e in entries if e.get("fast")]
+
+    modules = os.path.abspath(a.modules)
+    ini_dir = tempfile.mkdtemp(prefix="plinth-zoo-ini-")
+    configs = []
+    for c in a.configs.split(","):
+        if c == "cpu":
+            path = os.path.join(ini_dir, "cpu.ini")
+            with open(path, "w") as f:
+                f.write("[runtime]\nmodules = %s\n\n[placement]\norder = cpu\n" % modules)
+        elif c == "default":
+            # The repository's backend.ini, with modules from --modules and no compile cache.
+            text = open(a.default_ini).read()
+            text = re.sub(r"(?m)^modules\s*=.*$", "modules = %s" % modules, text)
+            text = re.sub(r"(?m)^cache_dir\s*=.*$", "cache_dir =", text)
+            path = os.path.join(ini_dir, "default.ini")
+            with open(path, "w") as f:
+                f.write(text)
+        else:
+            print("run_zoo.py: unknown configuration %r (cpu, default)" % c, file=sys.stderr)
+            return 2
+        configs.append((c, path))
+
+    rows, bad = [], 0
+    for e in entries:
+        res = []
+        for c, ini in configs:
+            r = run_one(os.path.abspath(a.plinth), e["name"], ini, os.path.abspath(a.zoo), e,
+                        a.runs, a.timeout, a.tol)
+            if a.bench_runs > 0 and r["status"] in ("ok", "wrong"):
+                r["ms"] = bench_one(os.path.abspath(a.plinth), ini, os.path.abspath(a.zoo), e,
+                                    a.bench_runs, a.threads, a.timeout)
+            res.append(r)
+            if r["status"] != "ok":
+                bad += 1
+            print("run_zoo.py: %-22s %-8s %s" % (e["name"], c, fmt_status(r)), file=sys.stderr, flush=True)
+        rows.append((e, res))
+
+    head = ["model", "architecture", "opset", "nodes"] + [c for c, _ in configs] + ["ms (%s)" % c for c, _ in configs]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["---"] * 2 + ["---:"] * 2 + ["---"] * len(configs) + ["---:"] * len(configs)) + "|")
+    for e, res in rows:
+        name = e["name"] + (" (%s)" % e["note"] if e.get("note") else "")
+        cells = [name, e["arch"], str(e["opset"]), str(e["nodes"])]
+        cells += [fmt_status(r) for r in res]
+        cells += ["%.2f" % r["ms"] if r.get("ms") is not None else "-" for r in res]
+        print("| " + " | ".join(cells) + " |")
+    print()
+    for i, (c, _) in enumerate(configs):
+        counts = {}
+        for _, res in rows:
+            counts[res[i]["status"]] = counts.get(res[i]["status"], 0) + 1
+        print("- %s: %s of %d models" % (c, ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items())), len(rows)))
+    print("- %d models, %d architectures; tolerance max|plinth - torch| / max|torch| <= %g"
+          % (len(rows), len({e["arch"] for e, _ in rows}), a.tol))
+    return 1 if (a.check and bad) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
