@@ -19,7 +19,7 @@ and DIR/manifest.json: one entry per model (name, architecture, opset, node coun
 input/output names and files) that run_zoo.py reads. Besides the zoo it exports a few tiny
 reproducers (REPROS, names repro_*) of the failures the zoo found.
 
---fast exports only the quick subset the CTest test `zoo.fast` runs.
+--fast exports only a quick subset (the CTest test `zoo.models` exports them all).
 """
 import argparse
 import collections

@@ -25,7 +25,7 @@ time of one inference per configuration) and a summary. The time is the median o
 `plinth bench --runs N --warmup 2 --threads T` (T = --threads, default 1; the zoo's inputs, N = --bench-runs, default 10); with
 --bench-runs 0 it is the sum of the per-step times `plinth run` prints for its --runs runs
 (averaged, the first run, with its one-time compilation, included). --make runs make_zoo.py first (into --zoo). --check exits 1 when
-anything is not ok (the CTest test uses it with --fast); without torch it exits 77 (skip).
+anything is not ok (the CTest test zoo.models uses it with --repros); without torch it exits 77 (skip).
 """
 import argparse
 import json
