@@ -238,7 +238,7 @@ def save_regression(graph, seed, verdict, family, dtype, out_dir, original_nodes
     stem = "%s_%s_%s_%d" % (verdict.backend, family, dtype, seed)
     graph.save(os.path.join(out_dir, stem + ".json"))
     note = {"input_seed": seed, "backend": verdict.backend, "family": family, "dtype": dtype,
-            "signature": sig, "caught": verdict.detail,
+            "signature": sig, "bug": "", "caught": verdict.detail,
             "nodes": [n["op"] for n in graph.nodes],
             "shrunk_from_nodes": original_nodes}
     with open(os.path.join(out_dir, stem + ".note.json"), "w") as f:
