@@ -74,6 +74,8 @@ struct pl_kernel {
     size_t workspace_bytes; /* asked of the core; handed to every run */
     bool epilogue_ok;    /* the kernel applies `epilogue` (its builder says) */
     cpu_epilogue epilogue; /* set by kernel_fuse, before the first run */
+    pl_kernel *inner;    /* a kernel this one wraps (dtype_wrap.c), released
+                            with it; NULL for most */
 };
 
 /* Applies E to ROWS x COLS floats at C (leading dimension LDC): a no-op for
@@ -159,6 +161,20 @@ typedef struct cpu_op_entry {
 #define CPU_OP_ANY_DTYPE 1u
 /* The node may have several outputs (the builder checks them). */
 #define CPU_OP_MULTI_OUTPUT 2u
+
+/* Checks NODE against E (arity, dtypes unless CPU_OP_ANY_DTYPE, known
+ * shapes) and runs E's builder: what get_kernel does once it found E. */
+pl_status *cpu_build_node(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
+
+/* dtype_wrap.c: f16 and bf16 computed in f32. True when NODE has an input
+ * or output of either dtype. */
+bool cpu_wrap_wanted(const pl_node_desc *node);
+/* Builds E's f32 kernel for NODE with its f16/bf16 tensors taken as f32,
+ * wrapped in a kernel that converts them at every run (inputs widened
+ * exactly, outputs rounded once to nearest even). */
+pl_status *cpu_wrap_build(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
 
 /* The families' tables (each ends with an entry whose op is NULL). */
 extern const cpu_op_entry cpu_ops_nn[];    /* nn.c: convolution, pooling */

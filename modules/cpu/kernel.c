@@ -300,13 +300,31 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
     if (e == NULL)
         return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet",
                                        node->op);
-    pl_status *st = cpu_check_node(e, node);
-    if (st != NULL)
-        return st;
-    st = e->build(ctx, node, out_kernel);
+    pl_status *st = cpu_build_node(ctx, e, node, out_kernel);
+    /* f16 and bf16: computed in f32 by the op's f32 kernel, unless the op
+     * takes them itself (the shape ops, Cast). A refusal of the wrapped
+     * kernel for a reason of its own replaces the dtype refusal. */
+    if (st != NULL && cpu_host->status_code(st) == PL_CODE_UNSUPPORTED &&
+        cpu_wrap_wanted(node)) {
+        pl_status *wrapped = cpu_wrap_build(ctx, e, node, out_kernel);
+        if (wrapped == NULL || cpu_host->status_code(wrapped) != PL_CODE_UNSUPPORTED ||
+            strstr(cpu_host->status_message(st), "dtype") != NULL) {
+            cpu_host->status_free(st);
+            st = wrapped;
+        } else {
+            cpu_host->status_free(wrapped);
+        }
+    }
     if (st == NULL && *out_kernel != NULL)
         *out_workspace_bytes = (*out_kernel)->workspace_bytes;
     return st;
+}
+
+pl_status *cpu_build_node(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
+                          pl_kernel **out_kernel)
+{
+    pl_status *st = cpu_check_node(e, node);
+    return st != NULL ? st : e->build(ctx, node, out_kernel);
 }
 
 /* ---- kernel_run ---------------------------------------------------------- */
@@ -451,6 +469,8 @@ int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *n
 
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
 {
-    if (ctx != NULL && kernel != NULL)
+    if (ctx != NULL && kernel != NULL) {
+        cpu_kernel_release(ctx, kernel->inner);
         cpu_host->host_free(ctx->host_ctx, kernel);
+    }
 }
