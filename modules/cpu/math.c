@@ -27,6 +27,10 @@ const cpu_op_entry cpu_ops_math[] = {
     {"LeakyRelu", math_build_unary, 1, 1, 0, MATH_ANY},
     /* min and max: attributes before opset 11, optional inputs since. */
     {"Clip", math_build_unary, 1, 3, 0, MATH_ANY},
+    /* f32 goes on to elementwise.c's kernels. */
+    {"Relu", math_build_unary, 1, 1, 0, MATH_ANY},
+    {"Sigmoid", math_build_unary, 1, 1, 0, MATH_ANY},
+    {"Tanh", math_build_unary, 1, 1, 0, MATH_ANY},
     {"Add", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Sub", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Mul", math_build_broadcast, 2, 2, 0, MATH_ANY},
@@ -108,7 +112,7 @@ static const struct {
     const char *name;
     math_type type;
 } math_dtypes[] = {
-    {{PL_TYPE_FLOAT, 32, 1}, "f32", MATH_F32},   {{PL_TYPE_FLOAT, 64, 1}, "f64", MATH_OTHER},
+    {{PL_TYPE_FLOAT, 32, 1}, "f32", MATH_F32},   {{PL_TYPE_FLOAT, 64, 1}, "f64", MATH_F64},
     {{PL_TYPE_FLOAT, 16, 1}, "f16", MATH_OTHER}, {{PL_TYPE_BFLOAT, 16, 1}, "bf16", MATH_OTHER},
     {{PL_TYPE_UINT, 8, 1}, "u8", MATH_U8},       {{PL_TYPE_INT, 8, 1}, "i8", MATH_I8},
     {{PL_TYPE_INT, 32, 1}, "i32", MATH_I32},     {{PL_TYPE_INT, 64, 1}, "i64", MATH_I64},

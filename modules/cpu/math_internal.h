@@ -27,6 +27,7 @@ typedef enum math_type {
     MATH_BOOL,
     MATH_U8,
     MATH_I8,
+    MATH_F64,
     MATH_TYPE_COUNT,
     MATH_OTHER = -1
 } math_type;
