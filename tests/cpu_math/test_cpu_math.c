@@ -59,7 +59,28 @@ static double tm_wrap(pl_dtype dt, int64_t v)
 {
     if (PL_DTYPE_EQ(dt, PL_DTYPE_I32))
         return (double)(int32_t)(uint32_t)(uint64_t)v;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I8))
+        return (double)(int8_t)(uint8_t)(uint64_t)v;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U8))
+        return (double)(uint8_t)(uint64_t)v;
     return (double)v;
+}
+
+/* numpy's integer power, wrapping (a negative exponent: 1 / x^-y in
+ * integers), or the truncated float power for a float exponent. */
+static double tm_int_pow(pl_dtype dt, double x, double y, bool int_exponent)
+{
+    if (!int_exponent) {
+        double v = trunc(pow(x, y)); /* NaN (a negative base) gives 0 */
+        return isnan(v) ? 0 : tm_wrap(dt, fabs(v) < 9e18 ? (int64_t)v : v < 0 ? INT64_MIN : INT64_MAX);
+    }
+    int64_t b = (int64_t)x, e = (int64_t)y;
+    if (e < 0)
+        return b == 1 ? 1 : b == -1 ? (e % 2 ? -1 : 1) : 0;
+    uint64_t r = 1;
+    for (int64_t i = 0; i < e; i++)
+        r *= (uint64_t)b;
+    return tm_wrap(dt, (int64_t)r);
 }
 
 static double tm_unary(const ch_spec *s, double x, double lo, double hi)
@@ -73,6 +94,9 @@ static double tm_unary(const ch_spec *s, double x, double lo, double hi)
     if (!strcmp(op, "Reciprocal")) return 1.0 / x;
     if (!strcmp(op, "Erf")) return erf(x);
     if (!strcmp(op, "LeakyRelu")) return x < 0 ? (double)(float)ch_attr_f(s, "alpha", 0.01) * x : x;
+    if (!strcmp(op, "Relu")) return x < 0 ? 0 : x;
+    if (!strcmp(op, "Sigmoid")) return 1 / (1 + exp(-x));
+    if (!strcmp(op, "Tanh")) return tanh(x);
     return x < lo ? lo : x > hi ? hi : x; /* Clip */
 }
 
@@ -92,11 +116,14 @@ static void tm_ref_broadcast(const ch_node *n, const ch_data *d, ch_ref *r)
             v[j] = ch_at(d, j, ch_ravel_bcast(idx, ro, d->dims[j], d->ndim[j]));
         double a = v[0], b = v[1], out;
         int64_t ia = (int64_t)a, ib = (int64_t)b;
-        if (!strcmp(op, "Add")) out = is_f ? (double)((float)a + (float)b) : tm_wrap(dt, ia + ib);
+        bool f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
+        if (!strcmp(op, "Add")) out = is_f ? (f32 ? (double)((float)a + (float)b) : a + b)
+                                           : tm_wrap(dt, ia + ib);
         else if (!strcmp(op, "Sub")) out = is_f ? a - b : tm_wrap(dt, ia - ib);
         else if (!strcmp(op, "Mul")) out = is_f ? a * b : tm_wrap(dt, ia * ib);
         else if (!strcmp(op, "Div")) out = is_f ? a / b : tm_wrap(dt, ia / ib);
-        else if (!strcmp(op, "Pow")) out = pow(a, b);
+        else if (!strcmp(op, "Pow"))
+            out = is_f ? pow(a, b) : tm_int_pow(dt, a, b, !ch_is_float(d->dt[1]));
         else if (!strcmp(op, "Equal")) out = a == b;
         else if (!strcmp(op, "Less")) out = a < b;
         else if (!strcmp(op, "Greater")) out = a > b;
@@ -260,10 +287,13 @@ static void tm_ref_reduce(const ch_node *n, const ch_data *d, ch_ref *r)
             len *= (size_t)d->dims[0][i];
     bool is_f = ch_is_float(d->dt[0]);
     for (size_t e = 0; e < cnt_out; e++) {
-        r->v[0][e] = max_op ? (is_f ? -INFINITY
-                                    : PL_DTYPE_EQ(d->dt[0], PL_DTYPE_I32) ? (double)INT32_MIN
-                                                                           : (double)INT64_MIN)
-                            : 0;
+        pl_dtype xt = d->dt[0];
+        double lowest = is_f ? -INFINITY
+                        : PL_DTYPE_EQ(xt, PL_DTYPE_I32) ? (double)INT32_MIN
+                        : PL_DTYPE_EQ(xt, PL_DTYPE_I8)  ? (double)INT8_MIN
+                        : PL_DTYPE_EQ(xt, PL_DTYPE_U8)  ? 0
+                                                        : (double)INT64_MIN;
+        r->v[0][e] = max_op ? lowest : 0;
         r->mag[0][e] = 0;
     }
     int64_t idx[CH_MAX_RANK];
@@ -349,32 +379,58 @@ static void tm_check_all(const ch_spec *specs, size_t n)
         tm_check(&specs[i]);
 }
 
+/* Every dtype of ABI 1 that ONNX's arithmetic takes: f32 i64 i32 first
+ * (the requests test those), then f64 i8 u8 f16 bf16. */
+static const pl_dtype tm_arith_dts[] = {
+    {PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1}, {PL_TYPE_FLOAT, 64, 1},
+    {PL_TYPE_INT, 8, 1},    {PL_TYPE_UINT, 8, 1}, {PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
+static const pl_dtype tm_compare_dts[] = {
+    {PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1},    {PL_TYPE_UINT, 8, 1},
+    {PL_TYPE_INT, 8, 1},    {PL_TYPE_FLOAT, 64, 1}, {PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
+/* The float dtypes besides f32. */
+static const pl_dtype tm_float_dts[] = {
+    {PL_TYPE_FLOAT, 64, 1}, {PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
+#define TM_ARITH CH_COUNT(tm_arith_dts)
+
 /* ---- unary --------------------------------------------------------------- */
 
 static const ch_in tm_unary_shapes[] = {
     T0, T(1, 1), T(1, 7), T(3, 2, 3, 4), T(2, 0, 5), T(2, 517, 311),
 };
 
-static void tm_check_unary(const char *op, bool ints)
+/* OP on f32 f64 f16 bf16, and with INTS on i64 i32 i8 (and u8 with
+ * UNSIGNED). */
+static void tm_check_unary_dts(const char *op, bool ints, bool unsigned_too)
 {
-    for (size_t i = 0; i < CH_COUNT(tm_unary_shapes); i++) {
-        ch_spec s = {.op = op, .n_in = 1};
-        s.in[0] = tm_unary_shapes[i];
-        tm_check(&s);
-        if (ints) {
-            s.in[0].dtype = PL_DTYPE_I64;
-            tm_check(&s);
-            s.in[0].dtype = PL_DTYPE_I32;
+    static const pl_dtype dts[] = {
+        {PL_TYPE_FLOAT, 32, 1},  {PL_TYPE_FLOAT, 64, 1}, {PL_TYPE_FLOAT, 16, 1},
+        {PL_TYPE_BFLOAT, 16, 1}, {PL_TYPE_INT, 64, 1},   {PL_TYPE_INT, 32, 1},
+        {PL_TYPE_INT, 8, 1},     {PL_TYPE_UINT, 8, 1}};
+    size_t n_dts = ints ? (unsigned_too ? 8 : 7) : 4;
+    for (size_t t = 0; t < n_dts; t++)
+        for (size_t i = 0; i < CH_COUNT(tm_unary_shapes); i++) {
+            ch_spec s = {.op = op, .n_in = 1};
+            s.in[0] = tm_unary_shapes[i];
+            s.in[0].dtype = dts[t];
             tm_check(&s);
         }
-    }
 }
+
+static void tm_check_unary(const char *op, bool ints) { tm_check_unary_dts(op, ints, false); }
 
 static void case_Sqrt(void) { tm_check_unary("Sqrt", false); }
 static void case_Exp(void) { tm_check_unary("Exp", false); }
 static void case_Log(void) { tm_check_unary("Log", false); }
 static void case_Neg(void) { tm_check_unary("Neg", true); }
-static void case_Abs(void) { tm_check_unary("Abs", true); }
+static void case_Abs(void) { tm_check_unary_dts("Abs", true, true); }
+
+/* Relu Sigmoid Tanh: f32 on elementwise.c's kernels, the rest here. */
+static void case_activations(void)
+{
+    tm_check_unary("Relu", true);
+    tm_check_unary("Sigmoid", false);
+    tm_check_unary("Tanh", false);
+}
 static void case_Reciprocal(void) { tm_check_unary("Reciprocal", false); }
 static void case_Erf(void) { tm_check_unary("Erf", false); }
 
@@ -407,7 +463,17 @@ static const ch_spec tm_clip_specs[] = {
     {.op = "Clip", .opset = 7, .n_in = 1, .in = {T(2, 30, 17)}},
 };
 
-static void case_Clip(void) { tm_check_all(tm_clip_specs, CH_COUNT(tm_clip_specs)); }
+/* The opset-11 specs (bounds as inputs) on every other number dtype. */
+static void case_Clip(void)
+{
+    tm_check_all(tm_clip_specs, CH_COUNT(tm_clip_specs));
+    for (size_t t = 1; t < TM_ARITH; t++)
+        for (size_t i = 0; i < 7; i++) {
+            ch_spec s = tm_clip_specs[i];
+            s.dtype = tm_arith_dts[t];
+            tm_check(&s);
+        }
+}
 
 /* ---- broadcasting -------------------------------------------------------- */
 
@@ -442,20 +508,15 @@ static void tm_check_binary(const char *op, const pl_dtype *dts, size_t n_dts, p
         }
 }
 
-static const pl_dtype tm_arith_dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_INT, 64, 1},
-                                        {PL_TYPE_INT, 32, 1}};
-static const pl_dtype tm_compare_dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_INT, 64, 1},
-                                          {PL_TYPE_INT, 32, 1}, {PL_TYPE_UINT, 8, 1},
-                                          {PL_TYPE_INT, 8, 1}};
 
-static void case_Add(void) { tm_check_binary("Add", tm_arith_dts, 3, (pl_dtype){0, 0, 0}); }
-static void case_Sub(void) { tm_check_binary("Sub", tm_arith_dts, 3, (pl_dtype){0, 0, 0}); }
-static void case_Mul(void) { tm_check_binary("Mul", tm_arith_dts, 3, (pl_dtype){0, 0, 0}); }
+static void case_Add(void) { tm_check_binary("Add", tm_arith_dts, TM_ARITH, (pl_dtype){0, 0, 0}); }
+static void case_Sub(void) { tm_check_binary("Sub", tm_arith_dts, TM_ARITH, (pl_dtype){0, 0, 0}); }
+static void case_Mul(void) { tm_check_binary("Mul", tm_arith_dts, TM_ARITH, (pl_dtype){0, 0, 0}); }
 
 /* Integer division by zero fails the run; integer Div truncates. */
 static void case_Div(void)
 {
-    tm_check_binary("Div", tm_arith_dts, 3, (pl_dtype){0, 0, 0});
+    tm_check_binary("Div", tm_arith_dts, TM_ARITH, (pl_dtype){0, 0, 0});
     for (int w = 0; w < 2; w++) {
         pl_dtype dt = w ? PL_DTYPE_I32 : PL_DTYPE_I64;
         ch_spec s = {.op = "Div", .n_in = 2, .in = {TD(dt, 1, 4), TD(dt, 1, 4)}};
@@ -493,9 +554,15 @@ static void case_Div(void)
 
 static void case_Pow(void)
 {
-    tm_check_binary("Pow", tm_arith_dts, 1, (pl_dtype){0, 0, 0});
-    tm_check_binary("Pow", tm_arith_dts, 1, PL_DTYPE_I64);
-    tm_check_binary("Pow", tm_arith_dts, 1, PL_DTYPE_I32);
+    /* bases f32 i64 i32 f64 (ONNX's T), f16 and bf16; exponents of the
+     * base's type and of several others */
+    static const pl_dtype bases[] = {{PL_TYPE_FLOAT, 32, 1},  {PL_TYPE_INT, 64, 1},
+                                     {PL_TYPE_INT, 32, 1},    {PL_TYPE_FLOAT, 64, 1},
+                                     {PL_TYPE_FLOAT, 16, 1},  {PL_TYPE_BFLOAT, 16, 1}};
+    static const pl_dtype exps_dt[] = {{0, 0, 0}, {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1},
+                                       {PL_TYPE_UINT, 8, 1}, {PL_TYPE_FLOAT, 32, 1}};
+    for (size_t e = 0; e < CH_COUNT(exps_dt); e++)
+        tm_check_binary("Pow", bases, CH_COUNT(bases), exps_dt[e]);
     /* the fast exponents, as constants the way exporters write them */
     static const double exps[] = {2.0, 0.5, 1.0, 3.0, -1.0};
     for (size_t i = 0; i < CH_COUNT(exps); i++) {
@@ -573,9 +640,22 @@ static const ch_spec tm_logsoftmax_specs[] = {
      .attrs = {AI("axis", -3)}, .n_attrs = 1},
 };
 
+/* SPECS again with every float tensor f16, then bf16 (computed in f32). */
+static void tm_check_half(const ch_spec *specs, size_t n)
+{
+    static const pl_dtype half[] = {{PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
+    for (size_t h = 0; h < CH_COUNT(half); h++)
+        for (size_t i = 0; i < n; i++) {
+            ch_spec s = specs[i];
+            s.dtype = half[h];
+            tm_check(&s);
+        }
+}
+
 static void case_LogSoftmax(void)
 {
     tm_check_all(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs));
+    tm_check_half(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs));
 }
 
 static const ch_spec tm_bn_specs[] = {
@@ -594,7 +674,11 @@ static const ch_spec tm_bn_specs[] = {
      .in = {T(4, 0, 3, 4, 5), T(1, 3), T(1, 3), T(1, 3), T(1, 3)}},
 };
 
-static void case_BatchNormalization(void) { tm_check_all(tm_bn_specs, CH_COUNT(tm_bn_specs)); }
+static void case_BatchNormalization(void)
+{
+    tm_check_all(tm_bn_specs, CH_COUNT(tm_bn_specs));
+    tm_check_half(tm_bn_specs, CH_COUNT(tm_bn_specs));
+}
 
 static const ch_spec tm_ln_specs[] = {
     {.op = "LayerNormalization", .opset = 17, .n_in = 3, .in = {T(3, 2, 5, 768), T(1, 768), T(1, 768)}},
@@ -619,7 +703,11 @@ static const ch_spec tm_ln_specs[] = {
      .in = {T(2, 512, 1024), T(1, 1024), T(1, 1024)}},
 };
 
-static void case_LayerNormalization(void) { tm_check_all(tm_ln_specs, CH_COUNT(tm_ln_specs)); }
+static void case_LayerNormalization(void)
+{
+    tm_check_all(tm_ln_specs, CH_COUNT(tm_ln_specs));
+    tm_check_half(tm_ln_specs, CH_COUNT(tm_ln_specs));
+}
 
 static const ch_spec tm_in_specs[] = {
     {.op = "InstanceNormalization", .n_in = 3, .in = {T(4, 2, 3, 4, 5), T(1, 3), T(1, 3)}},
@@ -629,7 +717,11 @@ static const ch_spec tm_in_specs[] = {
     {.op = "InstanceNormalization", .n_in = 3, .in = {T(4, 2, 16, 40, 40), T(1, 16), T(1, 16)}},
 };
 
-static void case_InstanceNormalization(void) { tm_check_all(tm_in_specs, CH_COUNT(tm_in_specs)); }
+static void case_InstanceNormalization(void)
+{
+    tm_check_all(tm_in_specs, CH_COUNT(tm_in_specs));
+    tm_check_half(tm_in_specs, CH_COUNT(tm_in_specs));
+}
 
 /* ---- reductions ------------------------------------------------------------ */
 
@@ -694,9 +786,18 @@ static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n_dts)
     tm_check(&only);
 }
 
-static void case_ReduceMean(void) { tm_check_reduce("ReduceMean", tm_arith_dts, 1); }
-static void case_ReduceSum(void) { tm_check_reduce("ReduceSum", tm_arith_dts, 3); }
-static void case_ReduceMax(void) { tm_check_reduce("ReduceMax", tm_arith_dts, 3); }
+static void case_ReduceMean(void)
+{
+    tm_check_reduce("ReduceMean", tm_arith_dts, 1);
+    tm_check_reduce("ReduceMean", tm_float_dts, CH_COUNT(tm_float_dts));
+}
+static void case_ReduceSum(void)
+{
+    tm_check_reduce("ReduceSum", tm_arith_dts, 3);
+    tm_check_reduce("ReduceSum", tm_float_dts, CH_COUNT(tm_float_dts));
+}
+/* ReduceMax takes i8 and u8 too (opset 12 on). */
+static void case_ReduceMax(void) { tm_check_reduce("ReduceMax", tm_arith_dts, TM_ARITH); }
 
 /* ---- requests -------------------------------------------------------------- */
 
@@ -794,29 +895,174 @@ static void case_inplace(void)
         tm_check_req(&tm_in_specs[i], PL_REQ_INPLACE);
 }
 
+
+/* ---- dtype edges ------------------------------------------------------------ */
+
+/* Runs SPEC on inputs IN (values, one array per input, the spec's shapes)
+ * and checks output 0 against WANT exactly (NaN matches NaN); with
+ * FAIL_WITH, the run must fail with that message and leave the output. */
+static void tm_exact(const ch_spec *spec, const double *const *in, const double *want,
+                     const char *fail_with)
+{
+    ch_node n;
+    ch_node_build(spec, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
+    ch_buf bufs[CH_MAX_IN], out;
+    pl_tensor ins[CH_MAX_IN], o;
+    for (int i = 0; i < spec->n_in; i++) {
+        size_t cnt = ch_count(n.in[i].shape, n.in[i].ndim);
+        ch_buf_make(&bufs[i], cnt * pl_dtype_size(n.in[i].dtype) + 1, 8);
+        for (size_t e = 0; e < cnt; e++)
+            ch_store(bufs[i].data, n.in[i].dtype, e, in[i][e]);
+        ins[i] = ch_host_tensor(&n.in[i], &bufs[i]);
+    }
+    size_t cnt = ch_count(n.out[0].shape, n.out[0].ndim);
+    pl_dtype odt = n.out[0].dtype;
+    ch_buf_make(&out, cnt * pl_dtype_size(odt) + 1, 8);
+    for (size_t e = 0; e < cnt; e++)
+        ch_store(out.data, odt, e, 77);
+    o = ch_host_tensor(&n.out[0], &out);
+    pl_output_request req = PL_REQ_WRITE;
+    pl_status *st = ch_run(k, (size_t)spec->n_in, ins, 1, &o, &req);
+    if (fail_with != NULL) {
+        CHECK(st != NULL && strstr(pl_status_message(st), fail_with) != NULL,
+              "%s %s: expected the error '%s', got '%s'", spec->op, pl_dtype_name(n.in[0].dtype),
+              fail_with, st != NULL ? pl_status_message(st) : "success");
+        pl_status_free(st);
+        CHECK(ch_load(out.data, odt, 0) == 77, "%s: a failed run wrote its output", spec->op);
+    } else {
+        CHECK_OK(st);
+        for (size_t e = 0; e < cnt; e++) {
+            double got = ch_load(out.data, odt, e);
+            CHECK(got == want[e] || (isnan(got) && isnan(want[e])),
+                  "%s %s: element %zu is %.17g, expected %.17g", spec->op,
+                  pl_dtype_name(n.in[0].dtype), e, got, want[e]);
+        }
+    }
+    for (int i = 0; i < spec->n_in; i++)
+        free(bufs[i].base);
+    free(out.base);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
+}
+
+/* A binary (B given) or unary elementwise OP on N elements of DT. */
+static void tm_exact_ew(const char *op, pl_dtype dt, size_t n, const double *a, const double *b,
+                        const double *want, const char *fail_with)
+{
+    ch_spec s = {.op = op, .n_in = b != NULL ? 2 : 1, .dtype = dt,
+                 .in = {T(1, (int64_t)n), T(1, (int64_t)n)}};
+    const double *in[2] = {a, b};
+    tm_exact(&s, in, want, fail_with);
+}
+
+#define TM_EW(op, dt, a, b, want) \
+    tm_exact_ew(op, dt, CH_COUNT(want), a, b, want, NULL)
+
+/* Integers wrap without undefined behaviour; integer Div truncates toward
+ * zero and a zero divisor is an error (never a trap). */
+static void tm_edges_int(void)
+{
+    const pl_dtype I8 = PL_DTYPE_I8, U8 = PL_DTYPE_U8, I32 = PL_DTYPE_I32, I64 = PL_DTYPE_I64;
+    TM_EW("Add", I8, ((double[]){127, -128, 100}), ((double[]){1, -1, 100}),
+          ((double[]){-128, 127, -56}));
+    TM_EW("Add", U8, ((double[]){255, 200}), ((double[]){1, 100}), ((double[]){0, 44}));
+    TM_EW("Sub", U8, ((double[]){0, 5}), ((double[]){1, 10}), ((double[]){255, 251}));
+    TM_EW("Mul", U8, ((double[]){16, 255}), ((double[]){16, 255}), ((double[]){0, 1}));
+    TM_EW("Mul", I8, ((double[]){-128, 64}), ((double[]){-1, 2}), ((double[]){-128, -128}));
+    TM_EW("Div", I8, ((double[]){-128, -7, 7}), ((double[]){-1, 2, -2}),
+          ((double[]){-128, -3, -3}));
+    TM_EW("Div", U8, ((double[]){255, 7}), ((double[]){2, 3}), ((double[]){127, 2}));
+    TM_EW("Add", I32, ((double[]){2147483647.0}), ((double[]){1}), ((double[]){-2147483648.0}));
+    TM_EW("Mul", I64, ((double[]){4611686018427387904.0}), ((double[]){4}), ((double[]){0}));
+    TM_EW("Abs", I8, ((double[]){-128, -5, 5}), NULL, ((double[]){-128, 5, 5}));
+    TM_EW("Neg", I8, ((double[]){-128, -5, 0}), NULL, ((double[]){-128, 5, 0}));
+    TM_EW("Abs", U8, ((double[]){200, 0}), NULL, ((double[]){200, 0}));
+    TM_EW("Relu", I8, ((double[]){-128, 0, 127}), NULL, ((double[]){0, 0, 127}));
+    TM_EW("Pow", I32, ((double[]){2, 3, -2, 2, 1, -1}), ((double[]){31, 2, 3, -1, -5, -3}),
+          ((double[]){-2147483648.0, 9, -8, 0, 1, -1}));
+    TM_EW("Pow", I64, ((double[]){3, -3}), ((double[]){39, 3}),
+          ((double[]){4052555153018976267.0, -27}));
+    const pl_dtype divs[] = {I8, U8, I32, I64};
+    for (size_t i = 0; i < CH_COUNT(divs); i++)
+        tm_exact_ew("Div", divs[i], 3, (double[]){7, 8, 9}, (double[]){1, 0, 2}, NULL,
+                    "cpu: Div: integer division by zero");
+    /* Pow of an integer base and a float exponent: truncated. */
+    ch_spec pf = {.op = "Pow", .n_in = 2, .in = {TD(I32, 1, 3), TD(PL_DTYPE_F32, 1, 3)}};
+    const double *pin[2] = {(double[]){4, 2, -8}, (double[]){0.5, 3.5, 1.0 / 3}};
+    tm_exact(&pf, pin, (double[]){2, 11, 0}, NULL);
+}
+
+/* f64 computes in f64; NaN and infinities go through as IEEE says. */
+static void tm_edges_float(void)
+{
+    const pl_dtype F64 = PL_DTYPE_F64;
+    TM_EW("Add", F64, ((double[]){1}), ((double[]){1e-12}), ((double[]){1.0 + 1e-12}));
+    TM_EW("Mul", F64, ((double[]){1.0 / 3}), ((double[]){3}), ((double[]){(1.0 / 3) * 3}));
+    TM_EW("Sqrt", F64, ((double[]){2}), NULL, ((double[]){sqrt(2.0)}));
+    TM_EW("Exp", F64, ((double[]){1, 700}), NULL, ((double[]){exp(1.0), exp(700.0)}));
+    TM_EW("Tanh", F64, ((double[]){0.5}), NULL, ((double[]){tanh(0.5)}));
+    TM_EW("Pow", F64, ((double[]){1.0000001}), ((double[]){1e7}), ((double[]){pow(1.0000001, 1e7)}));
+    ch_spec mm = {.op = "MatMul", .n_in = 2, .dtype = F64, .in = {T(2, 1, 2), T(2, 2, 1)}};
+    const double *mmi[2] = {(double[]){1, 1e-12}, (double[]){1, 1}};
+    tm_exact(&mm, mmi, (double[]){1.0 + 1e-12}, NULL);
+    ch_spec gm = {.op = "Gemm", .n_in = 3, .dtype = F64, .in = {T(2, 1, 2), T(2, 2, 1), T0},
+                  .attrs = {AF("alpha", 0.1), AF("beta", 1e-13)}, .n_attrs = 2};
+    const double *gmi[3] = {(double[]){10, 2e-11}, (double[]){1, 1}, (double[]){1}};
+    tm_exact(&gm, gmi, (double[]){0.1 * (10 + 2e-11) + 1e-13}, NULL);
+    const pl_dtype all[] = {PL_DTYPE_F32, F64, PL_DTYPE_F16, PL_DTYPE_BF16};
+    for (size_t i = 0; i < CH_COUNT(all); i++) {
+        TM_EW("Add", all[i], ((double[]){INFINITY, INFINITY, NAN}), ((double[]){-INFINITY, 1, 1}),
+              ((double[]){NAN, INFINITY, NAN}));
+        TM_EW("Div", all[i], ((double[]){1, -1, 0}), ((double[]){0, 0, 0}),
+              ((double[]){INFINITY, -INFINITY, NAN}));
+        TM_EW("Sqrt", all[i], ((double[]){-1, INFINITY}), NULL, ((double[]){NAN, INFINITY}));
+        TM_EW("Less", all[i], ((double[]){NAN, -INFINITY}), ((double[]){1, 0}),
+              ((double[]){0, 1}));
+    }
+}
+
+/* f16 and bf16: computed in f32, rounded once to nearest even: ties,
+ * subnormals (f16), overflow to infinity. The expected values were checked
+ * against numpy.float16 and torch.bfloat16. */
+static void tm_edges_half(void)
+{
+    const pl_dtype F16 = PL_DTYPE_F16, BF16 = PL_DTYPE_BF16;
+    const double u = ldexp(1, -11), s = ldexp(1, -24); /* f16: half ulp at 1, least subnormal */
+    TM_EW("Add", F16, ((double[]){1, 1 + 2 * u}), ((double[]){u, u}),
+          ((double[]){1, 1 + 4 * u}));
+    TM_EW("Mul", F16, ((double[]){ldexp(1, -14), s, 3 * s, -s}), ((double[]){0.5, 0.5, 0.5, 1}),
+          ((double[]){ldexp(1, -15), 0, 2 * s, -s}));
+    TM_EW("Neg", F16, ((double[]){s, 1023 * s}), NULL, ((double[]){-s, -1023 * s}));
+    TM_EW("Add", F16, ((double[]){65504, 65504}), ((double[]){8, 16}),
+          ((double[]){65504, INFINITY}));
+    TM_EW("Exp", F16, ((double[]){12, -20}), NULL, ((double[]){INFINITY, 0}));
+    const double v = ldexp(1, -8);
+    TM_EW("Add", BF16, ((double[]){1, 1 + 2 * v}), ((double[]){v, v}),
+          ((double[]){1, 1 + 4 * v}));
+    TM_EW("Exp", BF16, ((double[]){12}), NULL, ((double[]){162816}));
+    TM_EW("Mul", BF16, ((double[]){ldexp(1, -126)}), ((double[]){0.5}),
+          ((double[]){ldexp(1, -127)}));
+}
+
+static void case_dtype_edges(void)
+{
+    tm_edges_int();
+    tm_edges_float();
+    tm_edges_half();
+}
+
 /* ---- refusals -------------------------------------------------------------- */
 
 static void case_refusals(void)
 {
     const pl_code U = PL_CODE_UNSUPPORTED;
-    ch_spec add_f64 = {.op = "Add", .n_in = 2, .in = {TD(PL_DTYPE_F64, 1, 4), TD(PL_DTYPE_F64, 1, 4)}};
-    ch_expect_refusal(&add_f64, U, "cpu: Add: unsupported dtype f64");
-    ch_spec add_u8 = {.op = "Add", .n_in = 2, .in = {TD(PL_DTYPE_U8, 1, 4), TD(PL_DTYPE_U8, 1, 4)}};
-    ch_expect_refusal(&add_u8, U, "cpu: Add: unsupported dtype u8");
-    ch_spec pow_f64 = {.op = "Pow", .n_in = 2, .in = {TD(PL_DTYPE_F64, 1, 4), T(1, 4)}};
-    ch_expect_refusal(&pow_f64, U, "cpu: Pow: unsupported dtype f64");
-    ch_spec pow_int = {.op = "Pow", .n_in = 2, .in = {TD(PL_DTYPE_I64, 1, 4), T(1, 4)}};
-    ch_expect_refusal(&pow_int, U, "cpu: Pow: unsupported dtype i64");
-    ch_spec pow_u8 = {.op = "Pow", .n_in = 2, .in = {T(1, 4), TD(PL_DTYPE_U8, 1, 4)}};
-    ch_expect_refusal(&pow_u8, U, "cpu: Pow: unsupported dtype u8");
-    ch_spec less_f16 = {.op = "Less", .n_in = 2, .in = {TD(PL_DTYPE_F16, 1, 4), TD(PL_DTYPE_F16, 1, 4)}};
-    ch_expect_refusal(&less_f16, U, "cpu: Less: unsupported dtype f16");
-    ch_spec sqrt_f64 = {.op = "Sqrt", .n_in = 1, .in = {TD(PL_DTYPE_F64, 1, 4)}};
-    ch_expect_refusal(&sqrt_f64, U, "cpu: Sqrt: unsupported dtype f64");
-    ch_spec abs_u8 = {.op = "Abs", .n_in = 1, .in = {TD(PL_DTYPE_U8, 1, 4)}};
-    ch_expect_refusal(&abs_u8, U, "cpu: Abs: unsupported dtype u8");
-    ch_spec clip_i64 = {.op = "Clip", .n_in = 1, .in = {TD(PL_DTYPE_I64, 1, 4)}};
-    ch_expect_refusal(&clip_i64, U, "cpu: Clip: unsupported dtype i64");
+    /* Dtypes ONNX does not define an op on are refused by the core's type
+     * inference before a module sees them (tests/opset). */
+    /* Not yet on f64: the normalisations and LogSoftmax (f16 is, via f32). */
+    ch_spec ln_f64 = {.op = "LayerNormalization", .opset = 17, .n_in = 2, .dtype = PL_DTYPE_F64,
+                      .in = {T(2, 3, 4), T(1, 4)}};
+    ch_expect_refusal(&ln_f64, U, "cpu: LayerNormalization: unsupported dtype f64");
     ch_spec mean_i64 = {.op = "ReduceMean", .opset = 11, .n_in = 1, .in = {TD(PL_DTYPE_I64, 2, 3, 4)}};
     ch_expect_refusal(&mean_i64, U, "cpu: ReduceMean: unsupported dtype i64");
     /* axes computed at run time (a shape of 1s keeps the output known) */
@@ -907,6 +1153,8 @@ static const struct {
     {"add_to", case_add_to},
     {"inplace", case_inplace},
     {"refusals", case_refusals},
+    {"activations", case_activations},
+    {"dtype_edges", case_dtype_edges},
 };
 
 int main(int argc, char **argv)
