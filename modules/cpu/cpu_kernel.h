@@ -169,8 +169,8 @@ typedef struct cpu_op_entry {
 pl_status *cpu_build_node(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
                           pl_kernel **out_kernel);
 
-/* dtype_wrap.c: f16 and bf16 computed in f32. True when NODE has an input
- * or output of either dtype. */
+/* dtype_wrap.c: f16 and bf16 computed in f32 (and MaxPool's i8 and u8,
+ * exactly). True when NODE has an input or output the wrapper takes. */
 bool cpu_wrap_wanted(const pl_node_desc *node);
 /* Builds E's f32 kernel for NODE with its f16/bf16 tensors taken as f32,
  * wrapped in a kernel that converts them at every run (inputs widened

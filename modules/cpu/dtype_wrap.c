@@ -9,6 +9,10 @@
  * result rounded once, which is what ONNX's reference computes too (it
  * runs f16 ops in f32 numpy and casts back).
  *
+ * The same wrapper runs MaxPool on i8 and u8 (opset 12 on): every 8-bit
+ * integer is an f32, and a maximum of them is one of them, so the f32
+ * kernel's result converts back exactly.
+ *
  * The buffers are whole tensors, taken from the host for the run: the
  * wrapped kernels are of every shape (convolutions, reductions, gathers),
  * and only a whole tensor serves them all. Builders that read a float
@@ -21,7 +25,7 @@
 #include "half.h"
 
 /* What a tensor of the node is to the wrapper. */
-enum { WRAP_KEEP = 0, WRAP_F16 = 1, WRAP_BF16 = 2 };
+enum { WRAP_KEEP = 0, WRAP_F16 = 1, WRAP_BF16 = 2, WRAP_I8 = 3, WRAP_U8 = 4 };
 
 typedef struct wrap_kernel {
     pl_kernel base;
@@ -29,28 +33,65 @@ typedef struct wrap_kernel {
     unsigned char kind[]; /* n_in inputs, then n_out outputs: WRAP_* */
 } wrap_kernel;
 
-static unsigned char wrap_kind(pl_dtype dt)
+/* How the wrapper takes a tensor of DT in a node of OP. */
+static unsigned char wrap_kind(const char *op, pl_dtype dt)
 {
     if (PL_DTYPE_EQ(dt, PL_DTYPE_F16))
         return WRAP_F16;
     if (PL_DTYPE_EQ(dt, PL_DTYPE_BF16))
         return WRAP_BF16;
+    bool exact = strcmp(op, "MaxPool") == 0;
+    if (exact && PL_DTYPE_EQ(dt, PL_DTYPE_I8))
+        return WRAP_I8;
+    if (exact && PL_DTYPE_EQ(dt, PL_DTYPE_U8))
+        return WRAP_U8;
     return WRAP_KEEP;
 }
-
-static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
-                               const pl_run_args *args);
 
 bool cpu_wrap_wanted(const pl_node_desc *node)
 {
     for (size_t i = 0; i < node->n_inputs; i++)
-        if (wrap_kind(node->inputs[i].dtype) != WRAP_KEEP)
+        if (wrap_kind(node->op, node->inputs[i].dtype) != WRAP_KEEP)
             return true;
     for (size_t o = 0; o < node->n_outputs; o++)
-        if (wrap_kind(node->outputs[o].dtype) != WRAP_KEEP)
+        if (wrap_kind(node->op, node->outputs[o].dtype) != WRAP_KEEP)
             return true;
     return false;
 }
+
+/* N elements of SRC, of KIND, as f32 in DST. */
+static void wrap_widen(unsigned char kind, const void *src, float *dst, size_t n)
+{
+    if (kind == WRAP_I8)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const int8_t *)src)[i];
+    else if (kind == WRAP_U8)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint8_t *)src)[i];
+    else
+        cpu_half_widen(src, dst, n, kind == WRAP_F16);
+}
+
+/* N floats of SRC into DST of KIND (ADD: added to DST's values); 8-bit
+ * integers wrap as integer sums do. */
+static void wrap_narrow(unsigned char kind, const float *src, void *dst, size_t n, int add)
+{
+    if (kind == WRAP_I8)
+        for (size_t i = 0; i < n; i++) {
+            int8_t *d = (int8_t *)dst + i;
+            *d = (int8_t)(uint8_t)((add ? (unsigned)*d : 0u) + (unsigned)(int)src[i]);
+        }
+    else if (kind == WRAP_U8)
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *d = (uint8_t *)dst + i;
+            *d = (uint8_t)((add ? *d : 0u) + (unsigned)(int)src[i]);
+        }
+    else
+        cpu_half_narrow(src, dst, n, kind == WRAP_F16, add);
+}
+
+static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
+                               const pl_run_args *args);
 
 pl_status *cpu_wrap_build(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
                           pl_kernel **out_kernel)
@@ -68,7 +109,7 @@ pl_status *cpu_wrap_build(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_no
         memcpy(t, node->inputs, node->n_inputs * sizeof *t);
     memcpy(t + node->n_inputs, node->outputs, node->n_outputs * sizeof *t);
     for (size_t i = 0; i < n; i++) {
-        w->kind[i] = wrap_kind(t[i].dtype);
+        w->kind[i] = wrap_kind(node->op, t[i].dtype);
         if (w->kind[i] != WRAP_KEEP)
             t[i].dtype = PL_DTYPE_F32;
     }
@@ -151,8 +192,8 @@ static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
             continue;
         size_t bytes = 0;
         wrap_bytes(&ins[i], &bytes);
-        cpu_half_widen(wrap_data(&args->inputs[i]), (float *)(void *)next,
-                       cpu_elements(ins[i].shape, ins[i].ndim), kind == WRAP_F16);
+        wrap_widen(kind, wrap_data(&args->inputs[i]), (float *)(void *)next,
+                   cpu_elements(ins[i].shape, ins[i].ndim));
         ins[i].data = next;
         ins[i].byte_offset = 0;
         ins[i].dtype = PL_DTYPE_F32;
@@ -184,9 +225,8 @@ static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
         pl_output_request req = args->requests[o];
         if (kind == WRAP_KEEP || outs[o].data == args->outputs[o].data || req == PL_REQ_NULL)
             continue;
-        cpu_half_narrow(outs[o].data, wrap_data(&args->outputs[o]),
-                        cpu_elements(outs[o].shape, outs[o].ndim), kind == WRAP_F16,
-                        req == PL_REQ_ADD_TO);
+        wrap_narrow(kind, outs[o].data, wrap_data(&args->outputs[o]),
+                    cpu_elements(outs[o].shape, outs[o].ndim), req == PL_REQ_ADD_TO);
     }
     cpu_host->host_free(ctx->host_ctx, block);
     return st;
