@@ -205,6 +205,10 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node,
  * trailing dims (opset < 13). */
 pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node,
                              pl_kernel **out_kernel);
+/* Softmax (LogSoftmax with TAKE_LOG) in double over W neighbouring columns of
+ * an [LEN, INNER] slice at X, into Y (ADD: added to it). */
+void cpu_softmax_cols_f64(const double *x, double *y, int64_t len, int64_t inner, int w,
+                          bool take_log, int add);
 /* movement.c: Reshape Flatten Identity (copies), Transpose, Concat. */
 pl_status *cpu_build_copy(pl_module_ctx *ctx, const pl_node_desc *node,
                           pl_kernel **out_kernel);

@@ -22,7 +22,7 @@ static const cpu_op_entry cpu_ops[] = {
     {"Tanh", cpu_build_unary, 1, 1, 1u, 0},
     {"MatMul", cpu_build_matmul, 2, 2, 3u, CPU_OP_F64},
     {"Gemm", cpu_build_gemm, 2, 3, 7u, CPU_OP_F64},
-    {"Softmax", cpu_build_softmax, 1, 1, 1u, 0},
+    {"Softmax", cpu_build_softmax, 1, 1, 1u, CPU_OP_F64},
     /* Reshape's second input is the i64 target shape, already folded into
      * the output's shape by the core's inference. */
     {"Reshape", cpu_build_copy, 2, 2, 1u, 0},

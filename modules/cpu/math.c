@@ -40,7 +40,7 @@ const cpu_op_entry cpu_ops_math[] = {
     {"Less", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Greater", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Where", math_build_broadcast, 3, 3, 0, MATH_ANY},
-    {"LogSoftmax", math_build_logsoftmax, 1, 1, 1u, 0},
+    {"LogSoftmax", math_build_logsoftmax, 1, 1, 1u, CPU_OP_F64},
     {"BatchNormalization", math_build_batchnorm, 5, 5, 0, MATH_MULTI},
     {"LayerNormalization", math_build_layernorm, 2, 3, 0, MATH_MULTI},
     {"InstanceNormalization", math_build_instancenorm, 3, 3, 7u, 0},

@@ -1,6 +1,8 @@
 /* math_norm.c — the cpu module's LogSoftmax and normalisation kernels:
  * BatchNormalization (inference), LayerNormalization (with its optional
- * Mean and InvStdDev outputs) and InstanceNormalization, all f32.
+ * Mean and InvStdDev outputs) and InstanceNormalization, all f32
+ * (LogSoftmax f64 too, in double; f16 and bf16 come as f32 through
+ * dtype_wrap.c).
  *
  * Each works on independent slices run on the host's pool: LogSoftmax on
  * the [L] columns of an [outer, L, inner] view (softmax.c's split: one dim
@@ -49,6 +51,7 @@ static size_t math_task_grain(size_t per_task, size_t grain)
 typedef struct math_lsm_kernel {
     pl_kernel base;
     int64_t outer, len, inner, tiles;
+    bool f64;               /* input and output are f64 (softmax.c's columns) */
 } math_lsm_kernel;
 
 typedef struct math_lsm_call {
@@ -111,7 +114,12 @@ static void math_lsm_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; t++) {
         int64_t o = (int64_t)t / k->tiles, j0 = ((int64_t)t % k->tiles) * MATH_LSM_TILE;
         int64_t base = o * k->len * k->inner + j0;
-        if (k->inner == 1) {
+        if (k->f64) {
+            int64_t w = k->inner - j0 < MATH_LSM_TILE ? k->inner - j0 : MATH_LSM_TILE;
+            cpu_softmax_cols_f64((const double *)(const void *)c->x + base,
+                                 (double *)(void *)c->y + base, k->len, k->inner, (int)w, true,
+                                 c->add);
+        } else if (k->inner == 1) {
             math_lsm_row(c->x + base, c->y + base, k->len, c->add);
         } else {
             int64_t w = k->inner - j0 < MATH_LSM_TILE ? k->inner - j0 : MATH_LSM_TILE;
@@ -161,6 +169,7 @@ pl_status *math_build_logsoftmax(pl_module_ctx *ctx, const pl_node_desc *node,
     }
     k->tiles = (k->len == 0 || k->inner == 0) ? 0
                                                : (k->inner + MATH_LSM_TILE - 1) / MATH_LSM_TILE;
+    k->f64 = PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64);
     k->base.n_reads = 1;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
     k->base.inplace_ok = true;

@@ -148,8 +148,10 @@ static void tm_split(const int64_t *dims, int r, int64_t axis, bool flatten, siz
     }
 }
 
+/* LogSoftmax, or Softmax (the same split and shift). */
 static void tm_ref_logsoftmax(const ch_spec *s, const ch_data *d, ch_ref *r)
 {
+    bool softmax = !strcmp(s->op, "Softmax");
     int rk = d->ndim[0];
     int opset = s->opset ? s->opset : 13;
     int64_t axis = ch_attr_i(s, "axis", opset >= 13 ? -1 : 1);
@@ -167,8 +169,8 @@ static void tm_ref_logsoftmax(const ch_spec *s, const ch_data *d, ch_ref *r)
                 sum += exp(ch_at(d, 0, base + l * inner) - max);
             for (size_t l = 0; l < len; l++) {
                 double x = ch_at(d, 0, base + l * inner);
-                r->v[0][base + l * inner] = x - max - log(sum);
-                r->mag[0][base + l * inner] = fabs(x) + fabs(max) + 1;
+                r->v[0][base + l * inner] = softmax ? exp(x - max) / sum : x - max - log(sum);
+                r->mag[0][base + l * inner] = softmax ? 1 : fabs(x) + fabs(max) + 1;
             }
         }
 }
@@ -322,7 +324,7 @@ static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
         !strcmp(op, "Pow") || !strcmp(op, "Equal") || !strcmp(op, "Less") ||
         !strcmp(op, "Greater") || !strcmp(op, "Where")) {
         tm_ref_broadcast(n, d, r);
-    } else if (!strcmp(op, "LogSoftmax")) {
+    } else if (!strcmp(op, "LogSoftmax") || !strcmp(op, "Softmax")) {
         tm_ref_logsoftmax(s, d, r);
     } else if (!strcmp(op, "BatchNormalization") || !strcmp(op, "InstanceNormalization")) {
         tm_ref_planes(s, d, r);
@@ -357,7 +359,7 @@ static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
 
 static double tm_rtol(const char *op)
 {
-    if (!strncmp(op, "Reduce", 6) || strstr(op, "Normalization") || !strcmp(op, "LogSoftmax"))
+    if (!strncmp(op, "Reduce", 6) || strstr(op, "Normalization") || strstr(op, "Softmax"))
         return 2e-5;
     return 2e-6;
 }
@@ -640,22 +642,39 @@ static const ch_spec tm_logsoftmax_specs[] = {
      .attrs = {AI("axis", -3)}, .n_attrs = 1},
 };
 
-/* SPECS again with every float tensor f16, then bf16 (computed in f32). */
-static void tm_check_half(const ch_spec *specs, size_t n)
+/* SPECS again with every float tensor of each of DTS (OP: another op). */
+static void tm_check_dts(const ch_spec *specs, size_t n, const pl_dtype *dts, size_t n_dts,
+                         const char *op)
 {
-    static const pl_dtype half[] = {{PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
-    for (size_t h = 0; h < CH_COUNT(half); h++)
+    for (size_t h = 0; h < n_dts; h++)
         for (size_t i = 0; i < n; i++) {
             ch_spec s = specs[i];
-            s.dtype = half[h];
+            s.dtype = dts[h];
+            s.op = op != NULL ? op : s.op;
             tm_check(&s);
         }
 }
 
+/* SPECS again with every float tensor f16, then bf16 (computed in f32). */
+static void tm_check_half(const ch_spec *specs, size_t n)
+{
+    tm_check_dts(specs, n, tm_float_dts + 1, 2, NULL);
+}
+
+/* LogSoftmax and Softmax on f32, f64 (in double), f16 and bf16. */
 static void case_LogSoftmax(void)
 {
     tm_check_all(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs));
-    tm_check_half(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs));
+    tm_check_dts(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs), tm_float_dts,
+                 CH_COUNT(tm_float_dts), NULL);
+}
+
+static void case_Softmax(void)
+{
+    static const pl_dtype all[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_FLOAT, 64, 1},
+                                   {PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
+    tm_check_dts(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs), all, CH_COUNT(all),
+                 "Softmax");
 }
 
 static const ch_spec tm_bn_specs[] = {
@@ -1010,6 +1029,9 @@ static void tm_edges_float(void)
                   .attrs = {AF("alpha", 0.1), AF("beta", 1e-13)}, .n_attrs = 2};
     const double *gmi[3] = {(double[]){10, 2e-11}, (double[]){1, 1}, (double[]){1}};
     tm_exact(&gm, gmi, (double[]){0.1 * (10 + 2e-11) + 1e-13}, NULL);
+    /* LogSoftmax in double: the same operations as the kernel's, so exact */
+    const double shift = 1e-9 + log(exp(0.0 - 1e-9) + exp(1e-9 - 1e-9));
+    TM_EW("LogSoftmax", F64, ((double[]){0, 1e-9}), NULL, ((double[]){0 - shift, 1e-9 - shift}));
     const pl_dtype all[] = {PL_DTYPE_F32, F64, PL_DTYPE_F16, PL_DTYPE_BF16};
     for (size_t i = 0; i < CH_COUNT(all); i++) {
         TM_EW("Add", all[i], ((double[]){INFINITY, INFINITY, NAN}), ((double[]){-INFINITY, 1, 1}),
@@ -1155,6 +1177,7 @@ static const struct {
     {"refusals", case_refusals},
     {"activations", case_activations},
     {"dtype_edges", case_dtype_edges},
+    {"Softmax", case_Softmax},
 };
 
 int main(int argc, char **argv)
