@@ -138,18 +138,9 @@ static inline int64_t mb_ipow(int64_t x, int64_t y)
     return (int64_t)r;
 }
 
-static inline int64_t mb_trunc_i64(double v)
-{
-    if (isnan(v))
-        return 0;
-    if (v >= 9223372036854775807.0)
-        return INT64_MAX;
-    return v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
-}
-
 #define MB_IS_INT(v) _Generic((v), float: 0, double: 0, default: 1)
 #define MB_POW_OF_INT(T)                                                                 \
-    (T)(MB_IS_INT(y) ? mb_ipow((int64_t)x, (int64_t)y) : mb_trunc_i64(pow((double)x, (double)y)))
+    (T)(MB_IS_INT(y) ? mb_ipow((int64_t)x, (int64_t)y) : math_trunc_i64(pow((double)x, (double)y)))
 /* Pow's inner loops for a base of T (suffix S) over every exponent type. */
 #define MB_POW_ALL(T, S, EXPR)                                                           \
     MB_INNER(mb_pow_##S##_f64, T, double, T, EXPR)                                       \

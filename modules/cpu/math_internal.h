@@ -7,6 +7,8 @@
 #ifndef PL_CPU_MATH_INTERNAL_H
 #define PL_CPU_MATH_INTERNAL_H
 
+#include <math.h>
+
 #include "cpu_kernel.h"
 
 /* Elements per parallel_for chunk, at least: enough to pay for a hand-off;
@@ -131,6 +133,17 @@ static inline void math_walk_advance(int ndim, const int64_t *dims, int n,
         idx[d] = 0;
         idx[d - 1]++;
     }
+}
+
+/* V truncated toward zero to int64, saturating, NaN giving 0: a float
+ * result stored in an integer dtype without C's undefined conversion. */
+static inline int64_t math_trunc_i64(double v)
+{
+    if (isnan(v))
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    return v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
 }
 
 /* ---- builders (each file's table entries) --------------------------------- */

@@ -1,5 +1,5 @@
-/* math_reduce.c — the cpu module's reductions: ReduceMean (f32, f64),
- * ReduceSum (f32, f64, i64, i32) and ReduceMax (those and i8, u8), over
+/* math_reduce.c — the cpu module's reductions: ReduceMean and ReduceSum
+ * (f32, f64, i64, i32) and ReduceMax (those and i8, u8), over
  * axes given as an attribute (older opsets) or as a constant optional
  * input (ReduceSum from opset 13, the others from 18), with keepdims (which changes only the output's shape,
  * inferred by the core) and noop_with_empty_axes.
@@ -165,8 +165,18 @@ static double mr_finish_f64(const mr_kernel *k, double v)
 }
 static int8_t mr_finish_i8(const mr_kernel *k, int8_t v) { (void)k; return v; }
 static uint8_t mr_finish_u8(const mr_kernel *k, uint8_t v) { (void)k; return v; }
-static int64_t mr_finish_i64(const mr_kernel *k, int64_t v) { (void)k; return v; }
-static int32_t mr_finish_i32(const mr_kernel *k, int32_t v) { (void)k; return v; }
+/* An integer Mean is the (wrapping) sum divided in integers, truncated
+ * toward zero as numpy's mean cast back to the type is; empty gives 0. */
+static int64_t mr_finish_i64(const mr_kernel *k, int64_t v)
+{
+    if (k->op != MR_MEAN)
+        return v;
+    return k->len ? v / k->len : 0;
+}
+static int32_t mr_finish_i32(const mr_kernel *k, int32_t v)
+{
+    return (int32_t)mr_finish_i64(k, v);
+}
 
 static float mr_sum_f32(const float *x, size_t n) { return math_sum_f32(x, n); }
 /* Plain running sums for the types math_sum_f32 does not cover. */
@@ -259,7 +269,8 @@ pl_status *math_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
     math_type t = math_type_of(x->dtype);
     bool int_ok = t == MATH_I64 || t == MATH_I32 ||
                   (op == MR_MAX && (t == MATH_I8 || t == MATH_U8));
-    if (!(t == MATH_F32 || t == MATH_F64 || (op != MR_MEAN && int_ok)))
+    if (!(t == MATH_F32 || t == MATH_F64 || int_ok) ||
+        (op == MR_MEAN && (t == MATH_I8 || t == MATH_U8)))
         return math_unsupported_dtype(node->op, x->dtype);
     if (!PL_DTYPE_EQ(o->dtype, x->dtype))
         return math_unsupported_dtype(node->op, o->dtype);
