@@ -152,7 +152,8 @@ typedef struct cpu_op_entry {
     size_t min_inputs;
     size_t max_inputs;      /* SIZE_MAX: any number */
     uint32_t float_inputs;  /* bit i: input i must be f32 (bit 31: and all
-                               later ones), or f64 with CPU_OP_F64 */
+                               later ones), or f64 with CPU_OP_F64, or
+                               i32/i64 with CPU_OP_INTS */
     uint32_t flags;         /* CPU_OP_* */
 } cpu_op_entry;
 
@@ -163,6 +164,8 @@ typedef struct cpu_op_entry {
 #define CPU_OP_MULTI_OUTPUT 2u
 /* The float inputs and output 0 may be f64 instead of f32, all of them. */
 #define CPU_OP_F64 4u
+/* The same with i32 or i64. */
+#define CPU_OP_INTS 8u
 
 /* Checks NODE against E (arity, dtypes unless CPU_OP_ANY_DTYPE, known
  * shapes) and runs E's builder: what get_kernel does once it found E. */

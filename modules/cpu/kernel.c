@@ -20,7 +20,7 @@ static const cpu_op_entry cpu_ops[] = {
     {"Relu", cpu_build_unary, 1, 1, 1u, 0},
     {"Sigmoid", cpu_build_unary, 1, 1, 1u, 0},
     {"Tanh", cpu_build_unary, 1, 1, 1u, 0},
-    {"MatMul", cpu_build_matmul, 2, 2, 3u, CPU_OP_F64},
+    {"MatMul", cpu_build_matmul, 2, 2, 3u, CPU_OP_F64 | CPU_OP_INTS},
     {"Gemm", cpu_build_gemm, 2, 3, 7u, CPU_OP_F64},
     {"Softmax", cpu_build_softmax, 1, 1, 1u, CPU_OP_F64},
     /* Reshape's second input is the i64 target shape, already folded into
@@ -248,10 +248,13 @@ static pl_status *cpu_check_node(const cpu_op_entry *e, const pl_node_desc *node
                 return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu shape not fully known", i);
         return NULL;
     }
-    /* The float dtype: f32, or f64 where the op takes it (output 0 says). */
-    pl_dtype fdt = PL_DTYPE_F32;
-    if ((e->flags & CPU_OP_F64) && PL_DTYPE_EQ(node->outputs[0].dtype, PL_DTYPE_F64))
-        fdt = PL_DTYPE_F64;
+    /* The float dtype: f32, or f64, i32 or i64 where the op takes it
+     * (output 0 says). */
+    pl_dtype fdt = PL_DTYPE_F32, odt = node->outputs[0].dtype;
+    if (((e->flags & CPU_OP_F64) && PL_DTYPE_EQ(odt, PL_DTYPE_F64)) ||
+        ((e->flags & CPU_OP_INTS) &&
+         (PL_DTYPE_EQ(odt, PL_DTYPE_I32) || PL_DTYPE_EQ(odt, PL_DTYPE_I64))))
+        fdt = odt;
     for (size_t i = 0; i < node->n_inputs; i++) {
         bool is_float = i < 31 ? (e->float_inputs >> i) & 1u : e->float_inputs >> 31;
         if (i >= e->min_inputs && cpu_input_absent(node, i))

@@ -1,5 +1,6 @@
 /* matmul.c — the cpu module's GEMM kernels, MatMul and Gemm, on the
- * module's own SGEMM (gemm.c), and on OpenBLAS's cblas_dgemm for f64.
+ * module's own SGEMM (gemm.c), on OpenBLAS's cblas_dgemm for f64, and
+ * (MatMul) on plain wrapping loops for i32 and i64.
  *
  * The parallelism is the host's: a run is cut into tasks, each one matrix
  * of the batch or a block of its rows or columns, and the tasks go to
@@ -36,6 +37,7 @@ typedef struct cpu_gemm_kernel {
     int trans_a, trans_b;   /* Gemm only */
     float alpha, beta;      /* beta: Gemm's coefficient of C */
     bool f64;               /* operands and output are f64 (cblas_dgemm) */
+    pl_parallel_fn int_chunk; /* MatMul of i32 or i64: its loop, else NULL */
     double alpha64, beta64; /* alpha and beta for f64 */
     int has_c;              /* Gemm: C is present and beta != 0 */
     int64_t c_row_stride;   /* Gemm: C's strides over [M,N] (0: broadcast) */
@@ -165,6 +167,34 @@ static void cpu_gemm_chunk_f64(void *arg, size_t begin, size_t end, int worker)
     }
 }
 
+/* MatMul of integers T (ONNX's i32 and i64): plain loops, wrapping (the
+ * products and sums computed in the unsigned UT). */
+#define CPU_GEMM_INT_CHUNK(NAME, T, UT)                                                  \
+    static void NAME(void *arg, size_t begin, size_t end, int worker)                    \
+    {                                                                                    \
+        (void)worker;                                                                    \
+        const cpu_gemm_call *c = arg;                                                    \
+        const cpu_gemm_kernel *k = c->k;                                                 \
+        const int64_t kk = k->k, ld = k->n;                                              \
+        cpu_gemm_task p;                                                                 \
+        for (size_t t = begin; t < end; t++) {                                           \
+            if (!cpu_gemm_task_of(k, t, &p))                                             \
+                continue;                                                                \
+            const T *a = (const T *)(const void *)c->a + p.off_a + p.row0 * kk;          \
+            const T *b = (const T *)(const void *)c->b + p.off_b + p.col0;               \
+            T *out = (T *)(void *)c->out + (p.entry * k->m + p.row0) * ld + p.col0;      \
+            for (int64_t r = 0; r < p.rows; r++)                                         \
+                for (int64_t j = 0; j < p.n; j++) {                                      \
+                    UT acc = c->add ? (UT)out[r * ld + j] : 0;                           \
+                    for (int64_t q = 0; q < kk; q++)                                     \
+                        acc += (UT)a[r * kk + q] * (UT)b[q * ld + j];                    \
+                    out[r * ld + j] = (T)acc;                                            \
+                }                                                                        \
+        }                                                                                \
+    }
+CPU_GEMM_INT_CHUNK(cpu_gemm_chunk_i32, int32_t, uint32_t)
+CPU_GEMM_INT_CHUNK(cpu_gemm_chunk_i64, int64_t, uint64_t)
+
 static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     const cpu_gemm_call *c = arg;
@@ -247,8 +277,9 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                        .out = out,
                        .add = req == PL_REQ_ADD_TO};
     size_t tasks = (size_t)(k->batch * k->blocks);
-    if (k->f64) {
-        cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk_f64, &c);
+    if (k->f64 || k->int_chunk != NULL) {
+        cpu_host->parallel_for(ctx->host_ctx, tasks, 1,
+                               k->f64 ? cpu_gemm_chunk_f64 : k->int_chunk, &c);
         return NULL;
     }
     if (ctx->blas_pool) {
@@ -282,8 +313,9 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     size_t bytes = 0;
     size_t head = (sizeof(cpu_gemm_kernel) + 63) & ~(size_t)63;
     size_t packed = 0;
-    bool f64 = PL_DTYPE_EQ(node->outputs[0].dtype, PL_DTYPE_F64);
-    if (b_shared && !f64 && !ctx->blas_pool && g != NULL && node->graph != NULL && kk > 0 &&
+    pl_dtype dt = node->outputs[0].dtype;
+    bool f64 = PL_DTYPE_EQ(dt, PL_DTYPE_F64), f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
+    if (b_shared && f32 && !ctx->blas_pool && g != NULL && node->graph != NULL && kk > 0 &&
         n > 0) {
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
@@ -294,8 +326,11 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
         ctx, head + packed * sizeof(float), node->op, cpu_gemm_run);
     if (k != NULL) {
         k->f64 = f64;
+        k->int_chunk = PL_DTYPE_EQ(dt, PL_DTYPE_I32)   ? cpu_gemm_chunk_i32
+                       : PL_DTYPE_EQ(dt, PL_DTYPE_I64) ? cpu_gemm_chunk_i64
+                                                       : NULL;
         k->alpha64 = 1.0;
-        k->base.epilogue_ok = !f64;
+        k->base.epilogue_ok = f32;
     }
     if (k == NULL || packed == 0)
         return k;

@@ -318,6 +318,60 @@ static void tm_ref_reduce(const ch_node *n, const ch_data *d, ch_ref *r)
         }
 }
 
+/* MatMul (numpy.matmul: 1-D operands promoted, batch dims broadcast) and
+ * Gemm (alpha op(A) op(B) + beta C); integers wrap. */
+static void tm_ref_matmul(const ch_node *n, const ch_data *d, ch_ref *r)
+{
+    const ch_spec *s = n->spec;
+    bool gemm = !strcmp(s->op, "Gemm"), is_f = ch_is_float(d->dt[0]);
+    int64_t ad[CH_MAX_RANK], bd[CH_MAX_RANK];
+    int ar = d->ndim[0], br = d->ndim[1];
+    memcpy(ad + (ar == 1), d->dims[0], sizeof(int64_t) * (size_t)ar);
+    memcpy(bd, d->dims[1], sizeof(int64_t) * (size_t)br);
+    if (ar == 1)
+        ad[0] = 1, ar = 2;
+    if (br == 1)
+        bd[1] = 1, br = 2;
+    bool ta = gemm && ch_attr_i(s, "transA", 0), tb = gemm && ch_attr_i(s, "transB", 0);
+    double alpha = gemm ? ch_attr_f(s, "alpha", 1.0) : 1, beta = ch_attr_f(s, "beta", 1.0);
+    int64_t m = ta ? ad[ar - 1] : ad[ar - 2], kk = ta ? ad[ar - 2] : ad[ar - 1];
+    int64_t nn = tb ? bd[br - 2] : bd[br - 1];
+    int rbatch = (ar > br ? ar : br) - 2;
+    int64_t bdims[CH_MAX_RANK], idx[CH_MAX_RANK];
+    for (int i = 0; i < rbatch; i++) {
+        int ia = i - (rbatch - (ar - 2)), ib = i - (rbatch - (br - 2));
+        int64_t x = ia >= 0 ? ad[ia] : 1, y = ib >= 0 ? bd[ib] : 1;
+        bdims[i] = x == 1 ? y : x;
+    }
+    size_t batch = ch_count(bdims, rbatch);
+    for (size_t e = 0; e < batch * (size_t)(m * nn); e++) {
+        size_t bi = e / (size_t)(m * nn);
+        int64_t i = (int64_t)(e % (size_t)(m * nn)) / nn, j = (int64_t)(e % (size_t)nn);
+        ch_unravel(bi, bdims, rbatch, idx);
+        size_t oa = ch_ravel_bcast(idx, rbatch, ad, ar - 2) * (size_t)(m * kk);
+        size_t ob = ch_ravel_bcast(idx, rbatch, bd, br - 2) * (size_t)(kk * nn);
+        double sum = 0, mag = 0;
+        uint64_t isum = 0;
+        for (int64_t q = 0; q < kk; q++) {
+            double a = ch_at(d, 0, oa + (size_t)(ta ? q * m + i : i * kk + q));
+            double b = ch_at(d, 1, ob + (size_t)(tb ? j * kk + q : q * nn + j));
+            sum += a * b;
+            mag += fabs(a * b);
+            isum += (uint64_t)(int64_t)a * (uint64_t)(int64_t)b;
+        }
+        double v = is_f ? alpha * sum : tm_wrap(d->dt[0], (int64_t)isum);
+        mag *= fabs(alpha);
+        if (gemm && d->x[2] != NULL) {
+            int64_t cidx[2] = {i, j};
+            double cv = beta * ch_at(d, 2, ch_ravel_bcast(cidx, 2, d->dims[2], d->ndim[2]));
+            v += cv;
+            mag += fabs(cv);
+        }
+        r->v[0][e] = v;
+        r->mag[0][e] = mag + fabs(v);
+    }
+}
+
 static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
 {
     const ch_spec *s = n->spec;
@@ -326,6 +380,8 @@ static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
         !strcmp(op, "Pow") || !strcmp(op, "Equal") || !strcmp(op, "Less") ||
         !strcmp(op, "Greater") || !strcmp(op, "Where")) {
         tm_ref_broadcast(n, d, r);
+    } else if (!strcmp(op, "MatMul") || !strcmp(op, "Gemm")) {
+        tm_ref_matmul(n, d, r);
     } else if (!strcmp(op, "LogSoftmax") || !strcmp(op, "Softmax")) {
         tm_ref_logsoftmax(s, d, r);
     } else if (!strcmp(op, "BatchNormalization") || !strcmp(op, "InstanceNormalization")) {
@@ -361,7 +417,8 @@ static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
 
 static double tm_rtol(const char *op)
 {
-    if (!strncmp(op, "Reduce", 6) || strstr(op, "Normalization") || strstr(op, "Softmax"))
+    if (!strncmp(op, "Reduce", 6) || strstr(op, "Normalization") || strstr(op, "Softmax") ||
+        !strcmp(op, "MatMul") || !strcmp(op, "Gemm"))
         return 2e-5;
     return 2e-6;
 }
@@ -669,6 +726,47 @@ static void case_LogSoftmax(void)
     tm_check_all(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs));
     tm_check_dts(tm_logsoftmax_specs, CH_COUNT(tm_logsoftmax_specs), tm_float_dts,
                  CH_COUNT(tm_float_dts), NULL);
+}
+
+/* MatMul on f64 (cblas_dgemm), i32 and i64 (wrapping loops), f16 and
+ * bf16 (f32); Gemm on f64, f16 and bf16. f32 is tests/cpu_kernels'. */
+static void case_MatMul_dtypes(void)
+{
+    static const ch_in shapes[][2] = {
+        {T(2, 3, 4), T(2, 4, 5)},       {T(1, 4), T(2, 4, 5)},        {T(2, 3, 4), T(1, 4)},
+        {T(1, 7), T(1, 7)},             {T(3, 2, 3, 4), T(2, 4, 5)},  {T(3, 2, 3, 4), T(3, 2, 4, 5)},
+        {T(4, 2, 1, 3, 4), T(3, 3, 4, 6)}, {T(2, 70, 33), T(2, 33, 90)}, {T(2, 3, 0), T(2, 0, 5)},
+        {T(3, 2, 0, 4), T(2, 4, 5)},
+    };
+    static const pl_dtype dts[] = {{PL_TYPE_FLOAT, 64, 1}, {PL_TYPE_INT, 32, 1},
+                                   {PL_TYPE_INT, 64, 1},   {PL_TYPE_FLOAT, 16, 1},
+                                   {PL_TYPE_BFLOAT, 16, 1}};
+    for (size_t t = 0; t < CH_COUNT(dts); t++) {
+        for (size_t i = 0; i < CH_COUNT(shapes); i++) {
+            ch_spec s = {.op = "MatMul", .n_in = 2, .dtype = dts[t],
+                         .in = {shapes[i][0], shapes[i][1]}};
+            tm_check(&s);
+            if (i == 0)
+                tm_check_req(&s, PL_REQ_ADD_TO);
+        }
+        if (t == 1 || t == 2)
+            continue;
+        const ch_spec gemms[] = {
+            {.op = "Gemm", .n_in = 3, .in = {T(2, 3, 4), T(2, 4, 5), T(1, 5)}},
+            {.op = "Gemm", .n_in = 3, .in = {T(2, 4, 3), T(2, 5, 4), T(2, 3, 1)},
+             .attrs = {AI("transA", 1), AI("transB", 1), AF("alpha", 0.5), AF("beta", -2)},
+             .n_attrs = 4},
+            {.op = "Gemm", .n_in = 2, .in = {T(2, 64, 100), T(2, 100, 70)}},
+            {.op = "Gemm", .n_in = 3, .in = {T(2, 3, 4), T(2, 4, 5), T0},
+             .attrs = {AF("beta", 0)}, .n_attrs = 1},
+        };
+        for (size_t i = 0; i < CH_COUNT(gemms); i++) {
+            ch_spec s = gemms[i];
+            s.dtype = dts[t];
+            tm_check(&s);
+            tm_check_req(&s, PL_REQ_ADD_TO);
+        }
+    }
 }
 
 static void case_Softmax(void)
@@ -1181,6 +1279,7 @@ static const struct {
     {"activations", case_activations},
     {"dtype_edges", case_dtype_edges},
     {"Softmax", case_Softmax},
+    {"MatMul_dtypes", case_MatMul_dtypes},
 };
 
 int main(int argc, char **argv)
