@@ -74,7 +74,7 @@ struct pl_kernel {
     size_t workspace_bytes; /* asked of the core; handed to every run */
     bool epilogue_ok;    /* the kernel applies `epilogue` (its builder says) */
     cpu_epilogue epilogue; /* set by kernel_fuse, before the first run */
-    pl_kernel *inner;    /* a kernel this one wraps (dtype_wrap.c), released
+    pl_kernel *inner[2]; /* kernels this one wraps (dtype_wrap.c), released
                             with it; NULL for most */
 };
 

@@ -477,7 +477,8 @@ int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *n
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
 {
     if (ctx != NULL && kernel != NULL) {
-        cpu_kernel_release(ctx, kernel->inner);
+        cpu_kernel_release(ctx, kernel->inner[0]);
+        cpu_kernel_release(ctx, kernel->inner[1]);
         cpu_host->host_free(ctx->host_ctx, kernel);
     }
 }

@@ -491,6 +491,18 @@ static void case_activations(void)
     tm_check_unary("Relu", true);
     tm_check_unary("Sigmoid", false);
     tm_check_unary("Tanh", false);
+    /* f16 and bf16 unary ops run tile by tile: every request, on tensors of
+     * many tiles and a short last one */
+    static const char *const ops[] = {"Relu", "Exp", "Sqrt", "Clip"};
+    for (size_t o = 0; o < CH_COUNT(ops); o++)
+        for (size_t h = 1; h < CH_COUNT(tm_float_dts); h++) {
+            ch_spec s = {.op = ops[o], .n_in = 1, .dtype = tm_float_dts[h],
+                         .in = {T(2, 517, 311)}};
+            tm_check_req(&s, PL_REQ_ADD_TO);
+            tm_check_req(&s, PL_REQ_INPLACE);
+            s.in[0] = (ch_in)T(1, 1024); /* exactly one tile */
+            tm_check_req(&s, PL_REQ_WRITE);
+        }
 }
 static void case_Reciprocal(void) { tm_check_unary("Reciprocal", false); }
 static void case_Erf(void) { tm_check_unary("Erf", false); }
