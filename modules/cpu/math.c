@@ -43,7 +43,7 @@ const cpu_op_entry cpu_ops_math[] = {
     {"LogSoftmax", math_build_logsoftmax, 1, 1, 1u, CPU_OP_F64},
     {"BatchNormalization", math_build_batchnorm, 5, 5, 0, MATH_MULTI},
     {"LayerNormalization", math_build_layernorm, 2, 3, 0, MATH_MULTI},
-    {"InstanceNormalization", math_build_instancenorm, 3, 3, 7u, 0},
+    {"InstanceNormalization", math_build_instancenorm, 3, 3, 7u, CPU_OP_F64},
     /* axes: an attribute, or an optional input (ReduceSum from opset 13,
      * the others from 18). */
     {"ReduceMean", math_build_reduce, 1, 2, 0, MATH_ANY},

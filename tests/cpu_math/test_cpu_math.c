@@ -726,12 +726,6 @@ static void tm_check_dts(const ch_spec *specs, size_t n, const pl_dtype *dts, si
         }
 }
 
-/* SPECS again with every float tensor f16, then bf16 (computed in f32). */
-static void tm_check_half(const ch_spec *specs, size_t n)
-{
-    tm_check_dts(specs, n, tm_float_dts + 1, 2, NULL);
-}
-
 /* LogSoftmax and Softmax on f32, f64 (in double), f16 and bf16. */
 static void case_LogSoftmax(void)
 {
@@ -808,7 +802,7 @@ static const ch_spec tm_bn_specs[] = {
 static void case_BatchNormalization(void)
 {
     tm_check_all(tm_bn_specs, CH_COUNT(tm_bn_specs));
-    tm_check_half(tm_bn_specs, CH_COUNT(tm_bn_specs));
+    tm_check_dts(tm_bn_specs, CH_COUNT(tm_bn_specs), tm_float_dts, CH_COUNT(tm_float_dts), NULL);
 }
 
 static const ch_spec tm_ln_specs[] = {
@@ -837,7 +831,7 @@ static const ch_spec tm_ln_specs[] = {
 static void case_LayerNormalization(void)
 {
     tm_check_all(tm_ln_specs, CH_COUNT(tm_ln_specs));
-    tm_check_half(tm_ln_specs, CH_COUNT(tm_ln_specs));
+    tm_check_dts(tm_ln_specs, CH_COUNT(tm_ln_specs), tm_float_dts, CH_COUNT(tm_float_dts), NULL);
 }
 
 static const ch_spec tm_in_specs[] = {
@@ -851,7 +845,7 @@ static const ch_spec tm_in_specs[] = {
 static void case_InstanceNormalization(void)
 {
     tm_check_all(tm_in_specs, CH_COUNT(tm_in_specs));
-    tm_check_half(tm_in_specs, CH_COUNT(tm_in_specs));
+    tm_check_dts(tm_in_specs, CH_COUNT(tm_in_specs), tm_float_dts, CH_COUNT(tm_float_dts), NULL);
 }
 
 /* ---- reductions ------------------------------------------------------------ */
@@ -1144,6 +1138,17 @@ static void tm_edges_float(void)
     /* LogSoftmax in double: the same operations as the kernel's, so exact */
     const double shift = 1e-9 + log(exp(0.0 - 1e-9) + exp(1e-9 - 1e-9));
     TM_EW("LogSoftmax", F64, ((double[]){0, 1e-9}), NULL, ((double[]){0 - shift, 1e-9 - shift}));
+    /* LayerNormalization in double, the kernel's order of operations */
+    ch_spec ln = {.op = "LayerNormalization", .opset = 17, .n_in = 2, .dtype = F64,
+                  .in = {T(1, 3), T(1, 3)}};
+    const double lx[3] = {1, 2, 4 + 1e-9}, ls[3] = {1, 0.5, 3};
+    double mean = (lx[0] + lx[1] + lx[2]) / 3, var = 0, lw[3];
+    for (int i = 0; i < 3; i++)
+        var += (lx[i] - mean) * (lx[i] - mean);
+    double inv = 1 / sqrt(var / 3 + (double)1e-5);
+    for (int i = 0; i < 3; i++)
+        lw[i] = (lx[i] - mean) * inv * ls[i];
+    tm_exact(&ln, (const double *[]){lx, ls}, lw, NULL);
     const pl_dtype all[] = {PL_DTYPE_F32, F64, PL_DTYPE_F16, PL_DTYPE_BF16};
     for (size_t i = 0; i < CH_COUNT(all); i++) {
         TM_EW("Add", all[i], ((double[]){INFINITY, INFINITY, NAN}), ((double[]){-INFINITY, 1, 1}),
@@ -1193,10 +1198,11 @@ static void case_refusals(void)
     const pl_code U = PL_CODE_UNSUPPORTED;
     /* Dtypes ONNX does not define an op on are refused by the core's type
      * inference before a module sees them (tests/opset). */
-    /* Not yet on f64: the normalisations and LogSoftmax (f16 is, via f32). */
-    ch_spec ln_f64 = {.op = "LayerNormalization", .opset = 17, .n_in = 2, .dtype = PL_DTYPE_F64,
-                      .in = {T(2, 3, 4), T(1, 4)}};
-    ch_expect_refusal(&ln_f64, U, "cpu: LayerNormalization: unsupported dtype f64");
+    /* BatchNormalization with X f64 and scale f32 (ONNX's T and T1 may
+     * differ): one dtype for all is supported */
+    ch_spec bn_mixed = {.op = "BatchNormalization", .opset = 15, .n_in = 5,
+                        .in = {TD(PL_DTYPE_F64, 3, 2, 3, 4), T(1, 3), T(1, 3), T(1, 3), T(1, 3)}};
+    ch_expect_refusal(&bn_mixed, U, "cpu: BatchNormalization: unsupported dtype f32");
     /* ReduceMean takes i32 and i64 (truncating), not the 8-bit ones */
     ch_spec mean_i8 = {.op = "ReduceMean", .opset = 11, .n_in = 1, .in = {TD(PL_DTYPE_I8, 2, 3, 4)}};
     ch_expect_refusal(&mean_i8, U, "cpu: ReduceMean: unsupported dtype i8");
