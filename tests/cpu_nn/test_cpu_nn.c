@@ -1089,7 +1089,75 @@ static void tn_check_dtype(const char *op, int ci, const tn_case *c, pl_dtype dt
     tn_node_free(&nd);
 }
 
-/* Every case of every op on f16 and bf16, and MaxPool on i8 and u8. */
+/* Case C of OP on f64: computed in double, so within 1e-12 of the
+ * reference (in double too) on the same values, indices equal. */
+static void tn_check_f64(const char *op, int ci, const tn_case *c)
+{
+    tn_node n;
+    tn_dtype = PL_DTYPE_F64;
+    tn_node_build(op, c, &n);
+    tn_dtype = PL_DTYPE_F32;
+    size_t ws = 0;
+    pl_kernel *k = tn_kernel(&n, &ws);
+    float *in[3] = {0};
+    double *in64[3] = {0};
+    pl_tensor ins[3];
+    for (size_t i = 0; i < n.n_in; i++) {
+        size_t cnt = tn_elements(&n.in[i]);
+        in[i] = malloc((cnt + 1) * sizeof(float));
+        in64[i] = malloc((cnt + 1) * sizeof(double));
+        CHECK(in[i] != NULL && in64[i] != NULL, "out of memory");
+        for (size_t j = 0; j < cnt; j++)
+            in64[i][j] = in[i][j] = tn_random();
+        ins[i] = n.in[i];
+        ins[i].data = in64[i];
+    }
+    size_t count = tn_elements(&n.out[0]);
+    double *ref = malloc((count + 1) * sizeof *ref), *scale = malloc((count + 1) * sizeof *scale);
+    double *out = malloc((count + 1) * sizeof *out);
+    int64_t *ind_ref = malloc((count + 1) * sizeof *ind_ref), *ind = malloc((count + 1) * 8);
+    CHECK(ref && scale && out && ind_ref && ind, "out of memory");
+    if (strcmp(op, "Conv") == 0)
+        tn_ref_conv(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
+    else if (strncmp(op, "Global", 6) == 0)
+        tn_ref_global(&n, in[0], ref, scale);
+    else
+        tn_ref_pool(&n, in[0], ref, scale, ind_ref);
+    pl_tensor outs[2] = {n.out[0], n.out[1]};
+    outs[0].data = out;
+    outs[1].data = ind;
+    for (int add = 0; add < 2; add++) {
+        for (size_t i = 0; i < count; i++)
+            out[i] = add ? 0.25 * (double)i : NAN;
+        pl_output_request reqs[2] = {add ? PL_REQ_ADD_TO : PL_REQ_WRITE,
+                                     add ? PL_REQ_NULL : PL_REQ_WRITE};
+        CHECK_OK(tn_run(k, n.n_in, ins, n.n_out, outs, reqs, ws));
+        for (size_t i = 0; i < count; i++) {
+            double want = ref[i] + (add ? 0.25 * (double)i : 0.0);
+            CHECK(fabs(out[i] - want) <= 1e-12 * (scale[i] + fabs(want)),
+                  "%s case %d (f64, %s): element %zu is %.17g, expected %.17g", op, ci,
+                  add ? "add_to" : "write", i, out[i], want);
+        }
+        if (c->indices && !add)
+            for (size_t i = 0; i < count; i++)
+                CHECK(ind[i] == ind_ref[i], "%s case %d (f64): index %zu is %lld, expected %lld",
+                      op, ci, i, (long long)ind[i], (long long)ind_ref[i]);
+    }
+    tn_mod->api.kernel_release(tn_mod->ctx, k);
+    for (size_t i = 0; i < n.n_in; i++) {
+        free(in[i]);
+        free(in64[i]);
+    }
+    free(ref);
+    free(scale);
+    free(out);
+    free(ind_ref);
+    free(ind);
+    tn_node_free(&n);
+}
+
+/* Every case of every op on f16 and bf16 (and, but ConvTranspose, on
+ * f64), and MaxPool on i8 and u8. */
 static void case_dtypes(void)
 {
     static const pl_dtype half[] = {{PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
@@ -1107,9 +1175,12 @@ static void case_dtypes(void)
         {"GlobalMaxPool", tn_global_cases, TN_COUNT(tn_global_cases)},
     };
     for (size_t s = 0; s < TN_COUNT(sets); s++)
-        for (size_t i = 0; i < sets[s].n; i++)
+        for (size_t i = 0; i < sets[s].n; i++) {
             for (size_t h = 0; h < TN_COUNT(half); h++)
                 tn_check_dtype(sets[s].op, (int)i, &sets[s].cases[i], half[h]);
+            if (strcmp(sets[s].op, "ConvTranspose") != 0)
+                tn_check_f64(sets[s].op, (int)i, &sets[s].cases[i]);
+        }
     for (size_t i = 0; i < TN_COUNT(tn_maxpool_cases); i++)
         for (size_t b = 0; b < TN_COUNT(bytes); b++) {
             tn_case c = tn_maxpool_cases[i];
