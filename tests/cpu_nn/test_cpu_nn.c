@@ -550,6 +550,22 @@ static void tn_compare(const char *op, int ci, const char *what, const float *go
     }
 }
 
+/* The reference of node N (its op's loop) on inputs IN. */
+static void tn_reference(const tn_node *n, float *const *in, double *ref, double *scale,
+                         int64_t *ind)
+{
+    const char *op = n->op;
+    const float *b = n->c->bias ? in[2] : NULL;
+    if (strcmp(op, "Conv") == 0)
+        tn_ref_conv(n, in[0], in[1], b, ref, scale);
+    else if (strcmp(op, "ConvTranspose") == 0)
+        tn_ref_conv_transpose(n, in[0], in[1], b, ref, scale);
+    else if (strncmp(op, "Global", 6) == 0)
+        tn_ref_global(n, in[0], ref, scale);
+    else
+        tn_ref_pool(n, in[0], ref, scale, ind);
+}
+
 /* Runs case C of OP with each request and compares with its reference. */
 static void tn_check(const char *op, int ci, const tn_case *c)
 {
@@ -574,14 +590,7 @@ static void tn_check(const char *op, int ci, const tn_case *c)
     float *out = malloc((count + 16) * sizeof *out), *before = malloc(count * sizeof *before);
     int64_t *ind = malloc(count * sizeof *ind);
     CHECK(ref && scale && ind_ref && out && before && ind, "out of memory");
-    if (strcmp(op, "Conv") == 0)
-        tn_ref_conv(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
-    else if (strcmp(op, "ConvTranspose") == 0)
-        tn_ref_conv_transpose(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
-    else if (strncmp(op, "Global", 6) == 0)
-        tn_ref_global(&n, in[0], ref, scale);
-    else
-        tn_ref_pool(&n, in[0], ref, scale, ind_ref);
+    tn_reference(&n, in, ref, scale, ind_ref);
 
     pl_tensor outs[2] = {n.out[0], n.out[1]};
     outs[0].data = out;
@@ -1076,15 +1085,10 @@ static void tn_check_dtype(const char *op, int ci, const tn_case *c, pl_dtype dt
     }
     tn_mod->api.kernel_release(tn_mod->ctx, k32);
     tn_mod->api.kernel_release(tn_mod->ctx, kd);
-    for (size_t i = 0; i < n32.n_in; i++) {
-        free(in32[i]);
-        free(ind[i]);
-    }
-    free(out32);
-    free(outd);
-    free(before);
-    free(idx32);
-    free(idxd);
+    void *bufs[] = {in32[0], in32[1], in32[2], ind[0], ind[1], ind[2],
+                    out32,   outd,    before,  idx32,  idxd};
+    for (size_t i = 0; i < TN_COUNT(bufs); i++)
+        free(bufs[i]);
     tn_node_free(&n32);
     tn_node_free(&nd);
 }
@@ -1117,12 +1121,7 @@ static void tn_check_f64(const char *op, int ci, const tn_case *c)
     double *out = malloc((count + 1) * sizeof *out);
     int64_t *ind_ref = malloc((count + 1) * sizeof *ind_ref), *ind = malloc((count + 1) * 8);
     CHECK(ref && scale && out && ind_ref && ind, "out of memory");
-    if (strcmp(op, "Conv") == 0)
-        tn_ref_conv(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
-    else if (strncmp(op, "Global", 6) == 0)
-        tn_ref_global(&n, in[0], ref, scale);
-    else
-        tn_ref_pool(&n, in[0], ref, scale, ind_ref);
+    tn_reference(&n, in, ref, scale, ind_ref);
     pl_tensor outs[2] = {n.out[0], n.out[1]};
     outs[0].data = out;
     outs[1].data = ind;
@@ -1144,15 +1143,10 @@ static void tn_check_f64(const char *op, int ci, const tn_case *c)
                       op, ci, i, (long long)ind[i], (long long)ind_ref[i]);
     }
     tn_mod->api.kernel_release(tn_mod->ctx, k);
-    for (size_t i = 0; i < n.n_in; i++) {
-        free(in[i]);
-        free(in64[i]);
-    }
-    free(ref);
-    free(scale);
-    free(out);
-    free(ind_ref);
-    free(ind);
+    void *bufs[] = {in[0], in[1], in[2], in64[0], in64[1], in64[2], ref, scale, out, ind_ref,
+                    ind};
+    for (size_t i = 0; i < TN_COUNT(bufs); i++)
+        free(bufs[i]);
     tn_node_free(&n);
 }
 
