@@ -35,7 +35,7 @@
 
 const cpu_op_entry cpu_ops_nn[] = {
     {"Conv", nn_build_conv, 2, 3, 7u, CPU_OP_F64},
-    {"ConvTranspose", nn_build_conv_transpose, 2, 3, 7u, 0},
+    {"ConvTranspose", nn_build_conv_transpose, 2, 3, 7u, CPU_OP_F64},
     {"MaxPool", nn_build_pool, 1, 1, 1u, CPU_OP_MULTI_OUTPUT | CPU_OP_F64},
     {"AveragePool", nn_build_pool, 1, 1, 1u, CPU_OP_F64},
     {"GlobalAveragePool", nn_build_global_pool, 1, 1, 1u, CPU_OP_F64},
@@ -852,6 +852,8 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
                              (long long)w.out[d], d);
     }
     NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
+    if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64))
+        return nn_build_f64(ctx, node, &w, group, false, out_kernel);
 
     nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w, 0);
     if (k == NULL)

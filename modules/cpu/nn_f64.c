@@ -1,6 +1,6 @@
 /* nn_f64.c — the cpu module's convolution and pooling on f64: Conv,
- * MaxPool (with Indices), AveragePool, GlobalAveragePool and GlobalMaxPool
- * computed in double. The f32 builders (nn.c, nn_pool.c) read and check
+ * ConvTranspose, MaxPool (with Indices), AveragePool, GlobalAveragePool
+ * and GlobalMaxPool computed in double. The f32 builders (nn.c, nn_pool.c) read and check
  * the node (the window, groups, pads, the output's shape) and hand an f64
  * node here with the window they read.
  *
@@ -15,7 +15,9 @@
 
 #include "nn_window.h"
 
-typedef enum nn64_kind { NN64_CONV, NN64_MAX, NN64_AVG, NN64_GMAX, NN64_GAVG } nn64_kind;
+typedef enum nn64_kind {
+    NN64_CONV, NN64_CONVT, NN64_MAX, NN64_AVG, NN64_GMAX, NN64_GAVG
+} nn64_kind;
 
 typedef struct nn64_kernel {
     pl_kernel base;
@@ -35,8 +37,10 @@ typedef struct nn64_call {
 } nn64_call;
 
 /* The input offset, within a plane, of tap T of output O (flat indices of
- * the output and kernel grids), or -1 when the tap is in the padding. */
-static int64_t nn64_tap(const nn_window *w, int64_t o, int64_t t)
+ * the output and kernel grids), or -1 when the tap is in the padding. For
+ * ConvTranspose (TRANSPOSE), the input whose tap T lands on O: output
+ * o = i * stride + t * dilation - pad, so i when that divides exactly. */
+static int64_t nn64_tap(const nn_window *w, int64_t o, int64_t t, bool transpose)
 {
     int64_t off = 0, step = 1;
     for (int d = w->nsp - 1; d >= 0; d--) {
@@ -44,6 +48,10 @@ static int64_t nn64_tap(const nn_window *w, int64_t o, int64_t t)
         o /= w->out[d];
         t /= w->kernel[d];
         int64_t i = od * w->stride[d] - w->pad_begin[d] + td * w->dilation[d];
+        if (transpose) {
+            int64_t num = od + w->pad_begin[d] - td * w->dilation[d];
+            i = num >= 0 && num % w->stride[d] == 0 ? num / w->stride[d] : -1;
+        }
         if (i < 0 || i >= w->in[d])
             return -1;
         off += i * step;
@@ -63,16 +71,19 @@ static double nn64_count(const nn64_kernel *k, int64_t o)
     return n;
 }
 
+/* Output O of channel M of batch entry N: W is [M, C/group, k...] for
+ * Conv, [C, M/group, k...] for ConvTranspose. */
 static double nn64_conv_at(const nn64_call *c, int64_t n, int64_t m, int64_t o)
 {
     const nn64_kernel *k = c->k;
-    const int64_t cg = k->c / k->group, g = m / (k->m / k->group);
+    const bool tr = k->kind == NN64_CONVT;
+    const int64_t cg = k->c / k->group, mg = k->m / k->group, g = m / mg;
     double acc = k->bias ? c->b[m] : 0.0;
     for (int64_t ci = 0; ci < cg; ci++) {
         const double *x = c->x + (n * k->c + g * cg + ci) * k->in_plane;
-        const double *wt = c->wt + (m * cg + ci) * k->ksize;
+        const double *wt = c->wt + (tr ? (g * cg + ci) * mg + m % mg : m * cg + ci) * k->ksize;
         for (int64_t t = 0; t < k->ksize; t++) {
-            int64_t at = nn64_tap(&k->w, o, t);
+            int64_t at = nn64_tap(&k->w, o, t, tr);
             if (at >= 0)
                 acc += x[at] * wt[t];
         }
@@ -88,7 +99,7 @@ static double nn64_pool_at(const nn64_call *c, int64_t p, int64_t o, int64_t *ar
     double acc = k->kind == NN64_MAX ? -INFINITY : 0.0;
     *arg = -1;
     for (int64_t t = 0; t < k->ksize; t++) {
-        int64_t at = nn64_tap(&k->w, o, t);
+        int64_t at = nn64_tap(&k->w, o, t, false);
         if (at < 0)
             continue;
         if (k->kind == NN64_AVG)
@@ -108,7 +119,7 @@ static void nn64_chunk(void *arg, size_t begin, size_t end, int worker)
         for (int64_t o = 0; o < k->out_plane; o++) {
             int64_t at = -1;
             double v;
-            if (k->kind == NN64_CONV) {
+            if (k->kind == NN64_CONV || k->kind == NN64_CONVT) {
                 v = nn64_conv_at(c, (int64_t)p / k->m, (int64_t)p % k->m, o);
             } else if (k->kind == NN64_GMAX || k->kind == NN64_GAVG) {
                 const double *x = c->x + (int64_t)p * k->in_plane;
@@ -132,7 +143,7 @@ static pl_status *nn64_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl
 {
     const nn64_kernel *k = (const nn64_kernel *)kernel;
     nn64_call c = {.k = k, .x = (const double *)(const void *)cpu_in(args, 0)};
-    if (k->kind == NN64_CONV) {
+    if (k->kind == NN64_CONV || k->kind == NN64_CONVT) {
         c.wt = (const double *)(const void *)cpu_in(args, 1);
         if (k->bias && (args->n_inputs < 3 || args->inputs[2].data == NULL))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "input 2 (B) has no data");
@@ -161,7 +172,7 @@ static pl_status *nn64_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl
     if (args->inputs[0].data == NULL)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "input 0 has no data");
     int64_t work = k->out_plane * (k->ksize > 0 ? k->ksize : 1) *
-                   (k->kind == NN64_CONV ? k->c / k->group : 1);
+                   (k->kind == NN64_CONV || k->kind == NN64_CONVT ? k->c / k->group : 1);
     size_t grain = work > 0 && work < 16384 ? (size_t)(16384 / work) : 1;
     cpu_host->parallel_for(ctx->host_ctx, (size_t)k->planes, grain, nn64_chunk, &c);
     return NULL;
@@ -172,6 +183,7 @@ pl_status *nn_build_f64(pl_module_ctx *ctx, const pl_node_desc *node, const nn_w
 {
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     nn64_kind kind = strcmp(node->op, "Conv") == 0                ? NN64_CONV
+                     : strcmp(node->op, "ConvTranspose") == 0     ? NN64_CONVT
                      : strcmp(node->op, "MaxPool") == 0           ? NN64_MAX
                      : strcmp(node->op, "AveragePool") == 0       ? NN64_AVG
                      : strcmp(node->op, "GlobalMaxPool") == 0     ? NN64_GMAX
@@ -196,11 +208,14 @@ pl_status *nn_build_f64(pl_module_ctx *ctx, const pl_node_desc *node, const nn_w
             k->ksize *= w->kernel[d];
         }
     }
-    k->m = kind == NN64_CONV ? node->inputs[1].shape[0] : k->c;
-    k->bias = kind == NN64_CONV && node->n_inputs > 2 && node->inputs[2].ndim >= 0;
+    bool conv = kind == NN64_CONV || kind == NN64_CONVT;
+    k->m = kind == NN64_CONV    ? node->inputs[1].shape[0]
+           : kind == NN64_CONVT ? node->inputs[1].shape[1] * group
+                                : k->c;
+    k->bias = conv && node->n_inputs > 2 && node->inputs[2].ndim >= 0;
     k->planes = x->shape[0] * k->m;
     k->base.run_any = nn64_run;
-    k->base.n_reads = kind == NN64_CONV ? (k->bias ? 3 : 2) : 1;
+    k->base.n_reads = conv ? (k->bias ? 3 : 2) : 1;
     k->base.n_outputs = node->n_outputs;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
     *out_kernel = &k->base;

@@ -1150,8 +1150,7 @@ static void tn_check_f64(const char *op, int ci, const tn_case *c)
     tn_node_free(&n);
 }
 
-/* Every case of every op on f16 and bf16 (and, but ConvTranspose, on
- * f64), and MaxPool on i8 and u8. */
+/* Every case of every op on f16, bf16 and f64, and MaxPool on i8 and u8. */
 static void case_dtypes(void)
 {
     static const pl_dtype half[] = {{PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
@@ -1172,8 +1171,7 @@ static void case_dtypes(void)
         for (size_t i = 0; i < sets[s].n; i++) {
             for (size_t h = 0; h < TN_COUNT(half); h++)
                 tn_check_dtype(sets[s].op, (int)i, &sets[s].cases[i], half[h]);
-            if (strcmp(sets[s].op, "ConvTranspose") != 0)
-                tn_check_f64(sets[s].op, (int)i, &sets[s].cases[i]);
+            tn_check_f64(sets[s].op, (int)i, &sets[s].cases[i]);
         }
     for (size_t i = 0; i < TN_COUNT(tn_maxpool_cases); i++)
         for (size_t b = 0; b < TN_COUNT(bytes); b++) {
