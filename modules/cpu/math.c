@@ -1,8 +1,9 @@
 /* math.c — the cpu module's math family: its op table (elementwise math
  * with NumPy broadcasting, comparisons and Where, LogSoftmax, the
  * normalisations and the reductions) and the helpers its files share (see
- * math_internal.h). The family takes over Add Sub Mul Div from the base
- * table to widen them to i64 and i32, which models compute shapes with.
+ * math_internal.h). The family takes over Add Sub Mul Div, Relu Sigmoid
+ * Tanh from the base table to widen them to f64 and the integer types ONNX
+ * gives them (f16 and bf16 come as f32, through dtype_wrap.c).
  *
  * Most of these kernels accept several dtypes, so their entries carry
  * CPU_OP_ANY_DTYPE: kernel.c then checks only arity and shapes, the builders

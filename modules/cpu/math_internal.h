@@ -148,11 +148,12 @@ static inline int64_t math_trunc_i64(double v)
 
 /* ---- builders (each file's table entries) --------------------------------- */
 
-/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip. */
+/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip, and
+ * Relu Sigmoid Tanh other than on f32 (which go to elementwise.c). */
 pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 /* math_binary.c: Add Sub Mul Div Pow Equal Less Greater Where, NumPy
- * broadcasting, f32/i64/i32 arithmetic and bool comparisons. */
+ * broadcasting, f32/f64/i64/i32/i8/u8 arithmetic and bool comparisons. */
 pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
                                 pl_kernel **out_kernel);
 /* math_norm.c: LogSoftmax, BatchNormalization, LayerNormalization,
