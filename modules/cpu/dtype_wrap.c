@@ -69,9 +69,17 @@ static size_t wrap_tiled_elements(const pl_node_desc *node)
 {
     if (!wrap_elementwise(node->op) || node->n_outputs != 1 || node->n_inputs < 1)
         return 0;
+    /* Fully known shapes only (the whole-tensor path refuses the others). */
+    for (size_t i = 0; i < node->n_inputs + 1; i++) {
+        const pl_tensor *t = i < node->n_inputs ? &node->inputs[i] : &node->outputs[0];
+        if ((i == 0 || i == node->n_inputs) && t->ndim < 0)
+            return 0;
+        for (int32_t d = 0; d < t->ndim; d++)
+            if (t->shape == NULL || t->shape[d] < 0)
+                return 0;
+    }
     size_t n = cpu_elements(node->inputs[0].shape, node->inputs[0].ndim);
-    if (node->outputs[0].ndim < 0 ||
-        cpu_elements(node->outputs[0].shape, node->outputs[0].ndim) != n)
+    if (cpu_elements(node->outputs[0].shape, node->outputs[0].ndim) != n)
         return 0;
     for (size_t i = 1; i < node->n_inputs; i++)
         if (node->inputs[i].ndim >= 0 &&

@@ -1198,6 +1198,12 @@ static void case_refusals(void)
     const pl_code U = PL_CODE_UNSUPPORTED;
     /* Dtypes ONNX does not define an op on are refused by the core's type
      * inference before a module sees them (tests/opset). */
+    /* f16 is computed through f32 kernels, whose refusals it keeps */
+    ch_spec relu_unknown = {.op = "Relu", .n_in = 1, .dtype = PL_DTYPE_F16, .in = {T(2, -1, 4)}};
+    ch_expect_refusal(&relu_unknown, U, "cpu: Relu: output shape not fully known");
+    ch_spec sum_rt = {.op = "ReduceSum", .n_in = 2, .dtype = PL_DTYPE_BF16,
+                      .in = {T(2, 1, 1), TD(PL_DTYPE_I64, 1, 1)}};
+    ch_expect_refusal(&sum_rt, U, "cpu: ReduceSum: axes (input 1) computed at run time");
     /* BatchNormalization with X f64 and scale f32 (ONNX's T and T1 may
      * differ): one dtype for all is supported */
     ch_spec bn_mixed = {.op = "BatchNormalization", .opset = 15, .n_in = 5,
