@@ -74,6 +74,8 @@ struct pl_kernel {
     size_t workspace_bytes; /* asked of the core; handed to every run */
     bool epilogue_ok;    /* the kernel applies `epilogue` (its builder says) */
     cpu_epilogue epilogue; /* set by kernel_fuse, before the first run */
+    pl_kernel *inner[2]; /* kernels this one wraps (dtype_wrap.c), released
+                            with it; NULL for most */
 };
 
 /* Applies E to ROWS x COLS floats at C (leading dimension LDC): a no-op for
@@ -154,7 +156,8 @@ typedef struct cpu_op_entry {
     size_t min_inputs;
     size_t max_inputs;      /* SIZE_MAX: any number */
     uint32_t float_inputs;  /* bit i: input i must be f32 (bit 31: and all
-                               later ones) */
+                               later ones), or f64 with CPU_OP_F64, or
+                               i32/i64 with CPU_OP_INTS */
     uint32_t flags;         /* CPU_OP_* */
 } cpu_op_entry;
 
@@ -164,7 +167,26 @@ typedef struct cpu_op_entry {
 /* The node may have several outputs (the builder checks them). */
 #define CPU_OP_MULTI_OUTPUT 2u
 /* Every output may be absent, output 0 included (RNN, GRU, LSTM). */
-#define CPU_OP_OPTIONAL_OUTPUTS 4u
+#define CPU_OP_OPTIONAL_OUTPUTS 16u
+
+/* The float inputs and output 0 may be f64 instead of f32, all of them. */
+#define CPU_OP_F64 4u
+/* The same with i32 or i64. */
+#define CPU_OP_INTS 8u
+
+/* Checks NODE against E (arity, dtypes unless CPU_OP_ANY_DTYPE, known
+ * shapes) and runs E's builder: what get_kernel does once it found E. */
+pl_status *cpu_build_node(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
+
+/* dtype_wrap.c: f16 and bf16 computed in f32 (and MaxPool's i8 and u8,
+ * exactly). True when NODE has an input or output the wrapper takes. */
+bool cpu_wrap_wanted(const pl_node_desc *node);
+/* Builds E's f32 kernel for NODE with its f16/bf16 tensors taken as f32,
+ * wrapped in a kernel that converts them at every run (inputs widened
+ * exactly, outputs rounded once to nearest even). */
+pl_status *cpu_wrap_build(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
 
 /* The families' tables (each ends with an entry whose op is NULL). */
 extern const cpu_op_entry cpu_ops_nn[];    /* nn.c: convolution, pooling */
@@ -194,6 +216,10 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node,
  * trailing dims (opset < 13). */
 pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node,
                              pl_kernel **out_kernel);
+/* Softmax (LogSoftmax with TAKE_LOG) in double over W neighbouring columns of
+ * an [LEN, INNER] slice at X, into Y (ADD: added to it). */
+void cpu_softmax_cols_f64(const double *x, double *y, int64_t len, int64_t inner, int w,
+                          bool take_log, int add);
 /* movement.c: Reshape Flatten Identity (copies), Transpose, Concat. */
 pl_status *cpu_build_copy(pl_module_ctx *ctx, const pl_node_desc *node,
                           pl_kernel **out_kernel);

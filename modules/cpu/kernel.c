@@ -20,9 +20,9 @@ static const cpu_op_entry cpu_ops[] = {
     {"Relu", cpu_build_unary, 1, 1, 1u, 0},
     {"Sigmoid", cpu_build_unary, 1, 1, 1u, 0},
     {"Tanh", cpu_build_unary, 1, 1, 1u, 0},
-    {"MatMul", cpu_build_matmul, 2, 2, 3u, 0},
-    {"Gemm", cpu_build_gemm, 2, 3, 7u, 0},
-    {"Softmax", cpu_build_softmax, 1, 1, 1u, 0},
+    {"MatMul", cpu_build_matmul, 2, 2, 3u, CPU_OP_F64 | CPU_OP_INTS},
+    {"Gemm", cpu_build_gemm, 2, 3, 7u, CPU_OP_F64},
+    {"Softmax", cpu_build_softmax, 1, 1, 1u, CPU_OP_F64},
     /* Reshape's second input is the i64 target shape, already folded into
      * the output's shape by the core's inference. */
     {"Reshape", cpu_build_copy, 2, 2, 1u, 0},
@@ -278,15 +278,22 @@ static pl_status *cpu_check_node(const cpu_op_entry *e, const pl_node_desc *node
                 return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu shape not fully known", i);
         return NULL;
     }
+    /* The float dtype: f32, or f64, i32 or i64 where the op takes it
+     * (output 0 says). */
+    pl_dtype fdt = PL_DTYPE_F32, odt = node->outputs[0].dtype;
+    if (((e->flags & CPU_OP_F64) && PL_DTYPE_EQ(odt, PL_DTYPE_F64)) ||
+        ((e->flags & CPU_OP_INTS) &&
+         (PL_DTYPE_EQ(odt, PL_DTYPE_I32) || PL_DTYPE_EQ(odt, PL_DTYPE_I64))))
+        fdt = odt;
     for (size_t i = 0; i < node->n_inputs; i++) {
         bool is_float = i < 31 ? (e->float_inputs >> i) & 1u : e->float_inputs >> 31;
         if (i >= e->min_inputs && cpu_input_absent(node, i))
             continue;
-        if (is_float && !PL_DTYPE_EQ(node->inputs[i].dtype, PL_DTYPE_F32))
+        if (is_float && !PL_DTYPE_EQ(node->inputs[i].dtype, fdt))
             return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype %s",
                              cpu_dtype_name(node->inputs[i].dtype, buf, sizeof buf));
     }
-    if (!PL_DTYPE_EQ(node->outputs[0].dtype, PL_DTYPE_F32))
+    if (!PL_DTYPE_EQ(node->outputs[0].dtype, fdt))
         return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype %s",
                          cpu_dtype_name(node->outputs[0].dtype, buf, sizeof buf));
     /* The output first: it is unknown whenever an input is, and says so
@@ -330,13 +337,31 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
     if (e == NULL)
         return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet",
                                        node->op);
-    pl_status *st = cpu_check_node(e, node);
-    if (st != NULL)
-        return st;
-    st = e->build(ctx, node, out_kernel);
+    pl_status *st = cpu_build_node(ctx, e, node, out_kernel);
+    /* f16 and bf16: computed in f32 by the op's f32 kernel, unless the op
+     * takes them itself (the shape ops, Cast). A refusal of the wrapped
+     * kernel for a reason of its own replaces the dtype refusal. */
+    if (st != NULL && cpu_host->status_code(st) == PL_CODE_UNSUPPORTED &&
+        cpu_wrap_wanted(node)) {
+        pl_status *wrapped = cpu_wrap_build(ctx, e, node, out_kernel);
+        if (wrapped == NULL || cpu_host->status_code(wrapped) != PL_CODE_UNSUPPORTED ||
+            strstr(cpu_host->status_message(st), "dtype") != NULL) {
+            cpu_host->status_free(st);
+            st = wrapped;
+        } else {
+            cpu_host->status_free(wrapped);
+        }
+    }
     if (st == NULL && *out_kernel != NULL)
         *out_workspace_bytes = (*out_kernel)->workspace_bytes;
     return st;
+}
+
+pl_status *cpu_build_node(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_node_desc *node,
+                          pl_kernel **out_kernel)
+{
+    pl_status *st = cpu_check_node(e, node);
+    return st != NULL ? st : e->build(ctx, node, out_kernel);
 }
 
 /* ---- kernel_run ---------------------------------------------------------- */
@@ -481,6 +506,9 @@ int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *n
 
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
 {
-    if (ctx != NULL && kernel != NULL)
+    if (ctx != NULL && kernel != NULL) {
+        cpu_kernel_release(ctx, kernel->inner[0]);
+        cpu_kernel_release(ctx, kernel->inner[1]);
         cpu_host->host_free(ctx->host_ctx, kernel);
+    }
 }

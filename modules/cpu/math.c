@@ -1,8 +1,9 @@
 /* math.c — the cpu module's math family: its op table (elementwise math
  * with NumPy broadcasting, comparisons and Where, LogSoftmax, the
  * normalisations and the reductions) and the helpers its files share (see
- * math_internal.h). The family takes over Add Sub Mul Div from the base
- * table to widen them to i64 and i32, which models compute shapes with.
+ * math_internal.h). The family takes over Add Sub Mul Div, Relu Sigmoid
+ * Tanh from the base table to widen them to f64 and the integer types ONNX
+ * gives them (f16 and bf16 come as f32, through dtype_wrap.c).
  *
  * Most of these kernels accept several dtypes, so their entries carry
  * CPU_OP_ANY_DTYPE: kernel.c then checks only arity and shapes, the builders
@@ -27,6 +28,10 @@ const cpu_op_entry cpu_ops_math[] = {
     {"LeakyRelu", math_build_unary, 1, 1, 0, MATH_ANY},
     /* min and max: attributes before opset 11, optional inputs since. */
     {"Clip", math_build_unary, 1, 3, 0, MATH_ANY},
+    /* f32 goes on to elementwise.c's kernels. */
+    {"Relu", math_build_unary, 1, 1, 0, MATH_ANY},
+    {"Sigmoid", math_build_unary, 1, 1, 0, MATH_ANY},
+    {"Tanh", math_build_unary, 1, 1, 0, MATH_ANY},
     {"Add", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Sub", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Mul", math_build_broadcast, 2, 2, 0, MATH_ANY},
@@ -36,10 +41,10 @@ const cpu_op_entry cpu_ops_math[] = {
     {"Less", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Greater", math_build_broadcast, 2, 2, 0, MATH_ANY},
     {"Where", math_build_broadcast, 3, 3, 0, MATH_ANY},
-    {"LogSoftmax", math_build_logsoftmax, 1, 1, 1u, 0},
+    {"LogSoftmax", math_build_logsoftmax, 1, 1, 1u, CPU_OP_F64},
     {"BatchNormalization", math_build_batchnorm, 5, 5, 0, MATH_MULTI},
     {"LayerNormalization", math_build_layernorm, 2, 3, 0, MATH_MULTI},
-    {"InstanceNormalization", math_build_instancenorm, 3, 3, 7u, 0},
+    {"InstanceNormalization", math_build_instancenorm, 3, 3, 7u, CPU_OP_F64},
     /* axes: an attribute, or an optional input (ReduceSum from opset 13,
      * the others from 18). */
     {"ReduceMean", math_build_reduce, 1, 2, 0, MATH_ANY},
@@ -108,7 +113,7 @@ static const struct {
     const char *name;
     math_type type;
 } math_dtypes[] = {
-    {{PL_TYPE_FLOAT, 32, 1}, "f32", MATH_F32},   {{PL_TYPE_FLOAT, 64, 1}, "f64", MATH_OTHER},
+    {{PL_TYPE_FLOAT, 32, 1}, "f32", MATH_F32},   {{PL_TYPE_FLOAT, 64, 1}, "f64", MATH_F64},
     {{PL_TYPE_FLOAT, 16, 1}, "f16", MATH_OTHER}, {{PL_TYPE_BFLOAT, 16, 1}, "bf16", MATH_OTHER},
     {{PL_TYPE_UINT, 8, 1}, "u8", MATH_U8},       {{PL_TYPE_INT, 8, 1}, "i8", MATH_I8},
     {{PL_TYPE_INT, 32, 1}, "i32", MATH_I32},     {{PL_TYPE_INT, 64, 1}, "i64", MATH_I64},

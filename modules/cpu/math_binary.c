@@ -1,7 +1,8 @@
 /* math_binary.c — the cpu module's broadcasting elementwise kernels: Add Sub
- * Mul Div on f32, i64 and i32; Pow with an f32 base and an f32, i32 or i64
- * exponent; Equal Less Greater giving bool; Where over any dtype.
- *
+ * Mul Div on f32, f64, i64, i32, i8 and u8; Pow with a base of f32, f64,
+ * i32 or i64 (ONNX's T) and an exponent of any of those number types;
+ * Equal Less Greater giving bool (Equal on bool too); Where over any dtype.
+ * f16 and bf16 reach these kernels as f32 (dtype_wrap.c). *
  * The builder precomputes, for the output's shape with its size-1 dims
  * dropped and neighbouring dims merged wherever every operand steps
  * through them as one dim, each operand's stride in each dim (0 where it
@@ -16,7 +17,8 @@
  *
  * Integer arithmetic wraps (two's complement) instead of overflowing;
  * integer Div truncates toward zero as C does, and a zero divisor anywhere
- * fails the run before anything is written. */
+ * fails the run before anything is written (an error, never a trap: C's
+ * x / 0 is undefined, numpy's gives 0 with a warning). */
 #include <math.h>
 #include <string.h>
 
@@ -94,30 +96,65 @@ typedef struct mb_kernel {
         }                                                                    \
     }
 
-MB_INNER(mb_add_f32, float, float, float, x + y)
-MB_INNER(mb_sub_f32, float, float, float, x - y)
-MB_INNER(mb_mul_f32, float, float, float, x * y)
-MB_INNER(mb_div_f32, float, float, float, x / y)
-
-/* Integers wrap; INT_MIN / -1 wraps to INT_MIN. Divisors were checked
- * for zero before the run. */
-#define MB_INT_OPS(T, UT, SUFFIX)                                                        \
+/* Integers wrap (computed in the unsigned type UT); INT_MIN / -1 wraps to
+ * INT_MIN, and Div truncates toward zero as C, numpy's int(a / b) and
+ * ONNX's reference do. Divisors were checked for zero before the run. */
+#define MB_ARITH_OPS(T, UT, SUFFIX, DIV)                                                 \
     MB_INNER(mb_add_##SUFFIX, T, T, T, (T)((UT)x + (UT)y))                               \
     MB_INNER(mb_sub_##SUFFIX, T, T, T, (T)((UT)x - (UT)y))                               \
     MB_INNER(mb_mul_##SUFFIX, T, T, T, (T)((UT)x * (UT)y))                               \
-    MB_INNER(mb_div_##SUFFIX, T, T, T, y == -1 ? (T)((UT)0 - (UT)x) : (T)(x / y))
-MB_INT_OPS(int64_t, uint64_t, i64)
-MB_INT_OPS(int32_t, uint32_t, i32)
+    MB_INNER(mb_div_##SUFFIX, T, T, T, DIV)
+#define MB_SIGNED_DIV(T, UT) (y == -1 ? (T)((UT)0 - (UT)x) : (T)(x / y))
+MB_ARITH_OPS(float, float, f32, x / y)
+MB_ARITH_OPS(double, double, f64, x / y)
+MB_ARITH_OPS(int64_t, uint64_t, i64, MB_SIGNED_DIV(int64_t, uint64_t))
+MB_ARITH_OPS(int32_t, uint32_t, i32, MB_SIGNED_DIV(int32_t, uint32_t))
+/* int8 arithmetic in unsigned int: products fit, and the narrowing wraps. */
+MB_ARITH_OPS(int8_t, unsigned, i8, MB_SIGNED_DIV(int8_t, unsigned))
+MB_ARITH_OPS(uint8_t, unsigned, u8, (uint8_t)(x / y))
 
 #define MB_COMPARE_OPS(T, SUFFIX)                                  \
     MB_INNER(mb_eq_##SUFFIX, T, T, uint8_t, x == y)                \
     MB_INNER(mb_lt_##SUFFIX, T, T, uint8_t, x < y)                 \
     MB_INNER(mb_gt_##SUFFIX, T, T, uint8_t, x > y)
 MB_COMPARE_OPS(float, f32)
+MB_COMPARE_OPS(double, f64)
 MB_COMPARE_OPS(int64_t, i64)
 MB_COMPARE_OPS(int32_t, i32)
 MB_COMPARE_OPS(uint8_t, u8)
 MB_COMPARE_OPS(int8_t, i8)
+
+/* Pow of an integer base: by squaring, wrapping, for an integer exponent
+ * (numpy's integer power; a negative one gives 1/x^-y truncated: 0 unless
+ * x is 1 or -1), else in double and truncated toward zero, saturating. */
+static inline int64_t mb_ipow(int64_t x, int64_t y)
+{
+    if (y < 0)
+        return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    for (uint64_t e = (uint64_t)y; e != 0; e >>= 1, b *= b)
+        if (e & 1)
+            r *= b;
+    return (int64_t)r;
+}
+
+#define MB_IS_INT(v) _Generic((v), float: 0, double: 0, default: 1)
+#define MB_POW_OF_INT(T)                                                                 \
+    (T)(MB_IS_INT(y) ? mb_ipow((int64_t)x, (int64_t)y) : math_trunc_i64(pow((double)x, (double)y)))
+/* Pow's inner loops for a base of T (suffix S) over every exponent type. */
+#define MB_POW_ALL(T, S, EXPR)                                                           \
+    MB_INNER(mb_pow_##S##_f64, T, double, T, EXPR)                                       \
+    MB_INNER(mb_pow_##S##_i8, T, int8_t, T, EXPR)                                        \
+    MB_INNER(mb_pow_##S##_u8, T, uint8_t, T, EXPR)
+#define MB_POW_MORE(T, S, EXPR)                                                          \
+    MB_POW_ALL(T, S, EXPR)                                                               \
+    MB_INNER(mb_pow_##S##_f32, T, float, T, EXPR)                                        \
+    MB_INNER(mb_pow_##S##_i32, T, int32_t, T, EXPR)                                      \
+    MB_INNER(mb_pow_##S##_i64, T, int64_t, T, EXPR)
+MB_POW_ALL(float, f32, powf(x, (float)y))
+MB_POW_MORE(double, f64, pow(x, (double)y))
+MB_POW_MORE(int32_t, i32, MB_POW_OF_INT(int32_t))
+MB_POW_MORE(int64_t, i64, MB_POW_OF_INT(int64_t))
 
 /* Pow with one exponent Y over the span: squares and square roots (the
  * usual exponents of a decomposed LayerNorm) skip powf. */
@@ -183,9 +220,9 @@ static void mb_pow_fixed(float *o, const float *a, int a_step, float y, size_t n
             for (size_t i = 0; i < n; i++)                                   \
                 o[i] = powf(a[i * sa], (float)b[i]);                         \
     }
-MB_POW(mb_pow_f32, float)
-MB_POW(mb_pow_i32, int32_t)
-MB_POW(mb_pow_i64, int64_t)
+MB_POW(mb_pow_f32_f32, float)
+MB_POW(mb_pow_f32_i32, int32_t)
+MB_POW(mb_pow_f32_i64, int64_t)
 
 /* Where: operand 0 is the bool condition. */
 #define MB_WHERE(NAME, T)                                                    \
@@ -212,6 +249,8 @@ MB_POW(mb_pow_i64, int64_t)
 MB_WHERE(mb_where_f32, float)
 MB_WHERE(mb_where_i64, int64_t)
 MB_WHERE(mb_where_i32, int32_t)
+MB_WHERE(mb_where_f64, double)
+MB_WHERE(mb_where_i8, int8_t)
 /* Dtypes that are only copied (add is refused for them): by size. */
 MB_WHERE(mb_where_b8, uint8_t)
 MB_WHERE(mb_where_b16, uint16_t)
@@ -252,19 +291,17 @@ static void mb_chunk(void *arg, size_t begin, size_t end, int worker)
 }
 
 /* True when an integer divisor holds a zero. */
-static bool mb_has_zero(const void *b, math_type t, size_t n)
+static bool mb_has_zero(const void *b, size_t esize, size_t n)
 {
-    bool zero = false;
-    if (t == MATH_I64) {
-        const int64_t *v = b;
-        for (size_t i = 0; i < n; i++)
-            zero |= v[i] == 0;
-    } else {
-        const int32_t *v = b;
-        for (size_t i = 0; i < n; i++)
-            zero |= v[i] == 0;
+    const unsigned char *p = b;
+    for (size_t i = 0; i < n; i++, p += esize) {
+        unsigned char any = 0;
+        for (size_t j = 0; j < esize; j++)
+            any |= p[j];
+        if (any == 0)
+            return true;
     }
-    return zero;
+    return false;
 }
 
 static pl_status *mb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
@@ -276,7 +313,7 @@ static pl_status *mb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
                                     &req);
     if (st != NULL || out == NULL)
         return st;
-    if (k->div_type != MATH_OTHER && mb_has_zero(math_in(args, 1), k->div_type,
+    if (k->div_type != MATH_OTHER && mb_has_zero(math_in(args, 1), k->esize[1],
                                                  k->divisor_elements))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "integer division by zero");
     mb_call c = {.k = k, .out = out, .add = req == PL_REQ_ADD_TO};
@@ -299,41 +336,48 @@ static pl_status *mb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
 static mb_inner_fn mb_pick(mb_op op, math_type a, math_type b, size_t bytes, int *bad)
 {
     *bad = 0;
-    static const mb_inner_fn arith[4][3] = {
-        [MB_ADD] = {mb_add_f32, mb_add_i64, mb_add_i32},
-        [MB_SUB] = {mb_sub_f32, mb_sub_i64, mb_sub_i32},
-        [MB_MUL] = {mb_mul_f32, mb_mul_i64, mb_mul_i32},
-        [MB_DIV] = {mb_div_f32, mb_div_i64, mb_div_i32},
+#define MB_BY_TYPE(PREFIX)                                                               \
+    {[MATH_F32] = PREFIX##_f32, [MATH_F64] = PREFIX##_f64, [MATH_I64] = PREFIX##_i64,    \
+     [MATH_I32] = PREFIX##_i32, [MATH_I8] = PREFIX##_i8, [MATH_U8] = PREFIX##_u8}
+    static const mb_inner_fn arith[4][MATH_TYPE_COUNT] = {
+        [MB_ADD] = MB_BY_TYPE(mb_add), [MB_SUB] = MB_BY_TYPE(mb_sub),
+        [MB_MUL] = MB_BY_TYPE(mb_mul), [MB_DIV] = MB_BY_TYPE(mb_div),
     };
     static const mb_inner_fn compare[3][MATH_TYPE_COUNT] = {
-        {[MATH_F32] = mb_eq_f32, [MATH_I64] = mb_eq_i64, [MATH_I32] = mb_eq_i32,
-         [MATH_BOOL] = mb_eq_u8, [MATH_U8] = mb_eq_u8, [MATH_I8] = mb_eq_i8},
-        {[MATH_F32] = mb_lt_f32, [MATH_I64] = mb_lt_i64, [MATH_I32] = mb_lt_i32,
-         [MATH_U8] = mb_lt_u8, [MATH_I8] = mb_lt_i8},
-        {[MATH_F32] = mb_gt_f32, [MATH_I64] = mb_gt_i64, [MATH_I32] = mb_gt_i32,
-         [MATH_U8] = mb_gt_u8, [MATH_I8] = mb_gt_i8},
+        MB_BY_TYPE(mb_eq), MB_BY_TYPE(mb_lt), MB_BY_TYPE(mb_gt),
     };
+    /* Pow: bases f32 f64 i32 i64 (ONNX's T), exponents of any number type. */
+    static const mb_inner_fn pow[MATH_TYPE_COUNT][MATH_TYPE_COUNT] = {
+        [MATH_F32] = MB_BY_TYPE(mb_pow_f32), [MATH_F64] = MB_BY_TYPE(mb_pow_f64),
+        [MATH_I32] = MB_BY_TYPE(mb_pow_i32), [MATH_I64] = MB_BY_TYPE(mb_pow_i64),
+    };
+#undef MB_BY_TYPE
+    if (a == MATH_OTHER)
+        return NULL;
     switch (op) {
     case MB_ADD: case MB_SUB: case MB_MUL: case MB_DIV:
-        if (a != MATH_F32 && a != MATH_I64 && a != MATH_I32)
-            return NULL;
         return arith[op][a];
     case MB_POW:
-        if (a != MATH_F32)
+        if (pow[a][MATH_F32] == NULL)
             return NULL;
         *bad = 1;
-        return b == MATH_F32 ? mb_pow_f32 : b == MATH_I32 ? mb_pow_i32
-                                          : b == MATH_I64 ? mb_pow_i64 : NULL;
+        return b == MATH_OTHER ? NULL : pow[a][b];
     case MB_EQUAL: case MB_LESS: case MB_GREATER:
-        return a == MATH_OTHER ? NULL : compare[op - MB_EQUAL][a];
+        /* bool: Equal only (the table's bool row is u8's). */
+        if (a == MATH_BOOL)
+            return op == MB_EQUAL ? mb_eq_u8 : NULL;
+        return compare[op - MB_EQUAL][a];
     case MB_WHERE:
         *bad = 1;
-        if (a == MATH_F32)
-            return mb_where_f32;
-        if (a == MATH_I64)
-            return mb_where_i64;
-        if (a == MATH_I32)
-            return mb_where_i32;
+        switch (a) {
+        case MATH_F32: return mb_where_f32;
+        case MATH_F64: return mb_where_f64;
+        case MATH_I64: return mb_where_i64;
+        case MATH_I32: return mb_where_i32;
+        case MATH_I8: return mb_where_i8;
+        case MATH_U8: return mb_where_b8;
+        default: break;
+        }
         return bytes == 1 ? mb_where_b8 : bytes == 2 ? mb_where_b16
                                         : bytes == 4 ? mb_where_i32
                                         : bytes == 8 ? mb_where_b64 : NULL;
@@ -407,9 +451,9 @@ pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
         k->esize[j] = pl_dtype_size(node->inputs[j].dtype);
     k->out_esize = pl_dtype_size(o->dtype);
     math_type ot = math_type_of(o->dtype);
-    k->allow_add = ot == MATH_F32 || ot == MATH_I64 || ot == MATH_I32;
+    k->allow_add = ot != MATH_OTHER && ot != MATH_BOOL;
     k->div_type = MATH_OTHER;
-    if (op == MB_DIV && ot != MATH_F32) {
+    if (op == MB_DIV && ot != MATH_F32 && ot != MATH_F64) {
         k->div_type = ot;
         k->divisor_elements = cpu_elements(node->inputs[1].shape, node->inputs[1].ndim);
     }

@@ -7,6 +7,8 @@
 #ifndef PL_CPU_MATH_INTERNAL_H
 #define PL_CPU_MATH_INTERNAL_H
 
+#include <math.h>
+
 #include "cpu_kernel.h"
 
 /* Elements per parallel_for chunk, at least: enough to pay for a hand-off;
@@ -27,6 +29,7 @@ typedef enum math_type {
     MATH_BOOL,
     MATH_U8,
     MATH_I8,
+    MATH_F64,
     MATH_TYPE_COUNT,
     MATH_OTHER = -1
 } math_type;
@@ -132,13 +135,25 @@ static inline void math_walk_advance(int ndim, const int64_t *dims, int n,
     }
 }
 
+/* V truncated toward zero to int64, saturating, NaN giving 0: a float
+ * result stored in an integer dtype without C's undefined conversion. */
+static inline int64_t math_trunc_i64(double v)
+{
+    if (isnan(v))
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    return v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+}
+
 /* ---- builders (each file's table entries) --------------------------------- */
 
-/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip. */
+/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip, and
+ * Relu Sigmoid Tanh other than on f32 (which go to elementwise.c). */
 pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 /* math_binary.c: Add Sub Mul Div Pow Equal Less Greater Where, NumPy
- * broadcasting, f32/i64/i32 arithmetic and bool comparisons. */
+ * broadcasting, f32/f64/i64/i32/i8/u8 arithmetic and bool comparisons. */
 pl_status *math_build_broadcast(pl_module_ctx *ctx, const pl_node_desc *node,
                                 pl_kernel **out_kernel);
 /* math_norm.c: LogSoftmax, BatchNormalization, LayerNormalization,

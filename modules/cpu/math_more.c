@@ -854,6 +854,10 @@ static void mr2_chunk(void *arg, size_t begin, size_t end, int worker)
         size_t base = mr2_base(k, e);
         if (more_is_float(k->type))
             more_store_f(c->y, k->type, e, mr2_float(k, c->x, base), c->add);
+        /* ReduceL2, ReduceLogSum and ReduceLogSumExp on integers: in double,
+         * truncated (numpy's result cast back to the type). */
+        else if (k->op == MR2_L2 || k->op == MR2_LOGSUM || k->op == MR2_LOGSUMEXP)
+            more_store_i(c->y, k->type, e, math_trunc_i64(mr2_float(k, c->x, base)), c->add);
         else
             more_store_i(c->y, k->type, e, mr2_int(k, c->x, base), c->add);
     }
@@ -889,8 +893,9 @@ pl_status *more_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
     mr2_op op = (mr2_op)found;
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     more_type t = more_type_of(x->dtype);
-    bool int_ok = op == MR2_MIN || op == MR2_PROD || op == MR2_L1 || op == MR2_SUMSQUARE;
-    if (!(more_is_float(t) || (int_ok && (t == MT_I64 || t == MT_I32)) ||
+    /* Every reduction of this file on i32 and i64 (ONNX's types), ReduceMin
+     * on every integer type. */
+    if (!(more_is_float(t) || t == MT_I64 || t == MT_I32 ||
           (op == MR2_MIN && more_is_int(t))))
         return math_unsupported_dtype(node->op, x->dtype);
     if (!PL_DTYPE_EQ(o->dtype, x->dtype))

@@ -1,6 +1,8 @@
 /* math_norm.c — the cpu module's LogSoftmax and normalisation kernels:
  * BatchNormalization (inference), LayerNormalization (with its optional
- * Mean and InvStdDev outputs) and InstanceNormalization, all f32.
+ * Mean and InvStdDev outputs) and InstanceNormalization, on f32 and on f64
+ * (in double; LayerNorm's Mean and InvStdDev stay f32, ONNX's default stash
+ * type); f16 and bf16 come as f32 through dtype_wrap.c.
  *
  * Each works on independent slices run on the host's pool: LogSoftmax on
  * the [L] columns of an [outer, L, inner] view (softmax.c's split: one dim
@@ -49,6 +51,7 @@ static size_t math_task_grain(size_t per_task, size_t grain)
 typedef struct math_lsm_kernel {
     pl_kernel base;
     int64_t outer, len, inner, tiles;
+    bool f64;               /* input and output are f64 (softmax.c's columns) */
 } math_lsm_kernel;
 
 typedef struct math_lsm_call {
@@ -111,7 +114,12 @@ static void math_lsm_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; t++) {
         int64_t o = (int64_t)t / k->tiles, j0 = ((int64_t)t % k->tiles) * MATH_LSM_TILE;
         int64_t base = o * k->len * k->inner + j0;
-        if (k->inner == 1) {
+        if (k->f64) {
+            int64_t w = k->inner - j0 < MATH_LSM_TILE ? k->inner - j0 : MATH_LSM_TILE;
+            cpu_softmax_cols_f64((const double *)(const void *)c->x + base,
+                                 (double *)(void *)c->y + base, k->len, k->inner, (int)w, true,
+                                 c->add);
+        } else if (k->inner == 1) {
             math_lsm_row(c->x + base, c->y + base, k->len, c->add);
         } else {
             int64_t w = k->inner - j0 < MATH_LSM_TILE ? k->inner - j0 : MATH_LSM_TILE;
@@ -161,6 +169,7 @@ pl_status *math_build_logsoftmax(pl_module_ctx *ctx, const pl_node_desc *node,
     }
     k->tiles = (k->len == 0 || k->inner == 0) ? 0
                                                : (k->inner + MATH_LSM_TILE - 1) / MATH_LSM_TILE;
+    k->f64 = PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64);
     k->base.n_reads = 1;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
     k->base.inplace_ok = true;
@@ -173,7 +182,8 @@ pl_status *math_build_logsoftmax(pl_module_ctx *ctx, const pl_node_desc *node,
 typedef struct math_plane_kernel {
     pl_kernel base;
     bool instance;          /* InstanceNormalization: statistics of each plane */
-    float epsilon;
+    bool f64;               /* every tensor is f64 (computed in double) */
+    double epsilon;         /* rounded to f32 for f32 */
     int64_t channels;       /* C */
     size_t plane;           /* elements of one (n, c) plane */
     size_t planes;          /* N * C */
@@ -181,46 +191,69 @@ typedef struct math_plane_kernel {
 
 typedef struct math_plane_call {
     const math_plane_kernel *k;
-    const float *x, *scale, *bias, *mean, *var;
-    float *y;
+    const void *x, *scale, *bias, *mean, *var; /* f32, or f64 with k->f64 */
+    void *y;
     int add;
 } math_plane_call;
 
-static void math_plane_chunk(void *arg, size_t begin, size_t end, int worker)
+/* Plain double sums for f64 (f32 has the vectorised ones above). */
+static double math_sum_f64(const double *x, size_t n)
 {
-    (void)worker;
-    const math_plane_call *c = arg;
-    const math_plane_kernel *k = c->k;
-    const size_t len = k->plane;
-    for (size_t p = begin; p < end; p++) {
-        size_t ch = p % (size_t)k->channels;
-        const float *x = c->x + p * len;
-        float *y = c->y + p * len;
-        float mul, shift;
-        if (k->instance) {
-            float mean = len ? math_sum_f32(x, len) / (float)len : 0.0f;
-            float var = len ? math_sum_sq_dev(x, len, mean) / (float)len : 0.0f;
-            mul = c->scale[ch] / sqrtf(var + k->epsilon);
-            shift = c->bias[ch] - mean * mul;
-        } else {
-            mul = c->scale[ch] / sqrtf(c->var[ch] + k->epsilon);
-            shift = c->bias[ch] - c->mean[ch] * mul;
-        }
-        if (c->add)
-            for (size_t i = 0; i < len; i++)
-                y[i] += x[i] * mul + shift;
-        else
-            for (size_t i = 0; i < len; i++)
-                y[i] = x[i] * mul + shift;
-    }
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    return s;
 }
+
+static double math_sum_sq_dev_f64(const double *x, size_t n, double mean)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (x[i] - mean) * (x[i] - mean);
+    return s;
+}
+
+/* The planes [begin, end) on T, with SUM, SUM_SQ_DEV and SQRT of T. */
+#define MATH_PLANE_CHUNK(T, SUFFIX, SUM, SUM_SQ_DEV, SQRT)                               \
+    static void math_plane_chunk_##SUFFIX(void *arg, size_t begin, size_t end, int worker) \
+    {                                                                                    \
+        (void)worker;                                                                    \
+        const math_plane_call *c = arg;                                                  \
+        const math_plane_kernel *k = c->k;                                               \
+        const size_t len = k->plane;                                                     \
+        const T *sc = c->scale, *bi = c->bias, *mu = c->mean, *va = c->var;              \
+        const T eps = (T)k->epsilon;                                                     \
+        for (size_t p = begin; p < end; p++) {                                           \
+            size_t ch = p % (size_t)k->channels;                                         \
+            const T *x = (const T *)c->x + p * len;                                      \
+            T *y = (T *)c->y + p * len;                                                  \
+            T mul, shift;                                                                \
+            if (k->instance) {                                                           \
+                T mean = len ? SUM(x, len) / (T)len : (T)0;                              \
+                T var = len ? SUM_SQ_DEV(x, len, mean) / (T)len : (T)0;                  \
+                mul = sc[ch] / SQRT(var + eps);                                          \
+                shift = bi[ch] - mean * mul;                                             \
+            } else {                                                                     \
+                mul = sc[ch] / SQRT(va[ch] + eps);                                       \
+                shift = bi[ch] - mu[ch] * mul;                                           \
+            }                                                                            \
+            if (c->add)                                                                  \
+                for (size_t i = 0; i < len; i++)                                         \
+                    y[i] += x[i] * mul + shift;                                          \
+            else                                                                         \
+                for (size_t i = 0; i < len; i++)                                         \
+                    y[i] = x[i] * mul + shift;                                           \
+        }                                                                                \
+    }
+MATH_PLANE_CHUNK(float, f32, math_sum_f32, math_sum_sq_dev, sqrtf)
+MATH_PLANE_CHUNK(double, f64, math_sum_f64, math_sum_sq_dev_f64, sqrt)
 
 static void math_plane_go(pl_module_ctx *ctx, math_plane_call *c)
 {
     const math_plane_kernel *k = c->k;
     size_t per_task = k->instance ? 3 * k->plane : k->plane;
     cpu_host->parallel_for(ctx->host_ctx, k->planes, math_task_grain(per_task, MATH_GRAIN),
-                           math_plane_chunk, c);
+                           k->f64 ? math_plane_chunk_f64 : math_plane_chunk_f32, c);
 }
 
 static pl_status *math_bn_run(pl_module_ctx *ctx, const pl_kernel *kernel,
@@ -274,7 +307,8 @@ static pl_status *math_plane_build(pl_module_ctx *ctx, const pl_node_desc *node,
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->instance = instance;
-    k->epsilon = (float)eps;
+    k->f64 = PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64);
+    k->epsilon = k->f64 ? eps : (float)eps;
     k->channels = x->shape[1];
     k->planes = (size_t)(x->shape[0] * x->shape[1]);
     k->plane = cpu_elements(x->shape + 2, x->ndim - 2);
@@ -289,10 +323,12 @@ static pl_status *math_plane_build(pl_module_ctx *ctx, const pl_node_desc *node,
 pl_status *math_build_batchnorm(pl_module_ctx *ctx, const pl_node_desc *node,
                                 pl_kernel **out_kernel)
 {
+    /* Every tensor f32, or every one f64. */
+    math_type t = math_type_of(node->inputs[0].dtype);
     for (size_t i = 0; i < 5; i++)
-        if (math_type_of(node->inputs[i].dtype) != MATH_F32)
+        if ((t != MATH_F32 && t != MATH_F64) || math_type_of(node->inputs[i].dtype) != t)
             return math_unsupported_dtype(node->op, node->inputs[i].dtype);
-    if (math_type_of(node->outputs[0].dtype) != MATH_F32)
+    if (math_type_of(node->outputs[0].dtype) != t)
         return math_unsupported_dtype(node->op, node->outputs[0].dtype);
     int64_t training = 0, spatial = 1;
     pl_status *st = NULL;
@@ -329,7 +365,8 @@ pl_status *math_build_instancenorm(pl_module_ctx *ctx, const pl_node_desc *node,
 
 typedef struct math_ln_kernel {
     pl_kernel base;
-    float epsilon;
+    bool f64;               /* X, scale, B and Y are f64 (computed in double) */
+    double epsilon;         /* rounded to f32 for f32 */
     size_t rows, len;
     size_t scale_period;    /* scale[j % period]: len, or fewer when it repeats */
     size_t bias_period;     /* the same for B; 0 without B */
@@ -337,52 +374,74 @@ typedef struct math_ln_kernel {
 
 typedef struct math_ln_call {
     const math_ln_kernel *k;
-    const float *x, *scale, *bias;
-    float *y, *mean, *inv_std;
+    const void *x, *scale, *bias; /* f32, or f64 with k->f64 */
+    void *y;
+    float *mean, *inv_std;  /* f32 (the stash type) */
     int add_y, add_mean, add_inv;
 } math_ln_call;
 
-static void math_ln_chunk(void *arg, size_t begin, size_t end, int worker)
+/* The rows [begin, end) of T: the statistics (kept as f32, ONNX's default
+ * stash type, for Mean and InvStdDev), then Y. */
+#define MATH_LN_CHUNK(T, SUFFIX, SUM, SUM_SQ_DEV, SQRT)                                  \
+    static void math_ln_chunk_##SUFFIX(void *arg, size_t begin, size_t end, int worker)  \
+    {                                                                                    \
+        (void)worker;                                                                    \
+        const math_ln_call *c = arg;                                                     \
+        const math_ln_kernel *k = c->k;                                                  \
+        const size_t len = k->len, sp = k->scale_period, bp = k->bias_period;            \
+        for (size_t r = begin; r < end; r++) {                                           \
+            const T *x = (const T *)c->x + r * len;                                      \
+            T mean = len ? SUM(x, len) / (T)len : (T)0;                                  \
+            T var = len ? SUM_SQ_DEV(x, len, mean) / (T)len : (T)0;                      \
+            T inv = (T)1 / SQRT(var + (T)k->epsilon);                                    \
+            if (c->mean != NULL)                                                         \
+                c->mean[r] = c->add_mean ? c->mean[r] + (float)mean : (float)mean;       \
+            if (c->inv_std != NULL)                                                      \
+                c->inv_std[r] = c->add_inv ? c->inv_std[r] + (float)inv : (float)inv;    \
+            if (c->y != NULL)                                                            \
+                math_ln_row_##SUFFIX(c, x, (T *)c->y + r * len, mean, inv, len, sp, bp); \
+        }                                                                                \
+    }
+
+/* Y's row of f64: one plain loop. */
+static void math_ln_row_f64(const math_ln_call *c, const double *x, double *y, double mean,
+                            double inv, size_t len, size_t sp, size_t bp)
 {
-    (void)worker;
-    const math_ln_call *c = arg;
-    const math_ln_kernel *k = c->k;
-    const size_t len = k->len, sp = k->scale_period, bp = k->bias_period;
-    for (size_t r = begin; r < end; r++) {
-        const float *x = c->x + r * len;
-        float mean = len ? math_sum_f32(x, len) / (float)len : 0.0f;
-        float var = len ? math_sum_sq_dev(x, len, mean) / (float)len : 0.0f;
-        float inv = 1.0f / sqrtf(var + k->epsilon);
-        if (c->mean != NULL)
-            c->mean[r] = c->add_mean ? c->mean[r] + mean : mean;
-        if (c->inv_std != NULL)
-            c->inv_std[r] = c->add_inv ? c->inv_std[r] + inv : inv;
-        if (c->y == NULL)
-            continue;
-        float *y = c->y + r * len;
-        const float *s = c->scale, *b = c->bias;
-        if (sp == len && (bp == 0 || bp == len)) {
-            if (bp == 0 && c->add_y)
-                for (size_t j = 0; j < len; j++)
-                    y[j] += (x[j] - mean) * inv * s[j];
-            else if (bp == 0)
-                for (size_t j = 0; j < len; j++)
-                    y[j] = (x[j] - mean) * inv * s[j];
-            else if (c->add_y)
-                for (size_t j = 0; j < len; j++)
-                    y[j] += (x[j] - mean) * inv * s[j] + b[j];
-            else
-                for (size_t j = 0; j < len; j++)
-                    y[j] = (x[j] - mean) * inv * s[j] + b[j];
-            continue;
-        }
-        /* A scale or bias repeating over leading dims of X[axis:]. */
-        for (size_t j = 0; j < len; j++) {
-            float v = (x[j] - mean) * inv * s[j % sp] + (bp ? b[j % bp] : 0.0f);
-            y[j] = c->add_y ? y[j] + v : v;
-        }
+    const double *s = c->scale, *b = c->bias;
+    for (size_t j = 0; j < len; j++) {
+        double v = (x[j] - mean) * inv * s[j % sp] + (bp ? b[j % bp] : 0.0);
+        y[j] = c->add_y ? y[j] + v : v;
     }
 }
+
+/* Y's row of f32: the common layouts in loops that vectorise. */
+static void math_ln_row_f32(const math_ln_call *c, const float *x, float *y, float mean,
+                            float inv, size_t len, size_t sp, size_t bp)
+{
+    const float *s = c->scale, *b = c->bias;
+    if (sp == len && (bp == 0 || bp == len)) {
+        if (bp == 0 && c->add_y)
+            for (size_t j = 0; j < len; j++)
+                y[j] += (x[j] - mean) * inv * s[j];
+        else if (bp == 0)
+            for (size_t j = 0; j < len; j++)
+                y[j] = (x[j] - mean) * inv * s[j];
+        else if (c->add_y)
+            for (size_t j = 0; j < len; j++)
+                y[j] += (x[j] - mean) * inv * s[j] + b[j];
+        else
+            for (size_t j = 0; j < len; j++)
+                y[j] = (x[j] - mean) * inv * s[j] + b[j];
+        return;
+    }
+    /* A scale or bias repeating over leading dims of X[axis:]. */
+    for (size_t j = 0; j < len; j++) {
+        float v = (x[j] - mean) * inv * s[j % sp] + (bp ? b[j % bp] : 0.0f);
+        y[j] = c->add_y ? y[j] + v : v;
+    }
+}
+MATH_LN_CHUNK(float, f32, math_sum_f32, math_sum_sq_dev, sqrtf)
+MATH_LN_CHUNK(double, f64, math_sum_f64, math_sum_sq_dev_f64, sqrt)
 
 static pl_status *math_ln_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                               const pl_run_args *args)
@@ -394,7 +453,8 @@ static pl_status *math_ln_run(pl_module_ctx *ctx, const pl_kernel *kernel,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "input 2 (B) has no data");
         c.bias = cpu_in(args, 2);
     }
-    float **outs[3] = {&c.y, &c.mean, &c.inv_std};
+    void *y = NULL;
+    void **outs[3] = {&y, (void **)&c.mean, (void **)&c.inv_std};
     int *adds[3] = {&c.add_y, &c.add_mean, &c.add_inv};
     for (size_t o = 0; o < kernel->n_outputs && o < 3; o++) {
         void *data;
@@ -406,10 +466,11 @@ static pl_status *math_ln_run(pl_module_ctx *ctx, const pl_kernel *kernel,
         *outs[o] = data;
         *adds[o] = req == PL_REQ_ADD_TO;
     }
+    c.y = y;
     if (c.y == NULL && c.mean == NULL && c.inv_std == NULL)
         return NULL;
     cpu_host->parallel_for(ctx->host_ctx, k->rows, math_task_grain(3 * k->len, MATH_GRAIN),
-                           math_ln_chunk, &c);
+                           k->f64 ? math_ln_chunk_f64 : math_ln_chunk_f32, &c);
     return NULL;
 }
 
@@ -434,11 +495,14 @@ pl_status *math_build_layernorm(pl_module_ctx *ctx, const pl_node_desc *node,
 {
     const pl_tensor *x = &node->inputs[0];
     bool has_bias = math_input_present(node, 2);
+    /* X, scale, B and Y all f32 or all f64; Mean and InvStdDev f32. */
+    math_type t = math_type_of(x->dtype);
     for (size_t i = 0; i < (has_bias ? 3u : 2u); i++)
-        if (math_type_of(node->inputs[i].dtype) != MATH_F32)
+        if ((t != MATH_F32 && t != MATH_F64) || math_type_of(node->inputs[i].dtype) != t)
             return math_unsupported_dtype(node->op, node->inputs[i].dtype);
     for (size_t o = 0; o < node->n_outputs; o++)
-        if (math_output_present(node, o) && math_type_of(node->outputs[o].dtype) != MATH_F32)
+        if (math_output_present(node, o) &&
+            math_type_of(node->outputs[o].dtype) != (o == 0 ? t : MATH_F32))
             return math_unsupported_dtype(node->op, node->outputs[o].dtype);
     int64_t axis;
     double eps;
@@ -472,7 +536,8 @@ pl_status *math_build_layernorm(pl_module_ctx *ctx, const pl_node_desc *node,
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->base.run_any = math_ln_run;
-    k->epsilon = (float)eps;
+    k->f64 = t == MATH_F64;
+    k->epsilon = k->f64 ? eps : (float)eps;
     k->len = len;
     k->rows = cpu_elements(x->shape, (int32_t)a);
     k->scale_period = periods[0] ? periods[0] : 1;

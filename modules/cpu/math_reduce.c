@@ -1,7 +1,7 @@
-/* math_reduce.c — the cpu module's reductions: ReduceMean (f32), ReduceSum
- * and ReduceMax (f32, i64, i32), over axes given as an attribute (older
- * opsets) or as a constant optional input (ReduceSum from opset 13, the
- * others from 18), with keepdims (which changes only the output's shape,
+/* math_reduce.c — the cpu module's reductions: ReduceMean and ReduceSum
+ * (f32, f64, i64, i32) and ReduceMax (those and i8, u8), over
+ * axes given as an attribute (older opsets) or as a constant optional
+ * input (ReduceSum from opset 13, the others from 18), with keepdims (which changes only the output's shape,
  * inferred by the core) and noop_with_empty_axes.
  *
  * The builder drops size-1 dims and merges neighbouring dims that are both
@@ -143,6 +143,10 @@ typedef struct mr_call {
     }
 
 static inline float mr_add_f32(float a, float b) { return a + b; }
+static inline double mr_add_f64(double a, double b) { return a + b; }
+/* ReduceMax alone takes i8 and u8 (ONNX's ReduceSum has neither). */
+static inline int8_t mr_add_i8(int8_t a, int8_t b) { return (int8_t)((unsigned)a + (unsigned)b); }
+static inline uint8_t mr_add_u8(uint8_t a, uint8_t b) { return (uint8_t)(a + b); }
 static inline int64_t mr_add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline int32_t mr_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 
@@ -153,10 +157,41 @@ static float mr_finish_f32(const mr_kernel *k, float v)
         return k->len ? v / (float)k->len : NAN;
     return v;
 }
-static int64_t mr_finish_i64(const mr_kernel *k, int64_t v) { (void)k; return v; }
-static int32_t mr_finish_i32(const mr_kernel *k, int32_t v) { (void)k; return v; }
+static double mr_finish_f64(const mr_kernel *k, double v)
+{
+    if (k->op == MR_MEAN)
+        return k->len ? v / (double)k->len : NAN;
+    return v;
+}
+static int8_t mr_finish_i8(const mr_kernel *k, int8_t v) { (void)k; return v; }
+static uint8_t mr_finish_u8(const mr_kernel *k, uint8_t v) { (void)k; return v; }
+/* An integer Mean is the (wrapping) sum divided in integers, truncated
+ * toward zero as numpy's mean cast back to the type is; empty gives 0. */
+static int64_t mr_finish_i64(const mr_kernel *k, int64_t v)
+{
+    if (k->op != MR_MEAN)
+        return v;
+    return k->len ? v / k->len : 0;
+}
+static int32_t mr_finish_i32(const mr_kernel *k, int32_t v)
+{
+    return (int32_t)mr_finish_i64(k, v);
+}
 
 static float mr_sum_f32(const float *x, size_t n) { return math_sum_f32(x, n); }
+/* Plain running sums for the types math_sum_f32 does not cover. */
+#define MR_PLAIN_SUM(T, SUFFIX)                                                   \
+    static T mr_sum_##SUFFIX(const T *x, size_t n)                                \
+    {                                                                             \
+        T s = 0;                                                                  \
+        for (size_t i = 0; i < n; i++)                                            \
+            s = mr_add_##SUFFIX(s, x[i]);                                         \
+        return s;                                                                 \
+    }
+MR_PLAIN_SUM(double, f64)
+MR_PLAIN_SUM(int8_t, i8)
+MR_PLAIN_SUM(uint8_t, u8)
+
 static int64_t mr_sum_i64(const int64_t *x, size_t n)
 {
     uint64_t s = 0;
@@ -178,6 +213,12 @@ MR_WALK(int32_t, i32, INT32_MIN)
 MR_DEFINE(float, f32, -INFINITY)
 MR_DEFINE(int64_t, i64, INT64_MIN)
 MR_DEFINE(int32_t, i32, INT32_MIN)
+MR_WALK(double, f64, -INFINITY)
+MR_WALK(int8_t, i8, INT8_MIN)
+MR_WALK(uint8_t, u8, 0)
+MR_DEFINE(double, f64, -INFINITY)
+MR_DEFINE(int8_t, i8, INT8_MIN)
+MR_DEFINE(uint8_t, u8, 0)
 
 static pl_status *mr_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
 {
@@ -200,9 +241,11 @@ static pl_status *mr_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
         per_task = (size_t)k->len * MR_TILE;
     }
     size_t grain = per_task >= MATH_GRAIN ? 1 : MATH_GRAIN / (per_task ? per_task : 1);
-    pl_parallel_fn fn = k->type == MATH_F32   ? mr_chunk_f32
-                        : k->type == MATH_I64 ? mr_chunk_i64
-                                              : mr_chunk_i32;
+    static const pl_parallel_fn chunks[MATH_TYPE_COUNT] = {
+        [MATH_F32] = mr_chunk_f32, [MATH_F64] = mr_chunk_f64, [MATH_I64] = mr_chunk_i64,
+        [MATH_I32] = mr_chunk_i32, [MATH_I8] = mr_chunk_i8,   [MATH_U8] = mr_chunk_u8,
+    };
+    pl_parallel_fn fn = chunks[k->type];
     cpu_host->parallel_for(ctx->host_ctx, tasks, grain, fn, &c);
     return NULL;
 }
@@ -224,7 +267,10 @@ pl_status *math_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
                                                     : MR_MAX;
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     math_type t = math_type_of(x->dtype);
-    if (!(t == MATH_F32 || (op != MR_MEAN && (t == MATH_I64 || t == MATH_I32))))
+    bool int_ok = t == MATH_I64 || t == MATH_I32 ||
+                  (op == MR_MAX && (t == MATH_I8 || t == MATH_U8));
+    if (!(t == MATH_F32 || t == MATH_F64 || int_ok) ||
+        (op == MR_MEAN && (t == MATH_I8 || t == MATH_U8)))
         return math_unsupported_dtype(node->op, x->dtype);
     if (!PL_DTYPE_EQ(o->dtype, x->dtype))
         return math_unsupported_dtype(node->op, o->dtype);

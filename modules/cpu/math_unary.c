@@ -1,6 +1,10 @@
 /* math_unary.c — the cpu module's elementwise unary math: Sqrt Exp Log Neg
- * Abs Reciprocal Erf LeakyRelu and Clip on f32, and Neg and Abs on i32 and
- * i64 too.
+ * Abs Reciprocal Erf LeakyRelu Clip Relu Sigmoid Tanh on f32 and f64, and
+ * the ones ONNX defines on integers on those too: Neg and Abs (i8 i32 i64,
+ * Abs on u8), Relu (i8 i32 i64) and Clip (i8 u8 i32 i64). Integers wrap:
+ * Neg and Abs of the lowest value give it back, as numpy does. Relu,
+ * Sigmoid and Tanh on f32 stay elementwise.c's kernels (its vectorised
+ * exp); f16 and bf16 reach these kernels as f32 (dtype_wrap.c).
  *
  * Each op is one simple loop over a chunk of the flat index, run on the
  * host's pool; the loops read an element before writing the same index, so
@@ -18,20 +22,22 @@
 
 typedef enum math_unary_op {
     MU_SQRT, MU_EXP, MU_LOG, MU_NEG, MU_ABS, MU_RECIPROCAL, MU_ERF, MU_LEAKY, MU_CLIP,
+    MU_RELU, MU_SIGMOID, MU_TANH,
 } math_unary_op;
 
 static const char *const math_unary_names[] = {
     [MU_SQRT] = "Sqrt",       [MU_EXP] = "Exp", [MU_LOG] = "Log",         [MU_NEG] = "Neg",
     [MU_ABS] = "Abs",         [MU_RECIPROCAL] = "Reciprocal",             [MU_ERF] = "Erf",
-    [MU_LEAKY] = "LeakyRelu", [MU_CLIP] = "Clip",
+    [MU_LEAKY] = "LeakyRelu", [MU_CLIP] = "Clip", [MU_RELU] = "Relu",
+    [MU_SIGMOID] = "Sigmoid", [MU_TANH] = "Tanh",
 };
 
 typedef struct math_unary_kernel {
     pl_kernel base;
     math_unary_op op;
-    math_type type;     /* MATH_F32, or MATH_I32/MATH_I64 for Neg and Abs */
-    float alpha;        /* LeakyRelu */
-    float lo, hi;       /* Clip's attribute bounds (opset < 11) */
+    math_type type;     /* the input's and output's */
+    double alpha;       /* LeakyRelu */
+    double lo, hi;      /* Clip's attribute bounds (opset < 11) */
     bool min_input;     /* Clip reads its min from input 1 */
     bool max_input;     /* and its max from input 2 */
 } math_unary_kernel;
@@ -41,7 +47,8 @@ typedef struct math_unary_call {
     const void *x;
     void *y;
     int add;
-    float lo, hi;
+    double lo, hi;      /* Clip on floats */
+    int64_t ilo, ihi;   /* Clip on integers */
 } math_unary_call;
 
 /* Y[i] = EXPR of x = X[i] (or += with ADD) over [begin, end). */
@@ -82,52 +89,91 @@ static inline float math_erf(float x)
     return copysignf(ax < 0.6f ? small : big, x);
 }
 
+/* The float ops on T, with libm's functions of suffix F (f or none); EXP
+ * and ERF are the exponential and erf to use. */
+#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, ERF)                                           \
+    static void mu_chunk_##SUFFIX(const math_unary_call *c, size_t begin, size_t end)    \
+    {                                                                                    \
+        const T alpha = (T)c->k->alpha, lo = (T)c->lo, hi = (T)c->hi;                    \
+        const T one = 1, zero = 0;                                                       \
+        switch (c->k->op) {                                                              \
+        case MU_SQRT: MU_LOOP(T, sqrt##F(x)); break;                                     \
+        case MU_EXP: MU_LOOP(T, EXP(x)); break;                                          \
+        case MU_LOG: MU_LOOP(T, log##F(x)); break;                                       \
+        case MU_NEG: MU_LOOP(T, -x); break;                                              \
+        case MU_ABS: MU_LOOP(T, fabs##F(x)); break;                                      \
+        case MU_RECIPROCAL: MU_LOOP(T, one / x); break;                                  \
+        case MU_ERF: MU_LOOP(T, ERF(x)); break;                                          \
+        case MU_LEAKY: MU_LOOP(T, x < zero ? alpha * x : x); break;                      \
+        /* NaN fails both compares and passes through. */                                \
+        case MU_CLIP: MU_LOOP(T, x < lo ? lo : (x > hi ? hi : x)); break;                \
+        case MU_RELU: MU_LOOP(T, x < zero ? zero : x); break;                            \
+        case MU_SIGMOID: MU_LOOP(T, one / (one + exp##F(-x))); break;                    \
+        case MU_TANH: MU_LOOP(T, tanh##F(x)); break;                                     \
+        }                                                                                \
+    }
+MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf)
+MU_FLOAT_CHUNK(double, f64, , exp, erf)
+
+/* Integers, through int64: |x| and -x wrap (computed unsigned). */
+static inline int64_t mu_neg(int64_t x) { return (int64_t)(0u - (uint64_t)x); }
+static inline int64_t mu_abs(int64_t x) { return x < 0 ? mu_neg(x) : x; }
+static inline int64_t mu_clamp(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+#define MU_INT_CHUNK(T, SUFFIX)                                                          \
+    static void mu_chunk_##SUFFIX(const math_unary_call *c, size_t begin, size_t end)    \
+    {                                                                                    \
+        const int64_t lo = c->ilo, hi = c->ihi;                                          \
+        switch (c->k->op) {                                                              \
+        case MU_NEG: MU_LOOP(T, (T)mu_neg(x)); break;                                    \
+        case MU_ABS: MU_LOOP(T, (T)mu_abs(x)); break;                                    \
+        case MU_CLIP: MU_LOOP(T, (T)mu_clamp(x, lo, hi)); break;                         \
+        case MU_RELU: MU_LOOP(T, (T)mu_clamp(x, 0, INT64_MAX)); break;                   \
+        default: break;                                                                  \
+        }                                                                                \
+    }
+MU_INT_CHUNK(int64_t, i64)
+MU_INT_CHUNK(int32_t, i32)
+MU_INT_CHUNK(int8_t, i8)
+MU_INT_CHUNK(uint8_t, u8)
+
 static void math_unary_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const math_unary_call *c = arg;
-    const math_unary_kernel *k = c->k;
-    if (k->type == MATH_I64) {
-        if (k->op == MU_NEG)
-            MU_LOOP(int64_t, (int64_t)(0u - (uint64_t)x));
-        else
-            MU_LOOP(int64_t, x < 0 ? (int64_t)(0u - (uint64_t)x) : x);
-        return;
-    }
-    if (k->type == MATH_I32) {
-        if (k->op == MU_NEG)
-            MU_LOOP(int32_t, (int32_t)(0u - (uint32_t)x));
-        else
-            MU_LOOP(int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x);
-        return;
-    }
-    const float alpha = k->alpha, lo = c->lo, hi = c->hi;
-    switch (k->op) {
-    case MU_SQRT: MU_LOOP(float, sqrtf(x)); break;
-    case MU_EXP: MU_LOOP(float, cpu_expf(x)); break;
-    case MU_LOG: MU_LOOP(float, logf(x)); break;
-    case MU_NEG: MU_LOOP(float, -x); break;
-    case MU_ABS: MU_LOOP(float, fabsf(x)); break;
-    case MU_RECIPROCAL: MU_LOOP(float, 1.0f / x); break;
-    case MU_ERF: MU_LOOP(float, math_erf(x)); break;
-    case MU_LEAKY: MU_LOOP(float, x < 0.0f ? alpha * x : x); break;
-    /* NaN fails both compares and passes through. */
-    case MU_CLIP: MU_LOOP(float, x < lo ? lo : (x > hi ? hi : x)); break;
+    switch (c->k->type) {
+    case MATH_F32: mu_chunk_f32(c, begin, end); break;
+    case MATH_F64: mu_chunk_f64(c, begin, end); break;
+    case MATH_I64: mu_chunk_i64(c, begin, end); break;
+    case MATH_I32: mu_chunk_i32(c, begin, end); break;
+    case MATH_I8: mu_chunk_i8(c, begin, end); break;
+    case MATH_U8: mu_chunk_u8(c, begin, end); break;
+    default: break;
     }
 }
 
-/* Clip's bound from optional input I, or DEFAULT_VALUE when the node has
- * none. */
-static pl_status *math_clip_bound(const pl_kernel *kernel, const pl_run_args *args, size_t i,
-                                  bool present, float default_value, float *out)
+/* Clip's bound from optional input I (of the kernel's type) into *F (a
+ * float type) or *I (an integer type); unchanged when the node has none. */
+static pl_status *math_clip_bound(const math_unary_kernel *k, const pl_run_args *args, size_t i,
+                                  bool present, double *f, int64_t *n)
 {
-    *out = default_value;
     if (!present)
         return NULL;
     if (args->n_inputs <= i || args->inputs[i].data == NULL)
-        return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "input %zu (%s) has no data", i,
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, k->base.op, "input %zu (%s) has no data", i,
                          i == 1 ? "min" : "max");
-    *out = *(const float *)math_in(args, i);
+    const void *p = math_in(args, i);
+    switch (k->type) {
+    case MATH_F32: *f = *(const float *)p; break;
+    case MATH_F64: *f = *(const double *)p; break;
+    case MATH_I64: *n = *(const int64_t *)p; break;
+    case MATH_I32: *n = *(const int32_t *)p; break;
+    case MATH_I8: *n = *(const int8_t *)p; break;
+    default: *n = *(const uint8_t *)p; break;
+    }
     return NULL;
 }
 
@@ -139,25 +185,36 @@ static void math_unary_go(pl_module_ctx *ctx, math_unary_call *c, size_t n)
                            math_unary_chunk, c);
 }
 
-static pl_status *math_unary_run(pl_module_ctx *ctx, const pl_kernel *kernel,
-                                 const pl_run_args *args, float *out, pl_output_request req)
+/* Runs C over the kernel's elements, Clip's bounds read first. */
+static pl_status *math_unary_go_call(pl_module_ctx *ctx, const pl_run_args *args,
+                                     math_unary_call *c)
 {
-    const math_unary_kernel *k = (const math_unary_kernel *)kernel;
-    math_unary_call c = {.k = k, .x = cpu_in(args, 0), .y = out, .add = req == PL_REQ_ADD_TO,
-                         .lo = k->lo, .hi = k->hi};
+    const math_unary_kernel *k = c->k;
+    c->lo = k->lo;
+    c->hi = k->hi;
+    c->ilo = INT64_MIN;
+    c->ihi = INT64_MAX;
     if (k->op == MU_CLIP) {
-        pl_status *st = math_clip_bound(kernel, args, 1, k->min_input, k->lo, &c.lo);
+        pl_status *st = math_clip_bound(k, args, 1, k->min_input, &c->lo, &c->ilo);
         if (st == NULL)
-            st = math_clip_bound(kernel, args, 2, k->max_input, k->hi, &c.hi);
+            st = math_clip_bound(k, args, 2, k->max_input, &c->hi, &c->ihi);
         if (st != NULL)
             return st;
     }
-    math_unary_go(ctx, &c, kernel->out_elements);
+    math_unary_go(ctx, c, k->base.out_elements);
     return NULL;
 }
 
-/* Neg and Abs on integers: kernel.c checks f32 kernels only. */
-static pl_status *math_unary_run_int(pl_module_ctx *ctx, const pl_kernel *kernel,
+static pl_status *math_unary_run(pl_module_ctx *ctx, const pl_kernel *kernel,
+                                 const pl_run_args *args, float *out, pl_output_request req)
+{
+    math_unary_call c = {.k = (const math_unary_kernel *)kernel, .x = cpu_in(args, 0),
+                         .y = out, .add = req == PL_REQ_ADD_TO};
+    return math_unary_go_call(ctx, args, &c);
+}
+
+/* Other dtypes than f32: kernel.c checks f32 kernels only. */
+static pl_status *math_unary_run_any(pl_module_ctx *ctx, const pl_kernel *kernel,
                                      const pl_run_args *args)
 {
     void *out;
@@ -167,8 +224,20 @@ static pl_status *math_unary_run_int(pl_module_ctx *ctx, const pl_kernel *kernel
         return st;
     math_unary_call c = {.k = (const math_unary_kernel *)kernel, .x = math_in(args, 0),
                          .y = out, .add = req == PL_REQ_ADD_TO};
-    math_unary_go(ctx, &c, kernel->out_elements);
-    return NULL;
+    return math_unary_go_call(ctx, args, &c);
+}
+
+/* Whether ONNX defines OP on integers of type T. */
+static bool math_unary_int_ok(math_unary_op op, math_type t)
+{
+    switch (op) {
+    case MU_ABS: case MU_CLIP:
+        return t == MATH_I64 || t == MATH_I32 || t == MATH_I8 || t == MATH_U8;
+    case MU_NEG: case MU_RELU:
+        return t == MATH_I64 || t == MATH_I32 || t == MATH_I8;
+    default:
+        return false;
+    }
 }
 
 pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
@@ -179,28 +248,29 @@ pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
             op = (math_unary_op)i;
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     math_type t = math_type_of(x->dtype);
-    bool int_ok = op == MU_NEG || op == MU_ABS;
-    if (!(t == MATH_F32 || (int_ok && (t == MATH_I32 || t == MATH_I64))))
+    if (!(t == MATH_F32 || t == MATH_F64 || math_unary_int_ok(op, t)))
         return math_unsupported_dtype(node->op, x->dtype);
     if (!PL_DTYPE_EQ(o->dtype, x->dtype))
         return math_unsupported_dtype(node->op, o->dtype);
+    if (t == MATH_F32 && op >= MU_RELU)
+        return cpu_build_unary(ctx, node, out_kernel);
     pl_status *st = math_same_size(node, 0);
     if (st != NULL)
         return st;
-    float lo = -INFINITY, hi = INFINITY, alpha = 0.01f;
+    double lo = -INFINITY, hi = INFINITY, alpha = 0.01f;
     bool min_input = false, max_input = false;
     if (op == MU_LEAKY) {
         double a;
         if ((st = cpu_attr_float(node, "alpha", 0.01, &a)) != NULL)
             return st;
-        alpha = (float)a;
+        alpha = t == MATH_F32 ? (float)a : a;
     } else if (op == MU_CLIP && math_opset(node) < 11) {
         double mn, mx;
         if ((st = cpu_attr_float(node, "min", -FLT_MAX, &mn)) != NULL ||
             (st = cpu_attr_float(node, "max", FLT_MAX, &mx)) != NULL)
             return st;
-        lo = (float)mn;
-        hi = (float)mx;
+        lo = t == MATH_F32 ? (float)mn : mn;
+        hi = t == MATH_F32 ? (float)mx : mx;
     } else if (op == MU_CLIP) {
         for (size_t i = 1; i < node->n_inputs; i++) {
             if (!math_input_present(node, i))
@@ -222,7 +292,7 @@ pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     if (t != MATH_F32)
-        k->base.run_any = math_unary_run_int;
+        k->base.run_any = math_unary_run_any;
     k->op = op;
     k->type = t;
     k->alpha = alpha;

@@ -1,5 +1,6 @@
 /* matmul.c — the cpu module's GEMM kernels, MatMul and Gemm, on the
- * module's own SGEMM (gemm.c).
+ * module's own SGEMM (gemm.c), on OpenBLAS's cblas_dgemm for f64, and
+ * (MatMul) on plain wrapping loops for i32 and i64.
  *
  * The parallelism is the host's: a run is cut into tasks, each one matrix
  * of the batch or a block of its rows or columns, and the tasks go to
@@ -35,6 +36,9 @@ typedef struct cpu_gemm_kernel {
     int64_t m, n, k;        /* per batch entry (after folding) */
     int trans_a, trans_b;   /* Gemm only */
     float alpha, beta;      /* beta: Gemm's coefficient of C */
+    bool f64;               /* operands and output are f64 (cblas_dgemm) */
+    pl_parallel_fn int_chunk; /* MatMul of i32 or i64: its loop, else NULL */
+    double alpha64, beta64; /* alpha and beta for f64 */
     int has_c;              /* Gemm: C is present and beta != 0 */
     int64_t c_row_stride;   /* Gemm: C's strides over [M,N] (0: broadcast) */
     int64_t c_col_stride;
@@ -100,27 +104,108 @@ static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
 
 /* Tasks [begin, end): task t is block t % blocks of batch entry t / blocks;
  * a block is a row block and a column block of the output. */
+/* Where task T works: its batch entry, first row and column, rows and
+ * columns, and the offsets of its entry's A and B; false when empty. */
+typedef struct cpu_gemm_task {
+    int64_t entry, row0, col0, rows, n, off_a, off_b;
+} cpu_gemm_task;
+
+static bool cpu_gemm_task_of(const cpu_gemm_kernel *k, size_t t, cpu_gemm_task *p)
+{
+    const int64_t block = (int64_t)t % k->blocks;
+    p->entry = (int64_t)t / k->blocks;
+    p->row0 = (block / k->col_blocks) * k->rows_per_task;
+    p->col0 = (block % k->col_blocks) * k->cols_per_task;
+    p->rows = k->m - p->row0 < k->rows_per_task ? k->m - p->row0 : k->rows_per_task;
+    p->n = k->n - p->col0 < k->cols_per_task ? k->n - p->col0 : k->cols_per_task;
+    p->off_a = p->off_b = 0;
+    int64_t rest = p->entry;
+    for (int d = k->batch_ndim - 1; d >= 0; d--) {
+        int64_t i = rest % k->batch_dims[d];
+        rest /= k->batch_dims[d];
+        p->off_a += i * k->a_batch_stride[d];
+        p->off_b += i * k->b_batch_stride[d];
+    }
+    return p->rows > 0 && p->n > 0;
+}
+
+/* f64 (MatMul and Gemm of doubles): every block is one cblas_dgemm, after
+ * beta*C is laid into the output; no packing, no epilogue. */
+static void cpu_gemm_chunk_f64(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const cpu_gemm_call *c = arg;
+    const cpu_gemm_kernel *k = c->k;
+    const int64_t m = k->m, ld_out = k->n, kk = k->k;
+    const double *a0 = (const void *)c->a, *b0 = (const void *)c->b, *c0 = (const void *)c->c;
+    cpu_gemm_task p;
+    for (size_t t = begin; t < end; t++) {
+        if (!cpu_gemm_task_of(k, t, &p))
+            continue;
+        double *out = (double *)(void *)c->out + (p.entry * m + p.row0) * ld_out + p.col0;
+        double beta_out = c->add ? 1.0 : 0.0;
+        for (int64_t r = 0; r < p.rows && (k->has_c || (kk == 0 && !c->add)); r++) {
+            const double *crow = k->has_c ? c0 + (p.row0 + r) * k->c_row_stride +
+                                                p.col0 * k->c_col_stride
+                                          : NULL;
+            double *orow = out + r * ld_out;
+            for (int64_t j = 0; j < p.n; j++) {
+                double cv = crow != NULL ? k->beta64 * crow[j * k->c_col_stride] : 0.0;
+                orow[j] = (c->add ? orow[j] : 0.0) + cv;
+            }
+        }
+        if (k->has_c)
+            beta_out = 1.0;
+        if (kk == 0)
+            continue;
+        const double *a = a0 + p.off_a + (k->trans_a ? p.row0 : p.row0 * kk);
+        const double *b = b0 + p.off_b + (k->trans_b ? p.col0 * kk : p.col0);
+        cblas_dgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
+                    k->trans_b ? CblasTrans : CblasNoTrans, (int)p.rows, (int)p.n, (int)kk,
+                    k->alpha64, a, (int)(k->trans_a ? m : kk), b,
+                    (int)(k->trans_b ? kk : ld_out), beta_out, out, (int)ld_out);
+    }
+}
+
+/* MatMul of integers T (ONNX's i32 and i64): plain loops, wrapping (the
+ * products and sums computed in the unsigned UT). */
+#define CPU_GEMM_INT_CHUNK(NAME, T, UT)                                                  \
+    static void NAME(void *arg, size_t begin, size_t end, int worker)                    \
+    {                                                                                    \
+        (void)worker;                                                                    \
+        const cpu_gemm_call *c = arg;                                                    \
+        const cpu_gemm_kernel *k = c->k;                                                 \
+        const int64_t kk = k->k, ld = k->n;                                              \
+        cpu_gemm_task p;                                                                 \
+        for (size_t t = begin; t < end; t++) {                                           \
+            if (!cpu_gemm_task_of(k, t, &p))                                             \
+                continue;                                                                \
+            const T *a = (const T *)(const void *)c->a + p.off_a + p.row0 * kk;          \
+            const T *b = (const T *)(const void *)c->b + p.off_b + p.col0;               \
+            T *out = (T *)(void *)c->out + (p.entry * k->m + p.row0) * ld + p.col0;      \
+            for (int64_t r = 0; r < p.rows; r++)                                         \
+                for (int64_t j = 0; j < p.n; j++) {                                      \
+                    UT acc = c->add ? (UT)out[r * ld + j] : 0;                           \
+                    for (int64_t q = 0; q < kk; q++)                                     \
+                        acc += (UT)a[r * kk + q] * (UT)b[q * ld + j];                    \
+                    out[r * ld + j] = (T)acc;                                            \
+                }                                                                        \
+        }                                                                                \
+    }
+CPU_GEMM_INT_CHUNK(cpu_gemm_chunk_i32, int32_t, uint32_t)
+CPU_GEMM_INT_CHUNK(cpu_gemm_chunk_i64, int64_t, uint64_t)
+
 static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     const cpu_gemm_call *c = arg;
     const cpu_gemm_kernel *k = c->k;
     const int64_t m = k->m, ld_out = k->n, kk = k->k;
+    cpu_gemm_task p;
     for (size_t t = begin; t < end; t++) {
-        int64_t entry = (int64_t)t / k->blocks;
-        int64_t block = (int64_t)t % k->blocks;
-        int64_t row0 = (block / k->col_blocks) * k->rows_per_task;
-        int64_t col0 = (block % k->col_blocks) * k->cols_per_task;
-        int64_t rows = m - row0 < k->rows_per_task ? m - row0 : k->rows_per_task;
-        int64_t n = ld_out - col0 < k->cols_per_task ? ld_out - col0 : k->cols_per_task;
-        if (rows <= 0 || n <= 0)
+        if (!cpu_gemm_task_of(k, t, &p))
             continue;
-        int64_t off_a = 0, off_b = 0, rest = entry;
-        for (int d = k->batch_ndim - 1; d >= 0; d--) {
-            int64_t i = rest % k->batch_dims[d];
-            rest /= k->batch_dims[d];
-            off_a += i * k->a_batch_stride[d];
-            off_b += i * k->b_batch_stride[d];
-        }
+        const int64_t row0 = p.row0, col0 = p.col0, rows = p.rows, n = p.n;
+        const int64_t entry = p.entry, off_a = p.off_a, off_b = p.off_b;
         float *out = c->out + (entry * m + row0) * ld_out + col0;
         float beta_out = c->add ? 1.0f : 0.0f;
         /* The module's GEMM applies the activation (and a C that is one row
@@ -192,6 +277,11 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                        .out = out,
                        .add = req == PL_REQ_ADD_TO};
     size_t tasks = (size_t)(k->batch * k->blocks);
+    if (k->f64 || k->int_chunk != NULL) {
+        cpu_host->parallel_for(ctx->host_ctx, tasks, 1,
+                               k->f64 ? cpu_gemm_chunk_f64 : k->int_chunk, &c);
+        return NULL;
+    }
     if (ctx->blas_pool) {
         c.blas = true;
         cpu_gemm_chunk(&c, 0, tasks, 0); /* OpenBLAS threads each call */
@@ -223,7 +313,10 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     size_t bytes = 0;
     size_t head = (sizeof(cpu_gemm_kernel) + 63) & ~(size_t)63;
     size_t packed = 0;
-    if (b_shared && !ctx->blas_pool && g != NULL && node->graph != NULL && kk > 0 && n > 0) {
+    pl_dtype dt = node->outputs[0].dtype;
+    bool f64 = PL_DTYPE_EQ(dt, PL_DTYPE_F64), f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
+    if (b_shared && f32 && !ctx->blas_pool && g != NULL && node->graph != NULL && kk > 0 &&
+        n > 0) {
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
             bytes >= (size_t)(kk * n) * sizeof(float))
@@ -231,8 +324,14 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     }
     cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(
         ctx, head + packed * sizeof(float), node->op, cpu_gemm_run);
-    if (k != NULL)
-        k->base.epilogue_ok = true;
+    if (k != NULL) {
+        k->f64 = f64;
+        k->int_chunk = PL_DTYPE_EQ(dt, PL_DTYPE_I32)   ? cpu_gemm_chunk_i32
+                       : PL_DTYPE_EQ(dt, PL_DTYPE_I64) ? cpu_gemm_chunk_i64
+                                                       : NULL;
+        k->alpha64 = 1.0;
+        k->base.epilogue_ok = f32;
+    }
     if (k == NULL || packed == 0)
         return k;
     float *buf = (float *)(void *)((char *)k + head);
@@ -398,6 +497,8 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node, pl_kerne
     k->trans_b = trans_b != 0;
     k->alpha = (float)alpha;
     k->beta = (float)beta;
+    k->alpha64 = alpha;
+    k->beta64 = beta;
     k->has_c = c != NULL && beta != 0.0;
     k->c_row_stride = c_rows == 1 ? 0 : c_cols;
     k->c_col_stride = c_cols == 1 ? 0 : 1;

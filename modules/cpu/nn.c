@@ -34,12 +34,12 @@
 #include "nn_window.h"
 
 const cpu_op_entry cpu_ops_nn[] = {
-    {"Conv", nn_build_conv, 2, 3, 7u, 0},
-    {"ConvTranspose", nn_build_conv_transpose, 2, 3, 7u, 0},
-    {"MaxPool", nn_build_pool, 1, 1, 1u, CPU_OP_MULTI_OUTPUT},
-    {"AveragePool", nn_build_pool, 1, 1, 1u, 0},
-    {"GlobalAveragePool", nn_build_global_pool, 1, 1, 1u, 0},
-    {"GlobalMaxPool", nn_build_global_pool, 1, 1, 1u, 0},
+    {"Conv", nn_build_conv, 2, 3, 7u, CPU_OP_F64},
+    {"ConvTranspose", nn_build_conv_transpose, 2, 3, 7u, CPU_OP_F64},
+    {"MaxPool", nn_build_pool, 1, 1, 1u, CPU_OP_MULTI_OUTPUT | CPU_OP_F64},
+    {"AveragePool", nn_build_pool, 1, 1, 1u, CPU_OP_F64},
+    {"GlobalAveragePool", nn_build_global_pool, 1, 1, 1u, CPU_OP_F64},
+    {"GlobalMaxPool", nn_build_global_pool, 1, 1, 1u, CPU_OP_F64},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -706,6 +706,8 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
                          cpu_dims_text(x->shape, x->ndim, tx, sizeof tx),
                          cpu_dims_text(wt->shape, wt->ndim, tw, sizeof tw), (long long)group);
     NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
+    if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64))
+        return nn_build_f64(ctx, node, &w, group, false, out_kernel);
 
     /* A constant W of a GEMM path (not depthwise) is packed once, per
      * group, after the kernel: as A, or as B of the transposed product. */
@@ -850,6 +852,8 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
                              (long long)w.out[d], d);
     }
     NN_TRY(nn_window_check_output(node, o, x->shape[0], m, &w));
+    if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64))
+        return nn_build_f64(ctx, node, &w, group, false, out_kernel);
 
     nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w, 0);
     if (k == NULL)

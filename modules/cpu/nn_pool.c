@@ -227,8 +227,7 @@ static pl_status *nn_pool_run_any(pl_module_ctx *ctx, const pl_kernel *kernel,
 
 /* ---- builders -------------------------------------------------------------- */
 
-/* Taps of output O of axis D that the average divides by. */
-static int64_t nn_pool_count(const nn_window *w, int d, int64_t o, bool include_pad)
+int64_t nn_pool_count(const nn_window *w, int d, int64_t o, bool include_pad)
 {
     int64_t lo = include_pad ? -w->pad_begin[d] : 0;
     int64_t hi = include_pad ? w->in[d] + w->pad_end[d] : w->in[d];
@@ -288,6 +287,8 @@ pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     }
     if (node->n_outputs > 2)
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%zu outputs", node->n_outputs);
+    if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64))
+        return nn_build_f64(ctx, node, &w, 1, include_pad != 0, out_kernel);
 
     size_t counts = 0;
     for (int d = 0; d < w.nsp; d++)
@@ -349,6 +350,8 @@ pl_status *nn_build_global_pool(pl_module_ctx *ctx, const pl_node_desc *node,
     if (in_plane == 0 && planes > 0)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %s has empty planes",
                          cpu_dims_text(x->shape, x->ndim, tx, sizeof tx));
+    if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64))
+        return nn_build_f64(ctx, node, NULL, 1, false, out_kernel);
     nn_pool_kernel *k = (nn_pool_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op, nn_pool_run);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");

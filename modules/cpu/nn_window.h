@@ -141,6 +141,15 @@ float nn_max(const float *x, int64_t n);
 /* ---- builders -------------------------------------------------------------- */
 
 pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+/* nn_f64.c: Conv, ConvTranspose and the pools of NODE on f64, in double,
+ * after the f32 builder read the window W (NULL for the global pools; for
+ * ConvTranspose its own output sizes and pads) and GROUP (the convolutions)
+ * and INCLUDE_PAD (AveragePool), and checked the node. */
+pl_status *nn_build_f64(pl_module_ctx *ctx, const pl_node_desc *node, const nn_window *w,
+                        int64_t group, bool include_pad, pl_kernel **out_kernel);
+/* nn_pool.c: the taps of output O of axis D of W that AveragePool divides
+ * by (with INCLUDE_PAD, those in the padding too, but not past it). */
+int64_t nn_pool_count(const nn_window *w, int d, int64_t o, bool include_pad);
 pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
                                    pl_kernel **out_kernel);
 /* nn_pool.c: MaxPool AveragePool (windowed), GlobalAveragePool GlobalMaxPool. */

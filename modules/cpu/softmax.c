@@ -8,7 +8,8 @@
  * at once, so that every pass reads memory in order. The passes read an
  * element before writing it, so an output aliasing the input (in place)
  * is safe; PL_REQ_ADD_TO recomputes the exponentials in its last pass
- * instead of storing them in the output. */
+ * instead of storing them in the output. On f64 each column is computed
+ * in double by cpu_softmax_cols_f64, which LogSoftmax shares. */
 #include <math.h>
 
 #include "cpu_kernel.h"
@@ -22,6 +23,7 @@ typedef struct cpu_softmax_kernel {
     pl_kernel base;
     int64_t outer, len, inner;
     int64_t tiles;          /* tiles of the inner extent per outer index */
+    bool f64;               /* input and output are f64 */
 } cpu_softmax_kernel;
 
 typedef struct cpu_softmax_call {
@@ -128,6 +130,25 @@ static void cpu_softmax_tile(const float *x, float *y, int64_t len, int64_t inne
     }
 }
 
+void cpu_softmax_cols_f64(const double *x, double *y, int64_t len, int64_t inner, int w,
+                          bool take_log, int add)
+{
+    for (int t = 0; t < w; t++) {
+        const double *xc = x + t;
+        double *yc = y + t;
+        double max = -INFINITY, sum = 0.0;
+        for (int64_t i = 0; i < len; i++)
+            max = xc[i * inner] > max || isnan(xc[i * inner]) ? xc[i * inner] : max;
+        for (int64_t i = 0; i < len; i++)
+            sum += exp(xc[i * inner] - max);
+        const double shift = max + log(sum), scale = 1.0 / sum;
+        for (int64_t i = 0; i < len; i++) {
+            double v = take_log ? xc[i * inner] - shift : exp(xc[i * inner] - max) * scale;
+            yc[i * inner] = add ? yc[i * inner] + v : v;
+        }
+    }
+}
+
 /* Tasks [begin, end): task t is tile t % tiles of outer index t / tiles. */
 static void cpu_softmax_chunk(void *arg, size_t begin, size_t end, int worker)
 {
@@ -137,7 +158,12 @@ static void cpu_softmax_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; t++) {
         int64_t o = (int64_t)t / k->tiles, j0 = ((int64_t)t % k->tiles) * CPU_SOFTMAX_TILE;
         int64_t base = o * k->len * k->inner + j0;
-        if (k->inner == 1) {
+        if (k->f64) {
+            int64_t w = k->inner - j0 < CPU_SOFTMAX_TILE ? k->inner - j0 : CPU_SOFTMAX_TILE;
+            cpu_softmax_cols_f64((const double *)(const void *)c->x + base,
+                                 (double *)(void *)c->y + base, k->len, k->inner, (int)w, false,
+                                 c->add);
+        } else if (k->inner == 1) {
             cpu_softmax_row(c->x + base, c->y + base, k->len, c->add);
         } else {
             int64_t w = k->inner - j0 < CPU_SOFTMAX_TILE ? k->inner - j0 : CPU_SOFTMAX_TILE;
@@ -197,6 +223,7 @@ pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node, pl_ke
             k->inner *= x->shape[d];
     }
     k->tiles = (k->inner + CPU_SOFTMAX_TILE - 1) / CPU_SOFTMAX_TILE;
+    k->f64 = PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64);
     k->base.n_reads = 1;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
     k->base.inplace_ok = true;

@@ -168,7 +168,22 @@ pl_status *ch_run(pl_kernel *k, size_t n_in, const pl_tensor *ins, size_t n_out,
 /* The elements of a tensor of DIMS (rank R). */
 size_t ch_count(const int64_t *dims, int r);
 
-/* Element I of BYTES as dtype DT (f32, f64, i64, i32, i8, else u8/bool). */
+/* V rounded to nearest (ties to even) in a binary float format of MBITS
+ * mantissa bits and normal exponents EMIN..EMAX (subnormals below,
+ * infinity beyond): the f16 and bf16 the tests expect, computed apart from
+ * the module. */
+double ch_round_format(double v, int mbits, int emin, int emax);
+/* The bits of V rounded to f16 or bf16, and the value of such bits. */
+uint16_t ch_f16_bits(double v);
+double ch_f16_value(uint16_t h);
+uint16_t ch_bf16_bits(double v);
+double ch_bf16_value(uint16_t h);
+/* What rounding a result of V once to DT may cost: half an ulp of f16 or
+ * bf16 (f16's subnormal step included); 0 for other dtypes. */
+double ch_rounding(pl_dtype dt, double v);
+
+/* Element I of BYTES as dtype DT (f32, f64, f16, bf16, i64, i32, i8, else
+ * u8/bool). */
 void ch_store(void *bytes, pl_dtype dt, size_t i, double v);
 double ch_load(const void *bytes, pl_dtype dt, size_t i);
 bool ch_is_float(pl_dtype dt);

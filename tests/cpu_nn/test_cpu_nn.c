@@ -212,6 +212,9 @@ static void tn_node_describe(tn_node *n, pl_nid nid, const char *name, int opset
     };
 }
 
+/* The dtype of the float tensors tn_node_build makes (case_dtypes). */
+static pl_dtype tn_dtype = {PL_TYPE_FLOAT, 32, 1};
+
 /* Builds the graph of C for OP, infers its shapes and describes its node. */
 static void tn_node_build(const char *op, const tn_case *c, tn_node *n)
 {
@@ -231,7 +234,7 @@ static void tn_node_build(const char *op, const tn_case *c, tn_node *n)
         CHECK_OK(pl_graph_tensor_get_or_add(n->g, names[i], &t));
         const int64_t *dims = i == 0 ? c->x : i == 1 ? c->w : &bias_len;
         int rank = i == 2 ? 1 : c->rank;
-        CHECK_OK(pl_graph_set_type(n->g, t, PL_DTYPE_F32, rank, dims, NULL));
+        CHECK_OK(pl_graph_set_type(n->g, t, tn_dtype, rank, dims, NULL));
         CHECK_OK(pl_graph_add_input(n->g, t));
     }
     const char *outs[2] = {"y", "ind"};
@@ -547,6 +550,22 @@ static void tn_compare(const char *op, int ci, const char *what, const float *go
     }
 }
 
+/* The reference of node N (its op's loop) on inputs IN. */
+static void tn_reference(const tn_node *n, float *const *in, double *ref, double *scale,
+                         int64_t *ind)
+{
+    const char *op = n->op;
+    const float *b = n->c->bias ? in[2] : NULL;
+    if (strcmp(op, "Conv") == 0)
+        tn_ref_conv(n, in[0], in[1], b, ref, scale);
+    else if (strcmp(op, "ConvTranspose") == 0)
+        tn_ref_conv_transpose(n, in[0], in[1], b, ref, scale);
+    else if (strncmp(op, "Global", 6) == 0)
+        tn_ref_global(n, in[0], ref, scale);
+    else
+        tn_ref_pool(n, in[0], ref, scale, ind);
+}
+
 /* Runs case C of OP with each request and compares with its reference. */
 static void tn_check(const char *op, int ci, const tn_case *c)
 {
@@ -571,14 +590,7 @@ static void tn_check(const char *op, int ci, const tn_case *c)
     float *out = malloc((count + 16) * sizeof *out), *before = malloc(count * sizeof *before);
     int64_t *ind = malloc(count * sizeof *ind);
     CHECK(ref && scale && ind_ref && out && before && ind, "out of memory");
-    if (strcmp(op, "Conv") == 0)
-        tn_ref_conv(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
-    else if (strcmp(op, "ConvTranspose") == 0)
-        tn_ref_conv_transpose(&n, in[0], in[1], c->bias ? in[2] : NULL, ref, scale);
-    else if (strncmp(op, "Global", 6) == 0)
-        tn_ref_global(&n, in[0], ref, scale);
-    else
-        tn_ref_pool(&n, in[0], ref, scale, ind_ref);
+    tn_reference(&n, in, ref, scale, ind_ref);
 
     pl_tensor outs[2] = {n.out[0], n.out[1]};
     outs[0].data = out;
@@ -970,6 +982,205 @@ static void case_GlobalMaxPool(void)
     tn_check_all("GlobalMaxPool", tn_global_cases, TN_COUNT(tn_global_cases));
 }
 
+/* ---- other dtypes ------------------------------------------------------- */
+
+/* The f16 and bf16 of the tests, rounded apart from the module (the shared
+ * cpu harness, tests/cpu_harness). */
+uint16_t ch_f16_bits(double v);
+double ch_f16_value(uint16_t h);
+uint16_t ch_bf16_bits(double v);
+double ch_bf16_value(uint16_t h);
+
+/* Element I of X (of DT) as a float, and V stored there (f16 and bf16
+ * rounded to nearest even, 8-bit integers exact). */
+static float tn_load(const void *x, pl_dtype dt, size_t i)
+{
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F16))
+        return (float)ch_f16_value(((const uint16_t *)x)[i]);
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_BF16))
+        return (float)ch_bf16_value(((const uint16_t *)x)[i]);
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I8))
+        return ((const int8_t *)x)[i];
+    return ((const uint8_t *)x)[i];
+}
+
+static void tn_store(void *x, pl_dtype dt, size_t i, float v)
+{
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F16))
+        ((uint16_t *)x)[i] = ch_f16_bits(v);
+    else if (PL_DTYPE_EQ(dt, PL_DTYPE_BF16))
+        ((uint16_t *)x)[i] = ch_bf16_bits(v);
+    else if (PL_DTYPE_EQ(dt, PL_DTYPE_I8))
+        ((int8_t *)x)[i] = (int8_t)v;
+    else
+        ((uint8_t *)x)[i] = (uint8_t)v;
+}
+
+/* Case C of OP on DT must give exactly the f32 kernel's result on the same
+ * values rounded once to DT (with PL_REQ_ADD_TO: the sum, in f32, rounded
+ * once), and the same indices: the module computes these dtypes through
+ * its f32 kernels, which the other cases check against the reference. */
+static void tn_check_dtype(const char *op, int ci, const tn_case *c, pl_dtype dt)
+{
+    tn_node n32, nd;
+    tn_dtype = PL_DTYPE_F32;
+    tn_node_build(op, c, &n32);
+    tn_dtype = dt;
+    tn_node_build(op, c, &nd);
+    tn_dtype = PL_DTYPE_F32;
+    size_t ws32 = 0, wsd = 0;
+    pl_kernel *k32 = tn_kernel(&n32, &ws32), *kd = tn_kernel(&nd, &wsd);
+    bool ints = dt.code != PL_TYPE_FLOAT && dt.code != PL_TYPE_BFLOAT;
+    float *in32[3] = {0};
+    void *ind[3] = {0};
+    pl_tensor ins32[3], insd[3];
+    for (size_t i = 0; i < n32.n_in; i++) {
+        size_t cnt = tn_elements(&n32.in[i]);
+        in32[i] = malloc((cnt + 1) * sizeof(float));
+        ind[i] = malloc((cnt + 1) * 2);
+        CHECK(in32[i] != NULL && ind[i] != NULL, "out of memory");
+        for (size_t j = 0; j < cnt; j++) {
+            float v = ints ? floorf(tn_random() * 60.0f) : tn_random();
+            tn_store(ind[i], dt, j, PL_DTYPE_EQ(dt, PL_DTYPE_U8) ? fabsf(v) : v);
+            in32[i][j] = tn_load(ind[i], dt, j);
+        }
+        ins32[i] = n32.in[i];
+        ins32[i].data = in32[i];
+        insd[i] = nd.in[i];
+        insd[i].data = ind[i];
+    }
+    size_t count = tn_elements(&n32.out[0]);
+    float *out32 = malloc((count + 1) * sizeof(float));
+    void *outd = malloc((count + 1) * 2), *before = malloc((count + 1) * 2);
+    int64_t *idx32 = malloc((count + 1) * sizeof(int64_t)), *idxd = malloc((count + 1) * 8);
+    CHECK(out32 && outd && before && idx32 && idxd, "out of memory");
+    pl_tensor o32[2] = {n32.out[0], n32.out[1]}, od[2] = {nd.out[0], nd.out[1]};
+    o32[0].data = out32;
+    o32[1].data = idx32;
+    od[0].data = outd;
+    od[1].data = idxd;
+    pl_output_request reqs[2] = {PL_REQ_WRITE, PL_REQ_WRITE};
+    CHECK_OK(tn_run(k32, n32.n_in, ins32, n32.n_out, o32, reqs, ws32));
+    for (int add = 0; add < 2; add++) {
+        for (size_t i = 0; i < count; i++)
+            tn_store(before, dt, i, add ? floorf(fabsf(tn_random()) * 20.0f) : 0.0f);
+        memcpy(outd, before, count * pl_dtype_size(dt));
+        reqs[0] = add ? PL_REQ_ADD_TO : PL_REQ_WRITE;
+        reqs[1] = add ? PL_REQ_NULL : PL_REQ_WRITE;
+        CHECK_OK(tn_run(kd, nd.n_in, insd, nd.n_out, od, reqs, wsd));
+        for (size_t i = 0; i < count; i++) {
+            float b = add ? tn_load(before, dt, i) : 0.0f;
+            float want = ints ? (float)(int)(b + out32[i]) : b + out32[i];
+            unsigned char wb[2] = {0, 0};
+            tn_store(wb, dt, 0, want);
+            CHECK(memcmp((char *)outd + i * pl_dtype_size(dt), wb, pl_dtype_size(dt)) == 0,
+                  "%s case %d (%s, %s): element %zu is %.9g, expected %.9g", op, ci,
+                  pl_dtype_name(dt), add ? "add_to" : "write", i, tn_load(outd, dt, i),
+                  tn_load(wb, dt, 0));
+        }
+        if (c->indices && !add)
+            for (size_t i = 0; i < count; i++)
+                CHECK(idxd[i] == idx32[i], "%s case %d (%s): index %zu differs", op, ci,
+                      pl_dtype_name(dt), i);
+    }
+    tn_mod->api.kernel_release(tn_mod->ctx, k32);
+    tn_mod->api.kernel_release(tn_mod->ctx, kd);
+    void *bufs[] = {in32[0], in32[1], in32[2], ind[0], ind[1], ind[2],
+                    out32,   outd,    before,  idx32,  idxd};
+    for (size_t i = 0; i < TN_COUNT(bufs); i++)
+        free(bufs[i]);
+    tn_node_free(&n32);
+    tn_node_free(&nd);
+}
+
+/* Case C of OP on f64: computed in double, so within 1e-12 of the
+ * reference (in double too) on the same values, indices equal. */
+static void tn_check_f64(const char *op, int ci, const tn_case *c)
+{
+    tn_node n;
+    tn_dtype = PL_DTYPE_F64;
+    tn_node_build(op, c, &n);
+    tn_dtype = PL_DTYPE_F32;
+    size_t ws = 0;
+    pl_kernel *k = tn_kernel(&n, &ws);
+    float *in[3] = {0};
+    double *in64[3] = {0};
+    pl_tensor ins[3];
+    for (size_t i = 0; i < n.n_in; i++) {
+        size_t cnt = tn_elements(&n.in[i]);
+        in[i] = malloc((cnt + 1) * sizeof(float));
+        in64[i] = malloc((cnt + 1) * sizeof(double));
+        CHECK(in[i] != NULL && in64[i] != NULL, "out of memory");
+        for (size_t j = 0; j < cnt; j++)
+            in64[i][j] = in[i][j] = tn_random();
+        ins[i] = n.in[i];
+        ins[i].data = in64[i];
+    }
+    size_t count = tn_elements(&n.out[0]);
+    double *ref = malloc((count + 1) * sizeof *ref), *scale = malloc((count + 1) * sizeof *scale);
+    double *out = malloc((count + 1) * sizeof *out);
+    int64_t *ind_ref = malloc((count + 1) * sizeof *ind_ref), *ind = malloc((count + 1) * 8);
+    CHECK(ref && scale && out && ind_ref && ind, "out of memory");
+    tn_reference(&n, in, ref, scale, ind_ref);
+    pl_tensor outs[2] = {n.out[0], n.out[1]};
+    outs[0].data = out;
+    outs[1].data = ind;
+    for (int add = 0; add < 2; add++) {
+        for (size_t i = 0; i < count; i++)
+            out[i] = add ? 0.25 * (double)i : NAN;
+        pl_output_request reqs[2] = {add ? PL_REQ_ADD_TO : PL_REQ_WRITE,
+                                     add ? PL_REQ_NULL : PL_REQ_WRITE};
+        CHECK_OK(tn_run(k, n.n_in, ins, n.n_out, outs, reqs, ws));
+        for (size_t i = 0; i < count; i++) {
+            double want = ref[i] + (add ? 0.25 * (double)i : 0.0);
+            CHECK(fabs(out[i] - want) <= 1e-12 * (scale[i] + fabs(want)),
+                  "%s case %d (f64, %s): element %zu is %.17g, expected %.17g", op, ci,
+                  add ? "add_to" : "write", i, out[i], want);
+        }
+        if (c->indices && !add)
+            for (size_t i = 0; i < count; i++)
+                CHECK(ind[i] == ind_ref[i], "%s case %d (f64): index %zu is %lld, expected %lld",
+                      op, ci, i, (long long)ind[i], (long long)ind_ref[i]);
+    }
+    tn_mod->api.kernel_release(tn_mod->ctx, k);
+    void *bufs[] = {in[0], in[1], in[2], in64[0], in64[1], in64[2], ref, scale, out, ind_ref,
+                    ind};
+    for (size_t i = 0; i < TN_COUNT(bufs); i++)
+        free(bufs[i]);
+    tn_node_free(&n);
+}
+
+/* Every case of every op on f16, bf16 and f64, and MaxPool on i8 and u8. */
+static void case_dtypes(void)
+{
+    static const pl_dtype half[] = {{PL_TYPE_FLOAT, 16, 1}, {PL_TYPE_BFLOAT, 16, 1}};
+    static const pl_dtype bytes[] = {{PL_TYPE_INT, 8, 1}, {PL_TYPE_UINT, 8, 1}};
+    const struct {
+        const char *op;
+        const tn_case *cases;
+        size_t n;
+    } sets[] = {
+        {"Conv", tn_conv_cases, TN_COUNT(tn_conv_cases)},
+        {"ConvTranspose", tn_convt_cases, TN_COUNT(tn_convt_cases)},
+        {"MaxPool", tn_maxpool_cases, TN_COUNT(tn_maxpool_cases)},
+        {"AveragePool", tn_avgpool_cases, TN_COUNT(tn_avgpool_cases)},
+        {"GlobalAveragePool", tn_global_cases, TN_COUNT(tn_global_cases)},
+        {"GlobalMaxPool", tn_global_cases, TN_COUNT(tn_global_cases)},
+    };
+    for (size_t s = 0; s < TN_COUNT(sets); s++)
+        for (size_t i = 0; i < sets[s].n; i++) {
+            for (size_t h = 0; h < TN_COUNT(half); h++)
+                tn_check_dtype(sets[s].op, (int)i, &sets[s].cases[i], half[h]);
+            tn_check_f64(sets[s].op, (int)i, &sets[s].cases[i]);
+        }
+    for (size_t i = 0; i < TN_COUNT(tn_maxpool_cases); i++)
+        for (size_t b = 0; b < TN_COUNT(bytes); b++) {
+            tn_case c = tn_maxpool_cases[i];
+            c.opset = c.opset >= 12 ? c.opset : 12; /* i8 and u8 from opset 12 */
+            tn_check_dtype("MaxPool", (int)i, &c, bytes[b]);
+        }
+}
+
 /* get_kernel refuses, with "cpu: <Op>: ...", what it cannot do. */
 static void tn_expect_refusal(const tn_node *n, const char *prefix, const char *needle)
 {
@@ -1100,6 +1311,7 @@ static const struct {
     {"refusals", case_refusals},
     {"fused", case_fused},
     {"concurrent", case_concurrent},
+    {"dtypes", case_dtypes},
 };
 
 int main(int argc, char **argv)

@@ -801,6 +801,61 @@ static void ts_cast(pl_dtype from, const void *src, size_t n, pl_dtype to, void 
     ts_exec_free(&e);
 }
 
+/* What Cast of V (exact in FROM) to TO gives, computed here: floats to
+ * integers truncate (the values stay in range), integers wrap, anything
+ * to bool is != 0, f16 and bf16 round to nearest even. */
+static double ts_cast_expect(pl_dtype from, double v, pl_dtype to)
+{
+    int64_t i = (int64_t)trunc(v);
+    (void)from;
+    if (PL_DTYPE_EQ(to, PL_DTYPE_BOOL))
+        return v != 0;
+    if (PL_DTYPE_EQ(to, PL_DTYPE_F32))
+        return (float)v;
+    if (PL_DTYPE_EQ(to, PL_DTYPE_F16))
+        return ch_f16_value(ch_f16_bits(v));
+    if (PL_DTYPE_EQ(to, PL_DTYPE_BF16))
+        return ch_bf16_value(ch_bf16_bits(v));
+    if (PL_DTYPE_EQ(to, PL_DTYPE_U8))
+        return (uint8_t)(uint64_t)i;
+    if (PL_DTYPE_EQ(to, PL_DTYPE_I8))
+        return (int8_t)(uint8_t)(uint64_t)i;
+    if (PL_DTYPE_EQ(to, PL_DTYPE_I32))
+        return (int32_t)(uint32_t)(uint64_t)i;
+    return PL_DTYPE_EQ(to, PL_DTYPE_I64) ? (double)i : v;
+}
+
+/* Every pair of the nine dtypes, on values each source holds exactly. */
+static void case_Cast_pairs(void)
+{
+    static const pl_dtype all[] = {
+        {PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_FLOAT, 64, 1}, {PL_TYPE_FLOAT, 16, 1},
+        {PL_TYPE_BFLOAT, 16, 1}, {PL_TYPE_UINT, 8, 1},  {PL_TYPE_INT, 8, 1},
+        {PL_TYPE_INT, 32, 1},   {PL_TYPE_INT, 64, 1},   {PL_TYPE_BOOL, 8, 1}};
+    static const double floats[] = {0, 1, -1, 2.5, -2.75, 100.5, 0.1, 120};
+    static const double sints[] = {0, 1, -1, 100, -100, 127, -128, 64};
+    static const double uints[] = {0, 1, 255, 100, 128, 200, 7, 64};
+    static const double bools[] = {0, 1, 1, 0, 1, 0, 0, 1};
+    for (size_t f = 0; f < CH_COUNT(all); f++)
+        for (size_t t = 0; t < CH_COUNT(all); t++) {
+            pl_dtype from = all[f], to = all[t];
+            const double *v = from.code == PL_TYPE_BOOL   ? bools
+                              : from.code == PL_TYPE_UINT ? uints
+                              : from.code == PL_TYPE_INT  ? sints
+                                                          : floats;
+            unsigned char src[8 * 8], dst[8 * 8];
+            for (size_t i = 0; i < 8; i++)
+                ch_store(src, from, i, v[i]);
+            ts_cast(from, src, 8, to, dst);
+            for (size_t i = 0; i < 8; i++) {
+                double want = ts_cast_expect(from, ch_load(src, from, i), to);
+                double got = ch_load(dst, to, i);
+                CHECK(got == want, "Cast %s -> %s of %.9g: %.9g, expected %.9g",
+                      pl_dtype_name(from), pl_dtype_name(to), ch_load(src, from, i), got, want);
+            }
+        }
+}
+
 static void case_Cast(void)
 {
     /* f32 -> integers: truncation toward zero; -> bool: != 0 */
@@ -1170,7 +1225,7 @@ static const struct {
     {"Gather", case_Gather},       {"Expand", case_Expand},
     {"Pad", case_Pad},             {"Tile", case_Tile},
     {"Shape", case_Shape},         {"ConstantOfShape", case_ConstantOfShape},
-    {"Range", case_Range},         {"Cast", case_Cast},
+    {"Range", case_Range},         {"Cast", case_Cast}, {"Cast_pairs", case_Cast_pairs},
     {"Resize", case_Resize},       {"requests", case_requests},
 };
 
