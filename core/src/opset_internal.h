@@ -16,6 +16,10 @@ extern const pl_op_schema pl_opset_shape_schemas[];
 extern const size_t pl_opset_shape_count;
 extern const pl_op_schema pl_opset_more_schemas[];
 extern const size_t pl_opset_more_count;
+extern const pl_op_schema pl_opset_index_schemas[];
+extern const size_t pl_opset_index_count;
+extern const pl_op_schema pl_opset_loss_schemas[];
+extern const size_t pl_opset_loss_count;
 
 /* Initialisers for pl_op_schema.n_inplace / inplace_input. */
 #define PL_INPLACE_0 .n_inplace = 1, .inplace_input = {0}

@@ -164,6 +164,8 @@ typedef struct cpu_op_entry {
 extern const cpu_op_entry cpu_ops_nn[];    /* nn.c: convolution, pooling */
 extern const cpu_op_entry cpu_ops_math[];  /* math.c: elementwise, norms, reductions */
 extern const cpu_op_entry cpu_ops_shape[]; /* shape.c: shape and index ops, all dtypes */
+extern const cpu_op_entry cpu_ops_index[]; /* index.c: gather, scatter, TopK, Einsum, ... */
+extern const cpu_op_entry cpu_ops_loss[];  /* loss.c: NLL and softmax cross-entropy */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 

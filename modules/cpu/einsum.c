@@ -1,0 +1,349 @@
+/* einsum.c — the cpu module's Einsum: any equation of ONNX's grammar
+ * (explicit "ij,jk->ik" or implicit "ij,jk" output, repeated labels within
+ * a term for diagonals, one ellipsis per term whose dims broadcast), for
+ * float and integer dtypes.
+ *
+ * The kernel gives every label, and every dim of the ellipsis, a number and
+ * a size, and each input a stride per label (strides of a label repeated
+ * in one term add up: that walks the diagonal; a broadcast ellipsis dim
+ * of size 1 has stride 0). A run converts the inputs to double (floats) or
+ * int64 (integers, which wrap), then computes every output element as the
+ * sum, over all values of the labels the output lacks, of the product of
+ * the inputs. That is the definition itself: exact, general, and as fast
+ * as a naive loop; no BLAS. */
+#include <string.h>
+
+#include "index_kernel.h"
+
+#define ES_MAX_INPUTS 8
+#define ES_LETTERS 52
+#define ES_MAX_LABELS (ES_LETTERS + CPU_MAX_RANK)
+
+typedef struct es_kernel {
+    shp_kernel k;
+    size_t n_in;
+    int n_out, n_sum;                 /* output labels, summed labels */
+    int64_t out_dims[ES_MAX_LABELS];
+    int64_t sum_dims[ES_MAX_LABELS];
+    /* Per input: element strides along each output and each summed label. */
+    int64_t out_st[ES_MAX_INPUTS][ES_MAX_LABELS];
+    int64_t sum_st[ES_MAX_INPUTS][ES_MAX_LABELS];
+    size_t in_elems[ES_MAX_INPUTS];
+    size_t sum_count;                 /* elements of the summed space */
+    bool integer;
+} es_kernel;
+
+/* Label numbers: 'A'..'Z' 0..25, 'a'..'z' 26..51 (ASCII order, the order
+ * of an implicit output), ellipsis dim e is ES_LETTERS + e. */
+static int es_slot(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return 26 + (c - 'a');
+    return -1;
+}
+
+/* A parsed term: label numbers, -2 for the ellipsis. */
+typedef struct es_term {
+    int labels[CPU_MAX_RANK + 1];
+    int n;
+    bool ellipsis;
+} es_term;
+
+/* Parses one term of EQ from *POS up to ',', '-' or the end. */
+static bool es_term_parse(const char *eq, size_t *pos, es_term *t)
+{
+    memset(t, 0, sizeof *t);
+    size_t i = *pos;
+    for (;; i++) {
+        char c = eq[i];
+        if (c == ' ')
+            continue;
+        if (c == '\0' || c == ',' || c == '-')
+            break;
+        if (t->n > CPU_MAX_RANK)
+            return false;
+        if (c == '.') {
+            if (t->ellipsis || eq[i + 1] != '.' || eq[i + 2] != '.')
+                return false;
+            t->ellipsis = true;
+            t->labels[t->n++] = -2;
+            i += 2;
+            continue;
+        }
+        if (es_slot(c) < 0)
+            return false;
+        t->labels[t->n++] = es_slot(c);
+    }
+    *pos = i;
+    return true;
+}
+
+/* ---- the run ------------------------------------------------------------------ */
+
+typedef struct es_call {
+    const es_kernel *k;
+    const void *const *x; /* converted inputs: double or int64 */
+    void *y;              /* double or int64 results */
+} es_call;
+
+static void es_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const es_call *c = arg;
+    const es_kernel *k = c->k;
+    size_t n_in = k->n_in;
+    for (size_t t = begin; t < end; t++) {
+        int64_t base[ES_MAX_INPUTS];
+        for (size_t i = 0; i < n_in; i++)
+            base[i] = ix_offset(t, k->n_out, k->out_dims, k->out_st[i]);
+        int64_t idx[ES_MAX_LABELS] = {0}, off[ES_MAX_INPUTS];
+        memcpy(off, base, n_in * sizeof *off);
+        double fsum = 0;
+        int64_t isum = 0;
+        for (size_t s = 0; s < k->sum_count; s++) {
+            if (k->integer) {
+                uint64_t p = 1;
+                for (size_t i = 0; i < n_in; i++)
+                    p *= (uint64_t)((const int64_t *)c->x[i])[off[i]];
+                isum = (int64_t)((uint64_t)isum + p);
+            } else {
+                double p = 1;
+                for (size_t i = 0; i < n_in; i++)
+                    p *= ((const double *)c->x[i])[off[i]];
+                fsum += p;
+            }
+            /* The odometer over the summed labels, last fastest. */
+            for (int d = k->n_sum - 1; d >= 0; d--) {
+                for (size_t i = 0; i < n_in; i++)
+                    off[i] += k->sum_st[i][d];
+                if (++idx[d] < k->sum_dims[d])
+                    break;
+                for (size_t i = 0; i < n_in; i++)
+                    off[i] -= k->sum_st[i][d] * k->sum_dims[d];
+                idx[d] = 0;
+            }
+        }
+        if (k->integer)
+            ((int64_t *)c->y)[t] = isum;
+        else
+            ((double *)c->y)[t] = fsum;
+    }
+}
+
+static pl_status *es_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                           const pl_run_args *args, size_t o, void *dst,
+                           pl_output_request req)
+{
+    (void)o, (void)req;
+    const es_kernel *k = (const es_kernel *)kernel;
+    pl_dtype wide = k->integer ? PL_DTYPE_I64 : PL_DTYPE_F64, dt = kernel->outs[0].dtype;
+    size_t n_out = kernel->outs[0].elements, total = n_out;
+    for (size_t i = 0; i < k->n_in; i++)
+        total += k->in_elems[i];
+    char *buf = cpu_host->host_alloc(ctx->host_ctx, total * 8, 0);
+    if (buf == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op,
+                         "out of memory for %zu bytes of work space", total * 8);
+    const void *x[ES_MAX_INPUTS];
+    char *p = buf + n_out * 8;
+    for (size_t i = 0; i < k->n_in; i++) {
+        shp_convert(dt, shp_in(args, i), wide, p, k->in_elems[i]);
+        x[i] = p;
+        p += k->in_elems[i] * 8;
+    }
+    es_call c = {.k = k, .x = x, .y = buf};
+    size_t grain = k->sum_count >= 4096 ? 1 : 4096 / (k->sum_count + 1) + 1;
+    cpu_host->parallel_for(ctx->host_ctx, n_out, grain, es_chunk, &c);
+    shp_convert(wide, buf, dt, dst, n_out);
+    cpu_host->host_free(ctx->host_ctx, buf);
+    return NULL;
+}
+
+/* ---- the kernel --------------------------------------------------------------- */
+
+/* What the build learns of the labels. */
+typedef struct es_plan {
+    int64_t size[ES_MAX_LABELS];   /* -1: not seen */
+    int count[ES_MAX_LABELS];      /* uses in the inputs */
+    int ell_rank;
+    es_term in[ES_MAX_INPUTS];
+    es_term out;
+} es_plan;
+
+/* Sizes every label of the inputs of NODE into P. */
+static pl_status *es_size_labels(const pl_node_desc *node, es_plan *p)
+{
+    const char *op = node->op;
+    for (int l = 0; l < ES_MAX_LABELS; l++)
+        p->size[l] = -1;
+    p->ell_rank = 0;
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        const es_term *t = &p->in[i];
+        int letters = t->n - (t->ellipsis ? 1 : 0), r = node->inputs[i].ndim;
+        if (t->ellipsis ? r < letters : r != letters)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "input %zu has rank %d but its term has %d labels", i, r, letters);
+        if (t->ellipsis && r - letters > p->ell_rank)
+            p->ell_rank = r - letters;
+    }
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        const es_term *t = &p->in[i];
+        const int64_t *dims = node->inputs[i].shape;
+        int ne = node->inputs[i].ndim - (t->n - (t->ellipsis ? 1 : 0)), d = 0;
+        for (int j = 0; j < t->n; j++) {
+            if (t->labels[j] == -2) {
+                for (int e = 0; e < ne; e++, d++) {
+                    int l = ES_LETTERS + p->ell_rank - ne + e;
+                    if (p->size[l] <= 1)
+                        p->size[l] = dims[d];
+                    else if (dims[d] != 1 && dims[d] != p->size[l])
+                        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                                         "the ellipsis dims of input %zu do not broadcast", i);
+                    p->count[l]++;
+                }
+                continue;
+            }
+            int l = t->labels[j];
+            if (p->size[l] >= 0 && p->size[l] != dims[d])
+                return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                                 "a label has sizes %lld and %lld", (long long)p->size[l],
+                                 (long long)dims[d]);
+            p->size[l] = dims[d++];
+            p->count[l]++;
+        }
+    }
+    return NULL;
+}
+
+/* Parses the equation of NODE into P (terms and the output's labels). */
+static pl_status *es_parse(const pl_node_desc *node, es_plan *p)
+{
+    char eq[512];
+    SHP_TRY(shp_attr_string(node, "equation", "", eq, sizeof eq));
+    size_t pos = 0;
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        if (!es_term_parse(eq, &pos, &p->in[i]) ||
+            (i + 1 < node->n_inputs ? eq[pos] != ',' : eq[pos] == ','))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "equation '%s' does not have %zu well-formed input terms", eq,
+                             node->n_inputs);
+        if (eq[pos] == ',')
+            pos++;
+    }
+    SHP_TRY(es_size_labels(node, p));
+    if (eq[pos] == '-') {
+        pos++;
+        if (eq[pos++] != '>' || !es_term_parse(eq, &pos, &p->out) || eq[pos] != '\0')
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "equation '%s' has a malformed output term", eq);
+        bool seen[ES_MAX_LABELS] = {false};
+        for (int j = 0; j < p->out.n; j++) {
+            int l = p->out.labels[j];
+            if (l >= 0 && (p->count[l] == 0 || seen[l]))
+                return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                                 "equation '%s': an output label is repeated or in no input",
+                                 eq);
+            if (l >= 0)
+                seen[l] = true;
+        }
+        return NULL;
+    }
+    if (eq[pos] != '\0')
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "equation '%s' has more terms than inputs", eq);
+    p->out.labels[p->out.n++] = -2;
+    p->out.ellipsis = true;
+    for (int l = 0; l < ES_LETTERS; l++)
+        if (p->count[l] == 1 && p->out.n <= CPU_MAX_RANK)
+            p->out.labels[p->out.n++] = l;
+    return NULL;
+}
+
+pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const char *op = node->op;
+    const pl_tensor *o = &node->outputs[0];
+    pl_dtype dt = o->dtype;
+    if (node->n_inputs > ES_MAX_INPUTS)
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "%zu inputs (at most %d)", node->n_inputs,
+                         ES_MAX_INPUTS);
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "bool inputs");
+    for (size_t i = 0; i < node->n_inputs; i++)
+        if (!PL_DTYPE_EQ(node->inputs[i].dtype, dt))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "input %zu differs from the output "
+                             "in dtype", i);
+    es_plan *p = cpu_host->host_alloc(ctx->host_ctx, sizeof *p, 0);
+    if (p == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory parsing the equation");
+    pl_status *st = es_parse(node, p);
+    /* The output's labels, in order, with the ellipsis expanded. */
+    int out_l[ES_MAX_LABELS], n_out = 0;
+    bool in_out[ES_MAX_LABELS] = {false};
+    for (int j = 0; st == NULL && j < p->out.n; j++) {
+        if (p->out.labels[j] != -2) {
+            out_l[n_out++] = p->out.labels[j];
+            continue;
+        }
+        for (int e = 0; e < p->ell_rank; e++)
+            out_l[n_out++] = ES_LETTERS + e;
+    }
+    bool ok = st == NULL && o->ndim == n_out;
+    for (int j = 0; ok && j < n_out; j++) {
+        ok = o->shape[j] == (p->size[out_l[j]] < 0 ? 1 : p->size[out_l[j]]);
+        in_out[out_l[j]] = true;
+    }
+    if (st == NULL && !ok) {
+        char to[128];
+        st = cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output %s is not what the equation gives",
+                       cpu_dims_text(o->shape, o->ndim, to, sizeof to));
+    }
+    es_kernel *k = NULL;
+    if (st == NULL)
+        st = shp_kernel_alloc(ctx, node, sizeof *k, es_write, (shp_kernel **)&k);
+    if (st != NULL) {
+        cpu_host->host_free(ctx->host_ctx, p);
+        return st;
+    }
+    k->n_in = node->n_inputs;
+    k->integer = !(PL_DTYPE_EQ(dt, PL_DTYPE_F32) || PL_DTYPE_EQ(dt, PL_DTYPE_F64) ||
+                   PL_DTYPE_EQ(dt, PL_DTYPE_F16) || PL_DTYPE_EQ(dt, PL_DTYPE_BF16));
+    int sum_l[ES_MAX_LABELS];
+    k->n_out = n_out;
+    for (int j = 0; j < n_out; j++)
+        k->out_dims[j] = o->shape[j];
+    k->sum_count = 1;
+    for (int l = 0; l < ES_MAX_LABELS; l++)
+        if (p->count[l] > 0 && !in_out[l]) {
+            sum_l[k->n_sum] = l;
+            k->sum_dims[k->n_sum++] = p->size[l];
+            k->sum_count *= (size_t)p->size[l];
+        }
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        const pl_tensor *x = &node->inputs[i];
+        const es_term *t = &p->in[i];
+        int64_t st_in[CPU_MAX_RANK], by_label[ES_MAX_LABELS] = {0};
+        ix_strides(x->shape, x->ndim, st_in);
+        k->in_elems[i] = cpu_elements(x->shape, x->ndim);
+        int ne = x->ndim - (t->n - (t->ellipsis ? 1 : 0)), d = 0;
+        for (int j = 0; j < t->n; j++) {
+            if (t->labels[j] != -2) {
+                by_label[t->labels[j]] += st_in[d++];
+                continue;
+            }
+            for (int e = 0; e < ne; e++, d++)
+                if (x->shape[d] != 1)
+                    by_label[ES_LETTERS + p->ell_rank - ne + e] += st_in[d];
+        }
+        for (int j = 0; j < n_out; j++)
+            k->out_st[i][j] = by_label[out_l[j]];
+        for (int j = 0; j < k->n_sum; j++)
+            k->sum_st[i][j] = by_label[sum_l[j]];
+    }
+    cpu_host->host_free(ctx->host_ctx, p);
+    *out_kernel = &k->k.base;
+    return NULL;
+}
