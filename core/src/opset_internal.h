@@ -20,6 +20,8 @@ extern const pl_op_schema pl_opset_index_schemas[];
 extern const size_t pl_opset_index_count;
 extern const pl_op_schema pl_opset_loss_schemas[];
 extern const size_t pl_opset_loss_count;
+extern const pl_op_schema pl_opset_quant_schemas[];
+extern const size_t pl_opset_quant_count;
 
 /* Initialisers for pl_op_schema.n_inplace / inplace_input. */
 #define PL_INPLACE_0 .n_inplace = 1, .inplace_input = {0}

@@ -166,6 +166,7 @@ extern const cpu_op_entry cpu_ops_math[];  /* math.c: elementwise, norms, reduct
 extern const cpu_op_entry cpu_ops_shape[]; /* shape.c: shape and index ops, all dtypes */
 extern const cpu_op_entry cpu_ops_index[]; /* index.c: gather, scatter, TopK, Einsum, ... */
 extern const cpu_op_entry cpu_ops_loss[];  /* loss.c: NLL and softmax cross-entropy */
+extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integer matmuls */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 
