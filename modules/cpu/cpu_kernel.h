@@ -167,6 +167,7 @@ extern const cpu_op_entry cpu_ops_shape[]; /* shape.c: shape and index ops, all 
 extern const cpu_op_entry cpu_ops_index[]; /* index.c: gather, scatter, TopK, Einsum, ... */
 extern const cpu_op_entry cpu_ops_loss[];  /* loss.c: NLL and softmax cross-entropy */
 extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integer matmuls */
+extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 
