@@ -1,7 +1,8 @@
 /* opset_index.c — schemas of ONNX's indexing and rearranging ops:
  * GatherElements, GatherND, ScatterElements (and the deprecated Scatter),
  * ScatterND, TopK, OneHot, DepthToSpace, SpaceToDepth, EyeLike, Hardmax,
- * CastLike and Einsum.
+ * CastLike, ReverseSequence, MaxUnpool (a scatter by MaxPool's indices),
+ * and the tensor algebra of Einsum and Det.
  *
  * Index values are data: the kernels check them at run time. Where an
  * output's shape depends on an input's value (TopK's K, OneHot's depth)
@@ -515,6 +516,92 @@ static pl_status *ix_infer_einsum(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, r, dims, NULL);
 }
 
+/* ---- ReverseSequence, MaxUnpool, Det ------------------------------------------ */
+
+/* ReverseSequence: X's shape; batch and time are two distinct axes of the
+ * first two, and the lengths one per batch entry. */
+static pl_status *ix_infer_reverse_sequence(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *l = pl_infer_input(ctx, 1);
+    int64_t b = pl_infer_attr_int(ctx, "batch_axis"), t = pl_infer_attr_int(ctx, "time_axis");
+    if ((b != 0 && b != 1) || (t != 0 && t != 1) || b == t)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "batch_axis %lld and time_axis %lld must be 0 and 1 in some order",
+                              (long long)b, (long long)t);
+    if (x->ndim >= 0 && x->ndim < 2)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "the input must have rank >= 2");
+    if (l->ndim >= 0 && (l->ndim != 1 || (x->ndim >= 2 && l->dims[0] >= 0 &&
+                                           x->dims[b] >= 0 && l->dims[0] != x->dims[b])))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "sequence_lens must hold one length per batch entry");
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+/* MaxUnpool: [N, C, spatial...] from output_shape when known, else
+ * (in - 1) * stride - pads + kernel per spatial dim. */
+static pl_status *ix_infer_max_unpool(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *idx = pl_infer_input(ctx, 1);
+    const int64_t *ks, *pads, *strides;
+    size_t nk, np, ns;
+    pl_infer_attr_ints(ctx, "kernel_shape", &ks, &nk);
+    bool has_pads = pl_infer_attr_ints(ctx, "pads", &pads, &np);
+    bool has_strides = pl_infer_attr_ints(ctx, "strides", &strides, &ns);
+    if (x->ndim >= 0 && (x->ndim < 3 || nk != (size_t)(x->ndim - 2) ||
+                         (has_pads && np != 2 * nk) || (has_strides && ns != nk)))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "kernel_shape, pads and strides do not fit an input of rank %d",
+                              (int)x->ndim);
+    bool same = x->ndim < 0 || idx->ndim < 0 || x->ndim == idx->ndim;
+    for (int32_t d = 0; same && x->ndim >= 0 && d < x->ndim; d++)
+        same = x->dims[d] < 0 || idx->dims[d] < 0 || x->dims[d] == idx->dims[d];
+    if (!same)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "X and I differ in shape");
+    if (x->ndim < 0)
+        return NULL;
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1];
+    const int64_t *v;
+    uint64_t mask;
+    size_t n;
+    if (pl_infer_input(ctx, 2) != NULL) {
+        bool known = pl_infer_known_ints(ctx, 2, &v, &mask, &n) && n == (size_t)x->ndim;
+        for (int32_t d = 2; d < x->ndim; d++)
+            dims[d] = known && ((mask >> d) & 1) ? v[d] : -1;
+        return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
+    }
+    for (size_t d = 0; d < nk; d++) {
+        int64_t in = x->dims[d + 2], st = has_strides ? strides[d] : 1;
+        int64_t pad = has_pads ? pads[d] + pads[d + nk] : 0;
+        if (ks[d] < 1 || st < 1)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "kernel_shape and strides must be positive");
+        dims[d + 2] = in < 0 ? -1 : (in - 1) * st - pad + ks[d];
+        if (in >= 0 && dims[d + 2] < 0)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "the pads leave spatial dim %zu negative", d);
+    }
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
+}
+
+/* Det: [*, M, M] to [*]. */
+static pl_status *ix_infer_det(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    if (x->ndim < 0)
+        return NULL;
+    if (x->ndim < 2 || (x->dims[x->ndim - 1] >= 0 && x->dims[x->ndim - 2] >= 0 &&
+                        x->dims[x->ndim - 1] != x->dims[x->ndim - 2])) {
+        char b[160];
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "the input %s is not a (batch of) square matrices",
+                              ix_dims(x, b, sizeof b));
+    }
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim - 2, x->dims,
+                               (const char *const *)x->dim_params);
+}
+
 /* ---- the schemas ---------------------------------------------------------------- */
 
 #define IX_IND (PL_TS_I32 | PL_TS_I64)
@@ -538,6 +625,10 @@ static const pl_attr_spec ix_eyelike_attrs[] = {{.name = "dtype", .kind = PL_ATT
 static const pl_attr_spec ix_hardmax1_attrs[] = {PL_ATTR_I("axis", 1)};
 static const pl_attr_spec ix_hardmax13_attrs[] = {PL_ATTR_I("axis", -1)};
 static const pl_attr_spec ix_einsum_attrs[] = {PL_ATTR_REQ("equation", PL_ATTR_STRING)};
+static const pl_attr_spec ix_reverse_attrs[] = {PL_ATTR_I("batch_axis", 1),
+                                                PL_ATTR_I("time_axis", 0)};
+static const pl_attr_spec ix_unpool_attrs[] = {PL_ATTR_REQ("kernel_shape", PL_ATTR_INTS),
+                                               PL_ATTR_IS("pads"), PL_ATTR_IS("strides")};
 
 #define IX_SCHEMA(op, since, in_min, in_max, out_max, attr_table, fn, ...)        \
     {.name = op, .domain = "", .since_version = since, .min_inputs = in_min,      \
@@ -614,5 +705,17 @@ const pl_op_schema pl_opset_index_schemas[] = {
      .input_types = {"T1", "T2"}, .output_types = {"T2"}, .infer = ix_infer_castlike},
     IX_SCHEMA("Einsum", 12, 1, PL_OP_VARIADIC, 1, ix_einsum_attrs, ix_infer_einsum,
               .types = {{"T", PL_TS_NUM}}, .input_types = {"T"}, .output_types = {"T"}),
+    IX_SCHEMA("ReverseSequence", 10, 2, 2, 1, ix_reverse_attrs, ix_infer_reverse_sequence,
+              .types = {{"T", PL_TS_ALL}, {"I", PL_TS_I64}}, .input_types = {"T", "I"},
+              .output_types = {"T"}),
+    IX_SCHEMA("MaxUnpool", 9, 2, 2, 1, ix_unpool_attrs, ix_infer_max_unpool,
+              .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I64}}, .input_types = {"T1", "T2"},
+              .output_types = {"T1"}),
+    IX_SCHEMA("MaxUnpool", 11, 2, 3, 1, ix_unpool_attrs, ix_infer_max_unpool,
+              .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I64}},
+              .input_types = {"T1", "T2", "T2"}, .output_types = {"T1"}),
+    {.name = "Det", .domain = "", .since_version = 11, .min_inputs = 1, .max_inputs = 1,
+     .min_outputs = 1, .max_outputs = 1, .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
+     .output_types = {"T"}, .infer = ix_infer_det},
 };
 const size_t pl_opset_index_count = PL_COUNT(pl_opset_index_schemas);

@@ -2,8 +2,8 @@
  * that move elements by index or by a fixed rearrangement, for every dtype:
  * GatherElements, GatherND, ScatterElements (and the deprecated Scatter)
  * and ScatterND with their reductions, OneHot, EyeLike, DepthToSpace,
- * SpaceToDepth and CastLike. TopK and Hardmax live in topk.c, Einsum in
- * einsum.c, the losses in loss.c.
+ * SpaceToDepth, CastLike, ReverseSequence and MaxUnpool. TopK and Hardmax
+ * live in topk.c, Einsum in einsum.c, Det in det.c.
  *
  * Indices are data: every kernel checks all of them before it writes, so a
  * run with an index out of range fails with a message naming the index and
@@ -31,6 +31,10 @@ static pl_status *ix_build_blocks(pl_module_ctx *ctx, const pl_node_desc *node,
                                   pl_kernel **out_kernel);
 static pl_status *ix_build_castlike(pl_module_ctx *ctx, const pl_node_desc *node,
                                     pl_kernel **out_kernel);
+static pl_status *ix_build_reverse_sequence(pl_module_ctx *ctx, const pl_node_desc *node,
+                                            pl_kernel **out_kernel);
+static pl_status *ix_build_max_unpool(pl_module_ctx *ctx, const pl_node_desc *node,
+                                      pl_kernel **out_kernel);
 
 const cpu_op_entry cpu_ops_index[] = {
     {"GatherElements", ix_build_gather_elements, 2, 2, 0, IX_ANY},
@@ -46,6 +50,9 @@ const cpu_op_entry cpu_ops_index[] = {
     {"TopK", ix_build_topk, 1, 2, 0, IX_ANY | CPU_OP_MULTI_OUTPUT},
     {"Hardmax", ix_build_hardmax, 1, 1, 0, IX_ANY},
     {"Einsum", ix_build_einsum, 1, SIZE_MAX, 0, IX_ANY},
+    {"Det", ix_build_det, 1, 1, 0, IX_ANY},
+    {"ReverseSequence", ix_build_reverse_sequence, 2, 2, 0, IX_ANY},
+    {"MaxUnpool", ix_build_max_unpool, 2, 3, 0, IX_ANY},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -731,6 +738,155 @@ static pl_status *ix_build_castlike(pl_module_ctx *ctx, const pl_node_desc *node
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, ix_castlike_write, (shp_kernel **)&k));
     k->from = node->inputs[0].dtype;
     k->k.base.n_reads = 1;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- ReverseSequence ---------------------------------------------------------- */
+
+/* X seen as [t0, b0, inner] or [b0, t0, inner] (time, batch first or
+ * second): entry (b, t) with t < lens[b] comes from (b, lens[b] - 1 - t). */
+typedef struct ix_reverse_kernel {
+    shp_kernel k;
+    size_t time, batch, inner;
+    bool batch_first;
+} ix_reverse_kernel;
+
+static pl_status *ix_reverse_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                                   const pl_run_args *args, size_t o, void *dst,
+                                   pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const ix_reverse_kernel *k = (const ix_reverse_kernel *)kernel;
+    const int64_t *lens = (const int64_t *)(const void *)shp_in(args, 1);
+    for (size_t b = 0; b < k->batch; b++)
+        if (lens[b] < 0 || (uint64_t)lens[b] > k->time)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
+                             "sequence length %lld (batch entry %zu) is outside [0, %zu]",
+                             (long long)lens[b], b, k->time);
+    const char *x = shp_in(args, 0);
+    size_t row = k->inner * kernel->in_esize;
+    for (size_t b = 0; b < k->batch; b++)
+        for (size_t t = 0; t < k->time; t++) {
+            size_t from = t < (size_t)lens[b] ? (size_t)lens[b] - 1 - t : t;
+            size_t yo = k->batch_first ? b * k->time + t : t * k->batch + b;
+            size_t xo = k->batch_first ? b * k->time + from : from * k->batch + b;
+            memcpy((char *)dst + yo * row, x + xo * row, row);
+        }
+    return NULL;
+}
+
+static pl_status *ix_build_reverse_sequence(pl_module_ctx *ctx, const pl_node_desc *node,
+                                            pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *l = &node->inputs[1];
+    int64_t ba, ta;
+    SHP_TRY(cpu_attr_int(node, "batch_axis", 1, &ba));
+    SHP_TRY(cpu_attr_int(node, "time_axis", 0, &ta));
+    SHP_TRY(shp_same_dtype(node));
+    if (x->ndim < 2 || !((ba == 0 && ta == 1) || (ba == 1 && ta == 0)) ||
+        !PL_DTYPE_EQ(l->dtype, PL_DTYPE_I64) || l->ndim != 1 || l->shape[0] != x->shape[ba])
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "needs rank >= 2, batch and time axes 0 and 1, and one i64 length per "
+                         "batch entry");
+    ix_reverse_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, ix_reverse_write, (shp_kernel **)&k));
+    k->time = (size_t)x->shape[ta];
+    k->batch = (size_t)x->shape[ba];
+    k->inner = cpu_elements(x->shape + 2, x->ndim - 2);
+    k->batch_first = ba == 0;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- MaxUnpool ------------------------------------------------------------------ */
+
+/* Zeros, and X[e] where index I[e] points. The indices are MaxPool's: flat
+ * positions in [N, C, inferred...], the shape the attributes give
+ * ((in - 1) * stride - pads + kernel). An output_shape larger than that
+ * keeps every position's coordinates and pads at the end, as ONNX's test
+ * data has it (with output_shape, ONNX says, the pads are generated). With
+ * duplicate indices the last wins. */
+typedef struct ix_unpool_kernel {
+    shp_kernel k;
+    int r;
+    int64_t grid[CPU_MAX_RANK];   /* [N, C, inferred...] */
+    int64_t out_st[CPU_MAX_RANK]; /* the output's strides */
+    int64_t out_dims[CPU_MAX_RANK];
+} ix_unpool_kernel;
+
+static pl_status *ix_unpool_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                                  const pl_run_args *args, size_t o, void *dst,
+                                  pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const ix_unpool_kernel *k = (const ix_unpool_kernel *)kernel;
+    const char *x = shp_in(args, 0), *idx = shp_in(args, 1);
+    size_t n = cpu_elements(args->inputs[0].shape, args->inputs[0].ndim);
+    size_t es = kernel->outs[0].esize, total = kernel->outs[0].elements;
+    int64_t grid = (int64_t)cpu_elements(k->grid, k->r);
+    for (size_t e = 0; e < n; e++) {
+        int64_t i = ix_index_at(idx, true, e);
+        bool ok = i >= 0 && i < grid;
+        for (int d = k->r - 1; ok && d >= 0; d--) {
+            int64_t c = i % k->grid[d];
+            i /= k->grid[d];
+            ok = c < k->out_dims[d];
+        }
+        if (!ok)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
+                             "index %lld (element %zu of I) is outside the unpooled tensor",
+                             (long long)ix_index_at(idx, true, e), e);
+    }
+    memset(dst, 0, total * es);
+    for (size_t e = 0; e < n; e++) {
+        size_t at = (size_t)ix_offset((size_t)ix_index_at(idx, true, e), k->r, k->grid,
+                                      k->out_st);
+        memcpy((char *)dst + at * es, x + e * es, es);
+    }
+    return NULL;
+}
+
+static pl_status *ix_build_max_unpool(pl_module_ctx *ctx, const pl_node_desc *node,
+                                      pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    const char *op = node->op;
+    SHP_TRY(shp_same_dtype(node));
+    if (!PL_DTYPE_EQ(node->inputs[1].dtype, PL_DTYPE_I64))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "I must be i64");
+    SHP_TRY(ix_same_shape(node, x, "X", &node->inputs[1], "I"));
+    int r = x->ndim;
+    if (o->ndim != r || r < 3 || o->shape[0] != x->shape[0] || o->shape[1] != x->shape[1])
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "the output must be [N, C, spatial...] of X's N and C");
+    const int64_t *ks, *pads, *strides;
+    size_t nk, np, ns;
+    SHP_TRY(cpu_attr_ints(node, "kernel_shape", &ks, &nk));
+    SHP_TRY(cpu_attr_ints(node, "pads", &pads, &np));
+    SHP_TRY(cpu_attr_ints(node, "strides", &strides, &ns));
+    if (nk != (size_t)(r - 2) || (pads != NULL && np != 2 * nk) || (strides != NULL && ns != nk))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "kernel_shape, pads and strides do not fit an input of rank %d", r);
+    ix_unpool_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, ix_unpool_write, (shp_kernel **)&k));
+    k->r = r;
+    k->grid[0] = x->shape[0];
+    k->grid[1] = x->shape[1];
+    for (size_t d = 0; d < nk; d++) {
+        int64_t st = strides != NULL ? strides[d] : 1;
+        int64_t pad = pads != NULL ? pads[d] + pads[d + nk] : 0;
+        k->grid[d + 2] = (x->shape[d + 2] - 1) * st - pad + ks[d];
+        if (k->grid[d + 2] < 1) {
+            cpu_kernel_release(ctx, &k->k.base);
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "the attributes give an empty unpooled dim %zu", d);
+        }
+    }
+    memcpy(k->out_dims, o->shape, (size_t)r * sizeof(int64_t));
+    ix_strides(o->shape, r, k->out_st);
+    /* output_shape (input 2) only shaped the output: it is not read. */
+    k->k.base.n_reads = 2;
     *out_kernel = &k->k.base;
     return NULL;
 }

@@ -67,5 +67,6 @@ pl_status *ix_build_hardmax(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node,
                            pl_kernel **out_kernel);
+pl_status *ix_build_det(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
 
 #endif
