@@ -168,6 +168,7 @@ extern const cpu_op_entry cpu_ops_index[]; /* index.c: gather, scatter, TopK, Ei
 extern const cpu_op_entry cpu_ops_loss[];  /* loss.c: NLL and softmax cross-entropy */
 extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integer matmuls */
 extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
+extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 
