@@ -39,11 +39,14 @@ typedef struct ti_t {
     int constant;
 } ti_t;
 
+/* QLinearMatMul has eight inputs, more than the harness's nodes hold. */
+#define TI_MAX_IN 8
+
 typedef struct ti_case {
     const char *op;
     int opset; /* 0: 13 */
     int n_in;
-    ti_t in[CH_MAX_IN];
+    ti_t in[TI_MAX_IN];
     int n_attrs;
     ch_attr attrs[CH_MAX_ATTRS];
     int n_out; /* 0: 1 */
@@ -52,17 +55,34 @@ typedef struct ti_case {
 
 static pl_dtype ti_dt(const ti_t *t) { return t->dt.lanes ? t->dt : F32; }
 
+/* A built node: graph, view, tensor descriptions (pointing into the
+ * graph) and the pl_node_desc. */
+typedef struct ti_node {
+    pl_graph *g;
+    pl_graph_view *view;
+    pl_tensor in[TI_MAX_IN];
+    pl_tensor out[CH_MAX_OUT];
+    int n_out;
+    pl_node_desc desc;
+} ti_node;
+
+static void ti_node_free(ti_node *n)
+{
+    pl_graph_view_destroy(n->view);
+    pl_graph_destroy(n->g);
+}
+
 /* Builds case C as a one-node graph into N and infers it; returns the
  * inference's status (the graph is kept either way; free with
- * ch_node_free). */
-static pl_status *ti_build(const ti_case *c, ch_node *n)
+ * ti_node_free). */
+static pl_status *ti_build(const ti_case *c, ti_node *n)
 {
     memset(n, 0, sizeof *n);
     int opset = c->opset ? c->opset : 13;
     CHECK_OK(pl_graph_create(&n->g));
     CHECK_OK(pl_graph_set_opset(n->g, "", opset));
-    char names[CH_MAX_IN + CH_MAX_OUT][8];
-    const char *in_names[CH_MAX_IN], *out_names[CH_MAX_OUT];
+    char names[TI_MAX_IN + CH_MAX_OUT][8];
+    const char *in_names[TI_MAX_IN], *out_names[CH_MAX_OUT];
     for (int i = 0; i < c->n_in; i++) {
         const ti_t *t = &c->in[i];
         snprintf(names[i], sizeof names[i], "x%d", i);
@@ -80,7 +100,7 @@ static pl_status *ti_build(const ti_case *c, ch_node *n)
     }
     n->n_out = c->n_out ? c->n_out : 1;
     for (int o = 0; o < n->n_out; o++) {
-        char *name = names[CH_MAX_IN + o];
+        char *name = names[TI_MAX_IN + o];
         snprintf(name, 8, "y%d", o);
         out_names[o] = name;
         pl_tid tid;
@@ -127,11 +147,11 @@ static pl_status *ti_build(const ti_case *c, ch_node *n)
  * input 0's data. */
 static pl_status *ti_run_req(const ti_case *c, void *const *outs, pl_output_request req)
 {
-    ch_node n;
+    ti_node n;
     pl_status *st = ti_build(c, &n);
     CHECK(st == NULL, "%s: inference failed: %s", c->op, pl_status_message(st));
     pl_kernel *k = ch_kernel(&n.desc);
-    pl_tensor ins[CH_MAX_IN], ots[CH_MAX_OUT];
+    pl_tensor ins[TI_MAX_IN], ots[CH_MAX_OUT];
     pl_output_request reqs[CH_MAX_OUT];
     for (int i = 0; i < c->n_in; i++) {
         ins[i] = n.in[i];
@@ -144,7 +164,7 @@ static pl_status *ti_run_req(const ti_case *c, void *const *outs, pl_output_requ
     }
     st = ch_run(k, (size_t)c->n_in, ins, (size_t)n.n_out, ots, reqs);
     ch_mod->api.kernel_release(ch_mod->ctx, k);
-    ch_node_free(&n);
+    ti_node_free(&n);
     return st;
 }
 
@@ -173,26 +193,26 @@ static void ti_run_fails(const ti_case *c, void *const *outs, size_t bytes, cons
 /* The inference must fail with a message holding MESSAGE. */
 static void ti_infer_fails(const ti_case *c, const char *message)
 {
-    ch_node n;
+    ti_node n;
     pl_status *st = ti_build(c, &n);
     CHECK(st != NULL, "%s: the inference accepted the node", c->op);
     CHECK(strstr(pl_status_message(st), message) != NULL, "%s: error \"%s\" lacks \"%s\"", c->op,
           pl_status_message(st), message);
     pl_status_free(st);
-    ch_node_free(&n);
+    ti_node_free(&n);
 }
 
 /* get_kernel must refuse case C with a message holding MESSAGE. */
 static void ti_refused(const ti_case *c, const char *message)
 {
-    ch_node n;
+    ti_node n;
     pl_status *st = ti_build(c, &n);
     CHECK(st == NULL, "%s: inference failed: %s", c->op, pl_status_message(st));
     st = ch_refusal(&n.desc);
     CHECK(strstr(pl_status_message(st), message) != NULL, "%s: refusal \"%s\" lacks \"%s\"",
           c->op, pl_status_message(st), message);
     pl_status_free(st);
-    ch_node_free(&n);
+    ti_node_free(&n);
 }
 
 /* Compares N floats of GOT with WANT (NaN equals NaN). */
@@ -489,11 +509,11 @@ static void case_TopK(void)
     /* opset 1: K is an attribute */
     ti_case c1 = {.op = "TopK", .opset = 1, .n_in = 1, .n_out = 2, .in = {TIN(F32, x, 1, 4)},
                   .n_attrs = 1, .attrs = {AI("k", 2)}};
-    ch_node n;
+    ti_node n;
     pl_status *st = ti_build(&c1, &n);
     CHECK(st == NULL && n.out[0].ndim == 1 && n.out[0].shape[0] == 2,
           "opset 1 TopK infers [2]: %s", st ? pl_status_message(st) : "wrong shape");
-    ch_node_free(&n);
+    ti_node_free(&n);
 
     int64_t k5 = 5;
     ti_case cbig = cr;
@@ -889,6 +909,316 @@ static void case_SoftmaxCrossEntropyLoss(void)
     ti_run(&ce, OUTS(y));
 }
 
+
+/* ---- quantization ---------------------------------------------------------------- */
+
+#define U8 PL_DTYPE_U8
+#define I8 PL_DTYPE_I8
+
+static void ti_eq_bytes(const char *what, const void *got, const void *want, size_t n,
+                        bool is_signed)
+{
+    for (size_t i = 0; i < n; i++) {
+        int g = is_signed ? ((const int8_t *)got)[i] : ((const uint8_t *)got)[i];
+        int w = is_signed ? ((const int8_t *)want)[i] : ((const uint8_t *)want)[i];
+        CHECK(g == w, "%s: element %zu is %d, expected %d", what, i, g, w);
+    }
+}
+
+static void case_QuantizeLinear(void)
+{
+    /* round half to even, then saturate */
+    float x[8] = {0, 2, 3, 1000, -254, -1000, 2.5f, 5}, scale = 2;
+    uint8_t zp = 128, y[8];
+    ti_case c = {.op = "QuantizeLinear", .n_in = 3,
+                 .in = {TIN(F32, x, 1, 8), TIN(F32, &scale, 0), TIN(U8, &zp, 0)}};
+    ti_run(&c, OUTS(y));
+    ti_eq_bytes("u8", y, (uint8_t[]){128, 129, 130, 255, 1, 0, 129, 130}, 8, false);
+    /* without a zero point: u8, negatives saturate to 0 */
+    ti_case c0 = c;
+    c0.n_in = 2;
+    ti_run(&c0, OUTS(y));
+    ti_eq_bytes("no zero point", y, (uint8_t[]){0, 1, 2, 255, 0, 0, 1, 2}, 8, false);
+    /* per axis, i8 */
+    float xa[4] = {1, -2.5f, 30, 55}, sa[2] = {1, 10};
+    int8_t za[2] = {0, -5}, ya[4];
+    ti_case ca = {.op = "QuantizeLinear", .n_in = 3,
+                  .in = {TIN(F32, xa, 3, 1, 2, 2), TIN(F32, sa, 1, 2), TIN(I8, za, 1, 2)}};
+    ti_run(&ca, OUTS(ya));
+    ti_eq_bytes("per axis", ya, (int8_t[]){1, -2, -2, 1}, 4, true);
+    float zero = 0;
+    ti_case cz = c;
+    cz.in[1].data = &zero;
+    memset(y, 7, sizeof y);
+    ti_run_fails(&cz, OUTS(y), sizeof y, "scale 0 is 0; it must be nonzero");
+    ti_case cbad = ca;
+    cbad.in[1].dims[0] = 3;
+    ti_infer_fails(&cbad, "the scale [3] is neither a scalar nor one per entry");
+}
+
+static void case_DequantizeLinear(void)
+{
+    uint8_t x[4] = {0, 3, 128, 255}, zp = 128;
+    float scale = 2, y[4];
+    ti_case c = {.op = "DequantizeLinear", .n_in = 3,
+                 .in = {TIN(U8, x, 1, 4), TIN(F32, &scale, 0), TIN(U8, &zp, 0)}};
+    ti_run(&c, OUTS(y));
+    ti_near("u8", y, (double[]){-256, -250, 0, 254}, 4, 0);
+    int32_t xi[2] = {-5, 7};
+    float half = 0.5f;
+    ti_case ci = {.op = "DequantizeLinear", .n_in = 2,
+                  .in = {TIN(I32, xi, 1, 2), TIN(F32, &half, 0)}};
+    ti_run(&ci, OUTS(y));
+    ti_near("i32", y, (double[]){-2.5, 3.5}, 2, 0);
+    int8_t xa[4] = {-128, 127, 0, -1}, za[2] = {0, -1};
+    float sa[2] = {1, 0.25f};
+    ti_case ca = {.op = "DequantizeLinear", .n_in = 3,
+                  .in = {TIN(I8, xa, 2, 2, 2), TIN(F32, sa, 1, 2), TIN(I8, za, 1, 2)},
+                  .n_attrs = 1, .attrs = {AI("axis", 0)}};
+    ti_run(&ca, OUTS(y));
+    ti_near("per axis 0", y, (double[]){-128, 127, 0.25, 0}, 4, 0);
+}
+
+static void case_DynamicQuantizeLinear(void)
+{
+    /* ONNX's own example */
+    float x[6] = {0, 2, -3, -2.5f, 1.34f, 0.5f}, scale;
+    uint8_t y[6], zp;
+    ti_case c = {.op = "DynamicQuantizeLinear", .opset = 11, .n_in = 1, .n_out = 3,
+                 .in = {TIN(F32, x, 1, 6)}};
+    ti_run(&c, OUTS(y, &scale, &zp));
+    CHECK(fabsf(scale - 0.0196078438f) < 1e-9f && zp == 153, "scale %.9g zero point %d",
+          scale, zp);
+    ti_eq_bytes("y", y, (uint8_t[]){153, 255, 0, 26, 221, 179}, 6, false);
+    /* all zeros: scale 0, everything 0 */
+    float z[3] = {0, 0, 0};
+    ti_case cz = {.op = "DynamicQuantizeLinear", .opset = 11, .n_in = 1, .n_out = 3,
+                  .in = {TIN(F32, z, 1, 3)}};
+    ti_run(&cz, OUTS(y, &scale, &zp));
+    CHECK(scale == 0 && zp == 0 && y[0] == 0 && y[2] == 0, "all zeros: scale %g zp %d", scale,
+          zp);
+}
+
+static void case_MatMulInteger(void)
+{
+    /* ONNX's example: (A - 12) @ B */
+    uint8_t a[12] = {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0}, b[6] = {1, 4, 2, 5, 3, 6};
+    uint8_t za = 12, zb = 0, zrows[4] = {12, 12, 12, 12};
+    int32_t y[8], want[8] = {-38, -83, -44, -98, -50, -113, -56, -128};
+    ti_case c = {.op = "MatMulInteger", .opset = 10, .n_in = 4,
+                 .in = {TIN(U8, a, 2, 4, 3), TIN(U8, b, 2, 3, 2), TIN(U8, &za, 0),
+                        TIN(U8, &zb, 0)}};
+    ti_run(&c, OUTS(y));
+    for (int i = 0; i < 8; i++)
+        CHECK(y[i] == want[i], "element %d is %d, expected %d", i, y[i], want[i]);
+    ti_case cr = c;
+    cr.in[2] = (ti_t)TIN(U8, zrows, 1, 4);
+    ti_run(&cr, OUTS(y));
+    for (int i = 0; i < 8; i++)
+        CHECK(y[i] == want[i], "per row: element %d is %d, expected %d", i, y[i], want[i]);
+    /* a batch of A against one B, no zero points, i8 */
+    int8_t a3[6] = {1, -2, 3, -4, 5, -6}, b3[3] = {1, 1, -1};
+    int32_t y3[2];
+    ti_case c3 = {.op = "MatMulInteger", .opset = 10, .n_in = 2,
+                  .in = {TIN(I8, a3, 3, 2, 1, 3), TIN(I8, b3, 2, 3, 1)}};
+    ti_run(&c3, OUTS(y3));
+    CHECK(y3[0] == -4 && y3[1] == 7, "batched i8: %d %d", y3[0], y3[1]);
+}
+
+static void case_QLinearMatMul(void)
+{
+    /* ONNX's example */
+    uint8_t a[8] = {208, 236, 0, 238, 3, 214, 255, 29};
+    uint8_t b[12] = {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247};
+    float as = 0.0066f, bs = 0.00705f, ys = 0.0107f;
+    uint8_t az = 113, bz = 114, yz = 118, y[6];
+    ti_case c = {.op = "QLinearMatMul", .opset = 10, .n_in = 8,
+                 .in = {TIN(U8, a, 2, 2, 4), TIN(F32, &as, 1, 1), TIN(U8, &az, 1, 1),
+                        TIN(U8, b, 2, 4, 3), TIN(F32, &bs, 1, 1), TIN(U8, &bz, 1, 1),
+                        TIN(F32, &ys, 1, 1), TIN(U8, &yz, 1, 1)}};
+    ti_run(&c, OUTS(y));
+    ti_eq_bytes("y", y, (uint8_t[]){168, 115, 255, 1, 66, 151}, 6, false);
+}
+
+/* ---- signal ---------------------------------------------------------------------- */
+
+static void ti_window(const char *op, int periodic, const double *want)
+{
+    int64_t size = 4;
+    double y[4];
+    ti_case c = {.op = op, .opset = 17, .n_in = 1, .in = {TIC(I64, &size, 0)},
+                 .n_attrs = 2, .attrs = {AI("periodic", periodic), AI("output_datatype", 11)}};
+    ti_run(&c, OUTS(y));
+    for (int i = 0; i < 4; i++)
+        CHECK(fabs(y[i] - want[i]) < 1e-12, "%s periodic %d: element %d is %.17g, expected %.17g",
+              op, periodic, i, y[i], want[i]);
+}
+
+static void case_Windows(void)
+{
+    ti_window("HannWindow", 1, (double[]){0, 0.5, 1, 0.5});
+    ti_window("HannWindow", 0, (double[]){0, 0.75, 0.75, 0});
+    ti_window("BlackmanWindow", 1, (double[]){0, 0.34, 1, 0.34});
+    double a0 = 25.0 / 46.0, a1 = 1 - a0;
+    ti_window("HammingWindow", 1, (double[]){a0 - a1, a0, a0 + a1, a0});
+    /* the size at run time must match the declared output */
+    int32_t size = 4;
+    float y[4];
+    ti_case c = {.op = "HannWindow", .opset = 17, .n_in = 1, .in = {TIN(I32, &size, 0)},
+                 .out = {TI(F32, 1, 4)}};
+    ti_run(&c, OUTS(y));
+    ti_near("run-time size", y, (double[]){0, 0.5, 1, 0.5}, 4, 1e-7);
+    size = 5;
+    ti_run_fails(&c, OUTS(y), sizeof y, "size 5 at run time, but the output has 4 elements");
+}
+
+static void case_DFT(void)
+{
+    float x[4] = {1, 2, 3, 4}, y[12], back[8];
+    ti_case c = {.op = "DFT", .opset = 17, .n_in = 1, .in = {TIN(F32, x, 3, 1, 4, 1)}};
+    ti_run(&c, OUTS(y));
+    ti_near("DFT", y, (double[]){10, 0, -2, 2, -2, 0, -2, -2}, 8, 1e-6);
+    ti_case ci = {.op = "DFT", .opset = 17, .n_in = 1, .in = {TIN(F32, y, 3, 1, 4, 2)},
+                  .n_attrs = 1, .attrs = {AI("inverse", 1)}};
+    float spectrum[8];
+    memcpy(spectrum, y, sizeof spectrum);
+    ci.in[0].data = spectrum;
+    ti_run(&ci, OUTS(back));
+    ti_near("inverse", back, (double[]){1, 0, 2, 0, 3, 0, 4, 0}, 8, 1e-6);
+    ti_case co = c;
+    co.n_attrs = 1;
+    co.attrs[0] = (ch_attr)AI("onesided", 1);
+    ti_run(&co, OUTS(y));
+    ti_near("onesided", y, (double[]){10, 0, -2, 2, -2, 0}, 6, 1e-6);
+    /* zero padding to dft_length 6: bins 0 and 3 */
+    int64_t six = 6;
+    ti_case cp = c;
+    cp.n_in = 2;
+    cp.in[1] = (ti_t)TIC(I64, &six, 0);
+    ti_run(&cp, OUTS(y));
+    CHECK(fabsf(y[0] - 10) < 1e-5f && fabsf(y[6] + 2) < 1e-5f && fabsf(y[7]) < 1e-5f,
+          "padded: X0 %g, X3 %g%+gi", y[0], y[6], y[7]);
+    ti_case cb = c;
+    cb.n_attrs = 1;
+    cb.attrs[0] = (ch_attr)AI("axis", 2);
+    ti_infer_fails(&cb, "axis 2 is out of range for rank 3");
+}
+
+static void case_STFT(void)
+{
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[18];
+    int64_t step = 2, fl = 4;
+    ti_case c = {.op = "STFT", .opset = 17, .n_in = 4,
+                 .in = {TIN(F32, x, 3, 1, 8, 1), TIC(I64, &step, 0), TABSENT, TIC(I64, &fl, 0)}};
+    ti_run(&c, OUTS(y));
+    /* each frame: bin 0 its sum, bin 1 -2+2i, bin 2 -2 */
+    ti_near("STFT", y,
+            (double[]){10, 0, -2, 2, -2, 0, 18, 0, -2, 2, -2, 0, 26, 0, -2, 2, -2, 0}, 18, 1e-6);
+    float w[4] = {0, 1, 1, 0};
+    ti_case cw = {.op = "STFT", .opset = 17, .n_in = 3,
+                  .in = {TIN(F32, x, 3, 1, 8, 1), TIC(I64, &step, 0), TIN(F32, w, 1, 4)}};
+    ti_run(&cw, OUTS(y));
+    CHECK(fabsf(y[0] - 5) < 1e-6f && fabsf(y[6] - 9) < 1e-6f, "windowed: %g %g", y[0], y[6]);
+    /* frame_step at run time must give the output's frames */
+    int64_t rstep = 2;
+    ti_case cr = c;
+    cr.in[1] = (ti_t)TIN(I64, &rstep, 0);
+    cr.out[0] = (ti_t)TI(F32, 4, 1, 3, 3, 2);
+    ti_run(&cr, OUTS(y));
+    rstep = 3;
+    ti_run_fails(&cr, OUTS(y), sizeof y, "frame_step 3 at run time does not give the output's 3");
+}
+
+/* ---- ReverseSequence, MaxUnpool, Det, LRN, MeanVarianceNormalization ----------- */
+
+static void case_ReverseSequence(void)
+{
+    float x[16], y[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i;
+    int64_t lens[4] = {4, 3, 2, 1};
+    ti_case c = {.op = "ReverseSequence", .opset = 10, .n_in = 2,
+                 .in = {TIN(F32, x, 2, 4, 4), TIN(I64, lens, 1, 4)},
+                 .n_attrs = 2, .attrs = {AI("batch_axis", 1), AI("time_axis", 0)}};
+    ti_run(&c, OUTS(y));
+    ti_near("time major", y, (double[]){12, 9, 6, 3, 8, 5, 2, 7, 4, 1, 10, 11, 0, 13, 14, 15},
+            16, 0);
+    ti_case cb = c;
+    cb.attrs[0] = (ch_attr)AI("batch_axis", 0);
+    cb.attrs[1] = (ch_attr)AI("time_axis", 1);
+    ti_run(&cb, OUTS(y));
+    ti_near("batch major", y, (double[]){3, 2, 1, 0, 6, 5, 4, 7, 9, 8, 10, 11, 12, 13, 14, 15},
+            16, 0);
+    lens[2] = 5;
+    ti_run_fails(&c, OUTS(y), sizeof y, "sequence length 5 (batch entry 2) is outside [0, 4]");
+}
+
+static void case_MaxUnpool(void)
+{
+    float x[4] = {5, 6, 7, 8}, y[25];
+    int64_t idx[4] = {5, 7, 13, 15};
+    ti_case c = {.op = "MaxUnpool", .opset = 11, .n_in = 2,
+                 .in = {TIN(F32, x, 4, 1, 1, 2, 2), TIN(I64, idx, 4, 1, 1, 2, 2)},
+                 .n_attrs = 2, .attrs = {AIS("kernel_shape", 2, 2, 2), AIS("strides", 2, 2, 2)}};
+    ti_run(&c, OUTS(y));
+    ti_near("4x4", y, (double[]){0, 0, 0, 0, 0, 5, 0, 6, 0, 0, 0, 0, 0, 7, 0, 8}, 16, 0);
+    /* a larger output_shape keeps the coordinates */
+    int64_t shape[4] = {1, 1, 5, 5};
+    ti_case cs = c;
+    cs.n_in = 3;
+    cs.in[2] = (ti_t)TIC(I64, shape, 1, 4);
+    ti_run(&cs, OUTS(y));
+    CHECK(y[6] == 5 && y[8] == 6 && y[16] == 7 && y[18] == 8 && y[5] == 0 && y[24] == 0,
+          "5x5: %g %g %g %g", y[6], y[8], y[16], y[18]);
+    idx[3] = 16;
+    ti_run_fails(&c, OUTS(y), 16 * sizeof(float),
+                 "index 16 (element 3 of I) is outside the unpooled tensor");
+}
+
+static void case_Det(void)
+{
+    /* a 2x2, a 3x3 that needs pivoting, a singular one */
+    float x[2 * 9] = {0, 1, 0, 1, 0, 0, 0, 0, 2, 1, 2, 3, 2, 4, 6, 0, 1, 1}, y[2];
+    ti_case c = {.op = "Det", .opset = 11, .n_in = 1, .in = {TIN(F32, x, 3, 2, 3, 3)}};
+    ti_run(&c, OUTS(y));
+    ti_near("3x3", y, (double[]){-2, 0}, 2, 1e-7);
+    float m[4] = {1, 2, 3, 4};
+    ti_case c2 = {.op = "Det", .opset = 11, .n_in = 1, .in = {TIN(F32, m, 2, 2, 2)}};
+    ti_run(&c2, OUTS(y));
+    ti_near("2x2", y, (double[]){-2}, 1, 1e-7);
+    ti_case bad = {.op = "Det", .opset = 11, .n_in = 1, .in = {TIN(F32, m, 2, 1, 4)}};
+    ti_infer_fails(&bad, "is not a (batch of) square matrices");
+}
+
+static void case_LRN(void)
+{
+    float x[3] = {1, 2, 3}, y[3];
+    ti_case c = {.op = "LRN", .n_in = 1, .in = {TIN(F32, x, 4, 1, 3, 1, 1)},
+                 .n_attrs = 4,
+                 .attrs = {AI("size", 3), AF("alpha", 3), AF("beta", 1), AF("bias", 1)}};
+    ti_run(&c, OUTS(y));
+    ti_near("size 3", y, (double[]){1.0 / 6, 2.0 / 15, 3.0 / 14}, 3, 1e-6);
+    /* an even size looks one channel further up than down */
+    c.attrs[0] = (ch_attr)AI("size", 2);
+    c.attrs[1] = (ch_attr)AF("alpha", 2);
+    ti_run(&c, OUTS(y));
+    ti_near("size 2", y, (double[]){1.0 / 6, 2.0 / 14, 3.0 / 10}, 3, 1e-6);
+}
+
+static void case_MeanVarianceNormalization(void)
+{
+    /* [1, 2, 2, 1]: channel 0 holds 1 and 3, channel 1 twice 5 */
+    float x[4] = {1, 3, 5, 5}, y[4];
+    ti_case c = {.op = "MeanVarianceNormalization", .n_in = 1, .in = {TIN(F32, x, 4, 1, 2, 2, 1)}};
+    ti_run(&c, OUTS(y));
+    ti_near("default axes", y, (double[]){-1, 1, 0, 0}, 4, 1e-6);
+    ti_case c1 = c;
+    c1.n_attrs = 1;
+    c1.attrs[0] = (ch_attr)AIS("axes", 1, 1);
+    ti_run(&c1, OUTS(y));
+    ti_near("axis 1", y, (double[]){-1, -1, 1, 1}, 4, 1e-6);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -897,7 +1227,10 @@ static const struct {
     TI_CASE(GatherElements), TI_CASE(GatherND), TI_CASE(ScatterElements), TI_CASE(ScatterND),
     TI_CASE(TopK), TI_CASE(OneHot), TI_CASE(DepthToSpace), TI_CASE(EyeLike), TI_CASE(Hardmax),
     TI_CASE(CastLike), TI_CASE(Einsum), TI_CASE(NegativeLogLikelihoodLoss),
-    TI_CASE(SoftmaxCrossEntropyLoss),
+    TI_CASE(SoftmaxCrossEntropyLoss), TI_CASE(QuantizeLinear), TI_CASE(DequantizeLinear),
+    TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
+    TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool),
+    TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization),
 #undef TI_CASE
 };
 
