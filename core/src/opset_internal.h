@@ -26,6 +26,8 @@ extern const pl_op_schema pl_opset_signal_schemas[];
 extern const size_t pl_opset_signal_count;
 extern const pl_op_schema pl_opset_norm_schemas[];
 extern const size_t pl_opset_norm_count;
+extern const pl_op_schema pl_opset_sample_schemas[];
+extern const size_t pl_opset_sample_count;
 
 /* Initialisers for pl_op_schema.n_inplace / inplace_input. */
 #define PL_INPLACE_0 .n_inplace = 1, .inplace_input = {0}

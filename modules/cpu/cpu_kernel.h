@@ -169,6 +169,7 @@ extern const cpu_op_entry cpu_ops_loss[];  /* loss.c: NLL and softmax cross-entr
 extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integer matmuls */
 extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
 extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
+extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 
