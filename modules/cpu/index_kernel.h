@@ -1,5 +1,6 @@
-/* index_kernel.h — what the cpu module's index family shares (index.c,
- * topk.c, einsum.c, loss.c): the builders its op tables name and small
+/* index_kernel.h — what the cpu module's index family and its neighbours
+ * share (index.c, topk.c, einsum.c, det.c, loss.c, quant*.c, signal.c,
+ * normalize.c, sample.c): the builders its op tables name and small
  * helpers to read index tensors and elements of any dtype. The kernels are
  * shape-family kernels (shape_kernel.h): shp_run checks each run's outputs
  * and handles the add-to request for every dtype. Internal to the module. */
@@ -68,5 +69,6 @@ pl_status *ix_build_hardmax(pl_module_ctx *ctx, const pl_node_desc *node,
 pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node,
                            pl_kernel **out_kernel);
 pl_status *ix_build_det(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
 
 #endif

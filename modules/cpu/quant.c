@@ -9,7 +9,8 @@
  * products accumulate exactly in int32 (as ONNX asks; K up to 2^16 cannot
  * overflow) with one zero point per tensor, per row of A or per column of
  * B; QLinearMatMul then requantizes with the scales' product in double.
- * Scales and zero points are read at run time. */
+ * Scales and zero points are read at run time. The integer convolutions
+ * live in quant_conv.c. */
 #include <math.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@ const cpu_op_entry cpu_ops_quant[] = {
      CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT},
     {"MatMulInteger", qu_build_matmul, 2, 4, 0, CPU_OP_ANY_DTYPE},
     {"QLinearMatMul", qu_build_matmul, 8, 8, 0, CPU_OP_ANY_DTYPE},
+    {"ConvInteger", qu_build_conv, 2, 4, 0, CPU_OP_ANY_DTYPE},
+    {"QLinearConv", qu_build_conv, 8, 9, 0, CPU_OP_ANY_DTYPE},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
