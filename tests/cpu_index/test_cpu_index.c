@@ -39,8 +39,8 @@ typedef struct ti_t {
     int constant;
 } ti_t;
 
-/* QLinearMatMul has eight inputs, more than the harness's nodes hold. */
-#define TI_MAX_IN 8
+/* QLinearConv has nine inputs, more than the harness's nodes hold. */
+#define TI_MAX_IN 9
 
 typedef struct ti_case {
     const char *op;
@@ -1219,6 +1219,124 @@ static void case_MeanVarianceNormalization(void)
     ti_near("axis 1", y, (double[]){-1, -1, 1, 1}, 4, 1e-6);
 }
 
+/* ---- GridSample, RoiAlign, ConvInteger, QLinearConv ------------------------------- */
+
+/* GridSample of X = [[1, 2], [3, 4]] at one grid point. */
+static double ti_grid(const char *mode, const char *pad, int align, float gx, float gy)
+{
+    float x[4] = {1, 2, 3, 4}, g[2] = {gx, gy}, y;
+    ti_case c = {.op = "GridSample", .opset = 16, .n_in = 2,
+                 .in = {TIN(F32, x, 4, 1, 1, 2, 2), TIN(F32, g, 4, 1, 1, 1, 2)},
+                 .n_attrs = 3,
+                 .attrs = {AS("mode", mode), AS("padding_mode", pad), AI("align_corners", align)}};
+    ti_run(&c, OUTS(&y));
+    return y;
+}
+
+static void ti_expect(const char *what, double got, double want)
+{
+    CHECK(fabs(got - want) <= 1e-6 * (1 + fabs(want)), "%s: %.9g, expected %.9g", what, got,
+          want);
+}
+
+static void case_GridSample(void)
+{
+    ti_expect("bilinear corners, centre", ti_grid("bilinear", "zeros", 1, 0, 0), 2.5);
+    ti_expect("bilinear corners, top left", ti_grid("bilinear", "zeros", 1, -1, -1), 1);
+    ti_expect("bilinear corners, top right", ti_grid("bilinear", "zeros", 1, 1, -1), 2);
+    /* align_corners 0: -1 is half a pixel outside */
+    ti_expect("zeros outside", ti_grid("bilinear", "zeros", 0, -1, -1), 0.25);
+    ti_expect("border outside", ti_grid("bilinear", "border", 0, -1, -1), 1);
+    ti_expect("reflection beyond", ti_grid("bilinear", "reflection", 0, 1.5f, 0), 3);
+    ti_expect("nearest", ti_grid("nearest", "zeros", 0, 0.1f, -0.6f), 2);
+    ti_expect("bicubic on a pixel", ti_grid("bicubic", "zeros", 1, -1, -1), 1);
+    ti_expect("bicubic, zeros", ti_grid("bicubic", "zeros", 1, 0, 0), 3.525390625);
+    ti_expect("bicubic, border", ti_grid("bicubic", "border", 1, 0, 0), 2.5);
+    float x[4] = {0}, g[4] = {0};
+    ti_case bad = {.op = "GridSample", .opset = 16, .n_in = 2,
+                   .in = {TIN(F32, x, 4, 1, 1, 2, 2), TIN(F32, g, 4, 1, 1, 2, 1)}};
+    ti_infer_fails(&bad, "the grid [N, H_out, W_out, 2]");
+    ti_case badm = bad;
+    badm.in[1].dims[3] = 2;
+    badm.in[1].dims[2] = 1;
+    badm.n_attrs = 1;
+    badm.attrs[0] = (ch_attr)AS("mode", "cubic");
+    ti_infer_fails(&badm, "mode 'cubic' is none of bilinear, nearest, bicubic");
+}
+
+static void case_RoiAlign(void)
+{
+    /* X[y][x] = 4y + x: bilinear samples of it are exact */
+    float x[16], rois[4] = {0, 0, 3, 3}, y;
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i;
+    int64_t b = 0;
+    ti_case c = {.op = "RoiAlign", .opset = 16, .n_in = 3,
+                 .in = {TIN(F32, x, 4, 1, 1, 4, 4), TIN(F32, rois, 2, 1, 4), TIN(I64, &b, 1, 1)},
+                 .n_attrs = 1, .attrs = {AI("sampling_ratio", 1)}};
+    ti_run(&c, OUTS(&y));
+    ti_expect("half_pixel", y, 5);
+    ti_case co = c;
+    co.n_attrs = 2;
+    co.attrs[1] = (ch_attr)AS("coordinate_transformation_mode", "output_half_pixel");
+    ti_run(&co, OUTS(&y));
+    ti_expect("output_half_pixel", y, 7.5);
+    b = 1;
+    y = 0;
+    ti_run_fails(&c, OUTS(&y), sizeof y,
+                 "batch index 1 (roi 0) is out of range for a batch of 1");
+    ti_case cm = c;
+    cm.n_attrs = 2;
+    cm.attrs[1] = (ch_attr)AS("mode", "max");
+    ti_refused(&cm, "cpu: RoiAlign: mode 'max' (only avg");
+}
+
+static void case_ConvInteger(void)
+{
+    /* ONNX's example: padding stands for the zero point */
+    uint8_t x[9] = {2, 3, 4, 5, 6, 7, 8, 9, 10}, w[4] = {1, 1, 1, 1}, xz = 1;
+    int32_t y[16];
+    ti_case c = {.op = "ConvInteger", .opset = 10, .n_in = 3,
+                 .in = {TIN(U8, x, 4, 1, 1, 3, 3), TIN(U8, w, 4, 1, 1, 2, 2), TIN(U8, &xz, 0)}};
+    ti_run(&c, OUTS(y));
+    int32_t want[4] = {12, 16, 24, 28};
+    for (int i = 0; i < 4; i++)
+        CHECK(y[i] == want[i], "no padding: element %d is %d, expected %d", i, y[i], want[i]);
+    ti_case cp = c;
+    cp.n_attrs = 1;
+    cp.attrs[0] = (ch_attr)AIS("pads", 4, 1, 1, 1, 1);
+    ti_run(&cp, OUTS(y));
+    int32_t wantp[16] = {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9};
+    for (int i = 0; i < 16; i++)
+        CHECK(y[i] == wantp[i], "pads: element %d is %d, expected %d", i, y[i], wantp[i]);
+    /* two groups of one channel each, i8 */
+    int8_t gx[4] = {1, 2, 3, 4}, gw[2] = {2, 3};
+    int32_t gy[4];
+    ti_case cg = {.op = "ConvInteger", .opset = 10, .n_in = 2,
+                  .in = {TIN(I8, gx, 4, 1, 2, 1, 2), TIN(I8, gw, 4, 2, 1, 1, 1)},
+                  .n_attrs = 1, .attrs = {AI("group", 2)}};
+    ti_run(&cg, OUTS(gy));
+    CHECK(gy[0] == 2 && gy[1] == 4 && gy[2] == 9 && gy[3] == 12, "groups: %d %d %d %d", gy[0],
+          gy[1], gy[2], gy[3]);
+}
+
+static void case_QLinearConv(void)
+{
+    uint8_t x[4] = {10, 20, 30, 40}, w = 3, xz = 10, wz = 1, yz = 5, y[4];
+    float xs = 0.5f, ws = 2, ys = 1;
+    int32_t bias = 7;
+    ti_case c = {.op = "QLinearConv", .opset = 10, .n_in = 9,
+                 .in = {TIN(U8, x, 4, 1, 1, 2, 2), TIN(F32, &xs, 0), TIN(U8, &xz, 0),
+                        TIN(U8, &w, 4, 1, 1, 1, 1), TIN(F32, &ws, 0), TIN(U8, &wz, 0),
+                        TIN(F32, &ys, 0), TIN(U8, &yz, 0), TIN(I32, &bias, 1, 1)}};
+    ti_run(&c, OUTS(y));
+    /* round((((x - 10) * (3 - 1)) + 7) * 0.5 * 2 / 1) + 5 */
+    ti_eq_bytes("QLinearConv", y, (uint8_t[]){12, 32, 52, 72}, 4, false);
+    ti_case cb = c;
+    cb.in[8].dt = F32;
+    ti_refused(&cb, "the bias must be 1 i32 values");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -1230,7 +1348,8 @@ static const struct {
     TI_CASE(SoftmaxCrossEntropyLoss), TI_CASE(QuantizeLinear), TI_CASE(DequantizeLinear),
     TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
     TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool),
-    TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization),
+    TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
+    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv),
 #undef TI_CASE
 };
 
