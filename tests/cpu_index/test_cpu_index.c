@@ -81,7 +81,7 @@ static pl_status *ti_build(const ti_case *c, ti_node *n)
     int opset = c->opset ? c->opset : 13;
     CHECK_OK(pl_graph_create(&n->g));
     CHECK_OK(pl_graph_set_opset(n->g, "", opset));
-    char names[TI_MAX_IN + CH_MAX_OUT][8];
+    char names[TI_MAX_IN + CH_MAX_OUT][16];
     const char *in_names[TI_MAX_IN], *out_names[CH_MAX_OUT];
     for (int i = 0; i < c->n_in; i++) {
         const ti_t *t = &c->in[i];
@@ -101,7 +101,7 @@ static pl_status *ti_build(const ti_case *c, ti_node *n)
     n->n_out = c->n_out ? c->n_out : 1;
     for (int o = 0; o < n->n_out; o++) {
         char *name = names[TI_MAX_IN + o];
-        snprintf(name, 8, "y%d", o);
+        snprintf(name, 16, "y%d", o);
         out_names[o] = name;
         pl_tid tid;
         CHECK_OK(pl_graph_tensor_get_or_add(n->g, name, &tid));
