@@ -188,6 +188,7 @@ pl_status *pl_opset_create(pl_opset **out_set)
         {pl_opset_signal_schemas, pl_opset_signal_count},
         {pl_opset_norm_schemas, pl_opset_norm_count},
         {pl_opset_sample_schemas, pl_opset_sample_count},
+        {pl_opset_text_schemas, pl_opset_text_count},
     };
     size_t total = 0;
     for (size_t f = 0; f < PL_COUNT(families); f++)

@@ -170,6 +170,7 @@ extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integ
 extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
 extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
 extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
+extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 
