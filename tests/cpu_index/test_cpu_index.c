@@ -41,6 +41,8 @@ typedef struct ti_t {
 
 /* QLinearConv has nine inputs, more than the harness's nodes hold. */
 #define TI_MAX_IN 9
+/* TfIdfVectorizer has seven attributes. */
+#define TI_MAX_ATTRS 8
 
 typedef struct ti_case {
     const char *op;
@@ -48,7 +50,7 @@ typedef struct ti_case {
     int n_in;
     ti_t in[TI_MAX_IN];
     int n_attrs;
-    ch_attr attrs[CH_MAX_ATTRS];
+    ch_attr attrs[TI_MAX_ATTRS];
     int n_out; /* 0: 1 */
     ti_t out[CH_MAX_OUT];
 } ti_case;
@@ -1337,6 +1339,43 @@ static void case_QLinearConv(void)
     ti_refused(&cb, "the bias must be 1 i32 values");
 }
 
+/* ---- TfIdfVectorizer ------------------------------------------------------------- */
+
+static void case_TfIdfVectorizer(void)
+{
+    /* pool: unigrams 1, 3; bigrams (1, 2), (1, 3) */
+    int64_t x[5] = {1, 2, 1, 2, 3};
+    float y[4];
+    ti_case c = {.op = "TfIdfVectorizer", .opset = 9, .n_in = 1, .in = {TIN(I64, x, 1, 5)},
+                 .n_attrs = 6,
+                 .attrs = {AI("min_gram_length", 1), AI("max_gram_length", 2),
+                           AI("max_skip_count", 1), AS("mode", "TF"),
+                           AIS("ngram_counts", 2, 0, 2), AIS("ngram_indexes", 4, 0, 1, 2, 3)}};
+    ch_attr pool = {.name = "pool_int64s", .kind = 'I', .n = 6, .ints = {1, 3, 1, 2, 1, 3}};
+    c.attrs[c.n_attrs++] = pool;
+    /* unigrams once, (1, 2) twice at skip 0, (1, 3) once at skip 1 */
+    ti_run(&c, OUTS(y));
+    ti_near("TF, skips", y, (double[]){2, 1, 2, 1}, 4, 0);
+    ti_case c0 = c;
+    c0.attrs[2] = (ch_attr)AI("max_skip_count", 0);
+    ti_run(&c0, OUTS(y));
+    ti_near("TF, no skip", y, (double[]){2, 1, 2, 0}, 4, 0);
+    /* batch of two rows of i32 tokens, bigrams only */
+    int32_t xb[6] = {1, 2, 3, 3, 1, 3};
+    float yb[8];
+    ti_case cb = c0;
+    cb.in[0] = (ti_t)TIN(I32, xb, 2, 2, 3);
+    cb.attrs[0] = (ch_attr)AI("min_gram_length", 2);
+    ti_run(&cb, OUTS(yb));
+    ti_near("rows", yb, (double[]){0, 0, 1, 0, 0, 0, 0, 1}, 8, 0);
+    ti_case cz = c;
+    cz.attrs[4] = (ch_attr)AIS("ngram_counts", 2, 0, 3);
+    ti_refused(&cz, "ngram_counts does not split the pool into whole 2-grams");
+    ti_case cm = c;
+    cm.attrs[3] = (ch_attr)AS("mode", "BM25");
+    ti_infer_fails(&cm, "mode 'BM25' is none of TF, IDF, TFIDF");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -1349,7 +1388,7 @@ static const struct {
     TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
     TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
-    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv),
+    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv), TI_CASE(TfIdfVectorizer),
 #undef TI_CASE
 };
 
