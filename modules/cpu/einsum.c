@@ -9,9 +9,19 @@
  * of size 1 has stride 0). A run converts the inputs to double (floats) or
  * int64 (integers, which wrap), then computes every output element as the
  * sum, over all values of the labels the output lacks, of the product of
- * the inputs. That is the definition itself: exact, general, and as fast
- * as a naive loop; no BLAS. */
+ * the inputs. That is the definition itself: exact and general.
+ *
+ * The equations of attention and batched projections ("bhqd,bhkd->bhqk",
+ * "bij,bjk->bik") are batched matrix products, and for f32 they take a
+ * faster road: when two inputs' labels are each batch (in both inputs and
+ * the output), M (first input and output), N (second input and output) or
+ * K (both inputs, summed), with no label repeated in a term, the inputs are
+ * gathered into [batch, M, K] and [batch, K, N], multiplied by OpenBLAS's
+ * sgemm in row blocks over the pool, and the [batch, M, N] result is
+ * scattered into the output's order. */
 #include <string.h>
+
+#include <cblas.h>
 
 #include "index_kernel.h"
 
@@ -31,6 +41,15 @@ typedef struct es_kernel {
     size_t in_elems[ES_MAX_INPUTS];
     size_t sum_count;                 /* elements of the summed space */
     bool integer;
+    /* The matrix-product road (f32, two inputs): label groups in the order
+     * batch, M, K for A, batch, K, N for B and batch, M, N for the output,
+     * with each operand's strides along them. */
+    bool gemm;
+    int ga_n, gb_n, gc_n;
+    int64_t ga_dims[ES_MAX_LABELS], ga_st[ES_MAX_LABELS];
+    int64_t gb_dims[ES_MAX_LABELS], gb_st[ES_MAX_LABELS];
+    int64_t gc_dims[ES_MAX_LABELS], gc_st[ES_MAX_LABELS];
+    size_t batch, m, n, kk;
 } es_kernel;
 
 /* Label numbers: 'A'..'Z' 0..25, 'a'..'z' 26..51 (ASCII order, the order
@@ -132,12 +151,75 @@ static void es_chunk(void *arg, size_t begin, size_t end, int worker)
     }
 }
 
+/* ---- the matrix-product road ---------------------------------------------------- */
+
+/* Gathers the N elements of a tensor at X walked by DIMS/ST (rank R) into
+ * the dense OUT, or scatters dense IN into Y by them (SCATTER). */
+static void es_gather(const float *x, float *out, size_t n, int r, const int64_t *dims,
+                      const int64_t *st, bool scatter)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t off = (size_t)ix_offset(i, r, dims, st);
+        if (scatter)
+            out[off] = x[i];
+        else
+            out[i] = x[off];
+    }
+}
+
+#define ES_ROWS 64
+
+typedef struct es_gemm_call {
+    const es_kernel *k;
+    const float *a, *b;
+    float *c;
+    size_t row_blocks;
+} es_gemm_call;
+
+/* Task t: row block t % row_blocks of batch entry t / row_blocks. */
+static void es_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const es_gemm_call *c = arg;
+    const es_kernel *k = c->k;
+    for (size_t t = begin; t < end; t++) {
+        size_t b = t / c->row_blocks, r0 = (t % c->row_blocks) * ES_ROWS;
+        size_t rows = k->m - r0 < ES_ROWS ? k->m - r0 : ES_ROWS;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)k->n, (int)k->kk,
+                    1.0f, c->a + (b * k->m + r0) * k->kk, (int)k->kk, c->b + b * k->kk * k->n,
+                    (int)k->n, 0.0f, c->c + (b * k->m + r0) * k->n, (int)k->n);
+    }
+}
+
+static pl_status *es_gemm_write(pl_module_ctx *ctx, const es_kernel *k, const pl_run_args *args,
+                                float *dst)
+{
+    size_t na = k->batch * k->m * k->kk, nb = k->batch * k->kk * k->n;
+    size_t nc = k->batch * k->m * k->n;
+    float *buf = cpu_host->host_alloc(ctx->host_ctx, (na + nb + nc) * sizeof(float), 64);
+    if (buf == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, k->k.base.op,
+                         "out of memory for %zu floats of packed operands", na + nb + nc);
+    es_gather((const float *)(const void *)shp_in(args, 0), buf, na, k->ga_n, k->ga_dims,
+              k->ga_st, false);
+    es_gather((const float *)(const void *)shp_in(args, 1), buf + na, nb, k->gb_n, k->gb_dims,
+              k->gb_st, false);
+    es_gemm_call c = {.k = k, .a = buf, .b = buf + na, .c = buf + na + nb,
+                      .row_blocks = (k->m + ES_ROWS - 1) / ES_ROWS};
+    cpu_host->parallel_for(ctx->host_ctx, k->batch * c.row_blocks, 1, es_gemm_chunk, &c);
+    es_gather(c.c, dst, nc, k->gc_n, k->gc_dims, k->gc_st, true);
+    cpu_host->host_free(ctx->host_ctx, buf);
+    return NULL;
+}
+
 static pl_status *es_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
 {
     (void)o, (void)req;
     const es_kernel *k = (const es_kernel *)kernel;
+    if (k->gemm)
+        return es_gemm_write(ctx, k, args, dst);
     pl_dtype wide = k->integer ? PL_DTYPE_I64 : PL_DTYPE_F64, dt = kernel->outs[0].dtype;
     size_t n_out = kernel->outs[0].elements, total = n_out;
     for (size_t i = 0; i < k->n_in; i++)
@@ -262,6 +344,70 @@ static pl_status *es_parse(const pl_node_desc *node, es_plan *p)
     return NULL;
 }
 
+/* Sets up the matrix-product road in K when the equation is one: f32, two
+ * inputs, every label batch, M, N or K (see the file comment), none
+ * repeated in a term, and no dim of size 0. BY_LABEL holds each input's
+ * stride per label, IN_TERM whether the label is in its term (an ellipsis
+ * dim counts as in every term with an ellipsis), OUT_L the output's
+ * labels in order. */
+static void es_plan_gemm(es_kernel *k, const es_plan *p, const pl_tensor *o,
+                         int64_t (*by_label)[ES_MAX_LABELS], bool (*in_term)[ES_MAX_LABELS],
+                         const int *out_l, int n_out)
+{
+    if (k->n_in != 2 || k->integer || !PL_DTYPE_EQ(o->dtype, PL_DTYPE_F32))
+        return;
+    bool in_out[ES_MAX_LABELS] = {false};
+    int64_t out_st[ES_MAX_LABELS] = {0}, step = 1;
+    for (int j = n_out - 1; j >= 0; j--) {
+        in_out[out_l[j]] = true;
+        out_st[out_l[j]] = step;
+        step *= o->shape[j];
+    }
+    int cat[ES_MAX_LABELS]; /* 0 none, 1 batch, 2 M, 3 N, 4 K */
+    k->batch = k->m = k->n = k->kk = 1;
+    for (int l = 0; l < ES_MAX_LABELS; l++) {
+        bool a = in_term[0][l], b = in_term[1][l];
+        cat[l] = 0;
+        if (!a && !b)
+            continue;
+        if (p->size[l] == 0 || (!in_out[l] && !(a && b)))
+            return;
+        cat[l] = a && b ? (in_out[l] ? 1 : 4) : a ? 2 : 3;
+        size_t sz = (size_t)p->size[l];
+        if (cat[l] == 1)
+            k->batch *= sz;
+        else if (cat[l] == 2)
+            k->m *= sz;
+        else if (cat[l] == 3)
+            k->n *= sz;
+        else
+            k->kk *= sz;
+    }
+    for (size_t i = 0; i < 2; i++)
+        for (int j = 0; j < p->in[i].n; j++)
+            for (int q = j + 1; q < p->in[i].n; q++)
+                if (p->in[i].labels[j] >= 0 && p->in[i].labels[j] == p->in[i].labels[q])
+                    return; /* a diagonal */
+    static const int order_a[3] = {1, 2, 4}, order_b[3] = {1, 4, 3}, order_c[3] = {1, 2, 3};
+    k->ga_n = k->gb_n = k->gc_n = 0;
+    for (int g = 0; g < 3; g++)
+        for (int l = 0; l < ES_MAX_LABELS; l++) {
+            if (cat[l] == order_a[g]) {
+                k->ga_dims[k->ga_n] = p->size[l];
+                k->ga_st[k->ga_n++] = by_label[0][l];
+            }
+            if (cat[l] == order_b[g]) {
+                k->gb_dims[k->gb_n] = p->size[l];
+                k->gb_st[k->gb_n++] = by_label[1][l];
+            }
+            if (cat[l] == order_c[g]) {
+                k->gc_dims[k->gc_n] = p->size[l];
+                k->gc_st[k->gc_n++] = out_st[l];
+            }
+        }
+    k->gemm = k->m <= INT32_MAX && k->n <= INT32_MAX && k->kk <= INT32_MAX;
+}
+
 pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     const char *op = node->op;
@@ -322,27 +468,35 @@ pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_kern
             k->sum_dims[k->n_sum++] = p->size[l];
             k->sum_count *= (size_t)p->size[l];
         }
+    int64_t by_label[ES_MAX_INPUTS][ES_MAX_LABELS];
+    bool in_term[ES_MAX_INPUTS][ES_MAX_LABELS];
+    memset(by_label, 0, sizeof by_label);
+    memset(in_term, 0, sizeof in_term);
     for (size_t i = 0; i < node->n_inputs; i++) {
         const pl_tensor *x = &node->inputs[i];
         const es_term *t = &p->in[i];
-        int64_t st_in[CPU_MAX_RANK], by_label[ES_MAX_LABELS] = {0};
+        int64_t st_in[CPU_MAX_RANK];
         ix_strides(x->shape, x->ndim, st_in);
         k->in_elems[i] = cpu_elements(x->shape, x->ndim);
         int ne = x->ndim - (t->n - (t->ellipsis ? 1 : 0)), d = 0;
         for (int j = 0; j < t->n; j++) {
             if (t->labels[j] != -2) {
-                by_label[t->labels[j]] += st_in[d++];
+                in_term[i][t->labels[j]] = true;
+                by_label[i][t->labels[j]] += st_in[d++];
                 continue;
             }
+            for (int e = 0; e < p->ell_rank; e++)
+                in_term[i][ES_LETTERS + e] = true;
             for (int e = 0; e < ne; e++, d++)
                 if (x->shape[d] != 1)
-                    by_label[ES_LETTERS + p->ell_rank - ne + e] += st_in[d];
+                    by_label[i][ES_LETTERS + p->ell_rank - ne + e] += st_in[d];
         }
         for (int j = 0; j < n_out; j++)
-            k->out_st[i][j] = by_label[out_l[j]];
+            k->out_st[i][j] = by_label[i][out_l[j]];
         for (int j = 0; j < k->n_sum; j++)
-            k->sum_st[i][j] = by_label[sum_l[j]];
+            k->sum_st[i][j] = by_label[i][sum_l[j]];
     }
+    es_plan_gemm(k, p, o, by_label, in_term, out_l, n_out);
     cpu_host->host_free(ctx->host_ctx, p);
     *out_kernel = &k->k.base;
     return NULL;

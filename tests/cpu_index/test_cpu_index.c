@@ -705,6 +705,32 @@ static void case_Einsum(void)
                 want[(n * 3 + i) * 5 + k] = s;
             }
     ti_near("bij,bjk->bik", y, want, 30, 1e-6);
+    /* the same in f64 takes the general road (f32 takes sgemm's) */
+    double a64[24], b64[40], y64[30];
+    for (int i = 0; i < 24; i++)
+        a64[i] = a[i];
+    for (int i = 0; i < 40; i++)
+        b64[i] = b[i];
+    ti_case c64 = c;
+    c64.in[0] = (ti_t)TIN(F64, a64, 3, 2, 3, 4);
+    c64.in[1] = (ti_t)TIN(F64, b64, 3, 2, 4, 5);
+    ti_run(&c64, OUTS(y64));
+    for (int i = 0; i < 30; i++)
+        CHECK(fabs(y64[i] - want[i]) < 1e-12, "f64 bij,bjk->bik: element %d is %.17g, expected "
+              "%.17g", i, y64[i], want[i]);
+    /* a label summed within one input only ("k") is not a matrix product */
+    ti_case c1 = c;
+    c1.attrs[0] = (ch_attr)AS("equation", "bij,bjk->bi");
+    ti_run(&c1, OUTS(y));
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 3; i++) {
+            double s1 = 0;
+            for (int j = 0; j < 4; j++)
+                for (int k = 0; k < 5; k++)
+                    s1 += (double)a[(n * 3 + i) * 4 + j] * b[(n * 4 + j) * 5 + k];
+            want[n * 3 + i] = s1;
+        }
+    ti_near("bij,bjk->bi", y, want, 6, 1e-5);
 
     /* attention scores: bhqd,bhkd->bhqk */
     ti_case att = {.op = "Einsum", .opset = 12, .n_in = 2,
