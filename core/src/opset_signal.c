@@ -1,5 +1,6 @@
 /* opset_signal.c — schemas of ONNX's signal ops (opset 17): the windows
- * HannWindow, HammingWindow and BlackmanWindow, DFT and STFT. Their output
+ * HannWindow, HammingWindow and BlackmanWindow, DFT, STFT and
+ * MelWeightMatrix. Their output
  * lengths come from scalar inputs (the window size, dft_length,
  * frame_length, frame_step): read here when they are constants, else left
  * unknown for the graph's declared type to fill, and checked by the
@@ -126,6 +127,30 @@ static pl_status *sg_infer_stft(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, 4, dims, NULL);
 }
 
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] of output_datatype. */
+static pl_status *sg_infer_mel(pl_infer_ctx *ctx)
+{
+    for (size_t i = 0; i < 5; i++)
+        PL_RETURN_IF_ERROR(sg_scalar(ctx, i, "every input"));
+    pl_dtype dt;
+    int64_t code = pl_infer_attr_int(ctx, "output_datatype");
+    if (!pl_onnx_dtype(code, &dt) || !(pl_dtype_set_of(dt) & PL_TS_NUM))
+        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
+                              "output_datatype %lld is not a numeric dtype this runtime has",
+                              (long long)code);
+    int64_t bins = -1, dft = -1, dims[2] = {-1, -1};
+    if (sg_known(ctx, 0, &bins) && bins < 1)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "num_mel_bins %lld is below 1",
+                              (long long)bins);
+    if (sg_known(ctx, 1, &dft) && dft < 1)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "dft_length %lld is below 1",
+                              (long long)dft);
+    dims[0] = dft < 0 ? -1 : dft / 2 + 1;
+    dims[1] = bins;
+    return pl_infer_set_output(ctx, 0, dt, 2, dims, NULL);
+}
+
+static const pl_attr_spec sg_mel_attrs[] = {PL_ATTR_I("output_datatype", 1)};
 static const pl_attr_spec sg_window_attrs[] = {PL_ATTR_I("output_datatype", 1),
                                                PL_ATTR_I("periodic", 1)};
 static const pl_attr_spec sg_dft_attrs[] = {PL_ATTR_I("axis", 1), PL_ATTR_I("inverse", 0),
@@ -154,5 +179,11 @@ const pl_op_schema pl_opset_signal_schemas[] = {
      .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I32 | PL_TS_I64}},
      .input_types = {"T1", "T2", "T1", "T2"}, .output_types = {"T1"},
      .infer = sg_infer_stft},
+    {.name = "MelWeightMatrix", .domain = "", .since_version = 17, .min_inputs = 5,
+     .max_inputs = 5, .min_outputs = 1, .max_outputs = 1, .attrs = sg_mel_attrs,
+     .n_attrs = PL_COUNT(sg_mel_attrs),
+     .types = {{"T1", PL_TS_I32 | PL_TS_I64}, {"T2", PL_TS_FLOAT}, {"T3", PL_TS_NUM}},
+     .input_types = {"T1", "T1", "T1", "T2", "T2"}, .output_types = {"T3"},
+     .infer = sg_infer_mel},
 };
 const size_t pl_opset_signal_count = PL_COUNT(pl_opset_signal_schemas);

@@ -1,5 +1,7 @@
 /* signal.c — the cpu module's signal family (opset 17): the windows
- * HannWindow, HammingWindow and BlackmanWindow, DFT and STFT.
+ * HannWindow, HammingWindow and BlackmanWindow, DFT, STFT and
+ * MelWeightMatrix (the triangular filters of ONNX's definition, to the
+ * letter: its mel step divides by num_mel_bins + 2).
  *
  * The windows follow ONNX's definitions with the exact pi: w[n] = a0 -
  * a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size (periodic) or the
@@ -20,6 +22,8 @@ static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
                                pl_kernel **out_kernel);
 static pl_status *sg_build_stft(pl_module_ctx *ctx, const pl_node_desc *node,
                                 pl_kernel **out_kernel);
+static pl_status *sg_build_mel(pl_module_ctx *ctx, const pl_node_desc *node,
+                               pl_kernel **out_kernel);
 
 const cpu_op_entry cpu_ops_signal[] = {
     {"HannWindow", sg_build_window, 1, 1, 0, CPU_OP_ANY_DTYPE},
@@ -27,6 +31,7 @@ const cpu_op_entry cpu_ops_signal[] = {
     {"BlackmanWindow", sg_build_window, 1, 1, 0, CPU_OP_ANY_DTYPE},
     {"DFT", sg_build_dft, 1, 2, 0, CPU_OP_ANY_DTYPE},
     {"STFT", sg_build_stft, 2, 4, 0, CPU_OP_ANY_DTYPE},
+    {"MelWeightMatrix", sg_build_mel, 5, 5, 0, CPU_OP_ANY_DTYPE},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -322,6 +327,98 @@ static pl_status *sg_build_stft(pl_module_ctx *ctx, const pl_node_desc *node,
     k->has_window = has_window;
     k->onesided = onesided != 0;
     k->dt = x->dtype;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- MelWeightMatrix -------------------------------------------------------------- */
+
+typedef struct sg_mel_kernel {
+    shp_kernel k;
+    size_t spec_bins, mel_bins;
+    pl_dtype hz_dt;
+} sg_mel_kernel;
+
+static pl_status *sg_mel_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                               const pl_run_args *args, size_t o, void *dst,
+                               pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const sg_mel_kernel *k = (const sg_mel_kernel *)kernel;
+    const char *op = kernel->base.op;
+    int64_t bins = sg_scalar(args, 0), dft = sg_scalar(args, 1), rate = sg_scalar(args, 2);
+    double lo = ix_load(k->hz_dt, shp_in(args, 3), 0), hi = ix_load(k->hz_dt, shp_in(args, 4), 0);
+    if (bins < 1 || (uint64_t)bins != k->mel_bins || dft < 1 ||
+        (uint64_t)(dft / 2 + 1) != k->spec_bins)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "num_mel_bins %lld and dft_length %lld at run time do not give the "
+                         "output's [%zu, %zu]", (long long)bins, (long long)dft, k->spec_bins,
+                         k->mel_bins);
+    if (rate < 1 || !(lo >= 0) || !(hi > lo))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "sample_rate %lld and edges %g..%g Hz do not make sense",
+                         (long long)rate, lo, hi);
+    /* num_mel_bins + 2 points evenly spaced in mels, as spectrogram bins */
+    size_t points = k->mel_bins + 2;
+    int64_t *bin = cpu_host->host_alloc(ctx->host_ctx, points * sizeof *bin, 0);
+    if (bin == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory");
+    double lo_mel = 2595 * log10(1 + lo / 700), hi_mel = 2595 * log10(1 + hi / 700);
+    double step = (hi_mel - lo_mel) / (double)points;
+    for (size_t i = 0; i < points; i++) {
+        double hz = 700 * (pow(10, ((double)i * step + lo_mel) / 2595) - 1);
+        bin[i] = (int64_t)floor((double)(dft + 1) * hz / (double)rate);
+        if (bin[i] < 0 || (uint64_t)bin[i] >= k->spec_bins) {
+            cpu_host->host_free(ctx->host_ctx, bin);
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "the filter edge at %g Hz falls outside the %zu spectrogram bins",
+                             hz, k->spec_bins);
+        }
+    }
+    pl_dtype dt = kernel->outs[0].dtype;
+    size_t n = kernel->outs[0].elements;
+    for (size_t i = 0; i < n; i++)
+        ix_store(dt, dst, i, 0);
+    for (size_t m = 0; m < k->mel_bins; m++) {
+        int64_t left = bin[m], centre = bin[m + 1], right = bin[m + 2];
+        if (centre == left) {
+            ix_store(dt, dst, (size_t)centre * k->mel_bins + m, 1);
+        } else {
+            for (int64_t j = left; j <= centre; j++)
+                ix_store(dt, dst, (size_t)j * k->mel_bins + m,
+                         (double)(j - left) / (double)(centre - left));
+        }
+        for (int64_t j = centre; j < right; j++)
+            ix_store(dt, dst, (size_t)j * k->mel_bins + m,
+                     (double)(right - j) / (double)(right - centre));
+    }
+    cpu_host->host_free(ctx->host_ctx, bin);
+    return NULL;
+}
+
+static pl_status *sg_build_mel(pl_module_ctx *ctx, const pl_node_desc *node,
+                               pl_kernel **out_kernel)
+{
+    const pl_tensor *o = &node->outputs[0];
+    for (size_t i = 0; i < 3; i++)
+        SHP_TRY(sg_check_scalar(node, i));
+    pl_dtype hz = node->inputs[3].dtype;
+    if (!PL_DTYPE_EQ(node->inputs[4].dtype, hz) ||
+        !(PL_DTYPE_EQ(hz, PL_DTYPE_F32) || PL_DTYPE_EQ(hz, PL_DTYPE_F64)) ||
+        cpu_elements(node->inputs[3].shape, node->inputs[3].ndim) != 1 ||
+        cpu_elements(node->inputs[4].shape, node->inputs[4].ndim) != 1)
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                         "the edges must be one f32 or f64 value each");
+    if (o->ndim != 2 || o->shape[0] < 1 || o->shape[1] < 1 || o->shape[1] > 65536 ||
+        PL_DTYPE_EQ(o->dtype, PL_DTYPE_BOOL))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "the output must be a numeric [spectrogram bins, mel bins] of at most "
+                         "65536 mel bins");
+    sg_mel_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, sg_mel_write, (shp_kernel **)&k));
+    k->spec_bins = (size_t)o->shape[0];
+    k->mel_bins = (size_t)o->shape[1];
+    k->hz_dt = hz;
     *out_kernel = &k->k.base;
     return NULL;
 }

@@ -1157,6 +1157,22 @@ static void case_STFT(void)
     ti_run_fails(&cr, OUTS(y), sizeof y, "frame_step 3 at run time does not give the output's 3");
 }
 
+static void case_MelWeightMatrix(void)
+{
+    /* 3 mel bins of a 16-point DFT at 8 kHz over 0..4 kHz: the filter
+     * edges fall on spectrogram bins 0, 0, 1, 3, 5 */
+    int64_t bins = 3, dft = 16, rate = 8000;
+    float lo = 0, hi = 4000, y[27];
+    ti_case c = {.op = "MelWeightMatrix", .opset = 17, .n_in = 5,
+                 .in = {TIC(I64, &bins, 0), TIC(I64, &dft, 0), TIN(I64, &rate, 0), TIN(F32, &lo, 0),
+                        TIN(F32, &hi, 0)}};
+    ti_run(&c, OUTS(y));
+    double want[27] = {1, 0, 0, 0, 1, 0, 0, 0.5, 0.5, 0, 0, 1, 0, 0, 0.5};
+    ti_near("filters", y, want, 27, 0);
+    hi = 9000;
+    ti_run_fails(&c, OUTS(y), sizeof y, "falls outside the 9 spectrogram bins");
+}
+
 /* ---- ReverseSequence, MaxUnpool, Det, LRN, MeanVarianceNormalization ----------- */
 
 static void case_ReverseSequence(void)
@@ -1415,6 +1431,7 @@ static const struct {
     TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
     TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv), TI_CASE(TfIdfVectorizer),
+    TI_CASE(MelWeightMatrix),
 #undef TI_CASE
 };
 
