@@ -462,12 +462,18 @@ pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_kern
     for (int j = 0; j < n_out; j++)
         k->out_dims[j] = o->shape[j];
     k->sum_count = 1;
+    bool overflow = false;
     for (int l = 0; l < ES_MAX_LABELS; l++)
         if (p->count[l] > 0 && !in_out[l]) {
             sum_l[k->n_sum] = l;
             k->sum_dims[k->n_sum++] = p->size[l];
-            k->sum_count *= (size_t)p->size[l];
+            overflow |= __builtin_mul_overflow(k->sum_count, (size_t)p->size[l], &k->sum_count);
         }
+    if (overflow) {
+        cpu_host->host_free(ctx->host_ctx, p);
+        cpu_kernel_release(ctx, &k->k.base);
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "the summed labels span more than 2^64 terms");
+    }
     int64_t by_label[ES_MAX_INPUTS][ES_MAX_LABELS];
     bool in_term[ES_MAX_INPUTS][ES_MAX_LABELS];
     memset(by_label, 0, sizeof by_label);

@@ -368,13 +368,13 @@ typedef struct ix_nd_kernel {
 
 /* The slice offset (in slices) of tuple T (of all batches), or a status
  * for an index out of range. */
-static pl_status *ix_nd_tuple(const ix_nd_kernel *k, const int64_t *idx, size_t t,
+static pl_status *ix_nd_tuple(const ix_nd_kernel *k, const char *idx, size_t t,
                               size_t *out_slice)
 {
     size_t b = t / k->n_tuples;
     int64_t off = 0;
     for (size_t j = 0; j < k->last; j++) {
-        int64_t i = idx[t * k->last + j], len = k->idx_dims[j];
+        int64_t i = ix_index_at(idx, true, t * k->last + j), len = k->idx_dims[j];
         if (i < -len || i >= len)
             return cpu_error(PL_CODE_INVALID_ARGUMENT, k->k.base.op,
                              "index %lld (element %zu of the indices) is out of range for a "
@@ -392,8 +392,7 @@ static pl_status *ix_gather_nd_write(pl_module_ctx *ctx, const shp_kernel *kerne
 {
     (void)ctx, (void)o, (void)req;
     const ix_nd_kernel *k = (const ix_nd_kernel *)kernel;
-    const int64_t *idx = (const int64_t *)(const void *)shp_in(args, 1);
-    const char *x = shp_in(args, 0);
+    const char *idx = shp_in(args, 1), *x = shp_in(args, 0);
     size_t row = k->slice * kernel->in_esize, n = k->n_batch * k->n_tuples, s;
     for (size_t t = 0; t < n; t++)
         SHP_TRY(ix_nd_tuple(k, idx, t, &s));
@@ -410,8 +409,7 @@ static pl_status *ix_scatter_nd_write(pl_module_ctx *ctx, const shp_kernel *kern
 {
     (void)ctx, (void)o;
     const ix_nd_kernel *k = (const ix_nd_kernel *)kernel;
-    const int64_t *idx = (const int64_t *)(const void *)shp_in(args, 1);
-    const char *upd = shp_in(args, 2);
+    const char *idx = shp_in(args, 1), *upd = shp_in(args, 2);
     size_t es = kernel->outs[0].esize, row = k->slice * es, n = k->n_tuples, s;
     pl_dtype dt = kernel->outs[0].dtype;
     for (size_t t = 0; t < n; t++)

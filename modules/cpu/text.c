@@ -153,7 +153,13 @@ static pl_status *tx_build_tfidf(pl_module_ctx *ctx, const pl_node_desc *node,
     if ((x->ndim != 1 && x->ndim != 2) || o->ndim != x->ndim ||
         (x->ndim == 2 && o->shape[0] != x->shape[0]))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "input [C] or [N, C], output [K] or [N, K]");
-    size_t extra = n_pool * sizeof(int64_t) + n_grams * (sizeof(int64_t) + sizeof(double));
+    size_t extra, pool_bytes, gram_bytes;
+    if (__builtin_mul_overflow(n_pool, sizeof(int64_t), &pool_bytes) ||
+        __builtin_mul_overflow(n_grams, sizeof(int64_t) + sizeof(double), &gram_bytes) ||
+        __builtin_add_overflow(pool_bytes, gram_bytes, &extra) ||
+        __builtin_add_overflow(extra, sizeof(tx_kernel), &extra))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the pool is too large");
+    extra -= sizeof(tx_kernel);
     tx_kernel *k;
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k + extra, tx_write, (shp_kernel **)&k));
     k->pool = (int64_t *)(void *)(k + 1);
