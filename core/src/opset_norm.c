@@ -1,6 +1,7 @@
 /* opset_norm.c — schemas of ONNX's local normalizations: LRN (across
- * channels) and MeanVarianceNormalization (over a set of axes, by default
- * [0, 2, 3]). Both keep their input's shape. */
+ * channels), MeanVarianceNormalization (over a set of axes, by default
+ * [0, 2, 3]) and LpNormalization (along one axis), which keep their
+ * input's shape, and GlobalLpPool, the p-norm over all spatial dims. */
 #include "opset_internal.h"
 
 static pl_status *nm_infer_lrn(pl_infer_ctx *ctx)
@@ -33,6 +34,39 @@ static pl_status *nm_infer_mvn(pl_infer_ctx *ctx)
     return pl_infer_copy_input(ctx, 0, 0);
 }
 
+static pl_status *nm_infer_lp_norm(pl_infer_ctx *ctx)
+{
+    int32_t r = pl_infer_input_rank(ctx, 0);
+    int64_t axis = pl_infer_attr_int(ctx, "axis"), a, p = pl_infer_attr_int(ctx, "p");
+    if (p != 1 && p != 2)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "p is %lld; it must be 1 or 2",
+                              (long long)p);
+    if (r >= 0 && !pl_infer_axis(axis, r, &a))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "axis %lld is out of range for rank %d", (long long)axis, (int)r);
+    return pl_infer_copy_input(ctx, 0, 0);
+}
+
+/* GlobalLpPool: [N, C, 1, ...] of [N, C, spatial...]. */
+static pl_status *nm_infer_global_lp_pool(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    if (pl_infer_attr_int(ctx, "p") < 1)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "p %lld is below 1",
+                              (long long)pl_infer_attr_int(ctx, "p"));
+    if (x->ndim < 0)
+        return NULL;
+    if (x->ndim < 3)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "the input has rank %d; it must be [N, C, D1, ...]", (int)x->ndim);
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    for (int32_t d = 0; d < x->ndim; d++)
+        dims[d] = d < 2 ? x->dims[d] : 1;
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
+}
+
+static const pl_attr_spec nm_lp_norm_attrs[] = {PL_ATTR_I("axis", -1), PL_ATTR_I("p", 2)};
+static const pl_attr_spec nm_lp_pool_attrs[] = {PL_ATTR_I("p", 2)};
 static const pl_attr_spec nm_lrn_attrs[] = {
     PL_ATTR_F("alpha", 0.0001), PL_ATTR_F("beta", 0.75), PL_ATTR_F("bias", 1.0),
     PL_ATTR_REQ("size", PL_ATTR_INT)};
@@ -52,5 +86,7 @@ const pl_op_schema pl_opset_norm_schemas[] = {
     NM_SCHEMA("LRN", 13, nm_lrn_attrs, nm_infer_lrn),
     NM_SCHEMA("MeanVarianceNormalization", 9, nm_mvn_attrs, nm_infer_mvn),
     NM_SCHEMA("MeanVarianceNormalization", 13, nm_mvn_attrs, nm_infer_mvn),
+    NM_SCHEMA("LpNormalization", 1, nm_lp_norm_attrs, nm_infer_lp_norm),
+    NM_SCHEMA("GlobalLpPool", 2, nm_lp_pool_attrs, nm_infer_global_lp_pool),
 };
 const size_t pl_opset_norm_count = PL_COUNT(pl_opset_norm_schemas);

@@ -1,8 +1,9 @@
 /* normalize.c — the cpu module's local normalizations: LRN (each element
- * over a window of neighbouring channels) and MeanVarianceNormalization
- * (over a set of axes, as ONNX's function defines it: (x - E[x]) /
- * (sqrt(E[x^2] - E[x]^2) + 1e-9)), for every floating-point dtype, in
- * double. */
+ * over a window of neighbouring channels), MeanVarianceNormalization (over
+ * a set of axes, as ONNX's function defines it: (x - E[x]) /
+ * (sqrt(E[x^2] - E[x]^2) + 1e-9)), LpNormalization (x / ||x||_p along an
+ * axis; a zero vector stays zero) and GlobalLpPool (||x||_p over the
+ * spatial dims), for every floating-point dtype, in double. */
 #include <math.h>
 #include <string.h>
 
@@ -12,22 +13,31 @@ static pl_status *nm_build_lrn(pl_module_ctx *ctx, const pl_node_desc *node,
                                pl_kernel **out_kernel);
 static pl_status *nm_build_mvn(pl_module_ctx *ctx, const pl_node_desc *node,
                                pl_kernel **out_kernel);
+static pl_status *nm_build_lp(pl_module_ctx *ctx, const pl_node_desc *node,
+                              pl_kernel **out_kernel);
 
 const cpu_op_entry cpu_ops_normalize[] = {
     {"LRN", nm_build_lrn, 1, 1, 0, CPU_OP_ANY_DTYPE},
     {"MeanVarianceNormalization", nm_build_mvn, 1, 1, 0, CPU_OP_ANY_DTYPE},
+    {"LpNormalization", nm_build_lp, 1, 1, 0, CPU_OP_ANY_DTYPE},
+    {"GlobalLpPool", nm_build_lp, 1, 1, 0, CPU_OP_ANY_DTYPE},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
 /* A refusal unless NODE maps a floating-point input to an output of its
- * dtype and shape. */
-static pl_status *nm_check(const pl_node_desc *node)
+ * dtype (and, unless ANY_SHAPE, of its shape). */
+static pl_status *nm_check_dtype(const pl_node_desc *node)
 {
     pl_dtype dt = node->inputs[0].dtype;
     if (!(PL_DTYPE_EQ(dt, PL_DTYPE_F32) || PL_DTYPE_EQ(dt, PL_DTYPE_F64) ||
           PL_DTYPE_EQ(dt, PL_DTYPE_F16) || PL_DTYPE_EQ(dt, PL_DTYPE_BF16)))
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "the input must be floating point");
-    SHP_TRY(shp_same_dtype(node));
+    return shp_same_dtype(node);
+}
+
+static pl_status *nm_check(const pl_node_desc *node)
+{
+    SHP_TRY(nm_check_dtype(node));
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     bool ok = x->ndim == o->ndim;
     for (int d = 0; ok && d < x->ndim; d++)
@@ -192,6 +202,90 @@ static pl_status *nm_build_mvn(pl_module_ctx *ctx, const pl_node_desc *node,
             step *= x->shape[d];
     }
     k->groups = (size_t)step;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- LpNormalization, GlobalLpPool ------------------------------------------------ */
+
+/* Lines of LEN elements INNER apart, [outer, len, inner]: LpNormalization
+ * scales each line by its norm; GlobalLpPool (POOL) writes one norm per
+ * line (its lines are the planes of [N * C, spatial]). */
+typedef struct nm_lp_kernel {
+    shp_kernel k;
+    size_t outer, len, inner;
+    double p;
+    bool pool;
+} nm_lp_kernel;
+
+static pl_status *nm_lp_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                              const pl_run_args *args, size_t o, void *dst,
+                              pl_output_request req)
+{
+    (void)o, (void)req;
+    const nm_lp_kernel *k = (const nm_lp_kernel *)kernel;
+    size_t n = k->outer * k->len * k->inner;
+    double *x = cpu_host->host_alloc(ctx->host_ctx, (n ? n : 1) * sizeof *x, 0);
+    if (x == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory");
+    shp_convert(kernel->outs[0].dtype, shp_in(args, 0), PL_DTYPE_F64, x, n);
+    pl_dtype dt = kernel->outs[0].dtype;
+    for (size_t ou = 0; ou < k->outer; ou++)
+        for (size_t in = 0; in < k->inner; in++) {
+            size_t base = ou * k->len * k->inner + in;
+            double sum = 0;
+            for (size_t j = 0; j < k->len; j++) {
+                double v = fabs(x[base + j * k->inner]);
+                sum += k->p == 1 ? v : k->p == 2 ? v * v : pow(v, k->p);
+            }
+            double norm = k->p == 1 ? sum : k->p == 2 ? sqrt(sum) : pow(sum, 1 / k->p);
+            if (k->pool) {
+                ix_store(dt, dst, ou * k->inner + in, norm);
+                continue;
+            }
+            for (size_t j = 0; j < k->len; j++)
+                ix_store(dt, dst, base + j * k->inner, norm > 0 ? x[base + j * k->inner] / norm : 0);
+        }
+    cpu_host->host_free(ctx->host_ctx, x);
+    return NULL;
+}
+
+static pl_status *nm_build_lp(pl_module_ctx *ctx, const pl_node_desc *node,
+                              pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    bool pool = strcmp(node->op, "GlobalLpPool") == 0;
+    int64_t p;
+    int a = 0;
+    SHP_TRY(cpu_attr_int(node, "p", 2, &p));
+    if (pool) {
+        SHP_TRY(nm_check_dtype(node));
+        bool ok = x->ndim >= 3 && o->ndim == x->ndim && p >= 1;
+        for (int d = 0; ok && d < x->ndim; d++)
+            ok = o->shape[d] == (d < 2 ? x->shape[d] : 1);
+        if (!ok)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "needs p >= 1, X [N, C, D1, ...] and Y [N, C, 1, ...]");
+    } else {
+        SHP_TRY(nm_check(node));
+        SHP_TRY(ix_axis(node, -1, x->ndim, &a));
+        if (p != 1 && p != 2)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "p is %lld; it must be 1 or 2",
+                             (long long)p);
+    }
+    nm_lp_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, nm_lp_write, (shp_kernel **)&k));
+    if (pool) {
+        k->outer = cpu_elements(x->shape, 2);
+        k->len = cpu_elements(x->shape + 2, x->ndim - 2);
+        k->inner = 1;
+    } else {
+        k->outer = cpu_elements(x->shape, a);
+        k->len = (size_t)x->shape[a];
+        k->inner = cpu_elements(x->shape + a + 1, x->ndim - a - 1);
+    }
+    k->p = (double)p;
+    k->pool = pool;
     *out_kernel = &k->k.base;
     return NULL;
 }

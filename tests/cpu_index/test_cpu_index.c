@@ -1173,6 +1173,32 @@ static void case_MelWeightMatrix(void)
     ti_run_fails(&c, OUTS(y), sizeof y, "falls outside the 9 spectrogram bins");
 }
 
+static void case_LpNormalization(void)
+{
+    /* rows (3, 4) and (0, 0): L2 gives (0.6, 0.8) and zeros; L1 of the
+     * columns (3, 0) and (4, 0) gives ones and zeros */
+    float x[4] = {3, 4, 0, 0}, y[4];
+    ti_case c = {.op = "LpNormalization", .opset = 1, .n_in = 1, .in = {TIN(F32, x, 2, 2, 2)}};
+    ti_run(&c, OUTS(y));
+    ti_near("L2 rows", y, (double[]){0.6, 0.8, 0, 0}, 4, 1e-7);
+    c.n_attrs = 2;
+    c.attrs[0] = (ch_attr)AI("axis", 0);
+    c.attrs[1] = (ch_attr)AI("p", 1);
+    ti_run(&c, OUTS(y));
+    ti_near("L1 columns", y, (double[]){1, 1, 0, 0}, 4, 0);
+    c.attrs[1] = (ch_attr)AI("p", 3);
+    ti_infer_fails(&c, "p is 3; it must be 1 or 2");
+    /* GlobalLpPool: the p-norm of each plane */
+    float px[8] = {3, 4, 0, 0, 1, -1, 1, -1}, py[2];
+    ti_case g = {.op = "GlobalLpPool", .opset = 2, .n_in = 1, .in = {TIN(F32, px, 4, 1, 2, 2, 2)}};
+    ti_run(&g, OUTS(py));
+    ti_near("GlobalLpPool p 2", py, (double[]){5, 2}, 2, 1e-7);
+    g.n_attrs = 1;
+    g.attrs[0] = (ch_attr)AI("p", 1);
+    ti_run(&g, OUTS(py));
+    ti_near("GlobalLpPool p 1", py, (double[]){7, 4}, 2, 1e-7);
+}
+
 /* ---- ReverseSequence, MaxUnpool, Det, LRN, MeanVarianceNormalization ----------- */
 
 static void case_ReverseSequence(void)
@@ -1431,7 +1457,7 @@ static const struct {
     TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
     TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv), TI_CASE(TfIdfVectorizer),
-    TI_CASE(MelWeightMatrix),
+    TI_CASE(MelWeightMatrix), TI_CASE(LpNormalization),
 #undef TI_CASE
 };
 
