@@ -183,6 +183,13 @@ pl_status *pl_opset_create(pl_opset **out_set)
         {pl_opset_shape_schemas, pl_opset_shape_count},
         {pl_opset_more_schemas, pl_opset_more_count},
         {pl_opset_rnn_schemas, pl_opset_rnn_count},
+        {pl_opset_index_schemas, pl_opset_index_count},
+        {pl_opset_loss_schemas, pl_opset_loss_count},
+        {pl_opset_quant_schemas, pl_opset_quant_count},
+        {pl_opset_signal_schemas, pl_opset_signal_count},
+        {pl_opset_norm_schemas, pl_opset_norm_count},
+        {pl_opset_sample_schemas, pl_opset_sample_count},
+        {pl_opset_text_schemas, pl_opset_text_count},
     };
     size_t total = 0;
     for (size_t f = 0; f < PL_COUNT(families); f++)

@@ -18,6 +18,20 @@ extern const pl_op_schema pl_opset_more_schemas[];
 extern const size_t pl_opset_more_count;
 extern const pl_op_schema pl_opset_rnn_schemas[];
 extern const size_t pl_opset_rnn_count;
+extern const pl_op_schema pl_opset_index_schemas[];
+extern const size_t pl_opset_index_count;
+extern const pl_op_schema pl_opset_loss_schemas[];
+extern const size_t pl_opset_loss_count;
+extern const pl_op_schema pl_opset_quant_schemas[];
+extern const size_t pl_opset_quant_count;
+extern const pl_op_schema pl_opset_signal_schemas[];
+extern const size_t pl_opset_signal_count;
+extern const pl_op_schema pl_opset_norm_schemas[];
+extern const size_t pl_opset_norm_count;
+extern const pl_op_schema pl_opset_sample_schemas[];
+extern const size_t pl_opset_sample_count;
+extern const pl_op_schema pl_opset_text_schemas[];
+extern const size_t pl_opset_text_count;
 
 /* Initialisers for pl_op_schema.n_inplace / inplace_input. */
 #define PL_INPLACE_0 .n_inplace = 1, .inplace_input = {0}

@@ -193,6 +193,13 @@ extern const cpu_op_entry cpu_ops_nn[];    /* nn.c: convolution, pooling */
 extern const cpu_op_entry cpu_ops_math[];  /* math.c: elementwise, norms, reductions */
 extern const cpu_op_entry cpu_ops_shape[]; /* shape.c: shape and index ops, all dtypes */
 extern const cpu_op_entry cpu_ops_rnn[];   /* rnn.c: RNN, GRU, LSTM */
+extern const cpu_op_entry cpu_ops_index[]; /* index.c: gather, scatter, TopK, Einsum, ... */
+extern const cpu_op_entry cpu_ops_loss[];  /* loss.c: NLL and softmax cross-entropy */
+extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integer matmuls */
+extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
+extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
+extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
+extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 
 /* ---- the kernels' builders ---------------------------------------------- */
 

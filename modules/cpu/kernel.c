@@ -37,8 +37,10 @@ static const cpu_op_entry cpu_ops[] = {
  * op of the base table (to widen its dtypes, say). */
 static const cpu_op_entry *cpu_find_op(const char *op)
 {
-    const cpu_op_entry *tables[] = {cpu_ops_nn, cpu_ops_math, cpu_ops_shape, cpu_ops_rnn,
-                                    cpu_ops};
+    const cpu_op_entry *tables[] = {cpu_ops_nn,     cpu_ops_math,      cpu_ops_shape,
+                                    cpu_ops_rnn,    cpu_ops_index,     cpu_ops_loss,
+                                    cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize,
+                                    cpu_ops_sample, cpu_ops_text,      cpu_ops};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const cpu_op_entry *e = tables[t]; e->op != NULL; e++)
             if (strcmp(e->op, op) == 0)

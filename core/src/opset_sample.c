@@ -1,0 +1,94 @@
+/* opset_sample.c — schemas of ONNX's sampling ops: GridSample (opset 16,
+ * 4-D: a [N, C, H, W] input read at a grid [N, H_out, W_out, 2] of
+ * normalised coordinates) and RoiAlign (opsets 10 and 16: average-pooled
+ * bilinear samples of regions of interest). */
+#include <string.h>
+
+#include "opset_internal.h"
+
+static pl_status *sa_infer_grid_sample(pl_infer_ctx *ctx)
+{
+    const char *mode = pl_infer_attr_string(ctx, "mode");
+    const char *pad = pl_infer_attr_string(ctx, "padding_mode");
+    if (strcmp(mode, "bilinear") != 0 && strcmp(mode, "nearest") != 0 &&
+        strcmp(mode, "bicubic") != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "mode '%s' is none of bilinear, nearest, bicubic", mode);
+    if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 &&
+        strcmp(pad, "reflection") != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "padding_mode '%s' is none of zeros, border, reflection", pad);
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *g = pl_infer_input(ctx, 1);
+    if ((x->ndim >= 0 && x->ndim != 4) || (g->ndim >= 0 && g->ndim != 4) ||
+        (g->ndim == 4 && g->dims[3] >= 0 && g->dims[3] != 2) ||
+        (x->ndim == 4 && g->ndim == 4 && x->dims[0] >= 0 && g->dims[0] >= 0 &&
+         x->dims[0] != g->dims[0]))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "X must be [N, C, H, W] and the grid [N, H_out, W_out, 2]");
+    if (x->ndim < 0 || g->ndim < 0)
+        return NULL;
+    int64_t dims[4] = {x->dims[0] >= 0 ? x->dims[0] : g->dims[0], x->dims[1], g->dims[1],
+                       g->dims[2]};
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, 4, dims, NULL);
+}
+
+static pl_status *sa_infer_roi_align(pl_infer_ctx *ctx)
+{
+    const char *mode = pl_infer_attr_string(ctx, "mode");
+    if (strcmp(mode, "avg") != 0 && strcmp(mode, "max") != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "mode '%s' is neither avg nor max",
+                              mode);
+    if (pl_infer_has_attr(ctx, "coordinate_transformation_mode")) {
+        const char *c = pl_infer_attr_string(ctx, "coordinate_transformation_mode");
+        if (strcmp(c, "half_pixel") != 0 && strcmp(c, "output_half_pixel") != 0)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "coordinate_transformation_mode '%s' is neither half_pixel "
+                                  "nor output_half_pixel", c);
+    }
+    int64_t oh = pl_infer_attr_int(ctx, "output_height");
+    int64_t ow = pl_infer_attr_int(ctx, "output_width");
+    if (oh < 1 || ow < 1 || pl_infer_attr_int(ctx, "sampling_ratio") < 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "output_height and output_width must be positive, "
+                              "sampling_ratio not negative");
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *r = pl_infer_input(ctx, 1);
+    const pl_graph_tensor *b = pl_infer_input(ctx, 2);
+    if ((x->ndim >= 0 && x->ndim != 4) || (r->ndim >= 0 && r->ndim != 2) ||
+        (r->ndim == 2 && r->dims[1] >= 0 && r->dims[1] != 4) || (b->ndim >= 0 && b->ndim != 1))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "X must be [N, C, H, W], rois [R, 4], batch_indices [R]");
+    int64_t dims[4] = {r->ndim == 2 ? r->dims[0] : -1, x->ndim == 4 ? x->dims[1] : -1, oh, ow};
+    if (dims[0] < 0 && b->ndim == 1)
+        dims[0] = b->dims[0];
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, 4, dims, NULL);
+}
+
+static const pl_attr_spec sa_grid_attrs[] = {PL_ATTR_I("align_corners", 0),
+                                             PL_ATTR_S("mode", "bilinear"),
+                                             PL_ATTR_S("padding_mode", "zeros")};
+static const pl_attr_spec sa_roi10_attrs[] = {
+    PL_ATTR_S("mode", "avg"), PL_ATTR_I("output_height", 1), PL_ATTR_I("output_width", 1),
+    PL_ATTR_I("sampling_ratio", 0), PL_ATTR_F("spatial_scale", 1.0)};
+static const pl_attr_spec sa_roi16_attrs[] = {
+    PL_ATTR_S("coordinate_transformation_mode", "half_pixel"), PL_ATTR_S("mode", "avg"),
+    PL_ATTR_I("output_height", 1), PL_ATTR_I("output_width", 1),
+    PL_ATTR_I("sampling_ratio", 0), PL_ATTR_F("spatial_scale", 1.0)};
+
+#define SA_ROI(since, attr_table)                                                 \
+    {.name = "RoiAlign", .domain = "", .since_version = since, .min_inputs = 3,   \
+     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = attr_table,    \
+     .n_attrs = PL_COUNT(attr_table),                                             \
+     .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I64}},                           \
+     .input_types = {"T1", "T1", "T2"}, .output_types = {"T1"},                   \
+     .infer = sa_infer_roi_align}
+
+const pl_op_schema pl_opset_sample_schemas[] = {
+    {.name = "GridSample", .domain = "", .since_version = 16, .min_inputs = 2,
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .attrs = sa_grid_attrs,
+     .n_attrs = PL_COUNT(sa_grid_attrs),
+     .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_FLOAT}}, .input_types = {"T1", "T2"},
+     .output_types = {"T1"}, .infer = sa_infer_grid_sample},
+    SA_ROI(10, sa_roi10_attrs),
+    SA_ROI(16, sa_roi16_attrs),
+};
+const size_t pl_opset_sample_count = PL_COUNT(pl_opset_sample_schemas);

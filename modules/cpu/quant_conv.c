@@ -1,0 +1,239 @@
+/* quant_conv.c — the cpu module's integer convolutions, ConvInteger and
+ * QLinearConv, on u8 and i8: a direct convolution of any spatial rank with
+ * Conv's geometry (auto_pad, pads, strides, dilations, group), accumulating
+ * (x - x_zero_point) * (w - w_zero_point) exactly in int32. Padding
+ * contributes nothing: it stands for the zero point, as in ONNX's examples.
+ * The weights' zero point and (QLinearConv) scale may be one per output
+ * channel; QLinearConv adds its i32 bias and requantizes in double. The
+ * quantization family's table (quant.c) names the builder. */
+#include <math.h>
+#include <string.h>
+
+#include "index_kernel.h"
+
+#define QC_MAX_SP (CPU_MAX_RANK - 2)
+
+typedef struct qc_kernel {
+    shp_kernel k;
+    bool qlinear;
+    int nsp;
+    size_t n, c, m, group;
+    int64_t in[QC_MAX_SP], ker[QC_MAX_SP], out[QC_MAX_SP];
+    int64_t stride[QC_MAX_SP], dil[QC_MAX_SP], pad[QC_MAX_SP];
+    int64_t in_st[QC_MAX_SP];          /* the input plane's strides */
+    size_t in_sp, ker_sp, out_sp;      /* spatial element counts */
+    bool x_signed, w_signed, y_signed;
+    bool has_xz, has_wz, wz_per, ws_per, has_bias;
+    size_t ix, iw, ixz, iwz;           /* input numbers */
+} qc_kernel;
+
+static inline int32_t qc_q8(const char *p, bool is_signed, size_t i)
+{
+    return is_signed ? (int32_t)((const int8_t *)(const void *)p)[i]
+                     : (int32_t)((const uint8_t *)(const void *)p)[i];
+}
+
+static pl_status *qc_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                           const pl_run_args *args, size_t o, void *dst,
+                           pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const qc_kernel *k = (const qc_kernel *)kernel;
+    const char *x = shp_in(args, k->ix), *w = shp_in(args, k->iw);
+    int32_t xz = k->has_xz ? qc_q8(shp_in(args, k->ixz), k->x_signed, 0) : 0;
+    const char *wz = k->has_wz ? shp_in(args, k->iwz) : NULL;
+    const float *ws = NULL;
+    const int32_t *bias = NULL;
+    double xs = 1, ys = 1;
+    int32_t yz = 0;
+    if (k->qlinear) {
+        float f;
+        memcpy(&f, shp_in(args, 1), sizeof f);
+        xs = f;
+        ws = (const float *)(const void *)shp_in(args, 4);
+        memcpy(&f, shp_in(args, 6), sizeof f);
+        ys = f;
+        yz = qc_q8(shp_in(args, 7), k->y_signed, 0);
+        bias = k->has_bias ? (const int32_t *)(const void *)shp_in(args, 8) : NULL;
+        if (!(ys != 0))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g", ys);
+    }
+    size_t cg = k->c / k->group, mg = k->m / k->group;
+    for (size_t n = 0; n < k->n; n++)
+        for (size_t m = 0; m < k->m; m++) {
+            size_t g = m / mg;
+            int32_t wzm = wz != NULL ? qc_q8(wz, k->w_signed, k->wz_per ? m : 0) : 0;
+            for (size_t op = 0; op < k->out_sp; op++) {
+                int64_t opos[QC_MAX_SP];
+                size_t orest = op;
+                for (int d = k->nsp - 1; d >= 0; d--) {
+                    opos[d] = (int64_t)(orest % (size_t)k->out[d]);
+                    orest /= (size_t)k->out[d];
+                }
+                int64_t sum = 0;
+                for (size_t kp = 0; kp < k->ker_sp; kp++) {
+                    size_t in_off = 0, rest = kp;
+                    bool inside = true;
+                    for (int d = k->nsp - 1; d >= 0; d--) {
+                        int64_t kd = (int64_t)(rest % (size_t)k->ker[d]);
+                        rest /= (size_t)k->ker[d];
+                        int64_t id = opos[d] * k->stride[d] - k->pad[d] + kd * k->dil[d];
+                        if (id < 0 || id >= k->in[d]) {
+                            inside = false;
+                            break;
+                        }
+                        in_off += (size_t)id * (size_t)k->in_st[d];
+                    }
+                    if (!inside)
+                        continue;
+                    for (size_t cc = 0; cc < cg; cc++) {
+                        size_t xc = g * cg + cc;
+                        int32_t xv = qc_q8(x, k->x_signed, (n * k->c + xc) * k->in_sp + in_off);
+                        int32_t wv = qc_q8(w, k->w_signed, (m * cg + cc) * k->ker_sp + kp);
+                        sum += (int64_t)(xv - xz) * (wv - wzm);
+                    }
+                }
+                int32_t acc = (int32_t)(uint32_t)(uint64_t)sum; /* int32 wraps */
+                size_t at = (n * k->m + m) * k->out_sp + op;
+                if (!k->qlinear) {
+                    ((int32_t *)dst)[at] = acc;
+                    continue;
+                }
+                double v = ((double)acc + (bias ? bias[m] : 0)) * xs * ws[k->ws_per ? m : 0] / ys;
+                double lo = k->y_signed ? -128 : 0, hi = k->y_signed ? 127 : 255;
+                v = nearbyint(v) + yz;
+                v = v < lo ? lo : v > hi ? hi : v;
+                if (k->y_signed)
+                    ((int8_t *)dst)[at] = (int8_t)v;
+                else
+                    ((uint8_t *)dst)[at] = (uint8_t)v;
+            }
+        }
+    return NULL;
+}
+
+/* Whether input I of NODE is a u8 or i8 (*out_signed). */
+static bool qc_q8_input(const pl_tensor *t, bool *out_signed)
+{
+    *out_signed = PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8);
+    return *out_signed || PL_DTYPE_EQ(t->dtype, PL_DTYPE_U8);
+}
+
+/* The geometry of NODE into K (Conv's attributes). */
+static pl_status *qc_geometry(const pl_node_desc *node, qc_kernel *k)
+{
+    const char *op = node->op;
+    const pl_tensor *x = &node->inputs[k->ix], *w = &node->inputs[k->iw], *o = &node->outputs[0];
+    int nsp = x->ndim - 2;
+    int64_t group;
+    SHP_TRY(cpu_attr_int(node, "group", 1, &group));
+    if (nsp < 1 || nsp > QC_MAX_SP || w->ndim != x->ndim || o->ndim != x->ndim || group < 1 ||
+        x->shape[1] != w->shape[1] * group || w->shape[0] % group != 0 ||
+        o->shape[0] != x->shape[0] || o->shape[1] != w->shape[0])
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "X [N, C, ...], W [M, C / group, ...] and the output do not fit");
+    const int64_t *pads, *strides, *dil;
+    size_t np, ns, nd;
+    char ap[16];
+    SHP_TRY(cpu_attr_ints(node, "pads", &pads, &np));
+    SHP_TRY(cpu_attr_ints(node, "strides", &strides, &ns));
+    SHP_TRY(cpu_attr_ints(node, "dilations", &dil, &nd));
+    SHP_TRY(shp_attr_string(node, "auto_pad", "NOTSET", ap, sizeof ap));
+    if ((pads && np != 2 * (size_t)nsp) || (strides && ns != (size_t)nsp) ||
+        (dil && nd != (size_t)nsp))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "pads, strides or dilations do not fit");
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    bool valid = strcmp(ap, "VALID") == 0;
+    k->nsp = nsp;
+    k->n = (size_t)x->shape[0];
+    k->c = (size_t)x->shape[1];
+    k->m = (size_t)w->shape[0];
+    k->group = (size_t)group;
+    k->in_sp = k->ker_sp = k->out_sp = 1;
+    for (int d = 0; d < nsp; d++) {
+        k->in[d] = x->shape[d + 2];
+        k->ker[d] = w->shape[d + 2];
+        k->out[d] = o->shape[d + 2];
+        k->stride[d] = strides ? strides[d] : 1;
+        k->dil[d] = dil ? dil[d] : 1;
+        int64_t span = k->dil[d] * (k->ker[d] - 1) + 1;
+        if (same) {
+            int64_t total = (k->out[d] - 1) * k->stride[d] + span - k->in[d];
+            total = total > 0 ? total : 0;
+            k->pad[d] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+        } else {
+            k->pad[d] = pads && !valid ? pads[d] : 0;
+        }
+        if (k->stride[d] < 1 || k->dil[d] < 1 || k->ker[d] < 1)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "strides, dilations and kernel dims must be positive");
+        k->in_sp *= (size_t)k->in[d];
+        k->ker_sp *= (size_t)k->ker[d];
+        k->out_sp *= (size_t)k->out[d];
+    }
+    ix_strides(k->in, nsp, k->in_st);
+    return NULL;
+}
+
+/* Refuses a zero point or scale (input I) that is neither one value nor,
+ * with PER_OK, one per output channel; *out_per says which. */
+static pl_status *qc_param(const pl_node_desc *node, size_t i, size_t m, bool per_ok,
+                           bool *out_per)
+{
+    size_t n = cpu_elements(node->inputs[i].shape, node->inputs[i].ndim);
+    *out_per = per_ok && n == m && m != 1;
+    if (n == 1 || *out_per)
+        return NULL;
+    return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                     "input %zu has %zu values: one%s is supported", i, n,
+                     per_ok ? ", or one per output channel," : "");
+}
+
+pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const char *op = node->op;
+    qc_kernel tmp = {.qlinear = strcmp(op, "QLinearConv") == 0};
+    tmp.ix = 0;
+    tmp.iw = tmp.qlinear ? 3 : 1;
+    tmp.ixz = 2;
+    tmp.iwz = tmp.qlinear ? 5 : 3;
+    const pl_tensor *o = &node->outputs[0];
+    if (!qc_q8_input(&node->inputs[tmp.ix], &tmp.x_signed) ||
+        !qc_q8_input(&node->inputs[tmp.iw], &tmp.w_signed) ||
+        (tmp.qlinear ? !qc_q8_input(o, &tmp.y_signed) : !PL_DTYPE_EQ(o->dtype, PL_DTYPE_I32)))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtypes");
+    SHP_TRY(qc_geometry(node, &tmp));
+    bool per;
+    tmp.has_xz = shp_input_present(node, tmp.ixz);
+    tmp.has_wz = shp_input_present(node, tmp.iwz);
+    if (tmp.has_xz) {
+        SHP_TRY(qc_param(node, tmp.ixz, tmp.m, false, &per));
+        if (!PL_DTYPE_EQ(node->inputs[tmp.ixz].dtype, node->inputs[tmp.ix].dtype))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "x_zero_point differs from x in dtype");
+    }
+    if (tmp.has_wz) {
+        SHP_TRY(qc_param(node, tmp.iwz, tmp.m, true, &tmp.wz_per));
+        if (!PL_DTYPE_EQ(node->inputs[tmp.iwz].dtype, node->inputs[tmp.iw].dtype))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "w_zero_point differs from w in dtype");
+    }
+    if (tmp.qlinear) {
+        SHP_TRY(qc_param(node, 1, tmp.m, false, &per));
+        SHP_TRY(qc_param(node, 4, tmp.m, true, &tmp.ws_per));
+        SHP_TRY(qc_param(node, 6, tmp.m, false, &per));
+        SHP_TRY(qc_param(node, 7, tmp.m, false, &per));
+        if (!PL_DTYPE_EQ(node->inputs[7].dtype, o->dtype))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "y_zero_point differs from y in dtype");
+        tmp.has_bias = shp_input_present(node, 8);
+        if (tmp.has_bias && (!PL_DTYPE_EQ(node->inputs[8].dtype, PL_DTYPE_I32) ||
+                             cpu_elements(node->inputs[8].shape, node->inputs[8].ndim) != tmp.m))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "the bias must be %zu i32 values, one per output channel", tmp.m);
+    }
+    qc_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, qc_write, (shp_kernel **)&k));
+    shp_kernel base = k->k;
+    *k = tmp;
+    k->k = base;
+    *out_kernel = &k->k.base;
+    return NULL;
+}

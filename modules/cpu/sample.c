@@ -1,0 +1,335 @@
+/* sample.c — the cpu module's sampling family: GridSample (4-D, the
+ * bilinear, nearest and bicubic modes with zeros, border and reflection
+ * padding, as PyTorch's grid_sample defines them, which ONNX follows) and
+ * RoiAlign (average mode, as ONNX Runtime computes it: bilinear samples
+ * on a grid per output bin). Computed in double. */
+#include <math.h>
+#include <string.h>
+
+#include "index_kernel.h"
+
+static pl_status *sa_build_grid_sample(pl_module_ctx *ctx, const pl_node_desc *node,
+                                       pl_kernel **out_kernel);
+static pl_status *sa_build_roi_align(pl_module_ctx *ctx, const pl_node_desc *node,
+                                     pl_kernel **out_kernel);
+
+const cpu_op_entry cpu_ops_sample[] = {
+    {"GridSample", sa_build_grid_sample, 2, 2, 0, CPU_OP_ANY_DTYPE},
+    {"RoiAlign", sa_build_roi_align, 3, 3, 0, CPU_OP_ANY_DTYPE},
+    {NULL, NULL, 0, 0, 0, 0},
+};
+
+static bool sa_is_float(pl_dtype dt)
+{
+    return PL_DTYPE_EQ(dt, PL_DTYPE_F32) || PL_DTYPE_EQ(dt, PL_DTYPE_F64) ||
+           PL_DTYPE_EQ(dt, PL_DTYPE_F16) || PL_DTYPE_EQ(dt, PL_DTYPE_BF16);
+}
+
+/* ---- GridSample ------------------------------------------------------------------ */
+
+typedef enum sa_mode { SA_BILINEAR, SA_NEAREST, SA_BICUBIC } sa_mode;
+typedef enum sa_pad { SA_ZEROS, SA_BORDER, SA_REFLECTION } sa_pad;
+
+typedef struct sa_grid_kernel {
+    shp_kernel k;
+    size_t n, c, h, w, oh, ow;
+    sa_mode mode;
+    sa_pad pad;
+    bool align;
+    pl_dtype dt, grid_dt;
+} sa_grid_kernel;
+
+/* Reflects X into [twice_low / 2, twice_high / 2] (PyTorch's
+ * reflect_coordinates). */
+static double sa_reflect(double x, double twice_low, double twice_high)
+{
+    if (twice_low == twice_high)
+        return 0;
+    double lo = twice_low / 2, span = (twice_high - twice_low) / 2;
+    x = fabs(x - lo);
+    double extra = fmod(x, span);
+    double flips = floor(x / span);
+    return fmod(flips, 2) == 0 ? extra + lo : span - extra + lo;
+}
+
+/* A coordinate under the padding mode (border and reflection keep it in
+ * [0, size - 1]; zeros leaves it). */
+static double sa_pad_coord(const sa_grid_kernel *k, double x, size_t size)
+{
+    if (k->pad == SA_ZEROS)
+        return x;
+    if (k->pad == SA_REFLECTION)
+        x = k->align ? sa_reflect(x, 0, 2.0 * ((double)size - 1))
+                     : sa_reflect(x, -1, 2.0 * (double)size - 1);
+    double hi = (double)size - 1;
+    return x < 0 ? 0 : x > hi ? hi : x;
+}
+
+/* The normalised G in [-1, 1] as a pixel coordinate of a dim of SIZE. */
+static double sa_unnormalize(const sa_grid_kernel *k, double g, size_t size)
+{
+    return k->align ? (g + 1) / 2 * ((double)size - 1) : ((g + 1) * (double)size - 1) / 2;
+}
+
+/* Pixel (y, x) of plane P (H x W doubles), 0 outside. */
+static double sa_pixel(const sa_grid_kernel *k, const double *p, int64_t y, int64_t x)
+{
+    if (y < 0 || x < 0 || y >= (int64_t)k->h || x >= (int64_t)k->w)
+        return 0;
+    return p[(size_t)y * k->w + (size_t)x];
+}
+
+/* A bicubic tap: its coordinates go through the padding first. */
+static double sa_tap(const sa_grid_kernel *k, const double *p, double y, double x)
+{
+    y = sa_pad_coord(k, y, k->h);
+    x = sa_pad_coord(k, x, k->w);
+    return sa_pixel(k, p, (int64_t)floor(y), (int64_t)floor(x));
+}
+
+static void sa_cubic_coeffs(double t, double *c)
+{
+    const double a = -0.75;
+    double x1 = t + 1, x2 = t, x3 = 1 - t, x4 = 2 - t;
+    c[0] = ((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a;
+    c[1] = ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1;
+    c[2] = ((a + 2) * x3 - (a + 3)) * x3 * x3 + 1;
+    c[3] = ((a * x4 - 5 * a) * x4 + 8 * a) * x4 - 4 * a;
+}
+
+/* The value of plane P at grid point (GX, GY). */
+static double sa_sample(const sa_grid_kernel *k, const double *p, double gx, double gy)
+{
+    double x = sa_unnormalize(k, gx, k->w), y = sa_unnormalize(k, gy, k->h);
+    if (k->mode == SA_BICUBIC) {
+        double x0 = floor(x), y0 = floor(y), cx[4], cy[4], v = 0;
+        sa_cubic_coeffs(x - x0, cx);
+        sa_cubic_coeffs(y - y0, cy);
+        for (int i = 0; i < 4; i++) {
+            double row = 0;
+            for (int j = 0; j < 4; j++)
+                row += cx[j] * sa_tap(k, p, y0 - 1 + i, x0 - 1 + j);
+            v += cy[i] * row;
+        }
+        return v;
+    }
+    x = sa_pad_coord(k, x, k->w);
+    y = sa_pad_coord(k, y, k->h);
+    if (k->mode == SA_NEAREST)
+        return sa_pixel(k, p, (int64_t)nearbyint(y), (int64_t)nearbyint(x));
+    double x0 = floor(x), y0 = floor(y), tx = x - x0, ty = y - y0;
+    int64_t xi = (int64_t)x0, yi = (int64_t)y0;
+    return (1 - ty) * ((1 - tx) * sa_pixel(k, p, yi, xi) + tx * sa_pixel(k, p, yi, xi + 1)) +
+           ty * ((1 - tx) * sa_pixel(k, p, yi + 1, xi) + tx * sa_pixel(k, p, yi + 1, xi + 1));
+}
+
+static pl_status *sa_grid_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                                const pl_run_args *args, size_t o, void *dst,
+                                pl_output_request req)
+{
+    (void)o, (void)req;
+    const sa_grid_kernel *k = (const sa_grid_kernel *)kernel;
+    size_t plane = k->h * k->w;
+    double *p = cpu_host->host_alloc(ctx->host_ctx, (plane ? plane : 1) * sizeof *p, 0);
+    if (p == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory");
+    const char *x = shp_in(args, 0), *g = shp_in(args, 1);
+    size_t es = pl_dtype_size(k->dt);
+    for (size_t n = 0; n < k->n; n++)
+        for (size_t c = 0; c < k->c; c++) {
+            shp_convert(k->dt, x + (n * k->c + c) * plane * es, PL_DTYPE_F64, p, plane);
+            for (size_t i = 0; i < k->oh * k->ow; i++) {
+                size_t gi = (n * k->oh * k->ow + i) * 2;
+                double gx = ix_load(k->grid_dt, g, gi), gy = ix_load(k->grid_dt, g, gi + 1);
+                ix_store(k->dt, dst, (n * k->c + c) * k->oh * k->ow + i, sa_sample(k, p, gx, gy));
+            }
+        }
+    cpu_host->host_free(ctx->host_ctx, p);
+    return NULL;
+}
+
+static pl_status *sa_build_grid_sample(pl_module_ctx *ctx, const pl_node_desc *node,
+                                       pl_kernel **out_kernel)
+{
+    const char *op = node->op;
+    const pl_tensor *x = &node->inputs[0], *g = &node->inputs[1], *o = &node->outputs[0];
+    char mode[16], pad[16];
+    int64_t align;
+    SHP_TRY(shp_attr_string(node, "mode", "bilinear", mode, sizeof mode));
+    SHP_TRY(shp_attr_string(node, "padding_mode", "zeros", pad, sizeof pad));
+    SHP_TRY(cpu_attr_int(node, "align_corners", 0, &align));
+    SHP_TRY(shp_same_dtype(node));
+    if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_BOOL) || !sa_is_float(g->dtype))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "X must be numeric and the grid floating point");
+    bool ok = x->ndim == 4 && g->ndim == 4 && o->ndim == 4 && g->shape[3] == 2 &&
+              g->shape[0] == x->shape[0] && o->shape[0] == x->shape[0] &&
+              o->shape[1] == x->shape[1] && o->shape[2] == g->shape[1] &&
+              o->shape[3] == g->shape[2];
+    if (!ok)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "X [N, C, H, W], grid [N, H_out, W_out, 2] and output do not fit");
+    sa_mode m = strcmp(mode, "nearest") == 0 ? SA_NEAREST
+              : strcmp(mode, "bicubic") == 0 ? SA_BICUBIC : SA_BILINEAR;
+    sa_pad p = strcmp(pad, "border") == 0 ? SA_BORDER
+             : strcmp(pad, "reflection") == 0 ? SA_REFLECTION : SA_ZEROS;
+    if ((m == SA_BILINEAR && strcmp(mode, "bilinear") != 0) ||
+        (p == SA_ZEROS && strcmp(pad, "zeros") != 0))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "mode '%s' or padding_mode '%s' unknown",
+                         mode, pad);
+    sa_grid_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, sa_grid_write, (shp_kernel **)&k));
+    k->n = (size_t)x->shape[0];
+    k->c = (size_t)x->shape[1];
+    k->h = (size_t)x->shape[2];
+    k->w = (size_t)x->shape[3];
+    k->oh = (size_t)o->shape[2];
+    k->ow = (size_t)o->shape[3];
+    k->mode = m;
+    k->pad = p;
+    k->align = align != 0;
+    k->dt = x->dtype;
+    k->grid_dt = g->dtype;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- RoiAlign ------------------------------------------------------------------- */
+
+typedef struct sa_roi_kernel {
+    shp_kernel k;
+    size_t n, c, h, w, rois, oh, ow;
+    int64_t sampling;
+    double scale;
+    bool half_pixel;
+    pl_dtype dt;
+} sa_roi_kernel;
+
+/* The bilinear value of plane P (H x W) at (Y, X), 0 well outside. */
+static double sa_roi_bilinear(const sa_roi_kernel *k, const double *p, double y, double x)
+{
+    double h = (double)k->h, w = (double)k->w;
+    if (y < -1.0 || y > h || x < -1.0 || x > w)
+        return 0;
+    y = y <= 0 ? 0 : y;
+    x = x <= 0 ? 0 : x;
+    size_t yl = (size_t)y, xl = (size_t)x, yh, xh;
+    if (yl >= k->h - 1) {
+        yh = yl = k->h - 1;
+        y = (double)yl;
+    } else {
+        yh = yl + 1;
+    }
+    if (xl >= k->w - 1) {
+        xh = xl = k->w - 1;
+        x = (double)xl;
+    } else {
+        xh = xl + 1;
+    }
+    double ly = y - (double)yl, lx = x - (double)xl, hy = 1 - ly, hx = 1 - lx;
+    return hy * hx * p[yl * k->w + xl] + hy * lx * p[yl * k->w + xh] +
+           ly * hx * p[yh * k->w + xl] + ly * lx * p[yh * k->w + xh];
+}
+
+static pl_status *sa_roi_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                               const pl_run_args *args, size_t o, void *dst,
+                               pl_output_request req)
+{
+    (void)o, (void)req;
+    const sa_roi_kernel *k = (const sa_roi_kernel *)kernel;
+    const char *x = shp_in(args, 0), *rois = shp_in(args, 1), *bi = shp_in(args, 2);
+    for (size_t r = 0; r < k->rois; r++) {
+        int64_t b = ix_index_at(bi, true, r);
+        if (b < 0 || (uint64_t)b >= k->n)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
+                             "batch index %lld (roi %zu) is out of range for a batch of %zu",
+                             (long long)b, r, k->n);
+    }
+    size_t plane = k->h * k->w;
+    double *p = cpu_host->host_alloc(ctx->host_ctx, (plane ? plane : 1) * sizeof *p, 0);
+    if (p == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory");
+    size_t es = pl_dtype_size(k->dt);
+    double off = k->half_pixel ? 0.5 : 0.0;
+    for (size_t r = 0; r < k->rois; r++) {
+        size_t b = (size_t)ix_index_at(bi, true, r);
+        double x1 = ix_load(k->dt, rois, r * 4) * k->scale - off;
+        double y1 = ix_load(k->dt, rois, r * 4 + 1) * k->scale - off;
+        double x2 = ix_load(k->dt, rois, r * 4 + 2) * k->scale - off;
+        double y2 = ix_load(k->dt, rois, r * 4 + 3) * k->scale - off;
+        double rw = x2 - x1, rh = y2 - y1;
+        if (!k->half_pixel) {
+            rw = rw > 1 ? rw : 1;
+            rh = rh > 1 ? rh : 1;
+        }
+        double bh = rh / (double)k->oh, bw = rw / (double)k->ow;
+        int64_t gh = k->sampling > 0 ? k->sampling : (int64_t)ceil(rh / (double)k->oh);
+        int64_t gw = k->sampling > 0 ? k->sampling : (int64_t)ceil(rw / (double)k->ow);
+        double count = (double)(gh * gw > 1 ? gh * gw : 1);
+        for (size_t c = 0; c < k->c; c++) {
+            shp_convert(k->dt, x + (b * k->c + c) * plane * es, PL_DTYPE_F64, p, plane);
+            for (size_t ph = 0; ph < k->oh; ph++)
+                for (size_t pw = 0; pw < k->ow; pw++) {
+                    double sum = 0;
+                    for (int64_t iy = 0; iy < gh; iy++)
+                        for (int64_t ixx = 0; ixx < gw; ixx++) {
+                            double yy = y1 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                            double xx = x1 + (double)pw * bw + ((double)ixx + 0.5) * bw / (double)gw;
+                            sum += sa_roi_bilinear(k, p, yy, xx);
+                        }
+                    ix_store(k->dt, dst, ((r * k->c + c) * k->oh + ph) * k->ow + pw, sum / count);
+                }
+        }
+    }
+    cpu_host->host_free(ctx->host_ctx, p);
+    return NULL;
+}
+
+static pl_status *sa_build_roi_align(pl_module_ctx *ctx, const pl_node_desc *node,
+                                     pl_kernel **out_kernel)
+{
+    const char *op = node->op;
+    const pl_tensor *x = &node->inputs[0], *r = &node->inputs[1], *b = &node->inputs[2];
+    const pl_tensor *o = &node->outputs[0];
+    char mode[8], ctm[24];
+    int64_t oh, ow, sampling;
+    double scale;
+    SHP_TRY(shp_attr_string(node, "mode", "avg", mode, sizeof mode));
+    SHP_TRY(shp_attr_string(node, "coordinate_transformation_mode",
+                            shp_opset(node) >= 16 ? "half_pixel" : "output_half_pixel", ctm,
+                            sizeof ctm));
+    SHP_TRY(cpu_attr_int(node, "output_height", 1, &oh));
+    SHP_TRY(cpu_attr_int(node, "output_width", 1, &ow));
+    SHP_TRY(cpu_attr_int(node, "sampling_ratio", 0, &sampling));
+    SHP_TRY(cpu_attr_float(node, "spatial_scale", 1.0, &scale));
+    if (strcmp(mode, "avg") != 0)
+        return cpu_error(PL_CODE_UNSUPPORTED, op,
+                         "mode '%s' (only avg: ONNX leaves max ambiguous, runtimes differ)", mode);
+    SHP_TRY(shp_same_dtype(node));
+    if (!sa_is_float(x->dtype) || !PL_DTYPE_EQ(r->dtype, x->dtype) ||
+        !PL_DTYPE_EQ(b->dtype, PL_DTYPE_I64))
+        return cpu_error(PL_CODE_UNSUPPORTED, op,
+                         "X and rois must be floating point of one dtype, batch_indices i64");
+    bool ok = x->ndim == 4 && r->ndim == 2 && r->shape[1] == 4 && b->ndim == 1 &&
+              b->shape[0] == r->shape[0] && o->ndim == 4 && o->shape[0] == r->shape[0] &&
+              o->shape[1] == x->shape[1] && o->shape[2] == oh && o->shape[3] == ow &&
+              x->shape[2] > 0 && x->shape[3] > 0 && sampling >= 0;
+    if (!ok)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "X [N, C, H, W], rois [R, 4], batch_indices [R] and output "
+                         "[R, C, output_height, output_width] do not fit");
+    sa_roi_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, sa_roi_write, (shp_kernel **)&k));
+    k->n = (size_t)x->shape[0];
+    k->c = (size_t)x->shape[1];
+    k->h = (size_t)x->shape[2];
+    k->w = (size_t)x->shape[3];
+    k->rois = (size_t)r->shape[0];
+    k->oh = (size_t)oh;
+    k->ow = (size_t)ow;
+    k->sampling = sampling;
+    k->scale = scale;
+    k->half_pixel = strcmp(ctm, "half_pixel") == 0;
+    k->dt = x->dtype;
+    *out_kernel = &k->k.base;
+    return NULL;
+}

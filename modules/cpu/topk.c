@@ -1,0 +1,220 @@
+/* topk.c — the cpu module's selections along one axis: TopK (the K largest
+ * or smallest elements and their indices) and Hardmax (one at the first
+ * maximum, zeros elsewhere), for every numeric dtype.
+ *
+ * TopK orders by value and, among equal values, by lower index, as ONNX
+ * says; NaN counts as larger than every number (NumPy's order). Its output
+ * is always sorted, which sorted=0 allows. K is read at run time when it
+ * is an input and must match the output's shape, which the core inferred
+ * from a constant K or took from the graph's declared type. Values are
+ * compared as long double, exact for every dtype up to i64. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index_kernel.h"
+
+/* Loads element I of DT at P as long double (exact for i64). */
+static long double tk_key(pl_dtype dt, const char *p, size_t i)
+{
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I64)) {
+        int64_t v;
+        memcpy(&v, p + i * 8, 8);
+        return (long double)v;
+    }
+    return (long double)ix_load(dt, p, i);
+}
+
+/* ---- TopK ------------------------------------------------------------------- */
+
+typedef struct tk_kernel {
+    shp_kernel k;
+    size_t outer, len, inner;
+    int64_t k_out;   /* K as the output's shape says */
+    bool largest;
+    bool k_input;    /* K is input 1 (opset 10 on) */
+    pl_dtype dt;
+} tk_kernel;
+
+/* One element of a line being ordered: CLS puts NaN first (largest) or
+ * last (smallest), KEY is the value negated for largest, so that one
+ * ascending order serves both. */
+typedef struct tk_item {
+    long double key;
+    int64_t index;
+    int cls;
+} tk_item;
+
+static int tk_cmp(const void *pa, const void *pb)
+{
+    const tk_item *a = pa, *b = pb;
+    if (a->cls != b->cls)
+        return a->cls < b->cls ? -1 : 1;
+    if (a->cls == 1 && a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                           const pl_run_args *args, size_t o, void *dst,
+                           pl_output_request req)
+{
+    (void)req;
+    const tk_kernel *k = (const tk_kernel *)kernel;
+    const char *op = kernel->base.op;
+    if (k->k_input) {
+        const pl_tensor *kt = &args->inputs[1];
+        if (!PL_DTYPE_EQ(kt->dtype, PL_DTYPE_I64) || kt->data == NULL)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "K must be one i64 value");
+        int64_t kv;
+        memcpy(&kv, shp_in(args, 1), sizeof kv);
+        if (kv != k->k_out)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "K is %lld at run time, but the outputs have %lld along the axis",
+                             (long long)kv, (long long)k->k_out);
+    }
+    size_t kk = (size_t)k->k_out;
+    if (kk == 0)
+        return NULL;
+    tk_item *items = cpu_host->host_alloc(ctx->host_ctx, k->len * sizeof *items, 0);
+    if (items == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory ordering %zu elements",
+                         k->len);
+    const char *x = shp_in(args, 0);
+    size_t es = kernel->outs[o].esize;
+    for (size_t ou = 0; ou < k->outer; ou++)
+        for (size_t in = 0; in < k->inner; in++) {
+            size_t base = ou * k->len * k->inner + in;
+            for (size_t j = 0; j < k->len; j++) {
+                long double v = tk_key(k->dt, x, base + j * k->inner);
+                tk_item *it = &items[j];
+                it->index = (int64_t)j;
+                it->cls = isnan(v) ? (k->largest ? 0 : 2) : 1;
+                it->key = k->largest ? -v : v;
+            }
+            qsort(items, k->len, sizeof *items, tk_cmp);
+            size_t obase = ou * kk * k->inner + in;
+            for (size_t j = 0; j < kk; j++) {
+                size_t at = obase + j * k->inner;
+                if (o == 0)
+                    memcpy((char *)dst + at * es,
+                           x + (base + (size_t)items[j].index * k->inner) * es, es);
+                else
+                    memcpy((char *)dst + at * 8, &items[j].index, 8);
+            }
+        }
+    cpu_host->host_free(ctx->host_ctx, items);
+    return NULL;
+}
+
+pl_status *ix_build_topk(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0];
+    const char *op = node->op;
+    if (node->n_outputs != 2)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "%zu outputs (TopK has 2)",
+                         node->n_outputs);
+    pl_dtype dt = x->dtype;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "bool input");
+    int a = 0;
+    int64_t largest, k_attr = -1;
+    SHP_TRY(ix_axis(node, -1, x->ndim, &a));
+    SHP_TRY(cpu_attr_int(node, "largest", 1, &largest));
+    bool k_input = shp_input_present(node, 1);
+    if (k_input) {
+        const pl_tensor *kt = &node->inputs[1];
+        if (!PL_DTYPE_EQ(kt->dtype, PL_DTYPE_I64) || cpu_elements(kt->shape, kt->ndim) != 1)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "K must be one i64 value");
+    } else {
+        SHP_TRY(cpu_attr_int(node, "k", -1, &k_attr));
+    }
+    const pl_tensor *ov = &node->outputs[0], *oi = &node->outputs[1];
+    bool ok = ov->ndim == x->ndim && (!shp_output_present(node, 1) ||
+                                      (oi->ndim == x->ndim && PL_DTYPE_EQ(oi->dtype, PL_DTYPE_I64)));
+    for (int d = 0; ok && d < x->ndim; d++)
+        ok = (d == a || ov->shape[d] == x->shape[d]) &&
+             (!shp_output_present(node, 1) || oi->shape[d] == ov->shape[d]);
+    ok = ok && ov->shape[a] <= x->shape[a] && PL_DTYPE_EQ(ov->dtype, dt);
+    ok = ok && (k_input || k_attr == ov->shape[a]);
+    if (!ok) {
+        char tx[128], to[128];
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "the outputs %s are not input %s with K along axis %d",
+                         cpu_dims_text(ov->shape, ov->ndim, to, sizeof to),
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx), a);
+    }
+    tk_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, tk_write, (shp_kernel **)&k));
+    k->outer = cpu_elements(x->shape, a);
+    k->len = (size_t)x->shape[a];
+    k->inner = cpu_elements(x->shape + a + 1, x->ndim - a - 1);
+    k->k_out = ov->shape[a];
+    k->largest = largest != 0;
+    k->k_input = k_input;
+    k->dt = dt;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- Hardmax ------------------------------------------------------------------ */
+
+/* Lines of LEN elements INNER apart; before opset 13 the input is seen as
+ * a matrix [outer, len] split at the axis, so INNER is 1. */
+typedef struct hm_kernel {
+    shp_kernel k;
+    size_t outer, len, inner;
+} hm_kernel;
+
+static pl_status *hm_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                           const pl_run_args *args, size_t o, void *dst,
+                           pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const hm_kernel *k = (const hm_kernel *)kernel;
+    pl_dtype dt = kernel->outs[0].dtype;
+    const char *x = shp_in(args, 0);
+    char *y = dst;
+    for (size_t ou = 0; ou < k->outer; ou++)
+        for (size_t in = 0; in < k->inner; in++) {
+            size_t base = ou * k->len * k->inner + in, best = 0;
+            double bv = ix_load(dt, x, base);
+            for (size_t j = 1; j < k->len; j++) {
+                double v = ix_load(dt, x, base + j * k->inner);
+                if (v > bv || (isnan(v) && !isnan(bv))) {
+                    bv = v;
+                    best = j;
+                }
+            }
+            for (size_t j = 0; j < k->len; j++)
+                ix_store(dt, y, base + j * k->inner, j == best ? 1.0 : 0.0);
+        }
+    return NULL;
+}
+
+pl_status *ix_build_hardmax(pl_module_ctx *ctx, const pl_node_desc *node,
+                            pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0];
+    if (!(PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) || PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64) ||
+          PL_DTYPE_EQ(x->dtype, PL_DTYPE_F16) || PL_DTYPE_EQ(x->dtype, PL_DTYPE_BF16)))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "the input must be floating point");
+    SHP_TRY(shp_same_dtype(node));
+    if (x->ndim < 1)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "the input must have rank >= 1");
+    bool v13 = shp_opset(node) >= 13;
+    int a = 0;
+    SHP_TRY(ix_axis(node, v13 ? -1 : 1, x->ndim, &a));
+    hm_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, hm_write, (shp_kernel **)&k));
+    k->outer = cpu_elements(x->shape, a);
+    if (v13) {
+        k->len = (size_t)x->shape[a];
+        k->inner = cpu_elements(x->shape + a + 1, x->ndim - a - 1);
+    } else {
+        k->len = cpu_elements(x->shape + a, x->ndim - a);
+        k->inner = 1;
+    }
+    *out_kernel = &k->k.base;
+    return NULL;
+}
