@@ -1206,7 +1206,8 @@ static pl_status *pl_infer_fold_known(pl_infer_ctx *ctx, bool *out_changed)
                 pl_dtype dtype = gt->dtype;
                 int32_t ndim = gt->ndim;
                 int64_t dims[PL_GRAPH_MAX_RANK];
-                memcpy(dims, gt->dims, (size_t)ndim * sizeof dims[0]);
+                if (ndim > 0) /* a scalar has no dims array */
+                    memcpy(dims, gt->dims, (size_t)ndim * sizeof dims[0]);
                 st = pl_graph_tensor_get_or_add(g, name, &c);
                 if (st == NULL)
                     st = pl_graph_set_type(g, c, dtype, ndim, dims, NULL);
