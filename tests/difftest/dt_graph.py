@@ -24,7 +24,11 @@ def bf16_bits(x):
 
 
 def bf16_value(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    """bf16 bit patterns -> float64 values, any rank (a 0-d array too: numpy
+    turns a 0-d shift result into a scalar, whose view cannot change dtype)."""
+    b = np.asarray(bits)
+    wide = np.left_shift(b.reshape(-1).astype(np.uint32), 16)
+    return wide.view(np.float32).astype(np.float64).reshape(b.shape)
 
 
 def storage(values, dtype):
