@@ -17,7 +17,7 @@
 
 #include "status.h"
 
-static pl_code pl_datafile_code(int err)
+pl_code pl_datafile_code(int err)
 {
     switch (err) {
     case ENOENT:

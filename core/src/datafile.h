@@ -15,4 +15,8 @@
 pl_status *pl_datafile_map(const char *base_dir, const char *name,
                            const char *what, void **out_addr, size_t *out_size);
 
+/* The status code for an errno from opening or mapping a file: NOT_FOUND,
+ * PERMISSION_DENIED (a link refused too), OUT_OF_MEMORY or IO_ERROR. */
+pl_code pl_datafile_code(int err);
+
 #endif

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "datafile.h"
 #include "status.h"
 
 /* Room for a JSON path in a message; names in it are cut to keep it so. */
@@ -445,117 +446,34 @@ static pl_status *gj_dtype(const gj_load *L, const char *path, const json_t *v,
 
 /* ---- the sidecar -------------------------------------------------------- */
 
-static pl_code gj_errno_code(int err)
-{
-    switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-        return PL_CODE_NOT_FOUND;
-    case EACCES:
-    case EPERM:
-        return PL_CODE_PERMISSION_DENIED;
-    case ENOMEM:
-        return PL_CODE_OUT_OF_MEMORY;
-    default:
-        return PL_CODE_IO_ERROR;
-    }
-}
-
-/* Checks NAME (the "weights" value) against the sidecar rules: a relative
- * path without '..' that, links resolved, stays inside the model's
- * directory. Then maps it and hands the mapping to the graph. */
+/* Maps NAME (the "weights" value) through the one file-confinement rule
+ * (datafile.c: relative, no '..', inside the model's directory once links
+ * are resolved, a regular file) and hands the mapping to the graph. */
 static pl_status *gj_map_weights(gj_load *L, const char *name)
 {
     const char *where = "weights";
-    if (name[0] == '/')
-        return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
-                        "'%.200s' is an absolute path; the sidecar must be "
-                        "named relative to the model's directory",
-                        name);
-    for (const char *c = name; *c;) {
-        size_t len = strcspn(c, "/");
-        if (len == 2 && c[0] == '.' && c[1] == '.')
-            return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
-                            "'%.200s' has a '..' component; the sidecar must "
-                            "lie inside the model's directory",
-                            name);
-        c += len;
-        if (*c == '/')
-            c++;
-    }
+    L->weights_name = name;
     if (L->base_dir == NULL)
         return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                         "'%.200s' cannot be found: the text was loaded "
                         "without a base directory",
                         name);
-    char *joined = gj_join(L->base_dir, name);
-    if (joined == NULL)
-        return gj_oom("resolving the sidecar path");
-    char real_dir[PATH_MAX], real_file[PATH_MAX];
-    pl_status *st = NULL;
-    if (realpath(L->base_dir, real_dir) == NULL) {
-        int err = errno;
-        st = gj_error(L, gj_errno_code(err), where,
-                      "cannot resolve the model's directory '%.200s': %s",
-                      L->base_dir, strerror(err));
-    } else if (realpath(joined, real_file) == NULL) {
-        int err = errno;
-        st = gj_error(L, gj_errno_code(err), where, "sidecar %.300s: %s",
-                      joined, strerror(err));
-    } else {
-        size_t dl = strlen(real_dir);
-        bool inside = strcmp(real_dir, "/") == 0
-                          ? real_file[0] == '/' && real_file[1] != '\0'
-                          : strncmp(real_file, real_dir, dl) == 0 &&
-                                real_file[dl] == '/';
-        if (!inside)
-            st = gj_error(L, PL_CODE_PERMISSION_DENIED, where,
-                          "sidecar %.300s resolves to %.300s, which lies "
-                          "outside the model's directory %.300s",
-                          joined, real_file, real_dir);
-    }
+    void *addr = NULL;
+    size_t size = 0;
+    pl_status *st = pl_datafile_map(L->base_dir, name, "sidecar", &addr, &size);
+    if (st != NULL)
+        return gj_wrap(L, where, st);
+    if (addr == NULL)
+        return NULL;
+    st = pl_graph_keep_mapping(L->g, addr, size);
     if (st != NULL) {
-        pl_free(joined);
-        return st;
+        /* The graph did not take it. */
+        munmap(addr, size);
+        return gj_wrap(L, where, st);
     }
-    /* O_NOFOLLOW: the resolved path has no link left; one that appeared
-     * since is refused rather than followed. */
-    int fd = open(real_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        int err = errno;
-        st = gj_error(L, gj_errno_code(err), where, "cannot open sidecar %.300s: %s",
-                      joined, strerror(err));
-    } else if (!S_ISREG(sb.st_mode)) {
-        st = gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
-                      "sidecar %.300s is not a regular file", joined);
-    } else if ((uint64_t)sb.st_size > SIZE_MAX) {
-        st = gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
-                      "sidecar %.300s is too large to map", joined);
-    } else if (sb.st_size > 0) {
-        size_t size = (size_t)sb.st_size;
-        void *addr = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (addr == MAP_FAILED) {
-            int err = errno;
-            st = gj_error(L, gj_errno_code(err), where,
-                          "cannot map sidecar %.300s: %s", joined, strerror(err));
-        } else {
-            st = pl_graph_keep_mapping(L->g, addr, size);
-            if (st != NULL) {
-                /* The graph did not take it. */
-                munmap(addr, size);
-                st = gj_wrap(L, where, st);
-            } else {
-                L->weights = addr;
-                L->weights_size = size;
-            }
-        }
-    }
-    if (fd >= 0)
-        close(fd);
-    pl_free(joined);
-    L->weights_name = name;
-    return st;
+    L->weights = addr;
+    L->weights_size = size;
+    return NULL;
 }
 
 /* ---- tensors ------------------------------------------------------------ */
@@ -1543,14 +1461,14 @@ static pl_status *gj_read_file(const char *path, char **out_text,
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        return pl_status_create(gj_errno_code(err), "%s: cannot open: %s", path,
+        return pl_status_create(pl_datafile_code(err), "%s: cannot open: %s", path,
                                 strerror(err));
     }
     struct stat sb;
     pl_status *st = NULL;
     if (fstat(fd, &sb) != 0) {
         int err = errno;
-        st = pl_status_create(gj_errno_code(err), "%s: cannot stat: %s", path,
+        st = pl_status_create(pl_datafile_code(err), "%s: cannot stat: %s", path,
                               strerror(err));
     } else if (!S_ISREG(sb.st_mode)) {
         st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
@@ -2097,7 +2015,7 @@ static pl_status *gj_replace_file(const char *path,
     }
     if (w.fd < 0) {
         int err = errno;
-        pl_status *st = pl_status_create(gj_errno_code(err), "%s: cannot create "
+        pl_status *st = pl_status_create(pl_datafile_code(err), "%s: cannot create "
                                          "%s: %s", path, tmp, strerror(err));
         pl_free(tmp);
         return st;
@@ -2108,11 +2026,11 @@ static pl_status *gj_replace_file(const char *path,
     if (close(w.fd) != 0 && w.err == 0)
         w.err = errno;
     if (st == NULL && w.err != 0)
-        st = pl_status_create(gj_errno_code(w.err), "%s: write failed: %s", path,
+        st = pl_status_create(pl_datafile_code(w.err), "%s: write failed: %s", path,
                               strerror(w.err));
     if (st == NULL && rename(tmp, path) != 0) {
         int err = errno;
-        st = pl_status_create(gj_errno_code(err), "%s: cannot rename %s into "
+        st = pl_status_create(pl_datafile_code(err), "%s: cannot rename %s into "
                               "place: %s", path, tmp, strerror(err));
     }
     if (st != NULL)

@@ -907,21 +907,21 @@ static const bad_case bad_cases[] = {
      "model.json: tensors[1] ('w').data: a constant, but the model names no "
      "\"weights\" file", SETUP_NONE},
     {"sidecar_dotdot", "{" HDR "'weights':'sub/../../model.weights','inputs':[],"
-     "'outputs':[],'tensors':[],'nodes':[]}", PL_CODE_INVALID_ARGUMENT,
-     "model.json: weights: 'sub/../../model.weights' has a '..' component; the "
-     "sidecar must lie inside the model's directory", SETUP_NONE},
+     "'outputs':[],'tensors':[],'nodes':[]}", PL_CODE_PERMISSION_DENIED,
+     "model.json: weights: sidecar 'sub/../../model.weights' has a '..' component; it "
+     "must lie inside the model's folder", SETUP_NONE},
     {"sidecar_absolute", "{" HDR "'weights':'/etc/passwd','inputs':[],"
-     "'outputs':[],'tensors':[],'nodes':[]}", PL_CODE_INVALID_ARGUMENT,
-     "model.json: weights: '/etc/passwd' is an absolute path", SETUP_NONE},
+     "'outputs':[],'tensors':[],'nodes':[]}", PL_CODE_PERMISSION_DENIED,
+     "model.json: weights: sidecar '/etc/passwd' is an absolute path", SETUP_NONE},
     {"sidecar_link_outside", MODEL(TX "," TW, ADD("'x','w'", "")),
-     PL_CODE_PERMISSION_DENIED, "which lies outside the model's directory",
+     PL_CODE_PERMISSION_DENIED, "outside the model's folder",
      SETUP_LINK_OUT},
     {"sidecar_missing", "{" HDR "'weights':'absent.bin','inputs':[],"
      "'outputs':[],'tensors':[],'nodes':[]}", PL_CODE_NOT_FOUND,
-     "/absent.bin: No such file or directory", SETUP_NONE},
+     "weights: sidecar 'absent.bin': No such file or directory", SETUP_NONE},
     {"sidecar_not_file", "{" HDR "'weights':'sub','inputs':[],"
      "'outputs':[],'tensors':[],'nodes':[]}", PL_CODE_INVALID_ARGUMENT,
-     "/sub is not a regular file", SETUP_DIR},
+     "weights: sidecar 'sub' is not a regular file", SETUP_DIR},
     {"empty_op", MODEL(TX "," TW, "{'name':'add','op':'','inputs':['x'],'outputs':['y']}"),
      PL_CODE_INVALID_ARGUMENT, "model.json: nodes[0] ('add').op: must not be empty", SETUP_NONE},
     {"missing_op", MODEL(TX "," TW, "{'name':'add','inputs':['x'],'outputs':['y']}"),
