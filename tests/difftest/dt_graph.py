@@ -18,9 +18,10 @@ INT_DTYPES = ("i32", "i64", "i8", "u8")
 
 def bf16_bits(x):
     """float values -> bf16 bit patterns (uint16), round to nearest even."""
+    shape = np.shape(x)  # ascontiguousarray makes a 0-d array 1-d
     f = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (f + 0x7FFF + ((f >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
+    return rounded.astype(np.uint16).reshape(shape)
 
 
 def bf16_value(bits):
