@@ -42,6 +42,11 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     if (out_ctx == NULL)
         return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT, "cpu: init without out_ctx");
     *out_ctx = NULL;
+    /* A build whose op tables give an op two entries would silently never
+     * run the second one's kernels: refuse it, naming both. */
+    pl_status *st = cpu_op_tables_check();
+    if (st != NULL)
+        return st;
     pl_module_ctx *ctx = cpu_host->host_alloc(host_ctx, sizeof *ctx, 0);
     if (ctx == NULL)
         return cpu_host->status_create(PL_CODE_OUT_OF_MEMORY,

@@ -1,9 +1,8 @@
 /* math.c — the cpu module's math family: its op table (elementwise math
  * with NumPy broadcasting, comparisons and Where, LogSoftmax, the
  * normalisations and the reductions) and the helpers its files share (see
- * math_internal.h). The family takes over Add Sub Mul Div, Relu Sigmoid
- * Tanh from the base table to widen them to f64 and the integer types ONNX
- * gives them (f16 and bf16 come as f32, through dtype_wrap.c).
+ * math_internal.h). Its kernels take f32, f64 and the integer types ONNX
+ * gives each op (f16 and bf16 come as f32, through dtype_wrap.c).
  *
  * Most of these kernels accept several dtypes, so their entries carry
  * CPU_OP_ANY_DTYPE: kernel.c then checks only arity and shapes, the builders
@@ -28,7 +27,6 @@ const cpu_op_entry cpu_ops_math[] = {
     {"LeakyRelu", math_build_unary, 1, 1, 0, MATH_ANY},
     /* min and max: attributes before opset 11, optional inputs since. */
     {"Clip", math_build_unary, 1, 3, 0, MATH_ANY},
-    /* f32 goes on to elementwise.c's kernels. */
     {"Relu", math_build_unary, 1, 1, 0, MATH_ANY},
     {"Sigmoid", math_build_unary, 1, 1, 0, MATH_ANY},
     {"Tanh", math_build_unary, 1, 1, 0, MATH_ANY},

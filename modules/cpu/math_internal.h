@@ -148,8 +148,8 @@ static inline int64_t math_trunc_i64(double v)
 
 /* ---- builders (each file's table entries) --------------------------------- */
 
-/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip, and
- * Relu Sigmoid Tanh other than on f32 (which go to elementwise.c). */
+/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip Relu
+ * Sigmoid Tanh. */
 pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 /* math_binary.c: Add Sub Mul Div Pow Equal Less Greater Where, NumPy
