@@ -181,7 +181,7 @@ pl_status *pl_opset_create(pl_opset **out_set)
         {pl_opset_elementwise_schemas, pl_opset_elementwise_count},
         {pl_opset_nn_schemas, pl_opset_nn_count},
         {pl_opset_shape_schemas, pl_opset_shape_count},
-        {pl_opset_more_schemas, pl_opset_more_count},
+        {pl_opset_math_schemas, pl_opset_math_count},
         {pl_opset_rnn_schemas, pl_opset_rnn_count},
         {pl_opset_index_schemas, pl_opset_index_count},
         {pl_opset_loss_schemas, pl_opset_loss_count},

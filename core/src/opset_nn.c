@@ -3,6 +3,8 @@
  * ceil_mode output arithmetic), the normalisations and the reductions. */
 #include <string.h>
 
+#include <plinth/auto_pad.h>
+
 #include "opset_internal.h"
 
 /* ---- matrix products ---------------------------------------------------- */
@@ -103,7 +105,7 @@ typedef struct nn_window {
     int64_t strides[PL_GRAPH_MAX_RANK];
     int64_t dilations[PL_GRAPH_MAX_RANK];
     int64_t pads[2 * PL_GRAPH_MAX_RANK];
-    int auto_pad;                        /* 0 NOTSET, 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID */
+    pl_auto_pad auto_pad;
     bool ceil_mode;
 } nn_window;
 
@@ -144,19 +146,12 @@ static pl_status *nn_window_read(pl_infer_ctx *ctx, int nsp, nn_window *w)
     PL_RETURN_IF_ERROR(nn_window_attr(ctx, "dilations", (size_t)nsp, 1, 1, w->dilations));
     PL_RETURN_IF_ERROR(nn_window_attr(ctx, "pads", 2 * (size_t)nsp, 0, 0, w->pads));
     const char *ap = pl_infer_attr_string(ctx, "auto_pad");
-    if (ap[0] == '\0' || strcmp(ap, "NOTSET") == 0)
-        w->auto_pad = 0;
-    else if (strcmp(ap, "SAME_UPPER") == 0)
-        w->auto_pad = 1;
-    else if (strcmp(ap, "SAME_LOWER") == 0)
-        w->auto_pad = 2;
-    else if (strcmp(ap, "VALID") == 0)
-        w->auto_pad = 3;
-    else
+    w->auto_pad = pl_auto_pad_parse_cstr(ap);
+    if (w->auto_pad == PL_AUTO_PAD_INVALID)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "auto_pad '%s' is not NOTSET, SAME_UPPER, "
                               "SAME_LOWER or VALID", ap);
-    if (w->auto_pad != 0 && pl_infer_has_attr(ctx, "pads")) {
+    if (w->auto_pad != PL_AUTO_PAD_NOTSET && pl_infer_has_attr(ctx, "pads")) {
         for (int i = 0; i < 2 * nsp; i++)
             if (w->pads[i] != 0)
                 return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
@@ -176,7 +171,7 @@ static pl_status *nn_window_out(pl_infer_ctx *ctx, const nn_window *w, int d,
     if (in < 0)
         return NULL;
     int64_t s = w->strides[d];
-    if (w->auto_pad == 1 || w->auto_pad == 2) {
+    if (pl_auto_pad_is_same(w->auto_pad)) {
         *out = in / s + (in % s != 0);
         return NULL;
     }
@@ -187,8 +182,8 @@ static pl_status *nn_window_out(pl_infer_ctx *ctx, const nn_window *w, int d,
         __builtin_add_overflow(eff, 1, &eff))
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "window size overflows on spatial axis %d", d);
-    int64_t pb = w->auto_pad == 3 ? 0 : w->pads[d];
-    int64_t pe = w->auto_pad == 3 ? 0 : w->pads[d + w->nsp];
+    int64_t pb = w->auto_pad == PL_AUTO_PAD_VALID ? 0 : w->pads[d];
+    int64_t pe = w->auto_pad == PL_AUTO_PAD_VALID ? 0 : w->pads[d + w->nsp];
     int64_t span;
     if (__builtin_add_overflow(in, pb, &span) ||
         __builtin_add_overflow(span, pe, &span))
@@ -376,13 +371,13 @@ static pl_status *nn_infer_conv_transpose(pl_infer_ctx *ctx)
             dims[d + 2] = os[nos - (size_t)nsp + (size_t)d];
         } else if (in < 0) {
             dims[d + 2] = -1;
-        } else if (w.auto_pad == 1 || w.auto_pad == 2) {
+        } else if (pl_auto_pad_is_same(w.auto_pad)) {
             dims[d + 2] = in * s;
         } else if (k < 0) {
             dims[d + 2] = -1;
         } else {
-            int64_t pb = w.auto_pad == 3 ? 0 : w.pads[d];
-            int64_t pe = w.auto_pad == 3 ? 0 : w.pads[d + nsp];
+            int64_t pb = w.auto_pad == PL_AUTO_PAD_VALID ? 0 : w.pads[d];
+            int64_t pe = w.auto_pad == PL_AUTO_PAD_VALID ? 0 : w.pads[d + nsp];
             int64_t out = s * (in - 1) + opad[d] + (k - 1) * w.dilations[d] + 1 -
                           pb - pe;
             if (out <= 0)

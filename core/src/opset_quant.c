@@ -8,6 +8,8 @@
  * run time. */
 #include <string.h>
 
+#include <plinth/auto_pad.h>
+
 #include "opset_internal.h"
 
 /* A scale or zero point (input I) for data X: a scalar (or one element),
@@ -138,9 +140,9 @@ static pl_status *qu_conv_shape(pl_infer_ctx *ctx, size_t ix, size_t iw, pl_dtyp
                               "kernel_shape, pads, strides or dilations do not have %d spatial "
                               "dims", nsp);
     const char *ap = pl_infer_attr_string(ctx, "auto_pad");
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    bool valid = strcmp(ap, "VALID") == 0;
-    if (!same && !valid && strcmp(ap, "NOTSET") != 0)
+    pl_auto_pad mode = pl_auto_pad_parse_cstr(ap);
+    bool same = pl_auto_pad_is_same(mode), valid = mode == PL_AUTO_PAD_VALID;
+    if (mode == PL_AUTO_PAD_INVALID)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "auto_pad '%s' is unknown", ap);
     int64_t dims[PL_GRAPH_MAX_RANK];
     dims[0] = x->dims[0];

@@ -42,6 +42,11 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     if (out_ctx == NULL)
         return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT, "cpu: init without out_ctx");
     *out_ctx = NULL;
+    /* A build whose op tables give an op two entries would silently never
+     * run the second one's kernels: refuse it, naming both. */
+    pl_status *st = cpu_op_tables_check();
+    if (st != NULL)
+        return st;
     pl_module_ctx *ctx = cpu_host->host_alloc(host_ctx, sizeof *ctx, 0);
     if (ctx == NULL)
         return cpu_host->status_create(PL_CODE_OUT_OF_MEMORY,
@@ -251,22 +256,5 @@ static const pl_module_api cpu_api = {
     .kernel_fuse = cpu_kernel_fuse,
 };
 
-/* The one exported symbol: negotiates the ABI major both ways (see
- * module.h) and hands out the table. Does no other work. */
-PL_MODULE_ENTRY
-{
-    if (out_api != NULL)
-        *out_api = NULL;
-    if (host == NULL || inout_abi_major == NULL || out_api == NULL)
-        return PL_CODE_INVALID_ARGUMENT;
-    if (*inout_abi_major != PL_ABI_MAJOR || host->header.abi_major != PL_ABI_MAJOR) {
-        *inout_abi_major = PL_ABI_MAJOR;
-        return PL_CODE_INCOMPATIBLE;
-    }
-    /* Every host function this module calls is part of ABI 1.0. */
-    if (!PL_ABI_HAS_FIELD(pl_host_api, host, graph))
-        return PL_CODE_INCOMPATIBLE;
-    cpu_host = host;
-    *out_api = &cpu_api;
-    return PL_CODE_OK;
-}
+/* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */
+PL_MODULE_DEFINE_ENTRY(cpu_host, cpu_api);

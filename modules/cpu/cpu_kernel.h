@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <plinth/module.h>
 
@@ -146,7 +147,9 @@ int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *n
 /* ---- the op table --------------------------------------------------------- */
 
 /* What get_kernel knows about an op before its builder runs. Each family of
- * ops keeps its own table in its own file; kernel.c searches them all. */
+ * ops keeps its own table in its own file; kernel.c searches them all. An op
+ * has one entry in all of them together (cpu_op_tables_check): a second
+ * entry would never be found, and its kernels would be dead code. */
 typedef pl_status *(*cpu_build_fn)(pl_module_ctx *ctx, const pl_node_desc *node,
                                    pl_kernel **out_kernel);
 
@@ -173,6 +176,29 @@ typedef struct cpu_op_entry {
 #define CPU_OP_F64 4u
 /* The same with i32 or i64. */
 #define CPU_OP_INTS 8u
+
+/* The first op that two entries of the N_TABLES TABLES (each ending with a
+ * NULL op) claim, or NULL when every op has one entry; *out_first and
+ * *out_second say which tables (indices into TABLES) hold the two. */
+static inline const char *cpu_op_tables_duplicate(const cpu_op_entry *const *tables,
+                                                   size_t n_tables, size_t *out_first,
+                                                   size_t *out_second)
+{
+    for (size_t t = 0; t < n_tables; t++)
+        for (const cpu_op_entry *e = tables[t]; e->op != NULL; e++)
+            for (size_t u = t; u < n_tables; u++)
+                for (const cpu_op_entry *f = u == t ? e + 1 : tables[u]; f->op != NULL; f++)
+                    if (strcmp(e->op, f->op) == 0) {
+                        *out_first = t;
+                        *out_second = u;
+                        return e->op;
+                    }
+    return NULL;
+}
+
+/* Refuses (PL_CODE_INTERNAL, naming the op and both files) a build of the
+ * module whose op tables give an op two entries. cpu.c's init calls it. */
+pl_status *cpu_op_tables_check(void);
 
 /* Checks NODE against E (arity, dtypes unless CPU_OP_ANY_DTYPE, known
  * shapes) and runs E's builder: what get_kernel does once it found E. */
@@ -209,11 +235,6 @@ extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
  * present input and output has a fully known shape. On failure *out_kernel
  * stays NULL. */
 
-/* elementwise.c: Add Sub Mul Div (NumPy broadcasting), Relu Sigmoid Tanh. */
-pl_status *cpu_build_binary(pl_module_ctx *ctx, const pl_node_desc *node,
-                            pl_kernel **out_kernel);
-pl_status *cpu_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
-                           pl_kernel **out_kernel);
 /* matmul.c: MatMul (batched, broadcast batch dims) and Gemm, on the module's own GEMM (gemm.c). */
 pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
@@ -227,12 +248,5 @@ pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node,
  * an [LEN, INNER] slice at X, into Y (ADD: added to it). */
 void cpu_softmax_cols_f64(const double *x, double *y, int64_t len, int64_t inner, int w,
                           bool take_log, int add);
-/* movement.c: Reshape Flatten Identity (copies), Transpose, Concat. */
-pl_status *cpu_build_copy(pl_module_ctx *ctx, const pl_node_desc *node,
-                          pl_kernel **out_kernel);
-pl_status *cpu_build_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
-                               pl_kernel **out_kernel);
-pl_status *cpu_build_concat(pl_module_ctx *ctx, const pl_node_desc *node,
-                            pl_kernel **out_kernel);
 
 #endif

@@ -2,8 +2,10 @@
  * builder, checks what every kernel needs (domain, arity, f32 dtypes, fully
  * known shapes) and lets the builder precompute the kernel; kernel_run
  * checks the arguments of a run and hands the output request to the kernel;
- * kernel_release frees it. Also the small helpers the builders share:
- * attributes read through the host's graph view, and error statuses. */
+ * kernel_release frees it. The op tables of every family are searched
+ * here, and cpu_op_tables_check keeps them to one entry per op. Also the
+ * small helpers the builders share: attributes read through the host's
+ * graph view, and error statuses. */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,37 +14,42 @@
 
 #include "cpu_kernel.h"
 
+/* The ops no family claims: the base table. */
 static const cpu_op_entry cpu_ops[] = {
-    {"Add", cpu_build_binary, 2, 2, 3u, 0},
-    {"Sub", cpu_build_binary, 2, 2, 3u, 0},
-    {"Mul", cpu_build_binary, 2, 2, 3u, 0},
-    {"Div", cpu_build_binary, 2, 2, 3u, 0},
-    {"Relu", cpu_build_unary, 1, 1, 1u, 0},
-    {"Sigmoid", cpu_build_unary, 1, 1, 1u, 0},
-    {"Tanh", cpu_build_unary, 1, 1, 1u, 0},
     {"MatMul", cpu_build_matmul, 2, 2, 3u, CPU_OP_F64 | CPU_OP_INTS},
     {"Gemm", cpu_build_gemm, 2, 3, 7u, CPU_OP_F64},
     {"Softmax", cpu_build_softmax, 1, 1, 1u, CPU_OP_F64},
-    /* Reshape's second input is the i64 target shape, already folded into
-     * the output's shape by the core's inference. */
-    {"Reshape", cpu_build_copy, 2, 2, 1u, 0},
-    {"Flatten", cpu_build_copy, 1, 1, 1u, 0},
-    {"Identity", cpu_build_copy, 1, 1, 1u, 0},
-    {"Transpose", cpu_build_transpose, 1, 1, 1u, 0},
-    {"Concat", cpu_build_concat, 1, SIZE_MAX, CPU_ALL_INPUTS, 0},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
-/* The op's entry: the families' tables first, so a family may take over an
- * op of the base table (to widen its dtypes, say). */
+/* Every op table, with the file that holds it (for cpu_op_tables_check's
+ * message). */
+static const cpu_op_entry *const cpu_op_tables[] = {
+    cpu_ops_nn,    cpu_ops_math,   cpu_ops_shape,     cpu_ops_rnn,    cpu_ops_index,
+    cpu_ops_loss,  cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize, cpu_ops_sample,
+    cpu_ops_text,  cpu_ops};
+static const char *const cpu_op_table_files[] = {
+    "nn.c",   "math.c",  "shape.c",  "rnn_build.c", "index.c",  "loss.c",
+    "quant.c", "signal.c", "normalize.c", "sample.c", "text.c", "kernel.c"};
+#define CPU_N_OP_TABLES (sizeof cpu_op_tables / sizeof cpu_op_tables[0])
+
+pl_status *cpu_op_tables_check(void)
+{
+    size_t first = 0, second = 0;
+    const char *op = cpu_op_tables_duplicate(cpu_op_tables, CPU_N_OP_TABLES, &first, &second);
+    if (op == NULL)
+        return NULL;
+    return cpu_host->status_create(PL_CODE_INTERNAL,
+                                   "cpu: op '%s' has two kernel table entries (%s and %s): "
+                                   "only the first is ever found",
+                                   op, cpu_op_table_files[first], cpu_op_table_files[second]);
+}
+
+/* The op's entry (cpu_op_tables_check made it the only one). */
 static const cpu_op_entry *cpu_find_op(const char *op)
 {
-    const cpu_op_entry *tables[] = {cpu_ops_nn,     cpu_ops_math,      cpu_ops_shape,
-                                    cpu_ops_rnn,    cpu_ops_index,     cpu_ops_loss,
-                                    cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize,
-                                    cpu_ops_sample, cpu_ops_text,      cpu_ops};
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (const cpu_op_entry *e = tables[t]; e->op != NULL; e++)
+    for (size_t t = 0; t < CPU_N_OP_TABLES; t++)
+        for (const cpu_op_entry *e = cpu_op_tables[t]; e->op != NULL; e++)
             if (strcmp(e->op, op) == 0)
                 return e;
     return NULL;

@@ -1,9 +1,8 @@
 /* math.c — the cpu module's math family: its op table (elementwise math
  * with NumPy broadcasting, comparisons and Where, LogSoftmax, the
  * normalisations and the reductions) and the helpers its files share (see
- * math_internal.h). The family takes over Add Sub Mul Div, Relu Sigmoid
- * Tanh from the base table to widen them to f64 and the integer types ONNX
- * gives them (f16 and bf16 come as f32, through dtype_wrap.c).
+ * math_internal.h). Its kernels take f32, f64 and the integer types ONNX
+ * gives each op (f16 and bf16 come as f32, through dtype_wrap.c).
  *
  * Most of these kernels accept several dtypes, so their entries carry
  * CPU_OP_ANY_DTYPE: kernel.c then checks only arity and shapes, the builders
@@ -12,7 +11,6 @@
 #include <string.h>
 
 #include "math_internal.h"
-#include "math_more.h"
 
 #define MATH_ANY CPU_OP_ANY_DTYPE
 #define MATH_MULTI (CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT)
@@ -28,7 +26,6 @@ const cpu_op_entry cpu_ops_math[] = {
     {"LeakyRelu", math_build_unary, 1, 1, 0, MATH_ANY},
     /* min and max: attributes before opset 11, optional inputs since. */
     {"Clip", math_build_unary, 1, 3, 0, MATH_ANY},
-    /* f32 goes on to elementwise.c's kernels. */
     {"Relu", math_build_unary, 1, 1, 0, MATH_ANY},
     {"Sigmoid", math_build_unary, 1, 1, 0, MATH_ANY},
     {"Tanh", math_build_unary, 1, 1, 0, MATH_ANY},
@@ -50,59 +47,58 @@ const cpu_op_entry cpu_ops_math[] = {
     {"ReduceMean", math_build_reduce, 1, 2, 0, MATH_ANY},
     {"ReduceSum", math_build_reduce, 1, 2, 0, MATH_ANY},
     {"ReduceMax", math_build_reduce, 1, 2, 0, MATH_ANY},
-    /* math_more.c */
-    {"Floor", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Ceil", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Round", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Sign", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Sin", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Cos", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Tan", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Asin", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Acos", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Atan", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Sinh", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Cosh", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Asinh", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Acosh", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Atanh", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Softplus", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Softsign", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Elu", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Selu", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Celu", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"HardSigmoid", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"HardSwish", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"ThresholdedRelu", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Shrink", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"IsNaN", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"IsInf", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"Not", more_build_unary, 1, 1, 0, MATH_ANY},
-    {"And", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"Or", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"Xor", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"GreaterOrEqual", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"LessOrEqual", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"Mod", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"BitShift", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"PRelu", more_build_broadcast, 2, 2, 0, MATH_ANY},
-    {"Min", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
-    {"Max", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
-    {"Sum", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
-    {"Mean", more_build_broadcast, 1, SIZE_MAX, 0, MATH_ANY},
-    {"ReduceMin", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ReduceProd", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ReduceL1", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ReduceL2", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ReduceSumSquare", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ReduceLogSum", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ReduceLogSumExp", more_build_reduce, 1, 2, 0, MATH_ANY},
-    {"ArgMax", more_build_arg, 1, 1, 0, MATH_ANY},
-    {"ArgMin", more_build_arg, 1, 1, 0, MATH_ANY},
+    {"Floor", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Ceil", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Round", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Sign", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Sin", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Cos", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Tan", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Asin", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Acos", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Atan", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Sinh", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Cosh", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Asinh", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Acosh", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Atanh", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Softplus", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Softsign", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Elu", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Selu", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Celu", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"HardSigmoid", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"HardSwish", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"ThresholdedRelu", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Shrink", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"IsNaN", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"IsInf", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"Not", math_build_functions, 1, 1, 0, MATH_ANY},
+    {"And", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"Or", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"Xor", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"GreaterOrEqual", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"LessOrEqual", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"Mod", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"BitShift", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"PRelu", math_build_nary, 2, 2, 0, MATH_ANY},
+    {"Min", math_build_nary, 1, SIZE_MAX, 0, MATH_ANY},
+    {"Max", math_build_nary, 1, SIZE_MAX, 0, MATH_ANY},
+    {"Sum", math_build_nary, 1, SIZE_MAX, 0, MATH_ANY},
+    {"Mean", math_build_nary, 1, SIZE_MAX, 0, MATH_ANY},
+    {"ReduceMin", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ReduceProd", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ReduceL1", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ReduceL2", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ReduceSumSquare", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ReduceLogSum", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ReduceLogSumExp", math_build_reduce_any, 1, 2, 0, MATH_ANY},
+    {"ArgMax", math_build_arg, 1, 1, 0, MATH_ANY},
+    {"ArgMin", math_build_arg, 1, 1, 0, MATH_ANY},
     /* k (Trilu) and axis (CumSum) may be computed at run time. */
-    {"Trilu", more_build_trilu, 1, 2, 0, MATH_ANY},
-    {"CumSum", more_build_cumsum, 2, 2, 0, MATH_ANY},
-    {"Size", more_build_size, 1, 1, 0, MATH_ANY},
+    {"Trilu", math_build_trilu, 1, 2, 0, MATH_ANY},
+    {"CumSum", math_build_cumsum, 2, 2, 0, MATH_ANY},
+    {"Size", math_build_size, 1, 1, 0, MATH_ANY},
     {NULL, NULL, 0, 0, 0, 0},
 };
 

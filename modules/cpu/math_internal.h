@@ -148,8 +148,8 @@ static inline int64_t math_trunc_i64(double v)
 
 /* ---- builders (each file's table entries) --------------------------------- */
 
-/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip, and
- * Relu Sigmoid Tanh other than on f32 (which go to elementwise.c). */
+/* math_unary.c: Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Clip Relu
+ * Sigmoid Tanh. */
 pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node,
                             pl_kernel **out_kernel);
 /* math_binary.c: Add Sub Mul Div Pow Equal Less Greater Where, NumPy
@@ -169,6 +169,30 @@ pl_status *math_build_instancenorm(pl_module_ctx *ctx, const pl_node_desc *node,
 /* math_reduce.c: ReduceMean ReduceSum ReduceMax. */
 pl_status *math_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
                              pl_kernel **out_kernel);
+
+/* math_functions.c: Floor Ceil Round Sign Sin Cos Tan Asin Acos Atan Sinh
+ * Cosh Asinh Acosh Atanh Softplus Softsign Elu Selu Celu HardSigmoid
+ * HardSwish ThresholdedRelu Shrink on f32 and f64 (Sign and Shrink on
+ * integers too), IsNaN IsInf (to bool) and Not (bool). */
+pl_status *math_build_functions(pl_module_ctx *ctx, const pl_node_desc *node,
+                                pl_kernel **out_kernel);
+/* math_nary.c: NumPy-broadcasting And Or Xor GreaterOrEqual LessOrEqual
+ * Mod BitShift PRelu and the variadic Min Max Sum Mean. */
+pl_status *math_build_nary(pl_module_ctx *ctx, const pl_node_desc *node,
+                           pl_kernel **out_kernel);
+/* math_axis.c: ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare
+ * ReduceLogSum ReduceLogSumExp; ArgMax ArgMin (i64 indices); Trilu (any
+ * dtype), CumSum (f32 f64 i32 i64), Size. */
+pl_status *math_build_reduce_any(pl_module_ctx *ctx, const pl_node_desc *node,
+                                 pl_kernel **out_kernel);
+pl_status *math_build_arg(pl_module_ctx *ctx, const pl_node_desc *node,
+                          pl_kernel **out_kernel);
+pl_status *math_build_trilu(pl_module_ctx *ctx, const pl_node_desc *node,
+                            pl_kernel **out_kernel);
+pl_status *math_build_cumsum(pl_module_ctx *ctx, const pl_node_desc *node,
+                             pl_kernel **out_kernel);
+pl_status *math_build_size(pl_module_ctx *ctx, const pl_node_desc *node,
+                           pl_kernel **out_kernel);
 
 /* Sums N floats with independent partial sums (vectorisable, and more
  * accurate than one running sum). */

@@ -2,9 +2,9 @@
  * Abs Reciprocal Erf LeakyRelu Clip Relu Sigmoid Tanh on f32 and f64, and
  * the ones ONNX defines on integers on those too: Neg and Abs (i8 i32 i64,
  * Abs on u8), Relu (i8 i32 i64) and Clip (i8 u8 i32 i64). Integers wrap:
- * Neg and Abs of the lowest value give it back, as numpy does. Relu,
- * Sigmoid and Tanh on f32 stay elementwise.c's kernels (its vectorised
- * exp); f16 and bf16 reach these kernels as f32 (dtype_wrap.c).
+ * Neg and Abs of the lowest value give it back, as numpy does. f16 and
+ * bf16 reach these kernels as f32 (dtype_wrap.c). Exp and Sigmoid on f32
+ * use fastmath.h's expf, which vectorises.
  *
  * Each op is one simple loop over a chunk of the flat index, run on the
  * host's pool; the loops read an element before writing the same index, so
@@ -90,8 +90,8 @@ static inline float math_erf(float x)
 }
 
 /* The float ops on T, with libm's functions of suffix F (f or none); EXP
- * and ERF are the exponential and erf to use. */
-#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, ERF)                                           \
+ * and ERF are the exponential and erf to use, RELU Relu's expression. */
+#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, ERF, RELU)                                     \
     static void mu_chunk_##SUFFIX(const math_unary_call *c, size_t begin, size_t end)    \
     {                                                                                    \
         const T alpha = (T)c->k->alpha, lo = (T)c->lo, hi = (T)c->hi;                    \
@@ -107,13 +107,15 @@ static inline float math_erf(float x)
         case MU_LEAKY: MU_LOOP(T, x < zero ? alpha * x : x); break;                      \
         /* NaN fails both compares and passes through. */                                \
         case MU_CLIP: MU_LOOP(T, x < lo ? lo : (x > hi ? hi : x)); break;                \
-        case MU_RELU: MU_LOOP(T, x < zero ? zero : x); break;                            \
-        case MU_SIGMOID: MU_LOOP(T, one / (one + exp##F(-x))); break;                    \
+        case MU_RELU: MU_LOOP(T, RELU); break;                                           \
+        case MU_SIGMOID: MU_LOOP(T, one / (one + EXP(-x))); break;                       \
         case MU_TANH: MU_LOOP(T, tanh##F(x)); break;                                     \
         }                                                                                \
     }
-MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf)
-MU_FLOAT_CHUNK(double, f64, , exp, erf)
+/* f32 Relu gives 0 for NaN, as the Relu epilogue that kernel_fuse folds
+ * into Conv, Gemm and MatMul does (the two must agree); f64 passes NaN. */
+MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf, x > zero ? x : zero)
+MU_FLOAT_CHUNK(double, f64, , exp, erf, x < zero ? zero : x)
 
 /* Integers, through int64: |x| and -x wrap (computed unsigned). */
 static inline int64_t mu_neg(int64_t x) { return (int64_t)(0u - (uint64_t)x); }
@@ -180,7 +182,8 @@ static pl_status *math_clip_bound(const math_unary_kernel *k, const pl_run_args 
 static void math_unary_go(pl_module_ctx *ctx, math_unary_call *c, size_t n)
 {
     const math_unary_op op = c->k->op;
-    bool heavy = op == MU_EXP || op == MU_LOG || op == MU_ERF || op == MU_SQRT;
+    bool heavy = op == MU_EXP || op == MU_LOG || op == MU_ERF || op == MU_SQRT ||
+                 op == MU_SIGMOID || op == MU_TANH;
     cpu_host->parallel_for(ctx->host_ctx, n, heavy ? MATH_GRAIN_HEAVY : MATH_GRAIN,
                            math_unary_chunk, c);
 }
@@ -252,8 +255,6 @@ pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
         return math_unsupported_dtype(node->op, x->dtype);
     if (!PL_DTYPE_EQ(o->dtype, x->dtype))
         return math_unsupported_dtype(node->op, o->dtype);
-    if (t == MATH_F32 && op >= MU_RELU)
-        return cpu_build_unary(ctx, node, out_kernel);
     pl_status *st = math_same_size(node, 0);
     if (st != NULL)
         return st;

@@ -818,9 +818,9 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
     const char *ap;
     size_t ap_len;
     NN_TRY(nn_attr_string(node, "auto_pad", "NOTSET", &ap, &ap_len));
-    bool same = ap_len == 10 && memcmp(ap, "SAME_", 5) == 0;
-    bool upper = same && memcmp(ap + 5, "UPPER", 5) == 0;
-    bool valid = ap_len == 5 && memcmp(ap, "VALID", 5) == 0;
+    /* nn_window_read refused a value that is not ONNX's. */
+    pl_auto_pad mode = pl_auto_pad_parse(ap, ap_len);
+    bool same = pl_auto_pad_is_same(mode), valid = mode == PL_AUTO_PAD_VALID;
     for (int d = 0; d < nsp; d++) {
         int64_t in = w.in[d], s = w.stride[d];
         int64_t opad = opad_v ? opad_v[d] : 0;
@@ -831,7 +831,8 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
         int64_t full = s * (in - 1) + opad + eff;
         if (os_v != NULL || same) {
             /* ONNX's rule: SAME_UPPER puts the odd pad at the end, the
-             * others (SAME_LOWER, or output_shape alone) at the start. */
+             * others (SAME_LOWER, or output_shape alone) at the start
+             * (pl_auto_pad_split). */
             int64_t out = os_v != NULL ? os_v[n_os - (size_t)nsp + (size_t)d] : in * s;
             int64_t total = full - out;
             if (total < 0)
@@ -839,8 +840,7 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
                                  "output size %lld on spatial axis %d needs negative pads",
                                  (long long)out, d);
             w.out[d] = out;
-            w.pad_begin[d] = upper ? total / 2 : total - total / 2;
-            w.pad_end[d] = total - w.pad_begin[d];
+            pl_auto_pad_split(mode, total, &w.pad_begin[d], &w.pad_end[d]);
         } else {
             w.pad_begin[d] = valid || pads_v == NULL ? 0 : pads_v[d];
             w.pad_end[d] = valid || pads_v == NULL ? 0 : pads_v[d + nsp];

@@ -94,33 +94,20 @@ pl_status *nn_window_read(const pl_node_desc *node, nn_window_kind kind, const p
     const char *ap;
     size_t ap_len;
     NN_TRY(nn_attr_string(node, "auto_pad", "NOTSET", &ap, &ap_len));
-    int auto_pad; /* 0 NOTSET, 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID */
-    if (ap_len == 0 || (ap_len == 6 && memcmp(ap, "NOTSET", 6) == 0))
-        auto_pad = 0;
-    else if (ap_len == 10 && memcmp(ap, "SAME_UPPER", 10) == 0)
-        auto_pad = 1;
-    else if (ap_len == 10 && memcmp(ap, "SAME_LOWER", 10) == 0)
-        auto_pad = 2;
-    else if (ap_len == 5 && memcmp(ap, "VALID", 5) == 0)
-        auto_pad = 3;
-    else
+    pl_auto_pad auto_pad = pl_auto_pad_parse(ap, ap_len);
+    if (auto_pad == PL_AUTO_PAD_INVALID)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "auto_pad '%.*s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
                          (int)(ap_len < 32 ? ap_len : 32), ap);
     for (int d = 0; d < nsp && kind != NN_WINDOW_TRANSPOSE; d++) {
         int64_t in = w->in[d], s = w->stride[d];
         int64_t eff = (w->kernel[d] - 1) * w->dilation[d] + 1;
-        if (auto_pad == 1 || auto_pad == 2) {
-            int64_t out = in / s + (in % s != 0);
-            int64_t total = (out - 1) * s + eff - in;
-            if (total < 0)
-                total = 0;
-            w->out[d] = out;
-            w->pad_begin[d] = auto_pad == 1 ? total / 2 : total - total / 2;
-            w->pad_end[d] = total - w->pad_begin[d];
+        if (pl_auto_pad_is_same(auto_pad)) {
+            w->out[d] = pl_auto_pad_same(auto_pad, in, s, eff, &w->pad_begin[d], &w->pad_end[d]);
             continue;
         }
-        int64_t pb = auto_pad == 3 ? 0 : pads[d], pe = auto_pad == 3 ? 0 : pads[d + nsp];
+        bool valid = auto_pad == PL_AUTO_PAD_VALID;
+        int64_t pb = valid ? 0 : pads[d], pe = valid ? 0 : pads[d + nsp];
         int64_t span = in + pb + pe;
         if (span < eff)
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op,

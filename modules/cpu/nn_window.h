@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <plinth/auto_pad.h>
+
 #include "cpu_kernel.h"
 #include "gemm.h"
 

@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <plinth/auto_pad.h>
+
 #include "index_kernel.h"
 
 #define QC_MAX_SP (CPU_MAX_RANK - 2)
@@ -142,8 +144,10 @@ static pl_status *qc_geometry(const pl_node_desc *node, qc_kernel *k)
     if ((pads && np != 2 * (size_t)nsp) || (strides && ns != (size_t)nsp) ||
         (dil && nd != (size_t)nsp))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "pads, strides or dilations do not fit");
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    bool valid = strcmp(ap, "VALID") == 0;
+    pl_auto_pad mode = pl_auto_pad_parse_cstr(ap);
+    if (mode == PL_AUTO_PAD_INVALID)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
     k->nsp = nsp;
     k->n = (size_t)x->shape[0];
     k->c = (size_t)x->shape[1];
@@ -156,17 +160,20 @@ static pl_status *qc_geometry(const pl_node_desc *node, qc_kernel *k)
         k->out[d] = o->shape[d + 2];
         k->stride[d] = strides ? strides[d] : 1;
         k->dil[d] = dil ? dil[d] : 1;
-        int64_t span = k->dil[d] * (k->ker[d] - 1) + 1;
-        if (same) {
-            int64_t total = (k->out[d] - 1) * k->stride[d] + span - k->in[d];
-            total = total > 0 ? total : 0;
-            k->pad[d] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-        } else {
-            k->pad[d] = pads && !valid ? pads[d] : 0;
-        }
         if (k->stride[d] < 1 || k->dil[d] < 1 || k->ker[d] < 1)
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                              "strides, dilations and kernel dims must be positive");
+        int64_t span = k->dil[d] * (k->ker[d] - 1) + 1, end_pad;
+        if (pl_auto_pad_is_same(mode)) {
+            int64_t want = pl_auto_pad_same(mode, k->in[d], k->stride[d], span, &k->pad[d],
+                                            &end_pad);
+            if (want != k->out[d])
+                return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                                 "auto_pad %s gives %lld outputs on spatial axis %d, the "
+                                 "output has %lld", ap, (long long)want, d, (long long)k->out[d]);
+        } else {
+            k->pad[d] = pads && mode != PL_AUTO_PAD_VALID ? pads[d] : 0;
+        }
         k->in_sp *= (size_t)k->in[d];
         k->ker_sp *= (size_t)k->ker[d];
         k->out_sp *= (size_t)k->out[d];

@@ -24,6 +24,8 @@
  * lock. */
 #include "example_acc.h"
 
+#include <plinth/graph_hash.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -379,125 +381,20 @@ pl_status *xacc_supported_nodes(pl_module_ctx *ctx, int device, const pl_graph_v
 
 /* ---- the subgraph's hash ----------------------------------------------------
  *
- * What import compares: op types, the attributes the ops read, the shape and
- * dtype of every tensor, constant bytes, and how the nodes are wired (each
- * tensor by its order of first appearance, not its index in the graph, so
- * the same subgraph in another graph hashes the same). FNV-1a, 64 bits. */
-
-struct xacc_hasher {
-    uint64_t h;
-    int64_t *seen; /* tensor ids in order of first appearance */
-    size_t n_seen;
-    size_t cap_seen;
-};
-
-static void xacc_hash_bytes(uint64_t *h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        *h ^= p[i];
-        *h *= 0x100000001b3ull;
-    }
-}
-
-static void xacc_hash_u64(uint64_t *h, uint64_t v)
-{
-    xacc_hash_bytes(h, &v, sizeof v);
-}
-
-static void xacc_hash_string(uint64_t *h, const char *s)
-{
-    s = s != NULL ? s : "";
-    xacc_hash_bytes(h, s, strlen(s) + 1);
-}
-
-/* Hashes a reference to tensor T: its ordinal, and on first sight its type
- * and constant bytes. Returns 0 out of memory. */
-static int xacc_hash_tensor(pl_module_ctx *ctx, const pl_graph_view *view,
-                            struct xacc_hasher *hs, int64_t t)
-{
-    const pl_graph_api *g = xacc_host->graph;
-    for (size_t i = 0; i < hs->n_seen; i++) {
-        if (hs->seen[i] == t) {
-            xacc_hash_u64(&hs->h, i);
-            return 1;
-        }
-    }
-    if (hs->n_seen == hs->cap_seen) {
-        size_t cap = hs->cap_seen ? 2 * hs->cap_seen : 32;
-        int64_t *grown = xacc_host->host_alloc(ctx->host_ctx, cap * sizeof *grown, 0);
-        if (grown == NULL)
-            return 0;
-        if (hs->n_seen > 0)
-            memcpy(grown, hs->seen, hs->n_seen * sizeof *grown);
-        xacc_host->host_free(ctx->host_ctx, hs->seen);
-        hs->seen = grown;
-        hs->cap_seen = cap;
-    }
-    xacc_hash_u64(&hs->h, hs->n_seen);
-    hs->seen[hs->n_seen++] = t;
-    pl_dtype dt = {0, 0, 0};
-    int32_t ndim = -1;
-    const int64_t *dims = NULL;
-    if (t >= 0 && g->tensor_type(view, t, &dt, &ndim, &dims)) {
-        xacc_hash_bytes(&hs->h, &dt, sizeof dt);
-        xacc_hash_u64(&hs->h, (uint64_t)(int64_t)ndim);
-        for (int32_t d = 0; d < ndim; d++)
-            xacc_hash_u64(&hs->h, (uint64_t)dims[d]);
-    }
-    const void *data = NULL;
-    size_t bytes = 0;
-    if (t >= 0 && g->tensor_constant(view, t, &data, &bytes)) {
-        xacc_hash_u64(&hs->h, bytes);
-        xacc_hash_bytes(&hs->h, data, bytes);
-    }
-    return 1;
-}
+ * What import compares (plinth/graph_hash.h): op types, the attributes the
+ * ops read, the shape and dtype of every tensor, constant bytes, and how the
+ * nodes are wired (each tensor by its order of first appearance, so the
+ * same subgraph in another graph hashes the same). */
 
 /* The hash of VIEW, into *out_hash. Fails only out of memory. */
 static pl_status *xacc_view_hash(pl_module_ctx *ctx, const pl_graph_view *view,
                                  uint64_t *out_hash)
 {
-    const pl_graph_api *g = xacc_host->graph;
-    struct xacc_hasher hs = {.h = 0xcbf29ce484222325ull};
-    int ok = 1;
-    xacc_hash_string(&hs.h, "example_acc subgraph 1");
-    size_t n_in = g->input_count(view), n_out = g->output_count(view);
-    xacc_hash_u64(&hs.h, n_in);
-    for (size_t i = 0; ok && i < n_in; i++)
-        ok = xacc_hash_tensor(ctx, view, &hs, g->input(view, i));
-    size_t nodes = g->node_count(view);
-    xacc_hash_u64(&hs.h, nodes);
-    for (size_t n = 0; ok && n < nodes; n++) {
-        xacc_hash_string(&hs.h, g->node_op(view, n));
-        xacc_hash_string(&hs.h, g->node_domain(view, n));
-        static const char *const attrs[] = {"alpha", "beta", "transA", "transB"};
-        for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++) {
-            pl_graph_attr_kind kind = g->attr_kind(view, n, attrs[a]);
-            int64_t iv = 0;
-            double fv = 0;
-            xacc_hash_u64(&hs.h, (uint64_t)kind);
-            if (kind == PL_GRAPH_ATTR_INT && g->attr_int(view, n, attrs[a], &iv))
-                xacc_hash_u64(&hs.h, (uint64_t)iv);
-            if (kind == PL_GRAPH_ATTR_FLOAT && g->attr_float(view, n, attrs[a], &fv))
-                xacc_hash_bytes(&hs.h, &fv, sizeof fv);
-        }
-        size_t ni = g->node_input_count(view, n), no = g->node_output_count(view, n);
-        xacc_hash_u64(&hs.h, ni);
-        xacc_hash_u64(&hs.h, no);
-        for (size_t k = 0; ok && k < ni; k++)
-            ok = xacc_hash_tensor(ctx, view, &hs, g->node_input(view, n, k));
-        for (size_t k = 0; ok && k < no; k++)
-            ok = xacc_hash_tensor(ctx, view, &hs, g->node_output(view, n, k));
-    }
-    xacc_hash_u64(&hs.h, n_out);
-    for (size_t i = 0; ok && i < n_out; i++)
-        ok = xacc_hash_tensor(ctx, view, &hs, g->output(view, i));
-    xacc_host->host_free(ctx->host_ctx, hs.seen);
-    if (!ok)
+    static const char *const attrs[] = {"alpha", "beta", "transA", "transB"};
+    if (!pl_hash_view(xacc_host, ctx->host_ctx, view, "example_acc subgraph 2", attrs,
+                      sizeof attrs / sizeof attrs[0], out_hash))
         return xacc_host->status_create(PL_CODE_OUT_OF_MEMORY,
                                         "example_acc: out of memory hashing a subgraph");
-    *out_hash = hs.h;
     return NULL;
 }
 
@@ -1078,7 +975,7 @@ pl_status *xacc_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
  *
  * The blob, all integers in the writer's byte order (checked by a marker):
  *
- *   header   "XACCBLOB", u32 format (1), u32 byte-order marker, char[16]
+ *   header   "XACCBLOB", u32 format (2), u32 byte-order marker, char[16]
  *            module version, u64 subgraph hash, u32 n_values n_instrs
  *            n_inputs n_outputs, u64 weight_floats scratch_floats
  *   values   per value: u32 kind, i32 ndim, i64 dims[8], u64 offset
@@ -1086,10 +983,10 @@ pl_status *xacc_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
  *            i32 trans_b, f64 alpha, f64 beta
  *   io       u32 inputs[n_inputs], u32 outputs[n_outputs]
  *   weights  weight_floats f32, tiled
- *   trailer  u64 FNV-1a checksum of everything before it */
+ *   trailer  u64 checksum of everything before it (pl_hash_bytes) */
 
 #define XACC_BLOB_MAGIC "XACCBLOB"
-#define XACC_BLOB_FORMAT 1u
+#define XACC_BLOB_FORMAT 2u /* 2: pl_hash_bytes checksum and subgraph hash */
 #define XACC_BLOB_ORDER 0x01020304u
 #define XACC_BLOB_VERSION_LEN 16
 #define XACC_BLOB_HEADER (8 + 4 + 4 + XACC_BLOB_VERSION_LEN + 8 + 4 * 4 + 8 * 2)
@@ -1099,12 +996,12 @@ pl_status *xacc_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
 struct xacc_writer {
     pl_blob_sink sink;
     void *sink_ctx;
-    uint64_t checksum;
+    pl_hash_stream checksum;
 };
 
 static void xacc_put(struct xacc_writer *w, const void *bytes, size_t n)
 {
-    xacc_hash_bytes(&w->checksum, bytes, n);
+    pl_hash_stream_add(&w->checksum, bytes, n);
     w->sink(w->sink_ctx, bytes, n);
 }
 
@@ -1119,7 +1016,8 @@ pl_status *xacc_export_compiled(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink
     if (c == NULL || sink == NULL)
         return xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "example_acc: export without a compiled subgraph or sink");
-    struct xacc_writer w = {sink, sink_ctx, 0xcbf29ce484222325ull};
+    struct xacc_writer w = {.sink = sink, .sink_ctx = sink_ctx};
+    pl_hash_stream_init(&w.checksum);
     char version[XACC_BLOB_VERSION_LEN] = {0};
     snprintf(version, sizeof version, "%s", XACC_VERSION);
     xacc_put(&w, XACC_BLOB_MAGIC, 8);
@@ -1162,8 +1060,8 @@ pl_status *xacc_export_compiled(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink
     /* The weights come straight from device memory, already tiled. */
     if (c->weight_floats > 0)
         xacc_put(&w, c->weights->bytes, (size_t)c->weight_floats * sizeof(float));
-    uint64_t checksum = w.checksum;
-    xacc_put_u64(&w, checksum);
+    uint64_t checksum = pl_hash_stream_end(&w.checksum);
+    sink(sink_ctx, &checksum, sizeof checksum);
     return NULL;
 }
 
@@ -1233,8 +1131,8 @@ static pl_status *xacc_import_header(pl_module_ctx *ctx, const pl_graph_view *su
             (unsigned)format, order == XACC_BLOB_ORDER ? "same" : "foreign", version,
             XACC_BLOB_FORMAT, XACC_VERSION);
 
-    uint64_t checksum = 0xcbf29ce484222325ull, stored;
-    xacc_hash_bytes(&checksum, blob, blob_bytes - 8);
+    uint64_t checksum = PL_HASH_SEED, stored;
+    pl_hash_bytes(&checksum, blob, blob_bytes - 8);
     memcpy(&stored, (const unsigned char *)blob + blob_bytes - 8, sizeof stored);
     if (checksum != stored)
         return xacc_malformed("checksum mismatch (corrupted or truncated)");

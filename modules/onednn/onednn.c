@@ -325,22 +325,5 @@ static const pl_module_api onednn_api = {
     .import_compiled = onednn_import,
 };
 
-/* The one exported symbol: negotiates the ABI major both ways (see
- * module.h) and hands out the table. Does no other work. */
-PL_MODULE_ENTRY
-{
-    if (out_api != NULL)
-        *out_api = NULL;
-    if (host == NULL || inout_abi_major == NULL || out_api == NULL)
-        return PL_CODE_INVALID_ARGUMENT;
-    if (*inout_abi_major != PL_ABI_MAJOR || host->header.abi_major != PL_ABI_MAJOR) {
-        *inout_abi_major = PL_ABI_MAJOR;
-        return PL_CODE_INCOMPATIBLE;
-    }
-    /* Every host function this module calls is part of ABI 1.0. */
-    if (!PL_ABI_HAS_FIELD(pl_host_api, host, graph))
-        return PL_CODE_INCOMPATIBLE;
-    onednn_host = host;
-    *out_api = &onednn_api;
-    return PL_CODE_OK;
-}
+/* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */
+PL_MODULE_DEFINE_ENTRY(onednn_host, onednn_api);

@@ -40,6 +40,9 @@
 
 #include "onednn.h"
 
+#include <plinth/auto_pad.h>
+#include <plinth/graph_hash.h>
+
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -575,18 +578,6 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
     return 1;
 }
 
-/* The padding of one spatial dim for auto_pad SAME_UPPER/SAME_LOWER. */
-static void odnn_same_pad(int64_t in, int64_t k, int64_t s, int64_t d, int upper, int64_t *l,
-                          int64_t *r)
-{
-    int64_t out = (in + s - 1) / s;
-    int64_t total = (out - 1) * s + (k - 1) * d + 1 - in;
-    if (total < 0)
-        total = 0;
-    *l = upper ? total / 2 : total - total / 2;
-    *r = total - *l;
-}
-
 /* The window of a Conv or pooling node over a 4-D input: kernel, strides,
  * dilations (ONNX's, >= 1) and both paddings. Returns 0 with a reason. */
 struct odnn_window {
@@ -625,20 +616,21 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
         return 0;
     char buf[32];
     const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
+    pl_auto_pad mode = pl_auto_pad_parse_cstr(ap);
+    if (mode == PL_AUTO_PAD_INVALID) {
+        odnn_reason(reason, op, "auto_pad '%s' is not an ONNX value", ap);
+        return 0;
+    }
     for (int i = 0; i < 2; i++) {
         if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1) {
             odnn_reason(reason, op, "kernel, strides and dilations must be >= 1");
             return 0;
         }
-        if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0)
-            odnn_same_pad(x->dims[2 + i], w->k[i], w->s[i], w->d[i], ap[5] == 'U', &w->pl[i],
-                          &w->pr[i]);
-        else if (strcmp(ap, "VALID") == 0)
+        if (pl_auto_pad_is_same(mode))
+            pl_auto_pad_same(mode, x->dims[2 + i], w->s[i], (w->k[i] - 1) * w->d[i] + 1,
+                             &w->pl[i], &w->pr[i]);
+        else if (mode == PL_AUTO_PAD_VALID)
             w->pl[i] = w->pr[i] = 0;
-        else if (strcmp(ap, "NOTSET") != 0) {
-            odnn_reason(reason, op, "auto_pad '%s' is not an ONNX value", ap);
-            return 0;
-        }
         /* The right padding that gives the output size the graph states
          * (ceil_mode and SAME both come out of this). */
         int64_t span = (w->k[i] - 1) * w->d[i] + 1;
@@ -669,7 +661,8 @@ static int odnn_deconv_window(const pl_graph_view *v, size_t n, const struct odn
     const int64_t *a;
     char buf[32];
     const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
-    if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) {
+    pl_auto_pad mode = pl_auto_pad_parse_cstr(ap);
+    if (mode != PL_AUTO_PAD_NOTSET && mode != PL_AUTO_PAD_VALID) {
         odnn_reason(reason, op, "auto_pad %s is not supported (left to cpu)", ap);
         return 0;
     }
@@ -687,7 +680,7 @@ static int odnn_deconv_window(const pl_graph_view *v, size_t n, const struct odn
     }
     if (!odnn_window_attrs(v, n, op, &wt->dims[2], w, reason))
         return 0;
-    if (strcmp(ap, "VALID") == 0)
+    if (mode == PL_AUTO_PAD_VALID)
         for (int i = 0; i < 2; i++)
             w->pl[i] = w->pr[i] = 0;
     for (int i = 0; i < 2; i++) {
@@ -2102,8 +2095,8 @@ static int odnn_dw_after(struct odnn_build *b, const struct odnn_fuse *f, struct
         (odnn_attr_ints(v, (size_t)j, "dilations", &a) == 2 && (a[0] != 1 || a[1] != 1)) ||
         odnn_attr_ints(v, (size_t)j, "pads", &a) != 4 || a[0] != 1 || a[1] != 1 || a[2] != 1 ||
         a[3] != 1 ||
-        strcmp(odnn_attr_string(v, (size_t)j, "auto_pad", "NOTSET", buf, sizeof buf), "NOTSET") !=
-            0 ||
+        pl_auto_pad_parse_cstr(odnn_attr_string(v, (size_t)j, "auto_pad", "NOTSET", buf,
+                                                sizeof buf)) != PL_AUTO_PAD_NOTSET ||
         y.dims[2] != (x.dims[2] - 1) / 2 + 1 || y.dims[3] != (x.dims[3] - 1) / 2 + 1)
         return 0;
     dw->node = j;
@@ -3365,126 +3358,17 @@ static pl_status *odnn_bind(struct odnn_build *b)
 
 /* ---- the subgraph's hash ---------------------------------------------------- */
 
-/* Folds N bytes into *H: eight bytes at a time (little-endian words, a
- * multiply and a xor-shift each), the last N % 8 one at a time. Not
- * cryptographic: it tells subgraphs and blobs apart and catches damage,
- * and runs about six times faster than byte-wise FNV-1a over the tens of
- * megabytes of weights a model and its blob hold. */
-static void odnn_hash_bytes(uint64_t *h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t x = *h;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        x = (x ^ w) * 0x9e3779b97f4a7c15ull;
-        x ^= x >> 29;
-    }
-    for (; i < n; i++) {
-        x ^= p[i];
-        x *= 0x100000001b3ull;
-    }
-    *h = x;
-}
-
-static void odnn_hash_u64(uint64_t *h, uint64_t x)
-{
-    odnn_hash_bytes(h, &x, sizeof x);
-}
-
-static void odnn_hash_str(uint64_t *h, const char *s)
-{
-    s = s != NULL ? s : "";
-    odnn_hash_bytes(h, s, strlen(s) + 1);
-}
-
-/* The ordinal of tensor T among those seen (added when new), hashing its
- * type and constant bytes on first sight. SEEN has room for every tensor. */
-static void odnn_hash_tensor(const pl_graph_view *v, uint64_t *h, int64_t *seen, size_t *n_seen,
-                             int64_t t)
-{
-    for (size_t i = 0; i < *n_seen; i++)
-        if (seen[i] == t) {
-            odnn_hash_u64(h, i);
-            return;
-        }
-    odnn_hash_u64(h, *n_seen);
-    seen[(*n_seen)++] = t;
-    struct odnn_tinfo ti;
-    if (odnn_tensor(v, t, &ti)) {
-        odnn_hash_u64(h, (uint64_t)ti.ndim);
-        odnn_hash_u64(h, (uint64_t)ti.f32);
-        for (int32_t d = 0; d < ti.ndim; d++)
-            odnn_hash_u64(h, (uint64_t)ti.dims[d]);
-        if (ti.cdata != NULL) {
-            odnn_hash_u64(h, ti.cbytes);
-            odnn_hash_bytes(h, ti.cdata, ti.cbytes);
-        }
-    }
-}
-
-/* Hashes what compile reads: ops, the attributes it reads, the wiring, the
- * types and the constant bytes. Tensors are numbered by first appearance,
- * so the same subgraph in another graph hashes the same. */
+/* Hashes what compile reads (plinth/graph_hash.h): ops, the attributes it
+ * reads, the wiring, the types and the constant bytes. */
 static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uint64_t *out)
 {
-    const pl_graph_api *g = onednn_host->graph;
-    size_t nodes = g->node_count(v), refs = g->input_count(v) + g->output_count(v);
-    for (size_t n = 0; n < nodes; n++)
-        refs += g->node_input_count(v, n) + g->node_output_count(v, n);
-    int64_t *seen = onednn_host->host_alloc(ctx->host_ctx, (refs + 1) * sizeof *seen, 0);
-    if (seen == NULL)
-        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory hashing a subgraph");
-    size_t n_seen = 0;
-    uint64_t h = 0xcbf29ce484222325ull;
-    odnn_hash_str(&h, "onednn subgraph 1");
-    odnn_hash_u64(&h, g->input_count(v));
-    for (size_t i = 0; i < g->input_count(v); i++)
-        odnn_hash_tensor(v, &h, seen, &n_seen, g->input(v, i));
-    odnn_hash_u64(&h, nodes);
     static const char *const attrs[] = {
         "kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", "transA", "transB",
         "alpha", "beta", "axis", "axes", "keepdims", "epsilon", "ceil_mode", "count_include_pad",
         "storage_order", "perm", "min", "max", "training_mode"};
-    for (size_t n = 0; n < nodes; n++) {
-        odnn_hash_str(&h, g->node_op(v, n));
-        odnn_hash_str(&h, g->node_domain(v, n));
-        odnn_hash_u64(&h, (uint64_t)g->node_opset(v, n));
-        for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++) {
-            pl_graph_attr_kind kind = g->attr_kind(v, n, attrs[a]);
-            odnn_hash_u64(&h, (uint64_t)kind);
-            int64_t iv;
-            double fv;
-            const int64_t *is;
-            const char *s;
-            size_t len;
-            if (kind == PL_GRAPH_ATTR_INT && g->attr_int(v, n, attrs[a], &iv))
-                odnn_hash_u64(&h, (uint64_t)iv);
-            if (kind == PL_GRAPH_ATTR_FLOAT && g->attr_float(v, n, attrs[a], &fv))
-                odnn_hash_bytes(&h, &fv, sizeof fv);
-            if (kind == PL_GRAPH_ATTR_INTS && g->attr_ints(v, n, attrs[a], &is, &len)) {
-                odnn_hash_u64(&h, len);
-                odnn_hash_bytes(&h, is, len * sizeof *is);
-            }
-            if (kind == PL_GRAPH_ATTR_STRING && g->attr_string(v, n, attrs[a], &s, &len)) {
-                odnn_hash_u64(&h, len);
-                odnn_hash_bytes(&h, s, len);
-            }
-        }
-        size_t ni = g->node_input_count(v, n), no = g->node_output_count(v, n);
-        odnn_hash_u64(&h, ni);
-        odnn_hash_u64(&h, no);
-        for (size_t k = 0; k < ni; k++)
-            odnn_hash_tensor(v, &h, seen, &n_seen, g->node_input(v, n, k));
-        for (size_t k = 0; k < no; k++)
-            odnn_hash_tensor(v, &h, seen, &n_seen, g->node_output(v, n, k));
-    }
-    odnn_hash_u64(&h, g->output_count(v));
-    for (size_t i = 0; i < g->output_count(v); i++)
-        odnn_hash_tensor(v, &h, seen, &n_seen, g->output(v, i));
-    odnn_free(ctx, seen);
-    *out = h;
+    if (!pl_hash_view(onednn_host, ctx->host_ctx, v, "onednn subgraph 2", attrs,
+                      sizeof attrs / sizeof attrs[0], out))
+        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory hashing a subgraph");
     return NULL;
 }
 
@@ -3666,8 +3550,8 @@ static pl_status *odnn_import_header(pl_module_ctx *ctx, const pl_graph_view *v,
     if (memcmp(h.magic, ODNN_MAGIC, 8) != 0)
         return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (bad magic: "
                                                     "not written by the onednn module)");
-    uint64_t sum = 0xcbf29ce484222325ull, stored;
-    odnn_hash_bytes(&sum, blob, bytes - 8);
+    uint64_t sum = PL_HASH_SEED, stored;
+    pl_hash_bytes(&sum, blob, bytes - 8);
     memcpy(&stored, blob + bytes - 8, 8);
     if (sum != stored)
         return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (checksum "
@@ -3874,36 +3758,18 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
 
 /* ---- export ------------------------------------------------------------------ */
 
-/* The blob's checksum is odnn_hash_bytes over all of it but the last 8
- * bytes in one call; the writer gets its pieces one by one, so it carries
- * the bytes of an unfinished word over to the next piece. */
+/* The blob's checksum is pl_hash_bytes over all of it but the last 8
+ * bytes; the writer hashes its pieces as they go (pl_hash_stream). */
 struct odnn_writer {
     pl_blob_sink sink;
     void *sink_ctx;
-    uint64_t sum;
-    unsigned char part[8];
-    size_t n_part;
+    pl_hash_stream sum;
 };
 
 static void odnn_put(struct odnn_writer *w, const void *p, size_t n)
 {
     w->sink(w->sink_ctx, p, n);
-    const unsigned char *b = p;
-    if (w->n_part > 0) {
-        size_t take = 8 - w->n_part < n ? 8 - w->n_part : n;
-        memcpy(w->part + w->n_part, b, take);
-        w->n_part += take;
-        b += take;
-        n -= take;
-        if (w->n_part < 8)
-            return;
-        odnn_hash_bytes(&w->sum, w->part, 8);
-        w->n_part = 0;
-    }
-    size_t whole = n / 8 * 8;
-    odnn_hash_bytes(&w->sum, b, whole);
-    memcpy(w->part, b + whole, n - whole);
-    w->n_part = n - whole;
+    pl_hash_stream_add(&w->sum, p, n);
 }
 
 pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sink,
@@ -3918,7 +3784,8 @@ pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sin
     h.options = c->options;
     h.n_steps = (uint32_t)c->n_steps;
     h.n_weights = (uint32_t)c->n_weights;
-    struct odnn_writer w = {sink, sink_ctx, 0xcbf29ce484222325ull, {0}, 0};
+    struct odnn_writer w = {.sink = sink, .sink_ctx = sink_ctx};
+    pl_hash_stream_init(&w.sum);
     odnn_put(&w, &h, sizeof h);
     for (int s = 0; s < c->n_steps; s++)
         odnn_put(&w, &c->steps[s].kind, 4);
@@ -3928,8 +3795,7 @@ pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sin
         odnn_put(&w, &bytes, 8);
         odnn_put(&w, c->weights[i].data, c->weights[i].bytes);
     }
-    odnn_hash_bytes(&w.sum, w.part, w.n_part);
-    uint64_t sum = w.sum;
+    uint64_t sum = pl_hash_stream_end(&w.sum);
     sink(sink_ctx, &sum, 8);
     return NULL;
 }

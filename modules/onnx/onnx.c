@@ -362,15 +362,5 @@ static const pl_module_api ox_api = {
     .import_model = ox_import_entry,
 };
 
-PL_MODULE_ENTRY
-{
-    *out_api = NULL;
-    if (*inout_abi_major != PL_ABI_MAJOR || host == NULL ||
-        host->header.abi_major != PL_ABI_MAJOR) {
-        *inout_abi_major = PL_ABI_MAJOR;
-        return PL_CODE_INCOMPATIBLE;
-    }
-    ox_host = host;
-    *out_api = &ox_api;
-    return PL_CODE_OK;
-}
+/* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */
+PL_MODULE_DEFINE_ENTRY(ox_host, ox_api);

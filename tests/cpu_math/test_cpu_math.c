@@ -485,7 +485,7 @@ static void case_Log(void) { tm_check_unary("Log", false); }
 static void case_Neg(void) { tm_check_unary("Neg", true); }
 static void case_Abs(void) { tm_check_unary_dts("Abs", true, true); }
 
-/* Relu Sigmoid Tanh: f32 on elementwise.c's kernels, the rest here. */
+/* Relu Sigmoid Tanh (math_unary.c, every float dtype). */
 static void case_activations(void)
 {
     tm_check_unary("Relu", true);

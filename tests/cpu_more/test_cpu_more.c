@@ -1,13 +1,13 @@
 /* test_cpu_more.c — the second wave of the cpu module's math family
- * (modules/cpu/math_more.c), driven the way the core drives it: a one-node
- * graph with shapes inferred by the core's opset, a view of it, a
- * pl_node_desc, then get_kernel and kernel_run through the module's table.
- * Every kernel is compared with a plain reference loop written here (in
- * double, or in int64 for integer dtypes) on shapes with broadcasting
- * corners, negative axes, keepdims, empty tensors, integer and bool dtypes;
- * then the output requests (add-to, in place), a zero divisor and the
- * refusals. Built on the shared harness of tests/cpu_harness. Usage:
- * test_cpu_more CASE STAGE_DIR. */
+ * (modules/cpu/math_functions.c, math_nary.c and math_axis.c), driven the
+ * way the core drives it: a one-node graph with shapes inferred by the
+ * core's opset, a view of it, a pl_node_desc, then get_kernel and kernel_run
+ * through the module's table. Every kernel is compared with a plain
+ * reference loop written here (in double, or in int64 for integer dtypes) on
+ * shapes with broadcasting corners, negative axes, keepdims, empty tensors,
+ * integer and bool dtypes; then the output requests (add-to, in place), a
+ * zero divisor and the refusals. Built on the shared harness of
+ * tests/cpu_harness. Usage: test_cpu_more CASE STAGE_DIR. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <plinth/graph_hash.h>
+
 #include "graph.h"
 #include "graph_view.h"
 #include "opset.h"
@@ -326,15 +328,12 @@ static struct blob export_blob(struct xt *x, pl_compiled *c)
     return b;
 }
 
-/* The blob's checksum as the module computes it (FNV-1a 64 of all but the
- * last 8 bytes), rewritten so that a forged change passes it. */
+/* The blob's checksum as the module computes it (pl_hash_bytes of all but
+ * the last 8 bytes), rewritten so that a forged change passes it. */
 static void blob_reseal(unsigned char *bytes, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i + 8 < n; i++) {
-        h ^= bytes[i];
-        h *= 0x100000001b3ull;
-    }
+    uint64_t h = PL_HASH_SEED;
+    pl_hash_bytes(&h, bytes, n - 8);
     memcpy(bytes + n - 8, &h, 8);
 }
 

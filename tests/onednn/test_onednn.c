@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <plinth/graph_hash.h>
+
 #include "../explain_json.h"
 #include "../harness.h"
 #include "graph_view.h"
@@ -635,23 +637,12 @@ static void case_export_import(void)
     reexport_and_close(&d, c, ci, &b);
 }
 
-/* Rewrites the trailing checksum after a header change: the module's hash
- * (eight bytes at a time, a multiply and a xor-shift each; the last few
- * bytes FNV-1a style), seeded with FNV's offset basis. */
+/* Rewrites the trailing checksum after a header change: the module's
+ * pl_hash_bytes of everything before it. */
 static void reseal(struct blob *b)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    size_t n = b->n - 8, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b->bytes + i, 8);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++) {
-        h ^= b->bytes[i];
-        h *= 0x100000001b3ull;
-    }
+    uint64_t h = PL_HASH_SEED;
+    pl_hash_bytes(&h, b->bytes, b->n - 8);
     memcpy(b->bytes + b->n - 8, &h, 8);
 }
 

@@ -306,6 +306,13 @@ typedef struct pl_host_api {
                                    const int64_t *dims);
 } pl_host_api;
 
+/* The struct_size of a complete ABI 1.0 host table (through
+ * shape_set_output). A module may call every function up to there once the
+ * core's table is at least this large (PL_MODULE_DEFINE_ENTRY checks it);
+ * a function a later minor appends is checked with PL_ABI_HAS_FN. */
+#define PL_HOST_API_SIZE_1_0 \
+    (offsetof(pl_host_api, shape_set_output) + sizeof(void (*)(void)))
+
 #ifdef __cplusplus
 }
 #endif

@@ -373,6 +373,41 @@ typedef pl_code (*pl_module_entry_fn)(const pl_host_api *host,
 
 PL_MODULE_ENTRY;
 
+/* Defines the whole entry point for a module that keeps the host table in
+ * HOST_VAR (a `const pl_host_api *` of its own) and offers the static table
+ * API (a pl_module_api object, not a pointer). Use once, at file scope, in
+ * one source file, as `PL_MODULE_DEFINE_ENTRY(mymod_host, mymod_api);`.
+ *
+ * It does what module.h asks of every entry point and nothing more: NULL
+ * arguments are PL_CODE_INVALID_ARGUMENT; when the core's major (in
+ * *inout_abi_major or the host table's header) is not PL_ABI_MAJOR it
+ * answers PL_ABI_MAJOR and PL_CODE_INCOMPATIBLE, so the core can name both;
+ * a host table shorter than ABI 1.0's (PL_HOST_API_SIZE_1_0) is
+ * PL_CODE_INCOMPATIBLE too, so every ABI 1.0 host function may be called
+ * without a check. Functions a later minor appended are still checked with
+ * PL_ABI_HAS_FN where they are called. The exported symbol, its signature
+ * and its answers are those of a hand-written entry point: a module built
+ * with this macro and one built without it are the same to the core. */
+#define PL_MODULE_DEFINE_ENTRY(HOST_VAR, API)                                 \
+    PL_MODULE_ENTRY                                                           \
+    {                                                                         \
+        if (out_api != NULL)                                                  \
+            *out_api = NULL;                                                  \
+        if (host == NULL || inout_abi_major == NULL || out_api == NULL)       \
+            return PL_CODE_INVALID_ARGUMENT;                                  \
+        if (*inout_abi_major != PL_ABI_MAJOR ||                               \
+            host->header.abi_major != PL_ABI_MAJOR) {                         \
+            *inout_abi_major = PL_ABI_MAJOR;                                  \
+            return PL_CODE_INCOMPATIBLE;                                      \
+        }                                                                     \
+        if (host->header.struct_size < PL_HOST_API_SIZE_1_0)                  \
+            return PL_CODE_INCOMPATIBLE;                                      \
+        (HOST_VAR) = host;                                                    \
+        *out_api = &(API);                                                    \
+        return PL_CODE_OK;                                                    \
+    }                                                                         \
+    typedef int pl_module_entry_defined_ /* takes the caller's semicolon */
+
 /* Fills the field FIELD of a versioned struct P of type T that the core
  * handed over, only when the core's struct_size covers it. */
 #define PL_ABI_SET(T, P, FIELD, VALUE)          \

@@ -1,10 +1,11 @@
-/* opset_more.c — schemas of the second wave of ONNX ops: rounding,
- * trigonometric and activation unary ops (Floor … HardSwish, Sign, IsNaN,
- * IsInf, Not), the broadcasting logical, comparison and integer ops (And Or
- * Xor GreaterOrEqual LessOrEqual Mod BitShift PRelu), the variadic Min Max
- * Sum Mean (same shapes before opset 8, broadcasting since), the remaining
- * reductions (ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare
- * ReduceLogSum ReduceLogSumExp), ArgMax/ArgMin, Trilu, CumSum and Size. Size carries its
+/* opset_math.c — schemas of ONNX's math ops past the arithmetic basics of
+ * opset_elementwise.c: rounding, trigonometric and activation functions
+ * (Floor … HardSwish, Sign, IsNaN, IsInf, Not), the broadcasting logical,
+ * ordering and integer ops (And Or Xor GreaterOrEqual LessOrEqual Mod
+ * BitShift PRelu), the variadic Min Max Sum Mean (same shapes before opset
+ * 8, broadcasting since), the reductions opset_nn.c does not have
+ * (ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum
+ * ReduceLogSumExp), ArgMax/ArgMin, Trilu, CumSum and Size. Size carries its
  * value forward as a known value, because exported models compute shapes
  * with it. */
 #include <string.h>
@@ -355,7 +356,7 @@ static const pl_attr_spec mo_cumsum_attrs[] = {
      .types = {{"T", MO_NUM}, {"I", PL_TS_I64}}, .input_types = {"T"},        \
      .output_types = {"I"}, .infer = mo_infer_arg}
 
-const pl_op_schema pl_opset_more_schemas[] = {
+const pl_op_schema pl_opset_math_schemas[] = {
     /* Rounding and trigonometry (ONNX 6 and 7 are both served from 7). */
     MO_UNARY("Floor", 7, PL_TS_FLOAT),
     MO_UNARY("Ceil", 7, PL_TS_FLOAT),
@@ -438,4 +439,4 @@ const pl_op_schema pl_opset_more_schemas[] = {
      .types = {{"T", PL_TS_ALL}, {"T1", PL_TS_I64}}, .input_types = {"T"},
      .output_types = {"T1"}, .infer = mo_infer_size},
 };
-const size_t pl_opset_more_count = PL_COUNT(pl_opset_more_schemas);
+const size_t pl_opset_math_count = PL_COUNT(pl_opset_math_schemas);
