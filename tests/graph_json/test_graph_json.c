@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "../failing_allocator.h"
 #include "graph.h"
 #include "graph_json.h"
 #include "status.h"
@@ -651,9 +652,9 @@ static void case_alloc_sweep_load(void)
     long n;
     for (n = 1; n < 1000000; n++) {
         pl_graph *g = (pl_graph *)1;
-        pl_alloc_fail_at(n);
+        pl_sweep_fail_at(n);
         pl_status *st = pl_graph_load_json(json, &g);
-        pl_alloc_fail_at(0);
+        pl_sweep_fail_at(0);
         if (st == NULL) {
             CHECK(g != NULL);
             pl_graph_destroy(g);
@@ -680,9 +681,9 @@ static void case_alloc_sweep_save(void)
     path_in(side, sizeof side, "model.weights");
     long n;
     for (n = 1; n < 1000000; n++) {
-        pl_alloc_fail_at(n);
+        pl_sweep_fail_at(n);
         pl_status *st = pl_graph_save_json(g, json, "model.weights");
-        pl_alloc_fail_at(0);
+        pl_sweep_fail_at(0);
         if (st == NULL)
             break;
         if (pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
@@ -709,10 +710,10 @@ static void case_alloc_sweep_to_json(void)
         long n;
         for (n = 1; n < 1000000; n++) {
             char *text = (char *)1;
-            pl_alloc_fail_at(n);
+            pl_sweep_fail_at(n);
             pl_status *st = pass ? pl_graph_to_json(g, sub, 2, &text)
                                  : pl_graph_to_json(g, NULL, 0, &text);
-            pl_alloc_fail_at(0);
+            pl_sweep_fail_at(0);
             if (st == NULL) {
                 pl_free(text);
                 break;
