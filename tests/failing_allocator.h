@@ -79,8 +79,10 @@ static inline long pl_failing_allocator_refused(pl_failing_allocator *fa)
 /* For tests of the core's internal units (they include alloc.h first):
  * pl_sweep_fail_at(n) with n > 0 arms one failing allocator over the system
  * one and makes it the thread's current allocator, so code handed no
- * allocator (plan, opset, graph functions) allocates through it; 0 disarms
- * it and restores the previous current allocator. */
+ * allocator (plan, opset, new graphs) allocates through it; -1 makes it
+ * current but refusing nothing (to build a graph whose later allocations
+ * a sweep should reach); 0 disarms it and restores the previous current
+ * allocator. */
 #ifdef PL_CORE_ALLOC_H
 static pl_failing_allocator pl_sweep_fa;
 static pl_allocator pl_sweep_outer;
@@ -90,8 +92,8 @@ static inline void pl_sweep_fail_at(long n)
 {
     if (pl_sweep_fa.inner.ctl == NULL)
         pl_failing_allocator_init(&pl_sweep_fa, pl_allocator_system());
-    pl_failing_allocator_arm(&pl_sweep_fa, n);
-    if (n > 0 && !pl_sweep_on) {
+    pl_failing_allocator_arm(&pl_sweep_fa, n > 0 ? n : 0);
+    if (n != 0 && !pl_sweep_on) {
         pl_sweep_outer = pl_alloc_scope_enter(pl_failing_allocator_value(&pl_sweep_fa));
         pl_sweep_on = true;
     } else if (n == 0 && pl_sweep_on) {
