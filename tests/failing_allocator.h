@@ -23,6 +23,7 @@ typedef struct pl_failing_allocator {
     atomic_long count;    /* allocations asked for since the last arming */
     atomic_long fail_at;  /* 0: never refuse */
     atomic_long refused;  /* refusals since the last arming */
+    atomic_long live;     /* blocks made and not yet freed, ever */
 } pl_failing_allocator;
 
 static bool pl_failing_allocator_ctl(void *self, pl_allocator_command command,
@@ -37,7 +38,12 @@ static bool pl_failing_allocator_ctl(void *self, pl_allocator_command command,
             return false;
         }
     }
-    return fa->inner.ctl(fa->inner.self, command, bytes, inout_ptr);
+    bool ok = fa->inner.ctl(fa->inner.self, command, bytes, inout_ptr);
+    if (ok && (command == PL_ALLOCATOR_MALLOC || command == PL_ALLOCATOR_CALLOC))
+        atomic_fetch_add(&fa->live, 1);
+    else if (command == PL_ALLOCATOR_FREE)
+        atomic_fetch_sub(&fa->live, 1);
+    return ok;
 }
 
 /* Wraps INNER (ctl NULL: the system allocator); disarmed. */
@@ -48,6 +54,7 @@ static inline void pl_failing_allocator_init(pl_failing_allocator *fa,
     atomic_init(&fa->count, 0);
     atomic_init(&fa->fail_at, 0);
     atomic_init(&fa->refused, 0);
+    atomic_init(&fa->live, 0);
 }
 
 /* The allocator value to hand out; FA must outlive everything made with it. */
@@ -74,6 +81,11 @@ static inline long pl_failing_allocator_count(pl_failing_allocator *fa)
 static inline long pl_failing_allocator_refused(pl_failing_allocator *fa)
 {
     return atomic_load(&fa->refused);
+}
+/* Blocks made through FA and not freed yet. */
+static inline long pl_failing_allocator_live(pl_failing_allocator *fa)
+{
+    return atomic_load(&fa->live);
 }
 
 /* For tests of the core's internal units (they include alloc.h first):

@@ -16,6 +16,7 @@
  * Usage: test_alloc_sweep CASE STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,8 +290,12 @@ static void case_per_runtime(void)
 {
     pl_runtime *rt = sweep_runtime(NULL);
     pl_runtime *plain = NULL;
-    pl_runtime_options o = {.struct_size = sizeof o, .config_path = th_path(th_tempdir(), "x.ini"),
-                            .ignore_environment = true};
+    /* Options as an application built before the allocator field passes
+     * them: the runtime takes the system allocator. */
+    pl_runtime_options o = {.struct_size = offsetof(pl_runtime_options, allocator),
+                            .config_path = th_path(th_tempdir(), "x.ini"),
+                            .ignore_environment = true,
+                            .allocator = pl_failing_allocator_value(&fa)};
     th_write_file(o.config_path, "[runtime]\nmodules =\n", 0644);
     TH_CHECK_OK(pl_runtime_create(&o, &plain));
     const char *json = th_path(th_arg(1), "examples/mlp/model.json");
@@ -304,11 +309,38 @@ static void case_per_runtime(void)
              "the plain runtime's load went through the other runtime's allocator");
     pl_failing_allocator_arm(&fa, 0);
     pl_model_destroy(m);
-    TH_CHECK(pl_runtime_allocator(plain).ctl != NULL, "no allocator reported");
+    TH_CHECK(pl_runtime_allocator(plain).ctl == pl_allocator_system().ctl,
+             "an old-sized options struct did not get the system allocator");
     TH_CHECK(pl_runtime_allocator(rt).self == &fa, "the runtime lost its allocator");
     pl_runtime_destroy(plain);
     th_watch(NULL);
     pl_runtime_destroy(rt);
+}
+
+/* An application's allocator gets back every block it gave: after a
+ * runtime, a model, a session, a run and an explain are made and destroyed,
+ * nothing of the allocator's is live, and it was used throughout. */
+static void case_blocks_returned(void)
+{
+    pl_runtime *rt = sweep_runtime("example_acc, cpu");
+    long after_runtime = pl_failing_allocator_live(&fa);
+    TH_CHECK(after_runtime > 20, "the runtime holds only %ld blocks", after_runtime);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
+    TH_CHECK(pl_failing_allocator_live(&fa) > after_runtime, "the model made no blocks");
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    size_t n = 0;
+    pl_buffer_free(run_once(s, &n));
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    pl_string_free(text);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+    TH_CHECK(pl_failing_allocator_live(&fa) == 0, "%ld blocks never came back",
+             pl_failing_allocator_live(&fa));
 }
 
 int main(int argc, char **argv)
@@ -320,6 +352,7 @@ int main(int argc, char **argv)
         {"session_create_cpu", case_session_create_cpu},
         {"session_create_acc", case_session_create_acc},
         {"per_runtime", case_per_runtime},
+        {"blocks_returned", case_blocks_returned},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
                    "STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR");
