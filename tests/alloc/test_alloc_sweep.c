@@ -125,6 +125,12 @@ static void case_runtime_create(void)
             pl_runtime_destroy(rt);
             break;
         }
+        if (st == NULL) {
+            for (size_t i = 0; i < pl_runtime_diagnostic_count(rt); i++)
+                fprintf(stderr, "diagnostic: %s\n", pl_runtime_diagnostic(rt, i));
+            th_fail(__FILE__, __LINE__,
+                    "allocation %ld was refused, yet the runtime was made", n);
+        }
         TH_CHECK(rt == NULL, "a runtime came back with a failure");
         expect_oom(st, "runtime creation", n);
     }
