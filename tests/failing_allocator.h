@@ -13,8 +13,12 @@
 #ifndef PL_TESTS_FAILING_ALLOCATOR_H
 #define PL_TESTS_FAILING_ALLOCATOR_H
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "plinth/plinth.h"
 
@@ -24,7 +28,24 @@ typedef struct pl_failing_allocator {
     atomic_long fail_at;  /* 0: never refuse */
     atomic_long refused;  /* refusals since the last arming */
     atomic_long live;     /* blocks made and not yet freed, ever */
+    /* When set, the stack of the first refusal of each arming is written
+     * there, one line of "object+offset" frames, for finding which
+     * allocation sites a sweep reached (addr2line turns them into lines). */
+    FILE *trace;
 } pl_failing_allocator;
+
+static void pl_failing_allocator_trace(FILE *f)
+{
+    void *frames[16];
+    int n = backtrace(frames, 16);
+    for (int i = 1; i < n; i++) {
+        Dl_info info;
+        if (dladdr(frames[i], &info) && info.dli_fname != NULL)
+            fprintf(f, " %s+0x%jx", info.dli_fname,
+                    (uintmax_t)((char *)frames[i] - (char *)info.dli_fbase - 1));
+    }
+    fputc('\n', f);
+}
 
 static bool pl_failing_allocator_ctl(void *self, pl_allocator_command command,
                                      size_t bytes, void **inout_ptr)
@@ -34,7 +55,8 @@ static bool pl_failing_allocator_ctl(void *self, pl_allocator_command command,
         long n = atomic_fetch_add(&fa->count, 1) + 1;
         long at = atomic_load(&fa->fail_at);
         if (at > 0 && n >= at) {
-            atomic_fetch_add(&fa->refused, 1);
+            if (atomic_fetch_add(&fa->refused, 1) == 0 && fa->trace != NULL)
+                pl_failing_allocator_trace(fa->trace);
             return false;
         }
     }
@@ -55,6 +77,7 @@ static inline void pl_failing_allocator_init(pl_failing_allocator *fa,
     atomic_init(&fa->fail_at, 0);
     atomic_init(&fa->refused, 0);
     atomic_init(&fa->live, 0);
+    fa->trace = NULL;
 }
 
 /* The allocator value to hand out; FA must outlive everything made with it. */

@@ -71,6 +71,20 @@ static const char *write_config(const char *acc_first)
     return ini;
 }
 
+/* Sets up the failing allocator; with PL_SWEEP_TRACE=FILE in the
+ * environment, the stack of each sweep step's refused allocation is
+ * appended to FILE (see failing_allocator.h). */
+static void fa_init(void)
+{
+    pl_failing_allocator_init(&fa, pl_allocator_system());
+    const char *trace = getenv("PL_SWEEP_TRACE");
+    if (trace != NULL && trace[0] != '\0') {
+        fa.trace = fopen(trace, "a");
+        TH_CHECK(fa.trace != NULL, "cannot open %s", trace);
+        setvbuf(fa.trace, NULL, _IOLBF, 0);
+    }
+}
+
 static pl_runtime_options options_for(const char *ini)
 {
     pl_runtime_options o = {.struct_size = sizeof o,
@@ -100,7 +114,7 @@ static void case_runtime_create(void)
 {
     need_stage();
     const char *ini = write_config(NULL);
-    pl_failing_allocator_init(&fa, pl_allocator_system());
+    fa_init();
     pl_runtime_options o = options_for(ini);
     long n;
     for (n = 1; n < SWEEP_LIMIT; n++) {
@@ -145,7 +159,7 @@ static pl_runtime *sweep_runtime(const char *placement)
 {
     need_stage();
     const char *ini = write_config(placement);
-    pl_failing_allocator_init(&fa, pl_allocator_system());
+    fa_init();
     pl_runtime_options o = options_for(ini);
     pl_runtime *rt = NULL;
     TH_CHECK_OK(pl_runtime_create(&o, &rt));
