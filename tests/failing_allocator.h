@@ -13,7 +13,6 @@
 #ifndef PL_TESTS_FAILING_ALLOCATOR_H
 #define PL_TESTS_FAILING_ALLOCATOR_H
 
-#include <dlfcn.h>
 #include <execinfo.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -34,15 +33,25 @@ typedef struct pl_failing_allocator {
     FILE *trace;
 } pl_failing_allocator;
 
+/* dladdr needs _GNU_SOURCE; without it the frames are bare addresses. */
+#ifdef _GNU_SOURCE
+#include <dlfcn.h>
+#endif
+
 static void pl_failing_allocator_trace(FILE *f)
 {
     void *frames[16];
     int n = backtrace(frames, 16);
     for (int i = 1; i < n; i++) {
+#ifdef _GNU_SOURCE
         Dl_info info;
-        if (dladdr(frames[i], &info) && info.dli_fname != NULL)
+        if (dladdr(frames[i], &info) && info.dli_fname != NULL) {
             fprintf(f, " %s+0x%jx", info.dli_fname,
                     (uintmax_t)((char *)frames[i] - (char *)info.dli_fbase - 1));
+            continue;
+        }
+#endif
+        fprintf(f, " %p", frames[i]);
     }
     fputc('\n', f);
 }
