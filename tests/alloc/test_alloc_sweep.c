@@ -337,6 +337,76 @@ static void case_per_runtime(void)
     pl_runtime_destroy(rt);
 }
 
+/* Runs fail cleanly too: the engine's ops and variables come from the
+ * runtime's allocator, run contexts from the current one. After each
+ * failed run the session still runs correctly. */
+static void case_session_run(void)
+{
+    pl_runtime *rt = sweep_runtime("example_acc, cpu");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    pl_dtype dt;
+    int32_t ndim;
+    const int64_t *dims;
+    pl_session_input_type(s, 0, &dt, &ndim, &dims);
+    size_t count = 1;
+    for (int32_t d = 0; d < ndim; d++)
+        count *= (size_t)dims[d];
+    float *x = calloc(count, sizeof *x);
+    TH_CHECK(x != NULL, "out of memory");
+    for (size_t i = 0; i < count; i++)
+        x[i] = (float)(i % 13) / 6.0f - 1.0f;
+    pl_io in = {.name = pl_session_input_name(s, 0),
+                .tensor = {.data = x, .ndim = ndim, .dtype = dt,
+                           .shape = (int64_t *)dims, .struct_size = sizeof(pl_tensor)}};
+    size_t n_want = 0;
+    float *want = NULL;
+    long n;
+    for (n = 0; n < SWEEP_LIMIT; n++) {
+        pl_io out = {.name = pl_session_output_name(s, 0),
+                     .tensor = {.struct_size = sizeof(pl_tensor)}};
+        /* n = 0: the reference run, which also makes the first run
+         * context; later runs reuse it, so the sweep reaches what every
+         * run allocates. */
+        pl_failing_allocator_arm(&fa, n);
+        pl_allocator outer = pl_alloc_scope_enter(pl_failing_allocator_value(&fa));
+        pl_status *st = pl_session_run(s, &in, 1, &out, 1);
+        pl_alloc_scope_leave(outer);
+        long refused = pl_failing_allocator_refused(&fa);
+        pl_failing_allocator_arm(&fa, 0);
+        if (refused == 0) {
+            TH_CHECK_OK(st);
+            size_t got = 1;
+            for (int32_t d = 0; d < out.tensor.ndim; d++)
+                got *= (size_t)out.tensor.shape[d];
+            if (want == NULL) {
+                want = out.tensor.data;
+                n_want = got;
+                continue;
+            }
+            TH_CHECK(got == n_want, "%zu outputs, want %zu", got, n_want);
+            TH_CHECK(memcmp(out.tensor.data, want, got * sizeof *want) == 0,
+                     "the output differs from the reference run");
+            pl_buffer_free(out.tensor.data);
+            break;
+        }
+        if (st == NULL)
+            th_fail(__FILE__, __LINE__, "run: allocation %ld was refused, yet it succeeded", n);
+        TH_CHECK(out.tensor.data == NULL, "an output buffer came back with a failure");
+        expect_oom(st, "session run", n);
+    }
+    printf("session run: %ld allocations swept\n", n - 1);
+    TH_CHECK(n > 2, "only %ld allocations: the sweep reached too little", n - 1);
+    pl_buffer_free(want);
+    free(x);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
 /* An application's allocator gets back every block it gave: after a
  * runtime, a model, a session, a run and an explain are made and destroyed,
  * nothing of the allocator's is live, and it was used throughout. */
@@ -373,6 +443,7 @@ int main(int argc, char **argv)
         {"session_create_acc", case_session_create_acc},
         {"per_runtime", case_per_runtime},
         {"blocks_returned", case_blocks_returned},
+        {"session_run", case_session_run},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
                    "STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR");
