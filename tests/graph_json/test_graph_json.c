@@ -642,8 +642,34 @@ static void case_save_errors(void)
 
 /* ---- allocation-failure sweeps ------------------------------------------- */
 
+/* The core leaves jansson's allocator alone; an application may set it, and
+ * this test, as the application, sends it through the sweep's failing
+ * allocator too, so that each jansson allocation fails in turn as well and
+ * the parser's and writer's out-of-memory paths are swept with the core's. */
+static void *sweep_json_malloc(size_t n)
+{
+    pl_allocator a = pl_failing_allocator_value(&pl_sweep_fa);
+    void *p = NULL;
+    return a.ctl(a.self, PL_ALLOCATOR_MALLOC, n ? n : 1, &p) ? p : NULL;
+}
+
+static void sweep_json_free(void *p)
+{
+    if (p == NULL)
+        return;
+    pl_allocator a = pl_failing_allocator_value(&pl_sweep_fa);
+    a.ctl(a.self, PL_ALLOCATOR_FREE, 0, &p);
+}
+
+static void sweep_jansson_too(void)
+{
+    pl_sweep_fail_at(0);
+    json_set_alloc_funcs(sweep_json_malloc, sweep_json_free);
+}
+
 static void case_alloc_sweep_load(void)
 {
+    sweep_jansson_too();
     char json[320];
     path_in(json, sizeof json, "model.json");
     pl_graph *src = build_graph();
@@ -675,6 +701,7 @@ static void case_alloc_sweep_load(void)
 
 static void case_alloc_sweep_save(void)
 {
+    sweep_jansson_too();
     pl_graph *g = build_graph();
     char json[320], side[320];
     path_in(json, sizeof json, "model.json");
@@ -704,6 +731,7 @@ static void case_alloc_sweep_save(void)
 
 static void case_alloc_sweep_to_json(void)
 {
+    sweep_jansson_too();
     pl_graph *g = build_graph();
     pl_nid sub[] = {1, 2};
     for (int pass = 0; pass < 2; pass++) {
