@@ -62,8 +62,9 @@ typedef enum pl_allocator_command {
 
 /* The one function of an allocator. Returns false when the block cannot be
  * had (out of memory, or a test's allocator refusing on purpose); FREE
- * never fails. bytes is never 0. Called from any thread the runtime runs
- * on (the engine's workers included), so it must be thread-safe. */
+ * never fails. bytes is 0 only for FREE. Called from any thread the
+ * runtime runs on (the engine's workers included), so it must be
+ * thread-safe. */
 typedef bool (*pl_allocator_ctl_fn)(void *self, pl_allocator_command command,
                                     size_t bytes, void **inout_ptr);
 
