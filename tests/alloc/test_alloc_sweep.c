@@ -15,7 +15,9 @@
  *
  * Usage: test_alloc_sweep CASE STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR */
 #define _GNU_SOURCE
+#include <jansson.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -433,6 +435,45 @@ static void case_blocks_returned(void)
              pl_failing_allocator_live(&fa));
 }
 
+/* The core leaves jansson's global allocator to the application: one set
+ * before the runtime exists is still in place after a JSON model is
+ * loaded, saved and explained, and jansson allocated through it. (The core
+ * used to replace it with its own on the first JSON load.) */
+static atomic_long app_json_blocks;
+
+static void *app_json_malloc(size_t n)
+{
+    atomic_fetch_add(&app_json_blocks, 1);
+    return malloc(n);
+}
+
+static void app_json_free(void *p)
+{
+    free(p);
+}
+
+static void case_jansson_left_alone(void)
+{
+    json_set_alloc_funcs(app_json_malloc, app_json_free);
+    pl_runtime *rt = sweep_runtime(NULL);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
+    TH_CHECK_OK(pl_model_save_json(m, th_path(th_tempdir(), "saved.json")));
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    pl_string_free(text);
+    json_malloc_t got_malloc = NULL;
+    json_free_t got_free = NULL;
+    json_get_alloc_funcs(&got_malloc, &got_free);
+    TH_CHECK(got_malloc == app_json_malloc && got_free == app_json_free,
+             "the core replaced the application's jansson allocator");
+    TH_CHECK(atomic_load(&app_json_blocks) > 10, "jansson made only %ld blocks",
+             atomic_load(&app_json_blocks));
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -444,6 +485,7 @@ int main(int argc, char **argv)
         {"per_runtime", case_per_runtime},
         {"blocks_returned", case_blocks_returned},
         {"session_run", case_session_run},
+        {"jansson_left_alone", case_jansson_left_alone},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
                    "STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR");
