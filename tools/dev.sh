@@ -6,8 +6,8 @@
 #   bash tools/dev.sh test   install what is missing, build everything twice
 #                            (plain, and with AddressSanitizer+UBSan) and run
 #                            the whole CTest suite in both builds, then the
-#                            engine and CPU-pool tests in a ThreadSanitizer
-#                            build
+#                            engine, CPU-pool and allocation-sweep tests in
+#                            a ThreadSanitizer build
 #
 # Debian packages are installed with apt-get when missing (run as root).
 # Build directories: build/ (plain; stages modules into modules.d/),
@@ -67,9 +67,9 @@ test)
     build build-asan -DPLINTH_SANITIZE=ON -DPLINTH_STAGE_DIR="$ROOT/build-asan/modules.d"
     build build-tsan -DPLINTH_TSAN=ON -DPLINTH_STAGE_DIR="$ROOT/build-tsan/modules.d"
     rc=0
-    echo "== tests: ThreadSanitizer build (engine and CPU pool) =="
+    echo "== tests: ThreadSanitizer build (engine, CPU pool, allocation sweeps) =="
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L 'engine|core' || rc=1
+        ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L 'engine|core|alloc' || rc=1
     echo "== tests: plain build =="
     ctest --test-dir build --output-on-failure -j"$JOBS" || rc=1
     echo "== tests: AddressSanitizer + UBSan build =="

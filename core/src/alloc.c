@@ -1,58 +1,133 @@
-/* alloc.c — allocation with a failure switch. Production code pays one
- * relaxed atomic increment per call; tests use pl_alloc_fail_at to walk
- * every allocation of graph loading and planning and check that each failure
- * comes back as an out-of-memory status without a leak. */
+/* alloc.c — the core's allocation functions over a pl_allocator value.
+ * Each block carries a header with the allocator that made it (so freeing
+ * needs no allocator), and each thread has a current allocator for code
+ * that is handed none: public entry points set it from their object for the
+ * length of the call. There is no process-wide state: a test fails
+ * allocations by wrapping one runtime's allocator, and other runtimes in
+ * the process are untouched. */
 #include "alloc.h"
 
-#include <jansson.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static atomic_long pl_alloc_counter;
-static atomic_long pl_alloc_fail_index; /* 0: never fail */
+/* The header before each block: the allocator, rounded up so that the
+ * block after it keeps malloc's alignment. */
+#define PL_ALLOC_ALIGN _Alignof(max_align_t)
+#define PL_ALLOC_HEADER \
+    ((sizeof(pl_allocator) + PL_ALLOC_ALIGN - 1) / PL_ALLOC_ALIGN * PL_ALLOC_ALIGN)
 
-static int pl_alloc_should_fail(void)
+static bool pl_system_ctl(void *self, pl_allocator_command command,
+                          size_t bytes, void **inout_ptr)
 {
-    long fail = atomic_load_explicit(&pl_alloc_fail_index, memory_order_relaxed);
-    long n = atomic_fetch_add_explicit(&pl_alloc_counter, 1, memory_order_relaxed) + 1;
-    return fail > 0 && n >= fail;
+    (void)self;
+    void *p = NULL;
+    switch (command) {
+    case PL_ALLOCATOR_MALLOC:
+        p = malloc(bytes);
+        break;
+    case PL_ALLOCATOR_CALLOC:
+        p = calloc(1, bytes);
+        break;
+    case PL_ALLOCATOR_REALLOC:
+        p = realloc(*inout_ptr, bytes);
+        break;
+    case PL_ALLOCATOR_FREE:
+        free(*inout_ptr);
+        *inout_ptr = NULL;
+        return true;
+    }
+    if (p == NULL)
+        return false;
+    *inout_ptr = p;
+    return true;
 }
 
-void *pl_malloc(size_t bytes)
+pl_allocator pl_allocator_system(void)
 {
-    if (pl_alloc_should_fail())
-        return NULL;
-    return malloc(bytes ? bytes : 1);
+    return (pl_allocator){.self = NULL, .ctl = pl_system_ctl};
 }
 
-void *pl_calloc(size_t count, size_t size)
+pl_allocator pl_allocator_resolve(pl_allocator a)
 {
-    if (pl_alloc_should_fail())
-        return NULL;
-    if (count == 0 || size == 0)
-        return calloc(1, 1);
-    return calloc(count, size);
+    return a.ctl ? a : pl_allocator_system();
 }
 
-void *pl_realloc(void *ptr, size_t bytes)
+/* Refusals seen on this thread (pl_alloc_failures). */
+static _Thread_local unsigned long pl_alloc_refusals;
+
+unsigned long pl_alloc_failures(void)
 {
-    if (pl_alloc_should_fail())
+    return pl_alloc_refusals;
+}
+
+/* Asks A for a block of BYTES plus the header and records A in it. */
+static void *pl_alloc_block(pl_allocator a, pl_allocator_command command,
+                            size_t bytes)
+{
+    a = pl_allocator_resolve(a);
+    if (bytes == 0)
+        bytes = 1;
+    void *base = NULL;
+    if (bytes > SIZE_MAX - PL_ALLOC_HEADER ||
+        !a.ctl(a.self, command, bytes + PL_ALLOC_HEADER, &base) || base == NULL) {
+        pl_alloc_refusals++;
         return NULL;
-    return realloc(ptr, bytes ? bytes : 1);
+    }
+    memcpy(base, &a, sizeof a);
+    return (char *)base + PL_ALLOC_HEADER;
+}
+
+void *pl_alloc_malloc(pl_allocator a, size_t bytes)
+{
+    return pl_alloc_block(a, PL_ALLOCATOR_MALLOC, bytes);
+}
+
+void *pl_alloc_calloc(pl_allocator a, size_t count, size_t size)
+{
+    if (size != 0 && count > SIZE_MAX / size) {
+        pl_alloc_refusals++;
+        return NULL;
+    }
+    return pl_alloc_block(a, PL_ALLOCATOR_CALLOC, count * size);
+}
+
+void *pl_alloc_realloc(pl_allocator a, void *ptr, size_t bytes)
+{
+    if (ptr == NULL)
+        return pl_alloc_malloc(a, bytes);
+    if (bytes == 0)
+        bytes = 1;
+    void *base = (char *)ptr - PL_ALLOC_HEADER;
+    pl_allocator own;
+    memcpy(&own, base, sizeof own);
+    void *moved = base;
+    if (bytes > SIZE_MAX - PL_ALLOC_HEADER ||
+        !own.ctl(own.self, PL_ALLOCATOR_REALLOC, bytes + PL_ALLOC_HEADER, &moved) ||
+        moved == NULL) {
+        pl_alloc_refusals++;
+        return NULL;
+    }
+    return (char *)moved + PL_ALLOC_HEADER;
 }
 
 void pl_free(void *ptr)
 {
-    free(ptr);
+    if (ptr == NULL)
+        return;
+    void *base = (char *)ptr - PL_ALLOC_HEADER;
+    pl_allocator own;
+    memcpy(&own, base, sizeof own);
+    own.ctl(own.self, PL_ALLOCATOR_FREE, 0, &base);
 }
 
-char *pl_xstrndup(const char *s, size_t n)
+char *pl_alloc_strndup(pl_allocator a, const char *s, size_t n)
 {
     if (s == NULL)
         return NULL;
-    char *out = pl_malloc(n + 1);
+    char *out = pl_alloc_malloc(a, n + 1);
     if (out == NULL)
         return NULL;
     memcpy(out, s, n);
@@ -60,29 +135,83 @@ char *pl_xstrndup(const char *s, size_t n)
     return out;
 }
 
+char *pl_alloc_strdup(pl_allocator a, const char *s)
+{
+    return s ? pl_alloc_strndup(a, s, strlen(s)) : NULL;
+}
+
+char *pl_alloc_vstrdupf(pl_allocator a, const char *fmt, va_list ap)
+{
+    char small[256];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n < 0) {
+        va_end(again);
+        return NULL;
+    }
+    char *out = pl_alloc_malloc(a, (size_t)n + 1);
+    if (out != NULL) {
+        if ((size_t)n < sizeof small)
+            memcpy(out, small, (size_t)n + 1);
+        else
+            vsnprintf(out, (size_t)n + 1, fmt, again);
+    }
+    va_end(again);
+    return out;
+}
+
+char *pl_alloc_strdupf(pl_allocator a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *out = pl_alloc_vstrdupf(a, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* ---- the thread's current allocator -------------------------------------- */
+
+static _Thread_local pl_allocator pl_alloc_scope;
+
+pl_allocator pl_alloc_current(void)
+{
+    return pl_allocator_resolve(pl_alloc_scope);
+}
+
+pl_allocator pl_alloc_scope_enter(pl_allocator a)
+{
+    pl_allocator previous = pl_alloc_scope;
+    pl_alloc_scope = pl_allocator_resolve(a);
+    return previous;
+}
+
+void pl_alloc_scope_leave(pl_allocator previous)
+{
+    pl_alloc_scope = previous;
+}
+
+void *pl_malloc(size_t bytes)
+{
+    return pl_alloc_malloc(pl_alloc_scope, bytes);
+}
+
+void *pl_calloc(size_t count, size_t size)
+{
+    return pl_alloc_calloc(pl_alloc_scope, count, size);
+}
+
+void *pl_realloc(void *ptr, size_t bytes)
+{
+    return pl_alloc_realloc(pl_alloc_scope, ptr, bytes);
+}
+
+char *pl_xstrndup(const char *s, size_t n)
+{
+    return pl_alloc_strndup(pl_alloc_scope, s, n);
+}
+
 char *pl_xstrdup(const char *s)
 {
-    return s ? pl_xstrndup(s, strlen(s)) : NULL;
-}
-
-void pl_alloc_fail_at(long n)
-{
-    atomic_store(&pl_alloc_counter, 0);
-    atomic_store(&pl_alloc_fail_index, n);
-}
-
-long pl_alloc_count(void)
-{
-    return atomic_load(&pl_alloc_counter);
-}
-
-static pthread_once_t pl_alloc_jansson_once = PTHREAD_ONCE_INIT;
-static void pl_alloc_jansson_init(void)
-{
-    json_set_alloc_funcs(pl_malloc, pl_free);
-}
-
-void pl_alloc_route_jansson(void)
-{
-    pthread_once(&pl_alloc_jansson_once, pl_alloc_jansson_init);
+    return pl_alloc_strdup(pl_alloc_scope, s);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "status.h"
 #include "threadpool.h"
 
@@ -47,15 +48,14 @@ bool pl_config_add_warning(pl_config *config, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *line = NULL;
-    int n = vasprintf(&line, fmt, ap);
+    char *line = pl_alloc_vstrdupf(config->alloc, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (line == NULL)
         return false;
-    char **grown = realloc(config->warnings,
-                           (config->n_warnings + 1) * sizeof *grown);
+    char **grown = pl_alloc_realloc(config->alloc, config->warnings,
+                                    (config->n_warnings + 1) * sizeof *grown);
     if (grown == NULL) {
-        free(line);
+        pl_free(line);
         return false;
     }
     config->warnings = grown;
@@ -73,8 +73,9 @@ static void pl_config_parse_error(pl_config_parse *p, int line,
     va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
-    free(p->first_error);
-    p->first_error = pl_strdupf("%s:%d: %s", p->shown_path, line, body);
+    pl_free(p->first_error);
+    p->first_error = pl_alloc_strdupf(p->config->alloc, "%s:%d: %s", p->shown_path,
+                                      line, body);
     p->first_error_line = line;
     if (p->first_error == NULL)
         p->oom = true;
@@ -90,7 +91,7 @@ static pl_config_section *pl_config_section_get_or_add(pl_config_parse *p,
             return &c->sections[i];
     if (c->n_sections == c->cap_sections) {
         size_t cap = c->cap_sections ? c->cap_sections * 2 : 8;
-        pl_config_section *grown = realloc(c->sections, cap * sizeof *grown);
+        pl_config_section *grown = pl_alloc_realloc(c->alloc, c->sections, cap * sizeof *grown);
         if (grown == NULL) {
             p->oom = true;
             return NULL;
@@ -100,7 +101,7 @@ static pl_config_section *pl_config_section_get_or_add(pl_config_parse *p,
     }
     pl_config_section *s = &c->sections[c->n_sections];
     memset(s, 0, sizeof *s);
-    s->name = strdup(name);
+    s->name = pl_alloc_strdup(c->alloc, name);
     if (s->name == NULL) {
         p->oom = true;
         return NULL;
@@ -173,13 +174,14 @@ static int pl_config_handler(void *user, const char *section, const char *name,
         if (strcmp(s->entries[i].key, name) == 0) {
             if (p->continuation) {
                 /* A continuation line of a multi-line value. */
-                char *joined = pl_strdupf("%s\n%s", s->entries[i].value,
-                                          value ? value : "");
+                char *joined = pl_alloc_strdupf(p->config->alloc, "%s\n%s",
+                                                s->entries[i].value,
+                                                value ? value : "");
                 if (joined == NULL) {
                     p->oom = true;
                     return 1;
                 }
-                free(s->entries[i].value);
+                pl_free(s->entries[i].value);
                 s->entries[i].value = joined;
                 return 1;
             }
@@ -189,12 +191,12 @@ static int pl_config_handler(void *user, const char *section, const char *name,
                                        p->shown_path, p->line, name, section,
                                        s->entries[i].line))
                 p->oom = true;
-            char *v = strdup(value ? value : "");
+            char *v = pl_alloc_strdup(p->config->alloc, value ? value : "");
             if (v == NULL) {
                 p->oom = true;
                 return 1;
             }
-            free(s->entries[i].value);
+            pl_free(s->entries[i].value);
             s->entries[i].value = v;
             s->entries[i].line = p->line;
             return 1;
@@ -202,7 +204,8 @@ static int pl_config_handler(void *user, const char *section, const char *name,
     }
     if (s->n_entries == s->cap_entries) {
         size_t cap = s->cap_entries ? s->cap_entries * 2 : 8;
-        pl_config_entry *grown = realloc(s->entries, cap * sizeof *grown);
+        pl_config_entry *grown = pl_alloc_realloc(p->config->alloc, s->entries,
+                                                 cap * sizeof *grown);
         if (grown == NULL) {
             p->oom = true;
             return 1;
@@ -211,12 +214,12 @@ static int pl_config_handler(void *user, const char *section, const char *name,
         s->cap_entries = cap;
     }
     pl_config_entry *e = &s->entries[s->n_entries];
-    e->key = strdup(name);
-    e->value = strdup(value ? value : "");
+    e->key = pl_alloc_strdup(p->config->alloc, name);
+    e->value = pl_alloc_strdup(p->config->alloc, value ? value : "");
     e->line = p->line;
     if (e->key == NULL || e->value == NULL) {
-        free(e->key);
-        free(e->value);
+        pl_free(e->key);
+        pl_free(e->value);
         p->oom = true;
         return 1;
     }
@@ -253,17 +256,17 @@ const char *pl_config_section_get(const pl_config_section *section,
 static char *pl_config_resolve(const pl_config *c, const char *path)
 {
     if (path[0] == '/')
-        return strdup(path);
-    return pl_strdupf("%s/%s", c->dir, path);
+        return pl_alloc_strdup(c->alloc, path);
+    return pl_alloc_strdupf(c->alloc, "%s/%s", c->dir, path);
 }
 
 /* Splits a comma-separated list into trimmed, non-empty items. */
-static pl_status *pl_config_split_list(const char *value, char ***out_items,
-                                       size_t *out_n)
+static pl_status *pl_config_split_list(const pl_config *c, const char *value,
+                                       char ***out_items, size_t *out_n)
 {
     *out_items = NULL;
     *out_n = 0;
-    char *copy = strdup(value);
+    char *copy = pl_alloc_strdup(c->alloc, value);
     if (copy == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     char **items = NULL;
@@ -274,22 +277,22 @@ static pl_status *pl_config_split_list(const char *value, char ***out_items,
         char *t = pl_trim(tok);
         if (t[0] == '\0')
             continue;
-        char **grown = realloc(items, (n + 1) * sizeof *grown);
-        char *dup = strdup(t);
+        char **grown = pl_alloc_realloc(c->alloc, items, (n + 1) * sizeof *grown);
+        char *dup = pl_alloc_strdup(c->alloc, t);
         if (grown == NULL || dup == NULL) {
-            free(dup);
+            pl_free(dup);
             if (grown != NULL)
                 items = grown;
             for (size_t i = 0; i < n; i++)
-                free(items[i]);
-            free(items);
-            free(copy);
+                pl_free(items[i]);
+            pl_free(items);
+            pl_free(copy);
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
         items = grown;
         items[n++] = dup;
     }
-    free(copy);
+    pl_free(copy);
     *out_items = items;
     *out_n = n;
     return NULL;
@@ -314,15 +317,15 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
         if (strcmp(e->key, "modules") == 0) {
             char **items = NULL;
             size_t n = 0;
-            PL_RETURN_IF_ERROR(pl_config_split_list(e->value, &items, &n));
+            PL_RETURN_IF_ERROR(pl_config_split_list(c, e->value, &items, &n));
             for (size_t k = 0; k < n; k++) {
                 char *abs = pl_config_resolve(c, items[k]);
-                free(items[k]);
+                pl_free(items[k]);
                 items[k] = abs;
             }
             for (size_t k = 0; k < c->n_module_paths; k++)
-                free(c->module_paths[k]);
-            free(c->module_paths);
+                pl_free(c->module_paths[k]);
+            pl_free(c->module_paths);
             c->module_paths = items;
             c->n_module_paths = n;
             for (size_t k = 0; k < n; k++)
@@ -358,9 +361,9 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
                     shown, e->line, e->value, PL_THREADPOOL_SPIN_US_MAX);
             c->spin_us = (int)v;
         } else if (strcmp(e->key, "cache_dir") == 0) {
-            free(c->cache_dir);
+            pl_free(c->cache_dir);
             c->cache_dir = e->value[0] ? pl_config_resolve(c, e->value)
-                                       : strdup("");
+                                       : pl_alloc_strdup(c->alloc, "");
             if (c->cache_dir == NULL)
                 return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         } else if (strcmp(e->key, "log") == 0) {
@@ -396,10 +399,10 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
         const pl_config_entry *e = &s->entries[i];
         if (strcmp(e->key, "order") == 0) {
             for (size_t k = 0; k < c->n_placement; k++)
-                free(c->placement[k]);
-            free(c->placement);
+                pl_free(c->placement[k]);
+            pl_free(c->placement);
             PL_RETURN_IF_ERROR(
-                pl_config_split_list(e->value, &c->placement, &c->n_placement));
+                pl_config_split_list(c, e->value, &c->placement, &c->n_placement));
         } else if (strcmp(e->key, "min_subgraph_nodes") == 0) {
             long v = 0;
             if (!pl_config_parse_int(e->value, 1, 1000000, &v))
@@ -421,9 +424,10 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
                     shown, e->line, e->value);
         } else if (strcmp(e->key, "pin") == 0) {
             for (size_t k = 0; k < c->n_pins; k++)
-                free(c->pins[k]);
-            free(c->pins);
-            PL_RETURN_IF_ERROR(pl_config_split_list(e->value, &c->pins, &c->n_pins));
+                pl_free(c->pins[k]);
+            pl_free(c->pins);
+            PL_RETURN_IF_ERROR(
+                pl_config_split_list(c, e->value, &c->pins, &c->n_pins));
             for (size_t k = 0; k < c->n_pins; k++) {
                 const char *eq = strchr(c->pins[k], '=');
                 if (eq == NULL || eq == c->pins[k] || eq[1] == '\0')
@@ -479,32 +483,34 @@ static pl_status *pl_config_apply_module(const char *shown,
     return NULL;
 }
 
-static pl_config *pl_config_new(void)
+static pl_config *pl_config_new(pl_allocator alloc)
 {
-    pl_config *c = calloc(1, sizeof *c);
+    pl_config *c = pl_alloc_calloc(alloc, 1, sizeof *c);
     if (c == NULL)
         return NULL;
+    c->alloc = pl_allocator_resolve(alloc);
     c->engine = PL_ENGINE_THREADED;
     c->log_level = PL_LOG_WARN;
     c->spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
     c->min_subgraph_nodes = 1;
-    c->cache_dir = strdup("");
+    c->cache_dir = pl_alloc_strdup(alloc, "");
     if (c->cache_dir == NULL) {
-        free(c);
+        pl_free(c);
         return NULL;
     }
     return c;
 }
 
-pl_status *pl_config_load(const char *path, pl_config **out_config)
+pl_status *pl_config_load(pl_allocator alloc, const char *path,
+                          pl_config **out_config)
 {
     *out_config = NULL;
-    pl_config *c = pl_config_new();
+    pl_config *c = pl_config_new(alloc);
     if (c == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     if (path == NULL) {
         char cwd[PATH_MAX];
-        c->dir = strdup(getcwd(cwd, sizeof cwd) ? cwd : ".");
+        c->dir = pl_alloc_strdup(alloc, getcwd(cwd, sizeof cwd) ? cwd : ".");
         if (c->dir == NULL) {
             pl_config_destroy(c);
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
@@ -523,13 +529,13 @@ pl_status *pl_config_load(const char *path, pl_config **out_config)
     char abs[PATH_MAX];
     if (realpath(path, abs) == NULL)
         snprintf(abs, sizeof abs, "%s", path);
-    c->path = strdup(abs);
+    c->path = pl_alloc_strdup(alloc, abs);
     char *slash = c->path ? strrchr(abs, '/') : NULL;
     if (slash != NULL) {
         *slash = '\0';
-        c->dir = strdup(abs[0] ? abs : "/");
+        c->dir = pl_alloc_strdup(alloc, abs[0] ? abs : "/");
     } else {
-        c->dir = strdup(".");
+        c->dir = pl_alloc_strdup(alloc, ".");
     }
     if (c->path == NULL || c->dir == NULL) {
         fclose(f);
@@ -555,7 +561,7 @@ pl_status *pl_config_load(const char *path, pl_config **out_config)
     } else if (p.first_error_line != 0) {
         st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "%s", p.first_error);
     }
-    free(p.first_error);
+    pl_free(p.first_error);
     if (st == NULL)
         st = pl_config_apply_runtime(c, path, pl_config_find_section(c, "runtime"));
     if (st == NULL)
@@ -564,10 +570,13 @@ pl_status *pl_config_load(const char *path, pl_config **out_config)
     for (size_t i = 0; st == NULL && i < c->n_sections; i++) {
         pl_config_section *s = &c->sections[i];
         if (s->name[0] == '\0') {
-            for (size_t k = 0; k < s->n_entries; k++)
-                pl_config_add_warning(c, "%s:%d: key '%s' is outside any "
-                                         "section and is ignored",
-                                      path, s->entries[k].line, s->entries[k].key);
+            for (size_t k = 0; st == NULL && k < s->n_entries; k++)
+                if (!pl_config_add_warning(c, "%s:%d: key '%s' is outside any "
+                                              "section and is ignored",
+                                           path, s->entries[k].line,
+                                           s->entries[k].key))
+                    st = pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                          "%s: out of memory while reading", path);
         } else if (s->is_module) {
             st = pl_config_apply_module(path, s);
         }
@@ -587,27 +596,27 @@ void pl_config_destroy(pl_config *config)
     for (size_t i = 0; i < config->n_sections; i++) {
         pl_config_section *s = &config->sections[i];
         for (size_t k = 0; k < s->n_entries; k++) {
-            free(s->entries[k].key);
-            free(s->entries[k].value);
+            pl_free(s->entries[k].key);
+            pl_free(s->entries[k].value);
         }
-        free(s->entries);
-        free(s->name);
+        pl_free(s->entries);
+        pl_free(s->name);
     }
-    free(config->sections);
+    pl_free(config->sections);
     for (size_t i = 0; i < config->n_module_paths; i++)
-        free(config->module_paths[i]);
-    free(config->module_paths);
+        pl_free(config->module_paths[i]);
+    pl_free(config->module_paths);
     for (size_t i = 0; i < config->n_placement; i++)
-        free(config->placement[i]);
-    free(config->placement);
+        pl_free(config->placement[i]);
+    pl_free(config->placement);
     for (size_t i = 0; i < config->n_pins; i++)
-        free(config->pins[i]);
-    free(config->pins);
+        pl_free(config->pins[i]);
+    pl_free(config->pins);
     for (size_t i = 0; i < config->n_warnings; i++)
-        free(config->warnings[i]);
-    free(config->warnings);
-    free(config->cache_dir);
-    free(config->path);
-    free(config->dir);
-    free(config);
+        pl_free(config->warnings[i]);
+    pl_free(config->warnings);
+    pl_free(config->cache_dir);
+    pl_free(config->path);
+    pl_free(config->dir);
+    pl_free(config);
 }

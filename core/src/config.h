@@ -33,6 +33,7 @@ typedef struct pl_config_section {
 } pl_config_section;
 
 typedef struct pl_config {
+    pl_allocator alloc;   /* everything below is made with it */
     char *path;           /* absolute path of the file read, NULL if none */
     char *dir;            /* its directory (or the working directory) */
     pl_config_section *sections;
@@ -61,8 +62,10 @@ typedef struct pl_config {
 /* Reads PATH (NULL: an empty configuration rooted at the working directory).
  * A missing file, a syntax error or a bad value fails with a message
  * "<file>:<line>: <what>, accepted: <values>"; unknown sections and keys
- * become warnings. */
-pl_status *pl_config_load(const char *path, pl_config **out_config);
+ * become warnings. Everything the configuration holds is allocated with
+ * ALLOC (ctl NULL: the system allocator). */
+pl_status *pl_config_load(pl_allocator alloc, const char *path,
+                          pl_config **out_config);
 void pl_config_destroy(pl_config *config);
 
 /* The section named NAME, or NULL. */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "completion.h"
 #include "log.h"
 #include "status.h"
@@ -112,6 +113,7 @@ typedef struct pl_slot_chunk {
 } pl_slot_chunk;
 
 struct pl_engine {
+    pl_allocator alloc;           /* every op, variable and list of the engine */
     pl_engine_kind kind;
     const pl_logger *logger;
     pl_threadpool *cpu;
@@ -152,8 +154,8 @@ static int pl_slot_cmp(const void *a, const void *b)
 static void pl_op_free(pl_op *op)
 {
     if (op->slots != op->inline_slots)
-        free(op->slots);
-    free(op);
+        pl_free(op->slots);
+    pl_free(op);
 }
 
 /* Records the engine's first failure since the last wait_all. */
@@ -195,16 +197,16 @@ static pl_status *pl_op_make(pl_engine *e, pl_op_kind kind,
     size_t total;
     if (!pl_size_add(n_read, n_write, &total))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "too many variables");
-    pl_op *op = calloc(1, sizeof *op);
+    pl_op *op = pl_alloc_calloc(e->alloc, 1, sizeof *op);
     if (op == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory pushing an op");
     op->engine = e;
     op->kind = kind;
     op->slots = op->inline_slots;
     if (total > PL_OP_INLINE_SLOTS) {
-        op->slots = calloc(total, sizeof *op->slots);
+        op->slots = pl_alloc_calloc(e->alloc, total, sizeof *op->slots);
         if (op->slots == NULL) {
-            free(op);
+            pl_free(op);
             return pl_status_create(PL_CODE_OUT_OF_MEMORY,
                                     "out of memory pushing an op");
         }
@@ -259,14 +261,16 @@ static void pl_var_take(pl_var *v, bool write)
 
 /* A list of operations made ready, to dispatch once no lock is held. */
 typedef struct pl_ready_list {
+    pl_allocator alloc;
     pl_op *inline_ops[16];
     pl_op **ops;
     size_t n;
     size_t cap;
 } pl_ready_list;
 
-static void pl_ready_init(pl_ready_list *r)
+static void pl_ready_init(pl_ready_list *r, pl_allocator alloc)
 {
+    r->alloc = alloc;
     r->ops = r->inline_ops;
     r->n = 0;
     r->cap = 16;
@@ -276,16 +280,19 @@ static void pl_ready_add(pl_ready_list *r, pl_op *op)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap * 2;
-        pl_op **grown = r->ops == r->inline_ops ? malloc(cap * sizeof *grown)
-                                                : realloc(r->ops, cap * sizeof *grown);
+        pl_op **grown = r->ops == r->inline_ops
+                            ? pl_alloc_malloc(r->alloc, cap * sizeof *grown)
+                            : pl_alloc_realloc(r->alloc, r->ops, cap * sizeof *grown);
         if (grown == NULL) {
-            /* Cannot happen in practice; the op would be lost, so spin on
-             * allocation rather than drop it. */
-            while ((grown = malloc(cap * sizeof *grown)) == NULL)
+            /* The op would be lost, so spin on the system allocator rather
+             * than drop it: a runtime's allocator may refuse for good (a
+             * test's failing one), the system one only for a moment. */
+            while ((grown = pl_alloc_malloc(pl_allocator_system(),
+                                            cap * sizeof *grown)) == NULL)
                 ;
             memcpy(grown, r->ops, r->n * sizeof *grown);
             if (r->ops != r->inline_ops)
-                free(r->ops);
+                pl_free(r->ops);
         } else if (r->ops == r->inline_ops) {
             memcpy(grown, r->inline_ops, r->n * sizeof *grown);
         }
@@ -298,7 +305,7 @@ static void pl_ready_add(pl_ready_list *r, pl_op *op)
 static void pl_ready_free(pl_ready_list *r)
 {
     if (r->ops != r->inline_ops)
-        free(r->ops);
+        pl_free(r->ops);
 }
 
 /* Grants V to waiting operations as far as its state allows (V locked). */
@@ -340,7 +347,7 @@ static pl_completion_slot *pl_slot_take(pl_engine *e, pl_op *op)
         e->n_slot_free--;
     } else {
         if (e->slot_fresh == NULL) {
-            pl_slot_chunk *chunk = calloc(1, sizeof *chunk);
+            pl_slot_chunk *chunk = pl_alloc_calloc(e->alloc, 1, sizeof *chunk);
             if (chunk != NULL) {
                 chunk->next = e->slot_chunks;
                 e->slot_chunks = chunk;
@@ -398,12 +405,12 @@ static pl_threadpool *pl_engine_pool_for(pl_engine *e, const pl_exec_ctx *ctx)
         }
     }
     pl_threadpool *pool = NULL;
-    pl_dev_pool *grown = realloc(e->dev, (e->n_dev + 1) * sizeof *grown);
+    pl_dev_pool *grown = pl_alloc_realloc(e->alloc, e->dev, (e->n_dev + 1) * sizeof *grown);
     if (grown != NULL) {
         e->dev = grown;
         /* No spin: a device worker mostly launches work and would take a
          * core from the CPU pool's budget while it spins. */
-        pl_status *st = pl_threadpool_create_ex(1, 1, 0, &pool);
+        pl_status *st = pl_threadpool_create_in(e->alloc, 1, 1, 0, &pool);
         if (st != NULL) {
             pl_log(e->logger, PL_LOG_ERROR, "engine",
                    "cannot start the worker of device %d stream %d: %s; its "
@@ -551,7 +558,7 @@ static void pl_engine_slot_signal(pl_completion *c, pl_status *status)
         status = wrapped;
     }
     pl_ready_list ready;
-    pl_ready_init(&ready);
+    pl_ready_init(&ready, e->alloc);
     pl_op_finish(op, status, &ready);
     long inline_done = pl_engine_dispatch(e, &ready, NULL, false);
     pl_ready_free(&ready);
@@ -572,7 +579,7 @@ static pl_task *pl_engine_run_task(pl_task *task, int worker)
     if (started)
         return NULL; /* finishes when its completion is signalled */
     pl_ready_list ready;
-    pl_ready_init(&ready);
+    pl_ready_init(&ready, e->alloc);
     pl_op_finish(op, st, &ready);
     pl_task *local = NULL;
     long inline_done = pl_engine_dispatch(e, &ready, &local,
@@ -628,7 +635,7 @@ static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
             pthread_mutex_unlock(&v->mu);
             pl_status_free(v->error);
             pthread_mutex_destroy(&v->mu);
-            free(v);
+            pl_free(v);
             pl_op_free(op);
             finished++;
             continue;
@@ -658,14 +665,14 @@ static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
         }
         if (n_cpu == cap_cpu) {
             size_t cap = cap_cpu * 2;
-            pl_task **grown = malloc(cap * sizeof *grown);
+            pl_task **grown = pl_alloc_malloc(e->alloc, cap * sizeof *grown);
             if (grown == NULL) {
                 pl_threadpool_submit(pool, &op->task);
                 continue;
             }
             memcpy(grown, cpu_batch, n_cpu * sizeof *grown);
             if (cpu_batch != cpu_batch_inline)
-                free(cpu_batch);
+                pl_free(cpu_batch);
             cpu_batch = grown;
             cap_cpu = cap;
         }
@@ -678,7 +685,7 @@ static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
             *out_local = mine;
     }
     if (cpu_batch != cpu_batch_inline)
-        free(cpu_batch);
+        pl_free(cpu_batch);
     return finished;
 }
 
@@ -712,7 +719,7 @@ static void pl_engine_enqueue(pl_engine *e, pl_op *op, int priority)
         pthread_mutex_unlock(&op->slots[i].var->mu);
     if (atomic_fetch_sub(&op->pending_grants, granted + 1) == granted + 1) {
         pl_ready_list ready;
-        pl_ready_init(&ready);
+        pl_ready_init(&ready, e->alloc);
         pl_ready_add(&ready, op);
         long inline_done = pl_engine_dispatch(e, &ready, NULL, false);
         pl_ready_free(&ready);
@@ -790,9 +797,10 @@ pl_status *pl_engine_create(const pl_engine_options *options,
                             pl_engine **out_engine)
 {
     *out_engine = NULL;
-    pl_engine *e = calloc(1, sizeof *e);
+    pl_engine *e = pl_alloc_calloc(options->alloc, 1, sizeof *e);
     if (e == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    e->alloc = pl_allocator_resolve(options->alloc);
     e->kind = options->kind;
     e->logger = options->logger;
     int threads = options->threads > 0 ? options->threads : 1;
@@ -811,8 +819,8 @@ pl_status *pl_engine_create(const pl_engine_options *options,
      * parallel_for. Naive: ops run in the caller, so parallel_for gets
      * threads - 1 helpers and the caller. */
     int workers = e->kind == PL_ENGINE_NAIVE ? threads - 1 : threads;
-    pl_status *st = pl_threadpool_create_ex(workers, threads, options->spin_us,
-                                            &e->cpu);
+    pl_status *st = pl_threadpool_create_in(e->alloc, workers, threads,
+                                            options->spin_us, &e->cpu);
     if (st != NULL) {
         pl_engine_destroy(e);
         return st;
@@ -836,29 +844,29 @@ void pl_engine_destroy(pl_engine *e)
     }
     for (size_t i = 0; i < e->n_dev; i++)
         pl_threadpool_destroy(e->dev[i].pool);
-    free(e->dev);
+    pl_free(e->dev);
     pl_threadpool_destroy(e->cpu);
     for (pl_var *v = e->vars, *next; v != NULL; v = next) {
         next = v->all_next;
         pl_status_free(v->error);
         pthread_mutex_destroy(&v->mu);
-        free(v);
+        pl_free(v);
     }
     for (pl_slot_chunk *c = e->slot_chunks, *next; c != NULL; c = next) {
         next = c->next;
-        free(c);
+        pl_free(c);
     }
     pthread_mutex_destroy(&e->slot_mu);
     pl_status_free(e->first_error);
     pthread_mutex_destroy(&e->naive_mu);
     pthread_cond_destroy(&e->idle_cv);
     pthread_mutex_destroy(&e->mu);
-    free(e);
+    pl_free(e);
 }
 
 pl_var *pl_engine_new_var(pl_engine *e)
 {
-    pl_var *v = calloc(1, sizeof *v);
+    pl_var *v = pl_alloc_calloc(e->alloc, 1, sizeof *v);
     if (v == NULL)
         return NULL;
     pthread_mutex_init(&v->mu, NULL);
@@ -883,7 +891,7 @@ static void pl_engine_unlink_and_free_var(pl_engine *e, pl_var *v)
     pthread_mutex_unlock(&e->mu);
     pl_status_free(v->error);
     pthread_mutex_destroy(&v->mu);
-    free(v);
+    pl_free(v);
 }
 
 void pl_engine_delete_var(pl_engine *e, pl_var *var)

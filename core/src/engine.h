@@ -77,6 +77,9 @@ typedef void (*pl_engine_async_fn)(void *arg, const pl_run_context *rc,
                                    pl_completion *done);
 
 typedef struct pl_engine_options {
+    /* Every allocation of the engine and its pools, on any thread; ctl
+     * NULL: the system allocator. */
+    pl_allocator alloc;
     pl_engine_kind kind;  /* threaded or naive */
     int threads;          /* CPU budget, >= 1 */
     const pl_logger *logger; /* borrowed; may be NULL */

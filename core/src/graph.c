@@ -23,6 +23,7 @@ typedef struct pl_graph_mapping {
 } pl_graph_mapping;
 
 struct pl_graph {
+    pl_allocator alloc;       /* every block of the graph */
     pl_graph_tensor *tensors;
     size_t n_tensors, cap_tensors;
     pl_graph_node *nodes;
@@ -48,7 +49,8 @@ static pl_status *pl_graph_oom(const char *what)
 }
 
 /* Grows *array (of elem bytes) so that it holds at least need elements. */
-static bool pl_grow(void **array, size_t *cap, size_t need, size_t elem)
+static bool pl_grow(pl_allocator alloc, void **array, size_t *cap, size_t need,
+                    size_t elem)
 {
     if (need <= *cap)
         return true;
@@ -61,7 +63,7 @@ static bool pl_grow(void **array, size_t *cap, size_t need, size_t elem)
     size_t bytes;
     if (!pl_size_mul(n, elem, &bytes))
         return false;
-    void *grown = pl_realloc(*array, bytes);
+    void *grown = pl_alloc_realloc(alloc, *array, bytes);
     if (grown == NULL)
         return false;
     *array = grown;
@@ -133,8 +135,20 @@ bool pl_graph_tensor_bytes(const pl_graph_tensor *t, size_t *out_bytes)
 
 pl_status *pl_graph_create(pl_graph **out_graph)
 {
-    *out_graph = pl_calloc(1, sizeof **out_graph);
-    return *out_graph ? NULL : pl_graph_oom("creating a graph");
+    pl_allocator alloc = pl_alloc_current();
+    pl_graph *g = pl_alloc_calloc(alloc, 1, sizeof *g);
+    *out_graph = g;
+    if (g == NULL)
+        return pl_graph_oom("creating a graph");
+    g->alloc = alloc;
+    g->tensor_names.alloc = alloc;
+    g->node_names.alloc = alloc;
+    return NULL;
+}
+
+pl_allocator pl_graph_allocator(const pl_graph *g)
+{
+    return g ? g->alloc : pl_alloc_current();
 }
 
 static void pl_attr_free(pl_attr *a)
@@ -225,12 +239,12 @@ pl_status *pl_graph_tensor_get_or_add(pl_graph *g, const char *name,
     }
     if (g->n_tensors >= PL_TID_NONE - 1)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "too many tensors");
-    if (!pl_grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1,
+    if (!pl_grow(g->alloc, (void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1,
                  sizeof *g->tensors))
         return pl_graph_oom("adding a tensor");
     pl_graph_tensor *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
-    t->name = pl_xstrdup(name);
+    t->name = pl_alloc_strdup(g->alloc, name);
     if (t->name == NULL)
         return pl_graph_oom("adding a tensor");
     t->ndim = -1;
@@ -272,7 +286,7 @@ pl_status *pl_graph_set_type(pl_graph *g, pl_tid id, pl_dtype dtype,
     int64_t *nd = NULL;
     char **np = NULL;
     if (ndim > 0) {
-        nd = pl_malloc((size_t)ndim * sizeof *nd);
+        nd = pl_alloc_malloc(g->alloc, (size_t)ndim * sizeof *nd);
         if (nd == NULL)
             return pl_graph_oom("setting a tensor type");
         memcpy(nd, dims, (size_t)ndim * sizeof *nd);
@@ -280,7 +294,7 @@ pl_status *pl_graph_set_type(pl_graph *g, pl_tid id, pl_dtype dtype,
         for (int32_t i = 0; dim_params && i < ndim; i++)
             any_param = any_param || (dim_params[i] && dim_params[i][0]);
         if (any_param) {
-            np = pl_calloc((size_t)ndim, sizeof *np);
+            np = pl_alloc_calloc(g->alloc, (size_t)ndim, sizeof *np);
             if (np == NULL) {
                 pl_free(nd);
                 return pl_graph_oom("setting a tensor type");
@@ -288,7 +302,7 @@ pl_status *pl_graph_set_type(pl_graph *g, pl_tid id, pl_dtype dtype,
             for (int32_t i = 0; i < ndim; i++) {
                 if (dim_params[i] == NULL || dim_params[i][0] == '\0')
                     continue;
-                np[i] = pl_xstrdup(dim_params[i]);
+                np[i] = pl_alloc_strdup(g->alloc, dim_params[i]);
                 if (np[i] == NULL) {
                     for (int32_t k = 0; k < i; k++)
                         pl_free(np[k]);
@@ -333,7 +347,7 @@ pl_status *pl_graph_set_constant(pl_graph *g, pl_tid id, const void *data,
                                  size_t nbytes)
 {
     PL_RETURN_IF_ERROR(pl_graph_check_constant(g, id, nbytes));
-    void *copy = pl_malloc(nbytes ? nbytes : 1);
+    void *copy = pl_alloc_malloc(g->alloc, nbytes ? nbytes : 1);
     if (copy == NULL)
         return pl_graph_oom("copying a constant");
     if (nbytes)
@@ -361,7 +375,7 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid id, const void *data,
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len)
 {
     size_t cap = g->n_mappings;
-    if (!pl_grow((void **)&g->mappings, &cap, g->n_mappings + 1,
+    if (!pl_grow(g->alloc, (void **)&g->mappings, &cap, g->n_mappings + 1,
                  sizeof *g->mappings))
         return pl_graph_oom("keeping a mapping");
     g->mappings[g->n_mappings].addr = addr;
@@ -382,7 +396,7 @@ static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input)
     pl_tid **arr = input ? &g->inputs : &g->outputs;
     size_t *n = input ? &g->n_inputs : &g->n_outputs;
     size_t *cap = input ? &g->cap_inputs : &g->cap_outputs;
-    if (!pl_grow((void **)arr, cap, *n + 1, sizeof **arr))
+    if (!pl_grow(g->alloc, (void **)arr, cap, *n + 1, sizeof **arr))
         return pl_graph_oom("adding a graph input or output");
     (*arr)[(*n)++] = id;
     if (input)
@@ -431,16 +445,16 @@ pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
                                 "node '%s' (%s): the name is already used by "
                                 "another node (%s)",
                                 name, op, g->nodes[existing].op);
-    if (!pl_grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1,
+    if (!pl_grow(g->alloc, (void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1,
                  sizeof *g->nodes))
         return pl_graph_oom("adding a node");
     pl_graph_node *n = &g->nodes[g->n_nodes];
     memset(n, 0, sizeof *n);
-    n->name = pl_xstrdup(name);
-    n->op = pl_xstrdup(op);
-    n->domain = pl_xstrdup(domain ? domain : "");
-    n->inputs = pl_malloc((n_inputs ? n_inputs : 1) * sizeof *n->inputs);
-    n->outputs = pl_malloc((n_outputs ? n_outputs : 1) * sizeof *n->outputs);
+    n->name = pl_alloc_strdup(g->alloc, name);
+    n->op = pl_alloc_strdup(g->alloc, op);
+    n->domain = pl_alloc_strdup(g->alloc, domain ? domain : "");
+    n->inputs = pl_alloc_malloc(g->alloc, (n_inputs ? n_inputs : 1) * sizeof *n->inputs);
+    n->outputs = pl_alloc_malloc(g->alloc, (n_outputs ? n_outputs : 1) * sizeof *n->outputs);
     pl_status *st = NULL;
     if (!n->name || !n->op || !n->domain || !n->inputs || !n->outputs)
         st = pl_graph_oom("adding a node");
@@ -505,11 +519,11 @@ static pl_status *pl_graph_new_attr(pl_graph *g, pl_nid id, const char *name,
                                 "node '%s' (%s): attribute '%s' given twice",
                                 n->name, n->op, name);
     size_t cap = n->n_attrs;
-    if (!pl_grow((void **)&n->attrs, &cap, n->n_attrs + 1, sizeof *n->attrs))
+    if (!pl_grow(g->alloc, (void **)&n->attrs, &cap, n->n_attrs + 1, sizeof *n->attrs))
         return pl_graph_oom("adding an attribute");
     pl_attr *a = &n->attrs[n->n_attrs];
     memset(a, 0, sizeof *a);
-    a->name = pl_xstrdup(name);
+    a->name = pl_alloc_strdup(g->alloc, name);
     if (a->name == NULL)
         return pl_graph_oom("adding an attribute");
     *out_attr = a;
@@ -555,7 +569,7 @@ pl_status *pl_graph_attr_string(pl_graph *g, pl_nid n, const char *name,
     pl_attr *a;
     PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
     a->kind = PL_ATTR_STRING;
-    a->s = pl_xstrndup(value ? value : "", value ? len : 0);
+    a->s = pl_alloc_strndup(g->alloc, value ? value : "", value ? len : 0);
     a->s_len = value ? len : 0;
     if (a->s == NULL) {
         pl_graph_drop_attr(a);
@@ -565,13 +579,14 @@ pl_status *pl_graph_attr_string(pl_graph *g, pl_nid n, const char *name,
     return NULL;
 }
 
-static void *pl_dup_array(const void *src, size_t count, size_t elem, bool *ok)
+static void *pl_dup_array(pl_allocator alloc, const void *src, size_t count,
+                          size_t elem, bool *ok)
 {
     size_t bytes;
     *ok = pl_size_mul(count ? count : 1, elem, &bytes);
     if (!*ok)
         return NULL;
-    void *dst = pl_malloc(bytes);
+    void *dst = pl_alloc_malloc(alloc, bytes);
     if (dst == NULL) {
         *ok = false;
         return NULL;
@@ -589,7 +604,7 @@ pl_status *pl_graph_attr_ints(pl_graph *g, pl_nid n, const char *name,
     bool ok;
     a->kind = PL_ATTR_INTS;
     a->n = count;
-    a->ints = pl_dup_array(values, count, sizeof *values, &ok);
+    a->ints = pl_dup_array(g->alloc, values, count, sizeof *values, &ok);
     if (!ok) {
         pl_graph_drop_attr(a);
         return pl_graph_oom("adding an attribute");
@@ -606,7 +621,7 @@ pl_status *pl_graph_attr_floats(pl_graph *g, pl_nid n, const char *name,
     bool ok;
     a->kind = PL_ATTR_FLOATS;
     a->n = count;
-    a->floats = pl_dup_array(values, count, sizeof *values, &ok);
+    a->floats = pl_dup_array(g->alloc, values, count, sizeof *values, &ok);
     if (!ok) {
         pl_graph_drop_attr(a);
         return pl_graph_oom("adding an attribute");
@@ -621,12 +636,12 @@ pl_status *pl_graph_attr_strings(pl_graph *g, pl_nid n, const char *name,
     pl_attr *a;
     PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
     a->kind = PL_ATTR_STRINGS;
-    a->strings = pl_calloc(count ? count : 1, sizeof *a->strings);
+    a->strings = pl_alloc_calloc(g->alloc, count ? count : 1, sizeof *a->strings);
     bool ok = a->strings != NULL;
     if (ok)
         a->n = count;
     for (size_t i = 0; ok && i < count; i++) {
-        a->strings[i] = pl_xstrdup(values[i] ? values[i] : "");
+        a->strings[i] = pl_alloc_strdup(g->alloc, values[i] ? values[i] : "");
         ok = a->strings[i] != NULL;
     }
     if (!ok) {
@@ -663,15 +678,15 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
     pl_attr *a;
     PL_RETURN_IF_ERROR(pl_graph_new_attr(g, n, name, &a));
     a->kind = PL_ATTR_TENSOR;
-    a->tensor = pl_calloc(1, sizeof *a->tensor);
+    a->tensor = pl_alloc_calloc(g->alloc, 1, sizeof *a->tensor);
     bool ok = a->tensor != NULL;
     if (ok) {
         a->tensor->dtype = dtype;
         a->tensor->ndim = ndim;
-        a->tensor->dims = pl_dup_array(dims, (size_t)ndim, sizeof *dims, &ok);
+        a->tensor->dims = pl_dup_array(g->alloc, dims, (size_t)ndim, sizeof *dims, &ok);
     }
     if (ok) {
-        a->tensor->data = pl_dup_array(data, nbytes, 1, &ok);
+        a->tensor->data = pl_dup_array(g->alloc, data, nbytes, 1, &ok);
         a->tensor->nbytes = nbytes;
     }
     if (!ok) {
@@ -722,7 +737,7 @@ pl_status *pl_graph_node_set_inputs(pl_graph *g, pl_nid id, const pl_tid *inputs
                                     n->op, i, inputs[i]);
     size_t bytes;
     pl_tid *copy = pl_size_mul(n_inputs ? n_inputs : 1, sizeof *copy, &bytes)
-                       ? pl_malloc(bytes)
+                       ? pl_alloc_malloc(g->alloc, bytes)
                        : NULL;
     if (copy == NULL)
         return pl_graph_oom("rewriting a node");
@@ -754,7 +769,7 @@ pl_status *pl_graph_reshape_constant(pl_graph *g, pl_tid id, int32_t ndim,
                                 t->name, (int)ndim);
     int64_t *nd = NULL;
     if (ndim > 0) {
-        nd = pl_malloc((size_t)ndim * sizeof *nd);
+        nd = pl_alloc_malloc(g->alloc, (size_t)ndim * sizeof *nd);
         if (nd == NULL)
             return pl_graph_oom("reshaping a constant");
         memcpy(nd, dims, (size_t)ndim * sizeof *nd);
@@ -781,9 +796,9 @@ pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version)
             return NULL;
         }
     size_t cap = g->n_opsets;
-    if (!pl_grow((void **)&g->opsets, &cap, g->n_opsets + 1, sizeof *g->opsets))
+    if (!pl_grow(g->alloc, (void **)&g->opsets, &cap, g->n_opsets + 1, sizeof *g->opsets))
         return pl_graph_oom("recording an opset");
-    g->opsets[g->n_opsets].domain = pl_xstrdup(d);
+    g->opsets[g->n_opsets].domain = pl_alloc_strdup(g->alloc, d);
     if (g->opsets[g->n_opsets].domain == NULL)
         return pl_graph_oom("recording an opset");
     g->opsets[g->n_opsets].version = version;
@@ -953,11 +968,11 @@ pl_status *pl_graph_validate(pl_graph *g)
                                     t->name);
     }
     /* Consumers, in one block. */
-    size_t *counts = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *counts);
-    g->consumer_block = pl_malloc((total_uses ? total_uses : 1) *
+    size_t *counts = pl_alloc_calloc(g->alloc, g->n_tensors ? g->n_tensors : 1, sizeof *counts);
+    g->consumer_block = pl_alloc_malloc(g->alloc, (total_uses ? total_uses : 1) *
                                   sizeof *g->consumer_block);
-    uint32_t *indeg = pl_calloc(g->n_nodes ? g->n_nodes : 1, sizeof *indeg);
-    pl_nid *queue = pl_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *queue);
+    uint32_t *indeg = pl_alloc_calloc(g->alloc, g->n_nodes ? g->n_nodes : 1, sizeof *indeg);
+    pl_nid *queue = pl_alloc_malloc(g->alloc, (g->n_nodes ? g->n_nodes : 1) * sizeof *queue);
     if (!counts || !g->consumer_block || !indeg || !queue) {
         pl_free(counts);
         pl_free(indeg);

@@ -102,6 +102,9 @@ typedef struct pl_graph pl_graph;
 /* ---- building ---------------------------------------------------------- */
 
 pl_status *pl_graph_create(pl_graph **out_graph);
+/* The allocator of every block of G: the thread's current one (alloc.h)
+ * when G was created. Views, builders and copies of G allocate with it. */
+pl_allocator pl_graph_allocator(const pl_graph *g);
 void pl_graph_destroy(pl_graph *graph);
 
 /* The tensor named NAME, created (dtype unknown, rank unknown) if absent.

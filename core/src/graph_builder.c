@@ -29,13 +29,15 @@ pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
                                    pl_graph_builder **out_builder)
 {
     *out_builder = NULL;
-    pl_graph_builder *b = pl_calloc(1, sizeof *b);
+    pl_allocator alloc = pl_graph_allocator(g);
+    pl_graph_builder *b = pl_alloc_calloc(alloc, 1, sizeof *b);
     if (b == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     b->g = g;
     const char *slash = strrchr(path, '/');
-    b->model_dir = slash ? pl_xstrndup(path, slash == path ? 1 : (size_t)(slash - path))
-                         : pl_xstrdup(".");
+    b->model_dir = slash ? pl_alloc_strndup(alloc, path,
+                                            slash == path ? 1 : (size_t)(slash - path))
+                         : pl_alloc_strdup(alloc, ".");
     if (b->model_dir == NULL) {
         pl_free(b);
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
@@ -112,8 +114,10 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
         size_t size = 0;
         PL_RETURN_IF_ERROR(pl_datafile_map(b->model_dir, location, "external data",
                                            &addr, &size));
-        pl_builder_file *grown = pl_realloc(b->files, (b->n_files + 1) * sizeof *grown);
-        char *loc = pl_xstrdup(location);
+        pl_allocator alloc = pl_graph_allocator(b->g);
+        pl_builder_file *grown =
+            pl_alloc_realloc(alloc, b->files, (b->n_files + 1) * sizeof *grown);
+        char *loc = pl_alloc_strdup(alloc, location);
         pl_status *st = NULL;
         if (grown == NULL || loc == NULL)
             st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");

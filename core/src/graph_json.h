@@ -5,9 +5,10 @@
  * sidecar, is what symbolic modules receive for a subgraph. The format is
  * specified in docs/graph-format.md.
  *
- * Every allocation goes through alloc.h (jansson's included), so a failing
- * allocator makes each function return PL_CODE_OUT_OF_MEMORY and leak
- * nothing. The functions keep no state: any number of threads may call them
+ * Every allocation of the core goes through alloc.h (the thread's current
+ * allocator, or the graph's), so a failing allocator makes each function
+ * return PL_CODE_OUT_OF_MEMORY and leak nothing. Jansson's tree is made
+ * with jansson's own allocator, which the core leaves alone. The functions keep no state: any number of threads may call them
  * at once, on different graphs or on one graph nobody modifies. */
 #ifndef PL_CORE_GRAPH_JSON_H
 #define PL_CORE_GRAPH_JSON_H

@@ -39,17 +39,18 @@ pl_status *pl_graph_view_create(const pl_graph *g, const pl_nid *nodes,
                                     "graph view: the graph is not validated");
         n_nodes = pl_graph_node_count(g);
     }
-    pl_graph_view *v = pl_calloc(1, sizeof *v);
+    pl_allocator alloc = pl_graph_allocator(g);
+    pl_graph_view *v = pl_alloc_calloc(alloc, 1, sizeof *v);
     size_t nt = pl_graph_tensor_count(g);
-    unsigned char *mark = pl_calloc(nt ? nt : 1, 1);
-    unsigned char *in_view = pl_calloc(pl_graph_node_count(g) ? pl_graph_node_count(g) : 1, 1);
+    unsigned char *mark = pl_alloc_calloc(alloc, nt ? nt : 1, 1);
+    unsigned char *in_view = pl_alloc_calloc(alloc, pl_graph_node_count(g) ? pl_graph_node_count(g) : 1, 1);
     if (v != NULL)
         pthread_mutex_init(&v->json_mu, NULL);
     if (v == NULL || mark == NULL || in_view == NULL)
         goto oom;
     v->g = g;
     v->n_nodes = n_nodes;
-    v->nodes = pl_malloc((n_nodes ? n_nodes : 1) * sizeof *v->nodes);
+    v->nodes = pl_alloc_malloc(alloc, (n_nodes ? n_nodes : 1) * sizeof *v->nodes);
     if (v->nodes == NULL)
         goto oom;
     for (size_t i = 0; i < n_nodes; i++) {
@@ -70,8 +71,8 @@ pl_status *pl_graph_view_create(const pl_graph *g, const pl_nid *nodes,
             if (n->outputs[k] != PL_TID_NONE)
                 mark[n->outputs[k]] |= PL_VIEW_PRODUCED;
     }
-    v->inputs = pl_malloc((nt ? nt : 1) * sizeof *v->inputs);
-    v->outputs = pl_malloc((nt ? nt : 1) * sizeof *v->outputs);
+    v->inputs = pl_alloc_malloc(alloc, (nt ? nt : 1) * sizeof *v->inputs);
+    v->outputs = pl_alloc_malloc(alloc, (nt ? nt : 1) * sizeof *v->outputs);
     if (v->inputs == NULL || v->outputs == NULL)
         goto oom;
     for (size_t i = 0; i < n_nodes; i++) {

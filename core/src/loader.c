@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "note.h"
 #include "registry.h"
 #include "status.h"
@@ -26,9 +27,9 @@
 static void pl_module_set_verdict(pl_module *m, pl_module_status status,
                                   const char *reason)
 {
-    char *r = strdup(reason ? reason : "");
+    char *r = pl_alloc_strdup(m->host.runtime->alloc, reason ? reason : "");
     if (r != NULL) {
-        free(m->reason);
+        pl_free(m->reason);
         m->reason = r;
     }
     m->status = status;
@@ -57,9 +58,9 @@ static void pl_module_refuse_status(pl_runtime *rt, pl_module *m,
                                     pl_module_status verdict, pl_status *st,
                                     const char *prefix)
 {
-    char *reason = pl_strdupf("%s%s", prefix, pl_status_message(st));
+    char *reason = pl_alloc_strdupf(rt->alloc, "%s%s", prefix, pl_status_message(st));
     pl_module_refuse(rt, m, verdict, reason ? reason : pl_status_message(st));
-    free(reason);
+    pl_free(reason);
     pl_status_free(st);
 }
 
@@ -168,8 +169,8 @@ static pl_status *pl_loader_validate_table(pl_module *m, const pl_module_api *t)
  * others, in a directory writable by group or others, or a link that leads
  * out of the directory it was found in. On success *out_real is the file's
  * real path (the caller frees it). */
-static pl_status *pl_loader_check_file(const char *path, const char *dir,
-                                       char **out_real)
+static pl_status *pl_loader_check_file(pl_allocator alloc, const char *path,
+                                       const char *dir, char **out_real)
 {
     *out_real = NULL;
     struct stat lst;
@@ -221,7 +222,7 @@ static pl_status *pl_loader_check_file(const char *path, const char *dir,
                                     "others (mode %04o); refusing to load from it",
                                     dirs[i], (unsigned)(dst.st_mode & 07777));
     }
-    *out_real = strdup(real);
+    *out_real = pl_alloc_strdup(alloc, real);
     if (*out_real == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     return NULL;
@@ -242,14 +243,15 @@ static const pl_module *pl_loader_find_live(const pl_runtime *rt,
 }
 
 /* Collects the module's devices; fails only out of memory. */
-static void pl_loader_collect_devices(pl_module *m)
+static void pl_loader_collect_devices(pl_runtime *rt, pl_module *m)
 {
     int count = m->api.device_count(m->ctx);
     if (count < 0)
         count = 0;
     if (count > 4096)
         count = 4096;
-    m->device_names = calloc(count ? (size_t)count : 1, sizeof *m->device_names);
+    m->device_names =
+        pl_alloc_calloc(rt->alloc, count ? (size_t)count : 1, sizeof *m->device_names);
     if (m->device_names == NULL)
         return;
     m->device_count = count;
@@ -260,9 +262,9 @@ static void pl_loader_collect_devices(pl_module *m)
         pl_status *st = m->api.device_properties(m->ctx, d, &props);
         props.name[sizeof props.name - 1] = '\0';
         if (st != NULL || props.name[0] == '\0')
-            m->device_names[d] = pl_strdupf("%s:%d", m->note.name, d);
+            m->device_names[d] = pl_alloc_strdupf(rt->alloc, "%s:%d", m->note.name, d);
         else
-            m->device_names[d] = strdup(props.name);
+            m->device_names[d] = pl_alloc_strdup(rt->alloc, props.name);
         pl_status_free(st);
     }
 }
@@ -270,7 +272,7 @@ static void pl_loader_collect_devices(pl_module *m)
 static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
 {
     char *real = NULL;
-    pl_status *st = pl_loader_check_file(m->path, dir, &real);
+    pl_status *st = pl_loader_check_file(rt->alloc, m->path, dir, &real);
     if (st != NULL) {
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
         return;
@@ -278,20 +280,20 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
     int fd = open(real, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, strerror(errno));
-        free(real);
+        pl_free(real);
         return;
     }
     st = pl_note_read(fd, &m->note);
     close(fd);
     if (st != NULL) {
-        free(real);
+        pl_free(real);
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
         return;
     }
     m->note_read = true;
-    char *name = strdup(m->note.name);
+    char *name = pl_alloc_strdup(rt->alloc, m->note.name);
     if (name != NULL) {
-        free(m->name);
+        pl_free(m->name);
         m->name = name;
     }
     m->host.section = pl_config_find_section(rt->config, m->note.name);
@@ -299,12 +301,12 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         char reason[128];
         snprintf(reason, sizeof reason, "ABI major %u, core speaks %u",
                  (unsigned)m->note.abi_major, PL_ABI_MAJOR);
-        free(real);
+        pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
         return;
     }
     if (m->host.section != NULL && m->host.section->enabled == PL_ENABLED_NO) {
-        free(real);
+        pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_DISABLED,
                          "enabled = no in the configuration");
         return;
@@ -315,14 +317,14 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         snprintf(reason, sizeof reason,
                  "duplicate: module '%s' already loaded from %s", m->note.name,
                  first->path);
-        free(real);
+        pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
         return;
     }
 
     dlerror();
     m->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
-    free(real);
+    pl_free(real);
     if (m->handle == NULL) {
         const char *err = dlerror();
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, err ? err : "dlopen failed");
@@ -378,7 +380,8 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
     /* configure with the section's keys, `enabled` excepted. */
     const pl_config_section *s = m->host.section;
     size_t n = 0;
-    pl_kv *kv = calloc(s && s->n_entries ? s->n_entries : 1, sizeof *kv);
+    pl_kv *kv = pl_alloc_calloc(rt->alloc, s && s->n_entries ? s->n_entries : 1,
+                                sizeof *kv);
     if (kv == NULL) {
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, "out of memory");
         return;
@@ -391,7 +394,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         n++;
     }
     st = pl_module_configure(m, kv, n);
-    free(kv);
+    pl_free(kv);
     if (st != NULL) {
         char prefix[PATH_MAX + 64];
         if (rt->config->path != NULL && s != NULL)
@@ -402,7 +405,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, prefix);
         return;
     }
-    pl_loader_collect_devices(m);
+    pl_loader_collect_devices(rt, m);
     if (m->device_count == 0) {
         pl_module_refuse(rt, m, PL_MODULE_NO_DEVICE,
                          "the module reports no devices");
@@ -429,7 +432,8 @@ static bool pl_loader_is_module_name(const char *name)
 static pl_status *pl_loader_add(pl_runtime *rt, const char *path,
                                 const char *dir)
 {
-    pl_module **grown = realloc(rt->modules, (rt->n_modules + 1) * sizeof *grown);
+    pl_module **grown =
+        pl_alloc_realloc(rt->alloc, rt->modules, (rt->n_modules + 1) * sizeof *grown);
     if (grown == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     rt->modules = grown;
@@ -462,10 +466,10 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
         while ((de = readdir(d)) != NULL) {
             if (!pl_loader_is_module_name(de->d_name))
                 continue;
-            char **grown = realloc(names, (n + 1) * sizeof *grown);
-            char *copy = strdup(de->d_name);
+            char **grown = pl_alloc_realloc(rt->alloc, names, (n + 1) * sizeof *grown);
+            char *copy = pl_alloc_strdup(rt->alloc, de->d_name);
             if (grown == NULL || copy == NULL) {
-                free(copy);
+                pl_free(copy);
                 if (grown != NULL)
                     names = grown;
                 result = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
@@ -479,15 +483,15 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
             qsort(names, n, sizeof *names, pl_loader_cmp);
         for (size_t i = 0; i < n; i++) {
             if (result == NULL) {
-                char *full = pl_strdupf("%s/%s", entry, names[i]);
+                char *full = pl_alloc_strdupf(rt->alloc, "%s/%s", entry, names[i]);
                 result = full ? pl_loader_add(rt, full, entry)
                               : pl_status_create(PL_CODE_OUT_OF_MEMORY,
                                                  "out of memory");
-                free(full);
+                pl_free(full);
             }
-            free(names[i]);
+            pl_free(names[i]);
         }
-        free(names);
+        pl_free(names);
         return result;
     }
     size_t len = strlen(entry);
@@ -499,7 +503,7 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
         return NULL;
     }
     /* A single file: its directory is the module directory. */
-    char *dir = strdup(entry);
+    char *dir = pl_alloc_strdup(rt->alloc, entry);
     if (dir == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     char *slash = strrchr(dir, '/');
@@ -510,7 +514,7 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
     else
         strcpy(dir, ".");
     pl_status *result = pl_loader_add(rt, entry, dir);
-    free(dir);
+    pl_free(dir);
     return result;
 }
 
@@ -520,7 +524,7 @@ pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
     for (size_t i = 0; i < c->n_module_paths; i++)
         PL_RETURN_IF_ERROR(pl_loader_scan_entry(rt, c->module_paths[i]));
     if (env_path != NULL) {
-        char *copy = strdup(env_path);
+        char *copy = pl_alloc_strdup(rt->alloc, env_path);
         if (copy == NULL)
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         char *save = NULL;
@@ -530,7 +534,7 @@ pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
         for (char *tok = strtok_r(copy, ":", &save); tok && st == NULL;
              tok = strtok_r(NULL, ":", &save))
             st = pl_loader_scan_entry(rt, tok);
-        free(copy);
+        pl_free(copy);
         PL_RETURN_IF_ERROR(st);
     }
     return NULL;

@@ -82,14 +82,11 @@ static pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph
                             path, tl ? tried : "none");
 }
 
-pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
+static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
+                                   pl_model **out_model)
 {
-    *out_model = NULL;
-    if (rt == NULL || path == NULL)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "pl_model_load: NULL runtime or path");
-    pl_model *m = pl_calloc(1, sizeof *m);
-    if (m == NULL || (m->path = pl_xstrdup(path)) == NULL) {
+    pl_model *m = pl_alloc_calloc(rt->alloc, 1, sizeof *m);
+    if (m == NULL || (m->path = pl_alloc_strdup(rt->alloc, path)) == NULL) {
         pl_free(m);
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
@@ -117,9 +114,25 @@ pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
     }
     atomic_fetch_add(&rt->refs, 1);
     m->runtime = rt;
+    m->alloc = rt->alloc;
     atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;
+}
+
+pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
+{
+    *out_model = NULL;
+    if (rt == NULL || path == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_model_load: NULL runtime or path");
+    /* The model inherits the runtime's allocator; the graph, the format
+     * module's calls through the host table and the opset allocate
+     * through it as the current one. */
+    pl_allocator outer = pl_alloc_scope_enter(rt->alloc);
+    pl_status *st = pl_model_load_in(rt, path, out_model);
+    pl_alloc_scope_leave(outer);
+    return st;
 }
 
 void pl_model_retain(pl_model *m)
@@ -153,8 +166,8 @@ size_t pl_model_tensor_count(const pl_model *m)
     return m ? pl_graph_tensor_count(m->graph) : 0;
 }
 
-pl_status *pl_model_bind_input(pl_model *m, const char *name, int32_t ndim,
-                                const int64_t *dims)
+static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
+                                         int32_t ndim, const int64_t *dims)
 {
     if (m == NULL || name == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_model_bind_input: NULL argument");
@@ -190,6 +203,17 @@ pl_status *pl_model_bind_input(pl_model *m, const char *name, int32_t ndim,
     return pl_status_wrap(st, "%s: ", m->path);
 }
 
+pl_status *pl_model_bind_input(pl_model *m, const char *name, int32_t ndim,
+                                const int64_t *dims)
+{
+    if (m == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_model_bind_input: NULL argument");
+    pl_allocator outer = pl_alloc_scope_enter(m->alloc);
+    pl_status *st = pl_model_bind_input_in(m, name, ndim, dims);
+    pl_alloc_scope_leave(outer);
+    return st;
+}
+
 pl_status *pl_model_save_json(const pl_model *m, const char *path)
 {
     if (m == NULL || path == NULL)
@@ -201,7 +225,10 @@ pl_status *pl_model_save_json(const pl_model *m, const char *path)
         len -= 5;
     char sidecar[512];
     snprintf(sidecar, sizeof sidecar, "%.*s.weights", (int)(len < 400 ? len : 400), base);
-    return pl_graph_save_json(m->graph, path, sidecar);
+    pl_allocator outer = pl_alloc_scope_enter(m->alloc);
+    pl_status *st = pl_graph_save_json(m->graph, path, sidecar);
+    pl_alloc_scope_leave(outer);
+    return st;
 }
 
 void pl_string_free(char *text)
@@ -433,11 +460,23 @@ static char *pl_explain_text(const pl_model *m, pl_plan *plan)
     return buf;
 }
 
+static pl_status *pl_model_explain_in(const pl_model *m, bool as_json,
+                                      char **out_text);
+
 pl_status *pl_model_explain(const pl_model *m, bool as_json, char **out_text)
 {
     *out_text = NULL;
     if (m == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_model_explain: NULL model");
+    pl_allocator outer = pl_alloc_scope_enter(m->alloc);
+    pl_status *st = pl_model_explain_in(m, as_json, out_text);
+    pl_alloc_scope_leave(outer);
+    return st;
+}
+
+static pl_status *pl_model_explain_in(const pl_model *m, bool as_json,
+                                      char **out_text)
+{
     const pl_graph *g = m->graph;
     size_t nt = pl_graph_tensor_count(g);
     int32_t *device = pl_malloc((nt ? nt : 1) * sizeof *device);

@@ -11,6 +11,9 @@
 
 struct pl_model {
     pl_runtime *runtime;
+    /* The runtime's allocator, inherited: the model's own blocks and the
+     * sessions made from it. */
+    pl_allocator alloc;
     char *path;
     pl_graph *graph;
     _Atomic int refs;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "registry.h"
 #include "status.h"
 
@@ -14,18 +15,18 @@
 
 pl_module *pl_module_new(pl_runtime *rt, const char *path)
 {
-    pl_module *m = calloc(1, sizeof *m);
+    pl_module *m = pl_alloc_calloc(rt->alloc, 1, sizeof *m);
     if (m == NULL)
         return NULL;
     const char *base = strrchr(path, '/');
-    m->path = strdup(path);
-    m->name = strdup(base ? base + 1 : path);
-    m->reason = strdup("");
+    m->path = pl_alloc_strdup(rt->alloc, path);
+    m->name = pl_alloc_strdup(rt->alloc, base ? base + 1 : path);
+    m->reason = pl_alloc_strdup(rt->alloc, "");
     if (m->path == NULL || m->name == NULL || m->reason == NULL) {
-        free(m->path);
-        free(m->name);
-        free(m->reason);
-        free(m);
+        pl_free(m->path);
+        pl_free(m->name);
+        pl_free(m->reason);
+        pl_free(m);
         return NULL;
     }
     m->host.runtime = rt;
@@ -39,10 +40,10 @@ pl_module *pl_module_new(pl_runtime *rt, const char *path)
 static void pl_module_free_outputs(pl_module *m)
 {
     for (size_t i = 0; i < m->n_outputs; i++) {
-        free(m->outputs[i].key);
-        free(m->outputs[i].value);
+        pl_free(m->outputs[i].key);
+        pl_free(m->outputs[i].value);
     }
-    free(m->outputs);
+    pl_free(m->outputs);
     m->outputs = NULL;
     m->n_outputs = 0;
 }
@@ -73,20 +74,21 @@ void pl_module_release(pl_module *module)
     pl_runtime *rt = module->host.runtime;
     pl_module_unload(module);
     for (int i = 0; i < module->device_count; i++)
-        free(module->device_names ? module->device_names[i] : NULL);
-    free(module->device_names);
+        pl_free(module->device_names ? module->device_names[i] : NULL);
+    pl_free(module->device_names);
     pl_module_free_outputs(module);
     pthread_mutex_destroy(&module->configure_mu);
-    free(module->name);
-    free(module->path);
-    free(module->reason);
-    free(module);
+    pl_free(module->name);
+    pl_free(module->path);
+    pl_free(module->reason);
+    pl_free(module);
     pl_runtime_unref(rt);
 }
 
 /* ---- configure ---------------------------------------------------------- */
 
 typedef struct pl_output_sink {
+    pl_allocator alloc;
     pl_kv_pair *items;
     size_t n;
     bool oom;
@@ -97,17 +99,17 @@ static void pl_output_sink_add(void *user, const char *key, const char *value)
     pl_output_sink *s = user;
     if (key == NULL)
         return;
-    pl_kv_pair *grown = realloc(s->items, (s->n + 1) * sizeof *grown);
+    pl_kv_pair *grown = pl_alloc_realloc(s->alloc, s->items, (s->n + 1) * sizeof *grown);
     if (grown == NULL) {
         s->oom = true;
         return;
     }
     s->items = grown;
-    s->items[s->n].key = strdup(key);
-    s->items[s->n].value = strdup(value ? value : "");
+    s->items[s->n].key = pl_alloc_strdup(s->alloc, key);
+    s->items[s->n].value = pl_alloc_strdup(s->alloc, value ? value : "");
     if (s->items[s->n].key == NULL || s->items[s->n].value == NULL) {
-        free(s->items[s->n].key);
-        free(s->items[s->n].value);
+        pl_free(s->items[s->n].key);
+        pl_free(s->items[s->n].value);
         s->oom = true;
         return;
     }
@@ -119,7 +121,7 @@ pl_status *pl_module_configure(pl_module *m, const pl_kv *in, size_t n)
     if (m->ctx == NULL || m->api.configure == NULL)
         return pl_status_create(PL_CODE_FAILED_PRECONDITION,
                                 "module %s is not initialised", m->name);
-    pl_output_sink sink = {0};
+    pl_output_sink sink = {.alloc = m->host.runtime->alloc};
     pthread_mutex_lock(&m->configure_mu);
     pl_status *st = m->api.configure(m->ctx, in, n, pl_output_sink_add, &sink);
     if (st == NULL && sink.oom)
@@ -134,10 +136,10 @@ pl_status *pl_module_configure(pl_module *m, const pl_kv *in, size_t n)
     }
     pthread_mutex_unlock(&m->configure_mu);
     for (size_t i = 0; i < sink.n; i++) {
-        free(sink.items[i].key);
-        free(sink.items[i].value);
+        pl_free(sink.items[i].key);
+        pl_free(sink.items[i].value);
     }
-    free(sink.items);
+    pl_free(sink.items);
     return st;
 }
 

@@ -50,6 +50,9 @@ struct pl_module {
 };
 
 struct pl_runtime {
+    /* Every allocation of the runtime, its module records, configuration
+     * and engine, and of the models and sessions made from it. */
+    pl_allocator alloc;
     pl_config *config;
     pl_logger logger;
     pl_engine *engine;

@@ -7,11 +7,13 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "registry.h"
 #include "status.h"
 
@@ -35,17 +37,15 @@ void pl_runtime_add_diagnostic(pl_runtime *rt, pl_log_level level,
 {
     va_list ap;
     va_start(ap, fmt);
-    char *line = NULL;
-    if (vasprintf(&line, fmt, ap) < 0)
-        line = NULL;
+    char *line = pl_alloc_vstrdupf(rt->alloc, fmt, ap);
     va_end(ap);
     if (line == NULL)
         return;
     pl_log(&rt->logger, level, NULL, "%s", line);
-    char **grown = realloc(rt->diagnostics,
-                           (rt->n_diagnostics + 1) * sizeof *grown);
+    char **grown = pl_alloc_realloc(rt->alloc, rt->diagnostics,
+                                    (rt->n_diagnostics + 1) * sizeof *grown);
     if (grown == NULL) {
-        free(line);
+        pl_free(line);
         return;
     }
     rt->diagnostics = grown;
@@ -136,8 +136,9 @@ static void pl_runtime_check_names(pl_runtime *rt)
                                   rt->n_modules);
 }
 
-pl_status *pl_runtime_create(const pl_runtime_options *options,
-                             pl_runtime **out_runtime)
+/* Creation proper; pl_runtime_create wraps it in the allocator's scope. */
+static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
+                                       pl_runtime **out_runtime)
 {
     *out_runtime = NULL;
     pl_runtime_options o = {0};
@@ -146,9 +147,11 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
                                                    : sizeof o;
         memcpy(&o, options, n);
     }
-    pl_runtime *rt = calloc(1, sizeof *rt);
+    pl_allocator alloc = pl_allocator_resolve(o.allocator);
+    pl_runtime *rt = pl_alloc_calloc(alloc, 1, sizeof *rt);
     if (rt == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    rt->alloc = alloc;
     atomic_init(&rt->refs, 1);
     rt->logger.level = PL_LOG_WARN;
     rt->logger.sink = o.log_sink;
@@ -157,7 +160,7 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     const char *path = NULL;
     pl_status *st = pl_runtime_pick_config(rt, &o, &path);
     if (st == NULL)
-        st = pl_config_load(path, &rt->config);
+        st = pl_config_load(rt->alloc, path, &rt->config);
     if (st != NULL) {
         pl_runtime_destroy(rt);
         return st;
@@ -176,7 +179,8 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int wanted = o.threads > 0 ? o.threads : rt->config->threads;
     rt->threads = wanted > 0 ? wanted : (int)(cores > 0 ? cores : 1);
-    pl_engine_options eo = {.kind = rt->config->engine,
+    pl_engine_options eo = {.alloc = rt->alloc,
+                            .kind = rt->config->engine,
                             .threads = rt->threads,
                             .logger = &rt->logger,
                             .spin_us = rt->config->spin_us};
@@ -195,6 +199,37 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     return NULL;
 }
 
+pl_status *pl_runtime_create(const pl_runtime_options *options,
+                             pl_runtime **out_runtime)
+{
+    *out_runtime = NULL;
+    pl_allocator alloc = {0};
+    if (options != NULL &&
+        options->struct_size >= offsetof(pl_runtime_options, allocator) + sizeof alloc)
+        alloc = options->allocator;
+    /* Code handed no allocator (the opset, module registrations through the
+     * host table) allocates through the runtime's too. */
+    pl_allocator outer = pl_alloc_scope_enter(alloc);
+    unsigned long failures = pl_alloc_failures();
+    pl_status *st = pl_runtime_create_in(options, out_runtime);
+    /* A failure absorbed on the way (a diagnostic dropped, a module refused
+     * because the core ran out of memory) would leave a runtime that
+     * silently differs from the configuration: fail instead. */
+    if (st == NULL && pl_alloc_failures() != failures) {
+        pl_runtime_destroy(*out_runtime);
+        *out_runtime = NULL;
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                              "out of memory creating the runtime");
+    }
+    pl_alloc_scope_leave(outer);
+    return st;
+}
+
+pl_allocator pl_runtime_allocator(const pl_runtime *runtime)
+{
+    return runtime ? runtime->alloc : pl_allocator_system();
+}
+
 static void pl_runtime_free(pl_runtime *rt)
 {
     pl_engine_destroy(rt->engine);
@@ -203,11 +238,11 @@ static void pl_runtime_free(pl_runtime *rt)
     if (rt->opset_mu_ready)
         pthread_mutex_destroy(&rt->opset_mu);
     for (size_t i = 0; i < rt->n_diagnostics; i++)
-        free(rt->diagnostics[i]);
-    free(rt->diagnostics);
-    free(rt->modules);
+        pl_free(rt->diagnostics[i]);
+    pl_free(rt->diagnostics);
+    pl_free(rt->modules);
     pl_config_destroy(rt->config);
-    free(rt);
+    pl_free(rt);
 }
 
 void pl_runtime_unref(pl_runtime *rt)
@@ -229,7 +264,7 @@ void pl_runtime_destroy(pl_runtime *runtime)
         pl_module_release(mods[i]);
     }
     runtime->modules = NULL;
-    free(mods);
+    pl_free(mods);
     pl_runtime_unref(runtime);
 }
 
@@ -333,15 +368,17 @@ pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *name,
         return pl_status_create(PL_CODE_NOT_FOUND,
                                 "configure: no loaded module named '%s'",
                                 name ? name : "(null)");
-    pl_kv *kv = calloc(n ? n : 1, sizeof *kv);
+    pl_kv *kv = pl_alloc_calloc(runtime->alloc, n ? n : 1, sizeof *kv);
     if (kv == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < n; i++) {
         kv[i].key = keys[i];
         kv[i].value = values[i];
     }
+    pl_allocator outer = pl_alloc_scope_enter(runtime->alloc);
     pl_status *st = pl_module_configure(runtime->modules[idx], kv, n);
-    free(kv);
+    pl_alloc_scope_leave(outer);
+    pl_free(kv);
     return pl_status_wrap(st, "module %s: ", name);
 }
 

@@ -1,9 +1,14 @@
 /* status.c — errors as values. Every failure in Plinth travels as a
  * pl_status: a code plus a message that names what failed and why. Statuses
  * are allocated here, by the core, for modules too (through the host table),
- * so exactly one allocator makes and frees them. When memory runs out a
- * static status is returned instead, which pl_status_free leaves alone. */
+ * so exactly one allocator makes and frees them: malloc, not a runtime's
+ * allocator, since a status outlives the call and may outlive the runtime.
+ * When memory runs out a static status is returned instead, which
+ * pl_status_free leaves alone. pl_strdup and pl_strdupf allocate through
+ * the thread's current allocator (alloc.h): their strings go to pl_free. */
 #include "status.h"
+
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,16 +115,14 @@ const char *pl_code_name(pl_code code)
 
 char *pl_strdup(const char *s)
 {
-    return s ? strdup(s) : NULL;
+    return pl_xstrdup(s);
 }
 
 char *pl_strdupf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *out = NULL;
-    if (vasprintf(&out, fmt, ap) < 0)
-        out = NULL;
+    char *out = pl_alloc_vstrdupf(pl_alloc_current(), fmt, ap);
     va_end(ap);
     return out;
 }

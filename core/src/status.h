@@ -36,9 +36,11 @@ static inline bool pl_size_add(size_t a, size_t b, size_t *out)
     return !__builtin_add_overflow(a, b, out);
 }
 
-/* strdup that returns NULL on NULL. */
+/* strdup that returns NULL on NULL, through the thread's current allocator
+ * (alloc.h); freed with pl_free. */
 char *pl_strdup(const char *s);
-/* printf into a new heap string; NULL when out of memory. */
+/* printf into a new string from the thread's current allocator; NULL when
+ * out of memory. Freed with pl_free. */
 char *pl_strdupf(const char *fmt, ...) PL_PRINTF_LIKE(1, 2);
 
 #endif

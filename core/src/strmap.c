@@ -47,8 +47,8 @@ static bool pl_strmap_grow(pl_strmap *m)
     size_t cap = m->cap ? m->cap * 2 : 64;
     if (cap < m->cap)
         return false;
-    const char **keys = pl_calloc(cap, sizeof *keys);
-    uint32_t *values = pl_calloc(cap, sizeof *values);
+    const char **keys = pl_alloc_calloc(m->alloc, cap, sizeof *keys);
+    uint32_t *values = pl_alloc_calloc(m->alloc, cap, sizeof *values);
     if (keys == NULL || values == NULL) {
         pl_free(keys);
         pl_free(values);

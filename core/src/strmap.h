@@ -1,6 +1,7 @@
 /* strmap.h — a string-keyed hash map from names to uint32_t indices, with
  * open addressing and no size limit. Keys are borrowed: the caller keeps
- * them alive (the graph owns its names). Allocates through pl_malloc. */
+ * them alive (the graph owns its names). Allocates through its allocator,
+ * set before the first put (zero: the system allocator). */
 #ifndef PL_CORE_STRMAP_H
 #define PL_CORE_STRMAP_H
 
@@ -8,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plinth/plinth.h"
+
 typedef struct pl_strmap {
+    pl_allocator alloc;
     const char **keys;
     uint32_t *values;
     size_t cap;    /* a power of two, or 0 */

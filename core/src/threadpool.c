@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "status.h"
 
 typedef struct pl_pool_job {
@@ -50,6 +51,7 @@ typedef struct pl_pool_job {
 } pl_pool_job;
 
 struct pl_threadpool {
+    pl_allocator alloc;         /* the pool, its workers' table, the heap */
     int budget;
     int spin_us;                /* spin before sleeping; 0 = sleep at once */
     int n_workers;
@@ -93,7 +95,7 @@ static bool pl_heap_push(pl_threadpool *pool, pl_task *task)
 {
     if (pool->n_heap == pool->cap_heap) {
         size_t cap = pool->cap_heap ? pool->cap_heap * 2 : 256;
-        pl_task **grown = realloc(pool->heap, cap * sizeof *grown);
+        pl_task **grown = pl_alloc_realloc(pool->alloc, pool->heap, cap * sizeof *grown);
         if (grown == NULL)
             return false;
         pool->heap = grown;
@@ -262,7 +264,7 @@ static void pl_pool_publish(pl_threadpool *pool)
 static void *pl_pool_worker(void *arg)
 {
     pl_pool_start start = *(pl_pool_start *)arg;
-    free(arg);
+    pl_free(arg);
     pl_threadpool *pool = start.pool;
     pl_pool_self = pool;
     /* Whether this worker may spin before its next sleep: after work, after
@@ -318,8 +320,8 @@ static void *pl_pool_worker(void *arg)
     return NULL;
 }
 
-pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
-                                   pl_threadpool **out_pool)
+pl_status *pl_threadpool_create_in(pl_allocator alloc, int workers, int budget,
+                                   int spin_us, pl_threadpool **out_pool)
 {
     *out_pool = NULL;
     if (budget < 1)
@@ -330,9 +332,10 @@ pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
         spin_us = 0;
     if (spin_us > PL_THREADPOOL_SPIN_US_MAX)
         spin_us = PL_THREADPOOL_SPIN_US_MAX;
-    pl_threadpool *pool = calloc(1, sizeof *pool);
+    pl_threadpool *pool = pl_alloc_calloc(alloc, 1, sizeof *pool);
     if (pool == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    pool->alloc = pl_allocator_resolve(alloc);
     pool->budget = budget;
     pool->spin_us = spin_us;
     atomic_init(&pool->work_seq, 0);
@@ -342,13 +345,13 @@ pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
     pthread_cond_init(&pool->work_cv, NULL);
     pthread_cond_init(&pool->done_cv, NULL);
     if (workers > 0) {
-        pool->workers = calloc((size_t)workers, sizeof *pool->workers);
+        pool->workers = pl_alloc_calloc(alloc, (size_t)workers, sizeof *pool->workers);
         if (pool->workers == NULL) {
             pl_threadpool_destroy(pool);
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
         for (int i = 0; i < workers; i++) {
-            pl_pool_start *start = malloc(sizeof *start);
+            pl_pool_start *start = pl_alloc_malloc(alloc, sizeof *start);
             if (start == NULL) {
                 pl_threadpool_destroy(pool);
                 return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
@@ -356,7 +359,7 @@ pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
             start->pool = pool;
             start->index = i;
             if (pthread_create(&pool->workers[i], NULL, pl_pool_worker, start) != 0) {
-                free(start);
+                pl_free(start);
                 pl_threadpool_destroy(pool);
                 return pl_status_create(PL_CODE_INTERNAL,
                                         "cannot start CPU pool thread %d of %d",
@@ -367,6 +370,13 @@ pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
     }
     *out_pool = pool;
     return NULL;
+}
+
+pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
+                                   pl_threadpool **out_pool)
+{
+    return pl_threadpool_create_in(pl_alloc_current(), workers, budget, spin_us,
+                                   out_pool);
 }
 
 pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool)
@@ -388,12 +398,12 @@ void pl_threadpool_destroy(pl_threadpool *pool)
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->n_workers; i++)
         pthread_join(pool->workers[i], NULL);
-    free(pool->workers);
-    free(pool->heap);
+    pl_free(pool->workers);
+    pl_free(pool->heap);
     pthread_cond_destroy(&pool->done_cv);
     pthread_cond_destroy(&pool->work_cv);
     pthread_mutex_destroy(&pool->mu);
-    free(pool);
+    pl_free(pool);
 }
 
 int pl_threadpool_size(const pl_threadpool *pool)

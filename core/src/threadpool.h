@@ -43,6 +43,10 @@ pl_status *pl_threadpool_create(int threads, pl_threadpool **out_pool);
  * arriving soon after costs no wake-up; a spinning worker burns its core. */
 pl_status *pl_threadpool_create_ex(int workers, int budget, int spin_us,
                                    pl_threadpool **out_pool);
+/* The same, allocating through ALLOC (pl_threadpool_create_ex uses the
+ * thread's current allocator, alloc.h). */
+pl_status *pl_threadpool_create_in(pl_allocator alloc, int workers, int budget,
+                                   int spin_us, pl_threadpool **out_pool);
 
 /* Stops and joins the workers, spinning ones included, without waiting out
  * their spin. Pending tasks are dropped: the owner drains them first. No

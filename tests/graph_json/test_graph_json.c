@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "../failing_allocator.h"
 #include "graph.h"
 #include "graph_json.h"
 #include "status.h"
@@ -641,8 +642,34 @@ static void case_save_errors(void)
 
 /* ---- allocation-failure sweeps ------------------------------------------- */
 
+/* The core leaves jansson's allocator alone; an application may set it, and
+ * this test, as the application, sends it through the sweep's failing
+ * allocator too, so that each jansson allocation fails in turn as well and
+ * the parser's and writer's out-of-memory paths are swept with the core's. */
+static void *sweep_json_malloc(size_t n)
+{
+    pl_allocator a = pl_failing_allocator_value(&pl_sweep_fa);
+    void *p = NULL;
+    return a.ctl(a.self, PL_ALLOCATOR_MALLOC, n ? n : 1, &p) ? p : NULL;
+}
+
+static void sweep_json_free(void *p)
+{
+    if (p == NULL)
+        return;
+    pl_allocator a = pl_failing_allocator_value(&pl_sweep_fa);
+    a.ctl(a.self, PL_ALLOCATOR_FREE, 0, &p);
+}
+
+static void sweep_jansson_too(void)
+{
+    pl_sweep_fail_at(0);
+    json_set_alloc_funcs(sweep_json_malloc, sweep_json_free);
+}
+
 static void case_alloc_sweep_load(void)
 {
+    sweep_jansson_too();
     char json[320];
     path_in(json, sizeof json, "model.json");
     pl_graph *src = build_graph();
@@ -651,9 +678,9 @@ static void case_alloc_sweep_load(void)
     long n;
     for (n = 1; n < 1000000; n++) {
         pl_graph *g = (pl_graph *)1;
-        pl_alloc_fail_at(n);
+        pl_sweep_fail_at(n);
         pl_status *st = pl_graph_load_json(json, &g);
-        pl_alloc_fail_at(0);
+        pl_sweep_fail_at(0);
         if (st == NULL) {
             CHECK(g != NULL);
             pl_graph_destroy(g);
@@ -674,15 +701,16 @@ static void case_alloc_sweep_load(void)
 
 static void case_alloc_sweep_save(void)
 {
+    sweep_jansson_too();
     pl_graph *g = build_graph();
     char json[320], side[320];
     path_in(json, sizeof json, "model.json");
     path_in(side, sizeof side, "model.weights");
     long n;
     for (n = 1; n < 1000000; n++) {
-        pl_alloc_fail_at(n);
+        pl_sweep_fail_at(n);
         pl_status *st = pl_graph_save_json(g, json, "model.weights");
-        pl_alloc_fail_at(0);
+        pl_sweep_fail_at(0);
         if (st == NULL)
             break;
         if (pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
@@ -703,16 +731,17 @@ static void case_alloc_sweep_save(void)
 
 static void case_alloc_sweep_to_json(void)
 {
+    sweep_jansson_too();
     pl_graph *g = build_graph();
     pl_nid sub[] = {1, 2};
     for (int pass = 0; pass < 2; pass++) {
         long n;
         for (n = 1; n < 1000000; n++) {
             char *text = (char *)1;
-            pl_alloc_fail_at(n);
+            pl_sweep_fail_at(n);
             pl_status *st = pass ? pl_graph_to_json(g, sub, 2, &text)
                                  : pl_graph_to_json(g, NULL, 0, &text);
-            pl_alloc_fail_at(0);
+            pl_sweep_fail_at(0);
             if (st == NULL) {
                 pl_free(text);
                 break;

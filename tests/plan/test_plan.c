@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "../failing_allocator.h"
 #include "graph.h"
 #include "plan.h"
 #include "status.h"
@@ -1267,9 +1268,9 @@ static void case_alloc_failure(void)
     for (long n = 1;; n++) {
         CHECK(n < 100000);
         pl_plan *p = (pl_plan *)&o;
-        pl_alloc_fail_at(n);
+        pl_sweep_fail_at(n);
         pl_status *st = pl_plan_build(&o, &p);
-        pl_alloc_fail_at(0);
+        pl_sweep_fail_at(0);
         if (st == NULL) {
             CHECK(p != NULL);
             CHECK(pl_plan_entry_count(p) == pl_plan_entry_count(ref));

@@ -43,6 +43,46 @@ PL_API pl_status *pl_status_create(pl_code code, const char *fmt, ...)
 /* A short name of a code: "invalid argument", "no device", … */
 PL_API const char *pl_code_name(pl_code code);
 
+/* ---- allocators ------------------------------------------------------- */
+
+/* What an allocator is asked to do. */
+typedef enum pl_allocator_command {
+    /* *inout_ptr = a new block of `bytes` bytes, suitably aligned for any
+     * type (as malloc's), uninitialised. */
+    PL_ALLOCATOR_MALLOC = 0,
+    /* The same, zero-filled. */
+    PL_ALLOCATOR_CALLOC = 1,
+    /* Resizes the block *inout_ptr (one this allocator made) to `bytes`,
+     * keeping its contents, and stores the (possibly moved) block there. On
+     * failure the old block is left as it was. */
+    PL_ALLOCATOR_REALLOC = 2,
+    /* Frees the block *inout_ptr (one this allocator made); bytes is 0. */
+    PL_ALLOCATOR_FREE = 3,
+} pl_allocator_command;
+
+/* The one function of an allocator. Returns false when the block cannot be
+ * had (out of memory, or a test's allocator refusing on purpose); FREE
+ * never fails. bytes is 0 only for FREE. Called from any thread the
+ * runtime runs on (the engine's workers included), so it must be
+ * thread-safe. */
+typedef bool (*pl_allocator_ctl_fn)(void *self, pl_allocator_command command,
+                                    size_t bytes, void **inout_ptr);
+
+/* An allocator: a function and its context, passed by value (the model is
+ * IREE's iree_allocator_t). A runtime allocates everything of its own
+ * through the allocator it was created with: its configuration, module
+ * records, engine, and the models and sessions made from it inherit it.
+ * ctl NULL means the system allocator (malloc). The context must stay
+ * valid until the runtime and everything made from it (models, sessions,
+ * strings returned to the caller) are gone. */
+typedef struct pl_allocator {
+    void *self;
+    pl_allocator_ctl_fn ctl;
+} pl_allocator;
+
+/* The system allocator (malloc, calloc, realloc, free). */
+PL_API pl_allocator pl_allocator_system(void);
+
 /* ---- runtime ---------------------------------------------------------- */
 
 typedef struct pl_runtime pl_runtime;
@@ -71,6 +111,10 @@ typedef struct pl_runtime_options {
     void *log_user;
     /* The CPU thread budget; 0 keeps backend.ini's `threads`. */
     int threads;
+    /* The allocator of the runtime and of every model and session made
+     * from it; zero (ctl NULL) for the system allocator. Statuses are not
+     * counted: they are malloc'd, so that one can always be made. */
+    pl_allocator allocator;
 } pl_runtime_options;
 
 /* Reads the configuration, loads every module on the module path and
@@ -85,6 +129,10 @@ PL_API pl_status *pl_runtime_create(const pl_runtime_options *options,
 /* Shuts every module instance down. A module library is unloaded only once
  * nothing it created is alive. NULL is a no-op. */
 PL_API void pl_runtime_destroy(pl_runtime *runtime);
+
+/* The allocator the runtime was created with (the system one when none
+ * was given). */
+PL_API pl_allocator pl_runtime_allocator(const pl_runtime *runtime);
 
 /* The configuration file the runtime read, or NULL when none. */
 PL_API const char *pl_runtime_config_path(const pl_runtime *runtime);

@@ -1,0 +1,492 @@
+/* test_alloc_sweep.c — allocation-failure sweeps over the load paths, as
+ * SQLite tests itself: for N = 1, 2, … a failing allocator
+ * (tests/failing_allocator.h) refuses the Nth allocation and every later
+ * one, the call under test must fail with PL_CODE_OUT_OF_MEMORY and leave
+ * nothing behind (the ASan build checks for leaks at exit), and the sweep
+ * ends at the first N the call never reached, which must succeed and work.
+ *
+ * The failing allocator is a runtime's own (pl_runtime_options.allocator):
+ * runtime creation (configuration, loader, module records, engine), model
+ * load (JSON and ONNX) and session creation (partition, plan, steps) are
+ * each swept through it. Session, plan and partition do not take the
+ * runtime's allocator yet; until they do, the session sweep also makes the
+ * failing allocator the thread's current one, which is what they allocate
+ * through (alloc.h). Each case prints how many allocations it swept.
+ *
+ * Usage: test_alloc_sweep CASE STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "../failing_allocator.h"
+#include "../harness.h"
+
+#define SWEEP_LIMIT 100000
+
+static pl_failing_allocator fa;
+
+/* Fails the case unless ST is an out-of-memory status; frees it. */
+static void expect_oom(pl_status *st, const char *what, long n)
+{
+    TH_CHECK(st != NULL, "%s: allocation %d refused, yet it succeeded", what, (int)n);
+    if (pl_status_code(st) != PL_CODE_OUT_OF_MEMORY)
+        th_fail(__FILE__, __LINE__, "%s: allocation %ld refused: got %s: %s", what, n,
+                pl_code_name(pl_status_code(st)), pl_status_message(st));
+    pl_status_free(st);
+}
+
+/* A configuration that reaches every part of the reader and the loader:
+ * three modules by file, placement with a pin, a module section with keys,
+ * a duplicate key, a continuation line, and unknown keys (warnings). */
+static const char *write_config(const char *acc_first)
+{
+    const char *stage = th_arg(0);
+    const char *dir = th_tempdir();
+    const char *ini = th_path(dir, "backend.ini");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "[runtime]\n"
+             "modules = %s/libplinth_cpu.so, %s/libplinth_onnx.so,\n"
+             "  %s/libplinth_example_acc.so\n"
+             "threads = 2\n"
+             "threads = 2\n"
+             "colour = blue\n"
+             "[placement]\n"
+             "order = %s\n"
+             "min_subgraph_nodes = 1\n"
+             "[example_acc]\n"
+             "devices = 2\n"
+             "[cpu]\n"
+             "enabled = yes\n"
+             "[nosuchmodule]\n"
+             "enabled = auto\n",
+             stage, stage, stage, acc_first ? acc_first : "cpu, example_acc");
+    th_write_file(ini, text, 0644);
+    return ini;
+}
+
+/* Sets up the failing allocator; with PL_SWEEP_TRACE=FILE in the
+ * environment, the stack of each sweep step's refused allocation is
+ * appended to FILE (see failing_allocator.h). */
+static void fa_init(void)
+{
+    pl_failing_allocator_init(&fa, pl_allocator_system());
+    const char *trace = getenv("PL_SWEEP_TRACE");
+    if (trace != NULL && trace[0] != '\0') {
+        fa.trace = fopen(trace, "a");
+        TH_CHECK(fa.trace != NULL, "cannot open %s", trace);
+        setvbuf(fa.trace, NULL, _IOLBF, 0);
+    }
+}
+
+static pl_runtime_options options_for(const char *ini)
+{
+    pl_runtime_options o = {.struct_size = sizeof o,
+                            .config_path = ini,
+                            .ignore_environment = true,
+                            .allocator = pl_failing_allocator_value(&fa)};
+    return o;
+}
+
+static void need_stage(void)
+{
+    /* A sweep makes hundreds of runtimes or sessions; under ASan that is
+     * longer than the harness's 60-second watchdog (CTest's timeout still
+     * applies). */
+    alarm(540);
+    const char *stage = th_arg(0);
+    const char *libs[] = {"libplinth_cpu.so", "libplinth_onnx.so",
+                          "libplinth_example_acc.so"};
+    for (size_t i = 0; i < 3; i++)
+        if (access(th_path(stage, libs[i]), R_OK) != 0)
+            th_skip("%s is not staged in %s", libs[i], stage);
+}
+
+/* ---- runtime creation ----------------------------------------------------- */
+
+static void case_runtime_create(void)
+{
+    need_stage();
+    const char *ini = write_config(NULL);
+    fa_init();
+    pl_runtime_options o = options_for(ini);
+    long n;
+    for (n = 1; n < SWEEP_LIMIT; n++) {
+        pl_runtime *rt = (pl_runtime *)&o;
+        pl_failing_allocator_arm(&fa, n);
+        pl_status *st = pl_runtime_create(&o, &rt);
+        long refused = pl_failing_allocator_refused(&fa);
+        pl_failing_allocator_arm(&fa, 0);
+        if (refused == 0) {
+            TH_CHECK_OK(st);
+            TH_CHECK(rt != NULL, "no runtime");
+            TH_CHECK(pl_runtime_module_count(rt) == 3, "%zu modules",
+                     pl_runtime_module_count(rt));
+            for (size_t i = 0; i < 3; i++) {
+                pl_module_info info = {.struct_size = sizeof info};
+                TH_CHECK_OK(pl_runtime_module_info(rt, i, &info));
+                TH_CHECK(info.status == PL_MODULE_LOADED, "module %s: %s", info.name,
+                         info.reason);
+            }
+            TH_CHECK(pl_runtime_diagnostic_count(rt) >= 3, "%zu diagnostics",
+                     pl_runtime_diagnostic_count(rt));
+            pl_runtime_destroy(rt);
+            break;
+        }
+        if (st == NULL) {
+            for (size_t i = 0; i < pl_runtime_diagnostic_count(rt); i++)
+                fprintf(stderr, "diagnostic: %s\n", pl_runtime_diagnostic(rt, i));
+            th_fail(__FILE__, __LINE__,
+                    "allocation %ld was refused, yet the runtime was made", n);
+        }
+        TH_CHECK(rt == NULL, "a runtime came back with a failure");
+        expect_oom(st, "runtime creation", n);
+    }
+    printf("runtime creation: %ld allocations swept\n", n - 1);
+    TH_CHECK(n > 50, "only %ld allocations: the sweep reached too little", n - 1);
+}
+
+/* ---- model load ----------------------------------------------------------- */
+
+/* A runtime on the failing allocator, made while it is disarmed. */
+static pl_runtime *sweep_runtime(const char *placement)
+{
+    need_stage();
+    const char *ini = write_config(placement);
+    fa_init();
+    pl_runtime_options o = options_for(ini);
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    th_watch(rt);
+    return rt;
+}
+
+static long sweep_model_load(pl_runtime *rt, const char *path, const char *what)
+{
+    long n;
+    for (n = 1; n < SWEEP_LIMIT; n++) {
+        pl_model *m = (pl_model *)rt;
+        pl_failing_allocator_arm(&fa, n);
+        pl_status *st = pl_model_load(rt, path, &m);
+        long refused = pl_failing_allocator_refused(&fa);
+        pl_failing_allocator_arm(&fa, 0);
+        if (refused == 0) {
+            TH_CHECK_OK(st);
+            TH_CHECK(m != NULL && pl_model_node_count(m) > 0, "empty model");
+            pl_model_destroy(m);
+            break;
+        }
+        if (st == NULL)
+            th_fail(__FILE__, __LINE__,
+                    "%s: allocation %ld was refused, yet the load succeeded", what, n);
+        TH_CHECK(m == NULL, "a model came back with a failure");
+        expect_oom(st, what, n);
+    }
+    printf("%s: %ld allocations swept\n", what, n - 1);
+    TH_CHECK(n > 20, "only %ld allocations: the sweep reached too little", n - 1);
+    return n - 1;
+}
+
+static void case_model_load_json(void)
+{
+    pl_runtime *rt = sweep_runtime(NULL);
+    sweep_model_load(rt, th_path(th_arg(1), "examples/cnn/model.json"), "model load (JSON)");
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+static void case_model_load_onnx(void)
+{
+    const char *model = th_path(th_arg(2), "pytorch-converted/test_Conv2d/model.onnx");
+    if (access(model, R_OK) != 0)
+        th_skip("%s is missing (Debian's libonnx-testdata)", model);
+    pl_runtime *rt = sweep_runtime(NULL);
+    sweep_model_load(rt, model, "model load (ONNX)");
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- session creation ----------------------------------------------------- */
+
+/* Runs S once on a fixed input; returns the first output (caller frees with
+ * pl_buffer_free) and its element count. */
+static float *run_once(pl_session *s, size_t *out_count)
+{
+    TH_CHECK(pl_session_input_count(s) == 1, "one input expected");
+    pl_dtype dt;
+    int32_t ndim;
+    const int64_t *dims;
+    pl_session_input_type(s, 0, &dt, &ndim, &dims);
+    size_t count = 1;
+    for (int32_t d = 0; d < ndim; d++)
+        count *= (size_t)dims[d];
+    float *x = malloc(count * sizeof *x);
+    TH_CHECK(x != NULL, "out of memory");
+    for (size_t i = 0; i < count; i++)
+        x[i] = (float)((i * 7919u) % 101u) / 50.0f - 1.0f;
+    pl_io in = {.name = pl_session_input_name(s, 0),
+                .tensor = {.data = x, .ndim = ndim, .dtype = dt,
+                           .shape = (int64_t *)dims, .struct_size = sizeof(pl_tensor)}};
+    pl_io out = {.name = pl_session_output_name(s, 0),
+                 .tensor = {.struct_size = sizeof(pl_tensor)}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    free(x);
+    size_t n = 1;
+    for (int32_t d = 0; d < out.tensor.ndim; d++)
+        n *= (size_t)out.tensor.shape[d];
+    *out_count = n;
+    return out.tensor.data;
+}
+
+static void sweep_session(const char *placement, const char *model_path, const char *what)
+{
+    pl_runtime *rt = sweep_runtime(placement);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, model_path, &m));
+    pl_session *ref = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &ref));
+    size_t n_ref = 0;
+    float *want = run_once(ref, &n_ref);
+    long n;
+    for (n = 1; n < SWEEP_LIMIT; n++) {
+        pl_session *s = (pl_session *)rt;
+        pl_failing_allocator_arm(&fa, n);
+        /* Until session.c takes the model's allocator: make it current. */
+        pl_allocator outer = pl_alloc_scope_enter(pl_failing_allocator_value(&fa));
+        pl_status *st = pl_session_create(m, NULL, &s);
+        pl_alloc_scope_leave(outer);
+        long refused = pl_failing_allocator_refused(&fa);
+        pl_failing_allocator_arm(&fa, 0);
+        if (refused == 0) {
+            TH_CHECK_OK(st);
+            size_t n_got = 0;
+            float *got = run_once(s, &n_got);
+            TH_CHECK(n_got == n_ref, "%zu outputs, want %zu", n_got, n_ref);
+            for (size_t i = 0; i < n_ref; i++)
+                TH_CHECK(fabsf(got[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])),
+                         "output %zu: %g, want %g", i, got[i], want[i]);
+            pl_buffer_free(got);
+            pl_session_destroy(s);
+            break;
+        }
+        if (st == NULL)
+            th_fail(__FILE__, __LINE__,
+                    "%s: allocation %ld was refused, yet the session was made", what, n);
+        TH_CHECK(s == NULL, "a session came back with a failure");
+        expect_oom(st, what, n);
+    }
+    printf("%s: %ld allocations swept\n", what, n - 1);
+    TH_CHECK(n > 50, "only %ld allocations: the sweep reached too little", n - 1);
+    pl_buffer_free(want);
+    pl_session_destroy(ref);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+static void case_session_create_cpu(void)
+{
+    sweep_session("cpu", th_path(th_arg(1), "examples/cnn/model.json"),
+                  "session creation (cpu)");
+}
+
+/* Spread over the simulated accelerator and cpu: subgraphs, copies at the
+ * boundaries, two devices' plans. */
+static void case_session_create_acc(void)
+{
+    sweep_session("example_acc, cpu", th_path(th_arg(1), "examples/mlp/model.json"),
+                  "session creation (example_acc + cpu)");
+}
+
+/* Another runtime in the process allocates normally while one runtime's
+ * allocator refuses everything: the failure switch is per runtime. */
+static void case_per_runtime(void)
+{
+    pl_runtime *rt = sweep_runtime(NULL);
+    pl_runtime *plain = NULL;
+    /* Options as an application built before the allocator field passes
+     * them: the runtime takes the system allocator. */
+    pl_runtime_options o = {.struct_size = offsetof(pl_runtime_options, allocator),
+                            .config_path = th_path(th_tempdir(), "x.ini"),
+                            .ignore_environment = true,
+                            .allocator = pl_failing_allocator_value(&fa)};
+    th_write_file(o.config_path, "[runtime]\nmodules =\n", 0644);
+    TH_CHECK_OK(pl_runtime_create(&o, &plain));
+    const char *json = th_path(th_arg(1), "examples/mlp/model.json");
+    pl_failing_allocator_arm(&fa, 1);
+    pl_model *m = NULL;
+    expect_oom(pl_model_load(rt, json, &m), "load on the failing runtime", 1);
+    TH_CHECK(pl_failing_allocator_refused(&fa) > 0, "nothing was refused");
+    long before = pl_failing_allocator_count(&fa);
+    TH_CHECK_OK(pl_model_load(plain, json, &m));
+    TH_CHECK(pl_failing_allocator_count(&fa) == before,
+             "the plain runtime's load went through the other runtime's allocator");
+    pl_failing_allocator_arm(&fa, 0);
+    pl_model_destroy(m);
+    TH_CHECK(pl_runtime_allocator(plain).ctl == pl_allocator_system().ctl,
+             "an old-sized options struct did not get the system allocator");
+    TH_CHECK(pl_runtime_allocator(rt).self == &fa, "the runtime lost its allocator");
+    pl_runtime_destroy(plain);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* Runs fail cleanly too: the engine's ops and variables come from the
+ * runtime's allocator, run contexts from the current one. After each
+ * failed run the session still runs correctly. */
+static void case_session_run(void)
+{
+    pl_runtime *rt = sweep_runtime("example_acc, cpu");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    pl_dtype dt;
+    int32_t ndim;
+    const int64_t *dims;
+    pl_session_input_type(s, 0, &dt, &ndim, &dims);
+    size_t count = 1;
+    for (int32_t d = 0; d < ndim; d++)
+        count *= (size_t)dims[d];
+    float *x = calloc(count, sizeof *x);
+    TH_CHECK(x != NULL, "out of memory");
+    for (size_t i = 0; i < count; i++)
+        x[i] = (float)(i % 13) / 6.0f - 1.0f;
+    pl_io in = {.name = pl_session_input_name(s, 0),
+                .tensor = {.data = x, .ndim = ndim, .dtype = dt,
+                           .shape = (int64_t *)dims, .struct_size = sizeof(pl_tensor)}};
+    size_t n_want = 0;
+    float *want = NULL;
+    long n;
+    for (n = 0; n < SWEEP_LIMIT; n++) {
+        pl_io out = {.name = pl_session_output_name(s, 0),
+                     .tensor = {.struct_size = sizeof(pl_tensor)}};
+        /* n = 0: the reference run, which also makes the first run
+         * context; later runs reuse it, so the sweep reaches what every
+         * run allocates. */
+        pl_failing_allocator_arm(&fa, n);
+        pl_allocator outer = pl_alloc_scope_enter(pl_failing_allocator_value(&fa));
+        pl_status *st = pl_session_run(s, &in, 1, &out, 1);
+        pl_alloc_scope_leave(outer);
+        long refused = pl_failing_allocator_refused(&fa);
+        pl_failing_allocator_arm(&fa, 0);
+        if (refused == 0) {
+            TH_CHECK_OK(st);
+            size_t got = 1;
+            for (int32_t d = 0; d < out.tensor.ndim; d++)
+                got *= (size_t)out.tensor.shape[d];
+            if (want == NULL) {
+                want = out.tensor.data;
+                n_want = got;
+                continue;
+            }
+            TH_CHECK(got == n_want, "%zu outputs, want %zu", got, n_want);
+            TH_CHECK(memcmp(out.tensor.data, want, got * sizeof *want) == 0,
+                     "the output differs from the reference run");
+            pl_buffer_free(out.tensor.data);
+            break;
+        }
+        if (st == NULL)
+            th_fail(__FILE__, __LINE__, "run: allocation %ld was refused, yet it succeeded", n);
+        TH_CHECK(out.tensor.data == NULL, "an output buffer came back with a failure");
+        expect_oom(st, "session run", n);
+    }
+    printf("session run: %ld allocations swept\n", n - 1);
+    TH_CHECK(n > 2, "only %ld allocations: the sweep reached too little", n - 1);
+    pl_buffer_free(want);
+    free(x);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* An application's allocator gets back every block it gave: after a
+ * runtime, a model, a session, a run and an explain are made and destroyed,
+ * nothing of the allocator's is live, and it was used throughout. */
+static void case_blocks_returned(void)
+{
+    pl_runtime *rt = sweep_runtime("example_acc, cpu");
+    long after_runtime = pl_failing_allocator_live(&fa);
+    TH_CHECK(after_runtime > 20, "the runtime holds only %ld blocks", after_runtime);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
+    TH_CHECK(pl_failing_allocator_live(&fa) > after_runtime, "the model made no blocks");
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    size_t n = 0;
+    pl_buffer_free(run_once(s, &n));
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    pl_string_free(text);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+    TH_CHECK(pl_failing_allocator_live(&fa) == 0, "%ld blocks never came back",
+             pl_failing_allocator_live(&fa));
+}
+
+/* The core leaves jansson's global allocator to the application: one set
+ * before the runtime exists is still in place after a JSON model is
+ * loaded, saved and explained, and jansson allocated through it. (The core
+ * used to replace it with its own on the first JSON load.) */
+static atomic_long app_json_blocks;
+
+static void *app_json_malloc(size_t n)
+{
+    atomic_fetch_add(&app_json_blocks, 1);
+    return malloc(n);
+}
+
+static void app_json_free(void *p)
+{
+    free(p);
+}
+
+static void case_jansson_left_alone(void)
+{
+    json_set_alloc_funcs(app_json_malloc, app_json_free);
+    pl_runtime *rt = sweep_runtime(NULL);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
+    TH_CHECK_OK(pl_model_save_json(m, th_path(th_tempdir(), "saved.json")));
+    char *text = NULL;
+    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    pl_string_free(text);
+    json_malloc_t got_malloc = NULL;
+    json_free_t got_free = NULL;
+    json_get_alloc_funcs(&got_malloc, &got_free);
+    TH_CHECK(got_malloc == app_json_malloc && got_free == app_json_free,
+             "the core replaced the application's jansson allocator");
+    TH_CHECK(atomic_load(&app_json_blocks) > 10, "jansson made only %ld blocks",
+             atomic_load(&app_json_blocks));
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+int main(int argc, char **argv)
+{
+    static const th_case cases[] = {
+        {"runtime_create", case_runtime_create},
+        {"model_load_json", case_model_load_json},
+        {"model_load_onnx", case_model_load_onnx},
+        {"session_create_cpu", case_session_create_cpu},
+        {"session_create_acc", case_session_create_acc},
+        {"per_runtime", case_per_runtime},
+        {"blocks_returned", case_blocks_returned},
+        {"session_run", case_session_run},
+        {"jansson_left_alone", case_jansson_left_alone},
+    };
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
+                   "STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR");
+}
