@@ -10,7 +10,8 @@
  * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
  * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
  * nodes of a decomposed LayerNormalization become one layer_normalization
- * primitive. Reshape, Flatten, Transpose, Identity and Split emit nothing:
+ * primitive, and an RNN, GRU or LSTM one oneDNN RNN primitive (gates
+ * reordered and biases summed at compile time; see odnn_check_rnn). Reshape, Flatten, Transpose, Identity and Split emit nothing:
  * their outputs are strided views of their input's bytes, which MatMul
  * reads in place (and a MatMul read by a Transpose writes the transposed
  * layout), while any other reader gets a dense copy. Every tensor of the
