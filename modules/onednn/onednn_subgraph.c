@@ -3933,7 +3933,10 @@ static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uin
     static const char *const attrs[] = {
         "kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", "transA", "transB",
         "alpha", "beta", "axis", "axes", "keepdims", "epsilon", "ceil_mode", "count_include_pad",
-        "storage_order", "perm", "min", "max", "training_mode"};
+        "storage_order", "perm", "min", "max", "training_mode",
+        /* recurrent layers (a blob's weights do not tell these apart) */
+        "direction", "layout", "linear_before_reset", "hidden_size", "activations", "clip",
+        "input_forget"};
     for (size_t n = 0; n < nodes; n++) {
         odnn_hash_str(&h, g->node_op(v, n));
         odnn_hash_str(&h, g->node_domain(v, n));
@@ -3957,6 +3960,12 @@ static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uin
             if (kind == PL_GRAPH_ATTR_STRING && g->attr_string(v, n, attrs[a], &s, &len)) {
                 odnn_hash_u64(&h, len);
                 odnn_hash_bytes(&h, s, len);
+            }
+            const char *const *ss;
+            if (kind == PL_GRAPH_ATTR_STRINGS && g->attr_strings(v, n, attrs[a], &ss, &len)) {
+                odnn_hash_u64(&h, len);
+                for (size_t k = 0; k < len; k++)
+                    odnn_hash_str(&h, ss[k] != NULL ? ss[k] : "");
             }
         }
         size_t ni = g->node_input_count(v, n), no = g->node_output_count(v, n);

@@ -1942,6 +1942,35 @@ static void case_rnn_blob(void)
     reexport_and_close(&d, c, ci, &b);
 }
 
+/* A blob holds weights only (the primitives are made again from the
+ * view), and an RNN's weights do not show its direction, layout or
+ * activations: the subgraph's hash must, so that a cached blob of one is
+ * not taken for the other. */
+static void case_rnn_blob_attrs(void)
+{
+    static const char *const variants[] = {
+        "\"activations\":{\"strings\":[\"Relu\"]}", "\"layout\":{\"int\":0}",
+        "\"hidden_size\":{\"int\":4}"};
+    struct direct a = direct_open(model_rnn("RNN", "", 1, 0));
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(a.api->compile(a.m->ctx, 0, a.view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(a.api->export_compiled(a.m->ctx, c, blob_sink, &b));
+    for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+        struct direct o = direct_open(model_rnn("RNN", variants[k], 1, 0));
+        CHECK_ERROR(o.api->import_compiled(o.m->ctx, 0, o.view, b.bytes, b.n, &ci),
+                    PL_CODE_INCOMPATIBLE, "another subgraph");
+        direct_close(&o);
+    }
+    struct direct o = direct_open(model_rnn("RNN", "", 2, 0));
+    TH_CHECK(o.api->import_compiled(o.m->ctx, 0, o.view, b.bytes, b.n, &ci) != NULL,
+             "a forward RNN's blob imported into a bidirectional one");
+    direct_close(&o);
+    a.api->release(a.m->ctx, c);
+    free(b.bytes);
+    direct_close(&a);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1974,6 +2003,7 @@ int main(int argc, char **argv)
         {"reduce_squeezed", case_reduce_squeezed},
         {"rnn_refusals", case_rnn_refusals},
         {"rnn_blob", case_rnn_blob},
+        {"rnn_blob_attrs", case_rnn_blob_attrs},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
