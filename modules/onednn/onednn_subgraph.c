@@ -11,10 +11,11 @@
  * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
  * nodes of a decomposed LayerNormalization become one layer_normalization
  * primitive, and an RNN, GRU or LSTM one oneDNN RNN primitive (gates
- * reordered and biases summed at compile time; see odnn_check_rnn). Reshape, Flatten, Transpose, Identity and Split emit nothing:
- * their outputs are strided views of their input's bytes, which MatMul
- * reads in place (and a MatMul read by a Transpose writes the transposed
- * layout), while any other reader gets a dense copy. Every tensor of the
+ * reordered and biases summed at compile time; see odnn_check_rnn).
+ * Reshape, Flatten, Transpose, Identity and Split emit nothing: their
+ * outputs are strided views of their input's bytes, which MatMul reads in
+ * place (and a MatMul read by a Transpose writes the transposed layout),
+ * while any other reader gets a dense copy. Every tensor of the
  * subgraph is a "value" with a oneDNN memory descriptor:
  * convolutions choose their own (blocked) layouts through
  * dnnl_format_tag_any, and a reorder is inserted only where a reader wants
@@ -995,8 +996,11 @@ static int odnn_check_split(const pl_graph_view *v, size_t n, char *reason)
 /* The gate count of OP (1 for RNN) and whether it is one of the three. */
 static int odnn_rnn_gates(const char *op)
 {
-    return strcmp(op, "LSTM") == 0 ? 4 : strcmp(op, "GRU") == 0 ? 3 : strcmp(op, "RNN") == 0 ? 1
-                                                                                              : 0;
+    if (strcmp(op, "LSTM") == 0)
+        return 4;
+    if (strcmp(op, "GRU") == 0)
+        return 3;
+    return strcmp(op, "RNN") == 0 ? 1 : 0;
 }
 
 /* Directions of NODE's "direction": 1 or 2 (*reverse set for "reverse"),
@@ -1006,8 +1010,9 @@ static int odnn_rnn_dirs(const pl_graph_view *v, size_t n, int *reverse)
     char buf[32];
     const char *dir = odnn_attr_string(v, n, "direction", "forward", buf, sizeof buf);
     *reverse = strcmp(dir, "reverse") == 0;
-    return strcmp(dir, "forward") == 0 || *reverse ? 1 : strcmp(dir, "bidirectional") == 0 ? 2
-                                                                                          : 0;
+    if (strcmp(dir, "forward") == 0 || *reverse)
+        return 1;
+    return strcmp(dir, "bidirectional") == 0 ? 2 : 0;
 }
 
 /* The eltwise algorithm of a vanilla RNN's activation NAME, or 0. */
