@@ -3407,12 +3407,11 @@ static pl_status *odnn_rnn_state_in(struct odnn_build *b, size_t n, int64_t t, i
  * T's own value, whose descriptor (ONNX's dims ODIMS with strides OSTRIDES)
  * says where each of T's elements lies in oneDNN's layout; when T is
  * absent (-1), a temporary. */
-static pl_status *odnn_rnn_out(struct odnn_build *b, int64_t t, int nd, const dnnl_dims_t prim,
+static pl_status *odnn_rnn_out(struct odnn_build *b, int64_t t, const dnnl_memory_desc_t *prim,
                                int ond, const dnnl_dims_t odims, const dnnl_dims_t ostrides,
                                int *out)
 {
-    dnnl_memory_desc_t pmd, omd;
-    dnnl_memory_desc_init_by_strides(&pmd, nd, prim, dnnl_f32, NULL);
+    dnnl_memory_desc_t pmd = *prim, omd;
     if (t < 0) {
         if ((*out = odnn_new_value(b, -1, ODNN_V_TEMP, &pmd)) < 0)
             return odnn_oom();
@@ -3493,7 +3492,8 @@ static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
     dnnl_dims_t x_strides = {layout ? in : batch * in, layout ? seq * in : in, 1};
     dnnl_memory_desc_t x_view, src_md, iter_md;
     dnnl_memory_desc_init_by_strides(&x_view, 3, tnc, dnnl_f32, x_strides);
-    dnnl_memory_desc_init_by_strides(&src_md, 3, tnc, dnnl_f32, NULL);
+    /* layout 1: oneDNN reads X and writes Y batch-major (ntc) in place */
+    dnnl_memory_desc_init_by_strides(&src_md, 3, tnc, dnnl_f32, x_strides);
     dnnl_memory_desc_init_by_strides(&iter_md, 4, ldnc, dnnl_f32, NULL);
     pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st == NULL)
@@ -3522,7 +3522,9 @@ static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
     dnnl_memory_desc_init_by_strides(&wi_plain, 5, wi_dims, dnnl_f32, NULL);
     dnnl_memory_desc_init_by_strides(&bias_md, 4, b_dims, dnnl_f32, NULL);
     dnnl_memory_desc_init_by_strides(&peep_md, 4, p_dims, dnnl_f32, NULL);
-    dnnl_memory_desc_init_by_strides(&dst_md, 3, dst_dims, dnnl_f32, NULL);
+    dnnl_dims_t dst_strides = {layout ? dirs * hidden : batch * dirs * hidden,
+                               layout ? seq * dirs * hidden : dirs * hidden, 1};
+    dnnl_memory_desc_init_by_strides(&dst_md, 3, dst_dims, dnnl_f32, dst_strides);
     const dnnl_memory_desc_t *h0_md = h0 >= 0 ? &iter_md : NULL;
     const dnnl_memory_desc_t *hn_md = want_iter ? &iter_md : NULL;
     dnnl_rnn_desc_t rd;
@@ -3598,22 +3600,23 @@ static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
         odnn_free(b->ctx, buf);
     }
 
-    /* destinations: Y from dst_layer [seq, batch, dirs*hidden]; Y_h and Y_c
+    /* destinations: Y from dst_layer [seq, batch, dirs*hidden] (ntc under
+     * layout 1: then Y is its bytes as they are); Y_h and Y_c
      * from dst_iter and dst_iter_c [1, dirs, batch, hidden] */
     int y = -1, yh = -1, yc = -1;
     const int64_t dh = dirs * hidden;
     dnnl_dims_t y_dims = {layout ? batch : seq, layout ? seq : dirs, layout ? dirs : batch, hidden};
-    dnnl_dims_t y_strides = {layout ? dh : batch * dh, layout ? batch * dh : hidden,
+    dnnl_dims_t y_strides = {layout ? seq * dh : batch * dh, layout ? dh : hidden,
                              layout ? hidden : dh, 1};
     dnnl_dims_t s_dims = {layout ? batch : dirs, layout ? dirs : batch, hidden};
     dnnl_dims_t s_strides = {layout ? hidden : batch * hidden, layout ? batch * hidden : hidden,
                              1};
     if (st == NULL)
-        st = odnn_rnn_out(b, y_t, 3, dst_dims, 4, y_dims, y_strides, &y);
+        st = odnn_rnn_out(b, y_t, &dst_md, 4, y_dims, y_strides, &y);
     if (st == NULL && want_iter)
-        st = odnn_rnn_out(b, yh_t, 4, ldnc, 3, s_dims, s_strides, &yh);
+        st = odnn_rnn_out(b, yh_t, &iter_md, 3, s_dims, s_strides, &yh);
     if (st == NULL && want_iter && gates == 4)
-        st = odnn_rnn_out(b, yc_t, 4, ldnc, 3, s_dims, s_strides, &yc);
+        st = odnn_rnn_out(b, yc_t, &iter_md, 3, s_dims, s_strides, &yc);
     int s = -1;
     if (st == NULL)
         s = odnn_add_step(b, ODNN_S_RNN, pd, (int64_t)n, &st);
