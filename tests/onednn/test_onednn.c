@@ -1831,6 +1831,42 @@ static const char *model_rnn(const char *op, const char *attrs, int dirs, int w_
     return mb_write(&m);
 }
 
+/* An i32 constant of 2 values (a recurrent node's sequence_lens): one
+ * float slot each in the weights. */
+static void mb_i32_pair(struct mb *m, const char *name, const int32_t vals[2])
+{
+    float slots[2];
+    memcpy(slots, vals, sizeof slots);
+    size_t at = m->n_weights;
+    int64_t dims[1] = {2};
+    mb_const(m, "unused", 1, dims, slots, 1.0f);
+    /* mb_const appended an f32 entry; replace it with the i32 one */
+    char *entry = strstr(m->tensors, "{\"name\":\"unused\"");
+    if (entry > m->tensors && entry[-1] == ',')
+        entry--;
+    *entry = '\0';
+    mb_append(m->tensors, sizeof m->tensors,
+              "%s{\"name\":\"%s\",\"dtype\":\"i32\",\"shape\":[2],"
+              "\"data\":{\"offset\":%zu,\"length\":8}}",
+              m->tensors[0] ? "," : "", name, at * sizeof(float));
+}
+
+/* A forward LSTM like model_rnn's with the constant sequence_lens LENS
+ * (one per batch row of 2; the sequence has 3 steps). */
+static const char *model_rnn_lens(const int32_t lens[2])
+{
+    struct mb m = {.seed = 21, .opset = 14};
+    int64_t xs[] = {3, 2, 4}, ws[] = {1, 16, 4}, bs[] = {1, 32};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w", 3, ws, NULL, 0.5f);
+    mb_const(&m, "r", 3, ws, NULL, 0.5f);
+    mb_const(&m, "b", 2, bs, NULL, 0.3f);
+    mb_i32_pair(&m, "lens", lens);
+    mb_node(&m, "rnn", "LSTM", "\"x\",\"w\",\"r\",\"b\",\"lens\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
 /* The combinations oneDNN's cells do not compute stay on cpu, each with a
  * reason explain shows; the same model without the attribute runs on
  * onednn and agrees with cpu. */
@@ -1880,6 +1916,21 @@ static void case_rnn_refusals(void)
         pl_session_destroy(s);
         pl_runtime_destroy(rt);
     }
+    /* sequence_lens: taken when every row runs the whole sequence */
+    int64_t xs[] = {3, 2, 4}, ys[] = {3, 1, 2, 4};
+    compare(model_rnn_lens((const int32_t[]){3, 3}), 3, xs, 4, ys, (const char *[]){"rnn", NULL});
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, model_rnn_lens((const int32_t[]){3, 2}));
+    json_t *root = th_explain(s);
+    json_t *p = th_placement_of(root, "rnn");
+    const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+    TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0 &&
+                 why != NULL && strstr(why, "sequence_lens") != NULL,
+             "LSTM with sequence_lens [3,2]: on %s, reason %s",
+             json_string_value(json_object_get(p, "backend")), why ? why : "(none)");
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
 }
 
 /* A bidirectional LSTM with peepholes and an initial state, all three
