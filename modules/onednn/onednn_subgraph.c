@@ -10,10 +10,12 @@
  * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
  * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
  * nodes of a decomposed LayerNormalization become one layer_normalization
- * primitive. Reshape, Flatten, Transpose, Identity and Split emit nothing:
- * their outputs are strided views of their input's bytes, which MatMul
- * reads in place (and a MatMul read by a Transpose writes the transposed
- * layout), while any other reader gets a dense copy. Every tensor of the
+ * primitive, and an RNN, GRU or LSTM one oneDNN RNN primitive (gates
+ * reordered and biases summed at compile time; see odnn_check_rnn).
+ * Reshape, Flatten, Transpose, Identity and Split emit nothing: their
+ * outputs are strided views of their input's bytes, which MatMul reads in
+ * place (and a MatMul read by a Transpose writes the transposed layout),
+ * while any other reader gets a dense copy. Every tensor of the
  * subgraph is a "value" with a oneDNN memory descriptor:
  * convolutions choose their own (blocked) layouts through
  * dnnl_format_tag_any, and a reorder is inserted only where a reader wants
@@ -49,6 +51,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -558,10 +561,13 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                 return 0;
             }
             /* Reshape's shape and ReduceMean's axes are i64 constants the
-             * primitive does not read. */
+             * primitive does not read, nor is a recurrent layer's constant
+             * sequence_lens (odnn_check_rnn takes only full lengths). */
             if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
                              (strcmp(op, "Reshape") == 0 || strcmp(op, "ReduceMean") == 0 ||
-                              strcmp(op, "Split") == 0))) {
+                              strcmp(op, "Split") == 0)) &&
+                !(side == 0 && k == 4 &&
+                  (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
                             g->tensor_name(v, t));
                 return 0;
@@ -967,6 +973,206 @@ static int odnn_check_split(const pl_graph_view *v, size_t n, char *reason)
 
 /* Says whether node N of V can be taken; reason set on refusal. U is the
  * view's readers (for the GELU pattern). */
+/* ---- recurrent layers -------------------------------------------------------
+ *
+ * ONNX's RNN, GRU and LSTM become one oneDNN RNN primitive when oneDNN's
+ * cell is exactly ONNX's: default activations (RNN: Tanh, Relu or Sigmoid,
+ * the same both ways), no clip, no input_forget, every sequence as long as
+ * X, and constant W, R, B and P. The gates are the same up to their order:
+ * ONNX's LSTM stores i, o, f, c and oneDNN wants i, f, c, o (peepholes:
+ * ONNX i, o, f, oneDNN i, f, o); GRU's z, r, h are oneDNN's u, r, o. ONNX's
+ * two biases are summed, except GRU's Rbh under linear_before_reset, which
+ * is lbr_gru's fourth bias gate (inside r (.) (...)). Without
+ * linear_before_reset oneDNN's GRU computes tanh(Wh x + Rh (r (.) h) + Bo),
+ * ONNX's with Bo = Wbh + Rbh: the same. */
+
+/* The gate count of OP (1 for RNN) and whether it is one of the three. */
+static int odnn_rnn_gates(const char *op)
+{
+    if (strcmp(op, "LSTM") == 0)
+        return 4;
+    if (strcmp(op, "GRU") == 0)
+        return 3;
+    return strcmp(op, "RNN") == 0 ? 1 : 0;
+}
+
+/* Directions of NODE's "direction": 1 or 2 (*reverse set for "reverse"),
+ * 0 for an unknown name. */
+static int odnn_rnn_dirs(const pl_graph_view *v, size_t n, int *reverse)
+{
+    char buf[32];
+    const char *dir = odnn_attr_string(v, n, "direction", "forward", buf, sizeof buf);
+    *reverse = strcmp(dir, "reverse") == 0;
+    if (strcmp(dir, "forward") == 0 || *reverse)
+        return 1;
+    return strcmp(dir, "bidirectional") == 0 ? 2 : 0;
+}
+
+/* The eltwise algorithm of a vanilla RNN's activation NAME, or 0. */
+static dnnl_alg_kind_t odnn_rnn_act(const char *name)
+{
+    return strcasecmp(name, "Tanh") == 0      ? dnnl_eltwise_tanh
+           : strcasecmp(name, "Relu") == 0    ? dnnl_eltwise_relu
+           : strcasecmp(name, "Sigmoid") == 0 ? dnnl_eltwise_logistic
+                                              : (dnnl_alg_kind_t)0;
+}
+
+/* Reads the activations of node N: the vanilla RNN's algorithm in *alg;
+ * refuses (0 and a reason) any list oneDNN's cell does not compute. */
+static int odnn_rnn_activations(const pl_graph_view *v, size_t n, const char *op, int dirs,
+                                dnnl_alg_kind_t *alg, char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    static const char *const lstm[3] = {"Sigmoid", "Tanh", "Tanh"};
+    static const char *const gru[2] = {"Sigmoid", "Tanh"};
+    int count = odnn_rnn_gates(op) == 4 ? 3 : odnn_rnn_gates(op) == 3 ? 2 : 1;
+    *alg = dnnl_eltwise_tanh;
+    if (g->attr_kind(v, n, "activations") == PL_GRAPH_ATTR_NONE)
+        return 1;
+    const char *const *names = NULL;
+    size_t k = 0;
+    if (g->attr_kind(v, n, "activations") != PL_GRAPH_ATTR_STRINGS ||
+        !g->attr_strings(v, n, "activations", &names, &k) ||
+        (k != (size_t)count && k != (size_t)(count * dirs))) {
+        odnn_reason(reason, op, "activations is not a list of %d per direction", count);
+        return 0;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const char *name = names[i] != NULL ? names[i] : "";
+        if (count == 1) {
+            dnnl_alg_kind_t a = odnn_rnn_act(name);
+            if (a == 0 || (i > 0 && a != *alg)) {
+                odnn_reason(reason, op, "activation '%s': oneDNN's RNN cell takes Tanh, Relu or "
+                                        "Sigmoid, the same in both directions", name);
+                return 0;
+            }
+            *alg = a;
+        } else if (strcasecmp(name, (count == 3 ? lstm : gru)[i % (size_t)count]) != 0) {
+            odnn_reason(reason, op, "activation '%s': oneDNN's %s cell computes only the "
+                                    "default activations (%s)", name, op,
+                        count == 3 ? "Sigmoid, Tanh, Tanh" : "Sigmoid, Tanh");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* True when sequence_lens (an optional input) is absent or a constant of
+ * BATCH values that all equal SEQ: then every row runs the whole sequence,
+ * which is what oneDNN computes. */
+static int odnn_rnn_full_lengths(const pl_graph_view *v, int64_t t, int64_t seq, int64_t batch)
+{
+    if (t < 0)
+        return 1;
+    pl_dtype dt;
+    int32_t ndim = -1;
+    const int64_t *dims = NULL;
+    const void *data = NULL;
+    size_t bytes = 0;
+    const pl_graph_api *g = onednn_host->graph;
+    if (!g->tensor_type(v, t, &dt, &ndim, &dims) || !PL_DTYPE_EQ(dt, PL_DTYPE_I32) ||
+        ndim != 1 || dims[0] != batch || !g->tensor_constant(v, t, &data, &bytes) ||
+        bytes != (size_t)batch * sizeof(int32_t))
+        return 0;
+    for (int64_t b = 0; b < batch; b++) {
+        int32_t len;
+        memcpy(&len, (const char *)data + (size_t)b * sizeof len, sizeof len);
+        if (len != seq)
+            return 0;
+    }
+    return 1;
+}
+
+static int odnn_check_rnn(const pl_graph_view *v, size_t n, const char *op, char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    int gates = odnn_rnn_gates(op), reverse;
+    int dirs = odnn_rnn_dirs(v, n, &reverse);
+    if (dirs == 0) {
+        odnn_reason(reason, op, "direction is not forward, reverse or bidirectional");
+        return 0;
+    }
+    int64_t layout = odnn_attr_int(v, n, "layout", 0);
+    if (layout != 0 && layout != 1) {
+        odnn_reason(reason, op, "layout %lld is not 0 or 1", (long long)layout);
+        return 0;
+    }
+    if (g->attr_kind(v, n, "clip") != PL_GRAPH_ATTR_NONE) {
+        odnn_reason(reason, op, "clip: oneDNN's cells do not clip the gates");
+        return 0;
+    }
+    if (gates == 4 && odnn_attr_int(v, n, "input_forget", 0) != 0) {
+        odnn_reason(reason, op, "input_forget: oneDNN's LSTM has no coupled input and forget "
+                                "gates");
+        return 0;
+    }
+    dnnl_alg_kind_t alg;
+    if (!odnn_rnn_activations(v, n, op, dirs, &alg, reason))
+        return 0;
+    struct odnn_tinfo x, w, r, bias, p;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_in(v, n, 1), &w);
+    odnn_tensor(v, odnn_in(v, n, 2), &r);
+    if (x.ndim != 3 || w.ndim != 3 || r.ndim != 3) {
+        odnn_reason(reason, op, "X, W and R must have rank 3");
+        return 0;
+    }
+    int64_t seq = x.dims[layout ? 1 : 0], batch = x.dims[layout ? 0 : 1], hidden = r.dims[2];
+    if (w.dims[0] != dirs || r.dims[0] != dirs || w.dims[1] != gates * hidden ||
+        r.dims[1] != gates * hidden || w.dims[2] != x.dims[2] ||
+        odnn_attr_int(v, n, "hidden_size", hidden) != hidden) {
+        odnn_reason(reason, op, "W, R, X and hidden_size do not agree on the shapes");
+        return 0;
+    }
+    if (w.cdata == NULL || r.cdata == NULL) {
+        odnn_reason(reason, op, "W and R must be constants (they are laid out once, at "
+                                "compile time)");
+        return 0;
+    }
+    if (odnn_in(v, n, 3) >= 0 && (!odnn_tensor(v, odnn_in(v, n, 3), &bias) ||
+                                  bias.cdata == NULL || bias.elems != dirs * 2 * gates * hidden)) {
+        odnn_reason(reason, op, "B must be a constant of [num_directions, %lld]",
+                    (long long)(2 * gates * hidden));
+        return 0;
+    }
+    if (gates == 4 && odnn_in(v, n, 7) >= 0 &&
+        (!odnn_tensor(v, odnn_in(v, n, 7), &p) || p.cdata == NULL ||
+         p.elems != dirs * 3 * hidden)) {
+        odnn_reason(reason, op, "P must be a constant of [num_directions, %lld]",
+                    (long long)(3 * hidden));
+        return 0;
+    }
+    if (!odnn_rnn_full_lengths(v, odnn_in(v, n, 4), seq, batch)) {
+        odnn_reason(reason, op, "sequence_lens: oneDNN runs every row the whole sequence "
+                                "(taken only as a constant of all %lld)", (long long)seq);
+        return 0;
+    }
+    int64_t state_dims[3] = {layout ? batch : dirs, layout ? dirs : batch, hidden};
+    int64_t y_dims[4] = {layout ? batch : seq, layout ? seq : dirs, layout ? dirs : batch, hidden};
+    for (size_t k = 0; k < g->node_output_count(v, n); k++) {
+        struct odnn_tinfo o;
+        if (odnn_out(v, n, k) >= 0 && k < 3 && (!odnn_tensor(v, odnn_out(v, n, k), &o) ||
+                                                o.ndim != (k == 0 ? 4 : 3) ||
+                                                memcmp(o.dims, k == 0 ? y_dims : state_dims,
+                                                       (size_t)o.ndim * sizeof(int64_t)) != 0)) {
+            odnn_reason(reason, op, "output %zu has another shape than X, W and R give", k);
+            return 0;
+        }
+    }
+    for (size_t k = 5; k < (gates == 4 ? 7u : 6u); k++) {
+        struct odnn_tinfo s;
+        if (odnn_in(v, n, k) >= 0 &&
+            (!odnn_tensor(v, odnn_in(v, n, k), &s) || s.ndim != 3 ||
+             memcmp(s.dims, state_dims, sizeof state_dims) != 0)) {
+            odnn_reason(reason, op, "initial_%c is not [%lld,%lld,%lld]", k == 5 ? 'h' : 'c',
+                        (long long)state_dims[0], (long long)state_dims[1],
+                        (long long)state_dims[2]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                            char *reason)
 {
@@ -980,7 +1186,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
         "Abs", "Pow", "Erf", "Add", "Sub", "Mul", "Div", "Softmax", "LayerNormalization",
-        "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean", "Split"};
+        "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean", "Split",
+        "RNN", "GRU", "LSTM"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -1001,6 +1208,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     if (strcmp(op, "Split") == 0)
         return odnn_check_split(v, n, reason);
+    if (odnn_rnn_gates(op) != 0) /* Y, Y_h and Y_c */
+        return odnn_check_rnn(v, n, op, reason);
     if (g->node_output_count(v, n) > 1) {
         for (size_t k = 1; k < g->node_output_count(v, n); k++)
             if (g->node_output(v, n, k) >= 0) {
@@ -1161,7 +1370,8 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 /* Step kinds, stored in the blob as the fusion plan. */
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
-    ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV
+    ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
+    ODNN_S_RNN
 };
 
 struct odnn_step {
@@ -1583,6 +1793,21 @@ static int odnn_owner(const pl_compiled *c, int vi)
     return vi;
 }
 
+/* A dim of size 1 may have any stride; a view gives it the stride of a
+ * dense layout, so that a view that is dense compares equal to the plain
+ * descriptor. oneDNN 2.6's jit:uni binary read [1,4,1,2] with strides
+ * [8,2,8,1] (a Transpose's view) against a broadcast second source as all
+ * zeros; with [8,2,2,1] it is right. */
+static void odnn_canon_strides(dnnl_memory_desc_t *md)
+{
+    if (md->format_kind == dnnl_blocked && md->format_desc.blocking.inner_nblks == 0)
+        for (int k = md->ndims - 1; k >= 0; k--)
+            if (md->dims[k] == 1)
+                md->format_desc.blocking.strides[k] =
+                    k + 1 < md->ndims ? md->format_desc.blocking.strides[k + 1] * md->dims[k + 1]
+                                      : 1;
+}
+
 /* A value for tensor T (or -1) that reads the bytes of value VI, starting
  * OFF bytes further in, through descriptor MD: an alias that owns no memory.
  * It points at VI's owner directly, so offsets add up. */
@@ -1591,18 +1816,8 @@ static int odnn_alias(struct odnn_build *b, int vi, const dnnl_memory_desc_t *md
 {
     int own = odnn_owner(b->c, vi);
     size_t base = b->c->values[vi].view_off + off;
-    /* A dim of size 1 may have any stride; a view gives it the stride of
-     * a dense layout. oneDNN 2.6's jit:uni binary read [1,4,1,2] with
-     * strides [8,2,8,1] (a Transpose's view) against a broadcast second
-     * source as all zeros; with [8,2,2,1] it is right. */
     dnnl_memory_desc_t canon = *md;
-    if (canon.format_kind == dnnl_blocked && canon.format_desc.blocking.inner_nblks == 0)
-        for (int k = canon.ndims - 1; k >= 0; k--)
-            if (canon.dims[k] == 1)
-                canon.format_desc.blocking.strides[k] =
-                    k + 1 < canon.ndims
-                        ? canon.format_desc.blocking.strides[k + 1] * canon.dims[k + 1]
-                        : 1;
+    odnn_canon_strides(&canon);
     int a = odnn_new_value(b, t, ODNN_V_TEMP, &canon);
     if (a < 0)
         return -1;
@@ -3142,6 +3357,284 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
     return st;
 }
 
+/* ---- recurrent layers: emission ------------------------------------------ */
+
+/* The state input T of node N ([dirs, batch, hidden], layout 1: [batch,
+ * dirs, hidden]) as oneDNN's plain ldnc LDNC: a view of its bytes under
+ * layout 0, a reordered copy under layout 1; zeros (a constant) when T is
+ * absent. */
+static pl_status *odnn_rnn_state_in(struct odnn_build *b, size_t n, int64_t t, int layout,
+                                    const dnnl_dims_t ldnc, int *out)
+{
+    dnnl_memory_desc_t plain, view;
+    dnnl_memory_desc_init_by_strides(&plain, 4, ldnc, dnnl_f32, NULL);
+    if (t < 0) {
+        size_t bytes = dnnl_memory_desc_get_size(&plain);
+        void *zeros = onednn_host->host_alloc(b->ctx->host_ctx, bytes, 64);
+        if (zeros == NULL)
+            return odnn_oom();
+        memset(zeros, 0, bytes);
+        int w;
+        pl_status *st = odnn_weight(b, &plain, &plain, zeros, (int64_t)n, &w);
+        odnn_free(b->ctx, zeros);
+        if (st != NULL)
+            return st;
+        if ((*out = odnn_new_value(b, -1, ODNN_V_CONST, &plain)) < 0)
+            return odnn_oom();
+        b->c->values[*out].ext = w;
+        b->c->values[*out].defined = 1;
+        return NULL;
+    }
+    const int64_t d = ldnc[1], nb = ldnc[2], h = ldnc[3];
+    dnnl_dims_t strides = {d * nb * h, layout ? h : nb * h, layout ? d * h : h, 1};
+    dnnl_memory_desc_init_by_strides(&view, 4, ldnc, dnnl_f32, strides);
+    int src;
+    pl_status *st = odnn_source(b, t, (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_view_as(b, src, &view, (int64_t)n, &src);
+    return st != NULL ? st : odnn_ensure(b, src, &plain, (int64_t)n, out);
+}
+
+/* The value oneDNN writes an output of a recurrent node into, in the plain
+ * layout of PRIM (ND dims): for graph tensor T, an alias of the bytes of
+ * T's own value, whose descriptor (ONNX's dims ODIMS with strides OSTRIDES)
+ * says where each of T's elements lies in oneDNN's layout; when T is
+ * absent (-1), a temporary. */
+static pl_status *odnn_rnn_out(struct odnn_build *b, int64_t t, const dnnl_memory_desc_t *prim,
+                               int ond, const dnnl_dims_t odims, const dnnl_dims_t ostrides,
+                               int *out)
+{
+    dnnl_memory_desc_t pmd = *prim, omd;
+    if (t < 0) {
+        if ((*out = odnn_new_value(b, -1, ODNN_V_TEMP, &pmd)) < 0)
+            return odnn_oom();
+        b->c->values[*out].defined = 1;
+        return NULL;
+    }
+    dnnl_memory_desc_init_by_strides(&omd, ond, odims, dnnl_f32, ostrides);
+    odnn_canon_strides(&omd);
+    int vi = odnn_new_value(b, t, ODNN_V_TEMP, &omd);
+    if (vi < 0)
+        return odnn_oom();
+    b->c->values[vi].defined = 1;
+    if ((*out = odnn_alias(b, vi, &pmd, -1, 0)) < 0)
+        return odnn_oom();
+    return NULL;
+}
+
+/* ONNX's weights W or R ([dirs, gates*hidden, in]) as oneDNN's plain
+ * ldigo [1, dirs, in, gates, hidden], gates in oneDNN's order (GMAP[g] is
+ * ONNX's index of oneDNN's gate g), in a buffer of the host's. */
+static float *odnn_rnn_ldigo(struct odnn_build *b, const float *src, int64_t dirs, int64_t gates,
+                             int64_t hidden, int64_t in, const int *gmap)
+{
+    size_t elems = (size_t)(dirs * gates * hidden * in);
+    float *buf = onednn_host->host_alloc(b->ctx->host_ctx, elems * sizeof *buf + 1, 64);
+    if (buf == NULL)
+        return NULL;
+    for (int64_t d = 0; d < dirs; d++)
+        for (int64_t g = 0; g < gates; g++)
+            for (int64_t h = 0; h < hidden; h++) {
+                const float *row = src + ((d * gates + gmap[g]) * hidden + h) * in;
+                float *dst = buf + d * in * gates * hidden + g * hidden + h;
+                for (int64_t i = 0; i < in; i++)
+                    dst[i * gates * hidden] = row[i];
+            }
+    return buf;
+}
+
+/* RNN, GRU or LSTM node N as one oneDNN RNN primitive (see the section's
+ * comment before odnn_check_rnn). */
+static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
+{
+    static const int lstm_map[4] = {0, 2, 3, 1}, plain_map[3] = {0, 1, 2},
+                     peep_map[3] = {0, 2, 1};
+    const pl_graph_view *v = b->v;
+    const char *op = onednn_host->graph->node_op(v, n);
+    const int64_t gates = odnn_rnn_gates(op);
+    int reverse;
+    const int64_t dirs = odnn_rnn_dirs(v, n, &reverse);
+    const int layout = odnn_attr_int(v, n, "layout", 0) != 0;
+    const int lbr = gates == 3 && odnn_attr_int(v, n, "linear_before_reset", 0) != 0;
+    char reason[ODNN_REASON] = "";
+    dnnl_alg_kind_t alg;
+    odnn_rnn_activations(v, n, op, (int)dirs, &alg, reason);
+    struct odnn_tinfo x, w, r, bt, pt;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_in(v, n, 1), &w);
+    odnn_tensor(v, odnn_in(v, n, 2), &r);
+    const int has_bias = odnn_tensor(v, odnn_in(v, n, 3), &bt);
+    const int has_peep = gates == 4 && odnn_tensor(v, odnn_in(v, n, 7), &pt);
+    const int64_t seq = x.dims[layout ? 1 : 0], batch = x.dims[layout ? 0 : 1], in = x.dims[2];
+    const int64_t hidden = r.dims[2], bgates = gates + lbr;
+    if (w.cbytes != (size_t)w.elems * sizeof(float) ||
+        r.cbytes != (size_t)r.elems * sizeof(float) ||
+        (has_bias && bt.cbytes != (size_t)bt.elems * sizeof(float)) ||
+        (has_peep && pt.cbytes != (size_t)pt.elems * sizeof(float)))
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: %s '%s': a constant's byte count "
+                                                    "disagrees with its type",
+                          op, onednn_host->graph->node_name(v, n));
+    const int *gmap = gates == 4 ? lstm_map : plain_map;
+    dnnl_rnn_direction_t dir = dirs == 2 ? dnnl_bidirectional_concat
+                               : reverse ? dnnl_unidirectional_right2left
+                                         : dnnl_unidirectional_left2right;
+
+    /* sources: X as tnc, the initial states as ldnc */
+    int src = -1, h0 = -1, c0 = -1;
+    dnnl_dims_t tnc = {seq, batch, in}, ldnc = {1, dirs, batch, hidden};
+    dnnl_dims_t x_strides = {layout ? in : batch * in, layout ? seq * in : in, 1};
+    dnnl_memory_desc_t x_view, src_md, iter_md;
+    dnnl_memory_desc_init_by_strides(&x_view, 3, tnc, dnnl_f32, x_strides);
+    /* layout 1: oneDNN reads X and writes Y batch-major (ntc) in place */
+    dnnl_memory_desc_init_by_strides(&src_md, 3, tnc, dnnl_f32, x_strides);
+    dnnl_memory_desc_init_by_strides(&iter_md, 4, ldnc, dnnl_f32, NULL);
+    pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_view_as(b, src, &x_view, (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_ensure(b, src, &src_md, (int64_t)n, &src);
+    int64_t h0_t = odnn_in(v, n, 5), c0_t = gates == 4 ? odnn_in(v, n, 6) : -1;
+    if (st == NULL && (h0_t >= 0 || c0_t >= 0))
+        st = odnn_rnn_state_in(b, n, h0_t, layout, ldnc, &h0);
+    if (st == NULL && gates == 4 && h0 >= 0)
+        st = odnn_rnn_state_in(b, n, c0_t, layout, ldnc, &c0);
+    if (st != NULL)
+        return st;
+
+    /* the primitive: weights in the layout it picks, the rest plain */
+    int64_t y_t = odnn_out(v, n, 0), yh_t = odnn_out(v, n, 1);
+    int64_t yc_t = gates == 4 ? odnn_out(v, n, 2) : -1;
+    int want_iter = yh_t >= 0 || yc_t >= 0;
+    dnnl_dims_t wl_dims = {1, dirs, in, gates, hidden}, wi_dims = {1, dirs, hidden, gates, hidden};
+    dnnl_dims_t b_dims = {1, dirs, bgates, hidden}, p_dims = {1, dirs, 3, hidden};
+    dnnl_dims_t dst_dims = {seq, batch, dirs * hidden};
+    dnnl_memory_desc_t wl_any, wi_any, wl_plain, wi_plain, bias_md, peep_md, dst_md;
+    dnnl_memory_desc_init_by_tag(&wl_any, 5, wl_dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wi_any, 5, wi_dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_strides(&wl_plain, 5, wl_dims, dnnl_f32, NULL);
+    dnnl_memory_desc_init_by_strides(&wi_plain, 5, wi_dims, dnnl_f32, NULL);
+    dnnl_memory_desc_init_by_strides(&bias_md, 4, b_dims, dnnl_f32, NULL);
+    dnnl_memory_desc_init_by_strides(&peep_md, 4, p_dims, dnnl_f32, NULL);
+    dnnl_dims_t dst_strides = {layout ? dirs * hidden : batch * dirs * hidden,
+                               layout ? seq * dirs * hidden : dirs * hidden, 1};
+    dnnl_memory_desc_init_by_strides(&dst_md, 3, dst_dims, dnnl_f32, dst_strides);
+    const dnnl_memory_desc_t *h0_md = h0 >= 0 ? &iter_md : NULL;
+    const dnnl_memory_desc_t *hn_md = want_iter ? &iter_md : NULL;
+    dnnl_rnn_desc_t rd;
+    dnnl_status_t ds;
+    if (gates == 4)
+        ds = dnnl_lstm_forward_desc_init_v2(&rd, dnnl_forward_inference, dir, &src_md, h0_md,
+                                            h0_md, &wl_any, &wi_any, has_peep ? &peep_md : NULL,
+                                            &bias_md, &dst_md, hn_md, hn_md, 0);
+    else if (gates == 3)
+        ds = (lbr ? dnnl_lbr_gru_forward_desc_init : dnnl_gru_forward_desc_init)(
+            &rd, dnnl_forward_inference, dir, &src_md, h0_md, &wl_any, &wi_any, &bias_md,
+            &dst_md, hn_md, 0);
+    else
+        ds = dnnl_vanilla_rnn_forward_desc_init(&rd, dnnl_forward_inference, alg, dir, &src_md,
+                                                h0_md, &wl_any, &wi_any, &bias_md, &dst_md, hn_md,
+                                                0, 0.0f, 0.0f);
+    st = odnn_dnnl(ds, "RNN descriptor", v, (int64_t)n);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == NULL)
+        st = odnn_make_pd(b, &rd, NULL, n, &pd);
+
+    /* weights, reordered once: W, R, the summed bias, the peepholes */
+    int wl = -1, wi = -1, wb = -1, wp = -1;
+    float *buf = NULL;
+    if (st == NULL) {
+        buf = odnn_rnn_ldigo(b, w.cdata, dirs, gates, hidden, in, gmap);
+        st = buf == NULL ? odnn_oom()
+                         : odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS_LAYER), &wl_plain, buf,
+                                       (int64_t)n, &wl);
+        odnn_free(b->ctx, buf);
+    }
+    if (st == NULL) {
+        buf = odnn_rnn_ldigo(b, r.cdata, dirs, gates, hidden, hidden, gmap);
+        st = buf == NULL ? odnn_oom()
+                         : odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS_ITER), &wi_plain, buf,
+                                       (int64_t)n, &wi);
+        odnn_free(b->ctx, buf);
+    }
+    if (st == NULL) {
+        size_t elems = (size_t)(dirs * bgates * hidden);
+        buf = onednn_host->host_alloc(b->ctx->host_ctx, elems * sizeof *buf, 64);
+        if (buf == NULL)
+            st = odnn_oom();
+        for (int64_t d = 0; st == NULL && d < dirs; d++)
+            for (int64_t g = 0; g < bgates; g++)
+                for (int64_t h = 0; h < hidden; h++) {
+                    /* lbr: gate 2 takes Wbh alone, gate 3 (inside r) Rbh */
+                    const float *bw = has_bias ? (const float *)bt.cdata + d * 2 * gates * hidden
+                                               : NULL;
+                    int64_t og = g < gates ? gmap[g] : 2;
+                    float wv = bw != NULL && g < gates ? bw[og * hidden + h] : 0.0f;
+                    float rv = bw != NULL && !(lbr && g == 2)
+                                   ? bw[(gates + og) * hidden + h]
+                                   : 0.0f;
+                    buf[(d * bgates + g) * hidden + h] = wv + rv;
+                }
+        if (st == NULL)
+            st = odnn_weight(b, &bias_md, &bias_md, buf, (int64_t)n, &wb);
+        odnn_free(b->ctx, buf);
+    }
+    if (st == NULL && has_peep) {
+        size_t elems = (size_t)(dirs * 3 * hidden);
+        buf = onednn_host->host_alloc(b->ctx->host_ctx, elems * sizeof *buf, 64);
+        if (buf == NULL)
+            st = odnn_oom();
+        for (int64_t d = 0; st == NULL && d < dirs; d++)
+            for (int64_t g = 0; g < 3; g++)
+                memcpy(buf + (d * 3 + g) * hidden,
+                       (const float *)pt.cdata + (d * 3 + peep_map[g]) * hidden,
+                       (size_t)hidden * sizeof *buf);
+        if (st == NULL)
+            st = odnn_weight(b, &peep_md, &peep_md, buf, (int64_t)n, &wp);
+        odnn_free(b->ctx, buf);
+    }
+
+    /* destinations: Y from dst_layer [seq, batch, dirs*hidden] (ntc under
+     * layout 1: then Y is its bytes as they are); Y_h and Y_c
+     * from dst_iter and dst_iter_c [1, dirs, batch, hidden] */
+    int y = -1, yh = -1, yc = -1;
+    const int64_t dh = dirs * hidden;
+    dnnl_dims_t y_dims = {layout ? batch : seq, layout ? seq : dirs, layout ? dirs : batch, hidden};
+    dnnl_dims_t y_strides = {layout ? seq * dh : batch * dh, layout ? dh : hidden,
+                             layout ? hidden : dh, 1};
+    dnnl_dims_t s_dims = {layout ? batch : dirs, layout ? dirs : batch, hidden};
+    dnnl_dims_t s_strides = {layout ? hidden : batch * hidden, layout ? batch * hidden : hidden,
+                             1};
+    if (st == NULL)
+        st = odnn_rnn_out(b, y_t, &dst_md, 4, y_dims, y_strides, &y);
+    if (st == NULL && want_iter)
+        st = odnn_rnn_out(b, yh_t, &iter_md, 3, s_dims, s_strides, &yh);
+    if (st == NULL && want_iter && gates == 4)
+        st = odnn_rnn_out(b, yc_t, &iter_md, 3, s_dims, s_strides, &yc);
+    int s = -1;
+    if (st == NULL)
+        s = odnn_add_step(b, ODNN_S_RNN, pd, (int64_t)n, &st);
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    if (s < 0)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC_LAYER, ODNN_REF_VALUE, src);
+    if (h0 >= 0)
+        odnn_arg(b, s, DNNL_ARG_SRC_ITER, ODNN_REF_VALUE, h0);
+    if (c0 >= 0)
+        odnn_arg(b, s, DNNL_ARG_SRC_ITER_C, ODNN_REF_VALUE, c0);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS_LAYER, ODNN_REF_WEIGHT, wl);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS_ITER, ODNN_REF_WEIGHT, wi);
+    if (wp >= 0)
+        odnn_arg(b, s, DNNL_ARG_WEIGHTS_PEEPHOLE, ODNN_REF_WEIGHT, wp);
+    odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, wb);
+    odnn_arg(b, s, DNNL_ARG_DST_LAYER, ODNN_REF_VALUE, y);
+    if (yh >= 0)
+        odnn_arg(b, s, DNNL_ARG_DST_ITER, ODNN_REF_VALUE, yh);
+    if (yc >= 0)
+        odnn_arg(b, s, DNNL_ARG_DST_ITER_C, ODNN_REF_VALUE, yc);
+    return NULL;
+}
+
 /* Emits node N (unless a fused primitive already covered it). */
 static pl_status *odnn_emit(struct odnn_build *b, size_t n)
 {
@@ -3177,6 +3670,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_binary(b, n, op);
     if (strcmp(op, "Concat") == 0)
         return odnn_concat(b, n);
+    if (odnn_rnn_gates(op) != 0)
+        return odnn_rnn(b, n);
     int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Reshape") == 0 ||
                    strcmp(op, "Flatten") == 0 || strcmp(op, "Transpose") == 0 ||
                    strcmp(op, "Identity") == 0;
@@ -3365,8 +3860,11 @@ static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uin
     static const char *const attrs[] = {
         "kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", "transA", "transB",
         "alpha", "beta", "axis", "axes", "keepdims", "epsilon", "ceil_mode", "count_include_pad",
-        "storage_order", "perm", "min", "max", "training_mode"};
-    if (!pl_hash_view(onednn_host, ctx->host_ctx, v, "onednn subgraph 2", attrs,
+        "storage_order", "perm", "min", "max", "training_mode",
+        /* recurrent layers (a blob's weights do not tell these apart) */
+        "direction", "layout", "linear_before_reset", "hidden_size", "activations", "clip",
+        "input_forget"};
+    if (!pl_hash_view(onednn_host, ctx->host_ctx, v, "onednn subgraph 3", attrs,
                       sizeof attrs / sizeof attrs[0], out))
         return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory hashing a subgraph");
     return NULL;

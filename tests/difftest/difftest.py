@@ -5,7 +5,8 @@ loaded (order = cpu; onednn, cpu; example_acc, cpu; cuda, cpu), each
 compared with the cpu module, and the cpu module compared with a numpy
 float64 reference (dt_ref) that shares no code with it.
 
-  difftest.py ci --family F --seeds A:B [--dtype D]    fixed seeds (CTest)
+  difftest.py ci --family F --seeds A:B [--dtype D]    fixed seeds (CTest); --strict B:
+                                                        B must run each graph's first node
   difftest.py --soak SECONDS [--dtypes f32,f16,...]    random seeds until time is up;
                                                         every failure is printed with its
                                                         seed, shrunk and saved
@@ -180,6 +181,13 @@ def cmd_ci(t, args):
         g, inputs = made
         p, failed = t.run_graph(gid, g, inputs)
         problems += p
+        for b in t.backends:
+            head = g.nodes[0]["name"] if g.nodes else None
+            where, reasons = b.nodes.get(head, ("nothing", {}))
+            if b.name in (args.strict or []) and where != b.name:
+                problems.append("%s: %s: the first node (%s) ran on %s, but --strict %s wants "
+                                "it there; reasons: %s" % (gid, b.name, head, where, b.name,
+                                                           reasons))
         if args.list_known:
             list_known(t, args, gid, g, seed, failed)
     t.summary(time.time() - start)
@@ -393,11 +401,15 @@ def main():
     ap.add_argument("--shrink-budget", type=float, default=60.0)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("ci")
-    p.add_argument("--family", required=True, choices=dt_gen.FAMILIES + ("any",))
+    p.add_argument("--family", required=True,
+                   choices=dt_gen.FAMILIES + dt_gen.MORE_FAMILIES + ("any",))
     p.add_argument("--seeds", required=True)
     p.add_argument("--dtype", default="f32")
     p.add_argument("--list-known", action="store_true",
                    help="shrink each failure and print its known_failures.txt line")
+    p.add_argument("--strict", action="append", metavar="BACKEND",
+                   help="a graph fails when BACKEND (if loaded) did not run its first "
+                        "node: for families whose head it must take (rnn: onednn)")
     p = sub.add_parser("soak")
     p.add_argument("seconds", type=float)
     p.add_argument("--dtypes", default="f32")

@@ -20,6 +20,9 @@ import dt_ref
 from dt_graph import FLOAT_DTYPES, Graph, to_dtype
 
 FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deconv")
+# Families run only when named (not by "any" or the soak, whose seeds would
+# otherwise change family): rnn, one RNN, GRU or LSTM node.
+MORE_FAMILIES = ("rnn",)
 
 
 def I(v):
@@ -662,6 +665,8 @@ class Gen:
             x = self.mixed()
         elif family == "deconv":
             x = self.deconv()
+        elif family == "rnn":
+            return self.recurrent()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -671,6 +676,67 @@ class Gen:
         if y != x and x not in self.g.tensors and self.p(0.25):
             outs.insert(0, x)
         self.g.outputs = outs
+        return self.g
+
+    def recurrent(self):
+        """One RNN, GRU or LSTM in a combination oneDNN's cells compute
+        (default activations, or Tanh/Relu/Sigmoid for RNN; no clip; full
+        sequences): every direction, both layouts, initial states or not,
+        B, peepholes, linear_before_reset, explicit default activations and
+        a constant sequence_lens of full lengths; outputs a random non-empty
+        subset of Y, Y_h (and Y_c), a dropped one either absent ("") or
+        computed and unread; sometimes an elementwise chain after one."""
+        op = self.pick(["RNN", "GRU", "LSTM"])
+        gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+        direction = self.pick(["forward", "reverse", "bidirectional"])
+        dirs = 2 if direction == "bidirectional" else 1
+        layout = self.r(0, 1)
+        seq = self.pick([1, 1, 2, 3, 5])
+        batch = self.r(1, 4)
+        inp = self.r(1, 8) if self.p(0.8) else self.pick([31, 64])
+        hidden = self.pick([1, 2, 3, 4, 8, 16, 33, 64])
+        x = self.input([batch, seq, inp] if layout else [seq, batch, inp])
+        sw, sr = 1.0 / np.sqrt(inp), 1.0 / np.sqrt(hidden)
+        w = self.weights([dirs, gates * hidden, inp], sw)
+        r = self.weights([dirs, gates * hidden, hidden], sr)
+        attrs = {"direction": S(direction)}
+        if layout or self.p(0.3):
+            attrs["layout"] = I(layout)
+        if self.p(0.3):
+            attrs["hidden_size"] = I(hidden)
+        if op == "RNN":
+            act = self.pick(["Tanh", "Relu", "Sigmoid", None])
+            if act is not None:
+                attrs["activations"] = ("strings", [act] * (dirs if self.p(0.5) else 1))
+        elif self.p(0.25):
+            acts = ["Sigmoid", "Tanh", "Tanh"][:gates - 1 if op == "GRU" else 3]
+            attrs["activations"] = ("strings", acts * (dirs if self.p(0.5) else 1))
+        if op == "GRU" and self.p(0.5):
+            attrs["linear_before_reset"] = I(1)
+        elif op == "GRU" and self.p(0.2):
+            attrs["linear_before_reset"] = I(0)
+        state = [batch, dirs, hidden] if layout else [dirs, batch, hidden]
+        ins = [x, w, r]
+        ins.append(self.weights([dirs, 2 * gates * hidden], 0.5) if self.p(0.7) else "")
+        ins.append(self.const(np.full([batch], seq), "i32") if self.p(0.15) else "")
+        ins.append(self.input(state) if self.p(0.5) else "")
+        if op == "LSTM":
+            ins.append(self.input(state) if self.p(0.5) else "")
+            ins.append(self.weights([dirs, 3 * hidden], 0.5) if self.p(0.5) else "")
+        while ins and ins[-1] == "":
+            ins.pop()
+        n_out = 3 if op == "LSTM" else 2
+        outs = self.node(op, ins, attrs, n_out)
+        keep = [o for o in outs if self.p(0.6)] or [self.pick(outs)]
+        node = self.g.nodes[-1]
+        if self.p(0.5):
+            node["outputs"] = [o if o in keep else "" for o in outs]
+            while node["outputs"][-1] == "":
+                node["outputs"].pop()
+        if self.p(0.3):
+            k = self.r(0, len(keep) - 1)
+            keep[k] = self.chain(keep[k], self.r(1, 2))
+        self.g.outputs = keep
         return self.g
 
     def mixed(self):

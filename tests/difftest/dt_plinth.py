@@ -129,6 +129,7 @@ class Backend:
         self.library = library
         self.name = name
         self.order = order
+        self.nodes = {}  # node name -> (backend, refusal reasons), from the last run
         ini = os.path.join(work_dir, "backend-%s.ini" % name)
         with open(ini, "w") as f:
             f.write("[runtime]\nmodules = %s\nengine = threaded\nthreads = %d\n"
@@ -169,6 +170,7 @@ class Backend:
         or raises PlinthError (stage load, session, explain or run)."""
         lib = self.library.lib
         check = self.library.check
+        self.nodes = {}
         model = _P()
         check(lib.pl_model_load(self.runtime, json_path.encode(), ctypes.byref(model)), "load")
         sess = _P()
@@ -197,6 +199,7 @@ class Backend:
         for p in doc.get("placement", []):
             b = p.get("backend") or "?"
             placed[b] = placed.get(b, 0) + 1
+            self.nodes[p.get("node")] = (b, p.get("reasons") or {})
         return placed
 
     def _run(self, sess, inputs):

@@ -273,6 +273,92 @@ def _binary(op, a, b, integer):
     return None
 
 
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+_RNN_ACTS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0), "sigmoid": _sigmoid}
+_RNN_DEFAULTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+
+
+def recurrent(node, ins):
+    """ONNX's RNN, GRU and LSTM (the activations Tanh, Relu and Sigmoid;
+    no clip, no input_forget, every sequence full length): [Y, Y_h(, Y_c)]
+    as ONNX defines them, step by step."""
+    op = node["op"]
+    ins = ins + [None] * (8 - len(ins))
+    x, w, r, b, lens, h0, c0, p = ins[:8]
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    if "clip" in node["attributes"] or _a(node, "input_forget", 0):
+        raise RefError("%s: clip and input_forget are not in the reference" % op)
+    layout = _a(node, "layout", 0)
+    if layout:
+        x = x.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+        c0 = None if c0 is None else c0.transpose(1, 0, 2)
+    seq, batch = x.shape[0], x.shape[1]
+    if lens is not None and np.any(lens != seq):
+        raise RefError("%s: sequence_lens shorter than the sequence" % op)
+    dirs, hidden = w.shape[0], r.shape[2]
+    direction = _a(node, "direction", "forward")
+    acts = _a(node, "activations", _RNN_DEFAULTS[op])
+    count = len(_RNN_DEFAULTS[op])
+    lbr = _a(node, "linear_before_reset", 0)
+    gh = gates * hidden
+    y = np.zeros((seq, dirs, batch, hidden))
+    yh = np.zeros((dirs, batch, hidden))
+    yc = np.zeros((dirs, batch, hidden))
+    for d in range(dirs):
+        fn = [_RNN_ACTS[a.lower()] for a in
+              (acts[d * count:(d + 1) * count] if len(acts) == count * dirs else acts[:count])]
+        wd, rd = w[d], r[d]
+        wb = b[d][:gh] if b is not None else np.zeros(gh)
+        rb = b[d][gh:] if b is not None else np.zeros(gh)
+        h = h0[d] if h0 is not None else np.zeros((batch, hidden))
+        c = c0[d] if c0 is not None else np.zeros((batch, hidden))
+        reverse = direction == "reverse" or d == 1
+        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+            xt = x[t]
+
+            def gate(k):
+                s = slice(k * hidden, (k + 1) * hidden)
+                return xt @ wd[s].T + wb[s], h @ rd[s].T + rb[s]
+            if op == "RNN":
+                xi, hi = gate(0)
+                h = fn[0](xi + hi)
+            elif op == "GRU":
+                xz, hz = gate(0)
+                xr, hr = gate(1)
+                xh, hh = gate(2)
+                z = fn[0](xz + hz)
+                rr = fn[0](xr + hr)
+                s = slice(2 * hidden, 3 * hidden)
+                if lbr:
+                    cand = fn[1](xh + rr * hh)
+                else:
+                    cand = fn[1](xh + (rr * h) @ rd[s].T + rb[s])
+                h = (1 - z) * cand + z * h
+            else:
+                xi, hi = gate(0)
+                xo, ho = gate(1)
+                xf, hf = gate(2)
+                xc, hc = gate(3)
+                pi, po, pf = (p[d][k * hidden:(k + 1) * hidden] if p is not None
+                              else np.zeros(hidden) for k in range(3))
+                i = fn[0](xi + hi + pi * c)
+                f = fn[0](xf + hf + pf * c)
+                c = f * c + i * fn[1](xc + hc)
+                o = fn[0](xo + ho + po * c)
+                h = o * fn[2](c)
+            y[t, d] = h
+        yh[d], yc[d] = h, c
+    if layout:
+        y = y.transpose(2, 0, 1, 3)
+        yh = yh.transpose(1, 0, 2)
+        yc = yc.transpose(1, 0, 2)
+    return [y, yh, yc][:len(node["outputs"])]
+
+
 def eval_node(node, env, dtype_of):
     """Outputs of NODE (a list) from the values in ENV."""
     op = node["op"]
@@ -288,6 +374,8 @@ def eval_node(node, env, dtype_of):
         lo = ins[1] if len(ins) > 1 and ins[1] is not None else -np.inf
         hi = ins[2] if len(ins) > 2 and ins[2] is not None else np.inf
         return [np.minimum(np.maximum(x, lo), hi)]
+    if op in ("RNN", "GRU", "LSTM"):
+        return recurrent(node, ins)
     if op == "Conv":
         return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
     if op == "ConvTranspose":

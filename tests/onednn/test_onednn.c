@@ -1797,6 +1797,222 @@ static void case_bf16(void)
     pl_runtime_destroy(rc);
 }
 
+/* ---- recurrent layers ---------------------------------------------------------- */
+
+/* One OP node ("rnn", input "x" [3,2,4], hidden 4, constant W, R and B, or
+ * W as the input "w" when W_INPUT) with the extra attributes ATTRS (JSON or
+ * ""); output "y". */
+static const char *model_rnn(const char *op, const char *attrs, int dirs, int w_input)
+{
+    struct mb m = {.seed = 21, .opset = 14};
+    int64_t gates = strcmp(op, "LSTM") == 0 ? 4 : strcmp(op, "GRU") == 0 ? 3 : 1;
+    int64_t xs[] = {3, 2, 4}, ws[] = {dirs, gates * 4, 4}, bs[] = {dirs, 2 * gates * 4};
+    mb_input(&m, "x", 3, xs);
+    if (w_input)
+        mb_input(&m, "w", 3, ws);
+    else
+        mb_const(&m, "w", 3, ws, NULL, 0.5f);
+    mb_const(&m, "r", 3, ws, NULL, 0.5f);
+    mb_const(&m, "b", 2, bs, NULL, 0.3f);
+    char all[256];
+    snprintf(all, sizeof all, "\"direction\":{\"string\":\"%s\"}%s%s",
+             dirs == 2 ? "bidirectional" : "forward", attrs[0] ? "," : "", attrs);
+    mb_node(&m, "rnn", op, "\"x\",\"w\",\"r\",\"b\"", "y", all);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* An i32 constant of 2 values (a recurrent node's sequence_lens): one
+ * float slot each in the weights. */
+static void mb_i32_pair(struct mb *m, const char *name, const int32_t vals[2])
+{
+    float slots[2];
+    memcpy(slots, vals, sizeof slots);
+    size_t at = m->n_weights;
+    int64_t dims[1] = {2};
+    mb_const(m, "unused", 1, dims, slots, 1.0f);
+    /* mb_const appended an f32 entry; replace it with the i32 one */
+    char *entry = strstr(m->tensors, "{\"name\":\"unused\"");
+    if (entry > m->tensors && entry[-1] == ',')
+        entry--;
+    *entry = '\0';
+    mb_append(m->tensors, sizeof m->tensors,
+              "%s{\"name\":\"%s\",\"dtype\":\"i32\",\"shape\":[2],"
+              "\"data\":{\"offset\":%zu,\"length\":8}}",
+              m->tensors[0] ? "," : "", name, at * sizeof(float));
+}
+
+/* A forward LSTM like model_rnn's with the constant sequence_lens LENS
+ * (one per batch row of 2; the sequence has 3 steps). */
+static const char *model_rnn_lens(const int32_t lens[2])
+{
+    struct mb m = {.seed = 21, .opset = 14};
+    int64_t xs[] = {3, 2, 4}, ws[] = {1, 16, 4}, bs[] = {1, 32};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w", 3, ws, NULL, 0.5f);
+    mb_const(&m, "r", 3, ws, NULL, 0.5f);
+    mb_const(&m, "b", 2, bs, NULL, 0.3f);
+    mb_i32_pair(&m, "lens", lens);
+    mb_node(&m, "rnn", "LSTM", "\"x\",\"w\",\"r\",\"b\",\"lens\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* The combinations oneDNN's cells do not compute stay on cpu, each with a
+ * reason explain shows; the same model without the attribute runs on
+ * onednn and agrees with cpu. */
+static void case_rnn_refusals(void)
+{
+    static const struct {
+        const char *op, *attrs;
+        int dirs, w_input;
+        const char *reason;
+    } cases[] = {
+        {"LSTM", "", 1, 0, NULL},
+        {"GRU", "\"linear_before_reset\":{\"int\":1}", 2, 0, NULL},
+        {"RNN", "\"activations\":{\"strings\":[\"Relu\",\"Relu\"]}", 2, 0, NULL},
+        {"LSTM", "\"clip\":{\"float\":1.5}", 1, 0, "clip"},
+        {"LSTM", "\"input_forget\":{\"int\":1}", 1, 0, "input_forget"},
+        {"LSTM", "\"activations\":{\"strings\":[\"Sigmoid\",\"Relu\",\"Tanh\"]}", 1, 0,
+         "activation 'Relu'"},
+        {"GRU", "\"activations\":{\"strings\":[\"HardSigmoid\",\"Tanh\"]}", 1, 0,
+         "activation 'HardSigmoid'"},
+        {"RNN", "\"activations\":{\"strings\":[\"Elu\"]}", 1, 0, "activation 'Elu'"},
+        {"RNN", "\"activations\":{\"strings\":[\"Tanh\",\"Relu\"]}", 2, 0,
+         "the same in both directions"},
+        {"GRU", "", 1, 1, "W and R must be constants"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *path = model_rnn(cases[k].op, cases[k].attrs, cases[k].dirs,
+                                     cases[k].w_input);
+        int64_t xs[] = {3, 2, 4}, ys[] = {3, cases[k].dirs, 2, 4};
+        if (cases[k].reason == NULL) {
+            compare(path, 3, xs, 4, ys, (const char *[]){"rnn", NULL});
+            continue;
+        }
+        pl_runtime *rt = onednn_runtime();
+        pl_session *s = session_for(rt, path);
+        json_t *root = th_explain(s);
+        json_t *p = th_placement_of(root, "rnn");
+        const char *backend = json_string_value(json_object_get(p, "backend"));
+        const char *why =
+            json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+        TH_CHECK(strcmp(backend, "cpu") == 0, "%s {%s} ran on %s", cases[k].op, cases[k].attrs,
+                 backend);
+        TH_CHECK(why != NULL && strstr(why, cases[k].reason) != NULL &&
+                     strncmp(why, "onednn: ", 8) == 0,
+                 "%s {%s}: reason '%s', expected one naming '%s'", cases[k].op, cases[k].attrs,
+                 why ? why : "(none)", cases[k].reason);
+        json_decref(root);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+    /* sequence_lens: taken when every row runs the whole sequence */
+    int64_t xs[] = {3, 2, 4}, ys[] = {3, 1, 2, 4};
+    compare(model_rnn_lens((const int32_t[]){3, 3}), 3, xs, 4, ys, (const char *[]){"rnn", NULL});
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, model_rnn_lens((const int32_t[]){3, 2}));
+    json_t *root = th_explain(s);
+    json_t *p = th_placement_of(root, "rnn");
+    const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+    TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0 &&
+                 why != NULL && strstr(why, "sequence_lens") != NULL,
+             "LSTM with sequence_lens [3,2]: on %s, reason %s",
+             json_string_value(json_object_get(p, "backend")), why ? why : "(none)");
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* A bidirectional LSTM with peepholes and an initial state, all three
+ * outputs: compiled, exported and imported (the weights in the packed
+ * layout oneDNN picked come from the blob); both compute the same bytes
+ * and the imported one exports the same blob. */
+static void case_rnn_blob(void)
+{
+    struct mb m = {.seed = 5, .opset = 14};
+    int64_t xs[] = {5, 3, 6}, ws[] = {2, 32, 6}, rs[] = {2, 32, 8}, bs[] = {2, 64},
+            ps[] = {2, 24}, hs[] = {2, 3, 8};
+    mb_input(&m, "x", 3, xs);
+    mb_input(&m, "h0", 3, hs);
+    mb_const(&m, "w", 3, ws, NULL, 0.4f);
+    mb_const(&m, "r", 3, rs, NULL, 0.4f);
+    mb_const(&m, "b", 2, bs, NULL, 0.3f);
+    mb_const(&m, "p", 2, ps, NULL, 0.3f);
+    mb_node(&m, "lstm", "LSTM", "\"x\",\"w\",\"r\",\"b\",\"\",\"h0\",\"\",\"p\"",
+            "y\",\"yh\",\"yc", "\"direction\":{\"string\":\"bidirectional\"}");
+    m.outputs[m.n_outputs++] = "y";
+    m.outputs[m.n_outputs++] = "yh";
+    m.outputs[m.n_outputs++] = "yc";
+    struct direct d = direct_open(mb_write(&m));
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+    TH_CHECK(b.n > (2 * 32 * 14) * sizeof(float), "blob of %zu bytes holds no weights", b.n);
+    TH_CHECK_OK(d.api->import_compiled(d.m->ctx, 0, d.view, b.bytes, b.n, &ci));
+    enum { NX = 5 * 3 * 6, NH = 2 * 3 * 8, NY = 5 * 2 * 3 * 8 };
+    float x[NX], h0[NH], out[2][NY + 2 * NH];
+    for (int i = 0; i < NX; i++)
+        x[i] = sinf((float)i * 0.37f);
+    for (int i = 0; i < NH; i++)
+        h0[i] = cosf((float)i * 0.21f);
+    int64_t ys[] = {5, 2, 3, 8};
+    for (int k = 0; k < 2; k++) {
+        pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
+        pl_tensor in[2] = {{.data = x, .ndim = 3, .dtype = PL_DTYPE_F32, .shape = xs,
+                            .struct_size = sizeof(pl_tensor), .device = {PL_DEVICE_CPU, 0}}};
+        in[1] = in[0];
+        in[1].data = h0;
+        in[1].shape = hs;
+        pl_tensor o[3] = {in[0], in[1], in[1]};
+        o[0].data = out[k];
+        o[0].ndim = 4;
+        o[0].shape = ys;
+        o[1].data = out[k] + NY;
+        o[2].data = out[k] + NY + NH;
+        memset(out[k], 0, sizeof out[k]);
+        pl_run_args a = {.header = PL_ABI_HEADER_INIT(pl_run_args), .run = &rc, .n_inputs = 2,
+                         .inputs = in, .n_outputs = 3, .outputs = o};
+        TH_CHECK_OK(d.api->run(d.m->ctx, k ? ci : c, &a));
+    }
+    TH_CHECK(memcmp(out[0], out[1], sizeof out[0]) == 0, "imported LSTM computes otherwise");
+    /* Y_h is Y's last step forward and its first backward */
+    for (int i = 0; i < 3 * 8; i++)
+        TH_CHECK(out[0][4 * 48 + i] == out[0][NY + i] && out[0][24 + i] == out[0][NY + 24 + i],
+                 "Y_h[%d] is not Y's final state", i);
+    reexport_and_close(&d, c, ci, &b);
+}
+
+/* A blob holds weights only (the primitives are made again from the
+ * view), and an RNN's weights do not show its direction, layout or
+ * activations: the subgraph's hash must, so that a cached blob of one is
+ * not taken for the other. */
+static void case_rnn_blob_attrs(void)
+{
+    static const char *const variants[] = {
+        "\"activations\":{\"strings\":[\"Relu\"]}", "\"layout\":{\"int\":0}",
+        "\"hidden_size\":{\"int\":4}"};
+    struct direct a = direct_open(model_rnn("RNN", "", 1, 0));
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(a.api->compile(a.m->ctx, 0, a.view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(a.api->export_compiled(a.m->ctx, c, blob_sink, &b));
+    for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+        struct direct o = direct_open(model_rnn("RNN", variants[k], 1, 0));
+        CHECK_ERROR(o.api->import_compiled(o.m->ctx, 0, o.view, b.bytes, b.n, &ci),
+                    PL_CODE_INCOMPATIBLE, "another subgraph");
+        direct_close(&o);
+    }
+    struct direct o = direct_open(model_rnn("RNN", "", 2, 0));
+    CHECK_ERROR(o.api->import_compiled(o.m->ctx, 0, o.view, b.bytes, b.n, &ci),
+                PL_CODE_INCOMPATIBLE, "another subgraph");
+    direct_close(&o);
+    a.api->release(a.m->ctx, c);
+    free(b.bytes);
+    direct_close(&a);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1827,6 +2043,9 @@ int main(int argc, char **argv)
         {"broadcast_add", case_broadcast_add},
         {"view_unit_dims", case_view_unit_dims},
         {"reduce_squeezed", case_reduce_squeezed},
+        {"rnn_refusals", case_rnn_refusals},
+        {"rnn_blob", case_rnn_blob},
+        {"rnn_blob_attrs", case_rnn_blob_attrs},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
