@@ -288,7 +288,8 @@ def soak_parent(argv, args):
     while time.time() - start < args.seconds:
         left = args.seconds - (time.time() - start)
         cmd = [sys.executable, os.path.abspath(__file__)] + argv + [
-            "soak", str(left), "--dtypes", args.dtypes, "--seed", str(base + k),
+            "soak", str(left), "--dtypes", args.dtypes, "--families", args.families,
+            "--seed", str(base + k),
             "--state", state]
         k += 1
         r = subprocess.run(cmd)
@@ -309,12 +310,17 @@ def soak_parent(argv, args):
 
 def cmd_soak(t, args):
     dtypes = args.dtypes.split(",")
+    families = args.families.split(",")
+    for f in families:
+        if f not in dt_gen.FAMILIES + dt_gen.MORE_FAMILIES:
+            print("difftest: unknown family '%s' in --families" % f)
+            return 2
     rng = random.Random(args.seed)
     start = time.time()
     found = []
     while time.time() - start < args.seconds:
         seed = rng.randrange(1 << 31)
-        family = rng.choice(dt_gen.FAMILIES)
+        family = rng.choice(families)
         dtype = rng.choice(dtypes)
         gid = "seed:%s:%s:%d" % (family, dtype, seed)
         with open(args.state, "w") as f:
@@ -413,6 +419,8 @@ def main():
     p = sub.add_parser("soak")
     p.add_argument("seconds", type=float)
     p.add_argument("--dtypes", default="f32")
+    p.add_argument("--families", default=",".join(dt_gen.FAMILIES + dt_gen.MORE_FAMILIES),
+                   help="comma-separated families to draw from (default: all, rnn included)")
     p.add_argument("--seed", type=int)
     p.add_argument("--state", help="(worker) the file naming the graph being run")
     p = sub.add_parser("regress")
