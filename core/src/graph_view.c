@@ -402,4 +402,6 @@ const pl_graph_api pl_graph_view_table = {
     .builder_attr_floats = pl_builder_attr_floats,
     .builder_attr_strings = pl_builder_attr_strings,
     .builder_attr_tensor = pl_builder_attr_tensor,
+    .builder_attr_graph = pl_builder_attr_graph,
+    .builder_attr_graphs = pl_builder_attr_graphs,
 };

@@ -225,6 +225,8 @@ static pl_graph *build_graph(void)
     return g;
 }
 
+static void check_same_graph(const pl_graph *a, const pl_graph *b);
+
 static void check_same_attr(const pl_attr *a, const pl_attr *b)
 {
     CHECK(strcmp(a->name, b->name) == 0);
@@ -261,6 +263,12 @@ static void check_same_attr(const pl_attr *a, const pl_attr *b)
                      (size_t)a->tensor->ndim * sizeof(int64_t)) == 0);
         CHECK(a->tensor->nbytes == b->tensor->nbytes);
         CHECK(memcmp(a->tensor->data, b->tensor->data, a->tensor->nbytes) == 0);
+        break;
+    case PL_ATTR_GRAPH:
+    case PL_ATTR_GRAPHS:
+        CHECK(a->n == b->n);
+        for (size_t i = 0; i < a->n && i < b->n; i++)
+            check_same_graph(a->graphs[i], b->graphs[i]);
         break;
     }
 }
@@ -951,10 +959,23 @@ static const bad_case bad_cases[] = {
     {"attr_no_kind", ATTR("'k':{}"), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').attributes.k: expected an object with one key "
      "naming the kind", SETUP_NONE},
+    {"body_not_object", ATTR("'k':{'graph':3}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').attributes.k.graph: expected a graph object", SETUP_NONE},
+    {"body_bad_dtype", ATTR("'k':{'graph':{'inputs':[],'outputs':[],'tensors':"
+     "[{'name':'q','dtype':'f99'}],'nodes':[]}}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').attributes.k.graph.tensors[0] ('q').dtype", SETUP_NONE},
+    {"body_undefined", ATTR("'k':{'graph':{'inputs':[],'outputs':['z'],'nodes':"
+     "[{'name':'r','op':'Relu','inputs':['ghost'],'outputs':['z']}]}}"),
+     PL_CODE_INVALID_ARGUMENT,
+     "model.json: node 'add' (Add): attribute 'k': node 'r' (Relu): input 'ghost' is not "
+     "defined by any node, input or constant of this body or an enclosing graph", SETUP_NONE},
+    {"bodies_not_array", ATTR("'k':{'graphs':{}}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').attributes.k.graphs: expected an array of graph objects",
+     SETUP_NONE},
     {"attr_bare_value", ATTR("'k':3"), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').attributes.k: expected an object with one key "
      "naming the kind (int, float, string, string_hex, ints, floats, strings, "
-     "tensor), got an integer", SETUP_NONE},
+     "tensor, graph, graphs), got an integer", SETUP_NONE},
     {"attr_ints_not_array", ATTR("'kernel_shape':{'ints':3}"), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').attributes.kernel_shape.ints: expected an "
      "array of integers, got an integer", SETUP_NONE},
