@@ -396,6 +396,14 @@ static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input)
     return NULL;
 }
 
+void pl_graph_clear_outputs(pl_graph *g)
+{
+    for (size_t i = 0; i < g->n_outputs; i++)
+        g->tensors[g->outputs[i]].is_output = false;
+    g->n_outputs = 0;
+    pl_graph_invalidate(g);
+}
+
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t)
 {
     return pl_graph_add_io(g, t, true);

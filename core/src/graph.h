@@ -145,6 +145,10 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid t, const void *data,
  * failure the graph has not taken it: the caller unmaps it. */
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
 
+/* Empties the list of graph outputs (a body made into a graph of its own
+ * keeps only the outputs it computes). */
+void pl_graph_clear_outputs(pl_graph *g);
+
 /* Appends T to the graph inputs / outputs (once each). */
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t);
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t);

@@ -124,6 +124,11 @@ void pl_graph_view_destroy(pl_graph_view *v)
     pl_free(v);
 }
 
+const pl_graph *pl_graph_view_graph(const pl_graph_view *v)
+{
+    return v ? v->g : NULL;
+}
+
 pl_nid pl_graph_view_node_id(const pl_graph_view *v, size_t i)
 {
     return i < v->n_nodes ? v->nodes[i] : PL_NID_NONE;

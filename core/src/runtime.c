@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "registry.h"
 #include "status.h"
 
@@ -169,6 +170,8 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
     pthread_mutex_init(&rt->opset_mu, NULL);
     rt->opset_mu_ready = true;
     st = pl_opset_create(&rt->opset);
+    if (st == NULL)
+        st = pl_control_module_create(rt, &rt->control);
     if (st != NULL) {
         pl_runtime_destroy(rt);
         return st;
@@ -198,6 +201,7 @@ pl_status *pl_runtime_create(const pl_runtime_options *options,
 static void pl_runtime_free(pl_runtime *rt)
 {
     pl_engine_destroy(rt->engine);
+    pl_control_module_destroy(rt->control);
     pl_opset_destroy(rt->opset);
     pl_custom_records_free(rt->custom_ops);
     if (rt->opset_mu_ready)
