@@ -633,6 +633,39 @@ static const pl_graph *ctl_attr_body(const pl_graph_node *n, const char *name)
     return a != NULL && a->kind == PL_ATTR_GRAPH && a->n == 1 ? a->graphs[0] : NULL;
 }
 
+/* Every output of node N must have a static shape: the session plans it.
+ * Names the output and why its shape is not known. */
+static pl_status *ctl_check_outputs(const pl_graph *g, const pl_graph_node *n)
+{
+    size_t n_carried = n->n_formal_inputs >= 2 ? n->n_formal_inputs - 2 : 0;
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        if (n->outputs[o] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, n->outputs[o]);
+        size_t bytes;
+        if (pl_graph_tensor_bytes(t, &bytes))
+            continue;
+        char dims[160];
+        pl_dims_format(t->dims, t->ndim, dims, sizeof dims);
+        const char *why = "its shape depends on the data (data-dependent shapes are not "
+                          "supported)";
+        if (strcmp(n->op, "Loop") == 0 && o >= n_carried)
+            return pl_status_create(PL_CODE_UNSUPPORTED,
+                                    "node '%s' (Loop): scan output %zu ('%s') is %s%s: how "
+                                    "often the loop runs is known only when it runs (M is not "
+                                    "a constant, or the condition may stop it early); such "
+                                    "scan outputs are not supported",
+                                    n->name, o - n_carried, t->name, pl_dtype_name(t->dtype),
+                                    dims);
+        if (strcmp(n->op, "If") == 0)
+            why = "the branches give different shapes, so it depends on which runs "
+                  "(not supported)";
+        return pl_status_create(PL_CODE_UNSUPPORTED, "node '%s' (%s): output %zu ('%s') is %s%s: %s",
+                                n->name, n->op, o, t->name, pl_dtype_name(t->dtype), dims, why);
+    }
+    return NULL;
+}
+
 pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
                              pl_control **out_control)
 {
@@ -649,6 +682,7 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
         kind = CTL_SCAN;
     else
         return pl_status_create(PL_CODE_UNSUPPORTED, "%s: not a control-flow op", n->op);
+    PL_RETURN_IF_ERROR(ctl_check_outputs(g, n));
     pl_control *c = pl_calloc(1, sizeof *c);
     if (c == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");

@@ -373,12 +373,12 @@ pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len)
     return NULL;
 }
 
-static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input)
+static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input, bool again)
 {
     if (id >= g->n_tensors)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", id);
     pl_graph_tensor *t = &g->tensors[id];
-    if (input ? t->is_input : t->is_output)
+    if ((input ? t->is_input : t->is_output) && !again)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "tensor '%s' is listed twice as a graph %s",
                                 t->name, input ? "input" : "output");
@@ -406,12 +406,17 @@ void pl_graph_clear_outputs(pl_graph *g)
 
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t)
 {
-    return pl_graph_add_io(g, t, true);
+    return pl_graph_add_io(g, t, true, false);
 }
 
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t)
 {
-    return pl_graph_add_io(g, t, false);
+    return pl_graph_add_io(g, t, false, false);
+}
+
+pl_status *pl_graph_add_output_again(pl_graph *g, pl_tid t)
+{
+    return pl_graph_add_io(g, t, false, true);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -828,7 +833,7 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c)
     for (size_t i = 0; i < g->n_inputs; i++)
         PL_RETURN_IF_ERROR(pl_graph_add_input(c, g->inputs[i]));
     for (size_t i = 0; i < g->n_outputs; i++)
-        PL_RETURN_IF_ERROR(pl_graph_add_output(c, g->outputs[i]));
+        PL_RETURN_IF_ERROR(pl_graph_add_output_again(c, g->outputs[i]));
     return NULL;
 }
 

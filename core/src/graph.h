@@ -152,6 +152,9 @@ void pl_graph_clear_outputs(pl_graph *g);
 /* Appends T to the graph inputs / outputs (once each). */
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t);
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t);
+/* Appends T to the outputs even when it is one already: a body may give
+ * one tensor as two outputs (a Loop's carried value and its scan output). */
+pl_status *pl_graph_add_output_again(pl_graph *g, pl_tid t);
 
 /* Adds a node. On failure the node is not added, though tensors it named
  * may have been created. Inputs and outputs are tensor names (created if absent); an

@@ -1254,7 +1254,9 @@ static pl_status *gj_load_io(gj_load *L, json_t *arr, bool input)
         PL_RETURN_IF_ERROR(gj_wrap(L, where,
                                    pl_graph_tensor_get_or_add(L->g, json_string_value(e), &t)));
         const pl_graph_tensor *T = pl_graph_get_tensor(L->g, t);
-        if (input ? T->is_input : T->is_output)
+        /* A body may list one tensor as two outputs (Loop: carried and
+         * scan); the graph of a model may not. */
+        if (input ? T->is_input : (T->is_output && L->scope == NULL))
             return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                             "'" GJ_NAME_FMT "' is listed twice", T->name);
         if (input && T->data != NULL)
@@ -1263,7 +1265,7 @@ static pl_status *gj_load_io(gj_load *L, json_t *arr, bool input)
                             "given at run time",
                             T->name);
         PL_RETURN_IF_ERROR(gj_wrap(L, where, input ? pl_graph_add_input(L->g, t)
-                                                   : pl_graph_add_output(L->g, t)));
+                                                   : pl_graph_add_output_again(L->g, t)));
     }
     return NULL;
 }
