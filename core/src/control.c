@@ -13,10 +13,16 @@
  * carried values and Scan's states alternate between two buffers, Scan's
  * inputs are sliced along their scan axis (read in place when the slice is
  * contiguous, gathered otherwise) and its outputs written slice by slice,
- * and Loop's scan outputs fill the rows their planned shape holds. */
+ * and Loop's scan outputs fill the rows their planned shape holds.
+ *
+ * A Loop body whose shapes depend on its iteration number (a Slice of row
+ * i, say) cannot be planned once: it is planned per iteration number
+ * instead, the number bound as a constant so that inference knows it, on
+ * first use, and kept (at most CTL_MAX_SPECIALISED of them). */
 #include "control.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +33,9 @@
 #include "model.h"
 #include "opset.h"
 #include "status.h"
+
+/* Most iteration numbers a Loop body is planned for one by one. */
+#define CTL_MAX_SPECIALISED 4096
 
 typedef enum ctl_from {
     CTL_FROM_SESSION, /* computed by the body's session */
@@ -51,6 +60,7 @@ typedef struct ctl_body {
     size_t n_out;
     ctl_out *outs;
     size_t n_sess_out;
+    bool fixed_iter;      /* input 0 (Loop's iteration number) is a constant */
 } ctl_body;
 
 typedef enum ctl_kind { CTL_IF, CTL_LOOP, CTL_SCAN } ctl_kind;
@@ -63,6 +73,13 @@ struct pl_control {
     char label[256];      /* "node 'x' (Loop)" */
     ctl_body bodies[2];   /* If: then, else; Loop and Scan: body */
     size_t n_bodies;
+    /* Loop bodies planned per iteration number (see the file comment). */
+    pl_runtime *rt;
+    bool by_iter;
+    pthread_mutex_t mu;
+    bool mu_ready;
+    ctl_body **spec;      /* per iteration number, NULL until first used */
+    size_t n_spec;
     /* Scan */
     size_t n_state, n_scan_in, n_scan_out;
     int64_t *in_axis, *out_axis;
@@ -171,12 +188,22 @@ static pl_status *ctl_body_outputs(pl_control *c, const char *attr, const pl_gra
 /* The copy of BODY as a graph of its own, made into a session (see the
  * file comment). */
 static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
-                                const pl_graph *body, ctl_body *b)
+                                const pl_graph *body, ctl_body *b, const int64_t *iter)
 {
     const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
     pl_graph *copy = NULL;
     PL_RETURN_IF_ERROR(pl_graph_copy(body, &copy));
     b->n_formal = pl_graph_input_count(body);
+    if (iter != NULL && b->n_formal > 0) {
+        pl_tid t0 = pl_graph_input(copy, 0);
+        pl_graph_drop_input(copy, t0);
+        pl_status *cst = pl_graph_set_constant(copy, t0, iter, sizeof *iter);
+        if (cst != NULL) {
+            pl_graph_destroy(copy);
+            return pl_status_wrap(cst, "%s: %s: ", c->label, attr);
+        }
+        b->fixed_iter = true;
+    }
     size_t nt = pl_graph_tensor_count(body);
     b->cap_of = pl_calloc(nt ? nt : 1, sizeof *b->cap_of);
     pl_status *st = b->cap_of ? NULL : ctl_oom(c);
@@ -244,10 +271,11 @@ static pl_status *ctl_body_run(const pl_control *c, const ctl_body *b, const pl_
     if (sin == NULL || sout == NULL)
         st = ctl_oom(c);
     if (st == NULL && b->session != NULL) {
-        for (size_t k = 0; k < b->n_formal; k++)
-            sin[k] = formal[k];
+        size_t skip = b->fixed_iter ? 1 : 0, ns = 0;
+        for (size_t k = skip; k < b->n_formal; k++)
+            sin[ns++] = formal[k];
         for (size_t k = 0; k < b->n_caps; k++)
-            sin[b->n_formal + k] = in[nf + b->cap_of[k]];
+            sin[ns++] = in[nf + b->cap_of[k]];
         for (size_t i = 0; i < b->n_out; i++)
             if (b->outs[i].from == CTL_FROM_SESSION)
                 sout[b->outs[i].index] = outs[i];
@@ -296,11 +324,51 @@ static pl_status *ctl_if_run(pl_control *c, const pl_tensor *in, pl_tensor *out,
 
 /* ---- Loop ------------------------------------------------------------------ */
 
+/* The body planned for iteration IT (see the file comment). */
+static pl_status *ctl_spec(pl_control *c, int64_t it, const ctl_body **out)
+{
+    *out = NULL;
+    if (it < 0 || it >= CTL_MAX_SPECIALISED)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "%s: its body's shapes depend on the iteration number, so it "
+                                "is planned per iteration; more than %d iterations are not "
+                                "supported",
+                                c->label, CTL_MAX_SPECIALISED);
+    pl_status *st = NULL;
+    pthread_mutex_lock(&c->mu);
+    if ((size_t)it >= c->n_spec) {
+        size_t n = (size_t)it + 1 > 2 * c->n_spec ? (size_t)it + 1 : 2 * c->n_spec;
+        ctl_body **grown = pl_realloc(c->spec, n * sizeof *grown);
+        if (grown == NULL) {
+            st = ctl_oom(c);
+        } else {
+            memset(grown + c->n_spec, 0, (n - c->n_spec) * sizeof *grown);
+            c->spec = grown;
+            c->n_spec = n;
+        }
+    }
+    if (st == NULL && c->spec[it] == NULL) {
+        ctl_body *b = pl_calloc(1, sizeof *b);
+        const pl_graph *body = pl_graph_node_attr(pl_graph_get_node(c->g, c->node), "body")->graphs[0];
+        st = b ? ctl_body_make(c->rt, c, "body", body, b, &it) : ctl_oom(c);
+        if (st == NULL) {
+            c->spec[it] = b;
+        } else if (b != NULL) {
+            ctl_body_clear(b);
+            pl_free(b);
+        }
+    }
+    if (st == NULL)
+        *out = c->spec[it];
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
 static pl_status *ctl_loop_run(pl_control *c, const pl_tensor *in, pl_tensor *out, size_t n_out,
                                int worker)
 {
     const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
-    const ctl_body *b = &c->bodies[0];
+    const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[0];
     size_t nf = n->n_formal_inputs, n_car = nf - 2, n_scan = n_out - n_car;
     int64_t trips = in[0].data != NULL ? *(const int64_t *)ctl_ptr(&in[0]) : INT64_MAX;
     bool cond = in[1].data != NULL ? *(const uint8_t *)ctl_ptr(&in[1]) != 0 : true;
@@ -361,7 +429,20 @@ static pl_status *ctl_loop_run(pl_control *c, const pl_tensor *in, pl_tensor *ou
         }
         if (st != NULL)
             break;
-        st = ctl_body_run(c, b, fin, in, nf, bout, worker);
+        const ctl_body *bi = b;
+        if (c->by_iter) {
+            st = ctl_spec(c, it, &bi);
+            for (size_t o = 0; st == NULL && o < bi->n_out; o++)
+                if (bi->outs[o].bytes != b->outs[o].bytes)
+                    st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                          "%s: body output %zu has %zu bytes at iteration %lld "
+                                          "and %zu at iteration 0; its shape must not change",
+                                          c->label, o, bi->outs[o].bytes, (long long)it,
+                                          b->outs[o].bytes);
+            if (st != NULL)
+                break;
+        }
+        st = ctl_body_run(c, bi, fin, in, nf, bout, worker);
         if (st != NULL) {
             st = pl_status_wrap(st, "%s: body, iteration %lld: ", c->label, (long long)it);
             break;
@@ -620,6 +701,14 @@ void pl_control_destroy(pl_control *c)
         return;
     for (size_t i = 0; i < c->n_bodies; i++)
         ctl_body_clear(&c->bodies[i]);
+    for (size_t i = 0; i < c->n_spec; i++) {
+        if (c->spec[i] != NULL)
+            ctl_body_clear(c->spec[i]);
+        pl_free(c->spec[i]);
+    }
+    pl_free(c->spec);
+    if (c->mu_ready)
+        pthread_mutex_destroy(&c->mu);
     pl_free(c->in_axis);
     pl_free(c->out_axis);
     pl_free(c->in_rev);
@@ -689,6 +778,9 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
     c->g = g;
     c->node = node;
     c->kind = kind;
+    c->rt = rt;
+    pthread_mutex_init(&c->mu, NULL);
+    c->mu_ready = true;
     c->version = pl_graph_opset(g, "");
     if (c->version == 0)
         c->version = PL_OPSET_DEFAULT_VERSION;
@@ -706,7 +798,24 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
             break;
         }
         c->n_bodies = i + 1;
-        st = ctl_body_make(rt, c, names[i], body, &c->bodies[i]);
+        st = ctl_body_make(rt, c, names[i], body, &c->bodies[i], NULL);
+        /* A Loop body that cannot be planned once may be when its
+         * iteration number is known: plan it per iteration (iteration 0
+         * now, the others on first use); keep the first error otherwise. */
+        if (st != NULL && kind == CTL_LOOP && pl_graph_input_count(body) > 0 &&
+            pl_graph_get_tensor(body, pl_graph_input(body, 0))->n_consumers > 0) {
+            ctl_body_clear(&c->bodies[i]);
+            c->n_bodies = 0;
+            const ctl_body *first = NULL;
+            pl_status *again = ctl_spec(c, 0, &first);
+            if (again == NULL) {
+                pl_status_free(st);
+                st = NULL;
+                c->by_iter = true;
+            } else {
+                pl_status_free(again);
+            }
+        }
     }
     if (st != NULL) {
         pl_control_destroy(c);
@@ -738,11 +847,13 @@ json_t *pl_control_explain_json(const pl_control *c)
 {
     json_t *arr = json_array();
     static const char *const if_names[] = {"then_branch", "else_branch"};
-    for (size_t i = 0; c != NULL && arr != NULL && i < c->n_bodies; i++) {
+    size_t count = c == NULL ? 0 : c->by_iter ? 1 : c->n_bodies;
+    for (size_t i = 0; arr != NULL && i < count; i++) {
         json_t *placement = NULL;
         char *text = NULL;
-        if (c->bodies[i].session != NULL) {
-            pl_status *st = pl_session_explain(c->bodies[i].session, true, &text);
+        const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[i];
+        if (b->session != NULL) {
+            pl_status *st = pl_session_explain(b->session, true, &text);
             pl_status_free(st);
             json_t *root = text ? json_loads(text, 0, NULL) : NULL;
             pl_free(text);

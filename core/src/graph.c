@@ -396,6 +396,18 @@ static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input, bool again
     return NULL;
 }
 
+void pl_graph_drop_input(pl_graph *g, pl_tid t)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] != t)
+            g->inputs[k++] = g->inputs[i];
+    g->n_inputs = k;
+    if (t < g->n_tensors)
+        g->tensors[t].is_input = false;
+    pl_graph_invalidate(g);
+}
+
 void pl_graph_clear_outputs(pl_graph *g)
 {
     for (size_t i = 0; i < g->n_outputs; i++)

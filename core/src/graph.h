@@ -145,6 +145,9 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid t, const void *data,
  * failure the graph has not taken it: the caller unmaps it. */
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
 
+/* Removes T from the graph inputs (it stays a tensor of G). */
+void pl_graph_drop_input(pl_graph *g, pl_tid t);
+
 /* Empties the list of graph outputs (a body made into a graph of its own
  * keeps only the outputs it computes). */
 void pl_graph_clear_outputs(pl_graph *g);
