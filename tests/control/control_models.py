@@ -5,6 +5,7 @@ PyTorch (max|plinth - torch| / max|torch| <= 1e-4), and malformed bodies
 that must be refused with a one-line error naming the node.
 
     control_models.py torch NAME --plinth CLI --modules DIR --work DIR
+    control_models.py onnx NAME --plinth CLI --modules DIR --work DIR
     control_models.py bad NAME --plinth CLI --modules DIR --work DIR
     control_models.py list
 
@@ -176,6 +177,145 @@ def case_torch(args, name):
     return 0
 
 
+# ---- models built with onnx.helper, checked against NumPy --------------------
+
+def onnx_models():
+    """name -> (model, {input: array}, {output: expected array})."""
+    from onnx import TensorProto, helper as h, numpy_helper
+    f = TensorProto.FLOAT
+    rng = np.random.default_rng(3)
+    m = {}
+
+    # nested: a Loop (trip count an input, no scan outputs) whose body holds
+    # an If whose branches read x of the model's graph two scopes out, and
+    # k, a constant of the model, one scope out.
+    then_b = h.make_graph([h.make_node("Add", ["acc", "x"], ["t_out"], name="then_add")],
+                          "then", [], [h.make_tensor_value_info("t_out", f, [3])])
+    else_b = h.make_graph([h.make_node("Mul", ["acc", "x"], ["e_out"], name="else_mul")],
+                          "else", [], [h.make_tensor_value_info("e_out", f, [3])])
+    body = h.make_graph(
+        [h.make_node("Less", ["i", "k"], ["early"], name="early"),
+         h.make_node("If", ["early"], ["acc_out"], name="pick", then_branch=then_b,
+                     else_branch=else_b),
+         h.make_node("Identity", ["c"], ["c_out"], name="keep")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("c", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc", f, [3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc_out", f, [3])])
+    g = h.make_graph(
+        [h.make_node("Loop", ["n", "", "acc0"], ["acc"], name="repeat", body=body)], "nested",
+        [h.make_tensor_value_info("n", TensorProto.INT64, []),
+         h.make_tensor_value_info("x", f, [3]), h.make_tensor_value_info("acc0", f, [3])],
+        [h.make_tensor_value_info("acc", f, [3])],
+        [numpy_helper.from_array(np.array(2, dtype=np.int64), "k")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    x = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    a0 = rng.uniform(-1, 1, 3).astype(np.float32)
+    acc = a0.copy()
+    for i in range(5):
+        acc = acc + x if i < 2 else acc * x
+    m["nested"] = (model, {"n": np.array(5, dtype=np.int64), "x": x, "acc0": a0}, {"acc": acc})
+
+    # scan_axes: Scan-11 over axis 1 of one input and, reversed, axis 0 of
+    # another; scan outputs along axis 1 and reversed along axis 0.
+    sb = h.make_graph(
+        [h.make_node("Add", ["s", "a"], ["s1"], name="add_a"),
+         h.make_node("Mul", ["s1", "b"], ["s_out"], name="mul_b"),
+         h.make_node("Neg", ["s_out"], ["neg"], name="neg")],
+        "body",
+        [h.make_tensor_value_info("s", f, [2]), h.make_tensor_value_info("a", f, [2]),
+         h.make_tensor_value_info("b", f, [2])],
+        [h.make_tensor_value_info("s_out", f, [2]), h.make_tensor_value_info("s_out", f, [2]),
+         h.make_tensor_value_info("neg", f, [2])])
+    g = h.make_graph(
+        [h.make_node("Scan", ["s0", "A", "B"], ["s", "ys", "zs"], name="sweep", body=sb,
+                     num_scan_inputs=2, scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+                     scan_output_axes=[1, -2], scan_output_directions=[0, 1])],
+        "scan_axes",
+        [h.make_tensor_value_info("s0", f, [2]), h.make_tensor_value_info("A", f, [2, 4]),
+         h.make_tensor_value_info("B", f, [4, 2])],
+        [h.make_tensor_value_info("s", f, [2]), h.make_tensor_value_info("ys", f, [2, 4]),
+         h.make_tensor_value_info("zs", f, [4, 2])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 11)])
+    s0 = rng.uniform(-1, 1, 2).astype(np.float32)
+    A = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+    B = rng.uniform(0.5, 1.5, (4, 2)).astype(np.float32)
+    st = s0.copy()
+    ys = np.zeros((2, 4), np.float32)
+    zs = np.zeros((4, 2), np.float32)
+    for t in range(4):
+        st = (st + A[:, t]) * B[3 - t]
+        ys[:, t] = st
+        zs[3 - t] = -st
+    m["scan_axes"] = (model, {"s0": s0, "A": A, "B": B}, {"s": st, "ys": ys, "zs": zs})
+
+    # scan8_batch: Scan-8 with a batch of 3 and sequence_lens absent.
+    sb8 = h.make_graph(
+        [h.make_node("Add", ["s", "x"], ["s_out"], name="add"),
+         h.make_node("Identity", ["s_out"], ["y"], name="y")],
+        "body", [h.make_tensor_value_info("s", f, [2]), h.make_tensor_value_info("x", f, [2])],
+        [h.make_tensor_value_info("s_out", f, [2]), h.make_tensor_value_info("y", f, [2])])
+    g = h.make_graph(
+        [h.make_node("Scan", ["", "init", "X"], ["s", "Y"], name="sweep8", body=sb8,
+                     num_scan_inputs=1, directions=[1])],
+        "scan8_batch",
+        [h.make_tensor_value_info("init", f, [3, 2]), h.make_tensor_value_info("X", f, [3, 4, 2])],
+        [h.make_tensor_value_info("s", f, [3, 2]), h.make_tensor_value_info("Y", f, [3, 4, 2])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 8)])
+    init = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+    X = rng.uniform(-1, 1, (3, 4, 2)).astype(np.float32)
+    S = init.copy()
+    Y = np.zeros((3, 4, 2), np.float32)
+    for t in range(4):
+        S = S + X[:, 3 - t]
+        Y[:, t] = S
+    m["scan8_batch"] = (model, {"init": init, "X": X}, {"s": S, "Y": Y})
+    return m
+
+
+def case_onnx(args, name):
+    try:
+        import onnx
+    except ImportError:
+        print("skip: onnx is missing under %s" % sys.executable)
+        return 77
+    model, inputs, want = onnx_models()[name]
+    work = os.path.join(args.work, "onnx_" + name)
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "model.onnx")
+    onnx.save(model, path)
+    files = []
+    for n_, a in inputs.items():
+        fp = os.path.join(work, n_ + ".npy")
+        np.save(fp, a)
+        files.append((n_, fp))
+    # The ONNX file, then its JSON form (bodies written and read back).
+    env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
+    js = os.path.join(work, "model.json")
+    r = subprocess.run([args.plinth, "convert", path, js], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print("FAIL: convert: %s" % (r.stderr or r.stdout).strip())
+        return 1
+    for tag, src in (("onnx", path), ("json", js)):
+        r = run_plinth(args, src, files, work, "out_" + tag)
+        if r.returncode != 0:
+            print("FAIL: plinth run (%s): %s" % (tag, (r.stderr or r.stdout).strip()))
+            return 1
+        for n_, w in want.items():
+            got = np.load(os.path.join(work, "out_" + tag, n_ + ".npy"))
+            if got.shape != w.shape:
+                print("FAIL: %s output %s has shape %s, expected %s" % (tag, n_, got.shape, w.shape))
+                return 1
+            err = float(np.max(np.abs(got - w)) / max(float(np.max(np.abs(w))), 1e-30))
+            print("%s %s: max rel err %.3g" % (tag, n_, err))
+            if err > 1e-5:
+                print("FAIL")
+                return 1
+    return 0
+
+
 # ---- malformed bodies --------------------------------------------------------
 
 def bad_models():
@@ -303,7 +443,7 @@ def case_bad(args, name):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["torch", "bad", "list"])
+    ap.add_argument("kind", choices=["torch", "onnx", "bad", "list"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--plinth")
     ap.add_argument("--modules")
@@ -314,6 +454,8 @@ def main():
         return 0
     if args.kind == "torch":
         return case_torch(args, args.name)
+    if args.kind == "onnx":
+        return case_onnx(args, args.name)
     return case_bad(args, args.name)
 
 
