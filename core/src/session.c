@@ -2093,6 +2093,28 @@ static json_t *pl_sess_explain_json(const pl_session *s)
     return root;
 }
 
+/* The placement of a control-flow node's bodies, indented under it. */
+static void pl_sess_explain_bodies(FILE *f, json_t *bodies, int depth)
+{
+    size_t i, k;
+    json_t *b, *p;
+    json_array_foreach(bodies, i, b)
+    {
+        fprintf(f, "%*s%s:\n", 6 + 2 * depth, "",
+                json_string_value(json_object_get(b, "attribute")));
+        json_array_foreach(json_object_get(b, "placement"), k, p)
+        {
+            fprintf(f, "%*s%-28s %-20s -> %s\n", 8 + 2 * depth, "",
+                    json_string_value(json_object_get(p, "node")),
+                    json_string_value(json_object_get(p, "op")),
+                    json_string_value(json_object_get(p, "backend")));
+            json_t *nested = json_object_get(p, "bodies");
+            if (json_is_array(nested))
+                pl_sess_explain_bodies(f, nested, depth + 2);
+        }
+    }
+}
+
 static char *pl_sess_explain_text(const pl_session *s, json_t *root)
 {
     char *buf = NULL;
@@ -2134,6 +2156,8 @@ static char *pl_sess_explain_text(const pl_session *s, json_t *root)
             bool named = strncmp(text, key, kl) == 0 && text[kl] == ':';
             fprintf(f, "      refused by %s%s%s\n", named ? "" : key, named ? "" : ": ", text);
         }
+        if (json_is_array(json_object_get(p, "bodies")))
+            pl_sess_explain_bodies(f, json_object_get(p, "bodies"), 0);
     }
     json_t *c;
     if (json_array_size(json_object_get(root, "copies")) > 0) {
