@@ -389,6 +389,22 @@ static pl_status *ctl_loop_run(pl_control *c, const pl_tensor *in, pl_tensor *ou
         const pl_tensor *o = &out[n_car + k];
         rows[k] = o->ndim >= 1 ? o->shape[0] : 0;
         row_bytes[k] = b->outs[1 + n_car + k].bytes;
+        size_t total, want;
+        /* The planned output must hold its rows exactly (a declared shape
+         * could disagree with the body's). */
+        if (!ctl_tensor_bytes(o, &total) || !pl_size_mul((size_t)rows[k], row_bytes[k], &want) ||
+            total != want)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "%s: scan output %zu holds %zu bytes, not %lld rows of the "
+                                  "%zu bytes the body gives",
+                                  c->label, k, total, (long long)rows[k], row_bytes[k]);
+    }
+    for (size_t j = 0; st == NULL && j < n_car; j++) {
+        size_t total;
+        if (!ctl_tensor_bytes(&out[j], &total) || total != b->outs[1 + j].bytes)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "%s: carried value %zu holds %zu bytes, the body gives %zu",
+                                  c->label, j, total, b->outs[1 + j].bytes);
     }
     int64_t it = 0;
     uint8_t cond_out = 0;
@@ -537,6 +553,13 @@ static pl_status *ctl_scan_once(pl_control *c, const pl_tensor *in, size_t nf,
             (buf[2 * ns + nm + k] = pl_malloc(io->scan_out[k].outer * io->scan_out[k].inner)) ==
                 NULL)
             st = ctl_oom(c);
+    for (size_t k = 0; st == NULL && k < nk; k++)
+        if (b->outs[ns + k].bytes != io->scan_out[k].outer * io->scan_out[k].inner ||
+            io->scan_out[k].len != len)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "%s: scan output %zu does not hold %zu slices of the %zu "
+                                  "bytes the body gives",
+                                  c->label, k, len, b->outs[ns + k].bytes);
     for (size_t j = 0; st == NULL && j < ns; j++)
         fin[j] = io->states[j];
     int flip = 0;
