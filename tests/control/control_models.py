@@ -406,6 +406,15 @@ def bad_models():
                          [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
                           h.make_tensor_value_info("v_out", f, [2]),
                           h.make_tensor_value_info("row", f, [2])])
+    # The same Loop with its scan output's shape declared: it runs when the
+    # trip count given matches, and a run that stops after 3 of the 5
+    # planned rows fails naming the node.
+    m["loop_planned_rows"] = (
+        model([h.make_node("Loop", ["n", "", "x"], ["y", "rows"], name="repeat", body=body4)],
+              [trips, x], [y, h.make_tensor_value_info("rows", f, [5, 2])]),
+        "node 'repeat' (Loop): stopped after 3 iterations, but its scan output 0 was planned "
+        "for 5",
+        {"n": np.array(3, dtype=np.int64), "x": np.ones(2, np.float32)})
     m["loop_dynamic_trips"] = (
         model([h.make_node("Loop", ["n", "", "x"], ["y", "rows"], name="repeat", body=body4)],
               [trips, x], [y, h.make_tensor_value_info("rows", f, None)]),
@@ -420,13 +429,19 @@ def case_bad(args, name):
     except ImportError:
         print("skip: onnx is missing under %s" % sys.executable)
         return 77
-    model, want = bad_models()[name]
+    entry = bad_models()[name]
+    model, want = entry[0], entry[1]
     work = os.path.join(args.work, "bad_" + name)
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "model.onnx")
     onnx.save(model, path)
     env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
-    r = subprocess.run([args.plinth, "run", path], capture_output=True, text=True, env=env)
+    cmd = [args.plinth, "run", path]
+    for n_, a in (entry[2] if len(entry) > 2 else {}).items():
+        fp = os.path.join(work, n_ + ".npy")
+        np.save(fp, a)
+        cmd += ["--input", "%s=%s" % (n_, fp)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     msg = (r.stderr or r.stdout).strip()
     print("plinth said: %s" % msg)
     if r.returncode == 0:
