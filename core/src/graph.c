@@ -165,6 +165,9 @@ static void pl_attr_free(pl_attr *a)
         pl_free(a->tensor->data);
         pl_free(a->tensor);
     }
+    for (size_t i = 0; a->graphs && i < a->n; i++)
+        pl_graph_destroy(a->graphs[i]);
+    pl_free(a->graphs);
 }
 
 static void pl_tensor_free_type(pl_graph_tensor *t)
@@ -384,12 +387,12 @@ pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len)
     return NULL;
 }
 
-static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input)
+static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input, bool again)
 {
     if (id >= g->n_tensors)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", id);
     pl_graph_tensor *t = &g->tensors[id];
-    if (input ? t->is_input : t->is_output)
+    if ((input ? t->is_input : t->is_output) && !again)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "tensor '%s' is listed twice as a graph %s",
                                 t->name, input ? "input" : "output");
@@ -407,14 +410,39 @@ static pl_status *pl_graph_add_io(pl_graph *g, pl_tid id, bool input)
     return NULL;
 }
 
+void pl_graph_drop_input(pl_graph *g, pl_tid t)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] != t)
+            g->inputs[k++] = g->inputs[i];
+    g->n_inputs = k;
+    if (t < g->n_tensors)
+        g->tensors[t].is_input = false;
+    pl_graph_invalidate(g);
+}
+
+void pl_graph_clear_outputs(pl_graph *g)
+{
+    for (size_t i = 0; i < g->n_outputs; i++)
+        g->tensors[g->outputs[i]].is_output = false;
+    g->n_outputs = 0;
+    pl_graph_invalidate(g);
+}
+
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t)
 {
-    return pl_graph_add_io(g, t, true);
+    return pl_graph_add_io(g, t, true, false);
 }
 
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t)
 {
-    return pl_graph_add_io(g, t, false);
+    return pl_graph_add_io(g, t, false, false);
+}
+
+pl_status *pl_graph_add_output_again(pl_graph *g, pl_tid t)
+{
+    return pl_graph_add_io(g, t, false, true);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -485,6 +513,7 @@ pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
         return st;
     }
     n->n_inputs = n_inputs;
+    n->n_formal_inputs = n_inputs;
     n->n_outputs = n_outputs;
     if (out_id)
         *out_id = (pl_nid)g->n_nodes;
@@ -697,11 +726,155 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
     return NULL;
 }
 
+static pl_status *pl_graph_attr_bodies(pl_graph *g, pl_nid n, const char *name,
+                                       pl_attr_kind kind, pl_graph *const *bodies,
+                                       size_t count)
+{
+    pl_attr *a = NULL;
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < count; i++)
+        if (bodies[i] == NULL)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "attribute '%s': graph %zu is missing",
+                                  name ? name : "", i);
+    if (st == NULL)
+        st = pl_graph_new_attr(g, n, name, &a);
+    if (st == NULL) {
+        a->kind = kind;
+        a->graphs = pl_calloc(count ? count : 1, sizeof *a->graphs);
+        if (a->graphs == NULL) {
+            pl_graph_drop_attr(a);
+            st = pl_graph_oom("adding an attribute");
+        }
+    }
+    if (st != NULL) {
+        for (size_t i = 0; i < count; i++)
+            pl_graph_destroy(bodies[i]);
+        return st;
+    }
+    a->n = count;
+    memcpy(a->graphs, bodies, count * sizeof *bodies);
+    pl_graph_commit_attr(g, n);
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_attr_graph(pl_graph *g, pl_nid n, const char *name, pl_graph *body)
+{
+    return pl_graph_attr_bodies(g, n, name, PL_ATTR_GRAPH, &body, 1);
+}
+
+pl_status *pl_graph_attr_graphs(pl_graph *g, pl_nid n, const char *name,
+                                pl_graph *const *bodies, size_t count)
+{
+    return pl_graph_attr_bodies(g, n, name, PL_ATTR_GRAPHS, bodies, count);
+}
+
 const pl_attr *pl_graph_node_attr(const pl_graph_node *node, const char *name)
 {
     for (size_t i = 0; node && name && i < node->n_attrs; i++)
         if (strcmp(node->attrs[i].name, name) == 0)
             return &node->attrs[i];
+    return NULL;
+}
+
+/* ---- copying -------------------------------------------------------------- */
+
+/* Copies attribute A onto node N of DST. */
+static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a)
+{
+    switch (a->kind) {
+    case PL_ATTR_INT:
+        return pl_graph_attr_int(dst, n, a->name, a->i);
+    case PL_ATTR_FLOAT:
+        return pl_graph_attr_float(dst, n, a->name, a->f);
+    case PL_ATTR_STRING:
+        return pl_graph_attr_string(dst, n, a->name, a->s, a->s_len);
+    case PL_ATTR_INTS:
+        return pl_graph_attr_ints(dst, n, a->name, a->ints, a->n);
+    case PL_ATTR_FLOATS:
+        return pl_graph_attr_floats(dst, n, a->name, a->floats, a->n);
+    case PL_ATTR_STRINGS:
+        return pl_graph_attr_strings(dst, n, a->name, (const char *const *)a->strings, a->n);
+    case PL_ATTR_TENSOR:
+        return pl_graph_attr_tensor(dst, n, a->name, a->tensor->dtype, a->tensor->ndim,
+                                    a->tensor->dims, a->tensor->data, a->tensor->nbytes);
+    case PL_ATTR_GRAPH:
+    case PL_ATTR_GRAPHS: {
+        pl_graph **bodies = pl_calloc(a->n ? a->n : 1, sizeof *bodies);
+        if (bodies == NULL)
+            return pl_graph_oom("copying a graph");
+        pl_status *st = NULL;
+        for (size_t i = 0; st == NULL && i < a->n; i++)
+            st = pl_graph_copy(a->graphs[i], &bodies[i]);
+        if (st != NULL) {
+            for (size_t i = 0; i < a->n; i++)
+                pl_graph_destroy(bodies[i]);
+        } else {
+            st = pl_graph_attr_bodies(dst, n, a->name, a->kind, bodies, a->n);
+        }
+        pl_free(bodies);
+        return st;
+    }
+    }
+    return pl_status_create(PL_CODE_INTERNAL, "attribute '%s' has unknown kind %d", a->name,
+                            (int)a->kind);
+}
+
+static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c)
+{
+    for (size_t i = 0; i < g->n_opsets; i++)
+        PL_RETURN_IF_ERROR(pl_graph_set_opset(c, g->opsets[i].domain, g->opsets[i].version));
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        const pl_graph_tensor *t = &g->tensors[i];
+        pl_tid id;
+        PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(c, t->name, &id));
+        PL_RETURN_IF_ERROR(pl_graph_set_type(c, id, t->dtype, t->ndim, t->dims,
+                                             (const char *const *)t->dim_params));
+        if (t->data != NULL)
+            PL_RETURN_IF_ERROR(pl_graph_set_constant_ref(c, id, t->data, t->nbytes));
+    }
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const pl_graph_node *n = &g->nodes[i];
+        const char *stack_names[16];
+        const char **ins = n->n_formal_inputs <= 16
+                               ? stack_names
+                               : pl_calloc(n->n_formal_inputs, sizeof *ins);
+        const char **outs = pl_calloc(n->n_outputs ? n->n_outputs : 1, sizeof *outs);
+        pl_status *st = ins && outs ? NULL : pl_graph_oom("copying a graph");
+        for (size_t k = 0; st == NULL && k < n->n_formal_inputs; k++)
+            ins[k] = n->inputs[k] == PL_TID_NONE ? "" : g->tensors[n->inputs[k]].name;
+        for (size_t k = 0; st == NULL && k < n->n_outputs; k++)
+            outs[k] = n->outputs[k] == PL_TID_NONE ? "" : g->tensors[n->outputs[k]].name;
+        pl_nid id = PL_NID_NONE;
+        if (st == NULL)
+            st = pl_graph_add_node(c, n->name, n->op, n->domain, ins, n->n_formal_inputs, outs,
+                                   n->n_outputs, &id);
+        if (ins != stack_names)
+            pl_free(ins);
+        pl_free(outs);
+        for (size_t k = 0; st == NULL && k < n->n_attrs; k++)
+            st = pl_graph_copy_attr(c, id, &n->attrs[k]);
+        PL_RETURN_IF_ERROR(st);
+    }
+    for (size_t i = 0; i < g->n_inputs; i++)
+        PL_RETURN_IF_ERROR(pl_graph_add_input(c, g->inputs[i]));
+    for (size_t i = 0; i < g->n_outputs; i++)
+        PL_RETURN_IF_ERROR(pl_graph_add_output_again(c, g->outputs[i]));
+    return NULL;
+}
+
+pl_status *pl_graph_copy(const pl_graph *g, pl_graph **out_copy)
+{
+    *out_copy = NULL;
+    pl_graph *c = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_create(&c));
+    pl_status *st = pl_graph_copy_into(g, c);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_copy = c;
     return NULL;
 }
 
@@ -744,6 +917,11 @@ pl_status *pl_graph_node_set_inputs(pl_graph *g, pl_nid id, const pl_tid *inputs
     if (n_inputs)
         memcpy(copy, inputs, n_inputs * sizeof *copy);
     pl_free(n->inputs);
+    /* A node with captures keeps its formal count when the list keeps its
+     * length (folding replaces inputs in place); any other rewrite drops
+     * the captures, which the next validate lists again. */
+    if (n_inputs != n->n_inputs || n->n_formal_inputs > n_inputs)
+        n->n_formal_inputs = n_inputs;
     n->inputs = copy;
     n->n_inputs = n_inputs;
     pl_graph_invalidate(g);
@@ -885,7 +1063,112 @@ static pl_status *pl_graph_cycle_error(const pl_graph *g, const uint32_t *indeg,
                             path);
 }
 
+/* The graphs enclosing a body, innermost first: what its outer-scope
+ * references may name. */
+typedef struct pl_scope {
+    const pl_graph *g;
+    const struct pl_scope *up;
+} pl_scope;
+
+/* Whether NAME is defined (a node output, an input or a constant) in S or
+ * a scope enclosing it. */
+static bool pl_scope_resolves(const pl_scope *s, const char *name)
+{
+    for (; s != NULL; s = s->up) {
+        pl_tid t = pl_graph_find_tensor(s->g, name);
+        if (t == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *gt = &s->g->tensors[t];
+        if (gt->is_input || gt->data != NULL || gt->producer != PL_NID_NONE)
+            return true;
+    }
+    return false;
+}
+
+static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int depth);
+
+/* Validates the bodies of node ID (the node's producers are linked) and
+ * lists after its formal inputs the tensors of G the bodies read. */
+static pl_status *pl_graph_link_bodies(pl_graph *g, pl_nid id, const pl_scope *up, int depth)
+{
+    pl_graph_node *n = &g->nodes[id];
+    n->n_inputs = n->n_formal_inputs;
+    pl_scope here = {.g = g, .up = up};
+    char **names = NULL;
+    size_t n_names = 0;
+    pl_status *st = NULL;
+    for (size_t a = 0; st == NULL && a < n->n_attrs; a++) {
+        const pl_attr *attr = &g->nodes[id].attrs[a];
+        if (attr->kind != PL_ATTR_GRAPH && attr->kind != PL_ATTR_GRAPHS)
+            continue;
+        for (size_t b = 0; st == NULL && b < attr->n; b++) {
+            pl_graph *body = attr->graphs[b];
+            if (depth >= PL_GRAPH_MAX_DEPTH) {
+                st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                      "node '%s' (%s): attribute '%s': graphs are nested "
+                                      "more than %d deep",
+                                      n->name, n->op, attr->name, PL_GRAPH_MAX_DEPTH);
+                break;
+            }
+            /* A body speaks its model's opsets (ONNX has no other import). */
+            for (size_t k = 0; st == NULL && k < g->n_opsets; k++)
+                st = pl_graph_set_opset(body, g->opsets[k].domain, g->opsets[k].version);
+            if (st == NULL)
+                st = pl_graph_validate_in(body, &here, depth + 1);
+            if (st != NULL) {
+                char idx[32] = "";
+                if (attr->kind == PL_ATTR_GRAPHS)
+                    snprintf(idx, sizeof idx, "[%zu]", b);
+                st = pl_status_wrap(st, "node '%s' (%s): attribute '%s'%s: ", n->name, n->op,
+                                    attr->name, idx);
+                break;
+            }
+            for (size_t t = 0; st == NULL && t < body->n_tensors; t++) {
+                if (!body->tensors[t].is_outer)
+                    continue;
+                bool seen = false;
+                for (size_t k = 0; k < n_names && !seen; k++)
+                    seen = strcmp(names[k], body->tensors[t].name) == 0;
+                if (seen)
+                    continue;
+                char **grown = pl_realloc(names, (n_names + 1) * sizeof *names);
+                if (grown == NULL) {
+                    st = pl_graph_oom("linking a body");
+                    break;
+                }
+                names = grown;
+                names[n_names++] = body->tensors[t].name;
+            }
+        }
+    }
+    size_t total = n->n_formal_inputs + n_names;
+    if (st == NULL && n_names > 0) {
+        pl_tid *grown = pl_realloc(n->inputs, total * sizeof *grown);
+        if (grown == NULL)
+            st = pl_graph_oom("linking a body");
+        else
+            n->inputs = grown;
+    }
+    for (size_t k = 0; st == NULL && k < n_names; k++) {
+        pl_tid t;
+        /* A name defined further out enters this graph as a reference of
+         * its own, which the caller marks is_outer. */
+        st = pl_graph_tensor_get_or_add(g, names[k], &t);
+        if (st == NULL)
+            g->nodes[id].inputs[g->nodes[id].n_formal_inputs + k] = t;
+    }
+    if (st == NULL)
+        g->nodes[id].n_inputs = total;
+    pl_free(names);
+    return st;
+}
+
 pl_status *pl_graph_validate(pl_graph *g)
+{
+    return pl_graph_validate_in(g, NULL, 0);
+}
+
+static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int depth)
 {
     pl_free(g->topo);
     pl_free(g->consumer_block);
@@ -896,9 +1179,9 @@ pl_status *pl_graph_validate(pl_graph *g)
         g->tensors[t].producer = PL_NID_NONE;
         g->tensors[t].consumers = NULL;
         g->tensors[t].n_consumers = 0;
+        g->tensors[t].is_outer = false;
     }
     /* Producers: every tensor defined exactly once. */
-    size_t total_uses = 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         const pl_graph_node *n = &g->nodes[i];
         if (n->n_outputs == 0)
@@ -933,31 +1216,53 @@ pl_status *pl_graph_validate(pl_graph *g)
             return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                     "node '%s' (%s) has no named output",
                                     n->name, n->op);
-        for (size_t k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] != PL_TID_NONE)
-                total_uses++;
     }
+    /* Bodies, now that this graph's names are known; their captures. */
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        bool has_body = false;
+        for (size_t a = 0; a < g->nodes[i].n_attrs; a++)
+            has_body = has_body || g->nodes[i].attrs[a].kind == PL_ATTR_GRAPH ||
+                       g->nodes[i].attrs[a].kind == PL_ATTR_GRAPHS;
+        if (has_body)
+            PL_RETURN_IF_ERROR(pl_graph_link_bodies(g, (pl_nid)i, up, depth));
+    }
+    size_t total_uses = 0;
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (size_t k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] != PL_TID_NONE)
+                total_uses++;
     /* Every input defined. */
     for (size_t i = 0; i < g->n_nodes; i++) {
         const pl_graph_node *n = &g->nodes[i];
         for (size_t k = 0; k < n->n_inputs; k++) {
             if (n->inputs[k] == PL_TID_NONE)
                 continue;
-            const pl_graph_tensor *t = &g->tensors[n->inputs[k]];
-            if (t->producer == PL_NID_NONE && !t->is_input && t->data == NULL)
-                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "node '%s' (%s): input '%s' is not "
-                                        "defined by any node, input or constant",
-                                        n->name, n->op, t->name);
+            pl_graph_tensor *t = &g->tensors[n->inputs[k]];
+            if (t->producer != PL_NID_NONE || t->is_input || t->data != NULL)
+                continue;
+            if (up != NULL && pl_scope_resolves(up, t->name)) {
+                t->is_outer = true;
+                continue;
+            }
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "node '%s' (%s): input '%s' is not "
+                                    "defined by any node, input or constant%s",
+                                    n->name, n->op, t->name,
+                                    up ? " of this body or an enclosing graph" : "");
         }
     }
     for (size_t i = 0; i < g->n_outputs; i++) {
-        const pl_graph_tensor *t = &g->tensors[g->outputs[i]];
-        if (t->producer == PL_NID_NONE && !t->is_input && t->data == NULL)
-            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "graph output '%s' is not defined by any "
-                                    "node, input or constant",
-                                    t->name);
+        pl_graph_tensor *t = &g->tensors[g->outputs[i]];
+        if (t->producer != PL_NID_NONE || t->is_input || t->data != NULL)
+            continue;
+        if (up != NULL && pl_scope_resolves(up, t->name)) {
+            t->is_outer = true;
+            continue;
+        }
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "graph output '%s' is not defined by any "
+                                "node, input or constant%s",
+                                t->name, up ? " of this body or an enclosing graph" : "");
     }
     for (size_t i = 0; i < g->n_inputs; i++) {
         const pl_graph_tensor *t = &g->tensors[g->inputs[i]];

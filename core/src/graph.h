@@ -41,7 +41,9 @@ typedef enum pl_attr_kind {
     PL_ATTR_INTS = 4,
     PL_ATTR_FLOATS = 5,
     PL_ATTR_STRINGS = 6,
-    PL_ATTR_TENSOR = 7
+    PL_ATTR_TENSOR = 7,
+    PL_ATTR_GRAPH = 8,         /* a body: If's branches, Loop's and Scan's body */
+    PL_ATTR_GRAPHS = 9
 } pl_attr_kind;
 
 /* A tensor-valued attribute (Constant's value, ConstantOfShape's value). */
@@ -65,6 +67,10 @@ typedef struct pl_attr {
     double *floats;
     char **strings;
     pl_attr_tensor *tensor;    /* TENSOR */
+    /* GRAPH (n == 1) and GRAPHS (n entries): nested graphs the attribute
+     * owns. A body names tensors of enclosing graphs (outer-scope
+     * references) simply by using them; validation marks them is_outer. */
+    struct pl_graph **graphs;
 } pl_attr;
 
 typedef struct pl_graph_tensor {
@@ -80,6 +86,9 @@ typedef struct pl_graph_tensor {
     bool data_borrowed;        /* data lies in memory the graph keeps alive */
     bool is_input;
     bool is_output;
+    /* After validate, in a body only: the name is not defined in this
+     * graph but in an enclosing one (an outer-scope reference). */
+    bool is_outer;
     pl_nid producer;           /* after validate */
     pl_nid *consumers;         /* after validate; a node appears once per use */
     size_t n_consumers;
@@ -93,6 +102,11 @@ typedef struct pl_graph_node {
     size_t n_attrs;
     pl_tid *inputs;            /* PL_TID_NONE for an absent optional input */
     size_t n_inputs;
+    /* inputs[0 .. n_formal_inputs) are the node's own; after validate, a
+     * node with GRAPH attributes lists after them the tensors its bodies
+     * read from this graph's scope ("captures", ONNX's implicit inputs),
+     * so that ordering, liveness, partitioning and planning see them. */
+    size_t n_formal_inputs;
     pl_tid *outputs;           /* PL_TID_NONE for an optional output left out */
     size_t n_outputs;
 } pl_graph_node;
@@ -134,9 +148,19 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid t, const void *data,
  * failure the graph has not taken it: the caller unmaps it. */
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
 
+/* Removes T from the graph inputs (it stays a tensor of G). */
+void pl_graph_drop_input(pl_graph *g, pl_tid t);
+
+/* Empties the list of graph outputs (a body made into a graph of its own
+ * keeps only the outputs it computes). */
+void pl_graph_clear_outputs(pl_graph *g);
+
 /* Appends T to the graph inputs / outputs (once each). */
 pl_status *pl_graph_add_input(pl_graph *g, pl_tid t);
 pl_status *pl_graph_add_output(pl_graph *g, pl_tid t);
+/* Appends T to the outputs even when it is one already: a body may give
+ * one tensor as two outputs (a Loop's carried value and its scan output). */
+pl_status *pl_graph_add_output_again(pl_graph *g, pl_tid t);
 
 /* Adds a node. On failure the node is not added, though tensors it named
  * may have been created. Inputs and outputs are tensor names (created if absent); an
@@ -166,6 +190,21 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
                                 const int64_t *dims, const void *data,
                                 size_t nbytes);
 
+/* A GRAPH attribute holding BODY, and a GRAPHS attribute holding COUNT
+ * bodies. Both take ownership of the bodies, even on failure. A body is
+ * validated with the graph that holds it (pl_graph_validate), inherits its
+ * opset imports, and may name tensors of any enclosing graph. */
+pl_status *pl_graph_attr_graph(pl_graph *g, pl_nid n, const char *name,
+                               pl_graph *body);
+pl_status *pl_graph_attr_graphs(pl_graph *g, pl_nid n, const char *name,
+                                pl_graph *const *bodies, size_t count);
+
+/* A deep copy of G: tensors with their types, inputs, outputs, opsets,
+ * nodes with their formal inputs and every attribute (bodies copied too).
+ * Constants are not copied: the copy borrows SRC's bytes, so G must
+ * outlive it. The copy is not validated. */
+pl_status *pl_graph_copy(const pl_graph *g, pl_graph **out_copy);
+
 /* Rewriting a node (the opset conversion, opset_upgrade.c). Both invalidate
  * the graph: validate again before reading producers, consumers or the
  * topological order. */
@@ -192,10 +231,16 @@ pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version);
 /* The imported version of DOMAIN, or 0. */
 int64_t pl_graph_opset(const pl_graph *g, const char *domain);
 
+/* Nested graphs deeper than this are refused. */
+#define PL_GRAPH_MAX_DEPTH 32
+
 /* Checks the graph and links it (see the header comment). Errors name the
  * node or tensor: "node 'conv1' (Conv): input 'x' is not defined by any
  * node, input or constant". After success the topological order is
- * available; any later modification invalidates it (validate again). */
+ * available; any later modification invalidates it (validate again).
+ * Bodies held by GRAPH attributes are validated too, each seeing the
+ * names of the graphs that enclose it; the tensors a body reads from an
+ * enclosing scope become captures of its node (pl_graph_node). */
 pl_status *pl_graph_validate(pl_graph *g);
 
 /* ---- reading ----------------------------------------------------------- */

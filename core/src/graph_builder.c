@@ -2,7 +2,8 @@
  * import_model. Each call maps onto graph.h, which checks names, types and
  * sizes; external data goes through datafile.c, which keeps the model from
  * reading outside its folder. A file named by several constants is mapped
- * once. */
+ * once. A body (a GRAPH attribute) gets a builder of its own, owned by the
+ * model's builder, that shares its folder and its mapped files. */
 #include "graph_builder.h"
 
 #include <string.h>
@@ -20,9 +21,12 @@ typedef struct pl_builder_file {
 
 struct pl_graph_builder {
     pl_graph *g;
+    pl_graph_builder *root;     /* the model's builder (itself for the model) */
     char *model_dir;
-    pl_builder_file *files;
+    pl_builder_file *files;     /* the root's */
     size_t n_files;
+    pl_graph_builder **bodies;  /* the root's: every body builder made */
+    size_t n_bodies;
 };
 
 pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
@@ -34,6 +38,7 @@ pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
     if (b == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     b->g = g;
+    b->root = b;
     const char *slash = strrchr(path, '/');
     b->model_dir = slash ? pl_alloc_strndup(alloc, path,
                                             slash == path ? 1 : (size_t)(slash - path))
@@ -50,6 +55,9 @@ void pl_graph_builder_destroy(pl_graph_builder *b)
 {
     if (b == NULL)
         return;
+    for (size_t i = 0; i < b->n_bodies; i++)
+        pl_free(b->bodies[i]);
+    pl_free(b->bodies);
     for (size_t i = 0; i < b->n_files; i++)
         pl_free(b->files[i].location);
     pl_free(b->files);
@@ -59,11 +67,16 @@ void pl_graph_builder_destroy(pl_graph_builder *b)
 
 const char *pl_builder_model_dir(pl_graph_builder *b)
 {
-    return b ? b->model_dir : NULL;
+    return b ? b->root->model_dir : NULL;
 }
 
 pl_status *pl_builder_opset(pl_graph_builder *b, const char *domain, int64_t version)
 {
+    if (b->root != b)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "opset import of domain '%s' in a body: a body speaks its "
+                                "model's opsets",
+                                domain ? domain : "");
     if (version < 1)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "opset import of domain '%s' has version %lld; versions "
@@ -105,6 +118,8 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
                                     pl_dtype dtype, int32_t ndim, const int64_t *dims,
                                     const char *location, int64_t offset, int64_t length)
 {
+    pl_graph *owner = b->g;
+    b = b->root; /* files are mapped once per model, and kept by its graph */
     pl_builder_file *f = NULL;
     for (size_t i = 0; i < b->n_files; i++)
         if (strcmp(b->files[i].location, location) == 0)
@@ -150,12 +165,13 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
                                 name, (long long)offset, (long long)length, location,
                                 f->size);
     pl_tid t;
-    PL_RETURN_IF_ERROR(pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t));
+    PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(owner, name, &t));
+    PL_RETURN_IF_ERROR(pl_graph_set_type(owner, t, dtype, ndim, dims, NULL));
     const char *data = (const char *)f->addr + offset;
     /* Kernels read constants in place: keep them aligned, else copy. */
     if ((uintptr_t)data % 64 == 0)
-        return pl_graph_set_constant_ref(b->g, t, data, len);
-    return pl_graph_set_constant(b->g, t, data, len);
+        return pl_graph_set_constant_ref(owner, t, data, len);
+    return pl_graph_set_constant(owner, t, data, len);
 }
 
 pl_status *pl_builder_input(pl_graph_builder *b, const char *name)
@@ -169,7 +185,8 @@ pl_status *pl_builder_output(pl_graph_builder *b, const char *name)
 {
     pl_tid t;
     PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, &t));
-    return pl_graph_add_output(b->g, t);
+    /* A body may list one tensor as two outputs (Loop: carried and scan). */
+    return b->root != b ? pl_graph_add_output_again(b->g, t) : pl_graph_add_output(b->g, t);
 }
 
 pl_status *pl_builder_node(pl_graph_builder *b, const char *name, const char *op,
@@ -240,4 +257,68 @@ pl_status *pl_builder_attr_tensor(pl_graph_builder *b, size_t node, const char *
 {
     PL_NODE_CHECK(b, node);
     return pl_graph_attr_tensor(b->g, (pl_nid)node, name, dtype, ndim, dims, data, nbytes);
+}
+
+/* A builder for BODY, owned by B's root. */
+static pl_status *pl_builder_new_body(pl_graph_builder *b, pl_graph *body,
+                                      pl_graph_builder **out)
+{
+    pl_graph_builder *root = b->root;
+    pl_graph_builder **grown = pl_realloc(root->bodies, (root->n_bodies + 1) * sizeof *grown);
+    if (grown == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    root->bodies = grown;
+    pl_graph_builder *sub = pl_calloc(1, sizeof *sub);
+    if (sub == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    sub->g = body;
+    sub->root = root;
+    root->bodies[root->n_bodies++] = sub;
+    *out = sub;
+    return NULL;
+}
+
+pl_status *pl_builder_attr_graphs(pl_graph_builder *b, size_t node, const char *name,
+                                  size_t count, pl_graph_builder **out_bodies)
+{
+    for (size_t i = 0; out_bodies && i < count; i++)
+        out_bodies[i] = NULL;
+    PL_NODE_CHECK(b, node);
+    if (out_bodies == NULL && count > 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "attribute '%s': no place for the body builders",
+                                name ? name : "");
+    pl_graph **bodies = pl_calloc(count ? count : 1, sizeof *bodies);
+    if (bodies == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < count; i++)
+        st = pl_graph_create(&bodies[i]);
+    if (st != NULL) {
+        for (size_t i = 0; i < count; i++)
+            pl_graph_destroy(bodies[i]);
+        pl_free(bodies);
+        return st;
+    }
+    /* The attribute owns the bodies from here, even on failure. */
+    st = pl_graph_attr_graphs(b->g, (pl_nid)node, name, bodies, count);
+    for (size_t i = 0; st == NULL && i < count; i++)
+        st = pl_builder_new_body(b, bodies[i], &out_bodies[i]);
+    pl_free(bodies);
+    return st;
+}
+
+pl_status *pl_builder_attr_graph(pl_graph_builder *b, size_t node, const char *name,
+                                 pl_graph_builder **out_body)
+{
+    if (out_body == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "attribute '%s': no place for the body builder",
+                                name ? name : "");
+    *out_body = NULL;
+    PL_NODE_CHECK(b, node);
+    pl_graph *body = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_create(&body));
+    PL_RETURN_IF_ERROR(pl_graph_attr_graph(b->g, (pl_nid)node, name, body));
+    return pl_builder_new_body(b, body, out_body);
 }

@@ -46,4 +46,9 @@ pl_status *pl_builder_attr_tensor(pl_graph_builder *b, size_t node, const char *
                                   pl_dtype dtype, int32_t ndim, const int64_t *dims,
                                   const void *data, size_t nbytes);
 
+pl_status *pl_builder_attr_graph(pl_graph_builder *b, size_t node, const char *name,
+                                 pl_graph_builder **out_body);
+pl_status *pl_builder_attr_graphs(pl_graph_builder *b, size_t node, const char *name,
+                                  size_t count, pl_graph_builder **out_bodies);
+
 #endif

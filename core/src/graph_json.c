@@ -174,6 +174,9 @@ typedef struct gj_load {
     const unsigned char *weights; /* the mapped sidecar, NULL when empty */
     size_t weights_size;
     const char *weights_name;   /* as the JSON names it; NULL when none */
+    /* Inside a body: the JSON path of its object with a trailing '.',
+     * put before every path; NULL at the top level. */
+    const char *scope;
 } gj_load;
 
 /* "SRC: WHERE: message" (or "SRC: message" when WHERE is empty). */
@@ -187,9 +190,12 @@ static pl_status *gj_error(const gj_load *L, pl_code code, const char *where,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    const char *scope = L->scope ? L->scope : "";
     if (where == NULL || where[0] == '\0')
-        return pl_status_create(code, "%s: %s", L->src, msg);
-    return pl_status_create(code, "%s: %s: %s", L->src, where, msg);
+        return scope[0] ? pl_status_create(code, "%s: %.*s: %s", L->src,
+                                           (int)strlen(scope) - 1, scope, msg)
+                        : pl_status_create(code, "%s: %s", L->src, msg);
+    return pl_status_create(code, "%s: %s%s: %s", L->src, scope, where, msg);
 }
 
 /* Same as gj_error for element INDEX of the array at PATH. */
@@ -212,9 +218,12 @@ static pl_status *gj_wrap(const gj_load *L, const char *where, pl_status *st)
 {
     if (st == NULL)
         return NULL;
+    const char *scope = L->scope ? L->scope : "";
     if (where == NULL || where[0] == '\0')
-        return pl_status_wrap(st, "%s: ", L->src);
-    return pl_status_wrap(st, "%s: %s: ", L->src, where);
+        return scope[0] ? pl_status_wrap(st, "%s: %.*s: ", L->src, (int)strlen(scope) - 1,
+                                         scope)
+                        : pl_status_wrap(st, "%s: ", L->src);
+    return pl_status_wrap(st, "%s: %s%s: ", L->src, scope, where);
 }
 
 static const char *gj_kind_name(const json_t *v)
@@ -863,7 +872,86 @@ static pl_status *gj_attr_tensor(gj_load *L, const char *path, pl_nid n,
 }
 
 static const char gj_attr_kinds[] =
-    "int, float, string, string_hex, ints, floats, strings, tensor";
+    "int, float, string, string_hex, ints, floats, strings, tensor, graph, graphs";
+
+static pl_status *gj_load_node(gj_load *L, size_t i, json_t *jn);
+static pl_status *gj_load_io(gj_load *L, json_t *arr, bool input);
+
+/* A body (a GRAPH attribute's value): an object with "inputs", "outputs",
+ * "tensors" and "nodes" as at the top level, read into a new graph. Its
+ * constants lie in the model's sidecar. Names it does not define are left
+ * to pl_graph_validate, which resolves them in the enclosing graphs. */
+static pl_status *gj_load_body(gj_load *L, const char *path, json_t *v, pl_graph **out)
+{
+    *out = NULL;
+    if (!json_is_object(v))
+        return gj_error(L, PL_CODE_INVALID_ARGUMENT, path,
+                        "expected a graph object {\"inputs\", \"outputs\", \"tensors\", "
+                        "\"nodes\"}, got %s",
+                        gj_kind_name(v));
+    static const char *const keys[] = {"inputs", "outputs", "tensors", "nodes", NULL};
+    PL_RETURN_IF_ERROR(gj_only_keys(L, path, v, keys));
+    json_t *inputs, *outputs, *tensors, *nodes;
+    PL_RETURN_IF_ERROR(gj_array_member(L, path, v, "inputs", true, PL_GRAPH_JSON_MAX_ITEMS,
+                                       "an array of tensor names", &inputs));
+    PL_RETURN_IF_ERROR(gj_array_member(L, path, v, "outputs", true, PL_GRAPH_JSON_MAX_ITEMS,
+                                       "an array of tensor names", &outputs));
+    PL_RETURN_IF_ERROR(gj_array_member(L, path, v, "tensors", false, PL_GRAPH_JSON_MAX_ITEMS,
+                                       "an array of tensor objects", &tensors));
+    PL_RETURN_IF_ERROR(gj_array_member(L, path, v, "nodes", true, PL_GRAPH_JSON_MAX_ITEMS,
+                                       "an array of node objects", &nodes));
+    char scope[GJ_WHERE + 8];
+    snprintf(scope, sizeof scope, "%s%s.", L->scope ? L->scope : "", path);
+    gj_load sub = *L;
+    sub.scope = scope;
+    PL_RETURN_IF_ERROR(pl_graph_create(&sub.g));
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < json_array_size(tensors); i++)
+        st = gj_load_tensor(&sub, i, json_array_get(tensors, i));
+    for (size_t i = 0; st == NULL && i < json_array_size(nodes); i++)
+        st = gj_load_node(&sub, i, json_array_get(nodes, i));
+    if (st == NULL)
+        st = gj_load_io(&sub, inputs, true);
+    if (st == NULL)
+        st = gj_load_io(&sub, outputs, false);
+    if (st != NULL) {
+        pl_graph_destroy(sub.g);
+        return st;
+    }
+    *out = sub.g;
+    return NULL;
+}
+
+static pl_status *gj_attr_graphs(gj_load *L, const char *path, pl_nid n, const char *name,
+                                 json_t *val, bool many)
+{
+    if (many && !json_is_array(val))
+        return gj_error(L, PL_CODE_INVALID_ARGUMENT, path,
+                        "expected an array of graph objects, got %s", gj_kind_name(val));
+    size_t count = many ? json_array_size(val) : 1;
+    pl_graph **bodies = pl_calloc(count ? count : 1, sizeof *bodies);
+    if (bodies == NULL)
+        return gj_oom("reading a graph attribute");
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < count; i++) {
+        char where[GJ_WHERE];
+        if (many)
+            gj_path(where, "%s[%zu]", path, i);
+        else
+            gj_path(where, "%s", path);
+        st = gj_load_body(L, where, many ? json_array_get(val, i) : val, &bodies[i]);
+    }
+    if (st != NULL) {
+        for (size_t i = 0; i < count; i++)
+            pl_graph_destroy(bodies[i]);
+        pl_free(bodies);
+        return st;
+    }
+    st = many ? pl_graph_attr_graphs(L->g, n, name, bodies, count)
+              : pl_graph_attr_graph(L->g, n, name, bodies[0]);
+    pl_free(bodies);
+    return gj_wrap(L, path, st);
+}
 
 static pl_status *gj_load_attr(gj_load *L, const char *node_where, pl_nid n,
                                const char *name, json_t *v)
@@ -929,6 +1017,8 @@ static pl_status *gj_load_attr(gj_load *L, const char *node_where, pl_nid n,
         st = gj_attr_strings(L, kpath, n, name, val);
     } else if (strcmp(kind, "tensor") == 0) {
         st = gj_attr_tensor(L, kpath, n, name, val);
+    } else if (strcmp(kind, "graph") == 0 || strcmp(kind, "graphs") == 0) {
+        st = gj_attr_graphs(L, kpath, n, name, val, strcmp(kind, "graphs") == 0);
     } else {
         return gj_error(L, PL_CODE_INVALID_ARGUMENT, path,
                         "unknown attribute kind '%.40s' (expected one of %s)",
@@ -1085,7 +1175,9 @@ static pl_status *gj_load_io(gj_load *L, json_t *arr, bool input)
         PL_RETURN_IF_ERROR(gj_wrap(L, where,
                                    pl_graph_tensor_get_or_add(L->g, json_string_value(e), &t)));
         const pl_graph_tensor *T = pl_graph_get_tensor(L->g, t);
-        if (input ? T->is_input : T->is_output)
+        /* A body may list one tensor as two outputs (Loop: carried and
+         * scan); the graph of a model may not. */
+        if (input ? T->is_input : (T->is_output && L->scope == NULL))
             return gj_error(L, PL_CODE_INVALID_ARGUMENT, where,
                             "'" GJ_NAME_FMT "' is listed twice", T->name);
         if (input && T->data != NULL)
@@ -1094,7 +1186,7 @@ static pl_status *gj_load_io(gj_load *L, json_t *arr, bool input)
                             "given at run time",
                             T->name);
         PL_RETURN_IF_ERROR(gj_wrap(L, where, input ? pl_graph_add_input(L->g, t)
-                                                   : pl_graph_add_output(L->g, t)));
+                                                   : pl_graph_add_output_again(L->g, t)));
     }
     return NULL;
 }
@@ -1539,11 +1631,11 @@ pl_status *pl_graph_load_json(const char *path, pl_graph **out_graph)
 
 /* ==== writing ============================================================ */
 
-typedef struct gj_save {
+struct gj_save {
     const pl_graph *g;
     bool with_offsets;   /* a model file (true) or a graph view's text */
     size_t cursor;       /* end of the sidecar so far */
-} gj_save;
+};
 
 /* Adds VALUE (owned, may be NULL from a failed constructor) under KEY. */
 static pl_status *gj_set(json_t *obj, const char *key, json_t *value)
@@ -1647,10 +1739,27 @@ static pl_status *gj_dtype_json(pl_dtype dtype, json_t **out, const char *what,
     return *out ? NULL : gj_oom("building JSON");
 }
 
-static pl_status *gj_attr_value(const pl_graph_node *n, const pl_attr *a,
+typedef struct gj_save gj_save;
+static pl_status *gj_body_json(gj_save *S, const pl_graph *body, json_t **out);
+
+static pl_status *gj_attr_value(gj_save *S, const pl_graph_node *n, const pl_attr *a,
                                 json_t *obj)
 {
     switch (a->kind) {
+    case PL_ATTR_GRAPH:
+    case PL_ATTR_GRAPHS: {
+        json_t *arr = NULL;
+        if (a->kind == PL_ATTR_GRAPHS) {
+            arr = json_array();
+            PL_RETURN_IF_ERROR(gj_set(obj, "graphs", arr));
+        }
+        for (size_t i = 0; i < a->n; i++) {
+            json_t *b = NULL;
+            PL_RETURN_IF_ERROR(gj_body_json(S, a->graphs[i], &b));
+            PL_RETURN_IF_ERROR(arr ? gj_push(arr, b) : gj_set(obj, "graph", b));
+        }
+        return NULL;
+    }
     case PL_ATTR_INT:
         return gj_set(obj, "int", json_integer((json_int_t)a->i));
     case PL_ATTR_FLOAT:
@@ -1700,7 +1809,7 @@ static pl_status *gj_attr_value(const pl_graph_node *n, const pl_attr *a,
                             n->name, a->name, (int)a->kind);
 }
 
-static pl_status *gj_node_json(const pl_graph *g, pl_nid id, json_t *arr)
+static pl_status *gj_node_json(gj_save *S, const pl_graph *g, pl_nid id, json_t *arr)
 {
     const pl_graph_node *n = pl_graph_get_node(g, id);
     json_t *o = json_object(), *s;
@@ -1717,7 +1826,8 @@ static pl_status *gj_node_json(const pl_graph *g, pl_nid id, json_t *arr)
     }
     json_t *ins = json_array(), *outs;
     PL_RETURN_IF_ERROR(gj_set(o, "inputs", ins));
-    for (size_t k = 0; k < n->n_inputs; k++) {
+    /* Captures are derived from the bodies on every validate. */
+    for (size_t k = 0; k < n->n_formal_inputs; k++) {
         const char *tn = n->inputs[k] == PL_TID_NONE
                              ? "" : pl_graph_get_tensor(g, n->inputs[k])->name;
         PL_RETURN_IF_ERROR(gj_push(ins, json_string_nocheck(tn)));
@@ -1742,7 +1852,7 @@ static pl_status *gj_node_json(const pl_graph *g, pl_nid id, json_t *arr)
                                     n->name, k);
         json_t *v = json_object();
         PL_RETURN_IF_ERROR(gj_set(attrs, a->name, v));
-        PL_RETURN_IF_ERROR(gj_attr_value(n, a, v));
+        PL_RETURN_IF_ERROR(gj_attr_value(S, n, a, v));
     }
     return NULL;
 }
@@ -1750,6 +1860,7 @@ static pl_status *gj_node_json(const pl_graph *g, pl_nid id, json_t *arr)
 static pl_status *gj_tensor_json(gj_save *S, pl_tid id, json_t *arr)
 {
     const pl_graph_tensor *t = pl_graph_get_tensor(S->g, id);
+    /* Bodies are written with S->g set to them: see gj_body_json. */
     json_t *o = json_object(), *v;
     PL_RETURN_IF_ERROR(gj_push(arr, o));
     PL_RETURN_IF_ERROR(gj_set(o, "name", json_string_nocheck(t->name)));
@@ -1794,6 +1905,54 @@ static pl_status *gj_tensor_json(gj_save *S, pl_tid id, json_t *arr)
         PL_RETURN_IF_ERROR(gj_set(d, "offset", json_integer((json_int_t)off)));
     }
     return gj_set(d, "length", json_integer((json_int_t)t->nbytes));
+}
+
+static pl_status *gj_body_fill(gj_save *S, const pl_graph *body, json_t *o)
+{
+    json_t *ins = json_array(), *outs, *tensors, *nodes;
+    PL_RETURN_IF_ERROR(gj_set(o, "inputs", ins));
+    for (size_t i = 0; i < pl_graph_input_count(body); i++)
+        PL_RETURN_IF_ERROR(gj_push(ins, json_string_nocheck(
+                                            pl_graph_get_tensor(body, pl_graph_input(body, i))->name)));
+    outs = json_array();
+    PL_RETURN_IF_ERROR(gj_set(o, "outputs", outs));
+    for (size_t i = 0; i < pl_graph_output_count(body); i++)
+        PL_RETURN_IF_ERROR(gj_push(outs, json_string_nocheck(
+                                             pl_graph_get_tensor(body, pl_graph_output(body, i))->name)));
+    tensors = json_array();
+    PL_RETURN_IF_ERROR(gj_set(o, "tensors", tensors));
+    for (size_t t = 0; t < pl_graph_tensor_count(body); t++) {
+        const char *name = pl_graph_get_tensor(body, (pl_tid)t)->name;
+        if (!gj_json_safe(name, strlen(name)))
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "a body's tensor %zu has a name that is not valid UTF-8", t);
+        PL_RETURN_IF_ERROR(gj_tensor_json(S, (pl_tid)t, tensors));
+    }
+    nodes = json_array();
+    PL_RETURN_IF_ERROR(gj_set(o, "nodes", nodes));
+    for (size_t i = 0; i < pl_graph_node_count(body); i++)
+        PL_RETURN_IF_ERROR(gj_node_json(S, body, (pl_nid)i, nodes));
+    return NULL;
+}
+
+/* A body as the value of a "graph" attribute; its constants continue the
+ * sidecar's layout (gj_fill_sidecar walks the bodies in the same order). */
+static pl_status *gj_body_json(gj_save *S, const pl_graph *body, json_t **out)
+{
+    *out = NULL;
+    json_t *o = json_object();
+    if (o == NULL)
+        return gj_oom("building JSON");
+    const pl_graph *saved = S->g;
+    S->g = body;
+    pl_status *st = gj_body_fill(S, body, o);
+    S->g = saved;
+    if (st != NULL) {
+        json_decref(o);
+        return st;
+    }
+    *out = o;
+    return NULL;
 }
 
 /* Marks of the tensors while a subgraph is selected. */
@@ -1940,7 +2099,7 @@ static pl_status *gj_build(gj_save *S, const pl_nid *nodes, size_t n_nodes,
     PL_RETURN_IF_ERROR(gj_set(root, "nodes", jnodes));
     size_t count = nodes ? n_nodes : pl_graph_node_count(g);
     for (size_t i = 0; i < count; i++)
-        PL_RETURN_IF_ERROR(gj_node_json(g, nodes ? nodes[i] : (pl_nid)i, jnodes));
+        PL_RETURN_IF_ERROR(gj_node_json(S, g, nodes ? nodes[i] : (pl_nid)i, jnodes));
     return NULL;
 }
 
@@ -2042,12 +2201,13 @@ static pl_status *gj_replace_file(const char *path,
     return st;
 }
 
-static pl_status *gj_fill_sidecar(gj_writer *w, void *arg)
+/* Writes the constants of G, then of its bodies node by node, in the
+ * order gj_build laid them out. */
+static void gj_fill_graph(gj_writer *w, const pl_graph *g, size_t *cursor_io)
 {
-    const pl_graph *g = arg;
     static const unsigned char zeros[PL_GRAPH_JSON_ALIGN];
-    size_t cursor = 0;
-    for (size_t i = 0; i < pl_graph_tensor_count(g); i++) {
+    size_t cursor = *cursor_io;
+    for (size_t i = 0; w->err == 0 && i < pl_graph_tensor_count(g); i++) {
         const pl_graph_tensor *t = pl_graph_get_tensor(g, (pl_tid)i);
         if (t->data == NULL)
             continue;
@@ -2056,11 +2216,25 @@ static pl_status *gj_fill_sidecar(gj_writer *w, void *arg)
         if (!gj_write_all(w->fd, zeros, pad) ||
             !gj_write_all(w->fd, t->data, t->nbytes)) {
             w->err = errno ? errno : EIO;
-            return NULL;
+            return;
         }
         /* The JSON was built first with the same layout and checked it. */
         cursor += pad + t->nbytes;
     }
+    *cursor_io = cursor;
+    for (size_t i = 0; w->err == 0 && i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].kind == PL_ATTR_GRAPH || n->attrs[a].kind == PL_ATTR_GRAPHS)
+                for (size_t b = 0; b < n->attrs[a].n; b++)
+                    gj_fill_graph(w, n->attrs[a].graphs[b], cursor_io);
+    }
+}
+
+static pl_status *gj_fill_sidecar(gj_writer *w, void *arg)
+{
+    size_t cursor = 0;
+    gj_fill_graph(w, arg, &cursor);
     return NULL;
 }
 
@@ -2088,6 +2262,25 @@ static pl_status *gj_fill_json(gj_writer *w, void *arg)
     return NULL;
 }
 
+/* Whether G or a body of it holds a constant (then a sidecar is needed). */
+static bool gj_any_constant(const pl_graph *g)
+{
+    for (size_t i = 0; i < pl_graph_tensor_count(g); i++)
+        if (pl_graph_get_tensor(g, (pl_tid)i)->data != NULL)
+            return true;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            for (size_t b = 0; (n->attrs[a].kind == PL_ATTR_GRAPH ||
+                                n->attrs[a].kind == PL_ATTR_GRAPHS) &&
+                               b < n->attrs[a].n;
+                 b++)
+                if (gj_any_constant(n->attrs[a].graphs[b]))
+                    return true;
+    }
+    return false;
+}
+
 pl_status *pl_graph_save_json(const pl_graph *g, const char *path,
                               const char *sidecar_name)
 {
@@ -2095,9 +2288,7 @@ pl_status *pl_graph_save_json(const pl_graph *g, const char *path,
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "pl_graph_save_json: %s is NULL",
                                 g ? "path" : "graph");
-    bool any_constant = false;
-    for (size_t i = 0; i < pl_graph_tensor_count(g) && !any_constant; i++)
-        any_constant = pl_graph_get_tensor(g, (pl_tid)i)->data != NULL;
+    bool any_constant = gj_any_constant(g);
     if (any_constant) {
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;

@@ -125,6 +125,11 @@ void pl_graph_view_destroy(pl_graph_view *v)
     pl_free(v);
 }
 
+const pl_graph *pl_graph_view_graph(const pl_graph_view *v)
+{
+    return v ? v->g : NULL;
+}
+
 pl_nid pl_graph_view_node_id(const pl_graph_view *v, size_t i)
 {
     return i < v->n_nodes ? v->nodes[i] : PL_NID_NONE;
@@ -403,4 +408,6 @@ const pl_graph_api pl_graph_view_table = {
     .builder_attr_floats = pl_builder_attr_floats,
     .builder_attr_strings = pl_builder_attr_strings,
     .builder_attr_tensor = pl_builder_attr_tensor,
+    .builder_attr_graph = pl_builder_attr_graph,
+    .builder_attr_graphs = pl_builder_attr_graphs,
 };

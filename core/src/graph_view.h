@@ -16,6 +16,9 @@ void pl_graph_view_destroy(pl_graph_view *view);
 /* The node id in the graph of the view's node I. */
 pl_nid pl_graph_view_node_id(const pl_graph_view *view, size_t i);
 
+/* The graph the view shows (borrowed; valid while the view is). */
+const pl_graph *pl_graph_view_graph(const pl_graph_view *view);
+
 /* The core's implementation of the SDK's graph view table. */
 extern const pl_graph_api pl_graph_view_table;
 

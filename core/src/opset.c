@@ -190,6 +190,7 @@ pl_status *pl_opset_create(pl_opset **out_set)
         {pl_opset_norm_schemas, pl_opset_norm_count},
         {pl_opset_sample_schemas, pl_opset_sample_count},
         {pl_opset_text_schemas, pl_opset_text_count},
+        {pl_opset_control_schemas, pl_opset_control_count},
     };
     size_t total = 0;
     for (size_t f = 0; f < PL_COUNT(families); f++)
@@ -428,6 +429,7 @@ typedef struct pl_infer_out {
 
 struct pl_infer_ctx {
     pl_graph *g;
+    const pl_opset *set;       /* for the bodies of control-flow nodes */
     const pl_op_schema *schema;
     const pl_graph_node *node;
     int64_t version;
@@ -465,7 +467,7 @@ void *pl_infer_user_data(const pl_infer_ctx *ctx)
 
 size_t pl_infer_input_count(const pl_infer_ctx *ctx)
 {
-    return ctx->node->n_inputs;
+    return ctx->node->n_formal_inputs;
 }
 
 size_t pl_infer_output_count(const pl_infer_ctx *ctx)
@@ -475,7 +477,7 @@ size_t pl_infer_output_count(const pl_infer_ctx *ctx)
 
 const pl_graph_tensor *pl_infer_input(const pl_infer_ctx *ctx, size_t i)
 {
-    if (i >= ctx->node->n_inputs || ctx->node->inputs[i] == PL_TID_NONE)
+    if (i >= ctx->node->n_formal_inputs || ctx->node->inputs[i] == PL_TID_NONE)
         return NULL;
     return pl_graph_get_tensor(ctx->g, ctx->node->inputs[i]);
 }
@@ -566,7 +568,7 @@ bool pl_infer_attr_floats(const pl_infer_ctx *ctx, const char *name,
 
 static const pl_known *pl_input_known(const pl_infer_ctx *ctx, size_t i)
 {
-    if (i >= ctx->node->n_inputs)
+    if (i >= ctx->node->n_formal_inputs)
         return NULL;
     pl_tid t = ctx->node->inputs[i];
     if (t == PL_TID_NONE || t >= ctx->n_tensors)
@@ -851,6 +853,8 @@ static const char *pl_attr_kind_name(pl_attr_kind k)
     case PL_ATTR_FLOATS: return "floats";
     case PL_ATTR_STRINGS: return "strings";
     case PL_ATTR_TENSOR: return "tensor";
+    case PL_ATTR_GRAPH: return "graph";
+    case PL_ATTR_GRAPHS: return "graphs";
     }
     return "unknown";
 }
@@ -879,7 +883,7 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
 {
     const pl_op_schema *s = ctx->schema;
     const pl_graph_node *n = ctx->node;
-    size_t n_in = n->n_inputs;
+    size_t n_in = n->n_formal_inputs;
     char ver[96];
     pl_infer_version_text(ctx, ver, sizeof ver);
     while (n_in > 0 && n->inputs[n_in - 1] == PL_TID_NONE)
@@ -939,7 +943,7 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
 
     pl_dtype bound[PL_OP_MAX_TYPES] = {{0}};
     size_t bound_by[PL_OP_MAX_TYPES] = {0};
-    for (size_t i = 0; i < n->n_inputs; i++) {
+    for (size_t i = 0; i < n->n_formal_inputs; i++) {
         if (n->inputs[i] == PL_TID_NONE)
             continue;
         const pl_graph_tensor *t = pl_graph_get_tensor(ctx->g, n->inputs[i]);
@@ -1189,7 +1193,8 @@ static pl_status *pl_infer_fold_known(pl_infer_ctx *ctx, bool *out_changed)
         bool changed = false;
         for (size_t i = 0; st == NULL && i < n->n_inputs; i++) {
             pl_tid t = ins[i] = n->inputs[i];
-            if (t == PL_TID_NONE || t >= ctx->n_tensors)
+            /* Captures name what a body reads: never replaced. */
+            if (t == PL_TID_NONE || t >= ctx->n_tensors || i >= n->n_formal_inputs)
                 continue;
             const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
             if (gt->data != NULL || gt->is_input || gt->producer == PL_NID_NONE)
@@ -1229,7 +1234,33 @@ static pl_status *pl_infer_fold_known(pl_infer_ctx *ctx, bool *out_changed)
     return st;
 }
 
+const pl_opset *pl_infer_opset(const pl_infer_ctx *ctx)
+{
+    return ctx->set;
+}
+
+pl_graph *pl_infer_graph_mut(pl_infer_ctx *ctx)
+{
+    return ctx->g;
+}
+
+static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body);
+
 pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
+{
+    return pl_opset_infer_in(set, g, false);
+}
+
+pl_status *pl_opset_infer_body(const pl_opset *set, pl_graph *body)
+{
+    return pl_opset_infer_in(set, body, true);
+}
+
+/* BODY: a graph held by a node's attribute, whose inputs and outer-scope
+ * references the caller typed. Neither converted nor folded here: both
+ * rewire nodes, and a body is linked only with the graph that holds it
+ * (which the caller validates again when it changes). */
+static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
 {
     if (set == NULL || g == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
@@ -1239,10 +1270,15 @@ pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
     if (topo == NULL)
         return pl_status_create(PL_CODE_FAILED_PRECONDITION,
                                 "shape inference: the graph is not validated");
-    pl_infer_ctx ctx = {.g = g, .n_tensors = pl_graph_tensor_count(g)};
+    pl_infer_ctx ctx = {.g = g, .set = set, .n_tensors = pl_graph_tensor_count(g)};
     /* A graph of ai.onnx opset 1 to 6 is converted node by node as the walk
      * reaches it, when the types of the node's inputs are known. */
     int64_t imported = pl_graph_opset(g, "");
+    if (body && imported >= 1 && imported < PL_OPSET_UPGRADE_TARGET)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "a body of a model of ai.onnx opset %lld: control flow "
+                                "needs opset %d or later",
+                                (long long)imported, PL_OPSET_UPGRADE_TARGET);
     if (imported >= 1 && imported < PL_OPSET_UPGRADE_TARGET) {
         ctx.converted_from = imported;
         PL_RETURN_IF_ERROR(pl_graph_set_opset(g, "", PL_OPSET_UPGRADE_TARGET));
@@ -1264,7 +1300,7 @@ pl_status *pl_opset_infer(const pl_opset *set, pl_graph *g)
                 st = pl_infer_node_run(&ctx, set, order[i]);
         }
         bool folded = false;
-        if (st == NULL)
+        if (st == NULL && !body)
             st = pl_infer_fold_known(&ctx, &folded);
         /* The conversion or the folding rewired nodes: link the graph
          * again. */

@@ -32,6 +32,18 @@ extern const pl_op_schema pl_opset_sample_schemas[];
 extern const size_t pl_opset_sample_count;
 extern const pl_op_schema pl_opset_text_schemas[];
 extern const size_t pl_opset_text_count;
+extern const pl_op_schema pl_opset_control_schemas[];
+extern const size_t pl_opset_control_count;
+
+/* For control flow (opset_control.c): the set inference runs with, and
+ * the graph being inferred, whose node's bodies the infer function types. */
+const pl_opset *pl_infer_opset(const pl_infer_ctx *ctx);
+pl_graph *pl_infer_graph_mut(pl_infer_ctx *ctx);
+
+/* Infers BODY (a node's GRAPH attribute) after the caller typed its inputs
+ * and its outer-scope references: like pl_opset_infer, without the opset
+ * conversion and the folding of known values. */
+pl_status *pl_opset_infer_body(const pl_opset *set, pl_graph *body);
 
 /* Initialisers for pl_op_schema.n_inplace / inplace_input. */
 #define PL_INPLACE_0 .n_inplace = 1, .inplace_input = {0}
@@ -43,6 +55,7 @@ extern const size_t pl_opset_text_count;
 #define PL_ATTR_IS(n) {.name = (n), .kind = PL_ATTR_INTS}
 #define PL_ATTR_FS(n) {.name = (n), .kind = PL_ATTR_FLOATS}
 #define PL_ATTR_T(n) {.name = (n), .kind = PL_ATTR_TENSOR}
+#define PL_ATTR_G(n) {.name = (n), .kind = PL_ATTR_GRAPH, .required = true}
 #define PL_ATTR_REQ(n, k) {.name = (n), .kind = (k), .required = true}
 #define PL_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -69,6 +69,9 @@ struct pl_runtime {
     /* 1 for the application's handle plus 1 per module record still
      * referenced; the runtime is freed when it reaches 0. */
     _Atomic int refs;
+    /* The core's control-flow backend (control.c), offered after every
+     * loaded backend. */
+    pl_module *control;
 };
 
 /* The core's host table (host.c). */

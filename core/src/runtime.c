@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "control.h"
 #include "registry.h"
 #include "status.h"
 
@@ -172,6 +173,8 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
     pthread_mutex_init(&rt->opset_mu, NULL);
     rt->opset_mu_ready = true;
     st = pl_opset_create(&rt->opset);
+    if (st == NULL)
+        st = pl_control_module_create(rt, &rt->control);
     if (st != NULL) {
         pl_runtime_destroy(rt);
         return st;
@@ -233,6 +236,7 @@ pl_allocator pl_runtime_allocator(const pl_runtime *runtime)
 static void pl_runtime_free(pl_runtime *rt)
 {
     pl_engine_destroy(rt->engine);
+    pl_control_module_destroy(rt->control);
     pl_opset_destroy(rt->opset);
     pl_custom_records_free(rt->custom_ops);
     if (rt->opset_mu_ready)

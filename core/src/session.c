@@ -31,6 +31,7 @@
 
 #include "alloc.h"
 #include "cache.h"
+#include "control.h"
 #include "engine.h"
 #include "graph_view.h"
 #include "log.h"
@@ -1095,7 +1096,7 @@ static pl_status *pl_sess_backends(pl_session *s, pl_part_backend **out,
                                    size_t *out_n)
 {
     const pl_config *c = s->rt->config;
-    pl_part_backend *list = pl_calloc(c->n_placement + 1, sizeof *list);
+    pl_part_backend *list = pl_calloc(c->n_placement + 2, sizeof *list);
     if (list == NULL)
         return pl_sess_oom();
     size_t n = 0;
@@ -1137,6 +1138,9 @@ static pl_status *pl_sess_backends(pl_session *s, pl_part_backend **out,
         have_cpu = have_cpu || strcmp(m->name, "cpu") == 0;
         n++;
     }
+    /* Control flow (If, Loop, Scan) last: the core's own step (control.c). */
+    if (s->rt->control != NULL)
+        list[n++] = (pl_part_backend){.module = s->rt->control, .device = 0};
     *out = list;
     *out_n = n;
     return NULL;
@@ -1821,6 +1825,59 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
     return st;
 }
 
+/* For control.c (control.h): the steps run one after the other in the
+ * calling thread, with a run context of the session's pool. */
+pl_status *pl_session_run_inline(pl_session *s, const pl_tensor *inputs, pl_tensor *outputs,
+                                 int worker)
+{
+    pthread_mutex_lock(&s->mu);
+    pl_runctx *rc = s->free_rc;
+    if (rc != NULL)
+        s->free_rc = rc->next;
+    pthread_mutex_unlock(&s->mu);
+    if (rc == NULL) {
+        PL_RETURN_IF_ERROR(pl_runctx_create(s, &rc));
+        pthread_mutex_lock(&s->mu);
+        pl_runctx **grown = pl_realloc(s->rc_list, (s->n_rc + 1) * sizeof *grown);
+        if (grown != NULL) {
+            s->rc_list = grown;
+            s->rc_list[s->n_rc++] = rc;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (grown == NULL) {
+            pl_runctx_destroy(s, rc);
+            return pl_sess_oom();
+        }
+    }
+    for (size_t v = 0; v < s->n_values; v++) {
+        pl_value_kind k = s->values[v].kind;
+        if (k != PL_VAL_INPUT && k != PL_VAL_OUTPUT)
+            continue;
+        size_t count = k == PL_VAL_INPUT ? pl_graph_input_count(s->g)
+                                         : pl_graph_output_count(s->g);
+        for (size_t i = 0; i < count; i++) {
+            pl_tid t = k == PL_VAL_INPUT ? pl_graph_input(s->g, i) : pl_graph_output(s->g, i);
+            if (t != s->values[v].orig)
+                continue;
+            const pl_tensor *b = k == PL_VAL_INPUT ? &inputs[i] : &outputs[i];
+            rc->values[v].data = (char *)b->data + b->byte_offset;
+            rc->values[v].byte_offset = 0;
+        }
+    }
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < s->n_steps; i++) {
+        pl_run_context run = {.header = PL_ABI_HEADER_INIT(pl_run_context),
+                              .device = s->devs[s->steps[i].dev].device,
+                              .worker = worker};
+        st = pl_step_fn(&rc->calls[i], &run);
+    }
+    pthread_mutex_lock(&s->mu);
+    rc->next = s->free_rc;
+    s->free_rc = rc;
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
 void pl_buffer_free(void *data)
 {
     free(data);
@@ -1959,16 +2016,21 @@ static json_t *pl_sess_explain_json(const pl_session *s)
             if (node->outputs[o] != PL_TID_NONE)
                 json_array_append_new(outs, pl_sess_tensor_json(s, node->outputs[o]));
         pl_nid head = pl_partition_fused_into(s->part, n);
-        json_array_append_new(
-            placement,
-            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b}", "node", node->name, "op",
+        json_t *entry = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b}", "node", node->name, "op",
                       node->op, "backend",
                       pl_partition_backend(s->part, (size_t)b)->module->name, "subgraph",
                       c >= 0 ? json_integer(c) : json_null(), "fused_into",
                       head != PL_NID_NONE ? json_string(pl_graph_get_node(g, head)->name)
                                           : json_null(),
                       "reasons", reasons, "outputs", outs, "pruned",
-                      s->live != NULL && !s->live[n]));
+                      s->live != NULL && !s->live[n]);
+        /* A control-flow node: where its bodies' nodes run (control.c). */
+        size_t ws;
+        if (entry != NULL && pl_partition_backend(s->part, (size_t)b)->module == s->rt->control)
+            json_object_set_new(entry, "bodies",
+                                pl_control_explain_json(
+                                    (const pl_control *)pl_partition_kernel(s->part, n, &ws)));
+        json_array_append_new(placement, entry);
     }
     json_object_set_new(root, "placement", placement);
     json_t *subgraphs = json_array();
@@ -2031,6 +2093,28 @@ static json_t *pl_sess_explain_json(const pl_session *s)
     return root;
 }
 
+/* The placement of a control-flow node's bodies, indented under it. */
+static void pl_sess_explain_bodies(FILE *f, json_t *bodies, int depth)
+{
+    size_t i, k;
+    json_t *b, *p;
+    json_array_foreach(bodies, i, b)
+    {
+        fprintf(f, "%*s%s:\n", 6 + 2 * depth, "",
+                json_string_value(json_object_get(b, "attribute")));
+        json_array_foreach(json_object_get(b, "placement"), k, p)
+        {
+            fprintf(f, "%*s%-28s %-20s -> %s\n", 8 + 2 * depth, "",
+                    json_string_value(json_object_get(p, "node")),
+                    json_string_value(json_object_get(p, "op")),
+                    json_string_value(json_object_get(p, "backend")));
+            json_t *nested = json_object_get(p, "bodies");
+            if (json_is_array(nested))
+                pl_sess_explain_bodies(f, nested, depth + 2);
+        }
+    }
+}
+
 static char *pl_sess_explain_text(const pl_session *s, json_t *root)
 {
     char *buf = NULL;
@@ -2072,6 +2156,8 @@ static char *pl_sess_explain_text(const pl_session *s, json_t *root)
             bool named = strncmp(text, key, kl) == 0 && text[kl] == ':';
             fprintf(f, "      refused by %s%s%s\n", named ? "" : key, named ? "" : ": ", text);
         }
+        if (json_is_array(json_object_get(p, "bodies")))
+            pl_sess_explain_bodies(f, json_object_get(p, "bodies"), 0);
     }
     json_t *c;
     if (json_array_size(json_object_get(root, "copies")) > 0) {

@@ -46,7 +46,8 @@ pl_status *ox_error(const ox_import *imp, pl_code code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return ox_host->status_create(code, "%s: %s", imp->path, msg);
+    return ox_host->status_create(code, "%s: %s%s", imp->path, imp->scope ? imp->scope : "",
+                                  msg);
 }
 
 pl_status *ox_wrap(const ox_import *imp, pl_status *st, const char *where_fmt, ...)
@@ -61,11 +62,13 @@ pl_status *ox_wrap(const ox_import *imp, pl_status *st, const char *where_fmt, .
     /* The core's message may already name the place ("node 'n' (Op): ..."). */
     const char *msg = ox_host->status_message(st);
     size_t wl = strlen(where);
+    const char *scope = imp->scope ? imp->scope : "";
     pl_status *out =
         strncmp(msg, where, wl) == 0
-            ? ox_host->status_create(ox_host->status_code(st), "%s: %s", imp->path, msg)
-            : ox_host->status_create(ox_host->status_code(st), "%s: %s: %s", imp->path,
-                                     where, msg);
+            ? ox_host->status_create(ox_host->status_code(st), "%s: %s%s", imp->path, scope,
+                                     msg)
+            : ox_host->status_create(ox_host->status_code(st), "%s: %s%s: %s", imp->path,
+                                     scope, where, msg);
     ox_host->status_free(st);
     return out;
 }

@@ -3,7 +3,9 @@
  * graph inputs (without those that are initializers: older exporters list
  * every weight as an input too), outputs and value_info with their types,
  * and nodes with their attributes. Constant nodes become constants of their output's name.
- * Subgraphs (If, Loop, Scan) and sparse tensors are refused.
+ * Subgraphs (GRAPH and GRAPHS attributes: the bodies of If, Loop and Scan)
+ * are imported the same way through a builder of their own; their errors
+ * name the node and attribute that hold them. Sparse tensors are refused.
  *
  * Every error names the file and the place: the initializer, the input,
  * the node and attribute. The core validates the finished graph (undefined
@@ -265,6 +267,9 @@ static pl_status *ox_attr_strings(const ox_import *imp, size_t nid,
     return st;
 }
 
+static pl_status *ox_attr_bodies(const ox_import *imp, size_t nid,
+                                 const Onnx__AttributeProto *a, int kind, const char *what);
+
 static pl_status *ox_attr(const ox_import *imp, size_t nid, const Onnx__AttributeProto *a,
                           size_t index, const char *node_label)
 {
@@ -326,10 +331,7 @@ static pl_status *ox_attr(const ox_import *imp, size_t nid, const Onnx__Attribut
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
-        return ox_error(imp, PL_CODE_UNSUPPORTED,
-                        "%s has kind %s, unsupported (subgraphs, as in If, Loop and Scan, "
-                        "are not supported)",
-                        what, kind_name);
+        return ox_attr_bodies(imp, nid, a, kind, what);
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no type and no value", what);
     default:
@@ -545,7 +547,8 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
         if (ox_names_has(inits, vi->name))
             continue;
         snprintf(what, sizeof what, "graph input '%.200s'", vi->name);
-        OX_RETURN_IF_ERROR(ox_declare(imp, vi, true, what));
+        /* A body's inputs may leave their types to the node that runs it. */
+        OX_RETURN_IF_ERROR(ox_declare(imp, vi, imp->scope == NULL, what));
         OX_RETURN_IF_ERROR(
             ox_wrap(imp, imp->graph->builder_input(imp->b, vi->name), "%s", what));
     }
@@ -570,6 +573,65 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
     return NULL;
 }
 
+/* Imports graph G (the model's or a body) through IMP's builder. */
+static pl_status *ox_graph(const ox_import *imp, const Onnx__GraphProto *g)
+{
+    if (g->n_sparse_initializer)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "sparse initializers are not supported (%zu given)",
+                        g->n_sparse_initializer);
+    ox_names inits = {0};
+    pl_status *st = ox_initializers(imp, g, &inits);
+    if (st == NULL)
+        st = ox_values(imp, g, &inits);
+    for (size_t i = 0; st == NULL && i < g->n_node; i++)
+        st = ox_node(imp, imp->model, g->node[i], i);
+    free(inits.slots);
+    return st;
+}
+
+/* A GRAPH or GRAPHS attribute: each body through a builder of its own. */
+static pl_status *ox_attr_bodies(const ox_import *imp, size_t nid,
+                                 const Onnx__AttributeProto *a, int kind, const char *what)
+{
+    const pl_graph_api *api = imp->graph;
+    bool one = kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    if (one ? a->g == NULL : (a->n_graphs > 0 && a->graphs == NULL))
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has kind %s but no graph", what,
+                        one ? "GRAPH" : "GRAPHS");
+    if (!PL_ABI_HAS_FN(pl_graph_api, api, builder_attr_graph) ||
+        !PL_ABI_HAS_FN(pl_graph_api, api, builder_attr_graphs))
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s holds a graph (control flow), which this core cannot build", what);
+    size_t count = one ? 1 : a->n_graphs;
+    pl_graph_builder **subs = calloc(count ? count : 1, sizeof *subs);
+    if (subs == NULL)
+        return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", what);
+    pl_status *st = one ? api->builder_attr_graph(imp->b, nid, a->name, &subs[0])
+                        : api->builder_attr_graphs(imp->b, nid, a->name, count, subs);
+    st = ox_wrap(imp, st, "%s", what);
+    for (size_t i = 0; st == NULL && i < count; i++) {
+        const Onnx__GraphProto *body = one ? a->g : a->graphs[i];
+        char scope[1400];
+        const char *outer = imp->scope ? imp->scope : "";
+        if (one)
+            snprintf(scope, sizeof scope, "%s%s: ", outer, what);
+        else
+            snprintf(scope, sizeof scope, "%s%s[%zu]: ", outer, what, i);
+        ox_import sub = *imp;
+        sub.b = subs[i];
+        sub.scope = scope;
+        if (body->n_node > imp->limits.max_nodes)
+            st = ox_error(&sub, PL_CODE_INVALID_ARGUMENT,
+                          "%zu nodes, more than %" PRIu64 " (the onnx module's max_nodes)",
+                          body->n_node, imp->limits.max_nodes);
+        else
+            st = ox_graph(&sub, body);
+    }
+    free(subs);
+    return st;
+}
+
 pl_status *ox_import_model(ox_import *imp, const Onnx__ModelProto *m)
 {
     if (!m->has_ir_version || m->ir_version < 3)
@@ -580,21 +642,11 @@ pl_status *ox_import_model(ox_import *imp, const Onnx__ModelProto *m)
     const Onnx__GraphProto *g = m->graph;
     if (g == NULL)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "the model has no graph");
-    if (g->n_sparse_initializer)
-        return ox_error(imp, PL_CODE_UNSUPPORTED,
-                        "sparse initializers are not supported (%zu given)",
-                        g->n_sparse_initializer);
     if (g->n_node > imp->limits.max_nodes)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
                         "%zu nodes, more than %" PRIu64 " (the onnx module's max_nodes)",
                         g->n_node, imp->limits.max_nodes);
     OX_RETURN_IF_ERROR(ox_opsets(imp, m));
-    ox_names inits = {0};
-    pl_status *st = ox_initializers(imp, g, &inits);
-    if (st == NULL)
-        st = ox_values(imp, g, &inits);
-    for (size_t i = 0; st == NULL && i < g->n_node; i++)
-        st = ox_node(imp, m, g->node[i], i);
-    free(inits.slots);
-    return st;
+    imp->model = m;
+    return ox_graph(imp, g);
 }

@@ -54,6 +54,10 @@ typedef struct ox_import {
     const char *path;          /* the file, as the core named it */
     uint64_t file_bytes;
     ox_limits limits;
+    const Onnx__ModelProto *model; /* for the opset imports bodies speak */
+    /* Inside a body: where it is ("node 'loop' (Loop): attribute 'body': "),
+     * put before every message; NULL at the model's graph. */
+    const char *scope;
 } ox_import;
 
 /* A status "PATH: <message>" with CODE. */

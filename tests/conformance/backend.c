@@ -140,6 +140,45 @@ pl_runtime *cf_backend_runtime(const char *config, const char *backend, bool qui
     return rt;
 }
 
+/* Counts the nodes of the placement array P (and, for a control-flow node,
+ * of its bodies, which the session's explain nests under "bodies") into
+ * *on and *total. A control-flow node itself counts as on BACKEND when
+ * every node of its bodies is (the core runs the node; the bodies are what
+ * a backend computes). Returns whether every node counted is on BACKEND. */
+static bool cf_count_placement(json_t *p, const char *backend, size_t *on, size_t *total,
+                               char *why, size_t why_size)
+{
+    bool all = true;
+    for (size_t i = 0; i < json_array_size(p); i++) {
+        json_t *e = json_array_get(p, i);
+        const char *b = json_string_value(json_object_get(e, "backend"));
+        json_t *bodies = json_object_get(e, "bodies");
+        bool here = b != NULL && strcmp(b, backend) == 0;
+        if (json_is_array(bodies)) {
+            here = true;
+            for (size_t k = 0; k < json_array_size(bodies); k++)
+                here = cf_count_placement(json_object_get(json_array_get(bodies, k), "placement"),
+                                          backend, on, total, why, why_size) &&
+                       here;
+        }
+        (*total)++;
+        if (here) {
+            (*on)++;
+            continue;
+        }
+        all = false;
+        if (why[0] == '\0') {
+            const char *node = json_string_value(json_object_get(e, "node"));
+            const char *op = json_string_value(json_object_get(e, "op"));
+            const char *reason =
+                json_string_value(json_object_get(json_object_get(e, "reasons"), backend));
+            snprintf(why, why_size, "node '%s' (%s) on %s: %s", node ? node : "?",
+                     op ? op : "?", b ? b : "?", reason ? reason : "(no reason given)");
+        }
+    }
+    return all;
+}
+
 pl_status *cf_backend_count(const pl_session *s, const char *backend, size_t *out_on,
                             size_t *out_total, char *why, size_t why_size)
 {
@@ -158,21 +197,7 @@ pl_status *cf_backend_count(const pl_session *s, const char *backend, size_t *ou
         return pl_status_create(PL_CODE_INTERNAL,
                                 "the session's explain has no placement array");
     }
-    for (size_t i = 0; i < json_array_size(placement); i++) {
-        json_t *p = json_array_get(placement, i);
-        const char *b = json_string_value(json_object_get(p, "backend"));
-        (*out_total)++;
-        if (b != NULL && strcmp(b, backend) == 0) {
-            (*out_on)++;
-        } else if (why[0] == '\0') {
-            const char *node = json_string_value(json_object_get(p, "node"));
-            const char *op = json_string_value(json_object_get(p, "op"));
-            const char *reason =
-                json_string_value(json_object_get(json_object_get(p, "reasons"), backend));
-            snprintf(why, why_size, "node '%s' (%s) on %s: %s", node ? node : "?",
-                     op ? op : "?", b ? b : "?", reason ? reason : "(no reason given)");
-        }
-    }
+    cf_count_placement(placement, backend, out_on, out_total, why, why_size);
     json_decref(root);
     return NULL;
 }

@@ -226,6 +226,8 @@ static pl_graph *build_graph(void)
     return g;
 }
 
+static void check_same_graph(const pl_graph *a, const pl_graph *b);
+
 static void check_same_attr(const pl_attr *a, const pl_attr *b)
 {
     CHECK(strcmp(a->name, b->name) == 0);
@@ -262,6 +264,12 @@ static void check_same_attr(const pl_attr *a, const pl_attr *b)
                      (size_t)a->tensor->ndim * sizeof(int64_t)) == 0);
         CHECK(a->tensor->nbytes == b->tensor->nbytes);
         CHECK(memcmp(a->tensor->data, b->tensor->data, a->tensor->nbytes) == 0);
+        break;
+    case PL_ATTR_GRAPH:
+    case PL_ATTR_GRAPHS:
+        CHECK(a->n == b->n);
+        for (size_t i = 0; i < a->n && i < b->n; i++)
+            check_same_graph(a->graphs[i], b->graphs[i]);
         break;
     }
 }
@@ -437,6 +445,63 @@ static void case_load_string(void)
     /* Positions in strings too. */
     expect_error(pl_graph_load_json_string("{\n  \"format\": }", 15, NULL, &g),
                  PL_CODE_INVALID_ARGUMENT, "(string):2:");
+}
+
+/* Bodies (GRAPH and GRAPHS attributes) load, link their outer-scope
+ * references as captures of their node, nest, and come back identical
+ * through the writer. */
+static void case_bodies(void)
+{
+    const char *text =
+        "{\"format\": \"plinth-graph\", \"version\": 1, \"inputs\": [\"x\", \"c\"],"
+        " \"outputs\": [\"y\"], \"tensors\": [{\"name\": \"x\", \"dtype\": \"f32\","
+        " \"shape\": [2]}, {\"name\": \"c\", \"dtype\": \"bool\", \"shape\": []}],"
+        " \"nodes\": [{\"name\": \"pick\", \"op\": \"If\", \"inputs\": [\"c\"], \"outputs\": [\"y\"],"
+        " \"attributes\": {\"then_branch\": {\"graph\": {\"inputs\": [], \"outputs\": [\"t\"],"
+        " \"nodes\": [{\"name\": \"inner\", \"op\": \"If\", \"inputs\": [\"c\"],"
+        " \"outputs\": [\"t\"], \"attributes\": {\"then_branch\": {\"graph\": {\"inputs\": [],"
+        " \"outputs\": [\"u\"], \"nodes\": [{\"name\": \"deep\", \"op\": \"Abs\","
+        " \"inputs\": [\"nx\"], \"outputs\": [\"u\"]}]}},"
+        " \"else_branch\": {\"graph\": {\"inputs\": [], \"outputs\": [\"x\"],"
+        " \"nodes\": []}}}}]}},"
+        " \"else_branch\": {\"graphs\": [{\"inputs\": [], \"outputs\": [\"x\"],"
+        " \"nodes\": []}]}}},"
+        " {\"name\": \"w\", \"op\": \"Neg\", \"inputs\": [\"x\"], \"outputs\": [\"nx\"]}]}";
+    pl_graph *g;
+    CHECK_OK(pl_graph_load_json_string(text, strlen(text), NULL, &g));
+    /* 'pick' reads nx (two scopes down), x (an output of two bodies) and c
+     * (inner's input) besides its formal input c; listed first, it is
+     * ordered after the node making nx. */
+    const pl_graph_node *n = pl_graph_get_node(g, 0);
+    CHECK(n->n_formal_inputs == 1 && n->n_inputs == 4); /* + nx, x and c (inner's input) */
+    bool has_nx = false, has_x = false;
+    for (size_t i = n->n_formal_inputs; i < n->n_inputs; i++) {
+        const char *name = pl_graph_get_tensor(g, n->inputs[i])->name;
+        has_nx = has_nx || strcmp(name, "nx") == 0;
+        has_x = has_x || strcmp(name, "x") == 0;
+    }
+    CHECK(has_nx && has_x);
+    const pl_attr *then_a = pl_graph_node_attr(n, "then_branch");
+    CHECK(then_a && then_a->kind == PL_ATTR_GRAPH && then_a->n == 1);
+    const pl_graph *body = then_a->graphs[0];
+    pl_tid nx = pl_graph_find_tensor(body, "nx");
+    CHECK(nx != PL_TID_NONE && pl_graph_get_tensor(body, nx)->is_outer);
+    const pl_attr *else_a = pl_graph_node_attr(n, "else_branch");
+    CHECK(else_a && else_a->kind == PL_ATTR_GRAPHS && else_a->n == 1);
+    const pl_nid *topo = pl_graph_topo_order(g);
+    CHECK(topo && topo[0] == 1 && topo[1] == 0); /* the capture orders w first */
+    char *out = NULL;
+    CHECK_OK(pl_graph_to_json(g, NULL, 0, &out));
+    pl_graph *back;
+    CHECK_OK(pl_graph_load_json_string(out, strlen(out), NULL, &back));
+    check_same_graph(g, back);
+    char *again = NULL;
+    CHECK_OK(pl_graph_to_json(back, NULL, 0, &again));
+    CHECK(strcmp(out, again) == 0);
+    pl_free(out);
+    pl_free(again);
+    pl_graph_destroy(back);
+    pl_graph_destroy(g);
 }
 
 static void case_unaligned_offset(void)
@@ -980,10 +1045,23 @@ static const bad_case bad_cases[] = {
     {"attr_no_kind", ATTR("'k':{}"), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').attributes.k: expected an object with one key "
      "naming the kind", SETUP_NONE},
+    {"body_not_object", ATTR("'k':{'graph':3}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').attributes.k.graph: expected a graph object", SETUP_NONE},
+    {"body_bad_dtype", ATTR("'k':{'graph':{'inputs':[],'outputs':[],'tensors':"
+     "[{'name':'q','dtype':'f99'}],'nodes':[]}}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').attributes.k.graph.tensors[0] ('q').dtype", SETUP_NONE},
+    {"body_undefined", ATTR("'k':{'graph':{'inputs':[],'outputs':['z'],'nodes':"
+     "[{'name':'r','op':'Relu','inputs':['ghost'],'outputs':['z']}]}}"),
+     PL_CODE_INVALID_ARGUMENT,
+     "model.json: node 'add' (Add): attribute 'k': node 'r' (Relu): input 'ghost' is not "
+     "defined by any node, input or constant of this body or an enclosing graph", SETUP_NONE},
+    {"bodies_not_array", ATTR("'k':{'graphs':{}}"), PL_CODE_INVALID_ARGUMENT,
+     "model.json: nodes[0] ('add').attributes.k.graphs: expected an array of graph objects",
+     SETUP_NONE},
     {"attr_bare_value", ATTR("'k':3"), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').attributes.k: expected an object with one key "
      "naming the kind (int, float, string, string_hex, ints, floats, strings, "
-     "tensor), got an integer", SETUP_NONE},
+     "tensor, graph, graphs), got an integer", SETUP_NONE},
     {"attr_ints_not_array", ATTR("'kernel_shape':{'ints':3}"), PL_CODE_INVALID_ARGUMENT,
      "model.json: nodes[0] ('add').attributes.kernel_shape.ints: expected an "
      "array of integers, got an integer", SETUP_NONE},
@@ -1126,6 +1204,7 @@ static const struct {
     void (*fn)(void);
 } cases[] = {
     {"roundtrip", case_roundtrip},
+    {"bodies", case_bodies},
     {"no_constants", case_no_constants},
     {"load_string", case_load_string},
     {"unaligned_offset", case_unaligned_offset},

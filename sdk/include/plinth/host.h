@@ -57,7 +57,9 @@ typedef enum pl_graph_attr_kind {
     PL_GRAPH_ATTR_INTS = 4,
     PL_GRAPH_ATTR_FLOATS = 5,
     PL_GRAPH_ATTR_STRINGS = 6,
-    PL_GRAPH_ATTR_TENSOR = 7
+    PL_GRAPH_ATTR_TENSOR = 7,
+    PL_GRAPH_ATTR_GRAPH = 8,   /* a body of control flow (If, Loop, Scan) */
+    PL_GRAPH_ATTR_GRAPHS = 9
 } pl_graph_attr_kind;
 
 /* The read-only graph view: how a module reads the graph or subgraph the core
@@ -198,6 +200,24 @@ typedef struct pl_graph_api {
                                       const char *name, pl_dtype dtype,
                                       int32_t ndim, const int64_t *dims,
                                       const void *data, size_t nbytes);
+
+    /* ---- appended: bodies of control flow (If, Loop, Scan). Check them
+     * with PL_ABI_HAS_FN: a core without them refuses such models. */
+
+    /* Makes attribute NAME of NODE a graph (a body) and gives in *out_body
+     * a builder for it, filled with the same builder functions as the
+     * model's graph (its builder_opset is refused: a body speaks its
+     * model's opsets). A body lists its own inputs, outputs, constants and
+     * nodes, and may name tensors of the graphs enclosing it. The body's
+     * builder is the core's and lives until import_model returns. */
+    pl_status *(*builder_attr_graph)(pl_graph_builder *b, size_t node,
+                                     const char *name,
+                                     pl_graph_builder **out_body);
+    /* The same for a list of COUNT bodies (ONNX's GRAPHS kind):
+     * out_bodies receives COUNT builders. */
+    pl_status *(*builder_attr_graphs)(pl_graph_builder *b, size_t node,
+                                      const char *name, size_t count,
+                                      pl_graph_builder **out_bodies);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------

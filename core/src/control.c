@@ -1,0 +1,960 @@
+/* control.c — the core's step for If, Loop and Scan (control.h).
+ *
+ * At creation each body becomes a graph of its own (pl_graph_copy): its
+ * inputs, then the outer-scope tensors it reads (its captures) as further
+ * inputs, and as outputs only the body outputs some node computes; a body
+ * output that merely names a body input, an outer tensor or a constant is
+ * copied here instead. That graph is inferred and made into a session,
+ * which partitions, plans and compiles it once on the runtime's backends.
+ *
+ * At run time the node's step (a kernel of the built-in "control" module,
+ * run by the session like any host kernel) binds tensors and calls the
+ * body's session inline for each branch, iteration or scan step: Loop's
+ * carried values and Scan's states alternate between two buffers, Scan's
+ * inputs are sliced along their scan axis (read in place when the slice is
+ * contiguous, gathered otherwise) and its outputs written slice by slice,
+ * and Loop's scan outputs fill the rows their planned shape holds.
+ *
+ * A Loop body whose shapes depend on its iteration number (a Slice of row
+ * i, say) cannot be planned once: it is planned per iteration number
+ * instead, the number bound as a constant so that inference knows it, on
+ * first use, and kept (at most CTL_MAX_SPECIALISED of them). */
+#include "control.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "graph_view.h"
+#include "model.h"
+#include "opset.h"
+#include "status.h"
+
+/* Most iteration numbers a Loop body is planned for one by one. */
+#define CTL_MAX_SPECIALISED 4096
+
+typedef enum ctl_from {
+    CTL_FROM_SESSION, /* computed by the body's session */
+    CTL_FROM_INPUT,   /* a body input, unchanged */
+    CTL_FROM_CAPTURE, /* an outer-scope tensor, unchanged */
+    CTL_FROM_CONST    /* a constant of the body */
+} ctl_from;
+
+typedef struct ctl_out {
+    ctl_from from;
+    size_t index;      /* session output, body input or capture */
+    const void *data;  /* CTL_FROM_CONST */
+    size_t bytes;
+} ctl_out;
+
+/* One body made ready to run. */
+typedef struct ctl_body {
+    pl_session *session;  /* NULL when no output is computed */
+    size_t n_formal;      /* the body's own inputs */
+    size_t n_caps;        /* captures: session inputs after the formal ones */
+    size_t *cap_of;       /* per capture: its index among the node's captures */
+    size_t n_out;
+    ctl_out *outs;
+    size_t n_sess_out;
+    bool fixed_iter;      /* input 0 (Loop's iteration number) is a constant */
+} ctl_body;
+
+typedef enum ctl_kind { CTL_IF, CTL_LOOP, CTL_SCAN } ctl_kind;
+
+struct pl_control {
+    const pl_graph *g;
+    pl_nid node;
+    ctl_kind kind;
+    int64_t version;
+    char label[256];      /* "node 'x' (Loop)" */
+    ctl_body bodies[2];   /* If: then, else; Loop and Scan: body */
+    size_t n_bodies;
+    /* Loop bodies planned per iteration number (see the file comment). */
+    pl_runtime *rt;
+    bool by_iter;
+    pthread_mutex_t mu;
+    bool mu_ready;
+    ctl_body **spec;      /* per iteration number, NULL until first used */
+    size_t n_spec;
+    /* Scan */
+    size_t n_state, n_scan_in, n_scan_out;
+    int64_t *in_axis, *out_axis;
+    bool *in_rev, *out_rev;
+};
+
+static pl_status *ctl_oom(const pl_control *c)
+{
+    return pl_status_create(PL_CODE_OUT_OF_MEMORY, "%s: out of memory", c->label);
+}
+
+static char *ctl_ptr(const pl_tensor *t)
+{
+    return (char *)t->data + t->byte_offset;
+}
+
+static bool ctl_tensor_bytes(const pl_tensor *t, size_t *out)
+{
+    size_t n;
+    if (t->ndim < 0 || (t->ndim > 0 && t->shape == NULL) ||
+        !pl_dims_elements(t->shape, t->ndim, &n))
+        return false;
+    return pl_size_mul(n, pl_dtype_size(t->dtype), out);
+}
+
+/* ---- bodies ----------------------------------------------------------------- */
+
+static void ctl_body_clear(ctl_body *b)
+{
+    pl_session_destroy(b->session);
+    pl_free(b->cap_of);
+    pl_free(b->outs);
+    memset(b, 0, sizeof *b);
+}
+
+/* The index of the capture of node N (of G) named NAME. */
+static bool ctl_capture_index(const pl_graph *g, const pl_graph_node *n, const char *name,
+                              size_t *out)
+{
+    for (size_t k = n->n_formal_inputs; k < n->n_inputs; k++)
+        if (strcmp(pl_graph_get_tensor(g, n->inputs[k])->name, name) == 0) {
+            *out = k - n->n_formal_inputs;
+            return true;
+        }
+    return false;
+}
+
+/* Decides where each output of BODY comes from and lists the outputs the
+ * copy C computes. */
+static pl_status *ctl_body_outputs(pl_control *c, const char *attr, const pl_graph *body,
+                                   pl_graph *copy, ctl_body *b)
+{
+    b->n_out = pl_graph_output_count(body);
+    b->outs = pl_calloc(b->n_out ? b->n_out : 1, sizeof *b->outs);
+    if (b->outs == NULL)
+        return ctl_oom(c);
+    pl_graph_clear_outputs(copy);
+    for (size_t i = 0; i < b->n_out; i++) {
+        pl_tid t = pl_graph_output(body, i);
+        const pl_graph_tensor *bt = pl_graph_get_tensor(body, t);
+        ctl_out *o = &b->outs[i];
+        if (!pl_graph_tensor_bytes(bt, &o->bytes)) {
+            char dims[160];
+            return pl_status_create(PL_CODE_UNSUPPORTED,
+                                    "%s: %s: output %zu ('%s') is %s%s; its shape must be "
+                                    "fully known to run the model (data-dependent shapes "
+                                    "are not supported)",
+                                    c->label, attr, i, bt->name, pl_dtype_name(bt->dtype),
+                                    pl_dims_format(bt->dims, bt->ndim, dims, sizeof dims));
+        }
+        if (bt->producer != PL_NID_NONE) {
+            o->from = CTL_FROM_SESSION;
+            bool seen = false;
+            for (size_t k = 0; k < i && !seen; k++)
+                if (b->outs[k].from == CTL_FROM_SESSION && pl_graph_output(body, k) == t) {
+                    o->index = b->outs[k].index;
+                    seen = true;
+                }
+            if (!seen) {
+                PL_RETURN_IF_ERROR(pl_graph_add_output(copy, t));
+                o->index = b->n_sess_out++;
+            }
+        } else if (bt->is_input) {
+            o->from = CTL_FROM_INPUT;
+            for (size_t k = 0; k < pl_graph_input_count(body); k++)
+                if (pl_graph_input(body, k) == t)
+                    o->index = k;
+        } else if (bt->data != NULL) {
+            o->from = CTL_FROM_CONST;
+            o->data = bt->data;
+        } else {
+            o->from = CTL_FROM_CAPTURE;
+            const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+            size_t k;
+            if (!ctl_capture_index(c->g, n, bt->name, &k))
+                return pl_status_create(PL_CODE_INTERNAL, "%s: %s: output '%s' is no capture",
+                                        c->label, attr, bt->name);
+            for (size_t j = 0; j < b->n_caps; j++)
+                if (b->cap_of[j] == k)
+                    o->index = j;
+        }
+    }
+    return NULL;
+}
+
+/* The copy of BODY as a graph of its own, made into a session (see the
+ * file comment). */
+static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
+                                const pl_graph *body, ctl_body *b, const int64_t *iter)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    pl_graph *copy = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_copy(body, &copy));
+    b->n_formal = pl_graph_input_count(body);
+    if (iter != NULL && b->n_formal > 0) {
+        pl_tid t0 = pl_graph_input(copy, 0);
+        pl_graph_drop_input(copy, t0);
+        pl_status *cst = pl_graph_set_constant(copy, t0, iter, sizeof *iter);
+        if (cst != NULL) {
+            pl_graph_destroy(copy);
+            return pl_status_wrap(cst, "%s: %s: ", c->label, attr);
+        }
+        b->fixed_iter = true;
+    }
+    size_t nt = pl_graph_tensor_count(body);
+    b->cap_of = pl_calloc(nt ? nt : 1, sizeof *b->cap_of);
+    pl_status *st = b->cap_of ? NULL : ctl_oom(c);
+    for (size_t t = 0; st == NULL && t < nt; t++) {
+        const pl_graph_tensor *bt = pl_graph_get_tensor(body, (pl_tid)t);
+        if (!bt->is_outer)
+            continue;
+        size_t k;
+        if (!ctl_capture_index(c->g, n, bt->name, &k)) {
+            st = pl_status_create(PL_CODE_INTERNAL, "%s: %s reads '%s', which the node does "
+                                                    "not capture",
+                                  c->label, attr, bt->name);
+            break;
+        }
+        const pl_graph_tensor *outer =
+            pl_graph_get_tensor(c->g, n->inputs[n->n_formal_inputs + k]);
+        b->cap_of[b->n_caps++] = k;
+        st = pl_graph_set_type(copy, (pl_tid)t, outer->dtype, outer->ndim, outer->dims, NULL);
+        if (st == NULL)
+            st = pl_graph_add_input(copy, (pl_tid)t);
+    }
+    if (st == NULL)
+        st = ctl_body_outputs(c, attr, body, copy, b);
+    if (st == NULL)
+        st = pl_graph_validate(copy);
+    if (st == NULL) {
+        pthread_mutex_lock(&rt->opset_mu);
+        st = pl_opset_infer(rt->opset, copy);
+        pthread_mutex_unlock(&rt->opset_mu);
+    }
+    if (st != NULL || b->n_sess_out == 0) {
+        pl_graph_destroy(copy);
+        return pl_status_wrap(st, "%s: %s: ", c->label, attr);
+    }
+    pl_model *m = pl_calloc(1, sizeof *m);
+    char *path = pl_strdupf("%s: %s", c->label, attr);
+    if (m == NULL || path == NULL) {
+        pl_free(m);
+        pl_free(path);
+        pl_graph_destroy(copy);
+        return ctl_oom(c);
+    }
+    atomic_fetch_add(&rt->refs, 1);
+    m->runtime = rt;
+    m->path = path;
+    m->graph = copy;
+    atomic_init(&m->refs, 1);
+    st = pl_session_create(m, NULL, &b->session);
+    pl_model_release(m);
+    return st;
+}
+
+/* Runs body B: FORMAL its inputs, the node's tensors IN (whose captures
+ * follow its NF formal inputs), OUTS its outputs (buffers of their
+ * sizes). */
+static pl_status *ctl_body_run(const pl_control *c, const ctl_body *b, const pl_tensor *formal,
+                               const pl_tensor *in, size_t nf, pl_tensor *outs, int worker)
+{
+    pl_tensor sin_inline[16], sout_inline[16];
+    size_t n_sin = b->n_formal + b->n_caps;
+    pl_tensor *sin = n_sin <= 16 ? sin_inline : pl_calloc(n_sin, sizeof *sin);
+    pl_tensor *sout = b->n_sess_out <= 16 ? sout_inline
+                                          : pl_calloc(b->n_sess_out, sizeof *sout);
+    pl_status *st = NULL;
+    if (sin == NULL || sout == NULL)
+        st = ctl_oom(c);
+    if (st == NULL && b->session != NULL) {
+        size_t skip = b->fixed_iter ? 1 : 0, ns = 0;
+        for (size_t k = skip; k < b->n_formal; k++)
+            sin[ns++] = formal[k];
+        for (size_t k = 0; k < b->n_caps; k++)
+            sin[ns++] = in[nf + b->cap_of[k]];
+        for (size_t i = 0; i < b->n_out; i++)
+            if (b->outs[i].from == CTL_FROM_SESSION)
+                sout[b->outs[i].index] = outs[i];
+        st = pl_session_run_inline(b->session, sin, sout, worker);
+    }
+    for (size_t i = 0; st == NULL && i < b->n_out; i++) {
+        const ctl_out *o = &b->outs[i];
+        const void *src = NULL;
+        switch (o->from) {
+        case CTL_FROM_SESSION: src = ctl_ptr(&sout[o->index]); break;
+        case CTL_FROM_INPUT: src = ctl_ptr(&formal[o->index]); break;
+        case CTL_FROM_CAPTURE: src = ctl_ptr(&in[nf + b->cap_of[o->index]]); break;
+        case CTL_FROM_CONST: src = o->data; break;
+        }
+        char *dst = ctl_ptr(&outs[i]);
+        if (o->bytes > 0 && src != dst)
+            memmove(dst, src, o->bytes);
+    }
+    if (sin != sin_inline)
+        pl_free(sin);
+    if (sout != sout_inline)
+        pl_free(sout);
+    return st;
+}
+
+/* ---- If -------------------------------------------------------------------- */
+
+static pl_status *ctl_if_run(pl_control *c, const pl_tensor *in, pl_tensor *out, size_t n_out,
+                             int worker)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    bool cond = *(const uint8_t *)ctl_ptr(&in[0]) != 0;
+    const ctl_body *b = &c->bodies[cond ? 0 : 1];
+    for (size_t i = 0; i < n_out && i < b->n_out; i++) {
+        size_t bytes;
+        if (!ctl_tensor_bytes(&out[i], &bytes) || bytes != b->outs[i].bytes)
+            return pl_status_create(PL_CODE_INTERNAL,
+                                    "%s: %s gives output %zu in %zu bytes, the node's holds "
+                                    "another size",
+                                    c->label, cond ? "then_branch" : "else_branch", i,
+                                    b->outs[i].bytes);
+    }
+    return pl_status_wrap(ctl_body_run(c, b, NULL, in, n->n_formal_inputs, out, worker),
+                          "%s: %s: ", c->label, cond ? "then_branch" : "else_branch");
+}
+
+/* ---- Loop ------------------------------------------------------------------ */
+
+/* The body planned for iteration IT (see the file comment). */
+static pl_status *ctl_spec(pl_control *c, int64_t it, const ctl_body **out)
+{
+    *out = NULL;
+    if (it < 0 || it >= CTL_MAX_SPECIALISED)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "%s: its body's shapes depend on the iteration number, so it "
+                                "is planned per iteration; more than %d iterations are not "
+                                "supported",
+                                c->label, CTL_MAX_SPECIALISED);
+    pl_status *st = NULL;
+    pthread_mutex_lock(&c->mu);
+    if ((size_t)it >= c->n_spec) {
+        size_t n = (size_t)it + 1 > 2 * c->n_spec ? (size_t)it + 1 : 2 * c->n_spec;
+        ctl_body **grown = pl_realloc(c->spec, n * sizeof *grown);
+        if (grown == NULL) {
+            st = ctl_oom(c);
+        } else {
+            memset(grown + c->n_spec, 0, (n - c->n_spec) * sizeof *grown);
+            c->spec = grown;
+            c->n_spec = n;
+        }
+    }
+    if (st == NULL && c->spec[it] == NULL) {
+        ctl_body *b = pl_calloc(1, sizeof *b);
+        const pl_graph *body = pl_graph_node_attr(pl_graph_get_node(c->g, c->node), "body")->graphs[0];
+        st = b ? ctl_body_make(c->rt, c, "body", body, b, &it) : ctl_oom(c);
+        if (st == NULL) {
+            c->spec[it] = b;
+        } else if (b != NULL) {
+            ctl_body_clear(b);
+            pl_free(b);
+        }
+    }
+    if (st == NULL)
+        *out = c->spec[it];
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+static pl_status *ctl_loop_run(pl_control *c, const pl_tensor *in, pl_tensor *out, size_t n_out,
+                               int worker)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[0];
+    size_t nf = n->n_formal_inputs, n_car = nf - 2, n_scan = n_out - n_car;
+    int64_t trips = in[0].data != NULL ? *(const int64_t *)ctl_ptr(&in[0]) : INT64_MAX;
+    bool cond = in[1].data != NULL ? *(const uint8_t *)ctl_ptr(&in[1]) != 0 : true;
+    /* Formal inputs and outputs of one iteration, and two buffers per
+     * carried value (the one read and the one written). */
+    size_t n_t = 2 + n_car + b->n_out;
+    pl_tensor *t = pl_calloc(n_t, sizeof *t);
+    char **buf = pl_calloc(2 * (n_car ? n_car : 1), sizeof *buf);
+    int64_t *rows = pl_calloc(n_scan ? n_scan : 1, sizeof *rows);
+    size_t *row_bytes = pl_calloc(n_scan ? n_scan : 1, sizeof *row_bytes);
+    pl_status *st = t && buf && rows && row_bytes ? NULL : ctl_oom(c);
+    for (size_t j = 0; st == NULL && j < n_car; j++)
+        for (int h = 0; h < 2 && st == NULL; h++)
+            if ((buf[2 * j + h] = pl_malloc(b->outs[1 + j].bytes ? b->outs[1 + j].bytes : 1)) ==
+                NULL)
+                st = ctl_oom(c);
+    for (size_t k = 0; st == NULL && k < n_scan; k++) {
+        const pl_tensor *o = &out[n_car + k];
+        rows[k] = o->ndim >= 1 ? o->shape[0] : 0;
+        row_bytes[k] = b->outs[1 + n_car + k].bytes;
+        size_t total, want;
+        /* The planned output must hold its rows exactly (a declared shape
+         * could disagree with the body's). */
+        if (!ctl_tensor_bytes(o, &total) || !pl_size_mul((size_t)rows[k], row_bytes[k], &want) ||
+            total != want)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "%s: scan output %zu holds %zu bytes, not %lld rows of the "
+                                  "%zu bytes the body gives",
+                                  c->label, k, total, (long long)rows[k], row_bytes[k]);
+    }
+    for (size_t j = 0; st == NULL && j < n_car; j++) {
+        size_t total;
+        if (!ctl_tensor_bytes(&out[j], &total) || total != b->outs[1 + j].bytes)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "%s: carried value %zu holds %zu bytes, the body gives %zu",
+                                  c->label, j, total, b->outs[1 + j].bytes);
+    }
+    int64_t it = 0;
+    uint8_t cond_out = 0;
+    pl_tensor *fin = t, *bout = t + 2 + n_car;
+    if (st == NULL) {
+        fin[0] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = &it,
+                             .dtype = PL_DTYPE_I64, .ndim = 0};
+        fin[1] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = &cond,
+                             .dtype = PL_DTYPE_BOOL, .ndim = 0};
+        for (size_t j = 0; j < n_car; j++)
+            fin[2 + j] = in[2 + j];
+        bout[0] = fin[1];
+        bout[0].data = &cond_out;
+    }
+    /* the bool cond as the body sees it: one byte */
+    uint8_t cond_byte = cond;
+    if (st == NULL)
+        fin[1].data = &cond_byte;
+    int flip = 0;
+    while (st == NULL && it < trips && cond_byte) {
+        for (size_t j = 0; j < n_car; j++) {
+            bout[1 + j] = in[2 + j];
+            bout[1 + j].data = buf[2 * j + flip];
+            bout[1 + j].byte_offset = 0;
+        }
+        for (size_t k = 0; k < n_scan; k++) {
+            if (it >= rows[k]) {
+                st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                      "%s: runs more than the %lld iterations its scan output "
+                                      "%zu was planned for (its trip count must be known "
+                                      "when the model loads)",
+                                      c->label, (long long)rows[k], k);
+                break;
+            }
+            bout[1 + n_car + k] = out[n_car + k];
+            bout[1 + n_car + k].data = ctl_ptr(&out[n_car + k]) + (size_t)it * row_bytes[k];
+            bout[1 + n_car + k].byte_offset = 0;
+        }
+        if (st != NULL)
+            break;
+        const ctl_body *bi = b;
+        if (c->by_iter) {
+            st = ctl_spec(c, it, &bi);
+            for (size_t o = 0; st == NULL && o < bi->n_out; o++)
+                if (bi->outs[o].bytes != b->outs[o].bytes)
+                    st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                          "%s: body output %zu has %zu bytes at iteration %lld "
+                                          "and %zu at iteration 0; its shape must not change",
+                                          c->label, o, bi->outs[o].bytes, (long long)it,
+                                          b->outs[o].bytes);
+            if (st != NULL)
+                break;
+        }
+        st = ctl_body_run(c, bi, fin, in, nf, bout, worker);
+        if (st != NULL) {
+            st = pl_status_wrap(st, "%s: body, iteration %lld: ", c->label, (long long)it);
+            break;
+        }
+        for (size_t j = 0; j < n_car; j++) {
+            fin[2 + j].data = buf[2 * j + flip];
+            fin[2 + j].byte_offset = 0;
+        }
+        flip ^= 1;
+        cond_byte = cond_out != 0;
+        it++;
+    }
+    for (size_t k = 0; st == NULL && k < n_scan; k++)
+        if (it != rows[k])
+            st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                  "%s: stopped after %lld iterations, but its scan output %zu "
+                                  "was planned for %lld (its trip count must be known when the "
+                                  "model loads)",
+                                  c->label, (long long)it, k, (long long)rows[k]);
+    for (size_t j = 0; st == NULL && j < n_car; j++)
+        memmove(ctl_ptr(&out[j]), ctl_ptr(&fin[2 + j]), b->outs[1 + j].bytes);
+    for (size_t j = 0; buf && j < 2 * n_car; j++)
+        pl_free(buf[j]);
+    pl_free(buf);
+    pl_free(t);
+    pl_free(rows);
+    pl_free(row_bytes);
+    return st;
+}
+
+/* ---- Scan ------------------------------------------------------------------ */
+
+/* A tensor's bytes as a scan sees them: OUTER blocks of LEN slices of INNER
+ * bytes along the scan axis. */
+typedef struct ctl_axis {
+    char *data;
+    size_t outer, len, inner;
+} ctl_axis;
+
+static ctl_axis ctl_axis_of(char *data, int32_t ndim, const int64_t *dims, size_t esize,
+                            int64_t axis)
+{
+    ctl_axis a = {.data = data, .outer = 1, .len = 1, .inner = esize};
+    for (int32_t d = 0; d < ndim; d++) {
+        if (d < axis)
+            a.outer *= (size_t)dims[d];
+        else if (d == axis)
+            a.len = (size_t)dims[d];
+        else
+            a.inner *= (size_t)dims[d];
+    }
+    return a;
+}
+
+/* One scan over tensors whose leading dims (BATCH of them: Scan-8's) were
+ * already taken away by the caller: STATES, SCAN_IN and the node's outputs
+ * OUT as views. */
+typedef struct ctl_scan_io {
+    const pl_tensor *states;   /* n_state: initial values */
+    ctl_axis *scan_in;         /* n_scan_in */
+    char **state_out;          /* n_state */
+    ctl_axis *scan_out;        /* n_scan_out */
+} ctl_scan_io;
+
+static pl_status *ctl_scan_once(pl_control *c, const pl_tensor *in, size_t nf,
+                                const ctl_scan_io *io, int worker)
+{
+    const ctl_body *b = &c->bodies[0];
+    size_t ns = c->n_state, nm = c->n_scan_in, nk = c->n_scan_out;
+    size_t len = nm ? io->scan_in[0].len : 0;
+    for (size_t j = 1; j < nm; j++)
+        if (io->scan_in[j].len != len)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "%s: scan input %zu has %zu steps, scan input 0 %zu",
+                                    c->label, j, io->scan_in[j].len, len);
+    pl_tensor *fin = pl_calloc(ns + nm + b->n_out + 1, sizeof *fin);
+    pl_tensor *bout = fin ? fin + ns + nm : NULL;
+    char **buf = pl_calloc(2 * (ns + nm + nk) + 1, sizeof *buf);
+    pl_status *st = fin && buf ? NULL : ctl_oom(c);
+    /* buf: two per state, one gather buffer per scan input, one scatter
+     * buffer per scan output. */
+    for (size_t j = 0; st == NULL && j < ns; j++)
+        for (int h = 0; h < 2 && st == NULL; h++)
+            if ((buf[2 * j + h] = pl_malloc(b->outs[j].bytes ? b->outs[j].bytes : 1)) == NULL)
+                st = ctl_oom(c);
+    for (size_t j = 0; st == NULL && j < nm; j++)
+        if (io->scan_in[j].outer > 1 &&
+            (buf[2 * ns + j] = pl_malloc(io->scan_in[j].outer * io->scan_in[j].inner)) == NULL)
+            st = ctl_oom(c);
+    for (size_t k = 0; st == NULL && k < nk; k++)
+        if (io->scan_out[k].outer > 1 &&
+            (buf[2 * ns + nm + k] = pl_malloc(io->scan_out[k].outer * io->scan_out[k].inner)) ==
+                NULL)
+            st = ctl_oom(c);
+    for (size_t k = 0; st == NULL && k < nk; k++)
+        if (b->outs[ns + k].bytes != io->scan_out[k].outer * io->scan_out[k].inner ||
+            io->scan_out[k].len != len)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                  "%s: scan output %zu does not hold %zu slices of the %zu "
+                                  "bytes the body gives",
+                                  c->label, k, len, b->outs[ns + k].bytes);
+    for (size_t j = 0; st == NULL && j < ns; j++)
+        fin[j] = io->states[j];
+    int flip = 0;
+    for (size_t step = 0; st == NULL && step < len; step++) {
+        for (size_t j = 0; j < nm; j++) {
+            const ctl_axis *a = &io->scan_in[j];
+            size_t at = c->in_rev[j] ? len - 1 - step : step;
+            fin[ns + j] = (pl_tensor){.struct_size = sizeof(pl_tensor)};
+            if (a->outer == 1) {
+                fin[ns + j].data = a->data + at * a->inner;
+            } else {
+                char *dst = buf[2 * ns + j];
+                for (size_t o = 0; o < a->outer; o++)
+                    memcpy(dst + o * a->inner, a->data + (o * a->len + at) * a->inner, a->inner);
+                fin[ns + j].data = dst;
+            }
+        }
+        for (size_t j = 0; j < ns; j++)
+            bout[j] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = buf[2 * j + flip]};
+        for (size_t k = 0; k < nk; k++) {
+            const ctl_axis *a = &io->scan_out[k];
+            size_t at = c->out_rev[k] ? len - 1 - step : step;
+            bout[ns + k] = (pl_tensor){.struct_size = sizeof(pl_tensor)};
+            bout[ns + k].data = a->outer == 1 ? a->data + at * a->inner : buf[2 * ns + nm + k];
+        }
+        st = ctl_body_run(c, b, fin, in, nf, bout, worker);
+        if (st != NULL) {
+            st = pl_status_wrap(st, "%s: body, step %zu: ", c->label, step);
+            break;
+        }
+        for (size_t k = 0; k < nk; k++) {
+            const ctl_axis *a = &io->scan_out[k];
+            if (a->outer == 1)
+                continue;
+            size_t at = c->out_rev[k] ? len - 1 - step : step;
+            const char *src = buf[2 * ns + nm + k];
+            for (size_t o = 0; o < a->outer; o++)
+                memcpy(a->data + (o * a->len + at) * a->inner, src + o * a->inner, a->inner);
+        }
+        for (size_t j = 0; j < ns; j++)
+            fin[j] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = buf[2 * j + flip]};
+        flip ^= 1;
+    }
+    for (size_t j = 0; st == NULL && j < ns; j++)
+        memmove(io->state_out[j], ctl_ptr(&fin[j]), b->outs[j].bytes);
+    for (size_t j = 0; buf && j < 2 * (ns + nm + nk); j++)
+        pl_free(buf[j]);
+    pl_free(buf);
+    pl_free(fin);
+    return st;
+}
+
+static pl_status *ctl_scan_run(pl_control *c, const pl_tensor *in, pl_tensor *out, int worker)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    size_t nf = n->n_formal_inputs, ns = c->n_state, nm = c->n_scan_in, nk = c->n_scan_out;
+    bool v8 = c->version < 9;
+    size_t first = v8 ? 1 : 0;
+    size_t batch = 1;
+    if (v8) {
+        const pl_tensor *x = &in[first + ns];
+        batch = x->ndim >= 1 ? (size_t)x->shape[0] : 1;
+        const pl_tensor *lens = &in[0];
+        if (lens->data != NULL) {
+            size_t steps = x->ndim >= 2 ? (size_t)x->shape[1] : 0;
+            for (size_t i = 0; i < batch; i++)
+                if (((const int64_t *)ctl_ptr(lens))[i] != (int64_t)steps)
+                    return pl_status_create(PL_CODE_UNSUPPORTED,
+                                            "%s: sequence_lens shorter than the sequence (%zu "
+                                            "steps) are not supported",
+                                            c->label, steps);
+        }
+    }
+    pl_tensor *states = pl_calloc(ns + 1, sizeof *states);
+    ctl_axis *sin = pl_calloc(nm + 1, sizeof *sin);
+    ctl_axis *sout = pl_calloc(nk + 1, sizeof *sout);
+    char **state_out = pl_calloc(ns + 1, sizeof *state_out);
+    pl_status *st = states && sin && sout && state_out ? NULL : ctl_oom(c);
+    for (size_t bi = 0; st == NULL && bi < batch; bi++) {
+        /* Scan-8: every input and output holds the batch in axis 0; take
+         * row BI of each, whose scan axis is then 0. */
+        for (size_t j = 0; j < ns; j++) {
+            const pl_tensor *x = &in[first + j];
+            states[j] = *x;
+            size_t bytes = c->bodies[0].outs[j].bytes;
+            states[j].data = ctl_ptr(x) + bi * bytes;
+            states[j].byte_offset = 0;
+            state_out[j] = ctl_ptr(&out[j]) + bi * bytes;
+        }
+        for (size_t j = 0; j < nm; j++) {
+            const pl_tensor *x = &in[first + ns + j];
+            size_t esize = pl_dtype_size(x->dtype);
+            int32_t skip = v8 ? 1 : 0;
+            ctl_axis a = ctl_axis_of(ctl_ptr(x), x->ndim - skip, x->shape + skip, esize,
+                                     v8 ? 0 : c->in_axis[j]);
+            a.data += bi * a.outer * a.len * a.inner;
+            sin[j] = a;
+        }
+        for (size_t k = 0; k < nk; k++) {
+            pl_tensor *y = &out[ns + k];
+            size_t esize = pl_dtype_size(y->dtype);
+            int32_t skip = v8 ? 1 : 0;
+            ctl_axis a = ctl_axis_of(ctl_ptr(y), y->ndim - skip, y->shape + skip, esize,
+                                     v8 ? 0 : c->out_axis[k]);
+            a.data += bi * a.outer * a.len * a.inner;
+            sout[k] = a;
+        }
+        ctl_scan_io io = {.states = states, .scan_in = sin, .state_out = state_out,
+                          .scan_out = sout};
+        st = ctl_scan_once(c, in, nf, &io, worker);
+    }
+    pl_free(states);
+    pl_free(sin);
+    pl_free(sout);
+    pl_free(state_out);
+    return st;
+}
+
+/* Reads Scan's axes and directions (normalised) at creation. */
+static pl_status *ctl_scan_attrs(pl_control *c, const pl_graph_node *n)
+{
+    bool v8 = c->version < 9;
+    size_t first = v8 ? 1 : 0;
+    const pl_attr *a = pl_graph_node_attr(n, "num_scan_inputs");
+    c->n_scan_in = a ? (size_t)a->i : 0;
+    c->n_state = n->n_formal_inputs - first - c->n_scan_in;
+    c->n_scan_out = n->n_outputs - c->n_state;
+    c->in_axis = pl_calloc(c->n_scan_in + 1, sizeof *c->in_axis);
+    c->out_axis = pl_calloc(c->n_scan_out + 1, sizeof *c->out_axis);
+    c->in_rev = pl_calloc(c->n_scan_in + 1, sizeof *c->in_rev);
+    c->out_rev = pl_calloc(c->n_scan_out + 1, sizeof *c->out_rev);
+    if (!c->in_axis || !c->out_axis || !c->in_rev || !c->out_rev)
+        return ctl_oom(c);
+    const pl_attr *dirs = pl_graph_node_attr(n, v8 ? "directions" : "scan_input_directions");
+    const pl_attr *odirs = pl_graph_node_attr(n, "scan_output_directions");
+    const pl_attr *iax = pl_graph_node_attr(n, "scan_input_axes");
+    const pl_attr *oax = pl_graph_node_attr(n, "scan_output_axes");
+    for (size_t j = 0; j < c->n_scan_in; j++) {
+        c->in_rev[j] = dirs && j < dirs->n && dirs->ints[j] == 1;
+        if (!v8 && iax && j < iax->n) {
+            const pl_graph_tensor *x = pl_graph_get_tensor(c->g, n->inputs[first + c->n_state + j]);
+            int64_t ax = iax->ints[j];
+            c->in_axis[j] = ax < 0 ? ax + x->ndim : ax;
+        }
+    }
+    for (size_t k = 0; k < c->n_scan_out; k++) {
+        c->out_rev[k] = odirs && k < odirs->n && odirs->ints[k] == 1;
+        if (!v8 && oax && k < oax->n) {
+            const pl_graph_tensor *y = pl_graph_get_tensor(c->g, n->outputs[c->n_state + k]);
+            int64_t ax = oax->ints[k];
+            c->out_axis[k] = ax < 0 ? ax + y->ndim : ax;
+        }
+    }
+    return NULL;
+}
+
+/* ---- the object -------------------------------------------------------------- */
+
+void pl_control_destroy(pl_control *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < c->n_bodies; i++)
+        ctl_body_clear(&c->bodies[i]);
+    for (size_t i = 0; i < c->n_spec; i++) {
+        if (c->spec[i] != NULL)
+            ctl_body_clear(c->spec[i]);
+        pl_free(c->spec[i]);
+    }
+    pl_free(c->spec);
+    if (c->mu_ready)
+        pthread_mutex_destroy(&c->mu);
+    pl_free(c->in_axis);
+    pl_free(c->out_axis);
+    pl_free(c->in_rev);
+    pl_free(c->out_rev);
+    pl_free(c);
+}
+
+static const pl_graph *ctl_attr_body(const pl_graph_node *n, const char *name)
+{
+    const pl_attr *a = pl_graph_node_attr(n, name);
+    return a != NULL && a->kind == PL_ATTR_GRAPH && a->n == 1 ? a->graphs[0] : NULL;
+}
+
+/* Every output of node N must have a static shape: the session plans it.
+ * Names the output and why its shape is not known. */
+static pl_status *ctl_check_outputs(const pl_graph *g, const pl_graph_node *n)
+{
+    size_t n_carried = n->n_formal_inputs >= 2 ? n->n_formal_inputs - 2 : 0;
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        if (n->outputs[o] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, n->outputs[o]);
+        size_t bytes;
+        if (pl_graph_tensor_bytes(t, &bytes))
+            continue;
+        char dims[160];
+        pl_dims_format(t->dims, t->ndim, dims, sizeof dims);
+        const char *why = "its shape depends on the data (data-dependent shapes are not "
+                          "supported)";
+        if (strcmp(n->op, "Loop") == 0 && o >= n_carried)
+            return pl_status_create(PL_CODE_UNSUPPORTED,
+                                    "node '%s' (Loop): scan output %zu ('%s') is %s%s: how "
+                                    "often the loop runs is known only when it runs (M is not "
+                                    "a constant, or the condition may stop it early); such "
+                                    "scan outputs are not supported",
+                                    n->name, o - n_carried, t->name, pl_dtype_name(t->dtype),
+                                    dims);
+        if (strcmp(n->op, "If") == 0)
+            why = "the branches give different shapes, so it depends on which runs "
+                  "(not supported)";
+        return pl_status_create(PL_CODE_UNSUPPORTED, "node '%s' (%s): output %zu ('%s') is %s%s: %s",
+                                n->name, n->op, o, t->name, pl_dtype_name(t->dtype), dims, why);
+    }
+    return NULL;
+}
+
+pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
+                             pl_control **out_control)
+{
+    *out_control = NULL;
+    const pl_graph_node *n = pl_graph_get_node(g, node);
+    if (n == NULL || n->domain[0] != '\0')
+        return pl_status_create(PL_CODE_UNSUPPORTED, "not a control-flow op");
+    ctl_kind kind;
+    if (strcmp(n->op, "If") == 0)
+        kind = CTL_IF;
+    else if (strcmp(n->op, "Loop") == 0)
+        kind = CTL_LOOP;
+    else if (strcmp(n->op, "Scan") == 0)
+        kind = CTL_SCAN;
+    else
+        return pl_status_create(PL_CODE_UNSUPPORTED, "%s: not a control-flow op", n->op);
+    PL_RETURN_IF_ERROR(ctl_check_outputs(g, n));
+    pl_control *c = pl_calloc(1, sizeof *c);
+    if (c == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    c->g = g;
+    c->node = node;
+    c->kind = kind;
+    c->rt = rt;
+    pthread_mutex_init(&c->mu, NULL);
+    c->mu_ready = true;
+    c->version = pl_graph_opset(g, "");
+    if (c->version == 0)
+        c->version = PL_OPSET_DEFAULT_VERSION;
+    snprintf(c->label, sizeof c->label, "node '%.180s' (%s)", n->name, n->op);
+    static const char *const if_names[] = {"then_branch", "else_branch"};
+    static const char *const body_names[] = {"body"};
+    const char *const *names = kind == CTL_IF ? if_names : body_names;
+    size_t count = kind == CTL_IF ? 2 : 1;
+    pl_status *st = kind == CTL_SCAN ? ctl_scan_attrs(c, n) : NULL;
+    for (size_t i = 0; st == NULL && i < count; i++) {
+        const pl_graph *body = ctl_attr_body(n, names[i]);
+        if (body == NULL) {
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "%s: attribute '%s' is missing",
+                                  c->label, names[i]);
+            break;
+        }
+        c->n_bodies = i + 1;
+        st = ctl_body_make(rt, c, names[i], body, &c->bodies[i], NULL);
+        /* A Loop body that cannot be planned once may be when its
+         * iteration number is known: plan it per iteration (iteration 0
+         * now, the others on first use); keep the first error otherwise. */
+        if (st != NULL && kind == CTL_LOOP && pl_graph_input_count(body) > 0 &&
+            pl_graph_get_tensor(body, pl_graph_input(body, 0))->n_consumers > 0) {
+            ctl_body_clear(&c->bodies[i]);
+            c->n_bodies = 0;
+            const ctl_body *first = NULL;
+            pl_status *again = ctl_spec(c, 0, &first);
+            if (again == NULL) {
+                pl_status_free(st);
+                st = NULL;
+                c->by_iter = true;
+            } else {
+                pl_status_free(again);
+            }
+        }
+    }
+    if (st != NULL) {
+        pl_control_destroy(c);
+        return st;
+    }
+    *out_control = c;
+    return NULL;
+}
+
+pl_status *pl_control_run(pl_control *c, const pl_tensor *in, size_t n_in, pl_tensor *out,
+                          size_t n_out, int worker)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    if (n_in != n->n_inputs || n_out != n->n_outputs)
+        return pl_status_create(PL_CODE_INTERNAL, "%s: run with %zu inputs and %zu outputs",
+                                c->label, n_in, n_out);
+    switch (c->kind) {
+    case CTL_IF:
+        return ctl_if_run(c, in, out, n_out, worker);
+    case CTL_LOOP:
+        return ctl_loop_run(c, in, out, n_out, worker);
+    case CTL_SCAN:
+        return ctl_scan_run(c, in, out, worker);
+    }
+    return NULL;
+}
+
+json_t *pl_control_explain_json(const pl_control *c)
+{
+    json_t *arr = json_array();
+    static const char *const if_names[] = {"then_branch", "else_branch"};
+    size_t count = c == NULL ? 0 : c->by_iter ? 1 : c->n_bodies;
+    for (size_t i = 0; arr != NULL && i < count; i++) {
+        json_t *placement = NULL;
+        char *text = NULL;
+        const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[i];
+        if (b->session != NULL) {
+            pl_status *st = pl_session_explain(b->session, true, &text);
+            pl_status_free(st);
+            json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+            pl_free(text);
+            placement = json_incref(json_object_get(root, "placement"));
+            json_decref(root);
+        }
+        json_array_append_new(arr, json_pack("{s:s, s:o}", "attribute",
+                                             c->kind == CTL_IF ? if_names[i] : "body",
+                                             "placement", placement ? placement : json_array()));
+    }
+    return arr;
+}
+
+/* ---- the built-in backend ------------------------------------------------------- */
+
+static pl_status *ctl_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *node,
+                                 pl_kernel **out_kernel, size_t *out_workspace)
+{
+    (void)device;
+    *out_kernel = NULL;
+    *out_workspace = 0;
+    const pl_graph *g = pl_graph_view_graph(node->graph);
+    pl_nid id = pl_graph_view_node_id(node->graph, node->node_index);
+    if (g == NULL || id == PL_NID_NONE)
+        return pl_status_create(PL_CODE_INTERNAL, "control: the node is not in its view");
+    pl_control *c = NULL;
+    PL_RETURN_IF_ERROR(pl_control_create((pl_runtime *)ctx, g, id, &c));
+    *out_kernel = (pl_kernel *)c;
+    return NULL;
+}
+
+static pl_status *ctl_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args)
+{
+    (void)ctx;
+    return pl_control_run((pl_control *)kernel, args->inputs, args->n_inputs, args->outputs,
+                          args->n_outputs, args->run ? args->run->worker : 0);
+}
+
+static void ctl_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
+{
+    (void)ctx;
+    pl_control_destroy((pl_control *)kernel);
+}
+
+pl_status *pl_control_module_create(pl_runtime *rt, pl_module **out_module)
+{
+    *out_module = NULL;
+    pl_module *m = calloc(1, sizeof *m);
+    char *name = m ? strdup("control") : NULL;
+    if (name == NULL) {
+        free(m);
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    }
+    m->name = name;
+    m->status = PL_MODULE_LOADED;
+    m->host.runtime = rt;
+    m->host.module = m;
+    m->api.header = (pl_abi_header)PL_ABI_HEADER_INIT(pl_module_api);
+    m->api.name = "control";
+    m->api.version = "1";
+    m->api.vendor = "plinth core";
+    m->api.capabilities = PL_CAP_IMPERATIVE | PL_CAP_HOST_MEMORY;
+    m->api.get_kernel = ctl_get_kernel;
+    m->api.kernel_run = ctl_kernel_run;
+    m->api.kernel_release = ctl_kernel_release;
+    m->ctx = (pl_module_ctx *)rt;
+    m->device_count = 1;
+    /* The runtime's own reference: sessions retain and release theirs,
+     * and this one is dropped only by pl_control_module_destroy. */
+    atomic_init(&m->refs, 1);
+    *out_module = m;
+    return NULL;
+}
+
+void pl_control_module_destroy(pl_module *m)
+{
+    if (m == NULL)
+        return;
+    free(m->name);
+    free(m);
+}

@@ -1,0 +1,69 @@
+/* control.h — running control flow (If, Loop, Scan): the core's step for a
+ * node whose bodies are graphs.
+ *
+ * pl_control_create turns each body of a node into a session of its own,
+ * once: the body is copied into a graph whose inputs are the body's inputs
+ * followed by the outer-scope tensors it reads, inferred, partitioned,
+ * planned and compiled like a model, on whatever backends the runtime
+ * offers. pl_control_run then runs the node: it binds the iteration
+ * number, loop-carried values, scan slices and outer-scope tensors as the
+ * body session's inputs, runs it in the calling thread
+ * (pl_session_run_inline) and copies or slices its outputs into the node's.
+ * A cheap body thus runs without planning anything per iteration.
+ *
+ * Shapes are static: a session plans every tensor before it runs. A Loop
+ * whose scan outputs depend on how often it runs needs the trip count to be
+ * known (or declared) when the model loads; the run fails with a one-line
+ * error naming the node when the loop runs more or fewer times than its
+ * outputs were planned for.
+ *
+ * Thread-safety: a pl_control may run on several threads at once (as its
+ * session's runs may). */
+#ifndef PL_CORE_CONTROL_H
+#define PL_CORE_CONTROL_H
+
+#include "graph.h"
+#include "plinth/plinth.h"
+#include "plinth/tensor.h"
+#include "registry.h"
+
+typedef struct pl_control pl_control;
+
+/* Prepares node NODE of the validated, inferred graph G (If, Loop or Scan
+ * of the default domain) to run on RT: a session per body. G must outlive
+ * the result (the bodies' constants are borrowed from it). Errors name the
+ * node: "node 'loop' (Loop): body: ...". */
+pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
+                             pl_control **out_control);
+void pl_control_destroy(pl_control *control);
+
+/* Runs the node once. IN: the node's inputs (formal ones, then its
+ * captures, as pl_graph_node lists them), host memory, absent ones with
+ * data NULL; OUT: its outputs, host buffers of the types the graph gives.
+ * WORKER: the calling thread's worker index (bodies' kernels key
+ * per-thread scratch by it). */
+pl_status *pl_control_run(pl_control *control, const pl_tensor *in, size_t n_in,
+                          pl_tensor *out, size_t n_out, int worker);
+
+/* Where the nodes of C's bodies run, for explain: a JSON array with one
+ * object per body, {"attribute": "then_branch", "placement": [...]}, the
+ * placement as the body session's explain gives it (bodies nest). NULL
+ * when out of memory. */
+struct json_t;
+struct json_t *pl_control_explain_json(const pl_control *c);
+
+/* The backend sessions offer control-flow nodes to after every loaded one:
+ * a module table built into the core ("control", imperative, host memory)
+ * whose kernels are pl_controls. One per runtime; it takes nothing else. */
+pl_status *pl_control_module_create(pl_runtime *rt, pl_module **out_module);
+void pl_control_module_destroy(pl_module *module);
+
+/* Runs session S in the calling thread, step after step, without the
+ * engine, so that it may be called from inside an engine operation (a
+ * control step). INPUTS: one tensor per graph input, OUTPUTS one per graph
+ * output, in graph order, host memory of the session's types (unchecked).
+ * Defined in session.c. */
+pl_status *pl_session_run_inline(pl_session *s, const pl_tensor *inputs,
+                                 pl_tensor *outputs, int worker);
+
+#endif

@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""tests/control: models with control flow (If, Loop, Scan) exported by
+torch.onnx from TorchScript, run through the plinth CLI and compared with
+PyTorch (max|plinth - torch| / max|torch| <= 1e-4), and malformed bodies
+that must be refused with a one-line error naming the node.
+
+    control_models.py torch NAME --plinth CLI --modules DIR --work DIR
+    control_models.py onnx NAME --plinth CLI --modules DIR --work DIR
+    control_models.py bad NAME --plinth CLI --modules DIR --work DIR
+    control_models.py list
+
+Models are generated into --work each time (nothing binary is committed).
+Exit 0 pass, 1 fail, 77 skip (no torch/onnx under this interpreter)."""
+import argparse
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("skip: numpy is missing")
+    sys.exit(77)
+
+
+# ---- models exported from PyTorch ----------------------------------------
+
+def torch_models():
+    import torch
+    from torch import nn
+
+    class DataIf(nn.Module):
+        """A data-dependent `if`: the branch depends on the input's values."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(6, 6)
+
+        def forward(self, x):
+            h = self.lin(x)
+            if bool(h.sum() > 0):
+                y = torch.relu(h) * 2.0 + 1.0
+            else:
+                y = torch.tanh(h) - x
+            return y
+
+    class DecodeLoop(nn.Module):
+        """A `for` loop of decoding steps: a gated recurrent step fed its
+        own output (written out: the exporter has no aten::gru_cell)."""
+
+        def __init__(self):
+            super().__init__()
+            self.gates = nn.Linear(4 + 8, 2 * 8)
+            self.cand = nn.Linear(4 + 8, 8)
+            self.out = nn.Linear(8, 4)
+
+        def forward(self, x, h, pos):
+            acc = torch.zeros_like(x)
+            for t in range(pos.size(0)):
+                x = x + pos[t]
+                zr = torch.sigmoid(self.gates(torch.cat([x, h], dim=1)))
+                z, r = zr[:, :8], zr[:, 8:]
+                n = torch.tanh(self.cand(torch.cat([x, r * h], dim=1)))
+                h = (1 - z) * n + z * h
+                x = torch.softmax(self.out(h), dim=1)
+                acc = acc + x
+            return acc, h
+
+    class RnnLoop(nn.Module):
+        """An RNN wrapped in control flow: an LSTM cell stepped over the
+        sequence by a scripted loop (its trip count is the sequence length),
+        then a data-dependent choice between two heads."""
+
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.LSTMCell(3, 5)
+            self.head_a = nn.Linear(5, 2)
+            self.head_b = nn.Linear(5, 2)
+
+        def forward(self, x, h, c):
+            for t in range(x.size(0)):
+                h, c = self.cell(x[t], (h, c))
+            if bool(h.mean() > 0):
+                y = self.head_a(h)
+            else:
+                y = self.head_b(h)
+            return y, c
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=g)
+
+    return {
+        "data_if": (DataIf(), ["x"], ["y"],
+                    [(rnd(3, 6),), (-5.0 - rnd(3, 6).abs(),), (5.0 + rnd(3, 6).abs(),)]),
+        "decode_loop": (DecodeLoop(), ["x", "h", "pos"], ["acc", "h_out"],
+                        [(rnd(2, 4), rnd(2, 8), rnd(6, 4)), (rnd(2, 4), rnd(2, 8), rnd(6, 4))]),
+        "rnn_loop": (RnnLoop(), ["x", "h", "c"], ["y", "c_out"],
+                     [(rnd(7, 2, 3), rnd(2, 5), rnd(2, 5)),
+                      (rnd(7, 2, 3), 3.0 + rnd(2, 5).abs(), rnd(2, 5)),
+                      (rnd(7, 2, 3), -3.0 - rnd(2, 5).abs(), rnd(2, 5))]),
+    }
+
+
+def ops_of(path):
+    import onnx
+    ops = set()
+
+    def walk(g):
+        for n in g.node:
+            ops.add(n.op_type)
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g)
+    walk(onnx.load(path).graph)
+    return ops
+
+
+def run_plinth(args, model, inputs, work, tag):
+    cmd = [args.plinth, "run", model, "--output-dir", os.path.join(work, tag)]
+    for name, path in inputs:
+        cmd += ["--input", "%s=%s" % (name, path)]
+    env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+def case_torch(args, name):
+    try:
+        import torch
+        import onnx  # noqa: F401
+    except ImportError:
+        print("skip: torch or onnx is missing under %s" % sys.executable)
+        return 77
+    module, in_names, out_names, sets = torch_models()[name]
+    module.eval()
+    scripted = torch.jit.script(module)
+    work = os.path.join(args.work, name)
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "model.onnx")
+    torch.onnx.export(scripted, sets[0], path, opset_version=13, input_names=in_names,
+                      output_names=out_names)
+    ops = ops_of(path)
+    print("%s: ops %s" % (name, ",".join(sorted(ops))))
+    if not ops & {"If", "Loop", "Scan"}:
+        print("FAIL: the export has no control flow")
+        return 1
+    worst = 0.0
+    for k, inputs in enumerate(sets):
+        with torch.no_grad():
+            want = scripted(*inputs)
+        if not isinstance(want, tuple):
+            want = (want,)
+        files = []
+        for n_, t in zip(in_names, inputs):
+            f = os.path.join(work, "set%d_%s.npy" % (k, n_))
+            np.save(f, t.numpy())
+            files.append((n_, f))
+        r = run_plinth(args, path, files, work, "out%d" % k)
+        if r.returncode != 0:
+            print("FAIL: plinth run (set %d): %s" % (k, (r.stderr or r.stdout).strip()))
+            return 1
+        for n_, w in zip(out_names, want):
+            got = np.load(os.path.join(work, "out%d" % k, n_ + ".npy"))
+            w = w.numpy()
+            if got.shape != w.shape:
+                print("FAIL: set %d output %s has shape %s, PyTorch %s" % (k, n_, got.shape, w.shape))
+                return 1
+            err = float(np.max(np.abs(got - w)) / max(float(np.max(np.abs(w))), 1e-30))
+            worst = max(worst, err)
+            print("set %d %s: max rel err %.3g" % (k, n_, err))
+    if worst > 1e-4:
+        print("FAIL: error %.3g over 1e-4" % worst)
+        return 1
+    print("pass: %d input sets, worst relative error %.3g" % (len(sets), worst))
+    return 0
+
+
+# ---- models built with onnx.helper, checked against NumPy --------------------
+
+def onnx_models():
+    """name -> (model, {input: array}, {output: expected array})."""
+    from onnx import TensorProto, helper as h, numpy_helper
+    f = TensorProto.FLOAT
+    rng = np.random.default_rng(3)
+    m = {}
+
+    # nested: a Loop (trip count an input, no scan outputs) whose body holds
+    # an If whose branches read x of the model's graph two scopes out, and
+    # k, a constant of the model, one scope out.
+    then_b = h.make_graph([h.make_node("Add", ["acc", "x"], ["t_out"], name="then_add")],
+                          "then", [], [h.make_tensor_value_info("t_out", f, [3])])
+    else_b = h.make_graph([h.make_node("Mul", ["acc", "x"], ["e_out"], name="else_mul")],
+                          "else", [], [h.make_tensor_value_info("e_out", f, [3])])
+    body = h.make_graph(
+        [h.make_node("Less", ["i", "k"], ["early"], name="early"),
+         h.make_node("If", ["early"], ["acc_out"], name="pick", then_branch=then_b,
+                     else_branch=else_b),
+         h.make_node("Identity", ["c"], ["c_out"], name="keep")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("c", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc", f, [3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc_out", f, [3])])
+    g = h.make_graph(
+        [h.make_node("Loop", ["n", "", "acc0"], ["acc"], name="repeat", body=body)], "nested",
+        [h.make_tensor_value_info("n", TensorProto.INT64, []),
+         h.make_tensor_value_info("x", f, [3]), h.make_tensor_value_info("acc0", f, [3])],
+        [h.make_tensor_value_info("acc", f, [3])],
+        [numpy_helper.from_array(np.array(2, dtype=np.int64), "k")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    x = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    a0 = rng.uniform(-1, 1, 3).astype(np.float32)
+    acc = a0.copy()
+    for i in range(5):
+        acc = acc + x if i < 2 else acc * x
+    m["nested"] = (model, {"n": np.array(5, dtype=np.int64), "x": x, "acc0": a0}, {"acc": acc})
+
+    # scan_axes: Scan-11 over axis 1 of one input and, reversed, axis 0 of
+    # another; scan outputs along axis 1 and reversed along axis 0.
+    sb = h.make_graph(
+        [h.make_node("Add", ["s", "a"], ["s1"], name="add_a"),
+         h.make_node("Mul", ["s1", "b"], ["s_out"], name="mul_b"),
+         h.make_node("Neg", ["s_out"], ["neg"], name="neg")],
+        "body",
+        [h.make_tensor_value_info("s", f, [2]), h.make_tensor_value_info("a", f, [2]),
+         h.make_tensor_value_info("b", f, [2])],
+        [h.make_tensor_value_info("s_out", f, [2]), h.make_tensor_value_info("s_out", f, [2]),
+         h.make_tensor_value_info("neg", f, [2])])
+    g = h.make_graph(
+        [h.make_node("Scan", ["s0", "A", "B"], ["s", "ys", "zs"], name="sweep", body=sb,
+                     num_scan_inputs=2, scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+                     scan_output_axes=[1, -2], scan_output_directions=[0, 1])],
+        "scan_axes",
+        [h.make_tensor_value_info("s0", f, [2]), h.make_tensor_value_info("A", f, [2, 4]),
+         h.make_tensor_value_info("B", f, [4, 2])],
+        [h.make_tensor_value_info("s", f, [2]), h.make_tensor_value_info("ys", f, [2, 4]),
+         h.make_tensor_value_info("zs", f, [4, 2])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 11)])
+    s0 = rng.uniform(-1, 1, 2).astype(np.float32)
+    A = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+    B = rng.uniform(0.5, 1.5, (4, 2)).astype(np.float32)
+    st = s0.copy()
+    ys = np.zeros((2, 4), np.float32)
+    zs = np.zeros((4, 2), np.float32)
+    for t in range(4):
+        st = (st + A[:, t]) * B[3 - t]
+        ys[:, t] = st
+        zs[3 - t] = -st
+    m["scan_axes"] = (model, {"s0": s0, "A": A, "B": B}, {"s": st, "ys": ys, "zs": zs})
+
+    # scan8_batch: Scan-8 with a batch of 3 and sequence_lens absent.
+    sb8 = h.make_graph(
+        [h.make_node("Add", ["s", "x"], ["s_out"], name="add"),
+         h.make_node("Identity", ["s_out"], ["y"], name="y")],
+        "body", [h.make_tensor_value_info("s", f, [2]), h.make_tensor_value_info("x", f, [2])],
+        [h.make_tensor_value_info("s_out", f, [2]), h.make_tensor_value_info("y", f, [2])])
+    g = h.make_graph(
+        [h.make_node("Scan", ["", "init", "X"], ["s", "Y"], name="sweep8", body=sb8,
+                     num_scan_inputs=1, directions=[1])],
+        "scan8_batch",
+        [h.make_tensor_value_info("init", f, [3, 2]), h.make_tensor_value_info("X", f, [3, 4, 2])],
+        [h.make_tensor_value_info("s", f, [3, 2]), h.make_tensor_value_info("Y", f, [3, 4, 2])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 8)])
+    init = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+    X = rng.uniform(-1, 1, (3, 4, 2)).astype(np.float32)
+    S = init.copy()
+    Y = np.zeros((3, 4, 2), np.float32)
+    for t in range(4):
+        S = S + X[:, 3 - t]
+        Y[:, t] = S
+    m["scan8_batch"] = (model, {"init": init, "X": X}, {"s": S, "Y": Y})
+    return m
+
+
+def case_onnx(args, name):
+    try:
+        import onnx
+    except ImportError:
+        print("skip: onnx is missing under %s" % sys.executable)
+        return 77
+    model, inputs, want = onnx_models()[name]
+    work = os.path.join(args.work, "onnx_" + name)
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "model.onnx")
+    onnx.save(model, path)
+    files = []
+    for n_, a in inputs.items():
+        fp = os.path.join(work, n_ + ".npy")
+        np.save(fp, a)
+        files.append((n_, fp))
+    # The ONNX file, then its JSON form (bodies written and read back).
+    env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
+    js = os.path.join(work, "model.json")
+    r = subprocess.run([args.plinth, "convert", path, js], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print("FAIL: convert: %s" % (r.stderr or r.stdout).strip())
+        return 1
+    for tag, src in (("onnx", path), ("json", js)):
+        r = run_plinth(args, src, files, work, "out_" + tag)
+        if r.returncode != 0:
+            print("FAIL: plinth run (%s): %s" % (tag, (r.stderr or r.stdout).strip()))
+            return 1
+        for n_, w in want.items():
+            got = np.load(os.path.join(work, "out_" + tag, n_ + ".npy"))
+            if got.shape != w.shape:
+                print("FAIL: %s output %s has shape %s, expected %s" % (tag, n_, got.shape, w.shape))
+                return 1
+            err = float(np.max(np.abs(got - w)) / max(float(np.max(np.abs(w))), 1e-30))
+            print("%s %s: max rel err %.3g" % (tag, n_, err))
+            if err > 1e-5:
+                print("FAIL")
+                return 1
+    return 0
+
+
+# ---- malformed bodies --------------------------------------------------------
+
+def bad_models():
+    from onnx import TensorProto, helper as h
+
+    f = TensorProto.FLOAT
+    scalar_b = h.make_tensor_value_info("cond", TensorProto.BOOL, [])
+    x = h.make_tensor_value_info("x", f, [2])
+    y = h.make_tensor_value_info("y", f, [2])
+
+    def branch(name, outs):
+        nodes = [h.make_node("Neg", ["x"], [o], name=name + "_" + o) for o in outs]
+        return h.make_graph(nodes, name, [], [h.make_tensor_value_info(o, f, [2]) for o in outs])
+
+    def model(nodes, inputs, outputs, opset=13):
+        g = h.make_graph(nodes, "bad", inputs, outputs)
+        return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+    loop_body_ok_inputs = [h.make_tensor_value_info("i", TensorProto.INT64, []),
+                           h.make_tensor_value_info("c", TensorProto.BOOL, []),
+                           h.make_tensor_value_info("v", f, [2])]
+    m = {}
+    # If: then_branch gives 2 outputs, the node has 1.
+    m["if_branch_outputs"] = (
+        model([h.make_node("If", ["cond"], ["y"], name="choose",
+                           then_branch=branch("then", ["a", "b"]),
+                           else_branch=branch("else", ["e"]))], [scalar_b, x], [y]),
+        "node 'choose' (If): then_branch has 0 inputs and 2 outputs; it must have 0 and 1")
+    # If: the branches disagree on the dtype.
+    int_branch = h.make_graph([h.make_node("Constant", [], ["k"], name="kc",
+                                           value=h.make_tensor("kv", TensorProto.INT64, [2], [1, 2]))],
+                              "else", [], [h.make_tensor_value_info("k", TensorProto.INT64, [2])])
+    m["if_branch_dtypes"] = (
+        model([h.make_node("If", ["cond"], ["y"], name="choose",
+                           then_branch=branch("then", ["a"]), else_branch=int_branch)],
+              [scalar_b, x], [h.make_tensor_value_info("y", f, None)]),
+        "node 'choose' (If): output 0 is f32 in then_branch but i64 in else_branch")
+    # Loop: the body takes 2 inputs for 1 carried value (needs 3).
+    body = h.make_graph([h.make_node("Identity", ["c"], ["c_out"], name="pass"),
+                         h.make_node("Not", ["c"], ["c_not"], name="flip")], "body",
+                        loop_body_ok_inputs[:2],
+                        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                         h.make_tensor_value_info("c_not", TensorProto.BOOL, [])])
+    trips = h.make_tensor_value_info("n", TensorProto.INT64, [])
+    m["loop_body_inputs"] = (
+        model([h.make_node("Loop", ["n", "", "x"], ["y"], name="repeat", body=body)],
+              [trips, x], [y]),
+        "node 'repeat' (Loop): body has 2 inputs and 2 outputs; it must have 3 and 2")
+    # Loop: the body gives too few outputs (cond and 0 carried for 1 carried).
+    body2 = h.make_graph([h.make_node("Identity", ["c"], ["c_out"], name="pass")], "body",
+                         loop_body_ok_inputs, [h.make_tensor_value_info("c_out", TensorProto.BOOL, [])])
+    m["loop_body_outputs"] = (
+        model([h.make_node("Loop", ["n", "", "x"], ["y"], name="repeat", body=body2)],
+              [trips, x], [y]),
+        "node 'repeat' (Loop): body has 3 inputs and 1 output; it must have 3 and 2")
+    # Loop: the carried value changes dtype.
+    body3 = h.make_graph([h.make_node("Identity", ["c"], ["c_out"], name="pass"),
+                          h.make_node("Cast", ["v"], ["v_out"], name="cast", to=TensorProto.INT64)],
+                         "body", loop_body_ok_inputs,
+                         [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                          h.make_tensor_value_info("v_out", TensorProto.INT64, [2])])
+    m["loop_carried_dtype"] = (
+        model([h.make_node("Loop", ["n", "", "x"], ["y"], name="repeat", body=body3)],
+              [trips, x], [h.make_tensor_value_info("y", f, None)]),
+        "node 'repeat' (Loop): carried value 0 enters as f32 but the body gives i64")
+    # Scan: the body takes 1 input for 1 state + 1 scan input.
+    sbody = h.make_graph([h.make_node("Identity", ["s"], ["s_out"], name="pass")], "body",
+                         [h.make_tensor_value_info("s", f, [2])],
+                         [h.make_tensor_value_info("s_out", f, [2])])
+    xs = h.make_tensor_value_info("xs", f, [3, 2])
+    m["scan_body_inputs"] = (
+        model([h.make_node("Scan", ["x", "xs"], ["y"], name="sweep", body=sbody,
+                           num_scan_inputs=1)], [x, xs], [y], opset=11),
+        "node 'sweep' (Scan): body has 1 input and 1 output; it must have 2 and 1")
+    # A body reads a name defined nowhere.
+    ghost = h.make_graph([h.make_node("Add", ["x", "ghost"], ["a"], name="add_ghost")], "then", [],
+                         [h.make_tensor_value_info("a", f, [2])])
+    m["body_undefined_name"] = (
+        model([h.make_node("If", ["cond"], ["y"], name="choose", then_branch=ghost,
+                           else_branch=branch("else", ["e"]))], [scalar_b, x], [y]),
+        "node 'choose' (If): attribute 'then_branch': node 'add_ghost' (Add): input 'ghost' is not "
+        "defined by any node, input or constant of this body or an enclosing graph")
+    # A Loop with a scan output whose trip count is only known at run time.
+    body4 = h.make_graph([h.make_node("Identity", ["c"], ["c_out"], name="pass"),
+                          h.make_node("Neg", ["v"], ["v_out"], name="neg"),
+                          h.make_node("Identity", ["v"], ["row"], name="row")],
+                         "body", loop_body_ok_inputs,
+                         [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                          h.make_tensor_value_info("v_out", f, [2]),
+                          h.make_tensor_value_info("row", f, [2])])
+    # The same Loop with its scan output's shape declared: it runs when the
+    # trip count given matches, and a run that stops after 3 of the 5
+    # planned rows fails naming the node.
+    m["loop_planned_rows"] = (
+        model([h.make_node("Loop", ["n", "", "x"], ["y", "rows"], name="repeat", body=body4)],
+              [trips, x], [y, h.make_tensor_value_info("rows", f, [5, 2])]),
+        "node 'repeat' (Loop): stopped after 3 iterations, but its scan output 0 was planned "
+        "for 5",
+        {"n": np.array(3, dtype=np.int64), "x": np.ones(2, np.float32)})
+    m["loop_dynamic_trips"] = (
+        model([h.make_node("Loop", ["n", "", "x"], ["y", "rows"], name="repeat", body=body4)],
+              [trips, x], [y, h.make_tensor_value_info("rows", f, None)]),
+        "node 'repeat' (Loop): scan output 0 ('rows') is f32[?,2]: how often the loop runs is "
+        "known only when it runs")
+    return m
+
+
+def case_bad(args, name):
+    try:
+        import onnx
+    except ImportError:
+        print("skip: onnx is missing under %s" % sys.executable)
+        return 77
+    entry = bad_models()[name]
+    model, want = entry[0], entry[1]
+    work = os.path.join(args.work, "bad_" + name)
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "model.onnx")
+    onnx.save(model, path)
+    env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
+    cmd = [args.plinth, "run", path]
+    for n_, a in (entry[2] if len(entry) > 2 else {}).items():
+        fp = os.path.join(work, n_ + ".npy")
+        np.save(fp, a)
+        cmd += ["--input", "%s=%s" % (n_, fp)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    msg = (r.stderr or r.stdout).strip()
+    print("plinth said: %s" % msg)
+    if r.returncode == 0:
+        print("FAIL: the model ran")
+        return 1
+    if "\n" in msg:
+        print("FAIL: the error is not one line")
+        return 1
+    if want not in msg:
+        print("FAIL: expected the error to contain: %s" % want)
+        return 1
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kind", choices=["torch", "onnx", "bad", "list"])
+    ap.add_argument("name", nargs="?")
+    ap.add_argument("--plinth")
+    ap.add_argument("--modules")
+    ap.add_argument("--work", default="control_models")
+    args = ap.parse_args()
+    if args.kind == "list":
+        print(" ".join(["data_if", "decode_loop", "rnn_loop"]))
+        return 0
+    if args.kind == "torch":
+        return case_torch(args, args.name)
+    if args.kind == "onnx":
+        return case_onnx(args, args.name)
+    return case_bad(args, args.name)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
