@@ -698,7 +698,14 @@ pl_status *pl_program_lower(pl_runtime *rt, const pl_graph *g, const pl_partitio
 
 const char *pl_program_step_backend(const pl_prog_step *st)
 {
-    return st->kind == PL_STEP_COPY ? "copy" : st->module->name;
+    switch (st->kind) {
+    case PL_STEP_COPY:
+        return "copy";
+    case PL_STEP_CONTROL:
+        return "control";
+    default:
+        return st->module->name;
+    }
 }
 
 /* ---- memory --------------------------------------------------------------- */
@@ -733,9 +740,8 @@ static bool pl_prog_planned(const pl_prog_value *v)
 /* The planned values' intervals, in production order (by step, then output
  * slot, then workspace): INTERVAL_OF maps values to intervals and VALUE_AT
  * back; CAND holds each interval's one candidate. */
-static pl_status *pl_prog_intervals(const pl_program *p, pl_plan_interval *iv,
-                                    size_t *cand, size_t *interval_of, int32_t *value_at,
-                                    size_t *out_n)
+static size_t pl_prog_intervals(const pl_program *p, pl_plan_interval *iv, size_t *cand,
+                                size_t *interval_of, int32_t *value_at)
 {
     size_t n = 0;
     for (size_t v = 0; v < p->n_values; v++)
@@ -767,8 +773,7 @@ static pl_status *pl_prog_intervals(const pl_program *p, pl_plan_interval *iv,
             if (st->in[k] >= 0 && interval_of[st->in[k]] != PL_PLAN_NONE)
                 iv[interval_of[st->in[k]]].last = (uint32_t)s;
     }
-    *out_n = n;
-    return NULL;
+    return n;
 }
 
 /* Adds value VA to the values whose bytes step S's outputs overwrite. */
@@ -846,14 +851,13 @@ pl_status *pl_program_plan(pl_program *p)
     pl_status *st = NULL;
     if (!iv || !cand || !interval_of || !value_at || !p->arena_bytes)
         st = pl_prog_oom();
-    size_t n = 0;
-    if (st == NULL)
-        st = pl_prog_intervals(p, iv, cand, interval_of, value_at, &n);
     if (st == NULL) {
+        size_t n = pl_prog_intervals(p, iv, cand, interval_of, value_at);
         pl_plan_interval_options o = {.intervals = iv, .n_intervals = n,
                                       .n_steps = p->n_steps,
                                       .n_devices = (int32_t)p->n_devs, .alignment = 64};
-        st = pl_plan_build_intervals(&o, &p->plan);
+        st = pl_status_wrap(pl_plan_build_intervals(&o, &p->plan),
+                            "planning the memory of %zu values: ", n);
     }
     if (st == NULL)
         st = pl_prog_apply_plan(p, value_at);

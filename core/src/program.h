@@ -154,7 +154,8 @@ void pl_program_destroy(pl_program *p);
 /* The value of tensor T on device DEV, or -1. */
 int32_t pl_program_value_of(const pl_program *p, pl_tid t, int32_t dev);
 
-/* "copy" for copies, else the step's module name. */
+/* "copy" for copies, "control" for control flow, else the step's module
+ * name. */
 const char *pl_program_step_backend(const pl_prog_step *st);
 
 /* Allocates BYTES of device DEV's memory through its module; a failure
