@@ -86,6 +86,12 @@ struct pl_op {
     pl_op_slot inline_slots[PL_OP_INLINE_SLOTS];
 };
 
+/* What a device key stands for (pl_engine_device_key). */
+typedef struct pl_device_key {
+    const void *owner;
+    int32_t index;
+} pl_device_key;
+
 typedef struct pl_dev_pool {
     int32_t device;
     int32_t stream;
@@ -121,6 +127,8 @@ struct pl_engine {
     pthread_cond_t idle_cv;
     pl_dev_pool *dev;
     size_t n_dev;
+    pl_device_key *keys;          /* pl_engine_device_key: key i is keys[i] */
+    size_t n_keys;
     pl_var *vars;
     pl_status *first_error;
     atomic_long pending;          /* pushed, not yet finished */
@@ -845,6 +853,7 @@ void pl_engine_destroy(pl_engine *e)
     for (size_t i = 0; i < e->n_dev; i++)
         pl_threadpool_destroy(e->dev[i].pool);
     pl_free(e->dev);
+    pl_free(e->keys);
     pl_threadpool_destroy(e->cpu);
     for (pl_var *v = e->vars, *next; v != NULL; v = next) {
         next = v->all_next;
@@ -1014,4 +1023,28 @@ pl_status *pl_engine_wait_all(pl_engine *e)
     e->first_error = NULL;
     pthread_mutex_unlock(&e->mu);
     return first;
+}
+
+pl_status *pl_engine_device_key(pl_engine *e, const void *owner, int32_t index,
+                                int32_t *out_key)
+{
+    *out_key = 0;
+    pthread_mutex_lock(&e->mu);
+    size_t k = 0;
+    while (k < e->n_keys && (e->keys[k].owner != owner || e->keys[k].index != index))
+        k++;
+    if (k == e->n_keys) {
+        pl_device_key *grown = k < INT32_MAX ? pl_alloc_realloc(e->alloc, e->keys, (k + 1) * sizeof *grown)
+                                             : NULL;
+        if (grown == NULL) {
+            pthread_mutex_unlock(&e->mu);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                    "out of memory numbering an engine device");
+        }
+        e->keys = grown;
+        e->keys[e->n_keys++] = (pl_device_key){.owner = owner, .index = index};
+    }
+    pthread_mutex_unlock(&e->mu);
+    *out_key = (int32_t)k;
+    return NULL;
 }

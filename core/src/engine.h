@@ -106,6 +106,13 @@ pl_var *pl_engine_new_var(pl_engine *engine);
  * be used in a push after this call. */
 void pl_engine_delete_var(pl_engine *engine, pl_var *var);
 
+/* The engine-wide device number (pl_exec_ctx.device) of device INDEX of
+ * OWNER (a module, say): the same pair always gets the same number, and
+ * different pairs different ones, from 0 up, for as long as the engine
+ * lives. Fails only out of memory. Thread-safe. */
+pl_status *pl_engine_device_key(pl_engine *engine, const void *owner, int32_t index,
+                                int32_t *out_key);
+
 /* Pushes FN. Returns at once (threaded engine) or after FN ran (naive). A
  * status is returned only for a push that could not be queued (out of
  * memory, NULL variable); the function's own failure reaches waiters.

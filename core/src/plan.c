@@ -1,13 +1,14 @@
-/* plan.c — the static memory planner. It sits between partitioning and the
- * executor: the executor hands it the order in which the core will run
- * nodes and where each tensor lives, and binds every planned tensor to
+/* plan.c — the static memory planner. It sits between lowering and the
+ * run: the execution program (program.c) hands it the lifetime interval of
+ * every value the core owns in an arena, and binds every planned value to
  * arena + offset at run time. Inside a module-compiled subgraph the module
  * plans its own memory; those tensors never reach this file.
  *
- * The work is in three passes: index the order (and check it), collect the
- * planned tensors in production order while deciding in-place reuse (which
- * groups tensors into blocks), then assign offsets per device, greedy by
- * size, keeping the best of a few variants. */
+ * The interval planner works in two passes: take the intervals in
+ * production order while deciding in-place reuse (which groups intervals
+ * into blocks), then assign offsets per device, greedy by size, keeping the
+ * best of a few variants. The graph front end (pl_plan_build) derives the
+ * intervals from a graph and an order, for callers that hold a graph. */
 #include "plan.h"
 
 #include <stdio.h>
@@ -17,20 +18,21 @@
 #include "alloc.h"
 #include "status.h"
 
-#define PLAN_NONE SIZE_MAX
+#define PLAN_NONE PL_PLAN_NONE
 #define PLAN_NO_STEP UINT32_MAX
 
 struct pl_plan {
-    size_t n_graph_tensors;
-    size_t *entry_of;          /* per tensor id: index into entries, or PLAN_NONE */
-    pl_plan_entry *entries;
+    size_t n_graph_tensors;    /* graph plans: the graph's tensor count */
+    size_t *entry_of;          /* graph plans, per tensor id: its entry, or PLAN_NONE */
+    pl_plan_entry *entries;    /* per interval */
+    size_t *shares;            /* per interval: the interval whose block it took, or PLAN_NONE */
     size_t n_entries;
     pl_plan_device_stats *stats;
     int32_t n_devices;
     size_t alignment;
 };
 
-/* One region of an arena: a tensor and every tensor that reuses it in
+/* One region of an arena: a value and every value that reuses it in
  * place. Its lifetime is the union of theirs, which is one interval since
  * each reuse starts at the step the previous holder dies. */
 typedef struct plan_block {
@@ -40,15 +42,14 @@ typedef struct plan_block {
     size_t offset;
 } plan_block;
 
+/* The interval planner's state. */
 typedef struct plan_build {
-    const pl_plan_options *o;
-    const pl_graph *g;
+    const pl_plan_interval_options *o;
     size_t align;
-    uint32_t *step_of;         /* per node: its step, or PLAN_NO_STEP */
     plan_block *blocks;
     size_t n_blocks;
-    size_t *block_of;          /* per entry */
-    bool *taken;               /* per entry: an output already took its block */
+    size_t *block_of;          /* per interval */
+    bool *taken;               /* per interval: an interval already took its block */
     pl_plan *plan;
 } plan_build;
 
@@ -84,55 +85,15 @@ static pl_status *plan_oom(void)
                             "out of memory while planning tensor memory");
 }
 
-static const char *plan_node_name(const pl_graph *g, pl_nid n)
+static pl_status *plan_check_interval_options(const pl_plan_interval_options *o,
+                                              size_t *out_align)
 {
-    const pl_graph_node *node = pl_graph_get_node(g, n);
-    return node ? node->name : "?";
-}
-
-static const char *plan_node_op(const pl_graph *g, pl_nid n)
-{
-    const pl_graph_node *node = pl_graph_get_node(g, n);
-    return node ? node->op : "?";
-}
-
-/* "[1,?,224,224]" or "(unknown rank)", cut to fit CAP. */
-static void plan_format_shape(const pl_graph_tensor *t, char *buf, size_t cap)
-{
-    if (t->ndim < 0 || (t->ndim > 0 && t->dims == NULL)) {
-        snprintf(buf, cap, "(unknown rank)");
-        return;
-    }
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (int32_t i = 0; i < t->ndim && len < cap; i++) {
-        const char *sep = i ? "," : "";
-        if (t->dims[i] < 0)
-            len += (size_t)snprintf(buf + len, cap - len, "%s?", sep);
-        else
-            len += (size_t)snprintf(buf + len, cap - len, "%s%lld", sep,
-                                    (long long)t->dims[i]);
-    }
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-}
-
-static pl_status *plan_check_options(const pl_plan_options *o, size_t *out_align)
-{
-    if (o == NULL || o->graph == NULL)
+    if (o == NULL || (o->n_intervals > 0 && o->intervals == NULL))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "memory plan: no graph given");
-    if (pl_graph_topo_order(o->graph) == NULL && pl_graph_node_count(o->graph) > 0)
-        return pl_status_create(PL_CODE_FAILED_PRECONDITION,
-                                "memory plan: the graph is not validated");
-    if (o->n_order > 0 && o->order == NULL)
+                                "memory plan: no intervals given");
+    if (o->n_steps >= PLAN_NO_STEP)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "memory plan: %zu steps but no order", o->n_order);
-    if (o->n_order >= PLAN_NO_STEP)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "memory plan: %zu steps are too many", o->n_order);
-    if (o->tensor_device == NULL && pl_graph_tensor_count(o->graph) > 0)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "memory plan: no tensor devices given");
+                                "memory plan: %zu steps are too many", o->n_steps);
     if (o->n_devices < 0)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "memory plan: %d devices", (int)o->n_devices);
@@ -141,200 +102,91 @@ static pl_status *plan_check_options(const pl_plan_options *o, size_t *out_align
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "memory plan: alignment %zu is not a power of two",
                                 align);
+    for (size_t i = 0; i < o->n_intervals; i++) {
+        const pl_plan_interval *v = &o->intervals[i];
+        if (v->device < 0 || v->device >= o->n_devices)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: interval %zu is on device %d; "
+                                    "there are %d",
+                                    i, (int)v->device, (int)o->n_devices);
+        if (v->first > v->last || v->last >= o->n_steps)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: interval %zu spans steps %u..%u "
+                                    "of %zu",
+                                    i, (unsigned)v->first, (unsigned)v->last,
+                                    o->n_steps);
+        if (i > 0 && v->first < o->intervals[i - 1].first)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: interval %zu starts before the "
+                                    "one ahead of it (intervals come in order of "
+                                    "their first step)",
+                                    i);
+        if (v->n_candidates > 0 && v->candidates == NULL)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: interval %zu has %zu candidates "
+                                    "but no array",
+                                    i, v->n_candidates);
+    }
     *out_align = align;
     return NULL;
 }
 
-/* Maps nodes to steps and checks that the order is a valid schedule of the
- * nodes it holds: ids in range, none twice, producers first. */
-static pl_status *plan_index_order(plan_build *b)
+/* The interval whose block interval I takes in place, or PLAN_NONE: its
+ * first candidate where reuse is legal and the caller agrees. */
+static size_t plan_inplace_source(const plan_build *b, size_t i)
 {
-    const pl_graph *g = b->g;
-    size_t nn = pl_graph_node_count(g);
-    b->step_of = pl_malloc((nn ? nn : 1) * sizeof *b->step_of);
-    if (b->step_of == NULL)
-        return plan_oom();
-    for (size_t i = 0; i < nn; i++)
-        b->step_of[i] = PLAN_NO_STEP;
-    for (size_t s = 0; s < b->o->n_order; s++) {
-        pl_nid n = b->o->order[s];
-        if (n >= nn)
-            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "memory plan: step %zu names node %u, but "
-                                    "the graph has %zu nodes",
-                                    s, (unsigned)n, nn);
-        if (b->step_of[n] != PLAN_NO_STEP)
-            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "memory plan: node '%s' (%s) is in the "
-                                    "order twice (steps %u and %zu)",
-                                    plan_node_name(g, n), plan_node_op(g, n),
-                                    (unsigned)b->step_of[n], s);
-        b->step_of[n] = (uint32_t)s;
-    }
-    for (size_t s = 0; s < b->o->n_order; s++) {
-        pl_nid n = b->o->order[s];
-        const pl_graph_node *node = pl_graph_get_node(g, n);
-        for (size_t k = 0; k < node->n_inputs; k++) {
-            if (node->inputs[k] == PL_TID_NONE)
-                continue;
-            const pl_graph_tensor *t = pl_graph_get_tensor(g, node->inputs[k]);
-            if (t->producer == PL_NID_NONE || b->step_of[t->producer] == PLAN_NO_STEP)
-                continue;
-            if (b->step_of[t->producer] >= s)
-                return pl_status_create(
-                    PL_CODE_INVALID_ARGUMENT,
-                    "memory plan: the order runs node '%s' (%s) at step %zu, "
-                    "before node '%s' (%s) produces its input '%s' at step %u",
-                    node->name, node->op, s, plan_node_name(g, t->producer),
-                    plan_node_op(g, t->producer), t->name,
-                    (unsigned)b->step_of[t->producer]);
-        }
-    }
-    return NULL;
-}
-
-/* The step of T's last consumer (at least STEP), or PLAN_NO_STEP when a
- * node outside the order reads it. */
-static uint32_t plan_last_use(const plan_build *b, const pl_graph_tensor *t,
-                              uint32_t step)
-{
-    uint32_t last = step;
-    for (size_t c = 0; c < t->n_consumers; c++) {
-        uint32_t cs = b->step_of[t->consumers[c]];
-        if (cs == PLAN_NO_STEP)
-            return PLAN_NO_STEP;
-        if (cs > last)
-            last = cs;
-    }
-    return last;
-}
-
-/* The entry whose block output K of node N (at STEP) takes in place, or
- * PLAN_NONE: the first input slot where reuse is legal and the policy
- * agrees. */
-static size_t plan_inplace_source(const plan_build *b, pl_nid n, size_t k,
-                                  uint32_t step, int32_t device, size_t bytes)
-{
-    const pl_plan_options *o = b->o;
-    if (o->inplace == NULL)
-        return PLAN_NONE;
-    const pl_graph_node *node = pl_graph_get_node(b->g, n);
-    for (size_t slot = 0; slot < node->n_inputs; slot++) {
-        pl_tid u = node->inputs[slot];
-        if (u == PL_TID_NONE)
+    const pl_plan_interval_options *o = b->o;
+    const pl_plan_interval *v = &o->intervals[i];
+    for (size_t k = 0; k < v->n_candidates; k++) {
+        size_t c = v->candidates[k];
+        if (c >= i || b->taken[c])
             continue;
-        size_t e = b->plan->entry_of[u];
-        if (e == PLAN_NONE || b->taken[e])
+        const pl_plan_interval *src = &o->intervals[c];
+        if (src->device != v->device || src->bytes != v->bytes || src->last != v->first)
             continue;
-        const pl_plan_entry *src = &b->plan->entries[e];
-        if (src->device != device || src->bytes != bytes || src->last_step != step)
-            continue;
-        if (o->inplace(o->user, n, k, slot))
-            return e;
+        if (o->accept == NULL || o->accept(o->user, i, k))
+            return c;
     }
     return PLAN_NONE;
 }
 
-static pl_status *plan_size_error(const plan_build *b, const pl_graph_tensor *t,
-                                  pl_nid n)
-{
-    char shape[160];
-    plan_format_shape(t, shape, sizeof shape);
-    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                            "memory plan: tensor '%s' (output of node '%s' "
-                            "(%s)) has no known byte size: dtype %s, shape %s; "
-                            "infer shapes before planning",
-                            t->name, plan_node_name(b->g, n),
-                            plan_node_op(b->g, n), pl_dtype_name(t->dtype), shape);
-}
-
-/* Adds the planned output K of node N at STEP as a new entry, in place or
- * with a block of its own. */
-static pl_status *plan_add_entry(plan_build *b, pl_nid n, size_t k,
-                                 uint32_t step, uint32_t last)
+/* Pass one: interval I becomes an entry, in place or with a block of its
+ * own. */
+static pl_status *plan_add_entry(plan_build *b, size_t i)
 {
     pl_plan *p = b->plan;
-    const pl_graph_node *node = pl_graph_get_node(b->g, n);
-    pl_tid t = node->outputs[k];
-    const pl_graph_tensor *gt = pl_graph_get_tensor(b->g, t);
-    int32_t device = b->o->tensor_device[t];
-    size_t bytes, rounded;
-    if (!pl_graph_tensor_bytes(gt, &bytes))
-        return plan_size_error(b, gt, n);
-    if (!pl_size_add(bytes, b->align - 1, &rounded))
+    const pl_plan_interval *v = &b->o->intervals[i];
+    size_t rounded;
+    if (!pl_size_add(v->bytes, b->align - 1, &rounded))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "memory plan: tensor '%s' is too large (%zu bytes)",
-                                gt->name, bytes);
+                                "memory plan: interval %zu is too large (%zu bytes)",
+                                i, v->bytes);
     rounded &= ~(b->align - 1);
-    pl_plan_device_stats *st = &p->stats[device];
+    pl_plan_device_stats *st = &p->stats[v->device];
     if (!pl_size_add(st->naive_bytes, rounded, &st->naive_bytes))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "memory plan: the tensors of device %d add up "
+                                "memory plan: the values of device %d add up "
                                 "to more than %zu bytes",
-                                (int)device, SIZE_MAX);
-    size_t src = plan_inplace_source(b, n, k, step, device, bytes);
-
-    size_t e = p->n_entries++;
-    p->entries[e] = (pl_plan_entry){.tensor = t, .device = device,
-                                    .bytes = bytes, .shares_with = PL_TID_NONE,
-                                    .first_step = step, .last_step = last};
-    p->entry_of[t] = e;
-    b->taken[e] = false;
+                                (int)v->device, SIZE_MAX);
+    size_t src = plan_inplace_source(b, i);
+    p->entries[i] = (pl_plan_entry){.tensor = PL_TID_NONE, .device = v->device,
+                                    .bytes = v->bytes, .shares_with = PL_TID_NONE,
+                                    .first_step = v->first, .last_step = v->last};
+    p->shares[i] = src;
+    b->taken[i] = false;
     st->n_tensors++;
     if (src != PLAN_NONE) {
         size_t blk = b->block_of[src];
         b->taken[src] = true;
-        b->block_of[e] = blk;
-        p->entries[e].shares_with = p->entries[src].tensor;
-        if (last > b->blocks[blk].last)
-            b->blocks[blk].last = last;
+        b->block_of[i] = blk;
+        if (v->last > b->blocks[blk].last)
+            b->blocks[blk].last = v->last;
         st->n_inplace++;
     } else {
         size_t blk = b->n_blocks++;
-        b->blocks[blk] = (plan_block){.size = rounded, .first = step,
-                                      .last = last, .device = device};
-        b->block_of[e] = blk;
-    }
-    return NULL;
-}
-
-/* Pass two: the planned tensors in production order, and their blocks. */
-static pl_status *plan_collect(plan_build *b)
-{
-    const pl_graph *g = b->g;
-    const pl_plan_options *o = b->o;
-    pl_plan *p = b->plan;
-    size_t bound = 0;
-    for (size_t s = 0; s < o->n_order; s++)
-        bound += pl_graph_get_node(g, o->order[s])->n_outputs;  /* <= tensor count */
-    p->entries = pl_malloc((bound ? bound : 1) * sizeof *p->entries);
-    b->blocks = pl_malloc((bound ? bound : 1) * sizeof *b->blocks);
-    b->block_of = pl_malloc((bound ? bound : 1) * sizeof *b->block_of);
-    b->taken = pl_malloc((bound ? bound : 1) * sizeof *b->taken);
-    if (!p->entries || !b->blocks || !b->block_of || !b->taken)
-        return plan_oom();
-    for (size_t s = 0; s < o->n_order; s++) {
-        pl_nid n = o->order[s];
-        const pl_graph_node *node = pl_graph_get_node(g, n);
-        for (size_t k = 0; k < node->n_outputs; k++) {
-            pl_tid t = node->outputs[k];
-            if (t == PL_TID_NONE)
-                continue;
-            const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
-            int32_t device = o->tensor_device[t];
-            if (device < -1 || device >= o->n_devices)
-                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                        "memory plan: tensor '%s' has device "
-                                        "index %d; it must be -1 (not planned) "
-                                        "or below the device count, %d",
-                                        gt->name, (int)device, (int)o->n_devices);
-            if (device < 0 || gt->is_input || gt->is_output || gt->data != NULL)
-                continue;
-            uint32_t last = plan_last_use(b, gt, (uint32_t)s);
-            if (last == PLAN_NO_STEP)
-                continue;
-            PL_RETURN_IF_ERROR(plan_add_entry(b, n, k, (uint32_t)s, last));
-        }
+        b->blocks[blk] = (plan_block){.size = rounded, .first = v->first,
+                                      .last = v->last, .device = v->device};
+        b->block_of[i] = blk;
     }
     return NULL;
 }
@@ -506,7 +358,7 @@ static pl_status *plan_assign_device(plan_build *b, const size_t *ids, size_t m,
         d.last[i] = blk->last;
     }
     plan_tree_build(&d, 0, m);
-    st->lower_bound_bytes = plan_lower_bound(&d, diff, b->o->n_order);
+    st->lower_bound_bytes = plan_lower_bound(&d, diff, b->o->n_steps);
 
     /* Largest first is the classic greedy by size; longest-lived first wins
      * when long skip connections fragment the arena. Best fit and first fit
@@ -546,7 +398,7 @@ static pl_status *plan_assign(plan_build *b)
     int32_t nd = b->o->n_devices;
     size_t *start = pl_calloc((size_t)nd + 1, sizeof *start);
     size_t *ids = pl_malloc((b->n_blocks ? b->n_blocks : 1) * sizeof *ids);
-    size_t *diff = pl_calloc(b->o->n_order + 1, sizeof *diff);
+    size_t *diff = pl_calloc(b->o->n_steps + 1, sizeof *diff);
     pl_status *st = NULL;
     if (!start || !ids || !diff) {
         st = plan_oom();
@@ -575,41 +427,41 @@ done:
     return st;
 }
 
-/* ---- the API ------------------------------------------------------------ */
+/* ---- the interval planner ------------------------------------------------ */
 
-static pl_status *plan_build_passes(plan_build *b)
+static pl_status *plan_intervals_passes(plan_build *b)
 {
     pl_plan *p = b->plan;
-    size_t nt = pl_graph_tensor_count(b->g);
-    p->n_graph_tensors = nt;
+    size_t n = b->o->n_intervals;
     p->n_devices = b->o->n_devices;
     p->alignment = b->align;
-    p->entry_of = pl_malloc((nt ? nt : 1) * sizeof *p->entry_of);
-    p->stats = pl_calloc(b->o->n_devices ? (size_t)b->o->n_devices : 1,
-                         sizeof *p->stats);
-    if (!p->entry_of || !p->stats)
+    p->n_entries = n;
+    p->stats = pl_calloc(b->o->n_devices ? (size_t)b->o->n_devices : 1, sizeof *p->stats);
+    p->entries = pl_malloc((n ? n : 1) * sizeof *p->entries);
+    p->shares = pl_malloc((n ? n : 1) * sizeof *p->shares);
+    b->blocks = pl_malloc((n ? n : 1) * sizeof *b->blocks);
+    b->block_of = pl_malloc((n ? n : 1) * sizeof *b->block_of);
+    b->taken = pl_malloc((n ? n : 1) * sizeof *b->taken);
+    if (!p->stats || !p->entries || !p->shares || !b->blocks || !b->block_of || !b->taken)
         return plan_oom();
-    for (size_t t = 0; t < nt; t++)
-        p->entry_of[t] = PLAN_NONE;
-    PL_RETURN_IF_ERROR(plan_index_order(b));
-    PL_RETURN_IF_ERROR(plan_collect(b));
+    for (size_t i = 0; i < n; i++)
+        PL_RETURN_IF_ERROR(plan_add_entry(b, i));
     return plan_assign(b);
 }
 
-pl_status *pl_plan_build(const pl_plan_options *options, pl_plan **out_plan)
+pl_status *pl_plan_build_intervals(const pl_plan_interval_options *options,
+                                   pl_plan **out_plan)
 {
     if (out_plan == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "memory plan: no place for the result");
     *out_plan = NULL;
     plan_build b = {.o = options};
-    PL_RETURN_IF_ERROR(plan_check_options(options, &b.align));
-    b.g = options->graph;
+    PL_RETURN_IF_ERROR(plan_check_interval_options(options, &b.align));
     b.plan = pl_calloc(1, sizeof *b.plan);
     if (b.plan == NULL)
         return plan_oom();
-    pl_status *st = plan_build_passes(&b);
-    pl_free(b.step_of);
+    pl_status *st = plan_intervals_passes(&b);
     pl_free(b.blocks);
     pl_free(b.block_of);
     pl_free(b.taken);
@@ -621,19 +473,320 @@ pl_status *pl_plan_build(const pl_plan_options *options, pl_plan **out_plan)
     return NULL;
 }
 
+/* ---- the graph front end ----------------------------------------------------
+ * Derives one interval per planned tensor from a graph and an order, with
+ * the inputs of its producer as in-place candidates, and maps the result
+ * back to tensor ids. */
+
+typedef struct plan_graph {
+    const pl_plan_options *o;
+    const pl_graph *g;
+    uint32_t *step_of;         /* per node: its step, or PLAN_NO_STEP */
+    pl_tid *tensor;            /* per interval */
+    pl_nid *node;              /* per interval: its producer */
+    size_t *out_index;         /* per interval: its producer's output slot */
+    size_t *cand_start;        /* per interval: its first candidate in cand/slot */
+    size_t *cand, *slot;       /* candidate intervals and their input slots */
+    size_t *interval_of;       /* per tensor: its interval, or PLAN_NONE */
+    pl_plan_interval *iv;
+    size_t n;
+} plan_graph;
+
+static const char *plan_node_name(const pl_graph *g, pl_nid n)
+{
+    const pl_graph_node *node = pl_graph_get_node(g, n);
+    return node ? node->name : "?";
+}
+
+static const char *plan_node_op(const pl_graph *g, pl_nid n)
+{
+    const pl_graph_node *node = pl_graph_get_node(g, n);
+    return node ? node->op : "?";
+}
+
+/* "[1,?,224,224]" or "(unknown rank)", cut to fit CAP. */
+static void plan_format_shape(const pl_graph_tensor *t, char *buf, size_t cap)
+{
+    if (t->ndim < 0 || (t->ndim > 0 && t->dims == NULL)) {
+        snprintf(buf, cap, "(unknown rank)");
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int32_t i = 0; i < t->ndim && len < cap; i++) {
+        const char *sep = i ? "," : "";
+        if (t->dims[i] < 0)
+            len += (size_t)snprintf(buf + len, cap - len, "%s?", sep);
+        else
+            len += (size_t)snprintf(buf + len, cap - len, "%s%lld", sep,
+                                    (long long)t->dims[i]);
+    }
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+static pl_status *plan_check_options(const pl_plan_options *o)
+{
+    if (o == NULL || o->graph == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: no graph given");
+    if (pl_graph_topo_order(o->graph) == NULL && pl_graph_node_count(o->graph) > 0)
+        return pl_status_create(PL_CODE_FAILED_PRECONDITION,
+                                "memory plan: the graph is not validated");
+    if (o->n_order > 0 && o->order == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: %zu steps but no order", o->n_order);
+    if (o->n_order >= PLAN_NO_STEP)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: %zu steps are too many", o->n_order);
+    if (o->tensor_device == NULL && pl_graph_tensor_count(o->graph) > 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: no tensor devices given");
+    if (o->n_devices < 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: %d devices", (int)o->n_devices);
+    size_t align = o->alignment ? o->alignment : 64;
+    if ((align & (align - 1)) != 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: alignment %zu is not a power of two",
+                                align);
+    return NULL;
+}
+
+/* Maps nodes to steps and checks that the order is a valid schedule of the
+ * nodes it holds: ids in range, none twice, producers first. */
+static pl_status *plan_index_order(plan_graph *pg)
+{
+    const pl_graph *g = pg->g;
+    size_t nn = pl_graph_node_count(g);
+    pg->step_of = pl_malloc((nn ? nn : 1) * sizeof *pg->step_of);
+    if (pg->step_of == NULL)
+        return plan_oom();
+    for (size_t i = 0; i < nn; i++)
+        pg->step_of[i] = PLAN_NO_STEP;
+    for (size_t s = 0; s < pg->o->n_order; s++) {
+        pl_nid n = pg->o->order[s];
+        if (n >= nn)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: step %zu names node %u, but "
+                                    "the graph has %zu nodes",
+                                    s, (unsigned)n, nn);
+        if (pg->step_of[n] != PLAN_NO_STEP)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "memory plan: node '%s' (%s) is in the "
+                                    "order twice (steps %u and %zu)",
+                                    plan_node_name(g, n), plan_node_op(g, n),
+                                    (unsigned)pg->step_of[n], s);
+        pg->step_of[n] = (uint32_t)s;
+    }
+    for (size_t s = 0; s < pg->o->n_order; s++) {
+        pl_nid n = pg->o->order[s];
+        const pl_graph_node *node = pl_graph_get_node(g, n);
+        for (size_t k = 0; k < node->n_inputs; k++) {
+            if (node->inputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(g, node->inputs[k]);
+            if (t->producer == PL_NID_NONE || pg->step_of[t->producer] == PLAN_NO_STEP)
+                continue;
+            if (pg->step_of[t->producer] >= s)
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "memory plan: the order runs node '%s' (%s) at step %zu, "
+                    "before node '%s' (%s) produces its input '%s' at step %u",
+                    node->name, node->op, s, plan_node_name(g, t->producer),
+                    plan_node_op(g, t->producer), t->name,
+                    (unsigned)pg->step_of[t->producer]);
+        }
+    }
+    return NULL;
+}
+
+/* The step of T's last consumer (at least STEP), or PLAN_NO_STEP when a
+ * node outside the order reads it. */
+static uint32_t plan_last_use(const plan_graph *pg, const pl_graph_tensor *t,
+                              uint32_t step)
+{
+    uint32_t last = step;
+    for (size_t c = 0; c < t->n_consumers; c++) {
+        uint32_t cs = pg->step_of[t->consumers[c]];
+        if (cs == PLAN_NO_STEP)
+            return PLAN_NO_STEP;
+        if (cs > last)
+            last = cs;
+    }
+    return last;
+}
+
+static pl_status *plan_size_error(const pl_graph *g, const pl_graph_tensor *t, pl_nid n)
+{
+    char shape[160];
+    plan_format_shape(t, shape, sizeof shape);
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "memory plan: tensor '%s' (output of node '%s' "
+                            "(%s)) has no known byte size: dtype %s, shape %s; "
+                            "infer shapes before planning",
+                            t->name, plan_node_name(g, n), plan_node_op(g, n),
+                            pl_dtype_name(t->dtype), shape);
+}
+
+/* Output K of node N at STEP, planned, as interval pg->n. */
+static pl_status *plan_graph_add(plan_graph *pg, pl_nid n, size_t k, uint32_t step,
+                                 uint32_t last, size_t *n_cand)
+{
+    const pl_graph_node *node = pl_graph_get_node(pg->g, n);
+    pl_tid t = node->outputs[k];
+    const pl_graph_tensor *gt = pl_graph_get_tensor(pg->g, t);
+    size_t bytes;
+    if (!pl_graph_tensor_bytes(gt, &bytes))
+        return plan_size_error(pg->g, gt, n);
+    size_t i = pg->n++;
+    pg->tensor[i] = t;
+    pg->node[i] = n;
+    pg->out_index[i] = k;
+    pg->cand_start[i] = *n_cand;
+    for (size_t slot = 0; slot < node->n_inputs; slot++) {
+        pl_tid u = node->inputs[slot];
+        if (u == PL_TID_NONE || pg->interval_of[u] == PLAN_NONE)
+            continue;
+        pg->cand[*n_cand] = pg->interval_of[u];
+        pg->slot[(*n_cand)++] = slot;
+    }
+    pg->iv[i] = (pl_plan_interval){.device = pg->o->tensor_device[t], .bytes = bytes,
+                                   .first = step, .last = last,
+                                   .n_candidates = *n_cand - pg->cand_start[i]};
+    pg->interval_of[t] = i;
+    return NULL;
+}
+
+/* The planned tensors in production order, as intervals. */
+static pl_status *plan_graph_collect(plan_graph *pg)
+{
+    const pl_graph *g = pg->g;
+    const pl_plan_options *o = pg->o;
+    size_t nt = pl_graph_tensor_count(g);
+    size_t bound = 0, n_slots = 0;
+    for (size_t s = 0; s < o->n_order; s++) {
+        const pl_graph_node *node = pl_graph_get_node(g, o->order[s]);
+        bound += node->n_outputs;  /* <= tensor count */
+        n_slots += node->n_outputs * node->n_inputs;
+    }
+    pg->tensor = pl_malloc((bound ? bound : 1) * sizeof *pg->tensor);
+    pg->node = pl_malloc((bound ? bound : 1) * sizeof *pg->node);
+    pg->out_index = pl_malloc((bound ? bound : 1) * sizeof *pg->out_index);
+    pg->cand_start = pl_malloc((bound ? bound : 1) * sizeof *pg->cand_start);
+    pg->iv = pl_malloc((bound ? bound : 1) * sizeof *pg->iv);
+    pg->cand = pl_malloc((n_slots ? n_slots : 1) * sizeof *pg->cand);
+    pg->slot = pl_malloc((n_slots ? n_slots : 1) * sizeof *pg->slot);
+    pg->interval_of = pl_malloc((nt ? nt : 1) * sizeof *pg->interval_of);
+    if (!pg->tensor || !pg->node || !pg->out_index || !pg->cand_start || !pg->iv ||
+        !pg->cand || !pg->slot || !pg->interval_of)
+        return plan_oom();
+    for (size_t t = 0; t < nt; t++)
+        pg->interval_of[t] = PLAN_NONE;
+    size_t n_cand = 0;
+    for (size_t s = 0; s < o->n_order; s++) {
+        pl_nid n = o->order[s];
+        const pl_graph_node *node = pl_graph_get_node(g, n);
+        for (size_t k = 0; k < node->n_outputs; k++) {
+            pl_tid t = node->outputs[k];
+            if (t == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+            int32_t device = o->tensor_device[t];
+            if (device < -1 || device >= o->n_devices)
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "memory plan: tensor '%s' has device "
+                                        "index %d; it must be -1 (not planned) "
+                                        "or below the device count, %d",
+                                        gt->name, (int)device, (int)o->n_devices);
+            if (device < 0 || gt->is_input || gt->is_output || gt->data != NULL)
+                continue;
+            uint32_t last = plan_last_use(pg, gt, (uint32_t)s);
+            if (last == PLAN_NO_STEP)
+                continue;
+            PL_RETURN_IF_ERROR(plan_graph_add(pg, n, k, (uint32_t)s, last, &n_cand));
+        }
+    }
+    for (size_t i = 0; i < pg->n; i++)
+        pg->iv[i].candidates = pg->cand + pg->cand_start[i];
+    return NULL;
+}
+
+/* The caller's policy, asked about a candidate the interval planner found
+ * legal. */
+static bool plan_graph_accept(void *user, size_t interval, size_t k)
+{
+    const plan_graph *pg = user;
+    size_t c = pg->cand_start[interval] + k;
+    return pg->o->inplace(pg->o->user, pg->node[interval], pg->out_index[interval],
+                          pg->slot[c]);
+}
+
+static pl_status *plan_graph_build(plan_graph *pg, pl_plan **out_plan)
+{
+    const pl_plan_options *o = pg->o;
+    PL_RETURN_IF_ERROR(plan_index_order(pg));
+    PL_RETURN_IF_ERROR(plan_graph_collect(pg));
+    pl_plan_interval_options io = {.intervals = pg->iv, .n_intervals = pg->n,
+                                   .n_steps = o->n_order, .n_devices = o->n_devices,
+                                   .alignment = o->alignment,
+                                   .accept = o->inplace ? plan_graph_accept : NULL,
+                                   .user = pg};
+    if (o->inplace == NULL)
+        for (size_t i = 0; i < pg->n; i++)
+            pg->iv[i].n_candidates = 0;
+    pl_plan *p = NULL;
+    PL_RETURN_IF_ERROR(pl_plan_build_intervals(&io, &p));
+    size_t nt = pl_graph_tensor_count(pg->g);
+    p->n_graph_tensors = nt;
+    p->entry_of = pg->interval_of;
+    pg->interval_of = NULL;
+    for (size_t i = 0; i < p->n_entries; i++) {
+        p->entries[i].tensor = pg->tensor[i];
+        if (p->shares[i] != PLAN_NONE)
+            p->entries[i].shares_with = pg->tensor[p->shares[i]];
+    }
+    *out_plan = p;
+    return NULL;
+}
+
+pl_status *pl_plan_build(const pl_plan_options *options, pl_plan **out_plan)
+{
+    if (out_plan == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "memory plan: no place for the result");
+    *out_plan = NULL;
+    PL_RETURN_IF_ERROR(plan_check_options(options));
+    plan_graph pg = {.o = options, .g = options->graph};
+    pl_status *st = plan_graph_build(&pg, out_plan);
+    pl_free(pg.step_of);
+    pl_free(pg.tensor);
+    pl_free(pg.node);
+    pl_free(pg.out_index);
+    pl_free(pg.cand_start);
+    pl_free(pg.cand);
+    pl_free(pg.slot);
+    pl_free(pg.interval_of);
+    pl_free(pg.iv);
+    return st;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
 void pl_plan_destroy(pl_plan *plan)
 {
     if (plan == NULL)
         return;
     pl_free(plan->entry_of);
     pl_free(plan->entries);
+    pl_free(plan->shares);
     pl_free(plan->stats);
     pl_free(plan);
 }
 
 const pl_plan_entry *pl_plan_entry_of(const pl_plan *plan, pl_tid t)
 {
-    if (t >= plan->n_graph_tensors || plan->entry_of[t] == PLAN_NONE)
+    if (plan->entry_of == NULL || t >= plan->n_graph_tensors ||
+        plan->entry_of[t] == PLAN_NONE)
         return NULL;
     return &plan->entries[plan->entry_of[t]];
 }
@@ -646,6 +799,11 @@ size_t pl_plan_entry_count(const pl_plan *plan)
 const pl_plan_entry *pl_plan_entry_at(const pl_plan *plan, size_t i)
 {
     return i < plan->n_entries ? &plan->entries[i] : NULL;
+}
+
+size_t pl_plan_shares_with(const pl_plan *plan, size_t i)
+{
+    return i < plan->n_entries ? plan->shares[i] : PL_PLAN_NONE;
 }
 
 int32_t pl_plan_device_count(const pl_plan *plan)

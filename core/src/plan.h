@@ -1,4 +1,10 @@
-/* plan.h — static memory planning for the tensors the core owns.
+/* plan.h — static memory planning for the values the core owns.
+ *
+ * The planner's own input is a list of lifetime intervals
+ * (pl_plan_build_intervals): for each value its device, its size, the step
+ * that makes it and the last step that reads it, and the earlier values
+ * whose block it may take in place. The execution program hands it those
+ * directly. The graph front end (pl_plan_build) derives them from a graph:
  *
  * Given a validated graph, an execution order and the device each tensor
  * lives on, the planner computes each tensor's lifetime, lets an output
@@ -118,6 +124,50 @@ typedef struct pl_plan pl_plan;
  * PL_CODE_OUT_OF_MEMORY. On failure *OUT_PLAN is NULL. Any thread may
  * call it; nobody may modify the graph during the call. */
 pl_status *pl_plan_build(const pl_plan_options *options, pl_plan **out_plan);
+
+/* ---- the interval planner ---------------------------------------------- */
+
+#define PL_PLAN_NONE SIZE_MAX
+
+/* One value to place: it occupies BYTES on DEVICE from step FIRST to step
+ * LAST, both included. */
+typedef struct pl_plan_interval {
+    int32_t device;           /* 0 .. n_devices-1 */
+    size_t bytes;             /* its own size; rounded up to the alignment */
+    uint32_t first, last;     /* first <= last < n_steps */
+    /* Earlier intervals whose block it may take in place, best first. One
+     * is taken when it is on the same device, of exactly the same size,
+     * dies at FIRST (its LAST equals FIRST), has not been taken by another
+     * interval, and the accept callback agrees. Borrowed for the call. */
+    const size_t *candidates;
+    size_t n_candidates;
+} pl_plan_interval;
+
+/* May interval INTERVAL take the block of its K-th candidate? Asked only
+ * about candidates where reuse is legal, in order, until one is accepted. */
+typedef bool (*pl_plan_accept_fn)(void *user, size_t interval, size_t k);
+
+typedef struct pl_plan_interval_options {
+    /* In production order: first steps never decrease. Borrowed. */
+    const pl_plan_interval *intervals;
+    size_t n_intervals;
+    size_t n_steps;           /* at most UINT32_MAX - 1 */
+    int32_t n_devices;
+    size_t alignment;         /* 0 means 64; otherwise a power of two */
+    pl_plan_accept_fn accept; /* NULL: every legal candidate is accepted */
+    void *user;
+} pl_plan_interval_options;
+
+/* Plans the intervals. Entry I of the plan (pl_plan_entry_at) is interval
+ * I, with tensor PL_TID_NONE; pl_plan_shares_with tells whose block it
+ * took. Errors: PL_CODE_INVALID_ARGUMENT for a device out of range, an
+ * interval out of order or beyond n_steps, a bad alignment or a size that
+ * overflows; PL_CODE_OUT_OF_MEMORY. On failure *OUT_PLAN is NULL. */
+pl_status *pl_plan_build_intervals(const pl_plan_interval_options *options,
+                                   pl_plan **out_plan);
+
+/* The interval (entry) whose block entry I took in place, or PL_PLAN_NONE. */
+size_t pl_plan_shares_with(const pl_plan *plan, size_t i);
 
 /* Frees a plan; NULL is a no-op. */
 void pl_plan_destroy(pl_plan *plan);

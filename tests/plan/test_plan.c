@@ -1337,6 +1337,118 @@ static void case_large(void)
     pl_graph_destroy(g);
 }
 
+/* ---- the interval planner -------------------------------------------- */
+
+static pl_plan *plan_intervals(const pl_plan_interval *iv, size_t n, size_t n_steps,
+                               int32_t n_devices, pl_plan_accept_fn accept, void *user)
+{
+    pl_plan_interval_options o = {.intervals = iv, .n_intervals = n, .n_steps = n_steps,
+                                  .n_devices = n_devices, .accept = accept, .user = user};
+    pl_plan *p = NULL;
+    CHECK_OK(pl_plan_build_intervals(&o, &p));
+    CHECK(p != NULL);
+    return p;
+}
+
+static bool refuse_all(void *user, size_t interval, size_t k)
+{
+    (void)user;
+    (void)interval;
+    (void)k;
+    return false;
+}
+
+/* A chain a -> b -> c where each may take its predecessor's block, a value
+ * d alive beside them, a candidate that is illegal (d does not die where c
+ * is made), and a value on a second device. */
+static void case_intervals(void)
+{
+    static const size_t cand_b[] = {0}, cand_c[] = {3, 1}, cand_e[] = {2};
+    const pl_plan_interval iv[] = {
+        {.device = 0, .bytes = 1000, .first = 0, .last = 1},                /* a */
+        {.device = 0, .bytes = 1000, .first = 1, .last = 2,
+         .candidates = cand_b, .n_candidates = 1},                         /* b */
+        {.device = 0, .bytes = 1000, .first = 2, .last = 4,
+         .candidates = cand_c, .n_candidates = 2},                         /* c */
+        {.device = 0, .bytes = 1000, .first = 2, .last = 3},                /* d */
+        {.device = 1, .bytes = 1000, .first = 4, .last = 4,
+         .candidates = cand_e, .n_candidates = 1},                         /* e */
+    };
+    pl_plan *p = plan_intervals(iv, 5, 5, 2, NULL, NULL);
+    CHECK(pl_plan_entry_count(p) == 5);
+    CHECK(pl_plan_shares_with(p, 0) == PL_PLAN_NONE);
+    CHECK(pl_plan_shares_with(p, 1) == 0);
+    /* d is listed first but dies at 3, not 2: c takes b's block. */
+    CHECK(pl_plan_shares_with(p, 2) == 1);
+    CHECK(pl_plan_shares_with(p, 3) == PL_PLAN_NONE);
+    /* On another device: never in place. */
+    CHECK(pl_plan_shares_with(p, 4) == PL_PLAN_NONE);
+    CHECK(pl_plan_shares_with(p, 5) == PL_PLAN_NONE);
+    const pl_plan_entry *a = pl_plan_entry_at(p, 0), *c = pl_plan_entry_at(p, 2),
+                        *d = pl_plan_entry_at(p, 3);
+    CHECK(a->tensor == PL_TID_NONE && a->shares_with == PL_TID_NONE);
+    CHECK(a->offset == c->offset && a->offset != d->offset);
+    CHECK(c->first_step == 2 && c->last_step == 4);
+    CHECK(pl_plan_stats(p, 0)->arena_bytes == 2 * 1024);
+    CHECK(pl_plan_stats(p, 0)->n_inplace == 2);
+    CHECK(pl_plan_stats(p, 1)->arena_bytes == 1024);
+    pl_plan_destroy(p);
+
+    /* The caller's refusal holds: every value gets a block of its own; b, c
+     * and d are alive together at step 2, so the arena holds three. */
+    p = plan_intervals(iv, 5, 5, 2, refuse_all, NULL);
+    for (size_t i = 0; i < 5; i++)
+        CHECK(pl_plan_shares_with(p, i) == PL_PLAN_NONE);
+    CHECK(pl_plan_stats(p, 0)->n_inplace == 0);
+    CHECK(pl_plan_stats(p, 0)->arena_bytes == 3 * 1024);
+    pl_plan_destroy(p);
+}
+
+static void expect_interval_error(const pl_plan_interval *iv, size_t n, size_t n_steps,
+                                  int32_t n_devices, const char *needle)
+{
+    pl_plan_interval_options o = {.intervals = iv, .n_intervals = n, .n_steps = n_steps,
+                                  .n_devices = n_devices};
+    pl_plan *p = (pl_plan *)&o;  /* must be cleared */
+    pl_status *st = pl_plan_build_intervals(&o, &p);
+    CHECK(st != NULL);
+    CHECK(p == NULL);
+    if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT ||
+        strstr(pl_status_message(st), needle) == NULL) {
+        fprintf(stderr, "unexpected error %d: %s\n", (int)pl_status_code(st),
+                pl_status_message(st));
+        exit(1);
+    }
+    printf("  %s\n", pl_status_message(st));
+    pl_status_free(st);
+}
+
+static void case_intervals_bad(void)
+{
+    const pl_plan_interval dev[] = {{.device = 2, .bytes = 8, .first = 0, .last = 0}};
+    expect_interval_error(dev, 1, 1, 2, "on device 2");
+    const pl_plan_interval span[] = {{.device = 0, .bytes = 8, .first = 1, .last = 0}};
+    expect_interval_error(span, 1, 2, 1, "spans steps 1..0");
+    const pl_plan_interval beyond[] = {{.device = 0, .bytes = 8, .first = 0, .last = 5}};
+    expect_interval_error(beyond, 1, 5, 1, "of 5");
+    const pl_plan_interval order[] = {{.device = 0, .bytes = 8, .first = 1, .last = 1},
+                                      {.device = 0, .bytes = 8, .first = 0, .last = 1}};
+    expect_interval_error(order, 2, 2, 1, "starts before");
+    const pl_plan_interval huge[] = {{.device = 0, .bytes = SIZE_MAX - 8, .first = 0,
+                                      .last = 0}};
+    expect_interval_error(huge, 1, 1, 1, "too large");
+    pl_plan_interval_options o = {.n_steps = 1, .n_devices = 1, .alignment = 48};
+    pl_plan *p = NULL;
+    pl_status *st = pl_plan_build_intervals(&o, &p);
+    CHECK(st != NULL && strstr(pl_status_message(st), "power of two") != NULL);
+    pl_status_free(st);
+    /* No intervals at all is a plan of empty arenas. */
+    o.alignment = 0;
+    CHECK_OK(pl_plan_build_intervals(&o, &p));
+    CHECK(pl_plan_entry_count(p) == 0 && pl_plan_stats(p, 0)->arena_bytes == 0);
+    pl_plan_destroy(p);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -1358,6 +1470,8 @@ int main(int argc, char **argv)
         {"bert_tiny_shape", case_bert_tiny_shape},
         {"alloc_failure", case_alloc_failure},
         {"large", case_large},
+        {"intervals", case_intervals},
+        {"intervals_bad", case_intervals_bad},
     };
     if (argc < 2) {
         fprintf(stderr, "usage: %s CASE\n", argv[0]);

@@ -1840,6 +1840,147 @@ static void case_devmem_oom_workspace(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- many devices --------------------------------------------------------- */
+
+/* The device name of the step whose name contains NEEDLE, or NULL. */
+static const char *step_device(json_t *root, const char *needle)
+{
+    json_t *st;
+    size_t i;
+    json_array_foreach(json_object_get(root, "steps"), i, st)
+        if (strstr(json_string_value(json_object_get(st, "name")), needle) != NULL)
+            return json_string_value(json_object_get(st, "device"));
+    return NULL;
+}
+
+/* The last of 16 simulated devices runs the accelerator's part of a model:
+ * device indices are the module's, not bounded by the session. */
+static void case_acc_device_15(void)
+{
+    make_weights(&W);
+    pl_runtime *rt = runtime_with("[placement]\norder = example_acc:15, cpu\n"
+                                  "[example_acc]\ndevices = 16\n");
+    pl_session *s = session_for(rt, write_residual(&W));
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "mm1"), "example_acc") == 0, "mm1 not on example_acc");
+    const char *dev = step_device(root, "subgraph");
+    TH_CHECK(dev != NULL && strcmp(dev, "example_acc:15") == 0,
+             "the subgraph runs on %s, expected example_acc:15", dev ? dev : "(none)");
+    json_t *c;
+    size_t i;
+    json_array_foreach(json_object_get(root, "copies"), i, c)
+    {
+        const char *from = json_string_value(json_object_get(c, "from"));
+        const char *to = json_string_value(json_object_get(c, "to"));
+        TH_CHECK(strcmp(from, "example_acc:15") == 0 || strcmp(to, "example_acc:15") == 0,
+                 "a copy from %s to %s misses example_acc:15", from, to);
+    }
+    json_decref(root);
+    for (int seed = 0; seed < 3; seed++)
+        run_and_check(s, &W, seed);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+enum { MD_NODES = 10 };
+
+/* The device node k of the many-devices chain is pinned to: 15, then 1..9. */
+static int md_device(int k)
+{
+    return k == 0 ? 15 : k;
+}
+
+/* One model over ten accelerator devices: a chain y = x + c0 + ... + c9
+ * whose k-th Add (node 'a' + k) is pinned to its own device of example_acc,
+ * so each value crosses from device to device. The session used to refuse
+ * more than 7 accelerator devices. (Names are short because a backend.ini
+ * line holds at most 196 characters.) */
+static void case_many_devices(void)
+{
+    static float c[MD_NODES][EW_N];
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    char order[256] = "order = ", pins[256] = "pin = ";
+    for (int k = 0; k < MD_NODES; k++) {
+        char name[16], in[32], out[32];
+        snprintf(name, sizeof name, "c%d", k);
+        fill(c[k], EW_N, 40 + (uint32_t)k, 1.0f);
+        mb_tensor(&m, name, 2, ew_dims, c[k]);
+        if (k == 0)
+            snprintf(in, sizeof in, "\"x\",\"c0\"");
+        else
+            snprintf(in, sizeof in, "\"s%d\",\"c%d\"", k - 1, k);
+        if (k == MD_NODES - 1)
+            snprintf(out, sizeof out, "\"y\"");
+        else
+            snprintf(out, sizeof out, "\"s%d\"", k);
+        snprintf(name, sizeof name, "%c", 'a' + k);
+        mb_node(&m, name, "Add", in, out, NULL);
+        size_t lo = strlen(order), lp = strlen(pins);
+        snprintf(order + lo, sizeof order - lo, "example_acc:%d, ", md_device(k));
+        snprintf(pins + lp, sizeof pins - lp, "%s%c=example_acc:%d", k ? ", " : "", 'a' + k,
+                 md_device(k));
+    }
+    strcat(order, "cpu");
+    TH_CHECK(strlen(order) < 196 && strlen(pins) < 196, "backend.ini lines too long");
+    char config[1024];
+    snprintf(config, sizeof config,
+             "[placement]\nmin_subgraph_nodes = 1\n%s\n%s\n[example_acc]\ndevices = 16\n", order,
+             pins);
+    const char *model = mb_end(&m, "\"x\"", "\"y\"");
+    pl_runtime *rt = runtime_with(config);
+    pl_session *s = session_for(rt, model);
+    json_t *root = th_explain(s);
+    for (int k = 0; k < MD_NODES; k++) {
+        char needle[16], want[32];
+        snprintf(needle, sizeof needle, "'%c'", 'a' + k);
+        snprintf(want, sizeof want, "example_acc:%d", md_device(k));
+        const char *dev = step_device(root, needle);
+        TH_CHECK(dev != NULL && strcmp(dev, want) == 0, "node %c runs on %s, expected %s",
+                 'a' + k, dev ? dev : "(no step)", want);
+    }
+    json_t *devices = json_object_get(json_object_get(root, "memory"), "devices");
+    TH_CHECK(json_array_size(devices) == MD_NODES + 1,
+             "expected %d devices in the memory plan (the host and %d accelerators), got %zu",
+             MD_NODES + 1, MD_NODES, json_array_size(devices));
+    json_decref(root);
+    for (int r = 0; r < 3; r++) {
+        float x[EW_N], y[EW_N];
+        fill(x, EW_N, 200 + (uint32_t)r, 1.0f);
+        for (int i = 0; i < EW_N; i++) {
+            y[i] = x[i];
+            for (int k = 0; k < MD_NODES; k++)
+                y[i] += c[k][i];
+        }
+        const char *names[1] = {"y"};
+        const float *want[1] = {y};
+        size_t n[1] = {EW_N};
+        run_expect(s, x, 2, ew_dims, 1, names, want, n, 0.0f);
+    }
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* A pin naming a device the order does not list is refused, by name. */
+static void case_pin_bad_device(void)
+{
+    make_weights(&W);
+    pl_runtime *rt = runtime_with("[placement]\norder = example_acc:0, example_acc:1, cpu\n"
+                                  "pin = relu1=example_acc:5\n"
+                                  "[example_acc]\ndevices = 8\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_residual(&W), &m));
+    pl_session *s = NULL;
+    pl_status *st = pl_session_create(m, NULL, &s);
+    TH_CHECK(st != NULL && s == NULL, "a pin to an unlisted device was accepted");
+    TH_CHECK(pl_status_code(st) == PL_CODE_NOT_FOUND, "code %d", (int)pl_status_code(st));
+    TH_CHECK_CONTAINS(pl_status_message(st), "relu1=example_acc:5");
+    pl_status_free(st);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1882,6 +2023,9 @@ int main(int argc, char **argv)
         {"devmem_oom_constant", case_devmem_oom_constant},
         {"devmem_oom_arena", case_devmem_oom_arena},
         {"devmem_oom_workspace", case_devmem_oom_workspace},
+        {"acc_device_15", case_acc_device_15},
+        {"many_devices", case_many_devices},
+        {"pin_bad_device", case_pin_bad_device},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");

@@ -1,0 +1,38 @@
+/* run.h — running an execution program.
+ *
+ * A runner holds the run contexts of one program: each run in flight takes
+ * one (its own arenas, engine variables and per-step arguments) and gives
+ * it back when done, so concurrent runs never share memory. A run binds the
+ * caller's inputs and outputs, pushes one engine operation per step of the
+ * program — reading the variables of its inputs, writing those of its
+ * outputs and of every earlier value whose bytes its outputs reuse — and
+ * waits for a final operation that reads every variable. */
+#ifndef PL_CORE_RUN_H
+#define PL_CORE_RUN_H
+
+#include "plinth/plinth.h"
+#include "program.h"
+
+typedef struct pl_runner pl_runner;
+
+/* A runner for P, which must outlive it. No context is made until the
+ * first run. */
+pl_status *pl_runner_create(pl_program *p, pl_runner **out_runner);
+
+/* Frees every run context; no run may be in flight. NULL is a no-op. */
+void pl_runner_destroy(pl_runner *r);
+
+/* One run, as pl_session_run describes. Thread-safe: concurrent runs take
+ * separate contexts. */
+pl_status *pl_runner_run(pl_runner *r, const pl_io *inputs, size_t n_inputs,
+                         pl_io *outputs, size_t n_outputs);
+
+/* Runs the program in the calling thread, step after step, without the
+ * engine, so that it may be called from inside an engine operation (a
+ * control-flow body). INPUTS: one tensor per graph input, OUTPUTS one per
+ * graph output, in graph order, host memory of the program's types
+ * (unchecked). WORKER: the calling thread's worker index. */
+pl_status *pl_runner_run_inline(pl_runner *r, const pl_tensor *inputs, pl_tensor *outputs,
+                                int worker);
+
+#endif
