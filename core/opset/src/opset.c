@@ -2,12 +2,12 @@
  * a sorted array of schemas per runtime; every schema enters through
  * pl_opset_register, which checks it and refuses a taken key (built-in
  * ones borrowed from the static tables of opset_*.c, modules' custom ops
- * copied into one allocation each). The driver walks a validated graph in topological order, checks
- * every node against its schema, runs the schema's infer function through
- * a pl_infer_ctx and merges the result with whatever type the graph
- * already declared. Small integer values that shapes are computed from
- * ("known values") live in a side table of the driver indexed by tensor
- * id, never in the graph. */
+ * copied into one allocation each). The driver walks a validated graph in
+ * topological order, checks every node against its schema, runs the
+ * schema's infer function through a pl_infer_ctx and merges the result
+ * with whatever type the graph already declared. Small integer values
+ * that shapes are computed from ("known values") live in a side table of
+ * the driver indexed by tensor id, never in the graph. */
 #include "opset.h"
 
 #include <stdarg.h>
