@@ -99,7 +99,7 @@ pl_status *pl_custom_op_register(pl_host_ctx *ctx, const pl_custom_op *op)
     schema.infer_user = r;
     schema.allow_unknown_attrs = true;
     pthread_mutex_lock(&rt->opset_mu);
-    pl_status *st = pl_opset_register(rt->opset, &schema);
+    pl_status *st = pl_opset_register(rt->opset, &schema, 1, PL_SCHEMA_COPY);
     if (st == NULL) {
         r->next = rt->custom_ops;
         rt->custom_ops = r;

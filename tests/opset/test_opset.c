@@ -1515,7 +1515,7 @@ static void case_registry(void)
                       .output_types = {tname}, .n_inplace = 1,
                       .inplace_input = {0}, .infer = foo_infer,
                       .infer_user = &foo_user};
-    OK(pl_opset_register(set, &s));
+    OK(pl_opset_register(set, &s, 1, PL_SCHEMA_COPY));
     /* The set copied everything: scribbling on the caller's strings must
      * not matter. */
     strcpy(name, "Broken");
@@ -1534,7 +1534,7 @@ static void case_registry(void)
     oh_cur_case = "duplicate refused";
     strcpy(name, "FooOp");
     strcpy(domain, "com.acme");
-    pl_status *st = pl_opset_register(set, &s);
+    pl_status *st = pl_opset_register(set, &s, 1, PL_SCHEMA_COPY);
     if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT ||
         !strstr(pl_status_message(st), "already registered"))
         FAIL("duplicate: %s", pl_status_message(st));
@@ -1544,9 +1544,79 @@ static void case_registry(void)
     pl_op_schema bad = s;
     bad.max_inputs = 0;
     bad.min_inputs = 2;
-    st = pl_opset_register(set, &bad);
+    st = pl_opset_register(set, &bad, 1, PL_SCHEMA_COPY);
     if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT)
         FAIL("malformed schema accepted");
+    pl_status_free(st);
+
+    /* Built-in and registered schemas share one registry and one way in:
+     * a built-in schema registered again is a duplicate like any other. */
+    oh_cur_case = "built-in duplicate refused";
+    const pl_op_schema *add = pl_opset_find(set, "", "Add", 13);
+    if (add == NULL)
+        FAIL("no built-in Add");
+    st = pl_opset_register(set, add, 1, PL_SCHEMA_COPY);
+    if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT ||
+        !strstr(pl_status_message(st), "already registered"))
+        FAIL("built-in re-registered: %s", pl_status_message(st));
+    pl_status_free(st);
+
+    /* A table is added whole or not at all. */
+    oh_cur_case = "table all or nothing";
+    size_t n_now = pl_opset_count(set);
+    pl_op_schema table[3] = {s, s, s};
+    table[0].name = "BarOp";
+    table[1].name = "BazOp";
+    table[2].name = "BarOp"; /* repeats table[0] */
+    st = pl_opset_register(set, table, 3, PL_SCHEMA_STATIC);
+    if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT ||
+        !strstr(pl_status_message(st), "BarOp"))
+        FAIL("table with a repeated key: %s", pl_status_message(st));
+    pl_status_free(st);
+    if (pl_opset_count(set) != n_now || pl_opset_find(set, "com.acme", "BazOp", 1) != NULL)
+        FAIL("a refused table left %zu schemas (had %zu)", pl_opset_count(set), n_now);
+    st = pl_opset_register(set, table, 2, PL_SCHEMA_COPY);
+    if (st != NULL)
+        FAIL("copied table: %s", pl_status_message(st));
+    if (pl_opset_count(set) != n_now + 2 ||
+        pl_opset_find(set, "com.acme", "BazOp", 1) == &table[1])
+        FAIL("copied table: count %zu, or the schema was not copied", pl_opset_count(set));
+
+    /* A body attribute (If's, Loop's) is a kind a schema may declare: the
+     * check once stopped at PL_ATTR_TENSOR, which would refuse If. */
+    oh_cur_case = "graph attribute accepted";
+    pl_attr_spec body_attr[1] = {{.name = "body", .kind = PL_ATTR_GRAPH, .required = true}};
+    pl_op_schema with_body = s;
+    with_body.name = "LoopOp";
+    with_body.attrs = body_attr;
+    with_body.n_attrs = 1;
+    st = pl_opset_register(set, &with_body, 1, PL_SCHEMA_COPY);
+    if (st != NULL)
+        FAIL("graph attribute refused: %s", pl_status_message(st));
+    pl_status_free(st);
+    body_attr[0].kind = (pl_attr_kind)(PL_ATTR_GRAPHS + 1);
+    with_body.name = "LoopOp2";
+    st = pl_opset_register(set, &with_body, 1, PL_SCHEMA_COPY);
+    if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT)
+        FAIL("attribute kind past GRAPHS accepted: %s", pl_status_message(st));
+    pl_status_free(st);
+
+    /* A static table is borrowed, as the built-in tables are. */
+    oh_cur_case = "static table borrowed";
+    static const pl_op_schema quux = {.name = "QuuxOp", .domain = "com.acme",
+                                      .since_version = 1, .min_inputs = 1,
+                                      .max_inputs = 1, .min_outputs = 1,
+                                      .max_outputs = 1};
+    OK(pl_opset_register(set, &quux, 1, PL_SCHEMA_STATIC));
+    if (pl_opset_find(set, "com.acme", "QuuxOp", 5) != &quux)
+        FAIL("static schema not borrowed");
+    st = pl_opset_register(set, &quux, 1, (pl_schema_storage)7);
+    if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT)
+        FAIL("bad storage accepted: %s", pl_status_message(st));
+    pl_status_free(st);
+    st = pl_opset_register(set, NULL, 2, PL_SCHEMA_COPY);
+    if (pl_status_code(st) != PL_CODE_INVALID_ARGUMENT)
+        FAIL("NULL table accepted: %s", pl_status_message(st));
     pl_status_free(st);
 
     oh_cur_case = "custom op inference";
@@ -1636,7 +1706,7 @@ static void case_alloc_sweep(void)
                           .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
                           .max_outputs = 1};
         if (st == NULL)
-            st = pl_opset_register(set, &s);
+            st = pl_opset_register(set, &s, 1, PL_SCHEMA_COPY);
         pl_sweep_fail_at(0);
         pl_opset_destroy(set);
         if (st == NULL)

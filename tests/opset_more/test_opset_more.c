@@ -1,5 +1,5 @@
 /* test_opset_more.c — shape and dtype inference of the core's second wave
- * of op schemas (core/src/opset_math.c), op by op. Each case builds a small
+ * of op schemas (core/opset/src/opset_math.c), op by op. Each case builds a small
  * graph with graph.h, runs pl_opset_infer and checks the output type, or
  * the error and its message. Usage: test_opset_more OP, where OP names an
  * op (every case of that op runs; a failure names the op and the case), or

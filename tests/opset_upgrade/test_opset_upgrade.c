@@ -1,5 +1,5 @@
 /* test_opset_upgrade.c — the conversion of ai.onnx opset 1-6 graphs to
- * opset 7 (core/src/opset_upgrade.c, run by pl_opset_infer): for each step,
+ * opset 7 (core/opset/src/opset_upgrade.c, run by pl_opset_infer): for each step,
  * the rewritten node (attributes gone or renamed, inputs replaced, a
  * constant or an Unsqueeze added) and the types inferred after it, and
  * every refusal with its message. The values the converted models compute

@@ -1,12 +1,13 @@
 /* opset.c — the schema registry and the inference driver. The registry is
- * a sorted array of schemas per runtime (built-in ones borrowed from the
- * static tables of opset_*.c, registered ones copied into one allocation
- * each). The driver walks a validated graph in topological order, checks
- * every node against its schema, runs the schema's infer function through
- * a pl_infer_ctx and merges the result with whatever type the graph
- * already declared. Small integer values that shapes are computed from
- * ("known values") live in a side table of the driver indexed by tensor
- * id, never in the graph. */
+ * a sorted array of schemas per runtime; every schema enters through
+ * pl_opset_register, which checks it and refuses a taken key (built-in
+ * ones borrowed from the static tables of opset_*.c, modules' custom ops
+ * copied into one allocation each). The driver walks a validated graph in
+ * topological order, checks every node against its schema, runs the
+ * schema's infer function through a pl_infer_ctx and merges the result
+ * with whatever type the graph already declared. Small integer values
+ * that shapes are computed from ("known values") live in a side table of
+ * the driver indexed by tensor id, never in the graph. */
 #include "opset.h"
 
 #include <stdarg.h>
@@ -144,14 +145,6 @@ static int pl_schema_key_cmp(const char *domain, const char *name,
     return c;
 }
 
-static int pl_entry_cmp(const void *pa, const void *pb)
-{
-    const pl_op_schema *a = ((const pl_opset_entry *)pa)->schema;
-    const pl_op_schema *b = ((const pl_opset_entry *)pb)->schema;
-    return pl_schema_key_cmp(pl_domain_norm(a->domain), a->name,
-                             a->since_version, b);
-}
-
 /* The first entry whose key is >= (domain, name, since). */
 static size_t pl_opset_lower_bound(const pl_opset *set, const char *domain,
                                    const char *name, int64_t since)
@@ -192,6 +185,8 @@ pl_status *pl_opset_create(pl_opset **out_set)
         {pl_opset_text_schemas, pl_opset_text_count},
         {pl_opset_control_schemas, pl_opset_control_count},
     };
+    /* One allocation for every built-in entry, so that registering the
+     * tables below never grows the array. */
     size_t total = 0;
     for (size_t f = 0; f < PL_COUNT(families); f++)
         total += families[f].n;
@@ -202,10 +197,16 @@ pl_status *pl_opset_create(pl_opset **out_set)
                                 "out of memory creating the opset");
     }
     set->cap = total;
-    for (size_t f = 0; f < PL_COUNT(families); f++)
-        for (size_t i = 0; i < families[f].n; i++)
-            set->entries[set->n++].schema = &families[f].table[i];
-    qsort(set->entries, set->n, sizeof *set->entries, pl_entry_cmp);
+    /* The built-in tables enter the way a module's custom op does (checked,
+     * refused when a key repeats), only borrowed instead of copied. */
+    for (size_t f = 0; f < PL_COUNT(families); f++) {
+        pl_status *st = pl_opset_register(set, families[f].table, families[f].n,
+                                          PL_SCHEMA_STATIC);
+        if (st != NULL) {
+            pl_opset_destroy(set);
+            return pl_status_wrap(st, "built-in opset: ");
+        }
+    }
     *out_set = set;
     return NULL;
 }
@@ -299,7 +300,7 @@ static pl_status *pl_schema_check(const pl_op_schema *s)
     for (size_t i = 0; i < s->n_attrs; i++) {
         const pl_attr_spec *a = &s->attrs[i];
         if (a->name == NULL || a->name[0] == '\0' || a->kind < PL_ATTR_INT ||
-            a->kind > PL_ATTR_TENSOR)
+            a->kind > PL_ATTR_GRAPHS)
             return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                     "op schema %s (domain '%s'): attribute %zu "
                                     "has no name or a bad kind",
@@ -313,10 +314,47 @@ static pl_status *pl_schema_check(const pl_op_schema *s)
     return NULL;
 }
 
-pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schema)
+/* Room for one more entry; NAME is the schema that needs it, for the
+ * error. */
+static pl_status *pl_opset_reserve(pl_opset *set, const char *name)
 {
-    if (set == NULL)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no opset given");
+    if (set->n < set->cap)
+        return NULL;
+    size_t cap = set->cap ? set->cap * 2 : 16;
+    size_t grow_bytes;
+    if (!pl_size_mul(cap, sizeof *set->entries, &grow_bytes))
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "too many op schemas");
+    pl_opset_entry *grown = pl_realloc(set->entries, grow_bytes);
+    if (grown == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                "out of memory registering op schema %s", name);
+    set->entries = grown;
+    set->cap = cap;
+    return NULL;
+}
+
+/* Removes the entry keyed like SCHEMA (one this call of pl_opset_register
+ * added) and frees its copy. */
+static void pl_opset_unregister(pl_opset *set, const pl_op_schema *schema)
+{
+    const char *domain = pl_domain_norm(schema->domain);
+    size_t pos = pl_opset_lower_bound(set, domain, schema->name,
+                                      schema->since_version);
+    if (pos >= set->n || pl_schema_key_cmp(domain, schema->name,
+                                           schema->since_version,
+                                           set->entries[pos].schema) != 0)
+        return;
+    pl_free(set->entries[pos].owned);
+    memmove(&set->entries[pos], &set->entries[pos + 1],
+            (set->n - pos - 1) * sizeof *set->entries);
+    set->n--;
+}
+
+/* Adds one schema: checked, refused when its key is taken, then inserted
+ * in order, borrowed or copied as STORAGE says. */
+static pl_status *pl_opset_register_one(pl_opset *set, const pl_op_schema *schema,
+                                        pl_schema_storage storage)
+{
     PL_RETURN_IF_ERROR(pl_schema_check(schema));
     const char *domain = pl_domain_norm(schema->domain);
     size_t pos = pl_opset_lower_bound(set, domain, schema->name,
@@ -329,6 +367,15 @@ pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schema)
                                 "%lld) is already registered",
                                 schema->name, domain,
                                 (long long)schema->since_version);
+    if (storage == PL_SCHEMA_STATIC) {
+        PL_RETURN_IF_ERROR(pl_opset_reserve(set, schema->name));
+        memmove(&set->entries[pos + 1], &set->entries[pos],
+                (set->n - pos) * sizeof *set->entries);
+        set->entries[pos].schema = schema;
+        set->entries[pos].owned = NULL;
+        set->n++;
+        return NULL;
+    }
 
     /* One allocation: the schema, its attribute table, default int arrays,
      * then every string. */
@@ -351,20 +398,7 @@ pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schema)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "op schema %s: too large", schema->name);
 
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 16;
-        size_t grow_bytes;
-        if (!pl_size_mul(cap, sizeof *set->entries, &grow_bytes))
-            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
-                                    "too many op schemas");
-        pl_opset_entry *grown = pl_realloc(set->entries, grow_bytes);
-        if (grown == NULL)
-            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
-                                    "out of memory registering op schema %s",
-                                    schema->name);
-        set->entries = grown;
-        set->cap = cap;
-    }
+    PL_RETURN_IF_ERROR(pl_opset_reserve(set, schema->name));
     char *block = pl_malloc(total);
     if (block == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY,
@@ -405,6 +439,30 @@ pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schema)
     set->entries[pos].schema = copy;
     set->entries[pos].owned = block;
     set->n++;
+    return NULL;
+}
+
+pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schemas,
+                             size_t n, pl_schema_storage storage)
+{
+    if (set == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no opset given");
+    if (n > 0 && schemas == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "%zu op schemas but no table", n);
+    if (storage != PL_SCHEMA_COPY && storage != PL_SCHEMA_STATIC)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "op schema storage %d is neither copy nor "
+                                "static", (int)storage);
+    for (size_t i = 0; i < n; i++) {
+        pl_status *st = pl_opset_register_one(set, &schemas[i], storage);
+        if (st != NULL) {
+            /* All or nothing: take back what this call added. */
+            while (i-- > 0)
+                pl_opset_unregister(set, &schemas[i]);
+            return st;
+        }
+    }
     return NULL;
 }
 

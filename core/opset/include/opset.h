@@ -11,8 +11,8 @@
  * needs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains).
  *
  * A pl_opset is a registry of schemas owned by one runtime: it starts with
- * every built-in schema, and modules add schemas for their own custom ops
- * through pl_opset_register. A set is not thread-safe for writing; any
+ * every built-in schema, and modules add schemas for their own custom ops;
+ * both enter through pl_opset_register. A set is not thread-safe for writing; any
  * number of threads may look schemas up and run inference (on different
  * graphs) while nobody registers. */
 #ifndef PL_CORE_OPSET_H
@@ -132,11 +132,22 @@ void pl_opset_destroy(pl_opset *set);
 const pl_op_schema *pl_opset_find(const pl_opset *set, const char *domain,
                                   const char *op, int64_t opset_version);
 
-/* Adds a schema (a module's custom op). The set copies SCHEMA and
- * everything it points to except the infer function, which must stay
- * loaded while the set lives. Fails if a schema of the same domain, name
- * and since_version exists, or the schema is malformed. */
-pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schema);
+/* How pl_opset_register keeps the schemas it adds. */
+typedef enum pl_schema_storage {
+    /* The set copies each schema and everything it points to except the
+     * infer function (and infer_user), which must stay valid while the set
+     * lives: a module's custom op. */
+    PL_SCHEMA_COPY = 0,
+    /* The set borrows the schemas, which outlive it: the built-in tables. */
+    PL_SCHEMA_STATIC = 1,
+} pl_schema_storage;
+
+/* Adds the N schemas of SCHEMAS: the one way schemas enter a set, for the
+ * built-in tables (pl_opset_create) and modules' custom ops alike. Fails,
+ * adding none, if a schema is malformed or one of the same domain, name
+ * and since_version is already there (or earlier in SCHEMAS). */
+pl_status *pl_opset_register(pl_opset *set, const pl_op_schema *schemas,
+                             size_t n, pl_schema_storage storage);
 
 /* Number of schemas in the set (built-in and registered). */
 size_t pl_opset_count(const pl_opset *set);
