@@ -33,7 +33,7 @@ typedef struct ox_limits {
 /* Entries of opset_import a model may list. */
 #define OX_MAX_OPSETS 1024
 /* The ai.onnx opset versions the core reads: it converts 1 to 6 to 7
- * (core/src/opset_upgrade.c), the oldest its schemas describe. */
+ * (core/opset/src/opset_upgrade.c), the oldest its schemas describe. */
 #define OX_OPSET_MIN 1
 #define OX_OPSET_MAX 17
 /* Rank of any tensor (the core's limit). */

@@ -1,6 +1,6 @@
 /* test_cpu_index.c — the cpu module's index and loss families
  * (modules/cpu/index.c, topk.c, einsum.c, loss.c) and their schemas
- * (core/src/opset_index.c, opset_loss.c), driven as the core drives them: a
+ * (core/opset/src/opset_index.c, opset_loss.c), driven as the core drives them: a
  * one-node graph whose shapes the core's opset infers, a view of it, then
  * get_kernel and kernel_run through the module's table.
  *
