@@ -219,13 +219,8 @@ static pl_status *pl_sess_build(pl_session *s)
     return pl_runner_create(s->program, &s->runner);
 }
 
-pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
-                             pl_session **out_session)
+static pl_status *pl_session_create_in(pl_model *model, pl_session **out_session)
 {
-    (void)options;
-    *out_session = NULL;
-    if (model == NULL)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_create: NULL model");
     pl_session *s = pl_calloc(1, sizeof *s);
     if (s == NULL)
         return pl_sess_oom();
@@ -250,10 +245,27 @@ pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
     return NULL;
 }
 
-void pl_session_destroy(pl_session *s)
+/* The public entry points allocate through the model's allocator (the
+ * runtime's), made current for the call: partition, program, plan and run
+ * reach it through pl_malloc. */
+pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
+                             pl_session **out_session)
 {
-    if (s == NULL)
-        return;
+    (void)options;
+    if (out_session == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_session_create: NULL out_session");
+    *out_session = NULL;
+    if (model == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_create: NULL model");
+    pl_allocator outer = pl_alloc_scope_enter(model->alloc);
+    pl_status *st = pl_session_create_in(model, out_session);
+    pl_alloc_scope_leave(outer);
+    return st;
+}
+
+static void pl_session_destroy_in(pl_session *s)
+{
     pl_runner_destroy(s->runner);
     pl_program_destroy(s->program);
     size_t nb = s->part ? pl_partition_backend_count(s->part) : 0;
@@ -274,6 +286,15 @@ void pl_session_destroy(pl_session *s)
     pl_model_release(model);
 }
 
+void pl_session_destroy(pl_session *s)
+{
+    if (s == NULL)
+        return;
+    pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
+    pl_session_destroy_in(s);
+    pl_alloc_scope_leave(outer);
+}
+
 /* ---- running ------------------------------------------------------------------ */
 
 pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
@@ -281,7 +302,10 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
 {
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_run: NULL session");
-    return pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
+    pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
+    pl_status *st = pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
+    pl_alloc_scope_leave(outer);
+    return st;
 }
 
 void pl_buffer_free(void *data)
@@ -374,7 +398,11 @@ pl_status *pl_session_explain(const pl_session *s, bool as_json, char **out_text
     *out_text = NULL;
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_explain: NULL session");
-    return pl_program_explain(s->program, s->model->path, &s->warnings, as_json, out_text);
+    pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
+    pl_status *st =
+        pl_program_explain(s->program, s->model->path, &s->warnings, as_json, out_text);
+    pl_alloc_scope_leave(outer);
+    return st;
 }
 
 /* For control.c (control.h): the program's steps one after the other in
