@@ -4,12 +4,15 @@
 #
 #   bench/vs_ort.sh [--threads N] [--rounds R] [--runs N] [--config FILE] MODEL.onnx...
 #
-# Needs build/bin/plinth (bash tools/dev.sh demo builds it) and onnxruntime-node:
-#   mkdir -p /tmp/ort && (cd /tmp/ort && npm install --ignore-scripts onnxruntime-node@1.30)
-# ORT_NODE_PATH (default /tmp/ort/node_modules) and ORT_BENCH (default
-# ../shared/bench/ort_bench.js) locate them. MODEL.input.bin beside each model
-# is the input of both. Prints a table: model, Plinth median ms, ORT median ms,
-# ratio (Plinth / ORT), each the median over R alternating rounds.
+# Needs build/bin/plinth (bash tools/dev.sh demo builds it) and ONNX Runtime's
+# Python package, timed by ../shared/bench/peer_bench.py the way `plinth
+# bench` times Plinth:
+#   python3 -m venv --system-site-packages /tmp/ortenv && /tmp/ortenv/bin/pip install onnxruntime
+# ORT_PYTHON (default: /tmp/ortenv/bin/python if it exists, else python3) and
+# PEER_BENCH (default ../shared/bench/peer_bench.py) locate them. MODEL.input.bin
+# beside each model is the input of both. Prints a table: model, Plinth median
+# ms, ORT median ms, ratio (Plinth / ORT), each the median over R alternating
+# rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=2 ROUNDS=3 RUNS=30 CONFIG=()
@@ -25,11 +28,13 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "usage: bench/vs_ort.sh [--threads N] [--rounds R] [--runs N] [--config FILE] MODEL.onnx..." >&2; exit 2; }
 PLINTH=${PLINTH:-build/bin/plinth}
-ORT_NODE_PATH=${ORT_NODE_PATH:-/tmp/ort/node_modules}
-ORT_BENCH=${ORT_BENCH:-../shared/bench/ort_bench.js}
+if [ -z "${ORT_PYTHON:-}" ]; then
+    if [ -x /tmp/ortenv/bin/python ]; then ORT_PYTHON=/tmp/ortenv/bin/python; else ORT_PYTHON=python3; fi
+fi
+PEER_BENCH=${PEER_BENCH:-../shared/bench/peer_bench.py}
 [ -x "$PLINTH" ] || { echo "vs_ort.sh: $PLINTH not built" >&2; exit 1; }
-[ -f "$ORT_BENCH" ] || { echo "vs_ort.sh: $ORT_BENCH not found" >&2; exit 1; }
-[ -d "$ORT_NODE_PATH/onnxruntime-node" ] || { echo "vs_ort.sh: onnxruntime-node not in $ORT_NODE_PATH" >&2; exit 1; }
+[ -f "$PEER_BENCH" ] || { echo "vs_ort.sh: $PEER_BENCH not found" >&2; exit 1; }
+"$ORT_PYTHON" -c 'import onnxruntime, numpy' 2>/dev/null || { echo "vs_ort.sh: $ORT_PYTHON cannot import onnxruntime and numpy (see the header of this script)" >&2; exit 1; }
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 field() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d[sys.argv[1]])' "$1"; }
@@ -40,7 +45,7 @@ for model in "$@"; do
     p=() o=() pp=() op=()
     for ((r = 0; r < ROUNDS; r++)); do
         pj=$("$PLINTH" bench "$model" "${CONFIG[@]}" --threads "$THREADS" --runs "$RUNS" --warmup 5 --json 2>/dev/null | tail -1) || { echo "$name: plinth failed" >&2; pj=""; }
-        oj=$(NODE_PATH="$ORT_NODE_PATH" node "$ORT_BENCH" "$model" --threads "$THREADS" --runs "$RUNS" --warmup 5 2>/dev/null | tail -1) || { echo "$name: ort failed" >&2; oj=""; }
+        oj=$("$ORT_PYTHON" "$PEER_BENCH" "$model" --runtime ort --threads "$THREADS" --runs "$RUNS" --warmup 5 2>/dev/null | tail -1) || { echo "$name: ort failed" >&2; oj=""; }
         [ -n "$pj" ] && p+=("$(echo "$pj" | field median_ms)") && pp+=("$(echo "$pj" | field p90_ms)")
         [ -n "$oj" ] && o+=("$(echo "$oj" | field median_ms)") && op+=("$(echo "$oj" | field p90_ms)")
     done
