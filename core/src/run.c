@@ -613,8 +613,12 @@ static pl_status *pl_run_finish(const pl_program *p, pl_runctx *rc)
     if (push == NULL)
         return pl_engine_wait_var(e, rc->done);
     pl_status_free(push);
-    for (size_t v = 0; v < p->n_values; v++)
-        pl_status_free(pl_engine_wait_var(e, rc->vars[v]));
+    /* Out of memory: waiting on each variable would need an engine
+     * operation per wait, which could fail too and return while steps still
+     * write this context's buffers (ThreadSanitizer caught the caller
+     * freeing an output a kernel was writing). Waiting for the whole engine
+     * to go idle allocates nothing. */
+    pl_status_free(pl_engine_wait_all(e));
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory ending a run");
 }
 
