@@ -1010,14 +1010,19 @@ pl_status *pl_engine_wait_var(pl_engine *e, pl_var *var)
     return w.result;
 }
 
+void pl_engine_wait_idle(pl_engine *e)
+{
+    if (e->kind == PL_ENGINE_NAIVE)
+        return;
+    pthread_mutex_lock(&e->mu);
+    while (atomic_load(&e->pending) > 0)
+        pthread_cond_wait(&e->idle_cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+}
+
 pl_status *pl_engine_wait_all(pl_engine *e)
 {
-    if (e->kind != PL_ENGINE_NAIVE) {
-        pthread_mutex_lock(&e->mu);
-        while (atomic_load(&e->pending) > 0)
-            pthread_cond_wait(&e->idle_cv, &e->mu);
-        pthread_mutex_unlock(&e->mu);
-    }
+    pl_engine_wait_idle(e);
     pthread_mutex_lock(&e->mu);
     pl_status *first = e->first_error;
     e->first_error = NULL;

@@ -144,4 +144,9 @@ pl_status *pl_engine_wait_var(pl_engine *engine, pl_var *var);
  * returns the first failure since the previous wait_all (a copy), or NULL. */
 pl_status *pl_engine_wait_all(pl_engine *engine);
 
+/* Blocks until the engine has no operation pending, other callers' included;
+ * allocates nothing and leaves the first failure for wait_all. The fallback
+ * when a wait_var could not be made (out of memory). */
+void pl_engine_wait_idle(pl_engine *engine);
+
 #endif

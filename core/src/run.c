@@ -610,15 +610,23 @@ static pl_status *pl_run_finish(const pl_program *p, pl_runctx *rc)
     pl_engine *e = p->rt->engine;
     pl_status *push = pl_engine_push(e, pl_nop_fn, NULL, (pl_exec_ctx){.kind = PL_EXEC_INLINE},
                                      rc->vars, p->n_values, &rc->done, 1, 0, "end of run");
-    if (push == NULL)
-        return pl_engine_wait_var(e, rc->done);
+    if (push == NULL) {
+        pl_status *st = pl_engine_wait_var(e, rc->done);
+        if (st == NULL || pl_status_code(st) != PL_CODE_OUT_OF_MEMORY)
+            return st;
+        /* The wait itself may be what ran out of memory (it is an engine
+         * operation), in which case the steps may still be running. */
+        pl_engine_wait_idle(e);
+        return st;
+    }
     pl_status_free(push);
     /* Out of memory: waiting on each variable would need an engine
      * operation per wait, which could fail too and return while steps still
      * write this context's buffers (ThreadSanitizer caught the caller
-     * freeing an output a kernel was writing). Waiting for the whole engine
-     * to go idle allocates nothing. */
-    pl_status_free(pl_engine_wait_all(e));
+     * freeing an output a kernel was writing; later, the next run binding
+     * a context a step of the failed one still read). Waiting for the
+     * engine to go idle allocates nothing. */
+    pl_engine_wait_idle(e);
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory ending a run");
 }
 
