@@ -1,4 +1,4 @@
-/* explain_json.h — a session's explain JSON (pl_session_explain) for the
+/* explain_json.h — a session's description (pl_session_describe) for the
  * test programs that link jansson: the parsed document, and one node's
  * placement entry. Include after harness.h. */
 #ifndef PLINTH_TESTS_EXPLAIN_JSON_H
@@ -15,7 +15,7 @@
 static inline json_t *th_explain(pl_session *s)
 {
     char *text = NULL;
-    TH_CHECK_OK(pl_session_explain(s, true, &text));
+    TH_CHECK_OK(pl_session_describe(s, &text));
     json_error_t err;
     json_t *root = json_loads(text, 0, &err);
     TH_CHECK(root != NULL, "explain JSON: %s", err.text);

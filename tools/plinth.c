@@ -24,6 +24,7 @@
 
 #include "plinth/module.h"
 #include "plinth/plinth.h"
+#include "explain_text.h"
 #include "float16.h"
 #include "npy.h"
 
@@ -378,11 +379,14 @@ static int cmd_explain(const model_args *a)
     if (rc != 0)
         return rc;
     char *text = NULL;
-    pl_status *st = pl_session_explain(session, a->json, &text);
+    pl_status *st = pl_session_describe(session, &text);
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
         rc = EXIT_RUNTIME;
+    } else if (!a->json) {
+        if (pl_explain_text_write(stdout, text) != 0)
+            rc = EXIT_RUNTIME;
     } else {
         fputs(text, stdout);
         if (text[0] && text[strlen(text) - 1] != '\n')

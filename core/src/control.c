@@ -866,7 +866,7 @@ pl_status *pl_control_run(pl_control *c, const pl_tensor *in, size_t n_in, pl_te
     return NULL;
 }
 
-json_t *pl_control_explain_json(const pl_control *c)
+json_t *pl_control_describe_json(const pl_control *c)
 {
     json_t *arr = json_array();
     static const char *const if_names[] = {"then_branch", "else_branch"};
@@ -876,7 +876,7 @@ json_t *pl_control_explain_json(const pl_control *c)
         char *text = NULL;
         const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[i];
         if (b->session != NULL) {
-            pl_status *st = pl_session_explain(b->session, true, &text);
+            pl_status *st = pl_session_describe(b->session, &text);
             pl_status_free(st);
             json_t *root = text ? json_loads(text, 0, NULL) : NULL;
             pl_free(text);

@@ -45,12 +45,12 @@ void pl_control_destroy(pl_control *control);
 pl_status *pl_control_run(pl_control *control, const pl_tensor *in, size_t n_in,
                           pl_tensor *out, size_t n_out, int worker);
 
-/* Where the nodes of C's bodies run, for explain: a JSON array with one
+/* Where the nodes of C's bodies run, for pl_session_describe: a JSON array with one
  * object per body, {"attribute": "then_branch", "placement": [...]}, the
- * placement as the body session's explain gives it (bodies nest). NULL
+ * placement as the body session's description gives it (bodies nest). NULL
  * when out of memory. */
 struct json_t;
-struct json_t *pl_control_explain_json(const pl_control *c);
+struct json_t *pl_control_describe_json(const pl_control *c);
 
 /* The backend sessions offer control-flow nodes to after every loaded one:
  * a module table built into the core ("control", imperative, host memory)

@@ -8,8 +8,8 @@
  * refer to each other by index; nothing is named for the sake of another
  * stage. The planner takes the values' lifetime intervals from it
  * (pl_program_plan), compile fills in the subgraph steps
- * (pl_program_compile), the run walks the steps (run.h), and explain
- * renders it (pl_program_explain).
+ * (pl_program_compile), the run walks the steps (run.h), and
+ * pl_program_describe describes it for the tools.
  *
  * A program borrows the model's graph, the partition and the runtime; they
  * must outlive it. It is immutable once compiled, apart from the per-step
@@ -163,9 +163,10 @@ const char *pl_program_step_backend(const pl_prog_step *st);
 pl_status *pl_program_dev_alloc(const pl_program *p, int32_t dev, size_t bytes,
                                 const char *purpose, void **out_ptr);
 
-/* Renders the program and its partition as JSON or text into a new string
- * (*OUT_TEXT, freed with pl_free). MODEL_PATH and WARNINGS are shown. */
-pl_status *pl_program_explain(const pl_program *p, const char *model_path,
-                              const pl_warnings *warnings, bool as_json, char **out_text);
+/* Describes the program and its partition as one JSON document in a new
+ * string (*OUT_JSON, freed with pl_free; keys at pl_session_describe).
+ * MODEL_PATH and WARNINGS are included. */
+pl_status *pl_program_describe(const pl_program *p, const char *model_path,
+                               const pl_warnings *warnings, char **out_json);
 
 #endif

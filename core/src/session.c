@@ -6,7 +6,7 @@
  * execution program (program.c) and compiles its subgraphs (compile.c). A
  * subgraph whose compile fails goes back to the partitioner (strict = no)
  * and the program is lowered again without it; then its memory is planned.
- * Runs walk the program (run.c); explain renders it (explain.c). The
+ * Runs walk the program (run.c); pl_session_describe describes it (describe.c). The
  * modules a session uses stay loaded while it lives. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,14 +393,15 @@ const char *pl_session_warning(const pl_session *s, size_t i)
     return s && i < s->warnings.n ? s->warnings.items[i] : NULL;
 }
 
-pl_status *pl_session_explain(const pl_session *s, bool as_json, char **out_text)
+pl_status *pl_session_describe(const pl_session *s, char **out_json)
 {
-    *out_text = NULL;
+    if (out_json == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_describe: NULL argument");
+    *out_json = NULL;
     if (s == NULL)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_explain: NULL session");
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_describe: NULL session");
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st =
-        pl_program_explain(s->program, s->model->path, &s->warnings, as_json, out_text);
+    pl_status *st = pl_program_describe(s->program, s->model->path, &s->warnings, out_json);
     pl_alloc_scope_leave(outer);
     return st;
 }

@@ -422,7 +422,7 @@ static void case_blocks_returned(void)
     size_t n = 0;
     pl_buffer_free(run_once(s, &n));
     char *text = NULL;
-    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    TH_CHECK_OK(pl_session_describe(s, &text));
     pl_string_free(text);
     pl_session_destroy(s);
     pl_model_destroy(m);
@@ -456,9 +456,12 @@ static void case_jansson_left_alone(void)
     pl_model *m = NULL;
     TH_CHECK_OK(pl_model_load(rt, th_path(th_arg(1), "examples/mlp/model.json"), &m));
     TH_CHECK_OK(pl_model_save_json(m, th_path(th_tempdir(), "saved.json")));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
     char *text = NULL;
-    TH_CHECK_OK(pl_model_explain(m, true, &text));
+    TH_CHECK_OK(pl_session_describe(s, &text));
     pl_string_free(text);
+    pl_session_destroy(s);
     json_malloc_t got_malloc = NULL;
     json_free_t got_free = NULL;
     json_get_alloc_funcs(&got_malloc, &got_free);

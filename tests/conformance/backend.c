@@ -185,7 +185,7 @@ pl_status *cf_backend_count(const pl_session *s, const char *backend, size_t *ou
     *out_on = *out_total = 0;
     why[0] = '\0';
     char *text = NULL;
-    pl_status *st = pl_session_explain(s, true, &text);
+    pl_status *st = pl_session_describe(s, &text);
     if (st != NULL)
         return st;
     json_error_t err;

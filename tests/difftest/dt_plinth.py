@@ -86,7 +86,7 @@ def _load_library(path):
         "pl_session_run": (_P, [_P, ctypes.POINTER(_IO), ctypes.c_size_t,
                                 ctypes.POINTER(_IO), ctypes.c_size_t]),
         "pl_buffer_free": (None, [_P]),
-        "pl_session_explain": (_P, [_P, ctypes.c_bool, ctypes.POINTER(ctypes.c_void_p)]),
+        "pl_session_describe": (_P, [_P, ctypes.POINTER(ctypes.c_void_p)]),
         "pl_string_free": (None, [_P]),
     }
     for name, (res, args) in sigs.items():
@@ -192,7 +192,7 @@ class Backend:
     def _placement(self, sess):
         lib = self.library.lib
         text = ctypes.c_void_p()
-        self.library.check(lib.pl_session_explain(sess, True, ctypes.byref(text)), "explain")
+        self.library.check(lib.pl_session_describe(sess, ctypes.byref(text)), "describe")
         doc = json.loads(ctypes.string_at(text.value).decode())
         lib.pl_string_free(text)
         placed = {}

@@ -712,9 +712,8 @@ static void case_int32_data_types(void)
     }
     tm_node(mp, "Relu", "relu", "x", "y");
     pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "ints.onnx"));
-    char *text = NULL;
-    TH_CHECK_OK(pl_model_explain(m, false, &text));
-    pl_string_free(text);
+    /* Saving writes every constant back out with its dtype's size. */
+    TH_CHECK_OK(pl_model_save_json(m, th_path(th_tempdir(), "ints.json")));
     pl_model_destroy(m);
     pl_runtime_destroy(rt);
 }

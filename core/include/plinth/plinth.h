@@ -250,14 +250,6 @@ PL_API pl_status *pl_model_save_json(const pl_model *model, const char *path);
 PL_API size_t pl_model_node_count(const pl_model *model);
 PL_API size_t pl_model_tensor_count(const pl_model *model);
 
-/* What the runtime would do with the model: the nodes in execution order
- * with their op and output types, and the memory plan of the tensors the
- * core owns (arena, lower bound and naive bytes per device). As text, or as
- * one JSON object when json is true. *out_text is freed with
- * pl_string_free. */
-PL_API pl_status *pl_model_explain(const pl_model *model, bool json,
-                                   char **out_text);
-
 /* Frees a string the library returned. */
 PL_API void pl_string_free(char *text);
 
@@ -341,18 +333,20 @@ PL_API void pl_session_step_info(const pl_session *session, size_t i,
 PL_API size_t pl_session_warning_count(const pl_session *session);
 PL_API const char *pl_session_warning(const pl_session *session, size_t i);
 
-/* What the session does: each node's backend and every backend's refusal
- * reason, the subgraphs, the nodes fused into another node's kernel
- * (epilogue fusion), the copies at boundaries with their bytes, the steps of
- * a run, and the memory plan per device against its lower bound. Text, or
- * JSON with a `placement` array (node, op, backend, subgraph, fused_into:
- * the name of the node whose kernel runs it, or null; reasons, outputs;
- * pruned: true for a node no graph output depends on, which never runs),
- * `subgraphs`, `copies`, `steps` (name, backend, device, fused: the nodes
- * the step runs after its own node, in order) and `memory`. Freed with
- * pl_string_free. */
-PL_API pl_status *pl_session_explain(const pl_session *session, bool json,
-                                     char **out_text);
+/* What the session does, as one JSON document (the core describes; the
+ * tools render: `plinth explain` prints it as text, `--json` as is). Keys:
+ * `model`; `backends` in [placement] order (module, device, mode);
+ * `placement`, one entry per node in execution order (node, op, backend,
+ * subgraph, fused_into: the name of the node whose kernel runs it, or
+ * null; reasons: every other backend's refusal, by module; outputs with
+ * dtype and shape; pruned: true for a node no graph output depends on,
+ * which never runs; bodies: for a control-flow node, each body's
+ * placement); `subgraphs` (id, backend, nodes, inputs, outputs, cache);
+ * `copies` at device boundaries (tensor, from, to, bytes); `steps` of a run
+ * (name, backend, device, fused: the nodes the step runs after its own
+ * node, in order); `memory.devices` (arena, lower bound and naive bytes,
+ * tensors planned and in place); `warnings`. Freed with pl_string_free. */
+PL_API pl_status *pl_session_describe(const pl_session *session, char **out_json);
 
 #ifdef __cplusplus
 }
