@@ -119,7 +119,7 @@ pl_status *pl_builder_constant(pl_graph_builder *b, const char *name, pl_dtype d
  * datafile.c's confinement rule on first use and kept by the model's graph;
  * WHAT names the file in messages. */
 static pl_status *pl_builder_map(pl_graph_builder *b, const char *location,
-                                  const char *what, pl_builder_file **out)
+                                 const char *what, pl_builder_file **out)
 {
     *out = NULL;
     b = b->root; /* files are mapped once per model, and kept by its graph */
