@@ -134,12 +134,12 @@ static pl_status *pl_builder_map(pl_graph_builder *b, const char *location,
     pl_allocator alloc = pl_graph_allocator(b->g);
     pl_builder_file *grown =
         pl_alloc_realloc(alloc, b->files, (b->n_files + 1) * sizeof *grown);
+    if (grown != NULL) /* the old block is gone once realloc succeeds */
+        b->files = grown;
     char *loc = pl_alloc_strdup(alloc, location);
     pl_status *st = NULL;
     if (grown == NULL || loc == NULL)
         st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
-    else
-        b->files = grown;
     if (st == NULL && addr != NULL)
         st = pl_graph_keep_mapping(b->g, addr, size);
     if (st != NULL) {
