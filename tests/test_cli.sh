@@ -275,7 +275,7 @@ run_alloc_fails)
     need_stage
     [ -n "$devmem" ] && [ -f "$devmem" ] || fail "no fx_devmem fixture given ($devmem)"
     mkdir -m 0755 "$tmp/modules"
-    cp "$stage/libplinth_cpu.so" "$devmem" "$tmp/modules/"
+    cp "$stage/libplinth_cpu.so" "$stage/libplinth_json.so" "$devmem" "$tmp/modules/"
     chmod 0644 "$tmp/modules/"*.so
     printf '[runtime]\nmodules = %s\n[placement]\norder = fx_devmem, cpu\n[fx_devmem]\nfail_alloc = 1\n' \
         "$tmp/modules" >"$tmp/backend.ini"

@@ -1,8 +1,9 @@
 /* graph_builder.c — the graph builder a format module fills during
  * import_model. Each call maps onto graph.h, which checks names, types and
- * sizes; external data goes through datafile.c, which keeps the model from
- * reading outside its folder. A file named by several constants is mapped
- * once. A body (a GRAPH attribute) gets a builder of its own, owned by the
+ * sizes; data files (ONNX external data, the sidecar of Plinth's JSON
+ * format) go through datafile.c, which keeps the model from reading outside
+ * its folder: the one confinement rule for every format. A file named by
+ * several constants is mapped once. A body (a GRAPH attribute) gets a builder of its own, owned by the
  * model's builder, that shares its folder and its mapped files. */
 #include "graph_builder.h"
 
@@ -114,43 +115,83 @@ pl_status *pl_builder_constant(pl_graph_builder *b, const char *name, pl_dtype d
     return pl_graph_set_constant(b->g, t, data, nbytes);
 }
 
+/* The mapping of LOCATION (relative to the model's folder), made through
+ * datafile.c's confinement rule on first use and kept by the model's graph;
+ * WHAT names the file in messages. */
+static pl_status *pl_builder_map(pl_graph_builder *b, const char *location,
+                                 const char *what, pl_builder_file **out)
+{
+    *out = NULL;
+    b = b->root; /* files are mapped once per model, and kept by its graph */
+    for (size_t i = 0; i < b->n_files; i++)
+        if (strcmp(b->files[i].location, location) == 0) {
+            *out = &b->files[i];
+            return NULL;
+        }
+    void *addr = NULL;
+    size_t size = 0;
+    PL_RETURN_IF_ERROR(pl_datafile_map(b->model_dir, location, what, &addr, &size));
+    pl_allocator alloc = pl_graph_allocator(b->g);
+    pl_builder_file *grown =
+        pl_alloc_realloc(alloc, b->files, (b->n_files + 1) * sizeof *grown);
+    if (grown != NULL) /* the old block is gone once realloc succeeds */
+        b->files = grown;
+    char *loc = pl_alloc_strdup(alloc, location);
+    pl_status *st = NULL;
+    if (grown == NULL || loc == NULL)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    if (st == NULL && addr != NULL)
+        st = pl_graph_keep_mapping(b->g, addr, size);
+    if (st != NULL) {
+        pl_free(loc);
+        if (addr != NULL)
+            munmap(addr, size);
+        return st;
+    }
+    pl_builder_file *f = &b->files[b->n_files++];
+    f->location = loc;
+    f->addr = addr;
+    f->size = size;
+    *out = f;
+    return NULL;
+}
+
+pl_status *pl_builder_data_file(pl_graph_builder *b, const char *location,
+                                const char *what, uint64_t *out_size)
+{
+    if (out_size != NULL)
+        *out_size = 0;
+    if (b == NULL || location == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "builder_data_file: NULL builder or location");
+    pl_builder_file *f;
+    PL_RETURN_IF_ERROR(
+        pl_builder_map(b, location, what && what[0] ? what : "data file", &f));
+    if (out_size != NULL)
+        *out_size = f->size;
+    return NULL;
+}
+
+/* True when tensor T of G already has exactly this dtype and shape. */
+static bool pl_builder_same_type(const pl_graph *g, pl_tid t, pl_dtype dtype,
+                                 int32_t ndim, const int64_t *dims)
+{
+    const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+    if (!PL_DTYPE_EQ(gt->dtype, dtype) || gt->ndim != ndim)
+        return false;
+    for (int32_t i = 0; i < ndim; i++)
+        if (gt->dims[i] != dims[i])
+            return false;
+    return true;
+}
+
 pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
                                     pl_dtype dtype, int32_t ndim, const int64_t *dims,
                                     const char *location, int64_t offset, int64_t length)
 {
     pl_graph *owner = b->g;
-    b = b->root; /* files are mapped once per model, and kept by its graph */
-    pl_builder_file *f = NULL;
-    for (size_t i = 0; i < b->n_files; i++)
-        if (strcmp(b->files[i].location, location) == 0)
-            f = &b->files[i];
-    if (f == NULL) {
-        void *addr = NULL;
-        size_t size = 0;
-        PL_RETURN_IF_ERROR(pl_datafile_map(b->model_dir, location, "external data",
-                                           &addr, &size));
-        pl_allocator alloc = pl_graph_allocator(b->g);
-        pl_builder_file *grown =
-            pl_alloc_realloc(alloc, b->files, (b->n_files + 1) * sizeof *grown);
-        char *loc = pl_alloc_strdup(alloc, location);
-        pl_status *st = NULL;
-        if (grown == NULL || loc == NULL)
-            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
-        else
-            b->files = grown;
-        if (st == NULL && addr != NULL)
-            st = pl_graph_keep_mapping(b->g, addr, size);
-        if (st != NULL) {
-            pl_free(loc);
-            if (addr != NULL)
-                munmap(addr, size);
-            return st;
-        }
-        f = &b->files[b->n_files++];
-        f->location = loc;
-        f->addr = addr;
-        f->size = size;
-    }
+    pl_builder_file *f;
+    PL_RETURN_IF_ERROR(pl_builder_map(b, location, "external data", &f));
     if (offset < 0 || (uint64_t)offset > f->size)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "external data of '%s': offset %lld lies past the end of "
@@ -166,8 +207,12 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
                                 f->size);
     pl_tid t;
     PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(owner, name, &t));
-    PL_RETURN_IF_ERROR(pl_graph_set_type(owner, t, dtype, ndim, dims, NULL));
-    const char *data = (const char *)f->addr + offset;
+    /* A type declared already (builder_tensor, with its dim_params) stays. */
+    if (ndim < 0 || ndim > PL_GRAPH_MAX_RANK || (ndim > 0 && dims == NULL) ||
+        !pl_builder_same_type(owner, t, dtype, ndim, dims))
+        PL_RETURN_IF_ERROR(pl_graph_set_type(owner, t, dtype, ndim, dims, NULL));
+    /* An empty file is not mapped: its only constants are empty ones. */
+    const char *data = f->addr ? (const char *)f->addr + offset : NULL;
     /* Kernels read constants in place: keep them aligned, else copy. */
     if ((uintptr_t)data % 64 == 0)
         return pl_graph_set_constant_ref(owner, t, data, len);

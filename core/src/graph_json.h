@@ -1,9 +1,10 @@
-/* graph_json.h — Plinth's native model format: a JSON description of the
- * graph (tensors with dtypes and shapes, nodes with attributes, inputs,
- * outputs, opset imports) and a binary sidecar holding the constants, which
- * the JSON references by offset and length. The same JSON, without the
- * sidecar, is what symbolic modules receive for a subgraph. The format is
- * specified in docs/graph-format.md.
+/* graph_json.h — the writer of Plinth's native model format: a JSON
+ * description of the graph (tensors with dtypes and shapes, nodes with
+ * attributes, inputs, outputs, opset imports) and a binary sidecar holding
+ * the constants, which the JSON references by offset and length. The same
+ * JSON, without the sidecar, is what symbolic modules receive for a
+ * subgraph. The format is specified in docs/graph-format.md; it is read by
+ * the json format module (modules/json), not by the core.
  *
  * Every allocation of the core goes through alloc.h (the thread's current
  * allocator, or the graph's), so a failing allocator makes each function
@@ -17,36 +18,12 @@
 
 #include "graph.h"
 
-/* The "format" and "version" values this code reads and writes. */
+/* The "format" and "version" values this code writes. */
 #define PL_GRAPH_JSON_FORMAT "plinth-graph"
 #define PL_GRAPH_JSON_VERSION 1
 
-/* Largest JSON text accepted (bytes). */
-#define PL_GRAPH_JSON_MAX_TEXT ((size_t)1 << 30)
-/* Deepest nesting of arrays and objects accepted. The format itself needs 7
- * levels; the margin is for nothing but clearer errors. */
-#define PL_GRAPH_JSON_MAX_DEPTH 32
-/* Most tensors, and most nodes, a file may list. */
-#define PL_GRAPH_JSON_MAX_ITEMS 50000000u
 /* Alignment of every constant's offset in the sidecars this code writes. */
 #define PL_GRAPH_JSON_ALIGN 64
-
-/* Loads the model at PATH (a JSON file) and the sidecar it names, builds the
- * graph and validates it. The sidecar is mapped read-only and the graph keeps
- * the mapping: it must not be truncated or rewritten in place while the graph
- * lives (write a new file and rename it, as pl_graph_save_json does).
- * Errors give the file and the position ("model.json:3:17: ...") or the JSON
- * path ("model.json: nodes[3] ('conv1').attributes.kernel_shape: ..."). On
- * success the caller owns *out_graph (pl_graph_destroy); on failure it is
- * NULL. */
-pl_status *pl_graph_load_json(const char *path, pl_graph **out_graph);
-
-/* Same, from LEN bytes of TEXT (no terminating NUL needed). A sidecar named
- * in the text is looked up in BASE_DIR; with BASE_DIR NULL a text that names
- * a sidecar is refused. Messages name the source "(string)". */
-pl_status *pl_graph_load_json_string(const char *text, size_t len,
-                                     const char *base_dir,
-                                     pl_graph **out_graph);
 
 /* Writes G to PATH and every constant to SIDECAR_NAME, a plain file name (no
  * '/') in PATH's directory, at offsets aligned to PL_GRAPH_JSON_ALIGN. With

@@ -410,4 +410,5 @@ const pl_graph_api pl_graph_view_table = {
     .builder_attr_tensor = pl_builder_attr_tensor,
     .builder_attr_graph = pl_builder_attr_graph,
     .builder_attr_graphs = pl_builder_attr_graphs,
+    .builder_data_file = pl_builder_data_file,
 };

@@ -17,8 +17,9 @@
 
 
 /* True when PATH looks like Plinth's JSON format: a .json name, or text
- * that starts with '{'. */
-static bool pl_model_is_json(const char *path, const unsigned char *head, size_t n)
+ * that starts with '{'. Only for the message when no module reads it: the
+ * json format module makes the same test in its can_import. */
+static bool pl_model_looks_json(const char *path, const unsigned char *head, size_t n)
 {
     size_t len = strlen(path);
     if (len >= 5 && strcmp(path + len - 5, ".json") == 0)
@@ -29,9 +30,7 @@ static bool pl_model_is_json(const char *path, const unsigned char *head, size_t
     return i < n && head[i] == '{';
 }
 
-/* Reads the graph of PATH: the JSON format itself, anything else through
- * the first loaded format module that says it reads the file. */
-static pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
+pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
 {
     *out = NULL;
     unsigned char head[256];
@@ -42,8 +41,6 @@ static pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph
                                 "%s: %s", path, strerror(errno));
     n = fread(head, 1, sizeof head, f);
     fclose(f);
-    if (pl_model_is_json(path, head, n))
-        return pl_graph_load_json(path, out);
     char tried[512] = "";
     size_t tl = 0;
     for (size_t i = 0; i < rt->n_modules; i++) {
@@ -72,9 +69,15 @@ static pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph
         *out = g;
         return NULL;
     }
+    if (pl_model_looks_json(path, head, n))
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "%s: Plinth's JSON graph format, but the json format module "
+                                "is not loaded (format modules loaded: %s); add "
+                                "libplinth_json.so to [runtime] modules",
+                                path, tl ? tried : "none");
     return pl_status_create(PL_CODE_UNSUPPORTED,
-                            "%s: not Plinth's JSON graph format, and no loaded format "
-                            "module reads it (format modules loaded: %s)",
+                            "%s: no loaded format module reads it (format modules loaded: "
+                            "%s)",
                             path, tl ? tried : "none");
 }
 

@@ -19,6 +19,14 @@ struct pl_model {
     _Atomic int refs;
 };
 
+/* Reads the graph of the model file PATH through the first loaded format
+ * module whose can_import takes it (Plinth's JSON through the json module,
+ * ONNX through onnx) and validates it; types are not inferred (pl_model_load
+ * does that). Allocates through the calling thread's current allocator.
+ * On success the caller owns *OUT (pl_graph_destroy). Core tests use it to
+ * read a graph the way a model load does. */
+pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out);
+
 void pl_model_retain(pl_model *model);
 void pl_model_release(pl_model *model);
 

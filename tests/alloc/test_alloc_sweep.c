@@ -44,7 +44,8 @@ static void expect_oom(pl_status *st, const char *what, long n)
 }
 
 /* A configuration that reaches every part of the reader and the loader:
- * three modules by file, placement with a pin, a module section with keys,
+ * four modules by file (json reads the JSON models), placement with a pin,
+ * a module section with keys,
  * a duplicate key, a continuation line, and unknown keys (warnings). */
 static const char *write_config(const char *acc_first)
 {
@@ -55,7 +56,7 @@ static const char *write_config(const char *acc_first)
     snprintf(text, sizeof text,
              "[runtime]\n"
              "modules = %s/libplinth_cpu.so, %s/libplinth_onnx.so,\n"
-             "  %s/libplinth_example_acc.so\n"
+             "  %s/libplinth_example_acc.so, %s/libplinth_json.so\n"
              "threads = 2\n"
              "threads = 2\n"
              "colour = blue\n"
@@ -68,7 +69,7 @@ static const char *write_config(const char *acc_first)
              "enabled = yes\n"
              "[nosuchmodule]\n"
              "enabled = auto\n",
-             stage, stage, stage, acc_first ? acc_first : "cpu, example_acc");
+             stage, stage, stage, stage, acc_first ? acc_first : "cpu, example_acc");
     th_write_file(ini, text, 0644);
     return ini;
 }
@@ -104,8 +105,8 @@ static void need_stage(void)
     alarm(540);
     const char *stage = th_arg(0);
     const char *libs[] = {"libplinth_cpu.so", "libplinth_onnx.so",
-                          "libplinth_example_acc.so"};
-    for (size_t i = 0; i < 3; i++)
+                          "libplinth_example_acc.so", "libplinth_json.so"};
+    for (size_t i = 0; i < 4; i++)
         if (access(th_path(stage, libs[i]), R_OK) != 0)
             th_skip("%s is not staged in %s", libs[i], stage);
 }
@@ -128,9 +129,9 @@ static void case_runtime_create(void)
         if (refused == 0) {
             TH_CHECK_OK(st);
             TH_CHECK(rt != NULL, "no runtime");
-            TH_CHECK(pl_runtime_module_count(rt) == 3, "%zu modules",
+            TH_CHECK(pl_runtime_module_count(rt) == 4, "%zu modules",
                      pl_runtime_module_count(rt));
-            for (size_t i = 0; i < 3; i++) {
+            for (size_t i = 0; i < 4; i++) {
                 pl_module_info info = {.struct_size = sizeof info};
                 TH_CHECK_OK(pl_runtime_module_info(rt, i, &info));
                 TH_CHECK(info.status == PL_MODULE_LOADED, "module %s: %s", info.name,
@@ -317,7 +318,10 @@ static void case_per_runtime(void)
                             .config_path = th_path(th_tempdir(), "x.ini"),
                             .ignore_environment = true,
                             .allocator = pl_failing_allocator_value(&fa)};
-    th_write_file(o.config_path, "[runtime]\nmodules =\n", 0644);
+    char plain_ini[4096];
+    snprintf(plain_ini, sizeof plain_ini, "[runtime]\nmodules = %s/libplinth_json.so\n",
+             th_arg(0));
+    th_write_file(o.config_path, plain_ini, 0644);
     TH_CHECK_OK(pl_runtime_create(&o, &plain));
     const char *json = th_path(th_arg(1), "examples/mlp/model.json");
     pl_failing_allocator_arm(&fa, 1);

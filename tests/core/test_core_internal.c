@@ -14,8 +14,8 @@
 
 #include <jansson.h>
 
-#include "graph_json.h"
 #include "graph_view.h"
+#include "model.h"
 #include "registry.h"
 #include "status.h"
 #include "threadpool.h"
@@ -143,15 +143,16 @@ static void case_pool_concurrent(void)
 
 /* ---- module lifetime ----------------------------------------------------- */
 
-static pl_runtime *make_runtime(const char *stage_dir, char *tmpl)
+/* A runtime loading the staged module libplinth_<MODULE>.so alone. */
+static pl_runtime *make_runtime_with(const char *stage_dir, char *tmpl, const char *module)
 {
     CHECK(mkdtemp(tmpl) != NULL);
     char ini[4096];
     snprintf(ini, sizeof ini, "%s/backend.ini", tmpl);
     FILE *f = fopen(ini, "w");
     CHECK(f != NULL);
-    fprintf(f, "[runtime]\nmodules = %s/libplinth_example_acc.so\nthreads = 2\n",
-            stage_dir);
+    fprintf(f, "[runtime]\nmodules = %s/libplinth_%s.so\nthreads = 2\n", stage_dir,
+            module);
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
                             .ignore_environment = true};
@@ -163,6 +164,11 @@ static pl_runtime *make_runtime(const char *stage_dir, char *tmpl)
     unlink(ini);
     rmdir(tmpl);
     return rt;
+}
+
+static pl_runtime *make_runtime(const char *stage_dir, char *tmpl)
+{
+    return make_runtime_with(stage_dir, tmpl, "example_acc");
 }
 
 /* A module referenced by a live object survives the runtime's destruction,
@@ -221,12 +227,15 @@ static void case_module_two_runtimes(const char *stage_dir)
 
 /* A subgraph view of examples/cnn: its boundary, attributes, constants,
  * tensor types and JSON text. */
-static void case_graph_view(const char *source_dir)
+static void case_graph_view(const char *stage_dir, const char *source_dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/examples/cnn/model.json", source_dir);
+    char tmpl[] = "/tmp/plinth_core_XXXXXX";
+    pl_runtime *rt = make_runtime_with(stage_dir, tmpl, "json");
     pl_graph *g = NULL;
-    pl_status *st = pl_graph_load_json(path, &g);
+    /* Read as a model load reads it: through the json format module. */
+    pl_status *st = pl_model_read_graph(rt, path, &g);
     if (st != NULL)
         fprintf(stderr, "%s\n", pl_status_message(st));
     CHECK(st == NULL);
@@ -283,6 +292,7 @@ static void case_graph_view(const char *source_dir)
     json_decref(root);
     pl_graph_view_destroy(v);
     pl_graph_destroy(g);
+    pl_runtime_destroy(rt);
 }
 
 int main(int argc, char **argv)
@@ -304,7 +314,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "module_two_runtimes") == 0 && argc > 2)
         case_module_two_runtimes(argv[2]);
     else if (strcmp(c, "graph_view") == 0 && argc > 3)
-        case_graph_view(argv[3]);
+        case_graph_view(argv[2], argv[3]);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;

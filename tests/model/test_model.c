@@ -13,22 +13,32 @@
 
 #include "../harness.h"
 
-/* A runtime whose configuration lists only MODULES (may be NULL). */
-static pl_runtime *make_runtime(const char *modules)
+/* A runtime whose configuration lists only MODULES (may be NULL) and, with
+ * WITH_JSON, the staged json format module, which reads the models. */
+static pl_runtime *make_runtime_json(const char *modules, bool with_json)
 {
     const char *dir = th_tempdir();
     const char *ini = th_path(dir, "backend.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
     fprintf(f, "[runtime]\nthreads = 2\n");
-    if (modules)
-        fprintf(f, "modules = %s\n", modules);
+    const char *json = th_path(th_arg(2), "libplinth_json.so");
+    if (with_json && access(json, R_OK) != 0)
+        th_skip("%s is not staged", json);
+    if (modules || with_json)
+        fprintf(f, "modules = %s%s%s\n", modules ? modules : "",
+                modules && with_json ? ", " : "", with_json ? json : "");
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
                             .ignore_environment = true};
     pl_runtime *rt = NULL;
     TH_CHECK_OK(pl_runtime_create(&o, &rt));
     return rt;
+}
+
+static pl_runtime *make_runtime(const char *modules)
+{
+    return make_runtime_json(modules, true);
 }
 
 /* The description of a session made from M (pl_session_describe). */
@@ -95,7 +105,7 @@ static void check_plan_figures(json_t *root)
 
 static void case_explain_mlp(void)
 {
-    pl_runtime *rt = make_runtime(th_arg(2));
+    pl_runtime *rt = make_runtime_json(th_arg(2), false);
     pl_model *m = NULL;
     TH_CHECK_OK(pl_model_load(rt, example("mlp"), &m));
     TH_CHECK(pl_model_node_count(m) == 6, "mlp has %zu nodes", pl_model_node_count(m));
@@ -124,7 +134,7 @@ static void case_explain_mlp(void)
 
 static void case_explain_cnn(void)
 {
-    pl_runtime *rt = make_runtime(th_arg(2));
+    pl_runtime *rt = make_runtime_json(th_arg(2), false);
     pl_model *m = NULL;
     TH_CHECK_OK(pl_model_load(rt, example("cnn"), &m));
     json_t *root = explain_json(m);
@@ -218,6 +228,25 @@ static void case_no_outputs(void)
     pl_runtime_destroy(rt);
 }
 
+/* A configuration that leaves the json format module out cannot load a
+ * JSON model, and says so in one line naming the file. */
+static void case_json_module_missing(void)
+{
+    pl_runtime *rt = make_runtime_json(NULL, false);
+    const char *path = example("mlp");
+    pl_model *m = NULL;
+    pl_status *st = pl_model_load(rt, path, &m);
+    TH_CHECK(st != NULL && m == NULL, "a JSON model loaded without the json module");
+    TH_CHECK(pl_status_code(st) == PL_CODE_UNSUPPORTED, "code %s",
+             pl_code_name(pl_status_code(st)));
+    TH_CHECK_CONTAINS(pl_status_message(st), path);
+    TH_CHECK_CONTAINS(pl_status_message(st), "the json format module is not loaded");
+    TH_CHECK(strchr(pl_status_message(st), '\n') == NULL, "not one line: %s",
+             pl_status_message(st));
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
 /* A folder holding only the custom-op module, with safe modes. */
 static const char *custom_module_dir(void)
 {
@@ -284,7 +313,8 @@ int main(int argc, char **argv)
         {"unknown_op", case_unknown_op},
         {"no_outputs", case_no_outputs},
         {"custom_op", case_custom_op},
+        {"json_module_missing", case_json_module_missing},
     };
-    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 2,
-                   "SOURCE_DIR CUSTOM_MODULE_FILE");
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
+                   "SOURCE_DIR CUSTOM_MODULE_FILE STAGE_DIR");
 }

@@ -5,13 +5,15 @@
  * every refusal with its message. The values the converted models compute
  * are checked against NumPy by the opset_upgrade.values.* tests (the same
  * directory's gen_old_models.py through the conformance runner). */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "../failing_allocator.h"
-#include "graph_json.h"
+#include "model.h"
 #include "opset_harness.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -609,6 +611,8 @@ static void case_other_domains(void)
                     NULL);
 }
 
+static const char *ou_stage_dir;
+
 static void case_json_format(void)
 {
     /* Plinth's JSON format carries opset_import too: the same conversion. */
@@ -621,8 +625,41 @@ static void case_json_format(void)
         "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[3]}],"
         "\"nodes\":[{\"name\":\"n\",\"op\":\"Add\",\"inputs\":[\"a\",\"b\"],"
         "\"outputs\":[\"y\"],\"attributes\":{\"broadcast\":{\"int\":1},\"axis\":{\"int\":1}}}]}";
+    /* Read as a model load reads it: through the json format module of a
+     * runtime, which the staged module is loaded into. */
+    if (ou_stage_dir == NULL) {
+        FAIL("no stage folder given (the json module is read from there)");
+        return;
+    }
+    char dir[] = "/tmp/plinth_ou_XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        FAIL("mkdtemp failed");
+        return;
+    }
+    char ini[300], model[300];
+    snprintf(ini, sizeof ini, "%s/backend.ini", dir);
+    snprintf(model, sizeof model, "%s/model.json", dir);
+    FILE *f = fopen(ini, "w");
+    if (f != NULL) {
+        fprintf(f, "[runtime]\nmodules = %s/libplinth_json.so\nthreads = 1\n", ou_stage_dir);
+        fclose(f);
+    }
+    f = fopen(model, "w");
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
     pl_graph *g = NULL;
-    pl_status *st = pl_graph_load_json_string(text, strlen(text), NULL, &g);
+    pl_status *st = pl_runtime_create(&o, &rt);
+    if (st == NULL)
+        st = pl_model_read_graph(rt, model, &g);
+    pl_runtime_destroy(rt);
+    unlink(ini);
+    unlink(model);
+    rmdir(dir);
     if (st != NULL) {
         FAIL("the JSON graph did not load: %s", pl_status_message(st));
         pl_status_free(st);
@@ -705,5 +742,8 @@ static const oh_case cases[] = {
 
 int main(int argc, char **argv)
 {
+    /* test_opset_upgrade CASE [STAGE_DIR]: the stage folder holds the json
+     * module that case json_format reads its graph with. */
+    ou_stage_dir = argc > 2 ? argv[2] : NULL;
     return oh_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

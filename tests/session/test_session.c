@@ -474,8 +474,10 @@ static void case_unsupported_node(void)
     const char *dir = th_path(th_tempdir(), "mods");
     th_mkdir(dir, 0755);
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cp %s/libplinth_cpu.so %s/ && cp %s %s/libplinth_fx_custom.so && chmod 644 %s/*.so",
-             th_arg(0), dir, th_arg(1), dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "cp %s/libplinth_cpu.so %s/libplinth_json.so %s/ && cp %s %s/libplinth_fx_custom.so "
+             "&& chmod 644 %s/*.so",
+             th_arg(0), th_arg(0), dir, th_arg(1), dir, dir);
     TH_CHECK(system(cmd) == 0, "cannot stage modules");
     const char *ini = th_path(th_tempdir(), "backend.ini");
     FILE *f = fopen(ini, "w");
@@ -763,7 +765,8 @@ static pl_runtime *fuse_runtime(const char *extra)
 {
     const char *dir = th_path(th_tempdir(), "mods");
     th_mkdir(dir, 0755);
-    static const char *const staged[] = {"libplinth_cpu.so", "libplinth_example_acc.so"};
+    static const char *const staged[] = {"libplinth_cpu.so", "libplinth_example_acc.so",
+                                         "libplinth_json.so"};
     for (size_t i = 0; i < sizeof staged / sizeof staged[0]; i++)
         th_copy_file(th_path(th_arg(0), staged[i]), th_path(dir, staged[i]), 0644);
     static const char *const fixtures[] = {"fx_fuse.so", "fx_fuse10.so"};
@@ -1694,6 +1697,7 @@ static pl_runtime *devmem_runtime(const char *section)
     const char *dir = th_path(th_tempdir(), "mods");
     th_mkdir(dir, 0755);
     th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
+    th_copy_file(th_path(th_arg(0), "libplinth_json.so"), th_path(dir, "libplinth_json.so"), 0644);
     th_copy_file(th_path(th_arg(3), "fx_devmem.so"), th_path(dir, "fx_devmem.so"), 0644);
     const char *ini = th_path(th_tempdir(), "backend.ini");
     FILE *f = fopen(ini, "w");

@@ -218,6 +218,19 @@ typedef struct pl_graph_api {
     pl_status *(*builder_attr_graphs)(pl_graph_builder *b, size_t node,
                                       const char *name, size_t count,
                                       pl_graph_builder **out_bodies);
+
+    /* ---- appended: a data file checked before any constant names it.
+     * Check it with PL_ABI_HAS_FN. */
+
+    /* Maps LOCATION under the rule of builder_constant_file (relative to
+     * the model's folder, no `..`, no link leading out, a regular file) and
+     * gives its size in *out_size; later builder_constant_file calls naming
+     * the same LOCATION use this mapping. WHAT names the file in messages
+     * ("sidecar"). A format whose header names a data file (Plinth's JSON
+     * "weights") checks it here, so that a bad file is refused even when
+     * no constant uses it, and can check offsets against its size. */
+    pl_status *(*builder_data_file)(pl_graph_builder *b, const char *location,
+                                    const char *what, uint64_t *out_size);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
