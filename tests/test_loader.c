@@ -263,6 +263,39 @@ static void case_minor_newer(void)
     pl_runtime_destroy(rt);
 }
 
+/* A module built against ABI 1.1, before the graph table gained the
+ * builders of control-flow bodies (1.2), still loads and is listed with its
+ * own minor. */
+static void case_minor_older(void)
+{
+    TH_CHECK(PL_ABI_MINOR >= 2, "this SDK is ABI 1.%d; the test wants 1.2 or later",
+             PL_ABI_MINOR);
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_minor_older", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK(info.abi_major == 1 && info.abi_minor == 1, "ABI %u.%u, expected 1.1",
+             info.abi_major, info.abi_minor);
+    TH_CHECK(info.device_count == 1, "device_count %d", info.device_count);
+    pl_runtime_destroy(rt);
+}
+
+/* A module that needs the 1.2 graph builders checks the core's graph table
+ * (minor and size) before using them; this core's table passes. */
+static void case_needs_bodies(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_needs_bodies", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_module_info info;
+    th_module_info(rt, i, &info);
+    TH_CHECK(info.abi_minor == PL_ABI_MINOR, "ABI minor %u", info.abi_minor);
+    pl_runtime_destroy(rt);
+}
+
 static void case_name_mismatch(void)
 {
     lt_single("fx_name_mismatch", PL_MODULE_REJECTED, "identity note says");
@@ -664,6 +697,8 @@ static const th_case cases[] = {
     {"entry_refuses", case_entry_refuses},
     {"table_too_small", case_table_too_small},
     {"minor_newer", case_minor_newer},
+    {"minor_older", case_minor_older},
+    {"needs_bodies", case_needs_bodies},
     {"init_fails", case_init_fails},
     {"no_device", case_no_device},
     {"name_mismatch", case_name_mismatch},

@@ -602,7 +602,10 @@ static pl_status *ox_attr_bodies(const ox_import *imp, size_t nid,
     if (!PL_ABI_HAS_FN(pl_graph_api, api, builder_attr_graph) ||
         !PL_ABI_HAS_FN(pl_graph_api, api, builder_attr_graphs))
         return ox_error(imp, PL_CODE_UNSUPPORTED,
-                        "%s holds a graph (control flow), which this core cannot build", what);
+                        "%s holds a graph (control flow), which this core cannot build "
+                        "(its graph table is ABI %u.%u; bodies need 1.2)",
+                        what, api ? (unsigned)api->header.abi_major : 0u,
+                        api ? (unsigned)api->header.abi_minor : 0u);
     size_t count = one ? 1 : a->n_graphs;
     pl_graph_builder **subs = calloc(count ? count : 1, sizeof *subs);
     if (subs == NULL)

@@ -1272,7 +1272,7 @@ static void case_fuse_abi_1_0(void)
     static const struct {
         const char *name;
         unsigned minor;
-    } mods[] = {{"fx_fuse10", 0}, {"fx_fuse", 1}};
+    } mods[] = {{"fx_fuse10", 0}, {"fx_fuse", PL_ABI_MINOR}};
     for (size_t k = 0; k < 2; k++) {
         long i = pl_runtime_find_module(rt, mods[k].name);
         TH_CHECK(i >= 0, "%s is not loaded", mods[k].name);

@@ -22,9 +22,15 @@ extern "C" {
 #endif
 
 /* The ABI this SDK describes. A module built against this SDK announces these
- * numbers in its identity note and its module table. */
+ * numbers in its identity note and its module table; the core announces them
+ * in its host and graph tables. Every minor appended something (sdk/README.md,
+ * "ABI versions"):
+ *   1.0  the foundation;
+ *   1.1  pl_module_api.kernel_fuse (epilogue fusion, optional);
+ *   1.2  pl_graph_api.builder_attr_graph and builder_attr_graphs (bodies of
+ *        If, Loop and Scan for format modules). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 1
+#define PL_ABI_MINOR 2
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */
@@ -49,6 +55,14 @@ typedef struct pl_abi_header {
  * writer's struct_size and non-NULL. */
 #define PL_ABI_HAS_FN(T, P, FIELD) \
     (PL_ABI_HAS_FIELD(T, P, FIELD) && (P)->FIELD != NULL)
+
+/* True when the struct P (which opens with `header`) was written by a side
+ * that speaks ABI MAJOR.MINOR or a later minor of that major. A reader still
+ * checks each field or function it uses with PL_ABI_HAS_FIELD / PL_ABI_HAS_FN:
+ * the minor says what the writer knew of, the size what it filled in. */
+#define PL_ABI_AT_LEAST(P, MAJOR, MINOR)                         \
+    ((P) != NULL && (P)->header.abi_major == (MAJOR) &&          \
+     (P)->header.abi_minor >= (MINOR))
 
 /* Status codes. Stable numbers: new codes are appended. */
 typedef enum pl_code {

@@ -201,8 +201,10 @@ typedef struct pl_graph_api {
                                       int32_t ndim, const int64_t *dims,
                                       const void *data, size_t nbytes);
 
-    /* ---- appended: bodies of control flow (If, Loop, Scan). Check them
-     * with PL_ABI_HAS_FN: a core without them refuses such models. */
+    /* ---- appended in ABI 1.2: bodies of control flow (If, Loop, Scan).
+     * A core of ABI 1.0 or 1.1 has neither: check them with PL_ABI_HAS_FN
+     * (or the table's size against PL_GRAPH_API_SIZE_1_2) before calling
+     * them, and refuse a model with bodies when they are missing. */
 
     /* Makes attribute NAME of NODE a graph (a body) and gives in *out_body
      * a builder for it, filled with the same builder functions as the
@@ -338,6 +340,16 @@ typedef struct pl_host_api {
                                    pl_dtype dtype, int32_t ndim,
                                    const int64_t *dims);
 } pl_host_api;
+
+/* The struct_size of a complete graph table of ABI 1.0 and 1.1 (through
+ * builder_attr_tensor) and of ABI 1.2 (through builder_attr_graphs, the
+ * builders of control-flow bodies). A module that needs the 1.2 functions
+ * checks `host->graph->header.struct_size >= PL_GRAPH_API_SIZE_1_2`, or
+ * each function with PL_ABI_HAS_FN, before calling them. */
+#define PL_GRAPH_API_SIZE_1_0 \
+    (offsetof(pl_graph_api, builder_attr_tensor) + sizeof(void (*)(void)))
+#define PL_GRAPH_API_SIZE_1_2 \
+    (offsetof(pl_graph_api, builder_attr_graphs) + sizeof(void (*)(void)))
 
 /* The struct_size of a complete ABI 1.0 host table (through
  * shape_set_output). A module may call every function up to there once the
