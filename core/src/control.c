@@ -247,6 +247,10 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
         return ctl_oom(c);
     }
     atomic_fetch_add(&rt->refs, 1);
+    /* The body's session allocates, and runs, through the runtime's
+     * allocator like the model's own (a zero allocator would be the
+     * system one, out of the application's reach). */
+    m->alloc = rt->alloc;
     m->runtime = rt;
     m->path = path;
     m->graph = copy;
@@ -902,32 +906,46 @@ static pl_status *ctl_get_kernel(pl_module_ctx *ctx, int device, const pl_node_d
     pl_nid id = pl_graph_view_node_id(node->graph, node->node_index);
     if (g == NULL || id == PL_NID_NONE)
         return pl_status_create(PL_CODE_INTERNAL, "control: the node is not in its view");
+    pl_runtime *rt = (pl_runtime *)ctx;
     pl_control *c = NULL;
-    PL_RETURN_IF_ERROR(pl_control_create((pl_runtime *)ctx, g, id, &c));
+    pl_allocator outer = pl_alloc_scope_enter(rt->alloc);
+    pl_status *st = pl_control_create(rt, g, id, &c);
+    pl_alloc_scope_leave(outer);
     *out_kernel = (pl_kernel *)c;
-    return NULL;
+    return st;
 }
 
+/* Runs on an engine worker (or a pinned thread), whose current allocator
+ * is not the application's: the step's buffers (carried values, Scan's
+ * slices) and the bodies' run contexts must come from the runtime's
+ * allocator, so that a refusal there fails the run with out of memory
+ * rather than going unseen to the system allocator. */
 static pl_status *ctl_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args)
 {
-    (void)ctx;
-    return pl_control_run((pl_control *)kernel, args->inputs, args->n_inputs, args->outputs,
-                          args->n_outputs, args->run ? args->run->worker : 0);
+    pl_runtime *rt = (pl_runtime *)ctx;
+    pl_allocator outer = pl_alloc_scope_enter(rt->alloc);
+    pl_status *st = pl_control_run((pl_control *)kernel, args->inputs, args->n_inputs,
+                                   args->outputs, args->n_outputs,
+                                   args->run ? args->run->worker : 0);
+    pl_alloc_scope_leave(outer);
+    return st;
 }
 
 static void ctl_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
 {
-    (void)ctx;
+    pl_runtime *rt = (pl_runtime *)ctx;
+    pl_allocator outer = pl_alloc_scope_enter(rt->alloc);
     pl_control_destroy((pl_control *)kernel);
+    pl_alloc_scope_leave(outer);
 }
 
 pl_status *pl_control_module_create(pl_runtime *rt, pl_module **out_module)
 {
     *out_module = NULL;
-    pl_module *m = calloc(1, sizeof *m);
-    char *name = m ? strdup("control") : NULL;
+    pl_module *m = pl_alloc_calloc(rt->alloc, 1, sizeof *m);
+    char *name = m ? pl_alloc_strdup(rt->alloc, "control") : NULL;
     if (name == NULL) {
-        free(m);
+        pl_free(m);
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     }
     m->name = name;
@@ -955,6 +973,6 @@ void pl_control_module_destroy(pl_module *m)
 {
     if (m == NULL)
         return;
-    free(m->name);
-    free(m);
+    pl_free(m->name);
+    pl_free(m);
 }

@@ -410,6 +410,219 @@ static void case_session_run(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- control flow ----------------------------------------------------------- */
+
+/* tests/alloc/control_flow.json: a Loop of 4 trips (trip count a constant)
+ * carrying a value, with a scan output and in its body an If that takes
+ * then_branch for the first 2 trips and else_branch after; an If on the
+ * sign of sum(x) (then_branch for x_pos, else_branch for x_neg); and a Scan
+ * over the Loop's rows. Bodies read tensors one and two scopes out. Its 24
+ * bytes of constants are written next to a copy of it, so nothing binary
+ * is committed. */
+#define CF_OUTPUTS 4
+static const char *const cf_outputs[CF_OUTPUTS] = {"y", "rows", "s", "ys"};
+static const float cf_x_pos[3] = {1.0f, -0.5f, 2.0f};
+static const float cf_x_neg[3] = {-1.0f, 0.25f, -2.0f};
+
+static const char *control_model(void)
+{
+    const char *dir = th_tempdir();
+    const char *json = th_path(dir, "control_flow.json");
+    th_copy_file(th_path(th_arg(1), "tests/alloc/control_flow.json"), json, 0644);
+    struct {
+        int64_t trips, two;
+        float half, zero;
+    } w = {4, 2, 0.5f, 0.0f};
+    _Static_assert(sizeof w == 24, "the sidecar is 24 bytes");
+    FILE *f = fopen(th_path(dir, "control_flow.weights"), "wb");
+    TH_CHECK(f != NULL && fwrite(&w, sizeof w, 1, f) == 1 && fclose(f) == 0,
+             "cannot write the sidecar");
+    return json;
+}
+
+/* The outputs of one run of the control-flow model, flattened. */
+typedef struct cf_result {
+    float v[64];
+    size_t n;
+} cf_result;
+
+/* Runs S on X; on success fills *OUT. Returns the run's status; an output
+ * buffer never survives a failure. */
+static pl_status *cf_run(pl_session *s, const float *x, cf_result *out)
+{
+    int64_t dims[1] = {3};
+    pl_io in = {.name = "x",
+                .tensor = {.data = (void *)x, .ndim = 1, .dtype = PL_DTYPE_F32,
+                           .shape = dims, .struct_size = sizeof(pl_tensor)}};
+    pl_io outs[CF_OUTPUTS];
+    for (int k = 0; k < CF_OUTPUTS; k++)
+        outs[k] = (pl_io){.name = cf_outputs[k], .tensor = {.struct_size = sizeof(pl_tensor)}};
+    pl_status *st = pl_session_run(s, &in, 1, outs, CF_OUTPUTS);
+    if (st != NULL) {
+        for (int k = 0; k < CF_OUTPUTS; k++)
+            TH_CHECK(outs[k].tensor.data == NULL,
+                     "output %s came back with a failed run", cf_outputs[k]);
+        return st;
+    }
+    out->n = 0;
+    for (int k = 0; k < CF_OUTPUTS; k++) {
+        size_t n = 1;
+        for (int32_t d = 0; d < outs[k].tensor.ndim; d++)
+            n *= (size_t)outs[k].tensor.shape[d];
+        TH_CHECK(outs[k].tensor.dtype.code == PL_TYPE_FLOAT && outs[k].tensor.dtype.bits == 32 &&
+                     out->n + n <= 64,
+                 "output %s: %zu values", cf_outputs[k], n);
+        memcpy(out->v + out->n, outs[k].tensor.data, n * sizeof(float));
+        out->n += n;
+        pl_buffer_free(outs[k].tensor.data);
+    }
+    return NULL;
+}
+
+static void cf_expect_equal(const cf_result *got, const cf_result *want, const char *what)
+{
+    TH_CHECK(got->n == want->n, "%s: %zu values, want %zu", what, got->n, want->n);
+    TH_CHECK(memcmp(got->v, want->v, want->n * sizeof(float)) == 0,
+             "%s: the outputs differ from the reference run", what);
+}
+
+/* The model's own numbers, worked by hand, so that the reference run is
+ * itself right: y = 1.75x or 0.25x, s = 5x or -3x + ... (see the model). */
+static void cf_check_reference(const cf_result *r, const float *x, bool positive)
+{
+    TH_CHECK(r->n == 3 + 12 + 3 + 12, "%zu values", r->n);
+    for (int i = 0; i < 3; i++) {
+        float acc = 0.75f * x[i];
+        float y = positive ? acc + x[i] : acc - x[i];
+        TH_CHECK(r->v[i] == y, "y[%d] = %g, want %g", i, r->v[i], y);
+        float rows[4] = {x[i], 2.0f * x[i], 0.5f * x[i], -0.25f * x[i]};
+        float st = y;
+        for (int t = 0; t < 4; t++) {
+            TH_CHECK(r->v[3 + 3 * t + i] == rows[t], "rows[%d][%d] = %g, want %g", t, i,
+                     r->v[3 + 3 * t + i], rows[t]);
+            st += rows[t];
+            TH_CHECK(r->v[18 + 3 * t + i] == 0.5f * st, "ys[%d][%d] = %g, want %g", t, i,
+                     r->v[18 + 3 * t + i], 0.5f * st);
+        }
+        TH_CHECK(r->v[15 + i] == st, "s[%d] = %g, want %g", i, r->v[15 + i], st);
+    }
+}
+
+/* Loading a model with bodies (If inside Loop, If, Scan) fails cleanly at
+ * every allocation. */
+static void case_model_load_control(void)
+{
+    pl_runtime *rt = sweep_runtime("cpu");
+    sweep_model_load(rt, control_model(), "model load (control flow)");
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* Session creation over a model with control flow: the control backend
+ * compiles each body into a nested program (and an If's both branches);
+ * every allocation refused in turn fails cleanly, and the first session
+ * made runs both inputs to the reference outputs. */
+static void case_session_create_control(void)
+{
+    pl_runtime *rt = sweep_runtime("cpu");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, control_model(), &m));
+    pl_session *ref = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &ref));
+    cf_result want_pos, want_neg, got;
+    TH_CHECK_OK(cf_run(ref, cf_x_pos, &want_pos));
+    TH_CHECK_OK(cf_run(ref, cf_x_neg, &want_neg));
+    cf_check_reference(&want_pos, cf_x_pos, true);
+    cf_check_reference(&want_neg, cf_x_neg, false);
+    long n;
+    for (n = 1; n < SWEEP_LIMIT; n++) {
+        pl_session *s = (pl_session *)rt;
+        pl_failing_allocator_arm(&fa, n);
+        pl_status *st = pl_session_create(m, NULL, &s);
+        long refused = pl_failing_allocator_refused(&fa);
+        pl_failing_allocator_arm(&fa, 0);
+        if (refused == 0) {
+            TH_CHECK_OK(st);
+            TH_CHECK_OK(cf_run(s, cf_x_pos, &got));
+            cf_expect_equal(&got, &want_pos, "x_pos");
+            TH_CHECK_OK(cf_run(s, cf_x_neg, &got));
+            cf_expect_equal(&got, &want_neg, "x_neg");
+            pl_session_destroy(s);
+            break;
+        }
+        if (st == NULL)
+            th_fail(__FILE__, __LINE__,
+                    "control session: allocation %ld was refused, yet the session was made", n);
+        TH_CHECK(s == NULL, "a session came back with a failure");
+        expect_oom(st, "session creation (control flow)", n);
+    }
+    printf("session creation (control flow): %ld allocations swept\n", n - 1);
+    /* The bodies' own sessions (partition, plan and steps of four bodies)
+     * are made through the application's allocator too: when they went to
+     * the system allocator the sweep stopped at 404. */
+    TH_CHECK(n > 600, "only %ld allocations: the bodies' sessions were not swept", n - 1);
+    pl_session_destroy(ref);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* Runs of a model with control flow: each body's run (every Loop trip, both
+ * branches of the inner If, every Scan step) allocates; every allocation of
+ * a run refused in turn fails the run cleanly with out of memory, and the
+ * same session then runs to the reference outputs. Swept for an input that
+ * takes the outer If's then_branch and one that takes its else_branch. */
+static void case_session_run_control(void)
+{
+    pl_runtime *rt = sweep_runtime("cpu");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, control_model(), &m));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    for (int which = 0; which < 2; which++) {
+        const float *x = which == 0 ? cf_x_pos : cf_x_neg;
+        const char *what = which == 0 ? "session run (control flow, then)"
+                                      : "session run (control flow, else)";
+        cf_result want, got;
+        /* The reference run, which also makes the run contexts later runs
+         * reuse, so that the sweep reaches what every run allocates. */
+        TH_CHECK_OK(cf_run(s, x, &want));
+        cf_check_reference(&want, x, which == 0);
+        long n;
+        for (n = 1; n < SWEEP_LIMIT; n++) {
+            pl_failing_allocator_arm(&fa, n);
+            pl_status *st = cf_run(s, x, &got);
+            long refused = pl_failing_allocator_refused(&fa);
+            pl_failing_allocator_arm(&fa, 0);
+            if (refused == 0) {
+                TH_CHECK_OK(st);
+                cf_expect_equal(&got, &want, what);
+                break;
+            }
+            if (st == NULL)
+                th_fail(__FILE__, __LINE__, "%s: allocation %ld was refused, yet it succeeded",
+                        what, n);
+            expect_oom(st, what, n);
+            /* The session is still whole: a run without failures gives the
+             * reference outputs. */
+            TH_CHECK_OK(cf_run(s, x, &got));
+            cf_expect_equal(&got, &want, what);
+        }
+        printf("%s: %ld allocations swept\n", what, n - 1);
+        /* The run itself (3) and the engine's operations (one per step and
+         * the wait: 10) make 13; the control steps run on engine workers
+         * and allocate their buffers (Loop's carried values and rows, Scan's
+         * states and slices) through the application's allocator as well,
+         * where they used to reach the system allocator unseen. */
+        TH_CHECK(n > 20, "%s: only %ld allocations: the control steps' buffers were not swept",
+                 what, n - 1);
+    }
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
 /* An application's allocator gets back every block it gave: after a
  * runtime, a model, a session, a run and an explain are made and destroyed,
  * nothing of the allocator's is live, and it was used throughout. */
@@ -490,6 +703,9 @@ int main(int argc, char **argv)
         {"blocks_returned", case_blocks_returned},
         {"session_run", case_session_run},
         {"jansson_left_alone", case_jansson_left_alone},
+        {"model_load_control", case_model_load_control},
+        {"session_create_control", case_session_create_control},
+        {"session_run_control", case_session_run_control},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
                    "STAGE_DIR SOURCE_DIR ONNX_TESTDATA_DIR");
