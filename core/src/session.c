@@ -30,7 +30,13 @@ struct pl_session {
     pl_program *program;
     pl_runner *runner;
     pl_warnings warnings;
-    bool modules_retained;
+    /* The modules the session retained, released after everything else at
+     * destruction. Listed at creation so that destruction allocates
+     * nothing: a nested session (a control-flow body) may be destroyed
+     * while its allocator refuses, and a module never released kept its
+     * runtime alive. */
+    pl_module **retained;
+    size_t n_retained;
 };
 
 static pl_status *pl_sess_oom(void)
@@ -238,9 +244,17 @@ static pl_status *pl_session_create_in(pl_model *model, pl_session **out_session
         pl_session_destroy(s);
         return pl_status_wrap(st, "%s: ", model->path);
     }
-    for (size_t b = 0; b < pl_partition_backend_count(s->part); b++)
-        pl_module_retain(pl_partition_backend(s->part, b)->module);
-    s->modules_retained = true;
+    size_t nb = pl_partition_backend_count(s->part);
+    s->retained = pl_calloc(nb ? nb : 1, sizeof *s->retained);
+    if (s->retained == NULL) {
+        pl_session_destroy(s);
+        return pl_status_wrap(pl_sess_oom(), "%s: ", model->path);
+    }
+    for (size_t b = 0; b < nb; b++) {
+        s->retained[b] = pl_partition_backend(s->part, b)->module;
+        pl_module_retain(s->retained[b]);
+    }
+    s->n_retained = nb;
     *out_session = s;
     return NULL;
 }
@@ -268,13 +282,8 @@ static void pl_session_destroy_in(pl_session *s)
 {
     pl_runner_destroy(s->runner);
     pl_program_destroy(s->program);
-    size_t nb = s->part ? pl_partition_backend_count(s->part) : 0;
-    pl_module **retained = NULL;
-    if (s->modules_retained && nb > 0) {
-        retained = pl_calloc(nb, sizeof *retained);
-        for (size_t b = 0; retained && b < nb; b++)
-            retained[b] = pl_partition_backend(s->part, b)->module;
-    }
+    pl_module **retained = s->retained;
+    size_t nb = s->n_retained;
     pl_partition_destroy(s->part);
     pl_graph_view_destroy(s->view);
     pl_warnings_clear(&s->warnings);

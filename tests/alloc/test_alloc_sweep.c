@@ -412,7 +412,7 @@ static void case_session_run(void)
 
 /* ---- control flow ----------------------------------------------------------- */
 
-/* tests/alloc/control_flow.json: a Loop of 4 trips (trip count a constant)
+/* tests/control/control_flow.json: a Loop of 4 trips (trip count a constant)
  * carrying a value, with a scan output and in its body an If that takes
  * then_branch for the first 2 trips and else_branch after; an If on the
  * sign of sum(x) (then_branch for x_pos, else_branch for x_neg); and a Scan
@@ -428,7 +428,7 @@ static const char *control_model(void)
 {
     const char *dir = th_tempdir();
     const char *json = th_path(dir, "control_flow.json");
-    th_copy_file(th_path(th_arg(1), "tests/alloc/control_flow.json"), json, 0644);
+    th_copy_file(th_path(th_arg(1), "tests/control/control_flow.json"), json, 0644);
     struct {
         int64_t trips, two;
         float half, zero;
@@ -537,10 +537,17 @@ static void case_session_create_control(void)
     long n;
     for (n = 1; n < SWEEP_LIMIT; n++) {
         pl_session *s = (pl_session *)rt;
+        long live = pl_failing_allocator_live(&fa);
         pl_failing_allocator_arm(&fa, n);
         pl_status *st = pl_session_create(m, NULL, &s);
         long refused = pl_failing_allocator_refused(&fa);
         pl_failing_allocator_arm(&fa, 0);
+        /* A failed creation gives back every block it took (the leak
+         * check at exit would say so too, but not which allocation). */
+        if (refused != 0 && st != NULL)
+            TH_CHECK(pl_failing_allocator_live(&fa) == live,
+                     "allocation %ld refused: %ld blocks left behind (%s)", n,
+                     pl_failing_allocator_live(&fa) - live, pl_status_message(st));
         if (refused == 0) {
             TH_CHECK_OK(st);
             TH_CHECK_OK(cf_run(s, cf_x_pos, &got));
@@ -565,6 +572,11 @@ static void case_session_create_control(void)
     pl_model_destroy(m);
     th_watch(NULL);
     pl_runtime_destroy(rt);
+    /* Everything came back, the runtime included: a body's session
+     * destroyed while the allocator refused used to skip releasing its
+     * modules, which then kept the runtime alive. */
+    TH_CHECK(pl_failing_allocator_live(&fa) == 0, "%ld blocks never came back",
+             pl_failing_allocator_live(&fa));
 }
 
 /* Runs of a model with control flow: each body's run (every Loop trip, both
@@ -621,6 +633,8 @@ static void case_session_run_control(void)
     pl_model_destroy(m);
     th_watch(NULL);
     pl_runtime_destroy(rt);
+    TH_CHECK(pl_failing_allocator_live(&fa) == 0, "%ld blocks never came back",
+             pl_failing_allocator_live(&fa));
 }
 
 /* An application's allocator gets back every block it gave: after a
