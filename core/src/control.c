@@ -372,7 +372,12 @@ static pl_status *ctl_loop_run(pl_control *c, const pl_tensor *in, pl_tensor *ou
                                int worker)
 {
     const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
-    const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[0];
+    /* Iteration 0's body, through ctl_spec and its lock: another run may
+     * be growing the list of bodies (a realloc) at this moment
+     * (ThreadSanitizer caught the unlocked read). */
+    const ctl_body *b = &c->bodies[0];
+    if (c->by_iter)
+        PL_RETURN_IF_ERROR(ctl_spec(c, 0, &b));
     size_t nf = n->n_formal_inputs, n_car = nf - 2, n_scan = n_out - n_car;
     int64_t trips = in[0].data != NULL ? *(const int64_t *)ctl_ptr(&in[0]) : INT64_MAX;
     bool cond = in[1].data != NULL ? *(const uint8_t *)ctl_ptr(&in[1]) != 0 : true;
@@ -878,7 +883,15 @@ json_t *pl_control_describe_json(const pl_control *c)
     for (size_t i = 0; arr != NULL && i < count; i++) {
         json_t *placement = NULL;
         char *text = NULL;
-        const ctl_body *b = c->by_iter ? c->spec[0] : &c->bodies[i];
+        const ctl_body *b = &c->bodies[i];
+        if (c->by_iter) {
+            /* Under the lock, as runs may be growing the list (the body
+             * of iteration 0 itself never changes once made). */
+            pl_control *mut = (pl_control *)c;
+            pthread_mutex_lock(&mut->mu);
+            b = c->spec[0];
+            pthread_mutex_unlock(&mut->mu);
+        }
         if (b->session != NULL) {
             pl_status *st = pl_session_describe(b->session, &text);
             pl_status_free(st);
