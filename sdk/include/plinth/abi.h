@@ -28,7 +28,8 @@ extern "C" {
  *   1.0  the foundation;
  *   1.1  pl_module_api.kernel_fuse (epilogue fusion, optional);
  *   1.2  pl_graph_api.builder_attr_graph and builder_attr_graphs (bodies of
- *        If, Loop and Scan for format modules). */
+ *        If, Loop and Scan for format modules) and builder_data_file (a
+ *        format's data file mapped and checked up front). */
 #define PL_ABI_MAJOR 1
 #define PL_ABI_MINOR 2
 

@@ -221,8 +221,8 @@ typedef struct pl_graph_api {
                                       const char *name, size_t count,
                                       pl_graph_builder **out_bodies);
 
-    /* ---- appended: a data file checked before any constant names it.
-     * Check it with PL_ABI_HAS_FN. */
+    /* ---- appended in ABI 1.2 too: a data file checked before any
+     * constant names it. Check it with PL_ABI_HAS_FN. */
 
     /* Maps LOCATION under the rule of builder_constant_file (relative to
      * the model's folder, no `..`, no link leading out, a regular file) and
@@ -342,14 +342,14 @@ typedef struct pl_host_api {
 } pl_host_api;
 
 /* The struct_size of a complete graph table of ABI 1.0 and 1.1 (through
- * builder_attr_tensor) and of ABI 1.2 (through builder_attr_graphs, the
- * builders of control-flow bodies). A module that needs the 1.2 functions
+ * builder_attr_tensor) and of ABI 1.2 (through builder_data_file: the
+ * builders of control-flow bodies and the data-file check). A module that needs the 1.2 functions
  * checks `host->graph->header.struct_size >= PL_GRAPH_API_SIZE_1_2`, or
  * each function with PL_ABI_HAS_FN, before calling them. */
 #define PL_GRAPH_API_SIZE_1_0 \
     (offsetof(pl_graph_api, builder_attr_tensor) + sizeof(void (*)(void)))
 #define PL_GRAPH_API_SIZE_1_2 \
-    (offsetof(pl_graph_api, builder_attr_graphs) + sizeof(void (*)(void)))
+    (offsetof(pl_graph_api, builder_data_file) + sizeof(void (*)(void)))
 
 /* The struct_size of a complete ABI 1.0 host table (through
  * shape_set_output). A module may call every function up to there once the
