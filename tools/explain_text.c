@@ -119,7 +119,14 @@ int pl_explain_text_write(FILE *f, const char *json)
     size_t i;
     json_array_foreach(json_object_get(root, "backends"), i, b)
         fprintf(f, " %s:%d (%s)", pl_js(b, "module"), (int)pl_ji(b, "device"), pl_js(b, "mode"));
-    fprintf(f, "\n\nplacement:\n");
+    fprintf(f, "\n");
+    json_t *o;
+    if (json_array_size(json_object_get(root, "optimizations")) > 0) {
+        fprintf(f, "\ngraph optimisation:\n");
+        json_array_foreach(json_object_get(root, "optimizations"), i, o)
+            fprintf(f, "  %s\n", json_is_string(o) ? json_string_value(o) : "?");
+    }
+    fprintf(f, "\nplacement:\n");
     pl_text_placement(f, root);
     pl_text_rest(f, root);
     json_decref(root);

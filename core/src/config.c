@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "optimize.h"
 #include "status.h"
 #include "threadpool.h"
 
@@ -107,8 +108,8 @@ static pl_config_section *pl_config_section_get_or_add(pl_config_parse *p,
         return NULL;
     }
     s->line = line;
-    s->is_module = strcmp(name, "runtime") != 0 &&
-                   strcmp(name, "placement") != 0 && name[0] != '\0';
+    s->is_module = strcmp(name, "runtime") != 0 && strcmp(name, "placement") != 0 &&
+                   strcmp(name, "graph") != 0 && name[0] != '\0';
     c->n_sections++;
     return s;
 }
@@ -392,6 +393,29 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
     return NULL;
 }
 
+/* [graph]: the optimisation level (optimize.h). */
+static pl_status *pl_config_apply_graph(pl_config *c, const char *shown,
+                                        const pl_config_section *s)
+{
+    for (size_t i = 0; s && i < s->n_entries; i++) {
+        const pl_config_entry *e = &s->entries[i];
+        if (strcmp(e->key, "optimize") == 0) {
+            pl_optimize_level level;
+            if (!pl_optimize_parse(e->value, &level))
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "%s:%d: bad value '%s' for optimize; accepted: none, "
+                                        "basic, all",
+                                        shown, e->line, e->value);
+            c->optimize = (int)level;
+        } else if (!pl_config_add_warning(c, "%s:%d: unknown key '%s' in [graph] (known: "
+                                             "optimize)",
+                                          shown, e->line, e->key)) {
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    return NULL;
+}
+
 static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
                                             const pl_config_section *s)
 {
@@ -492,6 +516,7 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->engine = PL_ENGINE_THREADED;
     c->log_level = PL_LOG_WARN;
     c->spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
+    c->optimize = PL_OPTIMIZE_ALL;
     c->min_subgraph_nodes = 1;
     c->cache_dir = pl_alloc_strdup(alloc, "");
     if (c->cache_dir == NULL) {
@@ -567,6 +592,8 @@ pl_status *pl_config_load(pl_allocator alloc, const char *path,
     if (st == NULL)
         st = pl_config_apply_placement(c, path,
                                        pl_config_find_section(c, "placement"));
+    if (st == NULL)
+        st = pl_config_apply_graph(c, path, pl_config_find_section(c, "graph"));
     for (size_t i = 0; st == NULL && i < c->n_sections; i++) {
         pl_config_section *s = &c->sections[i];
         if (s->name[0] == '\0') {

@@ -54,6 +54,8 @@ typedef struct pl_config {
     bool strict;              /* a failed compile fails the session */
     char **pins;              /* "node=backend" */
     size_t n_pins;
+    /* [graph] */
+    int optimize;             /* pl_optimize_level: 0 none, 1 basic, 2 all */
     /* "file:line: warning" lines, in order */
     char **warnings;
     size_t n_warnings;

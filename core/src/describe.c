@@ -142,11 +142,15 @@ static json_t *pl_describe_memory(const pl_program *p)
 }
 
 static json_t *pl_describe_json(const pl_program *p, const char *model_path,
-                               const pl_warnings *w)
+                                const pl_rewrites *rewrites, const pl_warnings *w)
 {
     const pl_graph *g = p->g;
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(model_path));
+    json_t *rewritten = json_array();
+    for (size_t i = 0; rewrites != NULL && i < rewrites->n; i++)
+        json_array_append_new(rewritten, json_string(rewrites->items[i]));
+    json_object_set_new(root, "optimizations", rewritten);
     json_object_set_new(root, "backends", pl_describe_backends(p->part));
     json_t *placement = json_array();
     const pl_nid *order = pl_graph_topo_order(g);
@@ -163,10 +167,11 @@ static json_t *pl_describe_json(const pl_program *p, const char *model_path,
 }
 
 pl_status *pl_program_describe(const pl_program *p, const char *model_path,
-                               const pl_warnings *warnings, char **out_json)
+                               const pl_rewrites *rewrites, const pl_warnings *warnings,
+                               char **out_json)
 {
     *out_json = NULL;
-    json_t *root = pl_describe_json(p, model_path, warnings);
+    json_t *root = pl_describe_json(p, model_path, rewrites, warnings);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (text != NULL)

@@ -792,7 +792,10 @@ static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a)
                             (int)a->kind);
 }
 
-static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c)
+/* Copies G into C, leaving out the nodes DROP marks and reading tensor
+ * ALIAS[t] wherever a kept node reads t (DROP and ALIAS may be NULL). */
+static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool *drop,
+                                     const pl_tid *alias)
 {
     for (size_t i = 0; i < g->n_opsets; i++)
         PL_RETURN_IF_ERROR(pl_graph_set_opset(c, g->opsets[i].domain, g->opsets[i].version));
@@ -807,14 +810,20 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c)
     }
     for (size_t i = 0; i < g->n_nodes; i++) {
         const pl_graph_node *n = &g->nodes[i];
+        if (drop != NULL && drop[i])
+            continue;
         const char *stack_names[16];
         const char **ins = n->n_formal_inputs <= 16
                                ? stack_names
                                : pl_calloc(n->n_formal_inputs, sizeof *ins);
         const char **outs = pl_calloc(n->n_outputs ? n->n_outputs : 1, sizeof *outs);
         pl_status *st = ins && outs ? NULL : pl_graph_oom("copying a graph");
-        for (size_t k = 0; st == NULL && k < n->n_formal_inputs; k++)
-            ins[k] = n->inputs[k] == PL_TID_NONE ? "" : g->tensors[n->inputs[k]].name;
+        for (size_t k = 0; st == NULL && k < n->n_formal_inputs; k++) {
+            pl_tid t = n->inputs[k];
+            if (t != PL_TID_NONE && alias != NULL)
+                t = alias[t];
+            ins[k] = t == PL_TID_NONE ? "" : g->tensors[t].name;
+        }
         for (size_t k = 0; st == NULL && k < n->n_outputs; k++)
             outs[k] = n->outputs[k] == PL_TID_NONE ? "" : g->tensors[n->outputs[k]].name;
         pl_nid id = PL_NID_NONE;
@@ -840,7 +849,22 @@ pl_status *pl_graph_copy(const pl_graph *g, pl_graph **out_copy)
     *out_copy = NULL;
     pl_graph *c = NULL;
     PL_RETURN_IF_ERROR(pl_graph_create(&c));
-    pl_status *st = pl_graph_copy_into(g, c);
+    pl_status *st = pl_graph_copy_into(g, c, NULL, NULL);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_copy = c;
+    return NULL;
+}
+
+pl_status *pl_graph_copy_rewritten(const pl_graph *g, const bool *drop, const pl_tid *alias,
+                                   pl_graph **out_copy)
+{
+    *out_copy = NULL;
+    pl_graph *c = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_create(&c));
+    pl_status *st = pl_graph_copy_into(g, c, drop, alias);
     if (st != NULL) {
         pl_graph_destroy(c);
         return st;

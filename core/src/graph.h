@@ -205,6 +205,13 @@ pl_status *pl_graph_attr_graphs(pl_graph *g, pl_nid n, const char *name,
  * outlive it. The copy is not validated. */
 pl_status *pl_graph_copy(const pl_graph *g, pl_graph **out_copy);
 
+/* The same copy without the nodes DROP marks (DROP[n] for node n), every
+ * kept node reading tensor ALIAS[t] where G's read t (ALIAS has one entry
+ * per tensor; t itself for no change). Tensors stay, used or not; the
+ * graph's inputs and outputs are G's. The optimiser's rewrite (optimize.c). */
+pl_status *pl_graph_copy_rewritten(const pl_graph *g, const bool *drop, const pl_tid *alias,
+                                   pl_graph **out_copy);
+
 /* Rewriting a node (the opset conversion, opset_upgrade.c). Both invalidate
  * the graph: validate again before reading producers, consumers or the
  * topological order. */

@@ -105,8 +105,26 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pthread_mutex_unlock(&rt->opset_mu);
         st = pl_status_wrap(st, "%s: ", path);
     }
+    pl_graph *optimized = NULL;
+    if (st == NULL)
+        st = pl_graph_optimize(m->graph,
+                               rt->config ? (pl_optimize_level)rt->config->optimize
+                                          : PL_OPTIMIZE_ALL,
+                               &optimized, &m->rewrites);
+    if (st == NULL && optimized != NULL) {
+        pthread_mutex_lock(&rt->opset_mu);
+        st = pl_opset_infer(rt->opset, optimized);
+        pthread_mutex_unlock(&rt->opset_mu);
+    }
+    st = pl_status_wrap(st, "%s: ", path);
+    if (optimized != NULL) {
+        m->loaded = m->graph;
+        m->graph = optimized;
+    }
     if (st != NULL) {
+        pl_rewrites_free(&m->rewrites);
         pl_graph_destroy(m->graph);
+        pl_graph_destroy(m->loaded);
         pl_free(m->path);
         pl_free(m);
         return st;
@@ -149,6 +167,8 @@ void pl_model_release(pl_model *m)
     if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
     pl_graph_destroy(m->graph);
+    pl_graph_destroy(m->loaded);
+    pl_rewrites_free(&m->rewrites);
     pl_free(m->path);
     pl_runtime *rt = m->runtime;
     pl_free(m);

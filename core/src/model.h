@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "graph.h"
+#include "optimize.h"
 #include "registry.h"
 
 struct pl_model {
@@ -16,6 +17,10 @@ struct pl_model {
     pl_allocator alloc;
     char *path;
     pl_graph *graph;
+    /* The graph as read, when the optimiser rewrote it into GRAPH (which
+     * borrows its constants); NULL otherwise. */
+    pl_graph *loaded;
+    pl_rewrites rewrites;     /* what the optimiser did (optimize.h) */
     _Atomic int refs;
 };
 

@@ -26,6 +26,7 @@
 #include "graph.h"
 #include "graph_view.h"
 #include "log.h"
+#include "optimize.h"
 #include "partition.h"
 #include "plan.h"
 #include "registry.h"
@@ -165,8 +166,9 @@ pl_status *pl_program_dev_alloc(const pl_program *p, int32_t dev, size_t bytes,
 
 /* Describes the program and its partition as one JSON document in a new
  * string (*OUT_JSON, freed with pl_free; keys at pl_session_describe).
- * MODEL_PATH and WARNINGS are included. */
+ * MODEL_PATH, the optimiser's REWRITES and WARNINGS are included. */
 pl_status *pl_program_describe(const pl_program *p, const char *model_path,
-                               const pl_warnings *warnings, char **out_json);
+                               const pl_rewrites *rewrites, const pl_warnings *warnings,
+                               char **out_json);
 
 #endif

@@ -410,7 +410,8 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_describe: NULL session");
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = pl_program_describe(s->program, s->model->path, &s->warnings, out_json);
+    pl_status *st = pl_program_describe(s->program, s->model->path, &s->model->rewrites,
+                                        &s->warnings, out_json);
     pl_alloc_scope_leave(outer);
     return st;
 }

@@ -335,7 +335,8 @@ PL_API const char *pl_session_warning(const pl_session *session, size_t i);
 
 /* What the session does, as one JSON document (the core describes; the
  * tools render: `plinth explain` prints it as text, `--json` as is). Keys:
- * `model`; `backends` in [placement] order (module, device, mode);
+ * `model`; `optimizations`, one line per rewrite of the graph before
+ * partitioning (`[graph] optimize`); `backends` in [placement] order (module, device, mode);
  * `placement`, one entry per node in execution order (node, op, backend,
  * subgraph, fused_into: the name of the node whose kernel runs it, or
  * null; reasons: every other backend's refusal, by module; outputs with

@@ -1,0 +1,37 @@
+/* optimize.h — exact graph rewrites before partitioning (optimize.c):
+ * nodes that compute nothing are bypassed and dropped, each rewrite
+ * recorded for the session's description. `[graph] optimize` in
+ * backend.ini picks the level. */
+#ifndef PL_CORE_OPTIMIZE_H
+#define PL_CORE_OPTIMIZE_H
+
+#include <stdbool.h>
+
+#include "graph.h"
+
+typedef enum pl_optimize_level {
+    PL_OPTIMIZE_NONE = 0,   /* the graph as loaded */
+    PL_OPTIMIZE_BASIC = 1,  /* no-op elimination */
+    PL_OPTIMIZE_ALL = 2     /* everything exact (today the same as basic) */
+} pl_optimize_level;
+
+/* What the passes did, one line per rewrite ("Identity 'w_id' removed
+ * (Identity): its readers read 'w'"). */
+typedef struct pl_rewrites {
+    char **items;
+    size_t n;
+} pl_rewrites;
+
+void pl_rewrites_free(pl_rewrites *rewrites);
+
+/* Rewrites G (validated, types inferred) at LEVEL into a new graph
+ * (*OUT_GRAPH, validated; it borrows G's constants, so G must outlive it),
+ * adding a line to REWRITES for each change. *OUT_GRAPH is NULL when
+ * nothing changed. Uses the thread's current allocator. */
+pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_graph **out_graph,
+                             pl_rewrites *rewrites);
+
+/* "none", "basic" or "all"; false for anything else. */
+bool pl_optimize_parse(const char *s, pl_optimize_level *out);
+
+#endif

@@ -1,0 +1,397 @@
+/* test_optimize.c — the graph optimiser (core/src/optimize.c) through the
+ * public API: nodes that compute nothing are removed and named in the
+ * session's description, what must stay stays (graph outputs, names a body
+ * reads, Dropout's mask, a Dropout in training mode, a Reshape that
+ * reshapes), outputs equal those of `optimize = none`, and onednn takes a
+ * Conv whose weights and bias come through Identity. Usage:
+ * test_optimize CASE STAGE_DIR. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../explain_json.h"
+#include "../harness.h"
+
+/* The folder of this case's files (th_tempdir makes a new one per call). */
+static const char *case_dir(void)
+{
+    static const char *d;
+    if (d == NULL)
+        d = th_tempdir();
+    return d;
+}
+
+/* A runtime on the staged modules with [graph] optimize = LEVEL and
+ * [placement] order = ORDER. */
+static pl_runtime *runtime_with(const char *level, const char *order)
+{
+    const char *ini = th_path(case_dir(), "backend.ini");
+    char text[512];
+    snprintf(text, sizeof text,
+             "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = %s\n"
+             "[graph]\noptimize = %s\n",
+             th_arg(0), order, level);
+    th_write_file(ini, text, 0644);
+    pl_runtime_options o = th_options(ini);
+    return th_runtime_create(&o);
+}
+
+/* Writes N_BLOBS constants into the sidecar SIDECAR beside the models,
+ * each padded to a multiple of 64 bytes. */
+static void write_sidecar(const char *sidecar, const void *const *blobs, const size_t *sizes,
+                          size_t n_blobs)
+{
+    const char *path = th_path(case_dir(), sidecar);
+    FILE *f = fopen(path, "wb");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    for (size_t k = 0; k < n_blobs; k++) {
+        static const unsigned char zeros[64];
+        size_t pad = (64 - sizes[k] % 64) % 64;
+        TH_CHECK(fwrite(blobs[k], 1, sizes[k], f) == sizes[k] &&
+                     fwrite(zeros, 1, pad, f) == pad,
+                 "cannot write %s", path);
+    }
+    fclose(f);
+}
+
+static const char *write_model(const char *name, const char *json)
+{
+    const char *path = th_path(case_dir(), name);
+    th_write_file(path, json, 0644);
+    return path;
+}
+
+/* X (f32[1,8,4,4]) → Identity chain on the weights (more than the opset's
+ * known-value limit, so only a rewrite makes them constant again) and bias
+ * → 1x1 Conv to 16 channels → Relu → Identity → Reshape to its own shape
+ * → Dropout → Neg → y. */
+#define CV_X 128  /* 1 x 8 x 4 x 4 */
+#define CV_Y 256  /* 1 x 16 x 4 x 4 */
+static const char *conv_model(void)
+{
+    static float w[128], b[16];
+    for (int k = 0; k < 128; k++)
+        w[k] = 0.1f * (float)((k * 7) % 11 - 5);
+    for (int k = 0; k < 16; k++)
+        b[k] = 0.05f * (float)k - 0.3f;
+    static const int64_t shape[4] = {1, 16, 4, 4};
+    write_sidecar("conv.weights", (const void *const[]){w, b, shape},
+                  (const size_t[]){sizeof w, sizeof b, sizeof shape}, 3);
+    return write_model(
+        "conv.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"conv.weights\","
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,8,4,4]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[16,8,1,1],"
+        "\"data\":{\"offset\":0,\"length\":512}},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[16],"
+        "\"data\":{\"offset\":512,\"length\":64}},"
+        "{\"name\":\"shape\",\"dtype\":\"i64\",\"shape\":[4],"
+        "\"data\":{\"offset\":576,\"length\":32}}],"
+        "\"nodes\":["
+        "{\"name\":\"w_id\",\"op\":\"Identity\",\"inputs\":[\"w\"],\"outputs\":[\"w1\"]},"
+        "{\"name\":\"w_id2\",\"op\":\"Identity\",\"inputs\":[\"w1\"],\"outputs\":[\"w2\"]},"
+        "{\"name\":\"b_id\",\"op\":\"Identity\",\"inputs\":[\"b\"],\"outputs\":[\"b1\"]},"
+        "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w2\",\"b1\"],"
+        "\"outputs\":[\"c\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"c\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"r_id\",\"op\":\"Identity\",\"inputs\":[\"r\"],\"outputs\":[\"r1\"]},"
+        "{\"name\":\"same\",\"op\":\"Reshape\",\"inputs\":[\"r1\",\"shape\"],"
+        "\"outputs\":[\"r2\"]},"
+        "{\"name\":\"drop\",\"op\":\"Dropout\",\"inputs\":[\"r2\"],\"outputs\":[\"d\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"d\"],\"outputs\":[\"y\"]}]}");
+}
+
+static json_t *describe(pl_session *s)
+{
+    return th_explain(s);
+}
+
+static bool placed(json_t *root, const char *node)
+{
+    json_t *p;
+    size_t i;
+    json_array_foreach(json_object_get(root, "placement"), i, p)
+        if (strcmp(json_string_value(json_object_get(p, "node")), node) == 0)
+            return true;
+    return false;
+}
+
+/* Whether a line of the description's optimizations names NODE. */
+static bool rewritten(json_t *root, const char *node)
+{
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "'%s'", node);
+    json_t *o;
+    size_t i;
+    json_array_foreach(json_object_get(root, "optimizations"), i, o)
+        if (strstr(json_string_value(o), quoted) != NULL)
+            return true;
+    return false;
+}
+
+/* Runs S on x = 0.02 * (i - 64) and returns y (caller frees). */
+static float *run(pl_session *s, size_t *out_n)
+{
+    float x[CV_X];
+    for (int i = 0; i < CV_X; i++)
+        x[i] = 0.02f * (float)(i - 64);
+    pl_io in = {.name = "x",
+                .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 4,
+                           .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 8, 4, 4}}};
+    pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    size_t n = 1;
+    for (int32_t d = 0; d < out.tensor.ndim; d++)
+        n *= (size_t)out.tensor.shape[d];
+    *out_n = n;
+    return out.tensor.data;
+}
+
+static pl_session *session_of(pl_runtime *rt, const char *path, pl_model **out_model)
+{
+    TH_CHECK_OK(pl_model_load(rt, path, out_model));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(*out_model, NULL, &s));
+    return s;
+}
+
+/* The no-ops go, the description names each, and y is what it was. */
+static void case_noops_removed(void)
+{
+    const char *path = conv_model();
+    pl_runtime *none_rt = runtime_with("none", "cpu");
+    pl_model *none_m = NULL;
+    pl_session *none_s = session_of(none_rt, path, &none_m);
+    json_t *root = describe(none_s);
+    TH_CHECK(json_array_size(json_object_get(root, "optimizations")) == 0,
+             "optimize = none rewrote the graph");
+    TH_CHECK(placed(root, "w_id") && placed(root, "same"), "optimize = none removed nodes");
+    json_decref(root);
+    size_t n_want = 0;
+    float *want = run(none_s, &n_want);
+
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    TH_CHECK(pl_model_node_count(m) == 3, "%zu nodes after optimisation, want 3 (conv, relu, neg)",
+             pl_model_node_count(m));
+    root = describe(s);
+    static const char *const gone[] = {"w_id", "w_id2", "b_id", "r_id", "same", "drop"};
+    for (size_t k = 0; k < sizeof gone / sizeof *gone; k++) {
+        TH_CHECK(!placed(root, gone[k]), "%s is still placed", gone[k]);
+        TH_CHECK(rewritten(root, gone[k]), "the description does not name %s", gone[k]);
+    }
+    TH_CHECK(json_array_size(json_object_get(root, "optimizations")) == 6, "%zu rewrites, want 6",
+             json_array_size(json_object_get(root, "optimizations")));
+    json_decref(root);
+    size_t n_got = 0;
+    float *got = run(s, &n_got);
+    TH_CHECK(n_got == n_want && n_got == CV_Y, "%zu outputs, want %zu", n_got, n_want);
+    for (size_t i = 0; i < n_got; i++)
+        TH_CHECK(fabsf(got[i] - want[i]) <= 1e-6f, "y[%zu] = %g, want %g", i, got[i], want[i]);
+    pl_buffer_free(got);
+    pl_buffer_free(want);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_session_destroy(none_s);
+    pl_model_destroy(none_m);
+    pl_runtime_destroy(rt);
+    pl_runtime_destroy(none_rt);
+}
+
+/* onednn refuses a Conv whose bias is not a constant; with the Identity
+ * gone it takes the Conv. */
+static void case_onednn_takes_conv(void)
+{
+    const char *path = conv_model();
+    pl_runtime *rt = runtime_with("none", "onednn, cpu");
+    if (pl_runtime_find_module(rt, "onednn") < 0) {
+        pl_runtime_destroy(rt);
+        th_skip("the onednn module is not loaded");
+    }
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    json_t *root = describe(s);
+    const char *before = json_string_value(json_object_get(th_placement_of(root, "conv"), "backend"));
+    TH_CHECK(strcmp(before, "cpu") == 0,
+             "with optimize = none the Conv went to %s; this test no longer shows the "
+             "Identity problem",
+             before);
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+
+    rt = runtime_with("basic", "onednn, cpu");
+    s = session_of(rt, path, &m);
+    root = describe(s);
+    const char *after = json_string_value(json_object_get(th_placement_of(root, "conv"), "backend"));
+    TH_CHECK(strcmp(after, "onednn") == 0, "the Conv went to %s", after);
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* Kept: an Identity that makes a graph output, a Dropout whose mask is
+ * read, a Dropout in training mode, a Reshape that reshapes, a Cast that
+ * casts; removed: a Cast to the dtype it has, a Dropout whose training_mode
+ * is a constant false. */
+static void case_kept(void)
+{
+    static const unsigned char no = 0;
+    static const float ratio = 0.0f;
+    static const int64_t shape[2] = {3, 2};
+    write_sidecar("kept.weights", (const void *const[]){&no, &ratio, shape},
+                  (const size_t[]){1, sizeof ratio, sizeof shape}, 3);
+    const char *path = write_model(
+        "kept.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"kept.weights\","
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\",\"mask\",\"t\",\"z\",\"i\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3]},"
+        "{\"name\":\"no\",\"dtype\":\"bool\",\"shape\":[],"
+        "\"data\":{\"offset\":0,\"length\":1}},"
+        "{\"name\":\"ratio\",\"dtype\":\"f32\",\"shape\":[],"
+        "\"data\":{\"offset\":64,\"length\":4}},"
+        "{\"name\":\"shape\",\"dtype\":\"i64\",\"shape\":[2],"
+        "\"data\":{\"offset\":128,\"length\":16}}],"
+        "\"nodes\":["
+        "{\"name\":\"out_id\",\"op\":\"Identity\",\"inputs\":[\"x\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"masked\",\"op\":\"Dropout\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"m0\",\"mask\"]},"
+        "{\"name\":\"inference\",\"op\":\"Dropout\",\"inputs\":[\"m0\",\"ratio\",\"no\"],"
+        "\"outputs\":[\"t0\"]},"
+        "{\"name\":\"same_cast\",\"op\":\"Cast\",\"inputs\":[\"t0\"],\"outputs\":[\"t1\"],"
+        "\"attributes\":{\"to\":{\"int\":1}}},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"t1\"],\"outputs\":[\"t\"]},"
+        "{\"name\":\"reshape\",\"op\":\"Reshape\",\"inputs\":[\"x\",\"shape\"],"
+        "\"outputs\":[\"z\"]},"
+        "{\"name\":\"to_int\",\"op\":\"Cast\",\"inputs\":[\"x\"],\"outputs\":[\"i\"],"
+        "\"attributes\":{\"to\":{\"int\":7}}}]}");
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    json_t *root = describe(s);
+    static const char *const kept[] = {"out_id", "masked", "relu", "reshape", "to_int"};
+    for (size_t k = 0; k < sizeof kept / sizeof *kept; k++)
+        TH_CHECK(placed(root, kept[k]) && !rewritten(root, kept[k]), "%s was removed", kept[k]);
+    TH_CHECK(!placed(root, "same_cast") && rewritten(root, "same_cast"),
+             "the Cast to f32 of an f32 tensor stayed");
+    TH_CHECK(!placed(root, "inference") && rewritten(root, "inference"),
+             "the Dropout with training_mode false stayed");
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+
+    /* training_mode true: the Dropout computes something (no backend runs
+     * it, so only the model is loaded). */
+    write_sidecar("train.weights", (const void *const[]){"\1"}, (const size_t[]){1}, 1);
+    path = write_model(
+        "train.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"train.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3]},"
+        "{\"name\":\"train\",\"dtype\":\"bool\",\"shape\":[],"
+        "\"data\":{\"offset\":0,\"length\":1}}],"
+        "\"nodes\":[{\"name\":\"training\",\"op\":\"Dropout\",\"inputs\":[\"x\",\"\",\"train\"],"
+        "\"outputs\":[\"d\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"d\"],\"outputs\":[\"y\"]}]}");
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    TH_CHECK(pl_model_node_count(m) == 2, "%zu nodes: the Dropout in training mode was removed",
+             pl_model_node_count(m));
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* An If whose branch reads the outer tensor 'a' (made by an Identity) by
+ * name: the Identity stays, and the model runs. */
+static void case_body_reference_kept(void)
+{
+    const char *path = write_model(
+        "if.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\",\"cond\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3]},"
+        "{\"name\":\"cond\",\"dtype\":\"bool\",\"shape\":[]}],"
+        "\"nodes\":["
+        "{\"name\":\"a_id\",\"op\":\"Identity\",\"inputs\":[\"x\"],\"outputs\":[\"a\"]},"
+        "{\"name\":\"b_id\",\"op\":\"Identity\",\"inputs\":[\"x\"],\"outputs\":[\"b\"]},"
+        "{\"name\":\"if\",\"op\":\"If\",\"inputs\":[\"cond\"],\"outputs\":[\"y\"],"
+        "\"attributes\":{"
+        "\"then_branch\":{\"graph\":{\"inputs\":[],\"outputs\":[\"t\"],"
+        "\"tensors\":[{\"name\":\"t\",\"dtype\":\"f32\",\"shape\":[3]}],"
+        "\"nodes\":[{\"name\":\"tn\",\"op\":\"Neg\",\"inputs\":[\"a\"],\"outputs\":[\"t\"]}]}},"
+        "\"else_branch\":{\"graph\":{\"inputs\":[],\"outputs\":[\"e\"],"
+        "\"tensors\":[{\"name\":\"e\",\"dtype\":\"f32\",\"shape\":[3]}],"
+        "\"nodes\":[{\"name\":\"en\",\"op\":\"Abs\",\"inputs\":[\"x\"],\"outputs\":[\"e\"]}]}}"
+        "}}]}");
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    json_t *root = describe(s);
+    TH_CHECK(placed(root, "a_id") && !rewritten(root, "a_id"),
+             "the Identity a branch reads by name was removed");
+    TH_CHECK(!placed(root, "b_id") && rewritten(root, "b_id"),
+             "the Identity nothing reads stayed");
+    json_decref(root);
+    float x[3] = {1.0f, -2.0f, 3.0f};
+    bool cond = true;
+    pl_io in[2] = {{.name = "x",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 1,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t[]){3}}},
+                   {.name = "cond",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = &cond, .ndim = 0,
+                               .dtype = PL_DTYPE_BOOL}}};
+    float y[3];
+    pl_io out = {.name = "y",
+                 .tensor = {.struct_size = sizeof(pl_tensor), .data = y, .ndim = 1,
+                            .dtype = PL_DTYPE_F32, .shape = (int64_t[]){3}}};
+    TH_CHECK_OK(pl_session_run(s, in, 2, &out, 1));
+    for (int i = 0; i < 3; i++)
+        TH_CHECK(y[i] == -x[i], "y[%d] = %g, want %g", i, y[i], -x[i]);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* A bad level is a one-line error naming the file and line; an unknown
+ * key in [graph] a warning. */
+static void case_config(void)
+{
+    const char *ini = th_path(case_dir(), "bad.ini");
+    th_write_file(ini, "[graph]\noptimize = most\n", 0644);
+    pl_runtime_options o = th_options(ini);
+    pl_runtime *rt = NULL;
+    pl_status *st = pl_runtime_create(&o, &rt);
+    TH_CHECK(st != NULL && rt == NULL, "optimize = most was accepted");
+    TH_CHECK_CONTAINS(pl_status_message(st), "bad.ini:2: bad value 'most' for optimize");
+    TH_CHECK_CONTAINS(pl_status_message(st), "none, basic, all");
+    pl_status_free(st);
+    th_write_file(ini, "[graph]\noptimise = all\n", 0644);
+    rt = th_runtime_create(&o);
+    TH_CHECK_DIAG(rt, "unknown key 'optimise' in [graph]");
+    pl_runtime_destroy(rt);
+}
+
+int main(int argc, char **argv)
+{
+    static const th_case cases[] = {
+        {"noops_removed", case_noops_removed},
+        {"onednn_takes_conv", case_onednn_takes_conv},
+        {"kept", case_kept},
+        {"body_reference_kept", case_body_reference_kept},
+        {"config", case_config},
+    };
+    return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
+}
