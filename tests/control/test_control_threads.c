@@ -119,9 +119,9 @@ static pl_runtime *cf_runtime(void)
     const char *ini = th_path(th_tempdir(), "backend.ini");
     char text[4096];
     snprintf(text, sizeof text,
-             "[runtime]\nmodules = %s/libplinth_cpu.so\nthreads = 4\n"
+             "[runtime]\nmodules = %s/libplinth_cpu.so, %s/libplinth_json.so\nthreads = 4\n"
              "[placement]\norder = cpu\n",
-             stage);
+             stage, stage);
     th_write_file(ini, text, 0644);
     pl_runtime_options o = th_options(ini);
     return th_runtime_create(&o);
