@@ -238,23 +238,12 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
         pl_graph_destroy(copy);
         return pl_status_wrap(st, "%s: %s: ", c->label, attr);
     }
-    pl_model *m = pl_calloc(1, sizeof *m);
-    char *path = pl_strdupf("%s: %s", c->label, attr);
-    if (m == NULL || path == NULL) {
-        pl_free(m);
-        pl_free(path);
-        pl_graph_destroy(copy);
-        return ctl_oom(c);
-    }
-    atomic_fetch_add(&rt->refs, 1);
     /* The body's session allocates, and runs, through the runtime's
-     * allocator like the model's own (a zero allocator would be the
-     * system one, out of the application's reach). */
-    m->alloc = rt->alloc;
-    m->runtime = rt;
-    m->path = path;
-    m->graph = copy;
-    atomic_init(&m->refs, 1);
+     * allocator like the model's own. */
+    pl_model *m = NULL;
+    st = pl_model_of_graph(rt, copy, pl_strdupf("%s: %s", c->label, attr), &m);
+    if (st != NULL)
+        return st;
     st = pl_session_create(m, NULL, &b->session);
     pl_model_release(m);
     return st;

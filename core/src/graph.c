@@ -793,9 +793,10 @@ static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a)
 }
 
 /* Copies G into C, leaving out the nodes DROP marks and reading tensor
- * ALIAS[t] wherever a kept node reads t (DROP and ALIAS may be NULL). */
+ * ALIAS[t] wherever a kept node reads t (DROP and ALIAS may be NULL); G's
+ * inputs and outputs too unless NO_IO. */
 static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool *drop,
-                                     const pl_tid *alias)
+                                     const pl_tid *alias, bool no_io)
 {
     for (size_t i = 0; i < g->n_opsets; i++)
         PL_RETURN_IF_ERROR(pl_graph_set_opset(c, g->opsets[i].domain, g->opsets[i].version));
@@ -837,6 +838,8 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool 
             st = pl_graph_copy_attr(c, id, &n->attrs[k]);
         PL_RETURN_IF_ERROR(st);
     }
+    if (no_io)
+        return NULL;
     for (size_t i = 0; i < g->n_inputs; i++)
         PL_RETURN_IF_ERROR(pl_graph_add_input(c, g->inputs[i]));
     for (size_t i = 0; i < g->n_outputs; i++)
@@ -849,7 +852,7 @@ pl_status *pl_graph_copy(const pl_graph *g, pl_graph **out_copy)
     *out_copy = NULL;
     pl_graph *c = NULL;
     PL_RETURN_IF_ERROR(pl_graph_create(&c));
-    pl_status *st = pl_graph_copy_into(g, c, NULL, NULL);
+    pl_status *st = pl_graph_copy_into(g, c, NULL, NULL, false);
     if (st != NULL) {
         pl_graph_destroy(c);
         return st;
@@ -864,12 +867,37 @@ pl_status *pl_graph_copy_rewritten(const pl_graph *g, const bool *drop, const pl
     *out_copy = NULL;
     pl_graph *c = NULL;
     PL_RETURN_IF_ERROR(pl_graph_create(&c));
-    pl_status *st = pl_graph_copy_into(g, c, drop, alias);
+    pl_status *st = pl_graph_copy_into(g, c, drop, alias, false);
     if (st != NULL) {
         pl_graph_destroy(c);
         return st;
     }
     *out_copy = c;
+    return NULL;
+}
+
+pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *outputs,
+                            size_t n_outputs, pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    size_t nn = pl_graph_node_count(g);
+    bool *drop = pl_calloc(nn ? nn : 1, sizeof *drop);
+    if (drop == NULL)
+        return pl_graph_oom("extracting a graph");
+    for (size_t n = 0; n < nn; n++)
+        drop[n] = !keep[n];
+    pl_graph *c = NULL;
+    pl_status *st = pl_graph_create(&c);
+    if (st == NULL)
+        st = pl_graph_copy_into(g, c, drop, NULL, true);
+    for (size_t i = 0; st == NULL && i < n_outputs; i++)
+        st = pl_graph_add_output(c, outputs[i]);
+    pl_free(drop);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
     return NULL;
 }
 

@@ -212,6 +212,12 @@ pl_status *pl_graph_copy(const pl_graph *g, pl_graph **out_copy);
 pl_status *pl_graph_copy_rewritten(const pl_graph *g, const bool *drop, const pl_tid *alias,
                                    pl_graph **out_copy);
 
+/* A graph of the nodes KEEP marks (KEEP[n] for node n), every tensor of G
+ * (same ids, constants borrowed), no inputs and the N_OUTPUTS tensors of
+ * OUTPUTS as its outputs: what constant folding runs (fold.c). */
+pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *outputs,
+                            size_t n_outputs, pl_graph **out_graph);
+
 /* Rewriting a node (the opset conversion, opset_upgrade.c). Both invalidate
  * the graph: validate again before reading producers, consumers or the
  * topological order. */

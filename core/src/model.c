@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "fold.h"
 #include "graph_builder.h"
 #include "graph_json.h"
 #include "model.h"
@@ -105,26 +106,28 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pthread_mutex_unlock(&rt->opset_mu);
         st = pl_status_wrap(st, "%s: ", path);
     }
-    pl_graph *optimized = NULL;
-    if (st == NULL)
-        st = pl_graph_optimize(m->graph,
-                               rt->config ? (pl_optimize_level)rt->config->optimize
-                                          : PL_OPTIMIZE_ALL,
-                               &optimized, &m->rewrites);
-    if (st == NULL && optimized != NULL) {
+    pl_optimize_level level =
+        rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
+    for (int pass = 0; st == NULL && pass < 2; pass++) {
+        pl_graph *next = NULL;
+        if (pass == 0)
+            st = pl_graph_optimize(m->graph, level, &next, &m->rewrites);
+        else if (level == PL_OPTIMIZE_ALL)
+            st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);
+        if (next == NULL)
+            continue;
+        m->sources[pass] = m->graph;
+        m->graph = next;
         pthread_mutex_lock(&rt->opset_mu);
-        st = pl_opset_infer(rt->opset, optimized);
+        st = pl_opset_infer(rt->opset, next);
         pthread_mutex_unlock(&rt->opset_mu);
     }
     st = pl_status_wrap(st, "%s: ", path);
-    if (optimized != NULL) {
-        m->loaded = m->graph;
-        m->graph = optimized;
-    }
     if (st != NULL) {
         pl_rewrites_free(&m->rewrites);
         pl_graph_destroy(m->graph);
-        pl_graph_destroy(m->loaded);
+        pl_graph_destroy(m->sources[0]);
+        pl_graph_destroy(m->sources[1]);
         pl_free(m->path);
         pl_free(m);
         return st;
@@ -152,6 +155,26 @@ pl_status *pl_model_load(pl_runtime *rt, const char *path, pl_model **out_model)
     return st;
 }
 
+pl_status *pl_model_of_graph(pl_runtime *rt, pl_graph *g, char *path, pl_model **out_model)
+{
+    *out_model = NULL;
+    pl_model *m = pl_calloc(1, sizeof *m);
+    if (m == NULL || path == NULL) {
+        pl_free(m);
+        pl_free(path);
+        pl_graph_destroy(g);
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory making a model");
+    }
+    atomic_fetch_add(&rt->refs, 1);
+    m->runtime = rt;
+    m->alloc = rt->alloc;
+    m->path = path;
+    m->graph = g;
+    atomic_init(&m->refs, 1);
+    *out_model = m;
+    return NULL;
+}
+
 void pl_model_retain(pl_model *m)
 {
     atomic_fetch_add(&m->refs, 1);
@@ -167,7 +190,8 @@ void pl_model_release(pl_model *m)
     if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
     pl_graph_destroy(m->graph);
-    pl_graph_destroy(m->loaded);
+    pl_graph_destroy(m->sources[0]);
+    pl_graph_destroy(m->sources[1]);
     pl_rewrites_free(&m->rewrites);
     pl_free(m->path);
     pl_runtime *rt = m->runtime;

@@ -17,9 +17,10 @@ struct pl_model {
     pl_allocator alloc;
     char *path;
     pl_graph *graph;
-    /* The graph as read, when the optimiser rewrote it into GRAPH (which
-     * borrows its constants); NULL otherwise. */
-    pl_graph *loaded;
+    /* The graphs GRAPH was rewritten from (the one read, then the one the
+     * optimiser made before folding), kept because each rewrite borrows
+     * its source's constants; unused entries NULL. */
+    pl_graph *sources[2];
     pl_rewrites rewrites;     /* what the optimiser did (optimize.h) */
     _Atomic int refs;
 };
@@ -31,6 +32,12 @@ struct pl_model {
  * On success the caller owns *OUT (pl_graph_destroy). Core tests use it to
  * read a graph the way a model load does. */
 pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out);
+
+/* A model of graph G (validated, types inferred) under the name PATH, on
+ * RT with its allocator: the bodies of control flow (control.c) and the
+ * graphs constant folding runs (fold.c). Takes G and PATH (pl_free) in
+ * every case. */
+pl_status *pl_model_of_graph(pl_runtime *rt, pl_graph *g, char *path, pl_model **out_model);
 
 void pl_model_retain(pl_model *model);
 void pl_model_release(pl_model *model);

@@ -121,9 +121,7 @@ void pl_rewrites_free(pl_rewrites *w)
     w->n = 0;
 }
 
-/* Records one rewrite; false when out of memory. */
-static bool pl_rewrites_add(pl_rewrites *w, const char *fmt, ...) PL_PRINTF_LIKE(2, 3);
-static bool pl_rewrites_add(pl_rewrites *w, const char *fmt, ...)
+bool pl_rewrites_add(pl_rewrites *w, const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "graph.h"
+#include "status.h"
 
 typedef enum pl_optimize_level {
     PL_OPTIMIZE_NONE = 0,   /* the graph as loaded */
@@ -23,6 +24,9 @@ typedef struct pl_rewrites {
 } pl_rewrites;
 
 void pl_rewrites_free(pl_rewrites *rewrites);
+
+/* Records one rewrite; false when out of memory. */
+bool pl_rewrites_add(pl_rewrites *rewrites, const char *fmt, ...) PL_PRINTF_LIKE(2, 3);
 
 /* Rewrites G (validated, types inferred) at LEVEL into a new graph
  * (*OUT_GRAPH, validated; it borrows G's constants, so G must outlive it),

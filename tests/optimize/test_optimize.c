@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../explain_json.h"
@@ -365,6 +366,140 @@ static void case_body_reference_kept(void)
     pl_runtime_destroy(rt);
 }
 
+/* x (f32[2,16]) @ Transpose(wt) + Cast(bh, f32) → y; x2 * Expand(c, [512,
+ * 1024]) → y2. wt (f32[8,16]) and bh (f16[8]) are constants: the Transpose
+ * and the Cast run once at load; the Expand would make 2 MiB out of 4 bytes
+ * and stays. */
+static const char *fold_model(void)
+{
+    static float wt[128];
+    static uint16_t bh[8];
+    for (int k = 0; k < 128; k++)
+        wt[k] = 0.125f * (float)((k * 5) % 9 - 4);
+    for (int k = 0; k < 8; k++)
+        bh[k] = (uint16_t)(0x3c00 + 0x100 * k); /* 1, 1.25, ... in f16 */
+    static const float c = 0.5f;
+    static const int64_t shape[2] = {512, 1024};
+    write_sidecar("fold.weights", (const void *const[]){wt, bh, &c, shape},
+                  (const size_t[]){sizeof wt, sizeof bh, sizeof c, sizeof shape}, 4);
+    return write_model(
+        "fold.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"fold.weights\","
+        "\"inputs\":[\"x\",\"x2\"],\"outputs\":[\"y\",\"y2\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,16]},"
+        "{\"name\":\"x2\",\"dtype\":\"f32\",\"shape\":[512,1024]},"
+        "{\"name\":\"wt\",\"dtype\":\"f32\",\"shape\":[8,16],"
+        "\"data\":{\"offset\":0,\"length\":512}},"
+        "{\"name\":\"bh\",\"dtype\":\"f16\",\"shape\":[8],"
+        "\"data\":{\"offset\":512,\"length\":16}},"
+        "{\"name\":\"c\",\"dtype\":\"f32\",\"shape\":[1],"
+        "\"data\":{\"offset\":576,\"length\":4}},"
+        "{\"name\":\"shape\",\"dtype\":\"i64\",\"shape\":[2],"
+        "\"data\":{\"offset\":640,\"length\":16}}],"
+        "\"nodes\":["
+        "{\"name\":\"tr\",\"op\":\"Transpose\",\"inputs\":[\"wt\"],\"outputs\":[\"w\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[1,0]}}},"
+        "{\"name\":\"cast\",\"op\":\"Cast\",\"inputs\":[\"bh\"],\"outputs\":[\"b\"],"
+        "\"attributes\":{\"to\":{\"int\":1}}},"
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"m\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"m\",\"b\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"expand\",\"op\":\"Expand\",\"inputs\":[\"c\",\"shape\"],"
+        "\"outputs\":[\"big\"]},"
+        "{\"name\":\"mul\",\"op\":\"Mul\",\"inputs\":[\"x2\",\"big\"],"
+        "\"outputs\":[\"y2\"]}]}");
+}
+
+/* Runs the fold model on fixed inputs; y (16 values) into Y. */
+static void run_fold(pl_session *s, float *y)
+{
+    static float x[32], x2[512 * 1024];
+    for (int i = 0; i < 32; i++)
+        x[i] = 0.25f * (float)(i % 7) - 0.75f;
+    for (int i = 0; i < 512 * 1024; i++)
+        x2[i] = (float)(i % 3);
+    pl_io in[2] = {{.name = "x",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 2,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 16}}},
+                   {.name = "x2",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x2, .ndim = 2,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t[]){512, 1024}}}};
+    pl_io out[2] = {{.name = "y",
+                     .tensor = {.struct_size = sizeof(pl_tensor), .data = y, .ndim = 2,
+                                .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 8}}},
+                    {.name = "y2", .tensor = {.struct_size = sizeof(pl_tensor)}}};
+    TH_CHECK_OK(pl_session_run(s, in, 2, out, 2));
+    const float *y2 = out[1].tensor.data;
+    for (int i = 0; i < 512 * 1024; i += 4099)
+        TH_CHECK(y2[i] == 0.5f * x2[i], "y2[%d] = %g, want %g", i, y2[i], 0.5f * x2[i]);
+    pl_buffer_free(out[1].tensor.data);
+}
+
+/* The constant Transpose and Cast run once at load, on a module; y is
+ * what optimize = none gives; the Expand stays; onednn takes the MatMul
+ * whose weights are now a constant. */
+static void case_constants_folded(void)
+{
+    const char *path = fold_model();
+    pl_runtime *rt = runtime_with("none", "cpu");
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    float want[16];
+    run_fold(s, want);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+
+    rt = runtime_with("all", "cpu");
+    s = session_of(rt, path, &m);
+    TH_CHECK(pl_model_node_count(m) == 4, "%zu nodes after folding, want 4 (mm, add, expand, mul)",
+             pl_model_node_count(m));
+    json_t *root = describe(s);
+    TH_CHECK(!placed(root, "tr") && !placed(root, "cast"), "the Transpose or the Cast stayed");
+    TH_CHECK(placed(root, "expand"), "the Expand to 2 MiB was folded");
+    TH_CHECK(rewritten(root, "w") && rewritten(root, "b"),
+             "the description does not name the folded constants");
+    json_decref(root);
+    float got[16];
+    run_fold(s, got);
+    for (int i = 0; i < 16; i++)
+        TH_CHECK(got[i] == want[i], "y[%d] = %g, want %g", i, got[i], want[i]);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+
+    rt = runtime_with("all", "onednn, cpu");
+    if (pl_runtime_find_module(rt, "onednn") >= 0) {
+        s = session_of(rt, path, &m);
+        root = describe(s);
+        const char *mm = json_string_value(json_object_get(th_placement_of(root, "mm"), "backend"));
+        TH_CHECK(strcmp(mm, "onednn") == 0, "the MatMul on folded weights went to %s", mm);
+        json_decref(root);
+        run_fold(s, got);
+        for (int i = 0; i < 16; i++)
+            TH_CHECK(fabsf(got[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])),
+                     "onednn: y[%d] = %g, want %g", i, got[i], want[i]);
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+    }
+    pl_runtime_destroy(rt);
+}
+
+/* basic leaves constants alone: folding is `all` only. */
+static void case_basic_does_not_fold(void)
+{
+    const char *path = fold_model();
+    pl_runtime *rt = runtime_with("basic", "cpu");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    TH_CHECK(pl_model_node_count(m) == 6, "%zu nodes with optimize = basic, want 6",
+             pl_model_node_count(m));
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* A bad level is a one-line error naming the file and line; an unknown
  * key in [graph] a warning. */
 static void case_config(void)
@@ -392,6 +527,8 @@ int main(int argc, char **argv)
         {"kept", case_kept},
         {"body_reference_kept", case_body_reference_kept},
         {"config", case_config},
+        {"constants_folded", case_constants_folded},
+        {"basic_does_not_fold", case_basic_does_not_fold},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }

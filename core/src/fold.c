@@ -1,0 +1,253 @@
+/* fold.c — constant folding: nodes whose every input is a constant are
+ * run once at model load, and what they make becomes a constant.
+ *
+ * Exporters leave weight transformations in the graph: a Transpose or a
+ * Cast of an initializer, DequantizeLinear of int8 weights, a Reshape of a
+ * bias, a small chain computing a shape. A backend that needs constant
+ * weights (onednn's Conv and MatMul) refuses a node fed by any of them, and
+ * a run pays for them every time. The core computes nothing itself: the
+ * constant part of the graph becomes a graph of its own, a session of it
+ * runs once on the loaded modules (as any model would, in [placement]
+ * order), and its outputs replace the nodes that made them.
+ *
+ * Folded: nodes of the default domain with at least one input, every
+ * present input a constant, fully known output types and no body; not the
+ * random-number ops, not a node whose output is a graph output (the model's
+ * interface keeps its nodes) or is named by a control-flow body, and not a
+ * node whose output is larger than 1 MiB and more than twice its inputs
+ * (Expand, Tile, ConstantOfShape would trade a small model for a large
+ * one). When the folding session cannot be made or run, the graph stays
+ * as it was and the description says why: folding is an optimisation, not
+ * a reason to refuse a model. Out of memory is the exception: the load
+ * fails with it, as it would anywhere else. */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "fold.h"
+#include "status.h"
+
+/* Ops whose output is not a function of their inputs. */
+static bool pl_fold_random(const char *op)
+{
+    static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                      "RandomUniformLike", "Multinomial", "Bernoulli"};
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+        if (strcmp(op, ops[k]) == 0)
+            return true;
+    return false;
+}
+
+static bool pl_fold_static(const pl_graph_tensor *t, size_t *out_bytes)
+{
+    if (t->dtype.lanes == 0 || t->ndim < 0)
+        return false;
+    for (int32_t d = 0; d < t->ndim; d++)
+        if (t->dims[d] < 0)
+            return false;
+    return pl_graph_tensor_bytes(t, out_bytes);
+}
+
+/* Whether node N can be folded, given which tensors are (or will be)
+ * constant; NAMED marks the tensors bodies name. */
+static bool pl_fold_node(const pl_graph *g, const pl_graph_node *n, const bool *is_const,
+                         const bool *named)
+{
+    if ((n->domain[0] != '\0' && strcmp(n->domain, "ai.onnx") != 0) || pl_fold_random(n->op))
+        return false;
+    size_t present = 0, in_bytes = 0, out_bytes = 0;
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        if (n->inputs[k] == PL_TID_NONE)
+            continue;
+        if (!is_const[n->inputs[k]])
+            return false;
+        size_t b = 0;
+        if (!pl_fold_static(pl_graph_get_tensor(g, n->inputs[k]), &b))
+            return false;
+        in_bytes += b;
+        present++;
+    }
+    if (present == 0)
+        return false;
+    for (size_t a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].kind == PL_ATTR_GRAPH || n->attrs[a].kind == PL_ATTR_GRAPHS)
+            return false;
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        if (n->outputs[o] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, n->outputs[o]);
+        size_t b = 0;
+        if (t->is_output || named[n->outputs[o]] || !pl_fold_static(t, &b))
+            return false;
+        out_bytes += b;
+    }
+    return out_bytes <= ((size_t)1 << 20) || out_bytes <= 2 * in_bytes;
+}
+
+/* Marks in NAMED the tensors of G that some body names. */
+static void pl_fold_named(const pl_graph *g, const pl_graph *body, bool *named)
+{
+    for (size_t t = 0; t < pl_graph_tensor_count(body); t++) {
+        pl_tid outer = pl_graph_find_tensor(g, pl_graph_get_tensor(body, (pl_tid)t)->name);
+        if (outer != PL_TID_NONE)
+            named[outer] = true;
+    }
+    for (size_t n = 0; n < pl_graph_node_count(body); n++) {
+        const pl_graph_node *node = pl_graph_get_node(body, (pl_nid)n);
+        for (size_t a = 0; a < node->n_attrs; a++)
+            for (size_t b = 0; (node->attrs[a].kind == PL_ATTR_GRAPH ||
+                                node->attrs[a].kind == PL_ATTR_GRAPHS) &&
+                               b < node->attrs[a].n;
+                 b++)
+                pl_fold_named(g, node->attrs[a].graphs[b], named);
+    }
+}
+
+/* Runs the folding graph FG (taken) on RT; its outputs, in order, into
+ * DATA (each pl_buffer_free'd by the caller). */
+static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, size_t n_out,
+                              void **data)
+{
+    pl_status *st = pl_graph_validate(fg);
+    if (st == NULL) {
+        pthread_mutex_lock(&rt->opset_mu);
+        st = pl_opset_infer(rt->opset, fg);
+        pthread_mutex_unlock(&rt->opset_mu);
+    }
+    if (st != NULL) {
+        pl_graph_destroy(fg);
+        return st;
+    }
+    pl_model *m = NULL;
+    PL_RETURN_IF_ERROR(pl_model_of_graph(rt, fg, pl_strdupf("%s (constant folding)", path), &m));
+    pl_session *s = NULL;
+    st = pl_session_create(m, NULL, &s);
+    pl_io *outs = st == NULL ? pl_calloc(n_out, sizeof *outs) : NULL;
+    if (st == NULL && outs == NULL)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+    for (size_t i = 0; st == NULL && i < n_out; i++)
+        outs[i] = (pl_io){.name = pl_graph_get_tensor(fg, pl_graph_output(fg, i))->name,
+                          .tensor = {.struct_size = sizeof(pl_tensor)}};
+    if (st == NULL)
+        st = pl_session_run(s, NULL, 0, outs, n_out);
+    for (size_t i = 0; st == NULL && i < n_out; i++)
+        data[i] = outs[i].tensor.data;
+    pl_free(outs);
+    pl_session_destroy(s);
+    pl_model_release(m);
+    return st;
+}
+
+pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path,
+                             pl_graph **out_graph, pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    size_t nn = pl_graph_node_count(g), nt = pl_graph_tensor_count(g);
+    bool *is_const = pl_calloc(nt ? nt : 1, sizeof *is_const);
+    bool *named = pl_calloc(nt ? nt : 1, sizeof *named);
+    bool *fold = pl_calloc(nn ? nn : 1, sizeof *fold);
+    pl_tid *frontier = pl_calloc(nt ? nt : 1, sizeof *frontier);
+    void **data = pl_calloc(nt ? nt : 1, sizeof *data);
+    if (is_const == NULL || named == NULL || fold == NULL || frontier == NULL || data == NULL) {
+        pl_free(is_const);
+        pl_free(named);
+        pl_free(fold);
+        pl_free(frontier);
+        pl_free(data);
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+    }
+    for (size_t t = 0; t < nt; t++)
+        is_const[t] = pl_graph_get_tensor(g, (pl_tid)t)->data != NULL;
+    for (size_t n = 0; n < nn; n++) {
+        const pl_graph_node *node = pl_graph_get_node(g, (pl_nid)n);
+        for (size_t a = 0; a < node->n_attrs; a++)
+            for (size_t b = 0; (node->attrs[a].kind == PL_ATTR_GRAPH ||
+                                node->attrs[a].kind == PL_ATTR_GRAPHS) &&
+                               b < node->attrs[a].n;
+                 b++)
+                pl_fold_named(g, node->attrs[a].graphs[b], named);
+    }
+    const pl_nid *order = pl_graph_topo_order(g);
+    size_t n_fold = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const pl_graph_node *node = pl_graph_get_node(g, order[i]);
+        if (!pl_fold_node(g, node, is_const, named))
+            continue;
+        fold[order[i]] = true;
+        n_fold++;
+        for (size_t o = 0; o < node->n_outputs; o++)
+            if (node->outputs[o] != PL_TID_NONE)
+                is_const[node->outputs[o]] = true;
+    }
+    /* What the rest of the graph reads from the folded part. */
+    size_t n_front = 0;
+    for (size_t n = 0; n_fold > 0 && n < nn; n++) {
+        if (fold[n])
+            continue;
+        const pl_graph_node *node = pl_graph_get_node(g, (pl_nid)n);
+        for (size_t k = 0; k < node->n_inputs; k++) {
+            pl_tid t = node->inputs[k];
+            if (t == PL_TID_NONE || pl_graph_get_tensor(g, t)->data != NULL || !is_const[t])
+                continue;
+            bool seen = false;
+            for (size_t f = 0; f < n_front && !seen; f++)
+                seen = frontier[f] == t;
+            if (!seen)
+                frontier[n_front++] = t;
+        }
+    }
+    pl_status *st = NULL;
+    if (n_front > 0) {
+        pl_graph *fg = NULL;
+        st = pl_graph_extract(g, fold, frontier, n_front, &fg);
+        if (st == NULL)
+            st = pl_fold_run(rt, fg, path, n_front, data);
+        if (st != NULL && pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
+            /* Not folded: the graph runs as loaded. */
+            bool noted = pl_rewrites_add(rewrites, "constant folding skipped: %s",
+                                         pl_status_message(st));
+            pl_status_free(st);
+            st = noted ? NULL
+                       : pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                          "out of memory folding constants");
+            n_front = 0;
+        }
+    }
+    if (st == NULL && n_front > 0) {
+        /* The folded nodes go; the frontier tensors take the results. */
+        st = pl_graph_copy_rewritten(g, fold, NULL, out_graph);
+        for (size_t f = 0; st == NULL && f < n_front; f++) {
+            const pl_graph_tensor *t = pl_graph_get_tensor(g, frontier[f]);
+            size_t bytes = 0;
+            pl_graph_tensor_bytes(t, &bytes);
+            st = pl_graph_set_constant(*out_graph, frontier[f], data[f], bytes);
+            char type[64];
+            int len = snprintf(type, sizeof type, "%s[", pl_dtype_name(t->dtype));
+            for (int32_t d = 0; d < t->ndim && len < (int)sizeof type; d++)
+                len += snprintf(type + len, sizeof type - (size_t)len, "%s%lld", d ? "," : "",
+                                (long long)t->dims[d]);
+            if (len < (int)sizeof type)
+                snprintf(type + len, sizeof type - (size_t)len, "]");
+            if (st == NULL && !pl_rewrites_add(rewrites, "'%s' (%s) folded into a constant",
+                                               t->name, type))
+                st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+        }
+        if (st == NULL && !pl_rewrites_add(rewrites, "constant folding: %zu node%s ran once",
+                                           n_fold, n_fold == 1 ? "" : "s"))
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+        if (st == NULL)
+            st = pl_graph_validate(*out_graph);
+        if (st != NULL) {
+            pl_graph_destroy(*out_graph);
+            *out_graph = NULL;
+        }
+    }
+    for (size_t f = 0; f < nt; f++)
+        pl_buffer_free(data[f]);
+    pl_free(is_const);
+    pl_free(named);
+    pl_free(fold);
+    pl_free(frontier);
+    pl_free(data);
+    return st;
+}
