@@ -84,22 +84,23 @@ static bool pl_fold_node(const pl_graph *g, const pl_graph_node *n, const bool *
     return out_bytes <= ((size_t)1 << 20) || out_bytes <= 2 * in_bytes;
 }
 
-/* Marks in NAMED the tensors of G that some body names. */
-static void pl_fold_named(const pl_graph *g, const pl_graph *body, bool *named)
+/* Marks in NAMED the tensors of G that a body under GRAPH names (GRAPH is
+ * G itself, or with IS_BODY one of those bodies). */
+static void pl_fold_named(const pl_graph *g, const pl_graph *graph, bool is_body, bool *named)
 {
-    for (size_t t = 0; t < pl_graph_tensor_count(body); t++) {
-        pl_tid outer = pl_graph_find_tensor(g, pl_graph_get_tensor(body, (pl_tid)t)->name);
+    for (size_t t = 0; is_body && t < pl_graph_tensor_count(graph); t++) {
+        pl_tid outer = pl_graph_find_tensor(g, pl_graph_get_tensor(graph, (pl_tid)t)->name);
         if (outer != PL_TID_NONE)
             named[outer] = true;
     }
-    for (size_t n = 0; n < pl_graph_node_count(body); n++) {
-        const pl_graph_node *node = pl_graph_get_node(body, (pl_nid)n);
+    for (size_t n = 0; n < pl_graph_node_count(graph); n++) {
+        const pl_graph_node *node = pl_graph_get_node(graph, (pl_nid)n);
         for (size_t a = 0; a < node->n_attrs; a++)
             for (size_t b = 0; (node->attrs[a].kind == PL_ATTR_GRAPH ||
                                 node->attrs[a].kind == PL_ATTR_GRAPHS) &&
                                b < node->attrs[a].n;
                  b++)
-                pl_fold_named(g, node->attrs[a].graphs[b], named);
+                pl_fold_named(g, node->attrs[a].graphs[b], true, named);
     }
 }
 
@@ -158,15 +159,7 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
     }
     for (size_t t = 0; t < nt; t++)
         is_const[t] = pl_graph_get_tensor(g, (pl_tid)t)->data != NULL;
-    for (size_t n = 0; n < nn; n++) {
-        const pl_graph_node *node = pl_graph_get_node(g, (pl_nid)n);
-        for (size_t a = 0; a < node->n_attrs; a++)
-            for (size_t b = 0; (node->attrs[a].kind == PL_ATTR_GRAPH ||
-                                node->attrs[a].kind == PL_ATTR_GRAPHS) &&
-                               b < node->attrs[a].n;
-                 b++)
-                pl_fold_named(g, node->attrs[a].graphs[b], named);
-    }
+    pl_fold_named(g, g, false, named);
     const pl_nid *order = pl_graph_topo_order(g);
     size_t n_fold = 0;
     for (size_t i = 0; i < nn; i++) {
