@@ -10,8 +10,9 @@
  * runs once on the loaded modules (as any model would, in [placement]
  * order), and its outputs replace the nodes that made them.
  *
- * Folded: nodes of the default domain with at least one input, every
- * present input a constant, fully known output types and no body; not the
+ * Folded: nodes of the default domain with at least one input (or a
+ * Constant node, whose value is an attribute), every present input a
+ * constant, fully known output types and no body; not the
  * random-number ops, not a node whose output is a graph output (the model's
  * interface keeps its nodes) or is named by a control-flow body, and not a
  * node whose output is larger than 1 MiB and more than twice its inputs
@@ -67,7 +68,7 @@ static bool pl_fold_node(const pl_graph *g, const pl_graph_node *n, const bool *
         in_bytes += b;
         present++;
     }
-    if (present == 0)
+    if (present == 0 && strcmp(n->op, "Constant") != 0)
         return false;
     for (size_t a = 0; a < n->n_attrs; a++)
         if (n->attrs[a].kind == PL_ATTR_GRAPH || n->attrs[a].kind == PL_ATTR_GRAPHS)

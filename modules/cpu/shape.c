@@ -9,6 +9,8 @@
  * The family serves every dtype of ABI 1, so its entries take over the base
  * table's f32-only Reshape, Flatten, Identity, Transpose and Concat. The
  * movers work on bytes and never look at values. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +38,7 @@ const cpu_op_entry cpu_ops_shape[] = {
     {"Pad", shp_build_pad, 1, 4, 0, SHP_ANY},
     {"Shape", shp_build_shape, 1, 1, 0, SHP_ANY},
     {"ConstantOfShape", shp_build_constant_of_shape, 1, 1, 0, SHP_ANY},
+    {"Constant", shp_build_constant, 0, 0, 0, SHP_ANY},
     {"Range", shp_build_range, 3, 3, 0, SHP_ANY},
     {"Cast", shp_build_cast, 1, 1, 0, SHP_ANY},
     {"Resize", shp_build_resize, 1, 4, 0, SHP_ANY},
@@ -532,6 +535,87 @@ pl_status *shp_build_constant_of_shape(pl_module_ctx *ctx, const pl_node_desc *n
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_cos_write, (shp_kernel **)&k));
     memcpy(k->value, value, sizeof value);
     k->k.base.n_reads = 0; /* the shape is in the output already */
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* Constant: the value is an attribute, copied into the kernel once; a run
+ * writes it out. (ONNX's importer turns Constant nodes into constants;
+ * other formats, and graph rewrites, may leave them as nodes.) */
+typedef struct shp_constant_kernel {
+    shp_kernel k;
+    size_t bytes;
+    unsigned char value[];
+} shp_constant_kernel;
+
+static pl_status *shp_constant_write(pl_module_ctx *ctx, const shp_kernel *k,
+                                     const pl_run_args *args, size_t o, void *dst,
+                                     pl_output_request req)
+{
+    (void)ctx, (void)args, (void)o, (void)req;
+    const shp_constant_kernel *c = (const shp_constant_kernel *)k;
+    memcpy(dst, c->value, c->bytes);
+    return NULL;
+}
+
+pl_status *shp_build_constant(pl_module_ctx *ctx, const pl_node_desc *node,
+                              pl_kernel **out_kernel)
+{
+    const pl_tensor *o = &node->outputs[0];
+    size_t n = cpu_elements(o->shape, o->ndim), esize = pl_dtype_size(o->dtype), bytes = n * esize;
+    const void *src = NULL;
+    double f = 0.0;
+    int64_t i = 0;
+    const int64_t *ints = NULL;
+    const double *floats = NULL;
+    size_t n_ints = 0, n_floats = 0;
+    const pl_graph_api *g = cpu_host->graph;
+    pl_tensor t;
+    if (node->graph != NULL && g != NULL && PL_ABI_HAS_FN(pl_graph_api, g, attr_tensor) &&
+        g->attr_tensor(node->graph, node->node_index, "value", &t)) {
+        if (!PL_DTYPE_EQ(t.dtype, o->dtype) || t.data == NULL || t.ndim < 0 ||
+            t.ndim > CPU_MAX_RANK || (t.ndim > 0 && t.shape == NULL) ||
+            cpu_elements(t.shape, t.ndim) != n)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "attribute 'value' does not match the output's type");
+        src = (const char *)t.data + t.byte_offset;
+    }
+    SHP_TRY(cpu_attr_ints(node, "value_ints", &ints, &n_ints));
+    SHP_TRY(cpu_attr_floats(node, "value_floats", &floats, &n_floats));
+    bool has_f = false, has_i = false;
+    if (src == NULL && ints == NULL && floats == NULL) {
+        SHP_TRY(cpu_attr_float(node, "value_float", NAN, &f));
+        SHP_TRY(cpu_attr_int(node, "value_int", INT64_MIN, &i));
+        has_f = !isnan(f);
+        has_i = i != INT64_MIN;
+    }
+    bool as_i64 = ints != NULL || has_i, as_f32 = floats != NULL || has_f;
+    if (src == NULL && !as_i64 && !as_f32)
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                         "no value attribute this module reads (value, value_float, "
+                         "value_floats, value_int, value_ints)");
+    if ((as_i64 && !PL_DTYPE_EQ(o->dtype, PL_DTYPE_I64)) ||
+        (as_f32 && !PL_DTYPE_EQ(o->dtype, PL_DTYPE_F32)) ||
+        (ints != NULL && n_ints != n) || (floats != NULL && n_floats != n) ||
+        ((has_f || has_i) && n != 1))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "the value attribute does not match the output's type");
+    shp_constant_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k + bytes, shp_constant_write,
+                             (shp_kernel **)&k));
+    k->bytes = bytes;
+    if (src != NULL)
+        memcpy(k->value, src, bytes);
+    for (size_t e = 0; e < n && src == NULL; e++) {
+        if (as_i64) {
+            int64_t v = ints != NULL ? ints[e] : i;
+            memcpy(k->value + e * 8, &v, 8);
+        } else {
+            float v = (float)(floats != NULL ? floats[e] : f);
+            memcpy(k->value + e * 4, &v, 4);
+        }
+    }
+    k->k.base.n_reads = 0;
     *out_kernel = &k->k.base;
     return NULL;
 }

@@ -148,6 +148,8 @@ pl_status *shp_build_copy(pl_module_ctx *ctx, const pl_node_desc *node, pl_kerne
 pl_status *shp_build_dropout(pl_module_ctx *ctx, const pl_node_desc *node,
                              pl_kernel **out_kernel);
 pl_status *shp_build_shape(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+pl_status *shp_build_constant(pl_module_ctx *ctx, const pl_node_desc *node,
+                              pl_kernel **out_kernel);
 pl_status *shp_build_constant_of_shape(pl_module_ctx *ctx, const pl_node_desc *node,
                                        pl_kernel **out_kernel);
 pl_status *shp_build_range(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);

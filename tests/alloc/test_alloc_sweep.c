@@ -204,6 +204,42 @@ static void case_model_load_json(void)
     pl_runtime_destroy(rt);
 }
 
+/* A load that folds constants: a Constant node's value, transposed, feeds
+ * a MatMul. The folding session (graph, partition, program, run) is made
+ * and run inside the load, so the sweep reaches all of it. */
+static void case_model_load_fold(void)
+{
+    char values[2048];
+    size_t len = 0;
+    for (int k = 0; k < 96; k++)
+        len += (size_t)snprintf(values + len, sizeof values - len, "%s%d", k ? "," : "",
+                                k % 7 - 3);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"format\":\"plinth-graph\",\"version\":1,"
+             "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+             "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+             "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,12]}],"
+             "\"nodes\":[{\"name\":\"k\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"wt\"],"
+             "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[8,12],"
+             "\"values\":[%s]}}}},"
+             "{\"name\":\"tr\",\"op\":\"Transpose\",\"inputs\":[\"wt\"],\"outputs\":[\"w\"]},"
+             "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],"
+             "\"outputs\":[\"y\"]}]}",
+             values);
+    const char *path = th_path(th_tempdir(), "fold.json");
+    th_write_file(path, text, 0644);
+    pl_runtime *rt = sweep_runtime("cpu");
+    sweep_model_load(rt, path, "model load (constant folding)");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    TH_CHECK(pl_model_node_count(m) == 1, "%zu nodes: the constants were not folded",
+             pl_model_node_count(m));
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
 static void case_model_load_onnx(void)
 {
     const char *model = th_path(th_arg(2), "pytorch-converted/test_Conv2d/model.onnx");
@@ -799,6 +835,7 @@ int main(int argc, char **argv)
         {"runtime_create", case_runtime_create},
         {"model_load_json", case_model_load_json},
         {"model_load_onnx", case_model_load_onnx},
+        {"model_load_fold", case_model_load_fold},
         {"session_create_cpu", case_session_create_cpu},
         {"session_create_acc", case_session_create_acc},
         {"per_runtime", case_per_runtime},

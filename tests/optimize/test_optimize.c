@@ -487,6 +487,55 @@ static void case_constants_folded(void)
     pl_runtime_destroy(rt);
 }
 
+/* Constant nodes of every value form run on cpu as nodes (optimize =
+ * none) and fold into constants (all), with the same y: x (f32[1,3]) *
+ * value + value_floats + value_int (cast) → y. */
+static void case_constant_nodes(void)
+{
+    const char *path = write_model(
+        "constants.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3]}],"
+        "\"nodes\":["
+        "{\"name\":\"kt\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"t\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1,3],"
+        "\"values\":[2,-1,0.5]}}}},"
+        "{\"name\":\"kf\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"f\"],"
+        "\"attributes\":{\"value_floats\":{\"floats\":[0.25,0.5,0.75]}}},"
+        "{\"name\":\"ki\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"i\"],"
+        "\"attributes\":{\"value_int\":{\"int\":3}}},"
+        "{\"name\":\"cast\",\"op\":\"Cast\",\"inputs\":[\"i\"],\"outputs\":[\"fi\"],"
+        "\"attributes\":{\"to\":{\"int\":1}}},"
+        "{\"name\":\"mul\",\"op\":\"Mul\",\"inputs\":[\"x\",\"t\"],\"outputs\":[\"a\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"a\",\"f\"],\"outputs\":[\"b\"]},"
+        "{\"name\":\"add2\",\"op\":\"Add\",\"inputs\":[\"b\",\"fi\"],\"outputs\":[\"y\"]}]}");
+    static const float want[3] = {1.0f * 2 + 0.25f + 3, -2.0f * -1 + 0.5f + 3, 4.0f * 0.5f + 0.75f + 3};
+    static const char *const levels[] = {"none", "all"};
+    for (int l = 0; l < 2; l++) {
+        pl_runtime *rt = runtime_with(levels[l], "cpu");
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        TH_CHECK(pl_model_node_count(m) == (l == 0 ? 7u : 3u), "optimize = %s: %zu nodes",
+                 levels[l], pl_model_node_count(m));
+        float x[3] = {1.0f, -2.0f, 4.0f}, y[3];
+        pl_io in = {.name = "x",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 2,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 3}}};
+        pl_io out = {.name = "y",
+                     .tensor = {.struct_size = sizeof(pl_tensor), .data = y, .ndim = 2,
+                                .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 3}}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+        for (int k = 0; k < 3; k++)
+            TH_CHECK(y[k] == want[k], "optimize = %s: y[%d] = %g, want %g", levels[l], k, y[k],
+                     want[k]);
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* basic leaves constants alone: folding is `all` only. */
 static void case_basic_does_not_fold(void)
 {
@@ -529,6 +578,7 @@ int main(int argc, char **argv)
         {"config", case_config},
         {"constants_folded", case_constants_folded},
         {"basic_does_not_fold", case_basic_does_not_fold},
+        {"constant_nodes", case_constant_nodes},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }
