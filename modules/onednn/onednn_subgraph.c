@@ -3059,6 +3059,23 @@ static pl_status *odnn_reduce_mean(struct odnn_build *b, size_t n, int src)
     return odnn_alias(b, dst, &view_md, odnn_out(v, n, 0), 0) < 0 ? odnn_oom() : NULL;
 }
 
+/* The channel blocking (aBcd16b, aBcd8b) of MD0, a 4-d source of dims YD,
+ * when the broadcast source of dims D1 is per channel; undef otherwise. */
+static dnnl_format_tag_t odnn_per_channel_blocking(const dnnl_memory_desc_t *md0, int nd,
+                                                   const dnnl_dims_t yd, const dnnl_dims_t d1)
+{
+    if (nd != 4 || d1[1] != yd[1] || d1[2] != 1 || d1[3] != 1 || (d1[0] != 1 && d1[0] != yd[0]))
+        return dnnl_format_tag_undef;
+    static const dnnl_format_tag_t tags[] = {dnnl_aBcd16b, dnnl_aBcd8b};
+    for (size_t k = 0; k < sizeof tags / sizeof *tags; k++) {
+        dnnl_memory_desc_t probe;
+        if (dnnl_memory_desc_init_by_tag(&probe, nd, yd, dnnl_f32, tags[k]) == dnnl_success &&
+            dnnl_memory_desc_equal(&probe, md0))
+            return tags[k];
+    }
+    return dnnl_format_tag_undef;
+}
+
 static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
 {
     const pl_graph_view *v = b->v;
@@ -3115,10 +3132,25 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
      * scalar beside a [1,1] output has the count but not the rank, and a
      * reorder between the two ranks fails. */
     int same = a1.elems == y.elems && a1.ndim == y.ndim;
+    dnnl_format_tag_t per_channel =
+        b->c->values[s1].md.data_type == dnnl_f32
+            ? odnn_per_channel_blocking(&b->c->values[s0].md, nd, yd, d1)
+            : dnnl_format_tag_undef;
     if (same) {
         /* Same shape: read it in the first source's layout. */
         md1 = b->c->values[s0].md;
         st = odnn_ensure(b, s1, &md1, (int64_t)n, &s1);
+    } else if (per_channel != dnnl_format_tag_undef) {
+        /* A per-channel second source ([N|1, C, 1, 1], a squeeze-and-
+         * excitation scale) beside a channel-blocked first one: oneDNN's
+         * binary has a JIT kernel only when both are blocked alike (plain
+         * beside blocked is its reference implementation, 10-100x slower),
+         * so the few values are reordered into the same blocking. */
+        odnn_plain_md(&md1, nd, d1);
+        st = odnn_view_as(b, s1, &md1, (int64_t)n, &s1);
+        dnnl_memory_desc_init_by_tag(&md1, nd, d1, dnnl_f32, per_channel);
+        if (st == NULL)
+            st = odnn_ensure(b, s1, &md1, (int64_t)n, &s1);
     } else {
         odnn_plain_md(&md1, nd, d1);
         st = odnn_view_as(b, s1, &md1, (int64_t)n, &s1);

@@ -389,6 +389,35 @@ static void case_depthwise_clip(void)
             (const char *[]){"dwconv", "clip", "pwconv", "sig", NULL});
 }
 
+/* Squeeze-and-excitation: Conv (channels blocked by 16 in oneDNN; 24 of
+ * them, so padded) → GlobalAveragePool → 1x1 Conv → Sigmoid → Mul back
+ * into the blocked tensor with a [1, C, 1, 1] second source. That Mul went
+ * to oneDNN's reference binary (plain beside blocked) until the scale was
+ * reordered into the same blocking; the results must stay cpu's. */
+static void case_squeeze_excite(void)
+{
+    static const int channels[] = {24, 32};
+    for (int k = 0; k < 2; k++) {
+        int64_t c = channels[k];
+        struct mb m = {.seed = 20 + (unsigned)k};
+        int64_t xs[] = {1, 16, 9, 9}, w[] = {c, 16, 3, 3}, se[] = {c, c, 1, 1}, bc[] = {1, c, 1, 1};
+        mb_input(&m, "x", 4, xs);
+        mb_const(&m, "w", 4, w, NULL, 0.2f);
+        mb_const(&m, "sw", 4, se, NULL, 0.3f);
+        mb_const(&m, "cb", 4, bc, NULL, 0.5f);
+        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "a", "\"pads\":{\"ints\":[1,1,1,1]}");
+        mb_node(&m, "gap", "GlobalAveragePool", "\"a\"", "g", "");
+        mb_node(&m, "sconv", "Conv", "\"g\",\"sw\"", "h", "");
+        mb_node(&m, "sig", "Sigmoid", "\"h\"", "s", "");
+        mb_node(&m, "scale", "Mul", "\"a\",\"s\"", "p", "");
+        mb_node(&m, "shift", "Add", "\"p\",\"cb\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        int64_t ys[] = {1, c, 9, 9};
+        compare(mb_write(&m), 4, xs, 4, ys,
+                (const char *[]){"conv", "gap", "sconv", "sig", "scale", "shift", NULL});
+    }
+}
+
 static const char *model_matmul_gelu(void)
 {
     struct mb m = {.seed = 3};
@@ -2020,6 +2049,7 @@ int main(int argc, char **argv)
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
+        {"squeeze_excite", case_squeeze_excite},
         {"layernorm", case_layernorm},
         {"softmax", case_softmax},
         {"pooling", case_pooling},
