@@ -54,6 +54,9 @@ struct pl_var {
     pl_status *error;       /* set while the variable is failed */
     pl_var *all_prev;       /* the engine's list of live variables */
     pl_var *all_next;
+    /* Its deletion, made with the variable so that deleting allocates
+     * nothing (NULL in the naive engine). */
+    pl_op *delete_op;
 };
 
 /* The waiter of a wait_var, on its caller's stack. */
@@ -857,6 +860,8 @@ void pl_engine_destroy(pl_engine *e)
     pl_threadpool_destroy(e->cpu);
     for (pl_var *v = e->vars, *next; v != NULL; v = next) {
         next = v->all_next;
+        if (v->delete_op != NULL)
+            pl_op_free(v->delete_op);
         pl_status_free(v->error);
         pthread_mutex_destroy(&v->mu);
         pl_free(v);
@@ -878,6 +883,15 @@ pl_var *pl_engine_new_var(pl_engine *e)
     pl_var *v = pl_alloc_calloc(e->alloc, 1, sizeof *v);
     if (v == NULL)
         return NULL;
+    if (e->kind != PL_ENGINE_NAIVE) {
+        pl_status *st = pl_op_make(e, PL_OP_DELETE, NULL, 0, &v, 1, &v->delete_op);
+        if (st != NULL) {
+            pl_status_free(st);
+            pl_free(v);
+            return NULL;
+        }
+        v->delete_op->name = "delete_var";
+    }
     pthread_mutex_init(&v->mu, NULL);
     pthread_mutex_lock(&e->mu);
     v->all_next = e->vars;
@@ -913,16 +927,11 @@ void pl_engine_delete_var(pl_engine *e, pl_var *var)
         pthread_mutex_unlock(&e->naive_mu);
         return;
     }
-    pl_op *op = NULL;
-    pl_status *st = pl_op_make(e, PL_OP_DELETE, NULL, 0, &var, 1, &op);
-    if (st != NULL) {
-        /* Out of memory: wait for the variable's work instead, then free. */
-        pl_status_free(st);
-        pl_status_free(pl_engine_wait_var(e, var));
-        pl_engine_unlink_and_free_var(e, var);
-        return;
-    }
-    op->name = "delete_var";
+    /* The operation was made with the variable: deleting cannot fail, so
+     * it never has to wait (which could deadlock on a worker) nor free a
+     * variable that queued work still uses. */
+    pl_op *op = var->delete_op;
+    var->delete_op = NULL;
     pl_engine_enqueue(e, op, 0);
 }
 
