@@ -13,7 +13,7 @@
 typedef enum pl_optimize_level {
     PL_OPTIMIZE_NONE = 0,   /* the graph as loaded */
     PL_OPTIMIZE_BASIC = 1,  /* no-op elimination */
-    PL_OPTIMIZE_ALL = 2     /* everything exact (today the same as basic) */
+    PL_OPTIMIZE_ALL = 2     /* basic, then constant folding (fold.h) */
 } pl_optimize_level;
 
 /* What the passes did, one line per rewrite ("Identity 'w_id' removed
