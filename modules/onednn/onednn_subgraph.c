@@ -821,6 +821,14 @@ static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, c
             odnn_reason(reason, op, "shapes do not broadcast");
             return 0;
         }
+    /* [N, 1, H, W] across the channels of a 4-d tensor the subgraph keeps
+     * channel-blocked: oneDNN's reference binary only. */
+    if (y.ndim == 4 && bc->ndim >= 3 && bc->dims[bc->ndim - 3] == 1 && y.dims[1] > 1 &&
+        bc->dims[bc->ndim - 1] * bc->dims[bc->ndim - 2] > 1) {
+        odnn_reason(reason, op, "a broadcast across channels runs on oneDNN's reference "
+                                "implementation");
+        return 0;
+    }
     return 1;
 }
 
@@ -1311,6 +1319,14 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
             odnn_reason(reason, op, "axes as an input (opset 18) is not supported yet");
             return 0;
         }
+        const int64_t *axes = NULL;
+        size_t n_axes = odnn_attr_ints(v, n, "axes", &axes);
+        for (size_t k = 0; x.ndim == 4 && k < n_axes; k++)
+            if (axes[k] == 1 || axes[k] == -3) {
+                odnn_reason(reason, op, "a mean across channels runs on oneDNN's reference "
+                                        "implementation");
+                return 0;
+            }
         return 1;
     }
     /* Reshape, Flatten, Transpose and Identity: a reorder into the output. */

@@ -418,6 +418,49 @@ static void case_squeeze_excite(void)
     }
 }
 
+/* LayerNorm across channels, as exporters decompose it (convnext's
+ * LayerNorm2d): ReduceMean over axis 1, Sub and Div by the [1, 1, H, W]
+ * results. oneDNN runs those only with its reference implementations
+ * (10-100x slower), so onednn refuses them with that reason and keeps the
+ * convolutions around them; the results stay cpu's. */
+static void case_channel_layernorm(void)
+{
+    struct mb m = {.seed = 30};
+    int64_t xs[] = {1, 16, 8, 8}, w[] = {24, 16, 3, 3}, w2[] = {16, 24, 1, 1};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w", 4, w, NULL, 0.2f);
+    mb_const(&m, "w2", 4, w2, NULL, 0.3f);
+    mb_scalar(&m, "eps", 1e-6f);
+    mb_scalar(&m, "two", 2.0f);
+    mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "a", "\"pads\":{\"ints\":[1,1,1,1]}");
+    mb_node(&m, "mean", "ReduceMean", "\"a\"", "mu", "\"axes\":{\"ints\":[1]}");
+    mb_node(&m, "sub", "Sub", "\"a\",\"mu\"", "d", "");
+    mb_node(&m, "pow", "Pow", "\"d\",\"two\"", "d2", "");
+    mb_node(&m, "var", "ReduceMean", "\"d2\"", "v", "\"axes\":{\"ints\":[1]}");
+    mb_node(&m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
+    mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
+    mb_node(&m, "div", "Div", "\"d\",\"sd\"", "n", "");
+    mb_node(&m, "conv2", "Conv", "\"n\",\"w2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 16, 8, 8};
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, ys, (const char *[]){"conv", "conv2", NULL});
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    json_t *root = th_explain(s);
+    static const char *const refused[] = {"mean", "sub", "var", "div"};
+    for (size_t k = 0; k < 4; k++) {
+        json_t *p = th_placement_of(root, refused[k]);
+        const char *why =
+            json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+        TH_CHECK(why != NULL && strstr(why, "reference implementation") != NULL,
+                 "%s: onednn said %s", refused[k], why ? why : "nothing (it took the node)");
+    }
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 static const char *model_matmul_gelu(void)
 {
     struct mb m = {.seed = 3};
@@ -2050,6 +2093,7 @@ int main(int argc, char **argv)
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
         {"squeeze_excite", case_squeeze_excite},
+        {"channel_layernorm", case_channel_layernorm},
         {"layernorm", case_layernorm},
         {"softmax", case_softmax},
         {"pooling", case_pooling},
