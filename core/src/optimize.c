@@ -128,15 +128,7 @@ bool pl_rewrites_add(pl_rewrites *w, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    char **grown = pl_realloc(w->items, (w->n + 1) * sizeof *grown);
-    if (grown == NULL)
-        return false;
-    w->items = grown;
-    w->items[w->n] = pl_xstrdup(buf);
-    if (w->items[w->n] == NULL)
-        return false;
-    w->n++;
-    return true;
+    return pl_lines_append(&w->items, &w->n, buf);
 }
 
 pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_graph **out_graph,

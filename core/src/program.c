@@ -40,14 +40,8 @@ bool pl_warnings_add(pl_warnings *w, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    char **grown = pl_realloc(w->items, (w->n + 1) * sizeof *grown);
-    if (grown == NULL)
+    if (!pl_lines_append(&w->items, &w->n, buf))
         return false;
-    w->items = grown;
-    w->items[w->n] = pl_xstrdup(buf);
-    if (w->items[w->n] == NULL)
-        return false;
-    w->n++;
     pl_log(w->logger, PL_LOG_WARN, NULL, "%s", buf);
     return true;
 }

@@ -118,6 +118,19 @@ char *pl_strdup(const char *s)
     return pl_xstrdup(s);
 }
 
+bool pl_lines_append(char ***items, size_t *n, const char *text)
+{
+    char *copy = pl_xstrdup(text);
+    char **grown = copy != NULL ? pl_realloc(*items, (*n + 1) * sizeof *grown) : NULL;
+    if (grown == NULL) {
+        pl_free(copy);
+        return false;
+    }
+    grown[(*n)++] = copy;
+    *items = grown;
+    return true;
+}
+
 char *pl_strdupf(const char *fmt, ...)
 {
     va_list ap;

@@ -43,4 +43,9 @@ char *pl_strdup(const char *s);
  * out of memory. Freed with pl_free. */
 char *pl_strdupf(const char *fmt, ...) PL_PRINTF_LIKE(1, 2);
 
+/* Appends a copy of TEXT to the list *ITEMS of *N strings (each and the
+ * array allocated with pl_malloc); false, the list unchanged, when out of
+ * memory. Session warnings and the optimiser's rewrites are such lists. */
+bool pl_lines_append(char ***items, size_t *n, const char *text);
+
 #endif
