@@ -83,6 +83,32 @@ static void pl_text_rest(FILE *f, json_t *root)
             fprintf(f, "  %s: %s -> %s, %lld bytes\n", pl_js(c, "tensor"), pl_js(c, "from"),
                     pl_js(c, "to"), pl_ji(c, "bytes"));
     }
+    json_t *sg;
+    bool estimated = false;
+    json_array_foreach(json_object_get(root, "subgraphs"), i, sg)
+    {
+        json_t *e = json_object_get(sg, "estimate");
+        if (!json_is_object(e))
+            continue;
+        if (!estimated)
+            fprintf(f, "\nestimates (choose = cost), per run:\n");
+        estimated = true;
+        fprintf(f,
+                "  subgraph %lld (%s): %.1f us (compute %.1f, launch %.1f, boundary %.1f, "
+                "thread handoff %.1f)",
+                pl_ji(sg, "id"), pl_js(sg, "backend"),
+                json_number_value(json_object_get(e, "total_us")),
+                json_number_value(json_object_get(e, "compute_us")),
+                json_number_value(json_object_get(e, "launch_us")),
+                json_number_value(json_object_get(e, "boundary_us")),
+                json_number_value(json_object_get(e, "handoff_us")));
+        if (json_is_string(json_object_get(e, "alternative")))
+            fprintf(f, "; on %s instead: %.1f us", pl_js(e, "alternative"),
+                    json_number_value(json_object_get(e, "alternative_us")));
+        else
+            fprintf(f, "; no other backend takes all its nodes");
+        fprintf(f, "\n");
+    }
     fprintf(f, "\nsteps of a run:\n");
     json_t *st;
     json_array_foreach(json_object_get(root, "steps"), i, st)

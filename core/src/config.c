@@ -446,6 +446,16 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
                     PL_CODE_INVALID_ARGUMENT,
                     "%s:%d: bad value '%s' for strict; accepted: yes, no",
                     shown, e->line, e->value);
+        } else if (strcmp(e->key, "choose") == 0) {
+            if (strcmp(e->value, "cost") == 0)
+                c->choose_by_cost = true;
+            else if (strcmp(e->value, "first") == 0)
+                c->choose_by_cost = false;
+            else
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for choose; accepted: cost, first",
+                    shown, e->line, e->value);
         } else if (strcmp(e->key, "pin") == 0) {
             for (size_t k = 0; k < c->n_pins; k++)
                 pl_free(c->pins[k]);
@@ -463,7 +473,7 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
             }
         } else if (!pl_config_add_warning(
                        c, "%s:%d: unknown key '%s' in [placement] (known: order, "
-                          "min_subgraph_nodes, strict, pin)",
+                          "min_subgraph_nodes, strict, choose, pin)",
                        shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -518,6 +528,7 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
     c->optimize = PL_OPTIMIZE_ALL;
     c->min_subgraph_nodes = 1;
+    c->choose_by_cost = true;
     c->cache_dir = pl_alloc_strdup(alloc, "");
     if (c->cache_dir == NULL) {
         pl_free(c);

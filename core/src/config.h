@@ -52,6 +52,7 @@ typedef struct pl_config {
     size_t n_placement;
     int min_subgraph_nodes;   /* >= 1 */
     bool strict;              /* a failed compile fails the session */
+    bool choose_by_cost;      /* choose = cost (else first): partition.h */
     char **pins;              /* "node=backend" */
     size_t n_pins;
     /* [graph] */

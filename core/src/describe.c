@@ -88,9 +88,24 @@ static json_t *pl_describe_subgraph(const pl_program *p, const pl_prog_step *st)
     for (size_t k = 0; k < st->n_out; k++)
         json_array_append_new(
             outs, json_string(pl_graph_get_tensor(g, p->values[st->out[k]].tensor)->name));
-    return json_pack("{s:i, s:s, s:o, s:o, s:o, s:s}", "id", (int)st->cluster, "backend",
-                     st->module->name, "nodes", nodes, "inputs", ins, "outputs", outs,
-                     "cache", st->cache ? st->cache : "off");
+    json_t *sg = json_pack("{s:i, s:s, s:o, s:o, s:o, s:s}", "id", (int)st->cluster, "backend",
+                           st->module->name, "nodes", nodes, "inputs", ins, "outputs", outs,
+                           "cache", st->cache ? st->cache : "off");
+    /* The estimates that kept it here (choose = cost), in microseconds. */
+    if (sg != NULL && cl->est_us >= 0) {
+        json_t *est = json_pack("{s:f, s:f, s:f, s:f, s:f}", "total_us", cl->est_us,
+                                "compute_us", cl->est.compute_us, "launch_us",
+                                cl->est.launch_us, "boundary_us", cl->est.boundary_us,
+                                "handoff_us", cl->handoff_us);
+        if (est != NULL && cl->alt_backend >= 0) {
+            json_object_set_new(est, "alternative_us", json_real(cl->alt_us));
+            json_object_set_new(
+                est, "alternative",
+                json_string(pl_partition_backend(p->part, (size_t)cl->alt_backend)->module->name));
+        }
+        json_object_set_new(sg, "estimate", est);
+    }
+    return sg;
 }
 
 /* The steps of a run, and beside them the subgraphs and copies. */

@@ -12,8 +12,11 @@
  * consumers and asks the head's module (kernel_fuse) to take each in turn. */
 #include "partition.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <plinth/cost.h>
 
 #include "alloc.h"
 #include "status.h"
@@ -34,6 +37,8 @@ struct pl_partition {
     bool *excluded;          /* nn * nb */
     int32_t *pin;            /* nn */
     int min_nodes;
+    bool by_cost;            /* choose = cost */
+    size_t *idx;             /* nn: scratch, view indices for estimate_cost */
     int32_t *assign;         /* nn */
     int32_t *cluster;        /* nn */
     pl_part_cluster *clusters;
@@ -44,6 +49,8 @@ struct pl_partition {
     pl_nid *fused_into;      /* nn: the head whose kernel runs the node */
     pl_nid *fused_next;      /* nn: the next node of the node's chain */
     pl_nid *offered_to;      /* nn: the head whose kernel it was offered to */
+    int32_t *cluster_alt;    /* nn: scratch, pl_part_weigh */
+    pl_nid *scratch;         /* nn: scratch, pl_part_weigh */
 };
 
 static pl_status *pl_part_oom(void)
@@ -286,6 +293,9 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
         if (chosen < 0) {
             chosen = (int32_t)p->n_clusters++;
             p->clusters[chosen].backend = b;
+            p->clusters[chosen].est_us = -1;
+            p->clusters[chosen].alt_us = -1;
+            p->clusters[chosen].alt_backend = -1;
         }
         pl_part_cluster *cl = &p->clusters[chosen];
         pl_nid *grown = pl_realloc(cl->nodes, (cl->n_nodes + 1) * sizeof *grown);
@@ -295,6 +305,167 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
         cl->nodes[cl->n_nodes++] = n;
         p->cluster[n] = chosen;
     }
+    return NULL;
+}
+
+/* ---- cost-aware placement -------------------------------------------------- */
+
+/* Backend B's estimate for nodes NODES[0..N) into *OUT; false when its
+ * module gives none (or an unusable one). */
+static bool pl_part_estimate(pl_partition *p, size_t b, const pl_nid *nodes, size_t n,
+                             pl_cost *out)
+{
+    const pl_part_backend *be = &p->backends[b];
+    pl_module *m = be->module;
+    if (!PL_ABI_HAS_FN(pl_module_api, &m->api, estimate_cost))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        p->idx[i] = p->pos[nodes[i]];
+    memset(out, 0, sizeof *out);
+    out->header = (pl_abi_header)PL_ABI_HEADER_INIT(pl_cost);
+    if (m->api.estimate_cost(m->ctx, be->device, p->view, p->idx, n, out) != 1)
+        return false;
+    double parts[3] = {out->compute_us, out->launch_us, out->boundary_us};
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(parts[i]) || parts[i] < 0 || parts[i] > 1e12)
+            return false;
+    return true;
+}
+
+static double pl_cost_total(const pl_cost *c)
+{
+    return c->compute_us + c->launch_us + c->boundary_us;
+}
+
+/* The core's default for nodes NODES[0..N) run as one subgraph (SYMBOLIC)
+ * or one kernel each: their default times plus one dispatch per kernel or
+ * for the subgraph, plus copies when the backend's device has its own
+ * memory. */
+static double pl_part_default(const pl_partition *p, size_t b, const pl_nid *nodes, size_t n)
+{
+    const pl_part_backend *be = &p->backends[b];
+    double us = be->symbolic ? PL_COST_STEP_US : (double)n * PL_COST_STEP_US;
+    for (size_t i = 0; i < n; i++)
+        us += pl_cost_default_us(&pl_graph_view_table, p->view, p->pos[nodes[i]]);
+    if (!(be->module->api.capabilities & PL_CAP_HOST_MEMORY))
+        us += PL_COST_COPY_US; /* at least one copy in and one out */
+    return us;
+}
+
+/* The first backend other than SKIP that takes node N (asking an imperative
+ * one for its kernel), or -1. */
+static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, int32_t *out)
+{
+    *out = -1;
+    for (size_t b = 0; b < p->nb; b++) {
+        size_t k = (size_t)n * p->nb + b;
+        if (b == skip || p->excluded[k])
+            continue;
+        if (!p->backends[b].symbolic)
+            PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+        if (p->verdict[k] == PL_V_YES) {
+            *out = (int32_t)b;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* What handing work between threads costs cluster CL per run: a
+ * pinned-thread or device backend runs on a worker of its own, and each
+ * side of the subgraph that meets a step of another backend is one wake-up
+ * of a sleeping thread (measured with `plinth bench` on a chain of [1,64]
+ * ops alternating between onednn and cpu: 5 to 9 us a transition). */
+static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
+{
+    const pl_module *m = p->backends[cl->backend].module;
+    if ((m->api.capabilities & PL_CAP_HOST_MEMORY) &&
+        !(m->api.capabilities & PL_CAP_PINNED_THREAD))
+        return 0;
+    bool in = false, out = false;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        const pl_graph_node *node = pl_graph_get_node(p->g, cl->nodes[i]);
+        for (size_t k = 0; k < node->n_inputs && !in; k++) {
+            if (node->inputs[k] == PL_TID_NONE)
+                continue;
+            pl_nid q = pl_graph_get_tensor(p->g, node->inputs[k])->producer;
+            in = q != PL_NID_NONE && p->assign[q] != cl->backend;
+        }
+        for (size_t k = 0; k < node->n_outputs && !out; k++) {
+            if (node->outputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(p->g, node->outputs[k]);
+            for (size_t r = 0; r < t->n_consumers && !out; r++)
+                out = p->assign[t->consumers[r]] != cl->backend;
+        }
+    }
+    return (in ? PL_COST_HANDOFF_US : 0) + (out ? PL_COST_HANDOFF_US : 0);
+}
+
+/* Estimates cluster C and its alternative, and offers it to the next
+ * backends when the alternative is cheaper (*CHANGED). */
+static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool *changed)
+{
+    pl_part_cluster *cl = &p->clusters[c];
+    size_t b = (size_t)cl->backend;
+    cl->est_us = -1;
+    cl->alt_us = -1;
+    cl->alt_backend = -1;
+    if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &cl->est))
+        return NULL;
+    cl->handoff_us = pl_part_handoff(p, cl);
+    cl->est_us = pl_cost_total(&cl->est) + cl->handoff_us;
+    /* Where each node would go instead; the alternative's estimate sums,
+     * per backend, its estimate for the nodes it would get. */
+    int32_t *alt = p->cluster_alt;
+    size_t count_best = 0;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        PL_RETURN_IF_ERROR(pl_part_next_backend(p, cl->nodes[i], b, &alt[i]));
+        if (alt[i] < 0 || p->pin[cl->nodes[i]] >= 0)
+            return NULL; /* nowhere else to go, or placed by the user */
+    }
+    double alt_us = 0;
+    for (size_t a = 0; a < p->nb; a++) {
+        size_t m = 0;
+        for (size_t i = 0; i < cl->n_nodes; i++)
+            if (alt[i] == (int32_t)a)
+                scratch[m++] = cl->nodes[i];
+        if (m == 0)
+            continue;
+        if (m > count_best) {
+            count_best = m;
+            cl->alt_backend = (int32_t)a;
+        }
+        if (p->backends[a].symbolic) {
+            pl_cost e;
+            alt_us += pl_part_estimate(p, a, scratch, m, &e) ? pl_cost_total(&e)
+                                                             : pl_part_default(p, a, scratch, m);
+            continue;
+        }
+        for (size_t i = 0; i < m; i++) {
+            pl_cost e;
+            alt_us += pl_part_estimate(p, a, &scratch[i], 1, &e)
+                          ? pl_cost_total(&e)
+                          : pl_part_default(p, a, &scratch[i], 1);
+        }
+    }
+    cl->alt_us = alt_us;
+    if (!(cl->est_us > alt_us))
+        return NULL;
+    char reason[320];
+    snprintf(reason, sizeof reason,
+             "cost: about %.1f us here (compute %.1f, launch %.1f, boundary %.1f, thread "
+             "handoff %.1f) against %.1f us on %s for the subgraph of %zu node(s) it was part "
+             "of (choose = cost)",
+             cl->est_us, cl->est.compute_us, cl->est.launch_us, cl->est.boundary_us,
+             cl->handoff_us, alt_us,
+             p->backends[cl->alt_backend].module->name, cl->n_nodes);
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        size_t k = (size_t)cl->nodes[i] * p->nb + b;
+        p->excluded[k] = true;
+        PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", reason));
+    }
+    *changed = true;
     return NULL;
 }
 
@@ -355,6 +526,8 @@ static pl_status *pl_part_assign(pl_partition *p)
                 changed = true;
             }
         }
+        for (size_t c = 0; p->by_cost && c < p->n_clusters; c++)
+            PL_RETURN_IF_ERROR(pl_part_weigh(p, c, p->scratch, &changed));
         if (!changed)
             return NULL;
     }
@@ -364,7 +537,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               pl_partition **out_partition)
+                               bool choose_by_cost, pl_partition **out_partition)
 {
     *out_partition = NULL;
     pl_partition *p = pl_calloc(1, sizeof *p);
@@ -376,6 +549,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->nn = pl_graph_node_count(g);
     p->topo = pl_graph_topo_order(g);
     p->min_nodes = min_subgraph_nodes > 0 ? min_subgraph_nodes : 1;
+    p->by_cost = choose_by_cost;
     size_t cells = (p->nn ? p->nn : 1) * (p->nb ? p->nb : 1);
     p->words = (p->nn + 63) / 64 + 1;
     p->backends = pl_calloc(p->nb ? p->nb : 1, sizeof *p->backends);
@@ -391,13 +565,16 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->fused_into = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->fused_into);
     p->fused_next = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->fused_next);
     p->offered_to = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->offered_to);
+    p->idx = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->idx);
+    p->cluster_alt = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->cluster_alt);
+    p->scratch = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->scratch);
     size_t dep_words;
     bool sized = pl_size_mul(p->nn ? p->nn : 1, p->words, &dep_words);
     p->deps = sized ? pl_calloc(dep_words, sizeof *p->deps) : NULL;
     if (!p->backends || !p->verdict || !p->reason || !p->kernel || !p->workspace ||
         !p->excluded || !p->pin || !p->assign || !p->cluster || !p->deps ||
-        !p->pos || !p->fused_into || !p->fused_next || !p->offered_to ||
-        p->topo == NULL) {
+        !p->pos || !p->fused_into || !p->fused_next || !p->offered_to || !p->idx ||
+        !p->cluster_alt || !p->scratch || p->topo == NULL) {
         bool unvalidated = p->topo == NULL;
         pl_partition_destroy(p);
         return unvalidated ? pl_status_create(PL_CODE_FAILED_PRECONDITION,
@@ -466,6 +643,9 @@ void pl_partition_destroy(pl_partition *p)
     pl_free(p->fused_into);
     pl_free(p->fused_next);
     pl_free(p->offered_to);
+    pl_free(p->idx);
+    pl_free(p->cluster_alt);
+    pl_free(p->scratch);
     pl_free(p);
 }
 

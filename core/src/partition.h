@@ -7,7 +7,18 @@
  * then the nodes of each symbolic backend are grouped into convex subgraphs
  * (contracting one never creates a cycle). Subgraphs smaller than
  * min_subgraph_nodes are offered to the next backend; so are subgraphs whose
- * compile failed (pl_partition_exclude, then pl_partition_assign again). A
+ * compile failed (pl_partition_exclude, then pl_partition_assign again).
+ *
+ * Cost-aware placement (choose_by_cost, ABI 1.3): a subgraph whose module
+ * gives an estimate (estimate_cost: compute, launch and boundary conversions
+ * of the whole subgraph) is weighed against the same nodes on the backends
+ * that would get them without it, each estimated by its module or, when it
+ * gives none, by the core's default (plinth/cost.h: FLOPs and bytes at
+ * default rates, plus one dispatch per imperative node or per subgraph).
+ * When the alternative is cheaper the subgraph is offered to the next
+ * backends, with a reason that quotes both estimates. A module that gives no
+ * estimate keeps what the order gives it: the user placed it, and the core
+ * cannot know its speed. Pinned nodes are never moved. A
  * node no backend takes is an error naming it, its op and every backend's
  * reason.
  *
@@ -37,6 +48,15 @@ typedef struct pl_part_cluster {
     int32_t backend;
     pl_nid *nodes;         /* in topological order */
     size_t n_nodes;
+    /* Cost-aware placement (choose = cost): the backend's estimate for the
+     * subgraph (est_us < 0: none given), and the estimate for the same nodes
+     * on the backends after it (alt_backend: the one most of them would go
+     * to; -1 when some node has nowhere else to go). */
+    pl_cost est;
+    double handoff_us;     /* the core's: waking the backend's own thread */
+    double est_us;         /* est's total plus handoff_us */
+    double alt_us;
+    int32_t alt_backend;
 } pl_part_cluster;
 
 typedef struct pl_part_pin {
@@ -53,7 +73,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               pl_partition **out_partition);
+                               bool choose_by_cost, pl_partition **out_partition);
 void pl_partition_destroy(pl_partition *p);
 
 /* Marks the nodes of cluster C as refused by its backend, with REASON, and

@@ -323,6 +323,7 @@ static const pl_module_api onednn_api = {
     .release = onednn_release,
     .export_compiled = onednn_export,
     .import_compiled = onednn_import,
+    .estimate_cost = onednn_estimate_cost,
 };
 
 /* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */

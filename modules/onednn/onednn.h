@@ -51,4 +51,9 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *compiled);
 pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *compiled, pl_blob_sink sink,
                             void *sink_ctx);
 
+/* What NODES of V would cost per run as one subgraph (onednn_cost.c);
+ * pl_module_api.estimate_cost. */
+int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
+                         const size_t *nodes, size_t n_nodes, pl_cost *out);
+
 #endif /* PLINTH_ONEDNN_H */

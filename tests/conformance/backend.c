@@ -55,7 +55,7 @@ static char *cf_derived_config(const uint8_t *text, size_t len, const char *back
     char tail[256];
     int tail_len = snprintf(tail, sizeof tail,
                             "\n; added by conformance_runner: %s first, cpu for the rest\n"
-                            "[placement]\norder = %s\nmin_subgraph_nodes = 1\nstrict = no\n",
+                            "[placement]\norder = %s\nmin_subgraph_nodes = 1\nstrict = no\nchoose = first\n",
                             backend, backend);
     if (tail_len < 0 || (size_t)tail_len >= sizeof tail)
         return NULL;

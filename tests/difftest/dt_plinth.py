@@ -134,7 +134,7 @@ class Backend:
         with open(ini, "w") as f:
             f.write("[runtime]\nmodules = %s\nengine = threaded\nthreads = %d\n"
                     "cache_dir =\nlog = error\n\n[placement]\norder = %s\n"
-                    "min_subgraph_nodes = 1\nstrict = no\n"
+                    "min_subgraph_nodes = 1\nstrict = no\nchoose = first\n"
                     % (module_dir, threads, ", ".join(order)))
         lib = library.lib
         opts = _RuntimeOptions(struct_size=ctypes.sizeof(_RuntimeOptions),

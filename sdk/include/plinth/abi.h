@@ -29,9 +29,11 @@ extern "C" {
  *   1.1  pl_module_api.kernel_fuse (epilogue fusion, optional);
  *   1.2  pl_graph_api.builder_attr_graph and builder_attr_graphs (bodies of
  *        If, Loop and Scan for format modules) and builder_data_file (a
- *        format's data file mapped and checked up front). */
+ *        format's data file mapped and checked up front);
+ *   1.3  pl_module_api.estimate_cost and pl_cost (cost-aware placement,
+ *        optional). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 2
+#define PL_ABI_MINOR 3
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

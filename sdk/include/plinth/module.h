@@ -123,6 +123,18 @@ typedef void (*pl_kv_sink)(void *sink_ctx, const char *key, const char *value);
 typedef void (*pl_support_sink)(void *sink_ctx, size_t node_index,
                                 int supported, const char *reason);
 
+/* What running some nodes would cost on one device, in microseconds of one
+ * run, split so that the core can show where the time goes (ABI 1.3,
+ * estimate_cost). The core zeroes it and sets header.struct_size to its own
+ * size before the call; a module fills the fields its SDK has. */
+typedef struct pl_cost {
+    pl_abi_header header;
+    double compute_us;  /* the nodes' own work */
+    double launch_us;   /* fixed per run: dispatch, binding, primitive calls */
+    double boundary_us; /* bringing the inputs from, and the outputs back to,
+                           the core's plain host layout (reorders, copies) */
+} pl_cost;
+
 /* Receives a piece of an exported binary; called any number of times, the
  * pieces concatenated make the blob. The core copies the bytes. */
 typedef void (*pl_blob_sink)(void *sink_ctx, const void *bytes, size_t n);
@@ -338,6 +350,23 @@ typedef struct pl_module_api {
      * consumer of NEXT next (a chain). NULL: the module fuses nothing. */
     int (*kernel_fuse)(pl_module_ctx *ctx, pl_kernel *kernel,
                        const pl_node_desc *next);
+
+    /* ---- ABI 1.3 ---- */
+
+    /* optional: what running NODES (indices of GRAPH, the shape-annotated
+     * view of the whole graph that supported_nodes saw, in topological
+     * order, every one of them accepted by this module) on DEVICE would
+     * cost: for a symbolic module the nodes of one subgraph it would
+     * compile, for an imperative one a single node. Fills *out and returns
+     * 1, or returns 0 for "no estimate". The partitioner weighs a
+     * subgraph's estimate against the same nodes on the backends after
+     * it (partition.h); a module that gives no estimate keeps the place
+     * backend.ini's order gives it. plinth/cost.h has the FLOPs and bytes
+     * of ONNX's common ops and the core's default rates, to scale from.
+     * Called while a session is created, from one thread; keeps nothing.
+     * NULL: no estimates. */
+    int (*estimate_cost)(pl_module_ctx *ctx, int device, const pl_graph_view *graph,
+                         const size_t *nodes, size_t n_nodes, pl_cost *out);
 } pl_module_api;
 
 /* The struct_size of a complete ABI 1.0 module table. The core refuses a
@@ -348,6 +377,9 @@ typedef struct pl_module_api {
  * there. */
 #define PL_MODULE_API_SIZE_1_1 \
     (offsetof(pl_module_api, kernel_fuse) + sizeof(void (*)(void)))
+/* ... and of an ABI 1.3 table (estimate_cost; 1.2 added nothing here). */
+#define PL_MODULE_API_SIZE_1_3 \
+    (offsetof(pl_module_api, estimate_cost) + sizeof(void (*)(void)))
 
 /* ---- the entry point -------------------------------------------------- */
 

@@ -1,0 +1,203 @@
+/* onednn_cost.c — the module's estimate of what a subgraph costs per run
+ * (pl_module_api.estimate_cost, ABI 1.3), for the core's cost-aware
+ * placement: it weighs this against the same nodes on the backends after
+ * onednn, so the estimate has to be right about the cases where oneDNN is
+ * slower than a plain kernel, not only where it is fast.
+ *
+ * The model starts from plinth/cost.h's FLOPs and bytes and scales them by
+ * what was measured with oneDNN 2.6 on this project's machine (one thread,
+ * `plinth bench` on single-op models against the cpu module, whose rates
+ * are about cost.h's defaults):
+ *   - convolutions with a spatial kernel: twice the default rate (64
+ *     channels, 3x3, 56x56: 1.08 ms against 2.45 ms; resnet18 21 ms against
+ *     43 ms); 1x1 convolutions and matrix products, where the cpu module's
+ *     GEMM is as good: 1.3 times (64 channels at 28x28: 57 us a layer on
+ *     both, 112 GFLOP/s);
+ *   - memory-bound primitives (depthwise convolutions, pooling, eltwise,
+ *     normalisations) at 2.5 times the default bandwidth (a depthwise 3x3
+ *     at 64x28x28: 11 us a layer against 33 us), and an eltwise or binary
+ *     op that follows a product (or a post-op of one) is free: it becomes
+ *     a post-op;
+ *   - RNN, GRU, LSTM: the default rate, plus 2 us of setup and 1 us per
+ *     time step and direction (a GRU of 20 steps, hidden 32: 27 us against
+ *     11 us on cpu; at 50 steps of hidden 256 oneDNN is 7% faster);
+ *   - views (Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Identity,
+ *     Split) cost nothing;
+ *   - each primitive 0.2 us to launch (16 tanh on [1,64]: 1-2 us in all),
+ *     the subgraph one core dispatch;
+ *   - with a convolution inside, every 4-d or 5-d tensor crossing the
+ *     boundary is reordered between plain and blocked layouts, read and
+ *     written at about 40 GB/s (a 1x1 convolution's subgraph at
+ *     64x28x28 spends 20 us on its 400 KB of boundary).
+ * The numbers are a prior, not a promise; bench/zoo.py is what checks that
+ * the placements they lead to are never slower than `order = cpu`. */
+#include "onednn.h"
+
+#include <plinth/cost.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The calibration (header comment): rates as multiples of cost.h's
+ * defaults, times in microseconds. */
+#define ODNN_COST_KERNEL_RATE 2.0   /* convolutions with a spatial kernel */
+#define ODNN_COST_GEMM_RATE 1.3     /* 1x1 convolutions and matrix products */
+#define ODNN_COST_BW 2.5            /* memory-bound primitives */
+#define ODNN_COST_REORDER_GBPS 40.0 /* plain <-> blocked, read and written */
+#define ODNN_COST_PRIMITIVE_US 0.2
+#define ODNN_COST_RNN_SETUP_US 2.0
+#define ODNN_COST_RNN_STEP_US 1.0
+
+static int odnn_cost_is(const char *op, const char *const *list)
+{
+    for (; *list != NULL; list++)
+        if (strcmp(op, *list) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const odnn_cost_views[] = {"Reshape", "Flatten",   "Transpose", "Squeeze",
+                                              "Unsqueeze", "Identity", "Split",    NULL};
+static const char *const odnn_cost_products[] = {"Conv", "ConvTranspose", "MatMul", "Gemm",
+                                                 NULL};
+static const char *const odnn_cost_rnns[] = {"RNN", "GRU", "LSTM", NULL};
+
+/* Whether node N is a convolution whose kernel covers more than one point
+ * (the kernels where oneDNN's direct convolutions beat im2col and GEMM). */
+static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int64_t w[8];
+    int32_t r = g->node_input_count(v, n) > 1 ? pl_cost_dims(g, v, g->node_input(v, n, 1), w)
+                                              : -1;
+    if (strncmp(g->node_op(v, n), "Conv", 4) != 0 || r < 3)
+        return 0;
+    for (int32_t d = 2; d < r; d++)
+        if (w[d] > 1)
+            return 1;
+    return 0;
+}
+
+/* The node of the set that writes tensor T, or -1 (PRODUCER maps tensors to
+ * nodes). */
+static int64_t odnn_cost_writer(const int64_t *producer, size_t n_tensors, int64_t t)
+{
+    return t >= 0 && (size_t)t < n_tensors ? producer[t] : -1;
+}
+
+int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
+                         const size_t *nodes, size_t n_nodes, pl_cost *out)
+{
+    (void)ctx;
+    (void)device;
+    const pl_graph_api *g = onednn_host->graph;
+    size_t n_tensors = g->tensor_count(v), n_all = g->node_count(v);
+    int64_t *producer = malloc((n_tensors ? n_tensors : 1) * sizeof *producer);
+    unsigned char *inside = calloc(n_all ? n_all : 1, 1);
+    if (producer == NULL || inside == NULL) {
+        free(producer);
+        free(inside);
+        return 0;
+    }
+    for (size_t t = 0; t < n_tensors; t++)
+        producer[t] = -1;
+    double compute = 0, launch = PL_COST_STEP_US, boundary_bytes = 0;
+    int has_conv = 0;
+    for (size_t i = 0; i < n_nodes; i++) {
+        size_t n = nodes[i];
+        if (n >= n_all)
+            continue;
+        inside[n] = 1;
+        for (size_t o = 0; o < g->node_output_count(v, n); o++) {
+            int64_t t = g->node_output(v, n, o);
+            if (t >= 0 && (size_t)t < n_tensors)
+                producer[t] = (int64_t)n;
+        }
+    }
+    for (size_t i = 0; i < n_nodes; i++) {
+        size_t n = nodes[i];
+        if (n >= n_all)
+            continue;
+        const char *op = g->node_op(v, n);
+        if (odnn_cost_is(op, odnn_cost_views))
+            continue;
+        double flops, bytes;
+        pl_cost_work(g, v, n, &flops, &bytes);
+        if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
+            has_conv = 1;
+        if (odnn_cost_is(op, odnn_cost_products)) {
+            inside[n] = 2; /* what follows it may become its post-ops */
+            double rate = odnn_cost_spatial_kernel(g, v, n) ? ODNN_COST_KERNEL_RATE
+                                                            : ODNN_COST_GEMM_RATE;
+            double c = flops / (rate * PL_COST_GFLOPS * 1e3);
+            double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+            compute += c > m ? c : m;
+            launch += ODNN_COST_PRIMITIVE_US;
+        } else if (odnn_cost_is(op, odnn_cost_rnns)) {
+            int64_t x[8], layout = 0;
+            g->attr_int(v, n, "layout", &layout);
+            double steps = pl_cost_dims(g, v, g->node_input(v, n, 0), x) == 3
+                               ? (double)(layout ? x[1] : x[0])
+                               : 1;
+            const char *dir = NULL;
+            size_t len = 0;
+            int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
+            compute += flops / (PL_COST_GFLOPS * 1e3);
+            launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_RNN_STEP_US * steps * dirs;
+        } else {
+            /* Reading a product's result, or that of a post-op of one: a
+             * post-op itself (the compile fuses such chains). */
+            int64_t w = odnn_cost_writer(producer, n_tensors, g->node_input(v, n, 0));
+            if (w >= 0 && inside[w] == 2) {
+                inside[n] = 2;
+                continue;
+            }
+            compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+            launch += ODNN_COST_PRIMITIVE_US;
+        }
+    }
+    /* The boundary: inputs written outside the set (constants excepted) and
+     * outputs read outside it or by the caller. */
+    for (size_t i = 0; has_conv && i < n_nodes; i++) {
+        size_t n = nodes[i];
+        if (n >= n_all)
+            continue;
+        for (size_t k = 0; k < g->node_input_count(v, n); k++) {
+            int64_t t = g->node_input(v, n, k);
+            const void *data;
+            size_t cb;
+            if (t < 0 || odnn_cost_writer(producer, n_tensors, t) >= 0 ||
+                g->tensor_constant(v, t, &data, &cb))
+                continue;
+            int64_t d[8];
+            double b;
+            if (pl_cost_dims(g, v, t, d) >= 4 && pl_cost_elems(g, v, t, &b) > 0)
+                boundary_bytes += b;
+        }
+    }
+    /* Outputs: a view's is copied out dense; with a convolution inside, a
+     * 4-d or 5-d one is reordered back to plain. Each is counted once,
+     * however many read it. */
+    for (size_t m = 0; m <= n_all; m++) {
+        size_t count = m < n_all ? g->node_input_count(v, m) : g->output_count(v);
+        if (m < n_all && inside[m])
+            continue;
+        for (size_t k = 0; k < count; k++) {
+            int64_t t = m < n_all ? g->node_input(v, m, k) : g->output(v, k), d[8];
+            int64_t w = odnn_cost_writer(producer, n_tensors, t);
+            double b;
+            if (w < 0 || pl_cost_elems(g, v, t, &b) <= 0)
+                continue;
+            if (odnn_cost_is(g->node_op(v, (size_t)w), odnn_cost_views))
+                compute += b / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+            if (has_conv && pl_cost_dims(g, v, t, d) >= 4)
+                boundary_bytes += b;
+            producer[t] = -1;
+        }
+    }
+    free(producer);
+    free(inside);
+    out->compute_us = compute;
+    out->launch_us = launch;
+    out->boundary_us = 2 * boundary_bytes / (ODNN_COST_REORDER_GBPS * 1e3);
+    return 1;
+}

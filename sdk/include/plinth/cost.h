@@ -1,0 +1,157 @@
+/* plinth/cost.h — the work of a node in floating-point operations and bytes
+ * moved, and the core's default rates that turn them into microseconds: the
+ * model behind cost-aware placement (pl_module_api.estimate_cost, ABI 1.3).
+ *
+ * The core estimates a node this way when its module gives no estimate; a
+ * module that gives one may start from the same numbers and scale them by
+ * what it knows of its kernels (oneDNN's blocked convolutions run about
+ * twice the default rate; an RNN primitive costs a fixed setup per run).
+ * Counting is by ONNX's definitions: a multiply-add is 2 FLOPs; elementwise
+ * ops count one per output element; bytes are those of every input and
+ * output once. A tensor whose shape is not fully known counts as empty.
+ *
+ * The default rates describe one core of a current x86 server running a
+ * good compiled kernel (measured on the project's machine with the cpu
+ * module: resnet18's convolutions at about 85 GFLOP/s, a memory-bound
+ * elementwise chain at about 15 GB/s) and the fixed cost of one step the
+ * core dispatches (about 1.5 us: 16 Tanh on [1,64], one kernel each). They
+ * are a prior, not a promise: only their ratios decide a placement.
+ *
+ * Header-only (static inline), standard C only: nothing crosses the module
+ * boundary through it. */
+#ifndef PLINTH_COST_H
+#define PLINTH_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "host.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_COST_GFLOPS 85.0     /* default compute rate, GFLOP/s */
+#define PL_COST_GBPS 15.0       /* default memory rate, GB/s */
+#define PL_COST_STEP_US 1.5     /* one kernel or subgraph dispatched */
+#define PL_COST_COPY_GBPS 10.0  /* a copy between host and a device */
+#define PL_COST_COPY_US 10.0    /* fixed cost of one such copy */
+#define PL_COST_HANDOFF_US 5.0  /* work handed to or from another thread */
+
+/* Elements and bytes of tensor T of VIEW (0 when absent or not fully
+ * known). */
+static inline double pl_cost_elems(const pl_graph_api *g, const pl_graph_view *v, int64_t t,
+                                   double *out_bytes)
+{
+    pl_dtype dt;
+    int32_t ndim = -1;
+    const int64_t *dims = NULL;
+    if (out_bytes != NULL)
+        *out_bytes = 0;
+    if (t < 0 || !g->tensor_type(v, t, &dt, &ndim, &dims) || ndim < 0)
+        return 0;
+    double e = 1;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (dims[d] < 0)
+            return 0;
+        e *= (double)dims[d];
+    }
+    if (out_bytes != NULL)
+        *out_bytes = e * (double)(dt.bits * (dt.lanes ? dt.lanes : 1)) / 8.0;
+    return e;
+}
+
+/* The dims of T into DIMS (at most 8); its rank, or -1. */
+static inline int32_t pl_cost_dims(const pl_graph_api *g, const pl_graph_view *v, int64_t t,
+                                   int64_t dims[8])
+{
+    pl_dtype dt;
+    int32_t ndim = -1;
+    const int64_t *d = NULL;
+    if (t < 0 || !g->tensor_type(v, t, &dt, &ndim, &d) || ndim < 0 || ndim > 8)
+        return -1;
+    for (int32_t i = 0; i < ndim; i++) {
+        if (d[i] < 0)
+            return -1;
+        dims[i] = d[i];
+    }
+    return ndim;
+}
+
+/* The FLOPs and bytes of node N of VIEW. */
+static inline void pl_cost_work(const pl_graph_api *g, const pl_graph_view *v, size_t n,
+                                double *out_flops, double *out_bytes)
+{
+    const char *op = g->node_op(v, n);
+    double bytes = 0, b;
+    for (size_t i = 0; i < g->node_input_count(v, n); i++) {
+        pl_cost_elems(g, v, g->node_input(v, n, i), &b);
+        bytes += b;
+    }
+    double out_elems = 0;
+    for (size_t i = 0; i < g->node_output_count(v, n); i++) {
+        out_elems += pl_cost_elems(g, v, g->node_output(v, n, i), &b);
+        bytes += b;
+    }
+    double flops = out_elems;
+    int64_t x[8], w[8], y[8];
+    int32_t xr = pl_cost_dims(g, v, g->node_input(v, n, 0), x);
+    int32_t wr = g->node_input_count(v, n) > 1 ? pl_cost_dims(g, v, g->node_input(v, n, 1), w)
+                                                : -1;
+    int32_t yr = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
+    if ((strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) && wr >= 3 && xr >= 3 &&
+        yr >= 3) {
+        /* Every output (input, for a transposed one) element of every output
+         * channel reads C/group x kernel inputs: W is [M, C/g, k...] for Conv
+         * and [C, M/g, k...] for ConvTranspose, so one product covers both. */
+        double k = 1;
+        for (int32_t d = 2; d < wr; d++)
+            k *= (double)w[d];
+        double spatial = 1;
+        const int64_t *s = op[4] == 'T' ? x : y;
+        for (int32_t d = 2; d < (op[4] == 'T' ? xr : yr); d++)
+            spatial *= (double)s[d];
+        flops = 2.0 * (double)s[0] * (double)w[0] * (double)w[1] * k * spatial;
+    } else if ((strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) && xr >= 1 && wr >= 1 &&
+               yr >= 1) {
+        /* Y has the M x N results, each a K-long dot product: K is A's last
+         * dim (its first for a Gemm with transA). */
+        double k = (double)x[xr - 1];
+        int64_t ta = 0;
+        if (strcmp(op, "Gemm") == 0 && g->attr_int(v, n, "transA", &ta) && ta)
+            k = (double)x[0];
+        double ye = 1;
+        for (int32_t d = 0; d < yr; d++)
+            ye *= (double)y[d];
+        flops = 2.0 * ye * k;
+    } else if ((strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 ||
+                strcmp(op, "LSTM") == 0) && xr == 3 && wr == 3) {
+        /* Per step and direction: the gates' products with X and H. W is
+         * [dirs, gates*H, I]; R is [dirs, gates*H, H]. */
+        int64_t layout = 0;
+        g->attr_int(v, n, "layout", &layout);
+        double steps = (double)(layout ? x[1] : x[0]), batch = (double)(layout ? x[0] : x[1]);
+        double gh = (double)w[1], in = (double)w[2];
+        double hidden = strcmp(op, "RNN") == 0 ? gh : strcmp(op, "GRU") == 0 ? gh / 3 : gh / 4;
+        flops = 2.0 * steps * batch * (double)w[0] * gh * (in + hidden);
+    }
+    *out_flops = flops;
+    *out_bytes = bytes;
+}
+
+/* The default time of node N in microseconds: compute or memory, whichever
+ * bounds it, without the dispatch. */
+static inline double pl_cost_default_us(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    double flops, bytes;
+    pl_cost_work(g, v, n, &flops, &bytes);
+    double c = flops / (PL_COST_GFLOPS * 1e3), m = bytes / (PL_COST_GBPS * 1e3);
+    return c > m ? c : m;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLINTH_COST_H */

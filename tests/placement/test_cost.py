@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""test_cost.py — cost-aware placement (`[placement] choose = cost`, ABI 1.3
+estimate_cost) seen from the CLI: small ONNX models written here go through
+`plinth explain --json` and `plinth run` with `order = onednn, cpu` under
+`choose = cost` and `choose = first`, and with `order = example_acc, cpu`.
+
+    test_cost.py CASE --plinth PATH --modules DIR --tmp DIR
+
+Cases:
+  small_rnn      a GRU of 20 steps, hidden 32: oneDNN's RNN primitive costs
+                 more than the cpu kernel, so `cost` puts it on cpu with a
+                 reason quoting both estimates, and `first` on onednn;
+  big_conv       a 3x3 convolution, 64 channels at 56x56, and its Relu:
+                 `cost` keeps it on onednn, and explain shows the estimate
+                 against cpu's (lower on onednn);
+  islands        Tanh and Softsign alternating: onednn takes the Tanh only,
+                 and every island costs two thread handoffs, so `cost` runs
+                 all on cpu while `first` makes 8 onednn subgraphs;
+  same_outputs   the outputs of every model above agree between `cost` and
+                 `first` (1e-5 relative);
+  no_estimate    example_acc gives no estimate: `cost` keeps exactly the
+                 placement `first` gives it;
+  bad_value      `choose = fastest` is refused with one line naming the
+                 file, the line and the accepted values.
+Exit 77 (CTest's skip) without numpy and onnx, or without the onednn module.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    print("test_cost: numpy or onnx missing (python3-numpy, python3-onnx); skipped")
+    sys.exit(77)
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def save(path, nodes, x_shape, y_shape, inits=()):
+    g = helper.make_graph(nodes, os.path.basename(path),
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+                          list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+    return path
+
+
+def model_small_rnn(tmp):
+    rng = np.random.default_rng(1)
+    h, i, t = 32, 64, 20
+    inits = [numpy_helper.from_array(rng.uniform(-.2, .2, s).astype(np.float32), n)
+             for n, s in (("W", [1, 3 * h, i]), ("R", [1, 3 * h, h]), ("B", [1, 6 * h]))]
+    node = helper.make_node("GRU", ["x", "W", "R", "B"], ["y"], name="gru", hidden_size=h,
+                            linear_before_reset=1)
+    return save(os.path.join(tmp, "small_rnn.onnx"), [node], [t, 1, i], [t, 1, 1, h], inits)
+
+
+def model_big_conv(tmp):
+    rng = np.random.default_rng(2)
+    w = numpy_helper.from_array(rng.uniform(-.1, .1, [64, 64, 3, 3]).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    return save(os.path.join(tmp, "big_conv.onnx"), nodes, [1, 64, 56, 56], [1, 64, 56, 56], [w])
+
+
+def model_islands(tmp, ops=("Tanh", "Softsign"), name="islands"):
+    ops = list(ops) * 8
+    nodes = [helper.make_node(op, ["x" if k == 0 else "t%d" % k],
+                              ["y" if k == len(ops) - 1 else "t%d" % (k + 1)],
+                              name="%s_%d" % (op.lower(), k)) for k, op in enumerate(ops)]
+    return save(os.path.join(tmp, name + ".onnx"), nodes, [1, 64], [1, 64])
+
+
+def model_relu_islands(tmp):
+    """Islands for example_acc, which takes Relu but not Softsign."""
+    return model_islands(tmp, ("Relu", "Softsign"), "relu_islands")
+
+
+class Plinth:
+    def __init__(self, args):
+        self.args = args
+
+    def ini(self, name, order, choose):
+        path = os.path.join(self.args.tmp, name + ".ini")
+        with open(path, "w") as f:
+            f.write("[runtime]\nmodules = %s\nthreads = 2\ncache_dir =\nlog = error\n\n"
+                    "[placement]\norder = %s\nchoose = %s\n" % (self.args.modules, order, choose))
+        return path
+
+    def call(self, ini, *cmd):
+        return subprocess.run([self.args.plinth, "--config", ini] + list(cmd),
+                              capture_output=True, text=True)
+
+    def explain(self, ini, model):
+        r = self.call(ini, "explain", model, "--json")
+        if r.returncode != 0:
+            fail("explain %s with %s: %s" % (model, ini, r.stderr.strip()))
+        return json.loads(r.stdout)
+
+    def outputs(self, ini, model, tag):
+        out = os.path.join(self.args.tmp, "out_" + tag)
+        r = self.call(ini, "run", model, "--output-dir", out)
+        if r.returncode != 0:
+            fail("run %s with %s: %s" % (model, ini, r.stderr.strip()))
+        return np.load(os.path.join(out, "y.npy"))
+
+
+def placement(d):
+    return {p["node"]: p["backend"] for p in d["placement"]}
+
+
+def reason(d, node, backend):
+    for p in d["placement"]:
+        if p["node"] == node:
+            return p.get("reasons", {}).get(backend, "")
+    return ""
+
+
+def need_onednn(pl, ini):
+    r = pl.call(ini, "modules", "--json")
+    if r.returncode != 0 or '"onednn"' not in r.stdout or '"loaded"' not in r.stdout:
+        print("test_cost: the onednn module is not loaded here; skipped")
+        sys.exit(77)
+    mods = json.loads(r.stdout)
+    rows = mods if isinstance(mods, list) else mods.get("modules", [])
+    if not any(m.get("name") == "onednn" and m.get("status") == "loaded" for m in rows):
+        print("test_cost: the onednn module is not loaded here; skipped")
+        sys.exit(77)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--plinth", required=True)
+    ap.add_argument("--modules", required=True)
+    ap.add_argument("--tmp", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.tmp, exist_ok=True)
+    pl = Plinth(args)
+    cost = pl.ini("cost", "onednn, cpu", "cost")
+    first = pl.ini("first", "onednn, cpu", "first")
+    if args.case != "bad_value":
+        need_onednn(pl, cost)
+
+    if args.case == "small_rnn":
+        m = model_small_rnn(args.tmp)
+        c, f = pl.explain(cost, m), pl.explain(first, m)
+        if placement(f).get("gru") != "onednn":
+            fail("choose = first: the GRU should be on onednn, is on %s" % placement(f).get("gru"))
+        if placement(c).get("gru") != "cpu":
+            fail("choose = cost: the GRU should be on cpu, is on %s" % placement(c).get("gru"))
+        r = reason(c, "gru", "onednn")
+        if "cost:" not in r or "against" not in r or "choose = cost" not in r:
+            fail("the reason should quote both estimates, is: %r" % r)
+    elif args.case == "big_conv":
+        m = model_big_conv(args.tmp)
+        c = pl.explain(cost, m)
+        if placement(c) != {"conv": "onednn", "relu": "onednn"}:
+            fail("choose = cost: conv and relu should stay on onednn: %s" % placement(c))
+        est = c["subgraphs"][0].get("estimate")
+        if not est or est.get("alternative") != "cpu":
+            fail("the subgraph should carry its estimate against cpu: %s" % c["subgraphs"][0])
+        if not 0 < est["total_us"] < est["alternative_us"]:
+            fail("onednn's estimate should be the lower: %s" % est)
+        r = pl.call(cost, "explain", m)
+        if "estimates (choose = cost)" not in r.stdout:
+            fail("explain's text should list the estimates:\n" + r.stdout)
+    elif args.case == "islands":
+        m = model_islands(args.tmp)
+        c, f = pl.explain(cost, m), pl.explain(first, m)
+        if len(f["subgraphs"]) != 8:
+            fail("choose = first should make 8 onednn subgraphs, made %d" % len(f["subgraphs"]))
+        if c["subgraphs"] or set(placement(c).values()) != {"cpu"}:
+            fail("choose = cost should run everything on cpu: %s" % placement(c))
+        if "thread handoff" not in reason(c, "tanh_0", "onednn"):
+            fail("the reason should count the thread handoffs: %r" % reason(c, "tanh_0", "onednn"))
+    elif args.case == "same_outputs":
+        for make in (model_small_rnn, model_big_conv, model_islands):
+            m = make(args.tmp)
+            a = pl.outputs(cost, m, "cost")
+            b = pl.outputs(first, m, "first")
+            err = float(np.max(np.abs(a - b)) / max(1e-30, float(np.max(np.abs(b)))))
+            if a.shape != b.shape or not err <= 1e-5:
+                fail("%s: choose = cost and first disagree (%g)" % (m, err))
+    elif args.case == "no_estimate":
+        cost_acc = pl.ini("cost_acc", "example_acc, cpu", "cost")
+        first_acc = pl.ini("first_acc", "example_acc, cpu", "first")
+        for make in (model_relu_islands, model_big_conv):
+            m = make(args.tmp)
+            c, f = placement(pl.explain(cost_acc, m)), placement(pl.explain(first_acc, m))
+            if c != f:
+                fail("%s: a module without estimates must keep its place: cost %s, first %s"
+                     % (m, c, f))
+            if "example_acc" not in c.values():
+                fail("%s: example_acc should take some node: %s" % (m, c))
+    elif args.case == "bad_value":
+        bad = os.path.join(args.tmp, "bad.ini")
+        with open(bad, "w") as f:
+            f.write("[runtime]\nmodules = %s\n[placement]\norder = cpu\nchoose = fastest\n"
+                    % args.modules)
+        r = pl.call(bad, "modules")
+        lines = [x for x in r.stderr.strip().splitlines() if x]
+        if r.returncode == 0 or len(lines) != 1:
+            fail("choose = fastest should fail with one line, got rc %d: %r"
+                 % (r.returncode, r.stderr))
+        for part in ("bad.ini:5", "choose", "fastest", "cost, first"):
+            if part not in lines[0]:
+                fail("the error should name %r: %s" % (part, lines[0]))
+    else:
+        print("unknown case " + args.case)
+        return 2
+    print("ok " + args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

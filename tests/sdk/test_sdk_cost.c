@@ -1,0 +1,152 @@
+/* test_sdk_cost.c — plinth/cost.h, the header-only FLOPs and bytes of a
+ * node that cost-aware placement starts from, on one-node views made here
+ * (a pl_graph_api of the test's own over a struct pl_graph_view it
+ * defines): a multiply-add counts 2, the products' K comes from the right
+ * dim (transA included), a grouped and a transposed convolution count their
+ * own shapes, an RNN counts every step, direction and gate, an unknown dim
+ * makes a tensor count as empty. Usage: test_sdk_cost CASE. */
+#include <plinth/cost.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "../harness.h"
+
+/* One node: OP, tensors 0..n_in-1 its inputs, then its outputs. */
+struct pl_graph_view {
+    const char *op;
+    size_t n_in, n_out;
+    int32_t ndim[6];
+    int64_t dims[6][6];
+    int64_t trans_a;
+    const char *direction;
+};
+
+static size_t cv_one(const pl_graph_view *v) { (void)v; return 1; }
+static const char *cv_op(const pl_graph_view *v, size_t n) { (void)n; return v->op; }
+static int64_t cv_opset(const pl_graph_view *v, size_t n) { (void)v; (void)n; return 13; }
+static size_t cv_in_count(const pl_graph_view *v, size_t n) { (void)n; return v->n_in; }
+static size_t cv_out_count(const pl_graph_view *v, size_t n) { (void)n; return v->n_out; }
+static int64_t cv_in(const pl_graph_view *v, size_t n, size_t i)
+{
+    (void)n;
+    return i < v->n_in ? (int64_t)i : -1;
+}
+static int64_t cv_out(const pl_graph_view *v, size_t n, size_t i)
+{
+    (void)n;
+    return i < v->n_out ? (int64_t)(v->n_in + i) : -1;
+}
+static int cv_type(const pl_graph_view *v, int64_t t, pl_dtype *dt, int32_t *ndim,
+                   const int64_t **dims)
+{
+    *dt = PL_DTYPE_F32;
+    *ndim = v->ndim[t];
+    *dims = v->dims[t];
+    return 1;
+}
+static int cv_attr_int(const pl_graph_view *v, size_t n, const char *name, int64_t *out)
+{
+    (void)n;
+    if (strcmp(name, "transA") == 0 && v->trans_a) {
+        *out = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static const pl_graph_api cv_api = {
+    .header = PL_ABI_HEADER_INIT(pl_graph_api),
+    .node_count = cv_one,
+    .node_op = cv_op,
+    .node_opset = cv_opset,
+    .node_input_count = cv_in_count,
+    .node_output_count = cv_out_count,
+    .node_input = cv_in,
+    .node_output = cv_out,
+    .tensor_type = cv_type,
+    .attr_int = cv_attr_int,
+};
+
+static void cv_set(pl_graph_view *v, size_t t, int32_t nd, const int64_t *d)
+{
+    v->ndim[t] = nd;
+    memcpy(v->dims[t], d, (size_t)nd * sizeof *d);
+}
+
+static double cv_flops(const pl_graph_view *v, double *bytes)
+{
+    double flops;
+    pl_cost_work(&cv_api, v, 0, &flops, bytes);
+    return flops;
+}
+
+static void case_products(void)
+{
+    /* Conv: 2 x N x M x C/g x kH x kW x outH x outW. */
+    pl_graph_view v = {.op = "Conv", .n_in = 2, .n_out = 1};
+    cv_set(&v, 0, 4, (int64_t[]){2, 16, 8, 8});
+    cv_set(&v, 1, 4, (int64_t[]){32, 4, 3, 3}); /* group 4 */
+    cv_set(&v, 2, 4, (int64_t[]){2, 32, 8, 8});
+    double bytes;
+    double f = cv_flops(&v, &bytes);
+    TH_CHECK(f == 2.0 * 2 * 32 * 4 * 9 * 64, "grouped Conv: %g FLOPs", f);
+    TH_CHECK(bytes == 4.0 * (2 * 16 * 64 + 32 * 4 * 9 + 2 * 32 * 64), "Conv bytes: %g", bytes);
+    /* ConvTranspose: W is [C, M/g, k...], and the input's spatial counts. */
+    v.op = "ConvTranspose";
+    cv_set(&v, 0, 4, (int64_t[]){1, 8, 5, 5});
+    cv_set(&v, 1, 4, (int64_t[]){8, 3, 2, 2});
+    cv_set(&v, 2, 4, (int64_t[]){1, 3, 10, 10});
+    f = cv_flops(&v, &bytes);
+    TH_CHECK(f == 2.0 * 1 * 8 * 3 * 4 * 25, "ConvTranspose: %g FLOPs", f);
+    /* MatMul with a batch: every one of the B x M x N results is K long. */
+    pl_graph_view m = {.op = "MatMul", .n_in = 2, .n_out = 1};
+    cv_set(&m, 0, 3, (int64_t[]){4, 7, 5});
+    cv_set(&m, 1, 2, (int64_t[]){5, 6});
+    cv_set(&m, 2, 3, (int64_t[]){4, 7, 6});
+    f = cv_flops(&m, &bytes);
+    TH_CHECK(f == 2.0 * 4 * 7 * 6 * 5, "MatMul: %g FLOPs", f);
+    /* Gemm with transA: A is [K, M]. */
+    pl_graph_view gm = {.op = "Gemm", .n_in = 2, .n_out = 1, .trans_a = 1};
+    cv_set(&gm, 0, 2, (int64_t[]){9, 3});
+    cv_set(&gm, 1, 2, (int64_t[]){9, 4});
+    cv_set(&gm, 2, 2, (int64_t[]){3, 4});
+    f = cv_flops(&gm, &bytes);
+    TH_CHECK(f == 2.0 * 3 * 4 * 9, "Gemm transA: %g FLOPs", f);
+}
+
+static void case_rnn_and_rest(void)
+{
+    /* A bidirectional GRU: 2 x T x N x dirs x 3H x (I + H). */
+    pl_graph_view v = {.op = "GRU", .n_in = 3, .n_out = 1};
+    cv_set(&v, 0, 3, (int64_t[]){20, 2, 16});
+    cv_set(&v, 1, 3, (int64_t[]){2, 3 * 8, 16});
+    cv_set(&v, 2, 3, (int64_t[]){2, 3 * 8, 8});
+    cv_set(&v, 3, 4, (int64_t[]){20, 2, 2, 8});
+    double bytes;
+    double f = cv_flops(&v, &bytes);
+    TH_CHECK(f == 2.0 * 20 * 2 * 2 * 24 * (16 + 8), "GRU: %g FLOPs", f);
+    /* Elementwise: one per output element; the default time is memory-bound. */
+    pl_graph_view e = {.op = "Tanh", .n_in = 1, .n_out = 1};
+    cv_set(&e, 0, 2, (int64_t[]){1000, 1000});
+    cv_set(&e, 1, 2, (int64_t[]){1000, 1000});
+    f = cv_flops(&e, &bytes);
+    TH_CHECK(f == 1e6 && bytes == 8e6, "Tanh: %g FLOPs, %g bytes", f, bytes);
+    double us = pl_cost_default_us(&cv_api, &e, 0);
+    TH_CHECK(fabs(us - 8e6 / (PL_COST_GBPS * 1e3)) < 1e-9, "Tanh default: %g us", us);
+    /* An unknown dim: the tensor counts as empty, nothing is negative. */
+    e.dims[0][0] = -1;
+    e.dims[1][0] = -1;
+    f = cv_flops(&e, &bytes);
+    TH_CHECK(f == 0 && bytes == 0, "unknown dims: %g FLOPs, %g bytes", f, bytes);
+    TH_CHECK(pl_cost_default_us(&cv_api, &e, 0) == 0, "unknown dims cost time");
+}
+
+int main(int argc, char **argv)
+{
+    static const th_case cases[] = {
+        {"products", case_products},
+        {"rnn_and_rest", case_rnn_and_rest},
+    };
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 0, "");
+}
