@@ -30,4 +30,19 @@ static inline float cpu_expf(float x)
     return x != x ? x : y;
 }
 
+/* tanh built on cpu_expf, so that it vectorises where libm's tanhf does not
+ * (a loop of tanhf ran at about 11 ns an element): an odd Taylor polynomial
+ * near 0 (relative error below 1e-8 for |x| < 0.25), else
+ * 1 - 2 / (e^2|x| + 1) with the sign of x (cpu_expf saturates, so large |x|
+ * gives exactly +-1; NaN stays NaN). */
+static inline float cpu_tanhf(float x)
+{
+    float ax = fabsf(x), x2 = x * x;
+    float p = x2 * (-17.0f / 315.0f + x2 * (62.0f / 2835.0f));
+    p = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + p)));
+    float q = 1.0f - 2.0f / (cpu_expf(2.0f * ax) + 1.0f);
+    q = x < 0.0f ? -q : q;
+    return ax < 0.25f ? p : q;
+}
+
 #endif

@@ -3,8 +3,8 @@
  * the ones ONNX defines on integers on those too: Neg and Abs (i8 i32 i64,
  * Abs on u8), Relu (i8 i32 i64) and Clip (i8 u8 i32 i64). Integers wrap:
  * Neg and Abs of the lowest value give it back, as numpy does. f16 and
- * bf16 reach these kernels as f32 (dtype_wrap.c). Exp and Sigmoid on f32
- * use fastmath.h's expf, which vectorises.
+ * bf16 reach these kernels as f32 (dtype_wrap.c). Exp, Sigmoid and Tanh on
+ * f32 use fastmath.h's expf and tanhf, which vectorise.
  *
  * Each op is one simple loop over a chunk of the flat index, run on the
  * host's pool; the loops read an element before writing the same index, so
@@ -91,7 +91,7 @@ static inline float math_erf(float x)
 
 /* The float ops on T, with libm's functions of suffix F (f or none); EXP
  * and ERF are the exponential and erf to use, RELU Relu's expression. */
-#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, ERF, RELU)                                     \
+#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, ERF, TANH, RELU)                                \
     static void mu_chunk_##SUFFIX(const math_unary_call *c, size_t begin, size_t end)    \
     {                                                                                    \
         const T alpha = (T)c->k->alpha, lo = (T)c->lo, hi = (T)c->hi;                    \
@@ -109,13 +109,13 @@ static inline float math_erf(float x)
         case MU_CLIP: MU_LOOP(T, x < lo ? lo : (x > hi ? hi : x)); break;                \
         case MU_RELU: MU_LOOP(T, RELU); break;                                           \
         case MU_SIGMOID: MU_LOOP(T, one / (one + EXP(-x))); break;                       \
-        case MU_TANH: MU_LOOP(T, tanh##F(x)); break;                                     \
+        case MU_TANH: MU_LOOP(T, TANH(x)); break;                                        \
         }                                                                                \
     }
 /* f32 Relu gives 0 for NaN, as the Relu epilogue that kernel_fuse folds
  * into Conv, Gemm and MatMul does (the two must agree); f64 passes NaN. */
-MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf, x > zero ? x : zero)
-MU_FLOAT_CHUNK(double, f64, , exp, erf, x < zero ? zero : x)
+MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf, cpu_tanhf, x > zero ? x : zero)
+MU_FLOAT_CHUNK(double, f64, , exp, erf, tanh, x < zero ? zero : x)
 
 /* Integers, through int64: |x| and -x wrap (computed unsigned). */
 static inline int64_t mu_neg(int64_t x) { return (int64_t)(0u - (uint64_t)x); }

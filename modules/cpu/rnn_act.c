@@ -32,18 +32,8 @@ static const struct {
     {"Softplus", RNN_SOFTPLUS, false, false, 0.0f, 0.0f},
 };
 
-/* tanh that vectorises: an odd Taylor polynomial near 0 (relative error
- * below 1e-8 for |x| < 0.25), else 1 - 2 / (e^2|x| + 1) with the sign of x
- * (cpu_expf saturates, so large |x| gives exactly +-1; NaN stays NaN). */
-static inline float rnn_tanh(float x)
-{
-    float ax = fabsf(x), x2 = x * x;
-    float p = x2 * (-17.0f / 315.0f + x2 * (62.0f / 2835.0f));
-    p = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + p)));
-    float q = 1.0f - 2.0f / (cpu_expf(2.0f * ax) + 1.0f);
-    q = x < 0.0f ? -q : q;
-    return ax < 0.25f ? p : q;
-}
+/* tanh that vectorises: fastmath.h's. */
+#define rnn_tanh cpu_tanhf
 
 /* 8 floats, loadable from any float address, and their lane masks. */
 typedef float rnn_v8 __attribute__((vector_size(32), aligned(4), __may_alias__));
