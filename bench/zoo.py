@@ -1,32 +1,41 @@
 #!/usr/bin/env python3
-"""bench/zoo.py — the model zoo timed on Plinth's default backend.ini, on `order = cpu` and on
-ONNX Runtime, alternating in one run, with the geometric means issue 15 is judged by.
+"""bench/zoo.py — the model zoo timed on Plinth's default backend.ini, on `order = cpu`, on
+`precision = bf16`, on ONNX Runtime and (with --openvino) on OpenVINO's CPU plugin,
+alternating in one run, with the geometric means and checks issue 15 is judged by.
 
-    python3 bench/zoo.py [--zoo DIR] [--rounds R] [--runs N] [--threads N] [--json] [MODEL ...]
+    python3 bench/zoo.py [--zoo DIR] [--rounds R] [--runs N] [--threads N] [--openvino]
+                         [--no-bf16] [--json] [MODEL ...]
 
 DIR (default build/tests/zoo/zoo) holds the zoo that `ctest -R zoo.models` (or
 bench/zoo/make_zoo.py) exports; MODEL names pick some of it (`vit_s`, `convnext_s.onnx`).
-Each model's inputs are DIR/<model>.in.<input>.npy. Both Plinth configurations are the
+Each model's inputs are DIR/<model>.in.<input>.npy. The Plinth configurations are the
 repository's backend.ini with the module folder made absolute and the cache off (a cold
-session each time); ONNX Runtime runs through ../shared/bench/peer_bench.py with ORT_PYTHON
-(default /tmp/ortenv/bin/python; see bench/vs_ort.sh for the one-line install). Every
-number is the median over R rounds of each tool's own median of N runs.
+session each time): as it is ("default"), with `order = cpu`, and with the onednn
+section's `precision = bf16`. The peers run through ../shared/bench/peer_bench.py with
+ORT_PYTHON (default /tmp/ortenv/bin/python; `python3 -m venv --system-site-packages
+/tmp/ortenv && /tmp/ortenv/bin/pip install onnxruntime openvino`). Every time is the median
+over R rounds of each tool's own median of N runs; load is the default configuration's
+load (runtime + model + session, cold) against the peer's session creation, and RSS each
+process's peak.
 
-Prints one row per model (ms, and Plinth/ORT ratios), then the geometric mean of default/ORT
-and cpu/ORT, the models above 1.0x ORT, and the models where the default is more than 5%
-slower than `order = cpu`. Timing only: nothing here asserts a speed.
+Prints one row per model, then: the geometric means of default/ORT and cpu/ORT (and
+default/OpenVINO), the models above 1.0x ORT, the models where the default is more than 5%
+slower than `order = cpu`, those where bf16 is slower than f32, and where the load or the
+peak RSS is above ORT's. Timing only: nothing here asserts a speed.
 """
 import argparse, glob, json, math, os, re, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def config(tmp, name, order):
+def config(tmp, name, order=None, bf16=False):
     text = open(os.path.join(ROOT, "backend.ini")).read()
     text = re.sub(r"(?m)^modules = .*$", "modules = " + os.path.join(ROOT, "modules.d"), text)
     text = re.sub(r"(?m)^cache_dir = .*$", "cache_dir =", text)
     if order:
         text = re.sub(r"(?m)^order = .*$", "order = " + order, text)
+    if bf16:
+        text = re.sub(r"(?m)^\[onednn\]$", "[onednn]\nprecision = bf16", text)
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(text)
@@ -37,26 +46,31 @@ def inputs(zoo, model):
     return sorted(glob.glob(os.path.join(zoo, model + ".in.*.npy")))
 
 
+def feeds(ins):
+    out = []
+    for p in ins:
+        out += ["--input", re.sub(r".*\.in\.(.*)\.npy$", r"\1", p) + "=" + p]
+    return out
+
+
+def last_json(r):
+    if r.returncode != 0:
+        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
+    return json.loads(r.stdout.strip().splitlines()[-1]), None
+
+
 def plinth(model_path, ini, ins, args):
     cmd = [os.path.join(ROOT, "build/bin/plinth"), "bench", model_path, "--config", ini,
            "--threads", str(args.threads), "--runs", str(args.runs), "--warmup", "5", "--json"]
-    for p in ins:
-        cmd += ["--input", re.sub(r".*\.in\.(.*)\.npy$", r"\1", p) + "=" + p]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
-    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"], None
+    j, err = last_json(subprocess.run(cmd + feeds(ins), capture_output=True, text=True))
+    return (j["median_ms"], j["load_ms"], j["peak_rss_mb"]) if j else None, err
 
 
-def ort(model_path, ins, args, py, peer):
-    cmd = [py, peer, model_path, "--runtime", "ort", "--threads", str(args.threads),
+def peer(runtime, model_path, ins, args, py, script):
+    cmd = [py, script, model_path, "--runtime", runtime, "--threads", str(args.threads),
            "--runs", str(args.runs), "--warmup", "5"]
-    for p in ins:
-        cmd += ["--input", re.sub(r".*\.in\.(.*)\.npy$", r"\1", p) + "=" + p]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
-    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"], None
+    j, err = last_json(subprocess.run(cmd + feeds(ins), capture_output=True, text=True))
+    return (j["median_ms"], j["load_ms"], j["maxrss_kb"] / 1024.0) if j else None, err
 
 
 def median(xs):
@@ -73,65 +87,106 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--openvino", action="store_true", help="also time OpenVINO's CPU plugin")
+    ap.add_argument("--no-bf16", action="store_true", help="leave out precision = bf16")
     ap.add_argument("--json", action="store_true", help="end with one JSON object of the table")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     py = os.environ.get("ORT_PYTHON") or (
         "/tmp/ortenv/bin/python" if os.access("/tmp/ortenv/bin/python", os.X_OK) else "python3")
-    peer = os.environ.get("PEER_BENCH") or os.path.join(ROOT, "..", "shared", "bench",
-                                                        "peer_bench.py")
+    script = os.environ.get("PEER_BENCH") or os.path.join(ROOT, "..", "shared", "bench",
+                                                          "peer_bench.py")
     if not os.access(os.path.join(ROOT, "build/bin/plinth"), os.X_OK):
         sys.exit("zoo.py: build/bin/plinth is not built (bash tools/dev.sh demo)")
-    if not os.path.exists(peer):
-        sys.exit(f"zoo.py: {peer} not found (set PEER_BENCH)")
+    if not os.path.exists(script):
+        sys.exit(f"zoo.py: {script} not found (set PEER_BENCH)")
     names = [os.path.basename(m)[:-5] if m.endswith(".onnx") else m for m in args.models] or \
         sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(args.zoo, "*.onnx")))
     if not names:
         sys.exit(f"zoo.py: no models in {args.zoo} (ctest -R zoo.models exports them)")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        default_ini = config(tmp, "default.ini", None)
-        cpu_ini = config(tmp, "cpu.ini", "cpu")
-        print(f"{'model':<24} {'default_ms':>10} {'cpu_ms':>10} {'ort_ms':>10} "
-              f"{'def/ort':>8} {'cpu/ort':>8} {'def/cpu':>8}", flush=True)
+        tools = [("default", lambda p, i: plinth(p, config(tmp, "default.ini"), i, args)),
+                 ("cpu", lambda p, i: plinth(p, config(tmp, "cpu.ini", "cpu"), i, args))]
+        if not args.no_bf16:
+            tools.append(("bf16", lambda p, i: plinth(p, config(tmp, "bf16.ini", bf16=True), i,
+                                                      args)))
+        tools.append(("ort", lambda p, i: peer("ort", p, i, args, py, script)))
+        if args.openvino:
+            tools.append(("openvino", lambda p, i: peer("openvino", p, i, args, py, script)))
+        keys = [k for k, _ in tools]
+        print(f"{'model':<22}" + "".join(f"{k + '_ms':>12}" for k in keys) +
+              f"{'def/ort':>8}{'def/cpu':>8}" + (f"{'bf16/def':>9}" if "bf16" in keys else "") +
+              (f"{'def/ov':>7}" if args.openvino else "") +
+              f"{'load_ms':>9}{'ort_load':>9}{'rss_mb':>8}{'ort_rss':>8}", flush=True)
         for name in names:
             path = os.path.join(args.zoo, name + ".onnx")
             ins = inputs(args.zoo, name)
-            d, c, o, why = [], [], [], None
-            for _ in range(args.rounds):
-                for series, fn in ((d, lambda: plinth(path, default_ini, ins, args)),
-                                   (c, lambda: plinth(path, cpu_ini, ins, args)),
-                                   (o, lambda: ort(path, ins, args, py, peer))):
-                    v, err = fn()
-                    series.append(v)
+            got, why = {k: [] for k in keys}, None
+            for r in range(args.rounds):
+                for k, fn in (tools if r % 2 == 0 else tools[::-1]):
+                    v, err = fn(path, ins)
+                    got[k].append(v)
                     why = why or err
-            md, mc, mo = median(d), median(c), median(o)
-            rows.append({"model": name, "default_ms": md, "cpu_ms": mc, "ort_ms": mo,
-                         "error": why if None in (md, mc, mo) else None})
+            row = {"model": name}
+            for k in keys:
+                ok = [v for v in got[k] if v is not None]
+                row[k + "_ms"] = median([v[0] for v in ok])
+                row[k + "_load_ms"] = median([v[1] for v in ok])
+                row[k + "_rss_mb"] = median([v[2] for v in ok])
+            row["error"] = why if any(row[k + "_ms"] is None for k in keys) else None
+            rows.append(row)
 
-            def ratio(a, b):
-                return f"{a / b:8.2f}" if a and b else f"{'n/a':>8}"
-            fmt = lambda v: f"{v:10.3f}" if v is not None else f"{'failed':>10}"
-            print(f"{name:<24} {fmt(md)} {fmt(mc)} {fmt(mo)} {ratio(md, mo)} {ratio(mc, mo)} "
-                  f"{ratio(md, mc)}" + (f"  ({why})" if rows[-1]["error"] else ""), flush=True)
+            def ratio(a, b, w=8):
+                return f"{a / b:{w}.2f}" if a and b else f"{'n/a':>{w}}"
+            fmt = lambda v, w=12: f"{v:{w}.3f}" if v is not None else f"{'failed':>{w}}"
+            line = f"{name:<22}" + "".join(fmt(row[k + "_ms"]) for k in keys)
+            line += ratio(row["default_ms"], row["ort_ms"]) + ratio(row["default_ms"],
+                                                                     row["cpu_ms"])
+            if "bf16" in keys:
+                line += ratio(row["bf16_ms"], row["default_ms"], 9)
+            if args.openvino:
+                line += ratio(row["default_ms"], row["openvino_ms"], 7)
+            line += fmt(row["default_load_ms"], 9) + fmt(row["ort_load_ms"], 9)
+            line += fmt(row["default_rss_mb"], 8)[:-2] + "  " + fmt(row["ort_rss_mb"], 8)[:-2]
+            print(line + (f"  ({why})" if row["error"] else ""), flush=True)
     ok = [r for r in rows if r["error"] is None]
 
-    def geo(key):
-        return math.exp(sum(math.log(r[key] / r["ort_ms"]) for r in ok) / len(ok)) if ok else None
-    summary = {"models": len(rows), "timed": len(ok), "geomean_default_vs_ort": geo("default_ms"),
+    def geo(key, peer_key="ort_ms"):
+        return math.exp(sum(math.log(r[key] / r[peer_key]) for r in ok) / len(ok)) if ok else None
+    summary = {"models": len(rows), "timed": len(ok), "threads": args.threads,
+               "geomean_default_vs_ort": geo("default_ms"),
                "geomean_cpu_vs_ort": geo("cpu_ms"),
                "above_ort": [r["model"] for r in ok if r["default_ms"] > r["ort_ms"]],
                "default_5pct_slower_than_cpu":
-                   [r["model"] for r in ok if r["default_ms"] > 1.05 * r["cpu_ms"]]}
+                   [r["model"] for r in ok if r["default_ms"] > 1.05 * r["cpu_ms"]],
+               "load_above_ort": [r["model"] for r in ok
+                                  if r["default_load_ms"] > r["ort_load_ms"]],
+               "rss_above_ort": [r["model"] for r in ok if r["default_rss_mb"] > r["ort_rss_mb"]]}
+    if "bf16_ms" in (ok[0] if ok else {}):
+        summary["bf16_slower_than_f32"] = [r["model"] for r in ok
+                                           if r["bf16_ms"] > r["default_ms"]]
+        summary["geomean_bf16_vs_f32"] = geo("bf16_ms", "default_ms")
+    if args.openvino:
+        summary["geomean_default_vs_openvino"] = geo("default_ms", "openvino_ms")
+        summary["geomean_openvino_vs_ort"] = geo("openvino_ms")
     print()
     if ok:
-        print(f"geometric mean over {len(ok)} models: default/ORT "
+        print(f"geometric mean over {len(ok)} models ({args.threads} threads): default/ORT "
               f"{summary['geomean_default_vs_ort']:.2f}, order = cpu/ORT "
-              f"{summary['geomean_cpu_vs_ort']:.2f}")
-    print(f"above 1.0x ORT: {len(summary['above_ort'])} ({', '.join(summary['above_ort'])})")
-    print(f"default more than 5% slower than order = cpu: "
-          f"{len(summary['default_5pct_slower_than_cpu'])} "
-          f"({', '.join(summary['default_5pct_slower_than_cpu'])})")
+              f"{summary['geomean_cpu_vs_ort']:.2f}" +
+              (f", default/OpenVINO {summary['geomean_default_vs_openvino']:.2f}, "
+               f"OpenVINO/ORT {summary['geomean_openvino_vs_ort']:.2f}" if args.openvino else "") +
+              (f", bf16/f32 {summary['geomean_bf16_vs_f32']:.2f}"
+               if "geomean_bf16_vs_f32" in summary else ""))
+    for key, text in (("above_ort", "above 1.0x ORT"),
+                      ("default_5pct_slower_than_cpu", "default more than 5% slower than "
+                                                       "order = cpu"),
+                      ("bf16_slower_than_f32", "precision = bf16 slower than f32"),
+                      ("load_above_ort", "cold load above ORT's session creation"),
+                      ("rss_above_ort", "peak RSS above ORT's")):
+        if key in summary:
+            print(f"{text}: {len(summary[key])} ({', '.join(summary[key])})")
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary}))
 
