@@ -352,17 +352,25 @@ static double pl_part_default(const pl_partition *p, size_t b, const pl_nid *nod
     return us;
 }
 
-/* The first backend other than SKIP that takes node N (asking an imperative
- * one for its kernel), or -1. */
-static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, int32_t *out)
+/* The first backend other than SKIP that takes node N, or -1. With ASK an
+ * imperative backend not yet asked about N is asked (get_kernel makes the
+ * kernel, which may pack weights); without, it counts as taking it, so that
+ * weighing a subgraph that stays where it is makes no kernels. */
+static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, bool ask,
+                                       int32_t *out)
 {
     *out = -1;
     for (size_t b = 0; b < p->nb; b++) {
         size_t k = (size_t)n * p->nb + b;
         if (b == skip || p->excluded[k])
             continue;
-        if (!p->backends[b].symbolic)
+        if (!p->backends[b].symbolic && p->verdict[k] == PL_V_UNKNOWN) {
+            if (!ask) {
+                *out = (int32_t)b;
+                return NULL;
+            }
             PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+        }
         if (p->verdict[k] == PL_V_YES) {
             *out = (int32_t)b;
             return NULL;
@@ -402,29 +410,14 @@ static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
     return (in ? PL_COST_HANDOFF_US : 0) + (out ? PL_COST_HANDOFF_US : 0);
 }
 
-/* Estimates cluster C and its alternative, and offers it to the next
- * backends when the alternative is cheaper (*CHANGED). */
-static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool *changed)
+/* The estimate for the nodes of CL on the backends p->cluster_alt names
+ * (their estimates, or the core's default); sets CL's alt_backend to the
+ * one that gets most of them. */
+static double pl_part_alternative(pl_partition *p, pl_part_cluster *cl, pl_nid *scratch)
 {
-    pl_part_cluster *cl = &p->clusters[c];
-    size_t b = (size_t)cl->backend;
-    cl->est_us = -1;
-    cl->alt_us = -1;
-    cl->alt_backend = -1;
-    if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &cl->est))
-        return NULL;
-    cl->handoff_us = pl_part_handoff(p, cl);
-    cl->est_us = pl_cost_total(&cl->est) + cl->handoff_us;
-    /* Where each node would go instead; the alternative's estimate sums,
-     * per backend, its estimate for the nodes it would get. */
-    int32_t *alt = p->cluster_alt;
-    size_t count_best = 0;
-    for (size_t i = 0; i < cl->n_nodes; i++) {
-        PL_RETURN_IF_ERROR(pl_part_next_backend(p, cl->nodes[i], b, &alt[i]));
-        if (alt[i] < 0 || p->pin[cl->nodes[i]] >= 0)
-            return NULL; /* nowhere else to go, or placed by the user */
-    }
+    const int32_t *alt = p->cluster_alt;
     double alt_us = 0;
+    size_t count_best = 0;
     for (size_t a = 0; a < p->nb; a++) {
         size_t m = 0;
         for (size_t i = 0; i < cl->n_nodes; i++)
@@ -449,9 +442,44 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
                           : pl_part_default(p, a, &scratch[i], 1);
         }
     }
-    cl->alt_us = alt_us;
-    if (!(cl->est_us > alt_us))
+    return alt_us;
+}
+
+/* Estimates cluster C and its alternative, and offers it to the next
+ * backends when the alternative is cheaper (*CHANGED). */
+static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool *changed)
+{
+    pl_part_cluster *cl = &p->clusters[c];
+    size_t b = (size_t)cl->backend;
+    cl->est_us = -1;
+    cl->alt_us = -1;
+    cl->alt_backend = -1;
+    if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &cl->est))
         return NULL;
+    cl->handoff_us = pl_part_handoff(p, cl);
+    cl->est_us = pl_cost_total(&cl->est) + cl->handoff_us;
+    /* Where each node would go instead, first as the verdicts known so far
+     * say; only when that alternative wins are the imperative backends asked
+     * for their kernels, and the sum redone if one of them refuses. */
+    for (int pass = 0; pass < 2; pass++) {
+        bool changed_alt = false;
+        for (size_t i = 0; i < cl->n_nodes; i++) {
+            int32_t was = p->cluster_alt[i];
+            PL_RETURN_IF_ERROR(
+                pl_part_next_backend(p, cl->nodes[i], b, pass == 1, &p->cluster_alt[i]));
+            if (p->cluster_alt[i] < 0 || p->pin[cl->nodes[i]] >= 0) {
+                cl->alt_backend = -1; /* nowhere else to go, or placed by the user */
+                cl->alt_us = -1;
+                return NULL;
+            }
+            changed_alt |= pass == 1 && was != p->cluster_alt[i];
+        }
+        if (pass == 0 || changed_alt)
+            cl->alt_us = pl_part_alternative(p, cl, scratch);
+        if (!(cl->est_us > cl->alt_us))
+            return NULL;
+    }
+    double alt_us = cl->alt_us;
     char reason[320];
     snprintf(reason, sizeof reason,
              "cost: about %.1f us here (compute %.1f, launch %.1f, boundary %.1f, thread "
