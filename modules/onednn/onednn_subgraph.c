@@ -1377,7 +1377,8 @@ struct odnn_value {
 struct odnn_weight {
     dnnl_memory_desc_t md;
     size_t bytes;
-    void *data; /* host_alloc, 64-byte aligned */
+    void *data; /* in the compiled object's weight block, or host_alloc; 64-byte aligned */
+    int in_block;
     dnnl_memory_t mem;
 };
 
@@ -1416,8 +1417,9 @@ struct pl_compiled {
     int *output_value; /* value written into the view's output(i) */
     size_t arena_bytes, scratch_bytes;
     void *arena, *scratch;
-    void *weight_block;       /* every weight's bytes, when packed (odnn_pack_weights) */
-    size_t weight_block_len;
+    void *weight_block;       /* weights' bytes, one huge-page mapping (odnn_block_reserve) */
+    size_t weight_block_len;  /* mapped */
+    size_t weight_block_used;
     dnnl_stream_t stream;
     double weight_reorder_ms;
 };
@@ -1638,6 +1640,8 @@ static pl_status *odnn_reorder(struct odnn_build *b, int src, int dst, int64_t n
 /* Adds a weight: the constant bytes DATA in layout SRC_MD, reordered into
  * layout MD — or, when importing, the blob's next weight, which must have
  * layout MD. Returns the weight index in *out. */
+static void *odnn_block_take(pl_compiled *c, size_t bytes);
+
 static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
                               const dnnl_memory_desc_t *src_md, const void *data, int64_t node,
                               int *out)
@@ -1652,7 +1656,10 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     memset(w, 0, sizeof *w);
     w->md = *md;
     w->bytes = dnnl_memory_desc_get_size(md);
-    w->data = onednn_host->host_alloc(b->ctx->host_ctx, w->bytes > 0 ? w->bytes : 1, 64);
+    w->data = odnn_block_take(c, w->bytes > 0 ? w->bytes : 1);
+    w->in_block = w->data != NULL;
+    if (w->data == NULL)
+        w->data = onednn_host->host_alloc(b->ctx->host_ctx, w->bytes > 0 ? w->bytes : 1, 64);
     if (w->data == NULL)
         return odnn_oom();
     c->n_weights++;
@@ -3808,64 +3815,73 @@ static pl_status *odnn_plan(struct odnn_build *b)
 /* BYTES of memory on 2 MiB pages where the kernel gives them (transparent
  * huge pages, granted to a 2 MiB-aligned mapping marked MADV_HUGEPAGE),
  * *OUT_LEN the length to unmap; NULL when mmap fails. */
-static void *odnn_huge_map(size_t bytes, size_t *out_len)
+/* Large subgraphs keep their weights in one mapping with transparent huge
+ * pages (fewer TLB misses when a layer streams its weights), reordered
+ * straight into it, so that no weight exists twice while the subgraph is
+ * compiled (packing afterwards made resnet18's peak RSS 45 MB higher).
+ * The mapping is reserved before the first weight, from the subgraph's
+ * constant bytes with room for the blocked layouts' padding; only the pages
+ * weights are written to become resident, and odnn_block_trim unmaps the
+ * unused tail once the last weight is in. A weight that does not fit (or a
+ * subgraph with less than 2 MB of constants) is allocated on its own. */
+#define ODNN_HUGE ((size_t)2 << 20)
+
+static void odnn_block_reserve(pl_compiled *c, const pl_graph_view *v)
 {
-    const size_t huge = (size_t)2 << 20;
-    size_t len = (bytes + huge - 1) & ~(huge - 1);
-    char *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const pl_graph_api *g = onednn_host->graph;
+    size_t total = 0;
+    for (size_t t = 0; t < g->tensor_count(v); t++) {
+        const void *data;
+        size_t bytes;
+        if (g->tensor_constant(v, (int64_t)t, &data, &bytes))
+            total += bytes;
+    }
+    if (total < ODNN_HUGE || total > ((size_t)1 << 40))
+        return;
+    size_t len = (2 * total + 2 * ODNN_HUGE + ODNN_HUGE - 1) & ~(ODNN_HUGE - 1);
+    char *p = mmap(NULL, len + ODNN_HUGE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
-        return NULL;
-    char *a = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+        return;
+    char *a = (char *)(((uintptr_t)p + ODNN_HUGE - 1) & ~(uintptr_t)(ODNN_HUGE - 1));
     if (a > p)
         munmap(p, (size_t)(a - p));
-    if (a + len < p + len + huge)
-        munmap(a + len, (size_t)(p + len + huge - (a + len)));
+    if (a + len < p + len + ODNN_HUGE)
+        munmap(a + len, (size_t)(p + len + ODNN_HUGE - (a + len)));
     madvise(a, len, MADV_HUGEPAGE);
-    *out_len = len;
-    return a;
-}
-
-/* Moves every weight into one block on huge pages: a model's weights are
- * streamed from memory on every run, and on 4 KiB pages that costs a TLB
- * miss (a page walk, nested under a hypervisor) every 4 KiB. resnet18 and
- * bert_tiny run ~3% faster. Under 2 MiB of weights they stay where they
- * are. */
-static void odnn_pack_weights(pl_module_ctx *ctx, pl_compiled *c)
-{
-    size_t total = 0;
-    for (int i = 0; i < c->n_weights; i++)
-        total += (c->weights[i].bytes + 63) & ~(size_t)63;
-    size_t len = 0;
-    char *a = total >= ((size_t)2 << 20) ? odnn_huge_map(total, &len) : NULL;
-    if (a == NULL)
-        return;
-    size_t off = 0;
-    for (int i = 0; i < c->n_weights; i++) {
-        struct odnn_weight *w = &c->weights[i];
-        memcpy(a + off, w->data, w->bytes);
-        if (dnnl_memory_set_data_handle(w->mem, a + off) != dnnl_success) {
-            /* cannot happen for a CPU memory; undo what is done */
-            for (int k = 0; k < i; k++)
-                dnnl_memory_set_data_handle(c->weights[k].mem, c->weights[k].data);
-            munmap(a, len);
-            return;
-        }
-        off += (w->bytes + 63) & ~(size_t)63;
-    }
-    off = 0;
-    for (int i = 0; i < c->n_weights; i++) {
-        odnn_free(ctx, c->weights[i].data);
-        c->weights[i].data = a + off;
-        off += (c->weights[i].bytes + 63) & ~(size_t)63;
-    }
     c->weight_block = a;
     c->weight_block_len = len;
+    c->weight_block_used = 0;
+}
+
+/* BYTES for a weight from the block, or NULL when it does not fit. */
+static void *odnn_block_take(pl_compiled *c, size_t bytes)
+{
+    size_t need = (bytes + 63) & ~(size_t)63;
+    if (c->weight_block == NULL || c->weight_block_len - c->weight_block_used < need)
+        return NULL;
+    void *p = (char *)c->weight_block + c->weight_block_used;
+    c->weight_block_used += need;
+    return p;
+}
+
+static void odnn_block_trim(pl_compiled *c)
+{
+    if (c->weight_block == NULL)
+        return;
+    size_t keep = (c->weight_block_used + ODNN_HUGE - 1) & ~(ODNN_HUGE - 1);
+    if (keep == 0)
+        keep = ODNN_HUGE;
+    if (keep < c->weight_block_len) {
+        munmap((char *)c->weight_block + keep, c->weight_block_len - keep);
+        c->weight_block_len = keep;
+    }
 }
 
 static pl_status *odnn_bind(struct odnn_build *b)
 {
     pl_compiled *c = b->c;
-    odnn_pack_weights(b->ctx, c);
+    odnn_block_trim(c);
     c->arena = onednn_host->host_alloc(b->ctx->host_ctx, c->arena_bytes + 64, 64);
     c->scratch = onednn_host->host_alloc(b->ctx->host_ctx, c->scratch_bytes + 64, 64);
     if (c->arena == NULL || c->scratch == NULL)
@@ -3936,7 +3952,7 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
     for (int i = 0; i < c->n_weights; i++) {
         if (c->weights[i].mem)
             dnnl_memory_destroy(c->weights[i].mem);
-        if (c->weight_block == NULL)
+        if (!c->weights[i].in_block)
             odnn_free(ctx, c->weights[i].data);
     }
     if (c->weight_block != NULL)
@@ -3972,6 +3988,7 @@ static pl_status *odnn_build_program(struct odnn_build *b)
     const pl_graph_api *g = onednn_host->graph;
     const pl_graph_view *v = b->v;
     pl_compiled *c = b->c;
+    odnn_block_reserve(c, v);
     c->n_inputs = g->input_count(v);
     c->n_outputs = g->output_count(v);
     c->input_value = onednn_host->host_alloc(b->ctx->host_ctx, (c->n_inputs + 1) * sizeof(int), 0);
