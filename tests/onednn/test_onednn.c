@@ -1550,7 +1550,8 @@ static void case_dw_fusion(void)
  * (Conv -> Mul(c) -> Add(d) is a folded affine). oneDNN 2.6's brgemm kernels
  * apply every eltwise post-op of one algorithm with the first one's
  * parameters, so each chain repeats an algorithm with other parameters:
- * before the fix, the affine one came out as (c*c)x. */
+ * before the fix, the affine one came out as (c*c)x. HardSigmoid (linear
+ * then clip) and Selu (elu then linear) are two post-ops each. */
 static const char *const chain_ops[][3] = {
     {"Mul:2.0", "Add:0.5", NULL},
     {"LeakyRelu:0.1", "LeakyRelu:0.3", NULL},
@@ -1559,6 +1560,15 @@ static const char *const chain_ops[][3] = {
     {"Clip:-0.5:0.7", "Clip:-0.2:0.3", NULL},
     {"Sub:0.25", "Div:4.0", "Mul:-3.0"},
     {"Add:1.0", "Relu", "Add:-0.5"},
+    /* ops of two eltwise steps join a chain whole or not at all: clip,
+     * linear, elu or an earlier linear would repeat */
+    {"Clip:0.0:6.0", "HardSigmoid", NULL},
+    {"Mul:2.0", "HardSigmoid", "Add:0.5"},
+    {"HardSigmoid", "HardSigmoid", NULL},
+    {"Selu", "Elu:0.5", NULL},
+    {"Neg", "Mul:3.0", NULL},
+    {"Max:0.3", "Min:0.8", NULL},
+    {"Softplus", "Elu", "Round"},
 };
 
 /* Appends chain C after tensor IN (prefix P), ending in OUT. */
@@ -1595,12 +1605,11 @@ static void mb_chain(struct mb *m, const char *p, size_t c, const char *in, cons
     }
 }
 
-/* Every chain after a 3x3, a 1x1 and a depthwise convolution, a MatMul and
- * a Gemm with alpha, each against cpu, every node on onednn. */
-static void case_post_op_chains(void)
+/* Chains FIRST to LAST - 1 after a 3x3, a 1x1 and a depthwise convolution,
+ * a MatMul and a Gemm with alpha, each against cpu, every node on onednn. */
+static void run_chains(size_t first, size_t last)
 {
-    size_t nc = sizeof chain_ops / sizeof chain_ops[0];
-    for (size_t c = 0; c < nc; c++) {
+    for (size_t c = first; c < last; c++) {
         for (int prim = 0; prim < 5; prim++) {
             struct mb m = {.seed = 40 + (uint32_t)(c * 5 + (size_t)prim)};
             int64_t xs[] = {1, 16, 10, 10}, ys[] = {1, 16, 10, 10};
@@ -1623,6 +1632,20 @@ static void case_post_op_chains(void)
                     nodes);
         }
     }
+}
+
+/* The chains of one-step ops, and (a case of their own: the harness keeps
+ * a bounded number of files per case) those with two-step ops. */
+#define CHAINS_ONE_STEP 7
+
+static void case_post_op_chains(void)
+{
+    run_chains(0, CHAINS_ONE_STEP);
+}
+
+static void case_post_op_pairs(void)
+{
+    run_chains(CHAINS_ONE_STEP, sizeof chain_ops / sizeof chain_ops[0]);
 }
 
 /* An Add that broadcasts the primitive's own result ([1,4,1,1] + x) is not
@@ -2447,6 +2470,7 @@ int main(int argc, char **argv)
         {"reference_shapes", case_reference_shapes},
         {"dw_fusion", case_dw_fusion},
         {"post_op_chains", case_post_op_chains},
+        {"post_op_pairs", case_post_op_pairs},
         {"affine_stack", case_affine_stack},
         {"broadcast_add", case_broadcast_add},
         {"view_unit_dims", case_view_unit_dims},
