@@ -3,16 +3,25 @@
  * fused oneDNN primitives, how that list runs, and how it is saved to and
  * restored from a blob for the core's cache.
  *
- * Compile walks the view's nodes in order. Each node becomes one primitive,
- * and a Conv, MatMul or Gemm also swallows the nodes that follow it while
- * each is the only reader of the previous one's output: a constant bias
- * Add, a residual Add (post-op sum: the residual is reordered into the
- * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
- * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
- * nodes of a decomposed LayerNormalization become one layer_normalization
- * primitive, and an RNN, GRU or LSTM one oneDNN RNN primitive (gates
- * reordered and biases summed at compile time; see odnn_check_rnn).
- * Reshape, Flatten, Transpose, Identity and Split emit nothing: their
+ * Compile walks the view's nodes in order. Each node becomes one primitive
+ * (HardSigmoid and Selu two eltwise ones: oneDNN 2.6 has no single
+ * algorithm for them), and a Conv, MatMul or Gemm also swallows the nodes
+ * that follow it while each is the only reader of the previous one's
+ * output: a constant bias Add, a residual Add (post-op sum: the residual
+ * is reordered into the destination first), elementwise ops and scalar
+ * Add/Sub/Mul/Div/Max/Min (post-op eltwise / linear / clip), the erf form
+ * of GELU (post-op gelu_erf), and x*Sigmoid(x) or x*HardSigmoid(x) with
+ * alpha 1/6, beta 1/2 (post-op swish / hardswish; also one eltwise step
+ * where no product precedes them). The nine nodes of a decomposed
+ * LayerNormalization become one layer_normalization primitive, and an
+ * RNN, GRU or LSTM one oneDNN RNN primitive (gates reordered and biases
+ * summed at compile time; see odnn_check_rnn). Ops that oneDNN would run
+ * only with its reference kernels (a reduction keeping an axis after a
+ * reduced one, LogSoftmax over an inner axis, a broadcast across the
+ * channels of a 4-d tensor) are refused; an eltwise or binary step whose
+ * blocked source only a reference kernel takes reads a plain copy.
+ * Reshape, Flatten, Transpose, Identity, Squeeze, Unsqueeze, Split and a
+ * reduction over axes of one element emit nothing: their
  * outputs are strided views of their input's bytes, which MatMul reads in
  * place (and a MatMul read by a Transpose writes the transposed layout),
  * while any other reader gets a dense copy. Every tensor of the
