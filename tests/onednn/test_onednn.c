@@ -2154,13 +2154,14 @@ static const char *const unary_ops[][3] = {
     {"Selu", "\"alpha\":{\"float\":1.5},\"gamma\":{\"float\":2.0}", "13"},
     {"Softplus", "", "13"},
     {"Neg", "", "13"},
-    {"Log", "", "13"},
     {"Round", "", "13"},
 };
 
 /* Each op on the graph's input (its own eltwise steps) and after a 3x3
- * convolution (post-ops: no eltwise step is left), against cpu. Log reads
- * Exp's positive output; Round reads 4x, so that values round both ways. */
+ * convolution (post-ops: no eltwise step is left), against cpu. Round
+ * reads 4x, so that values round both ways. Log is refused: oneDNN 2.6's
+ * gives log(1) = -1.43e-6, where ONNX's conformance test wants 0 within
+ * 1e-7. */
 static void case_unary_ops(void)
 {
     for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) {
@@ -2175,10 +2176,7 @@ static void case_unary_ops(void)
                 in = "h";
             }
             char ins[64];
-            if (strcmp(op, "Log") == 0) {
-                mb_node(&m, "pre", "Exp", after_conv ? "\"h\"" : "\"x\"", "e", "");
-                in = "e";
-            } else if (strcmp(op, "Round") == 0) {
+            if (strcmp(op, "Round") == 0) {
                 mb_scalar(&m, "four", 4.0f);
                 snprintf(ins, sizeof ins, "\"%s\",\"four\"", in);
                 mb_node(&m, "pre", "Mul", ins, "e", "");
@@ -2191,12 +2189,23 @@ static void case_unary_ops(void)
             compare(path, 4, xs, 4, xs, (const char *[]){"op", after_conv ? "conv" : NULL, NULL});
             uint32_t total;
             int elt = plan_steps(path, 6, &total);
-            int pre = strcmp(op, "Log") == 0 || strcmp(op, "Round") == 0;
+            int pre = strcmp(op, "Round") == 0;
             int own = strcmp(op, "HardSigmoid") == 0 || strcmp(op, "Selu") == 0 ? 2 : 1;
             TH_CHECK(elt == (after_conv ? 0 : own + pre), "%s %s: %d eltwise steps of %u", op,
                      after_conv ? "after a convolution" : "alone", elt, total);
         }
     }
+    struct mb m = {.seed = 49};
+    int64_t xs[] = {2, 3};
+    mb_input(&m, "x", 2, xs);
+    mb_node(&m, "exp", "Exp", "\"x\"", "e", "");
+    mb_node(&m, "log", "Log", "\"e\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 2, xs, 2, xs, (const char *[]){"exp", NULL});
+    char why[256];
+    refusal_of(path, "log", why, sizeof why);
+    TH_CHECK(strstr(why, "log(1)") != NULL, "Log: onednn said '%s'", why);
 }
 
 /* x * Sigmoid(x) and x * HardSigmoid(x) (alpha 1/6, beta 1/2) after
