@@ -3374,8 +3374,9 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     return NULL;
 }
 
-/* Softmax, or LogSoftmax (softmax_v2's log algorithm, over the last axis
- * of a plain source: what its fast kernel takes). */
+/* Softmax, or LogSoftmax (softmax_v2's log algorithm), on the source's
+ * layout unless oneDNN takes that only with its reference kernel (a
+ * channel-blocked one): then on a plain copy. */
 static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
@@ -3386,23 +3387,24 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
     if (axis < 0)
         axis += x.ndim;
     int log = odnn_op_is(v, (int64_t)n, "LogSoftmax");
-    if (log) {
-        pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
+    dnnl_softmax_v2_desc_t sd;
+    for (int tries = 0;; tries++) {
+        dnnl_memory_desc_t dst_md;
+        dnnl_memory_desc_init_by_tag(&dst_md, b->c->values[src].md.ndims,
+                                     b->c->values[src].md.dims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_status_t ds =
+            dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                              log ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                              &b->c->values[src].md, &dst_md, (int)axis);
+        pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
         if (st != NULL)
             return st;
+        if (tries > 0 || odnn_is_plain(&b->c->values[src].md) || !odnn_desc_is_ref(b, &sd))
+            break;
+        if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+            return st;
     }
-    dnnl_memory_desc_t dst_md;
-    dnnl_memory_desc_init_by_tag(&dst_md, b->c->values[src].md.ndims, b->c->values[src].md.dims,
-                                 dnnl_f32, dnnl_format_tag_any);
-    dnnl_softmax_v2_desc_t sd;
-    dnnl_status_t ds =
-        dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
-                                          log ? dnnl_softmax_log : dnnl_softmax_accurate,
-                                          &b->c->values[src].md, &dst_md, (int)axis);
-    pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
-    return st != NULL ? st
-                      : odnn_simple(b, n, ODNN_S_SOFTMAX, &sd, src, odnn_out(v, n, 0), NULL, NULL,
-                                    0);
+    return odnn_simple(b, n, ODNN_S_SOFTMAX, &sd, src, odnn_out(v, n, 0), NULL, NULL, 0);
 }
 
 static int odnn_reshape_view(const dnnl_memory_desc_t *md, int ond, const int64_t *od,

@@ -2412,10 +2412,10 @@ static void case_reductions(void)
     }
 }
 
-/* An elementwise op on a convolution's channel-blocked output whose 3
- * channels do not fill a block: oneDNN's eltwise and binary kernels take
- * only dense memory, and it ran them with its reference kernels; they now
- * read a plain copy. The debug log names every primitive that got a
+/* An elementwise op or a Softmax (last axis) on a convolution's
+ * channel-blocked output whose 3 channels do not fill a block: oneDNN's
+ * kernels take only dense memory, and it ran them with its reference
+ * kernels; they now read a plain copy. The debug log names every primitive that got a
  * reference kernel: none here, while a broadcast oneDNN's binary kernels do
  * not take ([2,4,2,4] + [2,1]) is named. */
 static void case_padded_blocks(void)
@@ -2432,13 +2432,15 @@ static void case_padded_blocks(void)
             mb_conv(&m, "conv", "x", "a", 16, 3, 3, 1, 1);
             mb_node(&m, "sig", "Sigmoid", "\"a\"", "s", "");
             mb_node(&m, "sub", "Sub", "\"s\",\"a\"", "d", "");
-            mb_node(&m, "add", "Add", "\"d\",\"a\"", "y", "");
+            mb_node(&m, "add", "Add", "\"d\",\"a\"", "e", "");
+            mb_conv(&m, "conv2", "e", "f", 3, 3, 3, 1, 1);
+            mb_node(&m, "sm", "Softmax", "\"f\"", "y", "");
         }
         m.outputs[m.n_outputs++] = "y";
         const char *path = mb_write(&m);
         compare(path, 4, control ? cs : xs, 4, control ? cs : ys,
                 control ? (const char *[]){"relu", "bcast", NULL}
-                        : (const char *[]){"conv", "sig", "sub", "add", NULL});
+                        : (const char *[]){"conv", "sig", "sub", "add", "conv2", "sm", NULL});
         struct wino_log log;
         memset(&log, 0, sizeof log);
         pl_runtime *rt = onednn_runtime_with(NULL, &log);
