@@ -3386,7 +3386,7 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
         odnn_attr_int(v, n, "axis", onednn_host->graph->node_opset(v, n) >= 13 ? -1 : 1);
     if (axis < 0)
         axis += x.ndim;
-    int log = odnn_op_is(v, (int64_t)n, "LogSoftmax");
+    int is_log = odnn_op_is(v, (int64_t)n, "LogSoftmax");
     dnnl_softmax_v2_desc_t sd;
     for (int tries = 0;; tries++) {
         dnnl_memory_desc_t dst_md;
@@ -3394,7 +3394,7 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
                                      b->c->values[src].md.dims, dnnl_f32, dnnl_format_tag_any);
         dnnl_status_t ds =
             dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
-                                              log ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                              is_log ? dnnl_softmax_log : dnnl_softmax_accurate,
                                               &b->c->values[src].md, &dst_md, (int)axis);
         pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
         if (st != NULL)
