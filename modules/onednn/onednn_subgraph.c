@@ -3,16 +3,25 @@
  * fused oneDNN primitives, how that list runs, and how it is saved to and
  * restored from a blob for the core's cache.
  *
- * Compile walks the view's nodes in order. Each node becomes one primitive,
- * and a Conv, MatMul or Gemm also swallows the nodes that follow it while
- * each is the only reader of the previous one's output: a constant bias
- * Add, a residual Add (post-op sum: the residual is reordered into the
- * destination first), elementwise ops and scalar Add/Sub/Mul/Div (post-op
- * eltwise / linear), and the erf form of GELU (post-op gelu_erf). The nine
- * nodes of a decomposed LayerNormalization become one layer_normalization
- * primitive, and an RNN, GRU or LSTM one oneDNN RNN primitive (gates
- * reordered and biases summed at compile time; see odnn_check_rnn).
- * Reshape, Flatten, Transpose, Identity and Split emit nothing: their
+ * Compile walks the view's nodes in order. Each node becomes one primitive
+ * (HardSigmoid and Selu two eltwise ones: oneDNN 2.6 has no single
+ * algorithm for them), and a Conv, MatMul or Gemm also swallows the nodes
+ * that follow it while each is the only reader of the previous one's
+ * output: a constant bias Add, a residual Add (post-op sum: the residual
+ * is reordered into the destination first), elementwise ops and scalar
+ * Add/Sub/Mul/Div/Max/Min (post-op eltwise / linear / clip), the erf form
+ * of GELU (post-op gelu_erf), and x*Sigmoid(x) or x*HardSigmoid(x) with
+ * alpha 1/6, beta 1/2 (post-op swish / hardswish; also one eltwise step
+ * where no product precedes them). The nine nodes of a decomposed
+ * LayerNormalization become one layer_normalization primitive, and an
+ * RNN, GRU or LSTM one oneDNN RNN primitive (gates reordered and biases
+ * summed at compile time; see odnn_check_rnn). Ops that oneDNN would run
+ * only with its reference kernels (a reduction keeping an axis after a
+ * reduced one, LogSoftmax over an inner axis, a broadcast across the
+ * channels of a 4-d tensor) are refused; an eltwise or binary step whose
+ * blocked source only a reference kernel takes reads a plain copy.
+ * Reshape, Flatten, Transpose, Identity, Squeeze, Unsqueeze, Split and a
+ * reduction over axes of one element emit nothing: their
  * outputs are strided views of their input's bytes, which MatMul reads in
  * place (and a MatMul read by a Transpose writes the transposed layout),
  * while any other reader gets a dense copy. Every tensor of the
@@ -560,12 +569,14 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                             g->tensor_name(v, t), ODNN_MAX_RANK);
                 return 0;
             }
-            /* Reshape's shape and ReduceMean's axes are i64 constants the
-             * primitive does not read, nor is a recurrent layer's constant
-             * sequence_lens (odnn_check_rnn takes only full lengths). */
+            /* Reshape's shape, Squeeze's and a reduction's axes are i64
+             * constants the primitive does not read, nor is a recurrent
+             * layer's constant sequence_lens (odnn_check_rnn takes only
+             * full lengths). */
             if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
-                             (strcmp(op, "Reshape") == 0 || strcmp(op, "ReduceMean") == 0 ||
-                              strcmp(op, "Split") == 0)) &&
+                             (strcmp(op, "Reshape") == 0 || strncmp(op, "Reduce", 6) == 0 ||
+                              strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
+                              strcmp(op, "Unsqueeze") == 0)) &&
                 !(side == 0 && k == 4 &&
                   (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
@@ -787,6 +798,13 @@ static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, cha
     return odnn_window(v, n, op, &x, ks, &y, &w, reason);
 }
 
+/* The ops oneDNN's binary primitive computes. */
+static int odnn_is_binary(const char *op)
+{
+    return strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+           strcmp(op, "Div") == 0 || strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0;
+}
+
 /* ONNX broadcasting of a binary node, as oneDNN binary does it: the first
  * source has the output's shape, the second broadcasts into it. */
 static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, char *reason)
@@ -799,7 +817,13 @@ static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, c
         odnn_reason(reason, op, "both inputs are constants (left to constant folding)");
         return 0;
     }
-    int commutes = strcmp(op, "Add") == 0 || strcmp(op, "Mul") == 0;
+    if (onednn_host->graph->node_input_count(v, n) != 2) {
+        odnn_reason(reason, op, "%zu inputs: oneDNN's binary takes two",
+                    onednn_host->graph->node_input_count(v, n));
+        return 0;
+    }
+    int commutes = strcmp(op, "Add") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Max") == 0 ||
+                   strcmp(op, "Min") == 0;
     const struct odnn_tinfo *full = &a, *bc = &b;
     if (a.elems != y.elems || a.ndim != y.ndim) {
         if (!commutes || b.elems != y.elems || b.ndim != y.ndim) {
@@ -901,40 +925,201 @@ static int odnn_clip_bounds(const pl_graph_view *v, size_t n, float *lo, float *
     return 1;
 }
 
-/* The eltwise algorithm of a one-input op, or 0 for none. */
-static int odnn_eltwise_of(const pl_graph_view *v, size_t n, dnnl_alg_kind_t *alg, float *alpha,
-                           float *beta, char *reason)
+/* One oneDNN eltwise step: ALG(ALPHA, BETA). */
+struct odnn_elt {
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+};
+
+#define ODNN_MAX_ELT 2 /* the most eltwise steps one ONNX op becomes */
+
+/* ONNX's defaults for Selu, as float. */
+#define ODNN_SELU_ALPHA 1.67326319217681884765625f
+#define ODNN_SELU_GAMMA 1.05070102214813232421875f
+
+/* The eltwise steps a one-input op computes, in order, into SEQ: their
+ * count, or 0 for an op that is none (REASON set when the op is one but
+ * its attributes or inputs do not fit). Two steps where oneDNN 2.6 has no
+ * single algorithm: HardSigmoid is linear(alpha, beta) then clip(0, 1);
+ * Selu is elu(alpha) then linear(gamma). oneDNN 2.6's hardswish ignores
+ * alpha and beta and computes x * relu6(x + 3) / 6, ONNX's HardSwish
+ * (alpha 1/6, beta 1/2, not attributes); soft_relu is log(1 + exp(x)),
+ * Softplus. */
+static int odnn_eltwise_seq(const pl_graph_view *v, size_t n, struct odnn_elt *seq,
+                            char *reason)
 {
     const char *op = onednn_host->graph->node_op(v, n);
-    *alpha = 0;
-    *beta = 0;
+    struct odnn_elt *e = &seq[0];
+    e->alpha = 0;
+    e->beta = 0;
     if (strcmp(op, "Relu") == 0)
-        *alg = dnnl_eltwise_relu;
+        e->alg = dnnl_eltwise_relu;
     else if (strcmp(op, "LeakyRelu") == 0)
-        *alg = dnnl_eltwise_relu, *alpha = (float)odnn_attr_float(v, n, "alpha", 0.01);
+        e->alg = dnnl_eltwise_relu, e->alpha = (float)odnn_attr_float(v, n, "alpha", 0.01);
     else if (strcmp(op, "Sigmoid") == 0)
-        *alg = dnnl_eltwise_logistic;
+        e->alg = dnnl_eltwise_logistic;
     else if (strcmp(op, "Tanh") == 0)
-        *alg = dnnl_eltwise_tanh;
+        e->alg = dnnl_eltwise_tanh;
     else if (strcmp(op, "Exp") == 0)
-        *alg = dnnl_eltwise_exp;
+        e->alg = dnnl_eltwise_exp;
     else if (strcmp(op, "Sqrt") == 0)
-        *alg = dnnl_eltwise_sqrt;
+        e->alg = dnnl_eltwise_sqrt;
     else if (strcmp(op, "Abs") == 0)
-        *alg = dnnl_eltwise_abs;
-    else if (strcmp(op, "Clip") == 0) {
-        if (!odnn_clip_bounds(v, n, alpha, beta, reason))
+        e->alg = dnnl_eltwise_abs;
+    else if (strcmp(op, "Round") == 0) /* half to even, as ONNX */
+        e->alg = dnnl_eltwise_round;
+    else if (strcmp(op, "Softplus") == 0)
+        e->alg = dnnl_eltwise_soft_relu;
+    else if (strcmp(op, "HardSwish") == 0)
+        e->alg = dnnl_eltwise_hardswish;
+    else if (strcmp(op, "Neg") == 0)
+        e->alg = dnnl_eltwise_linear, e->alpha = -1.0f;
+    else if (strcmp(op, "Elu") == 0)
+        e->alg = dnnl_eltwise_elu, e->alpha = (float)odnn_attr_float(v, n, "alpha", 1.0);
+    else if (strcmp(op, "Selu") == 0) {
+        e->alg = dnnl_eltwise_elu;
+        e->alpha = (float)odnn_attr_float(v, n, "alpha", ODNN_SELU_ALPHA);
+        seq[1].alg = dnnl_eltwise_linear;
+        seq[1].alpha = (float)odnn_attr_float(v, n, "gamma", ODNN_SELU_GAMMA);
+        seq[1].beta = 0;
+        return 2;
+    } else if (strcmp(op, "HardSigmoid") == 0) {
+        e->alg = dnnl_eltwise_linear;
+        e->alpha = (float)odnn_attr_float(v, n, "alpha", 0.2);
+        e->beta = (float)odnn_attr_float(v, n, "beta", 0.5);
+        seq[1].alg = dnnl_eltwise_clip;
+        seq[1].alpha = 0.0f;
+        seq[1].beta = 1.0f;
+        return 2;
+    } else if (strcmp(op, "Clip") == 0) {
+        if (!odnn_clip_bounds(v, n, &e->alpha, &e->beta, reason))
             return 0;
-        *alg = dnnl_eltwise_clip;
+        e->alg = dnnl_eltwise_clip;
     } else if (strcmp(op, "Pow") == 0) {
         float p;
         if (!odnn_scalar(v, odnn_in(v, n, 1), &p)) {
             odnn_reason(reason, "Pow", "the exponent is not a constant scalar");
             return 0;
         }
-        *alg = dnnl_eltwise_pow, *alpha = 1.0f, *beta = p;
+        e->alg = dnnl_eltwise_pow, e->alpha = 1.0f, e->beta = p;
     } else
         return 0;
+    return 1;
+}
+
+/* ---- reductions -------------------------------------------------------------
+ *
+ * ReduceMean, ReduceSum, ReduceMax and ReduceMin through oneDNN's reduction
+ * primitive. Its fast kernel in oneDNN 2.6 (jit_uni_reduction) reduces
+ * only trailing axes of a plain tensor: [N, C, H, W] over H and W, or over
+ * C, H and W; over C alone, over N, or over H but not W, oneDNN picks its
+ * reference implementation, 10-100x slower, and those are refused. */
+
+static dnnl_alg_kind_t odnn_reduce_alg(const char *op)
+{
+    return strcmp(op, "ReduceMean") == 0  ? dnnl_reduction_mean
+           : strcmp(op, "ReduceSum") == 0 ? dnnl_reduction_sum
+           : strcmp(op, "ReduceMax") == 0 ? dnnl_reduction_max
+           : strcmp(op, "ReduceMin") == 0 ? dnnl_reduction_min
+                                          : (dnnl_alg_kind_t)0;
+}
+
+/* The axes reduction node N reduces of X, as a bit mask in *MASK: from the
+ * axes attribute (ReduceSum before opset 13, the others before 18) or
+ * the constant i64 input axes; none given means all axes, or none under
+ * noop_with_empty_axes. 0 with REASON when they cannot be read. */
+static int odnn_reduce_axes(const pl_graph_view *v, size_t n, const char *op,
+                            const struct odnn_tinfo *x, unsigned *mask, char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    const int64_t *axes = NULL;
+    size_t na = odnn_attr_ints(v, n, "axes", &axes);
+    int64_t in_axes[ODNN_MAX_RANK];
+    int64_t t = odnn_in(v, n, 1);
+    if (t >= 0) {
+        pl_dtype dt;
+        int32_t nd = -1;
+        const int64_t *dims = NULL;
+        const void *data = NULL;
+        size_t bytes = 0;
+        if (!g->tensor_type(v, t, &dt, &nd, &dims) || !PL_DTYPE_EQ(dt, PL_DTYPE_I64) || nd != 1 ||
+            dims[0] < 0 || dims[0] > ODNN_MAX_RANK || !g->tensor_constant(v, t, &data, &bytes) ||
+            bytes != (size_t)dims[0] * sizeof(int64_t)) {
+            odnn_reason(reason, op, "axes is not a constant i64 vector of at most %d values",
+                        ODNN_MAX_RANK);
+            return 0;
+        }
+        na = (size_t)dims[0];
+        if (na > 0)
+            memcpy(in_axes, data, bytes);
+        axes = in_axes;
+    }
+    int nd = x->ndim > 0 ? x->ndim : 1;
+    *mask = 0;
+    if (na == 0) {
+        if (odnn_attr_int(v, n, "noop_with_empty_axes", 0) == 0)
+            *mask = (1u << nd) - 1;
+        return 1;
+    }
+    for (size_t k = 0; k < na; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + x->ndim : axes[k];
+        if (a < 0 || a >= nd) {
+            odnn_reason(reason, op, "axis %lld is out of range for rank %d", (long long)axes[k],
+                        x->ndim);
+            return 0;
+        }
+        *mask |= 1u << a;
+    }
+    return 1;
+}
+
+/* True when reducing the axes in MASK of X changes nothing: each has
+ * size 1 (oneDNN refuses a reduction whose source and destination agree;
+ * the node is then a view of its input). */
+static int odnn_reduce_is_view(const struct odnn_tinfo *x, unsigned mask)
+{
+    for (int32_t d = 0; d < x->ndim; d++)
+        if ((mask >> d & 1u) && x->dims[d] != 1)
+            return 0;
+    return 1;
+}
+
+static int odnn_check_reduce(const pl_graph_view *v, size_t n, const char *op,
+                             const struct odnn_tinfo *x, const struct odnn_tinfo *y,
+                             char *reason)
+{
+    unsigned mask;
+    if (!odnn_reduce_axes(v, n, op, x, &mask, reason))
+        return 0;
+    int keep = odnn_attr_int(v, n, "keepdims", 1) != 0;
+    int64_t elems = 1;
+    int32_t rank = 0;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        int reduced = (mask >> d & 1u) != 0;
+        elems *= reduced ? 1 : x->dims[d];
+        rank += !reduced || keep;
+    }
+    if (y->elems != elems || (x->ndim > 0 && y->ndim != rank)) {
+        odnn_reason(reason, op, "the output shape is not the input's with the axes reduced");
+        return 0;
+    }
+    /* the fast kernel: no kept axis (of more than one element) after a
+     * reduced one */
+    int32_t reduced_at = -1;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        if (x->dims[d] == 1)
+            continue;
+        if (mask >> d & 1u) {
+            if (reduced_at < 0)
+                reduced_at = d;
+        } else if (reduced_at >= 0) {
+            odnn_reason(reason, op, "reducing axis %d%s but keeping axis %d runs on oneDNN's "
+                                    "reference implementation",
+                        reduced_at, x->ndim == 4 && reduced_at == 1 ? " (across channels)" : "",
+                        d);
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -1193,8 +1378,10 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
-        "Abs", "Pow", "Erf", "Add", "Sub", "Mul", "Div", "Softmax", "LayerNormalization",
-        "Concat", "Reshape", "Flatten", "Transpose", "Identity", "ReduceMean", "Split",
+        "Abs", "Pow", "Erf", "Log", "Round", "Softplus", "HardSwish", "HardSigmoid", "Neg",
+        "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
+        "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
+        "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
         "RNN", "GRU", "LSTM"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
@@ -1208,8 +1395,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
-    int binary = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
-                 strcmp(op, "Div") == 0;
+    int binary = odnn_is_binary(op);
     if (x.cdata != NULL && strcmp(op, "Concat") != 0 && !binary) {
         odnn_reason(reason, op, "the data input is a constant (left to constant folding)");
         return 0;
@@ -1225,8 +1411,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
                 return 0;
             }
     }
-    dnnl_alg_kind_t alg;
-    float alpha, beta;
+    struct odnn_elt seq[ODNN_MAX_ELT];
     if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
         return odnn_check_conv(v, n, op[4] == 'T', reason);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 ||
@@ -1236,8 +1421,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return odnn_check_matmul(v, n, reason);
     if (strcmp(op, "Gemm") == 0)
         return odnn_check_gemm(v, n, reason);
-    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
-        strcmp(op, "Div") == 0)
+    if (binary)
         return odnn_check_binary(v, n, op, reason);
     if (strcmp(op, "Erf") == 0) {
         struct odnn_gelu m;
@@ -1247,7 +1431,13 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
                                    "x*0.5*(1+erf(x/sqrt2)) is taken (as gelu_erf)");
         return 0;
     }
-    if (odnn_eltwise_of(v, n, &alg, &alpha, &beta, reason))
+    if (strcmp(op, "Log") == 0) {
+        /* 1.4e-6 where ONNX's conformance test wants log(1) = 0 within 1e-7 */
+        odnn_reason(reason, op, "oneDNN 2.6's log is off by up to ~1.5e-6 absolute near 1 "
+                                "(log(1) = -1.43e-6); left to cpu");
+        return 0;
+    }
+    if (odnn_eltwise_seq(v, n, seq, reason) > 0)
         return 1;
     if (reason[0] != '\0')
         return 0;
@@ -1271,7 +1461,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         }
         return 1;
     }
-    if (strcmp(op, "Softmax") == 0) {
+    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) {
         int64_t axis = odnn_attr_int(v, n, "axis", g->node_opset(v, n) >= 13 ? -1 : 1);
         if (axis < 0)
             axis += x.ndim;
@@ -1280,8 +1470,14 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
             return 0;
         }
         if (g->node_opset(v, n) < 13 && axis != x.ndim - 1) {
-            odnn_reason(reason, op, "before opset 13 Softmax flattens from axis; only the last "
-                                    "axis is supported");
+            odnn_reason(reason, op, "before opset 13 %s flattens from axis; only the last "
+                                    "axis is supported", op);
+            return 0;
+        }
+        if (op[0] == 'L' && axis != x.ndim - 1) {
+            odnn_reason(reason, op, "axis %lld of %d: oneDNN's logsoftmax over an inner axis "
+                                    "runs on its reference implementation",
+                        (long long)axis, x.ndim);
             return 0;
         }
         return 1;
@@ -1314,22 +1510,18 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         }
         return 1;
     }
-    if (strcmp(op, "ReduceMean") == 0) {
-        if (g->node_input_count(v, n) > 1 && odnn_in(v, n, 1) >= 0) {
-            odnn_reason(reason, op, "axes as an input (opset 18) is not supported yet");
+    if (odnn_reduce_alg(op) != 0)
+        return odnn_check_reduce(v, n, op, &x, &y, reason);
+    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) {
+        if (x.elems != y.elems) {
+            odnn_reason(reason, op, "the output has %lld elements, the input %lld",
+                        (long long)y.elems, (long long)x.elems);
             return 0;
         }
-        const int64_t *axes = NULL;
-        size_t n_axes = odnn_attr_ints(v, n, "axes", &axes);
-        for (size_t k = 0; x.ndim == 4 && k < n_axes; k++)
-            if (axes[k] == 1 || axes[k] == -3) {
-                odnn_reason(reason, op, "a mean across channels runs on oneDNN's reference "
-                                        "implementation");
-                return 0;
-            }
         return 1;
     }
-    /* Reshape, Flatten, Transpose and Identity: a reorder into the output. */
+    /* Reshape, Flatten, Transpose, Identity, Squeeze and Unsqueeze: views
+     * of the input (odnn_relayout). */
     return 1;
 }
 
@@ -1938,6 +2130,98 @@ static int odnn_per_channel(const struct odnn_tinfo *cinfo, const struct odnn_ti
     return cinfo->elems == y->dims[axis];
 }
 
+/* ---- swish and hardswish ------------------------------------------------------
+ *
+ * x * Sigmoid(x) (SiLU, EfficientNet's activation) is oneDNN's swish with
+ * alpha 1, and x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (how
+ * PyTorch exports Hardswish before opset 14: MobileNetV3) its hardswish.
+ * Either is one eltwise step, or one post-op of the convolution before it,
+ * which keeps a squeeze-and-excitation or MBConv block in one primitive
+ * chain. */
+
+struct odnn_swish {
+    size_t gate, mul; /* the Sigmoid or HardSigmoid, and the Mul */
+    int64_t x, out;
+    dnnl_alg_kind_t alg;
+};
+
+/* Matches the pattern whose gate node is S: S's output is read only by a
+ * Mul whose other input is S's input x. */
+static int odnn_match_swish(const pl_graph_view *v, const struct odnn_uses *u, size_t s,
+                            struct odnn_swish *out)
+{
+    int hard = odnn_op_is(v, (int64_t)s, "HardSigmoid");
+    if (!hard && !odnn_op_is(v, (int64_t)s, "Sigmoid"))
+        return 0;
+    if (hard && (fabs(odnn_attr_float(v, s, "alpha", 0.2) - 1.0 / 6.0) > 1e-6 ||
+                 odnn_attr_float(v, s, "beta", 0.5) != 0.5))
+        return 0;
+    int64_t x = odnn_in(v, s, 0), g = odnn_out(v, s, 0);
+    int64_t m = odnn_sole_reader(u, g);
+    if (x < 0 || !odnn_op_is(v, m, "Mul") || odnn_other_input(v, (size_t)m, g, 1) != x)
+        return 0;
+    out->gate = s;
+    out->mul = (size_t)m;
+    out->x = x;
+    out->out = odnn_out(v, (size_t)m, 0);
+    out->alg = hard ? dnnl_eltwise_hardswish : dnnl_eltwise_swish;
+    return 1;
+}
+
+/* The pattern among the readers of T that no emitted step covers yet. */
+static int odnn_swish_of(struct odnn_build *b, int64_t t, struct odnn_swish *out)
+{
+    const pl_graph_view *v = b->v;
+    size_t nodes = onednn_host->graph->node_count(v);
+    for (size_t i = b->u.first[t]; i < nodes; i++) {
+        char reason[ODNN_REASON] = "";
+        if (!b->done[i] && odnn_in(v, i, 0) == t && odnn_match_swish(v, &b->u, i, out) &&
+            !b->done[out->mul] && odnn_check_node(v, &b->u, i, reason) &&
+            odnn_check_node(v, &b->u, out->mul, reason))
+            return 1;
+    }
+    return 0;
+}
+
+/* A new chain with the first UPTO post-ops of SRC (sum, eltwise and
+ * depthwise ones: what odnn_follow and odnn_conv append), or NULL.
+ * oneDNN can neither edit a post-op nor copy a chain. */
+static dnnl_post_ops_t odnn_po_copy(const_dnnl_post_ops_t src, int upto)
+{
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success)
+        return NULL;
+    int ok = 1;
+    for (int j = 0; j < upto && ok; j++) {
+        dnnl_primitive_kind_t kind = dnnl_post_ops_get_kind(src, j);
+        float s2, a2, c2;
+        dnnl_alg_kind_t k2;
+        if (kind == dnnl_sum) {
+            ok = dnnl_post_ops_get_params_sum(src, j, &s2) == dnnl_success &&
+                 dnnl_post_ops_append_sum(po, s2) == dnnl_success;
+        } else if (kind == dnnl_eltwise) {
+            ok = dnnl_post_ops_get_params_eltwise(src, j, &s2, &k2, &a2, &c2) == dnnl_success &&
+                 dnnl_post_ops_append_eltwise(po, s2, k2, a2, c2) == dnnl_success;
+        } else if (kind == dnnl_convolution) {
+            dnnl_data_type_t wdt, bdt, ddt;
+            dnnl_dim_t kernel, stride, pad, count;
+            int mask;
+            const float *scales;
+            ok = dnnl_post_ops_get_params_dw(src, j, &wdt, &bdt, &ddt, &kernel, &stride, &pad,
+                                             &count, &mask, &scales) == dnnl_success &&
+                 dnnl_post_ops_append_dw(po, wdt, bdt, ddt, kernel, stride, pad, count, mask,
+                                         scales) == dnnl_success;
+        } else {
+            ok = 0;
+        }
+    }
+    if (!ok) {
+        dnnl_post_ops_destroy(po);
+        return NULL;
+    }
+    return po;
+}
+
 /* Appends eltwise post-op ALG(ALPHA, BETA) to F's chain; 0 when it cannot
  * join it. oneDNN 2.6's brgemm kernels (brgconv, brgconv_1x1, brdgmm_dw)
  * apply every eltwise post-op of one algorithm with the parameters of the
@@ -1958,24 +2242,11 @@ static int odnn_append_eltwise(struct odnn_fuse *f, dnnl_alg_kind_t alg, float a
         if (alg != dnnl_eltwise_linear || i != len - 1)
             return 0;
         /* oneDNN cannot edit a post-op: copy the chain but its last step. */
-        dnnl_post_ops_t po;
-        if (dnnl_post_ops_create(&po) != dnnl_success)
+        dnnl_post_ops_t po = odnn_po_copy(f->po, i);
+        if (po == NULL)
             return 0;
-        int ok = 1;
-        for (int j = 0; j < i && ok; j++) {
-            float s2, a2, c2;
-            dnnl_alg_kind_t k2;
-            if (dnnl_post_ops_get_kind(f->po, j) == dnnl_sum)
-                ok = dnnl_post_ops_get_params_sum(f->po, j, &s2) == dnnl_success &&
-                     dnnl_post_ops_append_sum(po, s2) == dnnl_success;
-            else
-                ok = dnnl_post_ops_get_kind(f->po, j) == dnnl_eltwise &&
-                     dnnl_post_ops_get_params_eltwise(f->po, j, &s2, &k2, &a2, &c2) ==
-                         dnnl_success &&
-                     dnnl_post_ops_append_eltwise(po, s2, k2, a2, c2) == dnnl_success;
-        }
-        if (!ok || dnnl_post_ops_append_eltwise(po, scale, alg, alpha * a, alpha * c + beta) !=
-                       dnnl_success) {
+        if (dnnl_post_ops_append_eltwise(po, scale, alg, alpha * a, alpha * c + beta) !=
+            dnnl_success) {
             dnnl_post_ops_destroy(po);
             return 0;
         }
@@ -1986,6 +2257,37 @@ static int odnn_append_eltwise(struct odnn_fuse *f, dnnl_alg_kind_t alg, float a
     if (dnnl_post_ops_append_eltwise(f->po, 1.0f, alg, alpha, beta) != dnnl_success)
         return 0;
     f->n_post++;
+    return 1;
+}
+
+/* True when tensors A and B have the same known shape. */
+static int odnn_same_shape(const pl_graph_view *v, int64_t a, int64_t b)
+{
+    struct odnn_tinfo x, y;
+    return odnn_tensor(v, a, &x) && odnn_tensor(v, b, &y) && x.known && y.known &&
+           x.ndim == y.ndim && memcmp(x.dims, y.dims, sizeof x.dims[0] * (size_t)x.ndim) == 0;
+}
+
+/* Appends the K eltwise steps SEQ (one ONNX op) to F's chain, all or
+ * none: 0, and F as it was, when one cannot join it. */
+static int odnn_append_seq(struct odnn_fuse *f, const struct odnn_elt *seq, int k)
+{
+    if (k == 1)
+        return odnn_append_eltwise(f, seq[0].alg, seq[0].alpha, seq[0].beta);
+    dnnl_post_ops_t old = f->po;
+    int old_post = f->n_post;
+    f->po = odnn_po_copy(old, dnnl_post_ops_len(old));
+    int ok = f->po != NULL;
+    for (int i = 0; i < k && ok; i++)
+        ok = odnn_append_eltwise(f, seq[i].alg, seq[i].alpha, seq[i].beta);
+    if (!ok) {
+        if (f->po != NULL)
+            dnnl_post_ops_destroy(f->po);
+        f->po = old;
+        f->n_post = old_post;
+        return 0;
+    }
+    dnnl_post_ops_destroy(old);
     return 1;
 }
 
@@ -2010,6 +2312,17 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
             f->out = gm.out;
             continue;
         }
+        /* x * Sigmoid(x), x * HardSigmoid(x): x has exactly the
+         * pattern's two readers. */
+        struct odnn_swish sw;
+        if (t >= 0 && (size_t)t < b->u.n_tensors && !b->u.escapes[t] && b->u.count[t] == 2 &&
+            odnn_swish_of(b, t, &sw) &&
+            odnn_append_eltwise(f, sw.alg, sw.alg == dnnl_eltwise_swish ? 1.0f : 0.0f, 0)) {
+            f->fused[f->n_fused++] = sw.gate;
+            f->fused[f->n_fused++] = sw.mul;
+            f->out = sw.out;
+            continue;
+        }
         int64_t j = odnn_sole_reader(&b->u, t);
         if (j < 0 || b->done[j])
             return;
@@ -2017,13 +2330,20 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         if (!odnn_check_node(v, &b->u, (size_t)j, reason))
             return;
         const char *op = g->node_op(v, (size_t)j);
-        dnnl_alg_kind_t alg;
-        float alpha, beta, cval;
-        int first;
+        struct odnn_elt seq[ODNN_MAX_ELT];
+        float cval;
+        int first, n_seq;
         int64_t next = odnn_out(v, (size_t)j, 0);
-        if (odnn_eltwise_of(v, (size_t)j, &alg, &alpha, &beta, reason) &&
+        if ((n_seq = odnn_eltwise_seq(v, (size_t)j, seq, reason)) > 0 &&
             odnn_in(v, (size_t)j, 0) == t) {
-            if (!odnn_append_eltwise(f, alg, alpha, beta))
+            if (!odnn_append_seq(f, seq, n_seq))
+                return;
+        } else if ((strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0) &&
+                   odnn_binary_scalar(v, (size_t)j, &cval, &first) == t &&
+                   odnn_same_shape(v, t, next)) {
+            /* max(x, c) and min(x, c) are clips with one open end */
+            if (!odnn_append_eltwise(f, dnnl_eltwise_clip, op[1] == 'a' ? cval : -INFINITY,
+                                     op[1] == 'a' ? INFINITY : cval))
                 return;
         } else if (g->node_input_count(v, (size_t)j) == 2 &&
                    (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 ||
@@ -2163,6 +2483,15 @@ static pl_status *odnn_make_pd(struct odnn_build *b, const_dnnl_op_desc_t desc,
         return st;
     dnnl_status_t ds = dnnl_primitive_desc_create(pd, desc, attr, b->ctx->engine, NULL);
     dnnl_primitive_attr_destroy(attr);
+    const char *impl = NULL;
+    if (ds == dnnl_success &&
+        dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl != NULL && strncmp(impl, "ref", 3) == 0) {
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s' (%s): oneDNN's reference implementation (%s)",
+                                 onednn_host->graph->node_name(b->v, node),
+                                 onednn_host->graph->node_op(b->v, node), impl);
+    }
     return odnn_dnnl(ds, "primitive descriptor", b->v, (int64_t)node);
 }
 
@@ -2611,6 +2940,24 @@ static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
     return impl != NULL && strncmp(impl, "ref", 3) == 0;
 }
 
+/* Whether oneDNN has only its reference implementation for DESC. */
+static int odnn_desc_is_ref(struct odnn_build *b, const_dnnl_op_desc_t desc)
+{
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, NULL);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return 0;
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    int ref = dnnl_primitive_desc_create(&pd, desc, attr, b->ctx->engine, NULL) == dnnl_success &&
+              odnn_pd_is_ref(pd);
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return ref;
+}
+
 /* MatMul and Gemm. */
 static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
 {
@@ -2877,14 +3224,42 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
                       : odnn_simple(b, n, ODNN_S_POOL, &pd, src, odnn_out(v, n, 0), NULL, NULL, 0);
 }
 
+/* An eltwise step, on SRC's layout unless oneDNN has only its reference
+ * kernel for that (a channel-blocked layout whose channels do not fill
+ * the last block is not dense, which its kernels want): then on a plain
+ * copy. */
 static pl_status *odnn_eltwise(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_t alg,
                                float alpha, float beta, int64_t out_t)
 {
     dnnl_eltwise_desc_t ed;
-    dnnl_status_t ds = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg,
-                                                      &b->c->values[src].md, alpha, beta);
-    pl_status *st = odnn_dnnl(ds, "eltwise descriptor", b->v, (int64_t)n);
-    return st != NULL ? st : odnn_simple(b, n, ODNN_S_ELTWISE, &ed, src, out_t, NULL, NULL, 0);
+    for (int tries = 0;; tries++) {
+        dnnl_status_t ds = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg,
+                                                          &b->c->values[src].md, alpha, beta);
+        pl_status *st = odnn_dnnl(ds, "eltwise descriptor", b->v, (int64_t)n);
+        if (st != NULL)
+            return st;
+        if (tries > 0 || odnn_is_plain(&b->c->values[src].md) || !odnn_desc_is_ref(b, &ed))
+            break;
+        if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+            return st;
+    }
+    return odnn_simple(b, n, ODNN_S_ELTWISE, &ed, src, out_t, NULL, NULL, 0);
+}
+
+/* The K eltwise steps SEQ of node N from value SRC into tensor OUT_T, one
+ * primitive each (oneDNN 2.6 runs an eltwise with post-ops only in its
+ * reference implementation), through a temporary between them. */
+static pl_status *odnn_eltwise_steps(struct odnn_build *b, size_t n, int src,
+                                     const struct odnn_elt *seq, int k, int64_t out_t)
+{
+    for (int i = 0; i < k; i++) {
+        pl_status *st = odnn_eltwise(b, n, src, seq[i].alg, seq[i].alpha, seq[i].beta,
+                                     i == k - 1 ? out_t : -1);
+        if (st != NULL)
+            return st;
+        src = b->c->n_values - 1; /* odnn_simple's destination, made last */
+    }
+    return NULL;
 }
 
 /* Weights of shape [C] from constant T (optionally transformed). */
@@ -3006,6 +3381,9 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     return NULL;
 }
 
+/* Softmax, or LogSoftmax (softmax_v2's log algorithm), on the source's
+ * layout unless oneDNN takes that only with its reference kernel (a
+ * channel-blocked one): then on a plain copy. */
 static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
@@ -3015,69 +3393,80 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
         odnn_attr_int(v, n, "axis", onednn_host->graph->node_opset(v, n) >= 13 ? -1 : 1);
     if (axis < 0)
         axis += x.ndim;
-    dnnl_memory_desc_t dst_md;
-    dnnl_memory_desc_init_by_tag(&dst_md, b->c->values[src].md.ndims, b->c->values[src].md.dims,
-                                 dnnl_f32, dnnl_format_tag_any);
+    int is_log = odnn_op_is(v, (int64_t)n, "LogSoftmax");
     dnnl_softmax_v2_desc_t sd;
-    dnnl_status_t ds =
-        dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference, dnnl_softmax_accurate,
-                                          &b->c->values[src].md, &dst_md, (int)axis);
-    pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
-    return st != NULL ? st
-                      : odnn_simple(b, n, ODNN_S_SOFTMAX, &sd, src, odnn_out(v, n, 0), NULL, NULL,
-                                    0);
+    for (int tries = 0;; tries++) {
+        dnnl_memory_desc_t dst_md;
+        dnnl_memory_desc_init_by_tag(&dst_md, b->c->values[src].md.ndims,
+                                     b->c->values[src].md.dims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_status_t ds =
+            dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                              is_log ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                              &b->c->values[src].md, &dst_md, (int)axis);
+        pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
+        if (st != NULL)
+            return st;
+        if (tries > 0 || odnn_is_plain(&b->c->values[src].md) || !odnn_desc_is_ref(b, &sd))
+            break;
+        if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+            return st;
+    }
+    return odnn_simple(b, n, ODNN_S_SOFTMAX, &sd, src, odnn_out(v, n, 0), NULL, NULL, 0);
 }
 
 static int odnn_reshape_view(const dnnl_memory_desc_t *md, int ond, const int64_t *od,
                              dnnl_memory_desc_t *out);
 
-static pl_status *odnn_reduce_mean(struct odnn_build *b, size_t n, int src)
+/* ReduceMean, ReduceSum, ReduceMax or ReduceMin (odnn_check_reduce). The
+ * primitive sees the source without its axes of one element: oneDNN's fast
+ * kernel wants the axes it reduces to end the source's dims (it took
+ * [3,6,3,1] -> [3,6,1,1] with its reference one, [3,6,3] -> [3,6,1] with the
+ * fast one). The result is a view of the output's dims (keepdims or not). */
+static pl_status *odnn_reduce(struct odnn_build *b, size_t n, const char *op, int src)
 {
     const pl_graph_view *v = b->v;
-    struct odnn_tinfo x;
+    struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
-    const int64_t *axes;
-    size_t na = odnn_attr_ints(v, n, "axes", &axes);
-    dnnl_dims_t dd;
-    int nd = x.ndim > 0 ? x.ndim : 1;
-    for (int i = 0; i < nd; i++)
-        dd[i] = x.ndim > 0 ? x.dims[i] : 1;
-    if (na == 0)
-        for (int i = 0; i < nd; i++)
-            dd[i] = 1;
-    for (size_t k = 0; k < na; k++) {
-        int64_t a = axes[k] < 0 ? axes[k] + x.ndim : axes[k];
-        if (a < 0 || a >= nd)
-            return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: ReduceMean: axis %lld out of "
-                                                        "range",
-                              (long long)axes[k]);
-        dd[a] = 1;
-    }
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    unsigned mask;
+    char reason[ODNN_REASON] = "";
+    if (!odnn_reduce_axes(v, n, op, &x, &mask, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s (node '%s')", reason,
+                          onednn_host->graph->node_name(v, n));
+    dnnl_dims_t sd, dd;
+    int nd = 0;
+    for (int i = 0; i < x.ndim; i++)
+        if (x.dims[i] != 1) {
+            sd[nd] = x.dims[i];
+            dd[nd++] = (mask >> i & 1u) ? 1 : x.dims[i];
+        }
     pl_status *st = odnn_plain(b, src, (int64_t)n, &src);
     if (st != NULL)
         return st;
-    dnnl_memory_desc_t dst_md;
+    dnnl_memory_desc_t src_md, dst_md;
+    dnnl_memory_desc_init_by_strides(&src_md, nd, sd, dnnl_f32, NULL);
     dnnl_memory_desc_init_by_strides(&dst_md, nd, dd, dnnl_f32, NULL);
-    dnnl_reduction_desc_t rd;
-    dnnl_status_t ds =
-        dnnl_reduction_desc_init(&rd, dnnl_reduction_mean, &b->c->values[src].md, &dst_md, 0, 0);
-    st = odnn_dnnl(ds, "reduction descriptor", v, (int64_t)n);
-    /* oneDNN keeps the reduced axes; without keepdims the output tensor is
-     * a view of fewer dims, so that its readers (a layer normalization
-     * over the last axis, a Softmax) see the tensor's own shape. */
-    int keep = odnn_attr_int(v, n, "keepdims", 1) != 0;
-    if (st == NULL)
-        st = odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, keep ? odnn_out(v, n, 0) : -1, NULL,
-                         NULL, 0);
-    if (st != NULL || keep)
+    if ((st = odnn_view_as(b, src, &src_md, (int64_t)n, &src)) != NULL)
         return st;
-    struct odnn_tinfo y;
-    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    dnnl_reduction_desc_t rd;
+    dnnl_status_t ds = dnnl_reduction_desc_init(&rd, odnn_reduce_alg(op), &b->c->values[src].md,
+                                                &dst_md, 0, 0);
+    st = odnn_dnnl(ds, "reduction descriptor", v, (int64_t)n);
+    /* Written straight into the output when it has those dims; else into a
+     * temporary the output is a view of, so that its readers (a layer
+     * normalization over the last axis, a Softmax) see the tensor's own
+     * shape. */
+    int direct = y.ndim == nd && memcmp(y.dims, dd, sizeof dd[0] * (size_t)nd) == 0;
+    if (st == NULL)
+        st = odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, direct ? odnn_out(v, n, 0) : -1, NULL,
+                         NULL, 0);
+    if (st != NULL || direct)
+        return st;
     int dst = b->c->n_values - 1, ynd = y.ndim > 0 ? y.ndim : 1;
     int64_t one = 1;
     dnnl_memory_desc_t view_md;
     if (!odnn_reshape_view(&b->c->values[dst].md, ynd, y.ndim > 0 ? y.dims : &one, &view_md))
-        return odnn_error(PL_CODE_INTERNAL, "onednn: ReduceMean '%s': no view of its result",
+        return odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no view of its result", op,
                           onednn_host->graph->node_name(v, n));
     return odnn_alias(b, dst, &view_md, odnn_out(v, n, 0), 0) < 0 ? odnn_oom() : NULL;
 }
@@ -3107,6 +3496,18 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     int64_t data = odnn_binary_scalar(v, n, &cval, &first);
     pl_status *st;
     int src;
+    if (data >= 0 && (strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0)) {
+        /* a scalar bound: a clip with one open end, when the output has
+         * the data's shape (else the binary broadcasts the scalar) */
+        if (odnn_same_shape(v, data, odnn_out(v, n, 0))) {
+            st = odnn_source(b, data, (int64_t)n, &src);
+            return st != NULL ? st
+                              : odnn_eltwise(b, n, src, dnnl_eltwise_clip,
+                                             op[1] == 'a' ? cval : -INFINITY,
+                                             op[1] == 'a' ? INFINITY : cval, odnn_out(v, n, 0));
+        }
+        data = -1;
+    }
     if (data >= 0) { /* a scalar constant: a linear eltwise */
         float a = 1, c0 = 0;
         if (op[0] == 'A')
@@ -3154,7 +3555,7 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     /* Equal rank and count mean equal dims under broadcasting; a rank-0
      * scalar beside a [1,1] output has the count but not the rank, and a
      * reorder between the two ranks fails. */
-    int same = a1.elems == y.elems && a1.ndim == y.ndim;
+    int same = a1.elems == y.elems && a1.ndim == y.ndim, s1_given = s1;
     dnnl_format_tag_t per_channel =
         b->c->values[s1].md.data_type == dnnl_f32
             ? odnn_per_channel_blocking(&b->c->values[s0].md, nd, yd, d1)
@@ -3181,13 +3582,26 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     if (st != NULL)
         return st;
     dnnl_memory_desc_init_by_tag(&dst_md, nd, yd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_alg_kind_t alg = op[0] == 'A'   ? dnnl_binary_add
-                          : op[0] == 'S' ? dnnl_binary_sub
-                          : op[0] == 'M' ? dnnl_binary_mul
-                                         : dnnl_binary_div;
+    dnnl_alg_kind_t alg = op[0] == 'A'                ? dnnl_binary_add
+                          : op[0] == 'S'              ? dnnl_binary_sub
+                          : strcmp(op, "Mul") == 0    ? dnnl_binary_mul
+                          : strcmp(op, "Max") == 0    ? dnnl_binary_max
+                          : strcmp(op, "Min") == 0    ? dnnl_binary_min
+                                                      : dnnl_binary_div;
     dnnl_binary_desc_t bd;
     dnnl_status_t ds = dnnl_binary_desc_init(&bd, alg, &b->c->values[s0].md, &md1, &dst_md);
     st = odnn_dnnl(ds, "binary descriptor", v, (int64_t)n);
+    if (st == NULL && !odnn_is_plain(&b->c->values[s0].md) && odnn_desc_is_ref(b, &bd)) {
+        /* A blocked layout oneDNN's kernels do not take (channels padded
+         * to the block): both sources plain, which they do. */
+        st = odnn_plain(b, s0, (int64_t)n, &s0);
+        odnn_plain_md(&md1, nd, d1);
+        if (st == NULL)
+            st = odnn_view_as(b, s1_given, &md1, (int64_t)n, &s1);
+        if (st == NULL)
+            st = odnn_dnnl(dnnl_binary_desc_init(&bd, alg, &b->c->values[s0].md, &md1, &dst_md),
+                           "binary descriptor", v, (int64_t)n);
+    }
     dnnl_primitive_desc_t pd = NULL;
     if (st == NULL)
         st = odnn_make_pd(b, &bd, NULL, n, &pd);
@@ -3711,6 +4125,18 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
             b->done[gm.nodes[k]] = 1;
         return st;
     }
+    struct odnn_swish sw;
+    if ((strcmp(op, "Sigmoid") == 0 || strcmp(op, "HardSigmoid") == 0) &&
+        odnn_match_swish(v, &b->u, n, &sw) && !b->done[sw.mul]) {
+        int src;
+        pl_status *st = odnn_source(b, sw.x, (int64_t)n, &src);
+        if (st == NULL)
+            st = odnn_eltwise(b, n, src, sw.alg, sw.alg == dnnl_eltwise_swish ? 1.0f : 0.0f, 0,
+                              sw.out);
+        if (st == NULL)
+            b->done[sw.gate] = b->done[sw.mul] = 1;
+        return st;
+    }
     struct odnn_lnpat lm;
     if (odnn_lnorm_of(v, &b->u, n, &lm))
         return odnn_lnorm_pattern(b, n, &lm);
@@ -3720,35 +4146,41 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_deconv(b, n);
     if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0)
         return odnn_matmul(b, n, op[0] == 'G');
-    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
-        strcmp(op, "Div") == 0)
+    if (odnn_is_binary(op))
         return odnn_binary(b, n, op);
     if (strcmp(op, "Concat") == 0)
         return odnn_concat(b, n);
     if (odnn_rnn_gates(op) != 0)
         return odnn_rnn(b, n);
+    struct odnn_tinfo x;
+    unsigned mask = 0;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    /* a reduction over axes of one element only is a reshape */
+    int noop_reduce = odnn_reduce_alg(op) != 0 && odnn_reduce_axes(v, n, op, &x, &mask, reason) &&
+                      odnn_reduce_is_view(&x, mask);
     int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Reshape") == 0 ||
                    strcmp(op, "Flatten") == 0 || strcmp(op, "Transpose") == 0 ||
-                   strcmp(op, "Identity") == 0;
+                   strcmp(op, "Identity") == 0 || strcmp(op, "Squeeze") == 0 ||
+                   strcmp(op, "Unsqueeze") == 0 || noop_reduce;
     int src;
     pl_status *st = relayout ? odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src)
                              : odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
-    dnnl_alg_kind_t alg;
-    float alpha, beta;
-    if (odnn_eltwise_of(v, n, &alg, &alpha, &beta, reason))
-        return odnn_eltwise(b, n, src, alg, alpha, beta, odnn_out(v, n, 0));
+    struct odnn_elt seq[ODNN_MAX_ELT];
+    int n_seq = odnn_eltwise_seq(v, n, seq, reason);
+    if (n_seq > 0)
+        return odnn_eltwise_steps(b, n, src, seq, n_seq, odnn_out(v, n, 0));
     if (strstr(op, "Pool") != NULL)
         return odnn_pool(b, n, op, src);
     if (strcmp(op, "BatchNormalization") == 0)
         return odnn_bnorm(b, n, src);
     if (strcmp(op, "LayerNormalization") == 0)
         return odnn_lnorm(b, n, src);
-    if (strcmp(op, "Softmax") == 0)
+    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0)
         return odnn_softmax(b, n, src);
-    if (strcmp(op, "ReduceMean") == 0)
-        return odnn_reduce_mean(b, n, src);
+    if (odnn_reduce_alg(op) != 0 && !noop_reduce)
+        return odnn_reduce(b, n, op, src);
     if (strcmp(op, "Split") == 0)
         return odnn_split(b, n, src);
     return odnn_relayout(b, n, op, src);
@@ -3924,7 +4356,7 @@ static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uin
     static const char *const attrs[] = {
         "kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", "transA", "transB",
         "alpha", "beta", "axis", "axes", "keepdims", "epsilon", "ceil_mode", "count_include_pad",
-        "storage_order", "perm", "min", "max", "training_mode",
+        "storage_order", "perm", "min", "max", "training_mode", "gamma", "noop_with_empty_axes",
         /* recurrent layers (a blob's weights do not tell these apart) */
         "direction", "layout", "linear_before_reset", "hidden_size", "activations", "clip",
         "input_forget"};
@@ -4056,12 +4488,14 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 9u /* 2: decomposed LayerNormalization fused; 3: residual in place;
-                                4: options (Winograd, bf16); 5: word-wise checksum;
-                                6: Reshape/Transpose/Split are views, strided products;
-                                7: bf16 activations between bf16 layers;
-                                8: 1x1 + depthwise stride-2 fused;
-                                9: an eltwise algorithm once per post-op chain */
+#define ODNN_BLOB_VERSION 10u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+                                 4: options (Winograd, bf16); 5: word-wise checksum;
+                                 6: Reshape/Transpose/Split are views, strided products;
+                                 7: bf16 activations between bf16 layers;
+                                 8: 1x1 + depthwise stride-2 fused;
+                                 9: an eltwise algorithm once per post-op chain;
+                                 10: swish/hardswish patterns, two-step eltwise ops
+                                     (HardSigmoid, Selu), scalar Max/Min as clips */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
