@@ -38,6 +38,7 @@ struct pl_partition {
     int32_t *pin;            /* nn */
     int min_nodes;
     bool by_cost;            /* choose = cost */
+    double threads;          /* the runtime's, >= 1: compute and reorders divide by it */
     size_t *idx;             /* nn: scratch, view indices for estimate_cost */
     int32_t *assign;         /* nn */
     int32_t *cluster;        /* nn */
@@ -329,6 +330,10 @@ static bool pl_part_estimate(pl_partition *p, size_t b, const pl_nid *nodes, siz
     for (int i = 0; i < 3; i++)
         if (!isfinite(parts[i]) || parts[i] < 0 || parts[i] > 1e12)
             return false;
+    /* Estimates are for one thread; the work and the reorders spread over
+     * the runtime's threads, the fixed costs do not. */
+    out->compute_us /= p->threads;
+    out->boundary_us /= p->threads;
     return true;
 }
 
@@ -344,9 +349,10 @@ static double pl_cost_total(const pl_cost *c)
 static double pl_part_default(const pl_partition *p, size_t b, const pl_nid *nodes, size_t n)
 {
     const pl_part_backend *be = &p->backends[b];
-    double us = be->symbolic ? PL_COST_STEP_US : (double)n * PL_COST_STEP_US;
+    double us = 0;
     for (size_t i = 0; i < n; i++)
         us += pl_cost_default_us(&pl_graph_view_table, p->view, p->pos[nodes[i]]);
+    us = us / p->threads + (be->symbolic ? PL_COST_STEP_US : (double)n * PL_COST_STEP_US);
     if (!(be->module->api.capabilities & PL_CAP_HOST_MEMORY))
         us += PL_COST_COPY_US; /* at least one copy in and one out */
     return us;
@@ -565,7 +571,8 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               bool choose_by_cost, pl_partition **out_partition)
+                               bool choose_by_cost, int threads,
+                               pl_partition **out_partition)
 {
     *out_partition = NULL;
     pl_partition *p = pl_calloc(1, sizeof *p);
@@ -578,6 +585,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->topo = pl_graph_topo_order(g);
     p->min_nodes = min_subgraph_nodes > 0 ? min_subgraph_nodes : 1;
     p->by_cost = choose_by_cost;
+    p->threads = threads > 1 ? (double)threads : 1.0;
     size_t cells = (p->nn ? p->nn : 1) * (p->nb ? p->nb : 1);
     p->words = (p->nn + 63) / 64 + 1;
     p->backends = pl_calloc(p->nb ? p->nb : 1, sizeof *p->backends);

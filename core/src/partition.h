@@ -15,6 +15,8 @@
  * that would get them without it, each estimated by its module or, when it
  * gives none, by the core's default (plinth/cost.h: FLOPs and bytes at
  * default rates, plus one dispatch per imperative node or per subgraph).
+ * Estimates are for one thread: compute and boundary reorders are divided
+ * by THREADS (the runtime's), launches and thread handoffs are not.
  * When the alternative is cheaper the subgraph is offered to the next
  * backends, with a reason that quotes both estimates. A module that gives no
  * estimate keeps what the order gives it: the user placed it, and the core
@@ -73,7 +75,8 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               bool choose_by_cost, pl_partition **out_partition);
+                               bool choose_by_cost, int threads,
+                               pl_partition **out_partition);
 void pl_partition_destroy(pl_partition *p);
 
 /* Marks the nodes of cluster C as refused by its backend, with REASON, and

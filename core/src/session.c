@@ -164,7 +164,8 @@ static pl_status *pl_sess_partition(pl_session *s)
     if (st == NULL)
         st = pl_partition_create(s->g, s->view, backends, nb, pins, n_pins,
                                  s->rt->config->min_subgraph_nodes,
-                                 s->rt->config->choose_by_cost, &s->part);
+                                 s->rt->config->choose_by_cost,
+                                 pl_runtime_thread_count(s->rt), &s->part);
     for (size_t i = 0; pin_names && i < s->rt->config->n_pins; i++)
         pl_free(pin_names[i]);
     pl_free(pin_names);

@@ -357,8 +357,9 @@ typedef struct pl_module_api {
      * view of the whole graph that supported_nodes saw, in topological
      * order, every one of them accepted by this module) on DEVICE would
      * cost: for a symbolic module the nodes of one subgraph it would
-     * compile, for an imperative one a single node. Fills *out and returns
-     * 1, or returns 0 for "no estimate". The partitioner weighs a
+     * compile, for an imperative one a single node. Fills *out, as on one
+     * thread (the core divides compute and boundary by the runtime's
+     * threads), and returns 1, or returns 0 for "no estimate". The partitioner weighs a
      * subgraph's estimate against the same nodes on the backends after
      * it (partition.h); a module that gives no estimate keeps the place
      * backend.ini's order gives it. plinth/cost.h has the FLOPs and bytes
