@@ -88,6 +88,7 @@ class Tester:
         self.graphs = 0
         self.ref_errors = 0
         self.verbose = args.verbose
+        self.first_refusal = None  # cpu's first "unsupported", for vacuous()
 
     def close(self):
         for b in self.backends:
@@ -137,9 +138,21 @@ class Tester:
                                 "remove the line from known_failures.txt"
                                 % (gid, v.backend, self.known[(gid, v.backend)], v.status))
             self.stats[v.backend][v.status] += 1
+            if v.backend == "cpu" and v.status == "unsupported" and self.first_refusal is None:
+                self.first_refusal = "%s: %s" % (gid, v.detail)
             if self.verbose and v.status in ("unsupported", "idle"):
                 print("%s: %s: %s: %s" % (gid, v.backend, v.status, v.detail))
         return problems, failed
+
+    def vacuous(self):
+        """A line saying why the run proved nothing, or None: cpu, the
+        reference every backend is compared with, ran none of the graphs (a
+        soak whose every graph was refused once reported 0 failures: the
+        json format module was missing from its module folder)."""
+        if self.graphs == 0 or "cpu" not in self.stats or self.stats["cpu"]["ran"] > 0:
+            return None
+        return "cpu ran none of the %d graphs, so nothing was compared; the first " \
+               "refusal: %s" % (self.graphs, self.first_refusal or "none recorded")
 
     def summary(self, seconds):
         print("difftest: %d graphs in %.1f s (%.1f graphs/s)" % (
@@ -191,6 +204,8 @@ def cmd_ci(t, args):
         if args.list_known:
             list_known(t, args, gid, g, seed, failed)
     t.summary(time.time() - start)
+    if t.vacuous():
+        problems.append(t.vacuous())
     for p in problems:
         print("FAIL " + p)
     listed = [k for k in t.known if k[0].startswith("seed:%s:%s:" % (args.family, args.dtype))
@@ -351,7 +366,9 @@ def cmd_soak(t, args):
             found.append(stem)
     t.summary(time.time() - start)
     print("soak: %d failures saved%s" % (len(found), ": " + ", ".join(found) if found else ""))
-    return 1 if found or t.ref_errors else 0
+    if t.vacuous():
+        print("FAIL " + t.vacuous())
+    return 1 if found or t.ref_errors or t.vacuous() else 0
 
 
 def cmd_regress(t, args):
@@ -365,6 +382,8 @@ def cmd_regress(t, args):
     start = time.time()
     problems, _ = t.run_graph(gid, graph, inputs)
     t.summary(time.time() - start)
+    if t.vacuous():
+        problems.append(t.vacuous())
     for p in problems:
         print("FAIL " + p)
     return 1 if problems else 0
