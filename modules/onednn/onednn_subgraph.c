@@ -1630,10 +1630,30 @@ static uint32_t odnn_options(const pl_module_ctx *ctx)
  * are bf16; a convolution's result stays bf16 (pooling and post-op sums
  * take it as it is), a product's only when the next convolution or product
  * reads it (odnn_bf16_readers); bias, normalisations, softmax and the
- * graph's outputs stay f32. */
-static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx)
+ * graph's outputs stay f32.
+ *
+ * Which primitives: bf16 halves the bytes a primitive moves but costs a
+ * conversion wherever an f32 op meets it. With AVX512-BF16 alone (no AMX)
+ * that paid only in dense convolutions with a kernel wider than 1x1
+ * (DENSE_SPATIAL). Measured with bench/zoo.py at 2 threads on
+ * avx512_core_bf16, bf16 everywhere over f32: vgg11_s 0.57, yolo_s 0.60,
+ * resnet50_s 0.70, unet_s 0.72, but transformer_padmask 1.38,
+ * convnext_s_op17 1.29, vit_s_op17 1.24, mobilenet_v3_s 1.20,
+ * efficientnet_s 1.17, whose products, 1x1 and depthwise convolutions
+ * are small. With AMX, whose tiles multiply bf16 several times faster than
+ * AVX-512 does f32, every product and convolution takes it. */
+static int odnn_bf16_everywhere(void)
 {
-    return ctx->bf16 ? dnnl_bf16 : dnnl_f32;
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) ==
+           (unsigned)dnnl_cpu_isa_avx512_core_amx;
+}
+
+static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx, int dense_spatial)
+{
+    if (!ctx->bf16)
+        return dnnl_f32;
+    return dense_spatial || odnn_bf16_everywhere() ? dnnl_bf16 : dnnl_f32;
 }
 
 /* What compile reads weights from when it imports: the blob's weights, in
@@ -2794,7 +2814,11 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     if (!odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
 
-    dnnl_data_type_t cdt = wt.cdata != NULL ? odnn_compute_dt(b->ctx) : dnnl_f32;
+    int spatial = 0;
+    for (int32_t d = 2; d < wt.ndim; d++)
+        spatial |= wt.dims[d] > 1;
+    dnnl_data_type_t cdt =
+        wt.cdata != NULL ? odnn_compute_dt(b->ctx, group == 1 && spatial) : dnnl_f32;
     /* A 1x1 convolution may take the depthwise one after it (odnn_dw_after);
      * when oneDNN has only a reference kernel for the pair, again without. */
     int may_dw = cdt == dnnl_f32 && group == 1 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
@@ -2999,7 +3023,7 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     }
     /* bf16: only with constant weights (reordered to bf16 once); A is read
      * as it is when its writer left it bf16, else reordered to bf16. */
-    dnnl_data_type_t cdt = w.cdata != NULL ? odnn_compute_dt(b->ctx) : dnnl_f32;
+    dnnl_data_type_t cdt = w.cdata != NULL ? odnn_compute_dt(b->ctx, 0) : dnnl_f32;
     dnnl_memory_desc_t a_f32 = a_md;
     a_md.data_type = cdt;
     if (w.cdata != NULL)
@@ -4488,14 +4512,16 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 10u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 11u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
                                  8: 1x1 + depthwise stride-2 fused;
                                  9: an eltwise algorithm once per post-op chain;
                                  10: swish/hardswish patterns, two-step eltwise ops
-                                     (HardSigmoid, Selu), scalar Max/Min as clips */
+                                     (HardSigmoid, Selu), scalar Max/Min as clips;
+                                 11: bf16 only in dense spatial convolutions
+                                     without AMX */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
