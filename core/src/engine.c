@@ -59,11 +59,12 @@ struct pl_var {
     pl_op *delete_op;
 };
 
-/* The waiter of a wait_var, on its caller's stack. */
+/* The waiter of a wait_var, on its caller's stack. The caller helps run
+ * the CPU pool's tasks until FLAG is set (pl_threadpool_help); once it is,
+ * the waiter may be gone. */
 typedef struct pl_var_waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
+    atomic_bool flag;
+    pl_threadpool *pool;    /* where the caller helps */
     pl_status *result;
 } pl_var_waiter;
 
@@ -620,11 +621,10 @@ static long pl_engine_dispatch(pl_engine *e, pl_ready_list *ready,
             pl_status *result = pl_status_copy(v->error);
             pthread_mutex_unlock(&v->mu);
             pl_var_waiter *w = op->waiter;
-            pthread_mutex_lock(&w->mu);
+            pl_threadpool *helping = w->pool;
             w->result = result;
-            w->done = true;
-            pthread_cond_broadcast(&w->cv);
-            pthread_mutex_unlock(&w->mu);
+            atomic_store_explicit(&w->flag, true, memory_order_release);
+            pl_threadpool_wake_helpers(helping);
             pl_op_finish(op, NULL, ready);
             finished++;
             continue;
@@ -997,25 +997,17 @@ pl_status *pl_engine_wait_var(pl_engine *e, pl_var *var)
         pthread_mutex_unlock(&var->mu);
         return copy;
     }
-    pl_var_waiter w = {.done = false, .result = NULL};
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
+    pl_var_waiter w = {.pool = e->cpu, .result = NULL};
+    atomic_init(&w.flag, false);
     pl_op *op = NULL;
-    pl_status *st = pl_op_make(e, PL_OP_WAIT, NULL, 0, &var, 1, &op);
-    if (st != NULL) {
-        pthread_cond_destroy(&w.cv);
-        pthread_mutex_destroy(&w.mu);
-        return st;
-    }
+    PL_RETURN_IF_ERROR(pl_op_make(e, PL_OP_WAIT, NULL, 0, &var, 1, &op));
     op->name = "wait_var";
     op->waiter = &w;
     pl_engine_enqueue(e, op, 0);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done)
-        pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
+    /* Run CPU operations meanwhile rather than sleep until a worker has run
+     * them: a run of a small model is then mostly in this thread, with no
+     * wake-up between its last step and its caller. */
+    pl_threadpool_help(e->cpu, &w.flag);
     return w.result;
 }
 

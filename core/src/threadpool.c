@@ -23,7 +23,9 @@
  * time slice behind it: on 2 cores, bert_tiny through onednn had a p90 of
  * 6.5 ms against a median of 4.9 ms without that.
  *
- * Tasks (engine operations) wait in a binary heap by priority, then seq. */
+ * Tasks (engine operations) wait in a binary heap by priority, then seq.
+ * A thread waiting for tasks to finish (the engine's wait_var) helps run
+ * them (pl_threadpool_help) and sleeps on help_cv, not work_cv. */
 #include "threadpool.h"
 
 #include <pthread.h>
@@ -65,6 +67,11 @@ struct pl_threadpool {
     size_t n_heap;
     size_t cap_heap;
     int idle;                   /* workers waiting on work_cv (not spinning) */
+    /* Threads that help while they wait (pl_threadpool_help) and sleep on
+     * help_cv when there is nothing to run: woken for tasks the idle
+     * workers cannot take, and when a flag they wait for is set. */
+    pthread_cond_t help_cv;
+    int idle_helpers;
     /* Bumped under the mutex whenever work is published (a job, tasks) or
      * the pool stops; spinners watch it without the mutex. */
     atomic_uint work_seq;
@@ -79,8 +86,10 @@ typedef struct pl_pool_start {
 
 /* Set while a thread runs a chunk: nested parallel_for runs inline. */
 static _Thread_local bool pl_pool_in_chunk;
-/* The pool whose worker the current thread is, if any. */
+/* The pool whose worker (or helper, pl_threadpool_help) the current thread
+ * is, if any, and its worker index there. */
 static _Thread_local const pl_threadpool *pl_pool_self;
+static _Thread_local int pl_pool_index;
 
 /* ---- the task heap (pool mutex held) ------------------------------------ */
 
@@ -211,10 +220,11 @@ static int64_t pl_pool_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spins for up to the pool's spin_us while work_seq stays SEEN and the pool
- * runs. Returns true when either changed (look for work again), false when
- * the time ran out (go to sleep). Called without the mutex. */
-static bool pl_pool_spin_for_work(pl_threadpool *pool, unsigned seen)
+/* Spins for up to the pool's spin_us while work_seq stays SEEN, the pool
+ * runs and DONE (when given) stays false. Returns true when any changed
+ * (look again), false when the time ran out (go to sleep). Called without
+ * the mutex. */
+static bool pl_pool_spin_for_work(pl_threadpool *pool, unsigned seen, const atomic_bool *done)
 {
     int64_t deadline = pl_pool_now_ns() + (int64_t)pool->spin_us * 1000;
     for (;;) {
@@ -222,7 +232,8 @@ static bool pl_pool_spin_for_work(pl_threadpool *pool, unsigned seen)
             unsigned seq = atomic_load_explicit(&pool->work_seq,
                                                 memory_order_acquire);
             if (seq != seen ||
-                atomic_load_explicit(&pool->stop, memory_order_acquire))
+                atomic_load_explicit(&pool->stop, memory_order_acquire) ||
+                (done != NULL && atomic_load_explicit(done, memory_order_acquire)))
                 return true;
             if (atomic_load_explicit(&pool->spin_hold, memory_order_relaxed) > 0)
                 return false;
@@ -267,6 +278,7 @@ static void *pl_pool_worker(void *arg)
     pl_free(arg);
     pl_threadpool *pool = start.pool;
     pl_pool_self = pool;
+    pl_pool_index = start.index;
     /* Whether this worker may spin before its next sleep: after work, after
      * a wake-up, and after a spin that saw new work; not after a spin that
      * ran out of time. */
@@ -307,7 +319,7 @@ static void *pl_pool_worker(void *arg)
             unsigned seen = atomic_load_explicit(&pool->work_seq,
                                                  memory_order_relaxed);
             pthread_mutex_unlock(&pool->mu);
-            may_spin = pl_pool_spin_for_work(pool, seen);
+            may_spin = pl_pool_spin_for_work(pool, seen, NULL);
             pthread_mutex_lock(&pool->mu);
             continue;   /* look again before any sleep */
         }
@@ -344,6 +356,7 @@ pl_status *pl_threadpool_create_in(pl_allocator alloc, int workers, int budget,
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->work_cv, NULL);
     pthread_cond_init(&pool->done_cv, NULL);
+    pthread_cond_init(&pool->help_cv, NULL);
     if (workers > 0) {
         pool->workers = pl_alloc_calloc(alloc, (size_t)workers, sizeof *pool->workers);
         if (pool->workers == NULL) {
@@ -400,6 +413,7 @@ void pl_threadpool_destroy(pl_threadpool *pool)
         pthread_join(pool->workers[i], NULL);
     pl_free(pool->workers);
     pl_free(pool->heap);
+    pthread_cond_destroy(&pool->help_cv);
     pthread_cond_destroy(&pool->done_cv);
     pthread_cond_destroy(&pool->work_cv);
     pthread_mutex_destroy(&pool->mu);
@@ -498,6 +512,9 @@ pl_task *pl_threadpool_submit_batch(pl_threadpool *pool, pl_task *const *tasks,
                                                      : (size_t)pool->idle;
     for (size_t i = 0; i < wake; i++)
         pthread_cond_signal(&pool->work_cv);
+    /* Tasks the sleeping workers do not cover go to sleeping helpers. */
+    for (size_t i = wake; i < pool->n_heap && (int)(i - wake) < pool->idle_helpers; i++)
+        pthread_cond_signal(&pool->help_cv);
     pthread_mutex_unlock(&pool->mu);
     return mine;
 }
@@ -505,4 +522,50 @@ pl_task *pl_threadpool_submit_batch(pl_threadpool *pool, pl_task *const *tasks,
 void pl_threadpool_submit(pl_threadpool *pool, pl_task *task)
 {
     pl_threadpool_submit_batch(pool, &task, 1, false);
+}
+
+void pl_threadpool_help(pl_threadpool *pool, const atomic_bool *done)
+{
+    const pl_threadpool *outer_self = pl_pool_self;
+    int outer_index = pl_pool_index;
+    /* A worker of this pool helps under its own index; any other thread
+     * under the one past the workers'. */
+    int worker = outer_self == pool ? outer_index : pool->n_workers;
+    pl_pool_self = pool;
+    pl_pool_index = worker;
+    bool may_spin = true;
+    pthread_mutex_lock(&pool->mu);
+    while (!atomic_load_explicit(done, memory_order_acquire)) {
+        pl_task *task = pl_heap_pop(pool);
+        if (task != NULL) {
+            pthread_mutex_unlock(&pool->mu);
+            while (task != NULL)
+                task = task->run(task, worker);
+            pthread_mutex_lock(&pool->mu);
+            may_spin = true;
+            continue;
+        }
+        if (may_spin && pool->spin_us > 0 &&
+            atomic_load_explicit(&pool->spin_hold, memory_order_relaxed) == 0) {
+            unsigned seen = atomic_load_explicit(&pool->work_seq, memory_order_relaxed);
+            pthread_mutex_unlock(&pool->mu);
+            may_spin = pl_pool_spin_for_work(pool, seen, done);
+            pthread_mutex_lock(&pool->mu);
+            continue;
+        }
+        pool->idle_helpers++;
+        pthread_cond_wait(&pool->help_cv, &pool->mu);
+        pool->idle_helpers--;
+        may_spin = true;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    pl_pool_self = outer_self;
+    pl_pool_index = outer_index;
+}
+
+void pl_threadpool_wake_helpers(pl_threadpool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    pthread_cond_broadcast(&pool->help_cv);
+    pthread_mutex_unlock(&pool->mu);
 }

@@ -5,6 +5,7 @@
 #ifndef PL_CORE_THREADPOOL_H
 #define PL_CORE_THREADPOOL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,5 +81,19 @@ void pl_threadpool_submit(pl_threadpool *pool, pl_task *task);
  * wake-up); otherwise returns NULL. */
 pl_task *pl_threadpool_submit_batch(pl_threadpool *pool, pl_task *const *tasks,
                                     size_t n, bool keep_one);
+
+/* Makes the calling thread one more runner of POOL's tasks until *DONE:
+ * it takes ready tasks (and the continuations they hand back) like a
+ * worker, spins for up to spin_us when there are none (unless the spin is
+ * held), then sleeps until a task or pl_threadpool_wake_helpers. Tasks run
+ * with the thread's own worker index when it is a worker of POOL, else
+ * with the index one past the workers'. A thread that waits for work it
+ * pushed this way runs that work itself instead of handing it to a worker
+ * and sleeping until a wake-up, which costs tens of microseconds. */
+void pl_threadpool_help(pl_threadpool *pool, const atomic_bool *done);
+
+/* Wakes the threads sleeping in pl_threadpool_help after a flag one of them
+ * waits for was set. Thread-safe. */
+void pl_threadpool_wake_helpers(pl_threadpool *pool);
 
 #endif

@@ -1925,6 +1925,72 @@ static pl_status *gated_fn(void *arg, const pl_run_context *rc)
     return record_thread_fn(&g->rec, rc);
 }
 
+/* An op that marks itself started, then holds its worker until the test
+ * opens it (or 5 s pass, so that a broken engine fails instead of hanging). */
+typedef struct hold_rec {
+    atomic_int started;
+    atomic_int open;
+} hold_rec;
+
+static pl_status *held_fn(void *arg, const pl_run_context *rc)
+{
+    (void)rc;
+    hold_rec *h = arg;
+    atomic_store(&h->started, 1);
+    double end = now_s() + 5.0;
+    while (!atomic_load(&h->open) && now_s() < end)
+        sleep_us(100);
+    return NULL;
+}
+
+typedef struct worker_rec {
+    pthread_t thread;
+    int32_t worker;
+    atomic_int ran;
+} worker_rec;
+
+static pl_status *record_worker_fn(void *arg, const pl_run_context *rc)
+{
+    worker_rec *r = arg;
+    r->thread = pthread_self();
+    r->worker = rc->worker;
+    atomic_fetch_add(&r->ran, 1);
+    return NULL;
+}
+
+/* wait_var runs ready CPU ops on the waiting thread: with the one worker
+ * held by another op, the op waited for runs on the waiter at once, as the
+ * worker after the pool's (index 1 of a one-worker pool). An engine whose
+ * waiter only sleeps would run it on the worker after the hold ends. */
+static void case_wait_helps(void)
+{
+    pl_engine *e = make_engine(PL_ENGINE_THREADED, 1);
+    pl_var *va = pl_engine_new_var(e), *vb = pl_engine_new_var(e);
+    CHECK(va != NULL && vb != NULL);
+    for (int k = 0; k < 20; k++) {
+        hold_rec h;
+        atomic_init(&h.started, 0);
+        atomic_init(&h.open, 0);
+        worker_rec b = {0};
+        atomic_init(&b.ran, 0);
+        expect_ok(pl_engine_push(e, held_fn, &h, CPU, NULL, 0, &va, 1, 0, "held"), "push held");
+        wait_flag(&h.started);
+        expect_ok(pl_engine_push(e, record_worker_fn, &b, CPU, NULL, 0, &vb, 1, 0, "b"),
+                  "push b");
+        expect_ok(pl_engine_wait_var(e, vb), "wait b");
+        CHECK(atomic_load(&b.ran) == 1);
+        CHECKF(atomic_load(&h.open) == 0, "round %d: the held op was not held", k);
+        CHECKF(pthread_equal(b.thread, pthread_self()), "round %d: b ran on a worker", k);
+        CHECKF(b.worker == 1, "round %d: b ran as worker %d, expected 1", k, (int)b.worker);
+        atomic_store(&h.open, 1);
+        expect_ok(pl_engine_wait_var(e, va), "wait held");
+    }
+    pl_engine_delete_var(e, va);
+    pl_engine_delete_var(e, vb);
+    expect_ok(pl_engine_wait_all(e), "wait all");
+    pl_engine_destroy(e);
+}
+
 static void case_inline_ops(void)
 {
     static const pl_exec_ctx INLINE = {PL_EXEC_INLINE, 0, 0, NULL};
@@ -2491,6 +2557,7 @@ static const test_case cases[] = {
     {"destroy_spinning", case_destroy_spinning},
     {"hold_spin", case_hold_spin},
     {"inline_ops", case_inline_ops},
+    {"wait_helps", case_wait_helps},
     {"random_t1_spin", c_random_t1_spin},
     {"random_t2_spin", c_random_t2_spin},
     {"random_t4_spin", c_random_t4_spin},

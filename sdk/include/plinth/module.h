@@ -159,7 +159,9 @@ typedef enum pl_output_request {
 } pl_output_request;
 
 /* Where a piece of work runs: the module's device index, the engine worker
- * and, for accelerators, the stream the worker owns (NULL on the CPU). */
+ * (0 .. threads: the CPU pool's workers, or a thread that runs operations
+ * while it waits for them) and, for accelerators, the stream the worker
+ * owns (NULL on the CPU). */
 typedef struct pl_run_context {
     pl_abi_header header;
     int32_t device;
