@@ -387,9 +387,12 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
 
 /* What handing work between threads costs cluster CL per run: a
  * pinned-thread or device backend runs on a worker of its own, and each
- * side of the subgraph that meets a step of another backend is one wake-up
- * of a sleeping thread (measured with `plinth bench` on a chain of [1,64]
- * ops alternating between onednn and cpu: 5 to 9 us a transition). */
+ * side of the subgraph that meets a step of another backend, or the run's
+ * caller (which runs CPU steps itself while it waits, so a graph input or
+ * output is a hand-off too), is one wake-up of a sleeping thread (measured
+ * with `plinth bench` on a chain of [1,64] ops alternating between onednn
+ * and cpu: 5 to 9 us a transition; a one-subgraph model of two tiny nodes:
+ * 13 us on onednn, 2 us on cpu). */
 static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
 {
     const pl_module *m = p->backends[cl->backend].module;
@@ -402,13 +405,15 @@ static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
         for (size_t k = 0; k < node->n_inputs && !in; k++) {
             if (node->inputs[k] == PL_TID_NONE)
                 continue;
-            pl_nid q = pl_graph_get_tensor(p->g, node->inputs[k])->producer;
-            in = q != PL_NID_NONE && p->assign[q] != cl->backend;
+            const pl_graph_tensor *t = pl_graph_get_tensor(p->g, node->inputs[k]);
+            in = t->producer != PL_NID_NONE ? p->assign[t->producer] != cl->backend
+                                            : t->data == NULL;
         }
         for (size_t k = 0; k < node->n_outputs && !out; k++) {
             if (node->outputs[k] == PL_TID_NONE)
                 continue;
             const pl_graph_tensor *t = pl_graph_get_tensor(p->g, node->outputs[k]);
+            out = t->is_output;
             for (size_t r = 0; r < t->n_consumers && !out; r++)
                 out = p->assign[t->consumers[r]] != cl->backend;
         }

@@ -16,6 +16,10 @@ Cases:
   islands        Tanh and Softsign alternating: onednn takes the Tanh only,
                  and every island costs two thread handoffs, so `cost` runs
                  all on cpu while `first` makes 8 onednn subgraphs;
+  tiny_whole     Tanh then Relu on 64 values, a whole model onednn takes:
+                 the run's caller runs CPU steps itself, so the subgraph's
+                 graph input and output are two thread handoffs, and `cost`
+                 runs it on cpu (`first` on onednn);
   same_outputs   the outputs of every model above agree between `cost` and
                  `first` (1e-5 relative);
   no_estimate    example_acc gives no estimate: `cost` keeps exactly the
@@ -79,6 +83,12 @@ def model_islands(tmp, ops=("Tanh", "Softsign"), name="islands"):
                               ["y" if k == len(ops) - 1 else "t%d" % (k + 1)],
                               name="%s_%d" % (op.lower(), k)) for k, op in enumerate(ops)]
     return save(os.path.join(tmp, name + ".onnx"), nodes, [1, 64], [1, 64])
+
+
+def model_tiny_whole(tmp):
+    nodes = [helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
+             helper.make_node("Relu", ["t"], ["y"], name="relu")]
+    return save(os.path.join(tmp, "tiny_whole.onnx"), nodes, [1, 64], [1, 64])
 
 
 def model_relu_islands(tmp):
@@ -184,8 +194,17 @@ def main():
             fail("choose = cost should run everything on cpu: %s" % placement(c))
         if "thread handoff" not in reason(c, "tanh_0", "onednn"):
             fail("the reason should count the thread handoffs: %r" % reason(c, "tanh_0", "onednn"))
+    elif args.case == "tiny_whole":
+        m = model_tiny_whole(args.tmp)
+        c, f = pl.explain(cost, m), pl.explain(first, m)
+        if placement(f) != {"tanh": "onednn", "relu": "onednn"}:
+            fail("choose = first should put both nodes on onednn: %s" % placement(f))
+        if placement(c) != {"tanh": "cpu", "relu": "cpu"}:
+            fail("choose = cost should run the tiny model on cpu: %s" % placement(c))
+        if "thread handoff 10.0" not in reason(c, "tanh", "onednn"):
+            fail("the reason should count two thread handoffs: %r" % reason(c, "tanh", "onednn"))
     elif args.case == "same_outputs":
-        for make in (model_small_rnn, model_big_conv, model_islands):
+        for make in (model_small_rnn, model_big_conv, model_islands, model_tiny_whole):
             m = make(args.tmp)
             a = pl.outputs(cost, m, "cost")
             b = pl.outputs(first, m, "first")
