@@ -2494,6 +2494,15 @@ static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *
 
 /* ---- one node (with what it fuses) ------------------------------------------- */
 
+/* Whether IMPL (a primitive's implementation name) is one of oneDNN's
+ * reference kernels: "ref:any", "ref_int8:any", ..., and the
+ * per-primitive ones "bnorm_ref:any", "lnorm_ref:any", "reduction_ref:any"
+ * and the like. */
+static int odnn_impl_is_ref(const char *impl)
+{
+    return impl == NULL || strncmp(impl, "ref", 3) == 0 || strstr(impl, "_ref:") != NULL;
+}
+
 static pl_status *odnn_make_pd(struct odnn_build *b, const_dnnl_op_desc_t desc,
                                const_dnnl_post_ops_t po, size_t node, dnnl_primitive_desc_t *pd)
 {
@@ -2506,7 +2515,7 @@ static pl_status *odnn_make_pd(struct odnn_build *b, const_dnnl_op_desc_t desc,
     const char *impl = NULL;
     if (ds == dnnl_success &&
         dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-        impl != NULL && strncmp(impl, "ref", 3) == 0) {
+        odnn_impl_is_ref(impl)) {
         onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                                  "node '%s' (%s): oneDNN's reference implementation (%s)",
                                  onednn_host->graph->node_name(b->v, node),
@@ -2542,7 +2551,7 @@ static dnnl_status_t odnn_conv_pd_fast(struct odnn_build *b, const dnnl_convolut
         return ds;
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL || strncmp(impl, "ref", 3) == 0) {
+        odnn_impl_is_ref(impl)) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = NULL;
         return dnnl_unimplemented;
@@ -2961,7 +2970,7 @@ static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
 {
     const char *impl = NULL;
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    return impl != NULL && strncmp(impl, "ref", 3) == 0;
+    return impl != NULL && odnn_impl_is_ref(impl);
 }
 
 /* Whether oneDNN has only its reference implementation for DESC. */
@@ -3312,9 +3321,17 @@ static pl_status *odnn_bnorm(struct odnn_build *b, size_t n, int src)
     if (st != NULL)
         return st;
     dnnl_batch_normalization_desc_t bd;
+    const unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
     dnnl_status_t ds = dnnl_batch_normalization_forward_desc_init(
-        &bd, dnnl_forward_inference, &b->c->values[src].md, eps,
-        dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+        &bd, dnnl_forward_inference, &b->c->values[src].md, eps, flags);
+    if (ds == dnnl_success && !odnn_is_plain(&b->c->values[src].md) && odnn_desc_is_ref(b, &bd)) {
+        /* A blocked layout only the reference kernel takes: read it plain. */
+        st = odnn_plain(b, src, (int64_t)n, &src);
+        if (st != NULL)
+            return st;
+        ds = dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference,
+                                                        &b->c->values[src].md, eps, flags);
+    }
     st = odnn_dnnl(ds, "batch normalization descriptor", v, (int64_t)n);
     return st != NULL ? st
                       : odnn_simple(b, n, ODNN_S_BNORM, &bd, src, odnn_out(v, n, 0), args, w, 4);
@@ -3644,6 +3661,58 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     return NULL;
 }
 
+/* The channel-blocked tag (aBcd16b, aBcd8b, and their 3-D and 5-D kin)
+ * MD is dense in, or undef. */
+static dnnl_format_tag_t odnn_channel_block_tag(const dnnl_memory_desc_t *md)
+{
+    static const dnnl_format_tag_t tags[3][2] = {{dnnl_aBc16b, dnnl_aBc8b},
+                                                 {dnnl_aBcd16b, dnnl_aBcd8b},
+                                                 {dnnl_aBcde16b, dnnl_aBcde8b}};
+    if (md->ndims < 3 || md->ndims > 5 || md->format_kind != dnnl_blocked ||
+        md->format_desc.blocking.inner_nblks != 1 || md->offset0 != 0)
+        return dnnl_format_tag_undef;
+    for (int k = 0; k < 2; k++) {
+        dnnl_format_tag_t tag = tags[md->ndims - 3][k];
+        dnnl_memory_desc_t probe;
+        if (dnnl_memory_desc_init_by_tag(&probe, md->ndims, md->dims, md->data_type, tag) ==
+                dnnl_success &&
+            dnnl_memory_desc_equal(&probe, md))
+            return tag;
+    }
+    return dnnl_format_tag_undef;
+}
+
+/* A concat primitive of the K sources MDS along AXIS into DST (NULL: any),
+ * kept only when a real kernel took it: *PD NULL otherwise. */
+static dnnl_status_t odnn_concat_pd(struct odnn_build *b, size_t k, int axis,
+                                    const dnnl_memory_desc_t *mds, const dnnl_memory_desc_t *dst,
+                                    dnnl_primitive_desc_t *pd)
+{
+    *pd = NULL;
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, NULL);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return dnnl_out_of_memory;
+    }
+    dnnl_status_t ds =
+        dnnl_concat_primitive_desc_create(pd, dst, (int)k, axis, mds, attr, b->ctx->engine);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds == dnnl_success && odnn_pd_is_ref(*pd)) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = NULL;
+        return dnnl_unimplemented;
+    }
+    return ds;
+}
+
+/* Concat. Sources that all share a channel blocking stay in it, with the
+ * destination in the same blocking (left to choose, oneDNN 2.6 picks
+ * Bacd16b beside aBcd16b sources whose channels are not whole blocks, a
+ * layout its batch normalization only has a reference kernel for). When
+ * that takes no real kernel (mixed layouts, channels that are not whole
+ * blocks: oneDNN's reference concat, 10x slower), every source goes plain
+ * and the copy is the plain kernel's. */
 static pl_status *odnn_concat(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -3663,39 +3732,46 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
     }
     if (st != NULL)
         return st;
-    int plain_all = 0;
-    for (size_t k = 0; k < k_in; k++)
-        if (b->c->values[srcs[k]].md.format_kind != dnnl_blocked)
-            plain_all = 1;
-    if (plain_all)
-        for (size_t k = 0; st == NULL && k < k_in; k++) {
-            st = odnn_plain(b, srcs[k], (int64_t)n, &srcs[k]);
-            if (st == NULL)
-                mds[k] = b->c->values[srcs[k]].md;
-        }
-    dnnl_primitive_attr_t attr;
-    if (st == NULL)
-        st = odnn_attr(&attr, NULL);
-    if (st != NULL)
-        return st;
+    dnnl_format_tag_t tag = odnn_channel_block_tag(&mds[0]);
+    for (size_t k = 1; k < k_in && tag != dnnl_format_tag_undef; k++)
+        if (odnn_channel_block_tag(&mds[k]) != tag)
+            tag = dnnl_format_tag_undef;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds =
-        dnnl_concat_primitive_desc_create(&pd, NULL, (int)k_in, (int)axis, mds, attr,
-                                          b->ctx->engine);
-    dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success) { /* mixed blocked layouts: go plain */
+    dnnl_status_t ds = dnnl_unimplemented;
+    if (tag != dnnl_format_tag_undef) {
+        dnnl_memory_desc_t dst_md;
+        dnnl_dims_t yd;
+        for (int i = 0; i < y.ndim; i++)
+            yd[i] = y.dims[i];
+        if (dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, mds[0].data_type, tag) ==
+            dnnl_success)
+            ds = odnn_concat_pd(b, k_in, (int)axis, mds, &dst_md, &pd);
+    }
+    if (pd == NULL) {
         for (size_t k = 0; st == NULL && k < k_in; k++) {
             st = odnn_plain(b, srcs[k], (int64_t)n, &srcs[k]);
             if (st == NULL)
                 mds[k] = b->c->values[srcs[k]].md;
         }
-        if (st == NULL)
-            st = odnn_attr(&attr, NULL);
         if (st != NULL)
             return st;
-        ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)k_in, (int)axis, mds, attr,
-                                               b->ctx->engine);
-        dnnl_primitive_attr_destroy(attr);
+        ds = odnn_concat_pd(b, k_in, (int)axis, mds, NULL, &pd);
+        if (ds == dnnl_unimplemented && pd == NULL) {
+            /* Nothing but the reference kernel: take it rather than fail
+             * a subgraph the partition already gave this module. */
+            dnnl_primitive_attr_t attr;
+            if ((st = odnn_attr(&attr, NULL)) != NULL)
+                return st;
+            ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)k_in, (int)axis, mds, attr,
+                                                   b->ctx->engine);
+            dnnl_primitive_attr_destroy(attr);
+            const char *impl = NULL;
+            if (ds == dnnl_success)
+                dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+            onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                     "node '%s' (Concat): oneDNN's reference implementation (%s)",
+                                     onednn_host->graph->node_name(v, n), impl ? impl : "?");
+        }
     }
     st = odnn_dnnl(ds, "concat", v, (int64_t)n);
     int dst = -1, s = -1;
