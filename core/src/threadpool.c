@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -279,6 +280,14 @@ static void *pl_pool_worker(void *arg)
     pl_threadpool *pool = start.pool;
     pl_pool_self = pool;
     pl_pool_index = start.index;
+    /* Named for top -H and perf sched: pl-cpu-N, or pl-dev for a pool of
+     * one thread (a device's or pinned-thread module's worker). */
+    char name[16];
+    if (pool->budget == 1)
+        snprintf(name, sizeof name, "pl-dev");
+    else
+        snprintf(name, sizeof name, "pl-cpu-%d", start.index);
+    pthread_setname_np(pthread_self(), name);
     /* Whether this worker may spin before its next sleep: after work, after
      * a wake-up, and after a spin that saw new work; not after a spin that
      * ran out of time. */

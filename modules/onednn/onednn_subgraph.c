@@ -47,7 +47,7 @@
  * The core never runs one compiled subgraph twice at once, so run keeps its
  * state (arena, scratchpad, memories) in the compiled object without locks. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, madvise, pthread_setname_np */
 
 #include "onednn.h"
 
@@ -57,12 +57,16 @@
 #include <float.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define ODNN_MAX_RANK 6      /* tensors of higher rank are refused */
 #define ODNN_MAX_CONCAT 32   /* inputs of one Concat */
@@ -4712,6 +4716,33 @@ static pl_status *odnn_import_header(pl_module_ctx *ctx, const pl_graph_view *v,
     return NULL;
 }
 
+/* The workers of the calling thread's OpenMP team give way to the
+ * runtime's own threads. libgomp's workers spin between parallel regions
+ * (GOMP_SPINCOUNT iterations, about a millisecond by default, forever under
+ * OMP_WAIT_POLICY=active), and perf sched showed such a worker holding a
+ * core between two subgraphs while the CPU pool's woken threads waited a
+ * whole scheduler tick (4 ms) for it: under OMP_WAIT_POLICY=active every
+ * run of wav2vec_fe took 4.0 ms instead of 0.6. At nice 10 those runs take
+ * 0.7-1.0 ms; under the default policy such stalls became rarer but did
+ * not go away (the machine is shared; a woken master can still queue
+ * behind its own spinning worker). Named pl-omp for top -H. Done once per
+ * calling thread and team size. */
+static void odnn_team_yields(int threads)
+{
+    static _Thread_local int done_for;
+    if (done_for == threads || threads < 2)
+        return;
+    done_for = threads;
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num();
+        if (t != 0) {
+            setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+            pthread_setname_np(pthread_self(), "pl-omp");
+        }
+    }
+}
+
 pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
                              const void *blob, size_t blob_bytes, pl_compiled **out_compiled)
 {
@@ -4840,6 +4871,7 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     int threads = onednn_host->thread_count(ctx->host_ctx);
     if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
+    odnn_team_yields(threads);
     for (int s = 0; s < c->n_steps; s++) {
         const struct odnn_step *step = &c->steps[s];
         int nargs = step->n_args + (step->scratch_mem != NULL);
