@@ -20,8 +20,9 @@
  * reduced one, LogSoftmax over an inner axis, a broadcast across the
  * channels of a 4-d tensor) are refused; an eltwise or binary step whose
  * blocked source only a reference kernel takes reads a plain copy.
- * Reshape, Flatten, Transpose, Identity, Squeeze, Unsqueeze, Split and a
- * reduction over axes of one element emit nothing: their
+ * Reshape, Flatten, Transpose, Identity, Squeeze, Unsqueeze, Split, Slice
+ * (constant starts, ends, axes and positive steps) and a reduction over
+ * axes of one element emit nothing: their
  * outputs are strided views of their input's bytes, which MatMul reads in
  * place (and a MatMul read by a Transpose writes the transposed layout),
  * while any other reader gets a dense copy. Every tensor of the
@@ -580,7 +581,7 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
             if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
                              (strcmp(op, "Reshape") == 0 || strncmp(op, "Reduce", 6) == 0 ||
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
-                              strcmp(op, "Unsqueeze") == 0)) &&
+                              strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0)) &&
                 !(side == 0 && k == 4 &&
                   (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
@@ -599,31 +600,38 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
     return 1;
 }
 
-/* The window of a Conv or pooling node over a 4-D input: kernel, strides,
- * dilations (ONNX's, >= 1) and both paddings. Returns 0 with a reason. */
+/* The window of a Conv or pooling node over its SR spatial dims (1: a 3-D
+ * input, 2: a 4-D one): kernel, strides, dilations (ONNX's, >= 1) and both
+ * paddings. Returns 0 with a reason. */
 struct odnn_window {
+    int sr;
     int64_t k[2], s[2], d[2], pl[2], pr[2];
 };
 
-/* A window's kernel (KERNEL), strides, dilations and pads attributes. */
+/* A window's kernel (KERNEL), strides, dilations and pads attributes over
+ * SR spatial dims. */
 static int odnn_window_attrs(const pl_graph_view *v, size_t n, const char *op,
-                             const int64_t *kernel, struct odnn_window *w, char *reason)
+                             const int64_t *kernel, int sr, struct odnn_window *w, char *reason)
 {
     const int64_t *a;
+    w->sr = sr;
     for (int i = 0; i < 2; i++) {
-        w->k[i] = kernel[i];
+        w->k[i] = i < sr ? kernel[i] : 1;
         w->s[i] = w->d[i] = 1;
         w->pl[i] = w->pr[i] = 0;
     }
-    if (odnn_attr_ints(v, n, "strides", &a) == 2)
-        w->s[0] = a[0], w->s[1] = a[1];
-    if (odnn_attr_ints(v, n, "dilations", &a) == 2)
-        w->d[0] = a[0], w->d[1] = a[1];
+    if (odnn_attr_ints(v, n, "strides", &a) == (size_t)sr)
+        for (int i = 0; i < sr; i++)
+            w->s[i] = a[i];
+    if (odnn_attr_ints(v, n, "dilations", &a) == (size_t)sr)
+        for (int i = 0; i < sr; i++)
+            w->d[i] = a[i];
     size_t np = odnn_attr_ints(v, n, "pads", &a);
-    if (np == 4)
-        w->pl[0] = a[0], w->pl[1] = a[1], w->pr[0] = a[2], w->pr[1] = a[3];
-    else if (np != 0) {
-        odnn_reason(reason, op, "pads has %zu values, expected 4", np);
+    if (np == 2 * (size_t)sr) {
+        for (int i = 0; i < sr; i++)
+            w->pl[i] = a[i], w->pr[i] = a[sr + i];
+    } else if (np != 0) {
+        odnn_reason(reason, op, "pads has %zu values, expected %d", np, 2 * sr);
         return 0;
     }
     return 1;
@@ -633,7 +641,7 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
                        const struct odnn_tinfo *x, const int64_t *kernel,
                        const struct odnn_tinfo *y, struct odnn_window *w, char *reason)
 {
-    if (!odnn_window_attrs(v, n, op, kernel, w, reason))
+    if (x->ndim < 3 || x->ndim > 4 || !odnn_window_attrs(v, n, op, kernel, x->ndim - 2, w, reason))
         return 0;
     char buf[32];
     const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
@@ -642,7 +650,7 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
         odnn_reason(reason, op, "auto_pad '%s' is not an ONNX value", ap);
         return 0;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < w->sr; i++) {
         if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1) {
             odnn_reason(reason, op, "kernel, strides and dilations must be >= 1");
             return 0;
@@ -699,7 +707,7 @@ static int odnn_deconv_window(const pl_graph_view *v, size_t n, const struct odn
         odnn_reason(reason, op, "output_padding has %zu values, expected 2", nop);
         return 0;
     }
-    if (!odnn_window_attrs(v, n, op, &wt->dims[2], w, reason))
+    if (!odnn_window_attrs(v, n, op, &wt->dims[2], 2, w, reason))
         return 0;
     if (mode == PL_AUTO_PAD_VALID)
         for (int i = 0; i < 2; i++)
@@ -737,8 +745,10 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_in(v, n, 1), &wt);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
-    if (x.ndim != 4 || wt.ndim != 4) {
-        odnn_reason(reason, op, "only 2-D (4-D input) is supported, input has rank %d", x.ndim);
+    if (transposed ? x.ndim != 4 || wt.ndim != 4
+                   : (x.ndim != 3 && x.ndim != 4) || wt.ndim != x.ndim) {
+        odnn_reason(reason, op, "only %s is supported, input has rank %d",
+                    transposed ? "2-D (4-D input)" : "1-D and 2-D (3-D or 4-D input)", x.ndim);
         return 0;
     }
     if (wt.cdata == NULL) {
@@ -759,7 +769,8 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
     }
     const int64_t *ks;
     size_t nk = odnn_attr_ints(v, n, "kernel_shape", &ks);
-    if (nk != 0 && (nk != 2 || ks[0] != wt.dims[2] || ks[1] != wt.dims[3])) {
+    if (nk != 0 && (nk != (size_t)wt.ndim - 2 || ks[0] != wt.dims[2] ||
+                    (nk == 2 && ks[1] != wt.dims[3]))) {
         odnn_reason(reason, op, "kernel_shape does not match the weights");
         return 0;
     }
@@ -773,8 +784,9 @@ static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, cha
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
-    if (x.ndim != 4) {
-        odnn_reason(reason, op, "only 2-D pooling (4-D input) is supported, input has rank %d",
+    if (x.ndim != 3 && x.ndim != 4) {
+        odnn_reason(reason, op,
+                    "only 1-D and 2-D pooling (3-D or 4-D input) is supported, input has rank %d",
                     x.ndim);
         return 0;
     }
@@ -785,8 +797,8 @@ static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, cha
     if (strcmp(op, "GlobalAveragePool") == 0)
         return 1;
     const int64_t *ks;
-    if (odnn_attr_ints(v, n, "kernel_shape", &ks) != 2) {
-        odnn_reason(reason, op, "kernel_shape must have 2 values");
+    if (odnn_attr_ints(v, n, "kernel_shape", &ks) != (size_t)x.ndim - 2) {
+        odnn_reason(reason, op, "kernel_shape must have %d values", x.ndim - 2);
         return 0;
     }
     if (odnn_attr_int(v, n, "storage_order", 0) != 0) {
@@ -1168,6 +1180,117 @@ static int odnn_check_split(const pl_graph_view *v, size_t n, char *reason)
     return 1;
 }
 
+/* The constant i64 vector input K of node N (at most ODNN_MAX_RANK values)
+ * into OUT: its length, -1 when absent, -2 when not a constant i64 vector. */
+static int odnn_const_i64s(const pl_graph_view *v, size_t n, size_t k, int64_t *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    int64_t t = odnn_in(v, n, k);
+    if (t < 0)
+        return -1;
+    pl_dtype dt;
+    int32_t nd = -1;
+    const int64_t *dims = NULL;
+    const void *data = NULL;
+    size_t bytes = 0;
+    if (!g->tensor_type(v, t, &dt, &nd, &dims) || !PL_DTYPE_EQ(dt, PL_DTYPE_I64) || nd != 1 ||
+        dims[0] < 0 || dims[0] > ODNN_MAX_RANK || !g->tensor_constant(v, t, &data, &bytes) ||
+        bytes != (size_t)dims[0] * sizeof(int64_t))
+        return -2;
+    if (bytes > 0)
+        memcpy(out, data, bytes);
+    return (int)dims[0];
+}
+
+/* Slice as a view: per axis of X the first element START and the STEP
+ * (>= 1) that give output Y, from the constant starts, ends, axes and
+ * steps (inputs from opset 10, attributes before). Returns 0 with a
+ * reason: not constants, a negative step, or an output shape the window
+ * does not give. */
+static int odnn_slice_window(const pl_graph_view *v, size_t n, const struct odnn_tinfo *x,
+                             const struct odnn_tinfo *y, int64_t *start, int64_t *step,
+                             char *reason)
+{
+    int64_t st[ODNN_MAX_RANK], en[ODNN_MAX_RANK], ax[ODNN_MAX_RANK], sp[ODNN_MAX_RANK];
+    int ns, ne, na, np;
+    if (onednn_host->graph->node_opset(v, n) < 10) {
+        const int64_t *a;
+        ns = (int)odnn_attr_ints(v, n, "starts", &a);
+        if (ns > ODNN_MAX_RANK)
+            ns = -2;
+        for (int i = 0; i < ns; i++)
+            st[i] = a[i];
+        ne = (int)odnn_attr_ints(v, n, "ends", &a);
+        if (ne > ODNN_MAX_RANK)
+            ne = -2;
+        for (int i = 0; i < ne; i++)
+            en[i] = a[i];
+        na = (int)odnn_attr_ints(v, n, "axes", &a);
+        if (na > ODNN_MAX_RANK)
+            na = -2;
+        for (int i = 0; i < na; i++)
+            ax[i] = a[i];
+        na = na == 0 ? -1 : na;
+        np = -1;
+    } else {
+        ns = odnn_const_i64s(v, n, 1, st);
+        ne = odnn_const_i64s(v, n, 2, en);
+        na = odnn_const_i64s(v, n, 3, ax);
+        np = odnn_const_i64s(v, n, 4, sp);
+    }
+    if (ns < 0 || ne != ns || na == -2 || np == -2 || (na >= 0 && na != ns) ||
+        (np >= 0 && np != ns)) {
+        odnn_reason(reason, "Slice", "starts, ends, axes and steps are not constant i64 "
+                                     "vectors of one length");
+        return 0;
+    }
+    for (int d = 0; d < x->ndim; d++)
+        start[d] = 0, step[d] = 1;
+    unsigned seen = 0;
+    for (int i = 0; i < ns; i++) {
+        int64_t a = na >= 0 ? ax[i] : i;
+        if (a < 0)
+            a += x->ndim;
+        int64_t k = np >= 0 ? sp[i] : 1;
+        if (a < 0 || a >= x->ndim || (seen >> a & 1u) || k < 1) {
+            odnn_reason(reason, "Slice", k < 1 ? "a step below 1 is not a view"
+                                               : "axes out of range or repeated");
+            return 0;
+        }
+        seen |= 1u << a;
+        int64_t dim = x->dims[a], b = st[i], e = en[i];
+        b = b < 0 ? b + dim : b;
+        e = e < 0 ? e + dim : e;
+        b = b < 0 ? 0 : b > dim ? dim : b;
+        e = e < 0 ? 0 : e > dim ? dim : e;
+        start[a] = b;
+        step[a] = k;
+        int64_t len = e > b ? (e - b + k - 1) / k : 0;
+        if (len != y->dims[a]) {
+            odnn_reason(reason, "Slice", "the window does not give the stated output shape");
+            return 0;
+        }
+    }
+    for (int d = 0; d < x->ndim; d++)
+        if (!(seen >> d & 1u) && y->dims[d] != x->dims[d]) {
+            odnn_reason(reason, "Slice", "the window does not give the stated output shape");
+            return 0;
+        }
+    return 1;
+}
+
+static int odnn_check_slice(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo x, y;
+    int64_t start[ODNN_MAX_RANK], step[ODNN_MAX_RANK];
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !odnn_tensor(v, odnn_out(v, n, 0), &y) ||
+        x.ndim < 1 || y.ndim != x.ndim) {
+        odnn_reason(reason, "Slice", "the input or output shape is not known");
+        return 0;
+    }
+    return odnn_slice_window(v, n, &x, &y, start, step, reason);
+}
+
 /* Says whether node N of V can be taken; reason set on refusal. U is the
  * view's readers (for the GELU pattern). */
 /* ---- recurrent layers -------------------------------------------------------
@@ -1386,7 +1509,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
-        "RNN", "GRU", "LSTM"};
+        "Slice", "RNN", "GRU", "LSTM"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -1406,6 +1529,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     if (strcmp(op, "Split") == 0)
         return odnn_check_split(v, n, reason);
+    if (strcmp(op, "Slice") == 0)
+        return odnn_check_slice(v, n, reason);
     if (odnn_rnn_gates(op) != 0) /* Y, Y_h and Y_c */
         return odnn_check_rnn(v, n, op, reason);
     if (g->node_output_count(v, n) > 1) {
@@ -2587,9 +2712,11 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
     if ((isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)
         return dnnl_unimplemented;
     dnnl_memory_desc_t src_md = *src_any, dst_md;
+    int nd = src_any->ndims;
+    dnnl_format_tag_t tag = nd == 3 ? dnnl_aBc16b : dnnl_aBcd16b;
     if (src_any->dims[1] >= 16)
-        dnnl_memory_desc_init_by_tag(&src_md, 4, src_any->dims, src_any->data_type, dnnl_aBcd16b);
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_any->dims, dst_any->data_type, dnnl_aBcd16b);
+        dnnl_memory_desc_init_by_tag(&src_md, nd, src_any->dims, src_any->data_type, tag);
+    dnnl_memory_desc_init_by_tag(&dst_md, nd, dst_any->dims, dst_any->data_type, tag);
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, wei_md, bias_md, &dst_md,
         strides, dil, pl, pr);
@@ -2647,14 +2774,15 @@ static void odnn_conv_mds_init(struct odnn_conv_mds *c, const struct odnn_tinfo 
                                const struct odnn_tinfo *y, int wnd, const dnnl_dims_t wd,
                                dnnl_data_type_t cdt, const struct odnn_window *w)
 {
-    dnnl_dims_t xd = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
-    dnnl_dims_t yd = {y->dims[0], y->dims[1], y->dims[2], y->dims[3]};
-    dnnl_dims_t bd = {y->dims[1]};
-    dnnl_memory_desc_init_by_tag(&c->src, 4, xd, cdt, dnnl_format_tag_any);
+    int nd = 2 + w->sr;
+    dnnl_dims_t xd, yd, bd = {y->dims[1]};
+    for (int i = 0; i < nd; i++)
+        xd[i] = x->dims[i], yd[i] = y->dims[i];
+    dnnl_memory_desc_init_by_tag(&c->src, nd, xd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&c->wei, wnd, wd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&c->bias, 1, bd, dnnl_f32, dnnl_a);
-    dnnl_memory_desc_init_by_tag(&c->dst, 4, yd, cdt, dnnl_format_tag_any);
-    for (int i = 0; i < 2; i++) {
+    dnnl_memory_desc_init_by_tag(&c->dst, nd, yd, cdt, dnnl_format_tag_any);
+    for (int i = 0; i < w->sr; i++) {
         c->strides[i] = w->s[i];
         c->dil[i] = w->d[i] - 1;
         c->pl[i] = w->pl[i];
@@ -2834,7 +2962,7 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         wt.cdata != NULL ? odnn_compute_dt(b->ctx, group == 1 && spatial) : dnnl_f32;
     /* A 1x1 convolution may take the depthwise one after it (odnn_dw_after);
      * when oneDNN has only a reference kernel for the pair, again without. */
-    int may_dw = cdt == dnnl_f32 && group == 1 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
+    int may_dw = cdt == dnnl_f32 && group == 1 && w.sr == 2 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
                  w.s[0] == 1 && w.s[1] == 1 && w.pl[0] == 0 && w.pl[1] == 0 && w.pr[0] == 0 &&
                  w.pr[1] == 0;
     for (;;) {
@@ -2855,13 +2983,14 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         dnnl_dims_t wd;
         int wnd;
         if (group > 1) {
-            wd[0] = group, wd[1] = wt.dims[0] / group, wd[2] = wt.dims[1], wd[3] = wt.dims[2],
-            wd[4] = wt.dims[3];
-            wnd = 5;
+            wd[0] = group, wd[1] = wt.dims[0] / group;
+            for (int i = 1; i < wt.ndim; i++)
+                wd[i + 1] = wt.dims[i];
+            wnd = wt.ndim + 1;
         } else {
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < wt.ndim; i++)
                 wd[i] = wt.dims[i];
-            wnd = 4;
+            wnd = wt.ndim;
         }
         dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, NULL);
         struct odnn_conv_mds c;
@@ -3232,7 +3361,8 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
     dnnl_alg_kind_t alg = dnnl_pooling_max;
     if (strcmp(op, "GlobalAveragePool") == 0) {
         memset(&w, 0, sizeof w);
-        w.k[0] = x.dims[2], w.k[1] = x.dims[3];
+        w.sr = x.ndim - 2;
+        w.k[0] = x.dims[2], w.k[1] = w.sr == 2 ? x.dims[3] : 1;
         w.s[0] = w.s[1] = w.d[0] = w.d[1] = 1;
         alg = dnnl_pooling_avg_exclude_padding;
     } else {
@@ -3246,9 +3376,11 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
                                                               : dnnl_pooling_avg_exclude_padding;
     }
     dnnl_memory_desc_t dst_md;
-    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
+    dnnl_dims_t yd;
+    for (int i = 0; i < y.ndim; i++)
+        yd[i] = y.dims[i];
     /* the source's type: bf16 activations stay bf16 (precision = bf16) */
-    dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, b->c->values[src].md.data_type,
+    dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, b->c->values[src].md.data_type,
                                  dnnl_format_tag_any);
     dnnl_dims_t strides = {w.s[0], w.s[1]}, kernel = {w.k[0], w.k[1]},
                 dil = {w.d[0] - 1, w.d[1] - 1}, pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
@@ -3930,6 +4062,40 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
     return st;
 }
 
+/* Slice: the output is a strided view of the plain input at the offset of
+ * its first element, each axis's stride times its step (no step). */
+static pl_status *odnn_slice(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, y;
+    int64_t start[ODNN_MAX_RANK], step[ODNN_MAX_RANK];
+    char reason[ODNN_REASON] = "";
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    if (!odnn_slice_window(v, n, &x, &y, start, step, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: %s", reason);
+    pl_status *st = NULL;
+    if (!odnn_is_plain(&b->c->values[src].md))
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    const dnnl_memory_desc_t *md = &b->c->values[src].md;
+    dnnl_dims_t yd, ys;
+    int64_t off = 0;
+    for (int32_t d = 0; d < y.ndim; d++) {
+        yd[d] = y.dims[d];
+        ys[d] = md->format_desc.blocking.strides[d] * step[d];
+        off += start[d] * md->format_desc.blocking.strides[d];
+    }
+    dnnl_memory_desc_t sub;
+    st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, y.ndim, yd, md->data_type, ys),
+                   "slice view", v, (int64_t)n);
+    size_t esize = dnnl_data_type_size(md->data_type);
+    if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, 0), (size_t)off * esize) < 0)
+        return odnn_oom();
+    return st;
+}
+
 /* ---- recurrent layers: emission ------------------------------------------ */
 
 /* The state input T of node N ([dirs, batch, hidden], layout 1: [batch,
@@ -4262,7 +4428,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     /* a reduction over axes of one element only is a reshape */
     int noop_reduce = odnn_reduce_alg(op) != 0 && odnn_reduce_axes(v, n, op, &x, &mask, reason) &&
                       odnn_reduce_is_view(&x, mask);
-    int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Reshape") == 0 ||
+    int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Slice") == 0 ||
+                   strcmp(op, "Reshape") == 0 ||
                    strcmp(op, "Flatten") == 0 || strcmp(op, "Transpose") == 0 ||
                    strcmp(op, "Identity") == 0 || strcmp(op, "Squeeze") == 0 ||
                    strcmp(op, "Unsqueeze") == 0 || noop_reduce;
@@ -4287,6 +4454,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_reduce(b, n, op, src);
     if (strcmp(op, "Split") == 0)
         return odnn_split(b, n, src);
+    if (strcmp(op, "Slice") == 0)
+        return odnn_slice(b, n, src);
     return odnn_relayout(b, n, op, src);
 }
 

@@ -2552,6 +2552,69 @@ static void case_dense_concat(void)
     TH_CHECK(concats > 0, "ONEDNN_VERBOSE printed no concat (is it read before the case?)");
 }
 
+/* 1-D convolutions and pooling (audio and sequence models: Conv1d, TCNs,
+ * wav2vec's feature encoder) run on onednn as oneDNN's 1-D primitives:
+ * a strided Conv with a wide kernel, a dilated one with SAME-like pads,
+ * a depthwise one, MaxPool, AveragePool and GlobalAveragePool, each
+ * agreeing with the cpu module. Before, every one was refused ("only 2-D"). */
+static void case_conv1d(void)
+{
+    struct mb m = {.seed = 83};
+    int64_t xs[] = {2, 8, 64};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w1", 3, (int64_t[]){32, 8, 10}, NULL, 0.1f);
+    mb_const(&m, "b1", 1, (int64_t[]){32}, NULL, 0.1f);
+    mb_node(&m, "c1", "Conv", "\"x\",\"w1\",\"b1\"", "a",
+            "\"strides\":{\"ints\":[3]},\"pads\":{\"ints\":[2,1]}");
+    mb_node(&m, "r1", "Relu", "\"a\"", "ar", "");
+    mb_const(&m, "w2", 3, (int64_t[]){32, 32, 3}, NULL, 0.1f);
+    mb_node(&m, "c2", "Conv", "\"ar\",\"w2\"", "c",
+            "\"dilations\":{\"ints\":[2]},\"pads\":{\"ints\":[2,2]}");
+    mb_const(&m, "w3", 3, (int64_t[]){32, 1, 5}, NULL, 0.3f);
+    mb_node(&m, "dw", "Conv", "\"c\",\"w3\"", "d",
+            "\"group\":{\"int\":32},\"pads\":{\"ints\":[2,2]}");
+    mb_node(&m, "mp", "MaxPool", "\"d\"", "e",
+            "\"kernel_shape\":{\"ints\":[3]},\"strides\":{\"ints\":[2]}");
+    mb_node(&m, "ap", "AveragePool", "\"e\"", "f",
+            "\"kernel_shape\":{\"ints\":[2]},\"pads\":{\"ints\":[1,0]}");
+    mb_node(&m, "gap", "GlobalAveragePool", "\"f\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    /* 64 -> c1: (64+3-10)/3+1 = 20 -> c2: 20 -> dw: 20 -> mp: 9 -> ap: 5 -> gap: 1 */
+    int64_t ys[] = {2, 32, 1};
+    compare(mb_write(&m), 3, xs, 3, ys,
+            (const char *[]){"c1", "r1", "c2", "dw", "mp", "ap", "gap", NULL});
+}
+
+/* Slice is a view: a TCN's causal chomp (a padded Conv1d, then the last
+ * axis cut back), a channel slice with step 2 from a negative start, and
+ * an opset-10 slice whose axes are given; each agrees with the cpu module
+ * and runs on onednn (before: "no oneDNN primitive", a subgraph boundary
+ * at every chomp). */
+static void case_slice_views(void)
+{
+    struct mb m = {.seed = 89};
+    int64_t xs[] = {1, 16, 40};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w1", 3, (int64_t[]){16, 16, 3}, NULL, 0.2f);
+    mb_node(&m, "c1", "Conv", "\"x\",\"w1\"", "a",
+            "\"pads\":{\"ints\":[2,2]},\"dilations\":{\"ints\":[2]}");
+    mb_shape(&m, "s0", 1, (int64_t[]){0});
+    mb_shape(&m, "e0", 1, (int64_t[]){-4});
+    mb_shape(&m, "a0", 1, (int64_t[]){2});
+    mb_node(&m, "chomp", "Slice", "\"a\",\"s0\",\"e0\",\"a0\"", "b", "");
+    mb_node(&m, "relu", "Relu", "\"b\"", "r", "");
+    mb_shape(&m, "s1", 1, (int64_t[]){-15});
+    mb_shape(&m, "e1", 1, (int64_t[]){1000});
+    mb_shape(&m, "a1", 1, (int64_t[]){1});
+    mb_shape(&m, "p1", 1, (int64_t[]){2});
+    mb_node(&m, "odd", "Slice", "\"r\",\"s1\",\"e1\",\"a1\",\"p1\"", "h", "");
+    mb_node(&m, "tanh", "Tanh", "\"h\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 8, 36};
+    compare(mb_write(&m), 3, xs, 3, ys,
+            (const char *[]){"c1", "chomp", "relu", "odd", "tanh", NULL});
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -2566,6 +2629,8 @@ int main(int argc, char **argv)
         {"pooling", case_pooling},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
+        {"conv1d", case_conv1d},
+        {"slice_views", case_slice_views},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
         {"decomposed_layernorm", case_decomposed_layernorm},
