@@ -1040,6 +1040,28 @@ static dnnl_alg_kind_t odnn_reduce_alg(const char *op)
                                           : (dnnl_alg_kind_t)0;
 }
 
+/* The constant i64 vector input K of node N (at most ODNN_MAX_RANK values)
+ * into OUT: its length, -1 when absent, -2 when not a constant i64 vector. */
+static int odnn_const_i64s(const pl_graph_view *v, size_t n, size_t k, int64_t *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    int64_t t = odnn_in(v, n, k);
+    if (t < 0)
+        return -1;
+    pl_dtype dt;
+    int32_t nd = -1;
+    const int64_t *dims = NULL;
+    const void *data = NULL;
+    size_t bytes = 0;
+    if (!g->tensor_type(v, t, &dt, &nd, &dims) || !PL_DTYPE_EQ(dt, PL_DTYPE_I64) || nd != 1 ||
+        dims[0] < 0 || dims[0] > ODNN_MAX_RANK || !g->tensor_constant(v, t, &data, &bytes) ||
+        bytes != (size_t)dims[0] * sizeof(int64_t))
+        return -2;
+    if (bytes > 0)
+        memcpy(out, data, bytes);
+    return (int)dims[0];
+}
+
 /* The axes reduction node N reduces of X, as a bit mask in *MASK: from the
  * axes attribute (ReduceSum before opset 13, the others before 18) or
  * the constant i64 input axes; none given means all axes, or none under
@@ -1047,27 +1069,17 @@ static dnnl_alg_kind_t odnn_reduce_alg(const char *op)
 static int odnn_reduce_axes(const pl_graph_view *v, size_t n, const char *op,
                             const struct odnn_tinfo *x, unsigned *mask, char *reason)
 {
-    const pl_graph_api *g = onednn_host->graph;
     const int64_t *axes = NULL;
     size_t na = odnn_attr_ints(v, n, "axes", &axes);
     int64_t in_axes[ODNN_MAX_RANK];
-    int64_t t = odnn_in(v, n, 1);
-    if (t >= 0) {
-        pl_dtype dt;
-        int32_t nd = -1;
-        const int64_t *dims = NULL;
-        const void *data = NULL;
-        size_t bytes = 0;
-        if (!g->tensor_type(v, t, &dt, &nd, &dims) || !PL_DTYPE_EQ(dt, PL_DTYPE_I64) || nd != 1 ||
-            dims[0] < 0 || dims[0] > ODNN_MAX_RANK || !g->tensor_constant(v, t, &data, &bytes) ||
-            bytes != (size_t)dims[0] * sizeof(int64_t)) {
-            odnn_reason(reason, op, "axes is not a constant i64 vector of at most %d values",
-                        ODNN_MAX_RANK);
-            return 0;
-        }
-        na = (size_t)dims[0];
-        if (na > 0)
-            memcpy(in_axes, data, bytes);
+    int given = odnn_const_i64s(v, n, 1, in_axes);
+    if (given == -2) {
+        odnn_reason(reason, op, "axes is not a constant i64 vector of at most %d values",
+                    ODNN_MAX_RANK);
+        return 0;
+    }
+    if (given >= 0) {
+        na = (size_t)given;
         axes = in_axes;
     }
     int nd = x->ndim > 0 ? x->ndim : 1;
@@ -1178,28 +1190,6 @@ static int odnn_check_split(const pl_graph_view *v, size_t n, char *reason)
         return 0;
     }
     return 1;
-}
-
-/* The constant i64 vector input K of node N (at most ODNN_MAX_RANK values)
- * into OUT: its length, -1 when absent, -2 when not a constant i64 vector. */
-static int odnn_const_i64s(const pl_graph_view *v, size_t n, size_t k, int64_t *out)
-{
-    const pl_graph_api *g = onednn_host->graph;
-    int64_t t = odnn_in(v, n, k);
-    if (t < 0)
-        return -1;
-    pl_dtype dt;
-    int32_t nd = -1;
-    const int64_t *dims = NULL;
-    const void *data = NULL;
-    size_t bytes = 0;
-    if (!g->tensor_type(v, t, &dt, &nd, &dims) || !PL_DTYPE_EQ(dt, PL_DTYPE_I64) || nd != 1 ||
-        dims[0] < 0 || dims[0] > ODNN_MAX_RANK || !g->tensor_constant(v, t, &data, &bytes) ||
-        bytes != (size_t)dims[0] * sizeof(int64_t))
-        return -2;
-    if (bytes > 0)
-        memcpy(out, data, bytes);
-    return (int)dims[0];
 }
 
 /* Slice as a view: per axis of X the first element START and the STEP
