@@ -3832,6 +3832,94 @@ static dnnl_status_t odnn_concat_pd(struct odnn_build *b, size_t k, int axis,
     return ds;
 }
 
+/* Concat without a copy: when everything before AXIS is one element, each
+ * source is a dense piece of the destination at its own offset (for a
+ * channel blocking, when every source's channels are whole blocks). Sources
+ * made inside the subgraph, read by nothing else and in the destination's
+ * layout TAG (dnnl_format_tag_undef: plain) then become aliases of the
+ * destination's bytes, so the steps that write them write the concatenated
+ * tensor directly (squeezenet's fire modules, densenets, Inception blocks).
+ * Returns 1 when done (no step), 0 to copy instead. */
+static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs, size_t k_in,
+                                int axis, dnnl_format_tag_t tag)
+{
+    const pl_graph_view *v = b->v;
+    pl_compiled *c = b->c;
+    int64_t out_t = odnn_out(v, n, 0);
+    struct odnn_tinfo y;
+    odnn_tensor(v, out_t, &y);
+    if (out_t < 0 || (size_t)out_t >= b->u.n_tensors || b->u.escapes[out_t] || !y.known ||
+        k_in < 2 || k_in > ODNN_MAX_CONCAT)
+        return 0;
+    for (int d = 0; d < axis; d++)
+        if (y.dims[d] != 1)
+            return 0;
+    int64_t block = tag == dnnl_format_tag_undef ? 1
+                    : tag == dnnl_aBc16b || tag == dnnl_aBcd16b || tag == dnnl_aBcde16b ? 16
+                                                                                      : 8;
+    if (block > 1 && axis != 1)
+        return 0;
+    size_t off[ODNN_MAX_CONCAT], esize = dnnl_data_type_size(c->values[srcs[0]].md.data_type);
+    size_t inner = 1;
+    for (int d = axis + 1; d < y.ndim; d++)
+        inner *= (size_t)y.dims[d];
+    int64_t at = 0;
+    for (size_t k = 0; k < k_in; k++) {
+        int vi = srcs[k];
+        const struct odnn_value *val = &c->values[vi];
+        int64_t t = odnn_in(v, n, k);
+        if (val->kind != ODNN_V_TEMP || val->tensor != t || odnn_sole_reader(&b->u, t) != (int64_t)n ||
+            val->md.data_type != c->values[srcs[0]].md.data_type)
+            return 0;
+        for (size_t j = 0; j < k; j++)
+            if (srcs[j] == vi)
+                return 0;
+        dnnl_memory_desc_t want;
+        if (tag == dnnl_format_tag_undef) {
+            odnn_plain_md(&want, val->md.ndims, val->md.dims);
+            want.data_type = val->md.data_type;
+        } else if (dnnl_memory_desc_init_by_tag(&want, val->md.ndims, val->md.dims,
+                                                val->md.data_type, tag) != dnnl_success) {
+            return 0;
+        }
+        int64_t ck = val->md.dims[axis];
+        if (!dnnl_memory_desc_equal(&val->md, &want) || ck % block != 0)
+            return 0;
+        off[k] = (size_t)at * inner * esize;
+        at += ck;
+    }
+    if (at != y.dims[axis])
+        return 0;
+    dnnl_memory_desc_t dst_md;
+    dnnl_dims_t yd;
+    for (int d = 0; d < y.ndim; d++)
+        yd[d] = y.dims[d];
+    if (tag == dnnl_format_tag_undef) {
+        odnn_plain_md(&dst_md, y.ndim, y.dims);
+        dst_md.data_type = c->values[srcs[0]].md.data_type;
+    } else if (dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, c->values[srcs[0]].md.data_type,
+                                            tag) != dnnl_success) {
+        return 0;
+    }
+    int dst = odnn_new_value(b, out_t, ODNN_V_TEMP, &dst_md);
+    if (dst < 0)
+        return 0;
+    c = b->c;
+    c->values[dst].defined = 1;
+    /* Each source, and every alias of it, now lives in the destination. */
+    for (size_t k = 0; k < k_in; k++)
+        for (int i = 0; i < c->n_values; i++) {
+            if (i == dst || (i != srcs[k] && c->values[i].kind != -srcs[k] - 100))
+                continue;
+            c->values[i].kind = -dst - 100;
+            c->values[i].view_off += off[k];
+        }
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s' (Concat): its %zu sources are written in place",
+                             onednn_host->graph->node_name(v, n), k_in);
+    return 1;
+}
+
 /* Concat. Sources that all share a channel blocking stay in it, with the
  * destination in the same blocking (left to choose, oneDNN 2.6 picks
  * Bacd16b beside aBcd16b sources whose channels are not whole blocks, a
@@ -3862,6 +3950,12 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
     for (size_t k = 1; k < k_in && tag != dnnl_format_tag_undef; k++)
         if (odnn_channel_block_tag(&mds[k]) != tag)
             tag = dnnl_format_tag_undef;
+    int plain_all = 1;
+    for (size_t k = 0; k < k_in; k++)
+        plain_all &= odnn_is_plain(&mds[k]);
+    if ((tag != dnnl_format_tag_undef || plain_all) &&
+        odnn_concat_in_place(b, n, srcs, k_in, (int)axis, tag))
+        return NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_unimplemented;
     if (tag != dnnl_format_tag_undef) {
