@@ -581,7 +581,8 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
             if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
                              (strcmp(op, "Reshape") == 0 || strncmp(op, "Reduce", 6) == 0 ||
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
-                              strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0)) &&
+                              strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0 ||
+                              strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)) &&
                 !(side == 0 && k == 4 &&
                   (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
@@ -591,7 +592,9 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
             /* oneDNN has no memory of zero elements: taking such a node
              * only fails its compile later (an i64 shape or axes constant
              * may be empty: the primitive does not read it). */
-            if (ti.f32 && ti.elems == 0) {
+            if (ti.f32 && ti.elems == 0 &&
+                !(side == 0 && k > 0 && ti.cdata != NULL &&
+                  (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0))) {
                 odnn_reason(reason, op, "'%s' has no elements", g->tensor_name(v, t));
                 return 0;
             }
@@ -1269,6 +1272,86 @@ static int odnn_slice_window(const pl_graph_view *v, size_t n, const struct odnn
     return 1;
 }
 
+/* Resize and Upsample as oneDNN's resampling, where its coordinates are
+ * ONNX's: nearest when every spatial dim grows by a whole factor k (with
+ * asymmetric/floor, or a half-pixel mode with round_prefer_floor/ceil, both
+ * pick input x / k for output x, as does oneDNN), linear with half_pixel
+ * (pytorch_half_pixel where no output dim is 1) at any factor, the scale
+ * the node states being the sizes' ratio. Batch and channels keep their
+ * size. Returns the algorithm, or undef with a reason. */
+static dnnl_alg_kind_t odnn_resample_alg(const pl_graph_view *v, size_t n, const char *op,
+                                         char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    struct odnn_tinfo x, y;
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !odnn_tensor(v, odnn_out(v, n, 0), &y) ||
+        x.ndim < 3 || x.ndim > 5 || y.ndim != x.ndim || x.dims[0] != y.dims[0] ||
+        x.dims[1] != y.dims[1]) {
+        odnn_reason(reason, op, "only 3-D to 5-D tensors whose batch and channels keep their "
+                                "size");
+        return dnnl_alg_kind_undef;
+    }
+    char mb[32], cb[40], nb[40];
+    int upsample = strcmp(op, "Upsample") == 0;
+    const char *mode = odnn_attr_string(v, n, "mode", "nearest", mb, sizeof mb);
+    const char *ctm = odnn_attr_string(v, n, "coordinate_transformation_mode",
+                                       upsample ? "asymmetric" : "half_pixel", cb, sizeof cb);
+    const char *nm = odnn_attr_string(v, n, "nearest_mode",
+                                      upsample ? "floor" : "round_prefer_floor", nb, sizeof nb);
+    if (g->node_opset(v, n) < 11 && !upsample) /* Resize-10: asymmetric, floor */
+        ctm = "asymmetric", nm = "floor";
+    int64_t ant = 0;
+    const int64_t *axes;
+    if ((g->attr_int(v, n, "antialias", &ant) && ant != 0) ||
+        odnn_attr_ints(v, n, "axes", &axes) != 0 ||
+        strcmp(ctm, "tf_crop_and_resize") == 0) {
+        odnn_reason(reason, op, "antialias, axes and tf_crop_and_resize are not supported");
+        return dnnl_alg_kind_undef;
+    }
+    /* the scale each spatial axis states: scales if given, else the sizes */
+    int64_t ts = upsample ? odnn_in(v, n, 1) : odnn_in(v, n, 2);
+    struct odnn_tinfo sc;
+    const float *scales = NULL;
+    if (ts >= 0 && odnn_tensor(v, ts, &sc) && sc.cdata != NULL && sc.elems == x.ndim &&
+        sc.f32)
+        scales = sc.cdata;
+    else if (ts >= 0 && odnn_tensor(v, ts, &sc) && sc.elems > 0) {
+        odnn_reason(reason, op, "scales is not a constant f32 vector of the input's rank");
+        return dnnl_alg_kind_undef;
+    }
+    if (g->node_opset(v, n) < 9 && upsample) {
+        odnn_reason(reason, op, "Upsample before opset 9 (scales as an attribute) is left to cpu");
+        return dnnl_alg_kind_undef;
+    }
+    int whole = 1, has_one = 0;
+    for (int d = 2; d < x.ndim; d++) {
+        double want = (double)y.dims[d] / (double)x.dims[d];
+        if (scales != NULL && fabs((double)scales[d] * (double)x.dims[d] - (double)y.dims[d]) > 1e-4) {
+            odnn_reason(reason, op, "scale %g of axis %d does not give the output size "
+                                    "exactly (ONNX then maps by the scale)",
+                        (double)scales[d], d);
+            return dnnl_alg_kind_undef;
+        }
+        whole &= y.dims[d] % x.dims[d] == 0 && want >= 1.0;
+        has_one |= y.dims[d] == 1;
+    }
+    if (strcmp(mode, "nearest") == 0) {
+        int asym = strcmp(ctm, "asymmetric") == 0 && strcmp(nm, "floor") == 0;
+        int half = (strcmp(ctm, "half_pixel") == 0 || strcmp(ctm, "pytorch_half_pixel") == 0) &&
+                   (strcmp(nm, "round_prefer_floor") == 0 || strcmp(nm, "round_prefer_ceil") == 0);
+        if (whole && (asym || half))
+            return dnnl_resampling_nearest;
+        odnn_reason(reason, op, "nearest with %s/%s%s is not oneDNN's mapping", ctm, nm,
+                    whole ? "" : " at a factor that is not whole");
+        return dnnl_alg_kind_undef;
+    }
+    if (strcmp(mode, "linear") == 0 &&
+        (strcmp(ctm, "half_pixel") == 0 || (strcmp(ctm, "pytorch_half_pixel") == 0 && !has_one)))
+        return dnnl_resampling_linear;
+    odnn_reason(reason, op, "mode %s with %s is not oneDNN's resampling", mode, ctm);
+    return dnnl_alg_kind_undef;
+}
+
 static int odnn_check_slice(const pl_graph_view *v, size_t n, char *reason)
 {
     struct odnn_tinfo x, y;
@@ -1499,7 +1582,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
-        "Slice", "RNN", "GRU", "LSTM"};
+        "Slice", "Resize", "Upsample", "RNN", "GRU", "LSTM"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -1521,6 +1604,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return odnn_check_split(v, n, reason);
     if (strcmp(op, "Slice") == 0)
         return odnn_check_slice(v, n, reason);
+    if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
+        return odnn_resample_alg(v, n, op, reason) != dnnl_alg_kind_undef;
     if (odnn_rnn_gates(op) != 0) /* Y, Y_h and Y_c */
         return odnn_check_rnn(v, n, op, reason);
     if (g->node_output_count(v, n) > 1) {
@@ -1699,7 +1784,7 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
-    ODNN_S_RNN
+    ODNN_S_RNN, ODNN_S_RESAMPLE
 };
 
 struct odnn_step {
@@ -4146,6 +4231,39 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
     return st;
 }
 
+/* Resize/Upsample as a resampling step in the source's layout. */
+static pl_status *odnn_resample(struct odnn_build *b, size_t n, const char *op, int src)
+{
+    const pl_graph_view *v = b->v;
+    char reason[ODNN_REASON] = "";
+    dnnl_alg_kind_t alg = odnn_resample_alg(v, n, op, reason);
+    if (alg == dnnl_alg_kind_undef)
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: %s", reason);
+    struct odnn_tinfo y;
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    dnnl_dims_t yd;
+    for (int d = 0; d < y.ndim; d++)
+        yd[d] = y.dims[d];
+    dnnl_memory_desc_t dst_md;
+    dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, b->c->values[src].md.data_type,
+                                 dnnl_format_tag_any);
+    dnnl_resampling_desc_t rd;
+    pl_status *st = odnn_dnnl(dnnl_resampling_forward_desc_init(&rd, dnnl_forward_inference, alg,
+                                                                NULL, &b->c->values[src].md,
+                                                                &dst_md),
+                              "resampling descriptor", v, (int64_t)n);
+    if (st == NULL && !odnn_is_plain(&b->c->values[src].md) && odnn_desc_is_ref(b, &rd)) {
+        if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+            return st;
+        st = odnn_dnnl(dnnl_resampling_forward_desc_init(&rd, dnnl_forward_inference, alg, NULL,
+                                                         &b->c->values[src].md, &dst_md),
+                       "resampling descriptor", v, (int64_t)n);
+    }
+    return st != NULL ? st
+                      : odnn_simple(b, n, ODNN_S_RESAMPLE, &rd, src, odnn_out(v, n, 0), NULL,
+                                    NULL, 0);
+}
+
 /* Slice: the output is a strided view of the plain input at the offset of
  * its first element, each axis's stride times its step (no step). */
 static pl_status *odnn_slice(struct odnn_build *b, size_t n, int src)
@@ -4540,6 +4658,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_split(b, n, src);
     if (strcmp(op, "Slice") == 0)
         return odnn_slice(b, n, src);
+    if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
+        return odnn_resample(b, n, op, src);
     return odnn_relayout(b, n, op, src);
 }
 
@@ -4845,7 +4965,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 11u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 12u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -4854,7 +4974,8 @@ static double odnn_now_ms(void)
                                  10: swish/hardswish patterns, two-step eltwise ops
                                      (HardSigmoid, Selu), scalar Max/Min as clips;
                                  11: bf16 only in dense spatial convolutions
-                                     without AMX */
+                                     without AMX;
+                                 12: resampling steps, concats written in place */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

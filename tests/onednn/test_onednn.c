@@ -2663,6 +2663,60 @@ static void case_concat_in_place(void)
     pl_runtime_destroy(rt);
 }
 
+/* Resize and Upsample as oneDNN's resampling: nearest x2 with PyTorch's
+ * asymmetric/floor, bilinear with pytorch_half_pixel from 6x6 to 9x9
+ * (sizes given), nearest x3 with half_pixel/round_prefer_ceil, and
+ * Upsample-9; all agree with the cpu module (ONNX's reference). Linear with
+ * align_corners is refused with a reason and runs on cpu. */
+static void case_resize(void)
+{
+    struct mb m = {.seed = 101};
+    int64_t xs[] = {1, 16, 6, 6};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c", "x", "a", 16, 16, 3, 1, 1);
+    float s2[] = {1, 1, 2, 2}, s3[] = {1, 1, 3, 3};
+    mb_const(&m, "s2", 1, (int64_t[]){4}, s2, 1);
+    mb_const(&m, "s3", 1, (int64_t[]){4}, s3, 1);
+    mb_const(&m, "roi", 1, (int64_t[]){0}, NULL, 1);
+    mb_shape(&m, "sz", 4, (int64_t[]){1, 16, 9, 9});
+    mb_node(&m, "near", "Resize", "\"a\",\"roi\",\"s2\"", "n2",
+            "\"mode\":{\"string\":\"nearest\"},\"coordinate_transformation_mode\":"
+            "{\"string\":\"asymmetric\"},\"nearest_mode\":{\"string\":\"floor\"}");
+    mb_node(&m, "lin", "Resize", "\"a\",\"roi\",\"\",\"sz\"", "l9",
+            "\"mode\":{\"string\":\"linear\"},\"coordinate_transformation_mode\":"
+            "{\"string\":\"pytorch_half_pixel\"}");
+    mb_node(&m, "near3", "Resize", "\"l9\",\"roi\",\"s3\"", "n27",
+            "\"mode\":{\"string\":\"nearest\"},\"nearest_mode\":{\"string\":\"round_prefer_ceil\"}");
+    mb_node(&m, "ac", "Resize", "\"n2\",\"roi\",\"\",\"sz\"", "ac9",
+            "\"mode\":{\"string\":\"linear\"},\"coordinate_transformation_mode\":"
+            "{\"string\":\"align_corners\"}");
+    mb_node(&m, "pool", "MaxPool", "\"n27\"", "p",
+            "\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[3,3]}");
+    mb_node(&m, "sum", "Add", "\"p\",\"ac9\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int64_t ys[] = {1, 16, 9, 9};
+    compare(path, 4, xs, 4, ys, (const char *[]){"c", "near", "lin", "near3", "pool", NULL});
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    json_t *root = th_explain(s);
+    json_t *p = th_placement_of(root, "ac");
+    const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+    TH_CHECK(why != NULL && strstr(why, "align_corners") != NULL, "ac: %s", why ? why : "(none)");
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+
+    struct mb u = {.seed = 103, .opset = 9};
+    mb_input(&u, "x", 4, xs);
+    mb_conv(&u, "c", "x", "a", 16, 16, 3, 1, 1);
+    mb_const(&u, "s2", 1, (int64_t[]){4}, s2, 1);
+    mb_node(&u, "up", "Upsample", "\"a\",\"s2\"", "y", "\"mode\":{\"string\":\"nearest\"}");
+    u.outputs[u.n_outputs++] = "y";
+    int64_t us[] = {1, 16, 12, 12};
+    compare(mb_write(&u), 4, xs, 4, us, (const char *[]){"c", "up", NULL});
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -2680,6 +2734,7 @@ int main(int argc, char **argv)
         {"conv1d", case_conv1d},
         {"slice_views", case_slice_views},
         {"concat_in_place", case_concat_in_place},
+        {"resize", case_resize},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
         {"decomposed_layernorm", case_decomposed_layernorm},
