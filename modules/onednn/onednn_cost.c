@@ -57,7 +57,7 @@ static int odnn_cost_is(const char *op, const char *const *list)
 }
 
 static const char *const odnn_cost_views[] = {"Reshape", "Flatten",   "Transpose", "Squeeze",
-                                              "Unsqueeze", "Identity", "Split",    "Slice", NULL};
+                                              "Unsqueeze", "Identity", "Split",    "Slice", "Gather", NULL};
 static const char *const odnn_cost_products[] = {"Conv", "ConvTranspose", "MatMul", "Gemm",
                                                  NULL};
 static const char *const odnn_cost_rnns[] = {"RNN", "GRU", "LSTM", NULL};

@@ -21,7 +21,8 @@
  * channels of a 4-d tensor) are refused; an eltwise or binary step whose
  * blocked source only a reference kernel takes reads a plain copy.
  * Reshape, Flatten, Transpose, Identity, Squeeze, Unsqueeze, Split, Slice
- * (constant starts, ends, axes and positive steps) and a reduction over
+ * (constant starts, ends, axes and positive steps), Gather of one constant
+ * index and a reduction over
  * axes of one element emit nothing: their
  * outputs are strided views of their input's bytes, which MatMul reads in
  * place (and a MatMul read by a Transpose writes the transposed layout),
@@ -582,7 +583,8 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                              (strcmp(op, "Reshape") == 0 || strncmp(op, "Reduce", 6) == 0 ||
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
                               strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0 ||
-                              strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)) &&
+                              strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0 ||
+                              strcmp(op, "Gather") == 0)) &&
                 !(side == 0 && k == 4 &&
                   (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
@@ -1352,6 +1354,51 @@ static dnnl_alg_kind_t odnn_resample_alg(const pl_graph_view *v, size_t n, const
     return dnnl_alg_kind_undef;
 }
 
+/* Gather of one constant index (a scalar, or a vector of one) along an
+ * axis: a view of that slice (a ViT's class token, a pooler's first
+ * position). *AXIS and *INDEX (made non-negative) on success. */
+static int odnn_gather_one(const pl_graph_view *v, size_t n, int64_t *axis, int64_t *index,
+                           char *reason)
+{
+    struct odnn_tinfo x, y;
+    const pl_graph_api *g = onednn_host->graph;
+    int64_t it = odnn_in(v, n, 1);
+    pl_dtype dt;
+    int32_t nd = -1;
+    const int64_t *dims = NULL;
+    const void *data = NULL;
+    size_t bytes = 0;
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !odnn_tensor(v, odnn_out(v, n, 0), &y) ||
+        it < 0 || !g->tensor_type(v, it, &dt, &nd, &dims) || nd > 1 || (nd == 1 && dims[0] != 1) ||
+        !g->tensor_constant(v, it, &data, &bytes) ||
+        !(PL_DTYPE_EQ(dt, PL_DTYPE_I64) || PL_DTYPE_EQ(dt, PL_DTYPE_I32))) {
+        odnn_reason(reason, "Gather", "only one constant index is a view");
+        return 0;
+    }
+    int64_t k = odnn_attr_int(v, n, "axis", 0);
+    if (k < 0)
+        k += x.ndim;
+    int64_t i = 0;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I64) && bytes == sizeof(int64_t))
+        memcpy(&i, data, sizeof i);
+    else if (bytes == sizeof(int32_t)) {
+        int32_t i32;
+        memcpy(&i32, data, sizeof i32);
+        i = i32;
+    } else {
+        odnn_reason(reason, "Gather", "only one constant index is a view");
+        return 0;
+    }
+    if (k < 0 || k >= x.ndim || i < -x.dims[k] || i >= x.dims[k] || y.ndim < 1 ||
+        y.ndim != x.ndim - (nd == 0)) {
+        odnn_reason(reason, "Gather", "axis or index out of range");
+        return 0;
+    }
+    *axis = k;
+    *index = i < 0 ? i + x.dims[k] : i;
+    return 1;
+}
+
 static int odnn_check_slice(const pl_graph_view *v, size_t n, char *reason)
 {
     struct odnn_tinfo x, y;
@@ -1582,7 +1629,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
-        "Slice", "Resize", "Upsample", "RNN", "GRU", "LSTM"};
+        "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -1604,6 +1651,10 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return odnn_check_split(v, n, reason);
     if (strcmp(op, "Slice") == 0)
         return odnn_check_slice(v, n, reason);
+    if (strcmp(op, "Gather") == 0) {
+        int64_t axis, index;
+        return odnn_gather_one(v, n, &axis, &index, reason);
+    }
     if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
         return odnn_resample_alg(v, n, op, reason) != dnnl_alg_kind_undef;
     if (odnn_rnn_gates(op) != 0) /* Y, Y_h and Y_c */
@@ -4231,6 +4282,41 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
     return st;
 }
 
+/* Gather of one index: a view of the plain input at that index's offset,
+ * without the axis when the index is a scalar (no step). */
+static pl_status *odnn_gather(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    char reason[ODNN_REASON] = "";
+    int64_t axis, index;
+    if (!odnn_gather_one(v, n, &axis, &index, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: %s", reason);
+    pl_status *st = NULL;
+    if (!odnn_is_plain(&b->c->values[src].md))
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    const dnnl_memory_desc_t *md = &b->c->values[src].md;
+    struct odnn_tinfo y;
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    dnnl_dims_t yd, ys;
+    int keep = y.ndim == md->ndims, r = 0;
+    for (int d = 0; d < md->ndims; d++) {
+        if (d == axis && !keep)
+            continue;
+        yd[r] = d == axis ? 1 : md->dims[d];
+        ys[r++] = md->format_desc.blocking.strides[d];
+    }
+    int64_t off = index * md->format_desc.blocking.strides[axis];
+    dnnl_memory_desc_t sub;
+    st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, r, yd, md->data_type, ys),
+                   "gather view", v, (int64_t)n);
+    size_t esize = dnnl_data_type_size(md->data_type);
+    if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, 0), (size_t)off * esize) < 0)
+        return odnn_oom();
+    return st;
+}
+
 /* Resize/Upsample as a resampling step in the source's layout. */
 static pl_status *odnn_resample(struct odnn_build *b, size_t n, const char *op, int src)
 {
@@ -4631,6 +4717,7 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     int noop_reduce = odnn_reduce_alg(op) != 0 && odnn_reduce_axes(v, n, op, &x, &mask, reason) &&
                       odnn_reduce_is_view(&x, mask);
     int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Slice") == 0 ||
+                   strcmp(op, "Gather") == 0 ||
                    strcmp(op, "Reshape") == 0 ||
                    strcmp(op, "Flatten") == 0 || strcmp(op, "Transpose") == 0 ||
                    strcmp(op, "Identity") == 0 || strcmp(op, "Squeeze") == 0 ||
@@ -4660,6 +4747,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_slice(b, n, src);
     if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
         return odnn_resample(b, n, op, src);
+    if (strcmp(op, "Gather") == 0)
+        return odnn_gather(b, n, src);
     return odnn_relayout(b, n, op, src);
 }
 

@@ -142,6 +142,18 @@ static void mb_shape(struct mb *m, const char *name, int n, const int64_t *vals)
               (size_t)n * sizeof(int64_t));
 }
 
+/* A rank-0 i64 constant NAME holding VAL. */
+static void mb_i64_scalar(struct mb *m, const char *name, int64_t val)
+{
+    mb_shape(m, name, 1, &val);
+    /* mb_shape wrote shape [1]: make it [] */
+    char *at = strstr(m->tensors, name);
+    TH_CHECK(at != NULL, "constant %s not written", name);
+    char *shape = strstr(at, "\"shape\":[1]");
+    TH_CHECK(shape != NULL, "shape of %s not found", name);
+    memmove(shape + 9, shape + 10, strlen(shape + 10) + 1);
+}
+
 /* Writes the model into a temporary folder and returns its path. */
 static const char *mb_write(struct mb *m)
 {
@@ -2589,7 +2601,8 @@ static void case_conv1d(void)
  * axis cut back), a channel slice with step 2 from a negative start, and
  * an opset-10 slice whose axes are given; each agrees with the cpu module
  * and runs on onednn (before: "no oneDNN primitive", a subgraph boundary
- * at every chomp). */
+ * at every chomp). So is Gather of one constant index: a one-element
+ * vector from the end (the axis stays) and a scalar (the axis goes). */
 static void case_slice_views(void)
 {
     struct mb m = {.seed = 89};
@@ -2613,6 +2626,21 @@ static void case_slice_views(void)
     int64_t ys[] = {1, 8, 36};
     compare(mb_write(&m), 3, xs, 3, ys,
             (const char *[]){"c1", "chomp", "relu", "odd", "tanh", NULL});
+    /* Gather of one index: a scalar (the axis goes) and a one-element
+     * vector from the end (the axis stays) */
+    struct mb g = {.seed = 91};
+    int64_t gs[] = {2, 5, 12};
+    mb_input(&g, "x", 3, gs);
+    mb_node(&g, "t", "Tanh", "\"x\"", "a", "");
+    mb_shape(&g, "i0", 1, (int64_t[]){-2});
+    mb_node(&g, "last", "Gather", "\"a\",\"i0\"", "b", "\"axis\":{\"int\":1}");
+    mb_node(&g, "s", "Sigmoid", "\"b\"", "c", "");
+    mb_i64_scalar(&g, "i1", 3);
+    mb_node(&g, "pick", "Gather", "\"c\",\"i1\"", "d", "\"axis\":{\"int\":2}");
+    mb_node(&g, "e", "Exp", "\"d\"", "y", "");
+    g.outputs[g.n_outputs++] = "y";
+    int64_t gy[] = {2, 1};
+    compare(mb_write(&g), 3, gs, 2, gy, (const char *[]){"t", "last", "s", "pick", "e", NULL});
 }
 
 /* Concat without a copy: squeezenet's fire module (a 1x1 and a 3x3
