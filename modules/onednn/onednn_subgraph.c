@@ -4282,6 +4282,29 @@ static pl_status *odnn_split(struct odnn_build *b, size_t n, int src)
     return st;
 }
 
+/* SRC in plain layout for a view to be taken of it (a strided view stays
+ * as it is). */
+static pl_status *odnn_view_source(struct odnn_build *b, size_t n, int *src)
+{
+    return odnn_is_plain(&b->c->values[*src].md) ? NULL
+                                                 : odnn_plain(b, *src, (int64_t)n, src);
+}
+
+/* Output tensor OUT_T of node N as a view of SRC's bytes: dims YD and
+ * strides YS (R of each, in elements), starting OFF elements in. */
+static pl_status *odnn_view_out(struct odnn_build *b, size_t n, int src, int r,
+                                const dnnl_dims_t yd, const dnnl_dims_t ys, int64_t off,
+                                int64_t out_t, const char *what)
+{
+    dnnl_data_type_t dt = b->c->values[src].md.data_type;
+    dnnl_memory_desc_t sub;
+    pl_status *st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, r, yd, dt, ys), what, b->v,
+                              (int64_t)n);
+    if (st == NULL && odnn_alias(b, src, &sub, out_t, (size_t)off * dnnl_data_type_size(dt)) < 0)
+        return odnn_oom();
+    return st;
+}
+
 /* Gather of one index: a view of the plain input at that index's offset,
  * without the axis when the index is a scalar (no step). */
 static pl_status *odnn_gather(struct odnn_build *b, size_t n, int src)
@@ -4291,9 +4314,7 @@ static pl_status *odnn_gather(struct odnn_build *b, size_t n, int src)
     int64_t axis, index;
     if (!odnn_gather_one(v, n, &axis, &index, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "onednn: %s", reason);
-    pl_status *st = NULL;
-    if (!odnn_is_plain(&b->c->values[src].md))
-        st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = odnn_view_source(b, n, &src);
     if (st != NULL)
         return st;
     const dnnl_memory_desc_t *md = &b->c->values[src].md;
@@ -4307,14 +4328,8 @@ static pl_status *odnn_gather(struct odnn_build *b, size_t n, int src)
         yd[r] = d == axis ? 1 : md->dims[d];
         ys[r++] = md->format_desc.blocking.strides[d];
     }
-    int64_t off = index * md->format_desc.blocking.strides[axis];
-    dnnl_memory_desc_t sub;
-    st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, r, yd, md->data_type, ys),
-                   "gather view", v, (int64_t)n);
-    size_t esize = dnnl_data_type_size(md->data_type);
-    if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, 0), (size_t)off * esize) < 0)
-        return odnn_oom();
-    return st;
+    return odnn_view_out(b, n, src, r, yd, ys, index * md->format_desc.blocking.strides[axis],
+                         odnn_out(v, n, 0), "gather view");
 }
 
 /* Resize/Upsample as a resampling step in the source's layout. */
@@ -4362,9 +4377,7 @@ static pl_status *odnn_slice(struct odnn_build *b, size_t n, int src)
     odnn_tensor(v, odnn_out(v, n, 0), &y);
     if (!odnn_slice_window(v, n, &x, &y, start, step, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "onednn: %s", reason);
-    pl_status *st = NULL;
-    if (!odnn_is_plain(&b->c->values[src].md))
-        st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = odnn_view_source(b, n, &src);
     if (st != NULL)
         return st;
     const dnnl_memory_desc_t *md = &b->c->values[src].md;
@@ -4375,13 +4388,7 @@ static pl_status *odnn_slice(struct odnn_build *b, size_t n, int src)
         ys[d] = md->format_desc.blocking.strides[d] * step[d];
         off += start[d] * md->format_desc.blocking.strides[d];
     }
-    dnnl_memory_desc_t sub;
-    st = odnn_dnnl(dnnl_memory_desc_init_by_strides(&sub, y.ndim, yd, md->data_type, ys),
-                   "slice view", v, (int64_t)n);
-    size_t esize = dnnl_data_type_size(md->data_type);
-    if (st == NULL && odnn_alias(b, src, &sub, odnn_out(v, n, 0), (size_t)off * esize) < 0)
-        return odnn_oom();
-    return st;
+    return odnn_view_out(b, n, src, y.ndim, yd, ys, off, odnn_out(v, n, 0), "slice view");
 }
 
 /* ---- recurrent layers: emission ------------------------------------------ */
