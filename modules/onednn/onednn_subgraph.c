@@ -219,7 +219,12 @@ struct odnn_uses {
     uint32_t *first;   /* the first reader's node index */
     uint8_t *escapes;  /* the tensor is an output of the view */
     uint32_t *producer; /* node index + 1 of the writer, 0 for none */
+    uint8_t *ln_channel; /* per node: part of a LayerNorm over channels */
 };
+
+struct odnn_lnpat;
+static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
+                            struct odnn_lnpat *out);
 
 static void odnn_uses_free(pl_module_ctx *ctx, struct odnn_uses *u)
 {
@@ -227,8 +232,12 @@ static void odnn_uses_free(pl_module_ctx *ctx, struct odnn_uses *u)
     onednn_host->host_free(ctx->host_ctx, u->first);
     onednn_host->host_free(ctx->host_ctx, u->escapes);
     onednn_host->host_free(ctx->host_ctx, u->producer);
+    onednn_host->host_free(ctx->host_ctx, u->ln_channel);
     memset(u, 0, sizeof *u);
 }
+
+static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
+                                     struct odnn_uses *u);
 
 static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
                                   struct odnn_uses *u)
@@ -270,7 +279,7 @@ static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
         if (t >= 0 && (size_t)t < u->n_tensors)
             u->escapes[t] = 1;
     }
-    return NULL;
+    return odnn_uses_patterns(ctx, v, u);
 }
 
 /* The only reader of T inside the view, or -1 when T has another number of
@@ -423,11 +432,15 @@ struct odnn_lnpat {
     int64_t x, out;
     int64_t gamma, beta; /* tensors of C elements, constant or view inputs */
     float eps;
+    /* Over the channels of a 4-D NCHW tensor (ConvNeXt's LayerNorm2d, as
+     * PyTorch exports it) rather than the last axis: run as a layer
+     * normalization of the NHWC copy viewed [N*H*W, C]. */
+    int channel;
 };
 
 /* True when ReduceMean node R averages over the last axis of its input of
- * NDIM dims, keeping it. */
-static int odnn_mean_last(const pl_graph_view *v, int64_t r, int32_t ndim)
+ * NDIM dims (CHANNEL: over axis 1 of a 4-D one), keeping it. */
+static int odnn_mean_last(const pl_graph_view *v, int64_t r, int32_t ndim, int channel)
 {
     if (!odnn_op_is(v, r, "ReduceMean") || odnn_in(v, (size_t)r, 1) >= 0 ||
         odnn_attr_int(v, (size_t)r, "keepdims", 1) != 1)
@@ -435,6 +448,8 @@ static int odnn_mean_last(const pl_graph_view *v, int64_t r, int32_t ndim)
     const int64_t *axes;
     if (odnn_attr_ints(v, (size_t)r, "axes", &axes) != 1)
         return 0;
+    if (channel)
+        return ndim == 4 && (axes[0] == 1 || axes[0] == -3);
     return axes[0] == -1 || axes[0] == ndim - 1;
 }
 
@@ -456,11 +471,14 @@ static int64_t odnn_other_input(const pl_graph_view *v, size_t n, int64_t t, int
  * rank <= NDIM, that is a constant or not written inside the view (so it
  * is there when the pattern's first node runs). */
 static int odnn_ln_param(const pl_graph_view *v, const struct odnn_uses *u, int64_t t, int64_t c,
-                         int32_t ndim)
+                         int32_t ndim, int channel)
 {
     struct odnn_tinfo ti;
     if (!odnn_tensor(v, t, &ti) || !ti.known || !ti.f32 || ti.elems != c || ti.ndim < 1 ||
-        ti.ndim > ndim || ti.dims[ti.ndim - 1] != c)
+        ti.ndim > ndim)
+        return 0;
+    /* per channel of NCHW: [C, 1, 1] or [1, C, 1, 1] */
+    if (channel ? ti.ndim < 3 || ti.dims[ti.ndim - 3] != c : ti.dims[ti.ndim - 1] != c)
         return 0;
     return ti.cdata != NULL || (size_t)t >= u->n_tensors || u->producer[t] == 0;
 }
@@ -473,10 +491,12 @@ static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, s
     if (!odnn_op_is(v, (int64_t)r, "ReduceMean"))
         return 0;
     out->x = odnn_in(v, r, 0);
-    if (!odnn_tensor(v, out->x, &x) || !x.known || !x.f32 || x.ndim < 1 || x.cdata != NULL ||
-        !odnn_mean_last(v, (int64_t)r, x.ndim))
+    if (!odnn_tensor(v, out->x, &x) || !x.known || !x.f32 || x.ndim < 1 || x.cdata != NULL)
         return 0;
-    int64_t c = x.dims[x.ndim - 1];
+    out->channel = !odnn_mean_last(v, (int64_t)r, x.ndim, 0);
+    if (out->channel && !odnn_mean_last(v, (int64_t)r, x.ndim, 1))
+        return 0;
+    int64_t c = x.dims[out->channel ? 1 : x.ndim - 1];
     int64_t mean = odnn_out(v, r, 0);
     int64_t sub = odnn_sole_reader(u, mean);
     if (!odnn_op_is(v, sub, "Sub") || odnn_in(v, (size_t)sub, 0) != out->x ||
@@ -501,7 +521,7 @@ static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, s
         !odnn_scalar(v, odnn_in(v, (size_t)pw, 1), &two) || two != 2.0f)
         return 0;
     int64_t var = odnn_sole_reader(u, odnn_out(v, (size_t)pw, 0));
-    if (!odnn_mean_last(v, var, x.ndim))
+    if (!odnn_mean_last(v, var, x.ndim, out->channel))
         return 0;
     int64_t add = odnn_sole_reader(u, odnn_out(v, (size_t)var, 0));
     int first;
@@ -521,7 +541,8 @@ static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, s
     if (!odnn_op_is(v, badd, "Add"))
         return 0;
     out->beta = odnn_other_input(v, (size_t)badd, odnn_out(v, (size_t)mul, 0), 1);
-    if (!odnn_ln_param(v, u, out->gamma, c, x.ndim) || !odnn_ln_param(v, u, out->beta, c, x.ndim))
+    if (!odnn_ln_param(v, u, out->gamma, c, x.ndim, out->channel) ||
+        !odnn_ln_param(v, u, out->beta, c, x.ndim, out->channel))
         return 0;
     struct odnn_tinfo y;
     out->out = odnn_out(v, (size_t)badd, 0);
@@ -556,6 +577,28 @@ static int odnn_lnorm_of(const pl_graph_view *v, const struct odnn_uses *u, size
             }
     }
     return 0;
+}
+
+/* Marks the nodes of every LayerNorm over channels (u->ln_channel), once
+ * per view: the verdict of each such node needs the whole pattern. */
+static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
+                                     struct odnn_uses *u)
+{
+    size_t nodes = onednn_host->graph->node_count(v);
+    u->ln_channel = onednn_host->host_alloc(ctx->host_ctx, nodes ? nodes : 1, 0);
+    if (u->ln_channel == NULL) {
+        odnn_uses_free(ctx, u);
+        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory reading a graph");
+    }
+    memset(u->ln_channel, 0, nodes ? nodes : 1);
+    for (size_t r = 0; r < nodes; r++) {
+        struct odnn_lnpat m;
+        if (odnn_op_is(v, (int64_t)r, "ReduceMean") && odnn_match_lnorm(v, u, r, &m) &&
+            m.channel)
+            for (size_t k = 0; k < 9; k++)
+                u->ln_channel[m.nodes[k]] = 1;
+    }
+    return NULL;
 }
 
 /* ---- verdicts -------------------------------------------------------------- */
@@ -1639,6 +1682,10 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     if (!odnn_all_f32_known(v, n, op, reason))
         return 0;
+    /* A node of a LayerNorm over the channels: the pattern is one primitive
+     * (its ReduceMeans and channel broadcasts alone are reference kernels) */
+    if (u != NULL && u->ln_channel != NULL && u->ln_channel[n])
+        return 1;
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
@@ -1818,6 +1865,9 @@ struct odnn_value {
     int first, last; /* steps writing first and reading last */
     size_t offset;   /* in the arena (TEMP) */
     size_t view_off; /* an alias's first byte within its owner's bytes */
+    /* A dense layout in permuted strides (a channel LayerNorm's NHWC
+     * result): readers take it as it is, not through a plain copy. */
+    int dense;
     dnnl_memory_t mem;
 };
 
@@ -2351,7 +2401,7 @@ static int odnn_is_plain(const dnnl_memory_desc_t *md)
 static pl_status *odnn_source(struct odnn_build *b, int64_t t, int64_t node, int *out)
 {
     pl_status *st = odnn_source_view(b, t, node, out);
-    if (st == NULL && odnn_is_plain(&b->c->values[*out].md))
+    if (st == NULL && odnn_is_plain(&b->c->values[*out].md) && !b->c->values[*out].dense)
         st = odnn_plain(b, *out, node, out);
     return st;
 }
@@ -3639,7 +3689,7 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     const pl_graph_view *v = b->v;
     struct odnn_tinfo x;
     odnn_tensor(v, m->x, &x);
-    int64_t c = x.dims[x.ndim - 1];
+    int64_t c = x.dims[m->channel ? 1 : x.ndim - 1];
     int w[2], wargs[2], n_w = 0, vals[2], vargs[2], n_v = 0;
     const int64_t params[2] = {m->gamma, m->beta};
     static const int args[2] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
@@ -3664,8 +3714,21 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     int src;
     if (st == NULL)
         st = odnn_source(b, m->x, (int64_t)n, &src);
-    if (st == NULL)
+    if (st == NULL && !m->channel)
         st = odnn_plain(b, src, (int64_t)n, &src);
+    int64_t out_t = m->out;
+    if (st == NULL && m->channel) {
+        /* NCHW -> an NHWC copy, whose bytes are [N*H*W, C] dense */
+        dnnl_memory_desc_t nhwc, rows;
+        dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
+        dnnl_dims_t rd = {x.dims[0] * x.dims[2] * x.dims[3], c};
+        dnnl_memory_desc_init_by_tag(&nhwc, 4, xd, dnnl_f32, dnnl_acdb);
+        dnnl_memory_desc_init_by_tag(&rows, 2, rd, dnnl_f32, dnnl_ab);
+        st = odnn_ensure(b, src, &nhwc, (int64_t)n, &src);
+        if (st == NULL && (src = odnn_alias(b, src, &rows, -1, 0)) < 0)
+            st = odnn_oom();
+        out_t = -1;
+    }
     if (st != NULL)
         return st;
     dnnl_layer_normalization_desc_t ld;
@@ -3674,9 +3737,23 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
         dnnl_use_scale | dnnl_use_shift);
     st = odnn_dnnl(ds, "layer normalization descriptor", v, (int64_t)n);
     if (st == NULL)
-        st = odnn_simple(b, n, ODNN_S_LNORM, &ld, src, m->out, wargs, w, n_w);
+        st = odnn_simple(b, n, ODNN_S_LNORM, &ld, src, out_t, wargs, w, n_w);
     if (st != NULL)
         return st;
+    if (m->channel) {
+        /* the [N*H*W, C] result is the NCHW output in NHWC strides */
+        int rows_v = -1;
+        for (int a = 0; a < b->c->steps[b->c->n_steps - 1].n_args; a++)
+            if (b->c->steps[b->c->n_steps - 1].arg[a] == DNNL_ARG_DST)
+                rows_v = b->c->steps[b->c->n_steps - 1].ref[a];
+        dnnl_memory_desc_t y4;
+        dnnl_dims_t xd = {x.dims[0], x.dims[1], x.dims[2], x.dims[3]};
+        dnnl_memory_desc_init_by_tag(&y4, 4, xd, dnnl_f32, dnnl_acdb);
+        int yv = rows_v < 0 ? -1 : odnn_alias(b, rows_v, &y4, m->out, 0);
+        if (yv < 0)
+            return odnn_oom();
+        b->c->values[yv].dense = 1;
+    }
     for (int k = 0; k < n_v; k++)
         odnn_arg(b, b->c->n_steps - 1, vargs[k], ODNN_REF_VALUE, vals[k]);
     for (size_t k = 0; k < 9; k++)

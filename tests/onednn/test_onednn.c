@@ -2745,6 +2745,40 @@ static void case_resize(void)
     compare(mb_write(&u), 4, xs, 4, us, (const char *[]){"c", "up", NULL});
 }
 
+/* ConvNeXt's LayerNorm2d as PyTorch exports it: the decomposed layer norm
+ * over axis 1 of NCHW with a per-channel gamma and beta ([C,1,1]). Its
+ * ReduceMeans and channel broadcasts alone are oneDNN reference kernels;
+ * as a pattern it is one layer normalization of the NHWC copy, whose
+ * result the next convolution and a residual Add read in NHWC strides.
+ * All nine nodes run on onednn and agree with the cpu module. */
+static void case_channel_layernorm_affine(void)
+{
+    struct mb m = {.seed = 107};
+    int64_t xs[] = {1, 16, 8, 8}, c3[] = {24, 1, 1};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "conv", "x", "a", 16, 24, 3, 1, 1);
+    mb_scalar(&m, "eps", 1e-6f);
+    mb_scalar(&m, "two", 2.0f);
+    mb_const(&m, "gamma", 3, c3, NULL, 1.0f);
+    mb_const(&m, "beta", 3, c3, NULL, 0.5f);
+    mb_node(&m, "mean", "ReduceMean", "\"a\"", "mu", "\"axes\":{\"ints\":[1]}");
+    mb_node(&m, "sub", "Sub", "\"a\",\"mu\"", "d", "");
+    mb_node(&m, "pow", "Pow", "\"d\",\"two\"", "d2", "");
+    mb_node(&m, "var", "ReduceMean", "\"d2\"", "v", "\"axes\":{\"ints\":[1]}");
+    mb_node(&m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
+    mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
+    mb_node(&m, "div", "Div", "\"d\",\"sd\"", "n", "");
+    mb_node(&m, "scale", "Mul", "\"n\",\"gamma\"", "g", "");
+    mb_node(&m, "shift", "Add", "\"g\",\"beta\"", "ln", "");
+    mb_conv(&m, "conv2", "ln", "c2", 24, 24, 1, 1, 1);
+    mb_node(&m, "res", "Add", "\"c2\",\"ln\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 24, 8, 8};
+    compare(mb_write(&m), 4, xs, 4, ys,
+            (const char *[]){"conv", "mean", "sub", "pow", "var", "addeps", "sqrt", "div",
+                             "scale", "shift", "conv2", "res", NULL});
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -2763,6 +2797,7 @@ int main(int argc, char **argv)
         {"slice_views", case_slice_views},
         {"concat_in_place", case_concat_in_place},
         {"resize", case_resize},
+        {"channel_layernorm_affine", case_channel_layernorm_affine},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
         {"decomposed_layernorm", case_decomposed_layernorm},
