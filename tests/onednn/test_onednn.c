@@ -432,6 +432,22 @@ static void case_squeeze_excite(void)
     }
 }
 
+/* The decomposed normalisation over axis 1 of tensor "a" into "n" (nodes
+ * mean, sub, pow, var, addeps, sqrt, div; eps 1e-6), as PyTorch exports
+ * LayerNorm2d before its affine part. */
+static void mb_channel_norm(struct mb *m)
+{
+    mb_scalar(m, "eps", 1e-6f);
+    mb_scalar(m, "two", 2.0f);
+    mb_node(m, "mean", "ReduceMean", "\"a\"", "mu", "\"axes\":{\"ints\":[1]}");
+    mb_node(m, "sub", "Sub", "\"a\",\"mu\"", "d", "");
+    mb_node(m, "pow", "Pow", "\"d\",\"two\"", "d2", "");
+    mb_node(m, "var", "ReduceMean", "\"d2\"", "v", "\"axes\":{\"ints\":[1]}");
+    mb_node(m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
+    mb_node(m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
+    mb_node(m, "div", "Div", "\"d\",\"sd\"", "n", "");
+}
+
 /* LayerNorm across channels, as exporters decompose it (convnext's
  * LayerNorm2d): ReduceMean over axis 1, Sub and Div by the [1, 1, H, W]
  * results. oneDNN runs those only with its reference implementations
@@ -444,16 +460,8 @@ static void case_channel_layernorm(void)
     mb_input(&m, "x", 4, xs);
     mb_const(&m, "w", 4, w, NULL, 0.2f);
     mb_const(&m, "w2", 4, w2, NULL, 0.3f);
-    mb_scalar(&m, "eps", 1e-6f);
-    mb_scalar(&m, "two", 2.0f);
     mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "a", "\"pads\":{\"ints\":[1,1,1,1]}");
-    mb_node(&m, "mean", "ReduceMean", "\"a\"", "mu", "\"axes\":{\"ints\":[1]}");
-    mb_node(&m, "sub", "Sub", "\"a\",\"mu\"", "d", "");
-    mb_node(&m, "pow", "Pow", "\"d\",\"two\"", "d2", "");
-    mb_node(&m, "var", "ReduceMean", "\"d2\"", "v", "\"axes\":{\"ints\":[1]}");
-    mb_node(&m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
-    mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
-    mb_node(&m, "div", "Div", "\"d\",\"sd\"", "n", "");
+    mb_channel_norm(&m);
     mb_node(&m, "conv2", "Conv", "\"n\",\"w2\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
     int64_t ys[] = {1, 16, 8, 8};
@@ -2757,17 +2765,9 @@ static void case_channel_layernorm_affine(void)
     int64_t xs[] = {1, 16, 8, 8}, c3[] = {24, 1, 1};
     mb_input(&m, "x", 4, xs);
     mb_conv(&m, "conv", "x", "a", 16, 24, 3, 1, 1);
-    mb_scalar(&m, "eps", 1e-6f);
-    mb_scalar(&m, "two", 2.0f);
     mb_const(&m, "gamma", 3, c3, NULL, 1.0f);
     mb_const(&m, "beta", 3, c3, NULL, 0.5f);
-    mb_node(&m, "mean", "ReduceMean", "\"a\"", "mu", "\"axes\":{\"ints\":[1]}");
-    mb_node(&m, "sub", "Sub", "\"a\",\"mu\"", "d", "");
-    mb_node(&m, "pow", "Pow", "\"d\",\"two\"", "d2", "");
-    mb_node(&m, "var", "ReduceMean", "\"d2\"", "v", "\"axes\":{\"ints\":[1]}");
-    mb_node(&m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
-    mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
-    mb_node(&m, "div", "Div", "\"d\",\"sd\"", "n", "");
+    mb_channel_norm(&m);
     mb_node(&m, "scale", "Mul", "\"n\",\"gamma\"", "g", "");
     mb_node(&m, "shift", "Add", "\"g\",\"beta\"", "ln", "");
     mb_conv(&m, "conv2", "ln", "c2", 24, 24, 1, 1, 1);
