@@ -108,12 +108,14 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
     }
     pl_optimize_level level =
         rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
-    for (int pass = 0; st == NULL && pass < 2; pass++) {
+    for (int pass = 0; st == NULL && pass < 3; pass++) {
         pl_graph *next = NULL;
         if (pass == 0)
             st = pl_graph_optimize(m->graph, level, &next, &m->rewrites);
-        else if (level == PL_OPTIMIZE_ALL)
+        else if (pass == 1 && level == PL_OPTIMIZE_ALL)
             st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);
+        else if (pass == 2 && level == PL_OPTIMIZE_ALL)
+            st = pl_graph_fuse(m->graph, &next, &m->rewrites);
         if (next == NULL)
             continue;
         m->sources[pass] = m->graph;
@@ -128,6 +130,7 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pl_graph_destroy(m->graph);
         pl_graph_destroy(m->sources[0]);
         pl_graph_destroy(m->sources[1]);
+        pl_graph_destroy(m->sources[2]);
         pl_free(m->path);
         pl_free(m);
         return st;
@@ -192,6 +195,7 @@ void pl_model_release(pl_model *m)
     pl_graph_destroy(m->graph);
     pl_graph_destroy(m->sources[0]);
     pl_graph_destroy(m->sources[1]);
+    pl_graph_destroy(m->sources[2]);
     pl_rewrites_free(&m->rewrites);
     pl_free(m->path);
     pl_runtime *rt = m->runtime;

@@ -17,10 +17,11 @@ struct pl_model {
     pl_allocator alloc;
     char *path;
     pl_graph *graph;
-    /* The graphs GRAPH was rewritten from (the one read, then the one the
-     * optimiser made before folding), kept because each rewrite borrows
-     * its source's constants; unused entries NULL. */
-    pl_graph *sources[2];
+    /* The graphs GRAPH was rewritten from (the one read, the one the
+     * optimiser made before folding, the folded one before pl_graph_fuse),
+     * kept because each rewrite borrows its source's constants; unused
+     * entries NULL. */
+    pl_graph *sources[3];
     pl_rewrites rewrites;     /* what the optimiser did (optimize.h) */
     _Atomic int refs;
 };

@@ -16,6 +16,7 @@
  * somebody reads (Dropout's mask). Every rewrite is recorded with the node
  * and the reason; the session's description lists them. The core computes
  * nothing here: folding constant subgraphs needs a module (issue 15). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -181,6 +182,158 @@ pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_grap
     pl_strmap_free(&body_names);
     pl_free(drop);
     pl_free(alias);
+    return st;
+}
+
+/* ---- Pad folded into the Conv after it ------------------------------------ */
+
+/* The constant i64 vector tensor T as *OUT (at most 16 values): its length,
+ * or -1 when T is not one. */
+static int pl_opt_const_i64s(const pl_graph *g, pl_tid t, int64_t *out)
+{
+    const pl_graph_tensor *ti = t == PL_TID_NONE ? NULL : pl_graph_get_tensor(g, t);
+    if (ti == NULL || ti->data == NULL || !PL_DTYPE_EQ(ti->dtype, PL_DTYPE_I64) ||
+        ti->ndim != 1 || ti->dims[0] < 0 || ti->dims[0] > 16 ||
+        ti->nbytes != (size_t)ti->dims[0] * sizeof(int64_t))
+        return -1;
+    memcpy(out, ti->data, ti->nbytes);
+    return (int)ti->dims[0];
+}
+
+/* Whether constant tensor T holds zeros only (bit patterns: +0). */
+static bool pl_opt_all_zero(const pl_graph *g, pl_tid t)
+{
+    const pl_graph_tensor *ti = pl_graph_get_tensor(g, t);
+    if (ti == NULL || ti->data == NULL)
+        return false;
+    for (size_t i = 0; i < ti->nbytes; i++)
+        if (((const unsigned char *)ti->data)[i] != 0)
+            return false;
+    return true;
+}
+
+/* When node P is a Pad of zeros on the spatial axes only whose one reader
+ * is a Conv (its data input) with explicit padding: that Conv's node id and
+ * pads with P's added (*OUT_CONV, OUT_PADS of 2 * spatial rank values). */
+static bool pl_opt_pad_into_conv(const pl_graph *g, const pl_graph_node *p, pl_nid *out_conv,
+                                 int64_t *out_pads, size_t *out_n)
+{
+    if (strcmp(p->op, "Pad") != 0 || p->domain[0] != '\0' || p->n_outputs < 1)
+        return false;
+    const pl_attr *mode = pl_graph_node_attr(p, "mode");
+    if (mode != NULL && (mode->kind != PL_ATTR_STRING || strcmp(mode->s, "constant") != 0))
+        return false;
+    int64_t pads[16];
+    int np;
+    if (pl_graph_opset(g, "") < 11) {
+        const pl_attr *a = pl_graph_node_attr(p, "pads"), *val = pl_graph_node_attr(p, "value");
+        if (a == NULL || a->kind != PL_ATTR_INTS || a->n > 16 ||
+            (val != NULL && (val->kind != PL_ATTR_FLOAT || val->f != 0.0 || signbit(val->f))))
+            return false;
+        np = (int)a->n;
+        memcpy(pads, a->ints, a->n * sizeof *pads);
+    } else {
+        if (p->n_formal_inputs < 2 || (p->n_formal_inputs > 3 && p->inputs[3] != PL_TID_NONE) ||
+            (p->n_formal_inputs > 2 && p->inputs[2] != PL_TID_NONE &&
+             !pl_opt_all_zero(g, p->inputs[2])))
+            return false;
+        np = pl_opt_const_i64s(g, p->inputs[1], pads);
+    }
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, p->inputs[0]);
+    const pl_graph_tensor *y = pl_graph_get_tensor(g, p->outputs[0]);
+    if (x == NULL || y == NULL || x->ndim < 3 || np != 2 * x->ndim || y->is_output ||
+        y->n_consumers != 1)
+        return false;
+    int r = x->ndim, sr = r - 2;
+    if (pads[0] != 0 || pads[1] != 0 || pads[r] != 0 || pads[r + 1] != 0)
+        return false;
+    for (int i = 0; i < 2 * r; i++)
+        if (pads[i] < 0)
+            return false;
+    pl_nid c = y->consumers[0];
+    const pl_graph_node *conv = pl_graph_get_node(g, c);
+    if (conv == NULL || strcmp(conv->op, "Conv") != 0 || conv->domain[0] != '\0' ||
+        conv->n_inputs < 2 || conv->inputs[0] != p->outputs[0] || conv->inputs[1] == p->outputs[0] ||
+        (conv->n_inputs > 2 && conv->inputs[2] == p->outputs[0]))
+        return false;
+    const pl_attr *ap = pl_graph_node_attr(conv, "auto_pad");
+    if (ap != NULL && (ap->kind != PL_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0))
+        return false;
+    const pl_attr *cp = pl_graph_node_attr(conv, "pads");
+    if (cp != NULL && (cp->kind != PL_ATTR_INTS || cp->n != (size_t)(2 * sr)))
+        return false;
+    for (int i = 0; i < sr; i++) {
+        out_pads[i] = (cp ? cp->ints[i] : 0) + pads[2 + i];
+        out_pads[sr + i] = (cp ? cp->ints[sr + i] : 0) + pads[r + 2 + i];
+    }
+    *out_conv = c;
+    *out_n = (size_t)(2 * sr);
+    return true;
+}
+
+pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    size_t nn = pl_graph_node_count(g), nt = pl_graph_tensor_count(g);
+    bool *drop = pl_calloc(nn ? nn : 1, sizeof *drop);
+    pl_tid *alias = pl_calloc(nt ? nt : 1, sizeof *alias);
+    int64_t *new_pads = pl_calloc(nn ? nn : 1, 16 * sizeof *new_pads);
+    size_t *n_pads = pl_calloc(nn ? nn : 1, sizeof *n_pads);
+    pl_strmap body_names = {.alloc = pl_alloc_current()};
+    pl_status *st = NULL;
+    if (drop == NULL || alias == NULL || new_pads == NULL || n_pads == NULL ||
+        !pl_opt_body_names(g, &body_names))
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+    for (size_t t = 0; st == NULL && t < nt; t++)
+        alias[t] = (pl_tid)t;
+    size_t dropped = 0;
+    for (size_t i = 0; st == NULL && i < nn; i++) {
+        const pl_graph_node *p = pl_graph_get_node(g, (pl_nid)i);
+        pl_nid c;
+        int64_t pads[16];
+        size_t n;
+        uint32_t seen;
+        if (!pl_opt_pad_into_conv(g, p, &c, pads, &n) || n_pads[c] != 0 ||
+            pl_strmap_get(&body_names, pl_graph_get_tensor(g, p->outputs[0])->name, &seen))
+            continue;
+        drop[i] = true;
+        alias[p->outputs[0]] = p->inputs[0];
+        memcpy(&new_pads[(size_t)c * 16], pads, n * sizeof *pads);
+        n_pads[c] = n;
+        dropped++;
+        if (!pl_rewrites_add(rewrites, "Pad '%s' folded into Conv '%s' (zeros on the spatial "
+                                       "axes only): the Conv pads them itself",
+                             p->name, pl_graph_get_node(g, c)->name))
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+    }
+    pl_graph *copy = NULL;
+    if (st == NULL && dropped > 0)
+        st = pl_graph_copy_rewritten(g, drop, alias, &copy);
+    /* Node ids in the copy: G's, less the dropped nodes before them. */
+    size_t gone = 0;
+    for (size_t i = 0; st == NULL && copy != NULL && i < nn; i++) {
+        if (drop[i]) {
+            gone++;
+            continue;
+        }
+        if (n_pads[i] == 0)
+            continue;
+        pl_nid id = (pl_nid)(i - gone);
+        pl_graph_node_remove_attr(copy, id, "pads");
+        st = pl_graph_attr_ints(copy, id, "pads", &new_pads[i * 16], n_pads[i]);
+    }
+    if (st == NULL && copy != NULL)
+        st = pl_graph_validate(copy);
+    if (st != NULL) {
+        pl_graph_destroy(copy);
+        copy = NULL;
+    }
+    *out_graph = copy;
+    pl_strmap_free(&body_names);
+    pl_free(drop);
+    pl_free(alias);
+    pl_free(new_pads);
+    pl_free(n_pads);
     return st;
 }
 

@@ -13,7 +13,8 @@
 typedef enum pl_optimize_level {
     PL_OPTIMIZE_NONE = 0,   /* the graph as loaded */
     PL_OPTIMIZE_BASIC = 1,  /* no-op elimination */
-    PL_OPTIMIZE_ALL = 2     /* basic, then constant folding (fold.h) */
+    PL_OPTIMIZE_ALL = 2     /* basic, then constant folding (fold.h), then
+                               pl_graph_fuse */
 } pl_optimize_level;
 
 /* What the passes did, one line per rewrite ("Identity 'w_id' removed
@@ -34,6 +35,12 @@ bool pl_rewrites_add(pl_rewrites *rewrites, const char *fmt, ...) PL_PRINTF_LIKE
  * nothing changed. Uses the thread's current allocator. */
 pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_graph **out_graph,
                              pl_rewrites *rewrites);
+
+/* Algebraic rewrites that are exact, after constant folding (`all`): a Pad
+ * of zeros on the spatial axes whose one reader is a Conv becomes that
+ * Conv's padding (exporters write explicit padding as a Pad: TensorFlow's
+ * SAME, PyTorch's ZeroPad2d). Same contract as pl_graph_optimize. */
+pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
 
 /* "none", "basic" or "all"; false for anything else. */
 bool pl_optimize_parse(const char *s, pl_optimize_level *out);

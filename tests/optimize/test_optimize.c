@@ -569,6 +569,80 @@ static void case_config(void)
     pl_runtime_destroy(rt);
 }
 
+/* A Pad of zeros on the spatial axes whose one reader is a Conv becomes
+ * that Conv's padding (added to the Conv's own): pad1 goes, named in the
+ * description. A Pad of 0.5 (pad2) and one with a second reader (pad3)
+ * stay. y equals that of optimize = none, on cpu and on onednn. */
+static void case_pad_folded(void)
+{
+    static float w[8 * 8 * 9];
+    for (int k = 0; k < 8 * 8 * 9; k++)
+        w[k] = 0.05f * (float)((k * 5) % 13 - 6);
+    static const int64_t p1[8] = {0, 0, 1, 2, 0, 0, 2, 1}, p2[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    static const float half = 0.5f;
+    write_sidecar("pad.weights", (const void *const[]){w, p1, p2, &half},
+                  (const size_t[]){sizeof w, sizeof p1, sizeof p2, sizeof half}, 4);
+    const char *path = write_model(
+        "pad.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"pad.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"z\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,8,4,4]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[8,8,3,3],"
+        "\"data\":{\"offset\":0,\"length\":2304}},"
+        "{\"name\":\"p1\",\"dtype\":\"i64\",\"shape\":[8],"
+        "\"data\":{\"offset\":2304,\"length\":64}},"
+        "{\"name\":\"p2\",\"dtype\":\"i64\",\"shape\":[8],"
+        "\"data\":{\"offset\":2368,\"length\":64}},"
+        "{\"name\":\"half\",\"dtype\":\"f32\",\"shape\":[],"
+        "\"data\":{\"offset\":2432,\"length\":4}}],"
+        "\"nodes\":["
+        "{\"name\":\"pad1\",\"op\":\"Pad\",\"inputs\":[\"x\",\"p1\"],\"outputs\":[\"xp\"]},"
+        "{\"name\":\"conv1\",\"op\":\"Conv\",\"inputs\":[\"xp\",\"w\"],\"outputs\":[\"c1\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,0,0,1]}}},"
+        "{\"name\":\"pad2\",\"op\":\"Pad\",\"inputs\":[\"c1\",\"p2\",\"half\"],"
+        "\"outputs\":[\"c1p\"]},"
+        "{\"name\":\"conv2\",\"op\":\"Conv\",\"inputs\":[\"c1p\",\"w\"],\"outputs\":[\"c2\"]},"
+        "{\"name\":\"pad3\",\"op\":\"Pad\",\"inputs\":[\"c2\",\"p2\"],\"outputs\":[\"c2p\"]},"
+        "{\"name\":\"conv3\",\"op\":\"Conv\",\"inputs\":[\"c2p\",\"w\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"c2p\"],\"outputs\":[\"z\"]}]}");
+    float x[128];
+    for (int i = 0; i < 128; i++)
+        x[i] = 0.03f * (float)(i % 17 - 8);
+    float *ys[3] = {NULL};
+    static const char *const cfg[3][2] = {{"none", "cpu"}, {"all", "cpu"}, {"all", "onednn, cpu"}};
+    for (int r = 0; r < 3; r++) {
+        pl_runtime *rt = runtime_with(cfg[r][0], cfg[r][1]);
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        json_t *root = describe(s);
+        size_t n_rw = json_array_size(json_object_get(root, "optimizations"));
+        TH_CHECK(r == 0 ? n_rw == 0 : n_rw == 1 && rewritten(root, "pad1"),
+                 "%s: %zu rewrites (pad1 named: %d)", cfg[r][0], n_rw, rewritten(root, "pad1"));
+        TH_CHECK(r == 0 || (!placed(root, "pad1") && placed(root, "pad2") && placed(root, "pad3")),
+                 "pad1 should go, pad2 and pad3 stay");
+        json_decref(root);
+        pl_io in = {.name = "x",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 4,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 8, 4, 4}}};
+        pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+        TH_CHECK(out.tensor.ndim == 4 && out.tensor.shape[2] == 6 && out.tensor.shape[3] == 6,
+                 "y has the wrong shape");
+        ys[r] = out.tensor.data;
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+    for (int r = 1; r < 3; r++)
+        for (size_t i = 0; i < 8 * 36; i++)
+            TH_CHECK(fabsf(ys[r][i] - ys[0][i]) <= 1e-4f * (1.0f + fabsf(ys[0][i])),
+                     "%s/%s: y[%zu] = %g, want %g", cfg[r][0], cfg[r][1], i, ys[r][i], ys[0][i]);
+    for (int r = 0; r < 3; r++)
+        pl_buffer_free(ys[r]);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -580,6 +654,7 @@ int main(int argc, char **argv)
         {"constants_folded", case_constants_folded},
         {"basic_does_not_fold", case_basic_does_not_fold},
         {"constant_nodes", case_constant_nodes},
+        {"pad_folded", case_pad_folded},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }
