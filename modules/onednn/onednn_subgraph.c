@@ -3115,6 +3115,8 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
                               &bias_md, NULL);
 }
 
+static int odnn_bf16_readers(struct odnn_build *b, int64_t t);
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -3172,6 +3174,10 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         struct odnn_conv_mds c;
         odnn_conv_mds_init(&c, &x, &y, wnd, wd, cdt, &w);
         dnnl_memory_desc_t src_md = c.src, wei_md = c.wei, bias_md = c.bias, dst_md = c.dst;
+        /* bf16 out only for a reader that takes bf16 as it is (another
+         * bf16 layer); a concat of it beside f32 pieces, say, gets f32 */
+        if (cdt != dnnl_f32 && !odnn_bf16_readers(b, f.out))
+            dst_md.data_type = dnnl_f32;
         const dnnl_dim_t *strides = c.strides, *dil = c.dil, *pl = c.pl, *pr = c.pr;
         dnnl_convolution_desc_t cd;
         dnnl_primitive_desc_t pd = NULL;
