@@ -4051,24 +4051,28 @@ static dnnl_status_t odnn_concat_pd(struct odnn_build *b, size_t k, int axis,
     return ds;
 }
 
-/* Concat without a copy: when everything before AXIS is one element, each
- * source is a dense piece of the destination at its own offset (for a
- * channel blocking, when every source's channels are whole blocks). Sources
- * made inside the subgraph, read by nothing else and in the destination's
- * layout TAG (dnnl_format_tag_undef: plain) then become aliases of the
- * destination's bytes, so the steps that write them write the concatenated
- * tensor directly (squeezenet's fire modules, densenets, Inception blocks).
- * Returns 1 when done (no step), 0 to copy instead. */
+/* Concat into dense pieces: when everything before AXIS is one element,
+ * each source is a dense piece of the destination at its own offset (for a
+ * channel blocking TAG, when every source's channels are whole blocks;
+ * dnnl_format_tag_undef: plain). A source made inside the subgraph, read by
+ * nothing else and already in its piece's layout becomes an alias of those
+ * bytes, so the step that writes it writes the concatenated tensor
+ * (squeezenet's fire modules, Inception blocks); any other is reordered
+ * straight into its piece (a densenet's running concat, whose first source
+ * the next layer also reads) — one jit reorder instead of oneDNN's concat,
+ * which moved 3 GB/s here. Returns 1 when done, 0 to leave it to oneDNN's
+ * concat (a batch of more than one, pieces that are not whole blocks). */
 static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs, size_t k_in,
-                                int axis, dnnl_format_tag_t tag)
+                                int axis, dnnl_format_tag_t tag, pl_status **out_st)
 {
     const pl_graph_view *v = b->v;
     pl_compiled *c = b->c;
+    *out_st = NULL;
     int64_t out_t = odnn_out(v, n, 0);
     struct odnn_tinfo y;
     odnn_tensor(v, out_t, &y);
     if (out_t < 0 || (size_t)out_t >= b->u.n_tensors || b->u.escapes[out_t] || !y.known ||
-        k_in < 2 || k_in > ODNN_MAX_CONCAT)
+        k_in < 1 || k_in > ODNN_MAX_CONCAT)
         return 0;
     for (int d = 0; d < axis; d++)
         if (y.dims[d] != 1)
@@ -4078,32 +4082,32 @@ static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs,
                                                                                       : 8;
     if (block > 1 && axis != 1)
         return 0;
-    size_t off[ODNN_MAX_CONCAT], esize = dnnl_data_type_size(c->values[srcs[0]].md.data_type);
-    size_t inner = 1;
+    dnnl_data_type_t dt = c->values[srcs[0]].md.data_type;
+    size_t off[ODNN_MAX_CONCAT], esize = dnnl_data_type_size(dt), inner = 1;
+    dnnl_memory_desc_t piece[ODNN_MAX_CONCAT];
+    int alias_ok[ODNN_MAX_CONCAT];
     for (int d = axis + 1; d < y.ndim; d++)
         inner *= (size_t)y.dims[d];
     int64_t at = 0;
     for (size_t k = 0; k < k_in; k++) {
         int vi = srcs[k];
         const struct odnn_value *val = &c->values[vi];
-        int64_t t = odnn_in(v, n, k);
-        if (val->kind != ODNN_V_TEMP || val->tensor != t || odnn_sole_reader(&b->u, t) != (int64_t)n ||
-            val->md.data_type != c->values[srcs[0]].md.data_type)
+        int64_t t = odnn_in(v, n, k), ck = val->md.dims[axis];
+        if (val->md.ndims != y.ndim || ck % block != 0)
             return 0;
-        for (size_t j = 0; j < k; j++)
-            if (srcs[j] == vi)
-                return 0;
-        dnnl_memory_desc_t want;
         if (tag == dnnl_format_tag_undef) {
-            odnn_plain_md(&want, val->md.ndims, val->md.dims);
-            want.data_type = val->md.data_type;
-        } else if (dnnl_memory_desc_init_by_tag(&want, val->md.ndims, val->md.dims,
-                                                val->md.data_type, tag) != dnnl_success) {
+            odnn_plain_md(&piece[k], val->md.ndims, val->md.dims);
+            piece[k].data_type = dt;
+        } else if (dnnl_memory_desc_init_by_tag(&piece[k], val->md.ndims, val->md.dims, dt, tag) !=
+                   dnnl_success) {
             return 0;
         }
-        int64_t ck = val->md.dims[axis];
-        if (!dnnl_memory_desc_equal(&val->md, &want) || ck % block != 0)
-            return 0;
+        alias_ok[k] = val->kind == ODNN_V_TEMP && val->tensor == t && val->md.data_type == dt &&
+                      odnn_sole_reader(&b->u, t) == (int64_t)n &&
+                      dnnl_memory_desc_equal(&val->md, &piece[k]);
+        for (size_t j = 0; j < k; j++)
+            if (srcs[j] == vi)
+                alias_ok[k] = alias_ok[j] = 0;
         off[k] = (size_t)at * inner * esize;
         at += ck;
     }
@@ -4115,27 +4119,41 @@ static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs,
         yd[d] = y.dims[d];
     if (tag == dnnl_format_tag_undef) {
         odnn_plain_md(&dst_md, y.ndim, y.dims);
-        dst_md.data_type = c->values[srcs[0]].md.data_type;
-    } else if (dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, c->values[srcs[0]].md.data_type,
-                                            tag) != dnnl_success) {
+        dst_md.data_type = dt;
+    } else if (dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, dt, tag) != dnnl_success) {
         return 0;
     }
     int dst = odnn_new_value(b, out_t, ODNN_V_TEMP, &dst_md);
-    if (dst < 0)
-        return 0;
+    if (dst < 0) {
+        *out_st = odnn_oom();
+        return 1;
+    }
     c = b->c;
     c->values[dst].defined = 1;
-    /* Each source, and every alias of it, now lives in the destination. */
-    for (size_t k = 0; k < k_in; k++)
+    size_t aliased = 0;
+    for (size_t k = 0; k < k_in; k++) {
+        if (!alias_ok[k])
+            continue;
+        /* the source, and every alias of it, now lives in the destination */
         for (int i = 0; i < c->n_values; i++) {
             if (i == dst || (i != srcs[k] && c->values[i].kind != -srcs[k] - 100))
                 continue;
             c->values[i].kind = -dst - 100;
             c->values[i].view_off += off[k];
         }
-    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
-                             "node '%s' (Concat): its %zu sources are written in place",
-                             onednn_host->graph->node_name(v, n), k_in);
+        aliased++;
+    }
+    for (size_t k = 0; k < k_in && *out_st == NULL; k++) {
+        if (alias_ok[k])
+            continue;
+        int a = odnn_alias(b, dst, &piece[k], -1, off[k]);
+        *out_st = a < 0 ? odnn_oom() : odnn_reorder(b, srcs[k], a, (int64_t)n);
+    }
+    if (*out_st == NULL)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s' (Concat): %zu of its %zu sources written in place, "
+                                 "the others copied into their pieces",
+                                 onednn_host->graph->node_name(v, n), aliased, k_in);
     return 1;
 }
 
@@ -4169,12 +4187,8 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
     for (size_t k = 1; k < k_in && tag != dnnl_format_tag_undef; k++)
         if (odnn_channel_block_tag(&mds[k]) != tag)
             tag = dnnl_format_tag_undef;
-    int plain_all = 1;
-    for (size_t k = 0; k < k_in; k++)
-        plain_all &= odnn_is_plain(&mds[k]);
-    if ((tag != dnnl_format_tag_undef || plain_all) &&
-        odnn_concat_in_place(b, n, srcs, k_in, (int)axis, tag))
-        return NULL;
+    if (odnn_concat_in_place(b, n, srcs, k_in, (int)axis, tag, &st))
+        return st;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_unimplemented;
     if (tag != dnnl_format_tag_undef) {
