@@ -54,6 +54,7 @@
 #include "onednn.h"
 
 #include <plinth/auto_pad.h>
+#include <plinth/cost.h>
 #include <plinth/graph_hash.h>
 
 #include <float.h>
@@ -76,6 +77,10 @@
 #define ODNN_REASON 200
 #define ODNN_WINO_MIN_CHANNELS 64 /* Winograd for 3x3 convs with as many in and out */
 #define ODNN_WINO_MIN_PIXELS 49   /* ... and an output of at least 7x7 */
+/* A node whose work takes less than this on one thread (the core's
+ * default rates) runs on one: OpenMP's fork and join, and waking the team's
+ * other thread, cost more than halving a few microseconds saves. */
+#define ODNN_ONE_THREAD_US 4.0
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -1892,6 +1897,7 @@ enum odnn_step_kind {
 
 struct odnn_step {
     uint32_t kind;
+    int threads; /* the OpenMP team it was made for, and runs with */
     dnnl_primitive_t prim;
     size_t scratch_bytes;
     int n_args;
@@ -5124,10 +5130,24 @@ static pl_status *odnn_build_program(struct odnn_build *b)
         c->input_value[i] = vi;
     }
     size_t nodes = g->node_count(v);
+    int team = omp_get_max_threads();
     for (size_t n = 0; n < nodes; n++) {
         if (b->done[n])
             continue;
+        /* Primitives fix their team when they are made: a small node's are
+         * made (and later run) on one thread. */
+        double flops, bytes;
+        pl_cost_work(g, v, n, &flops, &bytes);
+        int one = team > 1 && flops / (PL_COST_GFLOPS * 1e3) < ODNN_ONE_THREAD_US &&
+                  bytes / (PL_COST_GBPS * 1e3) < ODNN_ONE_THREAD_US;
+        int first = c->n_steps;
+        if (one)
+            omp_set_num_threads(1);
         pl_status *st = odnn_emit(b, n);
+        if (one)
+            omp_set_num_threads(team);
+        for (int k = first; k < b->c->n_steps; k++)
+            b->c->steps[k].threads = one ? 1 : team;
         if (st != NULL)
             return st;
         b->done[n] = 1;
@@ -5383,10 +5403,13 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         onednn_sg_release(ctx, b.c);
         return st;
     }
+    int single = 0;
+    for (int k = 0; k < b.c->n_steps; k++)
+        single += b.c->steps[k].threads == 1 && threads > 1;
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
-                             "%s %zu nodes into %d primitives, %d weights, arena %zu B, "
-                             "scratchpad %zu B in %.2f ms",
-                             blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps,
+                             "%s %zu nodes into %d primitives (%d on one thread), %d weights, "
+                             "arena %zu B, scratchpad %zu B in %.2f ms",
+                             blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
                              b.c->n_weights, b.c->arena_bytes, b.c->scratch_bytes,
                              odnn_now_ms() - t0);
     *out_compiled = b.c;
@@ -5449,14 +5472,20 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
     odnn_team_yields(threads);
+    int team = threads;
     for (int s = 0; s < c->n_steps; s++) {
         const struct odnn_step *step = &c->steps[s];
+        int want = step->threads > 0 ? step->threads : threads;
+        if (want != team)
+            omp_set_num_threads(team = want);
         int nargs = step->n_args + (step->scratch_mem != NULL);
         dnnl_status_t ds = dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
         if (ds != dnnl_success)
             return odnn_error(PL_CODE_INTERNAL, "onednn: run: primitive %d of %d failed: %s", s,
                               c->n_steps, dnnl_status2str(ds));
     }
+    if (team != threads)
+        omp_set_num_threads(threads);
     dnnl_status_t ds = dnnl_stream_wait(c->stream);
     if (ds != dnnl_success)
         return odnn_error(PL_CODE_INTERNAL, "onednn: run: stream wait failed: %s",

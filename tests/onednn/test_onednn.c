@@ -2789,6 +2789,31 @@ static void case_channel_layernorm_affine(void)
                              "scale", "shift", "conv2", "res", NULL});
 }
 
+/* A node whose work takes a few microseconds runs its primitives on one
+ * thread (made and run so), a large one on the runtime's team: a 3x3
+ * convolution of 64 channels at 28x28 beside a Tanh of 8 values. The debug
+ * log counts one primitive on one thread; results agree with cpu. */
+static void case_small_one_thread(void)
+{
+    struct mb m = {.seed = 109};
+    int64_t xs[] = {1, 64, 28, 28};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "big", "x", "a", 64, 64, 3, 1, 1);
+    mb_node(&m, "relu", "Relu", "\"a\"", "r", "");
+    mb_node(&m, "gap", "GlobalAveragePool", "\"r\"", "g", "");
+    mb_node(&m, "tanh", "Tanh", "\"g\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int64_t ys[] = {1, 64, 1, 1};
+    compare(path, 4, xs, 4, ys, (const char *[]){"big", "relu", "gap", "tanh", NULL});
+    struct wino_log log;
+    memset(&log, 0, sizeof log);
+    pl_runtime *rt = onednn_runtime_with(NULL, &log);
+    pl_session_destroy(session_for(rt, path));
+    pl_runtime_destroy(rt);
+    TH_CHECK(strstr(log.text, "(1 on one thread)") != NULL, "log:\n%s", log.text);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -2808,6 +2833,7 @@ int main(int argc, char **argv)
         {"concat_in_place", case_concat_in_place},
         {"resize", case_resize},
         {"channel_layernorm_affine", case_channel_layernorm_affine},
+        {"small_one_thread", case_small_one_thread},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
         {"decomposed_layernorm", case_decomposed_layernorm},
