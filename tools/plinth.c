@@ -318,6 +318,17 @@ static int collect_binds(const model_args *a, shape_bind *binds, size_t *out_n)
 /* Loads the model, binds the input shapes that --shape and .npy inputs
  * give, and makes a session; prints the reason and returns EXIT_RUNTIME
  * (EXIT_USAGE for a malformed --shape) on failure. */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Milliseconds the last open_session spent creating the runtime (module
+ * discovery and loading), loading the model, and creating the session. */
+static double g_open_ms[3];
+
 static int open_session(const model_args *a, pl_runtime **out_rt, pl_model **out_model,
                         pl_session **out_session)
 {
@@ -340,7 +351,9 @@ static int open_session(const model_args *a, pl_runtime **out_rt, pl_model **out
                             .config_path = a->config,
                             .log_sink = cli_log,
                             .threads = g_threads};
+    double t0 = now_ms();
     pl_status *st = pl_runtime_create(&o, out_rt);
+    double t1 = now_ms();
     if (st == NULL)
         st = pl_model_load(*out_rt, a->model_path, out_model);
     for (size_t i = 0; st == NULL && i < n_binds; i++) {
@@ -349,8 +362,12 @@ static int open_session(const model_args *a, pl_runtime **out_rt, pl_model **out
         st = pl_model_bind_input(*out_model, name, binds[i].ndim, binds[i].dims);
     }
     free(binds);
+    double t2 = now_ms();
     if (st == NULL)
         st = pl_session_create(*out_model, NULL, out_session);
+    g_open_ms[0] = t1 - t0;
+    g_open_ms[1] = t2 - t1;
+    g_open_ms[2] = now_ms() - t2;
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
@@ -743,14 +760,6 @@ static int cmd_run(const model_args *a)
     return rc;
 }
 
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -860,7 +869,8 @@ static int cmd_bench(const model_args *a)
                pl_runtime_thread_count(rt), runs, warmup);
         printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, max %.3f ms\n", median, p90,
                times[0], times[runs - 1]);
-        printf("  load %.1f ms, peak RSS %.1f MiB", load_ms, rss_mb);
+        printf("  load %.1f ms (runtime %.1f, model %.1f, session %.1f), peak RSS %.1f MiB",
+               load_ms, g_open_ms[0], g_open_ms[1], g_open_ms[2], rss_mb);
         if (max_diff >= 0)
             printf(", max |diff| vs %s.output.bin %.3g", base, max_diff);
         printf("\n");
@@ -870,6 +880,9 @@ static int cmd_bench(const model_args *a)
                                   runs, "warmup", warmup, "median_ms", median, "p90_ms", p90,
                                   "min_ms", times[0], "max_ms", times[runs - 1], "peak_rss_mb",
                                   rss_mb, "load_ms", load_ms);
+            json_object_set_new(o, "runtime_ms", json_real(g_open_ms[0]));
+            json_object_set_new(o, "model_ms", json_real(g_open_ms[1]));
+            json_object_set_new(o, "session_ms", json_real(g_open_ms[2]));
             json_object_set_new(o, "max_abs_diff", max_diff >= 0 ? json_real(max_diff) : json_null());
             char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
             if (text != NULL)

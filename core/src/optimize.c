@@ -185,7 +185,7 @@ pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_grap
     return st;
 }
 
-/* ---- Pad folded into the Conv after it ------------------------------------ */
+/* ---- Pad folded into the Conv or AveragePool after it --------------------- */
 
 /* The constant i64 vector tensor T as *OUT (at most 16 values): its length,
  * or -1 when T is not one. */
@@ -212,11 +212,52 @@ static bool pl_opt_all_zero(const pl_graph *g, pl_tid t)
     return true;
 }
 
+/* Whether window node W (a Conv or an AveragePool) can take a Pad of zeros
+ * in front of it as its own padding, exactly; *OUT_COUNT_PAD is set when
+ * the AveragePool must then count the padding in its averages.
+ * - Conv: any explicit padding (zeros are what a Conv pads with);
+ * - AveragePool: floor mode (in ceil mode a last window that runs past the
+ *   padded input averages fewer elements, and runtimes differ on whether
+ *   that count includes the padding), unit dilations, and either
+ *   count_include_pad = 1 or no padding of its own (the padded zeros were
+ *   counted: with count_include_pad = 1 they still are). MaxPool pads with
+ *   -inf, not zeros: never. */
+static bool pl_opt_window_takes_pad(const pl_graph_node *w, bool *out_count_pad)
+{
+    *out_count_pad = false;
+    bool avg = strcmp(w->op, "AveragePool") == 0;
+    if ((!avg && strcmp(w->op, "Conv") != 0) || w->domain[0] != '\0')
+        return false;
+    const pl_attr *ap = pl_graph_node_attr(w, "auto_pad");
+    if (ap != NULL && (ap->kind != PL_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0))
+        return false;
+    if (!avg)
+        return true;
+    const pl_attr *ceil = pl_graph_node_attr(w, "ceil_mode");
+    const pl_attr *cip = pl_graph_node_attr(w, "count_include_pad");
+    const pl_attr *dil = pl_graph_node_attr(w, "dilations");
+    const pl_attr *own = pl_graph_node_attr(w, "pads");
+    if ((ceil != NULL && (ceil->kind != PL_ATTR_INT || ceil->i != 0)) ||
+        (cip != NULL && cip->kind != PL_ATTR_INT))
+        return false;
+    for (size_t i = 0; dil != NULL && i < dil->n; i++)
+        if (dil->kind != PL_ATTR_INTS || dil->ints[i] != 1)
+            return false;
+    if (cip != NULL && cip->i != 0)
+        return true;
+    for (size_t i = 0; own != NULL && i < own->n; i++)
+        if (own->kind != PL_ATTR_INTS || own->ints[i] != 0)
+            return false;
+    *out_count_pad = true;
+    return true;
+}
+
 /* When node P is a Pad of zeros on the spatial axes only whose one reader
- * is a Conv (its data input) with explicit padding: that Conv's node id and
- * pads with P's added (*OUT_CONV, OUT_PADS of 2 * spatial rank values). */
-static bool pl_opt_pad_into_conv(const pl_graph *g, const pl_graph_node *p, pl_nid *out_conv,
-                                 int64_t *out_pads, size_t *out_n)
+ * is a window node that can take it (pl_opt_window_takes_pad) as its data
+ * input: that node's id and pads with P's added (*OUT_WIN, OUT_PADS of
+ * 2 * spatial rank values), and whether it must count the padding. */
+static bool pl_opt_pad_into_window(const pl_graph *g, const pl_graph_node *p, pl_nid *out_win,
+                                   int64_t *out_pads, size_t *out_n, bool *out_count_pad)
 {
     if (strcmp(p->op, "Pad") != 0 || p->domain[0] != '\0' || p->n_outputs < 1)
         return false;
@@ -252,13 +293,12 @@ static bool pl_opt_pad_into_conv(const pl_graph *g, const pl_graph_node *p, pl_n
             return false;
     pl_nid c = y->consumers[0];
     const pl_graph_node *conv = pl_graph_get_node(g, c);
-    if (conv == NULL || strcmp(conv->op, "Conv") != 0 || conv->domain[0] != '\0' ||
-        conv->n_inputs < 2 || conv->inputs[0] != p->outputs[0] || conv->inputs[1] == p->outputs[0] ||
-        (conv->n_inputs > 2 && conv->inputs[2] == p->outputs[0]))
+    if (conv == NULL || conv->n_inputs < 1 || conv->inputs[0] != p->outputs[0] ||
+        !pl_opt_window_takes_pad(conv, out_count_pad))
         return false;
-    const pl_attr *ap = pl_graph_node_attr(conv, "auto_pad");
-    if (ap != NULL && (ap->kind != PL_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0))
-        return false;
+    for (size_t i = 1; i < conv->n_inputs; i++)
+        if (conv->inputs[i] == p->outputs[0])
+            return false;
     const pl_attr *cp = pl_graph_node_attr(conv, "pads");
     if (cp != NULL && (cp->kind != PL_ATTR_INTS || cp->n != (size_t)(2 * sr)))
         return false;
@@ -266,7 +306,7 @@ static bool pl_opt_pad_into_conv(const pl_graph *g, const pl_graph_node *p, pl_n
         out_pads[i] = (cp ? cp->ints[i] : 0) + pads[2 + i];
         out_pads[sr + i] = (cp ? cp->ints[sr + i] : 0) + pads[r + 2 + i];
     }
-    *out_conv = c;
+    *out_win = c;
     *out_n = (size_t)(2 * sr);
     return true;
 }
@@ -279,9 +319,10 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
     pl_tid *alias = pl_calloc(nt ? nt : 1, sizeof *alias);
     int64_t *new_pads = pl_calloc(nn ? nn : 1, 16 * sizeof *new_pads);
     size_t *n_pads = pl_calloc(nn ? nn : 1, sizeof *n_pads);
+    bool *count_pad = pl_calloc(nn ? nn : 1, sizeof *count_pad);
     pl_strmap body_names = {.alloc = pl_alloc_current()};
     pl_status *st = NULL;
-    if (drop == NULL || alias == NULL || new_pads == NULL || n_pads == NULL ||
+    if (drop == NULL || alias == NULL || new_pads == NULL || n_pads == NULL || count_pad == NULL ||
         !pl_opt_body_names(g, &body_names))
         st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
     for (size_t t = 0; st == NULL && t < nt; t++)
@@ -292,18 +333,22 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
         pl_nid c;
         int64_t pads[16];
         size_t n;
+        bool counted;
         uint32_t seen;
-        if (!pl_opt_pad_into_conv(g, p, &c, pads, &n) || n_pads[c] != 0 ||
+        if (!pl_opt_pad_into_window(g, p, &c, pads, &n, &counted) || n_pads[c] != 0 ||
             pl_strmap_get(&body_names, pl_graph_get_tensor(g, p->outputs[0])->name, &seen))
             continue;
         drop[i] = true;
         alias[p->outputs[0]] = p->inputs[0];
         memcpy(&new_pads[(size_t)c * 16], pads, n * sizeof *pads);
         n_pads[c] = n;
+        count_pad[c] = counted;
         dropped++;
-        if (!pl_rewrites_add(rewrites, "Pad '%s' folded into Conv '%s' (zeros on the spatial "
-                                       "axes only): the Conv pads them itself",
-                             p->name, pl_graph_get_node(g, c)->name))
+        const pl_graph_node *w = pl_graph_get_node(g, c);
+        if (!pl_rewrites_add(rewrites, "Pad '%s' folded into %s '%s' (zeros on the spatial "
+                                       "axes only): the %s pads them itself%s",
+                             p->name, w->op, w->name, w->op,
+                             counted ? " and counts them in its averages" : ""))
             st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
     }
     pl_graph *copy = NULL;
@@ -321,6 +366,10 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
         pl_nid id = (pl_nid)(i - gone);
         pl_graph_node_remove_attr(copy, id, "pads");
         st = pl_graph_attr_ints(copy, id, "pads", &new_pads[i * 16], n_pads[i]);
+        if (st == NULL && count_pad[i]) {
+            pl_graph_node_remove_attr(copy, id, "count_include_pad");
+            st = pl_graph_attr_int(copy, id, "count_include_pad", 1);
+        }
     }
     if (st == NULL && copy != NULL)
         st = pl_graph_validate(copy);
@@ -334,6 +383,7 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
     pl_free(alias);
     pl_free(new_pads);
     pl_free(n_pads);
+    pl_free(count_pad);
     return st;
 }
 

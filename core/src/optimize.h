@@ -37,9 +37,10 @@ pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_grap
                              pl_rewrites *rewrites);
 
 /* Algebraic rewrites that are exact, after constant folding (`all`): a Pad
- * of zeros on the spatial axes whose one reader is a Conv becomes that
- * Conv's padding (exporters write explicit padding as a Pad: TensorFlow's
- * SAME, PyTorch's ZeroPad2d). Same contract as pl_graph_optimize. */
+ * of zeros on the spatial axes whose one reader is a Conv or a floor-mode
+ * AveragePool becomes that node's padding (exporters write explicit
+ * padding as a Pad: TensorFlow's SAME, PyTorch's ZeroPad2d, an AvgPool2d
+ * with count_include_pad). Same contract as pl_graph_optimize. */
 pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
 
 /* "none", "basic" or "all"; false for anything else. */

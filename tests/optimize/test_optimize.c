@@ -643,6 +643,98 @@ static void case_pad_folded(void)
         pl_buffer_free(ys[r]);
 }
 
+/* A Pad of zeros in front of an AveragePool: folded (the pool counts the
+ * padding) when the pool is in floor mode and has no padding of its own
+ * (pad1) or already counts its padding (pad4); kept in front of a pool that
+ * pads without counting (pad2), a ceil-mode pool (pad3) and a MaxPool, which
+ * pads with -inf (pad5). Every output equals that of optimize = none, on
+ * cpu and on onednn. */
+static void case_pad_avgpool_folded(void)
+{
+    static const int64_t pa[8] = {0, 0, 1, 0, 0, 0, 0, 1}, pb[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    write_sidecar("apad.weights", (const void *const[]){pa, pb},
+                  (const size_t[]){sizeof pa, sizeof pb}, 2);
+    const char *path = write_model(
+        "apad.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"apad.weights\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\",\"y5\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,8,7,7]},"
+        "{\"name\":\"pa\",\"dtype\":\"i64\",\"shape\":[8],"
+        "\"data\":{\"offset\":0,\"length\":64}},"
+        "{\"name\":\"pb\",\"dtype\":\"i64\",\"shape\":[8],"
+        "\"data\":{\"offset\":64,\"length\":64}}],"
+        "\"nodes\":["
+        "{\"name\":\"pad1\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pa\"],\"outputs\":[\"p1\"]},"
+        "{\"name\":\"avg1\",\"op\":\"AveragePool\",\"inputs\":[\"p1\"],\"outputs\":[\"y1\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]}}},"
+        "{\"name\":\"pad2\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pb\"],\"outputs\":[\"p2\"]},"
+        "{\"name\":\"avg2\",\"op\":\"AveragePool\",\"inputs\":[\"p2\"],\"outputs\":[\"y2\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"pad3\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pa\"],\"outputs\":[\"p3\"]},"
+        "{\"name\":\"avg3\",\"op\":\"AveragePool\",\"inputs\":[\"p3\"],\"outputs\":[\"y3\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]},"
+        "\"ceil_mode\":{\"int\":1}}},"
+        "{\"name\":\"pad4\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pb\"],\"outputs\":[\"p4\"]},"
+        "{\"name\":\"avg4\",\"op\":\"AveragePool\",\"inputs\":[\"p4\"],\"outputs\":[\"y4\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"pads\":{\"ints\":[0,1,1,0]},"
+        "\"count_include_pad\":{\"int\":1}}},"
+        "{\"name\":\"pad5\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pb\"],\"outputs\":[\"p5\"]},"
+        "{\"name\":\"max5\",\"op\":\"MaxPool\",\"inputs\":[\"p5\"],\"outputs\":[\"y5\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]}}}]}");
+    float x[8 * 49];
+    for (int i = 0; i < 8 * 49; i++)
+        x[i] = 0.25f * (float)(i % 11) - 2.0f; /* negative too: MaxPool must see its zeros */
+    static const int64_t shapes[5][4] = {
+        {1, 8, 3, 3}, {1, 8, 9, 9}, {1, 8, 4, 4}, {1, 8, 8, 8}, {1, 8, 7, 7}};
+    float *ys[3][5] = {{NULL}};
+    static const char *const cfg[3][2] = {{"none", "cpu"}, {"all", "cpu"}, {"all", "onednn, cpu"}};
+    for (int r = 0; r < 3; r++) {
+        pl_runtime *rt = runtime_with(cfg[r][0], cfg[r][1]);
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        json_t *root = describe(s);
+        size_t n_rw = json_array_size(json_object_get(root, "optimizations"));
+        TH_CHECK(r == 0 ? n_rw == 0
+                        : n_rw == 2 && rewritten(root, "pad1") && rewritten(root, "pad4"),
+                 "%s: %zu rewrites (pad1 %d, pad4 %d)", cfg[r][0], n_rw, rewritten(root, "pad1"),
+                 rewritten(root, "pad4"));
+        TH_CHECK(r == 0 || (!placed(root, "pad1") && !placed(root, "pad4") &&
+                            placed(root, "pad2") && placed(root, "pad3") && placed(root, "pad5")),
+                 "pad1 and pad4 should go, pad2, pad3 and pad5 stay");
+        json_decref(root);
+        pl_io in = {.name = "x",
+                    .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 4,
+                               .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 8, 7, 7}}};
+        pl_io out[5];
+        static const char *const names[5] = {"y1", "y2", "y3", "y4", "y5"};
+        for (int k = 0; k < 5; k++)
+            out[k] = (pl_io){.name = names[k], .tensor = {.struct_size = sizeof(pl_tensor)}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, out, 5));
+        for (int k = 0; k < 5; k++) {
+            TH_CHECK(out[k].tensor.ndim == 4 &&
+                         memcmp(out[k].tensor.shape, shapes[k], sizeof shapes[k]) == 0,
+                     "%s: %s has the wrong shape", cfg[r][0], names[k]);
+            ys[r][k] = out[k].tensor.data;
+        }
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+    for (int r = 1; r < 3; r++)
+        for (int k = 0; k < 5; k++)
+            for (int64_t i = 0; i < shapes[k][1] * shapes[k][2] * shapes[k][3]; i++)
+                TH_CHECK(fabsf(ys[r][k][i] - ys[0][k][i]) <= 1e-5f * (1.0f + fabsf(ys[0][k][i])),
+                         "%s/%s: %s[%lld] = %g, want %g", cfg[r][0], cfg[r][1],
+                         (const char *[]){"y1", "y2", "y3", "y4", "y5"}[k], (long long)i,
+                         ys[r][k][i], ys[0][k][i]);
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 5; k++)
+            pl_buffer_free(ys[r][k]);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -655,6 +747,7 @@ int main(int argc, char **argv)
         {"basic_does_not_fold", case_basic_does_not_fold},
         {"constant_nodes", case_constant_nodes},
         {"pad_folded", case_pad_folded},
+        {"pad_avgpool_folded", case_pad_avgpool_folded},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }
