@@ -2419,10 +2419,22 @@ static const dnnl_memory_desc_t *odnn_pd_md(const_dnnl_primitive_desc_t pd, int 
     return dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
 }
 
-/* The destination value for tensor T in the layout PD picked. */
+/* The destination value for tensor T in the layout PD picked. A plain
+ * layout in permuted strides without gaps (the channels-last that a binary
+ * or eltwise keeps from a channels-last source) is dense: its readers take
+ * it as it is (odnn_source). */
 static int odnn_dst_value(struct odnn_build *b, int64_t t, const_dnnl_primitive_desc_t pd)
 {
-    return odnn_new_value(b, t, ODNN_V_TEMP, odnn_pd_md(pd, DNNL_ARG_DST));
+    const dnnl_memory_desc_t *md = odnn_pd_md(pd, DNNL_ARG_DST);
+    int vi = odnn_new_value(b, t, ODNN_V_TEMP, md);
+    if (vi >= 0 && odnn_is_plain(md)) {
+        size_t elems = 1;
+        for (int d = 0; d < md->ndims; d++)
+            elems *= (size_t)md->dims[d];
+        b->c->values[vi].dense = dnnl_memory_desc_get_size(md) ==
+                                 elems * dnnl_data_type_size(md->data_type);
+    }
+    return vi;
 }
 
 /* ---- fusion ----------------------------------------------------------------- */
@@ -3641,12 +3653,115 @@ static pl_status *odnn_vector_weight(struct odnn_build *b, size_t n, int64_t t, 
     return odnn_weight(b, &md, &md, data != NULL ? (const void *)data : ti.cdata, (int64_t)n, out);
 }
 
+static dnnl_format_tag_t odnn_channel_block_tag(const dnnl_memory_desc_t *md);
+
+/* Whether PD runs in one of oneDNN's jit kernels (its name starts "jit" or
+ * has ":jit" / "_jit" in it: "bnorm_jit:avx512_core", "jit:uni"). */
+static int odnn_pd_is_jit(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+           impl != NULL && (strncmp(impl, "jit", 3) == 0 || strstr(impl, "_jit") != NULL);
+}
+
+/* Inference batch normalization of value SRC (not channel-blocked) as one
+ * binary primitive, y = x * s + t with s = scale / sqrt(var + eps) and
+ * t = bias - mean * s per channel: a multiply by [1,C,1..] with the add as
+ * a binary post-op. oneDNN 2.6 has jit batch normalization for blocked
+ * layouts only: plain (ncsp) and channels-last run its generic C++ loops,
+ * several times slower than its jit binary, which takes any layout.
+ * Returns 1 when it emitted the step (or failed: *OUT_ST), 0 when the
+ * parameters are not constant f32 or no jit binary takes it. */
+static int odnn_bnorm_affine(struct odnn_build *b, size_t n, int src, float eps,
+                             pl_status **out_st)
+{
+    const pl_graph_view *v = b->v;
+    *out_st = NULL;
+    const dnnl_memory_desc_t *xmd = &b->c->values[src].md;
+    int64_t c = xmd->dims[1], spatial = 1;
+    for (int d = 2; d < xmd->ndims; d++)
+        spatial *= xmd->dims[d];
+    /* oneDNN 2.6's jit binary with this post-op gave wrong sums for
+     * [N,C,1] and [N,C,1,1] sources with N = 2 (difftest mixed:f32:48,
+     * 213, 389, 415): where the spatial dims are all 1 the tensor is tiny
+     * anyway, and the batch normalization primitive takes it. */
+    if (xmd->data_type != dnnl_f32 || xmd->ndims < 3 || c < 1 || spatial < 2)
+        return 0;
+    const float *p[4];
+    for (int k = 0; k < 4; k++) {
+        struct odnn_tinfo ti;
+        if (!odnn_tensor(v, odnn_in(v, n, (size_t)k + 1), &ti) || !ti.f32 || ti.cdata == NULL ||
+            ti.elems != c)
+            return 0;
+        p[k] = ti.cdata;
+    }
+    float *st_vals = onednn_host->host_alloc(b->ctx->host_ctx, 2 * (size_t)c * sizeof(float), 64);
+    if (st_vals == NULL) {
+        *out_st = odnn_oom();
+        return 1;
+    }
+    for (int64_t i = 0; i < c; i++) {
+        st_vals[i] = p[0][i] / sqrtf(p[3][i] + eps);
+        st_vals[c + i] = p[1][i] - p[2][i] * st_vals[i];
+    }
+    dnnl_dims_t wd, xd;
+    for (int d = 0; d < xmd->ndims; d++) {
+        wd[d] = d == 1 ? c : 1;
+        xd[d] = xmd->dims[d];
+    }
+    dnnl_memory_desc_t wmd, dst_md;
+    dnnl_memory_desc_init_by_strides(&wmd, xmd->ndims, wd, dnnl_f32, NULL);
+    dnnl_memory_desc_init_by_tag(&dst_md, xmd->ndims, xd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_post_ops_t po = NULL;
+    dnnl_binary_desc_t bd;
+    dnnl_primitive_desc_t pd = NULL;
+    int done = 0;
+    if (dnnl_post_ops_create(&po) == dnnl_success &&
+        dnnl_post_ops_append_binary(po, dnnl_binary_add, &wmd) == dnnl_success &&
+        dnnl_binary_desc_init(&bd, dnnl_binary_mul, xmd, &wmd, &dst_md) == dnnl_success) {
+        dnnl_primitive_attr_t attr;
+        *out_st = odnn_attr(&attr, po);
+        if (*out_st == NULL) {
+            if (dnnl_primitive_desc_create(&pd, &bd, attr, b->ctx->engine, NULL) != dnnl_success)
+                pd = NULL;
+            dnnl_primitive_attr_destroy(attr);
+        }
+    }
+    if (po != NULL)
+        dnnl_post_ops_destroy(po);
+    if (*out_st == NULL && pd != NULL && odnn_pd_is_jit(pd)) {
+        done = 1;
+        int w[2] = {-1, -1}, dst = -1, s = -1;
+        for (int k = 0; *out_st == NULL && k < 2; k++)
+            *out_st = odnn_weight(b, &wmd, &wmd, st_vals + k * c, (int64_t)n, &w[k]);
+        if (*out_st == NULL && (dst = odnn_dst_value(b, odnn_out(v, n, 0), pd)) < 0)
+            *out_st = odnn_oom();
+        if (*out_st == NULL)
+            s = odnn_add_step(b, ODNN_S_BINARY, pd, (int64_t)n, out_st);
+        if (*out_st == NULL) {
+            odnn_arg(b, s, DNNL_ARG_SRC_0, ODNN_REF_VALUE, src);
+            odnn_arg(b, s, DNNL_ARG_SRC_1, ODNN_REF_WEIGHT, w[0]);
+            odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, ODNN_REF_WEIGHT,
+                     w[1]);
+            odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+        }
+    }
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    onednn_host->host_free(b->ctx->host_ctx, st_vals);
+    return done || *out_st != NULL;
+}
+
 static pl_status *odnn_bnorm(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
     struct odnn_tinfo x;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     float eps = (float)odnn_attr_float(v, n, "epsilon", 1e-5);
+    pl_status *ast = NULL;
+    if (odnn_channel_block_tag(&b->c->values[src].md) == dnnl_format_tag_undef &&
+        odnn_bnorm_affine(b, n, src, eps, &ast))
+        return ast;
     int w[4];
     static const int args[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
     pl_status *st = NULL;
@@ -3661,7 +3776,7 @@ static pl_status *odnn_bnorm(struct odnn_build *b, size_t n, int src)
     if (ds == dnnl_success && !odnn_is_plain(&b->c->values[src].md) && odnn_desc_is_ref(b, &bd)) {
         /* A blocked layout only the reference kernel takes: read it plain. */
         st = odnn_plain(b, src, (int64_t)n, &src);
-        if (st != NULL)
+        if (st != NULL || odnn_bnorm_affine(b, n, src, eps, &st))
             return st;
         ds = dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference,
                                                         &b->c->values[src].md, eps, flags);
@@ -4173,6 +4288,75 @@ static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs,
     return 1;
 }
 
+/* Concat along the channels of sources in a channel blocking whose
+ * channels are not whole blocks (a densenet's growth of 8 or 12 beside 16
+ * channels): the destination is channels-last (nhwc), where each source is
+ * a strided piece at its channel offset for any batch, and each source is
+ * reordered straight into its piece. oneDNN's concat takes such sources
+ * blocked only in its generic kernel, and plain, the batch normalization
+ * that follows a dense block only in its slow ncsp kernel; nhwc has jit
+ * kernels for both. Returns 1 when done, 0 to leave the concat as it was. */
+static int odnn_concat_channels_last(struct odnn_build *b, size_t n, const int *srcs,
+                                     size_t k_in, int axis, pl_status **out_st)
+{
+    static const dnnl_format_tag_t last[3] = {dnnl_acb, dnnl_acdb, dnnl_acdeb};
+    const pl_graph_view *v = b->v;
+    *out_st = NULL;
+    int64_t out_t = odnn_out(v, n, 0);
+    struct odnn_tinfo y;
+    odnn_tensor(v, out_t, &y);
+    if (out_t < 0 || (size_t)out_t >= b->u.n_tensors || b->u.escapes[out_t] || !y.known ||
+        axis != 1 || y.ndim < 3 || y.ndim > 5 || k_in < 1 || k_in > ODNN_MAX_CONCAT)
+        return 0;
+    dnnl_data_type_t dt = b->c->values[srcs[0]].md.data_type;
+    dnnl_dims_t yd, strides;
+    for (int d = 0; d < y.ndim; d++)
+        yd[d] = y.dims[d];
+    dnnl_memory_desc_t dst_md;
+    if (dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, dt, last[y.ndim - 3]) != dnnl_success)
+        return 0;
+    for (int d = 0; d < y.ndim; d++)
+        strides[d] = dst_md.format_desc.blocking.strides[d];
+    int64_t at = 0;
+    for (size_t k = 0; k < k_in; k++) {
+        const dnnl_memory_desc_t *md = &b->c->values[srcs[k]].md;
+        if (md->ndims != y.ndim || md->data_type != dt)
+            return 0;
+        at += md->dims[1];
+    }
+    if (at != y.dims[1])
+        return 0;
+    int dst = odnn_new_value(b, out_t, ODNN_V_TEMP, &dst_md);
+    if (dst < 0) {
+        *out_st = odnn_oom();
+        return 1;
+    }
+    b->c->values[dst].defined = 1;
+    b->c->values[dst].dense = 1; /* readers take it channels-last */
+    size_t esize = dnnl_data_type_size(dt);
+    at = 0;
+    for (size_t k = 0; k < k_in && *out_st == NULL; k++) {
+        dnnl_memory_desc_t piece;
+        const dnnl_memory_desc_t *md = &b->c->values[srcs[k]].md;
+        if (dnnl_memory_desc_init_by_strides(&piece, md->ndims, md->dims, dt, strides) !=
+            dnnl_success) {
+            *out_st = odnn_error(PL_CODE_INTERNAL, "onednn: node '%s' (Concat): no view of "
+                                                   "source %zu in its channels-last piece",
+                                 onednn_host->graph->node_name(v, n), k);
+            break;
+        }
+        int a = odnn_alias(b, dst, &piece, -1, (size_t)at * esize);
+        *out_st = a < 0 ? odnn_oom() : odnn_reorder(b, srcs[k], a, (int64_t)n);
+        at += md->dims[1];
+    }
+    if (*out_st == NULL)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s' (Concat): channels that are not whole blocks: its "
+                                 "%zu sources copied into a channels-last destination",
+                                 onednn_host->graph->node_name(v, n), k_in);
+    return 1;
+}
+
 /* Concat. Sources that all share a channel blocking stay in it, with the
  * destination in the same blocking (left to choose, oneDNN 2.6 picks
  * Bacd16b beside aBcd16b sources whose channels are not whole blocks, a
@@ -4204,6 +4388,12 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
         if (odnn_channel_block_tag(&mds[k]) != tag)
             tag = dnnl_format_tag_undef;
     if (odnn_concat_in_place(b, n, srcs, k_in, (int)axis, tag, &st))
+        return st;
+    int whole = 1;
+    for (size_t k = 0; k < k_in && tag != dnnl_format_tag_undef; k++)
+        whole &= mds[k].dims[1] % mds[k].format_desc.blocking.inner_blks[0] == 0;
+    if (tag != dnnl_format_tag_undef && !whole &&
+        odnn_concat_channels_last(b, n, srcs, k_in, (int)axis, &st))
         return st;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_unimplemented;
@@ -5188,7 +5378,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 12u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 13u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -5198,7 +5388,9 @@ static double odnn_now_ms(void)
                                      (HardSigmoid, Selu), scalar Max/Min as clips;
                                  11: bf16 only in dense spatial convolutions
                                      without AMX;
-                                 12: resampling steps, concats written in place */
+                                 12: resampling steps, concats written in place;
+                                 13: channels-last concats, batch normalization
+                                     as a binary with per-channel weights */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
