@@ -3677,7 +3677,7 @@ static int odnn_bnorm_affine(struct odnn_build *b, size_t n, int src, float eps,
 {
     const pl_graph_view *v = b->v;
     *out_st = NULL;
-    const dnnl_memory_desc_t *xmd = &b->c->values[src].md;
+    const dnnl_memory_desc_t x_md = b->c->values[src].md, *xmd = &x_md; /* values may move */
     int64_t c = xmd->dims[1], spatial = 1;
     for (int d = 2; d < xmd->ndims; d++)
         spatial *= xmd->dims[d];
@@ -4337,7 +4337,8 @@ static int odnn_concat_channels_last(struct odnn_build *b, size_t n, const int *
     at = 0;
     for (size_t k = 0; k < k_in && *out_st == NULL; k++) {
         dnnl_memory_desc_t piece;
-        const dnnl_memory_desc_t *md = &b->c->values[srcs[k]].md;
+        /* a copy: odnn_alias may move the values */
+        const dnnl_memory_desc_t src_md = b->c->values[srcs[k]].md, *md = &src_md;
         if (dnnl_memory_desc_init_by_strides(&piece, md->ndims, md->dims, dt, strides) !=
             dnnl_success) {
             *out_st = odnn_error(PL_CODE_INTERNAL, "onednn: node '%s' (Concat): no view of "
