@@ -22,8 +22,10 @@ process's peak.
 
 Prints one row per model, then: the geometric means of default/ORT and cpu/ORT (and
 default/OpenVINO), the models above 1.0x ORT, the models where the default is more than 5%
-slower than `order = cpu`, those where bf16 is slower than f32, and where the load or the
-peak RSS is above ORT's. Timing only: nothing here asserts a speed.
+slower than `order = cpu`, those where bf16 is slower than f32, where the load or the
+peak RSS is above ORT's, and where the core's arena (`plinth explain`'s memory plan, the worst
+device of the default and `order = cpu` configurations; column "arena") is above 1.05x its
+lower bound. Timing only: nothing here asserts a speed.
 """
 import argparse, glob, json, math, os, re, subprocess, sys, tempfile
 
@@ -76,6 +78,22 @@ def peer(runtime, model_path, ins, args, py, script):
     return (j["median_ms"], j["load_ms"], j["maxrss_kb"] / 1024.0, j["load_ms"]) if j else None, err
 
 
+def arena_ratio(model_path, ini, ins):
+    """The worst arena / lower bound over the devices of `plinth explain`'s memory plan."""
+    import numpy
+    shapes = []
+    for p in ins:
+        shapes += ["--shape", re.sub(r".*\.in\.(.*)\.npy$", r"\1", p) + "=" +
+                   ",".join(str(d) for d in numpy.load(p, mmap_mode="r").shape)]
+    r = subprocess.run([os.path.join(ROOT, "build/bin/plinth"), "explain", model_path,
+                        "--config", ini, "--json"] + shapes, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    devs = json.loads(r.stdout)["memory"]["devices"]
+    return max([d["arena_bytes"] / d["lower_bound_bytes"] for d in devs
+                if d["lower_bound_bytes"]] or [1.0])
+
+
 def median(xs):
     xs = sorted(x for x in xs if x is not None)
     if not xs:
@@ -121,7 +139,8 @@ def main():
         print(f"{'model':<22}" + "".join(f"{k + '_ms':>12}" for k in keys) +
               f"{'def/ort':>8}{'def/cpu':>8}" + (f"{'bf16/def':>9}" if "bf16" in keys else "") +
               (f"{'def/ov':>7}" if args.openvino else "") +
-              f"{'load_ms':>9}{'sess_ms':>9}{'ort_load':>9}{'rss_mb':>8}{'ort_rss':>8}", flush=True)
+              f"{'load_ms':>9}{'sess_ms':>9}{'ort_load':>9}{'rss_mb':>8}{'ort_rss':>8}{'arena':>7}",
+              flush=True)
         for name in names:
             path = os.path.join(args.zoo, name + ".onnx")
             ins = inputs(args.zoo, name)
@@ -138,6 +157,9 @@ def main():
                 row[k + "_load_ms"] = median([v[1] for v in ok])
                 row[k + "_rss_mb"] = median([v[2] for v in ok])
                 row[k + "_sess_ms"] = median([v[3] for v in ok])
+            arenas = [arena_ratio(path, config(tmp, n + ".ini", o), ins)
+                      for n, o in (("default", None), ("cpu", "cpu"))]
+            row["arena_vs_lower_bound"] = None if None in arenas else max(arenas)
             row["error"] = why if any(row[k + "_ms"] is None for k in keys) else None
             rows.append(row)
 
@@ -154,6 +176,7 @@ def main():
             line += fmt(row["default_load_ms"], 9) + fmt(row["default_sess_ms"], 9)
             line += fmt(row["ort_load_ms"], 9)
             line += fmt(row["default_rss_mb"], 8)[:-2] + "  " + fmt(row["ort_rss_mb"], 8)[:-2]
+            line += fmt(row["arena_vs_lower_bound"], 7)
             print(line + (f"  ({why})" if row["error"] else ""), flush=True)
     ok = [r for r in rows if r["error"] is None]
 
@@ -169,7 +192,9 @@ def main():
                                   if r["default_load_ms"] > r["ort_load_ms"]],
                "session_above_ort": [r["model"] for r in ok
                                      if r["default_sess_ms"] > r["ort_load_ms"]],
-               "rss_above_ort": [r["model"] for r in ok if r["default_rss_mb"] > r["ort_rss_mb"]]}
+               "rss_above_ort": [r["model"] for r in ok if r["default_rss_mb"] > r["ort_rss_mb"]],
+               "arena_above_1_05": [r["model"] for r in rows
+                                    if (r["arena_vs_lower_bound"] or 9) > 1.05]}
     if "bf16_ms" in (ok[0] if ok else {}):
         summary["bf16_slower_than_f32"] = [r["model"] for r in ok
                                            if r["bf16_ms"] > r["default_ms"]]
@@ -193,7 +218,9 @@ def main():
                       ("load_above_ort", "cold load (runtime + model + session) above ORT's "
                                          "session creation"),
                       ("session_above_ort", "model + session above ORT's session creation"),
-                      ("rss_above_ort", "peak RSS above ORT's")):
+                      ("rss_above_ort", "peak RSS above ORT's"),
+                      ("arena_above_1_05", "core arena above 1.05x its lower bound "
+                                           "(default or order = cpu)")):
         if key in summary:
             print(f"{text}: {len(summary[key])} ({', '.join(summary[key])})")
     if args.json:

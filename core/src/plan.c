@@ -287,6 +287,23 @@ static int plan_key_by_size(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
+static int plan_key_by_area(const void *pa, const void *pb)
+{
+    const plan_key *a = pa, *b = pb;
+    double x = (double)a->size * (a->len + 1), y = (double)b->size * (b->len + 1);
+    if (x != y)
+        return x > y ? -1 : 1;
+    return plan_key_by_size(pa, pb);
+}
+
+static int plan_key_by_first(const void *pa, const void *pb)
+{
+    const plan_key *a = pa, *b = pb;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    return plan_key_by_size(pa, pb);
+}
+
 static int plan_key_by_life(const void *pa, const void *pb)
 {
     const plan_key *a = pa, *b = pb;
@@ -364,7 +381,7 @@ static pl_status *plan_assign_device(plan_build *b, const size_t *ids, size_t m,
      * when long skip connections fragment the arena. Best fit and first fit
      * differ on ties of the two. The best arena is kept. */
     static int (*const orders[])(const void *, const void *) = {
-        plan_key_by_size, plan_key_by_life};
+        plan_key_by_size, plan_key_by_life, plan_key_by_area, plan_key_by_first};
     size_t best_arena = PLAN_NONE;
     for (size_t v = 0; v < 2 * sizeof orders / sizeof orders[0]; v++) {
         if (v % 2 == 0) {
