@@ -318,7 +318,20 @@ static pl_status *ox_import_file(pl_module_ctx *ctx, const char *path,
     ox_budget bud = {.limit = (size_t)64 << 20};
     bud.limit += size <= (SIZE_MAX - bud.limit) / 16 ? size * 16 : SIZE_MAX - bud.limit;
     ProtobufCAllocator alloc = {ox_budget_alloc, ox_budget_free, &bud};
-    if (st == NULL) {
+    /* Weights are read in place from the mapping (onnx_lift.c). */
+    ox_lifted lift = {0};
+    if (st == NULL && ox_lift(addr, size, &lift)) {
+        model = onnx__model_proto__unpack(&alloc, lift.len, lift.buf);
+        if (model != NULL && !ox_lift_attach(model, &lift)) {
+            onnx__model_proto__free_unpacked(model, &alloc);
+            model = NULL;
+        }
+        free(lift.buf);
+        lift.buf = NULL;
+        if (model == NULL)
+            ox_lift_free(&lift);
+    }
+    if (st == NULL && model == NULL) {
         model = onnx__model_proto__unpack(&alloc, size, addr);
         if (model == NULL && bud.exceeded)
             st = ox_error(&imp, PL_CODE_OUT_OF_MEMORY,
@@ -329,11 +342,14 @@ static pl_status *ox_import_file(pl_module_ctx *ctx, const char *path,
             st = ox_error(&imp, PL_CODE_INVALID_ARGUMENT,
                           "not a valid ONNX protobuf (truncated or corrupt)");
     }
-    munmap(addr, size);
     if (st == NULL)
         st = ox_import_model(&imp, model);
-    if (model != NULL)
+    if (model != NULL) {
+        ox_lift_detach(model, &lift);
         onnx__model_proto__free_unpacked(model, &alloc);
+    }
+    ox_lift_free(&lift);
+    munmap(addr, size);
     return st;
 }
 

@@ -78,6 +78,34 @@ pl_status *ox_wrap(const ox_import *imp, pl_status *st, const char *where_fmt, .
  * only "failed"; this says where and why. */
 pl_status *ox_scan(const ox_import *imp, const uint8_t *data, size_t len);
 
+/* ---- onnx_lift.c ------------------------------------------------------- */
+
+/* Where one initializer's raw_data lies in the file; len SIZE_MAX: it has
+ * none. */
+typedef struct ox_lift_raw {
+    const uint8_t *data;
+    size_t len;
+} ox_lift_raw;
+
+/* A model's wire form without its initializers' raw_data. */
+typedef struct ox_lifted {
+    uint8_t *buf;
+    size_t len;
+    ox_lift_raw *raws; /* one per initializer of the main graph, in order */
+    size_t n_raws;
+} ox_lifted;
+
+/* Writes DATA (a model ox_scan passed) without its main graph's raw_data
+ * into OUT. False (OUT empty) when there is nothing to lift, the layout is
+ * unusual, or memory ran out: decode DATA itself then. */
+bool ox_lift(const uint8_t *data, size_t len, ox_lifted *out);
+/* Points M's initializers (decoded from OUT->buf) at their raw_data in the
+ * file; false when M does not match what was lifted. */
+bool ox_lift_attach(Onnx__ModelProto *m, const ox_lifted *l);
+/* Clears those pointers again, before M is freed. */
+void ox_lift_detach(Onnx__ModelProto *m, const ox_lifted *l);
+void ox_lift_free(ox_lifted *l);
+
 /* ---- onnx_tensor.c ----------------------------------------------------- */
 
 /* The Plinth dtype of an ONNX elem_type. Returns 1 and sets *out when Plinth
