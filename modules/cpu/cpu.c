@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
+#include "blas.h"
 
 #include <plinth/module.h>
 
@@ -64,10 +64,11 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
      * oversubscribe the machine many times over. So OpenBLAS runs on the
      * calling thread only; parallelism comes from the host's pool. This is
      * process-wide, which is what we want for every runtime in the process. */
-    openblas_set_num_threads(1);
+    cpu_blas_set_threads(1);
 
-    cpu_host->log_message(host_ctx, PL_LOG_DEBUG, "OpenBLAS %s (%s), %d online CPUs",
-                  openblas_get_config(), openblas_get_corename(), ctx->compute_units);
+    cpu_host->log_message(host_ctx, PL_LOG_DEBUG,
+                          "%d online CPUs; OpenBLAS is opened by the first kernel that needs it",
+                          ctx->compute_units);
     *out_ctx = ctx;
     return NULL;
 }
@@ -132,16 +133,23 @@ static pl_status *cpu_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in
                                            "pool",
                                            value);
     }
+    const char *why = NULL;
+    if (blas_pool && cpu_blas_get(&why) == NULL)
+        return cpu_host->status_create(PL_CODE_UNSUPPORTED,
+                                       "cpu: blas_threads = pool needs OpenBLAS: %s", why);
     if (blas_pool != ctx->blas_pool) {
         ctx->blas_pool = blas_pool;
-        openblas_set_num_threads(blas_pool ? cpu_host->thread_count(ctx->host_ctx) : 1);
+        cpu_blas_set_threads(blas_pool ? cpu_host->thread_count(ctx->host_ctx) : 1);
     }
     if (out == NULL)
         return NULL;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", cpu_host->thread_count(ctx->host_ctx));
-    out(out_ctx, "openblas_config", openblas_get_config());
-    out(out_ctx, "openblas_core", openblas_get_corename());
+    const cpu_blas *blas = cpu_blas_loaded();
+    out(out_ctx, "openblas_config",
+        blas ? blas->get_config()
+             : "not opened yet (f64 MatMul/Gemm, Einsum and blas_threads = pool open it)");
+    out(out_ctx, "openblas_core", blas ? blas->get_corename() : "");
     out(out_ctx, "threads", threads);
     out(out_ctx, "blas_threads", ctx->blas_pool ? "pool" : "1");
     return NULL;

@@ -21,7 +21,7 @@
  * scattered into the output's order. */
 #include <string.h>
 
-#include <cblas.h>
+#include "blas.h"
 
 #include "index_kernel.h"
 
@@ -174,6 +174,7 @@ typedef struct es_gemm_call {
     const float *a, *b;
     float *c;
     size_t row_blocks;
+    const cpu_blas *blas;
 } es_gemm_call;
 
 /* Task t: row block t % row_blocks of batch entry t / row_blocks. */
@@ -185,7 +186,7 @@ static void es_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; t++) {
         size_t b = t / c->row_blocks, r0 = (t % c->row_blocks) * ES_ROWS;
         size_t rows = k->m - r0 < ES_ROWS ? k->m - r0 : ES_ROWS;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)k->n, (int)k->kk,
+        c->blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)k->n, (int)k->kk,
                     1.0f, c->a + (b * k->m + r0) * k->kk, (int)k->kk, c->b + b * k->kk * k->n,
                     (int)k->n, 0.0f, c->c + (b * k->m + r0) * k->n, (int)k->n);
     }
@@ -205,7 +206,8 @@ static pl_status *es_gemm_write(pl_module_ctx *ctx, const es_kernel *k, const pl
     es_gather((const float *)(const void *)shp_in(args, 1), buf + na, nb, k->gb_n, k->gb_dims,
               k->gb_st, false);
     es_gemm_call c = {.k = k, .a = buf, .b = buf + na, .c = buf + na + nb,
-                      .row_blocks = (k->m + ES_ROWS - 1) / ES_ROWS};
+                      .row_blocks = (k->m + ES_ROWS - 1) / ES_ROWS,
+                      .blas = cpu_blas_loaded()};
     cpu_host->parallel_for(ctx->host_ctx, k->batch * c.row_blocks, 1, es_gemm_chunk, &c);
     es_gather(c.c, dst, nc, k->gc_n, k->gc_dims, k->gc_st, true);
     cpu_host->host_free(ctx->host_ctx, buf);
@@ -405,7 +407,9 @@ static void es_plan_gemm(es_kernel *k, const es_plan *p, const pl_tensor *o,
                 k->gc_st[k->gc_n++] = out_st[l];
             }
         }
-    k->gemm = k->m <= INT32_MAX && k->n <= INT32_MAX && k->kk <= INT32_MAX;
+    /* Without OpenBLAS the general loop computes it. */
+    k->gemm = k->m <= INT32_MAX && k->n <= INT32_MAX && k->kk <= INT32_MAX &&
+              cpu_blas_get(NULL) != NULL;
 }
 
 pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)

@@ -19,7 +19,7 @@
  * the GEMM's beta = 1 on the output. */
 #include <string.h>
 
-#include <cblas.h>
+#include "blas.h"
 
 #include "gemm.h"
 #include "nn_window.h"
@@ -63,7 +63,7 @@ typedef struct cpu_gemm_call {
     const float *c;
     float *out;
     int add;
-    bool blas;              /* blas_threads = pool: OpenBLAS, threaded by itself */
+    const cpu_blas *blas;   /* f64, or blas_threads = pool: OpenBLAS (threaded by itself) */
     float *ws;              /* the workers' scratch slices */
 } cpu_gemm_call;
 
@@ -160,7 +160,7 @@ static void cpu_gemm_chunk_f64(void *arg, size_t begin, size_t end, int worker)
             continue;
         const double *a = a0 + p.off_a + (k->trans_a ? p.row0 : p.row0 * kk);
         const double *b = b0 + p.off_b + (k->trans_b ? p.col0 * kk : p.col0);
-        cblas_dgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
+        c->blas->dgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
                     k->trans_b ? CblasTrans : CblasNoTrans, (int)p.rows, (int)p.n, (int)kk,
                     k->alpha64, a, (int)(k->trans_a ? m : kk), b,
                     (int)(k->trans_b ? kk : ld_out), beta_out, out, (int)ld_out);
@@ -247,7 +247,7 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
                 cpu_epilogue_rows(&k->base.epilogue, out, ld_out, rows, n);
                 continue;
             }
-            cblas_sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
+            c->blas->sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
                         k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
                         k->alpha, a, (int)lda, b, (int)ldb, beta_out, out, (int)ld_out);
             cpu_epilogue_rows(&k->base.epilogue, out, ld_out, rows, n);
@@ -278,12 +278,13 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                        .add = req == PL_REQ_ADD_TO};
     size_t tasks = (size_t)(k->batch * k->blocks);
     if (k->f64 || k->int_chunk != NULL) {
+        c.blas = cpu_blas_loaded(); /* opened when the kernel was made */
         cpu_host->parallel_for(ctx->host_ctx, tasks, 1,
                                k->f64 ? cpu_gemm_chunk_f64 : k->int_chunk, &c);
         return NULL;
     }
     if (ctx->blas_pool) {
-        c.blas = true;
+        c.blas = cpu_blas_loaded(); /* opened when blas_threads = pool was set */
         cpu_gemm_chunk(&c, 0, tasks, 0); /* OpenBLAS threads each call */
         return NULL;
     }
@@ -299,6 +300,18 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
     c.ws = (float *)(void *)ws.base;
     cpu_host->parallel_for(ctx->host_ctx, tasks, 1, cpu_gemm_chunk, &c);
     nn_workspace_release(ctx, &ws);
+    return NULL;
+}
+
+/* f64 products, and every f32 one under blas_threads = pool, run on
+ * OpenBLAS: it is opened here, when such a kernel is made (blas.h). */
+static pl_status *cpu_gemm_blas_ready(const pl_module_ctx *ctx, const pl_node_desc *node)
+{
+    const char *why = NULL;
+    bool f64 = PL_DTYPE_EQ(node->outputs[0].dtype, PL_DTYPE_F64);
+    if ((f64 || ctx->blas_pool) && cpu_blas_get(&why) == NULL)
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s products need OpenBLAS: %s",
+                         f64 ? "f64" : "blas_threads = pool", why);
     return NULL;
 }
 
@@ -388,6 +401,9 @@ pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
                          cpu_dims_text(o->shape, o->ndim, to, sizeof to));
     if (!cpu_gemm_fits_int(m, n, ka))
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "matrices beyond OpenBLAS's int sizes");
+    pl_status *no_blas = cpu_gemm_blas_ready(ctx, node);
+    if (no_blas != NULL)
+        return no_blas;
     /* B is one matrix for every batch entry when its batch dims are all 1. */
     bool b_same = true;
     for (int d = 0; d + 2 < b->ndim; d++)
@@ -486,6 +502,9 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node, pl_kerne
     }
     if (!cpu_gemm_fits_int(m, n, ka))
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "matrices beyond OpenBLAS's int sizes");
+    pl_status *no_blas = cpu_gemm_blas_ready(ctx, node);
+    if (no_blas != NULL)
+        return no_blas;
 
     cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, true, ka, n, trans_b != 0);
     if (k == NULL)

@@ -1268,6 +1268,36 @@ static void case_refusals(void)
     ch_node_free(&n);
 }
 
+/* Whether this process has OpenBLAS mapped. */
+static bool tm_blas_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL, "cannot read /proc/self/maps");
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f) != NULL)
+        found = strstr(line, "libopenblas") != NULL;
+    fclose(f);
+    return found;
+}
+
+/* OpenBLAS is opened by the first kernel that needs it (modules/cpu/blas.h),
+ * not when the module loads: f32 products run on the module's own SGEMM, so
+ * a runtime that makes none of the others never pays for it. */
+static void case_blas_lazy(void)
+{
+    CHECK(!tm_blas_mapped(), "OpenBLAS is mapped once the cpu module has loaded");
+    ch_spec f32 = {.op = "MatMul", .n_in = 2, .in = {T(2, 3, 4), T(2, 4, 5)}};
+    ch_spec gemm = {.op = "Gemm", .n_in = 3, .in = {T(2, 3, 4), T(2, 4, 5), T(1, 5)}};
+    tm_check(&f32);
+    tm_check(&gemm);
+    CHECK(!tm_blas_mapped(), "an f32 MatMul or Gemm opened OpenBLAS");
+    ch_spec f64 = f32;
+    f64.dtype = (pl_dtype){PL_TYPE_FLOAT, 64, 1};
+    tm_check(&f64);
+    CHECK(tm_blas_mapped(), "an f64 MatMul ran without OpenBLAS");
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -1304,6 +1334,7 @@ static const struct {
     {"dtype_edges", case_dtype_edges},
     {"Softmax", case_Softmax},
     {"MatMul_dtypes", case_MatMul_dtypes},
+    {"blas_lazy", case_blas_lazy},
 };
 
 int main(int argc, char **argv)
