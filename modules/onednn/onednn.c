@@ -173,7 +173,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
         return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "onednn: configure with %zu keys but no array", n_in);
     const struct onednn_isa_name *cap = NULL;
-    int bf16 = ctx->bf16, winograd = ctx->winograd;
+    int bf16 = ctx->bf16_asked, winograd = ctx->winograd;
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
         const char *value = in[i].value != NULL ? in[i].value : "(null)";
@@ -216,7 +216,19 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             return status;
         ctx->max_cpu_isa = cap->name;
     }
-    ctx->bf16 = bf16;
+    /* oneDNN 2.6 computes bf16 from avx512_core on (emulated there, native
+     * with AVX512-BF16 or AMX); below it every bf16 primitive is
+     * unimplemented. There the module computes in f32 and says so once. */
+    int eff = bf16 ? (int)dnnl_get_effective_cpu_isa() : 0; /* asking fixes the ISA cap */
+    int bf16_ok = (eff & (int)dnnl_cpu_isa_avx512_core) == (int)dnnl_cpu_isa_avx512_core;
+    char isa_text[32];
+    if (bf16 && !bf16_ok && !ctx->bf16_asked)
+        onednn_host->log_message(ctx->host_ctx, PL_LOG_WARN,
+                                 "precision = bf16: oneDNN has bf16 kernels from avx512_core "
+                                 "on, and this CPU runs %s; computing in f32",
+                                 onednn_effective_isa(isa_text, sizeof isa_text));
+    ctx->bf16_asked = bf16;
+    ctx->bf16 = bf16 && bf16_ok;
     ctx->winograd = winograd;
     if (out == NULL)
         return NULL;
@@ -229,7 +241,8 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     out(out_ctx, "dnnl_hash", v->hash != NULL ? v->hash : "unknown");
     out(out_ctx, "cpu_isa", onednn_effective_isa(isa, sizeof isa));
     out(out_ctx, "max_cpu_isa", ctx->max_cpu_isa);
-    out(out_ctx, "precision", ctx->bf16 ? "bf16" : "f32");
+    out(out_ctx, "precision",
+        ctx->bf16 ? "bf16" : ctx->bf16_asked ? "f32 (bf16 asked for; this CPU has none)" : "f32");
     out(out_ctx, "winograd", ctx->winograd ? "auto" : "no");
     out(out_ctx, "threads", threads);
     return NULL;

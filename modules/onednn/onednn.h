@@ -27,7 +27,8 @@ struct pl_module_ctx {
     pl_host_ctx *host_ctx;
     int compute_units;       /* online CPUs when init ran */
     const char *max_cpu_isa; /* the cap this instance asked for, or "default" */
-    int bf16;                /* precision = bf16 was asked for */
+    int bf16;                /* precision = bf16 is in effect */
+    int bf16_asked;          /* precision = bf16 was asked for (the CPU may lack it) */
     int winograd;            /* winograd = auto (1) or no (0) */
     pthread_mutex_t engine_lock;
     dnnl_engine_t engine;    /* NULL until the first compile */
