@@ -20,10 +20,12 @@ typedef struct pl_cache_key {
 pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
                              const pl_graph_view *view, pl_cache_key *out_key);
 
-/* Reads the blob of KEY for MODULE from DIR into a malloc'd buffer (the
- * caller frees it). NOT_FOUND when there is none. */
-pl_status *pl_cache_read(const char *dir, const pl_module *module,
-                         const pl_cache_key *key, void **out_blob, size_t *out_bytes);
+/* Maps the blob of KEY for MODULE from DIR read-only into *OUT_BLOB
+ * (*OUT_BYTES bytes); the caller releases it with pl_cache_unmap. NOT_FOUND
+ * when there is none. */
+pl_status *pl_cache_map(const char *dir, const pl_module *module, const pl_cache_key *key,
+                        const void **out_blob, size_t *out_bytes);
+void pl_cache_unmap(const void *blob, size_t bytes);
 
 /* Writes a blob (atomically: a temporary file, then rename). Creates DIR
  * if missing. */

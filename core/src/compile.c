@@ -48,9 +48,9 @@ static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t dev
                               const pl_cache_key *key, pl_warnings *w)
 {
     pl_module *m = st->module;
-    void *blob = NULL;
+    const void *blob = NULL;
     size_t bytes = 0;
-    pl_status *err = pl_cache_read(p->rt->config->cache_dir, m, key, &blob, &bytes);
+    pl_status *err = pl_cache_map(p->rt->config->cache_dir, m, key, &blob, &bytes);
     if (err == NULL) {
         err = m->api.import_compiled(m->ctx, device, st->view, blob, bytes, &st->compiled);
         if (err == NULL && st->compiled != NULL) {
@@ -62,7 +62,7 @@ static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t dev
         }
     }
     pl_status_free(err);
-    pl_free(blob);
+    pl_cache_unmap(blob, bytes);
 }
 
 /* Stores step ST's freshly compiled subgraph in the cache. */
