@@ -77,6 +77,53 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
     return 0;
 }
 
+/* Below avx512_core (bench/op_rates.py on an AVX2 AMD EPYC, 2 threads,
+ * oneDNN 2.6): 3x3 convolutions run its jit:avx2 kernels at the same lead
+ * as on AVX-512 (0.70 of cpu's time), but products and 1x1 convolutions
+ * run no faster than the cpu module's AVX2 GEMM (onednn/cpu 0.96-1.64 on
+ * matrix products, 0.91-1.29 on 1x1), 1-D convolutions run at 28-38
+ * GFLOP/s against cpu's 57-60 (dilated ones on oneDNN's im2col GEMM,
+ * undilated on a jit kernel no better), and 2-D convolutions dilated by
+ * more than 2 go to that GEMM as well (onednn/cpu 0.84-1.24). */
+#define ODNN_COST_AVX2_GEMM_RATE 1.0
+#define ODNN_COST_AVX2_CONV1D_RATE 0.6
+#define ODNN_COST_AVX2_DILATED_RATE 1.0
+
+/* Whether oneDNN dispatches to AVX-512 kernels here (asked once: asking
+ * fixes the ISA cap, and estimates come after configure has set it). */
+static int odnn_cost_avx512(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        int isa = (int)dnnl_get_effective_cpu_isa();
+        v = (isa & (int)dnnl_cpu_isa_avx512_core) == (int)dnnl_cpu_isa_avx512_core;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* The rate of product node N as a multiple of cost.h's default. */
+static double odnn_cost_rate(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int spatial = odnn_cost_spatial_kernel(g, v, n);
+    if (odnn_cost_avx512())
+        return spatial ? ODNN_COST_KERNEL_RATE : ODNN_COST_GEMM_RATE;
+    if (!spatial)
+        return ODNN_COST_AVX2_GEMM_RATE;
+    int64_t w[8];
+    int32_t r = pl_cost_dims(g, v, g->node_input(v, n, 1), w);
+    if (r == 3)
+        return ODNN_COST_AVX2_CONV1D_RATE;
+    const int64_t *dil = NULL;
+    size_t nd = 0;
+    if (g->attr_ints(v, n, "dilations", &dil, &nd))
+        for (size_t i = 0; i < nd; i++)
+            if (dil[i] > 2)
+                return ODNN_COST_AVX2_DILATED_RATE;
+    return ODNN_COST_KERNEL_RATE;
+}
+
 /* The node of the set that writes tensor T, or -1 (PRODUCER maps tensors to
  * nodes). */
 static int64_t odnn_cost_writer(const int64_t *producer, size_t n_tensors, int64_t t)
@@ -126,8 +173,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             has_conv = 1;
         if (odnn_cost_is(op, odnn_cost_products)) {
             inside[n] = 2; /* what follows it may become its post-ops */
-            double rate = odnn_cost_spatial_kernel(g, v, n) ? ODNN_COST_KERNEL_RATE
-                                                            : ODNN_COST_GEMM_RATE;
+            double rate = odnn_cost_rate(g, v, n);
             double c = flops / (rate * PL_COST_GFLOPS * 1e3);
             double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
