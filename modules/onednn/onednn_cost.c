@@ -174,7 +174,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         if (odnn_cost_is(op, odnn_cost_products)) {
             inside[n] = 2; /* what follows it may become its post-ops */
             double rate = odnn_cost_rate(g, v, n);
-            double c = flops / (rate * PL_COST_GFLOPS * 1e3);
+            double c = flops / (rate * pl_cost_gflops() * 1e3);
             double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
             launch += ODNN_COST_PRIMITIVE_US;
@@ -187,7 +187,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             const char *dir = NULL;
             size_t len = 0;
             int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
-            compute += flops / (PL_COST_GFLOPS * 1e3);
+            compute += flops / (pl_cost_gflops() * 1e3);
             launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_RNN_STEP_US * steps * dirs;
         } else {
             /* Reading a product's result, or that of a post-op of one: a

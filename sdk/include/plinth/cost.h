@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define PL_COST_GFLOPS 85.0     /* default compute rate, GFLOP/s */
+#define PL_COST_GFLOPS 85.0     /* compute rate with AVX-512, GFLOP/s (pl_cost_gflops) */
 #define PL_COST_GBPS 15.0       /* default memory rate, GB/s */
 #define PL_COST_STEP_US 1.5     /* one kernel or subgraph dispatched */
 #define PL_COST_COPY_GBPS 10.0  /* a copy between host and a device */
@@ -140,13 +140,36 @@ static inline void pl_cost_work(const pl_graph_api *g, const pl_graph_view *v, s
     *out_bytes = bytes;
 }
 
+/* The default compute rate of this host, GFLOP/s per core: PL_COST_GFLOPS
+ * where the CPU has AVX-512 (the machine it was measured on); 40 with AVX2
+ * and FMA (the cpu module's convolutions and products ran at 30-60 GFLOP/s
+ * a core on an AVX2 AMD EPYC, bench/op_rates.py); 20 below that. Against
+ * the fixed costs of a step, a boundary or a hand-off, which do not shrink
+ * with the vector width, compute weighs more on a narrower machine. */
+#define PL_COST_GFLOPS_AVX2 40.0
+#define PL_COST_GFLOPS_BASE 20.0
+
+static inline double pl_cost_gflops(void)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return PL_COST_GFLOPS;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return PL_COST_GFLOPS_AVX2;
+    return PL_COST_GFLOPS_BASE;
+#else
+    return PL_COST_GFLOPS;
+#endif
+}
+
 /* The default time of node N in microseconds: compute or memory, whichever
  * bounds it, without the dispatch. */
 static inline double pl_cost_default_us(const pl_graph_api *g, const pl_graph_view *v, size_t n)
 {
     double flops, bytes;
     pl_cost_work(g, v, n, &flops, &bytes);
-    double c = flops / (PL_COST_GFLOPS * 1e3), m = bytes / (PL_COST_GBPS * 1e3);
+    double c = flops / (pl_cost_gflops() * 1e3), m = bytes / (PL_COST_GBPS * 1e3);
     return c > m ? c : m;
 }
 
