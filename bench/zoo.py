@@ -4,7 +4,7 @@
 alternating in one run, with the geometric means and checks issue 15 is judged by.
 
     python3 bench/zoo.py [--zoo DIR] [--rounds R] [--runs N] [--threads N] [--openvino]
-                         [--no-bf16] [--json] [MODEL ...]
+                         [--no-bf16] [--no-warm] [--json] [MODEL ...]
 
 DIR (default build/tests/zoo/zoo) holds the zoo that `ctest -R zoo.models` (or
 bench/zoo/make_zoo.py) exports; MODEL names pick some of it (`vit_s`, `convnext_s.onnx`).
@@ -18,7 +18,8 @@ over R rounds of each tool's own median of N runs; load is the default configura
 load (runtime + model + session, cold) and its model + session part ("sess_ms": what an
 application that already made its runtime pays per model) against the peer's session
 creation (which, like sess_ms, leaves out importing the peer's library), and RSS each
-process's peak.
+process's peak. "warm_ses" is model + session again with a compiled-subgraph cache that one
+run before the rounds filled, against half the peer's session creation.
 
 Prints one row per model, then: the geometric means of default/ORT and cpu/ORT (and
 default/OpenVINO), the models above 1.0x ORT, the models where the default is more than 5%
@@ -32,10 +33,10 @@ import argparse, glob, json, math, os, re, subprocess, sys, tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def config(tmp, name, order=None, bf16=False):
+def config(tmp, name, order=None, bf16=False, cache=None):
     text = open(os.path.join(ROOT, "backend.ini")).read()
     text = re.sub(r"(?m)^modules = .*$", "modules = " + os.path.join(ROOT, "modules.d"), text)
-    text = re.sub(r"(?m)^cache_dir = .*$", "cache_dir =", text)
+    text = re.sub(r"(?m)^cache_dir = .*$", "cache_dir =" + (" " + cache if cache else ""), text)
     if order:
         text = re.sub(r"(?m)^order = .*$", "order = " + order, text)
     if bf16:
@@ -110,6 +111,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--openvino", action="store_true", help="also time OpenVINO's CPU plugin")
     ap.add_argument("--no-bf16", action="store_true", help="leave out precision = bf16")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="leave out the load with a warm compiled-subgraph cache")
     ap.add_argument("--json", action="store_true", help="end with one JSON object of the table")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
@@ -132,6 +135,11 @@ def main():
         if not args.no_bf16:
             tools.append(("bf16", lambda p, i: plinth(p, config(tmp, "bf16.ini", bf16=True), i,
                                                       args)))
+        if not args.no_warm:
+            cache = os.path.join(tmp, "cache")
+            os.makedirs(cache, mode=0o700, exist_ok=True)
+            warm_ini = config(tmp, "warm.ini", cache=cache)
+            tools.append(("warm", lambda p, i: plinth(p, warm_ini, i, args)))
         tools.append(("ort", lambda p, i: peer("ort", p, i, args, py, script)))
         if args.openvino:
             tools.append(("openvino", lambda p, i: peer("openvino", p, i, args, py, script)))
@@ -139,12 +147,15 @@ def main():
         print(f"{'model':<22}" + "".join(f"{k + '_ms':>12}" for k in keys) +
               f"{'def/ort':>8}{'def/cpu':>8}" + (f"{'bf16/def':>9}" if "bf16" in keys else "") +
               (f"{'def/ov':>7}" if args.openvino else "") +
-              f"{'load_ms':>9}{'sess_ms':>9}{'ort_load':>9}{'rss_mb':>8}{'ort_rss':>8}{'arena':>7}",
+              f"{'load_ms':>9}{'sess_ms':>9}" + (f"{'warm_ses':>9}" if "warm" in keys else "") +
+              f"{'ort_load':>9}{'rss_mb':>8}{'ort_rss':>8}{'arena':>7}",
               flush=True)
         for name in names:
             path = os.path.join(args.zoo, name + ".onnx")
             ins = inputs(args.zoo, name)
             got, why = {k: [] for k in keys}, None
+            if "warm" in keys:  # fills the cache: every timed "warm" load then hits it
+                plinth(path, warm_ini, ins, args)
             for r in range(args.rounds):
                 for k, fn in (tools if r % 2 == 0 else tools[::-1]):
                     v, err = fn(path, ins)
@@ -174,6 +185,8 @@ def main():
             if args.openvino:
                 line += ratio(row["default_ms"], row["openvino_ms"], 7)
             line += fmt(row["default_load_ms"], 9) + fmt(row["default_sess_ms"], 9)
+            if "warm" in keys:
+                line += fmt(row["warm_sess_ms"], 9)
             line += fmt(row["ort_load_ms"], 9)
             line += fmt(row["default_rss_mb"], 8)[:-2] + "  " + fmt(row["ort_rss_mb"], 8)[:-2]
             line += fmt(row["arena_vs_lower_bound"], 7)
@@ -193,6 +206,8 @@ def main():
                "session_above_ort": [r["model"] for r in ok
                                      if r["default_sess_ms"] > r["ort_load_ms"]],
                "rss_above_ort": [r["model"] for r in ok if r["default_rss_mb"] > r["ort_rss_mb"]],
+               "warm_session_above_half_ort": [r["model"] for r in ok if "warm_sess_ms" in r and
+                                               r["warm_sess_ms"] > 0.5 * r["ort_load_ms"]],
                "arena_above_1_05": [r["model"] for r in rows
                                     if (r["arena_vs_lower_bound"] or 9) > 1.05]}
     if "bf16_ms" in (ok[0] if ok else {}):
@@ -219,6 +234,8 @@ def main():
                                          "session creation"),
                       ("session_above_ort", "model + session above ORT's session creation"),
                       ("rss_above_ort", "peak RSS above ORT's"),
+                      ("warm_session_above_half_ort", "model + session with a warm cache above "
+                                                      "half ORT's session creation"),
                       ("arena_above_1_05", "core arena above 1.05x its lower bound "
                                            "(default or order = cpu)")):
         if key in summary:
