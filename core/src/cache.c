@@ -10,6 +10,8 @@
 #include "cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@
 #include <plinth/graph_hash.h>
 
 #include "alloc.h"
+#include "graph_view.h"
+#include "graph.h"
 #include "status.h"
 
 typedef struct pl_hash2 {
@@ -57,34 +61,159 @@ static void pl_hash2_str(pl_hash2 *h, const char *s)
     pl_hash2_bytes(h, s, strlen(s) + 1);
 }
 
+static void pl_hash2_u64(pl_hash2 *h, uint64_t v)
+{
+    pl_hash2_bytes(h, &v, sizeof v);
+}
+
+/* BYTES at DATA as their four-lane digest (sdk graph_hash.h; three times
+ * faster than the key's own chains over megabytes of weights). */
+static void pl_hash2_digest(pl_hash2 *h, const void *data, size_t bytes)
+{
+    uint64_t digest = PL_HASH_SEED;
+    pl_hash_bytes(&digest, data, bytes);
+    pl_hash2_u64(h, bytes);
+    pl_hash2_u64(h, digest);
+}
+
+/* Tensor T of G: its name and type, and a constant's bytes, the first time
+ * it is met (SEEN marks it); later only its name. */
+static void pl_hash2_tensor(pl_hash2 *h, const pl_graph *g, pl_tid t, unsigned char *seen)
+{
+    if (t == PL_TID_NONE) {
+        pl_hash2_u64(h, UINT64_MAX);
+        return;
+    }
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, t);
+    pl_hash2_str(h, x->name);
+    if (seen[t])
+        return;
+    seen[t] = 1;
+    pl_hash2_u64(h, ((uint64_t)x->dtype.code << 24) | ((uint64_t)x->dtype.bits << 16) |
+                        x->dtype.lanes);
+    pl_hash2_u64(h, (uint64_t)(int64_t)x->ndim);
+    for (int32_t d = 0; d < x->ndim; d++) {
+        pl_hash2_u64(h, (uint64_t)x->dims[d]);
+        pl_hash2_str(h, x->dim_params && x->dim_params[d] ? x->dim_params[d] : "");
+    }
+    if (x->data != NULL)
+        pl_hash2_digest(h, x->data, x->nbytes);
+    else
+        pl_hash2_u64(h, 0);
+}
+
+static void pl_hash2_attr(pl_hash2 *h, const pl_attr *a)
+{
+    pl_hash2_str(h, a->name);
+    pl_hash2_u64(h, (uint64_t)a->kind);
+    switch (a->kind) {
+    case PL_ATTR_INT: pl_hash2_u64(h, (uint64_t)a->i); break;
+    case PL_ATTR_FLOAT: pl_hash2_bytes(h, &a->f, sizeof a->f); break;
+    case PL_ATTR_STRING:
+        pl_hash2_u64(h, a->s_len);
+        pl_hash2_bytes(h, a->s, a->s_len);
+        break;
+    case PL_ATTR_INTS:
+        pl_hash2_u64(h, a->n);
+        pl_hash2_bytes(h, a->ints, a->n * sizeof *a->ints);
+        break;
+    case PL_ATTR_FLOATS:
+        pl_hash2_u64(h, a->n);
+        pl_hash2_bytes(h, a->floats, a->n * sizeof *a->floats);
+        break;
+    case PL_ATTR_STRINGS:
+        pl_hash2_u64(h, a->n);
+        for (size_t k = 0; k < a->n; k++)
+            pl_hash2_str(h, a->strings[k]);
+        break;
+    case PL_ATTR_TENSOR:
+        pl_hash2_u64(h, ((uint64_t)a->tensor->dtype.code << 24) |
+                            ((uint64_t)a->tensor->dtype.bits << 16) | a->tensor->dtype.lanes);
+        pl_hash2_u64(h, (uint64_t)(int64_t)a->tensor->ndim);
+        for (int32_t d = 0; d < a->tensor->ndim; d++)
+            pl_hash2_u64(h, (uint64_t)a->tensor->dims[d]);
+        pl_hash2_digest(h, a->tensor->data, a->tensor->nbytes);
+        break;
+    default: break;
+    }
+}
+
+/* Whether a node of VIEW has a body (GRAPH or GRAPHS attribute). */
+static bool pl_cache_view_has_bodies(const pl_graph_view *view, const pl_graph *g)
+{
+    for (size_t n = 0; n < pl_graph_view_table.node_count(view); n++) {
+        const pl_graph_node *node = pl_graph_get_node(g, pl_graph_view_node_id(view, n));
+        for (size_t k = 0; k < node->n_attrs; k++)
+            if (node->attrs[k].kind == PL_ATTR_GRAPH || node->attrs[k].kind == PL_ATTR_GRAPHS)
+                return true;
+    }
+    return false;
+}
+
+/* The key covers what a compile can see: the graph's opsets, the view's
+ * nodes in order (name, op, domain, every attribute, inputs and outputs),
+ * every tensor they touch (name, dtype, shape with its symbols, and a
+ * constant's bytes as their digest) and the view's inputs and outputs. It
+ * is hashed from the graph's own structures: going through the view's JSON
+ * text (jansson) took 2-3 ms for a small ViT, a whole compile's worth. A
+ * subgraph with control-flow bodies is keyed by that text, which nests
+ * them. */
 pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
                              const pl_graph_view *view, pl_cache_key *out_key)
 {
     pl_hash2 h = {1469598103934665603ull, 0x6a09e667f3bcc909ull};
     const pl_graph_api *api = &pl_graph_view_table;
+    const pl_graph *g = pl_graph_view_graph(view);
     pl_hash2_str(&h, module->name);
     pl_hash2_str(&h, module->api.version ? module->api.version : "");
     pl_hash2_bytes(&h, &device, sizeof device);
-    const char *json = api->json(view);
-    if (json == NULL)
-        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory keying a subgraph");
-    pl_hash2_str(&h, json);
-    /* The constants the subgraph's nodes read, in node order. */
-    for (size_t n = 0; n < api->node_count(view); n++) {
-        for (size_t i = 0; i < api->node_input_count(view, n); i++) {
-            const void *data;
-            size_t bytes;
-            int64_t t = api->node_input(view, n, i);
-            if (t >= 0 && api->tensor_constant(view, t, &data, &bytes)) {
-                /* The bytes go through the SDK's four-lane hash (three
-                 * times faster over megabytes of weights); its digest
-                 * joins the key. */
-                uint64_t digest = PL_HASH_SEED;
-                pl_hash_bytes(&digest, data, bytes);
-                pl_hash2_bytes(&h, &bytes, sizeof bytes);
-                pl_hash2_bytes(&h, &digest, sizeof digest);
+    if (pl_cache_view_has_bodies(view, g)) {
+        const char *json = api->json(view);
+        if (json == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory keying a subgraph");
+        pl_hash2_str(&h, json);
+        for (size_t n = 0; n < api->node_count(view); n++)
+            for (size_t i = 0; i < api->node_input_count(view, n); i++) {
+                const void *data;
+                size_t bytes;
+                int64_t t = api->node_input(view, n, i);
+                if (t >= 0 && api->tensor_constant(view, t, &data, &bytes))
+                    pl_hash2_digest(&h, data, bytes);
             }
+    } else {
+        size_t nt = pl_graph_tensor_count(g);
+        unsigned char *seen = pl_calloc(nt ? nt : 1, 1);
+        if (seen == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory keying a subgraph");
+        for (size_t i = 0; i < pl_graph_opset_count(g); i++) {
+            const char *domain;
+            int64_t version;
+            pl_graph_opset_at(g, i, &domain, &version);
+            pl_hash2_str(&h, domain);
+            pl_hash2_u64(&h, (uint64_t)version);
         }
+        for (size_t n = 0; n < api->node_count(view); n++) {
+            const pl_graph_node *node = pl_graph_get_node(g, pl_graph_view_node_id(view, n));
+            pl_hash2_str(&h, node->name);
+            pl_hash2_str(&h, node->op);
+            pl_hash2_str(&h, node->domain);
+            pl_hash2_u64(&h, node->n_attrs);
+            for (size_t k = 0; k < node->n_attrs; k++)
+                pl_hash2_attr(&h, &node->attrs[k]);
+            pl_hash2_u64(&h, node->n_inputs);
+            for (size_t k = 0; k < node->n_inputs; k++)
+                pl_hash2_tensor(&h, g, node->inputs[k], seen);
+            pl_hash2_u64(&h, node->n_outputs);
+            for (size_t k = 0; k < node->n_outputs; k++)
+                pl_hash2_tensor(&h, g, node->outputs[k], seen);
+        }
+        pl_hash2_u64(&h, api->input_count(view));
+        for (size_t i = 0; i < api->input_count(view); i++)
+            pl_hash2_tensor(&h, g, (pl_tid)api->input(view, i), seen);
+        pl_hash2_u64(&h, api->output_count(view));
+        for (size_t i = 0; i < api->output_count(view); i++)
+            pl_hash2_tensor(&h, g, (pl_tid)api->output(view, i), seen);
+        pl_free(seen);
     }
     snprintf(out_key->hex, sizeof out_key->hex, "%016llx%016llx", (unsigned long long)h.a,
              (unsigned long long)h.b);

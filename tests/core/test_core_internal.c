@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "cache.h"
 #include "graph_view.h"
 #include "model.h"
 #include "registry.h"
@@ -295,6 +296,65 @@ static void case_graph_view(const char *stage_dir, const char *source_dir)
     pl_runtime_destroy(rt);
 }
 
+/* The compiled-subgraph cache's key (cache.c): the same subgraph loaded
+ * twice keys the same; an attribute, one byte of a weight or the device
+ * changes it. */
+static void view_key(pl_runtime *rt, pl_graph *g, int32_t device, pl_cache_key *key)
+{
+    const char *names[] = {"conv2", "relu2", "dwconv", "residual", "clip"};
+    pl_nid ids[5];
+    for (int i = 0; i < 5; i++)
+        ids[i] = pl_graph_find_node(g, names[i]);
+    pl_graph_view *v = NULL;
+    CHECK(pl_graph_view_create(g, ids, 5, &v) == NULL);
+    pl_module *json = rt->modules[pl_runtime_find_module(rt, "json")];
+    CHECK(pl_cache_key_make(json, device, v, key) == NULL);
+    pl_graph_view_destroy(v);
+}
+
+static void case_cache_key(const char *stage_dir, const char *source_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/cnn/model.json", source_dir);
+    char tmpl[] = "/tmp/plinth_core_XXXXXX";
+    pl_runtime *rt = make_runtime_with(stage_dir, tmpl, "json");
+    pl_graph *g = NULL, *g2 = NULL;
+    CHECK(pl_model_read_graph(rt, path, &g) == NULL);
+    CHECK(pl_model_read_graph(rt, path, &g2) == NULL);
+    pl_cache_key k1, k2, k;
+    view_key(rt, g, 0, &k1);
+    view_key(rt, g2, 0, &k2);
+    CHECK(strcmp(k1.hex, k2.hex) == 0);
+    view_key(rt, g, 1, &k);
+    CHECK(strcmp(k.hex, k1.hex) != 0);
+    /* One byte of conv2's weights (at 2048 in the sidecar): a copy of the
+     * model whose weights file differs there. */
+    char dir[] = "/tmp/plinth_key_XXXXXX", cmd[8192], copy[4200];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd,
+             "cp %s/examples/cnn/model.json %s/examples/cnn/model.weights %s/ && "
+             "printf '\\377' | dd of=%s/model.weights bs=1 seek=2148 conv=notrunc 2>/dev/null",
+             source_dir, source_dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(copy, sizeof copy, "%s/model.json", dir);
+    pl_graph *g3 = NULL;
+    CHECK(pl_model_read_graph(rt, copy, &g3) == NULL);
+    view_key(rt, g3, 0, &k);
+    CHECK(strcmp(k.hex, k1.hex) != 0);
+    pl_graph_destroy(g3);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    /* An attribute. */
+    pl_nid dw = pl_graph_find_node(g2, "dwconv");
+    pl_graph_node_remove_attr(g2, dw, "group");
+    CHECK(pl_graph_attr_int(g2, dw, "group", 16) == NULL);
+    view_key(rt, g2, 0, &k);
+    CHECK(strcmp(k.hex, k1.hex) != 0);
+    pl_graph_destroy(g);
+    pl_graph_destroy(g2);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     alarm(120);
@@ -315,6 +375,8 @@ int main(int argc, char **argv)
         case_module_two_runtimes(argv[2]);
     else if (strcmp(c, "graph_view") == 0 && argc > 3)
         case_graph_view(argv[2], argv[3]);
+    else if (strcmp(c, "cache_key") == 0 && argc > 3)
+        case_cache_key(argv[2], argv[3]);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
