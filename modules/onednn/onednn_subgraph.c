@@ -793,6 +793,82 @@ static int odnn_deconv_window(const pl_graph_view *v, size_t n, const struct odn
 
 /* Conv, or ConvTranspose when TRANSPOSED: 2-D, constant weights and bias,
  * groups that fit the channels, a window that gives the stated output. */
+/* oneDNN 2.6 serves some grouped convolutions only with its im2col GEMM
+ * ("gemm:jit"), which runs the groups one after another: ConvNeXt's
+ * depthwise 7x7 on a 2x2 map (192 groups, its jit_dw kernel refuses a map
+ * smaller than the kernel) took 0.25 ms of the model's 1.06 there, on an
+ * AVX2 machine. Such a node is left to the next backend. The probe makes a
+ * primitive descriptor (no code is generated) with every layout left to
+ * oneDNN, on a CPU engine of its own. */
+#define ODNN_GEMM_GROUPS 8
+
+static int odnn_impl_is_ref(const char *impl);
+
+static dnnl_engine_t odnn_probe_engine;
+static pthread_once_t odnn_probe_once = PTHREAD_ONCE_INIT;
+
+static void odnn_probe_engine_make(void)
+{
+    if (dnnl_engine_create(&odnn_probe_engine, dnnl_cpu, 0) != dnnl_success)
+        odnn_probe_engine = NULL;
+}
+
+/* Unloading the module lets the engine go. */
+__attribute__((destructor)) static void odnn_probe_engine_free(void)
+{
+    if (odnn_probe_engine != NULL)
+        dnnl_engine_destroy(odnn_probe_engine);
+}
+
+static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+                                     const struct odnn_tinfo *y, int64_t group,
+                                     const struct odnn_window *w, char *impl_out, size_t cap)
+{
+    pthread_once(&odnn_probe_once, odnn_probe_engine_make);
+    if (odnn_probe_engine == NULL || x->ndim > 4)
+        return 0;
+    int nd = x->ndim, sr = w->sr;
+    dnnl_dims_t src, wei, dst, strides, dil, pl, pr;
+    for (int i = 0; i < nd; i++) {
+        src[i] = x->dims[i];
+        dst[i] = y->dims[i];
+    }
+    wei[0] = group;
+    wei[1] = wt->dims[0] / group;
+    for (int i = 1; i < nd; i++)
+        wei[i + 1] = wt->dims[i];
+    for (int i = 0; i < sr; i++) {
+        strides[i] = w->s[i];
+        dil[i] = w->d[i] - 1;
+        pl[i] = w->pl[i];
+        pr[i] = w->pr[i];
+    }
+    dnnl_memory_desc_t src_md, wei_md, dst_md;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    int gemm = 0;
+    if (dnnl_memory_desc_init_by_tag(&src_md, nd, src, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&wei_md, nd + 1, wei, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&dst_md, nd, dst, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                   dnnl_convolution_direct, &src_md, &wei_md,
+                                                   NULL, &dst_md, strides, dil, pl, pr) ==
+            dnnl_success &&
+        dnnl_primitive_desc_create(&pd, &cd, NULL, odnn_probe_engine, NULL) == dnnl_success) {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            impl != NULL && (strstr(impl, "gemm") != NULL || odnn_impl_is_ref(impl))) {
+            snprintf(impl_out, cap, "%s", impl);
+            gemm = 1;
+        }
+        dnnl_primitive_desc_destroy(pd);
+    }
+    return gemm;
+}
+
 static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, char *reason)
 {
     const char *op = transposed ? "ConvTranspose" : "Conv";
@@ -830,8 +906,25 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
         return 0;
     }
     struct odnn_window w;
-    return transposed ? odnn_deconv_window(v, n, &x, &wt, &y, &w, reason)
-                      : odnn_window(v, n, op, &x, &wt.dims[2], &y, &w, reason);
+    if (transposed)
+        return odnn_deconv_window(v, n, &x, &wt, &y, &w, reason);
+    if (!odnn_window(v, n, op, &x, &wt.dims[2], &y, &w, reason))
+        return 0;
+    /* Probed only where a direct kernel may refuse: a map smaller than the
+     * kernel's extent, or a dilated kernel (making a descriptor for every
+     * depthwise layer cost mobilenet_v3_s 5 ms of session creation). */
+    int odd = 0;
+    for (int i = 0; i < w.sr; i++)
+        odd |= w.d[i] > 1 || x.dims[2 + i] < (w.k[i] - 1) * w.d[i] + 1;
+    char impl[64];
+    if (odd && group >= ODNN_GEMM_GROUPS && x.known && y.known &&
+        odnn_grouped_conv_on_gemm(&x, &wt, &y, group, &w, impl, sizeof impl)) {
+        odnn_reason(reason, op, "oneDNN has only its im2col GEMM (%s) for this convolution of "
+                                "%lld groups, which it runs one group after another",
+                    impl, (long long)group);
+        return 0;
+    }
+    return 1;
 }
 
 static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, char *reason)
