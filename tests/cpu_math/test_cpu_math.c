@@ -1298,6 +1298,45 @@ static void case_blas_lazy(void)
     CHECK(tm_blas_mapped(), "an f64 MatMul ran without OpenBLAS");
 }
 
+/* f32 Exp, Sigmoid and Tanh run eight lanes at a time where the CPU has
+ * AVX2 (math_unary.c) and the last N % 8 elements on the scalar loop. For
+ * each edge value (NaN, infinities, overflowing and underflowing inputs,
+ * signed zeros, the Taylor/exp boundary of Tanh) nine copies are run:
+ * every lane must agree with the scalar tail within 2 ulp, NaN with NaN. */
+static void case_unary_lanes(void)
+{
+    static const char *const ops[] = {"Exp", "Sigmoid", "Tanh"};
+    const double edges[] = {NAN, INFINITY, -INFINITY, 100, -100, 88.5, -87.5, 1e-30, -0.0,
+                            0.0, 0.2499, 0.25, -0.2501, 0.3, -5, 9.5, -20};
+    for (size_t o = 0; o < CH_COUNT(ops); o++)
+        for (size_t e = 0; e < CH_COUNT(edges); e++) {
+            ch_spec s = {.op = ops[o], .n_in = 1, .in = {T(1, 9)}};
+            ch_node n;
+            ch_node_build(&s, &n);
+            pl_kernel *k = ch_kernel(&n.desc);
+            ch_buf in, out;
+            ch_buf_make(&in, 9 * sizeof(float) + 1, 8);
+            ch_buf_make(&out, 9 * sizeof(float) + 1, 8);
+            for (int i = 0; i < 9; i++)
+                ch_store(in.data, PL_DTYPE_F32, (size_t)i, edges[e]);
+            pl_tensor x = ch_host_tensor(&n.in[0], &in), y = ch_host_tensor(&n.out[0], &out);
+            pl_output_request req = PL_REQ_WRITE;
+            CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
+            float tail = (float)ch_load(out.data, PL_DTYPE_F32, 8);
+            for (int i = 0; i < 8; i++) {
+                float lane = (float)ch_load(out.data, PL_DTYPE_F32, (size_t)i);
+                bool same = (isnan(lane) && isnan(tail)) || lane == tail ||
+                            fabsf(lane - tail) <= 2 * fabsf(nextafterf(tail, INFINITY) - tail);
+                CHECK(same, "%s(%g): lane %d gives %.9g, the scalar tail %.9g", ops[o], edges[e],
+                      i, lane, tail);
+            }
+            free(in.base);
+            free(out.base);
+            ch_mod->api.kernel_release(ch_mod->ctx, k);
+            ch_node_free(&n);
+        }
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -1335,6 +1374,7 @@ static const struct {
     {"Softmax", case_Softmax},
     {"MatMul_dtypes", case_MatMul_dtypes},
     {"blas_lazy", case_blas_lazy},
+    {"unary_lanes", case_unary_lanes},
 };
 
 int main(int argc, char **argv)
