@@ -14,7 +14,10 @@
  * result is ~2.4e38 instead of inf; NaN stays NaN. */
 static inline float cpu_expf(float x)
 {
-    float c = x < -87.33654f ? -87.33654f : (x > 88.37626f ? 88.37626f : x);
+    /* NaN takes the low bound here (the result is x again below), so the
+     * conversion to int and the shift never see it: both are undefined
+     * behaviour for a NaN (UBSan: "left shift of negative value"). */
+    float c = x > -87.33654f ? (x < 88.37626f ? x : 88.37626f) : -87.33654f;
     float fx = c * 1.44269504088896341f;
     int32_t n = (int32_t)(fx + (fx >= 0.0f ? 0.5f : -0.5f));
     float fn = (float)n;
