@@ -18,20 +18,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zoo import config, last_json, median  # noqa: E402  (the zoo's configurations and helpers)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLINTH = os.path.join(ROOT, "build/bin/plinth")
-
-
-def config(tmp, name, order, choose):
-    text = open(os.path.join(ROOT, "backend.ini")).read()
-    text = re.sub(r"(?m)^modules = .*$", "modules = " + os.path.join(ROOT, "modules.d"), text)
-    text = re.sub(r"(?m)^cache_dir = .*$", "cache_dir =", text)
-    text = re.sub(r"(?m)^order = .*$", "order = " + order, text)
-    text = re.sub(r"(?m)^choose = .*$", "choose = " + choose, text)
-    path = os.path.join(tmp, name + ".ini")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def conv(name, n, c, m, spatial, k, stride=1, dil=1, group=1, transpose=False):
@@ -113,9 +104,8 @@ def bench(model, ini, args):
     r = subprocess.run([PLINTH, "bench", model, "--config", ini, "--threads", str(args.threads),
                         "--runs", str(args.runs), "--warmup", "10", "--json"],
                        capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, (r.stderr.strip().splitlines() or ["failed"])[-1]
-    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"], None
+    j, err = last_json(r)
+    return (j["median_ms"] if j else None), err
 
 
 def explain(model, ini):
@@ -139,11 +129,6 @@ def explain(model, ini):
     return backend, None, None
 
 
-def median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    return xs[len(xs) // 2] if xs else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -155,9 +140,9 @@ def main():
         sys.exit("op_rates.py: build/bin/plinth is not built (bash tools/dev.sh demo)")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        ini_default = config(tmp, "default", "onednn, cpu", "cost")
-        ini_odnn = config(tmp, "onednn", "onednn, cpu", "first")
-        ini_cpu = config(tmp, "cpu", "cpu", "first")
+        ini_default = config(tmp, "default.ini", "onednn, cpu", choose="cost")
+        ini_odnn = config(tmp, "onednn.ini", "onednn, cpu", choose="first")
+        ini_cpu = config(tmp, "cpu.ini", "cpu", choose="first")
         print(f"{'model':<24}{'class':<10}{'MFLOP':>8}{'onednn_ms':>11}{'cpu_ms':>9}"
               f"{'GF/s odnn':>10}{'GF/s cpu':>9}{'meas o/c':>9}{'est o/c':>8}  picks", flush=True)
         for cls, name, g, flops in grid():

@@ -33,12 +33,14 @@ import argparse, glob, json, math, os, re, subprocess, sys, tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def config(tmp, name, order=None, bf16=False, cache=None):
+def config(tmp, name, order=None, bf16=False, cache=None, choose=None):
     text = open(os.path.join(ROOT, "backend.ini")).read()
     text = re.sub(r"(?m)^modules = .*$", "modules = " + os.path.join(ROOT, "modules.d"), text)
     text = re.sub(r"(?m)^cache_dir = .*$", "cache_dir =" + (" " + cache if cache else ""), text)
     if order:
         text = re.sub(r"(?m)^order = .*$", "order = " + order, text)
+    if choose:
+        text = re.sub(r"(?m)^choose = .*$", "choose = " + choose, text)
     if bf16:
         text = re.sub(r"(?m)^\[onednn\]$", "[onednn]\nprecision = bf16", text)
     path = os.path.join(tmp, name)

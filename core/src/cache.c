@@ -76,6 +76,14 @@ static void pl_hash2_digest(pl_hash2 *h, const void *data, size_t bytes)
     pl_hash2_u64(h, digest);
 }
 
+static void pl_hash2_type(pl_hash2 *h, pl_dtype dt, int32_t ndim, const int64_t *dims)
+{
+    pl_hash2_u64(h, ((uint64_t)dt.code << 24) | ((uint64_t)dt.bits << 16) | dt.lanes);
+    pl_hash2_u64(h, (uint64_t)(int64_t)ndim);
+    for (int32_t d = 0; d < ndim; d++)
+        pl_hash2_u64(h, (uint64_t)dims[d]);
+}
+
 /* Tensor T of G: its name and type, and a constant's bytes, the first time
  * it is met (SEEN marks it); later only its name. */
 static void pl_hash2_tensor(pl_hash2 *h, const pl_graph *g, pl_tid t, unsigned char *seen)
@@ -89,13 +97,9 @@ static void pl_hash2_tensor(pl_hash2 *h, const pl_graph *g, pl_tid t, unsigned c
     if (seen[t])
         return;
     seen[t] = 1;
-    pl_hash2_u64(h, ((uint64_t)x->dtype.code << 24) | ((uint64_t)x->dtype.bits << 16) |
-                        x->dtype.lanes);
-    pl_hash2_u64(h, (uint64_t)(int64_t)x->ndim);
-    for (int32_t d = 0; d < x->ndim; d++) {
-        pl_hash2_u64(h, (uint64_t)x->dims[d]);
-        pl_hash2_str(h, x->dim_params && x->dim_params[d] ? x->dim_params[d] : "");
-    }
+    pl_hash2_type(h, x->dtype, x->ndim, x->dims);
+    for (int32_t d = 0; x->dim_params != NULL && d < x->ndim; d++)
+        pl_hash2_str(h, x->dim_params[d] ? x->dim_params[d] : "");
     if (x->data != NULL)
         pl_hash2_digest(h, x->data, x->nbytes);
     else
@@ -127,11 +131,7 @@ static void pl_hash2_attr(pl_hash2 *h, const pl_attr *a)
             pl_hash2_str(h, a->strings[k]);
         break;
     case PL_ATTR_TENSOR:
-        pl_hash2_u64(h, ((uint64_t)a->tensor->dtype.code << 24) |
-                            ((uint64_t)a->tensor->dtype.bits << 16) | a->tensor->dtype.lanes);
-        pl_hash2_u64(h, (uint64_t)(int64_t)a->tensor->ndim);
-        for (int32_t d = 0; d < a->tensor->ndim; d++)
-            pl_hash2_u64(h, (uint64_t)a->tensor->dims[d]);
+        pl_hash2_type(h, a->tensor->dtype, a->tensor->ndim, a->tensor->dims);
         pl_hash2_digest(h, a->tensor->data, a->tensor->nbytes);
         break;
     default: break;

@@ -278,7 +278,8 @@ static pl_status *cpu_gemm_run(pl_module_ctx *ctx, const pl_kernel *kernel,
                        .add = req == PL_REQ_ADD_TO};
     size_t tasks = (size_t)(k->batch * k->blocks);
     if (k->f64 || k->int_chunk != NULL) {
-        c.blas = cpu_blas_loaded(); /* opened when the kernel was made */
+        if (k->f64)
+            c.blas = cpu_blas_loaded(); /* opened when the kernel was made */
         cpu_host->parallel_for(ctx->host_ctx, tasks, 1,
                                k->f64 ? cpu_gemm_chunk_f64 : k->int_chunk, &c);
         return NULL;
