@@ -10,6 +10,7 @@
 #include "cache.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -296,7 +297,12 @@ pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cac
     PL_RETURN_IF_ERROR(pl_cache_check_dir(dir));
     char path[4096], tmp[4200];
     pl_cache_path(path, sizeof path, dir, module, key, "");
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    /* Unique per write, not per process: two threads (two sessions of one
+     * model) may store the same entry at once, and each must get its own
+     * temporary file; the second rename simply replaces the first. */
+    static _Atomic unsigned long serial;
+    unsigned long n = atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed);
+    snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", path, (long)getpid(), n);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return pl_status_create(PL_CODE_IO_ERROR, "cache %s: %s", tmp, strerror(errno));

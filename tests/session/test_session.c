@@ -660,6 +660,89 @@ static void case_cache(void)
     pl_runtime_destroy(rt);
 }
 
+/* Files in DIR whose names end with SUFFIX. */
+static int count_suffix(const char *dir, const char *suffix)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ls -1 %s | grep -c '%s$'", dir, suffix);
+    FILE *p = popen(cmd, "r");
+    TH_CHECK(p != NULL, "popen");
+    int n = -1;
+    TH_CHECK(fscanf(p, "%d", &n) == 1, "cannot count files in %s", dir);
+    pclose(p);
+    return n;
+}
+
+typedef struct cache_racer {
+    pl_runtime *rt;
+    const char *model;
+    pthread_barrier_t *start;
+    char state[32];
+    size_t warnings;
+} cache_racer;
+
+static void *cache_race(void *arg)
+{
+    cache_racer *r = arg;
+    pthread_barrier_wait(r->start);
+    pl_session *s = session_for(r->rt, r->model);
+    first_cache_state(s, r->state, sizeof r->state);
+    r->warnings = pl_session_warning_count(s);
+    run_and_check(s, &W, 5);
+    pl_session_destroy(s);
+    return NULL;
+}
+
+/* Sessions of one model compiled at once in one process all store (or find)
+ * the entry: each write has its own temporary file, so none collides with
+ * another's, and the folder ends with the entries of one session and no
+ * temporaries. */
+static void case_cache_concurrent(void)
+{
+    make_weights(&W);
+    const char *model = write_residual(&W);
+    char extra[4096];
+    /* the reference: one session alone */
+    const char *ref = th_path(th_tempdir(), "cache");
+    snprintf(extra, sizeof extra, "cache_dir = %s\n[placement]\norder = example_acc, cpu\n", ref);
+    pl_runtime *rt = runtime_with(extra);
+    pl_session_destroy(session_for(rt, model));
+    pl_runtime_destroy(rt);
+    int entries = count_suffix(ref, ".blob");
+    TH_CHECK(entries >= 1, "the reference session stored nothing");
+
+    for (int round = 0; round < 4; round++) {
+        const char *cache = th_path(th_tempdir(), "cache");
+        snprintf(extra, sizeof extra, "cache_dir = %s\n[placement]\norder = example_acc, cpu\n", cache);
+        rt = runtime_with(extra);
+        enum { RACERS = 6 };
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, RACERS);
+        cache_racer racers[RACERS];
+        pthread_t threads[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            racers[i] = (cache_racer){.rt = rt, .model = model, .start = &start};
+            TH_CHECK(pthread_create(&threads[i], NULL, cache_race, &racers[i]) == 0,
+                     "pthread_create");
+        }
+        for (int i = 0; i < RACERS; i++)
+            pthread_join(threads[i], NULL);
+        pthread_barrier_destroy(&start);
+        pl_runtime_destroy(rt);
+        for (int i = 0; i < RACERS; i++) {
+            TH_CHECK(strcmp(racers[i].state, "stored") == 0 ||
+                         strcmp(racers[i].state, "hit") == 0,
+                     "round %d, session %d: cache state %s", round, i, racers[i].state);
+            TH_CHECK(racers[i].warnings == 0, "round %d, session %d: %zu warning(s)",
+                     round, i, racers[i].warnings);
+        }
+        TH_CHECK(count_suffix(cache, ".blob") == entries,
+                 "round %d: %d entries, one session stores %d", round,
+                 count_suffix(cache, ".blob"), entries);
+        TH_CHECK(count_suffix(cache, ".tmp") == 0, "round %d: temporaries left", round);
+    }
+}
+
 /* ---- epilogue fusion ------------------------------------------------------ */
 
 /* A model written by a test: tensors (constants go to a sidecar), nodes, and
@@ -2015,6 +2098,7 @@ int main(int argc, char **argv)
         {"naive_engine", case_naive_engine},
         {"bad_inputs", case_bad_inputs},
         {"cache", case_cache},
+        {"cache_concurrent", case_cache_concurrent},
         {"fuse_chain", case_fuse_chain},
         {"fuse_declined", case_fuse_declined},
         {"fuse_partial", case_fuse_partial},
