@@ -608,6 +608,129 @@ static lt_env lt_setup_stage(const char *extra)
     return env;
 }
 
+/* ---- probing ------------------------------------------------------------ */
+
+/* Lines in the fixture marker file: how many times a fixture was opened. */
+static int lt_marker_lines(const char *marker)
+{
+    FILE *f = fopen(marker, "r");
+    if (f == NULL)
+        return 0;
+    int n = 0;
+    for (int c; (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* A module that faults in FIXTURE's way, beside the real cpu module: the
+ * runtime is made, the fixture is rejected with REASON, and cpu loads. */
+static void lt_probe_fault(const char *fixture, const char *reason)
+{
+    lt_env env = lt_setup("probe_timeout_ms = 1500\n");
+    lt_add(&env, fixture, "bad.so");
+    th_copy_file(th_path(th_arg(1), "libplinth_cpu.so"),
+                 th_path(env.mods, "libplinth_cpu.so"), 0644);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "bad.so", PL_MODULE_REJECTED, reason);
+    lt_expect(rt, "libplinth_cpu.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
+static void case_probe_init_abort(void)
+{
+    lt_probe_fault("fx_init_abort", "crashed in init (SIGABRT)");
+}
+
+static void case_probe_init_segv(void)
+{
+    lt_probe_fault("fx_init_segv", "crashed in init (SIGSEGV)");
+}
+
+static void case_probe_init_hang(void)
+{
+    lt_probe_fault("fx_init_hang", "init did not return within 1500 ms");
+}
+
+static void case_probe_init_exit(void)
+{
+    lt_probe_fault("fx_init_exit", "exited with status 3 in init");
+}
+
+static void case_probe_ctor_abort(void)
+{
+    lt_probe_fault("fx_ctor_abort", "crashed in its constructors (SIGABRT)");
+}
+
+static void case_probe_configure_crash(void)
+{
+    lt_probe_fault("fx_configure_crash", "crashed in configure (SIGSEGV)");
+}
+
+/* A verdict is kept per file version: a second runtime in the process
+ * opens the module once (no probe), a changed file is probed again, and
+ * probe = none opens it once. */
+static void case_probe_remembered(void)
+{
+    lt_env env = lt_setup("");
+    const char *marker = th_path(env.dir, "marker");
+    TH_CHECK(setenv("FIXTURE_MARKER", marker, 1) == 0, "setenv");
+    const char *mod = lt_add(&env, "fx_good", "mod.so");
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+    TH_CHECK(lt_marker_lines(marker) == 2, "first start: opened %d times, "
+             "expected 2 (the probe's child and the process)", lt_marker_lines(marker));
+    rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+    TH_CHECK(lt_marker_lines(marker) == 3, "second start: opened %d times in all, "
+             "expected 3 (the verdict is remembered)", lt_marker_lines(marker));
+    /* Another version of the file (other contents): probed again. */
+    TH_CHECK(unlink(mod) == 0, "unlink");
+    th_copy_file(lt_fixture("fx_good2"), mod, 0644);
+    rt = lt_create(&env);
+    pl_runtime_destroy(rt);
+    TH_CHECK(lt_marker_lines(marker) == 5, "changed file: opened %d times in all, "
+             "expected 5", lt_marker_lines(marker));
+    /* Other configure keys: probed again. */
+    lt_write_ini(&env, "modules", "[fx_good2]\nanswer = 42\n");
+    rt = lt_create(&env);
+    pl_runtime_destroy(rt);
+    TH_CHECK(lt_marker_lines(marker) == 7, "new keys: opened %d times in all, "
+             "expected 7", lt_marker_lines(marker));
+    /* probe = none: straight in. */
+    TH_CHECK(unlink(mod) == 0, "unlink");
+    th_copy_file(lt_fixture("fx_good"), mod, 0644);
+    lt_write_ini(&env, "modules", "probe = none\n");
+    rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+    TH_CHECK(lt_marker_lines(marker) == 8, "probe = none: opened %d times in all, "
+             "expected 8", lt_marker_lines(marker));
+}
+
+/* With a cache folder the verdict is a file there, and a rejection read
+ * back says where it came from. */
+static void case_probe_cache_file(void)
+{
+    const char *cache = th_path(th_tempdir(), "cache");
+    char extra[4200];
+    snprintf(extra, sizeof extra, "cache_dir = %s\nprobe_timeout_ms = 1500\n", cache);
+    lt_env env = lt_setup(extra);
+    lt_add(&env, "fx_init_segv", "bad.so");
+    lt_add(&env, "fx_good", "good.so");
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "bad.so", PL_MODULE_REJECTED, "crashed in init (SIGSEGV)");
+    lt_expect(rt, "good.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "grep -qx 'rejected: crashed in init (SIGSEGV)' %s/fx_init_segv-*.probe && "
+             "grep -qx ok %s/fx_good-*.probe", cache, cache);
+    TH_CHECK(system(cmd) == 0, "the verdicts are not in %s", cache);
+}
+
 static void case_real_modules(void)
 {
     lt_env env = lt_setup_stage("");
@@ -715,6 +838,14 @@ static const th_case cases[] = {
     {"diagnostic_format", case_diagnostic_format},
     {"configure_roundtrip", case_configure_roundtrip},
     {"teardown_keeps_loaded", case_teardown_keeps_loaded},
+    {"probe_init_abort", case_probe_init_abort},
+    {"probe_init_segv", case_probe_init_segv},
+    {"probe_init_hang", case_probe_init_hang},
+    {"probe_init_exit", case_probe_init_exit},
+    {"probe_ctor_abort", case_probe_ctor_abort},
+    {"probe_configure_crash", case_probe_configure_crash},
+    {"probe_remembered", case_probe_remembered},
+    {"probe_cache_file", case_probe_cache_file},
     {"real_modules", case_real_modules},
     {"real_example_acc_devices", case_real_example_acc_devices},
     {"real_onednn_outputs", case_real_onednn_outputs},

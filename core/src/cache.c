@@ -291,12 +291,12 @@ void pl_cache_unmap(const void *blob, size_t bytes)
         munmap((void *)blob, bytes);
 }
 
-pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cache_key *key,
-                          const void *blob, size_t bytes)
+pl_status *pl_cache_write_named(const char *dir, const char *name, const void *data,
+                                size_t bytes)
 {
     PL_RETURN_IF_ERROR(pl_cache_check_dir(dir));
     char path[4096], tmp[4200];
-    pl_cache_path(path, sizeof path, dir, module, key, "");
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     /* Unique per write, not per process: two threads (two sessions of one
      * model) may store the same entry at once, and each must get its own
      * temporary file; the second rename simply replaces the first. */
@@ -308,7 +308,7 @@ pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cac
         return pl_status_create(PL_CODE_IO_ERROR, "cache %s: %s", tmp, strerror(errno));
     size_t done = 0;
     while (done < bytes) {
-        ssize_t w = write(fd, (const char *)blob + done, bytes - done);
+        ssize_t w = write(fd, (const char *)data + done, bytes - done);
         if (w <= 0)
             break;
         done += (size_t)w;
@@ -322,4 +322,35 @@ pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cac
                                 strerror(err));
     }
     return NULL;
+}
+
+pl_status *pl_cache_read_small(const char *dir, const char *name, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return pl_status_create(errno == ENOENT ? PL_CODE_NOT_FOUND : PL_CODE_IO_ERROR,
+                                "cache %s: %s", path, strerror(errno));
+    size_t done = 0;
+    while (done + 1 < size) {
+        ssize_t r = read(fd, buf + done, size - 1 - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        done += (size_t)r;
+    }
+    close(fd);
+    buf[done] = '\0';
+    return NULL;
+}
+
+pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cache_key *key,
+                          const void *blob, size_t bytes)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s-%s.blob", module->name, key->hex);
+    return pl_cache_write_named(dir, name, blob, bytes);
 }

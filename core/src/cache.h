@@ -32,6 +32,13 @@ void pl_cache_unmap(const void *blob, size_t bytes);
 pl_status *pl_cache_write(const char *dir, const pl_module *module,
                           const pl_cache_key *key, const void *blob, size_t bytes);
 
+/* Writes the file NAME in DIR the same way (the probe's verdicts). */
+pl_status *pl_cache_write_named(const char *dir, const char *name, const void *data,
+                                size_t bytes);
+/* Reads at most SIZE - 1 bytes of the file NAME in DIR into BUF and
+ * terminates it; NOT_FOUND when there is no such file. */
+pl_status *pl_cache_read_small(const char *dir, const char *name, char *buf, size_t size);
+
 /* Whether DIR may be used: it exists or can be made, and is not writable
  * by group or others (a blob planted there would be handed to a module). */
 pl_status *pl_cache_check_dir(const char *dir);

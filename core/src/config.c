@@ -382,10 +382,29 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
                     "%s:%d: bad value '%s' for log; accepted: error, warn, "
                     "info, debug",
                     shown, e->line, e->value);
+        } else if (strcmp(e->key, "probe") == 0) {
+            if (strcmp(e->value, "fork") == 0)
+                c->probe = PL_PROBE_FORK;
+            else if (strcmp(e->value, "none") == 0)
+                c->probe = PL_PROBE_NONE;
+            else
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for probe; accepted: fork, none",
+                    shown, e->line, e->value);
+        } else if (strcmp(e->key, "probe_timeout_ms") == 0) {
+            long v = 0;
+            if (!pl_config_parse_int(e->value, 10, 3600000, &v))
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for probe_timeout_ms; accepted: an "
+                    "integer from 10 to 3600000 milliseconds",
+                    shown, e->line, e->value);
+            c->probe_timeout_ms = (int)v;
         } else if (!pl_config_add_warning(
                        c, "%s:%d: unknown key '%s' in [runtime] (known: "
                           "modules, engine, threads, spin_us, cache_dir, "
-                          "log)",
+                          "log, probe, probe_timeout_ms)",
                        shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -530,6 +549,8 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->min_subgraph_nodes = 1;
     c->choose_by_cost = true;
     c->cache_dir = pl_alloc_strdup(alloc, "");
+    c->probe = PL_PROBE_FORK;
+    c->probe_timeout_ms = PL_PROBE_TIMEOUT_MS_DEFAULT;
     if (c->cache_dir == NULL) {
         pl_free(c);
         return NULL;

@@ -10,6 +10,13 @@
 #include "plinth/host.h"
 #include "plinth/plinth.h"
 
+/* [runtime] probe: how a module file seen for the first time is tried. */
+typedef enum pl_probe_mode {
+    PL_PROBE_FORK = 0,  /* in a forked child first (probe.c) */
+    PL_PROBE_NONE = 1   /* straight into the process */
+} pl_probe_mode;
+#define PL_PROBE_TIMEOUT_MS_DEFAULT 5000
+
 typedef struct pl_config_entry {
     char *key;
     char *value;
@@ -47,6 +54,8 @@ typedef struct pl_config {
     int spin_us;          /* idle CPU threads spin this long before sleeping */
     char *cache_dir;      /* absolute, or "" when off */
     pl_log_level log_level;
+    pl_probe_mode probe;      /* how a module file is tried first (probe.h) */
+    int probe_timeout_ms;     /* how long one probe may take */
     /* [placement] */
     char **placement;         /* "module" or "module:device" */
     size_t n_placement;

@@ -21,6 +21,7 @@
 
 #include "alloc.h"
 #include "note.h"
+#include "probe.h"
 #include "registry.h"
 #include "status.h"
 
@@ -322,9 +323,23 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         return;
     }
 
+    if (rt->config->probe == PL_PROBE_FORK) {
+        st = pl_probe_module(rt, m, real);
+        if (st != NULL) {
+            pl_free(real);
+            pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
+            return;
+        }
+    }
+    pl_loader_open(rt, m, real);
+    pl_free(real);
+}
+
+void pl_loader_open(pl_runtime *rt, pl_module *m, const char *real)
+{
+    pl_probe_stage(PL_PROBE_STAGE_LOAD);
     dlerror();
     m->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
-    pl_free(real);
     if (m->handle == NULL) {
         const char *err = dlerror();
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, err ? err : "dlopen failed");
@@ -339,6 +354,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
     }
     uint32_t major = PL_ABI_MAJOR;
     const pl_module_api *table = NULL;
+    pl_probe_stage(PL_PROBE_STAGE_ENTRY);
     pl_code code = entry(&pl_host_table, &major, &table);
     if (code != PL_CODE_OK || major != PL_ABI_MAJOR || table == NULL) {
         char reason[160];
@@ -354,12 +370,13 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
         return;
     }
-    st = pl_loader_validate_table(m, table);
+    pl_status *st = pl_loader_validate_table(m, table);
     if (st != NULL) {
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
         return;
     }
     pl_module_ctx *ctx = NULL;
+    pl_probe_stage(PL_PROBE_STAGE_INIT);
     st = m->api.init(&m->host, &ctx);
     if (st != NULL) {
         bool no_device = pl_status_code(st) == PL_CODE_NO_DEVICE;
@@ -393,6 +410,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         kv[n].value = s->entries[i].value;
         n++;
     }
+    pl_probe_stage(PL_PROBE_STAGE_CONFIGURE);
     st = pl_module_configure(m, kv, n);
     pl_free(kv);
     if (st != NULL) {
@@ -405,6 +423,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, prefix);
         return;
     }
+    pl_probe_stage(PL_PROBE_STAGE_DEVICES);
     pl_loader_collect_devices(rt, m);
     if (m->device_count == 0) {
         pl_module_refuse(rt, m, PL_MODULE_NO_DEVICE,

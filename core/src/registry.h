@@ -82,6 +82,11 @@ extern const pl_host_api pl_host_table;
  * recording a verdict for each (loader.c). Fails only out of memory. */
 pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path);
 
+/* Opens the checked module file REAL for M (whose note is read and whose
+ * section is set): dlopen, entry point, table, init, configure and device
+ * queries, recording the verdict in M. The probe's child runs the same. */
+void pl_loader_open(pl_runtime *rt, pl_module *m, const char *real);
+
 /* A new record for the file PATH, status rejected until the loader says
  * otherwise; holds one reference (the runtime's). */
 pl_module *pl_module_new(pl_runtime *rt, const char *path);
