@@ -16,11 +16,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -148,6 +150,29 @@ static void pl_probe_quiet(void *user, int level, const char *line)
     (void)line;
 }
 
+/* Gives SIG its default action. AddressSanitizer's sigaction() keeps its
+ * own fault handlers (which report and exit 1, hiding the signal), so on
+ * Linux the kernel is asked directly. */
+static void pl_probe_default_action(int sig)
+{
+#if defined(__linux__) && defined(SYS_rt_sigaction) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } k = {NULL /* SIG_DFL */, 0, NULL, 0};
+    if (syscall(SYS_rt_sigaction, sig, &k, NULL, sizeof k.mask) == 0)
+        return;
+#endif
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+}
+
 /* Registered last in the child, so it runs first when the module calls
  * exit(): the program's own exit handlers (which might remove its files or
  * flush its state) and every library's destructors belong to the parent,
@@ -175,12 +200,8 @@ static _Noreturn void pl_probe_child(pl_runtime *rt, pl_module *m, const char *r
      * it, whatever handlers the program (or a sanitizer) installed. */
     static const int deadly[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
                                  SIGTRAP, SIGSYS, SIGPIPE};
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
     for (size_t i = 0; i < sizeof deadly / sizeof deadly[0]; i++)
-        sigaction(deadly[i], &dfl, NULL);
+        pl_probe_default_action(deadly[i]);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
