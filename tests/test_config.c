@@ -252,6 +252,127 @@ static void case_bad_spin_us(void)
     }
 }
 
+/* ---- what the configuration asks of the modules -------------------------- */
+
+/* backend.ini with TEXT, its modules/ folder holding the fixtures named
+ * after it (a NULL-terminated list). */
+static const char *ct_ini_with(const char *text, ...)
+{
+    const char *ini = ct_ini(text);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", ini);
+    *strrchr(dir, '/') = '\0';
+    va_list ap;
+    va_start(ap, text);
+    for (const char *fx; (fx = va_arg(ap, const char *)) != NULL;) {
+        char file[128];
+        snprintf(file, sizeof file, "%s.so", fx);
+        th_copy_file(th_path(th_arg(0), file), th_path(th_path(dir, "modules"), file), 0644);
+    }
+    va_end(ap);
+    return ini;
+}
+
+static pl_status *ct_try(const char *ini)
+{
+    pl_runtime_options o = th_options(ini);
+    pl_runtime *rt = (pl_runtime *)(uintptr_t)1;
+    pl_status *st = pl_runtime_create(&o, &rt);
+    if (st == NULL)
+        th_watch(rt);
+    TH_CHECK(st != NULL, "pl_runtime_create accepted %s", ini);
+    TH_CHECK(rt == NULL, "a failed pl_runtime_create left *out non-NULL");
+    fprintf(stderr, "message: %s\n", pl_status_message(st));
+    return st;
+}
+
+/* enabled = yes on a module that does not load fails the runtime, naming
+ * the line, the module and its reason. */
+static void case_enabled_yes_rejected(void)
+{
+    pl_status *st = ct_try(ct_ini_with("[runtime]\nmodules = modules\n"
+                                       "[fx_init_fails]\nenabled = yes\n",
+                                       "fx_init_fails", "fx_good", (const char *)NULL));
+    TH_CHECK(pl_status_code(st) == PL_CODE_FAILED_PRECONDITION, "code %s",
+             pl_code_name(pl_status_code(st)));
+    TH_CHECK_CONTAINS(pl_status_message(st), "backend.ini:3: [fx_init_fails] says enabled = yes");
+    TH_CHECK_CONTAINS(pl_status_message(st), "rejected: init failed: fixture init refused");
+    pl_status_free(st);
+    /* The same with auto: a warning line, and the runtime is made. */
+    pl_runtime *rt = ct_create(ct_ini_with("[runtime]\nmodules = modules\n"
+                                           "[fx_init_fails]\nenabled = auto\n",
+                                           "fx_init_fails", "fx_good", (const char *)NULL));
+    TH_CHECK_DIAG(rt, "fx_init_fails", "fixture init refused");
+    pl_runtime_destroy(rt);
+}
+
+static void case_enabled_yes_missing(void)
+{
+    pl_status *st = ct_try(ct_ini_with("[runtime]\nmodules = modules\n"
+                                       "[fx_absent]\nenabled = yes\n",
+                                       "fx_good", (const char *)NULL));
+    TH_CHECK(pl_status_code(st) == PL_CODE_NOT_FOUND, "code %s",
+             pl_code_name(pl_status_code(st)));
+    TH_CHECK_CONTAINS(pl_status_message(st), "backend.ini:3:");
+    TH_CHECK_CONTAINS(pl_status_message(st), "no module named fx_absent");
+    pl_status_free(st);
+}
+
+/* An order entry that is not module or module:N is an error at its line. */
+static void case_placement_bad_entry(void)
+{
+    static const char *const bad[] = {"fx_good:x", "fx_good:-1", "fx_good:", "Fx_good",
+                                      "fx_good:1:2", "fx good", "fx_good:99999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "[runtime]\nmodules = modules\n[placement]\n"
+                 "order = cpu, %s\n", bad[i]);
+        CT_EXPECT_FAILURE(text, PL_CODE_INVALID_ARGUMENT, "backend.ini:4:", bad[i],
+                          "module or module:device");
+    }
+    CT_EXPECT_FAILURE("[runtime]\nmodules = modules\n[placement]\npin = a=cpu:x\n",
+                      PL_CODE_INVALID_ARGUMENT, "backend.ini:4:", "bad pin 'a=cpu:x'");
+}
+
+/* A device the loaded module does not have is an error; a module that is
+ * not loaded at all only a warning (the default order names cuda). */
+static void case_placement_bad_device(void)
+{
+    pl_status *st = ct_try(ct_ini_with("[runtime]\nmodules = modules\n[placement]\n"
+                                       "order = fx_good:5, cpu\n",
+                                       "fx_good", (const char *)NULL));
+    TH_CHECK(pl_status_code(st) == PL_CODE_INVALID_ARGUMENT, "code %s",
+             pl_code_name(pl_status_code(st)));
+    TH_CHECK_CONTAINS(pl_status_message(st), "backend.ini:4:");
+    TH_CHECK_CONTAINS(pl_status_message(st), "'fx_good:5', but fx_good has 1 device (0)");
+    pl_status_free(st);
+    pl_runtime *rt = ct_create(ct_ini_with("[runtime]\nmodules = modules\n[placement]\n"
+                                           "order = fx_good:0, fx_absent:3\n",
+                                           "fx_good", (const char *)NULL));
+    TH_CHECK_DIAG(rt, "backend.ini:4:", "'fx_absent:3', which is not loaded");
+    pl_runtime_destroy(rt);
+}
+
+/* A module that refuses a key is rejected with the key's own line, once
+ * prefixed with its name. */
+static void case_configure_key_line(void)
+{
+    pl_runtime *rt = ct_create(ct_ini_with("[runtime]\nmodules = modules\n"
+                                           "[fx_good]\nalpha = 1\n\nreject_me = 2\n",
+                                           "fx_good", (const char *)NULL));
+    long i = th_find_by_name(rt, "fx_good");
+    TH_CHECK(i >= 0, "no fx_good");
+    pl_module_info info;
+    th_module_info(rt, (size_t)i, &info);
+    TH_CHECK(info.status == PL_MODULE_REJECTED, "fx_good is %s",
+             pl_module_status_name(info.status));
+    TH_CHECK_CONTAINS(info.reason, "backend.ini:6: unknown key 'reject_me'");
+    TH_CHECK(strstr(info.reason, "fx_good:") == NULL,
+             "the module's name is repeated in \"%s\"", info.reason);
+    TH_CHECK_DIAG(rt, "module fx_good (", "): rejected: ", "backend.ini:6: unknown key");
+    pl_runtime_destroy(rt);
+}
+
 static const th_case cases[] = {
     {"syntax_error", case_syntax_error},
     {"unknown_key", case_unknown_key},
@@ -268,6 +389,11 @@ static const th_case cases[] = {
     {"log_levels", case_log_levels},
     {"spin_us_values", case_spin_us_values},
     {"bad_spin_us", case_bad_spin_us},
+    {"enabled_yes_rejected", case_enabled_yes_rejected},
+    {"enabled_yes_missing", case_enabled_yes_missing},
+    {"placement_bad_entry", case_placement_bad_entry},
+    {"placement_bad_device", case_placement_bad_device},
+    {"configure_key_line", case_configure_key_line},
 };
 
 int main(int argc, char **argv)

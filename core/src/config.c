@@ -435,6 +435,37 @@ static pl_status *pl_config_apply_graph(pl_config *c, const char *shown,
     return NULL;
 }
 
+static bool pl_config_valid_module_name(const char *name)
+{
+    if (name[0] == '\0' || strlen(name) >= 32)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* "module" or "module:device", the device a decimal number below 4096. */
+static bool pl_config_valid_backend(const char *spec)
+{
+    char name[40];
+    const char *colon = strchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (n >= sizeof name)
+        return false;
+    memcpy(name, spec, n);
+    name[n] = '\0';
+    if (!pl_config_valid_module_name(name))
+        return false;
+    if (colon == NULL)
+        return true;
+    long device = 0;
+    const char *d = colon + 1;
+    if (*d < '0' || *d > '9')
+        return false;
+    return pl_config_parse_int(d, 0, 4095, &device);
+}
+
 static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
                                             const pl_config_section *s)
 {
@@ -446,6 +477,15 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
             pl_free(c->placement);
             PL_RETURN_IF_ERROR(
                 pl_config_split_list(c, e->value, &c->placement, &c->n_placement));
+            c->placement_line = e->line;
+            for (size_t k = 0; k < c->n_placement; k++)
+                if (!pl_config_valid_backend(c->placement[k]))
+                    return pl_status_create(
+                        PL_CODE_INVALID_ARGUMENT,
+                        "%s:%d: bad [placement] order entry '%s'; accepted: "
+                        "module or module:device (a-z, 0-9 and _; the device a "
+                        "number from 0)",
+                        shown, e->line, c->placement[k]);
         } else if (strcmp(e->key, "min_subgraph_nodes") == 0) {
             long v = 0;
             if (!pl_config_parse_int(e->value, 1, 1000000, &v))
@@ -482,12 +522,12 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
             PL_RETURN_IF_ERROR(
                 pl_config_split_list(c, e->value, &c->pins, &c->n_pins));
             for (size_t k = 0; k < c->n_pins; k++) {
-                const char *eq = strchr(c->pins[k], '=');
-                if (eq == NULL || eq == c->pins[k] || eq[1] == '\0')
+                const char *eq = strrchr(c->pins[k], '=');
+                if (eq == NULL || eq == c->pins[k] || !pl_config_valid_backend(eq + 1))
                     return pl_status_create(
                         PL_CODE_INVALID_ARGUMENT,
                         "%s:%d: bad pin '%s'; accepted: a comma-separated list "
-                        "of node=backend",
+                        "of node=backend (backend: module or module:device)",
                         shown, e->line, c->pins[k]);
             }
         } else if (!pl_config_add_warning(
@@ -498,16 +538,6 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
         }
     }
     return NULL;
-}
-
-static bool pl_config_valid_module_name(const char *name)
-{
-    if (name[0] == '\0' || strlen(name) >= 32)
-        return false;
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
 }
 
 static pl_status *pl_config_apply_module(const char *shown,

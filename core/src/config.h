@@ -57,8 +57,9 @@ typedef struct pl_config {
     pl_probe_mode probe;      /* how a module file is tried first (probe.h) */
     int probe_timeout_ms;     /* how long one probe may take */
     /* [placement] */
-    char **placement;         /* "module" or "module:device" */
+    char **placement;         /* "module" or "module:device", checked */
     size_t n_placement;
+    int placement_line;       /* of the order key, 0 if none */
     int min_subgraph_nodes;   /* >= 1 */
     bool strict;              /* a failed compile fails the session */
     bool choose_by_cost;      /* choose = cost (else first): partition.h */

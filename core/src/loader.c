@@ -231,6 +231,37 @@ static pl_status *pl_loader_check_file(pl_allocator alloc, const char *path,
 
 /* ---- loading one file --------------------------------------------------- */
 
+/* Refuses M for the configure error ST, citing the line of the key the
+ * message names ('key' in quotes, as modules write it; else the section's
+ * line) and without the module's own "name: " prefix, which the verdict
+ * line already carries. */
+static void pl_loader_refuse_configure(pl_runtime *rt, pl_module *m, pl_status *st)
+{
+    const pl_config_section *s = m->host.section;
+    const char *msg = pl_status_message(st);
+    size_t nl = strlen(m->note.name);
+    if (strncmp(msg, m->note.name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ')
+        msg += nl + 2;
+    int line = s ? s->line : 0;
+    for (size_t i = 0; s != NULL && i < s->n_entries; i++) {
+        char quoted[300];
+        snprintf(quoted, sizeof quoted, "'%s'", s->entries[i].key);
+        if (strstr(msg, quoted) != NULL) {
+            line = s->entries[i].line;
+            break;
+        }
+    }
+    char *reason;
+    if (rt->config->path != NULL && s != NULL)
+        reason = pl_alloc_strdupf(rt->alloc, "%s:%d: %s", rt->config->path, line, msg);
+    else
+        reason = pl_alloc_strdupf(rt->alloc, "configure: %s", msg);
+    pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason ? reason : msg);
+    pl_free(reason);
+    pl_status_free(st);
+}
+
+
 static const pl_module *pl_loader_find_live(const pl_runtime *rt,
                                             const char *name)
 {
@@ -414,13 +445,7 @@ void pl_loader_open(pl_runtime *rt, pl_module *m, const char *real)
     st = pl_module_configure(m, kv, n);
     pl_free(kv);
     if (st != NULL) {
-        char prefix[PATH_MAX + 64];
-        if (rt->config->path != NULL && s != NULL)
-            snprintf(prefix, sizeof prefix, "configure [%s] (%s:%d): ", s->name,
-                     rt->config->path, s->line);
-        else
-            snprintf(prefix, sizeof prefix, "configure: ");
-        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, prefix);
+        pl_loader_refuse_configure(rt, m, st);
         return;
     }
     pl_probe_stage(PL_PROBE_STAGE_DEVICES);

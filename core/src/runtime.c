@@ -95,25 +95,40 @@ static pl_status *pl_runtime_pick_config(pl_runtime *rt,
     return NULL;
 }
 
-/* Warns about sections and placement entries that name no module found. */
-static void pl_runtime_check_names(pl_runtime *rt)
+/* Checks what the configuration asks of the modules found. A module
+ * section with enabled = yes whose module did not load, and an order entry
+ * naming a device its loaded module does not have, are errors (the runtime
+ * is not made); a section or an order entry naming a module that is not
+ * loaded is a warning (the default order names cuda, which a machine
+ * without a GPU does not load). */
+static pl_status *pl_runtime_check_names(pl_runtime *rt)
 {
     const pl_config *c = rt->config;
+    const char *ini = c->path ? c->path : "backend.ini";
     for (size_t i = 0; i < c->n_sections; i++) {
         const pl_config_section *s = &c->sections[i];
         if (!s->is_module)
             continue;
-        bool found = false;
-        for (size_t k = 0; k < rt->n_modules && !found; k++)
-            found = rt->modules[k]->note_read &&
-                    strcmp(rt->modules[k]->note.name, s->name) == 0;
-        if (!found) {
+        const pl_module *found = NULL;
+        for (size_t k = 0; k < rt->n_modules && found == NULL; k++)
+            if (rt->modules[k]->note_read && strcmp(rt->modules[k]->note.name, s->name) == 0)
+                found = rt->modules[k];
+        if (s->enabled == PL_ENABLED_YES && found == NULL)
+            return pl_status_create(PL_CODE_NOT_FOUND,
+                                    "%s:%d: [%s] says enabled = yes, but no module "
+                                    "named %s is on the module path",
+                                    ini, s->line, s->name, s->name);
+        if (s->enabled == PL_ENABLED_YES && found->status != PL_MODULE_LOADED)
+            return pl_status_create(PL_CODE_FAILED_PRECONDITION,
+                                    "%s:%d: [%s] says enabled = yes, but module %s "
+                                    "(%s) is %s: %s",
+                                    ini, s->line, s->name, s->name, found->path,
+                                    pl_module_status_name(found->status), found->reason);
+        if (found == NULL)
             pl_runtime_add_diagnostic(
-                rt, s->enabled == PL_ENABLED_YES ? PL_LOG_ERROR : PL_LOG_WARN,
-                "%s:%d: section [%s] names no module found on the module path%s",
-                c->path, s->line, s->name,
-                s->enabled == PL_ENABLED_YES ? " (it says enabled = yes)" : "");
-        }
+                rt, PL_LOG_WARN,
+                "%s:%d: section [%s] names no module found on the module path",
+                ini, s->line, s->name);
     }
     for (size_t i = 0; i < c->n_placement; i++) {
         char name[64];
@@ -121,11 +136,27 @@ static void pl_runtime_check_names(pl_runtime *rt)
         char *colon = strchr(name, ':');
         if (colon != NULL)
             *colon = '\0';
-        if (pl_runtime_find_module(rt, name) < 0)
+        long idx = pl_runtime_find_module(rt, name);
+        if (idx < 0) {
             pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
-                                      "[placement] order names '%s', which is "
+                                      "%s:%d: [placement] order names '%s', which is "
                                       "not loaded",
-                                      c->placement[i]);
+                                      ini, c->placement_line, c->placement[i]);
+            continue;
+        }
+        const pl_module *m = rt->modules[idx];
+        int device = colon ? atoi(colon + 1) : 0;
+        if (m->status == PL_MODULE_LOADED && device >= m->device_count) {
+            char range[32] = "0";
+            if (m->device_count > 1)
+                snprintf(range, sizeof range, "0 to %d", m->device_count - 1);
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "%s:%d: [placement] order names '%s', but %s has "
+                                    "%d device%s (%s)",
+                                    ini, c->placement_line, c->placement[i], name,
+                                    m->device_count, m->device_count == 1 ? "" : "s",
+                                    range);
+        }
     }
     bool any = false;
     for (size_t k = 0; k < rt->n_modules; k++)
@@ -135,6 +166,7 @@ static void pl_runtime_check_names(pl_runtime *rt)
                                   "no module loaded: nothing can run (%zu "
                                   "file(s) found on the module path)",
                                   rt->n_modules);
+    return NULL;
 }
 
 /* Creation proper; pl_runtime_create wraps it in the allocator's scope. */
@@ -197,7 +229,11 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
         pl_runtime_destroy(rt);
         return st;
     }
-    pl_runtime_check_names(rt);
+    st = pl_runtime_check_names(rt);
+    if (st != NULL) {
+        pl_runtime_destroy(rt);
+        return st;
+    }
     *out_runtime = rt;
     return NULL;
 }
