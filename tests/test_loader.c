@@ -8,6 +8,7 @@
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -608,8 +609,6 @@ static lt_env lt_setup_stage(const char *extra)
     return env;
 }
 
-/* ---- probing ------------------------------------------------------------ */
-
 /* Lines in the fixture marker file: how many times a fixture was opened. */
 static int lt_marker_lines(const char *marker)
 {
@@ -622,6 +621,146 @@ static int lt_marker_lines(const char *marker)
     fclose(f);
     return n;
 }
+
+/* ---- owners, pins and secure mode ---------------------------------------- */
+
+/* Module files and folders owned by someone other than root or the running
+ * user are refused. Only root can give a file away, so the case skips
+ * otherwise. */
+static void case_owner_file(void)
+{
+    if (geteuid() != 0)
+        th_skip("only root can chown a file to another user");
+    lt_env env = lt_setup("");
+    const char *bad = lt_add(&env, "fx_good", "a_foreign.so");
+    lt_add(&env, "fx_good2", "b_ok.so");
+    TH_CHECK(chown(bad, 65534, 65534) == 0, "chown: %s", strerror(errno));
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "a_foreign.so", PL_MODULE_REJECTED,
+              "file is owned by uid 65534, neither root nor the running user");
+    lt_expect(rt, "b_ok.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
+static void case_owner_dir(void)
+{
+    if (geteuid() != 0)
+        th_skip("only root can chown a folder to another user");
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "mod.so");
+    TH_CHECK(chown(env.mods, 65534, 65534) == 0, "chown: %s", strerror(errno));
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_REJECTED, "is owned by uid 65534, neither root");
+    pl_runtime_destroy(rt);
+}
+
+/* The file's SHA-256 as sha256sum prints it. */
+static void lt_sha256sum(const char *path, char out[65])
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "sha256sum '%s'", path);
+    FILE *p = popen(cmd, "r");
+    TH_CHECK(p != NULL, "popen");
+    TH_CHECK(fscanf(p, "%64s", out) == 1, "no output from %s", cmd);
+    pclose(p);
+    TH_CHECK(strlen(out) == 64, "sha256sum printed %s", out);
+}
+
+/* [modules] sha256.NAME: the pinned contents load (in either case of hex),
+ * others are refused before any of their code runs. */
+static void case_sha256_pin(void)
+{
+    lt_env env = lt_setup("");
+    const char *marker = th_path(env.dir, "marker");
+    TH_CHECK(setenv("FIXTURE_MARKER", marker, 1) == 0, "setenv");
+    const char *mod = lt_add(&env, "fx_good", "mod.so");
+    char digest[65], extra[256];
+    lt_sha256sum(mod, digest);
+    snprintf(extra, sizeof extra, "[modules]\nsha256.fx_good = %s\n", digest);
+    lt_write_ini(&env, "modules", extra);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+    for (char *p = digest; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    snprintf(extra, sizeof extra, "[modules]\nsha256.fx_good = %s\n", digest);
+    lt_write_ini(&env, "modules", extra);
+    rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+
+    /* Another build of the module under the same name: refused, unopened. */
+    TH_CHECK(unlink(mod) == 0, "unlink");
+    th_copy_file(lt_fixture("fx_init_fails"), mod, 0644);
+    lt_add(&env, "fx_good2", "other.so");
+    char text[512];
+    snprintf(text, sizeof text, "[modules]\nsha256.fx_init_fails = %s\n", digest);
+    lt_write_ini(&env, "modules", text);
+    unlink(marker);
+    rt = lt_create(&env);
+    lt_expect(rt, "mod.so", PL_MODULE_REJECTED, "contents do not match the pin");
+    lt_expect(rt, "mod.so", PL_MODULE_REJECTED, "backend.ini:4: SHA-256 ");
+    lt_expect(rt, "other.so", PL_MODULE_LOADED, NULL);
+    TH_CHECK(lt_marker_lines(marker) == 2, "the refused file was opened "
+             "(%d openings, expected 2 of other.so)", lt_marker_lines(marker));
+    pl_runtime_destroy(rt);
+
+    /* A pin naming no module is a warning; a malformed pin an error. */
+    lt_write_ini(&env, "modules", "[modules]\nsha256.fx_absent = "
+                 "0000000000000000000000000000000000000000000000000000000000000000\n");
+    rt = lt_create(&env);
+    TH_CHECK_DIAG(rt, "backend.ini:4:", "sha256.fx_absent pins a module that is not");
+    pl_runtime_destroy(rt);
+    lt_write_ini(&env, "modules", "[modules]\nsha256.fx_good = 12ab\n");
+    pl_runtime_options o = th_options(env.ini);
+    pl_runtime *none = NULL;
+    pl_status *st = pl_runtime_create(&o, &none);
+    TH_CHECK(st != NULL && none == NULL, "a 4-digit pin was accepted");
+    TH_CHECK_CONTAINS(pl_status_message(st), "backend.ini:4: bad value for sha256.fx_good");
+    pl_status_free(st);
+}
+
+/* Secure mode reads no ./backend.ini: one in the working folder could name
+ * the folder's own modules. */
+static void case_secure_mode_cwd_ini(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "mod.so");
+    char cwd[4096];
+    TH_CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    TH_CHECK(chdir(env.dir) == 0, "chdir");
+    pl_runtime_options o = th_options(NULL);
+    o.secure_mode = true;
+    pl_runtime *rt = th_runtime_create(&o);
+    TH_CHECK(th_find_by_name(rt, "fx_good") < 0, "secure mode read ./backend.ini");
+    TH_CHECK_DIAG(rt, "./backend.ini ignored");
+    pl_runtime_destroy(rt);
+    o = th_options(NULL);
+    rt = th_runtime_create(&o);
+    TH_CHECK(th_find_by_name(rt, "fx_good") >= 0, "./backend.ini was not read outside "
+             "secure mode");
+    pl_runtime_destroy(rt);
+    TH_CHECK(chdir(cwd) == 0, "chdir back");
+}
+
+/* Secure mode skips module paths written relative in backend.ini. */
+static void case_secure_mode_relative_path(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_good", "mod.so");
+    pl_runtime_options o = th_options(env.ini);
+    o.secure_mode = true;
+    pl_runtime *rt = th_runtime_create(&o);
+    TH_CHECK(pl_runtime_module_count(rt) == 0, "secure mode used the relative path");
+    TH_CHECK_DIAG(rt, "ignored: written as a relative path");
+    pl_runtime_destroy(rt);
+    lt_write_ini(&env, env.mods, "");
+    rt = th_runtime_create(&o);
+    lt_expect(rt, "mod.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* ---- probing ------------------------------------------------------------ */
 
 /* A module that faults in FIXTURE's way, beside the real cpu module: the
  * runtime is made, the fixture is rejected with REASON, and cpu loads. */
@@ -838,6 +977,11 @@ static const th_case cases[] = {
     {"diagnostic_format", case_diagnostic_format},
     {"configure_roundtrip", case_configure_roundtrip},
     {"teardown_keeps_loaded", case_teardown_keeps_loaded},
+    {"owner_file", case_owner_file},
+    {"owner_dir", case_owner_dir},
+    {"sha256_pin", case_sha256_pin},
+    {"secure_mode_cwd_ini", case_secure_mode_cwd_ini},
+    {"secure_mode_relative_path", case_secure_mode_relative_path},
     {"probe_init_abort", case_probe_init_abort},
     {"probe_init_segv", case_probe_init_segv},
     {"probe_init_hang", case_probe_init_hang},

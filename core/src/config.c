@@ -109,7 +109,8 @@ static pl_config_section *pl_config_section_get_or_add(pl_config_parse *p,
     }
     s->line = line;
     s->is_module = strcmp(name, "runtime") != 0 && strcmp(name, "placement") != 0 &&
-                   strcmp(name, "graph") != 0 && name[0] != '\0';
+                   strcmp(name, "graph") != 0 && strcmp(name, "modules") != 0 &&
+                   name[0] != '\0';
     c->n_sections++;
     return s;
 }
@@ -319,7 +320,15 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
             char **items = NULL;
             size_t n = 0;
             PL_RETURN_IF_ERROR(pl_config_split_list(c, e->value, &items, &n));
+            bool *relative = pl_alloc_calloc(c->alloc, n ? n : 1, sizeof *relative);
+            if (relative == NULL) {
+                for (size_t k = 0; k < n; k++)
+                    pl_free(items[k]);
+                pl_free(items);
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+            }
             for (size_t k = 0; k < n; k++) {
+                relative[k] = items[k][0] != '/';
                 char *abs = pl_config_resolve(c, items[k]);
                 pl_free(items[k]);
                 items[k] = abs;
@@ -327,7 +336,9 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
             for (size_t k = 0; k < c->n_module_paths; k++)
                 pl_free(c->module_paths[k]);
             pl_free(c->module_paths);
+            pl_free(c->module_path_relative);
             c->module_paths = items;
+            c->module_path_relative = relative;
             c->n_module_paths = n;
             for (size_t k = 0; k < n; k++)
                 if (items[k] == NULL)
@@ -412,6 +423,58 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
     return NULL;
 }
 
+static bool pl_config_valid_module_name(const char *name)
+{
+    if (name[0] == '\0' || strlen(name) >= 32)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* [modules]: sha256.NAME = <64 hex digits> pins module NAME to its
+ * contents. */
+static pl_status *pl_config_apply_modules(pl_config *c, const char *shown,
+                                          const pl_config_section *s)
+{
+    for (size_t i = 0; s && i < s->n_entries; i++) {
+        const pl_config_entry *e = &s->entries[i];
+        if (strncmp(e->key, "sha256.", 7) != 0) {
+            if (!pl_config_add_warning(c, "%s:%d: unknown key '%s' in [modules] "
+                                          "(known: sha256.MODULE)",
+                                       shown, e->line, e->key))
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+            continue;
+        }
+        if (!pl_config_valid_module_name(e->key + 7))
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "%s:%d: bad key '%s'; accepted: sha256.MODULE, "
+                                    "MODULE a module's name (a-z, 0-9 and _)",
+                                    shown, e->line, e->key);
+        bool hex = strlen(e->value) == 64;
+        for (const char *p = e->value; hex && *p; p++)
+            hex = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+                  (*p >= 'A' && *p <= 'F');
+        if (!hex)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "%s:%d: bad value for %s; accepted: the file's "
+                                    "SHA-256 as 64 hex digits (sha256sum prints it)",
+                                    shown, e->line, e->key);
+    }
+    return NULL;
+}
+
+const pl_config_entry *pl_config_pin(const pl_config *c, const char *module)
+{
+    const pl_config_section *s = pl_config_find_section(c, "modules");
+    for (size_t i = 0; s != NULL && i < s->n_entries; i++)
+        if (strncmp(s->entries[i].key, "sha256.", 7) == 0 &&
+            strcmp(s->entries[i].key + 7, module) == 0)
+            return &s->entries[i];
+    return NULL;
+}
+
 /* [graph]: the optimisation level (optimize.h). */
 static pl_status *pl_config_apply_graph(pl_config *c, const char *shown,
                                         const pl_config_section *s)
@@ -433,16 +496,6 @@ static pl_status *pl_config_apply_graph(pl_config *c, const char *shown,
         }
     }
     return NULL;
-}
-
-static bool pl_config_valid_module_name(const char *name)
-{
-    if (name[0] == '\0' || strlen(name) >= 32)
-        return false;
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
 }
 
 /* "module" or "module:device", the device a decimal number below 4096. */
@@ -656,6 +709,8 @@ pl_status *pl_config_load(pl_allocator alloc, const char *path,
                                        pl_config_find_section(c, "placement"));
     if (st == NULL)
         st = pl_config_apply_graph(c, path, pl_config_find_section(c, "graph"));
+    if (st == NULL)
+        st = pl_config_apply_modules(c, path, pl_config_find_section(c, "modules"));
     for (size_t i = 0; st == NULL && i < c->n_sections; i++) {
         pl_config_section *s = &c->sections[i];
         if (s->name[0] == '\0') {
@@ -695,6 +750,7 @@ void pl_config_destroy(pl_config *config)
     for (size_t i = 0; i < config->n_module_paths; i++)
         pl_free(config->module_paths[i]);
     pl_free(config->module_paths);
+    pl_free(config->module_path_relative);
     for (size_t i = 0; i < config->n_placement; i++)
         pl_free(config->placement[i]);
     pl_free(config->placement);

@@ -48,6 +48,7 @@ typedef struct pl_config {
     size_t cap_sections;
     /* [runtime] */
     char **module_paths;  /* absolute; files or directories */
+    bool *module_path_relative; /* each as written (secure mode skips these) */
     size_t n_module_paths;
     pl_engine_kind engine;
     int threads;          /* as written: 0 = all cores */
@@ -87,6 +88,10 @@ const pl_config_section *pl_config_find_section(const pl_config *config,
 /* The value of KEY in SECTION, or NULL. */
 const char *pl_config_section_get(const pl_config_section *section,
                                   const char *key);
+
+/* The [modules] entry sha256.MODULE that pins MODULE's file, or NULL. Its
+ * value is 64 hex digits (checked when the file was read). */
+const pl_config_entry *pl_config_pin(const pl_config *c, const char *module);
 
 /* Appends a formatted warning line; false when out of memory. */
 bool pl_config_add_warning(pl_config *config, const char *fmt, ...)

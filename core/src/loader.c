@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "note.h"
 #include "probe.h"
 #include "registry.h"
+#include "sha256.h"
 #include "status.h"
 
 static void pl_module_set_verdict(pl_module *m, pl_module_status status,
@@ -166,8 +168,15 @@ static pl_status *pl_loader_validate_table(pl_module *m, const pl_module_api *t)
 
 /* ---- file checks -------------------------------------------------------- */
 
+/* Whoever owns a module file or its folder can change what runs: only
+ * root and the user the process runs as are trusted. */
+static bool pl_loader_owner_ok(uid_t uid)
+{
+    return uid == 0 || uid == geteuid();
+}
+
 /* Refuses a file that others could have changed: writable by group or
- * others, in a directory writable by group or others, or a link that leads
+ * others or owned by another user, in a directory that is, or a link that leads
  * out of the directory it was found in. On success *out_real is the file's
  * real path (the caller frees it). */
 static pl_status *pl_loader_check_file(pl_allocator alloc, const char *path,
@@ -205,6 +214,11 @@ static pl_status *pl_loader_check_file(pl_allocator alloc, const char *path,
                                 "file is writable by group or others (mode "
                                 "%04o); refusing to load it",
                                 (unsigned)(st.st_mode & 07777));
+    if (!pl_loader_owner_ok(st.st_uid))
+        return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                "file is owned by uid %u, neither root nor the "
+                                "running user (uid %u); refusing to load it",
+                                (unsigned)st.st_uid, (unsigned)geteuid());
     /* The directory that holds the real file, which is inside real_dir. */
     char holder[PATH_MAX];
     snprintf(holder, sizeof holder, "%s", real);
@@ -222,6 +236,12 @@ static pl_status *pl_loader_check_file(pl_allocator alloc, const char *path,
                                     "directory %s is writable by group or "
                                     "others (mode %04o); refusing to load from it",
                                     dirs[i], (unsigned)(dst.st_mode & 07777));
+        if (!pl_loader_owner_ok(dst.st_uid))
+            return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                    "directory %s is owned by uid %u, neither root "
+                                    "nor the running user (uid %u); refusing to "
+                                    "load from it",
+                                    dirs[i], (unsigned)dst.st_uid, (unsigned)geteuid());
     }
     *out_real = pl_alloc_strdup(alloc, real);
     if (*out_real == NULL)
@@ -230,6 +250,29 @@ static pl_status *pl_loader_check_file(pl_allocator alloc, const char *path,
 }
 
 /* ---- loading one file --------------------------------------------------- */
+
+/* A module pinned by [modules] sha256.NAME loads only with those contents. */
+static pl_status *pl_loader_check_pin(pl_runtime *rt, const pl_module *m, const char *real)
+{
+    const pl_config_entry *pin = pl_config_pin(rt->config, m->note.name);
+    if (pin == NULL)
+        return NULL;
+    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pl_status_create(PL_CODE_IO_ERROR, "%s", strerror(errno));
+    char digest[65];
+    pl_status *st = pl_sha256_fd(fd, digest);
+    close(fd);
+    if (st != NULL)
+        return st;
+    if (strcasecmp(digest, pin->value) != 0)
+        return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                "contents do not match the pin %s:%d: SHA-256 %s, "
+                                "pinned %s",
+                                rt->config->path ? rt->config->path : "backend.ini",
+                                pin->line, digest, pin->value);
+    return NULL;
+}
 
 /* Refuses M for the configure error ST, citing the line of the key the
  * message names ('key' in quotes, as modules write it; else the section's
@@ -354,6 +397,12 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         return;
     }
 
+    st = pl_loader_check_pin(rt, m, real);
+    if (st != NULL) {
+        pl_free(real);
+        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
+        return;
+    }
     if (rt->config->probe == PL_PROBE_FORK) {
         st = pl_probe_module(rt, m, real);
         if (st != NULL) {
@@ -565,8 +614,16 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
 pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
 {
     const pl_config *c = rt->config;
-    for (size_t i = 0; i < c->n_module_paths; i++)
+    for (size_t i = 0; i < c->n_module_paths; i++) {
+        if (rt->secure && c->module_path_relative[i]) {
+            pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                      "module path %s ignored: written as a relative "
+                                      "path, and the process runs in secure mode",
+                                      c->module_paths[i]);
+            continue;
+        }
         PL_RETURN_IF_ERROR(pl_loader_scan_entry(rt, c->module_paths[i]));
+    }
     if (env_path != NULL) {
         char *copy = pl_alloc_strdup(rt->alloc, env_path);
         if (copy == NULL)

@@ -60,6 +60,9 @@ struct pl_runtime {
     pthread_mutex_t opset_mu;     /* registrations */
     bool opset_mu_ready;
     pl_custom_record *custom_ops;
+    /* Secure mode (pl_runtime_options.secure_mode, or setuid/setgid): no
+     * environment, no ./backend.ini, no relative module paths. */
+    bool secure;
     pl_threadpool *pool;  /* the engine's CPU pool */
     int threads;
     pl_module **modules;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -66,7 +67,7 @@ static const char *pl_runtime_env(pl_runtime *rt, const pl_runtime_options *o,
     if (o->ignore_environment)
         return NULL;
     const char *plain = getenv(name);
-    const char *value = o->secure_mode ? NULL : secure_getenv(name);
+    const char *value = rt->secure ? NULL : secure_getenv(name);
     if (plain != NULL && value == NULL)
         pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
                                   "%s ignored: the process runs in secure mode",
@@ -88,9 +89,16 @@ static pl_status *pl_runtime_pick_config(pl_runtime *rt,
         *out_path = env;
         return NULL;
     }
-    if (pl_file_exists("backend.ini"))
+    /* A backend.ini in the working folder is whoever made that folder's:
+     * in secure mode (and setuid) it could name their modules. */
+    if (pl_file_exists("backend.ini") && rt->secure)
+        pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                  "./backend.ini ignored: the process runs in secure mode");
+    else if (pl_file_exists("backend.ini"))
         *out_path = "backend.ini";
-    else if (pl_file_exists(PL_DEFAULT_CONFIG))
+    if (*out_path != NULL)
+        return NULL;
+    if (pl_file_exists(PL_DEFAULT_CONFIG))
         *out_path = PL_DEFAULT_CONFIG;
     return NULL;
 }
@@ -129,6 +137,20 @@ static pl_status *pl_runtime_check_names(pl_runtime *rt)
                 rt, PL_LOG_WARN,
                 "%s:%d: section [%s] names no module found on the module path",
                 ini, s->line, s->name);
+    }
+    const pl_config_section *pins = pl_config_find_section(c, "modules");
+    for (size_t i = 0; pins != NULL && i < pins->n_entries; i++) {
+        if (strncmp(pins->entries[i].key, "sha256.", 7) != 0)
+            continue;
+        const char *name = pins->entries[i].key + 7;
+        bool found = false;
+        for (size_t k = 0; k < rt->n_modules && !found; k++)
+            found = rt->modules[k]->note_read && strcmp(rt->modules[k]->note.name, name) == 0;
+        if (!found)
+            pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
+                                      "%s:%d: %s pins a module that is not on the "
+                                      "module path",
+                                      ini, pins->entries[i].line, pins->entries[i].key);
     }
     for (size_t i = 0; i < c->n_placement; i++) {
         char name[64];
@@ -189,6 +211,7 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
     rt->logger.level = PL_LOG_WARN;
     rt->logger.sink = o.log_sink;
     rt->logger.user = o.log_user;
+    rt->secure = o.secure_mode || getauxval(AT_SECURE) != 0;
 
     const char *path = NULL;
     pl_status *st = pl_runtime_pick_config(rt, &o, &path);

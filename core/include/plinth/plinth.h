@@ -101,8 +101,10 @@ typedef struct pl_runtime_options {
      * PLINTH_CONFIG that does not exist is an error. */
     const char *config_path;
     /* Treat the process as privileged: environment variables
-     * (PLINTH_CONFIG, PLINTH_MODULE_PATH) are ignored, as they are anyway
-     * when the process is setuid or setgid (secure_getenv). */
+     * (PLINTH_CONFIG, PLINTH_MODULE_PATH) are ignored, ./backend.ini in the
+     * working folder is not read, and module paths that backend.ini writes
+     * as relative paths are skipped. A setuid or setgid process is always
+     * treated so. */
     bool secure_mode;
     /* Skip the environment entirely (tests, embedding). */
     bool ignore_environment;
