@@ -7,10 +7,11 @@
 # memory runs out, --shape, --output-dir, every dtype in and out of .npy
 # files, and a model without outputs.
 #
-# usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3 [DEVMEM_FIXTURE]
+# usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3 [DEVMEM_FIXTURE [FIXTURE_DIR]]
 #   PYTHON3 may be "" or CMake's ...-NOTFOUND when none was found; the cases
 #   that need it then skip (77). They need only its standard library.
-#   DEVMEM_FIXTURE is tests/fixtures/devmem_module.c built (fx_devmem.so).
+#   DEVMEM_FIXTURE is tests/fixtures/devmem_module.c built (fx_devmem.so);
+#   FIXTURE_DIR the loader's fixture modules (tests/fixtures/fixture.c).
 set -eu
 
 if [ $# -lt 4 ]; then
@@ -22,6 +23,7 @@ plinth=$2
 stage=$3
 python=$4
 devmem=${5:-}
+fixtures=${6:-}
 examples=$(cd "$(dirname "$0")/../examples" && pwd)
 
 # The environment must not steer the program under test.
@@ -162,6 +164,35 @@ EOF
 }
 
 case "$case_name" in
+drop_in_faults)
+    # Drop-ins that abort, fault or hang in init, abort in a constructor, or
+    # were built for a CPU feature no machine has, beside cpu: `modules`
+    # names each with its reason and exits 0 within the probe's time limit,
+    # and a model runs on cpu.
+    need_stage
+    [ -n "$fixtures" ] || fail "no fixture folder (FIXTURE_DIR)"
+    fx=$fixtures
+    mkdir "$tmp/mods"
+    cp "$stage/libplinth_cpu.so" "$stage/libplinth_json.so" "$tmp/mods/"
+    for f in fx_init_abort fx_init_segv fx_init_hang fx_ctor_abort fx_needs_bit40; do
+        cp "$fx/$f.so" "$tmp/mods/"
+    done
+    chmod 0644 "$tmp"/mods/*.so
+    printf '[runtime]\nmodules = %s\nprobe_timeout_ms = 2000\n' "$tmp/mods" >"$tmp/backend.ini"
+    run modules --config "$tmp/backend.ini"
+    [ "$rc" -eq 0 ] || { show; fail "modules exited $rc"; }
+    cat "$tmp/err" >>"$tmp/out"
+    for want in "fx_init_abort.so): rejected: crashed in init (SIGABRT)" \
+                "fx_init_segv.so): rejected: crashed in init (SIGSEGV)" \
+                "fx_init_hang.so): rejected: init did not return within 2000 ms" \
+                "fx_ctor_abort.so): rejected: crashed in its constructors (SIGABRT)" \
+                "fx_needs_bit40.so): rejected: built for CPU features this machine lacks: bit 40"; do
+        grep -qF "$want" "$tmp/out" || { show; fail "no line with '$want'"; }
+    done
+    grep -E "^cpu +" "$tmp/out" | grep -q loaded || { show; fail "cpu is not loaded"; }
+    run run "$examples/mlp/model.json" --config "$tmp/backend.ini"
+    [ "$rc" -eq 0 ] || { show; fail "run exited $rc beside the broken drop-ins"; }
+    ;;
 version)
     run --version
     [ "$rc" -eq 0 ] || { show; fail "--version exited $rc"; }

@@ -760,6 +760,55 @@ static void case_secure_mode_relative_path(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- CPU features ---------------------------------------------------------- */
+
+/* Whether /proc/cpuinfo lists FLAG for this machine. */
+static bool lt_cpu_has(const char *flag)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "grep -m1 '^flags' /proc/cpuinfo | grep -qw %s", flag);
+    return system(cmd) == 0;
+}
+
+/* A module noting a CPU feature the machine lacks is refused before it is
+ * opened (its code could fault on the first such instruction), naming the
+ * feature; the others load. */
+static void case_cpu_bit_unknown(void)
+{
+    lt_env env = lt_setup("");
+    const char *marker = th_path(env.dir, "marker");
+    TH_CHECK(setenv("FIXTURE_MARKER", marker, 1) == 0, "setenv");
+    lt_add(&env, "fx_needs_bit40", "a.so");
+    lt_add(&env, "fx_good", "b.so");
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "a.so", PL_MODULE_REJECTED,
+              "built for CPU features this machine lacks: bit 40");
+    lt_expect(rt, "b.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+    TH_CHECK(lt_marker_lines(marker) == 2, "opened %d times, expected 2 (b.so's "
+             "probe and load)", lt_marker_lines(marker));
+}
+
+/* PL_MODULE_IDENTITY notes what the compiler was told it may use: a build
+ * with -mavx512f loads where the machine has AVX-512F and is refused, naming
+ * it, where not. */
+static void case_cpu_built_avx512(void)
+{
+    if (!th_exists(lt_fixture("fx_built_avx512")))
+        th_skip("not an x86-64 build");
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_built_avx512", "a.so");
+    lt_add(&env, "fx_good", "b.so");
+    pl_runtime *rt = lt_create(&env);
+    if (lt_cpu_has("avx512f"))
+        lt_expect(rt, "a.so", PL_MODULE_LOADED, NULL);
+    else
+        lt_expect(rt, "a.so", PL_MODULE_REJECTED,
+                  "built for CPU features this machine lacks: avx512f");
+    lt_expect(rt, "b.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
 /* ---- probing ------------------------------------------------------------ */
 
 /* A module that faults in FIXTURE's way, beside the real cpu module: the
@@ -982,6 +1031,8 @@ static const th_case cases[] = {
     {"sha256_pin", case_sha256_pin},
     {"secure_mode_cwd_ini", case_secure_mode_cwd_ini},
     {"secure_mode_relative_path", case_secure_mode_relative_path},
+    {"cpu_bit_unknown", case_cpu_bit_unknown},
+    {"cpu_built_avx512", case_cpu_built_avx512},
     {"probe_init_abort", case_probe_init_abort},
     {"probe_init_segv", case_probe_init_segv},
     {"probe_init_hang", case_probe_init_hang},

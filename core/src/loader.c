@@ -358,7 +358,8 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         pl_free(real);
         return;
     }
-    st = pl_note_read(fd, &m->note);
+    uint64_t cpu_needed = 0;
+    st = pl_note_read(fd, &m->note, &cpu_needed);
     close(fd);
     if (st != NULL) {
         pl_free(real);
@@ -384,6 +385,16 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
         pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_DISABLED,
                          "enabled = no in the configuration");
+        return;
+    }
+    uint64_t missing = cpu_needed & ~pl_cpu_features();
+    if (missing != 0) {
+        char names[512], reason[640];
+        pl_cpu_feature_names(missing, names, sizeof names);
+        snprintf(reason, sizeof reason,
+                 "built for CPU features this machine lacks: %s", names);
+        pl_free(real);
+        pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
         return;
     }
     const pl_module *first = pl_loader_find_live(rt, m->note.name);

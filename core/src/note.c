@@ -8,6 +8,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -60,7 +61,7 @@ static bool pl_note_string_ok(const char *s, size_t cap)
     return memchr(s, '\0', cap) != NULL && s[0] != '\0';
 }
 
-static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc)
+static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc, uint64_t *out_cpu)
 {
     size_t shstrndx = 0;
     if (elf_getshdrstrndx(elf, &shstrndx) != 0)
@@ -69,6 +70,7 @@ static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc)
     bool section_seen = false;
     int found = 0;
     const char *problem = NULL;
+    const char *requires_problem = NULL;
     for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn != NULL;
          scn = elf_nextscn(elf, scn)) {
         GElf_Shdr shdr;
@@ -95,6 +97,17 @@ static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc)
             if (nhdr.n_namesz != sizeof(PL_NOTE_OWNER) ||
                 memcmp(owner, PL_NOTE_OWNER, sizeof(PL_NOTE_OWNER)) != 0)
                 continue;
+            if (nhdr.n_type == PL_NOTE_TYPE_REQUIRES) {
+                /* Any number of them: what they name adds up. */
+                if (nhdr.n_descsz != sizeof(pl_requires_desc)) {
+                    requires_problem = "CPU requirements note of the wrong size";
+                    continue;
+                }
+                pl_requires_desc req;
+                memcpy(&req, (const char *)data->d_buf + desc_off, sizeof req);
+                *out_cpu |= (uint64_t)req.cpu_hi << 32 | req.cpu_lo;
+                continue;
+            }
             if (nhdr.n_type != PL_NOTE_TYPE_IDENTITY) {
                 problem = "unknown note type";
                 continue;
@@ -123,6 +136,9 @@ static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "malformed identity note: %d notes where one "
                                 "is allowed", found);
+    if (found == 1 && requires_problem != NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "malformed identity note: %s",
+                                requires_problem);
     if (found == 1)
         return NULL;
     if (section_seen || problem != NULL)
@@ -134,9 +150,10 @@ static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc)
                             "PL_MODULE_IDENTITY from the SDK)");
 }
 
-pl_status *pl_note_read(int fd, pl_identity_desc *out_desc)
+pl_status *pl_note_read(int fd, pl_identity_desc *out_desc, uint64_t *out_cpu)
 {
     memset(out_desc, 0, sizeof *out_desc);
+    *out_cpu = 0;
     struct stat st;
     if (fstat(fd, &st) != 0)
         return pl_status_create(PL_CODE_IO_ERROR, "cannot stat the file");
@@ -170,8 +187,99 @@ pl_status *pl_note_read(int fd, pl_identity_desc *out_desc)
                                   "not a shared library (ELF type %u)",
                                   (unsigned)ehdr.e_type);
     } else {
-        result = pl_note_scan(elf, out_desc);
+        result = pl_note_scan(elf, out_desc, out_cpu);
     }
     elf_end(elf);
     return result;
 }
+
+/* ---- the machine's CPU features ------------------------------------------ */
+
+static const char *const pl_cpu_names[] = {
+    "sse4.2",     "popcnt",     "avx",         "avx2",        "fma",      "f16c",
+    "bmi1",       "bmi2",       "movbe",       "avx512f",     "avx512cd", "avx512bw",
+    "avx512dq",   "avx512vl",   "avx512_vnni", "avx512_bf16", "avx512_fp16",
+    "avx_vnni",   "amx_tile",   "amx_bf16",    "amx_int8"};
+
+void pl_cpu_feature_names(uint64_t bits, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int b = 0; b < 64 && at < size; b++) {
+        if (!(bits & (1ull << b)))
+            continue;
+        const char *sep = at ? ", " : "";
+        int n = b < (int)(sizeof pl_cpu_names / sizeof pl_cpu_names[0])
+                    ? snprintf(buf + at, size - at, "%s%s", sep, pl_cpu_names[b])
+                    : snprintf(buf + at, size - at, "%sbit %d", sep, b);
+        if (n < 0)
+            break;
+        at += (size_t)n;
+    }
+}
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+static uint64_t pl_xgetbv0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+uint64_t pl_cpu_features(void)
+{
+    unsigned a, b, c, d;
+    uint64_t f = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    if (c & (1u << 20)) f |= PL_CPU_SSE4_2;
+    if (c & (1u << 23)) f |= PL_CPU_POPCNT;
+    if (c & (1u << 22)) f |= PL_CPU_MOVBE;
+    /* AVX state must be enabled by the OS (OSXSAVE, XCR0 bits 1-2), and
+     * AVX-512 state (XCR0 bits 5-7) for any AVX-512 feature. */
+    bool osxsave = (c & (1u << 27)) != 0;
+    uint64_t xcr0 = osxsave ? pl_xgetbv0() : 0;
+    bool avx_os = (xcr0 & 0x6) == 0x6;
+    bool avx512_os = avx_os && (xcr0 & 0xe0) == 0xe0;
+    bool amx_os = (xcr0 & (3ull << 17)) == (3ull << 17);
+    if (avx_os) {
+        if (c & (1u << 28)) f |= PL_CPU_AVX;
+        if (c & (1u << 12)) f |= PL_CPU_FMA;
+        if (c & (1u << 29)) f |= PL_CPU_F16C;
+    }
+    if (__get_cpuid_max(0, NULL) < 7)
+        return f;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (b & (1u << 3)) f |= PL_CPU_BMI1;
+    if (b & (1u << 8)) f |= PL_CPU_BMI2;
+    if (avx_os && (b & (1u << 5))) f |= PL_CPU_AVX2;
+    if (avx512_os) {
+        if (b & (1u << 16)) f |= PL_CPU_AVX512F;
+        if (b & (1u << 17)) f |= PL_CPU_AVX512DQ;
+        if (b & (1u << 28)) f |= PL_CPU_AVX512CD;
+        if (b & (1u << 30)) f |= PL_CPU_AVX512BW;
+        if (b & (1u << 31)) f |= PL_CPU_AVX512VL;
+        if (c & (1u << 11)) f |= PL_CPU_AVX512_VNNI;
+        if (d & (1u << 23)) f |= PL_CPU_AVX512_FP16;
+    }
+    if (amx_os) {
+        if (d & (1u << 24)) f |= PL_CPU_AMX_TILE;
+        if (d & (1u << 22)) f |= PL_CPU_AMX_BF16;
+        if (d & (1u << 25)) f |= PL_CPU_AMX_INT8;
+    }
+    unsigned max_sub = a;
+    if (max_sub >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        if (avx_os && (a & (1u << 4))) f |= PL_CPU_AVX_VNNI;
+        if (avx512_os && (a & (1u << 5))) f |= PL_CPU_AVX512_BF16;
+    }
+    return f;
+}
+#else
+uint64_t pl_cpu_features(void)
+{
+    return 0;
+}
+#endif

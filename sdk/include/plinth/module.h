@@ -44,6 +44,182 @@ typedef struct pl_identity_desc {
     char version[PL_NOTE_VERSION_MAX];
 } pl_identity_desc;
 
+/* ---- CPU features a module needs ----------------------------------------
+ *
+ * A second note in the same section, type PL_NOTE_TYPE_REQUIRES, lists the
+ * CPU features the module's code may use; the core checks them against the
+ * machine before it opens the file, so a module built for AVX-512 is
+ * refused with a reason on a machine without it instead of faulting in
+ * init. PL_MODULE_IDENTITY writes one with the features the compiler was
+ * told it may use in that file (-mavx2, -march=..., from the compiler's
+ * predefined macros); PL_MODULE_REQUIRES_CPU adds features other files of
+ * the module are built for. Cores that predate the note ignore it. The
+ * bits are x86-64 features; on other machines a note with any bit set is
+ * refused (this core cannot check them). */
+#define PL_NOTE_TYPE_REQUIRES 0x504c4e32u /* "PLN2" */
+
+#define PL_CPU_SSE4_2 (1ull << 0)
+#define PL_CPU_POPCNT (1ull << 1)
+#define PL_CPU_AVX (1ull << 2)
+#define PL_CPU_AVX2 (1ull << 3)
+#define PL_CPU_FMA (1ull << 4)
+#define PL_CPU_F16C (1ull << 5)
+#define PL_CPU_BMI1 (1ull << 6)
+#define PL_CPU_BMI2 (1ull << 7)
+#define PL_CPU_MOVBE (1ull << 8)
+#define PL_CPU_AVX512F (1ull << 9)
+#define PL_CPU_AVX512CD (1ull << 10)
+#define PL_CPU_AVX512BW (1ull << 11)
+#define PL_CPU_AVX512DQ (1ull << 12)
+#define PL_CPU_AVX512VL (1ull << 13)
+#define PL_CPU_AVX512_VNNI (1ull << 14)
+#define PL_CPU_AVX512_BF16 (1ull << 15)
+#define PL_CPU_AVX512_FP16 (1ull << 16)
+#define PL_CPU_AVX_VNNI (1ull << 17)
+#define PL_CPU_AMX_TILE (1ull << 18)
+#define PL_CPU_AMX_BF16 (1ull << 19)
+#define PL_CPU_AMX_INT8 (1ull << 20)
+#define PL_CPU_KNOWN_ ((1ull << 21) - 1)
+/* The x86-64 micro-architecture levels. */
+#define PL_CPU_X86_64_V2 (PL_CPU_SSE4_2 | PL_CPU_POPCNT)
+#define PL_CPU_X86_64_V3                                                     \
+    (PL_CPU_X86_64_V2 | PL_CPU_AVX | PL_CPU_AVX2 | PL_CPU_FMA | PL_CPU_F16C | \
+     PL_CPU_BMI1 | PL_CPU_BMI2 | PL_CPU_MOVBE)
+#define PL_CPU_X86_64_V4                                                     \
+    (PL_CPU_X86_64_V3 | PL_CPU_AVX512F | PL_CPU_AVX512CD | PL_CPU_AVX512BW |  \
+     PL_CPU_AVX512DQ | PL_CPU_AVX512VL)
+
+/* The features the compiler may use in the file being compiled. */
+#if defined(__x86_64__)
+#ifdef __SSE4_2__
+#define PL_CPU_B0_ PL_CPU_SSE4_2
+#else
+#define PL_CPU_B0_ 0ull
+#endif
+#ifdef __POPCNT__
+#define PL_CPU_B1_ PL_CPU_POPCNT
+#else
+#define PL_CPU_B1_ 0ull
+#endif
+#ifdef __AVX__
+#define PL_CPU_B2_ PL_CPU_AVX
+#else
+#define PL_CPU_B2_ 0ull
+#endif
+#ifdef __AVX2__
+#define PL_CPU_B3_ PL_CPU_AVX2
+#else
+#define PL_CPU_B3_ 0ull
+#endif
+#ifdef __FMA__
+#define PL_CPU_B4_ PL_CPU_FMA
+#else
+#define PL_CPU_B4_ 0ull
+#endif
+#ifdef __F16C__
+#define PL_CPU_B5_ PL_CPU_F16C
+#else
+#define PL_CPU_B5_ 0ull
+#endif
+#ifdef __BMI__
+#define PL_CPU_B6_ PL_CPU_BMI1
+#else
+#define PL_CPU_B6_ 0ull
+#endif
+#ifdef __BMI2__
+#define PL_CPU_B7_ PL_CPU_BMI2
+#else
+#define PL_CPU_B7_ 0ull
+#endif
+#ifdef __MOVBE__
+#define PL_CPU_B8_ PL_CPU_MOVBE
+#else
+#define PL_CPU_B8_ 0ull
+#endif
+#ifdef __AVX512F__
+#define PL_CPU_B9_ PL_CPU_AVX512F
+#else
+#define PL_CPU_B9_ 0ull
+#endif
+#ifdef __AVX512CD__
+#define PL_CPU_B10_ PL_CPU_AVX512CD
+#else
+#define PL_CPU_B10_ 0ull
+#endif
+#ifdef __AVX512BW__
+#define PL_CPU_B11_ PL_CPU_AVX512BW
+#else
+#define PL_CPU_B11_ 0ull
+#endif
+#ifdef __AVX512DQ__
+#define PL_CPU_B12_ PL_CPU_AVX512DQ
+#else
+#define PL_CPU_B12_ 0ull
+#endif
+#ifdef __AVX512VL__
+#define PL_CPU_B13_ PL_CPU_AVX512VL
+#else
+#define PL_CPU_B13_ 0ull
+#endif
+#ifdef __AVX512VNNI__
+#define PL_CPU_B14_ PL_CPU_AVX512_VNNI
+#else
+#define PL_CPU_B14_ 0ull
+#endif
+#ifdef __AVX512BF16__
+#define PL_CPU_B15_ PL_CPU_AVX512_BF16
+#else
+#define PL_CPU_B15_ 0ull
+#endif
+#ifdef __AVX512FP16__
+#define PL_CPU_B16_ PL_CPU_AVX512_FP16
+#else
+#define PL_CPU_B16_ 0ull
+#endif
+#ifdef __AVXVNNI__
+#define PL_CPU_B17_ PL_CPU_AVX_VNNI
+#else
+#define PL_CPU_B17_ 0ull
+#endif
+#ifdef __AMX_TILE__
+#define PL_CPU_B18_ PL_CPU_AMX_TILE
+#else
+#define PL_CPU_B18_ 0ull
+#endif
+#ifdef __AMX_BF16__
+#define PL_CPU_B19_ PL_CPU_AMX_BF16
+#else
+#define PL_CPU_B19_ 0ull
+#endif
+#ifdef __AMX_INT8__
+#define PL_CPU_B20_ PL_CPU_AMX_INT8
+#else
+#define PL_CPU_B20_ 0ull
+#endif
+#define PL_CPU_OF_THIS_BUILD                                                   \
+    (PL_CPU_B0_ | PL_CPU_B1_ | PL_CPU_B2_ | PL_CPU_B3_ | PL_CPU_B4_ | PL_CPU_B5_ | \
+     PL_CPU_B6_ | PL_CPU_B7_ | PL_CPU_B8_ | PL_CPU_B9_ | PL_CPU_B10_ | PL_CPU_B11_ | \
+     PL_CPU_B12_ | PL_CPU_B13_ | PL_CPU_B14_ | PL_CPU_B15_ | PL_CPU_B16_ |        \
+     PL_CPU_B17_ | PL_CPU_B18_ | PL_CPU_B19_ | PL_CPU_B20_)
+#else
+#define PL_CPU_OF_THIS_BUILD 0ull
+#endif
+
+/* The payload of a requirements note: the PL_CPU_* bits, in two 32-bit
+ * halves so that the record packs at 4 bytes like every ELF note. */
+typedef struct pl_requires_desc {
+    uint32_t cpu_lo;
+    uint32_t cpu_hi;
+} pl_requires_desc;
+
+typedef struct pl_requires_note {
+    uint32_t namesz;   /* sizeof(PL_NOTE_OWNER), 7 */
+    uint32_t descsz;   /* sizeof(pl_requires_desc) */
+    uint32_t type;     /* PL_NOTE_TYPE_REQUIRES */
+    char owner[8];     /* "Plinth" and padding */
+    pl_requires_desc desc;
+} pl_requires_note;
+
 /* An ELF note record (Elf_Nhdr, owner padded to 4 bytes, then desc). */
 typedef struct pl_identity_note {
     uint32_t namesz;   /* sizeof(PL_NOTE_OWNER), 7 */
@@ -79,7 +255,21 @@ typedef struct pl_identity_note {
     PL_NOTE_RETAIN static const pl_identity_note pl_identity_note_ = {      \
         sizeof(PL_NOTE_OWNER), sizeof(pl_identity_desc),                     \
         PL_NOTE_TYPE_IDENTITY, PL_NOTE_OWNER,                                \
-        {PL_ABI_MAJOR, PL_ABI_MINOR, NAME, VERSION}}
+        {PL_ABI_MAJOR, PL_ABI_MINOR, NAME, VERSION}};                        \
+    PL_MODULE_REQUIRES_CPU_AS_(pl_requires_build_note_, PL_CPU_OF_THIS_BUILD)
+
+/* Adds CPU features (PL_CPU_* bits or'ed) to what the module needs: use
+ * once, at file scope, for features that files other than the one with
+ * PL_MODULE_IDENTITY are built for (-mavx512f on a kernel file, say). */
+#define PL_MODULE_REQUIRES_CPU(FEATURES)                                      \
+    PL_MODULE_REQUIRES_CPU_AS_(pl_requires_note_, FEATURES)
+
+#define PL_MODULE_REQUIRES_CPU_AS_(VAR, FEATURES)                             \
+    PL_NOTE_ATTRS                                                            \
+    PL_NOTE_RETAIN static const pl_requires_note VAR = {                     \
+        sizeof(PL_NOTE_OWNER), sizeof(pl_requires_desc),                     \
+        PL_NOTE_TYPE_REQUIRES, PL_NOTE_OWNER,                                \
+        {(uint32_t)((FEATURES) & 0xffffffffu), (uint32_t)((FEATURES) >> 32)}}
 
 /* ---- types the table uses --------------------------------------------- */
 
