@@ -7,11 +7,13 @@
 #                            (plain, and with AddressSanitizer+UBSan) and run
 #                            the whole CTest suite in both builds, then the
 #                            engine, CPU-pool and allocation-sweep tests in
-#                            a ThreadSanitizer build
+#                            a ThreadSanitizer build, and each libFuzzer
+#                            target (build-fuzz/, clang) for 30 seconds
 #
 # Debian packages are installed with apt-get when missing (run as root).
 # Build directories: build/ (plain; stages modules into modules.d/),
-# build-asan/ and build-tsan/ (sanitized; each stages into its own modules.d/).
+# build-asan/ and build-tsan/ (sanitized; each stages into its own modules.d/),
+# build-fuzz/ (clang, libFuzzer; only the fuzz targets and their modules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,7 +23,8 @@ PACKAGES=(build-essential cmake pkg-config python3
           libopenblas-dev libdnnl-dev libinih-dev libffi-dev libelf-dev
           libjansson-dev libdlpack-dev libprotobuf-c-dev protobuf-c-compiler
           libonnx-dev libonnx-testdata python3-numpy python3-onnx
-          python3-torch)  # tests/difftest, cpu_rnn, opset_upgrade; torch: zoo, cpu_rnn
+          python3-torch   # tests/difftest, cpu_rnn, opset_upgrade; torch: zoo, cpu_rnn
+          clang libclang-rt-14-dev)  # the libFuzzer build (tests/fuzz)
 
 install_packages() {
     local missing=()
@@ -66,7 +69,12 @@ test)
     build build
     build build-asan -DPLINTH_SANITIZE=ON -DPLINTH_STAGE_DIR="$ROOT/build-asan/modules.d"
     build build-tsan -DPLINTH_TSAN=ON -DPLINTH_STAGE_DIR="$ROOT/build-tsan/modules.d"
+    cmake -S "$ROOT" -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DPLINTH_FUZZ=ON -DPLINTH_STAGE_DIR="$ROOT/build-fuzz/modules.d" >/dev/null
+    cmake --build build-fuzz -j"$JOBS" --target plinth_fuzz
     rc=0
+    echo "== tests: libFuzzer targets (clang, ASan+UBSan), 30 s each, and their replays =="
+    ctest --test-dir build-fuzz --output-on-failure -j"$JOBS" -L fuzz || rc=1
     echo "== tests: ThreadSanitizer build (engine, CPU pool, allocation sweeps) =="
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L 'engine|core|alloc' || rc=1

@@ -104,7 +104,6 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pthread_mutex_lock(&rt->opset_mu);
         st = pl_opset_infer(rt->opset, m->graph);
         pthread_mutex_unlock(&rt->opset_mu);
-        st = pl_status_wrap(st, "%s: ", path);
     }
     pl_optimize_level level =
         rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
@@ -124,7 +123,11 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         st = pl_opset_infer(rt->opset, next);
         pthread_mutex_unlock(&rt->opset_mu);
     }
-    st = pl_status_wrap(st, "%s: ", path);
+    /* Every message names the file once: importers name it themselves. */
+    size_t plen = strlen(path);
+    if (st != NULL && !(strncmp(pl_status_message(st), path, plen) == 0 &&
+                        pl_status_message(st)[plen] == ':'))
+        st = pl_status_wrap(st, "%s: ", path);
     if (st != NULL) {
         pl_rewrites_free(&m->rewrites);
         pl_graph_destroy(m->graph);

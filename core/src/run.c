@@ -130,6 +130,10 @@ static pl_status *pl_runctx_arenas(const pl_program *p, pl_runctx *rc)
 {
     for (size_t d = 0; d < p->n_devs; d++) {
         size_t bytes = p->arena_bytes[d];
+        /* The host arena exists even when every value in it is empty, so
+         * that no module is handed a NULL data pointer to offset. */
+        if (bytes == 0 && d == 0)
+            bytes = 64;
         if (bytes == 0)
             continue;
         if (d > 0)

@@ -153,7 +153,8 @@ static void nn_pool_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     const nn_pool_call *c = arg;
     const nn_pool_kernel *k = c->k;
-    float *scratch = (float *)(void *)(c->ws + (size_t)worker * k->slice_bytes);
+    /* Global pools take no workspace: no pointer arithmetic on NULL. */
+    float *scratch = c->ws ? (float *)(void *)(c->ws + (size_t)worker * k->slice_bytes) : NULL;
     for (size_t t = begin; t < end; t++) {
         if (k->global)
             nn_pool_plane_global(c, (int64_t)t);

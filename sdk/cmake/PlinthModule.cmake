@@ -31,7 +31,11 @@ function(plinth_add_module name)
     PREFIX "lib"
     OUTPUT_NAME "plinth_${name}")
   target_include_directories(${target} PRIVATE ${PLINTH_SDK_INCLUDE_DIR} ${PM_INCLUDES})
-  target_link_options(${target} PRIVATE "LINKER:-z,defs")
+  # PLINTH_MODULE_ALLOW_UNDEFINED: only for sanitizer builds whose runtime
+  # lives in the program (Plinth's fuzz build).
+  if(NOT PLINTH_MODULE_ALLOW_UNDEFINED)
+    target_link_options(${target} PRIVATE "LINKER:-z,defs")
+  endif()
   if(PM_LIBRARIES)
     target_link_libraries(${target} PRIVATE ${PM_LIBRARIES})
   endif()
