@@ -45,8 +45,9 @@ static void expect_oom(pl_status *st, const char *what, long n)
 
 /* A configuration that reaches every part of the reader and the loader:
  * four modules by file (json reads the JSON models), placement with a pin,
- * a module section with keys,
- * a duplicate key, a continuation line, and unknown keys (warnings). */
+ * a module section with keys, a probe of each module in a child, a pin
+ * naming no module, a duplicate key, a continuation line, and unknown keys
+ * (warnings). */
 static const char *write_config(const char *acc_first)
 {
     const char *stage = th_arg(0);
@@ -60,11 +61,16 @@ static const char *write_config(const char *acc_first)
              "threads = 2\n"
              "threads = 2\n"
              "colour = blue\n"
+             "probe = fork\n"
+             "probe_timeout_ms = 5000\n"
              "[placement]\n"
              "order = %s\n"
              "min_subgraph_nodes = 1\n"
              "[example_acc]\n"
              "devices = 2\n"
+             "[modules]\n"
+             "sha256.nosuchmodule = "
+             "0000000000000000000000000000000000000000000000000000000000000000\n"
              "[cpu]\n"
              "enabled = yes\n"
              "[nosuchmodule]\n"
