@@ -95,7 +95,13 @@ static void pl_host_parallel_for(pl_host_ctx *ctx, size_t n, size_t grain,
 
 static int pl_host_thread_count(pl_host_ctx *ctx)
 {
-    return ctx && ctx->runtime ? pl_threadpool_size(ctx->runtime->pool) : 1;
+    if (ctx == NULL || ctx->runtime == NULL)
+        return 1;
+    /* While modules load the pool does not exist yet; it will have the
+     * runtime's thread budget. */
+    if (ctx->runtime->pool == NULL)
+        return ctx->runtime->threads > 0 ? ctx->runtime->threads : 1;
+    return pl_threadpool_size(ctx->runtime->pool);
 }
 
 static void pl_host_complete(pl_completion *completion, pl_status *status)

@@ -7,8 +7,8 @@
  * becomes the module's reason for rejection, and the module is never
  * opened in the parent. Verdicts are remembered per version of the file
  * and its configure keys: in memory for the process and, when there is a
- * cache folder, in <cache_dir>/<module>-<key>.probe, so a normal start
- * pays for a probe once per file version. */
+ * cache folder, in <cache_dir>/<module>-<key>.probe (hangs excepted), so a
+ * normal start pays for a probe once per file version. */
 #include "probe.h"
 
 #include <errno.h>
@@ -413,7 +413,11 @@ pl_status *pl_probe_module(pl_runtime *rt, pl_module *m, const char *real)
         return pl_probe_skipped(rt, m, st);
     }
     pl_probe_remember(key, verdict);
-    if (use_dir) {
+    /* A hang is kept for this process only: it may have been the machine
+     * (a busy device, a loaded CI host), not the module, and a file that
+     * says so would keep a sound module out for good. A crash is the
+     * module's own. */
+    if (use_dir && strstr(verdict, "did not return within") == NULL) {
         char line[600];
         int n = verdict[0] ? snprintf(line, sizeof line, "rejected: %s\n", verdict)
                            : snprintf(line, sizeof line, "ok\n");

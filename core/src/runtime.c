@@ -237,17 +237,22 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int wanted = o.threads > 0 ? o.threads : rt->config->threads;
     rt->threads = wanted > 0 ? wanted : (int)(cores > 0 ? cores : 1);
+    /* Modules first, then the engine's threads: the loader forks its
+     * probes (probe.c), and a fork while pool threads are starting can copy
+     * a lock one of them holds (seen with AddressSanitizer's thread
+     * registry: the child hung in dlopen). Until the pool exists, modules'
+     * parallel work during init runs inline; thread_count is the same. */
+    const char *env_path = pl_runtime_env(rt, &o, "PLINTH_MODULE_PATH");
+    st = pl_loader_load_all(rt, env_path);
     pl_engine_options eo = {.alloc = rt->alloc,
                             .kind = rt->config->engine,
                             .threads = rt->threads,
                             .logger = &rt->logger,
                             .spin_us = rt->config->spin_us};
-    st = pl_engine_create(&eo, &rt->engine);
-    if (st == NULL) {
+    if (st == NULL)
+        st = pl_engine_create(&eo, &rt->engine);
+    if (st == NULL)
         rt->pool = pl_engine_cpu_pool(rt->engine);
-        const char *env_path = pl_runtime_env(rt, &o, "PLINTH_MODULE_PATH");
-        st = pl_loader_load_all(rt, env_path);
-    }
     if (st != NULL) {
         pl_runtime_destroy(rt);
         return st;
