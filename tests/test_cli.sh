@@ -286,8 +286,12 @@ run_dead_branch)
         {"name": "dead_y", "op": "Relu", "inputs": ["y"], "outputs": ["dy"]},
         {"name": "dead_x", "op": "Relu", "inputs": ["x"], "outputs": ["dx"]},
         {"name": "dead_h", "op": "Softmax", "inputs": ["h3"], "outputs": ["dh"]}]'
+    # optimize = basic: the session's pruning is what this case is about
+    # (`all` removes dead nodes at load; checked at the end).
     write_order_ini cpu cpu
     write_order_ini acc "example_acc, cpu"
+    printf '[graph]\noptimize = basic\n' >>"$tmp/cpu.ini"
+    printf '[graph]\noptimize = basic\n' >>"$tmp/acc.ini"
     mkdir "$tmp/cpu" "$tmp/acc"
     run run "$tmp/dead.json" --config "$tmp/cpu.ini" --output-dir "$tmp/cpu"
     [ "$rc" -eq 0 ] || { show; fail "run on cpu exited $rc"; }
@@ -299,6 +303,13 @@ run_dead_branch)
     [ "$rc" -eq 0 ] || { show; fail "explain exited $rc"; }
     for n in dead_y dead_x dead_h; do
         grep "^  $n " "$tmp/out" | grep -q "pruned" || { show; fail "explain does not show $n pruned"; }
+    done
+    write_order_ini all "example_acc, cpu"
+    run explain "$tmp/dead.json" --config "$tmp/all.ini"
+    [ "$rc" -eq 0 ] || { show; fail "explain (optimize = all) exited $rc"; }
+    for n in dead_y dead_x dead_h; do
+        grep -q "'$n' removed: no graph output depends on it" "$tmp/out" ||
+            { show; fail "explain (optimize = all) does not show $n removed"; }
     done
     ;;
 run_alloc_fails)

@@ -747,7 +747,11 @@ class OpsetMix(nn.Module):
 
 # ------------------------------------------------------------------ the zoo
 
-Spec = collections.namedtuple("Spec", "name arch cls kwargs inputs opset fast note")
+# export: "eval" (PyTorch folds batch norms into the convolutions) or "preserve" (they stay as
+# BatchNormalization nodes, weights behind Identity nodes, as other exporters leave them);
+# dynamic: torch.onnx's dynamic_axes (symbolic dims in the model, bound by the inputs at run time).
+Spec = collections.namedtuple("Spec", "name arch cls kwargs inputs opset fast note export dynamic",
+                              defaults=("eval", None))
 
 
 def img(shape):
@@ -758,6 +762,8 @@ ZOO = [
     Spec("resnet50_s", "ResNet-50 bottleneck", ResNet50ish, {}, img((1, 3, 64, 64)), 13, False, ""),
     Spec("resnet50_s_op9", "ResNet-50 bottleneck", ResNet50ish, {}, img((1, 3, 64, 64)), 9, False, ""),
     Spec("resnet50_s_b4", "ResNet-50 bottleneck", ResNet50ish, {}, img((4, 3, 32, 32)), 13, True, "batch 4"),
+    Spec("resnet50_s_bn", "ResNet-50 bottleneck", ResNet50ish, {}, img((1, 3, 64, 64)), 13, False,
+         "batch norms not folded", "preserve"),
     Spec("vgg11_s", "VGG", VGGish, {}, img((1, 3, 64, 64)), 13, True, ""),
     Spec("densenet_s", "DenseNet", DenseNetish, {}, img((1, 3, 64, 64)), 13, True, ""),
     Spec("squeezenet_s", "SqueezeNet", SqueezeNetish, {}, img((1, 3, 96, 96)), 13, True, ""),
@@ -778,9 +784,13 @@ ZOO = [
     Spec("bigru", "GRU", GRUNet, {}, [("input", (9, 2, 16), "randn")], 13, False, ""),
     Spec("crnn", "Conv + GRU + RNN", ConvRNN, {}, [("spec", (1, 1, 32, 20), "randn")], 13, False, ""),
     Spec("transformer_causal", "nn.TransformerEncoder", TransformerCausal, {}, [("ids", (2, 24), "ids200")], 13, True, "causal mask"),
+    Spec("transformer_causal_dyn", "nn.TransformerEncoder", TransformerCausal, {}, [("ids", (2, 24), "ids200")],
+         13, False, "symbolic batch and length", "eval", {"ids": {0: "batch", 1: "length"}}),
     Spec("transformer_padmask", "nn.TransformerEncoder", TransformerPadMask, {},
          [("x", (12, 2, 20), "randn"), ("pad", (2, 12), "pad")], 13, True, "key padding mask input (bool)"),
     Spec("vit_s", "ViT", ViTish, {}, img((1, 3, 32, 32)), 13, True, ""),
+    Spec("vit_s_dyn", "ViT", ViTish, {}, img((1, 3, 32, 32)), 13, False, "symbolic batch", "eval",
+         {"input": {0: "batch"}}),
     Spec("vit_s_op9", "ViT", ViTish, {}, img((1, 3, 32, 32)), 9, True, ""),
     Spec("vit_s_op17", "ViT", ViTish, {}, img((1, 3, 32, 32)), 17, False, "LayerNormalization op"),
     Spec("opsetmix_op9", "opset series", OpsetMix, {}, img((1, 3, 32, 32)), 9, False, ""),
@@ -907,9 +917,13 @@ def export(spec, outdir):
     # fast path (aten::_native_multi_head_attention), which torch 1.13 cannot export.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(m, tuple(xs), path, opset_version=spec.opset, do_constant_folding=True,
-                          training=torch.onnx.TrainingMode.EVAL, input_names=in_names,
-                          output_names=out_names, dynamic_axes=None)
+        preserve = spec.export == "preserve"
+        torch.onnx.export(m, tuple(xs), path, opset_version=spec.opset,
+                          do_constant_folding=not preserve,
+                          training=torch.onnx.TrainingMode.PRESERVE if preserve
+                          else torch.onnx.TrainingMode.EVAL,
+                          input_names=in_names, output_names=out_names,
+                          dynamic_axes=spec.dynamic)
     mo = onnx.load(path)
     onnx.checker.check_model(mo)
     entry = dict(name=spec.name, arch=spec.arch, opset=spec.opset, note=spec.note, fast=spec.fast,

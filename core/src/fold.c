@@ -122,6 +122,7 @@ static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, si
     }
     pl_model *m = NULL;
     PL_RETURN_IF_ERROR(pl_model_of_graph(rt, fg, pl_strdupf("%s (constant folding)", path), &m));
+    m->one_shot = true;
     pl_session *s = NULL;
     st = pl_session_create(m, NULL, &s);
     pl_io *outs = st == NULL ? pl_calloc(n_out, sizeof *outs) : NULL;
@@ -138,6 +139,40 @@ static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, si
     pl_session_destroy(s);
     pl_model_release(m);
     return st;
+}
+
+/* Marks in IS_CONST the tensors that are or will be constant, and in FOLD
+ * (when not NULL) the nodes that make them; the count of those nodes. */
+static size_t pl_fold_select(const pl_graph *g, const bool *named, bool *is_const, bool *fold)
+{
+    for (size_t t = 0; t < pl_graph_tensor_count(g); t++)
+        is_const[t] = pl_graph_get_tensor(g, (pl_tid)t)->data != NULL;
+    const pl_nid *order = pl_graph_topo_order(g);
+    size_t n_fold = 0;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *node = pl_graph_get_node(g, order[i]);
+        if (!pl_fold_node(g, node, is_const, named))
+            continue;
+        if (fold != NULL)
+            fold[order[i]] = true;
+        n_fold++;
+        for (size_t o = 0; o < node->n_outputs; o++)
+            if (node->outputs[o] != PL_TID_NONE)
+                is_const[node->outputs[o]] = true;
+    }
+    return n_fold;
+}
+
+bool pl_fold_mark_constants(const pl_graph *g, bool *is_const)
+{
+    size_t nt = pl_graph_tensor_count(g);
+    bool *named = pl_calloc(nt ? nt : 1, sizeof *named);
+    if (named == NULL)
+        return false;
+    pl_fold_named(g, g, false, named);
+    pl_fold_select(g, named, is_const, NULL);
+    pl_free(named);
+    return true;
 }
 
 pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path,
@@ -158,21 +193,8 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
         pl_free(data);
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
     }
-    for (size_t t = 0; t < nt; t++)
-        is_const[t] = pl_graph_get_tensor(g, (pl_tid)t)->data != NULL;
     pl_fold_named(g, g, false, named);
-    const pl_nid *order = pl_graph_topo_order(g);
-    size_t n_fold = 0;
-    for (size_t i = 0; i < nn; i++) {
-        const pl_graph_node *node = pl_graph_get_node(g, order[i]);
-        if (!pl_fold_node(g, node, is_const, named))
-            continue;
-        fold[order[i]] = true;
-        n_fold++;
-        for (size_t o = 0; o < node->n_outputs; o++)
-            if (node->outputs[o] != PL_TID_NONE)
-                is_const[node->outputs[o]] = true;
-    }
+    size_t n_fold = pl_fold_select(g, named, is_const, fold);
     /* What the rest of the graph reads from the folded part. */
     size_t n_front = 0;
     for (size_t n = 0; n_fold > 0 && n < nn; n++) {

@@ -18,4 +18,10 @@
 pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path,
                              pl_graph **out_graph, pl_rewrites *rewrites);
 
+/* Marks in IS_CONST (one entry per tensor of G) the tensors that are
+ * constant or that pl_fold_constants would make constant (before its
+ * session runs: a folding that then fails leaves them computed). False
+ * when out of memory. */
+bool pl_fold_mark_constants(const pl_graph *g, bool *is_const);
+
 #endif

@@ -82,6 +82,54 @@ pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
                             path, tl ? tried : "none");
 }
 
+static void pl_model_free_sources(pl_model *m)
+{
+    for (size_t i = 0; i < m->n_sources; i++)
+        pl_graph_destroy(m->sources[i]);
+    pl_free(m->sources);
+    m->sources = NULL;
+    m->n_sources = 0;
+}
+
+/* Runs the optimiser's passes from FIRST on M's graph (validated, types
+ * inferred), at the level backend.ini sets: 0 the no-op elimination, 1
+ * the rewrites before folding, 2 constant folding, 3 pl_graph_fuse. Each
+ * pass that changes the graph replaces it, its source kept. */
+static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path, int first)
+{
+    pl_optimize_level level =
+        rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
+    pl_status *st = NULL;
+    int again = 3;  /* more rounds of pass 1 while it changes the graph */
+    for (int pass = first; st == NULL && pass < 4; pass++) {
+        pl_graph *next = NULL;
+        if (pass == 0)
+            st = pl_graph_optimize(m->graph, level, &next, &m->rewrites);
+        else if (pass == 1 && level == PL_OPTIMIZE_ALL)
+            st = pl_graph_prefold(m->graph, &next, &m->rewrites);
+        else if (pass == 2 && level == PL_OPTIMIZE_ALL)
+            st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);
+        else if (pass == 3 && level == PL_OPTIMIZE_ALL)
+            st = pl_graph_fuse(m->graph, &next, &m->rewrites);
+        if (next == NULL)
+            continue;
+        pl_graph **grown = pl_realloc(m->sources, (m->n_sources + 1) * sizeof *grown);
+        if (grown == NULL) {
+            pl_graph_destroy(next);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        }
+        m->sources = grown;
+        m->sources[m->n_sources++] = m->graph;
+        m->graph = next;
+        pthread_mutex_lock(&rt->opset_mu);
+        st = pl_opset_infer(rt->opset, next);
+        pthread_mutex_unlock(&rt->opset_mu);
+        if (pass == 1 && again-- > 0)
+            pass--;
+    }
+    return st;
+}
+
 static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
                                    pl_model **out_model)
 {
@@ -105,24 +153,8 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         st = pl_opset_infer(rt->opset, m->graph);
         pthread_mutex_unlock(&rt->opset_mu);
     }
-    pl_optimize_level level =
-        rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
-    for (int pass = 0; st == NULL && pass < 3; pass++) {
-        pl_graph *next = NULL;
-        if (pass == 0)
-            st = pl_graph_optimize(m->graph, level, &next, &m->rewrites);
-        else if (pass == 1 && level == PL_OPTIMIZE_ALL)
-            st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);
-        else if (pass == 2 && level == PL_OPTIMIZE_ALL)
-            st = pl_graph_fuse(m->graph, &next, &m->rewrites);
-        if (next == NULL)
-            continue;
-        m->sources[pass] = m->graph;
-        m->graph = next;
-        pthread_mutex_lock(&rt->opset_mu);
-        st = pl_opset_infer(rt->opset, next);
-        pthread_mutex_unlock(&rt->opset_mu);
-    }
+    if (st == NULL)
+        st = pl_model_rewrite(rt, m, path, 0);
     /* Every message names the file once: importers name it themselves. */
     size_t plen = strlen(path);
     if (st != NULL && !(strncmp(pl_status_message(st), path, plen) == 0 &&
@@ -131,9 +163,7 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
     if (st != NULL) {
         pl_rewrites_free(&m->rewrites);
         pl_graph_destroy(m->graph);
-        pl_graph_destroy(m->sources[0]);
-        pl_graph_destroy(m->sources[1]);
-        pl_graph_destroy(m->sources[2]);
+        pl_model_free_sources(m);
         pl_free(m->path);
         pl_free(m);
         return st;
@@ -196,9 +226,7 @@ void pl_model_release(pl_model *m)
     if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
     pl_graph_destroy(m->graph);
-    pl_graph_destroy(m->sources[0]);
-    pl_graph_destroy(m->sources[1]);
-    pl_graph_destroy(m->sources[2]);
+    pl_model_free_sources(m);
     pl_rewrites_free(&m->rewrites);
     pl_free(m->path);
     pl_runtime *rt = m->runtime;
@@ -250,6 +278,10 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
     pthread_mutex_lock(&rt->opset_mu);
     pl_status *st = pl_opset_infer(rt->opset, m->graph);
     pthread_mutex_unlock(&rt->opset_mu);
+    /* Dims now known may make shape computations constant: the passes
+     * after the no-op elimination run again. */
+    if (st == NULL)
+        st = pl_model_rewrite(rt, m, m->path, 1);
     return pl_status_wrap(st, "%s: ", m->path);
 }
 

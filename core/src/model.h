@@ -17,12 +17,16 @@ struct pl_model {
     pl_allocator alloc;
     char *path;
     pl_graph *graph;
-    /* The graphs GRAPH was rewritten from (the one read, the one the
-     * optimiser made before folding, the folded one before pl_graph_fuse),
-     * kept because each rewrite borrows its source's constants; unused
-     * entries NULL. */
-    pl_graph *sources[3];
+    /* The graphs GRAPH was rewritten from (the one read, then one per
+     * optimiser pass that changed it, at load and at each binding of an
+     * input's shape), kept because each rewrite borrows its source's
+     * constants. */
+    pl_graph **sources;
+    size_t n_sources;
     pl_rewrites rewrites;     /* what the optimiser did (optimize.h) */
+    /* The graph runs once (constant folding): sessions offer its nodes to
+     * the backends that run op by op before those that compile. */
+    bool one_shot;
     _Atomic int refs;
 };
 

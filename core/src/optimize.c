@@ -27,7 +27,7 @@
 #include "strmap.h"
 
 /* Adds every tensor name of every body under G's nodes to NAMES. */
-static bool pl_opt_body_names(const pl_graph *g, pl_strmap *names)
+bool pl_optimize_body_names(const pl_graph *g, pl_strmap *names)
 {
     for (size_t n = 0; n < pl_graph_node_count(g); n++) {
         const pl_graph_node *node = pl_graph_get_node(g, (pl_nid)n);
@@ -40,7 +40,7 @@ static bool pl_opt_body_names(const pl_graph *g, pl_strmap *names)
                 for (size_t t = 0; t < pl_graph_tensor_count(body); t++)
                     if (!pl_strmap_put(names, pl_graph_get_tensor(body, (pl_tid)t)->name, 1))
                         return false;
-                if (!pl_opt_body_names(body, names))
+                if (!pl_optimize_body_names(body, names))
                     return false;
             }
         }
@@ -143,7 +143,7 @@ pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_grap
     pl_tid *alias = pl_calloc(nt ? nt : 1, sizeof *alias);
     pl_strmap body_names = {.alloc = pl_alloc_current()};
     pl_status *st = NULL;
-    if (drop == NULL || alias == NULL || !pl_opt_body_names(g, &body_names))
+    if (drop == NULL || alias == NULL || !pl_optimize_body_names(g, &body_names))
         st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
     for (size_t t = 0; st == NULL && t < nt; t++)
         alias[t] = (pl_tid)t;
@@ -323,7 +323,7 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
     pl_strmap body_names = {.alloc = pl_alloc_current()};
     pl_status *st = NULL;
     if (drop == NULL || alias == NULL || new_pads == NULL || n_pads == NULL || count_pad == NULL ||
-        !pl_opt_body_names(g, &body_names))
+        !pl_optimize_body_names(g, &body_names))
         st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
     for (size_t t = 0; st == NULL && t < nt; t++)
         alias[t] = (pl_tid)t;

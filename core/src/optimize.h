@@ -13,8 +13,8 @@
 typedef enum pl_optimize_level {
     PL_OPTIMIZE_NONE = 0,   /* the graph as loaded */
     PL_OPTIMIZE_BASIC = 1,  /* no-op elimination */
-    PL_OPTIMIZE_ALL = 2     /* basic, then constant folding (fold.h), then
-                               pl_graph_fuse */
+    PL_OPTIMIZE_ALL = 2     /* basic, then pl_graph_prefold, constant
+                               folding (fold.h) and pl_graph_fuse */
 } pl_optimize_level;
 
 /* What the passes did, one line per rewrite ("Identity 'w_id' removed
@@ -42,6 +42,21 @@ pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_grap
  * padding as a Pad: TensorFlow's SAME, PyTorch's ZeroPad2d, an AvgPool2d
  * with count_include_pad). Same contract as pl_graph_optimize. */
 pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
+
+/* Before constant folding (`all`): Shape, Size, and a Gather or Slice of a
+ * Shape whose dims are known become constants; a BatchNormalization in
+ * inference after a Conv (or ungrouped ConvTranspose) with constant
+ * weights goes into them as constant arithmetic that folding computes; a
+ * 2-D MatMul by a constant matrix then Add of a constant that broadcasts
+ * to it becomes one Gemm; then nodes no graph output depends on go
+ * (algebra.c). Same contract as pl_graph_optimize. */
+pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
+
+/* Adds every tensor name of every body under G's nodes to NAMES (the
+ * names an outer-scope reference may resolve to); false when out of
+ * memory. */
+struct pl_strmap;
+bool pl_optimize_body_names(const pl_graph *g, struct pl_strmap *names);
 
 /* "none", "basic" or "all"; false for anything else. */
 bool pl_optimize_parse(const char *s, pl_optimize_level *out);

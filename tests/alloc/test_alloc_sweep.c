@@ -246,6 +246,61 @@ static void case_model_load_fold(void)
     pl_runtime_destroy(rt);
 }
 
+/* The rewrites before folding (algebra.c), every allocation failing in
+ * turn: a batch norm taken into its Conv, a Gather of a known dim out of
+ * a Shape of a symbolic-batch tensor, a MatMul + Add made a Gemm, a dead
+ * node removed; then folding runs the arithmetic they left. */
+static void case_model_load_prefold(void)
+{
+#define PF_CONST(name, dtype, shape, values)                                                    \
+    "{\"name\":\"" name "\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"" name "\"],"     \
+    "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"" dtype "\",\"shape\":" shape ","      \
+    "\"values\":" values "}}}},"
+    static const char text[] =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"out\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[-1,2,3,3],"
+        "\"dim_params\":[\"b\",null,null,null]}],"
+        "\"nodes\":["
+        PF_CONST("w", "f32", "[4,2,1,1]", "[1,2,3,4,5,6,7,8]")
+        PF_CONST("s", "f32", "[4]", "[1,2,0.5,1]")
+        PF_CONST("sh", "f32", "[4]", "[0,1,0,-1]")
+        PF_CONST("mu", "f32", "[4]", "[0.5,0,0,1]")
+        PF_CONST("var", "f32", "[4]", "[1,4,1,2]")
+        PF_CONST("one", "i64", "[]", "[1]")
+        PF_CONST("ax", "i64", "[1]", "[0]")
+        PF_CONST("m1", "i64", "[1]", "[-1]")
+        PF_CONST("w2", "f32", "[4,3]", "[1,0,0,0,1,0,0,0,1,1,1,1]")
+        PF_CONST("bias", "f32", "[3]", "[0.5,-0.5,0]")
+        "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"c\"]},"
+        "{\"name\":\"bn\",\"op\":\"BatchNormalization\","
+        "\"inputs\":[\"c\",\"s\",\"sh\",\"mu\",\"var\"],\"outputs\":[\"n\"]},"
+        "{\"name\":\"shape\",\"op\":\"Shape\",\"inputs\":[\"n\"],\"outputs\":[\"s1\"]},"
+        "{\"name\":\"g\",\"op\":\"Gather\",\"inputs\":[\"s1\",\"one\"],\"outputs\":[\"d\"]},"
+        "{\"name\":\"un\",\"op\":\"Unsqueeze\",\"inputs\":[\"d\",\"ax\"],\"outputs\":[\"u\"]},"
+        "{\"name\":\"cat\",\"op\":\"Concat\",\"inputs\":[\"m1\",\"u\"],\"outputs\":[\"tgt\"],"
+        "\"attributes\":{\"axis\":{\"int\":0}}},"
+        "{\"name\":\"rs\",\"op\":\"Reshape\",\"inputs\":[\"n\",\"tgt\"],\"outputs\":[\"flat\"]},"
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"flat\",\"w2\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"p\",\"bias\"],\"outputs\":[\"out\"]},"
+        "{\"name\":\"dead\",\"op\":\"Neg\",\"inputs\":[\"x\"],\"outputs\":[\"unread\"]}]}";
+#undef PF_CONST
+    const char *path = th_path(th_tempdir(), "prefold.json");
+    th_write_file(path, text, 0644);
+    pl_runtime *rt = sweep_runtime("cpu");
+    sweep_model_load(rt, path, "model load (rewrites before folding)");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    /* conv (the batch norm in it), rs (Shape, Gather, Unsqueeze and
+     * Concat became its constant shape), mm (a Gemm with the Add). */
+    TH_CHECK(pl_model_node_count(m) == 3, "%zu nodes: want conv, rs and mm",
+             pl_model_node_count(m));
+    pl_model_destroy(m);
+    th_watch(NULL);
+    pl_runtime_destroy(rt);
+}
+
 static void case_model_load_onnx(void)
 {
     const char *model = th_path(th_arg(2), "pytorch-converted/test_Conv2d/model.onnx");
@@ -842,6 +897,7 @@ int main(int argc, char **argv)
         {"model_load_json", case_model_load_json},
         {"model_load_onnx", case_model_load_onnx},
         {"model_load_fold", case_model_load_fold},
+        {"model_load_prefold", case_model_load_prefold},
         {"session_create_cpu", case_session_create_cpu},
         {"session_create_acc", case_session_create_acc},
         {"per_runtime", case_per_runtime},

@@ -273,11 +273,16 @@ class Gen:
         return self.tame(x)
 
     def const_chain(self, x):
-        """Two or more one-element-constant binaries in a row (Conv -> Mul(c)
-        -> Add(d): the pattern fused post-ops get wrong)."""
+        """Two or more binaries of a constant in a row (Conv -> Mul(c) ->
+        Add(d): the pattern fused post-ops get wrong, and that the core's
+        optimiser takes into a Conv's weights, or after a 2-D MatMul into a
+        Gemm): one element, or one per channel (axis 1)."""
         for _ in range(self.r(2, 4)):
             op = self.pick(["Mul", "Add", "Sub", "Div", "Mul", "Add"])
-            kind = self.pick(["scalar", "one", "one_full"])
+            kinds = ["scalar", "one", "one_full"]
+            if len(self.shape(x)) >= 2:
+                kinds += ["channel", "channel_short"]
+            kind = self.pick(kinds)
             c = self.bconst(x, kind, away=(op == "Div"))
             x = self.node(op, [x, c] if op in ("Sub", "Div") or self.p(0.7) else [c, x])
         return x

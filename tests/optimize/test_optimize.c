@@ -439,8 +439,9 @@ static void run_fold(pl_session *s, float *y)
 }
 
 /* The constant Transpose and Cast run once at load, on a module; y is
- * what optimize = none gives; the Expand stays; onednn takes the MatMul
- * whose weights are now a constant. */
+ * what optimize = none gives; the Expand stays; the MatMul, whose weights
+ * are now a constant, and the Add of the folded bias are one Gemm, and
+ * onednn takes it. */
 static void case_constants_folded(void)
 {
     const char *path = fold_model();
@@ -455,7 +456,8 @@ static void case_constants_folded(void)
 
     rt = runtime_with("all", "cpu");
     s = session_of(rt, path, &m);
-    TH_CHECK(pl_model_node_count(m) == 4, "%zu nodes after folding, want 4 (mm, add, expand, mul)",
+    TH_CHECK(pl_model_node_count(m) == 3,
+             "%zu nodes after folding, want 3 (mm and add as one Gemm, expand, mul)",
              pl_model_node_count(m));
     json_t *root = describe(s);
     TH_CHECK(!placed(root, "tr") && !placed(root, "cast"), "the Transpose or the Cast stayed");
@@ -735,6 +737,389 @@ static void case_pad_avgpool_folded(void)
             pl_buffer_free(ys[r][k]);
 }
 
+/* ---- rewrites before folding (algebra.c) ------------------------------- */
+
+/* Runs the model at PATH on RT with input x (f32, NDIM dims SHAPE, DATA)
+ * and returns its N outputs named NAMES into OUTS (each pl_buffer_free'd
+ * by the caller), their element counts into COUNTS; the session's
+ * description into *OUT_ROOT (json_decref'd by the caller). */
+static void run_named(pl_runtime *rt, const char *path, const float *data, int32_t ndim,
+                      const int64_t *shape, const char *const *names, size_t n, pl_io *outs,
+                      json_t **out_root)
+{
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    *out_root = describe(s);
+    pl_io in = {.name = "x",
+                .tensor = {.struct_size = sizeof(pl_tensor), .data = (void *)data, .ndim = ndim,
+                           .dtype = PL_DTYPE_F32, .shape = (int64_t *)shape}};
+    for (size_t i = 0; i < n; i++)
+        outs[i] = (pl_io){.name = names[i], .tensor = {.struct_size = sizeof(pl_tensor)}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, outs, n));
+    /* The shapes live in the session: copied before it goes. */
+    for (size_t i = 0; i < n; i++) {
+        int64_t *dims = malloc((size_t)(outs[i].tensor.ndim + 1) * sizeof *dims);
+        TH_CHECK(dims != NULL, "out of memory");
+        memcpy(dims, outs[i].tensor.shape, (size_t)outs[i].tensor.ndim * sizeof *dims);
+        outs[i].tensor.shape = dims;
+    }
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+}
+
+/* Frees what run_named returned in OUTS (N). */
+static void free_named(pl_io *outs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        pl_buffer_free(outs[i].tensor.data);
+        free(outs[i].tensor.shape);
+    }
+}
+
+static size_t elements(const pl_tensor *t)
+{
+    size_t e = 1;
+    for (int32_t d = 0; d < t->ndim; d++)
+        e *= (size_t)t->shape[d];
+    return e;
+}
+
+/* Whether the line of the description's optimizations that names NODE
+ * also holds TEXT. */
+static bool rewritten_as(json_t *root, const char *node, const char *text)
+{
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "'%s'", node);
+    json_t *o;
+    size_t i;
+    json_array_foreach(json_object_get(root, "optimizations"), i, o) {
+        const char *line = json_string_value(o);
+        if (strstr(line, quoted) != NULL && strstr(line, text) != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* Every f32 output of OUTS (N) against REF's, within 1e-4 relative. */
+static void same_outputs(const char *what, const pl_io *outs, const pl_io *ref, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        TH_CHECK(outs[k].tensor.ndim == ref[k].tensor.ndim &&
+                     elements(&outs[k].tensor) == elements(&ref[k].tensor),
+                 "%s: output %s has %zu elements in %d dims, want %zu in %d", what, ref[k].name,
+                 elements(&outs[k].tensor), (int)outs[k].tensor.ndim, elements(&ref[k].tensor),
+                 (int)ref[k].tensor.ndim);
+        const float *a = outs[k].tensor.data, *b = ref[k].tensor.data;
+        for (size_t i = 0; i < elements(&ref[k].tensor); i++)
+            TH_CHECK(fabsf(a[i] - b[i]) <= 1e-4f * (1.0f + fabsf(b[i])), "%s: %s[%zu] = %g, want %g",
+                     what, ref[k].name, i, a[i], b[i]);
+    }
+}
+
+/* Checks on the description of a session under optimize = all (CFG names
+ * the configuration). */
+typedef void (*rewrite_check)(json_t *root, const char *cfg);
+
+/* Runs the model at PATH (input x: NDIM dims SHAPE, DATA; outputs NAMES,
+ * N <= 4) under optimize = none on cpu, then all on cpu and all on
+ * onednn, cpu: CHECK sees the two `all` descriptions, and every output
+ * must equal none's within 1e-4 relative. */
+static void against_none(const char *path, const float *data, int32_t ndim, const int64_t *shape,
+                         const char *const *names, size_t n, rewrite_check check)
+{
+    static const char *const cfg[3][2] = {{"none", "cpu"}, {"all", "cpu"}, {"all", "onednn, cpu"}};
+    pl_io outs[3][4];
+    TH_CHECK(n <= 4, "at most 4 outputs");
+    for (int r = 0; r < 3; r++) {
+        pl_runtime *rt = runtime_with(cfg[r][0], cfg[r][1]);
+        json_t *root;
+        run_named(rt, path, data, ndim, shape, names, n, outs[r], &root);
+        if (r > 0)
+            check(root, cfg[r][1]);
+        json_decref(root);
+        pl_runtime_destroy(rt);
+    }
+    for (int r = 1; r < 3; r++)
+        same_outputs(cfg[r][1], outs[r], outs[0], n);
+    for (int r = 0; r < 3; r++)
+        free_named(outs[r], n);
+}
+
+/* bn_folded's model under optimize = all: bn1 and bn2 went into their
+ * Conv and ConvTranspose, with every node of their arithmetic folded;
+ * bn3 stayed. */
+static void bn_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "bn1", "folded into Conv 'conv1'") &&
+                 rewritten_as(root, "bn2", "folded into ConvTranspose 'convt'") &&
+                 !rewritten(root, "bn3"),
+             "%s: bn1 and bn2 should fold, bn3 stay", cfg);
+    json_t *p;
+    size_t i;
+    json_array_foreach(json_object_get(root, "placement"), i, p) {
+        const char *node = json_string_value(json_object_get(p, "node"));
+        TH_CHECK(strstr(node, "bn") == NULL || strcmp(node, "bn3") == 0,
+                 "%s: node %s runs in the model", cfg, node);
+    }
+    TH_CHECK(placed(root, "bn3"), "%s: bn3 is not placed", cfg);
+}
+
+/* Conv + BatchNormalization (bn1) and bias-less ConvTranspose +
+ * BatchNormalization (bn2) fold into the weights; a BatchNormalization
+ * whose Conv output is read twice (bn3) stays. Outputs equal optimize =
+ * none's on cpu and on onednn. */
+static void case_bn_folded(void)
+{
+    static float w1[6 * 4 * 9], b1[6], p1[4][6], wt[6 * 3 * 4], p3[4][3];
+    for (int k = 0; k < 6 * 4 * 9; k++)
+        w1[k] = 0.05f * (float)((k * 7) % 13 - 6);
+    for (int k = 0; k < 6 * 3 * 4; k++)
+        wt[k] = 0.1f * (float)((k * 5) % 9 - 4);
+    for (int c = 0; c < 6; c++) {
+        b1[c] = 0.1f * (float)c - 0.2f;
+        p1[0][c] = 0.5f + 0.25f * (float)c;     /* scale */
+        p1[1][c] = 0.3f - 0.1f * (float)c;      /* shift */
+        p1[2][c] = 0.2f * (float)(c % 3) - 0.1f; /* mean */
+        p1[3][c] = 0.4f + 0.3f * (float)c;      /* var */
+    }
+    for (int c = 0; c < 3; c++) {
+        p3[0][c] = 1.5f - 0.5f * (float)c;
+        p3[1][c] = 0.2f * (float)c;
+        p3[2][c] = -0.3f + 0.2f * (float)c;
+        p3[3][c] = 2.0f - 0.5f * (float)c;
+    }
+    write_sidecar("bn.weights",
+                  (const void *const[]){w1, b1, p1[0], p1[1], p1[2], p1[3], wt, p3[0], p3[1],
+                                        p3[2], p3[3]},
+                  (const size_t[]){sizeof w1, sizeof b1, 24, 24, 24, 24, sizeof wt, 12, 12, 12, 12},
+                  11);
+    const char *path = write_model(
+        "bn.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"bn.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"k\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,5,5]},"
+        "{\"name\":\"w1\",\"dtype\":\"f32\",\"shape\":[6,4,3,3],\"data\":{\"offset\":0,\"length\":864}},"
+        "{\"name\":\"b1\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":896,\"length\":24}},"
+        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":960,\"length\":24}},"
+        "{\"name\":\"sh\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":1024,\"length\":24}},"
+        "{\"name\":\"mu\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":1088,\"length\":24}},"
+        "{\"name\":\"var\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":1152,\"length\":24}},"
+        "{\"name\":\"wt\",\"dtype\":\"f32\",\"shape\":[6,3,2,2],\"data\":{\"offset\":1216,\"length\":288}},"
+        "{\"name\":\"s3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1536,\"length\":12}},"
+        "{\"name\":\"sh3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1600,\"length\":12}},"
+        "{\"name\":\"mu3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1664,\"length\":12}},"
+        "{\"name\":\"var3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1728,\"length\":12}}],"
+        "\"nodes\":["
+        "{\"name\":\"conv1\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w1\",\"b1\"],\"outputs\":[\"c1\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"bn1\",\"op\":\"BatchNormalization\",\"inputs\":[\"c1\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n1\"],\"attributes\":{\"epsilon\":{\"float\":0.001}}},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"n1\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"convt\",\"op\":\"ConvTranspose\",\"inputs\":[\"r\",\"wt\"],\"outputs\":[\"c2\"],"
+        "\"attributes\":{\"strides\":{\"ints\":[2,2]}}},"
+        "{\"name\":\"bn2\",\"op\":\"BatchNormalization\",\"inputs\":[\"c2\",\"s3\",\"sh3\",\"mu3\",\"var3\"],"
+        "\"outputs\":[\"n2\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"n2\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"conv3\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w1\"],\"outputs\":[\"c3\"]},"
+        "{\"name\":\"bn3\",\"op\":\"BatchNormalization\",\"inputs\":[\"c3\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n3\"]},"
+        "{\"name\":\"sum\",\"op\":\"Add\",\"inputs\":[\"n3\",\"c3\"],\"outputs\":[\"k\"]}]}");
+    float x[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = 0.04f * (float)(i % 23 - 11);
+    static const int64_t shape[4] = {1, 4, 5, 5};
+    static const char *const names[2] = {"y", "k"};
+    against_none(path, x, 4, shape, names, 2, bn_check);
+}
+
+/* mul_add_folded's model under optimize = all. */
+static void mul_add_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "mul1", "folded into Conv 'conv1'") &&
+                 rewritten_as(root, "add1", "folded into Conv 'conv1'") &&
+                 rewritten_as(root, "mul2", "folded into Conv 'conv2'") && !rewritten(root, "add3"),
+             "%s: mul1, add1 and mul2 should fold, add3 stay", cfg);
+    TH_CHECK(!placed(root, "mul1") && !placed(root, "add1") && !placed(root, "mul2") &&
+                 placed(root, "add3"),
+             "%s: mul1, add1, mul2 should be gone, add3 placed", cfg);
+}
+
+/* A Conv without bias, then Mul by a per-channel constant (shaped
+ * [1,6,1,1]), then Add of one ([6,1,1]), goes into the weights and bias
+ * over two rounds; a Mul by one value after a Conv with bias too; an Add
+ * of a constant that varies over the map (pos) stays. */
+static void case_mul_add_folded(void)
+{
+    static float w1[6 * 4 * 9], b1[6], sc[6], ad[6], pos[150];
+    static const float half = 0.5f;
+    for (int k = 0; k < 6 * 4 * 9; k++)
+        w1[k] = 0.05f * (float)((k * 11) % 13 - 6);
+    for (int c = 0; c < 6; c++) {
+        b1[c] = 0.1f * (float)c - 0.25f;
+        sc[c] = 1.5f - 0.25f * (float)c;
+        ad[c] = 0.2f * (float)(c % 4) - 0.3f;
+    }
+    for (int k = 0; k < 150; k++)
+        pos[k] = 0.01f * (float)k;
+    write_sidecar("muladd.weights", (const void *const[]){w1, b1, sc, ad, &half, pos},
+                  (const size_t[]){sizeof w1, sizeof b1, sizeof sc, sizeof ad, 4, sizeof pos}, 6);
+    const char *path = write_model(
+        "muladd.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"muladd.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y2\",\"y3\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,5,5]},"
+        "{\"name\":\"w1\",\"dtype\":\"f32\",\"shape\":[6,4,3,3],\"data\":{\"offset\":0,\"length\":864}},"
+        "{\"name\":\"b1\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":896,\"length\":24}},"
+        "{\"name\":\"sc\",\"dtype\":\"f32\",\"shape\":[1,6,1,1],\"data\":{\"offset\":960,\"length\":24}},"
+        "{\"name\":\"ad\",\"dtype\":\"f32\",\"shape\":[6,1,1],\"data\":{\"offset\":1024,\"length\":24}},"
+        "{\"name\":\"half\",\"dtype\":\"f32\",\"shape\":[],\"data\":{\"offset\":1088,\"length\":4}},"
+        "{\"name\":\"pos\",\"dtype\":\"f32\",\"shape\":[1,6,5,5],\"data\":{\"offset\":1152,\"length\":600}}],"
+        "\"nodes\":["
+        "{\"name\":\"conv1\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w1\"],\"outputs\":[\"c1\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"mul1\",\"op\":\"Mul\",\"inputs\":[\"c1\",\"sc\"],\"outputs\":[\"m1\"]},"
+        "{\"name\":\"add1\",\"op\":\"Add\",\"inputs\":[\"ad\",\"m1\"],\"outputs\":[\"a1\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"a1\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"conv2\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w1\",\"b1\"],\"outputs\":[\"c2\"]},"
+        "{\"name\":\"mul2\",\"op\":\"Mul\",\"inputs\":[\"c2\",\"half\"],\"outputs\":[\"m2\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"m2\"],\"outputs\":[\"y2\"]},"
+        "{\"name\":\"conv3\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w1\",\"b1\"],\"outputs\":[\"c3\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"add3\",\"op\":\"Add\",\"inputs\":[\"c3\",\"pos\"],\"outputs\":[\"y3\"]}]}");
+    float x[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = 0.03f * (float)(i % 19 - 9);
+    static const int64_t shape[4] = {1, 4, 5, 5};
+    static const char *const names[3] = {"y", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, mul_add_check);
+}
+
+/* matmul_gemm's model under optimize = all. */
+static void gemm_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "mm", "fused into Gemm 'mm'") && !rewritten(root, "mm3"),
+             "%s: mm and add should become a Gemm, mm3 stay", cfg);
+    const char *op = json_string_value(json_object_get(th_placement_of(root, "mm"), "op"));
+    TH_CHECK(op != NULL && strcmp(op, "Gemm") == 0 && !placed(root, "add") && placed(root, "add3"),
+             "%s: mm runs as %s", cfg, op ? op : "nothing");
+}
+
+/* MatMul of a 2-D input by a constant, then Add of a constant vector (on
+ * the Add's left) becomes one Gemm; with a 3-D input (mm3) it stays. */
+static void case_matmul_gemm(void)
+{
+    static float w[8 * 5], b[5];
+    for (int k = 0; k < 40; k++)
+        w[k] = 0.1f * (float)((k * 3) % 7 - 3);
+    for (int k = 0; k < 5; k++)
+        b[k] = 0.2f * (float)k - 0.5f;
+    write_sidecar("gemm.weights", (const void *const[]){w, b}, (const size_t[]){sizeof w, sizeof b},
+                  2);
+    const char *path = write_model(
+        "gemm.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"gemm.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y3\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,8]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[8,5],\"data\":{\"offset\":0,\"length\":160}},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":192,\"length\":20}},"
+        "{\"name\":\"s3\",\"dtype\":\"i64\",\"shape\":[3]}],"
+        "\"nodes\":["
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"b\",\"p\"],\"outputs\":[\"q\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"q\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"x3\",\"op\":\"Unsqueeze\",\"inputs\":[\"x\",\"zero\"],\"outputs\":[\"x3d\"]},"
+        "{\"name\":\"mm3\",\"op\":\"MatMul\",\"inputs\":[\"x3d\",\"w\"],\"outputs\":[\"p3\"]},"
+        "{\"name\":\"add3\",\"op\":\"Add\",\"inputs\":[\"p3\",\"b\"],\"outputs\":[\"y3\"]},"
+        "{\"name\":\"zc\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"zero\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[1],"
+        "\"data_hex\":\"0000000000000000\"}}}}]}");
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = 0.1f * (float)(i % 9 - 4);
+    static const int64_t shape[2] = {3, 8};
+    static const char *const names[2] = {"y", "y3"};
+    against_none(path, x, 2, shape, names, 2, gemm_check);
+}
+
+/* x has a symbolic batch: Shape(x) stays unknown, but the Gather of its
+ * last dim (g1) folds, and so do Shape(x) from dim 1 (opset 15's start)
+ * and Size of that; the Shape whose one reader folded (sh) and a node
+ * nobody reads (dead) go. y = Reshape(x, [-1, dim 2]) is still right. */
+static void case_shapes_folded(void)
+{
+    static const int64_t two = 2, minus1 = -1, zero = 0;
+    write_sidecar("shapes.weights", (const void *const[]){&two, &minus1, &zero},
+                  (const size_t[]){8, 8, 8}, 3);
+    const char *path = write_model(
+        "shapes.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":15}],"
+        "\"weights\":\"shapes.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"z\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[-1,3,4],\"dim_params\":[\"b\",null,null]},"
+        "{\"name\":\"two\",\"dtype\":\"i64\",\"shape\":[],\"data\":{\"offset\":0,\"length\":8}},"
+        "{\"name\":\"m1\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":64,\"length\":8}},"
+        "{\"name\":\"ax\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":128,\"length\":8}}],"
+        "\"nodes\":["
+        "{\"name\":\"sh\",\"op\":\"Shape\",\"inputs\":[\"x\"],\"outputs\":[\"s\"]},"
+        "{\"name\":\"g1\",\"op\":\"Gather\",\"inputs\":[\"s\",\"two\"],\"outputs\":[\"d2\"]},"
+        "{\"name\":\"un\",\"op\":\"Unsqueeze\",\"inputs\":[\"d2\",\"ax\"],\"outputs\":[\"u\"]},"
+        "{\"name\":\"cat\",\"op\":\"Concat\",\"inputs\":[\"m1\",\"u\"],\"outputs\":[\"tgt\"],"
+        "\"attributes\":{\"axis\":{\"int\":0}}},"
+        "{\"name\":\"rs\",\"op\":\"Reshape\",\"inputs\":[\"x\",\"tgt\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"sh2\",\"op\":\"Shape\",\"inputs\":[\"x\"],\"outputs\":[\"s2\"],"
+        "\"attributes\":{\"start\":{\"int\":1}}},"
+        "{\"name\":\"sz\",\"op\":\"Size\",\"inputs\":[\"s2\"],\"outputs\":[\"n\"]},"
+        "{\"name\":\"un2\",\"op\":\"Unsqueeze\",\"inputs\":[\"n\",\"ax\"],\"outputs\":[\"n1\"]},"
+        "{\"name\":\"cat2\",\"op\":\"Concat\",\"inputs\":[\"s2\",\"n1\"],\"outputs\":[\"z\"],"
+        "\"attributes\":{\"axis\":{\"int\":0}}},"
+        "{\"name\":\"dead\",\"op\":\"Neg\",\"inputs\":[\"x\"],\"outputs\":[\"unread\"]}]}");
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)i;
+    static const int64_t shape[3] = {2, 3, 4};
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_model *m = NULL;
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    json_t *root = NULL;
+    pl_io outs[2] = {{.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}},
+                     {.name = "z", .tensor = {.struct_size = sizeof(pl_tensor)}}};
+    pl_io in = {.name = "x",
+                .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 3,
+                           .dtype = PL_DTYPE_F32, .shape = (int64_t *)shape}};
+    TH_CHECK_OK(pl_model_bind_input(m, "x", 3, shape));
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    root = describe(s);
+    TH_CHECK(rewritten_as(root, "g1", "folded") && rewritten_as(root, "g1", "(4)") &&
+                 rewritten_as(root, "sh2", "([3,4])") && rewritten_as(root, "sz", "(2)") &&
+                 rewritten_as(root, "sh", "no graph output depends on it") &&
+                 rewritten_as(root, "dead", "no graph output depends on it"),
+             "the shape computations should fold and sh and dead go");
+    json_decref(root);
+    TH_CHECK_OK(pl_session_run(s, &in, 1, outs, 2));
+    TH_CHECK(outs[0].tensor.ndim == 2 && outs[0].tensor.shape[0] == 6 &&
+                 outs[0].tensor.shape[1] == 4,
+             "y has the wrong shape");
+    for (int i = 0; i < 24; i++)
+        TH_CHECK(((const float *)outs[0].tensor.data)[i] == (float)i, "y[%d] is wrong", i);
+    const int64_t *z = outs[1].tensor.data;
+    TH_CHECK(outs[1].tensor.ndim == 1 && outs[1].tensor.shape[0] == 3 && z[0] == 3 && z[1] == 4 &&
+                 z[2] == 2,
+             "z should be [3,4,2]");
+    pl_buffer_free(outs[0].tensor.data);
+    pl_buffer_free(outs[1].tensor.data);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -748,6 +1133,10 @@ int main(int argc, char **argv)
         {"constant_nodes", case_constant_nodes},
         {"pad_folded", case_pad_folded},
         {"pad_avgpool_folded", case_pad_avgpool_folded},
+        {"bn_folded", case_bn_folded},
+        {"mul_add_folded", case_mul_add_folded},
+        {"matmul_gemm", case_matmul_gemm},
+        {"shapes_folded", case_shapes_folded},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }

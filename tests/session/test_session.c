@@ -137,14 +137,19 @@ static void reference(const weights *w, const float *x, float *z)
 
 /* ---- runtime and session ------------------------------------------------- */
 
-/* A runtime on the staged modules with the given extra backend.ini text. */
+/* A runtime on the staged modules with the given extra backend.ini text,
+ * and optimize = basic: these cases are about partitioning, pruning,
+ * compiling and running the nodes as written (a MatMul and the Add of its
+ * bias, a dead branch), which `all` would fuse or remove at load
+ * (tests/optimize covers that). */
 static pl_runtime *runtime_with(const char *extra)
 {
     const char *dir = th_tempdir();
     const char *ini = th_path(dir, "backend.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n", th_arg(0), extra);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n[graph]\noptimize = basic\n", th_arg(0),
+            extra);
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
                             .ignore_environment = true};

@@ -1,0 +1,785 @@
+/* algebra.c — rewrites before constant folding (`[graph] optimize = all`):
+ * shape computations whose answer the inferred types already give, and
+ * exact algebraic rewrites that leave constant arithmetic for folding.
+ *
+ * - Shape and Size of a tensor whose dims are known become constants, and
+ *   so do a Gather or a Slice that picks only known dims out of a Shape
+ *   (PyTorch and Hugging Face exports compute every Reshape's target from
+ *   Shape → Gather → Unsqueeze → Concat; with the batch symbolic, the
+ *   other dims are still known). Folding then computes the rest of the
+ *   chain, and the Reshape sees a constant shape.
+ * - BatchNormalization after a Conv (or an ungrouped ConvTranspose) with
+ *   constant weights goes into them: W' = W · s and b' = (b − mean) · s + B
+ *   with s = scale / √(var + ε) per output channel. So does a Mul or an Add
+ *   of a constant with one value per output channel (or one value).
+ *   Exporters that do not fold batch norms themselves (older converters,
+ *   PyTorch with training preserved) leave one after every convolution;
+ *   others write it as Mul and Add, or a conv's bias as an Add. One node
+ *   per Conv per pass: the model runs the pass again while it changes
+ *   something, so a chain (Conv → Mul → Add) goes in whole.
+ * - MatMul of a 2-D input by a constant matrix, then Add of a constant that
+ *   broadcasts to the product, become one Gemm with C (a dense layer).
+ *
+ * The core computes no tensor here: the rewrites write the arithmetic as
+ * nodes on constants (Add, Sqrt, Div, Reshape, Mul, Sub), and constant
+ * folding (fold.c) runs them on a module. When folding cannot, the graph
+ * still computes what it did. Shapes come from type inference. Every
+ * rewrite is recorded; `plinth explain` lists them. Nodes whose outputs are
+ * graph outputs or named by a control-flow body are left as they are. */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "fold.h"
+#include "optimize.h"
+#include "status.h"
+#include "strmap.h"
+
+/* A constant i64 vector (or scalar) to give tensor T in the copy. */
+struct pl_alg_const {
+    pl_tid t;
+    int32_t ndim;  /* 0: scalar, 1: vector of n */
+    size_t n;
+    int64_t v[PL_GRAPH_MAX_RANK];
+};
+
+/* A BatchNormalization, or a Mul or Add of a per-channel constant, taken
+ * into the Conv before it. */
+struct pl_alg_bn {
+    pl_nid conv, bn;
+    pl_tid c;          /* Mul, Add: the constant */
+};
+
+/* A MatMul and the Add after it, made one Gemm. */
+struct pl_alg_gemm {
+    pl_nid mm, add;
+};
+
+struct pl_alg {
+    const pl_graph *g;
+    bool *is_const;         /* per tensor: constant once folding has run */
+    pl_strmap body_names;   /* tensor names control-flow bodies read */
+    bool *drop;
+    pl_tid *alias;
+    struct pl_alg_const *consts;
+    size_t n_consts;
+    struct pl_alg_bn *bns;
+    size_t n_bns;
+    struct pl_alg_gemm *gemms;
+    size_t n_gemms;
+    pl_rewrites *rewrites;
+};
+
+static pl_status *pl_alg_oom(void)
+{
+    return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+}
+
+/* Whether tensor T may lose its producer: not a graph output, not named by
+ * a body. */
+static bool pl_alg_replaceable(const struct pl_alg *a, pl_tid t)
+{
+    const pl_graph_tensor *ti = pl_graph_get_tensor(a->g, t);
+    uint32_t seen;
+    return !ti->is_output && !pl_strmap_get(&a->body_names, ti->name, &seen);
+}
+
+static bool pl_alg_default_domain(const pl_graph_node *n)
+{
+    return n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+static int64_t pl_alg_attr_int(const pl_graph_node *n, const char *name, int64_t dflt)
+{
+    const pl_attr *a = pl_graph_node_attr(n, name);
+    return a != NULL && a->kind == PL_ATTR_INT ? a->i : dflt;
+}
+
+/* ---- shape computations --------------------------------------------------- */
+
+/* The dims Shape node N gives (its start/end applied): *OUT_FIRST indexes
+ * the input's dims, *OUT_N of them; false when the input's rank is not
+ * known or N is not a Shape. */
+static bool pl_alg_shape_range(const pl_graph *g, const pl_graph_node *n, int32_t *out_first,
+                               int32_t *out_n)
+{
+    if (strcmp(n->op, "Shape") != 0 || !pl_alg_default_domain(n) || n->n_inputs < 1 ||
+        n->inputs[0] == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[0]);
+    if (x->ndim < 0)
+        return false;
+    int64_t r = x->ndim, s = pl_alg_attr_int(n, "start", 0), e = pl_alg_attr_int(n, "end", r);
+    s = s < 0 ? s + r : s;
+    e = e < 0 ? e + r : e;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    *out_first = (int32_t)s;
+    *out_n = e > s ? (int32_t)(e - s) : 0;
+    return true;
+}
+
+/* Up to PL_GRAPH_MAX_RANK integer values of constant tensor T (i32 or i64,
+ * rank 0 or 1) into OUT; their count, or -1. *OUT_SCALAR when rank 0. */
+static int pl_alg_const_ints(const pl_graph *g, pl_tid t, int64_t *out, bool *out_scalar)
+{
+    const pl_graph_tensor *ti = t == PL_TID_NONE ? NULL : pl_graph_get_tensor(g, t);
+    if (ti == NULL || ti->data == NULL || ti->ndim > 1 || (ti->ndim == 1 && ti->dims[0] < 0))
+        return -1;
+    size_t n = ti->ndim == 0 ? 1 : (size_t)ti->dims[0];
+    bool i64 = PL_DTYPE_EQ(ti->dtype, PL_DTYPE_I64), i32 = PL_DTYPE_EQ(ti->dtype, PL_DTYPE_I32);
+    if ((!i64 && !i32) || n > PL_GRAPH_MAX_RANK || ti->nbytes != n * (i64 ? 8 : 4))
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        if (i64) {
+            memcpy(&out[k], (const char *)ti->data + 8 * k, 8);
+        } else {
+            int32_t v;
+            memcpy(&v, (const char *)ti->data + 4 * k, 4);
+            out[k] = v;
+        }
+    }
+    if (out_scalar != NULL)
+        *out_scalar = ti->ndim == 0;
+    return (int)n;
+}
+
+/* The indices Slice node N (opset OPSET) takes from a vector of LEN
+ * values, into IDX; their count, or -1 when its starts, ends, axes or
+ * steps are not constants this can read. */
+static int pl_alg_slice_indices(const pl_graph *g, const pl_graph_node *n, int64_t opset,
+                                int64_t len, int32_t *idx)
+{
+    int64_t starts[PL_GRAPH_MAX_RANK], ends[PL_GRAPH_MAX_RANK], axes[PL_GRAPH_MAX_RANK];
+    int64_t steps[PL_GRAPH_MAX_RANK];
+    int ns, ne, na = -1, nst = -1;
+    if (opset < 10) {
+        const pl_attr *s = pl_graph_node_attr(n, "starts"), *e = pl_graph_node_attr(n, "ends");
+        const pl_attr *ax = pl_graph_node_attr(n, "axes");
+        if (s == NULL || e == NULL || s->kind != PL_ATTR_INTS || e->kind != PL_ATTR_INTS ||
+            s->n != 1 || e->n != 1 || (ax != NULL && (ax->kind != PL_ATTR_INTS || ax->n != 1)))
+            return -1;
+        starts[0] = s->ints[0];
+        ends[0] = e->ints[0];
+        ns = ne = 1;
+        if (ax != NULL) {
+            axes[0] = ax->ints[0];
+            na = 1;
+        }
+    } else {
+        if (n->n_formal_inputs < 3)
+            return -1;
+        ns = pl_alg_const_ints(g, n->inputs[1], starts, NULL);
+        ne = pl_alg_const_ints(g, n->inputs[2], ends, NULL);
+        if (n->n_formal_inputs > 3 && n->inputs[3] != PL_TID_NONE &&
+            (na = pl_alg_const_ints(g, n->inputs[3], axes, NULL)) < 0)
+            return -1;
+        if (n->n_formal_inputs > 4 && n->inputs[4] != PL_TID_NONE &&
+            (nst = pl_alg_const_ints(g, n->inputs[4], steps, NULL)) < 0)
+            return -1;
+    }
+    if (ns != 1 || ne != 1 || (na >= 0 && (na != 1 || (axes[0] != 0 && axes[0] != -1))) ||
+        (nst >= 0 && (nst != 1 || steps[0] == 0)))
+        return -1;
+    int64_t st = nst == 1 ? steps[0] : 1, s = starts[0], e = ends[0];
+    s = s < 0 ? s + len : s;
+    e = e < 0 ? e + len : e;
+    if (st > 0) {
+        s = s < 0 ? 0 : s > len ? len : s;
+        e = e < 0 ? 0 : e > len ? len : e;
+    } else {
+        s = s < 0 ? 0 : s > len - 1 ? len - 1 : s;
+        e = e < -1 ? -1 : e > len - 1 ? len - 1 : e;
+    }
+    int count = 0;
+    for (int64_t i = s; st > 0 ? i < e : i > e; i += st)
+        idx[count++] = (int32_t)i;
+    return count;
+}
+
+/* Records that node N (dropped) gives its output 0 the constant of the
+ * NDIM (0 or 1) dims of X (a tensor of G) listed in DIMS (K of them, each
+ * known), and the rewrite's line. */
+static pl_status *pl_alg_fold_dims(struct pl_alg *a, pl_nid id, const pl_graph_tensor *x,
+                                   const int32_t *dims, size_t k, int32_t ndim, int64_t product)
+{
+    const pl_graph_node *n = pl_graph_get_node(a->g, id);
+    struct pl_alg_const *c = &a->consts[a->n_consts++];
+    c->t = n->outputs[0];
+    c->ndim = ndim;
+    c->n = ndim == 0 ? 1 : k;
+    char text[256];
+    size_t used = 0;
+    if (product >= 0) {
+        c->v[0] = product;
+        used = (size_t)snprintf(text, sizeof text, "%lld", (long long)product);
+    }
+    for (size_t i = 0; product < 0 && i < k; i++) {
+        c->v[i] = x->dims[dims[i]];
+        if (used < sizeof text)
+            used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", i ? "," : "",
+                                     (long long)c->v[i]);
+    }
+    a->drop[id] = true;
+    if (!pl_rewrites_add(a->rewrites,
+                         "%s '%s' folded: the dims of '%s' it reads are known (%s%s%s); its "
+                         "readers read a constant",
+                         n->op, n->name, x->name, ndim == 1 ? "[" : "", text,
+                         ndim == 1 ? "]" : ""))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* Shape, Size, and a Gather or Slice of a Shape, whose answer is known. */
+static pl_status *pl_alg_shapes(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (!pl_alg_default_domain(n) || n->n_outputs < 1 || n->outputs[0] == PL_TID_NONE ||
+        !pl_alg_replaceable(a, n->outputs[0]) || n->n_inputs < 1 || n->inputs[0] == PL_TID_NONE)
+        return NULL;
+    const pl_graph_tensor *in = pl_graph_get_tensor(g, n->inputs[0]);
+    int32_t dims[PL_GRAPH_MAX_RANK];
+    if (strcmp(n->op, "Size") == 0) {
+        if (in->ndim < 0)
+            return NULL;
+        int64_t p = 1;
+        for (int32_t d = 0; d < in->ndim; d++) {
+            if (in->dims[d] < 0 || (in->dims[d] > 0 && p > INT64_MAX / in->dims[d]))
+                return NULL;
+            p *= in->dims[d];
+        }
+        return pl_alg_fold_dims(a, id, in, dims, 0, 0, p);
+    }
+    int32_t first, count;
+    if (pl_alg_shape_range(g, n, &first, &count)) {
+        for (int32_t i = 0; i < count; i++) {
+            if (in->dims[first + i] < 0)
+                return NULL;
+            dims[i] = first + i;
+        }
+        return pl_alg_fold_dims(a, id, in, dims, (size_t)count, 1, -1);
+    }
+    /* A Gather or Slice of a Shape's output that is not folded itself. */
+    bool gather = strcmp(n->op, "Gather") == 0, slice = strcmp(n->op, "Slice") == 0;
+    if ((!gather && !slice) || in->producer == PL_NID_NONE || a->drop[in->producer])
+        return NULL;
+    const pl_graph_node *sh = pl_graph_get_node(g, in->producer);
+    if (!pl_alg_shape_range(g, sh, &first, &count))
+        return NULL;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, sh->inputs[0]);
+    int32_t picked[PL_GRAPH_MAX_RANK];
+    int k;
+    bool scalar = false;
+    if (gather) {
+        int64_t idx[PL_GRAPH_MAX_RANK];
+        int64_t axis = pl_alg_attr_int(n, "axis", 0);
+        if ((axis != 0 && axis != -1) || n->n_inputs < 2 ||
+            (k = pl_alg_const_ints(g, n->inputs[1], idx, &scalar)) < 0)
+            return NULL;
+        for (int i = 0; i < k; i++) {
+            int64_t v = idx[i] < 0 ? idx[i] + count : idx[i];
+            if (v < 0 || v >= count)
+                return NULL;  /* out of range: the run reports it */
+            picked[i] = (int32_t)v;
+        }
+    } else {
+        k = pl_alg_slice_indices(g, n, pl_graph_opset(g, ""), count, picked);
+        if (k < 0)
+            return NULL;
+    }
+    for (int i = 0; i < k; i++) {
+        dims[i] = first + picked[i];
+        if (x->dims[dims[i]] < 0)
+            return NULL;
+    }
+    return pl_alg_fold_dims(a, id, x, dims, (size_t)k, scalar ? 0 : 1, -1);
+}
+
+/* ---- BatchNormalization into the Conv before it ---------------------------- */
+
+static bool pl_alg_float(pl_dtype t)
+{
+    return PL_DTYPE_EQ(t, PL_DTYPE_F32) || PL_DTYPE_EQ(t, PL_DTYPE_F64);
+}
+
+/* Whether tensor T is a constant (after folding) vector of M values of
+ * dtype DT. */
+static bool pl_alg_const_vector(const struct pl_alg *a, pl_tid t, int64_t m, pl_dtype dt)
+{
+    if (t == PL_TID_NONE || !a->is_const[t])
+        return false;
+    const pl_graph_tensor *ti = pl_graph_get_tensor(a->g, t);
+    return ti->ndim == 1 && ti->dims[0] == m && PL_DTYPE_EQ(ti->dtype, dt);
+}
+
+/* The Conv (or ungrouped ConvTranspose) with constant weights whose one
+ * reader is node N through its input X: its id, and M (its output
+ * channels) into *OUT_M; PL_NID_NONE when there is none that can take N. */
+static pl_nid pl_alg_conv_of(const struct pl_alg *a, pl_tid x_id, int64_t *out_m)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
+    if (x->producer == PL_NID_NONE || x->n_consumers != 1 || !pl_alg_replaceable(a, x_id) ||
+        !pl_alg_float(x->dtype) || x->ndim < 3)
+        return PL_NID_NONE;
+    pl_nid conv_id = x->producer;
+    const pl_graph_node *conv = pl_graph_get_node(g, conv_id);
+    bool transposed = strcmp(conv->op, "ConvTranspose") == 0;
+    if ((!transposed && strcmp(conv->op, "Conv") != 0) || !pl_alg_default_domain(conv) ||
+        a->drop[conv_id] || conv->n_formal_inputs < 2 || conv->outputs[0] != x_id ||
+        (transposed && pl_alg_attr_int(conv, "group", 1) != 1))
+        return PL_NID_NONE;
+    for (size_t k = 0; k < a->n_bns; k++)
+        if (a->bns[k].conv == conv_id)
+            return PL_NID_NONE;  /* one per pass; the next pass takes the next */
+    pl_tid w = conv->inputs[1];
+    const pl_graph_tensor *wt = w == PL_TID_NONE ? NULL : pl_graph_get_tensor(g, w);
+    if (wt == NULL || !a->is_const[w] || wt->ndim != x->ndim || !PL_DTYPE_EQ(wt->dtype, x->dtype))
+        return PL_NID_NONE;
+    for (int32_t d = 0; d < wt->ndim; d++)
+        if (wt->dims[d] <= 0)
+            return PL_NID_NONE;
+    int64_t m = transposed ? wt->dims[1] : wt->dims[0];
+    pl_tid b = conv->n_formal_inputs > 2 ? conv->inputs[2] : PL_TID_NONE;
+    if (x->dims[1] != m || (b != PL_TID_NONE && !pl_alg_const_vector(a, b, m, x->dtype)))
+        return PL_NID_NONE;
+    *out_m = m;
+    return conv_id;
+}
+
+/* Whether constant C (after folding) holds one value per channel of an
+ * output of rank R and M channels, or one value: every dim 1 but the
+ * channel axis, right-aligned. */
+static bool pl_alg_per_channel(const struct pl_alg *a, pl_tid c, int32_t r, int64_t m,
+                               pl_dtype dt)
+{
+    const pl_graph_tensor *ct = pl_graph_get_tensor(a->g, c);
+    if (!a->is_const[c] || ct->ndim < 0 || ct->ndim > r || !PL_DTYPE_EQ(ct->dtype, dt))
+        return false;
+    for (int32_t d = 0; d < ct->ndim; d++) {
+        int32_t axis = d + (r - ct->ndim);
+        if (ct->dims[d] != 1 && !(axis == 1 && ct->dims[d] == m))
+            return false;
+    }
+    return true;
+}
+
+/* Node ID, when it is a BatchNormalization in inference, or a Mul or Add
+ * of a per-channel constant, reading the output of a Conv that can take
+ * it: records the pair. */
+static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    int64_t opset = pl_graph_opset(g, "");
+    bool bn = strcmp(n->op, "BatchNormalization") == 0;
+    bool mul = strcmp(n->op, "Mul") == 0, add = strcmp(n->op, "Add") == 0;
+    if ((!bn && !mul && !add) || !pl_alg_default_domain(n) || opset < 7 || n->n_outputs < 1 ||
+        n->outputs[0] == PL_TID_NONE || !pl_alg_replaceable(a, n->outputs[0]))
+        return NULL;
+    int64_t m = 0;
+    pl_nid conv_id = PL_NID_NONE;
+    pl_tid c = PL_TID_NONE;
+    if (bn) {
+        if (n->n_formal_inputs != 5 || n->inputs[0] == PL_TID_NONE ||
+            pl_alg_attr_int(n, "training_mode", 0) != 0 || pl_alg_attr_int(n, "spatial", 1) != 1)
+            return NULL;
+        for (size_t o = 1; o < n->n_outputs; o++)
+            if (n->outputs[o] != PL_TID_NONE &&
+                (pl_graph_get_tensor(g, n->outputs[o])->is_output ||
+                 pl_graph_get_tensor(g, n->outputs[o])->n_consumers > 0))
+                return NULL;
+        conv_id = pl_alg_conv_of(a, n->inputs[0], &m);
+        if (conv_id == PL_NID_NONE)
+            return NULL;
+        pl_dtype dt = pl_graph_get_tensor(g, n->inputs[0])->dtype;
+        for (size_t k = 1; k < 5; k++)
+            if (!pl_alg_const_vector(a, n->inputs[k], m, dt))
+                return NULL;
+    } else {
+        if (n->n_inputs != 2 || n->inputs[0] == n->inputs[1])
+            return NULL;
+        for (int side = 0; side < 2 && conv_id == PL_NID_NONE; side++) {
+            const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[side]);
+            const pl_graph_tensor *y = pl_graph_get_tensor(g, n->outputs[0]);
+            conv_id = pl_alg_conv_of(a, n->inputs[side], &m);
+            c = n->inputs[1 - side];
+            if (conv_id != PL_NID_NONE &&
+                (!pl_alg_per_channel(a, c, x->ndim, m, x->dtype) || y->ndim != x->ndim))
+                conv_id = PL_NID_NONE;
+        }
+        if (conv_id == PL_NID_NONE)
+            return NULL;
+    }
+    const pl_graph_node *conv = pl_graph_get_node(g, conv_id);
+    a->bns[a->n_bns++] = (struct pl_alg_bn){.conv = conv_id, .bn = id, .c = c};
+    a->drop[id] = true;
+    a->alias[n->outputs[0]] = conv->outputs[0];
+    const char *what = bn    ? "its scale and shift become the weights and bias"
+                       : mul ? "the per-channel factor scales the weights and bias"
+                             : "the per-channel term adds to the bias";
+    if (!pl_rewrites_add(a->rewrites,
+                         "%s '%s' folded into %s '%s': %s (computed by constant folding); its "
+                         "readers read '%s'",
+                         n->op, n->name, conv->op, conv->name, what,
+                         pl_graph_get_tensor(g, conv->outputs[0])->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* ---- MatMul + Add into Gemm ------------------------------------------------ */
+
+static pl_status *pl_alg_gemm(struct pl_alg *a, pl_nid add_id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *add = pl_graph_get_node(g, add_id);
+    if (strcmp(add->op, "Add") != 0 || !pl_alg_default_domain(add) || add->n_inputs != 2 ||
+        pl_graph_opset(g, "") < 7 || add->inputs[0] == add->inputs[1])
+        return NULL;
+    for (int side = 0; side < 2; side++) {
+        pl_tid p = add->inputs[side], c = add->inputs[1 - side];
+        const pl_graph_tensor *pt = pl_graph_get_tensor(g, p);
+        if (pt->producer == PL_NID_NONE || a->drop[pt->producer] || pt->n_consumers != 1 ||
+            !pl_alg_replaceable(a, p))
+            continue;
+        const pl_graph_node *mm = pl_graph_get_node(g, pt->producer);
+        if (strcmp(mm->op, "MatMul") != 0 || !pl_alg_default_domain(mm) || mm->n_inputs != 2)
+            continue;
+        const pl_graph_tensor *at = pl_graph_get_tensor(g, mm->inputs[0]);
+        const pl_graph_tensor *bt = pl_graph_get_tensor(g, mm->inputs[1]);
+        const pl_graph_tensor *ct = pl_graph_get_tensor(g, c);
+        const pl_graph_tensor *yt = pl_graph_get_tensor(g, add->outputs[0]);
+        if (at->ndim != 2 || bt->ndim != 2 || !a->is_const[mm->inputs[1]] || !a->is_const[c] ||
+            ct->ndim < 0 || ct->ndim > 2 || pt->ndim != 2 || yt->ndim != 2 ||
+            !pl_alg_float(pt->dtype) || !PL_DTYPE_EQ(ct->dtype, pt->dtype))
+            continue;
+        /* C must broadcast to the product (Gemm broadcasts C one way only),
+         * and the sum must have the product's shape. */
+        bool fits = true;
+        for (int32_t d = 0; d < 2 && fits; d++) {
+            int32_t cd = d - (2 - ct->ndim);
+            int64_t want = pt->dims[d], have = cd >= 0 ? ct->dims[cd] : 1;
+            fits = (have == 1 || (want >= 0 && have == want)) && yt->dims[d] == want;
+        }
+        if (!fits)
+            continue;
+        a->gemms[a->n_gemms++] = (struct pl_alg_gemm){.mm = pt->producer, .add = add_id};
+        a->drop[pt->producer] = true;
+        a->drop[add_id] = true;
+        if (!pl_rewrites_add(a->rewrites,
+                             "MatMul '%s' and Add '%s' fused into Gemm '%s' (a 2-D product by a "
+                             "constant matrix plus a constant that broadcasts to it)",
+                             mm->name, add->name, mm->name))
+            return pl_alg_oom();
+        return NULL;
+    }
+    return NULL;
+}
+
+/* ---- dead nodes ---------------------------------------------------------------- */
+
+/* Drops the nodes no graph output depends on once the rewrites above are
+ * made (a Shape whose Gather became a constant, nodes an exporter left
+ * unread), walking the graph backwards from its outputs and the names
+ * bodies read; *OUT_N counts them. */
+static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out_n)
+{
+    const pl_graph *g = a->g;
+    size_t nn = pl_graph_node_count(g), nt = pl_graph_tensor_count(g);
+    bool *needed = pl_calloc(nt ? nt : 1, sizeof *needed);
+    if (needed == NULL)
+        return pl_alg_oom();
+    for (size_t t = 0; t < nt; t++)
+        needed[t] = !pl_alg_replaceable(a, (pl_tid)t);
+    for (size_t i = nn; i-- > 0;) {
+        pl_nid id = order[i];
+        const pl_graph_node *n = pl_graph_get_node(g, id);
+        bool live = false;
+        for (size_t o = 0; o < n->n_outputs && !live; o++)
+            live = n->outputs[o] != PL_TID_NONE && needed[n->outputs[o]];
+        if (!live && !a->drop[id]) {
+            a->drop[id] = true;
+            (*out_n)++;
+            if (!pl_rewrites_add(a->rewrites, "%s '%s' removed: no graph output depends on it",
+                                 n->op, n->name)) {
+                pl_free(needed);
+                return pl_alg_oom();
+            }
+            continue;
+        }
+        if (!live)
+            continue;
+        /* A folded shape computation reads nothing; a folded batch norm's
+         * output is its Conv's (aliased), and its parameters are read by
+         * the nodes that make the Conv's new weights; an Add fused into a Gemm reads the MatMul's inputs. */
+        bool reads = !a->drop[id];
+        for (size_t k = 0; k < a->n_bns; k++)
+            if (a->bns[k].conv == id) {
+                const pl_graph_node *bn = pl_graph_get_node(g, a->bns[k].bn);
+                for (size_t j = 1; a->bns[k].c == PL_TID_NONE && j < 5; j++)
+                    needed[a->alias[bn->inputs[j]]] = true;
+                if (a->bns[k].c != PL_TID_NONE)
+                    needed[a->alias[a->bns[k].c]] = true;
+            }
+        for (size_t k = 0; k < a->n_gemms; k++)
+            if (a->gemms[k].add == id) {
+                const pl_graph_node *mm = pl_graph_get_node(g, a->gemms[k].mm);
+                reads = true;
+                needed[a->alias[mm->inputs[0]]] = needed[a->alias[mm->inputs[1]]] = true;
+            }
+        for (size_t k = 0; reads && k < n->n_inputs; k++)
+            if (n->inputs[k] != PL_TID_NONE)
+                needed[a->alias[n->inputs[k]]] = true;
+    }
+    pl_free(needed);
+    return NULL;
+}
+
+/* ---- building the copy ------------------------------------------------------- */
+
+/* A name for a new tensor or node of COPY: BASE + SUFFIX, with a number
+ * when that is taken. Caller frees. */
+static char *pl_alg_name(const pl_graph *copy, const char *base, const char *suffix, bool node)
+{
+    for (int k = 0; k < 1000; k++) {
+        char *s = k == 0 ? pl_strdupf("%s/%s", base, suffix)
+                         : pl_strdupf("%s/%s_%d", base, suffix, k);
+        if (s == NULL)
+            return NULL;
+        if (node ? pl_graph_find_node(copy, s) == PL_NID_NONE
+                 : pl_graph_find_tensor(copy, s) == PL_TID_NONE)
+            return s;
+        pl_free(s);
+    }
+    return NULL;
+}
+
+/* Adds node OP (named after BASE) reading IN (N_IN tensor names) to COPY;
+ * its one output's new name into *OUT_NAME (caller frees). */
+static pl_status *pl_alg_node(pl_graph *copy, const char *base, const char *op,
+                              const char *const *in, size_t n_in, char **out_name)
+{
+    char *name = pl_alg_name(copy, base, op, true);
+    char *out = pl_alg_name(copy, base, op, false);
+    pl_status *st = name && out ? NULL : pl_alg_oom();
+    if (st == NULL)
+        st = pl_graph_add_node(copy, name, op, "", in, n_in, (const char *const[]){out}, 1, NULL);
+    pl_free(name);
+    if (st != NULL) {
+        pl_free(out);
+        return st;
+    }
+    *out_name = out;
+    return NULL;
+}
+
+/* A new constant tensor of COPY named after BASE: NDIM dims DIMS, DATA. */
+static pl_status *pl_alg_constant(pl_graph *copy, const char *base, const char *suffix,
+                                  pl_dtype dt, int32_t ndim, const int64_t *dims,
+                                  const void *data, size_t nbytes, char **out_name)
+{
+    char *name = pl_alg_name(copy, base, suffix, false);
+    pl_tid t;
+    pl_status *st = name ? pl_graph_tensor_get_or_add(copy, name, &t) : pl_alg_oom();
+    if (st == NULL)
+        st = pl_graph_set_type(copy, t, dt, ndim, dims, NULL);
+    if (st == NULL)
+        st = pl_graph_set_constant(copy, t, data, nbytes);
+    if (st != NULL) {
+        pl_free(name);
+        return st;
+    }
+    *out_name = name;
+    return NULL;
+}
+
+/* Writes into COPY the arithmetic that takes P's node into its Conv (CONV,
+ * its id in the copy), and points the Conv at the new weights and bias:
+ * - BatchNormalization: s = scale / sqrt(var + eps), W' = W * s,
+ *   b' = (b - mean) * s + B (b absent: -mean * s + B);
+ * - Mul by c: W' = W * c, b' = b * c (no b: none);
+ * - Add of c: W' = W, b' = b + c (no b: zeros + c).
+ * s and c are per output channel (or one value), reshaped to [n] and to
+ * the weights' channel axis. */
+static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                  const struct pl_alg_bn *p, pl_nid conv)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, p->bn), *cv = pl_graph_get_node(g, p->conv);
+    const pl_graph_tensor *w = pl_graph_get_tensor(g, alias[cv->inputs[1]]);
+    bool transposed = strcmp(cv->op, "ConvTranspose") == 0;
+    bool bn = strcmp(n->op, "BatchNormalization") == 0, mul = strcmp(n->op, "Mul") == 0;
+    const char *nm = n->name;
+    /* Every tensor read as the copy reads it (an earlier rewrite of this
+     * pass may have made it another's alias: Conv → Add → Conv). */
+#define PL_ALG_T(t) pl_graph_get_tensor(g, alias[t])->name
+    pl_tid b = cv->n_formal_inputs > 2 ? cv->inputs[2] : PL_TID_NONE;
+    bool f64 = PL_DTYPE_EQ(w->dtype, PL_DTYPE_F64);
+    int64_t m = transposed ? w->dims[1] : w->dims[0];
+    int64_t shape[PL_GRAPH_MAX_RANK];
+    for (int32_t d = 0; d < w->ndim; d++)
+        shape[d] = 1;
+    int64_t rank = w->ndim, one = 1;
+    char *t[12] = {NULL};
+    const char *scale = NULL, *bias = b != PL_TID_NONE ? PL_ALG_T(b) : NULL;
+    int64_t scale_n = m;  /* values in SCALE: one per channel, or one */
+    pl_status *st = NULL;
+    if (bn) {
+        const pl_attr *eps_attr = pl_graph_node_attr(n, "epsilon");
+        double eps = eps_attr != NULL && eps_attr->kind == PL_ATTR_FLOAT ? eps_attr->f : 1e-5;
+        float eps32 = (float)eps;
+        st = pl_alg_constant(copy, nm, "epsilon", w->dtype, 0, NULL,
+                             f64 ? (const void *)&eps : (const void *)&eps32,
+                             f64 ? sizeof eps : sizeof eps32, &t[0]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Add", (const char *const[]){PL_ALG_T(n->inputs[4]), t[0]},
+                             2, &t[1]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Sqrt", (const char *const[]){t[1]}, 1, &t[2]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Div", (const char *const[]){PL_ALG_T(n->inputs[1]), t[2]},
+                             2, &t[3]);
+        scale = t[3];
+        const char *mean = PL_ALG_T(n->inputs[3]);
+        if (st == NULL)
+            st = bias ? pl_alg_node(copy, nm, "Sub", (const char *const[]){bias, mean}, 2, &t[4])
+                      : pl_alg_node(copy, nm, "Neg", (const char *const[]){mean}, 1, &t[4]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Mul", (const char *const[]){t[4], scale}, 2, &t[5]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Add",
+                             (const char *const[]){t[5], PL_ALG_T(n->inputs[2])}, 2, &t[6]);
+        bias = t[6];
+    } else {
+        /* c as a vector of one value or of one per channel. */
+        const pl_graph_tensor *ct = pl_graph_get_tensor(g, alias[p->c]);
+        int64_t count = 1;
+        for (int32_t d = 0; d < ct->ndim; d++)
+            count *= ct->dims[d];
+        st = pl_alg_constant(copy, nm, "vector_shape", PL_DTYPE_I64, 1, &one, &count,
+                             sizeof count, &t[0]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Reshape", (const char *const[]){ct->name, t[0]}, 2, &t[1]);
+        if (mul) {
+            scale = t[1];
+            scale_n = count;
+            if (st == NULL && bias != NULL)
+                st = pl_alg_node(copy, nm, "Mul", (const char *const[]){bias, scale}, 2, &t[2]);
+            bias = bias != NULL ? t[2] : NULL;
+        } else {
+            if (st == NULL && bias == NULL) {
+                size_t bytes = (size_t)m * (f64 ? 8 : 4);
+                void *zeros = pl_calloc(1, bytes);
+                st = zeros ? pl_alg_constant(copy, nm, "zero_bias", w->dtype, 1, &m, zeros,
+                                             bytes, &t[2])
+                           : pl_alg_oom();
+                pl_free(zeros);
+                bias = t[2];
+            }
+            if (st == NULL)
+                st = pl_alg_node(copy, nm, "Add", (const char *const[]){bias, t[1]}, 2, &t[3]);
+            bias = t[3];
+        }
+    }
+    const char *weights = w->name;
+    if (st == NULL && scale != NULL) {
+        shape[transposed ? 1 : 0] = scale_n;
+        st = pl_alg_constant(copy, nm, "channel_shape", PL_DTYPE_I64, 1, &rank, shape,
+                             (size_t)rank * sizeof *shape, &t[8]);
+        if (st == NULL)
+            st = pl_alg_node(copy, nm, "Reshape", (const char *const[]){scale, t[8]}, 2, &t[9]);
+        if (st == NULL)  /* W' = W * s */
+            st = pl_alg_node(copy, nm, "Mul", (const char *const[]){w->name, t[9]}, 2, &t[10]);
+        weights = t[10];
+    }
+#undef PL_ALG_T
+    if (st == NULL) {
+        pl_tid ins[3] = {alias[cv->inputs[0]], pl_graph_find_tensor(copy, weights),
+                         bias ? pl_graph_find_tensor(copy, bias) : PL_TID_NONE};
+        st = pl_graph_node_set_inputs(copy, conv, ins, bias ? 3 : 2);
+    }
+    for (size_t k = 0; k < sizeof t / sizeof *t; k++)
+        pl_free(t[k]);
+    return st;
+}
+
+/* Adds the Gemm of P to COPY, named like the MatMul and writing the Add's
+ * output; attributes none (alpha = beta = 1, no transposes). */
+static pl_status *pl_alg_write_gemm(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                    const struct pl_alg_gemm *p)
+{
+    const pl_graph_node *mm = pl_graph_get_node(g, p->mm), *add = pl_graph_get_node(g, p->add);
+    pl_tid c = add->inputs[0] == mm->outputs[0] ? add->inputs[1] : add->inputs[0];
+    const char *ins[3] = {pl_graph_get_tensor(g, alias[mm->inputs[0]])->name,
+                          pl_graph_get_tensor(g, alias[mm->inputs[1]])->name,
+                          pl_graph_get_tensor(g, alias[c])->name};
+    const char *out = pl_graph_get_tensor(g, add->outputs[0])->name;
+    return pl_graph_add_node(copy, mm->name, "Gemm", "", ins, 3, &out, 1, NULL);
+}
+
+pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    size_t nn = pl_graph_node_count(g), nt = pl_graph_tensor_count(g);
+    struct pl_alg a = {.g = g, .rewrites = rewrites,
+                       .body_names = {.alloc = pl_alloc_current()}};
+    a.is_const = pl_calloc(nt ? nt : 1, sizeof *a.is_const);
+    a.drop = pl_calloc(nn ? nn : 1, sizeof *a.drop);
+    a.alias = pl_calloc(nt ? nt : 1, sizeof *a.alias);
+    a.consts = pl_calloc(nn ? nn : 1, sizeof *a.consts);
+    a.bns = pl_calloc(nn ? nn : 1, sizeof *a.bns);
+    a.gemms = pl_calloc(nn ? nn : 1, sizeof *a.gemms);
+    pl_status *st = NULL;
+    if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
+        a.bns == NULL || a.gemms == NULL || !pl_optimize_body_names(g, &a.body_names) ||
+        !pl_fold_mark_constants(g, a.is_const))
+        st = pl_alg_oom();
+    for (size_t t = 0; st == NULL && t < nt; t++)
+        a.alias[t] = (pl_tid)t;
+    const pl_nid *order = pl_graph_topo_order(g);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        st = pl_alg_shapes(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_bn(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_gemm(&a, order[i]);
+    size_t n_dead = 0;
+    if (st == NULL)
+        st = pl_alg_dead(&a, order, &n_dead);
+    pl_graph *copy = NULL;
+    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + n_dead > 0)
+        st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_consts; k++) {
+        const struct pl_alg_const *c = &a.consts[k];
+        int64_t len = (int64_t)c->n;
+        st = pl_graph_set_type(copy, c->t, PL_DTYPE_I64, c->ndim, &len, NULL);
+        if (st == NULL)
+            st = pl_graph_set_constant(copy, c->t, c->v, c->n * sizeof *c->v);
+    }
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bns; k++) {
+        /* The Conv's id in the copy: G's, less the dropped nodes before it. */
+        pl_nid id = a.bns[k].conv;
+        for (pl_nid j = 0; j < a.bns[k].conv; j++)
+            id -= a.drop[j] ? 1 : 0;
+        st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], id);
+    }
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_gemms; k++)
+        st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
+    if (st == NULL && copy != NULL)
+        st = pl_graph_validate(copy);
+    if (st != NULL) {
+        pl_graph_destroy(copy);
+        copy = NULL;
+    }
+    *out_graph = copy;
+    pl_strmap_free(&a.body_names);
+    pl_free(a.is_const);
+    pl_free(a.drop);
+    pl_free(a.alias);
+    pl_free(a.consts);
+    pl_free(a.bns);
+    pl_free(a.gemms);
+    return st;
+}
