@@ -19,6 +19,8 @@
  *   something, so a chain (Conv → Mul → Add) goes in whole.
  * - MatMul of a 2-D input by a constant matrix, then Add of a constant that
  *   broadcasts to the product, become one Gemm with C (a dense layer).
+ * - A Transpose of a Transpose becomes one Transpose, or none when the two
+ *   undo each other.
  *
  * The core computes no tensor here: the rewrites write the arithmetic as
  * nodes on constants (Add, Sqrt, Div, Reshape, Mul, Sub), and constant
@@ -50,6 +52,14 @@ struct pl_alg_bn {
     pl_tid c;          /* Mul, Add: the constant */
 };
 
+/* A Transpose of a Transpose, made one Transpose of the first's input. */
+struct pl_alg_perm {
+    pl_nid node;
+    pl_tid src;
+    int32_t n;
+    int64_t perm[PL_GRAPH_MAX_RANK];
+};
+
 /* A MatMul and the Add after it, made one Gemm. */
 struct pl_alg_gemm {
     pl_nid mm, add;
@@ -67,6 +77,8 @@ struct pl_alg {
     size_t n_bns;
     struct pl_alg_gemm *gemms;
     size_t n_gemms;
+    struct pl_alg_perm *perms;
+    size_t n_perms;
     pl_rewrites *rewrites;
 };
 
@@ -477,6 +489,84 @@ static pl_status *pl_alg_gemm(struct pl_alg *a, pl_nid add_id)
     return NULL;
 }
 
+/* ---- Transpose of a Transpose ------------------------------------------------ */
+
+/* The permutation of Transpose node N (its perm, or reversed dims) of
+ * an input of rank R into PERM; false when it cannot be read. */
+static bool pl_alg_perm_of(const pl_graph_node *n, int32_t r, int64_t *perm)
+{
+    const pl_attr *p = pl_graph_node_attr(n, "perm");
+    if (p == NULL) {
+        for (int32_t i = 0; i < r; i++)
+            perm[i] = r - 1 - i;
+        return true;
+    }
+    if (p->kind != PL_ATTR_INTS || p->n != (size_t)r)
+        return false;
+    bool seen[PL_GRAPH_MAX_RANK] = {false};
+    for (int32_t i = 0; i < r; i++) {
+        int64_t v = p->ints[i] < 0 ? p->ints[i] + r : p->ints[i];
+        if (v < 0 || v >= r || seen[v])
+            return false;
+        seen[v] = true;
+        perm[i] = v;
+    }
+    return true;
+}
+
+/* Transpose(Transpose(x, p1), p2) is Transpose(x, q) with q[i] = p1[p2[i]]
+ * (TensorFlow converters leave NHWC <-> NCHW pairs around every op they
+ * could not convert); when q is the identity, the second's readers read x
+ * and the pair goes. */
+static pl_status *pl_alg_transpose(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (strcmp(n->op, "Transpose") != 0 || !pl_alg_default_domain(n) || n->n_inputs != 1 ||
+        n->outputs[0] == PL_TID_NONE || a->alias[n->inputs[0]] != n->inputs[0])
+        return NULL;
+    const pl_graph_tensor *mid = pl_graph_get_tensor(g, n->inputs[0]);
+    if (mid->producer == PL_NID_NONE || a->drop[mid->producer] || mid->ndim < 1)
+        return NULL;
+    const pl_graph_node *first = pl_graph_get_node(g, mid->producer);
+    if (strcmp(first->op, "Transpose") != 0 || !pl_alg_default_domain(first) ||
+        first->n_inputs != 1 || first->inputs[0] == PL_TID_NONE)
+        return NULL;
+    for (size_t k = 0; k < a->n_perms; k++)
+        if (a->perms[k].node == mid->producer)
+            return NULL;  /* rewritten itself: the next round */
+    int32_t r = mid->ndim;
+    int64_t p1[PL_GRAPH_MAX_RANK], p2[PL_GRAPH_MAX_RANK], q[PL_GRAPH_MAX_RANK];
+    if (!pl_alg_perm_of(first, r, p1) || !pl_alg_perm_of(n, r, p2))
+        return NULL;
+    bool identity = true;
+    for (int32_t i = 0; i < r; i++) {
+        q[i] = p1[p2[i]];
+        identity = identity && q[i] == i;
+    }
+    pl_tid src = a->alias[first->inputs[0]];
+    if (identity) {
+        if (!pl_alg_replaceable(a, n->outputs[0]))
+            return NULL;
+        a->drop[id] = true;
+        a->alias[n->outputs[0]] = src;
+    } else {
+        struct pl_alg_perm *p = &a->perms[a->n_perms++];
+        p->node = id;
+        p->src = src;
+        p->n = r;
+        memcpy(p->perm, q, (size_t)r * sizeof *q);
+    }
+    if (!pl_rewrites_add(a->rewrites,
+                         identity ? "Transpose '%s' after Transpose '%s' undoes it: its readers "
+                                    "read '%s'"
+                                  : "Transpose '%s' after Transpose '%s' made one Transpose of "
+                                    "'%s'",
+                         n->name, first->name, pl_graph_get_tensor(g, src)->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
 /* ---- dead nodes ---------------------------------------------------------------- */
 
 /* Drops the nodes no graph output depends on once the rewrites above are
@@ -514,6 +604,11 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
          * output is its Conv's (aliased), and its parameters are read by
          * the nodes that make the Conv's new weights; an Add fused into a Gemm reads the MatMul's inputs. */
         bool reads = !a->drop[id];
+        for (size_t k = 0; k < a->n_perms; k++)
+            if (a->perms[k].node == id) {
+                needed[a->perms[k].src] = true;
+                reads = false;
+            }
         for (size_t k = 0; k < a->n_bns; k++)
             if (a->bns[k].conv == id) {
                 const pl_graph_node *bn = pl_graph_get_node(g, a->bns[k].bn);
@@ -717,6 +812,16 @@ static pl_status *pl_alg_write_gemm(const pl_graph *g, const pl_tid *alias, pl_g
     return pl_graph_add_node(copy, mm->name, "Gemm", "", ins, 3, &out, 1, NULL);
 }
 
+/* The id in the copy of node ID of G: G's, less the dropped nodes before
+ * it. */
+static pl_nid pl_alg_copy_id(const struct pl_alg *a, pl_nid id)
+{
+    pl_nid out = id;
+    for (pl_nid j = 0; j < id; j++)
+        out -= a->drop[j] ? 1 : 0;
+    return out;
+}
+
 pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites)
 {
     *out_graph = NULL;
@@ -729,9 +834,10 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     a.consts = pl_calloc(nn ? nn : 1, sizeof *a.consts);
     a.bns = pl_calloc(nn ? nn : 1, sizeof *a.bns);
     a.gemms = pl_calloc(nn ? nn : 1, sizeof *a.gemms);
+    a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
-        a.bns == NULL || a.gemms == NULL || !pl_optimize_body_names(g, &a.body_names) ||
+        a.bns == NULL || a.gemms == NULL || a.perms == NULL || !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
         st = pl_alg_oom();
     for (size_t t = 0; st == NULL && t < nt; t++)
@@ -745,11 +851,14 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_gemm(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_transpose(&a, order[i]);
     size_t n_dead = 0;
     if (st == NULL)
         st = pl_alg_dead(&a, order, &n_dead);
     pl_graph *copy = NULL;
-    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + n_dead > 0)
+    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + a.n_perms + n_dead > 0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_consts; k++) {
         const struct pl_alg_const *c = &a.consts[k];
@@ -759,11 +868,14 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
             st = pl_graph_set_constant(copy, c->t, c->v, c->n * sizeof *c->v);
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bns; k++) {
-        /* The Conv's id in the copy: G's, less the dropped nodes before it. */
-        pl_nid id = a.bns[k].conv;
-        for (pl_nid j = 0; j < a.bns[k].conv; j++)
-            id -= a.drop[j] ? 1 : 0;
-        st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], id);
+        st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], pl_alg_copy_id(&a, a.bns[k].conv));
+    }
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_perms; k++) {
+        pl_nid id = pl_alg_copy_id(&a, a.perms[k].node);
+        pl_graph_node_remove_attr(copy, id, "perm");
+        st = pl_graph_attr_ints(copy, id, "perm", a.perms[k].perm, (size_t)a.perms[k].n);
+        if (st == NULL)
+            st = pl_graph_node_set_inputs(copy, id, &a.perms[k].src, 1);
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_gemms; k++)
         st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
@@ -781,5 +893,6 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     pl_free(a.consts);
     pl_free(a.bns);
     pl_free(a.gemms);
+    pl_free(a.perms);
     return st;
 }

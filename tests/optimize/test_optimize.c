@@ -1047,6 +1047,44 @@ static void case_matmul_gemm(void)
     against_none(path, x, 2, shape, names, 2, gemm_check);
 }
 
+/* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
+ * becomes one Transpose of x, and t3 stays for its other reader (z). */
+static void transpose_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "t2", "undoes it") && rewritten_as(root, "t4", "made one") &&
+                 !placed(root, "t1") && !placed(root, "t2") && placed(root, "t3") &&
+                 placed(root, "t4"),
+             "%s: t1 and t2 should go, t4 read x", cfg);
+}
+
+static void case_transposes_composed(void)
+{
+    const char *path = write_model(
+        "transpose.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y2\",\"z\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,2,3,4]}],"
+        "\"nodes\":["
+        "{\"name\":\"t1\",\"op\":\"Transpose\",\"inputs\":[\"x\"],\"outputs\":[\"a\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,2,3,1]}}},"
+        "{\"name\":\"t2\",\"op\":\"Transpose\",\"inputs\":[\"a\"],\"outputs\":[\"b\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,3,1,2]}}},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"b\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"t3\",\"op\":\"Transpose\",\"inputs\":[\"x\"],\"outputs\":[\"c\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,2,3,1]}}},"
+        "{\"name\":\"t4\",\"op\":\"Transpose\",\"inputs\":[\"c\"],\"outputs\":[\"d\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,2,1,3]}}},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"d\"],\"outputs\":[\"y2\"]},"
+        "{\"name\":\"sig\",\"op\":\"Sigmoid\",\"inputs\":[\"c\"],\"outputs\":[\"z\"]}]}");
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = 0.1f * (float)(i - 12);
+    static const int64_t shape[4] = {1, 2, 3, 4};
+    static const char *const names[3] = {"y", "y2", "z"};
+    against_none(path, x, 4, shape, names, 3, transpose_check);
+}
+
 /* x has a symbolic batch: Shape(x) stays unknown, but the Gather of its
  * last dim (g1) folds, and so do Shape(x) from dim 1 (opset 15's start)
  * and Size of that; the Shape whose one reader folded (sh) and a node
@@ -1136,6 +1174,7 @@ int main(int argc, char **argv)
         {"bn_folded", case_bn_folded},
         {"mul_add_folded", case_mul_add_folded},
         {"matmul_gemm", case_matmul_gemm},
+        {"transposes_composed", case_transposes_composed},
         {"shapes_folded", case_shapes_folded},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
