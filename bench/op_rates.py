@@ -61,6 +61,18 @@ def matmul(name, m, k, n):
     return g, 2.0 * m * k * n
 
 
+def gemm(name, m, k, n):
+    """Gemm(x[m,k], W[n,k], b[n], transB = 1): a Linear layer as torch.onnx exports it."""
+    rng = np.random.default_rng(3)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [n, k],
+                           rng.standard_normal(k * n).astype(np.float32) * 0.1)
+    b = helper.make_tensor("b", TensorProto.FLOAT, [n], rng.standard_normal(n).astype(np.float32))
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [w, b])
+    return g, 2.0 * m * k * n
+
+
 def eltwise(name, op, shape, binary=False):
     ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
     inits = []
@@ -91,8 +103,11 @@ def grid():
                                                         transpose=True)))
     models.append(("convT", "convT3x3_c32_h16", *conv("m", 1, 32, 16, [16, 16], 3, stride=2,
                                                         transpose=True)))
-    for m, k, n in ((64, 256, 256), (197, 192, 768), (8, 512, 512), (1, 1024, 1024)):
+    for m, k, n in ((64, 256, 256), (197, 192, 768), (8, 512, 512), (1, 1024, 1024),
+                    (1, 512, 100)):
         models.append(("matmul", f"matmul_{m}x{k}x{n}", *matmul("m", m, k, n)))
+    for m, k, n in ((1, 512, 1000), (1, 2048, 1000), (32, 512, 100)):
+        models.append(("matmul", f"gemm_tb_{m}x{k}x{n}", *gemm("m", m, k, n)))
     for op in ("Relu", "Sigmoid", "Tanh"):
         models.append(("eltwise", f"{op.lower()}_64x28x28", *eltwise("m", op, [1, 64, 28, 28])))
     models.append(("binary", "add_bcast_64x28x28", *eltwise("m", "Add", [1, 64, 28, 28], True)))
