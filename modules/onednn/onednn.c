@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -92,6 +93,7 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->max_cpu_isa = "default";
     ctx->bf16 = 0;
     ctx->winograd = 1;
+    ctx->one_thread_us = ONEDNN_ONE_THREAD_US;
     ctx->engine = NULL;
     pthread_mutex_init(&ctx->engine_lock, NULL);
     /* Debian's libdnnl runs its primitives on libgomp's pool; run sets that
@@ -163,9 +165,10 @@ static pl_status *onednn_apply_max_isa(const char *name, dnnl_cpu_isa_t isa)
         name, dnnl_status2str(st), onednn_effective_isa(buf, sizeof buf));
 }
 
-/* Accepts `max_cpu_isa`, `precision` (f32 | bf16) and `winograd` (auto |
- * no); reports oneDNN's version, the ISA it dispatches to, the precision,
- * the Winograd choice and the thread budget. */
+/* Accepts `max_cpu_isa`, `precision` (f32 | bf16), `winograd` (auto | no)
+ * and `one_thread_us` (0 to 10000); reports oneDNN's version, the ISA it
+ * dispatches to, the precision, the Winograd choice, the one-thread limit
+ * and the thread budget. */
 static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
                                  pl_kv_sink out, void *out_ctx)
 {
@@ -174,6 +177,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
                                         "onednn: configure with %zu keys but no array", n_in);
     const struct onednn_isa_name *cap = NULL;
     int bf16 = ctx->bf16_asked, winograd = ctx->winograd;
+    double one_thread_us = ctx->one_thread_us;
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
         const char *value = in[i].value != NULL ? in[i].value : "(null)";
@@ -195,10 +199,22 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             winograd = strcmp(value, "auto") == 0;
             continue;
         }
+        if (strcmp(key, "one_thread_us") == 0) {
+            char *end = NULL;
+            double us = strtod(value, &end);
+            if (end == value || *end != '\0' || !(us >= 0 && us <= 10000))
+                return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                                  "onednn: bad value '%s' for key "
+                                                  "'one_thread_us' (expected microseconds "
+                                                  "from 0 to 10000)",
+                                                  value);
+            one_thread_us = us;
+            continue;
+        }
         if (strcmp(key, "max_cpu_isa") != 0)
             return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                             "onednn: unknown key '%s' (accepted: max_cpu_isa, "
-                                            "precision, winograd)",
+                                            "precision, winograd, one_thread_us)",
                                             key);
         cap = NULL;
         for (size_t j = 0; j < ONEDNN_ISA_COUNT; j++)
@@ -230,6 +246,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     ctx->bf16_asked = bf16;
     ctx->bf16 = bf16 && bf16_ok;
     ctx->winograd = winograd;
+    ctx->one_thread_us = one_thread_us;
     if (out == NULL)
         return NULL;
 
@@ -244,6 +261,9 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     out(out_ctx, "precision",
         ctx->bf16 ? "bf16" : ctx->bf16_asked ? "f32 (bf16 asked for; this CPU has none)" : "f32");
     out(out_ctx, "winograd", ctx->winograd ? "auto" : "no");
+    char one[32];
+    snprintf(one, sizeof one, "%g", ctx->one_thread_us);
+    out(out_ctx, "one_thread_us", one);
     out(out_ctx, "threads", threads);
     return NULL;
 }

@@ -23,6 +23,13 @@ extern const pl_host_api *onednn_host;
  * the only writer of the settings and is never concurrent with other calls;
  * the engine is made on first use under engine_lock, because compile may
  * run on several threads and oneDNN's ISA cap must be applied before it. */
+/* A node whose work takes less than this many microseconds on one thread
+ * (the core's default rates, plinth/cost.h's PL_COST_GFLOPS and
+ * PL_COST_GBPS) runs on one: OpenMP's fork and join, and waking the team's
+ * other thread, cost more than halving a few microseconds saves. The
+ * default of `one_thread_us`. */
+#define ONEDNN_ONE_THREAD_US 4.0
+
 struct pl_module_ctx {
     pl_host_ctx *host_ctx;
     int compute_units;       /* online CPUs when init ran */
@@ -30,6 +37,7 @@ struct pl_module_ctx {
     int bf16;                /* precision = bf16 is in effect */
     int bf16_asked;          /* precision = bf16 was asked for (the CPU may lack it) */
     int winograd;            /* winograd = auto (1) or no (0) */
+    double one_thread_us;    /* one_thread_us: nodes below this run on one thread */
     pthread_mutex_t engine_lock;
     dnnl_engine_t engine;    /* NULL until the first compile */
 };

@@ -77,10 +77,6 @@
 #define ODNN_REASON 200
 #define ODNN_WINO_MIN_CHANNELS 64 /* Winograd for 3x3 convs with as many in and out */
 #define ODNN_WINO_MIN_PIXELS 49   /* ... and an output of at least 7x7 */
-/* A node whose work takes less than this on one thread (the core's
- * default rates) runs on one: OpenMP's fork and join, and waking the team's
- * other thread, cost more than halving a few microseconds saves. */
-#define ODNN_ONE_THREAD_US 4.0
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -5422,8 +5418,9 @@ static pl_status *odnn_build_program(struct odnn_build *b)
          * made (and later run) on one thread. */
         double flops, bytes;
         pl_cost_work(g, v, n, &flops, &bytes);
-        int one = team > 1 && flops / (PL_COST_GFLOPS * 1e3) < ODNN_ONE_THREAD_US &&
-                  bytes / (PL_COST_GBPS * 1e3) < ODNN_ONE_THREAD_US;
+        double limit = b->ctx->one_thread_us;
+        int one = team > 1 && flops / (PL_COST_GFLOPS * 1e3) < limit &&
+                  bytes / (PL_COST_GBPS * 1e3) < limit;
         int first = c->n_steps;
         if (one)
             omp_set_num_threads(1);

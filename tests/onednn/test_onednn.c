@@ -1398,6 +1398,14 @@ static void case_configure(void)
                 "winograd");
     pl_kv wino_no = {"winograd", "no"};
     TH_CHECK_OK(m->api.configure(m->ctx, &wino_no, 1, NULL, NULL));
+    static const char *const bad_us[3] = {"-1", "fast", "20000"};
+    for (int k = 0; k < 3; k++) {
+        pl_kv kv = {"one_thread_us", bad_us[k]};
+        CHECK_ERROR(m->api.configure(m->ctx, &kv, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
+                    "one_thread_us");
+    }
+    pl_kv us = {"one_thread_us", "8.5"};
+    TH_CHECK_OK(m->api.configure(m->ctx, &us, 1, NULL, NULL));
     pl_runtime_destroy(rt);
 }
 
@@ -2889,6 +2897,24 @@ static void case_small_one_thread(void)
     pl_session_destroy(session_for(rt, path));
     pl_runtime_destroy(rt);
     TH_CHECK(strstr(log.text, "(1 on one thread)") != NULL, "log:\n%s", log.text);
+    /* one_thread_us moves the limit: 0 puts nothing on one thread, a limit
+     * above the convolution's 57 us (at the default rates) the convolution
+     * too. */
+    static const char *const kv[2] = {"one_thread_us = 0", "one_thread_us = 1000"};
+    for (int k = 0; k < 2; k++) {
+        memset(&log, 0, sizeof log);
+        rt = onednn_runtime_with(kv[k], &log);
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        const char *at = strstr(log.text, " on one thread)");
+        int count = -1;
+        while (at != NULL && at > log.text && at[-1] >= '0' && at[-1] <= '9')
+            at--;
+        if (at != NULL)
+            count = atoi(at);
+        TH_CHECK(k == 0 ? count == 0 : count > 1, "%s: %d on one thread; log:\n%s", kv[k], count,
+                 log.text);
+    }
 }
 
 int main(int argc, char **argv)
