@@ -21,6 +21,8 @@
  *   broadcasts to the product, become one Gemm with C (a dense layer).
  * - A Transpose of a Transpose becomes one Transpose, or none when the two
  *   undo each other.
+ * - A Conv's kernel taps that read only padding on an input of known size
+ *   (a dilated kernel wider than the map) are cut off the weights.
  *
  * The core computes no tensor here: the rewrites write the arithmetic as
  * nodes on constants (Add, Sqrt, Div, Reshape, Mul, Sub), and constant
@@ -60,6 +62,16 @@ struct pl_alg_perm {
     int64_t perm[PL_GRAPH_MAX_RANK];
 };
 
+/* A Conv whose outer kernel taps read only padding, cut to the taps that
+ * read the input. */
+struct pl_alg_crop {
+    pl_nid conv;
+    int32_t r;                          /* spatial rank */
+    int64_t first[PL_GRAPH_MAX_RANK];   /* first live tap per axis */
+    int64_t k[PL_GRAPH_MAX_RANK];       /* live taps per axis */
+    int64_t pads[2 * PL_GRAPH_MAX_RANK];
+};
+
 /* A MatMul and the Add after it, made one Gemm. */
 struct pl_alg_gemm {
     pl_nid mm, add;
@@ -79,6 +91,8 @@ struct pl_alg {
     size_t n_gemms;
     struct pl_alg_perm *perms;
     size_t n_perms;
+    struct pl_alg_crop *crops;
+    size_t n_crops;
     pl_rewrites *rewrites;
 };
 
@@ -436,6 +450,110 @@ static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
                          "readers read '%s'",
                          n->op, n->name, conv->op, conv->name, what,
                          pl_graph_get_tensor(g, conv->outputs[0])->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* ---- kernel taps that only ever read padding -------------------------------- */
+
+/* Reads INTS attribute NAME of N into OUT (R values), DFLT each when
+ * absent; false when present with another count. */
+static bool pl_alg_ints(const pl_graph_node *n, const char *name, int32_t r, int64_t dflt,
+                        int64_t *out)
+{
+    const pl_attr *at = pl_graph_node_attr(n, name);
+    for (int32_t i = 0; i < r; i++)
+        out[i] = dflt;
+    if (at == NULL)
+        return true;
+    if (at->kind != PL_ATTR_INTS || at->n != (size_t)r)
+        return false;
+    memcpy(out, at->ints, (size_t)r * sizeof *out);
+    return true;
+}
+
+/* A Conv with constant weights on an input of known size whose kernel
+ * reaches further than the input, padding included, ever lets it read
+ * data: a dilated 3x3 on a map smaller than the dilation (ASPP branches
+ * at rates 12 to 36 on the 28x28 map of a 224 input) is a 1x1. The taps
+ * that read only padding multiply zeros; the Conv keeps the others (the
+ * weights sliced by a Slice that folding computes) and pads so that every
+ * output reads what it read. */
+static pl_status *pl_alg_crop_taps(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (strcmp(n->op, "Conv") != 0 || !pl_alg_default_domain(n) || n->n_formal_inputs < 2 ||
+        n->inputs[0] == PL_TID_NONE || n->inputs[1] == PL_TID_NONE ||
+        pl_graph_opset(g, "") < 10 || !a->is_const[n->inputs[1]])
+        return NULL;
+    for (size_t k = 0; k < a->n_bns; k++)
+        if (a->bns[k].conv == id)
+            return NULL;  /* rewritten in this pass: the next round */
+    const pl_attr *ap = pl_graph_node_attr(n, "auto_pad");
+    if (ap != NULL && (ap->kind != PL_ATTR_STRING ||
+                       (strcmp(ap->s, "NOTSET") != 0 && strcmp(ap->s, "VALID") != 0)))
+        return NULL;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[0]);
+    const pl_graph_tensor *w = pl_graph_get_tensor(g, n->inputs[1]);
+    int32_t r = w->ndim - 2;
+    if (r < 1 || x->ndim != w->ndim)
+        return NULL;
+    int64_t ks[PL_GRAPH_MAX_RANK], st[PL_GRAPH_MAX_RANK], dil[PL_GRAPH_MAX_RANK];
+    int64_t pads[2 * PL_GRAPH_MAX_RANK];
+    if (!pl_alg_ints(n, "strides", r, 1, st) || !pl_alg_ints(n, "dilations", r, 1, dil) ||
+        !pl_alg_ints(n, "pads", 2 * r, 0, pads) ||
+        !pl_alg_ints(n, "kernel_shape", r, -1, ks))
+        return NULL;
+    struct pl_alg_crop c = {.conv = id, .r = r};
+    bool cut = false;
+    for (int32_t i = 0; i < r; i++) {
+        int64_t len = x->dims[2 + i], k = w->dims[2 + i];
+        int64_t pb = pads[i], pe = pads[r + i], s = st[i], d = dil[i];
+        if (len <= 0 || k <= 0 || (ks[i] != -1 && ks[i] != k) || s <= 0 || d <= 0 || pb < 0 ||
+            pe < 0)
+            return NULL;
+        int64_t span = d * (k - 1) + 1;
+        if (len + pb + pe < span)
+            return NULL;
+        int64_t outs = (len + pb + pe - span) / s + 1;
+        /* Tap j reads o * s - pb + j * d; it is live when some output o
+         * in [0, outs) reads inside [0, len). */
+        int64_t first = -1, last = -1;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t lo = -pb + j * d, hi = (outs - 1) * s - pb + j * d;
+            /* Some o*s + lo in [0, len): the first such o. */
+            int64_t o = lo >= 0 ? 0 : (-lo + s - 1) / s;
+            if (o < outs && o * s + lo < len && hi >= 0) {
+                first = first < 0 ? j : first;
+                last = j;
+            }
+        }
+        if (first < 0)
+            return NULL;  /* every tap reads padding: the output is the bias */
+        int64_t kk = last - first + 1;
+        int64_t pb2 = pb - first * d;
+        int64_t pe2 = (outs - 1) * s + d * (kk - 1) + 1 - len - pb2;
+        if (pb2 < 0 || pe2 < 0)
+            return NULL;
+        c.first[i] = first;
+        c.k[i] = kk;
+        c.pads[i] = pb2;
+        c.pads[r + i] = pe2;
+        cut = cut || kk < k;
+    }
+    if (!cut)
+        return NULL;
+    a->crops[a->n_crops++] = c;
+    char text[128];
+    size_t used = 0;
+    for (int32_t i = 0; i < r && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", i ? "x" : "",
+                                 (long long)c.k[i]);
+    if (!pl_rewrites_add(a->rewrites,
+                         "Conv '%s' cut to its %s kernel taps that read the input (on its "
+                         "%lld-wide input the others read only padding)",
+                         n->name, text, (long long)x->dims[2]))
         return pl_alg_oom();
     return NULL;
 }
@@ -798,6 +916,53 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
     return st;
 }
 
+/* Writes crop P into COPY: the Slice of the weights, the Conv (ID in the
+ * copy) reading it with the new kernel_shape and pads. */
+static pl_status *pl_alg_write_crop(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                    const struct pl_alg_crop *p, pl_nid id)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, p->conv);
+    int64_t starts[PL_GRAPH_MAX_RANK], ends[PL_GRAPH_MAX_RANK], axes[PL_GRAPH_MAX_RANK];
+    for (int32_t i = 0; i < p->r; i++) {
+        starts[i] = p->first[i];
+        ends[i] = p->first[i] + p->k[i];
+        axes[i] = 2 + i;
+    }
+    int64_t r = p->r;
+    char *t[4] = {NULL};
+    pl_status *st = pl_alg_constant(copy, n->name, "tap_starts", PL_DTYPE_I64, 1, &r, starts,
+                                    (size_t)r * 8, &t[0]);
+    if (st == NULL)
+        st = pl_alg_constant(copy, n->name, "tap_ends", PL_DTYPE_I64, 1, &r, ends, (size_t)r * 8,
+                             &t[1]);
+    if (st == NULL)
+        st = pl_alg_constant(copy, n->name, "tap_axes", PL_DTYPE_I64, 1, &r, axes, (size_t)r * 8,
+                             &t[2]);
+    if (st == NULL)
+        st = pl_alg_node(copy, n->name, "Slice",
+                         (const char *const[]){pl_graph_get_tensor(g, alias[n->inputs[1]])->name,
+                                               t[0], t[1], t[2]},
+                         4, &t[3]);
+    if (st == NULL) {
+        pl_tid ins[3] = {alias[n->inputs[0]], pl_graph_find_tensor(copy, t[3]),
+                         n->n_formal_inputs > 2 && n->inputs[2] != PL_TID_NONE
+                             ? alias[n->inputs[2]]
+                             : PL_TID_NONE};
+        st = pl_graph_node_set_inputs(copy, id, ins, ins[2] != PL_TID_NONE ? 3 : 2);
+    }
+    if (st == NULL) {
+        pl_graph_node_remove_attr(copy, id, "kernel_shape");
+        pl_graph_node_remove_attr(copy, id, "pads");
+        pl_graph_node_remove_attr(copy, id, "auto_pad");
+        st = pl_graph_attr_ints(copy, id, "kernel_shape", p->k, (size_t)p->r);
+    }
+    if (st == NULL)
+        st = pl_graph_attr_ints(copy, id, "pads", p->pads, 2 * (size_t)p->r);
+    for (size_t k = 0; k < sizeof t / sizeof *t; k++)
+        pl_free(t[k]);
+    return st;
+}
+
 /* Adds the Gemm of P to COPY, named like the MatMul and writing the Add's
  * output; attributes none (alpha = beta = 1, no transposes). */
 static pl_status *pl_alg_write_gemm(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
@@ -835,9 +1000,10 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     a.bns = pl_calloc(nn ? nn : 1, sizeof *a.bns);
     a.gemms = pl_calloc(nn ? nn : 1, sizeof *a.gemms);
     a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
+    a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
-        a.bns == NULL || a.gemms == NULL || a.perms == NULL || !pl_optimize_body_names(g, &a.body_names) ||
+        a.bns == NULL || a.gemms == NULL || a.perms == NULL || a.crops == NULL || !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
         st = pl_alg_oom();
     for (size_t t = 0; st == NULL && t < nt; t++)
@@ -854,11 +1020,14 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_transpose(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_crop_taps(&a, order[i]);
     size_t n_dead = 0;
     if (st == NULL)
         st = pl_alg_dead(&a, order, &n_dead);
     pl_graph *copy = NULL;
-    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + a.n_perms + n_dead > 0)
+    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + a.n_perms + a.n_crops + n_dead > 0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_consts; k++) {
         const struct pl_alg_const *c = &a.consts[k];
@@ -877,6 +1046,8 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
         if (st == NULL)
             st = pl_graph_node_set_inputs(copy, id, &a.perms[k].src, 1);
     }
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_crops; k++)
+        st = pl_alg_write_crop(g, a.alias, copy, &a.crops[k], pl_alg_copy_id(&a, a.crops[k].conv));
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_gemms; k++)
         st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
     if (st == NULL && copy != NULL)
@@ -894,5 +1065,6 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     pl_free(a.bns);
     pl_free(a.gemms);
     pl_free(a.perms);
+    pl_free(a.crops);
     return st;
 }

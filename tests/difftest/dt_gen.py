@@ -316,11 +316,19 @@ class Gen:
             g = groups if cin % groups == 0 else 1
             m = g * self.r(1, 4)
         ks, st, dil, pads = [], [], [], [[], []]
+        # Sometimes an ASPP branch: a dilated kernel padded to keep the size,
+        # on a map that may be narrower than the dilation (outer taps that
+        # read only padding, which the optimiser cuts off).
+        aspp = self.p(0.15)
         for s in shape[2:]:
             k = self.r(1, min(5 if d == 1 else 3, s + 2))
             di = self.pick([1, 1, 1, 2]) if k > 1 else 1
+            if aspp:
+                k, di = self.pick([2, 3, 3]), self.pick([2, 3, 4, 6, 12])
             ext = (k - 1) * di + 1
             pb, pe = self.r(0, k - 1), self.r(0, k - 1)
+            if aspp:
+                pb = pe = di * (k - 1) // 2 + self.r(0, 1)
             if s + pb + pe < ext:
                 pe += ext - (s + pb + pe)
             ks.append(k)

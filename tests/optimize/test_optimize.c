@@ -1085,6 +1085,52 @@ static void case_transposes_composed(void)
     against_none(path, x, 4, shape, names, 3, transpose_check);
 }
 
+/* aspp6 (3x3, dilation 6, pads 6, on 5x5) reads the input with its centre
+ * tap only: cut to 1x1; wide (1x3 dilated 4, pads 0/5 on the width, stride
+ * 2) keeps its first two taps; near (dilation 2 on 5x5) keeps all nine. */
+static void crop_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "aspp6", "cut to its 1x1 kernel taps") &&
+                 rewritten_as(root, "wide", "cut to its 1x2 kernel taps") &&
+                 !rewritten(root, "near"),
+             "%s: aspp6 should be cut to 1x1, wide to 1x2, near kept", cfg);
+}
+
+static void case_dead_taps_cut(void)
+{
+    static float w[6 * 4 * 9], b[6];
+    for (int k = 0; k < 6 * 4 * 9; k++)
+        w[k] = 0.05f * (float)((k * 7) % 17 - 8);
+    for (int c = 0; c < 6; c++)
+        b[c] = 0.1f * (float)c - 0.2f;
+    write_sidecar("taps.weights", (const void *const[]){w, b, w},
+                  (const size_t[]){sizeof w, sizeof b, 6 * 4 * 3 * 4}, 3);
+    const char *path = write_model(
+        "taps.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"taps.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y1\",\"y2\",\"y3\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,5,5]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[6,4,3,3],\"data\":{\"offset\":0,\"length\":864}},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":896,\"length\":24}},"
+        "{\"name\":\"w13\",\"dtype\":\"f32\",\"shape\":[6,4,1,3],\"data\":{\"offset\":960,\"length\":288}}],"
+        "\"nodes\":["
+        "{\"name\":\"aspp6\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w\",\"b\"],\"outputs\":[\"y1\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[6,6,6,6]},\"dilations\":{\"ints\":[6,6]}}},"
+        "{\"name\":\"wide\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w13\"],\"outputs\":[\"y2\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[0,0,0,5]},\"dilations\":{\"ints\":[1,4]},"
+        "\"strides\":{\"ints\":[1,2]}}},"
+        "{\"name\":\"near\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w\",\"b\"],\"outputs\":[\"y3\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[2,2,2,2]},\"dilations\":{\"ints\":[2,2]}}}]}");
+    float x[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = 0.05f * (float)(i % 21 - 10);
+    static const int64_t shape[4] = {1, 4, 5, 5};
+    static const char *const names[3] = {"y1", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, crop_check);
+}
+
 /* x has a symbolic batch: Shape(x) stays unknown, but the Gather of its
  * last dim (g1) folds, and so do Shape(x) from dim 1 (opset 15's start)
  * and Size of that; the Shape whose one reader folded (sh) and a node
@@ -1175,6 +1221,7 @@ int main(int argc, char **argv)
         {"mul_add_folded", case_mul_add_folded},
         {"matmul_gemm", case_matmul_gemm},
         {"transposes_composed", case_transposes_composed},
+        {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
