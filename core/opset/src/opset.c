@@ -960,7 +960,14 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
                               "expects %d to %d inputs, got %zu (%s)",
                               (int)s->min_inputs, (int)s->max_inputs, n_in, ver);
     }
-    for (size_t i = 0; i < (size_t)s->min_inputs; i++)
+    /* ONNX's variadic lists (Concat, Sum, Max, Min, Mean, Einsum) have no
+     * optional members: an empty name among them is an absent input, not
+     * one more operand (the fuzzer's Concat of "value1" and "" read it).
+     * Loop and Scan (min_inputs 0) and modules' custom ops say otherwise. */
+    size_t required = (size_t)s->min_inputs;
+    if (s->max_inputs == PL_OP_VARIADIC && s->min_inputs >= 1 && s->domain[0] == '\0')
+        required = n->n_formal_inputs;
+    for (size_t i = 0; i < required; i++)
         if (n->inputs[i] == PL_TID_NONE)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                   "input %zu is required but absent", i);
