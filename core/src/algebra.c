@@ -720,7 +720,9 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
             continue;
         /* A folded shape computation reads nothing; a folded batch norm's
          * output is its Conv's (aliased), and its parameters are read by
-         * the nodes that make the Conv's new weights; an Add fused into a Gemm reads the MatMul's inputs. */
+         * the nodes that make the Conv's new weights; an Add fused into a
+         * Gemm reads the MatMul's inputs; a Transpose made one with the
+         * Transpose before it reads that one's input. */
         bool reads = !a->drop[id];
         for (size_t k = 0; k < a->n_perms; k++)
             if (a->perms[k].node == id) {
@@ -1003,7 +1005,8 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
-        a.bns == NULL || a.gemms == NULL || a.perms == NULL || a.crops == NULL || !pl_optimize_body_names(g, &a.body_names) ||
+        a.bns == NULL || a.gemms == NULL || a.perms == NULL || a.crops == NULL ||
+        !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
         st = pl_alg_oom();
     for (size_t t = 0; st == NULL && t < nt; t++)
