@@ -92,6 +92,9 @@ def grid():
         models.append(("conv1x1", f"conv1x1_c{c}_h{h}", *conv("m", 1, c, c, [h, h], 1)))
         models.append(("depthwise", f"dw3x3_c{c}_h{h}", *conv("m", 1, c, c, [h, h], 3, group=c)))
     models.append(("conv3x3", "conv3x3_c3_h112_s2", *conv("m", 1, 3, 16, [112, 112], 3, stride=2)))
+    models.append(("stem", "conv7x7_c3_h64_s2", *conv("m", 1, 3, 16, [64, 64], 7, stride=2)))
+    models.append(("stem", "conv7x7_c3_h224_s2", *conv("m", 1, 3, 64, [224, 224], 7, stride=2)))
+    models.append(("stem", "conv3x3_c3_h96_s2", *conv("m", 1, 3, 32, [96, 96], 3, stride=2)))
     models.append(("conv3x3", "conv3x3_c64_h28_s2", *conv("m", 1, 64, 128, [28, 28], 3, stride=2)))
     for d in (2, 4, 12):
         models.append(("dilated", f"conv3x3_c64_h16_d{d}",
