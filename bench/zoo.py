@@ -9,9 +9,8 @@ alternating in one run, with the geometric means and checks issue 15 is judged b
 DIR (default build/tests/zoo/zoo) holds the zoo that `ctest -R zoo.models` (or
 bench/zoo/make_zoo.py) exports; MODEL names pick some of it (`vit_s`, `convnext_s.onnx`).
 Each model's inputs are DIR/<model>.in.<input>.npy. The Plinth configurations are the
-repository's backend.ini with the module folder made absolute and a cache folder that holds
-only the modules' probe verdicts (a cold session each time; a module's probe is paid once per
-version of its file, not per model): as it is ("default"), with `order = cpu`, and with the onednn
+repository's backend.ini with the module folder made absolute and the cache off (a cold
+session each time): as it is ("default"), with `order = cpu`, and with the onednn
 section's `precision = bf16`. The peers run through ../shared/bench/peer_bench.py with
 ORT_PYTHON (default /tmp/ortenv/bin/python; `python3 -m venv --system-site-packages
 /tmp/ortenv && /tmp/ortenv/bin/pip install onnxruntime openvino`). Every time is the median
@@ -67,18 +66,7 @@ def last_json(r):
     return json.loads(r.stdout.strip().splitlines()[-1]), None
 
 
-def keep_verdicts(folder):
-    """Empties FOLDER but for its module probe verdicts (*.probe): the cold configurations run
-    with a cache folder that remembers that the modules came through their probe (paid once
-    per module version, see backend.ini's `probe`) and holds no compiled subgraph."""
-    for f in os.listdir(folder):
-        if not f.endswith(".probe"):
-            os.unlink(os.path.join(folder, f))
-
-
-def plinth(model_path, ini, ins, args, verdicts=None):
-    if verdicts:
-        keep_verdicts(verdicts)
+def plinth(model_path, ini, ins, args):
     cmd = [os.path.join(ROOT, "build/bin/plinth"), "bench", model_path, "--config", ini,
            "--threads", str(args.threads), "--runs", str(args.runs), "--warmup", "5", "--json"]
     j, err = last_json(subprocess.run(cmd + feeds(ins), capture_output=True, text=True))
@@ -144,16 +132,11 @@ def main():
         sys.exit(f"zoo.py: no models in {args.zoo} (ctest -R zoo.models exports them)")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        verdicts = os.path.join(tmp, "verdicts")
-        os.makedirs(verdicts, mode=0o700, exist_ok=True)
-        subprocess.run([os.path.join(ROOT, "build/bin/plinth"), "--config",
-                        config(tmp, "probe.ini", cache=verdicts), "modules"], capture_output=True)
-        cold = lambda name, **kw: config(tmp, name, cache=verdicts, **kw)
-        tools = [("default", lambda p, i: plinth(p, cold("default.ini"), i, args, verdicts)),
-                 ("cpu", lambda p, i: plinth(p, cold("cpu.ini", order="cpu"), i, args, verdicts))]
+        tools = [("default", lambda p, i: plinth(p, config(tmp, "default.ini"), i, args)),
+                 ("cpu", lambda p, i: plinth(p, config(tmp, "cpu.ini", "cpu"), i, args))]
         if not args.no_bf16:
-            tools.append(("bf16", lambda p, i: plinth(p, cold("bf16.ini", bf16=True), i, args,
-                                                      verdicts)))
+            tools.append(("bf16", lambda p, i: plinth(p, config(tmp, "bf16.ini", bf16=True), i,
+                                                      args)))
         if not args.no_warm:
             cache = os.path.join(tmp, "cache")
             os.makedirs(cache, mode=0o700, exist_ok=True)
