@@ -581,6 +581,8 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
      * product runs transposed). */
     int64_t mr = k->transposed ? cpu_gemm_nr() : cpu_gemm_mr();
     k->m_block = (k->mg + m_blocks - 1) / m_blocks;
+    if (k->m_block < 1)
+        k->m_block = 1; /* no output channels (a weight of M = 0): no tasks */
     if (m_blocks > 1)
         k->m_block = (k->m_block + mr - 1) / mr * mr;
     k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
