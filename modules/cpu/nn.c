@@ -542,7 +542,9 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
         k->base.workspace_bytes = k->ws_bytes;
         return;
     }
-    int64_t target = (int64_t)(NN_COL_BYTES / sizeof(float)) / k->kdim;
+    /* kdim is 0 for a weight of no input channels: the output is the bias
+     * (or zeros), and the column blocks are as small as they get. */
+    int64_t target = k->kdim > 0 ? (int64_t)(NN_COL_BYTES / sizeof(float)) / k->kdim : 0;
     if (target < NN_MIN_COLS)
         target = NN_MIN_COLS;
     int64_t col_blocks = (k->out_plane + target - 1) / target, m_blocks = 1;
