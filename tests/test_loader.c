@@ -855,6 +855,25 @@ static void case_probe_configure_crash(void)
     lt_probe_fault("fx_configure_crash", "crashed in configure (SIGSEGV)");
 }
 
+/* The probes of one start run at the same time: two modules whose init
+ * waits for the other's to have begun both come through (one after the
+ * other, the first would wait out its time limit and be rejected), and a
+ * module that hangs beside them is still rejected. */
+static void case_probe_concurrent(void)
+{
+    lt_env env = lt_setup("probe_timeout_ms = 10000\n");
+    TH_CHECK(setenv("FIXTURE_MEET", th_path(env.dir, "meet"), 1) == 0, "setenv");
+    lt_add(&env, "fx_meet_a", "a.so");
+    lt_add(&env, "fx_meet_b", "b.so");
+    lt_add(&env, "fx_init_abort", "c.so");
+    pl_runtime *rt = lt_create(&env);
+    unsetenv("FIXTURE_MEET");
+    lt_expect(rt, "a.so", PL_MODULE_LOADED, NULL);
+    lt_expect(rt, "b.so", PL_MODULE_LOADED, NULL);
+    lt_expect(rt, "c.so", PL_MODULE_REJECTED, "crashed in init (SIGABRT)");
+    pl_runtime_destroy(rt);
+}
+
 /* A verdict is kept per file version: a second runtime in the process
  * opens the module once (no probe), a changed file is probed again, and
  * probe = none opens it once. */
@@ -1043,6 +1062,7 @@ static const th_case cases[] = {
     {"probe_init_exit", case_probe_init_exit},
     {"probe_ctor_abort", case_probe_ctor_abort},
     {"probe_configure_crash", case_probe_configure_crash},
+    {"probe_concurrent", case_probe_concurrent},
     {"probe_remembered", case_probe_remembered},
     {"probe_cache_file", case_probe_cache_file},
     {"real_modules", case_real_modules},

@@ -344,19 +344,36 @@ static void pl_loader_collect_devices(pl_runtime *rt, pl_module *m)
     }
 }
 
-static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
+/* Refuses M when a module of its name is loaded already. */
+static bool pl_loader_refuse_duplicate(pl_runtime *rt, pl_module *m)
+{
+    const pl_module *first = pl_loader_find_live(rt, m->note.name);
+    if (first == NULL)
+        return false;
+    char reason[PATH_MAX + 96];
+    snprintf(reason, sizeof reason, "duplicate: module '%s' already loaded from %s",
+             m->note.name, first->path);
+    pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
+    return true;
+}
+
+/* Everything the loader checks before any of the module's code runs: the
+ * file and its folders, its identity note, the ABI, its section, the CPU
+ * features it needs, its pin. Returns the checked real path (the caller
+ * frees it), or NULL with the module refused. */
+static char *pl_loader_prepare(pl_runtime *rt, pl_module *m, const char *dir)
 {
     char *real = NULL;
     pl_status *st = pl_loader_check_file(rt->alloc, m->path, dir, &real);
     if (st != NULL) {
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
-        return;
+        return NULL;
     }
     int fd = open(real, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, strerror(errno));
         pl_free(real);
-        return;
+        return NULL;
     }
     uint64_t cpu_needed = 0;
     st = pl_note_read(fd, &m->note, &cpu_needed);
@@ -364,7 +381,7 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
     if (st != NULL) {
         pl_free(real);
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
-        return;
+        return NULL;
     }
     m->note_read = true;
     char *name = pl_alloc_strdup(rt->alloc, m->note.name);
@@ -379,13 +396,13 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
                  (unsigned)m->note.abi_major, PL_ABI_MAJOR);
         pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
-        return;
+        return NULL;
     }
     if (m->host.section != NULL && m->host.section->enabled == PL_ENABLED_NO) {
         pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_DISABLED,
                          "enabled = no in the configuration");
-        return;
+        return NULL;
     }
     uint64_t missing = cpu_needed & ~pl_cpu_features();
     if (missing != 0) {
@@ -395,32 +412,37 @@ static void pl_loader_load_file(pl_runtime *rt, pl_module *m, const char *dir)
                  "built for CPU features this machine lacks: %s", names);
         pl_free(real);
         pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
-        return;
+        return NULL;
     }
-    const pl_module *first = pl_loader_find_live(rt, m->note.name);
-    if (first != NULL) {
-        char reason[PATH_MAX + 96];
-        snprintf(reason, sizeof reason,
-                 "duplicate: module '%s' already loaded from %s", m->note.name,
-                 first->path);
+    if (pl_loader_refuse_duplicate(rt, m)) {
         pl_free(real);
-        pl_module_refuse(rt, m, PL_MODULE_REJECTED, reason);
-        return;
+        return NULL;
     }
 
     st = pl_loader_check_pin(rt, m, real);
     if (st != NULL) {
         pl_free(real);
         pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
+        return NULL;
+    }
+    return real;
+}
+
+/* A duplicate of a module opened before it is refused, else the probe's
+ * VERDICT (taken), else the module is opened from REAL (taken). */
+static void pl_loader_finish(pl_runtime *rt, pl_module *m, char *real, pl_status *verdict)
+{
+    /* Checked again: a module of the same name from earlier in this scan
+     * has been opened since. */
+    if (pl_loader_refuse_duplicate(rt, m)) {
+        pl_free(real);
+        pl_status_free(verdict);
         return;
     }
-    if (rt->config->probe == PL_PROBE_FORK) {
-        st = pl_probe_module(rt, m, real);
-        if (st != NULL) {
-            pl_free(real);
-            pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, st, "");
-            return;
-        }
+    if (verdict != NULL) {
+        pl_free(real);
+        pl_module_refuse_status(rt, m, PL_MODULE_REJECTED, verdict, "");
+        return;
     }
     pl_loader_open(rt, m, real);
     pl_free(real);
@@ -533,26 +555,73 @@ static bool pl_loader_is_module_name(const char *name)
     return name[0] != '.' && n > 3 && strcmp(name + n - 3, ".so") == 0;
 }
 
-static pl_status *pl_loader_add(pl_runtime *rt, const char *path,
-                                const char *dir)
+/* The modules of one scan of the module path whose files passed the checks,
+ * in path order, waiting for their probes (all at once) and then to be
+ * opened one by one. */
+typedef struct pl_loader_pending {
+    pl_module **mods;
+    char **reals;
+    size_t n;
+} pl_loader_pending;
+
+static pl_status *pl_loader_add(pl_runtime *rt, const char *path, const char *dir,
+                                pl_loader_pending *p)
 {
     pl_module **grown =
         pl_alloc_realloc(rt->alloc, rt->modules, (rt->n_modules + 1) * sizeof *grown);
     if (grown == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     rt->modules = grown;
+    pl_module **mods = pl_alloc_realloc(rt->alloc, p->mods, (p->n + 1) * sizeof *mods);
+    if (mods != NULL)
+        p->mods = mods;
+    char **reals = pl_alloc_realloc(rt->alloc, p->reals, (p->n + 1) * sizeof *reals);
+    if (reals != NULL)
+        p->reals = reals;
+    if (mods == NULL || reals == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     pl_module *m = pl_module_new(rt, path);
     if (m == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     rt->modules[rt->n_modules++] = m;
     rt->refs++;
-    pl_loader_load_file(rt, m, dir);
+    char *real = pl_loader_prepare(rt, m, dir);
+    if (real != NULL) {
+        p->mods[p->n] = m;
+        p->reals[p->n++] = real;
+    }
     return NULL;
+}
+
+/* Probes the pending modules together, then opens them in order. */
+static void pl_loader_open_pending(pl_runtime *rt, pl_loader_pending *p)
+{
+    pl_status *one = NULL;
+    pl_status **verdicts = &one;
+    if (p->n > 1)
+        verdicts = pl_alloc_calloc(rt->alloc, p->n, sizeof *verdicts);
+    if (rt->config->probe == PL_PROBE_FORK && verdicts != NULL) {
+        pl_probe_modules(rt, p->mods, p->reals, p->n, verdicts);
+    } else if (rt->config->probe == PL_PROBE_FORK) {
+        /* No room for the list of verdicts: probe as each is opened. */
+        for (size_t i = 0; i < p->n; i++)
+            pl_loader_finish(rt, p->mods[i], p->reals[i],
+                             pl_probe_module(rt, p->mods[i], p->reals[i]));
+        p->n = 0;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        pl_loader_finish(rt, p->mods[i], p->reals[i], verdicts ? verdicts[i] : NULL);
+    if (verdicts != &one)
+        pl_free(verdicts);
+    pl_free(p->mods);
+    pl_free(p->reals);
+    *p = (pl_loader_pending){0};
 }
 
 /* One entry of the module path: a directory (every *.so in it, sorted) or a
  * single file. */
-static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
+static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry,
+                                      pl_loader_pending *p)
 {
     struct stat st;
     errno = 0;
@@ -588,7 +657,7 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
         for (size_t i = 0; i < n; i++) {
             if (result == NULL) {
                 char *full = pl_alloc_strdupf(rt->alloc, "%s/%s", entry, names[i]);
-                result = full ? pl_loader_add(rt, full, entry)
+                result = full ? pl_loader_add(rt, full, entry, p)
                               : pl_status_create(PL_CODE_OUT_OF_MEMORY,
                                                  "out of memory");
                 pl_free(full);
@@ -617,7 +686,7 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
         *slash = '\0';
     else
         strcpy(dir, ".");
-    pl_status *result = pl_loader_add(rt, entry, dir);
+    pl_status *result = pl_loader_add(rt, entry, dir, p);
     pl_free(dir);
     return result;
 }
@@ -625,7 +694,9 @@ static pl_status *pl_loader_scan_entry(pl_runtime *rt, const char *entry)
 pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
 {
     const pl_config *c = rt->config;
-    for (size_t i = 0; i < c->n_module_paths; i++) {
+    pl_loader_pending p = {0};
+    pl_status *st = NULL;
+    for (size_t i = 0; i < c->n_module_paths && st == NULL; i++) {
         if (rt->secure && c->module_path_relative[i]) {
             pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
                                       "module path %s ignored: written as a relative "
@@ -633,21 +704,21 @@ pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
                                       c->module_paths[i]);
             continue;
         }
-        PL_RETURN_IF_ERROR(pl_loader_scan_entry(rt, c->module_paths[i]));
+        st = pl_loader_scan_entry(rt, c->module_paths[i], &p);
     }
-    if (env_path != NULL) {
+    if (env_path != NULL && st == NULL) {
         char *copy = pl_alloc_strdup(rt->alloc, env_path);
         if (copy == NULL)
-            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         char *save = NULL;
-        pl_status *st = NULL;
         /* Empty entries are skipped: the current directory is searched only
          * when it is named. */
-        for (char *tok = strtok_r(copy, ":", &save); tok && st == NULL;
+        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok && st == NULL;
              tok = strtok_r(NULL, ":", &save))
-            st = pl_loader_scan_entry(rt, tok);
+            st = pl_loader_scan_entry(rt, tok, &p);
         pl_free(copy);
-        PL_RETURN_IF_ERROR(st);
     }
-    return NULL;
+    /* What was found before a failure still loads. */
+    pl_loader_open_pending(rt, &p);
+    return st;
 }

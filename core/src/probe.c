@@ -255,13 +255,24 @@ static void pl_probe_signal_name(int sig, char *buf, size_t size)
     snprintf(buf, size, "signal %d", sig);
 }
 
-/* Runs the child and turns what happened into a verdict: "" when it came
- * through, else the reason. Fails (no verdict) only when no child could be
- * run or watched. */
-static pl_status *pl_probe_run(pl_runtime *rt, pl_module *m, const char *real,
-                               char *verdict, size_t size)
+/* One probe in flight: its child, the pipe it reports its stages on, and
+ * what has been seen of it. */
+typedef struct pl_probe_proc {
+    pid_t pid;
+    int fd;              /* read end of the stage pipe; -1 once at EOF */
+    long long deadline;  /* monotonic ms */
+    int stage;
+    bool done, timed_out, reaped;
+    int status;
+} pl_probe_proc;
+
+/* Forks the child of module M. Fails (no child) only when no pipe or
+ * process could be made. */
+static pl_status *pl_probe_start(pl_runtime *rt, pl_module *m, const char *real,
+                                 pl_probe_proc *c)
 {
-    verdict[0] = '\0';
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return pl_status_create(PL_CODE_IO_ERROR, "cannot make a pipe: %s", strerror(errno));
@@ -277,75 +288,124 @@ static pl_status *pl_probe_run(pl_runtime *rt, pl_module *m, const char *real,
         pl_probe_child(rt, m, real, fds[1]);
     }
     close(fds[1]);
-    const int timeout = rt->config->probe_timeout_ms;
-    const long long deadline = pl_probe_now_ms() + timeout;
-    int stage = 0;
-    bool done = false, timed_out = false, reaped = false;
-    int status = 0;
-    /* The stages, until the child closes its end (it exited)... */
-    for (bool eof = false; !eof;) {
-        long long left = deadline - pl_probe_now_ms();
-        if (left <= 0) {
-            timed_out = true;
-            break;
+    /* Read without blocking: the watch reads only what poll announced, and
+     * once more at the deadline. */
+    int flags = fcntl(fds[0], F_GETFL);
+    if (flags >= 0)
+        fcntl(fds[0], F_SETFL, flags | O_NONBLOCK);
+    c->pid = pid;
+    c->fd = fds[0];
+    c->deadline = pl_probe_now_ms() + rt->config->probe_timeout_ms;
+    return NULL;
+}
+
+/* Reads what child C reported; closes its pipe at EOF. */
+static void pl_probe_read(pl_probe_proc *c)
+{
+    char buf[64];
+    ssize_t n = read(c->fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        close(c->fd);
+        c->fd = -1;
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (buf[i] == PL_PROBE_STAGE_DONE)
+            c->done = true;
+        else
+            c->stage = (unsigned char)buf[i];
+    }
+}
+
+/* Follows the N children at once until each has closed its pipe (exited)
+ * or run out of time; every child has its own deadline. PS has room for N
+ * entries. */
+static void pl_probe_watch(pl_probe_proc *const *cs, size_t n, struct pollfd *ps)
+{
+    for (;;) {
+        long long now = pl_probe_now_ms();
+        long long wait = -1;
+        size_t np = 0;
+        for (size_t i = 0; i < n; i++) {
+            pl_probe_proc *c = cs[i];
+            if (c->fd < 0)
+                continue;
+            if (now >= c->deadline) {
+                pl_probe_read(c); /* what it said last, if anything */
+                if (c->fd >= 0) {
+                    c->timed_out = true;
+                    close(c->fd);
+                    c->fd = -1;
+                }
+                continue;
+            }
+            long long left = c->deadline - now;
+            if (wait < 0 || left < wait)
+                wait = left;
+            ps[np++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
         }
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int r = poll(&p, 1, (int)left);
-        if (r < 0 && errno != EINTR)
-            break;
-        if (r <= 0)
-            continue;
-        char buf[64];
-        ssize_t n = read(fds[0], buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            eof = true;
-            break;
+        if (np == 0)
+            return;
+        int r = poll(ps, (nfds_t)np, (int)wait);
+        for (size_t i = 0, k = 0; r > 0 && i < n; i++) {
+            if (cs[i]->fd < 0)
+                continue;
+            if (ps[k++].revents != 0)
+                pl_probe_read(cs[i]);
         }
-        for (ssize_t i = 0; i < n; i++) {
-            if (buf[i] == PL_PROBE_STAGE_DONE)
-                done = true;
-            else
-                stage = (unsigned char)buf[i];
+        if (r < 0 && errno != EINTR) {
+            /* Cannot watch: try again until the deadlines pass. */
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
         }
     }
-    close(fds[0]);
-    /* ... then its exit status, within the same time. A child that closed
-     * the pipe and went on is still waited for only that long. */
-    while (!timed_out) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) {
-            reaped = true;
+}
+
+/* Collects child C's exit status within its deadline (a child that closed
+ * the pipe and went on is waited for only that long), kills it if it is
+ * still there, and turns what happened into a verdict: "" when it came
+ * through, else the reason. Fails (no verdict) only when the child was
+ * reaped by someone else. */
+static pl_status *pl_probe_finish(pl_runtime *rt, pl_probe_proc *c, char *verdict,
+                                  size_t size)
+{
+    verdict[0] = '\0';
+    while (!c->timed_out) {
+        pid_t w = waitpid(c->pid, &c->status, WNOHANG);
+        if (w == c->pid) {
+            c->reaped = true;
             break;
         }
         if (w < 0 && errno != EINTR)
             break; /* reaped by someone else (a SIGCHLD handler) */
-        if (pl_probe_now_ms() >= deadline) {
-            timed_out = true;
+        if (pl_probe_now_ms() >= c->deadline) {
+            c->timed_out = true;
             break;
         }
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    if (!reaped) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (!c->reaped) {
+        kill(c->pid, SIGKILL);
+        while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR) {
         }
     }
-    if (done)
+    if (c->done)
         return NULL;
-    const char *where = pl_probe_stage_text(stage);
-    if (timed_out) {
-        snprintf(verdict, size, "%s did not return within %d ms", where, timeout);
-    } else if (reaped && WIFSIGNALED(status)) {
+    const char *where = pl_probe_stage_text(c->stage);
+    if (c->timed_out) {
+        snprintf(verdict, size, "%s did not return within %d ms", where,
+                 rt->config->probe_timeout_ms);
+    } else if (c->reaped && WIFSIGNALED(c->status)) {
         char sig[32];
-        pl_probe_signal_name(WTERMSIG(status), sig, sizeof sig);
+        pl_probe_signal_name(WTERMSIG(c->status), sig, sizeof sig);
         snprintf(verdict, size, "crashed in %s (%s)", where, sig);
-    } else if (reaped && WIFEXITED(status)) {
-        snprintf(verdict, size, "exited with status %d in %s", WEXITSTATUS(status), where);
+    } else if (c->reaped && WIFEXITED(c->status)) {
+        snprintf(verdict, size, "exited with status %d in %s", WEXITSTATUS(c->status),
+                 where);
     } else {
-        (void)m;
         return pl_status_create(PL_CODE_INTERNAL,
                                 "the probe's child was reaped elsewhere (a SIGCHLD "
                                 "handler?) before it finished");
@@ -364,64 +424,149 @@ static pl_status *pl_probe_skipped(pl_runtime *rt, const pl_module *m, pl_status
     return NULL;
 }
 
-pl_status *pl_probe_module(pl_runtime *rt, pl_module *m, const char *real)
-{
+/* One module of a batch: its key, where its verdict is kept, its child. */
+typedef struct pl_probe_job {
     char key[33];
-    pl_status *st = pl_probe_key(m, real, key);
+    char file[128];
+    bool use_dir;
+    bool started;
+    pl_probe_proc child;
+} pl_probe_job;
+
+/* Looks for a verdict already known for module M's file version: in this
+ * process, then in the cache folder. True when one was found (*OUT is the
+ * rejection, or NULL); false when the module must be probed. */
+static bool pl_probe_known(pl_runtime *rt, pl_module *m, const char *real,
+                           pl_probe_job *j, pl_status **out)
+{
+    *out = NULL;
+    pl_status *st = pl_probe_key(m, real, j->key);
     if (st != NULL) {
-        return pl_probe_skipped(rt, m, st);
+        *out = pl_probe_skipped(rt, m, st);
+        return true;
     }
-    char *known = pl_probe_recall(key);
+    char *known = pl_probe_recall(j->key);
     if (known != NULL) {
-        pl_status *r = known[0] ? pl_status_create(PL_CODE_DEVICE_ERROR, "%s", known) : NULL;
+        if (known[0])
+            *out = pl_status_create(PL_CODE_DEVICE_ERROR, "%s", known);
         free(known);
-        return r;
+        return true;
     }
     /* The cache folder's verdict, if it may be trusted. */
     const char *dir = rt->config->cache_dir;
-    bool use_dir = dir[0] != '\0';
-    char file[128];
-    snprintf(file, sizeof file, "%s-%s.probe", m->note.name, key);
-    if (use_dir) {
+    j->use_dir = dir[0] != '\0';
+    snprintf(j->file, sizeof j->file, "%s-%s.probe", m->note.name, j->key);
+    if (j->use_dir) {
         st = pl_cache_check_dir(dir);
-        use_dir = st == NULL;
+        j->use_dir = st == NULL;
         pl_status_free(st);
     }
+    if (!j->use_dir)
+        return false;
     char verdict[512];
-    pl_status *read_st = NULL;
-    if (use_dir)
-        read_st = pl_cache_read_small(dir, file, verdict, sizeof verdict);
-    if (use_dir && read_st == NULL) {
-        verdict[strcspn(verdict, "\n")] = '\0';
-        if (strcmp(verdict, "ok") == 0) {
-            pl_probe_remember(key, "");
-            return NULL;
-        }
-        const char *prefix = "rejected: ";
-        if (strncmp(verdict, prefix, strlen(prefix)) == 0) {
-            char reason[1024];
-            snprintf(reason, sizeof reason, "%s (remembered in %s/%s; delete it to probe again)",
-                     verdict + strlen(prefix), dir, file);
-            pl_probe_remember(key, reason);
-            return pl_status_create(PL_CODE_DEVICE_ERROR, "%s", reason);
-        }
-        /* Anything else is not a verdict: probe again, and replace it. */
+    pl_status *read_st = pl_cache_read_small(dir, j->file, verdict, sizeof verdict);
+    if (read_st != NULL) {
+        pl_status_free(read_st);
+        return false;
     }
-    pl_status_free(read_st);
-    st = pl_probe_run(rt, m, real, verdict, sizeof verdict);
-    if (st != NULL) {
-        return pl_probe_skipped(rt, m, st);
+    verdict[strcspn(verdict, "\n")] = '\0';
+    if (strcmp(verdict, "ok") == 0) {
+        pl_probe_remember(j->key, "");
+        return true;
     }
-    pl_probe_remember(key, verdict);
+    const char *prefix = "rejected: ";
+    if (strncmp(verdict, prefix, strlen(prefix)) == 0) {
+        char reason[1024];
+        snprintf(reason, sizeof reason, "%s (remembered in %s/%s; delete it to probe again)",
+                 verdict + strlen(prefix), dir, j->file);
+        pl_probe_remember(j->key, reason);
+        *out = pl_status_create(PL_CODE_DEVICE_ERROR, "%s", reason);
+        return true;
+    }
+    /* Anything else is not a verdict: probe again, and replace it. */
+    return false;
+}
+
+/* Remembers the verdict a child gave and returns it as the module's
+ * rejection (NULL: it came through). */
+static pl_status *pl_probe_keep(pl_runtime *rt, const pl_probe_job *j, const char *verdict)
+{
+    pl_probe_remember(j->key, verdict);
     /* A hang is kept for this process only: it may have been the machine
      * (a busy device, a loaded CI host), not the module, and a file that
      * says so would keep a sound module out for good. A crash is the
      * module's own. */
-    if (use_dir && strstr(verdict, "did not return within") == NULL) {
+    if (j->use_dir && strstr(verdict, "did not return within") == NULL) {
         char line[600];
         int n = verdict[0] ? snprintf(line, sizeof line, "rejected: %s\n", verdict)
                            : snprintf(line, sizeof line, "ok\n");
-        pl_status_free(pl_cache_write_named(dir, file, line, (size_t)n));
+        pl_status_free(pl_cache_write_named(rt->config->cache_dir, j->file, line, (size_t)n));
     }
     return verdict[0] ? pl_status_create(PL_CODE_DEVICE_ERROR, "%s", verdict) : NULL;
+}
+
+void pl_probe_modules(pl_runtime *rt, pl_module *const *mods, char *const *reals, size_t n,
+                      pl_status **verdicts)
+{
+    for (size_t i = 0; i < n; i++)
+        verdicts[i] = NULL;
+    if (n == 0)
+        return;
+    pl_probe_job one;
+    pl_probe_proc *one_child;
+    struct pollfd one_poll;
+    pl_probe_job *jobs = &one;
+    pl_probe_proc **children = &one_child;
+    struct pollfd *polls = &one_poll;
+    if (n > 1) {
+        jobs = pl_alloc_calloc(rt->alloc, n, sizeof *jobs);
+        children = pl_alloc_calloc(rt->alloc, n, sizeof *children);
+        polls = pl_alloc_calloc(rt->alloc, n, sizeof *polls);
+        if (jobs == NULL || children == NULL || polls == NULL) {
+            pl_free(jobs);
+            pl_free(children);
+            pl_free(polls);
+            /* No room to run them together: one at a time. */
+            for (size_t i = 0; i < n; i++)
+                pl_probe_modules(rt, &mods[i], &reals[i], 1, &verdicts[i]);
+            return;
+        }
+    }
+    memset(jobs, 0, n * sizeof *jobs);
+    /* Every child starts before any is waited for, so a start pays for
+     * the slowest probe, not for all of them. */
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pl_probe_known(rt, mods[i], reals[i], &jobs[i], &verdicts[i]))
+            continue;
+        pl_status *st = pl_probe_start(rt, mods[i], reals[i], &jobs[i].child);
+        if (st != NULL) {
+            verdicts[i] = pl_probe_skipped(rt, mods[i], st);
+            continue;
+        }
+        jobs[i].started = true;
+        children[nc++] = &jobs[i].child;
+    }
+    pl_probe_watch(children, nc, polls);
+    for (size_t i = 0; i < n; i++) {
+        if (!jobs[i].started)
+            continue;
+        char verdict[512];
+        pl_status *st = pl_probe_finish(rt, &jobs[i].child, verdict, sizeof verdict);
+        verdicts[i] = st != NULL ? pl_probe_skipped(rt, mods[i], st)
+                                 : pl_probe_keep(rt, &jobs[i], verdict);
+    }
+    if (n > 1) {
+        pl_free(jobs);
+        pl_free(children);
+        pl_free(polls);
+    }
+}
+
+pl_status *pl_probe_module(pl_runtime *rt, pl_module *m, const char *real)
+{
+    char *r = (char *)real;
+    pl_status *verdict = NULL;
+    pl_probe_modules(rt, &m, &r, 1, &verdict);
+    return verdict;
 }

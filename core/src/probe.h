@@ -31,6 +31,13 @@ typedef enum pl_probe_stage_id {
  * with a warning. */
 pl_status *pl_probe_module(pl_runtime *rt, pl_module *m, const char *real);
 
+/* pl_probe_module for N modules at once: every child that is needed starts
+ * before any is waited for, so a start pays for the slowest probe rather
+ * than for the sum, and each child has its own time limit. VERDICTS[i]
+ * receives module i's rejection, or NULL. */
+void pl_probe_modules(pl_runtime *rt, pl_module *const *mods, char *const *reals, size_t n,
+                      pl_status **verdicts);
+
 /* Marks the stage the loader is about to run. In a probe child it tells
  * the parent; anywhere else it does nothing. */
 void pl_probe_stage(pl_probe_stage_id stage);
