@@ -8,6 +8,7 @@
  * and the program is lowered again without it; then its memory is planned.
  * Runs walk the program (run.c); pl_session_describe describes it (describe.c). The
  * modules a session uses stay loaded while it lives. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,20 @@
 #include "registry.h"
 #include "run.h"
 #include "status.h"
+
+/* The [placement] settings a session is made with: the configuration's,
+ * or the options' where they say so. The strings belong to either and are
+ * read during creation only. */
+typedef struct pl_sess_place {
+    const char *const *order;
+    size_t n_order;
+    bool order_from_code; /* entries that cannot be used are errors */
+    const char *const *pins;
+    size_t n_pins;
+    bool strict;
+    bool choose_by_cost;
+    int min_subgraph_nodes;
+} pl_sess_place;
 
 struct pl_session {
     pl_model *model;
@@ -37,6 +52,7 @@ struct pl_session {
      * runtime alive. */
     pl_module **retained;
     size_t n_retained;
+    pl_sess_place place; /* during creation */
 };
 
 static pl_status *pl_sess_oom(void)
@@ -81,18 +97,61 @@ static void pl_sess_add_backend(pl_session *s, const char *name, int device,
     (*n)++;
 }
 
+/* Why the backend SPEC of the options' order cannot be used, or NULL. */
+static pl_status *pl_sess_check_backend(pl_session *s, const char *spec)
+{
+    char name[64];
+    int device;
+    if (spec == NULL || spec[0] == '\0')
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "session option order: an entry is empty");
+    pl_sess_split_backend(spec, name, sizeof name, &device);
+    const char *colon = strchr(spec, ':');
+    if (colon != NULL) {
+        char *end = NULL;
+        long d = strtol(colon + 1, &end, 10);
+        if (colon[1] == '\0' || *end != '\0' || d < 0 || d > 1 << 20)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "session option order: '%s': the device after ':' "
+                                    "must be a number >= 0", spec);
+    }
+    for (size_t i = 0; i < s->rt->n_modules; i++) {
+        const pl_module *m = s->rt->modules[i];
+        if (strcmp(m->name, name) != 0)
+            continue;
+        if (m->status != PL_MODULE_LOADED)
+            return pl_status_create(PL_CODE_NOT_FOUND,
+                                    "session option order: module '%s' is %s: %s", name,
+                                    pl_module_status_name(m->status), m->reason);
+        if (device >= m->device_count)
+            return pl_status_create(PL_CODE_NOT_FOUND,
+                                    "session option order: '%s': module %s has %d "
+                                    "device%s", spec, name, m->device_count,
+                                    m->device_count == 1 ? "" : "s");
+        if (!(m->api.capabilities & (PL_CAP_SYMBOLIC | PL_CAP_IMPERATIVE)))
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "session option order: module '%s' runs no nodes "
+                                    "(a format module?)", name);
+        return NULL;
+    }
+    return pl_status_create(PL_CODE_NOT_FOUND,
+                            "session option order: no module named '%s' was found", name);
+}
+
 /* The backends of [placement] order, then cpu if the order lacks it. */
 static pl_status *pl_sess_backends(pl_session *s, pl_part_backend **out, size_t *out_n)
 {
-    const pl_config *c = s->rt->config;
-    pl_part_backend *list = pl_calloc(c->n_placement + 2, sizeof *list);
+    const pl_sess_place *c = &s->place;
+    for (size_t i = 0; c->order_from_code && i < c->n_order; i++)
+        PL_RETURN_IF_ERROR(pl_sess_check_backend(s, c->order[i]));
+    pl_part_backend *list = pl_calloc(c->n_order + 2, sizeof *list);
     if (list == NULL)
         return pl_sess_oom();
     size_t n = 0;
-    for (size_t i = 0; i < c->n_placement; i++) {
+    for (size_t i = 0; i < c->n_order; i++) {
         char name[64];
         int device;
-        pl_sess_split_backend(c->placement[i], name, sizeof name, &device);
+        pl_sess_split_backend(c->order[i], name, sizeof name, &device);
         pl_sess_add_backend(s, name, device < 0 ? 0 : device, list, &n);
     }
     bool have_cpu = false;
@@ -138,7 +197,7 @@ static int32_t pl_sess_pin_backend(const pl_part_backend *backends, size_t nb,
 static pl_status *pl_sess_pins(pl_session *s, const pl_part_backend *backends, size_t nb,
                                pl_part_pin **out, char ***out_names, size_t *out_n)
 {
-    const pl_config *c = s->rt->config;
+    const pl_sess_place *c = &s->place;
     *out_n = 0;
     *out = pl_calloc(c->n_pins ? c->n_pins : 1, sizeof **out);
     *out_names = pl_calloc(c->n_pins ? c->n_pins : 1, sizeof **out_names);
@@ -173,10 +232,9 @@ static pl_status *pl_sess_partition(pl_session *s)
         st = pl_sess_pins(s, backends, nb, &pins, &pin_names, &n_pins);
     if (st == NULL)
         st = pl_partition_create(s->g, s->view, backends, nb, pins, n_pins,
-                                 s->rt->config->min_subgraph_nodes,
-                                 s->rt->config->choose_by_cost,
+                                 s->place.min_subgraph_nodes, s->place.choose_by_cost,
                                  pl_runtime_thread_count(s->rt), &s->part);
-    for (size_t i = 0; pin_names && i < s->rt->config->n_pins; i++)
+    for (size_t i = 0; pin_names && i < s->place.n_pins; i++)
         pl_free(pin_names[i]);
     pl_free(pin_names);
     pl_free(pins);
@@ -196,7 +254,7 @@ static pl_status *pl_sess_compile_failed(pl_session *s, long failed, pl_status *
     const pl_prog_step *fs = &s->program->steps[failed];
     char reason[1200];
     snprintf(reason, sizeof reason, "compile failed: %s", pl_status_message(err));
-    if (s->rt->config->strict) {
+    if (s->place.strict) {
         pl_status *wrapped = pl_status_create(pl_status_code(err),
                                               "%s: %s, and [placement] strict = yes",
                                               fs->name, reason);
@@ -237,7 +295,66 @@ static pl_status *pl_sess_build(pl_session *s)
     return pl_runner_create(s->program, &s->runner);
 }
 
-static pl_status *pl_session_create_in(pl_model *model, pl_session **out_session)
+/* The placement settings: the configuration's, then the options'. */
+static pl_status *pl_sess_place_init(pl_session *s, const pl_session_options *o)
+{
+    const pl_config *c = s->rt->config;
+    pl_sess_place *p = &s->place;
+    *p = (pl_sess_place){.order = (const char *const *)c->placement,
+                         .n_order = c->n_placement,
+                         .pins = (const char *const *)c->pins,
+                         .n_pins = c->n_pins,
+                         .strict = c->strict,
+                         .choose_by_cost = c->choose_by_cost,
+                         .min_subgraph_nodes = c->min_subgraph_nodes};
+    if (o == NULL)
+        return NULL;
+    if (o->struct_size < offsetof(pl_session_options, order))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_session_create: options.struct_size is %u; set it to "
+                                "sizeof(pl_session_options)", (unsigned)o->struct_size);
+#define PL_SESS_HAS(field)                                                   \
+    (o->struct_size >= offsetof(pl_session_options, field) + sizeof o->field)
+    if (PL_SESS_HAS(n_order) && o->order != NULL) {
+        p->order = o->order;
+        p->n_order = o->n_order;
+        p->order_from_code = true;
+    }
+    if (PL_SESS_HAS(n_pins) && o->pins != NULL) {
+        for (size_t i = 0; i < o->n_pins; i++) {
+            const char *eq = o->pins[i] ? strchr(o->pins[i], '=') : NULL;
+            if (eq == NULL || eq == o->pins[i] || eq[1] == '\0')
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "session option pins: '%s' is not node=backend",
+                                        o->pins[i] ? o->pins[i] : "(null)");
+        }
+        p->pins = o->pins;
+        p->n_pins = o->n_pins;
+    }
+    if (PL_SESS_HAS(strict) && o->strict > PL_OPTION_YES)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "session option strict: %d is not KEEP, NO or YES",
+                                (int)o->strict);
+    if (PL_SESS_HAS(strict) && o->strict != PL_OPTION_KEEP)
+        p->strict = o->strict == PL_OPTION_YES;
+    if (PL_SESS_HAS(choose_by_cost) && o->choose_by_cost > PL_OPTION_YES)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "session option choose_by_cost: %d is not KEEP, NO or YES",
+                                (int)o->choose_by_cost);
+    if (PL_SESS_HAS(choose_by_cost) && o->choose_by_cost != PL_OPTION_KEEP)
+        p->choose_by_cost = o->choose_by_cost == PL_OPTION_YES;
+    if (PL_SESS_HAS(min_subgraph_nodes) && o->min_subgraph_nodes < 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "session option min_subgraph_nodes: %d is below 0",
+                                o->min_subgraph_nodes);
+    if (PL_SESS_HAS(min_subgraph_nodes) && o->min_subgraph_nodes > 0)
+        p->min_subgraph_nodes = o->min_subgraph_nodes;
+#undef PL_SESS_HAS
+    return NULL;
+}
+
+static pl_status *pl_session_create_in(pl_model *model, const pl_session_options *options,
+                                       pl_session **out_session)
 {
     pl_session *s = pl_calloc(1, sizeof *s);
     if (s == NULL)
@@ -247,7 +364,9 @@ static pl_status *pl_session_create_in(pl_model *model, pl_session **out_session
     s->rt = model->runtime;
     s->g = model->graph;
     s->warnings.logger = &s->rt->logger;
-    pl_status *st = pl_graph_view_create(s->g, NULL, 0, &s->view);
+    pl_status *st = pl_sess_place_init(s, options);
+    if (st == NULL)
+        st = pl_graph_view_create(s->g, NULL, 0, &s->view);
     if (st == NULL)
         st = pl_sess_partition(s);
     if (st == NULL)
@@ -267,6 +386,7 @@ static pl_status *pl_session_create_in(pl_model *model, pl_session **out_session
         pl_module_retain(s->retained[b]);
     }
     s->n_retained = nb;
+    s->place = (pl_sess_place){0};
     *out_session = s;
     return NULL;
 }
@@ -277,7 +397,6 @@ static pl_status *pl_session_create_in(pl_model *model, pl_session **out_session
 pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
                              pl_session **out_session)
 {
-    (void)options;
     if (out_session == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "pl_session_create: NULL out_session");
@@ -285,7 +404,7 @@ pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
     if (model == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_create: NULL model");
     pl_allocator outer = pl_alloc_scope_enter(model->alloc);
-    pl_status *st = pl_session_create_in(model, out_session);
+    pl_status *st = pl_session_create_in(model, options, out_session);
     pl_alloc_scope_leave(outer);
     return st;
 }

@@ -472,6 +472,139 @@ static void case_pin(void)
     pl_runtime_destroy(rt);
 }
 
+static pl_session *session_with(pl_runtime *rt, const char *model_path,
+                                const pl_session_options *o)
+{
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, model_path, &m));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, o, &s));
+    pl_model_destroy(m);
+    return s;
+}
+
+/* Placement from code: the options' order, pins, strict and
+ * min_subgraph_nodes replace the file's, each as its key would. */
+static void case_options_placement(void)
+{
+    make_weights(&W);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n");
+    const char *order[] = {"example_acc:0", "cpu"};
+    pl_session_options o = {.struct_size = sizeof o, .order = order, .n_order = 2};
+    pl_session *s = session_with(rt, write_residual(&W), &o);
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "mm1"), "example_acc") == 0,
+             "the options' order did not replace the file's");
+    TH_CHECK(strcmp(backend_of(root, "softmax"), "cpu") == 0, "softmax not on cpu");
+    json_decref(root);
+    run_and_check(s, &W, 1);
+    pl_session_destroy(s);
+
+    const char *pins[] = {"relu1=cpu"};
+    o.pins = pins;
+    o.n_pins = 1;
+    s = session_with(rt, write_residual(&W), &o);
+    root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "relu1"), "cpu") == 0, "the pin did not hold");
+    TH_CHECK(strcmp(backend_of(root, "mm1"), "example_acc") == 0, "mm1 left example_acc");
+    json_decref(root);
+    run_and_check(s, &W, 2);
+    pl_session_destroy(s);
+
+    o.pins = NULL;
+    o.n_pins = 0;
+    o.min_subgraph_nodes = 20;
+    s = session_with(rt, write_residual(&W), &o);
+    root = th_explain(s);
+    expect_all_on(root, "cpu");
+    json_decref(root);
+    pl_session_destroy(s);
+
+    /* NULL options and a zeroed struct keep the file's order = cpu. */
+    pl_session_options zero = {.struct_size = sizeof zero};
+    s = session_with(rt, write_residual(&W), &zero);
+    root = th_explain(s);
+    expect_all_on(root, "cpu");
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* strict from code: a failed compile fails the session with YES, falls
+ * back with NO, whatever the file says. */
+static void case_options_strict(void)
+{
+    make_weights(&W);
+    pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\nstrict = no\n"
+                                  "[example_acc]\nfail_compile = add2\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_residual(&W), &m));
+    pl_session_options o = {.struct_size = sizeof o, .strict = PL_OPTION_YES};
+    pl_session *s = NULL;
+    pl_status *st = pl_session_create(m, &o, &s);
+    TH_CHECK(st != NULL && s == NULL, "strict = YES from code did not fail the session");
+    TH_CHECK_CONTAINS(pl_status_message(st), "add2");
+    pl_status_free(st);
+    o.strict = PL_OPTION_NO;
+    TH_CHECK_OK(pl_session_create(m, &o, &s));
+    TH_CHECK(pl_session_warning_count(s) == 1, "expected the fallback's warning");
+    run_and_check(s, &W, 4);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* Wrong options fail creation with a message naming the option and why;
+ * the model stays usable. */
+static void case_options_errors(void)
+{
+    make_weights(&W);
+    pl_runtime *rt = runtime_with("[example_acc]\nenabled = no\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_residual(&W), &m));
+    static const struct {
+        const char *entry;
+        const char *message;
+    } orders[] = {
+        {"nosuch", "no module named 'nosuch'"},
+        {"example_acc", "module 'example_acc' is disabled"},
+        {"cpu:3", "module cpu has 1 device"},
+        {"cpu:x", "must be a number"},
+        {"onnx", "runs no nodes"},
+        {"", "an entry is empty"},
+    };
+    for (size_t i = 0; i < sizeof orders / sizeof orders[0]; i++) {
+        const char *order[] = {orders[i].entry};
+        pl_session_options o = {.struct_size = sizeof o, .order = order, .n_order = 1};
+        pl_session *s = NULL;
+        pl_status *st = pl_session_create(m, &o, &s);
+        TH_CHECK(st != NULL && s == NULL, "order '%s' was accepted", orders[i].entry);
+        TH_CHECK_CONTAINS(pl_status_message(st), "session option order");
+        TH_CHECK_CONTAINS(pl_status_message(st), orders[i].message);
+        pl_status_free(st);
+    }
+    const char *pins[] = {"relu1"};
+    pl_session_options o = {.struct_size = sizeof o, .pins = pins, .n_pins = 1};
+    pl_session *s = NULL;
+    pl_status *st = pl_session_create(m, &o, &s);
+    TH_CHECK_CONTAINS(pl_status_message(st), "session option pins: 'relu1' is not node=backend");
+    pl_status_free(st);
+    pl_session_options bad = {.struct_size = sizeof bad, .strict = (pl_option_flag)7};
+    st = pl_session_create(m, &bad, &s);
+    TH_CHECK_CONTAINS(pl_status_message(st), "session option strict");
+    pl_status_free(st);
+    pl_session_options small = {.struct_size = 2};
+    st = pl_session_create(m, &small, &s);
+    TH_CHECK_CONTAINS(pl_status_message(st), "struct_size");
+    pl_status_free(st);
+    /* The model still makes sessions. */
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    run_and_check(s, &W, 6);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 static void case_unsupported_node(void)
 {
     /* fx_custom registers com.plinth.test:Repeat with a shape function but
@@ -2096,8 +2229,11 @@ int main(int argc, char **argv)
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
         {"min_subgraph_nodes", case_min_subgraph_nodes},
-        {"pin", case_pin},
-        {"unsupported_node", case_unsupported_node},
+    {"pin", case_pin},
+    {"options_placement", case_options_placement},
+    {"options_strict", case_options_strict},
+    {"options_errors", case_options_errors},
+    {"unsupported_node", case_unsupported_node},
         {"threads_cpu", case_threads_cpu},
         {"threads_acc", case_threads_acc},
         {"naive_engine", case_naive_engine},

@@ -273,15 +273,44 @@ PL_API void pl_string_free(char *text);
 
 typedef struct pl_session pl_session;
 
+/* A yes/no option that zero leaves as the configuration says. */
+typedef enum pl_option_flag {
+    PL_OPTION_KEEP = 0, /* as [placement] says */
+    PL_OPTION_NO = 1,
+    PL_OPTION_YES = 2
+} pl_option_flag;
+
+/* Options for pl_session_create. Zero-initialise, then set struct_size:
+ * `pl_session_options o = {.struct_size = sizeof o};`. Every field left
+ * zero keeps what the runtime's [placement] section says, so placement can
+ * be chosen from code without an ini file. Strings are read during
+ * pl_session_create only. */
 typedef struct pl_session_options {
     uint32_t struct_size;
+    /* [placement] order: the backends offered the nodes, in order, each
+     * "module" or "module:device". Non-NULL replaces the configuration's
+     * (cpu is still the fallback). Unlike the file's, an entry naming a
+     * module that is not loaded, or a device it lacks, fails creation. */
+    const char *const *order;
+    size_t n_order;
+    /* [placement] pin: "node=backend" entries (backend as in order).
+     * Non-NULL replaces the configuration's. */
+    const char *const *pins;
+    size_t n_pins;
+    /* [placement] strict: YES fails the session when a compile fails. */
+    pl_option_flag strict;
+    /* [placement] choose: YES = cost, NO = first. */
+    pl_option_flag choose_by_cost;
+    /* [placement] min_subgraph_nodes; 0 keeps the configuration's. */
+    int min_subgraph_nodes;
 } pl_session_options;
 
 /* Creates a session for MODEL (the session keeps the model alive; the
  * caller may pl_model_destroy it at once). Fails when a node no module can run (the message names the
  * node, its op and every backend's reason), when a compile fails and
- * [placement] strict = yes, or when a tensor's shape is not fully known.
- * options may be NULL. */
+ * strict is set, when an option is wrong (the message names it), or when
+ * a tensor's shape is not fully known. options may be NULL. Control-flow
+ * bodies are placed by the runtime's configuration. */
 PL_API pl_status *pl_session_create(pl_model *model,
                                     const pl_session_options *options,
                                     pl_session **out_session);
