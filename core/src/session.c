@@ -295,6 +295,17 @@ static pl_status *pl_sess_build(pl_session *s)
     return pl_runner_create(s->program, &s->runner);
 }
 
+/* Applies option NAME's flag F to *SETTING. */
+static pl_status *pl_sess_flag(const char *name, pl_option_flag f, bool *setting)
+{
+    if (f > PL_OPTION_YES)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "session option %s: %d is not KEEP, NO or YES", name, (int)f);
+    if (f != PL_OPTION_KEEP)
+        *setting = f == PL_OPTION_YES;
+    return NULL;
+}
+
 /* The placement settings: the configuration's, then the options'. */
 static pl_status *pl_sess_place_init(pl_session *s, const pl_session_options *o)
 {
@@ -331,18 +342,10 @@ static pl_status *pl_sess_place_init(pl_session *s, const pl_session_options *o)
         p->pins = o->pins;
         p->n_pins = o->n_pins;
     }
-    if (PL_SESS_HAS(strict) && o->strict > PL_OPTION_YES)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "session option strict: %d is not KEEP, NO or YES",
-                                (int)o->strict);
-    if (PL_SESS_HAS(strict) && o->strict != PL_OPTION_KEEP)
-        p->strict = o->strict == PL_OPTION_YES;
-    if (PL_SESS_HAS(choose_by_cost) && o->choose_by_cost > PL_OPTION_YES)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "session option choose_by_cost: %d is not KEEP, NO or YES",
-                                (int)o->choose_by_cost);
-    if (PL_SESS_HAS(choose_by_cost) && o->choose_by_cost != PL_OPTION_KEEP)
-        p->choose_by_cost = o->choose_by_cost == PL_OPTION_YES;
+    if (PL_SESS_HAS(strict))
+        PL_RETURN_IF_ERROR(pl_sess_flag("strict", o->strict, &p->strict));
+    if (PL_SESS_HAS(choose_by_cost))
+        PL_RETURN_IF_ERROR(pl_sess_flag("choose_by_cost", o->choose_by_cost, &p->choose_by_cost));
     if (PL_SESS_HAS(min_subgraph_nodes) && o->min_subgraph_nodes < 0)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "session option min_subgraph_nodes: %d is below 0",
