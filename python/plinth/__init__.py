@@ -1,0 +1,452 @@
+"""Plinth from Python: runtimes, devices, models and sessions.
+
+A thin layer over libplinth's C API through ctypes (numpy for tensors)::
+
+    import plinth
+    with plinth.Runtime(config="backend.ini") as rt:
+        print(rt.devices())
+        model = rt.load_model("model.onnx", shapes={"input": (1, 3, 224, 224)})
+        with model.session(order=["onednn", "cpu"]) as s:
+            outputs = s.run({"input": x})
+
+Every native handle is released by close() (or the with block), and when
+its Python object is collected if the program forgets; libplinth counts
+references itself, so a session keeps its model and runtime alive and the
+order in which objects go does not matter. Failures raise plinth.Error with
+the library's one-line message. docs/python.md describes the model."""
+import ctypes
+import json
+import os
+import weakref
+
+import numpy as np
+
+from . import _native as N
+
+__all__ = ["Error", "Runtime", "Device", "Model", "Session", "library_path"]
+__version__ = "0.1.0"
+
+library_path = N.LIBRARY_PATH
+
+
+class Error(Exception):
+    """A failure reported by libplinth: .code (int), .code_name and the
+    message (str(e))."""
+
+    def __init__(self, message, code=12):
+        super().__init__(message)
+        self.code = code
+        self.code_name = N.code_name(code).decode()
+
+
+def _check(status):
+    """Raises the status (a pl_status *) as Error, freeing it."""
+    if status:
+        code = N.status_code(status)
+        message = N.status_message(status).decode(errors="replace")
+        N.status_free(status)
+        raise Error(message, code)
+
+
+def _cstr(s):
+    return s.encode() if isinstance(s, str) else s
+
+
+def _cstr_array(items):
+    arr = (ctypes.c_char_p * max(len(items), 1))()
+    for i, s in enumerate(items):
+        arr[i] = _cstr(s)
+    return arr
+
+
+# ---- dtypes ----------------------------------------------------------------
+
+_TYPE_INT, _TYPE_UINT, _TYPE_FLOAT, _TYPE_BFLOAT, _TYPE_BOOL = 0, 1, 2, 4, 6
+_TO_NUMPY = {
+    (_TYPE_FLOAT, 32): np.float32, (_TYPE_FLOAT, 64): np.float64,
+    (_TYPE_FLOAT, 16): np.float16, (_TYPE_INT, 8): np.int8, (_TYPE_INT, 32): np.int32,
+    (_TYPE_INT, 64): np.int64, (_TYPE_UINT, 8): np.uint8, (_TYPE_BOOL, 8): np.bool_,
+}
+_NAMES = {
+    (_TYPE_FLOAT, 32): "float32", (_TYPE_FLOAT, 64): "float64", (_TYPE_FLOAT, 16): "float16",
+    (_TYPE_BFLOAT, 16): "bfloat16", (_TYPE_INT, 8): "int8", (_TYPE_INT, 32): "int32",
+    (_TYPE_INT, 64): "int64", (_TYPE_UINT, 8): "uint8", (_TYPE_BOOL, 8): "bool",
+}
+
+
+def _dtype_key(dt):
+    return (dt.code, dt.bits)
+
+
+def _to_bf16_bits(a):
+    """float32 -> bfloat16 bit patterns (uint16), rounding to nearest even."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))
+    bits = (rounded >> np.uint32(16)).astype(np.uint16)
+    nan = np.isnan(a)
+    if nan.any():
+        bits[nan] = np.uint16(0x7FC0)
+    return bits
+
+
+class TensorInfo:
+    """A graph input or output: name, dtype (a numpy dtype name, or
+    "bfloat16") and shape."""
+
+    def __init__(self, name, dtype, shape):
+        self.name, self.dtype, self.shape = name, dtype, shape
+
+    def __repr__(self):
+        return f"TensorInfo({self.name!r}, {self.dtype}, {self.shape})"
+
+
+# ---- runtime and devices ---------------------------------------------------------
+
+class _Handle:
+    """Owns one native handle, released once by close() or collection."""
+
+    def _own(self, handle, release):
+        self._h = handle
+        self._finalizer = weakref.finalize(self, release, handle)
+
+    def close(self):
+        """Releases the native handle now (idempotent)."""
+        if getattr(self, "_finalizer", None) is not None:
+            self._finalizer()
+        self._h = None
+
+    @property
+    def closed(self):
+        return getattr(self, "_h", None) is None
+
+    def _handle(self):
+        if self.closed:
+            raise Error(f"{type(self).__name__} is closed", 10)
+        return self._h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Device:
+    """One device of a loaded module: .module, .index, .name."""
+
+    def __init__(self, runtime, module, index, name):
+        self.runtime, self.module, self.index, self.name = runtime, module, index, name
+
+    @property
+    def spec(self):
+        """"module:index", as [placement] order spells it."""
+        return f"{self.module}:{self.index}"
+
+    def configure(self, **keys):
+        """Calls the device's module's configure with KEYS (values as text;
+        none to query) and returns every key/value it answers as a dict."""
+        return self.runtime.configure(self.module, **keys)
+
+    def __repr__(self):
+        return f"Device({self.module!r}, {self.index}, {self.name!r})"
+
+    def __eq__(self, other):
+        return (isinstance(other, Device) and other.runtime is self.runtime and
+                (other.module, other.index) == (self.module, self.index))
+
+    def __hash__(self):
+        return hash((self.module, self.index))
+
+
+def _default_config():
+    """The tree's backend.ini when nothing else would be found and this
+    package is used from a checkout, so a built tree works as is."""
+    if os.environ.get("PLINTH_CONFIG") or os.path.exists("backend.ini"):
+        return None
+    tree_ini = os.path.join(N.TREE, "backend.ini")
+    if os.path.exists(tree_ini) and os.path.exists(os.path.join(N.TREE, "modules.d")):
+        return tree_ini
+    return None
+
+
+class Runtime(_Handle):
+    """One configuration (backend.ini) and the modules it loaded.
+
+    config: the backend.ini to read; None looks where the C library does
+    ($PLINTH_CONFIG, ./backend.ini, the installed default) and, from a
+    checkout, falls back to the tree's backend.ini. threads: the CPU
+    thread budget (0 keeps the file's). secure_mode: ignore the environment
+    and ./backend.ini, as a privileged process must."""
+
+    def __init__(self, config=None, threads=0, secure_mode=False):
+        if config is None:
+            config = _default_config()
+        opts = N.RuntimeOptions()
+        opts.struct_size = ctypes.sizeof(opts)
+        opts.config_path = _cstr(os.fspath(config)) if config is not None else None
+        opts.secure_mode = bool(secure_mode)
+        opts.threads = int(threads)
+        h = ctypes.c_void_p()
+        _check(N.runtime_create(ctypes.byref(opts), ctypes.byref(h)))
+        self._own(h.value, N.runtime_destroy)
+
+    @property
+    def config_path(self):
+        p = N.runtime_config_path(self._handle())
+        return p.decode() if p else None
+
+    @property
+    def threads(self):
+        return N.runtime_thread_count(self._handle())
+
+    @property
+    def placement(self):
+        """[placement] order as the configuration gives it."""
+        h = self._handle()
+        return [N.runtime_placement(h, i).decode() for i in range(N.runtime_placement_count(h))]
+
+    @property
+    def diagnostics(self):
+        """Lines about the configuration and every module not loaded."""
+        h = self._handle()
+        return [N.runtime_diagnostic(h, i).decode(errors="replace")
+                for i in range(N.runtime_diagnostic_count(h))]
+
+    def modules(self):
+        """Every module file found: dicts with name, status ("loaded",
+        "disabled", "rejected", "no-device"), version, vendor, path,
+        reason, capabilities (names) and devices (a count)."""
+        h = self._handle()
+        out = []
+        for i in range(N.runtime_module_count(h)):
+            info = N.ModuleInfo()
+            info.struct_size = ctypes.sizeof(info)
+            _check(N.runtime_module_info(h, i, ctypes.byref(info)))
+            caps = [n for b, n in enumerate(N.CAP_NAMES) if info.capabilities & (1 << b)]
+            out.append({"name": info.name.decode(), "status": N.MODULE_STATUS.get(info.status, "?"),
+                        "version": info.version.decode(), "vendor": info.vendor.decode(),
+                        "path": info.path.decode(), "reason": info.reason.decode(errors="replace"),
+                        "capabilities": caps, "devices": info.device_count})
+        return out
+
+    def devices(self):
+        """The devices nodes can run on: every device of every loaded module
+        that runs nodes (format modules such as onnx are not devices)."""
+        h = self._handle()
+        out = []
+        for i, m in enumerate(self.modules()):
+            if m["status"] != "loaded":
+                continue
+            if not {"imperative", "symbolic"} & set(m["capabilities"]):
+                continue
+            for d in range(m["devices"]):
+                out.append(Device(self, m["name"], d, N.runtime_device_name(h, i, d).decode()))
+        return out
+
+    def device(self, module, index=0):
+        """Device INDEX of MODULE; Error when there is none."""
+        for d in self.devices():
+            if d.module == module and d.index == index:
+                return d
+        known = ", ".join(d.spec for d in self.devices()) or "none"
+        raise Error(f"no device {module}:{index} (devices: {known})", 3)
+
+    def configure(self, module, **keys):
+        """Calls MODULE's configure with KEYS and returns its outputs."""
+        h = self._handle()
+        names = list(keys)
+        values = [str(v).lower() if isinstance(v, bool) else str(v) for v in keys.values()]
+        _check(N.runtime_configure_module(h, _cstr(module), _cstr_array(names),
+                                          _cstr_array(values), len(names)))
+        i = N.runtime_find_module(h, _cstr(module))
+        out = {}
+        k, v = ctypes.c_char_p(), ctypes.c_char_p()
+        for j in range(N.runtime_module_output_count(h, i)):
+            N.runtime_module_output(h, i, j, ctypes.byref(k), ctypes.byref(v))
+            out[k.value.decode()] = v.value.decode(errors="replace")
+        return out
+
+    def load_model(self, path, shapes=None):
+        """Loads a model (ONNX, or Plinth's JSON graph). shapes: {input:
+        dims} binds inputs declared with symbolic dims."""
+        return Model(self, path, shapes)
+
+
+# ---- models and sessions -----------------------------------------------------------
+
+class Model(_Handle):
+    """A loaded graph, validated and typed; sessions are made from it."""
+
+    def __init__(self, runtime, path, shapes=None):
+        self.runtime = runtime
+        self.path = os.fspath(path)
+        h = ctypes.c_void_p()
+        _check(N.model_load(runtime._handle(), _cstr(self.path), ctypes.byref(h)))
+        self._own(h.value, N.model_destroy)
+        self._sessions = 0
+        for name, dims in (shapes or {}).items():
+            self.bind(name, dims)
+
+    @property
+    def node_count(self):
+        return N.model_node_count(self._handle())
+
+    def bind(self, name, dims):
+        """Gives input NAME concrete dims (before any session)."""
+        if self._sessions:
+            raise Error(f"{self.path}: bind '{name}' before making sessions", 10)
+        arr = (ctypes.c_int64 * max(len(dims), 1))(*[int(d) for d in dims])
+        _check(N.model_bind_input(self._handle(), _cstr(name), len(dims), arr))
+
+    def session(self, order=None, device=None, pins=None, strict=None, choose=None,
+                min_subgraph_nodes=0):
+        """Makes a session. order: backends offered the nodes ("module" or
+        "module:device" strings, or Device objects); device: one Device (or
+        "module:index") to prefer, cpu taking the rest; pins: {node:
+        backend}; strict: a failed compile fails the session; choose:
+        "cost" or "first". Anything not given is as [placement] says."""
+        if order is not None and device is not None:
+            raise Error("session: give order or device, not both", 2)
+        if device is not None:
+            order = [device, "cpu"]
+        self._sessions += 1
+        return Session(self, order, pins, strict, choose, min_subgraph_nodes)
+
+
+def _spec(backend):
+    return backend.spec if isinstance(backend, Device) else str(backend)
+
+
+class Session(_Handle):
+    """A model made ready to run: partitioned, compiled, planned."""
+
+    def __init__(self, model, order=None, pins=None, strict=None, choose=None,
+                 min_subgraph_nodes=0):
+        self.model = model
+        opts = N.SessionOptions()
+        opts.struct_size = ctypes.sizeof(opts)
+        keep = []
+        if order is not None:
+            specs = [_spec(b) for b in order]
+            arr = _cstr_array(specs)
+            keep.append(arr)
+            opts.order, opts.n_order = arr, len(specs)
+        if pins is not None:
+            items = [f"{node}={_spec(b)}" for node, b in dict(pins).items()]
+            arr = _cstr_array(items)
+            keep.append(arr)
+            opts.pins, opts.n_pins = arr, len(items)
+        if strict is not None:
+            opts.strict = N.OPTION_YES if strict else N.OPTION_NO
+        if choose is not None:
+            if choose not in ("cost", "first"):
+                raise Error(f"session: choose must be 'cost' or 'first', not {choose!r}", 2)
+            opts.choose_by_cost = N.OPTION_YES if choose == "cost" else N.OPTION_NO
+        opts.min_subgraph_nodes = int(min_subgraph_nodes)
+        h = ctypes.c_void_p()
+        _check(N.session_create(model._handle(), ctypes.byref(opts), ctypes.byref(h)))
+        self._own(h.value, N.session_destroy)
+        self.inputs = [self._info(N.session_input_name, N.session_input_type, i)
+                       for i in range(N.session_input_count(h.value))]
+        self.outputs = [self._info(N.session_output_name, N.session_output_type, i)
+                        for i in range(N.session_output_count(h.value))]
+
+    def _info(self, name_fn, type_fn, i):
+        dt, nd, dims = N.DType(), ctypes.c_int32(), ctypes.POINTER(ctypes.c_int64)()
+        type_fn(self._h, i, ctypes.byref(dt), ctypes.byref(nd), ctypes.byref(dims))
+        shape = tuple(dims[k] for k in range(nd.value))
+        info = TensorInfo(name_fn(self._h, i).decode(), _NAMES.get(_dtype_key(dt), "?"), shape)
+        info._dtype = N.DType(dt.code, dt.bits, dt.lanes)
+        return info
+
+    def _tensor(self, info, data_ptr, shape_arr):
+        t = N.Tensor()
+        t.data = data_ptr
+        t.device = N.Device(1, 0)
+        t.ndim = len(info.shape)
+        t.dtype = info._dtype
+        t.shape = shape_arr
+        t.struct_size = ctypes.sizeof(t)
+        return t
+
+    def run(self, feeds, outputs=None):
+        """Runs once. feeds: {input name: array-like} (converted to the
+        declared dtype; the shape must be the declared one). outputs: the
+        names wanted (all by default). Returns {name: numpy.ndarray}; a
+        bfloat16 output comes back as float32 (exact)."""
+        h = self._handle()
+        feeds = dict(feeds)
+        missing = [i.name for i in self.inputs if i.name not in feeds]
+        unknown = [n for n in feeds if n not in {i.name for i in self.inputs}]
+        if missing or unknown:
+            raise Error("session.run: " + "; ".join(
+                ([f"missing input(s) {missing}"] if missing else []) +
+                ([f"unknown input(s) {unknown}"] if unknown else [])) +
+                f" (inputs: {[i.name for i in self.inputs]})", 2)
+        keep = []
+        ins = (N.IO * max(len(self.inputs), 1))()
+        for k, info in enumerate(self.inputs):
+            value = feeds[info.name]
+            if info.dtype == "bfloat16":
+                a = np.asarray(value)
+                a = np.ascontiguousarray(a) if a.dtype == np.uint16 else _to_bf16_bits(a)
+            else:
+                a = np.ascontiguousarray(value, dtype=_TO_NUMPY[_dtype_key(info._dtype)])
+            if tuple(a.shape) != info.shape:
+                raise Error(f"session.run: input '{info.name}' has shape {tuple(a.shape)}, "
+                            f"the session expects {info.shape}", 2)
+            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            keep += [a, shape]
+            ins[k].name = _cstr(info.name)
+            ins[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape)
+        wanted = [o for o in self.outputs if outputs is None or o.name in outputs]
+        if outputs is not None:
+            bad = [n for n in outputs if n not in {o.name for o in self.outputs}]
+            if bad:
+                raise Error(f"session.run: unknown output(s) {bad} "
+                            f"(outputs: {[o.name for o in self.outputs]})", 2)
+        outs = (N.IO * max(len(wanted), 1))()
+        results = []
+        for k, info in enumerate(wanted):
+            np_type = np.uint16 if info.dtype == "bfloat16" else _TO_NUMPY[_dtype_key(info._dtype)]
+            a = np.empty(info.shape, dtype=np_type)
+            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            keep += [a, shape]
+            outs[k].name = _cstr(info.name)
+            outs[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape)
+            results.append(a)
+        _check(N.session_run(h, ins, len(self.inputs), outs, len(wanted)))
+        out = {}
+        for info, a in zip(wanted, results):
+            if info.dtype == "bfloat16":
+                a = (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+            out[info.name] = a
+        return out
+
+    @property
+    def warnings(self):
+        h = self._handle()
+        return [N.session_warning(h, i).decode(errors="replace")
+                for i in range(N.session_warning_count(h))]
+
+    def steps(self):
+        """The steps of a run: dicts with name, backend, runs and total_ns."""
+        h = self._handle()
+        out = []
+        for i in range(N.session_step_count(h)):
+            name, backend = ctypes.c_char_p(), ctypes.c_char_p()
+            ns, runs = ctypes.c_uint64(), ctypes.c_uint64()
+            N.session_step_info(h, i, ctypes.byref(name), ctypes.byref(backend),
+                                ctypes.byref(ns), ctypes.byref(runs))
+            out.append({"name": name.value.decode(), "backend": backend.value.decode(),
+                        "runs": runs.value, "total_ns": ns.value})
+        return out
+
+    def describe(self):
+        """What the session does (as `plinth explain --json` prints it)."""
+        text = ctypes.c_void_p()
+        _check(N.session_describe(self._handle(), ctypes.byref(text)))
+        try:
+            return json.loads(ctypes.string_at(text.value).decode())
+        finally:
+            N.string_free(text.value)

@@ -1,0 +1,265 @@
+"""Tests of the Python package (python/plinth) on the built library.
+
+Run by CTest (tests/python/CMakeLists.txt) with PLINTH_LIBRARY naming the
+built libplinth and PLINTH_TEST_MODULES the staged module folder; each
+TestCase class is one CTest test (python.<class>)."""
+import gc
+import os
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - Debian's python3-numpy is in tools/dev.sh
+    print("numpy is missing: skipped")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import plinth  # noqa: E402
+
+MODULES = os.environ.get("PLINTH_TEST_MODULES", os.path.join(ROOT, "modules.d"))
+MLP = os.path.join(ROOT, "examples", "mlp", "model.json")
+TMP = tempfile.mkdtemp(prefix="plinth-py-")
+
+
+def write_ini(text, name="backend.ini"):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(f"[runtime]\nmodules = {MODULES}\nthreads = 2\ncache_dir =\n{text}\n")
+    return path
+
+
+def onnx_model(name, build):
+    """Writes an ONNX model made by BUILD(helper, TensorProto) -> graph."""
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        raise unittest.SkipTest("python3-onnx is missing")
+    graph = build(helper, TensorProto)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    path = os.path.join(TMP, name)
+    onnx.save(model, path)
+    return path
+
+
+class RuntimeTest(unittest.TestCase):
+    def setUp(self):
+        self.rt = plinth.Runtime(config=write_ini("[example_acc]\ndevices = 2\n"))
+
+    def tearDown(self):
+        self.rt.close()
+
+    def test_devices(self):
+        devs = self.rt.devices()
+        specs = [d.spec for d in devs]
+        self.assertIn("cpu:0", specs)
+        self.assertIn("example_acc:0", specs)
+        self.assertIn("example_acc:1", specs)
+        # Format modules read files; they run no nodes, so they are no devices.
+        self.assertNotIn("onnx:0", specs)
+        acc = self.rt.device("example_acc", 1)
+        self.assertEqual((acc.module, acc.index), ("example_acc", 1))
+        self.assertEqual(acc.name, "Simulated accelerator 1")
+        self.assertEqual(self.rt.device("cpu").name, "cpu")
+
+    def test_device_missing(self):
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.device("example_acc", 5)
+        self.assertIn("no device example_acc:5", str(e.exception))
+        self.assertEqual(e.exception.code_name, "not found")
+
+    def test_modules(self):
+        mods = {m["name"]: m for m in self.rt.modules()}
+        self.assertEqual(mods["cpu"]["status"], "loaded")
+        self.assertIn("imperative", mods["cpu"]["capabilities"])
+        self.assertEqual(mods["onnx"]["capabilities"], ["import"])
+        self.assertTrue(mods["cpu"]["path"].endswith("libplinth_cpu.so"))
+
+    def test_configure(self):
+        out = self.rt.device("example_acc").configure()
+        self.assertEqual(out["devices"], "2")
+        out = self.rt.device("example_acc").configure(max_nodes_per_subgraph=3)
+        self.assertEqual(out["max_nodes_per_subgraph"], "3")
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.configure("example_acc", no_such_key=1)
+        self.assertIn("no_such_key", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.configure("nosuch")
+        self.assertEqual(e.exception.code_name, "not found")
+
+    def test_bad_config(self):
+        with self.assertRaises(plinth.Error) as e:
+            plinth.Runtime(config=os.path.join(TMP, "missing.ini"))
+        self.assertIn("missing.ini", str(e.exception))
+        bad = write_ini("[runtime]\nengine = sideways\n", "bad.ini")
+        with self.assertRaises(plinth.Error) as e:
+            plinth.Runtime(config=bad)
+        self.assertIn("bad.ini", str(e.exception))
+        self.assertIn("engine", str(e.exception))
+
+    def test_closed(self):
+        rt = plinth.Runtime(config=write_ini(""))
+        rt.close()
+        rt.close()  # idempotent
+        self.assertTrue(rt.closed)
+        with self.assertRaises(plinth.Error) as e:
+            rt.devices()
+        self.assertIn("closed", str(e.exception))
+
+    def test_context_manager(self):
+        with plinth.Runtime(config=write_ini("")) as rt:
+            self.assertGreaterEqual(rt.threads, 1)
+        self.assertTrue(rt.closed)
+
+
+class SessionTest(unittest.TestCase):
+    def setUp(self):
+        self.rt = plinth.Runtime(config=write_ini("[placement]\norder = cpu\n"))
+        self.model = self.rt.load_model(MLP)
+        self.x = np.random.default_rng(7).random((1, 64), dtype=np.float32) * 2 - 1
+
+    def tearDown(self):
+        self.model.close()
+        self.rt.close()
+
+    def test_run_cpu(self):
+        with self.model.session() as s:
+            self.assertEqual([i.name for i in s.inputs], ["x"])
+            self.assertEqual(s.inputs[0].shape, (1, 64))
+            self.assertEqual(s.inputs[0].dtype, "float32")
+            y = s.run({"x": self.x})["y"]
+            self.assertEqual(y.shape, (1, 10))
+            self.assertEqual(y.dtype, np.float32)
+            self.assertAlmostEqual(float(y.sum()), 1.0, places=5)  # a softmax
+            placement = {p["node"]: p["backend"] for p in s.describe()["placement"]}
+            self.assertEqual(set(placement.values()), {"cpu"})
+
+    def test_device_and_order(self):
+        with self.model.session() as ref:
+            want = ref.run({"x": self.x})["y"]
+        acc = self.rt.device("example_acc")
+        for kw in ({"device": acc}, {"device": "example_acc:0"},
+                   {"order": [acc, "cpu"]}, {"order": ["example_acc"]}):
+            with self.model.session(**kw) as s:
+                placement = {p["node"]: p["backend"] for p in s.describe()["placement"]}
+                self.assertEqual(placement["fc1"], "example_acc", kw)
+                self.assertEqual(placement["softmax"], "cpu", kw)
+                np.testing.assert_allclose(s.run({"x": self.x})["y"], want, rtol=1e-5,
+                                           atol=1e-6)
+
+    def test_pins_and_strict(self):
+        with self.model.session(device="example_acc:0", pins={"relu1": "cpu"},
+                                strict=True, choose="first") as s:
+            placement = {p["node"]: p["backend"] for p in s.describe()["placement"]}
+            self.assertEqual(placement["relu1"], "cpu")
+            self.assertEqual(placement["fc1"], "example_acc")
+
+    def test_session_errors(self):
+        with self.assertRaises(plinth.Error) as e:
+            self.model.session(order=["nosuch"])
+        self.assertIn("session option order: no module named 'nosuch'", str(e.exception))
+        with self.assertRaises(plinth.Error):
+            self.model.session(order=["cpu"], device="cpu:0")
+        with self.assertRaises(plinth.Error) as e:
+            self.model.session(choose="cheapest")
+        self.assertIn("choose", str(e.exception))
+
+    def test_run_errors(self):
+        with self.model.session() as s:
+            with self.assertRaises(plinth.Error) as e:
+                s.run({})
+            self.assertIn("missing input", str(e.exception))
+            with self.assertRaises(plinth.Error) as e:
+                s.run({"x": self.x, "z": self.x})
+            self.assertIn("unknown input", str(e.exception))
+            with self.assertRaises(plinth.Error) as e:
+                s.run({"x": np.zeros((2, 64), np.float32)})
+            self.assertIn("(1, 64)", str(e.exception))
+            with self.assertRaises(plinth.Error) as e:
+                s.run({"x": self.x}, outputs=["nope"])
+            self.assertIn("unknown output", str(e.exception))
+            # float64 input is converted to the declared float32.
+            y = s.run({"x": self.x.astype(np.float64)})["y"]
+            self.assertEqual(y.dtype, np.float32)
+
+    def test_missing_model(self):
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(os.path.join(TMP, "nope.onnx"))
+        self.assertIn("nope.onnx", str(e.exception))
+
+    def test_lifetime(self):
+        """A session outlives the Python objects of its model and runtime:
+        the library keeps them alive."""
+        rt = plinth.Runtime(config=write_ini(""))
+        s = rt.load_model(MLP).session()
+        del rt
+        gc.collect()
+        y = s.run({"x": self.x})["y"]
+        self.assertEqual(y.shape, (1, 10))
+        s.close()
+        with self.assertRaises(plinth.Error):
+            s.run({"x": self.x})
+
+
+class OnnxTest(unittest.TestCase):
+    def setUp(self):
+        self.rt = plinth.Runtime(config=write_ini("[placement]\norder = cpu\n"))
+
+    def tearDown(self):
+        self.rt.close()
+
+    def test_symbolic_shapes(self):
+        def build(h, T):
+            return h.make_graph(
+                [h.make_node("Relu", ["x"], ["r"]), h.make_node("Cast", ["r"], ["y"], to=T.INT64)],
+                "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+                [h.make_tensor_value_info("y", T.INT64, ["N", 4])])
+        path = onnx_model("relu.onnx", build)
+        m = self.rt.load_model(path, shapes={"x": (3, 4)})
+        with m.session() as s:
+            self.assertEqual(s.inputs[0].shape, (3, 4))
+            x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4) * 1.5
+            y = s.run({"x": x})["y"]
+            self.assertEqual(y.dtype, np.int64)
+            np.testing.assert_array_equal(y, np.maximum(x, 0).astype(np.int64))
+        with self.assertRaises(plinth.Error) as e:
+            m.bind("x", (5, 4))
+        self.assertIn("before making sessions", str(e.exception))
+        unbound = self.rt.load_model(path)
+        with self.assertRaises(plinth.Error) as e:
+            unbound.session()
+        self.assertIn("x", str(e.exception))
+
+    def test_dtypes(self):
+        def build(h, T):
+            return h.make_graph(
+                [h.make_node("Add", ["a", "b"], ["s"]), h.make_node("Not", ["m"], ["n"]),
+                 h.make_node("Neg", ["f"], ["g"])],
+                "g", [h.make_tensor_value_info("a", T.INT32, [2, 3]),
+                      h.make_tensor_value_info("b", T.INT32, [2, 3]),
+                      h.make_tensor_value_info("m", T.BOOL, [4]),
+                      h.make_tensor_value_info("f", T.FLOAT16, [5])],
+                [h.make_tensor_value_info("s", T.INT32, [2, 3]),
+                 h.make_tensor_value_info("n", T.BOOL, [4]),
+                 h.make_tensor_value_info("g", T.FLOAT16, [5])])
+        m = self.rt.load_model(onnx_model("dtypes.onnx", build))
+        with m.session() as s:
+            a = np.arange(6, dtype=np.int32).reshape(2, 3)
+            mask = np.array([True, False, True, False])
+            f = np.linspace(-2, 2, 5).astype(np.float16)
+            out = s.run({"a": a, "b": a * 10, "m": mask, "f": f})
+            np.testing.assert_array_equal(out["s"], a * 11)
+            np.testing.assert_array_equal(out["n"], ~mask)
+            self.assertEqual(out["g"].dtype, np.float16)
+            np.testing.assert_array_equal(out["g"], -f)
+            only = s.run({"a": a, "b": a, "m": mask, "f": f}, outputs=["n"])
+            self.assertEqual(list(only), ["n"])
+
+
+if __name__ == "__main__":
+    unittest.main()
