@@ -492,6 +492,37 @@ EOF
             { show; fail "$cmd: the error does not name the file and the reason"; }
     done
     ;;
+configure_call)
+    need_stage
+    printf '[runtime]\nmodules = %s\n[example_acc]\ndevices = 2\n' "$stage" >"$tmp/backend.ini"
+    run --config "$tmp/backend.ini" configure example_acc latency_us=7
+    [ "$rc" -eq 0 ] || { show; fail "configure exited $rc"; }
+    grep -qx "latency_us = 7" "$tmp/out" || { show; fail "configure did not print latency_us = 7"; }
+    grep -qx "power_mode.1 = balanced" "$tmp/out" || { show; fail "no power_mode.1 line"; }
+    run --config "$tmp/backend.ini" configure example_acc bogus=1
+    [ "$rc" -eq 1 ] || { show; fail "configure with an unknown key exited $rc, expected 1"; }
+    grep -q "^plinth: configure: module example_acc: unknown key 'bogus'" "$tmp/err" ||
+        { show; fail "the unknown key's error is not one line with one prefix"; }
+    run --config "$tmp/backend.ini" configure example_acc latency_us
+    [ "$rc" -eq 2 ] || { show; fail "configure with no '=' exited $rc, expected 2"; }
+    run --config "$tmp/backend.ini" call example_acc
+    [ "$rc" -eq 0 ] || { show; fail "call (list) exited $rc"; }
+    grep -qx "set_power_mode i(is)" "$tmp/out" || { show; fail "the list lacks set_power_mode"; }
+    run --config "$tmp/backend.ini" call example_acc set_power_mode 1 low_power
+    [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "0" ] || { show; fail "set_power_mode did not print 0"; }
+    run --config "$tmp/backend.ini" call example_acc set_power_mode -1 low_power
+    [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "-1" ] || { show; fail "device -1 did not give -1"; }
+    run --config "$tmp/backend.ini" call example_acc temperature_c 1
+    [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "46" ] || { show; fail "temperature_c 1 did not print 46"; }
+    run --config "$tmp/backend.ini" call example_acc set_power_mode one low_power
+    [ "$rc" -eq 2 ] || { show; fail "a non-number exited $rc, expected 2"; }
+    grep -q "argument 1 ('one') is not an int32" "$tmp/err" || { show; fail "no reason for 'one'"; }
+    run --config "$tmp/backend.ini" call example_acc set_power_mode 1
+    [ "$rc" -eq 1 ] || { show; fail "a missing argument exited $rc, expected 1"; }
+    grep -q 'takes 2' "$tmp/err" || { show; fail "no reason for the missing argument"; }
+    run --config "$tmp/backend.ini" call example_acc reboot
+    [ "$rc" -eq 1 ] && grep -q "no function 'reboot'" "$tmp/err" || { show; fail "reboot was not refused"; }
+    ;;
 *)
     echo "$0: no case named $case_name" >&2
     exit 2

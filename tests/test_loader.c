@@ -983,6 +983,159 @@ static void case_real_modules(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- vendor functions (ABI 1.4) ----------------------------------------- */
+
+static pl_value lt_i(int32_t v) { return (pl_value){.type = 'i', .as.i = v}; }
+
+/* The good entries are listed with their signatures; each bad one is
+ * dropped with a diagnostic naming it and why; the module still loads. */
+static void case_extensions_listed(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_extensions", "ext.so");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "ext.so", PL_MODULE_LOADED, NULL);
+    static const char *const want[][2] = {{"add", "i(ii)"},   {"mix", "d(lfdsp)"},
+                                          {"poke", "v()"},    {"pokes", "i()"},
+                                          {"twice", "l(l)"},  {"half", "f(f)"}};
+    TH_CHECK(pl_runtime_extension_count(rt, i) == 6, "%zu functions kept, expected 6",
+             pl_runtime_extension_count(rt, i));
+    for (size_t k = 0; k < 6; k++) {
+        const char *name, *sig;
+        pl_runtime_extension(rt, i, k, &name, &sig);
+        TH_CHECK(strcmp(name, want[k][0]) == 0 && strcmp(sig, want[k][1]) == 0,
+                 "function %zu is %s %s, expected %s %s", k, name, sig, want[k][0],
+                 want[k][1]);
+    }
+    static const char *const dropped[] = {
+        "extension 6 ('?', \"i()\") dropped: the name must be 1 to 64 of [a-z0-9_]",
+        "extension 7 ('bad_sig', \"q(i)\") dropped: return type 'q' is not one of",
+        "extension 8 ('no_fn', \"v()\") dropped: no function",
+        "extension 9 ('add', \"i(i)\") dropped: a second function of that name",
+        "extension 10 ('too_many', \"v(iiiiiiiiiiiiiiiii)\") dropped: 17 parameters; at most 16",
+    };
+    for (size_t d = 0; d < sizeof dropped / sizeof dropped[0]; d++) {
+        bool found = false;
+        for (size_t k = 0; k < pl_runtime_diagnostic_count(rt) && !found; k++)
+            found = strstr(pl_runtime_diagnostic(rt, k), dropped[d]) != NULL &&
+                    strstr(pl_runtime_diagnostic(rt, k), "module fx_extensions") != NULL;
+        TH_CHECK(found, "no diagnostic says: %s", dropped[d]);
+    }
+    pl_runtime_destroy(rt);
+}
+
+/* Calls of every type reach the function with the right values and bring
+ * its result back. */
+static void case_extensions_called(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_extensions", "ext.so");
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "ext.so", PL_MODULE_LOADED, NULL);
+    pl_value args[5] = {lt_i(40), lt_i(2)};
+    pl_value r;
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "add", args, 2, &r));
+    TH_CHECK(r.type == 'i' && r.as.i == 42, "add(40, 2) gave %c %d", r.type, (int)r.as.i);
+    args[0] = (pl_value){.type = 'i', .as.i = -7};
+    args[1] = (pl_value){.type = 'i', .as.i = INT32_MIN + 7};
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "add", args, 2, &r));
+    TH_CHECK(r.as.i == INT32_MIN, "add of negatives gave %d", (int)r.as.i);
+    double written = 0;
+    args[0] = (pl_value){.type = 'l', .as.l = 5000000000LL};
+    args[1] = (pl_value){.type = 'f', .as.f = 0.5f};
+    args[2] = (pl_value){.type = 'd', .as.d = 0.25};
+    args[3] = (pl_value){.type = 's', .as.s = "abcd"};
+    args[4] = (pl_value){.type = 'p', .as.p = &written};
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "mix", args, 5, &r));
+    TH_CHECK(r.type == 'd' && r.as.d == 5000000004.75 && written == 5000000004.75,
+             "mix gave %c %.17g, wrote %.17g", r.type, r.as.d, written);
+    for (int k = 0; k < 3; k++)
+        TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "poke", NULL, 0, &r));
+    TH_CHECK(r.type == 'v', "a v() function gave type %c", r.type);
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "pokes", NULL, 0, &r));
+    TH_CHECK(r.as.i == 3, "pokes = %d after three pokes", (int)r.as.i);
+    args[0] = (pl_value){.type = 'l', .as.l = -(1LL << 40)};
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "twice", args, 1, &r));
+    TH_CHECK(r.type == 'l' && r.as.l == -(1LL << 41), "twice gave %lld", (long long)r.as.l);
+    args[0] = (pl_value){.type = 'f', .as.f = 3.0f};
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "half", args, 1, NULL));
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "half", args, 1, &r));
+    TH_CHECK(r.type == 'f' && r.as.f == 1.5f, "half(3) gave %g", (double)r.as.f);
+    pl_runtime_destroy(rt);
+}
+
+/* Wrong calls fail with a message naming the call and the signature, and
+ * call nothing. */
+static void case_extensions_refused(void)
+{
+    lt_env env = lt_setup("");
+    lt_add(&env, "fx_extensions", "ext.so");
+    lt_add(&env, "fx_init_fails", "down.so");
+    pl_runtime *rt = lt_create(&env);
+    pl_value args[3] = {lt_i(1), lt_i(2), lt_i(3)};
+    pl_value r;
+    static const struct {
+        const char *module, *name;
+        size_t n;
+        const char *message;
+    } bad[] = {
+        {"fx_extensions", "add", 1, "call fx_extensions.add: 1 argument given, the signature \"i(ii)\" takes 2"},
+        {"fx_extensions", "add", 3, "3 arguments given"},
+        {"fx_extensions", "twice", 1, "argument 1 is int32 (i); the signature \"l(l)\" wants int64 (l) there"},
+        {"fx_extensions", "nope", 0, "the module has no function 'nope' (it exports: add, mix, poke, pokes, twice, half)"},
+        {"fx_extensions", "bad_sig", 1, "no function 'bad_sig'"},
+        {"fx_init_fails", "add", 2, "call fx_init_fails.add: module 'fx_init_fails' is not loaded"},
+        {"nosuch", "add", 2, "module 'nosuch' is not loaded"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        pl_status *st = pl_runtime_call(rt, bad[k].module, bad[k].name, args, bad[k].n, &r);
+        TH_CHECK(st != NULL, "%s.%s with %zu arguments was called", bad[k].module,
+                 bad[k].name, bad[k].n);
+        TH_CHECK_CONTAINS(pl_status_message(st), bad[k].message);
+        pl_status_free(st);
+    }
+    pl_value s = {.type = 's', .as.s = NULL};
+    pl_value mix[5] = {{.type = 'l'}, {.type = 'f'}, {.type = 'd'}, s, {.type = 'p'}};
+    pl_status *st = pl_runtime_call(rt, "fx_extensions", "mix", mix, 5, &r);
+    TH_CHECK_CONTAINS(pl_status_message(st), "argument 4 is a NULL string");
+    pl_status_free(st);
+    TH_CHECK_OK(pl_runtime_call(rt, "fx_extensions", "pokes", NULL, 0, &r));
+    TH_CHECK(r.as.i == 0, "a refused call reached the module (pokes = %d)", (int)r.as.i);
+    pl_runtime_destroy(rt);
+}
+
+/* The template vendor function: example_acc's set_power_mode (0, or -1
+ * for an unknown mode or device), seen in its configure outputs and in
+ * temperature_c. */
+static void case_example_acc_power_mode(void)
+{
+    lt_env env = lt_setup_stage("[example_acc]\ndevices = 2\n");
+    pl_runtime *rt = lt_create(&env);
+    size_t i = lt_expect(rt, "libplinth_example_acc.so", PL_MODULE_LOADED, NULL);
+    TH_CHECK(strcmp(th_module_output(rt, i, "power_mode.1"), "balanced") == 0,
+             "power_mode.1 starts as %s", th_module_output(rt, i, "power_mode.1"));
+    pl_value r;
+    pl_value args[2] = {lt_i(1), {.type = 's', .as.s = "low_power"}};
+    TH_CHECK_OK(pl_runtime_call(rt, "example_acc", "set_power_mode", args, 2, &r));
+    TH_CHECK(r.type == 'i' && r.as.i == 0, "set_power_mode(1, low_power) = %d", (int)r.as.i);
+    args[1].as.s = "turbo";
+    TH_CHECK_OK(pl_runtime_call(rt, "example_acc", "set_power_mode", args, 2, &r));
+    TH_CHECK(r.as.i == -1, "an unknown mode gave %d", (int)r.as.i);
+    args[0] = lt_i(2);
+    args[1].as.s = "performance";
+    TH_CHECK_OK(pl_runtime_call(rt, "example_acc", "set_power_mode", args, 2, &r));
+    TH_CHECK(r.as.i == -1, "device 2 of 2 gave %d", (int)r.as.i);
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "example_acc", NULL, NULL, 0));
+    TH_CHECK(strcmp(th_module_output(rt, i, "power_mode.1"), "low_power") == 0,
+             "power_mode.1 is %s after set_power_mode", th_module_output(rt, i, "power_mode.1"));
+    TH_CHECK(strcmp(th_module_output(rt, i, "power_mode.0"), "balanced") == 0,
+             "power_mode.0 changed");
+    args[0] = lt_i(1);
+    TH_CHECK_OK(pl_runtime_call(rt, "example_acc", "temperature_c", args, 1, &r));
+    TH_CHECK(r.type == 'd' && r.as.d == 36.0, "temperature_c(1) in low_power = %g", r.as.d);
+    pl_runtime_destroy(rt);
+}
+
 static void case_real_example_acc_devices(void)
 {
     lt_env env = lt_setup_stage("[example_acc]\ndevices = 3\n");
@@ -1066,6 +1219,10 @@ static const th_case cases[] = {
     {"probe_remembered", case_probe_remembered},
     {"probe_cache_file", case_probe_cache_file},
     {"real_modules", case_real_modules},
+    {"extensions_listed", case_extensions_listed},
+    {"extensions_called", case_extensions_called},
+    {"extensions_refused", case_extensions_refused},
+    {"example_acc_power_mode", case_example_acc_power_mode},
     {"real_example_acc_devices", case_real_example_acc_devices},
     {"real_onednn_outputs", case_real_onednn_outputs},
 };

@@ -66,6 +66,13 @@ static void usage(FILE *f)
             "                                values and the time of each step; --output-dir\n"
             "                                (made if missing) writes <output name>.npy\n"
             "                                (bf16 as float32)\n"
+            "  configure MODULE [KEY=VALUE ...]\n"
+            "                                call the module's configure with those keys (none:\n"
+            "                                a query) and print every key = value it reports\n"
+            "  call MODULE [NAME [ARG ...]]  call a vendor function of the module, its\n"
+            "                                arguments read by its signature, and print the\n"
+            "                                result; without NAME, list its functions\n"
+            "                                (put options before configure and call)\n"
             "\n"
             "options:\n"
             "  --shape NAME=D0,D1,...  (run, explain, bench) binds the symbolic dims of\n"
@@ -213,6 +220,11 @@ static void print_table(const pl_runtime *rt)
             const char *key, *value;
             pl_runtime_module_output(rt, i, k, &key, &value);
             printf("    %s = %s\n", key, value);
+        }
+        for (size_t k = 0; k < pl_runtime_extension_count(rt, i); k++) {
+            const char *name, *sig;
+            pl_runtime_extension(rt, i, k, &name, &sig);
+            printf("    function %s %s\n", name, sig);
         }
     }
 }
@@ -948,7 +960,8 @@ static int cmd_convert(const char *config, const char *model_path, const char *o
     return rc;
 }
 
-static int cmd_modules(const char *config, bool json, bool strict)
+/* A runtime for configure and call, or NULL with the reason printed. */
+static pl_runtime *cli_runtime(const char *config)
 {
     pl_runtime_options o = {.struct_size = sizeof o,
                             .config_path = config,
@@ -959,8 +972,156 @@ static int cmd_modules(const char *config, bool json, bool strict)
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
-        return EXIT_RUNTIME;
+        return NULL;
     }
+    return rt;
+}
+
+/* plinth configure MODULE [KEY=VALUE ...]: the module's configure with
+ * those keys (none: a query), then every key/value it reports. */
+static int cmd_configure(const char *config, const char **rest, size_t n_rest)
+{
+    if (n_rest < 1) {
+        fprintf(stderr, "plinth: configure needs a module name (see plinth --help)\n");
+        return EXIT_USAGE;
+    }
+    const char *keys[64], *values[64];
+    char *copies[64];
+    size_t n = 0;
+    for (size_t i = 1; i < n_rest; i++) {
+        const char *eq = strchr(rest[i], '=');
+        if (eq == NULL || eq == rest[i] || n == 64) {
+            fprintf(stderr, "plinth: configure: '%s' is not KEY=VALUE%s\n", rest[i],
+                    n == 64 ? " (or more than 64 keys)" : "");
+            for (size_t k = 0; k < n; k++)
+                free(copies[k]);
+            return EXIT_USAGE;
+        }
+        copies[n] = strndup(rest[i], (size_t)(eq - rest[i]));
+        keys[n] = copies[n];
+        values[n++] = eq + 1;
+    }
+    pl_runtime *rt = cli_runtime(config);
+    int rc = rt ? 0 : EXIT_RUNTIME;
+    pl_status *st = rt ? pl_runtime_configure_module(rt, rest[0], keys, values, n) : NULL;
+    if (st != NULL) {
+        fprintf(stderr, "plinth: configure: %s\n", pl_status_message(st));
+        pl_status_free(st);
+        rc = EXIT_RUNTIME;
+    } else if (rt != NULL) {
+        long i = pl_runtime_find_module(rt, rest[0]);
+        for (size_t k = 0; k < pl_runtime_module_output_count(rt, (size_t)i); k++) {
+            const char *key, *value;
+            pl_runtime_module_output(rt, (size_t)i, k, &key, &value);
+            printf("%s = %s\n", key, value);
+        }
+    }
+    for (size_t k = 0; k < n; k++)
+        free(copies[k]);
+    pl_runtime_destroy(rt);
+    return rc;
+}
+
+/* Reads TEXT as a value of signature letter TYPE into *OUT. */
+static bool cli_parse_value(char type, const char *text, pl_value *out)
+{
+    char *end = NULL;
+    errno = 0;
+    out->type = type;
+    switch (type) {
+    case 'i': {
+        long v = strtol(text, &end, 0);
+        out->as.i = (int32_t)v;
+        return *text && !*end && !errno && v >= INT32_MIN && v <= INT32_MAX;
+    }
+    case 'l':
+        out->as.l = strtoll(text, &end, 0);
+        return *text && !*end && !errno;
+    case 'f':
+        out->as.f = strtof(text, &end);
+        return *text && !*end && !errno;
+    case 'd':
+        out->as.d = strtod(text, &end);
+        return *text && !*end && !errno;
+    case 's':
+        out->as.s = text;
+        return true;
+    case 'p':
+        /* No memory to point at from a command line: only a null pointer. */
+        out->as.p = NULL;
+        return strcmp(text, "null") == 0 || strcmp(text, "0") == 0;
+    default:
+        return false;
+    }
+}
+
+/* plinth call MODULE [NAME [ARG ...]]: a vendor function of the module,
+ * its arguments read by its signature; without NAME, the list. */
+static int cmd_call(const char *config, const char **rest, size_t n_rest)
+{
+    if (n_rest < 1) {
+        fprintf(stderr, "plinth: call needs a module name (see plinth --help)\n");
+        return EXIT_USAGE;
+    }
+    pl_runtime *rt = cli_runtime(config);
+    if (rt == NULL)
+        return EXIT_RUNTIME;
+    long mi = pl_runtime_find_module(rt, rest[0]);
+    const char *sig = NULL;
+    for (size_t k = 0; mi >= 0 && k < pl_runtime_extension_count(rt, (size_t)mi); k++) {
+        const char *name, *s;
+        pl_runtime_extension(rt, (size_t)mi, k, &name, &s);
+        if (n_rest < 2)
+            printf("%s %s\n", name, s);
+        else if (strcmp(name, rest[1]) == 0)
+            sig = s;
+    }
+    int rc = 0;
+    if (n_rest < 2 && mi < 0) {
+        fprintf(stderr, "plinth: call: module '%s' is not loaded\n", rest[0]);
+        rc = EXIT_RUNTIME;
+    } else if (n_rest >= 2) {
+        pl_value args[PL_EXTENSION_MAX_PARAMS];
+        size_t n = n_rest - 2;
+        size_t want = sig ? strlen(sig) - 3 : 0;
+        for (size_t a = 0; sig && a < n && a < want && rc == 0; a++)
+            if (!cli_parse_value(sig[2 + a], rest[2 + a], &args[a])) {
+                fprintf(stderr, "plinth: call %s.%s: argument %zu ('%s') is not a%s %s "
+                        "(signature %s)\n", rest[0], rest[1], a + 1, rest[2 + a],
+                        sig[2 + a] == 'i' ? "n" : "",
+                        sig[2 + a] == 'i' ? "int32" : sig[2 + a] == 'l' ? "int64"
+                        : sig[2 + a] == 'p' ? "null pointer" : "number", sig);
+                rc = EXIT_USAGE;
+            }
+        pl_value result;
+        pl_status *st = NULL;
+        if (rc == 0)
+            st = pl_runtime_call(rt, rest[0], rest[1], args,
+                                 n > PL_EXTENSION_MAX_PARAMS ? PL_EXTENSION_MAX_PARAMS + 1 : n,
+                                 &result);
+        if (st != NULL) {
+            fprintf(stderr, "plinth: %s\n", pl_status_message(st));
+            pl_status_free(st);
+            rc = EXIT_RUNTIME;
+        } else if (rc == 0) {
+            switch (result.type) {
+            case 'i': printf("%d\n", (int)result.as.i); break;
+            case 'l': printf("%lld\n", (long long)result.as.l); break;
+            case 'f': printf("%.9g\n", (double)result.as.f); break;
+            case 'd': printf("%.17g\n", result.as.d); break;
+            default: break;
+            }
+        }
+    }
+    pl_runtime_destroy(rt);
+    return rc;
+}
+
+static int cmd_modules(const char *config, bool json, bool strict)
+{
+    pl_runtime *rt = cli_runtime(config);
+    if (rt == NULL)
+        return EXIT_RUNTIME;
     int rc = json ? print_json(rt) : (print_table(rt), 0);
     if (rc == 0 && strict) {
         for (size_t i = 0; i < pl_runtime_module_count(rt); i++) {
@@ -988,8 +1149,20 @@ int main(int argc, char **argv)
     int runs = -1;
     int warmup = 10;
     bool json = false, strict = false;
+    const char *rest[PL_EXTENSION_MAX_PARAMS + 68];
+    size_t n_rest = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        /* configure and call take the rest verbatim (a value may start
+         * with '-'). */
+        if (command != NULL && (strcmp(command, "configure") == 0 || strcmp(command, "call") == 0)) {
+            if (n_rest == sizeof rest / sizeof rest[0]) {
+                fprintf(stderr, "plinth: %s: too many arguments\n", command);
+                return EXIT_USAGE;
+            }
+            rest[n_rest++] = a;
+            continue;
+        }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
@@ -1076,6 +1249,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(command, "modules") == 0)
         return cmd_modules(config, json, strict);
+    if (strcmp(command, "configure") == 0)
+        return cmd_configure(config, rest, n_rest);
+    if (strcmp(command, "call") == 0)
+        return cmd_call(config, rest, n_rest);
     model_args margs = {.config = config, .model_path = operand, .input_args = input_args,
                         .n_input_args = n_input_args, .shape_args = shape_args,
                         .n_shape_args = n_shape_args, .output_dir = output_dir,

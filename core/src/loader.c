@@ -537,6 +537,8 @@ void pl_loader_open(pl_runtime *rt, pl_module *m, const char *real)
                          "the module reports no devices");
         return;
     }
+    pl_probe_stage(PL_PROBE_STAGE_EXTENSIONS);
+    pl_extension_collect(rt, m);
     pl_module_set_verdict(m, PL_MODULE_LOADED, "");
     pl_log(&rt->logger, PL_LOG_DEBUG, NULL, "module %s (%s): loaded, %d device(s)",
            m->name, m->path, m->device_count);

@@ -233,6 +233,7 @@ static const char *pl_probe_stage_text(int stage)
     case PL_PROBE_STAGE_INIT: return "init";
     case PL_PROBE_STAGE_CONFIGURE: return "configure";
     case PL_PROBE_STAGE_DEVICES: return "its device queries";
+    case PL_PROBE_STAGE_EXTENSIONS: return "its extension list";
     case PL_PROBE_STAGE_SHUTDOWN: return "shutdown";
     default: return "the probe";
     }

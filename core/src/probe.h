@@ -16,6 +16,7 @@ typedef enum pl_probe_stage_id {
     PL_PROBE_STAGE_INIT = 'i',
     PL_PROBE_STAGE_CONFIGURE = 'c',
     PL_PROBE_STAGE_DEVICES = 'd',   /* device_count, device_properties */
+    PL_PROBE_STAGE_EXTENSIONS = 'x', /* extensions (ABI 1.4) */
     PL_PROBE_STAGE_SHUTDOWN = 's',  /* shutdown, dlclose: its destructors */
     PL_PROBE_STAGE_DONE = 'K'
 } pl_probe_stage_id;

@@ -54,6 +54,7 @@ void pl_module_unload(pl_module *m)
     if (m->ctx != NULL && m->api.shutdown != NULL)
         m->api.shutdown(m->ctx);
     m->ctx = NULL;
+    pl_extension_forget(m);
     if (m->handle != NULL)
         dlclose(m->handle);
     m->handle = NULL;

@@ -45,7 +45,9 @@ struct pl_module {
     char **device_names;
     pl_kv_pair *outputs; /* configure's outputs */
     size_t n_outputs;
-    pthread_mutex_t configure_mu;
+    pthread_mutex_t configure_mu; /* configure and vendor calls */
+    pl_extension *exts;  /* vendor functions that passed the checks */
+    size_t n_exts;
     _Atomic int refs;    /* the runtime's + every live object's */
 };
 
@@ -76,6 +78,12 @@ struct pl_runtime {
      * loaded backend. */
     pl_module *control;
 };
+
+/* Asks loaded module M for its vendor functions and keeps those that pass
+ * the checks (extension.c); the others become diagnostics. */
+void pl_extension_collect(pl_runtime *rt, pl_module *m);
+/* Forgets M's vendor functions (the module is being unloaded). */
+void pl_extension_forget(pl_module *m);
 
 /* The core's host table (host.c). */
 extern const pl_host_api pl_host_table;

@@ -447,7 +447,16 @@ pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *name,
     pl_status *st = pl_module_configure(runtime->modules[idx], kv, n);
     pl_alloc_scope_leave(outer);
     pl_free(kv);
-    return pl_status_wrap(st, "module %s: ", name);
+    if (st == NULL)
+        return NULL;
+    /* One prefix: a module that names itself already gets no second. */
+    const char *msg = pl_status_message(st);
+    size_t nl = strlen(name);
+    if (strncmp(msg, name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ')
+        msg += nl + 2;
+    pl_status *out = pl_status_create(pl_status_code(st), "module %s: %s", name, msg);
+    pl_status_free(st);
+    return out;
 }
 
 pl_engine_kind pl_runtime_engine_kind(const pl_runtime *runtime)

@@ -180,6 +180,9 @@ static pl_status *xacc_bad_value(const char *key, const char *value, const char 
                                     value != NULL ? value : "(null)", key, accepted);
 }
 
+/* Reports power_mode.<device> for DEVICES devices (set_power_mode). */
+static void xacc_report_power(pl_module_ctx *ctx, int devices, pl_kv_sink out, void *out_ctx);
+
 /* Validates every key first and applies them only if all are good, so a
  * failed configure changes nothing. Then reports the current settings. */
 static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
@@ -245,8 +248,76 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
         out(out_ctx, "fail_compile", next.fail_compile);
         snprintf(text, sizeof text, "%lld", next.latency_us);
         out(out_ctx, "latency_us", text);
+        xacc_report_power(ctx, next.devices, out, out_ctx);
     }
     return NULL;
+}
+
+/* ---- vendor functions (ABI 1.4) -----------------------------------------
+ *
+ * What a real driver would expose beyond the ABI: a power mode per device
+ * and a temperature sensor. An application reaches them by name through
+ * the core (pl_runtime_call, `plinth call example_acc set_power_mode 0
+ * low_power`, Python's rt.call); the signature strings tell the core how
+ * to marshal the call, and the first parameter is always the instance. */
+
+static const char *const xacc_power_modes[] = {"balanced", "performance", "low_power"};
+#define XACC_N_POWER_MODES (sizeof xacc_power_modes / sizeof xacc_power_modes[0])
+
+/* "i(is)": 0 on success, -1 for a device the instance lacks or a mode it
+ * does not know (the mode is unchanged then). */
+static int32_t xacc_set_power_mode(pl_module_ctx *ctx, int32_t device, const char *mode)
+{
+    struct xacc_settings now;
+    xacc_settings_get(ctx, &now);
+    if (device < 0 || device >= now.devices || mode == NULL)
+        return -1;
+    for (size_t i = 0; i < XACC_N_POWER_MODES; i++)
+        if (strcmp(mode, xacc_power_modes[i]) == 0) {
+            pthread_mutex_lock(&ctx->lock);
+            ctx->power_mode[device] = (int)i;
+            pthread_mutex_unlock(&ctx->lock);
+            return 0;
+        }
+    return -1;
+}
+
+/* "d(i)": the simulated die temperature of DEVICE in degrees Celsius
+ * (lower in low_power), or -1 for a device the instance lacks. */
+static double xacc_temperature_c(pl_module_ctx *ctx, int32_t device)
+{
+    struct xacc_settings now;
+    xacc_settings_get(ctx, &now);
+    if (device < 0 || device >= now.devices)
+        return -1.0;
+    pthread_mutex_lock(&ctx->lock);
+    int mode = ctx->power_mode[device];
+    pthread_mutex_unlock(&ctx->lock);
+    return 45.0 + device + (mode == 1 ? 15.0 : mode == 2 ? -10.0 : 0.0);
+}
+
+static const pl_extension xacc_extension_list[] = {
+    {"set_power_mode", "i(is)", (void (*)(void))xacc_set_power_mode},
+    {"temperature_c", "d(i)", (void (*)(void))xacc_temperature_c},
+};
+
+static void xacc_report_power(pl_module_ctx *ctx, int devices, pl_kv_sink out, void *out_ctx)
+{
+    for (int d = 0; d < devices && d < XACC_MAX_DEVICES; d++) {
+        char key[32];
+        snprintf(key, sizeof key, "power_mode.%d", d);
+        pthread_mutex_lock(&ctx->lock);
+        int mode = ctx->power_mode[d];
+        pthread_mutex_unlock(&ctx->lock);
+        out(out_ctx, key, xacc_power_modes[mode]);
+    }
+}
+
+static const pl_extension *xacc_extensions(pl_module_ctx *ctx, size_t *out_n)
+{
+    (void)ctx;
+    *out_n = sizeof xacc_extension_list / sizeof xacc_extension_list[0];
+    return xacc_extension_list;
 }
 
 /* ---- memory ------------------------------------------------------------
@@ -603,6 +674,7 @@ static const pl_module_api xacc_api = {
     .release = xacc_release,
     .export_compiled = xacc_export_compiled,
     .import_compiled = xacc_import_compiled,
+    .extensions = xacc_extensions,
 };
 
 /* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */

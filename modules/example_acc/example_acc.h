@@ -59,6 +59,7 @@ struct pl_module_ctx {
     size_t cap_buffers;
     uint64_t next_id;
     uint64_t used_bytes[XACC_MAX_DEVICES];
+    int power_mode[XACC_MAX_DEVICES]; /* an index into xacc_power_modes */
 };
 
 /* A copy of the current settings (they may change while a call runs). */

@@ -266,6 +266,64 @@ class Runtime(_Handle):
             out[k.value.decode()] = v.value.decode(errors="replace")
         return out
 
+    def extensions(self, module):
+        """MODULE's vendor functions: {name: signature} ("i(is)": returns an
+        int, takes an int and a string; plinth/module.h, pl_extension)."""
+        h = self._handle()
+        i = N.runtime_find_module(h, _cstr(module))
+        if i < 0:
+            raise Error(f"module '{module}' is not loaded", 3)
+        out = {}
+        name, sig = ctypes.c_char_p(), ctypes.c_char_p()
+        for k in range(N.runtime_extension_count(h, i)):
+            N.runtime_extension(h, i, k, ctypes.byref(name), ctypes.byref(sig))
+            out[name.value.decode()] = sig.value.decode()
+        return out
+
+    def call(self, module, name, *args):
+        """Calls vendor function NAME of MODULE with ARGS, converted by its
+        signature (i, l: int; f, d: float; s: str; p: None, an int address,
+        a numpy array or a ctypes object, passed by address) and returns
+        its result (None for v). A wrong name, count or type raises Error
+        from the library, and nothing is called."""
+        h = self._handle()
+        sig = self.extensions(module).get(name)
+        values = (N.Value * max(len(args), 1))()
+        keep = []
+        params = sig[2:-1] if sig else ""
+        for k, a in enumerate(args):
+            t = params[k] if k < len(params) else "?"
+            v = values[k]
+            try:
+                if t in "il" and isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+                    v.type = t.encode()
+                    setattr(v.as_, t, int(a))
+                elif t in "fd" and isinstance(a, (int, float, np.number)) and not isinstance(a, bool):
+                    v.type = t.encode()
+                    setattr(v.as_, t, float(a))
+                elif t == "s" and isinstance(a, (str, bytes)):
+                    b = _cstr(a)
+                    keep.append(b)
+                    v.type, v.as_.s = b"s", b
+                elif t == "p" and (a is None or isinstance(a, int)):
+                    v.type, v.as_.p = b"p", a
+                elif t == "p" and isinstance(a, np.ndarray):
+                    keep.append(a)
+                    v.type, v.as_.p = b"p", a.ctypes.data
+                elif t == "p" and isinstance(a, ctypes._SimpleCData + (ctypes.Structure, ctypes.Array)):
+                    keep.append(a)
+                    v.type, v.as_.p = b"p", ctypes.addressof(a)
+                else:
+                    raise TypeError
+            except (TypeError, OverflowError, ctypes.ArgumentError):
+                raise Error(f"call {module}.{name}: argument {k + 1} ({type(a).__name__} "
+                            f"{a!r}) does not fit the signature {sig!r}", 2) from None
+        result = N.Value()
+        _check(N.runtime_call(h, _cstr(module), _cstr(name), values, len(args),
+                              ctypes.byref(result)))
+        t = result.type.decode()
+        return None if t == "v" else getattr(result.as_, t)
+
     def load_model(self, path, shapes=None):
         """Loads a model (ONNX, or Plinth's JSON graph). shapes: {input:
         dims} binds inputs declared with symbolic dims."""

@@ -109,6 +109,15 @@ class Tensor(ctypes.Structure):
                 ("csr", c_void_p)]
 
 
+class ValueUnion(ctypes.Union):
+    _fields_ = [("i", ctypes.c_int32), ("l", ctypes.c_int64), ("f", ctypes.c_float),
+                ("d", ctypes.c_double), ("s", c_char_p), ("p", c_void_p)]
+
+
+class Value(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_char), ("as_", ValueUnion)]
+
+
 class IO(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("tensor", Tensor)]
 
@@ -148,6 +157,11 @@ runtime_module_output = _fn("pl_runtime_module_output", None, c_void_p, c_size_t
                             P(c_char_p), P(c_char_p))
 runtime_configure_module = _fn("pl_runtime_configure_module", c_void_p, c_void_p, c_char_p,
                                P(c_char_p), P(c_char_p), c_size_t)
+runtime_extension_count = _fn("pl_runtime_extension_count", c_size_t, c_void_p, c_size_t)
+runtime_extension = _fn("pl_runtime_extension", None, c_void_p, c_size_t, c_size_t,
+                        P(c_char_p), P(c_char_p))
+runtime_call = _fn("pl_runtime_call", c_void_p, c_void_p, c_char_p, c_char_p, P(Value),
+                   c_size_t, P(Value))
 runtime_thread_count = _fn("pl_runtime_thread_count", ctypes.c_int, c_void_p)
 runtime_placement_count = _fn("pl_runtime_placement_count", c_size_t, c_void_p)
 runtime_placement = _fn("pl_runtime_placement", c_char_p, c_void_p, c_size_t)

@@ -92,6 +92,28 @@ class RuntimeTest(unittest.TestCase):
             self.rt.configure("nosuch")
         self.assertEqual(e.exception.code_name, "not found")
 
+    def test_call(self):
+        self.assertEqual(self.rt.extensions("example_acc"),
+                         {"set_power_mode": "i(is)", "temperature_c": "d(i)"})
+        self.assertEqual(self.rt.call("example_acc", "set_power_mode", 1, "performance"), 0)
+        self.assertEqual(self.rt.call("example_acc", "set_power_mode", 1, "warp"), -1)
+        self.assertEqual(self.rt.device("example_acc", 1).configure()["power_mode.1"],
+                         "performance")
+        self.assertEqual(self.rt.call("example_acc", "temperature_c", 1), 61.0)
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.call("example_acc", "set_power_mode", 1)
+        self.assertIn('1 argument given, the signature "i(is)" takes 2', str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.call("example_acc", "set_power_mode", "1", "low_power")
+        self.assertIn("argument 1", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.call("example_acc", "reboot")
+        self.assertIn("no function 'reboot'", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.call("nosuch", "x")
+        self.assertIn("not loaded", str(e.exception))
+        self.assertEqual(self.rt.extensions("cpu"), {})
+
     def test_bad_config(self):
         with self.assertRaises(plinth.Error) as e:
             plinth.Runtime(config=os.path.join(TMP, "missing.ini"))

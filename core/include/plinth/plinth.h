@@ -205,6 +205,39 @@ PL_API pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *n
                                        const char *const *keys,
                                        const char *const *values, size_t n);
 
+/* ---- vendor functions (a module's extensions, ABI 1.4) ------------------ */
+
+/* The vendor functions module I exports, as the loader accepted them:
+ * name and signature (plinth/module.h, pl_extension: "i(is)" returns an
+ * int32 and takes an int32 and a string). Strings valid until destroy. */
+PL_API size_t pl_runtime_extension_count(const pl_runtime *runtime, size_t i);
+PL_API void pl_runtime_extension(const pl_runtime *runtime, size_t i, size_t k,
+                                 const char **out_name, const char **out_signature);
+
+/* One argument or result of a vendor call: TYPE is the signature's letter
+ * ('i', 'l', 'f', 'd', 's', 'p'; 'v' for no result) and selects the member. */
+typedef struct pl_value {
+    char type;
+    union {
+        int32_t i;
+        int64_t l;
+        float f;
+        double d;
+        const char *s;
+        void *p;
+    } as;
+} pl_value;
+
+/* Calls vendor function NAME of loaded module MODULE with N_ARGS
+ * arguments, through libffi, serialised with the module's configure. Each
+ * argument's type must be the signature's letter at its place (no
+ * conversions; a string may not be NULL); an unknown module or function,
+ * a wrong count or a wrong type fails with a message that names the call
+ * and the signature, and nothing is called. *out_result (may be NULL)
+ * receives the result, type 'v' for none. */
+PL_API pl_status *pl_runtime_call(pl_runtime *runtime, const char *module, const char *name,
+                                  const pl_value *args, size_t n_args, pl_value *out_result);
+
 /* ---- the runtime's settings (from [runtime] and [placement]) ------------ */
 
 typedef enum pl_engine_kind {

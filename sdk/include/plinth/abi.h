@@ -31,9 +31,11 @@ extern "C" {
  *        If, Loop and Scan for format modules) and builder_data_file (a
  *        format's data file mapped and checked up front);
  *   1.3  pl_module_api.estimate_cost and pl_cost (cost-aware placement,
- *        optional). */
+ *        optional);
+ *   1.4  pl_module_api.extensions and pl_extension (vendor functions that
+ *        applications call through the core, optional). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 3
+#define PL_ABI_MINOR 4
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -410,6 +410,26 @@ typedef struct pl_run_args {
  * constant table; it must stay valid until the library is unloaded. Every
  * function receives the instance made by init. Functions a capability flag
  * names are required when the flag is set; the core checks. */
+/* A vendor function a module exports to applications (ABI 1.4). The
+ * function's first parameter is always the module's context; SIGNATURE
+ * gives the rest, one letter per type: the return type, then the
+ * parameters in parentheses.
+ *   i int32_t   l int64_t   f float   d double
+ *   s const char * (NUL-terminated; valid during the call only; never NULL)
+ *   p void * (an application buffer; may be NULL)
+ *   v no value (return type only)
+ * "i(is)" is `int32_t fn(pl_module_ctx *ctx, int32_t, const char *)`; at
+ * most 16 parameters. NAME is [a-z0-9_]+ and unique in the module. FN is
+ * the function, cast to void (*)(void); the core calls it through libffi
+ * with exactly the signature's types, so the two must agree. */
+typedef struct pl_extension {
+    const char *name;
+    const char *signature;
+    void (*fn)(void);
+} pl_extension;
+
+#define PL_EXTENSION_MAX_PARAMS 16
+
 typedef struct pl_module_api {
     pl_abi_header header;
 
@@ -560,6 +580,17 @@ typedef struct pl_module_api {
      * NULL: no estimates. */
     int (*estimate_cost)(pl_module_ctx *ctx, int device, const pl_graph_view *graph,
                          const size_t *nodes, size_t n_nodes, pl_cost *out);
+
+    /* ---- ABI 1.4 ---- */
+
+    /* optional: the module's vendor functions, which applications call by
+     * name through the core (pl_runtime_call, `plinth call`, Python's
+     * rt.call). Returns the list (static, or owned by CTX until shutdown)
+     * and sets *out_n; called once, after configure at load. The core
+     * checks every entry (name, signature, function) and drops a bad one
+     * with a diagnostic that names it; calls to one module are serialised
+     * with its configure. NULL: no vendor functions. */
+    const pl_extension *(*extensions)(pl_module_ctx *ctx, size_t *out_n);
 } pl_module_api;
 
 /* The struct_size of a complete ABI 1.0 module table. The core refuses a
@@ -573,6 +604,9 @@ typedef struct pl_module_api {
 /* ... and of an ABI 1.3 table (estimate_cost; 1.2 added nothing here). */
 #define PL_MODULE_API_SIZE_1_3 \
     (offsetof(pl_module_api, estimate_cost) + sizeof(void (*)(void)))
+/* ... and of an ABI 1.4 table (extensions). */
+#define PL_MODULE_API_SIZE_1_4 \
+    (offsetof(pl_module_api, extensions) + sizeof(void (*)(void)))
 
 /* ---- the entry point -------------------------------------------------- */
 
