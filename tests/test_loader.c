@@ -983,6 +983,68 @@ static void case_real_modules(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- loading a module while the program runs ------------------------------ */
+
+/* pl_runtime_load_module: a good module loads and is listed; a crashing
+ * one is refused by its probe with the reason, and nothing loaded before
+ * changes; a second copy of a loaded name, a directory and a missing file
+ * are refused. */
+static void case_load_at_runtime(void)
+{
+    lt_env env = lt_setup("probe_timeout_ms = 3000\n");
+    lt_add(&env, "fx_good", "first.so");
+    const char *extra = th_path(env.dir, "extra");
+    th_mkdir(extra, 0755);
+    const char *good2 = th_path(extra, "good2.so");
+    const char *bad = th_path(extra, "bad.so");
+    const char *dup = th_path(extra, "dup.so");
+    th_copy_file(lt_fixture("fx_good2"), good2, 0644);
+    th_copy_file(lt_fixture("fx_init_segv"), bad, 0644);
+    th_copy_file(lt_fixture("fx_good"), dup, 0644);
+    pl_runtime *rt = lt_create(&env);
+    lt_expect(rt, "first.so", PL_MODULE_LOADED, NULL);
+    size_t before = pl_runtime_module_count(rt);
+    size_t idx = 99;
+    TH_CHECK_OK(pl_runtime_load_module(rt, good2, &idx));
+    TH_CHECK(idx == before && pl_runtime_find_module(rt, "fx_good2") == (long)idx,
+             "the new module is at %zu, expected %zu", idx, before);
+    pl_status *st = pl_runtime_load_module(rt, bad, &idx);
+    TH_CHECK(st != NULL, "a module that crashes in init was loaded");
+    TH_CHECK_CONTAINS(pl_status_message(st), "bad.so");
+    TH_CHECK_CONTAINS(pl_status_message(st), "crashed in init (SIGSEGV)");
+    pl_status_free(st);
+    st = pl_runtime_load_module(rt, dup, NULL);
+    TH_CHECK_CONTAINS(pl_status_message(st), "duplicate: module 'fx_good' already loaded");
+    pl_status_free(st);
+    st = pl_runtime_load_module(rt, extra, NULL);
+    TH_CHECK_CONTAINS(pl_status_message(st), "not a shared library name (*.so)");
+    pl_status_free(st);
+    th_mkdir(th_path(extra, "dir.so"), 0755);
+    st = pl_runtime_load_module(rt, th_path(extra, "dir.so"), NULL);
+    TH_CHECK_CONTAINS(pl_status_message(st), "a directory, not a module file");
+    pl_status_free(st);
+    st = pl_runtime_load_module(rt, th_path(extra, "missing.so"), NULL);
+    TH_CHECK(st != NULL, "a missing file loaded");
+    TH_CHECK_CONTAINS(pl_status_message(st), "missing.so");
+    pl_status_free(st);
+    lt_expect(rt, "first.so", PL_MODULE_LOADED, NULL);
+    lt_expect(rt, "good2.so", PL_MODULE_LOADED, NULL);
+    pl_runtime_destroy(rt);
+}
+
+/* In secure mode a relative path is refused before anything is read. */
+static void case_load_at_runtime_secure(void)
+{
+    lt_env env = lt_setup("");
+    pl_runtime_options o = th_options(env.ini);
+    o.secure_mode = true;
+    pl_runtime *rt = th_runtime_create(&o);
+    pl_status *st = pl_runtime_load_module(rt, "modules/x.so", NULL);
+    TH_CHECK_CONTAINS(pl_status_message(st), "a relative path, and the process runs in secure mode");
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
 /* ---- vendor functions (ABI 1.4) ----------------------------------------- */
 
 static pl_value lt_i(int32_t v) { return (pl_value){.type = 'i', .as.i = v}; }
@@ -1219,6 +1281,8 @@ static const th_case cases[] = {
     {"probe_remembered", case_probe_remembered},
     {"probe_cache_file", case_probe_cache_file},
     {"real_modules", case_real_modules},
+    {"load_at_runtime", case_load_at_runtime},
+    {"load_at_runtime_secure", case_load_at_runtime_secure},
     {"extensions_listed", case_extensions_listed},
     {"extensions_called", case_extensions_called},
     {"extensions_refused", case_extensions_refused},

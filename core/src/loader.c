@@ -724,3 +724,41 @@ pl_status *pl_loader_load_all(pl_runtime *rt, const char *env_path)
     pl_loader_open_pending(rt, &p);
     return st;
 }
+
+pl_status *pl_runtime_load_module(pl_runtime *rt, const char *path, size_t *out_index)
+{
+    if (rt == NULL || path == NULL || path[0] == '\0')
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_runtime_load_module: NULL runtime or empty path");
+    if (rt->secure && path[0] != '/')
+        return pl_status_create(PL_CODE_PERMISSION_DENIED,
+                                "load module %s: a relative path, and the process runs in "
+                                "secure mode", path);
+    size_t len = strlen(path);
+    if (len < 4 || strcmp(path + len - 3, ".so") != 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "load module %s: not a shared library name (*.so)", path);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "load module %s: a directory, not a module file", path);
+    size_t first = rt->n_modules;
+    pl_allocator outer = pl_alloc_scope_enter(rt->alloc);
+    pl_loader_pending p = {0};
+    pl_status *st = pl_loader_scan_entry(rt, path, &p);
+    pl_loader_open_pending(rt, &p);
+    pl_alloc_scope_leave(outer);
+    if (st != NULL)
+        return pl_status_wrap(st, "load module %s: ", path);
+    if (rt->n_modules == first)
+        return pl_status_create(PL_CODE_NOT_FOUND, "load module %s: not found", path);
+    const pl_module *m = rt->modules[first];
+    if (out_index != NULL)
+        *out_index = first;
+    if (m->status == PL_MODULE_LOADED)
+        return NULL;
+    return pl_status_create(m->status == PL_MODULE_NO_DEVICE ? PL_CODE_NO_DEVICE
+                                                              : PL_CODE_INVALID_ARGUMENT,
+                            "module %s (%s): %s: %s", m->name, path,
+                            pl_module_status_name(m->status), m->reason);
+}

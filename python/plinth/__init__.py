@@ -23,7 +23,8 @@ import numpy as np
 
 from . import _native as N
 
-__all__ = ["Error", "Runtime", "Device", "Model", "Session", "library_path"]
+__all__ = ["Error", "Runtime", "Device", "Model", "Session", "Array", "array", "from_dlpack",
+           "library_path"]
 __version__ = "0.1.0"
 
 library_path = N.LIBRARY_PATH
@@ -324,10 +325,110 @@ class Runtime(_Handle):
         t = result.type.decode()
         return None if t == "v" else getattr(result.as_, t)
 
+    def load_module(self, path):
+        """Loads the module file PATH into this runtime, with every check
+        discovery makes (owner and modes, identity note, pin, the probe in
+        a child process); returns its devices. Error names the file and the
+        reason when it does not load; nothing loaded before changes."""
+        idx = ctypes.c_size_t()
+        _check(N.runtime_load_module(self._handle(), _cstr(os.fspath(path)), ctypes.byref(idx)))
+        name = self.modules()[idx.value]["name"]
+        return [d for d in self.devices() if d.module == name]
+
     def load_model(self, path, shapes=None):
         """Loads a model (ONNX, or Plinth's JSON graph). shapes: {input:
         dims} binds inputs declared with symbolic dims."""
         return Model(self, path, shapes)
+
+
+# ---- arrays ----------------------------------------------------------------------
+
+def _dtype_of(np_dtype):
+    np_dtype = np.dtype(np_dtype)
+    for key, t in _TO_NUMPY.items():
+        if np.dtype(t) == np_dtype:
+            return N.DType(key[0], key[1], 1)
+    raise Error(f"array: numpy dtype {np_dtype} is not one of Plinth's "
+                f"(float32, float64, float16, int8, int32, int64, uint8, bool)", 2)
+
+
+class Array(_Handle):
+    """A dense array in one device's memory (a module's) or in host memory.
+    Made by plinth.array() or plinth.from_dlpack(); .numpy() copies it to
+    the host; numpy.from_dlpack(a) views a host array without a copy."""
+
+    def __init__(self, handle, device):
+        self._own(handle, N.array_destroy)
+        self.device = device  # a Device, or None for host memory
+        t = N.array_tensor(handle).contents
+        self.shape = tuple(t.shape[k] for k in range(t.ndim))
+        self._dtype = N.DType(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+        self.dtype = np.dtype(_TO_NUMPY[_dtype_key(self._dtype)])
+        self._dl_device = (t.device.device_type, t.device.device_id)
+
+    @property
+    def nbytes(self):
+        return N.array_bytes(self._handle())
+
+    def numpy(self):
+        """A new numpy array holding a copy of the data."""
+        out = np.empty(self.shape, dtype=self.dtype)
+        _check(N.array_copy_to_host(self._handle(), out.ctypes.data_as(ctypes.c_void_p),
+                                    out.nbytes))
+        return out
+
+    def to(self, device):
+        """A copy of the array on DEVICE (a Device, or None for host)."""
+        dst = _new_array(device, self._dtype, self.shape)
+        _check(N.array_copy(dst._handle(), self._handle()))
+        return dst
+
+    def __dlpack_device__(self):
+        return self._dl_device
+
+    def __dlpack__(self, stream=None, **kw):
+        """A DLPack capsule viewing the array (no copy). Copies are
+        synchronous, so there is no stream to wait on."""
+        managed = ctypes.c_void_p()
+        _check(N.array_to_dlpack(self._handle(), ctypes.byref(managed)))
+        return N.capsule_new(managed.value, b"dltensor", N.CAPSULE_DELETER)
+
+    def __repr__(self):
+        where = self.device.spec if self.device else "host"
+        return f"plinth.Array(shape={self.shape}, dtype={self.dtype}, device={where})"
+
+
+def _new_array(device, dtype, shape):
+    dims = (ctypes.c_int64 * max(len(shape), 1))(*[int(d) for d in shape])
+    h = ctypes.c_void_p()
+    if device is None:
+        _check(N.array_create(None, None, 0, dtype, len(shape), dims, ctypes.byref(h)))
+    else:
+        _check(N.array_create(device.runtime._handle(), _cstr(device.module), device.index,
+                              dtype, len(shape), dims, ctypes.byref(h)))
+    return Array(h.value, device)
+
+
+def array(obj, device=None, dtype=None):
+    """A new Array holding a copy of OBJ (anything numpy.asarray takes) on
+    DEVICE (a Device from rt.device(); None for host memory)."""
+    a = np.ascontiguousarray(obj, dtype=dtype)
+    out = _new_array(device, _dtype_of(a.dtype), a.shape)
+    _check(N.array_copy_from_host(out._handle(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
+    return out
+
+
+def from_dlpack(obj):
+    """An Array viewing OBJ's memory without a copy, through DLPack (OBJ
+    has __dlpack__, or is a DLPack capsule). Only host memory (kDLCPU) is
+    taken; the array keeps OBJ's memory alive."""
+    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    ptr = N.capsule_get_pointer(capsule, b"dltensor")
+    h = ctypes.c_void_p()
+    _check(N.array_from_dlpack(None, ptr, ctypes.byref(h)))
+    # The array owns the tensor now; the capsule must not delete it.
+    N.capsule_set_name(capsule, b"used_dltensor")
+    return Array(h.value, None)
 
 
 # ---- models and sessions -----------------------------------------------------------

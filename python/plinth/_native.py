@@ -165,6 +165,49 @@ runtime_call = _fn("pl_runtime_call", c_void_p, c_void_p, c_char_p, c_char_p, P(
 runtime_thread_count = _fn("pl_runtime_thread_count", ctypes.c_int, c_void_p)
 runtime_placement_count = _fn("pl_runtime_placement_count", c_size_t, c_void_p)
 runtime_placement = _fn("pl_runtime_placement", c_char_p, c_void_p, c_size_t)
+runtime_load_module = _fn("pl_runtime_load_module", c_void_p, c_void_p, c_char_p, P(c_size_t))
+array_create = _fn("pl_array_create", c_void_p, c_void_p, c_char_p, ctypes.c_int, DType,
+                   ctypes.c_int32, P(ctypes.c_int64), P(c_void_p))
+array_destroy = _fn("pl_array_destroy", None, c_void_p)
+array_tensor = _fn("pl_array_tensor", P(Tensor), c_void_p)
+array_module = _fn("pl_array_module", c_char_p, c_void_p)
+array_device = _fn("pl_array_device", ctypes.c_int, c_void_p)
+array_bytes = _fn("pl_array_bytes", c_size_t, c_void_p)
+array_copy_from_host = _fn("pl_array_copy_from_host", c_void_p, c_void_p, c_void_p, c_size_t)
+array_copy_to_host = _fn("pl_array_copy_to_host", c_void_p, c_void_p, c_void_p, c_size_t)
+array_copy = _fn("pl_array_copy", c_void_p, c_void_p, c_void_p)
+array_to_dlpack = _fn("pl_array_to_dlpack", c_void_p, c_void_p, P(c_void_p))
+array_from_dlpack = _fn("pl_array_from_dlpack", c_void_p, c_void_p, c_void_p, P(c_void_p))
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", c_void_p), ("device", Device), ("ndim", ctypes.c_int32),
+                ("dtype", DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+DL_DELETER = ctypes.CFUNCTYPE(None, c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", DL_DELETER)]
+
+
+# The CPython capsule functions DLPack's Python protocol uses.
+_py = ctypes.pythonapi
+capsule_new = _py.PyCapsule_New
+capsule_new.restype = ctypes.py_object
+capsule_new.argtypes = [c_void_p, c_char_p, c_void_p]
+capsule_get_pointer = _py.PyCapsule_GetPointer
+capsule_get_pointer.restype = c_void_p
+capsule_get_pointer.argtypes = [ctypes.py_object, c_char_p]
+capsule_set_name = _py.PyCapsule_SetName
+capsule_set_name.restype = ctypes.c_int
+capsule_set_name.argtypes = [ctypes.py_object, c_char_p]
+# The capsule destructor lives in libplinth (C): a Python callback cannot
+# run while the consumer that refused the capsule has an error pending.
+CAPSULE_DELETER = ctypes.cast(lib.pl_dlpack_capsule_destructor, c_void_p)
+
 model_load = _fn("pl_model_load", c_void_p, c_void_p, c_char_p, P(c_void_p))
 model_destroy = _fn("pl_model_destroy", None, c_void_p)
 model_bind_input = _fn("pl_model_bind_input", c_void_p, c_void_p, c_char_p, ctypes.c_int32,

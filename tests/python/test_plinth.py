@@ -114,6 +114,28 @@ class RuntimeTest(unittest.TestCase):
         self.assertIn("not loaded", str(e.exception))
         self.assertEqual(self.rt.extensions("cpu"), {})
 
+    def test_load_module(self):
+        # A runtime with cpu only; example_acc arrives while it runs.
+        only_cpu = os.path.join(TMP, "only_cpu.ini")
+        with open(only_cpu, "w") as f:
+            f.write(f"[runtime]\nmodules = {MODULES}/libplinth_cpu.so, "
+                    f"{MODULES}/libplinth_json.so\ncache_dir =\n")
+        with plinth.Runtime(config=only_cpu) as rt:
+            self.assertEqual([d.module for d in rt.devices()], ["cpu"])
+            devs = rt.load_module(os.path.join(MODULES, "libplinth_example_acc.so"))
+            self.assertEqual([d.spec for d in devs], ["example_acc:0"])
+            model = rt.load_model(MLP)
+            with model.session(device=devs[0]) as s:
+                placement = {p["node"]: p["backend"] for p in s.describe()["placement"]}
+                self.assertEqual(placement["fc1"], "example_acc")
+            with self.assertRaises(plinth.Error) as e:
+                rt.load_module(os.path.join(MODULES, "libplinth_example_acc.so"))
+            self.assertIn("duplicate", str(e.exception))
+            with self.assertRaises(plinth.Error) as e:
+                rt.load_module(os.path.join(TMP, "none.so"))
+            self.assertIn("none.so", str(e.exception))
+            model.close()
+
     def test_bad_config(self):
         with self.assertRaises(plinth.Error) as e:
             plinth.Runtime(config=os.path.join(TMP, "missing.ini"))
@@ -137,6 +159,62 @@ class RuntimeTest(unittest.TestCase):
         with plinth.Runtime(config=write_ini("")) as rt:
             self.assertGreaterEqual(rt.threads, 1)
         self.assertTrue(rt.closed)
+
+
+class ArrayTest(unittest.TestCase):
+    def setUp(self):
+        self.rt = plinth.Runtime(config=write_ini("[example_acc]\ndevices = 2\n"))
+        self.x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * 0.25 - 2
+
+    def tearDown(self):
+        self.rt.close()
+
+    def test_round_trips(self):
+        acc0, acc1 = self.rt.device("example_acc", 0), self.rt.device("example_acc", 1)
+        a = plinth.array(self.x, device=acc0)
+        self.assertEqual((a.shape, a.dtype, a.device), ((2, 3, 4), np.float32, acc0))
+        self.assertEqual(a.nbytes, self.x.nbytes)
+        b = a.to(acc1)
+        c = b.to(self.rt.device("cpu"))
+        h = c.to(None)
+        for arr in (a, b, c, h):
+            np.testing.assert_array_equal(arr.numpy(), self.x)
+        self.assertIn("example_acc:1", repr(b))
+        i64 = plinth.array([[1, 2], [3, 4]], device=acc0, dtype=np.int64)
+        np.testing.assert_array_equal(i64.numpy(), np.array([[1, 2], [3, 4]]))
+        self.assertEqual(i64.numpy().dtype, np.int64)
+
+    def test_dlpack(self):
+        h = plinth.array(self.x)
+        self.assertEqual(h.__dlpack_device__(), (1, 0))
+        v = np.from_dlpack(h)
+        np.testing.assert_array_equal(v, self.x)
+        del h
+        gc.collect()
+        np.testing.assert_array_equal(v, self.x)  # the view keeps the memory
+        # Import without a copy: a write through numpy shows in the array.
+        src = self.x.copy()
+        imported = plinth.from_dlpack(src)
+        src[0, 0, 0] = 123.0
+        self.assertEqual(imported.numpy()[0, 0, 0], 123.0)
+        # Device memory is not host memory: numpy refuses it with its own
+        # error, and the refused export is released.
+        a = plinth.array(self.x, device=self.rt.device("example_acc"))
+        self.assertEqual(a.__dlpack_device__(), (12, 0))
+        with self.assertRaises((RuntimeError, BufferError, TypeError)):
+            np.from_dlpack(a)
+        # A strided view is refused with the reason.
+        with self.assertRaises(plinth.Error) as e:
+            plinth.from_dlpack(self.x[:, :, ::2])
+        self.assertIn("strides are not row-major", str(e.exception))
+
+    def test_errors(self):
+        with self.assertRaises(plinth.Error) as e:
+            plinth.array(np.zeros(3, dtype=np.complex64))
+        self.assertIn("complex64", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            plinth.array(self.x, device=plinth.Device(self.rt, "example_acc", 7, "x"))
+        self.assertIn("has 2 devices", str(e.exception))
 
 
 class SessionTest(unittest.TestCase):

@@ -182,6 +182,20 @@ PL_API size_t pl_runtime_module_count(const pl_runtime *runtime);
 PL_API pl_status *pl_runtime_module_info(const pl_runtime *runtime, size_t i,
                                   pl_module_info *out_info);
 
+/* Loads the module file PATH into the running runtime (the seeds'
+ * load_acc), with every check discovery makes: owner and modes of the file
+ * and its folders, the identity note, the ABI, its [NAME] section of the
+ * configuration, CPU features, a sha256 pin, and the probe in a child
+ * process (probe = fork). The module is listed (pl_runtime_module_info,
+ * *out_index, which may be NULL) whether it loaded or not; a module that
+ * did not load is an error that names the file and the reason, and
+ * nothing already loaded changes. A second module of a loaded module's
+ * name is refused as a duplicate. Sessions reach the module through
+ * pl_session_options.order. Not concurrently with other calls on the
+ * runtime. */
+PL_API pl_status *pl_runtime_load_module(pl_runtime *runtime, const char *path,
+                                         size_t *out_index);
+
 /* The index of the module named NAME that is loaded or no-device, or -1. */
 PL_API long pl_runtime_find_module(const pl_runtime *runtime, const char *name);
 
@@ -204,6 +218,78 @@ PL_API void pl_runtime_module_output(const pl_runtime *runtime, size_t i, size_t
 PL_API pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *name,
                                        const char *const *keys,
                                        const char *const *values, size_t n);
+
+/* ---- devices and arrays -------------------------------------------------- */
+
+/* A device nodes can run on: every device of every loaded module that runs
+ * nodes (format modules are not devices), in module order. */
+typedef struct pl_device_info {
+    uint32_t struct_size;
+    const char *module;      /* the module's name; valid until destroy */
+    int index;               /* the module's device number */
+    const char *name;        /* "cpu", "Simulated accelerator 0" */
+    pl_device device;        /* DLPack's device of its memory (kDLCPU for host) */
+    bool host_memory;        /* its arrays are host memory */
+    int32_t compute_units;   /* 0 when unknown */
+    uint64_t memory_bytes;   /* 0 when unknown or host memory */
+} pl_device_info;
+
+PL_API size_t pl_runtime_device_count(const pl_runtime *runtime);
+/* Fills *out_info (struct_size set) for device I. */
+PL_API pl_status *pl_runtime_device_info(const pl_runtime *runtime, size_t i,
+                                         pl_device_info *out_info);
+
+/* A dense row-major tensor in one device's memory, or in host memory: what
+ * MXNet calls an NDArray. Memory on a module's device is that module's
+ * (allocated, copied and freed through its table; data is its handle, not
+ * an address, unless the module computes on host memory). An array keeps
+ * its module loaded. Copies are synchronous. Functions on one array are
+ * not thread-safe against each other. */
+typedef struct pl_array pl_array;
+
+/* Allocates an array of DTYPE and shape (NDIM dims, each >= 0) on device
+ * DEVICE of MODULE, or in host memory when MODULE is NULL or "host" (then
+ * RUNTIME may be NULL). The contents are undefined. */
+PL_API pl_status *pl_array_create(pl_runtime *runtime, const char *module, int device,
+                                  pl_dtype dtype, int32_t ndim, const int64_t *dims,
+                                  pl_array **out_array);
+/* Drops the caller's reference; the memory goes when no DLPack export of
+ * the array is alive either. NULL is a no-op. */
+PL_API void pl_array_destroy(pl_array *array);
+/* dtype, ndim, shape, device and data (see above), valid for the array's
+ * life. */
+PL_API const pl_tensor *pl_array_tensor(const pl_array *array);
+/* The array's module ("host" for host memory) and device number. */
+PL_API const char *pl_array_module(const pl_array *array);
+PL_API int pl_array_device(const pl_array *array);
+PL_API size_t pl_array_bytes(const pl_array *array);
+/* Copies BYTES (exactly the array's size) from host memory into the array,
+ * or out of it. */
+PL_API pl_status *pl_array_copy_from_host(pl_array *array, const void *src, size_t bytes);
+PL_API pl_status *pl_array_copy_to_host(const pl_array *array, void *dst, size_t bytes);
+/* Copies SRC into DST (same dtype and shape) on any devices: within a
+ * module by its device-to-device copy, between modules through host
+ * memory. */
+PL_API pl_status *pl_array_copy(pl_array *dst, const pl_array *src);
+
+/* DLPack (v0.6 DLManagedTensor, passed as void * so this header needs no
+ * DLPack). Export: a new DLManagedTensor viewing the array without a copy
+ * (host memory as kDLCPU; a module's memory with the device type its
+ * properties give, data its handle); the consumer calls its deleter, which
+ * drops the export's reference on the array. Import: an array viewing a
+ * DLManagedTensor's host memory (kDLCPU or kDLCUDAHost, row-major) without
+ * a copy; the array owns the tensor and calls its deleter when it goes.
+ * Other devices are refused with the reason, and the tensor stays the
+ * caller's. RUNTIME may be NULL. */
+PL_API pl_status *pl_array_to_dlpack(pl_array *array, void **out_managed_tensor);
+/* For Python bindings without C of their own (python/plinth): the
+ * destructor of a PyCapsule named "dltensor" holding a DLManagedTensor,
+ * which deletes the tensor unless a consumer took it (renamed the capsule
+ * "used_dltensor"). Safe while a Python error is pending. The capsule API
+ * is looked up in the running interpreter; outside one it does nothing. */
+PL_API void pl_dlpack_capsule_destructor(void *capsule);
+PL_API pl_status *pl_array_from_dlpack(pl_runtime *runtime, void *managed_tensor,
+                                       pl_array **out_array);
 
 /* ---- vendor functions (a module's extensions, ABI 1.4) ------------------ */
 

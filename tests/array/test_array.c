@@ -1,0 +1,275 @@
+/* Devices and arrays of the application API (core/src/array.c): device
+ * enumeration, arrays on host memory and on example_acc's opaque device
+ * memory, copies between them, DLPack export and import. Runs on the
+ * staged modules (argv[1]). */
+#include <dlpack/dlpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness.h"
+
+static pl_runtime *rt_with(const char *extra)
+{
+    const char *ini = th_path(th_tempdir(), "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\ncache_dir =\n%s\n", th_arg(0), extra);
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    return rt;
+}
+
+static void case_devices(void)
+{
+    pl_runtime *rt = rt_with("[example_acc]\ndevices = 2\n");
+    size_t n = pl_runtime_device_count(rt);
+    bool cpu = false, acc1 = false, onednn = false;
+    for (size_t i = 0; i < n; i++) {
+        pl_device_info d = {.struct_size = sizeof d};
+        TH_CHECK_OK(pl_runtime_device_info(rt, i, &d));
+        TH_CHECK(strcmp(d.module, "onnx") != 0 && strcmp(d.module, "json") != 0,
+                 "format module %s listed as a device", d.module);
+        if (strcmp(d.module, "cpu") == 0) {
+            cpu = true;
+            TH_CHECK(d.host_memory && d.device.device_type == PL_DEVICE_CPU,
+                     "cpu is not host memory");
+        } else if (strcmp(d.module, "example_acc") == 0 && d.index == 1) {
+            acc1 = true;
+            TH_CHECK(!d.host_memory, "example_acc claims host memory");
+            TH_CHECK(strcmp(d.name, "Simulated accelerator 1") == 0, "name %s", d.name);
+            TH_CHECK(d.device.device_type == PL_DEVICE_EXT && d.device.device_id == 1,
+                     "example_acc:1 is DLPack device %d:%d", d.device.device_type,
+                     d.device.device_id);
+        } else if (strcmp(d.module, "onednn") == 0) {
+            onednn = d.host_memory;
+        }
+    }
+    TH_CHECK(cpu && acc1 && onednn, "cpu %d, example_acc:1 %d, onednn (host) %d", cpu, acc1,
+             onednn);
+    pl_device_info d = {.struct_size = sizeof d};
+    pl_status *st = pl_runtime_device_info(rt, n, &d);
+    TH_CHECK_CONTAINS(pl_status_message(st), "the runtime has");
+    pl_status_free(st);
+    pl_device_info small = {.struct_size = 4};
+    st = pl_runtime_device_info(rt, 0, &small);
+    TH_CHECK_CONTAINS(pl_status_message(st), "struct_size");
+    pl_status_free(st);
+    pl_runtime_destroy(rt);
+}
+
+static void fill(float *v, size_t n, float base)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = base + (float)i * 0.5f;
+}
+
+/* Host, example_acc:0, example_acc:1 and cpu arrays: every copy path gives
+ * the data back unchanged; example_acc's data is a handle, not the host
+ * buffer. */
+static void case_copies(void)
+{
+    pl_runtime *rt = rt_with("[example_acc]\ndevices = 2\n");
+    const int64_t dims[3] = {2, 3, 5};
+    float src[30], back[30];
+    fill(src, 30, -3.0f);
+    pl_array *host = NULL, *acc0 = NULL, *acc1 = NULL, *cpu = NULL;
+    TH_CHECK_OK(pl_array_create(rt, NULL, 0, PL_DTYPE_F32, 3, dims, &host));
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 3, dims, &acc0));
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 1, PL_DTYPE_F32, 3, dims, &acc1));
+    TH_CHECK_OK(pl_array_create(rt, "cpu", 0, PL_DTYPE_F32, 3, dims, &cpu));
+    TH_CHECK(pl_array_bytes(acc0) == sizeof src, "bytes %zu", pl_array_bytes(acc0));
+    TH_CHECK(strcmp(pl_array_module(host), "host") == 0, "host module %s",
+             pl_array_module(host));
+    TH_CHECK(strcmp(pl_array_module(acc1), "example_acc") == 0 && pl_array_device(acc1) == 1,
+             "acc1 on %s:%d", pl_array_module(acc1), pl_array_device(acc1));
+    const pl_tensor *t = pl_array_tensor(acc0);
+    TH_CHECK(t->ndim == 3 && t->shape[2] == 5 && PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32),
+             "acc0's tensor is wrong");
+    TH_CHECK(t->device.device_type == PL_DEVICE_EXT, "acc0 device type %d",
+             t->device.device_type);
+    TH_CHECK_OK(pl_array_copy_from_host(host, src, sizeof src));
+    TH_CHECK_OK(pl_array_copy(acc0, host));  /* host -> device */
+    TH_CHECK_OK(pl_array_copy(acc1, acc0));  /* device -> device, one module */
+    TH_CHECK_OK(pl_array_copy(cpu, acc1));   /* between modules, through host */
+    memset(back, 0, sizeof back);
+    TH_CHECK_OK(pl_array_copy_to_host(cpu, back, sizeof back));
+    TH_CHECK(memcmp(src, back, sizeof src) == 0, "cpu <- acc1 <- acc0 <- host changed data");
+    memset(back, 0, sizeof back);
+    TH_CHECK_OK(pl_array_copy_to_host(acc1, back, sizeof back));
+    TH_CHECK(memcmp(src, back, sizeof src) == 0, "acc1 changed data");
+    pl_array *host2 = NULL;
+    TH_CHECK_OK(pl_array_create(rt, "host", 0, PL_DTYPE_F32, 3, dims, &host2));
+    TH_CHECK_OK(pl_array_copy(host2, acc0)); /* device -> host */
+    TH_CHECK(memcmp(pl_array_tensor(host2)->data, src, sizeof src) == 0,
+             "host2 <- acc0 changed data");
+    /* Wrong sizes and shapes. */
+    pl_status *st = pl_array_copy_from_host(acc0, src, sizeof src - 4);
+    TH_CHECK_CONTAINS(pl_status_message(st), "116 bytes given, the array holds 120");
+    pl_status_free(st);
+    pl_array *other = NULL;
+    const int64_t flat[1] = {30};
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 1, flat, &other));
+    st = pl_array_copy(other, acc0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "differ in dtype or shape");
+    pl_status_free(st);
+    pl_array_destroy(other);
+    pl_array_destroy(host2);
+    pl_array_destroy(host);
+    pl_array_destroy(acc0);
+    pl_array_destroy(acc1);
+    pl_array_destroy(cpu);
+    pl_runtime_destroy(rt);
+}
+
+static void case_array_errors(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {2, 2};
+    const int64_t neg[2] = {2, -1};
+    const pl_dtype f32 = PL_DTYPE_F32;
+    const struct {
+        const char *module;
+        int device;
+        pl_dtype dtype;
+        const int64_t *dims;
+        const char *message;
+    } bad[] = {
+        {"nosuch", 0, f32, dims, "module 'nosuch' is not loaded"},
+        {"example_acc", 3, f32, dims, "module example_acc has 1 device"},
+        {"onnx", 0, f32, dims, "no memory of its own"},
+        {NULL, 0, {2, 24, 1}, dims, "is not one of Plinth's nine"},
+        {NULL, 0, f32, neg, "dim 1 is -1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pl_array *a = NULL;
+        pl_status *st = pl_array_create(rt, bad[i].module, bad[i].device, bad[i].dtype, 2,
+                                        bad[i].dims, &a);
+        TH_CHECK(st != NULL && a == NULL, "case %zu was accepted", i);
+        TH_CHECK_CONTAINS(pl_status_message(st), bad[i].message);
+        pl_status_free(st);
+    }
+    pl_runtime_destroy(rt);
+}
+
+/* An array keeps its module: it is still readable after the runtime's
+ * handle is gone. */
+static void case_array_outlives_runtime(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[1] = {8};
+    float src[8], back[8];
+    fill(src, 8, 1.0f);
+    pl_array *a = NULL;
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 1, dims, &a));
+    TH_CHECK_OK(pl_array_copy_from_host(a, src, sizeof src));
+    pl_runtime_destroy(rt);
+    TH_CHECK_OK(pl_array_copy_to_host(a, back, sizeof back));
+    TH_CHECK(memcmp(src, back, sizeof src) == 0, "data changed after the runtime went");
+    pl_array_destroy(a);
+}
+
+/* Export: a DLPack view of the array without a copy, alive after the
+ * array's handle is dropped, until the consumer's deleter. */
+static void case_dlpack_export(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {3, 4};
+    int64_t src[12];
+    for (int i = 0; i < 12; i++)
+        src[i] = i * 1000003LL;
+    pl_array *a = NULL;
+    TH_CHECK_OK(pl_array_create(rt, NULL, 0, PL_DTYPE_I64, 2, dims, &a));
+    TH_CHECK_OK(pl_array_copy_from_host(a, src, sizeof src));
+    void *out = NULL;
+    TH_CHECK_OK(pl_array_to_dlpack(a, &out));
+    DLManagedTensor *mt = out;
+    TH_CHECK(mt->dl_tensor.data == pl_array_tensor(a)->data, "the export copied");
+    TH_CHECK(mt->dl_tensor.device.device_type == kDLCPU && mt->dl_tensor.ndim == 2 &&
+                 mt->dl_tensor.shape[0] == 3 && mt->dl_tensor.shape[1] == 4 &&
+                 mt->dl_tensor.dtype.code == kDLInt && mt->dl_tensor.dtype.bits == 64 &&
+                 mt->dl_tensor.strides == NULL && mt->dl_tensor.byte_offset == 0,
+             "the DLTensor's fields are wrong");
+    pl_array_destroy(a);
+    pl_runtime_destroy(rt);
+    /* Still the consumer's: readable until its deleter. */
+    TH_CHECK(memcmp(mt->dl_tensor.data, src, sizeof src) == 0, "the export lost its data");
+    mt->deleter(mt);
+    /* A device array exports its handle with its device type. */
+    rt = rt_with("");
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_I64, 2, dims, &a));
+    TH_CHECK_OK(pl_array_to_dlpack(a, &out));
+    mt = out;
+    TH_CHECK(mt->dl_tensor.device.device_type == kDLExtDev, "example_acc exported as %d",
+             mt->dl_tensor.device.device_type);
+    mt->deleter(mt);
+    pl_array_destroy(a);
+    pl_runtime_destroy(rt);
+}
+
+static int deleted;
+static void count_delete(DLManagedTensor *mt)
+{
+    (void)mt;
+    deleted++;
+}
+
+/* Import: host memory is viewed without a copy and the deleter runs once,
+ * when the array goes; other devices and strided tensors are refused and
+ * stay the caller's. */
+static void case_dlpack_import(void)
+{
+    pl_runtime *rt = rt_with("");
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    DLManagedTensor mt = {.dl_tensor = {.data = data, .device = {kDLCPU, 0}, .ndim = 2,
+                                        .dtype = {kDLFloat, 32, 1}, .shape = shape},
+                          .deleter = count_delete};
+    deleted = 0;
+    pl_array *a = NULL;
+    TH_CHECK_OK(pl_array_from_dlpack(rt, &mt, &a));
+    TH_CHECK(pl_array_tensor(a)->data == (void *)data, "the import copied");
+    pl_array *acc = NULL;
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 2, shape, &acc));
+    TH_CHECK_OK(pl_array_copy(acc, a));
+    float back[6] = {0};
+    TH_CHECK_OK(pl_array_copy_to_host(acc, back, sizeof back));
+    TH_CHECK(memcmp(back, data, sizeof data) == 0, "host(DLPack) -> example_acc changed data");
+    TH_CHECK(deleted == 0, "the deleter ran while the array lives");
+    pl_array_destroy(a);
+    TH_CHECK(deleted == 1, "the deleter ran %d times", deleted);
+    pl_array_destroy(acc);
+    /* Dense strides are fine; others are refused. */
+    int64_t dense[2] = {3, 1}, cols[2] = {1, 2};
+    mt.dl_tensor.strides = dense;
+    TH_CHECK_OK(pl_array_from_dlpack(rt, &mt, &a));
+    pl_array_destroy(a);
+    mt.dl_tensor.strides = cols;
+    pl_status *st = pl_array_from_dlpack(rt, &mt, &a);
+    TH_CHECK_CONTAINS(pl_status_message(st), "strides are not row-major");
+    pl_status_free(st);
+    mt.dl_tensor.strides = NULL;
+    mt.dl_tensor.device.device_type = kDLCUDA;
+    st = pl_array_from_dlpack(rt, &mt, &a);
+    TH_CHECK_CONTAINS(pl_status_message(st), "DLPack device type 2");
+    pl_status_free(st);
+    TH_CHECK(deleted == 2, "a refused import ran the deleter (%d)", deleted);
+    pl_runtime_destroy(rt);
+}
+
+static const th_case cases[] = {
+    {"devices", case_devices},
+    {"copies", case_copies},
+    {"errors", case_array_errors},
+    {"outlives_runtime", case_array_outlives_runtime},
+    {"dlpack_export", case_dlpack_export},
+    {"dlpack_import", case_dlpack_import},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
+}
