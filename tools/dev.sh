@@ -24,6 +24,7 @@ PACKAGES=(build-essential cmake pkg-config python3
           libjansson-dev libdlpack-dev libprotobuf-c-dev protobuf-c-compiler
           libonnx-dev libonnx-testdata python3-numpy python3-onnx
           python3-torch   # tests/difftest, cpu_rnn, opset_upgrade; torch: zoo, cpu_rnn
+          valgrind  # tests/python: examples/app.c leak-free
           clang libclang-rt-14-dev)  # the libFuzzer build (tests/fuzz)
 
 install_packages() {

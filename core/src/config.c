@@ -340,6 +340,7 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
             c->module_paths = items;
             c->module_path_relative = relative;
             c->n_module_paths = n;
+            c->modules_by_path = n == 0;
             for (size_t k = 0; k < n; k++)
                 if (items[k] == NULL)
                     return pl_status_create(PL_CODE_OUT_OF_MEMORY,

@@ -50,6 +50,8 @@ typedef struct pl_config {
     char **module_paths;  /* absolute; files or directories */
     bool *module_path_relative; /* each as written (secure mode skips these) */
     size_t n_module_paths;
+    bool modules_by_path;  /* `modules =` written empty: the application
+                              loads its modules itself (pl_runtime_load_module) */
     pl_engine_kind engine;
     int threads;          /* as written: 0 = all cores */
     int spin_us;          /* idle CPU threads spin this long before sleeping */

@@ -132,7 +132,7 @@ static pl_status *pl_runtime_check_names(pl_runtime *rt)
                                     "(%s) is %s: %s",
                                     ini, s->line, s->name, s->name, found->path,
                                     pl_module_status_name(found->status), found->reason);
-        if (found == NULL)
+        if (found == NULL && !c->modules_by_path)
             pl_runtime_add_diagnostic(
                 rt, PL_LOG_WARN,
                 "%s:%d: section [%s] names no module found on the module path",
@@ -183,7 +183,7 @@ static pl_status *pl_runtime_check_names(pl_runtime *rt)
     bool any = false;
     for (size_t k = 0; k < rt->n_modules; k++)
         any = any || rt->modules[k]->status == PL_MODULE_LOADED;
-    if (!any)
+    if (!any && !c->modules_by_path)
         pl_runtime_add_diagnostic(rt, PL_LOG_WARN,
                                   "no module loaded: nothing can run (%zu "
                                   "file(s) found on the module path)",
