@@ -64,6 +64,12 @@ demo)
     echo "== the same model offloaded to the simulated accelerator (examples/backend-acc.ini) =="
     ./build/bin/plinth explain examples/mlp/model.json --config examples/backend-acc.ini
     ./build/bin/plinth run examples/mlp/model.json --config examples/backend-acc.ini
+    echo
+    echo "== examples/app.c: load an accelerator by path, configure it, call it, run on it =="
+    ./build/bin/plinth_app modules.d
+    echo
+    echo "== examples/app.py: the same from Python =="
+    PYTHONPATH=python python3 examples/app.py modules.d
     ;;
 test)
     install_packages
