@@ -404,12 +404,6 @@ typedef struct pl_run_args {
     size_t workspace_bytes;
 } pl_run_args;
 
-/* ---- the module table ------------------------------------------------- */
-
-/* What a module offers the core. A module returns a pointer to one static,
- * constant table; it must stay valid until the library is unloaded. Every
- * function receives the instance made by init. Functions a capability flag
- * names are required when the flag is set; the core checks. */
 /* A vendor function a module exports to applications (ABI 1.4). The
  * function's first parameter is always the module's context; SIGNATURE
  * gives the rest, one letter per type: the return type, then the
@@ -430,6 +424,12 @@ typedef struct pl_extension {
 
 #define PL_EXTENSION_MAX_PARAMS 16
 
+/* ---- the module table ------------------------------------------------- */
+
+/* What a module offers the core. A module returns a pointer to one static,
+ * constant table; it must stay valid until the library is unloaded. Every
+ * function receives the instance made by init. Functions a capability flag
+ * names are required when the flag is set; the core checks. */
 typedef struct pl_module_api {
     pl_abi_header header;
 
