@@ -43,7 +43,8 @@ static pl_status *mo_infer_same_shape(pl_infer_ctx *ctx)
         if (rank < 0) {
             rank = t->ndim;
             first = i;
-            memcpy(dims, t->dims, (size_t)rank * sizeof *dims);
+            if (rank > 0) /* a scalar has no dims array */
+                memcpy(dims, t->dims, (size_t)rank * sizeof *dims);
             continue;
         }
         bool same = t->ndim == rank;
