@@ -10,12 +10,14 @@
  * dereferenced here. Copies are synchronous. */
 #include <dlfcn.h>
 #include <dlpack/dlpack.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "array.h"
 #include "registry.h"
 #include "status.h"
 
@@ -24,11 +26,17 @@ struct pl_array {
     int device;
     void *data;            /* the module's handle, or a host pointer */
     bool owned;            /* freed with the array */
+    bool host_mem;         /* data is a host pointer (no module, or a host-memory
+                              module without memory functions) */
     DLManagedTensor *imported; /* from DLPack: its deleter runs at the end */
     pl_tensor t;           /* device, dtype, shape; data as above */
     int64_t *dims;
     size_t bytes;
     _Atomic int refs;
+    /* Its variable on a runtime's engine, once an operator used it. */
+    pl_runtime *var_rt;
+    pl_var *var;
+    pthread_mutex_t var_mu;
 };
 
 /* ---- devices ---------------------------------------------------------------- */
@@ -147,6 +155,7 @@ static pl_status *pl_array_new(pl_runtime *rt, pl_module *m, int device, pl_dtyp
     a->t.dtype = dtype;
     a->t.shape = copy;
     atomic_init(&a->refs, 1);
+    pthread_mutex_init(&a->var_mu, NULL);
     if (m != NULL)
         pl_module_retain(m);
     *out = a;
@@ -155,17 +164,23 @@ static pl_status *pl_array_new(pl_runtime *rt, pl_module *m, int device, pl_dtyp
 
 static void pl_array_free(pl_array *a)
 {
-    if (a->owned && a->m != NULL && a->data != NULL)
+    if (a->owned && !a->host_mem && a->data != NULL)
         a->m->api.mem_free(a->m->ctx, a->device, a->data);
     else if (a->owned)
         free(a->data);
     if (a->imported != NULL && a->imported->deleter != NULL)
         a->imported->deleter(a->imported);
     pl_module *m = a->m;
+    pl_runtime *var_rt = a->var_rt;
+    if (a->var != NULL)
+        pl_engine_delete_var(var_rt->engine, a->var);
+    pthread_mutex_destroy(&a->var_mu);
     free(a->dims);
     free(a);
     if (m != NULL)
         pl_module_release(m);
+    if (var_rt != NULL)
+        pl_runtime_unref(var_rt);
 }
 
 static void pl_array_unref(pl_array *a)
@@ -191,10 +206,14 @@ static pl_status *pl_array_find_device(pl_runtime *rt, const char *module, int d
         return pl_status_create(PL_CODE_NOT_FOUND, "array on %s:%d: module %s has %d device%s",
                                 module, device, module, m->device_count,
                                 m->device_count == 1 ? "" : "s");
-    if (m->api.mem_alloc == NULL)
+    if (!(m->api.capabilities & (PL_CAP_IMPERATIVE | PL_CAP_SYMBOLIC)))
         return pl_status_create(PL_CODE_UNSUPPORTED,
-                                "array on %s:%d: the module has no memory of its own (a "
-                                "format module?)", module, device);
+                                "array on %s:%d: the module runs no nodes (a format module?)",
+                                module, device);
+    if (m->api.mem_alloc == NULL && !(m->api.capabilities & PL_CAP_HOST_MEMORY))
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "array on %s:%d: the module has no memory functions", module,
+                                device);
     *out_m = m;
     return NULL;
 }
@@ -212,7 +231,10 @@ pl_status *pl_array_create(pl_runtime *rt, const char *module, int device, pl_dt
     pl_array *a;
     PL_RETURN_IF_ERROR(pl_array_new(rt, m, m ? device : 0, dtype, ndim, dims, &a));
     pl_status *st = NULL;
-    if (m != NULL) {
+    /* A host-memory module without memory functions computes on plain host
+     * memory: the array is host memory that belongs to its device. */
+    a->host_mem = m == NULL || m->api.mem_alloc == NULL;
+    if (m != NULL && !a->host_mem) {
         st = m->api.mem_alloc(m->ctx, device, a->bytes, 64, &a->data);
         if (st == NULL && a->data == NULL)
             st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "no memory returned");
@@ -248,8 +270,91 @@ pl_status *pl_array_create(pl_runtime *rt, const char *module, int device, pl_dt
 
 void pl_array_destroy(pl_array *a)
 {
-    if (a != NULL)
-        pl_array_unref(a);
+    if (a == NULL)
+        return;
+    /* Calls on it that finished may still hold it: let them go first. */
+    if (a->var_rt != NULL)
+        pl_eager_drain(a->var_rt);
+    pl_array_unref(a);
+}
+
+pl_module *pl_array_module_internal(const pl_array *a)
+{
+    return a->m;
+}
+
+void pl_array_retain_internal(pl_array *a)
+{
+    atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+}
+
+void pl_array_release_internal(pl_array *a)
+{
+    pl_array_unref(a);
+}
+
+pl_status *pl_array_var_internal(pl_array *a, pl_runtime *rt, pl_var **out_var)
+{
+    pthread_mutex_lock(&a->var_mu);
+    pl_status *st = NULL;
+    if (a->var_rt != NULL && a->var_rt != rt) {
+        st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                              "an array is used with one runtime only, and this one was "
+                              "used with another");
+    } else if (a->var == NULL) {
+        a->var = pl_engine_new_var(rt->engine);
+        if (a->var == NULL) {
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+        } else {
+            a->var_rt = rt;
+            atomic_fetch_add(&rt->refs, 1);
+        }
+    }
+    *out_var = a->var;
+    pthread_mutex_unlock(&a->var_mu);
+    return st;
+}
+
+static pl_status *pl_array_noop(void *arg, const pl_run_context *rc)
+{
+    (void)arg;
+    (void)rc;
+    return NULL;
+}
+
+/* After a synchronous full overwrite of A: the engine learns that A was
+ * written (an operation that only writes a failed variable heals it), so
+ * operators that read A no longer fail for an error it had before. */
+static void pl_array_mark_written(pl_array *a)
+{
+    pthread_mutex_lock(&a->var_mu);
+    pl_var *v = a->var;
+    pl_runtime *rt = a->var_rt;
+    pthread_mutex_unlock(&a->var_mu);
+    if (v == NULL)
+        return;
+    pl_exec_ctx inl = {.kind = PL_EXEC_INLINE};
+    pl_status *st = pl_engine_push(rt->engine, pl_array_noop, NULL, inl, NULL, 0, &v, 1, 0,
+                                   "array overwritten from the host");
+    if (st == NULL)
+        st = pl_engine_wait_var(rt->engine, v);
+    pl_status_free(st);
+}
+
+/* Waits for the operators pushed on A to finish; their error, or NULL. */
+pl_status *pl_array_wait(pl_array *a)
+{
+    if (a == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_array_wait: NULL array");
+    pthread_mutex_lock(&a->var_mu);
+    pl_var *v = a->var;
+    pl_runtime *rt = a->var_rt;
+    pthread_mutex_unlock(&a->var_mu);
+    if (v == NULL)
+        return NULL;
+    pl_status *st = pl_engine_wait_var(rt->engine, v);
+    pl_eager_drain(rt);
+    return st;
 }
 
 const pl_tensor *pl_array_tensor(const pl_array *a)
@@ -286,32 +391,49 @@ static pl_status *pl_array_bytes_match(const pl_array *a, size_t bytes, const ch
 pl_status *pl_array_copy_from_host(pl_array *a, const void *src, size_t bytes)
 {
     PL_RETURN_IF_ERROR(pl_array_bytes_match(a, bytes, "pl_array_copy_from_host"));
+    /* A full overwrite: what an earlier operator left (even its error) no
+     * longer matters once it is done. */
+    pl_status_free(pl_array_wait(a));
     if (bytes == 0)
         return NULL;
     if (src == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_array_copy_from_host: NULL source");
-    if (a->m == NULL) {
+    pl_status *st = NULL;
+    if (a->host_mem)
         memcpy(a->data, src, bytes);
-        return NULL;
-    }
-    return a->m->api.copy_to_device(a->m->ctx, a->device, a->data, 0, src, bytes);
+    else
+        st = a->m->api.copy_to_device(a->m->ctx, a->device, a->data, 0, src, bytes);
+    if (st == NULL)
+        pl_array_mark_written(a);
+    return st;
 }
 
 pl_status *pl_array_copy_to_host(const pl_array *a, void *dst, size_t bytes)
 {
     PL_RETURN_IF_ERROR(pl_array_bytes_match(a, bytes, "pl_array_copy_to_host"));
+    PL_RETURN_IF_ERROR(pl_array_wait((pl_array *)a));
     if (bytes == 0)
         return NULL;
     if (dst == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_array_copy_to_host: NULL target");
-    if (a->m == NULL) {
+    if (a->host_mem) {
         memcpy(dst, a->data, bytes);
         return NULL;
     }
     return a->m->api.copy_to_host(a->m->ctx, a->device, dst, a->data, 0, bytes);
 }
 
+static pl_status *pl_array_copy_in(pl_array *dst, const pl_array *src);
+
 pl_status *pl_array_copy(pl_array *dst, const pl_array *src)
+{
+    pl_status *st = pl_array_copy_in(dst, src);
+    if (st == NULL && dst != NULL)
+        pl_array_mark_written(dst);
+    return st;
+}
+
+static pl_status *pl_array_copy_in(pl_array *dst, const pl_array *src)
 {
     if (dst == NULL || src == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_array_copy: NULL array");
@@ -320,9 +442,11 @@ pl_status *pl_array_copy(pl_array *dst, const pl_array *src)
         (dst->t.ndim && memcmp(dst->dims, src->dims, (size_t)dst->t.ndim * sizeof *dst->dims)))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "pl_array_copy: the arrays differ in dtype or shape");
-    if (src->m == NULL)
+    PL_RETURN_IF_ERROR(pl_array_wait((pl_array *)src));
+    pl_status_free(pl_array_wait(dst));
+    if (src->host_mem)
         return pl_array_copy_from_host(dst, src->data, src->bytes);
-    if (dst->m == NULL)
+    if (dst->host_mem)
         return pl_array_copy_to_host(src, dst->data, dst->bytes);
     if (src->bytes == 0)
         return NULL;
@@ -415,6 +539,7 @@ pl_status *pl_array_from_dlpack(pl_runtime *rt, void *managed, pl_array **out)
     a->data = (char *)t->data + t->byte_offset;
     a->t.data = a->data;
     a->t.device = (pl_device){PL_DEVICE_CPU, 0};
+    a->host_mem = true;
     a->imported = mt;
     *out = a;
     return NULL;

@@ -228,12 +228,7 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
     if (st == NULL)
         st = ctl_body_outputs(c, attr, body, copy, b);
     if (st == NULL)
-        st = pl_graph_validate(copy);
-    if (st == NULL) {
-        pthread_mutex_lock(&rt->opset_mu);
-        st = pl_opset_infer(rt->opset, copy);
-        pthread_mutex_unlock(&rt->opset_mu);
-    }
+        st = pl_runtime_type_graph(rt, copy);
     if (st != NULL || b->n_sess_out == 0) {
         pl_graph_destroy(copy);
         return pl_status_wrap(st, "%s: %s: ", c->label, attr);

@@ -110,12 +110,7 @@ static void pl_fold_named(const pl_graph *g, const pl_graph *graph, bool is_body
 static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, size_t n_out,
                               void **data)
 {
-    pl_status *st = pl_graph_validate(fg);
-    if (st == NULL) {
-        pthread_mutex_lock(&rt->opset_mu);
-        st = pl_opset_infer(rt->opset, fg);
-        pthread_mutex_unlock(&rt->opset_mu);
-    }
+    pl_status *st = pl_runtime_type_graph(rt, fg);
     if (st != NULL) {
         pl_graph_destroy(fg);
         return st;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "graph.h"
 #include "custom_op.h"
 #include "engine.h"
 #include "opset.h"
@@ -77,7 +78,16 @@ struct pl_runtime {
     /* The core's control-flow backend (control.c), offered after every
      * loaded backend. */
     pl_module *control;
+    /* Eager operators' kernels and finished calls (eager.c). */
+    struct pl_eager_cache *eager;
 };
+
+typedef struct pl_eager_cache pl_eager_cache;
+typedef struct pl_eager_entry pl_eager_entry;
+
+/* Validates G and infers its types with RT's opset (built-in and modules'
+ * custom ops), under the opset's lock. */
+pl_status *pl_runtime_type_graph(pl_runtime *rt, pl_graph *g);
 
 /* Asks loaded module M for its vendor functions and keeps those that pass
  * the checks (extension.c); the others become diagnostics. */

@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "control.h"
+#include "array.h"
 #include "registry.h"
 #include "status.h"
 
@@ -253,6 +254,8 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
         st = pl_engine_create(&eo, &rt->engine);
     if (st == NULL)
         rt->pool = pl_engine_cpu_pool(rt->engine);
+    if (st == NULL)
+        st = pl_eager_cache_create(rt);
     if (st != NULL) {
         pl_runtime_destroy(rt);
         return st;
@@ -323,6 +326,9 @@ void pl_runtime_destroy(pl_runtime *runtime)
 {
     if (runtime == NULL)
         return;
+    /* Eager kernels hold their modules: release them first, once the work
+     * pushed with them is done. */
+    pl_eager_cache_destroy(runtime);
     /* Later modules may depend on services of earlier ones: release in
      * reverse order of loading. */
     size_t n = runtime->n_modules;
@@ -484,4 +490,15 @@ const char *pl_runtime_placement(const pl_runtime *runtime, size_t i)
     return runtime && i < runtime->config->n_placement
                ? runtime->config->placement[i]
                : "";
+}
+
+pl_status *pl_runtime_type_graph(pl_runtime *rt, pl_graph *g)
+{
+    pl_status *st = pl_graph_validate(g);
+    if (st == NULL) {
+        pthread_mutex_lock(&rt->opset_mu);
+        st = pl_opset_infer(rt->opset, g);
+        pthread_mutex_unlock(&rt->opset_mu);
+    }
+    return st;
 }

@@ -24,7 +24,7 @@ import numpy as np
 from . import _native as N
 
 __all__ = ["Error", "Runtime", "Device", "Model", "Session", "Array", "array", "from_dlpack",
-           "library_path"]
+           "ops", "default_runtime", "library_path"]
 __version__ = "0.1.0"
 
 library_path = N.LIBRARY_PATH
@@ -335,6 +335,11 @@ class Runtime(_Handle):
         name = self.modules()[idx.value]["name"]
         return [d for d in self.devices() if d.module == name]
 
+    def wait_all(self):
+        """Waits for every operator pushed on this runtime; raises the
+        first failure since the last wait_all."""
+        _check(N.runtime_wait_all(self._handle()))
+
     def load_model(self, path, shapes=None):
         """Loads a model (ONNX, or Plinth's JSON graph). shapes: {input:
         dims} binds inputs declared with symbolic dims."""
@@ -360,6 +365,8 @@ class Array(_Handle):
     def __init__(self, handle, device):
         self._own(handle, N.array_destroy)
         self.device = device  # a Device, or None for host memory
+        # The runtime whose operators used it (an array serves one).
+        self.runtime = device.runtime if device is not None else None
         t = N.array_tensor(handle).contents
         self.shape = tuple(t.shape[k] for k in range(t.ndim))
         self._dtype = N.DType(t.dtype.code, t.dtype.bits, t.dtype.lanes)
@@ -369,6 +376,12 @@ class Array(_Handle):
     @property
     def nbytes(self):
         return N.array_bytes(self._handle())
+
+    def wait(self):
+        """Waits for the operators pushed on this array; raises their
+        error."""
+        _check(N.array_wait(self._handle()))
+        return self
 
     def numpy(self):
         """A new numpy array holding a copy of the data."""
@@ -429,6 +442,118 @@ def from_dlpack(obj):
     # The array owns the tensor now; the capsule must not delete it.
     N.capsule_set_name(capsule, b"used_dltensor")
     return Array(h.value, None)
+
+
+# ---- eager operators ----------------------------------------------------------------
+
+_DEFAULT_RUNTIME = None
+
+
+def default_runtime():
+    """The runtime that operators on host arrays use when no array names
+    one: made on first use with Runtime()'s defaults."""
+    global _DEFAULT_RUNTIME
+    if _DEFAULT_RUNTIME is None or _DEFAULT_RUNTIME.closed:
+        _DEFAULT_RUNTIME = Runtime()
+    return _DEFAULT_RUNTIME
+
+
+def _op_attr(name, value):
+    a = N.OpAttr()
+    a.name = _cstr(name)
+    keep = []
+    if isinstance(value, (bool, int, np.integer)):
+        a.type, a.i = b"i", int(value)
+    elif isinstance(value, (float, np.floating)):
+        a.type, a.f = b"f", float(value)
+    elif isinstance(value, (str, bytes)):
+        b = _cstr(value)
+        keep.append(b)
+        a.type, a.s = b"s", b
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        vals = list(np.asarray(value).ravel()) if isinstance(value, np.ndarray) else list(value)
+        if all(isinstance(v, (bool, int, np.integer)) for v in vals):
+            arr = (ctypes.c_int64 * max(len(vals), 1))(*[int(v) for v in vals])
+            a.type, a.ints = b"I", arr
+        else:
+            arr = (ctypes.c_double * max(len(vals), 1))(*[float(v) for v in vals])
+            a.type, a.floats = b"F", arr
+        a.n = len(vals)
+        keep.append(arr)
+    else:
+        raise Error(f"attribute {name}: a {type(value).__name__} is not an int, float, str or "
+                    f"list of them", 2)
+    return a, keep
+
+
+def _run_op(op, args, kw):
+    """plinth.ops.<op>(*inputs, **attributes): see the ops docstring."""
+    out = kw.pop("out", None)
+    add_to = bool(kw.pop("add_to", False))
+    n_out = kw.pop("outputs", None)
+    rt = kw.pop("runtime", None)
+    inputs = []
+    for a in args:
+        if a is None or isinstance(a, Array):
+            inputs.append(a)
+        else:
+            inputs.append(array(a))
+    if rt is None:
+        rt = next((a.device.runtime for a in inputs if a is not None and a.device), None)
+    if rt is None:  # host arrays an operator used before keep its runtime
+        rt = next((a.runtime for a in inputs if a is not None and a.runtime), None)
+    if rt is None:
+        rt = default_runtime()
+    outs = list(out) if isinstance(out, (list, tuple)) else ([out] if out is not None else [])
+    n_out = n_out or max(len(outs), 1)
+    if outs and len(outs) != n_out:
+        raise Error(f"{op}: {len(outs)} out arrays for {n_out} outputs", 2)
+    keep = []
+    attrs = (N.OpAttr * max(len(kw), 1))()
+    for k, (name, value) in enumerate(kw.items()):
+        attrs[k], kk = _op_attr(name, value)
+        keep += kk
+    ins = (ctypes.c_void_p * max(len(inputs), 1))(*[a._handle() if a is not None else None
+                                                    for a in inputs])
+    res = (ctypes.c_void_p * n_out)(*[o._handle() for o in outs] if outs else [None] * n_out)
+    _check(N.op_run(rt._handle(), _cstr(op), attrs, len(kw), ins, len(inputs), res, n_out,
+                    N.OP_ADD_TO if add_to else 0))
+    for a in inputs + outs:
+        if a is not None:
+            a.runtime = rt
+    if outs:
+        result = outs
+    else:
+        device = next((a.device for a in inputs if a is not None and a.device), None)
+        result = [Array(res[k], device) for k in range(n_out)]
+        for a in result:
+            a.runtime = rt
+    return result[0] if n_out == 1 else tuple(result)
+
+
+class _Ops:
+    """Every ONNX operator by name: plinth.ops.Add(a, b),
+    plinth.ops.Transpose(x, perm=[1, 0]), plinth.ops.TopK(x, k, outputs=2).
+    Inputs are Arrays (numpy arrays and scalars become host arrays; None is
+    an absent optional input), attributes keyword arguments (int, float,
+    str, lists). out= writes into given arrays (with add_to=True: out +=
+    op(...)); outputs=N for ops with several outputs. The call returns at
+    once: the op runs on the engine, on the inputs' device (host arrays on
+    cpu); a.wait(), a.numpy() or rt.wait_all() wait for it and raise what
+    went wrong."""
+
+    def __getattr__(self, op):
+        if op.startswith("_"):
+            raise AttributeError(op)
+
+        def call(*args, **kw):
+            return _run_op(op, args, kw)
+        call.__name__ = op
+        call.__doc__ = f"The ONNX operator {op} (see plinth.ops)."
+        return call
+
+
+ops = _Ops()
 
 
 # ---- models and sessions -----------------------------------------------------------

@@ -180,6 +180,20 @@ array_to_dlpack = _fn("pl_array_to_dlpack", c_void_p, c_void_p, P(c_void_p))
 array_from_dlpack = _fn("pl_array_from_dlpack", c_void_p, c_void_p, c_void_p, P(c_void_p))
 
 
+class OpAttr(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("type", ctypes.c_char), ("i", ctypes.c_int64),
+                ("f", ctypes.c_double), ("s", c_char_p),
+                ("ints", ctypes.POINTER(ctypes.c_int64)),
+                ("floats", ctypes.POINTER(ctypes.c_double)), ("n", c_size_t)]
+
+
+op_run = _fn("pl_op_run", c_void_p, c_void_p, c_char_p, P(OpAttr), c_size_t, P(c_void_p),
+             c_size_t, P(c_void_p), c_size_t, ctypes.c_uint32)
+array_wait = _fn("pl_array_wait", c_void_p, c_void_p)
+runtime_wait_all = _fn("pl_runtime_wait_all", c_void_p, c_void_p)
+OP_ADD_TO = 1
+
+
 class DLTensor(ctypes.Structure):
     _fields_ = [("data", c_void_p), ("device", Device), ("ndim", ctypes.c_int32),
                 ("dtype", DType), ("shape", ctypes.POINTER(ctypes.c_int64)),

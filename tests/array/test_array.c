@@ -3,6 +3,7 @@
  * memory, copies between them, DLPack export and import. Runs on the
  * staged modules (argv[1]). */
 #include <dlpack/dlpack.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,7 @@ static void case_array_errors(void)
     } bad[] = {
         {"nosuch", 0, f32, dims, "module 'nosuch' is not loaded"},
         {"example_acc", 3, f32, dims, "module example_acc has 1 device"},
-        {"onnx", 0, f32, dims, "no memory of its own"},
+        {"onnx", 0, f32, dims, "runs no nodes (a format module?)"},
         {NULL, 0, {2, 24, 1}, dims, "is not one of Plinth's nine"},
         {NULL, 0, f32, neg, "dim 1 is -1"},
     };
@@ -260,6 +261,200 @@ static void case_dlpack_import(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- eager operators -------------------------------------------------------- */
+
+static pl_array *host_f32(const int64_t *dims, int32_t ndim, const float *data)
+{
+    pl_array *a = NULL;
+    size_t n = 1;
+    for (int32_t k = 0; k < ndim; k++)
+        n *= (size_t)dims[k];
+    TH_CHECK_OK(pl_array_create(NULL, NULL, 0, PL_DTYPE_F32, ndim, dims, &a));
+    TH_CHECK_OK(pl_array_copy_from_host(a, data, n * sizeof(float)));
+    return a;
+}
+
+/* Host arrays on cpu: a chain pushed without waits (Add, Mul, Relu) gives
+ * the reference; the intermediate outputs are made by the calls. */
+static void case_eager_chain(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {3, 4};
+    float x[12], y[12], want[12], got[12];
+    for (int i = 0; i < 12; i++) {
+        x[i] = (float)i - 5.5f;
+        y[i] = 0.25f * (float)(i % 5) - 0.5f;
+        float s = x[i] + y[i], p = s * x[i];
+        want[i] = p > 0 ? p : 0;
+    }
+    pl_array *a = host_f32(dims, 2, x), *b = host_f32(dims, 2, y);
+    pl_array *sum = NULL, *prod = NULL, *out = NULL;
+    TH_CHECK_OK(pl_op_run(rt, "Add", NULL, 0, (pl_array *[]){a, b}, 2, &sum, 1, 0));
+    TH_CHECK_OK(pl_op_run(rt, "Mul", NULL, 0, (pl_array *[]){sum, a}, 2, &prod, 1, 0));
+    TH_CHECK_OK(pl_op_run(rt, "Relu", NULL, 0, &prod, 1, &out, 1, 0));
+    TH_CHECK(strcmp(pl_array_module(out), "host") == 0, "host inputs gave an output on %s",
+             pl_array_module(out));
+    TH_CHECK_OK(pl_array_copy_to_host(out, got, sizeof got)); /* waits */
+    for (int i = 0; i < 12; i++)
+        TH_CHECK(got[i] == want[i], "y[%d] = %g, expected %g", i, got[i], want[i]);
+    /* Broadcasting and attributes: Add of a [4] row; Transpose perm. */
+    const int64_t row_dims[1] = {4};
+    float row[4] = {1, 2, 3, 4};
+    pl_array *r = host_f32(row_dims, 1, row), *bc = NULL, *tr = NULL;
+    TH_CHECK_OK(pl_op_run(rt, "Add", NULL, 0, (pl_array *[]){a, r}, 2, &bc, 1, 0));
+    pl_op_attr perm = {.name = "perm", .type = 'I', .ints = (const int64_t[]){1, 0}, .n = 2};
+    TH_CHECK_OK(pl_op_run(rt, "Transpose", &perm, 1, &bc, 1, &tr, 1, 0));
+    TH_CHECK_OK(pl_array_wait(tr));
+    const pl_tensor *t = pl_array_tensor(tr);
+    TH_CHECK(t->ndim == 2 && t->shape[0] == 4 && t->shape[1] == 3, "Transpose's shape");
+    TH_CHECK_OK(pl_array_copy_to_host(tr, got, sizeof got));
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            TH_CHECK(got[j * 3 + i] == x[i * 4 + j] + row[j], "transposed [%d][%d]", j, i);
+    pl_array *arrays[] = {a, b, sum, prod, out, r, bc, tr};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        pl_array_destroy(arrays[i]);
+    TH_CHECK_OK(pl_runtime_wait_all(rt));
+    pl_runtime_destroy(rt);
+}
+
+/* add-to: y += a + b into a given output. */
+static void case_eager_add_to(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[1] = {6};
+    float x[6] = {1, 2, 3, 4, 5, 6}, ones[6] = {1, 1, 1, 1, 1, 1}, got[6];
+    pl_array *a = host_f32(dims, 1, x), *y = host_f32(dims, 1, ones);
+    TH_CHECK_OK(pl_op_run(rt, "Add", NULL, 0, (pl_array *[]){a, a}, 2, &y, 1, PL_OP_ADD_TO));
+    TH_CHECK_OK(pl_op_run(rt, "Add", NULL, 0, (pl_array *[]){a, a}, 2, &y, 1, PL_OP_ADD_TO));
+    TH_CHECK_OK(pl_array_copy_to_host(y, got, sizeof got));
+    for (int i = 0; i < 6; i++)
+        TH_CHECK(got[i] == 1 + 4 * x[i], "y[%d] = %g after two add-to Adds", i, got[i]);
+    pl_array_destroy(a);
+    pl_array_destroy(y);
+    pl_runtime_destroy(rt);
+}
+
+/* On example_acc, which only compiles: a one-node subgraph per op, the
+ * arrays staying in its memory; the result equals cpu's. */
+static void case_eager_device(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t ad[2] = {4, 8}, bd[2] = {8, 3};
+    float x[32], w[24], ref[12], got[12];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)((i * 7) % 11) * 0.125f - 0.5f;
+    for (int i = 0; i < 24; i++)
+        w[i] = (float)((i * 5) % 13) * 0.0625f - 0.375f;
+    pl_array *ha = host_f32(ad, 2, x), *hb = host_f32(bd, 2, w), *href = NULL;
+    TH_CHECK_OK(pl_op_run(rt, "MatMul", NULL, 0, (pl_array *[]){ha, hb}, 2, &href, 1, 0));
+    TH_CHECK_OK(pl_array_copy_to_host(href, ref, sizeof ref));
+    pl_array *da = NULL, *db = NULL, *dy = NULL, *dr = NULL;
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 2, ad, &da));
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 2, bd, &db));
+    TH_CHECK_OK(pl_array_copy(da, ha));
+    TH_CHECK_OK(pl_array_copy(db, hb));
+    TH_CHECK_OK(pl_op_run(rt, "MatMul", NULL, 0, (pl_array *[]){da, db}, 2, &dy, 1, 0));
+    TH_CHECK_OK(pl_op_run(rt, "Relu", NULL, 0, &dy, 1, &dr, 1, 0));
+    TH_CHECK(strcmp(pl_array_module(dr), "example_acc") == 0, "the output is on %s",
+             pl_array_module(dr));
+    TH_CHECK_OK(pl_array_copy_to_host(dr, got, sizeof got));
+    for (int i = 0; i < 12; i++) {
+        float want = ref[i] > 0 ? ref[i] : 0;
+        TH_CHECK(fabsf(got[i] - want) <= 1e-5f, "y[%d] = %g on example_acc, %g on cpu", i,
+                 got[i], want);
+    }
+    pl_array *arrays[] = {ha, hb, href, da, db, dy, dr};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        pl_array_destroy(arrays[i]);
+    pl_runtime_destroy(rt);
+}
+
+/* Wrong calls fail at once, naming the op and why; nothing is pushed. */
+static void case_eager_errors(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {2, 3}, other[2] = {3, 2};
+    float x[6] = {0};
+    pl_array *a = host_f32(dims, 2, x), *wrong = host_f32(other, 2, x), *i32 = NULL, *acc = NULL;
+    TH_CHECK_OK(pl_array_create(NULL, NULL, 0, PL_DTYPE_I32, 2, dims, &i32));
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 2, dims, &acc));
+    pl_array *out = NULL;
+    pl_status *st = pl_op_run(rt, "Frobnicate", NULL, 0, &a, 1, &out, 1, 0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "op Frobnicate: ");
+    pl_status_free(st);
+    st = pl_op_run(rt, "Add", NULL, 0, (pl_array *[]){a, i32}, 2, &out, 1, 0);
+    TH_CHECK(st != NULL && out == NULL, "Add of f32 and i32 was accepted");
+    TH_CHECK_CONTAINS(pl_status_message(st), "op Add: ");
+    pl_status_free(st);
+    st = pl_op_run(rt, "Relu", NULL, 0, &a, 1, &wrong, 1, 0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "output 0 is not of the type the op gives");
+    pl_status_free(st);
+    st = pl_op_run(rt, "Add", NULL, 0, (pl_array *[]){a, acc}, 2, &out, 1, 0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "host arrays with arrays on example_acc:0");
+    pl_status_free(st);
+    pl_array *same = a;
+    st = pl_op_run(rt, "Relu", NULL, 0, &a, 1, &same, 1, 0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "output 0 is also input 0");
+    pl_status_free(st);
+    pl_op_attr bad = {.name = "alpha", .type = 'q'};
+    st = pl_op_run(rt, "LeakyRelu", &bad, 1, &a, 1, &out, 1, 0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "type 'q' is not i, f, s, I or F");
+    pl_status_free(st);
+    TH_CHECK(out == NULL, "a failed call left an output");
+    TH_CHECK_OK(pl_runtime_wait_all(rt));
+    pl_array *arrays[] = {a, wrong, i32, acc};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        pl_array_destroy(arrays[i]);
+    pl_runtime_destroy(rt);
+}
+
+/* A failure while running reaches the output's wait and every operator
+ * that reads it; an overwrite from the host heals the array. */
+static void case_eager_failure(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {3, 2}, small_dims[1] = {2}, idx_dims[1] = {70};
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    /* A few indices enter the graph as constants, so a bad one fails the
+     * call at once. */
+    int64_t small[2] = {0, 7};
+    pl_array *data = host_f32(dims, 2, x), *ind = NULL, *g = NULL, *r = NULL;
+    TH_CHECK_OK(pl_array_create(NULL, NULL, 0, PL_DTYPE_I64, 1, small_dims, &ind));
+    TH_CHECK_OK(pl_array_copy_from_host(ind, small, sizeof small));
+    pl_status *early = pl_op_run(rt, "Gather", NULL, 0, (pl_array *[]){data, ind}, 2, &g, 1, 0);
+    TH_CHECK_CONTAINS(pl_status_message(early), "index 7 is out of range");
+    pl_status_free(early);
+    pl_array_destroy(ind);
+    /* 70 indices are data: the bad one (7, for 3 rows) fails the run. */
+    int64_t idx[70] = {0};
+    idx[69] = 7;
+    TH_CHECK_OK(pl_array_create(NULL, NULL, 0, PL_DTYPE_I64, 1, idx_dims, &ind));
+    TH_CHECK_OK(pl_array_copy_from_host(ind, idx, sizeof idx));
+    TH_CHECK_OK(pl_op_run(rt, "Gather", NULL, 0, (pl_array *[]){data, ind}, 2, &g, 1, 0));
+    TH_CHECK_OK(pl_op_run(rt, "Relu", NULL, 0, &g, 1, &r, 1, 0));
+    pl_status *st = pl_array_wait(r);
+    TH_CHECK(st != NULL, "Relu of a failed Gather succeeded");
+    TH_CHECK_CONTAINS(pl_status_message(st), "Gather");
+    pl_status_free(st);
+    st = pl_runtime_wait_all(rt);
+    TH_CHECK(st != NULL, "wait_all saw no failure");
+    pl_status_free(st);
+    TH_CHECK_OK(pl_runtime_wait_all(rt)); /* reported once */
+    float healed[140], back[140];
+    for (int i = 0; i < 140; i++)
+        healed[i] = (float)i;
+    TH_CHECK_OK(pl_array_copy_from_host(g, healed, sizeof healed));
+    pl_array *r2 = NULL;
+    TH_CHECK_OK(pl_op_run(rt, "Neg", NULL, 0, &g, 1, &r2, 1, 0));
+    TH_CHECK_OK(pl_array_copy_to_host(r2, back, sizeof back));
+    TH_CHECK(back[1] == -1 && back[139] == -139, "Neg after the overwrite gave %g", back[1]);
+    pl_array *arrays[] = {data, ind, g, r, r2};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        pl_array_destroy(arrays[i]);
+    pl_runtime_destroy(rt);
+}
+
 static const th_case cases[] = {
     {"devices", case_devices},
     {"copies", case_copies},
@@ -267,6 +462,11 @@ static const th_case cases[] = {
     {"outlives_runtime", case_array_outlives_runtime},
     {"dlpack_export", case_dlpack_export},
     {"dlpack_import", case_dlpack_import},
+    {"eager_chain", case_eager_chain},
+    {"eager_add_to", case_eager_add_to},
+    {"eager_device", case_eager_device},
+    {"eager_errors", case_eager_errors},
+    {"eager_failure", case_eager_failure},
 };
 
 int main(int argc, char **argv)

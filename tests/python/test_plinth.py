@@ -217,6 +217,74 @@ class ArrayTest(unittest.TestCase):
         self.assertIn("has 2 devices", str(e.exception))
 
 
+class OpsTest(unittest.TestCase):
+    def setUp(self):
+        self.rt = plinth.Runtime(config=write_ini(""))
+        self.x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+
+    def tearDown(self):
+        self.rt.close()
+
+    def test_host_chain(self):
+        a = plinth.array(self.x)
+        y = plinth.ops.Relu(plinth.ops.Mul(plinth.ops.Add(a, self.x, runtime=self.rt), a))
+        np.testing.assert_array_equal(y.numpy(), np.maximum((self.x + self.x) * self.x, 0))
+        t = plinth.ops.Transpose(a, perm=[1, 0], runtime=self.rt)
+        np.testing.assert_array_equal(t.numpy(), self.x.T)
+        v, i = plinth.ops.TopK(a, np.array([2], dtype=np.int64), outputs=2, runtime=self.rt)
+        np.testing.assert_array_equal(v.numpy(), -np.sort(-self.x, axis=1)[:, :2])
+        self.assertEqual(i.numpy().dtype, np.int64)
+        r = plinth.ops.Reshape(a, np.array([2, 6], dtype=np.int64), runtime=self.rt)
+        self.assertEqual(r.numpy().shape, (2, 6))
+
+    def test_add_to(self):
+        a = plinth.array(self.x)
+        out = plinth.array(np.ones_like(self.x))
+        plinth.ops.Add(a, a, out=out, add_to=True, runtime=self.rt)
+        plinth.ops.Add(a, a, out=out, add_to=True, runtime=self.rt)
+        np.testing.assert_array_equal(out.numpy(), 1 + 4 * self.x)
+
+    def test_devices(self):
+        acc = self.rt.device("example_acc")
+        d = plinth.array(self.x, device=acc)
+        w = plinth.array(np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2), device=acc)
+        m = plinth.ops.MatMul(d, w)
+        self.assertEqual(m.device, acc)
+        np.testing.assert_allclose(m.numpy(), self.x @ w.numpy(), rtol=1e-5, atol=1e-5)
+        # onednn (host memory) compiles what it takes and leaves the rest
+        # (a Conv whose weights are data, not constants) to cpu.
+        on = self.rt.device("onednn")
+        xi = np.random.default_rng(1).random((1, 3, 6, 6), dtype=np.float32)
+        wi = np.random.default_rng(2).random((2, 3, 3, 3), dtype=np.float32)
+        c = plinth.ops.Conv(plinth.array(xi, device=on), plinth.array(wi, device=on),
+                            pads=[1, 1, 1, 1])
+        ref = plinth.ops.Conv(plinth.array(xi), plinth.array(wi), pads=[1, 1, 1, 1],
+                              runtime=self.rt)
+        np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+    def test_errors(self):
+        a = plinth.array(self.x)
+        with self.assertRaises(plinth.Error) as e:
+            plinth.ops.Frobnicate(a, runtime=self.rt)
+        self.assertIn("op Frobnicate", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            plinth.ops.Add(a, plinth.array(self.x, device=self.rt.device("example_acc")),
+                           runtime=self.rt)
+        self.assertIn("host arrays with arrays on example_acc:0", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            plinth.ops.LeakyRelu(a, alpha={"x": 1}, runtime=self.rt)
+        self.assertIn("attribute alpha", str(e.exception))
+        # A failure while running surfaces at the wait.
+        idx = np.zeros(70, dtype=np.int64)
+        idx[-1] = 9
+        g = plinth.ops.Gather(a, idx, runtime=self.rt)
+        with self.assertRaises(plinth.Error) as e:
+            g.wait()
+        self.assertIn("out of range", str(e.exception))
+        with self.assertRaises(plinth.Error):
+            self.rt.wait_all()
+
+
 class SessionTest(unittest.TestCase):
     def setUp(self):
         self.rt = plinth.Runtime(config=write_ini("[placement]\norder = cpu\n"))

@@ -291,6 +291,51 @@ PL_API void pl_dlpack_capsule_destructor(void *capsule);
 PL_API pl_status *pl_array_from_dlpack(pl_runtime *runtime, void *managed_tensor,
                                        pl_array **out_array);
 
+/* ---- eager operators -------------------------------------------------------
+ *
+ * One ONNX operator on arrays, as MXNet runs NDArray operators: checked at
+ * once (the op, its attributes and the inputs' types, with the opset's
+ * inference; opset 17 semantics), then pushed on the dependency engine and
+ * run by the arrays' device: its module's imperative kernel, or a one-node
+ * compiled subgraph for a module that only compiles (kernels are cached
+ * per runtime). Calls on the same arrays keep their order; others
+ * overlap. Errors of the run reach pl_array_wait on an output and
+ * pl_runtime_wait_all; later operators that read a failed array fail too.
+ * Copies and pl_array_copy_to_host wait for the array first. */
+
+/* An attribute: TYPE 'i' (i), 'f' (f), 's' (s), 'I' (ints, n) or 'F'
+ * (floats, n). */
+typedef struct pl_op_attr {
+    const char *name;
+    char type;
+    int64_t i;
+    double f;
+    const char *s;
+    const int64_t *ints;
+    const double *floats;
+    size_t n;
+} pl_op_attr;
+
+/* The outputs accumulate: y += op(inputs) (the kernel's add-to request). */
+#define PL_OP_ADD_TO 1u
+
+/* Runs OP (an ONNX operator of the default domain) on N_IN input arrays
+ * (NULL for an absent optional input) into N_OUT outputs: outputs[k] is an
+ * array of the inferred dtype and shape, written, or NULL, and then a new
+ * array on the call's device is stored there (the caller destroys it).
+ * Every array must be on one device; host arrays run on cpu, or join a
+ * device whose module computes on host memory. An output may not also be
+ * an input. Returns at once; a status here means nothing was pushed. */
+PL_API pl_status *pl_op_run(pl_runtime *runtime, const char *op, const pl_op_attr *attrs,
+                            size_t n_attrs, pl_array *const *inputs, size_t n_inputs,
+                            pl_array **outputs, size_t n_outputs, uint32_t flags);
+/* Waits until every operator pushed on ARRAY has run; their error (the
+ * first that reached it), or NULL. */
+PL_API pl_status *pl_array_wait(pl_array *array);
+/* Waits for everything pushed on the runtime's engine; the first failure
+ * since the previous call, or NULL. */
+PL_API pl_status *pl_runtime_wait_all(pl_runtime *runtime);
+
 /* ---- vendor functions (a module's extensions, ABI 1.4) ------------------ */
 
 /* The vendor functions module I exports, as the loader accepted them:
