@@ -34,7 +34,6 @@
  * importer and the opset tables cover. */
 #define PL_EAGER_OPSET 17
 #define PL_EAGER_MAX_IO 64
-#define PL_EAGER_CACHE_MAX 256
 
 struct pl_eager_entry {
     char *key;
@@ -319,13 +318,10 @@ static pl_status *pl_eager_lookup(pl_runtime *rt, pl_module *m, int device, pl_g
      * as a session makes them. */
     pl_eager_entry *e = NULL;
     st = pl_eager_entry_make(m, device, g, key, &e);
-    if (st == NULL && c->n < PL_EAGER_CACHE_MAX) {
-        e->next = c->head;
-        c->head = e;
-        c->n++;
-    } else if (st == NULL) {
-        /* Full: this one is kept too (pushed work refers to it); the cache
-         * only stops growing the lookup list. */
+    /* Kept until the runtime goes: work already pushed may refer to any
+     * entry, so none is evicted (the cache grows with each distinct node,
+     * dtypes and shapes; an LRU needs per-entry references). */
+    if (st == NULL) {
         e->next = c->head;
         c->head = e;
         c->n++;
