@@ -1988,6 +1988,10 @@ struct odnn_step {
     uint32_t kind;
     int threads; /* the OpenMP team it was made for, and runs with */
     dnnl_primitive_t prim;
+    /* Until odnn_make_primitives: the descriptor PRIM is made from (a
+     * clone), and the node it computes, for the error message. */
+    dnnl_primitive_desc_t pd;
+    int64_t node;
     size_t scratch_bytes;
     int n_args;
     int arg[ODNN_MAX_ARGS];        /* DNNL_ARG_* */
@@ -2174,9 +2178,12 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
     struct odnn_step *s = &c->steps[c->n_steps];
     memset(s, 0, sizeof *s);
     s->kind = kind;
-    dnnl_status_t ds = dnnl_primitive_create(&s->prim, pd);
+    s->node = node;
+    /* The primitive itself (its JIT code: most of a compile) is made later,
+     * for every step at once, on the thread pool (odnn_make_primitives). */
+    dnnl_status_t ds = dnnl_primitive_desc_clone(&s->pd, pd);
     if (ds != dnnl_success) {
-        *out_st = odnn_dnnl(ds, "dnnl_primitive_create", b->v, node);
+        *out_st = odnn_dnnl(ds, "dnnl_primitive_desc_clone", b->v, node);
         return -1;
     }
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -5341,6 +5348,8 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
     for (int i = 0; i < c->n_steps; i++) {
         if (c->steps[i].prim)
             dnnl_primitive_destroy(c->steps[i].prim);
+        if (c->steps[i].pd)
+            dnnl_primitive_desc_destroy(c->steps[i].pd);
         if (c->steps[i].scratch_mem)
             dnnl_memory_destroy(c->steps[i].scratch_mem);
     }
@@ -5623,6 +5632,55 @@ static void odnn_team_yields(int threads)
     }
 }
 
+/* Makes the primitive of every step from its descriptor, spread over the
+ * runtime's thread pool: making a primitive generates its JIT code, which is
+ * most of what a compile or an import costs, and primitives are independent
+ * (oneDNN's primitive creation is thread-safe). Each is made under the
+ * OpenMP team size it was planned for, as the plan made its descriptor. */
+struct odnn_make_job {
+    pl_compiled *c;
+    dnnl_status_t *status;
+};
+
+static void odnn_make_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    struct odnn_make_job *job = arg;
+    int saved = omp_get_max_threads();
+    for (size_t i = begin; i < end; i++) {
+        struct odnn_step *s = &job->c->steps[i];
+        int team = s->threads > 0 ? s->threads : saved;
+        if (omp_get_max_threads() != team)
+            omp_set_num_threads(team);
+        job->status[i] = dnnl_primitive_create(&s->prim, s->pd);
+    }
+    if (omp_get_max_threads() != saved)
+        omp_set_num_threads(saved);
+}
+
+static pl_status *odnn_make_primitives(struct odnn_build *b)
+{
+    pl_compiled *c = b->c;
+    if (c->n_steps == 0)
+        return NULL;
+    dnnl_status_t *status =
+        onednn_host->host_alloc(b->ctx->host_ctx, sizeof *status * (size_t)c->n_steps, 0);
+    if (status == NULL)
+        return odnn_oom();
+    struct odnn_make_job job = {.c = c, .status = status};
+    onednn_host->parallel_for(b->ctx->host_ctx, (size_t)c->n_steps, 1, odnn_make_chunk, &job);
+    pl_status *st = NULL;
+    for (int i = 0; i < c->n_steps && st == NULL; i++)
+        if (status[i] != dnnl_success)
+            st = odnn_dnnl(status[i], "dnnl_primitive_create", b->v, c->steps[i].node);
+    odnn_free(b->ctx, status);
+    for (int i = 0; i < c->n_steps; i++) {
+        dnnl_primitive_desc_destroy(c->steps[i].pd);
+        c->steps[i].pd = NULL;
+    }
+    return st;
+}
+
 pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
                              const void *blob, size_t blob_bytes, pl_compiled **out_compiled)
 {
@@ -5680,6 +5738,8 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         st = odnn_plan(&b);
     if (st == NULL)
         st = odnn_bind(&b);
+    if (st == NULL)
+        st = odnn_make_primitives(&b);
     odnn_uses_free(ctx, &b.u);
     odnn_free(ctx, b.done);
     if (st != NULL) {
