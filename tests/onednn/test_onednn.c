@@ -946,6 +946,34 @@ static void case_conv_transpose(void)
     pl_runtime_destroy(rt);
 }
 
+/* UNet's upsampling: 2x2 stride-2 ConvTranspose on 16 channels (a blocked
+ * layout), whose bias and fused nodes onednn applies in a binary add after
+ * the bare deconvolution: one with its bias, a ReLU and the other one as a
+ * residual (post-op sum), one without a bias whose following per-channel
+ * Add is taken as the bias, then a Sigmoid. */
+static void case_conv_transpose_epilogue(void)
+{
+    struct mb m = {.seed = 23};
+    int64_t xs[] = {1, 16, 6, 7}, w[] = {16, 16, 2, 2}, bv[] = {16}, bc[] = {1, 16, 1, 1};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, w, NULL, 0.2f);
+    mb_const(&m, "b1", 1, bv, NULL, 0.5f);
+    mb_const(&m, "w2", 4, w, NULL, 0.2f);
+    mb_const(&m, "c2", 4, bc, NULL, 0.5f);
+    const char *k2s2 = "\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}";
+    mb_node(&m, "up2", "ConvTranspose", "\"x\",\"w2\"", "u2", k2s2);
+    mb_node(&m, "bias2", "Add", "\"u2\",\"c2\"", "v2", "");
+    mb_node(&m, "sig2", "Sigmoid", "\"v2\"", "s2", "");
+    mb_node(&m, "up1", "ConvTranspose", "\"x\",\"w1\",\"b1\"", "u1", k2s2);
+    mb_node(&m, "relu1", "Relu", "\"u1\"", "r1", "");
+    mb_node(&m, "sum", "Add", "\"r1\",\"s2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int64_t ys[] = {1, 16, 12, 14};
+    compare(path, 4, xs, 4, ys,
+            (const char *[]){"up2", "bias2", "sig2", "up1", "relu1", "sum", NULL});
+}
+
 /* Weights over 2 MiB, which onednn moves into one block on huge pages
  * after compiling: the results, a repeated run, and an export/import round
  * trip (the blob is read from that block) must not notice. */
@@ -2921,6 +2949,7 @@ int main(int argc, char **argv)
 {
     static const th_case cases[] = {
         {"conv_residual", case_conv_residual},
+        {"conv_transpose_epilogue", case_conv_transpose_epilogue},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
