@@ -577,6 +577,25 @@ static void case_pooling(void)
             (const char *[]){"maxpool", "avgpool", "gap", "flat", "fc", NULL});
 }
 
+/* Pools whose source is plain (a graph input), which onednn runs in
+ * oneDNN's JIT kernels instead of its nchw loops: an AveragePool counting
+ * the padding on 12 channels (a blocked layout with a padded last block)
+ * and a GlobalAveragePool as a mean reduction, broadcast-added. */
+static void case_pool_plain_sources(void)
+{
+    struct mb m = {.seed = 31};
+    int64_t xs[] = {1, 12, 9, 9};
+    mb_input(&m, "x", 4, xs);
+    mb_node(&m, "gap", "GlobalAveragePool", "\"x\"", "g", "");
+    mb_node(&m, "avgpool", "AveragePool", "\"x\"", "a",
+            "\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]},"
+            "\"pads\":{\"ints\":[1,1,1,1]},\"count_include_pad\":{\"int\":1}");
+    mb_node(&m, "sum", "Add", "\"a\",\"g\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 12, 5, 5};
+    compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"gap", "avgpool", "sum", NULL});
+}
+
 static void case_concat(void)
 {
     struct mb m = {.seed = 7};
@@ -2950,6 +2969,7 @@ int main(int argc, char **argv)
     static const th_case cases[] = {
         {"conv_residual", case_conv_residual},
         {"conv_transpose_epilogue", case_conv_transpose_epilogue},
+        {"pool_plain_sources", case_pool_plain_sources},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
