@@ -3496,8 +3496,10 @@ static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
     return impl != NULL && odnn_impl_is_ref(impl);
 }
 
-/* Whether oneDNN has only its reference implementation for DESC. */
-static int odnn_desc_is_ref(struct odnn_build *b, const_dnnl_op_desc_t desc)
+/* Whether oneDNN makes a primitive descriptor for DESC and IS says yes to
+ * the implementation it picks. */
+static int odnn_desc_impl(struct odnn_build *b, const_dnnl_op_desc_t desc,
+                          int (*is)(const_dnnl_primitive_desc_t))
 {
     dnnl_primitive_attr_t attr;
     pl_status *st = odnn_attr(&attr, NULL);
@@ -3506,12 +3508,18 @@ static int odnn_desc_is_ref(struct odnn_build *b, const_dnnl_op_desc_t desc)
         return 0;
     }
     dnnl_primitive_desc_t pd = NULL;
-    int ref = dnnl_primitive_desc_create(&pd, desc, attr, b->ctx->engine, NULL) == dnnl_success &&
-              odnn_pd_is_ref(pd);
+    int yes = dnnl_primitive_desc_create(&pd, desc, attr, b->ctx->engine, NULL) == dnnl_success &&
+              is(pd);
     if (pd != NULL)
         dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
-    return ref;
+    return yes;
+}
+
+/* Whether oneDNN has only its reference implementation for DESC. */
+static int odnn_desc_is_ref(struct odnn_build *b, const_dnnl_op_desc_t desc)
+{
+    return odnn_desc_impl(b, desc, odnn_pd_is_ref);
 }
 
 static int odnn_pd_is_jit(const_dnnl_primitive_desc_t pd);
@@ -3519,19 +3527,7 @@ static int odnn_pd_is_jit(const_dnnl_primitive_desc_t pd);
 /* Whether oneDNN runs DESC in one of its JIT kernels. */
 static int odnn_desc_is_jit(struct odnn_build *b, const_dnnl_op_desc_t desc)
 {
-    dnnl_primitive_attr_t attr;
-    pl_status *st = odnn_attr(&attr, NULL);
-    if (st != NULL) {
-        onednn_host->status_free(st);
-        return 0;
-    }
-    dnnl_primitive_desc_t pd = NULL;
-    int jit = dnnl_primitive_desc_create(&pd, desc, attr, b->ctx->engine, NULL) == dnnl_success &&
-              odnn_pd_is_jit(pd);
-    if (pd != NULL)
-        dnnl_primitive_desc_destroy(pd);
-    dnnl_primitive_attr_destroy(attr);
-    return jit;
+    return odnn_desc_impl(b, desc, odnn_pd_is_jit);
 }
 
 /* MatMul and Gemm. */
