@@ -596,6 +596,23 @@ static void case_pool_plain_sources(void)
     compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"gap", "avgpool", "sum", NULL});
 }
 
+/* A Concat that writes a graph output: no source is taken in place, each
+ * is copied into its piece (the graph input twice, a ReLU's result, and a
+ * blocked convolution result). */
+static void case_concat_to_output(void)
+{
+    struct mb m = {.seed = 37};
+    int64_t xs[] = {1, 8, 6, 5}, w[] = {8, 8, 3, 3};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w", 4, w, NULL, 0.3f);
+    mb_node(&m, "relu", "Relu", "\"x\"", "r", "");
+    mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "c", "\"pads\":{\"ints\":[1,1,1,1]}");
+    mb_node(&m, "cat", "Concat", "\"x\",\"r\",\"x\",\"c\"", "y", "\"axis\":{\"int\":1}");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 32, 6, 5};
+    compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"relu", "conv", "cat", NULL});
+}
+
 static void case_concat(void)
 {
     struct mb m = {.seed = 7};
@@ -2970,6 +2987,7 @@ int main(int argc, char **argv)
         {"conv_residual", case_conv_residual},
         {"conv_transpose_epilogue", case_conv_transpose_epilogue},
         {"pool_plain_sources", case_pool_plain_sources},
+        {"concat_to_output", case_concat_to_output},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
