@@ -1,6 +1,9 @@
 /* shape_resize.c — the cpu module's Resize kernel on f32 data: mode
- * nearest (every nearest_mode) and mode linear (bilinear on NCHW, and
- * linear over up to three resized axes of any rank), with the coordinate
+ * nearest (every nearest_mode), mode linear (bilinear on NCHW, and linear
+ * over up to three resized axes of any rank) and mode cubic (bicubic with
+ * cubic_coeff_a and exclude_outside, over up to two resized axes: taps
+ * outside the input read its edge, or with exclude_outside weigh 0 and the
+ * others are renormalised, as ONNX's reference), with the coordinate
  * transformations half_pixel, pytorch_half_pixel, align_corners,
  * asymmetric and tf_half_pixel_for_nn. Scales (a constant) or sizes give
  * the factor of each axis; opset 10 has scales only and works as the
@@ -12,12 +15,17 @@
  * rows, combining the corners of the resized outer axes with the last
  * axis's table. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "shape_kernel.h"
 
-/* Most axes linear mode interpolates at once (2^3 corners). */
+/* Most axes linear and cubic modes interpolate at once (2^3 corners, 4^2
+ * taps), and the most input rows an output row combines. */
 #define SHP_LINEAR_AXES 3
+#define SHP_CUBIC_AXES 2
+#define SHP_MAX_TAPS 4
+#define SHP_MAX_COMBOS 16
 
 typedef enum shp_coord {
     SHP_HALF_PIXEL, SHP_PYTORCH_HALF_PIXEL, SHP_ALIGN_CORNERS, SHP_ASYMMETRIC, SHP_TF_HALF_PIXEL
@@ -25,15 +33,20 @@ typedef enum shp_coord {
 
 typedef enum shp_nearest { SHP_PREFER_FLOOR, SHP_PREFER_CEIL, SHP_FLOOR, SHP_CEIL } shp_nearest;
 
+/* Output index -> the input indices it reads and their weights: the
+ * kernel's taps (nearest 1, linear 2, cubic 4) on a resized axis, one
+ * (weight 1) on an axis that is not; unused taps repeat the first index
+ * with weight 0. */
 typedef struct shp_resize_entry {
-    int64_t i0, i1; /* input indices (nearest: i0 only) */
-    float w;        /* weight of i1 */
+    int32_t i[SHP_MAX_TAPS]; /* an index along one axis */
+    float w[SHP_MAX_TAPS];
 } shp_resize_entry;
 
 typedef struct shp_resize_kernel {
     shp_kernel k;
     int rank;
-    bool linear;
+    int taps;                 /* 1 nearest, 2 linear, 4 cubic */
+    int axis_taps[CPU_MAX_RANK]; /* taps, or 1 on an axis that is not resized */
     int64_t o_dims[CPU_MAX_RANK];
     int64_t x_stride[CPU_MAX_RANK];
     shp_resize_entry *table[CPU_MAX_RANK];
@@ -55,37 +68,58 @@ static void shp_resize_chunk(void *arg, size_t begin, size_t end, int worker)
     const shp_resize_entry *tl = k->table[last];
     for (size_t row = begin; row < end; row++) {
         float *y = c->y + row * (size_t)cols;
-        int64_t off[1 << SHP_LINEAR_AXES] = {0};
-        float w[1 << SHP_LINEAR_AXES] = {1.0f};
+        if (k->taps == 1) {
+            size_t rest = row;
+            int64_t at = 0;
+            for (int d = last - 1; d >= 0; d--) {
+                at += k->table[d][rest % (size_t)k->o_dims[d]].i[0] * k->x_stride[d];
+                rest /= (size_t)k->o_dims[d];
+            }
+            const float *x = c->x + at;
+            for (int64_t j = 0; j < cols; j++)
+                y[j] = x[tl[j].i[0]];
+            continue;
+        }
+        /* The input rows this output row combines: every choice of a tap
+         * on each outer axis, with the product of their weights. */
+        int64_t off[SHP_MAX_COMBOS];
+        float w[SHP_MAX_COMBOS];
+        off[0] = 0;
+        w[0] = 1.0f;
         int n = 1;
         size_t rest = row;
         for (int d = last - 1; d >= 0; d--) {
             const shp_resize_entry *e = &k->table[d][rest % (size_t)k->o_dims[d]];
             rest /= (size_t)k->o_dims[d];
-            if (!k->linear || e->w == 0.0f) {
-                for (int p = 0; p < n; p++)
-                    off[p] += e->i0 * k->x_stride[d];
-                continue;
-            }
-            for (int p = 0; p < n; p++) {
-                off[n + p] = off[p] + e->i1 * k->x_stride[d];
-                w[n + p] = w[p] * e->w;
-                off[p] += e->i0 * k->x_stride[d];
-                w[p] *= 1.0f - e->w;
-            }
-            n *= 2;
+            const int taps = k->axis_taps[d];
+            for (int t = taps - 1; t >= 0; t--)
+                for (int p = 0; p < n; p++) {
+                    off[t * n + p] = off[p] + e->i[t] * k->x_stride[d];
+                    w[t * n + p] = w[p] * e->w[t];
+                }
+            n *= taps;
         }
-        if (!k->linear) {
-            const float *x = c->x + off[0];
-            for (int64_t j = 0; j < cols; j++)
-                y[j] = x[tl[j].i0];
+        /* The last axis, with the kernel's tap count fixed (an entry with
+         * fewer repeats its index with weight 0). */
+        if (k->taps == 2) {
+            for (int64_t j = 0; j < cols; j++) {
+                const shp_resize_entry *e = &tl[j];
+                float acc = 0.0f;
+                for (int p = 0; p < n; p++) {
+                    const float *x = c->x + off[p];
+                    acc += w[p] * (e->w[0] * x[e->i[0]] + e->w[1] * x[e->i[1]]);
+                }
+                y[j] = acc;
+            }
             continue;
         }
         for (int64_t j = 0; j < cols; j++) {
+            const shp_resize_entry *e = &tl[j];
             float acc = 0.0f;
             for (int p = 0; p < n; p++) {
                 const float *x = c->x + off[p];
-                acc += w[p] * ((1.0f - tl[j].w) * x[tl[j].i0] + tl[j].w * x[tl[j].i1]);
+                acc += w[p] * ((e->w[0] * x[e->i[0]] + e->w[1] * x[e->i[1]]) +
+                               (e->w[2] * x[e->i[2]] + e->w[3] * x[e->i[3]]));
             }
             y[j] = acc;
         }
@@ -149,15 +183,16 @@ static int64_t shp_nearest_index(shp_nearest mode, double x)
 
 /* Reads the attributes into the modes; a refusal names what is not
  * supported. */
-static pl_status *shp_resize_modes(const pl_node_desc *node, bool *linear, shp_coord *coord,
+static pl_status *shp_resize_modes(const pl_node_desc *node, int *taps, shp_coord *coord,
                                    shp_nearest *nearest)
 {
     const char *op = node->op;
     char s[48];
     SHP_TRY(shp_attr_string(node, "mode", "nearest", s, sizeof s));
-    if (strcmp(s, "nearest") != 0 && strcmp(s, "linear") != 0)
-        return cpu_error(PL_CODE_UNSUPPORTED, op, "mode '%s' (nearest or linear only)", s);
-    *linear = strcmp(s, "linear") == 0;
+    if (strcmp(s, "nearest") != 0 && strcmp(s, "linear") != 0 &&
+        !(strcmp(s, "cubic") == 0 && shp_opset(node) >= 11))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "mode '%s' (nearest, linear or cubic)", s);
+    *taps = s[0] == 'n' ? 1 : s[0] == 'l' ? 2 : 4;
     *coord = SHP_ASYMMETRIC;
     *nearest = SHP_FLOOR;
     if (shp_opset(node) < 11)
@@ -232,6 +267,31 @@ static pl_status *shp_resize_scales(const pl_node_desc *node, double *scales)
     return NULL;
 }
 
+/* The four taps of cubic interpolation at X0 + T (X0 = floor): inputs
+ * X0 - 1 .. X0 + 2 with Keys' weights for coefficient A. A tap outside
+ * [0, IN) reads the edge, or with EXCLUDE weighs 0 and the rest are
+ * scaled to sum to 1. */
+static void shp_cubic_entry(shp_resize_entry *e, int64_t x0, double t, int64_t in, double a,
+                            bool exclude)
+{
+    double s = t + 1, u = 1 - t, v = 2 - t;
+    double w[4] = {((a * s - 5 * a) * s + 8 * a) * s - 4 * a,
+                   ((a + 2) * t - (a + 3)) * t * t + 1,
+                   ((a + 2) * u - (a + 3)) * u * u + 1,
+                   ((a * v - 5 * a) * v + 8 * a) * v - 4 * a};
+    double sum = 0;
+    for (int k = 0; k < 4; k++) {
+        int64_t i = x0 - 1 + k;
+        if (exclude && (i < 0 || i >= in))
+            w[k] = 0;
+        sum += w[k];
+    }
+    for (int k = 0; k < 4; k++) {
+        e->i[k] = (int32_t)shp_clamp(x0 - 1 + k, in);
+        e->w[k] = (float)(exclude && sum != 0 ? w[k] / sum : w[k]);
+    }
+}
+
 pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
@@ -242,24 +302,33 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     if (o->ndim != r)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output's rank %d is not the input's %d",
                          o->ndim, r);
-    bool linear = false;
+    int taps = 1;
     shp_coord coord = SHP_ASYMMETRIC;
     shp_nearest nearest = SHP_FLOOR;
-    SHP_TRY(shp_resize_modes(node, &linear, &coord, &nearest));
+    SHP_TRY(shp_resize_modes(node, &taps, &coord, &nearest));
     double scales[CPU_MAX_RANK];
     SHP_TRY(shp_resize_scales(node, scales));
+    double cubic_a = -0.75;
+    int64_t exclude_outside = 0;
+    if (taps == 4) {
+        SHP_TRY(cpu_attr_float(node, "cubic_coeff_a", -0.75, &cubic_a));
+        SHP_TRY(cpu_attr_int(node, "exclude_outside", 0, &exclude_outside));
+    }
     size_t entries = 0;
     int resized = 0;
     for (int d = 0; d < r; d++) {
         entries += (size_t)o->shape[d];
         if (x->shape[d] == 0 && o->shape[d] > 0)
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "axis %d of the input is empty", d);
+        if (x->shape[d] > INT32_MAX)
+            return cpu_error(PL_CODE_UNSUPPORTED, op, "axis %d has %lld elements (at most 2^31 "
+                             "- 1 along one axis)", d, (long long)x->shape[d]);
         resized += x->shape[d] != o->shape[d] || scales[d] != 1.0;
     }
-    if (linear && resized > SHP_LINEAR_AXES)
-        return cpu_error(PL_CODE_UNSUPPORTED, op,
-                         "linear mode over %d resized axes (at most %d)", resized,
-                         SHP_LINEAR_AXES);
+    int most = taps == 2 ? SHP_LINEAR_AXES : SHP_CUBIC_AXES;
+    if (taps > 1 && resized > most)
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "%s mode over %d resized axes (at most %d)",
+                         taps == 2 ? "linear" : "cubic", resized, most);
     shp_resize_kernel *k;
     size_t head = (sizeof *k + 15) & ~(size_t)15;
     SHP_TRY(shp_kernel_alloc(ctx, node, head + entries * sizeof(shp_resize_entry),
@@ -267,7 +336,7 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     /* The tables sit between the kernel and the outputs' descriptions. */
     shp_resize_entry *e = (shp_resize_entry *)(void *)((char *)k + head);
     k->rank = r;
-    k->linear = linear;
+    k->taps = taps;
     int64_t step = 1;
     for (int d = r - 1; d >= 0; d--) {
         k->x_stride[d] = step;
@@ -278,22 +347,27 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
         k->o_dims[d] = out;
         k->table[d] = e;
         bool same = in == out && scales[d] == 1.0;
+        k->axis_taps[d] = same ? 1 : taps;
         for (int64_t i = 0; i < out; i++, e++) {
-            if (same) {
-                *e = (shp_resize_entry){i, i, 0.0f};
+            memset(e, 0, sizeof *e);
+            e->w[0] = 1.0f;
+            if (same || taps == 1) {
+                int64_t j = same ? i : shp_clamp(shp_nearest_index(nearest,
+                                        shp_coordinate(coord, i, in, out, scales[d])), in);
+                for (int t = 0; t < SHP_MAX_TAPS; t++)
+                    e->i[t] = (int32_t)j;
                 continue;
             }
             double c = shp_coordinate(coord, i, in, out, scales[d]);
-            if (!linear) {
-                int64_t j = shp_nearest_index(nearest, c);
-                e->i0 = e->i1 = shp_clamp(j, in);
-                e->w = 0.0f;
+            double f = floor(c), t = c - f;
+            if (taps == 2) {
+                e->i[0] = (int32_t)shp_clamp((int64_t)f, in);
+                e->i[1] = (int32_t)shp_clamp((int64_t)f + 1, in);
+                e->w[1] = (float)t;
+                e->w[0] = 1.0f - e->w[1];
                 continue;
             }
-            double f = floor(c);
-            e->i0 = shp_clamp((int64_t)f, in);
-            e->i1 = shp_clamp((int64_t)f + 1, in);
-            e->w = (float)(c - f);
+            shp_cubic_entry(e, (int64_t)f, t, in, cubic_a, exclude_outside != 0);
         }
     }
     k->k.base.n_reads = 1;
