@@ -1,9 +1,11 @@
 /* shape_pad.c — the cpu module's Pad kernel, for every dtype, in modes
  * constant, reflect and edge. Pads come from the attribute (opset < 11) or
  * the constant second input, optionally for some axes only (opset 18's
- * fourth input); negative pads crop. A run copies one output row (the last
- * dim) per task: each source index is mapped back into the input, or to
- * the constant value. */
+ * fourth input); negative pads crop. A run writes output rows (the last
+ * dim) in tasks: a row outside the input is the constant, any other one
+ * copy of its input row between its padded edges, whose indices are
+ * mapped back into the input (or to the constant) one by one. */
+#include <stdint.h>
 #include <string.h>
 
 #include "shape_kernel.h"
@@ -47,6 +49,37 @@ typedef struct shp_pad_call {
     const unsigned char *value;
 } shp_pad_call;
 
+/* COUNT copies of the ES-byte VALUE at Y. */
+static void shp_pad_fill(char *y, const unsigned char *value, size_t es, int64_t count)
+{
+    if (count <= 0)
+        return;
+    if (es == 4) {
+        uint32_t v;
+        memcpy(&v, value, 4);
+        for (int64_t j = 0; j < count; j++)
+            memcpy(y + (size_t)j * 4, &v, 4);
+    } else if (es == 1) {
+        memset(y, value[0], (size_t)count);
+    } else {
+        for (int64_t j = 0; j < count; j++)
+            memcpy(y + (size_t)j * es, value, es);
+    }
+}
+
+/* Output columns [FROM, TO) of a row whose input row is X, one by one (the
+ * padded edges). */
+static void shp_pad_edge(char *y, const char *x, const shp_pad_call *c, int64_t from, int64_t to)
+{
+    const shp_pad_kernel *k = c->k;
+    const int last = k->rank - 1;
+    const size_t es = k->k.in_esize;
+    for (int64_t j = from; j < to; j++) {
+        int64_t s = shp_pad_map(j, k->begin[last], k->x_dims[last], k->mode);
+        memcpy(y + (size_t)j * es, s < 0 ? (const char *)c->value : x + s * (int64_t)es, es);
+    }
+}
+
 static void shp_pad_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
@@ -55,6 +88,9 @@ static void shp_pad_chunk(void *arg, size_t begin, size_t end, int worker)
     const int last = k->rank - 1;
     const size_t es = k->k.in_esize;
     const int64_t cols = k->o_dims[last], n = k->x_dims[last], b = k->begin[last];
+    /* The columns that copy the input row as it is: [lo, hi). */
+    const int64_t lo = b > 0 ? (b < cols ? b : cols) : 0;
+    const int64_t hi = b + n < cols ? (b + n > lo ? b + n : lo) : cols;
     for (size_t row = begin; row < end; row++) {
         char *y = c->y + row * (size_t)cols * es;
         size_t rest = row;
@@ -69,11 +105,15 @@ static void shp_pad_chunk(void *arg, size_t begin, size_t end, int worker)
             else
                 off += s * k->x_stride[d];
         }
-        const char *x = c->x + off * (int64_t)es;
-        for (int64_t j = 0; j < cols; j++) {
-            int64_t s = outside ? -1 : shp_pad_map(j, b, n, k->mode);
-            memcpy(y + (size_t)j * es, s < 0 ? (const char *)c->value : x + s * (int64_t)es, es);
+        if (outside) {
+            shp_pad_fill(y, c->value, es, cols);
+            continue;
         }
+        const char *x = c->x + off * (int64_t)es;
+        shp_pad_edge(y, x, c, 0, lo);
+        if (hi > lo)
+            memcpy(y + (size_t)lo * es, x + (lo - b) * (int64_t)es, (size_t)(hi - lo) * es);
+        shp_pad_edge(y, x, c, hi, cols);
     }
 }
 

@@ -650,6 +650,15 @@ static void case_Pad(void)
         {.op = "Pad", .n_in = 2, .in = {T(3, 2, 3, 4), C64(6, 0, 1, 5, 1, 0, 2)},
          .attrs = {AS("mode", "edge")}, .n_attrs = 1},
         {.op = "Pad", .n_in = 2, .in = {T(2, 5, 6), C64(4, -1, 2, -2, 1)}},    /* crop */
+        /* the last axis cropped at both ends, cropped at one end and padded at
+         * the other, and padded by more than its length (each row: copied
+         * middle, mapped edges) */
+        {.op = "Pad", .n_in = 2, .in = {T(2, 3, 7), C64(4, 1, -2, 0, -3)}},
+        {.op = "Pad", .n_in = 2, .in = {T(2, 3, 7), C64(4, 0, -3, 1, 2)},
+         .attrs = {AS("mode", "edge")}, .n_attrs = 1},
+        {.op = "Pad", .n_in = 2, .in = {T(2, 2, 3), C64(4, 0, 9, 1, 5)}},
+        {.op = "Pad", .n_in = 2, .in = {T(2, 2, 3), C64(4, 0, 7, 0, 8)},
+         .attrs = {AS("mode", "reflect")}, .n_attrs = 1},
         {.op = "Pad", .n_in = 2, .in = {T(2, 1, 4), C64(4, 2, 1, 2, 1)},
          .attrs = {AS("mode", "reflect")}, .n_attrs = 1},
         {.op = "Pad", .n_in = 2, .in = {T(4, 2, 3, 64, 64), C64(8, 0, 0, 3, 3, 0, 0, 3, 3)},
