@@ -232,9 +232,30 @@ MB_POW(mb_pow_f32_i64, int64_t)
         T *o = out;                                                          \
         const uint8_t *c = in[0];                                            \
         const T *x = in[1], *y = in[2];                                      \
-        if (step[0] && step[1] && step[2] && !add) {                         \
-            for (size_t i = 0; i < n; i++)                                   \
-                o[i] = c[i] ? x[i] : y[i];                                   \
+        if (step[0] && !add) {                                               \
+            /* a contiguous condition; x and y each contiguous or one     \
+             * value (a mask against a constant): loops that vectorise */   \
+            /* (both sides read unconditionally, so the select is a     \
+             * blend, not a branch) */                                      \
+            const T xv = x[0], yv = y[0];                                    \
+            if (step[1] && step[2])                                          \
+                for (size_t i = 0; i < n; i++) {                             \
+                    const T a = x[i], b = y[i];                              \
+                    o[i] = c[i] ? a : b;                                     \
+                }                                                            \
+            else if (step[1])                                                \
+                for (size_t i = 0; i < n; i++) {                             \
+                    const T a = x[i];                                        \
+                    o[i] = c[i] ? a : yv;                                    \
+                }                                                            \
+            else if (step[2])                                                \
+                for (size_t i = 0; i < n; i++) {                             \
+                    const T b = y[i];                                        \
+                    o[i] = c[i] ? xv : b;                                    \
+                }                                                            \
+            else                                                             \
+                for (size_t i = 0; i < n; i++)                               \
+                    o[i] = c[i] ? xv : yv;                                   \
             return;                                                          \
         }                                                                    \
         const size_t sc = (size_t)step[0], sx = (size_t)step[1],             \

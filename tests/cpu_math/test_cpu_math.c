@@ -668,6 +668,8 @@ static void case_Greater(void)
 static const ch_in tm_where_shapes[][3] = {
     {T(2, 3, 4), T(2, 3, 4), T(2, 3, 4)},
     {T(2, 3, 4), T0, T0},
+    {T(2, 3, 4), T(2, 3, 4), T0},                         /* x, or a constant */
+    {T(2, 3, 70), T(1, 1), T(2, 3, 70)},                  /* a constant, or y */
     {T0, T(2, 3, 4), T(1, 4)},
     {T(2, 3, 1), T(1, 5), T0},
     {T(4, 2, 1, 12, 1), T(4, 1, 1, 12, 12), T(1, 1)},     /* attention mask */
