@@ -64,6 +64,18 @@ typedef struct mu2_call {
             }                                              \
     } while (0)
 
+/* V clamped to [0, 1]; NaN stays NaN. */
+static inline float mu2_clamp01f(float v)
+{
+    v = v > 1.0f ? 1.0f : v;
+    return v < 0.0f ? 0.0f : v;
+}
+static inline double mu2_clamp01(double v)
+{
+    v = v > 1.0 ? 1.0 : v;
+    return v < 0.0 ? 0.0 : v;
+}
+
 /* The float ops on T, with libm's functions of suffix F (f or none). */
 #define MU2_FLOAT_CHUNK(T, SUFFIX, F)                                                    \
     static void mu2_chunk_##SUFFIX(const mu2_call *c, size_t begin, size_t end)          \
@@ -100,11 +112,14 @@ typedef struct mu2_call {
         case MU2_CELU:                                                                   \
             MU2_LOOP(T, T, x > zero ? x : alpha * expm1##F(x / alpha));                  \
             break;                                                                       \
+        /* Clamped with compares, which vectorise (fmin and fmax are      \
+         * libm calls here) and let NaN through, as ONNX's reference.   \
+         */                                                              \
         case MU2_HARDSIGMOID:                                                            \
-            MU2_LOOP(T, T, fmax##F(zero, fmin##F(one, alpha * x + beta)));               \
+            MU2_LOOP(T, T, mu2_clamp01##F(alpha * x + beta));                            \
             break;                                                                       \
         case MU2_HARDSWISH:                                                              \
-            MU2_LOOP(T, T, x * fmax##F(zero, fmin##F(one, x / (T)6 + (T)0.5)));          \
+            MU2_LOOP(T, T, x * mu2_clamp01##F(x / (T)6 + (T)0.5));                       \
             break;                                                                       \
         case MU2_THRESHOLDED: MU2_LOOP(T, T, x > alpha ? x : zero); break;               \
         case MU2_SHRINK:                                                                 \
