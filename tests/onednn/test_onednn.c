@@ -519,6 +519,44 @@ static void case_matmul_gelu(void)
             (const char *[]){"mm1", "bias", "erf", "mulh", "mm2", "res", NULL});
 }
 
+/* GELU's tanh form (GPT-2's gelu_new) as one gelu_tanh: x^3 as Pow(x, 3)
+ * after a MatMul (a post-op of it), and as Mul(Mul(x, x), x) on the graph
+ * input, with the 0.5 on x first (an eltwise of its own). */
+static void case_gelu_tanh(void)
+{
+    struct mb m = {.seed = 41};
+    int64_t xs[] = {2, 8, 32}, w[] = {32, 32};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w", 2, w, NULL, 0.3f);
+    mb_scalar(&m, "three", 3.0f);
+    mb_scalar(&m, "c", 0.044715f);
+    mb_scalar(&m, "k", 0.7978845608f);
+    mb_scalar(&m, "one", 1.0f);
+    mb_scalar(&m, "half", 0.5f);
+    mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "h", "");
+    mb_node(&m, "cube", "Pow", "\"h\",\"three\"", "h3", "");
+    mb_node(&m, "c3", "Mul", "\"h3\",\"c\"", "hc", "");
+    mb_node(&m, "inner", "Add", "\"h\",\"hc\"", "hi", "");
+    mb_node(&m, "scale", "Mul", "\"hi\",\"k\"", "hk", "");
+    mb_node(&m, "tanh", "Tanh", "\"hk\"", "ht", "");
+    mb_node(&m, "plus1", "Add", "\"ht\",\"one\"", "h1", "");
+    mb_node(&m, "byx", "Mul", "\"h\",\"h1\"", "hx", "");
+    mb_node(&m, "half", "Mul", "\"hx\",\"half\"", "g1", "");
+    mb_node(&m, "sq", "Mul", "\"x\",\"x\"", "x2", "");
+    mb_node(&m, "cu", "Mul", "\"x2\",\"x\"", "x3", "");
+    mb_node(&m, "c3b", "Mul", "\"c\",\"x3\"", "xc", "");
+    mb_node(&m, "innerb", "Add", "\"xc\",\"x\"", "xi", "");
+    mb_node(&m, "scaleb", "Mul", "\"k\",\"xi\"", "xk", "");
+    mb_node(&m, "tanhb", "Tanh", "\"xk\"", "xt", "");
+    mb_node(&m, "plus1b", "Add", "\"one\",\"xt\"", "x1", "");
+    mb_node(&m, "halfx", "Mul", "\"x\",\"half\"", "xh", "");
+    mb_node(&m, "byxb", "Mul", "\"xh\",\"x1\"", "g2", "");
+    mb_node(&m, "sum", "Add", "\"g1\",\"g2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    compare(mb_write(&m), 3, xs, 3, xs,
+            (const char *[]){"mm", "cube", "tanh", "half", "sq", "tanhb", "byxb", "sum", NULL});
+}
+
 static void case_layernorm(void)
 {
     struct mb m = {.seed = 4, .opset = 17};
@@ -2988,6 +3026,7 @@ int main(int argc, char **argv)
         {"conv_transpose_epilogue", case_conv_transpose_epilogue},
         {"pool_plain_sources", case_pool_plain_sources},
         {"concat_to_output", case_concat_to_output},
+        {"gelu_tanh", case_gelu_tanh},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
