@@ -3250,8 +3250,11 @@ static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struc
         if (st == NULL)
             st = odnn_weight(b, &dbias, &dbias, dbt.cdata, dw->node, &dwb);
     }
+    /* A strided view (a Transpose from NHWC, as tf2onnx writes around
+     * every convolution) is reordered straight into the layout the
+     * primitive wants, not made dense first: one copy instead of two. */
     if (st == NULL)
-        st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+        st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st == NULL)
         st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
     if (st == NULL)

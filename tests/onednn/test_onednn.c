@@ -557,6 +557,32 @@ static void case_gelu_tanh(void)
             (const char *[]){"mm", "cube", "tanh", "half", "sq", "tanhb", "byxb", "sum", NULL});
 }
 
+/* tf2onnx's layout around a convolution: an NHWC input transposed to NCHW
+ * (a strided view, reordered straight into the convolution's blocked
+ * layout), the result transposed back and scaled per channel; and a
+ * ConvTranspose reading such a view too. */
+static void case_conv_of_transposed(void)
+{
+    struct mb m = {.seed = 43};
+    int64_t xs[] = {1, 7, 6, 8}, w[] = {8, 8, 3, 3}, sc[] = {8}, wt[] = {8, 4, 2, 2};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w", 4, w, NULL, 0.3f);
+    mb_const(&m, "s", 1, sc, NULL, 1.0f);
+    mb_const(&m, "wt", 4, wt, NULL, 0.3f);
+    mb_node(&m, "to_nchw", "Transpose", "\"x\"", "t", "\"perm\":{\"ints\":[0,3,1,2]}");
+    mb_node(&m, "conv", "Conv", "\"t\",\"w\"", "c", "\"pads\":{\"ints\":[1,1,1,1]}");
+    mb_node(&m, "relu", "Relu", "\"c\"", "r", "");
+    mb_node(&m, "to_nhwc", "Transpose", "\"r\"", "n", "\"perm\":{\"ints\":[0,2,3,1]}");
+    mb_node(&m, "scale", "Mul", "\"n\",\"s\"", "ns", "");
+    mb_node(&m, "back", "Transpose", "\"ns\"", "b", "\"perm\":{\"ints\":[0,3,1,2]}");
+    mb_node(&m, "up", "ConvTranspose", "\"b\",\"wt\"", "y",
+            "\"strides\":{\"ints\":[2,2]}");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 4, 14, 12};
+    compare(mb_write(&m), 4, xs, 4, ys,
+            (const char *[]){"to_nchw", "conv", "relu", "to_nhwc", "scale", "back", "up", NULL});
+}
+
 static void case_layernorm(void)
 {
     struct mb m = {.seed = 4, .opset = 17};
@@ -3027,6 +3053,7 @@ int main(int argc, char **argv)
         {"pool_plain_sources", case_pool_plain_sources},
         {"concat_to_output", case_concat_to_output},
         {"gelu_tanh", case_gelu_tanh},
+        {"conv_of_transposed", case_conv_of_transposed},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"matmul_gelu", case_matmul_gelu},
