@@ -118,41 +118,13 @@ static inline float math_erf(float x)
 MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf, cpu_tanhf, x > zero ? x : zero)
 MU_FLOAT_CHUNK(double, f64, , exp, erf, tanh, x < zero ? zero : x)
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* Exp, Sigmoid and Tanh in eight lanes with FMA where the CPU has AVX2.
- * The module is built for baseline x86-64, where GCC vectorises
- * cpu_expf's loops four lanes wide (Sigmoid on 50k floats: 0.23 ms on one
- * thread); a target("avx2") copy of those loops does not vectorise at all
- * with GCC 12, which threads the clamp into branches. These are cpu_expf
- * and cpu_tanhf (fastmath.h) step for step: the same clamp, reduction,
- * polynomial and NaN rule, rounding n to even instead of away from zero,
- * and with fused multiply-adds (results differ in the last bit or two). */
+#include "fastmath_avx2.h"
+#ifdef CPU_AVX2
+/* Exp, Sigmoid and Tanh in eight lanes with FMA where the CPU has AVX2
+ * (fastmath_avx2.h says why): Tanh is cpu_tanhf step for step on
+ * cpu_exp8. */
 #define MU_AVX2 1
-#include <immintrin.h>
-#define MU_AVX2_FN __attribute__((target("avx2,fma"), always_inline)) static inline
-
-MU_AVX2_FN __m256 mu_exp8(__m256 x)
-{
-    __m256 c = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)),
-                             _mm256_set1_ps(88.37626f));
-    __m256 fn = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(1.44269504088896341f)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), c);
-    r = _mm256_fmadd_ps(fn, _mm256_set1_ps(2.12194440e-4f), r);
-    __m256 z = _mm256_mul_ps(r, r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(p, z, r), _mm256_set1_ps(1.0f));
-    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fn),
-                                                      _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN stays NaN */
-}
-
+#define MU_AVX2_FN CPU_AVX2_FN
 MU_AVX2_FN __m256 mu_tanh8(__m256 x)
 {
     __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
@@ -163,7 +135,7 @@ MU_AVX2_FN __m256 mu_tanh8(__m256 x)
     p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-1.0f / 3.0f));
     p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(1.0f));
     p = _mm256_mul_ps(x, p);
-    __m256 e = mu_exp8(_mm256_add_ps(ax, ax));
+    __m256 e = cpu_exp8(_mm256_add_ps(ax, ax));
     __m256 q = _mm256_sub_ps(_mm256_set1_ps(1.0f),
                              _mm256_div_ps(_mm256_set1_ps(2.0f),
                                            _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
@@ -181,13 +153,13 @@ __attribute__((target("avx2,fma"))) static void mu_chunk_f32_avx2(const math_una
     for (; i + 8 <= end; i += 8) {
         __m256 x = _mm256_loadu_ps(xs + i), y;
         if (op == MU_EXP)
-            y = mu_exp8(x);
+            y = cpu_exp8(x);
         else if (op == MU_TANH)
             y = mu_tanh8(x);
         else /* Sigmoid */
             y = _mm256_div_ps(_mm256_set1_ps(1.0f),
                               _mm256_add_ps(_mm256_set1_ps(1.0f),
-                                            mu_exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)))));
+                                            cpu_exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)))));
         if (c->add)
             y = _mm256_add_ps(y, _mm256_loadu_ps(ys + i));
         _mm256_storeu_ps(ys + i, y);
@@ -385,9 +357,8 @@ pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     k->op = op;
     k->type = t;
 #ifdef MU_AVX2
-    __builtin_cpu_init();
     k->avx2 = t == MATH_F32 && (op == MU_EXP || op == MU_SIGMOID || op == MU_TANH) &&
-              __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+              cpu_has_avx2_fma();
 #endif
     k->alpha = alpha;
     k->lo = lo;

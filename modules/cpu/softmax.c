@@ -14,6 +14,7 @@
 
 #include "cpu_kernel.h"
 #include "fastmath.h"
+#include "fastmath_avx2.h"
 
 #define CPU_SOFTMAX_TILE 64
 /* Elements per parallel_for chunk, at least. */
@@ -24,6 +25,7 @@ typedef struct cpu_softmax_kernel {
     int64_t outer, len, inner;
     int64_t tiles;          /* tiles of the inner extent per outer index */
     bool f64;               /* input and output are f64 */
+    bool avx2;              /* f32 rows (inner 1) on cpu_softmax_row_avx2 */
 } cpu_softmax_kernel;
 
 typedef struct cpu_softmax_call {
@@ -87,6 +89,63 @@ static void cpu_softmax_row(const float *x, float *y, int64_t len, int add)
     for (int64_t i = 0; i < len; i++)
         y[i] *= inv;
 }
+
+#ifdef CPU_AVX2
+/* cpu_softmax_row in eight lanes with FMA (cpu_exp8): the max, then e^(x -
+ * max) stored and summed (eight partial sums, as cpu_sum8), then the
+ * scale; the last len % 8 elements on scalar code. 0.17 ms on one thread
+ * for [128, 256] on the four-lane loops, 3.5x what oneDNN takes. */
+__attribute__((target("avx2,fma"))) static void cpu_softmax_row_avx2(const float *x, float *y,
+                                                                    int64_t len, int add)
+{
+    int64_t i = 0;
+    float max;
+    if (len >= 8) {
+        __m256 m = _mm256_loadu_ps(x);
+        for (i = 8; i + 8 <= len; i += 8)
+            m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+        float lanes[8];
+        _mm256_storeu_ps(lanes, m);
+        max = lanes[0];
+        for (int k = 1; k < 8; k++)
+            max = lanes[k] > max ? lanes[k] : max;
+    } else {
+        max = x[0];
+    }
+    for (; i < len; i++)
+        max = x[i] > max ? x[i] : max;
+    const __m256 vmax = _mm256_set1_ps(max);
+    __m256 vsum = _mm256_setzero_ps();
+    float tail_sum = 0.0f;
+    for (i = 0; i + 8 <= len; i += 8) {
+        __m256 e = cpu_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+        vsum = _mm256_add_ps(vsum, e);
+        if (!add)
+            _mm256_storeu_ps(y + i, e);
+    }
+    for (int64_t j = i; j < len; j++) {
+        float e = cpu_expf(x[j] - max);
+        tail_sum += e;
+        if (!add)
+            y[j] = e;
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vsum);
+    float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail_sum;
+    const float inv = 1.0f / sum;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= len; i += 8) {
+        __m256 v = add ? _mm256_mul_ps(cpu_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax)), vinv)
+                       : _mm256_mul_ps(_mm256_loadu_ps(y + i), vinv);
+        if (add)
+            v = _mm256_add_ps(v, _mm256_loadu_ps(y + i));
+        _mm256_storeu_ps(y + i, v);
+    }
+    for (; i < len; i++)
+        y[i] = add ? y[i] + cpu_expf(x[i] - max) * inv : y[i] * inv;
+}
+#endif
 
 /* W (<= CPU_SOFTMAX_TILE) neighbouring inner positions of one [L, inner]
  * slice, X and Y pointing at the first of them. */
@@ -164,6 +223,12 @@ static void cpu_softmax_chunk(void *arg, size_t begin, size_t end, int worker)
                                  (double *)(void *)c->y + base, k->len, k->inner, (int)w, false,
                                  c->add);
         } else if (k->inner == 1) {
+#ifdef CPU_AVX2
+            if (k->avx2) {
+                cpu_softmax_row_avx2(c->x + base, c->y + base, k->len, c->add);
+                continue;
+            }
+#endif
             cpu_softmax_row(c->x + base, c->y + base, k->len, c->add);
         } else {
             int64_t w = k->inner - j0 < CPU_SOFTMAX_TILE ? k->inner - j0 : CPU_SOFTMAX_TILE;
@@ -224,6 +289,9 @@ pl_status *cpu_build_softmax(pl_module_ctx *ctx, const pl_node_desc *node, pl_ke
     }
     k->tiles = (k->inner + CPU_SOFTMAX_TILE - 1) / CPU_SOFTMAX_TILE;
     k->f64 = PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64);
+#ifdef CPU_AVX2
+    k->avx2 = !k->f64 && cpu_has_avx2_fma();
+#endif
     k->base.n_reads = 1;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
     k->base.inplace_ok = true;
