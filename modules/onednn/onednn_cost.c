@@ -85,10 +85,14 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
  * ms against 2.5), 1-D convolutions run at 28-38
  * GFLOP/s against cpu's 57-60 (dilated ones on oneDNN's im2col GEMM,
  * undilated on a jit kernel no better), and 2-D convolutions dilated by
- * more than 2 go to that GEMM as well (onednn/cpu 0.84-1.24). */
+ * more than 2 go to that GEMM as well (onednn/cpu 0.84-1.24; at 128
+ * channels on 32x32 dilated by 6, bench/patterns.py's ASPP branch, 1.45).
+ * Grouped convolutions that are not depthwise (ResNeXt's 32 groups of 4
+ * channels at 28x28) run 2.3x the cpu module's time. */
 #define ODNN_COST_AVX2_GEMM_RATE 0.9 /* 0.8 moved bert_tiny to cpu: 1.27x slower */
 #define ODNN_COST_AVX2_CONV1D_RATE 0.6
-#define ODNN_COST_AVX2_DILATED_RATE 1.0
+#define ODNN_COST_AVX2_DILATED_RATE 0.65
+#define ODNN_COST_AVX2_GROUPED_RATE 0.45
 
 /* Whether oneDNN dispatches to AVX-512 kernels here (asked once: asking
  * fixes the ISA cap, and estimates come after configure has set it). */
@@ -112,10 +116,13 @@ static double odnn_cost_rate(const pl_graph_api *g, const pl_graph_view *v, size
         return spatial ? ODNN_COST_KERNEL_RATE : ODNN_COST_GEMM_RATE;
     if (!spatial)
         return ODNN_COST_AVX2_GEMM_RATE;
-    int64_t w[8];
+    int64_t w[8], x[8], group = 1;
     int32_t r = pl_cost_dims(g, v, g->node_input(v, n, 1), w);
     if (r == 3)
         return ODNN_COST_AVX2_CONV1D_RATE;
+    g->attr_int(v, n, "group", &group);
+    if (group > 1 && pl_cost_dims(g, v, g->node_input(v, n, 0), x) >= 2 && x[1] != group)
+        return ODNN_COST_AVX2_GROUPED_RATE;
     const int64_t *dil = NULL;
     size_t nd = 0;
     if (g->attr_ints(v, n, "dilations", &dil, &nd))
