@@ -33,6 +33,39 @@ static inline float cpu_expf(float x)
     return x != x ? x : y;
 }
 
+/* ln x for f32 (Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+ * a degree-9 polynomial in m - 1, e ln 2 added in two parts), written with
+ * selects so that loops calling it vectorise (libm's logf is a call, 5 ns
+ * an element); within 2 ulp of logf, log(1) = 0 exactly. Subnormals are
+ * scaled first; 0 gives -inf, a negative number NaN, +inf itself, NaN
+ * itself. */
+static inline float cpu_logf(float x)
+{
+    const float tiny = 1.17549435e-38f; /* FLT_MIN */
+    float xs = x < tiny ? x * 33554432.0f : x; /* 2^25 */
+    int32_t bits;
+    memcpy(&bits, &xs, sizeof bits);
+    int32_t e = ((bits >> 23) & 0xff) - 126 - (x < tiny ? 25 : 0);
+    bits = (bits & (int32_t)0x807fffff) | 0x3f000000;
+    float m;
+    memcpy(&m, &bits, sizeof m);
+    int32_t below = m < 0.707106781186547524f;
+    e -= below;
+    float f = below ? m + m - 1.0f : m - 1.0f;
+    float z = f * f;
+    float y = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f -
+                    1.2420140846e-1f) * f + 1.4249322787e-1f) * f - 1.6668057665e-1f) * f +
+                 2.0000714765e-1f) * f - 2.4999993993e-1f) * f + 3.3333331174e-1f) * f * z;
+    float fe = (float)e;
+    y += -2.12194440e-4f * fe;
+    y += -0.5f * z;
+    float r = f + y + 0.693359375f * fe;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? NAN : r;
+    r = x == INFINITY ? x : r;
+    return x != x ? x : r;
+}
+
 /* tanh built on cpu_expf, so that it vectorises where libm's tanhf does not
  * (a loop of tanhf ran at about 11 ns an element): an odd Taylor polynomial
  * near 0 (relative error below 1e-8 for |x| < 0.25), else

@@ -40,7 +40,7 @@ typedef struct math_unary_kernel {
     double lo, hi;      /* Clip's attribute bounds (opset < 11) */
     bool min_input;     /* Clip reads its min from input 1 */
     bool max_input;     /* and its max from input 2 */
-    bool avx2;          /* f32 Exp, Sigmoid, Tanh: mu_chunk_f32_avx2 */
+    bool avx2;          /* f32 Exp, Log, Sigmoid, Tanh: mu_chunk_f32_avx2 */
 } math_unary_kernel;
 
 typedef struct math_unary_call {
@@ -90,9 +90,10 @@ static inline float math_erf(float x)
     return copysignf(ax < 0.6f ? small : big, x);
 }
 
-/* The float ops on T, with libm's functions of suffix F (f or none); EXP
- * and ERF are the exponential and erf to use, RELU Relu's expression. */
-#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, ERF, TANH, RELU)                                \
+/* The float ops on T, with libm's functions of suffix F (f or none); EXP,
+ * LOG and ERF are the exponential, logarithm and erf to use, RELU Relu's
+ * expression. */
+#define MU_FLOAT_CHUNK(T, SUFFIX, F, EXP, LOG, ERF, TANH, RELU)                           \
     static void mu_chunk_##SUFFIX(const math_unary_call *c, size_t begin, size_t end)    \
     {                                                                                    \
         const T alpha = (T)c->k->alpha, lo = (T)c->lo, hi = (T)c->hi;                    \
@@ -100,7 +101,7 @@ static inline float math_erf(float x)
         switch (c->k->op) {                                                              \
         case MU_SQRT: MU_LOOP(T, sqrt##F(x)); break;                                     \
         case MU_EXP: MU_LOOP(T, EXP(x)); break;                                          \
-        case MU_LOG: MU_LOOP(T, log##F(x)); break;                                       \
+        case MU_LOG: MU_LOOP(T, LOG(x)); break;                                          \
         case MU_NEG: MU_LOOP(T, -x); break;                                              \
         case MU_ABS: MU_LOOP(T, fabs##F(x)); break;                                      \
         case MU_RECIPROCAL: MU_LOOP(T, one / x); break;                                  \
@@ -115,8 +116,8 @@ static inline float math_erf(float x)
     }
 /* f32 Relu gives 0 for NaN, as the Relu epilogue that kernel_fuse folds
  * into Conv, Gemm and MatMul does (the two must agree); f64 passes NaN. */
-MU_FLOAT_CHUNK(float, f32, f, cpu_expf, math_erf, cpu_tanhf, x > zero ? x : zero)
-MU_FLOAT_CHUNK(double, f64, , exp, erf, tanh, x < zero ? zero : x)
+MU_FLOAT_CHUNK(float, f32, f, cpu_expf, cpu_logf, math_erf, cpu_tanhf, x > zero ? x : zero)
+MU_FLOAT_CHUNK(double, f64, , exp, log, erf, tanh, x < zero ? zero : x)
 
 #include "fastmath_avx2.h"
 #ifdef CPU_AVX2
@@ -154,6 +155,8 @@ __attribute__((target("avx2,fma"))) static void mu_chunk_f32_avx2(const math_una
         __m256 x = _mm256_loadu_ps(xs + i), y;
         if (op == MU_EXP)
             y = cpu_exp8(x);
+        else if (op == MU_LOG)
+            y = cpu_log8(x);
         else if (op == MU_TANH)
             y = mu_tanh8(x);
         else /* Sigmoid */
@@ -357,7 +360,8 @@ pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     k->op = op;
     k->type = t;
 #ifdef MU_AVX2
-    k->avx2 = t == MATH_F32 && (op == MU_EXP || op == MU_SIGMOID || op == MU_TANH) &&
+    k->avx2 = t == MATH_F32 &&
+              (op == MU_EXP || op == MU_LOG || op == MU_SIGMOID || op == MU_TANH) &&
               cpu_has_avx2_fma();
 #endif
     k->alpha = alpha;

@@ -1300,16 +1300,54 @@ static void case_blas_lazy(void)
     CHECK(tm_blas_mapped(), "an f64 MatMul ran without OpenBLAS");
 }
 
-/* f32 Exp, Sigmoid and Tanh run eight lanes at a time where the CPU has
- * AVX2 (math_unary.c) and the last N % 8 elements on the scalar loop. For
- * each edge value (NaN, infinities, overflowing and underflowing inputs,
- * signed zeros, the Taylor/exp boundary of Tanh) nine copies are run:
+/* Log's own f32 logarithm (fastmath.h, and its eight-lane copy) against
+ * double log over 2^-149 .. 2^127 and around 1, where it loses most:
+ * within 2 ulp of the rounded result, log(1) exactly 0. */
+static void case_log_sweep(void)
+{
+    enum { N = 40000 };
+    ch_spec s = {.op = "Log", .n_in = 1, .in = {T(1, N)}};
+    ch_node n;
+    ch_node_build(&s, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
+    ch_buf in, out;
+    ch_buf_make(&in, N * sizeof(float), 8);
+    ch_buf_make(&out, N * sizeof(float), 8);
+    for (int i = 0; i < N; i++) {
+        double v = i < N / 2 ? ldexp(1.0 + (i % 97) / 97.0, -149 + (i * 276) / N)
+                             : 1.0 + ((double)(i - N / 2) - N / 4) * ldexp(1, -18);
+        ch_store(in.data, PL_DTYPE_F32, (size_t)i, v);
+    }
+    pl_tensor x = ch_host_tensor(&n.in[0], &in), y = ch_host_tensor(&n.out[0], &out);
+    pl_output_request req = PL_REQ_WRITE;
+    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
+    for (int i = 0; i < N; i++) {
+        float xv = (float)ch_load(in.data, PL_DTYPE_F32, (size_t)i);
+        float got = (float)ch_load(out.data, PL_DTYPE_F32, (size_t)i);
+        float want = (float)log((double)xv);
+        float ulp = nextafterf(fabsf(want), INFINITY) - fabsf(want);
+        CHECK(xv != 1.0f || got == 0.0f, "log(1) = %g", (double)got);
+        CHECK(fabsf(got - want) <= 2 * ulp, "log(%a) = %a, want %a", (double)xv, (double)got,
+              (double)want);
+    }
+    free(in.base);
+    free(out.base);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
+}
+
+/* f32 Exp, Sigmoid, Tanh and Log run eight lanes at a time where the CPU
+ * has AVX2 (math_unary.c) and the last N % 8 elements on the scalar loop.
+ * For each edge value (NaN, infinities, overflowing and underflowing
+ * inputs, signed zeros, the Taylor/exp boundary of Tanh, Log's 1, its
+ * sqrt(1/2) split, a subnormal and negatives) nine copies are run:
  * every lane must agree with the scalar tail within 2 ulp, NaN with NaN. */
 static void case_unary_lanes(void)
 {
-    static const char *const ops[] = {"Exp", "Sigmoid", "Tanh"};
+    static const char *const ops[] = {"Exp", "Sigmoid", "Tanh", "Log"};
     const double edges[] = {NAN, INFINITY, -INFINITY, 100, -100, 88.5, -87.5, 1e-30, -0.0,
-                            0.0, 0.2499, 0.25, -0.2501, 0.3, -5, 9.5, -20};
+                            0.0, 0.2499, 0.25, -0.2501, 0.3, -5, 9.5, -20,
+                            1.0, 0.7071, 0.7072, 1e-40, 3.4e38, 2.0};
     for (size_t o = 0; o < CH_COUNT(ops); o++)
         for (size_t e = 0; e < CH_COUNT(edges); e++) {
             ch_spec s = {.op = ops[o], .n_in = 1, .in = {T(1, 9)}};
@@ -1377,6 +1415,7 @@ static const struct {
     {"MatMul_dtypes", case_MatMul_dtypes},
     {"blas_lazy", case_blas_lazy},
     {"unary_lanes", case_unary_lanes},
+    {"log_sweep", case_log_sweep},
 };
 
 int main(int argc, char **argv)
