@@ -338,6 +338,22 @@ static int odnn_near(float a, double b)
     return fabs((double)a - b) <= 1e-4 * fabs(b);
 }
 
+/* The sole reader of node N's output when it is an OP, else -1; with
+ * VALUE >= 0, also a binary op whose other input is a scalar
+ * constant near VALUE. */
+static int64_t odnn_next(const pl_graph_view *v, const struct odnn_uses *u, int64_t n,
+                         const char *op, double value)
+{
+    float c;
+    int first;
+    int64_t r = n >= 0 ? odnn_sole_reader(u, odnn_out(v, (size_t)n, 0)) : -1;
+    if (!odnn_op_is(v, r, op))
+        return -1;
+    if (value >= 0 && (odnn_binary_scalar(v, (size_t)r, &c, &first) < 0 || !odnn_near(c, value)))
+        return -1;
+    return r;
+}
+
 /* The end of either GELU form after A, the Add of 1 (+ erf or tanh): a Mul
  * by x then a Mul by 0.5, or a Mul by Mul(x, 0.5). Appends its nodes to
  * OUT and sets OUT->out. */
@@ -346,17 +362,16 @@ static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int
 {
     float c;
     int first;
-    int64_t m1 = odnn_sole_reader(u, odnn_out(v, (size_t)a, 0));
-    if (!odnn_op_is(v, m1, "Mul"))
+    int64_t m1 = odnn_next(v, u, a, "Mul", -1);
+    if (m1 < 0)
         return 0;
     int64_t other = odnn_in(v, (size_t)m1, 0) == odnn_out(v, (size_t)a, 0)
                         ? odnn_in(v, (size_t)m1, 1)
                         : odnn_in(v, (size_t)m1, 0);
     out->nodes[out->n_nodes++] = (size_t)m1;
     if (other == x) {
-        int64_t m2 = odnn_sole_reader(u, odnn_out(v, (size_t)m1, 0));
-        if (!odnn_op_is(v, m2, "Mul") || odnn_binary_scalar(v, (size_t)m2, &c, &first) < 0 ||
-            !odnn_near(c, 0.5))
+        int64_t m2 = odnn_next(v, u, m1, "Mul", 0.5);
+        if (m2 < 0)
             return 0;
         out->nodes[out->n_nodes++] = (size_t)m2;
         out->out = odnn_out(v, (size_t)m2, 0);
@@ -374,9 +389,13 @@ static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int
     return 1;
 }
 
-/* OUT->x_readers of a matched pattern. */
-static int odnn_gelu_readers(const pl_graph_view *v, struct odnn_gelu *out)
+/* The tail after A, then OUT->x_readers: how many of the pattern's nodes
+ * read x. */
+static int odnn_gelu_finish(const pl_graph_view *v, const struct odnn_uses *u, int64_t a,
+                            struct odnn_gelu *out)
 {
+    if (!odnn_gelu_tail(v, u, out->x, a, out))
+        return 0;
     out->x_readers = 0;
     for (size_t k = 0; k < out->n_nodes; k++)
         for (size_t i = 0; i < onednn_host->graph->node_input_count(v, out->nodes[k]); i++)
@@ -406,12 +425,9 @@ static int odnn_match_gelu(const pl_graph_view *v, const struct odnn_uses *u, si
     } else {
         return 0;
     }
-    int64_t e = odnn_sole_reader(u, odnn_out(v, d, 0));
-    if (!odnn_op_is(v, e, "Erf"))
-        return 0;
-    int64_t a = odnn_sole_reader(u, odnn_out(v, (size_t)e, 0));
-    if (!odnn_op_is(v, a, "Add") || odnn_binary_scalar(v, (size_t)a, &c, &first) < 0 ||
-        !odnn_near(c, 1.0))
+    int64_t e = odnn_next(v, u, (int64_t)d, "Erf", -1);
+    int64_t a = odnn_next(v, u, e, "Add", 1.0);
+    if (a < 0)
         return 0;
     out->x = x;
     out->alg = dnnl_eltwise_gelu_erf;
@@ -419,7 +435,7 @@ static int odnn_match_gelu(const pl_graph_view *v, const struct odnn_uses *u, si
     out->nodes[1] = (size_t)e;
     out->nodes[2] = (size_t)a;
     out->n_nodes = 3;
-    return odnn_gelu_tail(v, u, x, a, out) && odnn_gelu_readers(v, out);
+    return odnn_gelu_finish(v, u, a, out);
 }
 
 /* Matches GELU's tanh form (GPT-2's and BERT's "gelu_new", PyTorch's
@@ -443,9 +459,8 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
         out->nodes[out->n_nodes++] = p;
     } else if (odnn_op_is(v, (int64_t)p, "Mul") && odnn_in(v, p, 0) == odnn_in(v, p, 1)) {
         x = odnn_in(v, p, 0);
-        int64_t m = odnn_sole_reader(u, odnn_out(v, p, 0));
-        if (!odnn_op_is(v, m, "Mul") ||
-            (odnn_in(v, (size_t)m, 0) != x && odnn_in(v, (size_t)m, 1) != x))
+        int64_t m = odnn_next(v, u, (int64_t)p, "Mul", -1);
+        if (m < 0 || (odnn_in(v, (size_t)m, 0) != x && odnn_in(v, (size_t)m, 1) != x))
             return 0;
         cube = m;
         out->nodes[out->n_nodes++] = p;
@@ -455,26 +470,19 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
     }
     if (x < 0)
         return 0;
-    int64_t q = odnn_sole_reader(u, odnn_out(v, (size_t)cube, 0));
-    if (!odnn_op_is(v, q, "Mul") ||
-        odnn_binary_scalar(v, (size_t)q, &c, &first) != odnn_out(v, (size_t)cube, 0) ||
-        !odnn_near(c, 0.044715))
+    /* q = x^3 * 0.044715 (the Mul's data input is the cube), s = x + q */
+    int64_t q = odnn_next(v, u, cube, "Mul", 0.044715);
+    if (q < 0 || odnn_binary_scalar(v, (size_t)q, &c, &first) != odnn_out(v, (size_t)cube, 0))
         return 0;
-    int64_t s = odnn_sole_reader(u, odnn_out(v, (size_t)q, 0));
-    if (!odnn_op_is(v, s, "Add") ||
-        !((odnn_in(v, (size_t)s, 0) == x && odnn_in(v, (size_t)s, 1) == odnn_out(v, (size_t)q, 0)) ||
-          (odnn_in(v, (size_t)s, 1) == x && odnn_in(v, (size_t)s, 0) == odnn_out(v, (size_t)q, 0))))
+    int64_t s = odnn_next(v, u, q, "Add", -1);
+    int64_t qo = odnn_out(v, (size_t)q, 0);
+    if (s < 0 || !((odnn_in(v, (size_t)s, 0) == x && odnn_in(v, (size_t)s, 1) == qo) ||
+                   (odnn_in(v, (size_t)s, 1) == x && odnn_in(v, (size_t)s, 0) == qo)))
         return 0;
-    int64_t r = odnn_sole_reader(u, odnn_out(v, (size_t)s, 0));
-    if (!odnn_op_is(v, r, "Mul") || odnn_binary_scalar(v, (size_t)r, &c, &first) < 0 ||
-        !odnn_near(c, 0.7978845608028654))
-        return 0;
-    int64_t t = odnn_sole_reader(u, odnn_out(v, (size_t)r, 0));
-    if (!odnn_op_is(v, t, "Tanh"))
-        return 0;
-    int64_t a = odnn_sole_reader(u, odnn_out(v, (size_t)t, 0));
-    if (!odnn_op_is(v, a, "Add") || odnn_binary_scalar(v, (size_t)a, &c, &first) < 0 ||
-        !odnn_near(c, 1.0))
+    int64_t r = odnn_next(v, u, s, "Mul", 0.7978845608028654);
+    int64_t t = odnn_next(v, u, r, "Tanh", -1);
+    int64_t a = odnn_next(v, u, t, "Add", 1.0);
+    if (a < 0)
         return 0;
     out->x = x;
     out->alg = dnnl_eltwise_gelu_tanh;
@@ -483,7 +491,7 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
     out->nodes[out->n_nodes++] = (size_t)r;
     out->nodes[out->n_nodes++] = (size_t)t;
     out->nodes[out->n_nodes++] = (size_t)a;
-    return odnn_gelu_tail(v, u, x, a, out) && odnn_gelu_readers(v, out);
+    return odnn_gelu_finish(v, u, a, out);
 }
 
 /* Finds the GELU pattern node N belongs to, trying the readers of each of
