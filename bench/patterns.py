@@ -9,6 +9,7 @@ ConvTranspose with a fused ReLU and an 8x Pad were found. Timing only: nothing h
 speed; a pattern no module runs is listed with the reason.
 
     python3 bench/patterns.py [--rounds R] [--runs N] [--threads N] [--only SUBSTRING] [--list]
+                              [--save DIR]
 
 Flags: `slow` where the default is above 1.5x ORT, `placement` where it is more than 5% slower
 than `order = cpu`. ORT runs in ORT_PYTHON, as for bench/zoo.py. Needs onnx and numpy (Debian's
@@ -194,10 +195,18 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="patterns whose name holds this")
     ap.add_argument("--list", action="store_true", help="print the pattern names and stop")
+    ap.add_argument("--save", metavar="DIR", help="write the models to DIR (to profile one with "
+                    "`plinth explain` or `perf`) and stop")
     args = ap.parse_args()
     pats = {k: v for k, v in patterns().items() if args.only in k}
     if args.list:
         print("\n".join(pats))
+        return
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+        for name, m in pats.items():
+            onnx.save(m, os.path.join(args.save, name + ".onnx"))
+        print(f"{len(pats)} models in {args.save}")
         return
     py = os.environ.get("ORT_PYTHON") or "python3"
     script = os.environ.get("PEER_BENCH") or os.path.join(ROOT, "..", "shared", "bench",

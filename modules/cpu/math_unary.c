@@ -90,6 +90,19 @@ static inline float math_erf(float x)
     return copysignf(ax < 0.6f ? small : big, x);
 }
 
+/* Clip as ONNX defines it, min(max(x, lo), hi): lo above hi gives hi;
+ * a NaN x stays NaN. */
+static inline float mu_clip_f32(float x, float lo, float hi)
+{
+    float t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+}
+static inline double mu_clip_f64(double x, double lo, double hi)
+{
+    double t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+}
+
 /* The float ops on T, with libm's functions of suffix F (f or none); EXP,
  * LOG and ERF are the exponential, logarithm and erf to use, RELU Relu's
  * expression. */
@@ -108,7 +121,7 @@ static inline float math_erf(float x)
         case MU_ERF: MU_LOOP(T, ERF(x)); break;                                          \
         case MU_LEAKY: MU_LOOP(T, x < zero ? alpha * x : x); break;                      \
         /* NaN fails both compares and passes through. */                                \
-        case MU_CLIP: MU_LOOP(T, x < lo ? lo : (x > hi ? hi : x)); break;                \
+        case MU_CLIP: MU_LOOP(T, mu_clip_##SUFFIX(x, lo, hi)); break;                     \
         case MU_RELU: MU_LOOP(T, RELU); break;                                           \
         case MU_SIGMOID: MU_LOOP(T, one / (one + EXP(-x))); break;                       \
         case MU_TANH: MU_LOOP(T, TANH(x)); break;                                        \
@@ -175,9 +188,12 @@ __attribute__((target("avx2,fma"))) static void mu_chunk_f32_avx2(const math_una
 /* Integers, through int64: |x| and -x wrap (computed unsigned). */
 static inline int64_t mu_neg(int64_t x) { return (int64_t)(0u - (uint64_t)x); }
 static inline int64_t mu_abs(int64_t x) { return x < 0 ? mu_neg(x) : x; }
+/* ONNX's Clip is min(max(x, lo), hi): with lo above hi every element is
+ * hi. */
 static inline int64_t mu_clamp(int64_t x, int64_t lo, int64_t hi)
 {
-    return x < lo ? lo : (x > hi ? hi : x);
+    int64_t t = x < lo ? lo : x;
+    return t > hi ? hi : t;
 }
 
 #define MU_INT_CHUNK(T, SUFFIX)                                                          \

@@ -1182,6 +1182,14 @@ static int odnn_clip_bounds(const pl_graph_view *v, size_t n, float *lo, float *
             return 0;
         }
     }
+    if (*lo != *lo || *hi != *hi) {
+        odnn_reason(reason, "Clip", "a bound is NaN");
+        return 0;
+    }
+    /* min above max: every element becomes max (ONNX's min(max(x, lo), hi));
+     * oneDNN refuses alpha > beta. */
+    if (*lo > *hi)
+        *lo = *hi;
     return 1;
 }
 

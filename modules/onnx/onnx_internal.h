@@ -33,9 +33,11 @@ typedef struct ox_limits {
 /* Entries of opset_import a model may list. */
 #define OX_MAX_OPSETS 1024
 /* The ai.onnx opset versions the core reads: it converts 1 to 6 to 7
- * (core/opset/src/opset_upgrade.c), the oldest its schemas describe. */
+ * (core/opset/src/opset_upgrade.c), the oldest its schemas describe, and
+ * knows what changed up to 28 (core/opset/src/opset_history.c): a node
+ * whose op changed after the schema the core has is refused by name. */
 #define OX_OPSET_MIN 1
-#define OX_OPSET_MAX 17
+#define OX_OPSET_MAX 28
 /* Rank of any tensor (the core's limit). */
 #define OX_MAX_RANK 16
 

@@ -97,7 +97,10 @@ static double tm_unary(const ch_spec *s, double x, double lo, double hi)
     if (!strcmp(op, "Relu")) return x < 0 ? 0 : x;
     if (!strcmp(op, "Sigmoid")) return 1 / (1 + exp(-x));
     if (!strcmp(op, "Tanh")) return tanh(x);
-    return x < lo ? lo : x > hi ? hi : x; /* Clip */
+    /* Clip: min(max(x, lo), hi), so lo above hi gives hi (ONNX spells it out
+     * from onnx 1.16; numpy.clip and ONNX Runtime agree) */
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
 }
 
 static void tm_ref_broadcast(const ch_node *n, const ch_data *d, ch_ref *r)

@@ -1745,7 +1745,52 @@ static void c_rmean(void) { reduce_cases("ReduceMean", false); }
 static void c_rsum(void) { reduce_cases("ReduceSum", true); }
 static void c_rmax(void) { reduce_cases("ReduceMax", false); }
 
+/* Opsets after 17: a version that only admits more types runs on the
+ * schema before it; a version that changed the op (opset_history.c) needs a
+ * schema of its own or the node is refused, naming the change. */
+static void case_newer_opsets(void)
+{
+    if (pl_opset_changed_after("Mod", 10, 27) != 0 || pl_opset_changed_after("Mod", 10, 28) != 28 ||
+        pl_opset_changed_after("Relu", 14, 28) != 0 ||
+        pl_opset_changed_after("Resize", 13, 25) != 19 ||
+        pl_opset_changed_after("Resize", 19, 25) != 0)
+        FAIL("pl_opset_changed_after disagrees with ONNX's history");
+
+    pl_graph *g = oh_new_graph("Relu at 22 (bfloat16 added only)", 22);
+    oh_input(g, "x", F32, D(2, 3));
+    oh_node(g, "n", "Relu", "x", "y");
+    oh_expect(g, "y", F32, D(2, 3));
+
+    g = oh_new_graph("Cast at 25 with saturate", 25);
+    oh_input(g, "x", F32, D(4));
+    pl_nid n = oh_node(g, "n", "Cast", "x", "y");
+    oh_attr_i(g, n, "to", 7);
+    oh_attr_i(g, n, "saturate", 0);
+    oh_expect(g, "y", I64, D(4));
+
+    g = oh_new_graph("Cast at 17 knows no saturate", 17);
+    oh_input(g, "x", F32, D(4));
+    n = oh_node(g, "n", "Cast", "x", "y");
+    oh_attr_i(g, n, "to", 7);
+    oh_attr_i(g, n, "saturate", 0);
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "saturate", NULL);
+
+    g = oh_new_graph("Mod at 28 (changed for floats)", 28);
+    oh_input(g, "a", I32, D(4));
+    oh_input(g, "b", I32, D(4));
+    oh_node(g, "n", "Mod", "a,b", "y");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "ai.onnx changed this op in version 28 (opset 28)",
+                    "Plinth implements version 10", NULL);
+
+    g = oh_new_graph("opset 29", 29);
+    oh_input(g, "x", F32, D(2));
+    oh_node(g, "n", "Relu", "x", "y");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "imports ai.onnx opset 29",
+                    "opsets up to 28", NULL);
+}
+
 static const oh_case cases[] = {
+    {"newer_opsets", case_newer_opsets},
     {"Add", c_add}, {"Sub", c_sub}, {"Mul", c_mul}, {"Div", c_div},
     {"Pow", case_pow}, {"Equal", c_equal}, {"Less", c_less},
     {"Greater", c_greater}, {"Where", case_where}, {"Sqrt", c_sqrt},

@@ -128,7 +128,9 @@ void pl_opset_destroy(pl_opset *set);
 
 /* The schema of OP in DOMAIN ("" and "ai.onnx" are the same) that applies
  * at OPSET_VERSION: the one with the highest since_version not above it.
- * NULL when none. Valid until the set is destroyed. */
+ * NULL when none, and for ai.onnx when ONNX changed the op after that
+ * schema's version, by OPSET_VERSION (pl_opset_changed_after). Valid until
+ * the set is destroyed. */
 const pl_op_schema *pl_opset_find(const pl_opset *set, const char *domain,
                                   const char *op, int64_t opset_version);
 
@@ -141,6 +143,16 @@ typedef enum pl_schema_storage {
     /* The set borrows the schemas, which outlive it: the built-in tables. */
     PL_SCHEMA_STATIC = 1,
 } pl_schema_storage;
+
+/* The newest ai.onnx opset whose changes Plinth knows (opset_history.c):
+ * a node of a newer one is refused, since its ops may have changed. */
+#define PL_OPSET_NEWEST 28
+
+/* The newest ai.onnx version of OP above SINCE and not above VERSION that
+ * changed what the op computes or reads (not only the types it admits), 0
+ * when none: a schema of version SINCE does not describe OP at VERSION
+ * when this is above 0. Opsets 18 to PL_OPSET_NEWEST are listed. */
+int64_t pl_opset_changed_after(const char *op, int64_t since, int64_t version);
 
 /* Adds the N schemas of SCHEMAS: the one way schemas enter a set, for the
  * built-in tables (pl_opset_create) and modules' custom ops alike. Fails,

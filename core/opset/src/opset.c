@@ -226,8 +226,10 @@ size_t pl_opset_count(const pl_opset *set)
     return set ? set->n : 0;
 }
 
-const pl_op_schema *pl_opset_find(const pl_opset *set, const char *domain,
-                                  const char *op, int64_t opset_version)
+/* pl_opset_find without the history check: the newest schema of OP not
+ * above OPSET_VERSION, whatever ONNX changed since. */
+static const pl_op_schema *pl_opset_find_any(const pl_opset *set, const char *domain,
+                                             const char *op, int64_t opset_version)
 {
     if (set == NULL || op == NULL)
         return NULL;
@@ -244,6 +246,18 @@ const pl_op_schema *pl_opset_find(const pl_opset *set, const char *domain,
         return NULL;
     const pl_op_schema *s = set->entries[pos - 1].schema;
     if (strcmp(pl_domain_norm(s->domain), domain) != 0 || strcmp(s->name, op) != 0)
+        return NULL;
+    return s;
+}
+
+const pl_op_schema *pl_opset_find(const pl_opset *set, const char *domain,
+                                  const char *op, int64_t opset_version)
+{
+    const pl_op_schema *s = pl_opset_find_any(set, domain, op, opset_version);
+    /* An ai.onnx schema older than a change ONNX made by this version
+     * describes another op (opset_history.c). */
+    if (s != NULL && pl_domain_norm(domain)[0] == '\0' && opset_version != INT64_MAX &&
+        pl_opset_changed_after(op, s->since_version, opset_version) > 0)
         return NULL;
     return s;
 }
@@ -1138,14 +1152,27 @@ static pl_status *pl_infer_node_run(pl_infer_ctx *ctx, const pl_opset *set,
     if (version == 0)
         version = domain[0] == '\0' ? PL_OPSET_DEFAULT_VERSION : INT64_MAX;
     ctx->version = version;
+    if (domain[0] == '\0' && version > PL_OPSET_NEWEST)
+        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
+                              "the graph imports ai.onnx opset %lld; Plinth knows the ops "
+                              "of opsets up to %d",
+                              (long long)version, PL_OPSET_NEWEST);
     ctx->schema = pl_opset_find(set, domain, node->op, version);
     if (ctx->schema == NULL) {
         if (version == INT64_MAX)
             return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
                                   "no schema for this op");
         char ver[96];
-        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED, "no schema for this op (%s)",
-                              pl_infer_version_text(ctx, ver, sizeof ver));
+        pl_infer_version_text(ctx, ver, sizeof ver);
+        const pl_op_schema *older = pl_opset_find_any(set, domain, node->op, version);
+        if (older != NULL && domain[0] == '\0')
+            return pl_infer_error(
+                ctx, PL_CODE_UNSUPPORTED,
+                "ai.onnx changed this op in version %lld (%s); Plinth implements "
+                "version %lld, from before that change",
+                (long long)pl_opset_changed_after(node->op, older->since_version, version), ver,
+                (long long)older->since_version);
+        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED, "no schema for this op (%s)", ver);
     }
     if (node->n_outputs > ctx->cap_outs) {
         size_t bytes;

@@ -296,6 +296,13 @@ static const pl_attr_spec ew_clip6_attrs[] = {
 static const pl_attr_spec ew_softmax1_attrs[] = {PL_ATTR_I("axis", 1)};
 static const pl_attr_spec ew_softmax13_attrs[] = {PL_ATTR_I("axis", -1)};
 static const pl_attr_spec ew_cast_attrs[] = {PL_ATTR_REQ("to", PL_ATTR_INT)};
+/* Cast 19 added saturate and 24 round_mode; both act on float8 targets
+ * only, which Plinth has no dtype for, so they are read and ignored. */
+static const pl_attr_spec ew_cast19_attrs[] = {PL_ATTR_REQ("to", PL_ATTR_INT),
+                                               PL_ATTR_I("saturate", 1)};
+static const pl_attr_spec ew_cast24_attrs[] = {PL_ATTR_REQ("to", PL_ATTR_INT),
+                                               PL_ATTR_I("saturate", 1),
+                                               PL_ATTR_S("round_mode", "up")};
 static const pl_attr_spec ew_dropout7_attrs[] = {PL_ATTR_F("ratio", 0.5)};
 static const pl_attr_spec ew_dropout12_attrs[] = {PL_ATTR_I("seed", 0)};
 
@@ -364,11 +371,15 @@ const pl_op_schema pl_opset_elementwise_schemas[] = {
      .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
      .types = {{"T", PL_TS_ALL}}, .input_types = {"T"}, .output_types = {"T"},
      PL_INPLACE_0, .infer = ew_infer_identity},
-    {.name = "Cast", .domain = "", .since_version = 7, .min_inputs = 1,
-     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-     .attrs = ew_cast_attrs, .n_attrs = PL_COUNT(ew_cast_attrs),
-     .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_ALL}}, .input_types = {"T1"},
-     .output_types = {"T2"}, .infer = ew_infer_cast},
+#define EW_CAST(since, attr_table)                                             \
+    {.name = "Cast", .domain = "", .since_version = since, .min_inputs = 1,    \
+     .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                      \
+     .attrs = attr_table, .n_attrs = PL_COUNT(attr_table),                     \
+     .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_ALL}}, .input_types = {"T1"},   \
+     .output_types = {"T2"}, .infer = ew_infer_cast}
+    EW_CAST(7, ew_cast_attrs),
+    EW_CAST(19, ew_cast19_attrs),
+    EW_CAST(24, ew_cast24_attrs),
     {.name = "Dropout", .domain = "", .since_version = 7, .min_inputs = 1,
      .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,
      .attrs = ew_dropout7_attrs, .n_attrs = PL_COUNT(ew_dropout7_attrs),

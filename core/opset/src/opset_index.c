@@ -665,6 +665,12 @@ static const pl_attr_spec ix_unpool_attrs[] = {PL_ATTR_REQ("kernel_shape", PL_AT
     IX_SCHEMA("Hardmax", since, 1, 1, 1, attr_table, ix_infer_hardmax,            \
               .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"}, .output_types = {"T"})
 
+/* CastLike 19's saturate and 24's round_mode act on float8 targets only
+ * (as Cast's, opset_elementwise.c): read and ignored. */
+static const pl_attr_spec ix_castlike19_attrs[] = {PL_ATTR_I("saturate", 1)};
+static const pl_attr_spec ix_castlike24_attrs[] = {PL_ATTR_I("saturate", 1),
+                                                   PL_ATTR_S("round_mode", "up")};
+
 const pl_op_schema pl_opset_index_schemas[] = {
     IX_GATHER_EL(11),
     IX_GATHER_EL(13),
@@ -700,9 +706,14 @@ const pl_op_schema pl_opset_index_schemas[] = {
     IX_HARDMAX(1, ix_hardmax1_attrs),
     IX_HARDMAX(11, ix_hardmax1_attrs),
     IX_HARDMAX(13, ix_hardmax13_attrs),
-    {.name = "CastLike", .domain = "", .since_version = 15, .min_inputs = 2, .max_inputs = 2,
-     .min_outputs = 1, .max_outputs = 1, .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_ALL}},
-     .input_types = {"T1", "T2"}, .output_types = {"T2"}, .infer = ix_infer_castlike},
+#define IX_CASTLIKE(since, attr_table, n_attr)                                          \
+    {.name = "CastLike", .domain = "", .since_version = since, .min_inputs = 2,         \
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .attrs = attr_table,          \
+     .n_attrs = n_attr, .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_ALL}},                \
+     .input_types = {"T1", "T2"}, .output_types = {"T2"}, .infer = ix_infer_castlike}
+    IX_CASTLIKE(15, NULL, 0),
+    IX_CASTLIKE(19, ix_castlike19_attrs, PL_COUNT(ix_castlike19_attrs)),
+    IX_CASTLIKE(24, ix_castlike24_attrs, PL_COUNT(ix_castlike24_attrs)),
     IX_SCHEMA("Einsum", 12, 1, PL_OP_VARIADIC, 1, ix_einsum_attrs, ix_infer_einsum,
               .types = {{"T", PL_TS_NUM}}, .input_types = {"T"}, .output_types = {"T"}),
     IX_SCHEMA("ReverseSequence", 10, 2, 2, 1, ix_reverse_attrs, ix_infer_reverse_sequence,
