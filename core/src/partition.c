@@ -7,7 +7,10 @@
  * cluster of its backend that feeds it, unless another of its inputs
  * depends on that cluster through a node outside it — which is exactly the
  * case where contracting the cluster would create a cycle. Each node carries
- * the set of clusters it depends on, as a bitset. Epilogue fusion runs on
+ * the set of clusters it depends on, as a bitset, and each cluster the union
+ * of its members' sets; "depends on cluster c" is the closure of a node's set
+ * over those unions, taken when asked, because a cluster gains dependencies
+ * as members join it after its readers were seen. Epilogue fusion runs on
  * the final assignment of imperative nodes: it walks chains of single
  * consumers and asks the head's module (kernel_fuse) to take each in turn. */
 #include "partition.h"
@@ -45,7 +48,9 @@ struct pl_partition {
     pl_part_cluster *clusters;
     size_t n_clusters;
     uint32_t *pos;           /* nn: node -> topological position */
-    uint64_t *deps;          /* nn * words */
+    uint64_t *deps;          /* nn * words: the clusters a node's inputs come from */
+    uint64_t *cdeps;         /* nn * words: per cluster, its members' deps */
+    uint64_t *reach;         /* words: scratch, pl_part_reaches */
     size_t words;
     pl_nid *fused_into;      /* nn: the head whose kernel runs the node */
     pl_nid *fused_next;      /* nn: the next node of the node's chain */
@@ -241,6 +246,42 @@ static bool pl_bit(const uint64_t *set, size_t i)
     return (set[i / 64] >> (i % 64)) & 1;
 }
 
+/* Whether NODE depends on cluster C once the clusters are contracted: C is
+ * in its set (or its own cluster's) or in the set of a cluster those reach,
+ * transitively. A cluster's set grows as members join it, so
+ * the closure is taken now: the set a reader of the cluster copied when it
+ * was visited may predate a member (a rotary-embedding graph's two
+ * Slice/Mul branches made a cycle that way). */
+static bool pl_part_reaches(const pl_partition *p, pl_nid node, size_t c)
+{
+    uint64_t *r = p->reach;
+    memcpy(r, p->deps + (size_t)node * p->words, p->words * sizeof *r);
+    /* A member of a cluster is the whole cluster once contracted. */
+    if (p->cluster[node] >= 0)
+        r[p->cluster[node] / 64] |= 1ull << (p->cluster[node] % 64);
+    for (bool grew = true; grew;) {
+        if (pl_bit(r, c))
+            return true;
+        grew = false;
+        for (size_t w = 0; w < p->words; w++) {
+            uint64_t bits = r[w];
+            while (bits) {
+                size_t k = w * 64 + (size_t)__builtin_ctzll(bits);
+                bits &= bits - 1;
+                const uint64_t *ck = p->cdeps + k * p->words;
+                for (size_t v = 0; v < p->words; v++) {
+                    uint64_t add = ck[v] & ~r[v];
+                    if (add) {
+                        r[v] |= add;
+                        grew = true;
+                    }
+                }
+            }
+        }
+    }
+    return pl_bit(r, c);
+}
+
 /* Groups the nodes of symbolic backends into convex clusters. */
 static pl_status *pl_part_make_clusters(pl_partition *p)
 {
@@ -249,6 +290,7 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
     if (p->clusters == NULL)
         return pl_part_oom();
     memset(p->deps, 0, p->nn * p->words * sizeof *p->deps);
+    memset(p->cdeps, 0, p->nn * p->words * sizeof *p->cdeps);
     for (size_t idx = 0; idx < p->nn; idx++) {
         pl_nid n = p->topo[idx];
         const pl_graph_node *node = pl_graph_get_node(p->g, n);
@@ -285,7 +327,7 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
                 pl_nid r = pl_graph_get_tensor(p->g, node->inputs[j])->producer;
                 if (r == PL_NID_NONE || p->cluster[r] == c)
                     continue;
-                if (pl_bit(p->deps + (size_t)r * p->words, (size_t)c))
+                if (pl_part_reaches(p, r, (size_t)c))
                     ok = false;
             }
             if (ok)
@@ -305,6 +347,10 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
         cl->nodes = grown;
         cl->nodes[cl->n_nodes++] = n;
         p->cluster[n] = chosen;
+        uint64_t *cd = p->cdeps + (size_t)chosen * p->words;
+        for (size_t w = 0; w < p->words; w++)
+            cd[w] |= dn[w];
+        cd[chosen / 64] &= ~(1ull << (chosen % 64));
     }
     return NULL;
 }
@@ -612,8 +658,11 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     size_t dep_words;
     bool sized = pl_size_mul(p->nn ? p->nn : 1, p->words, &dep_words);
     p->deps = sized ? pl_calloc(dep_words, sizeof *p->deps) : NULL;
+    p->cdeps = sized ? pl_calloc(dep_words, sizeof *p->cdeps) : NULL;
+    p->reach = pl_calloc(p->words, sizeof *p->reach);
     if (!p->backends || !p->verdict || !p->reason || !p->kernel || !p->workspace ||
-        !p->excluded || !p->pin || !p->assign || !p->cluster || !p->deps ||
+        !p->excluded || !p->pin || !p->assign || !p->cluster || !p->deps || !p->cdeps ||
+        !p->reach ||
         !p->pos || !p->fused_into || !p->fused_next || !p->offered_to || !p->idx ||
         !p->cluster_alt || !p->scratch || p->topo == NULL) {
         bool unvalidated = p->topo == NULL;
@@ -680,6 +729,8 @@ void pl_partition_destroy(pl_partition *p)
     pl_free(p->assign);
     pl_free(p->cluster);
     pl_free(p->deps);
+    pl_free(p->cdeps);
+    pl_free(p->reach);
     pl_free(p->pos);
     pl_free(p->fused_into);
     pl_free(p->fused_next);

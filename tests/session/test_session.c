@@ -403,6 +403,85 @@ static void case_dead_branch(void)
     }
 }
 
+/* Two accelerator clusters that would depend on each other once
+ * contracted: a1 -> a2 and b1 -> b2 are the accelerator's, s1 (Softmax) the
+ * cpu's; a2 reads b1 and b2 reads s1, which reads a1. Whichever of a2 and
+ * b2 joins its cluster first, the other must not join its own: the
+ * cluster it would join already depends, through a member that joined
+ * after the reader was seen, on the node's other input. Both node orders
+ * are tried; each must give a session that runs and computes the graph. */
+static void case_no_cluster_cycle(void)
+{
+    static const char *orders[2][5] = {
+        {"a1", "s1", "b1", "a2", "b2"},
+        {"a1", "s1", "b1", "b2", "a2"},
+    };
+    static const char *defs[5][2] = {
+        {"a1", "{\"name\":\"a1\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"ta1\"]}"},
+        {"s1", "{\"name\":\"s1\",\"op\":\"Softmax\",\"inputs\":[\"ta1\"],\"outputs\":[\"ts1\"],"
+               "\"attributes\":{\"axis\":{\"int\":-1}}}"},
+        {"b1", "{\"name\":\"b1\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"tb1\"]}"},
+        {"a2", "{\"name\":\"a2\",\"op\":\"Add\",\"inputs\":[\"ta1\",\"tb1\"],\"outputs\":[\"ya\"]}"},
+        {"b2", "{\"name\":\"b2\",\"op\":\"Add\",\"inputs\":[\"tb1\",\"ts1\"],\"outputs\":[\"yb\"]}"},
+    };
+    for (int o = 0; o < 2; o++) {
+        char nodes[2048] = "";
+        for (int k = 0; k < 5; k++)
+            for (int d = 0; d < 5; d++)
+                if (strcmp(orders[o][k], defs[d][0]) == 0) {
+                    strcat(nodes, k ? "," : "");
+                    strcat(nodes, defs[d][1]);
+                }
+        char json[4096];
+        snprintf(json, sizeof json,
+                 "{\"format\":\"plinth-graph\",\"version\":1,"
+                 "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+                 "\"inputs\":[\"x\"],\"outputs\":[\"ya\",\"yb\"],"
+                 "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3]}],"
+                 "\"nodes\":[%s]}", nodes);
+        const char *path = th_path(th_tempdir(), "cycle.json");
+        FILE *f = fopen(path, "w");
+        TH_CHECK(f != NULL, "cannot write %s", path);
+        fputs(json, f);
+        fclose(f);
+        pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\nchoose = first\n");
+        pl_session *s = session_for(rt, path);
+        json_t *root = th_explain(s);
+        TH_CHECK(strcmp(backend_of(root, "a2"), "example_acc") == 0 &&
+                     strcmp(backend_of(root, "b2"), "example_acc") == 0 &&
+                     strcmp(backend_of(root, "s1"), "cpu") == 0,
+                 "order %d: the nodes are not where the test needs them", o);
+        TH_CHECK(json_array_size(json_object_get(root, "subgraphs")) == 3,
+                 "order %d: expected 3 accelerator subgraphs, got %zu", o,
+                 json_array_size(json_object_get(root, "subgraphs")));
+        json_decref(root);
+        float x[6] = {-1.0f, 0.5f, 2.0f, 3.0f, -0.25f, 1.0f}, ya[6], yb[6];
+        int64_t shape[2] = {2, 3};
+        pl_io in = {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                            .shape = shape, .struct_size = sizeof(pl_tensor)}};
+        pl_io out[2] = {
+            {.name = "ya", .tensor = {.data = ya, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                      .shape = shape, .struct_size = sizeof(pl_tensor)}},
+            {.name = "yb", .tensor = {.data = yb, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                      .shape = shape, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, out, 2));
+        for (int r = 0; r < 2; r++) {
+            float sum = 0, e[3];
+            for (int j = 0; j < 3; j++)
+                sum += e[j] = expf(fmaxf(x[r * 3 + j], 0.0f));
+            for (int j = 0; j < 3; j++) {
+                float relu = fmaxf(x[r * 3 + j], 0.0f);
+                TH_CHECK(fabsf(ya[r * 3 + j] - 2 * relu) < 1e-5f, "order %d: ya wrong", o);
+                TH_CHECK(fabsf(yb[r * 3 + j] - (relu + e[j] / sum)) < 1e-5f,
+                         "order %d: yb[%d] = %g, expected %g", o, r * 3 + j, yb[r * 3 + j],
+                         relu + e[j] / sum);
+            }
+        }
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
 static void case_fail_compile_fallback(void)
 {
     make_weights(&W);
@@ -2226,6 +2305,7 @@ int main(int argc, char **argv)
         {"examples_mlp", case_examples_mlp},
         {"output_read_across", case_output_read_across},
         {"dead_branch", case_dead_branch},
+        {"no_cluster_cycle", case_no_cluster_cycle},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
         {"min_subgraph_nodes", case_min_subgraph_nodes},
