@@ -1383,6 +1383,20 @@ static int odnn_check_reduce(const pl_graph_view *v, size_t n, const char *op,
         odnn_reason(reason, op, "the output shape is not the input's with the axes reduced");
         return 0;
     }
+    /* oneDNN 2.6 starts a max reduction from -FLT_MAX and a min from
+     * FLT_MAX: a row of -inf (an attention row every key of which is
+     * masked, which exporters then test for with Equal(max, -inf)) gave
+     * -FLT_MAX, and NaN did not propagate. Left to the next backend; a
+     * reduction over unit axes only is a view and stays. */
+    if (strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceMin") == 0)
+        for (int32_t d = 0; d < x->ndim; d++)
+            if ((mask >> d & 1u) && x->dims[d] > 1) {
+                odnn_reason(reason, op, "oneDNN's %s reduction starts from %sFLT_MAX, so "
+                                        "infinities and NaN come out wrong",
+                            op[6] == 'M' && op[7] == 'a' ? "max" : "min",
+                            op[6] == 'M' && op[7] == 'a' ? "-" : "");
+                return 0;
+            }
     /* the fast kernel: no kept axis (of more than one element) after a
      * reduced one */
     int32_t reduced_at = -1;
