@@ -903,6 +903,20 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
 
 /* ---- rewriting ------------------------------------------------------------ */
 
+pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *op)
+{
+    if (id >= g->n_nodes || op == NULL || op[0] == '\0')
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "renaming node %u: no such node or "
+                                                          "an empty op", id);
+    char *copy = pl_alloc_strdup(g->alloc, op);
+    if (copy == NULL)
+        return pl_graph_oom("renaming a node's op");
+    pl_free(g->nodes[id].op);
+    g->nodes[id].op = copy;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
 bool pl_graph_node_remove_attr(pl_graph *g, pl_nid id, const char *name)
 {
     if (id >= g->n_nodes || name == NULL)

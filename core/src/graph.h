@@ -222,6 +222,11 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
  * the graph: validate again before reading producers, consumers or the
  * topological order. */
 
+/* Renames node ID's op (its domain stays): a rewrite that turns a node into
+ * another op of its inputs, such as the last step of an expanded function
+ * (opset_lower.c). The caller fixes inputs and attributes to match. */
+pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *op);
+
 /* Removes attribute NAME of node N; false when the node has none of that
  * name (nothing changes then). */
 bool pl_graph_node_remove_attr(pl_graph *g, pl_nid n, const char *name);

@@ -482,6 +482,106 @@ static void case_no_cluster_cycle(void)
     }
 }
 
+/* The functions of opsets 18 to 24 (Gelu in both forms, Mish, Swish,
+ * RMSNormalization, GroupNormalization) from a graph of opset 24, expanded
+ * by the core into ops every backend has, against C references, on cpu
+ * alone, with onednn first and with the example accelerator first. */
+static void case_newer_opset_functions(void)
+{
+    enum { N = 2, C = 4, L = 3, E = N * C * L };
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":24}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"g1\",\"g2\",\"mi\",\"sw\",\"rms\",\"gn\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,4,3]}],"
+        "\"nodes\":["
+        "{\"name\":\"gelu\",\"op\":\"Gelu\",\"inputs\":[\"x\"],\"outputs\":[\"g1\"]},"
+        "{\"name\":\"gelu_t\",\"op\":\"Gelu\",\"inputs\":[\"x\"],\"outputs\":[\"g2\"],"
+        "\"attributes\":{\"approximate\":{\"string\":\"tanh\"}}},"
+        "{\"name\":\"mish\",\"op\":\"Mish\",\"inputs\":[\"x\"],\"outputs\":[\"mi\"]},"
+        "{\"name\":\"swish\",\"op\":\"Swish\",\"inputs\":[\"x\"],\"outputs\":[\"sw\"],"
+        "\"attributes\":{\"alpha\":{\"float\":0.7}}},"
+        "{\"name\":\"rs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"rscale\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3],"
+        "\"values\":[0.5,1,2]}}}},"
+        "{\"name\":\"rmsn\",\"op\":\"RMSNormalization\",\"inputs\":[\"x\",\"rscale\"],"
+        "\"outputs\":[\"rms\"]},"
+        "{\"name\":\"gs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"gscale\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4],"
+        "\"values\":[1,2,3,4]}}}},"
+        "{\"name\":\"gb\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"gbias\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4],"
+        "\"values\":[0.1,0.2,0.3,0.4]}}}},"
+        "{\"name\":\"gnorm\",\"op\":\"GroupNormalization\",\"inputs\":[\"x\",\"gscale\",\"gbias\"],"
+        "\"outputs\":[\"gn\"],\"attributes\":{\"num_groups\":{\"int\":2}}}]}";
+    const char *path = th_path(th_tempdir(), "functions.json");
+    FILE *f = fopen(path, "w");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    fputs(json, f);
+    fclose(f);
+
+    float x[E], want[6][E];
+    for (int i = 0; i < E; i++)
+        x[i] = -3.0f + 6.0f * (float)i / (E - 1) + 0.013f * (float)(i % 5);
+    const float rscale[L] = {0.5f, 1, 2}, gscale[C] = {1, 2, 3, 4}, gbias[C] = {0.1f, 0.2f, 0.3f, 0.4f};
+    for (int i = 0; i < E; i++) {
+        double v = x[i];
+        want[0][i] = (float)(0.5 * v * (1 + erf(v / sqrt(2.0))));
+        want[1][i] = (float)(0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+        want[2][i] = (float)(v * tanh(log1p(exp(v))));
+        want[3][i] = (float)(v / (1 + exp(-0.7 * v)));
+    }
+    for (int r = 0; r < N * C; r++) { /* RMS over the last axis */
+        double ms = 0;
+        for (int j = 0; j < L; j++)
+            ms += (double)x[r * L + j] * x[r * L + j];
+        ms = sqrt(ms / L + 1e-5);
+        for (int j = 0; j < L; j++)
+            want[4][r * L + j] = (float)(x[r * L + j] / ms * rscale[j]);
+    }
+    for (int n = 0; n < N; n++) /* two groups of two channels */
+        for (int gi = 0; gi < 2; gi++) {
+            const float *p = x + n * C * L + gi * 2 * L;
+            double mean = 0, var = 0;
+            for (int j = 0; j < 2 * L; j++)
+                mean += p[j];
+            mean /= 2 * L;
+            for (int j = 0; j < 2 * L; j++)
+                var += (p[j] - mean) * (p[j] - mean);
+            var /= 2 * L;
+            for (int j = 0; j < 2 * L; j++) {
+                int c = gi * 2 + j / L;
+                want[5][n * C * L + gi * 2 * L + j] =
+                    (float)((p[j] - mean) / sqrt(var + 1e-5) * gscale[c] + gbias[c]);
+            }
+        }
+    const char *outs[6] = {"g1", "g2", "mi", "sw", "rms", "gn"};
+    const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
+    for (int o = 0; o < 3; o++) {
+        char extra[96];
+        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
+        pl_runtime *rt = runtime_with(extra);
+        pl_session *s = session_for(rt, path);
+        int64_t shape[3] = {N, C, L};
+        float got[6][E];
+        pl_io in = {.name = "x", .tensor = {.data = x, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                            .shape = shape, .struct_size = sizeof(pl_tensor)}};
+        pl_io out[6];
+        for (int k = 0; k < 6; k++)
+            out[k] = (pl_io){.name = outs[k],
+                             .tensor = {.data = got[k], .ndim = 3, .dtype = PL_DTYPE_F32,
+                                        .shape = shape, .struct_size = sizeof(pl_tensor)}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, out, 6));
+        for (int k = 0; k < 6; k++)
+            for (int i = 0; i < E; i++)
+                TH_CHECK(fabsf(got[k][i] - want[k][i]) <= 2e-4f * (1 + fabsf(want[k][i])),
+                         "order = %s: %s[%d] = %.7g, reference %.7g (x = %g)", orders[o],
+                         outs[k], i, got[k][i], want[k][i], x[i]);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
 static void case_fail_compile_fallback(void)
 {
     make_weights(&W);
@@ -2306,6 +2406,7 @@ int main(int argc, char **argv)
         {"output_read_across", case_output_read_across},
         {"dead_branch", case_dead_branch},
         {"no_cluster_cycle", case_no_cluster_cycle},
+        {"newer_opset_functions", case_newer_opset_functions},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
         {"min_subgraph_nodes", case_min_subgraph_nodes},

@@ -1214,6 +1214,19 @@ static pl_status *pl_infer_grow_known(pl_infer_ctx *ctx)
     return NULL;
 }
 
+/* Lowers node ID of an opset-18-or-later graph (opset_lower.c) and infers
+ * the nodes the rewrite added, which feed it. */
+static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl_nid id,
+                                      int64_t version, bool *changed)
+{
+    size_t before = pl_graph_node_count(ctx->g);
+    PL_RETURN_IF_ERROR(pl_opset_lower_node(ctx->g, id, version, changed));
+    PL_RETURN_IF_ERROR(pl_infer_grow_known(ctx));
+    for (size_t k = before; k < pl_graph_node_count(ctx->g); k++)
+        PL_RETURN_IF_ERROR(pl_infer_node_run(ctx, set, (pl_nid)k));
+    return NULL;
+}
+
 /* Converts node ID to opset PL_OPSET_UPGRADE_TARGET and infers the nodes
  * the conversion added, which feed it. */
 static pl_status *pl_infer_upgrade_node(pl_infer_ctx *ctx, const pl_opset *set, pl_nid id)
@@ -1380,6 +1393,7 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
     pl_nid *order = pl_malloc((n_nodes ? n_nodes : 1) * sizeof *order);
     ctx.known = pl_calloc(ctx.n_tensors ? ctx.n_tensors : 1, sizeof *ctx.known);
     pl_status *st = NULL;
+    bool lowered = false;
     if (order == NULL || ctx.known == NULL) {
         st = pl_status_create(PL_CODE_OUT_OF_MEMORY,
                               "out of memory starting shape inference");
@@ -1388,6 +1402,8 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
         for (size_t i = 0; st == NULL && i < n_nodes; i++) {
             if (ctx.converted_from > 0)
                 st = pl_infer_upgrade_node(&ctx, set, order[i]);
+            if (st == NULL && imported >= 18)
+                st = pl_infer_lower_node(&ctx, set, order[i], imported, &lowered);
             if (st == NULL)
                 st = pl_infer_node_run(&ctx, set, order[i]);
         }
@@ -1396,7 +1412,7 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
             st = pl_infer_fold_known(&ctx, &folded);
         /* The conversion or the folding rewired nodes: link the graph
          * again. */
-        if (st == NULL && (ctx.converted_from > 0 || folded))
+        if (st == NULL && (ctx.converted_from > 0 || folded || lowered))
             st = pl_graph_validate(g);
     }
     if (ctx.known != NULL)

@@ -96,6 +96,17 @@ pl_status *pl_opset_broadcast_inputs(pl_infer_ctx *ctx, size_t n, int64_t *dims,
 
 /* ---- opset_upgrade.c ---------------------------------------------------- */
 
+/* Rewrites of a graph (opset_upgrade.c, opset_lower.c) share these two.
+ * Writes into BUF a tensor or node name "<base>_<what>" that G does not use
+ * yet (a counter is appended when it does). */
+void pl_rewrite_fresh_name(const pl_graph *g, const char *base, const char *what, char *buf,
+                           size_t cap);
+/* Adds a constant named after node ID's name and WHAT, of DTYPE and shape,
+ * with a copy of NBYTES of DATA, into *OUT_T. */
+pl_status *pl_rewrite_add_constant(pl_graph *g, pl_nid id, const char *what, pl_dtype dtype,
+                                   int32_t ndim, const int64_t *dims, const void *data,
+                                   size_t nbytes, pl_tid *out_t);
+
 /* The oldest ai.onnx opset the schemas describe. A graph that imports an
  * older one (1 to 6) is converted to it by the inference driver. */
 #define PL_OPSET_UPGRADE_TARGET 7
@@ -109,5 +120,18 @@ pl_status *pl_opset_broadcast_inputs(pl_infer_ctx *ctx, size_t n, int64_t *dims,
  * on, and must be inferred before node ID). Errors name the node and the
  * conversion. */
 pl_status *pl_opset_upgrade_node(pl_graph *g, pl_nid id, int64_t from);
+
+/* ---- opset_lower.c ------------------------------------------------------ */
+
+/* Node ID of G, of ai.onnx opset VERSION (18 or later), in the form the
+ * schemas and kernels take: an op ONNX defines as a function of other ops
+ * (Gelu, Mish, Swish, RMSNormalization, GroupNormalization) becomes those
+ * ops, the node itself turned into the last of them; an op whose newer
+ * version added attributes gets them checked (a value Plinth cannot run is
+ * refused, naming it) and, at their defaults, removed or renamed to the
+ * older spelling. Same contract as pl_opset_upgrade_node: inputs typed,
+ * added nodes feed node ID and are inferred before it. *CHANGED is set when
+ * the graph was rewritten. */
+pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed);
 
 #endif

@@ -185,7 +185,24 @@ static const pl_attr_spec qu_conv_attrs[] = {
     PL_ATTR_S("auto_pad", "NOTSET"), PL_ATTR_IS("dilations"), PL_ATTR_I("group", 1),
     PL_ATTR_IS("kernel_shape"), PL_ATTR_IS("pads"), PL_ATTR_IS("strides")};
 
+#define QU_QUANTIZE(since)                                                                \
+    {.name = "QuantizeLinear", .domain = "", .since_version = since, .min_inputs = 2,      \
+     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,          \
+     .n_attrs = PL_COUNT(qu_axis_attrs),                                                   \
+     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},            \
+     .input_types = {"T1", "S", "T2"}, .output_types = {"T2"}, .infer = qu_infer_quantize}
+#define QU_DEQUANTIZE(since)                                                              \
+    {.name = "DequantizeLinear", .domain = "", .since_version = since, .min_inputs = 2,    \
+     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,          \
+     .n_attrs = PL_COUNT(qu_axis_attrs),                                                   \
+     .types = {{"T", QU_Q8 | PL_TS_I32}, {"S", PL_TS_F32}},                                \
+     .input_types = {"T", "S", "T"}, .output_types = {"S"}, .infer = qu_infer_dequantize}
+
 const pl_op_schema pl_opset_quant_schemas[] = {
+    /* 19, 21 and 23: 13's, once opset_lower.c has checked and removed
+     * saturate, block_size, output_dtype and precision. */
+    QU_QUANTIZE(19), QU_QUANTIZE(21), QU_QUANTIZE(23),
+    QU_DEQUANTIZE(19), QU_DEQUANTIZE(21), QU_DEQUANTIZE(23),
     {.name = "QuantizeLinear", .domain = "", .since_version = 10, .min_inputs = 2,
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
      .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},

@@ -83,11 +83,16 @@ static const pl_attr_spec sa_roi16_attrs[] = {
      .infer = sa_infer_roi_align}
 
 const pl_op_schema pl_opset_sample_schemas[] = {
-    {.name = "GridSample", .domain = "", .since_version = 16, .min_inputs = 2,
-     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .attrs = sa_grid_attrs,
-     .n_attrs = PL_COUNT(sa_grid_attrs),
-     .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_FLOAT}}, .input_types = {"T1", "T2"},
-     .output_types = {"T1"}, .infer = sa_infer_grid_sample},
+#define SA_GRID(since)                                                                 \
+    {.name = "GridSample", .domain = "", .since_version = since, .min_inputs = 2,       \
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .attrs = sa_grid_attrs,        \
+     .n_attrs = PL_COUNT(sa_grid_attrs),                                                 \
+     .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_FLOAT}}, .input_types = {"T1", "T2"},     \
+     .output_types = {"T1"}, .infer = sa_infer_grid_sample}
+    SA_GRID(16),
+    /* 20 renamed the modes (linear, cubic) and allowed N-D: opset_lower.c
+     * gives 4-D nodes 16's names and refuses the rest. */
+    SA_GRID(20),
     SA_ROI(10, sa_roi10_attrs),
     SA_ROI(16, sa_roi16_attrs),
 };

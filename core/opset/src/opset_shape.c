@@ -1252,6 +1252,11 @@ const pl_op_schema pl_opset_shape_schemas[] = {
               .types = {{"T", PL_TS_NUM | PL_TS_BOOL}, {"P", PL_TS_I64},
                         {"Tind", SH_IDX}},
               .input_types = {"T", "P", "T", "Tind"}, .output_types = {"T"}),
+    /* Pad 19 added mode 'wrap', which opset_lower.c refuses. */
+    SH_SCHEMA("Pad", 19, 2, 4, 1, 1, sh_pad11_attrs, sh_infer_pad,
+              .types = {{"T", PL_TS_NUM | PL_TS_BOOL}, {"P", PL_TS_I64},
+                        {"Tind", SH_IDX}},
+              .input_types = {"T", "P", "T", "Tind"}, .output_types = {"T"}),
     /* Upsample 7 and 9: Resize 10's semantics (asymmetric, nearest rounds
      * down), with the scales an attribute, then an input. */
     SH_SCHEMA("Upsample", 7, 1, 1, 1, 1, sh_upsample7_attrs, sh_infer_resize,
@@ -1267,6 +1272,17 @@ const pl_op_schema pl_opset_shape_schemas[] = {
                         {"I", PL_TS_I64}},
               .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
     SH_SCHEMA("Resize", 13, 1, 4, 1, 1, sh_resize11_attrs, sh_infer_resize,
+              .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
+                        {"I", PL_TS_I64}},
+              .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
+    /* Resize 18 and 19: 13's, once opset_lower.c has checked and removed
+     * antialias, axes and keep_aspect_ratio_policy and refused 19's
+     * half_pixel_symmetric. */
+    SH_SCHEMA("Resize", 18, 1, 4, 1, 1, sh_resize11_attrs, sh_infer_resize,
+              .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
+                        {"I", PL_TS_I64}},
+              .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
+    SH_SCHEMA("Resize", 19, 1, 4, 1, 1, sh_resize11_attrs, sh_infer_resize,
               .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
                         {"I", PL_TS_I64}},
               .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),

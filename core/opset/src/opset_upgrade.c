@@ -56,10 +56,8 @@ static pl_status *up_error(const pl_graph *g, pl_nid id, int64_t from, pl_code c
                             n->name, n->op, msg, (long long)from, PL_OPSET_UPGRADE_TARGET);
 }
 
-/* Writes into BUF a tensor or node name "<base>_<what>" that G does not use
- * yet (a counter is appended when it does). */
-static void up_fresh_name(const pl_graph *g, const char *base, const char *what, char *buf,
-                          size_t cap)
+void pl_rewrite_fresh_name(const pl_graph *g, const char *base, const char *what, char *buf,
+                           size_t cap)
 {
     snprintf(buf, cap, "%.200s_%s", base, what);
     for (unsigned k = 1; pl_graph_find_tensor(g, buf) != PL_TID_NONE ||
@@ -90,14 +88,12 @@ static pl_status *up_set_input(pl_graph *g, pl_nid id, size_t i, pl_tid t)
     return pl_graph_node_set_inputs(g, id, ins, n->n_inputs);
 }
 
-/* Adds a constant named after node ID's name and WHAT, of DTYPE and shape,
- * with a copy of NBYTES of DATA. */
-static pl_status *up_add_constant(pl_graph *g, pl_nid id, const char *what, pl_dtype dtype,
-                                  int32_t ndim, const int64_t *dims, const void *data,
-                                  size_t nbytes, pl_tid *out_t)
+pl_status *pl_rewrite_add_constant(pl_graph *g, pl_nid id, const char *what, pl_dtype dtype,
+                                   int32_t ndim, const int64_t *dims, const void *data,
+                                   size_t nbytes, pl_tid *out_t)
 {
     char name[256];
-    up_fresh_name(g, pl_graph_get_node(g, id)->name, what, name, sizeof name);
+    pl_rewrite_fresh_name(g, pl_graph_get_node(g, id)->name, what, name, sizeof name);
     PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(g, name, out_t));
     PL_RETURN_IF_ERROR(pl_graph_set_type(g, *out_t, dtype, ndim, dims, NULL));
     return pl_graph_set_constant(g, *out_t, data, nbytes);
@@ -176,7 +172,7 @@ static pl_status *up_append_ones(pl_graph *g, pl_nid id, size_t i, int32_t k)
     if (b->data != NULL && !b->is_input && up_uses(g, bt) == 1)
         return pl_graph_reshape_constant(g, bt, rb + k, dims);
     if (b->data != NULL && !b->is_input) {
-        PL_RETURN_IF_ERROR(up_add_constant(g, id, "legacy_broadcast", b->dtype, rb + k, dims,
+        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(g, id, "legacy_broadcast", b->dtype, rb + k, dims,
                                            b->data, b->nbytes, &t));
         return up_set_input(g, id, i, t);
     }
@@ -186,8 +182,8 @@ static pl_status *up_append_ones(pl_graph *g, pl_nid id, size_t i, int32_t k)
     char node_name[256], out_name[256], in_name[256];
     snprintf(in_name, sizeof in_name, "%s", b->name);
     const char *base = pl_graph_get_node(g, id)->name;
-    up_fresh_name(g, base, "legacy_broadcast", node_name, sizeof node_name);
-    up_fresh_name(g, base, "legacy_broadcast_out", out_name, sizeof out_name);
+    pl_rewrite_fresh_name(g, base, "legacy_broadcast", node_name, sizeof node_name);
+    pl_rewrite_fresh_name(g, base, "legacy_broadcast_out", out_name, sizeof out_name);
     const char *ins[1] = {in_name}, *outs[1] = {out_name};
     pl_nid u;
     PL_RETURN_IF_ERROR(pl_graph_add_node(g, node_name, "Unsqueeze", "", ins, 1, outs, 1, &u));
@@ -297,7 +293,7 @@ static pl_status *up_reshape(pl_graph *g, pl_nid id, int64_t from)
                         "%zu inputs; before opset 5 Reshape takes one", n->n_inputs);
     int64_t dims[1] = {(int64_t)a->n};
     pl_tid t;
-    PL_RETURN_IF_ERROR(up_add_constant(g, id, "shape", PL_DTYPE_I64, 1, dims, a->ints,
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(g, id, "shape", PL_DTYPE_I64, 1, dims, a->ints,
                                        a->n * sizeof(int64_t), &t));
     n = pl_graph_get_node(g, id);
     pl_tid ins[2] = {n->inputs[0], t};
@@ -385,7 +381,7 @@ static pl_status *up_tile(pl_graph *g, pl_nid id, int64_t from)
     for (int32_t d = 0; d < x->ndim; d++)
         repeats[d] = d == axis ? tv[0] : 1;
     pl_tid t;
-    PL_RETURN_IF_ERROR(up_add_constant(g, id, "repeats", PL_DTYPE_I64, 1, dims, repeats,
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(g, id, "repeats", PL_DTYPE_I64, 1, dims, repeats,
                                        (size_t)x->ndim * sizeof(int64_t), &t));
     pl_tid ins[2] = {pl_graph_get_node(g, id)->inputs[0], t};
     return pl_graph_node_set_inputs(g, id, ins, 2);

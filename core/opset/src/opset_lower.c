@@ -1,0 +1,610 @@
+/* opset_lower.c — ops of ai.onnx opsets 18 and later in the form the
+ * schemas and the modules' kernels take.
+ *
+ * Two kinds of rewrite, applied to each node as the inference driver
+ * reaches it (opset.c), when the types of its inputs are known:
+ *
+ * - Ops ONNX defines as functions of older ops are expanded into those
+ *   ops, as ONNX's function bodies do, so that every backend (an
+ *   out-of-tree one included) runs them with the kernels it has, and the
+ *   onednn module's matchers fuse the chains back (GELU into its gelu_erf
+ *   or gelu_tanh, x * sigmoid(x) into swish):
+ *     Gelu 20               x * 0.5 * (1 + erf(x / sqrt 2)), or the tanh form
+ *     Mish 18               x * tanh(softplus(x))
+ *     Swish 24              x * sigmoid(alpha * x)
+ *     RMSNormalization 23   x / sqrt(mean(x^2 over axis..) + eps) * scale
+ *     GroupNormalization 18 and 21
+ *                           reshape to [N, G, -1], InstanceNormalization,
+ *                           reshape back, * scale + bias per channel (18
+ *                           gives scale and bias per group: constants are
+ *                           repeated per channel, computed ones refused)
+ *   Float16 and bfloat16 inputs are computed in float32 between two Casts
+ *   (the functions' stash_type, 1 by default, asks as much of the
+ *   normalizations). The node itself becomes the last op of its chain, so
+ *   its name and output stay.
+ *
+ * - Attributes newer versions added are checked and, at their defaults,
+ *   removed or given the older spelling, so that kernels written against
+ *   the older version read the node right; a value Plinth cannot run is
+ *   refused with the node and the value: Resize 18's antialias (1) and
+ *   axes (other than all axes in order), keep_aspect_ratio_policy (other
+ *   than stretch, with sizes) and 19's half_pixel_symmetric; Pad 19's
+ *   wrap; GridSample 20's modes (linear and cubic are 16's bilinear and
+ *   bicubic; N-D refused); QuantizeLinear's and DequantizeLinear's
+ *   saturate (float8 only), block_size (blocked quantisation, refused),
+ *   output_dtype (other than the type the inputs give, refused) and
+ *   precision.
+ *
+ * opset_history.c lists the versions that need this; opset_*.c hold the
+ * schemas of the rewritten versions. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "opset_internal.h"
+
+enum { LW_NAME = 256, LW_MAX_NAMES = 24 };
+
+/* One node's rewrite: names are copied here, since adding tensors may move
+ * the graph's own strings. */
+typedef struct lw {
+    pl_graph *g;
+    pl_nid id;
+    int64_t version;
+    char base[LW_NAME];
+    char op[64];
+    char names[LW_MAX_NAMES][LW_NAME];
+    int used;
+    bool narrow;     /* computed in f32 between Casts */
+    pl_dtype dtype;  /* the node's input 0 */
+} lw;
+
+static pl_status *lw_error(const lw *w, pl_code code, const char *fmt, ...)
+    PL_PRINTF_LIKE(3, 4);
+
+static pl_status *lw_error(const lw *w, pl_code code, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pl_status_create(code, "node '%s' (%s): %s (ai.onnx opset %lld)", w->base, w->op, msg,
+                            (long long)w->version);
+}
+
+static char *lw_slot(lw *w)
+{
+    return w->used < LW_MAX_NAMES ? w->names[w->used++] : NULL;
+}
+
+/* The name of input I of the node ("" when absent), copied. */
+static const char *lw_input(lw *w, size_t i)
+{
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return "";
+    s[0] = '\0';
+    if (i < n->n_inputs && n->inputs[i] != PL_TID_NONE)
+        snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, n->inputs[i])->name);
+    return s;
+}
+
+static const pl_graph_tensor *lw_tensor(const lw *w, const char *name)
+{
+    pl_tid t = pl_graph_find_tensor(w->g, name);
+    return t == PL_TID_NONE ? NULL : pl_graph_get_tensor(w->g, t);
+}
+
+/* Adds node OP(INS) named after the node and OP; its output's name in
+ * *OUT. */
+static pl_status *lw_node(lw *w, const char *op, const char *const *ins, size_t n_in,
+                          const char **out, pl_nid *out_id)
+{
+    char node_name[LW_NAME], what[96];
+    char *o = lw_slot(w);
+    if (o == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    snprintf(what, sizeof what, "%s", op);
+    pl_rewrite_fresh_name(w->g, w->base, what, node_name, sizeof node_name);
+    snprintf(what, sizeof what, "%s_out", op);
+    pl_rewrite_fresh_name(w->g, w->base, what, o, LW_NAME);
+    const char *outs[1] = {o};
+    pl_nid id;
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, op, "", ins, n_in, outs, 1, &id));
+    *out = o;
+    if (out_id)
+        *out_id = id;
+    return NULL;
+}
+
+static pl_status *lw_unary(lw *w, const char *op, const char *a, const char **out)
+{
+    return lw_node(w, op, (const char *[]){a}, 1, out, NULL);
+}
+
+static pl_status *lw_binary(lw *w, const char *op, const char *a, const char *b,
+                            const char **out)
+{
+    return lw_node(w, op, (const char *[]){a, b}, 2, out, NULL);
+}
+
+/* ONNX's TensorProto code of a float dtype (the 'to' of Cast). */
+static int64_t lw_onnx_code(pl_dtype d)
+{
+    if (PL_DTYPE_EQ(d, PL_DTYPE_F32))
+        return 1;
+    if (d.code == PL_TYPE_FLOAT && d.bits == 16)
+        return 10;
+    if (d.code == PL_TYPE_FLOAT && d.bits == 64)
+        return 11;
+    if (d.code == PL_TYPE_BFLOAT && d.bits == 16)
+        return 16;
+    return 0;
+}
+
+static pl_status *lw_cast(lw *w, const char *a, int64_t to, const char **out)
+{
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Cast", (const char *[]){a}, 1, out, &id));
+    return pl_graph_attr_int(w->g, id, "to", to);
+}
+
+/* A scalar constant V in the type computations run in (f32, or f64). */
+static pl_status *lw_scalar(lw *w, const char *what, double v, const char **out)
+{
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_tid t;
+    bool f64 = !w->narrow && w->dtype.bits == 64;
+    float f = (float)v;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, what,
+                                               f64 ? PL_DTYPE_F64 : PL_DTYPE_F32, 0, NULL,
+                                               f64 ? (const void *)&v : (const void *)&f,
+                                               f64 ? 8 : 4, &t));
+    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    *out = s;
+    return NULL;
+}
+
+static pl_status *lw_i64s(lw *w, const char *what, const int64_t *v, int64_t n, const char **out)
+{
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, what, PL_DTYPE_I64, 1, &n, v,
+                                               (size_t)n * 8, &t));
+    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    *out = s;
+    return NULL;
+}
+
+/* Turns the node into OP(INS), without attributes. */
+static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_t n_in)
+{
+    pl_tid tids[4];
+    for (size_t i = 0; i < n_in; i++) {
+        tids[i] = pl_graph_find_tensor(w->g, ins[i]);
+        if (tids[i] == PL_TID_NONE)
+            return lw_error(w, PL_CODE_INTERNAL, "rewrite lost tensor '%s'", ins[i]);
+    }
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    while (n->n_attrs > 0) {
+        char name[LW_NAME];
+        snprintf(name, sizeof name, "%s", n->attrs[0].name);
+        pl_graph_node_remove_attr(w->g, w->id, name);
+        n = pl_graph_get_node(w->g, w->id);
+    }
+    PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, n_in));
+    return pl_graph_node_set_op(w->g, w->id, op);
+}
+
+/* The chain's last step OP(A, B): the node itself, or, for an input
+ * computed in f32, a node whose result the node casts back. */
+static pl_status *lw_end(lw *w, const char *op, const char *a, const char *b)
+{
+    if (!w->narrow)
+        return lw_become(w, op, (const char *[]){a, b}, 2);
+    const char *r;
+    PL_RETURN_IF_ERROR(lw_binary(w, op, a, b, &r));
+    PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){r}, 1));
+    return pl_graph_attr_int(w->g, w->id, "to", lw_onnx_code(w->dtype));
+}
+
+/* Input 0 as the chain computes it: itself, or cast to f32. Refuses a
+ * non-float input (the schema would, but the rewrite comes first). */
+static pl_status *lw_float_input(lw *w, const char **x)
+{
+    *x = lw_input(w, 0);
+    const pl_graph_tensor *t = lw_tensor(w, *x);
+    if (t == NULL)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 is absent");
+    w->dtype = t->dtype;
+    if (lw_onnx_code(t->dtype) == 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 has dtype %s; a float type is "
+                                                     "required",
+                        pl_dtype_name(t->dtype));
+    w->narrow = t->dtype.bits == 16;
+    if (w->narrow)
+        return lw_cast(w, *x, 1, x);
+    return NULL;
+}
+
+static const pl_attr *lw_attr(const lw *w, const char *name)
+{
+    return pl_graph_node_attr(pl_graph_get_node(w->g, w->id), name);
+}
+
+static int64_t lw_attr_i(const lw *w, const char *name, int64_t def)
+{
+    const pl_attr *a = lw_attr(w, name);
+    return a != NULL && a->kind == PL_ATTR_INT ? a->i : def;
+}
+
+static double lw_attr_f(const lw *w, const char *name, double def)
+{
+    const pl_attr *a = lw_attr(w, name);
+    return a != NULL && a->kind == PL_ATTR_FLOAT ? a->f : def;
+}
+
+static const char *lw_attr_s(const lw *w, const char *name, const char *def)
+{
+    const pl_attr *a = lw_attr(w, name);
+    return a != NULL && a->kind == PL_ATTR_STRING && a->s != NULL ? a->s : def;
+}
+
+/* ---- functions ---------------------------------------------------------------- */
+
+static pl_status *lw_gelu(lw *w)
+{
+    const char *approx = lw_attr_s(w, "approximate", "none");
+    bool tanh_form = strcmp(approx, "tanh") == 0;
+    if (!tanh_form && strcmp(approx, "none") != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "approximate is '%s'; 'none' or 'tanh' "
+                                                     "expected",
+                        approx);
+    const char *x, *one, *half, *g;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
+    if (tanh_form) {
+        /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the order the
+         * onednn module's matcher reads it */
+        const char *x2, *x3, *c, *q, *i, *k, *ki, *t, *t1;
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &x2));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x2, x, &x3));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "c", 0.044715, &c));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x3, c, &q));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, q, &i));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "k", sqrt(2.0 / 3.14159265358979323846), &k));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", i, k, &ki));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", ki, &t));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", t, one, &t1));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, t1, &g));
+    } else {
+        const char *sq, *d, *e, *e1;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "sqrt2", sqrt(2.0), &sq));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, sq, &d));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Erf", d, &e));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", e, one, &e1));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, e1, &g));
+    }
+    return lw_end(w, "Mul", g, half);
+}
+
+static pl_status *lw_mish(lw *w)
+{
+    const char *x, *sp, *t;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Softplus", x, &sp));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", sp, &t));
+    return lw_end(w, "Mul", x, t);
+}
+
+static pl_status *lw_swish(lw *w)
+{
+    double alpha = lw_attr_f(w, "alpha", 1.0);
+    const char *x, *a = NULL, *s;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    if (alpha != 1.0) {
+        const char *ac;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", alpha, &ac));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, ac, &a));
+    }
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sigmoid", a ? a : x, &s));
+    return lw_end(w, "Mul", x, s);
+}
+
+static pl_status *lw_rms_norm(lw *w)
+{
+    const char *x, *scale = lw_input(w, 1);
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    const pl_graph_tensor *xt = lw_tensor(w, lw_input(w, 0));
+    int64_t r = xt->ndim, axis = lw_attr_i(w, "axis", -1);
+    if (r < 1)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "the rank of input 0 is not known");
+    if (axis < -r || axis >= r)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axis %lld is out of range for rank %lld",
+                        (long long)axis, (long long)r);
+    if (axis < 0)
+        axis += r;
+    int64_t axes[PL_GRAPH_MAX_RANK];
+    for (int64_t d = axis; d < r; d++)
+        axes[d - axis] = d;
+    const char *x2, *ax, *ms, *eps, *ae, *rs, *n;
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &x2));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, r - axis, &ax));
+    PL_RETURN_IF_ERROR(lw_binary(w, "ReduceMean", x2, ax, &ms));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "epsilon", lw_attr_f(w, "epsilon", 1e-5), &eps));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", ms, eps, &ae));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", ae, &rs));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, rs, &n));
+    if (w->narrow)
+        PL_RETURN_IF_ERROR(lw_cast(w, n, lw_onnx_code(w->dtype), &n));
+    return lw_become(w, "Mul", (const char *[]){n, scale}, 2);
+}
+
+/* GroupNormalization's per-channel SCALE (or bias) as a tensor of shape
+ * [C, 1, ...] (rank R - 1) for the multiply: version 18's per-group values
+ * repeated C / G times (a constant only), version 21's reshaped. */
+static pl_status *lw_gn_param(lw *w, const char *name, int64_t c, int64_t groups, int64_t r,
+                              const char **out)
+{
+    const pl_graph_tensor *t = lw_tensor(w, name);
+    int64_t want = w->version >= 21 ? c : groups;
+    if (t == NULL || t->ndim != 1 || (t->dims[0] >= 0 && t->dims[0] != want))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "'%s' must have shape [%lld] (%s at version %d)", name,
+                        (long long)want, w->version >= 21 ? "one per channel" : "one per group",
+                        w->version >= 21 ? 21 : 18);
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    dims[0] = c;
+    for (int64_t d = 1; d < r - 1; d++)
+        dims[d] = 1;
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    if (t->data != NULL && !t->is_input) {
+        size_t es = pl_dtype_size(t->dtype);
+        unsigned char buf[8 * 4096];
+        if ((size_t)c * es > sizeof buf || t->nbytes < (size_t)want * es)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "'%s': too many channels (%lld)", name,
+                            (long long)c);
+        for (int64_t k = 0; k < c; k++)
+            memcpy(buf + (size_t)k * es,
+                   (const unsigned char *)t->data + (size_t)(want == c ? k : k / (c / groups)) * es,
+                   es);
+        pl_tid tid;
+        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "param",
+                                                   t->dtype, (int32_t)(r - 1), dims, buf,
+                                                   (size_t)c * es, &tid));
+        snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, tid)->name);
+        *out = s;
+        return NULL;
+    }
+    if (want != c)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "'%s' is computed, and version 18's per-group "
+                                                "values are repeated per channel only when "
+                                                "constant",
+                        name);
+    snprintf(s, LW_NAME, "%s", name);
+    *out = s;
+    if (r <= 2)
+        return NULL;
+    int64_t axes[PL_GRAPH_MAX_RANK];
+    for (int64_t d = 1; d < r - 1; d++)
+        axes[d - 1] = d;
+    const char *ax;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, r - 2, &ax));
+    return lw_binary(w, "Unsqueeze", s, ax, out);
+}
+
+static pl_status *lw_group_norm(lw *w)
+{
+    const char *x, *scale = lw_input(w, 1), *bias = lw_input(w, 2);
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    const pl_graph_tensor *xt = lw_tensor(w, lw_input(w, 0));
+    const pl_attr *ga = lw_attr(w, "num_groups");
+    if (ga == NULL || ga->kind != PL_ATTR_INT)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'num_groups'");
+    int64_t groups = ga->i, r = xt->ndim, c = r >= 2 ? xt->dims[1] : -1;
+    if (r < 2 || c <= 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "input 0 needs a known rank of at least 2 and a known channel count");
+    if (groups <= 0 || c % groups != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "num_groups %lld does not divide the %lld "
+                                                     "channels",
+                        (long long)groups, (long long)c);
+    bool known = true;
+    for (int32_t d = 0; d < xt->ndim; d++)
+        known &= xt->dims[d] >= 0;
+    int64_t xdims[PL_GRAPH_MAX_RANK];
+    memcpy(xdims, xt->dims, (size_t)r * sizeof *xdims);
+    if (w->dtype.bits == 64) /* InstanceNormalization's unit scale is f32 */
+        return lw_error(w, PL_CODE_UNSUPPORTED, "float64 input is not supported");
+    double eps = lw_attr_f(w, "epsilon", 1e-5);
+    const char *sh1, *xr, *ones, *zeros, *in, *shape, *xb, *sc, *bc, *m;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "group_shape", (const int64_t[]){0, groups, -1}, 3, &sh1));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", x, sh1, &xr));
+    /* InstanceNormalization of [N, G, L] with unit scale and zero bias */
+    {
+        float one[1] = {1.0f};
+        int64_t gdim = groups;
+        pl_tid t1, t0;
+        size_t nb = (size_t)groups * 4;
+        float *buf = pl_malloc(nb);
+        if (buf == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory expanding '%s'",
+                                    w->base);
+        for (int64_t k = 0; k < groups; k++)
+            buf[k] = one[0];
+        pl_status *st = pl_rewrite_add_constant(w->g, w->id, "ones", PL_DTYPE_F32, 1, &gdim, buf,
+                                                nb, &t1);
+        memset(buf, 0, nb);
+        if (st == NULL)
+            st = pl_rewrite_add_constant(w->g, w->id, "zeros", PL_DTYPE_F32, 1, &gdim, buf, nb,
+                                         &t0);
+        pl_free(buf);
+        PL_RETURN_IF_ERROR(st);
+        char *s1 = lw_slot(w), *s0 = lw_slot(w);
+        if (s1 == NULL || s0 == NULL)
+            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+        snprintf(s1, LW_NAME, "%s", pl_graph_get_tensor(w->g, t1)->name);
+        snprintf(s0, LW_NAME, "%s", pl_graph_get_tensor(w->g, t0)->name);
+        ones = s1;
+        zeros = s0;
+    }
+    pl_nid inode;
+    PL_RETURN_IF_ERROR(lw_node(w, "InstanceNormalization", (const char *[]){xr, ones, zeros}, 3,
+                               &in, &inode));
+    PL_RETURN_IF_ERROR(pl_graph_attr_float(w->g, inode, "epsilon", eps));
+    if (known)
+        PL_RETURN_IF_ERROR(lw_i64s(w, "shape", xdims, r, &shape));
+    else
+        PL_RETURN_IF_ERROR(lw_unary(w, "Shape", x, &shape));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", in, shape, &xb));
+    if (w->narrow)
+        PL_RETURN_IF_ERROR(lw_cast(w, xb, lw_onnx_code(w->dtype), &xb));
+    PL_RETURN_IF_ERROR(lw_gn_param(w, scale, c, groups, r, &sc));
+    PL_RETURN_IF_ERROR(lw_gn_param(w, bias, c, groups, r, &bc));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", xb, sc, &m));
+    return lw_become(w, "Add", (const char *[]){m, bc}, 2);
+}
+
+/* ---- newer attributes ----------------------------------------------------------- */
+
+static pl_status *lw_drop(lw *w, const char *name)
+{
+    pl_graph_node_remove_attr(w->g, w->id, name);
+    return NULL;
+}
+
+static pl_status *lw_resize(lw *w)
+{
+    if (lw_attr_i(w, "antialias", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "antialias = 1 is not supported");
+    const char *policy = lw_attr_s(w, "keep_aspect_ratio_policy", "stretch");
+    if (strcmp(policy, "stretch") != 0 && lw_input(w, 3)[0] != '\0')
+        return lw_error(w, PL_CODE_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported",
+                        policy);
+    if (strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""), "half_pixel_symmetric") == 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "coordinate_transformation_mode 'half_pixel_symmetric' is not supported");
+    const pl_attr *axes = lw_attr(w, "axes");
+    if (axes != NULL) {
+        const pl_graph_tensor *x = lw_tensor(w, lw_input(w, 0));
+        bool all = x != NULL && axes->kind == PL_ATTR_INTS && x->ndim >= 0 &&
+                   axes->n == (size_t)x->ndim;
+        for (size_t i = 0; all && i < axes->n; i++)
+            all = axes->ints[i] == (int64_t)i || axes->ints[i] == (int64_t)i - x->ndim;
+        if (!all)
+            return lw_error(w, PL_CODE_UNSUPPORTED,
+                            "axes other than every axis in order are not supported");
+    }
+    lw_drop(w, "antialias");
+    lw_drop(w, "keep_aspect_ratio_policy");
+    return lw_drop(w, "axes");
+}
+
+static pl_status *lw_grid_sample(lw *w)
+{
+    const pl_graph_tensor *x = lw_tensor(w, lw_input(w, 0));
+    if (x != NULL && x->ndim != 4)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a GridSample of rank %d (only 4-D: N, C, H, W)",
+                        (int)x->ndim);
+    const char *mode = lw_attr_s(w, "mode", "linear");
+    /* 16's names are taken too: ONNX's own tests of version 22 use them */
+    const char *old = strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0 ? "bilinear"
+                      : strcmp(mode, "cubic") == 0 || strcmp(mode, "bicubic") == 0 ? "bicubic"
+                      : strcmp(mode, "nearest") == 0                               ? "nearest"
+                                                                                   : NULL;
+    if (old == NULL)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "mode '%s'; linear, cubic or nearest "
+                                                     "expected",
+                        mode);
+    pl_graph_node_remove_attr(w->g, w->id, "mode");
+    return pl_graph_attr_string(w->g, w->id, "mode", old, strlen(old));
+}
+
+static pl_status *lw_quant(lw *w, bool quantize)
+{
+    if (lw_attr_i(w, "block_size", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "block_size %lld: blocked quantisation is not "
+                                                "supported",
+                        (long long)lw_attr_i(w, "block_size", 0));
+    if (lw_attr_i(w, "precision", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "precision %lld is not supported",
+                        (long long)lw_attr_i(w, "precision", 0));
+    int64_t od = lw_attr_i(w, "output_dtype", 0);
+    if (od != 0) {
+        /* the type the inputs give already: the zero point's (uint8 without
+         * one) for QuantizeLinear, the scale's for DequantizeLinear */
+        const pl_graph_tensor *t = lw_tensor(w, lw_input(w, quantize ? 2 : 1));
+        int64_t given = 2; /* uint8 */
+        if (t != NULL)
+            given = PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) ? 1
+                    : t->dtype.code == PL_TYPE_UINT && t->dtype.bits == 8 ? 2
+                    : t->dtype.code == PL_TYPE_INT && t->dtype.bits == 8  ? 3
+                    : t->dtype.code == PL_TYPE_INT && t->dtype.bits == 32 ? 6
+                                                                          : -1;
+        if (od != given)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "output_dtype %lld differs from the type "
+                                                    "the inputs give",
+                            (long long)od);
+    }
+    lw_drop(w, "saturate");
+    lw_drop(w, "block_size");
+    lw_drop(w, "precision");
+    return lw_drop(w, "output_dtype");
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+static const struct {
+    const char *op;
+    int64_t since;  /* the version the rewrite applies from */
+    bool expands;   /* a function: the node becomes another op */
+    pl_status *(*fn)(lw *w);
+} lw_rules[] = {
+    {"Gelu", 20, true, lw_gelu},
+    {"Mish", 18, true, lw_mish},
+    {"Swish", 24, true, lw_swish},
+    {"RMSNormalization", 23, true, lw_rms_norm},
+    {"GroupNormalization", 18, true, lw_group_norm},
+    {"Resize", 18, false, lw_resize},
+    {"GridSample", 20, false, lw_grid_sample},
+};
+
+static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
+static pl_status *lw_dequantize(lw *w) { return lw_quant(w, false); }
+
+pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (n == NULL || (n->domain[0] != '\0' && strcmp(n->domain, "ai.onnx") != 0) ||
+        version < 18)
+        return NULL;
+    lw w = {.g = g, .id = id, .version = version};
+    snprintf(w.base, sizeof w.base, "%s", n->name);
+    snprintf(w.op, sizeof w.op, "%s", n->op);
+    pl_status *(*fn)(lw *) = NULL;
+    for (size_t i = 0; i < PL_COUNT(lw_rules); i++)
+        if (version >= lw_rules[i].since && strcmp(w.op, lw_rules[i].op) == 0)
+            fn = lw_rules[i].fn;
+    if (version >= 19 && strcmp(w.op, "QuantizeLinear") == 0)
+        fn = lw_quantize;
+    if (version >= 19 && strcmp(w.op, "DequantizeLinear") == 0)
+        fn = lw_dequantize;
+    if (version >= 19 && strcmp(w.op, "Pad") == 0 &&
+        strcmp(lw_attr_s(&w, "mode", "constant"), "wrap") == 0)
+        return lw_error(&w, PL_CODE_UNSUPPORTED, "mode 'wrap' is not supported");
+    if (fn == NULL)
+        return NULL;
+    *changed = true;
+    return fn(&w);
+}
