@@ -1339,6 +1339,42 @@ static void case_log_sweep(void)
     ch_node_free(&n);
 }
 
+/* Erf on a grid of [-6, 6] (its AVX2 lanes and the scalar tail) within
+ * 1e-6 of double erf, with erf(+-0) = +-0, erf(+-inf) = +-1 and NaN kept. */
+static void case_erf_sweep(void)
+{
+    enum { N = 120007 }; /* odd: the last N % 8 run on the scalar tail */
+    ch_spec s = {.op = "Erf", .n_in = 1, .in = {T(1, N)}};
+    ch_node n;
+    ch_node_build(&s, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
+    ch_buf in, out;
+    ch_buf_make(&in, N * sizeof(float), 8);
+    ch_buf_make(&out, N * sizeof(float), 8);
+    const double edges[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0.6, -0.6, 0.5999999, 1e-30};
+    for (int i = 0; i < N; i++)
+        ch_store(in.data, PL_DTYPE_F32, (size_t)i,
+                 i < (int)CH_COUNT(edges) ? edges[i] : -6.0 + 12.0 * i / (N - 1));
+    pl_tensor x = ch_host_tensor(&n.in[0], &in), y = ch_host_tensor(&n.out[0], &out);
+    pl_output_request req = PL_REQ_WRITE;
+    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
+    for (int i = 0; i < N; i++) {
+        float xv = (float)ch_load(in.data, PL_DTYPE_F32, (size_t)i);
+        float got = (float)ch_load(out.data, PL_DTYPE_F32, (size_t)i);
+        double want = erf((double)xv);
+        if (isnan(xv)) {
+            CHECK(isnan(got), "erf(NaN) = %g", (double)got);
+            continue;
+        }
+        CHECK(fabs(got - want) <= 1e-6 && signbit(got) == signbit(xv),
+              "erf(%.9g) = %.9g, want %.9g (element %d)", (double)xv, (double)got, want, i);
+    }
+    free(in.base);
+    free(out.base);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
+}
+
 /* f32 Exp, Sigmoid, Tanh and Log run eight lanes at a time where the CPU
  * has AVX2 (math_unary.c) and the last N % 8 elements on the scalar loop.
  * For each edge value (NaN, infinities, overflowing and underflowing
@@ -1419,6 +1455,7 @@ static const struct {
     {"blas_lazy", case_blas_lazy},
     {"unary_lanes", case_unary_lanes},
     {"log_sweep", case_log_sweep},
+    {"erf_sweep", case_erf_sweep},
 };
 
 int main(int argc, char **argv)

@@ -519,9 +519,11 @@ static void case_matmul_gelu(void)
             (const char *[]){"mm1", "bias", "erf", "mulh", "mm2", "res", NULL});
 }
 
-/* GELU's tanh form (GPT-2's gelu_new) as one gelu_tanh: x^3 as Pow(x, 3)
- * after a MatMul (a post-op of it), and as Mul(Mul(x, x), x) on the graph
- * input, with the 0.5 on x first (an eltwise of its own). */
+/* GELU's tanh form (GPT-2's gelu_new) as one gelu_tanh where oneDNN has
+ * AVX-512 (below it, its nine ops: oneDNN's tanh reads tables with
+ * gathers there, onednn_has_avx512): x^3 as Pow(x, 3) after a MatMul (a
+ * post-op of it), and as Mul(Mul(x, x), x) on the graph input, with the 0.5
+ * on x first (an eltwise of its own). */
 static void case_gelu_tanh(void)
 {
     struct mb m = {.seed = 41};
