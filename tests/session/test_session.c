@@ -582,6 +582,129 @@ static void case_newer_opset_functions(void)
     }
 }
 
+/* Attention 23 expanded by the core: 3-D inputs with grouped-query heads
+ * (4 query heads sharing 2 key heads) and causal masking, and 4-D inputs
+ * with a boolean mask that hides every key of one row (which must give a
+ * zero row, not NaN), against a C reference on cpu, onednn and
+ * example_acc. */
+enum { AT_B = 1, AT_S = 3, AT_D = 2 };
+
+/* One head: Y[S][dv] from q[S][D], k[S][D], v[S][dv]; keep(i, j) says
+ * whether query i sees key j. */
+static void at_head(const float *q, const float *k, const float *v, int dv, int causal,
+                    const unsigned char *mask, float *y)
+{
+    for (int i = 0; i < AT_S; i++) {
+        double sc[AT_S], mx = -INFINITY, sum = 0;
+        for (int j = 0; j < AT_S; j++) {
+            double dot = 0;
+            for (int d = 0; d < AT_D; d++)
+                dot += (double)q[i * AT_D + d] * k[j * AT_D + d];
+            sc[j] = dot / sqrt((double)AT_D);
+            if ((causal && j > i) || (mask && !mask[i * AT_S + j]))
+                sc[j] = -INFINITY;
+            mx = fmax(mx, sc[j]);
+        }
+        for (int j = 0; j < AT_S; j++)
+            sum += sc[j] = mx == -INFINITY ? 0 : exp(sc[j] - mx);
+        for (int e = 0; e < dv; e++) {
+            double acc = 0;
+            for (int j = 0; j < AT_S; j++)
+                acc += (sum > 0 ? sc[j] / sum : 0) * v[j * dv + e];
+            y[i * dv + e] = (float)acc;
+        }
+    }
+}
+
+static void case_attention(void)
+{
+    enum { HQ = 4, HKV = 2 };
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":23}],"
+        "\"inputs\":[\"q3\",\"k3\",\"v3\",\"q4\",\"k4\",\"v4\",\"m\"],\"outputs\":[\"y3\",\"y4\"],"
+        "\"tensors\":[{\"name\":\"q3\",\"dtype\":\"f32\",\"shape\":[1,3,8]},"
+        "{\"name\":\"k3\",\"dtype\":\"f32\",\"shape\":[1,3,4]},"
+        "{\"name\":\"v3\",\"dtype\":\"f32\",\"shape\":[1,3,4]},"
+        "{\"name\":\"q4\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
+        "{\"name\":\"k4\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
+        "{\"name\":\"v4\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
+        "{\"name\":\"m\",\"dtype\":\"bool\",\"shape\":[3,3]}],"
+        "\"nodes\":["
+        "{\"name\":\"gqa\",\"op\":\"Attention\",\"inputs\":[\"q3\",\"k3\",\"v3\"],"
+        "\"outputs\":[\"y3\"],\"attributes\":{\"q_num_heads\":{\"int\":4},"
+        "\"kv_num_heads\":{\"int\":2},\"is_causal\":{\"int\":1}}},"
+        "{\"name\":\"mha\",\"op\":\"Attention\",\"inputs\":[\"q4\",\"k4\",\"v4\",\"m\"],"
+        "\"outputs\":[\"y4\"]}]}";
+    const char *path = th_path(th_tempdir(), "attention.json");
+    FILE *f = fopen(path, "w");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    fputs(json, f);
+    fclose(f);
+    float q3[AT_S * HQ * AT_D], k3[AT_S * HKV * AT_D], v3[AT_S * HKV * AT_D];
+    float q4[2 * AT_S * AT_D], k4[2 * AT_S * AT_D], v4[2 * AT_S * AT_D];
+    unsigned char m[AT_S * AT_S] = {1, 0, 1, 0, 0, 0, 1, 1, 1}; /* row 1 sees nothing */
+    float *all[6] = {q3, k3, v3, q4, k4, v4};
+    int sizes[6] = {24, 12, 12, 12, 12, 12};
+    uint32_t seed = 7;
+    for (int a = 0; a < 6; a++)
+        for (int i = 0; i < sizes[a]; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            all[a][i] = (float)(seed >> 8) / 16777216.0f * 4.0f - 2.0f;
+        }
+    /* references: 3-D heads are slices of the last axis; query head h reads
+     * key head h / 2 */
+    float want3[AT_S * HQ * AT_D], want4[2 * AT_S * AT_D];
+    for (int h = 0; h < HQ; h++) {
+        float q[AT_S * AT_D], k[AT_S * AT_D], v[AT_S * AT_D], y[AT_S * AT_D];
+        for (int s = 0; s < AT_S; s++)
+            for (int d = 0; d < AT_D; d++) {
+                q[s * AT_D + d] = q3[s * HQ * AT_D + h * AT_D + d];
+                k[s * AT_D + d] = k3[s * HKV * AT_D + (h / 2) * AT_D + d];
+                v[s * AT_D + d] = v3[s * HKV * AT_D + (h / 2) * AT_D + d];
+            }
+        at_head(q, k, v, AT_D, 1, NULL, y);
+        for (int s = 0; s < AT_S; s++)
+            for (int d = 0; d < AT_D; d++)
+                want3[s * HQ * AT_D + h * AT_D + d] = y[s * AT_D + d];
+    }
+    for (int h = 0; h < 2; h++)
+        at_head(q4 + h * 6, k4 + h * 6, v4 + h * 6, AT_D, 0, m, want4 + h * 6);
+    const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
+    for (int o = 0; o < 3; o++) {
+        char extra[96];
+        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
+        pl_runtime *rt = runtime_with(extra);
+        pl_session *s = session_for(rt, path);
+        int64_t s3q[3] = {1, 3, 8}, s3k[3] = {1, 3, 4}, s4[4] = {1, 2, 3, 2}, sm[2] = {3, 3};
+        float y3[24], y4[12];
+        pl_io in[7];
+        const char *names[6] = {"q3", "k3", "v3", "q4", "k4", "v4"};
+        int64_t *shapes[6] = {s3q, s3k, s3k, s4, s4, s4};
+        for (int a = 0; a < 6; a++)
+            in[a] = (pl_io){.name = names[a],
+                            .tensor = {.data = all[a], .ndim = a < 3 ? 3 : 4,
+                                       .dtype = PL_DTYPE_F32, .shape = shapes[a],
+                                       .struct_size = sizeof(pl_tensor)}};
+        in[6] = (pl_io){.name = "m", .tensor = {.data = m, .ndim = 2, .dtype = PL_DTYPE_BOOL,
+                                                .shape = sm, .struct_size = sizeof(pl_tensor)}};
+        pl_io out[2] = {
+            {.name = "y3", .tensor = {.data = y3, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                      .shape = s3q, .struct_size = sizeof(pl_tensor)}},
+            {.name = "y4", .tensor = {.data = y4, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                      .shape = s4, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(s, in, 7, out, 2));
+        for (int i = 0; i < 24; i++)
+            TH_CHECK(fabsf(y3[i] - want3[i]) <= 1e-5f, "order = %s: y3[%d] = %.7g, want %.7g",
+                     orders[o], i, y3[i], want3[i]);
+        for (int i = 0; i < 12; i++)
+            TH_CHECK(fabsf(y4[i] - want4[i]) <= 1e-5f, "order = %s: y4[%d] = %.7g, want %.7g",
+                     orders[o], i, y4[i], want4[i]);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
 static void case_fail_compile_fallback(void)
 {
     make_weights(&W);
@@ -2407,6 +2530,7 @@ int main(int argc, char **argv)
         {"dead_branch", case_dead_branch},
         {"no_cluster_cycle", case_no_cluster_cycle},
         {"newer_opset_functions", case_newer_opset_functions},
+        {"attention", case_attention},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
         {"min_subgraph_nodes", case_min_subgraph_nodes},

@@ -45,7 +45,7 @@
 #include "alloc.h"
 #include "opset_internal.h"
 
-enum { LW_NAME = 256, LW_MAX_NAMES = 24 };
+enum { LW_NAME = 256, LW_MAX_NAMES = 96 };
 
 /* One node's rewrite: names are copied here, since adding tensors may move
  * the graph's own strings. */
@@ -476,6 +476,226 @@ static pl_status *lw_group_norm(lw *w)
     return lw_become(w, "Add", (const char *[]){m, bc}, 2);
 }
 
+/* Attention 23 (24 and 25 as far as they agree with it): scaled dot
+ * product attention, as its function computes it, for 3-D inputs (B, S,
+ * heads * size, with q_num_heads and kv_num_heads) or 4-D ones (B, heads, S,
+ * size), grouped-query heads repeated, a boolean or additive mask, causal
+ * masking (query i sees key j <= i, there being no past_key), softcap, and a row every key of which is
+ * masked giving zeros. The mask and the causal frontier are built with
+ * Shape, Range and compares, so dynamic sequence lengths work and static
+ * ones fold into constants. KV-cache inputs and the optional outputs are
+ * refused. */
+static pl_status *lw_perm(lw *w, const char *a, const int64_t *perm, int n, const char **out)
+{
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Transpose", (const char *[]){a}, 1, out, &id));
+    return pl_graph_attr_ints(w->g, id, "perm", perm, (size_t)n);
+}
+
+/* A scalar i64 element I of the shape of tensor A (a 0-d tensor). */
+static pl_status *lw_dim(lw *w, const char *a, int64_t i, const char **out)
+{
+    const char *sh, *idx;
+    PL_RETURN_IF_ERROR(lw_unary(w, "Shape", a, &sh));
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "index", PL_DTYPE_I64, 0, NULL, &i,
+                                               8, &t));
+    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    idx = s;
+    return lw_binary(w, "Gather", sh, idx, out);
+}
+
+static pl_status *lw_attention(lw *w)
+{
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    for (size_t i = 4; i < n->n_inputs; i++)
+        if (n->inputs[i] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
+                            i == 6 ? "nonpad_kv_seqlen" : "a KV cache");
+    for (size_t o = 1; o < n->n_outputs; o++)
+        if (n->outputs[o] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "output %zu (%s) is not supported", o,
+                            o == 3 ? "qk_matmul_output" : "a KV cache");
+    if (lw_attr_i(w, "left_window_size", -1) != -1 || lw_attr_i(w, "right_window_size", -1) != -1)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "sliding windows are not supported");
+    const char *q = lw_input(w, 0), *k = lw_input(w, 1), *v = lw_input(w, 2);
+    const char *mask = lw_input(w, 3);
+    /* Their types, copied: adding tensors may move the graph's. */
+    pl_graph_tensor qt, kt, vt;
+    int64_t qd[4], kd[4], vd[4];
+    {
+        const pl_graph_tensor *a = lw_tensor(w, q), *b = lw_tensor(w, k), *c = lw_tensor(w, v);
+        if (a == NULL || b == NULL || c == NULL)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "Q, K and V are required");
+        qt = *a;
+        kt = *b;
+        vt = *c;
+    }
+    if (!PL_DTYPE_EQ(qt.dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "only float32 Q, K and V are supported (%s)",
+                        pl_dtype_name(qt.dtype));
+    w->dtype = qt.dtype;
+    int32_t r = qt.ndim;
+    if (r != 3 && r != 4)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "Q has rank %d; 3 or 4 expected", (int)r);
+    if (kt.ndim != r || vt.ndim != r)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "Q, K and V must have the same rank");
+    memcpy(qd, qt.dims, (size_t)r * sizeof *qd);
+    memcpy(kd, kt.dims, (size_t)r * sizeof *kd);
+    memcpy(vd, vt.dims, (size_t)r * sizeof *vd);
+    int64_t hq, hkv, d;
+    const char *q4 = q, *k4 = k, *v4 = v;
+    static const int64_t swap12[4] = {0, 2, 1, 3};
+    if (r == 3) {
+        hq = lw_attr_i(w, "q_num_heads", 0);
+        hkv = lw_attr_i(w, "kv_num_heads", 0);
+        if (hq <= 0 || hkv <= 0)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "3-D inputs need q_num_heads and kv_num_heads");
+        if (qd[2] < 0 || qd[2] % hq != 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "Q's hidden size must be known and a "
+                                                    "multiple of q_num_heads");
+        d = qd[2] / hq;
+        const char *sq, *sk, *t;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "q_heads", (const int64_t[]){0, 0, hq, -1}, 4, &sq));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "kv_heads", (const int64_t[]){0, 0, hkv, -1}, 4, &sk));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", q, sq, &t));
+        PL_RETURN_IF_ERROR(lw_perm(w, t, swap12, 4, &q4));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", k, sk, &t));
+        PL_RETURN_IF_ERROR(lw_perm(w, t, swap12, 4, &k4));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", v, sk, &t));
+        PL_RETURN_IF_ERROR(lw_perm(w, t, swap12, 4, &v4));
+    } else {
+        hq = qd[1];
+        hkv = kd[1];
+        d = qd[3];
+        if (hq < 0 || hkv < 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "the head counts of Q and K must be known");
+    }
+    if (hkv != hq) { /* grouped-query: each K and V head serves hq / hkv query heads */
+        if (hkv <= 0 || hq % hkv != 0 || d < 0)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "%lld query heads cannot share %lld key heads", (long long)hq,
+                            (long long)hkv);
+        const char *ax, *reps, *shape, *t;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "group_axis", (const int64_t[]){2}, 1, &ax));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "group", (const int64_t[]){1, 1, hq / hkv, 1, 1}, 5, &reps));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "grouped", (const int64_t[]){0, hq, -1, d}, 4, &shape));
+        const char **kv[2] = {&k4, &v4};
+        for (int j = 0; j < 2; j++) {
+            int64_t dv = j == 0 ? d : (r == 4 ? vd[3] : -2);
+            const char *sh = shape;
+            if (j == 1 && dv != d) { /* V's head size may differ from Q's */
+                if (dv < 0 && r == 4)
+                    return lw_error(w, PL_CODE_UNSUPPORTED, "V's head size must be known");
+                if (r == 3) {
+                    if (vd[2] < 0)
+                        return lw_error(w, PL_CODE_UNSUPPORTED, "V's hidden size must be known");
+                    dv = vd[2] / hkv;
+                }
+                PL_RETURN_IF_ERROR(lw_i64s(w, "grouped_v", (const int64_t[]){0, hq, -1, dv}, 4,
+                                           &sh));
+            }
+            PL_RETURN_IF_ERROR(lw_binary(w, "Unsqueeze", *kv[j], ax, &t));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Tile", t, reps, &t));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", t, sh, kv[j]));
+        }
+    }
+    const pl_attr *sa = lw_attr(w, "scale");
+    double scale;
+    if (sa != NULL && sa->kind == PL_ATTR_FLOAT) {
+        scale = sa->f;
+    } else {
+        if (d <= 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "the head size must be known for the "
+                                                    "default scale");
+        scale = 1.0 / sqrt((double)d);
+    }
+    const char *sc, *qs, *kT, *scores;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "scale", scale, &sc));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", q4, sc, &qs));
+    PL_RETURN_IF_ERROR(lw_perm(w, k4, (const int64_t[]){0, 1, 3, 2}, 4, &kT));
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", qs, kT, &scores));
+    double softcap = lw_attr_f(w, "softcap", 0.0);
+    if (softcap > 0) {
+        const char *cap, *inv, *t;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "softcap", softcap, &cap));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "inv_softcap", 1.0 / softcap, &inv));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", scores, inv, &t));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", t, &t));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", t, cap, &scores));
+    }
+    const char *zero, *neg_inf;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "neg_inf", -INFINITY, &neg_inf));
+    bool masked = false;
+    if (mask[0] != '\0') {
+        const pl_graph_tensor *mt = lw_tensor(w, mask);
+        const char *bias = mask;
+        if (PL_DTYPE_EQ(mt->dtype, PL_DTYPE_BOOL))
+            PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){mask, zero, neg_inf}, 3,
+                                       &bias, NULL));
+        else if (!PL_DTYPE_EQ(mt->dtype, PL_DTYPE_F32))
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attn_mask has dtype %s; bool or the "
+                                                         "type of Q expected",
+                            pl_dtype_name(mt->dtype));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
+        masked = true;
+    }
+    if (lw_attr_i(w, "is_causal", 0) != 0) {
+        /* key j is seen by query i when j <= i + past_sequence_length (the
+         * keys cached in past_key: none here) */
+        const char *lq, *lk, *zero_i, *one_i, *rows, *cols, *lim, *ax1, *lim2, *ok, *bias;
+        PL_RETURN_IF_ERROR(lw_dim(w, q4, 2, &lq));
+        PL_RETURN_IF_ERROR(lw_dim(w, k4, 2, &lk));
+        char *s0 = lw_slot(w), *s1 = lw_slot(w);
+        if (s0 == NULL || s1 == NULL)
+            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+        int64_t vz = 0, vo = 1;
+        pl_tid t0, t1;
+        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "zero_i", PL_DTYPE_I64, 0, NULL,
+                                                   &vz, 8, &t0));
+        snprintf(s0, LW_NAME, "%s", pl_graph_get_tensor(w->g, t0)->name);
+        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "one_i", PL_DTYPE_I64, 0, NULL,
+                                                   &vo, 8, &t1));
+        snprintf(s1, LW_NAME, "%s", pl_graph_get_tensor(w->g, t1)->name);
+        zero_i = s0;
+        one_i = s1;
+        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lq, one_i}, 3, &rows,
+                                   NULL));
+        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
+                                   NULL));
+        lim = rows; /* + the cached keys' count, 0 without past_key */
+        PL_RETURN_IF_ERROR(lw_i64s(w, "row_axis", (const int64_t[]){1}, 1, &ax1));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Unsqueeze", lim, ax1, &lim2));
+        PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, lim2, &ok));
+        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){ok, zero, neg_inf}, 3, &bias,
+                                   NULL));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
+        masked = true;
+    }
+    const char *probs, *y4;
+    pl_nid sm;
+    PL_RETURN_IF_ERROR(lw_node(w, "Softmax", (const char *[]){scores}, 1, &probs, &sm));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, sm, "axis", -1));
+    if (masked) { /* a row with every key masked: zeros, not NaN */
+        const char *nan;
+        PL_RETURN_IF_ERROR(lw_unary(w, "IsNaN", probs, &nan));
+        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){nan, zero, probs}, 3, &probs,
+                                   NULL));
+    }
+    if (r == 4)
+        return lw_become(w, "MatMul", (const char *[]){probs, v4}, 2);
+    const char *t, *flat;
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", probs, v4, &y4));
+    PL_RETURN_IF_ERROR(lw_perm(w, y4, swap12, 4, &t));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
+    return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
+}
+
 /* ---- newer attributes ----------------------------------------------------------- */
 
 static pl_status *lw_drop(lw *w, const char *name)
@@ -576,6 +796,7 @@ static const struct {
     {"Swish", 24, true, lw_swish},
     {"RMSNormalization", 23, true, lw_rms_norm},
     {"GroupNormalization", 18, true, lw_group_norm},
+    {"Attention", 23, true, lw_attention},
     {"Resize", 18, false, lw_resize},
     {"GridSample", 20, false, lw_grid_sample},
 };
