@@ -903,16 +903,45 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
 
 /* ---- rewriting ------------------------------------------------------------ */
 
-pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *op)
+pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *domain, const char *op)
 {
     if (id >= g->n_nodes || op == NULL || op[0] == '\0')
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "renaming node %u: no such node or "
                                                           "an empty op", id);
     char *copy = pl_alloc_strdup(g->alloc, op);
-    if (copy == NULL)
+    char *dcopy = pl_alloc_strdup(g->alloc, domain ? domain : "");
+    if (copy == NULL || dcopy == NULL) {
+        pl_free(copy);
+        pl_free(dcopy);
         return pl_graph_oom("renaming a node's op");
+    }
     pl_free(g->nodes[id].op);
+    pl_free(g->nodes[id].domain);
     g->nodes[id].op = copy;
+    g->nodes[id].domain = dcopy;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+pl_status *pl_graph_node_set_outputs(pl_graph *g, pl_nid id, const pl_tid *outputs,
+                                     size_t n_outputs)
+{
+    if (id >= g->n_nodes)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no node %u", id);
+    pl_graph_node *n = &g->nodes[id];
+    for (size_t i = 0; i < n_outputs; i++)
+        if (outputs[i] != PL_TID_NONE && outputs[i] >= g->n_tensors)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "node '%s' (%s): output %zu names no tensor (%u)", n->name,
+                                    n->op, i, outputs[i]);
+    pl_tid *copy = pl_alloc_malloc(g->alloc, (n_outputs ? n_outputs : 1) * sizeof *copy);
+    if (copy == NULL)
+        return pl_graph_oom("rewriting a node");
+    if (n_outputs)
+        memcpy(copy, outputs, n_outputs * sizeof *copy);
+    pl_free(n->outputs);
+    n->outputs = copy;
+    n->n_outputs = n_outputs;
     pl_graph_invalidate(g);
     return NULL;
 }

@@ -222,10 +222,14 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
  * the graph: validate again before reading producers, consumers or the
  * topological order. */
 
-/* Renames node ID's op (its domain stays): a rewrite that turns a node into
+/* Gives node ID another op and domain: a rewrite that turns a node into
  * another op of its inputs, such as the last step of an expanded function
  * (opset_lower.c). The caller fixes inputs and attributes to match. */
-pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *op);
+pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *domain, const char *op);
+/* Replaces node ID's outputs (PL_TID_NONE for one left out): a rewrite
+ * that hands an output to a node it adds. */
+pl_status *pl_graph_node_set_outputs(pl_graph *g, pl_nid id, const pl_tid *outputs,
+                                     size_t n_outputs);
 
 /* Removes attribute NAME of node N; false when the node has none of that
  * name (nothing changes then). */

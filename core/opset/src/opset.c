@@ -1402,8 +1402,10 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
         for (size_t i = 0; st == NULL && i < n_nodes; i++) {
             if (ctx.converted_from > 0)
                 st = pl_infer_upgrade_node(&ctx, set, order[i]);
-            if (st == NULL && imported >= 18)
-                st = pl_infer_lower_node(&ctx, set, order[i], imported, &lowered);
+            if (st == NULL)
+                st = pl_infer_lower_node(&ctx, set, order[i],
+                                         imported > 0 ? imported : PL_OPSET_DEFAULT_VERSION,
+                                         &lowered);
             if (st == NULL)
                 st = pl_infer_node_run(&ctx, set, order[i]);
         }

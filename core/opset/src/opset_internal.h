@@ -123,10 +123,12 @@ pl_status *pl_opset_upgrade_node(pl_graph *g, pl_nid id, int64_t from);
 
 /* ---- opset_lower.c ------------------------------------------------------ */
 
-/* Node ID of G, of ai.onnx opset VERSION (18 or later), in the form the
- * schemas and kernels take: an op ONNX defines as a function of other ops
- * (Gelu, Mish, Swish, RMSNormalization, GroupNormalization) becomes those
- * ops, the node itself turned into the last of them; an op whose newer
+/* Node ID of G, a graph of ai.onnx opset VERSION, in the form the schemas
+ * and kernels take: an op ONNX defines as a function of other ops (Gelu,
+ * Mish, Swish, RMSNormalization, GroupNormalization, Attention, from the
+ * version that added them) or one of ONNX Runtime's fused contrib ops
+ * (com.microsoft's Gelu, FastGelu, SkipLayerNormalization, ...) becomes
+ * those ops, the node itself turned into the last of them; an op whose newer
  * version added attributes gets them checked (a value Plinth cannot run is
  * refused, naming it) and, at their defaults, removed or renamed to the
  * older spelling. Same contract as pl_opset_upgrade_node: inputs typed,

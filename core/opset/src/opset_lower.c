@@ -201,7 +201,13 @@ static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_
         n = pl_graph_get_node(w->g, w->id);
     }
     PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, n_in));
-    return pl_graph_node_set_op(w->g, w->id, op);
+    /* the first output only: the others, where a rewrite supports them,
+     * were handed to the nodes that compute them */
+    if (n->n_outputs > 1) {
+        pl_tid first = n->outputs[0];
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, w->id, &first, 1));
+    }
+    return pl_graph_node_set_op(w->g, w->id, "", op);
 }
 
 /* The chain's last step OP(A, B): the node itself, or, for an input
@@ -320,12 +326,24 @@ static pl_status *lw_swish(lw *w)
     return lw_end(w, "Mul", x, s);
 }
 
-static pl_status *lw_rms_norm(lw *w)
+/* ReduceMean of A over AXES (N of them) keeping them, in the form the
+ * graph's ai.onnx opset takes: axes an input from 18, an attribute before. */
+static pl_status *lw_mean(lw *w, const char *a, const int64_t *axes, int64_t n, const char **out)
 {
-    const char *x, *scale = lw_input(w, 1);
-    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
-    const pl_graph_tensor *xt = lw_tensor(w, lw_input(w, 0));
-    int64_t r = xt->ndim, axis = lw_attr_i(w, "axis", -1);
+    if (w->version >= 18) {
+        const char *ax;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, n, &ax));
+        return lw_binary(w, "ReduceMean", a, ax, out);
+    }
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "ReduceMean", (const char *[]){a}, 1, out, &id));
+    return pl_graph_attr_ints(w->g, id, "axes", axes, (size_t)n);
+}
+
+/* x / sqrt(mean(x^2 over AXIS..) + epsilon), X computed in f32 already. */
+static pl_status *lw_rms(lw *w, const char *x, int64_t r, int64_t axis, double epsilon,
+                         const char **out)
+{
     if (r < 1)
         return lw_error(w, PL_CODE_UNSUPPORTED, "the rank of input 0 is not known");
     if (axis < -r || axis >= r)
@@ -336,14 +354,22 @@ static pl_status *lw_rms_norm(lw *w)
     int64_t axes[PL_GRAPH_MAX_RANK];
     for (int64_t d = axis; d < r; d++)
         axes[d - axis] = d;
-    const char *x2, *ax, *ms, *eps, *ae, *rs, *n;
+    const char *x2, *ms, *eps, *ae, *rs;
     PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &x2));
-    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, r - axis, &ax));
-    PL_RETURN_IF_ERROR(lw_binary(w, "ReduceMean", x2, ax, &ms));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "epsilon", lw_attr_f(w, "epsilon", 1e-5), &eps));
+    PL_RETURN_IF_ERROR(lw_mean(w, x2, axes, r - axis, &ms));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "epsilon", epsilon, &eps));
     PL_RETURN_IF_ERROR(lw_binary(w, "Add", ms, eps, &ae));
     PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", ae, &rs));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, rs, &n));
+    return lw_binary(w, "Div", x, rs, out);
+}
+
+static pl_status *lw_rms_norm(lw *w)
+{
+    const char *x, *scale = lw_input(w, 1), *n;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    int64_t r = lw_tensor(w, lw_input(w, 0))->ndim;
+    PL_RETURN_IF_ERROR(lw_rms(w, x, r, lw_attr_i(w, "axis", -1), lw_attr_f(w, "epsilon", 1e-5),
+                              &n));
     if (w->narrow)
         PL_RETURN_IF_ERROR(lw_cast(w, n, lw_onnx_code(w->dtype), &n));
     return lw_become(w, "Mul", (const char *[]){n, scale}, 2);
@@ -783,22 +809,219 @@ static pl_status *lw_quant(lw *w, bool quantize)
     return lw_drop(w, "output_dtype");
 }
 
+/* ---- ONNX Runtime's contrib ops ------------------------------------------------
+ *
+ * The fused ops ONNX Runtime's transformer optimizer and model builders
+ * write (domain com.microsoft; SimplifiedLayerNormalization in ai.onnx's
+ * domain, where ONNX Runtime registers it) expand into the ops they fuse,
+ * as the standard functions above do, so models it optimised load on every
+ * backend. */
+
+/* Gelu, FastGelu (tanh form, optional bias), BiasGelu (bias required). */
+static pl_status *lw_ms_gelu(lw *w, bool tanh_form, bool bias)
+{
+    const char *b = bias ? lw_input(w, 1) : "";
+    const char *x, *one, *half, *g;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    if (b[0] != '\0') {
+        if (w->narrow)
+            PL_RETURN_IF_ERROR(lw_cast(w, b, 1, &b));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, b, &x));
+    }
+    PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
+    if (tanh_form) {
+        const char *x2, *x3, *c, *q, *i, *k, *ki, *t, *t1;
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &x2));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x2, x, &x3));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "c", 0.044715, &c));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x3, c, &q));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, q, &i));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "k", sqrt(2.0 / 3.14159265358979323846), &k));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", i, k, &ki));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", ki, &t));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", t, one, &t1));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, t1, &g));
+    } else {
+        const char *sq, *d, *e, *e1;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "sqrt2", sqrt(2.0), &sq));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, sq, &d));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Erf", d, &e));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", e, one, &e1));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, e1, &g));
+    }
+    return lw_end(w, "Mul", g, half);
+}
+
+static pl_status *lw_ms_gelu_erf(lw *w) { return lw_ms_gelu(w, false, false); }
+static pl_status *lw_ms_fast_gelu(lw *w) { return lw_ms_gelu(w, true, true); }
+static pl_status *lw_ms_bias_gelu(lw *w) { return lw_ms_gelu(w, false, true); }
+
+/* QuickGelu: x * sigmoid(alpha x), alpha 1.702 by default. */
+static pl_status *lw_ms_quick_gelu(lw *w)
+{
+    double alpha = lw_attr_f(w, "alpha", 1.702);
+    const char *x, *ac, *a, *sg;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", alpha, &ac));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, ac, &a));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sigmoid", a, &sg));
+    return lw_end(w, "Mul", x, sg);
+}
+
+/* BiasAdd: X + bias + skip. */
+static pl_status *lw_ms_bias_add(lw *w)
+{
+    const char *x = lw_input(w, 0), *b = lw_input(w, 1), *skip = lw_input(w, 2), *t;
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, b, &t));
+    return lw_become(w, "Add", (const char *[]){t, skip}, 2);
+}
+
+/* FusedMatMul: alpha * op(A) op(B), op transposing the last two axes. */
+static pl_status *lw_ms_fused_matmul(lw *w)
+{
+    if (lw_attr_i(w, "transBatchA", 0) != 0 || lw_attr_i(w, "transBatchB", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "transBatchA and transBatchB are not supported");
+    const char *ab[2] = {lw_input(w, 0), lw_input(w, 1)};
+    const char *names[2] = {"transA", "transB"};
+    for (int j = 0; j < 2; j++) {
+        if (lw_attr_i(w, names[j], 0) == 0)
+            continue;
+        const pl_graph_tensor *t = lw_tensor(w, ab[j]);
+        int32_t r = t != NULL ? t->ndim : -1;
+        if (r < 2)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "%s needs an input of known rank >= 2",
+                            names[j]);
+        int64_t perm[PL_GRAPH_MAX_RANK];
+        for (int32_t d = 0; d < r; d++)
+            perm[d] = d;
+        perm[r - 2] = r - 1;
+        perm[r - 1] = r - 2;
+        PL_RETURN_IF_ERROR(lw_perm(w, ab[j], perm, r, &ab[j]));
+    }
+    double alpha = lw_attr_f(w, "alpha", 1.0);
+    if (alpha == 1.0)
+        return lw_become(w, "MatMul", ab, 2);
+    const char *mm, *ac;
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", ab[0], ab[1], &mm));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", alpha, &ac));
+    return lw_become(w, "Mul", (const char *[]){mm, ac}, 2);
+}
+
+/* SkipLayerNormalization and SkipSimplifiedLayerNormalization: s = input +
+ * skip (+ bias), normalised over the last axis; output 3, when wanted, is
+ * s. The mean and inverse-deviation outputs are refused. SIMPLIFIED: RMS
+ * (inputs input, skip, gamma, bias), else LayerNorm (input, skip, gamma,
+ * beta, bias). */
+static pl_status *lw_ms_skip_norm(lw *w, bool simplified)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    for (size_t o = 1; o < 3 && o < nd->n_outputs; o++)
+        if (nd->outputs[o] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "output %zu (%s) is not supported", o,
+                            o == 1 ? "mean" : "inv_std_var");
+    char sum_name[LW_NAME] = "";
+    if (nd->n_outputs > 3 && nd->outputs[3] != PL_TID_NONE)
+        snprintf(sum_name, sizeof sum_name, "%s", pl_graph_get_tensor(w->g, nd->outputs[3])->name);
+    const char *x = lw_input(w, 0), *skip = lw_input(w, 1), *gamma = lw_input(w, 2);
+    const char *beta = simplified ? "" : lw_input(w, 3), *bias = lw_input(w, simplified ? 3 : 4);
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    if (xt == NULL || !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "only float32 input is supported");
+    w->dtype = xt->dtype;
+    int64_t r = xt->ndim;
+    double eps = lw_attr_f(w, "epsilon", 1e-12);
+    const char *s, *t;
+    if (bias[0] != '\0') {
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, skip, &t));
+        s = t;
+        if (sum_name[0] != '\0') { /* the last Add writes output 3 */
+            PL_RETURN_IF_ERROR(lw_node(w, "Add", (const char *[]){s, bias}, 2, &t, NULL));
+            pl_nid last = (pl_nid)(pl_graph_node_count(w->g) - 1);
+            pl_tid o[1] = {pl_graph_find_tensor(w->g, sum_name)};
+            PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, last, o, 1));
+            s = sum_name;
+        } else {
+            PL_RETURN_IF_ERROR(lw_binary(w, "Add", s, bias, &s));
+        }
+    } else if (sum_name[0] != '\0') {
+        PL_RETURN_IF_ERROR(lw_node(w, "Add", (const char *[]){x, skip}, 2, &t, NULL));
+        pl_nid last = (pl_nid)(pl_graph_node_count(w->g) - 1);
+        pl_tid o[1] = {pl_graph_find_tensor(w->g, sum_name)};
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, last, o, 1));
+        s = sum_name;
+    } else {
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, skip, &s));
+    }
+    if (simplified) {
+        const char *n;
+        PL_RETURN_IF_ERROR(lw_rms(w, s, r, -1, eps, &n));
+        return lw_become(w, "Mul", (const char *[]){n, gamma}, 2);
+    }
+    if (w->version >= 17) {
+        const char *ins[3] = {s, gamma, beta};
+        PL_RETURN_IF_ERROR(lw_become(w, "LayerNormalization", ins, beta[0] ? 3 : 2));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, w->id, "axis", -1));
+        return pl_graph_attr_float(w->g, w->id, "epsilon", eps);
+    }
+    /* before opset 17: the decomposed form exporters wrote, which the onednn
+     * module's matcher makes one layer normalisation again */
+    const int64_t last_axis[1] = {-1};
+    const char *m, *d, *two, *p, *v, *ec, *ve, *sd, *nrm, *g;
+    PL_RETURN_IF_ERROR(lw_mean(w, s, last_axis, 1, &m));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", s, m, &d));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "two", 2.0, &two));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Pow", d, two, &p));
+    PL_RETURN_IF_ERROR(lw_mean(w, p, last_axis, 1, &v));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "epsilon", eps, &ec));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", v, ec, &ve));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", ve, &sd));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", d, sd, &nrm));
+    if (beta[0] == '\0')
+        return lw_become(w, "Mul", (const char *[]){nrm, gamma}, 2);
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", nrm, gamma, &g));
+    return lw_become(w, "Add", (const char *[]){g, beta}, 2);
+}
+
+static pl_status *lw_ms_skip_ln(lw *w) { return lw_ms_skip_norm(w, false); }
+static pl_status *lw_ms_skip_rms(lw *w) { return lw_ms_skip_norm(w, true); }
+
+/* SimplifiedLayerNormalization (ai.onnx's domain in ONNX Runtime): RMS
+ * normalisation over axis.. with scale; its inv_std_var output refused. */
+static pl_status *lw_ms_simplified_ln(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    if (nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "output 1 (inv_std_var) is not supported");
+    return lw_rms_norm(w);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
+    const char *domain; /* "" (ai.onnx) or com.microsoft */
     const char *op;
-    int64_t since;  /* the version the rewrite applies from */
-    bool expands;   /* a function: the node becomes another op */
+    int64_t since;      /* ai.onnx: the version the rewrite applies from */
     pl_status *(*fn)(lw *w);
 } lw_rules[] = {
-    {"Gelu", 20, true, lw_gelu},
-    {"Mish", 18, true, lw_mish},
-    {"Swish", 24, true, lw_swish},
-    {"RMSNormalization", 23, true, lw_rms_norm},
-    {"GroupNormalization", 18, true, lw_group_norm},
-    {"Attention", 23, true, lw_attention},
-    {"Resize", 18, false, lw_resize},
-    {"GridSample", 20, false, lw_grid_sample},
+    {"", "Gelu", 20, lw_gelu},
+    {"", "Mish", 18, lw_mish},
+    {"", "Swish", 24, lw_swish},
+    {"", "RMSNormalization", 23, lw_rms_norm},
+    {"", "GroupNormalization", 18, lw_group_norm},
+    {"", "Attention", 23, lw_attention},
+    {"", "Resize", 18, lw_resize},
+    {"", "GridSample", 20, lw_grid_sample},
+    {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
+    {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},
+    {"com.microsoft", "FastGelu", 0, lw_ms_fast_gelu},
+    {"com.microsoft", "BiasGelu", 0, lw_ms_bias_gelu},
+    {"com.microsoft", "QuickGelu", 0, lw_ms_quick_gelu},
+    {"com.microsoft", "BiasAdd", 0, lw_ms_bias_add},
+    {"com.microsoft", "FusedMatMul", 0, lw_ms_fused_matmul},
+    {"com.microsoft", "SkipLayerNormalization", 0, lw_ms_skip_ln},
+    {"com.microsoft", "SkipSimplifiedLayerNormalization", 0, lw_ms_skip_rms},
+    {"com.microsoft", "SimplifiedLayerNormalization", 0, lw_ms_simplified_ln},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
@@ -807,16 +1030,23 @@ static pl_status *lw_dequantize(lw *w) { return lw_quant(w, false); }
 pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed)
 {
     const pl_graph_node *n = pl_graph_get_node(g, id);
-    if (n == NULL || (n->domain[0] != '\0' && strcmp(n->domain, "ai.onnx") != 0) ||
-        version < 18)
+    if (n == NULL)
         return NULL;
+    const char *domain = strcmp(n->domain, "ai.onnx") == 0 ? "" : n->domain;
     lw w = {.g = g, .id = id, .version = version};
     snprintf(w.base, sizeof w.base, "%s", n->name);
     snprintf(w.op, sizeof w.op, "%s", n->op);
     pl_status *(*fn)(lw *) = NULL;
     for (size_t i = 0; i < PL_COUNT(lw_rules); i++)
-        if (version >= lw_rules[i].since && strcmp(w.op, lw_rules[i].op) == 0)
+        if (strcmp(domain, lw_rules[i].domain) == 0 && version >= lw_rules[i].since &&
+            strcmp(w.op, lw_rules[i].op) == 0)
             fn = lw_rules[i].fn;
+    if (fn != NULL) {
+        *changed = true;
+        return fn(&w);
+    }
+    if (domain[0] != '\0')
+        return NULL;
     if (version >= 19 && strcmp(w.op, "QuantizeLinear") == 0)
         fn = lw_quantize;
     if (version >= 19 && strcmp(w.op, "DequantizeLinear") == 0)
