@@ -266,21 +266,15 @@ static const char *lw_attr_s(const lw *w, const char *name, const char *def)
 
 /* ---- functions ---------------------------------------------------------------- */
 
-static pl_status *lw_gelu(lw *w)
+/* GELU of X (computed in f32 already) ending at the node: the erf form, or
+ * the tanh form in the order the onednn module's matcher reads it:
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static pl_status *lw_gelu_of(lw *w, const char *x, bool tanh_form)
 {
-    const char *approx = lw_attr_s(w, "approximate", "none");
-    bool tanh_form = strcmp(approx, "tanh") == 0;
-    if (!tanh_form && strcmp(approx, "none") != 0)
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "approximate is '%s'; 'none' or 'tanh' "
-                                                     "expected",
-                        approx);
-    const char *x, *one, *half, *g;
-    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    const char *one, *half, *g;
     PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
     PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
     if (tanh_form) {
-        /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the order the
-         * onednn module's matcher reads it */
         const char *x2, *x3, *c, *q, *i, *k, *ki, *t, *t1;
         PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &x2));
         PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x2, x, &x3));
@@ -301,6 +295,19 @@ static pl_status *lw_gelu(lw *w)
         PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, e1, &g));
     }
     return lw_end(w, "Mul", g, half);
+}
+
+static pl_status *lw_gelu(lw *w)
+{
+    const char *approx = lw_attr_s(w, "approximate", "none");
+    bool tanh_form = strcmp(approx, "tanh") == 0;
+    if (!tanh_form && strcmp(approx, "none") != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "approximate is '%s'; 'none' or 'tanh' "
+                                                     "expected",
+                        approx);
+    const char *x;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    return lw_gelu_of(w, x, tanh_form);
 }
 
 static pl_status *lw_mish(lw *w)
@@ -821,36 +828,14 @@ static pl_status *lw_quant(lw *w, bool quantize)
 static pl_status *lw_ms_gelu(lw *w, bool tanh_form, bool bias)
 {
     const char *b = bias ? lw_input(w, 1) : "";
-    const char *x, *one, *half, *g;
+    const char *x;
     PL_RETURN_IF_ERROR(lw_float_input(w, &x));
     if (b[0] != '\0') {
         if (w->narrow)
             PL_RETURN_IF_ERROR(lw_cast(w, b, 1, &b));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, b, &x));
     }
-    PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
-    if (tanh_form) {
-        const char *x2, *x3, *c, *q, *i, *k, *ki, *t, *t1;
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &x2));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x2, x, &x3));
-        PL_RETURN_IF_ERROR(lw_scalar(w, "c", 0.044715, &c));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x3, c, &q));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", x, q, &i));
-        PL_RETURN_IF_ERROR(lw_scalar(w, "k", sqrt(2.0 / 3.14159265358979323846), &k));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", i, k, &ki));
-        PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", ki, &t));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", t, one, &t1));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, t1, &g));
-    } else {
-        const char *sq, *d, *e, *e1;
-        PL_RETURN_IF_ERROR(lw_scalar(w, "sqrt2", sqrt(2.0), &sq));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, sq, &d));
-        PL_RETURN_IF_ERROR(lw_unary(w, "Erf", d, &e));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", e, one, &e1));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, e1, &g));
-    }
-    return lw_end(w, "Mul", g, half);
+    return lw_gelu_of(w, x, tanh_form);
 }
 
 static pl_status *lw_ms_gelu_erf(lw *w) { return lw_ms_gelu(w, false, false); }
