@@ -709,7 +709,8 @@ static void case_attention(void)
  * them (com.microsoft, ai.onnx opset 13), expanded by the core: FastGelu
  * with a bias, SkipLayerNormalization with a bias and its sum output read
  * downstream, FusedMatMul with transB and alpha, and ai.onnx-domain
- * SimplifiedLayerNormalization, against C references on cpu, onednn and
+ * SimplifiedLayerNormalization and LayerNormalization (ORT's contrib op
+ * before ONNX 17 made it standard), against C references on cpu, onednn and
  * example_acc. (ONNX Runtime itself is not installed for the tests; its
  * outputs were compared by hand on 33 such models, ai.onnx 13, 17 and 18:
  * within 7e-7 relative.) */
@@ -720,7 +721,7 @@ static void case_contrib_ops(void)
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
-        "\"inputs\":[\"x\",\"s\"],\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\"],"
+        "\"inputs\":[\"x\",\"s\"],\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\"],"
         "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,4]},"
         "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[3,4]}],"
         "\"nodes\":["
@@ -736,14 +737,16 @@ static void case_contrib_ops(void)
         "\"inputs\":[\"x\",\"s\"],\"outputs\":[\"mm\"],"
         "\"attributes\":{\"transB\":{\"int\":1},\"alpha\":{\"float\":0.5}}},"
         "{\"name\":\"sln\",\"op\":\"SimplifiedLayerNormalization\",\"inputs\":[\"x\",\"v\"],"
-        "\"outputs\":[\"rms\"],\"attributes\":{\"epsilon\":{\"float\":1e-6}}}]}";
+        "\"outputs\":[\"rms\"],\"attributes\":{\"epsilon\":{\"float\":1e-6}}},"
+        "{\"name\":\"lnorm\",\"op\":\"LayerNormalization\",\"inputs\":[\"x\",\"v\",\"v\"],"
+        "\"outputs\":[\"lnc\"]}]}";
     const char *path = th_path(th_tempdir(), "contrib.json");
     FILE *f = fopen(path, "w");
     TH_CHECK(f != NULL, "cannot write %s", path);
     fputs(json, f);
     fclose(f);
     const float v[C] = {0.5f, -1, 2, 0.25f};
-    float x[R * C], sk[R * C], want[5][R * R > R * C ? R * R : R * C];
+    float x[R * C], sk[R * C], want[6][R * R > R * C ? R * R : R * C];
     for (int i = 0; i < R * C; i++) {
         x[i] = -1.5f + 0.27f * (float)i;
         sk[i] = 0.8f - 0.11f * (float)(i * 7 % 12);
@@ -759,8 +762,15 @@ static void case_contrib_ops(void)
             mean += sum[c] / C;
             ms += (double)x[r * C + c] * x[r * C + c] / C;
         }
-        for (int c = 0; c < C; c++)
+        double xm = 0, xv = 0;
+        for (int c = 0; c < C; c++) {
             var += (sum[c] - mean) * (sum[c] - mean) / C;
+            xm += (double)x[r * C + c] / C;
+        }
+        for (int c = 0; c < C; c++)
+            xv += (x[r * C + c] - xm) * (x[r * C + c] - xm) / C;
+        for (int c = 0; c < C; c++)
+            want[5][r * C + c] = (float)((x[r * C + c] - xm) / sqrt(xv + 1e-5) * v[c] + v[c]);
         for (int c = 0; c < C; c++) {
             want[1][r * C + c] = (float)((sum[c] - mean) / sqrt(var + 1e-5) * v[c] + v[c]);
             want[4][r * C + c] = (float)(x[r * C + c] / sqrt(ms + 1e-6) * v[c]);
@@ -772,7 +782,7 @@ static void case_contrib_ops(void)
             want[3][r * R + q] = (float)(0.5 * dot);
         }
     }
-    const char *names[5] = {"fg", "ln", "sum", "mm", "rms"};
+    const char *names[6] = {"fg", "ln", "sum", "mm", "rms", "lnc"};
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
         char extra[96];
@@ -780,20 +790,20 @@ static void case_contrib_ops(void)
         pl_runtime *rt = runtime_with(extra);
         pl_session *sess = session_for(rt, path);
         int64_t shape[2] = {R, C}, mshape[2] = {R, R};
-        float got[5][R * C];
+        float got[6][R * C];
         pl_io in[2] = {
             {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
                                      .shape = shape, .struct_size = sizeof(pl_tensor)}},
             {.name = "s", .tensor = {.data = sk, .ndim = 2, .dtype = PL_DTYPE_F32,
                                      .shape = shape, .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[5];
-        for (int k = 0; k < 5; k++)
+        pl_io out[6];
+        for (int k = 0; k < 6; k++)
             out[k] = (pl_io){.name = names[k],
                              .tensor = {.data = got[k], .ndim = 2, .dtype = PL_DTYPE_F32,
                                         .shape = k == 3 ? mshape : shape,
                                         .struct_size = sizeof(pl_tensor)}};
-        TH_CHECK_OK(pl_session_run(sess, in, 2, out, 5));
-        for (int k = 0; k < 5; k++)
+        TH_CHECK_OK(pl_session_run(sess, in, 2, out, 6));
+        for (int k = 0; k < 6; k++)
             for (int i = 0; i < (k == 3 ? R * R : R * C); i++)
                 TH_CHECK(fabsf(got[k][i] - want[k][i]) <= 1e-4f * (1 + fabsf(want[k][i])),
                          "order = %s: %s[%d] = %.7g, want %.7g", orders[o], names[k], i,
