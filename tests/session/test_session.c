@@ -585,7 +585,8 @@ static void case_newer_opset_functions(void)
 /* Attention 23 expanded by the core: 3-D inputs with grouped-query heads
  * (4 query heads sharing 2 key heads) and causal masking, and 4-D inputs
  * with a boolean mask that hides every key of one row (which must give a
- * zero row, not NaN), against a C reference on cpu, onednn and
+ * zero row, not NaN), and ONNX Runtime's com.microsoft Attention (packed
+ * weights, a raw mask), against a C reference on cpu, onednn and
  * example_acc. */
 enum { AT_B = 1, AT_S = 3, AT_D = 2 };
 
@@ -621,26 +622,48 @@ static void case_attention(void)
     enum { HQ = 4, HKV = 2 };
     const char *json =
         "{\"format\":\"plinth-graph\",\"version\":1,"
-        "\"opset_import\":[{\"domain\":\"\",\"version\":23}],"
-        "\"inputs\":[\"q3\",\"k3\",\"v3\",\"q4\",\"k4\",\"v4\",\"m\"],\"outputs\":[\"y3\",\"y4\"],"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":23},"
+        "{\"domain\":\"com.microsoft\",\"version\":1}],"
+        "\"inputs\":[\"q3\",\"k3\",\"v3\",\"q4\",\"k4\",\"v4\",\"m\",\"raw\"],"
+        "\"outputs\":[\"y3\",\"y4\",\"yms\"],"
         "\"tensors\":[{\"name\":\"q3\",\"dtype\":\"f32\",\"shape\":[1,3,8]},"
         "{\"name\":\"k3\",\"dtype\":\"f32\",\"shape\":[1,3,4]},"
         "{\"name\":\"v3\",\"dtype\":\"f32\",\"shape\":[1,3,4]},"
         "{\"name\":\"q4\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
         "{\"name\":\"k4\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
         "{\"name\":\"v4\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
-        "{\"name\":\"m\",\"dtype\":\"bool\",\"shape\":[3,3]}],"
+        "{\"name\":\"m\",\"dtype\":\"bool\",\"shape\":[3,3]},"
+        "{\"name\":\"raw\",\"dtype\":\"i32\",\"shape\":[1,3]}],"
         "\"nodes\":["
         "{\"name\":\"gqa\",\"op\":\"Attention\",\"inputs\":[\"q3\",\"k3\",\"v3\"],"
         "\"outputs\":[\"y3\"],\"attributes\":{\"q_num_heads\":{\"int\":4},"
         "\"kv_num_heads\":{\"int\":2},\"is_causal\":{\"int\":1}}},"
         "{\"name\":\"mha\",\"op\":\"Attention\",\"inputs\":[\"q4\",\"k4\",\"v4\",\"m\"],"
-        "\"outputs\":[\"y4\"]}]}";
+        "\"outputs\":[\"y4\"]},"
+        "{\"name\":\"wc\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"w\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[8,24],"
+        "\"values\":[%s]}}}},"
+        "{\"name\":\"ms\",\"op\":\"Attention\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"q3\",\"w\",\"\",\"raw\"],\"outputs\":[\"yms\"],"
+        "\"attributes\":{\"num_heads\":{\"int\":4}}}]}";
+    /* ONNX Runtime's com.microsoft Attention on q3: packed weights [8, 24]
+     * (Q, K, V of 8 each), 4 heads of 2, a raw mask hiding key 1 */
+    float wq[8 * 24];
+    char wtext[8 * 24 * 16] = "";
+    for (int i = 0; i < 8 * 24; i++) {
+        wq[i] = (float)((i * 37 % 23) - 11) / 16.0f;
+        snprintf(wtext + strlen(wtext), sizeof wtext - strlen(wtext), "%s%g", i ? "," : "",
+                 (double)wq[i]);
+    }
+    char *text = malloc(strlen(json) + strlen(wtext) + 1);
+    TH_CHECK(text != NULL, "out of memory");
+    sprintf(text, json, wtext);
     const char *path = th_path(th_tempdir(), "attention.json");
     FILE *f = fopen(path, "w");
     TH_CHECK(f != NULL, "cannot write %s", path);
-    fputs(json, f);
+    fputs(text, f);
     fclose(f);
+    free(text);
     float q3[AT_S * HQ * AT_D], k3[AT_S * HKV * AT_D], v3[AT_S * HKV * AT_D];
     float q4[2 * AT_S * AT_D], k4[2 * AT_S * AT_D], v4[2 * AT_S * AT_D];
     unsigned char m[AT_S * AT_S] = {1, 0, 1, 0, 0, 0, 1, 1, 1}; /* row 1 sees nothing */
@@ -670,6 +693,31 @@ static void case_attention(void)
     }
     for (int h = 0; h < 2; h++)
         at_head(q4 + h * 6, k4 + h * 6, v4 + h * 6, AT_D, 0, m, want4 + h * 6);
+    int32_t raw[AT_S] = {1, 0, 1};
+    unsigned char raw_keep[AT_S * AT_S];
+    for (int i = 0; i < AT_S * AT_S; i++)
+        raw_keep[i] = raw[i % AT_S] != 0;
+    float qkv[AT_S * 24], wantms[AT_S * 8];
+    for (int s = 0; s < AT_S; s++)
+        for (int c = 0; c < 24; c++) {
+            double acc = 0;
+            for (int e = 0; e < 8; e++)
+                acc += (double)q3[s * 8 + e] * wq[e * 24 + c];
+            qkv[s * 24 + c] = (float)acc;
+        }
+    for (int h = 0; h < 4; h++) {
+        float q[AT_S * AT_D], k[AT_S * AT_D], v[AT_S * AT_D], y[AT_S * AT_D];
+        for (int s = 0; s < AT_S; s++)
+            for (int d = 0; d < AT_D; d++) {
+                q[s * AT_D + d] = qkv[s * 24 + h * AT_D + d];
+                k[s * AT_D + d] = qkv[s * 24 + 8 + h * AT_D + d];
+                v[s * AT_D + d] = qkv[s * 24 + 16 + h * AT_D + d];
+            }
+        at_head(q, k, v, AT_D, 0, raw_keep, y);
+        for (int s = 0; s < AT_S; s++)
+            for (int d = 0; d < AT_D; d++)
+                wantms[s * 8 + h * AT_D + d] = y[s * AT_D + d];
+    }
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
         char extra[96];
@@ -677,8 +725,9 @@ static void case_attention(void)
         pl_runtime *rt = runtime_with(extra);
         pl_session *s = session_for(rt, path);
         int64_t s3q[3] = {1, 3, 8}, s3k[3] = {1, 3, 4}, s4[4] = {1, 2, 3, 2}, sm[2] = {3, 3};
-        float y3[24], y4[12];
-        pl_io in[7];
+        float y3[24], y4[12], yms[24];
+        int64_t sraw[2] = {1, 3};
+        pl_io in[8];
         const char *names[6] = {"q3", "k3", "v3", "q4", "k4", "v4"};
         int64_t *shapes[6] = {s3q, s3k, s3k, s4, s4, s4};
         for (int a = 0; a < 6; a++)
@@ -688,12 +737,19 @@ static void case_attention(void)
                                        .struct_size = sizeof(pl_tensor)}};
         in[6] = (pl_io){.name = "m", .tensor = {.data = m, .ndim = 2, .dtype = PL_DTYPE_BOOL,
                                                 .shape = sm, .struct_size = sizeof(pl_tensor)}};
-        pl_io out[2] = {
+        in[7] = (pl_io){.name = "raw", .tensor = {.data = raw, .ndim = 2, .dtype = PL_DTYPE_I32,
+                                                  .shape = sraw, .struct_size = sizeof(pl_tensor)}};
+        pl_io out[3] = {
             {.name = "y3", .tensor = {.data = y3, .ndim = 3, .dtype = PL_DTYPE_F32,
                                       .shape = s3q, .struct_size = sizeof(pl_tensor)}},
             {.name = "y4", .tensor = {.data = y4, .ndim = 4, .dtype = PL_DTYPE_F32,
-                                      .shape = s4, .struct_size = sizeof(pl_tensor)}}};
-        TH_CHECK_OK(pl_session_run(s, in, 7, out, 2));
+                                      .shape = s4, .struct_size = sizeof(pl_tensor)}},
+            {.name = "yms", .tensor = {.data = yms, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                       .shape = s3q, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(s, in, 8, out, 3));
+        for (int i = 0; i < 24; i++)
+            TH_CHECK(fabsf(yms[i] - wantms[i]) <= 1e-5f, "order = %s: yms[%d] = %.7g, want %.7g",
+                     orders[o], i, yms[i], wantms[i]);
         for (int i = 0; i < 24; i++)
             TH_CHECK(fabsf(y3[i] - want3[i]) <= 1e-5f, "order = %s: y3[%d] = %.7g, want %.7g",
                      orders[o], i, y3[i], want3[i]);

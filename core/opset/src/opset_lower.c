@@ -184,6 +184,20 @@ static pl_status *lw_i64s(lw *w, const char *what, const int64_t *v, int64_t n, 
     return NULL;
 }
 
+/* A 0-d int64 constant V. */
+static pl_status *lw_i64_scalar(lw *w, const char *what, int64_t v, const char **out)
+{
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, what, PL_DTYPE_I64, 0, NULL, &v, 8,
+                                               &t));
+    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    *out = s;
+    return NULL;
+}
+
 /* Turns the node into OP(INS), without attributes. */
 static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_t n_in)
 {
@@ -530,14 +544,7 @@ static pl_status *lw_dim(lw *w, const char *a, int64_t i, const char **out)
 {
     const char *sh, *idx;
     PL_RETURN_IF_ERROR(lw_unary(w, "Shape", a, &sh));
-    char *s = lw_slot(w);
-    if (s == NULL)
-        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
-    pl_tid t;
-    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "index", PL_DTYPE_I64, 0, NULL, &i,
-                                               8, &t));
-    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
-    idx = s;
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "index", i, &idx));
     return lw_binary(w, "Gather", sh, idx, out);
 }
 
@@ -684,19 +691,8 @@ static pl_status *lw_attention(lw *w)
         const char *lq, *lk, *zero_i, *one_i, *rows, *cols, *lim, *ax1, *lim2, *ok, *bias;
         PL_RETURN_IF_ERROR(lw_dim(w, q4, 2, &lq));
         PL_RETURN_IF_ERROR(lw_dim(w, k4, 2, &lk));
-        char *s0 = lw_slot(w), *s1 = lw_slot(w);
-        if (s0 == NULL || s1 == NULL)
-            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
-        int64_t vz = 0, vo = 1;
-        pl_tid t0, t1;
-        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "zero_i", PL_DTYPE_I64, 0, NULL,
-                                                   &vz, 8, &t0));
-        snprintf(s0, LW_NAME, "%s", pl_graph_get_tensor(w->g, t0)->name);
-        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "one_i", PL_DTYPE_I64, 0, NULL,
-                                                   &vo, 8, &t1));
-        snprintf(s1, LW_NAME, "%s", pl_graph_get_tensor(w->g, t1)->name);
-        zero_i = s0;
-        one_i = s1;
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
         PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lq, one_i}, 3, &rows,
                                    NULL));
         PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
@@ -924,6 +920,171 @@ static pl_status *lw_layer_norm_decomposed(lw *w, const char *s, const char *gam
     return lw_become(w, "Add", (const char *[]){g, beta}, 2);
 }
 
+/* Unsqueeze of A at AXES in the graph's opset's form (an input from 13). */
+static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
+                               const char **out)
+{
+    if (w->version >= 13) {
+        const char *ax;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, n, &ax));
+        return lw_binary(w, "Unsqueeze", a, ax, out);
+    }
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){a}, 1, out, &id));
+    return pl_graph_attr_ints(w->g, id, "axes", axes, (size_t)n);
+}
+
+/* Slice of A's last axis [FROM, TO). */
+static pl_status *lw_slice_last(lw *w, const char *a, int64_t from, int64_t to, const char **out)
+{
+    const char *st, *en, *ax;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "starts", &from, 1, &st));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "ends", &to, 1, &en));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "slice_axes", (const int64_t[]){-1}, 1, &ax));
+    return lw_node(w, "Slice", (const char *[]){a, st, en, ax}, 4, out, NULL);
+}
+
+/* com.microsoft Attention (ONNX Runtime's fused BERT self-attention):
+ * input [B, S, in] times packed weights [in, q + k + v] plus bias, split,
+ * heads of num_heads, scaled (scale, else 1/sqrt(head size)) dot products,
+ * an additive mask_filter_value (-10000) where mask_index masks a key (a raw
+ * [B, S] mask of 1 = attend, or [B] key counts) and after the diagonal when
+ * unidirectional, softmax, times V, heads merged. Past state, attention
+ * bias, rotary embedding and other mask_index forms are refused. */
+static pl_status *lw_ms_attention(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    for (size_t i = 4; i < nd->n_inputs; i++)
+        if (nd->inputs[i] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
+                            i == 4 ? "past" : i == 5 ? "attention_bias" : "past_sequence_length");
+    if (nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "output 1 (present) is not supported");
+    if (lw_attr_i(w, "do_rotary", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "do_rotary is not supported");
+    if (w->version < 13)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a graph of ai.onnx opset %lld (13 or later "
+                                                "needed)",
+                        (long long)w->version);
+    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
+    const char *mask = lw_input(w, 3);
+    int64_t heads = lw_attr_i(w, "num_heads", 0);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *wtt = lw_tensor(w, wt);
+    if (heads <= 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'num_heads'");
+    if (xt == NULL || wtt == NULL || !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32) || xt->ndim != 3 ||
+        wtt->ndim != 2 || wtt->dims[1] < 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "float32 input [B, S, hidden] and weights of "
+                                                "known width are required");
+    w->dtype = xt->dtype;
+    int64_t sizes[3];
+    const pl_attr *qs = lw_attr(w, "qkv_hidden_sizes");
+    if (qs != NULL && qs->kind == PL_ATTR_INTS && qs->n == 3) {
+        memcpy(sizes, qs->ints, sizeof sizes);
+    } else {
+        if (wtt->dims[1] % 3 != 0)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "weights width %lld is not 3 equal parts",
+                            (long long)wtt->dims[1]);
+        sizes[0] = sizes[1] = sizes[2] = wtt->dims[1] / 3;
+    }
+    if (sizes[0] != sizes[1] || sizes[0] % heads != 0 || sizes[2] % heads != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "qkv_hidden_sizes do not split into %lld "
+                                                     "heads",
+                        (long long)heads);
+    int64_t mask_rank = -1, mask_dim0 = -1, batch = xt->dims[0];
+    pl_dtype mask_dt = PL_DTYPE_F32;
+    if (mask[0] != '\0') {
+        const pl_graph_tensor *mt = lw_tensor(w, mask);
+        mask_rank = mt->ndim;
+        mask_dim0 = mt->ndim > 0 ? mt->dims[0] : -1;
+        mask_dt = mt->dtype;
+        if (!(mask_rank == 2 || (mask_rank == 1 && batch >= 0 && mask_dim0 == batch)))
+            return lw_error(w, PL_CODE_UNSUPPORTED, "mask_index of rank %lld: only a raw [B, S] "
+                                                    "mask or [B] key counts are supported",
+                            (long long)mask_rank);
+    }
+    double filter = lw_attr_f(w, "mask_filter_value", -10000.0);
+    double scale = lw_attr_f(w, "scale", 0.0);
+    if (scale == 0.0)
+        scale = 1.0 / sqrt((double)(sizes[0] / heads));
+    const char *qkv, *q, *k, *v, *hs, *t, *q4, *kT, *v4, *sc, *scores;
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, wt, &qkv));
+    if (b[0] != '\0')
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", qkv, b, &qkv));
+    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, 0, sizes[0], &q));
+    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0], sizes[0] + sizes[1], &k));
+    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2],
+                                     &v));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "heads", (const int64_t[]){0, 0, heads, -1}, 4, &hs));
+    static const int64_t swap12[4] = {0, 2, 1, 3};
+    PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", q, hs, &t));
+    PL_RETURN_IF_ERROR(lw_perm(w, t, swap12, 4, &q4));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", k, hs, &t));
+    PL_RETURN_IF_ERROR(lw_perm(w, t, (const int64_t[]){0, 2, 3, 1}, 4, &kT));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", v, hs, &t));
+    PL_RETURN_IF_ERROR(lw_perm(w, t, swap12, 4, &v4));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "scale", scale, &sc));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", q4, sc, &t));
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", t, kT, &scores));
+    const char *zero, *fv;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "mask_filter", filter, &fv));
+    if (mask[0] != '\0') {
+        const char *keep, *bias, *b4;
+        if (mask_rank == 2) { /* raw: 1 attends */
+            const char *mz;
+            char *s0 = lw_slot(w);
+            if (s0 == NULL)
+                return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+            pl_tid t0;
+            unsigned char zb[8] = {0};
+            PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "mask_zero", mask_dt, 0,
+                                                       NULL, zb, pl_dtype_size(mask_dt), &t0));
+            snprintf(s0, LW_NAME, "%s", pl_graph_get_tensor(w->g, t0)->name);
+            mz = s0;
+            PL_RETURN_IF_ERROR(lw_binary(w, "Greater", mask, mz, &keep));
+        } else { /* key counts: key j is seen when j < count[b] */
+            const char *lk, *zero_i, *one_i, *cols, *cnt, *cnt2;
+            PL_RETURN_IF_ERROR(lw_dim(w, kT, 3, &lk));
+            PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
+            PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
+            PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
+                                       NULL));
+            pl_nid cid;
+            PL_RETURN_IF_ERROR(lw_node(w, "Cast", (const char *[]){mask}, 1, &cnt, &cid));
+            PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, cid, "to", 7));
+            PL_RETURN_IF_ERROR(lw_unsqueeze(w, cnt, (const int64_t[]){1}, 1, &cnt2));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Less", cols, cnt2, &keep));
+        }
+        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){keep, zero, fv}, 3, &bias, NULL));
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, bias, (const int64_t[]){1, 2}, 2, &b4));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, b4, &scores));
+    }
+    if (lw_attr_i(w, "unidirectional", 0) != 0) {
+        const char *lq, *lk, *zero_i, *one_i, *rows, *cols, *rows2, *ok, *bias;
+        PL_RETURN_IF_ERROR(lw_dim(w, q4, 2, &lq));
+        PL_RETURN_IF_ERROR(lw_dim(w, kT, 3, &lk));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
+        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lq, one_i}, 3, &rows,
+                                   NULL));
+        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
+                                   NULL));
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, rows, (const int64_t[]){1}, 1, &rows2));
+        PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, rows2, &ok));
+        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){ok, zero, fv}, 3, &bias, NULL));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
+    }
+    const char *probs, *y4, *flat;
+    pl_nid sm;
+    PL_RETURN_IF_ERROR(lw_node(w, "Softmax", (const char *[]){scores}, 1, &probs, &sm));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, sm, "axis", -1));
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", probs, v4, &y4));
+    PL_RETURN_IF_ERROR(lw_perm(w, y4, swap12, 4, &t));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
+    return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
+}
+
 /* SkipLayerNormalization and SkipSimplifiedLayerNormalization: s = input +
  * skip (+ bias), normalised over the last axis; output 3, when wanted, is
  * s. The mean and inverse-deviation outputs are refused. SIMPLIFIED: RMS
@@ -1043,6 +1204,7 @@ static const struct {
     {"com.microsoft", "SkipLayerNormalization", 0, lw_ms_skip_ln},
     {"com.microsoft", "SkipSimplifiedLayerNormalization", 0, lw_ms_skip_rms},
     {"com.microsoft", "SimplifiedLayerNormalization", 0, lw_ms_simplified_ln},
+    {"com.microsoft", "Attention", 0, lw_ms_attention},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
