@@ -347,18 +347,25 @@ static pl_status *lw_swish(lw *w)
     return lw_end(w, "Mul", x, s);
 }
 
-/* ReduceMean of A over AXES (N of them) keeping them, in the form the
- * graph's ai.onnx opset takes: axes an input from 18, an attribute before. */
-static pl_status *lw_mean(lw *w, const char *a, const int64_t *axes, int64_t n, const char **out)
+/* OP(A) over AXES (N of them), the axes an input from opset SINCE on and an
+ * attribute before. */
+static pl_status *lw_axes_op(lw *w, const char *op, int64_t since, const char *a,
+                             const int64_t *axes, int64_t n, const char **out)
 {
-    if (w->version >= 18) {
+    if (w->version >= since) {
         const char *ax;
         PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, n, &ax));
-        return lw_binary(w, "ReduceMean", a, ax, out);
+        return lw_binary(w, op, a, ax, out);
     }
     pl_nid id;
-    PL_RETURN_IF_ERROR(lw_node(w, "ReduceMean", (const char *[]){a}, 1, out, &id));
+    PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a}, 1, out, &id));
     return pl_graph_attr_ints(w->g, id, "axes", axes, (size_t)n);
+}
+
+/* ReduceMean of A over AXES keeping them, in the graph's opset's form. */
+static pl_status *lw_mean(lw *w, const char *a, const int64_t *axes, int64_t n, const char **out)
+{
+    return lw_axes_op(w, "ReduceMean", 18, a, axes, n, out);
 }
 
 /* x / sqrt(mean(x^2 over AXIS..) + epsilon), X computed in f32 already. */
@@ -924,14 +931,7 @@ static pl_status *lw_layer_norm_decomposed(lw *w, const char *s, const char *gam
 static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
                                const char **out)
 {
-    if (w->version >= 13) {
-        const char *ax;
-        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, n, &ax));
-        return lw_binary(w, "Unsqueeze", a, ax, out);
-    }
-    pl_nid id;
-    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){a}, 1, out, &id));
-    return pl_graph_attr_ints(w->g, id, "axes", axes, (size_t)n);
+    return lw_axes_op(w, "Unsqueeze", 13, a, axes, n, out);
 }
 
 /* Slice of A's last axis [FROM, TO). */
