@@ -766,7 +766,7 @@ static void case_attention(void)
  * with a bias, SkipLayerNormalization with a bias and its sum output read
  * downstream, FusedMatMul with transB and alpha, and ai.onnx-domain
  * SimplifiedLayerNormalization and LayerNormalization (ORT's contrib op
- * before ONNX 17 made it standard), against C references on cpu, onednn and
+ * before ONNX 17 made it standard) and EmbedLayerNormalization, against C references on cpu, onednn and
  * example_acc. (ONNX Runtime itself is not installed for the tests; its
  * outputs were compared by hand on 33 such models, ai.onnx 13, 17 and 18:
  * within 7e-7 relative.) */
@@ -777,9 +777,11 @@ static void case_contrib_ops(void)
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
-        "\"inputs\":[\"x\",\"s\"],\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\"],"
+        "\"inputs\":[\"x\",\"s\",\"ids\"],"
+        "\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\",\"emb\"],"
         "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,4]},"
-        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[3,4]}],"
+        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[3,4]},"
+        "{\"name\":\"ids\",\"dtype\":\"i32\",\"shape\":[1,3]}],"
         "\"nodes\":["
         "{\"name\":\"c\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"v\"],"
         "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4],"
@@ -795,14 +797,33 @@ static void case_contrib_ops(void)
         "{\"name\":\"sln\",\"op\":\"SimplifiedLayerNormalization\",\"inputs\":[\"x\",\"v\"],"
         "\"outputs\":[\"rms\"],\"attributes\":{\"epsilon\":{\"float\":1e-6}}},"
         "{\"name\":\"lnorm\",\"op\":\"LayerNormalization\",\"inputs\":[\"x\",\"v\",\"v\"],"
-        "\"outputs\":[\"lnc\"]}]}";
+        "\"outputs\":[\"lnc\"]},"
+        "{\"name\":\"wec\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"we\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3,4],"
+        "\"values\":[1,2,3,4,-1,0.5,2,0,3,-2,1,1]}}}},"
+        "{\"name\":\"embed\",\"op\":\"EmbedLayerNormalization\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"ids\",\"\",\"we\",\"we\",\"\",\"v\",\"v\"],\"outputs\":[\"emb\"],"
+        "\"attributes\":{\"epsilon\":{\"float\":1e-5}}}]}";
     const char *path = th_path(th_tempdir(), "contrib.json");
     FILE *f = fopen(path, "w");
     TH_CHECK(f != NULL, "cannot write %s", path);
     fputs(json, f);
     fclose(f);
     const float v[C] = {0.5f, -1, 2, 0.25f};
-    float x[R * C], sk[R * C], want[6][R * R > R * C ? R * R : R * C];
+    float x[R * C], sk[R * C], want[7][R * R > R * C ? R * R : R * C];
+    /* EmbedLayerNormalization: rows ids[i] of we plus row i (its position)
+     * of the same table, layer-normalised */
+    const float we[R * C] = {1, 2, 3, 4, -1, 0.5f, 2, 0, 3, -2, 1, 1};
+    int32_t ids[R] = {2, 0, 2};
+    for (int r = 0; r < R; r++) {
+        double e[C], m = 0, var = 0;
+        for (int c = 0; c < C; c++)
+            m += (e[c] = (double)we[ids[r] * C + c] + we[r * C + c]) / C;
+        for (int c = 0; c < C; c++)
+            var += (e[c] - m) * (e[c] - m) / C;
+        for (int c = 0; c < C; c++)
+            want[6][r * C + c] = (float)((e[c] - m) / sqrt(var + 1e-5) * v[c] + v[c]);
+    }
     for (int i = 0; i < R * C; i++) {
         x[i] = -1.5f + 0.27f * (float)i;
         sk[i] = 0.8f - 0.11f * (float)(i * 7 % 12);
@@ -838,7 +859,7 @@ static void case_contrib_ops(void)
             want[3][r * R + q] = (float)(0.5 * dot);
         }
     }
-    const char *names[6] = {"fg", "ln", "sum", "mm", "rms", "lnc"};
+    const char *names[7] = {"fg", "ln", "sum", "mm", "rms", "lnc", "emb"};
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
         char extra[96];
@@ -846,20 +867,24 @@ static void case_contrib_ops(void)
         pl_runtime *rt = runtime_with(extra);
         pl_session *sess = session_for(rt, path);
         int64_t shape[2] = {R, C}, mshape[2] = {R, R};
-        float got[6][R * C];
-        pl_io in[2] = {
+        float got[7][R * C];
+        int64_t ishape[2] = {1, R}, eshape[3] = {1, R, C};
+        pl_io in[3] = {
             {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
                                      .shape = shape, .struct_size = sizeof(pl_tensor)}},
             {.name = "s", .tensor = {.data = sk, .ndim = 2, .dtype = PL_DTYPE_F32,
-                                     .shape = shape, .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[6];
-        for (int k = 0; k < 6; k++)
+                                     .shape = shape, .struct_size = sizeof(pl_tensor)}},
+            {.name = "ids", .tensor = {.data = ids, .ndim = 2, .dtype = PL_DTYPE_I32,
+                                       .shape = ishape, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[7];
+        for (int k = 0; k < 7; k++)
             out[k] = (pl_io){.name = names[k],
-                             .tensor = {.data = got[k], .ndim = 2, .dtype = PL_DTYPE_F32,
-                                        .shape = k == 3 ? mshape : shape,
+                             .tensor = {.data = got[k], .ndim = k == 6 ? 3 : 2,
+                                        .dtype = PL_DTYPE_F32,
+                                        .shape = k == 3 ? mshape : k == 6 ? eshape : shape,
                                         .struct_size = sizeof(pl_tensor)}};
-        TH_CHECK_OK(pl_session_run(sess, in, 2, out, 6));
-        for (int k = 0; k < 6; k++)
+        TH_CHECK_OK(pl_session_run(sess, in, 3, out, 7));
+        for (int k = 0; k < 7; k++)
             for (int i = 0; i < (k == 3 ? R * R : R * C); i++)
                 TH_CHECK(fabsf(got[k][i] - want[k][i]) <= 1e-4f * (1 + fabsf(want[k][i])),
                          "order = %s: %s[%d] = %.7g, want %.7g", orders[o], names[k], i,

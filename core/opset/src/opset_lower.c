@@ -1085,6 +1085,19 @@ static pl_status *lw_ms_attention(lw *w)
     return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
 }
 
+/* Layer normalisation of S over the last axis with GAMMA and BETA ending at
+ * the node: the standard op from opset 17, the decomposed form before. */
+static pl_status *lw_layer_norm_last(lw *w, const char *s, const char *gamma, const char *beta,
+                                     int64_t r, double eps)
+{
+    if (w->version < 17)
+        return lw_layer_norm_decomposed(w, s, gamma, beta, r, -1, eps);
+    const char *ins[3] = {s, gamma, beta};
+    PL_RETURN_IF_ERROR(lw_become(w, "LayerNormalization", ins, beta[0] ? 3 : 2));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, w->id, "axis", -1));
+    return pl_graph_attr_float(w->g, w->id, "epsilon", eps);
+}
+
 /* SkipLayerNormalization and SkipSimplifiedLayerNormalization: s = input +
  * skip (+ bias), normalised over the last axis; output 3, when wanted, is
  * s. The mean and inverse-deviation outputs are refused. SIMPLIFIED: RMS
@@ -1135,17 +1148,94 @@ static pl_status *lw_ms_skip_norm(lw *w, bool simplified)
         PL_RETURN_IF_ERROR(lw_rms(w, s, r, -1, eps, &n));
         return lw_become(w, "Mul", (const char *[]){n, gamma}, 2);
     }
-    if (w->version >= 17) {
-        const char *ins[3] = {s, gamma, beta};
-        PL_RETURN_IF_ERROR(lw_become(w, "LayerNormalization", ins, beta[0] ? 3 : 2));
-        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, w->id, "axis", -1));
-        return pl_graph_attr_float(w->g, w->id, "epsilon", eps);
-    }
-    return lw_layer_norm_decomposed(w, s, gamma, beta, r, -1, eps);
+    return lw_layer_norm_last(w, s, gamma, beta, r, eps);
 }
 
 static pl_status *lw_ms_skip_ln(lw *w) { return lw_ms_skip_norm(w, false); }
 static pl_status *lw_ms_skip_rms(lw *w) { return lw_ms_skip_norm(w, true); }
+
+/* Adds OP(A, B) writing output OUT_INDEX of the node (its tensor is handed
+ * over; lw_become drops it from the node). */
+static pl_status *lw_node_to_output(lw *w, const char *op, const char *a, const char *b,
+                                    size_t out_index, const char **out)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    pl_tid target = nd->outputs[out_index];
+    char *name = lw_slot(w);
+    if (name == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    snprintf(name, LW_NAME, "%s", pl_graph_get_tensor(w->g, target)->name);
+    const char *tmp;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a, b}, b ? 2 : 1, &tmp, &id));
+    PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, id, &target, 1));
+    *out = name;
+    return NULL;
+}
+
+/* com.microsoft EmbedLayerNormalization (BERT's embeddings): word,
+ * position (position_ids, else 0..S-1) and segment embeddings gathered and
+ * summed, then layer-normalised; output 1, mask_index, is the mask's row
+ * sums as int32 (mask_index_type 1), output 2 the sum before normalising. */
+static pl_status *lw_ms_embed_ln(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    bool want_mask = nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE;
+    bool want_sum = nd->n_outputs > 2 && nd->outputs[2] != PL_TID_NONE;
+    const char *ids = lw_input(w, 0), *seg = lw_input(w, 1), *wemb = lw_input(w, 2);
+    const char *pemb = lw_input(w, 3), *semb = lw_input(w, 4), *gamma = lw_input(w, 5);
+    const char *beta = lw_input(w, 6), *mask = lw_input(w, 7), *pos = lw_input(w, 8);
+    if (want_mask && mask[0] == '\0')
+        return lw_error(w, PL_CODE_UNSUPPORTED, "mask_index is wanted but no mask is given");
+    if (want_mask && lw_attr_i(w, "mask_index_type", 1) != 1)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "mask_index_type %lld is not supported",
+                        (long long)lw_attr_i(w, "mask_index_type", 1));
+    const pl_graph_tensor *wt = lw_tensor(w, wemb);
+    if (wt == NULL || !PL_DTYPE_EQ(wt->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "only float32 embeddings are supported");
+    w->dtype = wt->dtype;
+    const char *we, *pe, *sum;
+    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", wemb, ids, &we));
+    if (pos[0] == '\0') {
+        const char *len, *zero_i, *one_i;
+        PL_RETURN_IF_ERROR(lw_dim(w, ids, 1, &len));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
+        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, len, one_i}, 3, &pos,
+                                   NULL));
+    }
+    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", pemb, pos, &pe));
+    if (seg[0] != '\0' && semb[0] != '\0') {
+        const char *se;
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", we, pe, &sum));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Gather", semb, seg, &se));
+        if (want_sum)
+            PL_RETURN_IF_ERROR(lw_node_to_output(w, "Add", sum, se, 2, &sum));
+        else
+            PL_RETURN_IF_ERROR(lw_binary(w, "Add", sum, se, &sum));
+    } else if (want_sum) {
+        PL_RETURN_IF_ERROR(lw_node_to_output(w, "Add", we, pe, 2, &sum));
+    } else {
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", we, pe, &sum));
+    }
+    if (want_mask) {
+        const char *ax, *rs, *rsc;
+        pl_nid rid;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "mask_axes", (const int64_t[]){1}, 1, &ax));
+        if (w->version >= 13)
+            PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){mask, ax}, 2, &rs, &rid));
+        else {
+            PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){mask}, 1, &rs, &rid));
+            PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, rid, "axes", (const int64_t[]){1}, 1));
+        }
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, rid, "keepdims", 0));
+        PL_RETURN_IF_ERROR(lw_node_to_output(w, "Cast", rs, NULL, 1, &rsc));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, (pl_nid)(pl_graph_node_count(w->g) - 1), "to",
+                                             6));
+    }
+    int64_t r = lw_tensor(w, lw_input(w, 0))->ndim + 1;
+    return lw_layer_norm_last(w, sum, gamma, beta, r, lw_attr_f(w, "epsilon", 1e-12));
+}
 
 /* LayerNormalization in a graph of ai.onnx before 17: ONNX Runtime's
  * contrib op of that name (ai.onnx's domain, since 1), which ONNX 17 made
@@ -1205,6 +1295,7 @@ static const struct {
     {"com.microsoft", "SkipSimplifiedLayerNormalization", 0, lw_ms_skip_rms},
     {"com.microsoft", "SimplifiedLayerNormalization", 0, lw_ms_simplified_ln},
     {"com.microsoft", "Attention", 0, lw_ms_attention},
+    {"com.microsoft", "EmbedLayerNormalization", 0, lw_ms_embed_ln},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
