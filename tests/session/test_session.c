@@ -894,6 +894,104 @@ static void case_contrib_ops(void)
     }
 }
 
+/* RotaryEmbedding 23 expanded by the core: 3-D input (num_heads 2, head
+ * size 4) with halves and position_ids, and the same values as a 4-D
+ * [B, heads, S, size] input with interleaved pairs and a partial rotary
+ * dimension of 2, against the op's reference algorithm in C on cpu, onednn
+ * and example_acc. */
+static void case_rotary(void)
+{
+    enum { S = 2, H = 2, D = 4 };
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":23}],"
+        "\"inputs\":[\"x3\",\"x4\",\"pos\"],\"outputs\":[\"y3\",\"y4\"],"
+        "\"tensors\":[{\"name\":\"x3\",\"dtype\":\"f32\",\"shape\":[1,2,8]},"
+        "{\"name\":\"x4\",\"dtype\":\"f32\",\"shape\":[1,2,2,4]},"
+        "{\"name\":\"pos\",\"dtype\":\"i64\",\"shape\":[1,2]}],"
+        "\"nodes\":["
+        "{\"name\":\"cc\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"cos\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3,2],"
+        "\"values\":[1,1,0.5,0.8,-0.6,0.2]}}}},"
+        "{\"name\":\"sc\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"sin\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3,2],"
+        "\"values\":[0,0,0.87,0.6,0.8,-0.98]}}}},"
+        "{\"name\":\"c1\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"cos1\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3,1],"
+        "\"values\":[1,0.5,-0.6]}}}},"
+        "{\"name\":\"s1\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"sin1\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3,1],"
+        "\"values\":[0,0.87,0.8]}}}},"
+        "{\"name\":\"r3\",\"op\":\"RotaryEmbedding\",\"inputs\":[\"x3\",\"cos\",\"sin\",\"pos\"],"
+        "\"outputs\":[\"y3\"],\"attributes\":{\"num_heads\":{\"int\":2}}},"
+        "{\"name\":\"r4\",\"op\":\"RotaryEmbedding\",\"inputs\":[\"x4\",\"cos1\",\"sin1\",\"pos\"],"
+        "\"outputs\":[\"y4\"],\"attributes\":{\"interleaved\":{\"int\":1},"
+        "\"rotary_embedding_dim\":{\"int\":2}}}]}";
+    const char *path = th_path(th_tempdir(), "rotary.json");
+    FILE *f = fopen(path, "w");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    fputs(json, f);
+    fclose(f);
+    const float cosv[3][2] = {{1, 1}, {0.5f, 0.8f}, {-0.6f, 0.2f}};
+    const float sinv[3][2] = {{0, 0}, {0.87f, 0.6f}, {0.8f, -0.98f}};
+    int64_t pos[S] = {2, 0};
+    float x3[S * H * D], x4[H * S * D], w3[S * H * D], w4[H * S * D];
+    for (int i = 0; i < S * H * D; i++) {
+        x3[i] = 0.3f * (float)i - 2.0f;
+        x4[i] = 1.5f - 0.2f * (float)i;
+    }
+    for (int s = 0; s < S; s++) /* halves, full rotation: x3 is [S][H][D] */
+        for (int h = 0; h < H; h++) {
+            const float *x = x3 + (s * H + h) * D;
+            float *y = w3 + (s * H + h) * D;
+            for (int k = 0; k < D / 2; k++) {
+                float c = cosv[pos[s]][k], sn = sinv[pos[s]][k];
+                y[k] = c * x[k] - sn * x[k + D / 2];
+                y[k + D / 2] = sn * x[k] + c * x[k + D / 2];
+            }
+        }
+    for (int h = 0; h < H; h++) /* interleaved, rotary dim 2: x4 is [H][S][D] */
+        for (int s = 0; s < S; s++) {
+            const float *x = x4 + (h * S + s) * D;
+            float *y = w4 + (h * S + s) * D;
+            float c = cosv[pos[s]][0], sn = sinv[pos[s]][0];
+            y[0] = c * x[0] - sn * x[1];
+            y[1] = sn * x[0] + c * x[1];
+            y[2] = x[2];
+            y[3] = x[3];
+        }
+    const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
+    for (int o = 0; o < 3; o++) {
+        char extra[96];
+        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
+        pl_runtime *rt = runtime_with(extra);
+        pl_session *sess = session_for(rt, path);
+        int64_t s3[3] = {1, S, H * D}, s4[4] = {1, H, S, D}, sp[2] = {1, S};
+        float y3[S * H * D], y4[H * S * D];
+        pl_io in[3] = {
+            {.name = "x3", .tensor = {.data = x3, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                      .shape = s3, .struct_size = sizeof(pl_tensor)}},
+            {.name = "x4", .tensor = {.data = x4, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                      .shape = s4, .struct_size = sizeof(pl_tensor)}},
+            {.name = "pos", .tensor = {.data = pos, .ndim = 2, .dtype = PL_DTYPE_I64,
+                                       .shape = sp, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[2] = {
+            {.name = "y3", .tensor = {.data = y3, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                      .shape = s3, .struct_size = sizeof(pl_tensor)}},
+            {.name = "y4", .tensor = {.data = y4, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                      .shape = s4, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(sess, in, 3, out, 2));
+        for (int i = 0; i < S * H * D; i++) {
+            TH_CHECK(fabsf(y3[i] - w3[i]) <= 1e-5f, "order = %s: y3[%d] = %.7g, want %.7g",
+                     orders[o], i, y3[i], w3[i]);
+            TH_CHECK(fabsf(y4[i] - w4[i]) <= 1e-5f, "order = %s: y4[%d] = %.7g, want %.7g",
+                     orders[o], i, y4[i], w4[i]);
+        }
+        pl_session_destroy(sess);
+        pl_runtime_destroy(rt);
+    }
+}
+
 static void case_fail_compile_fallback(void)
 {
     make_weights(&W);
@@ -2721,6 +2819,7 @@ int main(int argc, char **argv)
         {"newer_opset_functions", case_newer_opset_functions},
         {"attention", case_attention},
         {"contrib_ops", case_contrib_ops},
+        {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
         {"min_subgraph_nodes", case_min_subgraph_nodes},

@@ -13,6 +13,8 @@
  *     Mish 18               x * tanh(softplus(x))
  *     Swish 24              x * sigmoid(alpha * x)
  *     RMSNormalization 23   x / sqrt(mean(x^2 over axis..) + eps) * scale
+ *     Attention 23          scaled dot-product attention (see lw_attention)
+ *     RotaryEmbedding 23    RoPE by halves or interleaved pairs
  *     GroupNormalization 18 and 21
  *                           reshape to [N, G, -1], InstanceNormalization,
  *                           reshape back, * scale + bias per channel (18
@@ -732,6 +734,113 @@ static pl_status *lw_attention(lw *w)
     return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
 }
 
+static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
+                               const char **out);
+
+/* Slice of A's last axis [FROM, TO) by STEP. */
+static pl_status *lw_slice_step(lw *w, const char *a, int64_t from, int64_t to, int64_t step,
+                                const char **out)
+{
+    const char *st, *en, *ax, *sp;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "starts", &from, 1, &st));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "ends", &to, 1, &en));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "slice_axes", (const int64_t[]){-1}, 1, &ax));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "steps", &step, 1, &sp));
+    return lw_node(w, "Slice", (const char *[]){a, st, en, ax, sp}, 5, out, NULL);
+}
+
+static pl_status *lw_concat_last(lw *w, const char *a, const char *b, const char **out)
+{
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){a, b}, 2, out, &id));
+    return pl_graph_attr_int(w->g, id, "axis", -1);
+}
+
+/* RotaryEmbedding 23: the rotation of the op's reference algorithm, on
+ * [B, S, heads, size] (3-D input reshaped by num_heads, 4-D transposed),
+ * halves or interleaved pairs, a partial rotary_embedding_dim passing the
+ * rest through, caches gathered by position_ids when given. */
+static pl_status *lw_rotary(lw *w)
+{
+    const char *x = lw_input(w, 0), *cc = lw_input(w, 1), *sc = lw_input(w, 2);
+    const char *pos = lw_input(w, 3);
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    if (xt == NULL || (xt->ndim != 3 && xt->ndim != 4))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "X must be 3-D or 4-D");
+    int32_t r = xt->ndim;
+    int64_t heads = lw_attr_i(w, "num_heads", 0), d;
+    if (r == 3) {
+        if (heads <= 0 || xt->dims[2] < 0 || xt->dims[2] % heads != 0)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "3-D input needs num_heads dividing a "
+                                                         "known hidden size");
+        d = xt->dims[2] / heads;
+    } else {
+        d = xt->dims[3];
+        if (d < 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "the head size must be known");
+    }
+    int64_t rd = lw_attr_i(w, "rotary_embedding_dim", 0);
+    if (rd <= 0)
+        rd = d;
+    if (rd > d || rd % 2 != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "rotary_embedding_dim %lld for a head size "
+                                                     "of %lld",
+                        (long long)rd, (long long)d);
+    bool interleaved = lw_attr_i(w, "interleaved", 0) != 0;
+    static const int64_t swap12[4] = {0, 2, 1, 3};
+    const char *x4, *t;
+    if (r == 3) {
+        PL_RETURN_IF_ERROR(lw_i64s(w, "heads", (const int64_t[]){0, 0, heads, -1}, 4, &t));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", x, t, &x4));
+    } else {
+        PL_RETURN_IF_ERROR(lw_perm(w, x, swap12, 4, &x4));
+    }
+    const char *xr = x4, *xp = NULL;
+    if (rd < d) {
+        PL_RETURN_IF_ERROR(lw_slice_step(w, x4, 0, rd, 1, &xr));
+        PL_RETURN_IF_ERROR(lw_slice_step(w, x4, rd, d, 1, &xp));
+    }
+    const char *cs[2] = {cc, sc};
+    for (int k = 0; k < 2; k++) {
+        if (pos[0] != '\0')
+            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", cs[k], pos, &cs[k]));
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, cs[k], (const int64_t[]){2}, 1, &cs[k]));
+    }
+    const char *x1, *x2, *a, *b, *re, *im, *rot;
+    if (interleaved) {
+        PL_RETURN_IF_ERROR(lw_slice_step(w, xr, 0, rd, 2, &x1));
+        PL_RETURN_IF_ERROR(lw_slice_step(w, xr, 1, rd, 2, &x2));
+    } else {
+        PL_RETURN_IF_ERROR(lw_slice_step(w, xr, 0, rd / 2, 1, &x1));
+        PL_RETURN_IF_ERROR(lw_slice_step(w, xr, rd / 2, rd, 1, &x2));
+    }
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cs[0], x1, &a));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cs[1], x2, &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", a, b, &re));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cs[1], x1, &a));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cs[0], x2, &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", a, b, &im));
+    if (interleaved) {
+        const char *re5, *im5, *pairs, *sh;
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, re, (const int64_t[]){-1}, 1, &re5));
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, im, (const int64_t[]){-1}, 1, &im5));
+        PL_RETURN_IF_ERROR(lw_concat_last(w, re5, im5, &pairs));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "pairs", (const int64_t[]){0, 0, 0, -1}, 4, &sh));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", pairs, sh, &rot));
+    } else {
+        PL_RETURN_IF_ERROR(lw_concat_last(w, re, im, &rot));
+    }
+    if (xp != NULL)
+        PL_RETURN_IF_ERROR(lw_concat_last(w, rot, xp, &rot));
+    if (r == 3) {
+        const char *flat;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
+        return lw_become(w, "Reshape", (const char *[]){rot, flat}, 2);
+    }
+    PL_RETURN_IF_ERROR(lw_become(w, "Transpose", (const char *[]){rot}, 1));
+    return pl_graph_attr_ints(w->g, w->id, "perm", swap12, 4);
+}
+
 /* ---- newer attributes ----------------------------------------------------------- */
 
 static pl_status *lw_drop(lw *w, const char *name)
@@ -1281,6 +1390,7 @@ static const struct {
     {"", "RMSNormalization", 23, lw_rms_norm},
     {"", "GroupNormalization", 18, lw_group_norm},
     {"", "Attention", 23, lw_attention},
+    {"", "RotaryEmbedding", 23, lw_rotary},
     {"", "Resize", 18, lw_resize},
     {"", "GridSample", 20, lw_grid_sample},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
