@@ -168,6 +168,25 @@ static pl_session *session_for(pl_runtime *rt, const char *model_path)
     return s;
 }
 
+/* Writes TEXT into FILE in a fresh temporary folder; its path. */
+static const char *write_text(const char *file, const char *text)
+{
+    const char *path = th_path(th_tempdir(), file);
+    FILE *f = fopen(path, "w");
+    TH_CHECK(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* A runtime whose [placement] order is ORDER ("onednn, cpu"). */
+static pl_runtime *runtime_in_order(const char *order)
+{
+    char extra[96];
+    snprintf(extra, sizeof extra, "[placement]\norder = %s\n", order);
+    return runtime_with(extra);
+}
+
 static void make_input(float *x, int seed)
 {
     uint32_t s = (uint32_t)seed * 2654435761u + 1;
@@ -514,11 +533,7 @@ static void case_newer_opset_functions(void)
         "\"values\":[0.1,0.2,0.3,0.4]}}}},"
         "{\"name\":\"gnorm\",\"op\":\"GroupNormalization\",\"inputs\":[\"x\",\"gscale\",\"gbias\"],"
         "\"outputs\":[\"gn\"],\"attributes\":{\"num_groups\":{\"int\":2}}}]}";
-    const char *path = th_path(th_tempdir(), "functions.json");
-    FILE *f = fopen(path, "w");
-    TH_CHECK(f != NULL, "cannot write %s", path);
-    fputs(json, f);
-    fclose(f);
+    const char *path = write_text("functions.json", json);
 
     float x[E], want[6][E];
     for (int i = 0; i < E; i++)
@@ -558,9 +573,7 @@ static void case_newer_opset_functions(void)
     const char *outs[6] = {"g1", "g2", "mi", "sw", "rms", "gn"};
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
-        char extra[96];
-        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
-        pl_runtime *rt = runtime_with(extra);
+        pl_runtime *rt = runtime_in_order(orders[o]);
         pl_session *s = session_for(rt, path);
         int64_t shape[3] = {N, C, L};
         float got[6][E];
@@ -658,11 +671,7 @@ static void case_attention(void)
     char *text = malloc(strlen(json) + strlen(wtext) + 1);
     TH_CHECK(text != NULL, "out of memory");
     sprintf(text, json, wtext);
-    const char *path = th_path(th_tempdir(), "attention.json");
-    FILE *f = fopen(path, "w");
-    TH_CHECK(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
+    const char *path = write_text("attention.json", text);
     free(text);
     float q3[AT_S * HQ * AT_D], k3[AT_S * HKV * AT_D], v3[AT_S * HKV * AT_D];
     float q4[2 * AT_S * AT_D], k4[2 * AT_S * AT_D], v4[2 * AT_S * AT_D];
@@ -720,9 +729,7 @@ static void case_attention(void)
     }
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
-        char extra[96];
-        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
-        pl_runtime *rt = runtime_with(extra);
+        pl_runtime *rt = runtime_in_order(orders[o]);
         pl_session *s = session_for(rt, path);
         int64_t s3q[3] = {1, 3, 8}, s3k[3] = {1, 3, 4}, s4[4] = {1, 2, 3, 2}, sm[2] = {3, 3};
         float y3[24], y4[12], yms[24];
@@ -804,11 +811,7 @@ static void case_contrib_ops(void)
         "{\"name\":\"embed\",\"op\":\"EmbedLayerNormalization\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"ids\",\"\",\"we\",\"we\",\"\",\"v\",\"v\"],\"outputs\":[\"emb\"],"
         "\"attributes\":{\"epsilon\":{\"float\":1e-5}}}]}";
-    const char *path = th_path(th_tempdir(), "contrib.json");
-    FILE *f = fopen(path, "w");
-    TH_CHECK(f != NULL, "cannot write %s", path);
-    fputs(json, f);
-    fclose(f);
+    const char *path = write_text("contrib.json", json);
     const float v[C] = {0.5f, -1, 2, 0.25f};
     float x[R * C], sk[R * C], want[7][R * R > R * C ? R * R : R * C];
     /* EmbedLayerNormalization: rows ids[i] of we plus row i (its position)
@@ -862,9 +865,7 @@ static void case_contrib_ops(void)
     const char *names[7] = {"fg", "ln", "sum", "mm", "rms", "lnc", "emb"};
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
-        char extra[96];
-        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
-        pl_runtime *rt = runtime_with(extra);
+        pl_runtime *rt = runtime_in_order(orders[o]);
         pl_session *sess = session_for(rt, path);
         int64_t shape[2] = {R, C}, mshape[2] = {R, R};
         float got[7][R * C];
@@ -927,11 +928,7 @@ static void case_rotary(void)
         "{\"name\":\"r4\",\"op\":\"RotaryEmbedding\",\"inputs\":[\"x4\",\"cos1\",\"sin1\",\"pos\"],"
         "\"outputs\":[\"y4\"],\"attributes\":{\"interleaved\":{\"int\":1},"
         "\"rotary_embedding_dim\":{\"int\":2}}}]}";
-    const char *path = th_path(th_tempdir(), "rotary.json");
-    FILE *f = fopen(path, "w");
-    TH_CHECK(f != NULL, "cannot write %s", path);
-    fputs(json, f);
-    fclose(f);
+    const char *path = write_text("rotary.json", json);
     const float cosv[3][2] = {{1, 1}, {0.5f, 0.8f}, {-0.6f, 0.2f}};
     const float sinv[3][2] = {{0, 0}, {0.87f, 0.6f}, {0.8f, -0.98f}};
     int64_t pos[S] = {2, 0};
@@ -962,9 +959,7 @@ static void case_rotary(void)
         }
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
-        char extra[96];
-        snprintf(extra, sizeof extra, "[placement]\norder = %s\n", orders[o]);
-        pl_runtime *rt = runtime_with(extra);
+        pl_runtime *rt = runtime_in_order(orders[o]);
         pl_session *sess = session_for(rt, path);
         int64_t s3[3] = {1, S, H * D}, s4[4] = {1, H, S, D}, sp[2] = {1, S};
         float y3[S * H * D], y4[H * S * D];
