@@ -47,7 +47,7 @@
 #include "alloc.h"
 #include "opset_internal.h"
 
-enum { LW_NAME = 256, LW_MAX_NAMES = 96 };
+enum { LW_NAME = 256, LW_MAX_NAMES = 128 };
 
 /* One node's rewrite: names are copied here, since adding tensors may move
  * the graph's own strings. */
@@ -60,6 +60,7 @@ typedef struct lw {
     char names[LW_MAX_NAMES][LW_NAME];
     int used;
     bool narrow;     /* computed in f32 between Casts */
+    bool exhausted;  /* a name was asked for past LW_MAX_NAMES */
     pl_dtype dtype;  /* the node's input 0 */
 } lw;
 
@@ -79,7 +80,10 @@ static pl_status *lw_error(const lw *w, pl_code code, const char *fmt, ...)
 
 static char *lw_slot(lw *w)
 {
-    return w->used < LW_MAX_NAMES ? w->names[w->used++] : NULL;
+    if (w->used < LW_MAX_NAMES)
+        return w->names[w->used++];
+    w->exhausted = true;
+    return NULL;
 }
 
 /* The name of input I of the node ("" when absent), copied. */
@@ -1429,7 +1433,12 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
         fn = NULL; /* the standard op */
     if (fn != NULL) {
         *changed = true;
-        return fn(&w);
+        pl_status *st = fn(&w);
+        /* an input read as "" for want of a slot would have changed the op */
+        if (st == NULL && w.exhausted)
+            st = lw_error(&w, PL_CODE_INTERNAL, "the rewrite needed more than %d names",
+                          LW_MAX_NAMES);
+        return st;
     }
     if (domain[0] != '\0')
         return NULL;
