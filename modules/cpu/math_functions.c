@@ -17,7 +17,7 @@ typedef enum mu2_op {
     MU2_FLOOR, MU2_CEIL, MU2_ROUND, MU2_SIGN, MU2_SIN, MU2_COS, MU2_TAN, MU2_ASIN, MU2_ACOS,
     MU2_ATAN, MU2_SINH, MU2_COSH, MU2_ASINH, MU2_ACOSH, MU2_ATANH, MU2_SOFTPLUS, MU2_SOFTSIGN,
     MU2_ELU, MU2_SELU, MU2_CELU, MU2_HARDSIGMOID, MU2_HARDSWISH, MU2_THRESHOLDED, MU2_SHRINK,
-    MU2_ISNAN, MU2_ISINF, MU2_NOT,
+    MU2_ISNAN, MU2_ISINF, MU2_NOT, MU2_BNOT,
 } mu2_op;
 
 static const char *const mu2_names[] = {
@@ -29,6 +29,7 @@ static const char *const mu2_names[] = {
     [MU2_SELU] = "Selu", [MU2_CELU] = "Celu", [MU2_HARDSIGMOID] = "HardSigmoid",
     [MU2_HARDSWISH] = "HardSwish", [MU2_THRESHOLDED] = "ThresholdedRelu",
     [MU2_SHRINK] = "Shrink", [MU2_ISNAN] = "IsNaN", [MU2_ISINF] = "IsInf", [MU2_NOT] = "Not",
+    [MU2_BNOT] = "BitwiseNot",
 };
 
 typedef struct mu2_kernel {
@@ -129,7 +130,7 @@ static inline double mu2_clamp01(double v)
         case MU2_ISINF:                                                                  \
             MU2_LOOP(T, uint8_t, isinf(x) && (x > zero ? k->pos : k->neg));              \
             break;                                                                       \
-        case MU2_NOT: break;                                                             \
+        case MU2_NOT: case MU2_BNOT: break;                                              \
         }                                                                                \
     }
 MU2_FLOAT_CHUNK(float, f32, f)
@@ -145,6 +146,8 @@ static inline int64_t mu2_sign(int64_t v) { return (v > 0) - (v < 0); }
         const double bias = k->alpha, lambd = k->beta;                                   \
         if (k->op == MU2_SIGN)                                                           \
             MU2_LOOP(T, T, mu2_sign(x));                                                 \
+        else if (k->op == MU2_BNOT)                                                      \
+            MU2_LOOP(T, T, (T)~x);                                                       \
         else                                                                             \
             MU2_LOOP(T, T, (double)x < -lambd ? (T)((double)x + bias)                    \
                            : ((double)x > lambd ? (T)((double)x - bias) : 0));          \
@@ -176,7 +179,7 @@ static pl_status *mu2_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_
     bool to_bool = k->op == MU2_ISNAN || k->op == MU2_ISINF || k->op == MU2_NOT;
     void *out;
     int add;
-    pl_status *st = wide_output(kernel, args, !to_bool, &out, &add);
+    pl_status *st = wide_output(kernel, args, !to_bool && k->op != MU2_BNOT, &out, &add);
     if (st != NULL || out == NULL)
         return st;
     mu2_call c = {.k = k, .x = math_in(args, 0), .y = out, .add = add};
@@ -195,7 +198,8 @@ pl_status *math_build_functions(pl_module_ctx *ctx, const pl_node_desc *node,
     mu2_op op = (mu2_op)found;
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     wide_type t = wide_type_of(x->dtype);
-    bool ok = op == MU2_NOT ? t == WT_BOOL
+    bool ok = op == MU2_NOT    ? t == WT_BOOL
+              : op == MU2_BNOT ? wide_is_int(t)
               : op == MU2_SIGN || op == MU2_SHRINK ? (wide_is_float(t) || wide_is_int(t))
                                                     : wide_is_float(t);
     if (!ok)

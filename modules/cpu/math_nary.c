@@ -2,7 +2,7 @@
  * operands: the variadic Min Max Sum Mean (same shapes before opset 8,
  * NumPy broadcasting since), and on the same walk the two-operand logical,
  * ordering and integer ops And Or Xor GreaterOrEqual LessOrEqual Mod
- * BitShift and PRelu.
+ * BitShift BitwiseAnd BitwiseOr BitwiseXor and PRelu.
  *
  * Like math_binary.c, the builder precomputes the output's dims with size-1
  * dims dropped and mergeable neighbours merged, and each operand's stride
@@ -16,14 +16,15 @@
 
 typedef enum mb2_op {
     MB2_AND, MB2_OR, MB2_XOR, MB2_GE, MB2_LE, MB2_MOD, MB2_BITSHIFT, MB2_PRELU,
-    MB2_MIN, MB2_MAX, MB2_SUM, MB2_MEAN,
+    MB2_MIN, MB2_MAX, MB2_SUM, MB2_MEAN, MB2_BAND, MB2_BOR, MB2_BXOR,
 } mb2_op;
 
 static const char *const mb2_names[] = {
     [MB2_AND] = "And", [MB2_OR] = "Or", [MB2_XOR] = "Xor", [MB2_GE] = "GreaterOrEqual",
     [MB2_LE] = "LessOrEqual", [MB2_MOD] = "Mod", [MB2_BITSHIFT] = "BitShift",
     [MB2_PRELU] = "PRelu", [MB2_MIN] = "Min", [MB2_MAX] = "Max", [MB2_SUM] = "Sum",
-    [MB2_MEAN] = "Mean",
+    [MB2_MEAN] = "Mean", [MB2_BAND] = "BitwiseAnd", [MB2_BOR] = "BitwiseOr",
+    [MB2_BXOR] = "BitwiseXor",
 };
 
 /* Operands a node may have (the walk keeps an offset per operand). */
@@ -106,6 +107,14 @@ MB2_INT_MOD(int64_t, i64)
 MB2_INT_MOD(int32_t, i32)
 MB2_INT_MOD(int8_t, i8)
 MB2_BIN(mb2_fmod_u8, uint8_t, uint8_t, x % y)
+#define MB2_BITWISE(T, SUFFIX)                                                           \
+    MB2_BIN(mb2_band_##SUFFIX, T, T, x & y)                                              \
+    MB2_BIN(mb2_bor_##SUFFIX, T, T, x | y)                                               \
+    MB2_BIN(mb2_bxor_##SUFFIX, T, T, x ^ y)
+MB2_BITWISE(int64_t, i64)
+MB2_BITWISE(int32_t, i32)
+MB2_BITWISE(int8_t, i8)
+MB2_BITWISE(uint8_t, u8)
 MB2_BIN(mb2_mod_u8, uint8_t, uint8_t, x % y)
 
 /* Min Max Sum Mean over every operand: COMBINE folds x into acc; NAN_OF
@@ -159,6 +168,13 @@ static mb2_inner_fn mb2_pick(mb2_op op, wide_type t, bool fmod, bool left)
     static const mb2_inner_fn mods[WT_OTHER] = {
         [WT_I64] = mb2_mod_i64, [WT_I32] = mb2_mod_i32, [WT_I8] = mb2_mod_i8,
         [WT_U8] = mb2_mod_u8};
+#define MB2_BY_INT(PREFIX)                                                               \
+    {[WT_I64] = PREFIX##_i64, [WT_I32] = PREFIX##_i32, [WT_I8] = PREFIX##_i8,             \
+     [WT_U8] = PREFIX##_u8}
+    static const mb2_inner_fn band[WT_OTHER] = MB2_BY_INT(mb2_band);
+    static const mb2_inner_fn bor[WT_OTHER] = MB2_BY_INT(mb2_bor);
+    static const mb2_inner_fn bxor[WT_OTHER] = MB2_BY_INT(mb2_bxor);
+#undef MB2_BY_INT
     static const mb2_inner_fn prelu[WT_OTHER] = {
         [WT_F32] = mb2_prelu_f32, [WT_F64] = mb2_prelu_f64, [WT_I64] = mb2_prelu_i64,
         [WT_I32] = mb2_prelu_i32};
@@ -178,6 +194,9 @@ static mb2_inner_fn mb2_pick(mb2_op op, wide_type t, bool fmod, bool left)
     case MB2_MAX: return max[t];
     case MB2_SUM: return t == WT_F32 ? mb2_sum_f32 : t == WT_F64 ? mb2_sum_f64 : NULL;
     case MB2_MEAN: return t == WT_F32 ? mb2_mean_f32 : t == WT_F64 ? mb2_mean_f64 : NULL;
+    case MB2_BAND: return band[t];
+    case MB2_BOR: return bor[t];
+    case MB2_BXOR: return bxor[t];
     }
     return NULL;
 }
@@ -339,7 +358,7 @@ pl_status *math_build_nary(pl_module_ctx *ctx, const pl_node_desc *node,
     k->op = op;
     k->inner = inner;
     k->type = t;
-    k->allow_add = !to_bool && op != MB2_BITSHIFT && t != WT_BOOL;
+    k->allow_add = !to_bool && op != MB2_BITSHIFT && op < MB2_BAND && t != WT_BOOL;
     k->esize = pl_dtype_size(dt);
     k->out_esize = pl_dtype_size(o->dtype);
     k->n_operands = (int)m;

@@ -1375,6 +1375,81 @@ static void case_erf_sweep(void)
     ch_node_free(&n);
 }
 
+/* Opset 18's BitwiseAnd, BitwiseOr, BitwiseXor (i32 [2,3] with a [3]
+ * broadcast; i8 and u8 same-shape) and BitwiseNot (i8, u8, i64), against C's
+ * operators (floats never reach the kernels: the schema admits integers). */
+static void case_bitwise(void)
+{
+    static const char *const ops[3] = {"BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+    static const pl_dtype dts[3] = {PL_DTYPE_I32, PL_DTYPE_I8, PL_DTYPE_U8};
+    for (int o = 0; o < 3; o++)
+        for (int d = 0; d < 3; d++) {
+            ch_spec sp = {.op = ops[o], .opset = 18, .dtype = dts[d], .n_in = 2,
+                          .in = {T(2, 2, 3), T(2, 2, 3)}};
+            if (d == 0)
+                sp.in[1] = (ch_in)T(1, 3); /* broadcast along the rows */
+            ch_node n;
+            ch_node_build(&sp, &n);
+            pl_kernel *k = ch_kernel(&n.desc);
+            ch_buf a, b, y;
+            size_t es = pl_dtype_size(dts[d]), nb = d == 0 ? 3 : 6;
+            ch_buf_make(&a, 6 * es, 8);
+            ch_buf_make(&b, nb * es, 8);
+            ch_buf_make(&y, 6 * es, 8);
+            const int64_t av[6] = {0x5a, -7, 12, 0x7f, -128, 3}, bv[6] = {0x0f, 5, -1, 0x33, 1, 2};
+            for (int i = 0; i < 6; i++)
+                ch_store(a.data, dts[d], (size_t)i, (double)(d == 2 ? (av[i] & 0xff) : av[i]));
+            for (size_t i = 0; i < nb; i++)
+                ch_store(b.data, dts[d], i, (double)(d == 2 ? (bv[i] & 0xff) : bv[i]));
+            pl_tensor ta = ch_host_tensor(&n.in[0], &a), tb = ch_host_tensor(&n.in[1], &b);
+            pl_tensor ty = ch_host_tensor(&n.out[0], &y);
+            pl_tensor ins[2] = {ta, tb};
+            pl_output_request req = PL_REQ_WRITE;
+            CHECK_OK(ch_run(k, 2, ins, 1, &ty, &req));
+            for (int i = 0; i < 6; i++) {
+                int64_t x = (int64_t)ch_load(a.data, dts[d], (size_t)i);
+                int64_t z = (int64_t)ch_load(b.data, dts[d], (size_t)(d == 0 ? i % 3 : i));
+                int64_t want = o == 0 ? (x & z) : o == 1 ? (x | z) : (x ^ z);
+                int64_t got = (int64_t)ch_load(y.data, dts[d], (size_t)i);
+                CHECK(got == want, "%s %s element %d: %lld, want %lld", ops[o],
+                      pl_dtype_name(dts[d]), i, (long long)got, (long long)want);
+            }
+            free(a.base);
+            free(b.base);
+            free(y.base);
+            ch_mod->api.kernel_release(ch_mod->ctx, k);
+            ch_node_free(&n);
+        }
+    static const pl_dtype ndts[3] = {PL_DTYPE_I8, PL_DTYPE_U8, PL_DTYPE_I64};
+    for (int d = 0; d < 3; d++) {
+        ch_spec sp = {.op = "BitwiseNot", .opset = 18, .dtype = ndts[d], .n_in = 1,
+                      .in = {T(1, 5)}};
+        ch_node n;
+        ch_node_build(&sp, &n);
+        pl_kernel *k = ch_kernel(&n.desc);
+        ch_buf a, y;
+        size_t es = pl_dtype_size(ndts[d]);
+        ch_buf_make(&a, 5 * es, 8);
+        ch_buf_make(&y, 5 * es, 8);
+        const int64_t av[5] = {0, 1, 100, d == 1 ? 255 : -1, d == 1 ? 128 : -100};
+        for (int i = 0; i < 5; i++)
+            ch_store(a.data, ndts[d], (size_t)i, (double)av[i]);
+        pl_tensor ta = ch_host_tensor(&n.in[0], &a), ty = ch_host_tensor(&n.out[0], &y);
+        pl_output_request req = PL_REQ_WRITE;
+        CHECK_OK(ch_run(k, 1, &ta, 1, &ty, &req));
+        for (int i = 0; i < 5; i++) {
+            int64_t got = (int64_t)ch_load(y.data, ndts[d], (size_t)i);
+            int64_t want = d == 1 ? (~av[i] & 0xff) : d == 0 ? (int8_t)~av[i] : ~av[i];
+            CHECK(got == want, "BitwiseNot %s element %d: %lld, want %lld",
+                  pl_dtype_name(ndts[d]), i, (long long)got, (long long)want);
+        }
+        free(a.base);
+        free(y.base);
+        ch_mod->api.kernel_release(ch_mod->ctx, k);
+        ch_node_free(&n);
+    }
+}
+
 /* f32 Exp, Sigmoid, Tanh and Log run eight lanes at a time where the CPU
  * has AVX2 (math_unary.c) and the last N % 8 elements on the scalar loop.
  * For each edge value (NaN, infinities, overflowing and underflowing
@@ -1456,6 +1531,7 @@ static const struct {
     {"unary_lanes", case_unary_lanes},
     {"log_sweep", case_log_sweep},
     {"erf_sweep", case_erf_sweep},
+    {"bitwise", case_bitwise},
 };
 
 int main(int argc, char **argv)

@@ -395,6 +395,11 @@ const pl_op_schema pl_opset_math_schemas[] = {
     MO_TO_BOOL("GreaterOrEqual", 12, MO_NUM),
     MO_TO_BOOL("LessOrEqual", 12, MO_NUM),
     MO_BINARY("Mod", 10, MO_NUM, mo_mod_attrs, PL_COUNT(mo_mod_attrs), mo_infer_mod),
+    /* Bitwise ops of opset 18, on the integer types Plinth has */
+    MO_BINARY("BitwiseAnd", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),
+    MO_BINARY("BitwiseOr", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),
+    MO_BINARY("BitwiseXor", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),
+    MO_UNARY("BitwiseNot", 18, PL_TS_INT),
     MO_BINARY("BitShift", 11, PL_TS_U8, mo_bitshift_attrs, PL_COUNT(mo_bitshift_attrs),
               mo_infer_bitshift),
     MO_BINARY("PRelu", 7, PL_TS_FLOAT, NULL, 0, mo_infer_prelu),
