@@ -773,7 +773,8 @@ static void case_attention(void)
  * with a bias, SkipLayerNormalization with a bias and its sum output read
  * downstream, FusedMatMul with transB and alpha, and ai.onnx-domain
  * SimplifiedLayerNormalization and LayerNormalization (ORT's contrib op
- * before ONNX 17 made it standard) and EmbedLayerNormalization, against C references on cpu, onednn and
+ * before ONNX 17 made it standard), EmbedLayerNormalization, FusedConv
+ * and FusedGemm, against C references on cpu, onednn and
  * example_acc. (ONNX Runtime itself is not installed for the tests; its
  * outputs were compared by hand on 33 such models, ai.onnx 13, 17 and 18:
  * within 7e-7 relative.) */
@@ -784,11 +785,12 @@ static void case_contrib_ops(void)
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
-        "\"inputs\":[\"x\",\"s\",\"ids\"],"
-        "\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\",\"emb\"],"
+        "\"inputs\":[\"x\",\"s\",\"ids\",\"xc\"],"
+        "\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\",\"emb\",\"fc\",\"fgm\"],"
         "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,4]},"
         "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[3,4]},"
-        "{\"name\":\"ids\",\"dtype\":\"i32\",\"shape\":[1,3]}],"
+        "{\"name\":\"ids\",\"dtype\":\"i32\",\"shape\":[1,3]},"
+        "{\"name\":\"xc\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]}],"
         "\"nodes\":["
         "{\"name\":\"c\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"v\"],"
         "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4],"
@@ -810,10 +812,29 @@ static void case_contrib_ops(void)
         "\"values\":[1,2,3,4,-1,0.5,2,0,3,-2,1,1]}}}},"
         "{\"name\":\"embed\",\"op\":\"EmbedLayerNormalization\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"ids\",\"\",\"we\",\"we\",\"\",\"v\",\"v\"],\"outputs\":[\"emb\"],"
-        "\"attributes\":{\"epsilon\":{\"float\":1e-5}}}]}";
+        "\"attributes\":{\"epsilon\":{\"float\":1e-5}}},"
+        "{\"name\":\"cw\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"convw\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1,2,1,1],"
+        "\"values\":[1,-2]}}}},"
+        "{\"name\":\"cb\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"convb\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1],"
+        "\"values\":[0.5]}}}},"
+        "{\"name\":\"fconv\",\"op\":\"FusedConv\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"xc\",\"convw\",\"convb\"],\"outputs\":[\"fc\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[1,1]},"
+        "\"activation\":{\"string\":\"LeakyRelu\"},\"activation_params\":{\"floats\":[0.2]}}},"
+        "{\"name\":\"fgemm\",\"op\":\"FusedGemm\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"x\",\"s\"],\"outputs\":[\"fgm\"],"
+        "\"attributes\":{\"transB\":{\"int\":1},\"alpha\":{\"float\":0.5},"
+        "\"activation\":{\"string\":\"Relu\"}}}]}";
     const char *path = write_text("contrib.json", json);
     const float v[C] = {0.5f, -1, 2, 0.25f};
-    float x[R * C], sk[R * C], want[7][R * R > R * C ? R * R : R * C];
+    float x[R * C], sk[R * C], want[9][R * R > R * C ? R * R : R * C];
+    float xc[8] = {0.5f, -1, 2, 0.25f, 1, 1.5f, -0.5f, 0};
+    for (int i = 0; i < 4; i++) { /* FusedConv: 1x1, weights {1, -2}, bias 0.5, LeakyRelu */
+        float c = xc[i] - 2 * xc[4 + i] + 0.5f;
+        want[7][i] = c < 0 ? 0.2f * c : c;
+    }
     /* EmbedLayerNormalization: rows ids[i] of we plus row i (its position)
      * of the same table, layer-normalised */
     const float we[R * C] = {1, 2, 3, 4, -1, 0.5f, 2, 0, 3, -2, 1, 1};
@@ -862,31 +883,39 @@ static void case_contrib_ops(void)
             want[3][r * R + q] = (float)(0.5 * dot);
         }
     }
-    const char *names[7] = {"fg", "ln", "sum", "mm", "rms", "lnc", "emb"};
+    for (int i = 0; i < R * R; i++) /* FusedGemm: Relu of the FusedMatMul's values */
+        want[8][i] = want[3][i] > 0 ? want[3][i] : 0;
+    const char *names[9] = {"fg", "ln", "sum", "mm", "rms", "lnc", "emb", "fc", "fgm"};
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
         pl_runtime *rt = runtime_in_order(orders[o]);
         pl_session *sess = session_for(rt, path);
         int64_t shape[2] = {R, C}, mshape[2] = {R, R};
-        float got[7][R * C];
-        int64_t ishape[2] = {1, R}, eshape[3] = {1, R, C};
-        pl_io in[3] = {
+        float got[9][R * C];
+        int64_t ishape[2] = {1, R}, eshape[3] = {1, R, C}, cshape[4] = {1, 2, 2, 2};
+        int64_t fcshape[4] = {1, 1, 2, 2};
+        pl_io in[4] = {
             {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
                                      .shape = shape, .struct_size = sizeof(pl_tensor)}},
             {.name = "s", .tensor = {.data = sk, .ndim = 2, .dtype = PL_DTYPE_F32,
                                      .shape = shape, .struct_size = sizeof(pl_tensor)}},
             {.name = "ids", .tensor = {.data = ids, .ndim = 2, .dtype = PL_DTYPE_I32,
-                                       .shape = ishape, .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[7];
-        for (int k = 0; k < 7; k++)
+                                       .shape = ishape, .struct_size = sizeof(pl_tensor)}},
+            {.name = "xc", .tensor = {.data = xc, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                      .shape = cshape, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[9];
+        for (int k = 0; k < 9; k++)
             out[k] = (pl_io){.name = names[k],
-                             .tensor = {.data = got[k], .ndim = k == 6 ? 3 : 2,
+                             .tensor = {.data = got[k], .ndim = k == 6 ? 3 : k == 7 ? 4 : 2,
                                         .dtype = PL_DTYPE_F32,
-                                        .shape = k == 3 ? mshape : k == 6 ? eshape : shape,
+                                        .shape = k == 3 || k == 8 ? mshape
+                                                 : k == 6         ? eshape
+                                                 : k == 7         ? fcshape
+                                                                  : shape,
                                         .struct_size = sizeof(pl_tensor)}};
-        TH_CHECK_OK(pl_session_run(sess, in, 3, out, 7));
-        for (int k = 0; k < 7; k++)
-            for (int i = 0; i < (k == 3 ? R * R : R * C); i++)
+        TH_CHECK_OK(pl_session_run(sess, in, 4, out, 9));
+        for (int k = 0; k < 9; k++)
+            for (int i = 0; i < (k == 3 || k == 8 ? R * R : k == 7 ? 4 : R * C); i++)
                 TH_CHECK(fabsf(got[k][i] - want[k][i]) <= 1e-4f * (1 + fabsf(want[k][i])),
                          "order = %s: %s[%d] = %.7g, want %.7g", orders[o], names[k], i,
                          got[k][i], want[k][i]);

@@ -1211,6 +1211,117 @@ static pl_status *lw_layer_norm_last(lw *w, const char *s, const char *gamma, co
     return pl_graph_attr_float(w->g, w->id, "epsilon", eps);
 }
 
+/* Copies node ID's attribute NAME (int, float, string, ints or floats)
+ * onto node TO, when present. */
+static pl_status *lw_copy_attr(lw *w, pl_nid to, const char *name)
+{
+    const pl_attr *a = lw_attr(w, name);
+    if (a == NULL)
+        return NULL;
+    /* the values are copied out first: setting an attribute may move them */
+    switch (a->kind) {
+    case PL_ATTR_INT: return pl_graph_attr_int(w->g, to, name, a->i);
+    case PL_ATTR_FLOAT: return pl_graph_attr_float(w->g, to, name, a->f);
+    case PL_ATTR_STRING: {
+        char buf[LW_NAME];
+        snprintf(buf, sizeof buf, "%s", a->s);
+        return pl_graph_attr_string(w->g, to, name, buf, strlen(buf));
+    }
+    case PL_ATTR_INTS: {
+        int64_t v[2 * PL_GRAPH_MAX_RANK];
+        size_t n = a->n < PL_COUNT(v) ? a->n : PL_COUNT(v);
+        memcpy(v, a->ints, n * sizeof *v);
+        return pl_graph_attr_ints(w->g, to, name, v, n);
+    }
+    case PL_ATTR_FLOATS: {
+        double v[8];
+        size_t n = a->n < PL_COUNT(v) ? a->n : PL_COUNT(v);
+        memcpy(v, a->floats, n * sizeof *v);
+        return pl_graph_attr_floats(w->g, to, name, v, n);
+    }
+    default:
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attribute '%s' has an unexpected kind",
+                        name);
+    }
+}
+
+/* The activation of FusedConv and FusedGemm on X ending at the node:
+ * ACT with its parameters (activation_params, or FusedGemm's
+ * activation_alpha/beta), as ONNX Runtime's fusions write them. */
+static pl_status *lw_fused_activation(lw *w, const char *x, const char *act, const double *p,
+                                      size_t np)
+{
+    const char *lo, *hi;
+    if (strcmp(act, "Relu") == 0 || strcmp(act, "Tanh") == 0 || strcmp(act, "Sigmoid") == 0)
+        return lw_become(w, act, (const char *[]){x}, 1);
+    if (strcmp(act, "LeakyRelu") == 0) {
+        PL_RETURN_IF_ERROR(lw_become(w, act, (const char *[]){x}, 1));
+        return pl_graph_attr_float(w->g, w->id, "alpha", np > 0 ? p[0] : 0.01);
+    }
+    if (strcmp(act, "HardSigmoid") == 0) {
+        PL_RETURN_IF_ERROR(lw_become(w, act, (const char *[]){x}, 1));
+        PL_RETURN_IF_ERROR(pl_graph_attr_float(w->g, w->id, "alpha", np > 0 ? p[0] : 0.2));
+        return pl_graph_attr_float(w->g, w->id, "beta", np > 1 ? p[1] : 0.5);
+    }
+    if (strcmp(act, "Clip") == 0) {
+        PL_RETURN_IF_ERROR(lw_scalar(w, "clip_min", np > 0 ? p[0] : -INFINITY, &lo));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "clip_max", np > 1 ? p[1] : INFINITY, &hi));
+        return lw_become(w, "Clip", (const char *[]){x, lo, hi}, 3);
+    }
+    return lw_error(w, PL_CODE_UNSUPPORTED, "activation '%s' is not supported", act);
+}
+
+/* com.microsoft FusedConv: activation(Conv(X, W, B) + Z), Z optional. */
+static pl_status *lw_ms_fused_conv(lw *w)
+{
+    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
+    const char *z = lw_input(w, 3), *y;
+    char act[64];
+    snprintf(act, sizeof act, "%s", lw_attr_s(w, "activation", ""));
+    double p[4] = {0};
+    size_t np = 0;
+    const pl_attr *ap = lw_attr(w, "activation_params");
+    if (ap != NULL && ap->kind == PL_ATTR_FLOATS)
+        for (np = 0; np < ap->n && np < 4; np++)
+            p[np] = ap->floats[np];
+    pl_nid conv;
+    PL_RETURN_IF_ERROR(lw_node(w, "Conv", (const char *[]){x, wt, b}, b[0] ? 3 : 2, &y, &conv));
+    static const char *const attrs[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads",
+                                        "strides"};
+    for (size_t k = 0; k < PL_COUNT(attrs); k++)
+        PL_RETURN_IF_ERROR(lw_copy_attr(w, conv, attrs[k]));
+    if (z[0] != '\0' && act[0] == '\0')
+        return lw_become(w, "Add", (const char *[]){y, z}, 2);
+    if (z[0] != '\0')
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", y, z, &y));
+    if (act[0] == '\0')
+        return lw_become(w, "Identity", (const char *[]){y}, 1);
+    return lw_fused_activation(w, y, act, p, np);
+}
+
+/* com.microsoft FusedGemm: activation(Gemm(A, B, C)). */
+static pl_status *lw_ms_fused_gemm(lw *w)
+{
+    const char *a = lw_input(w, 0), *b = lw_input(w, 1), *c = lw_input(w, 2), *y;
+    char act[64];
+    snprintf(act, sizeof act, "%s", lw_attr_s(w, "activation", ""));
+    double p[2] = {lw_attr_f(w, "activation_alpha", 0.01), lw_attr_f(w, "activation_beta", 0.5)};
+    if (strcmp(act, "Clip") == 0 && lw_attr(w, "activation_alpha") == NULL)
+        p[0] = -INFINITY; /* Clip's defaults: no bound */
+    if (strcmp(act, "Clip") == 0 && lw_attr(w, "activation_beta") == NULL)
+        p[1] = INFINITY;
+    if (strcmp(act, "HardSigmoid") == 0 && lw_attr(w, "activation_alpha") == NULL)
+        p[0] = 0.2;
+    pl_nid gemm;
+    PL_RETURN_IF_ERROR(lw_node(w, "Gemm", (const char *[]){a, b, c}, c[0] ? 3 : 2, &y, &gemm));
+    static const char *const attrs[] = {"alpha", "beta", "transA", "transB"};
+    for (size_t k = 0; k < PL_COUNT(attrs); k++)
+        PL_RETURN_IF_ERROR(lw_copy_attr(w, gemm, attrs[k]));
+    if (act[0] == '\0')
+        return lw_become(w, "Identity", (const char *[]){y}, 1);
+    return lw_fused_activation(w, y, act, p, 2);
+}
+
 /* SkipLayerNormalization and SkipSimplifiedLayerNormalization: s = input +
  * skip (+ bias), normalised over the last axis; output 3, when wanted, is
  * s. The mean and inverse-deviation outputs are refused. SIMPLIFIED: RMS
@@ -1410,6 +1521,8 @@ static const struct {
     {"com.microsoft", "SimplifiedLayerNormalization", 0, lw_ms_simplified_ln},
     {"com.microsoft", "Attention", 0, lw_ms_attention},
     {"com.microsoft", "EmbedLayerNormalization", 0, lw_ms_embed_ln},
+    {"com.microsoft", "FusedConv", 0, lw_ms_fused_conv},
+    {"com.microsoft", "FusedGemm", 0, lw_ms_fused_gemm},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
