@@ -599,7 +599,7 @@ static void case_newer_opset_functions(void)
  * (4 query heads sharing 2 key heads) and causal masking, and 4-D inputs
  * with a boolean mask that hides every key of one row (which must give a
  * zero row, not NaN), and ONNX Runtime's com.microsoft Attention (packed
- * weights, a raw mask), against a C reference on cpu, onednn and
+ * weights, a raw mask) and MultiHeadAttention (causal), against a C reference on cpu, onednn and
  * example_acc. */
 enum { AT_B = 1, AT_S = 3, AT_D = 2 };
 
@@ -638,7 +638,7 @@ static void case_attention(void)
         "\"opset_import\":[{\"domain\":\"\",\"version\":23},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
         "\"inputs\":[\"q3\",\"k3\",\"v3\",\"q4\",\"k4\",\"v4\",\"m\",\"raw\"],"
-        "\"outputs\":[\"y3\",\"y4\",\"yms\"],"
+        "\"outputs\":[\"y3\",\"y4\",\"yms\",\"ymha\"],"
         "\"tensors\":[{\"name\":\"q3\",\"dtype\":\"f32\",\"shape\":[1,3,8]},"
         "{\"name\":\"k3\",\"dtype\":\"f32\",\"shape\":[1,3,4]},"
         "{\"name\":\"v3\",\"dtype\":\"f32\",\"shape\":[1,3,4]},"
@@ -658,7 +658,10 @@ static void case_attention(void)
         "\"values\":[%s]}}}},"
         "{\"name\":\"ms\",\"op\":\"Attention\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"q3\",\"w\",\"\",\"raw\"],\"outputs\":[\"yms\"],"
-        "\"attributes\":{\"num_heads\":{\"int\":4}}}]}";
+        "\"attributes\":{\"num_heads\":{\"int\":4}}},"
+        "{\"name\":\"mha_ms\",\"op\":\"MultiHeadAttention\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"q3\",\"q3\",\"q3\"],\"outputs\":[\"ymha\"],"
+        "\"attributes\":{\"num_heads\":{\"int\":4},\"unidirectional\":{\"int\":1}}}]}";
     /* ONNX Runtime's com.microsoft Attention on q3: packed weights [8, 24]
      * (Q, K, V of 8 each), 4 heads of 2, a raw mask hiding key 1 */
     float wq[8 * 24];
@@ -702,6 +705,17 @@ static void case_attention(void)
     }
     for (int h = 0; h < 2; h++)
         at_head(q4 + h * 6, k4 + h * 6, v4 + h * 6, AT_D, 0, m, want4 + h * 6);
+    float wantmha[AT_S * 8];
+    for (int h = 0; h < 4; h++) { /* MultiHeadAttention(q3, q3, q3), causal */
+        float q[AT_S * AT_D], y[AT_S * AT_D];
+        for (int s = 0; s < AT_S; s++)
+            for (int d = 0; d < AT_D; d++)
+                q[s * AT_D + d] = q3[s * 8 + h * AT_D + d];
+        at_head(q, q, q, AT_D, 1, NULL, y);
+        for (int s = 0; s < AT_S; s++)
+            for (int d = 0; d < AT_D; d++)
+                wantmha[s * 8 + h * AT_D + d] = y[s * AT_D + d];
+    }
     int32_t raw[AT_S] = {1, 0, 1};
     unsigned char raw_keep[AT_S * AT_S];
     for (int i = 0; i < AT_S * AT_S; i++)
@@ -732,7 +746,7 @@ static void case_attention(void)
         pl_runtime *rt = runtime_in_order(orders[o]);
         pl_session *s = session_for(rt, path);
         int64_t s3q[3] = {1, 3, 8}, s3k[3] = {1, 3, 4}, s4[4] = {1, 2, 3, 2}, sm[2] = {3, 3};
-        float y3[24], y4[12], yms[24];
+        float y3[24], y4[12], yms[24], ymha[24];
         int64_t sraw[2] = {1, 3};
         pl_io in[8];
         const char *names[6] = {"q3", "k3", "v3", "q4", "k4", "v4"};
@@ -746,14 +760,19 @@ static void case_attention(void)
                                                 .shape = sm, .struct_size = sizeof(pl_tensor)}};
         in[7] = (pl_io){.name = "raw", .tensor = {.data = raw, .ndim = 2, .dtype = PL_DTYPE_I32,
                                                   .shape = sraw, .struct_size = sizeof(pl_tensor)}};
-        pl_io out[3] = {
+        pl_io out[4] = {
             {.name = "y3", .tensor = {.data = y3, .ndim = 3, .dtype = PL_DTYPE_F32,
                                       .shape = s3q, .struct_size = sizeof(pl_tensor)}},
             {.name = "y4", .tensor = {.data = y4, .ndim = 4, .dtype = PL_DTYPE_F32,
                                       .shape = s4, .struct_size = sizeof(pl_tensor)}},
             {.name = "yms", .tensor = {.data = yms, .ndim = 3, .dtype = PL_DTYPE_F32,
-                                       .shape = s3q, .struct_size = sizeof(pl_tensor)}}};
-        TH_CHECK_OK(pl_session_run(s, in, 8, out, 3));
+                                       .shape = s3q, .struct_size = sizeof(pl_tensor)}},
+            {.name = "ymha", .tensor = {.data = ymha, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                        .shape = s3q, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(s, in, 8, out, 4));
+        for (int i = 0; i < 24; i++)
+            TH_CHECK(fabsf(ymha[i] - wantmha[i]) <= 1e-5f,
+                     "order = %s: ymha[%d] = %.7g, want %.7g", orders[o], i, ymha[i], wantmha[i]);
         for (int i = 0; i < 24; i++)
             TH_CHECK(fabsf(yms[i] - wantms[i]) <= 1e-5f, "order = %s: yms[%d] = %.7g, want %.7g",
                      orders[o], i, yms[i], wantms[i]);

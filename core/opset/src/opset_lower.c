@@ -1057,54 +1057,19 @@ static pl_status *lw_slice_last(lw *w, const char *a, int64_t from, int64_t to, 
     return lw_node(w, "Slice", (const char *[]){a, st, en, ax}, 4, out, NULL);
 }
 
-/* com.microsoft Attention (ONNX Runtime's fused BERT self-attention):
- * input [B, S, in] times packed weights [in, q + k + v] plus bias, split,
- * heads of num_heads, scaled (scale, else 1/sqrt(head size)) dot products,
- * an additive mask_filter_value (-10000) where mask_index masks a key (a raw
- * [B, S] mask of 1 = attend, or [B] key counts) and after the diagonal when
- * unidirectional, softmax, times V, heads merged. Past state, attention
- * bias, rotary embedding and other mask_index forms are refused. */
-static pl_status *lw_ms_attention(lw *w)
+/* The masks and heads of ONNX Runtime's Attention and MultiHeadAttention
+ * on Q [B, S, q], K [B, L, q] and V [B, L, v] (3-D, heads of HEADS): scaled
+ * (SCALE, else 1/sqrt(head size)) dot products, an additive
+ * mask_filter_value (-10000) where MASK masks a key (a raw [B, L] mask of 1
+ * = attend, or [B] key counts; "" for none), ATTN_BIAS added when not "",
+ * the diagonal's future masked when unidirectional, softmax, times V, heads
+ * merged into the node's output. BATCH is B when known (the added nodes'
+ * types are not inferred yet: the caller reads it off the node's input). */
+static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, const char *v,
+                                       int64_t heads, int64_t qsize, int64_t batch,
+                                       const char *mask, const char *attn_bias)
 {
-    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
-    for (size_t i = 4; i < nd->n_inputs; i++)
-        if (nd->inputs[i] != PL_TID_NONE)
-            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
-                            i == 4 ? "past" : i == 5 ? "attention_bias" : "past_sequence_length");
-    if (nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "output 1 (present) is not supported");
-    if (lw_attr_i(w, "do_rotary", 0) != 0)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "do_rotary is not supported");
-    if (w->version < 13)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "a graph of ai.onnx opset %lld (13 or later "
-                                                "needed)",
-                        (long long)w->version);
-    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
-    const char *mask = lw_input(w, 3);
-    int64_t heads = lw_attr_i(w, "num_heads", 0);
-    const pl_graph_tensor *xt = lw_tensor(w, x), *wtt = lw_tensor(w, wt);
-    if (heads <= 0)
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'num_heads'");
-    if (xt == NULL || wtt == NULL || !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32) || xt->ndim != 3 ||
-        wtt->ndim != 2 || wtt->dims[1] < 0)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "float32 input [B, S, hidden] and weights of "
-                                                "known width are required");
-    w->dtype = xt->dtype;
-    int64_t sizes[3];
-    const pl_attr *qs = lw_attr(w, "qkv_hidden_sizes");
-    if (qs != NULL && qs->kind == PL_ATTR_INTS && qs->n == 3) {
-        memcpy(sizes, qs->ints, sizeof sizes);
-    } else {
-        if (wtt->dims[1] % 3 != 0)
-            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "weights width %lld is not 3 equal parts",
-                            (long long)wtt->dims[1]);
-        sizes[0] = sizes[1] = sizes[2] = wtt->dims[1] / 3;
-    }
-    if (sizes[0] != sizes[1] || sizes[0] % heads != 0 || sizes[2] % heads != 0)
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "qkv_hidden_sizes do not split into %lld "
-                                                     "heads",
-                        (long long)heads);
-    int64_t mask_rank = -1, mask_dim0 = -1, batch = xt->dims[0];
+    int64_t mask_rank = -1, mask_dim0 = -1;
     pl_dtype mask_dt = PL_DTYPE_F32;
     if (mask[0] != '\0') {
         const pl_graph_tensor *mt = lw_tensor(w, mask);
@@ -1112,22 +1077,15 @@ static pl_status *lw_ms_attention(lw *w)
         mask_dim0 = mt->ndim > 0 ? mt->dims[0] : -1;
         mask_dt = mt->dtype;
         if (!(mask_rank == 2 || (mask_rank == 1 && batch >= 0 && mask_dim0 == batch)))
-            return lw_error(w, PL_CODE_UNSUPPORTED, "mask_index of rank %lld: only a raw [B, S] "
+            return lw_error(w, PL_CODE_UNSUPPORTED, "a mask of rank %lld: only a raw [B, L] "
                                                     "mask or [B] key counts are supported",
                             (long long)mask_rank);
     }
     double filter = lw_attr_f(w, "mask_filter_value", -10000.0);
     double scale = lw_attr_f(w, "scale", 0.0);
     if (scale == 0.0)
-        scale = 1.0 / sqrt((double)(sizes[0] / heads));
-    const char *qkv, *q, *k, *v, *hs, *t, *q4, *kT, *v4, *sc, *scores;
-    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, wt, &qkv));
-    if (b[0] != '\0')
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", qkv, b, &qkv));
-    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, 0, sizes[0], &q));
-    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0], sizes[0] + sizes[1], &k));
-    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2],
-                                     &v));
+        scale = 1.0 / sqrt((double)(qsize / heads));
+    const char *hs, *t, *q4, *kT, *v4, *sc, *scores;
     PL_RETURN_IF_ERROR(lw_i64s(w, "heads", (const int64_t[]){0, 0, heads, -1}, 4, &hs));
     static const int64_t swap12[4] = {0, 2, 1, 3};
     PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", q, hs, &t));
@@ -1139,6 +1097,8 @@ static pl_status *lw_ms_attention(lw *w)
     PL_RETURN_IF_ERROR(lw_scalar(w, "scale", scale, &sc));
     PL_RETURN_IF_ERROR(lw_binary(w, "Mul", q4, sc, &t));
     PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", t, kT, &scores));
+    if (attn_bias[0] != '\0')
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, attn_bias, &scores));
     const char *zero, *fv;
     PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
     PL_RETURN_IF_ERROR(lw_scalar(w, "mask_filter", filter, &fv));
@@ -1196,6 +1156,106 @@ static pl_status *lw_ms_attention(lw *w)
     PL_RETURN_IF_ERROR(lw_perm(w, y4, swap12, 4, &t));
     PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
     return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
+}
+
+/* com.microsoft Attention (ONNX Runtime's fused BERT self-attention):
+ * input [B, S, in] times packed weights [in, q + k + v] plus bias, split,
+ * then lw_ms_attention_core. Past state, attention bias, rotary embedding
+ * and other mask_index forms are refused. */
+static pl_status *lw_ms_attention(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    for (size_t i = 4; i < nd->n_inputs; i++)
+        if (nd->inputs[i] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
+                            i == 4 ? "past" : i == 5 ? "attention_bias" : "past_sequence_length");
+    if (nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "output 1 (present) is not supported");
+    if (lw_attr_i(w, "do_rotary", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "do_rotary is not supported");
+    if (w->version < 13)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a graph of ai.onnx opset %lld (13 or later "
+                                                "needed)",
+                        (long long)w->version);
+    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
+    const char *mask = lw_input(w, 3);
+    int64_t heads = lw_attr_i(w, "num_heads", 0);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *wtt = lw_tensor(w, wt);
+    if (heads <= 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'num_heads'");
+    if (xt == NULL || wtt == NULL || !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32) || xt->ndim != 3 ||
+        wtt->ndim != 2 || wtt->dims[1] < 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "float32 input [B, S, hidden] and weights of "
+                                                "known width are required");
+    w->dtype = xt->dtype;
+    int64_t sizes[3], batch = xt->dims[0];
+    const pl_attr *qs = lw_attr(w, "qkv_hidden_sizes");
+    if (qs != NULL && qs->kind == PL_ATTR_INTS && qs->n == 3) {
+        memcpy(sizes, qs->ints, sizeof sizes);
+    } else {
+        if (wtt->dims[1] % 3 != 0)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "weights width %lld is not 3 equal parts",
+                            (long long)wtt->dims[1]);
+        sizes[0] = sizes[1] = sizes[2] = wtt->dims[1] / 3;
+    }
+    if (sizes[0] != sizes[1] || sizes[0] % heads != 0 || sizes[2] % heads != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "qkv_hidden_sizes do not split into %lld "
+                                                     "heads",
+                        (long long)heads);
+    const char *qkv, *q, *k, *v;
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, wt, &qkv));
+    if (b[0] != '\0')
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", qkv, b, &qkv));
+    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, 0, sizes[0], &q));
+    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0], sizes[0] + sizes[1], &k));
+    PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2],
+                                     &v));
+    return lw_ms_attention_core(w, q, k, v, heads, sizes[0], batch, mask, "");
+}
+
+/* com.microsoft MultiHeadAttention (ONNX Runtime's unfused-weights
+ * attention: Whisper, T5, Stable Diffusion): 3-D query [B, S, q], key
+ * [B, L, q] and value [B, L, v], an optional packed bias [q + q + v], a
+ * key_padding_mask and an attention_bias, then lw_ms_attention_core. Packed
+ * or 4-D inputs, past state and the optional outputs are refused. */
+static pl_status *lw_ms_mha(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    for (size_t i = 6; i < nd->n_inputs; i++)
+        if (nd->inputs[i] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (past state) is not supported", i);
+    for (size_t o = 1; o < nd->n_outputs; o++)
+        if (nd->outputs[o] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "output %zu is not supported", o);
+    if (w->version < 13)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a graph of ai.onnx opset %lld (13 or later "
+                                                "needed)",
+                        (long long)w->version);
+    const char *q = lw_input(w, 0), *k = lw_input(w, 1), *v = lw_input(w, 2);
+    const char *b = lw_input(w, 3), *mask = lw_input(w, 4), *ab = lw_input(w, 5);
+    int64_t heads = lw_attr_i(w, "num_heads", 0);
+    const pl_graph_tensor *qt = lw_tensor(w, q), *kt = lw_tensor(w, k), *vt = lw_tensor(w, v);
+    if (heads <= 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'num_heads'");
+    if (qt == NULL || kt == NULL || vt == NULL || qt->ndim != 3 || kt->ndim != 3 ||
+        vt->ndim != 3 || !PL_DTYPE_EQ(qt->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "float32 3-D query, key and value are required "
+                                                "(packed and 4-D forms are not supported)");
+    int64_t qsize = qt->dims[2], vsize = vt->dims[2], batch = qt->dims[0];
+    if (qsize < 0 || vsize < 0 || qsize % heads != 0 || vsize % heads != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "hidden sizes must be known multiples of "
+                                                     "num_heads");
+    w->dtype = qt->dtype;
+    if (b[0] != '\0') {
+        const char *bq, *bk, *bv;
+        PL_RETURN_IF_ERROR(lw_slice_last(w, b, 0, qsize, &bq));
+        PL_RETURN_IF_ERROR(lw_slice_last(w, b, qsize, 2 * qsize, &bk));
+        PL_RETURN_IF_ERROR(lw_slice_last(w, b, 2 * qsize, 2 * qsize + vsize, &bv));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", q, bq, &q));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", k, bk, &k));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", v, bv, &v));
+    }
+    return lw_ms_attention_core(w, q, k, v, heads, qsize, batch, mask, ab);
 }
 
 /* Layer normalisation of S over the last axis with GAMMA and BETA ending at
@@ -1520,6 +1580,7 @@ static const struct {
     {"com.microsoft", "SkipSimplifiedLayerNormalization", 0, lw_ms_skip_rms},
     {"com.microsoft", "SimplifiedLayerNormalization", 0, lw_ms_simplified_ln},
     {"com.microsoft", "Attention", 0, lw_ms_attention},
+    {"com.microsoft", "MultiHeadAttention", 0, lw_ms_mha},
     {"com.microsoft", "EmbedLayerNormalization", 0, lw_ms_embed_ln},
     {"com.microsoft", "FusedConv", 0, lw_ms_fused_conv},
     {"com.microsoft", "FusedGemm", 0, lw_ms_fused_gemm},
