@@ -103,6 +103,27 @@ MB2_PRELU(int64_t, i64)
 MB2_PRELU(int32_t, i32)
 MB2_BIN(mb2_fmod_f32, float, float, fmodf(x, y))
 MB2_BIN(mb2_fmod_f64, double, double, fmod(x, y))
+
+/* Mod 28's fmod = 0 on floats, x - floor(x / y) * y with the sign of y:
+ * fmod's remainder moved by y when their signs differ, and a zero given
+ * y's sign. fmod already gives NaN for an infinite x or a zero y, and x for
+ * an infinite y (then x + y = y when the signs differ), as ONNX wants. */
+static inline float mb2_floor_mod_f(float x, float y)
+{
+    float r = fmodf(x, y);
+    if (r == 0)
+        return copysignf(0.0f, y);
+    return (r < 0) != (y < 0) ? r + y : r;
+}
+static inline double mb2_floor_mod_d(double x, double y)
+{
+    double r = fmod(x, y);
+    if (r == 0)
+        return copysign(0.0, y);
+    return (r < 0) != (y < 0) ? r + y : r;
+}
+MB2_BIN(mb2_mod_f32, float, float, mb2_floor_mod_f(x, y))
+MB2_BIN(mb2_mod_f64, double, double, mb2_floor_mod_d(x, y))
 MB2_INT_MOD(int64_t, i64)
 MB2_INT_MOD(int32_t, i32)
 MB2_INT_MOD(int8_t, i8)
@@ -166,8 +187,8 @@ static mb2_inner_fn mb2_pick(mb2_op op, wide_type t, bool fmod, bool left)
     static const mb2_inner_fn max[WT_OTHER] = MB2_BY_TYPE(mb2_max);
     static const mb2_inner_fn fmods[WT_OTHER] = MB2_BY_TYPE(mb2_fmod);
     static const mb2_inner_fn mods[WT_OTHER] = {
-        [WT_I64] = mb2_mod_i64, [WT_I32] = mb2_mod_i32, [WT_I8] = mb2_mod_i8,
-        [WT_U8] = mb2_mod_u8};
+        [WT_F32] = mb2_mod_f32, [WT_F64] = mb2_mod_f64, [WT_I64] = mb2_mod_i64,
+        [WT_I32] = mb2_mod_i32, [WT_I8] = mb2_mod_i8, [WT_U8] = mb2_mod_u8};
 #define MB2_BY_INT(PREFIX)                                                               \
     {[WT_I64] = PREFIX##_i64, [WT_I32] = PREFIX##_i32, [WT_I8] = PREFIX##_i8,             \
      [WT_U8] = PREFIX##_u8}
@@ -274,9 +295,11 @@ static pl_status *mb2_attrs(const pl_node_desc *node, mb2_op op, wide_type t, bo
         pl_status *st = cpu_attr_int(node, "fmod", 0, &v);
         if (st != NULL)
             return st;
-        if (v == 0 && wide_is_float(t))
+        /* floats with fmod = 0 are defined from opset 28 (floor modulo) */
+        if (v == 0 && wide_is_float(t) &&
+            !(PL_ABI_HAS_FIELD(pl_node_desc, node, opset_version) && node->opset_version >= 28))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
-                             "fmod must be 1 for floating-point inputs");
+                             "fmod must be 1 for floating-point inputs before opset 28");
         *fmod = v != 0;
     } else if (op == MB2_BITSHIFT) {
         const pl_graph_api *g = cpu_host->graph;

@@ -1450,6 +1450,43 @@ static void case_bitwise(void)
     }
 }
 
+/* Mod with fmod = 0 on floats, defined from opset 28 as floor modulo (the
+ * sign of the divisor) with ONNX's special cases; refused before 28. */
+static void case_mod_floor(void)
+{
+    enum { N = 9 };
+    const double xv[N] = {5.5, -5.5, 5.5, -5.5, 0.0, -0.0, INFINITY, 3, 3};
+    const double yv[N] = {2, 2, -2, -2, 3, -3, 2, INFINITY, -INFINITY};
+    const double want[N] = {1.5, 0.5, -0.5, -1.5, 0.0, -0.0, NAN, 3, -INFINITY};
+    ch_spec sp = {.op = "Mod", .opset = 28, .n_in = 2, .in = {T(1, N), T(1, N)},
+                  .attrs = {AI("fmod", 0)}, .n_attrs = 1};
+    ch_node n;
+    ch_node_build(&sp, &n);
+    pl_kernel *k = ch_kernel(&n.desc);
+    ch_buf a, b, y;
+    ch_buf_make(&a, N * 4, 8);
+    ch_buf_make(&b, N * 4, 8);
+    ch_buf_make(&y, N * 4, 8);
+    for (int i = 0; i < N; i++) {
+        ch_store(a.data, PL_DTYPE_F32, (size_t)i, xv[i]);
+        ch_store(b.data, PL_DTYPE_F32, (size_t)i, yv[i]);
+    }
+    pl_tensor ins[2] = {ch_host_tensor(&n.in[0], &a), ch_host_tensor(&n.in[1], &b)};
+    pl_tensor ty = ch_host_tensor(&n.out[0], &y);
+    pl_output_request req = PL_REQ_WRITE;
+    CHECK_OK(ch_run(k, 2, ins, 1, &ty, &req));
+    for (int i = 0; i < N; i++) {
+        double got = ch_load(y.data, PL_DTYPE_F32, (size_t)i);
+        bool same = isnan(want[i]) ? isnan(got) : got == want[i] && signbit(got) == signbit(want[i]);
+        CHECK(same, "Mod(%g, %g) with fmod 0 = %g, want %g", xv[i], yv[i], got, want[i]);
+    }
+    free(a.base);
+    free(b.base);
+    free(y.base);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&n);
+}
+
 /* f32 Exp, Sigmoid, Tanh and Log run eight lanes at a time where the CPU
  * has AVX2 (math_unary.c) and the last N % 8 elements on the scalar loop.
  * For each edge value (NaN, infinities, overflowing and underflowing
@@ -1532,6 +1569,7 @@ static const struct {
     {"log_sweep", case_log_sweep},
     {"erf_sweep", case_erf_sweep},
     {"bitwise", case_bitwise},
+    {"mod_floor", case_mod_floor},
 };
 
 int main(int argc, char **argv)

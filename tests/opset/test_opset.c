@@ -1775,12 +1775,38 @@ static void case_newer_opsets(void)
     oh_attr_i(g, n, "saturate", 0);
     oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "saturate", NULL);
 
-    g = oh_new_graph("Mod at 28 (changed for floats)", 28);
+    g = oh_new_graph("DFT at 20 (axis became an input)", 20);
+    oh_input(g, "x", F32, D(1, 8, 1));
+    oh_node(g, "n", "DFT", "x", "y");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "ai.onnx changed this op in version 20 (opset 20)",
+                    "Plinth implements version 17", NULL);
+
+    g = oh_new_graph("Mod at 28 (its own schema)", 28);
     oh_input(g, "a", I32, D(4));
     oh_input(g, "b", I32, D(4));
     oh_node(g, "n", "Mod", "a,b", "y");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "ai.onnx changed this op in version 28 (opset 28)",
-                    "Plinth implements version 10", NULL);
+    oh_expect(g, "y", I32, D(4));
+
+    g = oh_new_graph("Range at 27 on f16 (stash_type)", 27);
+    oh_input(g, "s", F16, D());
+    oh_input(g, "l", F16, D());
+    oh_input(g, "d", F16, D());
+    oh_node(g, "n", "Range", "s,l,d", "y");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "Range on f16 (stash_type) is not supported", NULL);
+
+    g = oh_new_graph("SpaceToDepth at 28, mode CRD", 28);
+    oh_input(g, "x", F32, D(1, 1, 4, 4));
+    pl_nid s2d = oh_node(g, "n", "SpaceToDepth", "x", "y");
+    oh_attr_i(g, s2d, "blocksize", 2);
+    oh_attr_s(g, s2d, "mode", "CRD");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "mode 'CRD' is not supported", NULL);
+
+    g = oh_new_graph("SpaceToDepth at 28, mode DCR", 28);
+    oh_input(g, "x", F32, D(1, 1, 4, 4));
+    s2d = oh_node(g, "n", "SpaceToDepth", "x", "y");
+    oh_attr_i(g, s2d, "blocksize", 2);
+    oh_attr_s(g, s2d, "mode", "DCR");
+    oh_expect(g, "y", F32, D(1, 4, 2, 2));
 
     g = oh_new_graph("opset 29", 29);
     oh_input(g, "x", F32, D(2));

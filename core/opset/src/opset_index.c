@@ -700,6 +700,9 @@ const pl_op_schema pl_opset_index_schemas[] = {
     IX_BLOCKS("DepthToSpace", 13, ix_d2s11_attrs, ix_infer_depth_to_space),
     IX_BLOCKS("SpaceToDepth", 1, ix_d2s1_attrs, ix_infer_space_to_depth),
     IX_BLOCKS("SpaceToDepth", 13, ix_d2s1_attrs, ix_infer_space_to_depth),
+    /* 28 added mode; opset_lower.c refuses CRD and removes DCR, the order
+     * of the versions before */
+    IX_BLOCKS("SpaceToDepth", 28, ix_d2s11_attrs, ix_infer_space_to_depth),
     IX_SCHEMA("EyeLike", 9, 1, 1, 1, ix_eyelike_attrs, ix_infer_eyelike,
               .types = {{"T1", PL_TS_NUM | PL_TS_BOOL}, {"T2", PL_TS_NUM | PL_TS_BOOL}},
               .input_types = {"T1"}, .output_types = {"T2"}),

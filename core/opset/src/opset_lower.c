@@ -35,7 +35,8 @@
  *   bicubic; N-D refused); QuantizeLinear's and DequantizeLinear's
  *   saturate (float8 only), block_size (blocked quantisation, refused),
  *   output_dtype (other than the type the inputs give, refused) and
- *   precision.
+ *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
+ *   mode (CRD refused).
  *
  * opset_history.c lists the versions that need this; opset_*.c hold the
  * schemas of the rewritten versions. */
@@ -1620,6 +1621,23 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
         fn = lw_quantize;
     if (version >= 19 && strcmp(w.op, "DequantizeLinear") == 0)
         fn = lw_dequantize;
+    if (version >= 27 && strcmp(w.op, "Range") == 0) {
+        const pl_graph_tensor *t = lw_tensor(&w, lw_input(&w, 0));
+        if (t != NULL && t->dtype.bits == 16)
+            return lw_error(&w, PL_CODE_UNSUPPORTED, "Range on %s (stash_type) is not supported",
+                            pl_dtype_name(t->dtype));
+        pl_graph_node_remove_attr(g, id, "stash_type");
+        *changed = true;
+        return NULL;
+    }
+    if (version >= 28 && strcmp(w.op, "SpaceToDepth") == 0) {
+        if (strcmp(lw_attr_s(&w, "mode", "DCR"), "DCR") != 0)
+            return lw_error(&w, PL_CODE_UNSUPPORTED, "mode '%s' is not supported",
+                            lw_attr_s(&w, "mode", ""));
+        pl_graph_node_remove_attr(g, id, "mode");
+        *changed = true;
+        return NULL;
+    }
     if (version >= 19 && strcmp(w.op, "Pad") == 0 &&
         strcmp(lw_attr_s(&w, "mode", "constant"), "wrap") == 0)
         return lw_error(&w, PL_CODE_UNSUPPORTED, "mode 'wrap' is not supported");

@@ -72,7 +72,9 @@ static pl_status *mo_infer_same_shape(pl_infer_ctx *ctx)
 static pl_status *mo_infer_mod(pl_infer_ctx *ctx)
 {
     pl_dtype dt = pl_infer_input_dtype(ctx, 0);
-    if ((pl_dtype_set_of(dt) & PL_TS_FLOAT) && pl_infer_attr_int(ctx, "fmod") != 1)
+    /* before 28, fmod = 0 (floor) was defined for integers only */
+    if ((pl_dtype_set_of(dt) & PL_TS_FLOAT) && pl_infer_attr_int(ctx, "fmod") != 1 &&
+        pl_infer_opset_version(ctx) < 28)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "fmod must be 1 for floating-point inputs (it is %lld)",
                               (long long)pl_infer_attr_int(ctx, "fmod"));
@@ -395,6 +397,8 @@ const pl_op_schema pl_opset_math_schemas[] = {
     MO_TO_BOOL("GreaterOrEqual", 12, MO_NUM),
     MO_TO_BOOL("LessOrEqual", 12, MO_NUM),
     MO_BINARY("Mod", 10, MO_NUM, mo_mod_attrs, PL_COUNT(mo_mod_attrs), mo_infer_mod),
+    /* 28 defined fmod = 0 (floor, the sign of the divisor) for floats */
+    MO_BINARY("Mod", 28, MO_NUM, mo_mod_attrs, PL_COUNT(mo_mod_attrs), mo_infer_mod),
     /* Bitwise ops of opset 18, on the integer types Plinth has */
     MO_BINARY("BitwiseAnd", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),
     MO_BINARY("BitwiseOr", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),

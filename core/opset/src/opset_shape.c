@@ -1153,6 +1153,9 @@ static const pl_attr_spec sh_pad2_attrs[] = {
     PL_ATTR_S("mode", "constant"), PL_ATTR_REQ("pads", PL_ATTR_INTS),
     PL_ATTR_F("value", 0.0)};
 static const pl_attr_spec sh_pad11_attrs[] = {PL_ATTR_S("mode", "constant")};
+/* Range 27's stash_type acts on float16 and bfloat16, which opset_lower.c
+ * refuses there. */
+static const pl_attr_spec sh_range27_attrs[] = {PL_ATTR_I("stash_type", 1)};
 static const pl_attr_spec sh_resize10_attrs[] = {PL_ATTR_S("mode", "nearest")};
 static const pl_attr_spec sh_resize11_attrs[] = {
     PL_ATTR_S("coordinate_transformation_mode", "half_pixel"),
@@ -1239,6 +1242,9 @@ const pl_op_schema pl_opset_shape_schemas[] = {
     SH_PLAIN("Range", 11, 3, 3, 1, 1, sh_infer_range,
              .types = {{"T", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64}},
              .input_types = {"T", "T", "T"}, .output_types = {"T"}),
+    SH_SCHEMA("Range", 27, 3, 3, 1, 1, sh_range27_attrs, sh_infer_range,
+              .types = {{"T", PL_TS_F32 | PL_TS_F64 | PL_TS_I32 | PL_TS_I64}},
+              .input_types = {"T", "T", "T"}, .output_types = {"T"}),
     SH_PLAIN("Tile", 7, 2, 2, 1, 1, sh_infer_tile,
              .types = {{"T", PL_TS_ALL}, {"T1", PL_TS_I64}},
              .input_types = {"T", "T1"}, .output_types = {"T"}),
