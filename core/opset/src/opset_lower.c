@@ -562,6 +562,34 @@ static pl_status *lw_dim(lw *w, const char *a, int64_t i, const char **out)
     return lw_binary(w, "Gather", sh, idx, out);
 }
 
+/* 0, 1, ..., (dim AXIS of A) - 1, as int64. */
+static pl_status *lw_range_of_dim(lw *w, const char *a, int64_t axis, const char **out)
+{
+    const char *len, *zero_i, *one_i;
+    PL_RETURN_IF_ERROR(lw_dim(w, a, axis, &len));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
+    return lw_node(w, "Range", (const char *[]){zero_i, len, one_i}, 3, out, NULL);
+}
+
+static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
+                               const char **out);
+
+/* The causal bias [queries, keys]: ZERO where key j <= query i (no cached
+ * keys: past_sequence_length 0), MASKED after. The queries are dim QAXIS of
+ * Q, the keys dim KAXIS of K. */
+static pl_status *lw_causal_bias(lw *w, const char *q, int64_t qaxis, const char *k,
+                                 int64_t kaxis, const char *zero, const char *masked,
+                                 const char **out)
+{
+    const char *rows, *cols, *rows2, *ok;
+    PL_RETURN_IF_ERROR(lw_range_of_dim(w, q, qaxis, &rows));
+    PL_RETURN_IF_ERROR(lw_range_of_dim(w, k, kaxis, &cols));
+    PL_RETURN_IF_ERROR(lw_unsqueeze(w, rows, (const int64_t[]){1}, 1, &rows2));
+    PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, rows2, &ok));
+    return lw_node(w, "Where", (const char *[]){ok, zero, masked}, 3, out, NULL);
+}
+
 static pl_status *lw_attention(lw *w)
 {
     const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
@@ -700,23 +728,8 @@ static pl_status *lw_attention(lw *w)
         masked = true;
     }
     if (lw_attr_i(w, "is_causal", 0) != 0) {
-        /* key j is seen by query i when j <= i + past_sequence_length (the
-         * keys cached in past_key: none here) */
-        const char *lq, *lk, *zero_i, *one_i, *rows, *cols, *lim, *ax1, *lim2, *ok, *bias;
-        PL_RETURN_IF_ERROR(lw_dim(w, q4, 2, &lq));
-        PL_RETURN_IF_ERROR(lw_dim(w, k4, 2, &lk));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
-        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lq, one_i}, 3, &rows,
-                                   NULL));
-        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
-                                   NULL));
-        lim = rows; /* + the cached keys' count, 0 without past_key */
-        PL_RETURN_IF_ERROR(lw_i64s(w, "row_axis", (const int64_t[]){1}, 1, &ax1));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Unsqueeze", lim, ax1, &lim2));
-        PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, lim2, &ok));
-        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){ok, zero, neg_inf}, 3, &bias,
-                                   NULL));
+        const char *bias;
+        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, k4, 2, zero, neg_inf, &bias));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
         masked = true;
     }
@@ -738,9 +751,6 @@ static pl_status *lw_attention(lw *w)
     PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
     return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
 }
-
-static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
-                               const char **out);
 
 /* Slice of A's last axis [FROM, TO) by STEP. */
 static pl_status *lw_slice_step(lw *w, const char *a, int64_t from, int64_t to, int64_t step,
@@ -1118,12 +1128,8 @@ static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, cons
             mz = s0;
             PL_RETURN_IF_ERROR(lw_binary(w, "Greater", mask, mz, &keep));
         } else { /* key counts: key j is seen when j < count[b] */
-            const char *lk, *zero_i, *one_i, *cols, *cnt, *cnt2;
-            PL_RETURN_IF_ERROR(lw_dim(w, kT, 3, &lk));
-            PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
-            PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
-            PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
-                                       NULL));
+            const char *cols, *cnt, *cnt2;
+            PL_RETURN_IF_ERROR(lw_range_of_dim(w, kT, 3, &cols));
             pl_nid cid;
             PL_RETURN_IF_ERROR(lw_node(w, "Cast", (const char *[]){mask}, 1, &cnt, &cid));
             PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, cid, "to", 7));
@@ -1135,18 +1141,8 @@ static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, cons
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, b4, &scores));
     }
     if (lw_attr_i(w, "unidirectional", 0) != 0) {
-        const char *lq, *lk, *zero_i, *one_i, *rows, *cols, *rows2, *ok, *bias;
-        PL_RETURN_IF_ERROR(lw_dim(w, q4, 2, &lq));
-        PL_RETURN_IF_ERROR(lw_dim(w, kT, 3, &lk));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
-        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lq, one_i}, 3, &rows,
-                                   NULL));
-        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, lk, one_i}, 3, &cols,
-                                   NULL));
-        PL_RETURN_IF_ERROR(lw_unsqueeze(w, rows, (const int64_t[]){1}, 1, &rows2));
-        PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, rows2, &ok));
-        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){ok, zero, fv}, 3, &bias, NULL));
+        const char *bias;
+        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, kT, 3, zero, fv, &bias));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
     }
     const char *probs, *y4, *flat;
@@ -1481,14 +1477,8 @@ static pl_status *lw_ms_embed_ln(lw *w)
     w->dtype = wt->dtype;
     const char *we, *pe, *sum;
     PL_RETURN_IF_ERROR(lw_binary(w, "Gather", wemb, ids, &we));
-    if (pos[0] == '\0') {
-        const char *len, *zero_i, *one_i;
-        PL_RETURN_IF_ERROR(lw_dim(w, ids, 1, &len));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero_i", 0, &zero_i));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one_i", 1, &one_i));
-        PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero_i, len, one_i}, 3, &pos,
-                                   NULL));
-    }
+    if (pos[0] == '\0')
+        PL_RETURN_IF_ERROR(lw_range_of_dim(w, ids, 1, &pos));
     PL_RETURN_IF_ERROR(lw_binary(w, "Gather", pemb, pos, &pe));
     if (seg[0] != '\0' && semb[0] != '\0') {
         const char *se;
