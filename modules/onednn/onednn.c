@@ -93,6 +93,7 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->max_cpu_isa = "default";
     ctx->bf16 = 0;
     ctx->winograd = 1;
+    ctx->direct = 1;
     ctx->one_thread_us = ONEDNN_ONE_THREAD_US;
     ctx->engine = NULL;
     pthread_mutex_init(&ctx->engine_lock, NULL);
@@ -165,10 +166,11 @@ static pl_status *onednn_apply_max_isa(const char *name, dnnl_cpu_isa_t isa)
         name, dnnl_status2str(st), onednn_effective_isa(buf, sizeof buf));
 }
 
-/* Accepts `max_cpu_isa`, `precision` (f32 | bf16), `winograd` (auto | no)
- * and `one_thread_us` (0 to 10000); reports oneDNN's version, the ISA it
- * dispatches to, the precision, the Winograd choice, the one-thread limit
- * and the thread budget. */
+/* Accepts `max_cpu_isa`, `precision` (f32 | bf16), `winograd` (auto | no),
+ * `direct_conv` (auto | no) and `one_thread_us` (0 to 10000); reports
+ * oneDNN's version, the ISA it dispatches to, the precision, the Winograd
+ * and direct-convolution choices, the one-thread limit and the thread
+ * budget. */
 static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
                                  pl_kv_sink out, void *out_ctx)
 {
@@ -176,7 +178,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
         return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                         "onednn: configure with %zu keys but no array", n_in);
     const struct onednn_isa_name *cap = NULL;
-    int bf16 = ctx->bf16_asked, winograd = ctx->winograd;
+    int bf16 = ctx->bf16_asked, winograd = ctx->winograd, direct = ctx->direct;
     double one_thread_us = ctx->one_thread_us;
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
@@ -190,13 +192,16 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             bf16 = strcmp(value, "bf16") == 0;
             continue;
         }
-        if (strcmp(key, "winograd") == 0) {
+        if (strcmp(key, "winograd") == 0 || strcmp(key, "direct_conv") == 0) {
             if (strcmp(value, "auto") != 0 && strcmp(value, "no") != 0)
                 return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
-                                                  "onednn: bad value '%s' for key 'winograd' "
+                                                  "onednn: bad value '%s' for key '%s' "
                                                   "(expected one of: auto, no)",
-                                                  value);
-            winograd = strcmp(value, "auto") == 0;
+                                                  value, key);
+            if (strcmp(key, "winograd") == 0)
+                winograd = strcmp(value, "auto") == 0;
+            else
+                direct = strcmp(value, "auto") == 0;
             continue;
         }
         if (strcmp(key, "one_thread_us") == 0) {
@@ -214,7 +219,8 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
         if (strcmp(key, "max_cpu_isa") != 0)
             return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                             "onednn: unknown key '%s' (accepted: max_cpu_isa, "
-                                            "precision, winograd, one_thread_us)",
+                                            "precision, winograd, direct_conv, "
+                                            "one_thread_us)",
                                             key);
         cap = NULL;
         for (size_t j = 0; j < ONEDNN_ISA_COUNT; j++)
@@ -246,6 +252,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     ctx->bf16_asked = bf16;
     ctx->bf16 = bf16 && bf16_ok;
     ctx->winograd = winograd;
+    ctx->direct = direct;
     ctx->one_thread_us = one_thread_us;
     if (out == NULL)
         return NULL;
@@ -261,6 +268,8 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     out(out_ctx, "precision",
         ctx->bf16 ? "bf16" : ctx->bf16_asked ? "f32 (bf16 asked for; this CPU has none)" : "f32");
     out(out_ctx, "winograd", ctx->winograd ? "auto" : "no");
+    out(out_ctx, "direct_conv",
+        !ctx->direct ? "no" : odnn_direct_usable() ? "auto" : "auto (not used: AVX-512 or no AVX2)");
     char one[32];
     snprintf(one, sizeof one, "%g", ctx->one_thread_us);
     out(out_ctx, "one_thread_us", one);

@@ -37,6 +37,7 @@ struct pl_module_ctx {
     int bf16;                /* precision = bf16 is in effect */
     int bf16_asked;          /* precision = bf16 was asked for (the CPU may lack it) */
     int winograd;            /* winograd = auto (1) or no (0) */
+    int direct;              /* direct_conv = auto (1) or no (0): onednn_direct.c */
     double one_thread_us;    /* one_thread_us: nodes below this run on one thread */
     pthread_mutex_t engine_lock;
     dnnl_engine_t engine;    /* NULL until the first compile */
@@ -70,5 +71,37 @@ int onednn_has_avx512(void);
  * pl_module_api.estimate_cost. */
 int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                          const size_t *nodes, size_t n_nodes, pl_cost *out);
+
+/* The module's own direct convolution for AVX2 CPUs (onednn_direct.c): one
+ * f32 convolution of N images, IC -> OC channels (both multiples of 8),
+ * source and destination blocked by 8 channels (aBcd8b), with its bias and
+ * at most a clip (ReLU, ReLU6) or a leaky ReLU. The caller fills the shape
+ * and calls odnn_direct_setup, which allocates the zero-bordered source
+ * buffer and the offsets with the host's allocator (odnn_direct_free
+ * releases them). */
+enum { ODNN_ACT_NONE = 0, ODNN_ACT_CLIP, ODNN_ACT_LEAKY };
+
+struct odnn_direct {
+    int n, ic, oc, ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    int act;             /* ODNN_ACT_*: after the bias */
+    float lo, hi, alpha; /* clip bounds; leaky slope */
+    int hp, wp;  /* the padded source plane */
+    float *xpad; /* n * ic/8 planes of hp x wp x 8, border zero */
+    int *poff;   /* per output pixel, its window's corner in a plane of xpad */
+    int *delta;  /* per tap, its offset from the corner (inside poff's block) */
+};
+
+/* Whether the CPU has AVX2 and FMA and oneDNN runs below AVX-512. */
+int odnn_direct_usable(void);
+size_t odnn_direct_packed_floats(const struct odnn_direct *d);
+/* Packs OIHW weights into the kernel's [oc/16][tap][ic][16] followed by the
+ * bias (BIAS or zeros) padded to 16s: odnn_direct_packed_floats floats. */
+void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
+                      float *out);
+int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx);
+void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx);
+/* Runs on an OpenMP team of THREADS; SRC and DST as the compiled shape. */
+void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
+                     int threads);
 
 #endif /* PLINTH_ONEDNN_H */

@@ -2115,7 +2115,7 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
-    ODNN_S_RNN, ODNN_S_RESAMPLE
+    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT
 };
 
 struct odnn_step {
@@ -2133,6 +2133,7 @@ struct odnn_step {
     int ref[ODNN_MAX_ARGS];
     dnnl_exec_arg_t exec[ODNN_MAX_ARGS + 1];
     dnnl_memory_t scratch_mem;
+    struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
 };
 
 struct pl_compiled {
@@ -2159,10 +2160,12 @@ struct pl_compiled {
 /* The settings a plan depends on, recorded in blobs. */
 #define ODNN_OPT_WINOGRAD 1u
 #define ODNN_OPT_BF16 2u
+#define ODNN_OPT_DIRECT 4u
 
 static uint32_t odnn_options(const pl_module_ctx *ctx)
 {
-    return (ctx->winograd ? ODNN_OPT_WINOGRAD : 0u) | (ctx->bf16 ? ODNN_OPT_BF16 : 0u);
+    return (ctx->winograd ? ODNN_OPT_WINOGRAD : 0u) | (ctx->bf16 ? ODNN_OPT_BF16 : 0u) |
+           (ctx->direct ? ODNN_OPT_DIRECT : 0u);
 }
 
 /* The data type convolutions and matrix products with constant weights
@@ -2298,21 +2301,32 @@ static int odnn_value_of(struct odnn_build *b, int64_t t)
 
 /* Appends a step for the primitive of PD; its arguments follow with
  * odnn_arg. Returns the step index or -1 (status in *out_st). */
-static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primitive_desc_t pd,
-                         int64_t node, pl_status **out_st)
+/* A zeroed step of KIND for NODE at the end of the plan (not yet counted in
+ * n_steps), or NULL when out of memory. */
+static struct odnn_step *odnn_next_step(struct odnn_build *b, uint32_t kind, int64_t node)
 {
     pl_compiled *c = b->c;
     struct odnn_step *grown =
         odnn_grow(b->ctx, c->steps, c->n_steps, &c->cap_steps, sizeof *c->steps);
-    if (grown == NULL) {
-        *out_st = odnn_oom();
-        return -1;
-    }
+    if (grown == NULL)
+        return NULL;
     c->steps = grown;
     struct odnn_step *s = &c->steps[c->n_steps];
     memset(s, 0, sizeof *s);
     s->kind = kind;
     s->node = node;
+    return s;
+}
+
+static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primitive_desc_t pd,
+                         int64_t node, pl_status **out_st)
+{
+    pl_compiled *c = b->c;
+    struct odnn_step *s = odnn_next_step(b, kind, node);
+    if (s == NULL) {
+        *out_st = odnn_oom();
+        return -1;
+    }
     /* The primitive itself (its JIT code: most of a compile) is made later,
      * for every step at once, on the thread pool (odnn_make_primitives). */
     dnnl_status_t ds = dnnl_primitive_desc_clone(&s->pd, pd);
@@ -2332,6 +2346,22 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
         }
     }
     return c->n_steps++;
+}
+
+/* Appends a step that runs the module's own direct convolution D (owned by
+ * the step from here on, also when this fails). */
+static int odnn_add_direct(struct odnn_build *b, struct odnn_direct *d, int64_t node,
+                           pl_status **out_st)
+{
+    struct odnn_step *s = odnn_next_step(b, ODNN_S_DIRECT, node);
+    if (s == NULL) {
+        odnn_direct_free(d, b->ctx);
+        odnn_free(b->ctx, d);
+        *out_st = odnn_oom();
+        return -1;
+    }
+    s->direct = d;
+    return b->c->n_steps++;
 }
 
 static void odnn_arg(struct odnn_build *b, int step, int arg, int ref_kind, int ref)
@@ -3474,6 +3504,147 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
 
 static int odnn_bf16_readers(struct odnn_build *b, int64_t t);
 
+/* Whether the module's own direct convolution (onednn_direct.c) takes this
+ * Conv: f32, one group, 1-D or 2-D with a kernel wider than 1x1 and
+ * constant weights, channels in and out multiples of 8, on a CPU where
+ * oneDNN runs AVX2 (direct_conv = auto). */
+static int odnn_direct_fits(struct odnn_build *b, const struct odnn_tinfo *x,
+                            const struct odnn_tinfo *wt, const struct odnn_tinfo *y, int64_t group,
+                            dnnl_data_type_t cdt, const struct odnn_window *w)
+{
+    if (!b->ctx->direct || !odnn_direct_usable() || cdt != dnnl_f32 || group != 1 ||
+        wt->cdata == NULL || !wt->f32 || !x->f32 || (w->sr != 1 && w->sr != 2) ||
+        x->ndim != 2 + w->sr || y->ndim != 2 + w->sr || w->k[0] * w->k[1] < 2)
+        return 0;
+    int64_t ic = x->dims[1], oc = y->dims[1];
+    if (ic % 8 != 0 || oc % 8 != 0 || ic < 8 || oc < 8 || ic > (1 << 20) || oc > (1 << 20))
+        return 0;
+    /* int offsets in the kernel: keep every plane and image far below 2^31 */
+    int64_t pixels = 1, in_px = 1;
+    for (int d = 2; d < x->ndim; d++)
+        pixels *= y->dims[d], in_px *= x->dims[d] + w->pl[d - 2] + w->pr[d - 2] + 1;
+    return pixels > 0 && in_px * 8 < ((int64_t)1 << 28) && pixels * 8 < ((int64_t)1 << 28) &&
+           x->dims[0] * ic * in_px < ((int64_t)1 << 30);
+}
+
+/* Whether the post-ops PO are what the direct kernel applies itself (none,
+ * or one clip or leaky ReLU at scale 1), set into D. */
+static int odnn_direct_act(const_dnnl_post_ops_t po, struct odnn_direct *d)
+{
+    int len = dnnl_post_ops_len(po);
+    d->act = ODNN_ACT_NONE;
+    if (len == 0)
+        return 1;
+    float scale = 0, alpha = 0, beta = 0;
+    dnnl_alg_kind_t alg;
+    if (len != 1 || dnnl_post_ops_get_kind(po, 0) != dnnl_eltwise ||
+        dnnl_post_ops_get_params_eltwise(po, 0, &scale, &alg, &alpha, &beta) != dnnl_success ||
+        scale != 1.0f)
+        return 0;
+    if (alg == dnnl_eltwise_relu && alpha == 0.0f) {
+        d->act = ODNN_ACT_CLIP, d->lo = 0.0f, d->hi = INFINITY;
+    } else if (alg == dnnl_eltwise_relu) {
+        d->act = ODNN_ACT_LEAKY, d->alpha = alpha;
+    } else if (alg == dnnl_eltwise_clip || alg == dnnl_eltwise_clip_v2) {
+        d->act = ODNN_ACT_CLIP, d->lo = alpha, d->hi = beta;
+    } else if (alg == dnnl_eltwise_bounded_relu) {
+        d->act = ODNN_ACT_CLIP, d->lo = 0.0f, d->hi = alpha;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* Conv through the module's own kernel: the source in aBcd8b (a reorder
+ * where its writer chose another layout) and the packed weights. The
+ * kernel adds the bias and applies a lone clip or leaky ReLU itself,
+ * writing F's destination; any other fusion (a residual sum, other
+ * eltwise ops, a chain) goes into a temporary, then one binary step adds
+ * the bias with F's post-ops into F's destination. */
+static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                       int src, int64_t bias_t);
+
+static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                   const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+                                   const struct odnn_tinfo *y, const struct odnn_window *w,
+                                   int64_t bias_t)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_direct *d = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *d, 0);
+    if (d == NULL)
+        return odnn_oom();
+    memset(d, 0, sizeof *d);
+    int two = w->sr == 2;
+    d->n = (int)x->dims[0], d->ic = (int)x->dims[1], d->oc = (int)y->dims[1];
+    d->ih = two ? (int)x->dims[2] : 1, d->iw = (int)x->dims[two ? 3 : 2];
+    d->oh = two ? (int)y->dims[2] : 1, d->ow = (int)y->dims[two ? 3 : 2];
+    d->kh = two ? (int)w->k[0] : 1, d->kw = (int)w->k[two ? 1 : 0];
+    d->sh = two ? (int)w->s[0] : 1, d->sw = (int)w->s[two ? 1 : 0];
+    d->dh = two ? (int)w->d[0] : 1, d->dw = (int)w->d[two ? 1 : 0];
+    d->pt = two ? (int)w->pl[0] : 0, d->pl = (int)w->pl[two ? 1 : 0];
+    int own_epilogue = f->residual < 0 && odnn_direct_act(f->po, d);
+    if (!odnn_direct_setup(d, b->ctx)) {
+        odnn_direct_free(d, b->ctx);
+        odnn_free(b->ctx, d);
+        return odnn_oom();
+    }
+    size_t floats = odnn_direct_packed_floats(d);
+    dnnl_dims_t pd_dims = {(dnnl_dim_t)floats};
+    dnnl_memory_desc_t pmd;
+    dnnl_memory_desc_init_by_tag(&pmd, 1, pd_dims, dnnl_f32, dnnl_a);
+    float *packed = NULL;
+    pl_status *st = NULL;
+    if (b->imp == NULL) { /* an import takes the packed weights from the blob */
+        struct odnn_tinfo bt = {0};
+        if (own_epilogue && bias_t >= 0)
+            odnn_tensor(v, bias_t, &bt);
+        packed = onednn_host->host_alloc(b->ctx->host_ctx, floats * sizeof *packed, 64);
+        if (packed == NULL)
+            st = odnn_oom();
+        else
+            odnn_direct_pack(d, wt->cdata, bt.cdata, packed);
+    }
+    int wi = -1, src = -1;
+    if (st == NULL)
+        st = odnn_weight(b, &pmd, &pmd, packed, (int64_t)n, &wi);
+    odnn_free(b->ctx, packed);
+    dnnl_format_tag_t tag = two ? dnnl_aBcd8b : dnnl_aBc8b;
+    dnnl_dims_t xd, yd;
+    for (int i = 0; i < x->ndim; i++)
+        xd[i] = x->dims[i], yd[i] = y->dims[i];
+    dnnl_memory_desc_t smd, tmd;
+    dnnl_memory_desc_init_by_tag(&smd, x->ndim, xd, dnnl_f32, tag);
+    dnnl_memory_desc_init_by_tag(&tmd, y->ndim, yd, dnnl_f32, tag);
+    if (st == NULL)
+        st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_ensure(b, src, &smd, (int64_t)n, &src);
+    if (st != NULL) {
+        odnn_direct_free(d, b->ctx);
+        odnn_free(b->ctx, d);
+        return st;
+    }
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s': the module's direct convolution, %s",
+                             onednn_host->graph->node_name(v, n),
+                             own_epilogue ? "bias and activation in the kernel"
+                                          : "bias and post-ops in a binary step");
+    int s = odnn_add_direct(b, d, (int64_t)n, &st); /* owns D, also when it fails */
+    if (s < 0)
+        return st;
+    int out = odnn_new_value(b, own_epilogue ? f->out : -1, ODNN_V_TEMP, &tmd);
+    if (out < 0)
+        return odnn_oom();
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    if (!own_epilogue)
+        return odnn_deconv_epilogue(b, n, f, out, bias_t);
+    for (size_t k = 0; k < f->n_fused; k++)
+        b->done[f->fused[k]] = 1;
+    return NULL;
+}
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -3514,6 +3685,11 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
             odnn_follow(b, &f, 1, 1); /* its Clip; no bias left to take */
         }
 
+        if (dw.node < 0 && odnn_direct_fits(b, &x, &wt, &y, group, cdt, &w)) {
+            pl_status *dst = odnn_direct_conv(b, n, &f, &x, &wt, &y, &w, bias_t);
+            dnnl_post_ops_destroy(f.po);
+            return dst;
+        }
         dnnl_memory_desc_t wei_plain;
         dnnl_dims_t wd;
         int wnd;
@@ -5650,6 +5826,10 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
             dnnl_primitive_desc_destroy(c->steps[i].pd);
         if (c->steps[i].scratch_mem)
             dnnl_memory_destroy(c->steps[i].scratch_mem);
+        if (c->steps[i].direct != NULL) {
+            odnn_direct_free(c->steps[i].direct, ctx);
+            odnn_free(ctx, c->steps[i].direct);
+        }
     }
     for (int i = 0; i < c->n_values; i++)
         if (c->values[i].mem)
@@ -5776,7 +5956,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 13u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 14u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -5788,7 +5968,9 @@ static double odnn_now_ms(void)
                                      without AMX;
                                  12: resampling steps, concats written in place;
                                  13: channels-last concats, batch normalization
-                                     as a binary with per-channel weights */
+                                     as a binary with per-channel weights;
+                                 14: the module's own direct convolution
+                                     (ODNN_S_DIRECT) below AVX-512 */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -5947,6 +6129,10 @@ static void odnn_make_chunk(void *arg, size_t begin, size_t end, int worker)
     int saved = omp_get_max_threads();
     for (size_t i = begin; i < end; i++) {
         struct odnn_step *s = &job->c->steps[i];
+        if (s->pd == NULL) { /* the module's own kernel */
+            job->status[i] = dnnl_success;
+            continue;
+        }
         int team = s->threads > 0 ? s->threads : saved;
         if (omp_get_max_threads() != team)
             omp_set_num_threads(team);
@@ -5973,7 +6159,8 @@ static pl_status *odnn_make_primitives(struct odnn_build *b)
             st = odnn_dnnl(status[i], "dnnl_primitive_create", b->v, c->steps[i].node);
     odnn_free(b->ctx, status);
     for (int i = 0; i < c->n_steps; i++) {
-        dnnl_primitive_desc_destroy(c->steps[i].pd);
+        if (c->steps[i].pd != NULL)
+            dnnl_primitive_desc_destroy(c->steps[i].pd);
         c->steps[i].pd = NULL;
     }
     return st;
@@ -6119,6 +6306,14 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
         int want = step->threads > 0 ? step->threads : threads;
         if (want != team)
             omp_set_num_threads(team = want);
+        if (step->direct != NULL) {
+            /* arguments: SRC and DST values, WEIGHTS the packed weight */
+            void *src = NULL, *dst = NULL;
+            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
+            dnnl_memory_get_data_handle(step->exec[2].memory, &dst);
+            odnn_direct_run(step->direct, src, c->weights[step->ref[1]].data, dst, team);
+            continue;
+        }
         int nargs = step->n_args + (step->scratch_mem != NULL);
         dnnl_status_t ds = dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
         if (ds != dnnl_success)

@@ -21,8 +21,10 @@ from dt_graph import FLOAT_DTYPES, Graph, to_dtype
 
 FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deconv")
 # Families run only when named (not by "any" or the soak, whose seeds would
-# otherwise change family): rnn, one RNN, GRU or LSTM node.
-MORE_FAMILIES = ("rnn",)
+# otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
+# conv family with one group and 8 to 40 channels in and out in steps of 8
+# (the channel blocks the onednn module's own direct kernel takes).
+MORE_FAMILIES = ("rnn", "wideconv")
 
 
 def I(v):
@@ -297,16 +299,18 @@ class Gen:
 
     # ---- heads ------------------------------------------------------------
 
-    def conv(self, x=None):
+    def conv(self, x=None, wide=False):
         d = self.pick([1, 2, 2, 2, 3]) if x is None else len(self.shape(x)) - 2
         if x is None:
-            groups = self.pick([1, 1, 1, 2, 3, "dw"])
+            groups = self.pick([1, 1, 1, 2, 3, "dw"]) if not wide else 1
             cin = (self.r(1, 4) * (1 if groups == "dw" else groups)
                    if groups != "dw" else self.r(1, 6))
+            if wide:
+                cin = 8 * self.r(1, 5)
             size = {1: (3, 16), 2: (3, 10), 3: (2, 6)}[d]
             x = self.input([self.r(1, 2), cin] + [self.r(*size) for _ in range(d)])
         else:
-            groups = self.pick([1, 1, "dw"])
+            groups = self.pick([1, 1, "dw"]) if not wide else 1
         shape = self.shape(x)
         cin = shape[1]
         if groups == "dw":
@@ -314,7 +318,7 @@ class Gen:
             m = cin * self.pick([1, 1, 2])
         else:
             g = groups if cin % groups == 0 else 1
-            m = g * self.r(1, 4)
+            m = g * self.r(1, 4) if not wide else 8 * self.r(1, 5)
         ks, st, dil, pads = [], [], [], [[], []]
         # Sometimes an ASPP branch: a dilated kernel padded to keep the size,
         # on a map that may be narrower than the dilation (outer taps that
@@ -656,10 +660,11 @@ class Gen:
 
     def build(self, family):
         extra = []
-        if family == "conv":
-            x = self.conv()
+        if family in ("conv", "wideconv"):
+            wide = family == "wideconv"
+            x = self.conv(wide=wide)
             if self.p(0.3):
-                extra.append(self.conv(self.g.nodes[0]["inputs"][0]))
+                extra.append(self.conv(self.g.nodes[0]["inputs"][0], wide=wide))
                 if self.shape(extra[0]) != self.shape(x):
                     extra = []
         elif family == "matmul":

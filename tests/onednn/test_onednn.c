@@ -2448,11 +2448,14 @@ static void case_swish_patterns(void)
         compare(path, 4, (int64_t[]){1, 8, 12, 12}, 4, (int64_t[]){1, 24, 6, 6},
                 (const char *[]){"c1", "sig", "silu", "c2", "hsig", "hswish", "gap", "fc",
                                  "gate", "scale", NULL});
+        /* c1 through the module's direct kernel (step kind 15, below
+         * AVX-512) takes its swish in a binary step after it */
         uint32_t total;
         int elt = plan_steps(path, 6, &total), bin = plan_steps(path, 7, &total);
-        TH_CHECK(def ? elt == 2 && bin == 2 : elt == 0 && bin == 1,
-                 "%s: %d eltwise and %d binary steps of %u", def ? "alpha 0.2" : "hardswish",
-                 elt, bin, total);
+        int direct = plan_steps(path, 15, &total);
+        TH_CHECK(def ? elt == 2 && bin == 2 + direct : elt == 0 && bin == 1 + direct,
+                 "%s: %d eltwise, %d binary and %d direct steps of %u",
+                 def ? "alpha 0.2" : "hardswish", elt, bin, direct, total);
     }
     /* on the graph's input: one eltwise step for the pair */
     struct mb m = {.seed = 62};
@@ -3090,6 +3093,112 @@ static void case_small_one_thread(void)
     }
 }
 
+/* ---- the module's direct convolution (onednn_direct.c) ----------------------
+ *
+ * Every shape and fusion the kernel takes, against the cpu module: channel
+ * counts that leave a half block of 8 (40 out), a batch of 2, a non-square
+ * map, stride 2 with asymmetric pads, dilation, 1xK kernels, a 1-D
+ * convolution, and each epilogue (none, ReLU, LeakyRelu, Clip in the
+ * kernel; a residual sum and a Sigmoid through the binary step). The debug
+ * log must name the direct kernel for every one where the module reports it
+ * in use (AVX2 below AVX-512), and direct_conv = no must never use it. */
+struct direct_variant {
+    const char *name;
+    int nd;
+    int64_t xs[4], ws[4], ys[4];
+    const char *attrs; /* Conv's */
+    const char *act;   /* the op after it, "" for none, "Add" for a residual */
+    const char *act_attrs;
+    int bias;
+    const char *epilogue; /* what the log must say */
+};
+
+static const struct direct_variant direct_variants[] = {
+    {"relu_tail", 4, {2, 24, 9, 7}, {40, 24, 3, 3}, {2, 40, 9, 7}, "\"pads\":{\"ints\":[1,1,1,1]}",
+     "Relu", "", 1, "in the kernel"},
+    {"stride2_leaky", 4, {1, 16, 11, 10}, {32, 16, 3, 3}, {1, 32, 5, 5},
+     "\"pads\":{\"ints\":[0,1,1,0]},\"strides\":{\"ints\":[2,2]}", "LeakyRelu",
+     "\"alpha\":{\"float\":0.1}", 1, "in the kernel"},
+    {"dilated_clip", 4, {1, 32, 8, 8}, {16, 32, 3, 3}, {1, 16, 8, 8},
+     "\"pads\":{\"ints\":[3,3,3,3]},\"dilations\":{\"ints\":[3,3]}", "Clip", "", 0,
+     "in the kernel"},
+    {"residual_5x5", 4, {1, 16, 6, 6}, {16, 16, 5, 5}, {1, 16, 6, 6}, "\"pads\":{\"ints\":[2,2,2,2]}",
+     "Add", "", 1, "in a binary step"},
+    {"one_by_three_sigmoid", 4, {1, 8, 5, 12}, {24, 8, 1, 3}, {1, 24, 5, 12},
+     "\"pads\":{\"ints\":[0,1,0,1]}", "Sigmoid", "", 1, "in a binary step"},
+    {"conv1d_dilated", 3, {2, 16, 20}, {16, 16, 3}, {2, 16, 20},
+     "\"pads\":{\"ints\":[4,0]},\"dilations\":{\"ints\":[2]}", "", "", 1, "in the kernel"},
+};
+
+static const char *model_direct(const struct direct_variant *dv)
+{
+    struct mb m = {.seed = 41};
+    mb_input(&m, "x", dv->nd, dv->xs);
+    float scale = 1.0f / sqrtf((float)(dv->ws[1] * dv->ws[2] * (dv->nd == 4 ? dv->ws[3] : 1)));
+    mb_const(&m, "w", dv->nd, dv->ws, NULL, scale);
+    mb_const(&m, "b", 1, (int64_t[]){dv->ws[0]}, NULL, 0.2f);
+    const char *last = dv->act[0] ? "c" : "y";
+    mb_node(&m, "conv", "Conv", dv->bias ? "\"x\",\"w\",\"b\"" : "\"x\",\"w\"", last, dv->attrs);
+    if (strcmp(dv->act, "Add") == 0) {
+        mb_node(&m, "act", "Add", "\"c\",\"x\"", "y", "");
+    } else if (strcmp(dv->act, "Clip") == 0) { /* ReLU6-like bounds, as inputs */
+        mb_const(&m, "lo", 0, NULL, (const float[]){0.0f}, 1.0f);
+        mb_const(&m, "hi", 0, NULL, (const float[]){0.5f}, 1.0f);
+        mb_node(&m, "act", "Clip", "\"c\",\"lo\",\"hi\"", "y", "");
+    } else if (dv->act[0])
+        mb_node(&m, "act", dv->act, "\"c\"", "y", dv->act_attrs);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void used_sink(void *user, const char *key, const char *value)
+{
+    if (strcmp(key, "direct_conv") == 0)
+        snprintf(user, 96, "%s", value);
+}
+
+static void case_direct_conv(void)
+{
+    for (size_t k = 0; k < sizeof direct_variants / sizeof direct_variants[0]; k++) {
+        const struct direct_variant *dv = &direct_variants[k];
+        const char *path = model_direct(dv);
+        int64_t xs[4], ys[4];
+        memcpy(xs, dv->xs, sizeof xs);
+        memcpy(ys, dv->ys, sizeof ys);
+        compare(path, dv->nd, xs, dv->nd, ys, (const char *[]){"conv", NULL});
+        static struct wino_log logs[2];
+        memset(logs, 0, sizeof logs);
+        pl_runtime *on = onednn_runtime_with(NULL, &logs[0]);
+        pl_runtime *off = onednn_runtime_with("direct_conv = no", &logs[1]);
+        pl_session_destroy(session_for(on, path));
+        pl_session_destroy(session_for(off, path));
+        char used[96] = "";
+        pl_module *om = on->modules[pl_runtime_find_module(on, "onednn")];
+        TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
+        char want[160];
+        snprintf(want, sizeof want, "node 'conv': the module's direct convolution, bias and %s",
+                 strcmp(dv->epilogue, "in the kernel") == 0 ? "activation in the kernel"
+                                                           : "post-ops in a binary step");
+        if (strcmp(used, "auto") == 0)
+            TH_CHECK(strstr(logs[0].text, want) != NULL, "%s: no '%s' in the log:\n%s", dv->name,
+                     want, logs[0].text);
+        else
+            TH_CHECK(strstr(used, "not used") != NULL, "%s: direct_conv reported as '%s'",
+                     dv->name, used);
+        TH_CHECK(strstr(logs[1].text, "direct convolution") == NULL,
+                 "%s: direct_conv = no used it; log:\n%s", dv->name, logs[1].text);
+        pl_runtime_destroy(on);
+        pl_runtime_destroy(off);
+    }
+    /* a bad value is refused naming the key */
+    pl_runtime *rt = onednn_runtime();
+    pl_module *m = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    pl_kv bad = {"direct_conv", "always"};
+    CHECK_ERROR(m->api.configure(m->ctx, &bad, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
+                "direct_conv");
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -3116,6 +3225,7 @@ int main(int argc, char **argv)
         {"resize", case_resize},
         {"channel_layernorm_affine", case_channel_layernorm_affine},
         {"small_one_thread", case_small_one_thread},
+        {"direct_conv", case_direct_conv},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
         {"decomposed_layernorm", case_decomposed_layernorm},

@@ -1,0 +1,227 @@
+/* onednn_direct.c — the onednn module's own direct convolution, for CPUs
+ * where oneDNN dispatches to its AVX2 kernels.
+ *
+ * Why: oneDNN 2.6's jit:avx2 direct convolution reaches a third to a half
+ * of what this CPU's FMA units can do on the 3x3 layers of the zoo (and
+ * its dilated convolutions with a pad wider than its register block fall
+ * to im2col + GEMM, slower still). Measured at 2 threads on the AVX2 EPYC
+ * (median of 500, source and destination nChw8c), oneDNN against this
+ * kernel: 64->64 channels on 7x7 41 us / 31, 128->128 on 4x4 67 / 50,
+ * 256->256 on 2x2 68 / 47, 128->128 on 14x14 719 / 435, 128->128 on 28x28
+ * 3041 / 1718.
+ *
+ * The kernel. Source and destination are blocked by 8 channels (oneDNN's
+ * aBcd8b, nChw8c), the layout the subgraph's other convolutions already
+ * use, so no reorder surrounds it. The source is first copied into a
+ * zero-bordered buffer of the compiled step (its border written once, at
+ * compile), so every window reads in bounds and a tap is one offset for
+ * all pixels. Weights are packed at compile time as [oc/16][tap][ic][16].
+ * A tile is up to six output pixels by 16 output channels: twelve 8-lane
+ * accumulators, the remaining registers hold two weight vectors and a
+ * broadcast input; per input channel and tap it loads 2 weight vectors and
+ * broadcasts 6 inputs for 12 FMAs. Work items are (image, 16 output
+ * channels, tile), tiles innermost, so a thread's consecutive items reuse
+ * one channel block's weights from its cache. The output has no bias and
+ * no post-ops: the step after it is a binary add of the bias carrying the
+ * fused post-ops (odnn_deconv_epilogue), which keeps every fusion the
+ * oneDNN convolution would have had.
+ *
+ * Compiled for AVX2 and FMA by function attributes; called only when
+ * odnn_direct_usable() says the CPU has both and oneDNN is not on AVX-512. */
+#include "onednn.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <string.h>
+
+#define ODNN_DIRECT_TILE 6
+
+int odnn_direct_usable(void)
+{
+    static int usable = -1;
+    if (usable < 0) {
+        __builtin_cpu_init();
+        usable = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 !onednn_has_avx512();
+    }
+    return usable;
+}
+
+size_t odnn_direct_packed_floats(const struct odnn_direct *d)
+{
+    return (size_t)((d->oc + 15) / 16) * ((size_t)d->kh * (size_t)d->kw * (size_t)d->ic + 1) * 16;
+}
+
+void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
+                      float *out)
+{
+    size_t taps = (size_t)d->kh * (size_t)d->kw;
+    size_t k = 0;
+    for (int ob = 0; ob < (d->oc + 15) / 16; ob++)
+        for (size_t t = 0; t < taps; t++)
+            for (int i = 0; i < d->ic; i++)
+                for (int o = 0; o < 16; o++, k++) {
+                    int oc = ob * 16 + o;
+                    out[k] = oc < d->oc ? oihw[((size_t)oc * (size_t)d->ic + (size_t)i) * taps + t]
+                                        : 0.0f;
+                }
+    for (int oc = 0; oc < (d->oc + 15) / 16 * 16; oc++, k++)
+        out[k] = bias != NULL && oc < d->oc ? bias[oc] : 0.0f;
+}
+
+int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx)
+{
+    int need_h = (d->oh - 1) * d->sh + (d->kh - 1) * d->dh + 1;
+    int need_w = (d->ow - 1) * d->sw + (d->kw - 1) * d->dw + 1;
+    d->hp = d->pt + d->ih > need_h ? d->pt + d->ih : need_h;
+    d->wp = d->pl + d->iw > need_w ? d->pl + d->iw : need_w;
+    size_t floats = (size_t)d->n * (size_t)(d->ic / 8) * (size_t)d->hp * (size_t)d->wp * 8;
+    size_t pixels = (size_t)d->oh * (size_t)d->ow;
+    size_t taps = (size_t)d->kh * (size_t)d->kw;
+    d->xpad = onednn_host->host_alloc(ctx->host_ctx, floats * sizeof(float) + 64, 64);
+    d->poff = onednn_host->host_alloc(ctx->host_ctx, (pixels + taps) * sizeof(int) + 64, 64);
+    if (d->xpad == NULL || d->poff == NULL)
+        return 0;
+    memset(d->xpad, 0, floats * sizeof(float));
+    d->delta = d->poff + pixels;
+    for (size_t p = 0; p < pixels; p++) {
+        int y = (int)(p / (size_t)d->ow), x = (int)(p % (size_t)d->ow);
+        d->poff[p] = (y * d->sh * d->wp + x * d->sw) * 8;
+    }
+    for (int i = 0; i < d->kh; i++)
+        for (int j = 0; j < d->kw; j++)
+            d->delta[i * d->kw + j] = (i * d->dh * d->wp + j * d->dw) * 8;
+    return 1;
+}
+
+void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx)
+{
+    if (d == NULL)
+        return;
+    onednn_host->host_free(ctx->host_ctx, d->xpad);
+    onednn_host->host_free(ctx->host_ctx, d->poff);
+    d->xpad = NULL;
+    d->poff = NULL;
+}
+
+/* One tile of PT pixels (a compile-time constant after inlining) by 16
+ * output channels: accumulates, adds BIAS (16 floats), applies D's
+ * activation and stores channels 0-7 at OUT0 and 8-15 at OUT1 (NULL: the
+ * last block of an OC that is not a multiple of 16), pixel after pixel. */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+odnn_direct_tile(const struct odnn_direct *d, const float *xp, size_t plane, int icb,
+                 const float *w, const int *po, const float *bias, float *out0, float *out1,
+                 const int pt)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    __m256 a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    const int o0 = po[0], o1 = pt > 1 ? po[1] : 0, o2 = pt > 2 ? po[2] : 0;
+    const int o3 = pt > 3 ? po[3] : 0, o4 = pt > 4 ? po[4] : 0, o5 = pt > 5 ? po[5] : 0;
+    const int taps = d->kh * d->kw;
+    for (int t = 0; t < taps; t++) {
+        const float *xt = xp + d->delta[t];
+        for (int cb = 0; cb < icb; cb++) {
+            const float *xb = xt + (size_t)cb * plane;
+            for (int j = 0; j < 8; j++, w += 16) {
+                __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8), x;
+#define ODNN_PIX(i, o, lo, hi)                                                                     \
+    if (pt > (i)) {                                                                                \
+        x = _mm256_broadcast_ss(xb + (o) + j);                                                     \
+        lo = _mm256_fmadd_ps(x, w0, lo);                                                           \
+        hi = _mm256_fmadd_ps(x, w1, hi);                                                           \
+    }
+                ODNN_PIX(0, o0, a0, a1)
+                ODNN_PIX(1, o1, a2, a3)
+                ODNN_PIX(2, o2, a4, a5)
+                ODNN_PIX(3, o3, a6, a7)
+                ODNN_PIX(4, o4, a8, a9)
+                ODNN_PIX(5, o5, a10, a11)
+#undef ODNN_PIX
+            }
+        }
+    }
+    const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+    const __m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
+    const __m256 slope = _mm256_set1_ps(d->alpha), zero = _mm256_setzero_ps();
+#define ODNN_OUT(i, acc0, acc1)                                                                    \
+    if (pt > (i)) {                                                                                \
+        __m256 v0 = _mm256_add_ps(acc0, b0), v1 = _mm256_add_ps(acc1, b1);                         \
+        if (d->act == ODNN_ACT_CLIP) {                                                             \
+            v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);                                         \
+            v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);                                         \
+        } else if (d->act == ODNN_ACT_LEAKY) {                                                     \
+            v0 = _mm256_blendv_ps(_mm256_mul_ps(v0, slope), v0,                                    \
+                                  _mm256_cmp_ps(v0, zero, _CMP_GT_OQ));                            \
+            v1 = _mm256_blendv_ps(_mm256_mul_ps(v1, slope), v1,                                    \
+                                  _mm256_cmp_ps(v1, zero, _CMP_GT_OQ));                            \
+        }                                                                                          \
+        _mm256_storeu_ps(out0 + 8 * (i), v0);                                                      \
+        if (out1 != NULL)                                                                          \
+            _mm256_storeu_ps(out1 + 8 * (i), v1);                                                  \
+    }
+    ODNN_OUT(0, a0, a1)
+    ODNN_OUT(1, a2, a3)
+    ODNN_OUT(2, a4, a5)
+    ODNN_OUT(3, a6, a7)
+    ODNN_OUT(4, a8, a9)
+    ODNN_OUT(5, a10, a11)
+#undef ODNN_OUT
+}
+
+#define ODNN_TILE_FN(PT)                                                                           \
+    static __attribute__((noinline, target("avx2,fma"))) void odnn_direct_tile##PT(               \
+        const struct odnn_direct *d, const float *xp, size_t plane, int icb, const float *w,       \
+        const int *po, const float *bias, float *out0, float *out1)                                \
+    {                                                                                              \
+        odnn_direct_tile(d, xp, plane, icb, w, po, bias, out0, out1, PT);                          \
+    }
+ODNN_TILE_FN(1)
+ODNN_TILE_FN(2)
+ODNN_TILE_FN(3)
+ODNN_TILE_FN(4)
+ODNN_TILE_FN(5)
+ODNN_TILE_FN(6)
+
+typedef void (*odnn_tile_fn)(const struct odnn_direct *, const float *, size_t, int,
+                             const float *, const int *, const float *, float *, float *);
+
+void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
+                     int threads)
+{
+    static const odnn_tile_fn tile[ODNN_DIRECT_TILE + 1] = {
+        NULL,           odnn_direct_tile1, odnn_direct_tile2, odnn_direct_tile3,
+        odnn_direct_tile4, odnn_direct_tile5, odnn_direct_tile6};
+    const int icb = d->ic / 8, ocb8 = d->oc / 8, nob = (d->oc + 15) / 16;
+    const int pixels = d->oh * d->ow, tiles = (pixels + ODNN_DIRECT_TILE - 1) / ODNN_DIRECT_TILE;
+    const size_t plane = (size_t)d->hp * (size_t)d->wp * 8;
+    const size_t in_plane = (size_t)d->ih * (size_t)d->iw * 8;
+    const size_t out_plane = (size_t)pixels * 8;
+    const int rows = d->hp - d->pt < d->ih ? d->hp - d->pt : d->ih;
+    const int cols = d->wp - d->pl < d->iw ? d->wp - d->pl : d->iw;
+    const size_t wblock = (size_t)d->kh * (size_t)d->kw * (size_t)d->ic * 16;
+    const float *bias = w + odnn_direct_packed_floats(d) - (size_t)nob * 16;
+    const int planes = d->n * icb, items = d->n * nob * tiles;
+    float *xpad = d->xpad;
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(static)
+        for (int pc = 0; pc < planes; pc++)
+            for (int y = 0; y < rows; y++)
+                memcpy(xpad + (size_t)pc * plane +
+                           ((size_t)(y + d->pt) * (size_t)d->wp + (size_t)d->pl) * 8,
+                       src + (size_t)pc * in_plane + (size_t)y * (size_t)d->iw * 8,
+                       (size_t)cols * 8 * sizeof(float));
+#pragma omp for schedule(static)
+        for (int it = 0; it < items; it++) {
+            int img = it / (nob * tiles), rest = it % (nob * tiles);
+            int ob = rest / tiles, t = rest % tiles;
+            int p0 = t * ODNN_DIRECT_TILE;
+            int pt = pixels - p0 < ODNN_DIRECT_TILE ? pixels - p0 : ODNN_DIRECT_TILE;
+            float *out = dst + (size_t)img * (size_t)ocb8 * out_plane + (size_t)p0 * 8;
+            float *out0 = out + (size_t)(ob * 2) * out_plane;
+            float *out1 = ob * 2 + 1 < ocb8 ? out0 + out_plane : NULL;
+            tile[pt](d, xpad + (size_t)img * (size_t)icb * plane, plane, icb,
+                     w + (size_t)ob * wblock, d->poff + p0, bias + (size_t)ob * 16, out0, out1);
+        }
+    }
+}
