@@ -89,6 +89,14 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
  * channels on 32x32 dilated by 6, bench/patterns.py's ASPP branch, 1.45).
  * Grouped convolutions that are not depthwise (ResNeXt's 32 groups of 4
  * channels at 28x28) run 2.3x the cpu module's time. */
+/* 2-D convolutions the module's own direct kernel takes (onednn_direct.c:
+ * one group, channels in multiples of 8; dilated or not) run 1.3-1.9x
+ * oneDNN's jit:avx2 speed: 64->64 channels on 8x8 in 0.68 of the cpu
+ * module's time, 128->128 on 4x4 in 0.76, dilated by 4 in 0.76 (single-op
+ * models, boundary reorders included). 1-D ones keep the 1-D rate: with
+ * their reorders they stay slower than cpu (32 channels over 64 steps
+ * 1.9x, 128 over 512 1.05x). */
+#define ODNN_COST_AVX2_DIRECT_RATE 2.6
 #define ODNN_COST_AVX2_GEMM_RATE 0.9 /* 0.8 moved bert_tiny to cpu: 1.27x slower */
 #define ODNN_COST_AVX2_CONV1D_RATE 0.6
 #define ODNN_COST_AVX2_DILATED_RATE 0.65
@@ -119,7 +127,8 @@ int onednn_has_avx512(void)
 }
 
 /* The rate of product node N as a multiple of cost.h's default. */
-static double odnn_cost_rate(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+static double odnn_cost_rate(const pl_module_ctx *ctx, const pl_graph_api *g,
+                             const pl_graph_view *v, size_t n)
 {
     int spatial = odnn_cost_spatial_kernel(g, v, n);
     if (odnn_cost_avx512())
@@ -131,6 +140,9 @@ static double odnn_cost_rate(const pl_graph_api *g, const pl_graph_view *v, size
     if (r == 3)
         return ODNN_COST_AVX2_CONV1D_RATE;
     g->attr_int(v, n, "group", &group);
+    if (ctx->direct && odnn_direct_usable() && r == 4 && group == 1 &&
+        strcmp(g->node_op(v, n), "Conv") == 0 && w[0] % 8 == 0 && w[1] % 8 == 0)
+        return ODNN_COST_AVX2_DIRECT_RATE;
     if (group > 1 && pl_cost_dims(g, v, g->node_input(v, n, 0), x) >= 2 && x[1] != group)
         return ODNN_COST_AVX2_GROUPED_RATE;
     const int64_t *dil = NULL;
@@ -152,7 +164,6 @@ static int64_t odnn_cost_writer(const int64_t *producer, size_t n_tensors, int64
 int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                          const size_t *nodes, size_t n_nodes, pl_cost *out)
 {
-    (void)ctx;
     (void)device;
     const pl_graph_api *g = onednn_host->graph;
     size_t n_tensors = g->tensor_count(v), n_all = g->node_count(v);
@@ -194,7 +205,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             has_conv = 1;
         if (odnn_cost_is(op, odnn_cost_products)) {
             inside[n] = 2; /* what follows it may become its post-ops */
-            double rate = odnn_cost_rate(g, v, n);
+            double rate = odnn_cost_rate(ctx, g, v, n);
             double c = flops / (rate * pl_cost_gflops() * 1e3);
             double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;

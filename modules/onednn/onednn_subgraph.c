@@ -3382,21 +3382,39 @@ static dnnl_format_tag_t odnn_per_channel_blocking(const dnnl_memory_desc_t *md0
  * channel 2x2 stride-2 ConvTranspose on a 64x64 map took 0.98 ms bare,
  * 2.9 ms with its bias and 18 ms with bias and ReLU (the cpu module: 1.5).
  * The binary primitive does both at the speed of memory. */
+/* The binary add of a per-channel vector to a source in layout SMD with
+ * F's post-ops, as odnn_deconv_epilogue makes it: its descriptor in *PD and
+ * the vector's layout in *MD1 (and plain in *PLAIN). */
+static pl_status *odnn_epilogue_pd(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                   const dnnl_memory_desc_t *smd, dnnl_memory_desc_t *md1,
+                                   dnnl_memory_desc_t *plain, dnnl_primitive_desc_t *pd)
+{
+    int nd = smd->ndims;
+    dnnl_dims_t d1;
+    for (int i = 0; i < nd; i++)
+        d1[i] = i == 1 ? smd->dims[1] : 1;
+    dnnl_memory_desc_t dst_md;
+    odnn_plain_md(plain, nd, d1);
+    *md1 = *plain;
+    dnnl_format_tag_t tag = odnn_per_channel_blocking(smd, nd, smd->dims, d1);
+    if (tag != dnnl_format_tag_undef)
+        dnnl_memory_desc_init_by_tag(md1, nd, d1, dnnl_f32, tag);
+    dnnl_memory_desc_init_by_tag(&dst_md, nd, smd->dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_binary_desc_t bd;
+    *pd = NULL;
+    pl_status *st = odnn_dnnl(dnnl_binary_desc_init(&bd, dnnl_binary_add, smd, md1, &dst_md),
+                              "binary descriptor", b->v, (int64_t)n);
+    if (st == NULL)
+        st = odnn_make_pd(b, &bd, f->po, n, pd);
+    return st;
+}
+
 static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
                                        int src, int64_t bias_t)
 {
     const pl_graph_view *v = b->v;
     const dnnl_memory_desc_t smd = b->c->values[src].md;
-    int nd = smd.ndims;
-    dnnl_dims_t d1;
-    for (int i = 0; i < nd; i++)
-        d1[i] = i == 1 ? smd.dims[1] : 1;
-    dnnl_memory_desc_t plain, md1, dst_md;
-    odnn_plain_md(&plain, nd, d1);
-    md1 = plain;
-    dnnl_format_tag_t tag = odnn_per_channel_blocking(&smd, nd, smd.dims, d1);
-    if (tag != dnnl_format_tag_undef)
-        dnnl_memory_desc_init_by_tag(&md1, nd, d1, dnnl_f32, tag);
+    dnnl_memory_desc_t plain, md1;
     const void *data = NULL;
     float *zeros = NULL;
     if (bias_t >= 0) {
@@ -3404,24 +3422,23 @@ static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const str
         odnn_tensor(v, bias_t, &bt);
         data = bt.cdata;
     } else {
-        zeros = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *zeros * (size_t)d1[1], 0);
+        zeros = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *zeros * (size_t)smd.dims[1], 0);
         if (zeros == NULL)
             return odnn_oom();
-        memset(zeros, 0, sizeof *zeros * (size_t)d1[1]);
+        memset(zeros, 0, sizeof *zeros * (size_t)smd.dims[1]);
         data = zeros;
     }
-    int wi = -1;
-    pl_status *st = odnn_weight(b, &md1, &plain, data, (int64_t)n, &wi);
-    odnn_free(b->ctx, zeros);
-    if (st != NULL)
-        return st;
-    dnnl_memory_desc_init_by_tag(&dst_md, nd, smd.dims, dnnl_f32, dnnl_format_tag_any);
-    dnnl_binary_desc_t bd;
     dnnl_primitive_desc_t pd = NULL;
-    st = odnn_dnnl(dnnl_binary_desc_init(&bd, dnnl_binary_add, &smd, &md1, &dst_md),
-                   "binary descriptor", v, (int64_t)n);
+    int wi = -1;
+    pl_status *st = odnn_epilogue_pd(b, n, f, &smd, &md1, &plain, &pd);
     if (st == NULL)
-        st = odnn_make_pd(b, &bd, f->po, n, &pd);
+        st = odnn_weight(b, &md1, &plain, data, (int64_t)n, &wi);
+    odnn_free(b->ctx, zeros);
+    if (st != NULL) {
+        if (pd)
+            dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
     int dst = -1, s = -1;
     if (st == NULL)
         st = odnn_emit_fused(b, f, pd, &dst);
@@ -3555,6 +3572,38 @@ static int odnn_direct_act(const_dnnl_post_ops_t po, struct odnn_direct *d)
     return 1;
 }
 
+static pl_status *odnn_epilogue_pd(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                   const dnnl_memory_desc_t *smd, dnnl_memory_desc_t *md1,
+                                   dnnl_memory_desc_t *plain, dnnl_primitive_desc_t *pd);
+
+/* Whether F's fusion after a direct convolution writing Y runs fast: in
+ * the kernel, or as a binary step oneDNN has a JIT kernel for (its
+ * reference binary took 1.8 ms where the convolution took 0.03: a GELU
+ * after a 1-D convolution, wav2vec's feature extractor). */
+static int odnn_direct_epilogue_ok(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                   const struct odnn_tinfo *y, int sr)
+{
+    struct odnn_direct probe;
+    if (f->residual < 0 && odnn_direct_act(f->po, &probe))
+        return 1;
+    dnnl_dims_t yd;
+    for (int i = 0; i < y->ndim; i++)
+        yd[i] = y->dims[i];
+    dnnl_memory_desc_t tmd, md1, plain;
+    dnnl_memory_desc_init_by_tag(&tmd, y->ndim, yd, dnnl_f32, sr == 2 ? dnnl_aBcd8b : dnnl_aBc8b);
+    dnnl_primitive_desc_t pd = NULL;
+    pl_status *st = odnn_epilogue_pd(b, n, f, &tmd, &md1, &plain, &pd);
+    const char *impl = NULL;
+    int ok = st == NULL &&
+             dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+             !odnn_impl_is_ref(impl);
+    if (st != NULL)
+        onednn_host->status_free(st);
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
 /* Conv through the module's own kernel: the source in aBcd8b (a reorder
  * where its writer chose another layout) and the packed weights. The
  * kernel adds the bias and applies a lone clip or leaky ReLU itself,
@@ -3685,7 +3734,8 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
             odnn_follow(b, &f, 1, 1); /* its Clip; no bias left to take */
         }
 
-        if (dw.node < 0 && odnn_direct_fits(b, &x, &wt, &y, group, cdt, &w)) {
+        if (dw.node < 0 && odnn_direct_fits(b, &x, &wt, &y, group, cdt, &w) &&
+            odnn_direct_epilogue_ok(b, n, &f, &y, w.sr)) {
             pl_status *dst = odnn_direct_conv(b, n, &f, &x, &wt, &y, &w, bias_t);
             dnnl_post_ops_destroy(f.po);
             return dst;
