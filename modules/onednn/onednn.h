@@ -93,6 +93,9 @@ struct odnn_direct {
 
 /* Whether the CPU has AVX2 and FMA and oneDNN runs below AVX-512. */
 int odnn_direct_usable(void);
+/* Whether IC -> OC channels suit the kernel (multiples of 8, enough work
+ * per tap to beat oneDNN's). */
+int odnn_direct_channels(int64_t ic, int64_t oc);
 size_t odnn_direct_packed_floats(const struct odnn_direct *d);
 /* Packs OIHW weights into the kernel's [oc/16][tap][ic][16] followed by the
  * bias (BIAS or zeros) padded to 16s: odnn_direct_packed_floats floats. */

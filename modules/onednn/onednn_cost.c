@@ -141,7 +141,7 @@ static double odnn_cost_rate(const pl_module_ctx *ctx, const pl_graph_api *g,
         return ODNN_COST_AVX2_CONV1D_RATE;
     g->attr_int(v, n, "group", &group);
     if (ctx->direct && odnn_direct_usable() && r == 4 && group == 1 &&
-        strcmp(g->node_op(v, n), "Conv") == 0 && w[0] % 8 == 0 && w[1] % 8 == 0)
+        strcmp(g->node_op(v, n), "Conv") == 0 && odnn_direct_channels(w[1], w[0]))
         return ODNN_COST_AVX2_DIRECT_RATE;
     if (group > 1 && pl_cost_dims(g, v, g->node_input(v, n, 0), x) >= 2 && x[1] != group)
         return ODNN_COST_AVX2_GROUPED_RATE;

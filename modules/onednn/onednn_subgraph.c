@@ -3523,7 +3523,7 @@ static int odnn_bf16_readers(struct odnn_build *b, int64_t t);
 
 /* Whether the module's own direct convolution (onednn_direct.c) takes this
  * Conv: f32, one group, 1-D or 2-D with a kernel wider than 1x1 and
- * constant weights, channels in and out multiples of 8, on a CPU where
+ * constant weights, channels as odnn_direct_channels says, on a CPU where
  * oneDNN runs AVX2 (direct_conv = auto). */
 static int odnn_direct_fits(struct odnn_build *b, const struct odnn_tinfo *x,
                             const struct odnn_tinfo *wt, const struct odnn_tinfo *y, int64_t group,
@@ -3534,7 +3534,7 @@ static int odnn_direct_fits(struct odnn_build *b, const struct odnn_tinfo *x,
         x->ndim != 2 + w->sr || y->ndim != 2 + w->sr || w->k[0] * w->k[1] < 2)
         return 0;
     int64_t ic = x->dims[1], oc = y->dims[1];
-    if (ic % 8 != 0 || oc % 8 != 0 || ic < 8 || oc < 8 || ic > (1 << 20) || oc > (1 << 20))
+    if (!odnn_direct_channels(ic, oc))
         return 0;
     /* int offsets in the kernel: keep every plane and image far below 2^31 */
     int64_t pixels = 1, in_px = 1;

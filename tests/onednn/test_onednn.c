@@ -3099,7 +3099,8 @@ static void case_small_one_thread(void)
  * counts that leave a half block of 8 (40 out), a batch of 2, a non-square
  * map, stride 2 with asymmetric pads, dilation, 1xK kernels, a 1-D
  * convolution, and each epilogue (none, ReLU, LeakyRelu, Clip in the
- * kernel; a residual sum and a Sigmoid through the binary step). The debug
+ * kernel; a residual sum and a Sigmoid through the binary step), and a
+ * layer of 8 channels in that the kernel leaves to oneDNN. The debug
  * log must name the direct kernel for every one where the module reports it
  * in use (AVX2 below AVX-512), and direct_conv = no must never use it. */
 struct direct_variant {
@@ -3110,7 +3111,7 @@ struct direct_variant {
     const char *act;   /* the op after it, "" for none, "Add" for a residual */
     const char *act_attrs;
     int bias;
-    const char *epilogue; /* what the log must say */
+    const char *epilogue; /* what the log must say; NULL: the kernel must not take it */
 };
 
 static const struct direct_variant direct_variants[] = {
@@ -3122,12 +3123,15 @@ static const struct direct_variant direct_variants[] = {
     {"dilated_clip", 4, {1, 32, 8, 8}, {16, 32, 3, 3}, {1, 16, 8, 8},
      "\"pads\":{\"ints\":[3,3,3,3]},\"dilations\":{\"ints\":[3,3]}", "Clip", "", 0,
      "in the kernel"},
-    {"residual_5x5", 4, {1, 16, 6, 6}, {16, 16, 5, 5}, {1, 16, 6, 6}, "\"pads\":{\"ints\":[2,2,2,2]}",
+    {"residual_5x5", 4, {1, 32, 6, 6}, {32, 32, 5, 5}, {1, 32, 6, 6}, "\"pads\":{\"ints\":[2,2,2,2]}",
      "Add", "", 1, "in a binary step"},
-    {"one_by_three_sigmoid", 4, {1, 8, 5, 12}, {24, 8, 1, 3}, {1, 24, 5, 12},
+    {"one_by_three_sigmoid", 4, {1, 16, 5, 12}, {40, 16, 1, 3}, {1, 40, 5, 12},
      "\"pads\":{\"ints\":[0,1,0,1]}", "Sigmoid", "", 1, "in a binary step"},
-    {"conv1d_dilated", 3, {2, 16, 20}, {16, 16, 3}, {2, 16, 20},
+    {"conv1d_dilated", 3, {2, 32, 20}, {32, 32, 3}, {2, 32, 20},
      "\"pads\":{\"ints\":[4,0]},\"dilations\":{\"ints\":[2]}", "", "", 1, "in the kernel"},
+    /* 8 channels in: oneDNN's kernel is faster there; not taken */
+    {"narrow", 4, {1, 8, 12, 12}, {32, 8, 3, 3}, {1, 32, 12, 12}, "\"pads\":{\"ints\":[1,1,1,1]}",
+     "Relu", "", 1, NULL},
 };
 
 static const char *model_direct(const struct direct_variant *dv)
@@ -3177,9 +3181,13 @@ static void case_direct_conv(void)
         TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
         char want[160];
         snprintf(want, sizeof want, "node 'conv': the module's direct convolution, bias and %s",
-                 strcmp(dv->epilogue, "in the kernel") == 0 ? "activation in the kernel"
-                                                           : "post-ops in a binary step");
-        if (strcmp(used, "auto") == 0)
+                 dv->epilogue == NULL                       ? ""
+                 : strcmp(dv->epilogue, "in the kernel") == 0 ? "activation in the kernel"
+                                                            : "post-ops in a binary step");
+        if (dv->epilogue == NULL)
+            TH_CHECK(strstr(logs[0].text, "direct convolution") == NULL,
+                     "%s: taken by the direct kernel; log:\n%s", dv->name, logs[0].text);
+        else if (strcmp(used, "auto") == 0)
             TH_CHECK(strstr(logs[0].text, want) != NULL, "%s: no '%s' in the log:\n%s", dv->name,
                      want, logs[0].text);
         else
