@@ -82,9 +82,9 @@ test)
     rc=0
     echo "== tests: libFuzzer targets (clang, ASan+UBSan), 30 s each, and their replays =="
     ctest --test-dir build-fuzz --output-on-failure -j"$JOBS" -L fuzz || rc=1
-    echo "== tests: ThreadSanitizer build (engine, CPU pool, allocation sweeps) =="
+    echo "== tests: ThreadSanitizer build (engine, CPU pool, allocation sweeps, arrays and eager ops) =="
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L 'engine|core|alloc' || rc=1
+        ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L 'engine|core|alloc|array' || rc=1
     echo "== tests: plain build =="
     ctest --test-dir build --output-on-failure -j"$JOBS" || rc=1
     echo "== tests: AddressSanitizer + UBSan build =="

@@ -280,10 +280,10 @@ static pl_status *pl_prog_value_on(pl_program *p, pl_tid t, int32_t dev,
         return pl_status_create(PL_CODE_INTERNAL,
                                 "session: tensor '%s' is needed before it is made",
                                 gt->name);
-    /* A graph output made on a device and also read on the host: its host
-     * copy is the caller's output buffer, which host readers then read, as
-     * they do for an output the host made itself. */
-    pl_value_kind kind = dev == 0 && gt->is_output ? PL_VAL_OUTPUT : PL_VAL_ARENA;
+    /* A graph output made on a device and also read where the caller's
+     * outputs live: that copy is the caller's output buffer, which readers
+     * there then read, as they do for an output made there. */
+    pl_value_kind kind = dev == p->io_dev && gt->is_output ? PL_VAL_OUTPUT : PL_VAL_ARENA;
     return pl_prog_copy(p, home, dev, kind, out_value);
 }
 
@@ -294,7 +294,7 @@ static pl_status *pl_prog_bind_output(pl_program *p, size_t step, size_t slot, p
     if (t == PL_TID_NONE)
         return NULL;
     const pl_graph_tensor *gt = pl_graph_get_tensor(p->g, t);
-    pl_value_kind kind = (gt->is_output && dev == 0) ? PL_VAL_OUTPUT : PL_VAL_ARENA;
+    pl_value_kind kind = (gt->is_output && dev == p->io_dev) ? PL_VAL_OUTPUT : PL_VAL_ARENA;
     int32_t v;
     PL_RETURN_IF_ERROR(pl_prog_new_value(p, t, dev, kind, &v));
     p->values[v].producer = (int32_t)step;
@@ -608,7 +608,8 @@ static pl_status *pl_prog_lower_devices(pl_program *p)
     return NULL;
 }
 
-/* Graph outputs made on a device come home, into the caller's buffer. */
+/* Graph outputs made elsewhere come to where the caller's outputs live,
+ * into the caller's buffer. */
 static pl_status *pl_prog_lower_outputs(pl_program *p)
 {
     const pl_graph *g = p->g;
@@ -620,23 +621,41 @@ static pl_status *pl_prog_lower_outputs(pl_program *p)
                                     "graph output '%s' is also a graph input or "
                                     "a constant; such models are not supported yet",
                                     gt->name);
-        if (pl_program_value_of(p, t, 0) >= 0)
+        if (pl_program_value_of(p, t, p->io_dev) >= 0)
             continue;
         int32_t home = pl_prog_home_of(p, t);
         if (home < 0)
             return pl_status_create(PL_CODE_INTERNAL,
                                     "session: graph output '%s' is never made", gt->name);
         int32_t v;
-        PL_RETURN_IF_ERROR(pl_prog_copy(p, home, 0, PL_VAL_OUTPUT, &v));
+        PL_RETURN_IF_ERROR(pl_prog_copy(p, home, p->io_dev, PL_VAL_OUTPUT, &v));
     }
     return NULL;
 }
 
-static pl_status *pl_prog_lower_all(pl_program *p)
+/* The device the caller's inputs and outputs live on: the host, or IO's
+ * device (added when no backend of the partition uses it). */
+static pl_status *pl_prog_lower_io(pl_program *p, pl_module *m, int32_t device)
+{
+    p->io_dev = 0;
+    if (m == NULL || (m->api.capabilities & PL_CAP_HOST_MEMORY))
+        return NULL;
+    pl_part_backend io = {.module = m, .device = device};
+    int32_t d = pl_prog_device_of(p, &io);
+    if (d < 0) {
+        PL_RETURN_IF_ERROR(pl_prog_add_device(p, m, device));
+        d = (int32_t)p->n_devs - 1;
+    }
+    p->io_dev = d;
+    return NULL;
+}
+
+static pl_status *pl_prog_lower_all(pl_program *p, pl_module *io_module, int32_t io_device)
 {
     const pl_graph *g = p->g;
     size_t nt = pl_graph_tensor_count(g);
     PL_RETURN_IF_ERROR(pl_prog_lower_devices(p));
+    PL_RETURN_IF_ERROR(pl_prog_lower_io(p, io_module, io_device));
     p->first_value = pl_malloc((nt ? nt : 1) * sizeof *p->first_value);
     if (p->first_value == NULL)
         return pl_prog_oom();
@@ -644,7 +663,8 @@ static pl_status *pl_prog_lower_all(pl_program *p)
         p->first_value[k] = -1;
     for (size_t i = 0; i < pl_graph_input_count(g); i++) {
         int32_t v;
-        PL_RETURN_IF_ERROR(pl_prog_new_value(p, pl_graph_input(g, i), 0, PL_VAL_INPUT, &v));
+        PL_RETURN_IF_ERROR(
+            pl_prog_new_value(p, pl_graph_input(g, i), p->io_dev, PL_VAL_INPUT, &v));
     }
     PL_RETURN_IF_ERROR(pl_prog_mark_live(p));
     size_t *units = NULL, n_units = 0;
@@ -669,6 +689,7 @@ static pl_status *pl_prog_lower_all(pl_program *p)
 }
 
 pl_status *pl_program_lower(pl_runtime *rt, const pl_graph *g, const pl_partition *part,
+                            pl_module *io_module, int32_t io_device,
                             pl_program **out_program)
 {
     *out_program = NULL;
@@ -678,7 +699,7 @@ pl_status *pl_program_lower(pl_runtime *rt, const pl_graph *g, const pl_partitio
     p->rt = rt;
     p->g = g;
     p->part = part;
-    pl_status *st = pl_prog_lower_all(p);
+    pl_status *st = pl_prog_lower_all(p, io_module, io_device);
     if (st != NULL) {
         pl_program_destroy(p);
         return st;

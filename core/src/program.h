@@ -116,6 +116,7 @@ typedef struct pl_program {
     size_t n_steps;
     pl_plan *plan;               /* after pl_program_plan: one interval per planned value */
     size_t *arena_bytes;         /* per device, after pl_program_plan */
+    int32_t io_dev;              /* where graph inputs and outputs live: 0 the host */
 } pl_program;
 
 /* Warnings gathered while a session is made (a refused cache entry, a
@@ -132,10 +133,14 @@ void pl_warnings_clear(pl_warnings *w);
 
 /* Lowers partition PART of graph G into a new program (*OUT_PROGRAM; the
  * caller owns it even on failure, when it is NULL). Steps follow the
- * partition's units in dependency order; dead nodes get none. Fails with an
- * error naming the tensor when a tensor's size is not known, and out of
- * memory. */
+ * partition's units in dependency order; dead nodes get none. The graph's
+ * inputs and outputs live on device IO_DEVICE of IO_MODULE (the caller's
+ * arrays are bound there: readers elsewhere get copies, outputs made
+ * elsewhere are copied there), or on the host when IO_MODULE is NULL or
+ * computes on host memory. Fails with an error naming the tensor when a
+ * tensor's size is not known, and out of memory. */
 pl_status *pl_program_lower(pl_runtime *rt, const pl_graph *g, const pl_partition *part,
+                            pl_module *io_module, int32_t io_device,
                             pl_program **out_program);
 
 /* Plans the memory of the arena values from their lifetime intervals,

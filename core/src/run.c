@@ -85,6 +85,17 @@ static pl_call_extra *pl_call_extra_of(const pl_step_call *c, const pl_prog_step
 
 /* ---- run contexts -------------------------------------------------------- */
 
+/* Frees memory a run context allocated on device DEV (0: the host). */
+static void pl_run_free_on(const pl_program *p, int32_t dev, void *mem)
+{
+    if (mem == NULL)
+        return;
+    if (dev == 0)
+        free(mem);
+    else
+        p->devs[dev].module->api.mem_free(p->devs[dev].module->ctx, p->devs[dev].device, mem);
+}
+
 static void pl_runctx_destroy(const pl_program *p, pl_runctx *rc)
 {
     if (rc == NULL)
@@ -95,17 +106,10 @@ static void pl_runctx_destroy(const pl_program *p, pl_runctx *rc)
             pl_engine_delete_var(e, rc->vars[v]);
     if (rc->done)
         pl_engine_delete_var(e, rc->done);
-    for (size_t d = 0; rc->arena && d < p->n_devs; d++) {
-        if (rc->arena[d] == NULL)
-            continue;
-        if (d == 0)
-            free(rc->arena[d]);
-        else
-            p->devs[d].module->api.mem_free(p->devs[d].module->ctx, p->devs[d].device,
-                                            rc->arena[d]);
-    }
+    for (size_t d = 0; rc->arena && d < p->n_devs; d++)
+        pl_run_free_on(p, (int32_t)d, rc->arena[d]);
     for (size_t v = 0; rc->default_out && v < p->n_values; v++)
-        free(rc->default_out[v]);
+        pl_run_free_on(p, p->values[v].dev, rc->default_out[v]);
     for (size_t i = 0; rc->calls && i < p->n_steps; i++) {
         pl_step_call *c = &rc->calls[i];
         /* A creation that failed part way left the later calls unmade. */
@@ -177,6 +181,12 @@ static pl_status *pl_runctx_value(const pl_program *p, pl_runctx *rc, size_t v)
         t->data = val->persist;
         break;
     case PL_VAL_OUTPUT:
+        /* where an output nobody asked for goes (on the session's I/O
+         * device when that is not the host) */
+        if (val->dev != 0)
+            return pl_program_dev_alloc(p, val->dev, val->bytes ? val->bytes : 1,
+                                        "an output the caller did not ask for",
+                                        &rc->default_out[v]);
         rc->default_out[v] = pl_host_aligned(val->bytes);
         if (rc->default_out[v] == NULL)
             return pl_run_oom();
@@ -506,7 +516,7 @@ static pl_status *pl_run_find_outputs(const pl_program *p, const pl_io *outputs,
     for (size_t i = 0; i < n_outputs; i++) {
         pl_tid t = outputs[i].name ? pl_graph_find_tensor(p->g, outputs[i].name)
                                    : PL_TID_NONE;
-        int32_t v = t != PL_TID_NONE ? pl_program_value_of(p, t, 0) : -1;
+        int32_t v = t != PL_TID_NONE ? pl_program_value_of(p, t, p->io_dev) : -1;
         if (v < 0 || p->values[v].kind != PL_VAL_OUTPUT)
             return pl_status_create(PL_CODE_NOT_FOUND, "the model has no output named '%s'",
                                     outputs[i].name ? outputs[i].name : "(null)");
@@ -515,6 +525,20 @@ static pl_status *pl_run_find_outputs(const pl_program *p, const pl_io *outputs,
             PL_RETURN_IF_ERROR(pl_check_io(p, &p->values[v], "output", &outputs[i].tensor));
     }
     return NULL;
+}
+
+/* Points the context's tensor T of a value on device DEV at the caller's
+ * CALLER: host memory by address, a device's by its handle and offset
+ * (a handle is not an address to add to). */
+static void pl_run_point(pl_tensor *t, int32_t dev, const pl_tensor *caller)
+{
+    if (dev == 0) {
+        t->data = (char *)caller->data + caller->byte_offset;
+        t->byte_offset = 0;
+    } else {
+        t->data = caller->data;
+        t->byte_offset = caller->byte_offset;
+    }
 }
 
 /* Points the context's input and output values at the caller's buffers
@@ -526,22 +550,24 @@ static pl_status *pl_run_bind(const pl_program *p, pl_runctx *rc, const pl_tenso
 {
     for (size_t v = 0; v < p->n_values; v++) {
         if (p->values[v].kind == PL_VAL_INPUT) {
-            rc->values[v].data = (char *)bound[v]->data + bound[v]->byte_offset;
-            rc->values[v].byte_offset = 0;
+            pl_run_point(&rc->values[v], p->values[v].dev, bound[v]);
         } else if (p->values[v].kind == PL_VAL_OUTPUT) {
             rc->values[v].data = rc->default_out[v];
+            rc->values[v].byte_offset = 0;
         }
     }
     for (size_t i = 0; i < n_outputs; i++) {
         pl_tensor *t = &outputs[i].tensor;
         if (t->data == NULL) {
+            if (p->values[out_value[i]].dev != 0) /* pl_session_run_arrays makes them */
+                return pl_status_create(PL_CODE_INTERNAL, "output %zu has no device memory", i);
             t->data = pl_host_aligned(p->values[out_value[i]].bytes);
             if (t->data == NULL)
                 return pl_run_oom();
             allocated[i] = true;
             t->byte_offset = 0;
         }
-        rc->values[out_value[i]].data = (char *)t->data + t->byte_offset;
+        pl_run_point(&rc->values[out_value[i]], p->values[out_value[i]].dev, t);
     }
     return NULL;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "array.h"
 #include "control.h"
 #include "model.h"
 #include "partition.h"
@@ -34,6 +35,7 @@ typedef struct pl_sess_place {
     bool strict;
     bool choose_by_cost;
     int min_subgraph_nodes;
+    const char *io_device; /* the option, or NULL: the host */
 } pl_sess_place;
 
 struct pl_session {
@@ -53,6 +55,9 @@ struct pl_session {
     pl_module **retained;
     size_t n_retained;
     pl_sess_place place; /* during creation */
+    pl_module *io_module; /* where inputs and outputs live (retained), or NULL: host */
+    int32_t io_device;
+    char io_name[80];     /* "host" or "module:device" */
 };
 
 static pl_status *pl_sess_oom(void)
@@ -97,14 +102,15 @@ static void pl_sess_add_backend(pl_session *s, const char *name, int device,
     (*n)++;
 }
 
-/* Why the backend SPEC of the options' order cannot be used, or NULL. */
-static pl_status *pl_sess_check_backend(pl_session *s, const char *spec)
+/* Why the backend SPEC ("module" or "module:device") of session option
+ * OPTION cannot be used, or NULL. */
+static pl_status *pl_sess_check_spec(pl_session *s, const char *option, const char *spec)
 {
     char name[64];
     int device;
     if (spec == NULL || spec[0] == '\0')
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                "session option order: an entry is empty");
+                                "session option %s: an entry is empty", option);
     pl_sess_split_backend(spec, name, sizeof name, &device);
     const char *colon = strchr(spec, ':');
     if (colon != NULL) {
@@ -112,8 +118,8 @@ static pl_status *pl_sess_check_backend(pl_session *s, const char *spec)
         long d = strtol(colon + 1, &end, 10);
         if (colon[1] == '\0' || *end != '\0' || d < 0 || d > 1 << 20)
             return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "session option order: '%s': the device after ':' "
-                                    "must be a number >= 0", spec);
+                                    "session option %s: '%s': the device after ':' "
+                                    "must be a number >= 0", option, spec);
     }
     for (size_t i = 0; i < s->rt->n_modules; i++) {
         const pl_module *m = s->rt->modules[i];
@@ -121,21 +127,27 @@ static pl_status *pl_sess_check_backend(pl_session *s, const char *spec)
             continue;
         if (m->status != PL_MODULE_LOADED)
             return pl_status_create(PL_CODE_NOT_FOUND,
-                                    "session option order: module '%s' is %s: %s", name,
-                                    pl_module_status_name(m->status), m->reason);
+                                    "session option %s: module '%s' is %s: %s", option,
+                                    name, pl_module_status_name(m->status), m->reason);
         if (device >= m->device_count)
             return pl_status_create(PL_CODE_NOT_FOUND,
-                                    "session option order: '%s': module %s has %d "
-                                    "device%s", spec, name, m->device_count,
+                                    "session option %s: '%s': module %s has %d "
+                                    "device%s", option, spec, name, m->device_count,
                                     m->device_count == 1 ? "" : "s");
         if (!(m->api.capabilities & (PL_CAP_SYMBOLIC | PL_CAP_IMPERATIVE)))
             return pl_status_create(PL_CODE_INVALID_ARGUMENT,
-                                    "session option order: module '%s' runs no nodes "
-                                    "(a format module?)", name);
+                                    "session option %s: module '%s' runs no nodes "
+                                    "(a format module?)", option, name);
         return NULL;
     }
     return pl_status_create(PL_CODE_NOT_FOUND,
-                            "session option order: no module named '%s' was found", name);
+                            "session option %s: no module named '%s' was found", option, name);
+}
+
+/* Why the backend SPEC of the options' order cannot be used, or NULL. */
+static pl_status *pl_sess_check_backend(pl_session *s, const char *spec)
+{
+    return pl_sess_check_spec(s, "order", spec);
 }
 
 /* The backends of [placement] order, then cpu if the order lacks it. */
@@ -244,6 +256,29 @@ static pl_status *pl_sess_partition(pl_session *s)
 
 /* ---- creation ---------------------------------------------------------------- */
 
+/* Where the caller's inputs and outputs live (session option io_device):
+ * the host, or a device of a loaded module, retained while the session
+ * lives. A module that computes on host memory means the host. */
+static pl_status *pl_sess_io(pl_session *s)
+{
+    snprintf(s->io_name, sizeof s->io_name, "host");
+    const char *spec = s->place.io_device;
+    if (spec == NULL)
+        return NULL;
+    PL_RETURN_IF_ERROR(pl_sess_check_spec(s, "io_device", spec));
+    char name[64];
+    int device;
+    pl_sess_split_backend(spec, name, sizeof name, &device);
+    pl_module *m = s->rt->modules[pl_runtime_find_module(s->rt, name)];
+    if (m->api.capabilities & PL_CAP_HOST_MEMORY)
+        return NULL;
+    s->io_module = m;
+    s->io_device = device < 0 ? 0 : device;
+    pl_module_retain(m);
+    snprintf(s->io_name, sizeof s->io_name, "%s:%d", m->name, (int)s->io_device);
+    return NULL;
+}
+
 /* A compile of step FAILED failed with ERR (taken): under strict = no its
  * cluster goes to the next backend and *OUT_RETRY is set; under strict =
  * yes the error names the step and the setting. */
@@ -281,7 +316,8 @@ static pl_status *pl_sess_build(pl_session *s)
         /* Again after each exclusion: nodes that fell back to an imperative
          * backend may now fuse. */
         PL_RETURN_IF_ERROR(pl_partition_fuse(s->part));
-        PL_RETURN_IF_ERROR(pl_program_lower(s->rt, s->g, s->part, &s->program));
+        PL_RETURN_IF_ERROR(
+            pl_program_lower(s->rt, s->g, s->part, s->io_module, s->io_device, &s->program));
         long failed = -1;
         pl_status *st = pl_program_compile(s->program, &s->warnings, &failed);
         if (st != NULL && failed < 0)
@@ -352,6 +388,8 @@ static pl_status *pl_sess_place_init(pl_session *s, const pl_session_options *o)
                                 o->min_subgraph_nodes);
     if (PL_SESS_HAS(min_subgraph_nodes) && o->min_subgraph_nodes > 0)
         p->min_subgraph_nodes = o->min_subgraph_nodes;
+    if (PL_SESS_HAS(io_device) && o->io_device != NULL && strcmp(o->io_device, "host") != 0)
+        p->io_device = o->io_device;
 #undef PL_SESS_HAS
     return NULL;
 }
@@ -368,6 +406,8 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     s->g = model->graph;
     s->warnings.logger = &s->rt->logger;
     pl_status *st = pl_sess_place_init(s, options);
+    if (st == NULL)
+        st = pl_sess_io(s);
     if (st == NULL)
         st = pl_graph_view_create(s->g, NULL, 0, &s->view);
     if (st == NULL)
@@ -422,9 +462,12 @@ static void pl_session_destroy_in(pl_session *s)
     pl_graph_view_destroy(s->view);
     pl_warnings_clear(&s->warnings);
     pl_model *model = s->model;
+    pl_module *io = s->io_module;
     pl_free(s);
     for (size_t b = 0; retained && b < nb; b++)
         pl_module_release(retained[b]);
+    if (io != NULL)
+        pl_module_release(io);
     pl_free(retained);
     pl_model_release(model);
 }
@@ -445,8 +488,102 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
 {
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_run: NULL session");
+    if (s->io_module != NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_session_run: this session's inputs and outputs live on %s "
+                                "(session option io_device); run it with "
+                                "pl_session_run_arrays",
+                                s->io_name);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
     pl_status *st = pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
+    pl_alloc_scope_leave(outer);
+    return st;
+}
+
+const char *pl_session_io_device(const pl_session *s)
+{
+    return s ? s->io_name : NULL;
+}
+
+/* Why ARRAY (input or output NAME) cannot be bound where S's inputs and
+ * outputs live, or NULL. */
+static pl_status *pl_sess_array_where(const pl_session *s, const char *what, const char *name,
+                                      const pl_array *array)
+{
+    pl_module *m = pl_array_module_internal(array);
+    bool host = m == NULL || (m->api.capabilities & PL_CAP_HOST_MEMORY);
+    bool fits = s->io_module == NULL ? host
+                                     : m == s->io_module && pl_array_device(array) == s->io_device;
+    if (fits)
+        return NULL;
+    char where[80];
+    if (m == NULL)
+        snprintf(where, sizeof where, "host");
+    else
+        snprintf(where, sizeof where, "%s:%d", m->name, pl_array_device(array));
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "%s '%s' is an array on %s, but this session's inputs and outputs "
+                            "live on %s (session option io_device; pl_array_copy moves it)",
+                            what, name ? name : "(null)", where, s->io_name);
+}
+
+static pl_status *pl_session_run_arrays_in(pl_session *s, const pl_array_io *inputs,
+                                           size_t n_inputs, pl_array_io *outputs,
+                                           size_t n_outputs, pl_io *ins, pl_io *outs,
+                                           bool *made)
+{
+    for (size_t i = 0; i < n_inputs; i++) {
+        if (inputs[i].array == NULL)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT, "input '%s' has no array",
+                                    inputs[i].name ? inputs[i].name : "(null)");
+        PL_RETURN_IF_ERROR(pl_sess_array_where(s, "input", inputs[i].name, inputs[i].array));
+        /* operators pushed on it finish first (their error is the run's) */
+        PL_RETURN_IF_ERROR(pl_array_wait(inputs[i].array));
+        ins[i] = (pl_io){.name = inputs[i].name, .tensor = *pl_array_tensor(inputs[i].array)};
+    }
+    for (size_t i = 0; i < n_outputs; i++) {
+        const char *name = outputs[i].name;
+        pl_tid t = name ? pl_graph_find_tensor(s->g, name) : PL_TID_NONE;
+        if (t == PL_TID_NONE || !pl_graph_get_tensor(s->g, t)->is_output)
+            return pl_status_create(PL_CODE_NOT_FOUND, "the model has no output named '%s'",
+                                    name ? name : "(null)");
+        if (outputs[i].array == NULL) {
+            const pl_graph_tensor *gt = pl_graph_get_tensor(s->g, t);
+            PL_RETURN_IF_ERROR(pl_array_create(
+                s->rt, s->io_module ? s->io_module->name : NULL, s->io_device, gt->dtype,
+                gt->ndim, gt->dims, &outputs[i].array));
+            made[i] = true;
+        } else {
+            PL_RETURN_IF_ERROR(pl_sess_array_where(s, "output", name, outputs[i].array));
+            PL_RETURN_IF_ERROR(pl_array_wait(outputs[i].array));
+        }
+        outs[i] = (pl_io){.name = name, .tensor = *pl_array_tensor(outputs[i].array)};
+    }
+    return pl_runner_run(s->runner, ins, n_inputs, outs, n_outputs);
+}
+
+pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_t n_inputs,
+                                 pl_array_io *outputs, size_t n_outputs)
+{
+    if (s == NULL || (n_inputs > 0 && inputs == NULL) || (n_outputs > 0 && outputs == NULL))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_session_run_arrays: NULL session or arrays");
+    pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
+    pl_io *ins = pl_calloc(n_inputs ? n_inputs : 1, sizeof *ins);
+    pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
+    bool *made = pl_calloc(n_outputs ? n_outputs : 1, sizeof *made);
+    pl_status *st = ins && outs && made
+                        ? pl_session_run_arrays_in(s, inputs, n_inputs, outputs, n_outputs, ins,
+                                                   outs, made)
+                        : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+    for (size_t i = 0; st != NULL && made && i < n_outputs; i++)
+        if (made[i]) { /* a failed run leaves the caller's slots as they were */
+            pl_array_destroy(outputs[i].array);
+            outputs[i].array = NULL;
+        }
+    pl_free(ins);
+    pl_free(outs);
+    pl_free(made);
     pl_alloc_scope_leave(outer);
     return st;
 }

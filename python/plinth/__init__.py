@@ -583,18 +583,21 @@ class Model(_Handle):
         _check(N.model_bind_input(self._handle(), _cstr(name), len(dims), arr))
 
     def session(self, order=None, device=None, pins=None, strict=None, choose=None,
-                min_subgraph_nodes=0):
+                min_subgraph_nodes=0, io_device=None):
         """Makes a session. order: backends offered the nodes ("module" or
         "module:device" strings, or Device objects); device: one Device (or
         "module:index") to prefer, cpu taking the rest; pins: {node:
         backend}; strict: a failed compile fails the session; choose:
-        "cost" or "first". Anything not given is as [placement] says."""
+        "cost" or "first"; io_device: where inputs and outputs live (a
+        Device or "module:index"; None is host memory): such a session
+        runs with run_arrays on arrays there, with no copy through the
+        host. Anything not given is as [placement] says."""
         if order is not None and device is not None:
             raise Error("session: give order or device, not both", 2)
         if device is not None:
             order = [device, "cpu"]
         self._sessions += 1
-        return Session(self, order, pins, strict, choose, min_subgraph_nodes)
+        return Session(self, order, pins, strict, choose, min_subgraph_nodes, io_device)
 
 
 def _spec(backend):
@@ -605,7 +608,7 @@ class Session(_Handle):
     """A model made ready to run: partitioned, compiled, planned."""
 
     def __init__(self, model, order=None, pins=None, strict=None, choose=None,
-                 min_subgraph_nodes=0):
+                 min_subgraph_nodes=0, io_device=None):
         self.model = model
         opts = N.SessionOptions()
         opts.struct_size = ctypes.sizeof(opts)
@@ -627,6 +630,10 @@ class Session(_Handle):
                 raise Error(f"session: choose must be 'cost' or 'first', not {choose!r}", 2)
             opts.choose_by_cost = N.OPTION_YES if choose == "cost" else N.OPTION_NO
         opts.min_subgraph_nodes = int(min_subgraph_nodes)
+        if io_device is not None:
+            spec = _cstr(_spec(io_device))
+            keep.append(spec)
+            opts.io_device = spec
         h = ctypes.c_void_p()
         _check(N.session_create(model._handle(), ctypes.byref(opts), ctypes.byref(h)))
         self._own(h.value, N.session_destroy)
@@ -652,6 +659,15 @@ class Session(_Handle):
         t.shape = shape_arr
         t.struct_size = ctypes.sizeof(t)
         return t
+
+    def _wanted(self, outputs, what):
+        """The TensorInfo of the outputs named (all when None), checked."""
+        if outputs is not None:
+            bad = [n for n in outputs if n not in {o.name for o in self.outputs}]
+            if bad:
+                raise Error(f"{what}: unknown output(s) {bad} "
+                            f"(outputs: {[o.name for o in self.outputs]})", 2)
+        return [o for o in self.outputs if outputs is None or o.name in outputs]
 
     def run(self, feeds, outputs=None):
         """Runs once. feeds: {input name: array-like} (converted to the
@@ -683,12 +699,7 @@ class Session(_Handle):
             keep += [a, shape]
             ins[k].name = _cstr(info.name)
             ins[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape)
-        wanted = [o for o in self.outputs if outputs is None or o.name in outputs]
-        if outputs is not None:
-            bad = [n for n in outputs if n not in {o.name for o in self.outputs}]
-            if bad:
-                raise Error(f"session.run: unknown output(s) {bad} "
-                            f"(outputs: {[o.name for o in self.outputs]})", 2)
+        wanted = self._wanted(outputs, "session.run")
         outs = (N.IO * max(len(wanted), 1))()
         results = []
         for k, info in enumerate(wanted):
@@ -706,6 +717,38 @@ class Session(_Handle):
                 a = (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
             out[info.name] = a
         return out
+
+    @property
+    def io_device(self):
+        """Where inputs and outputs live: "host" or "module:index"."""
+        return N.session_io_device(self._handle()).decode()
+
+    def run_arrays(self, feeds, outputs=None):
+        """Runs once on plinth Arrays. feeds: {input name: Array} on the
+        session's io_device (host arrays for a host session). outputs: the
+        names wanted (all by default). Returns {name: Array} there; nothing
+        passes through host memory when the subgraphs run on that device."""
+        h = self._handle()
+        feeds = dict(feeds)
+        bad = [n for n, a in feeds.items() if not isinstance(a, Array)]
+        if bad:
+            raise Error(f"session.run_arrays: input(s) {bad} are not plinth.Array "
+                        "(plinth.array(x, device) makes one)", 2)
+        wanted = [o.name for o in self._wanted(outputs, "session.run_arrays")]
+        ins = (N.ArrayIO * max(len(feeds), 1))()
+        for k, (name, a) in enumerate(feeds.items()):
+            ins[k].name = _cstr(name)
+            ins[k].array = a._handle()
+        outs = (N.ArrayIO * max(len(wanted), 1))()
+        for k, name in enumerate(wanted):
+            outs[k].name = _cstr(name)
+        _check(N.session_run_arrays(h, ins, len(feeds), outs, len(wanted)))
+        where = self.io_device
+        device = None
+        if where != "host":
+            module, index = where.rsplit(":", 1)
+            device = self.model.runtime.device(module, int(index))
+        return {name: Array(outs[k].array, device) for k, name in enumerate(wanted)}
 
     @property
     def warnings(self):

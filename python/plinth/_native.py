@@ -84,7 +84,8 @@ class SessionOptions(ctypes.Structure):
                 ("n_pins", c_size_t),
                 ("strict", ctypes.c_int),
                 ("choose_by_cost", ctypes.c_int),
-                ("min_subgraph_nodes", ctypes.c_int)]
+                ("min_subgraph_nodes", ctypes.c_int),
+                ("io_device", c_char_p)]
 
 
 class DType(ctypes.Structure):
@@ -120,6 +121,10 @@ class Value(ctypes.Structure):
 
 class IO(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("tensor", Tensor)]
+
+
+class ArrayIO(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("array", c_void_p)]
 
 
 # Module statuses and capabilities (plinth.h, plinth/module.h).
@@ -239,6 +244,9 @@ session_input_type = _fn("pl_session_input_type", None, c_void_p, c_size_t, P(DT
 session_output_type = _fn("pl_session_output_type", None, c_void_p, c_size_t, P(DType),
                           P(ctypes.c_int32), P(P(ctypes.c_int64)))
 session_run = _fn("pl_session_run", c_void_p, c_void_p, P(IO), c_size_t, P(IO), c_size_t)
+session_run_arrays = _fn("pl_session_run_arrays", c_void_p, c_void_p, P(ArrayIO), c_size_t,
+                         P(ArrayIO), c_size_t)
+session_io_device = _fn("pl_session_io_device", c_char_p, c_void_p)
 session_step_count = _fn("pl_session_step_count", c_size_t, c_void_p)
 session_step_info = _fn("pl_session_step_info", None, c_void_p, c_size_t, P(c_char_p),
                         P(c_char_p), P(ctypes.c_uint64), P(ctypes.c_uint64))

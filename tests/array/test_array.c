@@ -4,6 +4,7 @@
  * staged modules (argv[1]). */
 #include <dlpack/dlpack.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,167 @@ static void case_eager_failure(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- sessions on arrays ------------------------------------------------------ */
+
+/* y = Relu(x) * x + x on [2, 8] (every op example_acc runs); with SOFTMAX a
+ * Softmax after it, which example_acc refuses, so cpu runs it between two
+ * copies. */
+static const char *write_io_model(bool softmax)
+{
+    const char *path = th_path(th_tempdir(), softmax ? "io_softmax.json" : "io.json");
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"format\":\"plinth-graph\",\"version\":1,"
+             "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+             "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+             "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,8]}],"
+             "\"nodes\":["
+             "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"r\"]},"
+             "{\"name\":\"mul\",\"op\":\"Mul\",\"inputs\":[\"r\",\"x\"],\"outputs\":[\"m\"]},"
+             "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"m\",\"x\"],\"outputs\":[\"%s\"]}%s]}",
+             softmax ? "a" : "y",
+             softmax ? ",{\"name\":\"softmax\",\"op\":\"Softmax\",\"inputs\":[\"a\"],"
+                       "\"outputs\":[\"y\"]}"
+                     : "");
+    th_write_file(path, json, 0600);
+    return path;
+}
+
+static pl_session *io_session(pl_runtime *rt, const char *path, const char *io)
+{
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    const char *order[] = {"example_acc", "cpu"};
+    pl_session_options o = {.struct_size = sizeof o, .order = order, .n_order = 2,
+                            .io_device = io};
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, &o, &s));
+    pl_model_destroy(m);
+    return s;
+}
+
+static size_t copy_steps(const pl_session *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < pl_session_step_count(s); i++) {
+        const char *backend = NULL;
+        pl_session_step_info(s, i, NULL, &backend, NULL, NULL);
+        n += strcmp(backend, "copy") == 0;
+    }
+    return n;
+}
+
+/* io_device = example_acc:0: arrays on the device go in and come out with
+ * no copy step when example_acc runs the whole graph (a host session of the
+ * same model has two: in and out), the values equal a host session's, an
+ * output array is made on the device when none is given, and a Softmax on
+ * cpu in between gets its copies there and back. */
+static void case_session_arrays(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {2, 8};
+    float x[16], want[16], got[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)((i * 7) % 11) * 0.25f - 1.25f;
+    for (int softmax = 0; softmax < 2; softmax++) {
+        const char *path = write_io_model(softmax);
+        pl_session *host = io_session(rt, path, NULL), *dev = io_session(rt, path, "example_acc:0");
+        TH_CHECK(strcmp(pl_session_io_device(host), "host") == 0 &&
+                     strcmp(pl_session_io_device(dev), "example_acc:0") == 0,
+                 "io devices %s and %s", pl_session_io_device(host), pl_session_io_device(dev));
+        size_t host_copies = copy_steps(host), dev_copies = copy_steps(dev);
+        TH_CHECK(softmax ? host_copies == 2 && dev_copies == 2 : host_copies == 2 && dev_copies == 0,
+                 "softmax %d: %zu copy steps on a host session, %zu with io on the device",
+                 softmax, host_copies, dev_copies);
+        pl_io hin = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x,
+                                             .ndim = 2, .shape = (int64_t *)dims,
+                                             .dtype = PL_DTYPE_F32}};
+        pl_io hout = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = want,
+                                              .ndim = 2, .shape = (int64_t *)dims,
+                                              .dtype = PL_DTYPE_F32}};
+        TH_CHECK_OK(pl_session_run(host, &hin, 1, &hout, 1));
+        pl_array *dx = NULL, *dy = NULL;
+        TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 2, dims, &dx));
+        TH_CHECK_OK(pl_array_copy_from_host(dx, x, sizeof x));
+        for (int given = 0; given < 2; given++) {
+            pl_array_io in = {"x", dx}, out = {"y", given ? dy : NULL};
+            TH_CHECK_OK(pl_session_run_arrays(dev, &in, 1, &out, 1));
+            TH_CHECK(out.array != NULL && strcmp(pl_array_module(out.array), "example_acc") == 0,
+                     "the output is on %s", out.array ? pl_array_module(out.array) : "nothing");
+            dy = out.array;
+            memset(got, 0, sizeof got);
+            TH_CHECK_OK(pl_array_copy_to_host(dy, got, sizeof got));
+            for (int i = 0; i < 16; i++)
+                TH_CHECK(fabsf(got[i] - want[i]) <= 1e-6f, "softmax %d: y[%d] = %g, host %g",
+                         softmax, i, got[i], want[i]);
+        }
+        pl_array_destroy(dx);
+        pl_array_destroy(dy);
+        pl_session_destroy(host);
+        pl_session_destroy(dev);
+    }
+    pl_runtime_destroy(rt);
+}
+
+/* The wrong arrays or calls fail with the reason and write nothing: a host
+ * array for a device session, a device array for a host session, host
+ * tensors for a device session, an unknown output, an io_device that is
+ * not there. */
+static void case_session_arrays_errors(void)
+{
+    pl_runtime *rt = rt_with("");
+    const int64_t dims[2] = {2, 8};
+    float x[16] = {0};
+    const char *path = write_io_model(false);
+    pl_session *host = io_session(rt, path, "host"), *dev = io_session(rt, path, "example_acc");
+    pl_array *hx = host_f32(dims, 2, x), *dx = NULL;
+    TH_CHECK_OK(pl_array_create(rt, "example_acc", 0, PL_DTYPE_F32, 2, dims, &dx));
+    pl_array_io in = {"x", hx}, out = {"y", NULL};
+    pl_status *st = pl_session_run_arrays(dev, &in, 1, &out, 1);
+    TH_CHECK_CONTAINS(pl_status_message(st), "input 'x' is an array on host, but this session's "
+                                             "inputs and outputs live on example_acc:0");
+    TH_CHECK(out.array == NULL, "a failed run left an output array");
+    pl_status_free(st);
+    in.array = dx;
+    st = pl_session_run_arrays(host, &in, 1, &out, 1);
+    TH_CHECK_CONTAINS(pl_status_message(st), "input 'x' is an array on example_acc:0");
+    pl_status_free(st);
+    pl_array_io bad_out = {"nope", NULL};
+    st = pl_session_run_arrays(dev, &in, 1, &bad_out, 1);
+    TH_CHECK_CONTAINS(pl_status_message(st), "no output named 'nope'");
+    pl_status_free(st);
+    pl_io hin = {.name = "x", .tensor = *pl_array_tensor(hx)};
+    st = pl_session_run(dev, &hin, 1, NULL, 0);
+    TH_CHECK_CONTAINS(pl_status_message(st), "live on example_acc:0");
+    pl_status_free(st);
+    /* a host session still runs on host arrays, and makes its output there */
+    in.array = hx;
+    TH_CHECK_OK(pl_session_run_arrays(host, &in, 1, &out, 1));
+    TH_CHECK(strcmp(pl_array_module(out.array), "host") == 0, "output on %s",
+             pl_array_module(out.array));
+    pl_array_destroy(out.array);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    static const char *const bad[3] = {"example_acc:7", "nosuch", "onnx"};
+    static const char *const why[3] = {"module example_acc has 1 device",
+                                       "no module named 'nosuch'", "runs no nodes"};
+    for (int k = 0; k < 3; k++) {
+        pl_session_options o = {.struct_size = sizeof o, .io_device = bad[k]};
+        pl_session *s = NULL;
+        st = pl_session_create(m, &o, &s);
+        TH_CHECK(s == NULL, "io_device = %s made a session", bad[k]);
+        TH_CHECK_CONTAINS(pl_status_message(st), "session option io_device");
+        TH_CHECK_CONTAINS(pl_status_message(st), why[k]);
+        pl_status_free(st);
+    }
+    pl_model_destroy(m);
+    pl_array_destroy(hx);
+    pl_array_destroy(dx);
+    pl_session_destroy(host);
+    pl_session_destroy(dev);
+    pl_runtime_destroy(rt);
+}
+
 static const th_case cases[] = {
     {"devices", case_devices},
     {"copies", case_copies},
@@ -467,6 +629,8 @@ static const th_case cases[] = {
     {"eager_device", case_eager_device},
     {"eager_errors", case_eager_errors},
     {"eager_failure", case_eager_failure},
+    {"session_arrays", case_session_arrays},
+    {"session_arrays_errors", case_session_arrays_errors},
 };
 
 int main(int argc, char **argv)

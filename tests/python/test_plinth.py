@@ -355,6 +355,36 @@ class SessionTest(unittest.TestCase):
             y = s.run({"x": self.x.astype(np.float64)})["y"]
             self.assertEqual(y.dtype, np.float32)
 
+    def test_run_arrays(self):
+        """io_device: arrays on example_acc in and out of the mlp (its
+        softmax on cpu between two copies), equal to a host session's; a
+        host session runs on host arrays; mismatched arrays are refused."""
+        with self.model.session() as ref:
+            want = ref.run({"x": self.x})["y"]
+            self.assertEqual(ref.io_device, "host")
+            y = ref.run_arrays({"x": plinth.array(self.x)})["y"]
+            self.assertIsNone(y.device)
+            np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+        acc = self.rt.device("example_acc")
+        with self.model.session(device=acc, io_device=acc) as s:
+            self.assertEqual(s.io_device, "example_acc:0")
+            x = plinth.array(self.x, device=acc)
+            y = s.run_arrays({"x": x})["y"]
+            self.assertEqual(y.device.spec, "example_acc:0")
+            np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-6)
+            with self.assertRaises(plinth.Error) as e:
+                s.run({"x": self.x})
+            self.assertIn("live on example_acc:0", str(e.exception))
+            with self.assertRaises(plinth.Error) as e:
+                s.run_arrays({"x": plinth.array(self.x)})
+            self.assertIn("input 'x' is an array on host", str(e.exception))
+            with self.assertRaises(plinth.Error) as e:
+                s.run_arrays({"x": self.x})
+            self.assertIn("not plinth.Array", str(e.exception))
+        with self.assertRaises(plinth.Error) as e:
+            self.model.session(io_device="example_acc:5")
+        self.assertIn("session option io_device", str(e.exception))
+
     def test_missing_model(self):
         with self.assertRaises(plinth.Error) as e:
             self.rt.load_model(os.path.join(TMP, "nope.onnx"))

@@ -467,6 +467,13 @@ typedef struct pl_session_options {
     pl_option_flag choose_by_cost;
     /* [placement] min_subgraph_nodes; 0 keeps the configuration's. */
     int min_subgraph_nodes;
+    /* Where the graph's inputs and outputs live: NULL or "host" (host
+     * tensors, pl_session_run), or "module" / "module:device", a device
+     * whose arrays pl_session_run_arrays binds as they are: the subgraphs
+     * on that device read the inputs and write the outputs there, with no
+     * copy through the host; nodes elsewhere get copies. A module that
+     * computes on host memory means the host. */
+    const char *io_device;
 } pl_session_options;
 
 /* Creates a session for MODEL (the session keeps the model alive; the
@@ -514,6 +521,26 @@ PL_API pl_status *pl_session_run(pl_session *session, const pl_io *inputs,
 
 /* Frees an output buffer pl_session_run allocated. */
 PL_API void pl_buffer_free(void *data);
+
+/* A named array for pl_session_run_arrays. */
+typedef struct pl_array_io {
+    const char *name;
+    pl_array *array;
+} pl_array_io;
+
+/* Runs the session once on arrays, which must live where the session's
+ * inputs and outputs do (session option io_device; host arrays for a host
+ * session): every graph input by name, of its declared dtype and shape;
+ * the outputs wanted by name, written into the array given, or, where
+ * array is NULL, into a new array there that the caller destroys (left
+ * NULL when the run fails). Operators pushed on the arrays finish first.
+ * Nothing is copied through the host when the subgraphs run on the I/O
+ * device. Thread-safe like pl_session_run, given distinct arrays. */
+PL_API pl_status *pl_session_run_arrays(pl_session *session, const pl_array_io *inputs,
+                                        size_t n_inputs, pl_array_io *outputs,
+                                        size_t n_outputs);
+/* Where the session's inputs and outputs live: "host" or "module:device". */
+PL_API const char *pl_session_io_device(const pl_session *session);
 
 /* The steps a run pushes (subgraphs, kernels, copies), with their backend
  * and the time they took over every run so far. A kernel step that runs a
