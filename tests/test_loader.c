@@ -302,6 +302,13 @@ static void case_name_mismatch(void)
     lt_single("fx_name_mismatch", PL_MODULE_REJECTED, "identity note says");
 }
 
+/* A note naming the module "VAcc-1" (sdk/README.md rule 5 allows
+ * [a-z0-9_]): rejected before any of its code runs, naming the rule. */
+static void case_bad_name(void)
+{
+    lt_single("fx_bad_name", PL_MODULE_REJECTED, "module name 'VAcc-1' breaks the name rule");
+}
+
 static void case_missing_capability_fn(void)
 {
     lt_single("fx_missing_cap", PL_MODULE_REJECTED, "get_kernel");
@@ -1251,6 +1258,7 @@ static const th_case cases[] = {
     {"init_fails", case_init_fails},
     {"no_device", case_no_device},
     {"name_mismatch", case_name_mismatch},
+    {"bad_name", case_bad_name},
     {"missing_capability_fn", case_missing_capability_fn},
     {"duplicate_name", case_duplicate_name},
     {"world_writable_file", case_world_writable_file},

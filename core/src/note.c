@@ -61,6 +61,20 @@ static bool pl_note_string_ok(const char *s, size_t cap)
     return memchr(s, '\0', cap) != NULL && s[0] != '\0';
 }
 
+/* The module name rule (sdk/README.md, rule 5): [a-z0-9_] only, since the
+ * name is also a backend.ini section, a placement entry ("name:1"), a
+ * cache file's prefix and a C identifier's part in the tools. */
+static pl_status *pl_note_name_check(const char *name)
+{
+    for (const char *c = name; *c != '\0'; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "module name '%s' breaks the name rule: only lowercase "
+                                    "letters, digits and '_' (sdk/README.md, rule 5)",
+                                    name);
+    return NULL;
+}
+
 static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc, uint64_t *out_cpu)
 {
     size_t shstrndx = 0;
@@ -140,7 +154,7 @@ static pl_status *pl_note_scan(Elf *elf, pl_identity_desc *out_desc, uint64_t *o
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "malformed identity note: %s",
                                 requires_problem);
     if (found == 1)
-        return NULL;
+        return pl_note_name_check(out_desc->name);
     if (section_seen || problem != NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "malformed identity note: %s",

@@ -4,6 +4,7 @@
  * drives the loader and answers the application's questions about modules.
  * Teardown is reference-counted: the runtime and each module library live
  * until the last object that needs them is gone. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -23,6 +24,36 @@
 #ifndef PL_DEFAULT_CONFIG
 #define PL_DEFAULT_CONFIG "/etc/plinth/backend.ini"
 #endif
+#ifndef PL_DEFAULT_CONFIG_FROM_LIB
+#define PL_DEFAULT_CONFIG_FROM_LIB "../etc/plinth/backend.ini"
+#endif
+
+/* The installed backend.ini beside this libplinth (its folder, then
+ * PL_DEFAULT_CONFIG_FROM_LIB: <libdir> to <sysconfdir>/plinth), when that
+ * file exists; else NULL. Found once per process. */
+static char pl_installed_config[4096];
+static pthread_once_t pl_installed_once = PTHREAD_ONCE_INIT;
+
+static void pl_installed_find(void)
+{
+    Dl_info info;
+    if (dladdr((void *)pl_module_status_name, &info) == 0 || info.dli_fname == NULL)
+        return;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (slash == NULL)
+        return;
+    int n = snprintf(pl_installed_config, sizeof pl_installed_config, "%.*s/%s",
+                     (int)(slash - info.dli_fname), info.dli_fname, PL_DEFAULT_CONFIG_FROM_LIB);
+    if (n <= 0 || (size_t)n >= sizeof pl_installed_config ||
+        access(pl_installed_config, R_OK) != 0)
+        pl_installed_config[0] = '\0';
+}
+
+static const char *pl_runtime_installed_config(void)
+{
+    pthread_once(&pl_installed_once, pl_installed_find);
+    return pl_installed_config[0] ? pl_installed_config : NULL;
+}
 
 const char *pl_module_status_name(pl_module_status status)
 {
@@ -99,7 +130,10 @@ static pl_status *pl_runtime_pick_config(pl_runtime *rt,
         *out_path = "backend.ini";
     if (*out_path != NULL)
         return NULL;
-    if (pl_file_exists(PL_DEFAULT_CONFIG))
+    const char *installed = pl_runtime_installed_config();
+    if (installed != NULL)
+        *out_path = installed;
+    else if (pl_file_exists(PL_DEFAULT_CONFIG))
         *out_path = PL_DEFAULT_CONFIG;
     return NULL;
 }

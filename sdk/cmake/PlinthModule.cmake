@@ -42,6 +42,13 @@ function(plinth_add_module name)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE -Wall -Wextra)
   endif()
+  # In the Plinth tree, `cmake --install` puts every module into the
+  # installed module folder (PLINTH_MODULE_INSTALL_DIR, set by the tree).
+  if(PLINTH_MODULE_INSTALL_DIR)
+    # a vendor library outside the system folders (CUDA's) stays found
+    set_target_properties(${target} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+    install(TARGETS ${target} LIBRARY DESTINATION ${PLINTH_MODULE_INSTALL_DIR})
+  endif()
   if(PLINTH_STAGE_DIR)
     add_custom_command(TARGET ${target} POST_BUILD
       COMMAND ${CMAKE_COMMAND} -E make_directory "${PLINTH_STAGE_DIR}"
