@@ -523,6 +523,33 @@ configure_call)
     run --config "$tmp/backend.ini" call example_acc reboot
     [ "$rc" -eq 1 ] && grep -q "no function 'reboot'" "$tmp/err" || { show; fail "reboot was not refused"; }
     ;;
+cache_command)
+    # plinth cache stats|list|clear on a folder the mlp's example_acc
+    # subgraph was stored in, then hit from
+    need_stage
+    mkdir -m 700 "$tmp/cache"
+    printf '[runtime]\nmodules = %s\ncache_dir = %s\n[placement]\norder = example_acc, cpu\n' \
+        "$stage" "$tmp/cache" >"$tmp/backend.ini"
+    run --config "$tmp/backend.ini" run "$examples/mlp/model.json"
+    [ "$rc" -eq 0 ] || { show; fail "run exited $rc"; }
+    run --config "$tmp/backend.ini" run "$examples/mlp/model.json"
+    run --config "$tmp/backend.ini" cache stats
+    [ "$rc" -eq 0 ] || { show; fail "cache stats exited $rc"; }
+    for line in "entries: 1," "hits: 1" "misses: 1" "stores: 1" "evictions: 0"; do
+        grep -q "^$line" "$tmp/out" || { show; fail "cache stats lacks '$line'"; }
+    done
+    grep -q "of a limit of 1024.00 MiB" "$tmp/out" || { show; fail "no default limit"; }
+    run --config "$tmp/backend.ini" cache list
+    [ "$rc" -eq 0 ] && grep -q "^example_acc-[0-9a-f]*\.blob " "$tmp/out" ||
+        { show; fail "cache list lacks the entry"; }
+    run --config "$tmp/backend.ini" cache clear
+    [ "$rc" -eq 0 ] && grep -q "^removed 1 entries" "$tmp/out" || { show; fail "cache clear"; }
+    run --config "$tmp/backend.ini" cache stats
+    grep -q "^entries: 0," "$tmp/out" && grep -q "^stores: 0" "$tmp/out" ||
+        { show; fail "the cache is not empty after clear"; }
+    run --config "$tmp/backend.ini" cache prune
+    [ "$rc" -eq 2 ] || { show; fail "cache prune exited $rc, expected 2"; }
+    ;;
 *)
     echo "$0: no case named $case_name" >&2
     exit 2

@@ -73,6 +73,11 @@ static void usage(FILE *f)
             "                                arguments read by its signature, and print the\n"
             "                                result; without NAME, list its functions\n"
             "                                (put options before configure and call)\n"
+            "  cache list|stats|clear        the compiled-subgraph cache of [runtime] cache_dir:\n"
+            "                                its entries (least recently used first), its\n"
+            "                                size against cache_max_mb and the hits, misses,\n"
+            "                                stores and evictions of every program that used\n"
+            "                                it, or empty it (entries, probe verdicts, counters)\n"
             "\n"
             "options:\n"
             "  --shape NAME=D0,D1,...  (run, explain, bench) binds the symbolic dims of\n"
@@ -977,6 +982,64 @@ static pl_runtime *cli_runtime(const char *config)
     return rt;
 }
 
+static void cache_list_line(void *user, const char *file, uint64_t bytes, int64_t used_ns)
+{
+    (void)user;
+    time_t secs = (time_t)(used_ns / 1000000000);
+    struct tm tm;
+    char when[32] = "?";
+    if (gmtime_r(&secs, &tm) != NULL)
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    printf("%-60s %12llu  %s UTC\n", file, (unsigned long long)bytes, when);
+}
+
+/* plinth cache list|stats|clear: the compiled-subgraph cache. */
+static int cmd_cache(const char *config, const char *what)
+{
+    if (what == NULL || (strcmp(what, "list") != 0 && strcmp(what, "stats") != 0 &&
+                         strcmp(what, "clear") != 0)) {
+        fprintf(stderr, "plinth: cache needs list, stats or clear (see plinth --help)\n");
+        return EXIT_USAGE;
+    }
+    pl_runtime *rt = cli_runtime(config);
+    if (rt == NULL)
+        return EXIT_RUNTIME;
+    pl_cache_stats cs = {.struct_size = sizeof cs};
+    pl_status *st = pl_runtime_cache_stats(rt, &cs);
+    int rc = 0;
+    if (st == NULL && cs.dir[0] == '\0') {
+        printf("the cache is off ([runtime] cache_dir is empty)\n");
+    } else if (st == NULL && strcmp(what, "list") == 0) {
+        printf("%-60s %12s  %s\n", "ENTRY", "BYTES", "LAST USED");
+        st = pl_runtime_cache_list(rt, cache_list_line, NULL);
+    } else if (st == NULL && strcmp(what, "stats") == 0) {
+        printf("cache: %s\n", cs.dir);
+        printf("entries: %llu, %.2f MiB", (unsigned long long)cs.entries,
+               (double)cs.bytes / 1048576.0);
+        if (cs.max_bytes > 0)
+            printf(" of a limit of %.2f MiB (cache_max_mb)\n", (double)cs.max_bytes / 1048576.0);
+        else
+            printf(", no limit (cache_max_mb = 0)\n");
+        printf("hits: %llu\nmisses: %llu\nstores: %llu\nevictions: %llu\n"
+               "bytes read: %llu\nbytes written: %llu\n",
+               (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+               (unsigned long long)cs.stores, (unsigned long long)cs.evictions,
+               (unsigned long long)cs.bytes_read, (unsigned long long)cs.bytes_written);
+    } else if (st == NULL) {
+        uint64_t removed = 0;
+        st = pl_runtime_cache_clear(rt, &removed);
+        if (st == NULL)
+            printf("removed %llu entries from %s\n", (unsigned long long)removed, cs.dir);
+    }
+    if (st != NULL) {
+        fprintf(stderr, "plinth: cache: %s\n", pl_status_message(st));
+        pl_status_free(st);
+        rc = EXIT_RUNTIME;
+    }
+    pl_runtime_destroy(rt);
+    return rc;
+}
+
 /* plinth configure MODULE [KEY=VALUE ...]: the module's configure with
  * those keys (none: a query), then every key/value it reports. */
 static int cmd_configure(const char *config, const char **rest, size_t n_rest)
@@ -1230,7 +1293,8 @@ int main(int argc, char **argv)
             command = a;
         } else if (operand == NULL &&
                    (strcmp(command, "explain") == 0 || strcmp(command, "run") == 0 ||
-                    strcmp(command, "convert") == 0 || strcmp(command, "bench") == 0)) {
+                    strcmp(command, "convert") == 0 || strcmp(command, "bench") == 0 ||
+                    strcmp(command, "cache") == 0)) {
             operand = a;
         } else if (second == NULL && strcmp(command, "convert") == 0) {
             second = a;
@@ -1253,6 +1317,8 @@ int main(int argc, char **argv)
         return cmd_configure(config, rest, n_rest);
     if (strcmp(command, "call") == 0)
         return cmd_call(config, rest, n_rest);
+    if (strcmp(command, "cache") == 0)
+        return cmd_cache(config, operand);
     model_args margs = {.config = config, .model_path = operand, .input_args = input_args,
                         .n_input_args = n_input_args, .shape_args = shape_args,
                         .n_shape_args = n_shape_args, .output_dir = output_dir,

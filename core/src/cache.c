@@ -6,7 +6,16 @@
  * dtypes) and its constants' bytes. What the module depends on beyond that
  * (its library's version, the CPU's ISA) it checks in its own blob header,
  * refusing a blob that does not match — so a stale entry costs one compile,
- * never a wrong result. */
+ * never a wrong result.
+ *
+ * Size and use. Every entry's mtime is its last use (set on store and on
+ * each hit, from the real-time clock to the nanosecond: the kernel's own
+ * file times are as coarse as a tick); a store beyond [runtime]
+ * cache_max_mb removes the least recently used entries until the folder
+ * fits. The counters (hits, misses, stores, evictions, bytes read and
+ * written) live in the folder's `stats` file, updated under an flock by
+ * every process that uses the folder, so `plinth cache stats` reports what
+ * all of them did since the folder was made or cleared. */
 #include "cache.h"
 
 #include <errno.h>
@@ -17,8 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <plinth/graph_hash.h>
@@ -352,5 +364,228 @@ pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cac
 {
     char name[512];
     snprintf(name, sizeof name, "%s-%s.blob", module->name, key->hex);
-    return pl_cache_write_named(dir, name, blob, bytes);
+    PL_RETURN_IF_ERROR(pl_cache_write_named(dir, name, blob, bytes));
+    pl_cache_touch(dir, module, key);
+    return NULL;
+}
+
+/* ---- size, use and counters ---------------------------------------------- */
+
+/* Sets the mtime of PATH to now, to the nanosecond. */
+static void pl_cache_stamp(const char *path)
+{
+    struct timespec now[2];
+    clock_gettime(CLOCK_REALTIME, &now[1]);
+    now[0] = now[1];
+    utimensat(AT_FDCWD, path, now, AT_SYMLINK_NOFOLLOW);
+}
+
+void pl_cache_touch(const char *dir, const pl_module *module, const pl_cache_key *key)
+{
+    char path[4096];
+    pl_cache_path(path, sizeof path, dir, module, key, "");
+    pl_cache_stamp(path);
+}
+
+static const char *const pl_cache_count_names[PL_CACHE_COUNTS] = {
+    "hits", "misses", "stores", "evictions", "bytes_read", "bytes_written"};
+
+/* Reads the counters from the open stats file FD (zeros for what is not
+ * there). */
+static void pl_cache_counts_parse(int fd, uint64_t *counts)
+{
+    char text[1024];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    for (int k = 0; k < PL_CACHE_COUNTS; k++) {
+        counts[k] = 0;
+        const char *at = text;
+        size_t len = strlen(pl_cache_count_names[k]);
+        while ((at = strstr(at, pl_cache_count_names[k])) != NULL) {
+            bool line_start = at == text || at[-1] == '\n';
+            if (line_start && at[len] == ' ') {
+                counts[k] = strtoull(at + len + 1, NULL, 10);
+                break;
+            }
+            at += len;
+        }
+    }
+}
+
+void pl_cache_count(const char *dir, const uint64_t *delta)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stats", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return; /* counting is best effort: the cache works without it */
+    if (flock(fd, LOCK_EX) == 0) {
+        uint64_t counts[PL_CACHE_COUNTS];
+        pl_cache_counts_parse(fd, counts);
+        char text[1024];
+        int len = snprintf(text, sizeof text, "plinth-cache-stats 1\n");
+        for (int k = 0; k < PL_CACHE_COUNTS; k++)
+            len += snprintf(text + len, sizeof text - (size_t)len, "%s %llu\n",
+                            pl_cache_count_names[k],
+                            (unsigned long long)(counts[k] + delta[k]));
+        if (pwrite(fd, text, (size_t)len, 0) == len)
+            (void)ftruncate(fd, len);
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
+}
+
+void pl_cache_read_counts(const char *dir, uint64_t *counts)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stats", dir);
+    for (int k = 0; k < PL_CACHE_COUNTS; k++)
+        counts[k] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    if (flock(fd, LOCK_SH) == 0) {
+        pl_cache_counts_parse(fd, counts);
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
+}
+
+/* An entry of the folder: a regular file named *.blob. */
+typedef struct pl_cache_file {
+    char name[256];
+    uint64_t bytes;
+    int64_t used_ns;
+} pl_cache_file;
+
+static int pl_cache_file_cmp(const void *a, const void *b)
+{
+    const pl_cache_file *x = a, *y = b;
+    if (x->used_ns != y->used_ns)
+        return x->used_ns < y->used_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* The entries of DIR, least recently used first (*OUT, pl_free). */
+static pl_status *pl_cache_files(const char *dir, pl_cache_file **out, size_t *out_n)
+{
+    *out = NULL;
+    *out_n = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return errno == ENOENT ? NULL
+                               : pl_status_create(PL_CODE_IO_ERROR, "cache_dir %s: %s", dir,
+                                                  strerror(errno));
+    pl_cache_file *files = NULL;
+    size_t n = 0, cap = 0;
+    pl_status *st = NULL;
+    for (struct dirent *e; st == NULL && (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || len >= sizeof files->name || strcmp(e->d_name + len - 5, ".blob") != 0)
+            continue;
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            pl_cache_file *grown = pl_realloc(files, ncap * sizeof *grown);
+            if (grown == NULL) {
+                st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory listing the cache");
+                break;
+            }
+            files = grown;
+            cap = ncap;
+        }
+        snprintf(files[n].name, sizeof files[n].name, "%s", e->d_name);
+        files[n].bytes = (uint64_t)sb.st_size;
+        files[n].used_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+        n++;
+    }
+    closedir(d);
+    if (st != NULL) {
+        pl_free(files);
+        return st;
+    }
+    if (n > 1)
+        qsort(files, n, sizeof *files, pl_cache_file_cmp);
+    *out = files;
+    *out_n = n;
+    return NULL;
+}
+
+void pl_cache_limit(const char *dir, uint64_t max_bytes, const pl_module *module,
+                    const pl_cache_key *keep)
+{
+    if (max_bytes == 0)
+        return;
+    pl_cache_file *files = NULL;
+    size_t n = 0;
+    pl_status *st = pl_cache_files(dir, &files, &n);
+    if (st != NULL) {
+        pl_status_free(st);
+        return;
+    }
+    char kept[512];
+    snprintf(kept, sizeof kept, "%s-%s.blob", module->name, keep->hex);
+    uint64_t total = 0, removed = 0;
+    for (size_t i = 0; i < n; i++)
+        total += files[i].bytes;
+    for (size_t i = 0; i < n && total > max_bytes; i++) {
+        if (strcmp(files[i].name, kept) == 0)
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (unlink(path) == 0) {
+            total -= files[i].bytes;
+            removed++;
+        }
+    }
+    pl_free(files);
+    if (removed > 0) {
+        uint64_t delta[PL_CACHE_COUNTS] = {0};
+        delta[PL_CACHE_EVICTIONS] = removed;
+        pl_cache_count(dir, delta);
+    }
+}
+
+pl_status *pl_cache_scan(const char *dir, void (*fn)(void *, const char *, uint64_t, int64_t),
+                         void *user, uint64_t *out_entries, uint64_t *out_bytes)
+{
+    pl_cache_file *files = NULL;
+    size_t n = 0;
+    PL_RETURN_IF_ERROR(pl_cache_files(dir, &files, &n));
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        bytes += files[i].bytes;
+        if (fn != NULL)
+            fn(user, files[i].name, files[i].bytes, files[i].used_ns);
+    }
+    pl_free(files);
+    if (out_entries)
+        *out_entries = n;
+    if (out_bytes)
+        *out_bytes = bytes;
+    return NULL;
+}
+
+pl_status *pl_cache_clear(const char *dir, uint64_t *out_removed)
+{
+    *out_removed = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return errno == ENOENT ? NULL
+                               : pl_status_create(PL_CODE_IO_ERROR, "cache_dir %s: %s", dir,
+                                                  strerror(errno));
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        bool ours = (len > 5 && strcmp(e->d_name + len - 5, ".blob") == 0) ||
+                    (len > 6 && strcmp(e->d_name + len - 6, ".probe") == 0) ||
+                    (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) ||
+                    strcmp(e->d_name, "stats") == 0;
+        if (ours && unlinkat(dirfd(d), e->d_name, 0) == 0 && strcmp(e->d_name, "stats") != 0 &&
+            strcmp(e->d_name + len - 5, ".blob") == 0)
+            (*out_removed)++;
+    }
+    closedir(d);
+    return NULL;
 }

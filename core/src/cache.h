@@ -43,4 +43,30 @@ pl_status *pl_cache_read_small(const char *dir, const char *name, char *buf, siz
  * by group or others (a blob planted there would be handed to a module). */
 pl_status *pl_cache_check_dir(const char *dir);
 
+/* The counters a folder keeps in its `stats` file, in this order. */
+enum {
+    PL_CACHE_HITS, PL_CACHE_MISSES, PL_CACHE_STORES, PL_CACHE_EVICTIONS,
+    PL_CACHE_BYTES_READ, PL_CACHE_BYTES_WRITTEN, PL_CACHE_COUNTS
+};
+/* Adds DELTA (PL_CACHE_COUNTS values) to DIR's counters, under an flock;
+ * best effort (a folder that refuses the file loses the counts). */
+void pl_cache_count(const char *dir, const uint64_t *delta);
+/* DIR's counters (zeros where there are none). */
+void pl_cache_read_counts(const char *dir, uint64_t *counts);
+
+/* Marks KEY's entry as used now (eviction removes the least recently used). */
+void pl_cache_touch(const char *dir, const pl_module *module, const pl_cache_key *key);
+/* Removes the least recently used entries of DIR, never KEEP's, until the
+ * entries total at most MAX_BYTES (0: no limit); counts the evictions. */
+void pl_cache_limit(const char *dir, uint64_t max_bytes, const pl_module *module,
+                    const pl_cache_key *keep);
+/* Calls FN (may be NULL) for each entry of DIR, least recently used first:
+ * file name, bytes, last use in ns since the epoch; totals in *OUT_ENTRIES
+ * and *OUT_BYTES. A missing folder is empty. */
+pl_status *pl_cache_scan(const char *dir, void (*fn)(void *, const char *, uint64_t, int64_t),
+                         void *user, uint64_t *out_entries, uint64_t *out_bytes);
+/* Removes every entry, probe verdict and temporary file and the counters
+ * of DIR; *OUT_REMOVED counts the entries. */
+pl_status *pl_cache_clear(const char *dir, uint64_t *out_removed);
+
 #endif

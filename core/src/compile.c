@@ -50,11 +50,18 @@ static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t dev
     pl_module *m = st->module;
     const void *blob = NULL;
     size_t bytes = 0;
-    pl_status *err = pl_cache_map(p->rt->config->cache_dir, m, key, &blob, &bytes);
+    const char *dir = p->rt->config->cache_dir;
+    pl_status *err = pl_cache_map(dir, m, key, &blob, &bytes);
+    uint64_t delta[PL_CACHE_COUNTS] = {0};
+    delta[PL_CACHE_MISSES] = 1;
     if (err == NULL) {
         err = m->api.import_compiled(m->ctx, device, st->view, blob, bytes, &st->compiled);
         if (err == NULL && st->compiled != NULL) {
             st->cache = "hit";
+            delta[PL_CACHE_MISSES] = 0;
+            delta[PL_CACHE_HITS] = 1;
+            delta[PL_CACHE_BYTES_READ] = bytes;
+            pl_cache_touch(dir, m, key);
         } else {
             pl_warnings_add(w, "%s: the cached compile was refused (%s); compiling again",
                             st->name, err ? pl_status_message(err) : "no result");
@@ -63,6 +70,7 @@ static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t dev
     }
     pl_status_free(err);
     pl_cache_unmap(blob, bytes);
+    pl_cache_count(dir, delta);
 }
 
 /* Stores step ST's freshly compiled subgraph in the cache. */
@@ -74,10 +82,16 @@ static void pl_compile_store(const pl_program *p, pl_prog_step *st, const pl_cac
     pl_status *err = m->api.export_compiled(m->ctx, st->compiled, pl_blob_sink_fn, &buf);
     if (err == NULL && buf.oom)
         err = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory exporting a compile");
+    const char *dir = p->rt->config->cache_dir;
     if (err == NULL)
-        err = pl_cache_write(p->rt->config->cache_dir, m, key, buf.data, buf.n);
+        err = pl_cache_write(dir, m, key, buf.data, buf.n);
     if (err == NULL) {
         st->cache = "stored";
+        uint64_t delta[PL_CACHE_COUNTS] = {0};
+        delta[PL_CACHE_STORES] = 1;
+        delta[PL_CACHE_BYTES_WRITTEN] = buf.n;
+        pl_cache_count(dir, delta);
+        pl_cache_limit(dir, p->rt->config->cache_max_bytes, m, key);
     } else {
         pl_warnings_add(w, "%s: not cached: %s", st->name, pl_status_message(err));
         pl_status_free(err);

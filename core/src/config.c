@@ -379,6 +379,18 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
                                        : pl_alloc_strdup(c->alloc, "");
             if (c->cache_dir == NULL)
                 return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+        } else if (strcmp(e->key, "cache_max_mb") == 0) {
+            char *end = NULL;
+            double mb = strtod(e->value, &end);
+            if (end == e->value || *end != '\0' || !(mb >= 0 && mb <= 1e9))
+                return pl_status_create(
+                    PL_CODE_INVALID_ARGUMENT,
+                    "%s:%d: bad value '%s' for cache_max_mb; accepted: megabytes "
+                    "from 0 (no limit) to 1e9, fractions allowed",
+                    shown, e->line, e->value);
+            c->cache_max_bytes = (uint64_t)(mb * 1048576.0);
+            if (mb > 0 && c->cache_max_bytes == 0)
+                c->cache_max_bytes = 1;
         } else if (strcmp(e->key, "log") == 0) {
             static const char *const names[] = {"error", "warn", "info",
                                                 "debug"};
@@ -416,7 +428,7 @@ static pl_status *pl_config_apply_runtime(pl_config *c, const char *shown,
         } else if (!pl_config_add_warning(
                        c, "%s:%d: unknown key '%s' in [runtime] (known: "
                           "modules, engine, threads, spin_us, cache_dir, "
-                          "log, probe, probe_timeout_ms)",
+                          "cache_max_mb, log, probe, probe_timeout_ms)",
                        shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -629,6 +641,7 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->engine = PL_ENGINE_THREADED;
     c->log_level = PL_LOG_WARN;
     c->spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
+    c->cache_max_bytes = (uint64_t)1024 << 20;
     c->optimize = PL_OPTIMIZE_ALL;
     c->min_subgraph_nodes = 1;
     c->choose_by_cost = true;

@@ -56,6 +56,7 @@ typedef struct pl_config {
     int threads;          /* as written: 0 = all cores */
     int spin_us;          /* idle CPU threads spin this long before sleeping */
     char *cache_dir;      /* absolute, or "" when off */
+    uint64_t cache_max_bytes; /* [runtime] cache_max_mb; 0: no limit */
     pl_log_level log_level;
     pl_probe_mode probe;      /* how a module file is tried first (probe.h) */
     int probe_timeout_ms;     /* how long one probe may take */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "control.h"
 #include "array.h"
 #include "registry.h"
@@ -534,5 +535,51 @@ pl_status *pl_runtime_type_graph(pl_runtime *rt, pl_graph *g)
         st = pl_opset_infer(rt->opset, g);
         pthread_mutex_unlock(&rt->opset_mu);
     }
+    return st;
+}
+
+/* ---- the compiled-subgraph cache ------------------------------------------- */
+
+pl_status *pl_runtime_cache_stats(pl_runtime *rt, pl_cache_stats *out)
+{
+    if (rt == NULL || out == NULL || out->struct_size < sizeof *out)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_runtime_cache_stats: NULL runtime or stats, or "
+                                "struct_size not set to sizeof(pl_cache_stats)");
+    const char *dir = rt->config->cache_dir;
+    *out = (pl_cache_stats){.struct_size = sizeof *out, .dir = dir,
+                            .max_bytes = rt->config->cache_max_bytes};
+    if (dir[0] == '\0')
+        return NULL;
+    uint64_t counts[PL_CACHE_COUNTS];
+    pl_cache_read_counts(dir, counts);
+    out->hits = counts[PL_CACHE_HITS];
+    out->misses = counts[PL_CACHE_MISSES];
+    out->stores = counts[PL_CACHE_STORES];
+    out->evictions = counts[PL_CACHE_EVICTIONS];
+    out->bytes_read = counts[PL_CACHE_BYTES_READ];
+    out->bytes_written = counts[PL_CACHE_BYTES_WRITTEN];
+    return pl_cache_scan(dir, NULL, NULL, &out->entries, &out->bytes);
+}
+
+pl_status *pl_runtime_cache_list(pl_runtime *rt, pl_cache_entry_fn fn, void *user)
+{
+    if (rt == NULL || fn == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "pl_runtime_cache_list: NULL runtime or function");
+    if (rt->config->cache_dir[0] == '\0')
+        return NULL;
+    return pl_cache_scan(rt->config->cache_dir, fn, user, NULL, NULL);
+}
+
+pl_status *pl_runtime_cache_clear(pl_runtime *rt, uint64_t *out_removed)
+{
+    uint64_t removed = 0;
+    if (rt == NULL)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_runtime_cache_clear: NULL runtime");
+    pl_status *st = rt->config->cache_dir[0] ? pl_cache_clear(rt->config->cache_dir, &removed)
+                                             : NULL;
+    if (out_removed != NULL)
+        *out_removed = removed;
     return st;
 }

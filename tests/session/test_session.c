@@ -1430,6 +1430,101 @@ static void case_cache(void)
     pl_runtime_destroy(rt);
 }
 
+/* The residual model with weights W shifted by K (write_residual makes a
+ * folder of its own each time). */
+static const char *model_variant(int k)
+{
+    weights w = W;
+    w.b3[0] += (float)k; /* a different constant: a different cache key */
+    return write_residual(&w);
+}
+
+static const char *cache_state_of(pl_runtime *rt, const char *model, char *buf, size_t size)
+{
+    pl_session *s = session_for(rt, model);
+    first_cache_state(s, buf, size);
+    pl_session_destroy(s);
+    return buf;
+}
+
+static void cache_stats(pl_runtime *rt, pl_cache_stats *cs)
+{
+    *cs = (pl_cache_stats){.struct_size = sizeof *cs};
+    TH_CHECK_OK(pl_runtime_cache_stats(rt, cs));
+}
+
+/* [runtime] cache_max_mb: a store past the limit removes the least
+ * recently used entries (a hit counts as a use, so this is not the oldest
+ * store), never the entry just stored; the counters in the folder add up
+ * over runtimes; clear empties it. The limit is set from the size of one
+ * entry: room for two and a half. */
+static void case_cache_limit(void)
+{
+    make_weights(&W);
+    const char *cache = th_path(th_tempdir(), "lru");
+    const char *m[5];
+    for (int k = 1; k <= 4; k++)
+        m[k] = model_variant(k);
+    char extra[4096], state[32];
+    snprintf(extra, sizeof extra,
+             "cache_dir = %s\ncache_max_mb = 0\n[placement]\norder = example_acc, cpu\n", cache);
+    pl_runtime *rt = runtime_with(extra);
+    TH_CHECK(strcmp(cache_state_of(rt, m[1], state, sizeof state), "stored") == 0, "m1: %s", state);
+    pl_cache_stats cs;
+    cache_stats(rt, &cs);
+    TH_CHECK(cs.entries == 1 && cs.bytes > 0 && cs.max_bytes == 0 && cs.stores == 1 &&
+                 cs.misses == 1 && cs.hits == 0 && cs.bytes_written == cs.bytes,
+             "after one store: %llu entries, %llu bytes, %llu stores, %llu misses",
+             (unsigned long long)cs.entries, (unsigned long long)cs.bytes,
+             (unsigned long long)cs.stores, (unsigned long long)cs.misses);
+    uint64_t one = cs.bytes;
+    pl_runtime_destroy(rt);
+    snprintf(extra, sizeof extra,
+             "cache_dir = %s\ncache_max_mb = %.9f\n[placement]\norder = example_acc, cpu\n",
+             cache, 2.5 * (double)one / 1048576.0);
+    rt = runtime_with(extra);
+    /* m2 stored; m3 stored, m1 (the least recently used) evicted */
+    TH_CHECK(strcmp(cache_state_of(rt, m[2], state, sizeof state), "stored") == 0, "m2: %s", state);
+    TH_CHECK(strcmp(cache_state_of(rt, m[3], state, sizeof state), "stored") == 0, "m3: %s", state);
+    /* m2 used again: now m3 is the least recently used */
+    TH_CHECK(strcmp(cache_state_of(rt, m[2], state, sizeof state), "hit") == 0, "m2 again: %s",
+             state);
+    TH_CHECK(strcmp(cache_state_of(rt, m[4], state, sizeof state), "stored") == 0, "m4: %s", state);
+    TH_CHECK(strcmp(cache_state_of(rt, m[2], state, sizeof state), "hit") == 0,
+             "m2 was evicted although m3 was used less recently (%s)", state);
+    TH_CHECK(strcmp(cache_state_of(rt, m[3], state, sizeof state), "stored") == 0,
+             "m3 survived the limit: %s", state);
+    TH_CHECK(strcmp(cache_state_of(rt, m[1], state, sizeof state), "stored") == 0,
+             "m1 survived the limit: %s", state);
+    cache_stats(rt, &cs);
+    /* stores: m1, m2, m3, m4, m3, m1; hits: m2 twice; evictions: m1, m3, m4, m2 */
+    TH_CHECK(cs.stores == 6 && cs.hits == 2 && cs.misses == 6 && cs.evictions == 4 &&
+                 cs.entries == 2 && cs.bytes <= cs.max_bytes && cs.bytes_read == 2 * one,
+             "stores %llu, hits %llu, misses %llu, evictions %llu, entries %llu, bytes %llu of "
+             "%llu, read %llu",
+             (unsigned long long)cs.stores, (unsigned long long)cs.hits,
+             (unsigned long long)cs.misses, (unsigned long long)cs.evictions,
+             (unsigned long long)cs.entries, (unsigned long long)cs.bytes,
+             (unsigned long long)cs.max_bytes, (unsigned long long)cs.bytes_read);
+    uint64_t removed = 0;
+    TH_CHECK_OK(pl_runtime_cache_clear(rt, &removed));
+    cache_stats(rt, &cs);
+    TH_CHECK(removed == 2 && cs.entries == 0 && cs.stores == 0 && cs.hits == 0,
+             "clear removed %llu, left %llu entries and %llu stores", (unsigned long long)removed,
+             (unsigned long long)cs.entries, (unsigned long long)cs.stores);
+    pl_runtime_destroy(rt);
+    /* a bad limit is refused naming the key */
+    const char *ini = th_path(th_tempdir(), "bad.ini");
+    th_write_file(ini, "[runtime]\ncache_max_mb = lots\n", 0600);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *bad = NULL;
+    pl_status *st = pl_runtime_create(&o, &bad);
+    TH_CHECK(st != NULL && bad == NULL, "cache_max_mb = lots was accepted");
+    TH_CHECK_CONTAINS(pl_status_message(st), "bad value 'lots' for cache_max_mb");
+    pl_status_free(st);
+}
+
 /* Files in DIR whose names end with SUFFIX. */
 static int count_suffix(const char *dir, const char *suffix)
 {
@@ -2876,6 +2971,7 @@ int main(int argc, char **argv)
         {"naive_engine", case_naive_engine},
         {"bad_inputs", case_bad_inputs},
         {"cache", case_cache},
+        {"cache_limit", case_cache_limit},
         {"cache_concurrent", case_cache_concurrent},
         {"fuse_chain", case_fuse_chain},
         {"fuse_declined", case_fuse_declined},

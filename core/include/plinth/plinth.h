@@ -219,6 +219,31 @@ PL_API pl_status *pl_runtime_configure_module(pl_runtime *runtime, const char *n
                                        const char *const *keys,
                                        const char *const *values, size_t n);
 
+/* ---- the compiled-subgraph cache ([runtime] cache_dir) ------------------- */
+
+/* What the cache folder holds and what was done with it. The counters are
+ * kept in the folder (its `stats` file) by every process that uses it,
+ * since it was made or last cleared. */
+typedef struct pl_cache_stats {
+    uint32_t struct_size;
+    const char *dir;    /* [runtime] cache_dir; "" when the cache is off */
+    uint64_t max_bytes; /* [runtime] cache_max_mb in bytes; 0: no limit */
+    uint64_t entries;   /* compiled subgraphs stored there now */
+    uint64_t bytes;     /* their size */
+    uint64_t hits, misses, stores, evictions, bytes_read, bytes_written;
+} pl_cache_stats;
+
+/* Fills *OUT_STATS (set struct_size first). */
+PL_API pl_status *pl_runtime_cache_stats(pl_runtime *runtime, pl_cache_stats *out_stats);
+/* Calls FN for each stored entry, least recently used first: its file
+ * name (MODULE-KEY.blob), bytes and last use (ns since the epoch). */
+typedef void (*pl_cache_entry_fn)(void *user, const char *file, uint64_t bytes,
+                                  int64_t last_used_ns);
+PL_API pl_status *pl_runtime_cache_list(pl_runtime *runtime, pl_cache_entry_fn fn, void *user);
+/* Removes every entry, the probe verdicts and the counters; *OUT_REMOVED
+ * (may be NULL) counts the entries. Not while sessions are being made. */
+PL_API pl_status *pl_runtime_cache_clear(pl_runtime *runtime, uint64_t *out_removed);
+
 /* ---- devices and arrays -------------------------------------------------- */
 
 /* A device nodes can run on: every device of every loaded module that runs
