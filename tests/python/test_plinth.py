@@ -458,6 +458,89 @@ class OnnxTest(unittest.TestCase):
             only = s.run({"a": a, "b": a, "m": mask, "f": f}, outputs=["n"])
             self.assertEqual(list(only), ["n"])
 
+    def test_ms_quantized_ops(self):
+        """ONNX Runtime's QOperator contrib ops (com.microsoft QLinearAdd,
+        QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+        QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm),
+        expanded by the core into DequantizeLinear, the float op and
+        QuantizeLinear, against numpy (round half to even, saturate), on
+        cpu and with onednn first."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        rng = np.random.default_rng(3)
+        x = rng.integers(0, 256, (1, 4, 4, 4), dtype=np.uint8)
+        a = rng.integers(0, 256, (2, 6), dtype=np.uint8)
+        bq = rng.integers(-127, 128, (3, 6), dtype=np.int8)
+        bias = rng.integers(-500, 500, (3,), dtype=np.int32)
+        sx, zx, sy, zy = np.float32(0.05), np.uint8(120), np.float32(0.08), np.uint8(100)
+        sa, za = np.float32(0.02), np.uint8(128)
+        sb = np.array([0.01, 0.02, 0.015], np.float32)
+        consts = [nh.from_array(np.array(v), n) for v, n in
+                  [(sx, "sx"), (zx, "zx"), (sy, "sy"), (zy, "zy"), (sa, "sa"), (za, "za")]]
+        consts += [nh.from_array(bq, "bq"), nh.from_array(sb, "sb"),
+                   nh.from_array(np.zeros(3, np.int8), "zb"), nh.from_array(bias, "bias")]
+        ms = "com.microsoft"
+        q = ["x", "sx", "zx"]
+        nodes = [
+            h.make_node("QLinearAdd", q + q + ["sy", "zy"], ["add"], domain=ms),
+            h.make_node("QLinearMul", q + q + ["sy", "zy"], ["mul"], domain=ms),
+            h.make_node("QLinearSigmoid", q + ["sy", "zy"], ["sig"], domain=ms),
+            h.make_node("QLinearLeakyRelu", q + ["sy", "zy"], ["leaky"], domain=ms, alpha=0.1),
+            h.make_node("QLinearGlobalAveragePool", q + ["sy", "zy"], ["gap"], domain=ms),
+            h.make_node("QLinearAveragePool", q + ["sy", "zy"], ["avg"], domain=ms,
+                        kernel_shape=[2, 2], strides=[2, 2]),
+            h.make_node("QLinearConcat", ["sy", "zy"] + q + q, ["cat"], domain=ms, axis=1),
+            h.make_node("QGemm", ["a", "sa", "za", "bq", "sb", "zb", "bias"], ["gemm"],
+                        domain=ms, transB=1),
+        ]
+        u8 = lambda n, shape: h.make_tensor_value_info(n, T.UINT8, shape)
+        graph = h.make_graph(
+            nodes, "q", [u8("x", [1, 4, 4, 4]), u8("a", [2, 6])],
+            [u8("add", [1, 4, 4, 4]), u8("mul", [1, 4, 4, 4]), u8("sig", [1, 4, 4, 4]),
+             u8("leaky", [1, 4, 4, 4]), u8("gap", [1, 4, 1, 1]), u8("avg", [1, 4, 2, 2]),
+             u8("cat", [1, 8, 4, 4]), h.make_tensor_value_info("gemm", T.FLOAT, [2, 3])],
+            consts)
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13),
+                                                   h.make_opsetid(ms, 1)])
+        model.ir_version = 7
+        path = os.path.join(TMP, "ms_quant.onnx")
+        onnx.save(model, path)
+
+        def dq(v, scale, zp):  # in float32, as ONNX's DequantizeLinear computes
+            return (v.astype(np.float32) - np.float32(zp)) * np.float32(scale)
+
+        def qu(v):
+            v = np.asarray(v, np.float32)
+            return np.clip(np.rint(v / sy) + np.float32(zy), 0, 255).astype(np.uint8)
+
+        fx = dq(x, sx, zx)
+        want = {"add": qu(fx + fx), "mul": qu(fx * fx), "sig": qu(1 / (1 + np.exp(-fx))),
+                "leaky": qu(np.where(fx > 0, fx, 0.1 * fx)),
+                "gap": qu(fx.mean(axis=(2, 3), keepdims=True)),
+                "avg": qu(fx.reshape(1, 4, 2, 2, 2, 2).mean(axis=(3, 5))),
+                "cat": qu(np.concatenate([fx, fx], axis=1)),
+                "gemm": dq(a, sa, za).astype(np.float64) @ (bq.astype(np.float64) * sb[:, None]).T +
+                        bias * (float(sa) * sb.astype(np.float64))}
+        for order in ("cpu", "onednn, cpu"):
+            rt = plinth.Runtime(config=write_ini(f"[placement]\norder = {order}\n", "q.ini"))
+            try:
+                with rt.load_model(path).session() as s:
+                    out = s.run({"x": x, "a": a})
+            finally:
+                rt.close()
+            for name, ref in want.items():
+                got = out[name]
+                if name == "gemm":
+                    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, err_msg=order)
+                else:
+                    # one step of the quantization grid: float rounding of a .5 case
+                    diff = np.abs(got.astype(int) - ref.astype(int))
+                    self.assertLessEqual(int(diff.max()), 1, f"{order}: {name}")
+                    self.assertGreaterEqual(float((diff == 0).mean()), 0.95, f"{order}: {name}")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1542,6 +1542,126 @@ static pl_status *lw_ms_simplified_ln(lw *w)
     return lw_rms_norm(w);
 }
 
+/* ---- ONNX Runtime's quantized operators (QOperator format) ---------------------------
+ *
+ * onnxruntime.quantization.quantize_static(quant_format=QOperator) writes
+ * com.microsoft QLinear* ops beside the standard QLinearConv and
+ * QLinearMatMul. Each is its float op between DequantizeLinear and
+ * QuantizeLinear, which is also how ONNX Runtime defines their results
+ * (its kernels round the requantization as QuantizeLinear does). */
+
+/* DequantizeLinear(X, SCALE, ZP) (ZP may be ""); AXIS >= 0 sets the axis. */
+static pl_status *lw_dq(lw *w, const char *x, const char *scale, const char *zp, int64_t axis,
+                        const char **out)
+{
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "DequantizeLinear", (const char *[]){x, scale, zp},
+                               zp[0] ? 3 : 2, out, &id));
+    return axis >= 0 ? pl_graph_attr_int(w->g, id, "axis", axis) : NULL;
+}
+
+/* The node becomes QuantizeLinear(Y, SCALE, ZP). */
+static pl_status *lw_q_end(lw *w, const char *y, const char *scale, const char *zp)
+{
+    return lw_become(w, "QuantizeLinear", (const char *[]){y, scale, zp}, zp[0] ? 3 : 2);
+}
+
+static pl_status *lw_ms_qlinear_binary(lw *w, const char *op)
+{
+    const char *a, *b, *y;
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 0), lw_input(w, 1), lw_input(w, 2), -1, &a));
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 3), lw_input(w, 4), lw_input(w, 5), -1, &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, op, a, b, &y));
+    return lw_q_end(w, y, lw_input(w, 6), lw_input(w, 7));
+}
+
+static pl_status *lw_ms_qlinear_add(lw *w) { return lw_ms_qlinear_binary(w, "Add"); }
+static pl_status *lw_ms_qlinear_mul(lw *w) { return lw_ms_qlinear_binary(w, "Mul"); }
+
+/* X, X_scale, X_zp, Y_scale, Y_zp around a one-input op OP (its attributes
+ * ATTRS copied); channels_last is refused. */
+static pl_status *lw_ms_qlinear_unary(lw *w, const char *op, const char *const *attrs,
+                                      size_t n_attrs)
+{
+    if (lw_attr_i(w, "channels_last", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "channels_last = 1 is not supported");
+    const char *x, *y;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 0), lw_input(w, 1), lw_input(w, 2), -1, &x));
+    PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){x}, 1, &y, &id));
+    for (size_t k = 0; k < n_attrs; k++)
+        PL_RETURN_IF_ERROR(lw_copy_attr(w, id, attrs[k]));
+    return lw_q_end(w, y, lw_input(w, 3), lw_input(w, 4));
+}
+
+static pl_status *lw_ms_qlinear_sigmoid(lw *w) { return lw_ms_qlinear_unary(w, "Sigmoid", NULL, 0); }
+
+static pl_status *lw_ms_qlinear_leaky(lw *w)
+{
+    static const char *const attrs[] = {"alpha"};
+    return lw_ms_qlinear_unary(w, "LeakyRelu", attrs, 1);
+}
+
+static pl_status *lw_ms_qlinear_gap(lw *w)
+{
+    return lw_ms_qlinear_unary(w, "GlobalAveragePool", NULL, 0);
+}
+
+static pl_status *lw_ms_qlinear_avgpool(lw *w)
+{
+    static const char *const attrs[] = {"auto_pad", "ceil_mode", "count_include_pad",
+                                        "kernel_shape", "pads", "strides"};
+    return lw_ms_qlinear_unary(w, "AveragePool", attrs, PL_COUNT(attrs));
+}
+
+/* QLinearConcat(Y_scale, Y_zp, X0, X0_scale, X0_zp, X1, ...) with axis. */
+static pl_status *lw_ms_qlinear_concat(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    size_t n_in = nd->n_inputs;
+    if (n_in < 5 || (n_in - 2) % 3 != 0 || (n_in - 2) / 3 > 32)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "%zu inputs: expected Y_scale, Y_zero_point, then triples", n_in);
+    const char *parts[32], *y;
+    size_t n = (n_in - 2) / 3;
+    for (size_t k = 0; k < n; k++)
+        PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 2 + 3 * k), lw_input(w, 3 + 3 * k),
+                                 lw_input(w, 4 + 3 * k), -1, &parts[k]));
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Concat", parts, n, &y, &id));
+    PL_RETURN_IF_ERROR(lw_copy_attr(w, id, "axis"));
+    return lw_q_end(w, y, lw_input(w, 0), lw_input(w, 1));
+}
+
+/* QGemm(A, A_scale, A_zp, B, B_scale, B_zp, C, Y_scale, Y_zp): C is int32
+ * at scale A_scale * B_scale, zero point 0; B_scale may be per output
+ * column; without Y_scale the output is float. */
+static pl_status *lw_ms_qgemm(lw *w)
+{
+    int64_t trans_b = lw_attr_i(w, "transB", 0);
+    const char *a, *b, *c = "", *y, *bs = lw_input(w, 4);
+    const pl_graph_tensor *bst = lw_tensor(w, bs);
+    bool per_column = bst != NULL && bst->ndim == 1 && bst->dims[0] != 1;
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 0), lw_input(w, 1), lw_input(w, 2), -1, &a));
+    PL_RETURN_IF_ERROR(
+        lw_dq(w, lw_input(w, 3), bs, lw_input(w, 5), per_column ? (trans_b ? 0 : 1) : -1, &b));
+    const char *cin = lw_input(w, 6);
+    if (cin[0] != '\0') {
+        const char *cs;
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", lw_input(w, 1), bs, &cs));
+        PL_RETURN_IF_ERROR(lw_dq(w, cin, cs, "", per_column ? 0 : -1, &c));
+    }
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Gemm", (const char *[]){a, b, c}, c[0] ? 3 : 2, &y, &id));
+    static const char *const attrs[] = {"alpha", "transA", "transB"};
+    for (size_t k = 0; k < PL_COUNT(attrs); k++)
+        PL_RETURN_IF_ERROR(lw_copy_attr(w, id, attrs[k]));
+    const char *ys = lw_input(w, 7);
+    if (ys[0] == '\0')
+        return lw_become(w, "Identity", (const char *[]){y}, 1);
+    return lw_q_end(w, y, ys, lw_input(w, 8));
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
@@ -1575,6 +1695,14 @@ static const struct {
     {"com.microsoft", "EmbedLayerNormalization", 0, lw_ms_embed_ln},
     {"com.microsoft", "FusedConv", 0, lw_ms_fused_conv},
     {"com.microsoft", "FusedGemm", 0, lw_ms_fused_gemm},
+    {"com.microsoft", "QLinearAdd", 0, lw_ms_qlinear_add},
+    {"com.microsoft", "QLinearMul", 0, lw_ms_qlinear_mul},
+    {"com.microsoft", "QLinearSigmoid", 0, lw_ms_qlinear_sigmoid},
+    {"com.microsoft", "QLinearLeakyRelu", 0, lw_ms_qlinear_leaky},
+    {"com.microsoft", "QLinearGlobalAveragePool", 0, lw_ms_qlinear_gap},
+    {"com.microsoft", "QLinearAveragePool", 0, lw_ms_qlinear_avgpool},
+    {"com.microsoft", "QLinearConcat", 0, lw_ms_qlinear_concat},
+    {"com.microsoft", "QGemm", 0, lw_ms_qgemm},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
