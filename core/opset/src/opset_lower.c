@@ -1662,6 +1662,63 @@ static pl_status *lw_ms_qgemm(lw *w)
     return lw_q_end(w, y, ys, lw_input(w, 8));
 }
 
+/* The node becomes DQ(A_Q, A_SCALE, A_ZP) @ DQ(input B_AT, input B_AT+1,
+ * input B_AT+2) (+ input BIAS_AT): B's scale per column of B [K, N], or
+ * per tensor. */
+static pl_status *lw_dq_matmul_end(lw *w, const char *aq, const char *as, const char *az,
+                                   size_t b_at, size_t bias_at)
+{
+    const char *a, *b, *y, *bs = lw_input(w, b_at + 1);
+    const pl_graph_tensor *bst = lw_tensor(w, bs);
+    bool per_column = bst != NULL && bst->ndim == 1 && bst->dims[0] != 1;
+    PL_RETURN_IF_ERROR(lw_dq(w, aq, as, az, -1, &a));
+    PL_RETURN_IF_ERROR(
+        lw_dq(w, lw_input(w, b_at), bs, lw_input(w, b_at + 2), per_column ? 1 : -1, &b));
+    const char *bias = lw_input(w, bias_at);
+    if (bias[0] == '\0')
+        return lw_become(w, "MatMul", (const char *[]){a, b}, 2);
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", a, b, &y));
+    return lw_become(w, "Add", (const char *[]){y, bias}, 2);
+}
+
+/* MatMulIntegerToFloat(A, B, A_scale, B_scale, A_zp, B_zp, bias): the
+ * integer product of dequantized inputs, in float (B's scale per column or
+ * per tensor), plus bias. */
+static pl_status *lw_ms_matmul_int_to_float(lw *w)
+{
+    const char *b = lw_input(w, 1), *bs = lw_input(w, 3), *bz = lw_input(w, 5);
+    const char *a, *y, *bias = lw_input(w, 6);
+    const pl_graph_tensor *bst = lw_tensor(w, bs);
+    bool per_column = bst != NULL && bst->ndim == 1 && bst->dims[0] != 1;
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 0), lw_input(w, 2), lw_input(w, 4), -1, &a));
+    const char *bd;
+    PL_RETURN_IF_ERROR(lw_dq(w, b, bs, bz, per_column ? 1 : -1, &bd));
+    if (bias[0] == '\0')
+        return lw_become(w, "MatMul", (const char *[]){a, bd}, 2);
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", a, bd, &y));
+    return lw_become(w, "Add", (const char *[]){y, bias}, 2);
+}
+
+/* DynamicQuantizeMatMul(A, B, B_scale, B_zp, bias): A quantized to uint8
+ * at run time (DynamicQuantizeLinear), then as MatMulIntegerToFloat. */
+static pl_status *lw_ms_dyn_quant_matmul(lw *w)
+{
+    const char *in = lw_input(w, 0);
+    char *q = lw_slot(w), *qs = lw_slot(w), *qz = lw_slot(w);
+    if (q == NULL || qs == NULL || qz == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    char node_name[LW_NAME];
+    pl_rewrite_fresh_name(w->g, w->base, "DynamicQuantizeLinear", node_name, sizeof node_name);
+    pl_rewrite_fresh_name(w->g, w->base, "a_quant", q, LW_NAME);
+    pl_rewrite_fresh_name(w->g, w->base, "a_scale", qs, LW_NAME);
+    pl_rewrite_fresh_name(w->g, w->base, "a_zero_point", qz, LW_NAME);
+    const char *outs[3] = {q, qs, qz};
+    pl_nid id;
+    PL_RETURN_IF_ERROR(
+        pl_graph_add_node(w->g, node_name, "DynamicQuantizeLinear", "", &in, 1, outs, 3, &id));
+    return lw_dq_matmul_end(w, q, qs, qz, 1, 4);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
@@ -1703,6 +1760,8 @@ static const struct {
     {"com.microsoft", "QLinearAveragePool", 0, lw_ms_qlinear_avgpool},
     {"com.microsoft", "QLinearConcat", 0, lw_ms_qlinear_concat},
     {"com.microsoft", "QGemm", 0, lw_ms_qgemm},
+    {"com.microsoft", "MatMulIntegerToFloat", 0, lw_ms_matmul_int_to_float},
+    {"com.microsoft", "DynamicQuantizeMatMul", 0, lw_ms_dyn_quant_matmul},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
