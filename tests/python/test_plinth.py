@@ -593,6 +593,40 @@ class OnnxTest(unittest.TestCase):
         for name, ref in want.items():
             np.testing.assert_allclose(out[name], ref, rtol=1e-5, atol=1e-5, err_msg=name)
 
+    def test_ms_fused_matmul_trans_batch(self):
+        """com.microsoft FusedMatMul with transBatchA/B, as ONNX Runtime's
+        ORT_ENABLE_EXTENDED level saves attention (a Transpose moving the
+        first axis behind the batch axes, fused): rank 3 with transB, rank
+        4 with alpha, against numpy (ONNX Runtime 1.32 agrees)."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        ms = "com.microsoft"
+        nodes = [h.make_node("FusedMatMul", ["a3", "b3"], ["y3"], domain=ms, transBatchA=1,
+                             transBatchB=1, transB=1),
+                 h.make_node("FusedMatMul", ["a4", "b4"], ["y4"], domain=ms, transBatchA=1,
+                             alpha=0.5)]
+        f = lambda n, shape: h.make_tensor_value_info(n, T.FLOAT, shape)
+        graph = h.make_graph(nodes, "g", [f("a3", [4, 3, 5]), f("b3", [6, 3, 5]),
+                                          f("a4", [4, 2, 3, 5]), f("b4", [2, 3, 5, 6])],
+                             [f("y3", [3, 4, 6]), f("y4", [2, 3, 4, 6])])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13),
+                                                   h.make_opsetid(ms, 1)])
+        model.ir_version = 7
+        path = os.path.join(TMP, "ms_fmm.onnx")
+        onnx.save(model, path)
+        rng = np.random.default_rng(9)
+        feeds = {n: rng.standard_normal(sh).astype(np.float32) for n, sh in
+                 [("a3", (4, 3, 5)), ("b3", (6, 3, 5)), ("a4", (4, 2, 3, 5)), ("b4", (2, 3, 5, 6))]}
+        want3 = feeds["a3"].transpose(1, 0, 2) @ feeds["b3"].transpose(1, 2, 0)
+        want4 = 0.5 * (feeds["a4"].transpose(1, 2, 0, 3) @ feeds["b4"])
+        with self.rt.load_model(path).session() as s:
+            out = s.run(feeds)
+        np.testing.assert_allclose(out["y3"], want3, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out["y4"], want4, rtol=1e-5, atol=1e-5)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -990,25 +990,38 @@ static pl_status *lw_ms_bias_add(lw *w)
 }
 
 /* FusedMatMul: alpha * op(A) op(B), op transposing the last two axes. */
+/* transBatchA/B (what ONNX Runtime's MatmulTransposeFusion writes for a
+ * Transpose that moved the first axis behind the batch axes): the input is
+ * read as Transpose(perm = [1, ..., r-2, 0, r-1]), then transA/B swap its
+ * last two axes; both in one Transpose. Checked against ONNX Runtime 1.32
+ * on the models its ORT_ENABLE_EXTENDED level saves (vit_s, a
+ * transformer encoder). */
 static pl_status *lw_ms_fused_matmul(lw *w)
 {
-    if (lw_attr_i(w, "transBatchA", 0) != 0 || lw_attr_i(w, "transBatchB", 0) != 0)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "transBatchA and transBatchB are not supported");
     const char *ab[2] = {lw_input(w, 0), lw_input(w, 1)};
-    const char *names[2] = {"transA", "transB"};
+    const char *names[2] = {"transA", "transB"}, *batch[2] = {"transBatchA", "transBatchB"};
     for (int j = 0; j < 2; j++) {
-        if (lw_attr_i(w, names[j], 0) == 0)
+        bool trans = lw_attr_i(w, names[j], 0) != 0, tb = lw_attr_i(w, batch[j], 0) != 0;
+        if (!trans && !tb)
             continue;
         const pl_graph_tensor *t = lw_tensor(w, ab[j]);
         int32_t r = t != NULL ? t->ndim : -1;
-        if (r < 2)
-            return lw_error(w, PL_CODE_UNSUPPORTED, "%s needs an input of known rank >= 2",
-                            names[j]);
+        if (r < 2 || (tb && r < 3))
+            return lw_error(w, PL_CODE_UNSUPPORTED, "%s needs an input of known rank >= %d",
+                            tb ? batch[j] : names[j], tb ? 3 : 2);
         int64_t perm[PL_GRAPH_MAX_RANK];
         for (int32_t d = 0; d < r; d++)
             perm[d] = d;
-        perm[r - 2] = r - 1;
-        perm[r - 1] = r - 2;
+        if (tb) {
+            for (int32_t d = 0; d < r - 2; d++)
+                perm[d] = d + 1;
+            perm[r - 2] = 0;
+        }
+        if (trans) {
+            int64_t last = perm[r - 1];
+            perm[r - 1] = perm[r - 2];
+            perm[r - 2] = last;
+        }
         PL_RETURN_IF_ERROR(lw_perm(w, ab[j], perm, r, &ab[j]));
     }
     double alpha = lw_attr_f(w, "alpha", 1.0);
