@@ -1732,6 +1732,119 @@ static pl_status *lw_ms_dyn_quant_matmul(lw *w)
     return lw_dq_matmul_end(w, q, qs, qz, 1, 4);
 }
 
+/* Reshape(A, DIMS). */
+static pl_status *lw_reshape(lw *w, const char *a, const int64_t *dims, int64_t n,
+                             const char **out)
+{
+    const char *shape;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "shape", dims, n, &shape));
+    return lw_binary(w, "Reshape", a, shape, out);
+}
+
+/* A[..., 0:END] along AXIS (Slice with constant inputs). */
+static pl_status *lw_head(lw *w, const char *a, int64_t axis, int64_t end, const char **out)
+{
+    const char *st, *en, *ax;
+    int64_t zero = 0;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "starts", &zero, 1, &st));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "ends", &end, 1, &en));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &axis, 1, &ax));
+    return lw_node(w, "Slice", (const char *[]){a, st, en, ax}, 4, out, NULL);
+}
+
+/* The 4-bit values packed two to a byte in X (float, [D0, D1]: bytes),
+ * low nibble first, as float [D0, 2 * D1]. */
+static pl_status *lw_nibbles(lw *w, const char *x, int64_t d0, int64_t d1, const char **out)
+{
+    const char *sixteen, *hi, *lo, *t, *lo3, *hi3, *cat;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "sixteen", 16.0, &sixteen));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, sixteen, &t));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Floor", t, &hi));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", hi, sixteen, &t));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", x, t, &lo));
+    int64_t d3[3] = {d0, d1, 1};
+    PL_RETURN_IF_ERROR(lw_reshape(w, lo, d3, 3, &lo3));
+    PL_RETURN_IF_ERROR(lw_reshape(w, hi, d3, 3, &hi3));
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){lo3, hi3}, 2, &cat, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 2));
+    int64_t d2[2] = {d0, 2 * d1};
+    return lw_reshape(w, cat, d2, 2, out);
+}
+
+/* MatMulNBits(A, B, scales, zero_points, g_idx, bias) of 4 or 8 bits: B
+ * [N, blocks, block bytes] quantized per block of block_size along K, low
+ * nibble first; zero points absent (2^(bits-1)), packed like B, or float.
+ * The weights are dequantized by graph ops (Cast, Floor, Concat, Sub, Mul,
+ * Reshape, Slice, Transpose) which constant folding runs once at load, so
+ * a run is one float MatMul. f32 only; g_idx is refused. */
+static pl_status *lw_ms_matmul_nbits(lw *w)
+{
+    int64_t k = lw_attr_i(w, "K", 0), n = lw_attr_i(w, "N", 0);
+    int64_t bits = lw_attr_i(w, "bits", 4), bs = lw_attr_i(w, "block_size", 0);
+    const char *a = lw_input(w, 0), *b = lw_input(w, 1), *sc = lw_input(w, 2);
+    const char *zp = lw_input(w, 3), *gidx = lw_input(w, 4), *bias = lw_input(w, 5);
+    if (bits != 4 && bits != 8)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "bits = %lld is not supported (4 or 8)",
+                        (long long)bits);
+    if (gidx[0] != '\0')
+        return lw_error(w, PL_CODE_UNSUPPORTED, "g_idx (act-order) is not supported");
+    if (w->version < 13)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "needs ai.onnx opset 13 or later");
+    const pl_graph_tensor *at = lw_tensor(w, a), *bt = lw_tensor(w, b);
+    if (at == NULL || !PL_DTYPE_EQ(at->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "input A must be f32");
+    if (k <= 0 || n <= 0 || bs <= 0 || bs % 2 != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "K, N and an even block_size are required");
+    int64_t kb = (k + bs - 1) / bs, blob = bs * bits / 8;
+    if (bt == NULL || bt->ndim != 3 || bt->dims[0] != n || bt->dims[1] != kb ||
+        bt->dims[2] != blob)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "B must be [N, ceil(K / block_size), block_size * bits / 8] = "
+                        "[%lld, %lld, %lld]",
+                        (long long)n, (long long)kb, (long long)blob);
+    const char *bf, *q, *zv, *sv, *wq, *wd, *wt, *y;
+    PL_RETURN_IF_ERROR(lw_cast(w, b, 1, &bf));
+    if (bits == 4) {
+        int64_t flat[2] = {n * kb, blob};
+        PL_RETURN_IF_ERROR(lw_reshape(w, bf, flat, 2, &bf));
+        PL_RETURN_IF_ERROR(lw_nibbles(w, bf, n * kb, blob, &bf));
+    }
+    int64_t d3[3] = {n, kb, bs}, col[3] = {n, kb, 1};
+    PL_RETURN_IF_ERROR(lw_reshape(w, bf, d3, 3, &q));
+    const pl_graph_tensor *zt = zp[0] ? lw_tensor(w, zp) : NULL;
+    if (zp[0] == '\0') {
+        PL_RETURN_IF_ERROR(lw_scalar(w, "zero_point", (double)(1 << (bits - 1)), &zv));
+    } else if (zt != NULL && PL_DTYPE_EQ(zt->dtype, PL_DTYPE_U8)) {
+        int64_t per_row = bits == 4 ? (kb + 1) / 2 : kb, flat[2] = {n, per_row};
+        const char *zf;
+        PL_RETURN_IF_ERROR(lw_cast(w, zp, 1, &zf));
+        PL_RETURN_IF_ERROR(lw_reshape(w, zf, flat, 2, &zf));
+        if (bits == 4) {
+            PL_RETURN_IF_ERROR(lw_nibbles(w, zf, n, per_row, &zf));
+            if (2 * per_row != kb)
+                PL_RETURN_IF_ERROR(lw_head(w, zf, 1, kb, &zf));
+        }
+        PL_RETURN_IF_ERROR(lw_reshape(w, zf, col, 3, &zv));
+    } else if (zt != NULL && PL_DTYPE_EQ(zt->dtype, PL_DTYPE_F32)) {
+        PL_RETURN_IF_ERROR(lw_reshape(w, zp, col, 3, &zv));
+    } else {
+        return lw_error(w, PL_CODE_UNSUPPORTED, "zero_points must be uint8 or f32");
+    }
+    PL_RETURN_IF_ERROR(lw_reshape(w, sc, col, 3, &sv));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", q, zv, &wq));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", wq, sv, &wd));
+    int64_t rows[2] = {n, kb * bs};
+    PL_RETURN_IF_ERROR(lw_reshape(w, wd, rows, 2, &wd));
+    if (kb * bs != k)
+        PL_RETURN_IF_ERROR(lw_head(w, wd, 1, k, &wd));
+    PL_RETURN_IF_ERROR(lw_perm(w, wd, (const int64_t[]){1, 0}, 2, &wt));
+    if (bias[0] == '\0')
+        return lw_become(w, "MatMul", (const char *[]){a, wt}, 2);
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", a, wt, &y));
+    return lw_become(w, "Add", (const char *[]){y, bias}, 2);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
@@ -1775,6 +1888,7 @@ static const struct {
     {"com.microsoft", "QGemm", 0, lw_ms_qgemm},
     {"com.microsoft", "MatMulIntegerToFloat", 0, lw_ms_matmul_int_to_float},
     {"com.microsoft", "DynamicQuantizeMatMul", 0, lw_ms_dyn_quant_matmul},
+    {"com.microsoft", "MatMulNBits", 0, lw_ms_matmul_nbits},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
