@@ -578,12 +578,11 @@ pl_status *pl_cache_clear(const char *dir, uint64_t *out_removed)
                                                   strerror(errno));
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         size_t len = strlen(e->d_name);
-        bool ours = (len > 5 && strcmp(e->d_name + len - 5, ".blob") == 0) ||
-                    (len > 6 && strcmp(e->d_name + len - 6, ".probe") == 0) ||
+        bool blob = len > 5 && strcmp(e->d_name + len - 5, ".blob") == 0;
+        bool ours = blob || (len > 6 && strcmp(e->d_name + len - 6, ".probe") == 0) ||
                     (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) ||
                     strcmp(e->d_name, "stats") == 0;
-        if (ours && unlinkat(dirfd(d), e->d_name, 0) == 0 && strcmp(e->d_name, "stats") != 0 &&
-            strcmp(e->d_name + len - 5, ".blob") == 0)
+        if (ours && unlinkat(dirfd(d), e->d_name, 0) == 0 && blob)
             (*out_removed)++;
     }
     closedir(d);

@@ -2,13 +2,16 @@
  * where oneDNN dispatches to its AVX2 kernels.
  *
  * Why: oneDNN 2.6's jit:avx2 direct convolution reaches a third to a half
- * of what this CPU's FMA units can do on the 3x3 layers of the zoo (and
- * its dilated convolutions with a pad wider than its register block fall
- * to im2col + GEMM, slower still). Measured at 2 threads on the AVX2 EPYC
- * (median of 500, source and destination nChw8c), oneDNN against this
- * kernel: 64->64 channels on 7x7 41 us / 31, 128->128 on 4x4 67 / 50,
- * 256->256 on 2x2 68 / 47, 128->128 on 14x14 719 / 435, 128->128 on 28x28
- * 3041 / 1718.
+ * of what this CPU's FMA units can do on small feature maps (and its
+ * dilated convolutions with a pad wider than its register block fall to
+ * im2col + GEMM, slower still). Measured at 2 threads on the AVX2 EPYC,
+ * oneDNN against this kernel, standalone (median of 500, source and
+ * destination nChw8c): 64->64 channels on 7x7 41 us / 31, 128->128 on 4x4
+ * 67 / 50, 256->256 on 2x2 68 / 47. Inside models (`plinth bench`,
+ * alternating rounds) the lead holds on small maps (deeplab_s 0.69-0.74 of
+ * the time with oneDNN's kernel, resnet50_s 0.85, yolo_s 0.87) and is gone
+ * at ImageNet sizes: two 128->128 layers on 28x28 3.62 ms / 3.80, two
+ * 64->64 on 56x56 3.51 / 3.44.
  *
  * The kernel. Source and destination are blocked by 8 channels (oneDNN's
  * aBcd8b, nChw8c), the layout the subgraph's other convolutions already
@@ -21,10 +24,10 @@
  * broadcast input; per input channel and tap it loads 2 weight vectors and
  * broadcasts 6 inputs for 12 FMAs. Work items are (image, 16 output
  * channels, tile), tiles innermost, so a thread's consecutive items reuse
- * one channel block's weights from its cache. The output has no bias and
- * no post-ops: the step after it is a binary add of the bias carrying the
- * fused post-ops (odnn_deconv_epilogue), which keeps every fusion the
- * oneDNN convolution would have had.
+ * one channel block's weights from its cache. The stores add the bias and
+ * apply a lone ReLU, clip or leaky ReLU; any other fusion goes into the
+ * binary step the compile puts after the kernel (odnn_deconv_epilogue),
+ * which keeps every fusion the oneDNN convolution would have had.
  *
  * Compiled for AVX2 and FMA by function attributes; called only when
  * odnn_direct_usable() says the CPU has both and oneDNN is not on AVX-512. */

@@ -3604,15 +3604,15 @@ static int odnn_direct_epilogue_ok(struct odnn_build *b, size_t n, const struct 
     return ok;
 }
 
+static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                       int src, int64_t bias_t);
+
 /* Conv through the module's own kernel: the source in aBcd8b (a reorder
  * where its writer chose another layout) and the packed weights. The
  * kernel adds the bias and applies a lone clip or leaky ReLU itself,
  * writing F's destination; any other fusion (a residual sum, other
  * eltwise ops, a chain) goes into a temporary, then one binary step adds
  * the bias with F's post-ops into F's destination. */
-static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
-                                       int src, int64_t bias_t);
-
 static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
                                    const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
                                    const struct odnn_tinfo *y, const struct odnn_window *w,

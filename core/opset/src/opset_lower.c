@@ -1675,41 +1675,29 @@ static pl_status *lw_ms_qgemm(lw *w)
     return lw_q_end(w, y, ys, lw_input(w, 8));
 }
 
-/* The node becomes DQ(A_Q, A_SCALE, A_ZP) @ DQ(input B_AT, input B_AT+1,
- * input B_AT+2) (+ input BIAS_AT): B's scale per column of B [K, N], or
- * per tensor. */
+/* The node becomes DQ(AQ, AS, AZ) @ DQ(B, BS, BZ) (+ BIAS, when not ""):
+ * B's scale per column of B [K, N], or per tensor. */
 static pl_status *lw_dq_matmul_end(lw *w, const char *aq, const char *as, const char *az,
-                                   size_t b_at, size_t bias_at)
+                                   const char *b, const char *bs, const char *bz,
+                                   const char *bias)
 {
-    const char *a, *b, *y, *bs = lw_input(w, b_at + 1);
+    const char *a, *bd, *y;
     const pl_graph_tensor *bst = lw_tensor(w, bs);
     bool per_column = bst != NULL && bst->ndim == 1 && bst->dims[0] != 1;
     PL_RETURN_IF_ERROR(lw_dq(w, aq, as, az, -1, &a));
-    PL_RETURN_IF_ERROR(
-        lw_dq(w, lw_input(w, b_at), bs, lw_input(w, b_at + 2), per_column ? 1 : -1, &b));
-    const char *bias = lw_input(w, bias_at);
-    if (bias[0] == '\0')
-        return lw_become(w, "MatMul", (const char *[]){a, b}, 2);
-    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", a, b, &y));
-    return lw_become(w, "Add", (const char *[]){y, bias}, 2);
-}
-
-/* MatMulIntegerToFloat(A, B, A_scale, B_scale, A_zp, B_zp, bias): the
- * integer product of dequantized inputs, in float (B's scale per column or
- * per tensor), plus bias. */
-static pl_status *lw_ms_matmul_int_to_float(lw *w)
-{
-    const char *b = lw_input(w, 1), *bs = lw_input(w, 3), *bz = lw_input(w, 5);
-    const char *a, *y, *bias = lw_input(w, 6);
-    const pl_graph_tensor *bst = lw_tensor(w, bs);
-    bool per_column = bst != NULL && bst->ndim == 1 && bst->dims[0] != 1;
-    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 0), lw_input(w, 2), lw_input(w, 4), -1, &a));
-    const char *bd;
     PL_RETURN_IF_ERROR(lw_dq(w, b, bs, bz, per_column ? 1 : -1, &bd));
     if (bias[0] == '\0')
         return lw_become(w, "MatMul", (const char *[]){a, bd}, 2);
     PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", a, bd, &y));
     return lw_become(w, "Add", (const char *[]){y, bias}, 2);
+}
+
+/* MatMulIntegerToFloat(A, B, A_scale, B_scale, A_zp, B_zp, bias): the
+ * integer product of dequantized inputs, in float, plus bias. */
+static pl_status *lw_ms_matmul_int_to_float(lw *w)
+{
+    return lw_dq_matmul_end(w, lw_input(w, 0), lw_input(w, 2), lw_input(w, 4), lw_input(w, 1),
+                            lw_input(w, 3), lw_input(w, 5), lw_input(w, 6));
 }
 
 /* DynamicQuantizeMatMul(A, B, B_scale, B_zp, bias): A quantized to uint8
@@ -1729,7 +1717,8 @@ static pl_status *lw_ms_dyn_quant_matmul(lw *w)
     pl_nid id;
     PL_RETURN_IF_ERROR(
         pl_graph_add_node(w->g, node_name, "DynamicQuantizeLinear", "", &in, 1, outs, 3, &id));
-    return lw_dq_matmul_end(w, q, qs, qz, 1, 4);
+    return lw_dq_matmul_end(w, q, qs, qz, lw_input(w, 1), lw_input(w, 2), lw_input(w, 3),
+                            lw_input(w, 4));
 }
 
 /* Reshape(A, DIMS). */
