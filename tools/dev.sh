@@ -69,7 +69,10 @@ demo)
     ./build/bin/plinth_app modules.d
     echo
     echo "== examples/app.py: the same from Python =="
-    PYTHONPATH=python python3 examples/app.py modules.d
+    # Debian's interpreter: the one apt-get gave numpy (a pyenv or venv
+    # python3 earlier on PATH may lack it), as the Python tests use.
+    py=/usr/bin/python3; [ -x "$py" ] || py=python3
+    PYTHONPATH=python "$py" examples/app.py modules.d
     ;;
 test)
     install_packages
