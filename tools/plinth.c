@@ -24,6 +24,7 @@
 
 #include "plinth/module.h"
 #include "plinth/plinth.h"
+#include "check_module.h"
 #include "explain_text.h"
 #include "float16.h"
 #include "npy.h"
@@ -78,6 +79,17 @@ static void usage(FILE *f)
             "                                size against cache_max_mb and the hits, misses,\n"
             "                                stores and evictions of every program that used\n"
             "                                it, or empty it (entries, probe verdicts, counters)\n"
+            "  check-module FILE.so [--device N] [--tests DIR ...] [--known FILE]\n"
+            "               [--no-node-tests]\n"
+            "                                check a module file against the module ABI: entry\n"
+            "                                point, table, configure, statuses, device memory\n"
+            "                                at every offset, release_all, kernels at offsets\n"
+            "                                and from several threads, export/import, refusal\n"
+            "                                reasons; then the ONNX node tests (DIR: a folder\n"
+            "                                of test_* or one test; default Debian's\n"
+            "                                libonnx-testdata) strictly on that module; --known\n"
+            "                                lists accepted differences (backend/set/test why);\n"
+            "                                exit 1 on any failure, 77 when it has no device\n"
             "\n"
             "options:\n"
             "  --shape NAME=D0,D1,...  (run, explain, bench) binds the symbolic dims of\n"
@@ -89,7 +101,7 @@ static void usage(FILE *f)
             "  --version       the version of plinth and of the module ABI\n"
             "\n"
             "exit codes: 0 success, 1 runtime error (configuration, model), 2 usage,\n"
-            "            3 --strict and a module was rejected\n");
+            "            3 --strict and a module was rejected, 77 check-module: no device\n");
 }
 
 /* A path shown relative to the working directory when it lies below it. */
@@ -1213,6 +1225,9 @@ int main(int argc, char **argv)
     int warmup = 10;
     bool json = false, strict = false;
     const char *rest[PL_EXTENSION_MAX_PARAMS + 68];
+    check_module_args check_args = {.device = -1, .node_tests = true};
+    const char *tests[64];
+    size_t n_tests = 0;
     size_t n_rest = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1282,6 +1297,31 @@ int main(int argc, char **argv)
                     return EXIT_USAGE;
                 }
             }
+        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--tests") == 0 ||
+                   strcmp(a, "--known") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "plinth: %s needs a value\n", a);
+                return EXIT_USAGE;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "--device") == 0) {
+                char *end = NULL;
+                long d = strtol(v, &end, 10);
+                if (end == v || *end != '\0' || d < 0 || d > 4096) {
+                    fprintf(stderr, "plinth: --device needs a device number\n");
+                    return EXIT_USAGE;
+                }
+                check_args.device = (int)d;
+            } else if (strcmp(a, "--known") == 0) {
+                check_args.known = v;
+            } else if (n_tests == sizeof tests / sizeof tests[0]) {
+                fprintf(stderr, "plinth: too many --tests options\n");
+                return EXIT_USAGE;
+            } else {
+                tests[n_tests++] = v;
+            }
+        } else if (strcmp(a, "--no-node-tests") == 0) {
+            check_args.node_tests = false;
         } else if (strcmp(a, "--json") == 0) {
             json = true;
         } else if (strcmp(a, "--strict") == 0) {
@@ -1294,7 +1334,7 @@ int main(int argc, char **argv)
         } else if (operand == NULL &&
                    (strcmp(command, "explain") == 0 || strcmp(command, "run") == 0 ||
                     strcmp(command, "convert") == 0 || strcmp(command, "bench") == 0 ||
-                    strcmp(command, "cache") == 0)) {
+                    strcmp(command, "cache") == 0 || strcmp(command, "check-module") == 0)) {
             operand = a;
         } else if (second == NULL && strcmp(command, "convert") == 0) {
             second = a;
@@ -1319,6 +1359,12 @@ int main(int argc, char **argv)
         return cmd_call(config, rest, n_rest);
     if (strcmp(command, "cache") == 0)
         return cmd_cache(config, operand);
+    if (strcmp(command, "check-module") == 0) {
+        check_args.threads = g_threads;
+        check_args.tests = tests;
+        check_args.n_tests = n_tests;
+        return check_module_command(config, operand, &check_args);
+    }
     model_args margs = {.config = config, .model_path = operand, .input_args = input_args,
                         .n_input_args = n_input_args, .shape_args = shape_args,
                         .n_shape_args = n_shape_args, .output_dir = output_dir,

@@ -14,17 +14,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* magic tells a status the core made from anything else a module might
+ * return in its place (pl_status_is_core, for `plinth check-module`). */
+#define PL_STATUS_MAGIC 0x706c5374u /* "plSt" */
+
 struct pl_status {
+    uint32_t magic;
     pl_code code;
     bool is_static;
     char message[];
 };
 
 static struct {
+    uint32_t magic;
     pl_code code;
     bool is_static;
     char message[40];
-} pl_status_oom_ = {PL_CODE_OUT_OF_MEMORY, true, "out of memory creating a status"};
+} pl_status_oom_ = {PL_STATUS_MAGIC, PL_CODE_OUT_OF_MEMORY, true,
+                    "out of memory creating a status"};
 
 static pl_status *pl_status_oom(void)
 {
@@ -44,6 +51,7 @@ pl_status *pl_status_createv(pl_code code, const char *fmt, va_list ap)
     pl_status *st = malloc(sizeof *st + (size_t)n + 1);
     if (st == NULL)
         return pl_status_oom();
+    st->magic = PL_STATUS_MAGIC;
     st->code = code;
     st->is_static = false;
     if (fmt != NULL)
@@ -91,6 +99,11 @@ void pl_status_free(pl_status *status)
 {
     if (status != NULL && !status->is_static)
         free(status);
+}
+
+bool pl_status_is_core(const pl_status *status)
+{
+    return status == NULL || status->magic == PL_STATUS_MAGIC;
 }
 
 const char *pl_code_name(pl_code code)

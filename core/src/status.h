@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plinth/plinth.h"
 
@@ -17,6 +18,11 @@ pl_status *pl_status_createv(pl_code code, const char *fmt, va_list ap);
  * CAUSE; takes ownership of CAUSE. NULL when CAUSE is NULL. */
 pl_status *pl_status_wrap(pl_status *cause, const char *fmt, ...)
     PL_PRINTF_LIKE(2, 3);
+
+/* True when STATUS is NULL or was made by the core (a module's through the
+ * host table). Reads the first bytes STATUS points at: for checking what a
+ * module returned (check.c), which must not then be freed when false. */
+bool pl_status_is_core(const pl_status *status);
 
 /* Propagates a failing status to the caller. */
 #define PL_RETURN_IF_ERROR(expr)             \

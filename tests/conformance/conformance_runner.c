@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <plinth/module.h>
 #include <plinth/plinth.h>
 
 #include "backend.h"
@@ -1183,6 +1184,114 @@ static int cf_cmd_suite(const char *config, const char *summary, const char *kno
     return ok && f != NULL ? CF_EXIT_PASS : CF_EXIT_FAIL;
 }
 
+/* ---- check: one module's node tests, for plinth check-module ------------------ */
+
+/* The module in FILE loaded into RT unless a module of its name is there
+ * already; its name into NAME. False with the reason printed. */
+static bool cf_check_load(pl_runtime *rt, const char *file, char *name, size_t size,
+                          uint64_t *out_caps)
+{
+    size_t index = (size_t)-1;
+    pl_status *st = pl_runtime_load_module(rt, file, &index);
+    if (st != NULL && strstr(pl_status_message(st), "duplicate") == NULL) {
+        printf("node tests: %s\n", pl_status_message(st));
+        pl_status_free(st);
+        return false;
+    }
+    pl_status_free(st);
+    /* A module the configuration loads already (a duplicate): that file's
+     * record. */
+    char *want = realpath(file, NULL);
+    pl_module_info info = {.struct_size = sizeof info};
+    bool found = false;
+    for (size_t i = 0; !found && i < pl_runtime_module_count(rt); i++) {
+        if (pl_runtime_module_info(rt, i, &info) != NULL)
+            continue;
+        char *have = realpath(info.path, NULL);
+        found = i == index || (want && have && strcmp(want, have) == 0 &&
+                               info.status == PL_MODULE_LOADED);
+        free(have);
+    }
+    free(want);
+    if (!found) {
+        printf("node tests: %s: not listed after loading\n", file);
+        return false;
+    }
+    snprintf(name, size, "%s", info.name);
+    *out_caps = info.capabilities;
+    return true;
+}
+
+/* Every test under ARGS (a test directory, or a folder of test_*
+ * directories) on the module in FILE, offered every node first, cpu taking
+ * the rest: the ONNX node tests of plinth check-module. Prints a line per
+ * failure and a summary; exit 1 when a test the module claimed failed and
+ * KNOWN does not list it for the module. */
+static int cf_cmd_check(const char *config, const char *file, const char *known_path,
+                        char **args, int n_args)
+{
+    cf_known known = {0};
+    if (known_path != NULL && !cf_known_read(known_path, &known))
+        return CF_EXIT_USAGE;
+    char name[64] = "";
+    uint64_t caps = 0;
+    pl_runtime *probe = cf_runtime(config);
+    bool ok = probe != NULL && cf_check_load(probe, file, name, sizeof name, &caps);
+    pl_runtime_destroy(probe);
+    if (ok && !(caps & (PL_CAP_IMPERATIVE | PL_CAP_SYMBOLIC))) {
+        printf("SKIP node tests                %s runs no nodes\n", name);
+        cf_known_free(&known);
+        return CF_EXIT_PASS;
+    }
+    pl_runtime *rt = ok ? cf_backend_runtime(config, name, true) : NULL;
+    if (rt != NULL && pl_runtime_find_module(rt, name) < 0 &&
+        !cf_check_load(rt, file, name, sizeof name, &caps)) {
+        pl_runtime_destroy(rt);
+        rt = NULL;
+    }
+    if (rt == NULL) {
+        cf_known_free(&known);
+        return CF_EXIT_FAIL;
+    }
+    cf_counts c;
+    memset(&c, 0, sizeof c);
+    for (int a = 0; a < n_args; a++) {
+        char *model = cf_join_path(args[a], "model.onnx");
+        bool single = model != NULL && cf_is_file(model);
+        free(model);
+        size_t n = 0;
+        char **names = single ? NULL : cf_list_dirs(args[a], "test_", true, &n);
+        char set[256];
+        cf_set_name(single ? "node" : args[a], set, sizeof set);
+        for (size_t i = 0; i < (single ? 1 : n); i++) {
+            char *dir = single ? strdup(args[a]) : cf_join_path(args[a], names[i]);
+            if (dir == NULL)
+                break;
+            cf_result r;
+            cf_eval(rt, name, dir, false, &r);
+            const char *test = cf_basename(dir);
+            const char *why = r.verdict == CF_FAIL ? cf_known_find(&known, name, set, test)
+                                                   : NULL;
+            c.v[r.verdict]++;
+            if (why != NULL) {
+                c.known++;
+                printf("KNOWN %s: %s (%s)\n", test, r.message, why);
+            } else if (r.verdict == CF_FAIL) {
+                printf("FAIL node %s [%s] on %zu of %zu nodes: %s\n", test,
+                       r.ops ? r.ops : "?", r.on, r.total, r.message);
+            }
+            cf_result_free(&r);
+            free(dir);
+        }
+        cf_names_free(names);
+    }
+    pl_runtime_destroy(rt);
+    cf_known_free(&known);
+    cf_counts_line(stdout, "node tests on ", name, &c);
+    printf(" known=%d\n", c.known);
+    return c.v[CF_FAIL] > c.known ? CF_EXIT_FAIL : CF_EXIT_PASS;
+}
+
 static int cf_usage(void)
 {
     fprintf(stderr,
@@ -1190,7 +1299,8 @@ static int cf_usage(void)
             "       conformance_runner backend CONFIG BACKEND\n"
             "       conformance_runner list CONFIG ROOT...\n"
             "       conformance_runner run CONFIG BACKEND TESTDIR\n"
-            "       conformance_runner suite CONFIG OUT_SUMMARY [--known FILE] ROOT...\n");
+            "       conformance_runner suite CONFIG OUT_SUMMARY [--known FILE] ROOT...\n"
+            "       conformance_runner check CONFIG MODULE.so [--known FILE] ROOT|TESTDIR...\n");
     return CF_EXIT_USAGE;
 }
 
@@ -1208,6 +1318,11 @@ int main(int argc, char **argv)
     if (argc >= 5 && strcmp(argv[1], "suite") == 0) {
         bool known = argc >= 7 && strcmp(argv[4], "--known") == 0;
         return cf_cmd_suite(argv[2], argv[3], known ? argv[5] : NULL, argv + (known ? 6 : 4),
+                            argc - (known ? 6 : 4));
+    }
+    if (argc >= 5 && strcmp(argv[1], "check") == 0) {
+        bool known = argc >= 7 && strcmp(argv[4], "--known") == 0;
+        return cf_cmd_check(argv[2], argv[3], known ? argv[5] : NULL, argv + (known ? 6 : 4),
                             argc - (known ? 6 : 4));
     }
     return cf_usage();

@@ -244,6 +244,52 @@ PL_API pl_status *pl_runtime_cache_list(pl_runtime *runtime, pl_cache_entry_fn f
  * (may be NULL) counts the entries. Not while sessions are being made. */
 PL_API pl_status *pl_runtime_cache_clear(pl_runtime *runtime, uint64_t *out_removed);
 
+/* ---- checking a module against the ABI (plinth check-module) ------------- */
+
+/* A check's verdict. */
+typedef enum pl_check_verdict {
+    PL_CHECK_PASS = 0,
+    PL_CHECK_FAIL = 1,
+    PL_CHECK_SKIP = 2 /* does not apply to this module, or cannot run here */
+} pl_check_verdict;
+
+/* Receives one verdict: CHECK names what was checked ("entry", "configure",
+ * "memory", "kernel Relu", ...), DETAIL says what was seen, and for a
+ * failure what the module did and what the ABI asks (one line). */
+typedef void (*pl_check_sink)(void *user, const char *check, pl_check_verdict verdict,
+                              const char *detail);
+
+typedef struct pl_check_options {
+    uint32_t struct_size;
+    int device;     /* the module's device to check; -1: device 0 */
+    int threads;    /* threads running one kernel at once; 0: the runtime's
+                       threads + 1 (each its own engine worker number) */
+    int iterations; /* runs per thread in the concurrency check; 0: 40 */
+} pl_check_options;
+
+/* Checks the module file PATH against the rules of plinth/module.h, on
+ * RUNTIME: loads it there (pl_runtime_load_module: note, ABI, table, probe)
+ * unless that very file is loaded already, then drives its table directly:
+ * the entry point's version negotiation, the table, configure with no keys
+ * and with an unknown key (refused, naming it, changing nothing),
+ * statuses made through the host, its devices, device memory (zero-byte
+ * allocations, copies at many offsets and sizes into poisoned buffers,
+ * device-to-device copies, release_all), and for a set of probe graphs of
+ * common operators: refusals carry reasons, results agree with the cpu
+ * module's (when RUNTIME has one), inputs and outputs at a byte offset
+ * inside poisoned buffers are honoured and nothing outside is written, one
+ * kernel runs from several threads at once, and exported blobs import
+ * back, while truncated and foreign blobs are refused. Every verdict goes
+ * to SINK. *OUT_FAILURES counts the failed checks; *OUT_NO_DEVICE (may be
+ * NULL) is set when the module is sound but has no device here, and the
+ * checks that need one were skipped. An error status only when the check
+ * itself cannot be made (file unreadable, a different module of that name
+ * loaded, out of memory). Runs the module's code in this process: a module
+ * that crashes takes the caller with it (the CLI runs it in a child). */
+PL_API pl_status *pl_check_module(pl_runtime *runtime, const char *path,
+                                  const pl_check_options *options, pl_check_sink sink,
+                                  void *user, size_t *out_failures, bool *out_no_device);
+
 /* ---- devices and arrays -------------------------------------------------- */
 
 /* A device nodes can run on: every device of every loaded module that runs
