@@ -55,6 +55,18 @@ cmake -S "$tmp/mymod" -B "$tmp/mymod-build" -DCMAKE_C_COMPILER="$cc" \
 grep -q "PlinthSDK" "$tmp/mymod-build/CMakeCache.txt" || fail "find_package(PlinthSDK) was not used"
 cmake --build "$tmp/mymod-build" >>"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "build the template"; }
 install -m 755 "$tmp/mymod-build/libplinth_template.so" "$p/lib/plinth/modules/"
+# ... which the installed check-module passes, its node tests run by the
+# installed conformance runner where the test data is here.
+tests=""
+[ -d /usr/share/libonnx-testdata/data/node/test_relu ] &&
+    tests="--tests /usr/share/libonnx-testdata/data/node/test_relu"
+"$p/bin/plinth" check-module "$p/lib/plinth/modules/libplinth_template.so" $tests \
+    >"$tmp/check.txt" 2>&1 || { cat "$tmp/check.txt"; fail "plinth check-module"; }
+grep -q "check-module: passed" "$tmp/check.txt" || fail "check-module did not pass"
+if [ -n "$tests" ]; then
+    grep -q "node tests on template: passed=1 failed=0" "$tmp/check.txt" ||
+        { cat "$tmp/check.txt"; fail "the installed runner did not run the node test"; }
+fi
 "$p/bin/plinth" modules >"$tmp/modules2.txt" 2>&1 || true
 grep -E "^ *template +[^ ]+ +loaded" "$tmp/modules2.txt" >/dev/null ||
     { cat "$tmp/modules2.txt"; fail "the template module is not loaded"; }
