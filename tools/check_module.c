@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,9 +36,19 @@ static const char *verdict_word(pl_check_verdict v)
     return v == PL_CHECK_PASS ? "PASS" : v == PL_CHECK_FAIL ? "FAIL" : "SKIP";
 }
 
+/* The check running now, in memory the parent shares: named when the
+ * child dies. */
+static char *check_running;
+#define CHECK_RUNNING_BYTES 128
+
 static void check_line(void *user, const char *check, pl_check_verdict v, const char *detail)
 {
     (void)user;
+    if (v == PL_CHECK_RUNNING) {
+        if (check_running != NULL)
+            snprintf(check_running, CHECK_RUNNING_BYTES, "%s", check);
+        return;
+    }
     printf("%s %-24s %s\n", verdict_word(v), check, detail);
     fflush(stdout);
 }
@@ -92,11 +103,12 @@ static int check_wait(pid_t pid, char *why, size_t size)
         return WEXITSTATUS(status);
     int sig = WTERMSIG(status);
     if (sig == SIGALRM)
-        snprintf(why, size, "did not finish within %d s (a hang, or a deadlock when "
-                 "kernels run at once)", CHECK_TIME_LIMIT_S);
+        snprintf(why, size, "did not finish within its time limit (a hang, or a deadlock "
+                 "when kernels run at once)");
+    else if (check_running != NULL && check_running[0] != '\0')
+        snprintf(why, size, "crashed (%s) in the check '%s'", strsignal(sig), check_running);
     else
-        snprintf(why, size, "crashed (%s) in the check after the last line above",
-                 strsignal(sig));
+        snprintf(why, size, "crashed (%s)", strsignal(sig));
     return -1;
 }
 
@@ -213,11 +225,17 @@ int check_module_command(const char *config, const char *path, const check_modul
     }
     printf("check-module %s\n", path);
     fflush(stdout);
+    void *shared = mmap(NULL, CHECK_RUNNING_BYTES, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    check_running = shared == MAP_FAILED ? NULL : shared;
     pid_t pid = fork();
     if (pid == 0)
         _exit(check_abi_child(config, path, a));
     if (pid < 0) {
         fprintf(stderr, "plinth: check-module: fork: %s\n", strerror(errno));
+        if (check_running != NULL)
+            munmap(check_running, CHECK_RUNNING_BYTES);
+        check_running = NULL;
         return 1;
     }
     char why[256];
@@ -226,6 +244,9 @@ int check_module_command(const char *config, const char *path, const check_modul
         printf("FAIL %-24s the module %s\n", "abi", why);
         rc = CHECK_EXIT_FAIL;
     }
+    if (check_running != NULL)
+        munmap(check_running, CHECK_RUNNING_BYTES);
+    check_running = NULL;
     if (rc == CHECK_EXIT_ERROR)
         return 1;
     int tests = 0;

@@ -72,6 +72,14 @@ static void chk_say(chk *c, const char *check, pl_check_verdict v, const char *f
         c->sink(c->user, check, v, line);
 }
 
+/* Tells the sink that CHECK is about to run (no verdict: a caller that
+ * sees the process die knows where). */
+static void chk_begin(chk *c, const char *check)
+{
+    if (c->sink != NULL)
+        c->sink(c->user, check, PL_CHECK_RUNNING, "");
+}
+
 /* A status the module returned from CALL: kept when the core made it;
  * otherwise a failure of CHECK (a status not made through the host table
  * cannot be freed by the core) and a core status in its place. */
@@ -135,6 +143,7 @@ static pl_status *chk_get(chk *c, pl_module *m, void *dst, const void *src, size
 
 static void chk_entry(chk *c)
 {
+    chk_begin(c, "entry");
     pl_module_entry_fn entry =
         (pl_module_entry_fn)(uintptr_t)dlsym(c->m->handle, PL_MODULE_ENTRY_SYMBOL);
     if (entry == NULL) {
@@ -209,6 +218,7 @@ static pl_status *chk_configure_call(chk *c, const pl_kv *in, size_t n, chk_text
 
 static void chk_configure(chk *c)
 {
+    chk_begin(c, "configure");
     if (c->m->api.configure == NULL) {
         chk_say(c, "configure", PL_CHECK_SKIP, "no configure function");
         return;
@@ -256,6 +266,7 @@ static void chk_configure(chk *c)
 
 static void chk_devices(chk *c)
 {
+    chk_begin(c, "devices");
     int n = c->m->api.device_count ? c->m->api.device_count(c->m->ctx) : 0;
     for (int d = 0; d < n; d++) {
         pl_device_properties p = {.header = PL_ABI_HEADER_INIT(pl_device_properties)};
@@ -383,6 +394,7 @@ static bool chk_memory_d2d(chk *c, void *a, void *b, unsigned char *poison,
 
 static void chk_memory(chk *c)
 {
+    chk_begin(c, "memory");
     pl_module *m = c->m;
     if (m->api.capabilities & PL_CAP_HOST_MEMORY) {
         chk_say(c, "memory", PL_CHECK_SKIP, "computes on host memory (PL_CAP_HOST_MEMORY)");
@@ -430,6 +442,7 @@ static void chk_memory(chk *c)
                 "offsets and 9 sizes land exactly, poison around them intact");
     /* release_all: everything goes, and the device is usable after. */
     if (ok && m->api.mem_release_all != NULL) {
+        chk_begin(c, "release_all");
         void *x = NULL, *y = NULL;
         st = chk_alloc(c, m, 1000, &x);
         if (st == NULL)
@@ -843,6 +856,7 @@ static void chk_concurrency(chk *c, const chk_ready *r)
 {
     char check[96];
     snprintf(check, sizeof check, "threads %s", r->p->label);
+    chk_begin(c, check);
     if (r->m->api.capabilities & PL_CAP_PINNED_THREAD) {
         chk_say(c, check, PL_CHECK_SKIP,
                 "PL_CAP_PINNED_THREAD: the core runs its work from one thread per device");
@@ -948,6 +962,7 @@ static void chk_export(chk *c, const chk_ready *r, const chk_ready *other, const
 {
     char check[96];
     snprintf(check, sizeof check, "export %s", r->p->label);
+    chk_begin(c, check);
     chk_blob blob = {0};
     pl_status *st = chk_own(c, check, "export_compiled",
                             c->m->api.export_compiled(c->m->ctx, r->compiled, chk_blob_sink,
@@ -1013,6 +1028,7 @@ static void chk_export(chk *c, const chk_ready *r, const chk_ready *other, const
 static void chk_probe_one(chk *c, chk_ready *r, const chk_ready *other)
 {
     const char *check = r->p->label;
+    chk_begin(c, check);
     chk_io io;
     if (!chk_io_make(r, 1u, &io)) {
         chk_say(c, check, PL_CHECK_FAIL, "out of memory");
@@ -1095,6 +1111,7 @@ static void chk_kernels(chk *c)
             pl_status_free(st);
             continue;
         }
+        chk_begin(c, r[i].p->label);
         st = chk_prepare(c, c->m, c->device, &r[i]);
         if (st == NULL) {
             taken++;
@@ -1192,6 +1209,7 @@ pl_status *pl_check_module(pl_runtime *rt, const char *path, const pl_check_opti
                                 "with a backend.ini that does not load that one "
                                 "([%s] enabled = no)", path, note.name, m->path, note.name);
     if (m == NULL) {
+        chk_begin(&c, "load");
         size_t index = 0;
         st = pl_runtime_load_module(rt, path, &index);
         if (st != NULL && pl_status_code(st) != PL_CODE_NO_DEVICE) {

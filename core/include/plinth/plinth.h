@@ -250,7 +250,9 @@ PL_API pl_status *pl_runtime_cache_clear(pl_runtime *runtime, uint64_t *out_remo
 typedef enum pl_check_verdict {
     PL_CHECK_PASS = 0,
     PL_CHECK_FAIL = 1,
-    PL_CHECK_SKIP = 2 /* does not apply to this module, or cannot run here */
+    PL_CHECK_SKIP = 2, /* does not apply to this module, or cannot run here */
+    PL_CHECK_RUNNING = 3 /* no verdict: the check is about to run (so that a
+                            caller that sees the module crash knows where) */
 } pl_check_verdict;
 
 /* Receives one verdict: CHECK names what was checked ("entry", "configure",
