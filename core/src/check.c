@@ -492,26 +492,37 @@ typedef struct chk_probe {
     int64_t dims[CHK_MAX_IO][4];
     unsigned constants;   /* bit i: input i is a constant of the graph */
     chk_attr attrs[3];
+    /* CHK_TWICE: the node reads input 0 as its input 1 too (one view
+     * input, two node inputs); CHK_REVERSED: the graph declares its inputs
+     * last first, so the view's input order is not the node's. */
+    unsigned shape_of_io;
 } chk_probe;
 
+#define CHK_TWICE 1u
+#define CHK_REVERSED 2u
+
 static const chk_probe chk_probes[] = {
-    {"Relu", "Relu", 1, {4}, {{2, 3, 5, 7}}, 0, {{0}}},
-    {"Add", "Add", 2, {4, 4}, {{2, 3, 4, 5}, {2, 3, 4, 5}}, 0, {{0}}},
-    {"Add (broadcast)", "Add", 2, {4, 1}, {{2, 3, 4, 5}, {5}}, 0, {{0}}},
-    {"Mul", "Mul", 2, {2, 2}, {{64, 17}, {64, 17}}, 0, {{0}}},
-    {"Sigmoid", "Sigmoid", 1, {2}, {{4, 33}}, 0, {{0}}},
-    {"Tanh", "Tanh", 1, {2}, {{7, 9}}, 0, {{0}}},
-    {"MatMul", "MatMul", 2, {2, 2}, {{8, 16}, {16, 12}}, 0, {{0}}},
-    {"MatMul (constant B)", "MatMul", 2, {2, 2}, {{8, 16}, {16, 12}}, 2u, {{0}}},
+    {"Relu", "Relu", 1, {4}, {{2, 3, 5, 7}}, 0, {{0}}, 0},
+    {"Add", "Add", 2, {4, 4}, {{2, 3, 4, 5}, {2, 3, 4, 5}}, 0, {{0}}, 0},
+    {"Add (broadcast)", "Add", 2, {4, 1}, {{2, 3, 4, 5}, {5}}, 0, {{0}}, 0},
+    {"Mul", "Mul", 2, {2, 2}, {{64, 17}, {64, 17}}, 0, {{0}}, 0},
+    {"Sigmoid", "Sigmoid", 1, {2}, {{4, 33}}, 0, {{0}}, 0},
+    {"Tanh", "Tanh", 1, {2}, {{7, 9}}, 0, {{0}}, 0},
+    {"MatMul", "MatMul", 2, {2, 2}, {{8, 16}, {16, 12}}, 0, {{0}}, 0},
+    {"MatMul (constant B)", "MatMul", 2, {2, 2}, {{8, 16}, {16, 12}}, 2u, {{0}}, 0},
     {"Gemm", "Gemm", 3, {2, 2, 1}, {{8, 16}, {12, 16}, {12}}, 6u,
-     {{"transB", 'i', {1}, 1}}},
+     {{"transB", 'i', {1}, 1}}, 0},
     {"Conv", "Conv", 3, {4, 4, 1}, {{1, 16, 9, 9}, {16, 16, 3, 3}, {16}}, 6u,
-     {{"pads", 'I', {1, 1, 1, 1}, 4}}},
+     {{"pads", 'I', {1, 1, 1, 1}, 4}}, 0},
     {"MaxPool", "MaxPool", 1, {4}, {{1, 8, 10, 10}}, 0,
-     {{"kernel_shape", 'I', {2, 2}, 2}, {"strides", 'I', {2, 2}, 2}}},
-    {"Softmax", "Softmax", 1, {2}, {{3, 10}}, 0, {{"axis", 'i', {-1}, 1}}},
-    {"Transpose", "Transpose", 1, {3}, {{2, 3, 4}}, 0, {{"perm", 'I', {2, 0, 1}, 3}}},
-    {"Concat", "Concat", 2, {2, 2}, {{2, 3}, {2, 5}}, 0, {{"axis", 'i', {1}, 1}}},
+     {{"kernel_shape", 'I', {2, 2}, 2}, {"strides", 'I', {2, 2}, 2}}, 0},
+    {"Softmax", "Softmax", 1, {2}, {{3, 10}}, 0, {{"axis", 'i', {-1}, 1}}, 0},
+    {"Transpose", "Transpose", 1, {3}, {{2, 3, 4}}, 0, {{"perm", 'I', {2, 0, 1}, 3}}, 0},
+    {"Concat", "Concat", 2, {2, 2}, {{2, 3}, {2, 5}}, 0, {{"axis", 'i', {1}, 1}}, 0},
+    {"Add (one input twice)", "Add", 2, {3, 3}, {{4, 5, 6}, {4, 5, 6}}, 0, {{0}}, CHK_TWICE},
+    {"Mul (one input twice)", "Mul", 2, {2, 2}, {{9, 7}, {9, 7}}, 0, {{0}}, CHK_TWICE},
+    {"Sub (inputs reversed)", "Sub", 2, {2, 2}, {{6, 10}, {6, 10}}, 0, {{0}}, CHK_REVERSED},
+    {"Add (inputs reversed)", "Add", 2, {2, 2}, {{6, 10}, {1, 10}}, 0, {{0}}, CHK_REVERSED},
 };
 #define CHK_N_PROBES (sizeof chk_probes / sizeof chk_probes[0])
 
@@ -542,13 +553,18 @@ static pl_status *chk_graph(chk *c, const chk_probe *p, pl_graph **out)
     PL_RETURN_IF_ERROR(pl_graph_create(&g));
     pl_graph_builder *b = NULL;
     pl_status *st = pl_graph_builder_create(g, "check", &b);
-    char names[CHK_MAX_IO][8];
+    char names[CHK_MAX_IO][24] = {{0}};
     const char *ins[CHK_MAX_IO], *outs[1] = {"y"};
     if (st == NULL)
         st = pl_builder_opset(b, "", 17);
-    for (size_t i = 0; st == NULL && i < p->n_in; i++) {
+    for (size_t k = 0; st == NULL && k < p->n_in; k++) {
+        size_t i = (p->shape_of_io & CHK_REVERSED) ? p->n_in - 1 - k : k;
         snprintf(names[i], sizeof names[i], "x%zu", i);
         ins[i] = names[i];
+        if (i == 1 && (p->shape_of_io & CHK_TWICE)) {
+            ins[1] = names[0];
+            continue;
+        }
         if (p->constants & (1u << i)) {
             size_t n = chk_count(p->rank[i], p->dims[i]);
             float *v = malloc(n * sizeof *v);
@@ -704,15 +720,24 @@ static pl_status *chk_run(chk *c, const chk_ready *r, float *const *in, float *o
     unsigned char *poison = NULL;
     pl_status *st = NULL;
     *out_guard = true;
-    /* Inputs (constants too for kernels, not for compiled subgraphs), then
-     * the output, each in its own poisoned buffer. */
-    for (size_t i = 0; i <= n->n_inputs && st == NULL; i++) {
-        bool is_out = i == n->n_inputs;
-        pl_tid tid = is_out ? n->outputs[0] : n->inputs[i];
+    /* The tensors the run gets: for a kernel the node's inputs in its
+     * order (constants too), for a compiled subgraph the view's inputs in
+     * the view's order (each once, constants not); then the output. Each
+     * in its own poisoned buffer. */
+    size_t n_args = symbolic ? pl_graph_view_table.input_count(r->view) : n->n_inputs;
+    if (n_args > CHK_MAX_IO)
+        return pl_status_create(PL_CODE_INTERNAL, "a probe with too many inputs");
+    for (size_t i = 0; i <= n_args && st == NULL; i++) {
+        bool is_out = i == n_args;
+        size_t k = i; /* the node input whose host values these are */
+        if (!is_out && symbolic) {
+            int64_t vt = pl_graph_view_table.input(r->view, i);
+            for (k = 0; k < n->n_inputs && (int64_t)n->inputs[k] != vt; k++)
+                ;
+        }
+        pl_tid tid = is_out ? n->outputs[0] : n->inputs[k];
         const pl_graph_tensor *gt = pl_graph_get_tensor(r->g, tid);
-        if (!is_out && symbolic && gt->data != NULL)
-            continue;
-        const void *src = is_out ? NULL : (gt->data ? gt->data : in[i]);
+        const void *src = is_out ? NULL : (gt->data ? gt->data : in[k]);
         size_t nb = chk_count(gt->ndim, gt->dims) * sizeof(float);
         size_t total = offset + nb + CHK_GUARD;
         free(poison);
@@ -801,6 +826,8 @@ static bool chk_io_make(const chk_ready *r, unsigned seed, chk_io *io)
         if (io->in[i] == NULL)
             return false;
         chk_values(io->in[i], k, seed * 8u + (unsigned)i);
+        if (i == 1 && (r->p->shape_of_io & CHK_TWICE))
+            memcpy(io->in[1], io->in[0], k * sizeof(float));
     }
     const pl_graph_tensor *y = pl_graph_get_tensor(r->g, n->outputs[0]);
     io->n_out = chk_count(y->ndim, y->dims);

@@ -61,6 +61,7 @@ struct pl_compiled {
     enum fix_op op;
     size_t elements;
     int scale;
+    size_t arg[2]; /* node input k is the run's input arg[k] (the view's order) */
 };
 
 #define FIX_REFUSE(...) fix_host->status_create(PL_CODE_UNSUPPORTED, __VA_ARGS__)
@@ -322,10 +323,23 @@ static pl_status *fix_compile(pl_module_ctx *ctx, int device, const pl_graph_vie
     const char *why = fix_why_not(view, 0, &op, &e);
     if (why != NULL)
         return FIX_REFUSE(FIX_NAME ": %s", why);
+    /* The run's inputs come in the view's input order, each tensor once:
+     * Add(x, x) has one. */
+    const pl_graph_api *g = fix_host->graph;
+    size_t arg[2] = {0, 0};
+    for (size_t k = 0; k < g->node_input_count(view, 0) && k < 2; k++) {
+        int64_t t = g->node_input(view, 0, k);
+        size_t i = 0;
+        while (i < g->input_count(view) && g->input(view, i) != t)
+            i++;
+        if (i == g->input_count(view))
+            return FIX_REFUSE(FIX_NAME ": input %zu is a constant", k);
+        arg[k] = i;
+    }
     pl_compiled *c = fix_host->host_alloc(ctx->host_ctx, sizeof *c, 0);
     if (c == NULL)
         return fix_host->status_create(PL_CODE_OUT_OF_MEMORY, FIX_NAME ": out of memory");
-    *c = (pl_compiled){op, e, ctx->scale};
+    *c = (pl_compiled){op, e, ctx->scale, {arg[0], arg[1]}};
     *out = c;
     return NULL;
 }
@@ -346,8 +360,8 @@ static float fix_scratch[1 << 16];
 static pl_status *fix_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *a)
 {
     (void)ctx;
-    const float *x = fix_in(&a->inputs[0]);
-    const float *y = c->op == FIX_RELU ? NULL : fix_in(&a->inputs[1]);
+    const float *x = fix_in(&a->inputs[c->arg[0]]);
+    const float *y = c->op == FIX_RELU ? NULL : fix_in(&a->inputs[c->arg[1]]);
     float *out = (float *)(void *)fix_bytes(a->outputs[0].data,
 #if FIX_BREAK == FIX_IGNORES_OFFSET
                                             0

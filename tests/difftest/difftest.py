@@ -14,7 +14,9 @@ float64 reference (dt_ref) that shares no code with it.
   difftest.py one SEED --family F [--keep DIR]         one graph, verbosely
 
 Common options: --lib PATH (libplinth.so), --modules DIR (modules.d),
---threads N, --known FILE (known failures). Exit codes: 0 all as expected,
+--threads N, --known FILE (known failures), --module FILE.so (test that
+module file alone, against cpu: a vendor's module, beside plinth
+check-module). Exit codes: 0 all as expected,
 1 a failure (or a known failure that now passes), 2 usage, 77 numpy or the
 library missing (CTest's skip code).
 
@@ -67,15 +69,37 @@ def load_known(path):
     return known
 
 
+def module_name(path):
+    """The name in the identity note of the module file PATH (module.h:
+    namesz 7, descsz 72, type "PLN1", owner "Plinth", then the ABI and the
+    name), or None."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    at = data.find(struct.pack("<III", 7, 72, 0x504C4E31) + b"Plinth\0\0")
+    if at < 0:
+        return None
+    name = data[at + 20 + 8:at + 20 + 8 + 32]
+    return name.split(b"\0", 1)[0].decode()
+
+
 class Tester:
     def __init__(self, args):
         self.work = tempfile.mkdtemp(prefix="plinth-difftest-")
         self.lib = Library(args.lib)
         self.backends = []
         self.skipped = []
-        for name, order in ORDERS:
-            b = Backend(self.lib, name, order, os.path.abspath(args.modules), self.work,
-                        args.threads)
+        orders, module_dir = ORDERS, os.path.abspath(args.modules)
+        if args.module:
+            name = module_name(args.module)
+            if name is None:
+                raise SystemExit("difftest: %s: no Plinth identity note" % args.module)
+            orders = [("cpu", ["cpu"]), (name, [name, "cpu"])]
+            mod_dir = os.path.dirname(os.path.abspath(args.module))
+            if mod_dir != module_dir:
+                module_dir = "%s, %s" % (module_dir, mod_dir)
+        for name, order in orders:
+            b = Backend(self.lib, name, order, module_dir, self.work, args.threads)
             ok, why = b.available()
             if ok:
                 self.backends.append(b)
@@ -419,6 +443,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--modules", required=True)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--module", help="test this module file (and cpu) only")
     ap.add_argument("--known", default=os.path.join(HERE, "known_failures.txt"))
     ap.add_argument("--out", default=os.path.join(HERE, "regressions"))
     ap.add_argument("-v", "--verbose", action="store_true",
