@@ -87,6 +87,10 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     if (ctx == NULL)
         return onednn_host->status_create(PL_CODE_OUT_OF_MEMORY,
                                         "onednn: out of memory for the module instance");
+    /* Every field starts at zero: bf16_asked once did not, and on a CPU
+     * with bf16 kernels (avx512_core on) its garbage turned precision =
+     * bf16 on for some runtimes and not others. */
+    memset(ctx, 0, sizeof *ctx);
     ctx->host_ctx = host_ctx;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
