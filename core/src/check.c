@@ -340,11 +340,12 @@ static bool chk_memory_copies(chk *c, void *buf, unsigned char *poison, unsigned
                         bad);
                 return false;
             }
-            /* Read back a part at an offset, into a poisoned host buffer. */
-            memset(image, CHK_POISON, CHK_MEM_BYTES);
+            /* Read back a part at an offset, into a poisoned host buffer
+             * (IMAGE has two bytes more than the device buffer). */
+            memset(image, CHK_POISON, CHK_MEM_BYTES + 2);
             st = chk_get(c, m, image + 1, buf, off, n);
             if (st == NULL && (memcmp(image + 1, payload, n) != 0 || image[0] != CHK_POISON ||
-                               (n + 1 < CHK_MEM_BYTES && image[n + 1] != CHK_POISON))) {
+                               image[n + 1] != CHK_POISON)) {
                 chk_say(c, "memory", PL_CHECK_FAIL,
                         "copy_to_host of %zu bytes at src_offset %zu read the wrong bytes or "
                         "wrote outside the destination", n, off);
@@ -405,7 +406,7 @@ static void chk_memory(chk *c)
         return;
     }
     void *z1 = NULL, *z2 = NULL, *a = NULL, *b = NULL;
-    unsigned char *poison = malloc(CHK_MEM_BYTES), *image = malloc(CHK_MEM_BYTES),
+    unsigned char *poison = malloc(CHK_MEM_BYTES), *image = malloc(CHK_MEM_BYTES + 2),
                   *payload = malloc(CHK_MEM_BYTES);
     bool ok = poison && image && payload;
     if (ok)
