@@ -28,6 +28,11 @@
 
 #define CHECK_EXIT_FAIL 1
 #define CHECK_EXIT_ERROR 4
+/* The ABI child's own exit codes, apart from any a module (exit()) or a
+ * sanitizer (1) might end the process with. */
+#define CHECK_CHILD_PASS 0
+#define CHECK_CHILD_FAIL 64
+#define CHECK_CHILD_ERROR 65
 #define CHECK_EXIT_NO_DEVICE 77
 #define CHECK_TIME_LIMIT_S 600
 
@@ -71,7 +76,7 @@ static int check_abi_child(const char *config, const char *path, const check_mod
     if (st != NULL) {
         fprintf(stderr, "plinth: %s\n", pl_status_message(st));
         pl_status_free(st);
-        return CHECK_EXIT_ERROR;
+        return CHECK_CHILD_ERROR;
     }
     pl_check_options co = {.struct_size = sizeof co, .device = a->device};
     size_t failures = 0;
@@ -81,11 +86,11 @@ static int check_abi_child(const char *config, const char *path, const check_mod
     if (st != NULL) {
         fprintf(stderr, "plinth: check-module: %s\n", pl_status_message(st));
         pl_status_free(st);
-        return CHECK_EXIT_ERROR;
+        return CHECK_CHILD_ERROR;
     }
     if (failures > 0)
-        return CHECK_EXIT_FAIL;
-    return no_device ? CHECK_EXIT_NO_DEVICE : 0;
+        return CHECK_CHILD_FAIL;
+    return no_device ? CHECK_EXIT_NO_DEVICE : CHECK_CHILD_PASS;
 }
 
 /* Runs ARGV (NULL-terminated) or the ABI child; its exit status, or a
@@ -240,19 +245,29 @@ int check_module_command(const char *config, const char *path, const check_modul
     }
     char why[256];
     int rc = check_wait(pid, why, sizeof why);
+    if (rc >= 0 && rc != CHECK_CHILD_PASS && rc != CHECK_CHILD_FAIL &&
+        rc != CHECK_CHILD_ERROR && rc != CHECK_EXIT_NO_DEVICE) {
+        /* exit() in the module, or a sanitizer's report (above) */
+        if (check_running != NULL && check_running[0] != '\0')
+            snprintf(why, sizeof why, "ended the process (exit status %d) in the check '%s'",
+                     rc, check_running);
+        else
+            snprintf(why, sizeof why, "ended the process (exit status %d)", rc);
+        rc = -1;
+    }
     if (rc < 0) {
         printf("FAIL %-24s the module %s\n", "abi", why);
-        rc = CHECK_EXIT_FAIL;
+        rc = CHECK_CHILD_FAIL;
     }
     if (check_running != NULL)
         munmap(check_running, CHECK_RUNNING_BYTES);
     check_running = NULL;
-    if (rc == CHECK_EXIT_ERROR)
+    if (rc == CHECK_CHILD_ERROR)
         return 1;
     int tests = 0;
     if (rc != CHECK_EXIT_NO_DEVICE && a->node_tests)
         tests = check_node_tests(config, path, a);
-    if (rc == CHECK_EXIT_FAIL || tests != 0) {
+    if (rc == CHECK_CHILD_FAIL || tests != 0) {
         printf("check-module: FAILED\n");
         return 1;
     }
