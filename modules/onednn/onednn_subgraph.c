@@ -920,9 +920,13 @@ __attribute__((destructor)) static void odnn_probe_engine_free(void)
         dnnl_engine_destroy(odnn_probe_engine);
 }
 
-static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
-                                     const struct odnn_tinfo *y, int64_t group,
-                                     const struct odnn_window *w, char *impl_out, size_t cap)
+/* The implementation oneDNN would give a convolution of X, WT, Y (GROUP,
+ * window W) computing in DT, every layout left to it, into IMPL; 0 when it
+ * has none. */
+static int odnn_probe_conv_impl(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+                                const struct odnn_tinfo *y, int64_t group,
+                                const struct odnn_window *w, dnnl_data_type_t dt, char *impl_out,
+                                size_t cap)
 {
     pthread_once(&odnn_probe_once, odnn_probe_engine_make);
     if (odnn_probe_engine == NULL || x->ndim > 4)
@@ -933,10 +937,16 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
         src[i] = x->dims[i];
         dst[i] = y->dims[i];
     }
-    wei[0] = group;
-    wei[1] = wt->dims[0] / group;
-    for (int i = 1; i < nd; i++)
-        wei[i + 1] = wt->dims[i];
+    int wnd = group > 1 ? nd + 1 : nd;
+    if (group > 1) {
+        wei[0] = group;
+        wei[1] = wt->dims[0] / group;
+        for (int i = 1; i < nd; i++)
+            wei[i + 1] = wt->dims[i];
+    } else {
+        for (int i = 0; i < nd; i++)
+            wei[i] = wt->dims[i];
+    }
     for (int i = 0; i < sr; i++) {
         strides[i] = w->s[i];
         dil[i] = w->d[i] - 1;
@@ -946,12 +956,12 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
     dnnl_memory_desc_t src_md, wei_md, dst_md;
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
-    int gemm = 0;
-    if (dnnl_memory_desc_init_by_tag(&src_md, nd, src, dnnl_f32, dnnl_format_tag_any) ==
+    int found = 0;
+    if (dnnl_memory_desc_init_by_tag(&src_md, nd, src, dt, dnnl_format_tag_any) ==
             dnnl_success &&
-        dnnl_memory_desc_init_by_tag(&wei_md, nd + 1, wei, dnnl_f32, dnnl_format_tag_any) ==
+        dnnl_memory_desc_init_by_tag(&wei_md, wnd, wei, dt, dnnl_format_tag_any) ==
             dnnl_success &&
-        dnnl_memory_desc_init_by_tag(&dst_md, nd, dst, dnnl_f32, dnnl_format_tag_any) ==
+        dnnl_memory_desc_init_by_tag(&dst_md, nd, dst, dt, dnnl_format_tag_any) ==
             dnnl_success &&
         dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
                                                    dnnl_convolution_direct, &src_md, &wei_md,
@@ -960,13 +970,21 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
         dnnl_primitive_desc_create(&pd, &cd, NULL, odnn_probe_engine, NULL) == dnnl_success) {
         const char *impl = NULL;
         if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-            impl != NULL && (strstr(impl, "gemm") != NULL || odnn_impl_is_ref(impl))) {
+            impl != NULL) {
             snprintf(impl_out, cap, "%s", impl);
-            gemm = 1;
+            found = 1;
         }
         dnnl_primitive_desc_destroy(pd);
     }
-    return gemm;
+    return found;
+}
+
+static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+                                     const struct odnn_tinfo *y, int64_t group,
+                                     const struct odnn_window *w, char *impl_out, size_t cap)
+{
+    return odnn_probe_conv_impl(x, wt, y, group, w, dnnl_f32, impl_out, cap) &&
+           (strstr(impl_out, "gemm") != NULL || odnn_impl_is_ref(impl_out));
 }
 
 static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, char *reason)
@@ -2183,8 +2201,9 @@ static uint32_t odnn_options(const pl_module_ctx *ctx)
  * resnet50_s 0.70, unet_s 0.72, but transformer_padmask 1.38,
  * convnext_s_op17 1.29, vit_s_op17 1.24, mobilenet_v3_s 1.20,
  * efficientnet_s 1.17, whose products, 1x1 and depthwise convolutions
- * are small. With AMX, whose tiles multiply bf16 several times faster than
- * AVX-512 does f32, every product and convolution takes it. */
+ * are small. With AMX every product takes it (its brgemm kernels use the
+ * tiles), and a convolution where oneDNN has an AMX kernel for it
+ * (odnn_conv_bf16_pays). */
 static int odnn_bf16_everywhere(void)
 {
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
@@ -2192,11 +2211,41 @@ static int odnn_bf16_everywhere(void)
            (unsigned)dnnl_cpu_isa_avx512_core_amx;
 }
 
-static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx, int dense_spatial)
+static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx, int pays)
+{
+    return ctx->bf16 && pays ? dnnl_bf16 : dnnl_f32;
+}
+
+/* Whether a convolution with constant weights computes in bf16 (precision
+ * = bf16). With AMX: where oneDNN 2.6 serves it with its brgemm AMX kernel
+ * (brgconv, in nhwc, which odnn_conv_blocked then leaves oneDNN to pick)
+ * and both channel counts fill a tile. In the channel-blocked layout the
+ * module asks for in f32, oneDNN gives bf16 its jit_bf16 (AVX512-BF16)
+ * kernels, which lost to f32 on a Xeon with AMX (2 threads, `plinth
+ * bench`): squeezenet_s 1.57x, vgg11_s 1.48, unet_s 1.38, resnet18 at
+ * 224x224 2.35; with brgconv resnet18 ran at 0.40x f32 (6.2 ms against
+ * 16.4), mobilenet_v2 0.95; its older AMX kernel ("jit:avx512_core_amx",
+ * which took deeplab_s's dilated 8x8 layers) lost, and so did layers of
+ * 8 or 16 channels (squeezenet_s's fire modules). Without AMX: dense
+ * convolutions with a kernel wider than 1x1, as measured on the
+ * AVX512-BF16 machine above. */
+/* Channels in (per group) and out below which an AMX tile, 32 bf16 deep,
+ * is mostly padding: such convolutions stay f32. */
+#define ODNN_AMX_MIN_CHANNELS 32
+
+static int odnn_conv_bf16_pays(const struct pl_module_ctx *ctx, const struct odnn_tinfo *x,
+                               const struct odnn_tinfo *wt, const struct odnn_tinfo *y,
+                               int64_t group, const struct odnn_window *w, int spatial)
 {
     if (!ctx->bf16)
-        return dnnl_f32;
-    return dense_spatial || odnn_bf16_everywhere() ? dnnl_bf16 : dnnl_f32;
+        return 0;
+    if (!odnn_bf16_everywhere())
+        return group == 1 && spatial;
+    if (wt->dims[0] < ODNN_AMX_MIN_CHANNELS || wt->dims[1] < ODNN_AMX_MIN_CHANNELS)
+        return 0;
+    char impl[128] = "";
+    return odnn_probe_conv_impl(x, wt, y, group, w, dnnl_bf16, impl, sizeof impl) &&
+           strstr(impl, "brg") != NULL && strstr(impl, "amx") != NULL;
 }
 
 /* What compile reads weights from when it imports: the blob's weights, in
@@ -3179,6 +3228,10 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
     if ((isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)
         return dnnl_unimplemented;
+    /* bf16 with AMX: oneDNN's AMX kernels (brgconv) take nhwc, which it
+     * picks when left to choose (odnn_conv_bf16_pays). */
+    if (src_any->data_type == dnnl_bf16 && odnn_bf16_everywhere())
+        return dnnl_unimplemented;
     dnnl_memory_desc_t src_md = *src_any, dst_md;
     int nd = src_any->ndims;
     dnnl_format_tag_t tag = nd == 3 ? dnnl_aBc16b : dnnl_aBcd16b;
@@ -3714,7 +3767,9 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     for (int32_t d = 2; d < wt.ndim; d++)
         spatial |= wt.dims[d] > 1;
     dnnl_data_type_t cdt =
-        wt.cdata != NULL ? odnn_compute_dt(b->ctx, group == 1 && spatial) : dnnl_f32;
+        wt.cdata != NULL
+            ? odnn_compute_dt(b->ctx, odnn_conv_bf16_pays(b->ctx, &x, &wt, &y, group, &w, spatial))
+            : dnnl_f32;
     /* A 1x1 convolution may take the depthwise one after it (odnn_dw_after);
      * when oneDNN has only a reference kernel for the pair, again without. */
     int may_dw = cdt == dnnl_f32 && group == 1 && w.sr == 2 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
@@ -3946,7 +4001,15 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     }
     /* bf16: only with constant weights (reordered to bf16 once); A is read
      * as it is when its writer left it bf16, else reordered to bf16. */
-    dnnl_data_type_t cdt = w.cdata != NULL ? odnn_compute_dt(b->ctx, 0) : dnnl_f32;
+    /* ... and with AMX (odnn_bf16_everywhere) only when the product fills a
+     * tile: M, K and N at least ODNN_AMX_MIN_CHANNELS. transformer_padmask's
+     * products of 2 rows by 48 ran 6-7x slower in bf16 on AMX than in f32
+     * (0.074 ms against 0.010 for 12x2x48 by 48x144). */
+    int64_t mm = ta ? ad[1] : ad[r - 2], kk = ta ? ad[0] : ad[r - 1], nn = wlog[r - 1];
+    int fills = mm >= ODNN_AMX_MIN_CHANNELS && kk >= ODNN_AMX_MIN_CHANNELS &&
+                nn >= ODNN_AMX_MIN_CHANNELS;
+    dnnl_data_type_t cdt =
+        w.cdata != NULL ? odnn_compute_dt(b->ctx, odnn_bf16_everywhere() && fills) : dnnl_f32;
     dnnl_memory_desc_t a_f32 = a_md;
     a_md.data_type = cdt;
     if (w.cdata != NULL)

@@ -1991,15 +1991,44 @@ static int plan_reorders(pl_runtime *rt, const char *path, uint32_t *total)
  * compute in bf16 (the results differ from f32 in the third digit, and
  * agree with the cpu module within bf16's precision); a blob written under
  * bf16 is refused by an f32 instance, naming both settings. */
+/* Layers that fill an AMX tile (channels, rows, K and N of at least 32),
+ * which precision = bf16 computes in bf16 on AMX machines: two 3x3
+ * convolutions of 64 channels on 16x16, and two 64x64 products. */
+static const char *model_bf16_amx_conv(void)
+{
+    struct mb m = {.seed = 61};
+    mb_input(&m, "x", 4, (int64_t[]){1, 64, 16, 16});
+    mb_conv(&m, "c1", "x", "h", 64, 64, 3, 1, 1);
+    mb_node(&m, "r1", "Relu", "\"h\"", "a", "");
+    mb_conv(&m, "c2", "a", "y", 64, 64, 3, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static const char *model_bf16_amx_matmul(void)
+{
+    struct mb m = {.seed = 62};
+    mb_input(&m, "x", 2, (int64_t[]){64, 64});
+    mb_const(&m, "w1", 2, (int64_t[]){64, 64}, NULL, 0.125f);
+    mb_const(&m, "w2", 2, (int64_t[]){64, 64}, NULL, 0.125f);
+    mb_node(&m, "mm1", "MatMul", "\"x\",\"w1\"", "h", "");
+    mb_node(&m, "r1", "Relu", "\"h\"", "a", "");
+    mb_node(&m, "mm2", "MatMul", "\"a\",\"w2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
 static void case_bf16(void)
 {
     struct {
         const char *path;
         int nd, ond;
         int64_t xs[4], ys[4];
-    } models[3] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
+    } models[5] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
                    {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}},
-                   {model_bf16_mixed(), 4, 2, {1, 16, 8, 8}, {1, 4}}};
+                   {model_bf16_mixed(), 4, 2, {1, 16, 8, 8}, {1, 4}},
+                   {model_bf16_amx_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
+                   {model_bf16_amx_matmul(), 2, 2, {64, 64}, {64, 64}}};
     pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL);
     pl_runtime *rf = onednn_runtime(), *rc = runtime_with("cpu");
     /* oneDNN has bf16 kernels for AVX-512 (native with AVX512-BF16 or AMX,
@@ -2009,7 +2038,7 @@ static void case_bf16(void)
     TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
     bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
     bool amx = strstr(isa, "amx") != NULL;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         size_t nx = count(models[k].nd, models[k].xs), ny = count(models[k].ond, models[k].ys);
         float *x = malloc(nx * sizeof *x), *yb = calloc(ny, 4), *yf = calloc(ny, 4),
               *yc = calloc(ny, 4);
@@ -2030,16 +2059,19 @@ static void case_bf16(void)
                      "model %d: y[%zu] = %.6g in bf16, %.6g on cpu", k, i, yb[i], yc[i]);
             diff_bf = fmax(diff_bf, fabs(yb[i] - yf[i]));
         }
-        /* Products compute in bf16 only with AMX (odnn_compute_dt: without
-         * it their conversions cost more than bf16 saves). Model 1 is
-         * products only, and model 2's output depends on its Gemm alone (a
-         * global average of a softmax over the last axis is 1/W whatever
-         * the convolutions before it computed). */
-        bool want_bf16 = avx512 && (k == 0 || amx);
+        /* Without AMX: dense spatial convolutions compute in bf16, products
+         * not (their conversions cost more than bf16 saves): model 0 only
+         * (model 1 is products only, and model 2's output depends on its
+         * Gemm alone: a global average of a softmax over the last axis is
+         * 1/W whatever the convolutions before it computed). With AMX: only
+         * layers that fill a tile, with oneDNN's brgemm AMX kernels
+         * (odnn_conv_bf16_pays): models 3 and 4, not the 8- and 16-wide
+         * layers of 0 to 2. */
+        bool want_bf16 = amx ? k >= 3 : avx512 && (k == 0 || k == 3);
         TH_CHECK(!want_bf16 || diff_bf > 1e-5 * scale,
                  "model %d: bf16 and f32 agree to %.3g: bf16 unused", k, diff_bf);
         TH_CHECK(!avx512 || want_bf16 || diff_bf <= 1e-6 * scale,
-                 "model %d: products computed in bf16 on %s, which has no AMX (|bf16 - f32| "
+                 "model %d: computed in bf16 on %s, where it should not pay (|bf16 - f32| "
                  "%.3g)",
                  k, isa, diff_bf);
         printf("bf16: model %d max |bf16 - f32| %.3g (output scale %.3g)\n", k, diff_bf, scale);
