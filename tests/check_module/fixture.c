@@ -204,9 +204,11 @@ static void fix_mem_release_all(pl_module_ctx *ctx, int device)
     pthread_mutex_unlock(&fix_live_mu);
 }
 
+/* The bytes OFF into the buffer behind HANDLE; NULL for no buffer (a
+ * zero-element tensor may come without one). */
 static unsigned char *fix_bytes(const void *handle, size_t off)
 {
-    return ((fix_buf *)(uintptr_t)handle)->data + off;
+    return handle == NULL ? NULL : ((fix_buf *)(uintptr_t)handle)->data + off;
 }
 
 static pl_status *fix_copy_to_device(pl_module_ctx *ctx, int device, void *dst, size_t off,
@@ -395,7 +397,7 @@ static pl_status *fix_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args 
             sched_yield();
 #endif
     }
-    if (z != out)
+    if (z != out && c->elements > 0)
         memcpy(out, z, c->elements * sizeof *out);
     return NULL;
 }
