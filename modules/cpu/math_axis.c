@@ -137,10 +137,11 @@ static int64_t mr2_int(const mr2_kernel *k, const void *x, size_t base)
             int64_t v = wide_load_i(x, t, off);
             least = v < least ? v : least;
         });
-        /* An empty reduction gives the type's largest value. */
+        /* An empty reduction gives the type's largest value (true for
+         * bool, which opset 20 admits: the minimum of 0/1 is an AND). */
         if (k->len == 0)
             return t == WT_I32 ? INT32_MAX : t == WT_I8 ? INT8_MAX : t == WT_U8 ? UINT8_MAX
-                                                                                : INT64_MAX;
+                   : t == WT_BOOL ? 1 : INT64_MAX;
         return least;
     case MR2_PROD:
         MR2_EACH(k, base, acc *= (uint64_t)wide_load_i(x, t, off));
@@ -210,9 +211,9 @@ pl_status *math_build_reduce_any(pl_module_ctx *ctx, const pl_node_desc *node,
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     wide_type t = wide_type_of(x->dtype);
     /* Every reduction of this file on i32 and i64 (ONNX's types), ReduceMin
-     * on every integer type. */
+     * on every integer type and (opset 20) bool. */
     if (!(wide_is_float(t) || t == WT_I64 || t == WT_I32 ||
-          (op == MR2_MIN && wide_is_int(t))))
+          (op == MR2_MIN && (wide_is_int(t) || t == WT_BOOL))))
         return math_unsupported_dtype(node->op, x->dtype);
     if (!PL_DTYPE_EQ(o->dtype, x->dtype))
         return math_unsupported_dtype(node->op, o->dtype);

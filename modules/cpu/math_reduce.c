@@ -1,5 +1,5 @@
 /* math_reduce.c — the cpu module's reductions: ReduceMean and ReduceSum
- * (f32, f64, i64, i32) and ReduceMax (those and i8, u8), over
+ * (f32, f64, i64, i32) and ReduceMax (those and i8, u8, bool), over
  * axes given as an attribute (older opsets) or as a constant optional
  * input (ReduceSum from opset 13, the others from 18), with keepdims (which changes only the output's shape,
  * inferred by the core) and noop_with_empty_axes.
@@ -244,6 +244,7 @@ static pl_status *mr_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
     static const pl_parallel_fn chunks[MATH_TYPE_COUNT] = {
         [MATH_F32] = mr_chunk_f32, [MATH_F64] = mr_chunk_f64, [MATH_I64] = mr_chunk_i64,
         [MATH_I32] = mr_chunk_i32, [MATH_I8] = mr_chunk_i8,   [MATH_U8] = mr_chunk_u8,
+        [MATH_BOOL] = mr_chunk_u8,
     };
     pl_parallel_fn fn = chunks[k->type];
     cpu_host->parallel_for(ctx->host_ctx, tasks, grain, fn, &c);
@@ -267,8 +268,10 @@ pl_status *math_build_reduce(pl_module_ctx *ctx, const pl_node_desc *node,
                                                     : MR_MAX;
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     math_type t = math_type_of(x->dtype);
+    /* ReduceMax on bool (opset 20) is the u8 maximum of 0/1: an OR, false
+     * when empty. */
     bool int_ok = t == MATH_I64 || t == MATH_I32 ||
-                  (op == MR_MAX && (t == MATH_I8 || t == MATH_U8));
+                  (op == MR_MAX && (t == MATH_I8 || t == MATH_U8 || t == MATH_BOOL));
     if (!(t == MATH_F32 || t == MATH_F64 || int_ok) ||
         (op == MR_MEAN && (t == MATH_I8 || t == MATH_U8)))
         return math_unsupported_dtype(node->op, x->dtype);

@@ -679,5 +679,51 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_allclose(out["y8"], a @ w8.T, rtol=1e-4, atol=1e-5, err_msg=order)
 
 
+    def test_bool_reduce_max_min_opset20(self):
+        """Opset 20 admits bool in ReduceMax (an OR, false when empty) and
+        ReduceMin (an AND, true when empty)."""
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        axes = nh.from_array(np.array([1], dtype=np.int64), "axes")
+        b = lambda n, shape: h.make_tensor_value_info(n, T.BOOL, shape)
+        nodes = [h.make_node("ReduceMax", ["x", "axes"], ["mx"], keepdims=0),
+                 h.make_node("ReduceMin", ["x", "axes"], ["mn"], keepdims=0),
+                 h.make_node("ReduceMax", ["e", "axes"], ["emx"], keepdims=0),
+                 h.make_node("ReduceMin", ["e", "axes"], ["emn"], keepdims=0)]
+        graph = h.make_graph(nodes, "g", [b("x", [3, 4]), b("e", [2, 0])],
+                             [b("mx", [3]), b("mn", [3]), b("emx", [2]), b("emn", [2])], [axes])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+        model.ir_version = 8
+        path = os.path.join(TMP, "bool_reduce20.onnx")
+        import onnx
+        onnx.save(model, path)
+        x = np.array([[0, 0, 0, 0], [0, 1, 0, 1], [1, 1, 1, 1]], dtype=bool)
+        with self.rt.load_model(path).session() as s:
+            out = s.run({"x": x, "e": np.zeros((2, 0), dtype=bool)})
+        np.testing.assert_array_equal(out["mx"], [False, True, True])
+        np.testing.assert_array_equal(out["mn"], [False, False, True])
+        np.testing.assert_array_equal(out["emx"], [False, False])
+        np.testing.assert_array_equal(out["emn"], [True, True])
+
+    def test_celu_f16_opset28(self):
+        """Opset 28 admits f16 in Celu; the cpu module computes it in f32."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        f = lambda n: h.make_tensor_value_info(n, T.FLOAT16, [2, 5])
+        graph = h.make_graph([h.make_node("Celu", ["x"], ["y"], alpha=2.0)], "g", [f("x")],
+                             [f("y")])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 28)])
+        model.ir_version = 8
+        path = os.path.join(TMP, "celu28.onnx")
+        onnx.save(model, path)
+        x = np.linspace(-3, 3, 10, dtype=np.float32).reshape(2, 5)
+        with self.rt.load_model(path).session() as s:
+            y = s.run({"x": x.astype(np.float16)})["y"]
+        xs = x.astype(np.float16).astype(np.float32)
+        want = np.maximum(0, xs) + np.minimum(0, 2.0 * (np.exp(xs / 2.0) - 1))
+        self.assertEqual(y.dtype, np.float16)
+        np.testing.assert_allclose(y.astype(np.float32), want, rtol=1e-3, atol=1e-3)
+
 if __name__ == "__main__":
     unittest.main()

@@ -382,6 +382,9 @@ const pl_op_schema pl_opset_math_schemas[] = {
     MO_UNARY_ATTRS("Elu", 7, PL_TS_FLOAT, mo_alpha1_attrs),
     MO_UNARY_ATTRS("Selu", 7, PL_TS_FLOAT, mo_selu_attrs),
     MO_UNARY_ATTRS("Celu", 12, PL_TS_F32, mo_alpha1_attrs),
+    /* 28 admits f16, bf16 and f64 (the cpu module computes the 16-bit
+     * ones in f32, dtype_wrap.c) */
+    MO_UNARY_ATTRS("Celu", 28, PL_TS_F32 | PL_TS_F16 | PL_TS_BF16 | PL_TS_F64, mo_alpha1_attrs),
     MO_UNARY_ATTRS("HardSigmoid", 7, PL_TS_FLOAT, mo_hardsigmoid_attrs),
     MO_UNARY("HardSwish", 14, PL_TS_FLOAT),
     MO_UNARY_ATTRS("ThresholdedRelu", 10, PL_TS_FLOAT, mo_alpha1_attrs),
@@ -423,6 +426,11 @@ const pl_op_schema pl_opset_math_schemas[] = {
     MO_VARIADIC("Mean", 8, PL_TS_FLOAT),
     /* Reductions: axes an attribute, an optional input from opset 18. */
     MO_REDUCE("ReduceMin", MO_NUM),
+    /* 20 admits bool */
+    {.name = "ReduceMin", .domain = "", .since_version = 20, .min_inputs = 1,
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .attrs = mo_reduce_input_axes,
+     .n_attrs = PL_COUNT(mo_reduce_input_axes), .types = {{"T", MO_NUM | PL_TS_BOOL}, {"I", PL_TS_I64}},
+     .input_types = {"T", "I"}, .output_types = {"T"}, .infer = mo_infer_reduce},
     MO_REDUCE("ReduceProd", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
     MO_REDUCE("ReduceL1", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),
     MO_REDUCE("ReduceL2", PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64),

@@ -747,6 +747,11 @@ const pl_op_schema pl_opset_nn_schemas[] = {
     NN_REDUCE_INPUT("ReduceMean", 18),
     NN_REDUCE_ATTR("ReduceMax", 7),
     NN_REDUCE_INPUT("ReduceMax", 18),
+    /* 20 admits bool (and, refused by the dtype check, Plinth's missing
+     * narrow integers) */
+    NN_SCHEMA("ReduceMax", 20, 1, 2, 1, nn_reduce_input_axes, nn_infer_reduce,
+              .types = {{"T", NN_FLOAT_NUM | PL_TS_BOOL}, {"I", PL_TS_I64}},
+              .input_types = {"T", "I"}, .output_types = {"T"}),
     NN_REDUCE_ATTR("ReduceSum", 7),
     NN_REDUCE_INPUT("ReduceSum", 13),
 };
