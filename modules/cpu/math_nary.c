@@ -79,6 +79,16 @@ MB2_BIN(mb2_or, uint8_t, uint8_t, (x != 0) | (y != 0))
 MB2_BIN(mb2_xor, uint8_t, uint8_t, (x != 0) ^ (y != 0))
 MB2_BIN(mb2_shl_u8, uint8_t, uint8_t, y < 8 ? (uint8_t)(x << y) : 0)
 MB2_BIN(mb2_shr_u8, uint8_t, uint8_t, y < 8 ? (uint8_t)(x >> y) : 0)
+/* Signed BitShift (opset 28): the left shift in the unsigned type (bits
+ * past the sign bit are dropped), the right one arithmetic; a shift below
+ * zero or of the width or more leaves only the sign: -1 right of a
+ * negative X, else 0. */
+#define MB2_SIGNED_SHIFT(T, UT, W, SUFFIX)                                               \
+    MB2_BIN(mb2_shl_##SUFFIX, T, T, y >= 0 && y < (W) ? (T)((UT)x << y) : 0)              \
+    MB2_BIN(mb2_shr_##SUFFIX, T, T, y >= 0 && y < (W) ? (T)(x >> y) : (x < 0 ? -1 : 0))
+MB2_SIGNED_SHIFT(int8_t, uint8_t, 8, i8)
+MB2_SIGNED_SHIFT(int32_t, uint32_t, 32, i32)
+MB2_SIGNED_SHIFT(int64_t, uint64_t, 64, i64)
 
 /* Comparisons, PRelu and Mod per operand type. Integer Mod takes the sign
  * of the divisor (Python's %), or of the dividend with fmod (C's %);
@@ -209,7 +219,14 @@ static mb2_inner_fn mb2_pick(mb2_op op, wide_type t, bool fmod, bool left)
     case MB2_GE: return ge[t];
     case MB2_LE: return le[t];
     case MB2_MOD: return fmod ? fmods[t] : mods[t];
-    case MB2_BITSHIFT: return t == WT_U8 ? (left ? mb2_shl_u8 : mb2_shr_u8) : NULL;
+    case MB2_BITSHIFT:
+        switch (t) {
+        case WT_U8: return left ? mb2_shl_u8 : mb2_shr_u8;
+        case WT_I8: return left ? mb2_shl_i8 : mb2_shr_i8;
+        case WT_I32: return left ? mb2_shl_i32 : mb2_shr_i32;
+        case WT_I64: return left ? mb2_shl_i64 : mb2_shr_i64;
+        default: return NULL;
+        }
     case MB2_PRELU: return prelu[t];
     case MB2_MIN: return min[t];
     case MB2_MAX: return max[t];

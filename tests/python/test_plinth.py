@@ -725,5 +725,33 @@ class OnnxTest(unittest.TestCase):
         self.assertEqual(y.dtype, np.float16)
         np.testing.assert_allclose(y.astype(np.float32), want, rtol=1e-3, atol=1e-3)
 
+    def test_bitshift_signed_opset28(self):
+        """Opset 28's BitShift on signed integers: arithmetic right shifts,
+        bits past the sign bit dropped on the left, and a shift below zero or
+        of the width or more leaving only the sign."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        for npt, ot, width in ((np.int8, T.INT8, 8), (np.int32, T.INT32, 32),
+                               (np.int64, T.INT64, 64)):
+            v = lambda n: h.make_tensor_value_info(n, ot, [8])
+            nodes = [h.make_node("BitShift", ["x", "y"], ["l"], direction="LEFT"),
+                     h.make_node("BitShift", ["x", "y"], ["r"], direction="RIGHT")]
+            graph = h.make_graph(nodes, "g", [v("x"), v("y")], [v("l"), v("r")])
+            model = h.make_model(graph, opset_imports=[h.make_opsetid("", 28)])
+            model.ir_version = 8
+            path = os.path.join(TMP, "bitshift28_%d.onnx" % width)
+            onnx.save(model, path)
+            x = np.array([1, -1, 5, -8, 100, -100, 3, -3], dtype=npt)
+            y = np.array([1, 1, width - 1, 2, -1, width, 0, width + 5], dtype=npt)
+            with self.rt.load_model(path).session() as s:
+                out = s.run({"x": x, "y": y})
+            ok = (y >= 0) & (y < width)
+            ys = np.where(ok, y, 0).astype(npt)
+            left = np.where(ok, (x.astype(np.uint64) << ys.astype(np.uint64)).astype(npt), 0)
+            right = np.where(ok, x >> ys, np.where(x < 0, -1, 0)).astype(npt)
+            np.testing.assert_array_equal(out["l"], left.astype(npt), err_msg=str(npt))
+            np.testing.assert_array_equal(out["r"], right, err_msg=str(npt))
+
 if __name__ == "__main__":
     unittest.main()

@@ -409,6 +409,10 @@ const pl_op_schema pl_opset_math_schemas[] = {
     MO_UNARY("BitwiseNot", 18, PL_TS_INT),
     MO_BINARY("BitShift", 11, PL_TS_U8, mo_bitshift_attrs, PL_COUNT(mo_bitshift_attrs),
               mo_infer_bitshift),
+    /* 28 admits signed integers (arithmetic right shift; a shift below 0 or
+     * of the width or more leaves only the sign) */
+    MO_BINARY("BitShift", 28, PL_TS_INT, mo_bitshift_attrs, PL_COUNT(mo_bitshift_attrs),
+              mo_infer_bitshift),
     MO_BINARY("PRelu", 7, PL_TS_FLOAT, NULL, 0, mo_infer_prelu),
     MO_BINARY("PRelu", 9, PL_TS_FLOAT | PL_TS_I32 | PL_TS_I64, NULL, 0, mo_infer_prelu),
     /* Variadic: same shapes at opset 6 and 7 (ONNX's version 6; a model of
