@@ -753,5 +753,34 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_array_equal(out["l"], left.astype(npt), err_msg=str(npt))
             np.testing.assert_array_equal(out["r"], right, err_msg=str(npt))
 
+    def test_range_limit_of_unknown_length(self):
+        """Range takes a 1-D limit whose length an If leaves unknown (ONNX's
+        own AffineGrid expansion): the model loads, and the session names
+        the If, whose branches disagree, instead of the load calling the
+        limit a non-scalar."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        i64 = lambda n, shape: h.make_tensor_value_info(n, T.INT64, shape)
+        one = nh.from_array(np.array([5], dtype=np.int64), "one")
+        two = nh.from_array(np.array([5, 6], dtype=np.int64), "two")
+        then_g = h.make_graph([h.make_node("Identity", ["one"], ["a"])], "t", [], [i64("a", None)])
+        else_g = h.make_graph([h.make_node("Identity", ["two"], ["b"])], "e", [], [i64("b", None)])
+        zero = nh.from_array(np.array(0, dtype=np.int64), "zero")
+        step = nh.from_array(np.array(1, dtype=np.int64), "step")
+        nodes = [h.make_node("If", ["c"], ["lim"], then_branch=then_g, else_branch=else_g),
+                 h.make_node("Range", ["zero", "lim", "step"], ["y"])]
+        graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("c", T.BOOL, [])],
+                             [i64("y", None)], [one, two, zero, step])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+        model.ir_version = 7
+        path = os.path.join(TMP, "range_if.onnx")
+        onnx.save(model, path)
+        m = self.rt.load_model(path)
+        with self.assertRaises(plinth.Error) as e:
+            m.session()
+        self.assertIn("If", str(e.exception))
+        self.assertNotIn("must be a scalar", str(e.exception))
+
 if __name__ == "__main__":
     unittest.main()

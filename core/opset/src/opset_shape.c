@@ -920,7 +920,10 @@ static pl_status *sh_infer_range(pl_infer_ctx *ctx)
 {
     for (size_t i = 0; i < 3; i++) {
         const pl_graph_tensor *t = pl_infer_input(ctx, i);
-        if (t->ndim > 0 && !(t->ndim == 1 && t->dims[0] == 1)) {
+        /* A scalar, or one element of a 1-D tensor (ONNX's own AffineGrid
+         * expansion passes Split's [1] pieces, through an If whose other
+         * branch leaves the length unknown: [?], checked when known). */
+        if (t->ndim > 0 && !(t->ndim == 1 && (t->dims[0] == 1 || t->dims[0] < 0))) {
             char s[160];
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                   "input %zu ('%s') must be a scalar, it is %s",
