@@ -1196,6 +1196,15 @@ static void case_resize(void)
     oh_node(g, "n", "Resize", "x,,sc", "y");
     oh_expect(g, "y", F32, D(1, 3, 20, 15));
 
+    /* tf2onnx writes out/in as an f32 scale: 40/24 is 1.6666666f, and 24 x
+     * that is 39.9999991 exactly but 40 in f32, as ONNX Runtime and
+     * TensorFlow size it; 10 x 0.29f is 2.9000001 either way. */
+    g = oh_new_graph("f32 scale product", 15);
+    oh_input(g, "x", F32, D(1, 3, 24, 10));
+    oh_const_f32(g, "sc", (const float[]){1, 1, 40.0f / 24.0f, 0.29f}, 4);
+    oh_node(g, "n", "Resize", "x,,sc", "y");
+    oh_expect(g, "y", F32, D(1, 3, 40, 2));
+
     g = oh_new_graph("sizes", 13);
     oh_input(g, "x", F32, D(1, 3, 10, 10));
     oh_const_i64(g, "sz", D(1, 3, 7, 9));

@@ -4,6 +4,7 @@
  * ConstantOfShape, Range and Tile. Most of them also carry known values,
  * since exported models compute the shapes they reshape to with
  * Shape -> Gather -> Unsqueeze -> Concat chains. */
+#include <math.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -1085,8 +1086,15 @@ static pl_status *sh_infer_resize(pl_infer_ctx *ctx)
                                       "scale %g on axis %zu is not positive",
                                       scales[d], d);
             if (x->dims[d] >= 0) {
-                /* floor of a positive product: truncation. */
+                /* floor of a positive product: truncation. The product in
+                 * float too, as ONNX Runtime and the exporters compute it: a
+                 * scale written as f32 out/in (24 -> 40: 1.6666666) gives
+                 * 39.9999991 exactly but 40.0f, and the model means 40. */
                 double out = (double)x->dims[d] * scales[d];
+                float outf = (float)x->dims[d] * (float)scales[d];
+                if ((double)outf > out && (double)outf < out + 1.0 &&
+                    (double)outf == floor((double)outf))
+                    out = (double)outf;
                 if (!(out < 9.0e18))
                     return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                           "output size on axis %zu overflows", d);
