@@ -272,6 +272,61 @@ def onnx_models():
         S = S + X[:, 3 - t]
         Y[:, t] = S
     m["scan8_batch"] = (model, {"init": init, "X": X}, {"s": S, "Y": Y})
+
+    # while_counter: a while loop as tf2onnx writes one: M a constant, the
+    # condition computed by the body (iteration < M and a carried int32
+    # counter, cast to float, below a bound), the initial condition computed
+    # from constants, and a scan output whose row count only that condition
+    # decides. Its trip count is known before the run (4 here: t = 1, 3, 5,
+    # 7 and 7 + 2 is past 8).
+    i32 = TensorProto.INT32
+    wb = h.make_graph(
+        [h.make_node("Add", ["t", "two"], ["t_out"], name="step"),
+         h.make_node("Cast", ["t_out"], ["tf"], name="to_float", to=f),
+         h.make_node("Less", ["tf", "bound"], ["below"], name="below"),
+         h.make_node("Cast", ["i"], ["i32"], name="iter32", to=i32),
+         h.make_node("Add", ["i32", "one"], ["i1"], name="next_iter"),
+         h.make_node("Less", ["i1", "m32"], ["more"], name="more"),
+         h.make_node("And", ["below", "more"], ["c_out"], name="both"),
+         h.make_node("Mul", ["acc", "x"], ["acc_out"], name="scale"),
+         h.make_node("Identity", ["acc_out"], ["row"], name="row")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("c", TensorProto.BOOL, []),
+         h.make_tensor_value_info("t", i32, []),
+         h.make_tensor_value_info("acc", f, [3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("t_out", i32, []),
+         h.make_tensor_value_info("acc_out", f, [3]),
+         h.make_tensor_value_info("row", f, [3])],
+        [numpy_helper.from_array(np.array(2, dtype=np.int32), "two"),
+         numpy_helper.from_array(np.array(1, dtype=np.int32), "one"),
+         numpy_helper.from_array(np.array(8.5, dtype=np.float32), "bound")])
+    g = h.make_graph(
+        [h.make_node("Less", ["zero", "bound0"], ["c0"], name="first_cond"),
+         h.make_node("Loop", ["m", "c0", "t0", "x"], ["t_end", "acc", "rows"], name="while",
+                     body=wb)],
+        "while_counter",
+        [h.make_tensor_value_info("x", f, [3])],
+        [h.make_tensor_value_info("t_end", i32, []), h.make_tensor_value_info("acc", f, [3]),
+         h.make_tensor_value_info("rows", f, None)],
+        [numpy_helper.from_array(np.array(9, dtype=np.int64), "m"),
+         numpy_helper.from_array(np.array(9, dtype=np.int32), "m32"),
+         numpy_helper.from_array(np.array(1, dtype=np.int32), "t0"),
+         numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero"),
+         numpy_helper.from_array(np.array(8.5, dtype=np.float32), "bound0")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    x = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    t, acc, rows, it = 1, x.copy(), [], 0
+    while True:
+        t += 2
+        acc = acc * x
+        rows.append(acc)
+        it += 1
+        if not (t < 8.5 and it < 9):
+            break
+    m["while_counter"] = (model, {"x": x}, {"t_end": np.array(t, np.int32), "acc": acc,
+                                            "rows": np.stack(rows)})
     return m
 
 
@@ -319,7 +374,7 @@ def case_onnx(args, name):
 # ---- malformed bodies --------------------------------------------------------
 
 def bad_models():
-    from onnx import TensorProto, helper as h
+    from onnx import TensorProto, helper as h, numpy_helper
 
     f = TensorProto.FLOAT
     scalar_b = h.make_tensor_value_info("cond", TensorProto.BOOL, [])
@@ -418,6 +473,23 @@ def bad_models():
     m["loop_dynamic_trips"] = (
         model([h.make_node("Loop", ["n", "", "x"], ["y", "rows"], name="repeat", body=body4)],
               [trips, x], [y, h.make_tensor_value_info("rows", f, None)]),
+        "node 'repeat' (Loop): scan output 0 ('rows') is f32[?,2]: how often the loop runs is "
+        "known only when it runs")
+    # A while loop (no M, no initial condition) whose condition reads the
+    # data (the sum of a carried f32 against a bound): its trip count is not
+    # known before the run.
+    body5 = h.make_graph([h.make_node("Neg", ["v"], ["v_out"], name="neg"),
+                          h.make_node("ReduceSum", ["v_out"], ["s"], name="sum", keepdims=0),
+                          h.make_node("Less", ["s", "lim"], ["c_out"], name="test"),
+                          h.make_node("Identity", ["v"], ["row"], name="row")],
+                         "body", loop_body_ok_inputs,
+                         [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                          h.make_tensor_value_info("v_out", f, [2]),
+                          h.make_tensor_value_info("row", f, [2])],
+                         [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "lim")])
+    m["loop_data_cond"] = (
+        model([h.make_node("Loop", ["", "", "x"], ["y", "rows"], name="repeat", body=body5)],
+              [x], [y, h.make_tensor_value_info("rows", f, None)]),
         "node 'repeat' (Loop): scan output 0 ('rows') is f32[?,2]: how often the loop runs is "
         "known only when it runs")
     return m

@@ -12,12 +12,16 @@
  * body's: If's from both branches (a dim the branches disagree on is
  * unknown), Loop's carried values from the body, its scan outputs with the
  * trip count when it is known before the run (M known, and the condition
- * absent or known true and passed through unchanged by the body), Scan's
+ * absent or known true and passed through unchanged by the body; or a
+ * condition the body computes from scalars that start known and change by
+ * known steps, evaluated here: loop_count_trips), Scan's
  * with the sequence length. Only tensors flow: sequence and optional
  * types are refused where the importer meets them. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "opset_internal.h"
 
 /* A tensor type, copied (a graph's dims move when it is retyped). */
@@ -184,6 +188,331 @@ static bool loop_known_true(pl_infer_ctx *ctx, size_t input)
     return pl_infer_known_ints(ctx, input, &v, &mask, &n) && n == 1 && (mask & 1) && v[0] != 0;
 }
 
+/* ---- Loop trip counts the condition decides ------------------------------ */
+
+/* Exporters of while loops (tf2onnx above all: every Keras RNN and
+ * tf.while_loop) give the Loop a condition the body computes, such as
+ * `counter < 30 && time < 30` where counter and time are carried scalars
+ * that start at constants and grow by constants. How often such a loop
+ * runs is then known before it runs: the body's scalar part is evaluated
+ * here, iteration by iteration, from the known initial values, until the
+ * condition turns false or M is reached. Only what the condition depends
+ * on is evaluated (the tensors it reads, the carried values among them and
+ * the body outputs that feed those, to a fixed point), all of it scalar
+ * (one element) and computed by the exact ops below; anything else (a
+ * value read from the data, an op outside the list) leaves the count
+ * unknown. The session checks the count when the loop runs. */
+
+#define LOOP_SIM_MAX_ITERS 1000000
+
+typedef struct loop_val {
+    bool known;
+    bool is_float;  /* else an integer or a bool */
+    int64_t i;
+    double f;
+} loop_val;
+
+static double loop_val_f(loop_val v)
+{
+    return v.is_float ? v.f : (double)v.i;
+}
+
+/* The one element of constant bytes DATA of DTYPE. */
+static bool loop_read_scalar(pl_dtype dt, const void *data, size_t nbytes, loop_val *out)
+{
+    size_t es = dt.bits / 8;
+    if (data == NULL || es == 0 || nbytes != es || dt.lanes != 1)
+        return false;
+    *out = (loop_val){.known = true};
+    switch (dt.code) {
+    case PL_TYPE_INT:
+        if (es == 1) out->i = *(const int8_t *)data;
+        else if (es == 2) out->i = *(const int16_t *)data;
+        else if (es == 4) out->i = *(const int32_t *)data;
+        else if (es == 8) out->i = *(const int64_t *)data;
+        else return false;
+        return true;
+    case PL_TYPE_UINT:
+    case PL_TYPE_BOOL:
+        if (es == 1) out->i = *(const uint8_t *)data;
+        else if (es == 2) out->i = *(const uint16_t *)data;
+        else if (es == 4) out->i = *(const uint32_t *)data;
+        else if (es == 8 && *(const uint64_t *)data <= (uint64_t)INT64_MAX)
+            out->i = (int64_t) * (const uint64_t *)data;
+        else return false;
+        if (dt.code == PL_TYPE_BOOL)
+            out->i = out->i != 0;
+        return true;
+    case PL_TYPE_FLOAT:
+        out->is_float = true;
+        if (es == 4) out->f = *(const float *)data;
+        else if (es == 8) out->f = *(const double *)data;
+        else return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* V converted to DT as Cast does (integers truncate toward zero and wrap
+ * to their width, bools are v != 0, f32 rounds). */
+static bool loop_convert(loop_val v, pl_dtype dt, loop_val *out)
+{
+    *out = (loop_val){.known = true};
+    if (dt.code == PL_TYPE_FLOAT) {
+        out->is_float = true;
+        double f = loop_val_f(v);
+        out->f = dt.bits == 32 ? (double)(float)f : f;
+        return dt.bits == 32 || dt.bits == 64;
+    }
+    if (dt.code == PL_TYPE_BOOL) {
+        out->i = v.is_float ? v.f != 0.0 : v.i != 0;
+        return true;
+    }
+    if (dt.code != PL_TYPE_INT && dt.code != PL_TYPE_UINT)
+        return false;
+    int64_t i = v.i;
+    if (v.is_float) {
+        if (!(v.f > -9.0e18 && v.f < 9.0e18))
+            return false;
+        i = (int64_t)v.f;
+    }
+    if (dt.bits < 64) {
+        uint64_t m = (UINT64_C(1) << dt.bits) - 1, u = (uint64_t)i & m;
+        if (dt.code == PL_TYPE_INT && (u >> (dt.bits - 1)))
+            i = (int64_t)(u | ~m);
+        else
+            i = (int64_t)u;
+    }
+    out->i = i;
+    return true;
+}
+
+/* Evaluates node N of BODY on the scalar values VALS; false when the op or
+ * its operands are not ones this evaluation knows. */
+static bool loop_eval_node(const pl_graph *body, const pl_graph_node *n, loop_val *vals)
+{
+    if (n->domain[0] != '\0' || n->n_outputs < 1 || n->outputs[0] == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *ot = pl_graph_get_tensor(body, n->outputs[0]);
+    loop_val *o = &vals[n->outputs[0]];
+    const char *op = n->op;
+    if (strcmp(op, "Constant") == 0) {
+        const pl_attr *a = pl_graph_node_attr(n, "value");
+        return a != NULL && a->kind == PL_ATTR_TENSOR && a->tensor != NULL &&
+               loop_read_scalar(a->tensor->dtype, a->tensor->data, a->tensor->nbytes, o);
+    }
+    size_t nin = n->n_formal_inputs;
+    loop_val a[2] = {{0}};
+    for (size_t k = 0; k < nin && k < 2; k++) {
+        if (n->inputs[k] == PL_TID_NONE || !vals[n->inputs[k]].known)
+            return false;
+        a[k] = vals[n->inputs[k]];
+    }
+    if (nin < 1)
+        return false;
+    if (strcmp(op, "Identity") == 0 || strcmp(op, "Squeeze") == 0 ||
+        strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Reshape") == 0 ||
+        strcmp(op, "Flatten") == 0) {
+        *o = a[0];
+        return true;
+    }
+    if (strcmp(op, "Cast") == 0)
+        return ot->dtype.lanes != 0 && loop_convert(a[0], ot->dtype, o);
+    if (strcmp(op, "Not") == 0) {
+        *o = (loop_val){.known = true, .i = a[0].i == 0};
+        return !a[0].is_float;
+    }
+    if (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0) {
+        bool neg = op[0] == 'N';
+        *o = a[0];
+        if (a[0].is_float)
+            o->f = neg ? -a[0].f : (a[0].f < 0 ? -a[0].f : a[0].f);
+        else if (a[0].i == INT64_MIN)
+            return false;
+        else
+            o->i = neg ? -a[0].i : (a[0].i < 0 ? -a[0].i : a[0].i);
+        return true;
+    }
+    if (nin != 2 || a[0].is_float != a[1].is_float)
+        return false;
+    bool fl = a[0].is_float;
+    double x = loop_val_f(a[0]), y = loop_val_f(a[1]);
+    int64_t xi = a[0].i, yi = a[1].i;
+    int cmp = fl ? (x < y ? -1 : x > y ? 1 : 0) : (xi < yi ? -1 : xi > yi ? 1 : 0);
+    if (fl && (x != x || y != y))
+        return false;
+    *o = (loop_val){.known = true};
+    if (strcmp(op, "Less") == 0) o->i = cmp < 0;
+    else if (strcmp(op, "LessOrEqual") == 0) o->i = cmp <= 0;
+    else if (strcmp(op, "Greater") == 0) o->i = cmp > 0;
+    else if (strcmp(op, "GreaterOrEqual") == 0) o->i = cmp >= 0;
+    else if (strcmp(op, "Equal") == 0) o->i = cmp == 0;
+    else if (strcmp(op, "And") == 0) o->i = (xi != 0) && (yi != 0);
+    else if (strcmp(op, "Or") == 0) o->i = (xi != 0) || (yi != 0);
+    else if (strcmp(op, "Xor") == 0) o->i = (xi != 0) != (yi != 0);
+    else if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+             strcmp(op, "Min") == 0 || strcmp(op, "Max") == 0) {
+        o->is_float = fl;
+        if (strcmp(op, "Min") == 0 || strcmp(op, "Max") == 0) {
+            bool lo = op[1] == 'i';
+            *o = (lo ? cmp <= 0 : cmp >= 0) ? a[0] : a[1];
+            return true;
+        }
+        if (fl) {
+            double r = op[0] == 'A' ? x + y : op[0] == 'S' ? x - y : x * y;
+            o->f = ot->dtype.code == PL_TYPE_FLOAT && ot->dtype.bits == 32 ? (double)(float)r : r;
+            return true;
+        }
+        bool overflow = op[0] == 'A'   ? __builtin_add_overflow(xi, yi, &o->i)
+                        : op[0] == 'S' ? __builtin_sub_overflow(xi, yi, &o->i)
+                                       : __builtin_mul_overflow(xi, yi, &o->i);
+        if (overflow)
+            return false;
+        /* wrap to the output's width, as the kernel would */
+        return ot->dtype.lanes == 0 || loop_convert(*o, ot->dtype, o);
+    } else
+        return false;
+    if (strcmp(op, "And") == 0 || strcmp(op, "Or") == 0 || strcmp(op, "Xor") == 0)
+        return !fl;
+    return true;
+}
+
+/* Whether tensor T of BODY holds exactly one element. */
+static bool loop_is_scalar(const pl_graph_tensor *t)
+{
+    size_t n;
+    return t->ndim >= 0 && pl_dims_elements(t->dims, t->ndim, &n) && n == 1;
+}
+
+/* The known value of the node's input I (a constant or inferred scalar). */
+static bool loop_known_input(pl_infer_ctx *ctx, size_t i, loop_val *out)
+{
+    const pl_graph_tensor *t = pl_infer_input(ctx, i);
+    if (t == NULL || !loop_is_scalar(t))
+        return false;
+    if (t->data != NULL && loop_read_scalar(t->dtype, t->data, t->nbytes, out))
+        return true;
+    const int64_t *iv;
+    uint64_t mask;
+    size_t n;
+    if (t->dtype.code != PL_TYPE_FLOAT && pl_infer_known_ints(ctx, i, &iv, &mask, &n) &&
+        n == 1 && (mask & 1)) {
+        *out = (loop_val){.known = true, .i = iv[0]};
+        return true;
+    }
+    const double *fv;
+    if (t->dtype.code == PL_TYPE_FLOAT && pl_infer_known_floats(ctx, i, &fv, &n) && n == 1) {
+        *out = (loop_val){.known = true, .is_float = true, .f = fv[0]};
+        return true;
+    }
+    return false;
+}
+
+/* How often the Loop of CTX runs when its condition decides: the count, or
+ * -1 when it is not known before the run. MAX is M (INT64_MAX when absent). */
+static int64_t loop_count_trips(pl_infer_ctx *ctx, const pl_graph *body, size_t n_carried,
+                                int64_t max)
+{
+    size_t nt = pl_graph_tensor_count(body), nn = pl_graph_node_count(body);
+    const pl_nid *order = pl_graph_topo_order(body);
+    if (order == NULL || nt == 0)
+        return -1;
+    bool *need = pl_calloc(nt, sizeof *need);
+    bool *run = pl_calloc(nn ? nn : 1, sizeof *run);
+    loop_val *vals = pl_calloc(nt, sizeof *vals);
+    loop_val *fixed = pl_calloc(nt, sizeof *fixed);   /* constants, outer values */
+    loop_val *next = pl_calloc(n_carried ? n_carried : 1, sizeof *next);
+    int64_t trips = -1;
+    if (need == NULL || run == NULL || vals == NULL || fixed == NULL || next == NULL)
+        goto done;
+    /* What the condition depends on, to a fixed point through the carried
+     * values: a body input 2 + j read makes body output 1 + j needed. */
+    need[pl_graph_output(body, 0)] = true;
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t k = nn; k-- > 0;) {
+            const pl_graph_node *n = pl_graph_get_node(body, order[k]);
+            bool wanted = false;
+            for (size_t o = 0; o < n->n_outputs; o++)
+                wanted |= n->outputs[o] != PL_TID_NONE && need[n->outputs[o]];
+            if (!wanted || run[order[k]])
+                continue;
+            run[order[k]] = grew = true;
+            for (size_t i = 0; i < n->n_inputs; i++)
+                if (n->inputs[i] != PL_TID_NONE)
+                    need[n->inputs[i]] = true;
+        }
+        for (size_t j = 0; j < n_carried; j++) {
+            pl_tid in = pl_graph_input(body, 2 + j), out = pl_graph_output(body, 1 + j);
+            if (need[in] && !need[out])
+                need[out] = grew = true;
+        }
+    }
+    /* Every needed tensor is one element; constants and outer-scope values
+     * are read once. */
+    const pl_graph *outer = pl_infer_graph(ctx);
+    for (size_t t = 0; t < nt; t++) {
+        if (!need[t])
+            continue;
+        const pl_graph_tensor *bt = pl_graph_get_tensor(body, (pl_tid)t);
+        if (!loop_is_scalar(bt) && bt->ndim >= 0)
+            goto done;
+        if (bt->data != NULL) {
+            if (!loop_read_scalar(bt->dtype, bt->data, bt->nbytes, &fixed[t]))
+                goto done;
+        } else if (bt->is_outer) {
+            pl_tid o = pl_graph_find_tensor(outer, bt->name);
+            const pl_graph_tensor *ot = o == PL_TID_NONE ? NULL : pl_graph_get_tensor(outer, o);
+            if (ot == NULL || !loop_read_scalar(ot->dtype, ot->data, ot->nbytes, &fixed[t]))
+                goto done;
+        }
+    }
+    for (size_t k = 0; k < nn; k++)
+        if (run[order[k]] && !loop_is_scalar(pl_graph_get_tensor(
+                                 body, pl_graph_get_node(body, order[k])->outputs[0])))
+            goto done;
+    /* Initial values: the iteration number, the condition (absent: true),
+     * the carried values the condition needs. */
+    loop_val cond = {.known = true, .i = 1};
+    if (pl_infer_input(ctx, 1) != NULL && !loop_known_input(ctx, 1, &cond))
+        goto done;
+    for (size_t j = 0; j < n_carried; j++)
+        if (need[pl_graph_input(body, 2 + j)] && !loop_known_input(ctx, 2 + j, &next[j]))
+            goto done;
+    int64_t it = 0;
+    for (; it < max && (cond.is_float ? cond.f != 0.0 : cond.i != 0); it++) {
+        if (it >= LOOP_SIM_MAX_ITERS)
+            goto done;
+        memcpy(vals, fixed, nt * sizeof *vals);
+        vals[pl_graph_input(body, 0)] = (loop_val){.known = true, .i = it};
+        vals[pl_graph_input(body, 1)] = (loop_val){.known = true, .i = 1};
+        for (size_t j = 0; j < n_carried; j++)
+            if (need[pl_graph_input(body, 2 + j)])
+                vals[pl_graph_input(body, 2 + j)] = next[j];
+        for (size_t k = 0; k < nn; k++)
+            if (run[order[k]] && !loop_eval_node(body, pl_graph_get_node(body, order[k]), vals))
+                goto done;
+        cond = vals[pl_graph_output(body, 0)];
+        if (!cond.known)
+            goto done;
+        for (size_t j = 0; j < n_carried; j++)
+            if (need[pl_graph_input(body, 2 + j)]) {
+                next[j] = vals[pl_graph_output(body, 1 + j)];
+                if (!next[j].known)
+                    goto done;
+            }
+    }
+    trips = it;
+done:
+    pl_free(need);
+    pl_free(run);
+    pl_free(vals);
+    pl_free(fixed);
+    pl_free(next);
+    return trips;
+}
+
 static pl_status *loop_infer(pl_infer_ctx *ctx)
 {
     size_t n_in = pl_infer_input_count(ctx), n_out = pl_infer_output_count(ctx);
@@ -250,9 +579,11 @@ static pl_status *loop_infer(pl_infer_ctx *ctx)
     uint64_t mask;
     size_t mn;
     bool have_cond = pl_infer_input(ctx, 1) != NULL;
-    if (pl_infer_known_ints(ctx, 0, &mv, &mask, &mn) && mn == 1 && (mask & 1) &&
-        (!have_cond || (loop_known_true(ctx, 1) && loop_cond_passes_through(body))))
+    bool have_m = pl_infer_known_ints(ctx, 0, &mv, &mask, &mn) && mn == 1 && (mask & 1);
+    if (have_m && (!have_cond || (loop_known_true(ctx, 1) && loop_cond_passes_through(body))))
         trips = mv[0] < 0 ? 0 : mv[0];
+    else if (n_scan > 0 && have_cond && (have_m || pl_infer_input(ctx, 0) == NULL))
+        trips = loop_count_trips(ctx, body, n_carried, have_m ? (mv[0] < 0 ? 0 : mv[0]) : INT64_MAX);
     for (size_t k = 0; k < n_scan; k++) {
         ctl_type b = ctl_output(body, 1 + n_carried + k), out = {.dtype = b.dtype, .ndim = -1};
         if (b.ndim >= 0 && b.ndim < PL_GRAPH_MAX_RANK) {
