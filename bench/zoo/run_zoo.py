@@ -241,7 +241,7 @@ def main():
         for _, res in rows:
             counts[res[i]["status"]] = counts.get(res[i]["status"], 0) + 1
         print("- %s: %s of %d models" % (c, ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items())), len(rows)))
-    print("- %d models, %d architectures; tolerance max|plinth - torch| / max|torch| <= %g"
+    print("- %d models, %d architectures; tolerance max|plinth - ref| / max|ref| <= %g"
           % (len(rows), len({e["arch"] for e, _ in rows}), a.tol))
     return 1 if (a.check and bad) else 0
 
