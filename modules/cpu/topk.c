@@ -7,7 +7,8 @@
  * is always sorted, which sorted=0 allows. K is read at run time when it
  * is an input and must match the output's shape, which the core inferred
  * from a constant K or took from the graph's declared type. Values are
- * compared as long double, exact for every dtype up to i64. */
+ * compared as long double, exact for every dtype up to i64. A small K
+ * keeps a bounded heap of the K best instead of sorting the line. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,54 @@ static int tk_cmp(const void *pa, const void *pb)
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* Whether A orders before B (tk_cmp < 0), inline for the heap. */
+static inline bool tk_before(const tk_item *a, const tk_item *b)
+{
+    if (a->cls != b->cls)
+        return a->cls < b->cls;
+    if (a->cls == 1 && a->key != b->key)
+        return a->key < b->key;
+    return a->index < b->index;
+}
+
+/* Restores the heap property below slot I of HEAP (N items) whose root is
+ * the item ordered last: the worst of the K kept so far. */
+static void tk_sift_down(tk_item *heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && tk_before(&heap[m], &heap[l]))
+            m = l;
+        if (r < n && tk_before(&heap[m], &heap[r]))
+            m = r;
+        if (m == i)
+            return;
+        tk_item t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+/* Orders the first KK of ITEMS[0..LEN) into ITEMS[0..KK): a bounded heap of
+ * the KK best (O(len log kk)) when KK is small against LEN, else a full
+ * sort. */
+static void tk_select(tk_item *items, size_t len, size_t kk)
+{
+    if (kk * 8 >= len) {
+        qsort(items, len, sizeof *items, tk_cmp);
+        return;
+    }
+    for (size_t i = kk / 2; i-- > 0;)
+        tk_sift_down(items, kk, i);
+    for (size_t j = kk; j < len; j++)
+        if (tk_before(&items[j], &items[0])) {
+            items[0] = items[j];
+            tk_sift_down(items, kk, 0);
+        }
+    qsort(items, kk, sizeof *items, tk_cmp);
+}
+
 static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
@@ -92,7 +141,7 @@ static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                 it->cls = isnan(v) ? (k->largest ? 0 : 2) : 1;
                 it->key = k->largest ? -v : v;
             }
-            qsort(items, k->len, sizeof *items, tk_cmp);
+            tk_select(items, k->len, kk);
             size_t obase = ou * kk * k->inner + in;
             for (size_t j = 0; j < kk; j++) {
                 size_t at = obase + j * k->inner;

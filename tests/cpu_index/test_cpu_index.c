@@ -473,6 +473,40 @@ static void case_TopK(void)
     ti_topk(nan, 3, 2, 1, (double[]){NAN, 3}, (int64_t[]){1, 2});
     ti_topk(nan, 3, 2, 0, (double[]){1, 3}, (int64_t[]){0, 2});
 
+    /* A line much longer than K (the bounded-heap path) with many ties and
+     * NaNs, against a full stable ordering, for K = 1..7 both ways. */
+    enum { LONG = 300 };
+    float xl[LONG];
+    for (int i = 0; i < LONG; i++)
+        xl[i] = i % 37 == 5 ? NAN : (float)((i * 7919) % 23);
+    for (int largest = 0; largest < 2; largest++)
+        for (int64_t kk = 1; kk <= 7; kk++) {
+            /* reference: selection by repeated scans for the next in order */
+            bool used[LONG] = {false};
+            double want_v[8];
+            int64_t want_i[8];
+            for (int64_t j = 0; j < kk; j++) {
+                int best = -1;
+                for (int i = 0; i < LONG; i++) {
+                    if (used[i])
+                        continue;
+                    if (best < 0) {
+                        best = i;
+                        continue;
+                    }
+                    bool in = isnan(xl[i]), bn = isnan(xl[best]);
+                    bool better = largest ? (in && !bn) || (!in && !bn && xl[i] > xl[best])
+                                          : (!in && bn) || (!in && !bn && xl[i] < xl[best]);
+                    if (better)
+                        best = i;
+                }
+                used[best] = true;
+                want_v[j] = xl[best];
+                want_i[j] = best;
+            }
+            ti_topk(xl, LONG, kk, largest, want_v, want_i);
+        }
+
     /* axis 0 of a matrix */
     float m[6] = {1, 5, 4, 2, 3, 3}, my[4];
     int64_t mi[4], k2 = 2;
