@@ -94,13 +94,15 @@ static void pl_model_free_sources(pl_model *m)
 /* Runs the optimiser's passes from FIRST on M's graph (validated, types
  * inferred), at the level backend.ini sets: 0 the no-op elimination, 1
  * the rewrites before folding, 2 constant folding, 3 pl_graph_fuse. Each
- * pass that changes the graph replaces it, its source kept. */
+ * pass that changes the graph replaces it, its source kept. Passes 1 and 2
+ * run again after a folding that changed the graph (up to 8 rounds). */
 static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path, int first)
 {
     pl_optimize_level level =
         rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
     pl_status *st = NULL;
     int again = 3;  /* more rounds of pass 1 while it changes the graph */
+    int refold = 8; /* more rounds of passes 1 and 2 while folding changes it */
     for (int pass = first; st == NULL && pass < 4; pass++) {
         pl_graph *next = NULL;
         if (pass == 0)
@@ -126,6 +128,14 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
         pthread_mutex_unlock(&rt->opset_mu);
         if (pass == 1 && again-- > 0)
             pass--;
+        else if (pass == 2 && refold-- > 0) {
+            /* Folding made shapes known (a Reshape's target was a chain
+             * from Shape): their Shapes become constants in pass 1 and
+             * fold in turn (one attention block's reshapes feed the
+             * next's). */
+            pass = 0;
+            again = 3;
+        }
     }
     return st;
 }

@@ -1415,6 +1415,26 @@ static void case_bert_chain(void)
     oh_attr_i(g, c, "axis", 0);
     oh_node(g, "reshape", "Reshape", "x,target", "y");
     oh_expect(g, "y", F32, D(4, 6, 2));
+
+    /* tf2onnx's Einsum: the product of some dims through ReduceProd, the
+     * larger of two shapes' dims through Max (x [2,3,5] -> [6, 5]). */
+    g = oh_new_graph("reduceprod and max", 13);
+    oh_input(g, "x", F32, D(2, 3, 5));
+    oh_input(g, "w", F32, D(1, 1, 5));
+    oh_const_i64(g, "i01", D(0, 1));
+    oh_const_i64(g, "i2", D(2));
+    oh_node(g, "shape", "Shape", "x", "s");
+    oh_node(g, "shape_w", "Shape", "w", "sw");
+    oh_node(g, "g01", "Gather", "s,i01", "d01");
+    n = oh_node(g, "prod", "ReduceProd", "d01", "lead");
+    oh_attr_i(g, n, "keepdims", 1);
+    oh_node(g, "g2", "Gather", "s,i2", "d2");
+    oh_node(g, "g2w", "Gather", "sw,i2", "d2w");
+    oh_node(g, "max", "Max", "d2,d2w", "last");
+    c = oh_node(g, "concat", "Concat", "lead,last", "target");
+    oh_attr_i(g, c, "axis", 0);
+    oh_node(g, "reshape", "Reshape", "x,target", "y");
+    oh_expect(g, "y", F32, D(6, 5));
 }
 
 static void case_declared_types(void)

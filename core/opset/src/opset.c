@@ -775,6 +775,36 @@ pl_status *pl_infer_set_known_floats(pl_infer_ctx *ctx, size_t i,
 
 /* ---- helpers shared by the op families ----------------------------------- */
 
+pl_status *pl_infer_reduce_known(pl_infer_ctx *ctx, bool whole)
+{
+    const int64_t *v;
+    uint64_t mask;
+    size_t n;
+    const char *op = pl_infer_node(ctx)->op;
+    if (!whole || !pl_infer_known_ints(ctx, 0, &v, &mask, &n) ||
+        (n < 64 ? mask != (UINT64_C(1) << n) - 1 : mask != UINT64_MAX))
+        return NULL;
+    int kind = strcmp(op, "ReduceProd") == 0 ? 0 : strcmp(op, "ReduceSum") == 0 ? 1
+             : strcmp(op, "ReduceMin") == 0  ? 2 : strcmp(op, "ReduceMax") == 0 ? 3 : -1;
+    if (kind < 0 || (n == 0 && kind >= 2))
+        return NULL;
+    int64_t r = kind == 0 ? 1 : kind == 1 ? 0 : v[0];
+    for (size_t e = 0; e < n; e++) {
+        bool overflow = false;
+        if (kind == 0)
+            overflow = __builtin_mul_overflow(r, v[e], &r);
+        else if (kind == 1)
+            overflow = __builtin_add_overflow(r, v[e], &r);
+        else if (kind == 2)
+            r = v[e] < r ? v[e] : r;
+        else
+            r = v[e] > r ? v[e] : r;
+        if (overflow)
+            return NULL;
+    }
+    return pl_infer_set_known_ints(ctx, 0, &r, 1, 1);
+}
+
 bool pl_infer_axis(int64_t axis, int64_t rank, int64_t *out_axis)
 {
     if (axis < -rank || axis >= rank)

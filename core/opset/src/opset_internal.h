@@ -86,6 +86,12 @@ pl_status *pl_infer_ints_arg(const pl_infer_ctx *ctx, size_t in,
                              const char *attr, int64_t *out, size_t *out_n,
                              int *out_state);
 
+/* The known value of a reduction (ReduceProd, ReduceSum, ReduceMin,
+ * ReduceMax) of input 0 when it is a known int vector reduced whole (the
+ * caller says so with WHOLE): exporters compute a Reshape's target as
+ * ReduceProd(Gather(Shape(x), axes)). Nothing when not known. */
+pl_status *pl_infer_reduce_known(pl_infer_ctx *ctx, bool whole);
+
 /* NumPy broadcasting of the shapes of inputs 0..N-1 (absent ones skipped)
  * into DIMS, *OUT_RANK dims (opset_elementwise.c); *OUT_RANK is -1 when some
  * input's rank is unknown. A symbolic dim survives, in PARAMS, where every

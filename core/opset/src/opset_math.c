@@ -17,6 +17,49 @@
 /* Variadic and binary broadcasting ops. The output's dtype is preset: the
  * inputs' T, or bool (comparisons and logical ops, whose output constraint
  * allows bool only). */
+/* Known values of an integer Min, Max or Sum (exporters take the larger of
+ * two shapes' dims with Max, as tf2onnx's Einsum does): element by element
+ * with broadcasting, where every input's element is known. */
+static pl_status *mo_variadic_known(pl_infer_ctx *ctx, int rank, const int64_t *dims)
+{
+    const char *op = pl_infer_node(ctx)->op;
+    int kind = strcmp(op, "Min") == 0 ? 0 : strcmp(op, "Max") == 0 ? 1
+             : strcmp(op, "Sum") == 0 ? 2 : -1;
+    size_t n_in = pl_infer_input_count(ctx);
+    if (kind < 0 || n_in == 0 || rank > 1 || (rank == 1 && (dims[0] < 0 || dims[0] > PL_KNOWN_MAX)) ||
+        !(pl_dtype_set_of(pl_infer_input_dtype(ctx, 0)) & PL_TS_INT))
+        return NULL;
+    size_t count = rank == 0 ? 1 : (size_t)dims[0];
+    int64_t out[PL_KNOWN_MAX];
+    uint64_t mask = 0;
+    for (size_t e = 0; e < count; e++) {
+        bool ok = true;
+        int64_t r = 0;
+        for (size_t i = 0; i < n_in && ok; i++) {
+            const int64_t *v;
+            uint64_t m;
+            size_t n;
+            ok = pl_infer_known_ints(ctx, i, &v, &m, &n) && n > 0;
+            size_t k = ok && n == 1 ? 0 : e;
+            ok = ok && k < n && ((m >> k) & 1);
+            if (!ok)
+                break;
+            if (i == 0)
+                r = v[k];
+            else if (kind == 0)
+                r = v[k] < r ? v[k] : r;
+            else if (kind == 1)
+                r = v[k] > r ? v[k] : r;
+            else
+                ok = !__builtin_add_overflow(r, v[k], &r);
+        }
+        out[e] = ok ? r : 0;
+        if (ok)
+            mask |= UINT64_C(1) << e;
+    }
+    return mask ? pl_infer_set_known_ints(ctx, 0, out, mask, count) : NULL;
+}
+
 static pl_status *mo_infer_broadcast(pl_infer_ctx *ctx)
 {
     int64_t dims[PL_GRAPH_MAX_RANK];
@@ -26,7 +69,8 @@ static pl_status *mo_infer_broadcast(pl_infer_ctx *ctx)
         pl_opset_broadcast_inputs(ctx, pl_infer_input_count(ctx), dims, &rank, params));
     if (rank < 0)
         return NULL;
-    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params);
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params));
+    return mo_variadic_known(ctx, rank, dims);
 }
 
 /* Min Max Sum Mean before opset 8: every input has the output's shape (no
@@ -205,7 +249,8 @@ static pl_status *mo_infer_reduce(pl_infer_ctx *ctx)
             dims[d] = x->dims[d] == 1 ? 1 : -1;
         return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
     }
-    return mo_reduce_output(ctx, PL_DTYPE_UNKNOWN, reduce, keep);
+    PL_RETURN_IF_ERROR(mo_reduce_output(ctx, PL_DTYPE_UNKNOWN, reduce, keep));
+    return pl_infer_reduce_known(ctx, x->ndim == 0 || (x->ndim == 1 && reduce[0]));
 }
 
 /* ArgMax, ArgMin: one axis, i64 indices. */

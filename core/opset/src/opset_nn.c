@@ -600,7 +600,8 @@ static pl_status *nn_infer_reduce(pl_infer_ctx *ctx)
         params[rank] = !r && x->dim_params ? x->dim_params[d] : NULL;
         dims[rank++] = r ? 1 : x->dims[d];
     }
-    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params);
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, params));
+    return pl_infer_reduce_known(ctx, x->ndim == 0 || (x->ndim == 1 && (n_axes == 0 || reduce[0])));
 }
 
 /* ---- the schemas ----------------------------------------------------------------- */
