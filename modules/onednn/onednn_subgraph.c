@@ -2712,6 +2712,20 @@ static int odnn_is_plain(const dnnl_memory_desc_t *md)
            md->offset0 == 0;
 }
 
+/* Whether MD is the row-major layout of its dims (plain and not permuted:
+ * abc, not the bac a Transpose's layout leaves). */
+static int odnn_is_row_major(const dnnl_memory_desc_t *md)
+{
+    if (!odnn_is_plain(md) || md->data_type != dnnl_f32)
+        return 0;
+    dnnl_memory_desc_t rm;
+    odnn_plain_md(&rm, md->ndims, md->dims);
+    dnnl_memory_desc_t mc = *md;
+    odnn_canon_strides(&mc);
+    odnn_canon_strides(&rm);
+    return dnnl_memory_desc_equal(&mc, &rm);
+}
+
 /* The value of tensor T for a reader that wants it in its writer's layout
  * (blocked or plain): a strided view left by a Reshape, Transpose or Split
  * is copied into a dense plain value first (once). */
@@ -4785,9 +4799,12 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     dnnl_binary_desc_t bd;
     dnnl_status_t ds = dnnl_binary_desc_init(&bd, alg, &b->c->values[s0].md, &md1, &dst_md);
     st = odnn_dnnl(ds, "binary descriptor", v, (int64_t)n);
-    if (st == NULL && !odnn_is_plain(&b->c->values[s0].md) && odnn_desc_is_ref(b, &bd)) {
+    if (st == NULL && !odnn_is_row_major(&b->c->values[s0].md) && odnn_desc_is_ref(b, &bd)) {
         /* A blocked layout oneDNN's kernels do not take (channels padded
-         * to the block): both sources plain, which they do. */
+         * to the block), or a permuted one (bac, from a Transpose) beside
+         * a broadcast row-major second source (a LayerNorm's mean: 0.7 ms
+         * on the reference kernel against 6 us): both sources row-major,
+         * which they take. */
         st = odnn_plain(b, s0, (int64_t)n, &s0);
         odnn_plain_md(&md1, nd, d1);
         if (st == NULL)
@@ -5098,7 +5115,15 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
         }
         if (st != NULL)
             return st;
-        ds = odnn_concat_pd(b, k_in, (int)axis, mds, NULL, &pd);
+        /* A row-major destination first: left to choose ("any"), oneDNN
+         * 2.6 picks a permuted one (bac for [2,1,48] + [2,64,48] on axis
+         * 1, a ViT's class token) that only its reference concat writes,
+         * and the readers then get the reference kernels too. */
+        dnnl_memory_desc_t rm;
+        odnn_plain_md(&rm, y.ndim, y.dims);
+        ds = odnn_concat_pd(b, k_in, (int)axis, mds, &rm, &pd);
+        if (pd == NULL)
+            ds = odnn_concat_pd(b, k_in, (int)axis, mds, NULL, &pd);
         if (ds == dnnl_unimplemented && pd == NULL) {
             /* Nothing but the reference kernel: take it rather than fail
              * a subgraph the partition already gave this module. */
