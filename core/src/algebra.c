@@ -755,7 +755,7 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
 
 /* A name for a new tensor or node of COPY: BASE + SUFFIX, with a number
  * when that is taken. Caller frees. */
-static char *pl_alg_name(const pl_graph *copy, const char *base, const char *suffix, bool node)
+char *pl_alg_name(const pl_graph *copy, const char *base, const char *suffix, bool node)
 {
     for (int k = 0; k < 1000; k++) {
         char *s = k == 0 ? pl_strdupf("%s/%s", base, suffix)
@@ -772,8 +772,8 @@ static char *pl_alg_name(const pl_graph *copy, const char *base, const char *suf
 
 /* Adds node OP (named after BASE) reading IN (N_IN tensor names) to COPY;
  * its one output's new name into *OUT_NAME (caller frees). */
-static pl_status *pl_alg_node(pl_graph *copy, const char *base, const char *op,
-                              const char *const *in, size_t n_in, char **out_name)
+pl_status *pl_alg_node(pl_graph *copy, const char *base, const char *op,
+                       const char *const *in, size_t n_in, char **out_name)
 {
     char *name = pl_alg_name(copy, base, op, true);
     char *out = pl_alg_name(copy, base, op, false);
@@ -790,9 +790,9 @@ static pl_status *pl_alg_node(pl_graph *copy, const char *base, const char *op,
 }
 
 /* A new constant tensor of COPY named after BASE: NDIM dims DIMS, DATA. */
-static pl_status *pl_alg_constant(pl_graph *copy, const char *base, const char *suffix,
-                                  pl_dtype dt, int32_t ndim, const int64_t *dims,
-                                  const void *data, size_t nbytes, char **out_name)
+pl_status *pl_alg_constant(pl_graph *copy, const char *base, const char *suffix, pl_dtype dt,
+                           int32_t ndim, const int64_t *dims, const void *data, size_t nbytes,
+                           char **out_name)
 {
     char *name = pl_alg_name(copy, base, suffix, false);
     pl_tid t;

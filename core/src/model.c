@@ -107,7 +107,42 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
         pl_graph *next = NULL;
         if (pass == 0)
             st = pl_graph_optimize(m->graph, level, &next, &m->rewrites);
-        else if (pass == 1 && level == PL_OPTIMIZE_ALL)
+        else if (pass == 1 && level == PL_OPTIMIZE_ALL && again == 3) {
+            /* Transposes first, once per round: the constants it permutes
+             * are folded below. */
+            st = pl_graph_sink_transposes(m->graph, &next, &m->rewrites);
+            if (st == NULL && next != NULL) {
+                pthread_mutex_lock(&rt->opset_mu);
+                st = pl_opset_infer(rt->opset, next);
+                pthread_mutex_unlock(&rt->opset_mu);
+                if (st == NULL) {
+                    pl_graph **grown = pl_realloc(m->sources, (m->n_sources + 1) * sizeof *grown);
+                    if (grown == NULL) {
+                        pl_graph_destroy(next);
+                        return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                                "out of memory optimising the graph");
+                    }
+                    m->sources = grown;
+                    m->sources[m->n_sources++] = m->graph;
+                    m->graph = next;
+                } else if (pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
+                    /* an optimisation, not a reason to refuse the model */
+                    pl_graph_destroy(next);
+                    bool noted = pl_rewrites_add(&m->rewrites,
+                                                 "layout: Transposes left as they are: %s",
+                                                 pl_status_message(st));
+                    pl_status_free(st);
+                    st = noted ? NULL
+                               : pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                                  "out of memory optimising the graph");
+                } else {
+                    pl_graph_destroy(next);
+                }
+                next = NULL;
+            }
+            if (st == NULL)
+                st = pl_graph_prefold(m->graph, &next, &m->rewrites);
+        } else if (pass == 1 && level == PL_OPTIMIZE_ALL)
             st = pl_graph_prefold(m->graph, &next, &m->rewrites);
         else if (pass == 2 && level == PL_OPTIMIZE_ALL)
             st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);

@@ -52,6 +52,26 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
  * (algebra.c). Same contract as pl_graph_optimize. */
 pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
 
+/* Moves every Transpose of an activation down through the elementwise
+ * ops, reductions, Concat and Softmax that read it, as far as it goes,
+ * so that Transposes meet the ones that undo them and both go
+ * (transpose.c): tf2onnx writes NHWC graphs with a Transpose pair around
+ * every convolution. Kept only when fewer Transposes of activations are
+ * left than there were. Same contract as pl_graph_optimize. */
+pl_status *pl_graph_sink_transposes(const pl_graph *g, pl_graph **out_graph,
+                                    pl_rewrites *rewrites);
+
+/* Helpers of the rewrites that add nodes (algebra.c): a fresh name BASE/
+ * SUFFIX for a tensor or node of COPY (caller frees); a node OP of COPY
+ * reading IN whose one output gets a fresh name (*OUT_NAME, caller frees);
+ * a new constant named after BASE. */
+char *pl_alg_name(const pl_graph *copy, const char *base, const char *suffix, bool node);
+pl_status *pl_alg_node(pl_graph *copy, const char *base, const char *op,
+                       const char *const *in, size_t n_in, char **out_name);
+pl_status *pl_alg_constant(pl_graph *copy, const char *base, const char *suffix, pl_dtype dt,
+                           int32_t ndim, const int64_t *dims, const void *data, size_t nbytes,
+                           char **out_name);
+
 /* Adds every tensor name of every body under G's nodes to NAMES (the
  * names an outer-scope reference may resolve to); false when out of
  * memory. */

@@ -1049,12 +1049,28 @@ static void case_matmul_gemm(void)
 
 /* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
  * becomes one Transpose of x, and t3 stays for its other reader (z). */
+/* Whether some line of the session's optimisations holds TEXT. */
+static bool optimized_with(json_t *root, const char *text)
+{
+    json_t *o;
+    size_t i;
+    json_array_foreach(json_object_get(root, "optimizations"), i, o) {
+        if (strstr(json_string_value(o), text) != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* t2 undoes t1 (both go); t3 moves below the Sigmoid that reads it and
+ * composes with t4, which then moves below the Neg: 4 Transposes of
+ * activations become the 2 after the Neg and the Sigmoid. */
 static void transpose_check(json_t *root, const char *cfg)
 {
-    TH_CHECK(rewritten_as(root, "t2", "undoes it") && rewritten_as(root, "t4", "made one") &&
-                 !placed(root, "t1") && !placed(root, "t2") && placed(root, "t3") &&
-                 placed(root, "t4"),
-             "%s: t1 and t2 should go, t4 read x", cfg);
+    TH_CHECK(optimized_with(root, "layout: 4 Transposes of activations -> 2") &&
+                 !placed(root, "t1") && !placed(root, "t2") && !placed(root, "t3") &&
+                 !placed(root, "t4") && placed(root, "neg/Transpose") &&
+                 placed(root, "sig/Transpose"),
+             "%s: the four Transposes should become two, after neg and sig", cfg);
 }
 
 static void case_transposes_composed(void)
@@ -1273,6 +1289,82 @@ static void case_shapes_refolded(void)
     pl_runtime_destroy(rt);
 }
 
+/* An NHWC island as tf2onnx writes one: the NCHW input transposed to NHWC,
+ * a bias Add of a [C] constant, Relu, a squeeze-and-excitation mean over
+ * axes 1 and 2 and its Mul, a Pad of the spatial axes, and the Transpose
+ * back; beside it a Softmax over the channels, a Concat of two NHWC
+ * tensors on the channel axis and a sum over W without keeping dims. Every
+ * node takes the Transpose below it, the pair cancels, and only the
+ * Transpose that the sum's output needs is left (4 -> 1); the mean, over
+ * the spatial axes once in NCHW, becomes a GlobalAveragePool. Outputs
+ * equal optimize = none's, on cpu and on onednn. */
+static void layout_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(optimized_with(root, "layout: 4 Transposes of activations -> 1") &&
+                 !placed(root, "to_nhwc") && !placed(root, "to_nhwc2") &&
+                 rewritten_as(root, "se_mean", "made GlobalAveragePool"),
+             "%s: the NHWC island should lose its Transposes", cfg);
+    /* The last Transposes, composed with the ones moved down to them, are
+     * the identity: Identities that keep the graph's output names. */
+    json_t *p;
+    size_t i, transposes = 0;
+    json_array_foreach(json_object_get(root, "placement"), i, p) {
+        const char *node = json_string_value(json_object_get(p, "node"));
+        const char *op = json_string_value(json_object_get(p, "op"));
+        TH_CHECK(op != NULL, "%s: placement without op", cfg);
+        if (strcmp(node, "to_nchw") == 0 || strcmp(node, "back") == 0)
+            TH_CHECK(strcmp(op, "Identity") == 0, "%s: %s is a %s", cfg, node, op);
+        transposes += strcmp(op, "Transpose") == 0;
+    }
+    TH_CHECK(transposes == 1, "%s: %zu Transposes placed, want 1 (after sum_w)", cfg,
+             transposes);
+}
+
+static void case_layout_sunk(void)
+{
+    static const float bias[4] = {0.5f, -0.25f, 0.125f, -1.0f};
+    static const int64_t pads[8] = {0, 1, 2, 0, 0, 2, 1, 0}, axis_w = 2;
+    write_sidecar("layout.weights", (const void *const[]){bias, pads, &axis_w},
+                  (const size_t[]){16, 64, 8}, 3);
+    const char *path = write_model(
+        "layout.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"layout.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"w\",\"z\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,5,6]},"
+        "{\"name\":\"bias\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":0,\"length\":16}},"
+        "{\"name\":\"pads\",\"dtype\":\"i64\",\"shape\":[8],\"data\":{\"offset\":64,\"length\":64}},"
+        "{\"name\":\"axis_w\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":128,\"length\":8}}],"
+        "\"nodes\":["
+        "{\"name\":\"to_nhwc\",\"op\":\"Transpose\",\"inputs\":[\"x\"],\"outputs\":[\"a\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,2,3,1]}}},"
+        "{\"name\":\"add_bias\",\"op\":\"Add\",\"inputs\":[\"a\",\"bias\"],\"outputs\":[\"b\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"b\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"se_mean\",\"op\":\"ReduceMean\",\"inputs\":[\"r\"],\"outputs\":[\"m\"],"
+        "\"attributes\":{\"axes\":{\"ints\":[1,2]},\"keepdims\":{\"int\":1}}},"
+        "{\"name\":\"se_mul\",\"op\":\"Mul\",\"inputs\":[\"r\",\"m\"],\"outputs\":[\"s\"]},"
+        "{\"name\":\"pad\",\"op\":\"Pad\",\"inputs\":[\"s\",\"pads\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"to_nchw\",\"op\":\"Transpose\",\"inputs\":[\"p\"],\"outputs\":[\"y\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,3,1,2]}}},"
+        "{\"name\":\"to_nhwc2\",\"op\":\"Transpose\",\"inputs\":[\"x\"],\"outputs\":[\"a2\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,2,3,1]}}},"
+        "{\"name\":\"sm\",\"op\":\"Softmax\",\"inputs\":[\"r\"],\"outputs\":[\"q\"],"
+        "\"attributes\":{\"axis\":{\"int\":-1}}},"
+        "{\"name\":\"cat\",\"op\":\"Concat\",\"inputs\":[\"q\",\"a2\"],\"outputs\":[\"c\"],"
+        "\"attributes\":{\"axis\":{\"int\":3}}},"
+        "{\"name\":\"back\",\"op\":\"Transpose\",\"inputs\":[\"c\"],\"outputs\":[\"w\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,3,1,2]}}},"
+        "{\"name\":\"sum_w\",\"op\":\"ReduceSum\",\"inputs\":[\"r\",\"axis_w\"],\"outputs\":[\"z\"],"
+        "\"attributes\":{\"keepdims\":{\"int\":0}}}]}");
+    float x[120];
+    for (int i = 0; i < 120; i++)
+        x[i] = 0.05f * (float)((i * 37) % 41 - 20);
+    static const int64_t shape[4] = {1, 4, 5, 6};
+    static const char *const names[3] = {"y", "w", "z"};
+    against_none(path, x, 4, shape, names, 3, layout_check);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1293,6 +1385,7 @@ int main(int argc, char **argv)
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
         {"shapes_refolded", case_shapes_refolded},
+        {"layout_sunk", case_layout_sunk},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }
