@@ -312,7 +312,7 @@ static bool pl_opt_pad_into_window(const pl_graph *g, const pl_graph_node *p, pl
 }
 
 /* Node N is a ReduceMean or ReduceMax, keeping dims, over exactly the
- * spatial axes (2 .. rank-1) of a float input of rank >= 3: the op of the
+ * spatial axes (2 .. rank-1) of a float input of rank >= 4: the op of the
  * same result, GlobalAveragePool or GlobalMaxPool, else NULL. Exporters
  * write a squeeze-and-excitation mean as x.mean((2, 3), keepdim=True) or,
  * in NHWC, as a mean over axes 1 and 2 (NCHW once its Transposes cancel);
@@ -325,7 +325,9 @@ static const char *pl_opt_global_pool(const pl_graph *g, const pl_graph_node *n)
         n->n_outputs != 1 || n->n_formal_inputs < 1 || n->inputs[0] == PL_TID_NONE)
         return NULL;
     const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[0]);
-    if (x->ndim < 3 || x->ndim > PL_GRAPH_MAX_RANK || x->dtype.code != PL_TYPE_FLOAT)
+    /* Rank 4 and up: over the last axis of a rank-3 tensor the mean is a
+     * LayerNorm's (a backend matches that pattern), not an image's. */
+    if (x->ndim < 4 || x->ndim > PL_GRAPH_MAX_RANK || x->dtype.code != PL_TYPE_FLOAT)
         return NULL;
     const pl_attr *kd = pl_graph_node_attr(n, "keepdims");
     if (kd != NULL && (kd->kind != PL_ATTR_INT || kd->i == 0))
