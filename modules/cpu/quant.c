@@ -8,7 +8,8 @@
  * f32 data; dequantizing is (x - zero_point) * scale in f32. The integer
  * products accumulate exactly in int32 (as ONNX asks; K up to 2^16 cannot
  * overflow) with one zero point per tensor, per row of A or per column of
- * B; QLinearMatMul then requantizes with the scales' product in double.
+ * B; QLinearMatMul then requantizes with the scales' product in f32, as
+ * ONNX Runtime does.
  * Scales and zero points are read at run time. The integer convolutions
  * live in quant_conv.c. */
 #include <math.h>
@@ -280,8 +281,9 @@ static pl_status *qu_mm_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                     ((int32_t *)dst)[at] = acc;
                     continue;
                 }
-                double scale = (double)sa[k->sa_rows ? i : 0] * sb[k->sb_cols ? j : 0] / sy;
-                qu_store_q8(dst, k->y_signed, at, nearbyint((double)acc * scale) + zy);
+                /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
+                float scale = sa[k->sa_rows ? i : 0] * sb[k->sb_cols ? j : 0] / sy;
+                qu_store_q8(dst, k->y_signed, at, nearbyintf((float)acc * scale) + zy);
             }
     }
     return NULL;

@@ -4,7 +4,8 @@
  * (x - x_zero_point) * (w - w_zero_point) exactly in int32. Padding
  * contributes nothing: it stands for the zero point, as in ONNX's examples.
  * The weights' zero point and (QLinearConv) scale may be one per output
- * channel; QLinearConv adds its i32 bias and requantizes in double. The
+ * channel; QLinearConv adds its i32 bias and requantizes in f32 as ONNX
+ * Runtime does. The
  * quantization family's table (quant.c) names the builder. */
 #include <math.h>
 #include <string.h>
@@ -46,19 +47,17 @@ static pl_status *qc_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     const char *wz = k->has_wz ? shp_in(args, k->iwz) : NULL;
     const float *ws = NULL;
     const int32_t *bias = NULL;
-    double xs = 1, ys = 1;
+    float xs = 1, ys = 1;
     int32_t yz = 0;
     if (k->qlinear) {
-        float f;
-        memcpy(&f, shp_in(args, 1), sizeof f);
-        xs = f;
+        memcpy(&xs, shp_in(args, 1), sizeof xs);
         ws = (const float *)(const void *)shp_in(args, 4);
-        memcpy(&f, shp_in(args, 6), sizeof f);
-        ys = f;
+        memcpy(&ys, shp_in(args, 6), sizeof ys);
         yz = qc_q8(shp_in(args, 7), k->y_signed, 0);
         bias = k->has_bias ? (const int32_t *)(const void *)shp_in(args, 8) : NULL;
         if (!(ys != 0))
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g", ys);
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g",
+                             (double)ys);
     }
     size_t cg = k->c / k->group, mg = k->m / k->group;
     for (size_t n = 0; n < k->n; n++)
@@ -101,9 +100,15 @@ static pl_status *qc_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                     ((int32_t *)dst)[at] = acc;
                     continue;
                 }
-                double v = ((double)acc + (bias ? bias[m] : 0)) * xs * ws[k->ws_per ? m : 0] / ys;
+                /* As ONNX Runtime requantizes (and so its users' models
+                 * expect to the last step): the i32 sum plus the bias, in
+                 * f32 times the f32 multiplier x_scale * w_scale / y_scale,
+                 * rounded half to even. Double gave a different step where
+                 * the product falls on .5 in f32. */
+                float mult = xs * ws[k->ws_per ? m : 0] / ys;
+                int32_t total = (int32_t)((uint32_t)acc + (uint32_t)(bias ? bias[m] : 0));
+                double v = nearbyintf((float)total * mult) + yz;
                 double lo = k->y_signed ? -128 : 0, hi = k->y_signed ? 127 : 255;
-                v = nearbyint(v) + yz;
                 v = v < lo ? lo : v > hi ? hi : v;
                 if (k->y_signed)
                     ((int8_t *)dst)[at] = (int8_t)v;

@@ -1100,6 +1100,18 @@ static void case_QLinearMatMul(void)
                         TIN(F32, &ys, 1, 1), TIN(U8, &yz, 1, 1)}};
     ti_run(&c, OUTS(y));
     ti_eq_bytes("y", y, (uint8_t[]){168, 115, 255, 1, 66, 151}, 6, false);
+
+    /* Requantized in f32 as ONNX Runtime does: the sum -2797 times
+     * 0.036949772f * 0.041918486f / 0.055899527f is -77.5 in f32 (rounds
+     * to -78, y 50) but -77.4999984 in double (y 51). */
+    uint8_t a2[2] = {200, 3}, b2[2] = {6, 21}, az2 = 0, bz2 = 20, yz2 = 128, y2;
+    float as2 = 0.036949772f, bs2 = 0.041918486f, ys2 = 0.055899527f;
+    ti_case c2 = {.op = "QLinearMatMul", .opset = 10, .n_in = 8,
+                  .in = {TIN(U8, a2, 2, 1, 2), TIN(F32, &as2, 1, 1), TIN(U8, &az2, 1, 1),
+                         TIN(U8, b2, 2, 2, 1), TIN(F32, &bs2, 1, 1), TIN(U8, &bz2, 1, 1),
+                         TIN(F32, &ys2, 1, 1), TIN(U8, &yz2, 1, 1)}};
+    ti_run(&c2, OUTS(&y2));
+    ti_eq_bytes("f32 requantization", &y2, (uint8_t[]){50}, 1, false);
 }
 
 /* ---- signal ---------------------------------------------------------------------- */
@@ -1439,6 +1451,19 @@ static void case_QLinearConv(void)
     ti_case cb = c;
     cb.in[8].dt = F32;
     ti_refused(&cb, "the bias must be 1 i32 values");
+
+    /* Requantized in f32 as ONNX Runtime does: (10 - 0) * (0 - 100) - 1797
+     * = -2797, times 0.036949772f * 0.041918486f / 0.055899527f: -77.5 in
+     * f32 (y 50), -77.4999984 in double (y 51). */
+    uint8_t x2 = 10, w2 = 0, xz2 = 0, wz2 = 100, yz2 = 128, y2;
+    float xs2 = 0.036949772f, ws2 = 0.041918486f, ys2 = 0.055899527f;
+    int32_t bias2 = -1797;
+    ti_case c2 = {.op = "QLinearConv", .opset = 10, .n_in = 9,
+                  .in = {TIN(U8, &x2, 4, 1, 1, 1, 1), TIN(F32, &xs2, 0), TIN(U8, &xz2, 0),
+                         TIN(U8, &w2, 4, 1, 1, 1, 1), TIN(F32, &ws2, 0), TIN(U8, &wz2, 0),
+                         TIN(F32, &ys2, 0), TIN(U8, &yz2, 0), TIN(I32, &bias2, 1, 1)}};
+    ti_run(&c2, OUTS(&y2));
+    ti_eq_bytes("f32 requantization", &y2, (uint8_t[]){50}, 1, false);
 }
 
 /* ---- TfIdfVectorizer ------------------------------------------------------------- */
