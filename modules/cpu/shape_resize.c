@@ -46,6 +46,7 @@ typedef struct shp_resize_kernel {
     shp_kernel k;
     int rank;
     int taps;                 /* 1 nearest, 2 linear, 4 cubic */
+    size_t esize;             /* element bytes: any dtype in nearest mode, f32 else */
     int axis_taps[CPU_MAX_RANK]; /* taps, or 1 on an axis that is not resized */
     int64_t o_dims[CPU_MAX_RANK];
     int64_t x_stride[CPU_MAX_RANK];
@@ -69,15 +70,25 @@ static void shp_resize_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t row = begin; row < end; row++) {
         float *y = c->y + row * (size_t)cols;
         if (k->taps == 1) {
+            /* nearest: a copy of elements of any size */
             size_t rest = row;
             int64_t at = 0;
             for (int d = last - 1; d >= 0; d--) {
                 at += k->table[d][rest % (size_t)k->o_dims[d]].i[0] * k->x_stride[d];
                 rest /= (size_t)k->o_dims[d];
             }
-            const float *x = c->x + at;
-            for (int64_t j = 0; j < cols; j++)
-                y[j] = x[tl[j].i[0]];
+            const size_t es = k->esize;
+            const char *x = (const char *)(const void *)c->x + (size_t)at * es;
+            char *yb = (char *)(void *)c->y + row * (size_t)cols * es;
+            if (es == 4)
+                for (int64_t j = 0; j < cols; j++)
+                    memcpy(yb + (size_t)j * 4, x + (size_t)tl[j].i[0] * 4, 4);
+            else if (es == 1)
+                for (int64_t j = 0; j < cols; j++)
+                    yb[j] = x[tl[j].i[0]];
+            else
+                for (int64_t j = 0; j < cols; j++)
+                    memcpy(yb + (size_t)j * es, x + (size_t)tl[j].i[0] * es, es);
             continue;
         }
         /* The input rows this output row combines: every choice of a tap
@@ -134,7 +145,7 @@ static pl_status *shp_resize_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     const shp_resize_kernel *k = (const shp_resize_kernel *)kernel;
     shp_resize_call c = {.k = k, .x = (const float *)(const void *)shp_in(args, 0), .y = dst};
     if (k->rank == 0) {
-        c.y[0] = c.x[0];
+        memcpy(dst, c.x, k->esize);
         return NULL;
     }
     int64_t cols = k->o_dims[k->rank - 1];
@@ -297,8 +308,6 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
     const char *op = node->op;
     const int r = x->ndim;
-    if (!PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) || !PL_DTYPE_EQ(o->dtype, PL_DTYPE_F32))
-        return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype: f32 data only");
     if (o->ndim != r)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output's rank %d is not the input's %d",
                          o->ndim, r);
@@ -306,6 +315,14 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     shp_coord coord = SHP_ASYMMETRIC;
     shp_nearest nearest = SHP_FLOOR;
     SHP_TRY(shp_resize_modes(node, &taps, &coord, &nearest));
+    /* Nearest copies elements, of any dtype (QOperator models resize their
+     * u8 tensors); linear and cubic compute in f32. */
+    size_t esize = x->dtype.bits / 8;
+    if (!PL_DTYPE_EQ(x->dtype, o->dtype) || x->dtype.lanes != 1 || esize == 0 ||
+        x->dtype.bits % 8 != 0 || (taps > 1 && !PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32)))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtype: %s",
+                         taps > 1 ? "linear and cubic modes take f32 data only"
+                                  : "the output's dtype must be the input's");
     double scales[CPU_MAX_RANK];
     SHP_TRY(shp_resize_scales(node, scales));
     double cubic_a = -0.75;
@@ -337,6 +354,7 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     shp_resize_entry *e = (shp_resize_entry *)(void *)((char *)k + head);
     k->rank = r;
     k->taps = taps;
+    k->esize = esize;
     int64_t step = 1;
     for (int d = r - 1; d >= 0; d--) {
         k->x_stride[d] = step;

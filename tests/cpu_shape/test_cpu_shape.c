@@ -1121,6 +1121,51 @@ static void case_Resize(void)
                                                       "align_corners")},
                    .n_attrs = 2};
     ts_check_resize(&big, NULL);
+    /* Nearest on u8 (a QOperator model resizes its quantized tensors) and
+     * i64: the same picks as on f32, byte for byte. */
+    {
+        uint8_t xu[2 * 3 * 4];
+        int64_t xl[2 * 3 * 4];
+        float xf[2 * 3 * 4];
+        for (int i = 0; i < 24; i++)
+            xu[i] = (uint8_t)(i * 7 + 3), xl[i] = (int64_t)i * 1000003, xf[i] = (float)xu[i];
+        static const pl_dtype dts[3] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_UINT, 8, 1},
+                                        {PL_TYPE_INT, 64, 1}};
+        const void *xs[3] = {xf, xu, xl};
+        ts_exec e[3];
+        for (int k = 0; k < 3; k++) {
+            ch_spec s = {.op = "Resize", .opset = 13, .n_in = 3, .dtype = dts[k],
+                         .in = {{.ndim = 4, .dims = {1, 2, 3, 4}, .dtype = dts[k], .value = xs[k]},
+                                ABSENT, {.ndim = 1, .dims = {4}, .dtype = dts[0], .value = up}},
+                         .attrs = {AS("mode", "nearest"),
+                                   AS("coordinate_transformation_mode", "asymmetric"),
+                                   AS("nearest_mode", "floor")},
+                         .n_attrs = 3};
+            ts_exec_prepare(&s, &e[k]);
+            CHECK_OK(ts_exec_run(&e[k], NULL));
+        }
+        size_t n = e[0].out[0].bytes / 4;
+        CHECK(n == 2 * 6 * 10 && e[1].out[0].bytes == n && e[2].out[0].bytes == 8 * n,
+              "Resize u8/i64: %zu, %zu and %zu bytes", e[0].out[0].bytes, e[1].out[0].bytes,
+              e[2].out[0].bytes);
+        for (size_t i = 0; i < n; i++) {
+            float f;
+            int64_t l;
+            memcpy(&f, e[0].out[0].data + i * 4, 4);
+            memcpy(&l, e[2].out[0].data + i * 8, 8);
+            uint8_t u = ((const uint8_t *)e[1].out[0].data)[i];
+            CHECK((float)u == f && l == (int64_t)(u - 3) / 7 * 1000003,
+                  "Resize u8/i64: element %zu is %u / %lld, f32 says %g", i, u, (long long)l,
+                  (double)f);
+        }
+        for (int k = 0; k < 3; k++)
+            ts_exec_free(&e[k]);
+        ch_spec lin = {.op = "Resize", .opset = 13, .n_in = 3, .dtype = dts[1],
+                       .in = {{.ndim = 4, .dims = {1, 2, 3, 4}, .dtype = dts[1], .value = xu},
+                              ABSENT, {.ndim = 1, .dims = {4}, .dtype = dts[0], .value = up}},
+                       .attrs = {AS("mode", "linear")}, .n_attrs = 1};
+        ts_expect_refusal(&lin, "linear and cubic modes take f32 data only");
+    }
     /* opset 10: scales, asymmetric, nearest rounds down */
     ch_spec v10 = {.op = "Resize", .opset = 10, .n_in = 2,
                    .in = {T(4, 1, 2, 3, 4), {.ndim = 1, .dims = {4}, .value = up}}};
