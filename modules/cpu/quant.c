@@ -87,6 +87,33 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         if (!k->dequantize && !(scale[p] != 0))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                              "scale %zu is %g; it must be nonzero", p, (double)scale[p]);
+    if (k->n_params == 1 && !x_i32) {
+        /* One scale (the usual case): tight loops, the same arithmetic. */
+        int32_t z = zp != NULL ? qu_q8(zp, k->q_signed, 0) : 0;
+        if (k->dequantize) {
+            float lut[256];
+            for (int v = 0; v < 256; v++)
+                lut[v] = ((float)(k->q_signed ? (int32_t)(int8_t)v : v) - (float)z) * scale[0];
+            const uint8_t *q = (const uint8_t *)(const void *)x;
+            for (size_t e = 0; e < n; e++)
+                ((float *)dst)[e] = lut[q[e]];
+            return NULL;
+        }
+        const float *xf = (const float *)(const void *)x;
+        const float s0 = scale[0], lo = k->q_signed ? -128.0f : 0.0f,
+                    hi = k->q_signed ? 127.0f : 255.0f, zf = (float)z;
+        for (size_t e = 0; e < n; e++) {
+            float v = nearbyintf(xf[e] / s0) + zf;
+            v = v < lo ? lo : v > hi ? hi : v;
+            if (!(v == v))
+                v = 0.0f; /* NaN: what the double path's conversion gave on x86 */
+            if (k->q_signed)
+                ((int8_t *)dst)[e] = (int8_t)v;
+            else
+                ((uint8_t *)dst)[e] = (uint8_t)v;
+        }
+        return NULL;
+    }
     for (size_t e = 0; e < n; e++) {
         size_t p = (e / k->inner) % k->n_params;
         int32_t z = zp != NULL ? (x_i32 && k->dequantize ? ((const int32_t *)(const void *)zp)[p]
