@@ -34,8 +34,11 @@ import numpy as np
 SEED = 4321
 
 
-def spec(name, arch, build, inputs, opset=15, note=""):
-    return dict(name=name, arch=arch, build=build, inputs=inputs, opset=opset, note=note)
+def spec(name, arch, build, inputs, opset=15, note="", dynamic=0):
+    """DYNAMIC: how many leading dims of every input the exported model leaves unknown (batch,
+    then sequence); the references are computed at the shapes INPUTS gives."""
+    return dict(name=name, arch=arch, build=build, inputs=inputs, opset=opset, note=note,
+                dynamic=dynamic)
 
 
 # ----------------------------------------------------------------------------- architectures
@@ -350,6 +353,14 @@ ZOO = [
     spec("tf_vit", "Vision transformer", build_vit, [("image", (2, 32, 32, 3), "float32", "normal")], opset=17),
     spec("tf_ops", "TensorFlow pre/post-processing ops", build_tf_ops, [("image", (2, 24, 24, 3), "float32", "normal")], opset=15),
     spec("tf_ssd_head", "SSD detection head", build_detector_head, [("image", (1, 64, 64, 3), "float32", "unit")], opset=13),
+    # Unknown batch and sequence length in the file, bound from the inputs at run time: the
+    # GRU's while loop then takes its trip count from the bound shape.
+    spec("tf_text_lstm_dyn", "Embedding + BiLSTM + GRU, dynamic batch and length", build_text_lstm,
+         [("tokens", (3, 29), "int32", ("int", 500))], opset=18, dynamic=2,
+         note="batch and length unknown"),
+    spec("tf_efficientnet_dyn", "EfficientNet MBConv, dynamic batch", build_efficientnet,
+         [("image", (3, 64, 64, 3), "float32", ("uint", 255))], opset=18, dynamic=1,
+         note="batch unknown"),
 ]
 
 
@@ -407,7 +418,8 @@ def export(s, outdir):
     rng = np.random.RandomState(SEED)
     model = s["build"]()
     randomise_statistics(model, rng)
-    sig = tuple(tf.TensorSpec(shape, getattr(tf, dtype), name=name)
+    sig = tuple(tf.TensorSpec((None,) * s["dynamic"] + tuple(shape[s["dynamic"]:]),
+                              getattr(tf, dtype), name=name)
                 for name, shape, dtype, _ in s["inputs"])
 
     @tf.function(input_signature=sig)

@@ -236,6 +236,14 @@ bool pl_infer_known_ints(const pl_infer_ctx *ctx, size_t i,
 bool pl_infer_known_floats(const pl_infer_ctx *ctx, size_t i,
                            const double **out_values, size_t *out_n);
 
+/* Known values of tensor T of the graph being inferred, not only of the
+ * node's inputs (an outer tensor a control-flow body reads): ints (mask
+ * bit k set when element k is known) or floats (all known). False when
+ * nothing is known. */
+bool pl_infer_known_tensor(const pl_infer_ctx *ctx, pl_tid t, bool *out_is_float,
+                           const int64_t **out_ints, const double **out_floats,
+                           uint64_t *out_mask, size_t *out_n);
+
 /* Sets output I: dtype (lanes 0 keeps the preset dtype), rank (-1 unknown)
  * and dims; dim_params may be NULL or have ndim entries, borrowed until
  * the infer call returns. */

@@ -648,6 +648,27 @@ static const pl_known *pl_input_known(const pl_infer_ctx *ctx, size_t i)
     return ctx->known[t];
 }
 
+bool pl_infer_known_tensor(const pl_infer_ctx *ctx, pl_tid t, bool *out_is_float,
+                           const int64_t **out_ints, const double **out_floats,
+                           uint64_t *out_mask, size_t *out_n)
+{
+    *out_ints = NULL;
+    *out_floats = NULL;
+    *out_mask = 0;
+    *out_n = 0;
+    if (t == PL_TID_NONE || t >= ctx->n_tensors || ctx->known[t] == NULL)
+        return false;
+    const pl_known *k = ctx->known[t];
+    *out_is_float = k->is_float;
+    if (k->is_float)
+        *out_floats = k->fv;
+    else
+        *out_ints = k->iv;
+    *out_mask = k->mask;
+    *out_n = (size_t)k->n;
+    return true;
+}
+
 bool pl_infer_known_ints(const pl_infer_ctx *ctx, size_t i,
                          const int64_t **out_values, uint64_t *out_mask,
                          size_t *out_n)

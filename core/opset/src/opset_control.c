@@ -462,10 +462,24 @@ static int64_t loop_count_trips(pl_infer_ctx *ctx, const pl_graph *body, size_t 
             if (!loop_read_scalar(bt->dtype, bt->data, bt->nbytes, &fixed[t]))
                 goto done;
         } else if (bt->is_outer) {
+            /* a constant of the enclosing graph, or a value its inference
+             * knows (a sequence length from Shape, once the input's shape
+             * is bound) */
             pl_tid o = pl_graph_find_tensor(outer, bt->name);
             const pl_graph_tensor *ot = o == PL_TID_NONE ? NULL : pl_graph_get_tensor(outer, o);
-            if (ot == NULL || !loop_read_scalar(ot->dtype, ot->data, ot->nbytes, &fixed[t]))
+            bool is_float;
+            const int64_t *iv;
+            const double *fv;
+            uint64_t mask;
+            size_t kn;
+            if (ot != NULL && loop_read_scalar(ot->dtype, ot->data, ot->nbytes, &fixed[t]))
+                continue;
+            if (ot == NULL || !loop_is_scalar(ot) ||
+                !pl_infer_known_tensor(ctx, o, &is_float, &iv, &fv, &mask, &kn) || kn != 1 ||
+                (!is_float && !(mask & 1)))
                 goto done;
+            fixed[t] = is_float ? (loop_val){.known = true, .is_float = true, .f = fv[0]}
+                                : (loop_val){.known = true, .i = iv[0]};
         }
     }
     for (size_t k = 0; k < nn; k++)
