@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "index_kernel.h"
 
 static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -269,6 +270,82 @@ typedef struct qu_mm_kernel {
     bool za_rows, zb_cols, sa_rows, sb_cols; /* per row / column, else one */
 } qu_mm_kernel;
 
+/* The largest |v - zero point| an 8-bit value can have. */
+static int32_t qu_span(bool is_signed, int32_t zp)
+{
+    int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+    return zp - lo > hi - zp ? zp - lo : hi - zp;
+}
+
+/* One matrix of the batch on the module's SGEMM (quant_conv.c does the
+ * same for convolutions): A - za and B - zb as floats, multiplied in slices
+ * of K short enough that every partial sum stays below 2^24 (exact in f32),
+ * summed in int64, then stored as MatMulInteger's i32 (wrapping) or
+ * requantized as QLinearMatMul's. Zero points per row of A or column of B
+ * are taken off before the product. False when memory is short (the direct
+ * loop runs then). */
+static bool qu_mm_gemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a, size_t ao,
+                       const char *b, size_t bo, const char *za, const char *zb, const float *sa,
+                       const float *sb, float sy, int32_t zy, void *dst, size_t at0)
+{
+    size_t m = k->m, kk = k->kk, n = k->n;
+    size_t scratch_n = cpu_gemm_scratch_floats((int64_t)m, (int64_t)n, false, false);
+    float *af = cpu_host->host_alloc(ctx->host_ctx, (m * kk > 0 ? m * kk : 1) * sizeof *af, 64);
+    float *bf = cpu_host->host_alloc(ctx->host_ctx, (kk * n > 0 ? kk * n : 1) * sizeof *bf, 64);
+    float *yf = cpu_host->host_alloc(ctx->host_ctx, (m * n > 0 ? m * n : 1) * sizeof *yf, 64);
+    int64_t *acc = cpu_host->host_alloc(ctx->host_ctx, (m * n > 0 ? m * n : 1) * sizeof *acc, 64);
+    float *scratch = scratch_n ? cpu_host->host_alloc(ctx->host_ctx, scratch_n * sizeof *scratch, 64)
+                               : NULL;
+    bool ok = af && bf && yf && acc && (scratch_n == 0 || scratch);
+    if (ok) {
+        int32_t amax = 1, bmax = 1;
+        for (size_t i = 0; i < m; i++) {
+            int32_t z = za ? qu_q8(za, k->a_signed, k->za_rows ? i : 0) : 0;
+            int32_t span = qu_span(k->a_signed, z);
+            amax = span > amax ? span : amax;
+            for (size_t q = 0; q < kk; q++)
+                af[i * kk + q] = (float)(qu_q8(a, k->a_signed, ao + i * kk + q) - z);
+        }
+        for (size_t q = 0; q < kk; q++)
+            for (size_t j = 0; j < n; j++) {
+                int32_t z = zb ? qu_q8(zb, k->b_signed, k->zb_cols ? j : 0) : 0;
+                int32_t v = qu_q8(b, k->b_signed, bo + q * n + j) - z;
+                bf[q * n + j] = (float)v;
+                bmax = v > bmax ? v : -v > bmax ? -v : bmax;
+            }
+        size_t slice = (size_t)(((INT64_C(1) << 24) - 1) / ((int64_t)amax * bmax));
+        slice = slice < 1 ? 1 : slice;
+        memset(acc, 0, m * n * sizeof *acc);
+        for (size_t k0 = 0; k0 < kk; k0 += slice) {
+            size_t kc = kk - k0 < slice ? kk - k0 : slice;
+            cpu_gemm_operand ga = {.data = af + k0, .ld = (int64_t)kk};
+            cpu_gemm_operand gb = {.data = bf + k0 * n, .ld = (int64_t)n};
+            cpu_gemm((int64_t)m, (int64_t)n, (int64_t)kc, 1.0f, &ga, &gb, 0.0f, yf, (int64_t)n,
+                     scratch);
+            for (size_t e = 0; e < m * n; e++)
+                acc[e] += (int64_t)yf[e];
+        }
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                int32_t v = (int32_t)(uint32_t)(uint64_t)acc[i * n + j]; /* int32 wraps */
+                size_t at = at0 + i * n + j;
+                if (!k->qlinear) {
+                    ((int32_t *)dst)[at] = v;
+                    continue;
+                }
+                /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
+                float scale = sa[k->sa_rows ? i : 0] * sb[k->sb_cols ? j : 0] / sy;
+                qu_store_q8(dst, k->y_signed, at, nearbyintf((float)v * scale) + zy);
+            }
+    }
+    cpu_host->host_free(ctx->host_ctx, af);
+    cpu_host->host_free(ctx->host_ctx, bf);
+    cpu_host->host_free(ctx->host_ctx, yf);
+    cpu_host->host_free(ctx->host_ctx, acc);
+    cpu_host->host_free(ctx->host_ctx, scratch);
+    return ok;
+}
+
 static pl_status *qu_mm_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                               const pl_run_args *args, size_t o, void *dst,
                               pl_output_request req)
@@ -294,6 +371,8 @@ static pl_status *qu_mm_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     for (size_t t = 0; t < n_batch; t++) {
         size_t ao = (size_t)ix_offset(t, k->nb, k->batch, k->a_st) * k->m * k->kk;
         size_t bo = (size_t)ix_offset(t, k->nb, k->batch, k->b_st) * k->kk * k->n;
+        if (k->kk >= 8 && qu_mm_gemm(ctx, k, a, ao, b, bo, za, zb, sa, sb, sy, zy, dst, t * mat))
+            continue;
         for (size_t i = 0; i < k->m; i++)
             for (size_t j = 0; j < k->n; j++) {
                 int32_t zai = za ? qu_q8(za, k->a_signed, k->za_rows ? i : 0) : 0;

@@ -1085,6 +1085,30 @@ static void case_MatMulInteger(void)
                   .in = {TIN(I8, a3, 3, 2, 1, 3), TIN(I8, b3, 2, 3, 1)}};
     ti_run(&c3, OUTS(y3));
     CHECK(y3[0] == -4 && y3[1] == 7, "batched i8: %d %d", y3[0], y3[1]);
+
+    /* K = 700 (the SGEMM path, in exact slices: 700 x 255 x 255 is far
+     * past 2^24), u8 A with a zero point per row, u8 B with one per
+     * column, against sums in int64 */
+    enum { M = 3, K = 700, N = 5 };
+    static uint8_t al[M * K], bl[K * N];
+    uint8_t zar[M] = {0, 255, 128}, zbc[N] = {255, 0, 17, 200, 3};
+    for (int i = 0; i < M * K; i++)
+        al[i] = (uint8_t)((i * 131 + 7) % 256);
+    for (int i = 0; i < K * N; i++)
+        bl[i] = (uint8_t)((i * 197 + 3) % 256);
+    int32_t yl[M * N];
+    ti_case cl = {.op = "MatMulInteger", .opset = 10, .n_in = 4,
+                  .in = {TIN(U8, al, 2, M, K), TIN(U8, bl, 2, K, N), TIN(U8, zar, 1, M),
+                         TIN(U8, zbc, 1, N)}};
+    ti_run(&cl, OUTS(yl));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            int64_t want_l = 0;
+            for (int q = 0; q < K; q++)
+                want_l += (int64_t)(al[i * K + q] - zar[i]) * (bl[q * N + j] - zbc[j]);
+            CHECK(yl[i * N + j] == (int32_t)want_l, "K = 700: [%d, %d] is %d, expected %lld", i,
+                  j, yl[i * N + j], (long long)want_l);
+        }
 }
 
 static void case_QLinearMatMul(void)
