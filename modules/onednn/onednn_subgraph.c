@@ -228,6 +228,8 @@ struct odnn_uses {
 struct odnn_lnpat;
 static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
                             struct odnn_lnpat *out);
+static int odnn_match_any_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
+                                struct odnn_lnpat *out);
 
 static void odnn_uses_free(pl_module_ctx *ctx, struct odnn_uses *u)
 {
@@ -535,9 +537,10 @@ static int odnn_gelu_of(const pl_graph_view *v, const struct odnn_uses *u, size_
  * hold one value per element of the last axis. */
 
 struct odnn_lnpat {
-    size_t nodes[9]; /* in pattern order; nodes[0] is the first ReduceMean */
+    size_t nodes[13]; /* in pattern order; nodes[0] is the first mean */
+    size_t n_nodes;
     int64_t x, out;
-    int64_t gamma, beta; /* tensors of C elements, constant or view inputs */
+    int64_t gamma, beta; /* tensors of C elements, constant or view inputs; beta -1: none */
     float eps;
     /* Over the channels of a 4-D NCHW tensor (ConvNeXt's LayerNorm2d, as
      * PyTorch exports it) rather than the last axis: run as a layer
@@ -659,14 +662,148 @@ static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, s
     size_t list[9] = {r, (size_t)sub, (size_t)pw, (size_t)var, (size_t)add,
                       (size_t)sq, (size_t)dv, (size_t)mul, (size_t)badd};
     memcpy(out->nodes, list, sizeof list);
+    out->n_nodes = 9;
     return 1;
+}
+
+/* Whether node R averages the last axis of X keeping it: ReduceMean over
+ * the last axis, or (tf2onnx's choice) GlobalAveragePool of a rank-3
+ * tensor. */
+static int odnn_mean_last_any(const pl_graph_view *v, int64_t r, int32_t ndim)
+{
+    if (odnn_mean_last(v, r, ndim, 0))
+        return 1;
+    return ndim == 3 && odnn_op_is(v, r, "GlobalAveragePool");
+}
+
+/* The LayerNormalization Keras writes and tf2onnx converts (13 nodes):
+ * m = mean(x); d = Sub(x, m); v = mean(Mul(d, d)); s = Reciprocal(Sqrt(
+ * Add(v, eps))) * gamma; y = Add(Mul(x, s), Add(Mul(Neg(m), s), beta)),
+ * the beta Add absent when beta was zero (y = Add(Mul(x, s), Mul(Neg(m),
+ * s))). The means are ReduceMean over the last axis or GlobalAveragePool
+ * of a rank-3 tensor. Same result as the primitive up to rounding (x * s
+ * - m * s for (x - m) * s). */
+static int odnn_match_lnorm_tf(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
+                               struct odnn_lnpat *out)
+{
+    struct odnn_tinfo x;
+    out->x = odnn_in(v, r, 0);
+    if (!odnn_tensor(v, out->x, &x) || !x.known || !x.f32 || x.ndim < 2 || x.cdata != NULL ||
+        !odnn_mean_last_any(v, (int64_t)r, x.ndim))
+        return 0;
+    out->channel = 0;
+    int64_t c = x.dims[x.ndim - 1];
+    int64_t mean = odnn_out(v, r, 0);
+    if (mean < 0 || (size_t)mean >= u->n_tensors || u->escapes[mean] || u->count[mean] != 2)
+        return 0;
+    /* the mean's readers: Sub(x, m) and Neg(m) */
+    size_t nodes = onednn_host->graph->node_count(v);
+    int64_t sub = -1, neg = -1;
+    for (size_t k = 0; k < nodes; k++) {
+        if (odnn_op_is(v, (int64_t)k, "Sub") && odnn_in(v, k, 0) == out->x &&
+            odnn_in(v, k, 1) == mean)
+            sub = (int64_t)k;
+        else if (odnn_op_is(v, (int64_t)k, "Neg") && odnn_in(v, k, 0) == mean)
+            neg = (int64_t)k;
+    }
+    if (sub < 0 || neg < 0)
+        return 0;
+    int64_t d = odnn_out(v, (size_t)sub, 0);
+    if (d < 0 || (size_t)d >= u->n_tensors || u->escapes[d] || u->count[d] != 2)
+        return 0;
+    int64_t sqr = u->first[d];
+    if (!odnn_op_is(v, sqr, "Mul") || odnn_in(v, (size_t)sqr, 0) != d ||
+        odnn_in(v, (size_t)sqr, 1) != d)
+        return 0;
+    int64_t var = odnn_sole_reader(u, odnn_out(v, (size_t)sqr, 0));
+    if (var < 0 || !odnn_mean_last_any(v, var, x.ndim) ||
+        strcmp(onednn_host->graph->node_op(v, (size_t)var), onednn_host->graph->node_op(v, r)) != 0)
+        return 0;
+    int64_t add = odnn_sole_reader(u, odnn_out(v, (size_t)var, 0));
+    int first;
+    if (!odnn_op_is(v, add, "Add") ||
+        odnn_binary_scalar(v, (size_t)add, &out->eps, &first) != odnn_out(v, (size_t)var, 0) ||
+        !(out->eps >= 0.0f))
+        return 0;
+    int64_t sq = odnn_sole_reader(u, odnn_out(v, (size_t)add, 0));
+    if (!odnn_op_is(v, sq, "Sqrt"))
+        return 0;
+    int64_t rcp = odnn_sole_reader(u, odnn_out(v, (size_t)sq, 0));
+    if (!odnn_op_is(v, rcp, "Reciprocal"))
+        return 0;
+    int64_t gmul = odnn_sole_reader(u, odnn_out(v, (size_t)rcp, 0));
+    if (!odnn_op_is(v, gmul, "Mul"))
+        return 0;
+    out->gamma = odnn_other_input(v, (size_t)gmul, odnn_out(v, (size_t)rcp, 0), 1);
+    int64_t s_t = odnn_out(v, (size_t)gmul, 0);
+    if (s_t < 0 || (size_t)s_t >= u->n_tensors || u->escapes[s_t] || u->count[s_t] != 2 ||
+        !odnn_ln_param(v, u, out->gamma, c, x.ndim, 0))
+        return 0;
+    int64_t xs = -1, ms = -1;
+    for (size_t k = 0; k < nodes; k++) {
+        if (!odnn_op_is(v, (int64_t)k, "Mul"))
+            continue;
+        int64_t other = odnn_other_input(v, k, s_t, 1);
+        if (other == out->x)
+            xs = (int64_t)k;
+        else if (other == odnn_out(v, (size_t)neg, 0))
+            ms = (int64_t)k;
+    }
+    if (xs < 0 || ms < 0 || odnn_sole_reader(u, odnn_out(v, (size_t)neg, 0)) != ms)
+        return 0;
+    int64_t xs_t = odnn_out(v, (size_t)xs, 0), ms_t = odnn_out(v, (size_t)ms, 0);
+    int64_t r1 = odnn_sole_reader(u, ms_t), fin, badd = -1;
+    if (!odnn_op_is(v, r1, "Add"))
+        return 0;
+    int64_t other = odnn_other_input(v, (size_t)r1, ms_t, 1);
+    if (other == xs_t) {
+        fin = r1; /* no beta */
+        out->beta = -1;
+    } else {
+        badd = r1;
+        out->beta = other;
+        if (!odnn_ln_param(v, u, out->beta, c, x.ndim, 0))
+            return 0;
+        fin = odnn_sole_reader(u, odnn_out(v, (size_t)badd, 0));
+        if (!odnn_op_is(v, fin, "Add") ||
+            odnn_other_input(v, (size_t)fin, odnn_out(v, (size_t)badd, 0), 1) != xs_t)
+            return 0;
+    }
+    if (odnn_sole_reader(u, xs_t) != fin)
+        return 0;
+    struct odnn_tinfo y;
+    out->out = odnn_out(v, (size_t)fin, 0);
+    if (!odnn_tensor(v, out->out, &y) || !y.known || !y.f32 || y.ndim != x.ndim ||
+        memcmp(y.dims, x.dims, sizeof x.dims[0] * (size_t)x.ndim) != 0)
+        return 0;
+    size_t list[13] = {r, (size_t)sub, (size_t)sqr, (size_t)var, (size_t)add, (size_t)sq,
+                       (size_t)rcp, (size_t)gmul, (size_t)neg, (size_t)xs, (size_t)ms,
+                       (size_t)fin, 0};
+    size_t nl = 12;
+    if (badd >= 0)
+        list[nl++] = (size_t)badd;
+    memcpy(out->nodes, list, sizeof list);
+    out->n_nodes = nl;
+    return 1;
+}
+
+/* Either form of a decomposed LayerNormalization whose first mean is R. */
+static int odnn_match_any_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
+                                struct odnn_lnpat *out)
+{
+    if (odnn_op_is(v, (int64_t)r, "ReduceMean") && odnn_match_lnorm(v, u, r, out))
+        return 1;
+    return (odnn_op_is(v, (int64_t)r, "ReduceMean") ||
+            odnn_op_is(v, (int64_t)r, "GlobalAveragePool")) &&
+           odnn_match_lnorm_tf(v, u, r, out);
 }
 
 /* Finds the decomposed LayerNormalization node N belongs to. */
 static int odnn_lnorm_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                          struct odnn_lnpat *out)
 {
-    static const char *const ops[] = {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul"};
+    static const char *const ops[] = {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul",
+                                      "GlobalAveragePool", "Reciprocal", "Neg"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && !odnn_op_is(v, (int64_t)n, ops[i]))
         i++;
@@ -675,9 +812,9 @@ static int odnn_lnorm_of(const pl_graph_view *v, const struct odnn_uses *u, size
     size_t nodes = onednn_host->graph->node_count(v);
     for (size_t cand = 0; cand < nodes; cand++) {
         struct odnn_lnpat m;
-        if (!odnn_op_is(v, (int64_t)cand, "ReduceMean") || !odnn_match_lnorm(v, u, cand, &m))
+        if (!odnn_match_any_lnorm(v, u, cand, &m))
             continue;
-        for (size_t k = 0; k < 9; k++)
+        for (size_t k = 0; k < m.n_nodes; k++)
             if (m.nodes[k] == n) {
                 *out = m;
                 return 1;
@@ -700,9 +837,10 @@ static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
     memset(u->ln_channel, 0, nodes ? nodes : 1);
     for (size_t r = 0; r < nodes; r++) {
         struct odnn_lnpat m;
-        if (odnn_op_is(v, (int64_t)r, "ReduceMean") && odnn_match_lnorm(v, u, r, &m) &&
-            m.channel)
-            for (size_t k = 0; k < 9; k++)
+        /* over channels, or Keras's form (its Reciprocal and two-sided
+         * broadcasts alone are refused): taken whole */
+        if (odnn_match_any_lnorm(v, u, r, &m) && (m.channel || m.n_nodes > 9))
+            for (size_t k = 0; k < m.n_nodes; k++)
                 u->ln_channel[m.nodes[k]] = 1;
     }
     return NULL;
@@ -1905,6 +2043,12 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         odnn_reason(reason, op, "domain '%s' is not ONNX's", g->node_domain(v, n));
         return 0;
     }
+    /* A node of a LayerNorm pattern taken whole (over the channels, or
+     * Keras's form): the pattern is one primitive, whatever its nodes are
+     * alone (ReduceMeans and channel broadcasts as reference kernels, a
+     * Reciprocal oneDNN has no primitive for) */
+    if (u != NULL && u->ln_channel != NULL && u->ln_channel[n])
+        return odnn_all_f32_known(v, n, op, reason);
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
@@ -1922,10 +2066,6 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     if (!odnn_all_f32_known(v, n, op, reason))
         return 0;
-    /* A node of a LayerNorm over the channels: the pattern is one primitive
-     * (its ReduceMeans and channel broadcasts alone are reference kernels) */
-    if (u != NULL && u->ln_channel != NULL && u->ln_channel[n])
-        return 1;
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
@@ -4523,6 +4663,8 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     static const int args[2] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
     pl_status *st = NULL;
     for (int k = 0; st == NULL && k < 2; k++) {
+        if (params[k] < 0)
+            continue; /* no beta: no shift */
         struct odnn_tinfo p;
         odnn_tensor(v, params[k], &p);
         if (p.cdata != NULL) {
@@ -4562,7 +4704,7 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     dnnl_layer_normalization_desc_t ld;
     dnnl_status_t ds = dnnl_layer_normalization_forward_desc_init(
         &ld, dnnl_forward_inference, &b->c->values[src].md, NULL, m->eps,
-        dnnl_use_scale | dnnl_use_shift);
+        dnnl_use_scale | (m->beta >= 0 ? dnnl_use_shift : 0));
     st = odnn_dnnl(ds, "layer normalization descriptor", v, (int64_t)n);
     if (st == NULL)
         st = odnn_simple(b, n, ODNN_S_LNORM, &ld, src, out_t, wargs, w, n_w);
@@ -4584,7 +4726,7 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     }
     for (int k = 0; k < n_v; k++)
         odnn_arg(b, b->c->n_steps - 1, vargs[k], ODNN_REF_VALUE, vals[k]);
-    for (size_t k = 0; k < 9; k++)
+    for (size_t k = 0; k < m->n_nodes; k++)
         b->done[m->nodes[k]] = 1;
     return NULL;
 }

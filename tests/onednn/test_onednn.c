@@ -1474,6 +1474,69 @@ static void case_decomposed_layernorm(void)
     }
 }
 
+/* LayerNormalization as Keras writes it and tf2onnx converts it (13 nodes:
+ * GlobalAveragePool means of a rank-3 tensor, Mul(d, d), Reciprocal of the
+ * Sqrt, x * s + (beta - mean * s) as Neg, Mul, Add), with BETA, or without
+ * (a zero beta tf2onnx folded away: x * s + (-mean) * s). One
+ * layer_normalization step either way, and the cpu module's results. */
+static const char *model_keras_ln(int beta)
+{
+    struct mb m = {.seed = 23};
+    int64_t xs[] = {2, 6, 48}, c[] = {48}, w[] = {48, 48};
+    mb_input(&m, "x", 3, xs);
+    mb_const(&m, "w", 2, w, NULL, 0.2f);
+    mb_const(&m, "gamma", 1, c, NULL, 1.0f);
+    mb_const(&m, "beta", 1, c, NULL, 0.5f);
+    mb_scalar(&m, "eps", 1e-3f);
+    mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "h", "");
+    mb_node(&m, "mean", "GlobalAveragePool", "\"h\"", "mu", "");
+    mb_node(&m, "sub", "Sub", "\"h\",\"mu\"", "d", "");
+    mb_node(&m, "sq", "Mul", "\"d\",\"d\"", "d2", "");
+    mb_node(&m, "var", "GlobalAveragePool", "\"d2\"", "v", "");
+    mb_node(&m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
+    mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "sd", "");
+    mb_node(&m, "rcp", "Reciprocal", "\"sd\"", "r", "");
+    mb_node(&m, "scale", "Mul", "\"r\",\"gamma\"", "s", "");
+    mb_node(&m, "xs", "Mul", "\"h\",\"s\"", "hs", "");
+    mb_node(&m, "neg", "Neg", "\"mu\"", "nm", "");
+    mb_node(&m, "ms", "Mul", "\"nm\",\"s\"", "nms", "");
+    if (beta) {
+        mb_node(&m, "addbeta", "Add", "\"nms\",\"beta\"", "t", "");
+        mb_node(&m, "out", "Add", "\"hs\",\"t\"", "l", "");
+    } else {
+        mb_node(&m, "out", "Add", "\"hs\",\"nms\"", "l", "");
+    }
+    mb_node(&m, "tanh", "Tanh", "\"l\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_keras_layernorm(void)
+{
+    int64_t xs[] = {2, 6, 48}, ys[] = {2, 6, 48};
+    for (int beta = 0; beta < 2; beta++) {
+        const char *path = model_keras_ln(beta);
+        compare(path, 3, xs, 3, ys,
+                beta ? (const char *[]){"mm", "mean", "sub", "sq", "var", "addeps", "sqrt", "rcp",
+                                        "scale", "xs", "neg", "ms", "addbeta", "out", "tanh",
+                                        NULL}
+                     : (const char *[]){"mm", "mean", "sub", "sq", "var", "addeps", "sqrt", "rcp",
+                                        "scale", "xs", "neg", "ms", "out", "tanh", NULL});
+        struct direct d = direct_open(path);
+        pl_compiled *c = NULL;
+        TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+        struct blob b = {0};
+        TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+        uint32_t total;
+        int ln = count_steps(&b, 9 /* ODNN_S_LNORM */, &total);
+        TH_CHECK(ln == 1 && total <= 6, "beta %d: %d layer normalization steps of %u", beta, ln,
+                 total);
+        d.api->release(d.m->ctx, c);
+        free(b.bytes);
+        direct_close(&d);
+    }
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -3328,6 +3391,7 @@ int main(int argc, char **argv)
     {"reduce_max_infinity", case_reduce_max_infinity},
         {"padded_blocks", case_padded_blocks},
         {"permuted_broadcast", case_permuted_broadcast},
+        {"keras_layernorm", case_keras_layernorm},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
