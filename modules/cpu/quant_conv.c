@@ -29,6 +29,11 @@ typedef struct qc_kernel {
     bool x_signed, w_signed, y_signed;
     bool has_xz, has_wz, wz_per, ws_per, has_bias;
     size_t ix, iw, ixz, iwz;           /* input numbers */
+    /* Constant weights (and zero points): w - zw as floats [M, C/g * taps]
+     * and the exact K slice per group, made once when the kernel is; NULL
+     * when the weights come at run time. */
+    const float *wm_pre;
+    const size_t *slice_pre;
 } qc_kernel;
 
 static inline int32_t qc_q8(const char *p, bool is_signed, size_t i)
@@ -69,135 +74,187 @@ static int32_t qc_span(bool is_signed, int32_t zp)
     return zp - lo > hi - zp ? zp - lo : hi - zp;
 }
 
+/* One integer convolution on the SGEMM path: what every chunk reads. */
+typedef struct qc_gemm_call {
+    pl_module_ctx *ctx;
+    const qc_kernel *k;
+    const char *x;
+    int32_t xz;
+    const int32_t *bias;
+    const float *ws;
+    float xs, ys;
+    int32_t yz;
+    void *dst;
+    const float *wm;      /* [M, rows]: the weights less their zero points */
+    const size_t *slice;  /* per group: K slice whose partial sums are exact */
+    size_t rows, tile, n_tiles;
+    float lut[256];       /* x - x_zero_point for every byte */
+    int failed;           /* a chunk ran out of memory (atomic stores) */
+} qc_gemm_call;
+
+/* Work items [BEGIN, END) of (group, image, tile of columns), each with
+ * buffers of its own. */
+static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    qc_gemm_call *c = arg;
+    const qc_kernel *k = c->k;
+    size_t cg = k->c / k->group, mg = k->m / k->group, rows = c->rows, tile = c->tile;
+    size_t scratch_n = cpu_gemm_scratch_floats((int64_t)mg, (int64_t)tile, false, false);
+    float *col = cpu_host->host_alloc(c->ctx->host_ctx, rows * tile * sizeof *col, 64);
+    float *yf = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *yf, 64);
+    int64_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *acc, 64);
+    int32_t *col_in = cpu_host->host_alloc(c->ctx->host_ctx, tile * QC_MAX_SP * sizeof *col_in, 64);
+    float *scratch = scratch_n ? cpu_host->host_alloc(c->ctx->host_ctx,
+                                                      scratch_n * sizeof *scratch, 64)
+                               : NULL;
+    if (!col || !yf || !acc || !col_in || (scratch_n && !scratch)) {
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+        begin = end;
+    }
+    for (size_t item = begin; item < end; item++) {
+        size_t t = item % c->n_tiles, n = (item / c->n_tiles) % k->n,
+               g = item / (c->n_tiles * k->n);
+        size_t c0 = t * tile, nc = k->out_sp - c0 < tile ? k->out_sp - c0 : tile;
+        /* each column's output position */
+        for (size_t j = 0; j < nc; j++) {
+            size_t orest = c0 + j;
+            for (int d = k->nsp - 1; d >= 0; d--) {
+                col_in[j * QC_MAX_SP + d] =
+                    (int32_t)((int64_t)(orest % (size_t)k->out[d]) * k->stride[d] - k->pad[d]);
+                orest /= (size_t)k->out[d];
+            }
+        }
+        for (size_t cc = 0; cc < cg; cc++) {
+            const uint8_t *xb =
+                (const uint8_t *)(const void *)c->x + (n * k->c + g * cg + cc) * k->in_sp;
+            for (size_t kp = 0; kp < k->ker_sp; kp++) {
+                int64_t kd[QC_MAX_SP];
+                size_t rest = kp;
+                for (int d = k->nsp - 1; d >= 0; d--) {
+                    kd[d] = (int64_t)(rest % (size_t)k->ker[d]) * k->dil[d];
+                    rest /= (size_t)k->ker[d];
+                }
+                float *row = col + (cc * k->ker_sp + kp) * nc;
+                if (k->nsp == 2) {
+                    const int64_t h = k->in[0], wd = k->in[1], st = k->in_st[0];
+                    for (size_t j = 0; j < nc; j++) {
+                        int64_t ih = col_in[j * QC_MAX_SP] + kd[0];
+                        int64_t iw = col_in[j * QC_MAX_SP + 1] + kd[1];
+                        row[j] = ih >= 0 && ih < h && iw >= 0 && iw < wd ? c->lut[xb[ih * st + iw]]
+                                                                          : 0.0f;
+                    }
+                    continue;
+                }
+                for (size_t j = 0; j < nc; j++) {
+                    size_t in_off = 0;
+                    bool inside = true;
+                    for (int d = 0; d < k->nsp; d++) {
+                        int64_t id = col_in[j * QC_MAX_SP + d] + kd[d];
+                        inside &= id >= 0 && id < k->in[d];
+                        in_off += (size_t)id * (size_t)k->in_st[d];
+                    }
+                    row[j] = inside ? c->lut[xb[in_off]] : 0.0f;
+                }
+            }
+        }
+        memset(acc, 0, mg * nc * sizeof *acc);
+        const float *wg = c->wm + g * mg * rows;
+        for (size_t k0 = 0; k0 < rows; k0 += c->slice[g]) {
+            size_t kc = rows - k0 < c->slice[g] ? rows - k0 : c->slice[g];
+            cpu_gemm_operand a = {.data = wg + k0, .ld = (int64_t)rows};
+            cpu_gemm_operand b = {.data = col + k0 * nc, .ld = (int64_t)nc};
+            cpu_gemm((int64_t)mg, (int64_t)nc, (int64_t)kc, 1.0f, &a, &b, 0.0f, yf, (int64_t)nc,
+                     scratch);
+            for (size_t i = 0; i < mg * nc; i++)
+                acc[i] += (int64_t)yf[i];
+        }
+        for (size_t mm = 0; mm < mg; mm++) {
+            size_t m = g * mg + mm, at = (n * k->m + m) * k->out_sp + c0;
+            const int64_t *am = acc + mm * nc;
+            if (!k->qlinear) {
+                for (size_t j = 0; j < nc; j++)
+                    ((int32_t *)c->dst)[at + j] = (int32_t)(uint32_t)(uint64_t)am[j];
+                continue;
+            }
+            /* qc_store's arithmetic, the multiplier once per channel */
+            const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
+            const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
+            const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
+            for (size_t j = 0; j < nc; j++) {
+                int32_t total = (int32_t)((uint32_t)(uint64_t)am[j] + bb);
+                float v = nearbyintf((float)total * mult) + (float)c->yz;
+                v = v < lo ? lo : v > hi ? hi : v;
+                if (k->y_signed)
+                    ((int8_t *)c->dst)[at + j] = (int8_t)v;
+                else
+                    ((uint8_t *)c->dst)[at + j] = (uint8_t)v;
+            }
+        }
+    }
+    cpu_host->host_free(c->ctx->host_ctx, col);
+    cpu_host->host_free(c->ctx->host_ctx, yf);
+    cpu_host->host_free(c->ctx->host_ctx, acc);
+    cpu_host->host_free(c->ctx->host_ctx, col_in);
+    cpu_host->host_free(c->ctx->host_ctx, scratch);
+}
+
 /* The convolution as products on the module's SGEMM: per image and group,
  * the weights less their zero points ([M/g, C/g * taps]) times the input
  * less its zero point laid out by tap ([C/g * taps, columns], padding 0, in
- * tiles of columns). f32 holds every integer below 2^24 exactly, and so
- * every partial sum of a slice of K short enough that K * max|x - zx| *
- * max|w - zw| stays below it (about 500 taps for u8 x s8): each slice's
- * product is exact and the slices add up in int64, giving the same
- * integers as the direct loop, 50-100x sooner. False when memory is short
- * (the direct loop runs then). */
+ * tiles of columns), the (group, image, tile) items spread over the pool.
+ * f32 holds every integer below 2^24 exactly, and so every partial sum of
+ * a slice of K short enough that K * max|x - zx| * max|w - zw| stays below
+ * it (about 500 taps for u8 x s8): each slice's product is exact and the
+ * slices add up in int64, giving the same integers as the direct loop,
+ * 50-100x sooner. False when memory is short (the direct loop runs then,
+ * writing every output again). */
 static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x, const char *w,
                           int32_t xz, const char *wz, const int32_t *bias, const float *ws,
                           float xs, float ys, int32_t yz, void *dst)
 {
     size_t cg = k->c / k->group, mg = k->m / k->group, rows = cg * k->ker_sp;
-    size_t tile = ((size_t)1 << 19) / (rows ? rows : 1);
+    size_t tile = ((size_t)1 << 18) / (rows ? rows : 1);
     tile = tile < 64 ? 64 : tile > k->out_sp ? k->out_sp : tile;
-    size_t scratch_n = cpu_gemm_scratch_floats((int64_t)mg, (int64_t)tile, false, false);
-    float *wm = cpu_host->host_alloc(ctx->host_ctx, mg * rows * sizeof *wm, 64);
-    float *col = cpu_host->host_alloc(ctx->host_ctx, rows * tile * sizeof *col, 64);
-    float *yf = cpu_host->host_alloc(ctx->host_ctx, mg * tile * sizeof *yf, 64);
-    int64_t *acc = cpu_host->host_alloc(ctx->host_ctx, mg * tile * sizeof *acc, 64);
-    float *scratch = scratch_n ? cpu_host->host_alloc(ctx->host_ctx, scratch_n * sizeof *scratch, 64)
-                               : NULL;
-    int32_t *col_in = cpu_host->host_alloc(ctx->host_ctx, tile * QC_MAX_SP * sizeof *col_in, 64);
-    bool ok = wm && col && yf && acc && col_in && (scratch_n == 0 || scratch);
-    /* x - x_zero_point for every byte */
-    float lut[256];
-    for (int v = 0; v < 256; v++)
-        lut[v] = (float)((k->x_signed ? (int32_t)(int8_t)v : v) - xz);
-    for (size_t g = 0; ok && g < k->group; g++) {
+    /* at least two items per thread when the output allows */
+    size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    while (tile > 64 && k->group * k->n * ((k->out_sp + tile - 1) / tile) < 2 * threads)
+        tile = (tile + 1) / 2;
+    qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
+    bool pre = k->wm_pre != NULL;
+    float *wm = pre ? NULL
+                    : cpu_host->host_alloc(ctx->host_ctx,
+                                           (k->m * rows > 0 ? k->m * rows : 1) * sizeof *wm, 64);
+    size_t *slice = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, k->group * sizeof *slice, 64);
+    bool ok = c && (pre || (wm && slice));
+    for (size_t g = 0; ok && !pre && g < k->group; g++) {
         int32_t wmax = 1;
         for (size_t mm = 0; mm < mg; mm++) {
             size_t m = g * mg + mm;
             int32_t wzm = wz != NULL ? qc_q8(wz, k->w_signed, k->wz_per ? m : 0) : 0;
             for (size_t r = 0; r < rows; r++) {
                 int32_t v = qc_q8(w, k->w_signed, m * rows + r) - wzm;
-                wm[mm * rows + r] = (float)v;
+                wm[m * rows + r] = (float)v;
                 wmax = v > wmax ? v : -v > wmax ? -v : wmax;
             }
         }
         int64_t bound = (int64_t)wmax * qc_span(k->x_signed, xz);
-        size_t slice = (size_t)(((INT64_C(1) << 24) - 1) / (bound > 0 ? bound : 1));
-        slice = slice < 1 ? 1 : slice;
-        for (size_t n = 0; n < k->n; n++)
-            for (size_t c0 = 0; c0 < k->out_sp; c0 += tile) {
-                size_t nc = k->out_sp - c0 < tile ? k->out_sp - c0 : tile;
-                /* each column's output position, once per tile */
-                for (size_t j = 0; j < nc; j++) {
-                    size_t orest = c0 + j;
-                    for (int d = k->nsp - 1; d >= 0; d--) {
-                        col_in[j * QC_MAX_SP + d] =
-                            (int32_t)((int64_t)(orest % (size_t)k->out[d]) * k->stride[d] - k->pad[d]);
-                        orest /= (size_t)k->out[d];
-                    }
-                }
-                for (size_t cc = 0; cc < cg; cc++) {
-                    const size_t xbase = (n * k->c + g * cg + cc) * k->in_sp;
-                    for (size_t kp = 0; kp < k->ker_sp; kp++) {
-                        int64_t kd[QC_MAX_SP];
-                        size_t rest = kp;
-                        for (int d = k->nsp - 1; d >= 0; d--) {
-                            kd[d] = (int64_t)(rest % (size_t)k->ker[d]) * k->dil[d];
-                            rest /= (size_t)k->ker[d];
-                        }
-                        float *row = col + (cc * k->ker_sp + kp) * nc;
-                        const uint8_t *xb = (const uint8_t *)(const void *)x + xbase;
-                        if (k->nsp == 2) {
-                            const int64_t h = k->in[0], wd = k->in[1], st = k->in_st[0];
-                            for (size_t j = 0; j < nc; j++) {
-                                int64_t ih = col_in[j * QC_MAX_SP] + kd[0];
-                                int64_t iw = col_in[j * QC_MAX_SP + 1] + kd[1];
-                                row[j] = ih >= 0 && ih < h && iw >= 0 && iw < wd
-                                             ? lut[xb[ih * st + iw]]
-                                             : 0.0f;
-                            }
-                            continue;
-                        }
-                        for (size_t j = 0; j < nc; j++) {
-                            size_t in_off = 0;
-                            bool inside = true;
-                            for (int d = 0; d < k->nsp; d++) {
-                                int64_t id = col_in[j * QC_MAX_SP + d] + kd[d];
-                                inside &= id >= 0 && id < k->in[d];
-                                in_off += (size_t)id * (size_t)k->in_st[d];
-                            }
-                            row[j] = inside ? lut[xb[in_off]] : 0.0f;
-                        }
-                    }
-                }
-                memset(acc, 0, mg * nc * sizeof *acc);
-                for (size_t k0 = 0; k0 < rows; k0 += slice) {
-                    size_t kc = rows - k0 < slice ? rows - k0 : slice;
-                    cpu_gemm_operand a = {.data = wm + k0, .ld = (int64_t)rows};
-                    cpu_gemm_operand b = {.data = col + k0 * nc, .ld = (int64_t)nc};
-                    cpu_gemm((int64_t)mg, (int64_t)nc, (int64_t)kc, 1.0f, &a, &b, 0.0f, yf,
-                             (int64_t)nc, scratch);
-                    for (size_t i = 0; i < mg * nc; i++)
-                        acc[i] += (int64_t)yf[i];
-                }
-                for (size_t mm = 0; mm < mg; mm++) {
-                    size_t m = g * mg + mm, at = (n * k->m + m) * k->out_sp + c0;
-                    const int64_t *am = acc + mm * nc;
-                    if (!k->qlinear) {
-                        for (size_t j = 0; j < nc; j++)
-                            ((int32_t *)dst)[at + j] = (int32_t)(uint32_t)(uint64_t)am[j];
-                        continue;
-                    }
-                    /* qc_store's arithmetic, the multiplier once per channel */
-                    const float mult = xs * ws[k->ws_per ? m : 0] / ys;
-                    const uint32_t b = (uint32_t)(bias ? bias[m] : 0);
-                    const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
-                    for (size_t j = 0; j < nc; j++) {
-                        int32_t total = (int32_t)((uint32_t)(uint64_t)am[j] + b);
-                        float v = nearbyintf((float)total * mult) + (float)yz;
-                        v = v < lo ? lo : v > hi ? hi : v;
-                        if (k->y_signed)
-                            ((int8_t *)dst)[at + j] = (int8_t)v;
-                        else
-                            ((uint8_t *)dst)[at + j] = (uint8_t)v;
-                    }
-                }
-            }
+        slice[g] = (size_t)(((INT64_C(1) << 24) - 1) / (bound > 0 ? bound : 1));
+        slice[g] = slice[g] < 1 ? 1 : slice[g];
     }
+    if (ok) {
+        *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
+                            .xs = xs, .ys = ys, .yz = yz, .dst = dst,
+                            .wm = pre ? k->wm_pre : wm, .slice = pre ? k->slice_pre : slice,
+                            .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile};
+        for (int v = 0; v < 256; v++)
+            c->lut[v] = (float)((k->x_signed ? (int32_t)(int8_t)v : v) - xz);
+        cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1, qc_gemm_chunk, c);
+        ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+    }
+    cpu_host->host_free(ctx->host_ctx, c);
     cpu_host->host_free(ctx->host_ctx, wm);
-    cpu_host->host_free(ctx->host_ctx, col);
-    cpu_host->host_free(ctx->host_ctx, yf);
-    cpu_host->host_free(ctx->host_ctx, acc);
-    cpu_host->host_free(ctx->host_ctx, scratch);
-    cpu_host->host_free(ctx->host_ctx, col_in);
+    cpu_host->host_free(ctx->host_ctx, slice);
     return ok;
 }
 
@@ -389,11 +446,50 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                              "the bias must be %zu i32 values, one per output channel", tmp.m);
     }
+    /* Constant weights (and weight zero points): their SGEMM operand is
+     * made here, once, behind the kernel. */
+    const pl_graph_api *g = cpu_host->graph;
+    const void *wdata = NULL, *wzdata = NULL;
+    size_t wbytes = 0, wzbytes = 0;
+    size_t rows = tmp.c / tmp.group * tmp.ker_sp;
+    bool pre = g != NULL && node->graph != NULL && rows > 0 && tmp.m > 0;
+    if (pre) {
+        int64_t tw = g->node_input(node->graph, node->node_index, tmp.iw);
+        int64_t twz = tmp.has_wz ? g->node_input(node->graph, node->node_index, tmp.iwz) : -1;
+        pre = tw >= 0 && g->tensor_constant(node->graph, tw, &wdata, &wbytes) &&
+              wbytes == tmp.m * rows &&
+              (!tmp.has_wz || (twz >= 0 && g->tensor_constant(node->graph, twz, &wzdata, &wzbytes)));
+    }
+    size_t head = (sizeof(qc_kernel) + 63) & ~(size_t)63;
+    size_t extra = pre ? tmp.m * rows * sizeof(float) + tmp.group * sizeof(size_t) : 0;
     qc_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, qc_write, (shp_kernel **)&k));
+    SHP_TRY(shp_kernel_alloc(ctx, node, head + extra, qc_write, (shp_kernel **)&k));
     shp_kernel base = k->k;
     *k = tmp;
     k->k = base;
+    if (pre) {
+        float *wm = (float *)(void *)((char *)k + head);
+        size_t *slice = (size_t *)(void *)(wm + tmp.m * rows);
+        size_t mg = tmp.m / tmp.group;
+        for (size_t gr = 0; gr < tmp.group; gr++) {
+            int32_t wmax = 1;
+            for (size_t mm = 0; mm < mg; mm++) {
+                size_t m = gr * mg + mm;
+                int32_t wzm = wzdata ? qc_q8((const char *)wzdata, tmp.w_signed, tmp.wz_per ? m : 0) : 0;
+                for (size_t r = 0; r < rows; r++) {
+                    int32_t v = qc_q8((const char *)wdata, tmp.w_signed, m * rows + r) - wzm;
+                    wm[m * rows + r] = (float)v;
+                    wmax = v > wmax ? v : -v > wmax ? -v : wmax;
+                }
+            }
+            /* x's zero point may come at run time: the widest span */
+            int64_t bound = (int64_t)wmax * 255;
+            slice[gr] = (size_t)(((INT64_C(1) << 24) - 1) / bound);
+            slice[gr] = slice[gr] < 1 ? 1 : slice[gr];
+        }
+        k->wm_pre = wm;
+        k->slice_pre = slice;
+    }
     *out_kernel = &k->k.base;
     return NULL;
 }
