@@ -798,6 +798,112 @@ static int odnn_match_any_lnorm(const pl_graph_view *v, const struct odnn_uses *
            odnn_match_lnorm_tf(v, u, r, out);
 }
 
+/* ---- QuantizeLinear -> DequantizeLinear ---------------------------------------
+ *
+ * Quantization-aware graphs (ONNX Runtime's QDQ format) put a
+ * QuantizeLinear and a DequantizeLinear of the same scale and zero point on
+ * every activation: y = (clamp(round(x / s) + zp, lo, hi) - zp) * s, f32 in
+ * and out. With one scale and zero point the pair is one binary division by
+ * s with eltwise post-ops (round half to even, clip to [lo - zp, hi - zp],
+ * * s), the same values as the cpu module's kernels, so the
+ * activations stay in the subgraph instead of crossing to cpu twice. */
+
+struct odnn_qdq {
+    size_t q, dq;
+    int64_t x, scale, out;
+    float s;
+    int32_t zp, lo, hi;
+};
+
+/* The one 8-bit value of constant T (absent: 0, unsigned). */
+static int odnn_q8_scalar(const pl_graph_view *v, int64_t t, int32_t *out, int *out_signed)
+{
+    *out = 0;
+    *out_signed = 0;
+    if (t < 0)
+        return 1;
+    pl_dtype dt;
+    int32_t nd;
+    const int64_t *dims;
+    struct odnn_tinfo ti;
+    if (!onednn_host->graph->tensor_type(v, t, &dt, &nd, &dims) || !odnn_tensor(v, t, &ti) ||
+        ti.cdata == NULL || ti.elems != 1 || ti.cbytes != 1)
+        return 0;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I8)) {
+        *out = *(const int8_t *)ti.cdata;
+        *out_signed = 1;
+        return 1;
+    }
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U8)) {
+        *out = *(const uint8_t *)ti.cdata;
+        return 1;
+    }
+    return 0;
+}
+
+static int odnn_match_qdq(const pl_graph_view *v, const struct odnn_uses *u, size_t q,
+                          struct odnn_qdq *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    if (!odnn_op_is(v, (int64_t)q, "QuantizeLinear") || g->node_domain(v, q)[0] != '\0' ||
+        g->node_input_count(v, q) < 2 || g->node_output_count(v, q) != 1)
+        return 0;
+    struct odnn_tinfo x, y;
+    out->q = q;
+    out->x = odnn_in(v, q, 0);
+    out->scale = odnn_in(v, q, 1);
+    if (!odnn_tensor(v, out->x, &x) || !x.known || !x.f32 || x.cdata != NULL || x.ndim < 1 ||
+        !odnn_scalar(v, out->scale, &out->s) || !(out->s > 0.0f) || !isfinite(out->s))
+        return 0;
+    int64_t zq = g->node_input_count(v, q) > 2 ? odnn_in(v, q, 2) : -1;
+    int sgn;
+    if (!odnn_q8_scalar(v, zq, &out->zp, &sgn))
+        return 0;
+    /* the quantized dtype is the output's (u8 when no zero point says) */
+    pl_dtype qdt;
+    int32_t nd;
+    const int64_t *dims;
+    int64_t qt = odnn_out(v, q, 0);
+    if (!g->tensor_type(v, qt, &qdt, &nd, &dims) ||
+        !(PL_DTYPE_EQ(qdt, PL_DTYPE_U8) || PL_DTYPE_EQ(qdt, PL_DTYPE_I8)) ||
+        (zq >= 0 && PL_DTYPE_EQ(qdt, PL_DTYPE_I8) != (sgn != 0)))
+        return 0;
+    sgn = PL_DTYPE_EQ(qdt, PL_DTYPE_I8);
+    out->lo = sgn ? -128 : 0;
+    out->hi = sgn ? 127 : 255;
+    int64_t dq = odnn_sole_reader(u, qt);
+    if (!odnn_op_is(v, dq, "DequantizeLinear") || odnn_in(v, (size_t)dq, 0) != qt ||
+        g->node_input_count(v, (size_t)dq) < 2)
+        return 0;
+    float s2;
+    int32_t z2;
+    int sg2;
+    int64_t zdq = g->node_input_count(v, (size_t)dq) > 2 ? odnn_in(v, (size_t)dq, 2) : -1;
+    if (!odnn_scalar(v, odnn_in(v, (size_t)dq, 1), &s2) || s2 != out->s ||
+        !odnn_q8_scalar(v, zdq, &z2, &sg2) || z2 != out->zp)
+        return 0;
+    out->dq = (size_t)dq;
+    out->out = odnn_out(v, (size_t)dq, 0);
+    if (!odnn_tensor(v, out->out, &y) || !y.known || !y.f32 || y.elems != x.elems)
+        return 0;
+    return 1;
+}
+
+/* The QDQ pair node N belongs to (N is its QuantizeLinear or its
+ * DequantizeLinear). */
+static int odnn_qdq_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
+                       struct odnn_qdq *out)
+{
+    if (odnn_op_is(v, (int64_t)n, "QuantizeLinear"))
+        return odnn_match_qdq(v, u, n, out);
+    if (!odnn_op_is(v, (int64_t)n, "DequantizeLinear"))
+        return 0;
+    int64_t t = odnn_in(v, n, 0);
+    if (t < 0 || (size_t)t >= u->n_tensors || u->producer[t] == 0)
+        return 0;
+    return odnn_match_qdq(v, u, u->producer[t] - 1, out) && out->dq == n;
+}
+
 /* Finds the decomposed LayerNormalization node N belongs to. */
 static int odnn_lnorm_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                          struct odnn_lnpat *out)
@@ -2049,6 +2155,9 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
      * Reciprocal oneDNN has no primitive for) */
     if (u != NULL && u->ln_channel != NULL && u->ln_channel[n])
         return odnn_all_f32_known(v, n, op, reason);
+    struct odnn_qdq qp;
+    if (u != NULL && odnn_qdq_of(v, u, n, &qp))
+        return 1;
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
@@ -4838,6 +4947,69 @@ static dnnl_format_tag_t odnn_per_channel_blocking(const dnnl_memory_desc_t *md0
     return dnnl_format_tag_undef;
 }
 
+/* A QDQ pair (odnn_match_qdq) as one step: x / s (a binary division by the
+ * scale, broadcast), then round half to even, clip to the 8-bit range less
+ * the zero point, and * s as eltwise post-ops. Emitted at the
+ * QuantizeLinear; both nodes are done. */
+static pl_status *odnn_qdq_step(struct odnn_build *b, const struct odnn_qdq *p)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, p->x, &x);
+    int s0, s1;
+    pl_status *st = odnn_source(b, p->x, (int64_t)p->q, &s0);
+    if (st == NULL)
+        st = odnn_source(b, p->scale, (int64_t)p->q, &s1);
+    int nd = x.ndim;
+    dnnl_dims_t ones, xd;
+    for (int i = 0; i < nd; i++)
+        ones[i] = 1, xd[i] = x.dims[i];
+    dnnl_memory_desc_t md1, dst_md;
+    odnn_plain_md(&md1, nd, ones);
+    if (st == NULL)
+        st = odnn_view_as(b, s1, &md1, (int64_t)p->q, &s1);
+    if (st == NULL && !odnn_is_row_major(&b->c->values[s0].md))
+        st = odnn_plain(b, s0, (int64_t)p->q, &s0);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_init_by_tag(&dst_md, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_binary_desc_t bd;
+    st = odnn_dnnl(dnnl_binary_desc_init(&bd, dnnl_binary_div, &b->c->values[s0].md, &md1, &dst_md),
+                   "binary descriptor", v, (int64_t)p->q);
+    dnnl_post_ops_t po = NULL;
+    if (st == NULL && dnnl_post_ops_create(&po) != dnnl_success)
+        st = odnn_oom();
+    if (st == NULL &&
+        /* clamp(q + zp, lo, hi) - zp is clamp(q, lo - zp, hi - zp), all
+         * small integers: one clip instead of two shifts around one (oneDNN
+         * 2.6's jit binary applied the first linear post-op's alpha and
+         * beta to every later one) */
+        (dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f) != dnnl_success ||
+         dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, (float)(p->lo - p->zp),
+                                      (float)(p->hi - p->zp)) != dnnl_success ||
+         dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, p->s, 0.0f) != dnnl_success))
+        st = odnn_oom();
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == NULL)
+        st = odnn_make_pd(b, &bd, po, p->q, &pd);
+    if (po != NULL)
+        dnnl_post_ops_destroy(po);
+    int dst = -1, step = -1;
+    if (st == NULL && (dst = odnn_dst_value(b, p->out, pd)) < 0)
+        st = odnn_oom();
+    if (st == NULL)
+        step = odnn_add_step(b, ODNN_S_BINARY, pd, (int64_t)p->q, &st);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (st != NULL)
+        return st;
+    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, s0);
+    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, s1);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    b->done[p->q] = b->done[p->dq] = 1;
+    return NULL;
+}
+
 static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
 {
     const pl_graph_view *v = b->v;
@@ -5859,6 +6031,9 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     struct odnn_lnpat lm;
     if (odnn_lnorm_of(v, &b->u, n, &lm))
         return odnn_lnorm_pattern(b, n, &lm);
+    struct odnn_qdq qp;
+    if (odnn_qdq_of(v, &b->u, n, &qp))
+        return odnn_qdq_step(b, &qp);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)

@@ -1537,6 +1537,57 @@ static void case_keras_layernorm(void)
     }
 }
 
+/* A QuantizeLinear -> DequantizeLinear pair on an activation (ONNX
+ * Runtime's QDQ format), u8 with zero point 10 and s8 with -3: onednn
+ * takes both nodes as one step (a division with round/clip/scale
+ * post-ops) and gives the cpu module's values exactly, so the activation
+ * does not cross to cpu and back. */
+static const char *model_qdq(int is_signed)
+{
+    struct mb m = {.seed = 29};
+    int64_t xs[] = {2, 8, 6, 6};
+    mb_input(&m, "x", 4, xs);
+    mb_scalar(&m, "s", 0.02f);
+    mb_node(&m, "zp", "Constant", "", "z",
+            is_signed ? "\"value\":{\"tensor\":{\"dtype\":\"i8\",\"shape\":[],\"values\":[-3]}}"
+                      : "\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[10]}}");
+    mb_node(&m, "relu", "Relu", "\"x\"", "r", "");
+    mb_node(&m, "q", "QuantizeLinear", "\"r\",\"s\",\"z\"", "rq", "");
+    mb_node(&m, "dq", "DequantizeLinear", "\"rq\",\"s\",\"z\"", "d", "");
+    mb_node(&m, "sig", "Sigmoid", "\"d\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_qdq_pair(void)
+{
+    int64_t xs[] = {2, 8, 6, 6};
+    for (int sg = 0; sg < 2; sg++) {
+        const char *path = model_qdq(sg);
+        compare(path, 4, xs, 4, xs, (const char *[]){"relu", "q", "dq", "sig", NULL});
+        /* compiled directly: every node but the Constant (folded in a
+         * session) */
+        struct direct d = direct_open(path);
+        pl_graph_view_destroy(d.view);
+        pl_nid nodes[8];
+        size_t nn = 0;
+        for (size_t i = 0; i < pl_graph_node_count(d.model->graph) && nn < 8; i++)
+            if (strcmp(pl_graph_get_node(d.model->graph, (pl_nid)i)->op, "Constant") != 0)
+                nodes[nn++] = (pl_nid)i;
+        TH_CHECK_OK(pl_graph_view_create(d.model->graph, nodes, nn, &d.view));
+        pl_compiled *c = NULL;
+        TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+        struct blob b = {0};
+        TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+        uint32_t total;
+        count_steps(&b, 0, &total);
+        TH_CHECK(total <= 4, "signed %d: %u steps for relu, the pair and sigmoid", sg, total);
+        d.api->release(d.m->ctx, c);
+        free(b.bytes);
+        direct_close(&d);
+    }
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -3392,6 +3443,7 @@ int main(int argc, char **argv)
         {"padded_blocks", case_padded_blocks},
         {"permuted_broadcast", case_permuted_broadcast},
         {"keras_layernorm", case_keras_layernorm},
+        {"qdq_pair", case_qdq_pair},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
