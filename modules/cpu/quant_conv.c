@@ -461,15 +461,17 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
               (!tmp.has_wz || (twz >= 0 && g->tensor_constant(node->graph, twz, &wzdata, &wzbytes)));
     }
     size_t head = (sizeof(qc_kernel) + 63) & ~(size_t)63;
-    size_t extra = pre ? tmp.m * rows * sizeof(float) + tmp.group * sizeof(size_t) : 0;
+    /* the slices first (size_t alignment), the weights 64 bytes on */
+    size_t slices_bytes = (tmp.group * sizeof(size_t) + 63) & ~(size_t)63;
+    size_t extra = pre ? slices_bytes + tmp.m * rows * sizeof(float) : 0;
     qc_kernel *k;
     SHP_TRY(shp_kernel_alloc(ctx, node, head + extra, qc_write, (shp_kernel **)&k));
     shp_kernel base = k->k;
     *k = tmp;
     k->k = base;
     if (pre) {
-        float *wm = (float *)(void *)((char *)k + head);
-        size_t *slice = (size_t *)(void *)(wm + tmp.m * rows);
+        size_t *slice = (size_t *)(void *)((char *)k + head);
+        float *wm = (float *)(void *)((char *)k + head + slices_bytes);
         size_t mg = tmp.m / tmp.group;
         for (size_t gr = 0; gr < tmp.group; gr++) {
             int32_t wmax = 1;
