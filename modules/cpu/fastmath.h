@@ -81,4 +81,15 @@ static inline float cpu_tanhf(float x)
     return ax < 0.25f ? p : q;
 }
 
+/* V rounded half to even, as nearbyintf in the default rounding mode,
+ * without the libm call that stops the vectoriser: adding and taking off
+ * 1.5 * 2^23 leaves the rounded value for |V| < 2^22; larger values are
+ * clamped to +-2^22 first (callers saturate to 8 or 16 bits after, so
+ * their side is all that counts). NaN stays NaN. */
+static inline float cpu_round_even(float v)
+{
+    v = v < -4194304.0f ? -4194304.0f : v > 4194304.0f ? 4194304.0f : v;
+    return (v + 12582912.0f) - 12582912.0f;
+}
+
 #endif

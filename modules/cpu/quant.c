@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fastmath.h"
 #include "gemm.h"
 #include "index_kernel.h"
 
@@ -104,7 +105,7 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         const float s0 = scale[0], lo = k->q_signed ? -128.0f : 0.0f,
                     hi = k->q_signed ? 127.0f : 255.0f, zf = (float)z;
         for (size_t e = 0; e < n; e++) {
-            float v = nearbyintf(xf[e] / s0) + zf;
+            float v = cpu_round_even(xf[e] / s0) + zf;
             v = v < lo ? lo : v > hi ? hi : v;
             if (!(v == v))
                 v = 0.0f; /* NaN: what the double path's conversion gave on x86 */

@@ -12,7 +12,8 @@
 
 #include <plinth/auto_pad.h>
 
-#include "gemm.h"
+#include "fastmath.h"
+#include "igemm.h"
 #include "index_kernel.h"
 
 #define QC_MAX_SP (CPU_MAX_RANK - 2)
@@ -29,11 +30,10 @@ typedef struct qc_kernel {
     bool x_signed, w_signed, y_signed;
     bool has_xz, has_wz, wz_per, ws_per, has_bias;
     size_t ix, iw, ixz, iwz;           /* input numbers */
-    /* Constant weights (and zero points): w - zw as floats [M, C/g * taps]
-     * and the exact K slice per group, made once when the kernel is; NULL
-     * when the weights come at run time. */
-    const float *wm_pre;
-    const size_t *slice_pre;
+    /* Constant weights (and zero points) packed for the integer GEMM, one
+     * group after another, made once when the kernel is; NULL when the
+     * weights come at run time. */
+    const char *wpack_pre;
 } qc_kernel;
 
 static inline int32_t qc_q8(const char *p, bool is_signed, size_t i)
@@ -67,14 +67,8 @@ static inline void qc_store(const qc_kernel *k, void *dst, size_t at, int64_t su
         ((uint8_t *)dst)[at] = (uint8_t)v;
 }
 
-/* The largest |v - zero point| an 8-bit value can have. */
-static int32_t qc_span(bool is_signed, int32_t zp)
-{
-    int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
-    return zp - lo > hi - zp ? zp - lo : hi - zp;
-}
 
-/* One integer convolution on the SGEMM path: what every chunk reads. */
+/* One integer convolution on the integer GEMM: what every chunk reads. */
 typedef struct qc_gemm_call {
     pl_module_ctx *ctx;
     const qc_kernel *k;
@@ -85,12 +79,50 @@ typedef struct qc_gemm_call {
     float xs, ys;
     int32_t yz;
     void *dst;
-    const float *wm;      /* [M, rows]: the weights less their zero points */
-    const size_t *slice;  /* per group: K slice whose partial sums are exact */
+    const char *wpack;    /* per group: the packed weights (cpu_igemm_pack_a) */
+    size_t wpack_bytes;   /* of one group */
     size_t rows, tile, n_tiles;
-    float lut[256];       /* x - x_zero_point for every byte */
+    bool direct;          /* 1x1, stride 1, no padding: B is x itself */
     int failed;           /* a chunk ran out of memory (atomic stores) */
 } qc_gemm_call;
+
+
+/* One row of the 2-D im2col: the input at tap offset KD (dilated) for
+ * output positions C0 .. C0 + NC, PAD outside the input; whole runs of an
+ * output row at a time (memset and memcpy where the stride is 1). */
+static void qc_im2col_row2(const qc_kernel *k, const uint8_t *xb, const int64_t *kd, size_t c0,
+                           size_t nc, uint8_t pad, uint8_t *row)
+{
+    const int64_t h = k->in[0], wd = k->in[1], ow_n = k->out[1], st = k->in_st[0];
+    const int64_t sh = k->stride[0], sw = k->stride[1];
+    size_t j = 0;
+    while (j < nc) {
+        size_t p = c0 + j;
+        int64_t oh = (int64_t)p / ow_n, ow0 = (int64_t)p % ow_n;
+        int64_t len = ow_n - ow0 < (int64_t)(nc - j) ? ow_n - ow0 : (int64_t)(nc - j);
+        int64_t ih = oh * sh - k->pad[0] + kd[0];
+        uint8_t *r = row + j;
+        j += (size_t)len;
+        if (ih < 0 || ih >= h) {
+            memset(r, pad, (size_t)len);
+            continue;
+        }
+        const uint8_t *xr = xb + ih * st;
+        int64_t iw0 = ow0 * sw - k->pad[1] + kd[1]; /* input column of the run's first */
+        /* the run's positions inside the input: [lo, hi) */
+        int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
+        int64_t hi = wd - iw0 <= 0 ? 0 : (wd - iw0 + sw - 1) / sw;
+        lo = lo > len ? len : lo;
+        hi = hi > len ? len : hi < lo ? lo : hi;
+        memset(r, pad, (size_t)lo);
+        if (sw == 1)
+            memcpy(r + lo, xr + iw0 + lo, (size_t)(hi - lo));
+        else
+            for (int64_t t = lo; t < hi; t++)
+                r[t] = xr[iw0 + t * sw];
+        memset(r + hi, pad, (size_t)(len - hi));
+    }
+}
 
 /* Work items [BEGIN, END) of (group, image, tile of columns), each with
  * buffers of its own. */
@@ -100,161 +132,155 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     qc_gemm_call *c = arg;
     const qc_kernel *k = c->k;
     size_t cg = k->c / k->group, mg = k->m / k->group, rows = c->rows, tile = c->tile;
-    size_t scratch_n = cpu_gemm_scratch_floats((int64_t)mg, (int64_t)tile, false, false);
-    float *col = cpu_host->host_alloc(c->ctx->host_ctx, rows * tile * sizeof *col, 64);
-    float *yf = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *yf, 64);
-    int64_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *acc, 64);
+    size_t scratch_n = cpu_igemm_scratch_bytes((int64_t)tile, (int64_t)rows);
+    uint8_t *col = c->direct ? NULL
+                             : cpu_host->host_alloc(c->ctx->host_ctx, rows * tile + 1, 64);
+    int32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *acc, 64);
     int32_t *col_in = cpu_host->host_alloc(c->ctx->host_ctx, tile * QC_MAX_SP * sizeof *col_in, 64);
-    float *scratch = scratch_n ? cpu_host->host_alloc(c->ctx->host_ctx,
-                                                      scratch_n * sizeof *scratch, 64)
-                               : NULL;
-    if (!col || !yf || !acc || !col_in || (scratch_n && !scratch)) {
+    void *scratch = cpu_host->host_alloc(c->ctx->host_ctx, scratch_n, 64);
+    if ((!c->direct && !col) || !acc || !col_in || !scratch) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
     }
+    const uint8_t pad = (uint8_t)c->xz;
     for (size_t item = begin; item < end; item++) {
         size_t t = item % c->n_tiles, n = (item / c->n_tiles) % k->n,
                g = item / (c->n_tiles * k->n);
         size_t c0 = t * tile, nc = k->out_sp - c0 < tile ? k->out_sp - c0 : tile;
-        /* each column's output position */
-        for (size_t j = 0; j < nc; j++) {
-            size_t orest = c0 + j;
-            for (int d = k->nsp - 1; d >= 0; d--) {
-                col_in[j * QC_MAX_SP + d] =
-                    (int32_t)((int64_t)(orest % (size_t)k->out[d]) * k->stride[d] - k->pad[d]);
-                orest /= (size_t)k->out[d];
-            }
-        }
-        for (size_t cc = 0; cc < cg; cc++) {
-            const uint8_t *xb =
-                (const uint8_t *)(const void *)c->x + (n * k->c + g * cg + cc) * k->in_sp;
-            for (size_t kp = 0; kp < k->ker_sp; kp++) {
-                int64_t kd[QC_MAX_SP];
-                size_t rest = kp;
+        const uint8_t *xg = (const uint8_t *)(const void *)c->x + (n * k->c + g * cg) * k->in_sp;
+        cpu_igemm_q8 b = {.data = xg + c0, .ld = (int64_t)k->in_sp, .is_signed = k->x_signed};
+        if (!c->direct) {
+            /* each column's output position */
+            for (size_t j = 0; j < nc; j++) {
+                size_t orest = c0 + j;
                 for (int d = k->nsp - 1; d >= 0; d--) {
-                    kd[d] = (int64_t)(rest % (size_t)k->ker[d]) * k->dil[d];
-                    rest /= (size_t)k->ker[d];
-                }
-                float *row = col + (cc * k->ker_sp + kp) * nc;
-                if (k->nsp == 2) {
-                    const int64_t h = k->in[0], wd = k->in[1], st = k->in_st[0];
-                    for (size_t j = 0; j < nc; j++) {
-                        int64_t ih = col_in[j * QC_MAX_SP] + kd[0];
-                        int64_t iw = col_in[j * QC_MAX_SP + 1] + kd[1];
-                        row[j] = ih >= 0 && ih < h && iw >= 0 && iw < wd ? c->lut[xb[ih * st + iw]]
-                                                                          : 0.0f;
-                    }
-                    continue;
-                }
-                for (size_t j = 0; j < nc; j++) {
-                    size_t in_off = 0;
-                    bool inside = true;
-                    for (int d = 0; d < k->nsp; d++) {
-                        int64_t id = col_in[j * QC_MAX_SP + d] + kd[d];
-                        inside &= id >= 0 && id < k->in[d];
-                        in_off += (size_t)id * (size_t)k->in_st[d];
-                    }
-                    row[j] = inside ? c->lut[xb[in_off]] : 0.0f;
+                    col_in[j * QC_MAX_SP + d] =
+                        (int32_t)((int64_t)(orest % (size_t)k->out[d]) * k->stride[d] - k->pad[d]);
+                    orest /= (size_t)k->out[d];
                 }
             }
+            /* the input laid out by tap, [C/g * taps, columns]; padding is
+             * the zero point, which the product takes off again */
+            for (size_t cc = 0; cc < cg; cc++) {
+                const uint8_t *xb = xg + cc * k->in_sp;
+                for (size_t kp = 0; kp < k->ker_sp; kp++) {
+                    int64_t kd[QC_MAX_SP];
+                    size_t rest = kp;
+                    for (int d = k->nsp - 1; d >= 0; d--) {
+                        kd[d] = (int64_t)(rest % (size_t)k->ker[d]) * k->dil[d];
+                        rest /= (size_t)k->ker[d];
+                    }
+                    uint8_t *row = col + (cc * k->ker_sp + kp) * nc;
+                    if (k->nsp == 2) {
+                        qc_im2col_row2(k, xb, kd, c0, nc, pad, row);
+                        continue;
+                    }
+                    for (size_t j = 0; j < nc; j++) {
+                        size_t in_off = 0;
+                        bool inside = true;
+                        for (int d = 0; d < k->nsp; d++) {
+                            int64_t id = col_in[j * QC_MAX_SP + d] + kd[d];
+                            inside &= id >= 0 && id < k->in[d];
+                            in_off += (size_t)id * (size_t)k->in_st[d];
+                        }
+                        row[j] = inside ? xb[in_off] : pad;
+                    }
+                }
+            }
+            b.data = col;
+            b.ld = (int64_t)nc;
         }
-        memset(acc, 0, mg * nc * sizeof *acc);
-        const float *wg = c->wm + g * mg * rows;
-        for (size_t k0 = 0; k0 < rows; k0 += c->slice[g]) {
-            size_t kc = rows - k0 < c->slice[g] ? rows - k0 : c->slice[g];
-            cpu_gemm_operand a = {.data = wg + k0, .ld = (int64_t)rows};
-            cpu_gemm_operand b = {.data = col + k0 * nc, .ld = (int64_t)nc};
-            cpu_gemm((int64_t)mg, (int64_t)nc, (int64_t)kc, 1.0f, &a, &b, 0.0f, yf, (int64_t)nc,
-                     scratch);
-            for (size_t i = 0; i < mg * nc; i++)
-                acc[i] += (int64_t)yf[i];
-        }
+        cpu_igemm((int64_t)mg, (int64_t)nc, (int64_t)rows, c->wpack + g * c->wpack_bytes, 0, &b,
+                  &c->xz, false, acc, (int64_t)nc, scratch);
         for (size_t mm = 0; mm < mg; mm++) {
             size_t m = g * mg + mm, at = (n * k->m + m) * k->out_sp + c0;
-            const int64_t *am = acc + mm * nc;
+            const int32_t *am = acc + mm * nc;
             if (!k->qlinear) {
-                for (size_t j = 0; j < nc; j++)
-                    ((int32_t *)c->dst)[at + j] = (int32_t)(uint32_t)(uint64_t)am[j];
+                memcpy((int32_t *)c->dst + at, am, nc * sizeof *am);
                 continue;
             }
             /* qc_store's arithmetic, the multiplier once per channel */
             const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
             const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
             const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
-            for (size_t j = 0; j < nc; j++) {
-                int32_t total = (int32_t)((uint32_t)(uint64_t)am[j] + bb);
-                float v = nearbyintf((float)total * mult) + (float)c->yz;
-                v = v < lo ? lo : v > hi ? hi : v;
-                if (k->y_signed)
-                    ((int8_t *)c->dst)[at + j] = (int8_t)v;
-                else
-                    ((uint8_t *)c->dst)[at + j] = (uint8_t)v;
+            const float yz = (float)c->yz;
+            if (k->y_signed) {
+                int8_t *y = (int8_t *)c->dst + at;
+                for (size_t j = 0; j < nc; j++) {
+                    float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
+                    y[j] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
+                }
+            } else {
+                uint8_t *y = (uint8_t *)c->dst + at;
+                for (size_t j = 0; j < nc; j++) {
+                    float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
+                    y[j] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+                }
             }
         }
     }
     cpu_host->host_free(c->ctx->host_ctx, col);
-    cpu_host->host_free(c->ctx->host_ctx, yf);
     cpu_host->host_free(c->ctx->host_ctx, acc);
     cpu_host->host_free(c->ctx->host_ctx, col_in);
     cpu_host->host_free(c->ctx->host_ctx, scratch);
 }
 
-/* The convolution as products on the module's SGEMM: per image and group,
- * the weights less their zero points ([M/g, C/g * taps]) times the input
- * less its zero point laid out by tap ([C/g * taps, columns], padding 0, in
- * tiles of columns), the (group, image, tile) items spread over the pool.
- * f32 holds every integer below 2^24 exactly, and so every partial sum of
- * a slice of K short enough that K * max|x - zx| * max|w - zw| stays below
- * it (about 500 taps for u8 x s8): each slice's product is exact and the
- * slices add up in int64, giving the same integers as the direct loop,
- * 50-100x sooner. False when memory is short (the direct loop runs then,
- * writing every output again). */
+/* Packs the weights of every group (cpu_igemm_pack_a: [M/g, C/g * taps]
+ * with their zero points) into OUT, GROUP_BYTES apart. */
+static void qc_pack_weights(const qc_kernel *k, const char *w, const char *wz, char *out,
+                            size_t group_bytes, int32_t *zbuf)
+{
+    size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
+    for (size_t g = 0; g < k->group; g++) {
+        for (size_t mm = 0; mm < mg; mm++)
+            zbuf[mm] = wz != NULL ? qc_q8(wz, k->w_signed, k->wz_per ? g * mg + mm : 0) : 0;
+        cpu_igemm_q8 a = {.data = w + g * mg * rows, .ld = (int64_t)rows,
+                          .is_signed = k->w_signed};
+        cpu_igemm_pack_a((int64_t)mg, (int64_t)rows, &a, zbuf, true, out + g * group_bytes);
+    }
+}
+
+/* The convolution as products on the integer GEMM: per image and group,
+ * the weights ([M/g, C/g * taps]) times the input laid out by tap ([C/g *
+ * taps, columns], padding the zero point, in tiles of columns; a 1x1
+ * convolution of stride 1 without padding reads the input itself), the
+ * (group, image, tile) items spread over the pool. The sums are exact
+ * 32-bit integers (igemm.h). False when memory is short (the direct loop
+ * runs then, writing every output again). */
 static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x, const char *w,
                           int32_t xz, const char *wz, const int32_t *bias, const float *ws,
                           float xs, float ys, int32_t yz, void *dst)
 {
-    size_t cg = k->c / k->group, mg = k->m / k->group, rows = cg * k->ker_sp;
-    size_t tile = ((size_t)1 << 18) / (rows ? rows : 1);
+    size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
+    bool direct = k->ker_sp == 1;
+    for (int d = 0; d < k->nsp; d++)
+        direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
+    size_t tile = direct ? 1024 : ((size_t)1 << 16) / (rows ? rows : 1);
     tile = tile < 64 ? 64 : tile > k->out_sp ? k->out_sp : tile;
     /* at least two items per thread when the output allows */
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
     while (tile > 64 && k->group * k->n * ((k->out_sp + tile - 1) / tile) < 2 * threads)
         tile = (tile + 1) / 2;
     qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
-    bool pre = k->wm_pre != NULL;
-    float *wm = pre ? NULL
-                    : cpu_host->host_alloc(ctx->host_ctx,
-                                           (k->m * rows > 0 ? k->m * rows : 1) * sizeof *wm, 64);
-    size_t *slice = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, k->group * sizeof *slice, 64);
-    bool ok = c && (pre || (wm && slice));
-    for (size_t g = 0; ok && !pre && g < k->group; g++) {
-        int32_t wmax = 1;
-        for (size_t mm = 0; mm < mg; mm++) {
-            size_t m = g * mg + mm;
-            int32_t wzm = wz != NULL ? qc_q8(wz, k->w_signed, k->wz_per ? m : 0) : 0;
-            for (size_t r = 0; r < rows; r++) {
-                int32_t v = qc_q8(w, k->w_signed, m * rows + r) - wzm;
-                wm[m * rows + r] = (float)v;
-                wmax = v > wmax ? v : -v > wmax ? -v : wmax;
-            }
-        }
-        int64_t bound = (int64_t)wmax * qc_span(k->x_signed, xz);
-        slice[g] = (size_t)(((INT64_C(1) << 24) - 1) / (bound > 0 ? bound : 1));
-        slice[g] = slice[g] < 1 ? 1 : slice[g];
-    }
+    bool pre = k->wpack_pre != NULL;
+    size_t group_bytes = cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
+    char *wp = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, k->group * group_bytes, 64);
+    int32_t *zbuf = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64);
+    bool ok = c && (pre || (wp && zbuf));
+    if (ok && !pre)
+        qc_pack_weights(k, w, wz, wp, group_bytes, zbuf);
     if (ok) {
         *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
                             .xs = xs, .ys = ys, .yz = yz, .dst = dst,
-                            .wm = pre ? k->wm_pre : wm, .slice = pre ? k->slice_pre : slice,
-                            .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile};
-        for (int v = 0; v < 256; v++)
-            c->lut[v] = (float)((k->x_signed ? (int32_t)(int8_t)v : v) - xz);
+                            .wpack = pre ? k->wpack_pre : wp, .wpack_bytes = group_bytes,
+                            .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile,
+                            .direct = direct};
         cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1, qc_gemm_chunk, c);
         ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }
     cpu_host->host_free(ctx->host_ctx, c);
-    cpu_host->host_free(ctx->host_ctx, wm);
-    cpu_host->host_free(ctx->host_ctx, slice);
+    cpu_host->host_free(ctx->host_ctx, wp);
+    cpu_host->host_free(ctx->host_ctx, zbuf);
     return ok;
 }
 
@@ -461,37 +487,27 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
               (!tmp.has_wz || (twz >= 0 && g->tensor_constant(node->graph, twz, &wzdata, &wzbytes)));
     }
     size_t head = (sizeof(qc_kernel) + 63) & ~(size_t)63;
-    /* the slices first (size_t alignment), the weights 64 bytes on */
-    size_t slices_bytes = (tmp.group * sizeof(size_t) + 63) & ~(size_t)63;
-    size_t extra = pre ? slices_bytes + tmp.m * rows * sizeof(float) : 0;
+    size_t mg = tmp.group ? tmp.m / tmp.group : 0;
+    size_t group_bytes = pre ? cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows) : 0;
+    int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64) : NULL;
+    if (pre && zbuf == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing the weights");
     qc_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, head + extra, qc_write, (shp_kernel **)&k));
+    pl_status *st = shp_kernel_alloc(ctx, node, head + tmp.group * group_bytes, qc_write,
+                                     (shp_kernel **)&k);
+    if (st != NULL) {
+        cpu_host->host_free(ctx->host_ctx, zbuf);
+        return st;
+    }
     shp_kernel base = k->k;
     *k = tmp;
     k->k = base;
     if (pre) {
-        size_t *slice = (size_t *)(void *)((char *)k + head);
-        float *wm = (float *)(void *)((char *)k + head + slices_bytes);
-        size_t mg = tmp.m / tmp.group;
-        for (size_t gr = 0; gr < tmp.group; gr++) {
-            int32_t wmax = 1;
-            for (size_t mm = 0; mm < mg; mm++) {
-                size_t m = gr * mg + mm;
-                int32_t wzm = wzdata ? qc_q8((const char *)wzdata, tmp.w_signed, tmp.wz_per ? m : 0) : 0;
-                for (size_t r = 0; r < rows; r++) {
-                    int32_t v = qc_q8((const char *)wdata, tmp.w_signed, m * rows + r) - wzm;
-                    wm[m * rows + r] = (float)v;
-                    wmax = v > wmax ? v : -v > wmax ? -v : wmax;
-                }
-            }
-            /* x's zero point may come at run time: the widest span */
-            int64_t bound = (int64_t)wmax * 255;
-            slice[gr] = (size_t)(((INT64_C(1) << 24) - 1) / bound);
-            slice[gr] = slice[gr] < 1 ? 1 : slice[gr];
-        }
-        k->wm_pre = wm;
-        k->slice_pre = slice;
+        char *wp = (char *)k + head;
+        qc_pack_weights(k, wdata, wzdata, wp, group_bytes, zbuf);
+        k->wpack_pre = wp;
     }
+    cpu_host->host_free(ctx->host_ctx, zbuf);
     *out_kernel = &k->k.base;
     return NULL;
 }

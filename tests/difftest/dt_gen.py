@@ -24,7 +24,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
 # conv family with one group and 8 to 40 channels in and out in steps of 8
 # (the channel blocks the onednn module's own direct kernel takes).
-MORE_FAMILIES = ("rnn", "wideconv")
+MORE_FAMILIES = ("rnn", "wideconv", "quant")
 
 
 def I(v):
@@ -52,6 +52,9 @@ def input_values(graph, seed):
         t = graph.tensors[name]
         if t["dtype"] in FLOAT_DTYPES:
             v = rng.standard_normal(t["shape"])
+        elif t["dtype"] in ("u8", "i8"):  # every byte (the quant family)
+            lo = -128 if t["dtype"] == "i8" else 0
+            v = rng.integers(lo, lo + 256, t["shape"])
         else:
             v = rng.integers(-4, 5, t["shape"])
         vals[name] = to_dtype(v, t["dtype"])
@@ -685,6 +688,8 @@ class Gen:
             x = self.deconv()
         elif family == "rnn":
             return self.recurrent()
+        elif family == "quant":
+            return self.quant()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -694,6 +699,93 @@ class Gen:
         if y != x and x not in self.g.tensors and self.p(0.25):
             outs.insert(0, x)
         self.g.outputs = outs
+        return self.g
+
+    def q8(self, shape, signed):
+        lo = -128 if signed else 0
+        return self.rng.integers(lo, lo + 256, shape)
+
+    def quant(self):
+        """One integer product: ConvInteger or QLinearConv of any spatial
+        rank, group and window, or MatMulInteger / QLinearMatMul with batch
+        dims; u8 or i8 operands, zero points one or per channel / row /
+        column, i32 bias. Results are exact integers."""
+        xs_signed, ws_signed = self.p(0.3), self.p(0.5)
+        self.dtype = "i8" if xs_signed else "u8"
+        xdt, wdt = self.dtype, "i8" if ws_signed else "u8"
+        op = self.pick(["ConvInteger", "QLinearConv", "QLinearConv", "MatMulInteger",
+                        "QLinearMatMul"])
+        ql = op.startswith("QLinear")
+        attrs = {}
+        if op.endswith("Conv") or op == "ConvInteger":
+            d = self.pick([1, 2, 2, 2, 3])
+            groups = self.pick([1, 1, 1, 2, "dw"])
+            g = 1 if groups == 1 else 2 if groups == 2 else self.r(1, 6)
+            cg = 1 if groups == "dw" else self.pick([1, 3, 8, 17, 40])
+            mg = self.pick([1, 2, 8, 9, 24]) if groups != "dw" else self.pick([1, 1, 2])
+            size = {1: (1, 40), 2: (1, 14), 3: (1, 6)}[d]
+            x = self.input([self.r(1, 2), g * cg] + [self.r(*size) for _ in range(d)])
+            sp = self.shape(x)[2:]
+            ks, st, dil, pb, pe = [], [], [], [], []
+            for s in sp:
+                k = self.r(1, min(5 if d == 1 else 3, s + 2))
+                di = self.pick([1, 1, 2]) if k > 1 else 1
+                ext = (k - 1) * di + 1
+                b, e = self.r(0, k - 1), self.r(0, k - 1)
+                if s + b + e < ext:
+                    e += ext - (s + b + e)
+                ks.append(k)
+                st.append(self.pick([1, 1, 2, 3]))
+                dil.append(di)
+                pb.append(b)
+                pe.append(e)
+            attrs = {"kernel_shape": INTS(ks), "strides": INTS(st), "dilations": INTS(dil),
+                     "group": I(g)}
+            if self.p(0.2) and all(t == 1 for t in dil):
+                fits = all(k <= s for k, s in zip(ks, sp))  # VALID needs the window inside
+                attrs["auto_pad"] = S(self.pick(["SAME_UPPER", "SAME_LOWER"] +
+                                                (["VALID"] if fits else [])))
+            else:
+                attrs["pads"] = INTS(pb + pe)
+            m = g * mg
+            w = self.const(self.q8([m, cg] + ks, ws_signed), wdt)
+            n_per = m
+        else:
+            k = self.pick([1, 3, 4, 7, 16, 33, 64, 130])
+            rows = self.r(1, 40)
+            batch = [self.r(1, 3) for _ in range(self.r(0, 2))]
+            x = self.input(batch + [rows, k])
+            n = self.pick([1, 5, 16, 31, 32, 33, 70])
+            w = self.const(self.q8([k, n], ws_signed), wdt)
+            n_per, m = n, rows
+        per_w = self.p(0.5)
+        wz = self.const(self.q8([n_per] if per_w else [], ws_signed), wdt)
+        xz = self.const(self.q8([], xs_signed), xdt)
+        if op == "MatMulInteger" and self.p(0.3):  # a zero point per row of A
+            xz = self.const(self.q8([m], xs_signed), xdt)
+        if not ql:
+            return self._quant_node(op, [x, w, xz, wz], attrs)
+        ys_signed = self.p(0.3)
+        ydt = "i8" if ys_signed else "u8"
+        xscale = self.const(np.float32(self.rng.uniform(0.01, 0.1)), "f32")
+        wscale = self.const(np.float32(self.rng.uniform(0.01, 0.1, [n_per] if per_w else [])),
+                            "f32")
+        # the output's scale from the products' reach, so outputs spread
+        reach = 127.0 * 255.0 * max(1, int(np.prod(self.env[w].shape)) // max(1, n_per))
+        yscale = self.const(np.float32(0.05 * 0.05 * reach / 40.0 * self.rng.uniform(0.3, 3)),
+                            "f32")
+        yz = self.const(self.q8([], ys_signed), ydt)
+        ins = [x, xscale, xz, w, wscale, wz, yscale, yz]
+        if op == "QLinearConv" and self.p(0.6):
+            ins.append(self.const(self.rng.integers(-5000, 5000, [m]), "i32"))
+        return self._quant_node(op, ins, attrs)
+
+    def _quant_node(self, op, ins, attrs):
+        out = self.g.add_node(op, ins, attrs)
+        node = self.g.nodes[-1]
+        dt = {n: t["dtype"] for n, t in self.g.tensors.items()}
+        self.env[out] = dt_ref.eval_node(node, self.env, lambda n: dt.get(n, self.dtype))[0]
+        self.g.outputs = [out]
         return self.g
 
     def recurrent(self):

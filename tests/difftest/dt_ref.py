@@ -378,6 +378,8 @@ def eval_node(node, env, dtype_of):
         return recurrent(node, ins)
     if op == "Conv":
         return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
+    if op in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
+        return [integer_product(node, ins, dtype_of)]
     if op == "ConvTranspose":
         return [conv_transpose(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
     if op == "MatMul":
@@ -473,6 +475,63 @@ def eval_node(node, env, dtype_of):
     raise RefError("the reference has no %s" % op)
 
 
+def _wrap_i32(v):
+    return (np.asarray(v, dtype=np.int64) + 2**31) % 2**32 - 2**31
+
+
+def integer_product(node, ins, dtype_of):
+    """ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul: exact sums of
+    (x - x_zero_point) * (w - w_zero_point) (float64 holds them), wrapped to
+    i32; the QLinear forms add the bias and requantize in f32 as ONNX
+    Runtime does: round_half_even(f32(sum) * f32(f32(sx * sw) / sy)) + zy,
+    saturated."""
+    op = node["op"]
+    ql = op.startswith("QLinear")
+    x, w = ins[0], ins[3 if ql else 1]
+    iwz = 5 if ql else 3
+    xz = ins[2] if len(ins) > 2 else None
+    wz = ins[iwz] if len(ins) > iwz else None
+    xz = np.zeros([]) if xz is None else np.asarray(xz, dtype=np.float64)
+    wz = np.zeros([]) if wz is None else np.asarray(wz, dtype=np.float64)
+    xf = np.asarray(x, dtype=np.float64)
+    wf = np.asarray(w, dtype=np.float64)
+    conv_like = op in ("ConvInteger", "QLinearConv")
+    if conv_like:
+        m = w.shape[0]
+        wf = wf - wz.reshape((m,) + (1,) * (w.ndim - 1)) if wz.size > 1 else wf - wz
+        xf = xf - xz
+        acc = conv(node, xf, wf)
+        chan = (1, m) + (1,) * (acc.ndim - 2)
+    else:
+        n = w.shape[-1]
+        wf = wf - (wz.reshape((1, n)) if wz.size > 1 else wz)
+        xf = xf - (xz.reshape((-1, 1)) if xz.size > 1 else xz)
+        acc = np.matmul(xf, wf)
+        chan = (1,) * (acc.ndim - 1) + (n,)
+    acc = _wrap_i32(acc)
+    if not ql:
+        return acc
+    if conv_like and len(ins) > 8 and ins[8] is not None:
+        acc = _wrap_i32(acc + np.asarray(ins[8], dtype=np.int64).reshape(chan))
+    sx, sw, sy = (np.asarray(ins[i], dtype=np.float32) for i in (1, 4, 6))
+    mult = (sx * (sw.reshape(chan) if sw.size > 1 else sw)).astype(np.float32) / sy
+    v = np.rint((acc.astype(np.float32) * mult.astype(np.float32)).astype(np.float32))
+    zy = np.asarray(ins[7], dtype=np.float64)
+    signed = dtype_of(node["inputs"][7]) == "i8"
+    return np.clip(v.astype(np.float64) + zy, -128 if signed else 0, 127 if signed else 255)
+
+
+def _out_dtype(node, dtypes):
+    """The dtype NODE's outputs have: its first input's, but for the
+    integer products."""
+    op = node["op"]
+    if op in ("ConvInteger", "MatMulInteger"):
+        return "i32"
+    if op in ("QLinearConv", "QLinearMatMul"):
+        return dtypes.get(node["inputs"][7], "u8")
+    return dtypes.get(node["inputs"][0], "f32")
+
+
 def evaluate(graph, inputs):
     """Every tensor's value; INPUTS: name -> values (float64/int64)."""
     env = {}
@@ -485,7 +544,7 @@ def evaluate(graph, inputs):
         env[name] = inputs[name]
     for node in graph.nodes:
         outs = eval_node(node, env, lambda n: dtypes.get(n, "f32"))
-        dt = dtypes.get(node["inputs"][0], "f32")  # every op made here keeps its dtype
+        dt = _out_dtype(node, dtypes)
         if len(outs) != len([o for o in node["outputs"]]):
             raise RefError("%s: %d outputs" % (node["op"], len(outs)))
         for o, v in zip(node["outputs"], outs):

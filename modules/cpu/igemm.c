@@ -1,0 +1,462 @@
+/* igemm.c — the cpu module's 8-bit integer GEMM (see igemm.h). The layout
+ * of gemm.c without its K blocking (a whole column of K sums in registers:
+ * 32-bit sums wrap as ONNX's do, so no slice can lose anything): B is cut
+ * into blocks of IG_NC columns packed into panels of NR columns, each
+ * panel holding K in groups of KG consecutive values per column (the
+ * operand vpdpbusd / vpmaddwd multiplies in one lane); A is packed into
+ * panels of MR rows in the same groups. A micro-kernel multiplies one
+ * panel of A by one of B, keeping the MR x NR block of C in registers.
+ *
+ * Builds: AVX512-VNNI (8 x 32, groups of 4 bytes: A i8, B u8), AVX2 (6 x
+ * 16, pairs of i16) and portable C (4 x 16, the VNNI layout). Panels are
+ * zero-padded to full MR, NR and KG; padding adds nothing to the sums. */
+#include "igemm.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define IG_X86 1
+#endif
+
+/* Columns of B packed per block: K x IG_NC values stay in L2 while the
+ * panels of A stream past (a multiple of every NR). */
+#define IG_NC 256
+#define IG_MAX_NR 32
+#define IG_HEAD 64
+
+/* C[ROWS x COLS] (of the panel's MR x NR) = A panel x B panel over GROUPS
+ * groups of KG. */
+typedef void (*ig_kernel_fn)(int64_t groups, const void *a, const void *b, int32_t *c,
+                             int64_t ldc, int rows, int cols);
+/* OUT[NR] = sum over K of each column of one packed B panel. */
+typedef void (*ig_colsum_fn)(int64_t groups, const void *b, int32_t *out);
+
+typedef struct ig_isa {
+    const char *name;
+    int mr, nr, kg, esz; /* esz: bytes per packed value (1: i8/u8, 2: i16) */
+    ig_kernel_fn kernel;
+    ig_colsum_fn colsum;
+} ig_isa;
+
+/* What a packed A starts with (IG_HEAD bytes). */
+typedef struct ig_a_head {
+    int64_t m, k, kp;
+    size_t panel_bytes, sums_off;
+    int32_t zero_za; /* every row's shifted zero point is 0 */
+} ig_a_head;
+
+_Static_assert(sizeof(ig_a_head) <= IG_HEAD, "the packed A header fits its slot");
+
+/* ---- portable C: 4 x 16, groups of 4 (A i8, B u8) ------------------------ */
+
+#define IG_C_MR 4
+#define IG_C_NR 16
+
+static void ig_kernel_c(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+                        int rows, int cols)
+{
+    uint32_t acc[IG_C_MR][IG_C_NR] = {{0}};
+    const int8_t *ap = a;
+    const uint8_t *bp = b;
+    for (int64_t g = 0; g < groups; g++, ap += IG_C_MR * 4, bp += IG_C_NR * 4)
+        for (int i = 0; i < IG_C_MR; i++)
+            for (int j = 0; j < IG_C_NR; j++)
+                for (int q = 0; q < 4; q++)
+                    acc[i][j] += (uint32_t)((int32_t)ap[i * 4 + q] * (int32_t)bp[j * 4 + q]);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            c[i * ldc + j] = (int32_t)acc[i][j];
+}
+
+static void ig_colsum_c(int64_t groups, const void *b, int32_t *out)
+{
+    const uint8_t *bp = b;
+    for (int j = 0; j < IG_C_NR; j++)
+        out[j] = 0;
+    for (int64_t g = 0; g < groups; g++, bp += IG_C_NR * 4)
+        for (int j = 0; j < IG_C_NR; j++)
+            out[j] += bp[j * 4] + bp[j * 4 + 1] + bp[j * 4 + 2] + bp[j * 4 + 3];
+}
+
+static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_kernel_c, ig_colsum_c};
+
+#ifdef IG_X86
+
+/* ---- AVX2: 6 x 16, pairs of i16 (vpmaddwd: no saturation) ----------------- */
+
+#define IG_A2_MR 6
+#define IG_A2_NR 16
+
+__attribute__((target("avx2"))) static void ig_kernel_avx2(int64_t groups, const void *a,
+                                                           const void *b, int32_t *c,
+                                                           int64_t ldc, int rows, int cols)
+{
+    __m256i acc0[IG_A2_MR], acc1[IG_A2_MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < IG_A2_MR; i++)
+        acc0[i] = acc1[i] = _mm256_setzero_si256();
+    const char *ap = a, *bp = b;
+    for (int64_t g = 0; g < groups; g++, ap += IG_A2_MR * 4, bp += IG_A2_NR * 4) {
+        __m256i b0 = _mm256_load_si256((const __m256i *)(const void *)bp);
+        __m256i b1 = _mm256_load_si256((const __m256i *)(const void *)(bp + 32));
+#pragma GCC unroll 6
+        for (int i = 0; i < IG_A2_MR; i++) {
+            int32_t w;
+            memcpy(&w, ap + 4 * i, 4);
+            __m256i av = _mm256_set1_epi32(w);
+            acc0[i] = _mm256_add_epi32(acc0[i], _mm256_madd_epi16(b0, av));
+            acc1[i] = _mm256_add_epi32(acc1[i], _mm256_madd_epi16(b1, av));
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < IG_A2_MR; i++) {
+        if (i >= rows)
+            break;
+        int32_t *ci = c + i * ldc;
+        if (cols == IG_A2_NR) {
+            _mm256_storeu_si256((__m256i *)(void *)ci, acc0[i]);
+            _mm256_storeu_si256((__m256i *)(void *)(ci + 8), acc1[i]);
+        } else {
+            int32_t tile[IG_A2_NR];
+            _mm256_storeu_si256((__m256i *)(void *)tile, acc0[i]);
+            _mm256_storeu_si256((__m256i *)(void *)(tile + 8), acc1[i]);
+            memcpy(ci, tile, (size_t)cols * sizeof *ci);
+        }
+    }
+}
+
+__attribute__((target("avx2"))) static void ig_colsum_avx2(int64_t groups, const void *b,
+                                                           int32_t *out)
+{
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const char *bp = b;
+    for (int64_t g = 0; g < groups; g++, bp += IG_A2_NR * 4) {
+        s0 = _mm256_add_epi32(
+            s0, _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(const void *)bp), ones));
+        s1 = _mm256_add_epi32(
+            s1,
+            _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(const void *)(bp + 32)), ones));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)out, s0);
+    _mm256_storeu_si256((__m256i *)(void *)(out + 8), s1);
+}
+
+static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_kernel_avx2,
+                                   ig_colsum_avx2};
+
+/* ---- AVX512-VNNI: 8 x 32, groups of 4 bytes (vpdpbusd: u8 x i8) ---------- */
+
+#define IG_V_MR 8
+#define IG_V_NR 32
+#define IG_VNNI_TARGET "avx512f,avx512bw,avx512vnni"
+
+__attribute__((target(IG_VNNI_TARGET))) static void ig_kernel_vnni(int64_t groups, const void *a,
+                                                                   const void *b, int32_t *c,
+                                                                   int64_t ldc, int rows,
+                                                                   int cols)
+{
+    __m512i acc0[IG_V_MR], acc1[IG_V_MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < IG_V_MR; i++)
+        acc0[i] = acc1[i] = _mm512_setzero_si512();
+    const char *ap = a, *bp = b;
+    for (int64_t g = 0; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
+        __m512i b0 = _mm512_load_si512((const void *)bp);
+        __m512i b1 = _mm512_load_si512((const void *)(bp + 64));
+#pragma GCC unroll 8
+        for (int i = 0; i < IG_V_MR; i++) {
+            int32_t w;
+            memcpy(&w, ap + 4 * i, 4);
+            __m512i av = _mm512_set1_epi32(w);
+            acc0[i] = _mm512_dpbusd_epi32(acc0[i], b0, av);
+            acc1[i] = _mm512_dpbusd_epi32(acc1[i], b1, av);
+        }
+    }
+    __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
+    __mmask16 m1 = cols >= 32   ? (__mmask16)0xffff
+                   : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u)
+                                : (__mmask16)0;
+#pragma GCC unroll 8
+    for (int i = 0; i < IG_V_MR; i++) {
+        if (i >= rows)
+            break;
+        _mm512_mask_storeu_epi32(c + i * ldc, m0, acc0[i]);
+        _mm512_mask_storeu_epi32(c + i * ldc + 16, m1, acc1[i]);
+    }
+}
+
+__attribute__((target(IG_VNNI_TARGET))) static void ig_colsum_vnni(int64_t groups, const void *b,
+                                                                   int32_t *out)
+{
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+    const __m512i ones = _mm512_set1_epi8(1);
+    const char *bp = b;
+    for (int64_t g = 0; g < groups; g++, bp += IG_V_NR * 4) {
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_load_si512((const void *)bp), ones);
+        s1 = _mm512_dpbusd_epi32(s1, _mm512_load_si512((const void *)(bp + 64)), ones);
+    }
+    _mm512_storeu_si512((void *)out, s0);
+    _mm512_storeu_si512((void *)(out + 16), s1);
+}
+
+static const ig_isa ig_isa_vnni = {"avx512vnni", IG_V_MR, IG_V_NR, 4, 1, ig_kernel_vnni,
+                                   ig_colsum_vnni};
+
+#endif /* IG_X86 */
+
+/* The build this CPU runs, decided once (a benign race: every thread
+ * computes the same answer). CPU_IGEMM_MAX_ISA (tests only): 0 portable C,
+ * 1 up to AVX2, 2 all. */
+#ifndef CPU_IGEMM_MAX_ISA
+#define CPU_IGEMM_MAX_ISA 2
+#endif
+
+static const ig_isa *ig_isa_get(void)
+{
+    static const ig_isa *cached;
+    const ig_isa *isa = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (isa != NULL)
+        return isa;
+    isa = &ig_isa_c;
+#ifdef IG_X86
+    __builtin_cpu_init();
+    if (CPU_IGEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
+        isa = &ig_isa_vnni;
+    else if (CPU_IGEMM_MAX_ISA >= 1 && __builtin_cpu_supports("avx2"))
+        isa = &ig_isa_avx2;
+#endif
+    __atomic_store_n(&cached, isa, __ATOMIC_RELEASE);
+    return isa;
+}
+
+int cpu_igemm_mr(void)
+{
+    return ig_isa_get()->mr;
+}
+
+const char *cpu_igemm_isa(void)
+{
+    return ig_isa_get()->name;
+}
+
+static size_t ig_round64(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+static int64_t ig_kp(const ig_isa *isa, int64_t k)
+{
+    return (k + isa->kg - 1) / isa->kg * isa->kg;
+}
+
+static void ig_layout(const ig_isa *isa, int64_t m, int64_t k, ig_a_head *h)
+{
+    int64_t panels = (m + isa->mr - 1) / isa->mr;
+    h->m = m;
+    h->k = k;
+    h->kp = ig_kp(isa, k);
+    h->panel_bytes = ig_round64((size_t)(isa->mr * h->kp * isa->esz));
+    h->sums_off = IG_HEAD + (size_t)panels * h->panel_bytes;
+}
+
+size_t cpu_igemm_packed_a_bytes(int64_t m, int64_t k)
+{
+    const ig_isa *isa = ig_isa_get();
+    ig_a_head h;
+    ig_layout(isa, m, k, &h);
+    int64_t rows = (m + isa->mr - 1) / isa->mr * isa->mr;
+    return ig_round64(h.sums_off + 2 * (size_t)rows * sizeof(int32_t));
+}
+
+/* Element (r, s) of an 8-bit operand, as an integer. */
+static inline int32_t ig_at(const cpu_igemm_q8 *x, int64_t r, int64_t s)
+{
+    int64_t i = x->trans ? s * x->ld + r : r * x->ld + s;
+    return x->is_signed ? (int32_t)((const int8_t *)x->data)[i]
+                        : (int32_t)((const uint8_t *)x->data)[i];
+}
+
+void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t *za,
+                      bool za_per_row, void *out)
+{
+    const ig_isa *isa = ig_isa_get();
+    ig_a_head h;
+    ig_layout(isa, m, k, &h);
+    memset(out, 0, cpu_igemm_packed_a_bytes(m, k));
+    int32_t shift = a->is_signed ? 0 : 128; /* A as i8 */
+    int32_t *rowsum = (int32_t *)(void *)((char *)out + h.sums_off);
+    int32_t *zap = rowsum + (m + isa->mr - 1) / isa->mr * isa->mr;
+    const int mr = isa->mr, kg = isa->kg;
+    h.zero_za = 1;
+    for (int64_t i = 0; i < m; i++) {
+        char *panel = (char *)out + IG_HEAD + (size_t)(i / mr) * h.panel_bytes;
+        int64_t r = i % mr;
+        uint32_t sum = 0;
+        for (int64_t q = 0; q < k; q++) {
+            int32_t v = ig_at(a, i, q) - shift;
+            sum += (uint32_t)v;
+            int64_t at = ((q / kg) * mr + r) * kg + q % kg;
+            if (isa->esz == 1)
+                ((int8_t *)(void *)panel)[at] = (int8_t)v;
+            else
+                ((int16_t *)(void *)panel)[at] = (int16_t)v;
+        }
+        rowsum[i] = (int32_t)sum;
+        zap[i] = (za != NULL ? za[za_per_row ? i : 0] : 0) - shift;
+        h.zero_za &= zap[i] == 0;
+    }
+    memcpy(out, &h, sizeof h);
+}
+
+size_t cpu_igemm_scratch_bytes(int64_t n, int64_t k)
+{
+    const ig_isa *isa = ig_isa_get();
+    int64_t cols = n < IG_NC ? (n + isa->nr - 1) / isa->nr * isa->nr : IG_NC;
+    return ig_round64((size_t)(cols * ig_kp(isa, k) * isa->esz)) +
+           ig_round64((size_t)cols * sizeof(int32_t));
+}
+
+/* Packs columns J0 .. J0 + COLS of op(B) (K x N) into one panel of NR
+ * columns at OUT: u8 values (B shifted by 128 when i8) in groups of KG per
+ * column, as bytes (esz 1) or i16 (esz 2); columns past COLS and rows past
+ * K are zero. */
+static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64_t j0, int cols,
+                      void *out)
+{
+    const int nr = isa->nr, kg = isa->kg;
+    const int64_t groups = ig_kp(isa, k) / kg;
+    const uint8_t flip = b->is_signed ? 0x80 : 0x00;
+    const uint8_t *data = b->data;
+    memset(out, 0, (size_t)(groups * kg * nr * isa->esz));
+    if (isa->esz == 1) {
+        uint8_t *o = out;
+        if (b->trans) {
+            /* a column's K values are contiguous: a group is 4 bytes */
+            for (int j = 0; j < cols; j++) {
+                const uint8_t *src = data + (j0 + j) * b->ld;
+                for (int64_t q = 0; q < k; q++)
+                    o[((q / 4) * nr + j) * 4 + q % 4] = src[q] ^ flip;
+            }
+            return;
+        }
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t q0 = g * 4;
+            int j = 0;
+#ifdef IG_X86
+            if (q0 + 3 < k) {
+                const __m128i f = _mm_set1_epi8((char)flip);
+                for (; j + 16 <= cols; j += 16) {
+                    const uint8_t *s = data + q0 * b->ld + j0 + j;
+                    __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+                    __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + b->ld));
+                    __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * b->ld));
+                    __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * b->ld));
+                    __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+                    __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+                    __m128i *d = (__m128i *)(void *)(o + (g * nr + j) * 4);
+                    _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t2), f));
+                    _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t2), f));
+                    _mm_storeu_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(t1, t3), f));
+                    _mm_storeu_si128(d + 3, _mm_xor_si128(_mm_unpackhi_epi16(t1, t3), f));
+                }
+            }
+#endif
+            for (; j < cols; j++)
+                for (int q = 0; q < 4 && q0 + q < k; q++)
+                    o[(g * nr + j) * 4 + q] = data[(q0 + q) * b->ld + j0 + j] ^ flip;
+        }
+        return;
+    }
+    int16_t *o = out;
+    if (b->trans) {
+        for (int j = 0; j < cols; j++) {
+            const uint8_t *src = data + (j0 + j) * b->ld;
+            for (int64_t q = 0; q < k; q++)
+                o[((q / 2) * nr + j) * 2 + q % 2] = (int16_t)(uint8_t)(src[q] ^ flip);
+        }
+        return;
+    }
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t q0 = g * 2;
+        int j = 0;
+#ifdef IG_X86
+        if (q0 + 1 < k) {
+            const __m128i f = _mm_set1_epi8((char)flip), z = _mm_setzero_si128();
+            for (; j + 8 <= cols; j += 8) {
+                const uint8_t *s = data + q0 * b->ld + j0 + j;
+                __m128i r0 = _mm_loadl_epi64((const __m128i *)(const void *)s);
+                __m128i r1 = _mm_loadl_epi64((const __m128i *)(const void *)(s + b->ld));
+                __m128i t = _mm_xor_si128(_mm_unpacklo_epi8(r0, r1), f);
+                __m128i *d = (__m128i *)(void *)(o + (g * nr + j) * 2);
+                _mm_storeu_si128(d, _mm_unpacklo_epi8(t, z));
+                _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(t, z));
+            }
+        }
+#endif
+        for (; j < cols; j++)
+            for (int q = 0; q < 2 && q0 + q < k; q++)
+                o[(g * nr + j) * 2 + q] = (int16_t)(uint8_t)(data[(q0 + q) * b->ld + j0 + j] ^ flip);
+    }
+}
+
+void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t first_row,
+               const cpu_igemm_q8 *b, const int32_t *zb, bool zb_per_col, int32_t *c,
+               int64_t ldc, void *scratch)
+{
+    const ig_isa *isa = ig_isa_get();
+    ig_a_head h;
+    memcpy(&h, packed_a, sizeof h);
+    const int mr = isa->mr, nr = isa->nr;
+    const int64_t groups = h.kp / isa->kg;
+    const size_t bpanel = (size_t)(h.kp * nr * isa->esz);
+    const int64_t block = n < IG_NC ? (n + nr - 1) / nr * nr : IG_NC;
+    char *bp = scratch;
+    int32_t *colsum = (int32_t *)(void *)(bp + ig_round64((size_t)block / (size_t)nr * bpanel));
+    const int32_t *rowsum = (const int32_t *)(const void *)((const char *)packed_a + h.sums_off);
+    const int32_t *zap = rowsum + (h.m + mr - 1) / mr * mr;
+    const uint32_t bshift = b->is_signed ? 128u : 0u;
+    for (int64_t j0 = 0; j0 < n; j0 += IG_NC) {
+        int64_t nc = n - j0 < IG_NC ? n - j0 : IG_NC;
+        int64_t np = (nc + nr - 1) / nr;
+        for (int64_t p = 0; p < np; p++) {
+            int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
+            ig_pack_b(isa, b, k, j0 + p * nr, cols, bp + (size_t)p * bpanel);
+            if (!h.zero_za)
+                isa->colsum(groups, bp + (size_t)p * bpanel, colsum + p * nr);
+        }
+        for (int64_t i0 = 0; i0 < m; i0 += mr) {
+            int rows = (int)(m - i0 < mr ? m - i0 : mr);
+            const char *ap =
+                (const char *)packed_a + IG_HEAD + (size_t)((first_row + i0) / mr) * h.panel_bytes;
+            for (int64_t p = 0; p < np; p++) {
+                int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
+                isa->kernel(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc,
+                            rows, cols);
+            }
+        }
+        /* the zero points: - zb * rowsum - za * colsum + K * za * zb */
+        for (int64_t i = 0; i < m; i++) {
+            uint32_t rs = (uint32_t)rowsum[first_row + i], za = (uint32_t)zap[first_row + i];
+            uint32_t *ci = (uint32_t *)(void *)(c + i * ldc + j0);
+            if (!zb_per_col) {
+                uint32_t zbv = (uint32_t)(zb != NULL ? zb[0] : 0) + bshift;
+                uint32_t row = (uint32_t)k * za * zbv - zbv * rs;
+                if (h.zero_za)
+                    for (int64_t j = 0; j < nc; j++)
+                        ci[j] += row;
+                else
+                    for (int64_t j = 0; j < nc; j++)
+                        ci[j] += row - za * (uint32_t)colsum[j];
+                continue;
+            }
+            for (int64_t j = 0; j < nc; j++) {
+                uint32_t zbv = (uint32_t)zb[j0 + j] + bshift;
+                uint32_t cs = h.zero_za ? 0u : (uint32_t)colsum[j];
+                ci[j] += (uint32_t)k * za * zbv - zbv * rs - za * cs;
+            }
+        }
+    }
+}

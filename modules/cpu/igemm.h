@@ -1,0 +1,66 @@
+/* igemm.h — the cpu module's 8-bit integer GEMM, for ConvInteger,
+ * QLinearConv, MatMulInteger and QLinearMatMul:
+ *
+ *     C[i][j] = sum_k (A[i][k] - za[i]) * (B[k][j] - zb[j])   (mod 2^32)
+ *
+ * with A and B each u8 or i8, zero points per row of A and per column of B
+ * (or one for all), and C i32 wrapping as ONNX's integer products do. The
+ * result is exact: the same integers a direct loop gives, on every build.
+ *
+ * The weights' side (A) is packed once (cpu_igemm_pack_a, at get_kernel
+ * time when constant) with its row sums; each call packs B itself. The
+ * micro-kernels multiply u8 by i8 in groups of four with AVX512-VNNI
+ * (vpdpbusd), in pairs of i16 with AVX2 (vpmaddwd: no saturation), or in
+ * portable C, chosen at run time from what the CPU reports; A is taken to
+ * i8 and B to u8 by shifting by 128 where their types differ, and the zero
+ * points come off afterwards: sum a*b - zb * sum_k a - za * sum_k b
+ * + K * za * zb, all in wrapping 32-bit arithmetic.
+ *
+ * As with gemm.h: every call is single-threaded, allocates nothing, keeps
+ * no state; callers split a product over their pool (by blocks of rows of
+ * A, starting at multiples of cpu_igemm_mr(), or of columns of B). */
+#ifndef PL_CPU_IGEMM_H
+#define PL_CPU_IGEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An 8-bit operand op(X) of R x S as stored: element (r, s) is
+ * DATA[r * LD + s], or DATA[s * LD + r] when TRANS. */
+typedef struct cpu_igemm_q8 {
+    const void *data;
+    int64_t ld;
+    bool trans;
+    bool is_signed; /* i8, else u8 */
+} cpu_igemm_q8;
+
+/* Rows of one packed panel of A: blocks of rows given to cpu_igemm start
+ * at multiples of it. Constant for the life of the process. */
+int cpu_igemm_mr(void);
+
+/* The micro-kernel this CPU runs ("avx512vnni", "avx2", "c"). */
+const char *cpu_igemm_isa(void);
+
+/* Bytes of a packed op(A) of M x K (64-byte aligned). */
+size_t cpu_igemm_packed_a_bytes(int64_t m, int64_t k);
+
+/* Packs op(A), M x K, with its zero points ZA (M values when ZA_PER_ROW,
+ * else ZA[0] for every row; NULL: 0) into OUT of cpu_igemm_packed_a_bytes
+ * bytes, 64-byte aligned. */
+void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t *za,
+                      bool za_per_row, void *out);
+
+/* Bytes of scratch one cpu_igemm call with N columns and depth K needs
+ * (64-byte aligned, private to the call): a bounded block of packed B. */
+size_t cpu_igemm_scratch_bytes(int64_t n, int64_t k);
+
+/* C[M x N] (leading dimension LDC) for rows FIRST_ROW .. FIRST_ROW + M of
+ * the packed A (FIRST_ROW a multiple of cpu_igemm_mr(), K the packed
+ * depth) times op(B), K x N, with B's zero points ZB (N values when
+ * ZB_PER_COL, else ZB[0]; NULL: 0). */
+void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t first_row,
+               const cpu_igemm_q8 *b, const int32_t *zb, bool zb_per_col, int32_t *c,
+               int64_t ldc, void *scratch);
+
+#endif

@@ -1,0 +1,224 @@
+/* test_cpu_igemm.c — the cpu module's integer GEMM (modules/cpu/igemm.c)
+ * against a naive loop: sum_k (A - za) * (B - zb) in int64, wrapped to i32.
+ * Every result must be identical. Sizes from 0 to past the micro-kernel's
+ * panels and the column block, every mix of u8 / i8 operands, transposed
+ * or not, zero points none / one / per row of A / per column of B, a
+ * packed A cut into row blocks as callers cut it, and sums that wrap.
+ * Columns past N of C must stay untouched. Usage: test_cpu_igemm <group>. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "igemm.h"
+
+static int ti_failures;
+static uint64_t ti_seed = 0x9e3779b97f4a7c15ull;
+
+static uint32_t ti_random(void)
+{
+    ti_seed = ti_seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(ti_seed >> 33);
+}
+
+static void *ti_alloc(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+typedef struct ti_case {
+    int64_t m, n, k;
+    bool a_signed, b_signed, ta, tb;
+    int zp;           /* 0 none; 1 one each; 2 per row of A and column of B */
+    int64_t blocks;   /* row blocks of the packed A, cut at multiples of MR */
+    int extreme;      /* values at the ends of their range (sums that wrap) */
+} ti_case;
+
+#define TI_GUARD 0x5a5a5a5a
+
+static int32_t ti_q8(const void *p, bool s, int64_t i)
+{
+    return s ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+static void ti_fill(uint8_t *p, size_t n, bool is_signed, int extreme)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = ti_random();
+        if (extreme)
+            p[i] = is_signed ? (uint8_t)(r & 1 ? 0x80 : 0x7f) : (uint8_t)(r & 1 ? 0 : 255);
+        else
+            p[i] = (uint8_t)r;
+    }
+}
+
+static void ti_run(const ti_case *t)
+{
+    const int64_t m = t->m, n = t->n, k = t->k;
+    const int64_t lda = (t->ta ? m : k) + 3, ldb = (t->tb ? k : n) + 2, ldc = n + 5;
+    const int64_t a_rows = t->ta ? k : m, b_rows = t->tb ? n : k;
+    uint8_t *a = ti_alloc((size_t)(a_rows * lda + 1)), *b = ti_alloc((size_t)(b_rows * ldb + 1));
+    int32_t *c = ti_alloc(sizeof(int32_t) * (size_t)(m * ldc + 1));
+    int32_t *za = ti_alloc(sizeof(int32_t) * (size_t)(m + 1));
+    int32_t *zb = ti_alloc(sizeof(int32_t) * (size_t)(n + 1));
+    ti_fill(a, (size_t)(a_rows * lda), t->a_signed, t->extreme);
+    ti_fill(b, (size_t)(b_rows * ldb), t->b_signed, t->extreme);
+    for (int64_t i = 0; i < m + 1; i++) {
+        uint32_t r = ti_random() & 255;
+        za[i] = t->a_signed ? (int32_t)(int8_t)r : (int32_t)r;
+    }
+    for (int64_t j = 0; j < n + 1; j++) {
+        uint32_t r = ti_random() & 255;
+        zb[j] = t->b_signed ? (int32_t)(int8_t)r : (int32_t)r;
+    }
+    if (t->extreme) { /* the zero points far from the values: the widest products */
+        za[0] = t->a_signed ? 127 : 255;
+        zb[0] = t->b_signed ? -128 : 0;
+    }
+    for (int64_t i = 0; i < m * ldc; i++)
+        c[i] = TI_GUARD;
+    cpu_igemm_q8 qa = {a, lda, t->ta, t->a_signed}, qb = {b, ldb, t->tb, t->b_signed};
+    const int32_t *pza = t->zp ? za : NULL, *pzb = t->zp ? zb : NULL;
+    bool per = t->zp == 2;
+    void *pa = ti_alloc(cpu_igemm_packed_a_bytes(m, k));
+    cpu_igemm_pack_a(m, k, &qa, pza, per, pa);
+    void *scratch = ti_alloc(cpu_igemm_scratch_bytes(n, k));
+    int64_t mr = cpu_igemm_mr(), blocks = t->blocks > 0 ? t->blocks : 1;
+    int64_t step = ((m + blocks - 1) / blocks + mr - 1) / mr * mr;
+    for (int64_t r0 = 0; r0 < m; r0 += step > 0 ? step : 1) {
+        int64_t rows = m - r0 < step ? m - r0 : step;
+        cpu_igemm(rows, n, k, pa, r0, &qb, pzb, per, c + r0 * ldc, ldc, scratch);
+    }
+    int bad = 0;
+    for (int64_t i = 0; i < m && bad < 3; i++)
+        for (int64_t j = 0; j < ldc && bad < 3; j++) {
+            int32_t got = c[i * ldc + j];
+            int32_t want = TI_GUARD;
+            if (j < n) {
+                int64_t zai = pza ? za[per ? i : 0] : 0, zbj = pzb ? zb[per ? j : 0] : 0;
+                int64_t sum = 0;
+                for (int64_t q = 0; q < k; q++) {
+                    int64_t av = ti_q8(a, t->a_signed, t->ta ? q * lda + i : i * lda + q);
+                    int64_t bv = ti_q8(b, t->b_signed, t->tb ? j * ldb + q : q * ldb + j);
+                    sum += (av - zai) * (bv - zbj);
+                }
+                want = (int32_t)(uint32_t)(uint64_t)sum;
+            }
+            if (got != want) {
+                fprintf(stderr,
+                        "FAIL m=%lld n=%lld k=%lld a%s b%s ta=%d tb=%d zp=%d blocks=%lld: "
+                        "C[%lld][%lld] = %d, want %d\n",
+                        (long long)m, (long long)n, (long long)k, t->a_signed ? "i8" : "u8",
+                        t->b_signed ? "i8" : "u8", t->ta, t->tb, t->zp, (long long)t->blocks,
+                        (long long)i, (long long)j, got, want);
+                bad++;
+            }
+        }
+    ti_failures += bad;
+    free(a), free(b), free(c), free(za), free(zb), free(pa), free(scratch);
+}
+
+static void ti_signs(ti_case t)
+{
+    for (int s = 0; s < 4; s++) {
+        t.a_signed = s & 1;
+        t.b_signed = s >> 1;
+        ti_run(&t);
+    }
+}
+
+static void ti_small(void)
+{
+    for (int64_t m = 0; m <= 9; m++)
+        for (int64_t n = 0; n <= 9; n += 3)
+            for (int64_t k = 0; k <= 9; k++)
+                ti_signs((ti_case){m, n, k, .zp = 1});
+}
+
+static void ti_edges(void)
+{
+    static const int64_t ms[] = {1, 5, 6, 7, 8, 9, 12, 13, 16, 17};
+    static const int64_t ns[] = {1, 15, 16, 17, 31, 32, 33, 48, 255, 256, 257};
+    static const int64_t ks[] = {1, 2, 3, 4, 5, 7, 8, 63, 64, 65};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
+            ti_run(&(ti_case){ms[i], ns[j], ks[(i + j) % 10], (i & 1) != 0, (j & 1) != 0,
+                              .zp = 1});
+}
+
+static void ti_large(void)
+{
+    ti_signs((ti_case){64, 300, 576, .zp = 1});
+    ti_signs((ti_case){130, 700, 1152, .zp = 1});
+    ti_run(&(ti_case){40, 1030, 4608, false, true, .zp = 1});
+    ti_run(&(ti_case){1000, 33, 130, false, true, .zp = 2});
+}
+
+static void ti_transposes(void)
+{
+    for (int tr = 0; tr < 4; tr++) {
+        ti_signs((ti_case){13, 37, 29, .ta = tr & 1, .tb = tr >> 1, .zp = 1});
+        ti_signs((ti_case){67, 290, 131, .ta = tr & 1, .tb = tr >> 1, .zp = 2});
+    }
+}
+
+static void ti_zero_points(void)
+{
+    for (int zp = 0; zp < 3; zp++) {
+        ti_signs((ti_case){11, 45, 23, .zp = zp});
+        ti_signs((ti_case){24, 260, 200, .tb = true, .zp = zp});
+    }
+}
+
+static void ti_blocks(void)
+{
+    for (int64_t blocks = 1; blocks <= 5; blocks++) {
+        ti_signs((ti_case){50, 70, 77, .zp = 2, .blocks = blocks});
+        ti_run(&(ti_case){203, 19, 300, true, false, .zp = 1, .blocks = blocks});
+    }
+}
+
+static void ti_wrap(void)
+{
+    /* 255 * 255 * 40000 passes 2^31: the i32 result wraps, as ONNX's does */
+    ti_signs((ti_case){9, 20, 40000, .zp = 1, .extreme = 1});
+    ti_signs((ti_case){3, 40, 70000, .tb = true, .zp = 1, .extreme = 1});
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s <group>\n", argv[0]);
+        return 2;
+    }
+    const char *g = argv[1];
+    printf("micro-kernel %s (mr %d)\n", cpu_igemm_isa(), cpu_igemm_mr());
+    if (strcmp(g, "small") == 0)
+        ti_small();
+    else if (strcmp(g, "edges") == 0)
+        ti_edges();
+    else if (strcmp(g, "large") == 0)
+        ti_large();
+    else if (strcmp(g, "transposes") == 0)
+        ti_transposes();
+    else if (strcmp(g, "zero_points") == 0)
+        ti_zero_points();
+    else if (strcmp(g, "blocks") == 0)
+        ti_blocks();
+    else if (strcmp(g, "wrap") == 0)
+        ti_wrap();
+    else {
+        fprintf(stderr, "unknown group '%s'\n", g);
+        return 2;
+    }
+    if (ti_failures > 0) {
+        fprintf(stderr, "%s: %d failures\n", g, ti_failures);
+        return 1;
+    }
+    printf("%s: ok\n", g);
+    return 0;
+}
