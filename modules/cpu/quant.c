@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fastmath.h"
-#include "gemm.h"
+#include "igemm.h"
 #include "index_kernel.h"
 
 static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -269,81 +269,138 @@ typedef struct qu_mm_kernel {
     size_t ia, ib, iza, izb, isa, isb, isy, izy;
     bool has_za, has_zb;
     bool za_rows, zb_cols, sa_rows, sb_cols; /* per row / column, else one */
+    /* A constant B without batch dims, packed for the integer GEMM when
+     * the kernel is made; NULL otherwise. */
+    const char *b_pre;
 } qu_mm_kernel;
 
-/* The largest |v - zero point| an 8-bit value can have. */
-static int32_t qu_span(bool is_signed, int32_t zp)
+/* One MatMulInteger / QLinearMatMul on the integer GEMM: what every chunk
+ * reads. The product runs transposed, Y^T = B^T A^T: B (usually constant
+ * weights) is the packed side, its zero points one per row of B^T. */
+typedef struct qu_mm_call {
+    pl_module_ctx *ctx;
+    const qu_mm_kernel *k;
+    const char *a, *b;
+    const int32_t *za, *zb; /* m and n values (zb NULL when B is prepacked) */
+    const float *sa, *sb;
+    float sy;
+    int32_t zy;
+    void *dst;
+    const char *bpack;      /* per batch matrix of B, bpack_bytes apart */
+    size_t bpack_bytes;
+    size_t row_block, n_blocks;
+    int failed;
+} qu_mm_call;
+
+static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
-    int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
-    return zp - lo > hi - zp ? zp - lo : hi - zp;
+    (void)worker;
+    qu_mm_call *c = arg;
+    const qu_mm_kernel *k = c->k;
+    size_t m = k->m, kk = k->kk, n = k->n, rb = c->row_block;
+    int32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, (rb * m + 1) * sizeof *acc, 64);
+    void *scratch = cpu_host->host_alloc(c->ctx->host_ctx,
+                                         cpu_igemm_scratch_bytes((int64_t)m, (int64_t)kk), 64);
+    if (!acc || !scratch) {
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+        begin = end;
+    }
+    for (size_t item = begin; item < end; item++) {
+        size_t t = item / c->n_blocks, r0 = (item % c->n_blocks) * rb;
+        size_t rows = n - r0 < rb ? n - r0 : rb;
+        size_t ao = (size_t)ix_offset(t, k->nb, k->batch, k->a_st) * m * kk;
+        size_t bi = k->b_pre != NULL ? 0 : (size_t)ix_offset(t, k->nb, k->batch, k->b_st);
+        cpu_igemm_q8 qa = {.data = c->a + ao, .ld = (int64_t)kk, .trans = true,
+                           .is_signed = k->a_signed};
+        cpu_igemm((int64_t)rows, (int64_t)m, (int64_t)kk, c->bpack + bi * c->bpack_bytes,
+                  (int64_t)r0, &qa, c->za, k->za_rows, acc, (int64_t)m, scratch);
+        size_t at0 = t * m * n;
+        for (size_t r = 0; r < rows; r++) {
+            size_t j = r0 + r;
+            const int32_t *col = acc + r * m;
+            if (!k->qlinear) {
+                for (size_t i = 0; i < m; i++)
+                    ((int32_t *)c->dst)[at0 + i * n + j] = col[i];
+                continue;
+            }
+            /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
+            const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
+            const float sbj = c->sb[k->sb_cols ? j : 0], zy = (float)c->zy;
+            for (size_t i = 0; i < m; i++) {
+                float scale = c->sa[k->sa_rows ? i : 0] * sbj / c->sy;
+                float v = cpu_round_even((float)col[i] * scale) + zy;
+                v = v < lo ? lo : v > hi ? hi : v;
+                if (k->y_signed)
+                    ((int8_t *)c->dst)[at0 + i * n + j] = (int8_t)v;
+                else
+                    ((uint8_t *)c->dst)[at0 + i * n + j] = (uint8_t)v;
+            }
+        }
+    }
+    cpu_host->host_free(c->ctx->host_ctx, acc);
+    cpu_host->host_free(c->ctx->host_ctx, scratch);
 }
 
-/* One matrix of the batch on the module's SGEMM (quant_conv.c does the
- * same for convolutions): A - za and B - zb as floats, multiplied in slices
- * of K short enough that every partial sum stays below 2^24 (exact in f32),
- * summed in int64, then stored as MatMulInteger's i32 (wrapping) or
- * requantized as QLinearMatMul's. Zero points per row of A or column of B
- * are taken off before the product. False when memory is short (the direct
- * loop runs then). */
-static bool qu_mm_gemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a, size_t ao,
-                       const char *b, size_t bo, const char *za, const char *zb, const float *sa,
-                       const float *sb, float sy, int32_t zy, void *dst, size_t at0)
+/* The zero points of an operand as N i32 (one when not PER). */
+static void qu_zero_points(const char *z, bool is_signed, bool per, size_t n, int32_t *out)
 {
-    size_t m = k->m, kk = k->kk, n = k->n;
-    size_t scratch_n = cpu_gemm_scratch_floats((int64_t)m, (int64_t)n, false, false);
-    float *af = cpu_host->host_alloc(ctx->host_ctx, (m * kk > 0 ? m * kk : 1) * sizeof *af, 64);
-    float *bf = cpu_host->host_alloc(ctx->host_ctx, (kk * n > 0 ? kk * n : 1) * sizeof *bf, 64);
-    float *yf = cpu_host->host_alloc(ctx->host_ctx, (m * n > 0 ? m * n : 1) * sizeof *yf, 64);
-    int64_t *acc = cpu_host->host_alloc(ctx->host_ctx, (m * n > 0 ? m * n : 1) * sizeof *acc, 64);
-    float *scratch = scratch_n ? cpu_host->host_alloc(ctx->host_ctx, scratch_n * sizeof *scratch, 64)
-                               : NULL;
-    bool ok = af && bf && yf && acc && (scratch_n == 0 || scratch);
+    for (size_t i = 0; i < (per ? n : 1); i++)
+        out[i] = z != NULL ? qu_q8(z, is_signed, i) : 0;
+}
+
+/* Packs B [K, N] of batch matrix BI (B^T for the integer GEMM, with its
+ * zero points ZB) at OUT. */
+static void qu_mm_pack_b(const qu_mm_kernel *k, const char *b, size_t bi, const int32_t *zb,
+                         void *out)
+{
+    cpu_igemm_q8 qb = {.data = b + bi * k->kk * k->n, .ld = (int64_t)k->n, .trans = true,
+                       .is_signed = k->b_signed};
+    cpu_igemm_pack_a((int64_t)k->n, (int64_t)k->kk, &qb, zb, k->zb_cols, out);
+}
+
+/* The whole batch on the integer GEMM (igemm.h), the (batch, block of
+ * columns of Y) items spread over the pool. False when memory is short
+ * (the direct loop runs then). */
+static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a, const char *b,
+                        const char *za, const char *zb, const float *sa, const float *sb,
+                        float sy, int32_t zy, void *dst)
+{
+    size_t m = k->m, n = k->n, kk = k->kk;
+    size_t n_batch = cpu_elements(k->batch, k->nb);
+    size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    size_t mr = (size_t)cpu_igemm_mr();
+    /* blocks of whole panels, at least two items per thread when N allows */
+    size_t want = 2 * threads > n_batch ? (2 * threads + n_batch - 1) / n_batch : 1;
+    size_t rb = (n + want - 1) / want;
+    rb = (rb + mr - 1) / mr * mr;
+    rb = rb < mr ? mr : rb;
+    bool pre = k->b_pre != NULL;
+    size_t bpack_bytes = cpu_igemm_packed_a_bytes((int64_t)n, (int64_t)kk);
+    /* B's distinct matrices: those its batch strides reach */
+    size_t nb_mats = 1;
+    for (int d = 0; d < k->nb; d++)
+        if (k->b_st[d] != 0)
+            nb_mats *= (size_t)k->batch[d];
+    qu_mm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
+    int32_t *zbuf = cpu_host->host_alloc(ctx->host_ctx, (m + n + 2) * sizeof *zbuf, 64);
+    char *bp = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, nb_mats * bpack_bytes, 64);
+    bool ok = c && zbuf && (pre || bp);
     if (ok) {
-        int32_t amax = 1, bmax = 1;
-        for (size_t i = 0; i < m; i++) {
-            int32_t z = za ? qu_q8(za, k->a_signed, k->za_rows ? i : 0) : 0;
-            int32_t span = qu_span(k->a_signed, z);
-            amax = span > amax ? span : amax;
-            for (size_t q = 0; q < kk; q++)
-                af[i * kk + q] = (float)(qu_q8(a, k->a_signed, ao + i * kk + q) - z);
-        }
-        for (size_t q = 0; q < kk; q++)
-            for (size_t j = 0; j < n; j++) {
-                int32_t z = zb ? qu_q8(zb, k->b_signed, k->zb_cols ? j : 0) : 0;
-                int32_t v = qu_q8(b, k->b_signed, bo + q * n + j) - z;
-                bf[q * n + j] = (float)v;
-                bmax = v > bmax ? v : -v > bmax ? -v : bmax;
-            }
-        size_t slice = (size_t)(((INT64_C(1) << 24) - 1) / ((int64_t)amax * bmax));
-        slice = slice < 1 ? 1 : slice;
-        memset(acc, 0, m * n * sizeof *acc);
-        for (size_t k0 = 0; k0 < kk; k0 += slice) {
-            size_t kc = kk - k0 < slice ? kk - k0 : slice;
-            cpu_gemm_operand ga = {.data = af + k0, .ld = (int64_t)kk};
-            cpu_gemm_operand gb = {.data = bf + k0 * n, .ld = (int64_t)n};
-            cpu_gemm((int64_t)m, (int64_t)n, (int64_t)kc, 1.0f, &ga, &gb, 0.0f, yf, (int64_t)n,
-                     scratch);
-            for (size_t e = 0; e < m * n; e++)
-                acc[e] += (int64_t)yf[e];
-        }
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < n; j++) {
-                int32_t v = (int32_t)(uint32_t)(uint64_t)acc[i * n + j]; /* int32 wraps */
-                size_t at = at0 + i * n + j;
-                if (!k->qlinear) {
-                    ((int32_t *)dst)[at] = v;
-                    continue;
-                }
-                /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
-                float scale = sa[k->sa_rows ? i : 0] * sb[k->sb_cols ? j : 0] / sy;
-                qu_store_q8(dst, k->y_signed, at, nearbyintf((float)v * scale) + zy);
-            }
+        int32_t *zam = zbuf, *zbn = zbuf + m + 1;
+        qu_zero_points(za, k->a_signed, k->za_rows, m, zam);
+        qu_zero_points(zb, k->b_signed, k->zb_cols, n, zbn);
+        for (size_t bi = 0; !pre && bi < nb_mats; bi++)
+            qu_mm_pack_b(k, b, bi, zbn, bp + bi * bpack_bytes);
+        *c = (qu_mm_call){.ctx = ctx, .k = k, .a = a, .b = b, .za = zam, .zb = zbn, .sa = sa,
+                          .sb = sb, .sy = sy, .zy = zy, .dst = dst,
+                          .bpack = pre ? k->b_pre : bp, .bpack_bytes = bpack_bytes,
+                          .row_block = rb, .n_blocks = (n + rb - 1) / rb};
+        cpu_host->parallel_for(ctx->host_ctx, n_batch * c->n_blocks, 1, qu_mm_chunk, c);
+        ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }
-    cpu_host->host_free(ctx->host_ctx, af);
-    cpu_host->host_free(ctx->host_ctx, bf);
-    cpu_host->host_free(ctx->host_ctx, yf);
-    cpu_host->host_free(ctx->host_ctx, acc);
-    cpu_host->host_free(ctx->host_ctx, scratch);
+    cpu_host->host_free(ctx->host_ctx, c);
+    cpu_host->host_free(ctx->host_ctx, zbuf);
+    cpu_host->host_free(ctx->host_ctx, bp);
     return ok;
 }
 
@@ -368,12 +425,12 @@ static pl_status *qu_mm_write(pl_module_ctx *ctx, const shp_kernel *kernel,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g",
                              (double)sy);
     }
+    if (qu_mm_igemm(ctx, k, a, b, za, zb, sa, sb, sy, zy, dst))
+        return NULL;
     size_t n_batch = cpu_elements(k->batch, k->nb), mat = k->m * k->n;
     for (size_t t = 0; t < n_batch; t++) {
         size_t ao = (size_t)ix_offset(t, k->nb, k->batch, k->a_st) * k->m * k->kk;
         size_t bo = (size_t)ix_offset(t, k->nb, k->batch, k->b_st) * k->kk * k->n;
-        if (k->kk >= 8 && qu_mm_gemm(ctx, k, a, ao, b, bo, za, zb, sa, sb, sy, zy, dst, t * mat))
-            continue;
         for (size_t i = 0; i < k->m; i++)
             for (size_t j = 0; j < k->n; j++) {
                 int32_t zai = za ? qu_q8(za, k->a_signed, k->za_rows ? i : 0) : 0;
@@ -476,8 +533,29 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                              "a zero point differs in dtype from its operand");
     }
+    /* A constant B (and zero points) of one matrix: packed here, once */
+    const pl_graph_api *g = cpu_host->graph;
+    const void *bdata = NULL, *zbdata = NULL;
+    size_t bbytes = 0, zbbytes = 0;
+    bool pre = g != NULL && node->graph != NULL && kk > 0 && n > 0 && rb == 0;
+    if (pre) {
+        int64_t tb = g->node_input(node->graph, node->node_index, ib);
+        int64_t tz = tmp.has_zb ? g->node_input(node->graph, node->node_index, tmp.izb) : -1;
+        pre = tb >= 0 && g->tensor_constant(node->graph, tb, &bdata, &bbytes) &&
+              bbytes == kk * n &&
+              (!tmp.has_zb || (tz >= 0 && g->tensor_constant(node->graph, tz, &zbdata, &zbbytes)));
+    }
+    size_t head = (sizeof(qu_mm_kernel) + 63) & ~(size_t)63;
+    size_t packed = pre ? cpu_igemm_packed_a_bytes((int64_t)n, (int64_t)kk) : 0;
+    int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (n + 1) * sizeof *zbuf, 64) : NULL;
+    if (pre && zbuf == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing B");
     qu_mm_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, qu_mm_write, (shp_kernel **)&k));
+    pl_status *st = shp_kernel_alloc(ctx, node, head + packed, qu_mm_write, (shp_kernel **)&k);
+    if (st != NULL) {
+        cpu_host->host_free(ctx->host_ctx, zbuf);
+        return st;
+    }
     shp_kernel base = k->k;
     *k = tmp;
     k->k = base;
@@ -489,6 +567,12 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
     k->a_signed = as;
     k->b_signed = bs;
     k->y_signed = ys;
+    if (pre) {
+        qu_zero_points(zbdata, bs, k->zb_cols, n, zbuf);
+        qu_mm_pack_b(k, bdata, 0, zbuf, (char *)k + head);
+        k->b_pre = (const char *)k + head;
+    }
+    cpu_host->host_free(ctx->host_ctx, zbuf);
     *out_kernel = &k->k.base;
     return NULL;
 }

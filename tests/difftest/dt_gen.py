@@ -756,7 +756,11 @@ class Gen:
             batch = [self.r(1, 3) for _ in range(self.r(0, 2))]
             x = self.input(batch + [rows, k])
             n = self.pick([1, 5, 16, 31, 32, 33, 70])
-            w = self.const(self.q8([k, n], ws_signed), wdt)
+            if self.p(0.3):  # B an input too (packed at run time), maybe batched
+                ws_signed, wdt = xs_signed, xdt  # the feed has one dtype
+                w = self.input(batch[len(batch) - self.r(0, len(batch)):] + [k, n])
+            else:
+                w = self.const(self.q8([k, n], ws_signed), wdt)
             n_per, m = n, rows
         per_w = self.p(0.5)
         wz = self.const(self.q8([n_per] if per_w else [], ws_signed), wdt)
