@@ -225,8 +225,19 @@ static pl_status *qu_dynamic_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     } else if (o == 2) {
         memcpy(dst, &zp, 1);
     } else {
-        for (size_t i = 0; i < n; i++)
-            qu_store_q8(dst, false, i, scale > 0 ? nearbyint((double)(x[i] / scale)) + zp : 0);
+        /* qu_store_q8's rounding and saturation in f32 (exact: x / scale
+         * is an f32 already), in a loop that vectorises */
+        uint8_t *y = dst;
+        const float zf = zp;
+        if (!(scale > 0)) {
+            memset(y, 0, n);
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++) {
+            float v = cpu_round_even(x[i] / scale) + zf;
+            v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+            y[i] = v == v ? (uint8_t)v : 0;
+        }
     }
     return NULL;
 }

@@ -83,6 +83,7 @@ typedef struct qc_gemm_call {
     size_t wpack_bytes;   /* of one group */
     size_t rows, tile, n_tiles;
     bool direct;          /* 1x1, stride 1, no padding: B is x itself */
+    const int32_t *wdw;   /* depthwise: w - w_zero_point, [M, taps] (qc_dw_chunk) */
     int failed;           /* a chunk ran out of memory (atomic stores) */
 } qc_gemm_call;
 
@@ -122,6 +123,97 @@ static void qc_im2col_row2(const qc_kernel *k, const uint8_t *xb, const int64_t 
                 r[t] = xr[iw0 + t * sw];
         memset(r + hi, pad, (size_t)(len - hi));
     }
+}
+
+/* Writes the exact sums AM of output channel M of image N at positions
+ * C0 .. C0 + NC: ConvInteger's i32, or QLinearConv's requantization (the
+ * arithmetic of qc_store, the multiplier once per channel). */
+static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
+                         size_t nc)
+{
+    const qc_kernel *k = c->k;
+    size_t at = (n * k->m + m) * k->out_sp + c0;
+    if (!k->qlinear) {
+        memcpy((int32_t *)c->dst + at, am, nc * sizeof *am);
+        return;
+    }
+    const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
+    const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
+    const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
+    const float yz = (float)c->yz;
+    if (k->y_signed) {
+        int8_t *y = (int8_t *)c->dst + at;
+        for (size_t j = 0; j < nc; j++) {
+            float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
+            y[j] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+    } else {
+        uint8_t *y = (uint8_t *)c->dst + at;
+        for (size_t j = 0; j < nc; j++) {
+            float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
+            y[j] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+    }
+}
+
+/* One input channel per group (depthwise, any multiplier), 2-D: per
+ * (image, output channel) item, each tap's weight less its zero point
+ * times the input less its zero point, added over the valid runs of each
+ * output row into an i32 plane (padding adds nothing); the loops over a
+ * row vectorise. The sums wrap as the GEMM's do. */
+#define QC_DW_TAP(T)                                                                        \
+    for (int64_t oh = 0; oh < oh_n; oh++) {                                                 \
+        int64_t ih = oh * sh - k->pad[0] + kh * k->dil[0];                                  \
+        if (ih < 0 || ih >= h)                                                              \
+            continue;                                                                       \
+        const T *xr = (const T *)xp + ih * wd + iw0;                                        \
+        uint32_t *a = acc + oh * ow_n;                                                      \
+        if (sw == 1)                                                                        \
+            for (int64_t ow = lo; ow < hi; ow++)                                            \
+                a[ow] += wv * (uint32_t)((int32_t)xr[ow] - xz);                             \
+        else                                                                                \
+            for (int64_t ow = lo; ow < hi; ow++)                                            \
+                a[ow] += wv * (uint32_t)((int32_t)xr[ow * sw] - xz);                        \
+    }
+
+static void qc_dw_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    qc_gemm_call *c = arg;
+    const qc_kernel *k = c->k;
+    const size_t mg = k->m / k->group;
+    const int64_t h = k->in[0], wd = k->in[1], oh_n = k->out[0], ow_n = k->out[1];
+    const int64_t sh = k->stride[0], sw = k->stride[1];
+    const int32_t xz = c->xz;
+    uint32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, k->out_sp * sizeof *acc, 64);
+    if (!acc) {
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+        begin = end;
+    }
+    for (size_t item = begin; item < end; item++) {
+        size_t n = item / k->m, m = item % k->m, g = m / mg;
+        const char *xp = c->x + (n * k->c + g) * k->in_sp;
+        memset(acc, 0, k->out_sp * sizeof *acc);
+        for (int64_t kh = 0; kh < k->ker[0]; kh++)
+            for (int64_t kw = 0; kw < k->ker[1]; kw++) {
+                uint32_t wv = (uint32_t)c->wdw[m * k->ker_sp + (size_t)(kh * k->ker[1] + kw)];
+                if (wv == 0)
+                    continue;
+                /* the output columns whose input column is inside */
+                int64_t iw0 = kw * k->dil[1] - k->pad[1];
+                int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
+                int64_t hi = wd - iw0 <= 0 ? 0 : (wd - iw0 + sw - 1) / sw;
+                hi = hi > ow_n ? ow_n : hi;
+                if (hi <= lo)
+                    continue;
+                if (k->x_signed)
+                    QC_DW_TAP(int8_t)
+                else
+                    QC_DW_TAP(uint8_t)
+            }
+        qc_store_run(c, n, m, 0, (const int32_t *)acc, k->out_sp);
+    }
+    cpu_host->host_free(c->ctx->host_ctx, acc);
 }
 
 /* Work items [BEGIN, END) of (group, image, tile of columns), each with
@@ -192,32 +284,8 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         }
         cpu_igemm((int64_t)mg, (int64_t)nc, (int64_t)rows, c->wpack + g * c->wpack_bytes, 0, &b,
                   &c->xz, false, acc, (int64_t)nc, scratch);
-        for (size_t mm = 0; mm < mg; mm++) {
-            size_t m = g * mg + mm, at = (n * k->m + m) * k->out_sp + c0;
-            const int32_t *am = acc + mm * nc;
-            if (!k->qlinear) {
-                memcpy((int32_t *)c->dst + at, am, nc * sizeof *am);
-                continue;
-            }
-            /* qc_store's arithmetic, the multiplier once per channel */
-            const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
-            const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
-            const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
-            const float yz = (float)c->yz;
-            if (k->y_signed) {
-                int8_t *y = (int8_t *)c->dst + at;
-                for (size_t j = 0; j < nc; j++) {
-                    float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
-                    y[j] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
-                }
-            } else {
-                uint8_t *y = (uint8_t *)c->dst + at;
-                for (size_t j = 0; j < nc; j++) {
-                    float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
-                    y[j] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
-                }
-            }
-        }
+        for (size_t mm = 0; mm < mg; mm++)
+            qc_store_run(c, n, g * mg + mm, c0, acc + mm * nc, nc);
     }
     cpu_host->host_free(c->ctx->host_ctx, col);
     cpu_host->host_free(c->ctx->host_ctx, acc);
@@ -240,6 +308,32 @@ static void qc_pack_weights(const qc_kernel *k, const char *w, const char *wz, c
     }
 }
 
+/* A depthwise 2-D convolution (one input channel per group) on
+ * qc_dw_chunk, the (image, output channel) items over the pool. False when
+ * memory is short. */
+static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
+                               const char *w, int32_t xz, const char *wz, const int32_t *bias,
+                               const float *ws, float xs, float ys, int32_t yz, void *dst)
+{
+    qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
+    int32_t *wdw = cpu_host->host_alloc(ctx->host_ctx, (k->m * k->ker_sp + 1) * sizeof *wdw, 64);
+    bool ok = c && wdw;
+    if (ok) {
+        for (size_t m = 0; m < k->m; m++) {
+            int32_t z = wz != NULL ? qc_q8(wz, k->w_signed, k->wz_per ? m : 0) : 0;
+            for (size_t t = 0; t < k->ker_sp; t++)
+                wdw[m * k->ker_sp + t] = qc_q8(w, k->w_signed, m * k->ker_sp + t) - z;
+        }
+        *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
+                            .xs = xs, .ys = ys, .yz = yz, .dst = dst, .wdw = wdw};
+        cpu_host->parallel_for(ctx->host_ctx, k->n * k->m, 1, qc_dw_chunk, c);
+        ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+    }
+    cpu_host->host_free(ctx->host_ctx, c);
+    cpu_host->host_free(ctx->host_ctx, wdw);
+    return ok;
+}
+
 /* The convolution as products on the integer GEMM: per image and group,
  * the weights ([M/g, C/g * taps]) times the input laid out by tap ([C/g *
  * taps, columns], padding the zero point, in tiles of columns; a 1x1
@@ -251,6 +345,8 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
                           int32_t xz, const char *wz, const int32_t *bias, const float *ws,
                           float xs, float ys, int32_t yz, void *dst)
 {
+    if (k->c == k->group && k->nsp == 2)
+        return qc_write_depthwise(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst);
     size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
     bool direct = k->ker_sp == 1;
     for (int d = 0; d < k->nsp; d++)
@@ -478,7 +574,8 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     const void *wdata = NULL, *wzdata = NULL;
     size_t wbytes = 0, wzbytes = 0;
     size_t rows = tmp.c / tmp.group * tmp.ker_sp;
-    bool pre = g != NULL && node->graph != NULL && rows > 0 && tmp.m > 0;
+    bool pre = g != NULL && node->graph != NULL && rows > 0 && tmp.m > 0 &&
+               !(tmp.c == tmp.group && tmp.nsp == 2); /* depthwise: qc_write_depthwise */
     if (pre) {
         int64_t tw = g->node_input(node->graph, node->node_index, tmp.iw);
         int64_t twz = tmp.has_wz ? g->node_input(node->graph, node->node_index, tmp.iwz) : -1;
