@@ -92,4 +92,14 @@ static inline float cpu_round_even(float v)
     return (v + 12582912.0f) - 12582912.0f;
 }
 
+/* A loop function built for AVX-512, AVX2 and the baseline, the build
+ * picked when the module loads (GCC's target_clones: the module itself is
+ * built without -march). For elementwise loops whose results are the same
+ * on every build. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 #endif

@@ -75,6 +75,30 @@ typedef struct qu_kernel {
     pl_dtype x_dt;
 } qu_kernel;
 
+/* QuantizeLinear of N floats with one scale S and zero point ZF: rounded
+ * half to even, saturated, NaN to 0 (what the double path's conversion gave
+ * on x86). Built for AVX-512, AVX2 and the baseline, picked at load time
+ * (the loops vectorise; the values are the same on each). */
+CPU_CLONES static void qu_quantize_run(const float *x, size_t n, float s, float zf,
+                                       bool is_signed, void *dst)
+{
+    if (is_signed) {
+        int8_t *y = dst;
+        for (size_t e = 0; e < n; e++) {
+            float v = cpu_round_even(x[e] / s) + zf;
+            v = v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v;
+            y[e] = (int8_t)(int32_t)(v == v ? v : 0.0f);
+        }
+        return;
+    }
+    uint8_t *y = dst;
+    for (size_t e = 0; e < n; e++) {
+        float v = cpu_round_even(x[e] / s) + zf;
+        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+        y[e] = (uint8_t)(int32_t)(v == v ? v : 0.0f);
+    }
+}
+
 static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
@@ -101,19 +125,8 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                 ((float *)dst)[e] = lut[q[e]];
             return NULL;
         }
-        const float *xf = (const float *)(const void *)x;
-        const float s0 = scale[0], lo = k->q_signed ? -128.0f : 0.0f,
-                    hi = k->q_signed ? 127.0f : 255.0f, zf = (float)z;
-        for (size_t e = 0; e < n; e++) {
-            float v = cpu_round_even(xf[e] / s0) + zf;
-            v = v < lo ? lo : v > hi ? hi : v;
-            if (!(v == v))
-                v = 0.0f; /* NaN: what the double path's conversion gave on x86 */
-            if (k->q_signed)
-                ((int8_t *)dst)[e] = (int8_t)v;
-            else
-                ((uint8_t *)dst)[e] = (uint8_t)v;
-        }
+        qu_quantize_run((const float *)(const void *)x, n, scale[0], (float)z, k->q_signed,
+                        dst);
         return NULL;
     }
     for (size_t e = 0; e < n; e++) {

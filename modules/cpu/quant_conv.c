@@ -128,7 +128,7 @@ static void qc_im2col_row2(const qc_kernel *k, const uint8_t *xb, const int64_t 
 /* Writes the exact sums AM of output channel M of image N at positions
  * C0 .. C0 + NC: ConvInteger's i32, or QLinearConv's requantization (the
  * arithmetic of qc_store, the multiplier once per channel). */
-static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
+CPU_CLONES static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
                          size_t nc)
 {
     const qc_kernel *k = c->k;
@@ -176,7 +176,7 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
                 a[ow] += wv * (uint32_t)((int32_t)xr[ow * sw] - xz);                        \
     }
 
-static void qc_dw_chunk(void *arg, size_t begin, size_t end, int worker)
+CPU_CLONES static void qc_dw_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
     qc_gemm_call *c = arg;
