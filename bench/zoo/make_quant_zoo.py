@@ -31,6 +31,8 @@ import sys
 
 import numpy as np
 
+from run_zoo import rel_error  # the zoo's one error measure (bench/zoo/run_zoo.py)
+
 # (torch zoo model, forms): small enough to commit, and every form on some model.
 PICK = [
     ("resnet50_s", ("qdq", "qop")),
@@ -43,14 +45,6 @@ PICK = [
     ("wav2vec_fe", ("qdq",)),
     ("convnext_s", ("dyn",)),
 ]
-
-
-def rel_error(got, ref):
-    g, r = got.astype(np.float64), ref.astype(np.float64)
-    if r.size == 0:
-        return 0.0
-    scale = float(np.max(np.abs(r)))
-    return float(np.max(np.abs(g - r))) / (scale if scale > 0 else 1.0)
 
 
 def main():

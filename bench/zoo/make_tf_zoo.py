@@ -31,6 +31,8 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # plain f32 reference
 
 import numpy as np
 
+from run_zoo import rel_error  # the zoo's one error measure (bench/zoo/run_zoo.py)
+
 SEED = 4321
 
 
@@ -374,14 +376,6 @@ def make_input(shape, dtype, kind, rng):
     if kind[0] == "uint":
         return np.floor(rng.random_sample(shape) * kind[1]).astype(dtype)
     raise ValueError(kind)
-
-
-def rel_error(got, ref):
-    g, r = got.astype(np.float64), ref.astype(np.float64)
-    if r.size == 0:
-        return 0.0
-    scale = float(np.max(np.abs(r)))
-    return float(np.max(np.abs(g - r))) / (scale if scale > 0 else 1.0)
 
 
 def randomise_statistics(model, rng):

@@ -331,62 +331,53 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
     const uint8_t flip = b->is_signed ? 0x80 : 0x00;
     const uint8_t *data = b->data;
     memset(out, 0, (size_t)(groups * kg * nr * isa->esz));
-    if (isa->esz == 1) {
-        uint8_t *o = out;
-        if (b->trans) {
-            /* a column's K values are contiguous: a group is 4 bytes */
-            for (int j = 0; j < cols; j++) {
-                const uint8_t *src = data + (j0 + j) * b->ld;
-                for (int64_t q = 0; q < k; q++)
-                    o[((q / 4) * nr + j) * 4 + q % 4] = src[q] ^ flip;
-            }
-            return;
-        }
-        for (int64_t g = 0; g < groups; g++) {
-            int64_t q0 = g * 4;
-            int j = 0;
-#ifdef IG_X86
-            if (q0 + 3 < k) {
-                const __m128i f = _mm_set1_epi8((char)flip);
-                for (; j + 16 <= cols; j += 16) {
-                    const uint8_t *s = data + q0 * b->ld + j0 + j;
-                    __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-                    __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + b->ld));
-                    __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * b->ld));
-                    __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * b->ld));
-                    __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
-                    __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
-                    __m128i *d = (__m128i *)(void *)(o + (g * nr + j) * 4);
-                    _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t2), f));
-                    _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t2), f));
-                    _mm_storeu_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(t1, t3), f));
-                    _mm_storeu_si128(d + 3, _mm_xor_si128(_mm_unpackhi_epi16(t1, t3), f));
-                }
-            }
-#endif
-            for (; j < cols; j++)
-                for (int q = 0; q < 4 && q0 + q < k; q++)
-                    o[(g * nr + j) * 4 + q] = data[(q0 + q) * b->ld + j0 + j] ^ flip;
-        }
-        return;
-    }
-    int16_t *o = out;
+/* Value (q, j) of the panel, from byte V of B. */
+#define IG_PUT(q, j, v)                                                                     \
+    do {                                                                                    \
+        size_t at_ = (size_t)((((q) / kg) * nr + (j)) * kg + (q) % kg);                    \
+        uint8_t v_ = (uint8_t)((v) ^ flip);                                                 \
+        if (isa->esz == 1)                                                                  \
+            ((uint8_t *)out)[at_] = v_;                                                     \
+        else                                                                                \
+            ((int16_t *)out)[at_] = (int16_t)v_;                                            \
+    } while (0)
     if (b->trans) {
+        /* a column's K values are contiguous */
         for (int j = 0; j < cols; j++) {
             const uint8_t *src = data + (j0 + j) * b->ld;
             for (int64_t q = 0; q < k; q++)
-                o[((q / 2) * nr + j) * 2 + q % 2] = (int16_t)(uint8_t)(src[q] ^ flip);
+                IG_PUT(q, j, src[q]);
         }
         return;
     }
     for (int64_t g = 0; g < groups; g++) {
-        int64_t q0 = g * 2;
+        const int64_t q0 = g * kg;
         int j = 0;
 #ifdef IG_X86
-        if (q0 + 1 < k) {
-            const __m128i f = _mm_set1_epi8((char)flip), z = _mm_setzero_si128();
+        /* whole groups of rows: interleaved 16 (bytes) or 8 (i16) columns at a time */
+        const uint8_t *s0 = data + q0 * b->ld + j0;
+        const __m128i f = _mm_set1_epi8((char)flip);
+        if (isa->esz == 1 && q0 + 3 < k) {
+            uint8_t *o = out;
+            for (; j + 16 <= cols; j += 16) {
+                const uint8_t *s = s0 + j;
+                __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+                __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + b->ld));
+                __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * b->ld));
+                __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * b->ld));
+                __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+                __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+                __m128i *d = (__m128i *)(void *)(o + (g * nr + j) * 4);
+                _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t2), f));
+                _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t2), f));
+                _mm_storeu_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(t1, t3), f));
+                _mm_storeu_si128(d + 3, _mm_xor_si128(_mm_unpackhi_epi16(t1, t3), f));
+            }
+        } else if (isa->esz == 2 && q0 + 1 < k) {
+            int16_t *o = out;
+            const __m128i z = _mm_setzero_si128();
             for (; j + 8 <= cols; j += 8) {
-                const uint8_t *s = data + q0 * b->ld + j0 + j;
+                const uint8_t *s = s0 + j;
                 __m128i r0 = _mm_loadl_epi64((const __m128i *)(const void *)s);
                 __m128i r1 = _mm_loadl_epi64((const __m128i *)(const void *)(s + b->ld));
                 __m128i t = _mm_xor_si128(_mm_unpacklo_epi8(r0, r1), f);
@@ -397,9 +388,10 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
         }
 #endif
         for (; j < cols; j++)
-            for (int q = 0; q < 2 && q0 + q < k; q++)
-                o[(g * nr + j) * 2 + q] = (int16_t)(uint8_t)(data[(q0 + q) * b->ld + j0 + j] ^ flip);
+            for (int64_t q = q0; q < q0 + kg && q < k; q++)
+                IG_PUT(q, j, data[q * b->ld + j0 + j]);
     }
+#undef IG_PUT
 }
 
 void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t first_row,

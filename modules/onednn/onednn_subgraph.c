@@ -594,6 +594,23 @@ static int odnn_ln_param(const pl_graph_view *v, const struct odnn_uses *u, int6
 }
 
 /* Matches the pattern whose first ReduceMean is R. */
+/* The variance VAR's sole reader Add(var, eps) (eps a scalar >= 0, in
+ * *eps; the node in *out_add) and that one's sole reader Sqrt: the Sqrt
+ * node, or -1. */
+static int64_t odnn_ln_eps_sqrt(const pl_graph_view *v, const struct odnn_uses *u, int64_t var,
+                                float *eps, int64_t *out_add)
+{
+    int64_t add = odnn_sole_reader(u, odnn_out(v, (size_t)var, 0));
+    int first;
+    *out_add = add;
+    if (!odnn_op_is(v, add, "Add") ||
+        odnn_binary_scalar(v, (size_t)add, eps, &first) != odnn_out(v, (size_t)var, 0) ||
+        !(*eps >= 0.0f))
+        return -1;
+    int64_t sq = odnn_sole_reader(u, odnn_out(v, (size_t)add, 0));
+    return odnn_op_is(v, sq, "Sqrt") ? sq : -1;
+}
+
 static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
                             struct odnn_lnpat *out)
 {
@@ -633,14 +650,9 @@ static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, s
     int64_t var = odnn_sole_reader(u, odnn_out(v, (size_t)pw, 0));
     if (!odnn_mean_last(v, var, x.ndim, out->channel))
         return 0;
-    int64_t add = odnn_sole_reader(u, odnn_out(v, (size_t)var, 0));
-    int first;
-    if (!odnn_op_is(v, add, "Add") ||
-        odnn_binary_scalar(v, (size_t)add, &out->eps, &first) != odnn_out(v, (size_t)var, 0) ||
-        !(out->eps >= 0.0f))
-        return 0;
-    int64_t sq = odnn_sole_reader(u, odnn_out(v, (size_t)add, 0));
-    if (!odnn_op_is(v, sq, "Sqrt") || odnn_sole_reader(u, odnn_out(v, (size_t)sq, 0)) != dv ||
+    int64_t add;
+    int64_t sq = odnn_ln_eps_sqrt(v, u, var, &out->eps, &add);
+    if (sq < 0 || odnn_sole_reader(u, odnn_out(v, (size_t)sq, 0)) != dv ||
         odnn_other_input(v, (size_t)dv, d, 0) != odnn_out(v, (size_t)sq, 0))
         return 0;
     int64_t mul = odnn_sole_reader(u, odnn_out(v, (size_t)dv, 0));
@@ -719,14 +731,9 @@ static int odnn_match_lnorm_tf(const pl_graph_view *v, const struct odnn_uses *u
     if (var < 0 || !odnn_mean_last_any(v, var, x.ndim) ||
         strcmp(onednn_host->graph->node_op(v, (size_t)var), onednn_host->graph->node_op(v, r)) != 0)
         return 0;
-    int64_t add = odnn_sole_reader(u, odnn_out(v, (size_t)var, 0));
-    int first;
-    if (!odnn_op_is(v, add, "Add") ||
-        odnn_binary_scalar(v, (size_t)add, &out->eps, &first) != odnn_out(v, (size_t)var, 0) ||
-        !(out->eps >= 0.0f))
-        return 0;
-    int64_t sq = odnn_sole_reader(u, odnn_out(v, (size_t)add, 0));
-    if (!odnn_op_is(v, sq, "Sqrt"))
+    int64_t add;
+    int64_t sq = odnn_ln_eps_sqrt(v, u, var, &out->eps, &add);
+    if (sq < 0)
         return 0;
     int64_t rcp = odnn_sole_reader(u, odnn_out(v, (size_t)sq, 0));
     if (!odnn_op_is(v, rcp, "Reciprocal"))
