@@ -724,7 +724,10 @@ class Gen:
             cg = 1 if groups == "dw" else self.pick([1, 3, 8, 17, 40])
             mg = self.pick([1, 2, 8, 9, 24]) if groups != "dw" else self.pick([1, 1, 2])
             size = {1: (1, 40), 2: (1, 14), 3: (1, 6)}[d]
-            x = self.input([self.r(1, 2), g * cg] + [self.r(*size) for _ in range(d)])
+            dims = [self.r(*size) for _ in range(d)]
+            if d == 2 and self.p(0.3):  # rows wide enough for the plane loops
+                dims[1] = self.r(16, 40)
+            x = self.input([self.r(1, 2), g * cg] + dims)
             sp = self.shape(x)[2:]
             ks, st, dil, pb, pe = [], [], [], [], []
             for s in sp:
