@@ -239,6 +239,7 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
     st = pl_model_of_graph(rt, copy, pl_strdupf("%s: %s", c->label, attr), &m);
     if (st != NULL)
         return st;
+    m->inline_run = true;
     st = pl_session_create(m, NULL, &b->session);
     pl_model_release(m);
     return st;

@@ -27,6 +27,11 @@ struct pl_model {
     /* The graph runs once (constant folding): sessions offer its nodes to
      * the backends that run op by op before those that compile. */
     bool one_shot;
+    /* The graph is a control-flow body: its program runs inline in the
+     * worker of the node that calls it (pl_runner_run_inline), where a
+     * kernel step costs about a quarter of one dispatched through the
+     * engine; partitioning weighs steps by that. */
+    bool inline_run;
     _Atomic int refs;
 };
 

@@ -42,6 +42,7 @@ struct pl_partition {
     int min_nodes;
     bool by_cost;            /* choose = cost */
     double threads;          /* the runtime's, >= 1: compute and reorders divide by it */
+    double step_us;          /* one kernel step dispatched (PL_COST_STEP_US, or inline) */
     size_t *idx;             /* nn: scratch, view indices for estimate_cost */
     int32_t *assign;         /* nn */
     int32_t *cluster;        /* nn */
@@ -398,7 +399,7 @@ static double pl_part_default(const pl_partition *p, size_t b, const pl_nid *nod
     double us = 0;
     for (size_t i = 0; i < n; i++)
         us += pl_cost_default_us(&pl_graph_view_table, p->view, p->pos[nodes[i]]);
-    us = us / p->threads + (be->symbolic ? PL_COST_STEP_US : (double)n * PL_COST_STEP_US);
+    us = us / p->threads + (be->symbolic ? p->step_us : (double)n * p->step_us);
     if (!(be->module->api.capabilities & PL_CAP_HOST_MEMORY))
         us += PL_COST_COPY_US; /* at least one copy in and one out */
     return us;
@@ -622,7 +623,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               bool choose_by_cost, int threads,
+                               bool choose_by_cost, int threads, bool inline_run,
                                pl_partition **out_partition)
 {
     *out_partition = NULL;
@@ -637,6 +638,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->min_nodes = min_subgraph_nodes > 0 ? min_subgraph_nodes : 1;
     p->by_cost = choose_by_cost;
     p->threads = threads > 1 ? (double)threads : 1.0;
+    p->step_us = inline_run ? PL_PART_INLINE_STEP_US : PL_COST_STEP_US;
     size_t cells = (p->nn ? p->nn : 1) * (p->nb ? p->nb : 1);
     p->words = (p->nn + 63) / 64 + 1;
     p->backends = pl_calloc(p->nb ? p->nb : 1, sizeof *p->backends);

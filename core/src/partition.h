@@ -70,13 +70,20 @@ typedef struct pl_partition pl_partition;
 
 /* Asks every backend about every node it may get (once; the answers are
  * kept) and makes the first assignment. view is a view of the whole graph in
- * topological order; both must outlive the partition. */
+ * topological order; both must outlive the partition. INLINE_RUN: the
+ * program will run inline in one worker (a control-flow body), where each
+ * kernel step costs PL_PART_INLINE_STEP_US instead of PL_COST_STEP_US. */
 pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               bool choose_by_cost, int threads,
+                               bool choose_by_cost, int threads, bool inline_run,
                                pl_partition **out_partition);
+
+/* What one kernel step costs in a program run inline (measured: a GRU
+ * cell's Loop body of 35 small nodes, 14.6 us an iteration on cpu; a chain
+ * of [1,64] Tanh through the engine: 1.27 us a step). */
+#define PL_PART_INLINE_STEP_US 0.4
 void pl_partition_destroy(pl_partition *p);
 
 /* Marks the nodes of cluster C as refused by its backend, with REASON, and
