@@ -90,6 +90,10 @@ void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t row
 pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op,
                             cpu_run_fn run);
 
+/* Whether T's shape is fully known and its element and byte counts (as
+ * f32) fit in size_t. */
+bool cpu_shape_known(const pl_tensor *t);
+
 /* The first element of a host tensor (data plus byte_offset). */
 static inline const float *cpu_in(const pl_run_args *args, size_t i)
 {

@@ -37,6 +37,11 @@ typedef struct ig_isa {
     int mr, nr, kg, esz; /* esz: bytes per packed value (1: i8/u8, 2: i16) */
     ig_kernel_fn kernel;
     ig_colsum_fn colsum;
+    /* For a B panel of at most narrow_cols columns (NULL: none): the same
+     * product with rows in the vector lanes, so that a product with a few
+     * columns (a convolution's 2x2 output map) does not pay for NR. */
+    ig_kernel_fn narrow;
+    int narrow_cols;
 } ig_isa;
 
 /* What a packed A starts with (IG_HEAD bytes). */
@@ -79,7 +84,7 @@ static void ig_colsum_c(int64_t groups, const void *b, int32_t *out)
             out[j] += bp[j * 4] + bp[j * 4 + 1] + bp[j * 4 + 2] + bp[j * 4 + 3];
 }
 
-static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_kernel_c, ig_colsum_c};
+static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_kernel_c, ig_colsum_c, NULL, 0};
 
 #ifdef IG_X86
 
@@ -144,7 +149,7 @@ __attribute__((target("avx2"))) static void ig_colsum_avx2(int64_t groups, const
 }
 
 static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_kernel_avx2,
-                                   ig_colsum_avx2};
+                                   ig_colsum_avx2, NULL, 0};
 
 /* ---- AVX512-VNNI: 8 x 32, groups of 4 bytes (vpdpbusd: u8 x i8) ---------- */
 
@@ -201,8 +206,43 @@ __attribute__((target(IG_VNNI_TARGET))) static void ig_colsum_vnni(int64_t group
     _mm512_storeu_si512((void *)(out + 16), s1);
 }
 
-static const ig_isa ig_isa_vnni = {"avx512vnni", IG_V_MR, IG_V_NR, 4, 1, ig_kernel_vnni,
-                                   ig_colsum_vnni};
+/* Up to IG_V_NARROW columns: per group, the A panel's 8 rows x 4 bytes
+ * are one 256-bit operand and each column's 4 bytes of B are broadcast,
+ * one accumulator (8 rows) per column: IG_V_NARROW vpdpbusd a group
+ * instead of 16. */
+#define IG_V_NARROW 8
+#define IG_VNNI_VL_TARGET "avx512f,avx512bw,avx512vl,avx512vnni"
+
+__attribute__((target(IG_VNNI_VL_TARGET))) static void
+ig_kernel_vnni_narrow(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+                      int rows, int cols)
+{
+    __m256i acc[IG_V_NARROW];
+#pragma GCC unroll 8
+    for (int j = 0; j < IG_V_NARROW; j++)
+        acc[j] = _mm256_setzero_si256();
+    const char *ap = a, *bp = b;
+    for (int64_t g = 0; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
+        __m256i av = _mm256_load_si256((const __m256i *)(const void *)ap);
+#pragma GCC unroll 8
+        for (int j = 0; j < IG_V_NARROW; j++) {
+            int32_t w;
+            memcpy(&w, bp + 4 * j, 4);
+            acc[j] = _mm256_dpbusd_epi32(acc[j], _mm256_set1_epi32(w), av);
+        }
+    }
+    int32_t tile[IG_V_NARROW][IG_V_MR];
+#pragma GCC unroll 8
+    for (int j = 0; j < IG_V_NARROW; j++)
+        _mm256_storeu_si256((__m256i *)(void *)tile[j], acc[j]);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            c[i * ldc + j] = tile[j][i];
+}
+
+static const ig_isa ig_isa_vnni = {"avx512vnni",   IG_V_MR,        IG_V_NR,
+                                   4,              1,              ig_kernel_vnni,
+                                   ig_colsum_vnni, ig_kernel_vnni_narrow, IG_V_NARROW};
 
 #endif /* IG_X86 */
 
@@ -223,7 +263,8 @@ static const ig_isa *ig_isa_get(void)
 #ifdef IG_X86
     __builtin_cpu_init();
     if (CPU_IGEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vnni"))
         isa = &ig_isa_vnni;
     else if (CPU_IGEMM_MAX_ISA >= 1 && __builtin_cpu_supports("avx2"))
         isa = &ig_isa_avx2;
@@ -359,12 +400,25 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
         const __m128i f = _mm_set1_epi8((char)flip);
         if (isa->esz == 1 && q0 + 3 < k) {
             uint8_t *o = out;
-            for (; j + 16 <= cols; j += 16) {
+            for (; j < cols; j += 16) {
                 const uint8_t *s = s0 + j;
-                __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-                __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + b->ld));
-                __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * b->ld));
-                __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * b->ld));
+                __m128i r0, r1, r2, r3;
+                if (j + 16 <= cols) {
+                    r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+                    r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + b->ld));
+                    r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * b->ld));
+                    r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * b->ld));
+                } else {
+                    /* the last columns, through rows of 16 (the panel's
+                     * columns past COLS are never stored) */
+                    uint8_t part[4][16] = {{0}};
+                    for (int r = 0; r < 4; r++)
+                        memcpy(part[r], s + r * b->ld, (size_t)(cols - j));
+                    r0 = _mm_loadu_si128((const __m128i *)(const void *)part[0]);
+                    r1 = _mm_loadu_si128((const __m128i *)(const void *)part[1]);
+                    r2 = _mm_loadu_si128((const __m128i *)(const void *)part[2]);
+                    r3 = _mm_loadu_si128((const __m128i *)(const void *)part[3]);
+                }
                 __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
                 __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
                 __m128i *d = (__m128i *)(void *)(o + (g * nr + j) * 4);
@@ -425,8 +479,10 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
                 (const char *)packed_a + IG_HEAD + (size_t)((first_row + i0) / mr) * h.panel_bytes;
             for (int64_t p = 0; p < np; p++) {
                 int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
-                isa->kernel(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc,
-                            rows, cols);
+                ig_kernel_fn kern =
+                    isa->narrow != NULL && cols <= isa->narrow_cols ? isa->narrow : isa->kernel;
+                kern(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc, rows,
+                     cols);
             }
         }
         /* the zero points: - zb * rowsum - za * colsum + K * za * zb */

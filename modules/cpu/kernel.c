@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu_kernel.h"
+#include "nn_window.h"
 
 /* The ops no family claims: the base table. */
 static const cpu_op_entry cpu_ops[] = {
@@ -248,7 +249,7 @@ static bool cpu_output_absent(const pl_node_desc *node, size_t o)
 
 /* A fully known shape whose element count fits in size_t (and whose byte
  * count does too). */
-static bool cpu_shape_known(const pl_tensor *t)
+bool cpu_shape_known(const pl_tensor *t)
 {
     if (t->ndim < 0 || t->ndim > CPU_MAX_RANK || (t->ndim > 0 && t->shape == NULL))
         return false;
@@ -346,7 +347,8 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
     if (e == NULL)
         return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet",
                                        node->op);
-    pl_status *st = cpu_build_node(ctx, e, node, out_kernel);
+    pl_status *st = nn_pool8_wanted(node) ? nn_build_pool8(ctx, node, out_kernel)
+                                          : cpu_build_node(ctx, e, node, out_kernel);
     /* f16 and bf16: computed in f32 by the op's f32 kernel, unless the op
      * takes them itself (the shape ops, Cast). A refusal of the wrapped
      * kernel for a reason of its own replaces the dtype refusal. */

@@ -156,6 +156,10 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
                                    pl_kernel **out_kernel);
 /* nn_pool.c: MaxPool AveragePool (windowed), GlobalAveragePool GlobalMaxPool. */
 pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+/* MaxPool of u8 or i8, 2-D, without Indices: computed in bytes
+ * (nn_build_pool8) rather than through the f32 wrapper. */
+bool nn_pool8_wanted(const pl_node_desc *node);
+pl_status *nn_build_pool8(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
 pl_status *nn_build_global_pool(pl_module_ctx *ctx, const pl_node_desc *node,
                                 pl_kernel **out_kernel);
 

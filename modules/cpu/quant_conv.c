@@ -14,6 +14,7 @@
 
 #include "fastmath.h"
 #include "igemm.h"
+#include "bytes.h"
 #include "index_kernel.h"
 
 #define QC_MAX_SP (CPU_MAX_RANK - 2)
@@ -84,46 +85,147 @@ typedef struct qc_gemm_call {
     size_t rows, tile, n_tiles;
     bool direct;          /* 1x1, stride 1, no padding: B is x itself */
     const int32_t *wdw;   /* depthwise: w - w_zero_point, [M, taps] (qc_dw_chunk) */
+    const struct qc_tapcol *tapcol; /* 2-D im2col: per kernel column (qc_tapcol_of) */
+    size_t pad_bytes;     /* 2-D, small: bytes of one group's padded input (qc_pad_group) */
     int failed;           /* a chunk ran out of memory (atomic stores) */
 } qc_gemm_call;
 
 
-/* One row of the 2-D im2col: the input at tap offset KD (dilated) for
- * output positions C0 .. C0 + NC, PAD outside the input; whole runs of an
- * output row at a time (memset and memcpy where the stride is 1). */
-static void qc_im2col_row2(const qc_kernel *k, const uint8_t *xb, const int64_t *kd, size_t c0,
-                           size_t nc, uint8_t pad, uint8_t *row)
+/* Where one kernel column of a 2-D im2col reads: the input column of
+ * output column 0 (BASE) and the output columns [LO, HI) that read inside
+ * the input. */
+typedef struct qc_tapcol {
+    int64_t base, lo, hi;
+} qc_tapcol;
+
+static qc_tapcol qc_tapcol_of(const qc_kernel *k, int64_t kw)
+{
+    const int64_t wd = k->in[1], ow_n = k->out[1], sw = k->stride[1];
+    qc_tapcol t = {.base = kw * k->dil[1] - k->pad[1]};
+    t.lo = t.base >= 0 ? 0 : (-t.base + sw - 1) / sw;
+    t.hi = wd - t.base <= 0 ? 0 : (wd - t.base + sw - 1) / sw;
+    t.lo = t.lo > ow_n ? ow_n : t.lo;
+    t.hi = t.hi > ow_n ? ow_n : t.hi < t.lo ? t.lo : t.hi;
+    return t;
+}
+
+/* One row of the 2-D im2col: the input at kernel row offset KH (dilated)
+ * and kernel column TC for output positions from (OH, OW0) on, NC of
+ * them, PAD outside the input; whole runs of an output row at a time
+ * (memset, then memcpy where the stride is 1 or the even bytes where it is
+ * 2); every run after the first starts a row. */
+static inline void qc_im2col_row2(const qc_kernel *k, const uint8_t *xb, int64_t kh,
+                                  const qc_tapcol *tc, int64_t oh, int64_t ow0, size_t nc,
+                                  uint8_t pad, uint8_t *row)
 {
     const int64_t h = k->in[0], wd = k->in[1], ow_n = k->out[1], st = k->in_st[0];
     const int64_t sh = k->stride[0], sw = k->stride[1];
-    size_t j = 0;
-    while (j < nc) {
-        size_t p = c0 + j;
-        int64_t oh = (int64_t)p / ow_n, ow0 = (int64_t)p % ow_n;
+    for (size_t j = 0; j < nc; oh++, ow0 = 0) {
         int64_t len = ow_n - ow0 < (int64_t)(nc - j) ? ow_n - ow0 : (int64_t)(nc - j);
-        int64_t ih = oh * sh - k->pad[0] + kd[0];
+        int64_t ih = oh * sh - k->pad[0] + kh;
         uint8_t *r = row + j;
         j += (size_t)len;
         if (ih < 0 || ih >= h) {
             memset(r, pad, (size_t)len);
             continue;
         }
-        const uint8_t *xr = xb + ih * st;
-        int64_t iw0 = ow0 * sw - k->pad[1] + kd[1]; /* input column of the run's first */
         /* the run's positions inside the input: [lo, hi) */
-        int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
-        int64_t hi = wd - iw0 <= 0 ? 0 : (wd - iw0 + sw - 1) / sw;
-        lo = lo > len ? len : lo;
-        hi = hi > len ? len : hi < lo ? lo : hi;
+        int64_t lo = tc->lo - ow0, hi = tc->hi - ow0;
+        lo = lo < 0 ? 0 : lo > len ? len : lo;
+        hi = hi < lo ? lo : hi > len ? len : hi;
+        const uint8_t *xs = xb + ih * st + tc->base + ow0 * sw; /* output column ow0's input */
         memset(r, pad, (size_t)lo);
-        if (sw == 1)
-            memcpy(r + lo, xr + iw0 + lo, (size_t)(hi - lo));
-        else
+        if (sw == 1) {
+            memcpy(r + lo, xs + lo, (size_t)(hi - lo));
+        } else if (sw == 2) {
+            /* whole groups of 16 only while their 32 bytes stay in the row */
+            int64_t fit = (wd - (tc->base + (ow0 + lo) * 2)) / 2;
+            int64_t vec = hi - lo < fit ? hi - lo : fit;
+            vec = vec < 0 ? 0 : vec / 16 * 16;
+            cpu_bytes_split2(r + lo, NULL, xs + 2 * lo, vec);
+            for (int64_t t = lo + vec; t < hi; t++)
+                r[t] = xs[2 * t];
+        } else {
             for (int64_t t = lo; t < hi; t++)
-                r[t] = xr[iw0 + t * sw];
+                r[t] = xs[t * sw];
+        }
         memset(r + hi, pad, (size_t)(len - hi));
     }
 }
+
+/* DST[0 .. N) = SRC[0 .. N) for the short runs of small maps: whole
+ * 8-byte moves (the last one overlapping) instead of a call. */
+static inline void qc_copy_run(uint8_t *dst, const uint8_t *src, int64_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n > 16) {
+        memcpy(dst, src, (size_t)n);
+    } else {
+        for (int64_t t = 0; t < n; t++)
+            dst[t] = src[t];
+    }
+}
+
+/* The input of one group of a 2-D convolution with its padding made real
+ * (the zero point), so that the im2col of a small map copies runs without
+ * a bound to check: per channel, QC_PAD_ROWS(k) rows of qc_pad_pitch(k)
+ * bytes, input row IH at row IH + pad, column IW at IW + pad; the rows
+ * cover every input row and column a kernel tap reads, and a pitch one
+ * past that lets cpu_bytes_split2 read its last pair whole. */
+static int64_t qc_pad_rows(const qc_kernel *k)
+{
+    return (k->out[0] - 1) * k->stride[0] + (k->ker[0] - 1) * k->dil[0] + 1;
+}
+
+static int64_t qc_pad_pitch(const qc_kernel *k)
+{
+    return (k->out[1] - 1) * k->stride[1] + (k->ker[1] - 1) * k->dil[1] + 2;
+}
+
+static void qc_pad_group(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8_t pad,
+                         uint8_t *out)
+{
+    const int64_t hp = qc_pad_rows(k), pitch = qc_pad_pitch(k);
+    const int64_t h = k->in[0], wd = k->in[1], p0 = k->pad[0], p1 = k->pad[1];
+    int64_t w_in = wd < pitch - p1 ? wd : pitch - p1; /* input columns that land in a row */
+    memset(out, pad, cg * (size_t)(hp * pitch));
+    for (size_t cc = 0; cc < cg && w_in > 0; cc++)
+        for (int64_t ih = 0; ih < h && ih + p0 < hp; ih++)
+            memcpy(out + (size_t)((int64_t)cc * hp + ih + p0) * (size_t)pitch + p1,
+                   xg + cc * k->in_sp + (size_t)(ih * wd), (size_t)w_in);
+}
+
+/* One row of the 2-D im2col from the padded input XP of one channel
+ * (qc_pad_group): kernel tap (KH, KW), output positions from (OH, OW0) on,
+ * NC of them. */
+static inline void qc_im2col_padded(const qc_kernel *k, const uint8_t *xp, int64_t kh,
+                                    int64_t kw, int64_t oh, int64_t ow0, size_t nc, uint8_t *row)
+{
+    const int64_t ow_n = k->out[1], pitch = qc_pad_pitch(k);
+    const int64_t sh = k->stride[0], sw = k->stride[1];
+    const uint8_t *base = xp + kh * k->dil[0] * pitch + kw * k->dil[1];
+    for (size_t j = 0; j < nc; oh++, ow0 = 0) {
+        int64_t len = ow_n - ow0 < (int64_t)(nc - j) ? ow_n - ow0 : (int64_t)(nc - j);
+        const uint8_t *xs = base + oh * sh * pitch + ow0 * sw;
+        uint8_t *r = row + j;
+        j += (size_t)len;
+        if (sw == 1)
+            qc_copy_run(r, xs, len);
+        else if (sw == 2)
+            cpu_bytes_split2(r, NULL, xs, len);
+        else
+            for (int64_t t = 0; t < len; t++)
+                r[t] = xs[t * sw];
+    }
+}
+
+/* Padded inputs of at most this many bytes take qc_im2col_padded. */
+#define QC_PAD_MAX_BYTES ((size_t)256 << 10)
 
 /* Writes the exact sums AM of output channel M of image N at positions
  * C0 .. C0 + NC: ConvInteger's i32, or QLinearConv's requantization (the
@@ -227,10 +329,13 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     size_t scratch_n = cpu_igemm_scratch_bytes((int64_t)tile, (int64_t)rows);
     uint8_t *col = c->direct ? NULL
                              : cpu_host->host_alloc(c->ctx->host_ctx, rows * tile + 1, 64);
+    uint8_t *xpad = c->pad_bytes ? cpu_host->host_alloc(c->ctx->host_ctx, c->pad_bytes, 64)
+                                 : NULL;
+    size_t xpad_of = (size_t)-1; /* the (image, group) xpad holds */
     int32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *acc, 64);
     int32_t *col_in = cpu_host->host_alloc(c->ctx->host_ctx, tile * QC_MAX_SP * sizeof *col_in, 64);
     void *scratch = cpu_host->host_alloc(c->ctx->host_ctx, scratch_n, 64);
-    if ((!c->direct && !col) || !acc || !col_in || !scratch) {
+    if ((!c->direct && !col) || (c->pad_bytes && !xpad) || !acc || !col_in || !scratch) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
     }
@@ -241,9 +346,24 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         size_t c0 = t * tile, nc = k->out_sp - c0 < tile ? k->out_sp - c0 : tile;
         const uint8_t *xg = (const uint8_t *)(const void *)c->x + (n * k->c + g * cg) * k->in_sp;
         cpu_igemm_q8 b = {.data = xg + c0, .ld = (int64_t)k->in_sp, .is_signed = k->x_signed};
-        if (!c->direct) {
+        if (!c->direct && xpad != NULL) {
+            /* small 2-D maps: from the input with its padding made real */
+            if (xpad_of != n * k->group + g) {
+                qc_pad_group(k, xg, cg, pad, xpad);
+                xpad_of = n * k->group + g;
+            }
+            const int64_t oh0 = (int64_t)c0 / k->out[1], ow00 = (int64_t)c0 % k->out[1];
+            const size_t plane = (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
+            uint8_t *row = col;
+            for (size_t cc = 0; cc < cg; cc++)
+                for (int64_t kh = 0; kh < k->ker[0]; kh++)
+                    for (int64_t kw = 0; kw < k->ker[1]; kw++, row += nc)
+                        qc_im2col_padded(k, xpad + cc * plane, kh, kw, oh0, ow00, nc, row);
+            b.data = col;
+            b.ld = (int64_t)nc;
+        } else if (!c->direct) {
             /* each column's output position */
-            for (size_t j = 0; j < nc; j++) {
+            for (size_t j = 0; j < nc && k->nsp != 2; j++) {
                 size_t orest = c0 + j;
                 for (int d = k->nsp - 1; d >= 0; d--) {
                     col_in[j * QC_MAX_SP + d] =
@@ -253,7 +373,17 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             }
             /* the input laid out by tap, [C/g * taps, columns]; padding is
              * the zero point, which the product takes off again */
-            for (size_t cc = 0; cc < cg; cc++) {
+            const int64_t ow_n = k->nsp == 2 ? k->out[1] : 1;
+            const int64_t oh0 = (int64_t)c0 / ow_n, ow00 = (int64_t)c0 % ow_n;
+            for (size_t cc = 0; cc < cg && k->nsp == 2; cc++) {
+                const uint8_t *xb = xg + cc * k->in_sp;
+                uint8_t *row = col + cc * k->ker_sp * nc;
+                for (int64_t kh = 0; kh < k->ker[0]; kh++)
+                    for (int64_t kw = 0; kw < k->ker[1]; kw++, row += nc)
+                        qc_im2col_row2(k, xb, kh * k->dil[0], &c->tapcol[kw], oh0, ow00, nc,
+                                       pad, row);
+            }
+            for (size_t cc = 0; cc < cg && k->nsp != 2; cc++) {
                 const uint8_t *xb = xg + cc * k->in_sp;
                 for (size_t kp = 0; kp < k->ker_sp; kp++) {
                     int64_t kd[QC_MAX_SP];
@@ -263,10 +393,6 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
                         rest /= (size_t)k->ker[d];
                     }
                     uint8_t *row = col + (cc * k->ker_sp + kp) * nc;
-                    if (k->nsp == 2) {
-                        qc_im2col_row2(k, xb, kd, c0, nc, pad, row);
-                        continue;
-                    }
                     for (size_t j = 0; j < nc; j++) {
                         size_t in_off = 0;
                         bool inside = true;
@@ -288,6 +414,7 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             qc_store_run(c, n, g * mg + mm, c0, acc + mm * nc, nc);
     }
     cpu_host->host_free(c->ctx->host_ctx, col);
+    cpu_host->host_free(c->ctx->host_ctx, xpad);
     cpu_host->host_free(c->ctx->host_ctx, acc);
     cpu_host->host_free(c->ctx->host_ctx, col_in);
     cpu_host->host_free(c->ctx->host_ctx, scratch);
@@ -439,19 +566,28 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
     size_t group_bytes = cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
     char *wp = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, k->group * group_bytes, 64);
     int32_t *zbuf = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64);
-    bool ok = c && (pre || (wp && zbuf));
+    size_t n_tc = k->nsp == 2 ? (size_t)k->ker[1] : 0;
+    qc_tapcol *tc = cpu_host->host_alloc(ctx->host_ctx, (n_tc + 1) * sizeof *tc, 64);
+    bool ok = c && tc && (pre || (wp && zbuf));
     if (ok && !pre)
         qc_pack_weights(k, w, wz, wp, group_bytes, zbuf);
+    for (size_t kw = 0; ok && kw < n_tc; kw++)
+        tc[kw] = qc_tapcol_of(k, (int64_t)kw);
     if (ok) {
         *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
                             .xs = xs, .ys = ys, .yz = yz, .dst = dst,
                             .wpack = pre ? k->wpack_pre : wp, .wpack_bytes = group_bytes,
                             .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile,
-                            .direct = direct};
+                            .direct = direct, .tapcol = tc};
+        if (!direct && k->nsp == 2) {
+            size_t bytes = k->c / k->group * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
+            c->pad_bytes = bytes <= QC_PAD_MAX_BYTES ? bytes : 0;
+        }
         cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1, qc_gemm_chunk, c);
         ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }
     cpu_host->host_free(ctx->host_ctx, c);
+    cpu_host->host_free(ctx->host_ctx, tc);
     cpu_host->host_free(ctx->host_ctx, wp);
     cpu_host->host_free(ctx->host_ctx, zbuf);
     return ok;

@@ -712,6 +712,8 @@ class Gen:
         column, i32 bias. Results are exact integers."""
         xs_signed, ws_signed = self.p(0.3), self.p(0.5)
         self.dtype = "i8" if xs_signed else "u8"
+        if self.p(0.15):
+            return self._quant_maxpool()
         xdt, wdt = self.dtype, "i8" if ws_signed else "u8"
         op = self.pick(["ConvInteger", "QLinearConv", "QLinearConv", "MatMulInteger",
                         "QLinearMatMul"])
@@ -727,6 +729,11 @@ class Gen:
             dims = [self.r(*size) for _ in range(d)]
             if d == 2 and self.p(0.3):  # rows wide enough for the plane loops
                 dims[1] = self.r(16, 40)
+            if d == 2 and groups == 1 and self.p(0.2):
+                # a map whose padded copy is over the cpu module's 256 KiB
+                # (quant_conv.c's QC_PAD_MAX_BYTES): the im2col that checks
+                # bounds run by run
+                cg, mg, dims = 17, self.pick([1, 2, 8]), [self.r(125, 140), self.r(125, 140)]
             x = self.input([self.r(1, 2), g * cg] + dims)
             sp = self.shape(x)[2:]
             ks, st, dil, pb, pe = [], [], [], [], []
@@ -786,6 +793,35 @@ class Gen:
         if op == "QLinearConv" and self.p(0.6):
             ins.append(self.const(self.rng.integers(-5000, 5000, [m]), "i32"))
         return self._quant_node(op, ins, attrs)
+
+    def _quant_maxpool(self):
+        """A 2-D MaxPool of the 8-bit dtype (quantized networks pool
+        their u8 activations): any window, stride, dilation, padding and
+        ceil_mode whose windows all see the input."""
+        x = self.input([self.r(1, 2), self.r(1, 6), self.r(1, 30), self.r(1, 40)])
+        shape = self.shape(x)
+        axes = []  # per spatial axis: kernel, stride, dilation, pad begin, pad end
+        for sz in shape[2:]:
+            k = self.r(1, min(4, sz + 1))
+            di = self.pick([1, 1, 2]) if k > 1 else 1
+            b, e = self.r(0, min(k - 1, 2)), self.r(0, min(k - 1, 2))
+            fits = sz + b + e >= (k - 1) * di + 1
+            axes.append((k, self.pick([1, 2, 2, 3]), di, b, e) if fits else
+                        (1, self.pick([1, 2, 2, 3]), 1, 0, 0))
+        ks, st, dil, pb, pe = (list(v) for v in zip(*axes))
+        attrs = {"kernel_shape": INTS(ks), "strides": INTS(st), "dilations": INTS(dil),
+                 "pads": INTS(pb + pe)}
+        if self.p(0.35):
+            attrs["ceil_mode"] = I(1)
+        if dt_ref.pool_has_empty_window(attrs, shape):
+            attrs = {"kernel_shape": INTS([min(k, sz) for k, sz in zip(ks, shape[2:])]),
+                     "strides": INTS(st)}
+        out = self.g.add_node("MaxPool", [x], attrs)
+        node = self.g.nodes[-1]
+        xv = self.env[x]
+        self.env[out] = dt_ref.pool(node, xv.astype(np.float64), "max").astype(xv.dtype)
+        self.g.outputs = [out]
+        return self.g
 
     def _quant_node(self, op, ins, attrs):
         out = self.g.add_node(op, ins, attrs)
