@@ -18,6 +18,7 @@
 #include "fastmath.h"
 #include "igemm.h"
 #include "index_kernel.h"
+#include "requant.h"
 
 static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node,
                                     pl_kernel **out_kernel);
@@ -75,30 +76,6 @@ typedef struct qu_kernel {
     pl_dtype x_dt;
 } qu_kernel;
 
-/* QuantizeLinear of N floats with one scale S and zero point ZF: rounded
- * half to even, saturated, NaN to 0 (what the double path's conversion gave
- * on x86). Built for AVX-512, AVX2 and the baseline, picked at load time
- * (the loops vectorise; the values are the same on each). */
-CPU_CLONES static void qu_quantize_run(const float *x, size_t n, float s, float zf,
-                                       bool is_signed, void *dst)
-{
-    if (is_signed) {
-        int8_t *y = dst;
-        for (size_t e = 0; e < n; e++) {
-            float v = cpu_round_even(x[e] / s) + zf;
-            v = v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v;
-            y[e] = (int8_t)(int32_t)(v == v ? v : 0.0f);
-        }
-        return;
-    }
-    uint8_t *y = dst;
-    for (size_t e = 0; e < n; e++) {
-        float v = cpu_round_even(x[e] / s) + zf;
-        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
-        y[e] = (uint8_t)(int32_t)(v == v ? v : 0.0f);
-    }
-}
-
 static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
@@ -125,8 +102,8 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                 ((float *)dst)[e] = lut[q[e]];
             return NULL;
         }
-        qu_quantize_run((const float *)(const void *)x, n, scale[0], (float)z, k->q_signed,
-                        dst);
+        cpu_quantize_f32((const float *)(const void *)x, n, scale[0], (float)z, k->q_signed,
+                         dst);
         return NULL;
     }
     for (size_t e = 0; e < n; e++) {
@@ -239,18 +216,12 @@ static pl_status *qu_dynamic_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         memcpy(dst, &zp, 1);
     } else {
         /* qu_store_q8's rounding and saturation in f32 (exact: x / scale
-         * is an f32 already), in a loop that vectorises */
-        uint8_t *y = dst;
-        const float zf = zp;
+         * is an f32 already) */
         if (!(scale > 0)) {
-            memset(y, 0, n);
+            memset(dst, 0, n);
             return NULL;
         }
-        for (size_t i = 0; i < n; i++) {
-            float v = cpu_round_even(x[i] / scale) + zf;
-            v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
-            y[i] = v == v ? (uint8_t)v : 0;
-        }
+        cpu_quantize_f32(x, n, scale, (float)zp, false, dst);
     }
     return NULL;
 }

@@ -16,6 +16,7 @@
 #include "igemm.h"
 #include "bytes.h"
 #include "index_kernel.h"
+#include "requant.h"
 
 #define QC_MAX_SP (CPU_MAX_RANK - 2)
 
@@ -230,7 +231,7 @@ static inline void qc_im2col_padded(const qc_kernel *k, const uint8_t *xp, int64
 /* Writes the exact sums AM of output channel M of image N at positions
  * C0 .. C0 + NC: ConvInteger's i32, or QLinearConv's requantization (the
  * arithmetic of qc_store, the multiplier once per channel). */
-CPU_CLONES static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
+static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
                          size_t nc)
 {
     const qc_kernel *k = c->k;
@@ -241,21 +242,7 @@ CPU_CLONES static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, s
     }
     const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
     const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
-    const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
-    const float yz = (float)c->yz;
-    if (k->y_signed) {
-        int8_t *y = (int8_t *)c->dst + at;
-        for (size_t j = 0; j < nc; j++) {
-            float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
-            y[j] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
-        }
-    } else {
-        uint8_t *y = (uint8_t *)c->dst + at;
-        for (size_t j = 0; j < nc; j++) {
-            float v = cpu_round_even((float)(int32_t)((uint32_t)am[j] + bb) * mult) + yz;
-            y[j] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
-        }
-    }
+    cpu_requant_i32(am, nc, bb, mult, (float)c->yz, k->y_signed, (char *)c->dst + at);
 }
 
 /* One input channel per group (depthwise, any multiplier), 2-D: per
