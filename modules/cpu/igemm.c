@@ -383,8 +383,42 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
             ((int16_t *)out)[at_] = (int16_t)v_;                                            \
     } while (0)
     if (b->trans) {
-        /* a column's K values are contiguous */
-        for (int j = 0; j < cols; j++) {
+        /* a column's K values are contiguous: one group of KG values is one
+         * 32-bit word of the panel (KG bytes, or KG i16 as esz 2 has), so
+         * four columns' words for four groups are a 4 x 4 transpose */
+        int j = 0;
+#ifdef IG_X86
+        const int64_t whole = k / (4 * kg); /* blocks of four whole groups */
+        const __m128i f = _mm_set1_epi8((char)flip), z = _mm_setzero_si128();
+        for (; j + 4 <= cols && whole > 0; j += 4) {
+            const uint8_t *s[4];
+            for (int c = 0; c < 4; c++)
+                s[c] = data + (j0 + j + c) * b->ld;
+            for (int64_t gb = 0; gb < whole; gb++) {
+                __m128i r[4];
+                for (int c = 0; c < 4; c++) {
+                    const uint8_t *at = s[c] + gb * 4 * kg;
+                    r[c] = isa->esz == 1
+                               ? _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)at), f)
+                               : _mm_unpacklo_epi8(
+                                     _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(const void *)at), f),
+                                     z);
+                }
+                __m128i t0 = _mm_unpacklo_epi32(r[0], r[1]), t1 = _mm_unpacklo_epi32(r[2], r[3]);
+                __m128i t2 = _mm_unpackhi_epi32(r[0], r[1]), t3 = _mm_unpackhi_epi32(r[2], r[3]);
+                __m128i o[4] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1),
+                                _mm_unpacklo_epi64(t2, t3), _mm_unpackhi_epi64(t2, t3)};
+                for (int i = 0; i < 4; i++)
+                    _mm_storeu_si128((__m128i *)(void *)((char *)out +
+                                                         (size_t)((gb * 4 + i) * nr + j) * 4),
+                                     o[i]);
+            }
+            for (int c = 0; c < 4; c++)
+                for (int64_t q = whole * 4 * kg; q < k; q++)
+                    IG_PUT(q, j + c, s[c][q]);
+        }
+#endif
+        for (; j < cols; j++) {
             const uint8_t *src = data + (j0 + j) * b->ld;
             for (int64_t q = 0; q < k; q++)
                 IG_PUT(q, j, src[q]);
