@@ -15,6 +15,10 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "fastmath.h"
 #include "igemm.h"
 #include "index_kernel.h"
@@ -181,7 +185,30 @@ static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node
 static void qu_dynamic_params(const float *x, size_t n, float *out_scale, uint8_t *out_zp)
 {
     float lo = 0, hi = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    /* minps/maxps keep their second operand when the first is NaN, as the
+     * comparisons below do, so NaNs are skipped the same way */
+    __m128 l[4], h[4];
+    for (int a = 0; a < 4; a++)
+        l[a] = h[a] = _mm_setzero_ps();
+    for (; i + 16 <= n; i += 16)
+        for (int a = 0; a < 4; a++) {
+            __m128 v = _mm_loadu_ps(x + i + 4 * a);
+            l[a] = _mm_min_ps(v, l[a]);
+            h[a] = _mm_max_ps(v, h[a]);
+        }
+    float lv[16], hv[16];
+    for (int a = 0; a < 4; a++) {
+        _mm_storeu_ps(lv + 4 * a, l[a]);
+        _mm_storeu_ps(hv + 4 * a, h[a]);
+    }
+    for (int a = 0; a < 16; a++) {
+        lo = lv[a] < lo ? lv[a] : lo;
+        hi = hv[a] > hi ? hv[a] : hi;
+    }
+#endif
+    for (; i < n; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
