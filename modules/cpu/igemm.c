@@ -240,6 +240,48 @@ ig_kernel_vnni_narrow(int64_t groups, const void *a, const void *b, int32_t *c, 
             c[i * ldc + j] = tile[j][i];
 }
 
+/* At most 4 columns: the same with two groups in flight (two sets of 4
+ * accumulators, added at the end), so that 8 independent vpdpbusd hide
+ * the instruction's latency. */
+__attribute__((target(IG_VNNI_VL_TARGET))) static void
+ig_kernel_vnni_narrow4(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+                       int rows, int cols)
+{
+    __m256i acc[2][4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        acc[0][j] = acc[1][j] = _mm256_setzero_si256();
+    const char *ap = a, *bp = b;
+    int64_t g = 0;
+    for (; g + 2 <= groups; g += 2, ap += 2 * IG_V_MR * 4, bp += 2 * IG_V_NR * 4)
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; u++) {
+            __m256i av = _mm256_load_si256((const __m256i *)(const void *)(ap + u * IG_V_MR * 4));
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                int32_t w;
+                memcpy(&w, bp + u * IG_V_NR * 4 + 4 * j, 4);
+                acc[u][j] = _mm256_dpbusd_epi32(acc[u][j], _mm256_set1_epi32(w), av);
+            }
+        }
+    if (g < groups) {
+        __m256i av = _mm256_load_si256((const __m256i *)(const void *)ap);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            int32_t w;
+            memcpy(&w, bp + 4 * j, 4);
+            acc[0][j] = _mm256_dpbusd_epi32(acc[0][j], _mm256_set1_epi32(w), av);
+        }
+    }
+    int32_t tile[4][IG_V_MR];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        _mm256_storeu_si256((__m256i *)(void *)tile[j], _mm256_add_epi32(acc[0][j], acc[1][j]));
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            c[i * ldc + j] = tile[j][i];
+}
+
 static const ig_isa ig_isa_vnni = {"avx512vnni",   IG_V_MR,        IG_V_NR,
                                    4,              1,              ig_kernel_vnni,
                                    ig_colsum_vnni, ig_kernel_vnni_narrow, IG_V_NARROW};
@@ -513,8 +555,14 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
                 (const char *)packed_a + IG_HEAD + (size_t)((first_row + i0) / mr) * h.panel_bytes;
             for (int64_t p = 0; p < np; p++) {
                 int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
-                ig_kernel_fn kern =
-                    isa->narrow != NULL && cols <= isa->narrow_cols ? isa->narrow : isa->kernel;
+                ig_kernel_fn kern = isa->kernel;
+#ifdef IG_X86
+                if (isa->narrow == ig_kernel_vnni_narrow && cols <= 4)
+                    kern = ig_kernel_vnni_narrow4;
+                else
+#endif
+                if (isa->narrow != NULL && cols <= isa->narrow_cols)
+                    kern = isa->narrow;
                 kern(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc, rows,
                      cols);
             }
