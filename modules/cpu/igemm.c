@@ -192,6 +192,37 @@ __attribute__((target(IG_VNNI_TARGET))) static void ig_kernel_vnni(int64_t group
     }
 }
 
+/* At most 16 columns (a 4x4 output map): the first half of the panel
+ * only, 8 vpdpbusd a group instead of 16. */
+__attribute__((target(IG_VNNI_TARGET))) static void ig_kernel_vnni16(int64_t groups,
+                                                                     const void *a,
+                                                                     const void *b, int32_t *c,
+                                                                     int64_t ldc, int rows,
+                                                                     int cols)
+{
+    __m512i acc[IG_V_MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < IG_V_MR; i++)
+        acc[i] = _mm512_setzero_si512();
+    const char *ap = a, *bp = b;
+    for (int64_t g = 0; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
+        __m512i b0 = _mm512_load_si512((const void *)bp);
+#pragma GCC unroll 8
+        for (int i = 0; i < IG_V_MR; i++) {
+            int32_t w;
+            memcpy(&w, ap + 4 * i, 4);
+            acc[i] = _mm512_dpbusd_epi32(acc[i], b0, _mm512_set1_epi32(w));
+        }
+    }
+    __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
+#pragma GCC unroll 8
+    for (int i = 0; i < IG_V_MR; i++) {
+        if (i >= rows)
+            break;
+        _mm512_mask_storeu_epi32(c + i * ldc, m0, acc[i]);
+    }
+}
+
 __attribute__((target(IG_VNNI_TARGET))) static void ig_colsum_vnni(int64_t groups, const void *b,
                                                                    int32_t *out)
 {
@@ -559,6 +590,8 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
 #ifdef IG_X86
                 if (isa->narrow == ig_kernel_vnni_narrow && cols <= 4)
                     kern = ig_kernel_vnni_narrow4;
+                else if (isa->kernel == ig_kernel_vnni && cols > IG_V_NARROW && cols <= 16)
+                    kern = ig_kernel_vnni16;
                 else
 #endif
                 if (isa->narrow != NULL && cols <= isa->narrow_cols)
