@@ -237,9 +237,20 @@ static pl_status *pl_op_make(pl_engine *e, pl_op_kind kind,
         op->slots[i].write = i >= n_read;
         op->slots[i].op = op;
     }
-    /* Sort by address (the lock order) and merge duplicates. */
-    if (total > 1)
+    /* Sort by address (the lock order) and merge duplicates; a step has a
+     * handful of variables, which insertion sorts in a fraction of qsort's
+     * call (qsort was 6% of a chain of 64 small steps). */
+    if (total > 16) {
         qsort(op->slots, total, sizeof *op->slots, pl_slot_cmp);
+    } else {
+        for (size_t i = 1; i < total; i++) {
+            pl_op_slot s = op->slots[i];
+            size_t j = i;
+            for (; j > 0 && (uintptr_t)op->slots[j - 1].var > (uintptr_t)s.var; j--)
+                op->slots[j] = op->slots[j - 1];
+            op->slots[j] = s;
+        }
+    }
     size_t n = 0;
     for (size_t i = 0; i < total; i++) {
         if (n > 0 && op->slots[n - 1].var == op->slots[i].var) {
