@@ -109,7 +109,11 @@ static void pl_text_rest(FILE *f, json_t *root)
             fprintf(f, "; no other backend takes all its nodes");
         fprintf(f, "\n");
     }
-    fprintf(f, "\nsteps of a run:\n");
+    const char *executor = pl_js(root, "executor");
+    fprintf(f, "\nsteps of a run (%s):\n",
+            strcmp(executor, "caller") == 0
+                ? "one after another in the caller; a pinned-thread module's on its worker"
+                : "pushed to the dependency engine");
     json_t *st;
     json_array_foreach(json_object_get(root, "steps"), i, st)
         fprintf(f, "  %2zu  %s  [on %s]\n", i, pl_js(st, "name"), pl_js(st, "device"));

@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "control.h"
 #include "program.h"
+#include "run.h"
 #include "status.h"
 
 static json_t *pl_describe_tensor(const pl_graph *g, pl_tid t)
@@ -138,6 +139,9 @@ static void pl_describe_steps(const pl_program *p, json_t *root)
     json_object_set_new(root, "subgraphs", subgraphs);
     json_object_set_new(root, "copies", copies);
     json_object_set_new(root, "steps", steps);
+    /* who walks the steps of a run (run.c) */
+    json_object_set_new(root, "executor",
+                        json_string(pl_run_is_sequential(p) ? "caller" : "engine"));
 }
 
 static json_t *pl_describe_memory(const pl_program *p)

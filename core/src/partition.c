@@ -638,7 +638,14 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->min_nodes = min_subgraph_nodes > 0 ? min_subgraph_nodes : 1;
     p->by_cost = choose_by_cost;
     p->threads = threads > 1 ? (double)threads : 1.0;
-    p->step_us = inline_run ? PL_PART_INLINE_STEP_US : PL_COST_STEP_US;
+    /* A program whose steps are all on the host runs them in its caller
+     * (run.c, pl_run_is_sequential), as a body runs inline: a kernel step
+     * costs PL_PART_INLINE_STEP_US there. A backend with memory of its own
+     * puts the run on the engine, where a step costs PL_COST_STEP_US. */
+    bool host_only = true;
+    for (size_t b = 0; b < n_backends; b++)
+        host_only &= (backends[b].module->api.capabilities & PL_CAP_HOST_MEMORY) != 0;
+    p->step_us = inline_run || host_only ? PL_PART_INLINE_STEP_US : PL_COST_STEP_US;
     size_t cells = (p->nn ? p->nn : 1) * (p->nb ? p->nb : 1);
     p->words = (p->nn + 63) / 64 + 1;
     p->backends = pl_calloc(p->nb ? p->nb : 1, sizeof *p->backends);

@@ -72,7 +72,9 @@ typedef struct pl_partition pl_partition;
  * kept) and makes the first assignment. view is a view of the whole graph in
  * topological order; both must outlive the partition. INLINE_RUN: the
  * program will run inline in one worker (a control-flow body), where each
- * kernel step costs PL_PART_INLINE_STEP_US instead of PL_COST_STEP_US. */
+ * kernel step costs PL_PART_INLINE_STEP_US instead of PL_COST_STEP_US (as
+ * it does when every backend is on the host: run.c runs such programs in
+ * their caller). */
 pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
@@ -80,9 +82,10 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                bool choose_by_cost, int threads, bool inline_run,
                                pl_partition **out_partition);
 
-/* What one kernel step costs in a program run inline (measured: a GRU
- * cell's Loop body of 35 small nodes, 14.6 us an iteration on cpu; a chain
- * of [1,64] Tanh through the engine: 1.27 us a step). */
+/* What one kernel step costs in a program run inline or step by step in
+ * its caller (measured: a GRU cell's Loop body of 35 small nodes, 14.6 us
+ * an iteration on cpu; a chain of 64 [1,64] Tanh, 0.2-0.3 us a step in the
+ * caller against 1.27 through the engine). */
 #define PL_PART_INLINE_STEP_US 0.4
 void pl_partition_destroy(pl_partition *p);
 

@@ -52,6 +52,9 @@ struct pl_runctx {
 
 struct pl_runner {
     pl_program *p;
+    /* Every step runs on the CPU pool: a run walks the steps in its
+     * caller, without the engine (pl_run_is_sequential). */
+    bool sequential;
     pthread_mutex_t mu;          /* the lists below */
     pl_runctx *free_rc;
     pl_runctx **all;
@@ -294,6 +297,32 @@ static void pl_runner_give_back(pl_runner *r, pl_runctx *rc)
     pthread_mutex_unlock(&r->mu);
 }
 
+static pl_exec_ctx pl_run_exec_ctx(const pl_program *p, const pl_prog_step *st);
+
+/* Whether program P can run in its caller, step after step in program
+ * order (an order in which every value is made before it is read): every
+ * step is on the host and synchronous (no device, no asynchronous
+ * module). The CPU pool's steps then run in the caller itself; a step of a
+ * pinned-thread module (oneDNN's OpenMP team) is pushed to its worker and
+ * waited for. Pushing a CPU step through the engine cost about a
+ * microsecond of bookkeeping, locks and a cross-thread hand-off each (a
+ * chain of 64 [1,64] Tanh: 1.27 us a step, 0.2 in the caller), for a
+ * concurrency the steps of one run rarely have on a few cores; ONNX
+ * Runtime runs its graphs sequentially by default too. Each kernel still
+ * spreads its own work over the pool (parallel_for). */
+bool pl_run_is_sequential(const pl_program *p)
+{
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const pl_prog_step *st = &p->steps[i];
+        if (st->kind == PL_STEP_CONTROL || st->dev != 0)
+            return false;
+        if (st->kind == PL_STEP_SUBGRAPH && (st->module->api.capabilities & PL_CAP_ASYNC) &&
+            st->module->api.run_async != NULL)
+            return false;
+    }
+    return true;
+}
+
 pl_status *pl_runner_create(pl_program *p, pl_runner **out_runner)
 {
     *out_runner = NULL;
@@ -301,6 +330,7 @@ pl_status *pl_runner_create(pl_program *p, pl_runner **out_runner)
     if (r == NULL)
         return pl_run_oom();
     r->p = p;
+    r->sequential = pl_run_is_sequential(p);
     pthread_mutex_init(&r->mu, NULL);
     *out_runner = r;
     return NULL;
@@ -632,6 +662,36 @@ static pl_status *pl_run_push(pl_program *p, pl_runctx *rc, size_t i)
     return st;
 }
 
+/* Runs the steps of P in RC in order in the calling thread (see
+ * pl_run_is_sequential) unless ST is already an error; returns the run's
+ * error. */
+static pl_status *pl_run_sequential(pl_program *p, pl_runctx *rc, pl_status *st)
+{
+    /* one past the pool's workers: the index a thread that runs operations
+     * while it waits has */
+    pl_run_context run = {.header = PL_ABI_HEADER_INIT(pl_run_context),
+                          .worker = pl_runtime_thread_count(p->rt)};
+    for (size_t i = 0; st == NULL && i < p->n_steps; i++) {
+        const pl_prog_step *step = &p->steps[i];
+        if (pl_run_exec_ctx(p, step).kind == PL_EXEC_CPU) {
+            run.device = p->devs[step->dev].device;
+            st = pl_step_fn(&rc->calls[i], &run);
+            continue;
+        }
+        /* a pinned-thread module's step: on its worker, waited for */
+        pl_var *done = step->compiled_var;
+        for (size_t k = 0; done == NULL && k < step->n_out; k++)
+            if (step->out[k] >= 0)
+                done = rc->vars[step->out[k]];
+        st = pl_run_push(p, rc, i);
+        if (st == NULL && done != NULL)
+            st = pl_engine_wait_var(p->rt->engine, done);
+        if (st != NULL || done == NULL)
+            pl_engine_wait_idle(p->rt->engine); /* nothing of this run left in flight */
+    }
+    return st;
+}
+
 /* The end of the run: after every value's last use. Pushed even when a
  * push failed, so the context is quiet before it is reused. Returns the
  * run's error. */
@@ -703,7 +763,12 @@ pl_status *pl_runner_run(pl_runner *r, const pl_io *inputs, size_t n_inputs,
         st = pl_runner_take(r, &rc);
     if (st == NULL)
         st = pl_run_bind(p, rc, bound, outputs, n_outputs, out_value, allocated);
-    for (size_t i = 0; st == NULL && i < p->n_steps; i++)
+    if (rc != NULL && r->sequential) {
+        st = pl_run_sequential(p, rc, st);
+        pl_runner_give_back(r, rc);
+        rc = NULL;
+    }
+    for (size_t i = 0; st == NULL && rc != NULL && i < p->n_steps; i++)
         st = pl_run_push(p, rc, i);
     if (rc != NULL) {
         pl_status *run_error = pl_run_finish(p, rc);

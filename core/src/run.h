@@ -27,6 +27,12 @@ void pl_runner_destroy(pl_runner *r);
 pl_status *pl_runner_run(pl_runner *r, const pl_io *inputs, size_t n_inputs,
                          pl_io *outputs, size_t n_outputs);
 
+/* Whether runs of P walk its steps in the calling thread (every step on
+ * the host and synchronous: the CPU pool's run in the caller, a
+ * pinned-thread module's are handed to its worker and waited for) rather
+ * than push them all to the engine (a device or an asynchronous module). */
+bool pl_run_is_sequential(const pl_program *p);
+
 /* Runs the program in the calling thread, step after step, without the
  * engine, so that it may be called from inside an engine operation (a
  * control-flow body). INPUTS: one tensor per graph input, OUTPUTS one per

@@ -30,6 +30,11 @@ Cases:
                  `first` (1e-5 relative);
   no_estimate    example_acc gives no estimate: `cost` keeps exactly the
                  placement `first` gives it;
+  executor       who walks a run's steps (explain's "executor"): the caller
+                 for every host-only program (cpu alone; onednn and cpu,
+                 onednn's subgraphs handed to its worker), the engine once
+                 a backend with memory of its own (example_acc) takes
+                 nodes; outputs agree between the two;
   bad_value      `choose = fastest` is refused with one line naming the
                  file, the line and the accepted values.
 Exit 77 (CTest's skip) without numpy and onnx, or without the onednn module.
@@ -282,6 +287,21 @@ def main():
                      % (m, c, f))
             if "example_acc" not in c.values():
                 fail("%s: example_acc should take some node: %s" % (m, c))
+    elif args.case == "executor":
+        cpu_only = pl.ini("cpu_only", "cpu", "cost")
+        acc = pl.ini("acc_first", "example_acc, cpu", "first")
+        m = model_relu_islands(args.tmp)
+        for ini, want in ((cpu_only, "caller"), (first, "caller"), (acc, "engine")):
+            d = pl.explain(ini, m)
+            if d.get("executor") != want:
+                fail("%s: executor should be %s, is %r (placement %s)"
+                     % (os.path.basename(ini), want, d.get("executor"), placement(d)))
+        if "example_acc" not in placement(pl.explain(acc, m)).values():
+            fail("example_acc should take the Relus: %s" % placement(pl.explain(acc, m)))
+        a = pl.outputs(cpu_only, m, "caller")
+        b = pl.outputs(acc, m, "engine")
+        if a.shape != b.shape or not np.allclose(a, b, rtol=1e-6, atol=1e-6):
+            fail("the caller's run and the engine's disagree")
     elif args.case == "bad_value":
         bad = os.path.join(args.tmp, "bad.ini")
         with open(bad, "w") as f:
