@@ -28,7 +28,13 @@
  *   - with a convolution inside, every 4-d or 5-d tensor crossing the
  *     boundary is reordered between plain and blocked layouts, read and
  *     written at about 40 GB/s (a 1x1 convolution's subgraph at
- *     64x28x28 spends 20 us on its 400 KB of boundary).
+ *     64x28x28 spends 20 us on its 400 KB of boundary);
+ *   - a view (Slice, Reshape, ...) of a convolution's blocked result is
+ *     taken in the plain layout: a reorder out and, for the next
+ *     convolution, one back, each about 4 us however small (ONEDNN_VERBOSE
+ *     on tcn, whose causal 1-D convolutions are padded and sliced: 4-7 us
+ *     for each reorder of 2x48x64; the subgraph ran 0.23-0.27 ms against
+ *     0.20 on cpu while estimated at half of cpu's time).
  * The numbers are a prior, not a promise; bench/zoo.py is what checks that
  * the placements they lead to are never slower than `order = cpu`. */
 #include "onednn.h"
@@ -47,6 +53,7 @@
 #define ODNN_COST_PRIMITIVE_US 0.2
 #define ODNN_COST_RNN_SETUP_US 2.0
 #define ODNN_COST_RNN_STEP_US 1.0
+#define ODNN_COST_REORDER_US 4.0    /* one reorder primitive, beyond its bytes */
 
 static int odnn_cost_is(const char *op, const char *const *list)
 {
@@ -194,8 +201,19 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         if (n >= n_all)
             continue;
         const char *op = g->node_op(v, n);
-        if (odnn_cost_is(op, odnn_cost_views))
+        if (odnn_cost_is(op, odnn_cost_views)) {
+            /* of a convolution's (blocked) result: out to plain and back */
+            int64_t in = g->node_input(v, n, 0), w = odnn_cost_writer(producer, n_tensors, in);
+            int64_t d[8];
+            double b;
+            if (w >= 0 && (strcmp(g->node_op(v, (size_t)w), "Conv") == 0 ||
+                           strcmp(g->node_op(v, (size_t)w), "ConvTranspose") == 0) &&
+                pl_cost_dims(g, v, in, d) >= 3 && pl_cost_elems(g, v, in, &b) > 0) {
+                launch += 2 * ODNN_COST_REORDER_US;
+                compute += 4 * b / (ODNN_COST_REORDER_GBPS * 1e3);
+            }
             continue;
+        }
         double flops, bytes;
         pl_cost_work(g, v, n, &flops, &bytes);
         if (strcmp(op, "Tanh") == 0 && !odnn_cost_avx512())
