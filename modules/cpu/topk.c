@@ -15,9 +15,26 @@
 
 #include "index_kernel.h"
 
-/* Loads element I of DT at P as long double (exact for i64). */
+/* Loads element I of DT at P as long double (exact for i64). f32, f64 and
+ * i32 directly: through shp_convert, one element a call, the load was 46%
+ * of a TopK of 5 out of 1728 (0.31 ms of tf_ops). */
 static long double tk_key(pl_dtype dt, const char *p, size_t i)
 {
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F32)) {
+        float v;
+        memcpy(&v, p + i * 4, 4);
+        return (long double)v;
+    }
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F64)) {
+        double v;
+        memcpy(&v, p + i * 8, 8);
+        return (long double)v;
+    }
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I32)) {
+        int32_t v;
+        memcpy(&v, p + i * 4, 4);
+        return (long double)v;
+    }
     if (PL_DTYPE_EQ(dt, PL_DTYPE_I64)) {
         int64_t v;
         memcpy(&v, p + i * 8, 8);
