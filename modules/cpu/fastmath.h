@@ -4,6 +4,7 @@
 #define PL_CPU_FASTMATH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -101,5 +102,30 @@ static inline float cpu_round_even(float v)
 #else
 #define CPU_CLONES
 #endif
+
+/* Whether this CPU runs the module's hand-written loops of one kind:
+ * CPU_ISA_AVX2_FMA (AVX2 and FMA) or CPU_ISA_AVX512_BW (AVX-512 F and
+ * BW). Decided once per file that asks (a benign race: every thread
+ * computes the same answer); false off x86-64. */
+enum { CPU_ISA_AVX2_FMA = 0, CPU_ISA_AVX512_BW = 1 };
+
+static inline bool cpu_has_isa(int which)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    static int cached[2] = {-1, -1};
+    int v = __atomic_load_n(&cached[which], __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = which == CPU_ISA_AVX512_BW
+                ? __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&cached[which], v, __ATOMIC_RELAXED);
+    }
+    return v != 0;
+#else
+    (void)which;
+    return false;
+#endif
+}
 
 #endif

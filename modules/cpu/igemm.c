@@ -32,16 +32,22 @@ typedef void (*ig_kernel_fn)(int64_t groups, const void *a, const void *b, int32
 /* OUT[NR] = sum over K of each column of one packed B panel. */
 typedef void (*ig_colsum_fn)(int64_t groups, const void *b, int32_t *out);
 
+/* A micro-kernel for B panels of at most max_cols columns. */
+typedef struct ig_sized_kernel {
+    int max_cols;
+    ig_kernel_fn fn;
+} ig_sized_kernel;
+
+#define IG_MAX_KERNELS 4
+
 typedef struct ig_isa {
     const char *name;
     int mr, nr, kg, esz; /* esz: bytes per packed value (1: i8/u8, 2: i16) */
-    ig_kernel_fn kernel;
     ig_colsum_fn colsum;
-    /* For a B panel of at most narrow_cols columns (NULL: none): the same
-     * product with rows in the vector lanes, so that a product with a few
-     * columns (a convolution's 2x2 output map) does not pay for NR. */
-    ig_kernel_fn narrow;
-    int narrow_cols;
+    /* By ascending max_cols, the last for NR: a panel takes the first that
+     * fits its columns, so that a product with a few columns (a
+     * convolution's 2x2 output map) does not pay for NR. */
+    ig_sized_kernel kernels[IG_MAX_KERNELS];
 } ig_isa;
 
 /* What a packed A starts with (IG_HEAD bytes). */
@@ -84,7 +90,8 @@ static void ig_colsum_c(int64_t groups, const void *b, int32_t *out)
             out[j] += bp[j * 4] + bp[j * 4 + 1] + bp[j * 4 + 2] + bp[j * 4 + 3];
 }
 
-static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_kernel_c, ig_colsum_c, NULL, 0};
+static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_colsum_c,
+                                {{IG_C_NR, ig_kernel_c}}};
 
 #ifdef IG_X86
 
@@ -148,8 +155,8 @@ __attribute__((target("avx2"))) static void ig_colsum_avx2(int64_t groups, const
     _mm256_storeu_si256((__m256i *)(void *)(out + 8), s1);
 }
 
-static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_kernel_avx2,
-                                   ig_colsum_avx2, NULL, 0};
+static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_colsum_avx2,
+                                   {{IG_A2_NR, ig_kernel_avx2}}};
 
 /* ---- AVX512-VNNI: 8 x 32, groups of 4 bytes (vpdpbusd: u8 x i8) ---------- */
 
@@ -157,70 +164,65 @@ static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_kernel_a
 #define IG_V_NR 32
 #define IG_VNNI_TARGET "avx512f,avx512bw,avx512vnni"
 
-__attribute__((target(IG_VNNI_TARGET))) static void ig_kernel_vnni(int64_t groups, const void *a,
-                                                                   const void *b, int32_t *c,
-                                                                   int64_t ldc, int rows,
-                                                                   int cols)
+/* The 8 x 32 kernel over NH halves of the panel's 16 columns: NH 2 for
+ * the whole panel, NH 1 for at most 16 columns (a 4x4 output map: 8
+ * vpdpbusd a group instead of 16). Inlined with NH constant. */
+__attribute__((target(IG_VNNI_TARGET), always_inline)) static inline void
+ig_vnni_body(int nh, int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+             int rows, int cols)
 {
-    __m512i acc0[IG_V_MR], acc1[IG_V_MR];
+    __m512i acc[2][IG_V_MR];
+#pragma GCC unroll 2
+    for (int h = 0; h < nh; h++)
 #pragma GCC unroll 8
-    for (int i = 0; i < IG_V_MR; i++)
-        acc0[i] = acc1[i] = _mm512_setzero_si512();
+        for (int i = 0; i < IG_V_MR; i++)
+            acc[h][i] = _mm512_setzero_si512();
     const char *ap = a, *bp = b;
     for (int64_t g = 0; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
-        __m512i b0 = _mm512_load_si512((const void *)bp);
-        __m512i b1 = _mm512_load_si512((const void *)(bp + 64));
+        __m512i bv[2];
+#pragma GCC unroll 2
+        for (int h = 0; h < nh; h++)
+            bv[h] = _mm512_load_si512((const void *)(bp + 64 * h));
 #pragma GCC unroll 8
         for (int i = 0; i < IG_V_MR; i++) {
             int32_t w;
             memcpy(&w, ap + 4 * i, 4);
             __m512i av = _mm512_set1_epi32(w);
-            acc0[i] = _mm512_dpbusd_epi32(acc0[i], b0, av);
-            acc1[i] = _mm512_dpbusd_epi32(acc1[i], b1, av);
+#pragma GCC unroll 2
+            for (int h = 0; h < nh; h++)
+                acc[h][i] = _mm512_dpbusd_epi32(acc[h][i], bv[h], av);
         }
     }
-    __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
-    __mmask16 m1 = cols >= 32   ? (__mmask16)0xffff
-                   : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u)
+#pragma GCC unroll 2
+    for (int h = 0; h < nh; h++) {
+        int rem = cols - 16 * h;
+        __mmask16 m = rem >= 16 ? (__mmask16)0xffff
+                      : rem > 0 ? (__mmask16)((1u << rem) - 1u)
                                 : (__mmask16)0;
 #pragma GCC unroll 8
-    for (int i = 0; i < IG_V_MR; i++) {
-        if (i >= rows)
-            break;
-        _mm512_mask_storeu_epi32(c + i * ldc, m0, acc0[i]);
-        _mm512_mask_storeu_epi32(c + i * ldc + 16, m1, acc1[i]);
+        for (int i = 0; i < IG_V_MR; i++) {
+            if (i >= rows)
+                break;
+            _mm512_mask_storeu_epi32(c + i * ldc + 16 * h, m, acc[h][i]);
+        }
     }
 }
 
-/* At most 16 columns (a 4x4 output map): the first half of the panel
- * only, 8 vpdpbusd a group instead of 16. */
+__attribute__((target(IG_VNNI_TARGET))) static void ig_kernel_vnni(int64_t groups, const void *a,
+                                                                   const void *b, int32_t *c,
+                                                                   int64_t ldc, int rows,
+                                                                   int cols)
+{
+    ig_vnni_body(2, groups, a, b, c, ldc, rows, cols);
+}
+
 __attribute__((target(IG_VNNI_TARGET))) static void ig_kernel_vnni16(int64_t groups,
                                                                      const void *a,
                                                                      const void *b, int32_t *c,
                                                                      int64_t ldc, int rows,
                                                                      int cols)
 {
-    __m512i acc[IG_V_MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < IG_V_MR; i++)
-        acc[i] = _mm512_setzero_si512();
-    const char *ap = a, *bp = b;
-    for (int64_t g = 0; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
-        __m512i b0 = _mm512_load_si512((const void *)bp);
-#pragma GCC unroll 8
-        for (int i = 0; i < IG_V_MR; i++) {
-            int32_t w;
-            memcpy(&w, ap + 4 * i, 4);
-            acc[i] = _mm512_dpbusd_epi32(acc[i], b0, _mm512_set1_epi32(w));
-        }
-    }
-    __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
-#pragma GCC unroll 8
-    for (int i = 0; i < IG_V_MR; i++) {
-        if (i >= rows)
-            break;
-        _mm512_mask_storeu_epi32(c + i * ldc, m0, acc[i]);
-    }
+    ig_vnni_body(1, groups, a, b, c, ldc, rows, cols);
 }
 
 __attribute__((target(IG_VNNI_TARGET))) static void ig_colsum_vnni(int64_t groups, const void *b,
@@ -237,85 +239,79 @@ __attribute__((target(IG_VNNI_TARGET))) static void ig_colsum_vnni(int64_t group
     _mm512_storeu_si512((void *)(out + 16), s1);
 }
 
-/* Up to IG_V_NARROW columns: per group, the A panel's 8 rows x 4 bytes
+/* At most NC columns (8 or 4): per group, the A panel's 8 rows x 4 bytes
  * are one 256-bit operand and each column's 4 bytes of B are broadcast,
- * one accumulator (8 rows) per column: IG_V_NARROW vpdpbusd a group
- * instead of 16. */
-#define IG_V_NARROW 8
+ * one accumulator (8 rows) per column: NC vpdpbusd a group instead of 16.
+ * U groups are in flight (U sets of accumulators, added at the end): with
+ * 4 columns, U 2 gives 8 independent vpdpbusd to hide the instruction's
+ * latency. Inlined with NC and U constant. */
 #define IG_VNNI_VL_TARGET "avx512f,avx512bw,avx512vl,avx512vnni"
 
-__attribute__((target(IG_VNNI_VL_TARGET))) static void
-ig_kernel_vnni_narrow(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
-                      int rows, int cols)
+__attribute__((target(IG_VNNI_VL_TARGET), always_inline)) static inline void
+ig_vnni_narrow_body(int nc, int u_n, int64_t groups, const void *a, const void *b, int32_t *c,
+                    int64_t ldc, int rows, int cols)
 {
-    __m256i acc[IG_V_NARROW];
+    __m256i acc[2][8];
+#pragma GCC unroll 2
+    for (int u = 0; u < u_n; u++)
 #pragma GCC unroll 8
-    for (int j = 0; j < IG_V_NARROW; j++)
-        acc[j] = _mm256_setzero_si256();
-    const char *ap = a, *bp = b;
-    for (int64_t g = 0; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
-        __m256i av = _mm256_load_si256((const __m256i *)(const void *)ap);
-#pragma GCC unroll 8
-        for (int j = 0; j < IG_V_NARROW; j++) {
-            int32_t w;
-            memcpy(&w, bp + 4 * j, 4);
-            acc[j] = _mm256_dpbusd_epi32(acc[j], _mm256_set1_epi32(w), av);
-        }
-    }
-    int32_t tile[IG_V_NARROW][IG_V_MR];
-#pragma GCC unroll 8
-    for (int j = 0; j < IG_V_NARROW; j++)
-        _mm256_storeu_si256((__m256i *)(void *)tile[j], acc[j]);
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++)
-            c[i * ldc + j] = tile[j][i];
-}
-
-/* At most 4 columns: the same with two groups in flight (two sets of 4
- * accumulators, added at the end), so that 8 independent vpdpbusd hide
- * the instruction's latency. */
-__attribute__((target(IG_VNNI_VL_TARGET))) static void
-ig_kernel_vnni_narrow4(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
-                       int rows, int cols)
-{
-    __m256i acc[2][4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-        acc[0][j] = acc[1][j] = _mm256_setzero_si256();
+        for (int j = 0; j < nc; j++)
+            acc[u][j] = _mm256_setzero_si256();
     const char *ap = a, *bp = b;
     int64_t g = 0;
-    for (; g + 2 <= groups; g += 2, ap += 2 * IG_V_MR * 4, bp += 2 * IG_V_NR * 4)
+    for (; g + u_n <= groups; g += u_n, ap += u_n * IG_V_MR * 4, bp += u_n * IG_V_NR * 4)
 #pragma GCC unroll 2
-        for (int u = 0; u < 2; u++) {
+        for (int u = 0; u < u_n; u++) {
             __m256i av = _mm256_load_si256((const __m256i *)(const void *)(ap + u * IG_V_MR * 4));
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
+#pragma GCC unroll 8
+            for (int j = 0; j < nc; j++) {
                 int32_t w;
                 memcpy(&w, bp + u * IG_V_NR * 4 + 4 * j, 4);
                 acc[u][j] = _mm256_dpbusd_epi32(acc[u][j], _mm256_set1_epi32(w), av);
             }
         }
-    if (g < groups) {
+    for (; g < groups; g++, ap += IG_V_MR * 4, bp += IG_V_NR * 4) {
         __m256i av = _mm256_load_si256((const __m256i *)(const void *)ap);
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
+#pragma GCC unroll 8
+        for (int j = 0; j < nc; j++) {
             int32_t w;
             memcpy(&w, bp + 4 * j, 4);
             acc[0][j] = _mm256_dpbusd_epi32(acc[0][j], _mm256_set1_epi32(w), av);
         }
     }
-    int32_t tile[4][IG_V_MR];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-        _mm256_storeu_si256((__m256i *)(void *)tile[j], _mm256_add_epi32(acc[0][j], acc[1][j]));
+    int32_t tile[8][IG_V_MR];
+#pragma GCC unroll 8
+    for (int j = 0; j < nc; j++) {
+        __m256i t = acc[0][j];
+#pragma GCC unroll 2
+        for (int u = 1; u < u_n; u++)
+            t = _mm256_add_epi32(t, acc[u][j]);
+        _mm256_storeu_si256((__m256i *)(void *)tile[j], t);
+    }
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++)
             c[i * ldc + j] = tile[j][i];
 }
 
-static const ig_isa ig_isa_vnni = {"avx512vnni",   IG_V_MR,        IG_V_NR,
-                                   4,              1,              ig_kernel_vnni,
-                                   ig_colsum_vnni, ig_kernel_vnni_narrow, IG_V_NARROW};
+__attribute__((target(IG_VNNI_VL_TARGET))) static void
+ig_kernel_vnni_narrow8(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+                       int rows, int cols)
+{
+    ig_vnni_narrow_body(8, 1, groups, a, b, c, ldc, rows, cols);
+}
+
+__attribute__((target(IG_VNNI_VL_TARGET))) static void
+ig_kernel_vnni_narrow4(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+                       int rows, int cols)
+{
+    ig_vnni_narrow_body(4, 2, groups, a, b, c, ldc, rows, cols);
+}
+
+static const ig_isa ig_isa_vnni = {"avx512vnni", IG_V_MR, IG_V_NR, 4, 1, ig_colsum_vnni,
+                                   {{4, ig_kernel_vnni_narrow4},
+                                    {8, ig_kernel_vnni_narrow8},
+                                    {16, ig_kernel_vnni16},
+                                    {IG_V_NR, ig_kernel_vnni}}};
 
 #endif /* IG_X86 */
 
@@ -586,18 +582,11 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
                 (const char *)packed_a + IG_HEAD + (size_t)((first_row + i0) / mr) * h.panel_bytes;
             for (int64_t p = 0; p < np; p++) {
                 int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
-                ig_kernel_fn kern = isa->kernel;
-#ifdef IG_X86
-                if (isa->narrow == ig_kernel_vnni_narrow && cols <= 4)
-                    kern = ig_kernel_vnni_narrow4;
-                else if (isa->kernel == ig_kernel_vnni && cols > IG_V_NARROW && cols <= 16)
-                    kern = ig_kernel_vnni16;
-                else
-#endif
-                if (isa->narrow != NULL && cols <= isa->narrow_cols)
-                    kern = isa->narrow;
-                kern(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc, rows,
-                     cols);
+                const ig_sized_kernel *kern = isa->kernels;
+                while (cols > kern->max_cols)
+                    kern++;
+                kern->fn(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc,
+                         rows, cols);
             }
         }
         /* the zero points: - zb * rowsum - za * colsum + K * za * zb */

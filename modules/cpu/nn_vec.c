@@ -5,6 +5,7 @@
  * -march flags, so this is where wide vectors come from. */
 #include <stdint.h>
 
+#include "fastmath.h"
 #include "nn_window.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -117,27 +118,9 @@ NN_VEC_FUNCS(avx2, __attribute__((target("avx2,fma"))))
 #define NN_HAVE_AVX2 1
 #endif
 
-/* Whether the AVX2 versions run here; decided once (a benign race: every
- * thread computes the same answer). */
-static int nn_use_avx2(void)
-{
-#ifdef NN_HAVE_AVX2
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
-#else
-    return 0;
-#endif
-}
-
 #ifdef NN_HAVE_AVX2
 #define NN_DISPATCH(NAME, ...) \
-    (nn_use_avx2() ? NAME##_avx2(__VA_ARGS__) : NAME##_base(__VA_ARGS__))
+    (cpu_has_isa(CPU_ISA_AVX2_FMA) ? NAME##_avx2(__VA_ARGS__) : NAME##_base(__VA_ARGS__))
 #else
 #define NN_DISPATCH(NAME, ...) NAME##_base(__VA_ARGS__)
 #endif

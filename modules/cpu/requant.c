@@ -91,25 +91,13 @@ RQ_TARGET static void rq_quantize_avx512(const float *x, size_t n, float s, floa
     }
 }
 
-/* Whether the AVX-512 loops run here (decided once; a benign race). */
-static bool rq_avx512(void)
-{
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v != 0;
-}
 #endif
 
 void cpu_requant_i32(const int32_t *a, size_t n, uint32_t b, float m, float yz, bool y_signed,
                      void *y)
 {
 #ifdef RQ_X86
-    if (rq_avx512()) {
+    if (cpu_has_isa(CPU_ISA_AVX512_BW)) {
         rq_requant_avx512(a, n, b, m, yz, y_signed, y);
         return;
     }
@@ -120,7 +108,7 @@ void cpu_requant_i32(const int32_t *a, size_t n, uint32_t b, float m, float yz, 
 void cpu_quantize_f32(const float *x, size_t n, float s, float zf, bool y_signed, void *y)
 {
 #ifdef RQ_X86
-    if (rq_avx512()) {
+    if (cpu_has_isa(CPU_ISA_AVX512_BW)) {
         rq_quantize_avx512(x, n, s, zf, y_signed, y);
         return;
     }

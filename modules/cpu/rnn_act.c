@@ -167,25 +167,12 @@ __attribute__((target("avx2,fma"))) static void rnn_act_avx2(const rnn_act *a, f
     rnn_act_body(a, x, n);
 }
 
-/* Whether the AVX2 version runs here; decided once (a benign race: every
- * thread computes the same answer). */
-static bool rnn_use_avx2(void)
-{
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v != 0;
-}
 #endif
 
 void rnn_act_apply(const rnn_act *a, float *x, int64_t n)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (rnn_use_avx2()) {
+    if (cpu_has_isa(CPU_ISA_AVX2_FMA)) {
         rnn_act_avx2(a, x, n);
         return;
     }
