@@ -2570,6 +2570,7 @@ struct odnn_build {
     struct odnn_uses u;
     uint8_t *done; /* per node: already emitted as part of a fused primitive */
     struct odnn_import *imp;
+    int no_qdq_post; /* odnn_follow leaves QDQ pairs to their own step */
 };
 
 static void odnn_free(pl_module_ctx *ctx, void *p)
@@ -3083,6 +3084,11 @@ struct odnn_fuse {
     int64_t out;           /* the tensor the fused primitive writes */
     size_t fused[64];
     size_t n_fused;
+    /* binary post-ops by a scalar (a QDQ pair's division by its scale):
+     * their index in the chain, rank and value (odnn_fuse_args) */
+    int n_scalar;
+    int scalar_at[8], scalar_nd[8];
+    float scalar_val[8];
 };
 
 static int odnn_is_defined(struct odnn_build *b, int64_t t)
@@ -3162,7 +3168,7 @@ static int odnn_swish_of(struct odnn_build *b, int64_t t, struct odnn_swish *out
     return 0;
 }
 
-/* A new chain with the first UPTO post-ops of SRC (sum, eltwise and
+/* A new chain with the first UPTO post-ops of SRC (sum, eltwise, binary and
  * depthwise ones: what odnn_follow and odnn_conv append), or NULL.
  * oneDNN can neither edit a post-op nor copy a chain. */
 static dnnl_post_ops_t odnn_po_copy(const_dnnl_post_ops_t src, int upto)
@@ -3181,6 +3187,11 @@ static dnnl_post_ops_t odnn_po_copy(const_dnnl_post_ops_t src, int upto)
         } else if (kind == dnnl_eltwise) {
             ok = dnnl_post_ops_get_params_eltwise(src, j, &s2, &k2, &a2, &c2) == dnnl_success &&
                  dnnl_post_ops_append_eltwise(po, s2, k2, a2, c2) == dnnl_success;
+        } else if (kind == dnnl_binary) {
+            dnnl_alg_kind_t alg;
+            const dnnl_memory_desc_t *md1;
+            ok = dnnl_post_ops_get_params_binary(src, j, &alg, &md1) == dnnl_success &&
+                 dnnl_post_ops_append_binary(po, alg, md1) == dnnl_success;
         } else if (kind == dnnl_convolution) {
             dnnl_data_type_t wdt, bdt, ddt;
             dnnl_dim_t kernel, stride, pad, count;
@@ -3275,6 +3286,109 @@ static int odnn_append_seq(struct odnn_fuse *f, const struct odnn_elt *seq, int 
     return 1;
 }
 
+/* Appends QDQ pair P on a result of rank ND to F's chain, all or none:
+ * a binary division by the scale (a scalar), round half to even, clip to
+ * the 8-bit range less the zero point and a binary product by the scale:
+ * the values odnn_qdq_step computes. The scale goes in as binary scalars,
+ * not eltwise linear steps, because oneDNN 2.6's brgemm kernels give
+ * every eltwise step of one algorithm the parameters of the first
+ * (odnn_append_eltwise). A convolution or product then writes the
+ * fake-quantized activation in its own layout: in a QDQ graph every
+ * activation between two of them is such a pair, and as a step of its own
+ * each cost a reorder out of the blocked layout and one back. */
+static int odnn_append_qdq(struct odnn_fuse *f, const struct odnn_qdq *p, int nd)
+{
+    if (f->linear_only || nd < 1 || nd > DNNL_MAX_NDIMS ||
+        f->n_scalar + 2 > (int)(sizeof f->scalar_at / sizeof f->scalar_at[0]))
+        return 0;
+    dnnl_post_ops_t old = f->po;
+    int old_post = f->n_post;
+    f->po = odnn_po_copy(old, dnnl_post_ops_len(old));
+    if (f->po == NULL) {
+        f->po = old;
+        return 0;
+    }
+    dnnl_dims_t ones;
+    for (int i = 0; i < nd; i++)
+        ones[i] = 1;
+    dnnl_memory_desc_t md1;
+    dnnl_memory_desc_init_by_strides(&md1, nd, ones, dnnl_f32, NULL);
+    int at_div = dnnl_post_ops_len(f->po);
+    int ok = dnnl_post_ops_append_binary(f->po, dnnl_binary_div, &md1) == dnnl_success;
+    if (ok)
+        f->n_post++;
+    ok = ok && odnn_append_eltwise(f, dnnl_eltwise_round, 0.0f, 0.0f) &&
+         odnn_append_eltwise(f, dnnl_eltwise_clip, (float)(p->lo - p->zp),
+                             (float)(p->hi - p->zp));
+    int at_mul = dnnl_post_ops_len(f->po);
+    ok = ok && dnnl_post_ops_append_binary(f->po, dnnl_binary_mul, &md1) == dnnl_success;
+    if (!ok) {
+        dnnl_post_ops_destroy(f->po);
+        f->po = old;
+        f->n_post = old_post;
+        return 0;
+    }
+    f->n_post++;
+    dnnl_post_ops_destroy(old);
+    const int at[2] = {at_div, at_mul};
+    for (int k = 0; k < 2; k++) {
+        f->scalar_at[f->n_scalar] = at[k];
+        f->scalar_nd[f->n_scalar] = nd;
+        f->scalar_val[f->n_scalar] = p->s;
+        f->n_scalar++;
+    }
+    return 1;
+}
+
+/* The QDQ pair that alone reads node N's output, as F's only post-ops
+ * (F's chain is created; the caller destroys it); 0 when there is none
+ * or it cannot join. */
+static int odnn_qdq_post(struct odnn_build *b, size_t n, struct odnn_fuse *f)
+{
+    const pl_graph_view *v = b->v;
+    memset(f, 0, sizeof *f);
+    f->bias = f->residual = -1;
+    f->out = odnn_out(v, n, 0);
+    f->fused[f->n_fused++] = n;
+    if (dnnl_post_ops_create(&f->po) != dnnl_success) {
+        f->po = NULL;
+        return 0;
+    }
+    int64_t j = odnn_sole_reader(&b->u, f->out);
+    struct odnn_qdq qp;
+    struct odnn_tinfo ti;
+    char reason[ODNN_REASON] = "";
+    if (j < 0 || b->done[j] || !odnn_op_is(v, j, "QuantizeLinear") ||
+        !odnn_check_node(v, &b->u, (size_t)j, reason) || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) ||
+        qp.x != f->out || b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) ||
+        !odnn_append_qdq(f, &qp, ti.ndim))
+        return 0;
+    f->fused[f->n_fused++] = (size_t)j;
+    f->fused[f->n_fused++] = qp.dq;
+    f->out = qp.out;
+    return 1;
+}
+
+/* The arguments of F's scalar binary post-ops for step S of NODE. */
+static pl_status *odnn_fuse_args(struct odnn_build *b, int s, const struct odnn_fuse *f,
+                                 int64_t node)
+{
+    for (int k = 0; k < f->n_scalar; k++) {
+        dnnl_dims_t ones;
+        for (int i = 0; i < f->scalar_nd[k]; i++)
+            ones[i] = 1;
+        dnnl_memory_desc_t md1;
+        dnnl_memory_desc_init_by_strides(&md1, f->scalar_nd[k], ones, dnnl_f32, NULL);
+        int wi;
+        pl_status *st = odnn_weight(b, &md1, &md1, &f->scalar_val[k], node, &wi);
+        if (st != NULL)
+            return st;
+        odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(f->scalar_at[k]) | DNNL_ARG_SRC_1,
+                 ODNN_REF_WEIGHT, wi);
+    }
+    return NULL;
+}
+
 /* Follows OUT through the nodes that can be post-ops of the primitive
  * about to be made. CHANNEL is the output axis a bias runs along; HAS_BIAS
  * says the primitive already has one. */
@@ -3314,6 +3428,17 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         char reason[ODNN_REASON] = "";
         if (!odnn_check_node(v, &b->u, (size_t)j, reason))
             return;
+        if (odnn_op_is(v, j, "QuantizeLinear")) {
+            struct odnn_qdq qp;
+            struct odnn_tinfo ti;
+            if (b->no_qdq_post || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) || qp.x != t ||
+                b->done[qp.dq] || !odnn_tensor(v, t, &ti) || !odnn_append_qdq(f, &qp, ti.ndim))
+                return;
+            f->fused[f->n_fused++] = (size_t)j;
+            f->fused[f->n_fused++] = qp.dq;
+            f->out = qp.out;
+            continue;
+        }
         const char *op = g->node_op(v, (size_t)j);
         struct odnn_elt seq[ODNN_MAX_ELT];
         float cval;
@@ -3363,7 +3488,8 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
             } else if (op[0] == 'A' && f->bias < 0 && !has_bias && f->n_post == 0 &&
                        f->residual < 0 && odnn_per_channel(&oi, &yi, channel)) {
                 f->bias = other;
-            } else if (op[0] == 'A' && f->residual < 0 && oi.cdata == NULL &&
+            } else if (op[0] == 'A' && f->residual < 0 && f->n_scalar == 0 &&
+                       oi.cdata == NULL &&
                        oi.ndim == yi.ndim && oi.elems == yi.elems &&
                        odnn_is_defined(b, other)) {
                 dnnl_post_ops_append_sum(f->po, 1.0f);
@@ -3487,6 +3613,65 @@ static pl_status *odnn_make_pd(struct odnn_build *b, const_dnnl_op_desc_t desc,
                                  onednn_host->graph->node_op(b->v, node), impl);
     }
     return odnn_dnnl(ds, "primitive descriptor", b->v, (int64_t)node);
+}
+
+/* The primitive of DESC with post-ops PO when a real kernel takes it:
+ * 1 with *PD set, else 0 with *PD NULL (no error: the caller goes on
+ * without PO). */
+static int odnn_pd_fast(struct odnn_build *b, const_dnnl_op_desc_t desc, const_dnnl_post_ops_t po,
+                        dnnl_primitive_desc_t *pd)
+{
+    *pd = NULL;
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, po);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return 0;
+    }
+    dnnl_status_t ds = dnnl_primitive_desc_create(pd, desc, attr, b->ctx->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    const char *impl = NULL;
+    if (ds == dnnl_success &&
+        (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+         odnn_impl_is_ref(impl))) {
+        dnnl_primitive_desc_destroy(*pd);
+        ds = dnnl_unimplemented;
+    }
+    if (ds != dnnl_success)
+        *pd = NULL;
+    return *pd != NULL;
+}
+
+/* The primitive of node N's DESC, with the QDQ pair that alone reads
+ * OUT_T (N's output) as its post-ops when a real kernel takes them: then
+ * *QF says what it fused (odnn_fuse_args, odnn_qdq_done) and *OUT_T is the
+ * pair's output. QF->po is NULL after. */
+static pl_status *odnn_make_pd_qdq(struct odnn_build *b, const_dnnl_op_desc_t desc, size_t n,
+                                   int64_t *out_t, struct odnn_fuse *qf,
+                                   dnnl_primitive_desc_t *pd)
+{
+    memset(qf, 0, sizeof *qf);
+    int with = *out_t == odnn_out(b->v, n, 0) && odnn_qdq_post(b, n, qf) &&
+               odnn_pd_fast(b, desc, qf->po, pd);
+    if (qf->po != NULL)
+        dnnl_post_ops_destroy(qf->po);
+    qf->po = NULL;
+    if (with) {
+        *out_t = qf->out;
+        return NULL;
+    }
+    qf->n_scalar = 0;
+    qf->n_fused = 0;
+    return odnn_make_pd(b, desc, NULL, n, pd);
+}
+
+/* Marks what odnn_make_pd_qdq fused into step S of node N done and adds
+ * its arguments. */
+static pl_status *odnn_qdq_done(struct odnn_build *b, int s, const struct odnn_fuse *qf, size_t n)
+{
+    for (size_t k = 0; k < qf->n_fused; k++)
+        b->done[qf->fused[k]] = 1;
+    return odnn_fuse_args(b, s, qf, (int64_t)n);
 }
 
 /* Emits the step of PD with its data source SRC_VALUE (made to fit the
@@ -3739,7 +3924,7 @@ static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struc
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     if (out_dst != NULL)
         *out_dst = dst;
-    return NULL;
+    return odnn_fuse_args(b, s, f, (int64_t)n);
 }
 
 static dnnl_format_tag_t odnn_per_channel_blocking(const dnnl_memory_desc_t *md0, int nd,
@@ -3823,7 +4008,7 @@ static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const str
     odnn_arg(b, s, DNNL_ARG_SRC_0, ODNN_REF_VALUE, src);
     odnn_arg(b, s, DNNL_ARG_SRC_1, ODNN_REF_WEIGHT, wi);
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    return NULL;
+    return odnn_fuse_args(b, s, f, (int64_t)n);
 }
 
 /* ConvTranspose as a oneDNN deconvolution in the layouts it picks, with
@@ -3845,7 +4030,10 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
     if (!odnn_deconv_window(v, n, &x, &wt, &y, &w, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
     struct odnn_fuse f;
-    if (!odnn_fuse_conv(b, n, has_bias, &f))
+    b->no_qdq_post = 1; /* the epilogue is a binary step: kept to what it serves */
+    int fused = odnn_fuse_conv(b, n, has_bias, &f);
+    b->no_qdq_post = 0;
+    if (!fused)
         return odnn_oom();
     int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
 
@@ -4094,9 +4282,15 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     int may_dw = cdt == dnnl_f32 && group == 1 && w.sr == 2 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
                  w.s[0] == 1 && w.s[1] == 1 && w.pl[0] == 0 && w.pl[1] == 0 && w.pr[0] == 0 &&
                  w.pr[1] == 0;
+    /* QDQ pairs after it join its post-ops (odnn_append_qdq); when only a
+     * reference kernel takes that chain, again without them. */
+    int may_qdq = 1;
     for (;;) {
         struct odnn_fuse f;
-        if (!odnn_fuse_conv(b, n, has_bias, &f))
+        b->no_qdq_post = !may_qdq;
+        int fused = odnn_fuse_conv(b, n, has_bias, &f);
+        b->no_qdq_post = 0;
+        if (!fused)
             return odnn_oom();
         int64_t bias_t = has_bias ? odnn_in(v, n, 2) : f.bias;
         struct odnn_dw dw = {-1};
@@ -4152,6 +4346,11 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
             if (dw.node >= 0) { /* only a reference kernel for the pair: unfused */
                 dnnl_post_ops_destroy(f.po);
                 may_dw = 0;
+                continue;
+            }
+            if (f.n_scalar > 0) {
+                dnnl_post_ops_destroy(f.po);
+                may_qdq = 0;
                 continue;
             }
             dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
@@ -4279,6 +4478,29 @@ static int odnn_desc_is_jit(struct odnn_build *b, const_dnnl_op_desc_t desc)
     return odnn_desc_impl(b, desc, odnn_pd_is_jit);
 }
 
+/* Whether a real kernel (not a reference one) takes a product of A_MD by
+ * W_MD into Y_MD with post-ops PO. */
+static int odnn_matmul_po_fast(struct odnn_build *b, const dnnl_memory_desc_t *a_md,
+                               const dnnl_memory_desc_t *w_md, const dnnl_memory_desc_t *y_md,
+                               const_dnnl_post_ops_t po)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    pl_status *st = odnn_attr(&attr, po);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return 0;
+    }
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    int ok = dnnl_matmul_desc_init(&md, a_md, w_md, NULL, y_md) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &md, attr, b->ctx->engine, NULL) == dnnl_success &&
+             !odnn_pd_is_ref(pd);
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+
 /* MatMul and Gemm. */
 static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
 {
@@ -4337,22 +4559,28 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
         w_md = w_src;
     dnnl_memory_desc_init_by_strides(&y_md, r, yd, dnnl_f32, NULL);
 
-    struct odnn_fuse f = {.bias = -1, .residual = -1, .out = odnn_out(v, n, 0),
-                          .linear_only = !onednn_has_avx512()};
-    if (dnnl_post_ops_create(&f.po) != dnnl_success)
-        return odnn_oom();
-    f.fused[f.n_fused++] = n;
     /* dst = post_ops(A*B + bias): alpha*A*B + beta*C is linear(alpha)
-     * applied to A*B + (beta/alpha)*C. */
-    float bias_scale = beta;
-    if (alpha != 1.0f) {
-        if (!odnn_append_eltwise(&f, dnnl_eltwise_linear, alpha, 0)) {
+     * applied to A*B + (beta/alpha)*C. QDQ pairs after it join the
+     * post-ops (odnn_append_qdq) when a real kernel takes the chain. */
+    float bias_scale = alpha != 1.0f ? beta / alpha : beta;
+    struct odnn_fuse f;
+    for (int may_qdq = 1;; may_qdq = 0) {
+        f = (struct odnn_fuse){.bias = -1, .residual = -1, .out = odnn_out(v, n, 0),
+                               .linear_only = !onednn_has_avx512()};
+        if (dnnl_post_ops_create(&f.po) != dnnl_success)
+            return odnn_oom();
+        f.fused[f.n_fused++] = n;
+        if (alpha != 1.0f && !odnn_append_eltwise(&f, dnnl_eltwise_linear, alpha, 0)) {
             dnnl_post_ops_destroy(f.po);
             return odnn_oom();
         }
-        bias_scale = beta / alpha;
+        b->no_qdq_post = !may_qdq;
+        odnn_follow(b, &f, r - 1, c_t >= 0 || alpha != 1.0f);
+        b->no_qdq_post = 0;
+        if (f.n_scalar == 0 || odnn_matmul_po_fast(b, &a_md, &w_md, &y_md, f.po))
+            break;
+        dnnl_post_ops_destroy(f.po);
     }
-    odnn_follow(b, &f, r - 1, c_t >= 0 || alpha != 1.0f);
     if (cdt != dnnl_f32 && odnn_bf16_readers(b, f.out))
         y_md.data_type = cdt; /* the next product reads it in bf16 as it is */
     int64_t bias_t = c_t >= 0 ? c_t : f.bias;
@@ -4471,7 +4699,7 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     if (bw >= 0)
         odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    return NULL;
+    return odnn_fuse_args(b, s, &f, (int64_t)n);
 }
 
 /* A primitive of one data source (pooling, eltwise, softmax, normalisation,
@@ -4481,7 +4709,8 @@ static pl_status *odnn_simple(struct odnn_build *b, size_t n, uint32_t kind,
                               const int *extra_arg, const int *extra_weight, int n_extra)
 {
     dnnl_primitive_desc_t pd = NULL;
-    pl_status *st = odnn_make_pd(b, desc, NULL, n, &pd);
+    struct odnn_fuse qf;
+    pl_status *st = odnn_make_pd_qdq(b, desc, n, &out_t, &qf, &pd);
     if (st == NULL)
         st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
     int dst = -1, s = -1;
@@ -4512,7 +4741,7 @@ static pl_status *odnn_simple(struct odnn_build *b, size_t n, uint32_t kind,
             b->c->values[stats[k]].defined = 1;
         }
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    return NULL;
+    return odnn_qdq_done(b, s, &qf, n);
 }
 
 static int odnn_desc_is_jit(struct odnn_build *b, const_dnnl_op_desc_t desc);
@@ -5184,10 +5413,12 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
                            "binary descriptor", v, (int64_t)n);
     }
     dnnl_primitive_desc_t pd = NULL;
+    struct odnn_fuse qf;
+    int64_t out_t = odnn_out(v, n, 0);
     if (st == NULL)
-        st = odnn_make_pd(b, &bd, NULL, n, &pd);
+        st = odnn_make_pd_qdq(b, &bd, n, &out_t, &qf, &pd);
     int dst = -1, s = -1;
-    if (st == NULL && (dst = odnn_dst_value(b, odnn_out(v, n, 0), pd)) < 0)
+    if (st == NULL && (dst = odnn_dst_value(b, out_t, pd)) < 0)
         st = odnn_oom();
     if (st == NULL)
         s = odnn_add_step(b, ODNN_S_BINARY, pd, (int64_t)n, &st);
@@ -5198,7 +5429,7 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     odnn_arg(b, s, DNNL_ARG_SRC_0, ODNN_REF_VALUE, s0);
     odnn_arg(b, s, DNNL_ARG_SRC_1, ODNN_REF_VALUE, s1);
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    return NULL;
+    return odnn_qdq_done(b, s, &qf, n);
 }
 
 /* The channel-blocked tag (aBcd16b, aBcd8b, and their 3-D and 5-D kin)

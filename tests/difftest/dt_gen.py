@@ -24,7 +24,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
 # conv family with one group and 8 to 40 channels in and out in steps of 8
 # (the channel blocks the onednn module's own direct kernel takes).
-MORE_FAMILIES = ("rnn", "wideconv", "quant")
+MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq")
 
 
 def I(v):
@@ -690,6 +690,8 @@ class Gen:
             return self.recurrent()
         elif family == "quant":
             return self.quant()
+        elif family == "qdq":
+            return self.qdq()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -830,6 +832,129 @@ class Gen:
         self.env[out] = dt_ref.eval_node(node, self.env, lambda n: dt.get(n, self.dtype))[0]
         self.g.outputs = [out]
         return self.g
+
+    def qdq(self):
+        """Layers in ONNX Runtime's QDQ format: an 8-bit input dequantized,
+        then one to three layers, each output through a QuantizeLinear ->
+        DequantizeLinear pair of one scale and zero point as an exporter
+        puts around every activation: Conv (any group, window and stride,
+        bias or not, maybe a Relu), Gemm or MatMul by a constant, the Add of
+        two such branches, MaxPool, GlobalAveragePool. Weights are
+        multiples of 1/8, biases of 1/64 and every scale but the last a
+        power of two, so each f32 sum is exact in any order and ties fall
+        on .5 exactly; the last scale is any f32. Outputs are compared
+        exactly (the input dtype is 8-bit)."""
+        signed = self.p(0.3)
+        self.dtype = "i8" if signed else "u8"
+        self.qdt = {}
+        four_d = self.p(0.7)
+        if four_d:  # under 64 channels: no Winograd (not exact)
+            shape = [self.r(1, 2), self.pick([1, 3, 8, 16, 17, 32]), self.r(1, 12),
+                     self.r(1, 16)]
+        else:
+            shape = [self.r(1, 8), self.pick([4, 16, 33, 48])]
+        q = self.input(shape)
+        self.qdt[q] = self.dtype
+        x = self._dq(q, 2.0 ** -self.r(2, 5), self.rng.integers(-20, 21) if signed
+                     else self.rng.integers(100, 157), self.dtype)
+        layers = self.r(1, 3)
+        for k in range(layers):
+            x = self._qdq_layer(x, four_d)
+            x = self._qdq_pair(x, last=k == layers - 1)
+        self.g.outputs = [x]
+        return self.g
+
+    def _qnode(self, op, ins, attrs=None):
+        out = self.g.add_node(op, ins, attrs)
+        node = self.g.nodes[-1]
+        dts = dict((n, t["dtype"]) for n, t in self.g.tensors.items())
+        dts.update(self.qdt)
+        v = dt_ref.eval_node(node, self.env, lambda n: dts.get(n, "f32"))[0]
+        dt = dt_ref._out_dtype(node, dts)
+        self.qdt[out] = dt
+        kind = np.float64 if dt in FLOAT_DTYPES else np.int64
+        self.env[out] = to_dtype(np.asarray(v, dtype=kind), dt)
+        return out
+
+    def _dq(self, q, scale, zp, qdt):
+        return self._qnode("DequantizeLinear", [q, self.const(np.float32(scale), "f32"),
+                                                self.const(np.asarray(zp), qdt)])
+
+    def _qdq_pair(self, x, last):
+        lo, hi, mag = self.stats(x)
+        mag = max(mag, 1e-3)
+        if last:  # any f32
+            scale = float(np.float32(mag / 100.0 * self.rng.uniform(0.5, 1.5)))
+        else:
+            scale = 2.0 ** round(np.log2(mag / 100.0) + self.rng.uniform(-1, 1))
+        qdt = self.pick(["u8", "u8", "i8"])
+        if qdt == "i8":
+            zp = int(self.rng.integers(-10, 11))
+        elif lo >= 0 or self.p(0.2):
+            zp = 0  # the clip of a Relu the quantizer folded
+        else:
+            zp = int(self.rng.integers(110, 146))
+        sc = self.const(np.float32(scale), "f32")
+        z = self.const(np.asarray(zp), qdt)
+        q = self._qnode("QuantizeLinear", [x, sc, z])
+        return self._qnode("DequantizeLinear", [q, sc, z])
+
+    def _qdq_weights(self, shape):
+        return self.const(self.rng.integers(-4, 5, shape) / 8.0, "f32")
+
+    def _qdq_layer(self, x, four_d):
+        shape = self.shape(x)
+        ops = ["Conv", "Conv", "Conv", "Add", "MaxPool", "GlobalAveragePool"] if four_d \
+            else ["Gemm", "MatMul", "Add"]
+        op = self.pick(ops)
+        if op == "GlobalAveragePool" and (shape[2] * shape[3]) & (shape[2] * shape[3] - 1):
+            op = "Conv"  # a mean over a count not a power of two is not exact
+        if op == "Add":
+            a = self._qdq_pair(self._qdq_layer_product(x, four_d, same=True), last=False)
+            return self._qnode("Add", [x, a] if self.p(0.5) else [a, x])
+        if op == "MaxPool":
+            k = [self.r(1, min(3, shape[2])), self.r(1, min(3, shape[3]))]
+            return self._qnode("MaxPool", [x], {"kernel_shape": INTS(k),
+                                                "strides": INTS([self.pick([1, 2])] * 2)})
+        if op == "GlobalAveragePool":
+            return self._qnode(op, [x])
+        y = self._qdq_layer_product(x, four_d, same=False, op=op)
+        if self.p(0.3):
+            y = self._qnode("Relu", [y])
+        return y
+
+    def _qdq_layer_product(self, x, four_d, same, op=None):
+        """A Conv (4-D) or Gemm/MatMul (2-D) of X; SAME keeps X's shape."""
+        shape = self.shape(x)
+        if four_d:
+            c = shape[1]
+            m = c if same else self.pick([1, 4, 8, 16, 24, 32])
+            g = self.pick([1, 1, 1, c]) if m == c else 1
+            if same:
+                k, st, pads = self.pick([1, 3]), 1, None
+                pads = [k // 2] * 4
+            else:
+                k = self.pick([1, 1, 3, 3, 5])
+                k = min(k, shape[2], shape[3])
+                st = self.pick([1, 1, 2])
+                pads = [self.r(0, k // 2) for _ in range(4)]
+            w = self._qdq_weights([m, c // g, k, k])
+            ins = [x, w]
+            if self.p(0.7):
+                ins.append(self.const(self.rng.integers(-64, 65, [m]) / 64.0, "f32"))
+            return self._qnode("Conv", ins, {"kernel_shape": INTS([k, k]),
+                                             "strides": INTS([st, st]), "pads": INTS(pads),
+                                             "group": I(g)})
+        n = shape[1] if same else self.pick([1, 8, 16, 31, 64])
+        op = op or self.pick(["Gemm", "MatMul"])
+        if op == "MatMul":
+            return self._qnode("MatMul", [x, self._qdq_weights([shape[1], n])])
+        tb = self.p(0.5)
+        w = self._qdq_weights([n, shape[1]] if tb else [shape[1], n])
+        ins = [x, w]
+        if self.p(0.7):
+            ins.append(self.const(self.rng.integers(-64, 65, [n]) / 64.0, "f32"))
+        return self._qnode("Gemm", ins, {"transB": I(1)} if tb else None)
 
     def recurrent(self):
         """One RNN, GRU or LSTM in a combination oneDNN's cells compute

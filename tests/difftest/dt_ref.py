@@ -380,6 +380,8 @@ def eval_node(node, env, dtype_of):
         return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
     if op in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
         return [integer_product(node, ins, dtype_of)]
+    if op in ("QuantizeLinear", "DequantizeLinear"):
+        return [quantize(op, ins, dtype_of(node["inputs"][2]) if len(ins) > 2 else "u8")]
     if op == "ConvTranspose":
         return [conv_transpose(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
     if op == "MatMul":
@@ -521,10 +523,27 @@ def integer_product(node, ins, dtype_of):
     return np.clip(v.astype(np.float64) + zy, -128 if signed else 0, 127 if signed else 255)
 
 
+def quantize(op, ins, qdtype):
+    """QuantizeLinear / DequantizeLinear with one scale and zero point, in
+    f32 as ONNX defines them: round(x / s) half to even, + zp, saturated to
+    QDTYPE; (q - zp) * s."""
+    x, s = ins[0], np.float32(ins[1])
+    zp = int(ins[2]) if len(ins) > 2 and ins[2] is not None else 0
+    if op == "DequantizeLinear":
+        return (np.asarray(x - zp, dtype=np.float32) * s).astype(np.float64)
+    lo, hi = (-128, 127) if qdtype == "i8" else (0, 255)
+    q = np.rint(np.asarray(x, dtype=np.float32) / s).astype(np.float64) + zp
+    return np.clip(q, lo, hi).astype(np.int64)
+
+
 def _out_dtype(node, dtypes):
     """The dtype NODE's outputs have: its first input's, but for the
-    integer products."""
+    integer products and (de)quantization."""
     op = node["op"]
+    if op == "QuantizeLinear":
+        return dtypes.get(node["inputs"][2], "u8") if len(node["inputs"]) > 2 else "u8"
+    if op == "DequantizeLinear":
+        return "f32"
     if op in ("ConvInteger", "MatMulInteger"):
         return "i32"
     if op in ("QLinearConv", "QLinearMatMul"):
