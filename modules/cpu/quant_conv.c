@@ -88,8 +88,58 @@ typedef struct qc_gemm_call {
     const int32_t *wdw;   /* depthwise: w - w_zero_point, [M, taps] (qc_dw_chunk) */
     const struct qc_tapcol *tapcol; /* 2-D im2col: per kernel column (qc_tapcol_of) */
     size_t pad_bytes;     /* 2-D, small: bytes of one group's padded input (qc_pad_group) */
+    char *work;           /* the run's workspace, SLICE bytes a worker, or NULL */
+    size_t slice;
     int failed;           /* a chunk ran out of memory (atomic stores) */
 } qc_gemm_call;
+
+/* ---- per-worker scratch ------------------------------------------------------
+ *
+ * A chunk's buffers come from its worker's slice of the run's workspace,
+ * which the kernel asks the core for when it is built (the arena keeps it
+ * between runs); only when the core handed less are they allocated per
+ * chunk. Allocated and freed on every run, the buffers of one convolution
+ * (the igemm panel alone is 73 KB for 2304 rows) went back to the system
+ * when freed and came back as page faults: 14% of a 256-channel 3x3
+ * QLinearConv on a 2x2 map. */
+
+#define QC_R64(b) (((b) + (size_t)63) & ~(size_t)63)
+#define QC_MAX_BUFS 5
+
+static size_t qc_slice_of(const size_t *bytes, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += QC_R64(bytes[i]);
+    return total;
+}
+
+/* Points OUT[i] at BYTES[i] bytes of WORKER's scratch (NULL for 0 bytes);
+ * false when an allocation failed (qc_scratch_free frees the others). */
+static bool qc_scratch(const qc_gemm_call *c, int worker, const size_t *bytes, size_t n,
+                       void **out)
+{
+    bool ok = true;
+    char *at = c->work != NULL ? c->work + (size_t)worker * c->slice : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (bytes[i] == 0) {
+            out[i] = NULL;
+        } else if (at != NULL) {
+            out[i] = at;
+            at += QC_R64(bytes[i]);
+        } else {
+            out[i] = cpu_host->host_alloc(c->ctx->host_ctx, bytes[i], 64);
+            ok &= out[i] != NULL;
+        }
+    }
+    return ok;
+}
+
+static void qc_scratch_free(const qc_gemm_call *c, void **bufs, size_t n)
+{
+    for (size_t i = 0; c->work == NULL && i < n; i++)
+        cpu_host->host_free(c->ctx->host_ctx, bufs[i]);
+}
 
 
 /* Where one kernel column of a 2-D im2col reads: the input column of
@@ -245,6 +295,93 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
     cpu_requant_i32(am, nc, bb, mult, (float)c->yz, k->y_signed, (char *)c->dst + at);
 }
 
+/* Output rows narrower than this go channels-last (qc_dwl_chunk). */
+#define QC_DWL_MAX_W 16
+/* Channels of one qc_dwl_chunk item. */
+#define QC_DWL_BLOCK 64
+
+/* The scratch of one worker of qc_gemm_chunk: im2col panel, padded input,
+ * sums, column positions, igemm's panel. */
+static void qc_gemm_scratch(const qc_kernel *k, size_t rows, size_t tile, bool direct,
+                            size_t pad_bytes, size_t *bytes)
+{
+    memset(bytes, 0, QC_MAX_BUFS * sizeof *bytes);
+    bytes[0] = direct ? 0 : rows * tile + 1;
+    bytes[1] = pad_bytes;
+    bytes[2] = k->m / k->group * tile * sizeof(int32_t);
+    bytes[3] = tile * QC_MAX_SP * sizeof(int32_t);
+    bytes[4] = cpu_igemm_scratch_bytes((int64_t)tile, (int64_t)rows);
+}
+
+/* ... of qc_dw_chunk: one output plane of sums. */
+static void qc_dw_scratch(const qc_kernel *k, size_t *bytes)
+{
+    memset(bytes, 0, QC_MAX_BUFS * sizeof *bytes);
+    bytes[0] = k->out_sp * sizeof(uint32_t);
+}
+
+/* ... of qc_dwl_chunk: a block's input and sums channels-last, one output
+ * row, the block's weights. */
+static void qc_dwl_scratch(const qc_kernel *k, size_t *bytes)
+{
+    memset(bytes, 0, QC_MAX_BUFS * sizeof *bytes);
+    bytes[0] = k->in_sp * QC_DWL_BLOCK * sizeof(uint32_t);
+    bytes[1] = k->out_sp * QC_DWL_BLOCK * sizeof(uint32_t);
+    bytes[2] = k->out_sp * sizeof(int32_t);
+    bytes[3] = k->ker_sp * QC_DWL_BLOCK * sizeof(uint32_t);
+}
+
+/* How qc_write_gemm runs K on THREADS: the columns of a tile, whether B is
+ * the input itself (1x1, stride 1, no padding) and the bytes of a group's
+ * padded input (0: the run-by-run im2col). */
+static void qc_gemm_plan(const qc_kernel *k, size_t threads, size_t *out_tile, bool *out_direct,
+                         size_t *out_pad_bytes)
+{
+    size_t rows = k->c / k->group * k->ker_sp;
+    bool direct = k->ker_sp == 1;
+    for (int d = 0; d < k->nsp; d++)
+        direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
+    size_t tile = direct ? 1024 : ((size_t)1 << 16) / (rows ? rows : 1);
+    tile = tile < 64 ? 64 : tile > k->out_sp ? k->out_sp : tile;
+    /* at least two items per thread when the output allows */
+    while (tile > 64 && k->group * k->n * ((k->out_sp + tile - 1) / tile) < 2 * threads)
+        tile = (tile + 1) / 2;
+    size_t pad_bytes = 0;
+    if (!direct && k->nsp == 2) {
+        size_t bytes = k->c / k->group * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
+        pad_bytes = bytes <= QC_PAD_MAX_BYTES ? bytes : 0;
+    }
+    *out_tile = tile;
+    *out_direct = direct;
+    *out_pad_bytes = pad_bytes;
+}
+
+/* Whether K runs on the depthwise chunks; channels-last (*OUT_DWL) or not. */
+static bool qc_is_depthwise(const qc_kernel *k, bool *out_dwl)
+{
+    *out_dwl = k->m == k->c && k->out[1] < QC_DWL_MAX_W;
+    return k->c == k->group && k->nsp == 2;
+}
+
+/* The scratch bytes one worker of K's run takes (qc_scratch). */
+static size_t qc_worker_slice(const qc_kernel *k, size_t threads)
+{
+    size_t bytes[QC_MAX_BUFS];
+    bool dwl;
+    if (qc_is_depthwise(k, &dwl)) {
+        if (dwl)
+            qc_dwl_scratch(k, bytes);
+        else
+            qc_dw_scratch(k, bytes);
+    } else {
+        size_t tile, pad_bytes;
+        bool direct;
+        qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
+        qc_gemm_scratch(k, k->c / k->group * k->ker_sp, tile, direct, pad_bytes, bytes);
+    }
+    return qc_slice_of(bytes, QC_MAX_BUFS);
+}
+
 /* One input channel per group (depthwise, any multiplier), 2-D: per
  * (image, output channel) item, each tap's weight less its zero point
  * times the input less its zero point, added over the valid runs of each
@@ -267,18 +404,20 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
 
 CPU_CLONES static void qc_dw_chunk(void *arg, size_t begin, size_t end, int worker)
 {
-    (void)worker;
     qc_gemm_call *c = arg;
     const qc_kernel *k = c->k;
     const size_t mg = k->m / k->group;
     const int64_t h = k->in[0], wd = k->in[1], oh_n = k->out[0], ow_n = k->out[1];
     const int64_t sh = k->stride[0], sw = k->stride[1];
     const int32_t xz = c->xz;
-    uint32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, k->out_sp * sizeof *acc, 64);
-    if (!acc) {
+    size_t bytes[QC_MAX_BUFS];
+    qc_dw_scratch(k, bytes);
+    void *bufs[QC_MAX_BUFS];
+    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
     }
+    uint32_t *acc = bufs[0];
     for (size_t item = begin; item < end; item++) {
         size_t n = item / k->m, m = item % k->m, g = m / mg;
         const char *xp = c->x + (n * k->c + g) * k->in_sp;
@@ -302,30 +441,27 @@ CPU_CLONES static void qc_dw_chunk(void *arg, size_t begin, size_t end, int work
             }
         qc_store_run(c, n, m, 0, (const int32_t *)acc, k->out_sp);
     }
-    cpu_host->host_free(c->ctx->host_ctx, acc);
+    qc_scratch_free(c, bufs, QC_MAX_BUFS);
 }
 
 /* Work items [BEGIN, END) of (group, image, tile of columns), each with
  * buffers of its own. */
 static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
-    (void)worker;
     qc_gemm_call *c = arg;
     const qc_kernel *k = c->k;
     size_t cg = k->c / k->group, mg = k->m / k->group, rows = c->rows, tile = c->tile;
-    size_t scratch_n = cpu_igemm_scratch_bytes((int64_t)tile, (int64_t)rows);
-    uint8_t *col = c->direct ? NULL
-                             : cpu_host->host_alloc(c->ctx->host_ctx, rows * tile + 1, 64);
-    uint8_t *xpad = c->pad_bytes ? cpu_host->host_alloc(c->ctx->host_ctx, c->pad_bytes, 64)
-                                 : NULL;
-    size_t xpad_of = (size_t)-1; /* the (image, group) xpad holds */
-    int32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, mg * tile * sizeof *acc, 64);
-    int32_t *col_in = cpu_host->host_alloc(c->ctx->host_ctx, tile * QC_MAX_SP * sizeof *col_in, 64);
-    void *scratch = cpu_host->host_alloc(c->ctx->host_ctx, scratch_n, 64);
-    if ((!c->direct && !col) || (c->pad_bytes && !xpad) || !acc || !col_in || !scratch) {
+    size_t bytes[QC_MAX_BUFS];
+    qc_gemm_scratch(k, rows, tile, c->direct, c->pad_bytes, bytes);
+    void *bufs[QC_MAX_BUFS];
+    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
     }
+    uint8_t *col = bufs[0], *xpad = bufs[1];
+    int32_t *acc = bufs[2], *col_in = bufs[3];
+    void *scratch = bufs[4];
+    size_t xpad_of = (size_t)-1; /* the (image, group) xpad holds */
     const uint8_t pad = (uint8_t)c->xz;
     for (size_t item = begin; item < end; item++) {
         size_t t = item % c->n_tiles, n = (item / c->n_tiles) % k->n,
@@ -400,11 +536,7 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         for (size_t mm = 0; mm < mg; mm++)
             qc_store_run(c, n, g * mg + mm, c0, acc + mm * nc, nc);
     }
-    cpu_host->host_free(c->ctx->host_ctx, col);
-    cpu_host->host_free(c->ctx->host_ctx, xpad);
-    cpu_host->host_free(c->ctx->host_ctx, acc);
-    cpu_host->host_free(c->ctx->host_ctx, col_in);
-    cpu_host->host_free(c->ctx->host_ctx, scratch);
+    qc_scratch_free(c, bufs, QC_MAX_BUFS);
 }
 
 /* Packs the weights of every group (cpu_igemm_pack_a: [M/g, C/g * taps]
@@ -428,28 +560,22 @@ static void qc_pack_weights(const qc_kernel *k, const char *w, const char *wz, c
  * [H, W, channels] in i32 once; each output position then sums its taps
  * with the loop over channels innermost, weights laid out [taps,
  * channels]. One output channel per input channel only. */
-#define QC_DWL_BLOCK 64
-/* Output rows narrower than this go channels-last. */
-#define QC_DWL_MAX_W 16
 
 CPU_CLONES static void qc_dwl_chunk(void *arg, size_t begin, size_t end, int worker)
 {
-    (void)worker;
     qc_gemm_call *c = arg;
     const qc_kernel *k = c->k;
     const int64_t h = k->in[0], wd = k->in[1], oh_n = k->out[0], ow_n = k->out[1];
     const size_t nblk = (k->m + QC_DWL_BLOCK - 1) / QC_DWL_BLOCK;
-    uint32_t *xt = cpu_host->host_alloc(c->ctx->host_ctx,
-                                        k->in_sp * QC_DWL_BLOCK * sizeof *xt, 64);
-    uint32_t *yt = cpu_host->host_alloc(c->ctx->host_ctx,
-                                        k->out_sp * QC_DWL_BLOCK * sizeof *yt, 64);
-    int32_t *row = cpu_host->host_alloc(c->ctx->host_ctx, k->out_sp * sizeof *row, 64);
-    uint32_t *wt = cpu_host->host_alloc(c->ctx->host_ctx,
-                                        k->ker_sp * QC_DWL_BLOCK * sizeof *wt, 64);
-    if (!xt || !yt || !row || !wt) {
+    size_t bytes[QC_MAX_BUFS];
+    qc_dwl_scratch(k, bytes);
+    void *bufs[QC_MAX_BUFS];
+    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
     }
+    uint32_t *xt = bufs[0], *yt = bufs[1], *wt = bufs[3];
+    int32_t *row = bufs[2];
     for (size_t item = begin; item < end; item++) {
         size_t n = item / nblk, c0 = (item % nblk) * QC_DWL_BLOCK;
         size_t cb = k->m - c0 < QC_DWL_BLOCK ? k->m - c0 : QC_DWL_BLOCK;
@@ -485,10 +611,7 @@ CPU_CLONES static void qc_dwl_chunk(void *arg, size_t begin, size_t end, int wor
             qc_store_run(c, n, c0 + cc, 0, row, k->out_sp);
         }
     }
-    cpu_host->host_free(c->ctx->host_ctx, xt);
-    cpu_host->host_free(c->ctx->host_ctx, yt);
-    cpu_host->host_free(c->ctx->host_ctx, row);
-    cpu_host->host_free(c->ctx->host_ctx, wt);
+    qc_scratch_free(c, bufs, QC_MAX_BUFS);
 }
 
 /* A depthwise 2-D convolution (one input channel per group) on
@@ -496,7 +619,8 @@ CPU_CLONES static void qc_dwl_chunk(void *arg, size_t begin, size_t end, int wor
  * memory is short. */
 static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
                                const char *w, int32_t xz, const char *wz, const int32_t *bias,
-                               const float *ws, float xs, float ys, int32_t yz, void *dst)
+                               const float *ws, float xs, float ys, int32_t yz, void *dst,
+                               char *work, size_t slice)
 {
     qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
     int32_t *wdw = cpu_host->host_alloc(ctx->host_ctx, (k->m * k->ker_sp + 1) * sizeof *wdw, 64);
@@ -508,11 +632,14 @@ static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const cha
                 wdw[m * k->ker_sp + t] = qc_q8(w, k->w_signed, m * k->ker_sp + t) - z;
         }
         *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
-                            .xs = xs, .ys = ys, .yz = yz, .dst = dst, .wdw = wdw};
+                            .xs = xs, .ys = ys, .yz = yz, .dst = dst, .wdw = wdw,
+                            .work = work, .slice = slice};
         /* channels-last where output rows are short and each output
          * channel reads its own input channel (measured: mobilenet_v3_s's
          * 4x4 and 8x8 maps) */
-        if (k->m == k->c && k->out[1] < QC_DWL_MAX_W)
+        bool dwl;
+        qc_is_depthwise(k, &dwl);
+        if (dwl)
             cpu_host->parallel_for(ctx->host_ctx,
                                    k->n * ((k->m + QC_DWL_BLOCK - 1) / QC_DWL_BLOCK), 1,
                                    qc_dwl_chunk, c);
@@ -534,20 +661,16 @@ static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const cha
  * runs then, writing every output again). */
 static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x, const char *w,
                           int32_t xz, const char *wz, const int32_t *bias, const float *ws,
-                          float xs, float ys, int32_t yz, void *dst)
+                          float xs, float ys, int32_t yz, void *dst, char *work, size_t slice)
 {
-    if (k->c == k->group && k->nsp == 2)
-        return qc_write_depthwise(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst);
+    bool dwl;
+    if (qc_is_depthwise(k, &dwl))
+        return qc_write_depthwise(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst, work, slice);
     size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
-    bool direct = k->ker_sp == 1;
-    for (int d = 0; d < k->nsp; d++)
-        direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
-    size_t tile = direct ? 1024 : ((size_t)1 << 16) / (rows ? rows : 1);
-    tile = tile < 64 ? 64 : tile > k->out_sp ? k->out_sp : tile;
-    /* at least two items per thread when the output allows */
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
-    while (tile > 64 && k->group * k->n * ((k->out_sp + tile - 1) / tile) < 2 * threads)
-        tile = (tile + 1) / 2;
+    size_t tile, pad_bytes;
+    bool direct;
+    qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
     qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
     bool pre = k->wpack_pre != NULL;
     size_t group_bytes = cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
@@ -565,11 +688,8 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
                             .xs = xs, .ys = ys, .yz = yz, .dst = dst,
                             .wpack = pre ? k->wpack_pre : wp, .wpack_bytes = group_bytes,
                             .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile,
-                            .direct = direct, .tapcol = tc};
-        if (!direct && k->nsp == 2) {
-            size_t bytes = k->c / k->group * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
-            c->pad_bytes = bytes <= QC_PAD_MAX_BYTES ? bytes : 0;
-        }
+                            .direct = direct, .tapcol = tc, .pad_bytes = pad_bytes,
+                            .work = work, .slice = slice};
         cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1, qc_gemm_chunk, c);
         ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }
@@ -584,7 +704,7 @@ static pl_status *qc_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
 {
-    (void)ctx, (void)o, (void)req;
+    (void)o, (void)req;
     const qc_kernel *k = (const qc_kernel *)kernel;
     const char *x = shp_in(args, k->ix), *w = shp_in(args, k->iw);
     int32_t xz = k->has_xz ? qc_q8(shp_in(args, k->ixz), k->x_signed, 0) : 0;
@@ -603,7 +723,14 @@ static pl_status *qc_write(pl_module_ctx *ctx, const shp_kernel *kernel,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g",
                              (double)ys);
     }
-    if (qc_write_gemm(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst))
+    /* the workspace the kernel asked for (qc_worker_slice), when the core
+     * handed it and the pool is as large as when it asked */
+    size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    size_t slice = qc_worker_slice(k, threads);
+    char *work = args->workspace != NULL && args->workspace_bytes >= slice * threads
+                     ? args->workspace
+                     : NULL;
+    if (qc_write_gemm(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst, work, slice))
         return NULL;
     size_t cg = k->c / k->group, mg = k->m / k->group;
     for (size_t n = 0; n < k->n; n++)
@@ -805,6 +932,8 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         k->wpack_pre = wp;
     }
     cpu_host->host_free(ctx->host_ctx, zbuf);
+    size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    k->k.base.workspace_bytes = qc_worker_slice(k, threads) * threads;
     *out_kernel = &k->k.base;
     return NULL;
 }

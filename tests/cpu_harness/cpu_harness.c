@@ -214,13 +214,21 @@ const char *ch_attr_s(const ch_spec *s, const char *name, const char *dflt)
     return a ? a->s : dflt;
 }
 
+/* The workspace the last kernel ch_kernel made asked for: ch_run hands it
+ * that many bytes, as the core does. */
+static const pl_kernel *ch_ws_kernel;
+static size_t ch_ws_bytes;
+
 pl_kernel *ch_kernel(const pl_node_desc *desc)
 {
     pl_kernel *k = NULL;
-    size_t ws = 99;
+    size_t ws = (size_t)-1;
     pl_status *st = ch_mod->api.get_kernel(ch_mod->ctx, 0, desc, &k, &ws);
     CHECK(st == NULL, "get_kernel(%s) failed: %s", desc->op, pl_status_message(st));
-    CHECK(k != NULL && ws == 0, "get_kernel(%s): no kernel or workspace %zu", desc->op, ws);
+    CHECK(k != NULL && ws != (size_t)-1, "get_kernel(%s): no kernel or no workspace size",
+          desc->op);
+    ch_ws_kernel = k;
+    ch_ws_bytes = ws;
     return k;
 }
 
@@ -270,14 +278,21 @@ pl_status *ch_run(pl_kernel *k, size_t n_in, const pl_tensor *ins, size_t n_out,
                   pl_tensor *outs, const pl_output_request *reqs)
 {
     pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
+    size_t ws = k == ch_ws_kernel ? ch_ws_bytes : 0;
+    void *work = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
+    CHECK(ws == 0 || work != NULL, "out of memory for %zu bytes of workspace", ws);
     pl_run_args args = {.header = PL_ABI_HEADER_INIT(pl_run_args),
                         .run = &rc,
                         .n_inputs = n_in,
                         .inputs = ins,
                         .n_outputs = n_out,
                         .outputs = outs,
-                        .requests = reqs};
-    return ch_mod->api.kernel_run(ch_mod->ctx, k, &args);
+                        .requests = reqs,
+                        .workspace = work,
+                        .workspace_bytes = ws};
+    pl_status *st = ch_mod->api.kernel_run(ch_mod->ctx, k, &args);
+    free(work);
+    return st;
 }
 
 size_t ch_count(const int64_t *dims, int r)

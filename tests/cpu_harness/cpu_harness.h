@@ -134,8 +134,9 @@ int64_t ch_attr_i(const ch_spec *s, const char *name, int64_t dflt);
 double ch_attr_f(const ch_spec *s, const char *name, double dflt);
 const char *ch_attr_s(const ch_spec *s, const char *name, const char *dflt);
 
-/* The cpu module's kernel for DESC; fails unless there is one without a
- * workspace. Release with ch_mod->api.kernel_release. */
+/* The cpu module's kernel for DESC; fails unless there is one. ch_run
+ * hands it the workspace it asked for. Release with
+ * ch_mod->api.kernel_release. */
 pl_kernel *ch_kernel(const pl_node_desc *desc);
 
 /* get_kernel on DESC; returns the refusal (the caller frees it), failing
