@@ -551,6 +551,73 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
 #undef IG_PUT
 }
 
+/* ig_pack_b for a panel the narrow kernels read (at most WIDTH < NR
+ * columns, KG 4 of bytes, B not transposed): only WIDTH columns' words of
+ * each group are written (zeros past COLS and past K), the rest of the
+ * panel untouched, so nothing is cleared first. A product of 4 columns
+ * (the 2x2 maps of yolo_s_qop's deepest convolutions) otherwise cleared
+ * and walked a panel 8 times as wide, and filled its last group of
+ * columns through a 16-byte staging row per group. */
+static void ig_pack_b_narrow(const cpu_igemm_q8 *b, int64_t k, int64_t groups, int nr, int64_t j0,
+                             int cols, int width, uint8_t *out)
+{
+    const uint8_t flip = b->is_signed ? 0x80 : 0x00;
+    const uint8_t *data = (const uint8_t *)b->data + j0;
+    const int64_t ld = b->ld;
+    int64_t g = 0;
+#ifdef IG_X86
+    const __m128i f = _mm_set1_epi8((char)flip);
+    if (cols == width && width == 4) {
+        /* a 4 x 4 byte transpose per group */
+        for (; g * 4 + 3 < k; g++) {
+            const uint8_t *s = data + g * 4 * ld;
+            int32_t r[4];
+            for (int i = 0; i < 4; i++)
+                memcpy(&r[i], s + i * ld, 4);
+            __m128i t0 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(r[0]), _mm_cvtsi32_si128(r[1]));
+            __m128i t1 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(r[2]), _mm_cvtsi32_si128(r[3]));
+            _mm_storeu_si128((__m128i *)(void *)(out + g * nr * 4),
+                             _mm_xor_si128(_mm_unpacklo_epi16(t0, t1), f));
+        }
+    } else if (cols == width && width == 8) {
+        for (; g * 4 + 3 < k; g++) {
+            const uint8_t *s = data + g * 4 * ld;
+            __m128i r0 = _mm_loadl_epi64((const __m128i *)(const void *)s);
+            __m128i r1 = _mm_loadl_epi64((const __m128i *)(const void *)(s + ld));
+            __m128i r2 = _mm_loadl_epi64((const __m128i *)(const void *)(s + 2 * ld));
+            __m128i r3 = _mm_loadl_epi64((const __m128i *)(const void *)(s + 3 * ld));
+            __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpacklo_epi8(r2, r3);
+            __m128i *d = (__m128i *)(void *)(out + g * nr * 4);
+            _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t1), f));
+            _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t1), f));
+        }
+    } else if (cols == width && width == 16) {
+        for (; g * 4 + 3 < k; g++) {
+            const uint8_t *s = data + g * 4 * ld;
+            __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+            __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + ld));
+            __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * ld));
+            __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * ld));
+            __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+            __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+            __m128i *d = (__m128i *)(void *)(out + g * nr * 4);
+            _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t2), f));
+            _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t2), f));
+            _mm_storeu_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(t1, t3), f));
+            _mm_storeu_si128(d + 3, _mm_xor_si128(_mm_unpackhi_epi16(t1, t3), f));
+        }
+    }
+#endif
+    for (; g < groups; g++) {
+        uint8_t *o = out + g * nr * 4;
+        for (int j = 0; j < width; j++)
+            for (int r = 0; r < 4; r++) {
+                int64_t q = g * 4 + r;
+                o[j * 4 + r] = j < cols && q < k ? (uint8_t)(data[q * ld + j] ^ flip) : 0;
+            }
+    }
+}
+
 void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t first_row,
                const cpu_igemm_q8 *b, const int32_t *zb, bool zb_per_col, int32_t *c,
                int64_t ldc, void *scratch)
@@ -572,9 +639,25 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
         int64_t np = (nc + nr - 1) / nr;
         for (int64_t p = 0; p < np; p++) {
             int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
-            ig_pack_b(isa, b, k, j0 + p * nr, cols, bp + (size_t)p * bpanel);
+            const ig_sized_kernel *kern = isa->kernels;
+            while (cols > kern->max_cols)
+                kern++;
+            char *panel = bp + (size_t)p * bpanel;
+            if (kern->max_cols < nr && isa->esz == 1 && isa->kg == 4 && !b->trans) {
+                ig_pack_b_narrow(b, k, groups, nr, j0 + p * nr, cols, kern->max_cols,
+                                 (uint8_t *)panel);
+                for (int j = 0; j < cols && !h.zero_za; j++) {
+                    uint32_t sum = 0;
+                    for (int64_t g = 0; g < groups; g++)
+                        for (int r = 0; r < 4; r++)
+                            sum += ((const uint8_t *)panel)[(g * nr + j) * 4 + r];
+                    colsum[p * nr + j] = (int32_t)sum;
+                }
+                continue;
+            }
+            ig_pack_b(isa, b, k, j0 + p * nr, cols, panel);
             if (!h.zero_za)
-                isa->colsum(groups, bp + (size_t)p * bpanel, colsum + p * nr);
+                isa->colsum(groups, panel, colsum + p * nr);
         }
         for (int64_t i0 = 0; i0 < m; i0 += mr) {
             int rows = (int)(m - i0 < mr ? m - i0 : mr);

@@ -90,6 +90,10 @@ typedef struct qc_gemm_call {
     size_t pad_bytes;     /* 2-D, small: bytes of one group's padded input (qc_pad_group) */
     char *work;           /* the run's workspace, SLICE bytes a worker, or NULL */
     size_t slice;
+    /* qc_write_split: the im2col of every (group, image), shared, and how
+     * the channels (phase one) and output channels (phase two) split */
+    uint8_t *col;
+    size_t cchunk, n_cchunks, mblk, n_mblks;
     int failed;           /* a chunk ran out of memory (atomic stores) */
 } qc_gemm_call;
 
@@ -331,6 +335,18 @@ static void qc_dwl_scratch(const qc_kernel *k, size_t *bytes)
     bytes[3] = k->ker_sp * QC_DWL_BLOCK * sizeof(uint32_t);
 }
 
+/* ... of qc_write_split's phases: one channel's padded plane (ONE); a
+ * block of MBLK output channels' sums and igemm's panel (TWO). */
+static void qc_split_scratch(const qc_kernel *k, size_t mblk, size_t *one, size_t *two)
+{
+    memset(one, 0, QC_MAX_BUFS * sizeof *one);
+    memset(two, 0, QC_MAX_BUFS * sizeof *two);
+    one[0] = (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
+    two[0] = mblk * k->out_sp * sizeof(int32_t);
+    two[1] = cpu_igemm_scratch_bytes((int64_t)k->out_sp,
+                                     (int64_t)(k->c / k->group * k->ker_sp));
+}
+
 /* How qc_write_gemm runs K on THREADS: the columns of a tile, whether B is
  * the input itself (1x1, stride 1, no padding) and the bytes of a group's
  * padded input (0: the run-by-run im2col). */
@@ -363,23 +379,65 @@ static bool qc_is_depthwise(const qc_kernel *k, bool *out_dwl)
     return k->c == k->group && k->nsp == 2;
 }
 
-/* The scratch bytes one worker of K's run takes (qc_scratch). */
-static size_t qc_worker_slice(const qc_kernel *k, size_t threads)
+/* Whether qc_write_gemm splits K's product by output channels
+ * (qc_write_split): fewer (group, image) items than threads, each one tile
+ * of a small 2-D map (or of a 1x1 convolution that reads its input as it
+ * is), and enough output channels for two blocks. Then the blocks of
+ * *OUT_MBLK output channels and *OUT_CCHUNK input channels. */
+static bool qc_split_plan(const qc_kernel *k, size_t threads, size_t *out_mblk,
+                          size_t *out_cchunk)
+{
+    size_t tile, pad_bytes;
+    bool direct;
+    qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
+    size_t mg = k->m / k->group, cg = k->c / k->group, mr = (size_t)cpu_igemm_mr();
+    if ((!direct && pad_bytes == 0) || tile < k->out_sp || k->group * k->n >= threads ||
+        mg < 2 * mr || threads < 2)
+        return false;
+    size_t per = (mg + threads - 1) / threads;
+    *out_mblk = (per + mr - 1) / mr * mr;
+    *out_cchunk = (cg + threads - 1) / threads;
+    return true;
+}
+
+/* The scratch bytes one worker of K's run takes (qc_scratch), and
+ * (*OUT_SHARED) the bytes all share after the workers' slices. */
+static size_t qc_worker_slice(const qc_kernel *k, size_t threads, size_t *out_shared)
 {
     size_t bytes[QC_MAX_BUFS];
     bool dwl;
+    *out_shared = 0;
     if (qc_is_depthwise(k, &dwl)) {
         if (dwl)
             qc_dwl_scratch(k, bytes);
         else
             qc_dw_scratch(k, bytes);
-    } else {
-        size_t tile, pad_bytes;
-        bool direct;
-        qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
-        qc_gemm_scratch(k, k->c / k->group * k->ker_sp, tile, direct, pad_bytes, bytes);
+        return qc_slice_of(bytes, QC_MAX_BUFS);
     }
+    size_t tile, pad_bytes, mblk, cchunk;
+    bool direct;
+    size_t rows = k->c / k->group * k->ker_sp;
+    if (qc_split_plan(k, threads, &mblk, &cchunk)) {
+        /* phase one: one channel's padded plane; phase two: a block's sums
+         * and igemm's panel */
+        size_t one[QC_MAX_BUFS], two[QC_MAX_BUFS];
+        qc_split_scratch(k, mblk, one, two);
+        size_t a = qc_slice_of(one, QC_MAX_BUFS), b = qc_slice_of(two, QC_MAX_BUFS);
+        qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
+        *out_shared = direct ? 0 : QC_R64(k->group * k->n * rows * k->out_sp);
+        return a > b ? a : b;
+    }
+    qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
+    qc_gemm_scratch(k, rows, tile, direct, pad_bytes, bytes);
     return qc_slice_of(bytes, QC_MAX_BUFS);
+}
+
+/* The workspace K asks for on THREADS workers. */
+static size_t qc_work_bytes(const qc_kernel *k, size_t threads, size_t *out_slice)
+{
+    size_t shared;
+    *out_slice = qc_worker_slice(k, threads, &shared);
+    return *out_slice * threads + shared;
 }
 
 /* One input channel per group (depthwise, any multiplier), 2-D: per
@@ -659,6 +717,101 @@ static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const cha
  * (group, image, tile) items spread over the pool. The sums are exact
  * 32-bit integers (igemm.h). False when memory is short (the direct loop
  * runs then, writing every output again). */
+/* qc_write_split, phase one: items [BEGIN, END) of ((group, image),
+ * chunk of input channels), each channel padded (qc_pad_group) and laid
+ * out by tap into the shared im2col. */
+static void qc_split_col_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    qc_gemm_call *c = arg;
+    const qc_kernel *k = c->k;
+    size_t cg = k->c / k->group, rows = cg * k->ker_sp;
+    size_t bytes[QC_MAX_BUFS], two[QC_MAX_BUFS];
+    qc_split_scratch(k, c->mblk, bytes, two);
+    void *bufs[QC_MAX_BUFS];
+    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+        begin = end;
+    }
+    uint8_t *xpad = bufs[0];
+    for (size_t item = begin; item < end; item++) {
+        size_t gi = item / c->n_cchunks, ch = item % c->n_cchunks;
+        size_t g = gi / k->n, n = gi % k->n;
+        size_t c0 = ch * c->cchunk, c1 = c0 + c->cchunk < cg ? c0 + c->cchunk : cg;
+        const uint8_t *xg = (const uint8_t *)(const void *)c->x + (n * k->c + g * cg) * k->in_sp;
+        uint8_t *col = c->col + gi * rows * k->out_sp;
+        for (size_t cc = c0; cc < c1; cc++) {
+            qc_pad_group(k, xg + cc * k->in_sp, 1, (uint8_t)c->xz, xpad);
+            uint8_t *row = col + cc * k->ker_sp * k->out_sp;
+            for (int64_t kh = 0; kh < k->ker[0]; kh++)
+                for (int64_t kw = 0; kw < k->ker[1]; kw++, row += k->out_sp)
+                    qc_im2col_padded(k, xpad, kh, kw, 0, 0, k->out_sp, row);
+        }
+    }
+    qc_scratch_free(c, bufs, QC_MAX_BUFS);
+}
+
+/* qc_write_split, phase two: items [BEGIN, END) of ((group, image), block
+ * of output channels), each a product of the shared im2col. */
+static void qc_split_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    qc_gemm_call *c = arg;
+    const qc_kernel *k = c->k;
+    size_t mg = k->m / k->group, rows = c->rows;
+    size_t one[QC_MAX_BUFS], bytes[QC_MAX_BUFS];
+    qc_split_scratch(k, c->mblk, one, bytes);
+    void *bufs[QC_MAX_BUFS];
+    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+        begin = end;
+    }
+    int32_t *acc = bufs[0];
+    for (size_t item = begin; item < end; item++) {
+        size_t gi = item / c->n_mblks, mb = item % c->n_mblks;
+        size_t g = gi / k->n, n = gi % k->n;
+        size_t m0 = mb * c->mblk, mrows = mg - m0 < c->mblk ? mg - m0 : c->mblk;
+        cpu_igemm_q8 b = {.data = c->direct ? (const uint8_t *)(const void *)c->x +
+                                                  (n * k->c + g * (k->c / k->group)) * k->in_sp
+                                            : c->col + gi * rows * k->out_sp,
+                          .ld = (int64_t)k->out_sp, .is_signed = k->x_signed};
+        cpu_igemm((int64_t)mrows, (int64_t)k->out_sp, (int64_t)rows,
+                  c->wpack + g * c->wpack_bytes, (int64_t)m0, &b, &c->xz, false, acc,
+                  (int64_t)k->out_sp, bufs[1]);
+        for (size_t mm = 0; mm < mrows; mm++)
+            qc_store_run(c, n, g * mg + m0 + mm, 0, acc + mm * k->out_sp, k->out_sp);
+    }
+    qc_scratch_free(c, bufs, QC_MAX_BUFS);
+}
+
+/* A product too small to split by tiles (qc_split_plan) in two phases
+ * over the pool: the im2col once, by channels, into a buffer all share
+ * (the workspace's shared bytes, else allocated); then the output
+ * channels by blocks, each packing the shared columns itself. Splitting
+ * by output channels with an im2col per block instead measured slower:
+ * the im2col is most of such a product. False when memory is short. */
+static bool qc_write_split(pl_module_ctx *ctx, qc_gemm_call *c, size_t threads)
+{
+    const qc_kernel *k = c->k;
+    size_t cg = k->c / k->group, mg = k->m / k->group;
+    size_t shared = k->group * k->n * c->rows * k->out_sp;
+    bool own = c->work == NULL && !c->direct;
+    c->col = c->direct ? NULL
+             : own     ? cpu_host->host_alloc(ctx->host_ctx, shared, 64)
+                       : (uint8_t *)(c->work + c->slice * threads);
+    if (c->col == NULL && !c->direct)
+        return false;
+    c->n_cchunks = (cg + c->cchunk - 1) / c->cchunk;
+    c->n_mblks = (mg + c->mblk - 1) / c->mblk;
+    if (!c->direct) /* a 1x1 product reads the input as it is */
+        cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_cchunks, 1,
+                               qc_split_col_chunk, c);
+    if (!__atomic_load_n(&c->failed, __ATOMIC_RELAXED))
+        cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_mblks, 1,
+                               qc_split_gemm_chunk, c);
+    if (own)
+        cpu_host->host_free(ctx->host_ctx, c->col);
+    return !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+}
+
 static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x, const char *w,
                           int32_t xz, const char *wz, const int32_t *bias, const float *ws,
                           float xs, float ys, int32_t yz, void *dst, char *work, size_t slice)
@@ -690,8 +843,13 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
                             .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile,
                             .direct = direct, .tapcol = tc, .pad_bytes = pad_bytes,
                             .work = work, .slice = slice};
-        cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1, qc_gemm_chunk, c);
-        ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+        if (qc_split_plan(k, threads, &c->mblk, &c->cchunk)) {
+            ok = qc_write_split(ctx, c, threads);
+        } else {
+            cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1,
+                                   qc_gemm_chunk, c);
+            ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+        }
     }
     cpu_host->host_free(ctx->host_ctx, c);
     cpu_host->host_free(ctx->host_ctx, tc);
@@ -723,11 +881,12 @@ static pl_status *qc_write(pl_module_ctx *ctx, const shp_kernel *kernel,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g",
                              (double)ys);
     }
-    /* the workspace the kernel asked for (qc_worker_slice), when the core
+    /* the workspace the kernel asked for (qc_work_bytes), when the core
      * handed it and the pool is as large as when it asked */
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
-    size_t slice = qc_worker_slice(k, threads);
-    char *work = args->workspace != NULL && args->workspace_bytes >= slice * threads
+    size_t slice;
+    size_t need = qc_work_bytes(k, threads, &slice);
+    char *work = args->workspace != NULL && args->workspace_bytes >= need
                      ? args->workspace
                      : NULL;
     if (qc_write_gemm(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst, work, slice))
@@ -933,7 +1092,8 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     }
     cpu_host->host_free(ctx->host_ctx, zbuf);
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
-    k->k.base.workspace_bytes = qc_worker_slice(k, threads) * threads;
+    size_t slice;
+    k->k.base.workspace_bytes = qc_work_bytes(k, threads, &slice);
     *out_kernel = &k->k.base;
     return NULL;
 }

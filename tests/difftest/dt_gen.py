@@ -726,7 +726,7 @@ class Gen:
             groups = self.pick([1, 1, 1, 2, "dw"])
             g = 1 if groups == 1 else 2 if groups == 2 else self.r(1, 6)
             cg = 1 if groups == "dw" else self.pick([1, 3, 8, 17, 40])
-            mg = self.pick([1, 2, 8, 9, 24]) if groups != "dw" else self.pick([1, 1, 2])
+            mg = self.pick([1, 2, 8, 9, 24, 40]) if groups != "dw" else self.pick([1, 1, 2])
             size = {1: (1, 40), 2: (1, 14), 3: (1, 6)}[d]
             dims = [self.r(*size) for _ in range(d)]
             if d == 2 and self.p(0.3):  # rows wide enough for the plane loops
