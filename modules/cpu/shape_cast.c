@@ -7,6 +7,7 @@
  * Every element goes through int64 (integer and bool sources) or double
  * (float sources), which holds each source value exactly. */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "shape_kernel.h"
@@ -204,6 +205,57 @@ static size_t shp_type_size(shp_type t)
     return sizes[t];
 }
 
+/* The pairs models convert most (dynamic quantization's i32 sums to f32,
+ * 8-bit to f32, shapes between i64 and i32, f32 and f64) in typed loops
+ * the compiler vectorises, with the values of the general loop below: an
+ * integer to f32 rounds once, i64 to i32 wraps, f32 to i32 truncates
+ * where it fits (else the general rule: saturate to i64, then wrap).
+ * Through the general loop, a Cast of 6144 i32 to f32 took 90 us. False
+ * for any other pair. */
+#define SHP_FAST_LOOP(TF, TT, EXPR)                                                          \
+    do {                                                                                  \
+        for (size_t i_ = 0; i_ < n; i_++) {                                               \
+            TF x_;                                                                        \
+            memcpy(&x_, src + i_ * sizeof(TF), sizeof x_);                                \
+            TT y_ = (EXPR);                                                               \
+            memcpy(dst + i_ * sizeof(TT), &y_, sizeof y_);                                \
+        }                                                                                 \
+    } while (0)
+
+static bool shp_convert_fast(shp_type from, const char *src, shp_type to, char *dst, size_t n)
+{
+    if (to == SHP_F32) {
+        switch (from) {
+        case SHP_I32: SHP_FAST_LOOP(int32_t, float, (float)x_); return true;
+        case SHP_I64: SHP_FAST_LOOP(int64_t, float, (float)x_); return true;
+        case SHP_U8: SHP_FAST_LOOP(uint8_t, float, (float)x_); return true;
+        case SHP_I8: SHP_FAST_LOOP(int8_t, float, (float)x_); return true;
+        case SHP_F64: SHP_FAST_LOOP(double, float, (float)x_); return true;
+        default: return false;
+        }
+    }
+    if (from == SHP_F32 && to == SHP_F64) {
+        SHP_FAST_LOOP(float, double, (double)x_);
+        return true;
+    }
+    if (from == SHP_I32 && to == SHP_I64) {
+        SHP_FAST_LOOP(int32_t, int64_t, (int64_t)x_);
+        return true;
+    }
+    if (from == SHP_I64 && to == SHP_I32) {
+        SHP_FAST_LOOP(int64_t, int32_t, (int32_t)(uint32_t)(uint64_t)x_);
+        return true;
+    }
+    if (from == SHP_F32 && to == SHP_I32) {
+        SHP_FAST_LOOP(float, int32_t,
+                      x_ > -2147483904.0f && x_ < 2147483648.0f
+                          ? (int32_t)x_
+                          : (int32_t)(uint32_t)(uint64_t)shp_trunc((double)x_));
+        return true;
+    }
+    return false;
+}
+
 static void shp_convert_types(shp_type from, const char *src, shp_type to, char *dst, size_t n)
 {
     const size_t fs = shp_type_size(from), ts = shp_type_size(to);
@@ -211,6 +263,8 @@ static void shp_convert_types(shp_type from, const char *src, shp_type to, char 
         memcpy(dst, src, n * fs);
         return;
     }
+    if (shp_convert_fast(from, src, to, dst, n))
+        return;
     for (size_t i = 0; i < n; i++, src += fs, dst += ts) {
         if (shp_is_float(from)) {
             double v = shp_load_float(from, src);

@@ -897,6 +897,21 @@ static void case_Cast(void)
     float fe[3];
     ts_cast(PL_DTYPE_I64, exact, 3, PL_DTYPE_F32, fe);
     CHECK(fe[0] == 16777216.0f && fe[1] == -3.0f && fe[2] == 1048576.0f, "i64 -> f32 wrong");
+    /* f32 -> i32 past the range: saturate to i64, then wrap (the typed
+     * loop's edges); NaN gives 0; i64 -> i32 wraps */
+    const float edge[] = {2147483520.0f, 2147483648.0f, -2147483648.0f, -2147483904.0f,
+                          3e9f, NAN, -3e9f, 1e30f};
+    int32_t ie[8];
+    ts_cast(PL_DTYPE_F32, edge, 8, PL_DTYPE_I32, ie);
+    const int32_t want_e[] = {2147483520, INT32_MIN, INT32_MIN, 2147483392,
+                              (int32_t)(uint32_t)3000000000u, 0, (int32_t)1294967296, -1};
+    for (int i = 0; i < 8; i++)
+        CHECK(ie[i] == want_e[i], "f32 -> i32 of %g: %d, expected %d", (double)edge[i], ie[i],
+              want_e[i]);
+    const int64_t wide[] = {4294967297LL, -4294967297LL, INT64_MAX};
+    int32_t iw[3];
+    ts_cast(PL_DTYPE_I64, wide, 3, PL_DTYPE_I32, iw);
+    CHECK(iw[0] == 1 && iw[1] == -1 && iw[2] == -1, "i64 -> i32 does not wrap");
 
     /* f16: specials and rounding, by their bits */
     const float hs[] = {1.0f, -2.0f, 65504.0f, 65520.0f, 5.9604645e-08f, 2.9802322e-08f,
