@@ -112,6 +112,77 @@ static void tk_select(tk_item *items, size_t len, size_t kk)
     qsort(items, kk, sizeof *items, tk_cmp);
 }
 
+/* ---- f32 lines: one integer key per element ---------------------------------
+ *
+ * The order above in one uint64 per element, compared as integers: the f32
+ * bits mapped to an unsigned key that orders as the numbers do (-0 as +0,
+ * every NaN as the largest), the index below it so that among equal values
+ * the lower index wins, and for the K smallest the whole key inverted. The
+ * K best keys are the K largest: a bounded min-heap of them, then sorted.
+ * On tf_ops' TopK of 5 out of [2, 1728] the long double items cost most of
+ * the kernel. */
+
+static inline uint64_t tk_f32_key(float v, uint32_t index, bool largest)
+{
+    uint32_t b;
+    if (v == 0.0f)
+        v = 0.0f; /* -0 orders as +0 */
+    memcpy(&b, &v, sizeof b);
+    uint32_t ord = isnan(v) ? UINT32_MAX : (b & 0x80000000u) ? ~b : b | 0x80000000u;
+    return largest ? (uint64_t)ord << 32 | (UINT32_MAX - index)
+                   : ~((uint64_t)ord << 32 | index);
+}
+
+static inline void tk_u64_sift(uint64_t *h, size_t n, size_t i)
+{
+    for (;;) { /* min-heap: the worst kept key at the root */
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && h[l] < h[m])
+            m = l;
+        if (r < n && h[r] < h[m])
+            m = r;
+        if (m == i)
+            return;
+        uint64_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static int tk_u64_desc(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a > b ? -1 : a < b;
+}
+
+/* The indices of the KK best of LEN f32 values STRIDE apart at X, best
+ * first, into OUT (KK of them); KEYS holds LEN. */
+static void tk_f32_line(const float *x, size_t len, size_t stride, size_t kk, bool largest,
+                        uint64_t *keys, int64_t *out)
+{
+    size_t n = kk * 8 >= len ? len : kk;
+    for (size_t j = 0; j < n; j++)
+        keys[j] = tk_f32_key(x[j * stride], (uint32_t)j, largest);
+    if (n < len) {
+        for (size_t i = kk / 2; i-- > 0;)
+            tk_u64_sift(keys, kk, i);
+        for (size_t j = kk; j < len; j++) {
+            uint64_t key = tk_f32_key(x[j * stride], (uint32_t)j, largest);
+            if (key > keys[0]) {
+                keys[0] = key;
+                tk_u64_sift(keys, kk, 0);
+            }
+        }
+    }
+    qsort(keys, n, sizeof *keys, tk_u64_desc);
+    for (size_t j = 0; j < kk; j++) {
+        uint64_t key = largest ? keys[j] : ~keys[j];
+        uint32_t low = (uint32_t)key;
+        out[j] = largest ? (int64_t)(UINT32_MAX - low) : (int64_t)low;
+    }
+}
+
 static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
@@ -139,6 +210,33 @@ static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                          k->len);
     const char *x = shp_in(args, 0);
     size_t es = kernel->outs[o].esize;
+    if (PL_DTYPE_EQ(k->dt, PL_DTYPE_F32) && k->len < UINT32_MAX) {
+        uint64_t *keys = (uint64_t *)(void *)items; /* tk_item is larger */
+        int64_t *idx = cpu_host->host_alloc(ctx->host_ctx, kk * sizeof *idx, 0);
+        if (idx == NULL) {
+            cpu_host->host_free(ctx->host_ctx, items);
+            return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory ordering %zu elements",
+                             k->len);
+        }
+        for (size_t ou = 0; ou < k->outer; ou++)
+            for (size_t in = 0; in < k->inner; in++) {
+                size_t base = ou * k->len * k->inner + in;
+                tk_f32_line((const float *)(const void *)x + base, k->len, k->inner, kk,
+                            k->largest, keys, idx);
+                size_t obase = ou * kk * k->inner + in;
+                for (size_t j = 0; j < kk; j++) {
+                    size_t at = obase + j * k->inner;
+                    if (o == 0)
+                        memcpy((char *)dst + at * 4, x + (base + (size_t)idx[j] * k->inner) * 4,
+                               4);
+                    else
+                        memcpy((char *)dst + at * 8, &idx[j], 8);
+                }
+            }
+        cpu_host->host_free(ctx->host_ctx, idx);
+        cpu_host->host_free(ctx->host_ctx, items);
+        return NULL;
+    }
     for (size_t ou = 0; ou < k->outer; ou++)
         for (size_t in = 0; in < k->inner; in++) {
             size_t base = ou * k->len * k->inner + in;

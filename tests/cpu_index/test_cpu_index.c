@@ -472,6 +472,10 @@ static void case_TopK(void)
     float nan[3] = {1, NAN, 3};
     ti_topk(nan, 3, 2, 1, (double[]){NAN, 3}, (int64_t[]){1, 2});
     ti_topk(nan, 3, 2, 0, (double[]){1, 3}, (int64_t[]){0, 2});
+    /* -0 and +0 are equal: the lower index first either way */
+    float zeros[4] = {0.5f, -0.0f, 0.0f, -1.0f};
+    ti_topk(zeros, 4, 3, 1, (double[]){0.5, 0, 0}, (int64_t[]){0, 1, 2});
+    ti_topk(zeros, 4, 3, 0, (double[]){-1, 0, 0}, (int64_t[]){3, 1, 2});
 
     /* A line much longer than K (the bounded-heap path) with many ties and
      * NaNs, against a full stable ordering, for K = 1..7 both ways. */
