@@ -342,6 +342,11 @@ static const ig_isa *ig_isa_get(void)
     return isa;
 }
 
+int cpu_igemm_nr(void)
+{
+    return ig_isa_get()->nr;
+}
+
 int cpu_igemm_mr(void)
 {
     return ig_isa_get()->mr;
@@ -429,6 +434,12 @@ size_t cpu_igemm_scratch_bytes(int64_t n, int64_t k)
            ig_round64((size_t)cols * sizeof(int32_t));
 }
 
+/* Row Q of B, not transposed (cpu_igemm_q8.row_off). */
+static inline const uint8_t *ig_b_row(const cpu_igemm_q8 *b, int64_t q)
+{
+    return (const uint8_t *)b->data + (b->row_off != NULL ? b->row_off[q] : q * b->ld);
+}
+
 /* Packs columns J0 .. J0 + COLS of op(B) (K x N) into one panel of NR
  * columns at OUT: u8 values (B shifted by 128 when i8) in groups of KG per
  * column, as bytes (esz 1) or i16 (esz 2); columns past COLS and rows past
@@ -499,7 +510,11 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
         int j = 0;
 #ifdef IG_X86
         /* whole groups of rows: interleaved 16 (bytes) or 8 (i16) columns at a time */
-        const uint8_t *s0 = data + q0 * b->ld + j0;
+        const uint8_t *s0 = ig_b_row(b, q0) + j0;
+        /* the next rows' distances from row q0 (rows past K are not read) */
+        const ptrdiff_t d1 = q0 + 1 < k ? ig_b_row(b, q0 + 1) - ig_b_row(b, q0) : 0,
+                        d2 = q0 + 2 < k ? ig_b_row(b, q0 + 2) - ig_b_row(b, q0) : 0,
+                        d3 = q0 + 3 < k ? ig_b_row(b, q0 + 3) - ig_b_row(b, q0) : 0;
         const __m128i f = _mm_set1_epi8((char)flip);
         if (isa->esz == 1 && q0 + 3 < k) {
             uint8_t *o = out;
@@ -508,15 +523,18 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
                 __m128i r0, r1, r2, r3;
                 if (j + 16 <= cols) {
                     r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-                    r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + b->ld));
-                    r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * b->ld));
-                    r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * b->ld));
+                    r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + d1));
+                    r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + d2));
+                    r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + d3));
                 } else {
                     /* the last columns, through rows of 16 (the panel's
                      * columns past COLS are never stored) */
                     uint8_t part[4][16] = {{0}};
-                    for (int r = 0; r < 4; r++)
-                        memcpy(part[r], s + r * b->ld, (size_t)(cols - j));
+                    for (int r = 0; r < 4; r++) {
+                        const uint8_t *sr = s + (r == 0 ? 0 : r == 1 ? d1 : r == 2 ? d2 : d3);
+                        for (int t = 0; t < cols - j; t++) /* under 16: no call */
+                            part[r][t] = sr[t];
+                    }
                     r0 = _mm_loadu_si128((const __m128i *)(const void *)part[0]);
                     r1 = _mm_loadu_si128((const __m128i *)(const void *)part[1]);
                     r2 = _mm_loadu_si128((const __m128i *)(const void *)part[2]);
@@ -536,7 +554,7 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
             for (; j + 8 <= cols; j += 8) {
                 const uint8_t *s = s0 + j;
                 __m128i r0 = _mm_loadl_epi64((const __m128i *)(const void *)s);
-                __m128i r1 = _mm_loadl_epi64((const __m128i *)(const void *)(s + b->ld));
+                __m128i r1 = _mm_loadl_epi64((const __m128i *)(const void *)(s + d1));
                 __m128i t = _mm_xor_si128(_mm_unpacklo_epi8(r0, r1), f);
                 __m128i *d = (__m128i *)(void *)(o + (g * nr + j) * 2);
                 _mm_storeu_si128(d, _mm_unpacklo_epi8(t, z));
@@ -546,7 +564,7 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
 #endif
         for (; j < cols; j++)
             for (int64_t q = q0; q < q0 + kg && q < k; q++)
-                IG_PUT(q, j, data[q * b->ld + j0 + j]);
+                IG_PUT(q, j, ig_b_row(b, q)[j0 + j]);
     }
 #undef IG_PUT
 }
@@ -562,45 +580,42 @@ static void ig_pack_b_narrow(const cpu_igemm_q8 *b, int64_t k, int64_t groups, i
                              int cols, int width, uint8_t *out)
 {
     const uint8_t flip = b->is_signed ? 0x80 : 0x00;
-    const uint8_t *data = (const uint8_t *)b->data + j0;
-    const int64_t ld = b->ld;
     int64_t g = 0;
 #ifdef IG_X86
     const __m128i f = _mm_set1_epi8((char)flip);
-    if (cols == width && width == 4) {
-        /* a 4 x 4 byte transpose per group */
-        for (; g * 4 + 3 < k; g++) {
-            const uint8_t *s = data + g * 4 * ld;
+    for (; g * 4 + 3 < k && (width == 4 || width == 8 || width == 16); g++) {
+        /* the group's four rows, WIDTH bytes each (zeros past COLS) */
+        const uint8_t *src[4];
+        uint8_t part[4][16];
+        for (int i = 0; i < 4; i++) {
+            src[i] = ig_b_row(b, g * 4 + i) + j0;
+            if (cols < width) {
+                memset(part[i], 0, sizeof part[i]);
+                memcpy(part[i], src[i], (size_t)cols);
+                src[i] = part[i];
+            }
+        }
+        __m128i *d = (__m128i *)(void *)(out + g * nr * 4);
+        if (width == 4) { /* a 4 x 4 byte transpose */
             int32_t r[4];
             for (int i = 0; i < 4; i++)
-                memcpy(&r[i], s + i * ld, 4);
+                memcpy(&r[i], src[i], 4);
             __m128i t0 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(r[0]), _mm_cvtsi32_si128(r[1]));
             __m128i t1 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(r[2]), _mm_cvtsi32_si128(r[3]));
-            _mm_storeu_si128((__m128i *)(void *)(out + g * nr * 4),
-                             _mm_xor_si128(_mm_unpacklo_epi16(t0, t1), f));
-        }
-    } else if (cols == width && width == 8) {
-        for (; g * 4 + 3 < k; g++) {
-            const uint8_t *s = data + g * 4 * ld;
-            __m128i r0 = _mm_loadl_epi64((const __m128i *)(const void *)s);
-            __m128i r1 = _mm_loadl_epi64((const __m128i *)(const void *)(s + ld));
-            __m128i r2 = _mm_loadl_epi64((const __m128i *)(const void *)(s + 2 * ld));
-            __m128i r3 = _mm_loadl_epi64((const __m128i *)(const void *)(s + 3 * ld));
-            __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpacklo_epi8(r2, r3);
-            __m128i *d = (__m128i *)(void *)(out + g * nr * 4);
+            _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t1), f));
+        } else if (width == 8) {
+            __m128i r[4];
+            for (int i = 0; i < 4; i++)
+                r[i] = _mm_loadl_epi64((const __m128i *)(const void *)src[i]);
+            __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpacklo_epi8(r[2], r[3]);
             _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t1), f));
             _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t1), f));
-        }
-    } else if (cols == width && width == 16) {
-        for (; g * 4 + 3 < k; g++) {
-            const uint8_t *s = data + g * 4 * ld;
-            __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-            __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + ld));
-            __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * ld));
-            __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * ld));
-            __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
-            __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
-            __m128i *d = (__m128i *)(void *)(out + g * nr * 4);
+        } else {
+            __m128i r[4];
+            for (int i = 0; i < 4; i++)
+                r[i] = _mm_loadu_si128((const __m128i *)(const void *)src[i]);
+            __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
+            __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
             _mm_storeu_si128(d, _mm_xor_si128(_mm_unpacklo_epi16(t0, t2), f));
             _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(t0, t2), f));
             _mm_storeu_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(t1, t3), f));
@@ -613,7 +628,7 @@ static void ig_pack_b_narrow(const cpu_igemm_q8 *b, int64_t k, int64_t groups, i
         for (int j = 0; j < width; j++)
             for (int r = 0; r < 4; r++) {
                 int64_t q = g * 4 + r;
-                o[j * 4 + r] = j < cols && q < k ? (uint8_t)(data[q * ld + j] ^ flip) : 0;
+                o[j * 4 + r] = j < cols && q < k ? (uint8_t)(ig_b_row(b, q)[j0 + j] ^ flip) : 0;
             }
     }
 }

@@ -33,11 +33,19 @@ typedef struct cpu_igemm_q8 {
     int64_t ld;
     bool trans;
     bool is_signed; /* i8, else u8 */
+    /* B only, not TRANS: when set, row r starts at DATA + ROW_OFF[r] (LD
+     * unused): the rows of an implicit im2col, each a shifted view of a
+     * padded input plane */
+    const int64_t *row_off;
 } cpu_igemm_q8;
 
 /* Rows of one packed panel of A: blocks of rows given to cpu_igemm start
  * at multiples of it. Constant for the life of the process. */
 int cpu_igemm_mr(void);
+
+/* Columns of one packed panel of B: products whose column blocks are
+ * multiples of it pack no partial panel but the last. */
+int cpu_igemm_nr(void);
 
 /* The micro-kernel this CPU runs ("avx512vnni", "avx2", "c"). */
 const char *cpu_igemm_isa(void);

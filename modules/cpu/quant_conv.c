@@ -84,7 +84,9 @@ typedef struct qc_gemm_call {
     const char *wpack;    /* per group: the packed weights (cpu_igemm_pack_a) */
     size_t wpack_bytes;   /* of one group */
     size_t rows, tile, n_tiles;
+    size_t cols;          /* columns tiled (qc_plan) */
     bool direct;          /* 1x1, stride 1, no padding: B is x itself */
+    bool implicit;        /* B's rows are shifted views of the padded planes */
     const int32_t *wdw;   /* depthwise: w - w_zero_point, [M, taps] (qc_dw_chunk) */
     const struct qc_tapcol *tapcol; /* 2-D im2col: per kernel column (qc_tapcol_of) */
     size_t pad_bytes;     /* 2-D, small: bytes of one group's padded input (qc_pad_group) */
@@ -251,8 +253,8 @@ static void qc_pad_group(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8
     memset(out, pad, cg * (size_t)(hp * pitch));
     for (size_t cc = 0; cc < cg && w_in > 0; cc++)
         for (int64_t ih = 0; ih < h && ih + p0 < hp; ih++)
-            memcpy(out + (size_t)((int64_t)cc * hp + ih + p0) * (size_t)pitch + p1,
-                   xg + cc * k->in_sp + (size_t)(ih * wd), (size_t)w_in);
+            qc_copy_run(out + (size_t)((int64_t)cc * hp + ih + p0) * (size_t)pitch + p1,
+                        xg + cc * k->in_sp + (size_t)(ih * wd), w_in);
 }
 
 /* One row of the 2-D im2col from the padded input XP of one channel
@@ -304,14 +306,26 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
 /* Channels of one qc_dwl_chunk item. */
 #define QC_DWL_BLOCK 64
 
+/* How qc_write_gemm runs a product. */
+typedef struct qc_plan {
+    size_t tile;      /* columns of one item */
+    size_t cols;      /* columns tiled: output positions, or (implicit) the
+                         positions of the padded pitch (qc_implicit_cols) */
+    size_t pad_bytes; /* a group's padded input (qc_pad_group), or 0: the
+                         run-by-run im2col */
+    bool direct;      /* 1x1, stride 1, no padding: B is the input itself */
+    bool implicit;    /* 2-D, stride 1, padded: B's rows are shifted views of
+                         the padded planes (cpu_igemm_q8.row_off), no im2col */
+} qc_plan;
+
 /* The scratch of one worker of qc_gemm_chunk: im2col panel, padded input,
  * sums, column positions, igemm's panel. */
-static void qc_gemm_scratch(const qc_kernel *k, size_t rows, size_t tile, bool direct,
-                            size_t pad_bytes, size_t *bytes)
+static void qc_gemm_scratch(const qc_kernel *k, size_t rows, const qc_plan *p, size_t *bytes)
 {
+    size_t tile = p->tile;
     memset(bytes, 0, QC_MAX_BUFS * sizeof *bytes);
-    bytes[0] = direct ? 0 : rows * tile + 1;
-    bytes[1] = pad_bytes;
+    bytes[0] = p->direct ? 0 : p->implicit ? rows * sizeof(int64_t) : rows * tile + 1;
+    bytes[1] = p->pad_bytes;
     bytes[2] = k->m / k->group * tile * sizeof(int32_t);
     bytes[3] = tile * QC_MAX_SP * sizeof(int32_t);
     bytes[4] = cpu_igemm_scratch_bytes((int64_t)tile, (int64_t)rows);
@@ -347,29 +361,46 @@ static void qc_split_scratch(const qc_kernel *k, size_t mblk, size_t *one, size_
                                      (int64_t)(k->c / k->group * k->ker_sp));
 }
 
-/* How qc_write_gemm runs K on THREADS: the columns of a tile, whether B is
- * the input itself (1x1, stride 1, no padding) and the bytes of a group's
- * padded input (0: the run-by-run im2col). */
-static void qc_gemm_plan(const qc_kernel *k, size_t threads, size_t *out_tile, bool *out_direct,
-                         size_t *out_pad_bytes)
+/* Output rows at least this wide take the implicit im2col (the pitch's
+ * extra columns, (kernel width + 1) of every row, are computed and
+ * dropped: at most about a third more work). */
+#define QC_IMPLICIT_MIN_W 8
+
+/* The columns of the implicit product: output (oh, ow) is column
+ * oh * pitch + ow, so tap (kh, kw) of every column is one shift of the
+ * padded plane. */
+static size_t qc_implicit_cols(const qc_kernel *k)
+{
+    return (size_t)((k->out[0] - 1) * qc_pad_pitch(k) + k->out[1]);
+}
+
+/* How qc_write_gemm runs K on THREADS; IMPLICIT: the implicit im2col
+ * where it applies. */
+static void qc_gemm_plan(const qc_kernel *k, size_t threads, bool implicit_ok, qc_plan *p)
 {
     size_t rows = k->c / k->group * k->ker_sp;
     bool direct = k->ker_sp == 1;
     for (int d = 0; d < k->nsp; d++)
         direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
-    size_t tile = direct ? 1024 : ((size_t)1 << 16) / (rows ? rows : 1);
-    tile = tile < 64 ? 64 : tile > k->out_sp ? k->out_sp : tile;
-    /* at least two items per thread when the output allows */
-    while (tile > 64 && k->group * k->n * ((k->out_sp + tile - 1) / tile) < 2 * threads)
-        tile = (tile + 1) / 2;
     size_t pad_bytes = 0;
     if (!direct && k->nsp == 2) {
         size_t bytes = k->c / k->group * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
         pad_bytes = bytes <= QC_PAD_MAX_BYTES ? bytes : 0;
     }
-    *out_tile = tile;
-    *out_direct = direct;
-    *out_pad_bytes = pad_bytes;
+    bool implicit = implicit_ok && pad_bytes > 0 && k->stride[0] == 1 && k->stride[1] == 1 &&
+                    k->out[1] >= QC_IMPLICIT_MIN_W;
+    size_t cols = implicit ? qc_implicit_cols(k) : k->out_sp;
+    size_t tile = direct ? 1024 : ((size_t)1 << 16) / (rows ? rows : 1);
+    tile = tile < 64 ? 64 : tile > cols ? cols : tile;
+    /* at least two items per thread when the output allows */
+    while (tile > 64 && k->group * k->n * ((cols + tile - 1) / tile) < 2 * threads)
+        tile = (tile + 1) / 2;
+    /* whole panels of B (a part-filled one packs through a staging row) */
+    size_t nr = (size_t)cpu_igemm_nr();
+    if (tile > nr && tile < cols)
+        tile = tile / nr * nr;
+    *p = (qc_plan){.tile = tile, .cols = cols, .pad_bytes = pad_bytes, .direct = direct,
+                   .implicit = implicit};
 }
 
 /* Whether K runs on the depthwise chunks; channels-last (*OUT_DWL) or not. */
@@ -387,11 +418,10 @@ static bool qc_is_depthwise(const qc_kernel *k, bool *out_dwl)
 static bool qc_split_plan(const qc_kernel *k, size_t threads, size_t *out_mblk,
                           size_t *out_cchunk)
 {
-    size_t tile, pad_bytes;
-    bool direct;
-    qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
+    qc_plan p;
+    qc_gemm_plan(k, threads, false, &p);
     size_t mg = k->m / k->group, cg = k->c / k->group, mr = (size_t)cpu_igemm_mr();
-    if ((!direct && pad_bytes == 0) || tile < k->out_sp || k->group * k->n >= threads ||
+    if ((!p.direct && p.pad_bytes == 0) || p.tile < p.cols || k->group * k->n >= threads ||
         mg < 2 * mr || threads < 2)
         return false;
     size_t per = (mg + threads - 1) / threads;
@@ -414,21 +444,21 @@ static size_t qc_worker_slice(const qc_kernel *k, size_t threads, size_t *out_sh
             qc_dw_scratch(k, bytes);
         return qc_slice_of(bytes, QC_MAX_BUFS);
     }
-    size_t tile, pad_bytes, mblk, cchunk;
-    bool direct;
+    size_t mblk, cchunk;
     size_t rows = k->c / k->group * k->ker_sp;
-    if (qc_split_plan(k, threads, &mblk, &cchunk)) {
+    qc_plan p;
+    bool split = qc_split_plan(k, threads, &mblk, &cchunk);
+    qc_gemm_plan(k, threads, !split, &p);
+    if (split) {
         /* phase one: one channel's padded plane; phase two: a block's sums
          * and igemm's panel */
         size_t one[QC_MAX_BUFS], two[QC_MAX_BUFS];
         qc_split_scratch(k, mblk, one, two);
         size_t a = qc_slice_of(one, QC_MAX_BUFS), b = qc_slice_of(two, QC_MAX_BUFS);
-        qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
-        *out_shared = direct ? 0 : QC_R64(k->group * k->n * rows * k->out_sp);
+        *out_shared = p.direct ? 0 : QC_R64(k->group * k->n * rows * k->out_sp);
         return a > b ? a : b;
     }
-    qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
-    qc_gemm_scratch(k, rows, tile, direct, pad_bytes, bytes);
+    qc_gemm_scratch(k, rows, &p, bytes);
     return qc_slice_of(bytes, QC_MAX_BUFS);
 }
 
@@ -502,6 +532,26 @@ CPU_CLONES static void qc_dw_chunk(void *arg, size_t begin, size_t end, int work
     qc_scratch_free(c, bufs, QC_MAX_BUFS);
 }
 
+/* Stores the sums ACC ([MROWS, NC]) of output channels M0 .. M0 + MROWS
+ * of image N at columns V0 .. V0 + NC of the padded pitch (qc_plan's
+ * implicit columns): each output row's part, without the pitch's extra
+ * columns. */
+static void qc_store_pitch(const qc_gemm_call *c, size_t n, size_t m0, size_t mrows, size_t v0,
+                           const int32_t *acc, size_t nc)
+{
+    const qc_kernel *k = c->k;
+    const size_t pitch = (size_t)qc_pad_pitch(k), ow_n = (size_t)k->out[1];
+    for (size_t oh = v0 / pitch; oh * pitch < v0 + nc && oh < (size_t)k->out[0]; oh++) {
+        size_t lo = oh * pitch > v0 ? 0 : v0 - oh * pitch; /* first column of the row */
+        size_t hi = v0 + nc - oh * pitch < ow_n ? v0 + nc - oh * pitch : ow_n;
+        if (hi <= lo)
+            continue;
+        for (size_t mm = 0; mm < mrows; mm++)
+            qc_store_run(c, n, m0 + mm, oh * ow_n + lo, acc + mm * nc + (oh * pitch + lo - v0),
+                         hi - lo);
+    }
+}
+
 /* Work items [BEGIN, END) of (group, image, tile of columns), each with
  * buffers of its own. */
 static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
@@ -510,7 +560,9 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     const qc_kernel *k = c->k;
     size_t cg = k->c / k->group, mg = k->m / k->group, rows = c->rows, tile = c->tile;
     size_t bytes[QC_MAX_BUFS];
-    qc_gemm_scratch(k, rows, tile, c->direct, c->pad_bytes, bytes);
+    qc_plan p = {.tile = tile, .cols = c->cols, .pad_bytes = c->pad_bytes, .direct = c->direct,
+                 .implicit = c->implicit};
+    qc_gemm_scratch(k, rows, &p, bytes);
     void *bufs[QC_MAX_BUFS];
     if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
@@ -524,9 +576,30 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t item = begin; item < end; item++) {
         size_t t = item % c->n_tiles, n = (item / c->n_tiles) % k->n,
                g = item / (c->n_tiles * k->n);
-        size_t c0 = t * tile, nc = k->out_sp - c0 < tile ? k->out_sp - c0 : tile;
+        size_t c0 = t * tile, nc = c->cols - c0 < tile ? c->cols - c0 : tile;
         const uint8_t *xg = (const uint8_t *)(const void *)c->x + (n * k->c + g * cg) * k->in_sp;
         cpu_igemm_q8 b = {.data = xg + c0, .ld = (int64_t)k->in_sp, .is_signed = k->x_signed};
+        if (c->implicit) {
+            /* columns c0 .. c0 + nc of the padded pitch: row (cc, kh, kw)
+             * of B is the padded plane of cc shifted by the tap */
+            if (xpad_of != n * k->group + g) {
+                qc_pad_group(k, xg, cg, pad, xpad);
+                xpad_of = n * k->group + g;
+                const int64_t pitch = qc_pad_pitch(k), plane = qc_pad_rows(k) * pitch;
+                int64_t *off = (int64_t *)(void *)col, r = 0;
+                for (size_t cc = 0; cc < cg; cc++)
+                    for (int64_t kh = 0; kh < k->ker[0]; kh++)
+                        for (int64_t kw = 0; kw < k->ker[1]; kw++)
+                            off[r++] = (int64_t)cc * plane + kh * k->dil[0] * pitch +
+                                       kw * k->dil[1];
+            }
+            b = (cpu_igemm_q8){.data = xpad + c0, .is_signed = k->x_signed,
+                               .row_off = (const int64_t *)(const void *)col};
+            cpu_igemm((int64_t)mg, (int64_t)nc, (int64_t)rows, c->wpack + g * c->wpack_bytes, 0,
+                      &b, &c->xz, false, acc, (int64_t)nc, scratch);
+            qc_store_pitch(c, n, g * mg, mg, c0, acc, nc);
+            continue;
+        }
         if (!c->direct && xpad != NULL) {
             /* small 2-D maps: from the input with its padding made real */
             if (xpad_of != n * k->group + g) {
@@ -821,9 +894,10 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
         return qc_write_depthwise(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst, work, slice);
     size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
-    size_t tile, pad_bytes;
-    bool direct;
-    qc_gemm_plan(k, threads, &tile, &direct, &pad_bytes);
+    qc_plan p;
+    size_t mblk = 0, cchunk = 0;
+    bool split = qc_split_plan(k, threads, &mblk, &cchunk);
+    qc_gemm_plan(k, threads, !split, &p);
     qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
     bool pre = k->wpack_pre != NULL;
     size_t group_bytes = cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
@@ -840,10 +914,12 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
         *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
                             .xs = xs, .ys = ys, .yz = yz, .dst = dst,
                             .wpack = pre ? k->wpack_pre : wp, .wpack_bytes = group_bytes,
-                            .rows = rows, .tile = tile, .n_tiles = (k->out_sp + tile - 1) / tile,
-                            .direct = direct, .tapcol = tc, .pad_bytes = pad_bytes,
-                            .work = work, .slice = slice};
-        if (qc_split_plan(k, threads, &c->mblk, &c->cchunk)) {
+                            .rows = rows, .tile = p.tile, .n_tiles = (p.cols + p.tile - 1) / p.tile,
+                            .cols = p.cols, .direct = p.direct, .implicit = p.implicit,
+                            .tapcol = tc, .pad_bytes = p.pad_bytes, .work = work, .slice = slice};
+        if (split) {
+            c->mblk = mblk;
+            c->cchunk = cchunk;
             ok = qc_write_split(ctx, c, threads);
         } else {
             cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1,
