@@ -96,6 +96,7 @@ typedef struct qc_gemm_call {
      * the channels (phase one) and output channels (phase two) split */
     uint8_t *col;
     size_t cchunk, n_cchunks, mblk, n_mblks;
+    size_t dwl_block;     /* qc_dwl_chunk: channels of one item */
     int failed;           /* a chunk ran out of memory (atomic stores) */
 } qc_gemm_call;
 
@@ -303,6 +304,12 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
 
 /* Output rows narrower than this go channels-last (qc_dwl_chunk). */
 #define QC_DWL_MAX_W 16
+/* ... or narrower than this with at least QC_DWL_MIN_TAPS taps (a 7x7
+ * ConvInteger on 24 channels of 16x16, convnext_s_dyn's: 0.15 ms in planes,
+ * 0.10 channels-last; 3x3 on 64 channels of 32x32: 0.16 in planes, 0.30
+ * channels-last). */
+#define QC_DWL_MAX_W_WIDE 32
+#define QC_DWL_MIN_TAPS 25
 /* Channels of one qc_dwl_chunk item. */
 #define QC_DWL_BLOCK 64
 
@@ -406,7 +413,9 @@ static void qc_gemm_plan(const qc_kernel *k, size_t threads, bool implicit_ok, q
 /* Whether K runs on the depthwise chunks; channels-last (*OUT_DWL) or not. */
 static bool qc_is_depthwise(const qc_kernel *k, bool *out_dwl)
 {
-    *out_dwl = k->m == k->c && k->out[1] < QC_DWL_MAX_W;
+    *out_dwl = k->m == k->c &&
+               (k->out[1] < QC_DWL_MAX_W ||
+                (k->out[1] < QC_DWL_MAX_W_WIDE && k->ker_sp >= QC_DWL_MIN_TAPS));
     return k->c == k->group && k->nsp == 2;
 }
 
@@ -697,7 +706,7 @@ CPU_CLONES static void qc_dwl_chunk(void *arg, size_t begin, size_t end, int wor
     qc_gemm_call *c = arg;
     const qc_kernel *k = c->k;
     const int64_t h = k->in[0], wd = k->in[1], oh_n = k->out[0], ow_n = k->out[1];
-    const size_t nblk = (k->m + QC_DWL_BLOCK - 1) / QC_DWL_BLOCK;
+    const size_t blk = c->dwl_block, nblk = (k->m + blk - 1) / blk;
     size_t bytes[QC_MAX_BUFS];
     qc_dwl_scratch(k, bytes);
     void *bufs[QC_MAX_BUFS];
@@ -708,8 +717,8 @@ CPU_CLONES static void qc_dwl_chunk(void *arg, size_t begin, size_t end, int wor
     uint32_t *xt = bufs[0], *yt = bufs[1], *wt = bufs[3];
     int32_t *row = bufs[2];
     for (size_t item = begin; item < end; item++) {
-        size_t n = item / nblk, c0 = (item % nblk) * QC_DWL_BLOCK;
-        size_t cb = k->m - c0 < QC_DWL_BLOCK ? k->m - c0 : QC_DWL_BLOCK;
+        size_t n = item / nblk, c0 = (item % nblk) * blk;
+        size_t cb = k->m - c0 < blk ? k->m - c0 : blk;
         for (size_t cc = 0; cc < cb; cc++) {
             const char *xp = c->x + (n * k->c + c0 + cc) * k->in_sp;
             for (size_t p = 0; p < k->in_sp; p++)
@@ -770,9 +779,15 @@ static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const cha
          * 4x4 and 8x8 maps) */
         bool dwl;
         qc_is_depthwise(k, &dwl);
+        /* blocks of up to QC_DWL_BLOCK channels, in multiples of 16, at
+         * least one per thread when the channels allow */
+        size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+        size_t per = (k->m + threads - 1) / (threads ? threads : 1);
+        per = (per + 15) / 16 * 16;
+        c->dwl_block = per < QC_DWL_BLOCK ? per : QC_DWL_BLOCK;
         if (dwl)
             cpu_host->parallel_for(ctx->host_ctx,
-                                   k->n * ((k->m + QC_DWL_BLOCK - 1) / QC_DWL_BLOCK), 1,
+                                   k->n * ((k->m + c->dwl_block - 1) / c->dwl_block), 1,
                                    qc_dwl_chunk, c);
         else
             cpu_host->parallel_for(ctx->host_ctx, k->n * k->m, 1, qc_dw_chunk, c);

@@ -739,8 +739,12 @@ class Gen:
             x = self.input([self.r(1, 2), g * cg] + dims)
             sp = self.shape(x)[2:]
             ks, st, dil, pb, pe = [], [], [], [], []
+            # depthwise 2-D windows up to 7x7 (ConvNeXt's): the cpu
+            # module's channels-last loop takes the wide ones
+            wide = d == 2 and groups == "dw" and self.p(0.5)
             for s in sp:
-                k = self.r(1, min(5 if d == 1 else 3, s + 2))
+                k = min(self.pick([5, 7]), s + 2) if wide else \
+                    self.r(1, min(5 if d == 1 else 3, s + 2))
                 di = self.pick([1, 1, 2]) if k > 1 else 1
                 ext = (k - 1) * di + 1
                 b, e = self.r(0, k - 1), self.r(0, k - 1)
