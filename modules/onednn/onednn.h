@@ -69,6 +69,22 @@ int onednn_has_avx512(void);
 
 /* What NODES of V would cost per run as one subgraph (onednn_cost.c);
  * pl_module_api.estimate_cost. */
+/* What the subgraph compile makes of each node of V, for the cost
+ * estimate: a primitive of its own, a node inside a pattern that becomes
+ * one primitive (a decomposed LayerNorm, GELU, the DequantizeLinear of a
+ * QDQ pair), or the head of such a pattern, as a normalization (over the
+ * last axis, or over the channels of an NCHW tensor, which goes through
+ * an NHWC copy and back) or an eltwise primitive. OUT holds one role per
+ * node; 0 when out of memory. */
+enum {
+    ODNN_ROLE_OWN = 0,
+    ODNN_ROLE_INNER = 1,
+    ODNN_ROLE_NORM = 2,
+    ODNN_ROLE_NORM_NHWC = 3,
+    ODNN_ROLE_ELTWISE = 4
+};
+int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char *out);
+
 int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                          const size_t *nodes, size_t n_nodes, pl_cost *out);
 

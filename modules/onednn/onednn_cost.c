@@ -16,15 +16,21 @@
  *   - memory-bound primitives (depthwise convolutions, pooling, eltwise,
  *     normalisations) at 2.5 times the default bandwidth (a depthwise 3x3
  *     at 64x28x28: 11 us a layer against 33 us), and an eltwise or binary
- *     op that follows a product (or a post-op of one) is free: it becomes
- *     a post-op;
+ *     op (or a QDQ pair) that follows a product (or a post-op of one) is
+ *     free: it becomes a post-op; a QDQ pair ends such a chain;
  *   - RNN, GRU, LSTM: the default rate, plus 2 us of setup and 1 us per
  *     time step and direction (a GRU of 20 steps, hidden 32: 27 us against
  *     11 us on cpu; at 50 steps of hidden 256 oneDNN is 7% faster);
  *   - views (Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Identity,
  *     Split) cost nothing;
- *   - each primitive 0.2 us to launch (16 tanh on [1,64]: 1-2 us in all),
- *     the subgraph one core dispatch;
+ *   - each primitive its kind's launch cost (ODNN_COST_*_US: an eltwise
+ *     0.3 us, a binary 1.0, a reduction 3.0, a softmax 2.0, ...; measured
+ *     with ONEDNN_VERBOSE on vit_s_qdq, whose QDQ pairs leave every op of
+ *     its LayerNorms and GELUs a primitive of its own), the subgraph one
+ *     core dispatch; the nodes of a pattern the compile makes one
+ *     primitive of (a decomposed LayerNorm or GELU: onednn_fused_roles)
+ *     cost one primitive, and a LayerNorm over an NCHW tensor's channels
+ *     two reorders more (its NHWC copy and back);
  *   - with a convolution inside, every 4-d or 5-d tensor crossing the
  *     boundary is reordered between plain and blocked layouts, read and
  *     written at about 40 GB/s (a 1x1 convolution's subgraph at
@@ -54,6 +60,16 @@
 #define ODNN_COST_RNN_SETUP_US 2.0
 #define ODNN_COST_RNN_STEP_US 1.0
 #define ODNN_COST_REORDER_US 4.0    /* one reorder primitive, beyond its bytes */
+/* What one primitive of a kind costs beyond its bytes on a small tensor
+ * (ONEDNN_VERBOSE's times on vit_s_qdq, [17, 64] activations, summed
+ * over 48 runs: a binary 1.2 us, a reduction 3.5, a softmax 2.5, a concat
+ * 2.2, an eltwise 0.3); ODNN_COST_PRIMITIVE_US for the rest. */
+#define ODNN_COST_ELTWISE_US 0.3
+#define ODNN_COST_BINARY_US 1.0
+#define ODNN_COST_REDUCE_US 3.0
+#define ODNN_COST_SOFTMAX_US 2.0
+#define ODNN_COST_CONCAT_US 2.0
+#define ODNN_COST_NORM_US 1.5
 
 static int odnn_cost_is(const char *op, const char *const *list)
 {
@@ -68,6 +84,39 @@ static const char *const odnn_cost_views[] = {"Reshape", "Flatten",   "Transpose
 static const char *const odnn_cost_products[] = {"Conv", "ConvTranspose", "MatMul", "Gemm",
                                                  NULL};
 static const char *const odnn_cost_rnns[] = {"RNN", "GRU", "LSTM", NULL};
+/* Ops that become post-ops of a product they read (odnn_follow): eltwise,
+ * binary and QuantizeLinear -> DequantizeLinear pairs. */
+static const char *const odnn_cost_eltwise[] = {
+    "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Celu", "Selu", "Exp", "Log", "Sqrt",
+    "Abs", "Clip", "HardSigmoid", "HardSwish", "Softplus", "Neg", "Round", "Erf", "Reciprocal",
+    "Pow", "Mish", "Gelu", "Identity", "Dropout", "DequantizeLinear", NULL};
+static const char *const odnn_cost_binaries[] = {"Add", "Sub", "Mul", "Div", "Max", "Min",
+                                                 "PRelu", "QuantizeLinear", NULL};
+static const char *const odnn_cost_reductions[] = {
+    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum", NULL};
+static const char *const odnn_cost_softmaxes[] = {"Softmax", "LogSoftmax", NULL};
+static const char *const odnn_cost_norms[] = {"LayerNormalization", "BatchNormalization",
+                                              "InstanceNormalization", "GroupNormalization",
+                                              "LRN", NULL};
+
+/* What one primitive of OP costs to launch (ODNN_COST_*_US). */
+static double odnn_cost_launch(const char *op)
+{
+    if (odnn_cost_is(op, odnn_cost_eltwise))
+        return ODNN_COST_ELTWISE_US;
+    if (odnn_cost_is(op, odnn_cost_binaries))
+        return ODNN_COST_BINARY_US;
+    if (odnn_cost_is(op, odnn_cost_reductions))
+        return ODNN_COST_REDUCE_US;
+    if (odnn_cost_is(op, odnn_cost_softmaxes))
+        return ODNN_COST_SOFTMAX_US;
+    if (strcmp(op, "Concat") == 0)
+        return ODNN_COST_CONCAT_US;
+    if (odnn_cost_is(op, odnn_cost_norms))
+        return ODNN_COST_NORM_US;
+    return ODNN_COST_PRIMITIVE_US;
+}
 
 /* Whether node N is a convolution whose kernel covers more than one point
  * (the kernels where oneDNN's direct convolutions beat im2col and GEMM). */
@@ -176,9 +225,12 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     size_t n_tensors = g->tensor_count(v), n_all = g->node_count(v);
     int64_t *producer = malloc((n_tensors ? n_tensors : 1) * sizeof *producer);
     unsigned char *inside = calloc(n_all ? n_all : 1, 1);
-    if (producer == NULL || inside == NULL) {
+    unsigned char *role = calloc(n_all ? n_all : 1, 1);
+    if (producer == NULL || inside == NULL || role == NULL ||
+        !onednn_fused_roles(ctx, v, role)) {
         free(producer);
         free(inside);
+        free(role);
         return 0;
     }
     for (size_t t = 0; t < n_tensors; t++)
@@ -240,15 +292,26 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             compute += flops / (pl_cost_gflops() * 1e3);
             launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_RNN_STEP_US * steps * dirs;
         } else {
-            /* Reading a product's result, or that of a post-op of one: a
-             * post-op itself (the compile fuses such chains). */
+            /* An eltwise or binary op (or QDQ pair) reading a product's
+             * result, or that of a post-op of one: a post-op itself (the
+             * compile fuses such chains). A reduction, softmax or the like
+             * reading it is a primitive of its own. */
             int64_t w = odnn_cost_writer(producer, n_tensors, g->node_input(v, n, 0));
-            if (w >= 0 && inside[w] == 2) {
-                inside[n] = 2;
+            if (w >= 0 && inside[w] == 2 &&
+                (odnn_cost_is(op, odnn_cost_eltwise) || odnn_cost_is(op, odnn_cost_binaries))) {
+                /* a QDQ pair ends the chain: what reads its DequantizeLinear
+                 * is a primitive of its own (odnn_follow takes no residual
+                 * sum after one, and clips of other ranges conflict) */
+                inside[n] = strcmp(op, "DequantizeLinear") == 0 ? 3 : 2;
                 continue;
             }
+            if (role[n] == ODNN_ROLE_INNER) /* inside its pattern's primitive */
+                continue;
             compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
-            launch += ODNN_COST_PRIMITIVE_US;
+            launch += role[n] == ODNN_ROLE_NORM        ? ODNN_COST_NORM_US
+                      : role[n] == ODNN_ROLE_NORM_NHWC ? ODNN_COST_NORM_US + 2 * ODNN_COST_REORDER_US
+                      : role[n] == ODNN_ROLE_ELTWISE ? ODNN_COST_ELTWISE_US
+                                                     : odnn_cost_launch(op);
         }
     }
     /* The boundary: inputs written outside the set (constants excepted) and
@@ -292,6 +355,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     }
     free(producer);
     free(inside);
+    free(role);
     out->compute_us = compute;
     out->launch_us = launch;
     out->boundary_us = 2 * boundary_bytes / (ODNN_COST_REORDER_GBPS * 1e3);

@@ -959,6 +959,44 @@ static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
     return NULL;
 }
 
+/* ---- patterns for the cost estimate ------------------------------------------ */
+
+int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    size_t nodes = g->node_count(v);
+    memset(out, ODNN_ROLE_OWN, nodes);
+    struct odnn_uses u;
+    pl_status *st = odnn_uses_build(ctx, v, &u);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return 0;
+    }
+    for (size_t n = 0; n < nodes; n++) {
+        struct odnn_lnpat ln;
+        struct odnn_gelu ge;
+        struct odnn_qdq qp;
+        if (out[n] != ODNN_ROLE_OWN)
+            continue;
+        if ((odnn_op_is(v, (int64_t)n, "ReduceMean") ||
+             odnn_op_is(v, (int64_t)n, "GlobalAveragePool")) &&
+            odnn_match_any_lnorm(v, &u, n, &ln)) {
+            for (size_t k = 0; k < ln.n_nodes; k++)
+                out[ln.nodes[k]] = ODNN_ROLE_INNER;
+            out[ln.nodes[0]] = ln.channel ? ODNN_ROLE_NORM_NHWC : ODNN_ROLE_NORM;
+        } else if (odnn_gelu_of(v, &u, n, &ge)) {
+            for (size_t k = 0; k < ge.n_nodes; k++)
+                out[ge.nodes[k]] = ODNN_ROLE_INNER;
+            out[n] = ODNN_ROLE_ELTWISE;
+        } else if (odnn_op_is(v, (int64_t)n, "QuantizeLinear") &&
+                   odnn_match_qdq(v, &u, n, &qp)) {
+            out[qp.dq] = ODNN_ROLE_INNER;
+        }
+    }
+    odnn_uses_free(ctx, &u);
+    return 1;
+}
+
 /* ---- verdicts -------------------------------------------------------------- */
 
 static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, char *reason)
