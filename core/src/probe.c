@@ -95,9 +95,13 @@ static void pl_probe_remember(const char *key, const char *verdict)
 }
 
 /* The key of this version of the file and of what the probe gives it:
- * where it is, which inode, its size, mtime and contents, the core's ABI
- * and the configure keys of its section. */
-static pl_status *pl_probe_key(const pl_module *m, const char *real, char out[33])
+ * where it is, which inode, its size, mtime and (CONTENT) contents, the
+ * core's ABI and the configure keys of its section. The contents are read
+ * only for a verdict kept in the cache folder, which outlives the process
+ * and may meet a file rewritten in place: hashing the shipped modules
+ * (5.5 MB) was a tenth of a cold runtime's creation. */
+static pl_status *pl_probe_key(const pl_module *m, const char *real, bool content_too,
+                               char out[33])
 {
     int fd = open(real, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -109,7 +113,7 @@ static pl_status *pl_probe_key(const pl_module *m, const char *real, char out[33
         return pl_status_create(PL_CODE_IO_ERROR, "%s", strerror(err));
     }
     uint64_t content = 0x706c696e74685f70ull;
-    if (st.st_size > 0) {
+    if (content_too && st.st_size > 0) {
         void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             int err = errno;
@@ -441,7 +445,15 @@ static bool pl_probe_known(pl_runtime *rt, pl_module *m, const char *real,
                            pl_probe_job *j, pl_status **out)
 {
     *out = NULL;
-    pl_status *st = pl_probe_key(m, real, j->key);
+    /* The cache folder, if it may be trusted. */
+    const char *dir = rt->config->cache_dir;
+    j->use_dir = dir[0] != '\0';
+    if (j->use_dir) {
+        pl_status *dst = pl_cache_check_dir(dir);
+        j->use_dir = dst == NULL;
+        pl_status_free(dst);
+    }
+    pl_status *st = pl_probe_key(m, real, j->use_dir, j->key);
     if (st != NULL) {
         *out = pl_probe_skipped(rt, m, st);
         return true;
@@ -453,15 +465,7 @@ static bool pl_probe_known(pl_runtime *rt, pl_module *m, const char *real,
         free(known);
         return true;
     }
-    /* The cache folder's verdict, if it may be trusted. */
-    const char *dir = rt->config->cache_dir;
-    j->use_dir = dir[0] != '\0';
     snprintf(j->file, sizeof j->file, "%s-%s.probe", m->note.name, j->key);
-    if (j->use_dir) {
-        st = pl_cache_check_dir(dir);
-        j->use_dir = st == NULL;
-        pl_status_free(st);
-    }
     if (!j->use_dir)
         return false;
     char verdict[512];
