@@ -478,7 +478,7 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
     const int64_t reach = (kw_n - 1) * dw;
     const int64_t need = sw == 2 ? reach / 2 + pitch : reach + pitch;
     const uint8_t f = k->flip;
-    uint8_t row[NN_POOL8_ROW], yrow[64];
+    uint8_t row[NN_POOL8_ROW], yrow[64], flat[NN_POOL8_ROW + 32];
     for (size_t plane = begin; plane < end; plane++) {
         const uint8_t *x = c->x + (int64_t)plane * k->in_plane;
         uint8_t *y = c->y + (int64_t)plane * k->out_plane;
@@ -494,12 +494,13 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
             const uint8_t *xr = x + ih * wd;
             int64_t q_end = wd < span - pl ? wd : span - pl;
             if (sw == 2) {
-                memset(row, 0, (size_t)need);
-                memset(row + half, 0, (size_t)need);
-                for (int64_t q = 0; q < q_end; q++) {
-                    int64_t at = q + pl;
-                    row[(at & 1) * half + (at >> 1)] = (uint8_t)(xr[q] ^ f);
-                }
+                /* the padded row whole, then split into its two phases
+                 * 16 pairs at a time */
+                int64_t pairs = (need + 15) / 16 * 16;
+                memset(flat, 0, (size_t)(2 * pairs));
+                for (int64_t q = 0; q < q_end; q++)
+                    flat[q + pl] = (uint8_t)(xr[q] ^ f);
+                cpu_bytes_split2(row, row + half, flat, pairs);
             } else {
                 memset(row, 0, (size_t)need);
                 for (int64_t q = 0; q < q_end; q++)
