@@ -245,6 +245,53 @@ static int64_t qc_pad_pitch(const qc_kernel *k)
     return (k->out[1] - 1) * k->stride[1] + (k->ker[1] - 1) * k->dil[1] + 2;
 }
 
+/* Output rows at least this wide take the implicit im2col (the pitch's
+ * extra columns, (kernel width + 1) of every row, are computed and
+ * dropped: at most about a third more work). */
+#define QC_IMPLICIT_MIN_W 8
+
+/* The implicit product's geometry. Stride 1: output (oh, ow) is column
+ * oh * pitch + ow of the padded plane (qc_pad_group), and tap (kh, kw) of
+ * every column is one shift of it. Stride 2 (no dilation): the padded
+ * plane is split into its four (row, column) parity phases
+ * (qc_pad_phases), each PITCH = half the padded pitch wide; tap (kh, kw)
+ * reads phase (kh % 2, kw % 2) shifted by (kh / 2, kw / 2), so output
+ * (oh, ow) is again column oh * pitch + ow. */
+static bool qc_implicit_s2(const qc_kernel *k)
+{
+    return k->stride[0] == 2;
+}
+
+static int64_t qc_implicit_pitch(const qc_kernel *k)
+{
+    return qc_implicit_s2(k) ? (qc_pad_pitch(k) + 1) / 2 : qc_pad_pitch(k);
+}
+
+static int64_t qc_implicit_rows(const qc_kernel *k)
+{
+    return qc_implicit_s2(k) ? (qc_pad_rows(k) + 1) / 2 : qc_pad_rows(k);
+}
+
+/* Bytes of one channel's padded input as the implicit product reads it. */
+static size_t qc_implicit_plane(const qc_kernel *k)
+{
+    return (size_t)((qc_implicit_s2(k) ? 4 : 1) * qc_implicit_rows(k) * qc_implicit_pitch(k));
+}
+
+static size_t qc_implicit_cols(const qc_kernel *k)
+{
+    return (size_t)((k->out[0] - 1) * qc_implicit_pitch(k) + k->out[1]);
+}
+
+/* Whether K's product can read its input implicitly: 2-D, stride 1, or 2
+ * without dilation, and rows wide enough (QC_IMPLICIT_MIN_W). */
+static bool qc_implicit_fits(const qc_kernel *k)
+{
+    bool s1 = k->stride[0] == 1 && k->stride[1] == 1;
+    bool s2 = k->stride[0] == 2 && k->stride[1] == 2 && k->dil[0] == 1 && k->dil[1] == 1;
+    return k->nsp == 2 && (s1 || s2) && k->out[1] >= QC_IMPLICIT_MIN_W;
+}
+
 static void qc_pad_group(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8_t pad,
                          uint8_t *out)
 {
@@ -256,6 +303,42 @@ static void qc_pad_group(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8
         for (int64_t ih = 0; ih < h && ih + p0 < hp; ih++)
             qc_copy_run(out + (size_t)((int64_t)cc * hp + ih + p0) * (size_t)pitch + p1,
                         xg + cc * k->in_sp + (size_t)(ih * wd), w_in);
+}
+
+/* The input of one group of a stride-2 convolution padded as
+ * qc_pad_group does, each channel then stored as its four parity phases
+ * (qc_implicit_s2): phase (a, b) holds padded rows a, a + 2, ... and
+ * columns b, b + 2, ..., qc_implicit_rows(k) rows of qc_implicit_pitch(k). */
+static void qc_pad_phases(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8_t pad,
+                          uint8_t *out)
+{
+    const int64_t hp = qc_pad_rows(k), hq = qc_implicit_rows(k), pq = qc_implicit_pitch(k);
+    const int64_t h = k->in[0], wd = k->in[1], p0 = k->pad[0], p1 = k->pad[1];
+    const int64_t w_in = wd < 2 * pq - p1 ? wd : 2 * pq - p1; /* columns that land */
+    const size_t phase = (size_t)(hq * pq), plane = 4 * phase;
+    memset(out, pad, cg * plane);
+    for (size_t cc = 0; cc < cg && w_in > 0; cc++) {
+        uint8_t *base = out + cc * plane;
+        for (int64_t ih = 0; ih < h && ih + p0 < hp; ih++) {
+            int64_t pr = ih + p0; /* padded row: phase row pr / 2 of parity pr % 2 */
+            uint8_t *even = base + (size_t)(pr & 1) * 2 * phase + (size_t)((pr >> 1) * pq);
+            uint8_t *odd = even + phase;
+            /* input column q lands in padded column q + p1: the even
+             * columns of the input go to one phase, the odd to the other,
+             * split straight from the input 16 pairs at a time (through
+             * a padded copy of the row, the split's loads waited on the
+             * copy's narrower stores: 44% of a 3x3/2 convolution) */
+            const uint8_t *src = xg + cc * k->in_sp + (size_t)(ih * wd);
+            uint8_t *to_even_q = (p1 & 1) ? odd + (p1 >> 1) : even + (p1 >> 1);
+            uint8_t *to_odd_q = (p1 & 1) ? even + ((p1 + 1) >> 1) : odd + (p1 >> 1);
+            int64_t full = w_in / 32 * 16;
+            cpu_bytes_split2(to_even_q, to_odd_q, src, full);
+            for (int64_t q = 2 * full; q < w_in; q++) {
+                int64_t c = q + p1;
+                ((c & 1) ? odd : even)[c >> 1] = src[q];
+            }
+        }
+    }
 }
 
 /* One row of the 2-D im2col from the padded input XP of one channel
@@ -368,18 +451,6 @@ static void qc_split_scratch(const qc_kernel *k, size_t mblk, size_t *one, size_
                                      (int64_t)(k->c / k->group * k->ker_sp));
 }
 
-/* Output rows at least this wide take the implicit im2col (the pitch's
- * extra columns, (kernel width + 1) of every row, are computed and
- * dropped: at most about a third more work). */
-#define QC_IMPLICIT_MIN_W 8
-
-/* The columns of the implicit product: output (oh, ow) is column
- * oh * pitch + ow, so tap (kh, kw) of every column is one shift of the
- * padded plane. */
-static size_t qc_implicit_cols(const qc_kernel *k)
-{
-    return (size_t)((k->out[0] - 1) * qc_pad_pitch(k) + k->out[1]);
-}
 
 /* How qc_write_gemm runs K on THREADS; IMPLICIT: the implicit im2col
  * where it applies. */
@@ -390,12 +461,13 @@ static void qc_gemm_plan(const qc_kernel *k, size_t threads, bool implicit_ok, q
     for (int d = 0; d < k->nsp; d++)
         direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
     size_t pad_bytes = 0;
+    bool implicit = false;
     if (!direct && k->nsp == 2) {
         size_t bytes = k->c / k->group * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
-        pad_bytes = bytes <= QC_PAD_MAX_BYTES ? bytes : 0;
+        size_t phased = k->c / k->group * qc_implicit_plane(k);
+        implicit = implicit_ok && qc_implicit_fits(k) && phased <= QC_PAD_MAX_BYTES;
+        pad_bytes = implicit ? phased : bytes <= QC_PAD_MAX_BYTES ? bytes : 0;
     }
-    bool implicit = implicit_ok && pad_bytes > 0 && k->stride[0] == 1 && k->stride[1] == 1 &&
-                    k->out[1] >= QC_IMPLICIT_MIN_W;
     size_t cols = implicit ? qc_implicit_cols(k) : k->out_sp;
     size_t tile = direct ? 1024 : ((size_t)1 << 16) / (rows ? rows : 1);
     tile = tile < 64 ? 64 : tile > cols ? cols : tile;
@@ -549,7 +621,7 @@ static void qc_store_pitch(const qc_gemm_call *c, size_t n, size_t m0, size_t mr
                            const int32_t *acc, size_t nc)
 {
     const qc_kernel *k = c->k;
-    const size_t pitch = (size_t)qc_pad_pitch(k), ow_n = (size_t)k->out[1];
+    const size_t pitch = (size_t)qc_implicit_pitch(k), ow_n = (size_t)k->out[1];
     for (size_t oh = v0 / pitch; oh * pitch < v0 + nc && oh < (size_t)k->out[0]; oh++) {
         size_t lo = oh * pitch > v0 ? 0 : v0 - oh * pitch; /* first column of the row */
         size_t hi = v0 + nc - oh * pitch < ow_n ? v0 + nc - oh * pitch : ow_n;
@@ -592,15 +664,23 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             /* columns c0 .. c0 + nc of the padded pitch: row (cc, kh, kw)
              * of B is the padded plane of cc shifted by the tap */
             if (xpad_of != n * k->group + g) {
-                qc_pad_group(k, xg, cg, pad, xpad);
+                const bool s2 = qc_implicit_s2(k);
+                if (s2)
+                    qc_pad_phases(k, xg, cg, pad, xpad);
+                else
+                    qc_pad_group(k, xg, cg, pad, xpad);
                 xpad_of = n * k->group + g;
-                const int64_t pitch = qc_pad_pitch(k), plane = qc_pad_rows(k) * pitch;
+                const int64_t pitch = qc_implicit_pitch(k);
+                const int64_t phase = qc_implicit_rows(k) * pitch;
+                const int64_t plane = (int64_t)qc_implicit_plane(k);
                 int64_t *off = (int64_t *)(void *)col, r = 0;
                 for (size_t cc = 0; cc < cg; cc++)
                     for (int64_t kh = 0; kh < k->ker[0]; kh++)
                         for (int64_t kw = 0; kw < k->ker[1]; kw++)
-                            off[r++] = (int64_t)cc * plane + kh * k->dil[0] * pitch +
-                                       kw * k->dil[1];
+                            off[r++] = (int64_t)cc * plane +
+                                       (s2 ? ((kh & 1) * 2 + (kw & 1)) * phase +
+                                                 (kh >> 1) * pitch + (kw >> 1)
+                                           : kh * k->dil[0] * pitch + kw * k->dil[1]);
             }
             b = (cpu_igemm_q8){.data = xpad + c0, .is_signed = k->x_signed,
                                .row_off = (const int64_t *)(const void *)col};

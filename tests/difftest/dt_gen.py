@@ -730,7 +730,7 @@ class Gen:
             size = {1: (1, 40), 2: (1, 14), 3: (1, 6)}[d]
             dims = [self.r(*size) for _ in range(d)]
             if d == 2 and self.p(0.3):  # rows wide enough for the plane loops
-                dims[1] = self.r(16, 40)
+                dims[1] = self.r(16, 72)
             if d == 2 and groups == 1 and self.p(0.2):
                 # a map whose padded copy is over the cpu module's 256 KiB
                 # (quant_conv.c's QC_PAD_MAX_BYTES): the im2col that checks
@@ -742,16 +742,21 @@ class Gen:
             # depthwise 2-D windows up to 7x7 (ConvNeXt's): the cpu
             # module's channels-last loop takes the wide ones
             wide = d == 2 and groups == "dw" and self.p(0.5)
+            # a stride-2 2-D window over rows of 16 or more (a network's
+            # stem, ResNet's downsampling): the cpu module reads its input
+            # as four parity phases without an im2col
+            stem = d == 2 and groups != "dw" and sp[1] >= 16 and self.p(0.5)
             for s in sp:
                 k = min(self.pick([5, 7]), s + 2) if wide else \
+                    self.pick([1, 3, 7]) if stem else \
                     self.r(1, min(5 if d == 1 else 3, s + 2))
-                di = self.pick([1, 1, 2]) if k > 1 else 1
+                di = self.pick([1, 1, 2]) if k > 1 and not stem else 1
                 ext = (k - 1) * di + 1
                 b, e = self.r(0, k - 1), self.r(0, k - 1)
                 if s + b + e < ext:
                     e += ext - (s + b + e)
                 ks.append(k)
-                st.append(self.pick([1, 1, 2, 3]))
+                st.append(2 if stem else self.pick([1, 1, 2, 3]))
                 dil.append(di)
                 pb.append(b)
                 pe.append(e)
