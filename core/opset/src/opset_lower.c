@@ -1627,7 +1627,35 @@ static pl_status *lw_ms_qlinear_avgpool(lw *w)
     return lw_ms_qlinear_unary(w, "AveragePool", attrs, PL_COUNT(attrs));
 }
 
-/* QLinearConcat(Y_scale, Y_zp, X0, X0_scale, X0_zp, X1, ...) with axis. */
+/* Whether the one-value constants (scale S1, zero point Z1) and (S2, Z2)
+ * are the same quantization: equal f32 scales, zero points of one dtype
+ * and value (an absent zero point is a u8 0). */
+static bool lw_same_qparams(const lw *w, const char *s1, const char *z1, const char *s2,
+                            const char *z2)
+{
+    const pl_graph_tensor *a = lw_tensor(w, s1), *b = lw_tensor(w, s2);
+    if (a == NULL || b == NULL || a->data == NULL || b->data == NULL ||
+        !PL_DTYPE_EQ(a->dtype, PL_DTYPE_F32) || !PL_DTYPE_EQ(b->dtype, PL_DTYPE_F32) ||
+        a->nbytes != 4 || b->nbytes != 4 || memcmp(a->data, b->data, 4) != 0)
+        return false;
+    const pl_graph_tensor *za = z1[0] ? lw_tensor(w, z1) : NULL;
+    const pl_graph_tensor *zb = z2[0] ? lw_tensor(w, z2) : NULL;
+    if ((z1[0] && (za == NULL || za->data == NULL || za->nbytes != 1)) ||
+        (z2[0] && (zb == NULL || zb->data == NULL || zb->nbytes != 1)))
+        return false;
+    pl_dtype da = za ? za->dtype : PL_DTYPE_U8, db = zb ? zb->dtype : PL_DTYPE_U8;
+    uint8_t va = za ? *(const uint8_t *)za->data : 0, vb = zb ? *(const uint8_t *)zb->data : 0;
+    return PL_DTYPE_EQ(da, db) && va == vb;
+}
+
+/* QLinearConcat(Y_scale, Y_zp, X0, X0_scale, X0_zp, X1, ...) with axis:
+ * the 8-bit Concat of the inputs, each requantized to Y's scale and zero
+ * point (DequantizeLinear -> QuantizeLinear) unless it already has them,
+ * in which case it is taken as it is: quantizing a dequantized value at
+ * the same scale gives it back exactly, so the result is the f32 Concat's
+ * between one DequantizeLinear per input and one QuantizeLinear, without
+ * widening the inputs that need nothing (squeezenet_s_qop's fire modules,
+ * one of whose two inputs always matches). */
 static pl_status *lw_ms_qlinear_concat(lw *w)
 {
     const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
@@ -1635,15 +1663,27 @@ static pl_status *lw_ms_qlinear_concat(lw *w)
     if (n_in < 5 || (n_in - 2) % 3 != 0 || (n_in - 2) / 3 > 32)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT,
                         "%zu inputs: expected Y_scale, Y_zero_point, then triples", n_in);
-    const char *parts[32], *y;
+    const char *parts[32];
     size_t n = (n_in - 2) / 3;
-    for (size_t k = 0; k < n; k++)
-        PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 2 + 3 * k), lw_input(w, 3 + 3 * k),
-                                 lw_input(w, 4 + 3 * k), -1, &parts[k]));
+    const char *ys = lw_input(w, 0), *yz = lw_input(w, 1);
+    for (size_t k = 0; k < n; k++) {
+        const char *x = lw_input(w, 2 + 3 * k), *xs = lw_input(w, 3 + 3 * k),
+                   *xz = lw_input(w, 4 + 3 * k);
+        if (lw_same_qparams(w, xs, xz, ys, yz)) {
+            parts[k] = x;
+            continue;
+        }
+        const char *d;
+        pl_nid id;
+        PL_RETURN_IF_ERROR(lw_dq(w, x, xs, xz, -1, &d));
+        PL_RETURN_IF_ERROR(lw_node(w, "QuantizeLinear", (const char *[]){d, ys, yz},
+                                   yz[0] ? 3 : 2, &parts[k], &id));
+    }
+    const char *y;
     pl_nid id;
     PL_RETURN_IF_ERROR(lw_node(w, "Concat", parts, n, &y, &id));
     PL_RETURN_IF_ERROR(lw_copy_attr(w, id, "axis"));
-    return lw_q_end(w, y, lw_input(w, 0), lw_input(w, 1));
+    return lw_become(w, "Identity", (const char *[]){y}, 1);
 }
 
 /* QGemm(A, A_scale, A_zp, B, B_scale, B_zp, C, Y_scale, Y_zp): C is int32
