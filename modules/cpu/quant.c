@@ -80,11 +80,55 @@ typedef struct qu_kernel {
     pl_dtype x_dt;
 } qu_kernel;
 
+/* DequantizeLinear of 8-bit values at one scale: (x - z) * s in f32, the
+ * same operations per element as the general loop, in a loop the
+ * compiler vectorises (a table of the 256 values, read one element at a
+ * time, took 43 us for 64x32x32: three of every QLinearAdd's four steps
+ * in resnet50_s_qop). */
+typedef struct qu_dequant_call {
+    const char *x;
+    float *y;
+    float z, s;
+    bool is_signed;
+} qu_dequant_call;
+
+CPU_CLONES static void qu_dequant_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const qu_dequant_call *c = arg;
+    const float z = c->z, s = c->s;
+    float *restrict y = c->y;
+    if (c->is_signed) {
+        const int8_t *restrict q = (const int8_t *)(const void *)c->x;
+        for (size_t e = begin; e < end; e++)
+            y[e] = ((float)q[e] - z) * s;
+    } else {
+        const uint8_t *restrict q = (const uint8_t *)(const void *)c->x;
+        for (size_t e = begin; e < end; e++)
+            y[e] = ((float)q[e] - z) * s;
+    }
+}
+
+/* QuantizeLinear at one scale, over the pool in blocks of elements. */
+typedef struct qu_quant_call {
+    const float *x;
+    char *y;
+    float z, s;
+    bool is_signed;
+} qu_quant_call;
+
+static void qu_quant_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const qu_quant_call *c = arg;
+    cpu_quantize_f32(c->x + begin, end - begin, c->s, c->z, c->is_signed, c->y + begin);
+}
+
 static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
 {
-    (void)ctx, (void)o, (void)req;
+    (void)o, (void)req;
     const qu_kernel *k = (const qu_kernel *)kernel;
     const float *scale = (const float *)(const void *)shp_in(args, 1);
     const char *x = shp_in(args, 0), *zp = k->has_zp ? shp_in(args, 2) : NULL;
@@ -98,16 +142,14 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         /* One scale (the usual case): tight loops, the same arithmetic. */
         int32_t z = zp != NULL ? qu_q8(zp, k->q_signed, 0) : 0;
         if (k->dequantize) {
-            float lut[256];
-            for (int v = 0; v < 256; v++)
-                lut[v] = ((float)(k->q_signed ? (int32_t)(int8_t)v : v) - (float)z) * scale[0];
-            const uint8_t *q = (const uint8_t *)(const void *)x;
-            for (size_t e = 0; e < n; e++)
-                ((float *)dst)[e] = lut[q[e]];
+            qu_dequant_call c = {.x = x, .y = dst, .z = (float)z, .s = scale[0],
+                                 .is_signed = k->q_signed};
+            cpu_host->parallel_for(ctx->host_ctx, n, 16384, qu_dequant_chunk, &c);
             return NULL;
         }
-        cpu_quantize_f32((const float *)(const void *)x, n, scale[0], (float)z, k->q_signed,
-                         dst);
+        qu_quant_call c = {.x = (const float *)(const void *)x, .y = dst, .z = (float)z,
+                           .s = scale[0], .is_signed = k->q_signed};
+        cpu_host->parallel_for(ctx->host_ctx, n, 16384, qu_quant_chunk, &c);
         return NULL;
     }
     for (size_t e = 0; e < n; e++) {
