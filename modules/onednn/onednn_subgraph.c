@@ -972,26 +972,38 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
         onednn_host->status_free(st);
         return 0;
     }
+    /* One pass per pattern, each match tried from its first node only, so
+     * that the estimate (called for every candidate subgraph) stays linear
+     * in the view: odnn_gelu_of scans every node per node it is asked
+     * about, and asking it for each node took convnext_s_dyn's session
+     * from 18 to 158 ms. */
     for (size_t n = 0; n < nodes; n++) {
         struct odnn_lnpat ln;
-        struct odnn_gelu ge;
-        struct odnn_qdq qp;
-        if (out[n] != ODNN_ROLE_OWN)
-            continue;
-        if ((odnn_op_is(v, (int64_t)n, "ReduceMean") ||
+        if (out[n] == ODNN_ROLE_OWN &&
+            (odnn_op_is(v, (int64_t)n, "ReduceMean") ||
              odnn_op_is(v, (int64_t)n, "GlobalAveragePool")) &&
             odnn_match_any_lnorm(v, &u, n, &ln)) {
             for (size_t k = 0; k < ln.n_nodes; k++)
                 out[ln.nodes[k]] = ODNN_ROLE_INNER;
             out[ln.nodes[0]] = ln.channel ? ODNN_ROLE_NORM_NHWC : ODNN_ROLE_NORM;
-        } else if (odnn_gelu_of(v, &u, n, &ge)) {
+        }
+    }
+    for (size_t n = 0; n < nodes; n++) {
+        struct odnn_gelu ge;
+        if (out[n] == ODNN_ROLE_OWN &&
+            (odnn_op_is(v, (int64_t)n, "Div") || odnn_op_is(v, (int64_t)n, "Mul") ||
+             odnn_op_is(v, (int64_t)n, "Pow")) &&
+            (odnn_match_gelu(v, &u, n, &ge) || odnn_match_gelu_tanh(v, &u, n, &ge))) {
             for (size_t k = 0; k < ge.n_nodes; k++)
                 out[ge.nodes[k]] = ODNN_ROLE_INNER;
             out[n] = ODNN_ROLE_ELTWISE;
-        } else if (odnn_op_is(v, (int64_t)n, "QuantizeLinear") &&
-                   odnn_match_qdq(v, &u, n, &qp)) {
-            out[qp.dq] = ODNN_ROLE_INNER;
         }
+    }
+    for (size_t n = 0; n < nodes; n++) {
+        struct odnn_qdq qp;
+        if (out[n] == ODNN_ROLE_OWN && odnn_op_is(v, (int64_t)n, "QuantizeLinear") &&
+            odnn_match_qdq(v, &u, n, &qp))
+            out[qp.dq] = ODNN_ROLE_INNER;
     }
     odnn_uses_free(ctx, &u);
     return 1;
