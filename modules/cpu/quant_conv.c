@@ -70,6 +70,18 @@ static inline void qc_store(const qc_kernel *k, void *dst, size_t at, int64_t su
 }
 
 
+/* How qc_write_gemm runs a product. */
+typedef struct qc_plan {
+    size_t tile;      /* columns of one item */
+    size_t cols;      /* columns tiled: output positions, or (implicit) the
+                         positions of the padded pitch (qc_implicit_cols) */
+    size_t pad_bytes; /* a group's padded input (qc_pad_group), or 0: the
+                         run-by-run im2col */
+    bool direct;      /* 1x1, stride 1, no padding: B is the input itself */
+    bool implicit;    /* 2-D, stride 1 or 2, padded: B's rows are shifted
+                         views of the padded planes (cpu_igemm_q8.row_off) */
+} qc_plan;
+
 /* One integer convolution on the integer GEMM: what every chunk reads. */
 typedef struct qc_gemm_call {
     pl_module_ctx *ctx;
@@ -83,13 +95,10 @@ typedef struct qc_gemm_call {
     void *dst;
     const char *wpack;    /* per group: the packed weights (cpu_igemm_pack_a) */
     size_t wpack_bytes;   /* of one group */
-    size_t rows, tile, n_tiles;
-    size_t cols;          /* columns tiled (qc_plan) */
-    bool direct;          /* 1x1, stride 1, no padding: B is x itself */
-    bool implicit;        /* B's rows are shifted views of the padded planes */
+    size_t rows, n_tiles;
+    qc_plan plan;
     const int32_t *wdw;   /* depthwise: w - w_zero_point, [M, taps] (qc_dw_chunk) */
     const struct qc_tapcol *tapcol; /* 2-D im2col: per kernel column (qc_tapcol_of) */
-    size_t pad_bytes;     /* 2-D, small: bytes of one group's padded input (qc_pad_group) */
     char *work;           /* the run's workspace, SLICE bytes a worker, or NULL */
     size_t slice;
     /* qc_write_split: the im2col of every (group, image), shared, and how
@@ -396,17 +405,6 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
 /* Channels of one qc_dwl_chunk item. */
 #define QC_DWL_BLOCK 64
 
-/* How qc_write_gemm runs a product. */
-typedef struct qc_plan {
-    size_t tile;      /* columns of one item */
-    size_t cols;      /* columns tiled: output positions, or (implicit) the
-                         positions of the padded pitch (qc_implicit_cols) */
-    size_t pad_bytes; /* a group's padded input (qc_pad_group), or 0: the
-                         run-by-run im2col */
-    bool direct;      /* 1x1, stride 1, no padding: B is the input itself */
-    bool implicit;    /* 2-D, stride 1, padded: B's rows are shifted views of
-                         the padded planes (cpu_igemm_q8.row_off), no im2col */
-} qc_plan;
 
 /* The scratch of one worker of qc_gemm_chunk: im2col panel, padded input,
  * sums, column positions, igemm's panel. */
@@ -639,11 +637,9 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     qc_gemm_call *c = arg;
     const qc_kernel *k = c->k;
-    size_t cg = k->c / k->group, mg = k->m / k->group, rows = c->rows, tile = c->tile;
+    size_t cg = k->c / k->group, mg = k->m / k->group, rows = c->rows, tile = c->plan.tile;
     size_t bytes[QC_MAX_BUFS];
-    qc_plan p = {.tile = tile, .cols = c->cols, .pad_bytes = c->pad_bytes, .direct = c->direct,
-                 .implicit = c->implicit};
-    qc_gemm_scratch(k, rows, &p, bytes);
+    qc_gemm_scratch(k, rows, &c->plan, bytes);
     void *bufs[QC_MAX_BUFS];
     if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
@@ -657,10 +653,10 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t item = begin; item < end; item++) {
         size_t t = item % c->n_tiles, n = (item / c->n_tiles) % k->n,
                g = item / (c->n_tiles * k->n);
-        size_t c0 = t * tile, nc = c->cols - c0 < tile ? c->cols - c0 : tile;
+        size_t c0 = t * tile, nc = c->plan.cols - c0 < tile ? c->plan.cols - c0 : tile;
         const uint8_t *xg = (const uint8_t *)(const void *)c->x + (n * k->c + g * cg) * k->in_sp;
         cpu_igemm_q8 b = {.data = xg + c0, .ld = (int64_t)k->in_sp, .is_signed = k->x_signed};
-        if (c->implicit) {
+        if (c->plan.implicit) {
             /* columns c0 .. c0 + nc of the padded pitch: row (cc, kh, kw)
              * of B is the padded plane of cc shifted by the tap */
             if (xpad_of != n * k->group + g) {
@@ -689,7 +685,7 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             qc_store_pitch(c, n, g * mg, mg, c0, acc, nc);
             continue;
         }
-        if (!c->direct && xpad != NULL) {
+        if (!c->plan.direct && xpad != NULL) {
             /* small 2-D maps: from the input with its padding made real */
             if (xpad_of != n * k->group + g) {
                 qc_pad_group(k, xg, cg, pad, xpad);
@@ -704,7 +700,7 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
                         qc_im2col_padded(k, xpad + cc * plane, kh, kw, oh0, ow00, nc, row);
             b.data = col;
             b.ld = (int64_t)nc;
-        } else if (!c->direct) {
+        } else if (!c->plan.direct) {
             /* each column's output position */
             for (size_t j = 0; j < nc && k->nsp != 2; j++) {
                 size_t orest = c0 + j;
@@ -937,7 +933,7 @@ static void qc_split_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         size_t gi = item / c->n_mblks, mb = item % c->n_mblks;
         size_t g = gi / k->n, n = gi % k->n;
         size_t m0 = mb * c->mblk, mrows = mg - m0 < c->mblk ? mg - m0 : c->mblk;
-        cpu_igemm_q8 b = {.data = c->direct ? (const uint8_t *)(const void *)c->x +
+        cpu_igemm_q8 b = {.data = c->plan.direct ? (const uint8_t *)(const void *)c->x +
                                                   (n * k->c + g * (k->c / k->group)) * k->in_sp
                                             : c->col + gi * rows * k->out_sp,
                           .ld = (int64_t)k->out_sp, .is_signed = k->x_signed};
@@ -961,15 +957,15 @@ static bool qc_write_split(pl_module_ctx *ctx, qc_gemm_call *c, size_t threads)
     const qc_kernel *k = c->k;
     size_t cg = k->c / k->group, mg = k->m / k->group;
     size_t shared = k->group * k->n * c->rows * k->out_sp;
-    bool own = c->work == NULL && !c->direct;
-    c->col = c->direct ? NULL
+    bool own = c->work == NULL && !c->plan.direct;
+    c->col = c->plan.direct ? NULL
              : own     ? cpu_host->host_alloc(ctx->host_ctx, shared, 64)
                        : (uint8_t *)(c->work + c->slice * threads);
-    if (c->col == NULL && !c->direct)
+    if (c->col == NULL && !c->plan.direct)
         return false;
     c->n_cchunks = (cg + c->cchunk - 1) / c->cchunk;
     c->n_mblks = (mg + c->mblk - 1) / c->mblk;
-    if (!c->direct) /* a 1x1 product reads the input as it is */
+    if (!c->plan.direct) /* a 1x1 product reads the input as it is */
         cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_cchunks, 1,
                                qc_split_col_chunk, c);
     if (!__atomic_load_n(&c->failed, __ATOMIC_RELAXED))
@@ -1009,9 +1005,8 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
         *c = (qc_gemm_call){.ctx = ctx, .k = k, .x = x, .xz = xz, .bias = bias, .ws = ws,
                             .xs = xs, .ys = ys, .yz = yz, .dst = dst,
                             .wpack = pre ? k->wpack_pre : wp, .wpack_bytes = group_bytes,
-                            .rows = rows, .tile = p.tile, .n_tiles = (p.cols + p.tile - 1) / p.tile,
-                            .cols = p.cols, .direct = p.direct, .implicit = p.implicit,
-                            .tapcol = tc, .pad_bytes = p.pad_bytes, .work = work, .slice = slice};
+                            .rows = rows, .n_tiles = (p.cols + p.tile - 1) / p.tile, .plan = p,
+                            .tapcol = tc, .work = work, .slice = slice};
         if (split) {
             c->mblk = mblk;
             c->cchunk = cchunk;

@@ -3390,6 +3390,23 @@ static int odnn_append_qdq(struct odnn_fuse *f, const struct odnn_qdq *p, int nd
     return 1;
 }
 
+/* Appends the QDQ pair of QuantizeLinear J, the only reader of F's
+ * output, to F's chain (odnn_append_qdq) and takes its nodes; 0 when J
+ * starts no such pair or the chain cannot take it. */
+static int odnn_take_qdq(struct odnn_build *b, struct odnn_fuse *f, int64_t j)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_qdq qp;
+    struct odnn_tinfo ti;
+    if (b->no_qdq_post || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) || qp.x != f->out ||
+        b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) || !odnn_append_qdq(f, &qp, ti.ndim))
+        return 0;
+    f->fused[f->n_fused++] = (size_t)j;
+    f->fused[f->n_fused++] = qp.dq;
+    f->out = qp.out;
+    return 1;
+}
+
 /* The QDQ pair that alone reads node N's output, as F's only post-ops
  * (F's chain is created; the caller destroys it); 0 when there is none
  * or it cannot join. */
@@ -3400,23 +3417,16 @@ static int odnn_qdq_post(struct odnn_build *b, size_t n, struct odnn_fuse *f)
     f->bias = f->residual = -1;
     f->out = odnn_out(v, n, 0);
     f->fused[f->n_fused++] = n;
+    int64_t j = odnn_sole_reader(&b->u, f->out);
+    char reason[ODNN_REASON] = "";
+    if (j < 0 || b->done[j] || !odnn_op_is(v, j, "QuantizeLinear") ||
+        !odnn_check_node(v, &b->u, (size_t)j, reason))
+        return 0;
     if (dnnl_post_ops_create(&f->po) != dnnl_success) {
         f->po = NULL;
         return 0;
     }
-    int64_t j = odnn_sole_reader(&b->u, f->out);
-    struct odnn_qdq qp;
-    struct odnn_tinfo ti;
-    char reason[ODNN_REASON] = "";
-    if (j < 0 || b->done[j] || !odnn_op_is(v, j, "QuantizeLinear") ||
-        !odnn_check_node(v, &b->u, (size_t)j, reason) || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) ||
-        qp.x != f->out || b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) ||
-        !odnn_append_qdq(f, &qp, ti.ndim))
-        return 0;
-    f->fused[f->n_fused++] = (size_t)j;
-    f->fused[f->n_fused++] = qp.dq;
-    f->out = qp.out;
-    return 1;
+    return odnn_take_qdq(b, f, j);
 }
 
 /* The arguments of F's scalar binary post-ops for step S of NODE. */
@@ -3479,14 +3489,8 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         if (!odnn_check_node(v, &b->u, (size_t)j, reason))
             return;
         if (odnn_op_is(v, j, "QuantizeLinear")) {
-            struct odnn_qdq qp;
-            struct odnn_tinfo ti;
-            if (b->no_qdq_post || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) || qp.x != t ||
-                b->done[qp.dq] || !odnn_tensor(v, t, &ti) || !odnn_append_qdq(f, &qp, ti.ndim))
+            if (!odnn_take_qdq(b, f, j))
                 return;
-            f->fused[f->n_fused++] = (size_t)j;
-            f->fused[f->n_fused++] = qp.dq;
-            f->out = qp.out;
             continue;
         }
         const char *op = g->node_op(v, (size_t)j);
