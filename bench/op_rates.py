@@ -73,6 +73,15 @@ def gemm(name, m, k, n):
     return g, 2.0 * m * k * n
 
 
+def bmm(name, b, m, k, n):
+    """MatMul of two activations, [b, m, k] @ [b, k, n]: attention's scores and context."""
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "x2"], ["y"])], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, m, k]),
+                           helper.make_tensor_value_info("x2", TensorProto.FLOAT, [b, k, n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, m, n])])
+    return g, 2.0 * b * m * k * n
+
+
 def eltwise(name, op, shape, binary=False):
     ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
     inits = []
@@ -107,10 +116,12 @@ def grid():
     models.append(("convT", "convT3x3_c32_h16", *conv("m", 1, 32, 16, [16, 16], 3, stride=2,
                                                         transpose=True)))
     for m, k, n in ((64, 256, 256), (197, 192, 768), (8, 512, 512), (1, 1024, 1024),
-                    (1, 512, 100)):
+                    (1, 512, 100), (17, 64, 64), (17, 64, 192), (17, 256, 64), (50, 128, 128)):
         models.append(("matmul", f"matmul_{m}x{k}x{n}", *matmul("m", m, k, n)))
     for m, k, n in ((1, 512, 1000), (1, 2048, 1000), (32, 512, 100)):
         models.append(("matmul", f"gemm_tb_{m}x{k}x{n}", *gemm("m", m, k, n)))
+    for b, m, k, n in ((4, 17, 16, 17), (4, 17, 17, 16), (12, 64, 64, 64), (8, 128, 32, 128)):
+        models.append(("bmm", f"bmm_{b}x{m}x{k}x{n}", *bmm("m", b, m, k, n)))
     for op in ("Relu", "Sigmoid", "Tanh"):
         models.append(("eltwise", f"{op.lower()}_64x28x28", *eltwise("m", op, [1, 64, 28, 28])))
     models.append(("binary", "add_bcast_64x28x28", *eltwise("m", "Add", [1, 64, 28, 28], True)))

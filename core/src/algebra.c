@@ -23,6 +23,10 @@
  *   undo each other.
  * - A Conv's kernel taps that read only padding on an input of known size
  *   (a dilated kernel wider than the map) are cut off the weights.
+ * - A QuantizeLinear -> DequantizeLinear pair whose input is already on its
+ *   grid (the values of a DequantizeLinear with the same scale and zero
+ *   point, moved by Reshapes, Transposes, MaxPools and the like) changes
+ *   nothing and goes (pl_alg_requant).
  *
  * The core computes no tensor here: the rewrites write the arithmetic as
  * nodes on constants (Add, Sqrt, Div, Reshape, Mul, Sub), and constant
@@ -685,6 +689,147 @@ static pl_status *pl_alg_transpose(struct pl_alg *a, pl_nid id)
     return NULL;
 }
 
+/* ---- a QuantizeLinear/DequantizeLinear pair that changes nothing --------- */
+
+/* The one value of constant tensor T (a scale or a zero point, per tensor)
+ * as raw bytes into *OUT (8 bytes, zeroed first) and its dtype into *OUT_DT;
+ * T == PL_TID_NONE is a zero point of 0. False when T is not one constant
+ * value. */
+static bool pl_alg_qparam(const pl_graph *g, pl_tid t, uint64_t *out, pl_dtype *out_dt)
+{
+    *out = 0;
+    if (t == PL_TID_NONE) {
+        *out_dt = (pl_dtype){0};
+        return true;
+    }
+    const pl_graph_tensor *ti = pl_graph_get_tensor(g, t);
+    size_t es = pl_dtype_size(ti->dtype);
+    if (ti->data == NULL || es == 0 || es > sizeof *out || ti->nbytes != es)
+        return false;
+    memcpy(out, ti->data, es);
+    *out_dt = ti->dtype;
+    return true;
+}
+
+/* Whether the QuantizeLinear or DequantizeLinear nodes A and B use the same
+ * per-tensor scale and zero point: equal dtypes and equal bits (a zero
+ * point absent is 0). */
+static bool pl_alg_same_qparams(const pl_graph *g, const pl_graph_node *a, const pl_graph_node *b)
+{
+    if (a->n_inputs < 2 || b->n_inputs < 2 || a->inputs[1] == PL_TID_NONE ||
+        b->inputs[1] == PL_TID_NONE)
+        return false;
+    for (size_t k = 1; k <= 2; k++) {
+        pl_tid ta = k < a->n_inputs ? a->inputs[k] : PL_TID_NONE;
+        pl_tid tb = k < b->n_inputs ? b->inputs[k] : PL_TID_NONE;
+        uint64_t va, vb;
+        pl_dtype da, db;
+        if (!pl_alg_qparam(g, ta, &va, &da) || !pl_alg_qparam(g, tb, &vb, &db) || va != vb)
+            return false;
+        /* An absent zero point against a present 0: the dtypes are checked
+         * on the quantized tensors. */
+        if (ta != PL_TID_NONE && tb != PL_TID_NONE && !PL_DTYPE_EQ(da, db))
+            return false;
+    }
+    return true;
+}
+
+/* Whether output O of node N holds only values of its input 0 (or zeros,
+ * which every quantization grid holds: the zero point dequantizes to 0):
+ * ops that move, pick, repeat or take the maximum of elements. */
+static bool pl_alg_moves_values(const pl_graph *g, const pl_graph_node *n, size_t o)
+{
+    static const char *const movers[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                         "Transpose", "Expand", "Gather", "Slice", "Tile",
+                                         "Split", "DepthToSpace", "SpaceToDepth", "Identity",
+                                         "Relu", "GatherElements"};
+    if (!pl_alg_default_domain(n) || n->n_inputs < 1 || n->inputs[0] == PL_TID_NONE)
+        return false;
+    if (strcmp(n->op, "MaxPool") == 0)
+        return o == 0;
+    if (strcmp(n->op, "Pad") == 0) {
+        /* constant mode pads with its value: only 0 (or none) is on the grid */
+        const pl_attr *mode = pl_graph_node_attr(n, "mode");
+        if (mode != NULL && mode->kind == PL_ATTR_STRING && strcmp(mode->s, "constant") != 0)
+            return true;
+        if (n->n_inputs < 3 || n->inputs[2] == PL_TID_NONE) {
+            const pl_attr *v = pl_graph_node_attr(n, "value");
+            return v == NULL || (v->kind == PL_ATTR_FLOAT && v->f == 0.0);
+        }
+        const pl_graph_tensor *v = pl_graph_get_tensor(g, n->inputs[2]);
+        if (v->data == NULL || !PL_DTYPE_EQ(v->dtype, PL_DTYPE_F32) || v->nbytes != 4)
+            return false;
+        float f;
+        memcpy(&f, v->data, 4);
+        return f == 0.0f;
+    }
+    for (size_t k = 0; k < sizeof movers / sizeof *movers; k++)
+        if (strcmp(n->op, movers[k]) == 0)
+            return true;
+    return false;
+}
+
+/* DequantizeLinear(QuantizeLinear(x)) is x itself when every value of x is
+ * already on the pair's grid: x comes out of a DequantizeLinear with the
+ * same scale, zero point and integer type, through ops that only move,
+ * pick or take the maximum of its values (a Reshape, a Transpose, a
+ * MaxPool). Quantizing (q − z)·s gives back q, so the pair changes nothing.
+ * PyTorch's and ONNX Runtime's quantizers put such a pair after every
+ * Reshape and Transpose of a QDQ model — in a small ViT, 63 of 145 — and
+ * each is a primitive to launch or a kernel to run. The second
+ * DequantizeLinear's readers read x; the QuantizeLinear goes with it when
+ * nothing else reads it. */
+static pl_status *pl_alg_requant(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *dq = pl_graph_get_node(g, id);
+    if (strcmp(dq->op, "DequantizeLinear") != 0 || !pl_alg_default_domain(dq) ||
+        dq->n_inputs < 2 || dq->inputs[0] == PL_TID_NONE || dq->outputs[0] == PL_TID_NONE ||
+        a->alias[dq->inputs[0]] != dq->inputs[0] || !pl_alg_replaceable(a, dq->outputs[0]))
+        return NULL;
+    const pl_graph_tensor *q = pl_graph_get_tensor(g, dq->inputs[0]);
+    if (q->producer == PL_NID_NONE || a->drop[q->producer] ||
+        (q->dtype.code != PL_TYPE_INT && q->dtype.code != PL_TYPE_UINT) || q->dtype.bits > 16)
+        return NULL;
+    const pl_graph_node *qn = pl_graph_get_node(g, q->producer);
+    if (strcmp(qn->op, "QuantizeLinear") != 0 || !pl_alg_default_domain(qn) ||
+        qn->inputs[0] == PL_TID_NONE || !pl_alg_same_qparams(g, qn, dq))
+        return NULL;
+    /* Back from x through the value movers to the DequantizeLinear. */
+    pl_tid x = a->alias[qn->inputs[0]];
+    pl_tid t = x;
+    for (int hops = 0; hops < 64; hops++) {
+        const pl_graph_tensor *ti = pl_graph_get_tensor(g, t);
+        if (ti->producer == PL_NID_NONE || a->drop[ti->producer])
+            return NULL;
+        const pl_graph_node *p = pl_graph_get_node(g, ti->producer);
+        if (strcmp(p->op, "DequantizeLinear") == 0 && pl_alg_default_domain(p)) {
+            if (p->inputs[0] == PL_TID_NONE ||
+                !PL_DTYPE_EQ(pl_graph_get_tensor(g, p->inputs[0])->dtype, q->dtype) ||
+                !pl_alg_same_qparams(g, p, qn))
+                return NULL;
+            a->drop[id] = true;
+            a->alias[dq->outputs[0]] = x;
+            if (!pl_rewrites_add(a->rewrites,
+                                 "QuantizeLinear '%s' and DequantizeLinear '%s' removed (the "
+                                 "values of '%s' are on their grid already: DequantizeLinear "
+                                 "'%s' made them, with the same scale and zero point): their "
+                                 "readers read '%s'",
+                                 qn->name, dq->name, pl_graph_get_tensor(g, x)->name, p->name,
+                                 pl_graph_get_tensor(g, x)->name))
+                return pl_alg_oom();
+            return NULL;
+        }
+        size_t o = 0;
+        while (o < p->n_outputs && p->outputs[o] != t)
+            o++;
+        if (!pl_alg_moves_values(g, p, o))
+            return NULL;
+        t = a->alias[p->inputs[0]];
+    }
+    return NULL;
+}
+
 /* ---- dead nodes ---------------------------------------------------------------- */
 
 /* Drops the nodes no graph output depends on once the rewrites above are
@@ -1026,11 +1171,18 @@ pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_crop_taps(&a, order[i]);
+    size_t n_requant = 0;
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]]) {
+            st = pl_alg_requant(&a, order[i]);
+            n_requant += a.drop[order[i]] ? 1 : 0;
+        }
     size_t n_dead = 0;
     if (st == NULL)
         st = pl_alg_dead(&a, order, &n_dead);
     pl_graph *copy = NULL;
-    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + a.n_perms + a.n_crops + n_dead > 0)
+    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + a.n_perms + a.n_crops + n_requant + n_dead >
+                          0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_consts; k++) {
         const struct pl_alg_const *c = &a.consts[k];

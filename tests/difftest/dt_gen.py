@@ -866,12 +866,42 @@ class Gen:
         self.qdt[q] = self.dtype
         x = self._dq(q, 2.0 ** -self.r(2, 5), self.rng.integers(-20, 21) if signed
                      else self.rng.integers(100, 157), self.dtype)
+        self.grid = {}
         layers = self.r(1, 3)
         for k in range(layers):
+            if x in self.grid and self.p(0.35):
+                # a view or MaxPool of a pair's values, quantized again with
+                # that pair's scale and zero point (what ONNX Runtime's
+                # quantizer writes after a Reshape or Transpose)
+                sc, z = self.grid[x]
+                if self.p(0.5):  # equal values in tensors of their own
+                    sc = self.const(np.float32(self.env[sc]), "f32")
+                    z = self.const(np.asarray(self.env[z]), self.g.tensors[z]["dtype"])
+                x = self._qdq_move(x, four_d)
+                q = self._qnode("QuantizeLinear", [x, sc, z])
+                x = self._qnode("DequantizeLinear", [q, sc, z])
+                self.grid[x] = (sc, z)
+                continue
             x = self._qdq_layer(x, four_d)
             x = self._qdq_pair(x, last=k == layers - 1)
         self.g.outputs = [x]
         return self.g
+
+    def _qdq_move(self, x, four_d):
+        """An op that only moves or picks X's values (or clips them at 0)."""
+        shape = self.shape(x)
+        op = self.pick(["Transpose", "MaxPool", "Relu", "Reshape"] if four_d
+                       else ["Transpose", "Relu", "Reshape"])
+        if op == "Transpose":
+            perm = [0, 1, 3, 2] if four_d else [1, 0]
+            return self._qnode("Transpose", [x], {"perm": INTS(perm)})
+        if op == "MaxPool":
+            k = [self.r(1, min(3, shape[2])), self.r(1, min(3, shape[3]))]
+            return self._qnode("MaxPool", [x], {"kernel_shape": INTS(k)})
+        if op == "Reshape":  # the same rank, two axes' sizes swapped
+            to = [shape[0], shape[1], shape[3], shape[2]] if four_d else [shape[1], shape[0]]
+            return self._qnode("Reshape", [x, self.const(np.asarray(to, np.int64), "i64")])
+        return self._qnode("Relu", [x])
 
     def _qnode(self, op, ins, attrs=None):
         out = self.g.add_node(op, ins, attrs)
@@ -906,7 +936,10 @@ class Gen:
         sc = self.const(np.float32(scale), "f32")
         z = self.const(np.asarray(zp), qdt)
         q = self._qnode("QuantizeLinear", [x, sc, z])
-        return self._qnode("DequantizeLinear", [q, sc, z])
+        y = self._qnode("DequantizeLinear", [q, sc, z])
+        if hasattr(self, "grid"):
+            self.grid[y] = (sc, z)
+        return y
 
     def _qdq_weights(self, shape):
         return self.const(self.rng.integers(-4, 5, shape) / 8.0, "f32")

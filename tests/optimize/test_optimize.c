@@ -1365,6 +1365,78 @@ static void case_layout_sunk(void)
     against_none(path, x, 4, shape, names, 3, layout_check);
 }
 
+/* QDQ pairs that change nothing: q2/dq2 after a Reshape of dq1's values
+ * and q3/dq3 after a Transpose and a MaxPool of them, on the same grid (u8,
+ * scale 0.05, zero point 10), go; q4/dq4 (another scale) and q5/dq5 (after
+ * a Sigmoid, whose values are off the grid) stay. */
+static void requant_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "dq2", "removed (the values of 'r' are on their grid") &&
+                 rewritten_as(root, "dq3", "DequantizeLinear 'dq1' made them") &&
+                 !rewritten(root, "dq4") && !rewritten(root, "dq5") && !placed(root, "q2") &&
+                 !placed(root, "dq2") && !placed(root, "q3") && !placed(root, "dq3") &&
+                 placed(root, "q4") && placed(root, "dq5"),
+             "%s: the pairs q2/dq2 and q3/dq3 should go, q4/dq4 and q5/dq5 stay", cfg);
+}
+
+static void case_requant_removed(void)
+{
+    static const int64_t flat[3] = {1, 4, 16};
+    write_sidecar("requant.weights", (const void *const[]){flat}, (const size_t[]){sizeof flat},
+                  1);
+    const char *path = write_model(
+        "requant.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"requant.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y2\",\"y3\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,4,4]},"
+        "{\"name\":\"flat\",\"dtype\":\"i64\",\"shape\":[3],\"data\":{\"offset\":0,\"length\":24}}],"
+        "\"nodes\":["
+        "{\"name\":\"cs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.05]}}}},"
+        "{\"name\":\"cs2\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s2\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.03]}}}},"
+        "{\"name\":\"cz\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[10]}}}},"
+        "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"z\"],"
+        "\"outputs\":[\"xq\"]},"
+        "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"
+        "\"outputs\":[\"xd\"]},"
+        "{\"name\":\"reshape\",\"op\":\"Reshape\",\"inputs\":[\"xd\",\"flat\"],"
+        "\"outputs\":[\"r\"]},"
+        "{\"name\":\"q2\",\"op\":\"QuantizeLinear\",\"inputs\":[\"r\",\"s\",\"z\"],"
+        "\"outputs\":[\"rq\"]},"
+        "{\"name\":\"dq2\",\"op\":\"DequantizeLinear\",\"inputs\":[\"rq\",\"s\",\"z\"],"
+        "\"outputs\":[\"rd\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"rd\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"tr\",\"op\":\"Transpose\",\"inputs\":[\"xd\"],\"outputs\":[\"t\"],"
+        "\"attributes\":{\"perm\":{\"ints\":[0,1,3,2]}}},"
+        "{\"name\":\"pool\",\"op\":\"MaxPool\",\"inputs\":[\"t\"],\"outputs\":[\"p\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]},\"pads\":{\"ints\":[1,1,0,0]}}},"
+        "{\"name\":\"q3\",\"op\":\"QuantizeLinear\",\"inputs\":[\"p\",\"s\",\"z\"],"
+        "\"outputs\":[\"pq\"]},"
+        "{\"name\":\"dq3\",\"op\":\"DequantizeLinear\",\"inputs\":[\"pq\",\"s\",\"z\"],"
+        "\"outputs\":[\"pd\"]},"
+        "{\"name\":\"q4\",\"op\":\"QuantizeLinear\",\"inputs\":[\"pd\",\"s2\",\"z\"],"
+        "\"outputs\":[\"p4q\"]},"
+        "{\"name\":\"dq4\",\"op\":\"DequantizeLinear\",\"inputs\":[\"p4q\",\"s2\",\"z\"],"
+        "\"outputs\":[\"p4\"]},"
+        "{\"name\":\"neg4\",\"op\":\"Neg\",\"inputs\":[\"p4\"],\"outputs\":[\"y2\"]},"
+        "{\"name\":\"sig\",\"op\":\"Sigmoid\",\"inputs\":[\"xd\"],\"outputs\":[\"g\"]},"
+        "{\"name\":\"q5\",\"op\":\"QuantizeLinear\",\"inputs\":[\"g\",\"s\",\"z\"],"
+        "\"outputs\":[\"gq\"]},"
+        "{\"name\":\"dq5\",\"op\":\"DequantizeLinear\",\"inputs\":[\"gq\",\"s\",\"z\"],"
+        "\"outputs\":[\"g5\"]},"
+        "{\"name\":\"neg5\",\"op\":\"Neg\",\"inputs\":[\"g5\"],\"outputs\":[\"y3\"]}]}");
+    float x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = 0.037f * (float)((i * 29) % 64 - 20);
+    static const int64_t shape[4] = {1, 4, 4, 4};
+    static const char *const names[3] = {"y", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, requant_check);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -1386,6 +1458,7 @@ int main(int argc, char **argv)
         {"shapes_folded", case_shapes_folded},
         {"shapes_refolded", case_shapes_refolded},
         {"layout_sunk", case_layout_sunk},
+        {"requant_removed", case_requant_removed},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }
