@@ -193,6 +193,19 @@ drop_in_faults)
     run run "$examples/mlp/model.json" --config "$tmp/backend.ini"
     [ "$rc" -eq 0 ] || { show; fail "run exited $rc beside the broken drop-ins"; }
     ;;
+run_warmup)
+    # --warmup runs first and is left out of the step times: the count
+    # printed is --runs; a negative count is refused.
+    need_stage
+    printf '[runtime]\nmodules = %s\n' "$stage" >"$tmp/backend.ini"
+    run run "$examples/mlp/model.json" --config "$tmp/backend.ini" --runs 3 --warmup 2
+    [ "$rc" -eq 0 ] || { show; fail "run --warmup exited $rc"; }
+    grep -q "^steps (3 runs):" "$tmp/out" || { show; fail "no 'steps (3 runs)'"; }
+    grep -Eq "^ +[0-9]+\.[0-9]{3} ms " "$tmp/out" || { show; fail "no step times"; }
+    run run "$examples/mlp/model.json" --config "$tmp/backend.ini" --warmup -1
+    [ "$rc" -ne 0 ] || { show; fail "--warmup -1 was taken"; }
+    grep -q "needs a number >= 0" "$tmp/err" || { show; fail "no reason for --warmup -1"; }
+    ;;
 version)
     run --version
     [ "$rc" -eq 0 ] || { show; fail "--version exited $rc"; }

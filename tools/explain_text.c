@@ -91,7 +91,7 @@ static void pl_text_rest(FILE *f, json_t *root)
         if (!json_is_object(e))
             continue;
         if (!estimated)
-            fprintf(f, "\nestimates (choose = cost), per run:\n");
+            fprintf(f, "\nestimates (what choose = cost weighs), per run:\n");
         estimated = true;
         fprintf(f,
                 "  subgraph %lld (%s): %.1f us (compute %.1f, launch %.1f, boundary %.1f, "

@@ -60,13 +60,14 @@ static void usage(FILE *f)
             "  convert MODEL OUT.json        write a model (e.g. .onnx) in Plinth's JSON format,\n"
             "                                weights in OUT.weights beside it\n"
             "  run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--shape NAME=D0,D1,...]\n"
-            "            [--output-dir DIR] [--runs N]\n"
+            "            [--output-dir DIR] [--runs N] [--warmup N]\n"
             "                                run a model: inputs from .npy (or raw .bin of the\n"
             "                                declared type), random with a fixed seed when not\n"
             "                                given; prints each output's dtype, shape and first\n"
             "                                values and the time of each step; --output-dir\n"
             "                                (made if missing) writes <output name>.npy\n"
-            "                                (bf16 as float32)\n"
+            "                                (bf16 as float32); --warmup runs first, left\n"
+            "                                out of the step times\n"
             "  configure MODULE [KEY=VALUE ...]\n"
             "                                call the module's configure with those keys (none:\n"
             "                                a query) and print every key = value it reports\n"
@@ -271,6 +272,7 @@ typedef struct model_args {
     size_t n_shape_args;
     const char *output_dir;      /* run: NULL when not given */
     int runs, warmup;
+    bool warmup_given;           /* run: warm-up runs only when asked */
     bool json;
 } model_args;
 
@@ -742,7 +744,19 @@ static int cmd_run(const model_args *a)
     }
     if (rc == 0)
         rc = prepare_inputs(session, a->input_args, a->n_input_args, inputs, loaded);
-    for (int r = 0; rc == 0 && r < a->runs; r++) {
+    /* Step times of the warm-up runs, taken off the totals printed. */
+    size_t n_steps = pl_session_step_count(session);
+    uint64_t *warm_ns = calloc(n_steps ? n_steps : 1, sizeof *warm_ns);
+    uint64_t *warm_runs = calloc(n_steps ? n_steps : 1, sizeof *warm_runs);
+    if (rc == 0 && (warm_ns == NULL || warm_runs == NULL)) {
+        fprintf(stderr, "plinth: out of memory\n");
+        rc = EXIT_RUNTIME;
+    }
+    int warmup = a->warmup_given ? a->warmup : 0;
+    for (int r = 0; rc == 0 && r < warmup + a->runs; r++) {
+        if (r == warmup)
+            for (size_t i = 0; i < n_steps; i++)
+                pl_session_step_info(session, i, NULL, NULL, &warm_ns[i], &warm_runs[i]);
         for (size_t o = 0; o < n_out; o++) {
             pl_buffer_free(outputs[o].tensor.data);
             memset(&outputs[o], 0, sizeof outputs[o]);
@@ -774,10 +788,16 @@ static int cmd_run(const model_args *a)
             const char *name, *backend;
             uint64_t ns, count;
             pl_session_step_info(session, i, &name, &backend, &ns, &count);
+            if (i < n_steps) {
+                ns -= warm_ns[i];
+                count -= warm_runs[i];
+            }
             printf("  %8.3f ms  %-10s %s\n", count ? (double)ns / 1e6 / (double)count : 0.0,
                    backend, name);
         }
     }
+    free(warm_ns);
+    free(warm_runs);
     for (size_t o = 0; outputs && o < n_out; o++)
         pl_buffer_free(outputs[o].tensor.data);
     for (size_t i = 0; loaded && i < n_in; i++)
@@ -1223,6 +1243,7 @@ int main(int argc, char **argv)
     const char *second = NULL;
     int runs = -1;
     int warmup = 10;
+    bool warmup_given = false;
     bool json = false, strict = false;
     const char *rest[PL_EXTENSION_MAX_PARAMS + 68];
     check_module_args check_args = {.device = -1, .node_tests = true};
@@ -1274,6 +1295,7 @@ int main(int argc, char **argv)
                 output_dir = v;
             } else if (strcmp(a, "--warmup") == 0) {
                 warmup = atoi(v);
+                warmup_given = true;
                 if (warmup < 0) {
                     fprintf(stderr, "plinth: --warmup needs a number >= 0\n");
                     return EXIT_USAGE;
@@ -1368,7 +1390,8 @@ int main(int argc, char **argv)
     model_args margs = {.config = config, .model_path = operand, .input_args = input_args,
                         .n_input_args = n_input_args, .shape_args = shape_args,
                         .n_shape_args = n_shape_args, .output_dir = output_dir,
-                        .runs = runs, .warmup = warmup, .json = json};
+                        .runs = runs, .warmup = warmup, .warmup_given = warmup_given,
+                        .json = json};
     if (strcmp(command, "explain") == 0) {
         if (operand == NULL) {
             fprintf(stderr, "plinth: explain needs a model file (see plinth --help)\n");

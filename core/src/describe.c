@@ -92,7 +92,8 @@ static json_t *pl_describe_subgraph(const pl_program *p, const pl_prog_step *st)
     json_t *sg = json_pack("{s:i, s:s, s:o, s:o, s:o, s:s}", "id", (int)st->cluster, "backend",
                            st->module->name, "nodes", nodes, "inputs", ins, "outputs", outs,
                            "cache", st->cache ? st->cache : "off");
-    /* The estimates that kept it here (choose = cost), in microseconds. */
+    /* The estimates choose = cost weighs (made under choose = first too), in
+     * microseconds. */
     if (sg != NULL && cl->est_us >= 0) {
         json_t *est = json_pack("{s:f, s:f, s:f, s:f, s:f}", "total_us", cl->est_us,
                                 "compute_us", cl->est.compute_us, "launch_us",

@@ -504,8 +504,11 @@ static double pl_part_alternative(pl_partition *p, pl_part_cluster *cl, pl_nid *
 }
 
 /* Estimates cluster C and its alternative, and offers it to the next
- * backends when the alternative is cheaper (*CHANGED). */
-static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool *changed)
+ * backends when the alternative is cheaper (*CHANGED). Without ACT (choose
+ * = first) only the estimates are made, for the description: the
+ * alternative as the verdicts known so far say, no backend asked. */
+static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool *changed,
+                                bool act)
 {
     pl_part_cluster *cl = &p->clusters[c];
     size_t b = (size_t)cl->backend;
@@ -534,7 +537,7 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
         }
         if (pass == 0 || changed_alt)
             cl->alt_us = pl_part_alternative(p, cl, scratch);
-        if (!(cl->est_us > cl->alt_us))
+        if (!act || !(cl->est_us > cl->alt_us))
             return NULL;
     }
     double alt_us = cl->alt_us;
@@ -613,9 +616,12 @@ static pl_status *pl_part_assign(pl_partition *p)
             }
         }
         for (size_t c = 0; p->by_cost && c < p->n_clusters; c++)
-            PL_RETURN_IF_ERROR(pl_part_weigh(p, c, p->scratch, &changed));
-        if (!changed)
-            return NULL;
+            PL_RETURN_IF_ERROR(pl_part_weigh(p, c, p->scratch, &changed, true));
+        if (changed)
+            continue;
+        for (size_t c = 0; !p->by_cost && c < p->n_clusters; c++)
+            PL_RETURN_IF_ERROR(pl_part_weigh(p, c, p->scratch, &changed, false));
+        return NULL;
     }
 }
 

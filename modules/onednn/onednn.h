@@ -67,6 +67,13 @@ pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *compiled, pl_blob_s
  * module's takes 0.8 and ONNX Runtime's 0.3. */
 int onednn_has_avx512(void);
 
+/* A mean or sum of ROWS rows of K contiguous values each (the trailing
+ * axes of a plain tensor): what oneDNN 2.6's reduction primitive takes
+ * for it, in microseconds, and whether a product by a constant [K, 1]
+ * vector (onednn_cost.c) is the faster way. */
+double onednn_reduce_us(int64_t rows, int64_t k);
+int onednn_reduce_by_matmul(int64_t rows, int64_t k);
+
 /* What NODES of V would cost per run as one subgraph (onednn_cost.c);
  * pl_module_api.estimate_cost. */
 /* What the subgraph compile makes of each node of V, for the cost

@@ -21,6 +21,10 @@
  *   - RNN, GRU, LSTM: the default rate, plus 2 us of setup and 1 us per
  *     time step and direction (a GRU of 20 steps, hidden 32: 27 us against
  *     11 us on cpu; at 50 steps of hidden 256 oneDNN is 7% faster);
+ *   - reductions and softmax over a plain source cost per row of the
+ *     reduced axis (ODNN_COST_REDUCE_ROW_US, ODNN_COST_SOFTMAX_ROW_US); a
+ *     mean or sum over trailing axes is emitted as a product by a constant
+ *     vector where that is faster (onednn_reduce_by_matmul), and costed so;
  *   - views (Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Identity,
  *     Split) cost nothing;
  *   - each primitive its kind's launch cost (ODNN_COST_*_US: an eltwise
@@ -71,6 +75,41 @@
 #define ODNN_COST_CONCAT_US 2.0
 #define ODNN_COST_NORM_US 1.5
 
+/* Reductions and softmax over the innermost axes of a plain tensor cost
+ * per row, not per byte (ONEDNN_VERBOSE, single-op models, 2 threads): a
+ * ReduceMean over the last axis took 3.9 us for 17 rows of 64, 10 for 48,
+ * 39 for 200, 97 for 1000 (the cpu module: 0.5-7 us), a GlobalAveragePool
+ * of 576 channels at 7x7 taken as that reduction 124 us (cpu 5); a Softmax
+ * 5.1 us for 68 rows of 17, 11 for 192 rows of 24, 213 for 2364 rows of
+ * 197. A product by a constant [K, 1] vector does the mean or sum at
+ * about 18 GB/s of its source (576x49: 6.1 us, 1000x64: 11, 256x196: 11)
+ * until K grows long (2x151296: 1.1 ms; at 64x3136 the reduction's 23 us
+ * beats its 37). */
+#define ODNN_COST_REDUCE_ROW_US 0.22
+#define ODNN_COST_SOFTMAX_ROW_US 0.045
+#define ODNN_COST_REDUCE_MM_GBPS 18.0
+#define ODNN_COST_REDUCE_MM_MAX_K 4096
+#define ODNN_COST_REDUCE_MM_US 1.5
+
+double onednn_reduce_us(int64_t rows, int64_t k)
+{
+    double bytes = 4.0 * (double)rows * (double)k;
+    return ODNN_COST_REDUCE_US - 1.0 + ODNN_COST_REDUCE_ROW_US * (double)rows +
+           bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+}
+
+static double odnn_cost_reduce_mm_us(int64_t rows, int64_t k)
+{
+    return ODNN_COST_REDUCE_MM_US + 4.0 * (double)rows * (double)k /
+                                        (ODNN_COST_REDUCE_MM_GBPS * 1e3);
+}
+
+int onednn_reduce_by_matmul(int64_t rows, int64_t k)
+{
+    return k >= 1 && k <= ODNN_COST_REDUCE_MM_MAX_K &&
+           odnn_cost_reduce_mm_us(rows, k) < onednn_reduce_us(rows, k);
+}
+
 static int odnn_cost_is(const char *op, const char *const *list)
 {
     for (; *list != NULL; list++)
@@ -116,6 +155,79 @@ static double odnn_cost_launch(const char *op)
     if (odnn_cost_is(op, odnn_cost_norms))
         return ODNN_COST_NORM_US;
     return ODNN_COST_PRIMITIVE_US;
+}
+
+/* What reduction N (a Reduce* node, or GlobalAveragePool of a plain
+ * source) costs beyond its launch as the module emits it: rows of the
+ * reduced values, a product by a constant vector where that is faster
+ * (onednn_reduce_by_matmul), the per-row reduction otherwise. -1 when its
+ * dims or axes are not known. */
+static double odnn_cost_reduction(const pl_graph_api *g, const pl_graph_view *v, size_t n,
+                                  const char *op)
+{
+    int64_t x[8];
+    int32_t r = pl_cost_dims(g, v, g->node_input(v, n, 0), x);
+    if (r < 1)
+        return -1;
+    unsigned mask = 0;
+    if (strcmp(op, "GlobalAveragePool") == 0) {
+        for (int32_t d = 2; d < r; d++)
+            mask |= 1u << d;
+    } else {
+        const int64_t *axes = NULL;
+        size_t na = 0;
+        const void *data = NULL;
+        size_t cb = 0;
+        if (g->node_input_count(v, n) > 1 && g->node_input(v, n, 1) >= 0) {
+            if (!g->tensor_constant(v, g->node_input(v, n, 1), &data, &cb) || cb % 8 != 0)
+                return -1;
+            axes = data;
+            na = cb / 8;
+        } else {
+            g->attr_ints(v, n, "axes", &axes, &na);
+        }
+        for (size_t k = 0; k < na; k++) {
+            int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+            if (a < 0 || a >= r)
+                return -1;
+            mask |= 1u << a;
+        }
+        if (na == 0)
+            mask = (1u << r) - 1;
+    }
+    /* rows: the kept values; K: the reduced ones, when they trail */
+    int64_t rows = 1, k = 1;
+    int trailing = 1, seen = 0;
+    for (int32_t d = 0; d < r; d++) {
+        if (x[d] == 1)
+            continue;
+        if (mask >> d & 1u) {
+            k *= x[d];
+            seen = 1;
+        } else {
+            rows *= x[d];
+            trailing = trailing && !seen;
+        }
+    }
+    int by_sum = strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceSum") == 0 ||
+                 strcmp(op, "GlobalAveragePool") == 0;
+    if (by_sum && trailing && onednn_reduce_by_matmul(rows, k))
+        return odnn_cost_reduce_mm_us(rows, k);
+    return onednn_reduce_us(rows, k);
+}
+
+/* A Softmax's time beyond its bytes: per row of its axis. */
+static double odnn_cost_softmax(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int64_t x[8], axis = -1;
+    int32_t r = pl_cost_dims(g, v, g->node_input(v, n, 0), x);
+    g->attr_int(v, n, "axis", &axis);
+    if (axis < 0)
+        axis += r;
+    if (r < 1 || axis < 0 || axis >= r || x[axis] < 1)
+        return ODNN_COST_SOFTMAX_US;
+    double rows = pl_cost_elems(g, v, g->node_input(v, n, 0), NULL) / (double)x[axis];
+    return ODNN_COST_SOFTMAX_US + ODNN_COST_SOFTMAX_ROW_US * rows;
 }
 
 /* Whether node N is a convolution whose kernel covers more than one point
@@ -307,6 +419,24 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             }
             if (role[n] == ODNN_ROLE_INNER) /* inside its pattern's primitive */
                 continue;
+            /* a mean over a plain source: a reduction or a product (a
+             * convolution's blocked result is pooled instead) */
+            double red = -1;
+            if (role[n] != ODNN_ROLE_NORM && role[n] != ODNN_ROLE_NORM_NHWC &&
+                (odnn_cost_is(op, odnn_cost_reductions) ||
+                 (strcmp(op, "GlobalAveragePool") == 0 &&
+                  !(w >= 0 && strncmp(g->node_op(v, (size_t)w), "Conv", 4) == 0))))
+                red = odnn_cost_reduction(g, v, n, op);
+            if (red >= 0) {
+                launch += red;
+                continue;
+            }
+            if (role[n] != ODNN_ROLE_NORM && role[n] != ODNN_ROLE_NORM_NHWC &&
+                odnn_cost_is(op, odnn_cost_softmaxes)) {
+                compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+                launch += odnn_cost_softmax(g, v, n);
+                continue;
+            }
             compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             launch += role[n] == ODNN_ROLE_NORM        ? ODNN_COST_NORM_US
                       : role[n] == ODNN_ROLE_NORM_NHWC ? ODNN_COST_NORM_US + 2 * ODNN_COST_REORDER_US

@@ -238,13 +238,15 @@ def main():
         if not 0 < est["total_us"] < est["alternative_us"]:
             fail("onednn's estimate should be the lower: %s" % est)
         r = pl.call(cost, "explain", m)
-        if "estimates (choose = cost)" not in r.stdout:
+        if "estimates (what choose = cost weighs)" not in r.stdout:
             fail("explain's text should list the estimates:\n" + r.stdout)
     elif args.case == "islands":
         m = model_islands(args.tmp)
         c, f = pl.explain(cost, m), pl.explain(first, m)
         if len(f["subgraphs"]) != 8:
             fail("choose = first should make 8 onednn subgraphs, made %d" % len(f["subgraphs"]))
+        if not all(s.get("estimate", {}).get("alternative") == "cpu" for s in f["subgraphs"]):
+            fail("choose = first should describe what cost would weigh: %s" % f["subgraphs"])
         if c["subgraphs"] or set(placement(c).values()) != {"cpu"}:
             fail("choose = cost should run everything on cpu: %s" % placement(c))
         if "thread handoff" not in reason(c, "tanh_0", "onednn"):
