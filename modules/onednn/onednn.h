@@ -29,6 +29,9 @@ extern const pl_host_api *onednn_host;
  * other thread, cost more than halving a few microseconds saves. The
  * default of `one_thread_us`. */
 #define ONEDNN_ONE_THREAD_US 4.0
+/* A recurrent node whose time step takes less than this on one thread runs
+ * on one: its team joins once per step. */
+#define ONEDNN_RNN_ONE_THREAD_STEP_US 20.0
 
 struct pl_module_ctx {
     pl_host_ctx *host_ctx;

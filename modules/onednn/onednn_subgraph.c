@@ -6226,6 +6226,23 @@ static float *odnn_rnn_ldigo(struct odnn_build *b, const float *src, int64_t dir
 
 /* RNN, GRU or LSTM node N as one oneDNN RNN primitive (see the section's
  * comment before odnn_check_rnn). */
+/* The time steps times directions of RNN, GRU or LSTM node N (its joins
+ * of the OpenMP team); 0 for any other node or unknown dims. */
+static double odnn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    const char *op = g->node_op(v, n);
+    if (strcmp(op, "RNN") != 0 && strcmp(op, "GRU") != 0 && strcmp(op, "LSTM") != 0)
+        return 0;
+    int64_t x[8], layout = 0;
+    if (pl_cost_dims(g, v, g->node_input(v, n, 0), x) != 3)
+        return 0;
+    g->attr_int(v, n, "layout", &layout);
+    const char *dir = NULL;
+    size_t len = 0;
+    int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
+    return (double)(layout ? x[1] : x[0]) * dirs;
+}
+
 static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
 {
     static const int lstm_map[4] = {0, 2, 3, 1}, plain_map[3] = {0, 1, 2},
@@ -6473,6 +6490,13 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     /* a reduction over axes of one element only is a reshape */
     int noop_reduce = odnn_reduce_alg(op) != 0 && odnn_reduce_axes(v, n, op, &x, &mask, reason) &&
                       odnn_reduce_is_view(&x, mask);
+    /* and so is a global pool over spatial dims of one element (oneDNN's
+     * pooling of [4,512,1,1] took 37 us) */
+    if (strcmp(op, "GlobalAveragePool") == 0 && x.ndim >= 3) {
+        noop_reduce = 1;
+        for (int d = 2; d < x.ndim; d++)
+            noop_reduce = noop_reduce && x.dims[d] == 1;
+    }
     int relayout = strcmp(op, "Split") == 0 || strcmp(op, "Slice") == 0 ||
                    strcmp(op, "Gather") == 0 ||
                    strcmp(op, "Reshape") == 0 ||
@@ -6488,7 +6512,7 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     int n_seq = odnn_eltwise_seq(v, n, seq, reason);
     if (n_seq > 0)
         return odnn_eltwise_steps(b, n, src, seq, n_seq, odnn_out(v, n, 0));
-    if (strstr(op, "Pool") != NULL)
+    if (strstr(op, "Pool") != NULL && !noop_reduce)
         return odnn_pool(b, n, op, src);
     if (strcmp(op, "BatchNormalization") == 0)
         return odnn_bnorm(b, n, src);
@@ -6784,6 +6808,14 @@ static pl_status *odnn_build_program(struct odnn_build *b)
         double limit = b->ctx->one_thread_us;
         int one = team > 1 && flops / (PL_COST_GFLOPS * 1e3) < limit &&
                   bytes / (PL_COST_GBPS * 1e3) < limit;
+        /* A recurrent node joins its team once per time step: where a
+         * step's work is small, each join costs more than the step (a
+         * bidirectional LSTM of 24 steps, hidden 24: 75 us on one thread,
+         * 1.4 ms on two, its OpenMP team asleep between steps). */
+        double steps = odnn_rnn_steps(g, v, n);
+        if (team > 1 && steps > 0 &&
+            flops / steps / (PL_COST_GFLOPS * 1e3) < ONEDNN_RNN_ONE_THREAD_STEP_US)
+            one = 1;
         int first = c->n_steps;
         if (one)
             omp_set_num_threads(1);

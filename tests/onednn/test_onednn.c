@@ -2832,6 +2832,39 @@ static void case_reduce_as_product(void)
     }
 }
 
+/* A global average pool over a 1x1 map (a small network's last feature
+ * map, batch 4): a view of its input, not a pooling (oneDNN's took 37 us
+ * for [4,512,1,1]); after a convolution (a blocked source) and after a
+ * Relu of the input (a plain one). */
+static void case_global_pool_of_one(void)
+{
+    static const char *const ops[2] = {"Conv", "Relu"};
+    for (int k = 0; k < 2; k++) {
+        struct mb m = {.seed = 120 + (uint32_t)k};
+        int64_t xs[4] = {4, 32, 1, 1}, ws[4] = {48, 32, 1, 1}, ys[4] = {4, 48, 1, 1};
+        mb_input(&m, "x", 4, xs);
+        if (k == 0) {
+            mb_const(&m, "w", 4, ws, NULL, 0.2f);
+            mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "c", "");
+        } else {
+            mb_node(&m, "conv", "Relu", "\"x\"", "c", "");
+            ys[1] = 32;
+        }
+        mb_node(&m, "pool", "GlobalAveragePool", "\"c\"", "p", "");
+        mb_node(&m, "tanh", "Tanh", "\"p\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 4, xs, 4, ys, (const char *[]){"conv", "pool", "tanh", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int pools = count_steps(&b, 4 /* ODNN_S_POOL */, &total);
+        int reductions = count_steps(&b, 11 /* ODNN_S_REDUCE */, &total);
+        TH_CHECK(pools + reductions == 0, "after %s: %d pooling and %d reduction steps among %u",
+                 ops[k], pools, reductions, total);
+        free(b.bytes);
+    }
+}
+
 /* The pattern of a fully masked attention row: the scores of the row are
  * -inf, ReduceMax must give -inf (exporters then test Equal(max, -inf) to
  * zero the row), and ReduceMin over +inf gives +inf. oneDNN's reductions
@@ -3502,6 +3535,7 @@ int main(int argc, char **argv)
         {"logsoftmax", case_logsoftmax},
         {"reductions", case_reductions},
         {"reduce_as_product", case_reduce_as_product},
+        {"global_pool_of_one", case_global_pool_of_one},
     {"reduce_max_infinity", case_reduce_max_infinity},
         {"padded_blocks", case_padded_blocks},
         {"permuted_broadcast", case_permuted_broadcast},
