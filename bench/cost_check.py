@@ -105,6 +105,53 @@ def check_model(model, ini_first, ini_cpu, args):
     return rows, None
 
 
+def conv_kinds(model):
+    """Node name -> the kind of convolution (dw, 1x1, stem, kxk) for the Conv-like nodes of
+    MODEL whose weights are initializers (needs the onnx package; {} without)."""
+    try:
+        import onnx
+    except ImportError:
+        return {}
+    m = onnx.load(model, load_external_data=False)
+    dims = {i.name: list(i.dims) for i in m.graph.initializer}
+    out = {}
+    for n in m.graph.node:
+        wi = {"Conv": 1, "ConvTranspose": 1, "QLinearConv": 3, "ConvInteger": 1}.get(n.op_type)
+        if wi is None or len(n.input) <= wi or n.input[wi] not in dims:
+            continue
+        w = dims[n.input[wi]]
+        group = next((a.i for a in n.attribute if a.name == "group"), 1)
+        taps = math.prod(w[2:]) if len(w) > 2 else 1
+        cin = w[1] * group if len(w) > 1 else 0
+        out[n.name] = ("1d" if len(w) == 3 else
+                       "dw" if group > 1 and w[1] == 1 else "grouped" if group > 1
+                       else "stem" if cin <= 4 else "1x1" if taps == 1 else "kxk")
+    return out
+
+
+def check_nodes(model, ini_cpu, args, by_op):
+    """Each cpu step of MODEL against its node's estimate (explain's estimate_us), summed
+    into BY_OP[op] = [log ratios, measured us]."""
+    inputs = inputs_of(model)
+    cpu = explain(model, ini_cpu, inputs)
+    t_cpu = step_times(model, ini_cpu, inputs, args) if cpu else None
+    if cpu is None or t_cpu is None or len(t_cpu) != len(cpu["steps"]):
+        return "explain or run failed"
+    est = {p["node"]: (p["op"], p.get("estimate_us")) for p in cpu["placement"]}
+    kinds = conv_kinds(model)
+    for st, t in zip(cpu["steps"], t_cpu):
+        name = node_of_step(st)
+        op, e = est.get(name, (None, None))
+        if op is not None and name in kinds:
+            op += ":" + kinds[name]
+        if op is None or not e or t <= 0:
+            continue
+        acc = by_op.setdefault(op, [[], 0.0])
+        acc[0].append(math.log(t * 1e3 / e))
+        acc[1] += t * 1e3
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zoo", action="append")
@@ -112,12 +159,31 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="")
     ap.add_argument("--rows", choices=["all", "flagged"], default="all")
+    ap.add_argument("--nodes", action="store_true",
+                    help="instead: each cpu node's estimate against its step, by op")
     args = ap.parse_args()
     if not os.access(PLINTH, os.X_OK):
         sys.exit("cost_check.py: build/bin/plinth is not built (bash tools/dev.sh demo)")
     zoos = args.zoo or [os.path.join(ROOT, d) for d in ("build/tests/zoo/zoo", "tests/zoo/tf",
                                                           "tests/zoo/quant")]
     rows = []
+    if args.nodes:
+        by_op = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            ini_cpu = config(tmp, "cpu.ini", "cpu", choose="first")
+            for zoo in zoos:
+                for model in sorted(glob.glob(os.path.join(zoo, "*.onnx"))):
+                    if args.only in os.path.basename(model):
+                        err = check_nodes(model, ini_cpu, args, by_op)
+                        if err:
+                            print(f"{os.path.basename(model)[:-5]}: {err}", flush=True)
+        print(f"{'op':<24}{'nodes':>6}{'measured us':>12}{'meas/est':>9}{'10th-90th':>12}")
+        for op, (xs, total) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
+            xs.sort()
+            q = lambda f: math.exp(xs[min(len(xs) - 1, int(f * len(xs)))])
+            print(f"{op:<24}{len(xs):>6}{total:>12.0f}{math.exp(sum(xs) / len(xs)):>9.2f}"
+                  f"{q(0.1):>6.2f}-{q(0.9):.2f}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         ini_first = config(tmp, "first.ini", "onednn, cpu", choose="first")
         ini_cpu = config(tmp, "cpu.ini", "cpu", choose="first")

@@ -66,6 +66,9 @@ static json_t *pl_describe_node(const pl_program *p, pl_nid n)
         c >= 0 ? json_integer(c) : json_null(), "fused_into",
         head != PL_NID_NONE ? json_string(pl_graph_get_node(g, head)->name) : json_null(),
         "reasons", reasons, "outputs", outs, "pruned", p->live != NULL && !p->live[n]);
+    double est = pl_partition_node_estimate(part, n);
+    if (entry != NULL && est >= 0 && head == PL_NID_NONE)
+        json_object_set_new(entry, "estimate_us", json_real(est));
     /* A control-flow node: where its bodies' nodes run (control.c). */
     size_t ws;
     if (entry != NULL && pl_partition_backend(part, (size_t)b)->module == p->rt->control)

@@ -439,7 +439,8 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
  * output is a hand-off too), is one wake-up of a sleeping thread (measured
  * with `plinth bench` on a chain of [1,64] ops alternating between onednn
  * and cpu: 5 to 9 us a transition; a one-subgraph model of two tiny nodes:
- * 13 us on onednn, 2 us on cpu). */
+ * 13 us on onednn, 2 us on cpu; on the AVX-512 Xeon of 2026-11-30, three
+ * tiny nodes: 18 us on onednn, 1 on cpu, the onednn step itself 2). */
 static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
 {
     const pl_module *m = p->backends[cl->backend].module;
@@ -787,6 +788,24 @@ int32_t pl_partition_node_backend(const pl_partition *p, pl_nid n)
 int32_t pl_partition_node_cluster(const pl_partition *p, pl_nid n)
 {
     return n < p->nn ? p->cluster[n] : -1;
+}
+
+double pl_partition_node_estimate(const pl_partition *p, pl_nid n)
+{
+    if (n >= p->nn || p->assign[n] < 0 || p->cluster[n] >= 0)
+        return -1;
+    size_t b = (size_t)p->assign[n];
+    const pl_part_backend *be = &p->backends[b];
+    pl_module *m = be->module;
+    if (PL_ABI_HAS_FN(pl_module_api, &m->api, estimate_cost)) {
+        size_t idx = p->pos[n]; /* not p->idx: describing may run on two threads */
+        pl_cost e = {.header = PL_ABI_HEADER_INIT(pl_cost)};
+        if (m->api.estimate_cost(m->ctx, be->device, p->view, &idx, 1, &e) == 1 &&
+            isfinite(e.compute_us) && isfinite(e.launch_us) && isfinite(e.boundary_us) &&
+            e.compute_us >= 0 && e.launch_us >= 0 && e.boundary_us >= 0)
+            return (e.compute_us + e.boundary_us) / p->threads + e.launch_us;
+    }
+    return pl_part_default(p, b, &n, 1);
 }
 
 size_t pl_partition_cluster_count(const pl_partition *p) { return p->n_clusters; }

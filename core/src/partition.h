@@ -101,6 +101,10 @@ const pl_part_backend *pl_partition_backend(const pl_partition *p, size_t b);
 int32_t pl_partition_node_backend(const pl_partition *p, pl_nid n);
 /* The cluster of node N, or -1 when its backend is imperative. */
 int32_t pl_partition_node_cluster(const pl_partition *p, pl_nid n);
+/* What node N costs a run on its backend by the estimates choose = cost
+ * weighs (its module's, or the core's default), in microseconds; -1 when
+ * it is part of a subgraph (the subgraph carries the estimate). */
+double pl_partition_node_estimate(const pl_partition *p, pl_nid n);
 size_t pl_partition_cluster_count(const pl_partition *p);
 const pl_part_cluster *pl_partition_cluster(const pl_partition *p, size_t c);
 /* The kernel an imperative backend made for node N, and its workspace

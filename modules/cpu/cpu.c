@@ -262,6 +262,7 @@ static const pl_module_api cpu_api = {
     .kernel_run = cpu_kernel_run,
     .kernel_release = cpu_kernel_release,
     .kernel_fuse = cpu_kernel_fuse,
+    .estimate_cost = cpu_estimate_cost,
 };
 
 /* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */

@@ -140,6 +140,10 @@ const char *cpu_dims_text(const int64_t *dims, int32_t ndim, char *buf,
 
 /* ---- the table's imperative entries (kernel.c) ---------------------------- */
 
+/* What NODES of the view cost a run here (cost.c; pl_module_api.estimate_cost). */
+int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
+                      const size_t *nodes, size_t n_nodes, pl_cost *out);
+
 pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *node,
                           pl_kernel **out_kernel, size_t *out_workspace_bytes);
 pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_args *args);

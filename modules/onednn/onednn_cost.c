@@ -61,14 +61,21 @@
 #define ODNN_COST_BW 2.5            /* memory-bound primitives */
 #define ODNN_COST_REORDER_GBPS 40.0 /* plain <-> blocked, read and written */
 #define ODNN_COST_PRIMITIVE_US 0.2
+/* What every primitive costs beyond what ONEDNN_VERBOSE times: the call
+ * through dnnl_primitive_execute (its argument map, scratchpad grantor,
+ * allocations) and the module's own step loop. vit_s_qdq all on onednn:
+ * steps 410 us a run against 290 us of primitive times over 148
+ * primitives. */
+#define ODNN_COST_EXEC_US 0.8
 #define ODNN_COST_RNN_SETUP_US 2.0
 #define ODNN_COST_RNN_STEP_US 1.0
 #define ODNN_COST_REORDER_US 4.0    /* one reorder primitive, beyond its bytes */
 /* What one primitive of a kind costs beyond its bytes on a small tensor
  * (ONEDNN_VERBOSE's times on vit_s_qdq, [17, 64] activations, summed
  * over 48 runs: a binary 1.2 us, a reduction 3.5, a softmax 2.5, a concat
- * 2.2, an eltwise 0.3); ODNN_COST_PRIMITIVE_US for the rest. */
-#define ODNN_COST_ELTWISE_US 0.3
+ * 2.2, an eltwise 0.5 (0.3 the session before)); ODNN_COST_PRIMITIVE_US
+ * for the rest; each with ODNN_COST_EXEC_US on top. */
+#define ODNN_COST_ELTWISE_US 0.5
 #define ODNN_COST_BINARY_US 1.0
 #define ODNN_COST_REDUCE_US 3.0
 #define ODNN_COST_SOFTMAX_US 2.0
@@ -139,7 +146,8 @@ static const char *const odnn_cost_norms[] = {"LayerNormalization", "BatchNormal
                                               "InstanceNormalization", "GroupNormalization",
                                               "LRN", NULL};
 
-/* What one primitive of OP costs to launch (ODNN_COST_*_US). */
+/* What one primitive of OP costs to launch (ODNN_COST_*_US), less the
+ * call itself (ODNN_COST_EXEC_US). */
 static double odnn_cost_launch(const char *op)
 {
     if (odnn_cost_is(op, odnn_cost_eltwise))
@@ -264,6 +272,10 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
  * models, boundary reorders included). 1-D ones keep the 1-D rate: with
  * their reorders they stay slower than cpu (32 channels over 64 steps
  * 1.9x, 128 over 512 1.05x). */
+/* 1-D convolutions with AVX-512 as well: tcn's causal convolutions (48
+ * and 64 channels over 64 steps) ran 2.5-2.8x the cpu module's time in
+ * bench/op_rates.py (conv1d_c48_l64: 30-37 us against 12-14). */
+#define ODNN_COST_CONV1D_RATE 0.7
 #define ODNN_COST_AVX2_DIRECT_RATE 2.6
 #define ODNN_COST_AVX2_GEMM_RATE 0.9 /* 0.8 moved bert_tiny to cpu: 1.27x slower */
 #define ODNN_COST_AVX2_CONV1D_RATE 0.6
@@ -299,6 +311,10 @@ static double odnn_cost_rate(const pl_module_ctx *ctx, const pl_graph_api *g,
                              const pl_graph_view *v, size_t n)
 {
     int spatial = odnn_cost_spatial_kernel(g, v, n);
+    int64_t w1[8];
+    if (odnn_cost_avx512() && spatial &&
+        pl_cost_dims(g, v, g->node_input(v, n, 1), w1) == 3)
+        return ODNN_COST_CONV1D_RATE;
     if (odnn_cost_avx512())
         return spatial ? ODNN_COST_KERNEL_RATE : ODNN_COST_GEMM_RATE;
     if (!spatial)
@@ -391,6 +407,8 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             double c = flops / (rate * pl_cost_gflops() * 1e3);
             double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
+            /* without ODNN_COST_EXEC_US: the products' rates were measured
+             * with it (single-op models against the cpu module) */
             launch += ODNN_COST_PRIMITIVE_US;
         } else if (odnn_cost_is(op, odnn_cost_rnns)) {
             int64_t x[8], layout = 0;
@@ -402,7 +420,8 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             size_t len = 0;
             int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
             compute += flops / (pl_cost_gflops() * 1e3);
-            launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_RNN_STEP_US * steps * dirs;
+            launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_EXEC_US +
+                      ODNN_COST_RNN_STEP_US * steps * dirs;
         } else {
             /* An eltwise or binary op (or QDQ pair) reading a product's
              * result, or that of a post-op of one: a post-op itself (the
@@ -428,20 +447,21 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                   !(w >= 0 && strncmp(g->node_op(v, (size_t)w), "Conv", 4) == 0))))
                 red = odnn_cost_reduction(g, v, n, op);
             if (red >= 0) {
-                launch += red;
+                launch += red + ODNN_COST_EXEC_US;
                 continue;
             }
             if (role[n] != ODNN_ROLE_NORM && role[n] != ODNN_ROLE_NORM_NHWC &&
                 odnn_cost_is(op, odnn_cost_softmaxes)) {
                 compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
-                launch += odnn_cost_softmax(g, v, n);
+                launch += odnn_cost_softmax(g, v, n) + ODNN_COST_EXEC_US;
                 continue;
             }
             compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
-            launch += role[n] == ODNN_ROLE_NORM        ? ODNN_COST_NORM_US
-                      : role[n] == ODNN_ROLE_NORM_NHWC ? ODNN_COST_NORM_US + 2 * ODNN_COST_REORDER_US
-                      : role[n] == ODNN_ROLE_ELTWISE ? ODNN_COST_ELTWISE_US
-                                                     : odnn_cost_launch(op);
+            launch += ODNN_COST_EXEC_US +
+                      (role[n] == ODNN_ROLE_NORM        ? ODNN_COST_NORM_US
+                       : role[n] == ODNN_ROLE_NORM_NHWC ? ODNN_COST_NORM_US + 2 * ODNN_COST_REORDER_US
+                       : role[n] == ODNN_ROLE_ELTWISE   ? ODNN_COST_ELTWISE_US
+                                                        : odnn_cost_launch(op));
         }
     }
     /* The boundary: inputs written outside the set (constants excepted) and

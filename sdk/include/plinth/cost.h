@@ -39,7 +39,7 @@ extern "C" {
 #define PL_COST_STEP_US 1.5     /* one kernel or subgraph dispatched */
 #define PL_COST_COPY_GBPS 10.0  /* a copy between host and a device */
 #define PL_COST_COPY_US 10.0    /* fixed cost of one such copy */
-#define PL_COST_HANDOFF_US 5.0  /* work handed to or from another thread */
+#define PL_COST_HANDOFF_US 8.0  /* work handed to or from another thread */
 
 /* Elements and bytes of tensor T of VIEW (0 when absent or not fully
  * known). */
