@@ -138,12 +138,20 @@ def check_nodes(model, ini_cpu, args, by_op):
     if cpu is None or t_cpu is None or len(t_cpu) != len(cpu["steps"]):
         return "explain or run failed"
     est = {p["node"]: (p["op"], p.get("estimate_us")) for p in cpu["placement"]}
+    maps = {}  # a convolution's output map: its elements per channel, bucketed
+    for p in cpu["placement"]:
+        shape = (p.get("outputs") or [{}])[0].get("shape") or []
+        if "Conv" in p["op"] and len(shape) >= 3 and all(isinstance(d, int) for d in shape):
+            m = math.prod(shape[2:])
+            maps[p["node"]] = "<=64" if m <= 64 else "<=512" if m <= 512 else ">512"
     kinds = conv_kinds(model)
     for st, t in zip(cpu["steps"], t_cpu):
         name = node_of_step(st)
         op, e = est.get(name, (None, None))
         if op is not None and name in kinds:
             op += ":" + kinds[name]
+            if args.maps and name in maps:
+                op += ":" + maps[name]
         if op is None or not e or t <= 0:
             continue
         acc = by_op.setdefault(op, [[], 0.0])
@@ -161,6 +169,8 @@ def main():
     ap.add_argument("--rows", choices=["all", "flagged"], default="all")
     ap.add_argument("--nodes", action="store_true",
                     help="instead: each cpu node's estimate against its step, by op")
+    ap.add_argument("--maps", action="store_true",
+                    help="with --nodes: convolutions also by the size of their output map")
     args = ap.parse_args()
     if not os.access(PLINTH, os.X_OK):
         sys.exit("cost_check.py: build/bin/plinth is not built (bash tools/dev.sh demo)")

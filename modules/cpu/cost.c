@@ -6,7 +6,8 @@
  * what this module's elementwise kernels run at, but it took convolutions,
  * products and window ops for two to ten times faster than they are: each
  * Conv with a 3x3 kernel ran 3.1 times its default estimate (geometric
- * mean over 54 nodes of the three zoos), a 1-D one 1.8, so `choose = cost` weighed oneDNN
+ * mean over 54 nodes of the three zoos; 5.2 on maps of up to 64 values,
+ * 2.5 on those over 512), so `choose = cost` weighed oneDNN
  * against a cpu module that does not exist, and every change that made
  * oneDNN's own estimates honest moved conv networks onto a slower cpu
  * (densenet_s 0.33 -> 0.60 ms, tf_ssd_head 0.17 -> 0.40 ms).
@@ -43,28 +44,41 @@ static const struct {
 };
 
 /* Convolutions by kind (Conv; QUANT: QLinearConv, ConvInteger, whose
- * weights are input W): 1-D, depthwise, 1x1, a stem (at most 4 input
- * channels), any other kernel; weights of unknown dims get the mean. */
+ * weights are input WI) and by the size of their output map (elements per
+ * channel: up to 64, up to 512, more): the smaller the map, the less of
+ * the kernel's width a GEMM fills. Weights of unknown dims get the mean.
+ *                 f32: <=64  <=512  more     int8: <=64  <=512  more
+ *   1-D                2.4    2.4    2.4             5.0    5.0    5.0
+ *   depthwise          8.7    3.5    2.2            17.0   17.0   17.0
+ *   stem (C <= 4)      4.7    6.8    3.9            18.0   18.0   18.0
+ *   1x1                2.1    2.1    1.6             5.0    7.5    7.5
+ *   other kernels      5.2    3.6    2.5             7.0   18.0   18.0 */
 static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v, size_t n,
                                    size_t wi, int quant)
 {
-    int64_t w[8], group = 1;
+    static const double table[2][5][3] = {
+        {{2.4, 2.4, 2.4}, {8.7, 3.5, 2.2}, {4.7, 6.8, 3.9}, {2.1, 2.1, 1.6}, {5.2, 3.6, 2.5}},
+        {{5.0, 5.0, 5.0}, {17.0, 17.0, 17.0}, {18.0, 18.0, 18.0}, {5.0, 7.5, 7.5},
+         {7.0, 18.0, 18.0}},
+    };
+    int64_t w[8], y[8], group = 1;
     int32_t r = pl_cost_dims(g, v, g->node_input(v, n, wi), w);
+    int32_t yr = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
     g->attr_int(v, n, "group", &group);
     if (r < 3)
         return quant ? 6.8 : 2.5;
-    int64_t taps = 1;
+    int64_t taps = 1, map = 1;
     for (int32_t d = 2; d < r; d++)
         taps *= w[d];
-    if (r == 3)
-        return quant ? 5.0 : 1.8; /* 1-D */
-    if (group > 1 && w[1] == 1)
-        return quant ? 17.0 : 5.5; /* depthwise */
-    if (group == 1 && w[1] <= 4)
-        return quant ? 10.0 : 3.5; /* stem */
-    if (taps == 1)
-        return quant ? 4.0 : 1.9;
-    return quant ? 8.0 : 3.1;
+    for (int32_t d = 2; d < yr; d++)
+        map *= y[d];
+    int size = map <= 64 ? 0 : map <= 512 ? 1 : 2;
+    int kind = r == 3                     ? 0  /* 1-D */
+               : group > 1 && w[1] == 1   ? 1  /* depthwise */
+               : group == 1 && w[1] <= 4  ? 2  /* stem */
+               : taps == 1                ? 3  /* 1x1 */
+                                          : 4;
+    return table[quant != 0][kind][size];
 }
 
 static double cpu_cost_factor(const pl_graph_api *g, const pl_graph_view *v, size_t n)

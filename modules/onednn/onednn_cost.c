@@ -59,7 +59,13 @@
 #define ODNN_COST_KERNEL_RATE 2.0   /* convolutions with a spatial kernel */
 #define ODNN_COST_GEMM_RATE 1.3     /* 1x1 convolutions and matrix products */
 #define ODNN_COST_BW 2.5            /* memory-bound primitives */
-#define ODNN_COST_REORDER_GBPS 40.0 /* plain <-> blocked, read and written */
+/* Plain <-> blocked, read and written: 40 GB/s was measured on one
+ * subgraph; ONEDNN_VERBOSE across the zoos (2026-11-30, AVX-512 Xeon, 2
+ * threads) gave 4.5-8 GB/s of the tensor's bytes for the reorders around
+ * tf_unet's and tf_densenet's convolutions (1x24x64x64: 88 us, 1x72x48x48:
+ * 129 us, 1x2x64x64: 18 us), which also cost about ODNN_COST_REORDER_US
+ * each however small. */
+#define ODNN_COST_REORDER_GBPS 8.0
 #define ODNN_COST_PRIMITIVE_US 0.2
 /* What every primitive costs beyond what ONEDNN_VERBOSE times: the call
  * through dnnl_primitive_execute (its argument map, scratchpad grantor,
@@ -238,6 +244,28 @@ static double odnn_cost_softmax(const pl_graph_api *g, const pl_graph_view *v, s
     return ODNN_COST_SOFTMAX_US + ODNN_COST_SOFTMAX_ROW_US * rows;
 }
 
+/* How much of a convolution's work its channel blocks waste: with
+ * AVX-512, oneDNN's convolutions compute channels in blocks of 16, so 8
+ * output channels cost 16 (tf_unet's 24 -> 8 channel 3x3 convolution at
+ * 64x64: 198 us, 72 GFLOP/s on 2 threads; its 8 -> 2 1x1 one 60 us for
+ * 0.26 MFLOP). Input channels count too, but for stems of at most 4
+ * (their own kernels); a grouped convolution's blocks are per group. */
+static double odnn_cost_channel_padding(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int64_t w[8], group = 1;
+    if (strcmp(g->node_op(v, n), "Conv") != 0 || !onednn_has_avx512() ||
+        pl_cost_dims(g, v, g->node_input(v, n, 1), w) < 3 || w[0] < 1 || w[1] < 1)
+        return 1;
+    g->attr_int(v, n, "group", &group);
+    if (group < 1 || w[0] % group != 0 || (group > 1 && w[1] == 1))
+        return 1; /* depthwise: memory-bound, blocked across groups */
+    int64_t oc = w[0] / group, ic = w[1];
+    double f = (double)((oc + 15) / 16 * 16) / (double)oc;
+    if (ic > 4)
+        f *= (double)((ic + 15) / 16 * 16) / (double)ic;
+    return f;
+}
+
 /* Whether node N is a convolution whose kernel covers more than one point
  * (the kernels where oneDNN's direct convolutions beat im2col and GEMM). */
 static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *v, size_t n)
@@ -404,7 +432,8 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         if (odnn_cost_is(op, odnn_cost_products)) {
             inside[n] = 2; /* what follows it may become its post-ops */
             double rate = odnn_cost_rate(ctx, g, v, n);
-            double c = flops / (rate * pl_cost_gflops() * 1e3);
+            double c = flops * odnn_cost_channel_padding(g, v, n) /
+                       (rate * pl_cost_gflops() * 1e3);
             double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
             /* without ODNN_COST_EXEC_US: the products' rates were measured
@@ -479,8 +508,10 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 continue;
             int64_t d[8];
             double b;
-            if (pl_cost_dims(g, v, t, d) >= 4 && pl_cost_elems(g, v, t, &b) > 0)
+            if (pl_cost_dims(g, v, t, d) >= 4 && pl_cost_elems(g, v, t, &b) > 0) {
                 boundary_bytes += b;
+                launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
+            }
         }
     }
     /* Outputs: a view's is copied out dense; with a convolution inside, a
@@ -498,8 +529,10 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 continue;
             if (odnn_cost_is(g->node_op(v, (size_t)w), odnn_cost_views))
                 compute += b / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
-            if (has_conv && pl_cost_dims(g, v, t, d) >= 4)
+            if (has_conv && pl_cost_dims(g, v, t, d) >= 4) {
                 boundary_bytes += b;
+                launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
+            }
             producer[t] = -1;
         }
     }
