@@ -360,18 +360,28 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
 
 /* Backend B's estimate for nodes NODES[0..N) into *OUT; false when its
  * module gives none (or an unusable one). */
+static bool pl_part_estimate_in(const pl_partition *p, size_t b, const pl_nid *nodes, size_t n,
+                                size_t *idx, pl_cost *out);
+
 static bool pl_part_estimate(pl_partition *p, size_t b, const pl_nid *nodes, size_t n,
                              pl_cost *out)
+{
+    return pl_part_estimate_in(p, b, nodes, n, p->idx, out);
+}
+
+/* pl_part_estimate with IDX (N entries) for the view's node indices. */
+static bool pl_part_estimate_in(const pl_partition *p, size_t b, const pl_nid *nodes, size_t n,
+                                size_t *idx, pl_cost *out)
 {
     const pl_part_backend *be = &p->backends[b];
     pl_module *m = be->module;
     if (!PL_ABI_HAS_FN(pl_module_api, &m->api, estimate_cost))
         return false;
     for (size_t i = 0; i < n; i++)
-        p->idx[i] = p->pos[nodes[i]];
+        idx[i] = p->pos[nodes[i]];
     memset(out, 0, sizeof *out);
     out->header = (pl_abi_header)PL_ABI_HEADER_INIT(pl_cost);
-    if (m->api.estimate_cost(m->ctx, be->device, p->view, p->idx, n, out) != 1)
+    if (m->api.estimate_cost(m->ctx, be->device, p->view, idx, n, out) != 1)
         return false;
     double parts[3] = {out->compute_us, out->launch_us, out->boundary_us};
     for (int i = 0; i < 3; i++)
@@ -794,18 +804,10 @@ double pl_partition_node_estimate(const pl_partition *p, pl_nid n)
 {
     if (n >= p->nn || p->assign[n] < 0 || p->cluster[n] >= 0)
         return -1;
-    size_t b = (size_t)p->assign[n];
-    const pl_part_backend *be = &p->backends[b];
-    pl_module *m = be->module;
-    if (PL_ABI_HAS_FN(pl_module_api, &m->api, estimate_cost)) {
-        size_t idx = p->pos[n]; /* not p->idx: describing may run on two threads */
-        pl_cost e = {.header = PL_ABI_HEADER_INIT(pl_cost)};
-        if (m->api.estimate_cost(m->ctx, be->device, p->view, &idx, 1, &e) == 1 &&
-            isfinite(e.compute_us) && isfinite(e.launch_us) && isfinite(e.boundary_us) &&
-            e.compute_us >= 0 && e.launch_us >= 0 && e.boundary_us >= 0)
-            return (e.compute_us + e.boundary_us) / p->threads + e.launch_us;
-    }
-    return pl_part_default(p, b, &n, 1);
+    size_t b = (size_t)p->assign[n], idx; /* not p->idx: describing may run on two threads */
+    pl_cost e;
+    return pl_part_estimate_in(p, b, &n, 1, &idx, &e) ? pl_cost_total(&e)
+                                                      : pl_part_default(p, b, &n, 1);
 }
 
 size_t pl_partition_cluster_count(const pl_partition *p) { return p->n_clusters; }

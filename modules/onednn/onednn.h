@@ -77,6 +77,10 @@ int onednn_has_avx512(void);
 double onednn_reduce_us(int64_t rows, int64_t k);
 int onednn_reduce_by_matmul(int64_t rows, int64_t k);
 
+/* The time steps times directions of RNN, GRU or LSTM node N (how often
+ * it joins its OpenMP team); 0 for another op or unknown dims. */
+double onednn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n);
+
 /* What NODES of V would cost per run as one subgraph (onednn_cost.c);
  * pl_module_api.estimate_cost. */
 /* What the subgraph compile makes of each node of V, for the cost

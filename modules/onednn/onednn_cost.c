@@ -373,6 +373,21 @@ static int64_t odnn_cost_writer(const int64_t *producer, size_t n_tensors, int64
     return t >= 0 && (size_t)t < n_tensors ? producer[t] : -1;
 }
 
+double onednn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    const char *op = g->node_op(v, n);
+    if (!odnn_cost_is(op, odnn_cost_rnns))
+        return 0;
+    int64_t x[8], layout = 0;
+    if (pl_cost_dims(g, v, g->node_input(v, n, 0), x) != 3)
+        return 0;
+    g->attr_int(v, n, "layout", &layout);
+    const char *dir = NULL;
+    size_t len = 0;
+    int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
+    return (double)(layout ? x[1] : x[0]) * dirs;
+}
+
 int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                          const size_t *nodes, size_t n_nodes, pl_cost *out)
 {
@@ -440,17 +455,10 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
              * with it (single-op models against the cpu module) */
             launch += ODNN_COST_PRIMITIVE_US;
         } else if (odnn_cost_is(op, odnn_cost_rnns)) {
-            int64_t x[8], layout = 0;
-            g->attr_int(v, n, "layout", &layout);
-            double steps = pl_cost_dims(g, v, g->node_input(v, n, 0), x) == 3
-                               ? (double)(layout ? x[1] : x[0])
-                               : 1;
-            const char *dir = NULL;
-            size_t len = 0;
-            int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
+            double steps = onednn_rnn_steps(g, v, n);
             compute += flops / (pl_cost_gflops() * 1e3);
             launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_EXEC_US +
-                      ODNN_COST_RNN_STEP_US * steps * dirs;
+                      ODNN_COST_RNN_STEP_US * (steps > 0 ? steps : 1);
         } else {
             /* An eltwise or binary op (or QDQ pair) reading a product's
              * result, or that of a post-op of one: a post-op itself (the

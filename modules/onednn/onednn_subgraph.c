@@ -6226,23 +6226,6 @@ static float *odnn_rnn_ldigo(struct odnn_build *b, const float *src, int64_t dir
 
 /* RNN, GRU or LSTM node N as one oneDNN RNN primitive (see the section's
  * comment before odnn_check_rnn). */
-/* The time steps times directions of RNN, GRU or LSTM node N (its joins
- * of the OpenMP team); 0 for any other node or unknown dims. */
-static double odnn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n)
-{
-    const char *op = g->node_op(v, n);
-    if (strcmp(op, "RNN") != 0 && strcmp(op, "GRU") != 0 && strcmp(op, "LSTM") != 0)
-        return 0;
-    int64_t x[8], layout = 0;
-    if (pl_cost_dims(g, v, g->node_input(v, n, 0), x) != 3)
-        return 0;
-    g->attr_int(v, n, "layout", &layout);
-    const char *dir = NULL;
-    size_t len = 0;
-    int dirs = g->attr_string(v, n, "direction", &dir, &len) && len == 13 ? 2 : 1;
-    return (double)(layout ? x[1] : x[0]) * dirs;
-}
-
 static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
 {
     static const int lstm_map[4] = {0, 2, 3, 1}, plain_map[3] = {0, 1, 2},
@@ -6812,7 +6795,7 @@ static pl_status *odnn_build_program(struct odnn_build *b)
          * step's work is small, each join costs more than the step (a
          * bidirectional LSTM of 24 steps, hidden 24: 75 us on one thread,
          * 1.4 ms on two, its OpenMP team asleep between steps). */
-        double steps = odnn_rnn_steps(g, v, n);
+        double steps = onednn_rnn_steps(g, v, n);
         if (team > 1 && steps > 0 &&
             flops / steps / (PL_COST_GFLOPS * 1e3) < ONEDNN_RNN_ONE_THREAD_STEP_US)
             one = 1;
