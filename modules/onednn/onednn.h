@@ -76,6 +76,10 @@ int onednn_has_avx512(void);
  * vector (onednn_cost.c) is the faster way. */
 double onednn_reduce_us(int64_t rows, int64_t k);
 int onednn_reduce_by_matmul(int64_t rows, int64_t k);
+/* Whether an int8 convolution of MACS multiply-adds over PIXELS output
+ * pixels takes oneDNN's AMX kernels (onednn_subgraph.c); the cost model
+ * rates it so. */
+int onednn_int8_amx(double macs, double pixels);
 
 /* The time steps times directions of RNN, GRU or LSTM node N (how often
  * it joins its OpenMP team); 0 for another op or unknown dims. */

@@ -366,6 +366,38 @@ static double odnn_cost_rate(const pl_module_ctx *ctx, const pl_graph_api *g,
     return ODNN_COST_KERNEL_RATE;
 }
 
+/* An int8 QLinearConv (onednn_subgraph.c's odnn_qconv_emit): oneDNN 2.6's
+ * VNNI kernels, 2 threads, u8 channels-last with zero points (a C
+ * harness timing single primitives on the AVX-512 Xeon): about 2.5 us
+ * however small (16->64 channels 1x1 at 16x16, 0.5 MFLOP: 3.2 us; 16->16
+ * 3x3 at 16x16: 3.3), then about 1 TFLOP/s (64->64 3x3 at 8x8: 6.0 us;
+ * 256->256 3x3 at 4x4: 23), 2.3-2.8 TFLOP/s where the module takes the
+ * AMX kernels (64->64 3x3 at 28x28: 23 us; 128->128 3x3 at 16x16: 36);
+ * a stem of 3 channels at half the VNNI rate (3->16 7x7 stride 2 to
+ * 32x32: 12.8 us). As multiples of cost.h's default rate. */
+#define ODNN_COST_INT8_US 2.5
+#define ODNN_COST_INT8_RATE 12.0
+#define ODNN_COST_INT8_AMX_RATE 25.0
+#define ODNN_COST_INT8_STEM_RATE 5.0
+
+static double odnn_cost_qconv_us(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int64_t w[8], y[8], group = 1;
+    int32_t wr = pl_cost_dims(g, v, g->node_input(v, n, 3), w);
+    int32_t yr = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
+    if (wr < 3 || yr != wr || w[0] < 1)
+        return ODNN_COST_INT8_US;
+    g->attr_int(v, n, "group", &group);
+    double pixels = (double)y[0], taps = 1;
+    for (int32_t d = 2; d < yr; d++)
+        pixels *= (double)y[d], taps *= (double)w[d];
+    double macs = pixels * (double)w[0] * (double)w[1] * taps;
+    double rate = w[1] <= 4 && group == 1 ? ODNN_COST_INT8_STEM_RATE
+                  : onednn_int8_amx(macs, pixels) ? ODNN_COST_INT8_AMX_RATE
+                                                  : ODNN_COST_INT8_RATE;
+    return ODNN_COST_INT8_US + 2.0 * macs / (rate * pl_cost_gflops() * 1e3);
+}
+
 /* The node of the set that writes tensor T, or -1 (PRODUCER maps tensors to
  * nodes). */
 static int64_t odnn_cost_writer(const int64_t *producer, size_t n_tensors, int64_t t)
@@ -444,6 +476,11 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                        ODNN_COST_AVX2_TANH_NS / 1e3;
         if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
             has_conv = 1;
+        if (strcmp(op, "QLinearConv") == 0) {
+            has_conv = 1; /* its 8-bit values channels-last inside */
+            compute += odnn_cost_qconv_us(g, v, n);
+            continue;
+        }
         if (odnn_cost_is(op, odnn_cost_products)) {
             inside[n] = 2; /* what follows it may become its post-ops */
             double rate = odnn_cost_rate(ctx, g, v, n);

@@ -105,6 +105,8 @@ static void odnn_reason(char *reason, const char *op, const char *fmt, ...)
 struct odnn_tinfo {
     int known;     /* dtype and every dim known */
     int f32;
+    int q8;        /* u8 or i8: a quantized activation (odnn_check_qconv) */
+    dnnl_data_type_t dt; /* f32, u8, s8, or undef for any other type */
     int32_t ndim;
     int64_t dims[ODNN_MAX_RANK];
     int64_t elems;
@@ -124,6 +126,11 @@ static int odnn_tensor(const pl_graph_view *v, int64_t t, struct odnn_tinfo *out
     if (!g->tensor_type(v, t, &dt, &ndim, &dims) || ndim < 0 || ndim > ODNN_MAX_RANK)
         return 0;
     out->f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
+    out->q8 = PL_DTYPE_EQ(dt, PL_DTYPE_U8) || PL_DTYPE_EQ(dt, PL_DTYPE_I8);
+    out->dt = out->f32                       ? dnnl_f32
+              : PL_DTYPE_EQ(dt, PL_DTYPE_U8) ? dnnl_u8
+              : PL_DTYPE_EQ(dt, PL_DTYPE_I8) ? dnnl_s8
+                                             : dnnl_data_type_undef;
     out->ndim = ndim;
     out->elems = 1;
     out->known = 1;
@@ -1011,6 +1018,20 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
 
 /* ---- verdicts -------------------------------------------------------------- */
 
+/* Ops that move 8-bit quantized activations as they are: MaxPool (oneDNN
+ * pools u8 and s8) and the views. Their data input and output may be u8
+ * or i8 when the ISA runs int8 (odnn_int8_isa). */
+static int odnn_int8_isa(void);
+static int odnn_q8_mover(const char *op)
+{
+    static const char *const ops[] = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                      "Identity", "Concat", NULL};
+    for (const char *const *o = ops; *o != NULL; o++)
+        if (strcmp(op, *o) == 0)
+            return odnn_int8_isa();
+    return 0;
+}
+
 static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, char *reason)
 {
     const pl_graph_api *g = onednn_host->graph;
@@ -1030,7 +1051,8 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
              * constants the primitive does not read, nor is a recurrent
              * layer's constant sequence_lens (odnn_check_rnn takes only
              * full lengths). */
-            if (!ti.f32 && !(side == 0 && k > 0 && ti.cdata != NULL &&
+            if (!ti.f32 && !((k == 0 || strcmp(op, "Concat") == 0) && ti.q8 && odnn_q8_mover(op)) &&
+                !(side == 0 && k > 0 && ti.cdata != NULL &&
                              (strcmp(op, "Reshape") == 0 || strncmp(op, "Reduce", 6) == 0 ||
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
                               strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0 ||
@@ -2229,6 +2251,186 @@ static int odnn_check_rnn(const pl_graph_view *v, size_t n, const char *op, char
     return 1;
 }
 
+/* ---- 8-bit quantized operators (QLinearConv, QuantizeLinear, DequantizeLinear)
+ *
+ * ONNX Runtime's QOperator models carry u8/i8 activations between
+ * QLinearConvs; oneDNN runs those as int8 convolutions (u8 or s8 source,
+ * s8 weights, s32 bias, per-tensor or per-channel output scales, source
+ * and destination zero points) on its VNNI and AMX kernels, in
+ * channels-last layouts. QuantizeLinear and DequantizeLinear outside a
+ * QDQ pair (odnn_match_qdq) convert at the edges of such a chain; MaxPool
+ * and views move the 8-bit values as they are (odnn_q8_mover).
+ *
+ * Only where the ISA multiplies u8 by s8 exactly: without VNNI oneDNN's
+ * int8 kernels pair products in saturating 16-bit sums (vpmaddubsw), which
+ * 255 * 127 * 2 overflows; there the cpu module keeps them. */
+static int odnn_int8_isa(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+        v = (isa & (unsigned)dnnl_cpu_isa_avx512_core_vnni) ==
+                (unsigned)dnnl_cpu_isa_avx512_core_vnni ||
+            (isa & (unsigned)dnnl_cpu_isa_avx2_vnni) == (unsigned)dnnl_cpu_isa_avx2_vnni;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* A QLinearConv's constants, read once for the check and the emission. */
+struct odnn_qconv {
+    int64_t x, w, bias, y;
+    float xs, ys;
+    const float *ws;  /* 1 or M values */
+    int64_t n_ws;
+    int32_t xz, yz;
+    int64_t group;
+    struct odnn_window win;
+};
+
+/* Whether T is absent (zero) or a constant whose every value is zero (a
+ * weight zero point, one per output channel or one). */
+static int odnn_all_zero(const pl_graph_view *v, int64_t t)
+{
+    struct odnn_tinfo ti;
+    if (t < 0)
+        return 1;
+    if (!odnn_tensor(v, t, &ti) || ti.cdata == NULL || !ti.q8)
+        return 0;
+    for (size_t i = 0; i < ti.cbytes; i++)
+        if (((const unsigned char *)ti.cdata)[i] != 0)
+            return 0;
+    return 1;
+}
+
+/* An 8-bit zero point of type DT (absent: 0): 1 with *OUT set. */
+static int odnn_zero_point(const pl_graph_view *v, int64_t t, dnnl_data_type_t dt, int32_t *out)
+{
+    int sgn;
+    if (!odnn_q8_scalar(v, t, out, &sgn))
+        return 0;
+    return t < 0 || (sgn ? dnnl_s8 : dnnl_u8) == dt;
+}
+
+static int odnn_positive_scale(const pl_graph_view *v, int64_t t, float *out)
+{
+    return odnn_scalar(v, t, out) && *out > 0.0f && isfinite(*out);
+}
+
+static int odnn_qconv_of(const pl_graph_view *v, size_t n, struct odnn_qconv *q, char *reason)
+{
+    const char *op = "QLinearConv";
+    const pl_graph_api *g = onednn_host->graph;
+    if (!odnn_int8_isa()) {
+        odnn_reason(reason, op, "this CPU has no VNNI: oneDNN's int8 kernels would saturate "
+                                "16-bit sums");
+        return 0;
+    }
+    struct odnn_tinfo x, wt, y, ws, b;
+    memset(q, 0, sizeof *q);
+    q->x = odnn_in(v, n, 0);
+    q->w = odnn_in(v, n, 3);
+    q->y = odnn_out(v, n, 0);
+    q->bias = odnn_in(v, n, 8);
+    if (!odnn_tensor(v, q->x, &x) || !x.known || !x.q8 || x.cdata != NULL ||
+        !odnn_tensor(v, q->y, &y) || !y.known || !y.q8 || (x.ndim != 3 && x.ndim != 4) ||
+        x.elems == 0 || y.elems == 0) {
+        odnn_reason(reason, op, "only u8/i8 activations of a known 3-D or 4-D shape");
+        return 0;
+    }
+    if (!odnn_tensor(v, q->w, &wt) || wt.cdata == NULL || wt.ndim != x.ndim ||
+        wt.dt != dnnl_s8) {
+        odnn_reason(reason, op, "the weights must be a constant of i8 (oneDNN has no u8 "
+                                "weights)");
+        return 0;
+    }
+    if (!odnn_all_zero(v, odnn_in(v, n, 5))) {
+        odnn_reason(reason, op, "a weight zero point other than 0 (oneDNN takes none)");
+        return 0;
+    }
+    if (!odnn_positive_scale(v, odnn_in(v, n, 1), &q->xs) ||
+        !odnn_positive_scale(v, odnn_in(v, n, 6), &q->ys) ||
+        !odnn_zero_point(v, odnn_in(v, n, 2), x.dt, &q->xz) ||
+        !odnn_zero_point(v, odnn_in(v, n, 7), y.dt, &q->yz)) {
+        odnn_reason(reason, op, "input and output scales and zero points must be constant "
+                                "scalars");
+        return 0;
+    }
+    if (!odnn_tensor(v, odnn_in(v, n, 4), &ws) || !ws.f32 || ws.cdata == NULL ||
+        (ws.elems != 1 && ws.elems != wt.dims[0]) || ws.cbytes != (size_t)ws.elems * 4) {
+        odnn_reason(reason, op, "the weight scale must be a constant of 1 or M f32 values");
+        return 0;
+    }
+    q->ws = ws.cdata;
+    q->n_ws = ws.elems;
+    for (int64_t i = 0; i < q->n_ws; i++)
+        if (!(q->ws[i] > 0.0f) || !isfinite(q->ws[i])) {
+            odnn_reason(reason, op, "a weight scale is not positive and finite");
+            return 0;
+        }
+    if (q->bias >= 0 && (!odnn_tensor(v, q->bias, &b) || b.cdata == NULL ||
+                         b.elems != wt.dims[0] || b.cbytes != (size_t)b.elems * 4)) {
+        odnn_reason(reason, op, "the bias must be a constant of M i32 values");
+        return 0;
+    }
+    q->group = odnn_attr_int(v, n, "group", 1);
+    if (q->group < 1 || x.dims[1] % q->group != 0 || wt.dims[0] % q->group != 0 ||
+        wt.dims[1] * q->group != x.dims[1] || y.dims[1] != wt.dims[0]) {
+        odnn_reason(reason, op, "group %lld does not fit the channels", (long long)q->group);
+        return 0;
+    }
+    const int64_t *ks;
+    size_t nk = odnn_attr_ints(v, n, "kernel_shape", &ks);
+    for (size_t i = 0; i < nk; i++)
+        if (nk != (size_t)wt.ndim - 2 || ks[i] != wt.dims[2 + i]) {
+            odnn_reason(reason, op, "kernel_shape does not match the weights");
+            return 0;
+        }
+    (void)g;
+    return odnn_window(v, n, op, &x, &wt.dims[2], &y, &q->win, reason);
+}
+
+static int odnn_check_qconv(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_qconv q;
+    return odnn_qconv_of(v, n, &q, reason);
+}
+
+/* A QuantizeLinear or DequantizeLinear on its own (not a QDQ pair): one
+ * scale and zero point, f32 on one side and u8/i8 on the other. */
+struct odnn_quant {
+    int64_t x, y;
+    float s;
+    int32_t zp;
+};
+
+static int odnn_quant_of(const pl_graph_view *v, size_t n, const char *op,
+                         struct odnn_quant *p, char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    int quantize = op[0] == 'Q';
+    struct odnn_tinfo x, y;
+    p->x = odnn_in(v, n, 0);
+    p->y = odnn_out(v, n, 0);
+    if (!odnn_int8_isa()) {
+        odnn_reason(reason, op, "8-bit activations stay on cpu without VNNI");
+        return 0;
+    }
+    if (!odnn_tensor(v, p->x, &x) || !x.known || x.cdata != NULL || x.elems == 0 ||
+        !odnn_tensor(v, p->y, &y) || !y.known || x.ndim < 1 ||
+        !(quantize ? x.f32 && y.q8 : x.q8 && y.f32)) {
+        odnn_reason(reason, op, "only f32 %s u8/i8 of a known shape", quantize ? "to" : "from");
+        return 0;
+    }
+    if (g->node_input_count(v, n) < 2 || !odnn_positive_scale(v, odnn_in(v, n, 1), &p->s) ||
+        !odnn_zero_point(v, odnn_in(v, n, 2), quantize ? y.dt : x.dt, &p->zp)) {
+        odnn_reason(reason, op, "the scale and zero point must be constant scalars");
+        return 0;
+    }
+    return 1;
+}
+
 static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                            char *reason)
 {
@@ -2247,6 +2449,12 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     struct odnn_qdq qp;
     if (u != NULL && odnn_qdq_of(v, u, n, &qp))
         return 1;
+    if (strcmp(op, "QLinearConv") == 0)
+        return odnn_check_qconv(v, n, reason);
+    if (strcmp(op, "QuantizeLinear") == 0 || strcmp(op, "DequantizeLinear") == 0) {
+        struct odnn_quant p;
+        return odnn_quant_of(v, n, op, &p, reason);
+    }
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
@@ -2989,12 +3197,15 @@ static pl_status *odnn_ensure(struct odnn_build *b, int vi, const dnnl_memory_de
     return odnn_reorder(b, vi, copy, node);
 }
 
-/* Value VI in plain layout. */
+/* Value VI in plain layout: f32 (bf16 converts), 8-bit values keep their
+ * type. */
 static pl_status *odnn_plain(struct odnn_build *b, int vi, int64_t node, int *out)
 {
     struct odnn_value *val = &b->c->values[vi];
     dnnl_memory_desc_t md;
     odnn_plain_md(&md, val->md.ndims, val->md.dims);
+    if (val->md.data_type == dnnl_u8 || val->md.data_type == dnnl_s8)
+        md.data_type = val->md.data_type;
     return odnn_ensure(b, vi, &md, node, out);
 }
 
@@ -4923,9 +5134,13 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
          * loop: a 3x3 stride-2 MaxPool of 64x56x56 took 2.2 ms there against
          * 0.1 ms in ONNX Runtime. A graph input or a plain writer's output
          * is reordered into the channel blocking its JIT kernel takes. */
-        static const dnnl_format_tag_t tags[2][2] = {{dnnl_aBc16b, dnnl_aBc8b},
-                                                     {dnnl_aBcd16b, dnnl_aBcd8b}};
-        for (int k = 0; k < 2 && (x.ndim == 3 || x.ndim == 4); k++) {
+        static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBc16b, dnnl_aBc8b, dnnl_acb},
+                                                     {dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb}};
+        /* 8-bit values pool channels-last (jit_int; a plain u8 MaxPool of
+         * 64x23x23 took 1.6 ms in ref:any) */
+        int q8 = b->c->values[src].md.data_type == dnnl_u8 ||
+                 b->c->values[src].md.data_type == dnnl_s8;
+        for (int k = q8 ? 2 : 0; k < 3 && (x.ndim == 3 || x.ndim == 4); k++) {
             dnnl_memory_desc_t bmd;
             dnnl_dims_t xd;
             for (int i = 0; i < x.ndim; i++)
@@ -5833,7 +6048,20 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
         return st;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_unimplemented;
-    if (tag != dnnl_format_tag_undef) {
+    if (tag == dnnl_format_tag_undef && (y.ndim == 3 || y.ndim == 4) &&
+        (mds[0].data_type == dnnl_u8 || mds[0].data_type == dnnl_s8)) {
+        /* 8-bit sources come channels-last from their convolutions and
+         * pools: concatenated so, not through plain copies (squeezenet's
+         * fire modules) */
+        dnnl_memory_desc_t dst_md;
+        dnnl_dims_t yd;
+        for (int i = 0; i < y.ndim; i++)
+            yd[i] = y.dims[i];
+        if (dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, mds[0].data_type,
+                                         y.ndim == 4 ? dnnl_acdb : dnnl_acb) == dnnl_success)
+            ds = odnn_concat_pd(b, k_in, (int)axis, mds, &dst_md, &pd);
+    }
+    if (pd == NULL && tag != dnnl_format_tag_undef) {
         dnnl_memory_desc_t dst_md;
         dnnl_dims_t yd;
         for (int i = 0; i < y.ndim; i++)
@@ -6417,6 +6645,292 @@ static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
 }
 
 /* Emits node N (unless a fused primitive already covered it). */
+/* ---- 8-bit quantized operators: emission ------------------------------------
+ *
+ * oneDNN 2.6's AMX int8 convolutions lose to its VNNI ones on small
+ * problems (2 threads, u8 nhwc, zero points on: 16->64 channels 1x1 at
+ * 16x16 10.4 us against 3.2; 256->256 3x3 at 4x4 35 against 23) and win
+ * on large ones (64->64 3x3 at 28x28 23 against 51; 256->256 3x3 at 14x14
+ * 113 against 202; 32->32 3x3 at 32x32, 9.4M MACs, 15 against 17): below
+ * ODNN_AMX_INT8_MIN_MACS multiply-adds or ODNN_AMX_INT8_MIN_PIXELS output
+ * pixels the next implementation is taken. */
+#define ODNN_AMX_INT8_MIN_MACS 8e6
+#define ODNN_AMX_INT8_MIN_PIXELS 64
+
+int onednn_int8_amx(double macs, double pixels)
+{
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) ==
+               (unsigned)dnnl_cpu_isa_avx512_core_amx &&
+           macs >= ODNN_AMX_INT8_MIN_MACS && pixels >= ODNN_AMX_INT8_MIN_PIXELS;
+}
+
+/* The implementation of DESC under ATTR: the first oneDNN offers, or the
+ * next one that is not its reference kernel when the first is an AMX one
+ * and AVOID_AMX. */
+static pl_status *odnn_pd_pick(struct odnn_build *b, const_dnnl_op_desc_t desc,
+                               const_dnnl_primitive_attr_t attr, int avoid_amx, size_t node,
+                               dnnl_primitive_desc_t *out)
+{
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t ds = dnnl_primitive_desc_iterator_create(&it, desc, attr, b->ctx->engine, NULL);
+    if (ds != dnnl_success)
+        return odnn_dnnl(ds, "primitive descriptor", b->v, (int64_t)node);
+    dnnl_primitive_desc_t first = dnnl_primitive_desc_iterator_fetch(it), pd = NULL;
+    const char *impl = NULL;
+    if (first != NULL && avoid_amx &&
+        dnnl_primitive_desc_query(first, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl != NULL && strstr(impl, "amx") != NULL) {
+        while (pd == NULL && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
+            dnnl_primitive_desc_t next = dnnl_primitive_desc_iterator_fetch(it);
+            const char *ni = NULL;
+            if (next != NULL &&
+                dnnl_primitive_desc_query(next, dnnl_query_impl_info_str, 0, &ni) ==
+                    dnnl_success &&
+                !odnn_impl_is_ref(ni) && strstr(ni, "amx") == NULL)
+                pd = next;
+            else if (next != NULL)
+                dnnl_primitive_desc_destroy(next);
+        }
+    }
+    dnnl_primitive_desc_iterator_destroy(it);
+    if (pd != NULL && first != NULL)
+        dnnl_primitive_desc_destroy(first);
+    *out = pd != NULL ? pd : first;
+    return *out != NULL ? NULL : odnn_oom();
+}
+
+/* The step of PD (destroyed here) for NODE writing tensor OUT_T into a
+ * new value *DST in the layout PD picked; the step's index, or -1 with
+ * *ST set. Does nothing but destroy PD when *ST is already set. */
+static int odnn_step_to(struct odnn_build *b, uint32_t kind, dnnl_primitive_desc_t pd,
+                        int64_t node, int64_t out_t, int *dst, pl_status **st)
+{
+    int s = -1;
+    if (*st == NULL && (*dst = odnn_dst_value(b, out_t, pd)) < 0)
+        *st = odnn_oom();
+    if (*st == NULL)
+        s = odnn_add_step(b, kind, pd, node, st);
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    return *st == NULL ? s : -1;
+}
+
+static pl_status *odnn_qconv_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_qconv q;
+    char reason[ODNN_REASON] = "";
+    if (!odnn_qconv_of(v, n, &q, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s (node '%s')", reason,
+                          onednn_host->graph->node_name(v, n));
+    struct odnn_tinfo x, wt, y, bt;
+    odnn_tensor(v, q.x, &x);
+    odnn_tensor(v, q.w, &wt);
+    odnn_tensor(v, q.y, &y);
+    int src;
+    pl_status *st = odnn_source(b, q.x, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    int nd = x.ndim, sr = q.win.sr, wnd = q.group > 1 ? nd + 1 : nd;
+    int64_t m = wt.dims[0];
+    dnnl_dims_t xd, yd, wd, bd = {m}, strides, dil, pl, pr;
+    for (int i = 0; i < nd; i++)
+        xd[i] = x.dims[i], yd[i] = y.dims[i];
+    if (q.group > 1) {
+        wd[0] = q.group;
+        wd[1] = m / q.group;
+        for (int i = 1; i < nd; i++)
+            wd[i + 1] = wt.dims[i];
+    } else {
+        for (int i = 0; i < nd; i++)
+            wd[i] = wt.dims[i];
+    }
+    for (int i = 0; i < sr; i++) {
+        strides[i] = q.win.s[i];
+        dil[i] = q.win.d[i] - 1;
+        pl[i] = q.win.pl[i];
+        pr[i] = q.win.pr[i];
+    }
+    dnnl_memory_desc_t src_md, wei_md, bia_md, dst_md, wei_plain;
+    dnnl_memory_desc_init_by_tag(&src_md, nd, xd, x.dt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_md, wnd, wd, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_s8, NULL);
+    dnnl_memory_desc_init_by_tag(&bia_md, 1, bd, dnnl_s32, dnnl_a);
+    dnnl_memory_desc_init_by_tag(&dst_md, nd, yd, y.dt, dnnl_format_tag_any);
+    dnnl_convolution_desc_t cd;
+    st = odnn_dnnl(dnnl_dilated_convolution_forward_desc_init(
+                       &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_md,
+                       q.bias >= 0 ? &bia_md : NULL, &dst_md, strides, dil, pl, pr),
+                   "int8 convolution descriptor", v, (int64_t)n);
+    if (st != NULL)
+        return st;
+    /* As ONNX Runtime requantizes (and the cpu module): the i32 sum plus
+     * the bias, times the f32 multiplier x_scale * w_scale / y_scale,
+     * rounded half to even, then the zero point added. oneDNN adds a
+     * destination zero point before it rounds, which moves ties when the
+     * zero point is odd, so it is a round and a shift among the post-ops
+     * instead, and the conversion to 8 bits saturates. */
+    float *scales = onednn_host->host_alloc(b->ctx->host_ctx, (size_t)m * sizeof(float), 64);
+    if (scales == NULL)
+        return odnn_oom();
+    for (int64_t k = 0; k < q.n_ws; k++)
+        scales[k] = q.xs * q.ws[k] / q.ys;
+    dnnl_post_ops_t po = NULL;
+    if (dnnl_post_ops_create(&po) != dnnl_success ||
+        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f) != dnnl_success ||
+        (q.yz != 0 && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f,
+                                                   (float)q.yz) != dnnl_success))
+        st = odnn_oom();
+    dnnl_primitive_attr_t attr = NULL;
+    if (st == NULL)
+        st = odnn_attr(&attr, po);
+    if (po != NULL)
+        dnnl_post_ops_destroy(po);
+    if (st == NULL &&
+        (dnnl_primitive_attr_set_output_scales(attr, q.n_ws > 1 ? m : 1, q.n_ws > 1 ? 2 : 0,
+                                               scales) != dnnl_success ||
+         (q.xz != 0 && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &q.xz) !=
+                           dnnl_success)))
+        st = odnn_error(PL_CODE_INTERNAL, "onednn: QLinearConv '%s': cannot set its scales and "
+                                          "zero points",
+                        onednn_host->graph->node_name(v, n));
+    odnn_free(b->ctx, scales);
+    double pixels = (double)y.elems / (double)y.dims[1];
+    double macs = (double)y.elems * (double)wt.elems / (double)m;
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == NULL)
+        st = odnn_pd_pick(b, &cd, attr, !onednn_int8_amx(macs, pixels), n, &pd);
+    if (attr != NULL)
+        dnnl_primitive_attr_destroy(attr);
+    int w = -1, bw = -1, dst = -1, s = -1;
+    if (st == NULL)
+        st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
+    if (st == NULL)
+        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &wei_plain, wt.cdata, (int64_t)n,
+                         &w);
+    if (st == NULL && q.bias >= 0) {
+        odnn_tensor(v, q.bias, &bt);
+        st = odnn_weight(b, &bia_md, &bia_md, bt.cdata, (int64_t)n, &bw);
+    }
+    s = odnn_step_to(b, ODNN_S_CONV, pd, (int64_t)n, q.y, &dst, &st);
+    if (st != NULL)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, w);
+    if (bw >= 0)
+        odnn_arg(b, s, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* DequantizeLinear alone: y = (x - zp) * s, a reorder of the 8-bit values
+ * into f32 in their own layout with the zero point as the source's and
+ * the scale as the output scale: the difference is exact and the product
+ * is rounded once, as ONNX's. (oneDNN 2.6's binary takes a u8 source
+ * only on its reference kernel: 650 us for 1x64x16x16.) */
+static pl_status *odnn_dequant_emit(struct odnn_build *b, size_t n, const struct odnn_quant *p)
+{
+    int src;
+    pl_status *st = odnn_source(b, p->x, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t dst_md = b->c->values[src].md;
+    dst_md.data_type = dnnl_f32;
+    dnnl_primitive_attr_t attr;
+    if ((st = odnn_attr(&attr, NULL)) != NULL)
+        return st;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &p->s);
+    if (ds == dnnl_success && p->zp != 0)
+        ds = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &p->zp);
+    if (ds == dnnl_success)
+        ds = dnnl_reorder_primitive_desc_create(&pd, &b->c->values[src].md, b->ctx->engine,
+                                                &dst_md, b->ctx->engine, attr);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success)
+        return odnn_dnnl(ds, "DequantizeLinear reorder", b->v, (int64_t)n);
+    int dst = -1, s = odnn_step_to(b, ODNN_S_REORDER, pd, (int64_t)n, p->y, &dst, &st);
+    if (st != NULL)
+        return st;
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
+/* QuantizeLinear alone: y = saturate(round(x / s) + zp), a binary division
+ * by the scale with a round, a clip to the integer range less the zero
+ * point and the shift by it as post-ops, written in y's 8-bit type in the
+ * source's layout (a plain copy when no JIT kernel takes that). */
+static pl_status *odnn_dequant_emit(struct odnn_build *b, size_t n, const struct odnn_quant *p);
+
+static pl_status *odnn_quant_emit(struct odnn_build *b, size_t n, const char *op)
+{
+    const pl_graph_view *v = b->v;
+    int quantize = op[0] == 'Q';
+    struct odnn_quant p;
+    char reason[ODNN_REASON] = "";
+    if (!odnn_quant_of(v, n, op, &p, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s (node '%s')", reason,
+                          onednn_host->graph->node_name(v, n));
+    if (!quantize)
+        return odnn_dequant_emit(b, n, &p);
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, p.x, &x);
+    odnn_tensor(v, p.y, &y);
+    int s0, s1;
+    pl_status *st = odnn_source(b, p.x, (int64_t)n, &s0);
+    if (st == NULL)
+        st = odnn_source(b, odnn_in(v, n, 1), (int64_t)n, &s1);
+    dnnl_dims_t ones;
+    for (int i = 0; i < x.ndim; i++)
+        ones[i] = 1;
+    dnnl_memory_desc_t md1;
+    dnnl_memory_desc_init_by_strides(&md1, x.ndim, ones, dnnl_f32, NULL);
+    if (st == NULL)
+        st = odnn_view_as(b, s1, &md1, (int64_t)n, &s1);
+    if (st != NULL)
+        return st;
+    int32_t lo = y.dt == dnnl_s8 ? -128 : 0, hi = y.dt == dnnl_s8 ? 127 : 255;
+    dnnl_post_ops_t po = NULL;
+    if (dnnl_post_ops_create(&po) != dnnl_success)
+        return odnn_oom();
+    int ok = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f) ==
+                 dnnl_success &&
+             dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, (float)(lo - p.zp),
+                                          (float)(hi - p.zp)) == dnnl_success &&
+             (p.zp == 0 || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f,
+                                                        (float)p.zp) == dnnl_success);
+    dnnl_primitive_desc_t pd = NULL;
+    for (int attempt = 0; ok && st == NULL && pd == NULL && attempt < 2; attempt++) {
+        /* in the source's layout when a JIT kernel takes it, else plain */
+        if (attempt == 1 && !odnn_is_row_major(&b->c->values[s0].md)) {
+            st = odnn_plain(b, s0, (int64_t)n, &s0);
+            if (st != NULL)
+                break;
+        }
+        const dnnl_memory_desc_t *xmd = &b->c->values[s0].md;
+        dnnl_memory_desc_t dst_md;
+        dnnl_memory_desc_init_by_tag(&dst_md, xmd->ndims, xmd->dims, y.dt, dnnl_format_tag_any);
+        dnnl_binary_desc_t bd;
+        st = odnn_dnnl(dnnl_binary_desc_init(&bd, dnnl_binary_div, xmd, &b->c->values[s1].md,
+                                             &dst_md),
+                       "binary descriptor", v, (int64_t)n);
+        if (st == NULL && !odnn_pd_fast(b, &bd, po, &pd) && attempt == 1)
+            st = odnn_make_pd(b, &bd, po, n, &pd);
+    }
+    dnnl_post_ops_destroy(po);
+    if (!ok)
+        return odnn_oom();
+    int dst = -1, step = odnn_step_to(b, ODNN_S_BINARY, pd, (int64_t)n, p.y, &dst, &st);
+    if (st != NULL)
+        return st;
+    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, s0);
+    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, s1);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
 static pl_status *odnn_emit(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -6455,6 +6969,10 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     struct odnn_qdq qp;
     if (odnn_qdq_of(v, &b->u, n, &qp))
         return odnn_qdq_step(b, &qp);
+    if (strcmp(op, "QLinearConv") == 0)
+        return odnn_qconv_emit(b, n);
+    if (strcmp(op, "QuantizeLinear") == 0 || strcmp(op, "DequantizeLinear") == 0)
+        return odnn_quant_emit(b, n, op);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -6772,6 +7290,8 @@ static pl_status *odnn_build_program(struct odnn_build *b)
                               g->tensor_name(v, t));
         dnnl_memory_desc_t md;
         odnn_plain_md(&md, ti.ndim, ti.dims);
+        if (ti.q8)
+            md.data_type = ti.dt;
         int vi = odnn_new_value(b, t, ODNN_V_INPUT, &md);
         if (vi < 0)
             return odnn_oom();
@@ -6819,6 +7339,9 @@ static pl_status *odnn_build_program(struct odnn_build *b)
                               g->tensor_name(v, t));
         dnnl_memory_desc_t plain;
         odnn_plain_md(&plain, c->values[vi].md.ndims, c->values[vi].md.dims);
+        struct odnn_tinfo ot;
+        if (odnn_tensor(v, t, &ot) && ot.q8)
+            plain.data_type = ot.dt;
         if (c->values[vi].kind == ODNN_V_TEMP && dnnl_memory_desc_equal(&plain, &c->values[vi].md)) {
             /* The producer writes straight into the caller's buffer. */
             c->values[vi].kind = ODNN_V_OUTPUT;
@@ -6847,7 +7370,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 14u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 15u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -6861,7 +7384,9 @@ static double odnn_now_ms(void)
                                  13: channels-last concats, batch normalization
                                      as a binary with per-channel weights;
                                  14: the module's own direct convolution
-                                     (ODNN_S_DIRECT) below AVX-512 */
+                                     (ODNN_S_DIRECT) below AVX-512;
+                                 15: int8 QLinearConv, QuantizeLinear and
+                                     DequantizeLinear alone */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -7147,11 +7672,17 @@ static pl_status *odnn_run_arg(const pl_compiled *c, const char *what, size_t i,
     for (int d = 0; d < val->md.ndims; d++)
         want *= val->md.dims[d];
     (void)c;
-    if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || (t->ndim > 0 && t->shape == NULL) || !plain ||
+    pl_dtype dt = val->md.data_type == dnnl_u8   ? PL_DTYPE_U8
+                  : val->md.data_type == dnnl_s8 ? PL_DTYPE_I8
+                                                 : PL_DTYPE_F32;
+    if (!PL_DTYPE_EQ(t->dtype, dt) || (t->ndim > 0 && t->shape == NULL) || !plain ||
         elems != want || (t->data == NULL && elems > 0))
-        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run: %s %zu is not a plain f32 "
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run: %s %zu is not a plain %s "
                                                     "tensor of the compiled shape",
-                          what, i);
+                          what, i,
+                          val->md.data_type == dnnl_u8   ? "u8"
+                          : val->md.data_type == dnnl_s8 ? "i8"
+                                                         : "f32");
     return NULL;
 }
 
