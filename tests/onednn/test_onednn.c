@@ -154,6 +154,35 @@ static void mb_i64_scalar(struct mb *m, const char *name, int64_t val)
     memmove(shape + 9, shape + 10, strlen(shape + 10) + 1);
 }
 
+/* A constant of DTYPE (a JSON dtype name) holding the NBYTES bytes at
+ * DATA, in float slots of the weights. */
+static void mb_raw(struct mb *m, const char *name, const char *dtype, int nd, const int64_t *dims,
+                   const void *data, size_t nbytes)
+{
+    size_t slots = (nbytes + sizeof(float) - 1) / sizeof(float);
+    size_t at = m->n_weights;
+    if (at + slots > m->cap_weights) {
+        m->cap_weights = (at + slots) * 2 + 16;
+        m->weights = realloc(m->weights, m->cap_weights * sizeof(float));
+        TH_CHECK(m->weights != NULL, "out of memory");
+    }
+    memset(m->weights + at, 0, slots * sizeof(float));
+    memcpy(m->weights + at, data, nbytes);
+    m->n_weights += slots;
+    mb_append(m->tensors, sizeof m->tensors,
+              "%s{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":%s,"
+              "\"data\":{\"offset\":%zu,\"length\":%zu}}",
+              m->tensors[0] ? "," : "", name, dtype, dims_json(dims, nd), at * sizeof(float),
+              nbytes);
+}
+
+/* An 8-bit scalar zero point NAME of VALUE (i8 when SIGNED_, else u8). */
+static void mb_zero_point(struct mb *m, const char *name, int signed_, int value)
+{
+    int8_t v = (int8_t)value;
+    mb_raw(m, name, signed_ ? "i8" : "u8", 0, NULL, &v, 1);
+}
+
 /* Writes the model into a temporary folder and returns its path. */
 static const char *mb_write(struct mb *m)
 {
@@ -2119,6 +2148,26 @@ static const char *model_bf16_amx_conv(void)
     return mb_write(&m);
 }
 
+/* model_bf16_amx_conv's layers reading 8-bit values of a QDQ graph (a
+ * QuantizeLinear -> DequantizeLinear pair before each, ONNX Runtime's QDQ
+ * format): they stay f32 under precision = bf16 (odnn_dequantized). */
+static const char *model_bf16_qdq_conv(void)
+{
+    struct mb m = {.seed = 63};
+    mb_input(&m, "x", 4, (int64_t[]){1, 64, 16, 16});
+    mb_scalar(&m, "s", 0.02f);
+    mb_zero_point(&m, "z", 0, 128);
+    mb_node(&m, "q1", "QuantizeLinear", "\"x\",\"s\",\"z\"", "xq", "");
+    mb_node(&m, "dq1", "DequantizeLinear", "\"xq\",\"s\",\"z\"", "xd", "");
+    mb_conv(&m, "c1", "xd", "h", 64, 64, 3, 1, 1);
+    mb_node(&m, "r1", "Relu", "\"h\"", "a", "");
+    mb_node(&m, "q2", "QuantizeLinear", "\"a\",\"s\",\"z\"", "aq", "");
+    mb_node(&m, "dq2", "DequantizeLinear", "\"aq\",\"s\",\"z\"", "ad", "");
+    mb_conv(&m, "c2", "ad", "y", 64, 64, 3, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
 static const char *model_bf16_amx_matmul(void)
 {
     struct mb m = {.seed = 62};
@@ -2138,11 +2187,12 @@ static void case_bf16(void)
         const char *path;
         int nd, ond;
         int64_t xs[4], ys[4];
-    } models[5] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
+    } models[6] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
                    {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}},
                    {model_bf16_mixed(), 4, 2, {1, 16, 8, 8}, {1, 4}},
                    {model_bf16_amx_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
-                   {model_bf16_amx_matmul(), 2, 2, {64, 64}, {64, 64}}};
+                   {model_bf16_amx_matmul(), 2, 2, {64, 64}, {64, 64}},
+                   {model_bf16_qdq_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}}};
     pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL);
     pl_runtime *rf = onednn_runtime(), *rc = runtime_with("cpu");
     /* oneDNN has bf16 kernels for AVX-512 (native with AVX512-BF16 or AMX,
@@ -2152,7 +2202,7 @@ static void case_bf16(void)
     TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
     bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
     bool amx = strstr(isa, "amx") != NULL;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         size_t nx = count(models[k].nd, models[k].xs), ny = count(models[k].ond, models[k].ys);
         float *x = malloc(nx * sizeof *x), *yb = calloc(ny, 4), *yf = calloc(ny, 4),
               *yc = calloc(ny, 4);
@@ -2180,8 +2230,9 @@ static void case_bf16(void)
          * 1/W whatever the convolutions before it computed). With AMX: only
          * layers that fill a tile, with oneDNN's brgemm AMX kernels
          * (odnn_conv_bf16_pays): models 3 and 4, not the 8- and 16-wide
-         * layers of 0 to 2. */
-        bool want_bf16 = amx ? k >= 3 : avx512 && (k == 0 || k == 3);
+         * layers of 0 to 2. Model 5's layers read dequantized 8-bit
+         * values: never. */
+        bool want_bf16 = k == 5 ? false : amx ? k >= 3 : avx512 && (k == 0 || k == 3);
         TH_CHECK(!want_bf16 || diff_bf > 1e-5 * scale,
                  "model %d: bf16 and f32 agree to %.3g: bf16 unused", k, diff_bf);
         TH_CHECK(!avx512 || want_bf16 || diff_bf <= 1e-6 * scale,
@@ -2830,35 +2881,6 @@ static void case_reduce_as_product(void)
                  k, products, reductions, total, cases[k].product ? "product" : "reduction");
         free(b.bytes);
     }
-}
-
-/* A constant of DTYPE (a JSON dtype name) holding the NBYTES bytes at
- * DATA, in float slots of the weights. */
-static void mb_raw(struct mb *m, const char *name, const char *dtype, int nd, const int64_t *dims,
-                   const void *data, size_t nbytes)
-{
-    size_t slots = (nbytes + sizeof(float) - 1) / sizeof(float);
-    size_t at = m->n_weights;
-    if (at + slots > m->cap_weights) {
-        m->cap_weights = (at + slots) * 2 + 16;
-        m->weights = realloc(m->weights, m->cap_weights * sizeof(float));
-        TH_CHECK(m->weights != NULL, "out of memory");
-    }
-    memset(m->weights + at, 0, slots * sizeof(float));
-    memcpy(m->weights + at, data, nbytes);
-    m->n_weights += slots;
-    mb_append(m->tensors, sizeof m->tensors,
-              "%s{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":%s,"
-              "\"data\":{\"offset\":%zu,\"length\":%zu}}",
-              m->tensors[0] ? "," : "", name, dtype, dims_json(dims, nd), at * sizeof(float),
-              nbytes);
-}
-
-/* An 8-bit scalar zero point NAME of VALUE (i8 when SIGNED_, else u8). */
-static void mb_zero_point(struct mb *m, const char *name, int signed_, int value)
-{
-    int8_t v = (int8_t)value;
-    mb_raw(m, name, signed_ ? "i8" : "u8", 0, NULL, &v, 1);
 }
 
 /* A QLinearConv NAME from IN (scale XS, zero point XZ) to OUT (YS, YZ):
