@@ -438,6 +438,62 @@ static void run_fold(pl_session *s, float *y)
     pl_buffer_free(out[1].tensor.data);
 }
 
+/* A QDQ model's weights: DequantizeLinear of a 512 KiB int8 constant makes
+ * 2 MiB of f32, over the 1 MiB and twice-the-inputs bounds that keep an
+ * Expand from being folded, but no more elements than its input: it is
+ * folded (left in, it ran on every run and kept its MatMul or Conv off
+ * onednn, which wants constant weights), and the product gives what
+ * optimize = none gives. */
+static void case_dequantized_weights_folded(void)
+{
+    static int8_t w[1024 * 512];
+    for (size_t i = 0; i < sizeof w; i++)
+        w[i] = (int8_t)((int)(i * 7 % 255) - 127);
+    static const float s = 0.01f;
+    write_sidecar("dqw.weights", (const void *const[]){w, &s},
+                  (const size_t[]){sizeof w, sizeof s}, 2);
+    const char *path = write_model(
+        "dqw.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"dqw.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,1024]},"
+        "{\"name\":\"wq\",\"dtype\":\"i8\",\"shape\":[1024,512],"
+        "\"data\":{\"offset\":0,\"length\":524288}},"
+        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[],"
+        "\"data\":{\"offset\":524288,\"length\":4}}],"
+        "\"nodes\":[{\"name\":\"dq\",\"op\":\"DequantizeLinear\",\"inputs\":[\"wq\",\"s\"],"
+        "\"outputs\":[\"w\"]},"
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y\"]}]}");
+    static float x[2 * 1024], want[2 * 512], got[2 * 512];
+    for (int i = 0; i < 2 * 1024; i++)
+        x[i] = 0.125f * (float)(i % 9) - 0.5f;
+    float *outs[2] = {want, got};
+    const char *levels[2] = {"none", "all"};
+    for (int k = 0; k < 2; k++) {
+        pl_runtime *rt = runtime_with(levels[k], "cpu");
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        if (k == 1) {
+            json_t *root = describe(s);
+            TH_CHECK(!placed(root, "dq"), "the DequantizeLinear of the weights was not folded");
+            json_decref(root);
+        }
+        pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x,
+                                            .ndim = 2, .dtype = PL_DTYPE_F32,
+                                            .shape = (int64_t[]){2, 1024}}};
+        pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = outs[k],
+                                             .ndim = 2, .dtype = PL_DTYPE_F32,
+                                             .shape = (int64_t[]){2, 512}}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+    for (int i = 0; i < 2 * 512; i++)
+        TH_CHECK(got[i] == want[i], "y[%d] = %g folded, %g not", i, got[i], want[i]);
+}
+
 /* The constant Transpose and Cast run once at load, on a module; y is
  * what optimize = none gives; the Expand stays; the MatMul, whose weights
  * are now a constant, and the Add of the folded bias are one Gemm, and
@@ -1446,6 +1502,7 @@ int main(int argc, char **argv)
         {"body_reference_kept", case_body_reference_kept},
         {"config", case_config},
         {"constants_folded", case_constants_folded},
+        {"dequantized_weights_folded", case_dequantized_weights_folded},
         {"basic_does_not_fold", case_basic_does_not_fold},
         {"constant_nodes", case_constant_nodes},
         {"pad_folded", case_pad_folded},
