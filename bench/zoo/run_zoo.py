@@ -154,6 +154,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--make", action="store_true")
+    ap.add_argument("--qdq", choices=("int8", "float"), default=None,
+                    help="[graph] qdq in both configurations (default: cpu takes Plinth's "
+                         "default, default the INI's)")
     a = ap.parse_args()
 
     try:
@@ -198,11 +201,16 @@ def main():
             path = os.path.join(ini_dir, "cpu.ini")
             with open(path, "w") as f:
                 f.write("[runtime]\nmodules = %s\n\n[placement]\norder = cpu\n" % modules)
+                if a.qdq:
+                    f.write("\n[graph]\nqdq = %s\n" % a.qdq)
         elif c == "default":
             # The repository's backend.ini, with modules from --modules and no compile cache.
             text = open(a.default_ini).read()
             text = re.sub(r"(?m)^modules\s*=.*$", "modules = %s" % modules, text)
             text = re.sub(r"(?m)^cache_dir\s*=.*$", "cache_dir =", text)
+            if a.qdq:
+                text = re.sub(r"(?m)^qdq\s*=.*$", "", text)
+                text = re.sub(r"(?m)^\[graph\]\s*$", "[graph]\nqdq = %s" % a.qdq, text)
             path = os.path.join(ini_dir, "default.ini")
             with open(path, "w") as f:
                 f.write(text)

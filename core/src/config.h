@@ -71,6 +71,7 @@ typedef struct pl_config {
     size_t n_pins;
     /* [graph] */
     int optimize;             /* pl_optimize_level: 0 none, 1 basic, 2 all */
+    bool qdq_int8;            /* [graph] qdq = int8 (true) or float */
     /* "file:line: warning" lines, in order */
     char **warnings;
     size_t n_warnings;

@@ -100,6 +100,7 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
 {
     pl_optimize_level level =
         rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
+    bool qdq_int8 = rt->config ? rt->config->qdq_int8 : true;
     pl_status *st = NULL;
     int again = 3;  /* more rounds of pass 1 while it changes the graph */
     int refold = 8; /* more rounds of passes 1 and 2 while folding changes it */
@@ -141,9 +142,9 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                 next = NULL;
             }
             if (st == NULL)
-                st = pl_graph_prefold(m->graph, &next, &m->rewrites);
+                st = pl_graph_prefold(m->graph, qdq_int8, &next, &m->rewrites);
         } else if (pass == 1 && level == PL_OPTIMIZE_ALL)
-            st = pl_graph_prefold(m->graph, &next, &m->rewrites);
+            st = pl_graph_prefold(m->graph, qdq_int8, &next, &m->rewrites);
         else if (pass == 2 && level == PL_OPTIMIZE_ALL)
             st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);
         else if (pass == 3 && level == PL_OPTIMIZE_ALL)

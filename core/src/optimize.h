@@ -50,7 +50,11 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
  * 2-D MatMul by a constant matrix then Add of a constant that broadcasts
  * to it becomes one Gemm; then nodes no graph output depends on go
  * (algebra.c). Same contract as pl_graph_optimize. */
-pl_status *pl_graph_prefold(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
+/* With QDQ_INT8 ([graph] qdq = int8), a DequantizeLinear -> Conv ->
+ * QuantizeLinear group of ONNX Runtime's QDQ format becomes the QLinearConv
+ * it stands for, computed in integers as ONNX Runtime computes it. */
+pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_graph,
+                            pl_rewrites *rewrites);
 
 /* Moves every Transpose of an activation down through the elementwise
  * ops, reductions, Concat and Softmax that read it, as far as it goes,

@@ -438,6 +438,125 @@ static void run_fold(pl_session *s, float *y)
     pl_buffer_free(out[1].tensor.data);
 }
 
+/* ---- QDQ groups as QLinearConv ([graph] qdq) ---------------------------------- */
+
+static bool rewritten_as(json_t *root, const char *node, const char *text);
+
+/* ONNX Runtime's QDQ form of one int8 convolution (per-channel weights, an
+ * i32 bias at x_scale * w_scale) when QOP is 0; the same convolution as
+ * ONNX Runtime's fusion writes it, a QLinearConv, when QOP is 1. BAD_BIAS:
+ * the bias quantized at another scale, which is no QLinearConv's. */
+static const char *qdq_conv_model(int qop, int bad_bias)
+{
+    static int8_t w[6 * 4 * 3 * 3], wz[6];
+    static int32_t b[6];
+    static float ws[6], bs[6], bs_bad[6];
+    static const float s_in = 0.0173f, ys = 0.0419f;
+    static const uint8_t z_in = 131, yz = 7;
+    for (int i = 0; i < 6 * 4 * 9; i++)
+        w[i] = (int8_t)((i * 37 % 255) - 127);
+    for (int m = 0; m < 6; m++) {
+        ws[m] = 0.0021f * (float)(m + 1);
+        bs[m] = s_in * ws[m];
+        bs_bad[m] = bs[m] * 1.5f;
+        b[m] = (m * 911 % 4001) - 2000;
+    }
+    write_sidecar("qdqc.weights",
+                  (const void *const[]){&s_in, &z_in, w, ws, wz, b, bad_bias ? bs_bad : bs,
+                                        &ys, &yz},
+                  (const size_t[]){4, 1, sizeof w, sizeof ws, sizeof wz, sizeof b, sizeof bs,
+                                   4, 1},
+                  9);
+    static const char *const tensors =
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,5,5]},"
+        "{\"name\":\"s_in\",\"dtype\":\"f32\",\"shape\":[],\"data\":{\"offset\":0,\"length\":4}},"
+        "{\"name\":\"z_in\",\"dtype\":\"u8\",\"shape\":[],\"data\":{\"offset\":64,\"length\":1}},"
+        "{\"name\":\"w\",\"dtype\":\"i8\",\"shape\":[6,4,3,3],"
+        "\"data\":{\"offset\":128,\"length\":216}},"
+        "{\"name\":\"ws\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":384,\"length\":24}},"
+        "{\"name\":\"wz\",\"dtype\":\"i8\",\"shape\":[6],\"data\":{\"offset\":448,\"length\":6}},"
+        "{\"name\":\"b\",\"dtype\":\"i32\",\"shape\":[6],\"data\":{\"offset\":512,\"length\":24}},"
+        "{\"name\":\"bs\",\"dtype\":\"f32\",\"shape\":[6],\"data\":{\"offset\":576,\"length\":24}},"
+        "{\"name\":\"ys\",\"dtype\":\"f32\",\"shape\":[],\"data\":{\"offset\":640,\"length\":4}},"
+        "{\"name\":\"yz\",\"dtype\":\"u8\",\"shape\":[],\"data\":{\"offset\":704,\"length\":1}}";
+    static const char *const qdq_nodes =
+        "{\"name\":\"dq0\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s_in\",\"z_in\"],"
+        "\"outputs\":[\"xd\"]},"
+        "{\"name\":\"dqw\",\"op\":\"DequantizeLinear\",\"inputs\":[\"w\",\"ws\",\"wz\"],"
+        "\"outputs\":[\"wd\"],\"attributes\":{\"axis\":{\"int\":0}}},"
+        "{\"name\":\"dqb\",\"op\":\"DequantizeLinear\",\"inputs\":[\"b\",\"bs\"],"
+        "\"outputs\":[\"bd\"],\"attributes\":{\"axis\":{\"int\":0}}},"
+        "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"xd\",\"wd\",\"bd\"],\"outputs\":[\"c\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"c\",\"ys\",\"yz\"],"
+        "\"outputs\":[\"cq\"]},";
+    static const char *const qop_nodes =
+        "{\"name\":\"conv\",\"op\":\"QLinearConv\",\"inputs\":[\"xq\",\"s_in\",\"z_in\",\"w\","
+        "\"ws\",\"wz\",\"ys\",\"yz\",\"b\"],\"outputs\":[\"cq\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},";
+    static char json[4096];
+    snprintf(json, sizeof json,
+             "{\"format\":\"plinth-graph\",\"version\":1,"
+             "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+             "\"weights\":\"qdqc.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+             "\"tensors\":[%s],\"nodes\":["
+             "{\"name\":\"q0\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s_in\",\"z_in\"],"
+             "\"outputs\":[\"xq\"]},%s"
+             "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"cq\",\"ys\",\"yz\"],"
+             "\"outputs\":[\"y\"]}]}",
+             tensors, qop ? qop_nodes : qdq_nodes);
+    return write_model(qop ? "qop.json" : "qdq.json", json);
+}
+
+/* Y (6x5x5) of PATH under optimize LEVEL_QDQ ("all\nqdq = float" etc.) on
+ * cpu; *FUSED: whether the description says the Conv ran as QLinearConv. */
+static void qdq_run(const char *path, const char *level_qdq, float *y, bool *fused)
+{
+    static float x[4 * 5 * 5];
+    for (int i = 0; i < 100; i++)
+        x[i] = 1.7f * sinf(0.37f * (float)i) + 0.3f;
+    pl_runtime *rt = runtime_with(level_qdq, "cpu");
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    json_t *root = describe(s);
+    *fused = rewritten_as(root, "conv", "run as QLinearConv");
+    json_decref(root);
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 4,
+                                        .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 4, 5, 5}}};
+    pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = y, .ndim = 4,
+                                         .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 6, 5, 5}}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* With qdq = int8 (the default) the QDQ group runs as the QLinearConv ONNX
+ * Runtime's fusion makes of it and gives that QLinearConv's values exactly;
+ * with qdq = float it stays as written and gives what optimize = none
+ * gives; a bias at another scale than x_scale * w_scale is no QLinearConv's
+ * and stays too. */
+static void case_qdq_conv_fused(void)
+{
+    float want[150], got[150], as_written[150], kept[150];
+    bool fused;
+    qdq_run(qdq_conv_model(1, 0), "all", want, &fused);
+    const char *path = qdq_conv_model(0, 0);
+    qdq_run(path, "all", got, &fused);
+    TH_CHECK(fused, "qdq = int8: the QDQ group was not made a QLinearConv");
+    for (int i = 0; i < 150; i++)
+        TH_CHECK(got[i] == want[i], "y[%d] = %g as fused QDQ, %g as QLinearConv", i, got[i],
+                 want[i]);
+    qdq_run(path, "none", as_written, &fused);
+    qdq_run(path, "all\nqdq = float", kept, &fused);
+    TH_CHECK(!fused, "qdq = float: the QDQ group was fused");
+    for (int i = 0; i < 150; i++)
+        TH_CHECK(kept[i] == as_written[i], "qdq = float: y[%d] = %g, as written %g", i, kept[i],
+                 as_written[i]);
+    qdq_run(qdq_conv_model(0, 1), "all", got, &fused);
+    TH_CHECK(!fused, "a bias at another scale than x_scale * w_scale was fused");
+}
+
 /* A QDQ model's weights: DequantizeLinear of a 512 KiB int8 constant makes
  * 2 MiB of f32, over the 1 MiB and twice-the-inputs bounds that keep an
  * Expand from being folded, but no more elements than its input: it is
@@ -1503,6 +1622,7 @@ int main(int argc, char **argv)
         {"config", case_config},
         {"constants_folded", case_constants_folded},
         {"dequantized_weights_folded", case_dequantized_weights_folded},
+        {"qdq_conv_fused", case_qdq_conv_fused},
         {"basic_does_not_fold", case_basic_does_not_fold},
         {"constant_nodes", case_constant_nodes},
         {"pad_folded", case_pad_folded},
