@@ -6664,13 +6664,15 @@ static pl_status *odnn_rnn(struct odnn_build *b, size_t n)
  *
  * oneDNN 2.6's AMX int8 convolutions lose to its VNNI ones on small
  * problems (2 threads, u8 nhwc, zero points on: 16->64 channels 1x1 at
- * 16x16 10.4 us against 3.2; 256->256 3x3 at 4x4 35 against 23) and win
- * on large ones (64->64 3x3 at 28x28 23 against 51; 256->256 3x3 at 14x14
- * 113 against 202; 32->32 3x3 at 32x32, 9.4M MACs, 15 against 17): below
- * ODNN_AMX_INT8_MIN_MACS multiply-adds or ODNN_AMX_INT8_MIN_PIXELS output
- * pixels the next implementation is taken. */
-#define ODNN_AMX_INT8_MIN_MACS 8e6
-#define ODNN_AMX_INT8_MIN_PIXELS 64
+ * 16x16 10.4 us against 3.2; 64->64 3x3 at 8x8, 2.4M MACs, 8.8 against
+ * 6.0; 256->256 3x3 at 4x4 35-43 against 23-43) and win on larger ones
+ * (128->128 3x3 at 7x7, 7.2M MACs, 20 against 30; 512->512 3x3 at 7x7
+ * 214 against 239; 64->64 3x3 at 28x28 23 against 51; 256->256 3x3 at
+ * 14x14 113 against 202): below ODNN_AMX_INT8_MIN_MACS multiply-adds or
+ * ODNN_AMX_INT8_MIN_PIXELS output pixels the next implementation is
+ * taken. */
+#define ODNN_AMX_INT8_MIN_MACS 4e6
+#define ODNN_AMX_INT8_MIN_PIXELS 32
 
 int onednn_int8_amx(double macs, double pixels)
 {
