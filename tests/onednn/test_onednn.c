@@ -2978,6 +2978,42 @@ static void case_int8_chain(void)
     TH_CHECK(strstr(why, "i8") != NULL, "u8 weights: onednn said '%s'", why);
 }
 
+/* A product of a 4-D channels-last activation by a constant matrix (a
+ * ConvNeXt pointwise layer): its rows are merged into one product, the
+ * result seen back in the graph's dims, also as a graph output; with a
+ * post-op that reads a full tensor (the sum of two products) it stays a
+ * batch of products. Both as cpu computes them. */
+static void case_matmul_rows_merged(void)
+{
+    int64_t xs[4] = {2, 3, 4, 16}, ws[2] = {16, 32}, bs[1] = {32}, ys[4] = {2, 3, 4, 32};
+    for (int k = 0; k < 2; k++) {
+        struct mb m = {.seed = 140 + (uint32_t)k};
+        mb_input(&m, "x", 4, xs);
+        mb_const(&m, "w", 2, ws, NULL, 0.25f);
+        mb_const(&m, "b", 1, bs, NULL, 0.5f);
+        mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "p", "");
+        if (k == 0) {
+            mb_node(&m, "add", "Add", "\"p\",\"b\"", "q", "");
+            mb_node(&m, "relu", "Relu", "\"q\"", "y", "");
+        } else {
+            mb_const(&m, "w2", 2, ws, NULL, 0.25f);
+            mb_node(&m, "mm2", "MatMul", "\"x\",\"w2\"", "p2", "");
+            mb_node(&m, "add", "Add", "\"p\",\"p2\"", "q", "");
+            mb_node(&m, "relu", "Relu", "\"q\"", "y", "");
+        }
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 4, xs, 4, ys, (const char *[]){"mm", "add", "relu", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int reorders = count_steps(&b, 1 /* ODNN_S_REORDER */, &total);
+        /* case 1: the sum's residual is copied into the caller's output
+         * buffer (a graph output is never written in place), as before */
+        TH_CHECK(reorders == k, "case %d: %d reorders among %u steps", k, reorders, total);
+        free(b.bytes);
+    }
+}
+
 /* A global average pool over a 1x1 map (a small network's last feature
  * map, batch 4): a view of its input, not a pooling (oneDNN's took 37 us
  * for [4,512,1,1]); after a convolution (a blocked source) and after a
@@ -3688,6 +3724,7 @@ int main(int argc, char **argv)
         {"keras_layernorm", case_keras_layernorm},
         {"qdq_pair", case_qdq_pair},
         {"int8_chain", case_int8_chain},
+        {"matmul_rows_merged", case_matmul_rows_merged},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
