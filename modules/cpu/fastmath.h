@@ -8,11 +8,14 @@
 #include <stdint.h>
 #include <string.h>
 
-/* e^x for finite x within 2 ulp of expf (Cody-Waite reduction to
- * r = x - n ln2, a degree-6 polynomial for e^r, then 2^n from the exponent
- * bits). Inputs are clamped to [-87.3, 88.37], so results below the normal
- * range come out as ~1.2e-38 instead of a denormal or 0, and the largest
- * result is ~2.4e38 instead of inf; NaN stays NaN. */
+/* e^x within 2 ulp of expf (Cody-Waite reduction to r = x - n ln2, a
+ * degree-6 polynomial for e^r, then 2^n from the exponent bits). Below
+ * -87.3 (where e^x leaves the normal range) the result is 0, not a
+ * denormal: a causal mask's -inf or -1e9 then gives exact zeros, and the
+ * products that read a Softmax of it never meet denormal operands (each
+ * costs a microcode assist: a masked [8,24,24] attention's MatMul ran at
+ * 78 us against 9). Above 88.72 it is +inf, as expf's; between 88.37 and
+ * 88.72, ~2.4e38. NaN stays NaN. */
 static inline float cpu_expf(float x)
 {
     /* NaN takes the low bound here (the result is x again below), so the
@@ -31,6 +34,7 @@ static inline float cpu_expf(float x)
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     float y = p * scale;
+    y = x < -87.33654f ? 0.0f : x > 88.72284f ? INFINITY : y;
     return x != x ? x : y;
 }
 

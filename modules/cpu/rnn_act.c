@@ -64,6 +64,8 @@ typedef int32_t rnn_v8i __attribute__((vector_size(32), aligned(4), __may_alias_
         e_p_ = e_p_ * (e_r_ * e_r_) + e_r_ + 1.0f;                                          \
         rnn_v8i e_b_ = (e_n_ + 127) << 23;                                                  \
         rnn_v8 e_y_ = e_p_ * (rnn_v8)e_b_;                                                  \
+        e_y_ = RNN_SEL(e_x_ < RNN_SPLAT(-87.33654f), RNN_SPLAT(0.0f), e_y_);                \
+        e_y_ = RNN_SEL(e_x_ > RNN_SPLAT(88.72284f), RNN_SPLAT(INFINITY), e_y_);             \
         (OUT) = RNN_SEL(e_x_ != e_x_, e_x_, e_y_);                                          \
     } while (0)
 

@@ -8,6 +8,7 @@
  * output requests (add-to, in place) and the refusals. Built on the
  * shared harness of tests/cpu_harness. Usage: test_cpu_math CASE STAGE_DIR. */
 #define _GNU_SOURCE
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1528,6 +1529,104 @@ static void case_unary_lanes(void)
         }
 }
 
+/* Runs the one-input f32 kernel of SPEC on the N values V, into OUT. */
+static void tm_run_f32(const ch_spec *spec, const float *v, float *out, int n)
+{
+    ch_node nd;
+    ch_node_build(spec, &nd);
+    pl_kernel *k = ch_kernel(&nd.desc);
+    ch_buf in, o;
+    ch_buf_make(&in, (size_t)n * sizeof(float), 8);
+    ch_buf_make(&o, (size_t)n * sizeof(float), 8);
+    for (int i = 0; i < n; i++)
+        ch_store(in.data, PL_DTYPE_F32, (size_t)i, v[i]);
+    pl_tensor x = ch_host_tensor(&nd.in[0], &in), y = ch_host_tensor(&nd.out[0], &o);
+    pl_output_request req = PL_REQ_WRITE;
+    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
+    for (int i = 0; i < n; i++)
+        out[i] = (float)ch_load(o.data, PL_DTYPE_F32, (size_t)i);
+    free(in.base);
+    free(o.base);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&nd);
+}
+
+/* e^x out of f32's normal range, on the eight-lane loops and the scalar
+ * tail: exactly 0 below -87.34 (never a denormal, which would make every
+ * product reading it take microcode assists), +inf above 88.73; Sigmoid 1
+ * far right and 0 far left (below -88.73). And Softmax over a causal mask (-inf, -1e9, -FLT_MAX above
+ * the diagonal, rows of 24 = three lanes of eight and none left over, and
+ * of 21): masked entries exactly 0, no denormal anywhere, rows summing to
+ * 1. (The old clamp gave e^-inf = 1.2e-38 and Softmax rows of 2e-40s: a
+ * masked [8,24,24] attention's MatMul ran 9x slower on them.) */
+static void case_exp_range(void)
+{
+    enum { N = 19 };
+    const float lows[] = {-INFINITY, -1e9f, -3.4e38f, -87.5f, -100.0f, -103.0f, -150.0f};
+    const float highs[] = {INFINITY, 89.0f, 100.0f, 1e9f};
+    float v[N], y[N];
+    ch_spec e = {.op = "Exp", .n_in = 1, .in = {T(1, N)}};
+    ch_spec sg = {.op = "Sigmoid", .n_in = 1, .in = {T(1, N)}};
+    for (size_t i = 0; i < CH_COUNT(lows); i++) {
+        for (int j = 0; j < N; j++)
+            v[j] = lows[i];
+        tm_run_f32(&e, v, y, N);
+        for (int j = 0; j < N; j++)
+            CHECK(y[j] == 0.0f, "exp(%g) = %g (element %d), want 0", (double)lows[i],
+                  (double)y[j], j);
+        for (int j = 0; j < N; j++)
+            v[j] = -lows[i];
+        tm_run_f32(&sg, v, y, N);
+        for (int j = 0; j < N; j++)
+            CHECK(y[j] == 1.0f, "sigmoid(%g) = %g (element %d), want 1", (double)-lows[i],
+                  (double)y[j], j);
+        if (lows[i] > -89.0f)
+            continue; /* 1 / (1 + e^87.5) is a true denormal */
+        for (int j = 0; j < N; j++)
+            v[j] = lows[i];
+        tm_run_f32(&sg, v, y, N);
+        for (int j = 0; j < N; j++)
+            CHECK(y[j] == 0.0f, "sigmoid(%g) = %g (element %d), want 0", (double)lows[i],
+                  (double)y[j], j);
+    }
+    for (size_t i = 0; i < CH_COUNT(highs); i++) {
+        for (int j = 0; j < N; j++)
+            v[j] = highs[i];
+        tm_run_f32(&e, v, y, N);
+        for (int j = 0; j < N; j++)
+            CHECK(isinf(y[j]) && y[j] > 0, "exp(%g) = %g (element %d), want inf",
+                  (double)highs[i], (double)y[j], j);
+    }
+    const float masks[] = {-INFINITY, -1e9f, -3.4e38f};
+    const int lens[] = {24, 21};
+    for (size_t m = 0; m < CH_COUNT(masks); m++)
+        for (size_t l = 0; l < CH_COUNT(lens); l++) {
+            const int len = lens[l], n = len * len;
+            float *x = malloc((size_t)n * sizeof *x), *p = malloc((size_t)n * sizeof *p);
+            CHECK(x && p, "out of memory");
+            for (int r = 0; r < len; r++)
+                for (int c = 0; c < len; c++)
+                    x[r * len + c] = c > r ? masks[m] : (float)((r * 7 + c * 3) % 11) * 0.3f;
+            ch_spec sm = {.op = "Softmax", .n_in = 1, .in = {T(2, len, len)},
+                          .attrs = {AI("axis", -1)}, .n_attrs = 1};
+            tm_run_f32(&sm, x, p, n);
+            for (int r = 0; r < len; r++) {
+                double sum = 0;
+                for (int c = 0; c < len; c++) {
+                    float q = p[r * len + c];
+                    sum += q;
+                    CHECK(c <= r || q == 0.0f, "softmax row %d col %d under mask %g: %g, want 0",
+                          r, c, (double)masks[m], (double)q);
+                    CHECK(q == 0.0f || q >= FLT_MIN, "softmax row %d col %d: denormal %g", r, c,
+                          (double)q);
+                }
+                CHECK(fabs(sum - 1.0) < 1e-5, "softmax row %d sums to %.9g", r, sum);
+            }
+            free(x);
+            free(p);
+        }
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -1568,6 +1667,7 @@ static const struct {
     {"unary_lanes", case_unary_lanes},
     {"log_sweep", case_log_sweep},
     {"erf_sweep", case_erf_sweep},
+    {"exp_range", case_exp_range},
     {"bitwise", case_bitwise},
     {"mod_floor", case_mod_floor},
 };
