@@ -141,4 +141,9 @@ void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx);
 void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
                      int threads);
 
+/* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
+ * * G (G NULL: no scale), on up to THREADS OpenMP threads. */
+void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,
+                  float eps, int threads);
+
 #endif /* PLINTH_ONEDNN_H */

@@ -34,6 +34,7 @@
 #include "onednn.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <string.h>
 
@@ -238,4 +239,62 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
                      w + (size_t)ob * wblock, d->poff + p0, bias + (size_t)ob * 16, out0, out1);
         }
     }
+}
+
+/* ---- RMSNorm ------------------------------------------------------------------
+ *
+ * oneDNN 2.6 has no RMS normalization: its layer normalization always takes
+ * the mean off, its reduction computes a sum of squares only with its
+ * reference kernel (norm_lp_power_p_sum: 205 us for [64, 256] at 2
+ * threads, where the whole layer normalization takes 3.7), and the pieces
+ * (a square, a mean, a rsqrt, two broadcast products) were six primitives
+ * and 32 us a norm in T5's encoder. One pass per row here: the sum of
+ * squares in 16 partial sums (a fixed order: results do not depend on the
+ * thread count), then y = x * (1 / sqrt(sum / C + eps)) * gamma. */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ODNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ODNN_CLONES
+#endif
+
+ODNN_CLONES static void odnn_rms_row(const float *x, const float *g, float *y, int64_t c,
+                                     float eps)
+{
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= c; i += 16)
+        for (int k = 0; k < 16; k++)
+            acc[k] += x[i + k] * x[i + k];
+    float tail = 0.0f;
+    for (; i < c; i++)
+        tail += x[i] * x[i];
+    for (int k = 0; k < 8; k++)
+        acc[k] += acc[k + 8];
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    sum += tail;
+    float r = 1.0f / sqrtf(sum / (float)c + eps);
+    if (g != NULL)
+        for (int64_t j = 0; j < c; j++)
+            y[j] = x[j] * r * g[j];
+    else
+        for (int64_t j = 0; j < c; j++)
+            y[j] = x[j] * r;
+}
+
+void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,
+                  float eps, int threads)
+{
+    /* below ~32K values a team's wake-up costs more than the rows */
+    int team = rows * cols >= 32768 && threads > 1 ? threads : 1;
+    if (team > rows)
+        team = (int)rows;
+    if (team <= 1) {
+        for (int64_t r = 0; r < rows; r++)
+            odnn_rms_row(x + r * cols, g, y + r * cols, cols, eps);
+        return;
+    }
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t r = 0; r < rows; r++)
+        odnn_rms_row(x + r * cols, g, y + r * cols, cols, eps);
 }

@@ -553,6 +553,10 @@ struct odnn_lnpat {
      * PyTorch exports it) rather than the last axis: run as a layer
      * normalization of the NHWC copy viewed [N*H*W, C]. */
     int channel;
+    /* RMSNorm (odnn_match_rms): y = x / sqrt(mean(x^2) + eps) * gamma, no
+     * mean taken off, no beta; gamma -1 when there is none. nodes[0] is
+     * the square. */
+    int rms;
 };
 
 /* True when ReduceMean node R averages over the last axis of its input of
@@ -801,10 +805,91 @@ static int odnn_match_lnorm_tf(const pl_graph_view *v, const struct odnn_uses *u
     return 1;
 }
 
-/* Either form of a decomposed LayerNormalization whose first mean is R. */
+/* RMSNorm as T5, Llama and their kin write it (no op for it before opset
+ * 23, whose RMSNormalization the core expands to this): s = Pow(x, 2) or
+ * Mul(x, x); v = ReduceMean(s, last axis, keepdims); r = Sqrt(Add(v,
+ * eps)); then Div(x, r), or Mul(x, Div(1, r)) or Mul(x, Reciprocal(r));
+ * times gamma (one value per element of the last axis) when a Mul by one
+ * follows. Every intermediate read only by the next node; x may be read
+ * elsewhere too (the residual stream). Q is the square. */
+static int odnn_match_rms(const pl_graph_view *v, const struct odnn_uses *u, size_t q,
+                          struct odnn_lnpat *out)
+{
+    struct odnn_tinfo x;
+    float two;
+    memset(out, 0, sizeof *out);
+    out->x = odnn_in(v, q, 0);
+    if (onednn_host->graph->node_input_count(v, q) != 2 ||
+        !odnn_tensor(v, out->x, &x) || !x.known || !x.f32 || x.ndim < 1 || x.cdata != NULL)
+        return 0;
+    if (odnn_op_is(v, (int64_t)q, "Pow")) {
+        if (!odnn_scalar(v, odnn_in(v, q, 1), &two) || two != 2.0f)
+            return 0;
+    } else if (!odnn_op_is(v, (int64_t)q, "Mul") || odnn_in(v, q, 1) != out->x) {
+        return 0;
+    }
+    int64_t c = x.dims[x.ndim - 1];
+    int64_t var = odnn_sole_reader(u, odnn_out(v, q, 0));
+    if (!odnn_mean_last(v, var, x.ndim, 0))
+        return 0;
+    int64_t add;
+    int64_t sq = odnn_ln_eps_sqrt(v, u, var, &out->eps, &add);
+    if (sq < 0)
+        return 0;
+    int64_t r_t = odnn_out(v, (size_t)sq, 0);
+    int64_t nxt = odnn_sole_reader(u, r_t), inv = -1, norm;
+    float one;
+    int first;
+    if (odnn_op_is(v, nxt, "Div") && odnn_in(v, (size_t)nxt, 0) == out->x &&
+        odnn_in(v, (size_t)nxt, 1) == r_t) {
+        norm = nxt; /* x / r */
+    } else {
+        if (odnn_op_is(v, nxt, "Reciprocal") ||
+            (odnn_op_is(v, nxt, "Div") && odnn_in(v, (size_t)nxt, 1) == r_t &&
+             odnn_binary_scalar(v, (size_t)nxt, &one, &first) == r_t && first && one == 1.0f))
+            inv = nxt;
+        else
+            return 0;
+        norm = odnn_sole_reader(u, odnn_out(v, (size_t)inv, 0));
+        if (!odnn_op_is(v, norm, "Mul") ||
+            odnn_other_input(v, (size_t)norm, odnn_out(v, (size_t)inv, 0), 1) != out->x)
+            return 0;
+    }
+    size_t list[7] = {q, (size_t)var, (size_t)add, (size_t)sq, 0, 0, 0};
+    size_t nl = 4;
+    if (inv >= 0)
+        list[nl++] = (size_t)inv;
+    list[nl++] = (size_t)norm;
+    out->out = odnn_out(v, (size_t)norm, 0);
+    out->gamma = out->beta = -1;
+    int64_t gm = odnn_sole_reader(u, out->out);
+    if (odnn_op_is(v, gm, "Mul")) {
+        int64_t g = odnn_other_input(v, (size_t)gm, out->out, 1);
+        if (g >= 0 && odnn_ln_param(v, u, g, c, x.ndim, 0)) {
+            out->gamma = g;
+            out->out = odnn_out(v, (size_t)gm, 0);
+            list[nl++] = (size_t)gm;
+        }
+    }
+    struct odnn_tinfo y;
+    if (!odnn_tensor(v, out->out, &y) || !y.known || !y.f32 || y.ndim != x.ndim ||
+        memcmp(y.dims, x.dims, sizeof x.dims[0] * (size_t)x.ndim) != 0)
+        return 0;
+    memcpy(out->nodes, list, sizeof list);
+    out->n_nodes = nl;
+    out->rms = 1;
+    return 1;
+}
+
+/* Either form of a decomposed LayerNormalization whose first mean is R, or
+ * an RMSNorm whose square is R. */
 static int odnn_match_any_lnorm(const pl_graph_view *v, const struct odnn_uses *u, size_t r,
                                 struct odnn_lnpat *out)
 {
+    if ((odnn_op_is(v, (int64_t)r, "Pow") || odnn_op_is(v, (int64_t)r, "Mul")) &&
+        odnn_match_rms(v, u, r, out))
+        return 1;
+    out->rms = 0;
     if (odnn_op_is(v, (int64_t)r, "ReduceMean") && odnn_match_lnorm(v, u, r, out))
         return 1;
     return (odnn_op_is(v, (int64_t)r, "ReduceMean") ||
@@ -957,9 +1042,9 @@ static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
     memset(u->ln_channel, 0, nodes ? nodes : 1);
     for (size_t r = 0; r < nodes; r++) {
         struct odnn_lnpat m;
-        /* over channels, or Keras's form (its Reciprocal and two-sided
-         * broadcasts alone are refused): taken whole */
-        if (odnn_match_any_lnorm(v, u, r, &m) && (m.channel || m.n_nodes > 9))
+        /* over channels, Keras's form or an RMSNorm (their Reciprocal
+         * and two-sided broadcasts alone are refused): taken whole */
+        if (odnn_match_any_lnorm(v, u, r, &m) && (m.channel || m.n_nodes > 9 || m.rms))
             for (size_t k = 0; k < m.n_nodes; k++)
                 u->ln_channel[m.nodes[k]] = 1;
     }
@@ -988,7 +1073,8 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
         struct odnn_lnpat ln;
         if (out[n] == ODNN_ROLE_OWN &&
             (odnn_op_is(v, (int64_t)n, "ReduceMean") ||
-             odnn_op_is(v, (int64_t)n, "GlobalAveragePool")) &&
+             odnn_op_is(v, (int64_t)n, "GlobalAveragePool") ||
+             odnn_op_is(v, (int64_t)n, "Pow") || odnn_op_is(v, (int64_t)n, "Mul")) &&
             odnn_match_any_lnorm(v, &u, n, &ln)) {
             for (size_t k = 0; k < ln.n_nodes; k++)
                 out[ln.nodes[k]] = ODNN_ROLE_INNER;
@@ -1406,6 +1492,38 @@ static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, cha
 /* The ops oneDNN's binary primitive computes. */
 /* Whether oneDNN would run Y = Y-shaped source (op) BC-shaped source, both
  * row-major f32, on its reference binary. */
+/* The dims of a row-major broadcast YD <- D1 (rank ND) with neighbouring
+ * axes merged where both sources agree on broadcasting them, axes of one
+ * element dropped: [1, H, S, D] * [1, 1, S, D] (a rotary embedding's cos
+ * beside each head) is [H, S*D] * [1, S*D], which oneDNN's jit binary
+ * takes, where it runs the 4-D form on its reference kernel (0.2 ms for
+ * [1, 4, 48, 64]). 1 when the rank went down (*CND, CY, C1 set). */
+static int odnn_binary_collapse(int nd, const dnnl_dim_t *yd, const dnnl_dim_t *d1, int *cnd,
+                                dnnl_dim_t *cy, dnnl_dim_t *c1)
+{
+    int k = 0, last = -1; /* last: 1 when the run so far is broadcast, 0 full */
+    for (int i = 0; i < nd; i++) {
+        if (yd[i] == 1)
+            continue;
+        int bc = d1[i] != yd[i];
+        if (bc && d1[i] != 1)
+            return 0; /* not a broadcast */
+        if (k > 0 && bc == last) {
+            cy[k - 1] *= yd[i];
+            c1[k - 1] *= d1[i];
+        } else {
+            cy[k] = yd[i];
+            c1[k] = d1[i];
+            k++;
+            last = bc;
+        }
+    }
+    if (k == 0)
+        cy[0] = c1[0] = 1, k = 1;
+    *cnd = k;
+    return k < nd;
+}
+
 static int odnn_probe_binary_ref(const struct odnn_tinfo *y, const struct odnn_tinfo *bc)
 {
     pthread_once(&odnn_probe_once, odnn_probe_engine_make);
@@ -1432,6 +1550,16 @@ static int odnn_probe_binary_ref(const struct odnn_tinfo *y, const struct odnn_t
                      dnnl_success &&
                  impl != NULL && odnn_impl_is_ref(impl);
         dnnl_primitive_desc_destroy(pd);
+    }
+    dnnl_dims_t cy, c1;
+    int cnd;
+    if (is_ref && odnn_binary_collapse(nd, d0, d1, &cnd, cy, c1)) {
+        /* odnn_binary runs it in the merged dims */
+        struct odnn_tinfo yc = *y, bcc = *bc;
+        yc.ndim = bcc.ndim = cnd;
+        for (int i = 0; i < cnd; i++)
+            yc.dims[i] = cy[i], bcc.dims[i] = c1[i];
+        return odnn_probe_binary_ref(&yc, &bcc);
     }
     return is_ref;
 }
@@ -1483,9 +1611,11 @@ static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, c
             return 0;
         }
     /* [N, 1, H, W] across the channels of a 4-d tensor the subgraph keeps
-     * channel-blocked: oneDNN's reference binary only. */
+     * channel-blocked: oneDNN's reference binary only, unless merged dims
+     * make it one oneDNN's jit kernel takes (odnn_binary_collapse: a
+     * rotary embedding's [1, 1, S, D] beside [1, heads, S, D], plain). */
     if (y.ndim == 4 && bc->ndim >= 3 && bc->dims[bc->ndim - 3] == 1 && y.dims[1] > 1 &&
-        bc->dims[bc->ndim - 1] * bc->dims[bc->ndim - 2] > 1) {
+        bc->dims[bc->ndim - 1] * bc->dims[bc->ndim - 2] > 1 && odnn_probe_binary_ref(&y, bc)) {
         odnn_reason(reason, op, "a broadcast across channels runs on oneDNN's reference "
                                 "implementation");
         return 0;
@@ -2440,8 +2570,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         odnn_reason(reason, op, "domain '%s' is not ONNX's", g->node_domain(v, n));
         return 0;
     }
-    /* A node of a LayerNorm pattern taken whole (over the channels, or
-     * Keras's form): the pattern is one primitive, whatever its nodes are
+    /* A node of a LayerNorm pattern taken whole (over the channels,
+     * Keras's form, or an RMSNorm): the pattern is one step, whatever its nodes are
      * alone (ReduceMeans and channel broadcasts as reference kernels, a
      * Reciprocal oneDNN has no primitive for) */
     if (u != NULL && u->ln_channel != NULL && u->ln_channel[n])
@@ -2699,7 +2829,7 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
-    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT
+    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM
 };
 
 struct odnn_step {
@@ -2718,6 +2848,8 @@ struct odnn_step {
     dnnl_exec_arg_t exec[ODNN_MAX_ARGS + 1];
     dnnl_memory_t scratch_mem;
     struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
+    int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols] */
+    float eps;
 };
 
 struct pl_compiled {
@@ -5501,11 +5633,63 @@ static pl_status *odnn_lnorm(struct odnn_build *b, size_t n, int src)
                       : odnn_simple(b, n, ODNN_S_LNORM, &ld, src, odnn_out(v, n, 0), args, w, n_w);
 }
 
+/* RMSNorm pattern M (odnn_match_rms) as the module's own kernel
+ * (odnn_rms_run), emitted at node N: the source as dense rows, gamma a
+ * weight (constant) or read in place (a view input). */
+static pl_status *odnn_rms_pattern(struct odnn_build *b, size_t n, const struct odnn_lnpat *m)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, m->x, &x);
+    int64_t c = x.dims[x.ndim - 1];
+    int src, gref = -1, gkind = ODNN_REF_WEIGHT;
+    pl_status *st = odnn_source(b, m->x, (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st == NULL && m->gamma >= 0) {
+        struct odnn_tinfo p;
+        odnn_tensor(v, m->gamma, &p);
+        if (p.cdata != NULL) {
+            st = odnn_vector_weight(b, n, m->gamma, c, NULL, &gref);
+        } else {
+            dnnl_memory_desc_t gmd;
+            dnnl_dims_t d = {c};
+            dnnl_memory_desc_init_by_tag(&gmd, 1, d, dnnl_f32, dnnl_a);
+            int gv;
+            st = odnn_source(b, m->gamma, (int64_t)n, &gv);
+            if (st == NULL)
+                st = odnn_view_as(b, gv, &gmd, (int64_t)n, &gref);
+            gkind = ODNN_REF_VALUE;
+        }
+    }
+    if (st != NULL)
+        return st;
+    struct odnn_step *s = odnn_next_step(b, ODNN_S_RMSNORM, (int64_t)n);
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = x.elems / (c > 0 ? c : 1);
+    s->cols = c;
+    s->eps = m->eps;
+    int step = b->c->n_steps++;
+    int out = odnn_new_value(b, m->out, ODNN_V_TEMP, &b->c->values[src].md);
+    if (out < 0)
+        return odnn_oom();
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    if (gref >= 0)
+        odnn_arg(b, step, DNNL_ARG_SCALE, gkind, gref);
+    for (size_t k = 0; k < m->n_nodes; k++)
+        b->done[m->nodes[k]] = 1;
+    return NULL;
+}
+
 /* The decomposed LayerNormalization of pattern M as one primitive, emitted
  * at node N. A constant gamma or beta becomes a weight; one that is a view
  * input is read in place, through a [C] view of its bytes. */
 static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struct odnn_lnpat *m)
 {
+    if (m->rms)
+        return odnn_rms_pattern(b, n, m);
     const pl_graph_view *v = b->v;
     struct odnn_tinfo x;
     odnn_tensor(v, m->x, &x);
@@ -5885,6 +6069,22 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
             st = odnn_dnnl(dnnl_binary_desc_init(&bd, alg, &b->c->values[s0].md, &md1, &dst_md),
                            "binary descriptor", v, (int64_t)n);
     }
+    dnnl_dims_t cy, c1;
+    int cnd, collapse = 0;
+    if (st == NULL && odnn_desc_is_ref(b, &bd) && odnn_binary_collapse(nd, yd, d1, &cnd, cy, c1)) {
+        /* still the reference kernel: the same bytes in merged dims */
+        dnnl_memory_desc_t m0;
+        odnn_plain_md(&m0, cnd, cy);
+        st = odnn_view_as(b, s0, &m0, (int64_t)n, &s0);
+        odnn_plain_md(&md1, cnd, c1);
+        if (st == NULL)
+            st = odnn_view_as(b, s1_given, &md1, (int64_t)n, &s1);
+        odnn_plain_md(&dst_md, cnd, cy);
+        if (st == NULL)
+            st = odnn_dnnl(dnnl_binary_desc_init(&bd, alg, &b->c->values[s0].md, &md1, &dst_md),
+                           "binary descriptor", v, (int64_t)n);
+        collapse = 1;
+    }
     dnnl_primitive_desc_t pd = NULL;
     struct odnn_fuse qf;
     int64_t out_t = odnn_out(v, n, 0);
@@ -5897,6 +6097,22 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
         s = odnn_add_step(b, ODNN_S_BINARY, pd, (int64_t)n, &st);
     if (pd)
         dnnl_primitive_desc_destroy(pd);
+    if (st == NULL && collapse) {
+        /* as a product's merged rows (odnn_matmul): the tensor's value
+         * owns the bytes in the graph's dims, the step writes them
+         * through the merged view */
+        dnnl_memory_desc_t real;
+        odnn_plain_md(&real, nd, yd);
+        int owner = odnn_new_value(b, out_t, ODNN_V_TEMP, &real);
+        if (owner < 0)
+            return odnn_oom();
+        b->c->values[owner].defined = 1;
+        b->c->values[owner].dense = 1;
+        b->c->values[dst].tensor = -1;
+        b->c->values[dst].kind = -owner - 100;
+        b->c->values[dst].view_off = 0;
+        b->c->values[dst].merged = 1;
+    }
     if (st != NULL)
         return st;
     odnn_arg(b, s, DNNL_ARG_SRC_0, ODNN_REF_VALUE, s0);
@@ -7496,7 +7712,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 15u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 16u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -7512,7 +7728,9 @@ static double odnn_now_ms(void)
                                  14: the module's own direct convolution
                                      (ODNN_S_DIRECT) below AVX-512;
                                  15: int8 QLinearConv, QuantizeLinear and
-                                     DequantizeLinear alone */
+                                     DequantizeLinear alone;
+                                 16: RMSNorm as the module's own kernel
+                                     (ODNN_S_RMSNORM) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -7854,6 +8072,16 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
         int want = step->threads > 0 ? step->threads : threads;
         if (want != team)
             omp_set_num_threads(team = want);
+        if (step->kind == ODNN_S_RMSNORM) {
+            /* arguments: SRC, DST, and SCALE when there is a gamma */
+            void *src = NULL, *dst = NULL, *g = NULL;
+            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
+            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
+            if (step->n_args > 2)
+                dnnl_memory_get_data_handle(step->exec[2].memory, &g);
+            odnn_rms_run(src, g, dst, step->rows, step->cols, step->eps, team);
+            continue;
+        }
         if (step->direct != NULL) {
             /* arguments: SRC and DST values, WEIGHTS the packed weight */
             void *src = NULL, *dst = NULL;
