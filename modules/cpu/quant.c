@@ -276,9 +276,31 @@ static pl_status *qu_dynamic_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                          "the input does not have the output's %zu elements",
                          kernel->outs[0].elements);
+    /* shp_run writes outputs 0, 1, 2 in order on one thread: the scale and
+     * zero point output 0 found serve 1 and 2 (a pass over x each, three
+     * passes in all, was 40 us of a BERT layer's [128, 1024]) when output
+     * 0 was written in this same run, i.e. requested (ARGS and X the same
+     * pointers say it is this run's call, the request says 0 ran). */
+    static _Thread_local struct {
+        const pl_run_args *args;
+        const float *x;
+        float scale;
+        uint8_t zp;
+    } memo;
     float scale;
     uint8_t zp;
-    qu_dynamic_params(x, n, &scale, &zp);
+    if (o > 0 && memo.args == args && memo.x == x && args->requests[0] != PL_REQ_NULL) {
+        scale = memo.scale;
+        zp = memo.zp;
+    } else {
+        qu_dynamic_params(x, n, &scale, &zp);
+        if (o == 0) {
+            memo.args = args;
+            memo.x = x;
+            memo.scale = scale;
+            memo.zp = zp;
+        }
+    }
     if (o == 1) {
         memcpy(dst, &scale, sizeof scale);
     } else if (o == 2) {
@@ -379,20 +401,27 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
         cpu_igemm((int64_t)rows, (int64_t)m, (int64_t)kk, c->bpack + bi * c->bpack_bytes,
                   (int64_t)r0, &qa, c->za, k->za_rows, acc, (int64_t)m, scratch);
         size_t at0 = t * m * n;
-        for (size_t r = 0; r < rows; r++) {
-            size_t j = r0 + r;
-            const int32_t *col = acc + r * m;
-            if (!k->qlinear) {
-                for (size_t i = 0; i < m; i++)
-                    ((int32_t *)c->dst)[at0 + i * n + j] = col[i];
-                continue;
-            }
-            /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
-            const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
-            const float sbj = c->sb[k->sb_cols ? j : 0], zy = (float)c->zy;
+        /* ACC holds Y^T (a row of m per column j of Y): written back row by
+         * row of Y, so the stores run along Y's rows and the strided reads
+         * stay in ACC (in cache). Column by column, the stores went n
+         * apart: a third of a dynamically quantized BERT's time. */
+        if (!k->qlinear) {
             for (size_t i = 0; i < m; i++) {
-                float scale = c->sa[k->sa_rows ? i : 0] * sbj / c->sy;
-                float v = cpu_round_even((float)col[i] * scale) + zy;
+                int32_t *yrow = (int32_t *)c->dst + at0 + i * n + r0;
+                for (size_t r = 0; r < rows; r++)
+                    yrow[r] = acc[r * m + i];
+            }
+            continue;
+        }
+        /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
+        const float lo = k->y_signed ? -128.0f : 0.0f, hi = k->y_signed ? 127.0f : 255.0f;
+        const float zy = (float)c->zy;
+        for (size_t i = 0; i < m; i++) {
+            const float sai = c->sa[k->sa_rows ? i : 0];
+            for (size_t r = 0; r < rows; r++) {
+                size_t j = r0 + r;
+                float scale = sai * c->sb[k->sb_cols ? j : 0] / c->sy;
+                float v = cpu_round_even((float)acc[r * m + i] * scale) + zy;
                 v = v < lo ? lo : v > hi ? hi : v;
                 if (k->y_signed)
                     ((int8_t *)c->dst)[at0 + i * n + j] = (int8_t)v;
