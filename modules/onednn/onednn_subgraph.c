@@ -4971,9 +4971,11 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     /* not where A is a strided view the product reads as it is (a Split,
      * Transpose or Reshape before it, an NHWC LayerNorm's result) */
     int av = collapse ? odnn_value_of(b, odnn_in(v, n, 0)) : -1;
-    if (av >= 0 && odnn_is_plain(&b->c->values[av].md) &&
-        !odnn_is_row_major(&b->c->values[av].md))
-        collapse = 0;
+    if (av >= 0 && odnn_is_plain(&b->c->values[av].md)) {
+        dnnl_memory_desc_t as_f32 = b->c->values[av].md; /* bf16 rows merge alike */
+        as_f32.data_type = dnnl_f32;
+        collapse = odnn_is_row_major(&as_f32);
+    }
     if (collapse) {
         int unfit = 0;
         pl_status *st = odnn_matmul_as(b, n, gemm, 1, &unfit);
@@ -5157,9 +5159,27 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
     if (st == NULL && a_strided) {
         if (b->c->values[src].md.ndims != r && (src = odnn_alias(b, src, &a_view, -1, 0)) < 0)
             st = odnn_oom();
-    } else if (st == NULL && cdt != dnnl_f32 && !ta && b->c->values[src].md.ndims == r) {
+    } else if (st == NULL && cdt != dnnl_f32 && collapse &&
+               b->c->values[src].md.data_type == cdt && odnn_is_plain(&b->c->values[src].md)) {
+        /* merged rows of a row-major bf16 A its writer left: a view */
+        dnnl_memory_desc_t as_f32 = b->c->values[src].md, a_c;
+        as_f32.data_type = dnnl_f32;
+        dnnl_memory_desc_init_by_strides(&a_c, r, ad, cdt, NULL);
+        int al = odnn_is_row_major(&as_f32) ? odnn_alias(b, src, &a_c, -1, 0) : -2;
+        /* (-2: not row-major, which odnn_matmul's check ruled out) */
+        if (al == -1)
+            st = odnn_oom();
+        else if (al >= 0)
+            src = al;
+        else if ((st = odnn_view_as(b, src, &a_f32, (int64_t)n, &src)) == NULL)
+            st = odnn_ensure(b, src, &a_md, (int64_t)n, &src);
+    } else if (st == NULL && cdt != dnnl_f32 && !ta && !collapse &&
+               b->c->values[src].md.ndims == r) {
         /* A dense bf16 A: the value itself when its writer made it so,
-         * else one reorder from whatever layout it has. */
+         * else one reorder from whatever layout it has. (Merged rows go
+         * below: a view of the rows first, then the bf16 copy; a reorder
+         * from [1, H, W, K] to [1, 1, H*W, K] fails, and failed the whole
+         * subgraph of ConvNeXt's pointwise layers under precision = bf16.) */
         dnnl_memory_desc_t a_c;
         dnnl_memory_desc_init_by_strides(&a_c, r, ad, cdt, NULL);
         st = odnn_ensure(b, src, &a_c, (int64_t)n, &src);

@@ -2284,18 +2284,36 @@ static const char *model_bf16_amx_matmul(void)
     return mb_write(&m);
 }
 
+/* model_bf16_amx_matmul's products on [1, 8, 8, 64]: rows merged into
+ * one [64, 64] product each (odnn_matmul); under precision = bf16 the
+ * bf16 copy of A once failed its reorder ([1, 8, 8, 64] to [1, 1, 64, 64])
+ * and with it the whole subgraph, which then ran on cpu. */
+static const char *model_bf16_rows_merged(void)
+{
+    struct mb m = {.seed = 63};
+    mb_input(&m, "x", 4, (int64_t[]){1, 8, 8, 64});
+    mb_const(&m, "w1", 2, (int64_t[]){64, 64}, NULL, 0.125f);
+    mb_const(&m, "w2", 2, (int64_t[]){64, 64}, NULL, 0.125f);
+    mb_node(&m, "mm1", "MatMul", "\"x\",\"w1\"", "h", "");
+    mb_node(&m, "r1", "Relu", "\"h\"", "a", "");
+    mb_node(&m, "mm2", "MatMul", "\"a\",\"w2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
 static void case_bf16(void)
 {
     struct {
         const char *path;
         int nd, ond;
         int64_t xs[4], ys[4];
-    } models[6] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
+    } models[7] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
                    {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}},
                    {model_bf16_mixed(), 4, 2, {1, 16, 8, 8}, {1, 4}},
                    {model_bf16_amx_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
                    {model_bf16_amx_matmul(), 2, 2, {64, 64}, {64, 64}},
-                   {model_bf16_qdq_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}}};
+                   {model_bf16_qdq_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
+                   {model_bf16_rows_merged(), 4, 4, {1, 8, 8, 64}, {1, 8, 8, 64}}};
     pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL);
     pl_runtime *rf = onednn_runtime(), *rc = runtime_with("cpu");
     /* oneDNN has bf16 kernels for AVX-512 (native with AVX512-BF16 or AMX,
@@ -2305,7 +2323,7 @@ static void case_bf16(void)
     TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
     bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
     bool amx = strstr(isa, "amx") != NULL;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
         size_t nx = count(models[k].nd, models[k].xs), ny = count(models[k].ond, models[k].ys);
         float *x = malloc(nx * sizeof *x), *yb = calloc(ny, 4), *yf = calloc(ny, 4),
               *yc = calloc(ny, 4);
@@ -2332,9 +2350,9 @@ static void case_bf16(void)
          * Gemm alone: a global average of a softmax over the last axis is
          * 1/W whatever the convolutions before it computed). With AMX: only
          * layers that fill a tile, with oneDNN's brgemm AMX kernels
-         * (odnn_conv_bf16_pays): models 3 and 4, not the 8- and 16-wide
-         * layers of 0 to 2. Model 5's layers read dequantized 8-bit
-         * values: never. */
+         * (odnn_conv_bf16_pays): models 3, 4 and 6 (4's products with
+         * their rows merged), not the 8- and 16-wide layers of 0 to 2.
+         * Model 5's layers read dequantized 8-bit values: never. */
         bool want_bf16 = k == 5 ? false : amx ? k >= 3 : avx512 && (k == 0 || k == 3);
         TH_CHECK(!want_bf16 || diff_bf > 1e-5 * scale,
                  "model %d: bf16 and f32 agree to %.3g: bf16 unused", k, diff_bf);
