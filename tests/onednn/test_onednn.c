@@ -2271,10 +2271,11 @@ static const char *model_bf16_qdq_conv(void)
     return mb_write(&m);
 }
 
-static const char *model_bf16_amx_matmul(void)
+/* Two products by 64 x 64 constants with a Relu between, on X (ND dims). */
+static const char *model_bf16_products(int nd, const int64_t *xs, uint32_t seed)
 {
-    struct mb m = {.seed = 62};
-    mb_input(&m, "x", 2, (int64_t[]){64, 64});
+    struct mb m = {.seed = seed};
+    mb_input(&m, "x", nd, xs);
     mb_const(&m, "w1", 2, (int64_t[]){64, 64}, NULL, 0.125f);
     mb_const(&m, "w2", 2, (int64_t[]){64, 64}, NULL, 0.125f);
     mb_node(&m, "mm1", "MatMul", "\"x\",\"w1\"", "h", "");
@@ -2284,21 +2285,18 @@ static const char *model_bf16_amx_matmul(void)
     return mb_write(&m);
 }
 
+static const char *model_bf16_amx_matmul(void)
+{
+    return model_bf16_products(2, (int64_t[]){64, 64}, 62);
+}
+
 /* model_bf16_amx_matmul's products on [1, 8, 8, 64]: rows merged into
  * one [64, 64] product each (odnn_matmul); under precision = bf16 the
  * bf16 copy of A once failed its reorder ([1, 8, 8, 64] to [1, 1, 64, 64])
  * and with it the whole subgraph, which then ran on cpu. */
 static const char *model_bf16_rows_merged(void)
 {
-    struct mb m = {.seed = 63};
-    mb_input(&m, "x", 4, (int64_t[]){1, 8, 8, 64});
-    mb_const(&m, "w1", 2, (int64_t[]){64, 64}, NULL, 0.125f);
-    mb_const(&m, "w2", 2, (int64_t[]){64, 64}, NULL, 0.125f);
-    mb_node(&m, "mm1", "MatMul", "\"x\",\"w1\"", "h", "");
-    mb_node(&m, "r1", "Relu", "\"h\"", "a", "");
-    mb_node(&m, "mm2", "MatMul", "\"a\",\"w2\"", "y", "");
-    m.outputs[m.n_outputs++] = "y";
-    return mb_write(&m);
+    return model_bf16_products(4, (int64_t[]){1, 8, 8, 64}, 63);
 }
 
 static void case_bf16(void)
