@@ -29,6 +29,13 @@ extern const pl_host_api *onednn_host;
  * other thread, cost more than halving a few microseconds saves. The
  * default of `one_thread_us`. */
 #define ONEDNN_ONE_THREAD_US 4.0
+/* The memory rate that decision assumes, GB/s: a small node's bytes are in
+ * cache, not in memory (PL_COST_GBPS's 15). A C harness at 2 threads, one
+ * against two (oneDNN 2.6, AVX-512): an eltwise or scalar binary on
+ * [48, 256] 1.4 / 2.3 us, [64, 512] 3.6 / 4.2, [64, 1024] 7.0 / 5.6: two
+ * threads pay from about 256 KB moved, 4 us at 64 GB/s; half that rate
+ * (128 KB) measured no worse on the PyTorch zoo, 64 cost efficientnet_s 7%. */
+#define ONEDNN_ONE_THREAD_GBPS 32.0
 /* A recurrent node whose time step takes less than this on one thread runs
  * on one: its team joins once per step. */
 #define ONEDNN_RNN_ONE_THREAD_STEP_US 20.0

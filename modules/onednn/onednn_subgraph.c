@@ -7672,7 +7672,7 @@ static pl_status *odnn_build_program(struct odnn_build *b)
         pl_cost_work(g, v, n, &flops, &bytes);
         double limit = b->ctx->one_thread_us;
         int one = team > 1 && flops / (PL_COST_GFLOPS * 1e3) < limit &&
-                  bytes / (PL_COST_GBPS * 1e3) < limit;
+                  bytes / (ONEDNN_ONE_THREAD_GBPS * 1e3) < limit;
         /* A recurrent node joins its team once per time step: where a
          * step's work is small, each join costs more than the step (a
          * bidirectional LSTM of 24 steps, hidden 24: 75 us on one thread,
