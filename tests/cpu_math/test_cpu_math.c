@@ -1304,6 +1304,28 @@ static void case_blas_lazy(void)
     CHECK(tm_blas_mapped(), "an f64 MatMul ran without OpenBLAS");
 }
 
+/* Runs the one-input f32 kernel of SPEC on the N values V, into OUT. */
+static void tm_run_f32(const ch_spec *spec, const float *v, float *out, int n)
+{
+    ch_node nd;
+    ch_node_build(spec, &nd);
+    pl_kernel *k = ch_kernel(&nd.desc);
+    ch_buf in, o;
+    ch_buf_make(&in, (size_t)n * sizeof(float), 8);
+    ch_buf_make(&o, (size_t)n * sizeof(float), 8);
+    for (int i = 0; i < n; i++)
+        ch_store(in.data, PL_DTYPE_F32, (size_t)i, v[i]);
+    pl_tensor x = ch_host_tensor(&nd.in[0], &in), y = ch_host_tensor(&nd.out[0], &o);
+    pl_output_request req = PL_REQ_WRITE;
+    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
+    for (int i = 0; i < n; i++)
+        out[i] = (float)ch_load(o.data, PL_DTYPE_F32, (size_t)i);
+    free(in.base);
+    free(o.base);
+    ch_mod->api.kernel_release(ch_mod->ctx, k);
+    ch_node_free(&nd);
+}
+
 /* Log's own f32 logarithm (fastmath.h, and its eight-lane copy) against
  * double log over 2^-149 .. 2^127 and around 1, where it loses most:
  * within 2 ulp of the rounded result, log(1) exactly 0. */
@@ -1311,33 +1333,22 @@ static void case_log_sweep(void)
 {
     enum { N = 40000 };
     ch_spec s = {.op = "Log", .n_in = 1, .in = {T(1, N)}};
-    ch_node n;
-    ch_node_build(&s, &n);
-    pl_kernel *k = ch_kernel(&n.desc);
-    ch_buf in, out;
-    ch_buf_make(&in, N * sizeof(float), 8);
-    ch_buf_make(&out, N * sizeof(float), 8);
+    float *xs = malloc(N * sizeof *xs), *ys = malloc(N * sizeof *ys);
+    CHECK(xs && ys, "out of memory");
+    for (int i = 0; i < N; i++)
+        xs[i] = (float)(i < N / 2 ? ldexp(1.0 + (i % 97) / 97.0, -149 + (i * 276) / N)
+                                  : 1.0 + ((double)(i - N / 2) - N / 4) * ldexp(1, -18));
+    tm_run_f32(&s, xs, ys, N);
     for (int i = 0; i < N; i++) {
-        double v = i < N / 2 ? ldexp(1.0 + (i % 97) / 97.0, -149 + (i * 276) / N)
-                             : 1.0 + ((double)(i - N / 2) - N / 4) * ldexp(1, -18);
-        ch_store(in.data, PL_DTYPE_F32, (size_t)i, v);
-    }
-    pl_tensor x = ch_host_tensor(&n.in[0], &in), y = ch_host_tensor(&n.out[0], &out);
-    pl_output_request req = PL_REQ_WRITE;
-    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
-    for (int i = 0; i < N; i++) {
-        float xv = (float)ch_load(in.data, PL_DTYPE_F32, (size_t)i);
-        float got = (float)ch_load(out.data, PL_DTYPE_F32, (size_t)i);
+        float xv = xs[i], got = ys[i];
         float want = (float)log((double)xv);
         float ulp = nextafterf(fabsf(want), INFINITY) - fabsf(want);
         CHECK(xv != 1.0f || got == 0.0f, "log(1) = %g", (double)got);
         CHECK(fabsf(got - want) <= 2 * ulp, "log(%a) = %a, want %a", (double)xv, (double)got,
               (double)want);
     }
-    free(in.base);
-    free(out.base);
-    ch_mod->api.kernel_release(ch_mod->ctx, k);
-    ch_node_free(&n);
+    free(xs);
+    free(ys);
 }
 
 /* Erf on a grid of [-6, 6] (its AVX2 lanes and the scalar tail) within
@@ -1346,22 +1357,14 @@ static void case_erf_sweep(void)
 {
     enum { N = 120007 }; /* odd: the last N % 8 run on the scalar tail */
     ch_spec s = {.op = "Erf", .n_in = 1, .in = {T(1, N)}};
-    ch_node n;
-    ch_node_build(&s, &n);
-    pl_kernel *k = ch_kernel(&n.desc);
-    ch_buf in, out;
-    ch_buf_make(&in, N * sizeof(float), 8);
-    ch_buf_make(&out, N * sizeof(float), 8);
+    float *xs = malloc(N * sizeof *xs), *ys = malloc(N * sizeof *ys);
+    CHECK(xs && ys, "out of memory");
     const double edges[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0.6, -0.6, 0.5999999, 1e-30};
     for (int i = 0; i < N; i++)
-        ch_store(in.data, PL_DTYPE_F32, (size_t)i,
-                 i < (int)CH_COUNT(edges) ? edges[i] : -6.0 + 12.0 * i / (N - 1));
-    pl_tensor x = ch_host_tensor(&n.in[0], &in), y = ch_host_tensor(&n.out[0], &out);
-    pl_output_request req = PL_REQ_WRITE;
-    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
+        xs[i] = (float)(i < (int)CH_COUNT(edges) ? edges[i] : -6.0 + 12.0 * i / (N - 1));
+    tm_run_f32(&s, xs, ys, N);
     for (int i = 0; i < N; i++) {
-        float xv = (float)ch_load(in.data, PL_DTYPE_F32, (size_t)i);
-        float got = (float)ch_load(out.data, PL_DTYPE_F32, (size_t)i);
+        float xv = xs[i], got = ys[i];
         double want = erf((double)xv);
         if (isnan(xv)) {
             CHECK(isnan(got), "erf(NaN) = %g", (double)got);
@@ -1370,10 +1373,8 @@ static void case_erf_sweep(void)
         CHECK(fabs(got - want) <= 1e-6 && signbit(got) == signbit(xv),
               "erf(%.9g) = %.9g, want %.9g (element %d)", (double)xv, (double)got, want, i);
     }
-    free(in.base);
-    free(out.base);
-    ch_mod->api.kernel_release(ch_mod->ctx, k);
-    ch_node_free(&n);
+    free(xs);
+    free(ys);
 }
 
 /* Opset 18's BitwiseAnd, BitwiseOr, BitwiseXor (i32 [2,3] with a [3]
@@ -1527,28 +1528,6 @@ static void case_unary_lanes(void)
             ch_mod->api.kernel_release(ch_mod->ctx, k);
             ch_node_free(&n);
         }
-}
-
-/* Runs the one-input f32 kernel of SPEC on the N values V, into OUT. */
-static void tm_run_f32(const ch_spec *spec, const float *v, float *out, int n)
-{
-    ch_node nd;
-    ch_node_build(spec, &nd);
-    pl_kernel *k = ch_kernel(&nd.desc);
-    ch_buf in, o;
-    ch_buf_make(&in, (size_t)n * sizeof(float), 8);
-    ch_buf_make(&o, (size_t)n * sizeof(float), 8);
-    for (int i = 0; i < n; i++)
-        ch_store(in.data, PL_DTYPE_F32, (size_t)i, v[i]);
-    pl_tensor x = ch_host_tensor(&nd.in[0], &in), y = ch_host_tensor(&nd.out[0], &o);
-    pl_output_request req = PL_REQ_WRITE;
-    CHECK_OK(ch_run(k, 1, &x, 1, &y, &req));
-    for (int i = 0; i < n; i++)
-        out[i] = (float)ch_load(o.data, PL_DTYPE_F32, (size_t)i);
-    free(in.base);
-    free(o.base);
-    ch_mod->api.kernel_release(ch_mod->ctx, k);
-    ch_node_free(&nd);
 }
 
 /* e^x out of f32's normal range, on the eight-lane loops and the scalar
