@@ -87,6 +87,8 @@ int onednn_reduce_by_matmul(int64_t rows, int64_t k);
  * pixels takes oneDNN's AMX kernels (onednn_subgraph.c); the cost model
  * rates it so. */
 int onednn_int8_amx(double macs, double pixels);
+/* Whether an int8 matmul of MACS multiply-adds takes oneDNN's AMX kernel. */
+int onednn_qmm_amx(double macs);
 
 /* The time steps times directions of RNN, GRU or LSTM node N (how often
  * it joins its OpenMP team); 0 for another op or unknown dims. */
@@ -152,5 +154,11 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */
 void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,
                   float eps, int threads);
+
+/* DynamicQuantizeLinear of N f32 values X: Y their u8 values, *SCALE and
+ * *ZP (and *ZP32, the same zero point as oneDNN reads it) the parameters,
+ * as ONNX defines them, on up to THREADS OpenMP threads. */
+void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp,
+                  int32_t *zp32, int threads);
 
 #endif /* PLINTH_ONEDNN_H */

@@ -141,7 +141,7 @@ static const char *const odnn_cost_rnns[] = {"RNN", "GRU", "LSTM", NULL};
 static const char *const odnn_cost_eltwise[] = {
     "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Celu", "Selu", "Exp", "Log", "Sqrt",
     "Abs", "Clip", "HardSigmoid", "HardSwish", "Softplus", "Neg", "Round", "Erf", "Reciprocal",
-    "Pow", "Mish", "Gelu", "Identity", "Dropout", "DequantizeLinear", NULL};
+    "Pow", "Mish", "Gelu", "Identity", "Dropout", "DequantizeLinear", "Cast", NULL};
 static const char *const odnn_cost_binaries[] = {"Add", "Sub", "Mul", "Div", "Max", "Min",
                                                  "PRelu", "QuantizeLinear", NULL};
 static const char *const odnn_cost_reductions[] = {
@@ -398,6 +398,27 @@ static double odnn_cost_qconv_us(const pl_graph_api *g, const pl_graph_view *v, 
     return ODNN_COST_INT8_US + 2.0 * macs / (rate * pl_cost_gflops() * 1e3);
 }
 
+/* A MatMulInteger (odnn_qmm_emit): the int8 matmul with its zero point and
+ * the chain's binary post-ops, 2 threads (a C harness on the AVX-512 Xeon):
+ * 4-5 us up to half a million multiply-adds (32x128x128: 4.2 us on VNNI;
+ * 8x256x256: 3.7), then about 1.3 TFLOP/s on AMX (128x256x1024: 52 us;
+ * 50x768x768: 45; 128x256x256: 18) and 0.8 on VNNI (128x256x1024: 89). */
+#define ODNN_COST_QMM_US 3.0
+
+static double odnn_cost_qmm_us(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int64_t a[8], w[8];
+    int32_t ar = pl_cost_dims(g, v, g->node_input(v, n, 0), a);
+    int32_t wr = pl_cost_dims(g, v, g->node_input(v, n, 1), w);
+    if (ar < 1 || wr != 2)
+        return ODNN_COST_QMM_US;
+    double macs = (double)w[0] * (double)w[1];
+    for (int32_t d = 0; d + 1 < ar; d++)
+        macs *= (double)a[d];
+    double rate = onednn_qmm_amx(macs) ? ODNN_COST_INT8_AMX_RATE : ODNN_COST_INT8_RATE;
+    return ODNN_COST_QMM_US + 2.0 * macs / (rate * pl_cost_gflops() * 1e3);
+}
+
 /* The node of the set that writes tensor T, or -1 (PRODUCER maps tensors to
  * nodes). */
 static int64_t odnn_cost_writer(const int64_t *producer, size_t n_tensors, int64_t t)
@@ -479,6 +500,12 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         if (strcmp(op, "QLinearConv") == 0) {
             has_conv = 1; /* its 8-bit values channels-last inside */
             compute += odnn_cost_qconv_us(g, v, n);
+            continue;
+        }
+        if (strcmp(op, "MatMulInteger") == 0) {
+            inside[n] = 2; /* the Cast, the scales and a bias become post-ops */
+            compute += odnn_cost_qmm_us(g, v, n);
+            launch += ODNN_COST_PRIMITIVE_US;
             continue;
         }
         if (odnn_cost_is(op, odnn_cost_products)) {

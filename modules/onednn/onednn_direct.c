@@ -298,3 +298,152 @@ void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_
     for (int64_t r = 0; r < rows; r++)
         odnn_rms_row(x + r * cols, g, y + r * cols, cols, eps);
 }
+
+/* ---- DynamicQuantizeLinear ------------------------------------------------------
+ *
+ * onnxruntime.quantization.quantize_dynamic writes every product of a
+ * transformer as DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul; the
+ * int8 product runs as a oneDNN matmul (odnn_qmm_emit) and the quantizer
+ * here: the range of x (with 0 in it), its u8 scale and zero point as
+ * ONNX's reference computes them in f32, then y = saturate(round_even(x /
+ * scale) + zp), NaN to 0 -- the cpu module's arithmetic step for step, so
+ * both give the same bytes. Two passes over x, each on the team from 32K
+ * values. */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ODNN_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+ODNN_AVX512 static void odnn_range_avx512(const float *x, int64_t n, float *lo, float *hi)
+{
+    __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
+    int64_t i = 0;
+    /* minps/maxps keep their second operand when the first is NaN: NaNs
+     * are skipped, as the scalar comparisons skip them */
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        l = _mm512_min_ps(v, l);
+        h = _mm512_max_ps(v, h);
+    }
+    float a = _mm512_reduce_min_ps(l), b = _mm512_reduce_max_ps(h);
+    for (; i < n; i++) {
+        a = x[i] < a ? x[i] : a;
+        b = x[i] > b ? x[i] : b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+ODNN_AVX512 static void odnn_quantize_avx512(const float *x, int64_t n, float s, float zf,
+                                             uint8_t *y)
+{
+    const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(zf);
+    const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+        /* lanes past N divide 1 by S: no exception from a float op */
+        __m512 v = _mm512_div_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(1.0f), m, x + j), vs);
+        v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                          vz);
+        __mmask16 num = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+        v = _mm512_maskz_mov_ps(num, _mm512_min_ps(_mm512_max_ps(v, lo), hi));
+        _mm512_mask_cvtusepi32_storeu_epi8(y + j, m, _mm512_cvtps_epi32(v));
+    }
+}
+#endif
+
+static int odnn_avx512bw(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#else
+    return 0;
+#endif
+}
+
+static void odnn_range(const float *x, int64_t n, float *lo, float *hi)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (odnn_avx512bw()) {
+        odnn_range_avx512(x, n, lo, hi);
+        return;
+    }
+#endif
+    float a = 0, b = 0;
+    for (int64_t i = 0; i < n; i++) {
+        a = x[i] < a ? x[i] : a;
+        b = x[i] > b ? x[i] : b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+static void odnn_quantize(const float *x, int64_t n, float s, float zf, uint8_t *y)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (odnn_avx512bw()) {
+        odnn_quantize_avx512(x, n, s, zf, y);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < n; j++) {
+        float v = nearbyintf(x[j] / s) + zf;
+        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+        y[j] = v == v ? (uint8_t)(int32_t)v : 0;
+    }
+}
+
+void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp,
+                  int32_t *zp32, int threads)
+{
+    int team = n >= 32768 && threads > 1 ? threads : 1;
+    float lo = 0, hi = 0;
+    if (team <= 1) {
+        odnn_range(x, n, &lo, &hi);
+    } else {
+        float part[2 * 64];
+        if (team > 64)
+            team = 64;
+#pragma omp parallel num_threads(team)
+        {
+            int t = omp_get_thread_num(), k = omp_get_num_threads();
+            int64_t b = n * t / k, e = n * (t + 1) / k;
+            odnn_range(x + b, e - b, &part[2 * t], &part[2 * t + 1]);
+            if (t == 0)
+                for (int i = k; i < team; i++) /* a smaller team than asked */
+                    part[2 * i] = part[2 * i + 1] = 0;
+        }
+        for (int t = 0; t < team; t++) {
+            lo = part[2 * t] < lo ? part[2 * t] : lo;
+            hi = part[2 * t + 1] > hi ? part[2 * t + 1] : hi;
+        }
+    }
+    float s = (hi - lo) / 255.0f;
+    uint8_t z = 0;
+    if (s > 0 && isfinite(s)) {
+        float zf = 0.0f - lo / s;
+        zf = zf < 0 ? 0 : zf > 255 ? 255 : zf;
+        z = (uint8_t)nearbyintf(zf);
+    }
+    *scale = s;
+    *zp = z;
+    *zp32 = z;
+    if (!(s > 0)) {
+        memset(y, 0, (size_t)n);
+        return;
+    }
+    if (team <= 1) {
+        odnn_quantize(x, n, s, (float)z, y);
+        return;
+    }
+#pragma omp parallel num_threads(team)
+    {
+        int t = omp_get_thread_num(), k = omp_get_num_threads();
+        /* chunks of 64 values, so no two threads write one cache line */
+        int64_t blocks = (n + 63) / 64;
+        int64_t b = blocks * t / k * 64, e = blocks * (t + 1) / k * 64;
+        if (e > n)
+            e = n;
+        if (b < e)
+            odnn_quantize(x + b, e - b, s, (float)z, y + b);
+    }
+}

@@ -24,7 +24,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
 # conv family with one group and 8 to 40 channels in and out in steps of 8
 # (the channel blocks the onednn module's own direct kernel takes).
-MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq")
+MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq")
 
 
 def I(v):
@@ -692,6 +692,8 @@ class Gen:
             return self.quant()
         elif family == "qdq":
             return self.qdq()
+        elif family == "dynq":
+            return self.dynq()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -804,6 +806,56 @@ class Gen:
         if op == "QLinearConv" and self.p(0.6):
             ins.append(self.const(self.rng.integers(-5000, 5000, [m]), "i32"))
         return self._quant_node(op, ins, attrs)
+
+    def dynq(self):
+        """Products as onnxruntime.quantization.quantize_dynamic writes
+        them: an f32 activation (maybe through a Relu, maybe all zero) ->
+        DynamicQuantizeLinear -> one or two MatMulIntegers by constant i8
+        weights (zero point absent or 0) with the quantizer's zero point ->
+        Cast to f32 -> Mul by x_scale * w_scale (one or per column, either
+        order) [-> Add of a bias] [-> Relu | Tanh]; batch dims 0-2; the
+        quantizer's outputs sometimes graph outputs too. The quantizer runs
+        in f32 as ONNX defines it and the sums are exact, so every backend
+        that computes it so matches the reference to f32 rounding."""
+        self.dtype = "f32"
+        self.float = True
+        self.qdt = {}
+        k = self.pick([1, 4, 16, 33, 64, 130])
+        batch = [self.r(1, 3) for _ in range(self.r(0, 2))]
+        x = self.input(batch + [self.r(1, 40), k])
+        if self.p(0.1):
+            x = self._qnode("Mul", [x, self.const(np.float32(0.0), "f32")])
+        elif self.p(0.5):
+            x = self._qnode("Relu", [x])
+        q, s, z = self.g.add_node("DynamicQuantizeLinear", [x], None, 3)
+        for o, v, dt in zip((q, s, z), dt_ref.dynamic_quantize(self.env[x]), ("u8", "f32", "u8")):
+            self.env[o] = to_dtype(np.asarray(v, np.float64 if dt == "f32" else np.int64), dt)
+            self.qdt[o] = dt
+        outs = []
+        for _ in range(self.r(1, 2)):
+            n = self.pick([1, 5, 16, 33, 70])
+            w = self.const(self.q8([k, n], True), "i8")
+            per = self.p(0.4)
+            ws = self.const(np.float32(self.rng.uniform(0.001, 0.01, [n] if per else [])), "f32")
+            sc = self._qnode("Mul", [s, ws] if self.p(0.5) else [ws, s])
+            ins = [q, w, z]
+            if self.p(0.3):
+                ins.append(self.const(np.zeros([n] if self.p(0.5) else [], np.int64), "i8"))
+            acc = self._qnode("MatMulInteger", ins)
+            f = self._qnode("Cast", [acc], {"to": I(1)})
+            y = self._qnode("Mul", [f, sc] if self.p(0.5) else [sc, f])
+            if self.p(0.6):
+                b = self.const(np.float32(self.rng.uniform(-1, 1, [n])), "f32")
+                y = self._qnode("Add", [b, y] if self.p(0.5) else [y, b])
+            if self.p(0.3):
+                y = self._qnode(self.pick(["Relu", "Tanh"]), [y])
+            outs.append(y)
+        if len(outs) == 2 and self.shape(outs[0]) == self.shape(outs[1]) and self.p(0.5):
+            outs = [self._qnode("Add", outs)]
+        if self.p(0.15):
+            outs.append(self.pick([q, s, z]))
+        self.g.outputs = outs
+        return self.g
 
     def _quant_maxpool(self):
         """A 2-D MaxPool of the 8-bit dtype (quantized networks pool

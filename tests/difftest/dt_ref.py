@@ -380,6 +380,10 @@ def eval_node(node, env, dtype_of):
         return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
     if op in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
         return [integer_product(node, ins, dtype_of)]
+    if op == "DynamicQuantizeLinear":
+        return dynamic_quantize(x)
+    if op == "Cast":
+        return [x]
     if op in ("QuantizeLinear", "DequantizeLinear"):
         return [quantize(op, ins, dtype_of(node["inputs"][2]) if len(ins) > 2 else "u8")]
     if op == "ConvTranspose":
@@ -536,6 +540,34 @@ def quantize(op, ins, qdtype):
     return np.clip(q, lo, hi).astype(np.int64)
 
 
+# ONNX's TensorProto codes of the dtypes a Cast may name here.
+CAST_TO = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 11: "f64"}
+
+
+def dynamic_quantize(x):
+    """DynamicQuantizeLinear in f32 as ONNX defines it: the range of X with
+    0 in it, scale = (max - min) / 255, zero point = round(clamp(0 - min /
+    scale, 0, 255)), y = saturate(round(x / scale) + zero point), rounding
+    half to even; a zero range gives scale 0, zero point 0 and zeros."""
+    xf = np.asarray(x, dtype=np.float32)
+    lo = np.float32(min(0.0, float(xf.min()) if xf.size else 0.0))
+    hi = np.float32(max(0.0, float(xf.max()) if xf.size else 0.0))
+    scale = np.float32((hi - lo) / np.float32(255.0))
+    if not scale > 0:
+        return [np.zeros(xf.shape, np.int64), np.float64(scale), np.int64(0)]
+    zp = np.float32(np.clip(np.float32(0.0) - lo / scale, 0, 255))
+    zp = np.float32(np.rint(zp))
+    y = np.clip(np.rint(xf / scale) + zp, 0, 255)
+    return [y.astype(np.int64), np.float64(scale), np.int64(zp)]
+
+
+def _out_dtypes(node, dtypes):
+    """The dtype of each of NODE's outputs."""
+    if node["op"] == "DynamicQuantizeLinear":
+        return ["u8", "f32", "u8"][:len(node["outputs"])]
+    return [_out_dtype(node, dtypes)] * len(node["outputs"])
+
+
 def _out_dtype(node, dtypes):
     """The dtype NODE's outputs have: its first input's, but for the
     integer products and (de)quantization."""
@@ -546,6 +578,8 @@ def _out_dtype(node, dtypes):
         return "f32"
     if op in ("ConvInteger", "MatMulInteger"):
         return "i32"
+    if op == "Cast":
+        return CAST_TO.get(_a(node, "to", 1), "f32")
     if op in ("QLinearConv", "QLinearMatMul"):
         return dtypes.get(node["inputs"][7], "u8")
     return dtypes.get(node["inputs"][0], "f32")
@@ -563,10 +597,10 @@ def evaluate(graph, inputs):
         env[name] = inputs[name]
     for node in graph.nodes:
         outs = eval_node(node, env, lambda n: dtypes.get(n, "f32"))
-        dt = _out_dtype(node, dtypes)
+        dts = _out_dtypes(node, dtypes)
         if len(outs) != len([o for o in node["outputs"]]):
             raise RefError("%s: %d outputs" % (node["op"], len(outs)))
-        for o, v in zip(node["outputs"], outs):
+        for o, v, dt in zip(node["outputs"], outs, dts):
             v = np.asarray(v, dtype=np.float64 if dt in FLOAT_DTYPES else np.int64)
             env[o] = to_dtype(v, dt)
             dtypes[o] = dt

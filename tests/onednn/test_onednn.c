@@ -3075,6 +3075,18 @@ static const char *model_int8_chain(int signed_, const char *wtype)
     return mb_write(&m);
 }
 
+/* Whether oneDNN's ISA here (named into ISA, isa_sink's 64 bytes)
+ * multiplies u8 by s8 exactly: VNNI or what implies it. */
+static bool onednn_vnni(char *isa)
+{
+    pl_runtime *rt = onednn_runtime();
+    pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    pl_runtime_destroy(rt);
+    return strstr(isa, "vnni") != NULL || strstr(isa, "bf16") != NULL ||
+           strstr(isa, "amx") != NULL;
+}
+
 /* The chain runs whole on onednn (its 8-bit values never cross to cpu)
  * and gives the cpu module's values exactly: any requantization off by one
  * step moves an output by 0.03, far beyond compare's 1e-4. u8 weights,
@@ -3085,12 +3097,7 @@ static void case_int8_chain(void)
     /* Without VNNI (an AVX2-only CPU) every 8-bit node stays on cpu, with
      * the reason: oneDNN's int8 kernels would saturate 16-bit sums. */
     char isa[64] = "";
-    pl_runtime *rt = onednn_runtime();
-    pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
-    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
-    pl_runtime_destroy(rt);
-    bool vnni = strstr(isa, "vnni") != NULL || strstr(isa, "bf16") != NULL ||
-                strstr(isa, "amx") != NULL;
+    bool vnni = onednn_vnni(isa);
     for (int sg = 0; sg < 2; sg++) {
         const char *path = model_int8_chain(sg, NULL);
         compare(path, 4, xs, 4, ys,
@@ -3113,6 +3120,109 @@ static void case_int8_chain(void)
     char why[256];
     refusal_of(path, "c1", why, sizeof why);
     TH_CHECK(strstr(why, "i8") != NULL, "u8 weights: onednn said '%s'", why);
+}
+
+/* A product as onnxruntime.quantization.quantize_dynamic writes it: x ->
+ * DynamicQuantizeLinear -> MatMulInteger(x_q, W_q i8, x_zp) -> Cast ->
+ * Mul(x_scale * w_scale) [-> Add(bias)], FORM:
+ *   0: [1, 24, 40], two products of one quantizer (a scalar w_scale with a
+ *      bias and Tanh after; a per-column one without), summed;
+ *   1: [2, 3, 64, 40] (rows merged, 7680 values: the quantizer's two
+ *      threads) with a residual Add of the product's input after the bias;
+ *   2: the i32 result read by two Casts (the product alone writes i32, each
+ *      Cast is a reorder);
+ *   3: form 0 on an all-zero input (scale 0, zero point 0). */
+static const char *model_dynq(int form)
+{
+    struct mb m = {.seed = 150 + (uint32_t)form};
+    int64_t k = 40, n = form == 1 ? 40 : 48;
+    int64_t xs0[] = {1, 24, 40}, xs1[] = {2, 3, 64, 40}, wd[] = {k, n}, nd[] = {n};
+    int r = form == 1 ? 4 : 3;
+    mb_input(&m, "x", r, form == 1 ? xs1 : xs0);
+    int8_t w[2][40 * 48];
+    for (int j = 0; j < 2; j++)
+        for (int64_t i = 0; i < k * n; i++)
+            w[j][i] = (int8_t)lrintf(mb_rand(&m) * 127.0f);
+    mb_raw(&m, "w1", "i8", 2, wd, w[0], (size_t)(k * n));
+    mb_raw(&m, "w2", "i8", 2, wd, w[1], (size_t)(k * n));
+    mb_scalar(&m, "ws1", 0.004f);
+    mb_const(&m, "ws2", 1, nd, NULL, 0.01f);
+    mb_const(&m, "b1", 1, nd, NULL, 0.5f);
+    mb_scalar(&m, "zero", 0.0f);
+    if (form == 3)
+        mb_node(&m, "relu", "Mul", "\"x\",\"zero\"", "h", "");
+    else
+        mb_node(&m, "relu", "Relu", "\"x\"", "h", "");
+    mb_node(&m, "dql", "DynamicQuantizeLinear", "\"h\"", "hq\",\"hs\",\"hz", "");
+    mb_node(&m, "sm1", "Mul", "\"hs\",\"ws1\"", "s1", "");
+    mb_node(&m, "mmi1", "MatMulInteger", "\"hq\",\"w1\",\"hz\"", "acc1", "");
+    if (form == 2) {
+        mb_node(&m, "cast1", "Cast", "\"acc1\"", "f1", "\"to\":{\"int\":1}");
+        mb_node(&m, "cast2", "Cast", "\"acc1\"", "f2", "\"to\":{\"int\":1}");
+        mb_node(&m, "sum", "Add", "\"f1\",\"f2\"", "f", "");
+        mb_node(&m, "scale1", "Mul", "\"f\",\"s1\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        return mb_write(&m);
+    }
+    mb_node(&m, "cast1", "Cast", "\"acc1\"", "f1", "\"to\":{\"int\":1}");
+    mb_node(&m, "scale1", "Mul", "\"f1\",\"s1\"", "p1", "");
+    mb_node(&m, "bias1", "Add", "\"b1\",\"p1\"", "q1", "");
+    if (form == 1) {
+        mb_node(&m, "res", "Add", "\"q1\",\"h\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        return mb_write(&m);
+    }
+    mb_node(&m, "tanh", "Tanh", "\"q1\"", "t1", "");
+    mb_node(&m, "sm2", "Mul", "\"ws2\",\"hs\"", "s2", "");
+    mb_node(&m, "mmi2", "MatMulInteger", "\"hq\",\"w2\",\"hz\"", "acc2", "");
+    mb_node(&m, "cast2", "Cast", "\"acc2\"", "f2", "\"to\":{\"int\":1}");
+    mb_node(&m, "scale2", "Mul", "\"s2\",\"f2\"", "p2", "");
+    mb_node(&m, "sum", "Add", "\"t1\",\"p2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* Each form whole on onednn, the cpu module's values (compare's 1e-4: a
+ * quantization step off would move y by about 1e-2), one quantizer step
+ * (the module's own kernel) and one matmul per product with the Cast, the
+ * scales and the bias as its post-ops (forms 0 and 1); form 2's i32
+ * result read twice. Without VNNI they stay on cpu with the reason. */
+static void case_dynamic_int8(void)
+{
+    char isa[64] = "";
+    bool vnni = onednn_vnni(isa);
+    for (int form = 0; form < 4; form++) {
+        int64_t xs0[] = {1, 24, 40}, ys0[] = {1, 24, 48}, xs1[] = {2, 3, 64, 40};
+        int64_t *xs = form == 1 ? xs1 : xs0, *ys = form == 1 ? xs1 : ys0;
+        int r = form == 1 ? 4 : 3;
+        const char *path = model_dynq(form);
+        static const char *const on0[] = {"dql", "sm1", "mmi1", "cast1", "scale1", "bias1",
+                                          "tanh", "sm2", "mmi2", "cast2", "scale2", "sum", NULL};
+        static const char *const on1[] = {"dql", "mmi1", "cast1", "scale1", "bias1", "res", NULL};
+        static const char *const on2[] = {"dql", "mmi1", "cast1", "cast2", "sum", "scale1", NULL};
+        const char *const *on = form == 1 ? on1 : form == 2 ? on2 : on0;
+        compare(path, r, xs, r, ys, vnni ? on : NULL);
+        if (!vnni) {
+            char why[256];
+            refusal_of(path, "mmi1", why, sizeof why);
+            TH_CHECK(strstr(why, "VNNI") != NULL, "on %s: onednn said '%s'", isa, why);
+            continue;
+        }
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int dql = count_steps(&b, 17 /* ODNN_S_DQL */, &total);
+        int mms = count_steps(&b, 3 /* ODNN_S_MATMUL */, &total);
+        int want = form == 0 || form == 3 ? 2 : 1;
+        TH_CHECK(dql == 1 && mms == want, "form %d: %d quantizer and %d matmul steps of %u "
+                 "(want 1 and %d)", form, dql, mms, total, want);
+        /* relu, the quantizer, two scale products, two matmuls and the
+         * copy of the sum's other term into the caller's buffer (a graph
+         * output is never a residual written in place): no Cast, Mul or
+         * Add of their own */
+        if (want == 2)
+            TH_CHECK(total <= 7, "form %d: %u steps", form, total);
+        free(b.bytes);
+    }
 }
 
 /* A product of a 4-D channels-last activation by a constant matrix (a
@@ -3863,6 +3973,7 @@ int main(int argc, char **argv)
         {"matmul_rows_merged", case_matmul_rows_merged},
         {"rms_norm", case_rms_norm},
         {"merged_broadcast", case_merged_broadcast},
+        {"dynamic_int8", case_dynamic_int8},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
