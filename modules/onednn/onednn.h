@@ -161,4 +161,8 @@ void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_
 void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp,
                   int32_t *zp32, int threads);
 
+/* Erf of N dense f32 values, as the cpu module computes it, on up to
+ * THREADS OpenMP threads. */
+void odnn_erf_run(const float *x, float *y, int64_t n, int threads);
+
 #endif /* PLINTH_ONEDNN_H */

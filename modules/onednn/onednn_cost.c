@@ -529,7 +529,8 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
              * compile fuses such chains). A reduction, softmax or the like
              * reading it is a primitive of its own. */
             int64_t w = odnn_cost_writer(producer, n_tensors, g->node_input(v, n, 0));
-            if (w >= 0 && inside[w] == 2 &&
+            /* (an Erf outside a GELU pattern is a step of its own) */
+            if (w >= 0 && inside[w] == 2 && !(strcmp(op, "Erf") == 0 && role[n] == ODNN_ROLE_OWN) &&
                 (odnn_cost_is(op, odnn_cost_eltwise) || odnn_cost_is(op, odnn_cost_binaries))) {
                 /* a QDQ pair ends the chain: what reads its DequantizeLinear
                  * is a primitive of its own (odnn_follow takes no residual

@@ -447,3 +447,102 @@ void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *
             odnn_quantize(x + b, e - b, s, (float)z, y + b);
     }
 }
+
+/* ---- Erf ----------------------------------------------------------------------
+ *
+ * oneDNN 2.6 has no erf eltwise, so an Erf outside a GELU pattern (ONNX
+ * Runtime's QDQ models put a QuantizeLinear -> DequantizeLinear pair after
+ * it, which splits the pattern) was left to cpu and split the subgraph
+ * around it: wav2vec_fe_qdq ran as four onednn subgraphs with cpu steps
+ * between. The cpu module's erf, lane for lane: a Taylor series below 0.6,
+ * Abramowitz & Stegun 7.1.28 above (absolute error below 9e-7), Horner
+ * steps fused (FMA) as its AVX2 loop does them. */
+
+static float odnn_erf1(float x)
+{
+    float ax = fabsf(x);
+    float t = 1.0f + ax * (0.0705230784f + ax * (0.0422820123f + ax * (0.0092705272f +
+              ax * (0.0001520143f + ax * (0.0002765672f + ax * 0.0000430638f)))));
+    t *= t;
+    t *= t;
+    t *= t;
+    t *= t;
+    float big = 1.0f - 1.0f / t;
+    float x2 = x * x;
+    float small = ax * (1.1283791671f + x2 * (-0.3761263890f + x2 * (0.1128379167f +
+                  x2 * (-0.0268661706f + x2 * (0.0052239776f + x2 * (-0.000854846f +
+                  x2 * 0.00012055f))))));
+    return copysignf(ax < 0.6f ? small : big, x);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+ODNN_AVX512 static void odnn_erf_avx512(const float *x, float *y, int64_t n)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + j);
+        __m512i vi = _mm512_castps_si512(v);
+        __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(sign, vi));
+        __m512 x2 = _mm512_mul_ps(v, v);
+        __m512 t = _mm512_fmadd_ps(ax, _mm512_set1_ps(0.0000430638f),
+                                   _mm512_set1_ps(0.0002765672f));
+        t = _mm512_fmadd_ps(ax, t, _mm512_set1_ps(0.0001520143f));
+        t = _mm512_fmadd_ps(ax, t, _mm512_set1_ps(0.0092705272f));
+        t = _mm512_fmadd_ps(ax, t, _mm512_set1_ps(0.0422820123f));
+        t = _mm512_fmadd_ps(ax, t, _mm512_set1_ps(0.0705230784f));
+        t = _mm512_fmadd_ps(ax, t, one);
+        t = _mm512_mul_ps(t, t);
+        t = _mm512_mul_ps(t, t);
+        t = _mm512_mul_ps(t, t);
+        t = _mm512_mul_ps(t, t);
+        __m512 big = _mm512_sub_ps(one, _mm512_div_ps(one, t));
+        __m512 p = _mm512_fmadd_ps(x2, _mm512_set1_ps(0.00012055f), _mm512_set1_ps(-0.000854846f));
+        p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(0.0052239776f));
+        p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-0.0268661706f));
+        p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(0.1128379167f));
+        p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-0.3761263890f));
+        p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(1.1283791671f));
+        __m512 small = _mm512_mul_ps(ax, p);
+        /* a NaN x fails the compare and gives big's NaN */
+        __mmask16 lt = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.6f), _CMP_LT_OQ);
+        __m512 r = _mm512_mask_blend_ps(lt, big, small);
+        r = _mm512_castsi512_ps(
+            _mm512_or_si512(_mm512_castps_si512(r), _mm512_and_si512(vi, sign)));
+        _mm512_mask_storeu_ps(y + j, m, r);
+    }
+}
+#endif
+
+static void odnn_erf_chunk(const float *x, float *y, int64_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (odnn_avx512bw()) {
+        odnn_erf_avx512(x, y, n);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < n; j++)
+        y[j] = odnn_erf1(x[j]);
+}
+
+void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
+{
+    /* about 20 flops a value: a team from 16K values */
+    int team = n >= 16384 && threads > 1 ? threads : 1;
+    if (team <= 1) {
+        odnn_erf_chunk(x, y, n);
+        return;
+    }
+#pragma omp parallel num_threads(team)
+    {
+        int t = omp_get_thread_num(), k = omp_get_num_threads();
+        int64_t blocks = (n + 15) / 16;
+        int64_t b = blocks * t / k * 16, e = blocks * (t + 1) / k * 16;
+        if (e > n)
+            e = n;
+        if (b < e)
+            odnn_erf_chunk(x + b, y + b, e - b);
+    }
+}

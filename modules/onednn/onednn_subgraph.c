@@ -2791,14 +2791,10 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         }
         return 1;
     }
-    if (strcmp(op, "Erf") == 0) {
-        struct odnn_gelu m;
-        if (u != NULL && odnn_gelu_of(v, u, n, &m))
-            return 1;
-        odnn_reason(reason, "Erf", "oneDNN 2.6 has no erf eltwise; only the GELU pattern "
-                                   "x*0.5*(1+erf(x/sqrt2)) is taken (as gelu_erf)");
-        return 0;
-    }
+    /* Erf: in a GELU pattern oneDNN's gelu_erf, alone the module's own
+     * kernel (odnn_erf_run; oneDNN 2.6 has no erf eltwise) */
+    if (strcmp(op, "Erf") == 0)
+        return 1;
     if (strcmp(op, "Softplus") == 0) {
         /* the same log near 1: softplus(-10) came out 4.48e-5 (4.54e-5),
          * softplus(-20) -1.9e-6 (2.1e-9): Mish, x * tanh(softplus(x)), was
@@ -2962,7 +2958,7 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
-    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL
+    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF
 };
 
 struct odnn_step {
@@ -2982,7 +2978,7 @@ struct odnn_step {
     dnnl_memory_t scratch_mem;
     struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
-                                   ODNN_S_DQL: ROWS values */
+                                   ODNN_S_DQL, ODNN_S_ERF: ROWS values */
     float eps;
 };
 
@@ -7486,6 +7482,27 @@ static pl_status *odnn_dql_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* Erf alone (not in a GELU pattern) as the module's own kernel
+ * (odnn_erf_run) on the dense plain values. */
+static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
+{
+    int src;
+    pl_status *st = odnn_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
+    if (st == NULL)
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    int out = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &b->c->values[src].md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_ERF, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = (int64_t)(b->c->values[src].bytes / sizeof(float));
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    return NULL;
+}
+
 /* Whether T (of TI) is one value or a row of N along the last axis. */
 static int odnn_row_of(const struct odnn_tinfo *ti, int64_t n)
 {
@@ -7755,6 +7772,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_qmm_emit(b, n);
     if (strcmp(op, "Cast") == 0)
         return odnn_cast_emit(b, n);
+    if (strcmp(op, "Erf") == 0)
+        return odnn_erf_emit(b, n);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -8152,7 +8171,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 17u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 18u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8173,7 +8192,9 @@ static double odnn_now_ms(void)
                                      (ODNN_S_RMSNORM);
                                  17: dynamic int8 products: MatMulInteger,
                                      its Cast, DynamicQuantizeLinear
-                                     (ODNN_S_DQL) */
+                                     (ODNN_S_DQL);
+                                 18: Erf alone as the module's own kernel
+                                     (ODNN_S_ERF) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8525,6 +8546,13 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             if (step->n_args > 2)
                 dnnl_memory_get_data_handle(step->exec[2].memory, &g);
             odnn_rms_run(src, g, dst, step->rows, step->cols, step->eps, team);
+            continue;
+        }
+        if (step->kind == ODNN_S_ERF) {
+            void *src = NULL, *dst = NULL;
+            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
+            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
+            odnn_erf_run(src, dst, step->rows, team);
             continue;
         }
         if (step->kind == ODNN_S_DQL) {

@@ -735,26 +735,26 @@ static void case_concat(void)
     compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"ca", "cb", "cat", "bn", "relu", NULL});
 }
 
-/* Erf on its own is refused, with a reason explain shows; the model still
- * runs (on cpu) and agrees. */
+/* Sin (no oneDNN primitive) is refused, with a reason explain shows; the
+ * model still runs (Sin on cpu) and agrees. */
 static void case_explain_refusal(void)
 {
     struct mb m = {.seed = 8};
     int64_t xs[] = {4, 16};
     mb_input(&m, "x", 2, xs);
     mb_node(&m, "relu", "Relu", "\"x\"", "r", "");
-    mb_node(&m, "erf", "Erf", "\"r\"", "e", "");
+    mb_node(&m, "sin", "Sin", "\"r\"", "e", "");
     mb_node(&m, "exp", "Exp", "\"e\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
     const char *path = mb_write(&m);
     pl_runtime *rt = onednn_runtime();
     pl_session *s = session_for(rt, path);
     json_t *root = th_explain(s);
-    json_t *p = th_placement_of(root, "erf");
+    json_t *p = th_placement_of(root, "sin");
     TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0,
-             "Erf ran on %s", json_string_value(json_object_get(p, "backend")));
+             "Sin ran on %s", json_string_value(json_object_get(p, "backend")));
     const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
-    TH_CHECK(why != NULL && strncmp(why, "onednn: Erf: ", 13) == 0, "reason: %s",
+    TH_CHECK(why != NULL && strncmp(why, "onednn: Sin: ", 13) == 0, "reason: %s",
              why ? why : "(none)");
     TH_CHECK(strcmp(json_string_value(json_object_get(th_placement_of(root, "relu"), "backend")),
                     "onednn") == 0,
@@ -3122,6 +3122,32 @@ static void case_int8_chain(void)
     TH_CHECK(strstr(why, "i8") != NULL, "u8 weights: onednn said '%s'", why);
 }
 
+/* An Erf outside a GELU pattern (as QDQ models leave it): the module's own
+ * kernel, on [4, 16] and on [3, 7001] (a team of threads and a tail of 11
+ * lanes), x spread over [-4, 4] so both of erf's branches and the
+ * saturation run; the cpu module's values. */
+static void case_erf_alone(void)
+{
+    for (int k = 0; k < 2; k++) {
+        struct mb m = {.seed = 160 + (uint32_t)k};
+        int64_t xs0[] = {4, 16}, xs1[] = {3, 7001};
+        int64_t *xs = k ? xs1 : xs0;
+        mb_input(&m, "x", 2, xs);
+        mb_scalar(&m, "four", 4.0f);
+        mb_node(&m, "mul", "Mul", "\"x\",\"four\"", "r", "");
+        mb_node(&m, "erf", "Erf", "\"r\"", "e", "");
+        mb_node(&m, "exp", "Exp", "\"e\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 2, xs, 2, xs, (const char *[]){"mul", "erf", "exp", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int erf = count_steps(&b, 18 /* ODNN_S_ERF */, &total);
+        TH_CHECK(erf == 1, "%d Erf steps of %u", erf, total);
+        free(b.bytes);
+    }
+}
+
 /* A product as onnxruntime.quantization.quantize_dynamic writes it: x ->
  * DynamicQuantizeLinear -> MatMulInteger(x_q, W_q i8, x_zp) -> Cast ->
  * Mul(x_scale * w_scale) [-> Add(bias)], FORM:
@@ -3974,6 +4000,7 @@ int main(int argc, char **argv)
         {"rms_norm", case_rms_norm},
         {"merged_broadcast", case_merged_broadcast},
         {"dynamic_int8", case_dynamic_int8},
+        {"erf_alone", case_erf_alone},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
