@@ -3579,6 +3579,16 @@ static pl_status *odnn_source(struct odnn_build *b, int64_t t, int64_t node, int
     return st;
 }
 
+/* The value of tensor T as dense plain values (the module's own kernels
+ * read rows): a plain copy of a blocked or strided one, made once. */
+static pl_status *odnn_dense_source(struct odnn_build *b, int64_t t, int64_t node, int *out)
+{
+    pl_status *st = odnn_source(b, t, node, out);
+    if (st == NULL)
+        st = odnn_plain(b, *out, node, out);
+    return st;
+}
+
 static const dnnl_memory_desc_t *odnn_pd_md(const_dnnl_primitive_desc_t pd, int arg)
 {
     return dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
@@ -5799,9 +5809,7 @@ static pl_status *odnn_rms_pattern(struct odnn_build *b, size_t n, const struct 
     odnn_tensor(v, m->x, &x);
     int64_t c = x.dims[x.ndim - 1];
     int src, gref = -1, gkind = ODNN_REF_WEIGHT;
-    pl_status *st = odnn_source(b, m->x, (int64_t)n, &src);
-    if (st == NULL)
-        st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = odnn_dense_source(b, m->x, (int64_t)n, &src);
     if (st == NULL && m->gamma >= 0) {
         struct odnn_tinfo p;
         odnn_tensor(v, m->gamma, &p);
@@ -7450,9 +7458,7 @@ static pl_status *odnn_dql_emit(struct odnn_build *b, size_t n)
     struct odnn_tinfo x;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     int src;
-    pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
-    if (st == NULL)
-        st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
     dnnl_memory_desc_t ymd, smd, zmd, z32md;
@@ -7487,9 +7493,7 @@ static pl_status *odnn_dql_emit(struct odnn_build *b, size_t n)
 static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
 {
     int src;
-    pl_status *st = odnn_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
-    if (st == NULL)
-        st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = odnn_dense_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
     int out = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &b->c->values[src].md);
@@ -7698,9 +7702,7 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
 static pl_status *odnn_cast_emit(struct odnn_build *b, size_t n)
 {
     int src;
-    pl_status *st = odnn_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
-    if (st == NULL)
-        st = odnn_plain(b, src, (int64_t)n, &src);
+    pl_status *st = odnn_dense_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
     dnnl_memory_desc_t dst_md = b->c->values[src].md;
