@@ -92,11 +92,54 @@ def models():
                                                      intermediate_size=384, image_size=[128, 128],
                                                      num_detection_tokens=20)),
                           {"pixel_values": torch.randn(1, 3, 128, 128)})
+    # a second batch: other attention forms (ALiBi, local windows, sliding
+    # windows, relative position bias, attention biases), bottlenecks,
+    # pooling mixers and convolutional stems
+    m["whisper_enc"] = lambda: (T.WhisperForAudioClassification(T.WhisperConfig(
+        d_model=192, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=384, num_mel_bins=40,
+        max_source_positions=100)), {"input_features": torch.randn(1, 40, 200)})
+    m["mobilebert"] = lambda: (T.MobileBertModel(T.MobileBertConfig(
+        hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=256, embedding_size=64,
+        intra_bottleneck_size=64, vocab_size=1000)), {"input_ids": ids(1, 64)})
+    m["electra"] = lambda: (T.ElectraModel(T.ElectraConfig(
+        embedding_size=128, hidden_size=256, num_hidden_layers=3, num_attention_heads=4, intermediate_size=512,
+        vocab_size=1000)), {"input_ids": ids(1, 64), "attention_mask": torch.ones(1, 64, dtype=torch.long)})
+    m["squeezebert"] = lambda: (T.SqueezeBertModel(T.SqueezeBertConfig(
+        hidden_size=256, embedding_size=256, num_hidden_layers=3, num_attention_heads=4, intermediate_size=512,
+        vocab_size=1000)), {"input_ids": ids(1, 64)})
+    m["opt"] = lambda: (T.OPTModel(T.OPTConfig(
+        hidden_size=256, num_hidden_layers=3, num_attention_heads=4, ffn_dim=512, vocab_size=1000,
+        word_embed_proj_dim=256, max_position_embeddings=256)), {"input_ids": ids(1, 48)})
+    m["bloom"] = lambda: (T.BloomModel(T.BloomConfig(
+        hidden_size=256, n_layer=2, n_head=4, vocab_size=1000)), {"input_ids": ids(1, 48)})
+    m["gpt_neo"] = lambda: (T.GPTNeoModel(T.GPTNeoConfig(
+        hidden_size=256, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
+        window_size=16, vocab_size=1000, max_position_embeddings=256)), {"input_ids": ids(1, 48)})
+    m["mistral"] = lambda: (T.MistralModel(T.MistralConfig(
+        hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=512, vocab_size=1000, sliding_window=16)), {"input_ids": ids(1, 48)})
+    m["deit"] = lambda: (T.DeiTModel(T.DeiTConfig(
+        hidden_size=192, num_hidden_layers=3, num_attention_heads=3, intermediate_size=384, image_size=96,
+        patch_size=16)), {"pixel_values": torch.randn(1, 3, 96, 96)})
+    m["beit"] = lambda: (T.BeitModel(T.BeitConfig(
+        hidden_size=192, num_hidden_layers=2, num_attention_heads=3, intermediate_size=384, image_size=96,
+        patch_size=16, use_relative_position_bias=True)), {"pixel_values": torch.randn(1, 3, 96, 96)})
+    m["levit"] = lambda: (T.LevitModel(T.LevitConfig(
+        image_size=128, hidden_sizes=[64, 96, 128], num_attention_heads=[2, 3, 4], depths=[1, 1, 1],
+        key_dim=[16, 16, 16])), {"pixel_values": torch.randn(1, 3, 128, 128)})
+    m["poolformer"] = lambda: (T.PoolFormerModel(T.PoolFormerConfig(
+        hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 2, 1])), {"pixel_values": torch.randn(1, 3, 96, 96)})
+    m["regnet"] = lambda: (T.RegNetModel(T.RegNetConfig(
+        hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 2, 1], groups_width=16, embedding_size=16)),
+        {"pixel_values": torch.randn(1, 3, 96, 96)})
+    m["efficientnet_hf"] = lambda: (T.EfficientNetModel(T.EfficientNetConfig(
+        image_size=96, width_coefficient=1.0, depth_coefficient=1.0, hidden_dim=1280)),
+        {"pixel_values": torch.randn(1, 3, 96, 96)})
     return m
 
 
 # quantize_dynamic is applied to these (their MatMuls carry the work)
-DYN = ["bert", "distilbert", "gpt2", "t5enc", "clip_text", "llama", "vit"]
+DYN = ["bert", "distilbert", "gpt2", "t5enc", "clip_text", "llama", "vit", "mobilebert", "opt", "whisper_enc"]
 
 
 def export(name, build, out):
@@ -155,7 +198,9 @@ def finish(out, name, arch, feeds):
 
 
 NAMES = ["bert", "gpt2", "distilbert", "roberta", "albert", "t5enc", "bart", "deberta", "clip_text", "llama",
-         "vit", "swin", "convnext_hf", "wav2vec2", "segformer", "mobilevit", "resnet_hf", "yolos"]
+         "vit", "swin", "convnext_hf", "wav2vec2", "segformer", "mobilevit", "resnet_hf", "yolos",
+         "whisper_enc", "mobilebert", "electra", "squeezebert", "opt", "bloom", "gpt_neo", "mistral", "deit",
+         "beit", "levit", "poolformer", "regnet", "efficientnet_hf"]
 
 
 def main():

@@ -17,6 +17,11 @@
  *   others write it as Mul and Add, or a conv's bias as an Add. One node
  *   per Conv per pass: the model runs the pass again while it changes
  *   something, so a chain (Conv → Mul → Add) goes in whole.
+ * - BatchNormalization of a 2-D [M, C] after a MatMul by a constant [K, C]
+ *   (directly, or through a Flatten or Reshape that keeps C last: LeViT's
+ *   Linear -> BatchNorm1d): W' = W · s per column, and an Add of
+ *   B − mean · s in the BatchNormalization's place (oneDNN 2.6 runs a
+ *   batch norm of 2-D data on its generic kernel: 61 us for [64, 320]).
  * - MatMul of a 2-D input by a constant matrix, then Add of a constant that
  *   broadcasts to the product, become one Gemm with C (a dense layer).
  * - A Transpose of a Transpose becomes one Transpose, or none when the two
@@ -77,6 +82,12 @@ struct pl_alg_crop {
     int64_t pads[2 * PL_GRAPH_MAX_RANK];
 };
 
+/* A BatchNormalization after a MatMul by a constant matrix (maybe through
+ * a Flatten or Reshape), taken into its weights and an Add. */
+struct pl_alg_bnmm {
+    pl_nid mm, bn;
+};
+
 /* A MatMul and the Add after it, made one Gemm. */
 struct pl_alg_gemm {
     pl_nid mm, add;
@@ -94,6 +105,8 @@ struct pl_alg {
     size_t n_bns;
     struct pl_alg_gemm *gemms;
     size_t n_gemms;
+    struct pl_alg_bnmm *bnmms;
+    size_t n_bnmms;
     struct pl_alg_perm *perms;
     size_t n_perms;
     struct pl_alg_crop *crops;
@@ -399,6 +412,22 @@ static bool pl_alg_per_channel(const struct pl_alg *a, pl_tid c, int32_t r, int6
     return true;
 }
 
+/* Whether BatchNormalization N computes in inference with its five
+ * inputs, and nothing reads its outputs but the first (the running
+ * statistics of training mode). */
+static bool pl_alg_bn_inference(const pl_graph *g, const pl_graph_node *n)
+{
+    if (n->n_formal_inputs != 5 || n->inputs[0] == PL_TID_NONE ||
+        pl_alg_attr_int(n, "training_mode", 0) != 0 || pl_alg_attr_int(n, "spatial", 1) != 1)
+        return false;
+    for (size_t o = 1; o < n->n_outputs; o++)
+        if (n->outputs[o] != PL_TID_NONE &&
+            (pl_graph_get_tensor(g, n->outputs[o])->is_output ||
+             pl_graph_get_tensor(g, n->outputs[o])->n_consumers > 0))
+            return false;
+    return true;
+}
+
 /* Node ID, when it is a BatchNormalization in inference, or a Mul or Add
  * of a per-channel constant, reading the output of a Conv that can take
  * it: records the pair. */
@@ -416,14 +445,8 @@ static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
     pl_nid conv_id = PL_NID_NONE;
     pl_tid c = PL_TID_NONE;
     if (bn) {
-        if (n->n_formal_inputs != 5 || n->inputs[0] == PL_TID_NONE ||
-            pl_alg_attr_int(n, "training_mode", 0) != 0 || pl_alg_attr_int(n, "spatial", 1) != 1)
+        if (!pl_alg_bn_inference(g, n))
             return NULL;
-        for (size_t o = 1; o < n->n_outputs; o++)
-            if (n->outputs[o] != PL_TID_NONE &&
-                (pl_graph_get_tensor(g, n->outputs[o])->is_output ||
-                 pl_graph_get_tensor(g, n->outputs[o])->n_consumers > 0))
-                return NULL;
         conv_id = pl_alg_conv_of(a, n->inputs[0], &m);
         if (conv_id == PL_NID_NONE)
             return NULL;
@@ -458,6 +481,59 @@ static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
                          "readers read '%s'",
                          n->op, n->name, conv->op, conv->name, what,
                          pl_graph_get_tensor(g, conv->outputs[0])->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* Node ID, when it is a BatchNormalization in inference of a 2-D [M, C]
+ * whose input a MatMul by a constant [K, C] writes, directly or through a
+ * Flatten or Reshape that keeps C as the last dim, each the only reader:
+ * records the pair. */
+static pl_status *pl_alg_bn_matmul(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (strcmp(n->op, "BatchNormalization") != 0 || !pl_alg_default_domain(n) ||
+        pl_graph_opset(g, "") < 7 || n->n_outputs < 1 || n->outputs[0] == PL_TID_NONE ||
+        !pl_alg_replaceable(a, n->outputs[0]) || !pl_alg_bn_inference(g, n))
+        return NULL;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[0]);
+    if (x->ndim != 2 || x->dims[1] <= 0 || !pl_alg_float(x->dtype) || x->n_consumers != 1 ||
+        x->producer == PL_NID_NONE || !pl_alg_replaceable(a, n->inputs[0]))
+        return NULL;
+    int64_t c = x->dims[1];
+    pl_nid mm_id = x->producer;
+    const pl_graph_node *mm = pl_graph_get_node(g, mm_id);
+    if (strcmp(mm->op, "Flatten") == 0 || strcmp(mm->op, "Reshape") == 0) {
+        /* a view that keeps C last: its input [..., C] */
+        const pl_graph_tensor *v = pl_graph_get_tensor(g, mm->inputs[0]);
+        if (a->drop[mm_id] || !pl_alg_default_domain(mm) || v->ndim < 2 ||
+            v->dims[v->ndim - 1] != c || v->n_consumers != 1 || v->producer == PL_NID_NONE ||
+            !pl_alg_replaceable(a, mm->inputs[0]))
+            return NULL;
+        mm_id = v->producer;
+        mm = pl_graph_get_node(g, mm_id);
+    }
+    if (strcmp(mm->op, "MatMul") != 0 || !pl_alg_default_domain(mm) || a->drop[mm_id] ||
+        mm->n_inputs != 2)
+        return NULL;
+    for (size_t k = 0; k < a->n_bnmms; k++)
+        if (a->bnmms[k].mm == mm_id)
+            return NULL;
+    const pl_graph_tensor *w = pl_graph_get_tensor(g, mm->inputs[1]);
+    if (!a->is_const[mm->inputs[1]] || w->ndim != 2 || w->dims[1] != c ||
+        !PL_DTYPE_EQ(w->dtype, x->dtype))
+        return NULL;
+    for (size_t k = 1; k < 5; k++)
+        if (!pl_alg_const_vector(a, n->inputs[k], c, x->dtype))
+            return NULL;
+    a->bnmms[a->n_bnmms++] = (struct pl_alg_bnmm){.mm = mm_id, .bn = id};
+    a->drop[id] = true;
+    if (!pl_rewrites_add(a->rewrites,
+                         "BatchNormalization '%s' folded into MatMul '%s': its scale multiplies "
+                         "the weights' columns and its shift is an Add (computed by constant "
+                         "folding)",
+                         n->name, mm->name))
         return pl_alg_oom();
     return NULL;
 }
@@ -1058,6 +1134,11 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
                 for (size_t j = 0; j < 9; j++)
                     if (a->qconvs[k].in[j] != PL_TID_NONE)
                         needed[a->alias[a->qconvs[k].in[j]]] = true;
+        /* a batch norm folded into a MatMul: its input and parameters
+         * feed the Add in its place and the new weights */
+        for (size_t k = 0; k < a->n_bnmms; k++)
+            if (a->bnmms[k].bn == id)
+                reads = true;
         for (size_t k = 0; k < a->n_gemms; k++)
             if (a->gemms[k].add == id) {
                 const pl_graph_node *mm = pl_graph_get_node(g, a->gemms[k].mm);
@@ -1239,6 +1320,59 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
     return st;
 }
 
+/* Writes pair P into COPY: s = scale / sqrt(var + eps), the MatMul (MM,
+ * its id in the copy) reading W' = W * s (s along the last axis), and an
+ * Add of B - mean * s to the BatchNormalization's input, writing its
+ * output. */
+static pl_status *pl_alg_write_bn_matmul(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                         const struct pl_alg_bnmm *p, pl_nid mm)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, p->bn), *m = pl_graph_get_node(g, p->mm);
+    const pl_graph_tensor *w = pl_graph_get_tensor(g, alias[m->inputs[1]]);
+    const char *nm = n->name;
+#define PL_ALG_T(t) pl_graph_get_tensor(g, alias[t])->name
+    const pl_attr *eps_attr = pl_graph_node_attr(n, "epsilon");
+    double eps = eps_attr != NULL && eps_attr->kind == PL_ATTR_FLOAT ? eps_attr->f : 1e-5;
+    float eps32 = (float)eps;
+    bool f64 = PL_DTYPE_EQ(w->dtype, PL_DTYPE_F64);
+    char *t[8] = {NULL};
+    pl_status *st = pl_alg_constant(copy, nm, "epsilon", w->dtype, 0, NULL,
+                                    f64 ? (const void *)&eps : (const void *)&eps32,
+                                    f64 ? sizeof eps : sizeof eps32, &t[0]);
+    if (st == NULL)
+        st = pl_alg_node(copy, nm, "Add", (const char *const[]){PL_ALG_T(n->inputs[4]), t[0]}, 2,
+                         &t[1]);
+    if (st == NULL)
+        st = pl_alg_node(copy, nm, "Sqrt", (const char *const[]){t[1]}, 1, &t[2]);
+    if (st == NULL)  /* s */
+        st = pl_alg_node(copy, nm, "Div", (const char *const[]){PL_ALG_T(n->inputs[1]), t[2]}, 2,
+                         &t[3]);
+    if (st == NULL)  /* W' = W * s: s broadcasts along the last axis */
+        st = pl_alg_node(copy, nm, "Mul", (const char *const[]){w->name, t[3]}, 2, &t[4]);
+    if (st == NULL)
+        st = pl_alg_node(copy, nm, "Mul", (const char *const[]){PL_ALG_T(n->inputs[3]), t[3]}, 2,
+                         &t[5]);
+    if (st == NULL)  /* B - mean * s */
+        st = pl_alg_node(copy, nm, "Sub", (const char *const[]){PL_ALG_T(n->inputs[2]), t[5]}, 2,
+                         &t[6]);
+    if (st == NULL) {
+        pl_tid ins[2] = {alias[m->inputs[0]], pl_graph_find_tensor(copy, t[4])};
+        st = pl_graph_node_set_inputs(copy, mm, ins, 2);
+    }
+    if (st == NULL) {
+        const char *add_in[2] = {PL_ALG_T(n->inputs[0]), t[6]};
+        const char *out = pl_graph_get_tensor(g, n->outputs[0])->name;
+        char *name = pl_alg_name(copy, nm, "Add", true);
+        st = name ? pl_graph_add_node(copy, name, "Add", "", add_in, 2, &out, 1, NULL)
+                  : pl_alg_oom();
+        pl_free(name);
+    }
+#undef PL_ALG_T
+    for (size_t k = 0; k < sizeof t / sizeof *t; k++)
+        pl_free(t[k]);
+    return st;
+}
+
 /* Writes crop P into COPY: the Slice of the weights, the Conv (ID in the
  * copy) reading it with the new kernel_shape and pads. */
 static pl_status *pl_alg_write_crop(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
@@ -1323,12 +1457,13 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.consts = pl_calloc(nn ? nn : 1, sizeof *a.consts);
     a.bns = pl_calloc(nn ? nn : 1, sizeof *a.bns);
     a.gemms = pl_calloc(nn ? nn : 1, sizeof *a.gemms);
+    a.bnmms = pl_calloc(nn ? nn : 1, sizeof *a.bnmms);
     a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     a.qconvs = pl_calloc(nn ? nn : 1, sizeof *a.qconvs);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
-        a.bns == NULL || a.gemms == NULL || a.perms == NULL || a.crops == NULL ||
+        a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.perms == NULL || a.crops == NULL ||
         a.qconvs == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
@@ -1344,6 +1479,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_bn(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_bn_matmul(&a, order[i]);
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_gemm(&a, order[i]);
@@ -1363,7 +1501,8 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     if (st == NULL)
         st = pl_alg_dead(&a, order, &n_dead);
     pl_graph *copy = NULL;
-    if (st == NULL && a.n_consts + a.n_bns + a.n_gemms + a.n_perms + a.n_crops + a.n_qconvs +
+    if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_gemms + a.n_perms + a.n_crops +
+                              a.n_qconvs +
                               n_requant + n_dead >
                           0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
@@ -1377,6 +1516,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bns; k++) {
         st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], pl_alg_copy_id(&a, a.bns[k].conv));
     }
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bnmms; k++)
+        st = pl_alg_write_bn_matmul(g, a.alias, copy, &a.bnmms[k],
+                                    pl_alg_copy_id(&a, a.bnmms[k].mm));
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_perms; k++) {
         pl_nid id = pl_alg_copy_id(&a, a.perms[k].node);
         pl_graph_node_remove_attr(copy, id, "perm");
@@ -1404,6 +1546,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.consts);
     pl_free(a.bns);
     pl_free(a.gemms);
+    pl_free(a.bnmms);
     pl_free(a.perms);
     pl_free(a.crops);
     pl_free(a.qconvs);

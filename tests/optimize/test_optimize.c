@@ -1222,6 +1222,73 @@ static void case_matmul_gemm(void)
     against_none(path, x, 2, shape, names, 2, gemm_check);
 }
 
+/* bn_matmul_folded's model under optimize = all: bn1 (after a 3-D
+ * product and a Flatten) and bn2 (after a 2-D one) went into their
+ * MatMuls; bn3, whose product is also read by the Add, stayed. */
+static void bn_matmul_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "bn1", "folded into MatMul 'mm1'") &&
+                 rewritten_as(root, "bn2", "folded into MatMul 'mm2'") && !rewritten(root, "bn3"),
+             "%s: bn1 and bn2 should fold, bn3 stay", cfg);
+    TH_CHECK(!placed(root, "bn1") && !placed(root, "bn2") && placed(root, "bn3"),
+             "%s: bn1 and bn2 should be gone, bn3 placed", cfg);
+}
+
+/* LeViT's Linear -> BatchNorm1d: MatMul of [1, 6, 8] by a constant [8, 5],
+ * Flatten to [6, 5], BatchNormalization (bn1); a 2-D MatMul then a
+ * BatchNormalization (bn2); one whose product has another reader (bn3).
+ * Outputs equal optimize = none's on cpu and on onednn. */
+static void case_bn_matmul_folded(void)
+{
+    static float w[8 * 5], w2[5 * 5], p[4][5];
+    for (int k = 0; k < 40; k++)
+        w[k] = 0.1f * (float)((k * 3) % 7 - 3);
+    for (int k = 0; k < 25; k++)
+        w2[k] = 0.15f * (float)((k * 5) % 9 - 4);
+    for (int c = 0; c < 5; c++) {
+        p[0][c] = 0.5f + 0.25f * (float)c;      /* scale */
+        p[1][c] = 0.3f - 0.1f * (float)c;       /* shift */
+        p[2][c] = 0.2f * (float)(c % 3) - 0.1f; /* mean */
+        p[3][c] = 0.4f + 0.3f * (float)c;       /* var */
+    }
+    write_sidecar("bnmm.weights", (const void *const[]){w, w2, p[0], p[1], p[2], p[3]},
+                  (const size_t[]){sizeof w, sizeof w2, 20, 20, 20, 20}, 6);
+    const char *path = write_model(
+        "bnmm.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"bnmm.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"k\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,6,8]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[8,5],\"data\":{\"offset\":0,\"length\":160}},"
+        "{\"name\":\"w2\",\"dtype\":\"f32\",\"shape\":[5,5],\"data\":{\"offset\":192,\"length\":100}},"
+        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":320,\"length\":20}},"
+        "{\"name\":\"sh\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":384,\"length\":20}},"
+        "{\"name\":\"mu\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":448,\"length\":20}},"
+        "{\"name\":\"var\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":512,\"length\":20}}],"
+        "\"nodes\":["
+        "{\"name\":\"mm1\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p1\"]},"
+        "{\"name\":\"fl\",\"op\":\"Flatten\",\"inputs\":[\"p1\"],\"outputs\":[\"f1\"],"
+        "\"attributes\":{\"axis\":{\"int\":2}}},"
+        "{\"name\":\"bn1\",\"op\":\"BatchNormalization\",\"inputs\":[\"f1\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n1\"],\"attributes\":{\"epsilon\":{\"float\":0.001}}},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"n1\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"mm2\",\"op\":\"MatMul\",\"inputs\":[\"r\",\"w2\"],\"outputs\":[\"p2\"]},"
+        "{\"name\":\"bn2\",\"op\":\"BatchNormalization\",\"inputs\":[\"p2\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n2\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"n2\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"mm3\",\"op\":\"MatMul\",\"inputs\":[\"r\",\"w2\"],\"outputs\":[\"p3\"]},"
+        "{\"name\":\"bn3\",\"op\":\"BatchNormalization\",\"inputs\":[\"p3\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n3\"]},"
+        "{\"name\":\"sum\",\"op\":\"Add\",\"inputs\":[\"n3\",\"p3\"],\"outputs\":[\"k\"]}]}");
+    float x[48];
+    for (int i = 0; i < 48; i++)
+        x[i] = 0.1f * (float)(i % 11 - 5);
+    static const int64_t shape[3] = {1, 6, 8};
+    static const char *const names[2] = {"y", "k"};
+    against_none(path, x, 3, shape, names, 2, bn_matmul_check);
+}
+
 /* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
  * becomes one Transpose of x, and t3 stays for its other reader (z). */
 /* Whether some line of the session's optimisations holds TEXT. */
@@ -1630,6 +1697,7 @@ int main(int argc, char **argv)
         {"bn_folded", case_bn_folded},
         {"mul_add_folded", case_mul_add_folded},
         {"matmul_gemm", case_matmul_gemm},
+        {"bn_matmul_folded", case_bn_matmul_folded},
         {"transposes_composed", case_transposes_composed},
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
