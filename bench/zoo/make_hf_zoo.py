@@ -132,9 +132,6 @@ def models():
     m["regnet"] = lambda: (T.RegNetModel(T.RegNetConfig(
         hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 2, 1], groups_width=16, embedding_size=16)),
         {"pixel_values": torch.randn(1, 3, 96, 96)})
-    m["efficientnet_hf"] = lambda: (T.EfficientNetModel(T.EfficientNetConfig(
-        image_size=96, width_coefficient=1.0, depth_coefficient=1.0, hidden_dim=1280)),
-        {"pixel_values": torch.randn(1, 3, 96, 96)})
     return m
 
 
@@ -200,7 +197,7 @@ def finish(out, name, arch, feeds):
 NAMES = ["bert", "gpt2", "distilbert", "roberta", "albert", "t5enc", "bart", "deberta", "clip_text", "llama",
          "vit", "swin", "convnext_hf", "wav2vec2", "segformer", "mobilevit", "resnet_hf", "yolos",
          "whisper_enc", "mobilebert", "electra", "squeezebert", "opt", "bloom", "gpt_neo", "mistral", "deit",
-         "beit", "levit", "poolformer", "regnet", "efficientnet_hf"]
+         "beit", "levit", "poolformer", "regnet"]
 
 
 def main():
