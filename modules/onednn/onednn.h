@@ -165,4 +165,10 @@ void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *
  * THREADS OpenMP threads. */
 void odnn_erf_run(const float *x, float *y, int64_t n, int threads);
 
+/* InstanceNormalization of ROWS planes of COLS dense values (plane r of
+ * channel r % CHANS): y = (x - mean) / sqrt(var + EPS) * SCALE + BIAS, on
+ * up to THREADS OpenMP threads. */
+void odnn_inorm_run(const float *x, const float *scale, const float *bias, float *y,
+                    int64_t rows, int64_t cols, int64_t chans, float eps, int threads);
+
 #endif /* PLINTH_ONEDNN_H */

@@ -546,3 +546,129 @@ void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
             odnn_erf_chunk(x + b, y + b, e - b);
     }
 }
+
+/* ---- InstanceNormalization ----------------------------------------------------
+ *
+ * oneDNN 2.6 has no instance (or group) normalization primitive, and
+ * exporters write GroupNorm as Reshape -> InstanceNormalization -> Reshape
+ * -> Mul -> Add (PoolFormer, wav2vec2's feature extractor): each was a cpu
+ * step between two onednn subgraphs (poolformer: 8 subgraphs and 30 cpu
+ * steps). Statistics per plane (a row of COLS values; its channel is the
+ * row's index modulo CHANS) in 16 partial sums combined in double, the
+ * deviations in a second pass, then y = x * mul + shift with mul = scale /
+ * sqrt(var + eps) and shift = bias - mean * mul, as the cpu module writes
+ * it. Rows spread over the team; a row longer than the team's share (a
+ * GroupNorm of one group: one row of C*H*W) is cut into chunks whose
+ * partial sums are added in chunk order, so results do not depend on the
+ * thread count. */
+
+ODNN_CLONES static double odnn_sum16(const float *x, int64_t n)
+{
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++)
+            acc[k] += x[i + k];
+    double s = 0;
+    for (; i < n; i++)
+        s += x[i];
+    for (int k = 0; k < 16; k++)
+        s += acc[k];
+    return s;
+}
+
+/* The sum of (x - MEAN)^2 over N values, as odnn_sum16 adds. */
+ODNN_CLONES static double odnn_sqdev16(const float *x, int64_t n, float mean)
+{
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) {
+            float d = x[i + k] - mean;
+            acc[k] += d * d;
+        }
+    double s = 0;
+    for (; i < n; i++) {
+        float d = x[i] - mean;
+        s += d * d;
+    }
+    for (int k = 0; k < 16; k++)
+        s += acc[k];
+    return s;
+}
+
+#define ODNN_INORM_CHUNK 4096
+#define ODNN_INORM_MAX_PARTS 256
+
+void odnn_inorm_run(const float *x, const float *scale, const float *bias, float *y,
+                    int64_t rows, int64_t cols, int64_t chans, float eps, int threads)
+{
+    int team = rows * cols >= 16384 && threads > 1 ? threads : 1;
+    /* chunks per row: enough for the team when rows are few */
+    int64_t per = 1;
+    if (rows < team) {
+        per = (team + rows - 1) / rows;
+        int64_t most = (cols + ODNN_INORM_CHUNK - 1) / ODNN_INORM_CHUNK;
+        per = per > most ? most : per;
+        if (per < 1)
+            per = 1;
+        if (rows * per > ODNN_INORM_MAX_PARTS)
+            per = ODNN_INORM_MAX_PARTS / rows > 0 ? ODNN_INORM_MAX_PARTS / rows : 1;
+    }
+    if (per == 1) {
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols;
+            float *yr = y + r * cols;
+            int64_t ch = r % chans;
+            float mean = cols ? (float)(odnn_sum16(xr, cols) / (double)cols) : 0.0f;
+            float var = cols ? (float)(odnn_sqdev16(xr, cols, mean) / (double)cols) : 0.0f;
+            float mul = scale[ch] / sqrtf(var + eps), shift = bias[ch] - mean * mul;
+            for (int64_t i = 0; i < cols; i++)
+                yr[i] = xr[i] * mul + shift;
+        }
+        return;
+    }
+    /* few long rows: ROWS * PER chunks */
+    double part[ODNN_INORM_MAX_PARTS];
+    float mean[ODNN_INORM_MAX_PARTS], mul[ODNN_INORM_MAX_PARTS], shift[ODNN_INORM_MAX_PARTS];
+    int64_t items = rows * per, len = (cols + per - 1) / per;
+#pragma omp parallel num_threads(team)
+    {
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t r = it / per, b = it % per * len, e = b + len < cols ? b + len : cols;
+            part[it] = b < e ? odnn_sum16(x + r * cols + b, e - b) : 0.0;
+        }
+#pragma omp single
+        for (int64_t r = 0; r < rows; r++) {
+            double s = 0;
+            for (int64_t k = 0; k < per; k++)
+                s += part[r * per + k];
+            mean[r] = (float)(s / (double)cols);
+        }
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t r = it / per, b = it % per * len, e = b + len < cols ? b + len : cols;
+            part[it] = b < e ? odnn_sqdev16(x + r * cols + b, e - b, mean[r]) : 0.0;
+        }
+#pragma omp single
+        for (int64_t r = 0; r < rows; r++) {
+            double s = 0;
+            for (int64_t k = 0; k < per; k++)
+                s += part[r * per + k];
+            float var = (float)(s / (double)cols);
+            int64_t ch = r % chans;
+            mul[r] = scale[ch] / sqrtf(var + eps);
+            shift[r] = bias[ch] - mean[r] * mul[r];
+        }
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t r = it / per, b = it % per * len, e = b + len < cols ? b + len : cols;
+            const float *xr = x + r * cols;
+            float *yr = y + r * cols;
+            for (int64_t i = b; i < e; i++)
+                yr[i] = xr[i] * mul[r] + shift[r];
+        }
+    }
+}

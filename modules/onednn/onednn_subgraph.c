@@ -2725,7 +2725,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
-        "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM"};
+        "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM", "InstanceNormalization"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -2788,6 +2788,22 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         if (odnn_probe_binary_ref(&y, bc) && !(u != NULL && odnn_lnorm_of(v, u, n, &ln))) {
             odnn_reason(reason, op, "this broadcast runs on oneDNN's reference implementation");
             return 0;
+        }
+        return 1;
+    }
+    if (strcmp(op, "InstanceNormalization") == 0) {
+        /* the module's own kernel (odnn_inorm_run): oneDNN 2.6 has none */
+        if (x.ndim < 3 || x.dims[1] < 1) {
+            odnn_reason(reason, op, "input of rank < 3");
+            return 0;
+        }
+        for (size_t k = 1; k < 3; k++) {
+            struct odnn_tinfo p;
+            if (!odnn_tensor(v, odnn_in(v, n, k), &p) || p.cdata == NULL ||
+                p.elems != x.dims[1] || p.cbytes != (size_t)p.elems * sizeof(float)) {
+                odnn_reason(reason, op, "scale and bias must be constants of C values");
+                return 0;
+            }
         }
         return 1;
     }
@@ -2958,7 +2974,8 @@ enum odnn_ref_kind { ODNN_REF_VALUE = 0, ODNN_REF_WEIGHT = 1, ODNN_REF_SCRATCH =
 enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
-    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF
+    ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
+    ODNN_S_INORM
 };
 
 struct odnn_step {
@@ -2980,6 +2997,7 @@ struct odnn_step {
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values */
     float eps;
+    int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS */
 };
 
 struct pl_compiled {
@@ -7507,6 +7525,36 @@ static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* InstanceNormalization as the module's own kernel (odnn_inorm_run) on the
+ * dense plain values, scale and bias weights. */
+static pl_status *odnn_inorm_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    int64_t c = x.dims[1];
+    int src, w[2] = {-1, -1};
+    pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    for (int k = 0; st == NULL && k < 2; k++)
+        st = odnn_vector_weight(b, n, odnn_in(v, n, (size_t)k + 1), c, NULL, &w[k]);
+    if (st != NULL)
+        return st;
+    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &b->c->values[src].md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_INORM, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = x.dims[0] * c;
+    s->cols = s->rows > 0 ? x.elems / s->rows : 0;
+    s->chans = c;
+    s->eps = (float)odnn_attr_float(v, n, "epsilon", 1e-5);
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    odnn_arg(b, step, DNNL_ARG_SCALE, ODNN_REF_WEIGHT, w[0]);
+    odnn_arg(b, step, DNNL_ARG_SHIFT, ODNN_REF_WEIGHT, w[1]);
+    return NULL;
+}
+
 /* Whether T (of TI) is one value or a row of N along the last axis. */
 static int odnn_row_of(const struct odnn_tinfo *ti, int64_t n)
 {
@@ -7776,6 +7824,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_cast_emit(b, n);
     if (strcmp(op, "Erf") == 0)
         return odnn_erf_emit(b, n);
+    if (strcmp(op, "InstanceNormalization") == 0)
+        return odnn_inorm_emit(b, n);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -8173,7 +8223,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 18u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 19u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8196,7 +8246,9 @@ static double odnn_now_ms(void)
                                      its Cast, DynamicQuantizeLinear
                                      (ODNN_S_DQL);
                                  18: Erf alone as the module's own kernel
-                                     (ODNN_S_ERF) */
+                                     (ODNN_S_ERF);
+                                 19: InstanceNormalization as the module's
+                                     own kernel (ODNN_S_INORM) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8548,6 +8600,14 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             if (step->n_args > 2)
                 dnnl_memory_get_data_handle(step->exec[2].memory, &g);
             odnn_rms_run(src, g, dst, step->rows, step->cols, step->eps, team);
+            continue;
+        }
+        if (step->kind == ODNN_S_INORM) {
+            void *p[4] = {NULL};
+            for (int k = 0; k < 4; k++)
+                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
+            odnn_inorm_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans,
+                           step->eps, team);
             continue;
         }
         if (step->kind == ODNN_S_ERF) {

@@ -3148,6 +3148,40 @@ static void case_erf_alone(void)
     }
 }
 
+/* InstanceNormalization (GroupNorm as exporters write it) as the module's
+ * own kernel, FORM: 0 [2, 3, 5, 7] (one thread), 1 [2, 64, 300] (planes
+ * over the team), 2 [1, 1, 18432] (PoolFormer's GroupNorm of one group:
+ * one plane cut into chunks); then a Relu, so the step's result is read
+ * inside the subgraph. The cpu module's values. */
+static void case_instance_norm(void)
+{
+    static const int64_t shapes[3][3] = {{2, 3, 35}, {2, 64, 300}, {1, 1, 18432}};
+    for (int form = 0; form < 3; form++) {
+        struct mb m = {.seed = 170 + (uint32_t)form};
+        int64_t xs[4] = {shapes[form][0], shapes[form][1], shapes[form][2], 1}, cs[1];
+        if (form == 0)
+            xs[2] = 5, xs[3] = 7;
+        int r = form == 0 ? 4 : 3;
+        cs[0] = xs[1];
+        mb_input(&m, "x", r, xs);
+        mb_const(&m, "scale", 1, cs, NULL, 1.0f);
+        mb_const(&m, "bias", 1, cs, NULL, 0.5f);
+        mb_scalar(&m, "three", 3.0f);
+        mb_node(&m, "mul", "Mul", "\"x\",\"three\"", "h", "");
+        mb_node(&m, "in", "InstanceNormalization", "\"h\",\"scale\",\"bias\"", "n",
+                "\"epsilon\":{\"float\":0.001}");
+        mb_node(&m, "relu", "Relu", "\"n\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, r, xs, r, xs, (const char *[]){"mul", "in", "relu", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int in = count_steps(&b, 19 /* ODNN_S_INORM */, &total);
+        TH_CHECK(in == 1 && total == 3, "form %d: %d instance norm steps of %u", form, in, total);
+        free(b.bytes);
+    }
+}
+
 /* A product as onnxruntime.quantization.quantize_dynamic writes it: x ->
  * DynamicQuantizeLinear -> MatMulInteger(x_q, W_q i8, x_zp) -> Cast ->
  * Mul(x_scale * w_scale) [-> Add(bias)], FORM:
@@ -4001,6 +4035,7 @@ int main(int argc, char **argv)
         {"merged_broadcast", case_merged_broadcast},
         {"dynamic_int8", case_dynamic_int8},
         {"erf_alone", case_erf_alone},
+        {"instance_norm", case_instance_norm},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
