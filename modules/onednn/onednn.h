@@ -171,4 +171,9 @@ void odnn_erf_run(const float *x, float *y, int64_t n, int threads);
 void odnn_inorm_run(const float *x, const float *scale, const float *bias, float *y,
                     int64_t rows, int64_t cols, int64_t chans, float eps, int threads);
 
+/* Expand: dense X of ND dims XD (1 where it broadcasts, right-aligned to
+ * YD) into dense Y of dims YD, on up to THREADS OpenMP threads. */
+void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
+                     int threads);
+
 #endif /* PLINTH_ONEDNN_H */

@@ -672,3 +672,44 @@ void odnn_inorm_run(const float *x, const float *scale, const float *bias, float
         }
     }
 }
+
+/* ---- Expand -------------------------------------------------------------------
+ *
+ * Grouped-query attention (Mistral, Llama 2/3, Qwen2) repeats each key and
+ * value head with an Expand ([B, KV, 1, S, D] -> [B, KV, R, S, D]); oneDNN
+ * 2.6 has no broadcast copy, so each Expand was a cpu step splitting the
+ * layer's subgraph (mistral: three subgraphs and four cpu steps). Dense
+ * row-major X of dims XD (right-aligned, 1 where it broadcasts) into Y of
+ * dims YD: the trailing dims X and Y share are copied as blocks, the rest
+ * indexed; outer blocks over the team from 64K values. */
+void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
+                     int threads)
+{
+    int64_t xs[8], total;
+    int k = nd; /* the trailing dims from K on are the same in X and Y */
+    while (k > 0 && xd[k - 1] == yd[k - 1])
+        k--;
+    int64_t block = 1;
+    for (int d = k; d < nd; d++)
+        block *= yd[d];
+    int64_t stride = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        xs[d] = xd[d] == 1 ? 0 : stride; /* a broadcast dim does not move in X */
+        stride *= xd[d];
+    }
+    int64_t outer = 1;
+    for (int d = 0; d < k; d++)
+        outer *= yd[d];
+    total = outer * block;
+    int team = total >= 65536 && threads > 1 ? threads : 1;
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t rest = o, off = 0;
+        for (int d = k - 1; d >= 0; d--) {
+            off += rest % yd[d] * xs[d];
+            rest /= yd[d];
+        }
+        /* from K on the dims are X's own: the block is contiguous there */
+        memcpy(y + o * block, x + off, (size_t)block * sizeof(float));
+    }
+}

@@ -1144,7 +1144,7 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
                               strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0 ||
                               strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0 ||
-                              strcmp(op, "Gather") == 0)) &&
+                              strcmp(op, "Gather") == 0 || strcmp(op, "Expand") == 0)) &&
                 !(side == 0 && k == 4 &&
                   (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
@@ -2725,7 +2725,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
-        "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM", "InstanceNormalization"};
+        "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM", "InstanceNormalization",
+        "Expand"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -2788,6 +2789,21 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         if (odnn_probe_binary_ref(&y, bc) && !(u != NULL && odnn_lnorm_of(v, u, n, &ln))) {
             odnn_reason(reason, op, "this broadcast runs on oneDNN's reference implementation");
             return 0;
+        }
+        return 1;
+    }
+    if (strcmp(op, "Expand") == 0) {
+        /* the module's own broadcast copy (odnn_expand_run) */
+        if (y.ndim < x.ndim || y.ndim < 1) {
+            odnn_reason(reason, op, "the output has lower rank than the input");
+            return 0;
+        }
+        for (int d = 0; d < x.ndim; d++) {
+            int64_t xd = x.dims[d], yd = y.dims[d + (y.ndim - x.ndim)];
+            if (xd != yd && xd != 1) {
+                odnn_reason(reason, op, "the input does not broadcast to the output");
+                return 0;
+            }
         }
         return 1;
     }
@@ -2975,7 +2991,7 @@ enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
-    ODNN_S_INORM
+    ODNN_S_INORM, ODNN_S_EXPAND
 };
 
 struct odnn_step {
@@ -2998,6 +3014,8 @@ struct odnn_step {
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values */
     float eps;
     int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS */
+    int nd;        /* ODNN_S_EXPAND: X's dims (right-aligned) and Y's */
+    int64_t xd[ODNN_MAX_RANK], yd[ODNN_MAX_RANK];
 };
 
 struct pl_compiled {
@@ -7555,6 +7573,36 @@ static pl_status *odnn_inorm_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* Expand as the module's own broadcast copy (odnn_expand_run) of the dense
+ * plain source. */
+static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int src;
+    pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_EXPAND, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->nd = y.ndim;
+    for (int d = 0; d < y.ndim; d++) {
+        int xi = d - (y.ndim - x.ndim);
+        s->xd[d] = xi >= 0 ? x.dims[xi] : 1;
+        s->yd[d] = y.dims[d];
+    }
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    return NULL;
+}
+
 /* Whether T (of TI) is one value or a row of N along the last axis. */
 static int odnn_row_of(const struct odnn_tinfo *ti, int64_t n)
 {
@@ -7826,6 +7874,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_erf_emit(b, n);
     if (strcmp(op, "InstanceNormalization") == 0)
         return odnn_inorm_emit(b, n);
+    if (strcmp(op, "Expand") == 0)
+        return odnn_expand_emit(b, n);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -8223,7 +8273,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 19u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 20u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8248,7 +8298,9 @@ static double odnn_now_ms(void)
                                  18: Erf alone as the module's own kernel
                                      (ODNN_S_ERF);
                                  19: InstanceNormalization as the module's
-                                     own kernel (ODNN_S_INORM) */
+                                     own kernel (ODNN_S_INORM);
+                                 20: Expand as the module's own broadcast
+                                     copy (ODNN_S_EXPAND) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8600,6 +8652,13 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             if (step->n_args > 2)
                 dnnl_memory_get_data_handle(step->exec[2].memory, &g);
             odnn_rms_run(src, g, dst, step->rows, step->cols, step->eps, team);
+            continue;
+        }
+        if (step->kind == ODNN_S_EXPAND) {
+            void *src = NULL, *dst = NULL;
+            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
+            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
+            odnn_expand_run(src, dst, step->nd, step->xd, step->yd, team);
             continue;
         }
         if (step->kind == ODNN_S_INORM) {

@@ -3182,6 +3182,39 @@ static void case_instance_norm(void)
     }
 }
 
+/* Expand as the module's own broadcast copy, FORM: 0 [2, 1, 3, 40] ->
+ * [2, 5, 3, 40] (grouped-query attention's repeated heads: blocks of 120
+ * values, one thread), 1
+ * [3, 1] -> [3, 7] (the last dim broadcast: one value a block), 2 [1, 40]
+ * by shape [64, 2, 40] (a higher rank; 5120 values), 3 [8, 1, 64, 64] ->
+ * [8, 4, 64, 64] (131072 values over the team). A Relu before and after
+ * keeps it inside the subgraph. The cpu module's values exactly. */
+static void case_expand(void)
+{
+    static const int64_t xs_[4][4] = {{2, 1, 3, 40}, {3, 1}, {1, 40}, {8, 1, 64, 64}};
+    static const int64_t ys_[4][4] = {{2, 5, 3, 40}, {3, 7}, {64, 2, 40}, {8, 4, 64, 64}};
+    static const int xr[4] = {4, 2, 2, 4}, yr[4] = {4, 2, 3, 4};
+    for (int form = 0; form < 4; form++) {
+        struct mb m = {.seed = 180 + (uint32_t)form};
+        int64_t xs[4], ys[4];
+        memcpy(xs, xs_[form], sizeof xs);
+        memcpy(ys, ys_[form], sizeof ys);
+        mb_input(&m, "x", xr[form], xs);
+        mb_shape(&m, "shape", yr[form], ys);
+        mb_node(&m, "relu", "Relu", "\"x\"", "r", "");
+        mb_node(&m, "expand", "Expand", "\"r\",\"shape\"", "e", "");
+        mb_node(&m, "tanh", "Tanh", "\"e\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, xr[form], xs, yr[form], ys, (const char *[]){"relu", "expand", "tanh", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int ex = count_steps(&b, 20 /* ODNN_S_EXPAND */, &total);
+        TH_CHECK(ex == 1 && total == 3, "form %d: %d expand steps of %u", form, ex, total);
+        free(b.bytes);
+    }
+}
+
 /* A product as onnxruntime.quantization.quantize_dynamic writes it: x ->
  * DynamicQuantizeLinear -> MatMulInteger(x_q, W_q i8, x_zp) -> Cast ->
  * Mul(x_scale * w_scale) [-> Add(bias)], FORM:
@@ -4036,6 +4069,7 @@ int main(int argc, char **argv)
         {"dynamic_int8", case_dynamic_int8},
         {"erf_alone", case_erf_alone},
         {"instance_norm", case_instance_norm},
+        {"expand", case_expand},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
