@@ -3,6 +3,7 @@
 Run by CTest (tests/python/CMakeLists.txt) with PLINTH_LIBRARY naming the
 built libplinth and PLINTH_TEST_MODULES the staged module folder; each
 TestCase class is one CTest test (python.<class>)."""
+import collections
 import gc
 import os
 import sys
@@ -595,8 +596,14 @@ class OnnxTest(unittest.TestCase):
                 "y3": ((xq.astype(np.float32) - 120) * np.float32(0.02)) @ b32 + bias}
         with self.rt.load_model(path).session() as s:
             out = s.run({"x": x, "xq": xq})
+            ops = collections.Counter(p["op"] for p in s.describe()["placement"])
         for name, ref in want.items():
             np.testing.assert_allclose(out[name], ref, rtol=1e-5, atol=1e-5, err_msg=name)
+        # lowered to the integer chain quantize_dynamic writes (which the
+        # onednn module runs as an int8 matmul), not to f32 products
+        self.assertEqual(ops["MatMulInteger"], 3, ops)
+        self.assertEqual(ops["DynamicQuantizeLinear"], 2, ops)
+        self.assertEqual(ops["MatMul"], 0, ops)
 
     def test_ms_fused_matmul_trans_batch(self):
         """com.microsoft FusedMatMul with transBatchA/B, as ONNX Runtime's

@@ -1715,20 +1715,29 @@ static pl_status *lw_ms_qgemm(lw *w)
     return lw_q_end(w, y, ys, lw_input(w, 8));
 }
 
-/* The node becomes DQ(AQ, AS, AZ) @ DQ(B, BS, BZ) (+ BIAS, when not ""):
- * B's scale per column of B [K, N], or per tensor. */
+/* The node becomes Cast(MatMulInteger(AQ, B, AZ, BZ)) * (AS * BS) (+ BIAS,
+ * when not ""), as ONNX Runtime computes MatMulIntegerToFloat: the exact
+ * i32 sum times the product of the scales (B's one per column of B [K, N],
+ * or one). The chain is what quantize_dynamic itself writes, so a backend
+ * that runs those (onednn: an int8 matmul with the Cast, the scales and the
+ * bias as post-ops) runs these too; as dequantized f32 products they were
+ * f32 GEMMs. */
 static pl_status *lw_dq_matmul_end(lw *w, const char *aq, const char *as, const char *az,
                                    const char *b, const char *bs, const char *bz,
                                    const char *bias)
 {
-    const char *a, *bd, *y;
-    const pl_graph_tensor *bst = lw_tensor(w, bs);
-    bool per_column = bst != NULL && bst->ndim == 1 && bst->dims[0] != 1;
-    PL_RETURN_IF_ERROR(lw_dq(w, aq, as, az, -1, &a));
-    PL_RETURN_IF_ERROR(lw_dq(w, b, bs, bz, per_column ? 1 : -1, &bd));
+    const char *acc, *f, *s, *y;
+    size_t n_in = bz[0] ? 4 : az[0] ? 3 : 2;
+    PL_RETURN_IF_ERROR(
+        lw_node(w, "MatMulInteger", (const char *[]){aq, b, az, bz}, n_in, &acc, NULL));
+    /* the float type of the scales (f32, or f16 where a model has it) */
+    const pl_graph_tensor *st = lw_tensor(w, as);
+    int64_t to = st != NULL ? lw_onnx_code(st->dtype) : 1;
+    PL_RETURN_IF_ERROR(lw_cast(w, acc, to != 0 ? to : 1, &f));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", as, bs, &s));
     if (bias[0] == '\0')
-        return lw_become(w, "MatMul", (const char *[]){a, bd}, 2);
-    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", a, bd, &y));
+        return lw_become(w, "Mul", (const char *[]){f, s}, 2);
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", f, s, &y));
     return lw_become(w, "Add", (const char *[]){y, bias}, 2);
 }
 
