@@ -24,7 +24,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
 # conv family with one group and 8 to 40 channels in and out in steps of 8
 # (the channel blocks the onednn module's own direct kernel takes).
-MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq")
+MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels")
 
 
 def I(v):
@@ -694,6 +694,8 @@ class Gen:
             return self.qdq()
         elif family == "dynq":
             return self.dynq()
+        elif family == "kernels":
+            x = self.kernels()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -806,6 +808,54 @@ class Gen:
         if op == "QLinearConv" and self.p(0.6):
             ins.append(self.const(self.rng.integers(-5000, 5000, [m]), "i32"))
         return self._quant_node(op, ins, attrs)
+
+    def kernels(self):
+        """The ops the onednn module runs as its own kernels because oneDNN
+        2.6 has none: an Erf outside a GELU pattern (as QDQ models leave it),
+        Expand (grouped-query attention's repeated heads, or any broadcast
+        to a shape of equal or higher rank), and GroupNorm as exporters
+        write it (Reshape -> InstanceNormalization -> Reshape -> Mul -> Add,
+        one group or several); sizes up to a few 10K values, so the kernels'
+        thread teams and tails run."""
+        op = self.pick(["Erf", "Expand", "Expand", "GroupNorm"])
+        if op == "Erf":
+            x = self.input([self.r(1, 3), self.r(1, 64), self.r(1, 300)])
+            x = self.node("Mul", [x, self.const(np.array(self.pick([0.5, 2.0, 4.0])))])
+            return self.node("Erf", [x])
+        if op == "Expand":
+            if self.p(0.5):  # [B, KV, 1, S, D] -> [B, KV, R, S, D], then the heads merged
+                b, kv, rep, sq, d = (self.r(1, 2), self.r(1, 4), self.r(2, 4), self.r(1, 48),
+                                     self.pick([16, 32, 64]))
+                x = self.chain(self.input([b, kv, 1, sq, d]), 1)
+                e = self.node("Expand", [x, self.i64([b, kv, rep, sq, d])])
+                return self.node("Reshape", [e, self.i64([b, kv * rep, sq, d])])
+            rank = self.r(1, 4)
+            out = [self.r(1, 6) for _ in range(rank + self.r(0, 1))]
+            xs = [d if self.p(0.5) else 1 for d in out[len(out) - rank:]]
+            x = self.chain(self.input(xs), 1)
+            shape = [d if self.p(0.7) else 1 for d in out]  # Expand broadcasts both ways
+            return self.node("Expand", [x, self.i64(shape)])
+        n, c = self.r(1, 2), self.pick([4, 8, 16, 32])
+        g = self.pick([1, 2, c])
+        h, w = self.r(1, 24), self.r(1, 24)
+        x = self.input([n, c, h, w])
+        if self.flat_groups(x, g):
+            return self.node("Relu", [x])
+        r = self.node("Reshape", [x, self.i64([n, g, -1])])
+        nrm = self.node("InstanceNormalization",
+                        [r, self.const(np.ones(g)), self.const(np.zeros(g))],
+                        {"epsilon": F(1e-5)})
+        y = self.node("Reshape", [nrm, self.i64([n, c, h, w])])
+        y = self.node("Mul", [y, self.const(self.rng.uniform(0.5, 1.5, [c, 1, 1]))])
+        return self.node("Add", [y, self.const(self.rng.uniform(-0.5, 0.5, [c, 1, 1]))])
+
+    def flat_groups(self, x, g):
+        """True when some group of X's channels has too small a variance to
+        normalise within tolerance (see flat)."""
+        v = self.env[x]
+        grouped = v.reshape(v.shape[0], g, -1)
+        var = grouped.var(axis=2)
+        return float(np.min(var)) < 1e-3 * max(1.0, float(np.max(np.abs(v))) ** 2)
 
     def dynq(self):
         """Products as onnxruntime.quantization.quantize_dynamic writes

@@ -382,6 +382,8 @@ def eval_node(node, env, dtype_of):
         return [integer_product(node, ins, dtype_of)]
     if op == "DynamicQuantizeLinear":
         return dynamic_quantize(x)
+    if op == "Expand":  # broadcasts both ways (numpy's rule)
+        return [x * np.ones([int(d) for d in np.asarray(ins[1]).reshape(-1)])]
     if op == "Cast":
         return [x]
     if op in ("QuantizeLinear", "DequantizeLinear"):
