@@ -458,7 +458,7 @@ void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *
  * Abramowitz & Stegun 7.1.28 above (absolute error below 9e-7), Horner
  * steps fused (FMA) as its AVX2 loop does them. */
 
-static float odnn_erf1(float x)
+static inline float odnn_erf1(float x)
 {
     float ax = fabsf(x);
     float t = 1.0f + ax * (0.0705230784f + ax * (0.0422820123f + ax * (0.0092705272f +
@@ -515,6 +515,14 @@ ODNN_AVX512 static void odnn_erf_avx512(const float *x, float *y, int64_t n)
 }
 #endif
 
+/* Below AVX-512: the scalar form, cloned for AVX2 so that the compiler's
+ * vectoriser can widen it (the cpu module has its own AVX2 loop). */
+ODNN_CLONES static void odnn_erf_loop(const float *x, float *y, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        y[j] = odnn_erf1(x[j]);
+}
+
 static void odnn_erf_chunk(const float *x, float *y, int64_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -523,8 +531,7 @@ static void odnn_erf_chunk(const float *x, float *y, int64_t n)
         return;
     }
 #endif
-    for (int64_t j = 0; j < n; j++)
-        y[j] = odnn_erf1(x[j]);
+    odnn_erf_loop(x, y, n);
 }
 
 void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
