@@ -84,11 +84,24 @@ static const char *pl_opt_noop_reason(const pl_graph *g, const pl_graph_node *n)
     if (strcmp(n->op, "Identity") == 0)
         return n->n_inputs == 1 ? "Identity" : NULL;
     if (strcmp(n->op, "Dropout") == 0) {
-        /* Inference unless training_mode is given and not a constant false. */
+        /* Inference unless training_mode is given and not a constant
+         * false; in training mode a constant ratio of 0 drops nothing and
+         * scales by 1 (torchvision's Swin exports its attention dropout
+         * so). */
         if (n->n_inputs >= 3 && n->inputs[2] != PL_TID_NONE) {
             const pl_graph_tensor *tm = pl_graph_get_tensor(g, n->inputs[2]);
-            if (tm->data == NULL || tm->nbytes < 1 || ((const unsigned char *)tm->data)[0] != 0)
+            if (tm->data == NULL || tm->nbytes < 1)
                 return NULL;
+            if (((const unsigned char *)tm->data)[0] != 0) {
+                const pl_graph_tensor *r =
+                    n->inputs[1] != PL_TID_NONE ? pl_graph_get_tensor(g, n->inputs[1]) : NULL;
+                if (r == NULL || r->data == NULL || r->nbytes < 1)
+                    return NULL;
+                for (size_t b = 0; b < r->nbytes; b++)
+                    if (((const unsigned char *)r->data)[b] != 0)
+                        return NULL;
+                return "Dropout of ratio 0";
+            }
         }
         return "Dropout in inference";
     }

@@ -434,9 +434,17 @@ pl_status *shp_build_dropout(pl_module_ctx *ctx, const pl_node_desc *node,
         if (mode == NULL || bytes < 1)
             return cpu_error(PL_CODE_UNSUPPORTED, node->op,
                              "training_mode is not a constant (only inference is supported)");
-        if (mode[0] != 0)
+        /* training with a constant ratio of 0 drops nothing, scales by 1 */
+        size_t rb = 0;
+        const unsigned char *ratio =
+            mode[0] != 0 && shp_input_present(node, 1) ? shp_constant(node, 1, &rb) : NULL;
+        bool zero = ratio != NULL && rb > 0;
+        for (size_t b = 0; zero && b < rb; b++)
+            zero = ratio[b] == 0;
+        if (mode[0] != 0 && !zero)
             return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                             "training_mode is true (only inference is supported)");
+                             "training_mode is true with a ratio that is not a constant 0 "
+                             "(only inference is supported)");
     }
     if (shp_output_present(node, 1)) {
         const pl_tensor *x = &node->inputs[0], *m = &node->outputs[1];

@@ -1289,6 +1289,72 @@ static void case_bn_matmul_folded(void)
     against_none(path, x, 3, shape, names, 2, bn_matmul_check);
 }
 
+/* A Dropout in training mode with a constant ratio of 0 drops nothing and
+ * scales by 1 (torchvision's Swin exports its attention dropout so): gone
+ * under optimize = all, run as a copy under none; y = Relu(x) either way.
+ * With a ratio of 0.5 it is refused, naming training_mode. */
+static const char *dropout_model(const char *ratio_hex)
+{
+    static char json[2048];
+    snprintf(json, sizeof json,
+             "{\"format\":\"plinth-graph\",\"version\":1,"
+             "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+             "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+             "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,8,4,4]}],"
+             "\"nodes\":["
+             "{\"name\":\"rc\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"ratio\"],"
+             "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],"
+             "\"data_hex\":\"%s\"}}}},"
+             "{\"name\":\"tc\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"training\"],"
+             "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"bool\",\"shape\":[],"
+             "\"data_hex\":\"01\"}}}},"
+             "{\"name\":\"drop0\",\"op\":\"Dropout\",\"inputs\":[\"x\",\"ratio\",\"training\"],"
+             "\"outputs\":[\"d\"]},"
+             "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"d\"],\"outputs\":[\"y\"]}]}",
+             ratio_hex);
+    return write_model(ratio_hex[0] == '0' && ratio_hex[6] == '0' ? "drop0.json" : "drop5.json",
+                       json);
+}
+
+static void case_dropout_ratio_zero(void)
+{
+    const char *path = dropout_model("00000000");
+    for (int k = 0; k < 2; k++) {
+        pl_runtime *rt = runtime_with(k ? "all" : "none", "cpu");
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        json_t *root = describe(s);
+        TH_CHECK(k == 0 ? placed(root, "drop0") : rewritten_as(root, "drop0", "ratio 0"),
+                 "optimize = %s: drop0 %s", k ? "all" : "none",
+                 k ? "not removed as a Dropout of ratio 0" : "not placed");
+        json_decref(root);
+        size_t n = 0;
+        float *y = run(s, &n);
+        TH_CHECK(n == CV_X, "%zu outputs", n);
+        for (size_t i = 0; i < n; i++) {
+            float x = 0.02f * (float)((int)i - 64);
+            TH_CHECK(y[i] == (x > 0 ? x : 0.0f), "y[%zu] = %g", i, y[i]);
+        }
+        pl_buffer_free(y);
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+    /* 0.5 (0x3f000000, little-endian): training would drop values */
+    path = dropout_model("0000003f");
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    pl_session *s = NULL;
+    pl_status *st = pl_session_create(m, NULL, &s);
+    TH_CHECK(st != NULL && strstr(pl_status_message(st), "training_mode") != NULL,
+             "a Dropout of ratio 0.5 in training mode: %s",
+             st ? pl_status_message(st) : "accepted");
+    pl_status_free(st);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
  * becomes one Transpose of x, and t3 stays for its other reader (z). */
 /* Whether some line of the session's optimisations holds TEXT. */
@@ -1698,6 +1764,7 @@ int main(int argc, char **argv)
         {"mul_add_folded", case_mul_add_folded},
         {"matmul_gemm", case_matmul_gemm},
         {"bn_matmul_folded", case_bn_matmul_folded},
+        {"dropout_ratio_zero", case_dropout_ratio_zero},
         {"transposes_composed", case_transposes_composed},
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},

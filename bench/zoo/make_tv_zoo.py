@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Export torchvision's architectures (random weights) as a zoo.
+
+    python3 bench/zoo/make_tv_zoo.py [--out DIR] [--only NAME,...] [--torch-python P]
+
+Debian's python3-torch comes with torchvision 0.14; every model is built with
+weights=None (nothing downloaded), put in eval mode, and exported through
+torch.onnx.export at opset 17 at a small input size, as deployments export them.
+Classification, segmentation heads and the grouped (ResNeXt, RegNet), depthwise
+(MobileNet, EfficientNet, MnasNet), channel-shuffle, dense, inception and window
+attention (Swin, MaxViT) forms that real models use. References are ONNX
+Runtime's outputs with graph optimisations off (make_hf_zoo.finish); the python3 on
+PATH needs onnxruntime and onnx, P (default /usr/bin/python3) torch and
+torchvision. Writes make_zoo.py's format into DIR (default build/tv_zoo):
+bench/zoo.py --zoo DIR times it against ONNX Runtime, bench/zoo/run_zoo.py checks it.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name: (constructor, input size, opset)
+MODELS = {
+    "tv_resnet18": ("resnet18", 128),
+    "tv_resnext50": ("resnext50_32x4d", 96),
+    "tv_mobilenet_v2": ("mobilenet_v2", 128),
+    "tv_mobilenet_v3_l": ("mobilenet_v3_large", 128),
+    "tv_efficientnet_b0": ("efficientnet_b0", 128),
+    "tv_efficientnet_v2_s": ("efficientnet_v2_s", 96),
+    "tv_regnet_y_400mf": ("regnet_y_400mf", 128),
+    "tv_shufflenet_v2": ("shufflenet_v2_x1_0", 128),
+    "tv_squeezenet1_1": ("squeezenet1_1", 128),
+    "tv_mnasnet0_5": ("mnasnet0_5", 128),
+    "tv_densenet121": ("densenet121", 96),
+    "tv_googlenet": ("googlenet", 128),
+    "tv_convnext_tiny": ("convnext_tiny", 96),
+    "tv_swin_t": ("swin_t", 128),
+    "tv_maxvit_t": ("maxvit_t", 224),
+    "tv_deeplabv3_mnv3": ("segmentation.deeplabv3_mobilenet_v3_large", 128),
+    "tv_lraspp_mnv3": ("segmentation.lraspp_mobilenet_v3_large", 128),
+}
+
+
+def export(name, out):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    ctor, size = MODELS[name]
+    mod = torchvision.models
+    for part in ctor.split(".")[:-1]:
+        mod = getattr(mod, part)
+    kw = {"weights": None}
+    if ctor == "googlenet":
+        kw.update(aux_logits=False, init_weights=True)
+    if ctor.startswith("segmentation."):
+        kw.update(weights_backbone=None)
+    model = getattr(mod, ctor.split(".")[-1])(**kw).eval()
+
+    class First(torch.nn.Module):  # segmentation models return a dict
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            o = self.m(x)
+            return o["out"] if isinstance(o, dict) else o
+
+    x = torch.randn(1, 3, size, size)
+    with torch.no_grad():
+        torch.onnx.export(First(model).eval(), (x,), os.path.join(out, name + ".onnx"),
+                          opset_version=17, do_constant_folding=True, input_names=["input"],
+                          output_names=["output"])
+    np.save(os.path.join(out, "%s.in.input.npy" % name), x.numpy())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="build/tv_zoo")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--export", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    if a.export:
+        export(a.export, a.out)
+        return
+    sys.path.insert(0, HERE)
+    from make_hf_zoo import finish
+    entries = []
+    for name in (a.only.split(",") if a.only else list(MODELS)):
+        print("make_tv_zoo.py: %s" % name, file=sys.stderr, flush=True)
+        p = subprocess.run([a.torch_python, os.path.abspath(__file__), "--export", name, "--out", a.out],
+                           capture_output=True, text=True)
+        if p.returncode != 0:  # an exporter gap is reported, not fatal
+            print("make_tv_zoo.py: %s: export failed: %s" % (name, p.stderr.strip()[-400:]),
+                  file=sys.stderr)
+            continue
+        feeds = {"input": np.load(os.path.join(a.out, "%s.in.input.npy" % name))}
+        e = finish(a.out, name, "torchvision %s" % MODELS[name][0], feeds)
+        e["exporter"] = "torchvision + torch.onnx.export"
+        entries.append(e)
+    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+        json.dump(dict(exporter="torchvision + torch.onnx.export", models=entries), f, indent=1)
+    print("make_tv_zoo.py: %d models -> %s" % (len(entries), os.path.abspath(a.out)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
