@@ -1355,6 +1355,65 @@ static void case_dropout_ratio_zero(void)
     pl_runtime_destroy(rt);
 }
 
+/* einsum_matmul's model under optimize = all: the four batched matrix
+ * products became MatMuls (no Einsum of theirs placed), the elementwise one
+ * and the two-label contraction stayed Einsums. */
+static void einsum_check(json_t *root, const char *cfg)
+{
+    static const char *const made[] = {"e_bt", "e_plain", "e_spaced", "e_out"};
+    for (size_t k = 0; k < 4; k++)
+        TH_CHECK(rewritten_as(root, made[k], "made a MatMul") && !placed(root, made[k]),
+                 "%s: %s should be a MatMul", cfg, made[k]);
+    TH_CHECK(placed(root, "e_elem") && placed(root, "e_bcast") && !rewritten(root, "e_elem") &&
+                 !rewritten(root, "e_bcast"),
+             "%s: e_elem and e_bcast should stay", cfg);
+}
+
+/* Einsums of x [2, 3, 4, 5] with constants: attention's "bhid,bhjd->bhij"
+ * (B transposed), "bhij,bhjd->bhid", MaxViT's spaced upper-case form, an
+ * output in another order ("bhik,bhjk->bjhi"); then, kept, an elementwise
+ * product and a contraction over two labels ("bhik,bhik->bh"). Outputs
+ * equal optimize = none's on cpu and onednn. */
+static void case_einsum_matmul(void)
+{
+    static float w[2 * 3 * 6 * 5], w1[2 * 3 * 4 * 5];
+    for (int k = 0; k < (int)(sizeof w / sizeof *w); k++)
+        w[k] = 0.1f * (float)((k * 7) % 11 - 5);
+    for (int k = 0; k < (int)(sizeof w1 / sizeof *w1); k++)
+        w1[k] = 0.1f * (float)((k * 5) % 9 - 4);
+    write_sidecar("einsum.weights", (const void *const[]){w, w1},
+                  (const size_t[]){sizeof w, sizeof w1}, 2);
+    const char *path = write_model(
+        "einsum.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"einsum.weights\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3,4,5]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[2,3,6,5],\"data\":{\"offset\":0,\"length\":720}},"
+        "{\"name\":\"w1\",\"dtype\":\"f32\",\"shape\":[2,3,4,5],\"data\":{\"offset\":768,\"length\":480}}],"
+        "\"nodes\":["
+        "{\"name\":\"e_bt\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"s\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"bhid,bhjd->bhij\"}}},"
+        "{\"name\":\"e_plain\",\"op\":\"Einsum\",\"inputs\":[\"s\",\"w\"],\"outputs\":[\"y1\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"bhij,bhjd->bhid\"}}},"
+        "{\"name\":\"e_spaced\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y2\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"B H I D, B H J D -> B H I J\"}}},"
+        "{\"name\":\"e_out\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y3\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"bhik,bhjk->bjhi\"}}},"
+        "{\"name\":\"e_elem\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"x\"],\"outputs\":[\"q\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"bhij,bhij->bhij\"}}},"
+        "{\"name\":\"e_bcast\",\"op\":\"Einsum\",\"inputs\":[\"q\",\"w1\"],\"outputs\":[\"y4\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"bhik,bhik->bh\"}}}]}");
+    float x[120];
+    for (int i = 0; i < 120; i++)
+        x[i] = 0.05f * (float)(i % 17 - 8);
+    static const int64_t shape[4] = {2, 3, 4, 5};
+    static const char *const names[4] = {"y1", "y2", "y3", "y4"};
+    against_none(path, x, 4, shape, names, 4, einsum_check);
+}
+
 /* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
  * becomes one Transpose of x, and t3 stays for its other reader (z). */
 /* Whether some line of the session's optimisations holds TEXT. */
@@ -1765,6 +1824,7 @@ int main(int argc, char **argv)
         {"matmul_gemm", case_matmul_gemm},
         {"bn_matmul_folded", case_bn_matmul_folded},
         {"dropout_ratio_zero", case_dropout_ratio_zero},
+        {"einsum_matmul", case_einsum_matmul},
         {"transposes_composed", case_transposes_composed},
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
