@@ -2991,7 +2991,7 @@ enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
-    ODNN_S_INORM, ODNN_S_EXPAND
+    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY
 };
 
 struct odnn_step {
@@ -3011,7 +3011,8 @@ struct odnn_step {
     dnnl_memory_t scratch_mem;
     struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
-                                   ODNN_S_DQL, ODNN_S_ERF: ROWS values */
+                                   ODNN_S_DQL, ODNN_S_ERF: ROWS values;
+                                   ODNN_S_COPY: ROWS bytes */
     float eps;
     int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS */
     int nd;        /* ODNN_S_EXPAND: X's dims (right-aligned) and Y's */
@@ -3315,9 +3316,51 @@ static pl_status *odnn_attr(dnnl_primitive_attr_t *attr, const_dnnl_post_ops_t p
     return NULL;
 }
 
-/* Emits a reorder of value SRC into value DST (both exist). */
+/* Whether A and B hold the same elements at the same byte offsets with no
+ * gap or padding: one memcpy copies one into the other. Strides of dims of
+ * one element do not count (a channel slice of a concatenation's blocked
+ * buffer has the whole buffer's batch stride). */
+static int odnn_same_dense(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b)
+{
+    const dnnl_blocking_desc_t *x = &a->format_desc.blocking, *y = &b->format_desc.blocking;
+    if (a->format_kind != dnnl_blocked || b->format_kind != dnnl_blocked || a->offset0 != 0 ||
+        b->offset0 != 0 || a->ndims != b->ndims || a->data_type != b->data_type ||
+        x->inner_nblks != y->inner_nblks || a->extra.flags != 0 || b->extra.flags != 0)
+        return 0;
+    size_t elems = 1;
+    for (int d = 0; d < a->ndims; d++) {
+        if (a->dims[d] != b->dims[d] || a->padded_dims[d] != a->dims[d] ||
+            b->padded_dims[d] != b->dims[d] || a->padded_offsets[d] != 0 ||
+            b->padded_offsets[d] != 0)
+            return 0;
+        if (a->dims[d] > 1 && x->strides[d] != y->strides[d])
+            return 0;
+        elems *= (size_t)a->dims[d];
+    }
+    for (int k = 0; k < x->inner_nblks; k++)
+        if (x->inner_blks[k] != y->inner_blks[k] || x->inner_idxs[k] != y->inner_idxs[k])
+            return 0;
+    size_t bytes = elems * dnnl_data_type_size(a->data_type);
+    return bytes > 0 && dnnl_memory_desc_get_size(a) == bytes &&
+           dnnl_memory_desc_get_size(b) == bytes;
+}
+
+/* Emits a reorder of value SRC into value DST (both exist): a copy of the
+ * bytes where both have one dense layout (odnn_same_dense: DenseNet's
+ * concatenations copied 376 pieces a run through oneDNN's generic
+ * "simple:any" reorder, about 2 us each for a few KB). */
 static pl_status *odnn_reorder(struct odnn_build *b, int src, int dst, int64_t node)
 {
+    if (odnn_same_dense(&b->c->values[src].md, &b->c->values[dst].md)) {
+        struct odnn_step *cs = odnn_next_step(b, ODNN_S_COPY, node);
+        if (cs == NULL)
+            return odnn_oom();
+        cs->rows = (int64_t)dnnl_memory_desc_get_size(&b->c->values[src].md);
+        int step = b->c->n_steps++;
+        odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+        odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+        return NULL;
+    }
     dnnl_primitive_attr_t attr;
     pl_status *st = odnn_attr(&attr, NULL);
     if (st != NULL)
@@ -8273,7 +8316,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 20u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 21u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8300,7 +8343,9 @@ static double odnn_now_ms(void)
                                  19: InstanceNormalization as the module's
                                      own kernel (ODNN_S_INORM);
                                  20: Expand as the module's own broadcast
-                                     copy (ODNN_S_EXPAND) */
+                                     copy (ODNN_S_EXPAND);
+                                 21: same-layout dense reorders as memcpy
+                                     (ODNN_S_COPY) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8652,6 +8697,14 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             if (step->n_args > 2)
                 dnnl_memory_get_data_handle(step->exec[2].memory, &g);
             odnn_rms_run(src, g, dst, step->rows, step->cols, step->eps, team);
+            continue;
+        }
+        if (step->kind == ODNN_S_COPY) {
+            void *src = NULL, *dst = NULL;
+            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
+            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
+            if (src != dst)
+                memcpy(dst, src, (size_t)step->rows);
             continue;
         }
         if (step->kind == ODNN_S_EXPAND) {

@@ -3215,6 +3215,41 @@ static void case_expand(void)
     }
 }
 
+/* DenseNet's growth: each layer's input is the concatenation of every
+ * earlier feature map (16 channels a layer, so pieces fill whole 16-channel
+ * blocks). The earlier maps are copied into each new concatenation: one
+ * blocked layout into the same, so memcpy steps (ODNN_S_COPY), not oneDNN
+ * reorders. The cpu module's values. */
+static void case_dense_copy(void)
+{
+    struct mb m = {.seed = 190};
+    int64_t xs[] = {1, 16, 6, 6}, ys[] = {1, 64, 6, 6};
+    mb_input(&m, "x", 4, xs);
+    mb_node(&m, "r", "Relu", "\"x\"", "f0", "");
+    const char *prev = "f0";
+    char names[3][2][16];
+    int64_t ch = 16;
+    for (int k = 0; k < 3; k++) {
+        snprintf(names[k][0], 16, "g%d", k);
+        snprintf(names[k][1], 16, "cat%d", k);
+        mb_conv(&m, names[k][0], prev, names[k][0], ch, 16, 3, 1, 1);
+        char ins[128];
+        snprintf(ins, sizeof ins, "\"%s\",\"%s\"", prev, names[k][0]);
+        mb_node(&m, names[k][1], "Concat", ins, names[k][1], "\"axis\":{\"int\":1}");
+        prev = names[k][1];
+        ch += 16;
+    }
+    mb_node(&m, "out", "Relu", "\"cat2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, ys, (const char *[]){"g0", "cat0", "g1", "cat1", "g2", "cat2", NULL});
+    struct blob b = compile_blob(path);
+    uint32_t total;
+    int copies = count_steps(&b, 21 /* ODNN_S_COPY */, &total);
+    TH_CHECK(copies >= 2, "%d copy steps of %u", copies, total);
+    free(b.bytes);
+}
+
 /* A product as onnxruntime.quantization.quantize_dynamic writes it: x ->
  * DynamicQuantizeLinear -> MatMulInteger(x_q, W_q i8, x_zp) -> Cast ->
  * Mul(x_scale * w_scale) [-> Add(bias)], FORM:
@@ -3346,7 +3381,9 @@ static void case_matmul_rows_merged(void)
         compare(path, 4, xs, 4, ys, (const char *[]){"mm", "add", "relu", NULL});
         struct blob b = compile_blob(path);
         uint32_t total;
-        int reorders = count_steps(&b, 1 /* ODNN_S_REORDER */, &total);
+        /* a copy of one dense layout into the same is a memcpy step */
+        int reorders = count_steps(&b, 1 /* ODNN_S_REORDER */, &total) +
+                       count_steps(&b, 21 /* ODNN_S_COPY */, &total);
         /* case 1: the sum's residual is copied into the caller's output
          * buffer (a graph output is never written in place), as before */
         TH_CHECK(reorders == k, "case %d: %d reorders among %u steps", k, reorders, total);
@@ -4070,6 +4107,7 @@ int main(int argc, char **argv)
         {"erf_alone", case_erf_alone},
         {"instance_norm", case_instance_norm},
         {"expand", case_expand},
+        {"dense_copy", case_dense_copy},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "STAGE_DIR");
 }
