@@ -8647,6 +8647,46 @@ static pl_status *odnn_run_arg(const pl_compiled *c, const char *what, size_t i,
     return NULL;
 }
 
+/* Runs STEP when it is one of the module's own kernels (no primitive) on
+ * a team of TEAM threads; 0 when it is not. Arguments in the order the
+ * emission added them (odnn_arg). */
+static int odnn_own_step(const struct odnn_step *step, int team)
+{
+    void *p[ODNN_MAX_ARGS] = {NULL};
+    switch (step->kind) {
+    case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
+    case ODNN_S_ERF: case ODNN_S_DQL:
+        break;
+    default:
+        return 0;
+    }
+    for (int k = 0; k < step->n_args && k < ODNN_MAX_ARGS; k++)
+        dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
+    switch (step->kind) {
+    case ODNN_S_RMSNORM: /* SRC, DST, and SCALE when there is a gamma */
+        odnn_rms_run(p[0], p[2], p[1], step->rows, step->cols, step->eps, team);
+        break;
+    case ODNN_S_COPY: /* SRC, DST */
+        if (p[0] != p[1])
+            memcpy(p[1], p[0], (size_t)step->rows);
+        break;
+    case ODNN_S_EXPAND: /* SRC, DST */
+        odnn_expand_run(p[0], p[1], step->nd, step->xd, step->yd, team);
+        break;
+    case ODNN_S_INORM: /* SRC, DST, SCALE, SHIFT */
+        odnn_inorm_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans, step->eps,
+                       team);
+        break;
+    case ODNN_S_ERF: /* SRC, DST */
+        odnn_erf_run(p[0], p[1], step->rows, team);
+        break;
+    default: /* ODNN_S_DQL: X, Y, the scale, the zero point in u8 and s32 */
+        odnn_dql_run(p[0], step->rows, p[1], p[2], p[3], p[4], team);
+        break;
+    }
+    return 1;
+}
+
 pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
 {
     if (c == NULL || args == NULL)
@@ -8689,54 +8729,8 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
         int want = step->threads > 0 ? step->threads : threads;
         if (want != team)
             omp_set_num_threads(team = want);
-        if (step->kind == ODNN_S_RMSNORM) {
-            /* arguments: SRC, DST, and SCALE when there is a gamma */
-            void *src = NULL, *dst = NULL, *g = NULL;
-            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
-            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
-            if (step->n_args > 2)
-                dnnl_memory_get_data_handle(step->exec[2].memory, &g);
-            odnn_rms_run(src, g, dst, step->rows, step->cols, step->eps, team);
+        if (odnn_own_step(step, team))
             continue;
-        }
-        if (step->kind == ODNN_S_COPY) {
-            void *src = NULL, *dst = NULL;
-            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
-            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
-            if (src != dst)
-                memcpy(dst, src, (size_t)step->rows);
-            continue;
-        }
-        if (step->kind == ODNN_S_EXPAND) {
-            void *src = NULL, *dst = NULL;
-            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
-            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
-            odnn_expand_run(src, dst, step->nd, step->xd, step->yd, team);
-            continue;
-        }
-        if (step->kind == ODNN_S_INORM) {
-            void *p[4] = {NULL};
-            for (int k = 0; k < 4; k++)
-                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
-            odnn_inorm_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans,
-                           step->eps, team);
-            continue;
-        }
-        if (step->kind == ODNN_S_ERF) {
-            void *src = NULL, *dst = NULL;
-            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
-            dnnl_memory_get_data_handle(step->exec[1].memory, &dst);
-            odnn_erf_run(src, dst, step->rows, team);
-            continue;
-        }
-        if (step->kind == ODNN_S_DQL) {
-            /* arguments: X, Y, the scale, the zero point in u8 and s32 */
-            void *p[5] = {NULL};
-            for (int k = 0; k < 5; k++)
-                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
-            odnn_dql_run(p[0], step->rows, p[1], p[2], p[3], p[4], team);
-            continue;
-        }
         if (step->direct != NULL) {
             /* arguments: SRC and DST values, WEIGHTS the packed weight */
             void *src = NULL, *dst = NULL;
