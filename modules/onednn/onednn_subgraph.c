@@ -3131,6 +3131,7 @@ struct odnn_build {
     uint8_t *done; /* per node: already emitted as part of a fused primitive */
     struct odnn_import *imp;
     int no_qdq_post; /* odnn_follow leaves QDQ pairs to their own step */
+    int conv_any;    /* odnn_conv_layout: -1 not yet decided */
 };
 
 /* Whether tensor T is written by a DequantizeLinear (alone or as a QDQ
@@ -4341,6 +4342,60 @@ static dnnl_status_t odnn_conv_pd_fast(struct odnn_build *b, const dnnl_convolut
     return dnnl_success;
 }
 
+/* Whether the f32 convolutions of the subgraph are left to oneDNN's choice
+ * (brgconv, channels-last) rather than asked for the channel-blocked layout
+ * odnn_conv_blocked prefers. That layout pads channels to blocks of 16, so
+ * a net of 8, 12, 24 or 36 channels computes up to twice the work (Keras
+ * U-Net's 24 -> 8 3x3 at 64x64: 0.20 ms blocked, 0.12 channels-last; an
+ * 8 -> 2 1x1: 0.064 against 0.009; a DenseNet of growth 12). Taken for the
+ * whole subgraph, so that its convolutions agree on one layout and no
+ * reorders come between them: when the padded multiply-adds exceed the real
+ * ones by a quarter, and no convolution is grouped (depthwise kernels are
+ * faster blocked: shufflenet_v2_s, 1.26x padded, ran 6% slower
+ * channels-last). Measured alternating, 2 threads, `plinth bench`: tf_unet
+ * (1.88x padded) 0.96 -> 0.64 ms, tf_densenet (1.29x) 2.35 -> 1.88,
+ * densenet_s (1.46x) 0.32 -> 0.26, unet_s (1.31x) 0.30 -> 0.28; below the
+ * quarter, every net of the PyTorch, TensorFlow and torchvision zoos ran
+ * as fast or faster blocked (resnet18 aside). Depends on the view alone, so
+ * import makes the same choice. */
+static int odnn_conv_layout_any(struct odnn_build *b)
+{
+    if (b->conv_any >= 0)
+        return b->conv_any;
+    const pl_graph_api *g = onednn_host->graph;
+    double real = 0, padded = 0;
+    int grouped = 0;
+    for (size_t i = 0; i < g->node_count(b->v); i++) {
+        if (!odnn_op_is(b->v, (int64_t)i, "Conv"))
+            continue;
+        struct odnn_tinfo x, w, y;
+        if (!odnn_tensor(b->v, odnn_in(b->v, i, 0), &x) || !x.f32 || x.ndim < 3 ||
+            !odnn_tensor(b->v, odnn_in(b->v, i, 1), &w) || w.cdata == NULL || w.ndim != x.ndim ||
+            !odnn_tensor(b->v, odnn_out(b->v, i, 0), &y) || !y.known)
+            continue;
+        if (odnn_attr_int(b->v, i, "group", 1) != 1) {
+            grouped = 1;
+            continue;
+        }
+        int64_t oc = w.dims[0], ic = x.dims[1];
+        double macs = (double)y.elems * (double)w.dims[1];
+        for (int d = 2; d < w.ndim; d++)
+            macs *= (double)w.dims[d];
+        double oc_pad = (double)((oc + 15) / 16 * 16) / (double)oc;
+        /* a source of fewer than 16 channels stays plain (odnn_conv_blocked) */
+        double ic_pad = ic >= 16 ? (double)((ic + 15) / 16 * 16) / (double)ic : 1.0;
+        real += macs;
+        padded += macs * oc_pad * ic_pad;
+    }
+    b->conv_any = !grouped && real > 0 && padded > real * 1.25;
+    if (b->conv_any)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "convolutions channels-last: blocks of 16 channels would "
+                                 "pad their work %.2fx",
+                                 padded / real);
+    return b->conv_any;
+}
+
 /* Left to choose (dnnl_format_tag_any), oneDNN 2.6 on AVX-512 gives an f32
  * convolution the brgemm kernels in nhwc. At one image and the small
  * spatial sizes of mobile nets, the kernels for the channel-blocked layout
@@ -4363,6 +4418,8 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
 {
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
     if ((isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)
+        return dnnl_unimplemented;
+    if (odnn_conv_layout_any(b))
         return dnnl_unimplemented;
     /* bf16 with AMX: oneDNN's AMX kernels (brgconv) take nhwc, which it
      * picks when left to choose (odnn_conv_bf16_pays). */
@@ -6012,7 +6069,8 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
 
 /* Softmax, or LogSoftmax (softmax_v2's log algorithm), on the source's
  * layout unless oneDNN takes that only with its reference kernel (a
- * channel-blocked one): then on a plain copy. */
+ * channel-blocked one, or channels-last over the last axis): then on a
+ * row-major copy. */
 static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
 {
     const pl_graph_view *v = b->v;
@@ -6035,9 +6093,20 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
         pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
         if (st != NULL)
             return st;
-        if (tries > 0 || odnn_is_plain(&b->c->values[src].md) || !odnn_desc_is_ref(b, &sd))
+        if (tries > 0 || !odnn_desc_is_ref(b, &sd))
             break;
-        if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+        if (odnn_is_plain(&b->c->values[src].md)) {
+            /* a permuted plain layout (a channels-last convolution's) */
+            dnnl_memory_desc_t rm;
+            dnnl_memory_desc_init_by_strides(&rm, b->c->values[src].md.ndims,
+                                             b->c->values[src].md.dims, dnnl_f32, NULL);
+            if (dnnl_memory_desc_equal(&rm, &b->c->values[src].md))
+                break;
+            st = odnn_ensure(b, src, &rm, (int64_t)n, &src);
+        } else {
+            st = odnn_plain(b, src, (int64_t)n, &src);
+        }
+        if (st != NULL)
             return st;
     }
     return odnn_simple(b, n, ODNN_S_SOFTMAX, &sd, src, odnn_out(v, n, 0), NULL, NULL, 0);
@@ -8316,7 +8385,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 21u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 22u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8345,7 +8414,9 @@ static double odnn_now_ms(void)
                                  20: Expand as the module's own broadcast
                                      copy (ODNN_S_EXPAND);
                                  21: same-layout dense reorders as memcpy
-                                     (ODNN_S_COPY) */
+                                     (ODNN_S_COPY);
+                                 22: channels-last convolutions where blocks
+                                     of 16 channels pad (odnn_conv_layout_any) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8560,7 +8631,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         if (st != NULL)
             return st;
     }
-    struct odnn_build b = {.ctx = ctx, .v = subgraph, .imp = blob != NULL ? &imp : NULL};
+    struct odnn_build b = {.ctx = ctx, .v = subgraph, .imp = blob != NULL ? &imp : NULL, .conv_any = -1};
     b.c = onednn_host->host_alloc(ctx->host_ctx, sizeof *b.c, 0);
     if (b.c == NULL)
         return odnn_oom();

@@ -1837,6 +1837,77 @@ static pl_runtime *onednn_runtime_with(const char *kv, struct wino_log *log)
     return onednn_runtime_ex(kv, log != NULL ? wino_sink : NULL, log);
 }
 
+/* A net of 8 and 24 channels (a Keras U-Net's decoder) whose blocks of 16
+ * channels would double its work runs its convolutions channels-last on
+ * AVX-512 (the debug log says so), one of 16 and 32 channels stays
+ * blocked, and a grouped convolution keeps the net blocked; all agree
+ * with the cpu module. */
+static const char *model_narrow(int64_t c_mid, int64_t group)
+{
+    struct mb m = {.seed = 11};
+    int64_t xs[] = {1, 3, 20, 20}, w1[] = {c_mid, 3, 3, 3}, w2[] = {c_mid, c_mid / group, 3, 3},
+            w3[] = {2, c_mid, 1, 1};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, w1, NULL, 0.2f);
+    mb_const(&m, "w2", 4, w2, NULL, 0.2f);
+    mb_const(&m, "w3", 4, w3, NULL, 0.2f);
+    const char *p1 = "\"pads\":{\"ints\":[1,1,1,1]}";
+    char p2[96];
+    snprintf(p2, sizeof p2, "\"pads\":{\"ints\":[1,1,1,1]},\"group\":{\"int\":%lld}",
+             (long long)group);
+    mb_node(&m, "conv1", "Conv", "\"x\",\"w1\"", "c1", p1);
+    mb_node(&m, "relu1", "Relu", "\"c1\"", "r1", "");
+    mb_node(&m, "conv2", "Conv", "\"r1\",\"w2\"", "c2", p2);
+    mb_node(&m, "relu2", "Relu", "\"c2\"", "r2", "");
+    mb_node(&m, "conv3", "Conv", "\"r2\",\"w3\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_narrow_channels_last(void)
+{
+    struct { int64_t c, group; int last; } cases[] = {{8, 1, 1}, {24, 1, 1}, {32, 1, 0},
+                                                       {24, 3, 0}};
+    int64_t xs[] = {1, 3, 20, 20}, ys[] = {1, 2, 20, 20};
+    size_t nx = count(4, xs), ny = count(4, ys);
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *ref = malloc(ny * sizeof *ref);
+    TH_CHECK(x != NULL && y != NULL && ref != NULL, "out of memory");
+    for (size_t i = 0; i < nx; i++)
+        x[i] = sinf((float)i * 0.37f);
+    char isa[64] = "";
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *path = model_narrow(cases[k].c, cases[k].group);
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with(NULL, &log), *cpu = runtime_with("cpu");
+        if (isa[0] == '\0') {
+            pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+            TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+        }
+        pl_session *s = session_for(rt, path), *sc = session_for(cpu, path);
+        run_one(s, "x", x, 4, xs, "y", y, 4, ys);
+        run_one(sc, "x", x, 4, xs, "y", ref, 4, ys);
+        pl_session_destroy(s);
+        pl_session_destroy(sc);
+        pl_runtime_destroy(rt);
+        pl_runtime_destroy(cpu);
+        bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+                      strncmp(isa, "amx", 3) == 0;
+        bool said = strstr(log.text, "convolutions channels-last") != NULL;
+        TH_CHECK(strstr(log.text, "primitives") != NULL, "%lld channels: no compile log:\n%s",
+                 (long long)cases[k].c, log.text);
+        TH_CHECK(said == (avx512 && cases[k].last), "%lld channels, group %lld (%s): log:\n%s",
+                 (long long)cases[k].c, (long long)cases[k].group, isa, log.text);
+        for (size_t i = 0; i < ny; i++)
+            TH_CHECK(fabsf(y[i] - ref[i]) <= 1e-4f * fmaxf(fabsf(ref[i]), 1.0f),
+                     "%lld channels: y[%zu] = %.9g, cpu %.9g", (long long)cases[k].c, i, y[i],
+                     ref[i]);
+    }
+    free(x);
+    free(y);
+    free(ref);
+}
+
 /* winograd = auto runs the 3x3 layers of 64 channels through oneDNN's
  * Winograd kernel where the CPU has AVX-512 (the debug log names each such
  * node), but not those of 32 (the direct kernel is faster there); winograd
@@ -4070,6 +4141,7 @@ int main(int argc, char **argv)
         {"configure", case_configure},
         {"warm_start", case_warm_start},
         {"winograd", case_winograd},
+        {"narrow_channels_last", case_narrow_channels_last},
         {"bf16", case_bf16},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
