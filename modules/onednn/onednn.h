@@ -176,4 +176,10 @@ void odnn_inorm_run(const float *x, const float *scale, const float *bias, float
 void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
                      int threads);
 
+/* Pad (constant mode): dense X of ND dims XD into dense Y of dims YD, X's
+ * element 0 at BEGIN in Y, every other element VALUE; on up to THREADS
+ * OpenMP threads. */
+void odnn_pad_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
+                  const int64_t *begin, float value, int threads);
+
 #endif /* PLINTH_ONEDNN_H */

@@ -720,3 +720,49 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
         memcpy(y + o * block, x + off, (size_t)block * sizeof(float));
     }
 }
+
+/* ---- Pad -------------------------------------------------------------------
+ *
+ * Keras' ZeroPadding2D and explicit paddings in other exporters' graphs that
+ * no convolution or pooling took into its own padding (core/src/optimize.c
+ * folds those): oneDNN 2.6 has no pad primitive, so each was a cpu step
+ * splitting the subgraph (tf_unet: one subgraph became two). Rows of X's
+ * last dim are copied into place; the rows of Y between and around them
+ * are filled, each row of Y written once, over the team from 64K values. */
+void odnn_pad_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
+                  const int64_t *begin, float value, int threads)
+{
+    int64_t rows = 1, ys[8];
+    ys[nd - 1] = 1;
+    for (int d = nd - 2; d >= 0; d--)
+        ys[d] = ys[d + 1] * yd[d + 1];
+    for (int d = 0; d < nd - 1; d++)
+        rows *= yd[d];
+    int64_t xlen = xd[nd - 1], ylen = yd[nd - 1], lead = begin[nd - 1];
+    int team = rows * ylen >= 65536 && threads > 1 ? threads : 1;
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * ylen;
+        /* the row of X this row of Y holds, if any */
+        int64_t rest = r, xoff = 0, xs = xlen;
+        int inside = 1;
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t i = rest % yd[d] - begin[d];
+            rest /= yd[d];
+            if (i < 0 || i >= xd[d])
+                inside = 0;
+            xoff += i * xs;
+            xs *= xd[d];
+        }
+        if (!inside) {
+            for (int64_t i = 0; i < ylen; i++)
+                yr[i] = value;
+            continue;
+        }
+        for (int64_t i = 0; i < lead; i++)
+            yr[i] = value;
+        memcpy(yr + lead, x + xoff, (size_t)xlen * sizeof(float));
+        for (int64_t i = lead + xlen; i < ylen; i++)
+            yr[i] = value;
+    }
+}

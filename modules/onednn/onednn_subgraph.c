@@ -1105,6 +1105,109 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
 
 /* ---- verdicts -------------------------------------------------------------- */
 
+/* Pad N in constant mode with pads of at least 0: where X starts in Y
+ * (BEGIN, X's rank of them) and the fill value; 0 with the reason
+ * otherwise (reflect and edge modes, cropping, axes, a value that is not a
+ * constant). */
+static int odnn_pad_params(const pl_graph_view *v, size_t n, const struct odnn_tinfo *x,
+                           int64_t *begin, float *fill, char *reason)
+{
+    char mode[16];
+    if (strcmp(odnn_attr_string(v, n, "mode", "constant", mode, sizeof mode), "constant") != 0) {
+        odnn_reason(reason, "Pad", "mode '%s' (only constant)", mode);
+        return 0;
+    }
+    const int64_t *pads = NULL;
+    int64_t np = 0;
+    *fill = 0.0f;
+    if (onednn_host->graph->node_opset(v, n) < 11) {
+        np = (int64_t)odnn_attr_ints(v, n, "pads", &pads);
+        *fill = (float)odnn_attr_float(v, n, "value", 0.0);
+    } else {
+        struct odnn_tinfo p, c;
+        if (!odnn_tensor(v, odnn_in(v, n, 1), &p) || p.cdata == NULL ||
+            p.cbytes != (size_t)p.elems * sizeof(int64_t)) {
+            odnn_reason(reason, "Pad", "pads must be a constant");
+            return 0;
+        }
+        pads = p.cdata;
+        np = p.elems;
+        if (odnn_in(v, n, 3) >= 0) {
+            odnn_reason(reason, "Pad", "axes are not supported");
+            return 0;
+        }
+        if (odnn_in(v, n, 2) >= 0) {
+            if (!odnn_tensor(v, odnn_in(v, n, 2), &c) || c.cdata == NULL || c.elems != 1 ||
+                !c.f32) {
+                odnn_reason(reason, "Pad", "the value must be a constant f32 scalar");
+                return 0;
+            }
+            memcpy(fill, c.cdata, sizeof *fill);
+        }
+    }
+    if (np != 2 * x->ndim || x->ndim < 1) {
+        odnn_reason(reason, "Pad", "%lld pads for rank %d", (long long)np, (int)x->ndim);
+        return 0;
+    }
+    for (int64_t i = 0; i < np; i++)
+        if (pads[i] < 0) {
+            odnn_reason(reason, "Pad", "negative pads (cropping)");
+            return 0;
+        }
+    for (int d = 0; d < x->ndim; d++)
+        begin[d] = pads[d];
+    return 1;
+}
+
+/* Tile as a broadcast copy (odnn_expand_run): X of dims XS tiled by
+ * REPEATS is X seen as [1, x0, 1, x1, ..] expanded to [r0, x0, r1, x1, ..],
+ * whose row-major bytes are the tiled tensor's. A dim repeated once needs
+ * no inserted 1, nor does a dim of one element (it broadcasts itself), and
+ * neighbours that neither broadcast merge; the dims of that copy in XD and
+ * YD (right-aligned) and their count, or 0 when more than ODNN_MAX_RANK. */
+static int odnn_tile_dims(const struct odnn_tinfo *x, const int64_t *repeats, int64_t *xd,
+                          int64_t *yd)
+{
+    int64_t bx[2 * ODNN_MAX_RANK], by[2 * ODNN_MAX_RANK];
+    int nd = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (repeats[d] != 1 && x->dims[d] != 1) {
+            bx[nd] = 1, by[nd++] = repeats[d];
+            bx[nd] = by[nd] = x->dims[d], nd++;
+        } else {
+            bx[nd] = x->dims[d], by[nd++] = x->dims[d] * repeats[d];
+        }
+    }
+    int m = 0; /* merge neighbours that copy alike (both dense) */
+    for (int d = 0; d < nd; d++) {
+        if (m > 0 && bx[d] == by[d] && xd[m - 1] == yd[m - 1]) {
+            xd[m - 1] *= bx[d], yd[m - 1] *= by[d];
+            continue;
+        }
+        if (m == ODNN_MAX_RANK)
+            return 0;
+        xd[m] = bx[d], yd[m++] = by[d];
+    }
+    if (m == 0)
+        xd[m] = yd[m] = 1, m = 1;
+    return m;
+}
+
+/* The constant repeats of Tile N into R (X's rank of them), or 0. */
+static int odnn_tile_repeats(const pl_graph_view *v, size_t n, const struct odnn_tinfo *x,
+                             int64_t *r)
+{
+    struct odnn_tinfo t;
+    if (!odnn_tensor(v, odnn_in(v, n, 1), &t) || t.cdata == NULL || t.ndim != 1 ||
+        t.elems != x->ndim || t.cbytes != (size_t)t.elems * sizeof(int64_t))
+        return 0;
+    memcpy(r, t.cdata, t.cbytes);
+    for (int d = 0; d < x->ndim; d++)
+        if (r[d] < 1)
+            return 0;
+    return 1;
+}
+
 /* Ops that move 8-bit quantized activations as they are: MaxPool (oneDNN
  * pools u8 and s8) and the views. Their data input and output may be u8
  * or i8 when the ISA runs int8 (odnn_int8_isa). */
@@ -1144,7 +1247,8 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
                               strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Slice") == 0 ||
                               strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0 ||
-                              strcmp(op, "Gather") == 0 || strcmp(op, "Expand") == 0)) &&
+                              strcmp(op, "Gather") == 0 || strcmp(op, "Expand") == 0 ||
+                              strcmp(op, "Tile") == 0 || strcmp(op, "Pad") == 0)) &&
                 !(side == 0 && k == 4 &&
                   (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0))) {
                 odnn_reason(reason, op, "'%s' is not f32 (only f32 is supported for now)",
@@ -2726,7 +2830,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
         "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM", "InstanceNormalization",
-        "Expand"};
+        "Expand", "Tile", "Pad"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -2804,6 +2908,25 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
                 odnn_reason(reason, op, "the input does not broadcast to the output");
                 return 0;
             }
+        }
+        return 1;
+    }
+    if (strcmp(op, "Pad") == 0) {
+        /* the module's own copy (odnn_pad_run) */
+        int64_t begin[ODNN_MAX_RANK];
+        float fill;
+        return odnn_pad_params(v, n, &x, begin, &fill, reason);
+    }
+    if (strcmp(op, "Tile") == 0) {
+        /* a broadcast copy (odnn_tile_dims) */
+        int64_t r[ODNN_MAX_RANK], xd[ODNN_MAX_RANK], yd[ODNN_MAX_RANK];
+        if (!odnn_tile_repeats(v, n, &x, r)) {
+            odnn_reason(reason, op, "repeats must be a constant of positive counts");
+            return 0;
+        }
+        if (odnn_tile_dims(&x, r, xd, yd) == 0) {
+            odnn_reason(reason, op, "the copy needs more than %d dims", ODNN_MAX_RANK);
+            return 0;
         }
         return 1;
     }
@@ -2991,7 +3114,7 @@ enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
-    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY
+    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD
 };
 
 struct odnn_step {
@@ -3015,8 +3138,10 @@ struct odnn_step {
                                    ODNN_S_COPY: ROWS bytes */
     float eps;
     int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS */
-    int nd;        /* ODNN_S_EXPAND: X's dims (right-aligned) and Y's */
+    int nd;        /* ODNN_S_EXPAND, ODNN_S_PAD: X's dims (right-aligned) and Y's */
     int64_t xd[ODNN_MAX_RANK], yd[ODNN_MAX_RANK];
+    int64_t begin[ODNN_MAX_RANK]; /* ODNN_S_PAD: where X starts in Y; the rest is FILL */
+    float fill;
 };
 
 struct pl_compiled {
@@ -7691,14 +7816,28 @@ static pl_status *odnn_inorm_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
-/* Expand as the module's own broadcast copy (odnn_expand_run) of the dense
- * plain source. */
+/* Expand, or Tile (odnn_tile_dims), as the module's own broadcast copy
+ * (odnn_expand_run) of the dense plain source. */
 static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int64_t xd[ODNN_MAX_RANK], yd[ODNN_MAX_RANK], r[ODNN_MAX_RANK];
+    int nd = y.ndim;
+    if (odnn_op_is(v, (int64_t)n, "Tile")) {
+        nd = odnn_tile_repeats(v, n, &x, r) ? odnn_tile_dims(&x, r, xd, yd) : 0;
+        if (nd == 0)
+            return odnn_error(PL_CODE_UNSUPPORTED, "onednn: Tile '%s': repeats not supported",
+                              onednn_host->graph->node_name(v, n));
+    } else {
+        for (int d = 0; d < y.ndim; d++) {
+            int xi = d - (y.ndim - x.ndim);
+            xd[d] = xi >= 0 ? x.dims[xi] : 1;
+            yd[d] = y.dims[d];
+        }
+    }
     int src;
     pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st != NULL)
@@ -7709,12 +7848,43 @@ static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
     struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_EXPAND, (int64_t)n) : NULL;
     if (s == NULL)
         return odnn_oom();
-    s->nd = y.ndim;
-    for (int d = 0; d < y.ndim; d++) {
-        int xi = d - (y.ndim - x.ndim);
-        s->xd[d] = xi >= 0 ? x.dims[xi] : 1;
-        s->yd[d] = y.dims[d];
-    }
+    s->nd = nd;
+    memcpy(s->xd, xd, (size_t)nd * sizeof *xd);
+    memcpy(s->yd, yd, (size_t)nd * sizeof *yd);
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    return NULL;
+}
+
+/* Pad as the module's own copy (odnn_pad_run) of the dense plain source. */
+static pl_status *odnn_pad_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, y;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int64_t begin[ODNN_MAX_RANK];
+    float fill;
+    char reason[ODNN_REASON] = "";
+    if (!odnn_pad_params(v, n, &x, begin, &fill, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "%s (node '%s')", reason,
+                          onednn_host->graph->node_name(v, n));
+    int src;
+    pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_PAD, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->nd = x.ndim;
+    memcpy(s->xd, x.dims, (size_t)x.ndim * sizeof *x.dims);
+    memcpy(s->yd, y.dims, (size_t)y.ndim * sizeof *y.dims);
+    memcpy(s->begin, begin, (size_t)x.ndim * sizeof *begin);
+    s->fill = fill;
     int step = b->c->n_steps++;
     odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
     odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
@@ -7992,8 +8162,10 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_erf_emit(b, n);
     if (strcmp(op, "InstanceNormalization") == 0)
         return odnn_inorm_emit(b, n);
-    if (strcmp(op, "Expand") == 0)
+    if (strcmp(op, "Expand") == 0 || strcmp(op, "Tile") == 0)
         return odnn_expand_emit(b, n);
+    if (strcmp(op, "Pad") == 0)
+        return odnn_pad_emit(b, n);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -8391,7 +8563,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 22u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 23u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8422,7 +8594,9 @@ static double odnn_now_ms(void)
                                  21: same-layout dense reorders as memcpy
                                      (ODNN_S_COPY);
                                  22: channels-last convolutions where blocks
-                                     of 16 channels pad (odnn_conv_layout_any) */
+                                     of 16 channels pad (odnn_conv_layout_any);
+                                 23: Tile as a broadcast copy, Pad as the
+                                     module's own copy (ODNN_S_PAD) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8732,7 +8906,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     void *p[ODNN_MAX_ARGS] = {NULL};
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
-    case ODNN_S_ERF: case ODNN_S_DQL:
+    case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD:
         break;
     default:
         return 0;
@@ -8749,6 +8923,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_EXPAND: /* SRC, DST */
         odnn_expand_run(p[0], p[1], step->nd, step->xd, step->yd, team);
+        break;
+    case ODNN_S_PAD: /* SRC, DST */
+        odnn_pad_run(p[0], p[1], step->nd, step->xd, step->yd, step->begin, step->fill, team);
         break;
     case ODNN_S_INORM: /* SRC, DST, SCALE, SHIFT */
         odnn_inorm_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans, step->eps,

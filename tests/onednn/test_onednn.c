@@ -3304,6 +3304,55 @@ static void case_expand(void)
     }
 }
 
+/* Tile (Keras' UpSampling2D writes ExpandDims -> Tile -> Reshape) as a
+ * broadcast copy, and Pad in constant mode (ZeroPadding2D, a padding no
+ * convolution took) as the module's own copy: one step each between the
+ * Relu and the Tanh, the cpu module's values; Pad with a fill value, and
+ * at opset 9 with its attributes. Fails when a repeat is read from the
+ * wrong dim or a pad lands on the wrong side. */
+static void case_tile_pad(void)
+{
+    static const int64_t xs_[7][5] = {{1, 4, 1, 5, 3}, {2, 3, 4}, {3, 1}, {1, 3, 5, 6},
+                                      {1, 3, 5, 6}, {7, 9}, {2, 4, 3}};
+    static const int64_t ys_[7][5] = {{1, 4, 2, 5, 3}, {4, 3, 12}, {3, 5}, {1, 3, 8, 9},
+                                      {1, 3, 8, 9}, {10, 13}, {2, 6, 3}};
+    static const int64_t rep[3][5] = {{1, 1, 2, 1, 1}, {2, 1, 3}, {1, 5}};
+    static const int64_t pads[4][8] = {{0, 0, 1, 2, 0, 0, 2, 1}, {0, 0, 1, 2, 0, 0, 2, 1},
+                                       {3, 0, 0, 4}, {0, 2, 0, 0, 0, 0}};
+    static const int rank[7] = {5, 3, 2, 4, 4, 2, 3};
+    for (int form = 0; form < 7; form++) {
+        int tile = form < 3, r = rank[form];
+        struct mb m = {.seed = 185 + (uint32_t)form, .opset = form == 6 ? 9 : 13};
+        int64_t xs[5], ys[5];
+        memcpy(xs, xs_[form], sizeof xs);
+        memcpy(ys, ys_[form], sizeof ys);
+        mb_input(&m, "x", r, xs);
+        mb_node(&m, "relu", "Relu", "\"x\"", "r", "");
+        if (tile) {
+            mb_shape(&m, "rep", r, rep[form]);
+            mb_node(&m, "op", "Tile", "\"r\",\"rep\"", "e", "");
+        } else if (form == 6) {
+            mb_node(&m, "op", "Pad", "\"r\"", "e",
+                    "\"pads\":{\"ints\":[0,2,0,0,0,0]},\"value\":{\"float\":-0.5}");
+        } else {
+            mb_shape(&m, "pads", 2 * r, pads[form - 3]);
+            if (form == 4)
+                mb_scalar(&m, "v", 1.5f);
+            mb_node(&m, "op", "Pad", form == 4 ? "\"r\",\"pads\",\"v\"" : "\"r\",\"pads\"",
+                    "e", "");
+        }
+        mb_node(&m, "tanh", "Tanh", "\"e\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, r, xs, r, ys, (const char *[]){"relu", "op", "tanh", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int k = count_steps(&b, tile ? 20 /* ODNN_S_EXPAND */ : 22 /* ODNN_S_PAD */, &total);
+        TH_CHECK(k == 1 && total == 3, "form %d: %d copy steps of %u", form, k, total);
+        free(b.bytes);
+    }
+}
+
 /* DenseNet's growth: each layer's input is the concatenation of every
  * earlier feature map (16 channels a layer, so pieces fill whole 16-channel
  * blocks). The earlier maps are copied into each new concatenation: one
@@ -4160,6 +4209,7 @@ int main(int argc, char **argv)
         {"warm_start", case_warm_start},
         {"winograd", case_winograd},
         {"narrow_channels_last", case_narrow_channels_last},
+        {"tile_pad", case_tile_pad},
         {"bf16", case_bf16},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
