@@ -7816,8 +7816,31 @@ static pl_status *odnn_inorm_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* A step of KIND copying node N's dense plain source into its plain output
+ * (Expand, Tile, Pad: the module's own copies); *OUT for its parameters. */
+static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
+                                 struct odnn_step **out)
+{
+    struct odnn_tinfo y;
+    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
+    int src;
+    pl_status *st = odnn_dense_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int dst = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &md);
+    *out = dst >= 0 ? odnn_next_step(b, kind, (int64_t)n) : NULL;
+    if (*out == NULL)
+        return odnn_oom();
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
 /* Expand, or Tile (odnn_tile_dims), as the module's own broadcast copy
- * (odnn_expand_run) of the dense plain source. */
+ * (odnn_expand_run). */
 static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -7838,26 +7861,17 @@ static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
             yd[d] = y.dims[d];
         }
     }
-    int src;
-    pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    struct odnn_step *s;
+    pl_status *st = odnn_copy_step(b, n, ODNN_S_EXPAND, &s);
     if (st != NULL)
         return st;
-    dnnl_memory_desc_t md;
-    odnn_plain_md(&md, y.ndim, y.dims);
-    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
-    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_EXPAND, (int64_t)n) : NULL;
-    if (s == NULL)
-        return odnn_oom();
     s->nd = nd;
     memcpy(s->xd, xd, (size_t)nd * sizeof *xd);
     memcpy(s->yd, yd, (size_t)nd * sizeof *yd);
-    int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
     return NULL;
 }
 
-/* Pad as the module's own copy (odnn_pad_run) of the dense plain source. */
+/* Pad as the module's own copy (odnn_pad_run). */
 static pl_status *odnn_pad_emit(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -7870,24 +7884,15 @@ static pl_status *odnn_pad_emit(struct odnn_build *b, size_t n)
     if (!odnn_pad_params(v, n, &x, begin, &fill, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "%s (node '%s')", reason,
                           onednn_host->graph->node_name(v, n));
-    int src;
-    pl_status *st = odnn_dense_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    struct odnn_step *s;
+    pl_status *st = odnn_copy_step(b, n, ODNN_S_PAD, &s);
     if (st != NULL)
         return st;
-    dnnl_memory_desc_t md;
-    odnn_plain_md(&md, y.ndim, y.dims);
-    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
-    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_PAD, (int64_t)n) : NULL;
-    if (s == NULL)
-        return odnn_oom();
     s->nd = x.ndim;
     memcpy(s->xd, x.dims, (size_t)x.ndim * sizeof *x.dims);
     memcpy(s->yd, y.dims, (size_t)y.ndim * sizeof *y.dims);
     memcpy(s->begin, begin, (size_t)x.ndim * sizeof *begin);
     s->fill = fill;
-    int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
     return NULL;
 }
 
