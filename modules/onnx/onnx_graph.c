@@ -470,8 +470,14 @@ static bool ox_has_opset(const Onnx__ModelProto *m, const char *domain)
     return false;
 }
 
-static pl_status *ox_node(const ox_import *imp, const Onnx__ModelProto *m,
-                          const Onnx__NodeProto *n, size_t index)
+static const Onnx__FunctionProto *ox_function(const Onnx__ModelProto *m, const char *domain,
+                                              const char *name);
+static pl_status *ox_inline(const ox_import *imp, const Onnx__ModelProto *m,
+                            const Onnx__FunctionProto *f, const Onnx__NodeProto *call,
+                            const char *label, int depth);
+
+static pl_status *ox_node_at(const ox_import *imp, const Onnx__ModelProto *m,
+                             const Onnx__NodeProto *n, size_t index, int depth)
 {
     char label[384];
     if (n->op_type == NULL || n->op_type[0] == '\0')
@@ -500,6 +506,9 @@ static pl_status *ox_node(const ox_import *imp, const Onnx__ModelProto *m,
                         n->n_output);
     if (domain[0] == '\0' && strcmp(n->op_type, "Constant") == 0)
         return ox_constant_node(imp, n, label);
+    const Onnx__FunctionProto *f = ox_function(m, domain, n->op_type);
+    if (f != NULL)
+        return ox_inline(imp, m, f, n, label, depth);
     size_t nid = 0;
     OX_RETURN_IF_ERROR(ox_wrap(imp,
                                imp->graph->builder_node(imp->b, n->name, n->op_type, domain,
@@ -511,6 +520,168 @@ static pl_status *ox_node(const ox_import *imp, const Onnx__ModelProto *m,
     for (size_t i = 0; i < n->n_attribute; i++)
         OX_RETURN_IF_ERROR(ox_attr(imp, nid, n->attribute[i], i, label));
     return NULL;
+}
+
+static pl_status *ox_node(const ox_import *imp, const Onnx__ModelProto *m,
+                          const Onnx__NodeProto *n, size_t index)
+{
+    return ox_node_at(imp, m, n, index, 0);
+}
+
+/* ---- model-local functions (IR version 8) ---------------------------------------
+ *
+ * A node whose domain and op_type name one of the model's FunctionProtos is
+ * replaced by the function's nodes: the formal inputs and outputs become the
+ * call's tensors, every other tensor of the body gets a name of its own
+ * ("<call>/fn<k>/<name>"), and an attribute that refers to the caller's
+ * (ref_attr_name) takes the caller's value, or is left out when the caller
+ * does not set it. Bodies may call other functions, to OX_MAX_FN_DEPTH. */
+
+#define OX_MAX_FN_DEPTH 32
+
+static const Onnx__FunctionProto *ox_function(const Onnx__ModelProto *m, const char *domain,
+                                              const char *name)
+{
+    for (size_t i = 0; m != NULL && i < m->n_functions; i++) {
+        const Onnx__FunctionProto *f = m->functions[i];
+        if (f != NULL && f->name != NULL && strcmp(f->name, name) == 0 &&
+            strcmp(ox_domain(f->domain), domain) == 0)
+            return f;
+    }
+    return NULL;
+}
+
+static char *ox_strdup(const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *d = malloc(len);
+    if (d != NULL)
+        memcpy(d, s, len);
+    return d;
+}
+
+/* The call's name for the body's tensor NAME: the actual input or output
+ * for a formal one ("" when the call leaves it out), else PREFIX + NAME.
+ * NULL when out of memory. */
+static char *ox_fn_name(const Onnx__FunctionProto *f, const Onnx__NodeProto *call,
+                        const char *prefix, const char *name)
+{
+    if (name[0] == '\0')
+        return ox_strdup("");
+    for (size_t i = 0; i < f->n_input; i++)
+        if (strcmp(f->input[i], name) == 0)
+            return ox_strdup(i < call->n_input ? call->input[i] : "");
+    for (size_t i = 0; i < f->n_output; i++)
+        if (strcmp(f->output[i], name) == 0 && i < call->n_output && call->output[i][0])
+            return ox_strdup(call->output[i]);
+    size_t len = strlen(prefix) + strlen(name) + 1;
+    char *s = malloc(len);
+    if (s != NULL)
+        snprintf(s, len, "%s%s", prefix, name);
+    return s;
+}
+
+static pl_status *ox_inline(const ox_import *imp, const Onnx__ModelProto *m,
+                            const Onnx__FunctionProto *f, const Onnx__NodeProto *call,
+                            const char *label, int depth)
+{
+    if (depth >= OX_MAX_FN_DEPTH)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: functions call each other more than %d deep (recursion?)", label,
+                        OX_MAX_FN_DEPTH);
+    if (call->n_input > f->n_input || call->n_output > f->n_output)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: %zu inputs and %zu outputs given to function '%s', which has %zu "
+                        "and %zu",
+                        label, call->n_input, call->n_output, f->name, f->n_input,
+                        f->n_output);
+    /* The body speaks the model's opsets: the same version of every domain
+     * both import (a different one would change what its ops mean). */
+    for (size_t i = 0; i < f->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = f->opset_import[i];
+        const char *d = ox_domain(o->domain);
+        for (size_t k = 0; k < m->n_opset_import; k++)
+            if (strcmp(ox_domain(m->opset_import[k]->domain), d) == 0 &&
+                m->opset_import[k]->version != o->version)
+                return ox_error(imp, PL_CODE_UNSUPPORTED,
+                                "%s: function '%s' imports opset %" PRId64
+                                " of domain '%s', the model %" PRId64
+                                "; functions must use the model's opset versions",
+                                label, f->name, o->version, d[0] ? d : "ai.onnx",
+                                m->opset_import[k]->version);
+    }
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%.300s/fn%zu/",
+             call->name && call->name[0] ? call->name : f->name, (*imp->n_inlined)++);
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < f->n_node; i++) {
+        const Onnx__NodeProto *bn = f->node[i];
+        Onnx__NodeProto copy = *bn;
+        size_t n_names = bn->n_input + bn->n_output;
+        char **names = calloc(n_names ? n_names : 1, sizeof *names);
+        Onnx__AttributeProto *attrs = calloc(bn->n_attribute ? bn->n_attribute : 1,
+                                             sizeof *attrs);
+        Onnx__AttributeProto **aptr = calloc(bn->n_attribute ? bn->n_attribute : 1,
+                                             sizeof *aptr);
+        char *node_name = NULL;
+        if (names == NULL || attrs == NULL || aptr == NULL)
+            st = ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", label);
+        for (size_t k = 0; st == NULL && k < n_names; k++) {
+            const char *nm = k < bn->n_input ? bn->input[k] : bn->output[k - bn->n_input];
+            if ((names[k] = ox_fn_name(f, call, prefix, nm ? nm : "")) == NULL)
+                st = ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", label);
+        }
+        size_t na = 0;
+        for (size_t k = 0; st == NULL && k < bn->n_attribute; k++) {
+            const Onnx__AttributeProto *a = bn->attribute[k];
+            if (a->g != NULL || a->n_graphs > 0) {
+                st = ox_error(imp, PL_CODE_UNSUPPORTED,
+                              "%s: function '%s' has control flow (node '%s'), which is not "
+                              "inlined",
+                              label, f->name, bn->name ? bn->name : "");
+                break;
+            }
+            if (a->ref_attr_name == NULL || a->ref_attr_name[0] == '\0') {
+                aptr[na++] = (Onnx__AttributeProto *)a;
+                continue;
+            }
+            for (size_t c = 0; c < call->n_attribute; c++)
+                if (strcmp(call->attribute[c]->name, a->ref_attr_name) == 0) {
+                    attrs[na] = *call->attribute[c];
+                    attrs[na].name = a->name;
+                    attrs[na].ref_attr_name = NULL;
+                    aptr[na] = &attrs[na];
+                    na++;
+                    break;
+                }
+        }
+        if (st == NULL) {
+            /* an unnamed node of the body: its op and place */
+            bool named = bn->name != NULL && bn->name[0] != '\0';
+            size_t len = strlen(prefix) + (named ? strlen(bn->name) : strlen(bn->op_type ? bn->op_type : "") + 24) + 1;
+            if ((node_name = malloc(len)) == NULL)
+                st = ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory", label);
+            else if (named)
+                snprintf(node_name, len, "%s%s", prefix, bn->name);
+            else
+                snprintf(node_name, len, "%s%s_%zu", prefix, bn->op_type ? bn->op_type : "", i);
+        }
+        if (st == NULL) {
+            copy.name = node_name;
+            copy.input = names;
+            copy.output = names + bn->n_input;
+            copy.n_attribute = na;
+            copy.attribute = aptr;
+            st = ox_node_at(imp, m, &copy, i, depth + 1);
+        }
+        for (size_t k = 0; names != NULL && k < n_names; k++)
+            free(names[k]);
+        free(names);
+        free(attrs);
+        free(aptr);
+        free(node_name);
+    }
+    return st;
 }
 
 /* ---- the graph ------------------------------------------------------------------- */

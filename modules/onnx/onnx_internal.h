@@ -60,6 +60,9 @@ typedef struct ox_import {
     /* Inside a body: where it is ("node 'loop' (Loop): attribute 'body': "),
      * put before every message; NULL at the model's graph. */
     const char *scope;
+    /* Calls of model-local functions inlined so far (onnx_graph.c), for
+     * the names of their inner tensors; shared by bodies. */
+    size_t *n_inlined;
 } ox_import;
 
 /* A status "PATH: <message>" with CODE. */

@@ -551,6 +551,79 @@ class OnnxTest(unittest.TestCase):
                     self.assertLessEqual(int(diff.max()), 1, f"{order}: {name}")
                     self.assertGreaterEqual(float((diff == 0).mean()), 0.95, f"{order}: {name}")
 
+    def test_model_local_functions(self):
+        """Model-local functions (IR version 8; torch.onnx.export with
+        export_modules_as_functions, onnxscript): inlined at import, with an
+        attribute taken from the call (ref_attr_name) or left out, a function
+        calling another, two calls of one function, an optional output the
+        call leaves out, unnamed nodes; against numpy. A function calling
+        itself and one importing another opset version are refused with a
+        message naming the call."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        d = "local.fn"
+        ops = [h.make_opsetid("", 17), h.make_opsetid(d, 1)]
+        # Act(x; alpha) = LeakyRelu(x * 2, alpha): alpha from the call
+        ref = h.make_attribute_ref("alpha", T.FLOAT) if hasattr(h, "make_attribute_ref") else None
+        if ref is None:
+            ref = onnx.AttributeProto(name="alpha", ref_attr_name="alpha", type=onnx.AttributeProto.FLOAT)
+        two = h.make_node("Constant", [], ["two"], value_float=2.0)
+        leaky = h.make_node("LeakyRelu", ["t"], ["y"])
+        leaky.attribute.append(ref)
+        act = h.make_function(d, "Act", ["x"], ["y"], [two, h.make_node("Mul", ["x", "two"], ["t"]), leaky],
+                              ops, attributes=["alpha"])
+        # Block(x) = (Act(x; alpha=0.5) + x, Act(x) without alpha) -> outputs s, aux
+        block = h.make_function(d, "Block", ["x"], ["s", "aux"],
+                                [h.make_node("Act", ["x"], ["a"], domain=d, alpha=0.5),
+                                 h.make_node("Add", ["a", "x"], ["s"]),
+                                 h.make_node("Act", ["x"], ["aux"], domain=d)], ops)
+        nodes = [h.make_node("Block", ["X"], ["H"], domain=d, name="b1"),
+                 h.make_node("Block", ["H"], ["Y", "Z"], domain=d, name="b2")]
+        f = lambda n: h.make_tensor_value_info(n, T.FLOAT, [2, 3])
+        graph = h.make_graph(nodes, "g", [f("X")], [f("Y"), f("Z")])
+        model = h.make_model(graph, opset_imports=ops, functions=[act, block])
+        model.ir_version = 8
+        path = os.path.join(TMP, "local_fn.onnx")
+        onnx.save(model, path)
+        x = np.array([[-1.5, 0.25, 2.0], [-0.1, -3.0, 1.0]], np.float32)
+        lrelu = lambda v, a: np.where(v >= 0, v, a * v).astype(np.float32)
+        hid = lrelu(2 * x, 0.5) + x
+        want_y = lrelu(2 * hid, 0.5) + hid
+        want_z = lrelu(2 * hid, 0.01)  # alpha left out: LeakyRelu's default
+        with self.rt.load_model(path).session() as s:
+            out = s.run({"X": x})
+            names = [p["node"] for p in s.describe()["placement"]]
+        np.testing.assert_allclose(out["Y"], want_y, rtol=1e-6)
+        np.testing.assert_allclose(out["Z"], want_z, rtol=1e-6)
+        # b1's Mul, LeakyRelu and Add (its second Act computes the output the
+        # call leaves out, and is dropped as dead)
+        self.assertEqual(sum(n.startswith("b1/") for n in names), 3, names)
+
+        loop = h.make_function(d, "Loop1", ["x"], ["y"],
+                               [h.make_node("Loop1", ["x"], ["y"], domain=d)], ops)
+        bad = h.make_model(h.make_graph([h.make_node("Loop1", ["X"], ["Y"], domain=d, name="rec")],
+                                        "g", [f("X")], [f("Y")]), opset_imports=ops,
+                           functions=[loop])
+        bad.ir_version = 8
+        onnx.save(bad, os.path.join(TMP, "local_fn_rec.onnx"))
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(os.path.join(TMP, "local_fn_rec.onnx"))
+        self.assertIn("recursion", str(e.exception))
+        self.assertIn("rec", str(e.exception))
+        old = h.make_function(d, "Old", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])],
+                              [h.make_opsetid("", 13)])
+        bad = h.make_model(h.make_graph([h.make_node("Old", ["X"], ["Y"], domain=d, name="o")],
+                                        "g", [f("X")], [f("Y")]), opset_imports=ops,
+                           functions=[old])
+        bad.ir_version = 8
+        onnx.save(bad, os.path.join(TMP, "local_fn_opset.onnx"))
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(os.path.join(TMP, "local_fn_opset.onnx"))
+        self.assertIn("function 'Old' imports opset 13", str(e.exception))
+
     def test_ms_dynamic_quant_matmul(self):
         """com.microsoft DynamicQuantizeMatMul (per-column int8 B with a
         bias; per-tensor uint8 B with a zero point) and MatMulIntegerToFloat,
