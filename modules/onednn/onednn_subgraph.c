@@ -6018,20 +6018,39 @@ static pl_status *odnn_bnorm(struct odnn_build *b, size_t n, int src)
     if (st != NULL)
         return st;
     dnnl_batch_normalization_desc_t bd;
-    const unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
-    dnnl_status_t ds = dnnl_batch_normalization_forward_desc_init(
-        &bd, dnnl_forward_inference, &b->c->values[src].md, eps, flags);
-    if (ds == dnnl_success && !odnn_is_plain(&b->c->values[src].md) && odnn_desc_is_ref(b, &bd)) {
-        /* A blocked layout only the reference kernel takes: read it plain. */
-        st = odnn_plain(b, src, (int64_t)n, &src);
-        if (st != NULL || odnn_bnorm_affine(b, n, src, eps, &st))
-            return st;
+    unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
+    /* A Relu that alone reads the result (DenseNet's BN -> ReLU -> Conv on
+     * every concatenation: 58 pairs in densenet121) is the primitive's own
+     * fused ReLU: one pass over the feature map instead of two. */
+    int64_t out_t = odnn_out(v, n, 0), relu = odnn_sole_reader(&b->u, out_t);
+    if (relu >= 0 && !b->done[relu] && odnn_op_is(v, relu, "Relu"))
+        flags |= dnnl_fuse_norm_relu;
+    else
+        relu = -1;
+    dnnl_status_t ds;
+    for (;;) {
         ds = dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference,
                                                         &b->c->values[src].md, eps, flags);
+        if (ds != dnnl_success || !odnn_desc_is_ref(b, &bd))
+            break;
+        if (relu >= 0) { /* only the reference kernel fuses it here */
+            flags &= ~(unsigned)dnnl_fuse_norm_relu;
+            relu = -1;
+        } else if (!odnn_is_plain(&b->c->values[src].md)) {
+            /* A blocked layout only the reference kernel takes: read it plain. */
+            st = odnn_plain(b, src, (int64_t)n, &src);
+            if (st != NULL || odnn_bnorm_affine(b, n, src, eps, &st))
+                return st;
+        } else {
+            break;
+        }
     }
     st = odnn_dnnl(ds, "batch normalization descriptor", v, (int64_t)n);
-    return st != NULL ? st
-                      : odnn_simple(b, n, ODNN_S_BNORM, &bd, src, odnn_out(v, n, 0), args, w, 4);
+    if (st == NULL && relu >= 0) {
+        b->done[relu] = 1;
+        out_t = odnn_out(v, (size_t)relu, 0);
+    }
+    return st != NULL ? st : odnn_simple(b, n, ODNN_S_BNORM, &bd, src, out_t, args, w, 4);
 }
 
 static pl_status *odnn_lnorm(struct odnn_build *b, size_t n, int src)
@@ -8568,7 +8587,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 23u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 24u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8601,7 +8620,8 @@ static double odnn_now_ms(void)
                                  22: channels-last convolutions where blocks
                                      of 16 channels pad (odnn_conv_layout_any);
                                  23: Tile as a broadcast copy, Pad as the
-                                     module's own copy (ODNN_S_PAD) */
+                                     module's own copy (ODNN_S_PAD);
+                                 24: a batch normalization's sole Relu fused */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

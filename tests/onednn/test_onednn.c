@@ -3353,6 +3353,45 @@ static void case_tile_pad(void)
     }
 }
 
+/* BatchNormalization -> Relu on a channel-blocked feature map (DenseNet's
+ * pre-activation layers) is one batch normalization primitive with its
+ * fused ReLU, no eltwise step; with the normalized map read by a second
+ * node too the Relu stays a step of its own. The cpu module's values. */
+static void case_bnorm_relu(void)
+{
+    for (int shared = 0; shared < 2; shared++) {
+        struct mb m = {.seed = 195 + (uint32_t)shared};
+        int64_t xs[] = {1, 32, 10, 10}, c[] = {32};
+        mb_input(&m, "x", 4, xs);
+        mb_conv(&m, "conv", "x", "a", 32, 32, 3, 1, 1);
+        static const char *const what[4] = {"scale", "bias", "mean", "var"};
+        float var[32];
+        for (int j = 0; j < 32; j++)
+            var[j] = 0.5f + 0.02f * (float)j;
+        for (int j = 0; j < 4; j++)
+            mb_const(&m, what[j], 1, c, j == 3 ? var : NULL, 0.3f);
+        mb_node(&m, "bn", "BatchNormalization", "\"a\",\"scale\",\"bias\",\"mean\",\"var\"",
+                "n", "");
+        mb_node(&m, "relu", "Relu", "\"n\"", "r", "");
+        if (shared) {
+            mb_node(&m, "add", "Add", "\"r\",\"n\"", "s", "");
+            mb_conv(&m, "conv2", "s", "y", 32, 32, 1, 1, 1);
+        } else {
+            mb_conv(&m, "conv2", "r", "y", 32, 32, 1, 1, 1);
+        }
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 4, xs, 4, xs, (const char *[]){"conv", "bn", "relu", "conv2", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int bn = count_steps(&b, 5 /* ODNN_S_BNORM */, &total);
+        int elt = count_steps(&b, 6 /* ODNN_S_ELTWISE */, &total);
+        TH_CHECK(bn == 1 && elt == shared, "%s: %d batch norms and %d eltwise steps of %u",
+                 shared ? "shared" : "sole reader", bn, elt, total);
+        free(b.bytes);
+    }
+}
+
 /* DenseNet's growth: each layer's input is the concatenation of every
  * earlier feature map (16 channels a layer, so pieces fill whole 16-channel
  * blocks). The earlier maps are copied into each new concatenation: one
@@ -4210,6 +4249,7 @@ int main(int argc, char **argv)
         {"winograd", case_winograd},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
+        {"bnorm_relu", case_bnorm_relu},
         {"bf16", case_bf16},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
