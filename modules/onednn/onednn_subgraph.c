@@ -3226,6 +3226,18 @@ static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx, int pay
 /* Channels in (per group) and out below which an AMX tile, 32 bf16 deep,
  * is mostly padding: such convolutions stay f32. */
 #define ODNN_AMX_MIN_CHANNELS 32
+/* Multiply-adds per value read and written below which a convolution stays
+ * f32 on AMX: what AMX saves is in proportion to the multiply-adds, what
+ * the conversions of its source and result to and from bf16 cost (where
+ * its neighbours stay f32) to the values. Mobile nets' 1x1 layers of 24 to
+ * 192 channels (20-30 per value, between depthwise layers that stay f32)
+ * cost more in reorders than they saved: tv_mobilenet_v3_l (52 reorders a
+ * run, 0.49 ms against 0.17 in f32) ran at 1.03-1.09x its f32 time under
+ * bf16, tf_mobilenet_v2 1.17x, tf_xception 1.17x; with the bound (64)
+ * 0.95x, 0.90x, 0.94x, while resnet18 at 64x64 keeps 0.45x, yolo_s 0.58x,
+ * tv_resnext50 0.67x (alternating, 2 threads, 5 rounds; resnet50_s
+ * 0.82x -> 0.89x and googlenet 0.80x -> 0.84x gave some of their gain). */
+#define ODNN_BF16_MIN_MACS_PER_VALUE 64.0
 
 static int odnn_conv_bf16_pays(const struct pl_module_ctx *ctx, const struct odnn_tinfo *x,
                                const struct odnn_tinfo *wt, const struct odnn_tinfo *y,
@@ -3239,6 +3251,12 @@ static int odnn_conv_bf16_pays(const struct pl_module_ctx *ctx, const struct odn
         return 0;
     if (x->ndim == 3)
         return 0; /* 1-D: see above */
+    /* too little work for the values it converts: see above */
+    double macs = (double)y->elems * (double)wt->dims[1];
+    for (int d = 2; d < wt->ndim; d++)
+        macs *= (double)wt->dims[d];
+    if (macs < ODNN_BF16_MIN_MACS_PER_VALUE * (double)(x->elems + y->elems))
+        return 0;
     char impl[128] = "";
     return odnn_probe_conv_impl(x, wt, y, group, w, dnnl_bf16, impl, sizeof impl) &&
            strstr(impl, "brg") != NULL && strstr(impl, "amx") != NULL;
@@ -8587,7 +8605,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 24u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 25u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8621,7 +8639,9 @@ static double odnn_now_ms(void)
                                      of 16 channels pad (odnn_conv_layout_any);
                                  23: Tile as a broadcast copy, Pad as the
                                      module's own copy (ODNN_S_PAD);
-                                 24: a batch normalization's sole Relu fused */
+                                 24: a batch normalization's sole Relu fused;
+                                 25: bf16 convolutions only with 64
+                                     multiply-adds per value they convert */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
