@@ -305,8 +305,8 @@ static pl_status *ox_map_file(ox_import *imp, void **out_addr, size_t *out_size)
 static pl_status *ox_import_file(pl_module_ctx *ctx, const char *path,
                                  pl_graph_builder *builder)
 {
-    size_t n_inlined = 0;
-    ox_import imp = {.graph = ox_host->graph, .b = builder, .path = path, .n_inlined = &n_inlined,
+    struct ox_inlined inlined = {0, 0};
+    ox_import imp = {.graph = ox_host->graph, .b = builder, .path = path, .inlined = &inlined,
                      .limits = ctx->limits};
     void *addr = NULL;
     size_t size = 0;

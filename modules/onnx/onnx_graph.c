@@ -610,9 +610,15 @@ static pl_status *ox_inline(const ox_import *imp, const Onnx__ModelProto *m,
                                 label, f->name, o->version, d[0] ? d : "ai.onnx",
                                 m->opset_import[k]->version);
     }
+    imp->inlined->nodes += f->n_node;
+    if (imp->inlined->nodes > imp->limits.max_nodes)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: inlining function '%s' makes more than %" PRIu64
+                        " nodes (the onnx module's max_nodes)",
+                        label, f->name, imp->limits.max_nodes);
     char prefix[512];
     snprintf(prefix, sizeof prefix, "%.300s/fn%zu/",
-             call->name && call->name[0] ? call->name : f->name, (*imp->n_inlined)++);
+             call->name && call->name[0] ? call->name : f->name, imp->inlined->calls++);
     pl_status *st = NULL;
     for (size_t i = 0; st == NULL && i < f->n_node; i++) {
         const Onnx__NodeProto *bn = f->node[i];

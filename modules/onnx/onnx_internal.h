@@ -60,9 +60,12 @@ typedef struct ox_import {
     /* Inside a body: where it is ("node 'loop' (Loop): attribute 'body': "),
      * put before every message; NULL at the model's graph. */
     const char *scope;
-    /* Calls of model-local functions inlined so far (onnx_graph.c), for
-     * the names of their inner tensors; shared by bodies. */
-    size_t *n_inlined;
+    /* Model-local functions inlined so far (onnx_graph.c): calls, for the
+     * names of their inner tensors, and nodes, against max_nodes (nested
+     * calls multiply); shared by bodies. */
+    struct ox_inlined {
+        size_t calls, nodes;
+    } *inlined;
 } ox_import;
 
 /* A status "PATH: <message>" with CODE. */

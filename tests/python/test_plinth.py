@@ -623,6 +623,23 @@ class OnnxTest(unittest.TestCase):
         with self.assertRaises(plinth.Error) as e:
             self.rt.load_model(os.path.join(TMP, "local_fn_opset.onnx"))
         self.assertIn("function 'Old' imports opset 13", str(e.exception))
+        # each level calls the next twice: 2^20 Relus from 21 small
+        # functions, stopped by the onnx module's max_nodes
+        fns = [h.make_function(d, "F20", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])], ops)]
+        for k in range(19, -1, -1):
+            fns.append(h.make_function(d, f"F{k}", ["x"], ["y"],
+                                       [h.make_node(f"F{k + 1}", ["x"], ["t"], domain=d),
+                                        h.make_node(f"F{k + 1}", ["t"], ["y"], domain=d)], ops))
+        bad = h.make_model(h.make_graph([h.make_node("F0", ["X"], ["Y"], domain=d, name="top")],
+                                        "g", [f("X")], [f("Y")]), opset_imports=ops,
+                           functions=fns)
+        bad.ir_version = 8
+        onnx.save(bad, os.path.join(TMP, "local_fn_blowup.onnx"))
+        with plinth.Runtime(config=write_ini("[placement]\norder = cpu\n[onnx]\nmax_nodes = 5000\n",
+                                             "fn_limit.ini")) as rt:
+            with self.assertRaises(plinth.Error) as e:
+                rt.load_model(os.path.join(TMP, "local_fn_blowup.onnx"))
+        self.assertIn("max_nodes", str(e.exception))
 
     def test_ms_dynamic_quant_matmul(self):
         """com.microsoft DynamicQuantizeMatMul (per-column int8 B with a
