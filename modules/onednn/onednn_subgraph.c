@@ -7804,23 +7804,41 @@ static pl_status *odnn_dql_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
-/* Erf alone (not in a GELU pattern) as the module's own kernel
- * (odnn_erf_run) on the dense plain values. */
-static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
+/* A step of KIND reading node N's dense plain source and writing its plain
+ * output (the module's own Erf, Expand, Tile and Pad); *OUT for its
+ * parameters. */
+static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
+                                 struct odnn_step **out)
 {
+    struct odnn_tinfo y;
+    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
     int src;
     pl_status *st = odnn_dense_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
-    int out = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &b->c->values[src].md);
-    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_ERF, (int64_t)n) : NULL;
-    if (s == NULL)
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int dst = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &md);
+    *out = dst >= 0 ? odnn_next_step(b, kind, (int64_t)n) : NULL;
+    if (*out == NULL)
         return odnn_oom();
-    s->rows = (int64_t)(b->c->values[src].bytes / sizeof(float));
     int step = b->c->n_steps++;
     odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     return NULL;
+}
+
+/* Erf alone (not in a GELU pattern) as the module's own kernel
+ * (odnn_erf_run) on the dense plain values. */
+static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
+{
+    struct odnn_tinfo y;
+    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
+    struct odnn_step *s;
+    pl_status *st = odnn_copy_step(b, n, ODNN_S_ERF, &s);
+    if (st == NULL)
+        s->rows = y.elems;
+    return st;
 }
 
 /* InstanceNormalization as the module's own kernel (odnn_inorm_run) on the
@@ -7850,29 +7868,6 @@ static pl_status *odnn_inorm_emit(struct odnn_build *b, size_t n)
     odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
     odnn_arg(b, step, DNNL_ARG_SCALE, ODNN_REF_WEIGHT, w[0]);
     odnn_arg(b, step, DNNL_ARG_SHIFT, ODNN_REF_WEIGHT, w[1]);
-    return NULL;
-}
-
-/* A step of KIND copying node N's dense plain source into its plain output
- * (Expand, Tile, Pad: the module's own copies); *OUT for its parameters. */
-static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
-                                 struct odnn_step **out)
-{
-    struct odnn_tinfo y;
-    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
-    int src;
-    pl_status *st = odnn_dense_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
-    if (st != NULL)
-        return st;
-    dnnl_memory_desc_t md;
-    odnn_plain_md(&md, y.ndim, y.dims);
-    int dst = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &md);
-    *out = dst >= 0 ? odnn_next_step(b, kind, (int64_t)n) : NULL;
-    if (*out == NULL)
-        return odnn_oom();
-    int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     return NULL;
 }
 

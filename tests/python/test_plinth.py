@@ -602,27 +602,26 @@ class OnnxTest(unittest.TestCase):
         # call leaves out, and is dropped as dead)
         self.assertEqual(sum(n.startswith("b1/") for n in names), 3, names)
 
+        def refused(name, call, fns, rt=None):
+            """The message loading a model of one call to CALL raises."""
+            bad = h.make_model(h.make_graph([h.make_node(call, ["X"], ["Y"], domain=d, name=name)],
+                                            "g", [f("X")], [f("Y")]), opset_imports=ops,
+                               functions=fns)
+            bad.ir_version = 8
+            bad_path = os.path.join(TMP, f"local_fn_{name}.onnx")
+            onnx.save(bad, bad_path)
+            with self.assertRaises(plinth.Error) as e:
+                (rt or self.rt).load_model(bad_path)
+            return str(e.exception)
+
         loop = h.make_function(d, "Loop1", ["x"], ["y"],
                                [h.make_node("Loop1", ["x"], ["y"], domain=d)], ops)
-        bad = h.make_model(h.make_graph([h.make_node("Loop1", ["X"], ["Y"], domain=d, name="rec")],
-                                        "g", [f("X")], [f("Y")]), opset_imports=ops,
-                           functions=[loop])
-        bad.ir_version = 8
-        onnx.save(bad, os.path.join(TMP, "local_fn_rec.onnx"))
-        with self.assertRaises(plinth.Error) as e:
-            self.rt.load_model(os.path.join(TMP, "local_fn_rec.onnx"))
-        self.assertIn("recursion", str(e.exception))
-        self.assertIn("rec", str(e.exception))
+        msg = refused("rec", "Loop1", [loop])
+        self.assertIn("recursion", msg)
+        self.assertIn("node 'rec/fn0/", msg)  # the call, by name
         old = h.make_function(d, "Old", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])],
                               [h.make_opsetid("", 13)])
-        bad = h.make_model(h.make_graph([h.make_node("Old", ["X"], ["Y"], domain=d, name="o")],
-                                        "g", [f("X")], [f("Y")]), opset_imports=ops,
-                           functions=[old])
-        bad.ir_version = 8
-        onnx.save(bad, os.path.join(TMP, "local_fn_opset.onnx"))
-        with self.assertRaises(plinth.Error) as e:
-            self.rt.load_model(os.path.join(TMP, "local_fn_opset.onnx"))
-        self.assertIn("function 'Old' imports opset 13", str(e.exception))
+        self.assertIn("function 'Old' imports opset 13", refused("o", "Old", [old]))
         # each level calls the next twice: 2^20 Relus from 21 small
         # functions, stopped by the onnx module's max_nodes
         fns = [h.make_function(d, "F20", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])], ops)]
@@ -630,16 +629,9 @@ class OnnxTest(unittest.TestCase):
             fns.append(h.make_function(d, f"F{k}", ["x"], ["y"],
                                        [h.make_node(f"F{k + 1}", ["x"], ["t"], domain=d),
                                         h.make_node(f"F{k + 1}", ["t"], ["y"], domain=d)], ops))
-        bad = h.make_model(h.make_graph([h.make_node("F0", ["X"], ["Y"], domain=d, name="top")],
-                                        "g", [f("X")], [f("Y")]), opset_imports=ops,
-                           functions=fns)
-        bad.ir_version = 8
-        onnx.save(bad, os.path.join(TMP, "local_fn_blowup.onnx"))
         with plinth.Runtime(config=write_ini("[placement]\norder = cpu\n[onnx]\nmax_nodes = 5000\n",
                                              "fn_limit.ini")) as rt:
-            with self.assertRaises(plinth.Error) as e:
-                rt.load_model(os.path.join(TMP, "local_fn_blowup.onnx"))
-        self.assertIn("max_nodes", str(e.exception))
+            self.assertIn("max_nodes", refused("top", "F0", fns, rt))
 
     def test_ms_dynamic_quant_matmul(self):
         """com.microsoft DynamicQuantizeMatMul (per-column int8 B with a
