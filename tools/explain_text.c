@@ -128,6 +128,14 @@ static void pl_text_rest(FILE *f, json_t *root)
             fprintf(f, ", arena/lower bound %.4f", (double)arena / (double)lb);
         fprintf(f, "\n");
     }
+    json_t *fc = json_object_get(json_object_get(root, "memory"), "file_constants");
+    if (fc != NULL && pl_ji(fc, "resident_bytes") + pl_ji(fc, "dropped_bytes") > 0)
+        fprintf(f,
+                "  weights from the model file: %lld B held by the core (%lld B of them read "
+                "in place by this session), %lld B dropped (the modules keep their own "
+                "copies)\n",
+                pl_ji(fc, "resident_bytes"), pl_ji(fc, "read_in_place_bytes"),
+                pl_ji(fc, "dropped_bytes"));
     json_t *w;
     json_array_foreach(json_object_get(root, "warnings"), i, w)
         fprintf(f, "warning: %s\n", json_is_string(w) ? json_string_value(w) : "?");

@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "control.h"
+#include "filedata.h"
 #include "program.h"
 #include "run.h"
 #include "status.h"
@@ -148,7 +149,8 @@ static void pl_describe_steps(const pl_program *p, json_t *root)
                         json_string(pl_run_is_sequential(p) ? "caller" : "engine"));
 }
 
-static json_t *pl_describe_memory(const pl_program *p)
+static json_t *pl_describe_memory(const pl_program *p, pl_filedata *constants,
+                                  const uint32_t *pinned, size_t n_pinned)
 {
     json_t *devices = json_array();
     for (size_t d = 0; d < p->n_devs; d++) {
@@ -161,11 +163,22 @@ static json_t *pl_describe_memory(const pl_program *p)
                                (json_int_t)ps->n_tensors, "tensors_in_place",
                                (json_int_t)ps->n_inplace));
     }
-    return json_pack("{s:o}", "devices", devices);
+    /* The weights read from the model file (filedata.h): what the core
+     * holds of them now, and what it dropped because every module that
+     * reads them keeps its own copy. */
+    size_t resident = 0, dropped = 0, pinned_bytes = 0;
+    pl_filedata_stats(constants, &resident, &dropped);
+    for (size_t i = 0; i < n_pinned; i++)
+        pinned_bytes += pl_filedata_entry_bytes(constants, pinned[i]);
+    return json_pack("{s:o, s:{s:I, s:I, s:I}}", "devices", devices, "file_constants",
+                     "resident_bytes", (json_int_t)resident, "dropped_bytes",
+                     (json_int_t)dropped, "read_in_place_bytes", (json_int_t)pinned_bytes);
 }
 
 static json_t *pl_describe_json(const pl_program *p, const char *model_path,
-                                const pl_rewrites *rewrites, const pl_warnings *w)
+                                const pl_rewrites *rewrites, const pl_warnings *w,
+                                pl_filedata *constants, const uint32_t *pinned,
+                                size_t n_pinned)
 {
     const pl_graph *g = p->g;
     json_t *root = json_object();
@@ -181,7 +194,7 @@ static json_t *pl_describe_json(const pl_program *p, const char *model_path,
         json_array_append_new(placement, pl_describe_node(p, order[i]));
     json_object_set_new(root, "placement", placement);
     pl_describe_steps(p, root);
-    json_object_set_new(root, "memory", pl_describe_memory(p));
+    json_object_set_new(root, "memory", pl_describe_memory(p, constants, pinned, n_pinned));
     json_t *warnings = json_array();
     for (size_t i = 0; i < w->n; i++)
         json_array_append_new(warnings, json_string(w->items[i]));
@@ -191,10 +204,12 @@ static json_t *pl_describe_json(const pl_program *p, const char *model_path,
 
 pl_status *pl_program_describe(const pl_program *p, const char *model_path,
                                const pl_rewrites *rewrites, const pl_warnings *warnings,
-                               char **out_json)
+                               pl_filedata *constants, const uint32_t *pinned,
+                               size_t n_pinned, char **out_json)
 {
     *out_json = NULL;
-    json_t *root = pl_describe_json(p, model_path, rewrites, warnings);
+    json_t *root =
+        pl_describe_json(p, model_path, rewrites, warnings, constants, pinned, n_pinned);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (text != NULL)

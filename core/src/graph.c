@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "alloc.h"
+#include "filedata.h"
 #include "graph_impl.h"
 #include "status.h"
 #include "strmap.h"
@@ -187,6 +188,8 @@ void pl_graph_destroy(pl_graph *g)
     for (size_t i = 0; i < g->n_mappings; i++)
         munmap(g->mappings[i].addr, g->mappings[i].len);
     pl_free(g->mappings);
+    if (g->owns_filedata)
+        pl_filedata_destroy(g->filedata);
     pl_free(g->topo);
     pl_free(g->consumer_block);
     pl_free(g);
@@ -344,6 +347,33 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid id, const void *data,
     g->tensors[id].data_borrowed = true;
     pl_graph_invalidate(g);
     return NULL;
+}
+
+pl_status *pl_graph_set_constant_owned(pl_graph *g, pl_tid id, void *data, size_t nbytes)
+{
+    pl_status *st = pl_graph_check_constant(g, id, nbytes);
+    if (st != NULL) {
+        pl_free(data);
+        return st;
+    }
+    g->tensors[id].data = data;
+    g->tensors[id].nbytes = nbytes;
+    g->tensors[id].data_borrowed = false;
+    pl_graph_invalidate(g);
+    return NULL;
+}
+
+struct pl_filedata *pl_graph_filedata(const pl_graph *g)
+{
+    return g ? g->filedata : NULL;
+}
+
+void pl_graph_own_filedata(pl_graph *g, struct pl_filedata *f)
+{
+    if (g->owns_filedata)
+        pl_filedata_destroy(g->filedata);
+    g->filedata = f;
+    g->owns_filedata = f != NULL;
 }
 
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len)
@@ -800,6 +830,8 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool 
 {
     for (size_t i = 0; i < g->n_opsets; i++)
         PL_RETURN_IF_ERROR(pl_graph_set_opset(c, g->opsets[i].domain, g->opsets[i].version));
+    if (!c->owns_filedata)
+        c->filedata = g->filedata; /* borrowed, with the constants */
     for (size_t i = 0; i < g->n_tensors; i++) {
         const pl_graph_tensor *t = &g->tensors[i];
         pl_tid id;

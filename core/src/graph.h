@@ -148,6 +148,16 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid t, const void *data,
  * failure the graph has not taken it: the caller unmaps it. */
 pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
 
+/* Makes DATA (NBYTES, a block of the graph's allocator) constant T's bytes,
+ * owned by the graph from now on (freed with it, also on failure). */
+pl_status *pl_graph_set_constant_owned(pl_graph *g, pl_tid t, void *data, size_t nbytes);
+
+/* The record of constants read out of the model file (filedata.h), or
+ * NULL. The graph that was read owns it; graphs copied or rewritten from it
+ * borrow it, as they borrow its constants. */
+struct pl_filedata *pl_graph_filedata(const pl_graph *g);
+void pl_graph_own_filedata(pl_graph *g, struct pl_filedata *f);
+
 /* Removes T from the graph inputs (it stays a tensor of G). */
 void pl_graph_drop_input(pl_graph *g, pl_tid t);
 

@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "datafile.h"
+#include "filedata.h"
 #include "status.h"
 
 typedef struct pl_builder_file {
@@ -28,6 +29,8 @@ struct pl_graph_builder {
     size_t n_files;
     pl_graph_builder **bodies;  /* the root's: every body builder made */
     size_t n_bodies;
+    char *path;                 /* the root's: the model file */
+    pl_filedata *filedata;      /* the root's: opened on first use, then the graph's */
 };
 
 pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
@@ -44,7 +47,10 @@ pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
     b->model_dir = slash ? pl_alloc_strndup(alloc, path,
                                             slash == path ? 1 : (size_t)(slash - path))
                          : pl_alloc_strdup(alloc, ".");
-    if (b->model_dir == NULL) {
+    b->path = pl_alloc_strdup(alloc, path);
+    if (b->model_dir == NULL || b->path == NULL) {
+        pl_free(b->model_dir);
+        pl_free(b->path);
         pl_free(b);
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     }
@@ -63,6 +69,7 @@ void pl_graph_builder_destroy(pl_graph_builder *b)
         pl_free(b->files[i].location);
     pl_free(b->files);
     pl_free(b->model_dir);
+    pl_free(b->path);
     pl_free(b);
 }
 
@@ -217,6 +224,44 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
     if ((uintptr_t)data % 64 == 0)
         return pl_graph_set_constant_ref(owner, t, data, len);
     return pl_graph_set_constant(owner, t, data, len);
+}
+
+pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
+                                          pl_dtype dtype, int32_t ndim, const int64_t *dims,
+                                          int64_t offset, int64_t length)
+{
+    pl_graph_builder *root = b->root;
+    if (root->filedata == NULL) {
+        /* The graph owns it from the start, so that it outlives the
+         * builder and goes with a graph that fails to load. */
+        PL_RETURN_IF_ERROR(pl_filedata_create(root->path, &root->filedata));
+        pl_graph_own_filedata(root->g, root->filedata);
+    }
+    pl_filedata *f = root->filedata;
+    uint64_t size = pl_filedata_size(f);
+    if (offset < 0 || length < 0 || (uint64_t)offset > size ||
+        (uint64_t)length > size - (uint64_t)offset)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "constant '%s': offset %lld + length %lld lies past the end "
+                                "of the model file (%llu bytes)",
+                                name, (long long)offset, (long long)length,
+                                (unsigned long long)size);
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t));
+    size_t len = (size_t)length;
+    void *data = pl_alloc_malloc(pl_graph_allocator(b->g), len ? len : 1);
+    if (data == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory reading constant '%s'",
+                                name);
+    pl_status *st = pl_filedata_read(f, (uint64_t)offset, len, data, name);
+    if (st != NULL) {
+        pl_free(data);
+        return st;
+    }
+    PL_RETURN_IF_ERROR(pl_graph_set_constant_owned(b->g, t, data, len));
+    /* A body's constants are read in place by its own sessions: only the
+     * model's graph drops any. */
+    return b == root ? pl_filedata_track(f, data, len, (uint64_t)offset, name) : NULL;
 }
 
 pl_status *pl_builder_input(pl_graph_builder *b, const char *name)

@@ -24,6 +24,9 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
                                     pl_dtype dtype, int32_t ndim, const int64_t *dims,
                                     const char *location, int64_t offset,
                                     int64_t length);
+pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
+                                          pl_dtype dtype, int32_t ndim, const int64_t *dims,
+                                          int64_t offset, int64_t length);
 pl_status *pl_builder_data_file(pl_graph_builder *b, const char *location,
                                 const char *what, uint64_t *out_size);
 pl_status *pl_builder_input(pl_graph_builder *b, const char *name);

@@ -34,6 +34,10 @@ struct pl_graph {
     size_t n_opsets;
     pl_graph_mapping *mappings;
     size_t n_mappings;
+    /* Constants read out of the model file (filedata.h): owned by the graph
+     * that was read, borrowed by the graphs rewritten from it. */
+    struct pl_filedata *filedata;
+    bool owns_filedata;
     pl_nid *topo;             /* after validate */
     pl_nid *consumer_block;   /* storage of every tensor's consumers */
     bool valid;

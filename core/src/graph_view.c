@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "filedata.h"
 #include "graph_builder.h"
 #include "graph_json.h"
 #include "status.h"
@@ -332,9 +333,23 @@ static int pl_view_tensor_constant(const pl_graph_view *v, int64_t t,
     const pl_graph_tensor *tt = pl_view_tensor(v, t);
     if (tt == NULL || tt->data == NULL)
         return 0;
+    /* Read back first if a module said it was done with it (filedata.h);
+     * only a model file changed on disk since the load makes that fail. */
+    pl_status *st = pl_filedata_need(pl_graph_filedata(v->g), tt->data);
+    if (st != NULL) {
+        pl_status_free(st);
+        return 0;
+    }
     *out_data = tt->data;
     *out_bytes = tt->nbytes;
     return 1;
+}
+
+static void pl_view_tensor_constant_done(const pl_graph_view *v, int64_t t)
+{
+    const pl_graph_tensor *tt = pl_view_tensor(v, t);
+    if (tt != NULL && tt->data != NULL)
+        pl_filedata_done(pl_graph_filedata(v->g), v->g, tt->data);
 }
 
 static size_t pl_view_input_count(const pl_graph_view *v) { return v ? v->n_inputs : 0; }
@@ -411,4 +426,6 @@ const pl_graph_api pl_graph_view_table = {
     .builder_attr_graph = pl_builder_attr_graph,
     .builder_attr_graphs = pl_builder_attr_graphs,
     .builder_data_file = pl_builder_data_file,
+    .builder_constant_model_file = pl_builder_constant_model_file,
+    .tensor_constant_done = pl_view_tensor_constant_done,
 };

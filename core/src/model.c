@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "filedata.h"
 #include "fold.h"
 #include "graph_builder.h"
 #include "graph_json.h"
@@ -217,6 +218,7 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
     atomic_fetch_add(&rt->refs, 1);
     m->runtime = rt;
     m->alloc = rt->alloc;
+    m->filedata = pl_graph_filedata(m->graph);
     atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;
@@ -354,7 +356,15 @@ pl_status *pl_model_save_json(const pl_model *m, const char *path)
     char sidecar[512];
     snprintf(sidecar, sizeof sidecar, "%.*s.weights", (int)(len < 400 ? len : 400), base);
     pl_allocator outer = pl_alloc_scope_enter(m->alloc);
-    pl_status *st = pl_graph_save_json(m->graph, path, sidecar);
+    /* Weights the core dropped (filedata.h) are read back for the save. */
+    pl_status *st = pl_filedata_enter(m->filedata);
+    if (st == NULL)
+        st = pl_graph_save_json(m->graph, path, sidecar);
+    pl_status *left = pl_filedata_leave(m->filedata, NULL, 0);
+    if (st == NULL)
+        st = left;
+    else
+        pl_status_free(left);
     pl_alloc_scope_leave(outer);
     return st;
 }

@@ -24,6 +24,11 @@ struct pl_model {
     pl_graph **sources;
     size_t n_sources;
     pl_rewrites rewrites;     /* what the optimiser did (optimize.h) */
+    /* The constants read out of the model file, which the core drops while
+     * only modules with their own copies read them (filedata.h); borrowed
+     * from the graph that was read. NULL for models made from a graph
+     * (folding, bodies): they never drop anything. */
+    struct pl_filedata *filedata;
     /* The graph runs once (constant folding): sessions offer its nodes to
      * the backends that run op by op before those that compile. */
     bool one_shot;

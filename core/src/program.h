@@ -171,9 +171,12 @@ pl_status *pl_program_dev_alloc(const pl_program *p, int32_t dev, size_t bytes,
 
 /* Describes the program and its partition as one JSON document in a new
  * string (*OUT_JSON, freed with pl_free; keys at pl_session_describe).
- * MODEL_PATH, the optimiser's REWRITES and WARNINGS are included. */
+ * MODEL_PATH, the optimiser's REWRITES and WARNINGS are included, and what
+ * the core holds of the model file's CONSTANTS (NULL: none), PINNED
+ * (N_PINNED of them) being the ones this session reads in place. */
 pl_status *pl_program_describe(const pl_program *p, const char *model_path,
                                const pl_rewrites *rewrites, const pl_warnings *warnings,
-                               char **out_json);
+                               struct pl_filedata *constants, const uint32_t *pinned,
+                               size_t n_pinned, char **out_json);
 
 #endif

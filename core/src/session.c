@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "array.h"
 #include "control.h"
+#include "filedata.h"
 #include "model.h"
 #include "partition.h"
 #include "program.h"
@@ -58,6 +59,14 @@ struct pl_session {
     pl_module *io_module; /* where inputs and outputs live (retained), or NULL: host */
     int32_t io_device;
     char io_name[80];     /* "host" or "module:device" */
+    /* The model's constants read from its file (filedata.h): during
+     * creation, per recorded constant, whether one compiled subgraph alone
+     * reads it (a module may drop it when done); after, the ones this
+     * session reads in place at run time (pinned while it lives). */
+    bool entered;         /* pl_filedata_enter called, leave not yet */
+    bool *droppable;
+    uint32_t *pinned;
+    size_t n_pinned;
 };
 
 static pl_status *pl_sess_oom(void)
@@ -309,6 +318,70 @@ static pl_status *pl_sess_compile_failed(pl_session *s, long failed, pl_status *
     return pl_partition_exclude_cluster(s->part, cluster, reason);
 }
 
+/* Who reads the model's recorded file constants (filedata.h) in this
+ * session's placement: S->droppable[e] when the nodes of one compiled
+ * subgraph of a module that keeps its own copies (PL_CAP_OWNS_CONSTANTS)
+ * are its only readers; S->pinned lists those something reads in place at
+ * run time (a kernel, a subgraph of another module, a graph output). The
+ * rest is read only by such subgraphs, which took their copies. */
+static pl_status *pl_sess_constant_use(pl_session *s)
+{
+    pl_filedata *f = s->model->filedata;
+    size_t n = pl_filedata_count(f);
+    pl_free(s->droppable);
+    pl_free(s->pinned);
+    s->droppable = NULL;
+    s->pinned = NULL;
+    s->n_pinned = 0;
+    if (n == 0)
+        return NULL;
+    bool *inplace = pl_calloc(n, sizeof *inplace);
+    long *cluster = pl_malloc(n * sizeof *cluster); /* the one reading it, -2 several */
+    s->droppable = pl_calloc(n, sizeof *s->droppable);
+    s->pinned = pl_malloc(n * sizeof *s->pinned);
+    if (inplace == NULL || cluster == NULL || s->droppable == NULL || s->pinned == NULL) {
+        pl_free(inplace);
+        pl_free(cluster);
+        return pl_sess_oom();
+    }
+    for (size_t e = 0; e < n; e++)
+        cluster[e] = -1;
+    for (size_t i = 0; i < pl_graph_output_count(s->g); i++) {
+        const pl_graph_tensor *gt = pl_graph_get_tensor(s->g, pl_graph_output(s->g, i));
+        long e = gt && gt->data ? pl_filedata_find(f, gt->data) : -1;
+        if (e >= 0)
+            inplace[e] = true;
+    }
+    for (pl_tid t = 0; t < (pl_tid)pl_graph_tensor_count(s->g); t++) {
+        const pl_graph_tensor *gt = pl_graph_get_tensor(s->g, t);
+        long e = gt->data ? pl_filedata_find(f, gt->data) : -1;
+        if (e < 0)
+            continue;
+        for (size_t k = 0; k < gt->n_consumers && !inplace[e]; k++) {
+            pl_nid c = gt->consumers[k];
+            int32_t b = pl_partition_node_backend(s->part, c);
+            const pl_part_backend *pb = b >= 0 ? pl_partition_backend(s->part, (size_t)b) : NULL;
+            bool owns = pb != NULL && pb->symbolic && pb->module->api.header.abi_minor >= 5 &&
+                        (pb->module->api.capabilities & PL_CAP_OWNS_CONSTANTS);
+            long cl = owns ? (long)pl_partition_node_cluster(s->part, c) : -1;
+            if (cl < 0)
+                inplace[e] = true;
+            else if (cluster[e] == -1)
+                cluster[e] = cl;
+            else if (cluster[e] != cl)
+                cluster[e] = -2;
+        }
+    }
+    for (size_t e = 0; e < n; e++) {
+        s->droppable[e] = !inplace[e] && cluster[e] >= 0;
+        if (inplace[e])
+            s->pinned[s->n_pinned++] = (uint32_t)e;
+    }
+    pl_free(inplace);
+    pl_free(cluster);
+    return NULL;
+}
+
 /* Fuses, lowers and compiles until every subgraph compiled (or a failure
  * is final), then plans the program's memory. */
 static pl_status *pl_sess_build(pl_session *s)
@@ -319,12 +392,22 @@ static pl_status *pl_sess_build(pl_session *s)
         PL_RETURN_IF_ERROR(pl_partition_fuse(s->part));
         PL_RETURN_IF_ERROR(
             pl_program_lower(s->rt, s->g, s->part, s->io_module, s->io_device, &s->program));
+        PL_RETURN_IF_ERROR(pl_sess_constant_use(s));
+        pl_filedata_set_compiling(s->model->filedata, s->g, s->droppable);
         long failed = -1;
         pl_status *st = pl_program_compile(s->program, &s->warnings, &failed);
+        pl_filedata_set_compiling(s->model->filedata, NULL, NULL);
         if (st != NULL && failed < 0)
             return st;
         if (st == NULL)
             break;
+        /* The next round offers the failed nodes to other backends, which
+         * read the constants a compile may have dropped. */
+        pl_status *back = pl_filedata_reread(s->model->filedata);
+        if (back != NULL) {
+            pl_status_free(st);
+            return back;
+        }
         bool retry = false;
         PL_RETURN_IF_ERROR(pl_sess_compile_failed(s, failed, st, &retry));
     }
@@ -406,7 +489,10 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     s->rt = model->runtime;
     s->g = model->graph;
     s->warnings.logger = &s->rt->logger;
-    pl_status *st = pl_sess_place_init(s, options);
+    pl_status *st = pl_filedata_enter(model->filedata);
+    s->entered = true;
+    if (st == NULL)
+        st = pl_sess_place_init(s, options);
     if (st == NULL)
         st = pl_sess_io(s);
     if (st == NULL)
@@ -415,6 +501,14 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
         st = pl_sess_partition(s);
     if (st == NULL)
         st = pl_sess_build(s);
+    /* Constants only this session's compiled subgraphs read (they hold
+     * copies) are dropped now; the ones it reads in place stay. */
+    if (st == NULL) {
+        st = pl_filedata_leave(model->filedata, s->pinned, s->n_pinned);
+        s->entered = false;
+    }
+    pl_free(s->droppable);
+    s->droppable = NULL;
     if (st != NULL) {
         pl_session_destroy(s);
         return pl_status_wrap(st, "%s: ", model->path);
@@ -457,6 +551,13 @@ static void pl_session_destroy_in(pl_session *s)
 {
     pl_runner_destroy(s->runner);
     pl_program_destroy(s->program);
+    pl_filedata *f = s->model->filedata;
+    if (s->entered) /* a creation that failed */
+        pl_status_free(pl_filedata_leave(f, NULL, 0));
+    else
+        pl_filedata_unpin(f, s->pinned, s->n_pinned);
+    pl_free(s->pinned);
+    pl_free(s->droppable);
     pl_module **retained = s->retained;
     size_t nb = s->n_retained;
     pl_partition_destroy(s->part);
@@ -682,8 +783,9 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_describe: NULL session");
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = pl_program_describe(s->program, s->model->path, &s->model->rewrites,
-                                        &s->warnings, out_json);
+    pl_status *st =
+        pl_program_describe(s->program, s->model->path, &s->model->rewrites, &s->warnings,
+                            s->model->filedata, s->pinned, s->n_pinned, out_json);
     pl_alloc_scope_leave(outer);
     return st;
 }

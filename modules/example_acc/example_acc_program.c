@@ -776,6 +776,10 @@ pl_status *xacc_compile(pl_module_ctx *ctx, int device, const pl_graph_view *sub
         status = xacc_build_program(c, tensors, subgraph);
     if (status == NULL)
         status = xacc_compiled_finish(ctx, c, PL_CODE_INTERNAL);
+    /* Hashed before the weights are tiled: the core may drop each constant
+     * once it is in its tiles, and the hash reads them all. */
+    if (status == NULL)
+        status = xacc_view_hash(ctx, subgraph, &c->view_hash);
     /* The weights: each constant in its tiles, in device memory. */
     for (uint32_t i = 0; status == NULL && i < c->n_values; i++) {
         const struct xacc_value *v = &c->values[i];
@@ -791,9 +795,10 @@ pl_status *xacc_compile(pl_module_ctx *ctx, int device, const pl_graph_view *sub
                 g->tensor_name(subgraph, tensors[i]), bytes, v->rows * v->cols * sizeof(float));
         else
             xacc_to_tiles(v, data, (float *)c->weights->bytes + v->offset);
+        /* In its tiles now: the core may drop its own copy (ABI 1.5). */
+        if (status == NULL && PL_ABI_HAS_FN(pl_graph_api, g, tensor_constant_done))
+            g->tensor_constant_done(subgraph, tensors[i]);
     }
-    if (status == NULL)
-        status = xacc_view_hash(ctx, subgraph, &c->view_hash);
     xacc_host->host_free(ctx->host_ctx, tensors);
     if (status != NULL) {
         xacc_release(ctx, c);

@@ -357,7 +357,8 @@ static const pl_module_api onednn_api = {
     .name = ONEDNN_NAME,
     .version = ONEDNN_VERSION_STRING,
     .vendor = "Plinth",
-    .capabilities = PL_CAP_SYMBOLIC | PL_CAP_HOST_MEMORY | PL_CAP_EXPORT | PL_CAP_PINNED_THREAD,
+    .capabilities = PL_CAP_SYMBOLIC | PL_CAP_HOST_MEMORY | PL_CAP_EXPORT | PL_CAP_PINNED_THREAD |
+                    PL_CAP_OWNS_CONSTANTS,
     .init = onednn_init,
     .shutdown = onednn_shutdown,
     .device_count = onednn_device_count,

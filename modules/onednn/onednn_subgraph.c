@@ -8499,6 +8499,59 @@ static pl_status *odnn_engine(pl_module_ctx *ctx)
 }
 
 /* Builds the program of SUBGRAPH into B->c. */
+/* The view's constants in the order their last reader comes (ABI 1.5):
+ * once that node is emitted, the module holds its own copy of what it
+ * needs (weights in its blocks, scalars in its steps), so it tells the core
+ * (tensor_constant_done), which then drops its copy of a weight nobody
+ * else reads: compiling one big subgraph no longer holds every weight
+ * twice at its end. Emitting node n reads constants of n and of the nodes
+ * after it that it fuses, never of the nodes before it. */
+struct odnn_last_use {
+    size_t node;
+    int64_t tensor;
+};
+
+static int odnn_last_use_cmp(const void *pa, const void *pb)
+{
+    const struct odnn_last_use *a = pa, *b = pb;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static struct odnn_last_use *odnn_last_uses(struct odnn_build *b, size_t *out_n)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    const pl_graph_view *v = b->v;
+    *out_n = 0;
+    if (!PL_ABI_HAS_FN(pl_graph_api, g, tensor_constant_done))
+        return NULL;
+    size_t nt = g->tensor_count(v), nodes = g->node_count(v), n_uses = 0;
+    int64_t *last = onednn_host->host_alloc(b->ctx->host_ctx, (nt ? nt : 1) * sizeof *last, 0);
+    if (last == NULL)
+        return NULL;
+    for (size_t t = 0; t < nt; t++)
+        last[t] = -1;
+    for (size_t n = 0; n < nodes; n++)
+        for (size_t k = 0; k < g->node_input_count(v, n); k++) {
+            int64_t t = g->node_input(v, n, k);
+            const void *data;
+            size_t bytes;
+            if (t < 0 || (size_t)t >= nt || !g->tensor_constant(v, t, &data, &bytes))
+                continue;
+            n_uses += last[t] < 0;
+            last[t] = (int64_t)n;
+        }
+    struct odnn_last_use *uses =
+        onednn_host->host_alloc(b->ctx->host_ctx, (n_uses ? n_uses : 1) * sizeof *uses, 0);
+    if (uses != NULL) {
+        for (size_t t = 0; t < nt; t++)
+            if (last[t] >= 0)
+                uses[(*out_n)++] = (struct odnn_last_use){(size_t)last[t], (int64_t)t};
+        qsort(uses, *out_n, sizeof *uses, odnn_last_use_cmp);
+    }
+    onednn_host->host_free(b->ctx->host_ctx, last);
+    return uses;
+}
+
 static pl_status *odnn_build_program(struct odnn_build *b)
 {
     const pl_graph_api *g = onednn_host->graph;
@@ -8531,7 +8584,11 @@ static pl_status *odnn_build_program(struct odnn_build *b)
     }
     size_t nodes = g->node_count(v);
     int team = omp_get_max_threads();
+    size_t n_uses = 0, next_use = 0;
+    struct odnn_last_use *uses = odnn_last_uses(b, &n_uses);
     for (size_t n = 0; n < nodes; n++) {
+        for (; n > 0 && next_use < n_uses && uses[next_use].node < n; next_use++)
+            g->tensor_constant_done(v, uses[next_use].tensor);
         if (b->done[n])
             continue;
         /* Primitives fix their team when they are made: a small node's are
@@ -8557,10 +8614,15 @@ static pl_status *odnn_build_program(struct odnn_build *b)
             omp_set_num_threads(team);
         for (int k = first; k < b->c->n_steps; k++)
             b->c->steps[k].threads = one ? 1 : team;
-        if (st != NULL)
+        if (st != NULL) {
+            onednn_host->host_free(b->ctx->host_ctx, uses);
             return st;
+        }
         b->done[n] = 1;
     }
+    for (; next_use < n_uses; next_use++)
+        g->tensor_constant_done(v, uses[next_use].tensor);
+    onednn_host->host_free(b->ctx->host_ctx, uses);
     for (size_t i = 0; i < c->n_outputs; i++) {
         int64_t t = g->output(v, i);
         int vi = odnn_value_of(b, t);
@@ -8865,10 +8927,12 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     memset(b.done, 0, nodes + 1);
     double t0 = odnn_now_ms();
     st = odnn_uses_build(ctx, subgraph, &b.u);
-    if (st == NULL)
-        st = odnn_build_program(&b);
+    /* Hashed before the build, which tells the core when it is done with
+     * each constant (the hash reads them all). */
     if (st == NULL && blob == NULL)
         st = odnn_view_hash(ctx, subgraph, &hash);
+    if (st == NULL)
+        st = odnn_build_program(&b);
     b.c->view_hash = hash;
     b.c->options = odnn_options(ctx);
     if (st == NULL && blob != NULL) {

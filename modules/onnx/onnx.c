@@ -312,6 +312,7 @@ static pl_status *ox_import_file(pl_module_ctx *ctx, const char *path,
     size_t size = 0;
     OX_RETURN_IF_ERROR(ox_map_file(&imp, &addr, &size));
     imp.file_bytes = size;
+    imp.map = addr;
     pl_status *st = ox_scan(&imp, addr, size);
     Onnx__ModelProto *model = NULL;
     /* The decoded form needs a few times the file at most (varints widen

@@ -55,6 +55,7 @@ typedef struct ox_import {
     pl_graph_builder *b;
     const char *path;          /* the file, as the core named it */
     uint64_t file_bytes;
+    const uint8_t *map;        /* the file mapped: raw_data read in place lies in it */
     ox_limits limits;
     const Onnx__ModelProto *model; /* for the opset imports bodies speak */
     /* Inside a body: where it is ("node 'loop' (Loop): attribute 'body': "),

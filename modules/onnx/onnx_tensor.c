@@ -360,6 +360,17 @@ static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
     return NULL;
 }
 
+/* True when D's bytes lie, as they are, in the mapped model file and are
+ * worth the core reading itself (smaller ones are cheaper copied from the
+ * mapping). */
+static bool ox_in_file(const ox_import *imp, const ox_data *d)
+{
+    uintptr_t p = (uintptr_t)d->data, map = (uintptr_t)imp->map;
+    return d->owned == NULL && map != 0 && d->bytes >= 4096 && p >= map &&
+           p - map <= imp->file_bytes && d->bytes <= imp->file_bytes - (p - map) &&
+           PL_ABI_HAS_FN(pl_graph_api, imp->graph, builder_constant_model_file);
+}
+
 pl_status *ox_tensor_constant(const ox_import *imp, const Onnx__TensorProto *t,
                               const char *name, const char *what)
 {
@@ -371,6 +382,15 @@ pl_status *ox_tensor_constant(const ox_import *imp, const Onnx__TensorProto *t,
                                                        (int32_t)t->n_dims, t->dims,
                                                        d.location, d.offset,
                                                        (int64_t)d.bytes),
+                     "%s", what);
+    else if (st == NULL && ox_in_file(imp, &d))
+        /* The core reads it from the file itself: the pages of the mapping
+         * are never touched, so the weights are not resident twice. */
+        st = ox_wrap(imp,
+                     imp->graph->builder_constant_model_file(
+                         imp->b, name, d.type->dtype, (int32_t)t->n_dims, t->dims,
+                         (int64_t)((uintptr_t)d.data - (uintptr_t)imp->map),
+                         (int64_t)d.bytes),
                      "%s", what);
     else if (st == NULL)
         st = ox_wrap(imp,

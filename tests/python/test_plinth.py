@@ -551,6 +551,77 @@ class OnnxTest(unittest.TestCase):
                     self.assertLessEqual(int(diff.max()), 1, f"{order}: {name}")
                     self.assertGreaterEqual(float((diff == 0).mean()), 0.95, f"{order}: {name}")
 
+    def test_weights_dropped_while_modules_hold_copies(self):
+        """The core reads an ONNX initializer's raw_data out of the file
+        itself and drops its copy while only modules that keep their own
+        (onednn's compiled subgraphs) read it: explain's file_constants
+        says what it holds, and the results stay right. A weight that a
+        cpu kernel reads in place stays (pinned while that session lives);
+        a later session reads dropped weights back; a model file rewritten
+        in place since the load is refused by name, not read."""
+        rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\n",
+                                             "drop.ini"))
+        try:
+            if "onednn" not in [d.module for d in rt.devices()]:
+                self.skipTest("the onednn module is not loaded")
+            rng = np.random.default_rng(7)
+            w1 = rng.standard_normal((256, 256), dtype=np.float32) * 0.1
+            w2 = rng.standard_normal((256, 128), dtype=np.float32) * 0.1
+            c = rng.standard_normal((128, 128), dtype=np.float32)
+
+            def build(h, T, scale=1.0):
+                def init(name, a):
+                    return h.make_tensor(name, T.FLOAT, a.shape, (a * scale).tobytes(), raw=True)
+                return h.make_graph(
+                    [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+                     h.make_node("Relu", ["a"], ["r"], name="relu"),
+                     h.make_node("MatMul", ["r", "w2"], ["b"], name="mm2"),
+                     h.make_node("Sub", ["b", "c"], ["y"], name="sub")],
+                    "g", [h.make_tensor_value_info("x", T.FLOAT, [128, 256])],
+                    [h.make_tensor_value_info("y", T.FLOAT, [128, 128])],
+                    [init("w1", w1), init("w2", w2), init("c", c)])
+            path = onnx_model("drop.onnx", build)
+            x = rng.standard_normal((128, 256), dtype=np.float32)
+            want = np.maximum(x @ w1, 0) @ w2 - c
+            m = rt.load_model(path)
+            total = w1.nbytes + w2.nbytes + c.nbytes
+
+            def held(s):
+                return s.describe()["memory"]["file_constants"]
+            s1 = m.session()
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(held(s1), {"resident_bytes": 0, "dropped_bytes": total,
+                                        "read_in_place_bytes": 0})
+            # the Sub on cpu reads c in place: c stays while that session lives
+            s2 = m.session(pins={"sub": "cpu"})
+            np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(held(s2), {"resident_bytes": c.nbytes,
+                                        "dropped_bytes": w1.nbytes + w2.nbytes,
+                                        "read_in_place_bytes": c.nbytes})
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            s2.close()
+            self.assertEqual(held(s1)["dropped_bytes"], total)
+            # all on cpu: every weight read back and kept
+            s3 = m.session(order=["cpu"])
+            np.testing.assert_allclose(s3.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(held(s3)["read_in_place_bytes"], total)
+            s3.close()
+            # the file rewritten in place (same inode, other bytes): refused
+            with open(onnx_model("drop2.onnx", lambda h, T: build(h, T, 2.0)), "rb") as f:
+                other = f.read()
+            with open(path, "r+b") as f:
+                f.write(other)
+            with self.assertRaises(plinth.Error) as e:
+                m.session()
+            self.assertIn("changed since the model was loaded", str(e.exception))
+            self.assertIn("drop.onnx", str(e.exception))
+            # what was compiled before keeps its own copies
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            s1.close()
+            m.close()
+        finally:
+            rt.close()
+
     def test_model_local_functions(self):
         """Model-local functions (IR version 8; torch.onnx.export with
         export_modules_as_functions, onnxscript): inlined at import, with an

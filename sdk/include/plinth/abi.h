@@ -33,9 +33,12 @@ extern "C" {
  *   1.3  pl_module_api.estimate_cost and pl_cost (cost-aware placement,
  *        optional);
  *   1.4  pl_module_api.extensions and pl_extension (vendor functions that
- *        applications call through the core, optional). */
+ *        applications call through the core, optional);
+ *   1.5  PL_CAP_OWNS_CONSTANTS, pl_graph_api.builder_constant_model_file
+ *        and tensor_constant_done (the core drops its copy of a weight
+ *        that modules keep their own copies of). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 4
+#define PL_ABI_MINOR 5
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -233,6 +233,33 @@ typedef struct pl_graph_api {
      * no constant uses it, and can check offsets against its size. */
     pl_status *(*builder_data_file)(pl_graph_builder *b, const char *location,
                                     const char *what, uint64_t *out_size);
+
+    /* ---- appended in ABI 1.5: constants the core reads from the model
+     * file itself, and may drop while the modules hold their own copies.
+     * Check them with PL_ABI_HAS_FN. */
+
+    /* A constant whose LENGTH bytes lie at OFFSET of the model file being
+     * imported (the PATH import_model was given), row-major and
+     * little-endian, exactly the size its dtype and shape give: an ONNX
+     * initializer's raw_data, say. The core reads them itself, so they are
+     * not resident twice during the import (in the module's mapping of the
+     * file and in the core's copy), and may drop its copy once every
+     * module that reads the constant keeps its own (PL_CAP_OWNS_CONSTANTS),
+     * reading it again from the file when needed. The core refuses an
+     * offset and length past the file's end. */
+    pl_status *(*builder_constant_model_file)(pl_graph_builder *b, const char *name,
+                                              pl_dtype dtype, int32_t ndim,
+                                              const int64_t *dims, int64_t offset,
+                                              int64_t length);
+    /* Says, during compile (or import_compiled) of VIEW, that the module
+     * has taken what it needs of constant TENSOR's bytes and holds no
+     * pointer into them: the core may drop its copy at once when nothing
+     * else reads it, so that compiling a big subgraph does not hold every
+     * weight twice at its end. A later tensor_constant for TENSOR still
+     * works (the core reads it back first); pointers it gave before this
+     * call do not. A module with PL_CAP_OWNS_CONSTANTS may call it; the
+     * core drops nothing otherwise. */
+    void (*tensor_constant_done)(const pl_graph_view *view, int64_t tensor);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
@@ -350,6 +377,9 @@ typedef struct pl_host_api {
     (offsetof(pl_graph_api, builder_attr_tensor) + sizeof(void (*)(void)))
 #define PL_GRAPH_API_SIZE_1_2 \
     (offsetof(pl_graph_api, builder_data_file) + sizeof(void (*)(void)))
+/* ... and of ABI 1.5 (through tensor_constant_done). */
+#define PL_GRAPH_API_SIZE_1_5 \
+    (offsetof(pl_graph_api, tensor_constant_done) + sizeof(void (*)(void)))
 
 /* The struct_size of a complete ABI 1.0 host table (through
  * shape_set_output). A module may call every function up to there once the

@@ -290,11 +290,18 @@ typedef enum pl_capability {
     PL_CAP_MODEL_IMPORT = 1u << 4, /* can_import, import_model */
     PL_CAP_HOST_MEMORY = 1u << 5,  /* its devices compute on host memory:
                                       no mem_* or copy functions needed */
-    PL_CAP_PINNED_THREAD = 1u << 6 /* run its work (kernel_run, run) from one
-                                      dedicated thread per device, e.g. because
-                                      its library keeps a thread team per
-                                      calling thread (OpenMP); the core's CPU
-                                      pool then idles while it runs */
+    PL_CAP_PINNED_THREAD = 1u << 6, /* run its work (kernel_run, run) from one
+                                       dedicated thread per device, e.g. because
+                                       its library keeps a thread team per
+                                       calling thread (OpenMP); the core's CPU
+                                       pool then idles while it runs */
+    /* ABI 1.5: a compiled subgraph (compile or import_compiled) holds no
+     * pointer into the view's constant bytes once the call returns: the
+     * module copied what it keeps. The core may then drop its own copy of
+     * a constant that only such subgraphs read (see tensor_constant_done
+     * in plinth/host.h). Imperative kernels read constants as inputs, so
+     * the flag says nothing about them. */
+    PL_CAP_OWNS_CONSTANTS = 1u << 7
 } pl_capability;
 
 /* A key/value pair of strings, borrowed for the call. */

@@ -1,0 +1,106 @@
+/* filedata.h — constants the core copied out of the model file itself
+ * (the graph builder's builder_constant_model_file: an ONNX initializer's
+ * raw_data, say), which the core may drop and read again.
+ *
+ * A symbolic module that declares PL_CAP_OWNS_CONSTANTS keeps its own copy
+ * of every constant it compiles (in its own layout: blocked, packed,
+ * uploaded). Once every reader of a constant is such a module, the core's
+ * copy is dead weight: the model's weights would stay resident twice. So
+ * the core drops its copy (the pages go back to the system, the address
+ * stays) and reads the bytes again from the file before anything else
+ * needs them: at the start of every session creation, of a save, and when
+ * a module asks for a dropped constant through the view.
+ *
+ * The bookkeeping, all under one lock:
+ *   - users: session creations (and saves) in progress; they see every
+ *     constant resident (acquire reads the dropped ones back);
+ *   - pins: live sessions whose steps read a constant in place at run time
+ *     (kernels of imperative modules, symbolic modules without the
+ *     capability, copies, graph outputs); a pinned constant stays;
+ *   - when the last user leaves, every constant nobody pins is dropped.
+ * During a session creation with no other user, a module may say it is
+ * done with a constant (pl_graph_api.tensor_constant_done); the core drops
+ * it at once when that session marked it as read by that one compiled
+ * subgraph and nothing else, so that compiling one big subgraph does not
+ * hold two copies of every weight at its end.
+ *
+ * Reading again checks the file: a model file rewritten in place since the
+ * load (another size or modification time) is refused by name rather than
+ * read. A file replaced by a new one (rename) is still the old one here:
+ * the core keeps it open. */
+#ifndef PL_CORE_FILEDATA_H
+#define PL_CORE_FILEDATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plinth/plinth.h"
+
+typedef struct pl_filedata pl_filedata;
+
+/* Constants smaller than this are never dropped (their pages are shared
+ * with neighbours' and the bookkeeping would cost more than they do). */
+#define PL_FILEDATA_MIN_BYTES ((size_t)64 << 10)
+
+/* Opens PATH (the model file) for reading constants out of it. */
+pl_status *pl_filedata_create(const char *path, pl_filedata **out);
+void pl_filedata_destroy(pl_filedata *f);
+
+/* The file's size in bytes. */
+uint64_t pl_filedata_size(const pl_filedata *f);
+
+/* Reads BYTES at OFFSET of the file into DST; NAME (the constant) for
+ * messages. */
+pl_status *pl_filedata_read(pl_filedata *f, uint64_t offset, size_t bytes, void *dst,
+                            const char *name);
+
+/* Records that ADDR holds BYTES read from OFFSET, for constant NAME: the
+ * core may drop and read them again. Constants under PL_FILEDATA_MIN_BYTES
+ * are not recorded. */
+pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t offset,
+                             const char *name);
+
+/* The number of constants recorded, and the recorded one holding the byte
+ * at ADDR (-1: none). */
+size_t pl_filedata_count(const pl_filedata *f);
+long pl_filedata_find(const pl_filedata *f, const void *addr);
+
+/* A session creation (or save) starts: every dropped constant is read back.
+ * Always pair with pl_filedata_leave, also after a failure. */
+pl_status *pl_filedata_enter(pl_filedata *f);
+
+/* During a creation: reads every dropped constant back (a compile failed
+ * and other backends are offered its nodes). */
+pl_status *pl_filedata_reread(pl_filedata *f);
+
+/* It ends. PINNED (N entries, indices of recorded constants, or NULL) are
+ * what the new session reads in place at run time: they stay (and are read
+ * back if a compile dropped them). When no other creation is in progress,
+ * every constant nobody pins is dropped. Fails only when reading a pinned
+ * constant back fails. */
+pl_status *pl_filedata_leave(pl_filedata *f, const uint32_t *pinned, size_t n);
+
+/* A session that pinned PINNED is gone. */
+void pl_filedata_unpin(pl_filedata *f, const uint32_t *pinned, size_t n);
+
+/* While one session is being created, alone: DROPPABLE (one per recorded
+ * constant, or NULL to end) marks the constants a module may drop at once
+ * with pl_filedata_done, and OWNER the graph its views show. */
+void pl_filedata_set_compiling(pl_filedata *f, const void *owner, const bool *droppable);
+
+/* A module is done with the constant at ADDR (through a view of OWNER):
+ * dropped when it is marked droppable for the session being created. */
+void pl_filedata_done(pl_filedata *f, const void *owner, const void *addr);
+
+/* Makes sure the recorded constant holding ADDR is resident (a module asks
+ * for it again after saying it was done). */
+pl_status *pl_filedata_need(pl_filedata *f, const void *addr);
+
+/* The bytes of recorded constant I. */
+size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i);
+
+/* Bytes of recorded constants resident now, and dropped now. */
+void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped);
+
+#endif
