@@ -8339,13 +8339,25 @@ static pl_status *odnn_plan(struct odnn_build *b)
 static void odnn_block_reserve(pl_compiled *c, const pl_graph_view *v)
 {
     const pl_graph_api *g = onednn_host->graph;
-    size_t total = 0;
-    for (size_t t = 0; t < g->tensor_count(v); t++) {
-        const void *data;
-        size_t bytes;
-        if (g->tensor_constant(v, (int64_t)t, &data, &bytes))
-            total += bytes;
-    }
+    /* The constants the view's nodes read, each once: not every constant
+     * of the model (the view's tensor ids are the model's), whose other
+     * weights the core may have dropped after compiling other subgraphs. */
+    size_t nt = g->tensor_count(v), total = 0;
+    uint8_t *seen = calloc(nt ? nt : 1, 1);
+    if (seen == NULL)
+        return;
+    for (size_t n = 0; n < g->node_count(v); n++)
+        for (size_t k = 0; k < g->node_input_count(v, n); k++) {
+            int64_t t = g->node_input(v, n, k);
+            const void *data;
+            size_t bytes;
+            if (t < 0 || (size_t)t >= nt || seen[t])
+                continue;
+            seen[t] = 1;
+            if (g->tensor_constant(v, t, &data, &bytes))
+                total += bytes;
+        }
+    free(seen);
     if (total < ODNN_HUGE || total > ((size_t)1 << 40))
         return;
     size_t len = (2 * total + 2 * ODNN_HUGE + ODNN_HUGE - 1) & ~(ODNN_HUGE - 1);
