@@ -209,23 +209,31 @@ static double odnn_cost_reduction(const pl_graph_api *g, const pl_graph_view *v,
         if (na == 0)
             mask = (1u << r) - 1;
     }
-    /* rows: the kept values; K: the reduced ones, when they trail */
+    /* rows: the kept values; K: the reduced ones, when they trail or are
+     * one run of adjacent axes (RUNS counts the runs) */
     int64_t rows = 1, k = 1;
-    int trailing = 1, seen = 0;
+    int trailing = 1, seen = 0, runs = 0, in_run = 0;
     for (int32_t d = 0; d < r; d++) {
         if (x[d] == 1)
             continue;
         if (mask >> d & 1u) {
             k *= x[d];
             seen = 1;
+            runs += !in_run;
+            in_run = 1;
         } else {
             rows *= x[d];
             trailing = trailing && !seen;
+            in_run = 0;
         }
     }
     int by_sum = strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceSum") == 0 ||
                  strcmp(op, "GlobalAveragePool") == 0;
     if (by_sum && trailing && onednn_reduce_by_matmul(rows, k))
+        return odnn_cost_reduce_mm_us(rows, k);
+    /* kept axes after the run: always the product (the reduction primitive
+     * has only its reference kernel there) */
+    if (by_sum && !trailing && runs == 1 && strcmp(op, "GlobalAveragePool") != 0)
         return odnn_cost_reduce_mm_us(rows, k);
     return onednn_reduce_us(rows, k);
 }
