@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "cache.h"
+#include "filedata.h"
 #include "graph_view.h"
 #include "model.h"
 #include "registry.h"
@@ -355,6 +356,127 @@ static void case_cache_key(const char *stage_dir, const char *source_dir)
     pl_runtime_destroy(rt);
 }
 
+/* ---- constants read from the model file (filedata.c) --------------------- */
+
+#define FD_N 6
+#define FD_BYTES ((size_t)256 << 10)
+
+typedef struct fd_arg {
+    pl_filedata *f;
+    unsigned char *buf[FD_N];
+    int id;
+} fd_arg;
+
+static unsigned char fd_byte(size_t region, size_t j)
+{
+    return (unsigned char)(region * 37 + j * 11 + (j >> 12));
+}
+
+static int fd_intact(const unsigned char *b, size_t region)
+{
+    for (size_t j = 0; j < FD_BYTES; j += 509)
+        if (b[j] != fd_byte(region, j))
+            return 0;
+    return b[FD_BYTES - 1] == fd_byte(region, FD_BYTES - 1);
+}
+
+/* Creations (enter .. leave) from several threads: inside one, every
+ * constant reads as the file says, except one this thread dropped alone
+ * (done), which need reads back; each leaves pinning one region for a
+ * while, as a live session would. */
+static void *fd_worker(void *p)
+{
+    fd_arg *a = p;
+    int token;
+    for (int round = 0; round < 150; round++) {
+        CHECK(pl_filedata_enter(a->f) == NULL);
+        for (size_t r = 0; r < FD_N; r++)
+            CHECK(fd_intact(a->buf[r], r));
+        bool droppable[FD_N];
+        for (size_t r = 0; r < FD_N; r++)
+            droppable[r] = true;
+        pl_filedata_set_compiling(a->f, &token, droppable);
+        size_t r = (size_t)(round + a->id) % FD_N;
+        pl_filedata_done(a->f, &token, a->buf[r]);
+        CHECK(pl_filedata_need(a->f, a->buf[r] + 100) == NULL);
+        CHECK(fd_intact(a->buf[r], r));
+        pl_filedata_set_compiling(a->f, NULL, NULL);
+        size_t region = (size_t)a->id % FD_N; /* pins take the record's index */
+        uint32_t pin = (uint32_t)pl_filedata_find(a->f, a->buf[region]);
+        CHECK(pl_filedata_leave(a->f, &pin, 1) == NULL);
+        CHECK(fd_intact(a->buf[region], region)); /* pinned: stays */
+        pl_filedata_unpin(a->f, &pin, 1);
+    }
+    return NULL;
+}
+
+static void case_filedata(void)
+{
+    char path[] = "/tmp/plinth_fd_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    unsigned char *all = malloc(FD_N * FD_BYTES + 100);
+    CHECK(all != NULL);
+    memset(all, 7, 100);
+    for (size_t r = 0; r < FD_N; r++)
+        for (size_t j = 0; j < FD_BYTES; j++)
+            all[100 + r * FD_BYTES + j] = fd_byte(r, j);
+    CHECK(write(fd, all, FD_N * FD_BYTES + 100) == (ssize_t)(FD_N * FD_BYTES + 100));
+    close(fd);
+    pl_filedata *f = NULL;
+    CHECK(pl_filedata_create(path, &f) == NULL);
+    fd_arg args[4];
+    unsigned char *buf[FD_N];
+    for (size_t r = 0; r < FD_N; r++) {
+        buf[r] = malloc(FD_BYTES);
+        CHECK(buf[r] != NULL);
+        CHECK(pl_filedata_read(f, 100 + r * FD_BYTES, FD_BYTES, buf[r], "c") == NULL);
+        CHECK(pl_filedata_track(f, buf[r], FD_BYTES, 100 + r * FD_BYTES, "c") == NULL);
+    }
+    CHECK(pl_filedata_count(f) == FD_N);
+    CHECK(pl_filedata_find(f, buf[2] + FD_BYTES - 1) == pl_filedata_find(f, buf[2]));
+    /* past the end, refused by name */
+    pl_status *st = pl_filedata_read(f, FD_N * FD_BYTES, 200, buf[0], "late");
+    CHECK(st != NULL && strstr(pl_status_message(st), "late") != NULL);
+    pl_status_free(st);
+    /* nobody pins: all dropped, read back whole */
+    CHECK(pl_filedata_enter(f) == NULL);
+    CHECK(pl_filedata_leave(f, NULL, 0) == NULL);
+    size_t resident, dropped;
+    pl_filedata_stats(f, &resident, &dropped);
+    CHECK(resident == 0 && dropped == FD_N * FD_BYTES);
+    CHECK(pl_filedata_enter(f) == NULL);
+    for (size_t r = 0; r < FD_N; r++)
+        CHECK(fd_intact(buf[r], r));
+    CHECK(pl_filedata_leave(f, NULL, 0) == NULL);
+    pthread_t th[4];
+    int nth = 4;
+    for (int t = 0; t < nth; t++) {
+        args[t].f = f;
+        args[t].id = t;
+        memcpy(args[t].buf, buf, sizeof buf);
+        CHECK(pthread_create(&th[t], NULL, fd_worker, &args[t]) == 0);
+    }
+    for (int t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    /* the file rewritten in place: reading back is refused, naming it */
+    sleep(1); /* a later modification time on file systems of 1 s */
+    FILE *w = fopen(path, "r+b");
+    CHECK(w != NULL && fwrite("x", 1, 1, w) == 1);
+    fclose(w);
+    st = pl_filedata_enter(f);
+    CHECK(st != NULL && pl_status_code(st) == PL_CODE_FAILED_PRECONDITION &&
+          strstr(pl_status_message(st), path) != NULL &&
+          strstr(pl_status_message(st), "changed since") != NULL);
+    pl_status_free(st);
+    pl_status_free(pl_filedata_leave(f, NULL, 0));
+    pl_filedata_destroy(f);
+    for (size_t r = 0; r < FD_N; r++)
+        free(buf[r]);
+    free(all);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     alarm(120);
@@ -377,6 +499,8 @@ int main(int argc, char **argv)
         case_graph_view(argv[2], argv[3]);
     else if (strcmp(c, "cache_key") == 0 && argc > 3)
         case_cache_key(argv[2], argv[3]);
+    else if (strcmp(c, "filedata") == 0)
+        case_filedata();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
