@@ -261,7 +261,12 @@ static void tv_free(pl_host_ctx *ctx, void *p)
     free(p);
 }
 
-static uint64_t tv_hash(const pl_graph_view *v, const char *salt)
+static size_t tv_tensor_count(const pl_graph_view *v) { return (size_t)v->base + 4; }
+
+/* With COUNTED, the table says how many tensors there are, and the hash
+ * maps them to ordinals through an index; without, it scans: the same
+ * hash either way. */
+static uint64_t tv_hash_with(const pl_graph_view *v, const char *salt, int counted)
 {
     static pl_graph_api g;
     static pl_host_api host;
@@ -282,6 +287,7 @@ static uint64_t tv_hash(const pl_graph_view *v, const char *salt)
     g.input = tv_input;
     g.output_count = tv_one;
     g.output = tv_output;
+    g.tensor_count = counted ? tv_tensor_count : NULL;
     host.header = (pl_abi_header)PL_ABI_HEADER_INIT(pl_host_api);
     host.graph = &g;
     host.host_alloc = tv_alloc;
@@ -289,6 +295,13 @@ static uint64_t tv_hash(const pl_graph_view *v, const char *salt)
     static const char *const attrs[] = {"alpha", "beta"};
     uint64_t h = 0;
     TH_CHECK(pl_hash_view(&host, NULL, v, salt, attrs, 2, &h) == 1, "pl_hash_view failed");
+    return h;
+}
+
+static uint64_t tv_hash(const pl_graph_view *v, const char *salt)
+{
+    uint64_t h = tv_hash_with(v, salt, 1);
+    TH_CHECK(tv_hash_with(v, salt, 0) == h, "the ordinal index and the scan hash differently");
     return h;
 }
 
