@@ -8,7 +8,10 @@ weights=None (nothing downloaded), put in eval mode, and exported through
 torch.onnx.export at opset 17 at a small input size, as deployments export them.
 Classification, segmentation heads and the grouped (ResNeXt, RegNet), depthwise
 (MobileNet, EfficientNet, MnasNet), channel-shuffle, dense, inception and window
-attention (Swin, MaxViT) forms that real models use. References are ONNX
+attention (Swin, MaxViT) forms that real models use; a video net of 3-d
+convolutions (R3D-18); and two detectors (SSDlite, Faster R-CNN), whose
+post-processing (NonZero, NonMaxSuppression, RoIAlign, TopK) makes shapes that
+depend on the data. References are ONNX
 Runtime's outputs with graph optimisations off (make_hf_zoo.finish); the python3 on
 PATH needs onnxruntime and onnx, P (default /usr/bin/python3) torch and
 torchvision. Writes make_zoo.py's format into DIR (default build/tv_zoo):
@@ -43,6 +46,12 @@ MODELS = {
     "tv_maxvit_t": ("maxvit_t", 224),
     "tv_deeplabv3_mnv3": ("segmentation.deeplabv3_mobilenet_v3_large", 128),
     "tv_lraspp_mnv3": ("segmentation.lraspp_mobilenet_v3_large", 128),
+    # an input shape instead of a size: a clip of 8 frames (3-d convolutions)
+    "tv_r3d_18": ("video.r3d_18", (1, 3, 8, 64, 64)),
+    "tv_inception_v3": ("inception_v3", 160),
+    # detection: boxes, scores and labels (NMS, RoIAlign, TopK, dynamic shapes)
+    "tv_ssdlite": ("detection.ssdlite320_mobilenet_v3_large", 320),
+    "tv_fasterrcnn_mnv3": ("detection.fasterrcnn_mobilenet_v3_large_320_fpn", 320),
 }
 
 
@@ -57,7 +66,9 @@ def export(name, out):
     kw = {"weights": None}
     if ctor == "googlenet":
         kw.update(aux_logits=False, init_weights=True)
-    if ctor.startswith("segmentation."):
+    if ctor == "inception_v3":
+        kw.update(aux_logits=False, init_weights=True)
+    if ctor.startswith("segmentation.") or ctor.startswith("detection."):
         kw.update(weights_backbone=None)
     model = getattr(mod, ctor.split(".")[-1])(**kw).eval()
 
@@ -67,14 +78,20 @@ def export(name, out):
             self.m = m
 
         def forward(self, x):
+            if ctor.startswith("detection."):  # a list of images in, of dicts out
+                o = self.m([x[0]])[0]
+                return o["boxes"], o["scores"], o["labels"]
             o = self.m(x)
             return o["out"] if isinstance(o, dict) else o
 
-    x = torch.randn(1, 3, size, size)
+    x = torch.randn(*size) if isinstance(size, tuple) else torch.randn(1, 3, size, size)
+    if ctor.startswith("detection."):
+        x = torch.rand(1, 3, size, size)  # images in [0, 1]
     with torch.no_grad():
+        det = ctor.startswith("detection.")
         torch.onnx.export(First(model).eval(), (x,), os.path.join(out, name + ".onnx"),
                           opset_version=17, do_constant_folding=True, input_names=["input"],
-                          output_names=["output"])
+                          output_names=["boxes", "scores", "labels"] if det else ["output"])
     np.save(os.path.join(out, "%s.in.input.npy" % name), x.numpy())
 
 
