@@ -1273,8 +1273,8 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
  * input, 2: a 4-D one): kernel, strides, dilations (ONNX's, >= 1) and both
  * paddings. Returns 0 with a reason. */
 struct odnn_window {
-    int sr;
-    int64_t k[2], s[2], d[2], pl[2], pr[2];
+    int sr; /* spatial dims: 1 to 3 for convolutions, 1 or 2 for pooling */
+    int64_t k[3], s[3], d[3], pl[3], pr[3];
 };
 
 /* A window's kernel (KERNEL), strides, dilations and pads attributes over
@@ -1284,7 +1284,7 @@ static int odnn_window_attrs(const pl_graph_view *v, size_t n, const char *op,
 {
     const int64_t *a;
     w->sr = sr;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         w->k[i] = i < sr ? kernel[i] : 1;
         w->s[i] = w->d[i] = 1;
         w->pl[i] = w->pr[i] = 0;
@@ -1310,7 +1310,10 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
                        const struct odnn_tinfo *x, const int64_t *kernel,
                        const struct odnn_tinfo *y, struct odnn_window *w, char *reason)
 {
-    if (x->ndim < 3 || x->ndim > 4 || !odnn_window_attrs(v, n, op, kernel, x->ndim - 2, w, reason))
+    /* 3-d windows (5-d inputs) for convolutions only: pooling takes 1 or 2 */
+    int most = strcmp(op, "Conv") == 0 ? 5 : 4;
+    if (x->ndim < 3 || x->ndim > most ||
+        !odnn_window_attrs(v, n, op, kernel, x->ndim - 2, w, reason))
         return 0;
     char buf[32];
     const char *ap = odnn_attr_string(v, n, "auto_pad", "NOTSET", buf, sizeof buf);
@@ -1443,7 +1446,7 @@ static int odnn_probe_conv_impl(const struct odnn_tinfo *x, const struct odnn_ti
                                 size_t cap)
 {
     pthread_once(&odnn_probe_once, odnn_probe_engine_make);
-    if (odnn_probe_engine == NULL || x->ndim > 4)
+    if (odnn_probe_engine == NULL || x->ndim > 5)
         return 0;
     int nd = x->ndim, sr = w->sr;
     dnnl_dims_t src, wei, dst, strides, dil, pl, pr;
@@ -1509,9 +1512,9 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
     odnn_tensor(v, odnn_in(v, n, 1), &wt);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
     if (transposed ? x.ndim != 4 || wt.ndim != 4
-                   : (x.ndim != 3 && x.ndim != 4) || wt.ndim != x.ndim) {
+                   : x.ndim < 3 || x.ndim > 5 || wt.ndim != x.ndim) {
         odnn_reason(reason, op, "only %s is supported, input has rank %d",
-                    transposed ? "2-D (4-D input)" : "1-D and 2-D (3-D or 4-D input)", x.ndim);
+                    transposed ? "2-D (4-D input)" : "1-D to 3-D (3-D to 5-D input)", x.ndim);
         return 0;
     }
     if (wt.cdata == NULL) {
@@ -1532,8 +1535,10 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
     }
     const int64_t *ks;
     size_t nk = odnn_attr_ints(v, n, "kernel_shape", &ks);
-    if (nk != 0 && (nk != (size_t)wt.ndim - 2 || ks[0] != wt.dims[2] ||
-                    (nk == 2 && ks[1] != wt.dims[3]))) {
+    int ks_ok = nk == 0 || nk == (size_t)wt.ndim - 2;
+    for (size_t i = 0; ks_ok && i < nk; i++)
+        ks_ok = ks[i] == wt.dims[2 + i];
+    if (!ks_ok) {
         odnn_reason(reason, op, "kernel_shape does not match the weights");
         return 0;
     }
@@ -4651,7 +4656,7 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
         return dnnl_unimplemented;
     dnnl_memory_desc_t src_md = *src_any, dst_md;
     int nd = src_any->ndims;
-    dnnl_format_tag_t tag = nd == 3 ? dnnl_aBc16b : dnnl_aBcd16b;
+    dnnl_format_tag_t tag = nd == 3 ? dnnl_aBc16b : nd == 4 ? dnnl_aBcd16b : dnnl_aBcde16b;
     if (src_any->dims[1] >= 16)
         dnnl_memory_desc_init_by_tag(&src_md, nd, src_any->dims, src_any->data_type, tag);
     dnnl_memory_desc_init_by_tag(&dst_md, nd, dst_any->dims, dst_any->data_type, tag);

@@ -2194,6 +2194,46 @@ static void case_reduce_squeezed(void)
     }
 }
 
+/* 3-d convolutions (video nets such as R3D-18, volumetric U-Nets): a
+ * stem of 3x7x7 with stride (1, 2, 2) and asymmetric padding, Relu, a
+ * residual block of 3x3x3 convolutions (the Add and Relu fused or not), a
+ * 1x1x1 projection with stride 2 and a grouped 3x3x3, for 16 and 12
+ * channels (blocked and channels-last subgraphs); each against the cpu
+ * module and on onednn (refused for rank 5 before: every convolution went
+ * to cpu, with one-node onednn islands between them). */
+static void case_conv3d(void)
+{
+    for (int c = 0; c < 2; c++) {
+        int64_t ch = c == 0 ? 16 : 12;
+        struct mb m = {.seed = (uint32_t)(91 + c)};
+        int64_t xs[] = {1, 3, 6, 20, 18};
+        mb_input(&m, "x", 5, xs);
+        mb_const(&m, "w0", 5, (int64_t[]){ch, 3, 3, 7, 7}, NULL, 0.05f);
+        mb_const(&m, "b0", 1, (int64_t[]){ch}, NULL, 0.1f);
+        mb_node(&m, "stem", "Conv", "\"x\",\"w0\",\"b0\"", "s",
+                "\"pads\":{\"ints\":[1,3,2,1,3,3]},\"strides\":{\"ints\":[1,2,2]}");
+        mb_node(&m, "relu0", "Relu", "\"s\"", "r0", "");
+        mb_const(&m, "w1", 5, (int64_t[]){ch, ch, 3, 3, 3}, NULL, 0.08f);
+        mb_node(&m, "c1", "Conv", "\"r0\",\"w1\"", "h1", "\"pads\":{\"ints\":[1,1,1,1,1,1]}");
+        mb_node(&m, "relu1", "Relu", "\"h1\"", "r1", "");
+        mb_const(&m, "w2", 5, (int64_t[]){ch, ch, 3, 3, 3}, NULL, 0.08f);
+        mb_const(&m, "b2", 1, (int64_t[]){ch}, NULL, 0.1f);
+        mb_node(&m, "c2", "Conv", "\"r1\",\"w2\",\"b2\"", "h2",
+                "\"pads\":{\"ints\":[1,1,1,1,1,1]}");
+        mb_node(&m, "add", "Add", "\"h2\",\"r0\"", "a", "");
+        mb_node(&m, "relu2", "Relu", "\"a\"", "r2", "");
+        mb_const(&m, "w3", 5, (int64_t[]){2 * ch, ch, 1, 1, 1}, NULL, 0.2f);
+        mb_node(&m, "proj", "Conv", "\"r2\",\"w3\"", "p", "\"strides\":{\"ints\":[2,2,2]}");
+        mb_const(&m, "w4", 5, (int64_t[]){2 * ch, ch, 3, 3, 3}, NULL, 0.08f);
+        mb_node(&m, "grouped", "Conv", "\"p\",\"w4\"", "y",
+                "\"pads\":{\"ints\":[1,1,1,1,1,1]},\"group\":{\"int\":2}");
+        m.outputs[m.n_outputs++] = "y";
+        int64_t ys[] = {1, 2 * ch, 3, 5, 5};
+        compare(mb_write(&m), 5, xs, 5, ys,
+                (const char *[]){"stem", "c1", "c2", "proj", "grouped", NULL});
+    }
+}
+
 /* A mean or sum over adjacent axes with kept axes after them: a
  * LayerNorm over the channels of [N, C, T] (wav2vec2's feature projection
  * once its Transpose is sunk), which oneDNN's reduction serves only with
@@ -4308,6 +4348,7 @@ int main(int argc, char **argv)
         {"view_unit_dims", case_view_unit_dims},
         {"reduce_squeezed", case_reduce_squeezed},
         {"reduce_middle", case_reduce_middle},
+        {"conv3d", case_conv3d},
         {"rnn_refusals", case_rnn_refusals},
         {"rnn_blob", case_rnn_blob},
         {"rnn_blob_attrs", case_rnn_blob_attrs},
