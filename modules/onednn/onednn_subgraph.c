@@ -1273,7 +1273,7 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
  * input, 2: a 4-D one): kernel, strides, dilations (ONNX's, >= 1) and both
  * paddings. Returns 0 with a reason. */
 struct odnn_window {
-    int sr; /* spatial dims: 1 to 3 for convolutions, 1 or 2 for pooling */
+    int sr; /* spatial dims: 1 to 3 (convolutions and pooling; QLinearConv 1 or 2) */
     int64_t k[3], s[3], d[3], pl[3], pr[3];
 };
 
@@ -1310,8 +1310,8 @@ static int odnn_window(const pl_graph_view *v, size_t n, const char *op,
                        const struct odnn_tinfo *x, const int64_t *kernel,
                        const struct odnn_tinfo *y, struct odnn_window *w, char *reason)
 {
-    /* 3-d windows (5-d inputs) for convolutions only: pooling takes 1 or 2 */
-    int most = strcmp(op, "Conv") == 0 ? 5 : 4;
+    /* 3-d windows (5-d inputs) for convolutions and pooling */
+    int most = strcmp(op, "QLinearConv") == 0 ? 4 : 5;
     if (x->ndim < 3 || x->ndim > most ||
         !odnn_window_attrs(v, n, op, kernel, x->ndim - 2, w, reason))
         return 0;
@@ -1569,9 +1569,9 @@ static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, cha
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
-    if (x.ndim != 3 && x.ndim != 4) {
+    if (x.ndim < 3 || x.ndim > 5) {
         odnn_reason(reason, op,
-                    "only 1-D and 2-D pooling (3-D or 4-D input) is supported, input has rank %d",
+                    "only 1-D to 3-D pooling (3-D to 5-D input) is supported, input has rank %d",
                     x.ndim);
         return 0;
     }
@@ -5880,8 +5880,10 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
     if (strcmp(op, "GlobalAveragePool") == 0) {
         memset(&w, 0, sizeof w);
         w.sr = x.ndim - 2;
-        w.k[0] = x.dims[2], w.k[1] = w.sr == 2 ? x.dims[3] : 1;
-        w.s[0] = w.s[1] = w.d[0] = w.d[1] = 1;
+        for (int i = 0; i < 3; i++) {
+            w.k[i] = i < w.sr ? x.dims[2 + i] : 1;
+            w.s[i] = w.d[i] = 1;
+        }
         alg = dnnl_pooling_avg_exclude_padding;
         if (odnn_is_plain(&b->c->values[src].md) &&
             b->c->values[src].md.data_type == dnnl_f32 && y.ndim == x.ndim) {
@@ -5922,8 +5924,11 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
     /* the source's type: bf16 activations stay bf16 (precision = bf16) */
     dnnl_memory_desc_init_by_tag(&dst_md, y.ndim, yd, b->c->values[src].md.data_type,
                                  dnnl_format_tag_any);
-    dnnl_dims_t strides = {w.s[0], w.s[1]}, kernel = {w.k[0], w.k[1]},
-                dil = {w.d[0] - 1, w.d[1] - 1}, pl = {w.pl[0], w.pl[1]}, pr = {w.pr[0], w.pr[1]};
+    dnnl_dims_t strides, kernel, dil, pl, pr;
+    for (int i = 0; i < 3; i++) {
+        strides[i] = w.s[i], kernel[i] = w.k[i], dil[i] = w.d[i] - 1;
+        pl[i] = w.pl[i], pr[i] = w.pr[i];
+    }
     dnnl_pooling_v2_desc_t pd;
     dnnl_status_t ds =
         dnnl_pooling_v2_forward_desc_init(&pd, dnnl_forward_inference, alg, &b->c->values[src].md,
@@ -5934,13 +5939,14 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
          * loop: a 3x3 stride-2 MaxPool of 64x56x56 took 2.2 ms there against
          * 0.1 ms in ONNX Runtime. A graph input or a plain writer's output
          * is reordered into the channel blocking its JIT kernel takes. */
-        static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBc16b, dnnl_aBc8b, dnnl_acb},
-                                                     {dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb}};
+        static const dnnl_format_tag_t tags[3][3] = {{dnnl_aBc16b, dnnl_aBc8b, dnnl_acb},
+                                                     {dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
+                                                     {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
         /* 8-bit values pool channels-last (jit_int; a plain u8 MaxPool of
          * 64x23x23 took 1.6 ms in ref:any) */
         int q8 = b->c->values[src].md.data_type == dnnl_u8 ||
                  b->c->values[src].md.data_type == dnnl_s8;
-        for (int k = q8 ? 2 : 0; k < 3 && (x.ndim == 3 || x.ndim == 4); k++) {
+        for (int k = q8 ? 2 : 0; k < 3 && x.ndim >= 3 && x.ndim <= 5; k++) {
             dnnl_memory_desc_t bmd;
             dnnl_dims_t xd;
             for (int i = 0; i < x.ndim; i++)

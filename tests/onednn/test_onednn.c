@@ -2194,11 +2194,11 @@ static void case_reduce_squeezed(void)
     }
 }
 
-/* 3-d convolutions (video nets such as R3D-18, volumetric U-Nets): a
- * stem of 3x7x7 with stride (1, 2, 2) and asymmetric padding, Relu, a
- * residual block of 3x3x3 convolutions (the Add and Relu fused or not), a
- * 1x1x1 projection with stride 2 and a grouped 3x3x3, for 16 and 12
- * channels (blocked and channels-last subgraphs); each against the cpu
+/* 3-d convolutions and pooling (video nets such as R3D-18, volumetric
+ * U-Nets): a stem of 3x7x7 with stride (1, 2, 2) and asymmetric padding,
+ * Relu, a 1x3x3 MaxPool (AveragePool in the second form), a residual block of 3x3x3 convolutions (the Add and Relu fused or not), a
+ * 1x1x1 projection with stride 2, a grouped 3x3x3 and a GlobalAveragePool,
+ * for 16 and 12 channels (blocked and channels-last subgraphs); each against the cpu
  * module and on onednn (refused for rank 5 before: every convolution went
  * to cpu, with one-node onednn islands between them). */
 static void case_conv3d(void)
@@ -2212,7 +2212,10 @@ static void case_conv3d(void)
         mb_const(&m, "b0", 1, (int64_t[]){ch}, NULL, 0.1f);
         mb_node(&m, "stem", "Conv", "\"x\",\"w0\",\"b0\"", "s",
                 "\"pads\":{\"ints\":[1,3,2,1,3,3]},\"strides\":{\"ints\":[1,2,2]}");
-        mb_node(&m, "relu0", "Relu", "\"s\"", "r0", "");
+        mb_node(&m, "relu0", "Relu", "\"s\"", "s0", "");
+        mb_node(&m, "pool", c == 0 ? "MaxPool" : "AveragePool", "\"s0\"", "r0",
+                "\"kernel_shape\":{\"ints\":[1,3,3]},\"pads\":{\"ints\":[0,1,1,0,1,1]},"
+                "\"strides\":{\"ints\":[1,1,1]}");
         mb_const(&m, "w1", 5, (int64_t[]){ch, ch, 3, 3, 3}, NULL, 0.08f);
         mb_node(&m, "c1", "Conv", "\"r0\",\"w1\"", "h1", "\"pads\":{\"ints\":[1,1,1,1,1,1]}");
         mb_node(&m, "relu1", "Relu", "\"h1\"", "r1", "");
@@ -2225,12 +2228,13 @@ static void case_conv3d(void)
         mb_const(&m, "w3", 5, (int64_t[]){2 * ch, ch, 1, 1, 1}, NULL, 0.2f);
         mb_node(&m, "proj", "Conv", "\"r2\",\"w3\"", "p", "\"strides\":{\"ints\":[2,2,2]}");
         mb_const(&m, "w4", 5, (int64_t[]){2 * ch, ch, 3, 3, 3}, NULL, 0.08f);
-        mb_node(&m, "grouped", "Conv", "\"p\",\"w4\"", "y",
+        mb_node(&m, "grouped", "Conv", "\"p\",\"w4\"", "g",
                 "\"pads\":{\"ints\":[1,1,1,1,1,1]},\"group\":{\"int\":2}");
+        mb_node(&m, "gap", "GlobalAveragePool", "\"g\"", "y", "");
         m.outputs[m.n_outputs++] = "y";
-        int64_t ys[] = {1, 2 * ch, 3, 5, 5};
+        int64_t ys[] = {1, 2 * ch, 1, 1, 1};
         compare(mb_write(&m), 5, xs, 5, ys,
-                (const char *[]){"stem", "c1", "c2", "proj", "grouped", NULL});
+                (const char *[]){"stem", "pool", "c1", "c2", "proj", "grouped", "gap", NULL});
     }
 }
 
