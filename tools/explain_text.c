@@ -136,6 +136,9 @@ static void pl_text_rest(FILE *f, json_t *root)
                 "copies)\n",
                 pl_ji(fc, "resident_bytes"), pl_ji(fc, "read_in_place_bytes"),
                 pl_ji(fc, "dropped_bytes"));
+    long long mapped = pl_ji(json_object_get(root, "memory"), "cache_mapped_bytes");
+    if (mapped > 0)
+        fprintf(f, "  compiled-subgraph cache entries read in place: %lld B mapped\n", mapped);
     json_t *w;
     json_array_foreach(json_object_get(root, "warnings"), i, w)
         fprintf(f, "warning: %s\n", json_is_string(w) ? json_string_value(w) : "?");

@@ -62,6 +62,11 @@ static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t dev
             delta[PL_CACHE_HITS] = 1;
             delta[PL_CACHE_BYTES_READ] = bytes;
             pl_cache_touch(dir, m, key);
+            if (m->api.header.abi_minor >= 6 && (m->api.capabilities & PL_CAP_KEEPS_BLOB)) {
+                st->blob = blob; /* read in place: unmapped after release */
+                st->blob_bytes = bytes;
+                blob = NULL;
+            }
         } else {
             pl_warnings_add(w, "%s: the cached compile was refused (%s); compiling again",
                             st->name, err ? pl_status_message(err) : "no result");

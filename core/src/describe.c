@@ -170,9 +170,15 @@ static json_t *pl_describe_memory(const pl_program *p, pl_filedata *constants,
     pl_filedata_stats(constants, &resident, &dropped);
     for (size_t i = 0; i < n_pinned; i++)
         pinned_bytes += pl_filedata_entry_bytes(constants, pinned[i]);
-    return json_pack("{s:o, s:{s:I, s:I, s:I}}", "devices", devices, "file_constants",
+    /* Cache entries kept mapped for modules that read them in place
+     * (PL_CAP_KEEPS_BLOB): file pages, not the process's own memory. */
+    size_t mapped = 0;
+    for (size_t i = 0; i < p->n_steps; i++)
+        mapped += p->steps[i].blob != NULL ? p->steps[i].blob_bytes : 0;
+    return json_pack("{s:o, s:{s:I, s:I, s:I}, s:I}", "devices", devices, "file_constants",
                      "resident_bytes", (json_int_t)resident, "dropped_bytes",
-                     (json_int_t)dropped, "read_in_place_bytes", (json_int_t)pinned_bytes);
+                     (json_int_t)dropped, "read_in_place_bytes", (json_int_t)pinned_bytes,
+                     "cache_mapped_bytes", (json_int_t)mapped);
 }
 
 static json_t *pl_describe_json(const pl_program *p, const char *model_path,

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "opset.h"
 #include "status.h"
 
@@ -65,6 +66,7 @@ void pl_program_destroy(pl_program *p)
         pl_prog_step *st = &p->steps[i];
         if (st->kind == PL_STEP_SUBGRAPH && st->compiled != NULL)
             st->module->api.release(st->module->ctx, st->compiled);
+        pl_cache_unmap(st->blob, st->blob_bytes); /* after release: it read the blob */
         if (st->compiled_var != NULL)
             pl_engine_delete_var(p->rt->engine, st->compiled_var);
         pl_graph_view_destroy(st->view);

@@ -87,6 +87,8 @@ typedef struct pl_prog_step {
     pl_compiled *compiled;       /* subgraph: owned, after compile */
     pl_var *compiled_var;        /* serialises runs of one compiled subgraph */
     const char *cache;           /* subgraph: "off", "hit", "stored", "miss" */
+    const void *blob;            /* a hit of a PL_CAP_KEEPS_BLOB module: the */
+    size_t blob_bytes;           /* cache entry, mapped until compiled's release */
     int32_t queue_key;           /* PL_CAP_PINNED_THREAD host step: its worker */
     int32_t *in;                 /* value per input (-1: absent) */
     size_t n_in;

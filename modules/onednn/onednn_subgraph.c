@@ -44,7 +44,11 @@
  * step) and the reordered weights with their descriptors. import checks the
  * header, re-creates the primitives from the view — the plan must come out
  * the same — and takes the weights from the blob instead of reordering
- * them. Every count and size is checked before use.
+ * them. Every count and size is checked before use. Each weight's bytes
+ * start at a multiple of 64 from the blob's start, so that, where the core
+ * keeps the blob mapped for the compiled subgraph's life (PL_CAP_KEEPS_BLOB,
+ * ABI 1.6), the weights are read in place: the cache entry's pages are the
+ * page cache's, and an import writes no fresh memory for them.
  *
  * The core never runs one compiled subgraph twice at once, so run keeps its
  * state (arena, scratchpad, memories) in the compiled object without locks. */
@@ -3184,6 +3188,7 @@ struct odnn_weight {
     size_t bytes;
     void *data; /* in the compiled object's weight block, or host_alloc; 64-byte aligned */
     int in_block;
+    int borrowed; /* points into the imported blob, which the core keeps */
     dnnl_memory_t mem;
 };
 
@@ -3350,7 +3355,16 @@ struct odnn_import {
     uint32_t n_weights, next;
     const uint32_t *kinds; /* unaligned: read with memcpy */
     uint32_t n_steps;
+    const unsigned char *base; /* the blob: weight bytes start 64-aligned from it */
+    int keep;                  /* the core keeps the blob: weights read in place */
 };
+
+/* Zero bytes before the weight bytes that would start at offset POS of a
+ * blob, so that they start at a multiple of 64. */
+static size_t odnn_weight_pad(size_t pos)
+{
+    return (64 - pos % 64) % 64;
+}
 
 struct odnn_build {
     pl_module_ctx *ctx;
@@ -3637,17 +3651,7 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     memset(w, 0, sizeof *w);
     w->md = *md;
     w->bytes = dnnl_memory_desc_get_size(md);
-    w->data = odnn_block_take(c, w->bytes > 0 ? w->bytes : 1);
-    w->in_block = w->data != NULL;
-    if (w->data == NULL)
-        w->data = onednn_host->host_alloc(b->ctx->host_ctx, w->bytes > 0 ? w->bytes : 1, 64);
-    if (w->data == NULL)
-        return odnn_oom();
-    c->n_weights++;
-    dnnl_status_t ds = dnnl_memory_create(&w->mem, md, b->ctx->engine, w->data);
-    if (ds != dnnl_success)
-        return odnn_dnnl(ds, "weight memory", b->v, node);
-    *out = c->n_weights - 1;
+    const unsigned char *blob_bytes = NULL;
     if (b->imp != NULL) {
         struct odnn_import *imp = b->imp;
         size_t rec = sizeof(dnnl_memory_desc_t) + 8;
@@ -3661,14 +3665,36 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
         if (bmd.ndims != md->ndims || bytes != w->bytes || !dnnl_memory_desc_equal(&bmd, md))
             return odnn_error(PL_CODE_INCOMPATIBLE, "onednn: import: weight %d of the blob has "
                                                     "another layout than oneDNN picks now",
-                              *out);
-        if ((size_t)(imp->end - imp->weights) - rec < bytes)
+                              c->n_weights);
+        size_t pad = odnn_weight_pad((size_t)(imp->weights - imp->base) + rec);
+        if ((size_t)(imp->end - imp->weights) - rec < pad ||
+            (size_t)(imp->end - imp->weights) - rec - pad < bytes)
             return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: import: malformed blob (weight "
                                                         "%d is truncated)",
-                              *out);
-        memcpy(w->data, imp->weights + rec, w->bytes);
-        imp->weights += rec + bytes;
+                              c->n_weights);
+        blob_bytes = imp->weights + rec + pad;
+        imp->weights += rec + pad + bytes;
         imp->next++;
+        if (imp->keep && ((uintptr_t)blob_bytes & 63) == 0) {
+            w->data = (void *)(uintptr_t)blob_bytes; /* read-only: never written */
+            w->borrowed = 1;
+        }
+    }
+    if (w->data == NULL)
+        w->data = odnn_block_take(c, w->bytes > 0 ? w->bytes : 1);
+    w->in_block = w->data != NULL && !w->borrowed;
+    if (w->data == NULL)
+        w->data = onednn_host->host_alloc(b->ctx->host_ctx, w->bytes > 0 ? w->bytes : 1, 64);
+    if (w->data == NULL)
+        return odnn_oom();
+    c->n_weights++;
+    dnnl_status_t ds = dnnl_memory_create(&w->mem, md, b->ctx->engine, w->data);
+    if (ds != dnnl_success)
+        return odnn_dnnl(ds, "weight memory", b->v, node);
+    *out = c->n_weights - 1;
+    if (blob_bytes != NULL) {
+        if (!w->borrowed)
+            memcpy(w->data, blob_bytes, w->bytes);
         return NULL;
     }
     if (dnnl_memory_desc_equal(md, src_md)) {
@@ -8614,7 +8640,7 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
     for (int i = 0; i < c->n_weights; i++) {
         if (c->weights[i].mem)
             dnnl_memory_destroy(c->weights[i].mem);
-        if (!c->weights[i].in_block)
+        if (!c->weights[i].in_block && !c->weights[i].borrowed)
             odnn_free(ctx, c->weights[i].data);
     }
     if (c->weight_block != NULL)
@@ -8703,7 +8729,8 @@ static pl_status *odnn_build_program(struct odnn_build *b)
     const pl_graph_api *g = onednn_host->graph;
     const pl_graph_view *v = b->v;
     pl_compiled *c = b->c;
-    odnn_block_reserve(c, v);
+    if (b->imp == NULL || !b->imp->keep)
+        odnn_block_reserve(c, v); /* kept blobs' weights are read in place */
     c->n_inputs = g->input_count(v);
     c->n_outputs = g->output_count(v);
     c->input_value = onednn_host->host_alloc(b->ctx->host_ctx, (c->n_inputs + 1) * sizeof(int), 0);
@@ -8808,7 +8835,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 25u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 26u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8844,7 +8871,9 @@ static double odnn_now_ms(void)
                                      module's own copy (ODNN_S_PAD);
                                  24: a batch normalization's sole Relu fused;
                                  25: bf16 convolutions only with 64
-                                     multiply-adds per value they convert */
+                                     multiply-adds per value they convert;
+                                 26: weight bytes 64-aligned in the blob
+                                     (read in place: PL_CAP_KEEPS_BLOB) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -8955,6 +8984,9 @@ static pl_status *odnn_import_header(pl_module_ctx *ctx, const pl_graph_view *v,
     imp->next = 0;
     imp->weights = blob + sizeof h + 4 * (size_t)h.n_steps;
     imp->end = blob + bytes - 8;
+    imp->base = blob;
+    /* A core of ABI 1.6 keeps the blob until release (PL_CAP_KEEPS_BLOB). */
+    imp->keep = PL_ABI_AT_LEAST(onednn_host, 1, 6);
     *out_hash = hash;
     return NULL;
 }
@@ -9107,14 +9139,17 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         onednn_sg_release(ctx, b.c);
         return st;
     }
-    int single = 0;
+    int single = 0, in_place = 0;
     for (int k = 0; k < b.c->n_steps; k++)
         single += b.c->steps[k].threads == 1 && threads > 1;
+    for (int k = 0; k < b.c->n_weights; k++)
+        in_place += b.c->weights[k].borrowed;
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
-                             "%s %zu nodes into %d primitives (%d on one thread), %d weights, "
-                             "arena %zu B, scratchpad %zu B in %.2f ms",
+                             "%s %zu nodes into %d primitives (%d on one thread), %d weights "
+                             "(%d read in place from the blob), arena %zu B, scratchpad %zu B in "
+                             "%.2f ms",
                              blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
-                             b.c->n_weights, b.c->arena_bytes, b.c->scratch_bytes,
+                             b.c->n_weights, in_place, b.c->arena_bytes, b.c->scratch_bytes,
                              odnn_now_ms() - t0);
     *out_compiled = b.c;
     return NULL;
@@ -9266,12 +9301,14 @@ struct odnn_writer {
     pl_blob_sink sink;
     void *sink_ctx;
     pl_hash_stream sum;
+    size_t pos; /* bytes written so far */
 };
 
 static void odnn_put(struct odnn_writer *w, const void *p, size_t n)
 {
     w->sink(w->sink_ctx, p, n);
     pl_hash_stream_add(&w->sum, p, n);
+    w->pos += n;
 }
 
 pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sink,
@@ -9295,6 +9332,8 @@ pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sin
         uint64_t bytes = c->weights[i].bytes;
         odnn_put(&w, &c->weights[i].md, sizeof c->weights[i].md);
         odnn_put(&w, &bytes, 8);
+        static const unsigned char zeros[64];
+        odnn_put(&w, zeros, odnn_weight_pad(w.pos));
         odnn_put(&w, c->weights[i].data, c->weights[i].bytes);
     }
     uint64_t sum = pl_hash_stream_end(&w.sum);

@@ -622,6 +622,86 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_cached_weights_read_in_place(self):
+        """With a warm compiled-subgraph cache, onednn's subgraph reads its
+        weights in place from the cache entry (PL_CAP_KEEPS_BLOB, ABI 1.6):
+        the core keeps the entry mapped while the session lives (explain's
+        memory.cache_mapped_bytes, /proc/self/maps) and unmaps it when the
+        session ends; the session's own memory does not grow by the
+        weights; results stay right, also after the cache folder is
+        emptied under the live session. Fails when the module copies the
+        weights (anonymous memory grows by them) or the core unmaps early
+        (a crash or wrong results)."""
+        cache = tempfile.mkdtemp(prefix="plinth-keep-")
+        os.chmod(cache, 0o700)
+        ini = os.path.join(TMP, "keep.ini")
+        with open(ini, "w") as f:
+            f.write(f"[runtime]\nmodules = {MODULES}\nthreads = 2\ncache_dir = {cache}\n"
+                    "[placement]\norder = onednn, cpu\n")
+        rt = plinth.Runtime(config=ini)
+        try:
+            if "onednn" not in [d.module for d in rt.devices()]:
+                self.skipTest("the onednn module is not loaded")
+            rng = np.random.default_rng(11)
+            w1 = rng.standard_normal((1024, 2048), dtype=np.float32) * 0.05
+            w2 = rng.standard_normal((2048, 512), dtype=np.float32) * 0.05
+
+            def build(h, T):
+                def init(name, a):
+                    return h.make_tensor(name, T.FLOAT, a.shape, a.tobytes(), raw=True)
+                return h.make_graph(
+                    [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+                     h.make_node("Relu", ["a"], ["r"], name="relu"),
+                     h.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")],
+                    "g", [h.make_tensor_value_info("x", T.FLOAT, [16, 1024])],
+                    [h.make_tensor_value_info("y", T.FLOAT, [16, 512])],
+                    [init("w1", w1), init("w2", w2)])
+            path = onnx_model("keep.onnx", build)
+            x = rng.standard_normal((16, 1024), dtype=np.float32)
+            want = np.maximum(x @ w1, 0) @ w2
+            total = w1.nbytes + w2.nbytes
+
+            def status_kb(key):
+                with open("/proc/self/status") as f:
+                    for line in f:
+                        if line.startswith(key + ":"):
+                            return int(line.split()[1])
+                return 0
+
+            def entries_mapped():
+                with open("/proc/self/maps") as f:
+                    return [line for line in f if cache in line]
+
+            def caches(s):
+                return [sg["cache"] for sg in s.describe()["subgraphs"]]
+            m = rt.load_model(path)
+            s1 = m.session()
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertIn("stored", caches(s1))
+            self.assertEqual(s1.describe()["memory"]["cache_mapped_bytes"], 0)
+            s1.close()
+            gc.collect()
+            self.assertEqual(entries_mapped(), [])
+            before = status_kb("RssAnon")
+            s2 = m.session()
+            grown = status_kb("RssAnon") - before
+            self.assertIn("hit", caches(s2))
+            self.assertGreater(s2.describe()["memory"]["cache_mapped_bytes"], total)
+            self.assertNotEqual(entries_mapped(), [])
+            if "asan" not in os.environ.get("LD_PRELOAD", ""):  # ASan keeps freed memory
+                self.assertLess(grown * 1024, total // 2,
+                                f"the session's own memory grew by {grown} KiB")
+            np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            for name in os.listdir(cache):  # the entry is unlinked, its mapping stays
+                os.remove(os.path.join(cache, name))
+            np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            s2.close()
+            gc.collect()
+            self.assertEqual(entries_mapped(), [])
+            m.close()
+        finally:
+            rt.close()
+
     def test_model_local_functions(self):
         """Model-local functions (IR version 8; torch.onnx.export with
         export_modules_as_functions, onnxscript): inlined at import, with an

@@ -36,9 +36,11 @@ extern "C" {
  *        applications call through the core, optional);
  *   1.5  PL_CAP_OWNS_CONSTANTS, pl_graph_api.builder_constant_model_file
  *        and tensor_constant_done (the core drops its copy of a weight
- *        that modules keep their own copies of). */
+ *        that modules keep their own copies of);
+ *   1.6  PL_CAP_KEEPS_BLOB (an imported compiled subgraph reads the cache
+ *        entry in place: the core keeps it mapped until release). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 5
+#define PL_ABI_MINOR 6
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -301,7 +301,16 @@ typedef enum pl_capability {
      * a constant that only such subgraphs read (see tensor_constant_done
      * in plinth/host.h). Imperative kernels read constants as inputs, so
      * the flag says nothing about them. */
-    PL_CAP_OWNS_CONSTANTS = 1u << 7
+    PL_CAP_OWNS_CONSTANTS = 1u << 7,
+    /* ABI 1.6: a compiled subgraph made by import_compiled may keep
+     * pointers into the blob it was given (its weights, read in place from
+     * the cache entry instead of copied). A core of 1.6 or later (the host
+     * table's abi_minor) then keeps the blob readable and unchanged until
+     * release of that compiled subgraph returns: a cache entry stays mapped
+     * (page-aligned, read-only), so the weights are the page cache's pages
+     * and no fresh memory is written for them. Without the flag, or with an
+     * older core, the blob is gone when import_compiled returns. */
+    PL_CAP_KEEPS_BLOB = 1u << 8
 } pl_capability;
 
 /* A key/value pair of strings, borrowed for the call. */
