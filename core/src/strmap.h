@@ -15,6 +15,7 @@ typedef struct pl_strmap {
     pl_allocator alloc;
     const char **keys;
     uint32_t *values;
+    uint32_t *hashes; /* each key's hash: probes compare it before the string */
     size_t cap;    /* a power of two, or 0 */
     size_t count;
 } pl_strmap;

@@ -20,6 +20,7 @@
 #include "model.h"
 #include "registry.h"
 #include "status.h"
+#include "strmap.h"
 #include "threadpool.h"
 
 #define CHECK(cond)                                                        \
@@ -477,6 +478,48 @@ static void case_filedata(void)
     unlink(path);
 }
 
+/* The name map: 20000 names of every length up to 120 (the hash reads
+ * eight bytes at a time and a tail), sharing long prefixes as graph names
+ * do; each found with its value, values replaced in place (the count
+ * stays), absent names and prefixes of present ones not found. */
+static void case_strmap(void)
+{
+    enum { N = 20000 };
+    static char names[N][128];
+    pl_strmap m = {0};
+    for (int i = 0; i < N; i++) {
+        int len = snprintf(names[i], sizeof names[i], "/m/features/features.%d/block.%d/Conv_%d",
+                           i % 7, i % 13, i);
+        for (int k = len; k < 8 + i % 113 && k < 126; k++)
+            names[i][k] = (char)('a' + (i + k) % 26); /* lengths 8..120 */
+        CHECK(pl_strmap_put(&m, names[i], (uint32_t)i));
+    }
+    CHECK(m.count == N);
+    for (int i = 0; i < N; i++) {
+        uint32_t v = 0;
+        CHECK(pl_strmap_get(&m, names[i], &v) && v == (uint32_t)i);
+    }
+    for (int i = 0; i < N; i += 3)
+        CHECK(pl_strmap_put(&m, names[i], (uint32_t)(i + N)));
+    CHECK(m.count == N);
+    for (int i = 0; i < N; i++) {
+        uint32_t v = 0;
+        CHECK(pl_strmap_get(&m, names[i], &v) && v == (uint32_t)(i % 3 == 0 ? i + N : i));
+        char shorter[128];
+        size_t len = strlen(names[i]);
+        memcpy(shorter, names[i], len - 1);
+        shorter[len - 1] = '\0';
+        uint32_t w;
+        if (pl_strmap_get(&m, shorter, &w)) /* only when it is another name */
+            CHECK(strcmp(names[w >= N ? w - N : w], shorter) == 0);
+    }
+    uint32_t v;
+    CHECK(!pl_strmap_get(&m, "", &v));
+    CHECK(!pl_strmap_get(&m, "/m/absent", &v));
+    pl_strmap_free(&m);
+    CHECK(!pl_strmap_get(&m, names[0], &v));
+}
+
 int main(int argc, char **argv)
 {
     alarm(120);
@@ -501,6 +544,8 @@ int main(int argc, char **argv)
         case_cache_key(argv[2], argv[3]);
     else if (strcmp(c, "filedata") == 0)
         case_filedata();
+    else if (strcmp(c, "strmap") == 0)
+        case_strmap();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
