@@ -36,6 +36,7 @@
 #include <plinth/graph_hash.h>
 
 #include "alloc.h"
+#include "filedata.h"
 #include "graph_view.h"
 #include "graph.h"
 #include "status.h"
@@ -113,7 +114,12 @@ static void pl_hash2_tensor(pl_hash2 *h, const pl_graph *g, pl_tid t, unsigned c
     pl_hash2_type(h, x->dtype, x->ndim, x->dims);
     for (int32_t d = 0; x->dim_params != NULL && d < x->ndim; d++)
         pl_hash2_str(h, x->dim_params[d] ? x->dim_params[d] : "");
-    if (x->data != NULL)
+    uint64_t digest;
+    if (x->data != NULL &&
+        pl_filedata_digest(pl_graph_filedata(g), x->data, x->nbytes, &digest)) {
+        pl_hash2_u64(h, x->nbytes); /* what pl_hash2_digest folds in, known */
+        pl_hash2_u64(h, digest);
+    } else if (x->data != NULL)
         pl_hash2_digest(h, x->data, x->nbytes);
     else
         pl_hash2_u64(h, 0);
@@ -187,11 +193,13 @@ pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
         pl_hash2_str(&h, json);
         for (size_t n = 0; n < api->node_count(view); n++)
             for (size_t i = 0; i < api->node_input_count(view, n); i++) {
-                const void *data;
                 size_t bytes;
                 int64_t t = api->node_input(view, n, i);
-                if (t >= 0 && api->tensor_constant(view, t, &data, &bytes))
-                    pl_hash2_digest(&h, data, bytes);
+                uint64_t digest;
+                if (t >= 0 && api->tensor_digest(view, t, &bytes, &digest)) {
+                    pl_hash2_u64(&h, bytes); /* what pl_hash2_digest folds in */
+                    pl_hash2_u64(&h, digest);
+                }
             }
     } else {
         size_t nt = pl_graph_tensor_count(g);
@@ -387,6 +395,13 @@ void pl_cache_touch(const char *dir, const pl_module *module, const pl_cache_key
     pl_cache_stamp(path);
 }
 
+void pl_cache_touch_named(const char *dir, const char *name)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    pl_cache_stamp(path);
+}
+
 static const char *const pl_cache_count_names[PL_CACHE_COUNTS] = {
     "hits", "misses", "stores", "evictions", "bytes_read", "bytes_written"};
 
@@ -516,6 +531,13 @@ static pl_status *pl_cache_files(const char *dir, pl_cache_file **out, size_t *o
 void pl_cache_limit(const char *dir, uint64_t max_bytes, const pl_module *module,
                     const pl_cache_key *keep)
 {
+    char kept[512];
+    snprintf(kept, sizeof kept, "%s-%s.blob", module->name, keep->hex);
+    pl_cache_limit_named(dir, max_bytes, kept);
+}
+
+void pl_cache_limit_named(const char *dir, uint64_t max_bytes, const char *kept)
+{
     if (max_bytes == 0)
         return;
     pl_cache_file *files = NULL;
@@ -525,8 +547,6 @@ void pl_cache_limit(const char *dir, uint64_t max_bytes, const pl_module *module
         pl_status_free(st);
         return;
     }
-    char kept[512];
-    snprintf(kept, sizeof kept, "%s-%s.blob", module->name, keep->hex);
     uint64_t total = 0, removed = 0;
     for (size_t i = 0; i < n; i++)
         total += files[i].bytes;

@@ -56,10 +56,14 @@ void pl_cache_read_counts(const char *dir, uint64_t *counts);
 
 /* Marks KEY's entry as used now (eviction removes the least recently used). */
 void pl_cache_touch(const char *dir, const pl_module *module, const pl_cache_key *key);
+/* The same for the entry named NAME in DIR (a model's constants, filedata.h). */
+void pl_cache_touch_named(const char *dir, const char *name);
 /* Removes the least recently used entries of DIR, never KEEP's, until the
  * entries total at most MAX_BYTES (0: no limit); counts the evictions. */
 void pl_cache_limit(const char *dir, uint64_t max_bytes, const pl_module *module,
                     const pl_cache_key *keep);
+/* The same, keeping the entry named KEPT. */
+void pl_cache_limit_named(const char *dir, uint64_t max_bytes, const char *kept);
 /* Calls FN (may be NULL) for each entry of DIR, least recently used first:
  * file name, bytes, last use in ns since the epoch; totals in *OUT_ENTRIES
  * and *OUT_BYTES. A missing folder is empty. */

@@ -12,6 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <plinth/graph_hash.h>
+
 #include "alloc.h"
 #include "status.h"
 
@@ -22,7 +27,30 @@ typedef struct pl_fd_entry {
     char *name;      /* the constant, for messages */
     int pins;        /* live sessions reading it in place */
     bool dropped;
+    bool in_copy;    /* ADDR lies in the cache's copy (mapped): never read again */
+    bool has_digest;
+    uint64_t digest; /* pl_hash_bytes from PL_HASH_SEED */
 } pl_fd_entry;
+
+/* The cache's copy of a model's constants (filedata.h): a header, the
+ * entries sorted by offset, then each constant's bytes at a page boundary.
+ * Integers in the machine's order; the copy is for this machine's cache. */
+#define PL_FD_COPY_MAGIC "PLMODEL1"
+#define PL_FD_COPY_ALIGN ((uint64_t)4096)
+
+typedef struct pl_fd_copy_header {
+    char magic[8];
+    uint32_t version, count;
+    uint64_t model_size, model_ino;
+    int64_t mtime_sec, mtime_nsec;
+    uint64_t entries_digest; /* of the entries that follow */
+} pl_fd_copy_header;
+
+typedef struct pl_fd_copy_entry {
+    uint64_t offset, bytes; /* in the model file */
+    uint64_t at;            /* in the copy */
+    uint64_t digest;        /* of the bytes */
+} pl_fd_copy_entry;
 
 struct pl_filedata {
     pthread_mutex_t mu;
@@ -35,6 +63,13 @@ struct pl_filedata {
     atomic_size_t n_dropped;
     const void *owner;   /* set_compiling: the graph of the session being made */
     const bool *droppable;
+    char *cache_dir;     /* pl_filedata_open_copy: where the copy lives */
+    char copy_name[64];  /* its file name there */
+    char *copy;          /* the copy, mapped (NULL: none) */
+    size_t copy_bytes;
+    const pl_fd_copy_entry *copy_e;
+    uint32_t copy_n;
+    bool read_model;     /* a recorded constant was read from the model file */
 };
 
 pl_status *pl_filedata_create(const char *path, pl_filedata **out)
@@ -70,6 +105,9 @@ void pl_filedata_destroy(pl_filedata *f)
     for (size_t i = 0; i < f->n; i++)
         pl_free(f->e[i].name);
     pl_free(f->e);
+    if (f->copy != NULL)
+        munmap(f->copy, f->copy_bytes);
+    pl_free(f->cache_dir);
     close(f->fd);
     pl_free(f->path);
     pthread_mutex_destroy(&f->mu);
@@ -147,6 +185,22 @@ pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t 
     memmove(&f->e[at + 1], &f->e[at], (f->n - at) * sizeof *f->e);
     f->e[at] = (pl_fd_entry){.addr = addr, .bytes = bytes, .offset = offset, .name = copy};
     f->n++;
+    f->read_model = true;
+    return NULL;
+}
+
+pl_status *pl_filedata_track_copy(pl_filedata *f, void *addr, size_t bytes, uint64_t offset,
+                                  uint64_t digest, const char *name)
+{
+    bool read_model = f->read_model;
+    PL_RETURN_IF_ERROR(pl_filedata_track(f, addr, bytes, offset, name));
+    f->read_model = read_model;
+    long i = pl_filedata_find(f, addr);
+    if (i >= 0) {
+        f->e[i].in_copy = true;
+        f->e[i].has_digest = true;
+        f->e[i].digest = digest;
+    }
     return NULL;
 }
 
@@ -183,6 +237,8 @@ static void pl_fd_drop(pl_filedata *f, pl_fd_entry *e)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)e->addr + page - 1) / page * page;
     uintptr_t hi = ((uintptr_t)e->addr + e->bytes) / page * page;
+    if (e->in_copy) /* its last page holds nothing else (padding) */
+        hi = ((uintptr_t)e->addr + e->bytes + page - 1) / page * page;
     if (hi <= lo || madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
         return;
     e->dropped = true;
@@ -193,6 +249,11 @@ static pl_status *pl_fd_restore(pl_filedata *f, pl_fd_entry *e)
 {
     if (!e->dropped)
         return NULL;
+    if (e->in_copy) { /* its pages come back from the copy on first touch */
+        e->dropped = false;
+        atomic_fetch_sub(&f->n_dropped, 1);
+        return NULL;
+    }
     PL_RETURN_IF_ERROR(pl_fd_check(f, e->name));
     PL_RETURN_IF_ERROR(pl_filedata_read(f, e->offset, e->bytes, e->addr, e->name));
     e->dropped = false;
@@ -315,4 +376,242 @@ void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped
     }
     *out_resident = r;
     *out_dropped = d;
+}
+
+/* ---- the cache's copy ------------------------------------------------------ */
+
+/* The copy's file name: a digest of the model file's path and identity. */
+static void pl_fd_copy_name(const pl_filedata *f, char *buf, size_t size)
+{
+    char *real = realpath(f->path, NULL);
+    const char *p = real != NULL ? real : f->path;
+    uint64_t a = PL_HASH_SEED, b = PL_HASH_SEED ^ 0x5bd1e9955bd1e995ull;
+    uint64_t id[6] = {(uint64_t)f->st.st_dev, (uint64_t)f->st.st_ino, (uint64_t)f->st.st_size,
+                      (uint64_t)f->st.st_mtim.tv_sec, (uint64_t)f->st.st_mtim.tv_nsec, 1};
+    pl_hash_str(&a, p);
+    pl_hash_bytes(&a, id, sizeof id);
+    pl_hash_bytes(&b, id, sizeof id);
+    pl_hash_str(&b, p);
+    free(real);
+    snprintf(buf, size, "model-%016llx%016llx.blob", (unsigned long long)a,
+             (unsigned long long)b);
+}
+
+/* The digest of BYTES at OFFSET of FD, read through BUF (CAP bytes); false
+ * when the read fails. */
+static bool pl_fd_digest_of(int fd, uint64_t offset, uint64_t bytes, char *buf, size_t cap,
+                            uint64_t *out)
+{
+    pl_hash_stream hs;
+    pl_hash_stream_init(&hs);
+    while (bytes > 0) {
+        size_t want = bytes < cap ? (size_t)bytes : cap;
+        ssize_t got = pread(fd, buf, want, (off_t)offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return false;
+        pl_hash_stream_add(&hs, buf, (size_t)got);
+        offset += (uint64_t)got;
+        bytes -= (uint64_t)got;
+    }
+    *out = pl_hash_stream_end(&hs);
+    return true;
+}
+
+enum { PL_FD_BUF = 1 << 20 };
+
+/* Whether the mapped copy C (BYTES long, open as FD) is F's: its header
+ * names this model file, its entries lie inside it, and every constant's
+ * bytes have their digest. */
+static bool pl_fd_copy_valid(const pl_filedata *f, const char *c, size_t bytes, int fd)
+{
+    pl_fd_copy_header h;
+    if (bytes < sizeof h)
+        return false;
+    memcpy(&h, c, sizeof h);
+    if (memcmp(h.magic, PL_FD_COPY_MAGIC, 8) != 0 || h.version != 1 ||
+        h.model_size != (uint64_t)f->st.st_size || h.model_ino != (uint64_t)f->st.st_ino ||
+        h.mtime_sec != (int64_t)f->st.st_mtim.tv_sec ||
+        h.mtime_nsec != (int64_t)f->st.st_mtim.tv_nsec ||
+        h.count > (bytes - sizeof h) / sizeof(pl_fd_copy_entry))
+        return false;
+    const pl_fd_copy_entry *e = (const pl_fd_copy_entry *)(const void *)(c + sizeof h);
+    uint64_t d = PL_HASH_SEED;
+    pl_hash_bytes(&d, e, h.count * sizeof *e);
+    if (d != h.entries_digest)
+        return false;
+    char *buf = pl_malloc(PL_FD_BUF);
+    bool ok = buf != NULL;
+    for (uint32_t i = 0; ok && i < h.count; i++) {
+        uint64_t got;
+        ok = e[i].at % PL_FD_COPY_ALIGN == 0 && e[i].at <= bytes &&
+             e[i].bytes <= bytes - e[i].at && (i == 0 || e[i].offset > e[i - 1].offset) &&
+             pl_fd_digest_of(fd, e[i].at, e[i].bytes, buf, PL_FD_BUF, &got) &&
+             got == e[i].digest;
+    }
+    pl_free(buf);
+    return ok;
+}
+
+const char *pl_filedata_open_copy(pl_filedata *f, const char *dir)
+{
+    if (f == NULL || dir == NULL || dir[0] == '\0' || f->cache_dir != NULL)
+        return NULL;
+    f->cache_dir = pl_xstrdup(dir);
+    if (f->cache_dir == NULL)
+        return NULL;
+    pl_fd_copy_name(f, f->copy_name, sizeof f->copy_name);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, f->copy_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return NULL;
+    struct stat st2;
+    if (fstat(fd, &st2) == 0 && S_ISREG(st2.st_mode) && st2.st_size > 0) {
+        size_t bytes = (size_t)st2.st_size;
+        /* private and writable: a stray write copies a page, never reaches
+         * the file */
+        void *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (c != MAP_FAILED && pl_fd_copy_valid(f, c, bytes, fd)) {
+            f->copy = c;
+            f->copy_bytes = bytes;
+            pl_fd_copy_header h;
+            memcpy(&h, c, sizeof h);
+            f->copy_e = (const pl_fd_copy_entry *)(const void *)((char *)c + sizeof h);
+            f->copy_n = h.count;
+            /* the check read it through a buffer: no page of it is mapped yet */
+        } else if (c != MAP_FAILED) {
+            munmap(c, bytes);
+        }
+    }
+    close(fd);
+    return f->copy != NULL ? f->copy_name : NULL;
+}
+
+void *pl_filedata_copy_lookup(pl_filedata *f, uint64_t offset, size_t bytes,
+                              uint64_t *out_digest)
+{
+    if (f == NULL || f->copy == NULL)
+        return NULL;
+    size_t lo = 0, hi = f->copy_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->copy_e[mid].offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == f->copy_n || f->copy_e[lo].offset != offset || f->copy_e[lo].bytes != bytes)
+        return NULL;
+    *out_digest = f->copy_e[lo].digest;
+    return f->copy + f->copy_e[lo].at;
+}
+
+static int pl_fd_offset_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const pl_fd_copy_entry *)a)->offset, y = ((const pl_fd_copy_entry *)b)->offset;
+    return x < y ? -1 : x > y;
+}
+
+static bool pl_fd_write_all(int fd, const void *data, size_t n, uint64_t at)
+{
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, (off_t)at);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+        at += (uint64_t)w;
+    }
+    return true;
+}
+
+const char *pl_filedata_store_copy(pl_filedata *f)
+{
+    if (f == NULL || f->cache_dir == NULL || !f->read_model || f->n == 0)
+        return NULL;
+    pl_fd_copy_entry *e = pl_calloc(f->n, sizeof *e);
+    char *buf = pl_malloc(PL_FD_BUF);
+    size_t n = 0;
+    for (size_t i = 0; e != NULL && i < f->n; i++) {
+        bool dup = false; /* one range of the file named by two constants */
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = e[k].offset == f->e[i].offset && e[k].bytes == f->e[i].bytes;
+        if (!dup)
+            e[n++] = (pl_fd_copy_entry){.offset = f->e[i].offset, .bytes = f->e[i].bytes};
+    }
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/%s", f->cache_dir, f->copy_name);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int fd = e != NULL && buf != NULL
+                 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)
+                 : -1;
+    bool ok = fd >= 0;
+    if (ok) {
+        qsort(e, n, sizeof *e, pl_fd_offset_cmp);
+        pl_fd_copy_header h = {.version = 1, .count = (uint32_t)n,
+                               .model_size = (uint64_t)f->st.st_size,
+                               .model_ino = (uint64_t)f->st.st_ino,
+                               .mtime_sec = (int64_t)f->st.st_mtim.tv_sec,
+                               .mtime_nsec = (int64_t)f->st.st_mtim.tv_nsec};
+        memcpy(h.magic, PL_FD_COPY_MAGIC, 8);
+        uint64_t at = (sizeof h + n * sizeof *e + PL_FD_COPY_ALIGN - 1) / PL_FD_COPY_ALIGN *
+                      PL_FD_COPY_ALIGN;
+        /* the bytes straight from the model file, whatever the load made
+         * of its own copies */
+        for (size_t i = 0; ok && i < n; i++) {
+            e[i].at = at;
+            pl_hash_stream hs;
+            pl_hash_stream_init(&hs);
+            uint64_t done = 0;
+            while (ok && done < e[i].bytes) {
+                size_t want = e[i].bytes - done < PL_FD_BUF ? (size_t)(e[i].bytes - done)
+                                                            : (size_t)PL_FD_BUF;
+                ok = pl_filedata_read(f, e[i].offset + done, want, buf, f->path) == NULL;
+                if (ok) {
+                    pl_hash_stream_add(&hs, buf, want);
+                    ok = pl_fd_write_all(fd, buf, want, at + done);
+                }
+                done += want;
+            }
+            e[i].digest = pl_hash_stream_end(&hs);
+            at += (e[i].bytes + PL_FD_COPY_ALIGN - 1) / PL_FD_COPY_ALIGN * PL_FD_COPY_ALIGN;
+        }
+        h.entries_digest = PL_HASH_SEED;
+        pl_hash_bytes(&h.entries_digest, e, n * sizeof *e);
+        ok = ok && ftruncate(fd, (off_t)at) == 0 && pl_fd_write_all(fd, &h, sizeof h, 0) &&
+             pl_fd_write_all(fd, e, n * sizeof *e, sizeof h);
+        ok = close(fd) == 0 && ok;
+        ok = ok && rename(tmp, path) == 0;
+        if (!ok)
+            unlink(tmp);
+    }
+    if (ok) {
+        for (size_t i = 0; i < f->n; i++) /* the digests the cache keys need */
+            for (size_t k = 0; k < n; k++)
+                if (e[k].offset == f->e[i].offset && e[k].bytes == f->e[i].bytes) {
+                    f->e[i].digest = e[k].digest;
+                    f->e[i].has_digest = true;
+                }
+    }
+    pl_free(buf);
+    pl_free(e);
+    return ok ? f->copy_name : NULL;
+}
+
+bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t *out)
+{
+    if (f == NULL || bytes < PL_FILEDATA_MIN_BYTES)
+        return false;
+    pthread_mutex_lock(&f->mu);
+    long i = pl_filedata_find(f, addr);
+    bool ok = i >= 0 && f->e[i].addr == addr && f->e[i].bytes == bytes && f->e[i].has_digest;
+    if (ok)
+        *out = f->e[i].digest;
+    pthread_mutex_unlock(&f->mu);
+    return ok;
 }

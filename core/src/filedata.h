@@ -97,6 +97,47 @@ void pl_filedata_done(pl_filedata *f, const void *owner, const void *addr);
  * for it again after saying it was done). */
 pl_status *pl_filedata_need(pl_filedata *f, const void *addr);
 
+/* ---- the model's constants kept in the compile cache ---------------------
+ *
+ * With a cache folder, the first load of a model file writes its big
+ * constants (those recorded here) into the folder as one file,
+ * "model-<key>.blob", each at a page boundary, with a digest of each
+ * (pl_hash_bytes from PL_HASH_SEED, the digest the cache keys use). The
+ * key names the model file by its path, device, inode, size and
+ * modification time. Later loads map that file (private, never written)
+ * and point those constants into it instead of reading them out of the
+ * model file: their pages are the page cache's, not fresh memory (about
+ * 1 ms per MB on the machines measured), and pages nobody reads are never
+ * touched. The file's digests are checked when it is opened (read through
+ * a small buffer); a copy that does not match is not used, and rewritten.
+ * Dropping such a constant unmaps its pages; reading it again is a page
+ * fault, never a read of the model file. */
+
+/* Opens the copy for F's model file in DIR (checked by the caller) when
+ * there is a valid one: its file name in DIR then (the caller marks it
+ * used), else NULL. */
+const char *pl_filedata_open_copy(pl_filedata *f, const char *dir);
+
+/* The copy's bytes for the constant at OFFSET of BYTES (NULL: none), and
+ * their digest. */
+void *pl_filedata_copy_lookup(pl_filedata *f, uint64_t offset, size_t bytes,
+                              uint64_t *out_digest);
+
+/* Records, like pl_filedata_track, a constant at ADDR inside the copy. */
+pl_status *pl_filedata_track_copy(pl_filedata *f, void *addr, size_t bytes, uint64_t offset,
+                                  uint64_t digest, const char *name);
+
+/* After a load: writes the copy into the folder given to
+ * pl_filedata_open_copy when some recorded constant was read from the
+ * model file (best effort: a folder that refuses it costs nothing but the
+ * next load's reads), and fills in the digests of the recorded constants.
+ * Its file name in the folder when written, else NULL. */
+const char *pl_filedata_store_copy(pl_filedata *f);
+
+/* The digest of the recorded constant that starts at ADDR and is BYTES
+ * long, when known (from the copy); false otherwise. */
+bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t *out);
+
 /* The bytes of recorded constant I. */
 size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i);
 

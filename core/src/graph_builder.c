@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "datafile.h"
 #include "filedata.h"
 #include "status.h"
@@ -31,6 +32,7 @@ struct pl_graph_builder {
     size_t n_bodies;
     char *path;                 /* the root's: the model file */
     pl_filedata *filedata;      /* the root's: opened on first use, then the graph's */
+    char *cache_dir;            /* the root's: where the model's constants are kept */
 };
 
 pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
@@ -70,7 +72,20 @@ void pl_graph_builder_destroy(pl_graph_builder *b)
     pl_free(b->files);
     pl_free(b->model_dir);
     pl_free(b->path);
+    pl_free(b->cache_dir);
     pl_free(b);
+}
+
+void pl_graph_builder_set_cache_dir(pl_graph_builder *b, const char *dir)
+{
+    if (b == NULL || b->root != b || dir == NULL || dir[0] == '\0' || b->cache_dir != NULL)
+        return;
+    pl_status *st = pl_cache_check_dir(dir);
+    if (st != NULL) { /* the compile cache reports an unusable folder */
+        pl_status_free(st);
+        return;
+    }
+    b->cache_dir = pl_xstrdup(dir); /* out of memory: no copy, that is all */
 }
 
 const char *pl_builder_model_dir(pl_graph_builder *b)
@@ -236,6 +251,9 @@ pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
          * builder and goes with a graph that fails to load. */
         PL_RETURN_IF_ERROR(pl_filedata_create(root->path, &root->filedata));
         pl_graph_own_filedata(root->g, root->filedata);
+        const char *kept = pl_filedata_open_copy(root->filedata, root->cache_dir);
+        if (kept != NULL)
+            pl_cache_touch_named(root->cache_dir, kept); /* used: not evicted first */
     }
     pl_filedata *f = root->filedata;
     uint64_t size = pl_filedata_size(f);
@@ -249,6 +267,14 @@ pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
     pl_tid t;
     PL_RETURN_IF_ERROR(pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t));
     size_t len = (size_t)length;
+    uint64_t digest = 0;
+    void *kept = b == root && len >= PL_FILEDATA_MIN_BYTES
+                     ? pl_filedata_copy_lookup(f, (uint64_t)offset, len, &digest)
+                     : NULL;
+    if (kept != NULL) { /* the cache's copy, mapped: no fresh memory */
+        PL_RETURN_IF_ERROR(pl_graph_set_constant_ref(b->g, t, kept, len));
+        return pl_filedata_track_copy(f, kept, len, (uint64_t)offset, digest, name);
+    }
     void *data = pl_alloc_malloc(pl_graph_allocator(b->g), len ? len : 1);
     if (data == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory reading constant '%s'",

@@ -11,6 +11,10 @@ pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
                                    pl_graph_builder **out_builder);
 void pl_graph_builder_destroy(pl_graph_builder *b);
 
+/* The compile cache's folder: the model's big constants are read from the
+ * copy kept there, and written there after the load (filedata.h). */
+void pl_graph_builder_set_cache_dir(pl_graph_builder *b, const char *dir);
+
 /* The builder functions of the graph table (graph_view.c puts them there). */
 const char *pl_builder_model_dir(pl_graph_builder *b);
 pl_status *pl_builder_opset(pl_graph_builder *b, const char *domain, int64_t version);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include <plinth/graph_hash.h>
+
 #include "filedata.h"
 #include "graph_builder.h"
 #include "graph_json.h"
@@ -345,6 +347,24 @@ static int pl_view_tensor_constant(const pl_graph_view *v, int64_t t,
     return 1;
 }
 
+static int pl_view_tensor_digest(const pl_graph_view *v, int64_t t, size_t *out_bytes,
+                                 uint64_t *out_digest)
+{
+    const pl_graph_tensor *tt = pl_view_tensor(v, t);
+    if (tt == NULL || tt->data == NULL)
+        return 0;
+    *out_bytes = tt->nbytes;
+    if (pl_filedata_digest(pl_graph_filedata(v->g), tt->data, tt->nbytes, out_digest))
+        return 1; /* known: the bytes stay untouched */
+    const void *data;
+    size_t bytes;
+    if (!pl_view_tensor_constant(v, t, &data, &bytes))
+        return 0;
+    *out_digest = PL_HASH_SEED;
+    pl_hash_bytes(out_digest, data, bytes);
+    return 1;
+}
+
 static void pl_view_tensor_constant_done(const pl_graph_view *v, int64_t t)
 {
     const pl_graph_tensor *tt = pl_view_tensor(v, t);
@@ -428,4 +448,5 @@ const pl_graph_api pl_graph_view_table = {
     .builder_data_file = pl_builder_data_file,
     .builder_constant_model_file = pl_builder_constant_model_file,
     .tensor_constant_done = pl_view_tensor_constant_done,
+    .tensor_digest = pl_view_tensor_digest,
 };

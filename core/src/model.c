@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "filedata.h"
 #include "fold.h"
 #include "graph_builder.h"
@@ -59,6 +60,8 @@ pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
         PL_RETURN_IF_ERROR(pl_graph_create(&g));
         pl_graph_builder *b = NULL;
         pl_status *st = pl_graph_builder_create(g, path, &b);
+        if (st == NULL && rt->config != NULL)
+            pl_graph_builder_set_cache_dir(b, rt->config->cache_dir);
         if (st == NULL)
             st = m->api.import_model(m->ctx, path, b);
         pl_graph_builder_destroy(b);
@@ -219,6 +222,12 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
     m->runtime = rt;
     m->alloc = rt->alloc;
     m->filedata = pl_graph_filedata(m->graph);
+    /* the first load with a cache folder keeps the big constants there */
+    const char *kept = pl_filedata_store_copy(m->filedata);
+    if (kept != NULL) {
+        pl_cache_touch_named(rt->config->cache_dir, kept);
+        pl_cache_limit_named(rt->config->cache_dir, rt->config->cache_max_bytes, kept);
+    }
     atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;

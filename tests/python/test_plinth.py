@@ -702,6 +702,102 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_model_constants_kept_in_cache(self):
+        """With a cache folder, the first load of a model writes its big
+        constants there (model-<key>.blob, page-aligned, with digests); a
+        later load maps that copy instead of reading the model file, so its
+        own memory does not grow by the weights and the copy stays mapped
+        while the model lives. Results stay right on onednn (compiled from
+        the cache) and on cpu (kernels read the mapped weights in place). A
+        corrupted copy is not used (its digest is checked) and is written
+        again; a model file rewritten since gets a copy of its own. Fails
+        when a load reads the model file instead of the copy, or trusts a
+        corrupt copy (wrong results)."""
+        cache = tempfile.mkdtemp(prefix="plinth-mc-")
+        os.chmod(cache, 0o700)
+        ini = os.path.join(TMP, "mc.ini")
+        with open(ini, "w") as f:
+            f.write(f"[runtime]\nmodules = {MODULES}\nthreads = 2\ncache_dir = {cache}\n")
+        rt = plinth.Runtime(config=ini)
+        try:
+            rng = np.random.default_rng(5)
+            w1 = rng.standard_normal((1024, 2048), dtype=np.float32) * 0.05
+            w2 = rng.standard_normal((2048, 256), dtype=np.float32) * 0.05
+
+            def build(h, T, scale=1.0):
+                def init(name, a):
+                    return h.make_tensor(name, T.FLOAT, a.shape, (a * scale).tobytes(), raw=True)
+                return h.make_graph(
+                    [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+                     h.make_node("Relu", ["a"], ["r"], name="relu"),
+                     h.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")],
+                    "g", [h.make_tensor_value_info("x", T.FLOAT, [8, 1024])],
+                    [h.make_tensor_value_info("y", T.FLOAT, [8, 256])],
+                    [init("w1", w1), init("w2", w2)])
+            path = onnx_model("mc.onnx", build)
+            x = rng.standard_normal((8, 1024), dtype=np.float32)
+            want = np.maximum(x @ w1, 0) @ w2
+            total = w1.nbytes + w2.nbytes
+
+            def copies():
+                return sorted(n for n in os.listdir(cache) if n.startswith("model-"))
+
+            def mapped():
+                with open("/proc/self/maps") as f:
+                    return [line for line in f if cache in line and "/model-" in line]
+
+            def anon_kb():
+                with open("/proc/self/status") as f:
+                    return next(int(l.split()[1]) for l in f if l.startswith("RssAnon:"))
+
+            def check(m):
+                for order in (None, ["cpu"]):
+                    with m.session(order=order) as s:
+                        np.testing.assert_allclose(s.run({"x": x})["y"], want, rtol=1e-4,
+                                                   atol=1e-4, err_msg=str(order))
+            m = rt.load_model(path)
+            self.assertEqual(len(copies()), 1)
+            copy = os.path.join(cache, copies()[0])
+            self.assertGreaterEqual(os.path.getsize(copy), total)
+            check(m)
+            m.close()
+            gc.collect()
+            before = anon_kb()
+            m = rt.load_model(path)
+            grown = anon_kb() - before
+            self.assertNotEqual(mapped(), [], "the copy is not mapped")
+            if "asan" not in os.environ.get("LD_PRELOAD", ""):
+                self.assertLess(grown * 1024, total // 2, f"the load grew by {grown} KiB")
+            check(m)
+            m.close()
+            gc.collect()
+            self.assertEqual(mapped(), [])
+            # a corrupt copy: one byte of the first weight's bytes changed
+            with open(copy, "r+b") as f:
+                f.seek(4096 + 100)
+                b = f.read(1)
+                f.seek(4096 + 100)
+                f.write(bytes([b[0] ^ 0x40]))
+            m = rt.load_model(path)
+            self.assertEqual(mapped(), [], "a corrupt copy was used")
+            check(m)
+            m.close()
+            gc.collect()
+            m = rt.load_model(path)  # written again, valid: used
+            self.assertNotEqual(mapped(), [])
+            check(m)
+            m.close()
+            # the model file rewritten: a copy of its own, and its weights
+            os.remove(path)
+            path = onnx_model("mc.onnx", lambda h, T: build(h, T, 2.0))
+            want = np.maximum(x @ (2 * w1), 0) @ (2 * w2)
+            m = rt.load_model(path)
+            self.assertEqual(len(copies()), 2)
+            check(m)
+            m.close()
+        finally:
+            rt.close()
+
     def test_model_local_functions(self):
         """Model-local functions (IR version 8; torch.onnx.export with
         export_modules_as_functions, onnxscript): inlined at import, with an

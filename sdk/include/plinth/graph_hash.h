@@ -191,11 +191,20 @@ static inline void pl_hash_view_tensor_(const pl_graph_api *g, const pl_graph_vi
         for (int32_t d = 0; d < ndim; d++)
             pl_hash_u64(h, (uint64_t)dims[d]);
     }
+    /* A constant enters as its size and the digest of its bytes, which
+     * the core may know without reading them (tensor_digest, ABI 1.6). */
     const void *data = NULL;
     size_t bytes = 0;
-    if (t >= 0 && g->tensor_constant(view, t, &data, &bytes)) {
+    uint64_t digest = PL_HASH_SEED;
+    if (t >= 0 && PL_ABI_HAS_FN(pl_graph_api, g, tensor_digest)) {
+        if (g->tensor_digest(view, t, &bytes, &digest)) {
+            pl_hash_u64(h, bytes);
+            pl_hash_u64(h, digest);
+        }
+    } else if (t >= 0 && g->tensor_constant(view, t, &data, &bytes)) {
+        pl_hash_bytes(&digest, data, bytes);
         pl_hash_u64(h, bytes);
-        pl_hash_bytes(h, data, bytes);
+        pl_hash_u64(h, digest);
     }
 }
 

@@ -260,6 +260,17 @@ typedef struct pl_graph_api {
      * call do not. A module with PL_CAP_OWNS_CONSTANTS may call it; the
      * core drops nothing otherwise. */
     void (*tensor_constant_done)(const pl_graph_view *view, int64_t tensor);
+
+    /* ---- appended in ABI 1.6 (check with PL_ABI_HAS_FN) ---------------- */
+
+    /* When TENSOR is a constant: its size in bytes and the digest of its
+     * bytes, pl_hash_bytes from PL_HASH_SEED (plinth/graph_hash.h), and 1;
+     * else 0. The same value the module would compute from
+     * tensor_constant's bytes, but the core may know it without reading
+     * them (a model's weights kept in the compile cache): a hash of the
+     * view (pl_hash_view) then touches no weight. */
+    int (*tensor_digest)(const pl_graph_view *view, int64_t tensor, size_t *out_bytes,
+                         uint64_t *out_digest);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
@@ -380,6 +391,9 @@ typedef struct pl_host_api {
 /* ... and of ABI 1.5 (through tensor_constant_done). */
 #define PL_GRAPH_API_SIZE_1_5 \
     (offsetof(pl_graph_api, tensor_constant_done) + sizeof(void (*)(void)))
+/* ... and of ABI 1.6 (through tensor_digest). */
+#define PL_GRAPH_API_SIZE_1_6 \
+    (offsetof(pl_graph_api, tensor_digest) + sizeof(void (*)(void)))
 
 /* The struct_size of a complete ABI 1.0 host table (through
  * shape_set_output). A module may call every function up to there once the
