@@ -28,6 +28,7 @@ typedef struct pl_fd_entry {
     int pins;        /* live sessions reading it in place */
     bool dropped;
     bool in_copy;    /* ADDR lies in the cache's copy (mapped): never read again */
+    bool unused;     /* no tensor of the model's graph reads it (pl_filedata_mark_used) */
     bool has_digest;
     uint64_t digest; /* pl_hash_bytes from PL_HASH_SEED */
 } pl_fd_entry;
@@ -264,8 +265,22 @@ static pl_status *pl_fd_restore(pl_filedata *f, pl_fd_entry *e)
 static pl_status *pl_fd_restore_all(pl_filedata *f)
 {
     for (size_t i = 0; i < f->n && atomic_load(&f->n_dropped) > 0; i++)
-        PL_RETURN_IF_ERROR(pl_fd_restore(f, &f->e[i]));
+        if (!f->e[i].unused)
+            PL_RETURN_IF_ERROR(pl_fd_restore(f, &f->e[i]));
     return NULL;
+}
+
+void pl_filedata_mark_used(pl_filedata *f, const bool *used)
+{
+    if (f == NULL)
+        return;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) {
+        f->e[i].unused = !used[i];
+        if (f->e[i].unused && f->users == 0 && f->e[i].pins == 0)
+            pl_fd_drop(f, &f->e[i]);
+    }
+    pthread_mutex_unlock(&f->mu);
 }
 
 pl_status *pl_filedata_enter(pl_filedata *f)

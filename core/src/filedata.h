@@ -70,6 +70,13 @@ long pl_filedata_find(const pl_filedata *f, const void *addr);
  * Always pair with pl_filedata_leave, also after a failure. */
 pl_status *pl_filedata_enter(pl_filedata *f);
 
+/* The model's graph was rewritten: USED (one per recorded constant) marks
+ * those its tensors read. The others (weights a rewrite replaced: a Conv
+ * cut to its taps, a BatchNormalization folded in) are dropped now and no
+ * longer read back by pl_filedata_enter or pl_filedata_reread (a module
+ * asking for one through a view still gets it). */
+void pl_filedata_mark_used(pl_filedata *f, const bool *used);
+
 /* During a creation: reads every dropped constant back (a compile failed
  * and other backends are offered its nodes). */
 pl_status *pl_filedata_reread(pl_filedata *f);

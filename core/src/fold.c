@@ -127,9 +127,12 @@ static void pl_fold_named(const pl_graph *g, const pl_graph *graph, bool is_body
 }
 
 /* Runs the folding graph FG (taken) on RT; its outputs, in order, into
- * DATA (each pl_buffer_free'd by the caller). */
+ * DATA: blocks of ALLOC (pl_free'd by the caller, or handed to a graph),
+ * written in place by the run, so that a folded weight is never held
+ * twice (the run's buffer and the constant's copy: tv_r3d_18's Conv taps,
+ * 40 MB, were). */
 static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, size_t n_out,
-                              void **data)
+                              void **data, pl_allocator alloc)
 {
     pl_status *st = pl_runtime_type_graph(rt, fg);
     if (st != NULL) {
@@ -144,13 +147,20 @@ static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, si
     pl_io *outs = st == NULL ? pl_calloc(n_out, sizeof *outs) : NULL;
     if (st == NULL && outs == NULL)
         st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
-    for (size_t i = 0; st == NULL && i < n_out; i++)
-        outs[i] = (pl_io){.name = pl_graph_get_tensor(fg, pl_graph_output(fg, i))->name,
-                          .tensor = {.struct_size = sizeof(pl_tensor)}};
+    for (size_t i = 0; st == NULL && i < n_out; i++) {
+        const pl_graph_tensor *t = pl_graph_get_tensor(fg, pl_graph_output(fg, i));
+        size_t bytes = 0;
+        pl_graph_tensor_bytes(t, &bytes);
+        data[i] = pl_alloc_malloc(alloc, bytes ? bytes : 1);
+        if (data[i] == NULL)
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+        outs[i] = (pl_io){.name = t->name,
+                          .tensor = {.struct_size = sizeof(pl_tensor), .data = data[i],
+                                     .ndim = t->ndim, .dtype = t->dtype,
+                                     .shape = (int64_t *)t->dims}};
+    }
     if (st == NULL)
         st = pl_session_run(s, NULL, 0, outs, n_out);
-    for (size_t i = 0; st == NULL && i < n_out; i++)
-        data[i] = outs[i].tensor.data;
     pl_free(outs);
     pl_session_destroy(s);
     pl_model_release(m);
@@ -233,7 +243,7 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
         pl_graph *fg = NULL;
         st = pl_graph_extract(g, fold, frontier, n_front, &fg);
         if (st == NULL)
-            st = pl_fold_run(rt, fg, path, n_front, data);
+            st = pl_fold_run(rt, fg, path, n_front, data, pl_graph_allocator(g));
         if (st != NULL && pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
             /* Not folded: the graph runs as loaded. */
             bool noted = pl_rewrites_add(rewrites, "constant folding skipped: %s",
@@ -252,7 +262,8 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
             const pl_graph_tensor *t = pl_graph_get_tensor(g, frontier[f]);
             size_t bytes = 0;
             pl_graph_tensor_bytes(t, &bytes);
-            st = pl_graph_set_constant(*out_graph, frontier[f], data[f], bytes);
+            st = pl_graph_set_constant_owned(*out_graph, frontier[f], data[f], bytes);
+            data[f] = NULL; /* the graph's now, also when refused (freed) */
             char type[64];
             int len = snprintf(type, sizeof type, "%s[", pl_dtype_name(t->dtype));
             for (int32_t d = 0; d < t->ndim && len < (int)sizeof type; d++)
@@ -275,7 +286,7 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
         }
     }
     for (size_t f = 0; f < nt; f++)
-        pl_buffer_free(data[f]);
+        pl_free(data[f]);
     pl_free(is_const);
     pl_free(named);
     pl_free(fold);

@@ -180,6 +180,25 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
     return st;
 }
 
+/* Tells M's recorded file constants (filedata.h) which of them its graph
+ * still reads: the rest are dropped and stay so. */
+static void pl_model_mark_constants(pl_model *m)
+{
+    size_t n = pl_filedata_count(m->filedata);
+    bool *used = n > 0 ? pl_calloc(n, sizeof *used) : NULL;
+    if (used == NULL)
+        return; /* none recorded, or out of memory: everything stays */
+    for (pl_tid t = 0; t < (pl_tid)pl_graph_tensor_count(m->graph); t++) {
+        const pl_graph_tensor *gt = pl_graph_get_tensor(m->graph, t);
+        bool read = gt->n_consumers > 0 || gt->is_output; /* a tensor left behind is not */
+        long e = read && gt->data != NULL ? pl_filedata_find(m->filedata, gt->data) : -1;
+        if (e >= 0)
+            used[e] = true;
+    }
+    pl_filedata_mark_used(m->filedata, used);
+    pl_free(used);
+}
+
 static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
                                    pl_model **out_model)
 {
@@ -228,6 +247,9 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pl_cache_touch_named(rt->config->cache_dir, kept);
         pl_cache_limit_named(rt->config->cache_dir, rt->config->cache_max_bytes, kept);
     }
+    /* weights the rewrites replaced (tv_r3d_18: 99 MB of Conv weights cut
+     * to their taps) are not held through the sessions */
+    pl_model_mark_constants(m);
     atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;
@@ -337,8 +359,19 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
     pthread_mutex_unlock(&rt->opset_mu);
     /* Dims now known may make shape computations constant: the passes
      * after the no-op elimination run again. */
+    /* The passes read weights a closed session may have dropped. */
     if (st == NULL)
+        st = pl_filedata_enter(m->filedata);
+    if (st == NULL) {
         st = pl_model_rewrite(rt, m, m->path, 1);
+        pl_status *left = pl_filedata_leave(m->filedata, NULL, 0);
+        if (st == NULL)
+            pl_model_mark_constants(m);
+        if (st == NULL)
+            st = left;
+        else
+            pl_status_free(left);
+    }
     return pl_status_wrap(st, "%s: ", m->path);
 }
 

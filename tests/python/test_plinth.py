@@ -798,6 +798,57 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_replaced_weights_dropped_after_load(self):
+        """Weights a rewrite replaced are dropped when the load ends, not
+        held through the sessions: the Conv's 1-high input lets the
+        optimiser cut its 3x3 kernel to the 1x3 taps that read it, and the
+        uncut weight is then no tensor's. Sessions on onednn and on cpu
+        (which reads the cut weight in place) stay right; explain counts
+        the uncut weight as dropped, and a later session does not read it
+        back from the file. Fails when the load keeps it (a session's start
+        then reads it again)."""
+        rt = plinth.Runtime(config=write_ini("", "taps.ini"))
+        try:
+            rng = np.random.default_rng(3)
+            C = 384
+            w = rng.standard_normal((C, C, 3, 3), dtype=np.float32) * 0.05
+
+            def build(h, T):
+                return h.make_graph(
+                    [h.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+                    "g", [h.make_tensor_value_info("x", T.FLOAT, [1, C, 1, 8])],
+                    [h.make_tensor_value_info("y", T.FLOAT, [1, C, 1, 8])],
+                    [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)])
+            path = onnx_model("taps.onnx", build)
+            x = rng.standard_normal((1, C, 1, 8), dtype=np.float32)
+            xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+            want = np.zeros((1, C, 1, 8), dtype=np.float64)
+            for i in range(3):
+                for j in range(3):
+                    want += np.einsum("oc,nchw->nohw", w[:, :, i, j], xp[:, :, i:i + 1, j:j + 8])
+
+            def read_kb():  # bytes this process read from files
+                with open("/proc/self/io") as f:
+                    return next(int(l.split()[1]) for l in f if l.startswith("rchar:")) // 1024
+            m = rt.load_model(path)
+            for order in (None, ["cpu"]):
+                with m.session(order=order) as ses:
+                    np.testing.assert_allclose(ses.run({"x": x})["y"], want, rtol=1e-4,
+                                               atol=1e-4, err_msg=str(order))
+                    d = ses.describe()
+                    self.assertTrue(any("taps" in r for r in d["optimizations"]),
+                                    d["optimizations"])
+                    self.assertGreaterEqual(d["memory"]["file_constants"]["dropped_bytes"],
+                                            w.nbytes, str(order))
+            # a later session reads back nothing of the uncut weight
+            before = read_kb()
+            m.session().close()
+            self.assertLess((read_kb() - before) * 1024, w.nbytes // 2,
+                            "the session read the replaced weight back")
+            m.close()
+        finally:
+            rt.close()
+
     def test_model_local_functions(self):
         """Model-local functions (IR version 8; torch.onnx.export with
         export_modules_as_functions, onnxscript): inlined at import, with an
