@@ -561,7 +561,9 @@ const char *pl_filedata_store_copy(pl_filedata *f)
     }
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/%s", f->cache_dir, f->copy_name);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    static atomic_ulong serial; /* two loads of one model in one process */
+    snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", path, (long)getpid(),
+             atomic_fetch_add(&serial, 1));
     int fd = e != NULL && buf != NULL
                  ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)
                  : -1;
