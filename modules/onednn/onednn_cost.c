@@ -19,8 +19,11 @@
  *     op (or a QDQ pair) that follows a product (or a post-op of one) is
  *     free: it becomes a post-op; a QDQ pair ends such a chain;
  *   - RNN, GRU, LSTM: the default rate, plus 2 us of setup and 1 us per
- *     time step and direction (a GRU of 20 steps, hidden 32: 27 us against
- *     11 us on cpu; at 50 steps of hidden 256 oneDNN is 7% faster);
+ *     time step and direction with AVX-512 (a GRU of 20 steps, hidden 32:
+ *     27 us against 11 us on cpu; at 50 steps of hidden 256 oneDNN is 7%
+ *     faster), 2.5 us below it (an AVX2 EPYC, ONEDNN_VERBOSE medians: a
+ *     bidirectional LSTM of 29 steps, hidden 24, batch 3 176 us against
+ *     104 on cpu; 30 steps of hidden 16, batch 2, 57 us);
  *   - reductions and softmax over a plain source cost per row of the
  *     reduced axis (ODNN_COST_REDUCE_ROW_US, ODNN_COST_SOFTMAX_ROW_US); a
  *     mean or sum over trailing axes is emitted as a product by a constant
@@ -75,6 +78,7 @@
 #define ODNN_COST_EXEC_US 0.8
 #define ODNN_COST_RNN_SETUP_US 2.0
 #define ODNN_COST_RNN_STEP_US 1.0
+#define ODNN_COST_RNN_STEP_AVX2_US 2.5
 #define ODNN_COST_REORDER_US 4.0    /* one reorder primitive, beyond its bytes */
 /* What one primitive of a kind costs beyond its bytes on a small tensor
  * (ONEDNN_VERBOSE's times on vit_s_qdq, [17, 64] activations, summed
@@ -529,8 +533,10 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         } else if (odnn_cost_is(op, odnn_cost_rnns)) {
             double steps = onednn_rnn_steps(g, v, n);
             compute += flops / (pl_cost_gflops() * 1e3);
+            double per_step =
+                onednn_has_avx512() ? ODNN_COST_RNN_STEP_US : ODNN_COST_RNN_STEP_AVX2_US;
             launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_EXEC_US +
-                      ODNN_COST_RNN_STEP_US * (steps > 0 ? steps : 1);
+                      per_step * (steps > 0 ? steps : 1);
         } else {
             /* An eltwise or binary op (or QDQ pair) reading a product's
              * result, or that of a post-op of one: a post-op itself (the
