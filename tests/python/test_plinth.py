@@ -48,6 +48,28 @@ def onnx_model(name, build):
     return path
 
 
+def two_matmul_model(name, w1, w2, rows, scale=1.0):
+    """Writes TMP/NAME: y = Relu(x @ w1) @ w2, x of ROWS rows, the weights
+    (times SCALE) as raw_data initializers (the core reads them by offset)."""
+    def build(h, T):
+        def init(n, a):
+            return h.make_tensor(n, T.FLOAT, a.shape, (a * scale).tobytes(), raw=True)
+        return h.make_graph(
+            [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+             h.make_node("Relu", ["a"], ["r"], name="relu"),
+             h.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")],
+            "g", [h.make_tensor_value_info("x", T.FLOAT, [rows, w1.shape[0]])],
+            [h.make_tensor_value_info("y", T.FLOAT, [rows, w2.shape[1]])],
+            [init("w1", w1), init("w2", w2)])
+    return onnx_model(name, build)
+
+
+def proc_value(path, key):
+    """The first number after KEY: in /proc file PATH (RssAnon: kB, rchar: bytes)."""
+    with open(path) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+
+
 def save_ms_model(graph, name, opset):
     """Saves GRAPH importing ai.onnx OPSET and com.microsoft 1 (ONNX Runtime's
     contrib ops) as TMP/NAME; returns the path."""
@@ -646,27 +668,10 @@ class OnnxTest(unittest.TestCase):
             w1 = rng.standard_normal((1024, 2048), dtype=np.float32) * 0.05
             w2 = rng.standard_normal((2048, 512), dtype=np.float32) * 0.05
 
-            def build(h, T):
-                def init(name, a):
-                    return h.make_tensor(name, T.FLOAT, a.shape, a.tobytes(), raw=True)
-                return h.make_graph(
-                    [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
-                     h.make_node("Relu", ["a"], ["r"], name="relu"),
-                     h.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")],
-                    "g", [h.make_tensor_value_info("x", T.FLOAT, [16, 1024])],
-                    [h.make_tensor_value_info("y", T.FLOAT, [16, 512])],
-                    [init("w1", w1), init("w2", w2)])
-            path = onnx_model("keep.onnx", build)
+            path = two_matmul_model("keep.onnx", w1, w2, 16)
             x = rng.standard_normal((16, 1024), dtype=np.float32)
             want = np.maximum(x @ w1, 0) @ w2
             total = w1.nbytes + w2.nbytes
-
-            def status_kb(key):
-                with open("/proc/self/status") as f:
-                    for line in f:
-                        if line.startswith(key + ":"):
-                            return int(line.split()[1])
-                return 0
 
             def entries_mapped():
                 with open("/proc/self/maps") as f:
@@ -682,9 +687,9 @@ class OnnxTest(unittest.TestCase):
             s1.close()
             gc.collect()
             self.assertEqual(entries_mapped(), [])
-            before = status_kb("RssAnon")
+            before = proc_value("/proc/self/status", "RssAnon")
             s2 = m.session()
-            grown = status_kb("RssAnon") - before
+            grown = proc_value("/proc/self/status", "RssAnon") - before
             self.assertIn("hit", caches(s2))
             self.assertGreater(s2.describe()["memory"]["cache_mapped_bytes"], total)
             self.assertNotEqual(entries_mapped(), [])
@@ -724,17 +729,7 @@ class OnnxTest(unittest.TestCase):
             w1 = rng.standard_normal((1024, 2048), dtype=np.float32) * 0.05
             w2 = rng.standard_normal((2048, 256), dtype=np.float32) * 0.05
 
-            def build(h, T, scale=1.0):
-                def init(name, a):
-                    return h.make_tensor(name, T.FLOAT, a.shape, (a * scale).tobytes(), raw=True)
-                return h.make_graph(
-                    [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
-                     h.make_node("Relu", ["a"], ["r"], name="relu"),
-                     h.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")],
-                    "g", [h.make_tensor_value_info("x", T.FLOAT, [8, 1024])],
-                    [h.make_tensor_value_info("y", T.FLOAT, [8, 256])],
-                    [init("w1", w1), init("w2", w2)])
-            path = onnx_model("mc.onnx", build)
+            path = two_matmul_model("mc.onnx", w1, w2, 8)
             x = rng.standard_normal((8, 1024), dtype=np.float32)
             want = np.maximum(x @ w1, 0) @ w2
             total = w1.nbytes + w2.nbytes
@@ -745,10 +740,6 @@ class OnnxTest(unittest.TestCase):
             def mapped():
                 with open("/proc/self/maps") as f:
                     return [line for line in f if cache in line and "/model-" in line]
-
-            def anon_kb():
-                with open("/proc/self/status") as f:
-                    return next(int(l.split()[1]) for l in f if l.startswith("RssAnon:"))
 
             def check(m):
                 for order in (None, ["cpu"]):
@@ -762,9 +753,9 @@ class OnnxTest(unittest.TestCase):
             check(m)
             m.close()
             gc.collect()
-            before = anon_kb()
+            before = proc_value("/proc/self/status", "RssAnon")
             m = rt.load_model(path)
-            grown = anon_kb() - before
+            grown = proc_value("/proc/self/status", "RssAnon") - before
             self.assertNotEqual(mapped(), [], "the copy is not mapped")
             if "asan" not in os.environ.get("LD_PRELOAD", ""):
                 self.assertLess(grown * 1024, total // 2, f"the load grew by {grown} KiB")
@@ -789,7 +780,7 @@ class OnnxTest(unittest.TestCase):
             m.close()
             # the model file rewritten: a copy of its own, and its weights
             os.remove(path)
-            path = onnx_model("mc.onnx", lambda h, T: build(h, T, 2.0))
+            path = two_matmul_model("mc.onnx", w1, w2, 8, 2.0)
             want = np.maximum(x @ (2 * w1), 0) @ (2 * w2)
             m = rt.load_model(path)
             self.assertEqual(len(copies()), 2)
@@ -827,9 +818,6 @@ class OnnxTest(unittest.TestCase):
                 for j in range(3):
                     want += np.einsum("oc,nchw->nohw", w[:, :, i, j], xp[:, :, i:i + 1, j:j + 8])
 
-            def read_kb():  # bytes this process read from files
-                with open("/proc/self/io") as f:
-                    return next(int(l.split()[1]) for l in f if l.startswith("rchar:")) // 1024
             m = rt.load_model(path)
             for order in (None, ["cpu"]):
                 with m.session(order=order) as ses:
@@ -841,9 +829,9 @@ class OnnxTest(unittest.TestCase):
                     self.assertGreaterEqual(d["memory"]["file_constants"]["dropped_bytes"],
                                             w.nbytes, str(order))
             # a later session reads back nothing of the uncut weight
-            before = read_kb()
+            before = proc_value("/proc/self/io", "rchar")  # bytes read from files
             m.session().close()
-            self.assertLess((read_kb() - before) * 1024, w.nbytes // 2,
+            self.assertLess(proc_value("/proc/self/io", "rchar") - before, w.nbytes // 2,
                             "the session read the replaced weight back")
             m.close()
         finally:
