@@ -28,6 +28,12 @@
  *   becomes Transposes and a MatMul, which every backend runs as a GEMM
  *   (the cpu module's Einsum gathered the operands for an OpenBLAS that
  *   ran its Prescott kernels on this CPU: 13 ms for 9.8M multiply-adds).
+ * - MatMul above 4-D (MaxViT's Einsums above make 5-D ones) whose batch
+ *   dims are the same on both sides, or all 1 on one side, becomes a 3-D
+ *   MatMul between Reshapes that merge the batch dims (views, no copy):
+ *   backends take products of 2-D to 4-D (oneDNN's module among them),
+ *   and a 5-D one left to the cpu module split tv_maxvit_t into 89 steps,
+ *   alternating with onednn subgraphs.
  * - MatMul of a 2-D input by a constant matrix, then Add of a constant that
  *   broadcasts to the product, become one Gemm with C (a dense layer).
  * - A Transpose of a Transpose becomes one Transpose, or none when the two
@@ -102,6 +108,15 @@ struct pl_alg_einsum {
     int64_t pa[PL_GRAPH_MAX_RANK], pb[PL_GRAPH_MAX_RANK], po[PL_GRAPH_MAX_RANK];
 };
 
+/* A MatMul above 4-D made Reshape -> 3-D MatMul -> Reshape: A and B each
+ * reshaped to [batch, rows, cols] (batched) or [rows, cols] (shared). */
+struct pl_alg_bmm {
+    pl_nid node;
+    int64_t batch;
+    int64_t a_dims[3], b_dims[3];
+    int32_t a_rank, b_rank;  /* of the reshaped operands: 3, or 2 for a shared one */
+};
+
 /* A MatMul and the Add after it, made one Gemm. */
 struct pl_alg_gemm {
     pl_nid mm, add;
@@ -123,6 +138,8 @@ struct pl_alg {
     size_t n_bnmms;
     struct pl_alg_einsum *einsums;
     size_t n_einsums;
+    struct pl_alg_bmm *bmms;
+    size_t n_bmms;
     struct pl_alg_perm *perms;
     size_t n_perms;
     struct pl_alg_crop *crops;
@@ -742,6 +759,132 @@ static pl_status *pl_alg_write_einsum(const pl_graph *g, const pl_tid *alias, pl
     return st;
 }
 
+/* ---- MatMul above 4-D as a 3-D one ---------------------------------------------- */
+
+/* Node ID, when it is a MatMul whose output is above 4-D, every dim known,
+ * and each input either batched like the output (the same leading dims)
+ * or shared (2-D, or leading dims all 1): records the reshapes. */
+static pl_status *pl_alg_batch_matmul(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (strcmp(n->op, "MatMul") != 0 || !pl_alg_default_domain(n) || n->n_inputs != 2 ||
+        n->n_outputs != 1 || n->outputs[0] == PL_TID_NONE || n->inputs[0] == PL_TID_NONE ||
+        n->inputs[1] == PL_TID_NONE)
+        return NULL; /* (the last Reshape writes the output's own name) */
+    const pl_graph_tensor *x[2] = {pl_graph_get_tensor(g, n->inputs[0]),
+                                   pl_graph_get_tensor(g, n->inputs[1])};
+    const pl_graph_tensor *y = pl_graph_get_tensor(g, n->outputs[0]);
+    int32_t r = y->ndim;
+    if (r <= 4 || x[0]->ndim < 2 || x[1]->ndim < 2 || x[0]->ndim > r ||
+        x[1]->ndim > r)
+        return NULL;
+    for (int32_t i = 0; i < r; i++)
+        if (y->dims[i] < 0)
+            return NULL;
+    struct pl_alg_bmm e = {.node = id, .batch = 1};
+    for (int32_t i = 0; i < r - 2; i++)
+        e.batch *= y->dims[i];
+    bool batched[2];
+    for (int k = 0; k < 2; k++) {
+        const pl_graph_tensor *t = x[k];
+        int32_t lead = t->ndim - 2;
+        for (int32_t i = 0; i < t->ndim; i++)
+            if (t->dims[i] < 0)
+                return NULL;
+        bool ones = true, same = lead == r - 2;
+        for (int32_t i = 0; i < lead; i++) {
+            ones = ones && t->dims[i] == 1;
+            same = same && t->dims[i] == y->dims[i];
+        }
+        if (!ones && !same)
+            return NULL; /* a broadcast within the batch dims: left as it is */
+        batched[k] = !ones || (same && e.batch == 1);
+        int64_t *d = k == 0 ? e.a_dims : e.b_dims;
+        int32_t *rank = k == 0 ? &e.a_rank : &e.b_rank;
+        if (batched[k]) {
+            d[0] = e.batch, d[1] = t->dims[t->ndim - 2], d[2] = t->dims[t->ndim - 1];
+            *rank = 3;
+        } else {
+            d[0] = t->dims[t->ndim - 2], d[1] = t->dims[t->ndim - 1];
+            *rank = 2;
+        }
+    }
+    if (!batched[0] && !batched[1])
+        e.a_dims[2] = e.a_dims[1], e.a_dims[1] = e.a_dims[0], e.a_dims[0] = 1, e.a_rank = 3;
+    a->bmms[a->n_bmms++] = e;
+    a->drop[id] = true;
+    if (!pl_rewrites_add(a->rewrites,
+                         "MatMul '%s' (%d-D) made a 3-D MatMul of %lld products between "
+                         "Reshapes that merge its batch dims",
+                         n->name, (int)r, (long long)e.batch))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* Adds Reshape(IN, DIMS) to COPY writing OUT (a new name when NULL, into
+ * *OUT_NAME for the caller to free). */
+static pl_status *pl_alg_reshape_node(pl_graph *copy, const char *base, const char *in,
+                                      const int64_t *dims, int32_t r, const char *out,
+                                      char **out_name)
+{
+    *out_name = NULL;
+    char *shape = NULL;
+    int64_t len = r;
+    PL_RETURN_IF_ERROR(pl_alg_constant(copy, base, "Reshape_shape", PL_DTYPE_I64, 1, &len, dims,
+                                       (size_t)r * sizeof *dims, &shape));
+    char *name = pl_alg_name(copy, base, "Reshape", true);
+    char *o = out == NULL ? pl_alg_name(copy, base, "Reshape_out", false) : NULL;
+    const char *dst = out != NULL ? out : o;
+    const char *ins[2] = {in, shape};
+    pl_status *st = name && dst ? pl_graph_add_node(copy, name, "Reshape", "", ins, 2, &dst, 1,
+                                                    NULL)
+                                : pl_alg_oom();
+    pl_free(name);
+    pl_free(shape);
+    if (st != NULL) {
+        pl_free(o);
+        return st;
+    }
+    *out_name = o;
+    return NULL;
+}
+
+/* Writes E into COPY: Reshapes of the inputs, the MatMul, and a Reshape
+ * writing the output. */
+static pl_status *pl_alg_write_bmm(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                   const struct pl_alg_bmm *e)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, e->node);
+    const pl_graph_tensor *y = pl_graph_get_tensor(g, n->outputs[0]);
+    const char *base = n->name;
+    const char *ins[2] = {pl_graph_get_tensor(g, alias[n->inputs[0]])->name,
+                          pl_graph_get_tensor(g, alias[n->inputs[1]])->name};
+    char *t[2] = {NULL, NULL};
+    pl_status *st = NULL;
+    for (int k = 0; k < 2 && st == NULL; k++) {
+        st = pl_alg_reshape_node(copy, base, ins[k], k == 0 ? e->a_dims : e->b_dims,
+                                 k == 0 ? e->a_rank : e->b_rank, NULL, &t[k]);
+        ins[k] = t[k];
+    }
+    char *mm_out = st == NULL ? pl_alg_name(copy, base, "MatMul_out", false) : NULL;
+    char *mm_name = st == NULL ? pl_alg_name(copy, base, "MatMul", true) : NULL;
+    const char *dst = mm_out;
+    if (st == NULL)
+        st = mm_name && dst ? pl_graph_add_node(copy, mm_name, "MatMul", "", ins, 2, &dst, 1,
+                                                NULL)
+                            : pl_alg_oom();
+    char *last = NULL;
+    if (st == NULL)
+        st = pl_alg_reshape_node(copy, base, mm_out, y->dims, y->ndim, y->name, &last);
+    pl_free(last);
+    pl_free(mm_out);
+    pl_free(mm_name);
+    for (int k = 0; k < 2; k++)
+        pl_free(t[k]);
+    return st;
+}
+
 /* ---- kernel taps that only ever read padding -------------------------------- */
 
 /* Reads INTS attribute NAME of N into OUT (R values), DFLT each when
@@ -1346,6 +1489,9 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
         for (size_t k = 0; k < a->n_einsums; k++)
             if (a->einsums[k].node == id)
                 reads = true; /* its inputs feed the MatMul in its place */
+        for (size_t k = 0; k < a->n_bmms; k++)
+            if (a->bmms[k].node == id)
+                reads = true; /* its inputs feed the Reshapes in its place */
         for (size_t k = 0; k < a->n_gemms; k++)
             if (a->gemms[k].add == id) {
                 const pl_graph_node *mm = pl_graph_get_node(g, a->gemms[k].mm);
@@ -1666,12 +1812,13 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.gemms = pl_calloc(nn ? nn : 1, sizeof *a.gemms);
     a.bnmms = pl_calloc(nn ? nn : 1, sizeof *a.bnmms);
     a.einsums = pl_calloc(nn ? nn : 1, sizeof *a.einsums);
+    a.bmms = pl_calloc(nn ? nn : 1, sizeof *a.bmms);
     a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     a.qconvs = pl_calloc(nn ? nn : 1, sizeof *a.qconvs);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
-        a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.einsums == NULL || a.perms == NULL || a.crops == NULL ||
+        a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
         a.qconvs == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
@@ -1695,6 +1842,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
             st = pl_alg_einsum(&a, order[i]);
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
+            st = pl_alg_batch_matmul(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
             st = pl_alg_gemm(&a, order[i]);
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
@@ -1712,7 +1862,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     if (st == NULL)
         st = pl_alg_dead(&a, order, &n_dead);
     pl_graph *copy = NULL;
-    if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_einsums + a.n_gemms + a.n_perms +
+    if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_einsums + a.n_bmms + a.n_gemms + a.n_perms +
                               a.n_crops +
                               a.n_qconvs +
                               n_requant + n_dead >
@@ -1730,6 +1880,8 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_einsums; k++)
         st = pl_alg_write_einsum(g, a.alias, copy, &a.einsums[k]);
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bmms; k++)
+        st = pl_alg_write_bmm(g, a.alias, copy, &a.bmms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bnmms; k++)
         st = pl_alg_write_bn_matmul(g, a.alias, copy, &a.bnmms[k],
                                     pl_alg_copy_id(&a, a.bnmms[k].mm));
@@ -1762,6 +1914,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.gemms);
     pl_free(a.bnmms);
     pl_free(a.einsums);
+    pl_free(a.bmms);
     pl_free(a.perms);
     pl_free(a.crops);
     pl_free(a.qconvs);

@@ -1414,6 +1414,76 @@ static void case_einsum_matmul(void)
     against_none(path, x, 4, shape, names, 4, einsum_check);
 }
 
+/* batch_matmul's model under optimize = all: the three 5-D MatMuls whose
+ * batch dims merge became 3-D ones between Reshapes, the one broadcasting
+ * inside its batch dims stayed; with onednn first, every merged product
+ * runs there (a 5-D one is the cpu module's alone). */
+static void batch_matmul_check(json_t *root, const char *cfg)
+{
+    static const char *const made[] = {"m_both", "m_shared", "m_ones"};
+    for (size_t k = 0; k < 3; k++)
+        TH_CHECK(rewritten_as(root, made[k], "made a 3-D MatMul") && !placed(root, made[k]),
+                 "%s: %s should be a 3-D MatMul", cfg, made[k]);
+    TH_CHECK(placed(root, "m_bcast") && !rewritten(root, "m_bcast"), "%s: m_bcast should stay",
+             cfg);
+    if (strstr(cfg, "onednn") == NULL)
+        return;
+    json_t *p;
+    size_t i, on_onednn = 0;
+    json_array_foreach(json_object_get(root, "placement"), i, p) {
+        const char *node = json_string_value(json_object_get(p, "node"));
+        const char *op = json_string_value(json_object_get(p, "op"));
+        const char *be = json_string_value(json_object_get(p, "backend"));
+        if (strcmp(op, "MatMul") == 0 && strcmp(node, "m_bcast") != 0) {
+            TH_CHECK(strcmp(be, "onednn") == 0, "%s: %s runs on %s", cfg, node, be);
+            on_onednn++;
+        }
+    }
+    TH_CHECK(on_onednn == 3, "%s: %zu merged MatMuls placed, not 3", cfg, on_onednn);
+}
+
+/* MatMuls of x [2, 3, 2, 4, 5]: by w [2, 3, 2, 5, 6] (the same batch
+ * dims), by a 2-D w2 [5, 6] and by w3 [1, 1, 1, 5, 6] (shared by every
+ * product), and, kept, by w4 [2, 1, 2, 5, 6] (a broadcast inside the batch
+ * dims). Outputs equal optimize = none's on cpu and onednn. */
+static void case_batch_matmul(void)
+{
+    static float w[2 * 3 * 2 * 5 * 6], w2[5 * 6], w3[5 * 6], w4[2 * 2 * 5 * 6];
+    for (int k = 0; k < (int)(sizeof w / sizeof *w); k++)
+        w[k] = 0.1f * (float)((k * 7) % 11 - 5);
+    for (int k = 0; k < 30; k++) {
+        w2[k] = 0.1f * (float)((k * 5) % 9 - 4);
+        w3[k] = 0.05f * (float)((k * 3) % 7 - 3);
+    }
+    for (int k = 0; k < (int)(sizeof w4 / sizeof *w4); k++)
+        w4[k] = 0.1f * (float)((k * 11) % 13 - 6);
+    write_sidecar("bmm.weights", (const void *const[]){w, w2, w3, w4},
+                  (const size_t[]){sizeof w, sizeof w2, sizeof w3, sizeof w4}, 4);
+    const char *path = write_model(
+        "bmm.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"bmm.weights\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3,2,4,5]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[2,3,2,5,6],\"data\":{\"offset\":0,\"length\":1440}},"
+        "{\"name\":\"w2\",\"dtype\":\"f32\",\"shape\":[5,6],\"data\":{\"offset\":1472,\"length\":120}},"
+        "{\"name\":\"w3\",\"dtype\":\"f32\",\"shape\":[1,1,1,5,6],\"data\":{\"offset\":1600,\"length\":120}},"
+        "{\"name\":\"w4\",\"dtype\":\"f32\",\"shape\":[2,1,2,5,6],\"data\":{\"offset\":1728,\"length\":480}}],"
+        "\"nodes\":["
+        "{\"name\":\"m_both\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y1\"]},"
+        "{\"name\":\"m_shared\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w2\"],\"outputs\":[\"y2\"]},"
+        "{\"name\":\"m_ones\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w3\"],\"outputs\":[\"y3\"]},"
+        "{\"name\":\"m_bcast\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w4\"],\"outputs\":[\"y4\"]}]}");
+    float x[240];
+    for (int i = 0; i < 240; i++)
+        x[i] = 0.05f * (float)(i % 17 - 8);
+    static const int64_t shape[5] = {2, 3, 2, 4, 5};
+    static const char *const names[4] = {"y1", "y2", "y3", "y4"};
+    against_none(path, x, 5, shape, names, 4, batch_matmul_check);
+}
+
 /* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
  * becomes one Transpose of x, and t3 stays for its other reader (z). */
 /* Whether some line of the session's optimisations holds TEXT. */
@@ -1825,6 +1895,7 @@ int main(int argc, char **argv)
         {"bn_matmul_folded", case_bn_matmul_folded},
         {"dropout_ratio_zero", case_dropout_ratio_zero},
         {"einsum_matmul", case_einsum_matmul},
+        {"batch_matmul", case_batch_matmul},
         {"transposes_composed", case_transposes_composed},
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
