@@ -1583,7 +1583,7 @@ static int odnn_check_pool(const pl_graph_view *v, size_t n, const char *op, cha
         odnn_reason(reason, op, "the Indices output is not supported");
         return 0;
     }
-    if (strcmp(op, "GlobalAveragePool") == 0)
+    if (strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "GlobalMaxPool") == 0)
         return 1;
     const int64_t *ks;
     if (odnn_attr_ints(v, n, "kernel_shape", &ks) != (size_t)x.ndim - 2) {
@@ -2908,6 +2908,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return odnn_check_cast(v, u, n, reason);
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
+        "GlobalMaxPool",
         "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Exp", "Sqrt",
         "Abs", "Pow", "Erf", "Log", "Round", "Softplus", "HardSwish", "HardSigmoid", "Neg",
         "Elu", "Selu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax",
@@ -2955,7 +2956,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
         return odnn_check_conv(v, n, op[4] == 'T', reason);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 ||
-        strcmp(op, "GlobalAveragePool") == 0)
+        strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "GlobalMaxPool") == 0)
         return odnn_check_pool(v, n, op, reason);
     if (strcmp(op, "MatMul") == 0)
         return odnn_check_matmul(v, n, reason);
@@ -5903,15 +5904,29 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
     odnn_tensor(v, odnn_out(v, n, 0), &y);
     struct odnn_window w;
     dnnl_alg_kind_t alg = dnnl_pooling_max;
-    if (strcmp(op, "GlobalAveragePool") == 0) {
+    int gmax = strcmp(op, "GlobalMaxPool") == 0;
+    if (strcmp(op, "GlobalAveragePool") == 0 || gmax) {
         memset(&w, 0, sizeof w);
         w.sr = x.ndim - 2;
         for (int i = 0; i < 3; i++) {
             w.k[i] = i < w.sr ? x.dims[2 + i] : 1;
             w.s[i] = w.d[i] = 1;
         }
-        alg = dnnl_pooling_avg_exclude_padding;
-        if (odnn_is_plain(&b->c->values[src].md) &&
+        alg = gmax ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
+        if (gmax && odnn_is_plain(&b->c->values[src].md) &&
+            b->c->values[src].md.data_type == dnnl_f32 && y.ndim == x.ndim) {
+            /* a plain source: oneDNN's JIT reduction over the trailing
+             * axes, rather than a reorder into a blocked layout */
+            dnnl_memory_desc_t ymd;
+            odnn_plain_md(&ymd, y.ndim, y.dims);
+            dnnl_reduction_desc_t rd;
+            if (dnnl_reduction_desc_init(&rd, dnnl_reduction_max, &b->c->values[src].md, &ymd,
+                                         0, 0) == dnnl_success &&
+                odnn_desc_is_jit(b, &rd))
+                return odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, odnn_out(v, n, 0), NULL, NULL,
+                                   0);
+        }
+        if (!gmax && odnn_is_plain(&b->c->values[src].md) &&
             b->c->values[src].md.data_type == dnnl_f32 && y.ndim == x.ndim) {
             /* A plain source (a graph input, a plain writer): a mean over
              * the trailing axes is a product by a constant vector or
@@ -8383,7 +8398,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
                       odnn_reduce_is_view(&x, mask);
     /* and so is a global pool over spatial dims of one element (oneDNN's
      * pooling of [4,512,1,1] took 37 us) */
-    if (strcmp(op, "GlobalAveragePool") == 0 && x.ndim >= 3) {
+    if ((strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "GlobalMaxPool") == 0) &&
+        x.ndim >= 3) {
         noop_reduce = 1;
         for (int d = 2; d < x.ndim; d++)
             noop_reduce = noop_reduce && x.dims[d] == 1;
