@@ -5913,19 +5913,6 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
             w.s[i] = w.d[i] = 1;
         }
         alg = gmax ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
-        if (gmax && odnn_is_plain(&b->c->values[src].md) &&
-            b->c->values[src].md.data_type == dnnl_f32 && y.ndim == x.ndim) {
-            /* a plain source: oneDNN's JIT reduction over the trailing
-             * axes, rather than a reorder into a blocked layout */
-            dnnl_memory_desc_t ymd;
-            odnn_plain_md(&ymd, y.ndim, y.dims);
-            dnnl_reduction_desc_t rd;
-            if (dnnl_reduction_desc_init(&rd, dnnl_reduction_max, &b->c->values[src].md, &ymd,
-                                         0, 0) == dnnl_success &&
-                odnn_desc_is_jit(b, &rd))
-                return odnn_simple(b, n, ODNN_S_REDUCE, &rd, src, odnn_out(v, n, 0), NULL, NULL,
-                                   0);
-        }
         if (!gmax && odnn_is_plain(&b->c->values[src].md) &&
             b->c->values[src].md.data_type == dnnl_f32 && y.ndim == x.ndim) {
             /* A plain source (a graph input, a plain writer): a mean over
