@@ -128,10 +128,13 @@ struct odnn_direct {
     int n, ic, oc, ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     int act;             /* ODNN_ACT_*: after the bias */
     float lo, hi, alpha; /* clip bounds; leaky slope */
+    int cg;      /* grouped: channels per group in and out (2 or 4); 0: one group */
     int hp, wp;  /* the padded source plane */
     float *xpad; /* n * ic/8 planes of hp x wp x 8, border zero */
     int *poff;   /* per output pixel, its window's corner in a plane of xpad */
     int *delta;  /* per tap, its offset from the corner (inside poff's block) */
+    float *xe;   /* grouped: per thread, a padded plane of cg vectors per pixel */
+    int xe_threads;
 };
 
 /* Whether the CPU has AVX2 and FMA and oneDNN runs below AVX-512. */
@@ -139,6 +142,10 @@ int odnn_direct_usable(void);
 /* Whether IC -> OC channels suit the kernel (multiples of 8, enough work
  * per tap to beat oneDNN's). */
 int odnn_direct_channels(int64_t ic, int64_t oc);
+/* Whether a grouped convolution of IC -> OC channels in GROUP groups suits
+ * the grouped kernel (2 or 4 channels per group in and out, IC a multiple
+ * of 8): oneDNN 2.6 runs those as im2col + GEMM per group. */
+int odnn_direct_grouped(int64_t ic, int64_t oc, int64_t group);
 size_t odnn_direct_packed_floats(const struct odnn_direct *d);
 /* Packs OIHW weights into the kernel's [oc/16][tap][ic][16] followed by the
  * bias (BIAS or zeros) padded to 16s: odnn_direct_packed_floats floats. */

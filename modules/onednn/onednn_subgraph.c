@@ -5027,19 +5027,21 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
 static int odnn_bf16_readers(struct odnn_build *b, int64_t t);
 
 /* Whether the module's own direct convolution (onednn_direct.c) takes this
- * Conv: f32, one group, 1-D or 2-D with a kernel wider than 1x1 and
- * constant weights, channels as odnn_direct_channels says, on a CPU where
- * oneDNN runs AVX2 (direct_conv = auto). */
+ * Conv: f32, 1-D or 2-D with a kernel wider than 1x1 and constant weights,
+ * one group with channels as odnn_direct_channels says or (2-D) groups of
+ * 2 or 4 channels as odnn_direct_grouped says, on a CPU where oneDNN runs
+ * AVX2 (direct_conv = auto). */
 static int odnn_direct_fits(struct odnn_build *b, const struct odnn_tinfo *x,
                             const struct odnn_tinfo *wt, const struct odnn_tinfo *y, int64_t group,
                             dnnl_data_type_t cdt, const struct odnn_window *w)
 {
-    if (!b->ctx->direct || !odnn_direct_usable() || cdt != dnnl_f32 || group != 1 ||
-        wt->cdata == NULL || !wt->f32 || !x->f32 || (w->sr != 1 && w->sr != 2) ||
-        x->ndim != 2 + w->sr || y->ndim != 2 + w->sr || w->k[0] * w->k[1] < 2)
+    if (!b->ctx->direct || !odnn_direct_usable() || cdt != dnnl_f32 || wt->cdata == NULL ||
+        !wt->f32 || !x->f32 || (w->sr != 1 && w->sr != 2) || x->ndim != 2 + w->sr ||
+        y->ndim != 2 + w->sr || w->k[0] * w->k[1] < 2)
         return 0;
     int64_t ic = x->dims[1], oc = y->dims[1];
-    if (!odnn_direct_channels(ic, oc))
+    if (group != 1 ? !odnn_direct_grouped(ic, oc, group) || w->sr != 2
+                   : !odnn_direct_channels(ic, oc))
         return 0;
     /* int offsets in the kernel: keep every plane and image far below 2^31 */
     int64_t pixels = 1, in_px = 1;
@@ -5136,6 +5138,7 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
     d->sh = two ? (int)w->s[0] : 1, d->sw = (int)w->s[two ? 1 : 0];
     d->dh = two ? (int)w->d[0] : 1, d->dw = (int)w->d[two ? 1 : 0];
     d->pt = two ? (int)w->pl[0] : 0, d->pl = (int)w->pl[two ? 1 : 0];
+    d->cg = wt->dims[1] != x->dims[1] ? (int)wt->dims[1] : 0; /* grouped */
     int own_epilogue = f->residual < 0 && odnn_direct_act(f->po, d);
     if (!odnn_direct_setup(d, b->ctx)) {
         odnn_direct_free(d, b->ctx);
@@ -8838,7 +8841,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 26u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 27u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8876,7 +8879,10 @@ static double odnn_now_ms(void)
                                  25: bf16 convolutions only with 64
                                      multiply-adds per value they convert;
                                  26: weight bytes 64-aligned in the blob
-                                     (read in place: PL_CAP_KEEPS_BLOB) */
+                                     (read in place: PL_CAP_KEEPS_BLOB);
+                                 27: grouped convolutions of 2 or 4
+                                     channels per group on the module's
+                                     grouped kernel below AVX-512 */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

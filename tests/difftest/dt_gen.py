@@ -22,8 +22,9 @@ from dt_graph import FLOAT_DTYPES, Graph, to_dtype
 FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deconv")
 # Families run only when named (not by "any" or the soak, whose seeds would
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
-# conv family with one group and 8 to 40 channels in and out in steps of 8
-# (the channel blocks the onednn module's own direct kernel takes).
+# conv family with 8 to 40 channels in and out in steps of 8, in one group
+# or in groups of 2 or 4 channels (the channel blocks the onednn module's own
+# direct and grouped kernels take).
 MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels")
 
 
@@ -310,6 +311,10 @@ class Gen:
                    if groups != "dw" else self.r(1, 6))
             if wide:
                 cin = 8 * self.r(1, 5)
+                # or 2 or 4 channels per group in and out (ResNeXt's
+                # 32x4d): the onednn module's grouped kernel
+                if self.p(0.3):
+                    groups = cin // self.pick([2, 4])
             size = {1: (3, 16), 2: (3, 10), 3: (2, 6)}[d]
             x = self.input([self.r(1, 2), cin] + [self.r(*size) for _ in range(d)])
         else:
@@ -321,7 +326,7 @@ class Gen:
             m = cin * self.pick([1, 1, 2])
         else:
             g = groups if cin % groups == 0 else 1
-            m = g * self.r(1, 4) if not wide else 8 * self.r(1, 5)
+            m = g * self.r(1, 4) if not wide else 8 * self.r(1, 5) if g == 1 else cin
         ks, st, dil, pads = [], [], [], [[], []]
         # Sometimes an ASPP branch: a dilated kernel padded to keep the size,
         # on a map that may be narrower than the dilation (outer taps that
