@@ -171,6 +171,9 @@ void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *
 /* Erf of N dense f32 values, as the cpu module computes it, on up to
  * THREADS OpenMP threads. */
 void odnn_erf_run(const float *x, float *y, int64_t n, int threads);
+/* GELU's tanh form, y = x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3)),
+ * on N values, on up to THREADS OpenMP threads. */
+void odnn_gelu_tanh_run(const float *x, float *y, int64_t n, int threads);
 
 /* InstanceNormalization of ROWS planes of COLS dense values (plane r of
  * channel r % CHANS): y = (x - mean) / sqrt(var + EPS) * SCALE + BIAS, on

@@ -727,6 +727,94 @@ void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
     }
 }
 
+/* ---- GELU, tanh form -------------------------------------------------------------
+ *
+ * 0.5 x (1 + tanh(z)) = x sigmoid(2 z) = x / (1 + exp(-2 z)) with
+ * z = sqrt(2/pi) (x + 0.044715 x^3): one exponential a value. Below
+ * AVX-512 oneDNN 2.6's gelu_tanh eltwise and the pattern's own pieces are
+ * slow (odnn_match_gelu_tanh); this loop is a few FMAs and a division per
+ * 8 values. exp: 2^n e^r with n = round(a / ln 2), r = a - n ln 2 in two
+ * parts (Cody-Waite) and e^r by its Taylor polynomial to r^7 (|r| <=
+ * ln 2 / 2: relative error below 2e-8 before rounding); the argument is
+ * clamped to [-87, 87], where 1 + exp is finite and x / it is x or 0 to
+ * float precision. */
+
+static inline float odnn_gelu_tanh1(float x)
+{
+    float z = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + expf(-2.0f * z));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static __attribute__((target("avx2,fma"))) void odnn_gelu_tanh_avx2(const float *x, float *y,
+                                                                    int64_t n)
+{
+    const __m256 c0 = _mm256_set1_ps(-2.0f * 0.7978845608028654f),
+                 c1 = _mm256_set1_ps(0.044715f), one = _mm256_set1_ps(1.0f),
+                 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(87.0f),
+                 log2e = _mm256_set1_ps(1.44269504088896341f),
+                 ln2hi = _mm256_set1_ps(0.693359375f), ln2lo = _mm256_set1_ps(-2.12194440e-4f);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        __m256 v2 = _mm256_mul_ps(v, v);
+        /* a = -2 sqrt(2/pi) (x + 0.044715 x^3) */
+        __m256 a = _mm256_mul_ps(c0, _mm256_fmadd_ps(_mm256_mul_ps(c1, v2), v, v));
+        a = _mm256_min_ps(_mm256_max_ps(a, lo), hi);
+        __m256 nf = _mm256_round_ps(_mm256_mul_ps(a, log2e),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_fnmadd_ps(nf, ln2hi, a);
+        r = _mm256_fnmadd_ps(nf, ln2lo, r);
+        __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+        p = _mm256_fmadd_ps(p, r, one);
+        p = _mm256_fmadd_ps(p, r, one);
+        __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf),
+                                                       _mm256_set1_epi32(127)), 23);
+        __m256 ex = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+        _mm256_storeu_ps(y + j, _mm256_div_ps(v, _mm256_add_ps(one, ex)));
+    }
+    for (; j < n; j++)
+        y[j] = odnn_gelu_tanh1(x[j]);
+}
+#endif
+
+static void odnn_gelu_tanh_chunk(const float *x, float *y, int64_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (odnn_direct_usable()) { /* AVX2 and FMA (and no AVX-512) */
+        odnn_gelu_tanh_avx2(x, y, n);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < n; j++)
+        y[j] = odnn_gelu_tanh1(x[j]);
+}
+
+void odnn_gelu_tanh_run(const float *x, float *y, int64_t n, int threads)
+{
+    /* about 25 flops and a division a value: a team from 16K values */
+    int team = n >= 16384 && threads > 1 ? threads : 1;
+    if (team <= 1) {
+        odnn_gelu_tanh_chunk(x, y, n);
+        return;
+    }
+#pragma omp parallel num_threads(team)
+    {
+        int t = omp_get_thread_num(), k = omp_get_num_threads();
+        int64_t blocks = (n + 7) / 8;
+        int64_t b = blocks * t / k * 8, e = blocks * (t + 1) / k * 8;
+        if (e > n)
+            e = n;
+        if (b < e)
+            odnn_gelu_tanh_chunk(x + b, y + b, e - b);
+    }
+}
+
 /* ---- InstanceNormalization ----------------------------------------------------
  *
  * oneDNN 2.6 has no instance (or group) normalization primitive, and

@@ -371,6 +371,13 @@ static int64_t odnn_next(const pl_graph_view *v, const struct odnn_uses *u, int6
 /* The end of either GELU form after A, the Add of 1 (+ erf or tanh): a Mul
  * by x then a Mul by 0.5, or a Mul by Mul(x, 0.5). Appends its nodes to
  * OUT and sets OUT->out. */
+/* Whether GELU M runs on the module's own kernel: its tanh form below
+ * AVX-512 (odnn_match_gelu_tanh). */
+static int odnn_gelu_own(const struct odnn_gelu *m)
+{
+    return m->alg == dnnl_eltwise_gelu_tanh && !onednn_has_avx512();
+}
+
 static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int64_t x,
                           int64_t a, struct odnn_gelu *out)
 {
@@ -457,7 +464,11 @@ static int odnn_match_gelu(const pl_graph_view *v, const struct odnn_uses *u, si
  * Pow(x, 3), or Mul(x, x) then a Mul by x; then Mul 0.044715 -> Add x ->
  * Mul sqrt(2/pi) -> Tanh -> Add 1 and the tail of the erf form. oneDNN
  * runs it as one gelu_tanh eltwise: its tanh alone, on AVX2, took 1.0 ms
- * of the nine nodes' 1.55 on [1, 512, 768]. */
+ * of the nine nodes' 1.55 on [1, 512, 768]. Below AVX-512 oneDNN's
+ * gelu_tanh is slow too (1.13 ms there, against 0.69 for the nine nodes
+ * on cpu), and so are its pieces (GPT-2's Pow(x, 3) took 0.76 ms on
+ * [1, 64, 1024], its Tanh 0.21): there the pattern runs on the module's
+ * own kernel (odnn_gelu_tanh_run), never as a post-op. */
 static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *u, size_t p,
                                 struct odnn_gelu *out)
 {
@@ -465,10 +476,6 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
     int first;
     int64_t x, cube;
     out->n_nodes = 0;
-    /* Below AVX-512 the gelu_tanh eltwise is 1.13 ms on [1, 512, 768],
-     * against 0.69 for the nine nodes on cpu (onednn_has_avx512) */
-    if (!onednn_has_avx512())
-        return 0;
     if (odnn_op_is(v, (int64_t)p, "Pow")) {
         x = odnn_binary_scalar(v, p, &c, &first);
         if (x < 0 || first || c != 3.0f)
@@ -3200,7 +3207,7 @@ enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
-    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD
+    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT
 };
 
 struct odnn_step {
@@ -4297,7 +4304,7 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         /* GELU: x has exactly the pattern's readers. */
         if (t >= 0 && (size_t)t < b->u.n_tensors && !b->u.escapes[t] && b->u.count[t] >= 2 &&
             odnn_gelu_of(v, &b->u, b->u.first[t], &gm) && gm.x == t &&
-            b->u.count[t] == gm.x_readers &&
+            b->u.count[t] == gm.x_readers && !odnn_gelu_own(&gm) &&
             odnn_append_eltwise(f, gm.alg, 0, 0)) {
             for (size_t k = 0; k < gm.n_nodes; k++)
                 f->fused[f->n_fused++] = gm.nodes[k];
@@ -7993,6 +8000,30 @@ static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
     return NULL;
 }
 
+/* GELU's tanh form below AVX-512 as the module's own kernel
+ * (odnn_gelu_tanh_run) from the pattern's x to its output, dense plain
+ * values (see odnn_match_gelu_tanh). */
+static pl_status *odnn_gelu_tanh_emit(struct odnn_build *b, size_t n, const struct odnn_gelu *gm)
+{
+    struct odnn_tinfo y;
+    odnn_tensor(b->v, gm->out, &y);
+    int src;
+    pl_status *st = odnn_dense_source(b, gm->x, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int dst = odnn_new_value(b, gm->out, ODNN_V_TEMP, &md);
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_GELUT, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = y.elems;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
 /* Erf alone (not in a GELU pattern) as the module's own kernel
  * (odnn_erf_run) on the dense plain values. */
 static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
@@ -8325,9 +8356,12 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
          strcmp(op, "Add") == 0 || strcmp(op, "Pow") == 0 || strcmp(op, "Tanh") == 0) &&
         odnn_gelu_of(v, &b->u, n, &gm)) {
         int src;
-        pl_status *st = odnn_source(b, gm.x, (int64_t)n, &src);
-        if (st == NULL)
-            st = odnn_eltwise(b, n, src, gm.alg, 0, 0, gm.out);
+        pl_status *st = odnn_gelu_own(&gm) ? odnn_gelu_tanh_emit(b, n, &gm) : NULL;
+        if (!odnn_gelu_own(&gm)) {
+            st = odnn_source(b, gm.x, (int64_t)n, &src);
+            if (st == NULL)
+                st = odnn_eltwise(b, n, src, gm.alg, 0, 0, gm.out);
+        }
         for (size_t k = 0; st == NULL && k < gm.n_nodes; k++)
             b->done[gm.nodes[k]] = 1;
         return st;
@@ -8882,7 +8916,9 @@ static double odnn_now_ms(void)
                                      (read in place: PL_CAP_KEEPS_BLOB);
                                  27: grouped convolutions of 2 or 4
                                      channels per group on the module's
-                                     grouped kernel below AVX-512 */
+                                     grouped kernel below AVX-512, and
+                                     GELU's tanh form there as its own
+                                     kernel (ODNN_S_GELUT) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -9200,7 +9236,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     void *p[ODNN_MAX_ARGS] = {NULL};
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
-    case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD:
+    case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT:
         break;
     default:
         return 0;
@@ -9227,6 +9263,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_ERF: /* SRC, DST */
         odnn_erf_run(p[0], p[1], step->rows, team);
+        break;
+    case ODNN_S_GELUT: /* SRC, DST */
+        odnn_gelu_tanh_run(p[0], p[1], step->rows, team);
         break;
     default: /* ODNN_S_DQL: X, Y, the scale, the zero point in u8 and s32 */
         odnn_dql_run(p[0], step->rows, p[1], p[2], p[3], p[4], team);

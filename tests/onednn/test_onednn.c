@@ -538,14 +538,14 @@ static void case_matmul_gelu(void)
 }
 
 /* GELU's tanh form (GPT-2's gelu_new) as one gelu_tanh where oneDNN has
- * AVX-512 (below it, its nine ops: oneDNN's tanh reads tables with
- * gathers there, onednn_has_avx512): x^3 as Pow(x, 3) after a MatMul (a
- * post-op of it), and as Mul(Mul(x, x), x) on the graph input, with the 0.5
- * on x first (an eltwise of its own). */
+ * AVX-512 (a post-op of the MatMul), below it as the module's own kernel
+ * (odnn_gelu_tanh_run): x^3 as Pow(x, 3) after a MatMul, and as
+ * Mul(Mul(x, x), x) on the graph input, with the 0.5 on x first. 16770
+ * values: the kernel's team of threads and its tail after the last 8. */
 static void case_gelu_tanh(void)
 {
     struct mb m = {.seed = 41};
-    int64_t xs[] = {2, 8, 32}, w[] = {32, 32};
+    int64_t xs[] = {2, 65, 129}, w[] = {129, 129};
     mb_input(&m, "x", 3, xs);
     mb_const(&m, "w", 2, w, NULL, 0.3f);
     mb_scalar(&m, "three", 3.0f);
