@@ -707,12 +707,15 @@ static void odnn_erf_chunk(const float *x, float *y, int64_t n)
     odnn_erf_loop(x, y, n);
 }
 
-void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
+/* Runs CHUNK over N values of X into Y: alone below 16K values (about 20
+ * flops a value: a team's wake-up costs more), else split between a team
+ * of THREADS in whole blocks of 16. */
+static void odnn_values_run(const float *x, float *y, int64_t n, int threads,
+                            void (*chunk)(const float *, float *, int64_t))
 {
-    /* about 20 flops a value: a team from 16K values */
     int team = n >= 16384 && threads > 1 ? threads : 1;
     if (team <= 1) {
-        odnn_erf_chunk(x, y, n);
+        chunk(x, y, n);
         return;
     }
 #pragma omp parallel num_threads(team)
@@ -723,8 +726,13 @@ void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
         if (e > n)
             e = n;
         if (b < e)
-            odnn_erf_chunk(x + b, y + b, e - b);
+            chunk(x + b, y + b, e - b);
     }
+}
+
+void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
+{
+    odnn_values_run(x, y, n, threads, odnn_erf_chunk);
 }
 
 /* ---- GELU, tanh form -------------------------------------------------------------
@@ -797,22 +805,7 @@ static void odnn_gelu_tanh_chunk(const float *x, float *y, int64_t n)
 
 void odnn_gelu_tanh_run(const float *x, float *y, int64_t n, int threads)
 {
-    /* about 25 flops and a division a value: a team from 16K values */
-    int team = n >= 16384 && threads > 1 ? threads : 1;
-    if (team <= 1) {
-        odnn_gelu_tanh_chunk(x, y, n);
-        return;
-    }
-#pragma omp parallel num_threads(team)
-    {
-        int t = omp_get_thread_num(), k = omp_get_num_threads();
-        int64_t blocks = (n + 7) / 8;
-        int64_t b = blocks * t / k * 8, e = blocks * (t + 1) / k * 8;
-        if (e > n)
-            e = n;
-        if (b < e)
-            odnn_gelu_tanh_chunk(x + b, y + b, e - b);
-    }
+    odnn_values_run(x, y, n, threads, odnn_gelu_tanh_chunk);
 }
 
 /* ---- InstanceNormalization ----------------------------------------------------
