@@ -1492,6 +1492,33 @@ static void case_intervals_bad(void)
     pl_plan_destroy(p);
 }
 
+/* Plans the N blocks BLK ({size in UNITs, first step, last step}) over
+ * N_STEPS steps on one device: the lower bound is BOUND, the arena meets it,
+ * and blocks alive together lie apart. */
+static void plan_at_bound(const char *label, const uint32_t (*blk)[3], size_t n, size_t unit,
+                          size_t n_steps, size_t bound)
+{
+    pl_plan_interval *iv = malloc(n * sizeof *iv);
+    CHECK(iv != NULL);
+    for (size_t i = 0; i < n; i++)
+        iv[i] = (pl_plan_interval){.device = 0, .bytes = (size_t)blk[i][0] * unit,
+                                   .first = blk[i][1], .last = blk[i][2]};
+    pl_plan *p = plan_intervals(iv, n, n_steps, 1, NULL, NULL);
+    const pl_plan_device_stats *st = pl_plan_stats(p, 0);
+    printf("%s: arena %zu, lower bound %zu\n", label, st->arena_bytes, st->lower_bound_bytes);
+    CHECK(st->lower_bound_bytes == bound);
+    CHECK(st->arena_bytes == st->lower_bound_bytes);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            if (iv[i].last < iv[j].first || iv[j].last < iv[i].first)
+                continue;
+            size_t a = pl_plan_entry_at(p, i)->offset, b = pl_plan_entry_at(p, j)->offset;
+            CHECK(a + iv[i].bytes <= b || b + iv[j].bytes <= a);
+        }
+    pl_plan_destroy(p);
+    free(iv);
+}
+
 /* The blocks of DeBERTa-v2's encoder as the cpu module runs it (the
  * transformers library's export, hidden 256, sequence 64: 64 KiB
  * activations and 128 KiB attention scores). Five units are alive at the
@@ -1508,25 +1535,7 @@ static void case_intervals_ties(void)
         {1, 48, 51}, {1, 49, 55}, {1, 50, 56}, {1, 51, 57}, {1, 55, 63}, {1, 56, 61}, {1, 57, 69},
         {1, 61, 63}, {1, 63, 65}, {1, 65, 67}, {1, 67, 69}, {1, 69, 71}, {1, 71, 73}, {1, 73, 74},
         {1, 74, 76}, {1, 76, 86}, {2, 77, 78}, {2, 78, 84}, {2, 79, 82}, {1, 84, 85}, {1, 85, 87}};
-    enum { N = sizeof blk / sizeof blk[0] };
-    pl_plan_interval iv[N];
-    for (size_t i = 0; i < N; i++)
-        iv[i] = (pl_plan_interval){.device = 0, .bytes = (size_t)blk[i][0] << 16,
-                                   .first = blk[i][1], .last = blk[i][2]};
-    pl_plan *p = plan_intervals(iv, N, 88, 1, NULL, NULL);
-    const pl_plan_device_stats *st = pl_plan_stats(p, 0);
-    printf("ties: arena %zu, lower bound %zu\n", st->arena_bytes, st->lower_bound_bytes);
-    CHECK(st->lower_bound_bytes == (size_t)5 << 16);
-    CHECK(st->arena_bytes == st->lower_bound_bytes);
-    /* and the offsets keep blocks alive together apart */
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = i + 1; j < N; j++) {
-            if (iv[i].last < iv[j].first || iv[j].last < iv[i].first)
-                continue;
-            size_t a = pl_plan_entry_at(p, i)->offset, b = pl_plan_entry_at(p, j)->offset;
-            CHECK(a + iv[i].bytes <= b || b + iv[j].bytes <= a);
-        }
-    pl_plan_destroy(p);
+    plan_at_bound("ties", blk, sizeof blk / sizeof blk[0], (size_t)1 << 16, 88, (size_t)5 << 16);
 }
 
 /* tv_resnext50's host blocks on cpu (sizes in 64-byte units, first and
@@ -1558,24 +1567,7 @@ static void case_intervals_resnext(void)
         {576, 77, 78}, {552, 77, 77}, {1152, 78, 84}, {1344, 78, 78}, {576, 81, 82},
         {768, 81, 81}, {576, 82, 83}, {552, 82, 82}, {1152, 83, 86}, {1344, 83, 83},
         {128, 86, 88}};
-    enum { N = sizeof blk / sizeof blk[0] };
-    pl_plan_interval iv[N];
-    for (size_t i = 0; i < N; i++)
-        iv[i] = (pl_plan_interval){.device = 0, .bytes = (size_t)blk[i][0] * 64,
-                                   .first = blk[i][1], .last = blk[i][2]};
-    pl_plan *p = plan_intervals(iv, N, 89, 1, NULL, NULL);
-    const pl_plan_device_stats *st = pl_plan_stats(p, 0);
-    printf("resnext: arena %zu, lower bound %zu\n", st->arena_bytes, st->lower_bound_bytes);
-    CHECK(st->lower_bound_bytes == 1935360);
-    CHECK(st->arena_bytes == st->lower_bound_bytes);
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = i + 1; j < N; j++) {
-            if (iv[i].last < iv[j].first || iv[j].last < iv[i].first)
-                continue;
-            size_t a = pl_plan_entry_at(p, i)->offset, b = pl_plan_entry_at(p, j)->offset;
-            CHECK(a + iv[i].bytes <= b || b + iv[j].bytes <= a);
-        }
-    pl_plan_destroy(p);
+    plan_at_bound("resnext", blk, sizeof blk / sizeof blk[0], 64, 89, 1935360);
 }
 
 int main(int argc, char **argv)
