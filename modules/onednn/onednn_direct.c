@@ -117,7 +117,9 @@ int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx)
                                     (size_t)d->wp * 8;
     if (d->cg > 0) {
         size_t plane = (size_t)d->hp * (size_t)d->wp * (size_t)d->cg * 8;
-        d->xe_threads = omp_get_max_threads();
+        d->xe_threads = onednn_host->thread_count(ctx->host_ctx);
+        if (d->xe_threads < 1)
+            d->xe_threads = 1;
         d->xe = onednn_host->host_alloc(ctx->host_ctx,
                                         plane * (size_t)d->xe_threads * sizeof(float) + 64, 64);
         if (d->xe == NULL)
@@ -170,9 +172,9 @@ void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx)
 
 static inline __attribute__((always_inline, target("avx2,fma"))) void
 odnn_grouped_tile(const struct odnn_direct *d, const float *xe, const float *w, const int *po,
-                  const float *bias, float *out, const int pt)
+                  const float *bias, float *out, const int cg, const int pt)
 {
-    const int cg = d->cg, taps = d->kh * d->kw, vs = cg * 8;
+    const int taps = d->kh * d->kw, vs = cg * 8;
     __m256 a[ODNN_GROUPED_TILE];
     int o[ODNN_GROUPED_TILE];
 #pragma GCC unroll 8
@@ -211,9 +213,7 @@ odnn_grouped_tile(const struct odnn_direct *d, const float *xe, const float *w, 
         const struct odnn_direct *d, const float *xe, const float *w, const int *po,               \
         const float *bias, float *out)                                                             \
     {                                                                                              \
-        struct odnn_direct c = *d;                                                                 \
-        c.cg = CG;                                                                                 \
-        odnn_grouped_tile(&c, xe, w, po, bias, out, PT);                                           \
+        odnn_grouped_tile(d, xe, w, po, bias, out, CG, PT);                                        \
     }
 ODNN_GROUPED_FN(4, 8)
 ODNN_GROUPED_FN(2, 8)
@@ -223,7 +223,7 @@ static __attribute__((noinline, target("avx2,fma"))) void
 odnn_grouped_tile_any(const struct odnn_direct *d, const float *xe, const float *w, const int *po,
                       const float *bias, float *out, int pt)
 {
-    odnn_grouped_tile(d, xe, w, po, bias, out, pt);
+    odnn_grouped_tile(d, xe, w, po, bias, out, d->cg, pt);
 }
 
 /* Expands block B's source plane SRC (ih x iw x 8) into XE's interior. */
