@@ -519,6 +519,68 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
     return odnn_gelu_finish(v, u, a, out);
 }
 
+/* Matches GELU's tanh form as BLOOM writes it, x * 0.5 * (1 + tanh(
+ * 0.79788456 * x * (1 + 0.044715 * x * x))), whose first node P makes
+ * 0.044715 x^2: Mul(x, 0.044715) then a Mul by x, or Mul(x, x) then a Mul
+ * by 0.044715; then Add 1 -> Mul by Mul(x, 0.79788456) -> Tanh -> Add 1
+ * and the tail of the erf form. The same function as the form above, run
+ * the same way (odnn_gelu_own). */
+static int odnn_match_gelu_tanh_factored(const pl_graph_view *v, const struct odnn_uses *u,
+                                         size_t p, struct odnn_gelu *out)
+{
+    float c;
+    int first;
+    int64_t x, sq;
+    out->n_nodes = 0;
+    if (!odnn_op_is(v, (int64_t)p, "Mul"))
+        return 0;
+    if (odnn_in(v, p, 0) == odnn_in(v, p, 1)) {
+        x = odnn_in(v, p, 0);
+        sq = odnn_next(v, u, (int64_t)p, "Mul", 0.044715);
+    } else {
+        x = odnn_binary_scalar(v, p, &c, &first);
+        if (x < 0 || !odnn_near(c, 0.044715))
+            return 0;
+        sq = odnn_next(v, u, (int64_t)p, "Mul", -1);
+        if (sq >= 0 && odnn_in(v, (size_t)sq, 0) != x && odnn_in(v, (size_t)sq, 1) != x)
+            return 0;
+    }
+    if (x < 0 || sq < 0)
+        return 0;
+    int64_t d = odnn_next(v, u, sq, "Add", 1.0);
+    int64_t e = odnn_next(v, u, d, "Mul", -1);
+    if (e < 0)
+        return 0;
+    /* e's other input: Mul(x, sqrt(2/pi)), read only by e */
+    int64_t dout = odnn_out(v, (size_t)d, 0);
+    int64_t ao = odnn_in(v, (size_t)e, 0) == dout ? odnn_in(v, (size_t)e, 1)
+                                                   : odnn_in(v, (size_t)e, 0);
+    if (ao < 0 || (size_t)ao >= u->n_tensors || u->producer[ao] == 0 ||
+        odnn_sole_reader(u, ao) != e)
+        return 0;
+    size_t a = u->producer[ao] - 1;
+    if (!odnn_op_is(v, (int64_t)a, "Mul") || odnn_binary_scalar(v, a, &c, &first) != x ||
+        !odnn_near(c, 0.7978845608028654))
+        return 0;
+    int64_t t = odnn_next(v, u, e, "Tanh", -1);
+    int64_t f = odnn_next(v, u, t, "Add", 1.0);
+    if (f < 0)
+        return 0;
+    out->x = x;
+    out->alg = dnnl_eltwise_gelu_tanh;
+    size_t seq[] = {p, (size_t)sq, (size_t)d, a, (size_t)e, (size_t)t, (size_t)f};
+    for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++)
+        out->nodes[out->n_nodes++] = seq[k];
+    return odnn_gelu_finish(v, u, f, out);
+}
+
+/* Either tanh form. */
+static int odnn_match_gelu_tanh_any(const pl_graph_view *v, const struct odnn_uses *u,
+                                    size_t p, struct odnn_gelu *out)
+{
+    return odnn_match_gelu_tanh(v, u, p, out) || odnn_match_gelu_tanh_factored(v, u, p, out);
+}
+
 /* Finds the GELU pattern node N belongs to, trying the readers of each of
  * its inputs' producers as the pattern's first node. */
 static int odnn_gelu_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
@@ -535,7 +597,7 @@ static int odnn_gelu_of(const pl_graph_view *v, const struct odnn_uses *u, size_
             !odnn_op_is(v, (int64_t)cand, "Pow"))
             continue;
         struct odnn_gelu m;
-        if (!odnn_match_gelu(v, u, cand, &m) && !odnn_match_gelu_tanh(v, u, cand, &m))
+        if (!odnn_match_gelu(v, u, cand, &m) && !odnn_match_gelu_tanh_any(v, u, cand, &m))
             continue;
         for (size_t k = 0; k < m.n_nodes; k++)
             if (m.nodes[k] == n) {
@@ -1098,7 +1160,7 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
         if (out[n] == ODNN_ROLE_OWN &&
             (odnn_op_is(v, (int64_t)n, "Div") || odnn_op_is(v, (int64_t)n, "Mul") ||
              odnn_op_is(v, (int64_t)n, "Pow")) &&
-            (odnn_match_gelu(v, &u, n, &ge) || odnn_match_gelu_tanh(v, &u, n, &ge))) {
+            (odnn_match_gelu(v, &u, n, &ge) || odnn_match_gelu_tanh_any(v, &u, n, &ge))) {
             for (size_t k = 0; k < ge.n_nodes; k++)
                 out[ge.nodes[k]] = ODNN_ROLE_INNER;
             out[n] = ODNN_ROLE_ELTWISE;

@@ -1824,6 +1824,58 @@ static pl_runtime *onednn_runtime_with(const char *kv, struct wino_log *log)
     return onednn_runtime_ex(kv, log != NULL ? wino_sink : NULL, log);
 }
 
+/* GELU's tanh form as BLOOM writes it, 0.5x * (1 + tanh(0.79788456x * (1 +
+ * 0.044715x^2))), with x^2 as Mul(Mul(x, 0.044715), x) and as
+ * Mul(Mul(x, x), 0.044715): the nine nodes compile into one primitive
+ * after the Neg that makes x (the debug log counts them) and agree with
+ * the cpu module. */
+static const char *model_gelu_factored(int square_first)
+{
+    struct mb m = {.seed = 47};
+    int64_t xs[] = {2, 65, 129};
+    mb_input(&m, "x", 3, xs);
+    mb_scalar(&m, "c", 0.044715f);
+    mb_scalar(&m, "k", 0.79788456f);
+    mb_scalar(&m, "one", 1.0f);
+    mb_scalar(&m, "half", 0.5f);
+    /* from a producer in the subgraph, as after a MatMul: the core's
+     * clusters grow from producers, and the pattern's three branches on a
+     * graph input would start three subgraphs */
+    mb_node(&m, "neg", "Neg", "\"x\"", "v", "");
+    mb_node(&m, "h", "Mul", "\"v\",\"half\"", "xh", "");
+    mb_node(&m, "a", "Mul", "\"k\",\"v\"", "xa", "");
+    if (square_first) {
+        mb_node(&m, "sq", "Mul", "\"v\",\"v\"", "x2", "");
+        mb_node(&m, "sqc", "Mul", "\"x2\",\"c\"", "xc", "");
+    } else {
+        mb_node(&m, "sq", "Mul", "\"v\",\"c\"", "x2", "");
+        mb_node(&m, "sqc", "Mul", "\"x2\",\"v\"", "xc", "");
+    }
+    mb_node(&m, "p1", "Add", "\"xc\",\"one\"", "xp", "");
+    mb_node(&m, "e", "Mul", "\"xa\",\"xp\"", "xe", "");
+    mb_node(&m, "tanh", "Tanh", "\"xe\"", "xt", "");
+    mb_node(&m, "p2", "Add", "\"one\",\"xt\"", "x1", "");
+    mb_node(&m, "out", "Mul", "\"xh\",\"x1\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_gelu_tanh_factored(void)
+{
+    int64_t xs[] = {2, 65, 129};
+    for (int square_first = 0; square_first < 2; square_first++) {
+        const char *path = model_gelu_factored(square_first);
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with(NULL, &log);
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        TH_CHECK(strstr(log.text, "10 nodes into 2 primitives") != NULL,
+                 "x^2 %s: log:\n%s", square_first ? "first" : "last", log.text);
+        compare(path, 3, xs, 3, xs, (const char *[]){"h", "a", "sq", "tanh", "out", NULL});
+    }
+}
+
 /* A net of 8 and 24 channels (a Keras U-Net's decoder) whose blocks of 16
  * channels would double its work runs its convolutions channels-last on
  * AVX-512 (the debug log says so), one of 16 and 32 channels stays
@@ -4309,6 +4361,7 @@ int main(int argc, char **argv)
         {"pool_plain_sources", case_pool_plain_sources},
         {"concat_to_output", case_concat_to_output},
         {"gelu_tanh", case_gelu_tanh},
+        {"gelu_tanh_factored", case_gelu_tanh_factored},
         {"conv_of_transposed", case_conv_of_transposed},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
