@@ -183,6 +183,13 @@ void odnn_inorm_run(const float *x, const float *scale, const float *bias, float
 
 /* Expand: dense X of ND dims XD (1 where it broadcasts, right-aligned to
  * YD) into dense Y of dims YD, on up to THREADS OpenMP threads. */
+/* Y = COND ? X : E elementwise, each of COND (bytes, nonzero = true), X and
+ * E broadcast (dims CD, XD, ED of ND, right-aligned, 1 = broadcast) to Y's
+ * dims YD: the module's own Where. */
+void odnn_where_run(const uint8_t *cond, const float *x, const float *e, float *y, int nd,
+                    const int64_t *cd, const int64_t *xd, const int64_t *ed, const int64_t *yd,
+                    int threads);
+
 void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
                      int threads);
 

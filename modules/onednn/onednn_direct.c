@@ -975,6 +975,61 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
     }
 }
 
+/* ---- Where -----------------------------------------------------------------
+ *
+ * oneDNN 2.6 has no select primitive. Y is walked in rows of its last dim;
+ * each input's row starts where its strides (0 along a broadcast dim) put
+ * it, and moves by 1 or 0 along the row. Rows go over the team from 64K
+ * values. */
+static void odnn_where_strides(int nd, const int64_t *d, int64_t *st)
+{
+    int64_t stride = 1;
+    for (int k = nd - 1; k >= 0; k--) {
+        st[k] = d[k] == 1 ? 0 : stride;
+        stride *= d[k];
+    }
+}
+
+void odnn_where_run(const uint8_t *cond, const float *x, const float *e, float *y, int nd,
+                    const int64_t *cd, const int64_t *xd, const int64_t *ed, const int64_t *yd,
+                    int threads)
+{
+    int64_t cs[8], xs[8], es[8], rows = 1, len = yd[nd - 1];
+    odnn_where_strides(nd, cd, cs);
+    odnn_where_strides(nd, xd, xs);
+    odnn_where_strides(nd, ed, es);
+    for (int d = 0; d < nd - 1; d++)
+        rows *= yd[d];
+    int64_t cj = cs[nd - 1], xj = xs[nd - 1], ej = es[nd - 1];
+    int team = rows * len >= 65536 && threads > 1 ? threads : 1;
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rest = r, co = 0, xo = 0, eo = 0;
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t i = rest % yd[d];
+            rest /= yd[d];
+            co += i * cs[d];
+            xo += i * xs[d];
+            eo += i * es[d];
+        }
+        const uint8_t *c = cond + co;
+        const float *xr = x + xo, *er = e + eo;
+        float *yr = y + r * len;
+        if (cj == 1 && xj == 1 && ej == 0) { /* a mask's fill value: the common case */
+            float f = er[0];
+            for (int64_t j = 0; j < len; j++)
+                yr[j] = c[j] ? xr[j] : f;
+        } else if (cj == 1 && xj == 0 && ej == 1) {
+            float f = xr[0];
+            for (int64_t j = 0; j < len; j++)
+                yr[j] = c[j] ? f : er[j];
+        } else {
+            for (int64_t j = 0; j < len; j++)
+                yr[j] = c[j * cj] ? xr[j * xj] : er[j * ej];
+        }
+    }
+}
+
 /* ---- Pad -------------------------------------------------------------------
  *
  * Keras' ZeroPadding2D and explicit paddings in other exporters' graphs that

@@ -110,6 +110,7 @@ struct odnn_tinfo {
     int known;     /* dtype and every dim known */
     int f32;
     int q8;        /* u8 or i8: a quantized activation (odnn_check_qconv) */
+    int boolean;   /* bool: held as u8 (Where's condition) */
     dnnl_data_type_t dt; /* f32, u8, s8, s32, or undef for any other type */
     int32_t ndim;
     int64_t dims[ODNN_MAX_RANK];
@@ -131,6 +132,7 @@ static int odnn_tensor(const pl_graph_view *v, int64_t t, struct odnn_tinfo *out
         return 0;
     out->f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
     out->q8 = PL_DTYPE_EQ(dt, PL_DTYPE_U8) || PL_DTYPE_EQ(dt, PL_DTYPE_I8);
+    out->boolean = PL_DTYPE_EQ(dt, PL_DTYPE_BOOL);
     out->dt = out->f32                        ? dnnl_f32
               : PL_DTYPE_EQ(dt, PL_DTYPE_U8)  ? dnnl_u8
               : PL_DTYPE_EQ(dt, PL_DTYPE_I8)  ? dnnl_s8
@@ -2943,6 +2945,40 @@ static int odnn_check_cast(const pl_graph_view *v, const struct odnn_uses *u, si
     return 1;
 }
 
+/* Where(cond, x, y) as the module's own select (odnn_where_run): a bool
+ * condition (a constant, or an input of the subgraph: nothing in it makes
+ * bools) and f32 values, each broadcasting to the f32 output. GPT-2's
+ * causal mask and DeBERTa's and DistilBERT's attention masks are Wheres
+ * between the layers' products: on cpu each one cut the subgraph. */
+static int odnn_check_where(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo t[3], y;
+    if (onednn_host->graph->node_input_count(v, n) != 3 ||
+        !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known || !y.f32 || y.ndim < 1) {
+        odnn_reason(reason, "Where", "the output must be f32 of known shape");
+        return 0;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (!odnn_tensor(v, odnn_in(v, n, (size_t)k), &t[k]) || !t[k].known ||
+            (k == 0 ? !t[k].boolean : !t[k].f32)) {
+            odnn_reason(reason, "Where", "only a bool condition and f32 values of known shape");
+            return 0;
+        }
+        if (t[k].ndim > y.ndim) {
+            odnn_reason(reason, "Where", "an input has higher rank than the output");
+            return 0;
+        }
+        for (int d = 0; d < t[k].ndim; d++) {
+            int64_t xd = t[k].dims[d], yd = y.dims[d + (y.ndim - t[k].ndim)];
+            if (xd != yd && xd != 1) {
+                odnn_reason(reason, "Where", "an input does not broadcast to the output");
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                            char *reason)
 {
@@ -2975,6 +3011,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return odnn_check_dql(v, n, reason);
     if (strcmp(op, "Cast") == 0)
         return odnn_check_cast(v, u, n, reason);
+    if (strcmp(op, "Where") == 0)
+        return odnn_check_where(v, n, reason);
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "GlobalMaxPool",
@@ -3250,6 +3288,7 @@ struct odnn_value {
     /* A product's merged rows (odnn_matmul): the view its step writes
      * the tensor's value through; nothing reads it. */
     int merged;
+    int boolean; /* u8 bytes that are a bool tensor's (a Where's condition) */
     dnnl_memory_t mem;
 };
 
@@ -3269,7 +3308,7 @@ enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
-    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT
+    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE
 };
 
 struct odnn_step {
@@ -3295,6 +3334,8 @@ struct odnn_step {
     int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS */
     int nd;        /* ODNN_S_EXPAND, ODNN_S_PAD: X's dims (right-aligned) and Y's */
     int64_t xd[ODNN_MAX_RANK], yd[ODNN_MAX_RANK];
+    int64_t cd[ODNN_MAX_RANK], ed[ODNN_MAX_RANK]; /* ODNN_S_WHERE: the condition's dims and
+                                                     the else-value's (X the then-value's) */
     int64_t begin[ODNN_MAX_RANK]; /* ODNN_S_PAD: where X starts in Y; the rest is FILL */
     float fill;
 };
@@ -3821,6 +3862,8 @@ static pl_status *odnn_const_value(struct odnn_build *b, int64_t t, int64_t node
     odnn_tensor(b->v, t, &ti);
     dnnl_memory_desc_t md;
     odnn_plain_md(&md, ti.ndim, ti.dims);
+    if (ti.boolean)
+        md.data_type = dnnl_u8;
     if (ti.cdata == NULL || ti.cbytes != dnnl_memory_desc_get_size(&md))
         return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: constant '%s' has %zu bytes, its "
                                                     "type says otherwise",
@@ -8161,6 +8204,43 @@ static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* Where as the module's own select (odnn_where_run): the condition as u8
+ * bytes, the values and the output dense plain f32. */
+static pl_status *odnn_where_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo t[3], y;
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int src[3];
+    for (int k = 0; k < 3; k++) {
+        odnn_tensor(v, odnn_in(v, n, (size_t)k), &t[k]);
+        pl_status *st = odnn_dense_source(b, odnn_in(v, n, (size_t)k), (int64_t)n, &src[k]);
+        if (st != NULL)
+            return st;
+    }
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_WHERE, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->nd = y.ndim;
+    int64_t *dims[3] = {s->cd, s->xd, s->ed};
+    for (int d = 0; d < y.ndim; d++) {
+        s->yd[d] = y.dims[d];
+        for (int k = 0; k < 3; k++) {
+            int i = d - (y.ndim - t[k].ndim);
+            dims[k][d] = i >= 0 ? t[k].dims[i] : 1;
+        }
+    }
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, src[0]);
+    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, src[1]);
+    odnn_arg(b, step, DNNL_ARG_SRC_2, ODNN_REF_VALUE, src[2]);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
 /* Pad as the module's own copy (odnn_pad_run). */
 static pl_status *odnn_pad_emit(struct odnn_build *b, size_t n)
 {
@@ -8464,6 +8544,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_expand_emit(b, n);
     if (strcmp(op, "Pad") == 0)
         return odnn_pad_emit(b, n);
+    if (strcmp(op, "Where") == 0)
+        return odnn_where_emit(b, n);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -8850,9 +8932,12 @@ static pl_status *odnn_build_program(struct odnn_build *b)
         odnn_plain_md(&md, ti.ndim, ti.dims);
         if (ti.q8 || ti.dt == dnnl_s32)
             md.data_type = ti.dt;
+        if (ti.boolean)
+            md.data_type = dnnl_u8;
         int vi = odnn_new_value(b, t, ODNN_V_INPUT, &md);
         if (vi < 0)
             return odnn_oom();
+        c->values[vi].boolean = ti.boolean;
         c->values[vi].ext = (int)i;
         c->values[vi].defined = 1;
         c->input_value[i] = vi;
@@ -8937,7 +9022,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 27u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 28u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -8980,7 +9065,10 @@ static double odnn_now_ms(void)
                                      channels per group on the module's
                                      grouped kernel below AVX-512, and
                                      GELU's tanh form there as its own
-                                     kernel (ODNN_S_GELUT) */
+                                     kernel (ODNN_S_GELUT);
+                                 28: Where as the module's own select
+                                     (ODNN_S_WHERE, bool inputs as u8),
+                                     BLOOM's order of GELU's tanh form */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -9274,7 +9362,8 @@ static pl_status *odnn_run_arg(const pl_compiled *c, const char *what, size_t i,
     for (int d = 0; d < val->md.ndims; d++)
         want *= val->md.dims[d];
     (void)c;
-    pl_dtype dt = val->md.data_type == dnnl_u8    ? PL_DTYPE_U8
+    pl_dtype dt = val->boolean                    ? PL_DTYPE_BOOL
+                  : val->md.data_type == dnnl_u8  ? PL_DTYPE_U8
                   : val->md.data_type == dnnl_s8  ? PL_DTYPE_I8
                   : val->md.data_type == dnnl_s32 ? PL_DTYPE_I32
                                                   : PL_DTYPE_F32;
@@ -9283,7 +9372,8 @@ static pl_status *odnn_run_arg(const pl_compiled *c, const char *what, size_t i,
         return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run: %s %zu is not a plain %s "
                                                     "tensor of the compiled shape",
                           what, i,
-                          val->md.data_type == dnnl_u8    ? "u8"
+                          val->boolean                    ? "bool"
+                          : val->md.data_type == dnnl_u8  ? "u8"
                           : val->md.data_type == dnnl_s8  ? "i8"
                           : val->md.data_type == dnnl_s32 ? "i32"
                                                           : "f32");
@@ -9298,7 +9388,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     void *p[ODNN_MAX_ARGS] = {NULL};
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
-    case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT:
+    case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
         break;
     default:
         return 0;
@@ -9325,6 +9415,10 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_ERF: /* SRC, DST */
         odnn_erf_run(p[0], p[1], step->rows, team);
+        break;
+    case ODNN_S_WHERE: /* SRC_0 (the condition), SRC_1, SRC_2, DST */
+        odnn_where_run(p[0], p[1], p[2], p[3], step->nd, step->cd, step->xd, step->ed, step->yd,
+                       team);
         break;
     case ODNN_S_GELUT: /* SRC, DST */
         odnn_gelu_tanh_run(p[0], p[1], step->rows, team);

@@ -820,9 +820,14 @@ class Gen:
         Expand (grouped-query attention's repeated heads, or any broadcast
         to a shape of equal or higher rank), and GroupNorm as exporters
         write it (Reshape -> InstanceNormalization -> Reshape -> Mul -> Add,
-        one group or several); sizes up to a few 10K values, so the kernels'
-        thread teams and tails run."""
-        op = self.pick(["Erf", "Expand", "Expand", "GroupNorm"])
+        one group or several), and Where (transformers' attention masks: a
+        bool condition, constant or made outside the subgraph by a Greater,
+        each of the three inputs broadcasting to the output or not, a
+        constant or computed value on either side); sizes up to a few 10K
+        values, so the kernels' thread teams and tails run."""
+        op = self.pick(["Erf", "Expand", "Expand", "GroupNorm", "Where", "Where"])
+        if op == "Where":
+            return self.where()
         if op == "Erf":
             x = self.input([self.r(1, 3), self.r(1, 64), self.r(1, 300)])
             x = self.node("Mul", [x, self.const(np.array(self.pick([0.5, 2.0, 4.0])))])
@@ -853,6 +858,36 @@ class Gen:
         y = self.node("Reshape", [nrm, self.i64([n, c, h, w])])
         y = self.node("Mul", [y, self.const(self.rng.uniform(0.5, 1.5, [c, 1, 1]))])
         return self.node("Add", [y, self.const(self.rng.uniform(-0.5, 0.5, [c, 1, 1]))])
+
+    def where(self):
+        rank = self.r(1, 4)
+        out = [self.r(1, 5) for _ in range(rank - 1)] + [self.r(1, 40)]
+
+        def bshape():  # right-aligned, each dim kept or 1, maybe of lower rank
+            sub = out[self.r(0, rank - 1):]
+            return [d if self.p(0.6) else 1 for d in sub]
+
+        if self.p(0.5):
+            cond = self.const(self.rng.random(bshape()) < 0.5, "bool")
+        else:
+            c = self.chain(self.input(bshape()), 1)
+            cond = self.node("Greater", [c, self.const(np.float32(0.1), "f32")])
+        vals = []
+        for _ in range(2):
+            if self.p(0.35):
+                vals.append(self.const(np.float32(self.pick([-1e9, 0.0, -3.5]))))
+            elif self.p(0.3):
+                vals.append(self.const(self.rng.uniform(-2, 2, bshape())))
+            else:
+                vals.append(self.chain(self.input(bshape()), 1))
+        if all(v not in self.g.inputs and self.g.tensors.get(v, {}).get("value") is not None
+               for v in vals):  # both constant: a computed value on one side
+            vals[1] = self.chain(self.input(out), 1)
+        # the output's full shape from some input, or else an Add makes it
+        y = self.node("Where", [cond] + vals)
+        if self.shape(y) != out:
+            y = self.node("Add", [y, self.const(np.zeros(out))])
+        return y
 
     def flat_groups(self, x, g):
         """True when some group of X's channels has too small a variance to

@@ -386,6 +386,10 @@ def eval_node(node, env, dtype_of):
         return [x * np.ones([int(d) for d in np.asarray(ins[1]).reshape(-1)])]
     if op == "Cast":
         return [x]
+    if op == "Greater":
+        return [x > ins[1]]
+    if op == "Where":
+        return [np.where(x != 0, ins[1], ins[2])]
     if op in ("QuantizeLinear", "DequantizeLinear"):
         return [quantize(op, ins, dtype_of(node["inputs"][2]) if len(ins) > 2 else "u8")]
     if op == "ConvTranspose":
@@ -572,7 +576,7 @@ def _out_dtypes(node, dtypes):
 
 def _out_dtype(node, dtypes):
     """The dtype NODE's outputs have: its first input's, but for the
-    integer products and (de)quantization."""
+    integer products, (de)quantization, comparisons and Where."""
     op = node["op"]
     if op == "QuantizeLinear":
         return dtypes.get(node["inputs"][2], "u8") if len(node["inputs"]) > 2 else "u8"
@@ -584,6 +588,10 @@ def _out_dtype(node, dtypes):
         return CAST_TO.get(_a(node, "to", 1), "f32")
     if op in ("QLinearConv", "QLinearMatMul"):
         return dtypes.get(node["inputs"][7], "u8")
+    if op == "Greater":
+        return "bool"
+    if op == "Where":
+        return dtypes.get(node["inputs"][1], "f32")
     return dtypes.get(node["inputs"][0], "f32")
 
 

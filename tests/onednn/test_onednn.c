@@ -577,6 +577,42 @@ static void case_gelu_tanh(void)
             (const char *[]){"mm", "cube", "tanh", "half", "sq", "tanhb", "byxb", "sum", NULL});
 }
 
+/* Where as the module's own select, in the three places transformers put
+ * it: a constant causal mask over scores with a scalar fill (GPT-2), a bool
+ * mask made outside the subgraph (a cpu Greater: DistilBERT's attention
+ * mask) broadcast over the heads with a row of fills, and a constant
+ * condition choosing between a constant and the values (DeBERTa). Every
+ * Where runs on onednn and agrees with the cpu module. */
+static void case_where(void)
+{
+    struct mb m = {.seed = 53};
+    int64_t xs[] = {2, 3, 8, 8}, cs[] = {1, 1, 8, 8}, rs[] = {8},
+            ks[] = {3, 1, 1};
+    uint8_t causal[64], keep[3];
+    for (int i = 0; i < 64; i++)
+        causal[i] = i % 8 <= i / 8;
+    for (int i = 0; i < 3; i++)
+        keep[i] = i != 1;
+    mb_input(&m, "x", 4, xs);
+    mb_raw(&m, "causal", "bool", 4, cs, causal, sizeof causal);
+    mb_raw(&m, "keep", "bool", 3, ks, keep, sizeof keep);
+    mb_scalar(&m, "fill", -1e9f);
+    mb_scalar(&m, "zero", 0.0f);
+    mb_const(&m, "row", 1, rs, NULL, 1.0f);
+    mb_const(&m, "other", 4, xs, NULL, 1.0f);
+    mb_const(&m, "w", 2, (int64_t[]){8, 8}, NULL, 0.3f);
+    mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "s", "");
+    mb_node(&m, "mask", "Where", "\"causal\",\"s\",\"fill\"", "sm", "");
+    mb_node(&m, "sm", "Softmax", "\"sm\"", "p", "\"axis\":{\"int\":-1}");
+    mb_node(&m, "slice_x", "ReduceMean", "\"x\"", "xm", "\"axes\":{\"ints\":[1,2]}");
+    mb_node(&m, "gt", "Greater", "\"xm\",\"zero\"", "g", "");
+    mb_node(&m, "pad_mask", "Where", "\"g\",\"p\",\"row\"", "pm", "");
+    mb_node(&m, "choose", "Where", "\"keep\",\"pm\",\"other\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    compare(mb_write(&m), 4, xs, 4, xs,
+            (const char *[]){"mm", "mask", "sm", "pad_mask", "choose", NULL});
+}
+
 /* tf2onnx's layout around a convolution: an NHWC input transposed to NCHW
  * (a strided view, reordered straight into the convolution's blocked
  * layout), the result transposed back and scaled per channel; and a
@@ -4362,6 +4398,7 @@ int main(int argc, char **argv)
         {"concat_to_output", case_concat_to_output},
         {"gelu_tanh", case_gelu_tanh},
         {"gelu_tanh_factored", case_gelu_tanh_factored},
+        {"where", case_where},
         {"conv_of_transposed", case_conv_of_transposed},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
