@@ -943,6 +943,17 @@ void odnn_inorm_run(const float *x, const float *scale, const float *bias, float
  * row-major X of dims XD (right-aligned, 1 where it broadcasts) into Y of
  * dims YD: the trailing dims X and Y share are copied as blocks, the rest
  * indexed; outer blocks over the team from 64K values. */
+/* The strides ST of a dense tensor of dims D (ND of them) as read by a
+ * broadcast: 0 along a dim of 1, which does not move. */
+static void odnn_bcast_strides(int nd, const int64_t *d, int64_t *st)
+{
+    int64_t stride = 1;
+    for (int k = nd - 1; k >= 0; k--) {
+        st[k] = d[k] == 1 ? 0 : stride;
+        stride *= d[k];
+    }
+}
+
 void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
                      int threads)
 {
@@ -953,11 +964,7 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
     int64_t block = 1;
     for (int d = k; d < nd; d++)
         block *= yd[d];
-    int64_t stride = 1;
-    for (int d = nd - 1; d >= 0; d--) {
-        xs[d] = xd[d] == 1 ? 0 : stride; /* a broadcast dim does not move in X */
-        stride *= xd[d];
-    }
+    odnn_bcast_strides(nd, xd, xs);
     int64_t outer = 1;
     for (int d = 0; d < k; d++)
         outer *= yd[d];
@@ -981,23 +988,14 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
  * each input's row starts where its strides (0 along a broadcast dim) put
  * it, and moves by 1 or 0 along the row. Rows go over the team from 64K
  * values. */
-static void odnn_where_strides(int nd, const int64_t *d, int64_t *st)
-{
-    int64_t stride = 1;
-    for (int k = nd - 1; k >= 0; k--) {
-        st[k] = d[k] == 1 ? 0 : stride;
-        stride *= d[k];
-    }
-}
-
 void odnn_where_run(const uint8_t *cond, const float *x, const float *e, float *y, int nd,
                     const int64_t *cd, const int64_t *xd, const int64_t *ed, const int64_t *yd,
                     int threads)
 {
     int64_t cs[8], xs[8], es[8], rows = 1, len = yd[nd - 1];
-    odnn_where_strides(nd, cd, cs);
-    odnn_where_strides(nd, xd, xs);
-    odnn_where_strides(nd, ed, es);
+    odnn_bcast_strides(nd, cd, cs);
+    odnn_bcast_strides(nd, xd, xs);
+    odnn_bcast_strides(nd, ed, es);
     for (int d = 0; d < nd - 1; d++)
         rows *= yd[d];
     int64_t cj = cs[nd - 1], xj = xs[nd - 1], ej = es[nd - 1];
