@@ -5659,6 +5659,28 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     return odnn_matmul_as(b, n, gemm, 0, NULL);
 }
 
+/* Constant f32 weights of a product below AVX-512, [.., K, N], by rows as
+ * oneDNN 2.6 picks there, but with 16 floats after each row when a row is
+ * a multiple of 1 KiB: its gemm:jit walks B down the columns, and rows 4
+ * KiB apart (N = 1024, 2048, 3072, 4096: every transformer's MLP) land in
+ * the same cache sets. Matmul primitive alone, 2 threads, this AVX2
+ * machine (M 8..197, K 192..3072): N >= 1024 0.42-0.55x the time of dense
+ * rows, N = 768 0.8-0.9x, N = 192 even; at M = 512 even. (Storing B by
+ * columns instead helped at N = 1024 but lost 5-150% at N <= 768.) */
+static void odnn_weights_padded(dnnl_memory_desc_t *md, int r, const dnnl_dims_t dims)
+{
+    dnnl_dims_t st;
+    int64_t n = dims[r - 1], row = n % 256 == 0 ? n + 16 : n;
+    st[r - 1] = 1;
+    st[r - 2] = row;
+    int64_t stride = row * dims[r - 2];
+    for (int i = r - 3; i >= 0; i--) {
+        st[i] = stride;
+        stride *= dims[i];
+    }
+    dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, st);
+}
+
 static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int collapse,
                                  int *out_unfit)
 {
@@ -5717,7 +5739,9 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
                                : dnnl_f32;
     dnnl_memory_desc_t a_f32 = a_md;
     a_md.data_type = cdt;
-    if (w.cdata != NULL)
+    if (w.cdata != NULL && cdt == dnnl_f32 && !onednn_has_avx512())
+        odnn_weights_padded(&w_md, r, wlog);
+    else if (w.cdata != NULL)
         dnnl_memory_desc_init_by_tag(&w_md, r, wlog, cdt, dnnl_format_tag_any);
     else
         w_md = w_src;
@@ -9022,7 +9046,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 28u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 29u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -9068,7 +9092,9 @@ static double odnn_now_ms(void)
                                      kernel (ODNN_S_GELUT);
                                  28: Where as the module's own select
                                      (ODNN_S_WHERE, bool inputs as u8),
-                                     BLOOM's order of GELU's tanh form */
+                                     BLOOM's order of GELU's tanh form;
+                                 29: constant f32 product weights with
+                                     padded rows below AVX-512 */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

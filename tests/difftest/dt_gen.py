@@ -418,7 +418,7 @@ class Gen:
         if self.p(0.4):
             return self.gemm()
         rank = self.pick([2, 2, 3, 4])
-        mdim, k, n = self.r(1, 12), self.r(1, 16), self.r(1, 12)
+        mdim, k, n = self.r(1, 12), self.r(1, 16), self.wide_n()
         batch = [self.r(1, 3) for _ in range(rank - 2)]
         a = self.input(batch + [mdim, k])
         kind = self.pick(["const2d", "const2d", "const_batch", "act"])
@@ -432,8 +432,13 @@ class Gen:
             b = self.input(bb + [k, n])
         return self.node("MatMul", [a, b])
 
+    def wide_n(self):
+        """A product's N: mostly small, sometimes rows of a multiple of 1
+        KiB, which the onednn module stores padded below AVX-512."""
+        return self.pick([256, 512, 768]) if self.p(0.15) else self.r(1, 12)
+
     def gemm(self):
-        mdim, k, n = self.r(1, 12), self.r(1, 16), self.r(1, 12)
+        mdim, k, n = self.r(1, 12), self.r(1, 16), self.wide_n()
         ta, tb = self.r(0, 1), self.r(0, 1)
         a = self.input([k, mdim] if ta else [mdim, k])
         b = self.weights([n, k] if tb else [k, n])
