@@ -98,8 +98,8 @@ static void pl_model_free_sources(pl_model *m)
 /* Runs the optimiser's passes from FIRST on M's graph (validated, types
  * inferred), at the level backend.ini sets: 0 the no-op elimination, 1
  * the rewrites before folding, 2 constant folding, 3 pl_graph_fuse. Each
- * pass that changes the graph replaces it, its source kept. Passes 1 and 2
- * run again after a folding that changed the graph (up to 8 rounds). */
+ * pass that changes the graph replaces it, its source kept. Passes 0, 1
+ * and 2 run again after a folding that changed the graph (up to 8 rounds). */
 static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path, int first)
 {
     pl_optimize_level level =
@@ -172,8 +172,9 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
             /* Folding made shapes known (a Reshape's target was a chain
              * from Shape): their Shapes become constants in pass 1 and
              * fold in turn (one attention block's reshapes feed the
-             * next's). */
-            pass = 0;
+             * next's), and no-ops whose shapes folding made known go
+             * (pass 0 again: a Resize to a size computed from Shape). */
+            pass = -1;
             again = 3;
         }
     }

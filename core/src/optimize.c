@@ -3,7 +3,7 @@
  * Exporters leave nodes that compute nothing: Identity on weights and conv
  * biases, Dropout in an inference graph, a Cast to the dtype the tensor
  * already has, a Reshape (Flatten, Squeeze, Unsqueeze, Expand) whose output
- * shape is its input's. Left in, they are worse than a wasted copy: a
+ * shape is its input's, a Resize to the size it has. Left in, they are worse than a wasted copy: a
  * backend that takes Conv only with a constant bias sees the bias come out
  * of an Identity, refuses the Conv, and the model splits into subgraphs
  * with layout conversions at every boundary. This pass bypasses them — the
@@ -70,6 +70,51 @@ static bool pl_opt_same_type(const pl_graph_tensor *a, const pl_graph_tensor *b)
     return true;
 }
 
+/* Whether T is a constant f32 tensor of ones. */
+static bool pl_opt_ones(const pl_graph_tensor *t)
+{
+    if (t->data == NULL || !PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || t->nbytes % 4 != 0)
+        return false;
+    for (size_t i = 0; i < t->nbytes / 4; i++) {
+        float v;
+        memcpy(&v, (const char *)t->data + i * 4, 4);
+        if (v != 1.0f)
+            return false;
+    }
+    return true;
+}
+
+/* Why Resize or Upsample N (output shape already its input's) is the
+ * identity, or NULL: every coordinate mode but tf_crop_and_resize maps an
+ * output index to the same input index at scale 1, where linear and cubic
+ * weights are 1 on that sample and 0 elsewhere. The scale is 1 when the
+ * sizes are given (scale = size / input, without keep_aspect_ratio_policy)
+ * or the scales are constant ones; scales like 1.01 give the same size
+ * (floor(32 * 1.01) = 32) but move every sample. SegFormer's decode head
+ * resizes its first map to the size it has. */
+static const char *pl_opt_resize_identity(const pl_graph *g, const pl_graph_node *n)
+{
+    const pl_attr *ctm = pl_graph_node_attr(n, "coordinate_transformation_mode");
+    const pl_attr *kar = pl_graph_node_attr(n, "keep_aspect_ratio_policy");
+    if ((ctm != NULL && (ctm->kind != PL_ATTR_STRING || strcmp(ctm->s, "tf_crop_and_resize") == 0)) ||
+        (kar != NULL && (kar->kind != PL_ATTR_STRING || strcmp(kar->s, "stretch") != 0)))
+        return NULL;
+    bool upsample = strcmp(n->op, "Upsample") == 0;
+    if (!upsample && n->n_inputs >= 4 && n->inputs[3] != PL_TID_NONE)
+        return "Resize to the size it has";
+    /* scales: Upsample's and opset 10 Resize's second input, else the third */
+    size_t at = upsample || n->n_inputs == 2 ? 1 : 2;
+    if (n->n_inputs > at && n->inputs[at] != PL_TID_NONE)
+        return pl_opt_ones(pl_graph_get_tensor(g, n->inputs[at])) ? "scales of 1" : NULL;
+    const pl_attr *sc = upsample ? pl_graph_node_attr(n, "scales") : NULL;
+    if (sc == NULL || sc->kind != PL_ATTR_FLOATS)
+        return NULL;
+    for (size_t i = 0; i < sc->n; i++)
+        if (sc->floats[i] != 1.0)
+            return NULL;
+    return "scales of 1";
+}
+
 /* Why node N computes nothing (its output 0 equals its input 0), or NULL
  * when it does or may. */
 static const char *pl_opt_noop_reason(const pl_graph *g, const pl_graph_node *n)
@@ -114,6 +159,8 @@ static const char *pl_opt_noop_reason(const pl_graph *g, const pl_graph_node *n)
     for (size_t k = 0; k < sizeof shape_ops / sizeof *shape_ops; k++)
         if (strcmp(n->op, shape_ops[k]) == 0)
             return "output shape equals its input's";
+    if (strcmp(n->op, "Resize") == 0 || strcmp(n->op, "Upsample") == 0)
+        return pl_opt_resize_identity(g, n);
     return NULL;
 }
 

@@ -1484,6 +1484,92 @@ static void case_batch_matmul(void)
     against_none(path, x, 5, shape, names, 4, batch_matmul_check);
 }
 
+/* resize_identity's model under optimize = all: r_sizes (sizes given)
+ * and r_ones (constant scales of 1) went; r_near (scales 1.1: the same
+ * 4x4, every sample moved) stayed. */
+static void resize_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "r_sizes", "Resize to the size it has") &&
+                 rewritten_as(root, "r_ones", "scales of 1") && !placed(root, "r_sizes") &&
+                 !placed(root, "r_ones") && placed(root, "r_near") && !rewritten(root, "r_near"),
+             "%s: r_sizes and r_ones should go, r_near stay", cfg);
+}
+
+/* Resizes to the size their input has (SegFormer's decode head resizes its
+ * first map so) are the identity and go; one whose scales of 1.1 leave a
+ * 4x4 map 4x4 is not, and stays. Outputs equal optimize = none's on cpu
+ * and on onednn. Then a size computed from the input's Shape, known only
+ * once folded (pass 0 runs again after folding): that Resize goes too. */
+static void case_resize_identity(void)
+{
+    static const float ones[4] = {1, 1, 1, 1}, near[4] = {1, 1, 1.1f, 1.1f};
+    static const int64_t sizes[4] = {1, 2, 4, 4};
+    write_sidecar("resize.weights", (const void *const[]){ones, near, sizes},
+                  (const size_t[]){16, 16, 32}, 3);
+    const char *path = write_model(
+        "resize.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"resize.weights\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,2,4,4]},"
+        "{\"name\":\"ones\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":0,\"length\":16}},"
+        "{\"name\":\"near\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":64,\"length\":16}},"
+        "{\"name\":\"sizes\",\"dtype\":\"i64\",\"shape\":[4],\"data\":{\"offset\":128,\"length\":32}}],"
+        "\"nodes\":["
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"x\"],\"outputs\":[\"nx\"]},"
+        "{\"name\":\"r_sizes\",\"op\":\"Resize\",\"inputs\":[\"nx\",\"\",\"\",\"sizes\"],"
+        "\"outputs\":[\"a\"],\"attributes\":{\"mode\":{\"string\":\"linear\"}}},"
+        "{\"name\":\"relu1\",\"op\":\"Relu\",\"inputs\":[\"a\"],\"outputs\":[\"y1\"]},"
+        "{\"name\":\"r_ones\",\"op\":\"Resize\",\"inputs\":[\"nx\",\"\",\"ones\"],"
+        "\"outputs\":[\"b\"],\"attributes\":{\"mode\":{\"string\":\"linear\"}}},"
+        "{\"name\":\"relu2\",\"op\":\"Relu\",\"inputs\":[\"b\"],\"outputs\":[\"y2\"]},"
+        "{\"name\":\"r_near\",\"op\":\"Resize\",\"inputs\":[\"nx\",\"\",\"near\"],"
+        "\"outputs\":[\"c\"],\"attributes\":{\"mode\":{\"string\":\"linear\"}}},"
+        "{\"name\":\"relu3\",\"op\":\"Relu\",\"inputs\":[\"c\"],\"outputs\":[\"y3\"]}]}");
+    float x[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = 0.1f * (float)((i * 7) % 13 - 6);
+    static const int64_t shape[4] = {1, 2, 4, 4};
+    static const char *const names[3] = {"y1", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, resize_check);
+
+    static const float one[4] = {1, 1, 1, 1};
+    write_sidecar("calc.weights", (const void *const[]){one}, (const size_t[]){16}, 1);
+    const char *calc = write_model(
+        "calc.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"calc.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,2,4,4]},"
+        "{\"name\":\"one\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":0,\"length\":16}}],"
+        "\"nodes\":["
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"x\"],\"outputs\":[\"nx\"]},"
+        "{\"name\":\"sh\",\"op\":\"Shape\",\"inputs\":[\"nx\"],\"outputs\":[\"s\"]},"
+        "{\"name\":\"sf\",\"op\":\"Cast\",\"inputs\":[\"s\"],\"outputs\":[\"sf\"],"
+        "\"attributes\":{\"to\":{\"int\":1}}},"
+        "{\"name\":\"sm\",\"op\":\"Mul\",\"inputs\":[\"sf\",\"one\"],\"outputs\":[\"sm\"]},"
+        "{\"name\":\"si\",\"op\":\"Cast\",\"inputs\":[\"sm\"],\"outputs\":[\"sz\"],"
+        "\"attributes\":{\"to\":{\"int\":7}}},"
+        "{\"name\":\"r_calc\",\"op\":\"Resize\",\"inputs\":[\"nx\",\"\",\"\",\"sz\"],"
+        "\"outputs\":[\"a\"],\"attributes\":{\"mode\":{\"string\":\"linear\"}}},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"a\"],\"outputs\":[\"y\"]}]}");
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_io out[1];
+    json_t *root;
+    run_named(rt, calc, x, 4, shape, (const char *const[]){"y"}, 1, out, &root);
+    TH_CHECK(rewritten_as(root, "r_calc", "Resize to the size it has") && !placed(root, "r_calc"),
+             "r_calc should go once its sizes fold");
+    for (int i = 0; i < 32; i++)
+        TH_CHECK(((const float *)out[0].tensor.data)[i] == fmaxf(-x[i], 0.0f), "y[%d] = %g", i,
+                 ((const float *)out[0].tensor.data)[i]);
+    json_decref(root);
+    free_named(out, 1);
+    pl_runtime_destroy(rt);
+}
+
 /* t2 undoes t1 (NCHW -> NHWC -> NCHW): its readers read x; t4 after t3
  * becomes one Transpose of x, and t3 stays for its other reader (z). */
 /* Whether some line of the session's optimisations holds TEXT. */
@@ -1878,6 +1964,7 @@ int main(int argc, char **argv)
 {
     static const th_case cases[] = {
         {"noops_removed", case_noops_removed},
+        {"resize_identity", case_resize_identity},
         {"onednn_takes_conv", case_onednn_takes_conv},
         {"kept", case_kept},
         {"body_reference_kept", case_body_reference_kept},
