@@ -508,8 +508,14 @@ static pl_status *pl_config_apply_graph(pl_config *c, const char *shown,
                                         "%s:%d: bad value '%s' for qdq; accepted: int8, float",
                                         shown, e->line, e->value);
             c->qdq_int8 = strcmp(e->value, "int8") == 0;
+        } else if (strcmp(e->key, "f16") == 0) {
+            if (strcmp(e->value, "f32") != 0 && strcmp(e->value, "keep") != 0)
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "%s:%d: bad value '%s' for f16; accepted: f32, keep",
+                                        shown, e->line, e->value);
+            c->f16_as_f32 = strcmp(e->value, "f32") == 0;
         } else if (!pl_config_add_warning(c, "%s:%d: unknown key '%s' in [graph] (known: "
-                                             "optimize, qdq)",
+                                             "optimize, qdq, f16)",
                                           shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -650,6 +656,7 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->cache_max_bytes = (uint64_t)1024 << 20;
     c->optimize = PL_OPTIMIZE_ALL;
     c->qdq_int8 = true;
+    c->f16_as_f32 = true;
     c->min_subgraph_nodes = 1;
     c->choose_by_cost = true;
     c->cache_dir = pl_alloc_strdup(alloc, "");

@@ -72,6 +72,7 @@ typedef struct pl_config {
     /* [graph] */
     int optimize;             /* pl_optimize_level: 0 none, 1 basic, 2 all */
     bool qdq_int8;            /* [graph] qdq = int8 (true) or float */
+    bool f16_as_f32;          /* [graph] f16 = f32 (true) or keep (widen.c) */
     /* "file:line: warning" lines, in order */
     char **warnings;
     size_t n_warnings;

@@ -95,6 +95,39 @@ static void pl_model_free_sources(pl_model *m)
     m->n_sources = 0;
 }
 
+/* Makes NEXT M's graph, the old one kept in M's sources. */
+static pl_status *pl_model_push(pl_model *m, pl_graph *next)
+{
+    pl_graph **grown = pl_realloc(m->sources, (m->n_sources + 1) * sizeof *grown);
+    if (grown == NULL) {
+        pl_graph_destroy(next);
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+    }
+    m->sources = grown;
+    m->sources[m->n_sources++] = m->graph;
+    m->graph = next;
+    return NULL;
+}
+
+/* Makes NEXT (a tentative rewrite of M's graph) M's graph once its types
+ * infer, the old one kept as a source; when they do not, NEXT goes and
+ * the rewrite is noted as WHAT with the reason: an optimisation is not a
+ * reason to refuse a model. */
+static pl_status *pl_model_adopt(pl_runtime *rt, pl_model *m, pl_graph *next, const char *what)
+{
+    pthread_mutex_lock(&rt->opset_mu);
+    pl_status *st = pl_opset_infer(rt->opset, next);
+    pthread_mutex_unlock(&rt->opset_mu);
+    if (st == NULL)
+        return pl_model_push(m, next);
+    pl_graph_destroy(next);
+    if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
+        return st;
+    bool noted = pl_rewrites_add(&m->rewrites, "%s: %s", what, pl_status_message(st));
+    pl_status_free(st);
+    return noted ? NULL : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+}
+
 /* Runs the optimiser's passes from FIRST on M's graph (validated, types
  * inferred), at the level backend.ini sets: 0 the no-op elimination, 1
  * the rewrites before folding, 2 constant folding, 3 pl_graph_fuse. Each
@@ -105,6 +138,7 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
     pl_optimize_level level =
         rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
     bool qdq_int8 = rt->config ? rt->config->qdq_int8 : true;
+    bool f16_as_f32 = rt->config ? rt->config->f16_as_f32 : true, widened = false;
     pl_status *st = NULL;
     int again = 3;  /* more rounds of pass 1 while it changes the graph */
     int refold = 8; /* more rounds of passes 1 and 2 while folding changes it */
@@ -113,38 +147,21 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
         if (pass == 0)
             st = pl_graph_optimize(m->graph, level, &next, &m->rewrites);
         else if (pass == 1 && level == PL_OPTIMIZE_ALL && again == 3) {
-            /* Transposes first, once per round: the constants it permutes
-             * are folded below. */
-            st = pl_graph_sink_transposes(m->graph, &next, &m->rewrites);
-            if (st == NULL && next != NULL) {
-                pthread_mutex_lock(&rt->opset_mu);
-                st = pl_opset_infer(rt->opset, next);
-                pthread_mutex_unlock(&rt->opset_mu);
-                if (st == NULL) {
-                    pl_graph **grown = pl_realloc(m->sources, (m->n_sources + 1) * sizeof *grown);
-                    if (grown == NULL) {
-                        pl_graph_destroy(next);
-                        return pl_status_create(PL_CODE_OUT_OF_MEMORY,
-                                                "out of memory optimising the graph");
-                    }
-                    m->sources = grown;
-                    m->sources[m->n_sources++] = m->graph;
-                    m->graph = next;
-                } else if (pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
-                    /* an optimisation, not a reason to refuse the model */
-                    pl_graph_destroy(next);
-                    bool noted = pl_rewrites_add(&m->rewrites,
-                                                 "layout: Transposes left as they are: %s",
-                                                 pl_status_message(st));
-                    pl_status_free(st);
-                    st = noted ? NULL
-                               : pl_status_create(PL_CODE_OUT_OF_MEMORY,
-                                                  "out of memory optimising the graph");
-                } else {
-                    pl_graph_destroy(next);
-                }
+            /* f16 widened once, before anything reads its types; then
+             * Transposes, once per round: the constants they permute are
+             * folded below. */
+            if (f16_as_f32 && !widened) {
+                widened = true;
+                st = pl_graph_widen_f16(m->graph, &next, &m->rewrites);
+                if (st == NULL && next != NULL)
+                    st = pl_model_adopt(rt, m, next, "f16: left as it is");
                 next = NULL;
             }
+            if (st == NULL)
+                st = pl_graph_sink_transposes(m->graph, &next, &m->rewrites);
+            if (st == NULL && next != NULL)
+                st = pl_model_adopt(rt, m, next, "layout: Transposes left as they are");
+            next = NULL;
             if (st == NULL)
                 st = pl_graph_prefold(m->graph, qdq_int8, &next, &m->rewrites);
         } else if (pass == 1 && level == PL_OPTIMIZE_ALL)
@@ -155,14 +172,8 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
             st = pl_graph_fuse(m->graph, &next, &m->rewrites);
         if (next == NULL)
             continue;
-        pl_graph **grown = pl_realloc(m->sources, (m->n_sources + 1) * sizeof *grown);
-        if (grown == NULL) {
-            pl_graph_destroy(next);
-            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
-        }
-        m->sources = grown;
-        m->sources[m->n_sources++] = m->graph;
-        m->graph = next;
+        if ((st = pl_model_push(m, next)) != NULL)
+            return st;
         pthread_mutex_lock(&rt->opset_mu);
         st = pl_opset_infer(rt->opset, next);
         pthread_mutex_unlock(&rt->opset_mu);

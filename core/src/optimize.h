@@ -56,6 +56,11 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
 pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_graph,
                             pl_rewrites *rewrites);
 
+/* An f16 graph computed in f32 between Casts at its edges (widen.c):
+ * f16 inputs and constants cast to f32, f16 outputs cast back. Same
+ * contract as pl_graph_optimize; the caller infers types again. */
+pl_status *pl_graph_widen_f16(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
+
 /* Moves every Transpose of an activation down through the elementwise
  * ops, reductions, Concat and Softmax that read it, as far as it goes,
  * so that Transposes meet the ones that undo them and both go

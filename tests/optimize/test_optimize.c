@@ -1584,6 +1584,114 @@ static bool optimized_with(json_t *root, const char *text)
     return false;
 }
 
+/* f32 <-> f16 bits for the normal range (the test's values are). */
+static uint16_t to_half(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, mant = u & 0x7fffffu;
+    int32_t exp = (int32_t)((u >> 23) & 0xff) - 127 + 15;
+    if ((u & 0x7fffffffu) == 0)
+        return (uint16_t)sign;
+    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+    if ((mant & 0x1fffu) > 0x1000u || ((mant & 0x1fffu) == 0x1000u && (h & 1u)))
+        h++; /* to nearest, ties to even */
+    return (uint16_t)h;
+}
+
+static float from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    uint32_t u = exp == 0 ? sign : sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Runs the f16 model at PATH with f16 input X [2, 8]; y [2, 4] and q
+ * [2, 4] as floats into Y and Q. */
+static void run_f16(pl_runtime *rt, const char *path, const uint16_t *x, float *y, float *q,
+                    json_t **out_root)
+{
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    *out_root = describe(s);
+    int64_t xs[2] = {2, 8};
+    pl_io in = {.name = "x",
+                .tensor = {.struct_size = sizeof(pl_tensor), .data = (void *)x, .ndim = 2,
+                           .dtype = PL_DTYPE_F16, .shape = xs}};
+    pl_io outs[2] = {{.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}},
+                     {.name = "q", .tensor = {.struct_size = sizeof(pl_tensor)}}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, outs, 2));
+    for (int k = 0; k < 2; k++) {
+        TH_CHECK(PL_DTYPE_EQ(outs[k].tensor.dtype, PL_DTYPE_F16) && outs[k].tensor.ndim == 2 &&
+                     outs[k].tensor.shape[0] == 2 && outs[k].tensor.shape[1] == 4,
+                 "output %s is not f16 [2, 4]", outs[k].name);
+        for (int i = 0; i < 8; i++)
+            (k ? q : y)[i] = from_half(((const uint16_t *)outs[k].tensor.data)[i]);
+        pl_buffer_free(outs[k].tensor.data);
+    }
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+}
+
+/* A half-precision model (x and w f16; a Cast of the product to f32, a
+ * Sigmoid and a Cast back to f16, as mixed-precision exports write) is
+ * computed in f32 by default: the product runs on onednn (which takes no
+ * f16), the outputs stay f16 under their names, and they agree with f16 =
+ * keep's (every op in f16 on cpu) within f16's rounding. f16 = keep
+ * leaves the graph as it is. */
+static void case_f16_widened(void)
+{
+    uint16_t w[32], x[16];
+    for (int k = 0; k < 32; k++)
+        w[k] = to_half(0.125f * (float)((k * 5) % 9 - 4));
+    for (int k = 0; k < 16; k++)
+        x[k] = to_half(0.25f * (float)((k * 7) % 11 - 5));
+    write_sidecar("half.weights", (const void *const[]){w}, (const size_t[]){sizeof w}, 1);
+    const char *path = write_model(
+        "half.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"half.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"q\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f16\",\"shape\":[2,8]},"
+        "{\"name\":\"w\",\"dtype\":\"f16\",\"shape\":[8,4],\"data\":{\"offset\":0,\"length\":64}}],"
+        "\"nodes\":["
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"p\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"up\",\"op\":\"Cast\",\"inputs\":[\"p\"],\"outputs\":[\"pf\"],"
+        "\"attributes\":{\"to\":{\"int\":1}}},"
+        "{\"name\":\"sig\",\"op\":\"Sigmoid\",\"inputs\":[\"pf\"],\"outputs\":[\"sf\"]},"
+        "{\"name\":\"down\",\"op\":\"Cast\",\"inputs\":[\"sf\"],\"outputs\":[\"sh\"],"
+        "\"attributes\":{\"to\":{\"int\":10}}},"
+        "{\"name\":\"sum\",\"op\":\"Add\",\"inputs\":[\"sh\",\"y\"],\"outputs\":[\"q\"]}]}");
+    float y[2][8], q[2][8];
+    json_t *root[2];
+    pl_runtime *rt = runtime_with("all\nf16 = keep", "cpu");
+    run_f16(rt, path, x, y[0], q[0], &root[0]);
+    pl_runtime_destroy(rt);
+    rt = runtime_with("all", "onednn, cpu");
+    run_f16(rt, path, x, y[1], q[1], &root[1]);
+    pl_runtime_destroy(rt);
+    TH_CHECK(!optimized_with(root[0], "f16: computed in f32"), "f16 = keep widened the graph");
+    TH_CHECK(optimized_with(root[1], "f16: computed in f32"), "the graph was not widened");
+    json_t *p;
+    size_t i;
+    int on_onednn = 0;
+    json_array_foreach(json_object_get(root[1], "placement"), i, p)
+        on_onednn += strcmp(json_string_value(json_object_get(p, "node")), "mm") == 0 &&
+                     strcmp(json_string_value(json_object_get(p, "backend")), "onednn") == 0;
+    TH_CHECK(on_onednn == 1, "the widened product did not run on onednn");
+    for (int k = 0; k < 8; k++) {
+        TH_CHECK(fabsf(y[1][k] - y[0][k]) <= 2e-3f * fmaxf(1.0f, fabsf(y[0][k])) &&
+                     fabsf(q[1][k] - q[0][k]) <= 2e-3f * fmaxf(1.0f, fabsf(q[0][k])),
+                 "[%d]: y %g / %g, q %g / %g (f32 / keep)", k, y[1][k], y[0][k], q[1][k], q[0][k]);
+    }
+    json_decref(root[0]);
+    json_decref(root[1]);
+}
+
 /* t2 undoes t1 (both go); t3 moves below the Sigmoid that reads it and
  * composes with t4, which then moves below the Neg: 4 Transposes of
  * activations become the 2 after the Neg and the Sigmoid. */
@@ -1965,6 +2073,7 @@ int main(int argc, char **argv)
     static const th_case cases[] = {
         {"noops_removed", case_noops_removed},
         {"resize_identity", case_resize_identity},
+        {"f16_widened", case_f16_widened},
         {"onednn_takes_conv", case_onednn_takes_conv},
         {"kept", case_kept},
         {"body_reference_kept", case_body_reference_kept},
