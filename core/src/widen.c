@@ -52,7 +52,8 @@ static pl_status *pl_widen_cast(pl_graph *copy, pl_tid in, int64_t to, pl_tid *o
         st = pl_graph_tensor_get_or_add(copy, name, out);
     t = pl_graph_get_tensor(copy, in);
     if (st == NULL)
-        st = pl_graph_set_type(copy, *out, PL_DTYPE_F32, t->ndim, t->dims, NULL);
+        st = pl_graph_set_type(copy, *out, PL_DTYPE_F32, t->ndim, t->dims,
+                               (const char *const *)t->dim_params);
     pl_free(name);
     pl_free(node);
     return st;
@@ -65,9 +66,9 @@ static bool pl_widen_done(const pl_graph *g)
 {
     for (size_t t = 0; t < pl_graph_tensor_count(g); t++) {
         const pl_graph_tensor *gt = pl_graph_get_tensor(g, (pl_tid)t);
-        if (!pl_widen_f16(gt->dtype))
-            continue;
-        bool ok = gt->n_consumers > 0 || gt->is_output;
+        if (!pl_widen_f16(gt->dtype) || (gt->n_consumers == 0 && !gt->is_output))
+            continue; /* read by nobody: a constant folding left behind */
+        bool ok = true;
         for (size_t c = 0; ok && c < gt->n_consumers; c++) {
             const pl_graph_node *r = pl_graph_get_node(g, gt->consumers[c]);
             const pl_attr *to = pl_graph_node_attr(r, "to");
@@ -113,7 +114,7 @@ pl_status *pl_graph_widen_f16(const pl_graph *g, pl_graph **out_graph, pl_rewrit
      * no f16 input (but Cast, whose target changes instead). */
     for (size_t t = 0; st == NULL && t < nt; t++) {
         const pl_graph_tensor *gt = pl_graph_get_tensor(g, (pl_tid)t);
-        if (!pl_widen_f16(gt->dtype))
+        if (!pl_widen_f16(gt->dtype) || (gt->n_consumers == 0 && !gt->is_output))
             continue;
         bool source = gt->is_input || gt->data != NULL;
         if (!source && gt->producer != PL_NID_NONE) {
@@ -136,7 +137,8 @@ pl_status *pl_graph_widen_f16(const pl_graph *g, pl_graph **out_graph, pl_rewrit
         if (!pl_widen_f16(gt->dtype) || repl[t] != (pl_tid)t || gt->producer == PL_NID_NONE)
             continue;
         if (!gt->is_output) {
-            st = pl_graph_set_type(copy, (pl_tid)t, PL_DTYPE_F32, gt->ndim, gt->dims, NULL);
+            st = pl_graph_set_type(copy, (pl_tid)t, PL_DTYPE_F32, gt->ndim, gt->dims,
+                                   (const char *const *)gt->dim_params);
             continue;
         }
         /* the producer writes an f32 twin; a Cast back makes the output */
@@ -147,7 +149,8 @@ pl_status *pl_graph_widen_f16(const pl_graph *g, pl_graph **out_graph, pl_rewrit
         pl_free(name);
         gt = pl_graph_get_tensor(g, (pl_tid)t);
         if (st == NULL)
-            st = pl_graph_set_type(copy, twin, PL_DTYPE_F32, gt->ndim, gt->dims, NULL);
+            st = pl_graph_set_type(copy, twin, PL_DTYPE_F32, gt->ndim, gt->dims,
+                                   (const char *const *)gt->dim_params);
         const pl_graph_node *p = pl_graph_get_node(g, gt->producer);
         pl_tid outs[16];
         if (st == NULL && p->n_outputs > 16)
