@@ -370,9 +370,6 @@ static int64_t odnn_next(const pl_graph_view *v, const struct odnn_uses *u, int6
     return r;
 }
 
-/* The end of either GELU form after A, the Add of 1 (+ erf or tanh): a Mul
- * by x then a Mul by 0.5, or a Mul by Mul(x, 0.5). Appends its nodes to
- * OUT and sets OUT->out. */
 /* Whether GELU M runs on the module's own kernel: its tanh form below
  * AVX-512 (odnn_match_gelu_tanh). */
 static int odnn_gelu_own(const struct odnn_gelu *m)
@@ -380,17 +377,38 @@ static int odnn_gelu_own(const struct odnn_gelu *m)
     return m->alg == dnnl_eltwise_gelu_tanh && !onednn_has_avx512();
 }
 
-static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int64_t x,
-                          int64_t a, struct odnn_gelu *out)
+/* The input of binary node R that is not tensor T. */
+static int64_t odnn_other_in(const pl_graph_view *v, int64_t r, int64_t t)
+{
+    return odnn_in(v, (size_t)r, 0) == t ? odnn_in(v, (size_t)r, 1) : odnn_in(v, (size_t)r, 0);
+}
+
+/* The node that makes tensor T as Mul(X, c) with c a scalar near VALUE,
+ * when R is T's only reader; else -1. */
+static int64_t odnn_scaled_x(const pl_graph_view *v, const struct odnn_uses *u, int64_t t,
+                             int64_t r, int64_t x, double value)
 {
     float c;
     int first;
+    if (t < 0 || (size_t)t >= u->n_tensors || u->producer[t] == 0 || odnn_sole_reader(u, t) != r)
+        return -1;
+    int64_t h = (int64_t)u->producer[t] - 1;
+    if (!odnn_op_is(v, h, "Mul") || odnn_binary_scalar(v, (size_t)h, &c, &first) != x ||
+        !odnn_near(c, value))
+        return -1;
+    return h;
+}
+
+/* The end of either GELU form after A, the Add of 1 (+ erf or tanh): a Mul
+ * by x then a Mul by 0.5, or a Mul by Mul(x, 0.5). Appends its nodes to
+ * OUT and sets OUT->out. */
+static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int64_t x,
+                          int64_t a, struct odnn_gelu *out)
+{
     int64_t m1 = odnn_next(v, u, a, "Mul", -1);
     if (m1 < 0)
         return 0;
-    int64_t other = odnn_in(v, (size_t)m1, 0) == odnn_out(v, (size_t)a, 0)
-                        ? odnn_in(v, (size_t)m1, 1)
-                        : odnn_in(v, (size_t)m1, 0);
+    int64_t other = odnn_other_in(v, m1, odnn_out(v, (size_t)a, 0));
     out->nodes[out->n_nodes++] = (size_t)m1;
     if (other == x) {
         int64_t m2 = odnn_next(v, u, m1, "Mul", 0.5);
@@ -400,14 +418,10 @@ static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int
         out->out = odnn_out(v, (size_t)m2, 0);
         return 1;
     }
-    /* other = Mul(x, 0.5), read only by m1 */
-    if (other < 0 || (size_t)other >= u->n_tensors || u->producer[other] == 0)
+    int64_t h = odnn_scaled_x(v, u, other, m1, x, 0.5); /* Mul(x, 0.5), read only by m1 */
+    if (h < 0)
         return 0;
-    size_t h = u->producer[other] - 1;
-    if (!odnn_op_is(v, (int64_t)h, "Mul") || odnn_sole_reader(u, other) != m1 ||
-        odnn_binary_scalar(v, h, &c, &first) != x || !odnn_near(c, 0.5))
-        return 0;
-    out->nodes[out->n_nodes++] = h;
+    out->nodes[out->n_nodes++] = (size_t)h;
     out->out = odnn_out(v, (size_t)m1, 0);
     return 1;
 }
@@ -554,15 +568,9 @@ static int odnn_match_gelu_tanh_factored(const pl_graph_view *v, const struct od
     if (e < 0)
         return 0;
     /* e's other input: Mul(x, sqrt(2/pi)), read only by e */
-    int64_t dout = odnn_out(v, (size_t)d, 0);
-    int64_t ao = odnn_in(v, (size_t)e, 0) == dout ? odnn_in(v, (size_t)e, 1)
-                                                   : odnn_in(v, (size_t)e, 0);
-    if (ao < 0 || (size_t)ao >= u->n_tensors || u->producer[ao] == 0 ||
-        odnn_sole_reader(u, ao) != e)
-        return 0;
-    size_t a = u->producer[ao] - 1;
-    if (!odnn_op_is(v, (int64_t)a, "Mul") || odnn_binary_scalar(v, a, &c, &first) != x ||
-        !odnn_near(c, 0.7978845608028654))
+    int64_t a = odnn_scaled_x(v, u, odnn_other_in(v, e, odnn_out(v, (size_t)d, 0)), e, x,
+                              0.7978845608028654);
+    if (a < 0)
         return 0;
     int64_t t = odnn_next(v, u, e, "Tanh", -1);
     int64_t f = odnn_next(v, u, t, "Add", 1.0);
@@ -570,7 +578,7 @@ static int odnn_match_gelu_tanh_factored(const pl_graph_view *v, const struct od
         return 0;
     out->x = x;
     out->alg = dnnl_eltwise_gelu_tanh;
-    size_t seq[] = {p, (size_t)sq, (size_t)d, a, (size_t)e, (size_t)t, (size_t)f};
+    size_t seq[] = {p, (size_t)sq, (size_t)d, (size_t)a, (size_t)e, (size_t)t, (size_t)f};
     for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++)
         out->nodes[out->n_nodes++] = seq[k];
     return odnn_gelu_finish(v, u, f, out);
