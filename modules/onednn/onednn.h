@@ -135,6 +135,12 @@ struct odnn_direct {
     int *delta;  /* per tap, its offset from the corner (inside poff's block) */
     float *xe;   /* grouped: per thread, a padded plane of cg vectors per pixel */
     int xe_threads;
+    int wm;         /* Winograd F(wm x wm, 3x3), 2 or 4 (onednn_winograd.c); 0: direct */
+    int th, tw;     /* Winograd: output tiles down and across */
+    int tblock;     /* Winograd: tiles per work item */
+    float *ws;      /* Winograd: per thread, ws_floats of transformed tiles and products */
+    size_t ws_floats;
+    int ws_threads;
 };
 
 /* Whether the CPU has AVX2 and FMA and oneDNN runs below AVX-512. */
@@ -153,9 +159,29 @@ void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const floa
                       float *out);
 int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx);
 void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx);
+/* Copies source plane PC (image * ic/8 + block) of SRC into D's
+ * zero-bordered buffer. */
+void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int pc);
+/* The direct kernel's register tile as a plain product: PT (1 to 6) rows
+ * of V, row r's IC values (a multiple of 8) from V + ROWS[r], times U (IC
+ * rows of 16), into M0 (channels 0-7) and M1 (8-15), 8 floats per row. */
+void odnn_direct_product(const float *v, int ic, const int *rows, const float *u, float *m0,
+                         float *m1, int pt);
 /* Runs on an OpenMP team of THREADS; SRC and DST as the compiled shape. */
 void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
                      int threads);
+
+/* Winograd (onednn_winograd.c): the output tile (2 or 4) for D's shape,
+ * filled as for the direct kernel, or 0 where the direct kernel stays
+ * (not 3x3 stride 1, one group; too few tiles). The caller sets wm before
+ * odnn_direct_setup; packing, setup and running then go through the
+ * odnn_direct_* entries as before. */
+int odnn_wino_tile(const struct odnn_direct *d);
+size_t odnn_wino_packed_floats(const struct odnn_direct *d);
+void odnn_wino_pack(const struct odnn_direct *d, const float *oihw, const float *bias, float *out);
+int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx);
+void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
+                   int threads);
 
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */

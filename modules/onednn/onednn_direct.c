@@ -70,6 +70,8 @@ int odnn_direct_grouped(int64_t ic, int64_t oc, int64_t group)
 
 size_t odnn_direct_packed_floats(const struct odnn_direct *d)
 {
+    if (d->wm > 0)
+        return odnn_wino_packed_floats(d);
     if (d->cg > 0) /* [oc/8][tap][j][8], then the bias */
         return (size_t)(d->oc / 8) * ((size_t)d->kh * (size_t)d->kw * (size_t)d->cg * 8 + 8);
     return (size_t)((d->oc + 15) / 16) * ((size_t)d->kh * (size_t)d->kw * (size_t)d->ic + 1) * 16;
@@ -78,6 +80,10 @@ size_t odnn_direct_packed_floats(const struct odnn_direct *d)
 void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
                       float *out)
 {
+    if (d->wm > 0) {
+        odnn_wino_pack(d, oihw, bias, out);
+        return;
+    }
     size_t taps = (size_t)d->kh * (size_t)d->kw;
     size_t k = 0;
     if (d->cg > 0) {
@@ -108,6 +114,12 @@ int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx)
 {
     int need_h = (d->oh - 1) * d->sh + (d->kh - 1) * d->dh + 1;
     int need_w = (d->ow - 1) * d->sw + (d->kw - 1) * d->dw + 1;
+    if (d->wm > 0) { /* whole tiles: the last ones read zeros past the map */
+        if (!odnn_wino_setup(d, ctx))
+            return 0;
+        need_h = d->th * d->wm + 2;
+        need_w = d->tw * d->wm + 2;
+    }
     d->hp = d->pt + d->ih > need_h ? d->pt + d->ih : need_h;
     d->wp = d->pl + d->iw > need_w ? d->pl + d->iw : need_w;
     /* grouped: no shared padded copy; each thread expands its channel
@@ -151,6 +163,8 @@ void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx)
     onednn_host->host_free(ctx->host_ctx, d->xpad);
     onednn_host->host_free(ctx->host_ctx, d->poff);
     onednn_host->host_free(ctx->host_ctx, d->xe);
+    onednn_host->host_free(ctx->host_ctx, d->ws);
+    d->ws = NULL;
     d->xpad = NULL;
     d->poff = NULL;
     d->xe = NULL;
@@ -369,6 +383,34 @@ ODNN_TILE_FN(6)
 typedef void (*odnn_tile_fn)(const struct odnn_direct *, const float *, size_t, int,
                              const float *, const int *, const float *, float *, float *);
 
+static const odnn_tile_fn odnn_tiles[ODNN_DIRECT_TILE + 1] = {
+    NULL,           odnn_direct_tile1, odnn_direct_tile2, odnn_direct_tile3,
+    odnn_direct_tile4, odnn_direct_tile5, odnn_direct_tile6};
+
+void odnn_direct_product(const float *v, int ic, const int *rows, const float *u, float *m0,
+                         float *m1, int pt)
+{
+    /* one tap at offset 0, planes of 8 floats: row r's k-th value at
+     * rows[r] + k; no bias, no activation */
+    static int one_tap[1] = {0};
+    static const float no_bias[16] = {0};
+    struct odnn_direct p = {.kh = 1, .kw = 1, .ic = ic, .act = ODNN_ACT_NONE, .delta = one_tap};
+    odnn_tiles[pt](&p, v, 8, ic / 8, u, rows, no_bias, m0, m1);
+}
+
+void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int pc)
+{
+    const size_t plane = (size_t)d->hp * (size_t)d->wp * 8;
+    const size_t in_plane = (size_t)d->ih * (size_t)d->iw * 8;
+    const int rows = d->hp - d->pt < d->ih ? d->hp - d->pt : d->ih;
+    const int cols = d->wp - d->pl < d->iw ? d->wp - d->pl : d->iw;
+    for (int y = 0; y < rows; y++)
+        memcpy(d->xpad + (size_t)pc * plane +
+                   ((size_t)(y + d->pt) * (size_t)d->wp + (size_t)d->pl) * 8,
+               src + (size_t)pc * in_plane + (size_t)y * (size_t)d->iw * 8,
+               (size_t)cols * 8 * sizeof(float));
+}
+
 void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
                      int threads)
 {
@@ -376,16 +418,14 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
         odnn_grouped_run(d, src, w, dst, threads);
         return;
     }
-    static const odnn_tile_fn tile[ODNN_DIRECT_TILE + 1] = {
-        NULL,           odnn_direct_tile1, odnn_direct_tile2, odnn_direct_tile3,
-        odnn_direct_tile4, odnn_direct_tile5, odnn_direct_tile6};
+    if (d->wm > 0) {
+        odnn_wino_run(d, src, w, dst, threads);
+        return;
+    }
     const int icb = d->ic / 8, ocb8 = d->oc / 8, nob = (d->oc + 15) / 16;
     const int pixels = d->oh * d->ow, tiles = (pixels + ODNN_DIRECT_TILE - 1) / ODNN_DIRECT_TILE;
     const size_t plane = (size_t)d->hp * (size_t)d->wp * 8;
-    const size_t in_plane = (size_t)d->ih * (size_t)d->iw * 8;
     const size_t out_plane = (size_t)pixels * 8;
-    const int rows = d->hp - d->pt < d->ih ? d->hp - d->pt : d->ih;
-    const int cols = d->wp - d->pl < d->iw ? d->wp - d->pl : d->iw;
     const size_t wblock = (size_t)d->kh * (size_t)d->kw * (size_t)d->ic * 16;
     const float *bias = w + odnn_direct_packed_floats(d) - (size_t)nob * 16;
     const int planes = d->n * icb, items = d->n * nob * tiles;
@@ -394,11 +434,7 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
     {
 #pragma omp for schedule(static)
         for (int pc = 0; pc < planes; pc++)
-            for (int y = 0; y < rows; y++)
-                memcpy(xpad + (size_t)pc * plane +
-                           ((size_t)(y + d->pt) * (size_t)d->wp + (size_t)d->pl) * 8,
-                       src + (size_t)pc * in_plane + (size_t)y * (size_t)d->iw * 8,
-                       (size_t)cols * 8 * sizeof(float));
+            odnn_direct_copy_plane(d, src, pc);
 #pragma omp for schedule(static)
         for (int it = 0; it < items; it++) {
             int img = it / (nob * tiles), rest = it % (nob * tiles);
@@ -408,7 +444,7 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
             float *out = dst + (size_t)img * (size_t)ocb8 * out_plane + (size_t)p0 * 8;
             float *out0 = out + (size_t)(ob * 2) * out_plane;
             float *out1 = ob * 2 + 1 < ocb8 ? out0 + out_plane : NULL;
-            tile[pt](d, xpad + (size_t)img * (size_t)icb * plane, plane, icb,
+            odnn_tiles[pt](d, xpad + (size_t)img * (size_t)icb * plane, plane, icb,
                      w + (size_t)ob * wblock, d->poff + p0, bias + (size_t)ob * 16, out0, out1);
         }
     }

@@ -5266,6 +5266,7 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
     d->dh = two ? (int)w->d[0] : 1, d->dw = (int)w->d[two ? 1 : 0];
     d->pt = two ? (int)w->pl[0] : 0, d->pl = (int)w->pl[two ? 1 : 0];
     d->cg = wt->dims[1] != x->dims[1] ? (int)wt->dims[1] : 0; /* grouped */
+    d->wm = two && b->ctx->winograd ? odnn_wino_tile(d) : 0;
     int own_epilogue = f->residual < 0 && odnn_direct_act(f->po, d);
     if (!odnn_direct_setup(d, b->ctx)) {
         odnn_direct_free(d, b->ctx);
@@ -5309,8 +5310,11 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
         return st;
     }
     onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
-                             "node '%s': the module's direct convolution, %s",
+                             "node '%s': the module's direct convolution%s, %s",
                              onednn_host->graph->node_name(v, n),
+                             d->wm == 2   ? " (Winograd F(2x2, 3x3))"
+                             : d->wm == 4 ? " (Winograd F(4x4, 3x3))"
+                                          : "",
                              own_epilogue ? "bias and activation in the kernel"
                                           : "bias and post-ops in a binary step");
     int s = odnn_add_direct(b, d, (int64_t)n, &st); /* owns D, also when it fails */
@@ -9117,7 +9121,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 29u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 30u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -9165,7 +9169,9 @@ static double odnn_now_ms(void)
                                      (ODNN_S_WHERE, bool inputs as u8),
                                      BLOOM's order of GELU's tanh form;
                                  29: constant f32 product weights with
-                                     padded rows below AVX-512 */
+                                     padded rows below AVX-512;
+                                 30: the direct kernel's Winograd
+                                     variant (transformed weights) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

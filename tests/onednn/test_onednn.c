@@ -297,6 +297,10 @@ static size_t count(int nd, const int64_t *d)
 /* Runs PATH on onednn+cpu and on cpu alone with the same input, checks the
  * outputs agree within 1e-4 relative, and that every node named in
  * ON_ONEDNN (NULL-terminated) ran on onednn. */
+/* The absolute part of compare's tolerance, as a fraction of the largest
+ * output: Winograd's F(4x4, 3x3) rounds to a few millionths of it. */
+static double compare_floor = 0.0;
+
 static void compare(const char *path, int nd, int64_t *xs, int ond, int64_t *ys,
                     const char *const *on_onednn)
 {
@@ -326,7 +330,8 @@ static void compare(const char *path, int nd, int64_t *xs, int ond, int64_t *ys,
         for (size_t i = 0; i < ny; i++)
             scale = fmax(scale, fabs(y2[i]));
         for (size_t i = 0; i < ny; i++)
-            TH_CHECK(fabs(y1[i] - y2[i]) <= 1e-4 * fmax(fabs(y2[i]), 1e-2 * scale) + 1e-6,
+            TH_CHECK(fabs(y1[i] - y2[i]) <=
+                         1e-4 * fmax(fabs(y2[i]), 1e-2 * scale) + 1e-6 + compare_floor * scale,
                      "y[%zu] = %.9g on onednn, %.9g on cpu", i, y1[i], y2[i]);
     }
     pl_session_destroy(sd);
@@ -1843,6 +1848,13 @@ static void wino_sink(void *user, int level, const char *line)
         l->len += (size_t)n;
 }
 
+/* The direct_conv choice the module reports. */
+static void used_sink(void *user, const char *key, const char *value)
+{
+    if (strcmp(key, "direct_conv") == 0)
+        snprintf(user, 96, "%s", value);
+}
+
 static void isa_sink(void *user, const char *key, const char *value)
 {
     if (strcmp(key, "cpu_isa") == 0)
@@ -1985,17 +1997,32 @@ static void case_narrow_channels_last(void)
 
 /* winograd = auto runs the 3x3 layers of 64 channels through oneDNN's
  * Winograd kernel where the CPU has AVX-512 (the debug log names each such
- * node), but not those of 32 (the direct kernel is faster there); winograd
- * = no never does; all agree with the cpu module within tolerance. */
+ * node), but not those of 32 (the direct kernel is faster there); below
+ * AVX-512 both go through the module's own Winograd F(2x2, 3x3) (the log
+ * says so; onednn_winograd.c); winograd = no never does; all agree with
+ * the cpu module within tolerance. */
 static void case_winograd(void)
 {
     struct wino_log small;
     memset(&small, 0, sizeof small);
     pl_runtime *srt = onednn_runtime_with("winograd = auto", &small);
     pl_session_destroy(session_for(srt, model_wino(32)));
+    /* The ISA oneDNN dispatches to, as the module reports it. */
+    char isa[64] = "", direct[96] = "";
+    pl_module *sm = srt->modules[pl_runtime_find_module(srt, "onednn")];
+    TH_CHECK_OK(sm->api.configure(sm->ctx, NULL, 0, isa_sink, isa));
+    TH_CHECK_OK(sm->api.configure(sm->ctx, NULL, 0, used_sink, direct));
     pl_runtime_destroy(srt);
-    TH_CHECK(strstr(small.text, "primitives") != NULL && strstr(small.text, "Winograd") == NULL,
-             "32 channels: log:\n%s", small.text);
+    bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+                  strncmp(isa, "amx", 3) == 0;
+    bool own = strcmp(direct, "auto") == 0; /* the module's own kernels, below AVX-512 */
+    if (own)
+        TH_CHECK(strstr(small.text, "node 'conv1': the module's direct convolution "
+                                    "(Winograd F(2x2, 3x3))") != NULL,
+                 "32 channels below AVX-512: log:\n%s", small.text);
+    else
+        TH_CHECK(strstr(small.text, "primitives") != NULL && strstr(small.text, "Winograd") == NULL,
+                 "32 channels: log:\n%s", small.text);
     const char *path = model_wino(64);
     int64_t xs[] = {1, 64, 14, 14};
     size_t n = count(4, xs);
@@ -2014,12 +2041,12 @@ static void case_winograd(void)
         run_one(s, "x", x, 4, xs, "y", y[r], 4, xs);
         pl_session_destroy(s);
     }
-    /* The ISA oneDNN dispatches to, as the module reports it. */
-    char isa[64] = "";
-    pl_module *om = rts[0]->modules[pl_runtime_find_module(rts[0], "onednn")];
-    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
-    bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
-                  strncmp(isa, "amx", 3) == 0;
+    if (own)
+        TH_CHECK(strstr(logs[0].text, "node 'conv1': the module's direct convolution (Winograd") !=
+                         NULL &&
+                     strstr(logs[0].text, "node 'conv2': the module's direct convolution "
+                                          "(Winograd") != NULL,
+                 "winograd = auto below AVX-512 did not use Winograd; log:\n%s", logs[0].text);
     if (avx512)
         TH_CHECK(strstr(logs[0].text, "node 'conv1': Winograd") != NULL &&
                      strstr(logs[0].text, "node 'conv2': Winograd") != NULL,
@@ -4333,26 +4360,38 @@ struct direct_variant {
     const char *act_attrs;
     int bias;
     const char *epilogue; /* what the log must say; NULL: the kernel must not take it */
+    int wino;             /* the Winograd tile the log must name (onednn_winograd.c), or 0 */
 };
 
 static const struct direct_variant direct_variants[] = {
     {"relu_tail", 4, {2, 24, 9, 7}, {40, 24, 3, 3}, {2, 40, 9, 7}, "\"pads\":{\"ints\":[1,1,1,1]}",
-     "Relu", "", 1, "in the kernel"},
+     "Relu", "", 1, "in the kernel", 0},
     {"stride2_leaky", 4, {1, 16, 11, 10}, {32, 16, 3, 3}, {1, 32, 5, 5},
      "\"pads\":{\"ints\":[0,1,1,0]},\"strides\":{\"ints\":[2,2]}", "LeakyRelu",
-     "\"alpha\":{\"float\":0.1}", 1, "in the kernel"},
+     "\"alpha\":{\"float\":0.1}", 1, "in the kernel", 0},
     {"dilated_clip", 4, {1, 32, 8, 8}, {16, 32, 3, 3}, {1, 16, 8, 8},
      "\"pads\":{\"ints\":[3,3,3,3]},\"dilations\":{\"ints\":[3,3]}", "Clip", "", 0,
-     "in the kernel"},
+     "in the kernel", 0},
     {"residual_5x5", 4, {1, 32, 6, 6}, {32, 32, 5, 5}, {1, 32, 6, 6}, "\"pads\":{\"ints\":[2,2,2,2]}",
-     "Add", "", 1, "in a binary step"},
+     "Add", "", 1, "in a binary step", 0},
     {"one_by_three_sigmoid", 4, {1, 16, 5, 12}, {40, 16, 1, 3}, {1, 40, 5, 12},
-     "\"pads\":{\"ints\":[0,1,0,1]}", "Sigmoid", "", 1, "in a binary step"},
+     "\"pads\":{\"ints\":[0,1,0,1]}", "Sigmoid", "", 1, "in a binary step", 0},
     {"conv1d_dilated", 3, {2, 32, 20}, {32, 32, 3}, {2, 32, 20},
-     "\"pads\":{\"ints\":[4,0]},\"dilations\":{\"ints\":[2]}", "", "", 1, "in the kernel"},
+     "\"pads\":{\"ints\":[4,0]},\"dilations\":{\"ints\":[2]}", "", "", 1, "in the kernel", 0},
+    /* Winograd: F(2x2) with edge tiles in both directions, a batch of 2
+     * and a half block of output channels; F(4x4) with a residual, without
+     * padding, and with asymmetric pads */
+    {"wino2_tail", 4, {2, 40, 9, 11}, {24, 40, 3, 3}, {2, 24, 9, 11},
+     "\"pads\":{\"ints\":[1,1,1,1]}", "Relu", "", 1, "in the kernel", 2},
+    {"wino4_residual", 4, {1, 32, 17, 19}, {32, 32, 3, 3}, {1, 32, 17, 19},
+     "\"pads\":{\"ints\":[1,1,1,1]}", "Add", "", 1, "in a binary step", 4},
+    {"wino4_nopad_leaky", 4, {1, 48, 20, 18}, {40, 48, 3, 3}, {1, 40, 18, 16}, "", "LeakyRelu",
+     "\"alpha\":{\"float\":0.1}", 1, "in the kernel", 4},
+    {"wino2_asym_clip", 4, {1, 32, 10, 9}, {16, 32, 3, 3}, {1, 16, 10, 9},
+     "\"pads\":{\"ints\":[2,0,0,2]}", "Clip", "", 0, "in the kernel", 2},
     /* 8 channels in: oneDNN's kernel is faster there; not taken */
     {"narrow", 4, {1, 8, 12, 12}, {32, 8, 3, 3}, {1, 32, 12, 12}, "\"pads\":{\"ints\":[1,1,1,1]}",
-     "Relu", "", 1, NULL},
+     "Relu", "", 1, NULL, 0},
 };
 
 static const char *model_direct(const struct direct_variant *dv)
@@ -4376,11 +4415,6 @@ static const char *model_direct(const struct direct_variant *dv)
     return mb_write(&m);
 }
 
-static void used_sink(void *user, const char *key, const char *value)
-{
-    if (strcmp(key, "direct_conv") == 0)
-        snprintf(user, 96, "%s", value);
-}
 
 static void case_direct_conv(void)
 {
@@ -4390,18 +4424,25 @@ static void case_direct_conv(void)
         int64_t xs[4], ys[4];
         memcpy(xs, dv->xs, sizeof xs);
         memcpy(ys, dv->ys, sizeof ys);
+        compare_floor = dv->wino == 4 ? 1e-5 : 0.0;
         compare(path, dv->nd, xs, dv->nd, ys, (const char *[]){"conv", NULL});
-        static struct wino_log logs[2];
+        compare_floor = 0.0;
+        static struct wino_log logs[3];
         memset(logs, 0, sizeof logs);
         pl_runtime *on = onednn_runtime_with(NULL, &logs[0]);
         pl_runtime *off = onednn_runtime_with("direct_conv = no", &logs[1]);
+        pl_runtime *nowino = onednn_runtime_with("winograd = no", &logs[2]);
         pl_session_destroy(session_for(on, path));
         pl_session_destroy(session_for(off, path));
+        pl_session_destroy(session_for(nowino, path));
         char used[96] = "";
         pl_module *om = on->modules[pl_runtime_find_module(on, "onednn")];
         TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
         char want[160];
-        snprintf(want, sizeof want, "node 'conv': the module's direct convolution, bias and %s",
+        snprintf(want, sizeof want, "node 'conv': the module's direct convolution%s, bias and %s",
+                 dv->wino == 2   ? " (Winograd F(2x2, 3x3))"
+                 : dv->wino == 4 ? " (Winograd F(4x4, 3x3))"
+                                 : "",
                  dv->epilogue == NULL                       ? ""
                  : strcmp(dv->epilogue, "in the kernel") == 0 ? "activation in the kernel"
                                                             : "post-ops in a binary step");
@@ -4416,8 +4457,11 @@ static void case_direct_conv(void)
                      dv->name, used);
         TH_CHECK(strstr(logs[1].text, "direct convolution") == NULL,
                  "%s: direct_conv = no used it; log:\n%s", dv->name, logs[1].text);
+        TH_CHECK(strstr(logs[2].text, "Winograd") == NULL,
+                 "%s: winograd = no used Winograd; log:\n%s", dv->name, logs[2].text);
         pl_runtime_destroy(on);
         pl_runtime_destroy(off);
+        pl_runtime_destroy(nowino);
     }
     /* a bad value is refused naming the key */
     pl_runtime *rt = onednn_runtime();
