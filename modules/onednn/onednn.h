@@ -138,6 +138,7 @@ struct odnn_direct {
     int wm;         /* Winograd F(wm x wm, 3x3), 2 or 4 (onednn_winograd.c); 0: direct */
     int th, tw;     /* Winograd: output tiles down and across */
     int tblock;     /* Winograd: tiles per work item */
+    int obs;        /* Winograd: 16-channel output blocks per work item */
     float *ws;      /* Winograd: per thread, ws_floats of transformed tiles and products */
     size_t ws_floats;
     int ws_threads;

@@ -18,7 +18,7 @@
  *  1. the input transform V = B^T d B of every tile and 8-channel input
  *     block, from the zero-bordered source copy the direct kernel makes,
  *     stored as V[a][tile][ic] for each of the (m + 2)^2 positions a;
- *  2. per output block and position, a product of V[a] (tiles x IC) by
+ *  2. per position and output block, a product of V[a] (tiles x IC) by
  *     the weights transformed at compile, U[ob][a] (IC x 16), in the
  *     direct kernel's register tile (6 rows by 16 channels, twelve
  *     accumulators: odnn_direct_product), into M[a][tile] as two halves
@@ -49,12 +49,20 @@ int odnn_wino_tile(const struct odnn_direct *d)
     if (d->cg != 0 || d->kh != 3 || d->kw != 3 || d->sh != 1 || d->sw != 1 || d->dh != 1 ||
         d->dw != 1 || d->oh < 2 || d->ow < 2 || d->ic < 16 || d->oc < 16)
         return 0;
-    int64_t pixels = (int64_t)d->oh * d->ow, pairs = (int64_t)d->ic * d->oc;
+    /* Four stacked layers against the direct kernel (transformed weights
+     * U; F(4x4) / F(2x2)): 64 channels at 56x56 0.46 / 0.77, 128 at 16x16
+     * 0.57 / 0.65, 256 at 28x28 0.51 / 0.70, 512 at 14x14 0.71 / 0.62, 256
+     * at 8x8 1.1 / 0.8-1.06, 512 at 7x7 1.3 / 0.9, 512 at 4x4 1.8 / 1.0.
+     * F(4x4) from 16x16 outputs where U fits 4 MiB, and on any U from 24x24
+     * (where it streams, the products outweigh it); F(2x2) from 7x7. */
+    const int64_t pixels = (int64_t)d->oh * d->ow, pairs = (int64_t)d->ic * d->oc;
+    const int64_t u4 = 36 * pairs * (int64_t)sizeof(float);
+    const int64_t u2 = 16 * pairs * (int64_t)sizeof(float);
     if (d->ic < 32)
         return 0;
-    if (pixels >= 256 && 36 * pairs * 4 <= (4 << 20))
+    if (pixels >= 256 && (u4 <= (4 << 20) || (pixels >= 576 && u4 <= (64 << 20))))
         return 4;
-    if (pixels >= 64 && 16 * pairs * 4 <= (8 << 20))
+    if (pixels >= 49 && u2 <= (32 << 20))
         return 2;
     return 0;
 }
@@ -110,24 +118,48 @@ int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx)
     d->th = (d->oh + d->wm - 1) / d->wm;
     d->tw = (d->ow + d->wm - 1) / d->wm;
     int tiles = d->th * d->tw;
-    /* Transformed weights beyond a core's L2 are read again for every
-     * block: fewer, larger blocks then (measured on 256 channels at 14x14:
-     * 0.67 of the direct kernel's time with 512 KiB of V, 0.79 with 128). */
-    size_t u_bytes = (size_t)aa * (size_t)d->ic * (size_t)d->oc * sizeof(float);
-    size_t budget = u_bytes > ((size_t)2 << 20) ? 4 * ODNN_WINO_V_BYTES : ODNN_WINO_V_BYTES;
-    int t = (int)(budget / ((size_t)aa * (size_t)d->ic * sizeof(float)));
+    /* Tiles per block, output blocks per item. The transformed weights U
+     * are read once per block of tiles. Up to 4 MiB they stay in cache:
+     * small blocks, whose V (the transformed tiles) stays within half an
+     * L2 (ODNN_WINO_V_BYTES), all output blocks per item. Beyond, U
+     * streams from memory: blocks as large as keep one position's V (what
+     * a product sweeps for each output block) within 256 KiB, 4 output
+     * blocks per item (enough products to hide the input transform each
+     * item repeats). Four stacked layers against the direct kernel: 512
+     * channels at 28x28 0.42 of its time, at 14x14 0.62, 256 at 28x28
+     * 0.51. */
+    const size_t u_bytes = (size_t)aa * (size_t)d->ic * (size_t)d->oc * sizeof(float);
+    const int nob = (d->oc + 15) / 16, streamed = u_bytes > ((size_t)4 << 20);
+    int t = streamed ? (int)(2 * ODNN_WINO_V_BYTES / ((size_t)d->ic * sizeof(float)))
+                     : (int)(ODNN_WINO_V_BYTES / ((size_t)aa * (size_t)d->ic * sizeof(float)));
     t = t / ODNN_WINO_ROWS * ODNN_WINO_ROWS;
     if (t < ODNN_WINO_ROWS)
         t = ODNN_WINO_ROWS;
-    if (t > 120)
-        t = 120;
+    if (t > 240)
+        t = 240;
     /* blocks of even size (a last short block would leave a thread
      * idle), in whole register tiles where that stays under T */
     int blocks = (tiles + t - 1) / t;
     int even = (tiles + blocks - 1) / blocks;
     int rounded = (even + ODNN_WINO_ROWS - 1) / ODNN_WINO_ROWS * ODNN_WINO_ROWS;
     d->tblock = rounded <= t && (tiles + rounded - 1) / rounded == blocks ? rounded : even;
-    d->ws_floats = (size_t)aa * (size_t)d->tblock * ((size_t)d->ic + 16) + 16;
+    blocks = (tiles + d->tblock - 1) / d->tblock;
+    /* fewer output blocks per item where the items would leave threads
+     * idle, and at most what keeps an item's products M within 512 KiB */
+    int threads = onednn_host->thread_count(ctx->host_ctx);
+    if (threads < 1)
+        threads = 1;
+    int obs = streamed && nob > 4 ? 4 : nob;
+    int chunks = (nob + obs - 1) / obs, base = d->n * blocks;
+    if (base * chunks < 4 * threads) {
+        chunks = (4 * threads + base - 1) / base;
+        if (chunks > nob)
+            chunks = nob;
+        obs = (nob + chunks - 1) / chunks;
+    }
+    int cap = (int)(4 * ODNN_WINO_V_BYTES / ((size_t)aa * (size_t)d->tblock * 16 * sizeof(float)));
+    d->obs = obs < cap ? obs : cap > 1 ? cap : 1;
+    d->ws_floats = (size_t)aa * (size_t)d->tblock * ((size_t)d->ic + 16 * (size_t)d->obs) + 16;
     d->ws_threads = onednn_host->thread_count(ctx->host_ctx);
     if (d->ws_threads < 1)
         d->ws_threads = 1;
@@ -258,7 +290,9 @@ odnn_wino_out(const struct odnn_direct *d, const float *mb, int t, int tb, int t
     }
 }
 
-/* One work item: tiles T0 .. T0 + NT of image IMG, output blocks OB0 .. OB1. */
+/* One work item: tiles T0 .. T0 + NT of image IMG, output blocks OB0 ..
+ * OB1 (at most d->obs). Per position, one V[pos] times each output
+ * block's weights, so V[pos] is read from cache for all of them. */
 static inline __attribute__((always_inline, target("avx2,fma"))) void
 odnn_wino_item(const struct odnn_direct *d, const float *xp, const float *w, float *dst,
                float *ws, int t0, int nt, int ob0, int ob1, const int m)
@@ -267,30 +301,32 @@ odnn_wino_item(const struct odnn_direct *d, const float *xp, const float *w, flo
     const int nob = (d->oc + 15) / 16;
     const size_t plane = (size_t)d->hp * (size_t)d->wp * 8;
     const size_t out_plane = (size_t)d->oh * (size_t)d->ow * 8;
+    const size_t half = (size_t)aa * (size_t)tb * 8; /* per output block: 0-7, then 8-15 */
     float *v = ws, *mb = ws + (size_t)aa * (size_t)tb * (size_t)ic;
-    const size_t half = (size_t)aa * (size_t)tb * 8; /* M: channels 0-7, then 8-15 */
     int rows[ODNN_WINO_ROWS];
     for (int r = 0; r < ODNN_WINO_ROWS; r++)
         rows[r] = r * ic;
     for (int t = 0; t < nt; t++)
         odnn_wino_in(d, xp, plane, t0 + t, v, t, tb, m);
-    const float *bias = w + (size_t)nob * (size_t)aa * (size_t)ic * 16;
-    for (int ob = ob0; ob < ob1; ob++) {
-        const float *u = w + (size_t)ob * (size_t)aa * (size_t)ic * 16;
-        for (int q = 0; q < aa; q++)
+    for (int q = 0; q < aa; q++)
+        for (int ob = ob0; ob < ob1; ob++) {
+            const float *u = w + ((size_t)ob * (size_t)aa + (size_t)q) * (size_t)ic * 16;
+            float *mo = mb + (size_t)(ob - ob0) * 2 * half;
             for (int r = 0; r < nt; r += ODNN_WINO_ROWS) {
                 int pt = nt - r < ODNN_WINO_ROWS ? nt - r : ODNN_WINO_ROWS;
                 size_t at = (size_t)q * (size_t)tb + (size_t)r;
-                odnn_direct_product(v + at * (size_t)ic, ic, rows, u + (size_t)q * (size_t)ic * 16,
-                                    mb + at * 8, mb + half + at * 8, pt);
+                odnn_direct_product(v + at * (size_t)ic, ic, rows, u, mo + at * 8,
+                                    mo + half + at * 8, pt);
             }
+        }
+    const float *bias = w + (size_t)nob * (size_t)aa * (size_t)ic * 16;
+    for (int ob = ob0; ob < ob1; ob++)
         for (int h = 0; h < 2 && ob * 2 + h < ocb8; h++) {
             float *out = dst + (size_t)(ob * 2 + h) * out_plane;
+            const float *mo = mb + ((size_t)(ob - ob0) * 2 + (size_t)h) * half;
             for (int t = 0; t < nt; t++)
-                odnn_wino_out(d, mb + (size_t)h * half, t, tb, t0 + t, bias + ob * 16 + h * 8, out,
-                              m);
+                odnn_wino_out(d, mo, t, tb, t0 + t, bias + ob * 16 + h * 8, out, m);
         }
-    }
 }
 
 static __attribute__((noinline, target("avx2,fma"))) void
@@ -318,14 +354,7 @@ void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w
         threads = d->ws_threads;
     if (threads < 1)
         threads = 1;
-    /* Split the output blocks when the tiles alone leave threads idle:
-     * each split repeats the (cheap) input transform. */
-    int base = d->n * tblocks, chunks = 1;
-    if (base < 4 * threads) {
-        chunks = (4 * threads + base - 1) / base;
-        if (chunks > nob)
-            chunks = nob;
-    }
+    const int base = d->n * tblocks, chunks = (nob + d->obs - 1) / d->obs;
     const int items = base * chunks, planes = d->n * icb;
     float *xpad = d->xpad;
 #pragma omp parallel num_threads(threads)
@@ -340,7 +369,7 @@ void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w
             int blk = rest / chunks, ch = rest % chunks;
             int t0 = blk * d->tblock;
             int nt = tiles - t0 < d->tblock ? tiles - t0 : d->tblock;
-            int ob0 = nob * ch / chunks, ob1 = nob * (ch + 1) / chunks;
+            int ob0 = ch * d->obs, ob1 = ob0 + d->obs < nob ? ob0 + d->obs : nob;
             const float *xp = xpad + (size_t)img * (size_t)icb * plane;
             float *out = dst + (size_t)img * (size_t)ocb8 * out_plane;
             if (d->wm == 2)

@@ -4389,6 +4389,10 @@ static const struct direct_variant direct_variants[] = {
      "\"alpha\":{\"float\":0.1}", 1, "in the kernel", 4},
     {"wino2_asym_clip", 4, {1, 32, 10, 9}, {16, 32, 3, 3}, {1, 16, 10, 9},
      "\"pads\":{\"ints\":[2,0,0,2]}", "Clip", "", 0, "in the kernel", 2},
+    /* transformed weights beyond 4 MiB: all tiles in one block, the output
+     * blocks split across work items */
+    {"wino2_streamed", 4, {1, 256, 8, 7}, {264, 256, 3, 3}, {1, 264, 8, 7},
+     "\"pads\":{\"ints\":[1,1,1,1]}", "Relu", "", 1, "in the kernel", 2},
     /* 8 channels in: oneDNN's kernel is faster there; not taken */
     {"narrow", 4, {1, 8, 12, 12}, {32, 8, 3, 3}, {1, 32, 12, 12}, "\"pads\":{\"ints\":[1,1,1,1]}",
      "Relu", "", 1, NULL, 0},
