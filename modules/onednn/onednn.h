@@ -139,9 +139,8 @@ struct odnn_direct {
     int th, tw;     /* Winograd: output tiles down and across */
     int tblock;     /* Winograd: tiles per work item */
     int obs;        /* Winograd: 16-channel output blocks per work item */
-    float *ws;      /* Winograd: per thread, ws_floats of transformed tiles and products */
-    size_t ws_floats;
-    int ws_threads;
+    size_t ws_floats; /* Winograd: per thread, floats of transformed tiles and products */
+    int ws_threads;   /* Winograd: the threads its scratch is sized for */
 };
 
 /* Whether the CPU has AVX2 and FMA and oneDNN runs below AVX-512. */
@@ -168,9 +167,13 @@ void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int p
  * rows of 16), into M0 (channels 0-7) and M1 (8-15), 8 floats per row. */
 void odnn_direct_product(const float *v, int ic, const int *rows, const float *u, float *m0,
                          float *m1, int pt);
-/* Runs on an OpenMP team of THREADS; SRC and DST as the compiled shape. */
+/* The scratch odnn_direct_run needs (64-byte aligned), in bytes; 0 for none.
+ * Steps of one compiled subgraph run one at a time and share one. */
+size_t odnn_direct_scratch_bytes(const struct odnn_direct *d);
+/* Runs on an OpenMP team of THREADS; SRC and DST as the compiled shape;
+ * SCRATCH of odnn_direct_scratch_bytes. */
 void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
-                     int threads);
+                     int threads, float *scratch);
 
 /* Winograd (onednn_winograd.c): the output tile (2 or 4) for D's shape,
  * filled as for the direct kernel, or 0 where the direct kernel stays
@@ -182,7 +185,7 @@ size_t odnn_wino_packed_floats(const struct odnn_direct *d);
 void odnn_wino_pack(const struct odnn_direct *d, const float *oihw, const float *bias, float *out);
 int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx);
 void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
-                   int threads);
+                   int threads, float *scratch);
 
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */

@@ -163,8 +163,6 @@ void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx)
     onednn_host->host_free(ctx->host_ctx, d->xpad);
     onednn_host->host_free(ctx->host_ctx, d->poff);
     onednn_host->host_free(ctx->host_ctx, d->xe);
-    onednn_host->host_free(ctx->host_ctx, d->ws);
-    d->ws = NULL;
     d->xpad = NULL;
     d->poff = NULL;
     d->xe = NULL;
@@ -411,15 +409,20 @@ void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int p
                (size_t)cols * 8 * sizeof(float));
 }
 
+size_t odnn_direct_scratch_bytes(const struct odnn_direct *d)
+{
+    return d->wm > 0 ? d->ws_floats * (size_t)d->ws_threads * sizeof(float) : 0;
+}
+
 void odnn_direct_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
-                     int threads)
+                     int threads, float *scratch)
 {
     if (d->cg > 0) {
         odnn_grouped_run(d, src, w, dst, threads);
         return;
     }
     if (d->wm > 0) {
-        odnn_wino_run(d, src, w, dst, threads);
+        odnn_wino_run(d, src, w, dst, threads, scratch);
         return;
     }
     const int icb = d->ic / 8, ocb8 = d->oc / 8, nob = (d->oc + 15) / 16;

@@ -3648,6 +3648,8 @@ static int odnn_add_direct(struct odnn_build *b, struct odnn_direct *d, int64_t 
         return -1;
     }
     s->direct = d;
+    if (odnn_direct_scratch_bytes(d) > b->c->scratch_bytes) /* the shared scratchpad */
+        b->c->scratch_bytes = odnn_direct_scratch_bytes(d);
     return b->c->n_steps++;
 }
 
@@ -3753,7 +3755,9 @@ static pl_status *odnn_reorder(struct odnn_build *b, int src, int dst, int64_t n
 
 /* Adds a weight: the constant bytes DATA in layout SRC_MD, reordered into
  * layout MD — or, when importing, the blob's next weight, which must have
- * layout MD. Returns the weight index in *out. */
+ * layout MD. Returns the weight index in *out. DATA NULL with SRC_MD
+ * equal to MD: the caller writes the weight's bytes itself (packing
+ * straight into it, without a second copy). */
 static void *odnn_block_take(pl_compiled *c, size_t bytes);
 
 static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
@@ -3817,7 +3821,8 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
         return NULL;
     }
     if (dnnl_memory_desc_equal(md, src_md)) {
-        memcpy(w->data, data, w->bytes);
+        if (data != NULL)
+            memcpy(w->data, data, w->bytes);
         return NULL;
     }
     /* A one-off reorder, executed now: weights are laid out once. It runs
@@ -5277,22 +5282,15 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
     dnnl_dims_t pd_dims = {(dnnl_dim_t)floats};
     dnnl_memory_desc_t pmd;
     dnnl_memory_desc_init_by_tag(&pmd, 1, pd_dims, dnnl_f32, dnnl_a);
-    float *packed = NULL;
-    pl_status *st = NULL;
-    if (b->imp == NULL) { /* an import takes the packed weights from the blob */
+    int wi = -1, src = -1;
+    /* packed straight into the weight (an import takes it from the blob) */
+    pl_status *st = odnn_weight(b, &pmd, &pmd, NULL, (int64_t)n, &wi);
+    if (st == NULL && b->imp == NULL) {
         struct odnn_tinfo bt = {0};
         if (own_epilogue && bias_t >= 0)
             odnn_tensor(v, bias_t, &bt);
-        packed = onednn_host->host_alloc(b->ctx->host_ctx, floats * sizeof *packed, 64);
-        if (packed == NULL)
-            st = odnn_oom();
-        else
-            odnn_direct_pack(d, wt->cdata, bt.cdata, packed);
+        odnn_direct_pack(d, wt->cdata, bt.cdata, b->c->weights[wi].data);
     }
-    int wi = -1, src = -1;
-    if (st == NULL)
-        st = odnn_weight(b, &pmd, &pmd, packed, (int64_t)n, &wi);
-    odnn_free(b->ctx, packed);
     dnnl_format_tag_t tag = two ? dnnl_aBcd8b : dnnl_aBc8b;
     dnnl_dims_t xd, yd;
     for (int i = 0; i < x->ndim; i++)
@@ -9582,7 +9580,7 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             void *src = NULL, *dst = NULL;
             dnnl_memory_get_data_handle(step->exec[0].memory, &src);
             dnnl_memory_get_data_handle(step->exec[2].memory, &dst);
-            odnn_direct_run(step->direct, src, c->weights[step->ref[1]].data, dst, team);
+            odnn_direct_run(step->direct, src, c->weights[step->ref[1]].data, dst, team, c->scratch);
             continue;
         }
         int nargs = step->n_args + (step->scratch_mem != NULL);

@@ -26,7 +26,7 @@
  *  3. the output transform Y = A^T M A of each tile, plus the bias and the
  *     lone activation, stored to the destination's pixels inside the map.
  * The matrices are Lavin and Gray's (points 0, +-1, +-2 for m = 4); the
- * weights are transformed in double. Each output comes from one work item
+ * weights are transformed at compile, in float. Each output comes from one work item
  * with a fixed order of sums: results do not depend on the thread count.
  *
  * Compiled for AVX2 and FMA by function attributes, like the direct
@@ -74,39 +74,58 @@ size_t odnn_wino_packed_floats(const struct odnn_direct *d)
 }
 
 /* G for F(2x2, 3x3) and F(4x4, 3x3): (m + 2) rows of 3. */
-static const double odnn_wino_g2[4][3] = {
-    {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-static const double odnn_wino_g4[6][3] = {{1.0 / 4, 0, 0},
-                                          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                          {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                          {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                          {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                          {0, 0, 1}};
+static const float odnn_wino_g2[4][3] = {
+    {1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+static const float odnn_wino_g4[6][3] = {{1.0f / 4, 0, 0},
+                                         {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                         {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                         {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                         {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                         {0, 0, 1}};
 
-void odnn_wino_pack(const struct odnn_direct *d, const float *oihw, const float *bias, float *out)
+/* U = G k G^T for the 16 output channels of block OB and input channel I,
+ * lane by lane (the loops over the 16 lanes vectorize), each position's
+ * 16 floats stored as one run of OUT's [ob][pos][ic][16]. */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+odnn_wino_pack_run(const struct odnn_direct *d, const float *oihw, int ob, int i, float *out,
+                   const int a)
 {
-    const int a = d->wm + 2, aa = a * a, nob = (d->oc + 15) / 16;
-    const double(*g)[3] = d->wm == 2 ? odnn_wino_g2 : odnn_wino_g4;
-    /* [ob][pos][ic][16], then the bias */
+    const int aa = a * a;
+    const float(*g)[3] = a == 4 ? odnn_wino_g2 : odnn_wino_g4;
+    float k[9][16], t[6][3][16], u[36][16];
+    for (int o = 0; o < 16; o++) {
+        int oc = ob * 16 + o;
+        const float *src = oihw + ((size_t)oc * (size_t)d->ic + (size_t)i) * 9;
+        for (int e = 0; e < 9; e++)
+            k[e][o] = oc < d->oc ? src[e] : 0.0f;
+    }
+    for (int r = 0; r < a; r++) /* t = G k */
+        for (int c = 0; c < 3; c++)
+            for (int o = 0; o < 16; o++)
+                t[r][c][o] = g[r][0] * k[c][o] + g[r][1] * k[3 + c][o] + g[r][2] * k[6 + c][o];
+    for (int r = 0; r < a; r++) /* u = t G^T */
+        for (int c = 0; c < a; c++)
+            for (int o = 0; o < 16; o++)
+                u[r * a + c][o] = t[r][0][o] * g[c][0] + t[r][1][o] * g[c][1] + t[r][2][o] * g[c][2];
+    for (int p = 0; p < aa; p++)
+        memcpy(out + (((size_t)ob * (size_t)aa + (size_t)p) * (size_t)d->ic + (size_t)i) * 16, u[p],
+               sizeof u[p]);
+}
+
+__attribute__((target("avx2,fma"))) void odnn_wino_pack(const struct odnn_direct *d,
+                                                         const float *oihw, const float *bias,
+                                                         float *out)
+{
+    const int aa = (d->wm + 2) * (d->wm + 2), nob = (d->oc + 15) / 16;
+    /* [ob][pos][ic][16], then the bias; on the compiling thread alone (an
+     * OpenMP team started there costs the running thread's team its
+     * spinning: odnn_weight) */
     for (int ob = 0; ob < nob; ob++)
-        for (int o = 0; o < 16; o++) {
-            int oc = ob * 16 + o;
-            for (int i = 0; i < d->ic; i++) {
-                double u[6][6] = {{0}}, t[6][3];
-                if (oc < d->oc) {
-                    const float *k = oihw + ((size_t)oc * (size_t)d->ic + (size_t)i) * 9;
-                    for (int r = 0; r < a; r++) /* t = G k */
-                        for (int c = 0; c < 3; c++)
-                            t[r][c] = g[r][0] * k[c] + g[r][1] * k[3 + c] + g[r][2] * k[6 + c];
-                    for (int r = 0; r < a; r++) /* u = t G^T */
-                        for (int c = 0; c < a; c++)
-                            u[r][c] = t[r][0] * g[c][0] + t[r][1] * g[c][1] + t[r][2] * g[c][2];
-                }
-                for (int p = 0; p < aa; p++)
-                    out[(((size_t)ob * (size_t)aa + (size_t)p) * (size_t)d->ic + (size_t)i) * 16 +
-                        (size_t)o] = (float)u[p / a][p % a];
-            }
-        }
+        for (int i = 0; i < d->ic; i++)
+            if (d->wm == 2)
+                odnn_wino_pack_run(d, oihw, ob, i, out, 4);
+            else
+                odnn_wino_pack_run(d, oihw, ob, i, out, 6);
     float *b = out + (size_t)nob * (size_t)aa * (size_t)d->ic * 16;
     for (int oc = 0; oc < nob * 16; oc++)
         b[oc] = bias != NULL && oc < d->oc ? bias[oc] : 0.0f;
@@ -160,12 +179,8 @@ int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx)
     int cap = (int)(4 * ODNN_WINO_V_BYTES / ((size_t)aa * (size_t)d->tblock * 16 * sizeof(float)));
     d->obs = obs < cap ? obs : cap > 1 ? cap : 1;
     d->ws_floats = (size_t)aa * (size_t)d->tblock * ((size_t)d->ic + 16 * (size_t)d->obs) + 16;
-    d->ws_threads = onednn_host->thread_count(ctx->host_ctx);
-    if (d->ws_threads < 1)
-        d->ws_threads = 1;
-    d->ws = onednn_host->host_alloc(ctx->host_ctx,
-                                    d->ws_floats * (size_t)d->ws_threads * sizeof(float), 64);
-    return d->ws != NULL;
+    d->ws_threads = threads;
+    return 1;
 }
 
 /* ---- transforms, on 8 channels at a time ---------------------------------------- */
@@ -344,7 +359,7 @@ odnn_wino_item4(const struct odnn_direct *d, const float *xp, const float *w, fl
 }
 
 void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
-                   int threads)
+                   int threads, float *scratch)
 {
     const int icb = d->ic / 8, ocb8 = d->oc / 8, nob = (d->oc + 15) / 16;
     const int tiles = d->th * d->tw, tblocks = (tiles + d->tblock - 1) / d->tblock;
@@ -362,7 +377,7 @@ void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w
 #pragma omp for schedule(static)
         for (int pc = 0; pc < planes; pc++)
             odnn_direct_copy_plane(d, src, pc);
-        float *ws = d->ws + (size_t)omp_get_thread_num() * d->ws_floats;
+        float *ws = scratch + (size_t)omp_get_thread_num() * d->ws_floats;
 #pragma omp for schedule(static)
         for (int it = 0; it < items; it++) {
             int img = it / (tblocks * chunks), rest = it % (tblocks * chunks);
