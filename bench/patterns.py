@@ -74,6 +74,11 @@ def patterns():
                                N("Relu", ["n"], ["y"])], x, ["y"],
                               [W("w", c, c, 3, 3), W("s", c), W("bb", c), W("m", c),
                                F("v", np.abs(RNG.standard_normal(c)) + 1)])
+    # the 3x3 layers of ResNet's later stages (Winograd F(4x4) / F(2x2) / the
+    # direct kernel below AVX-512, onednn_winograd.c chooses by shape)
+    for cs, hw in ((128, 28), (256, 14), (512, 7)):
+        p[f"conv3x3_c{cs}_{hw}"] = model([conv("c"), N("Relu", ["c"], ["y"])],
+                                         [("x", [1, cs, hw, hw])], ["y"], wb(cs, cs))
     p["conv_relu6"] = model([conv("c"), N("Clip", ["c", "lo", "hi"], ["y"])], x, ["y"],
                             wb() + clip6())
     p["dw_relu6"] = model([conv("c", group=c), N("Clip", ["c", "lo", "hi"], ["y"])], x, ["y"],
