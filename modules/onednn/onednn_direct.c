@@ -114,17 +114,13 @@ int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx)
 {
     int need_h = (d->oh - 1) * d->sh + (d->kh - 1) * d->dh + 1;
     int need_w = (d->ow - 1) * d->sw + (d->kw - 1) * d->dw + 1;
-    if (d->wm > 0) { /* whole tiles: the last ones read zeros past the map */
-        if (!odnn_wino_setup(d, ctx))
-            return 0;
-        need_h = d->th * d->wm + 2;
-        need_w = d->tw * d->wm + 2;
-    }
+    if (d->wm > 0 && !odnn_wino_setup(d, ctx)) /* reads the source as it is */
+        return 0;
     d->hp = d->pt + d->ih > need_h ? d->pt + d->ih : need_h;
     d->wp = d->pl + d->iw > need_w ? d->pl + d->iw : need_w;
     /* grouped: no shared padded copy; each thread expands its channel
      * block into its own zero-bordered plane (the border never written) */
-    size_t floats = d->cg > 0 ? 0
+    size_t floats = d->cg > 0 || d->wm > 0 ? 0
                               : (size_t)d->n * (size_t)(d->ic / 8) * (size_t)d->hp *
                                     (size_t)d->wp * 8;
     if (d->cg > 0) {
