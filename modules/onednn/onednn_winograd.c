@@ -54,13 +54,14 @@ int odnn_wino_tile(const struct odnn_direct *d)
     /* Four stacked layers against the direct kernel (transformed weights
      * U; F(4x4) / F(2x2)): 64 channels at 56x56 0.46 / 0.77, 128 at 16x16
      * 0.57 / 0.65, 256 at 28x28 0.51 / 0.70, 512 at 14x14 0.71 / 0.62, 256
-     * at 8x8 1.1 / 0.8-1.06, 512 at 7x7 1.3 / 0.9, 512 at 4x4 1.8 / 1.0.
+     * at 8x8 1.1 / 0.8-1.06, 512 at 7x7 1.3 / 0.9, 512 at 4x4 1.8 / 1.0, 24
+     * at 56x56 and 28x28 0.77 (F(4x4)).
      * F(4x4) from 16x16 outputs where U fits 4 MiB, and on any U from 24x24
      * (where it streams, the products outweigh it); F(2x2) from 7x7. */
     const int64_t pixels = (int64_t)d->oh * d->ow, pairs = (int64_t)d->ic * d->oc;
     const int64_t u4 = 36 * pairs * (int64_t)sizeof(float);
     const int64_t u2 = 16 * pairs * (int64_t)sizeof(float);
-    if (d->ic < 32)
+    if (d->ic < 24) /* 16 in: even with the direct kernel (16 at 56x56, 112x112) */
         return 0;
     if (pixels >= 256 && (u4 <= (4 << 20) || (pixels >= 576 && u4 <= (64 << 20))))
         return 4;

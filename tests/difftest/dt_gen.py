@@ -24,7 +24,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
 # conv family with 8 to 40 channels in and out in steps of 8, in one group
 # or in groups of 2 or 4 channels (the channel blocks the onednn module's own
-# direct and grouped kernels take), and 3x3 layers of 32 to 64 channels on
+# direct and grouped kernels take), and 3x3 layers of 24 to 64 channels on
 # 7x7 to 18x18 maps (its Winograd variant).
 MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels")
 
@@ -307,12 +307,12 @@ class Gen:
     def conv(self, x=None, wide=False):
         d = self.pick([1, 2, 2, 2, 3]) if x is None else len(self.shape(x)) - 2
         # Sometimes (wide, 2-D) a layer the onednn module's Winograd variant
-        # takes below AVX-512 (onednn_winograd.c): 3x3, stride 1, 32 to 64
+        # takes below AVX-512 (onednn_winograd.c): 3x3, stride 1, 24 to 64
         # channels in, 7x7 to 18x18 maps (F(2x2) and F(4x4), edge tiles),
         # any pads up to 2 per side.
         wino = wide and x is None and d == 2 and self.p(0.3)
         if wino:
-            cin = 8 * self.r(4, 8)
+            cin = 8 * self.r(3, 8)
             x = self.input([self.r(1, 2), cin, self.r(7, 18), self.r(7, 18)])
             pads = [self.r(0, 2) for _ in range(4)]
             m = 8 * self.r(2, 6)

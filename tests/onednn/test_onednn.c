@@ -4364,7 +4364,7 @@ struct direct_variant {
 };
 
 static const struct direct_variant direct_variants[] = {
-    {"relu_tail", 4, {2, 24, 9, 7}, {40, 24, 3, 3}, {2, 40, 9, 7}, "\"pads\":{\"ints\":[1,1,1,1]}",
+    {"relu_tail", 4, {2, 16, 9, 7}, {40, 16, 3, 3}, {2, 40, 9, 7}, "\"pads\":{\"ints\":[1,1,1,1]}",
      "Relu", "", 1, "in the kernel", 0},
     {"stride2_leaky", 4, {1, 16, 11, 10}, {32, 16, 3, 3}, {1, 32, 5, 5},
      "\"pads\":{\"ints\":[0,1,1,0]},\"strides\":{\"ints\":[2,2]}", "LeakyRelu",
