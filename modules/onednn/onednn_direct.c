@@ -381,15 +381,23 @@ static const odnn_tile_fn odnn_tiles[ODNN_DIRECT_TILE + 1] = {
     NULL,           odnn_direct_tile1, odnn_direct_tile2, odnn_direct_tile3,
     odnn_direct_tile4, odnn_direct_tile5, odnn_direct_tile6};
 
-void odnn_direct_product(const float *v, int ic, const int *rows, const float *u, float *m0,
-                         float *m1, int pt)
+void odnn_direct_product_desc(struct odnn_direct *p, int ic)
 {
     /* one tap at offset 0, planes of 8 floats: row r's k-th value at
      * rows[r] + k; no bias, no activation */
     static int one_tap[1] = {0};
+    memset(p, 0, sizeof *p);
+    p->kh = p->kw = 1;
+    p->ic = ic;
+    p->act = ODNN_ACT_NONE;
+    p->delta = one_tap;
+}
+
+void odnn_direct_product(const struct odnn_direct *p, const float *v, const int *rows,
+                         const float *u, float *m0, float *m1, int pt)
+{
     static const float no_bias[16] = {0};
-    struct odnn_direct p = {.kh = 1, .kw = 1, .ic = ic, .act = ODNN_ACT_NONE, .delta = one_tap};
-    odnn_tiles[pt](&p, v, 8, ic / 8, u, rows, no_bias, m0, m1);
+    odnn_tiles[pt](p, v, 8, p->ic / 8, u, rows, no_bias, m0, m1);
 }
 
 void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int pc)

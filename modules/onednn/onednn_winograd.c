@@ -352,6 +352,8 @@ odnn_wino_item(const struct odnn_direct *d, const float *xp, const float *w, flo
     int rows[ODNN_WINO_ROWS];
     for (int r = 0; r < ODNN_WINO_ROWS; r++)
         rows[r] = r * ic;
+    struct odnn_direct prod;
+    odnn_direct_product_desc(&prod, ic);
     for (int t = 0; t < nt; t++)
         odnn_wino_in(d, xp, plane, t0 + t, v, t, tb, m);
     for (int q = 0; q < aa; q++)
@@ -361,7 +363,7 @@ odnn_wino_item(const struct odnn_direct *d, const float *xp, const float *w, flo
             for (int r = 0; r < nt; r += ODNN_WINO_ROWS) {
                 int pt = nt - r < ODNN_WINO_ROWS ? nt - r : ODNN_WINO_ROWS;
                 size_t at = (size_t)q * (size_t)tb + (size_t)r;
-                odnn_direct_product(v + at * (size_t)ic, ic, rows, u, mo + at * 8,
+                odnn_direct_product(&prod, v + at * (size_t)ic, rows, u, mo + at * 8,
                                     mo + half + at * 8, pt);
             }
         }
