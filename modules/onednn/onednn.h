@@ -159,9 +159,6 @@ void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const floa
                       float *out);
 int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx);
 void odnn_direct_free(struct odnn_direct *d, pl_module_ctx *ctx);
-/* Copies source plane PC (image * ic/8 + block) of SRC into D's
- * zero-bordered buffer. */
-void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int pc);
 /* The direct kernel's register tile as a plain product: PT (1 to 6) rows
  * of V, row r's IC values (a multiple of 8) from V + ROWS[r], times U (IC
  * rows of 16), into M0 (channels 0-7) and M1 (8-15), 8 floats per row. P

@@ -400,7 +400,9 @@ void odnn_direct_product(const struct odnn_direct *p, const float *v, const int 
     odnn_tiles[pt](p, v, 8, p->ic / 8, u, rows, no_bias, m0, m1);
 }
 
-void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int pc)
+/* Copies source plane PC (image * ic/8 + block) of SRC into D's
+ * zero-bordered buffer. */
+static void odnn_direct_copy_plane(const struct odnn_direct *d, const float *src, int pc)
 {
     const size_t plane = (size_t)d->hp * (size_t)d->wp * 8;
     const size_t in_plane = (size_t)d->ih * (size_t)d->iw * 8;

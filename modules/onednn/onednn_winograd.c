@@ -48,8 +48,9 @@
 
 int odnn_wino_tile(const struct odnn_direct *d)
 {
+    /* 16 channels in: even with the direct kernel (at 28x28 to 112x112) */
     if (d->cg != 0 || d->kh != 3 || d->kw != 3 || d->sh != 1 || d->sw != 1 || d->dh != 1 ||
-        d->dw != 1 || d->oh < 2 || d->ow < 2 || d->ic < 16 || d->oc < 16)
+        d->dw != 1 || d->oh < 2 || d->ow < 2 || d->ic < 24 || d->oc < 16)
         return 0;
     /* Four stacked layers against the direct kernel (transformed weights
      * U; F(4x4) / F(2x2)): 64 channels at 56x56 0.46 / 0.77, 128 at 16x16
@@ -61,8 +62,6 @@ int odnn_wino_tile(const struct odnn_direct *d)
     const int64_t pixels = (int64_t)d->oh * d->ow, pairs = (int64_t)d->ic * d->oc;
     const int64_t u4 = 36 * pairs * (int64_t)sizeof(float);
     const int64_t u2 = 16 * pairs * (int64_t)sizeof(float);
-    if (d->ic < 24) /* 16 in: even with the direct kernel (16 at 56x56, 112x112) */
-        return 0;
     if (pixels >= 256 && (u4 <= (4 << 20) || (pixels >= 576 && u4 <= (64 << 20))))
         return 4;
     if (pixels >= 49 && u2 <= (32 << 20))
@@ -193,9 +192,9 @@ int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx)
 
 /* ---- transforms, on 8 channels at a time ---------------------------------------- */
 
-/* B^T x for one column of A values (stride S vectors apart in place). */
 #define ODNN_LD(p) _mm256_loadu_ps(p)
 
+/* B^T x for one column of A values (stride S vectors apart, in place). */
 static inline __attribute__((always_inline, target("avx2,fma"))) void
 odnn_wino_bt2(__m256 *x, int s)
 {
