@@ -188,6 +188,23 @@ int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx);
 void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
                    int threads, float *scratch);
 
+/* The module's own pooling for AVX2 CPUs (onednn_pool.c): max or average
+ * over a 2-D window (a 1-D one has IH = KH = 1) of an f32 source whose
+ * channels are read as GROUPS groups of VECS 8-lane vectors at each pixel
+ * (a channel block of 8 or 16, or channels-last); strides in floats, the
+ * destination's layout the source's. */
+struct odnn_pool {
+    int max;         /* 1: MaxPool, 0: average */
+    int include_pad; /* average: divide by the whole window, else by the cells inside */
+    int64_t n, groups, vecs;
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+    int64_t xs_n, xs_g, xs_h, xs_w; /* source strides: image, group, row, column */
+    int64_t ys_n, ys_g, ys_h, ys_w; /* destination strides */
+};
+
+/* Runs on an OpenMP team of up to THREADS. */
+void odnn_pool_run(const struct odnn_pool *p, const float *x, float *y, int threads);
+
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */
 void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,

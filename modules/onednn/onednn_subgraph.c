@@ -3316,7 +3316,8 @@ enum odnn_step_kind {
     ODNN_S_REORDER = 1, ODNN_S_CONV, ODNN_S_MATMUL, ODNN_S_POOL, ODNN_S_BNORM, ODNN_S_ELTWISE,
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
-    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE
+    ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
+    ODNN_S_OPOOL
 };
 
 struct odnn_step {
@@ -3335,6 +3336,7 @@ struct odnn_step {
     dnnl_exec_arg_t exec[ODNN_MAX_ARGS + 1];
     dnnl_memory_t scratch_mem;
     struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
+    struct odnn_pool pool;      /* ODNN_S_OPOOL: the module's own pooling */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values;
                                    ODNN_S_COPY: ROWS bytes */
@@ -6052,6 +6054,124 @@ static int odnn_reduce_by_matmul(struct odnn_build *b, size_t n, int src, int64_
     return 1;
 }
 
+/* How the module's own pooling reads MD, a 3-D or 4-D f32 value of dims
+ * [N, C, (H,) W]: channel blocks of 8 or 16 (aBc8b, aBcd8b, ...16b), or
+ * channels-last with C a multiple of 8, as groups of 8-lane vectors (P's
+ * groups, vecs and strides with PREFIX xs or ys). 0 for any other layout. */
+static int odnn_pool_layout(const dnnl_memory_desc_t *md, int64_t *groups, int64_t *vecs,
+                            int64_t st[4])
+{
+    if (md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked ||
+        (md->ndims != 3 && md->ndims != 4) || md->offset0 != 0)
+        return 0;
+    const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+    const dnnl_dim_t *s = bd->strides;
+    int sp = md->ndims == 4; /* a 1-D window reads row 0 only */
+    st[0] = s[0];
+    st[2] = sp ? s[2] : 0;
+    st[3] = s[md->ndims - 1];
+    if (bd->inner_nblks == 1 && bd->inner_idxs[0] == 1 &&
+        (bd->inner_blks[0] == 8 || bd->inner_blks[0] == 16)) {
+        int64_t blk = bd->inner_blks[0];
+        /* the block innermost: a pixel's channels are BLK floats in a row */
+        if (st[3] != blk || md->padded_dims[1] % blk != 0)
+            return 0;
+        *groups = md->padded_dims[1] / blk;
+        *vecs = blk / 8;
+        st[1] = s[1];
+        return 1;
+    }
+    if (bd->inner_nblks == 0 && s[1] == 1 && md->dims[1] % 8 == 0 &&
+        st[3] == md->dims[1] && (!sp || st[2] == md->dims[1] * md->dims[3])) {
+        *groups = 1;
+        *vecs = md->dims[1] / 8;
+        st[1] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* Node N's pooling on the module's own kernel (onednn_pool.c) instead of
+ * oneDNN's pooling primitive, where the CPU is below AVX-512 (oneDNN's jit:avx2
+ * pooling took 4 to 9 times as long), direct_conv is on, the source SRC is
+ * f32 in a layout the kernel reads, and no QuantizeLinear would have been
+ * fused into the pooling. 1 when it emitted the step (or failed: *OUT_ST). */
+static int odnn_pool_own(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_t alg, const struct odnn_window *w,
+                         const struct odnn_tinfo *x, const struct odnn_tinfo *y,
+                         pl_status **out_st)
+{
+    const pl_graph_view *v = b->v;
+    *out_st = NULL;
+    if (!b->ctx->direct || !odnn_direct_usable() || w->sr > 2 || x->ndim != y->ndim)
+        return 0;
+    struct odnn_fuse qf;
+    memset(&qf, 0, sizeof qf);
+    int quantized = odnn_qdq_post(b, n, &qf);
+    if (qf.po != NULL)
+        dnnl_post_ops_destroy(qf.po);
+    if (quantized)
+        return 0;
+    const dnnl_memory_desc_t *xm = &b->c->values[src].md;
+    struct odnn_pool p;
+    memset(&p, 0, sizeof p);
+    int64_t xs[4], ys[4], groups, vecs;
+    if (!odnn_pool_layout(xm, &p.groups, &p.vecs, xs))
+        return 0;
+    /* the destination in the source's layout (its strides for Y's dims) */
+    dnnl_memory_desc_t ymd = *xm;
+    for (int d = 0; d < y->ndim; d++)
+        ymd.dims[d] = ymd.padded_dims[d] = y->dims[d];
+    ymd.padded_dims[1] = xm->padded_dims[1];
+    dnnl_dim_t *ystr = ymd.format_desc.blocking.strides;
+    int64_t blk = ymd.format_desc.blocking.inner_nblks == 1 ? ymd.format_desc.blocking.inner_blks[0]
+                                                            : 1;
+    int sp = y->ndim == 4;
+    int64_t yh = sp ? y->dims[2] : 1, yw = y->dims[y->ndim - 1];
+    if (blk > 1) { /* [N][C/blk][H][W][blk] */
+        ystr[y->ndim - 1] = blk;
+        if (sp)
+            ystr[2] = yw * blk;
+        ystr[1] = yh * yw * blk;
+        ystr[0] = ymd.padded_dims[1] / blk * ystr[1];
+    } else { /* [N][H][W][C] */
+        ystr[1] = 1;
+        ystr[y->ndim - 1] = y->dims[1];
+        if (sp)
+            ystr[2] = yw * y->dims[1];
+        ystr[0] = yh * yw * y->dims[1];
+    }
+    if (!odnn_pool_layout(&ymd, &groups, &vecs, ys) || groups != p.groups || vecs != p.vecs)
+        return 0;
+    p.max = alg == dnnl_pooling_max;
+    p.include_pad = alg == dnnl_pooling_avg_include_padding;
+    p.n = x->dims[0];
+    p.ih = sp ? x->dims[2] : 1, p.iw = x->dims[x->ndim - 1];
+    p.oh = yh, p.ow = yw;
+    int hi = sp ? 0 : -1, wi = sp ? 1 : 0; /* the window's index of each axis */
+    p.kh = hi >= 0 ? w->k[hi] : 1, p.sh = hi >= 0 ? w->s[hi] : 1, p.dh = hi >= 0 ? w->d[hi] : 1;
+    p.ph = hi >= 0 ? w->pl[hi] : 0;
+    p.kw = w->k[wi], p.sw = w->s[wi], p.dw = w->d[wi], p.pw = w->pl[wi];
+    p.xs_n = xs[0], p.xs_g = xs[1], p.xs_h = xs[2], p.xs_w = xs[3];
+    p.ys_n = ys[0], p.ys_g = ys[1], p.ys_h = ys[2], p.ys_w = ys[3];
+    if (!sp)
+        p.xs_h = p.ys_h = 0;
+    ymd.extra.flags = 0;
+    int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &ymd);
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_OPOOL, (int64_t)n) : NULL;
+    if (s == NULL) {
+        *out_st = odnn_oom();
+        return 1;
+    }
+    s->pool = p;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s': the module's own %s pooling",
+                             onednn_host->graph->node_name(v, n), p.max ? "max" : "average");
+    return 1;
+}
+
 static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int src)
 {
     const pl_graph_view *v = b->v;
@@ -6148,6 +6268,8 @@ static pl_status *odnn_pool(struct odnn_build *b, size_t n, const char *op, int 
             break;
         }
     }
+    if (st == NULL && odnn_pool_own(b, n, src, alg, &w, &x, &y, &st))
+        return st;
     return st != NULL ? st
                       : odnn_simple(b, n, ODNN_S_POOL, &pd, src, odnn_out(v, n, 0), NULL, NULL, 0);
 }
@@ -9119,7 +9241,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 30u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 31u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -9169,7 +9291,10 @@ static double odnn_now_ms(void)
                                  29: constant f32 product weights with
                                      padded rows below AVX-512;
                                  30: the direct kernel's Winograd
-                                     variant (transformed weights) */
+                                     variant (transformed weights);
+                                 31: max and average pooling as the
+                                     module's own kernel (ODNN_S_OPOOL)
+                                     below AVX-512 */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -9490,6 +9615,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
+    case ODNN_S_OPOOL:
         break;
     default:
         return 0;
@@ -9520,6 +9646,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     case ODNN_S_WHERE: /* SRC_0 (the condition), SRC_1, SRC_2, DST */
         odnn_where_run(p[0], p[1], p[2], p[3], step->nd, step->cd, step->xd, step->ed, step->yd,
                        team);
+        break;
+    case ODNN_S_OPOOL: /* SRC, DST */
+        odnn_pool_run(&step->pool, p[0], p[1], team);
         break;
     case ODNN_S_GELUT: /* SRC, DST */
         odnn_gelu_tanh_run(p[0], p[1], step->rows, team);

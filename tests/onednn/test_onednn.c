@@ -4420,6 +4420,26 @@ static const char *model_direct(const struct direct_variant *dv)
 }
 
 
+/* The debug logs of a session of PATH in the default configuration
+ * (LOGS[0]), with direct_conv = no (LOGS[1]) and, when THIRD is given,
+ * with that setting (LOGS[2]); USED (96 bytes) what the module reports
+ * for direct_conv in the default configuration. */
+static void kernel_logs(const char *path, const char *third, struct wino_log *logs, char *used)
+{
+    const char *kv[3] = {NULL, "direct_conv = no", third};
+    int n = third != NULL ? 3 : 2;
+    memset(logs, 0, sizeof *logs * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        pl_runtime *rt = onednn_runtime_with(kv[i], &logs[i]);
+        pl_session_destroy(session_for(rt, path));
+        if (i == 0) {
+            pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+            TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
+        }
+        pl_runtime_destroy(rt);
+    }
+}
+
 static void case_direct_conv(void)
 {
     for (size_t k = 0; k < sizeof direct_variants / sizeof direct_variants[0]; k++) {
@@ -4432,16 +4452,8 @@ static void case_direct_conv(void)
         compare(path, dv->nd, xs, dv->nd, ys, (const char *[]){"conv", NULL});
         compare_floor = 0.0;
         static struct wino_log logs[3];
-        memset(logs, 0, sizeof logs);
-        pl_runtime *on = onednn_runtime_with(NULL, &logs[0]);
-        pl_runtime *off = onednn_runtime_with("direct_conv = no", &logs[1]);
-        pl_runtime *nowino = onednn_runtime_with("winograd = no", &logs[2]);
-        pl_session_destroy(session_for(on, path));
-        pl_session_destroy(session_for(off, path));
-        pl_session_destroy(session_for(nowino, path));
         char used[96] = "";
-        pl_module *om = on->modules[pl_runtime_find_module(on, "onednn")];
-        TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
+        kernel_logs(path, "winograd = no", logs, used);
         char want[160];
         snprintf(want, sizeof want, "node 'conv': the module's direct convolution%s, bias and %s",
                  dv->wino == 2   ? " (Winograd F(2x2, 3x3))"
@@ -4463,9 +4475,6 @@ static void case_direct_conv(void)
                  "%s: direct_conv = no used it; log:\n%s", dv->name, logs[1].text);
         TH_CHECK(strstr(logs[2].text, "Winograd") == NULL,
                  "%s: winograd = no used Winograd; log:\n%s", dv->name, logs[2].text);
-        pl_runtime_destroy(on);
-        pl_runtime_destroy(off);
-        pl_runtime_destroy(nowino);
     }
     /* a bad value is refused naming the key */
     pl_runtime *rt = onednn_runtime();
@@ -4474,6 +4483,102 @@ static void case_direct_conv(void)
     CHECK_ERROR(m->api.configure(m->ctx, &bad, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
                 "direct_conv");
     pl_runtime_destroy(rt);
+}
+
+/* ---- the module's own pooling (onednn_pool.c) ------------------------------
+ *
+ * Each window the kernel takes, against the cpu module, on the layouts it
+ * reads: a convolution's channel-blocked result (a batch of 2, 12 channels
+ * in a padded block of 16 lanes), a graph input's channels-last view (an
+ * NHWC input transposed), and 1-D. Windows: the ResNet stem's 3x3 stride 2
+ * with pads, 2x2 ceil_mode on odd sizes (windows past the border), a
+ * count_include_pad average, a dilated max with asymmetric pads, a 9x9
+ * average (the one-window-at-a-time path) and both global pools. Where
+ * the module reports direct_conv in use (AVX2 below AVX-512) the debug log
+ * must name its own pooling for node 'pool'; with direct_conv = no never. */
+struct pool_variant {
+    const char *name;
+    int nd;
+    int64_t xs[4];
+    int conv;           /* a 3x3 convolution of CONV channels out first (padded, stride 1) */
+    int nhwc;           /* X is NHWC, transposed to NCHW before the pool */
+    const char *op, *attrs;
+    int64_t ys[4];
+};
+
+static const struct pool_variant pool_variants[] = {
+    {"stem_max", 4, {2, 8, 17, 15}, 16, 0, "MaxPool",
+     "\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]},\"pads\":{\"ints\":[1,1,1,1]}",
+     {2, 16, 9, 8}},
+    {"ceil_avg", 4, {1, 8, 13, 11}, 16, 0, "AveragePool",
+     "\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]},\"ceil_mode\":{\"int\":1}",
+     {1, 16, 7, 6}},
+    {"include_pad_avg", 4, {1, 8, 10, 12}, 12, 0, "AveragePool",
+     "\"kernel_shape\":{\"ints\":[3,3]},\"pads\":{\"ints\":[1,1,1,1]},"
+     "\"count_include_pad\":{\"int\":1}",
+     {1, 12, 10, 12}},
+    {"dilated_max", 4, {1, 8, 11, 14}, 24, 0, "MaxPool",
+     "\"kernel_shape\":{\"ints\":[2,3]},\"dilations\":{\"ints\":[2,2]},"
+     "\"pads\":{\"ints\":[1,0,0,2]}",
+     {1, 24, 10, 12}},
+    {"wide_avg", 4, {1, 8, 12, 12}, 16, 0, "AveragePool", "\"kernel_shape\":{\"ints\":[9,9]}",
+     {1, 16, 4, 4}},
+    {"global_avg", 4, {2, 8, 7, 9}, 12, 0, "GlobalAveragePool", "", {2, 12, 1, 1}},
+    {"global_max", 4, {1, 8, 6, 5}, 16, 0, "GlobalMaxPool", "", {1, 16, 1, 1}},
+    {"nhwc_max", 4, {1, 10, 11, 16}, 0, 1, "MaxPool",
+     "\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]},\"ceil_mode\":{\"int\":1}",
+     {1, 16, 5, 5}},
+    {"conv1d_max", 3, {2, 8, 21}, 16, 0, "MaxPool",
+     "\"kernel_shape\":{\"ints\":[3]},\"strides\":{\"ints\":[2]},\"pads\":{\"ints\":[1,1]}",
+     {2, 16, 11}},
+};
+
+static const char *model_pool(const struct pool_variant *pv)
+{
+    struct mb m = {.seed = 53};
+    mb_input(&m, "x", pv->nd, pv->xs);
+    const char *src = "\"x\"";
+    if (pv->conv) {
+        int64_t ws[4] = {pv->conv, pv->xs[1], 3, 3};
+        mb_const(&m, "w", pv->nd, ws, NULL, 0.3f);
+        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "c",
+                pv->nd == 4 ? "\"pads\":{\"ints\":[1,1,1,1]}" : "\"pads\":{\"ints\":[1,1]}");
+        src = "\"c\"";
+    } else if (pv->nhwc) {
+        mb_node(&m, "to_nchw", "Transpose", "\"x\"", "t", "\"perm\":{\"ints\":[0,3,1,2]}");
+        src = "\"t\"";
+    }
+    mb_node(&m, "pool", pv->op, src, "y", pv->attrs);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_own_pool(void)
+{
+    for (size_t k = 0; k < sizeof pool_variants / sizeof pool_variants[0]; k++) {
+        const struct pool_variant *pv = &pool_variants[k];
+        const char *path = model_pool(pv);
+        int64_t xs[4], ys[4];
+        memcpy(xs, pv->xs, sizeof xs);
+        memcpy(ys, pv->ys, sizeof ys);
+        compare(path, pv->nd, xs, pv->nd, ys, (const char *[]){"pool", NULL});
+        static struct wino_log logs[2];
+        char used[96] = "";
+        kernel_logs(path, NULL, logs, used);
+        char want[96];
+        snprintf(want, sizeof want, "node 'pool': the module's own %s pooling",
+                 strstr(pv->op, "Max") != NULL ? "max" : "average");
+        if (strcmp(used, "auto") == 0)
+            TH_CHECK(strstr(logs[0].text, want) != NULL, "%s: no '%s' in the log:\n%s", pv->name,
+                     want, logs[0].text);
+        else
+            TH_CHECK(strstr(used, "not used") != NULL, "%s: direct_conv reported as '%s'",
+                     pv->name, used);
+        TH_CHECK(strstr(logs[1].text, "own max pooling") == NULL &&
+                     strstr(logs[1].text, "own average pooling") == NULL,
+                 "%s: direct_conv = no used the module's pooling; log:\n%s", pv->name,
+                 logs[1].text);
+    }
 }
 
 int main(int argc, char **argv)
@@ -4496,6 +4601,7 @@ int main(int argc, char **argv)
         {"layernorm", case_layernorm},
         {"softmax", case_softmax},
         {"pooling", case_pooling},
+        {"own_pool", case_own_pool},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
         {"grouped_no_gemm", case_grouped_no_gemm},
