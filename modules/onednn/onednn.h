@@ -205,6 +205,41 @@ struct odnn_pool {
 /* Runs on an OpenMP team of up to THREADS. */
 void odnn_pool_run(const struct odnn_pool *p, const float *x, float *y, int threads);
 
+/* The module's own Resize of the spatial axes of a 4-D f32 tensor
+ * (onednn_resize.c), read like odnn_pool's source; the destination in the
+ * source's layout (YS_*) or, with PLAIN, row-major NCHW of CH channels.
+ * The caller fills the shape, modes and strides, then odnn_resize_tables
+ * fills the per-row and per-column tables in BLOCK of
+ * odnn_resize_table_bytes (owned by the caller). */
+enum {
+    ODNN_CTM_HALF_PIXEL = 0, ODNN_CTM_PYTORCH_HALF_PIXEL, ODNN_CTM_ALIGN_CORNERS,
+    ODNN_CTM_ASYMMETRIC, ODNN_CTM_TF_HALF_PIXEL
+};
+enum {
+    ODNN_NEAREST_PREFER_FLOOR = 0, ODNN_NEAREST_PREFER_CEIL, ODNN_NEAREST_FLOOR,
+    ODNN_NEAREST_CEIL
+};
+
+struct odnn_resize {
+    int taps;            /* 1 nearest, 2 linear, 4 cubic */
+    int ctm, nearest;    /* ODNN_CTM_*, ODNN_NEAREST_* */
+    double scale_h, scale_w, cubic_a;
+    int exclude_outside;
+    int plain;           /* the destination is row-major NCHW */
+    int64_t n, groups, vecs, ch;
+    int64_t ih, iw, oh, ow;
+    int64_t xs_n, xs_g, xs_h, xs_w;
+    int64_t ys_n, ys_g, ys_h, ys_w; /* plain: ys_n only (CH * OH * OW) */
+    int32_t *hi, *wi;    /* per output row, TAPS source rows; per column, TAPS
+                            offsets in floats (index * xs_w) */
+    float *hw, *ww;      /* and their weights */
+};
+
+size_t odnn_resize_table_bytes(const struct odnn_resize *r);
+void odnn_resize_tables(struct odnn_resize *r, void *block);
+/* Runs on an OpenMP team of up to THREADS. */
+void odnn_resize_run(const struct odnn_resize *r, const float *x, float *y, int threads);
+
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */
 void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,

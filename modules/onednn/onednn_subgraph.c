@@ -237,6 +237,7 @@ struct odnn_uses {
     uint8_t *escapes;  /* the tensor is an output of the view */
     uint32_t *producer; /* node index + 1 of the writer, 0 for none */
     uint8_t *ln_channel; /* per node: part of a LayerNorm over channels */
+    int own; /* the module's own kernels run here (direct_conv, AVX2 below AVX-512) */
 };
 
 struct odnn_lnpat;
@@ -263,6 +264,7 @@ static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
 {
     const pl_graph_api *g = onednn_host->graph;
     memset(u, 0, sizeof *u);
+    u->own = ctx->direct && odnn_direct_usable();
     u->n_tensors = g->tensor_count(v);
     size_t n = u->n_tensors > 0 ? u->n_tensors : 1;
     u->count = onednn_host->host_alloc(ctx->host_ctx, n * sizeof *u->count, 0);
@@ -2390,6 +2392,96 @@ static dnnl_alg_kind_t odnn_resample_alg(const pl_graph_view *v, size_t n, const
     return dnnl_alg_kind_undef;
 }
 
+/* Resize and Upsample on the module's own kernel (onednn_resize.c): a
+ * 4-D f32 tensor whose batch and channels keep their size; modes nearest
+ * (every nearest_mode), linear and cubic (cubic_coeff_a, exclude_outside)
+ * under every coordinate transformation but tf_crop_and_resize, at the
+ * scales the node states (the constant scales, else the sizes' ratio), as
+ * the cpu module computes them (Resize-10 and Upsample: asymmetric,
+ * floor). Fills R's modes, scales and shape; 0 with a reason. */
+static int odnn_resize_own_modes(const pl_graph_view *v, size_t n, const char *op,
+                                 struct odnn_resize *r, char *reason)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    struct odnn_tinfo x, y;
+    memset(r, 0, sizeof *r);
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !odnn_tensor(v, odnn_out(v, n, 0), &y) ||
+        !x.known || !y.known || !x.f32 || x.ndim != 4 || y.ndim != 4 || x.dims[0] != y.dims[0] ||
+        x.dims[1] != y.dims[1] || x.dims[2] < 1 || x.dims[3] < 1 || x.dims[2] > INT32_MAX ||
+        x.dims[3] > INT32_MAX) {
+        odnn_reason(reason, op, "the module's Resize takes 4-D f32 tensors whose batch and "
+                                "channels keep their size");
+        return 0;
+    }
+    int opset = g->node_opset(v, n), upsample = strcmp(op, "Upsample") == 0;
+    if (upsample && opset < 9) {
+        odnn_reason(reason, op, "Upsample before opset 9 (scales as an attribute) is left to cpu");
+        return 0;
+    }
+    char mb[32], cb[40], nb[40], kb[40];
+    const char *mode = odnn_attr_string(v, n, "mode", "nearest", mb, sizeof mb);
+    r->taps = strcmp(mode, "nearest") == 0  ? 1
+              : strcmp(mode, "linear") == 0 ? 2
+              : strcmp(mode, "cubic") == 0 && !upsample && opset >= 11 ? 4
+                                                                       : 0;
+    r->ctm = ODNN_CTM_ASYMMETRIC;
+    r->nearest = ODNN_NEAREST_FLOOR;
+    if (!upsample && opset >= 11) {
+        static const char *const ctms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                           "asymmetric", "tf_half_pixel_for_nn"};
+        static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil",
+                                               "floor", "ceil"};
+        const char *ctm = odnn_attr_string(v, n, "coordinate_transformation_mode", "half_pixel",
+                                           cb, sizeof cb);
+        const char *nm = odnn_attr_string(v, n, "nearest_mode", "round_prefer_floor", nb,
+                                          sizeof nb);
+        r->ctm = r->nearest = -1;
+        for (int i = 0; i < 5; i++)
+            if (strcmp(ctm, ctms[i]) == 0)
+                r->ctm = i;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(nm, nearests[i]) == 0)
+                r->nearest = i;
+        if (r->ctm < 0 || r->nearest < 0) {
+            odnn_reason(reason, op, "coordinate_transformation_mode %s / nearest_mode %s is not "
+                                    "supported", ctm, nm);
+            return 0;
+        }
+    }
+    int64_t ant = 0;
+    const int64_t *axes;
+    const char *keep = odnn_attr_string(v, n, "keep_aspect_ratio_policy", "stretch", kb, sizeof kb);
+    if (r->taps == 0 || (g->attr_int(v, n, "antialias", &ant) && ant != 0) ||
+        odnn_attr_ints(v, n, "axes", &axes) != 0 || strcmp(keep, "stretch") != 0) {
+        odnn_reason(reason, op, "mode %s, antialias, axes and keep_aspect_ratio_policy are not "
+                                "supported", mode);
+        return 0;
+    }
+    r->cubic_a = odnn_attr_float(v, n, "cubic_coeff_a", -0.75);
+    r->exclude_outside = odnn_attr_int(v, n, "exclude_outside", 0) != 0;
+    int64_t ts = odnn_in(v, n, upsample || opset < 11 ? 1 : 2);
+    struct odnn_tinfo sc;
+    if (ts >= 0 && odnn_tensor(v, ts, &sc) && sc.elems > 0) {
+        const float *f = sc.cdata;
+        if (f == NULL || !sc.f32 || sc.elems != 4 || sc.cbytes < 4 * sizeof *f) {
+            odnn_reason(reason, op, "scales is not a constant f32 vector of the input's rank");
+            return 0;
+        }
+        if (f[0] != 1.0f || f[1] != 1.0f || !(f[2] > 0.0f) || !(f[3] > 0.0f)) {
+            odnn_reason(reason, op, "the module's Resize scales only the spatial axes");
+            return 0;
+        }
+        r->scale_h = f[2], r->scale_w = f[3];
+    } else {
+        r->scale_h = (double)y.dims[2] / (double)x.dims[2];
+        r->scale_w = (double)y.dims[3] / (double)x.dims[3];
+    }
+    r->n = x.dims[0];
+    r->ch = x.dims[1];
+    r->ih = x.dims[2], r->iw = x.dims[3], r->oh = y.dims[2], r->ow = y.dims[3];
+    return 1;
+}
+
 /* Gather of one constant index (a scalar, or a vector of one) along an
  * axis: a view of that slice (a ViT's class token, a pooler's first
  * position). *AXIS and *INDEX (made non-negative) on success. */
@@ -3056,8 +3148,11 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         int64_t axis, index;
         return odnn_gather_one(v, n, &axis, &index, reason);
     }
-    if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
-        return odnn_resample_alg(v, n, op, reason) != dnnl_alg_kind_undef;
+    if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0) {
+        struct odnn_resize r;
+        return (u->own && odnn_resize_own_modes(v, n, op, &r, reason)) ||
+               odnn_resample_alg(v, n, op, reason) != dnnl_alg_kind_undef;
+    }
     if (odnn_rnn_gates(op) != 0) /* Y, Y_h and Y_c */
         return odnn_check_rnn(v, n, op, reason);
     if (g->node_output_count(v, n) > 1) {
@@ -3317,7 +3412,7 @@ enum odnn_step_kind {
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
-    ODNN_S_OPOOL
+    ODNN_S_OPOOL, ODNN_S_ORESIZE
 };
 
 struct odnn_step {
@@ -3337,6 +3432,7 @@ struct odnn_step {
     dnnl_memory_t scratch_mem;
     struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
     struct odnn_pool pool;      /* ODNN_S_OPOOL: the module's own pooling */
+    struct odnn_resize *resize; /* ODNN_S_ORESIZE: the module's own Resize, its tables after it */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values;
                                    ODNN_S_COPY: ROWS bytes */
@@ -6091,6 +6187,42 @@ static int odnn_pool_layout(const dnnl_memory_desc_t *md, int64_t *groups, int64
     return 0;
 }
 
+/* YMD: XM's layout (as odnn_pool_layout reads it) for Y's dims, dense;
+ * its groups, vectors and strides. 0 when XM is not such a layout. */
+static int odnn_vector_md_like(const dnnl_memory_desc_t *xm, const struct odnn_tinfo *y,
+                               dnnl_memory_desc_t *ymd, int64_t *groups, int64_t *vecs,
+                               int64_t ys[4])
+{
+    int64_t xs[4];
+    if (y->ndim != xm->ndims || !odnn_pool_layout(xm, groups, vecs, xs))
+        return 0;
+    *ymd = *xm;
+    for (int d = 0; d < y->ndim; d++)
+        ymd->dims[d] = ymd->padded_dims[d] = y->dims[d];
+    ymd->padded_dims[1] = xm->padded_dims[1];
+    ymd->extra.flags = 0;
+    dnnl_dim_t *ystr = ymd->format_desc.blocking.strides;
+    int64_t blk = ymd->format_desc.blocking.inner_nblks == 1
+                      ? ymd->format_desc.blocking.inner_blks[0]
+                      : 1;
+    int sp = y->ndim == 4;
+    int64_t yh = sp ? y->dims[2] : 1, yw = y->dims[y->ndim - 1];
+    if (blk > 1) { /* [N][C/blk][H][W][blk] */
+        ystr[y->ndim - 1] = blk;
+        if (sp)
+            ystr[2] = yw * blk;
+        ystr[1] = yh * yw * blk;
+        ystr[0] = ymd->padded_dims[1] / blk * ystr[1];
+    } else { /* [N][H][W][C] */
+        ystr[1] = 1;
+        ystr[y->ndim - 1] = y->dims[1];
+        if (sp)
+            ystr[2] = yw * y->dims[1];
+        ystr[0] = yh * yw * y->dims[1];
+    }
+    return odnn_pool_layout(ymd, groups, vecs, ys);
+}
+
 /* Node N's pooling on the module's own kernel (onednn_pool.c) instead of
  * oneDNN's pooling primitive, where the CPU is below AVX-512 (oneDNN's jit:avx2
  * pooling took 4 to 9 times as long), direct_conv is on, the source SRC is
@@ -6114,34 +6246,16 @@ static int odnn_pool_own(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_
     const dnnl_memory_desc_t *xm = &b->c->values[src].md;
     struct odnn_pool p;
     memset(&p, 0, sizeof p);
-    int64_t xs[4], ys[4], groups, vecs;
+    int64_t xs[4], ys[4];
     if (!odnn_pool_layout(xm, &p.groups, &p.vecs, xs))
         return 0;
-    /* the destination in the source's layout (its strides for Y's dims) */
-    dnnl_memory_desc_t ymd = *xm;
-    for (int d = 0; d < y->ndim; d++)
-        ymd.dims[d] = ymd.padded_dims[d] = y->dims[d];
-    ymd.padded_dims[1] = xm->padded_dims[1];
-    dnnl_dim_t *ystr = ymd.format_desc.blocking.strides;
-    int64_t blk = ymd.format_desc.blocking.inner_nblks == 1 ? ymd.format_desc.blocking.inner_blks[0]
-                                                            : 1;
+    dnnl_memory_desc_t ymd;
+    int64_t groups, vecs;
+    if (!odnn_vector_md_like(xm, y, &ymd, &groups, &vecs, ys) || groups != p.groups ||
+        vecs != p.vecs)
+        return 0;
     int sp = y->ndim == 4;
     int64_t yh = sp ? y->dims[2] : 1, yw = y->dims[y->ndim - 1];
-    if (blk > 1) { /* [N][C/blk][H][W][blk] */
-        ystr[y->ndim - 1] = blk;
-        if (sp)
-            ystr[2] = yw * blk;
-        ystr[1] = yh * yw * blk;
-        ystr[0] = ymd.padded_dims[1] / blk * ystr[1];
-    } else { /* [N][H][W][C] */
-        ystr[1] = 1;
-        ystr[y->ndim - 1] = y->dims[1];
-        if (sp)
-            ystr[2] = yw * y->dims[1];
-        ystr[0] = yh * yw * y->dims[1];
-    }
-    if (!odnn_pool_layout(&ymd, &groups, &vecs, ys) || groups != p.groups || vecs != p.vecs)
-        return 0;
     p.max = alg == dnnl_pooling_max;
     p.include_pad = alg == dnnl_pooling_avg_include_padding;
     p.n = x->dims[0];
@@ -6155,7 +6269,6 @@ static int odnn_pool_own(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_
     p.ys_n = ys[0], p.ys_g = ys[1], p.ys_h = ys[2], p.ys_w = ys[3];
     if (!sp)
         p.xs_h = p.ys_h = 0;
-    ymd.extra.flags = 0;
     int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &ymd);
     struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_OPOOL, (int64_t)n) : NULL;
     if (s == NULL) {
@@ -7602,8 +7715,79 @@ static pl_status *odnn_permuted_view(struct odnn_build *b, int *vi)
     return NULL;
 }
 
+/* Resize/Upsample on the module's own kernel (odnn_resize_own_modes):
+ * from SRC in its vector layout (a plain source is reordered into blocks
+ * of 8 channels first) into that layout, or straight into plain NCHW when
+ * the result is an output of the subgraph (no reorder after it). 1 when
+ * it emitted the step (or failed: *OUT_ST). */
+static int odnn_resize_own(struct odnn_build *b, size_t n, const char *op, int src,
+                           pl_status **out_st)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_resize r;
+    char reason[ODNN_REASON] = "";
+    *out_st = NULL;
+    if (!b->u.own || !odnn_resize_own_modes(v, n, op, &r, reason))
+        return 0;
+    int64_t xs[4], ys[4] = {0, 0, 0, 0};
+    if (!odnn_pool_layout(&b->c->values[src].md, &r.groups, &r.vecs, xs)) {
+        dnnl_memory_desc_t bmd;
+        dnnl_dims_t xd = {r.n, r.ch, r.ih, r.iw};
+        dnnl_memory_desc_init_by_tag(&bmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
+        if ((*out_st = odnn_ensure(b, src, &bmd, (int64_t)n, &src)) != NULL)
+            return 1;
+        if (!odnn_pool_layout(&b->c->values[src].md, &r.groups, &r.vecs, xs)) {
+            *out_st = odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no blocked source", op,
+                                 onednn_host->graph->node_name(v, n));
+            return 1;
+        }
+    }
+    int64_t out_t = odnn_out(v, n, 0);
+    struct odnn_tinfo y;
+    odnn_tensor(v, out_t, &y);
+    dnnl_memory_desc_t ymd;
+    int64_t groups, vecs;
+    r.plain = out_t >= 0 && (size_t)out_t < b->u.n_tensors && b->u.escapes[out_t];
+    if (r.plain) {
+        odnn_plain_md(&ymd, 4, y.dims);
+        ys[0] = r.ch * r.oh * r.ow;
+    } else if (!odnn_vector_md_like(&b->c->values[src].md, &y, &ymd, &groups, &vecs, ys)) {
+        *out_st = odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no destination layout", op,
+                             onednn_host->graph->node_name(v, n));
+        return 1;
+    }
+    r.xs_n = xs[0], r.xs_g = xs[1], r.xs_h = xs[2], r.xs_w = xs[3];
+    r.ys_n = ys[0], r.ys_g = ys[1], r.ys_h = ys[2], r.ys_w = ys[3];
+    size_t head = (sizeof r + 63) & ~(size_t)63;
+    struct odnn_resize *rp =
+        onednn_host->host_alloc(b->ctx->host_ctx, head + odnn_resize_table_bytes(&r), 0);
+    int dst = rp != NULL ? odnn_new_value(b, out_t, ODNN_V_TEMP, &ymd) : -1;
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_ORESIZE, (int64_t)n) : NULL;
+    if (s == NULL) {
+        if (rp != NULL)
+            odnn_free(b->ctx, rp);
+        *out_st = odnn_oom();
+        return 1;
+    }
+    *rp = r;
+    odnn_resize_tables(rp, (char *)rp + head);
+    s->resize = rp;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    static const char *const taps[] = {"", "nearest", "linear", "", "cubic"};
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s': the module's own Resize (%s%s)",
+                             onednn_host->graph->node_name(v, n), taps[r.taps],
+                             r.plain ? ", written plain" : "");
+    return 1;
+}
+
 static pl_status *odnn_resample(struct odnn_build *b, size_t n, const char *op, int src)
 {
+    pl_status *own = NULL;
+    if (odnn_resize_own(b, n, op, src, &own))
+        return own;
     const pl_graph_view *v = b->v;
     char reason[ODNN_REASON] = "";
     dnnl_alg_kind_t alg = odnn_resample_alg(v, n, op, reason);
@@ -9036,6 +9220,8 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
             odnn_direct_free(c->steps[i].direct, ctx);
             odnn_free(ctx, c->steps[i].direct);
         }
+        if (c->steps[i].resize != NULL)
+            odnn_free(ctx, c->steps[i].resize);
     }
     for (int i = 0; i < c->n_values; i++)
         if (c->values[i].mem)
@@ -9294,7 +9480,8 @@ static double odnn_now_ms(void)
                                      variant (transformed weights);
                                  31: max and average pooling as the
                                      module's own kernel (ODNN_S_OPOOL)
-                                     below AVX-512 */
+                                     below AVX-512, and Resize
+                                     (ODNN_S_ORESIZE) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -9615,7 +9802,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
-    case ODNN_S_OPOOL:
+    case ODNN_S_OPOOL: case ODNN_S_ORESIZE:
         break;
     default:
         return 0;
@@ -9649,6 +9836,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_OPOOL: /* SRC, DST */
         odnn_pool_run(&step->pool, p[0], p[1], team);
+        break;
+    case ODNN_S_ORESIZE: /* SRC, DST */
+        odnn_resize_run(step->resize, p[0], p[1], team);
         break;
     case ODNN_S_GELUT: /* SRC, DST */
         odnn_gelu_tanh_run(p[0], p[1], step->rows, team);

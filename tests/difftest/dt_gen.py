@@ -472,6 +472,36 @@ class Gen:
                 attrs["beta"] = F(self.pick([0.5, 2.0, -1.0]))
         return self.node("Gemm", ins, attrs)
 
+    def resize(self, x):
+        """A Resize of X's spatial axes in one of ONNX's modes and
+        coordinate transformations, to sizes (or a scale that gives a
+        whole size, where every reading of the spec agrees), up or down,
+        often between two convolutions (a channel-blocked source and
+        destination)."""
+        shape = self.shape(x)
+        mode = self.pick(["nearest", "linear", "linear", "cubic"])
+        ctms = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+        if mode == "nearest":
+            ctms.append("tf_half_pixel_for_nn")
+        attrs = {"mode": S(mode), "coordinate_transformation_mode": S(self.pick(ctms))}
+        if mode == "nearest":
+            attrs["nearest_mode"] = S(self.pick(["round_prefer_floor", "round_prefer_ceil",
+                                                 "floor", "ceil"]))
+        if mode == "cubic":
+            if self.p(0.5):
+                attrs["cubic_coeff_a"] = F(self.pick([-0.5, -0.75]))
+            if self.p(0.5):
+                attrs["exclude_outside"] = I(1)
+        if self.p(0.3):
+            k = self.pick([2, 2, 3])
+            scales = [1.0, 1.0, float(k), float(k)]
+            ins = [x, "", self.const(np.asarray(scales, np.float32), "f32")]
+        else:
+            sizes = shape[:2] + [self.r(1, 2 * s + 3) for s in shape[2:]]
+            ins = [x, "", "", self.i64(sizes)]
+        y = self.node("Resize", ins, attrs)
+        return self.conv(y) if self.p(0.5) else y
+
     def pool(self, x=None):
         if x is None:
             d = self.pick([1, 2, 2, 3])
@@ -479,6 +509,8 @@ class Gen:
             x = self.input([self.r(1, 2), self.r(1, 5)] + [self.r(*size) for _ in range(d)])
             if self.p(0.5):
                 x = self.conv(x)
+            if d == 2 and self.p(0.3):
+                return self.resize(x)
         shape = self.shape(x)
         d = len(shape) - 2
         op = self.pick(["MaxPool", "MaxPool", "AveragePool", "AveragePool",

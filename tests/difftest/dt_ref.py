@@ -168,6 +168,84 @@ def pool(node, x, kind):
     return y
 
 
+def _resize_coord(ctm, i, n_in, n_out, scale):
+    """ONNX Resize's input coordinate of output index I along one axis."""
+    if ctm == "half_pixel":
+        return (i + 0.5) / scale - 0.5
+    if ctm == "pytorch_half_pixel":
+        return (i + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+    if ctm == "align_corners":
+        return 0.0 if n_out == 1 else i * (n_in - 1) / (n_out - 1)
+    if ctm == "tf_half_pixel_for_nn":
+        return (i + 0.5) / scale
+    if ctm == "asymmetric":
+        return i / scale
+    raise RefError("Resize: coordinate_transformation_mode %s is not in the reference" % ctm)
+
+
+def _resize_axis(node, x, axis, n_out, scale):
+    """X resized along AXIS to N_OUT (scale SCALE) as ONNX defines it:
+    nearest picks one input, linear blends two neighbours, cubic four with
+    Keys' weights; neighbours past the edge repeat it (or, with
+    exclude_outside, weigh nothing and the rest are renormalised)."""
+    mode = _a(node, "mode", "nearest")
+    ctm = _a(node, "coordinate_transformation_mode", "half_pixel")
+    n_in = x.shape[axis]
+    if n_in == n_out and scale == 1.0:
+        return x
+    rows = []
+    for i in range(n_out):
+        c = _resize_coord(ctm, i, n_in, n_out, scale)
+        if mode == "nearest":
+            nm = _a(node, "nearest_mode", "round_prefer_floor")
+            j = {"round_prefer_floor": math.ceil(c - 0.5), "round_prefer_ceil":
+                 math.floor(c + 0.5), "floor": math.floor(c), "ceil": math.ceil(c)}[nm]
+            taps, w = [j], [1.0]
+        elif mode == "linear":
+            f = math.floor(c)
+            taps, w = [f, f + 1], [1.0 - (c - f), c - f]
+        elif mode == "cubic":
+            a = _a(node, "cubic_coeff_a", -0.75)
+            f = math.floor(c)
+            t = c - f
+
+            def keys(d):
+                d = abs(d)
+                if d <= 1:
+                    return ((a + 2) * d - (a + 3)) * d * d + 1
+                if d < 2:
+                    return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+                return 0.0
+            taps = [f - 1, f, f + 1, f + 2]
+            w = [keys(t + 1), keys(t), keys(1 - t), keys(2 - t)]
+            if _a(node, "exclude_outside", 0):
+                w = [wk if 0 <= j < n_in else 0.0 for wk, j in zip(w, taps)]
+                total = sum(w)
+                w = [wk / total for wk in w] if total != 0 else w
+        else:
+            raise RefError("Resize: mode %s is not in the reference" % mode)
+        acc = 0.0
+        for j, wk in zip(taps, w):
+            acc = acc + wk * np.take(x, [min(max(j, 0), n_in - 1)], axis=axis)
+        rows.append(acc)
+    return np.concatenate(rows, axis=axis)
+
+
+def resize(node, x, scales, sizes):
+    """Resize of the spatial axes of X (batch and channels kept), axis by
+    axis (the 2-D kernels are products of the 1-D ones)."""
+    y = np.asarray(x, np.float64)
+    for axis in range(2, x.ndim):
+        if sizes is not None and len(sizes):
+            n_out = int(sizes[axis])
+            scale = n_out / x.shape[axis]
+        else:
+            scale = float(scales[axis])
+            n_out = int(math.floor(x.shape[axis] * scale))
+        y = _resize_axis(node, y, axis, n_out, scale)
+    return y
+
+
 def pool_has_empty_window(attrs, x_shape):
     """True when some window of a pool with ATTRS over X_SHAPE covers
     padding only."""
@@ -378,6 +456,9 @@ def eval_node(node, env, dtype_of):
         return recurrent(node, ins)
     if op == "Conv":
         return [conv(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
+    if op == "Resize":
+        return [resize(node, x, ins[2] if len(ins) > 2 else None,
+                       ins[3] if len(ins) > 3 else None)]
     if op in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
         return [integer_product(node, ins, dtype_of)]
     if op == "DynamicQuantizeLinear":

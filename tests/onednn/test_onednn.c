@@ -1872,6 +1872,26 @@ static pl_runtime *onednn_runtime_with(const char *kv, struct wino_log *log)
     return onednn_runtime_ex(kv, log != NULL ? wino_sink : NULL, log);
 }
 
+/* The debug logs of a session of PATH in the default configuration
+ * (LOGS[0]), with direct_conv = no (LOGS[1]) and, when THIRD is given,
+ * with that setting (LOGS[2]); USED (96 bytes) what the module reports
+ * for direct_conv in the default configuration. */
+static void kernel_logs(const char *path, const char *third, struct wino_log *logs, char *used)
+{
+    const char *kv[3] = {NULL, "direct_conv = no", third};
+    int n = third != NULL ? 3 : 2;
+    memset(logs, 0, sizeof *logs * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        pl_runtime *rt = onednn_runtime_with(kv[i], &logs[i]);
+        pl_session_destroy(session_for(rt, path));
+        if (i == 0) {
+            pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+            TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
+        }
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* GELU's tanh form as BLOOM writes it, 0.5x * (1 + tanh(0.79788456x * (1 +
  * 0.044715x^2))), with x^2 as Mul(Mul(x, 0.044715), x) and as
  * Mul(Mul(x, x), 0.044715): the nine nodes compile into one primitive
@@ -4002,9 +4022,28 @@ static void case_resize_channels_last(void)
     mb_node(&m, "relu", "Relu", "\"u\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
     int64_t ys[] = {1, 16, 16, 16};
-    compare(mb_write(&m), 3, xs, 4, ys, (const char *[]){"mm", "up", "relu", NULL});
+    const char *path = mb_write(&m);
+    compare(path, 3, xs, 4, ys, (const char *[]){"mm", "up", "relu", NULL});
     FILE *f = verbose_end(saved, vpath);
+    static struct wino_log logs[2];
+    char used[96] = "";
+    kernel_logs(path, NULL, logs, used);
     char line[2048];
+    if (strcmp(used, "auto") == 0) {
+        /* the module's own Resize reads the view as it is: the one reorder
+         * of a run is the result's, to the plain graph output */
+        TH_CHECK(strstr(logs[0].text, "node 'up': the module's own Resize (linear)") != NULL,
+                 "up: log:\n%s", logs[0].text);
+        int reorders = 0, runs = 0;
+        while (fgets(line, sizeof line, f) != NULL)
+            if (strncmp(line, "onednn_verbose,exec,", 20) == 0) {
+                reorders += strstr(line, ",reorder,") != NULL;
+                runs += strstr(line, ",matmul,") != NULL;
+            }
+        fclose(f);
+        TH_CHECK(runs > 0 && reorders <= runs, "%d reorders in %d runs", reorders, runs);
+        return;
+    }
     int last = 0;
     while (fgets(line, sizeof line, f) != NULL) {
         if (strncmp(line, "onednn_verbose,exec,", 20) != 0 || strstr(line, "resampling") == NULL)
@@ -4222,7 +4261,9 @@ static void case_concat_in_place(void)
  * asymmetric/floor, bilinear with pytorch_half_pixel from 6x6 to 9x9
  * (sizes given), nearest x3 with half_pixel/round_prefer_ceil, and
  * Upsample-9; all agree with the cpu module (ONNX's reference). Linear with
- * align_corners is refused with a reason and runs on cpu. */
+ * align_corners is refused with a reason and runs on cpu, unless the
+ * module's own Resize is in use (AVX2 below AVX-512, direct_conv = auto),
+ * which takes it (and agrees). */
 static void case_resize(void)
 {
     struct mb m = {.seed = 101};
@@ -4252,7 +4293,16 @@ static void case_resize(void)
     const char *path = mb_write(&m);
     int64_t ys[] = {1, 16, 9, 9};
     compare(path, 4, xs, 4, ys, (const char *[]){"c", "near", "lin", "near3", "pool", NULL});
-    pl_runtime *rt = onednn_runtime();
+    static struct wino_log logs[2];
+    char used[96] = "";
+    kernel_logs(path, NULL, logs, used);
+    if (strcmp(used, "auto") == 0) {
+        /* below AVX-512 the module's own Resize takes every mode */
+        compare(path, 4, xs, 4, ys, (const char *[]){"near", "lin", "near3", "ac", NULL});
+        TH_CHECK(strstr(logs[0].text, "node 'ac': the module's own Resize (linear)") != NULL,
+                 "ac: log:\n%s", logs[0].text);
+    }
+    pl_runtime *rt = onednn_runtime_with("direct_conv = no", NULL);
     pl_session *s = session_for(rt, path);
     json_t *root = th_explain(s);
     json_t *p = th_placement_of(root, "ac");
@@ -4420,26 +4470,6 @@ static const char *model_direct(const struct direct_variant *dv)
 }
 
 
-/* The debug logs of a session of PATH in the default configuration
- * (LOGS[0]), with direct_conv = no (LOGS[1]) and, when THIRD is given,
- * with that setting (LOGS[2]); USED (96 bytes) what the module reports
- * for direct_conv in the default configuration. */
-static void kernel_logs(const char *path, const char *third, struct wino_log *logs, char *used)
-{
-    const char *kv[3] = {NULL, "direct_conv = no", third};
-    int n = third != NULL ? 3 : 2;
-    memset(logs, 0, sizeof *logs * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        pl_runtime *rt = onednn_runtime_with(kv[i], &logs[i]);
-        pl_session_destroy(session_for(rt, path));
-        if (i == 0) {
-            pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
-            TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, used_sink, used));
-        }
-        pl_runtime_destroy(rt);
-    }
-}
-
 static void case_direct_conv(void)
 {
     for (size_t k = 0; k < sizeof direct_variants / sizeof direct_variants[0]; k++) {
@@ -4581,6 +4611,68 @@ static void case_own_pool(void)
     }
 }
 
+/* ---- the module's own Resize (onednn_resize.c) -------------------------------
+ *
+ * Modes oneDNN's resampling does not map, between two convolutions (a
+ * channel-blocked source and destination; 12 channels: a padded block; a
+ * batch of 2): nearest at a fractional factor with tf_half_pixel_for_nn
+ * and ceil, linear with align_corners and asymmetric (TensorFlow's),
+ * cubic with cubic_coeff_a -0.5 and exclude_outside, a downsampling, and a
+ * last one written straight to the plain graph output. Each agrees with
+ * the cpu module, and the debug log names the module's own Resize for
+ * each where the module reports its own kernels in use. */
+struct resize_variant {
+    const char *name, *attrs;
+    int64_t oh, ow;
+};
+
+static const struct resize_variant resize_variants[] = {
+    {"nearest_tf", "\"mode\":{\"string\":\"nearest\"},\"coordinate_transformation_mode\":"
+                   "{\"string\":\"tf_half_pixel_for_nn\"},\"nearest_mode\":{\"string\":\"ceil\"}",
+     11, 8},
+    {"linear_corners", "\"mode\":{\"string\":\"linear\"},\"coordinate_transformation_mode\":"
+                       "{\"string\":\"align_corners\"}",
+     13, 17},
+    {"linear_asym", "\"mode\":{\"string\":\"linear\"},\"coordinate_transformation_mode\":"
+                    "{\"string\":\"asymmetric\"}",
+     14, 10},
+    {"cubic_excl", "\"mode\":{\"string\":\"cubic\"},\"cubic_coeff_a\":{\"float\":-0.5},"
+                   "\"exclude_outside\":{\"int\":1}",
+     12, 15},
+    {"linear_down", "\"mode\":{\"string\":\"linear\"}", 4, 3},
+};
+
+static void case_own_resize(void)
+{
+    int64_t xs[] = {2, 8, 7, 6};
+    for (size_t k = 0; k < sizeof resize_variants / sizeof resize_variants[0]; k++) {
+        const struct resize_variant *rv = &resize_variants[k];
+        for (int plain = 0; plain < 2; plain++) {
+            struct mb m = {.seed = 61};
+            mb_input(&m, "x", 4, xs);
+            mb_conv(&m, "c", "x", "a", 8, 12, 3, 1, 1);
+            mb_const(&m, "roi", 1, (int64_t[]){0}, NULL, 1);
+            mb_shape(&m, "sz", 4, (int64_t[]){2, 12, rv->oh, rv->ow});
+            mb_node(&m, "rs", "Resize", "\"a\",\"roi\",\"\",\"sz\"", plain ? "y" : "r", rv->attrs);
+            if (!plain)
+                mb_conv(&m, "c2", "r", "y", 12, 8, 3, 1, 1);
+            m.outputs[m.n_outputs++] = "y";
+            const char *path = mb_write(&m);
+            int64_t ys[] = {2, plain ? 12 : 8, rv->oh, rv->ow};
+            compare(path, 4, xs, 4, ys, (const char *[]){"c", "rs", NULL});
+            static struct wino_log logs[2];
+            char used[96] = "", want[96];
+            kernel_logs(path, NULL, logs, used);
+            snprintf(want, sizeof want, "node 'rs': the module's own Resize (%s%s)",
+                     rv->name[0] == 'n' ? "nearest" : rv->name[0] == 'l' ? "linear" : "cubic",
+                     plain ? ", written plain" : "");
+            if (strcmp(used, "auto") == 0)
+                TH_CHECK(strstr(logs[0].text, want) != NULL, "%s: no '%s' in the log:\n%s",
+                         rv->name, want, logs[0].text);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -4602,6 +4694,7 @@ int main(int argc, char **argv)
         {"softmax", case_softmax},
         {"pooling", case_pooling},
         {"own_pool", case_own_pool},
+        {"own_resize", case_own_resize},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
         {"grouped_no_gemm", case_grouped_no_gemm},
