@@ -257,6 +257,9 @@ void odnn_erf_run(const float *x, float *y, int64_t n, int threads);
 /* GELU's tanh form, y = x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3)),
  * on N values, on up to THREADS OpenMP threads. */
 void odnn_gelu_tanh_run(const float *x, float *y, int64_t n, int threads);
+/* tanh of N values below AVX-512 (oneDNN 2.6's AVX2 tanh reads its tables
+ * with gathers: 5 ns a value), on up to THREADS OpenMP threads. */
+void odnn_tanh_run(const float *x, float *y, int64_t n, int threads);
 
 /* InstanceNormalization of ROWS planes of COLS dense values (plane r of
  * channel r % CHANS): y = (x - mean) / sqrt(var + EPS) * SCALE + BIAS, on

@@ -330,7 +330,8 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
 /* Tanh (alone or as a post-op) below avx512_core reads its polynomial
  * tables with gathers: 1.0 ms on [1, 512, 768] with 2 threads, 5 ns an
  * element on one core, where the cpu module takes 0.3 ms
- * (onednn_has_avx512). */
+ * (onednn_has_avx512). Not where the module's own tanh runs it
+ * (odnn_tanh_run: direct_conv = auto on AVX2). */
 #define ODNN_COST_AVX2_TANH_NS 5.0
 
 /* Whether oneDNN dispatches to AVX-512 kernels here (asked once: asking
@@ -543,7 +544,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         }
         double flops, bytes;
         pl_cost_work(g, v, n, &flops, &bytes);
-        if (strcmp(op, "Tanh") == 0 && !odnn_cost_avx512())
+        if (strcmp(op, "Tanh") == 0 && !odnn_cost_avx512() && !(ctx->direct && odnn_direct_usable()))
             compute += pl_cost_elems(g, v, g->node_output(v, n, 0), NULL) *
                        ODNN_COST_AVX2_TANH_NS / 1e3;
         if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)

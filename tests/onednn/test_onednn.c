@@ -4673,6 +4673,35 @@ static void case_own_resize(void)
     }
 }
 
+/* Tanh on the module's own kernel (odnn_tanh_run) where its own kernels
+ * run: after a convolution (not fused into it: a channel-blocked value of
+ * 12 channels, its padding kept zero for the next convolution) and on a
+ * graph input's plain values from -12 to 12 (both halves of the kernel:
+ * the series below 1/2, the exponential above), against the cpu module. */
+static void case_own_tanh(void)
+{
+    struct mb m = {.seed = 67};
+    int64_t xs[] = {2, 8, 9, 7};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "k", 0, NULL, (const float[]){12.0f}, 1.0f);
+    mb_node(&m, "scale", "Mul", "\"x\",\"k\"", "xk", "");
+    mb_node(&m, "t0", "Tanh", "\"xk\"", "a", "");
+    mb_conv(&m, "c", "a", "b", 8, 12, 3, 1, 1);
+    mb_node(&m, "t1", "Tanh", "\"b\"", "d", "");
+    mb_conv(&m, "c2", "d", "y", 12, 8, 3, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, xs, (const char *[]){"t0", "c", "t1", "c2", NULL});
+    static struct wino_log logs[2];
+    char used[96] = "";
+    kernel_logs(path, NULL, logs, used);
+    if (strcmp(used, "auto") == 0)
+        TH_CHECK(strstr(logs[0].text, "node 't0': the module's own Tanh") != NULL &&
+                     strstr(logs[0].text, "node 't1': the module's own Tanh") != NULL,
+                 "own Tanh not in the log:\n%s", logs[0].text);
+    TH_CHECK(strstr(logs[1].text, "own Tanh") == NULL, "direct_conv = no used the own Tanh");
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -4695,6 +4724,7 @@ int main(int argc, char **argv)
         {"pooling", case_pooling},
         {"own_pool", case_own_pool},
         {"own_resize", case_own_resize},
+        {"own_tanh", case_own_tanh},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
         {"grouped_no_gemm", case_grouped_no_gemm},
