@@ -122,12 +122,12 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
  * and calls odnn_direct_setup, which allocates the zero-bordered source
  * buffer and the offsets with the host's allocator (odnn_direct_free
  * releases them). */
-enum { ODNN_ACT_NONE = 0, ODNN_ACT_CLIP, ODNN_ACT_LEAKY };
+enum { ODNN_ACT_NONE = 0, ODNN_ACT_CLIP, ODNN_ACT_LEAKY, ODNN_ACT_SWISH, ODNN_ACT_SIGMOID };
 
 struct odnn_direct {
     int n, ic, oc, ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     int act;             /* ODNN_ACT_*: after the bias */
-    float lo, hi, alpha; /* clip bounds; leaky slope */
+    float lo, hi, alpha; /* clip bounds; leaky slope, swish's alpha */
     int cg;      /* grouped: channels per group in and out (2 or 4); 0: one group */
     int hp, wp;  /* the padded source plane */
     float *xpad; /* n * ic/8 planes of hp x wp x 8, border zero */

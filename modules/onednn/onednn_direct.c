@@ -25,13 +25,15 @@
  * broadcasts 6 inputs for 12 FMAs. Work items are (image, 16 output
  * channels, tile), tiles innermost, so a thread's consecutive items reuse
  * one channel block's weights from its cache. The stores add the bias and
- * apply a lone ReLU, clip or leaky ReLU; any other fusion goes into the
+ * apply a lone ReLU, clip, leaky ReLU, swish (SiLU) or sigmoid
+ * (odnn_act8); any other fusion goes into the
  * binary step the compile puts after the kernel (odnn_deconv_epilogue),
  * which keeps every fusion the oneDNN convolution would have had.
  *
  * Compiled for AVX2 and FMA by function attributes; called only when
  * odnn_direct_usable() says the CPU has both and oneDNN is not on AVX-512. */
 #include "onednn.h"
+#include "onednn_avx2.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -201,19 +203,11 @@ odnn_grouped_tile(const struct odnn_direct *d, const float *xe, const float *w, 
         }
     }
     const __m256 b = _mm256_loadu_ps(bias), lo = _mm256_set1_ps(d->lo),
-                 hi = _mm256_set1_ps(d->hi), slope = _mm256_set1_ps(d->alpha),
-                 zero = _mm256_setzero_ps();
+                 hi = _mm256_set1_ps(d->hi), slope = _mm256_set1_ps(d->alpha);
 #pragma GCC unroll 8
     for (int p = 0; p < ODNN_GROUPED_TILE; p++)
-        if (p < pt) {
-            __m256 v = _mm256_add_ps(a[p], b);
-            if (d->act == ODNN_ACT_CLIP)
-                v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-            else if (d->act == ODNN_ACT_LEAKY)
-                v = _mm256_blendv_ps(_mm256_mul_ps(v, slope), v,
-                                     _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
-            _mm256_storeu_ps(out + 8 * p, v);
-        }
+        if (p < pt)
+            _mm256_storeu_ps(out + 8 * p, odnn_act8(_mm256_add_ps(a[p], b), d->act, lo, hi, slope));
 }
 
 #define ODNN_GROUPED_FN(CG, PT)                                                                    \
@@ -334,19 +328,11 @@ odnn_direct_tile(const struct odnn_direct *d, const float *xp, size_t plane, int
     }
     const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
     const __m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
-    const __m256 slope = _mm256_set1_ps(d->alpha), zero = _mm256_setzero_ps();
+    const __m256 slope = _mm256_set1_ps(d->alpha);
 #define ODNN_OUT(i, acc0, acc1)                                                                    \
     if (pt > (i)) {                                                                                \
-        __m256 v0 = _mm256_add_ps(acc0, b0), v1 = _mm256_add_ps(acc1, b1);                         \
-        if (d->act == ODNN_ACT_CLIP) {                                                             \
-            v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);                                         \
-            v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);                                         \
-        } else if (d->act == ODNN_ACT_LEAKY) {                                                     \
-            v0 = _mm256_blendv_ps(_mm256_mul_ps(v0, slope), v0,                                    \
-                                  _mm256_cmp_ps(v0, zero, _CMP_GT_OQ));                            \
-            v1 = _mm256_blendv_ps(_mm256_mul_ps(v1, slope), v1,                                    \
-                                  _mm256_cmp_ps(v1, zero, _CMP_GT_OQ));                            \
-        }                                                                                          \
+        __m256 v0 = odnn_act8(_mm256_add_ps(acc0, b0), d->act, lo, hi, slope);                     \
+        __m256 v1 = odnn_act8(_mm256_add_ps(acc1, b1), d->act, lo, hi, slope);                     \
         _mm256_storeu_ps(out0 + 8 * (i), v0);                                                      \
         if (out1 != NULL)                                                                          \
             _mm256_storeu_ps(out1 + 8 * (i), v1);                                                  \
@@ -799,29 +785,6 @@ static inline float odnn_gelu_tanh1(float x)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* exp(A) for A in [-87, 87] (the callers clamp): 2^n e^r, n = round(A /
- * ln 2), r = A - n ln 2 in two parts (Cody-Waite), e^r by its Taylor
- * polynomial to r^7 (relative error below 2e-8 before rounding). */
-static inline __attribute__((always_inline, target("avx2,fma"))) __m256 odnn_exp8(__m256 a)
-{
-    const __m256 one = _mm256_set1_ps(1.0f);
-    __m256 nf = _mm256_round_ps(_mm256_mul_ps(a, _mm256_set1_ps(1.44269504088896341f)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693359375f), a);
-    r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, one);
-    p = _mm256_fmadd_ps(p, r, one);
-    __m256i e =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 static __attribute__((target("avx2,fma"))) void odnn_gelu_tanh_avx2(const float *x, float *y,
                                                                     int64_t n)
 {

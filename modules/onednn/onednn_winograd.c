@@ -34,6 +34,7 @@
  * Compiled for AVX2 and FMA by function attributes, like the direct
  * kernel, and called only where odnn_direct_usable() holds. */
 #include "onednn.h"
+#include "onednn_avx2.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -320,18 +321,12 @@ odnn_wino_out(const struct odnn_direct *d, const float *mb, int t, int tb, int t
     const int rows = d->oh - ty * m < m ? d->oh - ty * m : m;
     const int cols = d->ow - tx * m < m ? d->ow - tx * m : m;
     const __m256 b = ODNN_LD(bias), lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi),
-                 slope = _mm256_set1_ps(d->alpha), zero = _mm256_setzero_ps();
+                 slope = _mm256_set1_ps(d->alpha);
     for (int r = 0; r < rows; r++) {
         float *o = out + ((size_t)(ty * m + r) * (size_t)d->ow + (size_t)(tx * m)) * 8;
-        for (int c = 0; c < cols; c++) {
-            __m256 v = _mm256_add_ps(y[r * m + c], b);
-            if (d->act == ODNN_ACT_CLIP)
-                v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-            else if (d->act == ODNN_ACT_LEAKY)
-                v = _mm256_blendv_ps(_mm256_mul_ps(v, slope), v,
-                                     _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
-            _mm256_storeu_ps(o + (size_t)c * 8, v);
-        }
+        for (int c = 0; c < cols; c++)
+            _mm256_storeu_ps(o + (size_t)c * 8,
+                             odnn_act8(_mm256_add_ps(y[r * m + c], b), d->act, lo, hi, slope));
     }
 }
 

@@ -4425,7 +4425,13 @@ static const struct direct_variant direct_variants[] = {
     {"residual_5x5", 4, {1, 32, 6, 6}, {32, 32, 5, 5}, {1, 32, 6, 6}, "\"pads\":{\"ints\":[2,2,2,2]}",
      "Add", "", 1, "in a binary step", 0},
     {"one_by_three_sigmoid", 4, {1, 16, 5, 12}, {40, 16, 1, 3}, {1, 40, 5, 12},
-     "\"pads\":{\"ints\":[0,1,0,1]}", "Sigmoid", "", 1, "in a binary step", 0},
+     "\"pads\":{\"ints\":[0,1,0,1]}", "Sigmoid", "", 1, "in the kernel", 0},
+    /* SiLU (x * sigmoid(x), the module's swish) in the kernel, and on
+     * Winograd's output transform */
+    {"silu", 4, {1, 16, 9, 11}, {40, 16, 3, 3}, {1, 40, 9, 11}, "\"pads\":{\"ints\":[1,1,1,1]}",
+     "SiLU", "", 1, "in the kernel", 0},
+    {"wino4_silu", 4, {1, 32, 17, 16}, {32, 32, 3, 3}, {1, 32, 17, 16},
+     "\"pads\":{\"ints\":[1,1,1,1]}", "SiLU", "", 1, "in the kernel", 4},
     {"conv1d_dilated", 3, {2, 32, 20}, {32, 32, 3}, {2, 32, 20},
      "\"pads\":{\"ints\":[4,0]},\"dilations\":{\"ints\":[2]}", "", "", 1, "in the kernel", 0},
     /* Winograd: F(2x2) with edge tiles in both directions, a batch of 2
@@ -4459,6 +4465,9 @@ static const char *model_direct(const struct direct_variant *dv)
     mb_node(&m, "conv", "Conv", dv->bias ? "\"x\",\"w\",\"b\"" : "\"x\",\"w\"", last, dv->attrs);
     if (strcmp(dv->act, "Add") == 0) {
         mb_node(&m, "act", "Add", "\"c\",\"x\"", "y", "");
+    } else if (strcmp(dv->act, "SiLU") == 0) {
+        mb_node(&m, "sig", "Sigmoid", "\"c\"", "s", "");
+        mb_node(&m, "act", "Mul", "\"c\",\"s\"", "y", "");
     } else if (strcmp(dv->act, "Clip") == 0) { /* ReLU6-like bounds, as inputs */
         mb_const(&m, "lo", 0, NULL, (const float[]){0.0f}, 1.0f);
         mb_const(&m, "hi", 0, NULL, (const float[]){0.5f}, 1.0f);
