@@ -6161,8 +6161,9 @@ static int odnn_reduce_by_matmul(struct odnn_build *b, size_t n, int src, int64_
 
 /* How the module's own pooling reads MD, a 3-D or 4-D f32 value of dims
  * [N, C, (H,) W]: channel blocks of 8 or 16 (aBc8b, aBcd8b, ...16b), or
- * channels-last with C a multiple of 8, as groups of 8-lane vectors (P's
- * groups, vecs and strides with PREFIX xs or ys). 0 for any other layout. */
+ * channels-last with C a multiple of 8, as *GROUPS groups of *VECS 8-lane
+ * vectors a pixel, ST the strides in floats of an image, a group, a row and
+ * a column (a 1-D value's row stride 0). 0 for any other layout. */
 static int odnn_pool_layout(const dnnl_memory_desc_t *md, int64_t *groups, int64_t *vecs,
                             int64_t st[4])
 {
@@ -6237,13 +6238,13 @@ static int odnn_vector_md_like(const dnnl_memory_desc_t *xm, const struct odnn_t
  * pooling took 4 to 9 times as long), direct_conv is on, the source SRC is
  * f32 in a layout the kernel reads, and no QuantizeLinear would have been
  * fused into the pooling. 1 when it emitted the step (or failed: *OUT_ST). */
-static int odnn_pool_own(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_t alg, const struct odnn_window *w,
-                         const struct odnn_tinfo *x, const struct odnn_tinfo *y,
-                         pl_status **out_st)
+static int odnn_pool_own(struct odnn_build *b, size_t n, int src, dnnl_alg_kind_t alg,
+                         const struct odnn_window *w, const struct odnn_tinfo *x,
+                         const struct odnn_tinfo *y, pl_status **out_st)
 {
     const pl_graph_view *v = b->v;
     *out_st = NULL;
-    if (!b->ctx->direct || !odnn_direct_usable() || w->sr > 2 || x->ndim != y->ndim)
+    if (!b->u.own || w->sr > 2 || x->ndim != y->ndim)
         return 0;
     struct odnn_fuse qf;
     memset(&qf, 0, sizeof qf);
