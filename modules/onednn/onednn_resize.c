@@ -192,23 +192,29 @@ odnn_transpose8(__m256 *r)
     r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* Output row OH of channel vector V of group G of image IMG, for a kernel
- * of TAPS (a constant in each caller, so that the pixel loop is made for
- * it). */
-/* Output row OH of every channel vector of group G of image IMG in the
- * source's layout: pixel by pixel, a pixel's vectors in turn (the
- * channels of a channels-last pixel are adjacent). */
+/* The source rows output row OH blends, from BASE (pixel (0, 0) of the
+ * vector read), and their weights. */
 static inline __attribute__((always_inline, target("avx2,fma"))) void
-odnn_resize_row_vecs(const struct odnn_resize *r, int taps, const float *x, float *y,
-                     int64_t img, int64_t g, int64_t oh)
+odnn_resize_rows_of(const struct odnn_resize *r, int taps, const float *base, int64_t oh,
+                    const float **row, __m256 *hw)
 {
-    const float *base = x + img * r->xs_n + g * r->xs_g;
-    const float *row[4];
-    __m256 hw[4];
     for (int t = 0; t < taps; t++) {
         row[t] = base + (int64_t)r->hi[oh * taps + t] * r->xs_h;
         hw[t] = _mm256_set1_ps(r->hw[oh * taps + t]);
     }
+}
+
+/* Output row OH of every channel vector of group G of image IMG in the
+ * source's layout: pixel by pixel, a pixel's vectors in turn (the
+ * channels of a channels-last pixel are adjacent). TAPS is a constant in
+ * each caller, so that the pixel loop is made for it. */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+odnn_resize_row_vecs(const struct odnn_resize *r, int taps, const float *x, float *y,
+                     int64_t img, int64_t g, int64_t oh)
+{
+    const float *row[4] = {NULL, NULL, NULL, NULL};
+    __m256 hw[4];
+    odnn_resize_rows_of(r, taps, x + img * r->xs_n + g * r->xs_g, oh, row, hw);
     const int32_t *wo = r->wi;
     const float *ww = r->ww;
     int64_t ow = r->ow, vecs = r->vecs, ys = r->ys_w;
@@ -223,17 +229,15 @@ odnn_resize_row_vecs(const struct odnn_resize *r, int taps, const float *x, floa
     }
 }
 
+/* Output row OH of channel vector V of group G of image IMG, into the
+ * source's layout or plain NCHW. */
 static inline __attribute__((always_inline, target("avx2,fma"))) void
 odnn_resize_row(const struct odnn_resize *r, int taps, const float *x, float *y, int64_t img,
                 int64_t g, int64_t v, int64_t oh)
 {
-    const float *base = x + img * r->xs_n + g * r->xs_g + v * 8;
-    const float *row[4];
+    const float *row[4] = {NULL, NULL, NULL, NULL};
     __m256 hw[4];
-    for (int t = 0; t < taps; t++) {
-        row[t] = base + (int64_t)r->hi[oh * taps + t] * r->xs_h;
-        hw[t] = _mm256_set1_ps(r->hw[oh * taps + t]);
-    }
+    odnn_resize_rows_of(r, taps, x + img * r->xs_n + g * r->xs_g + v * 8, oh, row, hw);
     const int32_t *wo = r->wi;
     const float *ww = r->ww;
     int64_t ow = r->ow;
