@@ -240,6 +240,41 @@ void odnn_resize_tables(struct odnn_resize *r, void *block);
 /* Runs on an OpenMP team of up to THREADS. */
 void odnn_resize_run(const struct odnn_resize *r, const float *x, float *y, int threads);
 
+/* The module's own small matrix products (onednn_smm.c): for every entry
+ * of a batch of up to ODNN_SMM_MAX_BATCH dims, C = post(A x B + bias),
+ * A(i, k) at A[i * A_RS + k * A_KS], B(k, j) at B[k * B_KS + j * B_NS],
+ * C(i, j) at C[i * C_RS + j], each batch dim d moving A, B and C by AS[d],
+ * BS[d] and CS[d] floats (0: broadcast). B is PACKED at compile
+ * (odnn_smm_pack into odnn_smm_packed_floats) or packed per entry in the
+ * scratch; the bias (or NULL) holds NPAD floats. Post-ops in order: LINEAR
+ * x * A + B, ACT odnn_act8's ACT (lo A, hi B, slope A), SUM x + A * C's
+ * old value. */
+#define ODNN_SMM_MAX_BATCH 4
+#define ODNN_SMM_MAX_POST 4
+enum { ODNN_SMM_LINEAR = 1, ODNN_SMM_ACT, ODNN_SMM_SUM };
+struct odnn_smm_post {
+    int kind, act;
+    float a, b;
+};
+struct odnn_smm {
+    int64_t m, n, k, npad; /* NPAD: N rounded up to 8 */
+    int nb;
+    int64_t bd[ODNN_SMM_MAX_BATCH], as[ODNN_SMM_MAX_BATCH], bs[ODNN_SMM_MAX_BATCH],
+        cs[ODNN_SMM_MAX_BATCH];
+    int64_t a_rs, a_ks, b_ks, b_ns, c_rs;
+    int packed;
+    int n_post;
+    struct odnn_smm_post post[ODNN_SMM_MAX_POST];
+};
+
+size_t odnn_smm_packed_floats(const struct odnn_smm *s);
+void odnn_smm_pack(const struct odnn_smm *s, const float *b, float *out);
+/* Scratch bytes a run on up to THREADS threads needs (64-byte aligned). */
+size_t odnn_smm_scratch_bytes(const struct odnn_smm *s, int threads);
+/* Runs on an OpenMP team of up to THREADS. */
+void odnn_smm_run(const struct odnn_smm *s, const float *a, const float *b, const float *bias,
+                  float *c, int threads, float *scratch);
+
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */
 void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,

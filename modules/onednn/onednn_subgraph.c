@@ -3412,7 +3412,7 @@ enum odnn_step_kind {
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
-    ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH
+    ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM
 };
 
 struct odnn_step {
@@ -3433,6 +3433,7 @@ struct odnn_step {
     struct odnn_direct *direct; /* ODNN_S_DIRECT: the module's own kernel (no primitive) */
     struct odnn_pool pool;      /* ODNN_S_OPOOL: the module's own pooling */
     struct odnn_resize *resize; /* ODNN_S_ORESIZE: the module's own Resize, its tables after it */
+    struct odnn_smm *smm;       /* ODNN_S_SMM: the module's own small product */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values;
                                    ODNN_S_COPY: ROWS bytes */
@@ -4164,9 +4165,8 @@ static const dnnl_memory_desc_t *odnn_pd_md(const_dnnl_primitive_desc_t pd, int 
  * layout in permuted strides without gaps (the channels-last that a binary
  * or eltwise keeps from a channels-last source) is dense: its readers take
  * it as it is (odnn_source). */
-static int odnn_dst_value(struct odnn_build *b, int64_t t, const_dnnl_primitive_desc_t pd)
+static int odnn_dst_value_md(struct odnn_build *b, int64_t t, const dnnl_memory_desc_t *md)
 {
-    const dnnl_memory_desc_t *md = odnn_pd_md(pd, DNNL_ARG_DST);
     int vi = odnn_new_value(b, t, ODNN_V_TEMP, md);
     if (vi >= 0 && odnn_is_plain(md)) {
         size_t elems = 1;
@@ -4176,6 +4176,11 @@ static int odnn_dst_value(struct odnn_build *b, int64_t t, const_dnnl_primitive_
                                  elems * dnnl_data_type_size(md->data_type);
     }
     return vi;
+}
+
+static int odnn_dst_value(struct odnn_build *b, int64_t t, const_dnnl_primitive_desc_t pd)
+{
+    return odnn_dst_value_md(b, t, odnn_pd_md(pd, DNNL_ARG_DST));
 }
 
 /* ---- fusion ----------------------------------------------------------------- */
@@ -4672,12 +4677,12 @@ static int odnn_residual_slot(struct odnn_build *b, int rv, const dnnl_memory_de
     return own;
 }
 
-/* Finishes a fused primitive, then the step. A residual that nothing reads
- * later lends its arena bytes to the destination (post-op sum reads it
- * there); any other is copied into the destination first. Marks fused
- * nodes done. */
-static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *f,
-                                  const_dnnl_primitive_desc_t pd, int *out_dst)
+/* Finishes a fused primitive writing layout DMD, then the step. A
+ * residual that nothing reads later lends its arena bytes to the
+ * destination (post-op sum reads it there); any other is copied into the
+ * destination first. Marks fused nodes done. */
+static pl_status *odnn_emit_fused_md(struct odnn_build *b, const struct odnn_fuse *f,
+                                     const dnnl_memory_desc_t *dmd, int *out_dst)
 {
     int rv = -1, slot = -1;
     if (f->residual >= 0) {
@@ -4685,10 +4690,9 @@ static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *
         if (st != NULL)
             return st;
         if (f->out >= 0 && (size_t)f->out < b->u.n_tensors && !b->u.escapes[f->out])
-            slot = odnn_residual_slot(b, rv, odnn_pd_md(pd, DNNL_ARG_DST),
-                                      (int64_t)f->fused[f->sum_at]);
+            slot = odnn_residual_slot(b, rv, dmd, (int64_t)f->fused[f->sum_at]);
     }
-    int dst = odnn_dst_value(b, f->out, pd);
+    int dst = odnn_dst_value_md(b, f->out, dmd);
     if (dst < 0)
         return odnn_oom();
     if (slot >= 0) {
@@ -4702,6 +4706,12 @@ static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *
         b->done[f->fused[k]] = 1;
     *out_dst = dst;
     return NULL;
+}
+
+static pl_status *odnn_emit_fused(struct odnn_build *b, const struct odnn_fuse *f,
+                                  const_dnnl_primitive_desc_t pd, int *out_dst)
+{
+    return odnn_emit_fused_md(b, f, odnn_pd_md(pd, DNNL_ARG_DST), out_dst);
 }
 
 /* ---- one node (with what it fuses) ------------------------------------------- */
@@ -5751,7 +5761,15 @@ static pl_status *odnn_merged_rows(struct odnn_build *b, int dst, int64_t out_t,
  * the graph's dims, unless a post-op reads a full tensor or A is a strided
  * view the product reads in place. convnext_tiny at 224x224, 2 threads,
  * alternating: 82 -> 75.5 ms (ONNX Runtime about 70 in the same sitting);
- * its 7x7 layers 3.7 -> 1.9-2.5 ms each. */
+ * its 7x7 layers 3.7 -> 1.9-2.5 ms each.
+ *
+ * A strided view is copied dense and merged too when each product of the
+ * batch has fewer than ODNN_FEW_ROWS rows: torch.nn's sequence-first
+ * attention reads its input [S, B, E] transposed from [B, S, E], and
+ * oneDNN ran its Q/K/V product as S products of B rows (24 x 2x64x192:
+ * 42 us; one 48-row product and the copy: 17 us). */
+#define ODNN_FEW_ROWS 64
+
 static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
 {
     const pl_graph_view *v = b->v;
@@ -5767,12 +5785,13 @@ static pl_status *odnn_matmul(struct odnn_build *b, size_t n, int gemm)
     }
     collapse = collapse && lead > 1;
     /* not where A is a strided view the product reads as it is (a Split,
-     * Transpose or Reshape before it, an NHWC LayerNorm's result) */
+     * Transpose or Reshape before it, an NHWC LayerNorm's result), unless
+     * its products are of few rows */
     int av = collapse ? odnn_value_of(b, odnn_in(v, n, 0)) : -1;
     if (av >= 0 && odnn_is_plain(&b->c->values[av].md)) {
         dnnl_memory_desc_t as_f32 = b->c->values[av].md; /* bf16 rows merge alike */
         as_f32.data_type = dnnl_f32;
-        collapse = odnn_is_row_major(&as_f32);
+        collapse = odnn_is_row_major(&as_f32) || a.dims[a.ndim - 2] < ODNN_FEW_ROWS;
     }
     if (collapse) {
         int unfit = 0;
@@ -5803,6 +5822,211 @@ static void odnn_weights_padded(dnnl_memory_desc_t *md, int r, const dnnl_dims_t
         stride *= dims[i];
     }
     dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, st);
+}
+
+/* The own small-product kernel (onednn_smm.c) takes a product of at most
+ * this many multiply-adds per batch entry, and a B of at most
+ * ODNN_SMM_MAX_B floats once packed. Standalone against oneDNN's
+ * gemm:jit matmul (dense operands; strided ones cost oneDNN more), one
+ * thread / two: 8 x 12x12x12 1.8 / 4.3 us and 2.5 / 5.2; 8 x 24x24x16
+ * 3.2 / 5.4 and 3.9 / 6.1; 4 x 32x32x32 7.3 / 8.0 and 5.0 / 5.9; 8x64x64
+ * by constant weights 1.3 / 2.4 and 0.8 / 1.7; about even at 24x48x144
+ * (166K), oneDNN ahead from 48x64x192 (590K: 16 / 10 us on two). */
+#define ODNN_SMM_MAX_MACS 65536
+#define ODNN_SMM_MAX_B 32768
+
+/* Post-ops PO as the own kernel's epilogue, into S; 0 when one is not
+ * among its (a binary post-op, a scaled eltwise, an activation
+ * odnn_act8 does not compute). */
+static int odnn_smm_post(const_dnnl_post_ops_t po, struct odnn_smm *s)
+{
+    int len = po != NULL ? dnnl_post_ops_len(po) : 0;
+    if (len > ODNN_SMM_MAX_POST)
+        return 0;
+    for (int k = 0; k < len; k++) {
+        struct odnn_smm_post *q = &s->post[k];
+        float scale = 0, alpha = 0, beta = 0;
+        dnnl_alg_kind_t alg;
+        if (dnnl_post_ops_get_kind(po, k) == dnnl_sum) {
+            if (dnnl_post_ops_get_params_sum(po, k, &scale) != dnnl_success)
+                return 0;
+            q->kind = ODNN_SMM_SUM, q->a = scale;
+            continue;
+        }
+        if (dnnl_post_ops_get_kind(po, k) != dnnl_eltwise ||
+            dnnl_post_ops_get_params_eltwise(po, k, &scale, &alg, &alpha, &beta) != dnnl_success ||
+            scale != 1.0f)
+            return 0;
+        if (alg == dnnl_eltwise_linear) {
+            q->kind = ODNN_SMM_LINEAR, q->a = alpha, q->b = beta;
+            continue;
+        }
+        struct odnn_direct d;
+        dnnl_post_ops_t one;
+        if (dnnl_post_ops_create(&one) != dnnl_success)
+            return 0;
+        int ok = dnnl_post_ops_append_eltwise(one, 1.0f, alg, alpha, beta) == dnnl_success &&
+                 odnn_direct_act(one, &d) && d.act != ODNN_ACT_NONE;
+        dnnl_post_ops_destroy(one);
+        if (!ok)
+            return 0;
+        q->kind = ODNN_SMM_ACT, q->act = d.act;
+        q->a = d.act == ODNN_ACT_CLIP ? d.lo : d.alpha;
+        q->b = d.act == ODNN_ACT_CLIP ? d.hi : 0.0f;
+    }
+    s->n_post = len;
+    return 1;
+}
+
+/* Node N's product (dims AD, WD and YD at rank R, as odnn_matmul_as made
+ * them; TA, TB Gemm's transposes; BIAS_T the per-column constant it adds,
+ * times BIAS_SCALE) on the module's own small-product kernel, where the
+ * CPU is below AVX-512, direct_conv is on, the product is f32 and small
+ * (ODNN_SMM_MAX_MACS) and F's post-ops are the kernel's. 1 when it emitted
+ * the step (or failed: *OUT_ST). */
+static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *f, int r,
+                        const dnnl_dims_t ad, const dnnl_dims_t wd, const dnnl_dims_t yd, int ta,
+                        int tb, int64_t bias_t, float bias_scale, int collapse,
+                        pl_status **out_st)
+{
+    const pl_graph_view *v = b->v;
+    *out_st = NULL;
+    if (!b->u.own || r - 2 > ODNN_SMM_MAX_BATCH || f->n_scalar > 0)
+        return 0;
+    struct odnn_smm s;
+    memset(&s, 0, sizeof s);
+    s.m = yd[r - 2], s.n = yd[r - 1], s.k = ta ? ad[0] : ad[r - 1];
+    s.npad = (s.n + 7) / 8 * 8;
+    if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.m * s.n * s.k > ODNN_SMM_MAX_MACS ||
+        s.k * s.npad > ODNN_SMM_MAX_B || !odnn_smm_post(f->po, &s))
+        return 0;
+    struct odnn_tinfo w, bt;
+    odnn_tensor(v, odnn_in(v, n, 1), &w);
+    memset(&bt, 0, sizeof bt);
+    if (bias_t >= 0 && (!odnn_tensor(v, bias_t, &bt) || bt.cdata == NULL ||
+                        !(bt.elems == 1 || (bt.elems == s.n && bt.dims[bt.ndim - 1] == s.n))))
+        return 0;
+    s.packed = w.cdata != NULL;
+    for (int d = 0; s.packed && d < r - 2; d++)
+        if (wd[d] != 1)
+            return 0; /* a batch of constant matrices */
+    int src = odnn_value_of(b, odnn_in(v, n, 0)), wv = -1;
+    if (src >= 0 && b->c->values[src].defined && b->c->values[src].md.data_type != dnnl_f32)
+        return 0;
+    if (!s.packed) {
+        wv = odnn_value_of(b, odnn_in(v, n, 1));
+        if (wv < 0 || !b->c->values[wv].defined || b->c->values[wv].md.data_type != dnnl_f32)
+            return 0;
+    }
+    /* From here on the step is made. */
+    pl_status *st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st == NULL && collapse) { /* merged rows: a view of the row-major A */
+        dnnl_memory_desc_t a_c;
+        dnnl_memory_desc_init_by_strides(&a_c, r, ad, dnnl_f32, NULL);
+        st = odnn_view_as(b, src, &a_c, (int64_t)n, &src);
+    } else if (st == NULL && !odnn_is_plain(&b->c->values[src].md)) {
+        st = odnn_plain(b, src, (int64_t)n, &src);
+    }
+    if (st == NULL && !s.packed && !odnn_is_plain(&b->c->values[wv].md))
+        st = odnn_plain(b, wv, (int64_t)n, &wv);
+    dnnl_memory_desc_t av, bv, ymd;
+    if (st == NULL && (!odnn_rank_view(&b->c->values[src].md, r, &av) ||
+                       (!s.packed && !odnn_rank_view(&b->c->values[wv].md, r, &bv))))
+        st = odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no strided view of its operands",
+                        onednn_host->graph->node_op(v, n), onednn_host->graph->node_name(v, n));
+    if (st != NULL) {
+        *out_st = st;
+        return 1;
+    }
+    const dnnl_dim_t *as = av.format_desc.blocking.strides;
+    s.a_rs = ta ? as[1] : as[r - 2], s.a_ks = ta ? as[0] : as[r - 1];
+    if (s.packed) {
+        s.b_ks = tb ? 1 : s.n, s.b_ns = tb ? s.k : 1; /* the constant's own row-major layout */
+    } else {
+        const dnnl_dim_t *bs = bv.format_desc.blocking.strides;
+        s.b_ks = tb ? bs[1] : bs[r - 2], s.b_ns = tb ? bs[0] : bs[r - 1];
+    }
+    /* C: the layout that makes a Transpose after it a view, when its
+     * columns stay dense; else row-major */
+    if (collapse || f->residual >= 0 || !odnn_transposed_dst(b, f->out, r, yd, &ymd) ||
+        ymd.format_desc.blocking.strides[r - 1] != 1)
+        dnnl_memory_desc_init_by_strides(&ymd, r, yd, dnnl_f32, NULL);
+    const dnnl_dim_t *cst = ymd.format_desc.blocking.strides;
+    s.c_rs = cst[r - 2];
+    s.nb = r - 2;
+    for (int d = 0; d < r - 2; d++) {
+        s.bd[d] = yd[d];
+        s.as[d] = ad[d] == 1 ? 0 : as[d];
+        s.bs[d] = s.packed || wd[d] == 1 ? 0 : bv.format_desc.blocking.strides[d];
+        s.cs[d] = cst[d];
+    }
+    if (b->c->values[src].md.ndims != r && (src = odnn_alias(b, src, &av, -1, 0)) < 0)
+        st = odnn_oom();
+    if (st == NULL && !s.packed && b->c->values[wv].md.ndims != r &&
+        (wv = odnn_alias(b, wv, &bv, -1, 0)) < 0)
+        st = odnn_oom();
+    int wi = -1, bw = -1, dst = -1;
+    dnnl_memory_desc_t pmd;
+    if (st == NULL && s.packed) { /* packed straight into the weight (an import takes it from the blob) */
+        dnnl_dims_t pdims = {(dnnl_dim_t)odnn_smm_packed_floats(&s)};
+        dnnl_memory_desc_init_by_tag(&pmd, 1, pdims, dnnl_f32, dnnl_a);
+        st = odnn_weight(b, &pmd, &pmd, NULL, (int64_t)n, &wi);
+        if (st == NULL && b->imp == NULL)
+            odnn_smm_pack(&s, w.cdata, b->c->weights[wi].data);
+    }
+    if (st == NULL && bias_t >= 0) { /* NPAD floats, zeros after N */
+        float *pad = onednn_host->host_alloc(b->ctx->host_ctx, (size_t)s.npad * sizeof(float), 0);
+        if (pad == NULL) {
+            st = odnn_oom();
+        } else {
+            for (int64_t j = 0; j < s.npad; j++)
+                pad[j] = j < s.n ? bias_scale * ((const float *)bt.cdata)[bt.elems == 1 ? 0 : j]
+                                 : 0.0f;
+            dnnl_dims_t bdims = {(dnnl_dim_t)s.npad};
+            dnnl_memory_desc_t bmd;
+            dnnl_memory_desc_init_by_tag(&bmd, 1, bdims, dnnl_f32, dnnl_a);
+            st = odnn_weight(b, &bmd, &bmd, pad, (int64_t)n, &bw);
+            odnn_free(b->ctx, pad);
+        }
+    }
+    if (st == NULL)
+        st = odnn_emit_fused_md(b, f, &ymd, &dst);
+    struct odnn_step *sp = NULL;
+    struct odnn_smm *keep = NULL;
+    if (st == NULL &&
+        ((keep = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *keep, 0)) == NULL ||
+         (sp = odnn_next_step(b, ODNN_S_SMM, (int64_t)n)) == NULL))
+        st = odnn_oom();
+    if (st == NULL && collapse)
+        st = odnn_merged_rows(b, dst, f->out, n);
+    if (st != NULL) {
+        if (sp == NULL)
+            odnn_free(b->ctx, keep);
+        *out_st = st;
+        return 1;
+    }
+    *keep = s;
+    sp->smm = keep;
+    size_t scratch = odnn_smm_scratch_bytes(&s, omp_get_max_threads());
+    if (scratch > b->c->scratch_bytes) /* the shared scratchpad */
+        b->c->scratch_bytes = scratch;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    if (s.packed)
+        odnn_arg(b, step, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
+    else
+        odnn_arg(b, step, DNNL_ARG_WEIGHTS, ODNN_REF_VALUE, wv);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    if (bw >= 0)
+        odnn_arg(b, step, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, bw);
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= yd[d];
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s': the module's own small product (%lld x %lldx%lldx%lld)",
+                             onednn_host->graph->node_name(v, n), (long long)batch,
+                             (long long)s.m, (long long)s.k, (long long)s.n);
+    return 1;
 }
 
 static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int collapse,
@@ -5906,6 +6130,15 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
     if (cdt != dnnl_f32 && odnn_bf16_readers(b, f.out))
         y_md.data_type = cdt; /* the next product reads it in bf16 as it is */
     int64_t bias_t = c_t >= 0 ? c_t : f.bias;
+    if (cdt == dnnl_f32) {
+        pl_status *os = NULL;
+        int own = odnn_smm_own(b, n, &f, r, ad, wlog, yd, ta, tb, bias_t, bias_scale, collapse,
+                               &os);
+        if (own) {
+            dnnl_post_ops_destroy(f.po);
+            return os;
+        }
+    }
     struct odnn_tinfo bt;
     float *scaled = NULL;
     if (bias_t >= 0) {
@@ -9267,6 +9500,8 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
         }
         if (c->steps[i].resize != NULL)
             odnn_free(ctx, c->steps[i].resize);
+        if (c->steps[i].smm != NULL)
+            odnn_free(ctx, c->steps[i].smm);
     }
     for (int i = 0; i < c->n_values; i++)
         if (c->values[i].mem)
@@ -9472,7 +9707,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 32u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 33u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -9529,7 +9764,9 @@ static double odnn_now_ms(void)
                                      (ODNN_S_ORESIZE) and Tanh
                                      (ODNN_S_TANH, not a post-op);
                                  32: swish and sigmoid in the direct
-                                     kernel's epilogue */
+                                     kernel's epilogue;
+                                 33: small products on the module's own
+                                     kernel (ODNN_S_SMM) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -9945,6 +10182,13 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
             omp_set_num_threads(team = want);
         if (odnn_own_step(step, team))
             continue;
+        if (step->kind == ODNN_S_SMM) { /* SRC, WEIGHTS, DST, and BIAS when there is one */
+            void *p[4] = {NULL};
+            for (int k = 0; k < step->n_args && k < 4; k++)
+                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
+            odnn_smm_run(step->smm, p[0], p[1], p[3], p[2], team, c->scratch);
+            continue;
+        }
         if (step->direct != NULL) {
             /* arguments: SRC and DST values, WEIGHTS the packed weight */
             void *src = NULL, *dst = NULL;

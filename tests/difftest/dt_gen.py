@@ -430,6 +430,17 @@ class Gen:
         return self.node("ConvTranspose", ins, attrs)
 
     def matmul(self):
+        """A MatMul or Gemm; a quarter of them add a graph input of the
+        result's shape after it (sometimes after a Relu): the residual a
+        fused product sums into its destination."""
+        y = self.product()
+        if self.p(0.25):
+            if self.p(0.5):
+                y = self.node("Relu", [y])
+            y = self.node("Add", [y, self.input(self.shape(y))])
+        return y
+
+    def product(self):
         if self.p(0.4):
             return self.gemm()
         rank = self.pick([2, 2, 3, 4])

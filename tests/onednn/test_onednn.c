@@ -970,6 +970,25 @@ static void case_import_mismatch(void)
  * by Identity on cpu (as tied weights are exported), then a Split along the
  * last axis: onednn must take all of it and compile the nine normalisation
  * nodes into one layer_normalization step. */
+/* Attention's heads from tensors q, k and v (shape constants "heads" and
+ * "merged", scalar "scale"): Reshape to heads, Transpose (K to K^T),
+ * Q x K^T, the scale, Softmax, x V, Transpose and Reshape back into "om". */
+static void mb_heads(struct mb *m)
+{
+    mb_node(m, "rq", "Reshape", "\"q\",\"heads\"", "q4", "");
+    mb_node(m, "rk", "Reshape", "\"k\",\"heads\"", "k4", "");
+    mb_node(m, "rv", "Reshape", "\"v\",\"heads\"", "v4", "");
+    mb_node(m, "tq", "Transpose", "\"q4\"", "qt", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(m, "tk", "Transpose", "\"k4\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
+    mb_node(m, "tv", "Transpose", "\"v4\"", "vt", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(m, "qk", "MatMul", "\"qt\",\"kt\"", "s", "");
+    mb_node(m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
+    mb_node(m, "sm", "Softmax", "\"s2\"", "p", "\"axis\":{\"int\":-1}");
+    mb_node(m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
+    mb_node(m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(m, "ro", "Reshape", "\"ot\",\"merged\"", "om", "");
+}
+
 /* Multi-head attention as exporters write it: one product for Q, K and V,
  * Split, Reshape to heads, Transpose, two batched products around a
  * Softmax, then Transpose and Reshape back and an output product (whose
@@ -989,18 +1008,7 @@ static const char *model_attention(void)
     mb_node(&m, "qkv", "MatMul", "\"x\",\"wqkv\"", "h", "");
     mb_node(&m, "qkv_bias", "Add", "\"h\",\"bqkv\"", "hb", "");
     mb_node(&m, "split", "Split", "\"hb\"", "q\",\"k\",\"v", "\"axis\":{\"int\":-1}");
-    mb_node(&m, "rq", "Reshape", "\"q\",\"heads\"", "q4", "");
-    mb_node(&m, "rk", "Reshape", "\"k\",\"heads\"", "k4", "");
-    mb_node(&m, "rv", "Reshape", "\"v\",\"heads\"", "v4", "");
-    mb_node(&m, "tq", "Transpose", "\"q4\"", "qt", "\"perm\":{\"ints\":[0,2,1,3]}");
-    mb_node(&m, "tk", "Transpose", "\"k4\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
-    mb_node(&m, "tv", "Transpose", "\"v4\"", "vt", "\"perm\":{\"ints\":[0,2,1,3]}");
-    mb_node(&m, "qk", "MatMul", "\"qt\",\"kt\"", "s", "");
-    mb_node(&m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
-    mb_node(&m, "sm", "Softmax", "\"s2\"", "p", "\"axis\":{\"int\":-1}");
-    mb_node(&m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
-    mb_node(&m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
-    mb_node(&m, "ro", "Reshape", "\"ot\",\"merged\"", "om", "");
+    mb_heads(&m);
     mb_node(&m, "proj", "MatMul", "\"om\",\"wo\"", "pr", "");
     mb_node(&m, "proj_bias", "Add", "\"pr\",\"bo\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
@@ -4008,7 +4016,9 @@ static void case_resize_channels_last(void)
     int saved;
     const char *vpath = verbose_begin(&saved);
     struct mb m = {.seed = 59};
-    int64_t xs[] = {1, 64, 16}, ws[] = {16, 16}, ss[] = {4}, shape[] = {1, 16, 8, 8};
+    /* (256 x 16 x 24: above the module's own small products, a oneDNN
+     * matmul the verbose log counts) */
+    int64_t xs[] = {1, 256, 16}, ws[] = {16, 24}, ss[] = {4}, shape[] = {1, 24, 16, 16};
     float scales[4] = {1, 1, 2, 2};
     mb_input(&m, "x", 3, xs);
     mb_const(&m, "w", 2, ws, NULL, 0.3f);
@@ -4021,7 +4031,7 @@ static void case_resize_channels_last(void)
             "\"mode\":{\"string\":\"linear\"}");
     mb_node(&m, "relu", "Relu", "\"u\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
-    int64_t ys[] = {1, 16, 16, 16};
+    int64_t ys[] = {1, 24, 32, 32};
     const char *path = mb_write(&m);
     compare(path, 3, xs, 4, ys, (const char *[]){"mm", "up", "relu", NULL});
     FILE *f = verbose_end(saved, vpath);
@@ -4711,6 +4721,91 @@ static void case_own_tanh(void)
     TH_CHECK(strstr(logs[1].text, "own Tanh") == NULL, "direct_conv = no used the own Tanh");
 }
 
+/* Small products on the module's own kernel (onednn_smm.c) where its own
+ * kernels run, against the cpu module:
+ * - attention of 3 heads of 8 over 5 positions: Q, K and V products by
+ *   constants (rows of the batch merged), Q x K^T with K^T a transposed
+ *   view packed per head, a scale after it (a linear post-op), P x V read
+ *   in place, written in the heads-merged layout, then an output product
+ *   with a bias, a leaky ReLU and a residual Add (the sum post-op);
+ * - Gemm with transB, alpha, beta and a bias C, then a Sigmoid (an
+ *   activation in the epilogue), then Gemm with transA;
+ * - a product whose batches broadcast both ways ([1, 3] by [3, 1]) by a
+ *   B of 21 columns read in place (the last 5 through a mask).
+ * The debug log names the own kernel for each product, and never under
+ * direct_conv = no. */
+static const char *model_own_matmul(int which)
+{
+    struct mb m = {.seed = 71};
+    if (which == 0) {
+        mb_input(&m, "x", 3, (int64_t[]){2, 5, 24});
+        const char *wn[] = {"wq", "wk", "wv"};
+        for (int i = 0; i < 3; i++)
+            mb_const(&m, wn[i], 2, (int64_t[]){24, 24}, NULL, 0.3f);
+        mb_const(&m, "wo", 2, (int64_t[]){24, 20}, NULL, 0.3f);
+        mb_const(&m, "bo", 1, (int64_t[]){20}, NULL, 0.1f);
+        mb_const(&m, "wr", 2, (int64_t[]){24, 20}, NULL, 0.3f);
+        mb_scalar(&m, "scale", 0.35f);
+        mb_shape(&m, "heads", 4, (int64_t[]){2, 5, 3, 8});
+        mb_shape(&m, "merged", 3, (int64_t[]){2, 5, 24});
+        mb_node(&m, "q", "MatMul", "\"x\",\"wq\"", "q", "");
+        mb_node(&m, "k", "MatMul", "\"x\",\"wk\"", "k", "");
+        mb_node(&m, "v", "MatMul", "\"x\",\"wv\"", "v", "");
+        mb_heads(&m);
+        mb_node(&m, "res", "MatMul", "\"x\",\"wr\"", "xr", "");
+        mb_node(&m, "proj", "MatMul", "\"om\",\"wo\"", "pr", "");
+        mb_node(&m, "proj_bias", "Add", "\"pr\",\"bo\"", "pb", "");
+        mb_node(&m, "leaky", "LeakyRelu", "\"pb\"", "pl", "\"alpha\":{\"float\":0.1}");
+        mb_node(&m, "residual", "Add", "\"pl\",\"xr\"", "y", "");
+    } else if (which == 1) {
+        mb_input(&m, "x", 2, (int64_t[]){6, 9});
+        mb_const(&m, "w", 2, (int64_t[]){7, 9}, NULL, 0.3f);
+        mb_const(&m, "c", 1, (int64_t[]){7}, NULL, 0.2f);
+        mb_const(&m, "w2", 2, (int64_t[]){6, 5}, NULL, 0.3f);
+        mb_node(&m, "g1", "Gemm", "\"x\",\"w\",\"c\"", "g",
+                "\"transB\":{\"int\":1},\"alpha\":{\"float\":0.5},\"beta\":{\"float\":2.0}");
+        mb_node(&m, "sig", "Sigmoid", "\"g\"", "sg", "");
+        mb_node(&m, "g2", "Gemm", "\"sg\",\"w2\"", "y", "\"transA\":{\"int\":1}");
+    } else {
+        mb_input(&m, "x", 4, (int64_t[]){3, 1, 4, 6});
+        mb_const(&m, "wu", 2, (int64_t[]){6, 21}, NULL, 0.3f);
+        mb_shape(&m, "swap", 4, (int64_t[]){1, 3, 4, 6});
+        mb_node(&m, "u", "MatMul", "\"x\",\"wu\"", "u", "");
+        mb_node(&m, "rx", "Reshape", "\"x\",\"swap\"", "xs", "");
+        mb_node(&m, "tx", "Transpose", "\"xs\"", "xt", "\"perm\":{\"ints\":[0,1,3,2]}");
+        mb_node(&m, "bc", "MatMul", "\"xt\",\"u\"", "y", "");
+    }
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_own_matmul(void)
+{
+    static const char *const nodes[3][8] = {{"q", "k", "v", "qk", "pv", "res", "proj", NULL},
+                                            {"g1", "g2", NULL},
+                                            {"u", "bc", NULL}};
+    int64_t xs[3][4] = {{2, 5, 24}, {6, 9}, {3, 1, 4, 6}};
+    int64_t ys[3][4] = {{2, 5, 20}, {7, 5}, {3, 3, 6, 21}};
+    int nd[3] = {3, 2, 4};
+    for (int w = 0; w < 3; w++) {
+        const char *path = model_own_matmul(w);
+        compare(path, nd[w], xs[w], nd[w], ys[w], (const char *const *)nodes[w]);
+        static struct wino_log logs[2];
+        char used[96] = "";
+        kernel_logs(path, NULL, logs, used);
+        for (int k = 0; nodes[w][k] != NULL; k++) {
+            char want[96];
+            snprintf(want, sizeof want, "node '%s': the module's own small product",
+                     nodes[w][k]);
+            if (strcmp(used, "auto") == 0)
+                TH_CHECK(strstr(logs[0].text, want) != NULL, "no '%s' in the log:\n%s", want,
+                         logs[0].text);
+        }
+        TH_CHECK(strstr(logs[1].text, "own small product") == NULL,
+                 "direct_conv = no used the own small product; log:\n%s", logs[1].text);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -4734,6 +4829,7 @@ int main(int argc, char **argv)
         {"own_pool", case_own_pool},
         {"own_resize", case_own_resize},
         {"own_tanh", case_own_tanh},
+        {"own_matmul", case_own_matmul},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
         {"grouped_no_gemm", case_grouped_no_gemm},
