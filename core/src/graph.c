@@ -933,6 +933,137 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
     return NULL;
 }
 
+/* A name for a tensor or node of C that is BASE when C has none by that
+ * name, else BASE__TAG, BASE__TAG2, ..., into BUF (of SIZE). */
+static const char *pl_graph_free_name(const pl_graph *c, bool node, const char *base,
+                                      const char *tag, char *buf, size_t size)
+{
+    bool taken = node ? pl_graph_find_node(c, base) != PL_NID_NONE
+                      : pl_graph_find_tensor(c, base) != PL_TID_NONE;
+    if (!taken)
+        return base;
+    for (unsigned k = 1;; k++) {
+        if (k == 1)
+            snprintf(buf, size, "%s__%s", base, tag);
+        else
+            snprintf(buf, size, "%s__%s%u", base, tag, k);
+        taken = node ? pl_graph_find_node(c, buf) != PL_NID_NONE
+                     : pl_graph_find_tensor(c, buf) != PL_TID_NONE;
+        if (!taken)
+            return buf;
+    }
+}
+
+pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
+                                  pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    if (n >= g->n_nodes || body->n_inputs != 0 || body->n_outputs != g->nodes[n].n_outputs)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "inlining node %u: not a branch of "
+                                                          "its outputs", n);
+    const pl_graph_node *node = &g->nodes[n];
+    size_t nn = g->n_nodes;
+    bool *drop = pl_calloc(nn, sizeof *drop);
+    /* the name each body tensor has in the copy */
+    char **names = pl_calloc(body->n_tensors ? body->n_tensors : 1, sizeof *names);
+    pl_graph *c = NULL;
+    pl_status *st = drop && names ? pl_graph_create(&c) : pl_graph_oom("inlining a branch");
+    if (st == NULL) {
+        drop[n] = true;
+        st = pl_graph_copy_into(g, c, drop, NULL, false);
+    }
+    /* A body output its own node makes (and no other output names) takes
+     * the If's output name: that node writes it. */
+    for (size_t k = 0; st == NULL && k < body->n_outputs; k++) {
+        pl_tid bt = body->outputs[k];
+        const pl_graph_tensor *t = &body->tensors[bt];
+        bool once = true;
+        for (size_t j = 0; j < body->n_outputs; j++)
+            once = once && (j == k || body->outputs[j] != bt);
+        if (node->outputs[k] != PL_TID_NONE && once && !t->is_outer && t->data == NULL &&
+            t->producer != PL_NID_NONE && names[bt] == NULL &&
+            (names[bt] = pl_alloc_strdup(c->alloc, g->tensors[node->outputs[k]].name)) == NULL)
+            st = pl_graph_oom("inlining a branch");
+    }
+    char buf[512];
+    bool renamed = false; /* a body tensor took another name */
+    for (size_t i = 0; st == NULL && i < body->n_tensors; i++) {
+        const pl_graph_tensor *t = &body->tensors[i];
+        if (names[i] == NULL) {
+            const char *name = t->is_outer ? t->name
+                                           : pl_graph_free_name(c, false, t->name, node->name,
+                                                                buf, sizeof buf);
+            renamed = renamed || name != t->name;
+            if ((names[i] = pl_alloc_strdup(c->alloc, name)) == NULL) {
+                st = pl_graph_oom("inlining a branch");
+                break;
+            }
+        }
+        if (t->is_outer)
+            continue; /* the enclosing graph's tensor, already in the copy */
+        pl_tid id;
+        st = pl_graph_tensor_get_or_add(c, names[i], &id);
+        if (st == NULL && t->dtype.lanes != 0)
+            st = pl_graph_set_type(c, id, t->dtype, t->ndim, t->dims,
+                                   (const char *const *)t->dim_params);
+        if (st == NULL && t->data != NULL)
+            st = pl_graph_set_constant_ref(c, id, t->data, t->nbytes);
+    }
+    /* A nested body names the tensors it reads: one renamed here would
+     * resolve to the enclosing graph's tensor of its old name. */
+    for (size_t i = 0; st == NULL && renamed && i < body->n_nodes; i++)
+        for (size_t k = 0; st == NULL && k < body->nodes[i].n_attrs; k++)
+            if (body->nodes[i].attrs[k].kind == PL_ATTR_GRAPH ||
+                body->nodes[i].attrs[k].kind == PL_ATTR_GRAPHS)
+                st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                      "a tensor of the branch is renamed (the graph has one of "
+                                      "its name) and a body inside the branch may read it");
+    for (size_t i = 0; st == NULL && i < body->n_nodes; i++) {
+        const pl_graph_node *b = &body->nodes[i];
+        const char **ins = pl_calloc(b->n_formal_inputs ? b->n_formal_inputs : 1, sizeof *ins);
+        const char **outs = pl_calloc(b->n_outputs ? b->n_outputs : 1, sizeof *outs);
+        if (ins == NULL || outs == NULL)
+            st = pl_graph_oom("inlining a branch");
+        for (size_t k = 0; st == NULL && k < b->n_formal_inputs; k++)
+            ins[k] = b->inputs[k] == PL_TID_NONE ? "" : names[b->inputs[k]];
+        for (size_t k = 0; st == NULL && k < b->n_outputs; k++)
+            outs[k] = b->outputs[k] == PL_TID_NONE ? "" : names[b->outputs[k]];
+        pl_nid id = PL_NID_NONE;
+        if (st == NULL)
+            st = pl_graph_add_node(c, pl_graph_free_name(c, true, b->name, node->name, buf,
+                                                         sizeof buf),
+                                   b->op, b->domain, ins, b->n_formal_inputs, outs, b->n_outputs,
+                                   &id);
+        for (size_t k = 0; st == NULL && k < b->n_attrs; k++)
+            st = pl_graph_copy_attr(c, id, &b->attrs[k]);
+        pl_free(ins);
+        pl_free(outs);
+    }
+    /* The other outputs (an outer tensor, a constant, one tensor twice):
+     * an Identity into the If's output. */
+    for (size_t k = 0; st == NULL && k < body->n_outputs; k++) {
+        pl_tid bt = body->outputs[k];
+        if (node->outputs[k] == PL_TID_NONE ||
+            strcmp(names[bt], g->tensors[node->outputs[k]].name) == 0)
+            continue;
+        const char *in = names[bt], *out = g->tensors[node->outputs[k]].name;
+        char base[300];
+        snprintf(base, sizeof base, "%s/output%zu", node->name, k);
+        st = pl_graph_add_node(c, pl_graph_free_name(c, true, base, "inlined", buf, sizeof buf),
+                               "Identity", "", &in, 1, &out, 1, NULL);
+    }
+    for (size_t i = 0; names != NULL && i < body->n_tensors; i++)
+        pl_free(names[i]);
+    pl_free(names);
+    pl_free(drop);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 /* ---- rewriting ------------------------------------------------------------ */
 
 pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *domain, const char *op)

@@ -228,6 +228,15 @@ pl_status *pl_graph_copy_rewritten(const pl_graph *g, const bool *drop, const pl
 pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *outputs,
                             size_t n_outputs, pl_graph **out_graph);
 
+/* G with node N (an If, or anything whose outputs BODY computes) replaced
+ * by BODY's nodes: body tensors keep their names where G has none such
+ * (else NAME__<node name>), a body output its own node makes is written
+ * straight into N's output, any other reaches it through an Identity;
+ * outer-scope references read G's tensors. Constants are borrowed (G
+ * must outlive the copy); the copy is not validated. */
+pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
+                                  pl_graph **out_graph);
+
 /* Rewriting a node (the opset conversion, opset_upgrade.c). Both invalidate
  * the graph: validate again before reading producers, consumers or the
  * topological order. */

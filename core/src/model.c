@@ -157,6 +157,17 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                     st = pl_model_adopt(rt, m, next, "f16: left as it is");
                 next = NULL;
             }
+            for (int k = 0; st == NULL && k < 64; k++) { /* one If a call */
+                st = pl_graph_inline_ifs(m->graph, &next, &m->rewrites);
+                if (st == NULL && next == NULL)
+                    break;
+                const pl_graph *before = m->graph;
+                if (st == NULL)
+                    st = pl_model_adopt(rt, m, next, "If: left as it is");
+                next = NULL;
+                if (m->graph == before)
+                    break; /* its types did not infer: noted, kept */
+            }
             if (st == NULL)
                 st = pl_graph_sink_transposes(m->graph, &next, &m->rewrites);
             if (st == NULL && next != NULL)

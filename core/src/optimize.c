@@ -245,6 +245,79 @@ pl_status *pl_graph_optimize(const pl_graph *g, pl_optimize_level level, pl_grap
     return st;
 }
 
+/* ---- If of a constant condition --------------------------------------------- */
+
+/* Whether constant T (one element, any numeric or bool dtype) is nonzero,
+ * as *OUT; false when T is not such a constant. */
+static bool pl_opt_const_truth(const pl_graph_tensor *t, bool *out)
+{
+    size_t elems;
+    if (t->data == NULL || t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &elems) ||
+        elems != 1 || t->nbytes == 0 || t->nbytes > 8)
+        return false;
+    bool nonzero = false;
+    for (size_t i = 0; i < t->nbytes; i++)
+        nonzero = nonzero || ((const unsigned char *)t->data)[i] != 0;
+    /* -0.0 is false: only its sign bit is set */
+    if (PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_F64)) {
+        double v = 0;
+        if (t->nbytes == 4) {
+            float f;
+            memcpy(&f, t->data, 4);
+            v = f;
+        } else {
+            memcpy(&v, t->data, 8);
+        }
+        nonzero = v != 0;
+    }
+    *out = nonzero;
+    return true;
+}
+
+pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        bool truth = false;
+        if (strcmp(n->op, "If") != 0 || n->domain[0] != '\0' || n->n_formal_inputs != 1 ||
+            n->inputs[0] == PL_TID_NONE ||
+            !pl_opt_const_truth(pl_graph_get_tensor(g, n->inputs[0]), &truth))
+            continue;
+        const pl_attr *a = pl_graph_node_attr(n, truth ? "then_branch" : "else_branch");
+        if (a == NULL || a->kind != PL_ATTR_GRAPH || a->n != 1)
+            continue;
+        const pl_graph *body = a->graphs[0];
+        pl_graph *next = NULL;
+        pl_status *st = pl_graph_inline_branch(g, (pl_nid)i, body, &next);
+        if (st == NULL)
+            st = pl_graph_validate(next);
+        if (st != NULL) {
+            pl_graph_destroy(next);
+            if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
+                return st;
+            /* left as it is, with the reason */
+            bool noted = pl_rewrites_add(rewrites, "If '%s' kept: its branch could not be "
+                                                   "inlined: %s", n->name, pl_status_message(st));
+            pl_status_free(st);
+            if (!noted)
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+            continue;
+        }
+        if (!pl_rewrites_add(rewrites, "If '%s' inlined: its condition is the constant %s, so "
+                                       "the %zu node%s of its %s run in its place", n->name,
+                             truth ? "true" : "false", pl_graph_node_count(body),
+                             pl_graph_node_count(body) == 1 ? "" : "s",
+                             truth ? "then_branch" : "else_branch")) {
+            pl_graph_destroy(next);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        }
+        *out_graph = next; /* one a call: NEXT borrows G's constants and bodies' */
+        return NULL;
+    }
+    return NULL;
+}
+
 /* ---- Pad folded into the Conv or AveragePool after it --------------------- */
 
 /* The constant i64 vector tensor T as *OUT (at most 16 values): its length,

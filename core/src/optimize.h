@@ -56,6 +56,16 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
 pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_graph,
                             pl_rewrites *rewrites);
 
+/* The first If whose condition is a constant (`all`: a Shape folded,
+ * then the comparison folded) replaced by the nodes of the branch it
+ * takes (pl_graph_inline_branch): PyTorch's exporter writes `if x.dim()
+ * == 3` and the like as If on a Shape, whose branches may give outputs of
+ * other ranks, which nothing downstream could plan for. One If a call
+ * (the result borrows G's constants: the caller keeps G and calls again
+ * on the result); an If that cannot be inlined is noted and left. Same
+ * contract as pl_graph_optimize; the caller infers types again. */
+pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
+
 /* An f16 graph computed in f32 between Casts at its edges (widen.c):
  * f16 inputs and constants cast to f32, f16 outputs cast back. Same
  * contract as pl_graph_optimize; the caller infers types again. */

@@ -118,6 +118,13 @@ static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *v
             return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no type", what);
         return NULL;
     }
+    /* A type with nothing set (PyTorch's exporter leaves If branches'
+     * outputs so) says nothing, as no type does; the importer's shape
+     * inference fills it. */
+    if (!required && (type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET ||
+                      (type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                       type->tensor_type == NULL)))
+        return NULL;
     if (type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
         type->tensor_type == NULL)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
@@ -153,10 +160,12 @@ static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *v
             dims[i] = -1;
             params[i] = NULL;
             if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-                if (d->dim_value < 0)
+                /* -1 (paddle2onnx's dynamic batch) is read as ONNX
+                 * Runtime reads it: unknown */
+                if (d->dim_value < -1)
                     return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
                                     "%s: dimension %zu is %" PRId64
-                                    "; dims are >= 0, or symbolic (dim_param)",
+                                    "; dims are >= 0, -1 (unknown) or symbolic (dim_param)",
                                     what, i, d->dim_value);
                 dims[i] = d->dim_value;
             } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {

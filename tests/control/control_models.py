@@ -181,6 +181,7 @@ def case_torch(args, name):
 
 def onnx_models():
     """name -> (model, {input: array}, {output: expected array})."""
+    import onnx
     from onnx import TensorProto, helper as h, numpy_helper
     f = TensorProto.FLOAT
     rng = np.random.default_rng(3)
@@ -327,6 +328,62 @@ def onnx_models():
             break
     m["while_counter"] = (model, {"x": x}, {"t_end": np.array(t, np.int32), "acc": acc,
                                             "rows": np.stack(rows)})
+
+    # shape_if: If on a shape (PyTorch's `if x.size(-1) == 1: x = x.squeeze(-1)`),
+    # whose branches give outputs of different ranks and leave their types
+    # empty as PyTorch's exporter does; x declared [-1, 3, 1] as paddle2onnx
+    # writes a dynamic batch. The taken branch holds another If on a shape,
+    # reading a tensor of the branch; a second If's branch makes a tensor
+    # named like one of the graph ("h"). With the shapes known at the
+    # session, every condition folds and the branches taken run in place.
+    no_type = onnx.TypeProto()
+    i64 = TensorProto.INT64
+    inner_t = h.make_graph([h.make_node("Neg", ["sq"], ["neg"], name="neg")], "inner_then", [],
+                           [h.make_value_info("neg", no_type)])
+    inner_e = h.make_graph([h.make_node("Identity", ["sq"], ["same"], name="same")],
+                           "inner_else", [], [h.make_value_info("same", no_type)])
+    then_b = h.make_graph(
+        [h.make_node("Squeeze", ["x", "last"], ["sq"], name="squeeze"),
+         h.make_node("Shape", ["sq"], ["sq_shape"], name="sq_shape"),
+         h.make_node("Gather", ["sq_shape", "zero"], ["rows"], name="rows", axis=0),
+         h.make_node("Equal", ["rows", "two"], ["two_rows"], name="two_rows"),
+         h.make_node("If", ["two_rows"], ["picked"], name="inner", then_branch=inner_t,
+                     else_branch=inner_e)],
+        "then", [], [h.make_value_info("picked", no_type)])
+    else_b = h.make_graph([h.make_node("Identity", ["x"], ["kept"], name="kept")], "else", [],
+                          [h.make_value_info("kept", no_type)])
+    then2 = h.make_graph([h.make_node("Mul", ["y0", "y0"], ["h"], name="square"),
+                          h.make_node("Abs", ["h"], ["sq_abs"], name="square_abs")], "then2", [],
+                         [h.make_value_info("sq_abs", no_type)])
+    else2 = h.make_graph([h.make_node("Abs", ["y0"], ["a"], name="abs")], "else2", [],
+                         [h.make_value_info("a", no_type)])
+    g = h.make_graph(
+        [h.make_node("Shape", ["x"], ["x_shape"], name="x_shape"),
+         h.make_node("Gather", ["x_shape", "minus1"], ["lastdim"], name="lastdim", axis=0),
+         h.make_node("Equal", ["lastdim", "one"], ["is_one"], name="is_one"),
+         h.make_node("If", ["is_one"], ["y0"], name="maybe_squeeze", then_branch=then_b,
+                     else_branch=else_b),
+         h.make_node("Size", ["y0"], ["n"], name="size"),
+         h.make_node("Less", ["n", "seven"], ["small"], name="small"),
+         h.make_node("If", ["small"], ["h_out"], name="second", then_branch=then2,
+                     else_branch=else2),
+         h.make_node("Relu", ["x"], ["h"], name="h"),
+         h.make_node("Add", ["h_out", "bias"], ["y"], name="y")],
+        "shape_if",
+        [h.make_tensor_value_info("x", f, [-1, 3, 1])],
+        [h.make_tensor_value_info("y", f, None), h.make_tensor_value_info("h", f, None)],
+        [numpy_helper.from_array(np.array([-1], dtype=np.int64), "last"),
+         numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+         numpy_helper.from_array(np.array(2, dtype=np.int64), "two"),
+         numpy_helper.from_array(np.array(-1, dtype=np.int64), "minus1"),
+         numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+         numpy_helper.from_array(np.array(7, dtype=np.int64), "seven"),
+         numpy_helper.from_array(np.array([0.5, -0.25, 1.0], dtype=np.float32), "bias")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    x = rng.uniform(-1, 1, (2, 3, 1)).astype(np.float32)
+    y0 = -x[:, :, 0]
+    m["shape_if"] = (model, {"x": x}, {"y": y0 * y0 + np.array([0.5, -0.25, 1.0], np.float32),
+                                       "h": np.maximum(x, 0)})
     return m
 
 

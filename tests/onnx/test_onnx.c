@@ -1429,7 +1429,7 @@ static const bad_case bad_cases[] = {
     {"unknown_domain_op", m_unknown_domain_op, NULL, "Frobnicate", NULL},
     {"duplicate_opset", m_duplicate_opset, NULL, "opset_import lists domain 'ai.onnx' twice", NULL},
     {"negative_dim_input", m_negative_dim_input, NULL,
-     "graph input 'x': dimension 1 is -3", NULL},
+     "graph input 'x': dimension 1 is -3; dims are >= 0, -1 (unknown) or symbolic", NULL},
     {"negative_dim_initializer", m_negative_dim_initializer, NULL,
      "initializer 'w': dimension 0 is -2", NULL},
     {"raw_data_size", m_raw_size, NULL,
