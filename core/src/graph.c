@@ -4,6 +4,7 @@
  * graph consistent, so a model loader can stop at any point and destroy it. */
 #include "graph.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -178,6 +179,9 @@ void pl_graph_destroy(pl_graph *g)
         pl_free(n->outputs);
     }
     pl_free(g->nodes);
+    for (size_t i = 0; i < g->n_notes; i++)
+        pl_free(g->notes[i]);
+    pl_free(g->notes);
     pl_strmap_free(&g->tensor_names);
     pl_strmap_free(&g->node_names);
     pl_free(g->inputs);
@@ -1062,6 +1066,42 @@ pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *b
     }
     *out_graph = c;
     return NULL;
+}
+
+bool pl_graph_note(pl_graph *g, const char *fmt, ...)
+{
+    if (g->n_notes >= 16)
+        return true;
+    char **grown = pl_alloc_realloc(g->alloc, g->notes, (g->n_notes + 1) * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    g->notes = grown;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if ((g->notes[g->n_notes] = pl_alloc_strdup(g->alloc, buf)) == NULL)
+        return false;
+    g->n_notes++;
+    return true;
+}
+
+size_t pl_graph_note_count(const pl_graph *g)
+{
+    return g->n_notes;
+}
+
+const char *pl_graph_note_at(const pl_graph *g, size_t i)
+{
+    return i < g->n_notes ? g->notes[i] : NULL;
+}
+
+void pl_graph_clear_notes(pl_graph *g)
+{
+    for (size_t i = 0; i < g->n_notes; i++)
+        pl_free(g->notes[i]);
+    g->n_notes = 0;
 }
 
 /* ---- rewriting ------------------------------------------------------------ */

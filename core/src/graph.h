@@ -237,6 +237,15 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
                                   pl_graph **out_graph);
 
+/* Notes on G (at most 16 kept): what type inference overrode of what the
+ * model declared (opset.c's lenient merge of a declared output shape), for
+ * the model's description. pl_graph_note copies the formatted text; false
+ * only when out of memory. */
+bool pl_graph_note(pl_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+size_t pl_graph_note_count(const pl_graph *g);
+const char *pl_graph_note_at(const pl_graph *g, size_t i);
+void pl_graph_clear_notes(pl_graph *g);
+
 /* Rewriting a node (the opset conversion, opset_upgrade.c). Both invalidate
  * the graph: validate again before reading producers, consumers or the
  * topological order. */

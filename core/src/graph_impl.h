@@ -38,6 +38,10 @@ struct pl_graph {
      * that was read, borrowed by the graphs rewritten from it. */
     struct pl_filedata *filedata;
     bool owns_filedata;
+    /* What inference overrode of the model's declarations
+     * (pl_graph_note), for the model's description. */
+    char **notes;
+    size_t n_notes;
     pl_nid *topo;             /* after validate */
     pl_nid *consumer_block;   /* storage of every tensor's consumers */
     bool valid;

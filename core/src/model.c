@@ -95,6 +95,17 @@ static void pl_model_free_sources(pl_model *m)
     m->n_sources = 0;
 }
 
+/* Moves the notes inference left on M's graph (pl_graph_note) into its
+ * description. */
+static pl_status *pl_model_take_notes(pl_model *m)
+{
+    for (size_t i = 0; i < pl_graph_note_count(m->graph); i++)
+        if (!pl_rewrites_add(&m->rewrites, "types: %s", pl_graph_note_at(m->graph, i)))
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory describing the model");
+    pl_graph_clear_notes(m->graph);
+    return NULL;
+}
+
 /* Makes NEXT M's graph, the old one kept in M's sources. */
 static pl_status *pl_model_push(pl_model *m, pl_graph *next)
 {
@@ -246,6 +257,8 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pthread_mutex_unlock(&rt->opset_mu);
     }
     if (st == NULL)
+        st = pl_model_take_notes(m);
+    if (st == NULL)
         st = pl_model_rewrite(rt, m, path, 0);
     /* Every message names the file once: importers name it themselves. */
     size_t plen = strlen(path);
@@ -380,6 +393,8 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
     pthread_mutex_lock(&rt->opset_mu);
     pl_status *st = pl_opset_infer(rt->opset, m->graph);
     pthread_mutex_unlock(&rt->opset_mu);
+    if (st == NULL)
+        st = pl_model_take_notes(m);
     /* Dims now known may make shape computations constant: the passes
      * after the no-op elimination run again. */
     /* The passes read weights a closed session may have dropped. */

@@ -1155,31 +1155,32 @@ static pl_status *pl_infer_write_output(pl_infer_ctx *ctx, size_t o)
     int32_t ndim = inf->ndim;
     int64_t dims[PL_GRAPH_MAX_RANK];
     const char *params[PL_GRAPH_MAX_RANK];
-    if (ndim >= 0 && t->ndim >= 0 && ndim != t->ndim) {
+    /* A declared shape the inferred one contradicts (an exporter's stale
+     * value_info: ddddocr's output declared [1,?], computed [24,1,8210])
+     * gives way to the inferred one, as in ONNX Runtime's lenient merge;
+     * the model's description notes it. */
+    bool lenient = ndim >= 0 && t->ndim >= 0 && ndim != t->ndim;
+    for (int32_t d = 0; !lenient && ndim >= 0 && d < ndim && t->ndim >= 0; d++)
+        lenient = inf->dims[d] >= 0 && t->dims[d] >= 0 && inf->dims[d] != t->dims[d];
+    if (lenient) {
         char a[160], b[160];
-        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                              "output '%s' is declared %s (rank %d) but "
-                              "inferred %s (rank %d)",
-                              t->name, pl_dims_format(t->dims, t->ndim, a, sizeof a),
-                              (int)t->ndim,
-                              pl_dims_format(inf->dims, ndim, b, sizeof b),
-                              (int)ndim);
+        if (!pl_graph_note(ctx->g, "output '%s' of node '%s' is declared %s but inferred %s: "
+                                   "the inferred shape is used",
+                           t->name, ctx->node->name,
+                           pl_dims_format(t->dims, t->ndim, a, sizeof a),
+                           pl_dims_format(inf->dims, ndim, b, sizeof b)))
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory inferring types");
+        for (int32_t d = 0; d < ndim; d++) {
+            dims[d] = inf->dims[d];
+            params[d] = dims[d] < 0 ? inf->params[d] : NULL;
+        }
+        return pl_graph_set_type(ctx->g, tid, dtype, ndim, dims, params);
     }
     if (ndim < 0)
         ndim = t->ndim;
     for (int32_t d = 0; d < ndim; d++) {
         int64_t id = inf->ndim >= 0 ? inf->dims[d] : -1;
         int64_t dd = t->ndim >= 0 ? t->dims[d] : -1;
-        if (id >= 0 && dd >= 0 && id != dd) {
-            char a[160], b[160];
-            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                                  "output '%s' is declared %s but inferred %s "
-                                  "(dimension %d: %lld vs %lld)",
-                                  t->name,
-                                  pl_dims_format(t->dims, t->ndim, a, sizeof a),
-                                  pl_dims_format(inf->dims, inf->ndim, b, sizeof b),
-                                  (int)d, (long long)dd, (long long)id);
-        }
         dims[d] = id >= 0 ? id : dd;
         const char *dp = t->ndim >= 0 && t->dim_params ? t->dim_params[d] : NULL;
         if (dp == NULL && inf->ndim >= 0)
