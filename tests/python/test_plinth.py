@@ -973,6 +973,66 @@ class OnnxTest(unittest.TestCase):
         self.assertEqual(ops["DynamicQuantizeLinear"], 2, ops)
         self.assertEqual(ops["MatMul"], 0, ops)
 
+    def test_ms_dynamic_quant_lstm(self):
+        """com.microsoft DynamicQuantizeLSTM, as ONNX Runtime's
+        quantize_dynamic writes an LSTM (ddddocr's OCR model):
+        bidirectional, int8 W with a scale per column, uint8 R with a scale
+        and zero point per direction, a bias and initial states; lowered to
+        the float LSTM of the dequantized weights, against a numpy LSTM."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        rng = np.random.default_rng(9)
+        D, S, B, I, H = 2, 5, 2, 3, 4
+        wq = rng.integers(-127, 128, (D, I, 4 * H), dtype=np.int8)
+        ws = rng.uniform(0.002, 0.01, (D, 4 * H)).astype(np.float32)
+        rq = rng.integers(0, 256, (D, H, 4 * H), dtype=np.uint8)
+        rs = np.array([0.004, 0.006], np.float32)
+        rz = np.array([128, 120], np.uint8)
+        bias = (rng.standard_normal((D, 8 * H)) * 0.1).astype(np.float32)
+        consts = [nh.from_array(wq, "W"), nh.from_array(ws, "ws"),
+                  nh.from_array(np.zeros((D, 4 * H), np.int8), "wz"), nh.from_array(rq, "R"),
+                  nh.from_array(rs, "rs"), nh.from_array(rz, "rz"), nh.from_array(bias, "bias")]
+        node = h.make_node("DynamicQuantizeLSTM",
+                           ["x", "W", "R", "bias", "", "h0", "c0", "", "ws", "wz", "rs", "rz"],
+                           ["y", "yh", "yc"], domain="com.microsoft", hidden_size=H,
+                           direction="bidirectional")
+        graph = h.make_graph(
+            [node], "g", [h.make_tensor_value_info("x", T.FLOAT, [S, B, I]),
+                          h.make_tensor_value_info("h0", T.FLOAT, [D, B, H]),
+                          h.make_tensor_value_info("c0", T.FLOAT, [D, B, H])],
+            [h.make_tensor_value_info("y", T.FLOAT, [S, D, B, H]),
+             h.make_tensor_value_info("yh", T.FLOAT, [D, B, H]),
+             h.make_tensor_value_info("yc", T.FLOAT, [D, B, H])], consts)
+        path = save_ms_model(graph, "ms_dynq_lstm.onnx", 13)
+        x = rng.standard_normal((S, B, I)).astype(np.float32)
+        h0 = (rng.standard_normal((D, B, H)) * 0.5).astype(np.float32)
+        c0 = (rng.standard_normal((D, B, H)) * 0.5).astype(np.float32)
+
+        def sig(v):
+            return 1 / (1 + np.exp(-v))
+        y = np.zeros((S, D, B, H), np.float64)
+        yh, yc = np.zeros((D, B, H)), np.zeros((D, B, H))
+        for d in range(D):
+            w = (wq[d].astype(np.float64) * ws[d]).T            # [4H, I]
+            r = ((rq[d].astype(np.float64) - rz[d]) * rs[d]).T  # [4H, H]
+            hs, cs = h0[d].astype(np.float64), c0[d].astype(np.float64)
+            for t in (range(S) if d == 0 else range(S - 1, -1, -1)):
+                g = x[t] @ w.T + hs @ r.T + bias[d, :4 * H] + bias[d, 4 * H:]
+                gi, go, gf, gc = np.split(g, 4, axis=1)
+                cs = sig(gf) * cs + sig(gi) * np.tanh(gc)
+                hs = sig(go) * np.tanh(cs)
+                y[t, d] = hs
+            yh[d], yc[d] = hs, cs
+        with self.rt.load_model(path).session() as s:
+            out = s.run({"x": x, "h0": h0, "c0": c0})
+            ops = collections.Counter(p["op"] for p in s.describe()["placement"])
+        for name, ref in (("y", y), ("yh", yh), ("yc", yc)):
+            np.testing.assert_allclose(out[name], ref, rtol=1e-5, atol=1e-6, err_msg=name)
+        self.assertEqual(ops["LSTM"], 1, ops)
+
     def test_ms_fused_matmul_trans_batch(self):
         """com.microsoft FusedMatMul with transBatchA/B, as ONNX Runtime's
         ORT_ENABLE_EXTENDED level saves attention (a Transpose moving the

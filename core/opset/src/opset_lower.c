@@ -1790,6 +1790,58 @@ static pl_status *lw_head(lw *w, const char *a, int64_t axis, int64_t end, const
     return lw_node(w, "Slice", (const char *[]){a, st, en, ax}, 4, out, NULL);
 }
 
+/* One of DynamicQuantizeLSTM's weights, Q ([D, rows, 4H], int8 or uint8)
+ * with SCALE and ZP ("" when absent) one per direction ([D]) or per
+ * column ([D, 4H]), dequantized and transposed to LSTM's [D, 4H, rows]. */
+static pl_status *lw_dq_lstm_weight(lw *w, const char *q, const char *scale, const char *zp,
+                                    const char **out)
+{
+    const pl_graph_tensor *qt = lw_tensor(w, q), *st = lw_tensor(w, scale);
+    if (qt == NULL || st == NULL || qt->ndim != 3 || st->ndim < 1 || st->ndim > 2 ||
+        st->dims[0] < 0 || (st->ndim == 2 && st->dims[1] < 0))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a weight's scale must be of known shape "
+                                                "[num_directions] or [num_directions, "
+                                                "4*hidden_size]");
+    int64_t shape[3] = {st->dims[0], 1, st->ndim == 2 ? st->dims[1] : 1};
+    const char *f, *sc, *d;
+    PL_RETURN_IF_ERROR(lw_cast(w, q, 1, &f));
+    if (zp[0] != '\0') {
+        const char *zf, *z3;
+        PL_RETURN_IF_ERROR(lw_cast(w, zp, 1, &zf));
+        PL_RETURN_IF_ERROR(lw_reshape(w, zf, shape, 3, &z3));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Sub", f, z3, &f));
+    }
+    PL_RETURN_IF_ERROR(lw_reshape(w, scale, shape, 3, &sc));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", f, sc, &d));
+    return lw_perm(w, d, (const int64_t[]){0, 2, 1}, 3, out);
+}
+
+/* DynamicQuantizeLSTM(X, W, R, B, sequence_lens, initial_h, initial_c, P,
+ * W_scale, W_zero_point, R_scale, R_zero_point), what ONNX Runtime's
+ * quantize_dynamic makes of an LSTM (ddddocr's OCR model): the node
+ * becomes the float LSTM of its weights dequantized (constants: folding
+ * computes them once), its attributes and three outputs kept. ONNX
+ * Runtime also quantizes X and the hidden state as it runs, so results
+ * differ from its by about a quantization step. */
+static pl_status *lw_ms_dyn_quant_lstm(lw *w)
+{
+    const char *wf, *rf;
+    PL_RETURN_IF_ERROR(
+        lw_dq_lstm_weight(w, lw_input(w, 1), lw_input(w, 8), lw_input(w, 9), &wf));
+    PL_RETURN_IF_ERROR(
+        lw_dq_lstm_weight(w, lw_input(w, 2), lw_input(w, 10), lw_input(w, 11), &rf));
+    pl_tid tids[8];
+    size_t n_in = 3;
+    for (size_t i = 0; i < 8; i++) {
+        const char *name = i == 1 ? wf : i == 2 ? rf : lw_input(w, i);
+        tids[i] = name[0] != '\0' ? pl_graph_find_tensor(w->g, name) : PL_TID_NONE;
+        if (tids[i] != PL_TID_NONE)
+            n_in = i + 1;
+    }
+    PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, n_in));
+    return pl_graph_node_set_op(w->g, w->id, "", "LSTM");
+}
+
 /* The 4-bit values packed two to a byte in X (float, [D0, D1]: bytes),
  * low nibble first, as float [D0, 2 * D1]. */
 static pl_status *lw_nibbles(lw *w, const char *x, int64_t d0, int64_t d1, const char **out)
@@ -1927,6 +1979,7 @@ static const struct {
     {"com.microsoft", "MatMulIntegerToFloat", 0, lw_ms_matmul_int_to_float},
     {"com.microsoft", "DynamicQuantizeMatMul", 0, lw_ms_dyn_quant_matmul},
     {"com.microsoft", "MatMulNBits", 0, lw_ms_matmul_nbits},
+    {"com.microsoft", "DynamicQuantizeLSTM", 0, lw_ms_dyn_quant_lstm},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
