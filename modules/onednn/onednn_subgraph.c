@@ -4967,17 +4967,23 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
     return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
 }
 
+static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd);
+
 /* The fusion of (de)convolution N: its post-ops and the nodes they take
- * (odnn_follow over channel axis 1); 0 when out of memory. */
-static int odnn_fuse_conv(struct odnn_build *b, size_t n, int has_bias, struct odnn_fuse *f)
+ * (odnn_follow over channel axis 1; FUSE 2: all of them, 1: no residual
+ * sum, 0: none); 0 when out of memory. */
+static int odnn_fuse_conv(struct odnn_build *b, size_t n, int has_bias, struct odnn_fuse *f,
+                          int fuse)
 {
     memset(f, 0, sizeof *f);
     f->bias = f->residual = -1;
     f->out = odnn_out(b->v, n, 0);
+    f->no_residual = fuse < 2;
     if (dnnl_post_ops_create(&f->po) != dnnl_success)
         return 0;
     f->fused[f->n_fused++] = n;
-    odnn_follow(b, f, 1, has_bias);
+    if (fuse > 0)
+        odnn_follow(b, f, 1, has_bias);
     return 1;
 }
 
@@ -5157,7 +5163,7 @@ static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const str
                                        int src, int64_t bias_t)
 {
     const pl_graph_view *v = b->v;
-    const dnnl_memory_desc_t smd = b->c->values[src].md;
+    dnnl_memory_desc_t smd = b->c->values[src].md;
     dnnl_memory_desc_t plain, md1;
     const void *data = NULL;
     float *zeros = NULL;
@@ -5175,6 +5181,18 @@ static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const str
     dnnl_primitive_desc_t pd = NULL;
     int wi = -1;
     pl_status *st = odnn_epilogue_pd(b, n, f, &smd, &md1, &plain, &pd);
+    if (st == NULL && !odnn_is_plain(&smd) && odnn_pd_is_ref(pd)) {
+        /* a blocked source oneDNN's binary has only its reference kernel
+         * for (PP-OCR's detector head: one channel padded to a block of 8,
+         * 320x448: 21 ms): plain */
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        st = odnn_plain(b, src, (int64_t)n, &src);
+        if (st == NULL) {
+            smd = b->c->values[src].md;
+            st = odnn_epilogue_pd(b, n, f, &smd, &md1, &plain, &pd);
+        }
+    }
     if (st == NULL)
         st = odnn_weight(b, &md1, &plain, data, (int64_t)n, &wi);
     odnn_free(b->ctx, zeros);
@@ -5218,7 +5236,7 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
     struct odnn_fuse f;
     b->no_qdq_post = 1; /* the epilogue is a binary step: kept to what it serves */
-    int fused = odnn_fuse_conv(b, n, has_bias, &f);
+    int fused = odnn_fuse_conv(b, n, has_bias, &f, 2);
     b->no_qdq_post = 0;
     if (!fused)
         return odnn_oom();
@@ -5484,10 +5502,15 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     /* QDQ pairs after it join its post-ops (odnn_append_qdq); when only a
      * reference kernel takes that chain, again without them. */
     int may_qdq = 1;
+    /* 2: every post-op odnn_follow takes; when only oneDNN's reference
+     * kernel takes the chain (jit:avx2 has no swish followed by sum: a
+     * YOLOv8 bottleneck's 3x3 ran 40 ms as ref:any against 0.3 ms), again
+     * without the residual sum, then without post-ops. */
+    int fuse = 2;
     for (;;) {
         struct odnn_fuse f;
         b->no_qdq_post = !may_qdq;
-        int fused = odnn_fuse_conv(b, n, has_bias, &f);
+        int fused = odnn_fuse_conv(b, n, has_bias, &f, fuse);
         b->no_qdq_post = 0;
         if (!fused)
             return odnn_oom();
@@ -5558,6 +5581,12 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
             st = odnn_dnnl(ds, "convolution descriptor", v, (int64_t)n);
             if (st == NULL)
                 st = odnn_make_pd(b, &cd, f.po, n, &pd);
+            if (st == NULL && fuse > 0 && f.n_fused > 1 && odnn_pd_is_ref(pd)) {
+                dnnl_primitive_desc_destroy(pd);
+                dnnl_post_ops_destroy(f.po);
+                fuse = f.residual >= 0 ? 1 : 0;
+                continue;
+            }
         }
         if (dw.node >= 0)
             onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
@@ -7022,15 +7051,35 @@ static pl_status *odnn_softmax(struct odnn_build *b, size_t n, int src)
         pl_status *st = odnn_dnnl(ds, "softmax descriptor", v, (int64_t)n);
         if (st != NULL)
             return st;
-        if (tries > 0 || !odnn_desc_is_ref(b, &sd))
+        if (tries > 1 || !odnn_desc_is_ref(b, &sd))
             break;
         if (odnn_is_plain(&b->c->values[src].md)) {
             /* a permuted plain layout (a channels-last convolution's) */
             dnnl_memory_desc_t rm;
             dnnl_memory_desc_init_by_strides(&rm, b->c->values[src].md.ndims,
                                              b->c->values[src].md.dims, dnnl_f32, NULL);
-            if (dnnl_memory_desc_equal(&rm, &b->c->values[src].md))
-                break;
+            if (dnnl_memory_desc_equal(&rm, &b->c->values[src].md)) {
+                /* row-major, the axis not last: oneDNN 2.6 has only its
+                 * reference kernel (YOLOv8's distribution head, over 16
+                 * bins of [1, 16, 4, 8400]: 20 ms); a copy with the axis
+                 * innermost in memory runs its jit kernel */
+                int nd = rm.ndims;
+                dnnl_dims_t st_axis;
+                int64_t stride = rm.dims[axis];
+                st_axis[axis] = 1;
+                for (int d = nd - 1; d >= 0; d--) {
+                    if (d == axis)
+                        continue;
+                    st_axis[d] = stride;
+                    stride *= rm.dims[d];
+                }
+                dnnl_memory_desc_t am;
+                dnnl_memory_desc_init_by_strides(&am, nd, rm.dims, dnnl_f32, st_axis);
+                st = odnn_ensure(b, src, &am, (int64_t)n, &src);
+                if (st != NULL)
+                    return st;
+                continue;
+            }
             st = odnn_ensure(b, src, &rm, (int64_t)n, &src);
         } else {
             st = odnn_plain(b, src, (int64_t)n, &src);

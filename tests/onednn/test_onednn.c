@@ -4721,6 +4721,72 @@ static void case_own_tanh(void)
     TH_CHECK(strstr(logs[1].text, "own Tanh") == NULL, "direct_conv = no used the own Tanh");
 }
 
+/* Patterns real exporters write where oneDNN 2.6 had only its reference
+ * kernels, each against the cpu module, and no reference kernel runs:
+ * - YOLOv8's bottleneck, a 3x3 convolution then SiLU then the residual
+ *   Add (jit:avx2 takes no swish followed by sum: 40 ms as ref:any);
+ * - its distribution head's Softmax over axis 1 of [1, 16, 4, N], read
+ *   through a Transpose (row-major, the axis not last: ref:any, 20 ms);
+ * - PP-OCR's detector head, a ConvTranspose to one channel and its bias
+ *   (a binary of a blocked one-channel source: ref:any, 21 ms). */
+static void case_no_ref_kernels(void)
+{
+    int saved;
+    const char *vpath = verbose_begin(&saved);
+    struct mb m = {.seed = 73};
+    int64_t xs[] = {1, 32, 20, 20};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "cv1", "x", "c1", 32, 32, 1, 1, 1);
+    mb_node(&m, "sig1", "Sigmoid", "\"c1\"", "g1", "");
+    mb_node(&m, "silu1", "Mul", "\"c1\",\"g1\"", "a1", "");
+    mb_node(&m, "split", "Split", "\"a1\"", "s0\",\"s1", "\"axis\":{\"int\":1}");
+    mb_conv(&m, "cv2", "s1", "c2", 16, 16, 3, 1, 1);
+    mb_node(&m, "sig2", "Sigmoid", "\"c2\"", "g2", "");
+    mb_node(&m, "silu2", "Mul", "\"c2\",\"g2\"", "a2", "");
+    mb_node(&m, "res", "Add", "\"s1\",\"a2\"", "r", "");
+    mb_node(&m, "cat", "Concat", "\"s0\",\"r\"", "k", "\"axis\":{\"int\":1}");
+    mb_conv(&m, "cv3", "k", "y", 32, 8, 1, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 8, 20, 20};
+    compare(mb_write(&m), 4, xs, 4, ys, (const char *[]){"cv2", "res", NULL});
+
+    struct mb m2 = {.seed = 79};
+    int64_t xs2[] = {1, 64, 40};
+    mb_input(&m2, "x", 3, xs2);
+    mb_shape(&m2, "bins", 4, (int64_t[]){1, 4, 16, 40});
+    mb_node(&m2, "rs", "Reshape", "\"x\",\"bins\"", "b4", "");
+    mb_node(&m2, "tr", "Transpose", "\"b4\"", "t", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(&m2, "sm", "Softmax", "\"t\"", "y", "\"axis\":{\"int\":1}");
+    m2.outputs[m2.n_outputs++] = "y";
+    int64_t ys2[] = {1, 16, 4, 40};
+    compare(mb_write(&m2), 3, xs2, 4, ys2, (const char *[]){"sm", NULL});
+
+    struct mb m3 = {.seed = 83};
+    int64_t xs3[] = {1, 8, 20, 28};
+    mb_input(&m3, "x", 4, xs3);
+    mb_conv(&m3, "c", "x", "a", 8, 8, 3, 1, 1);
+    mb_const(&m3, "wt", 4, (int64_t[]){8, 1, 2, 2}, NULL, 0.3f);
+    mb_const(&m3, "bt", 1, (int64_t[]){1}, NULL, 0.5f);
+    mb_node(&m3, "up", "ConvTranspose", "\"a\",\"wt\",\"bt\"", "y",
+            "\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}");
+    m3.outputs[m3.n_outputs++] = "y";
+    int64_t ys3[] = {1, 1, 40, 56};
+    compare(mb_write(&m3), 4, xs3, 4, ys3, (const char *[]){"up", NULL});
+
+    FILE *f = verbose_end(saved, vpath);
+    char line[2048];
+    int runs = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "onednn_verbose,exec,", 20) != 0)
+            continue;
+        runs++;
+        TH_CHECK(strstr(line, ",ref:any,") == NULL && strstr(line, ",ref,") == NULL,
+                 "a reference kernel ran: %s", line);
+    }
+    fclose(f);
+    TH_CHECK(runs > 0, "ONEDNN_VERBOSE printed no execution");
+}
+
 /* Small products on the module's own kernel (onednn_smm.c) where its own
  * kernels run, against the cpu module:
  * - attention of 3 heads of 8 over 5 positions: Q, K and V products by
@@ -4830,6 +4896,7 @@ int main(int argc, char **argv)
         {"own_resize", case_own_resize},
         {"own_tanh", case_own_tanh},
         {"own_matmul", case_own_matmul},
+        {"no_ref_kernels", case_no_ref_kernels},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
         {"grouped_no_gemm", case_grouped_no_gemm},
