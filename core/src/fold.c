@@ -18,7 +18,8 @@
  * node whose output is larger than 1 MiB, more than twice its inputs and
  * has more elements than its largest input (Expand, Tile, ConstantOfShape
  * would trade a small model for a large one; a DequantizeLinear of int8
- * weights only widens them). When the folding session cannot be made or run, the graph stays
+ * weights only widens them), unless every reader takes it as a layer's
+ * weights. When the folding session cannot be made or run, the graph stays
  * as it was and the description says why: folding is an optimisation, not
  * a reason to refuse a model. Out of memory is the exception: the load
  * fails with it, as it would anywhere else. */
@@ -57,6 +58,48 @@ static size_t pl_fold_elems(const pl_graph_tensor *t)
     for (int32_t d = 0; d < t->ndim; d++)
         n *= (size_t)t->dims[d];
     return n;
+}
+
+/* Whether every reader of T reads it as a layer's parameters (a Conv's or
+ * Gemm's weights and bias, a MatMul's B, a normalisation's scale, a
+ * recurrent layer's weights), or is arithmetic or a reshape whose result
+ * is read so (a BatchNormalization folded into the weights multiplies
+ * them first), DEPTH levels deep at most: the backends that need those
+ * constant keep them as constants anyway, in their own layouts. */
+static bool pl_fold_weights_only(const pl_graph *g, pl_tid t, int depth)
+{
+    static const char *const through[] = {"Mul", "Add", "Sub", "Div", "Reshape", "Transpose",
+                                          "Cast", "Unsqueeze", "Squeeze", "Identity"};
+    static const struct {
+        const char *op;
+        unsigned inputs; /* bit k: input k is a parameter */
+    } params[] = {
+        {"Conv", 0x6}, {"ConvTranspose", 0x6}, {"Gemm", 0x6}, {"MatMul", 0x2},
+        {"BatchNormalization", 0x1e}, {"InstanceNormalization", 0x6},
+        {"LayerNormalization", 0x6}, {"PRelu", 0x2}, {"LSTM", 0x8e}, {"GRU", 0xe},
+        {"RNN", 0xe},
+    };
+    const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+    if (gt->n_consumers == 0)
+        return false;
+    for (size_t c = 0; c < gt->n_consumers; c++) {
+        const pl_graph_node *n = pl_graph_get_node(g, gt->consumers[c]);
+        bool passes = false;
+        for (size_t k = 0; depth > 0 && n->domain[0] == '\0' && k < sizeof through / sizeof *through; k++)
+            passes = passes || strcmp(n->op, through[k]) == 0;
+        if (passes && n->n_outputs == 1 && n->outputs[0] != PL_TID_NONE &&
+            !pl_graph_get_tensor(g, n->outputs[0])->is_output &&
+            pl_fold_weights_only(g, n->outputs[0], depth - 1))
+            continue;
+        unsigned mask = 0;
+        for (size_t k = 0; k < sizeof params / sizeof *params; k++)
+            if (n->domain[0] == '\0' && strcmp(n->op, params[k].op) == 0)
+                mask = params[k].inputs;
+        for (size_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] == t && (k >= 32 || !(mask & (1u << k))))
+                return false;
+    }
+    return true;
 }
 
 /* Whether node N can be folded, given which tensors are (or will be)
@@ -102,8 +145,17 @@ static bool pl_fold_node(const pl_graph *g, const pl_graph_node *n, const bool *
      * DequantizeLinear of a QDQ model's int8 weights (4x its bytes) was
      * computed on every run and kept its Conv off onednn (resnet18 at
      * 224x224: 39 ms a run against ONNX Runtime's 4.5). */
-    return out_bytes <= ((size_t)1 << 20) || out_bytes <= 2 * in_bytes ||
-           (in_elems > 0 && out_elems <= in_elems);
+    if (out_bytes <= ((size_t)1 << 20) || out_bytes <= 2 * in_bytes ||
+        (in_elems > 0 && out_elems <= in_elems))
+        return true;
+    /* A large expansion read only as weights (the onnx package's "light"
+     * model-zoo copies make every layer's weights with ConstantOfShape:
+     * left in, they kept ResNet-50's convolutions off onednn, 2.7x ONNX
+     * Runtime's time) */
+    for (size_t o = 0; o < n->n_outputs; o++)
+        if (n->outputs[o] != PL_TID_NONE && !pl_fold_weights_only(g, n->outputs[o], 4))
+            return false;
+    return true;
 }
 
 /* Marks in NAMED the tensors of G that a body under GRAPH names (GRAPH is

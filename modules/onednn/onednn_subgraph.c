@@ -3122,7 +3122,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
         "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM", "InstanceNormalization",
-        "Expand", "Tile", "Pad"};
+        "Expand", "Tile", "Pad", "LRN"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -3283,6 +3283,14 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         }
         return 1;
     }
+    if (strcmp(op, "LRN") == 0) {
+        /* across channels, a window oneDNN centres as ONNX does (odd) */
+        if (x.ndim < 3 || x.ndim > 5 || odnn_attr_int(v, n, "size", 0) % 2 != 1) {
+            odnn_reason(reason, op, "a 3-D to 5-D source and an odd size are supported");
+            return 0;
+        }
+        return 1;
+    }
     if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) {
         int64_t axis = odnn_attr_int(v, n, "axis", g->node_opset(v, n) >= 13 ? -1 : 1);
         if (axis < 0)
@@ -3412,7 +3420,7 @@ enum odnn_step_kind {
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
-    ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM
+    ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN
 };
 
 struct odnn_step {
@@ -7025,6 +7033,33 @@ static pl_status *odnn_lnorm_pattern(struct odnn_build *b, size_t n, const struc
     return NULL;
 }
 
+/* LRN across channels (AlexNet, GoogLeNet, ZFNet: Caffe's models) as
+ * oneDNN's lrn, whose alpha is divided by the window as ONNX's is, on the
+ * source's layout (its jit kernels take the channel-blocked one), else on
+ * a plain copy when only its reference kernel takes that layout. */
+static pl_status *odnn_lrn(struct odnn_build *b, size_t n, int src)
+{
+    const pl_graph_view *v = b->v;
+    float alpha = (float)odnn_attr_float(v, n, "alpha", 1e-4);
+    float beta = (float)odnn_attr_float(v, n, "beta", 0.75);
+    float bias = (float)odnn_attr_float(v, n, "bias", 1.0);
+    int64_t size = odnn_attr_int(v, n, "size", 1);
+    dnnl_lrn_desc_t ld;
+    for (int tries = 0;; tries++) {
+        pl_status *st = odnn_dnnl(dnnl_lrn_forward_desc_init(
+                                      &ld, dnnl_forward_inference, dnnl_lrn_across_channels,
+                                      &b->c->values[src].md, size, alpha, beta, bias),
+                                  "lrn descriptor", v, (int64_t)n);
+        if (st != NULL)
+            return st;
+        if (tries > 0 || !odnn_desc_is_ref(b, &ld))
+            break;
+        if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+            return st;
+    }
+    return odnn_simple(b, n, ODNN_S_LRN, &ld, src, odnn_out(v, n, 0), NULL, NULL, 0);
+}
+
 /* Softmax, or LogSoftmax (softmax_v2's log algorithm), on the source's
  * layout unless oneDNN takes that only with its reference kernel (a
  * channel-blocked one, or channels-last over the last axis): then on a
@@ -9325,6 +9360,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_lnorm(b, n, src);
     if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0)
         return odnn_softmax(b, n, src);
+    if (strcmp(op, "LRN") == 0)
+        return odnn_lrn(b, n, src);
     if (odnn_reduce_alg(op) != 0 && !noop_reduce)
         return odnn_reduce(b, n, op, src);
     if (strcmp(op, "Split") == 0)
@@ -9815,7 +9852,7 @@ static double odnn_now_ms(void)
                                  32: swish and sigmoid in the direct
                                      kernel's epilogue;
                                  33: small products on the module's own
-                                     kernel (ODNN_S_SMM) */
+                                     kernel (ODNN_S_SMM), LRN (ODNN_S_LRN) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
