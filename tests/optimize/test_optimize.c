@@ -613,6 +613,77 @@ static void case_dequantized_weights_folded(void)
         TH_CHECK(got[i] == want[i], "y[%d] = %g folded, %g not", i, got[i], want[i]);
 }
 
+/* Weights made by an expansion (the onnx package's model-zoo copies make
+ * every layer's with ConstantOfShape): 2 MiB of f32 from a shape, over the
+ * bounds that keep an expansion in the graph, are folded when every reader
+ * takes them as weights, here a MatMul's B directly (w1) and through a Mul
+ * (w2, the way a folded BatchNormalization scales them); an expansion an
+ * activation reads (e, added to x) stays. y is what optimize = none
+ * gives. */
+static void case_expanded_weights_folded(void)
+{
+    const char *path = write_model(
+        "expw.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1024,512]}],"
+        "\"nodes\":["
+        "{\"name\":\"ks\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"shp\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[2],"
+        "\"values\":[512,1024]}}}},"
+        "{\"name\":\"ke\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"eshp\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[2],"
+        "\"values\":[1024,512]}}}},"
+        "{\"name\":\"kh\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"half\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],"
+        "\"values\":[0.5]}}}},"
+        "{\"name\":\"w1\",\"op\":\"ConstantOfShape\",\"inputs\":[\"shp\"],\"outputs\":[\"a\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1],"
+        "\"values\":[0.01]}}}},"
+        "{\"name\":\"w2\",\"op\":\"ConstantOfShape\",\"inputs\":[\"shp\"],\"outputs\":[\"b0\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1],"
+        "\"values\":[0.02]}}}},"
+        "{\"name\":\"scale\",\"op\":\"Mul\",\"inputs\":[\"b0\",\"half\"],\"outputs\":[\"b\"]},"
+        "{\"name\":\"e\",\"op\":\"ConstantOfShape\",\"inputs\":[\"eshp\"],\"outputs\":[\"e1\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1],"
+        "\"values\":[0.25]}}}},"
+        "{\"name\":\"pe\",\"op\":\"Add\",\"inputs\":[\"x\",\"e1\"],\"outputs\":[\"xe\"]},"
+        "{\"name\":\"mm1\",\"op\":\"MatMul\",\"inputs\":[\"xe\",\"a\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"mm2\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"b\"],\"outputs\":[\"q\"]},"
+        "{\"name\":\"sum\",\"op\":\"Add\",\"inputs\":[\"p\",\"q\"],\"outputs\":[\"y\"]}"
+        "]}");
+    static float x[1024 * 512], want[1024 * 1024], got[1024 * 1024];
+    for (int i = 0; i < 1024 * 512; i++)
+        x[i] = 0.125f * (float)(i % 9) - 0.5f;
+    float *outs[2] = {want, got};
+    const char *levels[2] = {"none", "all"};
+    for (int k = 0; k < 2; k++) {
+        pl_runtime *rt = runtime_with(levels[k], "cpu");
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        if (k == 1) {
+            json_t *root = describe(s);
+            TH_CHECK(!placed(root, "w1") && !placed(root, "w2") && !placed(root, "scale"),
+                     "the weights' expansions were not folded");
+            TH_CHECK(placed(root, "e"), "the expansion an activation reads was folded");
+            json_decref(root);
+        }
+        pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x,
+                                            .ndim = 2, .dtype = PL_DTYPE_F32,
+                                            .shape = (int64_t[]){1024, 512}}};
+        pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = outs[k],
+                                             .ndim = 2, .dtype = PL_DTYPE_F32,
+                                             .shape = (int64_t[]){1024, 1024}}};
+        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+    for (int i = 0; i < 1024 * 1024; i++)
+        TH_CHECK(got[i] == want[i], "y[%d] = %g folded, %g not", i, got[i], want[i]);
+}
+
 /* The constant Transpose and Cast run once at load, on a module; y is
  * what optimize = none gives; the Expand stays; the MatMul, whose weights
  * are now a constant, and the Add of the folded bias are one Gemm, and
@@ -2112,6 +2183,8 @@ int main(int argc, char **argv)
         {"body_reference_kept", case_body_reference_kept},
         {"config", case_config},
         {"constants_folded", case_constants_folded},
+        {"expanded_weights_folded", case_expanded_weights_folded},
+    {"expanded_weights_folded", case_expanded_weights_folded},
         {"dequantized_weights_folded", case_dequantized_weights_folded},
         {"qdq_conv_fused", case_qdq_conv_fused},
         {"basic_does_not_fold", case_basic_does_not_fold},
