@@ -160,6 +160,14 @@ int32_t pl_program_value_of(const pl_program *p, pl_tid t, int32_t dev)
     return -1;
 }
 
+int32_t pl_program_output_value(const pl_program *p, pl_tid t)
+{
+    for (int32_t v = p->first_value[t]; v >= 0; v = p->values[v].next)
+        if (p->values[v].dev == p->io_dev && p->values[v].kind == PL_VAL_OUTPUT)
+            return v;
+    return -1;
+}
+
 /* A new value of tensor ORIG (PL_TID_NONE: a workspace) on DEV, chained to
  * the tensor's other values. */
 static pl_status *pl_prog_new_value(pl_program *p, pl_tid orig, int32_t dev,
@@ -618,11 +626,17 @@ static pl_status *pl_prog_lower_outputs(pl_program *p)
     for (size_t i = 0; i < pl_graph_output_count(g); i++) {
         pl_tid t = pl_graph_output(g, i);
         const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
-        if (gt->is_input || gt->data != NULL)
-            return pl_status_create(PL_CODE_UNSUPPORTED,
-                                    "graph output '%s' is also a graph input or "
-                                    "a constant; such models are not supported yet",
-                                    gt->name);
+        if (pl_program_output_value(p, t) >= 0)
+            continue;
+        if (gt->is_input || gt->data != NULL) {
+            /* a graph input passed through, or a constant: copied into
+             * the caller's output buffer, as ONNX Runtime returns them */
+            int32_t src = gt->is_input ? pl_program_value_of(p, t, p->io_dev) : -1, v;
+            if (src < 0)
+                PL_RETURN_IF_ERROR(pl_prog_value_on(p, t, 0, &src));
+            PL_RETURN_IF_ERROR(pl_prog_copy(p, src, p->io_dev, PL_VAL_OUTPUT, &v));
+            continue;
+        }
         if (pl_program_value_of(p, t, p->io_dev) >= 0)
             continue;
         int32_t home = pl_prog_home_of(p, t);

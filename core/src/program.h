@@ -161,6 +161,10 @@ void pl_program_destroy(pl_program *p);
 
 /* The value of tensor T on device DEV, or -1. */
 int32_t pl_program_value_of(const pl_program *p, pl_tid t, int32_t dev);
+/* The value the caller's output buffer for tensor T is bound to (kind
+ * PL_VAL_OUTPUT on the I/O device), or -1: for a graph output that is also
+ * a graph input, a different value from the input's. */
+int32_t pl_program_output_value(const pl_program *p, pl_tid t);
 
 /* "copy" for copies, "control" for control flow, else the step's module
  * name. */

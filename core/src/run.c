@@ -546,8 +546,8 @@ static pl_status *pl_run_find_outputs(const pl_program *p, const pl_io *outputs,
     for (size_t i = 0; i < n_outputs; i++) {
         pl_tid t = outputs[i].name ? pl_graph_find_tensor(p->g, outputs[i].name)
                                    : PL_TID_NONE;
-        int32_t v = t != PL_TID_NONE ? pl_program_value_of(p, t, p->io_dev) : -1;
-        if (v < 0 || p->values[v].kind != PL_VAL_OUTPUT)
+        int32_t v = t != PL_TID_NONE ? pl_program_output_value(p, t) : -1;
+        if (v < 0)
             return pl_status_create(PL_CODE_NOT_FOUND, "the model has no output named '%s'",
                                     outputs[i].name ? outputs[i].name : "(null)");
         out_value[i] = v;

@@ -973,6 +973,36 @@ class OnnxTest(unittest.TestCase):
         self.assertEqual(ops["DynamicQuantizeLinear"], 2, ops)
         self.assertEqual(ops["MatMul"], 0, ops)
 
+    def test_outputs_input_and_constant(self):
+        """Graph outputs that are a graph input passed through, or a
+        constant, as exporters leave them (a model returning its input
+        beside its result, a constant score table), are copied into the
+        caller's outputs as ONNX Runtime returns them; also a graph of no
+        nodes at all."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        c = np.array([1.5, -2, 3], np.float32)
+        g = h.make_graph([h.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                         [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [2, 3]),
+                          h.make_tensor_value_info("x", T.FLOAT, [2, 3]),
+                          h.make_tensor_value_info("c", T.FLOAT, [3])],
+                         [nh.from_array(c, "c")])
+        path = save_ms_model(g, "io_outputs.onnx", 13)
+        x = np.array([[1, -1, 2], [-3, 4, -5]], np.float32)
+        with self.rt.load_model(path).session() as s:
+            out = s.run({"x": x})
+        np.testing.assert_array_equal(out["y"], np.maximum(x, 0))
+        np.testing.assert_array_equal(out["x"], x)
+        np.testing.assert_array_equal(out["c"], c)
+        g = h.make_graph([], "empty", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                         [h.make_tensor_value_info("x", T.FLOAT, [2, 3])])
+        with self.rt.load_model(save_ms_model(g, "io_empty.onnx", 13)).session() as s:
+            np.testing.assert_array_equal(s.run({"x": x})["x"], x)
+
     def test_ms_dynamic_quant_lstm(self):
         """com.microsoft DynamicQuantizeLSTM, as ONNX Runtime's
         quantize_dynamic writes an LSTM (ddddocr's OCR model):
