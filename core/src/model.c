@@ -180,6 +180,11 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                     break; /* its types did not infer: noted, kept */
             }
             if (st == NULL)
+                st = pl_graph_sum_to_adds(m->graph, &next, &m->rewrites);
+            if (st == NULL && next != NULL)
+                st = pl_model_adopt(rt, m, next, "Sum: left as it is");
+            next = NULL;
+            if (st == NULL)
                 st = pl_graph_sink_transposes(m->graph, &next, &m->rewrites);
             if (st == NULL && next != NULL)
                 st = pl_model_adopt(rt, m, next, "layout: Transposes left as they are");

@@ -318,6 +318,81 @@ pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewri
     return NULL;
 }
 
+/* ---- Sum as Adds ------------------------------------------------------------ */
+
+/* Whether node N is a Sum this pass rewrites: default domain, one input or
+ * more, every one present and of a float type. */
+static bool pl_opt_sum_rewrites(const pl_graph *g, const pl_graph_node *n)
+{
+    if (strcmp(n->op, "Sum") != 0 || n->domain[0] != '\0' || n->n_formal_inputs == 0 ||
+        n->n_outputs != 1)
+        return false;
+    for (size_t i = 0; i < n->n_formal_inputs; i++) {
+        if (n->inputs[i] == PL_TID_NONE)
+            return false;
+        pl_dtype d = pl_graph_get_tensor(g, n->inputs[i])->dtype;
+        if (d.lanes == 0 || (d.code != PL_TYPE_FLOAT && d.code != PL_TYPE_BFLOAT))
+            return false;
+    }
+    return true;
+}
+
+pl_status *pl_graph_sum_to_adds(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    size_t sums = 0;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++)
+        sums += pl_opt_sum_rewrites(g, pl_graph_get_node(g, (pl_nid)i));
+    if (sums == 0)
+        return NULL;
+    pl_graph *c = NULL;
+    pl_status *st = pl_graph_copy(g, &c);
+    for (size_t i = 0; st == NULL && i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        if (!pl_opt_sum_rewrites(g, n))
+            continue;
+        size_t count = n->n_formal_inputs;
+        pl_tid acc = n->inputs[0];
+        for (size_t k = 1; st == NULL && k + 1 < count; k++) {
+            char node_name[300], out_name[300];
+            snprintf(node_name, sizeof node_name, "%s/add%zu", n->name, k);
+            snprintf(out_name, sizeof out_name, "%s/partial%zu", n->name, k);
+            if (pl_graph_find_node(c, node_name) != PL_NID_NONE ||
+                pl_graph_find_tensor(c, out_name) != PL_TID_NONE) {
+                st = pl_status_create(PL_CODE_UNSUPPORTED, "Sum '%s': the names it would take "
+                                                           "are taken", n->name);
+                break;
+            }
+            const char *ins[2] = {pl_graph_get_tensor(c, acc)->name,
+                                  pl_graph_get_tensor(c, n->inputs[k])->name};
+            const char *outs[1] = {out_name};
+            st = pl_graph_add_node(c, node_name, "Add", "", ins, 2, outs, 1, NULL);
+            if (st == NULL)
+                acc = pl_graph_find_tensor(c, out_name);
+        }
+        pl_tid last[2] = {acc, n->inputs[count - 1]};
+        if (st == NULL)
+            st = pl_graph_node_set_inputs(c, (pl_nid)i, count == 1 ? last + 1 : last,
+                                          count == 1 ? 1 : 2);
+        if (st == NULL)
+            st = pl_graph_node_set_op(c, (pl_nid)i, "", count == 1 ? "Identity" : "Add");
+        if (st == NULL && !pl_rewrites_add(rewrites, "Sum '%s' of %zu input%s became %s%s",
+                                           n->name, count, count == 1 ? "" : "s",
+                                           count == 1 ? "an Identity" : count == 2 ? "an Add"
+                                                                                   : "Adds",
+                                           count > 2 ? ", left to right" : ""))
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+    }
+    if (st == NULL)
+        st = pl_graph_validate(c);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 /* ---- Pad folded into the Conv or AveragePool after it --------------------- */
 
 /* The constant i64 vector tensor T as *OUT (at most 16 values): its length,

@@ -66,6 +66,14 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
  * contract as pl_graph_optimize; the caller infers types again. */
 pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
 
+/* Every Sum of float inputs as Adds, left to right (one input: an
+ * Identity): Caffe2-era models write every residual connection as Sum,
+ * which a backend with Add but no variadic Sum (onednn) refused, so a
+ * ResNet became a subgraph per block. Exact: Sum broadcasts as Add does
+ * from opset 8 and took equal shapes before. Same contract as
+ * pl_graph_optimize; the caller infers types again. */
+pl_status *pl_graph_sum_to_adds(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
+
 /* An f16 graph computed in f32 between Casts at its edges (widen.c):
  * f16 inputs and constants cast to f32, f16 outputs cast back. Same
  * contract as pl_graph_optimize; the caller infers types again. */

@@ -1878,22 +1878,6 @@ static void case_lowered_ops(void)
         FAIL("Gelu was not expanded into Div, Erf, Add, Mul, Mul ending at the node");
     pl_graph_destroy(g);
 
-    /* Sum as Adds, left to right, broadcasting as Add does; one input an
-     * Identity */
-    g = oh_new_graph("Sum of three becomes two Adds", 13);
-    oh_input(g, "a", F32, D(2, 3));
-    oh_input(g, "b", F32, D(3));
-    oh_input(g, "c", F32, D(1, 3));
-    oh_node(g, "sum", "Sum", "a,b,c", "y");
-    oh_node(g, "one", "Sum", "a", "z");
-    OK(oh_run(g));
-    oh_check_tensor(g, "y", F32, D(2, 3));
-    oh_check_tensor(g, "z", F32, D(2, 3));
-    if (op_count(g, "Sum") != 0 || op_count(g, "Add") != 2 || op_count(g, "Identity") != 1 ||
-        strcmp(pl_graph_get_node(g, pl_graph_find_node(g, "sum"))->op, "Add") != 0)
-        FAIL("Sum was not lowered into Add(Add(a, b), c) ending at the node");
-    pl_graph_destroy(g);
-
     g = oh_new_graph("Gelu 17 has no schema", 17);
     oh_input(g, "x", F32, D(2, 3));
     oh_node(g, "gelu", "Gelu", "x", "y");

@@ -684,6 +684,63 @@ static void case_expanded_weights_folded(void)
         TH_CHECK(got[i] == want[i], "y[%d] = %g folded, %g not", i, got[i], want[i]);
 }
 
+/* Sum as Adds (Caffe2-era residual connections): three inputs that
+ * broadcast become Add(Add(a, b), c), one input an Identity, listed in the
+ * description; y and z are what optimize = none gives (the cpu module's
+ * Sum). */
+static void case_sum_to_adds(void)
+{
+    const char *path = write_model(
+        "sums.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"a\",\"b\",\"c\"],\"outputs\":[\"y\",\"z\"],"
+        "\"tensors\":[{\"name\":\"a\",\"dtype\":\"f32\",\"shape\":[2,3]},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[3]},"
+        "{\"name\":\"c\",\"dtype\":\"f32\",\"shape\":[2,1]}],"
+        "\"nodes\":["
+        "{\"name\":\"s3\",\"op\":\"Sum\",\"inputs\":[\"a\",\"b\",\"c\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"s1\",\"op\":\"Sum\",\"inputs\":[\"a\"],\"outputs\":[\"z\"]}]}");
+    float a[6] = {1, 2, 3, 4, 5, 6}, bv[3] = {0.5f, -1, 2}, cv[2] = {10, -10};
+    float y[2][6], z[2][6];
+    const char *levels[2] = {"none", "all"};
+    for (int k = 0; k < 2; k++) {
+        pl_runtime *rt = runtime_with(levels[k], "cpu");
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        if (k == 1) {
+            json_t *root = describe(s);
+            char *text = json_dumps(root, 0);
+            TH_CHECK(text != NULL && strstr(text, "Sum 's3' of 3 inputs became Adds") != NULL &&
+                         strstr(text, "Sum 's1' of 1 input became an Identity") != NULL,
+                     "the description does not list the Sums rewritten: %s", text);
+            free(text);
+            json_decref(root);
+        }
+        pl_io in[3] = {
+            {.name = "a", .tensor = {.struct_size = sizeof(pl_tensor), .data = a, .ndim = 2,
+                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}},
+            {.name = "b", .tensor = {.struct_size = sizeof(pl_tensor), .data = bv, .ndim = 1,
+                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){3}}},
+            {.name = "c", .tensor = {.struct_size = sizeof(pl_tensor), .data = cv, .ndim = 2,
+                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 1}}}};
+        pl_io out[2] = {
+            {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = y[k], .ndim = 2,
+                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}},
+            {.name = "z", .tensor = {.struct_size = sizeof(pl_tensor), .data = z[k], .ndim = 2,
+                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}}};
+        TH_CHECK_OK(pl_session_run(s, in, 3, out, 2));
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+    for (int i = 0; i < 6; i++) {
+        TH_CHECK(y[1][i] == y[0][i] && y[0][i] == a[i] + bv[i % 3] + cv[i / 3],
+                 "y[%d] = %g, none %g", i, y[1][i], y[0][i]);
+        TH_CHECK(z[1][i] == a[i] && z[0][i] == a[i], "z[%d] = %g", i, z[1][i]);
+    }
+}
+
 /* The constant Transpose and Cast run once at load, on a module; y is
  * what optimize = none gives; the Expand stays; the MatMul, whose weights
  * are now a constant, and the Add of the folded bias are one Gemm, and
@@ -2184,6 +2241,7 @@ int main(int argc, char **argv)
         {"config", case_config},
         {"constants_folded", case_constants_folded},
         {"expanded_weights_folded", case_expanded_weights_folded},
+        {"sum_to_adds", case_sum_to_adds},
     {"expanded_weights_folded", case_expanded_weights_folded},
         {"dequantized_weights_folded", case_dequantized_weights_folded},
         {"qdq_conv_fused", case_qdq_conv_fused},

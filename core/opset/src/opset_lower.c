@@ -1982,24 +1982,6 @@ static const struct {
     {"com.microsoft", "DynamicQuantizeLSTM", 0, lw_ms_dyn_quant_lstm},
 };
 
-/* Sum of N inputs as Adds, left to right (Caffe2's and old exporters'
- * residual connections: a backend with Add but no Sum, onednn, split a
- * ResNet into a subgraph per block); one input is an Identity. Exact: Sum
- * broadcasts as Add does from opset 8, and before that took equal shapes. */
-static pl_status *lw_sum(lw *w)
-{
-    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
-    size_t count = n->n_inputs;
-    if (count == 0)
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "Sum has no inputs");
-    if (count == 1)
-        return lw_become(w, "Identity", (const char *[]){lw_input(w, 0)}, 1);
-    const char *acc = lw_input(w, 0);
-    for (size_t i = 1; i + 1 < count; i++)
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", acc, lw_input(w, i), &acc));
-    return lw_become(w, "Add", (const char *[]){acc, lw_input(w, count - 1)}, 2);
-}
-
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
 static pl_status *lw_dequantize(lw *w) { return lw_quant(w, false); }
 
@@ -2030,8 +2012,6 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
     }
     if (domain[0] != '\0')
         return NULL;
-    if (strcmp(w.op, "Sum") == 0)
-        fn = lw_sum;
     if (version >= 19 && strcmp(w.op, "QuantizeLinear") == 0)
         fn = lw_quantize;
     if (version >= 19 && strcmp(w.op, "DequantizeLinear") == 0)
