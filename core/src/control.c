@@ -61,6 +61,10 @@ typedef struct ctl_body {
     ctl_out *outs;
     size_t n_sess_out;
     bool fixed_iter;      /* input 0 (Loop's iteration number) is a constant */
+    /* If: why this branch could not be planned, or NULL. The other branch
+     * was: this one is an error only when a run takes it (a branch for
+     * other shapes, say another sample rate's). */
+    char *unplanned;
 } ctl_body;
 
 typedef enum ctl_kind { CTL_IF, CTL_LOOP, CTL_SCAN } ctl_kind;
@@ -112,6 +116,7 @@ static void ctl_body_clear(ctl_body *b)
     pl_session_destroy(b->session);
     pl_free(b->cap_of);
     pl_free(b->outs);
+    pl_free(b->unplanned);
     memset(b, 0, sizeof *b);
 }
 
@@ -209,7 +214,9 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
     pl_status *st = b->cap_of ? NULL : ctl_oom(c);
     for (size_t t = 0; st == NULL && t < nt; t++) {
         const pl_graph_tensor *bt = pl_graph_get_tensor(body, (pl_tid)t);
-        if (!bt->is_outer)
+        /* (an enclosing graph's constant that inference lent the body,
+         * pl_graph_set_outer_constant: a constant of the copy too) */
+        if (!bt->is_outer || bt->data != NULL)
             continue;
         size_t k;
         if (!ctl_capture_index(c->g, n, bt->name, &k)) {
@@ -298,6 +305,10 @@ static pl_status *ctl_if_run(pl_control *c, const pl_tensor *in, pl_tensor *out,
     const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
     bool cond = *(const uint8_t *)ctl_ptr(&in[0]) != 0;
     const ctl_body *b = &c->bodies[cond ? 0 : 1];
+    if (b->unplanned != NULL)
+        return pl_status_create(PL_CODE_UNSUPPORTED, "%s: the condition took %s, which could "
+                                                     "not be planned: %s",
+                                c->label, cond ? "then_branch" : "else_branch", b->unplanned);
     for (size_t i = 0; i < n_out && i < b->n_out; i++) {
         size_t bytes;
         if (!ctl_tensor_bytes(&out[i], &bytes) || bytes != b->outs[i].bytes)
@@ -816,6 +827,23 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
         }
         c->n_bodies = i + 1;
         st = ctl_body_make(rt, c, names[i], body, &c->bodies[i], NULL);
+        /* An If branch that cannot be planned for these shapes (PyTorch's
+         * `if x.size(-1) == 1: x.squeeze(-1)` when it is not 1, a branch
+         * for another sample rate): kept as the reason, an error only if
+         * a run takes it; both unplanned is an error now. */
+        if (st != NULL && kind == CTL_IF && pl_status_code(st) != PL_CODE_OUT_OF_MEMORY &&
+            (i == 0 || c->bodies[0].unplanned == NULL)) {
+            ctl_body_clear(&c->bodies[i]);
+            c->bodies[i].unplanned = pl_strdup(pl_status_message(st));
+            if (c->bodies[i].unplanned != NULL) {
+                pl_status_free(st);
+                st = NULL;
+            }
+        }
+        if (st == NULL && kind == CTL_IF && i == 1 && c->bodies[0].unplanned != NULL &&
+            c->bodies[1].unplanned != NULL)
+            st = pl_status_create(PL_CODE_UNSUPPORTED, "%s: neither branch can be planned: %s",
+                                  c->label, c->bodies[0].unplanned);
         /* A Loop body that cannot be planned once may be when its
          * iteration number is known: plan it per iteration (iteration 0
          * now, the others on first use); keep the first error otherwise. */

@@ -353,6 +353,19 @@ pl_status *pl_graph_set_constant_ref(pl_graph *g, pl_tid id, const void *data,
     return NULL;
 }
 
+pl_status *pl_graph_set_outer_constant(pl_graph *g, pl_tid id, const void *data, size_t nbytes)
+{
+    if (id >= g->n_tensors || !g->valid || !g->tensors[id].is_outer)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "tensor %u is not an outer-scope "
+                                                          "reference of a validated body", id);
+    PL_RETURN_IF_ERROR(pl_graph_check_constant(g, id, nbytes));
+    static const char pl_empty_outer[1];
+    g->tensors[id].data = nbytes ? (void *)data : (void *)pl_empty_outer;
+    g->tensors[id].nbytes = nbytes;
+    g->tensors[id].data_borrowed = true;
+    return NULL; /* no producer, no consumer changes: still valid */
+}
+
 pl_status *pl_graph_set_constant_owned(pl_graph *g, pl_tid id, void *data, size_t nbytes)
 {
     pl_status *st = pl_graph_check_constant(g, id, nbytes);
@@ -958,6 +971,26 @@ static const char *pl_graph_free_name(const pl_graph *c, bool node, const char *
     }
 }
 
+/* Whether a body under G's nodes (at any depth) reads NAME from outside
+ * itself. */
+static bool pl_graph_bodies_read(const pl_graph *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (size_t k = 0; k < g->nodes[i].n_attrs; k++) {
+            const pl_attr *a = &g->nodes[i].attrs[k];
+            if (a->kind != PL_ATTR_GRAPH && a->kind != PL_ATTR_GRAPHS)
+                continue;
+            for (size_t b = 0; b < a->n; b++) {
+                const pl_graph *body = a->graphs[b];
+                pl_tid t = pl_graph_find_tensor(body, name);
+                if ((t != PL_TID_NONE && body->tensors[t].is_outer) ||
+                    pl_graph_bodies_read(body, name))
+                    return true;
+            }
+        }
+    return false;
+}
+
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
                                   pl_graph **out_graph)
 {
@@ -1015,13 +1048,13 @@ pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *b
     }
     /* A nested body names the tensors it reads: one renamed here would
      * resolve to the enclosing graph's tensor of its old name. */
-    for (size_t i = 0; st == NULL && renamed && i < body->n_nodes; i++)
-        for (size_t k = 0; st == NULL && k < body->nodes[i].n_attrs; k++)
-            if (body->nodes[i].attrs[k].kind == PL_ATTR_GRAPH ||
-                body->nodes[i].attrs[k].kind == PL_ATTR_GRAPHS)
-                st = pl_status_create(PL_CODE_UNSUPPORTED,
-                                      "a tensor of the branch is renamed (the graph has one of "
-                                      "its name) and a body inside the branch may read it");
+    for (size_t i = 0; st == NULL && renamed && i < body->n_tensors; i++)
+        if (strcmp(names[i], body->tensors[i].name) != 0 &&
+            pl_graph_bodies_read(body, body->tensors[i].name))
+            st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                  "tensor '%s' of the branch is renamed (the graph has one of "
+                                  "its name) and a body inside the branch reads it",
+                                  body->tensors[i].name);
     for (size_t i = 0; st == NULL && i < body->n_nodes; i++) {
         const pl_graph_node *b = &body->nodes[i];
         const char **ins = pl_calloc(b->n_formal_inputs ? b->n_formal_inputs : 1, sizeof *ins);

@@ -151,6 +151,10 @@ pl_status *pl_graph_keep_mapping(pl_graph *g, void *addr, size_t len);
 /* Makes DATA (NBYTES, a block of the graph's allocator) constant T's bytes,
  * owned by the graph from now on (freed with it, also on failure). */
 pl_status *pl_graph_set_constant_owned(pl_graph *g, pl_tid t, void *data, size_t nbytes);
+/* Gives outer-scope reference T of validated body G the bytes of the
+ * enclosing graph's constant (borrowed), which the body's inference then
+ * reads (opset_control.c); G stays validated. */
+pl_status *pl_graph_set_outer_constant(pl_graph *g, pl_tid t, const void *data, size_t nbytes);
 
 /* The record of constants read out of the model file (filedata.h), or
  * NULL. The graph that was read owns it; graphs copied or rewritten from it

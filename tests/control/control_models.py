@@ -384,6 +384,50 @@ def onnx_models():
     y0 = -x[:, :, 0]
     m["shape_if"] = (model, {"x": x}, {"y": y0 * y0 + np.array([0.5, -0.25, 1.0], np.float32),
                                        "h": np.maximum(x, 0)})
+
+    # runtime_if_then / _else: an If on an input's value (Silero VAD's
+    # sample rate) whose branches read integer constants of the graph (the
+    # dynamo exporter hoists a Pad's pads and a Reshape's shape out of
+    # them): their shapes are known only with those constants, and then
+    # agree, so the If is planned. The else branch holds an If on a shape
+    # whose untaken branch does not even hold for these shapes (a Squeeze
+    # of an axis of 6): only the branch a known condition takes is
+    # inferred.
+    sq_t = h.make_graph([h.make_node("Identity", ["x"], ["xi"], name="keep_x")], "keep", [],
+                        [h.make_value_info("xi", no_type)])
+    sq_e = h.make_graph([h.make_node("Squeeze", ["x", "one_axis"], ["xs"], name="bad_squeeze")],
+                        "squeeze", [], [h.make_value_info("xs", no_type)])
+    rt_then = h.make_graph(
+        [h.make_node("Pad", ["x", "pads"], ["p"], name="pad_t"),
+         h.make_node("Reshape", ["p", "shape3"], ["r"], name="reshape_t")],
+        "then", [], [h.make_value_info("r", no_type)])
+    rt_else = h.make_graph(
+        [h.make_node("Shape", ["x"], ["xshape"], name="xshape"),
+         h.make_node("Gather", ["xshape", "one"], ["cols"], name="cols", axis=0),
+         h.make_node("Equal", ["cols", "six"], ["is_six"], name="is_six"),
+         h.make_node("If", ["is_six"], ["q"], name="maybe_squeeze2", then_branch=sq_t,
+                     else_branch=sq_e),
+         h.make_node("Pad", ["q", "pads"], ["p2"], name="pad_e"),
+         h.make_node("Neg", ["p2"], ["n2"], name="neg_e"),
+         h.make_node("Reshape", ["n2", "shape3"], ["r2"], name="reshape_e")],
+        "else", [], [h.make_value_info("r2", no_type)])
+    g = h.make_graph(
+        [h.make_node("If", ["flag"], ["y"], name="by_flag", then_branch=rt_then,
+                     else_branch=rt_else)],
+        "runtime_if",
+        [h.make_tensor_value_info("x", f, [2, 6]),
+         h.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+        [h.make_tensor_value_info("y", f, None)],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], dtype=np.int64), "pads"),
+         numpy_helper.from_array(np.array([2, 4, 2], dtype=np.int64), "shape3"),
+         numpy_helper.from_array(np.array([1], dtype=np.int64), "one_axis"),
+         numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+         numpy_helper.from_array(np.array(6, dtype=np.int64), "six")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    x = rng.uniform(-1, 1, (2, 6)).astype(np.float32)
+    padded = np.pad(x, ((0, 0), (1, 1))).reshape(2, 4, 2)
+    m["runtime_if_then"] = (model, {"x": x, "flag": np.array(True)}, {"y": padded})
+    m["runtime_if_else"] = (model, {"x": x, "flag": np.array(False)}, {"y": -padded})
     return m
 
 

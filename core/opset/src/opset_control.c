@@ -103,8 +103,15 @@ static pl_status *ctl_infer_body(pl_infer_ctx *ctx, const char *attr, pl_graph *
         pl_tid o = pl_graph_find_tensor(g, bt->name);
         if (o == PL_TID_NONE)
             continue;
-        ctl_type ot = ctl_type_of(pl_graph_get_tensor(g, o));
+        const pl_graph_tensor *og = pl_graph_get_tensor(g, o);
+        ctl_type ot = ctl_type_of(og);
         PL_RETURN_IF_ERROR(pl_graph_set_type(body, (pl_tid)t, ot.dtype, ot.ndim, ot.dims, NULL));
+        /* an integer constant of the enclosing graph (a Pad's pads, a
+         * Reshape's shape, as the dynamo exporter hoists them out of the
+         * branches) is one in the body too: the shapes it decides are
+         * known there */
+        if (og->data != NULL && og->dtype.code == PL_TYPE_INT && og->nbytes <= 1024)
+            PL_RETURN_IF_ERROR(pl_graph_set_outer_constant(body, (pl_tid)t, og->data, og->nbytes));
     }
     const pl_graph_node *n = pl_infer_node(ctx);
     return pl_status_wrap(pl_opset_infer_body(pl_infer_opset(ctx), body),
@@ -135,13 +142,29 @@ static pl_status *if_infer(pl_infer_ctx *ctx)
     size_t n_out = pl_infer_output_count(ctx);
     pl_graph *br[2] = {ctl_body(ctx, "then_branch"), ctl_body(ctx, "else_branch")};
     const char *names[2] = {"then_branch", "else_branch"};
+    /* A condition known before the run (a comparison of shapes) takes one
+     * branch: only that one is inferred, and gives the outputs. The other
+     * may not even hold for these shapes (Silero VAD's 8 kHz path squeezes
+     * an axis that is 2 at 16 kHz, behind an If that only squeezes a 1). */
+    const int64_t *cv;
+    uint64_t cmask;
+    size_t cn;
+    int taken = -1;
+    if (pl_infer_known_ints(ctx, 0, &cv, &cmask, &cn) && cn == 1 && (cmask & 1))
+        taken = cv[0] != 0 ? 0 : 1;
     for (int b = 0; b < 2; b++) {
         PL_RETURN_IF_ERROR(ctl_arity(ctx, names[b], br[b], 0, n_out,
                                      "a branch takes no inputs and gives one output per "
                                      "output of the node"));
-        PL_RETURN_IF_ERROR(ctl_infer_body(ctx, names[b], br[b]));
+        if (taken < 0 || taken == b)
+            PL_RETURN_IF_ERROR(ctl_infer_body(ctx, names[b], br[b]));
     }
     for (size_t o = 0; o < n_out; o++) {
+        if (taken >= 0) {
+            ctl_type k = ctl_output(br[taken], o);
+            PL_RETURN_IF_ERROR(ctl_set(ctx, o, &k));
+            continue;
+        }
         ctl_type t = ctl_output(br[0], o), e = ctl_output(br[1], o);
         if (t.dtype.lanes != 0 && e.dtype.lanes != 0 && !PL_DTYPE_EQ(t.dtype, e.dtype))
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
@@ -150,12 +173,24 @@ static pl_status *if_infer(pl_infer_ctx *ctx)
         if (t.dtype.lanes == 0)
             t.dtype = e.dtype;
         /* The branch taken is known only when the node runs: a dim the
-         * branches disagree on is unknown. */
-        if (t.ndim != e.ndim)
+         * branches give different values is unknown. A dim (or rank) one
+         * branch leaves unknown takes the other's: the run checks that
+         * the branch it takes gives that (ctl_if_run); Silero VAD's 8 kHz
+         * branch, which a 16 kHz input makes unplannable, gave its shapes
+         * up, and its 16 kHz twin's were all known. */
+        if (t.ndim < 0) {
+            pl_dtype dt = t.dtype;
+            t = e;
+            t.dtype = dt;
+        } else if (e.ndim >= 0 && t.ndim != e.ndim) {
             t.ndim = -1;
-        for (int32_t d = 0; d < t.ndim; d++)
-            if (t.dims[d] != e.dims[d])
+        }
+        for (int32_t d = 0; d < t.ndim && e.ndim == t.ndim; d++) {
+            if (t.dims[d] < 0)
+                t.dims[d] = e.dims[d];
+            else if (e.dims[d] >= 0 && t.dims[d] != e.dims[d])
                 t.dims[d] = -1;
+        }
         PL_RETURN_IF_ERROR(ctl_set(ctx, o, &t));
     }
     return NULL;
