@@ -428,6 +428,25 @@ def onnx_models():
     padded = np.pad(x, ((0, 0), (1, 1))).reshape(2, 4, 2)
     m["runtime_if_then"] = (model, {"x": x, "flag": np.array(True)}, {"y": padded})
     m["runtime_if_else"] = (model, {"x": x, "flag": np.array(False)}, {"y": -padded})
+
+    # runtime_if_broken: an If on an input's value whose else branch does not
+    # hold for these shapes at all (a Reshape of 12 values to [3, 5]: Silero
+    # VAD's 8 kHz branch fed 16 kHz frames): the model loads, the then
+    # branch gives the types, and a run taking it is right.
+    bad_e = h.make_graph([h.make_node("Reshape", ["x", "shape35"], ["bad"], name="bad_reshape")],
+                         "bad_else", [], [h.make_value_info("bad", no_type)])
+    ok_t = h.make_graph([h.make_node("Relu", ["x"], ["ok"], name="relu_t")], "ok_then", [],
+                        [h.make_value_info("ok", no_type)])
+    g = h.make_graph(
+        [h.make_node("If", ["flag"], ["y"], name="by_flag", then_branch=ok_t,
+                     else_branch=bad_e)],
+        "runtime_if_broken",
+        [h.make_tensor_value_info("x", f, [2, 6]),
+         h.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+        [h.make_tensor_value_info("y", f, None)],
+        [numpy_helper.from_array(np.array([3, 5], dtype=np.int64), "shape35")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m["runtime_if_broken"] = (model, {"x": x, "flag": np.array(True)}, {"y": np.maximum(x, 0)})
     return m
 
 

@@ -152,12 +152,30 @@ static pl_status *if_infer(pl_infer_ctx *ctx)
     int taken = -1;
     if (pl_infer_known_ints(ctx, 0, &cv, &cmask, &cn) && cn == 1 && (cmask & 1))
         taken = cv[0] != 0 ? 0 : 1;
+    /* On a condition known only when it runs, a branch that does not
+     * hold for these shapes (Silero VAD's 8 kHz model fed 16 kHz frames:
+     * an LSTM then gets a rank-5 input) gives no types: the other branch
+     * does, and the control module refuses the broken one only if a run
+     * takes it. Both broken is an error. */
+    pl_status *broken[2] = {NULL, NULL};
     for (int b = 0; b < 2; b++) {
         PL_RETURN_IF_ERROR(ctl_arity(ctx, names[b], br[b], 0, n_out,
                                      "a branch takes no inputs and gives one output per "
                                      "output of the node"));
-        if (taken < 0 || taken == b)
-            PL_RETURN_IF_ERROR(ctl_infer_body(ctx, names[b], br[b]));
+        if (taken >= 0 && taken != b)
+            continue;
+        pl_status *st = ctl_infer_body(ctx, names[b], br[b]);
+        if (st != NULL && (taken >= 0 || pl_status_code(st) == PL_CODE_OUT_OF_MEMORY ||
+                           broken[0] != NULL)) {
+            pl_status_free(broken[0]);
+            return st;
+        }
+        broken[b] = st;
+    }
+    if (broken[0] != NULL || broken[1] != NULL) {
+        taken = broken[0] != NULL ? 1 : 0;
+        pl_status_free(broken[0]);
+        pl_status_free(broken[1]);
     }
     for (size_t o = 0; o < n_out; o++) {
         if (taken >= 0) {

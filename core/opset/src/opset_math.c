@@ -163,6 +163,23 @@ static pl_status *mo_infer_unary(pl_infer_ctx *ctx)
     return pl_infer_copy_input(ctx, 0, 0);
 }
 
+/* Not: X's type, and the known values negated (exporters write `if not
+ * x.dim() == 3` as Not of an Equal of Size of Shape: an If on it is decided
+ * before the run only when the Not is known). */
+static pl_status *mo_infer_not(pl_infer_ctx *ctx)
+{
+    PL_RETURN_IF_ERROR(pl_infer_copy_input(ctx, 0, 0));
+    const int64_t *v;
+    uint64_t mask;
+    size_t n;
+    if (!pl_infer_known_ints(ctx, 0, &v, &mask, &n) || n == 0 || n > PL_KNOWN_MAX)
+        return NULL;
+    int64_t out[PL_KNOWN_MAX];
+    for (size_t k = 0; k < n; k++)
+        out[k] = v[k] == 0;
+    return pl_infer_set_known_ints(ctx, 0, out, mask, n);
+}
+
 /* IsNaN, IsInf: X's shape, bool. */
 static pl_status *mo_infer_is(pl_infer_ctx *ctx)
 {
@@ -437,7 +454,7 @@ const pl_op_schema pl_opset_math_schemas[] = {
                 mo_infer_shrink),
     MO_IS("IsNaN", 9, NULL, 0),
     MO_IS("IsInf", 10, mo_isinf_attrs, PL_COUNT(mo_isinf_attrs)),
-    MO_UNARY("Not", 7, PL_TS_BOOL),
+    MO_UNARY_FN("Not", 7, PL_TS_BOOL, NULL, 0, mo_infer_not),
     /* Broadcasting binary ops. */
     MO_TO_BOOL("And", 7, PL_TS_BOOL),
     MO_TO_BOOL("Or", 7, PL_TS_BOOL),
