@@ -81,7 +81,7 @@ def _dtype_key(dt):
 
 def _to_bf16_bits(a):
     """float32 -> bfloat16 bit patterns (uint16), rounding to nearest even."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    u = np.require(a, dtype=np.float32, requirements="C").view(np.uint32)
     rounded = u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))
     bits = (rounded >> np.uint32(16)).astype(np.uint16)
     nan = np.isnan(a)
@@ -425,7 +425,7 @@ def _new_array(device, dtype, shape):
 def array(obj, device=None, dtype=None):
     """A new Array holding a copy of OBJ (anything numpy.asarray takes) on
     DEVICE (a Device from rt.device(); None for host memory)."""
-    a = np.ascontiguousarray(obj, dtype=dtype)
+    a = np.require(obj, dtype=dtype, requirements="C")  # (keeps a 0-d array 0-d)
     out = _new_array(device, _dtype_of(a.dtype), a.shape)
     _check(N.array_copy_from_host(out._handle(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
     return out
@@ -687,11 +687,13 @@ class Session(_Handle):
         ins = (N.IO * max(len(self.inputs), 1))()
         for k, info in enumerate(self.inputs):
             value = feeds[info.name]
+            # (np.require, not np.ascontiguousarray: that makes a 0-d array,
+            # a scalar input such as Silero VAD's sample rate, 1-d)
             if info.dtype == "bfloat16":
                 a = np.asarray(value)
-                a = np.ascontiguousarray(a) if a.dtype == np.uint16 else _to_bf16_bits(a)
+                a = np.require(a, requirements="C") if a.dtype == np.uint16 else _to_bf16_bits(a)
             else:
-                a = np.ascontiguousarray(value, dtype=_TO_NUMPY[_dtype_key(info._dtype)])
+                a = np.require(value, dtype=_TO_NUMPY[_dtype_key(info._dtype)], requirements="C")
             if tuple(a.shape) != info.shape:
                 raise Error(f"session.run: input '{info.name}' has shape {tuple(a.shape)}, "
                             f"the session expects {info.shape}", 2)
