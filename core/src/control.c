@@ -218,6 +218,20 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
          * pl_graph_set_outer_constant: a constant of the copy too) */
         if (!bt->is_outer || bt->data != NULL)
             continue;
+        /* A constant of the enclosing graph (a layer's weights, which
+         * exporters keep outside the branches) is one of the body's
+         * session too, not a capture it is handed each run: a backend that
+         * needs constant weights (onednn's Conv and Gemm) takes the
+         * body's layers, and folding sees them. Borrowed: the graph
+         * outlives its sessions. */
+        pl_tid og = pl_graph_find_tensor(c->g, bt->name);
+        const pl_graph_tensor *ogt = og != PL_TID_NONE ? pl_graph_get_tensor(c->g, og) : NULL;
+        if (ogt != NULL && ogt->data != NULL) {
+            st = pl_graph_set_type(copy, (pl_tid)t, ogt->dtype, ogt->ndim, ogt->dims, NULL);
+            if (st == NULL)
+                st = pl_graph_set_constant_ref(copy, (pl_tid)t, ogt->data, ogt->nbytes);
+            continue;
+        }
         size_t k;
         if (!ctl_capture_index(c->g, n, bt->name, &k)) {
             st = pl_status_create(PL_CODE_INTERNAL, "%s: %s reads '%s', which the node does "

@@ -973,6 +973,44 @@ class OnnxTest(unittest.TestCase):
         self.assertEqual(ops["DynamicQuantizeLinear"], 2, ops)
         self.assertEqual(ops["MatMul"], 0, ops)
 
+    def test_if_branch_weights_are_constants(self):
+        """An If on a run-time flag whose branches read the graph's weights
+        (exporters keep initializers outside the branches): the branch's
+        session sees them as constants, so onednn, which needs constant
+        weights, takes the branch's Conv; both branches agree with numpy."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        rng = np.random.default_rng(11)
+        w = (rng.standard_normal((16, 8, 1, 1)) * 0.2).astype(np.float32)
+        conv_t = h.make_graph([h.make_node("Conv", ["x", "w"], ["c"], name="conv_t")], "then",
+                              [], [h.make_tensor_value_info("c", T.FLOAT, [1, 16, 6, 6])])
+        neg_e = h.make_graph([h.make_node("Conv", ["x", "w"], ["c2"], name="conv_e"),
+                              h.make_node("Neg", ["c2"], ["n"], name="neg_e")], "else", [],
+                             [h.make_tensor_value_info("n", T.FLOAT, [1, 16, 6, 6])])
+        g = h.make_graph([h.make_node("If", ["flag"], ["y"], name="pick", then_branch=conv_t,
+                                      else_branch=neg_e)], "g",
+                         [h.make_tensor_value_info("x", T.FLOAT, [1, 8, 6, 6]),
+                          h.make_tensor_value_info("flag", T.BOOL, [])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [1, 16, 6, 6])],
+                         [nh.from_array(w, "w")])
+        path = save_ms_model(g, "if_weights.onnx", 13)
+        x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+        want = np.einsum("oi,nihw->nohw", w[:, :, 0, 0], x)
+        with plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\n"
+                                             "choose = first\n", "if_weights.ini")) as rt:
+            with rt.load_model(path).session() as s:
+                for flag, sign in ((True, 1), (False, -1)):
+                    out = s.run({"x": x, "flag": np.array(flag)})
+                    np.testing.assert_allclose(out["y"], sign * want, rtol=1e-4, atol=1e-5)
+                pick = [p for p in s.describe()["placement"] if p["node"] == "pick"][0]
+            if "onednn" in [m["name"] for m in rt.modules() if m.get("status") == "loaded"]:
+                body = {b["attribute"]: b["placement"] for b in pick["bodies"]}
+                conv = [p for p in body["then_branch"] if p["node"] == "conv_t"][0]
+                self.assertEqual(conv["backend"], "onednn", conv)
+
     def test_outputs_input_and_constant(self):
         """Graph outputs that are a graph input passed through, or a
         constant, as exporters leave them (a model returning its input
