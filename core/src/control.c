@@ -260,6 +260,14 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
     st = pl_model_of_graph(rt, copy, pl_strdupf("%s: %s", c->label, attr), &m);
     if (st != NULL)
         return st;
+    /* Shapes are known here: Shapes fold, an If on them inlines, constant
+     * chains fold, as in a model (silero_vad's branches hold Ifs on
+     * shapes, and ran op by op on cpu) */
+    st = pl_model_optimize(m);
+    if (st != NULL) {
+        pl_model_release(m);
+        return st;
+    }
     m->inline_run = true;
     st = pl_session_create(m, NULL, &b->session);
     pl_model_release(m);

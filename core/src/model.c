@@ -331,6 +331,11 @@ pl_status *pl_model_of_graph(pl_runtime *rt, pl_graph *g, char *path, pl_model *
     return NULL;
 }
 
+pl_status *pl_model_optimize(pl_model *m)
+{
+    return pl_model_rewrite(m->runtime, m, m->path, 0);
+}
+
 void pl_model_retain(pl_model *m)
 {
     atomic_fetch_add(&m->refs, 1);

@@ -53,6 +53,10 @@ pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
  * graphs constant folding runs (fold.c). Takes G and PATH (pl_free) in
  * every case. */
 pl_status *pl_model_of_graph(pl_runtime *rt, pl_graph *g, char *path, pl_model **out_model);
+/* Runs the optimiser's passes ([graph] optimize) on M's graph, typed, as
+ * a loaded model's run: a control-flow body's model (control.c), whose
+ * shapes the enclosing session knows. */
+pl_status *pl_model_optimize(pl_model *m);
 
 void pl_model_retain(pl_model *model);
 void pl_model_release(pl_model *model);

@@ -977,7 +977,9 @@ class OnnxTest(unittest.TestCase):
         """An If on a run-time flag whose branches read the graph's weights
         (exporters keep initializers outside the branches): the branch's
         session sees them as constants, so onednn, which needs constant
-        weights, takes the branch's Conv; both branches agree with numpy."""
+        weights, takes the branch's Conv; the branch's session folds the
+        Shape it decides on and inlines that If; both branches agree with
+        numpy."""
         try:
             import onnx
             from onnx import TensorProto as T, helper as h, numpy_helper as nh
@@ -985,8 +987,22 @@ class OnnxTest(unittest.TestCase):
             raise unittest.SkipTest("python3-onnx is missing")
         rng = np.random.default_rng(11)
         w = (rng.standard_normal((16, 8, 1, 1)) * 0.2).astype(np.float32)
-        conv_t = h.make_graph([h.make_node("Conv", ["x", "w"], ["c"], name="conv_t")], "then",
-                              [], [h.make_tensor_value_info("c", T.FLOAT, [1, 16, 6, 6])])
+        # the then branch also decides on a shape, as Silero VAD's do: its
+        # session folds the Shape and inlines that If
+        keep = h.make_graph([h.make_node("Identity", ["c"], ["kept"], name="keep")], "keep", [],
+                            [h.make_tensor_value_info("kept", T.FLOAT, [1, 16, 6, 6])])
+        flip = h.make_graph([h.make_node("Neg", ["c"], ["flipped"], name="flip")], "flip", [],
+                            [h.make_tensor_value_info("flipped", T.FLOAT, [1, 16, 6, 6])])
+        conv_t = h.make_graph(
+            [h.make_node("Conv", ["x", "w"], ["c"], name="conv_t"),
+             h.make_node("Shape", ["x"], ["xs"], name="x_shape"),
+             h.make_node("Gather", ["xs", "one"], ["ch"], name="channels", axis=0),
+             h.make_node("Equal", ["ch", "eight"], ["is8"], name="is8"),
+             h.make_node("If", ["is8"], ["ct"], name="on_shape", then_branch=keep,
+                         else_branch=flip)],
+            "then", [], [h.make_tensor_value_info("ct", T.FLOAT, [1, 16, 6, 6])],
+            [nh.from_array(np.array(1, np.int64), "one"),
+             nh.from_array(np.array(8, np.int64), "eight")])
         neg_e = h.make_graph([h.make_node("Conv", ["x", "w"], ["c2"], name="conv_e"),
                               h.make_node("Neg", ["c2"], ["n"], name="neg_e")], "else", [],
                              [h.make_tensor_value_info("n", T.FLOAT, [1, 16, 6, 6])])
@@ -1010,6 +1026,8 @@ class OnnxTest(unittest.TestCase):
                 body = {b["attribute"]: b["placement"] for b in pick["bodies"]}
                 conv = [p for p in body["then_branch"] if p["node"] == "conv_t"][0]
                 self.assertEqual(conv["backend"], "onednn", conv)
+                self.assertEqual([p["node"] for p in body["then_branch"]
+                                  if p["op"] in ("If", "Shape")], [])
 
     def test_outputs_input_and_constant(self):
         """Graph outputs that are a graph input passed through, or a
