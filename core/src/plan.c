@@ -444,6 +444,8 @@ static pl_status *plan_assign_device(plan_build *b, const size_t *ids, size_t m,
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)m;
     size_t tries = m > 0 ? 20000000 / (m * m + 1) : 0;
     tries = tries > 400 ? 400 : tries < 4 ? 4 : tries;
+    if (b->o->quick)
+        tries = 0;
     size_t patience = tries / 4 > 32 ? tries / 4 : 32;
     for (size_t t = 0, stale = 0;
          t < tries && stale < patience && best_arena > st->lower_bound_bytes; t++, stale++) {

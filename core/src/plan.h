@@ -156,6 +156,11 @@ typedef struct pl_plan_interval_options {
     size_t alignment;         /* 0 means 64; otherwise a power of two */
     pl_plan_accept_fn accept; /* NULL: every legal candidate is accepted */
     void *user;
+    /* The plan serves one run (constant folding's session): the greedy
+     * orders only, not the randomised search past them, whose tries cost
+     * more than the arena they save (a ResNet's 184 folded BatchNormalization
+     * nodes spent 15 ms placing their intermediates). */
+    bool quick;
 } pl_plan_interval_options;
 
 /* Plans the intervals. Entry I of the plan (pl_plan_entry_at) is interval

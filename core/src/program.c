@@ -915,7 +915,7 @@ static pl_status *pl_prog_upload_constants(pl_program *p)
     return NULL;
 }
 
-pl_status *pl_program_plan(pl_program *p)
+pl_status *pl_program_plan(pl_program *p, bool one_shot)
 {
     size_t nv = p->n_values ? p->n_values : 1;
     pl_plan_interval *iv = pl_malloc(nv * sizeof *iv);
@@ -930,7 +930,8 @@ pl_status *pl_program_plan(pl_program *p)
         size_t n = pl_prog_intervals(p, iv, cand, interval_of, value_at);
         pl_plan_interval_options o = {.intervals = iv, .n_intervals = n,
                                       .n_steps = p->n_steps,
-                                      .n_devices = (int32_t)p->n_devs, .alignment = 64};
+                                      .n_devices = (int32_t)p->n_devs, .alignment = 64,
+                                      .quick = one_shot};
         st = pl_status_wrap(pl_plan_build_intervals(&o, &p->plan),
                             "planning the memory of %zu values: ", n);
     }

@@ -147,8 +147,9 @@ pl_status *pl_program_lower(pl_runtime *rt, const pl_graph *g, const pl_partitio
 
 /* Plans the memory of the arena values from their lifetime intervals,
  * marks in-place outputs and records which earlier values each step's
- * outputs overwrite. Then uploads the constants device kernels read. */
-pl_status *pl_program_plan(pl_program *p);
+ * outputs overwrite. Then uploads the constants device kernels read. ONE_SHOT:
+ * the program runs once (pl_plan_interval_options.quick). */
+pl_status *pl_program_plan(pl_program *p, bool one_shot);
 
 /* Compiles every subgraph step, through the compile cache where the
  * module allows it. When a module's compile fails, *OUT_FAILED is that

@@ -411,7 +411,7 @@ static pl_status *pl_sess_build(pl_session *s)
         bool retry = false;
         PL_RETURN_IF_ERROR(pl_sess_compile_failed(s, failed, st, &retry));
     }
-    PL_RETURN_IF_ERROR(pl_program_plan(s->program));
+    PL_RETURN_IF_ERROR(pl_program_plan(s->program, s->model->one_shot));
     return pl_runner_create(s->program, &s->runner);
 }
 
