@@ -129,6 +129,8 @@ struct odnn_direct {
     int act;             /* ODNN_ACT_*: after the bias */
     float lo, hi, alpha; /* clip bounds; leaky slope, swish's alpha */
     int cg;      /* grouped: channels per group in and out (2 or 4); 0: one group */
+    int groups;  /* groups of whole 8-channel blocks (odnn_direct_dense_groups): the
+                    dense kernel per group; 0 or 1: one group */
     int hp, wp;  /* the padded source plane */
     float *xpad; /* n * ic/8 planes of hp x wp x 8, border zero */
     int *poff;   /* per output pixel, its window's corner in a plane of xpad */
@@ -152,9 +154,18 @@ int odnn_direct_channels(int64_t ic, int64_t oc);
  * the grouped kernel (2 or 4 channels per group in and out, IC a multiple
  * of 8): oneDNN 2.6 runs those as im2col + GEMM per group. */
 int odnn_direct_grouped(int64_t ic, int64_t oc, int64_t group);
+/* Whether a grouped convolution of IC -> OC channels in GROUP groups suits
+ * the dense kernel run group by group: channels per group in and out
+ * multiples of 8 that odnn_direct_channels takes (ShuffleNet v1's 1x1
+ * layers, 68-136 channels a group; RegNet's and ResNeXt-32x8d's 3x3).
+ * oneDNN 2.6 runs those on its generic jit:avx2 kernel or, where a
+ * group's channels are not a multiple of 8, on im2col + GEMM. */
+int odnn_direct_dense_groups(int64_t ic, int64_t oc, int64_t group);
 size_t odnn_direct_packed_floats(const struct odnn_direct *d);
-/* Packs OIHW weights into the kernel's [oc/16][tap][ic][16] followed by the
- * bias (BIAS or zeros) padded to 16s: odnn_direct_packed_floats floats. */
+/* Packs OIHW weights into the kernel's [group][oc/16][tap][ic][16] (per
+ * group: its channels, 16 output channels a block, the last padded with
+ * zeros) followed by the bias (BIAS or zeros) in the same blocks:
+ * odnn_direct_packed_floats floats. */
 void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
                       float *out);
 int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx);

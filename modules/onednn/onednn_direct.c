@@ -70,13 +70,27 @@ int odnn_direct_grouped(int64_t ic, int64_t oc, int64_t group)
            (ic / group == 2 || ic / group == 4) && ic <= (1 << 20);
 }
 
+int odnn_direct_dense_groups(int64_t ic, int64_t oc, int64_t group)
+{
+    return group > 1 && ic % group == 0 && oc % group == 0 && ic / group % 8 == 0 &&
+           odnn_direct_channels(ic / group, oc / group);
+}
+
+/* Groups of the dense kernel (1 when not grouped). */
+static int odnn_direct_groups(const struct odnn_direct *d)
+{
+    return d->groups > 1 ? d->groups : 1;
+}
+
 size_t odnn_direct_packed_floats(const struct odnn_direct *d)
 {
     if (d->wm > 0)
         return odnn_wino_packed_floats(d);
     if (d->cg > 0) /* [oc/8][tap][j][8], then the bias */
         return (size_t)(d->oc / 8) * ((size_t)d->kh * (size_t)d->kw * (size_t)d->cg * 8 + 8);
-    return (size_t)((d->oc + 15) / 16) * ((size_t)d->kh * (size_t)d->kw * (size_t)d->ic + 1) * 16;
+    int g = odnn_direct_groups(d), icg = d->ic / g, ocg = d->oc / g;
+    return (size_t)g * (size_t)((ocg + 15) / 16) *
+           ((size_t)d->kh * (size_t)d->kw * (size_t)icg + 1) * 16;
 }
 
 void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
@@ -100,16 +114,23 @@ void odnn_direct_pack(const struct odnn_direct *d, const float *oihw, const floa
             out[k] = bias != NULL ? bias[oc] : 0.0f;
         return;
     }
-    for (int ob = 0; ob < (d->oc + 15) / 16; ob++)
-        for (size_t t = 0; t < taps; t++)
-            for (int i = 0; i < d->ic; i++)
-                for (int o = 0; o < 16; o++, k++) {
-                    int oc = ob * 16 + o;
-                    out[k] = oc < d->oc ? oihw[((size_t)oc * (size_t)d->ic + (size_t)i) * taps + t]
-                                        : 0.0f;
-                }
-    for (int oc = 0; oc < (d->oc + 15) / 16 * 16; oc++, k++)
-        out[k] = bias != NULL && oc < d->oc ? bias[oc] : 0.0f;
+    /* group g's output channel c is OIHW row g * ocg + c, its input
+     * channel i column i */
+    const int groups = odnn_direct_groups(d), icg = d->ic / groups, ocg = d->oc / groups;
+    const int nob = (ocg + 15) / 16;
+    for (int g = 0; g < groups; g++)
+        for (int ob = 0; ob < nob; ob++)
+            for (size_t t = 0; t < taps; t++)
+                for (int i = 0; i < icg; i++)
+                    for (int o = 0; o < 16; o++, k++) {
+                        int c = ob * 16 + o;
+                        out[k] = c < ocg ? oihw[((size_t)(g * ocg + c) * (size_t)icg + (size_t)i) *
+                                                    taps + t]
+                                         : 0.0f;
+                    }
+    for (int g = 0; g < groups; g++)
+        for (int c = 0; c < nob * 16; c++, k++)
+            out[k] = bias != NULL && c < ocg ? bias[g * ocg + c] : 0.0f;
 }
 
 int odnn_direct_setup(struct odnn_direct *d, pl_module_ctx *ctx)
@@ -417,11 +438,16 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
         odnn_wino_run(d, src, w, dst, threads, scratch);
         return;
     }
-    const int icb = d->ic / 8, ocb8 = d->oc / 8, nob = (d->oc + 15) / 16;
+    /* a block ob of 16 output channels counts across the groups: group
+     * ob / nobg, its channels (ob % nobg) * 16 on, reading the group's
+     * icg / 8 source planes */
+    const int groups = odnn_direct_groups(d);
+    const int icb = d->ic / 8, ocb8 = d->oc / 8, icbg = icb / groups, ocbg = ocb8 / groups;
+    const int nobg = (ocbg + 1) / 2, nob = groups * nobg;
     const int pixels = d->oh * d->ow, tiles = (pixels + ODNN_DIRECT_TILE - 1) / ODNN_DIRECT_TILE;
     const size_t plane = (size_t)d->hp * (size_t)d->wp * 8;
     const size_t out_plane = (size_t)pixels * 8;
-    const size_t wblock = (size_t)d->kh * (size_t)d->kw * (size_t)d->ic * 16;
+    const size_t wblock = (size_t)d->kh * (size_t)d->kw * (size_t)icbg * 8 * 16;
     const float *bias = w + odnn_direct_packed_floats(d) - (size_t)nob * 16;
     const int planes = d->n * icb, items = d->n * nob * tiles;
     float *xpad = d->xpad;
@@ -434,13 +460,15 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
         for (int it = 0; it < items; it++) {
             int img = it / (nob * tiles), rest = it % (nob * tiles);
             int ob = rest / tiles, t = rest % tiles;
+            int g = ob / nobg, obg = ob % nobg;
             int p0 = t * ODNN_DIRECT_TILE;
             int pt = pixels - p0 < ODNN_DIRECT_TILE ? pixels - p0 : ODNN_DIRECT_TILE;
             float *out = dst + (size_t)img * (size_t)ocb8 * out_plane + (size_t)p0 * 8;
-            float *out0 = out + (size_t)(ob * 2) * out_plane;
-            float *out1 = ob * 2 + 1 < ocb8 ? out0 + out_plane : NULL;
-            odnn_tiles[pt](d, xpad + (size_t)img * (size_t)icb * plane, plane, icb,
-                     w + (size_t)ob * wblock, d->poff + p0, bias + (size_t)ob * 16, out0, out1);
+            float *out0 = out + (size_t)(g * ocbg + obg * 2) * out_plane;
+            float *out1 = obg * 2 + 1 < ocbg ? out0 + out_plane : NULL;
+            odnn_tiles[pt](d, xpad + ((size_t)img * (size_t)icb + (size_t)(g * icbg)) * plane,
+                           plane, icbg, w + (size_t)ob * wblock, d->poff + p0,
+                           bias + (size_t)ob * 16, out0, out1);
         }
     }
 }

@@ -50,7 +50,7 @@
 int odnn_wino_tile(const struct odnn_direct *d)
 {
     /* 16 channels in: even with the direct kernel (at 28x28 to 112x112) */
-    if (d->cg != 0 || d->kh != 3 || d->kw != 3 || d->sh != 1 || d->sw != 1 || d->dh != 1 ||
+    if (d->cg != 0 || d->groups > 1 || d->kh != 3 || d->kw != 3 || d->sh != 1 || d->sw != 1 || d->dh != 1 ||
         d->dw != 1 || d->oh < 2 || d->ow < 2 || d->ic < 24 || d->oc < 16)
         return 0;
     /* Four stacked layers against the direct kernel (transformed weights

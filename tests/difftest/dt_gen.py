@@ -23,8 +23,8 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # Families run only when named (not by "any" or the soak, whose seeds would
 # otherwise change family): rnn, one RNN, GRU or LSTM node; wideconv, the
 # conv family with 8 to 40 channels in and out in steps of 8, in one group
-# or in groups of 2 or 4 channels (the channel blocks the onednn module's own
-# direct and grouped kernels take), and 3x3 layers of 24 to 64 channels on
+# or in groups of 2 or 4 channels, or 2 or 3 groups of 16 or 24 (the channel
+# blocks the onednn module's own direct and grouped kernels take), and 3x3 layers of 24 to 64 channels on
 # 7x7 to 18x18 maps (its Winograd variant).
 MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels")
 
@@ -320,6 +320,7 @@ class Gen:
             if self.p(0.6):
                 ins.append(self.weights([m], scale=0.5))
             return self.node("Conv", ins, {"kernel_shape": INTS([3, 3]), "pads": INTS(pads)})
+        dense = 0
         if x is None:
             groups = self.pick([1, 1, 1, 2, 3, "dw"]) if not wide else 1
             cin = (self.r(1, 4) * (1 if groups == "dw" else groups)
@@ -330,6 +331,13 @@ class Gen:
                 # 32x4d): the onednn module's grouped kernel
                 if self.p(0.3):
                     groups = cin // self.pick([2, 4])
+                # or 2 or 3 groups of whole channel blocks, 16 or 24 a
+                # group (ShuffleNet v1, RegNet): the direct kernel group
+                # by group, 1x1 as well
+                elif self.p(0.3):
+                    groups = self.pick([2, 3])
+                    cin = groups * 8 * self.r(2, 3)
+                    dense = groups
             size = {1: (3, 16), 2: (3, 10), 3: (2, 6)}[d]
             x = self.input([self.r(1, 2), cin] + [self.r(*size) for _ in range(d)])
         else:
@@ -342,6 +350,8 @@ class Gen:
         else:
             g = groups if cin % groups == 0 else 1
             m = g * self.r(1, 4) if not wide else 8 * self.r(1, 5) if g == 1 else cin
+            if dense:
+                m = g * 8 * self.r(2, 4)
         ks, st, dil, pads = [], [], [], [[], []]
         # Sometimes an ASPP branch: a dilated kernel padded to keep the size,
         # on a map that may be narrower than the dilation (outer taps that
