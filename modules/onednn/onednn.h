@@ -157,9 +157,8 @@ int odnn_direct_grouped(int64_t ic, int64_t oc, int64_t group);
 /* Whether a grouped convolution of IC -> OC channels in GROUP groups suits
  * the dense kernel run group by group: channels per group in and out
  * multiples of 8 that odnn_direct_channels takes (ShuffleNet v1's 1x1
- * layers, 68-136 channels a group; RegNet's and ResNeXt-32x8d's 3x3).
- * oneDNN 2.6 runs those on its generic jit:avx2 kernel or, where a
- * group's channels are not a multiple of 8, on im2col + GEMM. */
+ * layers, 80-320 channels a group). The subgraph takes it for 1x1
+ * kernels only (odnn_direct_fits). */
 int odnn_direct_dense_groups(int64_t ic, int64_t oc, int64_t group);
 size_t odnn_direct_packed_floats(const struct odnn_direct *d);
 /* Packs OIHW weights into the kernel's [group][oc/16][tap][ic][16] (per

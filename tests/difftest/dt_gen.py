@@ -357,8 +357,9 @@ class Gen:
         # on a map that may be narrower than the dilation (outer taps that
         # read only padding, which the optimiser cuts off).
         aspp = self.p(0.15)
+        one = dense and self.p(0.5)  # the direct kernel takes them 1x1
         for s in shape[2:]:
-            k = self.r(1, min(5 if d == 1 else 3, s + 2))
+            k = 1 if one else self.r(1, min(5 if d == 1 else 3, s + 2))
             di = self.pick([1, 1, 1, 2]) if k > 1 else 1
             if aspp:
                 k, di = self.pick([2, 3, 3]), self.pick([2, 3, 4, 6, 12])
