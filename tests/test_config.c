@@ -240,6 +240,60 @@ static void case_spin_us_values(void)
     }
 }
 
+/* An OpenMP runtime loaded after the runtime is made spins as long as the
+ * pool: GOMP_SPINCOUNT, unset, becomes spin_us in pauses of this CPU (0
+ * for 0), set before the first module opens; a value the environment
+ * gives is kept. */
+static void case_openmp_spin(void)
+{
+    unsetenv("GOMP_SPINCOUNT");
+    unsetenv("OMP_WAIT_POLICY");
+    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 0\nmodules = modules\n"));
+    const char *v = getenv("GOMP_SPINCOUNT");
+    TH_CHECK(v != NULL && strcmp(v, "0") == 0, "spin_us = 0 gave GOMP_SPINCOUNT=%s",
+             v ? v : "(unset)");
+    pl_runtime_destroy(rt);
+    th_watch(NULL);
+}
+
+static void case_openmp_spin_scaled(void)
+{
+    unsetenv("GOMP_SPINCOUNT");
+    unsetenv("OMP_WAIT_POLICY");
+    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 1000\nmodules = modules\n"));
+    const char *v = getenv("GOMP_SPINCOUNT");
+    long n = v ? strtol(v, NULL, 10) : -1;
+    fprintf(stderr, "spin_us = 1000: GOMP_SPINCOUNT=%s\n", v ? v : "(unset)");
+    /* a pause is 1 to 200 ns on the CPUs this runs on (none on others:
+     * libgomp's default, 300000) */
+    TH_CHECK(n >= 5000 && n <= 300000, "spin_us = 1000 gave GOMP_SPINCOUNT=%s",
+             v ? v : "(unset)");
+    pl_runtime_destroy(rt);
+    th_watch(NULL);
+}
+
+static void case_openmp_spin_kept(void)
+{
+    setenv("GOMP_SPINCOUNT", "7", 1);
+    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 1000\nmodules = modules\n"));
+    const char *v = getenv("GOMP_SPINCOUNT");
+    TH_CHECK(v != NULL && strcmp(v, "7") == 0, "GOMP_SPINCOUNT=7 became %s", v ? v : "(unset)");
+    pl_runtime_destroy(rt);
+    th_watch(NULL);
+}
+
+/* (its own process: the spin is set once per process) */
+static void case_openmp_spin_policy(void)
+{
+    unsetenv("GOMP_SPINCOUNT");
+    setenv("OMP_WAIT_POLICY", "active", 1);
+    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 1000\nmodules = modules\n"));
+    TH_CHECK(getenv("GOMP_SPINCOUNT") == NULL, "OMP_WAIT_POLICY=active drew GOMP_SPINCOUNT=%s",
+             getenv("GOMP_SPINCOUNT"));
+    pl_runtime_destroy(rt);
+    th_watch(NULL);
+}
+
 static void case_bad_spin_us(void)
 {
     static const char *const values[] = {"-1", "100001", "lots", "1.5", ""};
@@ -388,6 +442,10 @@ static const th_case cases[] = {
     {"bad_log", case_bad_log},
     {"log_levels", case_log_levels},
     {"spin_us_values", case_spin_us_values},
+    {"openmp_spin", case_openmp_spin},
+    {"openmp_spin_scaled", case_openmp_spin_scaled},
+    {"openmp_spin_kept", case_openmp_spin_kept},
+    {"openmp_spin_policy", case_openmp_spin_policy},
     {"bad_spin_us", case_bad_spin_us},
     {"enabled_yes_rejected", case_enabled_yes_rejected},
     {"enabled_yes_missing", case_enabled_yes_missing},

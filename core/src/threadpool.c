@@ -221,6 +221,15 @@ static int64_t pl_pool_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+double pl_threadpool_pause_ns(void)
+{
+    enum { PAUSES = 2000 };
+    int64_t t0 = pl_pool_now_ns();
+    for (int i = 0; i < PAUSES; i++)
+        pl_pool_pause();
+    return (double)(pl_pool_now_ns() - t0) / PAUSES;
+}
+
 /* Spins for up to the pool's spin_us while work_seq stays SEEN, the pool
  * runs and DONE (when given) stays false. Returns true when any changed
  * (look again), false when the time ran out (go to sleep). Called without
