@@ -243,55 +243,56 @@ static void case_spin_us_values(void)
 /* An OpenMP runtime loaded after the runtime is made spins as long as the
  * pool: GOMP_SPINCOUNT, unset, becomes spin_us in pauses of this CPU (0
  * for 0), set before the first module opens; a value the environment
- * gives is kept. */
-static void case_openmp_spin(void)
+ * gives is kept, and OMP_WAIT_POLICY leaves it unset. Each case in its own
+ * process: the spin is set once per process. Makes a runtime with
+ * spin_us = SPIN_US, the environment first given GOMP_SPINCOUNT and
+ * OMP_WAIT_POLICY (NULL: unset), and returns GOMP_SPINCOUNT after it
+ * ("(unset)" when it is not set). */
+static const char *ct_openmp_spin(int spin_us, const char *count, const char *policy)
 {
-    unsetenv("GOMP_SPINCOUNT");
-    unsetenv("OMP_WAIT_POLICY");
-    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 0\nmodules = modules\n"));
-    const char *v = getenv("GOMP_SPINCOUNT");
-    TH_CHECK(v != NULL && strcmp(v, "0") == 0, "spin_us = 0 gave GOMP_SPINCOUNT=%s",
-             v ? v : "(unset)");
+    if (count != NULL)
+        setenv("GOMP_SPINCOUNT", count, 1);
+    else
+        unsetenv("GOMP_SPINCOUNT");
+    if (policy != NULL)
+        setenv("OMP_WAIT_POLICY", policy, 1);
+    else
+        unsetenv("OMP_WAIT_POLICY");
+    char text[96];
+    snprintf(text, sizeof text, "[runtime]\nspin_us = %d\nmodules = modules\n", spin_us);
+    pl_runtime *rt = ct_create(ct_ini(text));
     pl_runtime_destroy(rt);
     th_watch(NULL);
+    const char *v = getenv("GOMP_SPINCOUNT");
+    fprintf(stderr, "spin_us = %d: GOMP_SPINCOUNT=%s\n", spin_us, v ? v : "(unset)");
+    return v ? v : "(unset)";
+}
+
+static void case_openmp_spin(void)
+{
+    const char *v = ct_openmp_spin(0, NULL, NULL);
+    TH_CHECK(strcmp(v, "0") == 0, "spin_us = 0 gave GOMP_SPINCOUNT=%s", v);
 }
 
 static void case_openmp_spin_scaled(void)
 {
-    unsetenv("GOMP_SPINCOUNT");
-    unsetenv("OMP_WAIT_POLICY");
-    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 1000\nmodules = modules\n"));
-    const char *v = getenv("GOMP_SPINCOUNT");
-    long n = v ? strtol(v, NULL, 10) : -1;
-    fprintf(stderr, "spin_us = 1000: GOMP_SPINCOUNT=%s\n", v ? v : "(unset)");
+    const char *v = ct_openmp_spin(1000, NULL, NULL);
+    long n = strtol(v, NULL, 10);
     /* a pause is 1 to 200 ns on the CPUs this runs on (none on others:
      * libgomp's default, 300000) */
-    TH_CHECK(n >= 5000 && n <= 300000, "spin_us = 1000 gave GOMP_SPINCOUNT=%s",
-             v ? v : "(unset)");
-    pl_runtime_destroy(rt);
-    th_watch(NULL);
+    TH_CHECK(n >= 5000 && n <= 300000, "spin_us = 1000 gave GOMP_SPINCOUNT=%s", v);
 }
 
 static void case_openmp_spin_kept(void)
 {
-    setenv("GOMP_SPINCOUNT", "7", 1);
-    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 1000\nmodules = modules\n"));
-    const char *v = getenv("GOMP_SPINCOUNT");
-    TH_CHECK(v != NULL && strcmp(v, "7") == 0, "GOMP_SPINCOUNT=7 became %s", v ? v : "(unset)");
-    pl_runtime_destroy(rt);
-    th_watch(NULL);
+    const char *v = ct_openmp_spin(1000, "7", NULL);
+    TH_CHECK(strcmp(v, "7") == 0, "GOMP_SPINCOUNT=7 became %s", v);
 }
 
-/* (its own process: the spin is set once per process) */
 static void case_openmp_spin_policy(void)
 {
-    unsetenv("GOMP_SPINCOUNT");
-    setenv("OMP_WAIT_POLICY", "active", 1);
-    pl_runtime *rt = ct_create(ct_ini("[runtime]\nspin_us = 1000\nmodules = modules\n"));
-    TH_CHECK(getenv("GOMP_SPINCOUNT") == NULL, "OMP_WAIT_POLICY=active drew GOMP_SPINCOUNT=%s",
-             getenv("GOMP_SPINCOUNT"));
-    pl_runtime_destroy(rt);
-    th_watch(NULL);
+    const char *v = ct_openmp_spin(1000, NULL, "active");
+    TH_CHECK(strcmp(v, "(unset)") == 0, "OMP_WAIT_POLICY=active drew GOMP_SPINCOUNT=%s", v);
 }
 
 static void case_bad_spin_us(void)
