@@ -405,8 +405,7 @@ static double odnn_cost_rate(const pl_module_ctx *ctx, const pl_graph_api *g,
     }
     if (group > 1 && pl_cost_dims(g, v, g->node_input(v, n, 0), x) >= 2 && x[1] != group) {
         if (ctx->direct && odnn_direct_usable() && r == 4 &&
-            strcmp(g->node_op(v, n), "Conv") == 0 &&
-            odnn_direct_grouped(x[1], w[0], group))
+            strcmp(g->node_op(v, n), "Conv") == 0 && odnn_direct_grouped(x[1], w[0], group))
             return ODNN_COST_AVX2_DIRECT_RATE; /* the grouped kernel */
         return ODNN_COST_AVX2_GROUPED_RATE;
     }

@@ -22,7 +22,9 @@
  * A tile is up to six output pixels by 16 output channels: twelve 8-lane
  * accumulators, the remaining registers hold two weight vectors and a
  * broadcast input; per input channel and tap it loads 2 weight vectors and
- * broadcasts 6 inputs for 12 FMAs. Work items are (image, 16 output
+ * broadcasts 6 inputs for 12 FMAs. A grouped 1x1 convolution whose groups
+ * are whole 8-channel blocks (ShuffleNet v1) runs group by group: a group's
+ * output blocks read only its own source planes and weights. Work items are (image, 16 output
  * channels, tile), tiles innermost, so a thread's consecutive items reuse
  * one channel block's weights from its cache. The stores add the bias and
  * apply a lone ReLU, clip, leaky ReLU, swish (SiLU) or sigmoid

@@ -5312,11 +5312,12 @@ static int odnn_direct_fits(struct odnn_build *b, const struct odnn_tinfo *x,
     /* Grouped 1x1 of whole channel blocks as well, group by group:
      * oneDNN has no jit_1x1 kernel for groups, and on its generic jit:avx2
      * kernel ShuffleNet v1's 544 channels in 4 groups on 7x7 took 0.12
-     * ms, 2.2x ONNX Runtime's whole model (two such layers: 0.15 ms
-     * against 0.09 here; 240 in 3 groups on 28x28 0.73 / 0.57; 24 a
-     * group even). Not wider kernels: there oneDNN's grouped jit kernel
-     * is as fast or faster (2 groups of 32 on 28x28 3x3: 0.34 ms / 0.37,
-     * 6 of 24 on 14x14: 0.16 / 0.21, a 16-channel block half empty). */
+     * ms, 2.2x ONNX Runtime's whole model (that layer's model: 0.140 ms
+     * on oneDNN, 0.073 here; two layers of 240 in 3 groups on 28x28 0.63
+     * / 0.46; 24 a group even). Not wider kernels: there oneDNN's grouped
+     * jit kernel is as fast or faster (two 3x3 layers, 2 groups of 32 on
+     * 28x28: 0.34 ms / 0.37; 6 of 24 on 14x14: 0.16 / 0.21, a 16-channel
+     * block half empty). */
     int one_by_one = w->k[0] * w->k[1] < 2;
     if (group == 1 ? one_by_one || !odnn_direct_channels(ic, oc)
                    : one_by_one ? !odnn_direct_dense_groups(ic, oc, group)
