@@ -711,6 +711,22 @@ static void ig_pack_b_narrow(const cpu_igemm_q8 *b, int64_t k, int64_t groups, i
     }
 }
 
+/* C's row CI (NC values) += ROW - ZA * COLSUM (NULL: no column term), in
+ * wrapping 32-bit arithmetic: a pass over every sum of the product, 9% of
+ * resnet50_s_qdq's time on cpu in 128-bit registers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void ig_fix_row(uint32_t *ci, const int32_t *colsum, int64_t nc, uint32_t row, uint32_t za)
+{
+    if (colsum == NULL)
+        for (int64_t j = 0; j < nc; j++)
+            ci[j] += row;
+    else
+        for (int64_t j = 0; j < nc; j++)
+            ci[j] += row - za * (uint32_t)colsum[j];
+}
+
 void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t first_row,
                const cpu_igemm_q8 *b, const int32_t *zb, bool zb_per_col, int32_t *c,
                int64_t ldc, void *scratch)
@@ -771,13 +787,8 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
             uint32_t *ci = (uint32_t *)(void *)(c + i * ldc + j0);
             if (!zb_per_col) {
                 uint32_t zbv = (uint32_t)(zb != NULL ? zb[0] : 0) + bshift;
-                uint32_t row = (uint32_t)k * za * zbv - zbv * rs;
-                if (h.zero_za)
-                    for (int64_t j = 0; j < nc; j++)
-                        ci[j] += row;
-                else
-                    for (int64_t j = 0; j < nc; j++)
-                        ci[j] += row - za * (uint32_t)colsum[j];
+                ig_fix_row(ci, h.zero_za ? NULL : colsum, nc, (uint32_t)k * za * zbv - zbv * rs,
+                           za);
                 continue;
             }
             for (int64_t j = 0; j < nc; j++) {
