@@ -42,6 +42,7 @@ struct pl_partition {
     int min_nodes;
     bool by_cost;            /* choose = cost */
     double threads;          /* the runtime's, >= 1: compute and reorders divide by it */
+    double spin_us;          /* how long an idle pool or team spins (backend.ini spin_us) */
     double step_us;          /* one kernel step dispatched (PL_COST_STEP_US, or inline) */
     size_t *idx;             /* nn: scratch, view indices for estimate_cost */
     int32_t *assign;         /* nn */
@@ -450,7 +451,14 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
  * with `plinth bench` on a chain of [1,64] ops alternating between onednn
  * and cpu: 5 to 9 us a transition; a one-subgraph model of two tiny nodes:
  * 13 us on onednn, 2 us on cpu; on the AVX-512 Xeon of 2026-11-30, three
- * tiny nodes: 18 us on onednn, 1 on cpu, the onednn step itself 2). */
+ * tiny nodes: 18 us on onednn, 1 on cpu, the onednn step itself 2).
+ * And where a step of another backend reads its results, the subgraph's
+ * own team keeps spinning for up to spin_us after it (the OpenMP spin the
+ * runtime sets, runtime.c), its threads - 1 workers on cores the next
+ * backend's threads want: up to spin_us * (threads - 1) / threads of the
+ * run. One onednn MaxPool between two of the cpu module's int8 layers
+ * (resnet50_s_qdq) made the run 0.84 ms against 0.68 with it on cpu
+ * (5 alternating rounds of 300, loaded machine). */
 static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
 {
     const pl_module *m = p->backends[cl->backend].module;
@@ -476,7 +484,19 @@ static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
                 out = p->assign[t->consumers[r]] != cl->backend;
         }
     }
-    return (in ? PL_COST_HANDOFF_US : 0) + (out ? PL_COST_HANDOFF_US : 0);
+    bool next = false;
+    for (size_t i = 0; i < cl->n_nodes && !next; i++) {
+        const pl_graph_node *node = pl_graph_get_node(p->g, cl->nodes[i]);
+        for (size_t k = 0; k < node->n_outputs && !next; k++) {
+            if (node->outputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(p->g, node->outputs[k]);
+            for (size_t r = 0; r < t->n_consumers && !next; r++)
+                next = p->assign[t->consumers[r]] != cl->backend;
+        }
+    }
+    return (in ? PL_COST_HANDOFF_US : 0) + (out ? PL_COST_HANDOFF_US : 0) +
+           (next ? p->spin_us * (p->threads - 1.0) / p->threads : 0.0);
 }
 
 /* The estimate for the nodes of CL on the backends p->cluster_alt names
@@ -640,8 +660,8 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               bool choose_by_cost, int threads, bool inline_run,
-                               pl_partition **out_partition)
+                               bool choose_by_cost, int threads, int spin_us,
+                               bool inline_run, pl_partition **out_partition)
 {
     *out_partition = NULL;
     pl_partition *p = pl_calloc(1, sizeof *p);
@@ -655,6 +675,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->min_nodes = min_subgraph_nodes > 0 ? min_subgraph_nodes : 1;
     p->by_cost = choose_by_cost;
     p->threads = threads > 1 ? (double)threads : 1.0;
+    p->spin_us = spin_us > 0 ? (double)spin_us : 0.0;
     /* A program whose steps are all on the host runs them in its caller
      * (run.c, pl_run_is_sequential), as a body runs inline: a kernel step
      * costs PL_PART_INLINE_STEP_US there. A backend with memory of its own

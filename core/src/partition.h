@@ -74,13 +74,15 @@ typedef struct pl_partition pl_partition;
  * program will run inline in one worker (a control-flow body), where each
  * kernel step costs PL_PART_INLINE_STEP_US instead of PL_COST_STEP_US (as
  * it does when every backend is on the host: run.c runs such programs in
- * their caller). */
+ * their caller). SPIN_US: how long an idle pool or OpenMP team spins
+ * (backend.ini spin_us), what a pinned-thread subgraph's team takes from
+ * the backend after it (pl_part_handoff). */
 pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
-                               bool choose_by_cost, int threads, bool inline_run,
-                               pl_partition **out_partition);
+                               bool choose_by_cost, int threads, int spin_us,
+                               bool inline_run, pl_partition **out_partition);
 
 /* What one kernel step costs in a program run inline or step by step in
  * its caller (measured: a GRU cell's Loop body of 35 small nodes, 14.6 us

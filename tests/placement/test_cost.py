@@ -253,6 +253,20 @@ def main():
             fail("choose = cost should run everything on cpu: %s" % placement(c))
         if "thread handoff" not in reason(c, "tanh_0", "onednn"):
             fail("the reason should count the thread handoffs: %r" % reason(c, "tanh_0", "onednn"))
+    elif args.case == "spin_handoff":
+        # where a cpu node reads an onednn subgraph's result, the subgraph
+        # also pays for the spin_us its OpenMP team keeps spinning on a core
+        # the cpu steps want: spin_us * (threads - 1) / threads at 2 threads
+        m = model_islands(args.tmp)
+        for spin, want in ((0, "thread handoff 16.0"), (1000, "thread handoff 516.0")):
+            ini = pl.ini("spin%d" % spin, "onednn, cpu", "cost")
+            with open(ini) as f:
+                text = f.read()
+            with open(ini, "w") as f:
+                f.write(text.replace("[runtime]\n", "[runtime]\nspin_us = %d\n" % spin, 1))
+            got = reason(pl.explain(ini, m), "tanh_2", "onednn")
+            if want not in got:
+                fail("spin_us = %d: the reason should say %r: %r" % (spin, want, got))
     elif args.case == "cpu_estimates":
         # each node outside a subgraph carries its backend's estimate; the cpu
         # module's own (cost.c) charges a 3x3 convolution more than the core's
