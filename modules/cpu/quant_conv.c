@@ -162,6 +162,16 @@ static void qc_scratch_free(const qc_gemm_call *c, void **bufs, size_t n)
         cpu_host->host_free(c->ctx->host_ctx, bufs[i]);
 }
 
+/* A chunk's buffers (qc_scratch); false, the call marked failed, when
+ * memory is short: the chunk then runs no item. */
+static bool qc_chunk_bufs(qc_gemm_call *c, int worker, const size_t *bytes, void **bufs)
+{
+    if (qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs))
+        return true;
+    __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    return false;
+}
+
 
 /* Where one kernel column of a 2-D im2col reads: the input column of
  * output column 0 (BASE) and the output columns [LO, HI) that read inside
@@ -600,10 +610,8 @@ CPU_CLONES static void qc_dw_chunk(void *arg, size_t begin, size_t end, int work
     size_t bytes[QC_MAX_BUFS];
     qc_dw_scratch(k, bytes);
     void *bufs[QC_MAX_BUFS];
-    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
-    }
     uint32_t *acc = bufs[0];
     for (size_t item = begin; item < end; item++) {
         size_t n = item / k->m, m = item % k->m, g = m / mg;
@@ -699,10 +707,8 @@ __attribute__((target("avx2"))) static void qc_dw16_chunk(void *arg, size_t begi
     size_t bytes[QC_MAX_BUFS];
     qc_dw_scratch(k, bytes);
     void *bufs[QC_MAX_BUFS];
-    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
-    }
     uint8_t *xpad = bufs[0];
     int32_t *row = bufs[1];
     int64_t *off = bufs[2];
@@ -784,10 +790,8 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     size_t bytes[QC_MAX_BUFS];
     qc_gemm_scratch(k, rows, &c->plan, bytes);
     void *bufs[QC_MAX_BUFS];
-    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
-    }
     uint8_t *col = bufs[0], *xpad = bufs[1];
     int32_t *acc = bufs[2], *col_in = bufs[3];
     void *scratch = bufs[4];
@@ -929,10 +933,8 @@ CPU_CLONES static void qc_dwl_chunk(void *arg, size_t begin, size_t end, int wor
     size_t bytes[QC_MAX_BUFS];
     qc_dwl_scratch(k, bytes);
     void *bufs[QC_MAX_BUFS];
-    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
-    }
     uint32_t *xt = bufs[0], *yt = bufs[1], *wt = bufs[3];
     int32_t *row = bufs[2];
     for (size_t item = begin; item < end; item++) {
@@ -1039,10 +1041,8 @@ static void qc_split_col_chunk(void *arg, size_t begin, size_t end, int worker)
     size_t bytes[QC_MAX_BUFS], two[QC_MAX_BUFS];
     qc_split_scratch(k, c->mblk, bytes, two);
     void *bufs[QC_MAX_BUFS];
-    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
-    }
     uint8_t *xpad = bufs[0];
     for (size_t item = begin; item < end; item++) {
         size_t gi = item / c->n_cchunks, ch = item % c->n_cchunks;
@@ -1071,10 +1071,8 @@ static void qc_split_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     size_t one[QC_MAX_BUFS], bytes[QC_MAX_BUFS];
     qc_split_scratch(k, c->mblk, one, bytes);
     void *bufs[QC_MAX_BUFS];
-    if (!qc_scratch(c, worker, bytes, QC_MAX_BUFS, bufs)) {
-        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
-    }
     int32_t *acc = bufs[0];
     for (size_t item = begin; item < end; item++) {
         size_t gi = item / c->n_mblks, mb = item % c->n_mblks;
