@@ -438,17 +438,17 @@ static void qc_gemm_scratch(const qc_kernel *k, size_t rows, const qc_plan *p, s
 }
 
 static bool qc_dw16_fits(const qc_kernel *k);
-static int64_t qc_dw16_pitch(const qc_kernel *k);
-static int64_t qc_dw16_rows(const qc_kernel *k);
+static size_t qc_dw16_plane_bytes(const qc_kernel *k);
+static size_t qc_dw16_sums(const qc_kernel *k);
 
 /* ... of qc_dw_chunk: one output plane of sums; of qc_dw16_chunk, one
- * channel's padded input, a row of sums and the weights in pairs. */
+ * channel's padded input, its sums and the weights in pairs. */
 static void qc_dw_scratch(const qc_kernel *k, size_t *bytes)
 {
     memset(bytes, 0, QC_MAX_BUFS * sizeof *bytes);
     if (qc_dw16_fits(k)) {
-        bytes[0] = (size_t)(qc_dw16_rows(k) * qc_dw16_pitch(k));
-        bytes[1] = (size_t)(k->out[1] + 16) * sizeof(int32_t);
+        bytes[0] = qc_dw16_plane_bytes(k);
+        bytes[1] = qc_dw16_sums(k) * sizeof(int32_t);
         bytes[2] = (k->ker_sp + 1) * (sizeof(int32_t) + sizeof(int64_t));
         return;
     }
@@ -639,21 +639,27 @@ CPU_CLONES static void qc_dw_chunk(void *arg, size_t begin, size_t end, int work
     qc_scratch_free(c, bufs, QC_MAX_BUFS);
 }
 
-/* Depthwise on AVX2, 16 output columns at a time in registers (the
- * planar loop above reads and writes its plane of sums once per tap:
- * 34% of mobilenet_v2's int8 time at 128x128). Per (image, channel): the
- * input channel padded with its zero point into a plane of
- * qc_dw16_rows x qc_dw16_pitch bytes (every load of a row block inside
- * it), then per output row and block of 16 columns the taps in pairs:
- * both taps' 16 inputs widened to i16 (stride 2: the even or odd bytes of
- * 32, masked or shifted out of 16-bit words), interleaved, and multiplied
- * by the pair of weights less their zero point with vpmaddwd into i32.
- * The sums are of raw inputs: (x - xz) * w summed is sum(x * w) - xz *
+/* Depthwise on AVX2, 16 outputs at a time in registers (the planar loop
+ * above reads and writes its plane of sums once per tap: 34% of
+ * mobilenet_v2's int8 time at 128x128). Per (image, channel): the input
+ * channel padded with its zero point into a plane of qc_dw16_rows rows of
+ * qc_dw16_pitch bytes, then per block of 16 outputs the taps in pairs:
+ * both taps' 16 inputs widened to i16 (stride 2: the even bytes of 32,
+ * masked or shifted out of 16-bit words), interleaved, and multiplied by
+ * the pair of weights less their zero point with vpmaddwd into i32. The
+ * sums are of raw inputs: (x - xz) * w summed is sum(x * w) - xz *
  * sum(w), taken off per channel in the same wrapping u32 arithmetic, and
- * padding reads xz, so every sum is the planar loop's. Stride 1 or 2 in
- * columns, any stride in rows, any dilation; a kernel of at most
- * QC_DW16_MAX_TAPS taps (x * w < 2^16.0 a pair, so sums stay below
- * 2^31). */
+ * padding reads xz, so every sum is the planar loop's.
+ *
+ * Rows of 16 or more outputs go row by row, in blocks of 16 columns.
+ * Narrower rows with the same stride in rows and columns go as one run:
+ * output (oh, ow) is position v = oh * pitch + ow of the plane, and tap
+ * (kh, kw) reads byte stride * v + kh * dil * pitch + kw * dil, so 16
+ * consecutive v are one block whatever the rows (the pitch's columns past
+ * the row are computed and dropped; a 4-wide row of a 3x3 kernel wastes
+ * 2 of 6 instead of 12 of 16). Stride 1 or 2 in columns, any dilation; a
+ * kernel of at most QC_DW16_MAX_TAPS taps (x * w < 2^16.0 a pair, so sums
+ * stay below 2^31). */
 #define QC_DW16_MAX_TAPS 16384
 
 static bool qc_dw16_fits(const qc_kernel *k)
@@ -667,17 +673,45 @@ static bool qc_dw16_fits(const qc_kernel *k)
 #endif
 }
 
-/* Row pitch of the padded plane: the widest load of the last block of
- * columns, 16 (stride 1) or 32 (stride 2) bytes from its last tap. */
+/* Whether K's rows go as one run (see above). */
+static bool qc_dw16_run(const qc_kernel *k)
+{
+    return k->out[1] < 16 && k->stride[0] == k->stride[1];
+}
+
+/* Row pitch of the padded plane: every column a row's outputs read; row
+ * by row, the widest load of the last block of columns, 16 (stride 1) or
+ * 32 (stride 2) bytes from its last tap. */
 static int64_t qc_dw16_pitch(const qc_kernel *k)
 {
-    int64_t blocks = (k->out[1] + 15) / 16;
-    return (blocks * 16 - 1) * k->stride[1] + (k->ker[1] - 1) * k->dil[1] + k->stride[1];
+    int64_t cols = qc_dw16_run(k) ? k->out[1] : (k->out[1] + 15) / 16 * 16;
+    return (cols - 1) * k->stride[1] + (k->ker[1] - 1) * k->dil[1] + 1 +
+           (qc_dw16_run(k) ? 0 : k->stride[1] - 1);
 }
 
 static int64_t qc_dw16_rows(const qc_kernel *k)
 {
     return (k->out[0] - 1) * k->stride[0] + (k->ker[0] - 1) * k->dil[0] + 1;
+}
+
+/* Positions a run computes: the last row's outputs end it, rounded up to
+ * the block. */
+static size_t qc_dw16_run_len(const qc_kernel *k)
+{
+    return (size_t)(((k->out[0] - 1) * qc_dw16_pitch(k) + k->out[1] + 15) / 16 * 16);
+}
+
+/* The padded plane, and past it what the last block of a run reads. */
+static size_t qc_dw16_plane_bytes(const qc_kernel *k)
+{
+    size_t plane = (size_t)(qc_dw16_rows(k) * qc_dw16_pitch(k));
+    return qc_dw16_run(k) ? plane + (size_t)k->stride[1] * 16 + 32 : plane;
+}
+
+/* i32 sums of one channel: the run, or the plane plus a block's overrun. */
+static size_t qc_dw16_sums(const qc_kernel *k)
+{
+    return qc_dw16_run(k) ? qc_dw16_run_len(k) : k->out_sp + 16;
 }
 
 #ifdef QC_X86
@@ -695,6 +729,27 @@ qc_dw16_load(const uint8_t *p, bool s2, bool is_signed)
                      : _mm256_and_si256(v, _mm256_set1_epi16(0xff));
 }
 
+/* The 16 sums of the block whose first tap reads B, less CORR, at OUT. */
+__attribute__((target("avx2"), always_inline)) static inline void
+qc_dw16_block(const uint8_t *b, const int64_t *off, const int32_t *wpair, size_t pairs,
+              bool s2, bool xsig, uint32_t corr, int32_t *out)
+{
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    for (size_t q = 0; q < pairs; q++) {
+        __m256i v0 = qc_dw16_load(b + off[2 * q], s2, xsig);
+        __m256i v1 = qc_dw16_load(b + off[2 * q + 1], s2, xsig);
+        __m256i wv = _mm256_set1_epi32(wpair[q]);
+        lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(v0, v1), wv));
+        hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(v0, v1), wv));
+    }
+    /* lanes hold outputs 0-3 | 8-11 (lo) and 4-7 | 12-15 (hi) */
+    const __m256i vc = _mm256_set1_epi32((int32_t)corr);
+    _mm256_storeu_si256((__m256i *)(void *)out,
+                        _mm256_sub_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), vc));
+    _mm256_storeu_si256((__m256i *)(void *)(out + 8),
+                        _mm256_sub_epi32(_mm256_permute2x128_si256(lo, hi, 0x31), vc));
+}
+
 __attribute__((target("avx2"))) static void qc_dw16_chunk(void *arg, size_t begin, size_t end,
                                                          int worker)
 {
@@ -702,7 +757,7 @@ __attribute__((target("avx2"))) static void qc_dw16_chunk(void *arg, size_t begi
     const qc_kernel *k = c->k;
     const int64_t h = k->in[0], wd = k->in[1], oh_n = k->out[0], ow_n = k->out[1];
     const int64_t sh = k->stride[0], pitch = qc_dw16_pitch(k), hp = qc_dw16_rows(k);
-    const bool s2 = k->stride[1] == 2, xsig = k->x_signed;
+    const bool s2 = k->stride[1] == 2, xsig = k->x_signed, run = qc_dw16_run(k);
     const size_t taps = k->ker_sp, pairs = (taps + 1) / 2;
     size_t bytes[QC_MAX_BUFS];
     qc_dw_scratch(k, bytes);
@@ -710,7 +765,7 @@ __attribute__((target("avx2"))) static void qc_dw16_chunk(void *arg, size_t begi
     if (!qc_chunk_bufs(c, worker, bytes, bufs))
         begin = end;
     uint8_t *xpad = bufs[0];
-    int32_t *row = bufs[1];
+    int32_t *sums = bufs[1];
     int64_t *off = bufs[2];
     int32_t *wpair = (int32_t *)(void *)(off + taps + 1);
     for (size_t t = 0; t < taps; t++)
@@ -723,7 +778,7 @@ __attribute__((target("avx2"))) static void qc_dw16_chunk(void *arg, size_t begi
     for (size_t item = begin; item < end; item++) {
         size_t n = item / k->m, m = item % k->m, g = m / (k->m / k->group);
         const uint8_t *xp = (const uint8_t *)(const void *)c->x + (n * k->c + g) * k->in_sp;
-        memset(xpad, (uint8_t)c->xz, (size_t)(hp * pitch));
+        memset(xpad, (uint8_t)c->xz, bytes[0]);
         for (int64_t ih = 0; ih < h && ih + p0 < hp && w_in > 0; ih++)
             memcpy(xpad + (ih + p0) * pitch + p1, xp + ih * wd, (size_t)w_in);
         const int32_t *wm = c->wdw + m * taps;
@@ -734,27 +789,25 @@ __attribute__((target("avx2"))) static void qc_dw16_chunk(void *arg, size_t begi
             wsum += (uint32_t)w0 + (uint32_t)w1;
         }
         const uint32_t corr = (uint32_t)c->xz * wsum;
-        for (int64_t oh = 0; oh < oh_n; oh++) {
-            const uint8_t *base = xpad + oh * sh * pitch;
-            for (int64_t ow = 0; ow < ow_n; ow += 16) {
-                const uint8_t *b = base + ow * (s2 ? 2 : 1);
-                __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-                for (size_t q = 0; q < pairs; q++) {
-                    __m256i v0 = qc_dw16_load(b + off[2 * q], s2, xsig);
-                    __m256i v1 = qc_dw16_load(b + off[2 * q + 1], s2, xsig);
-                    __m256i wv = _mm256_set1_epi32(wpair[q]);
-                    lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(v0, v1), wv));
-                    hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(v0, v1), wv));
-                }
-                /* lanes hold columns 0-3 | 8-11 (lo) and 4-7 | 12-15 (hi) */
-                const __m256i vc = _mm256_set1_epi32((int32_t)corr);
-                _mm256_storeu_si256((__m256i *)(void *)(row + ow),
-                                    _mm256_sub_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), vc));
-                _mm256_storeu_si256((__m256i *)(void *)(row + ow + 8),
-                                    _mm256_sub_epi32(_mm256_permute2x128_si256(lo, hi, 0x31), vc));
-            }
-            qc_store_run(c, n, m, (size_t)(oh * ow_n), row, (size_t)ow_n);
+        const int64_t step = s2 ? 2 : 1;
+        if (run) {
+            /* positions oh * pitch + ow, then each row's outputs moved
+             * down to oh * ow_n (never past what a later row reads) */
+            const size_t len = qc_dw16_run_len(k);
+            for (size_t v = 0; v < len; v += 16)
+                qc_dw16_block(xpad + (int64_t)v * step, off, wpair, pairs, s2, xsig, corr,
+                              sums + v);
+            for (int64_t oh = 1; oh < oh_n; oh++)
+                memmove(sums + oh * ow_n, sums + oh * pitch, (size_t)ow_n * sizeof *sums);
+        } else {
+            /* a row's last block runs into the next row's start, which
+             * that row then writes */
+            for (int64_t oh = 0; oh < oh_n; oh++)
+                for (int64_t ow = 0; ow < ow_n; ow += 16)
+                    qc_dw16_block(xpad + oh * sh * pitch + ow * step, off, wpair, pairs, s2,
+                                  xsig, corr, sums + oh * ow_n + ow);
         }
+        qc_store_run(c, n, m, 0, sums, k->out_sp);
     }
     qc_scratch_free(c, bufs, QC_MAX_BUFS);
 }
