@@ -768,15 +768,17 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
             if (!h.zero_za)
                 isa->colsum(groups, panel, colsum + p * nr);
         }
-        for (int64_t i0 = 0; i0 < m; i0 += mr) {
-            int rows = (int)(m - i0 < mr ? m - i0 : mr);
-            const char *ap =
-                (const char *)packed_a + IG_HEAD + (size_t)((first_row + i0) / mr) * h.panel_bytes;
-            for (int64_t p = 0; p < np; p++) {
-                int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
-                const ig_sized_kernel *kern = isa->kernels;
-                while (cols > kern->max_cols)
-                    kern++;
+        /* each B panel stays in L1 while the (smaller) A panels pass it:
+         * the other order streamed a whole B panel from L2 per call */
+        for (int64_t p = 0; p < np; p++) {
+            int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
+            const ig_sized_kernel *kern = isa->kernels;
+            while (cols > kern->max_cols)
+                kern++;
+            for (int64_t i0 = 0; i0 < m; i0 += mr) {
+                int rows = (int)(m - i0 < mr ? m - i0 : mr);
+                const char *ap = (const char *)packed_a + IG_HEAD +
+                                 (size_t)((first_row + i0) / mr) * h.panel_bytes;
                 kern->fn(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc,
                          rows, cols);
             }
