@@ -450,11 +450,20 @@ def onnx_models():
     return m
 
 
-def case_onnx(args, name):
+def import_onnx():
+    """The onnx package, or None (and says so) when this Python has none:
+    the case then skips (77)."""
     try:
         import onnx
     except ImportError:
         print("skip: onnx is missing under %s" % sys.executable)
+        return None
+    return onnx
+
+
+def case_onnx(args, name):
+    onnx = import_onnx()
+    if onnx is None:
         return 77
     model, inputs, want = onnx_models()[name]
     work = os.path.join(args.work, "onnx_" + name)
@@ -616,10 +625,8 @@ def bad_models():
 
 
 def case_bad(args, name):
-    try:
-        import onnx
-    except ImportError:
-        print("skip: onnx is missing under %s" % sys.executable)
+    onnx = import_onnx()
+    if onnx is None:
         return 77
     entry = bad_models()[name]
     model, want = entry[0], entry[1]

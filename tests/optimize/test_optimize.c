@@ -557,6 +557,63 @@ static void case_qdq_conv_fused(void)
     TH_CHECK(!fused, "a bias at another scale than x_scale * w_scale was fused");
 }
 
+/* Runs the model at PATH on cpu at optimize = none, then at all, with the
+ * inputs IN and level K's outputs OUTS[K] (N_OUT each); CHECK looks at the
+ * second session's description. */
+static void none_then_all(const char *path, const pl_io *in, size_t n_in, pl_io *const outs[2],
+                          size_t n_out, void (*check)(json_t *root))
+{
+    const char *levels[2] = {"none", "all"};
+    for (int k = 0; k < 2; k++) {
+        pl_runtime *rt = runtime_with(levels[k], "cpu");
+        pl_model *m = NULL;
+        pl_session *s = session_of(rt, path, &m);
+        if (k == 1) {
+            json_t *root = describe(s);
+            check(root);
+            json_decref(root);
+        }
+        TH_CHECK_OK(pl_session_run(s, in, n_in, outs[k], n_out));
+        pl_session_destroy(s);
+        pl_model_destroy(m);
+        pl_runtime_destroy(rt);
+    }
+}
+
+/* none_then_all for a model of one f32 input x of XS[0] x XS[1] (filled
+ * here) and one f32 output y of YS, whose two outputs must be the same to
+ * the bit. */
+static void none_against_all(const char *path, float *x, const int64_t xs[2], float *want,
+                             float *got, const int64_t ys[2], void (*check)(json_t *root))
+{
+    for (int64_t i = 0; i < xs[0] * xs[1]; i++)
+        x[i] = 0.125f * (float)(i % 9) - 0.5f;
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 2,
+                                        .dtype = PL_DTYPE_F32, .shape = (int64_t *)xs}};
+    pl_io out[2];
+    float *data[2] = {want, got};
+    for (int k = 0; k < 2; k++)
+        out[k] = (pl_io){.name = "y", .tensor = {.struct_size = sizeof(pl_tensor),
+                                                 .data = data[k], .ndim = 2,
+                                                 .dtype = PL_DTYPE_F32, .shape = (int64_t *)ys}};
+    none_then_all(path, &in, 1, (pl_io *const[]){&out[0], &out[1]}, 1, check);
+    for (int64_t i = 0; i < ys[0] * ys[1]; i++)
+        TH_CHECK(got[i] == want[i], "y[%lld] = %g folded, %g not", (long long)i, got[i],
+                 want[i]);
+}
+
+static void check_dq_folded(json_t *root)
+{
+    TH_CHECK(!placed(root, "dq"), "the DequantizeLinear of the weights was not folded");
+}
+
+static void check_expansions_folded(json_t *root)
+{
+    TH_CHECK(!placed(root, "w1") && !placed(root, "w2") && !placed(root, "scale"),
+             "the weights' expansions were not folded");
+    TH_CHECK(placed(root, "e"), "the expansion an activation reads was folded");
+}
+
 /* A QDQ model's weights: DequantizeLinear of a 512 KiB int8 constant makes
  * 2 MiB of f32, over the 1 MiB and twice-the-inputs bounds that keep an
  * Expand from being folded, but no more elements than its input: it is
@@ -585,32 +642,8 @@ static void case_dequantized_weights_folded(void)
         "\"outputs\":[\"w\"]},"
         "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y\"]}]}");
     static float x[2 * 1024], want[2 * 512], got[2 * 512];
-    for (int i = 0; i < 2 * 1024; i++)
-        x[i] = 0.125f * (float)(i % 9) - 0.5f;
-    float *outs[2] = {want, got};
-    const char *levels[2] = {"none", "all"};
-    for (int k = 0; k < 2; k++) {
-        pl_runtime *rt = runtime_with(levels[k], "cpu");
-        pl_model *m = NULL;
-        pl_session *s = session_of(rt, path, &m);
-        if (k == 1) {
-            json_t *root = describe(s);
-            TH_CHECK(!placed(root, "dq"), "the DequantizeLinear of the weights was not folded");
-            json_decref(root);
-        }
-        pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x,
-                                            .ndim = 2, .dtype = PL_DTYPE_F32,
-                                            .shape = (int64_t[]){2, 1024}}};
-        pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = outs[k],
-                                             .ndim = 2, .dtype = PL_DTYPE_F32,
-                                             .shape = (int64_t[]){2, 512}}};
-        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
-        pl_session_destroy(s);
-        pl_model_destroy(m);
-        pl_runtime_destroy(rt);
-    }
-    for (int i = 0; i < 2 * 512; i++)
-        TH_CHECK(got[i] == want[i], "y[%d] = %g folded, %g not", i, got[i], want[i]);
+    none_against_all(path, x, (int64_t[]){2, 1024}, want, got, (int64_t[]){2, 512},
+                     check_dq_folded);
 }
 
 /* Weights made by an expansion (the onnx package's model-zoo copies make
@@ -654,34 +687,17 @@ static void case_expanded_weights_folded(void)
         "{\"name\":\"sum\",\"op\":\"Add\",\"inputs\":[\"p\",\"q\"],\"outputs\":[\"y\"]}"
         "]}");
     static float x[1024 * 512], want[1024 * 1024], got[1024 * 1024];
-    for (int i = 0; i < 1024 * 512; i++)
-        x[i] = 0.125f * (float)(i % 9) - 0.5f;
-    float *outs[2] = {want, got};
-    const char *levels[2] = {"none", "all"};
-    for (int k = 0; k < 2; k++) {
-        pl_runtime *rt = runtime_with(levels[k], "cpu");
-        pl_model *m = NULL;
-        pl_session *s = session_of(rt, path, &m);
-        if (k == 1) {
-            json_t *root = describe(s);
-            TH_CHECK(!placed(root, "w1") && !placed(root, "w2") && !placed(root, "scale"),
-                     "the weights' expansions were not folded");
-            TH_CHECK(placed(root, "e"), "the expansion an activation reads was folded");
-            json_decref(root);
-        }
-        pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x,
-                                            .ndim = 2, .dtype = PL_DTYPE_F32,
-                                            .shape = (int64_t[]){1024, 512}}};
-        pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = outs[k],
-                                             .ndim = 2, .dtype = PL_DTYPE_F32,
-                                             .shape = (int64_t[]){1024, 1024}}};
-        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
-        pl_session_destroy(s);
-        pl_model_destroy(m);
-        pl_runtime_destroy(rt);
-    }
-    for (int i = 0; i < 1024 * 1024; i++)
-        TH_CHECK(got[i] == want[i], "y[%d] = %g folded, %g not", i, got[i], want[i]);
+    none_against_all(path, x, (int64_t[]){1024, 512}, want, got, (int64_t[]){1024, 1024},
+                     check_expansions_folded);
+}
+
+static void check_sums_listed(json_t *root)
+{
+    char *text = json_dumps(root, 0);
+    TH_CHECK(text != NULL && strstr(text, "Sum 's3' of 3 inputs became Adds") != NULL &&
+                 strstr(text, "Sum 's1' of 1 input became an Identity") != NULL,
+             "the description does not list the Sums rewritten: %s", text);
+    free(text);
 }
 
 /* Sum as Adds (Caffe2-era residual connections): three inputs that
@@ -703,37 +719,24 @@ static void case_sum_to_adds(void)
         "{\"name\":\"s1\",\"op\":\"Sum\",\"inputs\":[\"a\"],\"outputs\":[\"z\"]}]}");
     float a[6] = {1, 2, 3, 4, 5, 6}, bv[3] = {0.5f, -1, 2}, cv[2] = {10, -10};
     float y[2][6], z[2][6];
-    const char *levels[2] = {"none", "all"};
+    pl_io in[3] = {
+        {.name = "a", .tensor = {.struct_size = sizeof(pl_tensor), .data = a, .ndim = 2,
+                                 .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}},
+        {.name = "b", .tensor = {.struct_size = sizeof(pl_tensor), .data = bv, .ndim = 1,
+                                 .dtype = PL_DTYPE_F32, .shape = (int64_t[]){3}}},
+        {.name = "c", .tensor = {.struct_size = sizeof(pl_tensor), .data = cv, .ndim = 2,
+                                 .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 1}}}};
+    int64_t yz_shape[2] = {2, 3}; /* outlives the loop, unlike a literal in it */
+    pl_io out[2][2];
     for (int k = 0; k < 2; k++) {
-        pl_runtime *rt = runtime_with(levels[k], "cpu");
-        pl_model *m = NULL;
-        pl_session *s = session_of(rt, path, &m);
-        if (k == 1) {
-            json_t *root = describe(s);
-            char *text = json_dumps(root, 0);
-            TH_CHECK(text != NULL && strstr(text, "Sum 's3' of 3 inputs became Adds") != NULL &&
-                         strstr(text, "Sum 's1' of 1 input became an Identity") != NULL,
-                     "the description does not list the Sums rewritten: %s", text);
-            free(text);
-            json_decref(root);
-        }
-        pl_io in[3] = {
-            {.name = "a", .tensor = {.struct_size = sizeof(pl_tensor), .data = a, .ndim = 2,
-                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}},
-            {.name = "b", .tensor = {.struct_size = sizeof(pl_tensor), .data = bv, .ndim = 1,
-                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){3}}},
-            {.name = "c", .tensor = {.struct_size = sizeof(pl_tensor), .data = cv, .ndim = 2,
-                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 1}}}};
-        pl_io out[2] = {
-            {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = y[k], .ndim = 2,
-                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}},
-            {.name = "z", .tensor = {.struct_size = sizeof(pl_tensor), .data = z[k], .ndim = 2,
-                                     .dtype = PL_DTYPE_F32, .shape = (int64_t[]){2, 3}}}};
-        TH_CHECK_OK(pl_session_run(s, in, 3, out, 2));
-        pl_session_destroy(s);
-        pl_model_destroy(m);
-        pl_runtime_destroy(rt);
+        out[k][0] = (pl_io){.name = "y", .tensor = {.struct_size = sizeof(pl_tensor),
+                                                    .data = y[k], .ndim = 2,
+                                                    .dtype = PL_DTYPE_F32, .shape = yz_shape}};
+        out[k][1] = (pl_io){.name = "z", .tensor = {.struct_size = sizeof(pl_tensor),
+                                                    .data = z[k], .ndim = 2,
+                                                    .dtype = PL_DTYPE_F32, .shape = yz_shape}};
     }
+    none_then_all(path, in, 3, (pl_io *const[]){out[0], out[1]}, 2, check_sums_listed);
     for (int i = 0; i < 6; i++) {
         TH_CHECK(y[1][i] == y[0][i] && y[0][i] == a[i] + bv[i % 3] + cv[i / 3],
                  "y[%d] = %g, none %g", i, y[1][i], y[0][i]);
