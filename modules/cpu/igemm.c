@@ -473,24 +473,38 @@ __attribute__((target("avx2"))) static void ig_pack_b32_avx2(const cpu_igemm_q8 
     }
 }
 
-/* One whole panel of 16 columns (J0 .. J0 + 16 of B, not transposed) for
- * the AVX2 kernel: pairs of rows interleaved and widened to i16, 16
- * columns in 256-bit registers, every value written (a missing last row is
- * 0), so the panel is not cleared first. The 128-bit path took 8 columns
- * at a time after a memset of the panel: 18% of resnet50_s_qdq's time on
- * cpu went to this packing (perf). */
+/* One panel of COLS <= 16 columns (J0 .. J0 + COLS of B, not transposed)
+ * for the AVX2 kernel: pairs of rows interleaved and widened to i16, 16
+ * columns in 256-bit registers, every value written (a missing last row
+ * and the columns past COLS are 0), so the panel is not cleared first. The
+ * 128-bit path took 8 columns at a time after a memset of the panel: 18%
+ * of resnet50_s_qdq's time on cpu went to this packing (perf); a panel of
+ * a few columns (the last of a 7x7 or 14x14 map) went value by value, 8%
+ * of resnet50_s_qop's. */
 __attribute__((target("avx2"))) static void ig_pack_b16_avx2(const cpu_igemm_q8 *b, int64_t k,
-                                                            int64_t j0, uint8_t flip,
+                                                            int64_t j0, int cols, uint8_t flip,
                                                             int16_t *out)
 {
     const __m128i f = _mm_set1_epi8((char)flip);
+    /* fewer than 16 columns: each row through a copy whose columns past
+     * COLS hold FLIP, so that they pack to 0 as a cleared panel's do */
+    uint8_t part[2][16];
+    memset(part, flip, sizeof part);
     for (int64_t q0 = 0; q0 < k; q0 += 2, out += 32) {
-        __m128i r0 = _mm_xor_si128(
-            _mm_loadu_si128((const __m128i *)(const void *)(ig_b_row(b, q0) + j0)), f);
-        __m128i r1 = q0 + 1 < k ? _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(
-                                                    ig_b_row(b, q0 + 1) + j0)),
-                                                f)
-                                : _mm_setzero_si128();
+        const uint8_t *p0 = ig_b_row(b, q0) + j0;
+        const uint8_t *p1 = q0 + 1 < k ? ig_b_row(b, q0 + 1) + j0 : NULL;
+        if (cols < IG_A2_NR) {
+            memcpy(part[0], p0, (size_t)cols);
+            p0 = part[0];
+            if (p1 != NULL) {
+                memcpy(part[1], p1, (size_t)cols);
+                p1 = part[1];
+            }
+        }
+        __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)p0), f);
+        __m128i r1 = p1 != NULL
+                         ? _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)p1), f)
+                         : _mm_setzero_si128();
         _mm256_storeu_si256((__m256i *)(void *)out, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r0, r1)));
         _mm256_storeu_si256((__m256i *)(void *)(out + 16),
                             _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r0, r1)));
@@ -524,8 +538,8 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
         }
         return;
     }
-    if (!b->trans && isa == &ig_isa_avx2 && cols == IG_A2_NR) {
-        ig_pack_b16_avx2(b, k, j0, flip, out);
+    if (!b->trans && isa == &ig_isa_avx2) {
+        ig_pack_b16_avx2(b, k, j0, cols, flip, out);
         return;
     }
 #endif
