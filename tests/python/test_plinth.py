@@ -573,6 +573,73 @@ class OnnxTest(unittest.TestCase):
                     self.assertLessEqual(int(diff.max()), 1, f"{order}: {name}")
                     self.assertGreaterEqual(float((diff == 0).mean()), 0.95, f"{order}: {name}")
 
+    def test_ms_qlinear_softmax(self):
+        """com.microsoft QLinearSoftmax, which ONNX Runtime's static quantizer
+        writes for every Softmax in its QOperator format: its `opset`
+        attribute picks the Softmax it stands for (the input coerced to 2-D at
+        axis before 13, one axis from 13; -1 by default, as ONNX Runtime
+        reads it), in graphs of both generations. Against numpy within one
+        quantization step, on cpu and with onednn first; a one-axis Softmax
+        over an axis but the last in a graph before 13 is refused by name."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        rng = np.random.default_rng(5)
+        x = rng.integers(0, 256, (2, 3, 4, 5), dtype=np.uint8)
+        sx, zx, sy, zy = np.float32(0.04), np.uint8(128), np.float32(1 / 256), np.uint8(0)
+        consts = [nh.from_array(np.array(v), n) for v, n in
+                  [(sx, "sx"), (zx, "zx"), (sy, "sy"), (zy, "zy")]]
+        q = ["x", "sx", "zx", "sy", "zy"]
+        ms = "com.microsoft"
+        u8 = lambda n: h.make_tensor_value_info(n, T.UINT8, [2, 3, 4, 5])
+        fx = (x.astype(np.float32) - np.float32(zx)) * sx
+
+        def softmax(v, axes):
+            e = np.exp(v - v.max(axis=axes, keepdims=True))
+            return e / e.sum(axis=axes, keepdims=True)
+
+        def qu(v):
+            return np.clip(np.rint(np.asarray(v, np.float32) / sy) + np.float32(zy), 0,
+                           255).astype(np.uint8)
+
+        cases = [  # graph opset, {output: (attributes, axes numpy reduces)}
+            (13, {"last": ({"opset": 13}, -1), "one": ({"opset": 13, "axis": 1}, 1),
+                  "old_default": ({"opset": 11}, -1),
+                  "old_coerced": ({"opset": 11, "axis": 2}, (2, 3))}),
+            (11, {"coerced": ({"opset": 11, "axis": 1}, (1, 2, 3)),
+                  "new_last": ({"opset": 13}, -1)}),
+        ]
+        for opset, outs in cases:
+            nodes = [h.make_node("QLinearSoftmax", q, [name], domain=ms, **attrs)
+                     for name, (attrs, _) in outs.items()]
+            graph = h.make_graph(nodes, "qsm", [u8("x")], [u8(n) for n in outs], consts)
+            path = save_ms_model(graph, "qsm%d.onnx" % opset, opset)
+            for order in ("cpu", "onednn, cpu"):
+                rt = plinth.Runtime(config=write_ini(f"[placement]\norder = {order}\n",
+                                                     "qsm.ini"))
+                try:
+                    with rt.load_model(path).session() as s:
+                        out = s.run({"x": x})
+                finally:
+                    rt.close()
+                for name, (_, axes) in outs.items():
+                    diff = np.abs(out[name].astype(int) - qu(softmax(fx, axes)).astype(int))
+                    self.assertLessEqual(int(diff.max()), 1, f"{order}: opset {opset} {name}")
+        graph = h.make_graph([h.make_node("QLinearSoftmax", q, ["y"], name="sm_new", domain=ms,
+                                          opset=13, axis=1)],
+                             "qsm_bad", [u8("x")], [u8("y")], consts)
+        path = save_ms_model(graph, "qsm_bad.onnx", 11)
+        rt = plinth.Runtime()
+        try:
+            with self.assertRaises(plinth.Error) as e:
+                rt.load_model(path)
+            self.assertIn("sm_new", str(e.exception))
+            self.assertIn("opset 13 over axis 1", str(e.exception))
+        finally:
+            rt.close()
+
     def test_weights_dropped_while_modules_hold_copies(self):
         """The core reads an ONNX initializer's raw_data out of the file
         itself and drops its copy while only modules that keep their own

@@ -1627,6 +1627,50 @@ static pl_status *lw_ms_qlinear_avgpool(lw *w)
     return lw_ms_qlinear_unary(w, "AveragePool", attrs, PL_COUNT(attrs));
 }
 
+/* QLinearSoftmax(X, X_scale, X_zero_point, Y_scale, Y_zero_point): ONNX
+ * Runtime's static quantizer writes one for every Softmax in its QOperator
+ * format (a transformer's attention), as the float Softmax between a
+ * dequantization and a quantization, like the QLinear ops above (ONNX
+ * Runtime's kernel goes through a table of exponentials: results may
+ * differ by a quantization step). Attribute `opset` names the Softmax it
+ * stands for: before 13 the input is coerced to 2-D at axis, from 13 on
+ * one axis; the axis defaults to -1 either way, as ONNX Runtime 1.32 reads
+ * it (an opset-11 Softmax without an axis meant 1). A coerced Softmax in a
+ * graph of 13 or later becomes Flatten, Softmax and a Reshape back; a
+ * one-axis Softmax in an older graph is the same only over the last axis. */
+static pl_status *lw_ms_qlinear_softmax(lw *w)
+{
+    const pl_attr *op_attr = lw_attr(w, "opset");
+    if (op_attr == NULL || op_attr->kind != PL_ATTR_INT)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'opset'");
+    int64_t opset = op_attr->i, axis = lw_attr_i(w, "axis", -1);
+    const pl_graph_tensor *xt = lw_tensor(w, lw_input(w, 0));
+    int64_t rank = xt != NULL ? xt->ndim : -1;
+    bool last = rank > 0 && (axis == -1 || axis == rank - 1);
+    bool coerced = opset < 13 && w->version >= 13 && !last;
+    if (opset >= 13 && w->version < 13 && !last)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "a Softmax of opset %lld over axis %lld (not the last) in a graph "
+                        "before 13 is not supported",
+                        (long long)opset, (long long)axis);
+    const char *x, *in, *y, *shape;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 0), lw_input(w, 1), lw_input(w, 2), -1, &x));
+    in = x;
+    if (coerced) {
+        PL_RETURN_IF_ERROR(lw_node(w, "Flatten", (const char *[]){x}, 1, &in, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", axis));
+        axis = -1;
+    }
+    PL_RETURN_IF_ERROR(lw_node(w, "Softmax", (const char *[]){in}, 1, &y, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", axis));
+    if (coerced) {
+        PL_RETURN_IF_ERROR(lw_unary(w, "Shape", x, &shape));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", y, shape, &y));
+    }
+    return lw_q_end(w, y, lw_input(w, 3), lw_input(w, 4));
+}
+
 /* Whether the one-value constants (scale S1, zero point Z1) and (S2, Z2)
  * are the same quantization: equal f32 scales, zero points of one dtype
  * and value (an absent zero point is a u8 0). */
@@ -1971,6 +2015,7 @@ static const struct {
     {"com.microsoft", "QLinearAdd", 0, lw_ms_qlinear_add},
     {"com.microsoft", "QLinearMul", 0, lw_ms_qlinear_mul},
     {"com.microsoft", "QLinearSigmoid", 0, lw_ms_qlinear_sigmoid},
+    {"com.microsoft", "QLinearSoftmax", 0, lw_ms_qlinear_softmax},
     {"com.microsoft", "QLinearLeakyRelu", 0, lw_ms_qlinear_leaky},
     {"com.microsoft", "QLinearGlobalAveragePool", 0, lw_ms_qlinear_gap},
     {"com.microsoft", "QLinearAveragePool", 0, lw_ms_qlinear_avgpool},
