@@ -497,7 +497,8 @@ class OnnxTest(unittest.TestCase):
     def test_ms_quantized_ops(self):
         """ONNX Runtime's QOperator contrib ops (com.microsoft QLinearAdd,
         QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-        QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm),
+        QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm,
+        QLinearWhere),
         expanded by the core into DequantizeLinear, the float op and
         QuantizeLinear, against numpy (round half to even, saturate), on
         cpu and with onednn first."""
@@ -509,6 +510,7 @@ class OnnxTest(unittest.TestCase):
         rng = np.random.default_rng(3)
         x = rng.integers(0, 256, (1, 4, 4, 4), dtype=np.uint8)
         a = rng.integers(0, 256, (2, 6), dtype=np.uint8)
+        cond = rng.integers(0, 2, (1, 4, 1, 4)).astype(bool)
         bq = rng.integers(-127, 128, (3, 6), dtype=np.int8)
         bias = rng.integers(-500, 500, (3,), dtype=np.int32)
         sx, zx, sy, zy = np.float32(0.05), np.uint8(120), np.float32(0.08), np.uint8(100)
@@ -531,11 +533,15 @@ class OnnxTest(unittest.TestCase):
             h.make_node("QLinearConcat", ["sy", "zy"] + q + q, ["cat"], domain=ms, axis=1),
             h.make_node("QGemm", ["a", "sa", "za", "bq", "sb", "zb", "bias"], ["gemm"],
                         domain=ms, transB=1),
+            h.make_node("QLinearWhere", ["c"] + q + ["a4", "sa", "za", "sy", "zy"], ["where"],
+                        domain=ms),
         ]
         u8 = lambda n, shape: h.make_tensor_value_info(n, T.UINT8, shape)
         graph = h.make_graph(
-            nodes, "q", [u8("x", [1, 4, 4, 4]), u8("a", [2, 6])],
+            nodes, "q", [u8("x", [1, 4, 4, 4]), u8("a", [2, 6]), u8("a4", [4]),
+                         h.make_tensor_value_info("c", T.BOOL, [1, 4, 1, 4])],
             [u8("add", [1, 4, 4, 4]), u8("mul", [1, 4, 4, 4]), u8("sig", [1, 4, 4, 4]),
+             u8("where", [1, 4, 4, 4]),
              u8("leaky", [1, 4, 4, 4]), u8("gap", [1, 4, 1, 1]), u8("avg", [1, 4, 2, 2]),
              u8("cat", [1, 8, 4, 4]), h.make_tensor_value_info("gemm", T.FLOAT, [2, 3])],
             consts)
@@ -554,13 +560,14 @@ class OnnxTest(unittest.TestCase):
                 "gap": qu(fx.mean(axis=(2, 3), keepdims=True)),
                 "avg": qu(fx.reshape(1, 4, 2, 2, 2, 2).mean(axis=(3, 5))),
                 "cat": qu(np.concatenate([fx, fx], axis=1)),
+                "where": qu(np.where(cond, fx, dq(a[0, :4], sa, za))),
                 "gemm": dq(a, sa, za).astype(np.float64) @ (bq.astype(np.float64) * sb[:, None]).T +
                         bias * (float(sa) * sb.astype(np.float64))}
         for order in ("cpu", "onednn, cpu"):
             rt = plinth.Runtime(config=write_ini(f"[placement]\norder = {order}\n", "q.ini"))
             try:
                 with rt.load_model(path).session() as s:
-                    out = s.run({"x": x, "a": a})
+                    out = s.run({"x": x, "a": a, "a4": a[0, :4].copy(), "c": cond})
             finally:
                 rt.close()
             for name, ref in want.items():

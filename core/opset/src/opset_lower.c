@@ -1627,6 +1627,19 @@ static pl_status *lw_ms_qlinear_avgpool(lw *w)
     return lw_ms_qlinear_unary(w, "AveragePool", attrs, PL_COUNT(attrs));
 }
 
+/* QLinearWhere(condition, X, x_scale, x_zero_point, Y, y_scale,
+ * y_zero_point, z_scale, z_zero_point): the static quantizer's Where in
+ * the QOperator format (and what ONNX Runtime fuses a DQ -> Where -> Q
+ * into), as the float Where between dequantizations and a quantization. */
+static pl_status *lw_ms_qlinear_where(lw *w)
+{
+    const char *x, *y, *z;
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 1), lw_input(w, 2), lw_input(w, 3), -1, &x));
+    PL_RETURN_IF_ERROR(lw_dq(w, lw_input(w, 4), lw_input(w, 5), lw_input(w, 6), -1, &y));
+    PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){lw_input(w, 0), x, y}, 3, &z, NULL));
+    return lw_q_end(w, z, lw_input(w, 7), lw_input(w, 8));
+}
+
 /* QLinearSoftmax(X, X_scale, X_zero_point, Y_scale, Y_zero_point): ONNX
  * Runtime's static quantizer writes one for every Softmax in its QOperator
  * format (a transformer's attention), as the float Softmax between a
@@ -2016,6 +2029,7 @@ static const struct {
     {"com.microsoft", "QLinearMul", 0, lw_ms_qlinear_mul},
     {"com.microsoft", "QLinearSigmoid", 0, lw_ms_qlinear_sigmoid},
     {"com.microsoft", "QLinearSoftmax", 0, lw_ms_qlinear_softmax},
+    {"com.microsoft", "QLinearWhere", 0, lw_ms_qlinear_where},
     {"com.microsoft", "QLinearLeakyRelu", 0, lw_ms_qlinear_leaky},
     {"com.microsoft", "QLinearGlobalAveragePool", 0, lw_ms_qlinear_gap},
     {"com.microsoft", "QLinearAveragePool", 0, lw_ms_qlinear_avgpool},
