@@ -647,6 +647,56 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_ms_qattention(self):
+        """com.microsoft QAttention (what quantize_dynamic makes of ONNX
+        Runtime's fused Attention: its BERT recipe) against com.microsoft
+        Attention on the dequantized input and weights, both through
+        plinth, on cpu and with onednn first: u8 input with a zero point,
+        i8 weights with a scale and zero point per column, a raw mask."""
+        try:
+            import onnx
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        rng = np.random.default_rng(11)
+        b_, s_, hid, heads = 2, 5, 8, 2
+        x8 = rng.integers(0, 256, (b_, s_, hid), dtype=np.uint8)
+        w8 = rng.integers(-127, 128, (hid, 3 * hid), dtype=np.int8)
+        bias = rng.standard_normal(3 * hid).astype(np.float32)
+        sx, zx = np.float32(0.02), np.uint8(120)
+        sw = rng.uniform(0.01, 0.03, 3 * hid).astype(np.float32)
+        zw = rng.integers(-3, 4, 3 * hid).astype(np.int8)
+        mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)
+        fx = (x8.astype(np.float32) - np.float32(zx)) * sx
+        fw = (w8.astype(np.float32) - zw.astype(np.float32)) * sw
+        ms = "com.microsoft"
+        f32 = lambda n, shape: h.make_tensor_value_info(n, T.FLOAT, shape)
+        mask_in = h.make_tensor_value_info("mask", T.INT32, [b_, s_])
+        quant = h.make_graph(
+            [h.make_node("QAttention", ["x", "w", "bias", "sx", "sw", "mask", "zx", "zw"], ["y"],
+                         domain=ms, num_heads=heads)],
+            "qatt", [h.make_tensor_value_info("x", T.UINT8, [b_, s_, hid]), mask_in],
+            [f32("y", [b_, s_, hid])],
+            [nh.from_array(w8, "w"), nh.from_array(bias, "bias"), nh.from_array(np.array(sx), "sx"),
+             nh.from_array(sw, "sw"), nh.from_array(np.array(zx), "zx"), nh.from_array(zw, "zw")])
+        plain = h.make_graph(
+            [h.make_node("Attention", ["x", "w", "bias", "mask"], ["y"], domain=ms,
+                         num_heads=heads)],
+            "att", [f32("x", [b_, s_, hid]), mask_in], [f32("y", [b_, s_, hid])],
+            [nh.from_array(fw, "w"), nh.from_array(bias, "bias")])
+        qpath = save_ms_model(quant, "qatt.onnx", 13)
+        ppath = save_ms_model(plain, "att.onnx", 13)
+        for order in ("cpu", "onednn, cpu"):
+            rt = plinth.Runtime(config=write_ini(f"[placement]\norder = {order}\n", "qatt.ini"))
+            try:
+                with rt.load_model(qpath).session() as s:
+                    got = s.run({"x": x8, "mask": mask})["y"]
+                with rt.load_model(ppath).session() as s:
+                    want = s.run({"x": fx, "mask": mask})["y"]
+            finally:
+                rt.close()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=order)
+
     def test_weights_dropped_while_modules_hold_copies(self):
         """The core reads an ONNX initializer's raw_data out of the file
         itself and drops its copy while only modules that keep their own

@@ -1168,17 +1168,22 @@ static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, cons
     return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
 }
 
-/* com.microsoft Attention (ONNX Runtime's fused BERT self-attention):
- * input [B, S, in] times packed weights [in, q + k + v] plus bias, split,
- * then lw_ms_attention_core. Past state, attention bias, rotary embedding
- * and other mask_index forms are refused. */
-static pl_status *lw_ms_attention(lw *w)
+/* Attention's and QAttention's common part: refuses inputs FIRST_UNUSED
+ * on (past state and later) and the present output, and checks the input
+ * X [B, S, in] and weights W [in, q + k + v] (their shapes read from XT and
+ * WT, the node's own inputs, which may be quantized); *OUT_BATCH and
+ * OUT_SIZES (q, k, v) for lw_ms_attention_qkv. */
+static pl_status *lw_ms_attention_check(lw *w, size_t first_unused, const pl_graph_tensor *xt,
+                                        const pl_graph_tensor *wtt, int64_t *out_batch,
+                                        int64_t out_sizes[3])
 {
     const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
-    for (size_t i = 4; i < nd->n_inputs; i++)
+    for (size_t i = first_unused; i < nd->n_inputs; i++)
         if (nd->inputs[i] != PL_TID_NONE)
             return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
-                            i == 4 ? "past" : i == 5 ? "attention_bias" : "past_sequence_length");
+                            i == first_unused ? "past" : i == first_unused + 1
+                                                             ? "attention_bias"
+                                                             : "past_sequence_length");
     if (nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE)
         return lw_error(w, PL_CODE_UNSUPPORTED, "output 1 (present) is not supported");
     if (lw_attr_i(w, "do_rotary", 0) != 0)
@@ -1187,31 +1192,34 @@ static pl_status *lw_ms_attention(lw *w)
         return lw_error(w, PL_CODE_UNSUPPORTED, "a graph of ai.onnx opset %lld (13 or later "
                                                 "needed)",
                         (long long)w->version);
-    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
-    const char *mask = lw_input(w, 3);
     int64_t heads = lw_attr_i(w, "num_heads", 0);
-    const pl_graph_tensor *xt = lw_tensor(w, x), *wtt = lw_tensor(w, wt);
     if (heads <= 0)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "missing required attribute 'num_heads'");
-    if (xt == NULL || wtt == NULL || !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32) || xt->ndim != 3 ||
-        wtt->ndim != 2 || wtt->dims[1] < 0)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "float32 input [B, S, hidden] and weights of "
-                                                "known width are required");
-    w->dtype = xt->dtype;
-    int64_t sizes[3], batch = xt->dims[0];
+    if (xt == NULL || wtt == NULL || xt->ndim != 3 || wtt->ndim != 2 || wtt->dims[1] < 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "an input [B, S, hidden] and weights of known "
+                                                "width are required");
+    *out_batch = xt->dims[0];
     const pl_attr *qs = lw_attr(w, "qkv_hidden_sizes");
     if (qs != NULL && qs->kind == PL_ATTR_INTS && qs->n == 3) {
-        memcpy(sizes, qs->ints, sizeof sizes);
+        memcpy(out_sizes, qs->ints, 3 * sizeof *out_sizes);
     } else {
         if (wtt->dims[1] % 3 != 0)
             return lw_error(w, PL_CODE_INVALID_ARGUMENT, "weights width %lld is not 3 equal parts",
                             (long long)wtt->dims[1]);
-        sizes[0] = sizes[1] = sizes[2] = wtt->dims[1] / 3;
+        out_sizes[0] = out_sizes[1] = out_sizes[2] = wtt->dims[1] / 3;
     }
-    if (sizes[0] != sizes[1] || sizes[0] % heads != 0 || sizes[2] % heads != 0)
+    if (out_sizes[0] != out_sizes[1] || out_sizes[0] % heads != 0 || out_sizes[2] % heads != 0)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "qkv_hidden_sizes do not split into %lld "
                                                      "heads",
                         (long long)heads);
+    return NULL;
+}
+
+/* X times the packed weights WT plus bias B (may be ""), split into Q, K
+ * and V of SIZES, then lw_ms_attention_core with MASK. */
+static pl_status *lw_ms_attention_qkv(lw *w, const char *x, const char *wt, const char *b,
+                                      const char *mask, int64_t batch, const int64_t sizes[3])
+{
     const char *qkv, *q, *k, *v;
     PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, wt, &qkv));
     if (b[0] != '\0')
@@ -1220,7 +1228,50 @@ static pl_status *lw_ms_attention(lw *w)
     PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0], sizes[0] + sizes[1], &k));
     PL_RETURN_IF_ERROR(lw_slice_last(w, qkv, sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2],
                                      &v));
-    return lw_ms_attention_core(w, q, k, v, heads, sizes[0], batch, mask, "");
+    return lw_ms_attention_core(w, q, k, v, lw_attr_i(w, "num_heads", 0), sizes[0], batch, mask,
+                                "");
+}
+
+/* com.microsoft Attention (ONNX Runtime's fused BERT self-attention):
+ * input [B, S, in] times packed weights [in, q + k + v] plus bias, split,
+ * then lw_ms_attention_core. Past state, attention bias, rotary embedding
+ * and other mask_index forms are refused. */
+static pl_status *lw_ms_attention(lw *w)
+{
+    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
+    const char *mask = lw_input(w, 3);
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    int64_t batch, sizes[3];
+    PL_RETURN_IF_ERROR(lw_ms_attention_check(w, 4, xt, lw_tensor(w, wt), &batch, sizes));
+    if (!PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a float32 input is required");
+    w->dtype = xt->dtype;
+    return lw_ms_attention_qkv(w, x, wt, b, mask, batch, sizes);
+}
+
+static pl_status *lw_dq(lw *w, const char *x, const char *scale, const char *zp, int64_t axis,
+                        const char **out);
+
+/* com.microsoft QAttention (ONNX Runtime's quantize_dynamic of a fused
+ * Attention, its BERT recipe): input (u8 or i8, its scale and zero point
+ * at inputs 3 and 6), weights (i8 or u8, a scale and zero point per
+ * tensor or per column at 4 and 7), a float bias, mask_index at 5: the
+ * Attention above on the dequantized input and weights. (ONNX Runtime's
+ * kernel multiplies the 8-bit values in integers; a float product of the
+ * dequantized values differs from it by float rounding only.) */
+static pl_status *lw_ms_qattention(lw *w)
+{
+    const char *x8 = lw_input(w, 0), *w8 = lw_input(w, 1);
+    const pl_graph_tensor *ws = lw_tensor(w, lw_input(w, 4));
+    bool per_column = ws != NULL && ws->ndim == 1 && ws->dims[0] != 1;
+    int64_t batch, sizes[3];
+    PL_RETURN_IF_ERROR(lw_ms_attention_check(w, 8, lw_tensor(w, x8), lw_tensor(w, w8), &batch,
+                                             sizes));
+    w->dtype = PL_DTYPE_F32;
+    const char *x, *wt;
+    PL_RETURN_IF_ERROR(lw_dq(w, x8, lw_input(w, 3), lw_input(w, 6), -1, &x));
+    PL_RETURN_IF_ERROR(lw_dq(w, w8, lw_input(w, 4), lw_input(w, 7), per_column ? 1 : -1, &wt));
+    return lw_ms_attention_qkv(w, x, wt, lw_input(w, 2), lw_input(w, 5), batch, sizes);
 }
 
 /* com.microsoft MultiHeadAttention (ONNX Runtime's unfused-weights
@@ -2030,6 +2081,7 @@ static const struct {
     {"com.microsoft", "QLinearSigmoid", 0, lw_ms_qlinear_sigmoid},
     {"com.microsoft", "QLinearSoftmax", 0, lw_ms_qlinear_softmax},
     {"com.microsoft", "QLinearWhere", 0, lw_ms_qlinear_where},
+    {"com.microsoft", "QAttention", 0, lw_ms_qattention},
     {"com.microsoft", "QLinearLeakyRelu", 0, lw_ms_qlinear_leaky},
     {"com.microsoft", "QLinearGlobalAveragePool", 0, lw_ms_qlinear_gap},
     {"com.microsoft", "QLinearAveragePool", 0, lw_ms_qlinear_avgpool},
