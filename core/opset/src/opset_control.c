@@ -157,11 +157,12 @@ static pl_status *if_infer(pl_infer_ctx *ctx)
      * an LSTM then gets a rank-5 input) gives no types: the other branch
      * does, and the control module refuses the broken one only if a run
      * takes it. Both broken is an error. */
-    pl_status *broken[2] = {NULL, NULL};
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < 2; b++) /* both first: a failure below holds a broken branch */
         PL_RETURN_IF_ERROR(ctl_arity(ctx, names[b], br[b], 0, n_out,
                                      "a branch takes no inputs and gives one output per "
                                      "output of the node"));
+    pl_status *broken[2] = {NULL, NULL};
+    for (int b = 0; b < 2; b++) {
         if (taken >= 0 && taken != b)
             continue;
         pl_status *st = ctl_infer_body(ctx, names[b], br[b]);
