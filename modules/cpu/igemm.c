@@ -100,12 +100,9 @@ static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_colsum_c,
 #define IG_A2_MR 6
 #define IG_A2_NR 16
 
-/* The 6 x 16 kernel over NH halves of the panel's 16 columns: NH 2 for
- * the whole panel, NH 1 for at most 8 columns (a 2x2 or 7x7 map's last
- * panel: 6 vpmaddwd a group instead of 12). Inlined with NH constant. */
-__attribute__((target("avx2"), always_inline)) static inline void
-ig_avx2_body(int nh, int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
-             int rows, int cols)
+__attribute__((target("avx2"))) static void ig_kernel_avx2(int64_t groups, const void *a,
+                                                           const void *b, int32_t *c,
+                                                           int64_t ldc, int rows, int cols)
 {
     __m256i acc0[IG_A2_MR], acc1[IG_A2_MR];
 #pragma GCC unroll 6
@@ -114,16 +111,14 @@ ig_avx2_body(int nh, int64_t groups, const void *a, const void *b, int32_t *c, i
     const char *ap = a, *bp = b;
     for (int64_t g = 0; g < groups; g++, ap += IG_A2_MR * 4, bp += IG_A2_NR * 4) {
         __m256i b0 = _mm256_load_si256((const __m256i *)(const void *)bp);
-        __m256i b1 = nh == 2 ? _mm256_load_si256((const __m256i *)(const void *)(bp + 32))
-                             : _mm256_setzero_si256();
+        __m256i b1 = _mm256_load_si256((const __m256i *)(const void *)(bp + 32));
 #pragma GCC unroll 6
         for (int i = 0; i < IG_A2_MR; i++) {
             int32_t w;
             memcpy(&w, ap + 4 * i, 4);
             __m256i av = _mm256_set1_epi32(w);
             acc0[i] = _mm256_add_epi32(acc0[i], _mm256_madd_epi16(b0, av));
-            if (nh == 2)
-                acc1[i] = _mm256_add_epi32(acc1[i], _mm256_madd_epi16(b1, av));
+            acc1[i] = _mm256_add_epi32(acc1[i], _mm256_madd_epi16(b1, av));
         }
     }
 #pragma GCC unroll 6
@@ -131,32 +126,16 @@ ig_avx2_body(int nh, int64_t groups, const void *a, const void *b, int32_t *c, i
         if (i >= rows)
             break;
         int32_t *ci = c + i * ldc;
-        if (cols == 8 * nh) {
+        if (cols == IG_A2_NR) {
             _mm256_storeu_si256((__m256i *)(void *)ci, acc0[i]);
-            if (nh == 2)
-                _mm256_storeu_si256((__m256i *)(void *)(ci + 8), acc1[i]);
+            _mm256_storeu_si256((__m256i *)(void *)(ci + 8), acc1[i]);
         } else {
             int32_t tile[IG_A2_NR];
             _mm256_storeu_si256((__m256i *)(void *)tile, acc0[i]);
-            if (nh == 2)
-                _mm256_storeu_si256((__m256i *)(void *)(tile + 8), acc1[i]);
+            _mm256_storeu_si256((__m256i *)(void *)(tile + 8), acc1[i]);
             memcpy(ci, tile, (size_t)cols * sizeof *ci);
         }
     }
-}
-
-__attribute__((target("avx2"))) static void ig_kernel_avx2(int64_t groups, const void *a,
-                                                           const void *b, int32_t *c,
-                                                           int64_t ldc, int rows, int cols)
-{
-    ig_avx2_body(2, groups, a, b, c, ldc, rows, cols);
-}
-
-__attribute__((target("avx2"))) static void ig_kernel_avx2_half(int64_t groups, const void *a,
-                                                                const void *b, int32_t *c,
-                                                                int64_t ldc, int rows, int cols)
-{
-    ig_avx2_body(1, groups, a, b, c, ldc, rows, cols);
 }
 
 __attribute__((target("avx2"))) static void ig_colsum_avx2(int64_t groups, const void *b,
@@ -177,7 +156,7 @@ __attribute__((target("avx2"))) static void ig_colsum_avx2(int64_t groups, const
 }
 
 static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_colsum_avx2,
-                                   {{8, ig_kernel_avx2_half}, {IG_A2_NR, ig_kernel_avx2}}};
+                                   {{IG_A2_NR, ig_kernel_avx2}}};
 
 /* ---- AVX512-VNNI: 8 x 32, groups of 4 bytes (vpdpbusd: u8 x i8) ---------- */
 

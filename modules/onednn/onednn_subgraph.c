@@ -3028,10 +3028,7 @@ static int odnn_check_dql(const pl_graph_view *v, size_t n, char *reason)
 }
 
 /* Cast of a MatMulInteger's i32 result to f32 (a post-op of the product, or
- * a reorder of it alone), or of an i32 value from outside the view: a
- * subgraph whose MatMulInteger the partitioner gave to another backend
- * (bert quantized by quantize_dynamic after ONNX Runtime's fusions) failed
- * to compile here and fell back with a warning. */
+ * a reorder of it alone). */
 static int odnn_check_cast(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                            char *reason)
 {
@@ -3041,7 +3038,7 @@ static int odnn_check_cast(const pl_graph_view *v, const struct odnn_uses *u, si
                                                                  : -1;
     if (!odnn_tensor(v, t, &x) || !x.known || x.dt != dnnl_s32 || x.cdata != NULL ||
         !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known || !y.f32 || x.elems == 0 ||
-        u == NULL || (w >= 0 && !odnn_op_is(v, w, "MatMulInteger"))) {
+        w < 0 || !odnn_op_is(v, w, "MatMulInteger")) {
         odnn_reason(reason, "Cast", "only a MatMulInteger's i32 result to f32");
         return 0;
     }
