@@ -111,6 +111,20 @@ RQ_TARGET2 static inline void rq_store8(__m256 v, __m256 lo, __m256 hi, bool y_s
     _mm_storel_epi64((__m128i *)y, b);
 }
 
+/* rq_store8 of the first COUNT values (all 8 when COUNT >= 8), the last
+ * 1..7 through a copy. */
+RQ_TARGET2 static inline void rq_store_upto8(__m256 v, __m256 lo, __m256 hi, bool y_signed,
+                                             char *y, size_t count)
+{
+    if (count >= 8) {
+        rq_store8(v, lo, hi, y_signed, y);
+        return;
+    }
+    uint8_t part[8];
+    rq_store8(v, lo, hi, y_signed, part);
+    memcpy(y, part, count);
+}
+
 RQ_TARGET2 static void rq_requant_avx2(const int32_t *a, size_t n, uint32_t b, float m,
                                        float yz, bool y_signed, void *y)
 {
@@ -144,7 +158,6 @@ RQ_TARGET2 static void rq_requant_avx2(const int32_t *a, size_t n, uint32_t b, f
     /* the last 1..7 values through copies: their own loop was 4% of
      * resnet50_s_qop (7x7 and 14x14 maps leave 1 and 4) */
     int32_t tail_in[8] = {0};
-    uint8_t tail_out[8];
     for (; j < n; j += 8) {
         const int32_t *src = a + j;
         if (n - j < 8)
@@ -152,12 +165,7 @@ RQ_TARGET2 static void rq_requant_avx2(const int32_t *a, size_t n, uint32_t b, f
         __m256i s = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)src), vb);
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(s), vm);
         v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
-        if (n - j >= 8) {
-            rq_store8(v, lo, hi, y_signed, (char *)y + j);
-        } else {
-            rq_store8(v, lo, hi, y_signed, tail_out);
-            memcpy((char *)y + j, tail_out, n - j);
-        }
+        rq_store_upto8(v, lo, hi, y_signed, (char *)y + j, n - j);
     }
 }
 
@@ -170,19 +178,13 @@ RQ_TARGET2 static void rq_quantize_avx2(const float *x, size_t n, float s, float
     size_t j = 0;
     /* lanes past N divide 1 by S, as the AVX-512 loop's do */
     float tail_in[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    uint8_t tail_out[8];
     for (; j < n; j += 8) {
         const float *src = x + j;
         if (n - j < 8)
             src = memcpy(tail_in, src, (n - j) * sizeof *src);
         __m256 v = _mm256_div_ps(_mm256_loadu_ps(src), vs);
         v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
-        if (n - j >= 8) {
-            rq_store8(v, lo, hi, y_signed, (char *)y + j);
-        } else {
-            rq_store8(v, lo, hi, y_signed, tail_out);
-            memcpy((char *)y + j, tail_out, n - j);
-        }
+        rq_store_upto8(v, lo, hi, y_signed, (char *)y + j, n - j);
     }
 }
 #endif
