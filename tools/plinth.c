@@ -408,6 +408,29 @@ static int open_session(const model_args *a, pl_runtime **out_rt, pl_model **out
         *out_rt = NULL;
         return EXIT_RUNTIME;
     }
+    /* A session can take any shape of an input whose dims are open, but
+     * the command needs one: to make random inputs, to show a plan. */
+    for (size_t i = 0; i < pl_session_input_count(*out_session); i++) {
+        int32_t ndim;
+        const int64_t *dims;
+        pl_session_input_type(*out_session, i, NULL, &ndim, &dims);
+        bool open_dims = ndim < 0;
+        for (int32_t d = 0; d < ndim; d++)
+            open_dims |= dims[d] < 0;
+        if (!open_dims)
+            continue;
+        const char *name = pl_session_input_name(*out_session, i);
+        fprintf(stderr, "plinth: input '%s' has dims known only at run time: give its shape "
+                        "with --shape %s=D0,D1,... or a .npy file with --input\n",
+                name, name);
+        pl_session_destroy(*out_session);
+        pl_model_destroy(*out_model);
+        pl_runtime_destroy(*out_rt);
+        *out_session = NULL;
+        *out_model = NULL;
+        *out_rt = NULL;
+        return EXIT_RUNTIME;
+    }
     return 0;
 }
 
@@ -619,10 +642,10 @@ static int prepare_inputs(pl_session *session, const char **input_args, size_t n
         t->dtype = dt;
         t->ndim = ndim;
         t->shape = (int64_t *)dims;
-        size_t count = elements_of(ndim, dims);
-        size_t bytes = count * pl_dtype_size(dt);
         const char *file = input_file(input_args, n_input_args, name);
         size_t fl = file ? strlen(file) : 0;
+        size_t count = elements_of(ndim, dims);
+        size_t bytes = count * pl_dtype_size(dt);
         if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
             rc = load_npy_input(file, name, dt, &loaded[i]);
             if (rc != 0)

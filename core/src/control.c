@@ -774,7 +774,7 @@ static const pl_graph *ctl_attr_body(const pl_graph_node *n, const char *name)
 
 /* Every output of node N must have a static shape: the session plans it.
  * Names the output and why its shape is not known. */
-static pl_status *ctl_check_outputs(const pl_graph *g, const pl_graph_node *n)
+pl_status *pl_control_check_outputs(const pl_graph *g, const pl_graph_node *n)
 {
     size_t n_carried = n->n_formal_inputs >= 2 ? n->n_formal_inputs - 2 : 0;
     for (size_t o = 0; o < n->n_outputs; o++) {
@@ -821,7 +821,7 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
         kind = CTL_SCAN;
     else
         return pl_status_create(PL_CODE_UNSUPPORTED, "%s: not a control-flow op", n->op);
-    PL_RETURN_IF_ERROR(ctl_check_outputs(g, n));
+    PL_RETURN_IF_ERROR(pl_control_check_outputs(g, n));
     pl_control *c = pl_calloc(1, sizeof *c);
     if (c == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");

@@ -37,6 +37,11 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
                              pl_control **out_control);
 void pl_control_destroy(pl_control *control);
 
+/* Why an output of control-flow node N of G cannot be planned (its shape
+ * is not fully known: a Loop's scan output whose trip count is data, an If
+ * whose branches disagree), naming the node; NULL when all are known. */
+pl_status *pl_control_check_outputs(const pl_graph *g, const pl_graph_node *n);
+
 /* Runs the node once. IN: the node's inputs (formal ones, then its
  * captures, as pl_graph_node lists them), host memory, absent ones with
  * data NULL; OUT: its outputs, host buffers of the types the graph gives.

@@ -213,9 +213,14 @@ pl_status *pl_program_describe(const pl_program *p, const char *model_path,
                                pl_filedata *constants, const uint32_t *pinned,
                                size_t n_pinned, char **out_json)
 {
+    return pl_describe_text(
+        pl_describe_json(p, model_path, rewrites, warnings, constants, pinned, n_pinned),
+        out_json);
+}
+
+pl_status *pl_describe_text(json_t *root, char **out_json)
+{
     *out_json = NULL;
-    json_t *root =
-        pl_describe_json(p, model_path, rewrites, warnings, constants, pinned, n_pinned);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (text != NULL)

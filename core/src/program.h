@@ -185,5 +185,9 @@ pl_status *pl_program_describe(const pl_program *p, const char *model_path,
                                const pl_rewrites *rewrites, const pl_warnings *warnings,
                                struct pl_filedata *constants, const uint32_t *pinned,
                                size_t n_pinned, char **out_json);
+/* The text of description ROOT (taken; NULL means out of memory) in a new
+ * string *OUT_JSON, as pl_program_describe gives it. */
+struct json_t;
+pl_status *pl_describe_text(struct json_t *root, char **out_json);
 
 #endif

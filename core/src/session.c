@@ -8,6 +8,7 @@
  * and the program is lowered again without it; then its memory is planned.
  * Runs walk the program (run.c); pl_session_describe describes it (describe.c). The
  * modules a session uses stay loaded while it lives. */
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "program.h"
 #include "registry.h"
 #include "run.h"
+#include "stage.h"
 #include "status.h"
 
 /* The [placement] settings a session is made with: the configuration's,
@@ -67,6 +69,9 @@ struct pl_session {
     bool *droppable;
     uint32_t *pinned;
     size_t n_pinned;
+    /* A model whose shapes are not all known: the staged session that runs
+     * it (stage.h); everything above stays empty. */
+    pl_stage *stage;
 };
 
 static pl_status *pl_sess_oom(void)
@@ -489,6 +494,17 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     s->rt = model->runtime;
     s->g = model->graph;
     s->warnings.logger = &s->rt->logger;
+    /* (a control-flow body plans per iteration instead, control.c; what
+     * constant folding runs has known shapes) */
+    if (!model->inline_run && !model->one_shot && pl_stage_needed(s->g)) {
+        pl_status *st = pl_stage_create(model, options, &s->stage);
+        if (st != NULL) {
+            pl_session_destroy(s);
+            return pl_status_wrap(st, "%s: ", model->path);
+        }
+        *out_session = s;
+        return NULL;
+    }
     pl_status *st = pl_filedata_enter(model->filedata);
     s->entered = true;
     if (st == NULL)
@@ -549,6 +565,7 @@ pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
 
 static void pl_session_destroy_in(pl_session *s)
 {
+    pl_stage_destroy(s->stage);
     pl_runner_destroy(s->runner);
     pl_program_destroy(s->program);
     pl_filedata *f = s->model->filedata;
@@ -597,7 +614,9 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                                 "pl_session_run_arrays",
                                 s->io_name);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
+    pl_status *st = s->stage != NULL
+                        ? pl_stage_run(s->stage, inputs, n_inputs, outputs, n_outputs)
+                        : pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
     pl_alloc_scope_leave(outer);
     return st;
 }
@@ -670,6 +689,11 @@ pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_
     if (s == NULL || (n_inputs > 0 && inputs == NULL) || (n_outputs > 0 && outputs == NULL))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "pl_session_run_arrays: NULL session or arrays");
+    if (s->stage != NULL)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "pl_session_run_arrays: %s has shapes known only at run time; "
+                                "run it with pl_session_run",
+                                s->model->path);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
     pl_io *ins = pl_calloc(n_inputs ? n_inputs : 1, sizeof *ins);
     pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
@@ -745,8 +769,18 @@ void pl_session_output_type(const pl_session *s, size_t i, pl_dtype *out_dtype,
                     out_dims);
 }
 
+/* The session whose program the step and warning queries read: S, or a
+ * staged session's prefix (NULL when it has none). */
+static const pl_session *pl_sess_programmed(const pl_session *s)
+{
+    while (s != NULL && s->stage != NULL)
+        s = pl_stage_prefix(s->stage);
+    return s;
+}
+
 size_t pl_session_step_count(const pl_session *s)
 {
+    s = pl_sess_programmed(s);
     return s ? s->program->n_steps : 0;
 }
 
@@ -754,6 +788,7 @@ void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
                           const char **out_backend, uint64_t *out_total_ns,
                           uint64_t *out_runs)
 {
+    s = pl_sess_programmed(s);
     pl_prog_step *st = s && i < s->program->n_steps ? &s->program->steps[i] : NULL;
     if (out_name)
         *out_name = st ? st->name : NULL;
@@ -767,12 +802,50 @@ void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
 
 size_t pl_session_warning_count(const pl_session *s)
 {
+    s = pl_sess_programmed(s);
     return s ? s->warnings.n : 0;
 }
 
 const char *pl_session_warning(const pl_session *s, size_t i)
 {
+    s = pl_sess_programmed(s);
     return s && i < s->warnings.n ? s->warnings.items[i] : NULL;
+}
+
+/* A staged session's description: its prefix's program (none when every
+ * node waits for run time), the model's rewrites, and "staged": the nodes
+ * planned at run time and the tails planned so far. */
+static pl_status *pl_sess_describe_staged(const pl_session *s, char **out_json)
+{
+    const pl_session *pre = pl_stage_prefix(s->stage);
+    json_t *root = NULL;
+    if (pre != NULL) {
+        char *text = NULL;
+        PL_RETURN_IF_ERROR(pl_program_describe(pre->program, s->model->path, &s->model->rewrites,
+                                               &pre->warnings, s->model->filedata, pre->pinned,
+                                               pre->n_pinned, &text));
+        root = json_loads(text, 0, NULL);
+        pl_free(text);
+    } else {
+        root = json_pack("{s:s, s:[], s:[], s:[]}", "model", s->model->path, "placement",
+                         "subgraphs", "steps");
+        json_t *opt = json_array();
+        for (size_t i = 0; opt != NULL && i < s->model->rewrites.n; i++)
+            json_array_append_new(opt, json_string(s->model->rewrites.items[i]));
+        if (root != NULL && opt != NULL)
+            json_object_set_new(root, "optimizations", opt);
+        else
+            json_decref(opt);
+    }
+    json_t *staged = json_pack("{s:I, s:I, s:b}", "tail_nodes",
+                               (json_int_t)pl_stage_tail_nodes(s->stage), "tails_planned",
+                               (json_int_t)pl_stage_spec_count(s->stage), "prefix",
+                               pre != NULL);
+    if (root != NULL && staged != NULL)
+        json_object_set_new(root, "staged", staged);
+    else
+        json_decref(staged);
+    return pl_describe_text(root, out_json);
 }
 
 pl_status *pl_session_describe(const pl_session *s, char **out_json)
@@ -783,9 +856,11 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_describe: NULL session");
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st =
-        pl_program_describe(s->program, s->model->path, &s->model->rewrites, &s->warnings,
-                            s->model->filedata, s->pinned, s->n_pinned, out_json);
+    pl_status *st = s->stage != NULL
+                        ? pl_sess_describe_staged(s, out_json)
+                        : pl_program_describe(s->program, s->model->path, &s->model->rewrites,
+                                              &s->warnings, s->model->filedata, s->pinned,
+                                              s->n_pinned, out_json);
     pl_alloc_scope_leave(outer);
     return st;
 }
@@ -795,5 +870,10 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
 pl_status *pl_session_run_inline(pl_session *s, const pl_tensor *inputs, pl_tensor *outputs,
                                  int worker)
 {
+    if (s->stage != NULL)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "%s: shapes inside a control-flow body that are known only "
+                                "at run time are not supported",
+                                s->model->path);
     return pl_runner_run_inline(s->runner, inputs, outputs, worker);
 }

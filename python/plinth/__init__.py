@@ -694,9 +694,10 @@ class Session(_Handle):
                 a = np.require(a, requirements="C") if a.dtype == np.uint16 else _to_bf16_bits(a)
             else:
                 a = np.require(value, dtype=_TO_NUMPY[_dtype_key(info._dtype)], requirements="C")
-            if tuple(a.shape) != info.shape:
+            if a.ndim != len(info.shape) or any(
+                    d >= 0 and d != n for d, n in zip(info.shape, a.shape)):
                 raise Error(f"session.run: input '{info.name}' has shape {tuple(a.shape)}, "
-                            f"the session expects {info.shape}", 2)
+                            f"the session expects {info.shape} (-1: any size)", 2)
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep += [a, shape]
             ins[k].name = _cstr(info.name)
@@ -706,13 +707,31 @@ class Session(_Handle):
         results = []
         for k, info in enumerate(wanted):
             np_type = np.uint16 if info.dtype == "bfloat16" else _TO_NUMPY[_dtype_key(info._dtype)]
+            outs[k].name = _cstr(info.name)
+            if any(d < 0 for d in info.shape):
+                # known only once the run computed it: the run allocates
+                outs[k].tensor = self._tensor(info, None, None)
+                results.append(np_type)
+                continue
             a = np.empty(info.shape, dtype=np_type)
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep += [a, shape]
-            outs[k].name = _cstr(info.name)
             outs[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape)
             results.append(a)
-        _check(N.session_run(h, ins, len(self.inputs), outs, len(wanted)))
+        st = N.session_run(h, ins, len(self.inputs), outs, len(wanted))
+        for k, a in enumerate(results):
+            if isinstance(a, np.ndarray):
+                continue
+            t = outs[k].tensor
+            if not t.data:
+                results[k] = None
+                continue
+            dims = tuple(t.shape[d] for d in range(t.ndim))
+            n = int(np.prod(dims, dtype=np.int64))
+            raw = ctypes.string_at(t.data, n * np.dtype(a).itemsize) if n else b""
+            results[k] = np.frombuffer(raw, dtype=a).reshape(dims).copy()
+            N.buffer_free(t.data)
+        _check(st)
         out = {}
         for info, a in zip(wanted, results):
             if info.dtype == "bfloat16":

@@ -244,6 +244,7 @@ session_input_type = _fn("pl_session_input_type", None, c_void_p, c_size_t, P(DT
 session_output_type = _fn("pl_session_output_type", None, c_void_p, c_size_t, P(DType),
                           P(ctypes.c_int32), P(P(ctypes.c_int64)))
 session_run = _fn("pl_session_run", c_void_p, c_void_p, P(IO), c_size_t, P(IO), c_size_t)
+buffer_free = _fn("pl_buffer_free", None, c_void_p)
 session_run_arrays = _fn("pl_session_run_arrays", c_void_p, c_void_p, P(ArrayIO), c_size_t,
                          P(ArrayIO), c_size_t)
 session_io_device = _fn("pl_session_io_device", c_char_p, c_void_p)

@@ -464,10 +464,116 @@ class OnnxTest(unittest.TestCase):
         with self.assertRaises(plinth.Error) as e:
             m.bind("x", (5, 4))
         self.assertIn("before making sessions", str(e.exception))
+        # Unbound, the session is staged: planned per input shape at run
+        # time (stage.c), one plan per shape.
         unbound = self.rt.load_model(path)
+        with unbound.session() as s:
+            self.assertEqual(s.inputs[0].shape, (-1, 4))
+            for n in (2, 5, 2):
+                x = np.arange(-2 * n, 2 * n, dtype=np.float32).reshape(n, 4) * 0.75
+                y = s.run({"x": x})["y"]
+                self.assertEqual(y.shape, (n, 4))
+                np.testing.assert_array_equal(y, np.maximum(x, 0).astype(np.int64))
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 2)
+            # past 32 shapes the least recently used plan goes (stage.h)
+            for n in list(range(1, 41)) + [1, 40]:
+                x = np.full((n, 4), -1.5 + n, np.float32)
+                np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0).astype(np.int64))
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 32)
+            with self.assertRaises(plinth.Error) as e:
+                s.run({"x": np.zeros((2, 3), np.float32)})
+            self.assertIn("input 'x'", str(e.exception))
+
+    def test_data_dependent_shapes(self):
+        """Shapes known only at run time: the session is staged (stage.c),
+        its tail planned per count, per input shape, per trip count."""
+        def masked(h, T):  # y = x[x > 0] ** 2, idx = nonzero(x > 0)
+            return h.make_graph(
+                [h.make_node("Greater", ["x", "zero"], ["m"]),
+                 h.make_node("NonZero", ["m"], ["idx"], name="nz"),
+                 h.make_node("Transpose", ["idx"], ["idxT"], perm=[1, 0]),
+                 h.make_node("GatherND", ["x", "idxT"], ["g"]),
+                 h.make_node("Mul", ["g", "g"], ["y"])],
+                "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+                [h.make_tensor_value_info("y", T.FLOAT, None),
+                 h.make_tensor_value_info("idx", T.INT64, None),
+                 h.make_tensor_value_info("m", T.BOOL, [3, 4])],
+                [h.make_tensor("zero", T.FLOAT, [], [0.0])])
+        rng = np.random.default_rng(7)
+        with self.rt.load_model(onnx_model("masked.onnx", masked)).session() as s:
+            self.assertEqual([o.shape for o in s.outputs], [(-1,), (2, -1), (3, 4)])
+            xs = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(3)]
+            xs += [xs[0], -np.ones((3, 4), np.float32), np.full((3, 4), np.nan, np.float32)]
+            for x in xs:
+                out = s.run({"x": x})
+                np.testing.assert_array_equal(out["idx"], np.array(np.nonzero(x > 0)))
+                np.testing.assert_array_equal(out["y"], x[x > 0] ** 2)
+                np.testing.assert_array_equal(out["m"], x > 0)
+            # one tail per count: xs[3] repeats xs[0]; all-negative and NaN both give 0
+            counts = {int((x > 0).sum()) for x in xs}
+            self.assertEqual(s.describe()["staged"]["tails_planned"], len(counts))
+            self.assertGreater(s.describe()["staged"]["tail_nodes"], 3)
+
+        def nonzero_any(h, T):  # NonZero counts NaN and -0.0 the C way
+            return h.make_graph(
+                [h.make_node("NonZero", ["x"], ["idx"])], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 2])],
+                [h.make_tensor_value_info("idx", T.INT64, None)])
+        with self.rt.load_model(onnx_model("nonzero.onnx", nonzero_any)).session() as s:
+            x = rng.integers(-1, 2, (2, 3, 2)).astype(np.float32)
+            x[0, 0, 0], x[1, 2, 1] = np.nan, -0.0
+            np.testing.assert_array_equal(s.run({"x": x})["idx"], np.array(np.nonzero(x)))
+
+        def compress(h, T):  # the rows where c holds, of an input of open length
+            return h.make_graph(
+                [h.make_node("Compress", ["x", "c"], ["z"], axis=0),
+                 h.make_node("Compress", ["x", "c4"], ["flat"]),
+                 h.make_node("Relu", ["z"], ["y"])],
+                "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 4]),
+                      h.make_tensor_value_info("c", T.BOOL, ["N"]),
+                      h.make_tensor_value_info("c4", T.BOOL, [4])],
+                [h.make_tensor_value_info("y", T.FLOAT, None),
+                 h.make_tensor_value_info("flat", T.FLOAT, None)])
+        with self.rt.load_model(onnx_model("compress.onnx", compress)).session() as s:
+            for n in (5, 2, 5):
+                x = rng.standard_normal((n, 4)).astype(np.float32)
+                c, c4 = rng.random(n) > 0.4, rng.random(4) > 0.5
+                out = s.run({"x": x, "c": c, "c4": c4})
+                np.testing.assert_array_equal(out["y"], np.maximum(x[c], 0))
+                np.testing.assert_array_equal(out["flat"], np.compress(c4, x))
+
+        def loop(h, T):  # rows: one per iteration, the trip count a graph input
+            body = h.make_graph(
+                [h.make_node("Identity", ["c"], ["c_out"]), h.make_node("Neg", ["v"], ["v_out"]),
+                 h.make_node("Identity", ["v"], ["row"])], "body",
+                [h.make_tensor_value_info("i", T.INT64, []),
+                 h.make_tensor_value_info("c", T.BOOL, []),
+                 h.make_tensor_value_info("v", T.FLOAT, [2])],
+                [h.make_tensor_value_info("c_out", T.BOOL, []),
+                 h.make_tensor_value_info("v_out", T.FLOAT, [2]),
+                 h.make_tensor_value_info("row", T.FLOAT, [2])])
+            return h.make_graph(
+                [h.make_node("Loop", ["n", "", "x"], ["y", "rows"], body=body)], "g",
+                [h.make_tensor_value_info("n", T.INT64, []),
+                 h.make_tensor_value_info("x", T.FLOAT, [2])],
+                [h.make_tensor_value_info("y", T.FLOAT, [2]),
+                 h.make_tensor_value_info("rows", T.FLOAT, None)])
+        with self.rt.load_model(onnx_model("trips.onnx", loop)).session() as s:
+            x = np.array([1.5, -2], np.float32)
+            for n in (3, 1, 4):
+                rows = s.run({"n": np.array(n, np.int64), "x": x})["rows"]
+                np.testing.assert_array_equal(rows, [x * (-1) ** i for i in range(n)])
+
+        def stuck(h, T):  # Range's limit is data: no value the stage binds
+            return h.make_graph(
+                [h.make_node("Range", ["a", "b", "one"], ["r"], name="range")], "g",
+                [h.make_tensor_value_info("a", T.FLOAT, []),
+                 h.make_tensor_value_info("b", T.FLOAT, [])],
+                [h.make_tensor_value_info("r", T.FLOAT, None)],
+                [h.make_tensor("one", T.FLOAT, [], [1.0])])
         with self.assertRaises(plinth.Error) as e:
-            unbound.session()
-        self.assertIn("x", str(e.exception))
+            self.rt.load_model(onnx_model("stuck.onnx", stuck)).session()
+        self.assertIn("node 'range' (Range): output 'r'", str(e.exception))
 
     def test_dtypes(self):
         def build(h, T):
@@ -1400,9 +1506,8 @@ class OnnxTest(unittest.TestCase):
 
     def test_range_limit_of_unknown_length(self):
         """Range takes a 1-D limit whose length an If leaves unknown (ONNX's
-        own AffineGrid expansion): the model loads, and the session names
-        the If, whose branches disagree, instead of the load calling the
-        limit a non-scalar."""
+        own AffineGrid expansion): the model loads instead of the load
+        calling the limit a non-scalar."""
         import onnx
         import onnx.helper as h
         from onnx import TensorProto as T, numpy_helper as nh
@@ -1421,11 +1526,15 @@ class OnnxTest(unittest.TestCase):
         model.ir_version = 7
         path = os.path.join(TMP, "range_if.onnx")
         onnx.save(model, path)
-        m = self.rt.load_model(path)
-        with self.assertRaises(plinth.Error) as e:
-            m.session()
-        self.assertIn("If", str(e.exception))
-        self.assertNotIn("must be a scalar", str(e.exception))
+        # The session is staged (stage.c): the condition, a one-element
+        # input, is bound per run and the If inlined; the else branch's
+        # 2-element limit is then refused naming Range, at that run.
+        with self.rt.load_model(path).session() as s:
+            np.testing.assert_array_equal(s.run({"c": np.array(True)})["y"], np.arange(5))
+            with self.assertRaises(plinth.Error) as e:
+                s.run({"c": np.array(False)})
+            self.assertIn("Range", str(e.exception))
+            np.testing.assert_array_equal(s.run({"c": np.array(True)})["y"], np.arange(5))
 
 if __name__ == "__main__":
     unittest.main()

@@ -9,9 +9,11 @@
  * the value is read when it is a constant (a known value of the
  * inference); otherwise that dimension stays unknown and must come from a
  * type the graph declares, which the kernel then checks against the value
- * at run time. Ops whose output shape depends on all the data (NonZero,
- * Compress, Unique, NonMaxSuppression) have no schema: every kernel of
- * this runtime is made for fully known output shapes. */
+ * at run time. Ops whose output shape depends on all the data have no
+ * schema: every kernel of this runtime is made for fully known output
+ * shapes. NonZero and Compress are lowered to a count and a TopK whose K
+ * is that count (opset_lower.c), which a staged session binds; Unique and
+ * NonMaxSuppression are not supported. */
 #include <string.h>
 
 #include "opset_internal.h"

@@ -20,6 +20,11 @@
  *                           reshape back, * scale + bias per channel (18
  *                           gives scale and bias per group: constants are
  *                           repeated per channel, computed ones refused)
+ *     NonZero 9, Compress 9 (from opset 10: TopK with K as an input)
+ *                           the count of nonzero elements (ReduceSum of
+ *                           a bool Cast) and TopK of the 0/1 values with
+ *                           K = that count: the positions ascending, whose
+ *                           number a staged session (stage.c) binds
  *   Float16 and bfloat16 inputs are computed in float32 between two Casts
  *   (the functions' stash_type, 1 by default, asks as much of the
  *   normalizations). The node itself becomes the last op of its chain, so
@@ -208,7 +213,9 @@ static pl_status *lw_i64_scalar(lw *w, const char *what, int64_t v, const char *
 /* Turns the node into OP(INS), without attributes. */
 static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_t n_in)
 {
-    pl_tid tids[4];
+    pl_tid tids[PL_GRAPH_MAX_RANK + 1];
+    if (n_in > PL_COUNT(tids))
+        return lw_error(w, PL_CODE_INTERNAL, "rewrite into %zu inputs", n_in);
     for (size_t i = 0; i < n_in; i++) {
         tids[i] = pl_graph_find_tensor(w->g, ins[i]);
         if (tids[i] == PL_TID_NONE)
@@ -2043,6 +2050,99 @@ static pl_status *lw_ms_matmul_nbits(lw *w)
     return lw_become(w, "Add", (const char *[]){y, bias}, 2);
 }
 
+/* ---- NonZero and Compress ------------------------------------------------------ */
+
+/* The flat positions of the nonzero elements of X, ascending: an int64
+ * vector of their count. Written with ops whose output shapes follow from
+ * their inputs' values, so that a staged session (stage.c) plans what comes
+ * after once the count is known: the count is ReduceSum(x != 0) (an int64
+ * of known shape [1], computed before the stage), and the positions are
+ * TopK(x != 0 as 0/1, K = count), since TopK orders equal values by lower
+ * index. X is reshaped flat first; a NaN counts as nonzero (Cast to bool). */
+static pl_status *lw_nonzero_flat(lw *w, const char *x, const char **out)
+{
+    if (w->version < 10)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "needs TopK with K as an input: ai.onnx opset "
+                                                "10 or later");
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    const char *flat, *nz = NULL, *f, *i, *count;
+    PL_RETURN_IF_ERROR(lw_reshape(w, x, (const int64_t[]){-1}, 1, &flat));
+    if (xt != NULL && xt->dtype.code == PL_TYPE_BOOL)
+        nz = flat;
+    else
+        PL_RETURN_IF_ERROR(lw_cast(w, flat, 9, &nz));
+    PL_RETURN_IF_ERROR(lw_cast(w, nz, 1, &f));
+    PL_RETURN_IF_ERROR(lw_cast(w, nz, 7, &i));
+    PL_RETURN_IF_ERROR(lw_axes_op(w, "ReduceSum", 13, i, (const int64_t[]){0}, 1, &count));
+    char node_name[LW_NAME], *vals = lw_slot(w), *idx = lw_slot(w);
+    if (vals == NULL || idx == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_rewrite_fresh_name(w->g, w->base, "TopK", node_name, sizeof node_name);
+    pl_rewrite_fresh_name(w->g, w->base, "TopK_values", vals, LW_NAME);
+    pl_rewrite_fresh_name(w->g, w->base, "TopK_indices", idx, LW_NAME);
+    pl_nid id;
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, "TopK", "",
+                                         (const char *[]){f, count}, 2,
+                                         (const char *[]){vals, idx}, 2, &id));
+    *out = idx;
+    return NULL;
+}
+
+/* NonZero(x): the flat positions unravelled by X's shape (read with Shape,
+ * so a shape known only at run time works), one row per axis. */
+static pl_status *lw_nonzero(lw *w)
+{
+    const char *x = lw_input(w, 0);
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    if (xt == NULL || xt->ndim < 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "the input's rank must be known");
+    if (xt->ndim == 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a 0-d input is not supported");
+    int32_t r = xt->ndim;
+    const char *idx;
+    PL_RETURN_IF_ERROR(lw_nonzero_flat(w, x, &idx));
+    if (r == 1) {
+        const char *shape;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "shape", (const int64_t[]){1, -1}, 2, &shape));
+        return lw_become(w, "Reshape", (const char *[]){idx, shape}, 2);
+    }
+    const char *sh, *stride, *rows[PL_GRAPH_MAX_RANK];
+    PL_RETURN_IF_ERROR(lw_unary(w, "Shape", x, &sh));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "stride", (const int64_t[]){1}, 1, &stride));
+    for (int32_t a = r - 1; a >= 0; a--) {
+        const char *at, *dim, *c, *row;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "axis", (const int64_t[]){a}, 1, &at));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Gather", sh, at, &dim));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Div", idx, stride, &c));
+        if (a > 0)
+            PL_RETURN_IF_ERROR(lw_binary(w, "Mod", c, dim, &c));
+        PL_RETURN_IF_ERROR(lw_reshape(w, c, (const int64_t[]){1, -1}, 2, &row));
+        rows[a] = row;
+        if (a > 0)
+            PL_RETURN_IF_ERROR(lw_binary(w, "Mul", stride, dim, &stride));
+    }
+    PL_RETURN_IF_ERROR(lw_become(w, "Concat", rows, (size_t)r));
+    return pl_graph_attr_int(w->g, w->id, "axis", 0);
+}
+
+/* Compress(x, condition[, axis]): a Gather of the positions where the
+ * condition holds, along the axis, or of the flattened input. */
+static pl_status *lw_compress(lw *w)
+{
+    const pl_attr *axis = lw_attr(w, "axis");
+    int64_t a = axis != NULL ? lw_attr_i(w, "axis", 0) : 0;
+    const char *x = lw_input(w, 0), *cond = lw_input(w, 1), *idx;
+    const pl_graph_tensor *ct = lw_tensor(w, cond);
+    if (ct != NULL && ct->ndim != 1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "the condition must be 1-D (it has rank %d)",
+                        (int)ct->ndim);
+    PL_RETURN_IF_ERROR(lw_nonzero_flat(w, cond, &idx));
+    if (axis == NULL)
+        PL_RETURN_IF_ERROR(lw_reshape(w, x, (const int64_t[]){-1}, 1, &x));
+    PL_RETURN_IF_ERROR(lw_become(w, "Gather", (const char *[]){x, idx}, 2));
+    return pl_graph_attr_int(w->g, w->id, "axis", a);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
@@ -2060,6 +2160,8 @@ static const struct {
     {"", "RotaryEmbedding", 23, lw_rotary},
     {"", "Resize", 18, lw_resize},
     {"", "GridSample", 20, lw_grid_sample},
+    {"", "NonZero", 9, lw_nonzero},
+    {"", "Compress", 9, lw_compress},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
     {"", "LayerNormalization", 1, lw_ort_layer_norm}, /* before 17 only: see below */
     {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},

@@ -1,0 +1,733 @@
+/* stage.c — staged sessions (stage.h). */
+#include "stage.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "control.h"
+#include "filedata.h"
+#include "model.h"
+#include "registry.h"
+#include "status.h"
+
+/* Most elements of an integer tensor the prefix computes that is bound by
+ * value (stg_by_value). */
+#define STG_VALUE_MAX 64
+
+/* One tensor the tail reads that the tail does not compute. */
+typedef struct stg_front {
+    pl_tid t;          /* the same id in the model's graph and the tail's */
+    bool from_prefix;  /* an output of the prefix, else a graph input */
+    bool by_value;
+} stg_front;
+
+/* One specialised tail. */
+typedef struct stg_spec {
+    unsigned char *key;
+    size_t key_len;
+    pl_session *session;
+    int users;         /* runs using it now */
+    uint64_t last_use;
+} stg_spec;
+
+/* Dims of outputs handed to callers (they outlive the tail that gave
+ * them). */
+typedef struct stg_dims {
+    int32_t ndim;
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    struct stg_dims *next;
+} stg_dims;
+
+struct pl_stage {
+    pl_model *model;
+    const pl_graph *g;
+    pl_session *prefix;
+    pl_tid *pre_out;       /* the prefix's outputs (model tensor ids) */
+    size_t n_pre_out;
+    pl_graph *tail;        /* the template: its inputs are the frontier */
+    size_t tail_nodes;
+    stg_front *front;
+    size_t n_front;
+    /* the session options, copied: tails are made at run time */
+    pl_session_options opts;
+    char **order, **pins;
+    uint32_t *pinned;      /* recorded constants the graphs read, kept resident */
+    size_t n_pinned;
+    pthread_mutex_t mu;    /* specs, clock, dims */
+    stg_spec **specs;     /* each apart: runs hold them while others come and go */
+    size_t n_specs;
+    uint64_t clock;
+    stg_dims *dims;
+};
+
+static pl_status *stg_oom(void)
+{
+    return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory staging a session");
+}
+
+static bool stg_known(const pl_graph_tensor *t)
+{
+    size_t bytes;
+    return pl_graph_tensor_bytes(t, &bytes);
+}
+
+bool pl_stage_needed(const pl_graph *g)
+{
+    size_t nn = pl_graph_node_count(g);
+    for (pl_nid i = 0; i < (pl_nid)nn; i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, i);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] != PL_TID_NONE && !stg_known(pl_graph_get_tensor(g, n->inputs[k])))
+                return true;
+        for (size_t k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] != PL_TID_NONE &&
+                !stg_known(pl_graph_get_tensor(g, n->outputs[k])))
+                return true;
+    }
+    return false;
+}
+
+/* Marks in TAIL the nodes of G after the split: those touching a tensor of
+ * unknown shape and everything reading what they compute. */
+static void stg_mark_tail(const pl_graph *g, bool *tail)
+{
+    const pl_nid *topo = pl_graph_topo_order(g);
+    size_t nn = pl_graph_node_count(g);
+    for (size_t i = 0; i < nn; i++) {
+        pl_nid id = topo[i];
+        const pl_graph_node *n = pl_graph_get_node(g, id);
+        bool t = false;
+        for (size_t k = 0; k < n->n_inputs && !t; k++) {
+            if (n->inputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *in = pl_graph_get_tensor(g, n->inputs[k]);
+            t = !stg_known(in) || (in->producer != PL_NID_NONE && tail[in->producer]);
+        }
+        for (size_t k = 0; k < n->n_outputs && !t; k++)
+            t = n->outputs[k] != PL_TID_NONE &&
+                !stg_known(pl_graph_get_tensor(g, n->outputs[k]));
+        tail[id] = t;
+    }
+}
+
+/* Whether frontier tensor T is bound by value: an integer or boolean one
+ * of at most STG_VALUE_MAX elements computed by the prefix (a count, K, a
+ * shape, an If's condition) or of one element given as a graph input (a
+ * sample rate, a length: token ids are data), or a scalar of any other
+ * type the prefix computes (Range's limits, a window's size). */
+static bool stg_by_value(const pl_graph_tensor *t, bool from_prefix)
+{
+    size_t n;
+    if (t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n))
+        return false;
+    bool ints = PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_I32) ||
+                t->dtype.code == PL_TYPE_BOOL;
+    if (!from_prefix)
+        return ints && n <= 1;
+    return n <= (ints ? STG_VALUE_MAX : 1);
+}
+
+/* Adds T to the list L (N entries) unless it is there. */
+static pl_status *stg_add_tid(pl_tid **l, size_t *n, pl_tid t)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*l)[i] == t)
+            return NULL;
+    pl_tid *grown = pl_realloc(*l, (*n + 1) * sizeof *grown);
+    if (grown == NULL)
+        return stg_oom();
+    grown[(*n)++] = t;
+    *l = grown;
+    return NULL;
+}
+
+/* The frontier and the graph outputs on each side. */
+static pl_status *stg_frontier(pl_stage *s, const bool *tail, pl_tid **tail_out,
+                               size_t *n_tail_out)
+{
+    const pl_graph *g = s->g;
+    size_t nn = pl_graph_node_count(g);
+    size_t nt = pl_graph_tensor_count(g);
+    bool *seen = pl_calloc(nt ? nt : 1, sizeof *seen);
+    if (seen == NULL)
+        return stg_oom();
+    pl_status *st = NULL;
+    s->front = pl_calloc(nt ? nt : 1, sizeof *s->front);
+    if (s->front == NULL)
+        st = stg_oom();
+    for (pl_nid id = 0; st == NULL && id < (pl_nid)nn; id++) {
+        if (!tail[id])
+            continue;
+        s->tail_nodes++;
+        const pl_graph_node *n = pl_graph_get_node(g, id);
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            pl_tid t = n->inputs[k];
+            if (t == PL_TID_NONE || seen[t])
+                continue;
+            const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+            if (gt->producer != PL_NID_NONE ? tail[gt->producer] : !gt->is_input)
+                continue; /* computed in the tail, or a constant */
+            seen[t] = true;
+            stg_front *f = &s->front[s->n_front++];
+            f->t = t;
+            f->from_prefix = gt->producer != PL_NID_NONE;
+            f->by_value = stg_by_value(gt, f->from_prefix);
+            if (f->from_prefix)
+                st = stg_add_tid(&s->pre_out, &s->n_pre_out, t);
+        }
+    }
+    for (size_t i = 0; st == NULL && i < pl_graph_output_count(g); i++) {
+        pl_tid t = pl_graph_output(g, i);
+        const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+        if (gt->producer == PL_NID_NONE)
+            st = pl_status_create(PL_CODE_UNSUPPORTED,
+                                  "graph output '%s' is a graph input or a constant, which a "
+                                  "model with shapes known only at run time cannot give",
+                                  gt->name);
+        else if (tail[gt->producer])
+            st = stg_add_tid(tail_out, n_tail_out, t);
+        else
+            st = stg_add_tid(&s->pre_out, &s->n_pre_out, t);
+    }
+    pl_free(seen);
+    return st;
+}
+
+/* Why the tail can never be planned, when nothing it reads can make its
+ * shapes known: no input with an open shape and no value to bind. */
+static pl_status *stg_check_progress(const pl_stage *s, const bool *tail)
+{
+    for (size_t i = 0; i < s->n_front; i++) {
+        const pl_graph_tensor *t = pl_graph_get_tensor(s->g, s->front[i].t);
+        if (s->front[i].by_value || !stg_known(t))
+            return NULL;
+    }
+    const pl_nid *topo = pl_graph_topo_order(s->g);
+    for (size_t i = 0; i < pl_graph_node_count(s->g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(s->g, topo[i]);
+        if (!tail[topo[i]])
+            continue;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            const pl_graph_tensor *t = n->outputs[k] == PL_TID_NONE
+                                           ? NULL
+                                           : pl_graph_get_tensor(s->g, n->outputs[k]);
+            if (t != NULL && !stg_known(t) && n->domain[0] == '\0' &&
+                (strcmp(n->op, "If") == 0 || strcmp(n->op, "Loop") == 0 ||
+                 strcmp(n->op, "Scan") == 0))
+                return pl_control_check_outputs(s->g, n);
+            if (t != NULL && !stg_known(t)) {
+                char dims[160];
+                return pl_status_create(
+                    PL_CODE_UNSUPPORTED,
+                    "node '%s' (%s): output '%s' is %s%s, and neither the shapes of the "
+                    "graph inputs nor a small integer value computed before it (a count, "
+                    "K, a shape) determines it",
+                    n->name, n->op, t->name, pl_dtype_name(t->dtype),
+                    t->ndim < 0 ? " of unknown rank"
+                                : pl_dims_format(t->dims, t->ndim, dims, sizeof dims));
+            }
+        }
+    }
+    return pl_status_create(PL_CODE_INTERNAL, "staging: no node has an unknown shape");
+}
+
+/* A graph of G's nodes KEEP marks, reading INPUTS (N_IN) and giving
+ * OUTPUTS (N_OUT), validated and typed. */
+static pl_status *stg_graph(const pl_stage *s, const bool *keep, const pl_tid *inputs,
+                            size_t n_in, const pl_tid *outputs, size_t n_out, pl_graph **out)
+{
+    PL_RETURN_IF_ERROR(pl_graph_extract(s->g, keep, outputs, n_out, out));
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < n_in; i++)
+        st = pl_graph_add_input(*out, inputs[i]);
+    if (st == NULL)
+        st = pl_runtime_type_graph(s->model->runtime, *out);
+    if (st != NULL) {
+        pl_graph_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* A session of graph G (taken) with the stage's options; OPTIMIZE runs the
+ * model's passes first (a tail whose shapes are now known folds). */
+static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, pl_session **out)
+{
+    pl_model *m = NULL;
+    PL_RETURN_IF_ERROR(pl_model_of_graph(s->model->runtime, g, pl_strdupf("%s", s->model->path),
+                                         &m));
+    pl_status *st = optimize ? pl_model_optimize(m) : NULL;
+    if (st == NULL)
+        st = pl_session_create(m, &s->opts, out);
+    pl_model_release(m);
+    return st;
+}
+
+/* The recorded constants (filedata.h) any node reads, pinned for the
+ * stage's life: the prefix and every tail borrow them. */
+static pl_status *stg_pin(pl_stage *s)
+{
+    pl_filedata *f = s->model->filedata;
+    size_t nt = pl_graph_tensor_count(s->g);
+    if (f == NULL || pl_filedata_count(f) == 0)
+        return NULL;
+    s->pinned = pl_calloc(pl_filedata_count(f), sizeof *s->pinned);
+    if (s->pinned == NULL)
+        return stg_oom();
+    bool *seen = pl_calloc(pl_filedata_count(f), sizeof *seen);
+    if (seen == NULL)
+        return stg_oom();
+    for (pl_tid t = 0; t < (pl_tid)nt; t++) {
+        const pl_graph_tensor *gt = pl_graph_get_tensor(s->g, t);
+        long e = gt->data != NULL && gt->n_consumers > 0 ? pl_filedata_find(f, gt->data) : -1;
+        if (e >= 0 && !seen[e]) {
+            seen[e] = true;
+            s->pinned[s->n_pinned++] = (uint32_t)e;
+        }
+    }
+    pl_free(seen);
+    return NULL;
+}
+
+static char **stg_strings(const char *const *v, size_t n)
+{
+    char **c = pl_calloc(n ? n : 1, sizeof *c);
+    for (size_t i = 0; c != NULL && i < n; i++)
+        if ((c[i] = pl_strdupf("%s", v[i])) == NULL) {
+            for (size_t k = 0; k < i; k++)
+                pl_free(c[k]);
+            pl_free(c);
+            return NULL;
+        }
+    return c;
+}
+
+static pl_status *stg_options(pl_stage *s, const pl_session_options *o)
+{
+    s->opts = (pl_session_options){.struct_size = sizeof s->opts};
+    if (o == NULL)
+        return NULL;
+    size_t have = o->struct_size < sizeof *o ? o->struct_size : sizeof *o;
+    memcpy(&s->opts, o, have);
+    s->opts.struct_size = (uint32_t)have;
+#define STG_HAS(field) (have >= offsetof(pl_session_options, field) + sizeof o->field)
+    if (STG_HAS(io_device) && o->io_device != NULL && strcmp(o->io_device, "host") != 0)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "session option io_device '%s': a model with shapes known only "
+                                "at run time runs on host tensors",
+                                o->io_device);
+    if (STG_HAS(n_order) && o->order != NULL) {
+        if ((s->order = stg_strings(o->order, o->n_order)) == NULL)
+            return stg_oom();
+        s->opts.order = (const char *const *)s->order;
+    }
+    if (STG_HAS(n_pins) && o->pins != NULL) {
+        if ((s->pins = stg_strings(o->pins, o->n_pins)) == NULL)
+            return stg_oom();
+        s->opts.pins = (const char *const *)s->pins;
+    }
+#undef STG_HAS
+    return NULL;
+}
+
+static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
+{
+    const pl_graph *g = s->g;
+    size_t nn = pl_graph_node_count(g);
+    PL_RETURN_IF_ERROR(stg_options(s, options));
+    bool *tail = pl_calloc(nn ? nn : 1, sizeof *tail);
+    bool *pre = pl_calloc(nn ? nn : 1, sizeof *pre);
+    pl_tid *tail_out = NULL, *pre_in = NULL, *tail_in = NULL;
+    size_t n_tail_out = 0, n_pre_in = 0;
+    pl_status *st = tail && pre ? NULL : stg_oom();
+    if (st == NULL) {
+        stg_mark_tail(g, tail);
+        st = stg_frontier(s, tail, &tail_out, &n_tail_out);
+    }
+    size_t n_pre = 0;
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        n_pre += (pre[i] = !tail[i]);
+    if (st == NULL && n_pre == 0)
+        st = stg_check_progress(s, tail);
+    /* the prefix reads the graph inputs its nodes read */
+    for (size_t i = 0; st == NULL && n_pre > 0 && i < pl_graph_input_count(g); i++) {
+        pl_tid t = pl_graph_input(g, i);
+        const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+        for (size_t c = 0; st == NULL && c < gt->n_consumers; c++)
+            if (!tail[gt->consumers[c]])
+                st = stg_add_tid(&pre_in, &n_pre_in, t);
+    }
+    if (st == NULL && n_pre > 0) {
+        pl_graph *pg = NULL;
+        st = stg_graph(s, pre, pre_in, n_pre_in, s->pre_out, s->n_pre_out, &pg);
+        if (st == NULL)
+            st = stg_session(s, pg, false, &s->prefix);
+    }
+    if (st == NULL && (tail_in = pl_calloc(s->n_front ? s->n_front : 1, sizeof *tail_in)) == NULL)
+        st = stg_oom();
+    for (size_t i = 0; st == NULL && i < s->n_front; i++)
+        tail_in[i] = s->front[i].t;
+    if (st == NULL)
+        st = stg_graph(s, tail, tail_in, s->n_front, tail_out, n_tail_out, &s->tail);
+    pl_free(tail);
+    pl_free(pre);
+    pl_free(tail_out);
+    pl_free(pre_in);
+    pl_free(tail_in);
+    return st;
+}
+
+pl_status *pl_stage_create(pl_model *model, const pl_session_options *options,
+                           pl_stage **out_stage)
+{
+    *out_stage = NULL;
+    pl_stage *s = pl_calloc(1, sizeof *s);
+    if (s == NULL)
+        return stg_oom();
+    pthread_mutex_init(&s->mu, NULL);
+    pl_model_retain(model);
+    s->model = model;
+    s->g = model->graph;
+    pl_filedata *f = model->filedata;
+    pl_status *st = pl_filedata_enter(f);
+    if (st == NULL)
+        st = stg_pin(s);
+    if (st == NULL)
+        st = stg_build(s, options);
+    pl_status *left = pl_filedata_leave(f, s->pinned, st == NULL ? s->n_pinned : 0);
+    if (st == NULL)
+        st = left;
+    else
+        pl_status_free(left);
+    if (st != NULL) {
+        s->n_pinned = 0; /* leave pinned nothing */
+        pl_stage_destroy(s);
+        return st;
+    }
+    *out_stage = s;
+    return NULL;
+}
+
+void pl_stage_destroy(pl_stage *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n_specs; i++) {
+        pl_session_destroy(s->specs[i]->session);
+        pl_free(s->specs[i]->key);
+        pl_free(s->specs[i]);
+    }
+    pl_free(s->specs);
+    pl_session_destroy(s->prefix);
+    pl_graph_destroy(s->tail);
+    for (stg_dims *d = s->dims, *next; d != NULL; d = next) {
+        next = d->next;
+        pl_free(d);
+    }
+    for (size_t i = 0; s->order && i < s->opts.n_order; i++)
+        pl_free(s->order[i]);
+    for (size_t i = 0; s->pins && i < s->opts.n_pins; i++)
+        pl_free(s->pins[i]);
+    pl_free(s->order);
+    pl_free(s->pins);
+    pl_filedata_unpin(s->model->filedata, s->pinned, s->n_pinned);
+    pl_free(s->pinned);
+    pl_free(s->front);
+    pl_free(s->pre_out);
+    pthread_mutex_destroy(&s->mu);
+    pl_model *m = s->model;
+    pl_free(s);
+    pl_model_release(m);
+}
+
+pl_session *pl_stage_prefix(const pl_stage *s)
+{
+    return s->prefix;
+}
+
+size_t pl_stage_tail_nodes(const pl_stage *s)
+{
+    return s->tail_nodes;
+}
+
+size_t pl_stage_spec_count(pl_stage *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n_specs;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* ---- running ------------------------------------------------------------------- */
+
+static const pl_io *stg_find(const pl_io *ios, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ios[i].name != NULL && strcmp(ios[i].name, name) == 0)
+            return &ios[i];
+    return NULL;
+}
+
+/* Caller's input IN for graph input T: its dtype and rank as declared and
+ * every declared dim. */
+static pl_status *stg_check_input(const pl_graph_tensor *t, const pl_io *in)
+{
+    const pl_tensor *x = &in->tensor;
+    bool ok = PL_DTYPE_EQ(x->dtype, t->dtype) && x->ndim == t->ndim &&
+              (x->ndim == 0 || x->shape != NULL) && (x->data != NULL || x->ndim >= 0);
+    for (int32_t d = 0; ok && d < t->ndim; d++)
+        ok = x->shape[d] >= 0 && (t->dims[d] < 0 || t->dims[d] == x->shape[d]);
+    if (ok)
+        return NULL;
+    char want[160];
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "input '%s': expected %s%s (-1: any size), got %s of rank %d",
+                            t->name, pl_dtype_name(t->dtype),
+                            pl_dims_format(t->dims, t->ndim, want, sizeof want),
+                            pl_dtype_name(x->dtype), (int)x->ndim);
+}
+
+/* Appends LEN bytes at P to the key being built. */
+static bool stg_key_put(unsigned char **key, size_t *len, size_t *cap, const void *p, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t c = (*cap ? *cap * 2 : 256) + n;
+        unsigned char *grown = pl_realloc(*key, c);
+        if (grown == NULL)
+            return false;
+        *key = grown;
+        *cap = c;
+    }
+    memcpy(*key + *len, p, n);
+    *len += n;
+    return true;
+}
+
+/* The tail for the frontier VALS: found, or made and kept (evicting the
+ * least recently used one not in use past PL_STAGE_MAX_SPECS). The spec's
+ * user count is raised; stg_release lowers it. */
+static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **out)
+{
+    unsigned char *key = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i < s->n_front; i++) {
+        const pl_tensor *v = &vals[i];
+        ok = stg_key_put(&key, &len, &cap, &v->ndim, sizeof v->ndim) &&
+             (v->ndim == 0 ||
+              stg_key_put(&key, &len, &cap, v->shape, (size_t)v->ndim * sizeof *v->shape));
+        if (ok && s->front[i].by_value) {
+            const pl_graph_tensor *t = pl_graph_get_tensor(s->tail, s->front[i].t);
+            size_t bytes = 0;
+            pl_graph_tensor_bytes(t, &bytes);
+            ok = stg_key_put(&key, &len, &cap, v->data, bytes);
+        }
+    }
+    if (!ok) {
+        pl_free(key);
+        return stg_oom();
+    }
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_specs; i++)
+        if (s->specs[i]->key_len == len && memcmp(s->specs[i]->key, key, len) == 0) {
+            s->specs[i]->users++;
+            s->specs[i]->last_use = ++s->clock;
+            pthread_mutex_unlock(&s->mu);
+            pl_free(key);
+            *out = s->specs[i];
+            return NULL;
+        }
+    /* made under the lock: concurrent runs of a new signature wait for one
+     * planning instead of each planning it */
+    pl_graph *copy = NULL;
+    pl_status *st = pl_graph_copy(s->tail, &copy);
+    for (size_t i = 0; st == NULL && i < s->n_front; i++) {
+        const stg_front *f = &s->front[i];
+        const pl_graph_tensor *t = pl_graph_get_tensor(copy, f->t);
+        st = pl_graph_set_type(copy, f->t, t->dtype, vals[i].ndim, vals[i].shape, NULL);
+        if (st == NULL && f->by_value) {
+            size_t bytes = 0;
+            pl_graph_tensor_bytes(pl_graph_get_tensor(copy, f->t), &bytes);
+            pl_graph_drop_input(copy, f->t);
+            st = pl_graph_set_constant(copy, f->t, vals[i].data, bytes);
+        }
+    }
+    if (st == NULL)
+        st = pl_runtime_type_graph(s->model->runtime, copy);
+    pl_session *sess = NULL;
+    if (st == NULL) {
+        st = stg_session(s, copy, true, &sess);
+        copy = NULL;
+    }
+    pl_graph_destroy(copy);
+    if (st == NULL && s->n_specs >= PL_STAGE_MAX_SPECS) {
+        size_t lru = s->n_specs;
+        for (size_t i = 0; i < s->n_specs; i++)
+            if (s->specs[i]->users == 0 &&
+                (lru == s->n_specs || s->specs[i]->last_use < s->specs[lru]->last_use))
+                lru = i;
+        if (lru < s->n_specs) {
+            pl_session_destroy(s->specs[lru]->session);
+            pl_free(s->specs[lru]->key);
+            pl_free(s->specs[lru]);
+            s->specs[lru] = s->specs[--s->n_specs];
+        }
+    }
+    if (st == NULL) {
+        stg_spec **grown = pl_realloc(s->specs, (s->n_specs + 1) * sizeof *grown);
+        stg_spec *spec = pl_malloc(sizeof *spec);
+        if (grown != NULL)
+            s->specs = grown;
+        if (grown == NULL || spec == NULL) {
+            pl_free(spec);
+            st = stg_oom();
+        } else {
+            *spec = (stg_spec){.key = key, .key_len = len, .session = sess, .users = 1,
+                               .last_use = ++s->clock};
+            s->specs[s->n_specs++] = spec;
+            *out = spec;
+            key = NULL;
+            sess = NULL;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    pl_session_destroy(sess);
+    pl_free(key);
+    return st;
+}
+
+/* Dims equal to DIMS (NDIM) that live as long as the stage. */
+static const int64_t *stg_keep_dims(pl_stage *s, int32_t ndim, const int64_t *dims)
+{
+    pthread_mutex_lock(&s->mu);
+    stg_dims *d = s->dims;
+    for (; d != NULL; d = d->next)
+        if (d->ndim == ndim && (ndim == 0 || memcmp(d->dims, dims, (size_t)ndim * 8) == 0))
+            break;
+    if (d == NULL && (d = pl_calloc(1, sizeof *d)) != NULL) {
+        d->ndim = ndim;
+        if (ndim > 0)
+            memcpy(d->dims, dims, (size_t)ndim * 8);
+        d->next = s->dims;
+        s->dims = d;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return d != NULL ? d->dims : NULL;
+}
+
+/* Runs the tail for the frontier VALS, writing the caller's OUTPUTS the
+ * tail computes. */
+static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *outputs,
+                               size_t n_outputs)
+{
+    stg_spec *spec = NULL;
+    PL_RETURN_IF_ERROR(stg_spec_get(s, vals, &spec));
+    pl_session *sess = spec->session; /* set once; kept while users > 0 */
+    pl_io *ins = pl_calloc(s->n_front ? s->n_front : 1, sizeof *ins);
+    pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
+    size_t *slot = pl_calloc(n_outputs ? n_outputs : 1, sizeof *slot);
+    pl_status *st = ins && outs && slot ? NULL : stg_oom();
+    size_t n_in = 0, n_out = 0;
+    for (size_t i = 0; st == NULL && i < s->n_front; i++)
+        if (!s->front[i].by_value)
+            ins[n_in++] = (pl_io){.name = pl_graph_get_tensor(s->g, s->front[i].t)->name,
+                                  .tensor = vals[i]};
+    for (size_t i = 0; st == NULL && i < n_outputs; i++) {
+        pl_tid t = pl_graph_find_tensor(s->tail, outputs[i].name);
+        if (t != PL_TID_NONE && pl_graph_get_tensor(s->tail, t)->is_output) {
+            slot[n_out] = i;
+            outs[n_out++] = outputs[i];
+        }
+    }
+    if (st == NULL)
+        st = pl_session_run(sess, ins, n_in, outs, n_out);
+    for (size_t k = 0; st == NULL && k < n_out; k++) {
+        pl_io *o = &outputs[slot[k]];
+        bool allocated = o->tensor.data == NULL;
+        o->tensor = outs[k].tensor;
+        if (allocated) {
+            o->tensor.shape = (int64_t *)stg_keep_dims(s, o->tensor.ndim, o->tensor.shape);
+            if (o->tensor.shape == NULL && o->tensor.ndim > 0) {
+                pl_buffer_free(o->tensor.data);
+                o->tensor.data = NULL;
+                st = stg_oom();
+            }
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    spec->users--;
+    pthread_mutex_unlock(&s->mu);
+    pl_free(ins);
+    pl_free(outs);
+    pl_free(slot);
+    return st;
+}
+
+pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io *outputs,
+                        size_t n_outputs)
+{
+    const pl_graph *g = s->g;
+    for (size_t i = 0; i < n_inputs; i++) {
+        pl_tid t = inputs[i].name ? pl_graph_find_tensor(g, inputs[i].name) : PL_TID_NONE;
+        if (t == PL_TID_NONE || !pl_graph_get_tensor(g, t)->is_input)
+            return pl_status_create(PL_CODE_NOT_FOUND, "the model has no input named '%s'",
+                                    inputs[i].name ? inputs[i].name : "(null)");
+    }
+    for (size_t i = 0; i < pl_graph_input_count(g); i++) {
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, pl_graph_input(g, i));
+        const pl_io *in = stg_find(inputs, n_inputs, t->name);
+        if (in == NULL)
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT, "input '%s' is missing",
+                                    t->name);
+        PL_RETURN_IF_ERROR(stg_check_input(t, in));
+    }
+    for (size_t i = 0; i < n_outputs; i++) {
+        pl_tid t = outputs[i].name ? pl_graph_find_tensor(g, outputs[i].name) : PL_TID_NONE;
+        if (t == PL_TID_NONE || !pl_graph_get_tensor(g, t)->is_output)
+            return pl_status_create(PL_CODE_NOT_FOUND, "the model has no output named '%s'",
+                                    outputs[i].name ? outputs[i].name : "(null)");
+    }
+    /* the prefix: its graph outputs the caller asked for go to the caller,
+     * the frontier into buffers of its own */
+    pl_io *pre_in = pl_calloc(n_inputs ? n_inputs : 1, sizeof *pre_in);
+    pl_io *pre = pl_calloc(s->n_pre_out ? s->n_pre_out : 1, sizeof *pre);
+    bool *mine = pl_calloc(s->n_pre_out ? s->n_pre_out : 1, sizeof *mine);
+    pl_tensor *vals = pl_calloc(s->n_front ? s->n_front : 1, sizeof *vals);
+    pl_status *st = pre_in && pre && mine && vals ? NULL : stg_oom();
+    if (st == NULL && s->prefix != NULL) {
+        size_t n_pre_in = 0;
+        for (size_t i = 0; i < pl_session_input_count(s->prefix); i++)
+            pre_in[n_pre_in++] = *stg_find(inputs, n_inputs, pl_session_input_name(s->prefix, i));
+        for (size_t k = 0; k < s->n_pre_out; k++) {
+            const char *name = pl_graph_get_tensor(g, s->pre_out[k])->name;
+            const pl_io *o = stg_find(outputs, n_outputs, name);
+            pre[k] = o != NULL ? *o : (pl_io){.name = name};
+            mine[k] = o == NULL;
+        }
+        st = pl_session_run(s->prefix, pre_in, n_pre_in, pre, s->n_pre_out);
+        for (size_t i = 0; st == NULL && i < n_outputs; i++) {
+            const pl_io *o = stg_find(pre, s->n_pre_out, outputs[i].name);
+            if (o != NULL)
+                outputs[i].tensor = o->tensor;
+        }
+    }
+    for (size_t i = 0; st == NULL && i < s->n_front; i++) {
+        const char *name = pl_graph_get_tensor(g, s->front[i].t)->name;
+        const pl_io *src = s->front[i].from_prefix ? stg_find(pre, s->n_pre_out, name)
+                                                   : stg_find(inputs, n_inputs, name);
+        vals[i] = src->tensor;
+    }
+    if (st == NULL)
+        st = stg_run_tail(s, vals, outputs, n_outputs);
+    for (size_t k = 0; pre != NULL && mine != NULL && k < s->n_pre_out; k++)
+        if (mine[k])
+            pl_buffer_free(pre[k].tensor.data);
+    pl_free(pre_in);
+    pl_free(pre);
+    pl_free(mine);
+    pl_free(vals);
+    return st;
+}

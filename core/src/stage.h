@@ -1,0 +1,52 @@
+/* stage.h — sessions of models whose shapes are not all known when the
+ * session is made: an input with a dim left open, or a node whose output
+ * shape depends on values (NonZero and Compress, lowered to a count and a
+ * TopK; TopK, OneHot, Range, Reshape, Expand... on computed values).
+ *
+ * The graph splits in two. The prefix is every node whose inputs and
+ * outputs have known shapes and that reads nothing computed after the
+ * split: a session like any other, made once. The tail is the rest; it is
+ * planned at run time, per distinct signature of what it reads (the
+ * frontier): each frontier tensor's shape and, for the small integer ones
+ * (a count, a K, a shape), its values, bound as constants so that
+ * inference knows them. A tail whose shapes are still not all known is
+ * itself staged, so a chain of data-dependent ops resolves level by level.
+ * Specialised tails are kept, least recently used first out, at most
+ * PL_STAGE_MAX_SPECS of them. */
+#ifndef PL_CORE_STAGE_H
+#define PL_CORE_STAGE_H
+
+#include <stdbool.h>
+
+#include "graph.h"
+#include "plinth/plinth.h"
+
+/* Most specialised tails a staged session keeps. */
+#define PL_STAGE_MAX_SPECS 32
+
+typedef struct pl_stage pl_stage;
+
+/* Whether some tensor a node of G reads or writes has a shape that is not
+ * fully known (the session must be staged). */
+bool pl_stage_needed(const pl_graph *g);
+
+/* Splits MODEL's graph and makes the prefix's session with OPTIONS (which
+ * the tails are made with too). Fails naming the node when no input's
+ * shape or small value can ever determine a shape that is unknown. */
+pl_status *pl_stage_create(pl_model *model, const pl_session_options *options,
+                           pl_stage **out_stage);
+void pl_stage_destroy(pl_stage *stage);
+
+/* pl_session_run's contract; an output whose shape is known only now and
+ * is allocated for the caller points its shape at dims the stage keeps
+ * for its life. */
+pl_status *pl_stage_run(pl_stage *stage, const pl_io *inputs, size_t n_inputs,
+                        pl_io *outputs, size_t n_outputs);
+
+/* The prefix's session, or NULL when every node is in the tail. */
+pl_session *pl_stage_prefix(const pl_stage *stage);
+/* Nodes of the tail, and the tails specialised so far. */
+size_t pl_stage_tail_nodes(const pl_stage *stage);
+size_t pl_stage_spec_count(pl_stage *stage);
+
+#endif
