@@ -83,7 +83,8 @@ static bool pl_scope_resolves(const pl_scope *s, const char *name)
     return false;
 }
 
-static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int depth);
+static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int depth,
+                                       const bool *was_outer);
 
 /* Validates the bodies of node ID (the node's producers are linked) and
  * lists after its formal inputs the tensors of G the bodies read. */
@@ -112,7 +113,7 @@ static pl_status *pl_graph_link_bodies(pl_graph *g, pl_nid id, const pl_scope *u
             for (size_t k = 0; st == NULL && k < g->n_opsets; k++)
                 st = pl_graph_set_opset(body, g->opsets[k].domain, g->opsets[k].version);
             if (st == NULL)
-                st = pl_graph_validate_in(body, &here, depth + 1);
+                st = pl_graph_validate_in(body, &here, depth + 1, NULL);
             if (st != NULL) {
                 char idx[32] = "";
                 if (attr->kind == PL_ATTR_GRAPHS)
@@ -163,10 +164,25 @@ static pl_status *pl_graph_link_bodies(pl_graph *g, pl_nid id, const pl_scope *u
 
 pl_status *pl_graph_validate(pl_graph *g)
 {
-    return pl_graph_validate_in(g, NULL, 0);
+    /* A body validated again on its own (its inference rewrote a node:
+     * opset_lower.c) keeps the outer-scope references the validation with
+     * its enclosing graphs found: nothing here can resolve them again. */
+    bool *was_outer = NULL;
+    for (size_t t = 0; t < g->n_tensors && was_outer == NULL; t++)
+        if (g->tensors[t].is_outer) {
+            was_outer = pl_alloc_calloc(g->alloc, g->n_tensors, sizeof *was_outer);
+            if (was_outer == NULL)
+                return pl_graph_oom("validating a body");
+        }
+    for (size_t t = 0; was_outer != NULL && t < g->n_tensors; t++)
+        was_outer[t] = g->tensors[t].is_outer;
+    pl_status *st = pl_graph_validate_in(g, NULL, 0, was_outer);
+    pl_free(was_outer);
+    return st;
 }
 
-static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int depth)
+static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int depth,
+                                       const bool *was_outer)
 {
     pl_free(g->topo);
     pl_free(g->consumer_block);
@@ -238,7 +254,8 @@ static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int dept
             pl_graph_tensor *t = &g->tensors[n->inputs[k]];
             if (t->producer != PL_NID_NONE || t->is_input || t->data != NULL)
                 continue;
-            if (up != NULL && pl_scope_resolves(up, t->name)) {
+            if ((up != NULL && pl_scope_resolves(up, t->name)) ||
+                (was_outer != NULL && was_outer[n->inputs[k]])) {
                 t->is_outer = true;
                 continue;
             }
@@ -253,7 +270,8 @@ static pl_status *pl_graph_validate_in(pl_graph *g, const pl_scope *up, int dept
         pl_graph_tensor *t = &g->tensors[g->outputs[i]];
         if (t->producer != PL_NID_NONE || t->is_input || t->data != NULL)
             continue;
-        if (up != NULL && pl_scope_resolves(up, t->name)) {
+        if ((up != NULL && pl_scope_resolves(up, t->name)) ||
+            (was_outer != NULL && was_outer[g->outputs[i]])) {
             t->is_outer = true;
             continue;
         }

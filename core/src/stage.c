@@ -347,6 +347,18 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
         stg_mark_tail(g, tail);
         st = stg_frontier(s, tail, &tail_out, &n_tail_out);
     }
+    /* With nothing else to plan by, every small tensor the tail reads is
+     * bound, whatever its type or origin (Range from float inputs, a
+     * Resize's scales given as an input): a plan per value, but a plan. */
+    bool open = false;
+    for (size_t i = 0; i < s->n_front; i++)
+        open |= s->front[i].by_value ||
+                !stg_known(pl_graph_get_tensor(g, s->front[i].t));
+    for (size_t i = 0; st == NULL && !open && i < s->n_front; i++) {
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, s->front[i].t);
+        size_t n;
+        s->front[i].by_value = pl_dims_elements(t->dims, t->ndim, &n) && n <= STG_VALUE_MAX;
+    }
     size_t n_pre = 0;
     for (size_t i = 0; st == NULL && i < nn; i++)
         n_pre += (pre[i] = !tail[i]);

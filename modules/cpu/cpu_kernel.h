@@ -179,6 +179,9 @@ typedef struct cpu_op_entry {
 #define CPU_OP_MULTI_OUTPUT 2u
 /* Every output may be absent, output 0 included (RNN, GRU, LSTM). */
 #define CPU_OP_OPTIONAL_OUTPUTS 16u
+/* An op of Plinth's own domain, "ai.plinth" (what the core lowers ONNX ops
+ * to), found only there. */
+#define CPU_OP_PLINTH_DOMAIN 32u
 
 /* The float inputs and output 0 may be f64 instead of f32, all of them. */
 #define CPU_OP_F64 4u
@@ -233,6 +236,7 @@ extern const cpu_op_entry cpu_ops_quant[]; /* quant.c: (De)QuantizeLinear, integ
 extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
 extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
 extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
+extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressionPadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 
 /* ---- the kernels' builders ---------------------------------------------- */

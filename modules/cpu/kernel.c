@@ -28,10 +28,10 @@ static const cpu_op_entry cpu_ops[] = {
 static const cpu_op_entry *const cpu_op_tables[] = {
     cpu_ops_nn,    cpu_ops_math,   cpu_ops_shape,     cpu_ops_rnn,    cpu_ops_index,
     cpu_ops_loss,  cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize, cpu_ops_sample,
-    cpu_ops_text,  cpu_ops};
+    cpu_ops_text,  cpu_ops_detect, cpu_ops};
 static const char *const cpu_op_table_files[] = {
     "nn.c",   "math.c",  "shape.c",  "rnn_build.c", "index.c",  "loss.c",
-    "quant.c", "signal.c", "normalize.c", "sample.c", "text.c", "kernel.c"};
+    "quant.c", "signal.c", "normalize.c", "sample.c", "text.c", "nms.c", "kernel.c"};
 #define CPU_N_OP_TABLES (sizeof cpu_op_tables / sizeof cpu_op_tables[0])
 
 pl_status *cpu_op_tables_check(void)
@@ -46,13 +46,15 @@ pl_status *cpu_op_tables_check(void)
                                    op, cpu_op_table_files[first], cpu_op_table_files[second]);
 }
 
-/* The op's entry (cpu_op_tables_check made it the only one). */
-static const cpu_op_entry *cpu_find_op(const char *op)
+/* The entry of OP of DOMAIN ("" or "ai.plinth"; cpu_op_tables_check made
+ * it the only one). */
+static const cpu_op_entry *cpu_find_op(const char *domain, const char *op)
 {
+    bool plinth = strcmp(domain, "ai.plinth") == 0;
     for (size_t t = 0; t < CPU_N_OP_TABLES; t++)
         for (const cpu_op_entry *e = cpu_op_tables[t]; e->op != NULL; e++)
             if (strcmp(e->op, op) == 0)
-                return e;
+                return plinth == ((e->flags & CPU_OP_PLINTH_DOMAIN) != 0) ? e : NULL;
     return NULL;
 }
 
@@ -339,11 +341,13 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
                                        "(ABI 1.0 has %zu) or without an op",
                                        node->header.struct_size, sizeof(pl_node_desc));
     const char *domain = node->domain != NULL ? node->domain : "";
-    if (domain[0] != '\0')
+    const cpu_op_entry *e = domain[0] == '\0' || strcmp(domain, "ai.plinth") == 0
+                                ? cpu_find_op(domain, node->op)
+                                : NULL;
+    if (e == NULL && domain[0] != '\0')
         return cpu_host->status_create(PL_CODE_UNSUPPORTED,
                                        "cpu: no kernel for op '%s' of domain '%s'", node->op,
                                        domain);
-    const cpu_op_entry *e = cpu_find_op(node->op);
     if (e == NULL)
         return cpu_host->status_create(PL_CODE_UNSUPPORTED, "cpu: no kernel for op '%s' yet",
                                        node->op);

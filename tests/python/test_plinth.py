@@ -542,7 +542,7 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_array_equal(out["y"], np.maximum(x[c], 0))
                 np.testing.assert_array_equal(out["flat"], np.compress(c4, x))
 
-        def loop(h, T):  # rows: one per iteration, the trip count a graph input
+        def loop(h, T, rows_dims=None):  # rows: one per iteration, the trip count an input
             body = h.make_graph(
                 [h.make_node("Identity", ["c"], ["c_out"]), h.make_node("Neg", ["v"], ["v_out"]),
                  h.make_node("Identity", ["v"], ["row"])], "body",
@@ -557,23 +557,86 @@ class OnnxTest(unittest.TestCase):
                 [h.make_tensor_value_info("n", T.INT64, []),
                  h.make_tensor_value_info("x", T.FLOAT, [2])],
                 [h.make_tensor_value_info("y", T.FLOAT, [2]),
-                 h.make_tensor_value_info("rows", T.FLOAT, None)])
-        with self.rt.load_model(onnx_model("trips.onnx", loop)).session() as s:
-            x = np.array([1.5, -2], np.float32)
-            for n in (3, 1, 4):
-                rows = s.run({"n": np.array(n, np.int64), "x": x})["rows"]
-                np.testing.assert_array_equal(rows, [x * (-1) ** i for i in range(n)])
+                 h.make_tensor_value_info("rows", T.FLOAT, rows_dims)])
+        for dims in (None, [-1, 2]):
+            path = onnx_model("trips.onnx", lambda h, T: loop(h, T, dims))
+            with self.rt.load_model(path).session() as s:
+                x = np.array([1.5, -2], np.float32)
+                for n in (3, 1, 4):
+                    rows = s.run({"n": np.array(n, np.int64), "x": x})["rows"]
+                    np.testing.assert_array_equal(rows, [x * (-1) ** i for i in range(n)])
 
-        def stuck(h, T):  # Range's limit is data: no value the stage binds
+        def nms(h, T, center):  # NonMaxSuppression, then the kept boxes
+            return h.make_graph(
+                [h.make_node("NonMaxSuppression", ["b", "s", "m", "iou", "thr"], ["sel"],
+                             center_point_box=center),
+                 h.make_node("Gather", ["sel", "two"], ["where"], axis=1),
+                 h.make_node("GatherND", ["b", "where"], ["kept"])], "g",
+                [h.make_tensor_value_info("b", T.FLOAT, [2, 40, 4]),
+                 h.make_tensor_value_info("s", T.FLOAT, [2, 3, 40]),
+                 h.make_tensor_value_info("thr", T.FLOAT, [])],
+                [h.make_tensor_value_info("sel", T.INT64, None),
+                 h.make_tensor_value_info("kept", T.FLOAT, None)],
+                [h.make_tensor("m", T.INT64, [1], [5]), h.make_tensor("iou", T.FLOAT, [], [0.3]),
+                 h.make_tensor("two", T.INT64, [2], [0, 2])])
+
+        def nms_ref(b, s, m, iou, thr, center):  # ONNX Runtime's selection
+            out = []
+            for bi in range(b.shape[0]):
+                bx = b[bi].astype(np.float32)
+                if center:
+                    c = np.stack([bx[:, 0] - bx[:, 2] / 2, bx[:, 1] - bx[:, 3] / 2,
+                                  bx[:, 0] + bx[:, 2] / 2, bx[:, 1] + bx[:, 3] / 2], 1)
+                else:
+                    c = np.stack([np.minimum(bx[:, 1], bx[:, 3]), np.minimum(bx[:, 0], bx[:, 2]),
+                                  np.maximum(bx[:, 1], bx[:, 3]), np.maximum(bx[:, 0], bx[:, 2])], 1)
+                area = (c[:, 2] - c[:, 0]) * (c[:, 3] - c[:, 1])
+                for ci in range(s.shape[1]):
+                    sc = s[bi, ci]
+                    order = sorted((i for i in range(len(sc)) if sc[i] > thr),
+                                   key=lambda i: (-sc[i], i))
+                    kept = []
+                    for i in order:
+                        if len(kept) == m:
+                            break
+                        ok = True
+                        for j in kept:
+                            w = min(c[i, 2], c[j, 2]) - max(c[i, 0], c[j, 0])
+                            hh = min(c[i, 3], c[j, 3]) - max(c[i, 1], c[j, 1])
+                            if w > 0 and hh > 0 and area[i] > 0 and area[j] > 0:
+                                inter = np.float32(w * hh)
+                                if inter / (area[i] + area[j] - inter) > iou:
+                                    ok = False
+                                    break
+                        if ok:
+                            kept.append(i)
+                    out += [[bi, ci, i] for i in kept]
+            return np.array(out, np.int64).reshape(-1, 3)
+        for center in (0, 1):
+            path = onnx_model(f"nms{center}.onnx", lambda h, T: nms(h, T, center))
+            with self.rt.load_model(path).session() as s:
+                for seed, thr in ((1, 0.2), (2, 0.9), (3, 0.0), (1, 0.2), (4, 2.0)):
+                    r = np.random.default_rng(seed)
+                    b = (r.random((2, 40, 4)) * 10).astype(np.float32)
+                    sc = r.random((2, 3, 40)).astype(np.float32)
+                    sc[0, 0, :4] = 0.5  # ties: the lower index first
+                    out = s.run({"b": b, "s": sc, "thr": np.float32(thr)})
+                    want = nms_ref(b, sc, 5, np.float32(0.3), thr, center)
+                    np.testing.assert_array_equal(out["sel"], want, err_msg=f"{center} {seed}")
+                    np.testing.assert_array_equal(out["kept"], b[want[:, 0], want[:, 2]])
+
+        def ranged(h, T):  # Range of float inputs: bound by value, since nothing else plans it
             return h.make_graph(
                 [h.make_node("Range", ["a", "b", "one"], ["r"], name="range")], "g",
                 [h.make_tensor_value_info("a", T.FLOAT, []),
                  h.make_tensor_value_info("b", T.FLOAT, [])],
                 [h.make_tensor_value_info("r", T.FLOAT, None)],
                 [h.make_tensor("one", T.FLOAT, [], [1.0])])
-        with self.assertRaises(plinth.Error) as e:
-            self.rt.load_model(onnx_model("stuck.onnx", stuck)).session()
-        self.assertIn("node 'range' (Range): output 'r'", str(e.exception))
+        with self.rt.load_model(onnx_model("ranged.onnx", ranged)).session() as s:
+            for a, b in ((0.5, 4.0), (-2.0, 1.5), (0.5, 4.0)):
+                r = s.run({"a": np.float32(a), "b": np.float32(b)})["r"]
+                np.testing.assert_array_equal(r, np.arange(a, b, 1.0, dtype=np.float32))
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 2)
 
     def test_dtypes(self):
         def build(h, T):

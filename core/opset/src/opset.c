@@ -510,6 +510,7 @@ struct pl_infer_ctx {
     size_t n_tensors;
     pl_infer_out *outs;        /* node outputs; grows to the widest node */
     size_t cap_outs;
+    bool body;                 /* a control-flow body (its session is never staged) */
 };
 
 const pl_graph *pl_infer_graph(const pl_infer_ctx *ctx)
@@ -1176,11 +1177,19 @@ static pl_status *pl_infer_write_output(pl_infer_ctx *ctx, size_t o)
         }
         return pl_graph_set_type(ctx->g, tid, dtype, ndim, dims, params);
     }
+    /* A dim inference leaves unknown keeps the declared one on a graph
+     * output (the model's contract: a kernel checks its value at run
+     * time), where inference knows nothing of the output (no rank), and in
+     * a body, whose session plans static shapes. Elsewhere a declared dim
+     * is the size an exporter traced (torchvision's detectors declare 150
+     * rows after NonMaxSuppression), and the session is staged instead
+     * (stage.h), planning the size the run computes. */
+    bool trust_declared = inf->ndim < 0 || ctx->body || t->is_output;
     if (ndim < 0)
         ndim = t->ndim;
     for (int32_t d = 0; d < ndim; d++) {
         int64_t id = inf->ndim >= 0 ? inf->dims[d] : -1;
-        int64_t dd = t->ndim >= 0 ? t->dims[d] : -1;
+        int64_t dd = t->ndim >= 0 && trust_declared ? t->dims[d] : -1;
         dims[d] = id >= 0 ? id : dd;
         const char *dp = t->ndim >= 0 && t->dim_params ? t->dim_params[d] : NULL;
         if (dp == NULL && inf->ndim >= 0)
@@ -1427,7 +1436,7 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
     if (topo == NULL)
         return pl_status_create(PL_CODE_FAILED_PRECONDITION,
                                 "shape inference: the graph is not validated");
-    pl_infer_ctx ctx = {.g = g, .set = set, .n_tensors = pl_graph_tensor_count(g)};
+    pl_infer_ctx ctx = {.g = g, .set = set, .n_tensors = pl_graph_tensor_count(g), .body = body};
     /* A graph of ai.onnx opset 1 to 6 is converted node by node as the walk
      * reaches it, when the types of the node's inputs are known. */
     int64_t imported = pl_graph_opset(g, "");

@@ -192,24 +192,18 @@ static pl_status *if_infer(pl_infer_ctx *ctx)
         if (t.dtype.lanes == 0)
             t.dtype = e.dtype;
         /* The branch taken is known only when the node runs: a dim the
-         * branches give different values is unknown. A dim (or rank) one
-         * branch leaves unknown takes the other's: the run checks that
-         * the branch it takes gives that (ctl_if_run); Silero VAD's 8 kHz
-         * branch, which a 16 kHz input makes unplannable, gave its shapes
-         * up, and its 16 kHz twin's were all known. */
-        if (t.ndim < 0) {
-            pl_dtype dt = t.dtype;
-            t = e;
-            t.dtype = dt;
-        } else if (e.ndim >= 0 && t.ndim != e.ndim) {
+         * branches give different values, or one leaves unknown, is
+         * unknown (a session with such an If is staged, stage.h, and
+         * plans the branch its condition picks: torchvision's batched_nms
+         * gives [0] in one branch and a count NonMaxSuppression decides in
+         * the other). A branch that cannot be inferred at all for these
+         * shapes (Silero VAD's 8 kHz branch under a 16 kHz input) was
+         * set aside above: the other's types are the node's. */
+        if (t.ndim < 0 || e.ndim < 0 || t.ndim != e.ndim)
             t.ndim = -1;
-        }
-        for (int32_t d = 0; d < t.ndim && e.ndim == t.ndim; d++) {
-            if (t.dims[d] < 0)
-                t.dims[d] = e.dims[d];
-            else if (e.dims[d] >= 0 && t.dims[d] != e.dims[d])
+        for (int32_t d = 0; d < t.ndim; d++)
+            if (t.dims[d] != e.dims[d])
                 t.dims[d] = -1;
-        }
         PL_RETURN_IF_ERROR(ctl_set(ctx, o, &t));
     }
     return NULL;

@@ -238,6 +238,33 @@ static pl_status *ix_infer_topk(pl_infer_ctx *ctx)
     return NULL;
 }
 
+/* ai.plinth NonMaxSuppressionPadded: ONNX's NonMaxSuppression with its
+ * selection in rows of a buffer of the most it can select (batches x
+ * classes x min(max_output_boxes_per_class, boxes)) and their number in a
+ * second output, [1]: the lowering of NonMaxSuppression (opset_lower.c)
+ * slices the rows, so a staged session plans what follows per count. */
+static pl_status *ix_infer_nms_padded(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *b = pl_infer_input(ctx, 0), *s = pl_infer_input(ctx, 1);
+    if (b->ndim >= 0 && (b->ndim != 3 || (b->dims[2] >= 0 && b->dims[2] != 4)))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "boxes must be [batches, boxes, 4]");
+    if (s->ndim >= 0 && s->ndim != 3)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "scores must be [batches, classes, boxes]");
+    int64_t m = 0; /* max_output_boxes_per_class: absent selects nothing */
+    if (pl_infer_input_count(ctx) > 2 && pl_infer_input(ctx, 2) != NULL &&
+        !ix_known_scalar(ctx, 2, &m))
+        m = -1;
+    int64_t rows = -1;
+    if (s->ndim == 3 && s->dims[0] >= 0 && s->dims[1] >= 0 && s->dims[2] >= 0) {
+        int64_t per = m < 0 || m > s->dims[2] ? s->dims[2] : m;
+        rows = s->dims[0] * s->dims[1] * per;
+    }
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_I64, 2, (int64_t[]){rows, 3}, NULL));
+    return pl_infer_set_output(ctx, 1, PL_DTYPE_I64, 1, (int64_t[]){1}, NULL);
+}
+
 /* The indices' shape with depth inserted at the axis (in [-r-1, r]). */
 static pl_status *ix_infer_onehot(pl_infer_ctx *ctx)
 {
@@ -616,6 +643,7 @@ static const pl_attr_spec ix_reduction_attrs[] = {PL_ATTR_S("reduction", "none")
 static const pl_attr_spec ix_topk1_attrs[] = {PL_ATTR_I("axis", -1),
                                               PL_ATTR_REQ("k", PL_ATTR_INT)};
 static const pl_attr_spec ix_topk10_attrs[] = {PL_ATTR_I("axis", -1)};
+static const pl_attr_spec ix_nms_attrs[] = {PL_ATTR_I("center_point_box", 0)};
 static const pl_attr_spec ix_topk11_attrs[] = {PL_ATTR_I("axis", -1), PL_ATTR_I("largest", 1),
                                                PL_ATTR_I("sorted", 1)};
 static const pl_attr_spec ix_onehot_attrs[] = {PL_ATTR_I("axis", -1)};
@@ -688,6 +716,11 @@ const pl_op_schema pl_opset_index_schemas[] = {
     IX_SCATTER_ND(13, NULL, 0),
     IX_SCATTER_ND(16, ix_reduction_attrs, PL_COUNT(ix_reduction_attrs)),
     IX_SCATTER_ND(18, ix_reduction_attrs, PL_COUNT(ix_reduction_attrs)),
+    {.name = "NonMaxSuppressionPadded", .domain = "ai.plinth", .since_version = 1,
+     .min_inputs = 2, .max_inputs = 5, .min_outputs = 2, .max_outputs = 2,
+     .attrs = ix_nms_attrs, .n_attrs = PL_COUNT(ix_nms_attrs), .infer = ix_infer_nms_padded,
+     .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}},
+     .input_types = {"T", "T", "I", "T", "T"}, .output_types = {"I", "I"}},
     IX_TOPK(1, 1, ix_topk1_attrs),
     IX_TOPK(10, 2, ix_topk10_attrs),
     IX_TOPK(11, 2, ix_topk11_attrs),

@@ -25,6 +25,9 @@
  *                           a bool Cast) and TopK of the 0/1 values with
  *                           K = that count: the positions ascending, whose
  *                           number a staged session (stage.c) binds
+ *     NonMaxSuppression 10  ai.plinth NonMaxSuppressionPadded (the
+ *                           selection in rows of the most it can hold,
+ *                           and their count) and a Slice of count rows
  *   Float16 and bfloat16 inputs are computed in float32 between two Casts
  *   (the functions' stash_type, 1 by default, asks as much of the
  *   normalizations). The node itself becomes the last op of its chain, so
@@ -2052,6 +2055,25 @@ static pl_status *lw_ms_matmul_nbits(lw *w)
 
 /* ---- NonZero and Compress ------------------------------------------------------ */
 
+/* Adds node OP of DOMAIN reading INS (N_IN) with two outputs named after
+ * the node, OUT0 and OUT1 (what): their names in *OUT_A and *OUT_B. */
+static pl_status *lw_node2(lw *w, const char *op, const char *domain, const char *const *ins,
+                           size_t n_in, const char *out0, const char *out1, const char **out_a,
+                           const char **out_b, pl_nid *out_id)
+{
+    char node_name[LW_NAME], *a = lw_slot(w), *b = lw_slot(w);
+    if (a == NULL || b == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_rewrite_fresh_name(w->g, w->base, op, node_name, sizeof node_name);
+    pl_rewrite_fresh_name(w->g, w->base, out0, a, LW_NAME);
+    pl_rewrite_fresh_name(w->g, w->base, out1, b, LW_NAME);
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, op, domain, ins, n_in,
+                                         (const char *[]){a, b}, 2, out_id));
+    *out_a = a;
+    *out_b = b;
+    return NULL;
+}
+
 /* The flat positions of the nonzero elements of X, ascending: an int64
  * vector of their count. Written with ops whose output shapes follow from
  * their inputs' values, so that a staged session (stage.c) plans what comes
@@ -2074,18 +2096,10 @@ static pl_status *lw_nonzero_flat(lw *w, const char *x, const char **out)
     PL_RETURN_IF_ERROR(lw_cast(w, nz, 1, &f));
     PL_RETURN_IF_ERROR(lw_cast(w, nz, 7, &i));
     PL_RETURN_IF_ERROR(lw_axes_op(w, "ReduceSum", 13, i, (const int64_t[]){0}, 1, &count));
-    char node_name[LW_NAME], *vals = lw_slot(w), *idx = lw_slot(w);
-    if (vals == NULL || idx == NULL)
-        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
-    pl_rewrite_fresh_name(w->g, w->base, "TopK", node_name, sizeof node_name);
-    pl_rewrite_fresh_name(w->g, w->base, "TopK_values", vals, LW_NAME);
-    pl_rewrite_fresh_name(w->g, w->base, "TopK_indices", idx, LW_NAME);
+    const char *vals;
     pl_nid id;
-    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, "TopK", "",
-                                         (const char *[]){f, count}, 2,
-                                         (const char *[]){vals, idx}, 2, &id));
-    *out = idx;
-    return NULL;
+    return lw_node2(w, "TopK", "", (const char *[]){f, count}, 2, "TopK_values",
+                    "TopK_indices", &vals, out, &id);
 }
 
 /* NonZero(x): the flat positions unravelled by X's shape (read with Shape,
@@ -2143,6 +2157,29 @@ static pl_status *lw_compress(lw *w)
     return pl_graph_attr_int(w->g, w->id, "axis", a);
 }
 
+/* NonMaxSuppression: Plinth's padded form (ai.plinth
+ * NonMaxSuppressionPadded, opset_index.c) gives the selection in rows of
+ * the most it can hold and their count; a Slice of that many rows is the
+ * node, its output's length known once a staged session binds the count. */
+static pl_status *lw_nms(lw *w)
+{
+    int64_t center = lw_attr_i(w, "center_point_box", 0);
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    const char *ins[5];
+    size_t n_in = n->n_inputs < 5 ? n->n_inputs : 5;
+    for (size_t i = 0; i < n_in; i++)
+        ins[i] = lw_input(w, i);
+    const char *rows, *count;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node2(w, "NonMaxSuppressionPadded", "ai.plinth", ins, n_in, "rows",
+                                "count", &rows, &count, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "center_point_box", center));
+    const char *zero, *axis;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "start", (const int64_t[]){0}, 1, &zero));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axis", (const int64_t[]){0}, 1, &axis));
+    return lw_become(w, "Slice", (const char *[]){rows, zero, count, axis}, 4);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
@@ -2162,6 +2199,7 @@ static const struct {
     {"", "GridSample", 20, lw_grid_sample},
     {"", "NonZero", 9, lw_nonzero},
     {"", "Compress", 9, lw_compress},
+    {"", "NonMaxSuppression", 10, lw_nms},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
     {"", "LayerNormalization", 1, lw_ort_layer_norm}, /* before 17 only: see below */
     {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},
