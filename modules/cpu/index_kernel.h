@@ -11,6 +11,21 @@
 
 #include "shape_kernel.h"
 
+/* F32 value V as an unsigned key in its order: -0 as +0, NaN above
+ * everything (NumPy's order). */
+static inline uint32_t ix_f32_order(float v)
+{
+    uint32_t b;
+    if (v == 0.0f)
+        v = 0.0f;
+    memcpy(&b, &v, sizeof b);
+    return v != v ? UINT32_MAX : (b & 0x80000000u) ? ~b : b | 0x80000000u;
+}
+
+/* Sorts N keys in descending order (a radix sort, stable; TMP holds N,
+ * topk.c). */
+void ix_sort_u64_desc(uint64_t *keys, size_t n, uint64_t *tmp);
+
 /* Element I of an i64 (IDX64) or i32 index tensor at P. */
 static inline int64_t ix_index_at(const char *p, bool idx64, size_t i)
 {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fastmath.h"
 #include "index_kernel.h"
 
 static pl_status *nms_build(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -31,18 +32,10 @@ typedef struct nms_box {
     float x0, y0, x1, y1, area;
 } nms_box;
 
-typedef struct nms_cand {
-    float score;
-    uint32_t index;
-} nms_cand;
-
-/* Higher score first; equal scores by lower index (qsort's order). */
-static int nms_cmp(const void *pa, const void *pb)
+/* A candidate's sort key: higher score first, then lower index. */
+static inline uint64_t nms_key(float score, uint32_t index)
 {
-    const nms_cand *a = pa, *b = pb;
-    if (a->score != b->score)
-        return a->score > b->score ? -1 : 1;
-    return a->index < b->index ? -1 : a->index > b->index;
+    return (uint64_t)ix_f32_order(score) << 32 | (UINT32_MAX - index);
 }
 
 static nms_box nms_corners(const float *b, bool center)
@@ -59,15 +52,35 @@ static nms_box nms_corners(const float *b, bool center)
     return r;
 }
 
-/* Whether A and B overlap by more than THRESHOLD (IoU). */
-static bool nms_suppresses(const nms_box *a, const nms_box *b, float threshold)
+/* The boxes kept so far, one array per coordinate (the test below runs
+ * over them in vector lanes). */
+typedef struct nms_kept {
+    float *x0, *y0, *x1, *y1, *area;
+    size_t n;
+} nms_kept;
+
+/* Whether a kept box overlaps A by more than THRESHOLD (IoU): the
+ * intersection's sides positive, both areas positive, the union positive
+ * and intersection / union above it, in f32 as ONNX Runtime computes it.
+ * Blocks of 64 without branches, so that the compiler vectorises them. */
+CPU_CLONES static bool nms_suppressed(const nms_box *a, const nms_kept *k, float threshold)
 {
-    float x0 = a->x0 > b->x0 ? a->x0 : b->x0, x1 = a->x1 < b->x1 ? a->x1 : b->x1;
-    float y0 = a->y0 > b->y0 ? a->y0 : b->y0, y1 = a->y1 < b->y1 ? a->y1 : b->y1;
-    if (x1 <= x0 || y1 <= y0 || a->area <= 0 || b->area <= 0)
-        return false;
-    float inter = (x1 - x0) * (y1 - y0), uni = a->area + b->area - inter;
-    return uni > 0 && inter / uni > threshold;
+    for (size_t j0 = 0; j0 < k->n; j0 += 64) {
+        size_t end = j0 + 64 < k->n ? j0 + 64 : k->n;
+        int any = 0;
+        for (size_t j = j0; j < end; j++) {
+            float x0 = a->x0 > k->x0[j] ? a->x0 : k->x0[j];
+            float x1 = a->x1 < k->x1[j] ? a->x1 : k->x1[j];
+            float y0 = a->y0 > k->y0[j] ? a->y0 : k->y0[j];
+            float y1 = a->y1 < k->y1[j] ? a->y1 : k->y1[j];
+            float inter = (x1 - x0) * (y1 - y0), uni = a->area + k->area[j] - inter;
+            any |= (x1 > x0) & (y1 > y0) & (a->area > 0) & (k->area[j] > 0) & (uni > 0) &
+                   (inter / uni > threshold);
+        }
+        if (any)
+            return true;
+    }
+    return false;
 }
 
 static float nms_scalar(const pl_run_args *args, size_t i, float def)
@@ -79,7 +92,7 @@ static float nms_scalar(const pl_run_args *args, size_t i, float def)
     return v;
 }
 
-/* Runs the selection into ROWS (NULL: only counts) and gives the count. */
+/* Runs the selection into ROWS and gives the count. */
 static pl_status *nms_select(pl_module_ctx *ctx, const nms_kernel *k, const pl_run_args *args,
                              int64_t *rows, int64_t *out_count)
 {
@@ -98,14 +111,15 @@ static pl_status *nms_select(pl_module_ctx *ctx, const nms_kernel *k, const pl_r
     if (per == 0 || n == 0)
         return NULL;
     nms_box *box = cpu_host->host_alloc(ctx->host_ctx, n * sizeof *box, 0);
-    nms_cand *cand = cpu_host->host_alloc(ctx->host_ctx, n * sizeof *cand, 0);
-    uint32_t *kept = cpu_host->host_alloc(ctx->host_ctx, per * sizeof *kept, 0);
-    if (box == NULL || cand == NULL || kept == NULL) {
+    uint64_t *cand = cpu_host->host_alloc(ctx->host_ctx, 2 * n * sizeof *cand, 0);
+    float *kf = cpu_host->host_alloc(ctx->host_ctx, per * 5 * sizeof *kf, 0);
+    if (box == NULL || cand == NULL || kf == NULL) {
         cpu_host->host_free(ctx->host_ctx, box);
         cpu_host->host_free(ctx->host_ctx, cand);
-        cpu_host->host_free(ctx->host_ctx, kept);
+        cpu_host->host_free(ctx->host_ctx, kf);
         return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory");
     }
+    nms_kept kept = {kf, kf + per, kf + 2 * per, kf + 3 * per, kf + 4 * per, 0};
     const float *boxes = (const float *)shp_in(args, 0);
     const float *scores = (const float *)shp_in(args, 1);
     int64_t count = 0;
@@ -117,34 +131,35 @@ static pl_status *nms_select(pl_module_ctx *ctx, const nms_kernel *k, const pl_r
             size_t nc = 0;
             for (size_t i = 0; i < n; i++)
                 if (!thresholded || s[i] > min_score)
-                    cand[nc++] = (nms_cand){s[i], (uint32_t)i};
+                    cand[nc++] = nms_key(s[i], (uint32_t)i);
             if (count < 0)
                 break;
-            qsort(cand, nc, sizeof *cand, nms_cmp);
-            size_t nk = 0;
-            for (size_t i = 0; i < nc && nk < per; i++) {
-                bool keep = true;
-                for (size_t j = 0; j < nk && keep; j++)
-                    keep = !nms_suppresses(&box[cand[i].index], &box[kept[j]], iou);
-                if (!keep)
+            ix_sort_u64_desc(cand, nc, cand + n);
+            kept.n = 0;
+            for (size_t i = 0; i < nc && kept.n < per; i++) {
+                uint32_t index = UINT32_MAX - (uint32_t)cand[i];
+                const nms_box *a = &box[index];
+                if (nms_suppressed(a, &kept, iou))
                     continue;
                 if ((size_t)count >= k->rows) { /* max_output_boxes_per_class changed */
                     count = -1;
                     break;
                 }
-                kept[nk++] = cand[i].index;
-                if (rows != NULL) {
-                    rows[count * 3] = (int64_t)b;
-                    rows[count * 3 + 1] = (int64_t)c;
-                    rows[count * 3 + 2] = (int64_t)cand[i].index;
-                }
+                kept.x0[kept.n] = a->x0;
+                kept.y0[kept.n] = a->y0;
+                kept.x1[kept.n] = a->x1;
+                kept.y1[kept.n] = a->y1;
+                kept.area[kept.n++] = a->area;
+                rows[count * 3] = (int64_t)b;
+                rows[count * 3 + 1] = (int64_t)c;
+                rows[count * 3 + 2] = (int64_t)index;
                 count++;
             }
         }
     }
     cpu_host->host_free(ctx->host_ctx, box);
     cpu_host->host_free(ctx->host_ctx, cand);
-    cpu_host->host_free(ctx->host_ctx, kept);
+    cpu_host->host_free(ctx->host_ctx, kf);
     if (count < 0)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "selects more than the %zu rows planned for its "
@@ -154,22 +169,25 @@ static pl_status *nms_select(pl_module_ctx *ctx, const nms_kernel *k, const pl_r
     return NULL;
 }
 
-static pl_status *nms_write(pl_module_ctx *ctx, const shp_kernel *kernel,
-                            const pl_run_args *args, size_t o, void *dst,
-                            pl_output_request req)
+/* Runs the selection once for both outputs (the rows past the count left
+ * -1: nothing reads them, the core's Slice takes count rows). */
+static pl_status *nms_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
 {
-    (void)req;
     const nms_kernel *k = (const nms_kernel *)kernel;
+    for (size_t i = 0; i < 2; i++)
+        if (args->requests[i] != PL_REQ_WRITE || args->outputs[i].data == NULL)
+            return cpu_error(PL_CODE_UNSUPPORTED, kernel->op,
+                             "output %zu must be written in full, once", i);
+    for (size_t i = 0; i < 2; i++)
+        if (args->inputs[i].data == NULL && k->boxes > 0)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op, "input %zu has no data", i);
+    int64_t *rows = (int64_t *)((char *)args->outputs[0].data + args->outputs[0].byte_offset);
+    memset(rows, 0xff, k->rows * 3 * sizeof *rows);
     int64_t count = 0;
-    if (o == 0) {
-        /* rows past the count are left as -1 (nothing reads them: the
-         * core's Slice takes count rows) */
-        memset(dst, 0xff, k->rows * 3 * sizeof(int64_t));
-        return nms_select(ctx, k, args, dst, &count);
-    }
-    pl_status *st = nms_select(ctx, k, args, NULL, &count);
+    pl_status *st = nms_select(ctx, k, args, rows, &count);
     if (st == NULL)
-        memcpy(dst, &count, sizeof count);
+        memcpy((char *)args->outputs[1].data + args->outputs[1].byte_offset, &count,
+               sizeof count);
     return st;
 }
 
@@ -200,7 +218,8 @@ static pl_status *nms_build(pl_module_ctx *ctx, const pl_node_desc *node,
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "boxes [B, N, 4], scores [B, C, N] and rows [R, 3] do not fit");
     nms_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, nms_write, (shp_kernel **)&k));
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, NULL, (shp_kernel **)&k));
+    k->k.base.run_any = nms_run;
     k->batches = (size_t)bx->shape[0];
     k->boxes = (size_t)bx->shape[1];
     k->classes = (size_t)sc->shape[1];

@@ -124,11 +124,7 @@ static void tk_select(tk_item *items, size_t len, size_t kk)
 
 static inline uint64_t tk_f32_key(float v, uint32_t index, bool largest)
 {
-    uint32_t b;
-    if (v == 0.0f)
-        v = 0.0f; /* -0 orders as +0 */
-    memcpy(&b, &v, sizeof b);
-    uint32_t ord = isnan(v) ? UINT32_MAX : (b & 0x80000000u) ? ~b : b | 0x80000000u;
+    uint32_t ord = ix_f32_order(v);
     return largest ? (uint64_t)ord << 32 | (UINT32_MAX - index)
                    : ~((uint64_t)ord << 32 | index);
 }
@@ -150,14 +146,45 @@ static inline void tk_u64_sift(uint64_t *h, size_t n, size_t i)
     }
 }
 
-static int tk_u64_desc(const void *pa, const void *pb)
+void ix_sort_u64_desc(uint64_t *keys, size_t n, uint64_t *tmp)
 {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a > b ? -1 : a < b;
+    if (n < 64) { /* insertion */
+        for (size_t i = 1; i < n; i++) {
+            uint64_t v = keys[i];
+            size_t j = i;
+            for (; j > 0 && keys[j - 1] < v; j--)
+                keys[j] = keys[j - 1];
+            keys[j] = v;
+        }
+        return;
+    }
+    size_t count[8][256];
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            count[b][(keys[i] >> (8 * b)) & 255]++;
+    uint64_t *src = keys, *dst = tmp;
+    for (int b = 0; b < 8; b++) {
+        if (count[b][(keys[0] >> (8 * b)) & 255] == n)
+            continue; /* one digit everywhere: the pass changes nothing */
+        size_t off[256], pos = 0;
+        for (int d = 255; d >= 0; d--) { /* high digits first: descending */
+            off[d] = pos;
+            pos += count[b][d];
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[off[(src[i] >> (8 * b)) & 255]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != keys)
+        memcpy(keys, src, n * sizeof *keys);
 }
 
 /* The indices of the KK best of LEN f32 values STRIDE apart at X, best
- * first, into OUT (KK of them); KEYS holds LEN. */
+ * first, into OUT (KK of them); KEYS holds 2 * LEN (the second half for
+ * the sort). */
 static void tk_f32_line(const float *x, size_t len, size_t stride, size_t kk, bool largest,
                         uint64_t *keys, int64_t *out)
 {
@@ -175,7 +202,7 @@ static void tk_f32_line(const float *x, size_t len, size_t stride, size_t kk, bo
             }
         }
     }
-    qsort(keys, n, sizeof *keys, tk_u64_desc);
+    ix_sort_u64_desc(keys, n, keys + len);
     for (size_t j = 0; j < kk; j++) {
         uint64_t key = largest ? keys[j] : ~keys[j];
         uint32_t low = (uint32_t)key;
@@ -187,7 +214,6 @@ static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                            const pl_run_args *args, size_t o, void *dst,
                            pl_output_request req)
 {
-    (void)req;
     const tk_kernel *k = (const tk_kernel *)kernel;
     const char *op = kernel->base.op;
     if (k->k_input) {
@@ -211,6 +237,7 @@ static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     const char *x = shp_in(args, 0);
     size_t es = kernel->outs[o].esize;
     if (PL_DTYPE_EQ(k->dt, PL_DTYPE_F32) && k->len < UINT32_MAX) {
+        _Static_assert(sizeof(tk_item) >= 2 * sizeof(uint64_t), "keys and the sort's copy");
         uint64_t *keys = (uint64_t *)(void *)items; /* tk_item is larger */
         int64_t *idx = cpu_host->host_alloc(ctx->host_ctx, kk * sizeof *idx, 0);
         if (idx == NULL) {
@@ -218,6 +245,20 @@ static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
             return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory ordering %zu elements",
                              k->len);
         }
+        /* values and indices from one ordering: written together at o = 0
+         * when both are plain writes (NonZero's lowering reads only the
+         * indices, but every TopK has both) */
+        bool both = args->n_outputs > 1 && args->requests[0] == PL_REQ_WRITE &&
+                    args->requests[1] == PL_REQ_WRITE && args->outputs[0].data != NULL &&
+                    args->outputs[1].data != NULL && req == PL_REQ_WRITE;
+        char *vals = o == 0 ? dst : NULL, *inds = o == 1 ? dst : NULL;
+        if (both && o == 1) {
+            cpu_host->host_free(ctx->host_ctx, idx);
+            cpu_host->host_free(ctx->host_ctx, items);
+            return NULL;
+        }
+        if (both)
+            inds = (char *)args->outputs[1].data + args->outputs[1].byte_offset;
         for (size_t ou = 0; ou < k->outer; ou++)
             for (size_t in = 0; in < k->inner; in++) {
                 size_t base = ou * k->len * k->inner + in;
@@ -226,11 +267,10 @@ static pl_status *tk_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                 size_t obase = ou * kk * k->inner + in;
                 for (size_t j = 0; j < kk; j++) {
                     size_t at = obase + j * k->inner;
-                    if (o == 0)
-                        memcpy((char *)dst + at * 4, x + (base + (size_t)idx[j] * k->inner) * 4,
-                               4);
-                    else
-                        memcpy((char *)dst + at * 8, &idx[j], 8);
+                    if (vals != NULL)
+                        memcpy(vals + at * 4, x + (base + (size_t)idx[j] * k->inner) * 4, 4);
+                    if (inds != NULL)
+                        memcpy(inds + at * 8, &idx[j], 8);
                 }
             }
         cpu_host->host_free(ctx->host_ctx, idx);

@@ -524,6 +524,17 @@ class OnnxTest(unittest.TestCase):
             x[0, 0, 0], x[1, 2, 1] = np.nan, -0.0
             np.testing.assert_array_equal(s.run({"x": x})["idx"], np.array(np.nonzero(x)))
 
+        def nonzero_big(h, T):  # thousands of positions: TopK's radix sort
+            return h.make_graph(
+                [h.make_node("NonZero", ["x"], ["idx"])], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, [37, 61])],
+                [h.make_tensor_value_info("idx", T.INT64, None)])
+        with self.rt.load_model(onnx_model("nonzero_big.onnx", nonzero_big)).session() as s:
+            for p in (0.5, 0.97, 0.01):
+                x = (rng.random((37, 61)) < p).astype(np.float32) * rng.standard_normal((37, 61))
+                np.testing.assert_array_equal(s.run({"x": x.astype(np.float32)})["idx"],
+                                              np.array(np.nonzero(x)))
+
         def compress(h, T):  # the rows where c holds, of an input of open length
             return h.make_graph(
                 [h.make_node("Compress", ["x", "c"], ["z"], axis=0),
@@ -572,8 +583,8 @@ class OnnxTest(unittest.TestCase):
                              center_point_box=center),
                  h.make_node("Gather", ["sel", "two"], ["where"], axis=1),
                  h.make_node("GatherND", ["b", "where"], ["kept"])], "g",
-                [h.make_tensor_value_info("b", T.FLOAT, [2, 40, 4]),
-                 h.make_tensor_value_info("s", T.FLOAT, [2, 3, 40]),
+                [h.make_tensor_value_info("b", T.FLOAT, [2, 100, 4]),
+                 h.make_tensor_value_info("s", T.FLOAT, [2, 3, 100]),
                  h.make_tensor_value_info("thr", T.FLOAT, [])],
                 [h.make_tensor_value_info("sel", T.INT64, None),
                  h.make_tensor_value_info("kept", T.FLOAT, None)],
@@ -617,8 +628,9 @@ class OnnxTest(unittest.TestCase):
             with self.rt.load_model(path).session() as s:
                 for seed, thr in ((1, 0.2), (2, 0.9), (3, 0.0), (1, 0.2), (4, 2.0)):
                     r = np.random.default_rng(seed)
-                    b = (r.random((2, 40, 4)) * 10).astype(np.float32)
-                    sc = r.random((2, 3, 40)).astype(np.float32)
+                    b = (r.random((2, 100, 4)) * 10).astype(np.float32)
+                    sc = r.random((2, 3, 100)).astype(np.float32)
+                    sc[1, 2] = np.round(sc[1, 2] * 4) / 4  # many ties
                     sc[0, 0, :4] = 0.5  # ties: the lower index first
                     out = s.run({"b": b, "s": sc, "thr": np.float32(thr)})
                     want = nms_ref(b, sc, 5, np.float32(0.3), thr, center)
