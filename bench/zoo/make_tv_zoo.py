@@ -52,6 +52,12 @@ MODELS = {
     # detection: boxes, scores and labels (NMS, RoIAlign, TopK, dynamic shapes)
     "tv_ssdlite": ("detection.ssdlite320_mobilenet_v3_large", 320),
     "tv_fasterrcnn_mnv3": ("detection.fasterrcnn_mobilenet_v3_large_320_fpn", 320),
+    # at 320x320 (min_size = max_size = 320); random weights keep few boxes
+    # above the usual score thresholds, so the R-CNNs keep every box (0.0)
+    "tv_retinanet": ("detection.retinanet_resnet50_fpn", 320),
+    "tv_fcos": ("detection.fcos_resnet50_fpn", 320),
+    "tv_maskrcnn": ("detection.maskrcnn_resnet50_fpn", 320),
+    "tv_keypointrcnn": ("detection.keypointrcnn_resnet50_fpn", 320),
 }
 
 
@@ -70,6 +76,10 @@ def export(name, out):
         kw.update(aux_logits=False, init_weights=True)
     if ctor.startswith("segmentation.") or ctor.startswith("detection."):
         kw.update(weights_backbone=None)
+    if ctor in ("detection.retinanet_resnet50_fpn", "detection.fcos_resnet50_fpn"):
+        kw.update(min_size=size, max_size=size)
+    if ctor in ("detection.maskrcnn_resnet50_fpn", "detection.keypointrcnn_resnet50_fpn"):
+        kw.update(min_size=size, max_size=size, box_score_thresh=0.0)
     model = getattr(mod, ctor.split(".")[-1])(**kw).eval()
 
     class First(torch.nn.Module):  # segmentation models return a dict
@@ -80,18 +90,22 @@ def export(name, out):
         def forward(self, x):
             if ctor.startswith("detection."):  # a list of images in, of dicts out
                 o = self.m([x[0]])[0]
-                return o["boxes"], o["scores"], o["labels"]
+                return tuple(o[k] for k in self.names)
             o = self.m(x)
             return o["out"] if isinstance(o, dict) else o
 
     x = torch.randn(*size) if isinstance(size, tuple) else torch.randn(1, 3, size, size)
-    if ctor.startswith("detection."):
+    det = ctor.startswith("detection.")
+    if det:
         x = torch.rand(1, 3, size, size)  # images in [0, 1]
+    first = First(model).eval()
     with torch.no_grad():
-        det = ctor.startswith("detection.")
-        torch.onnx.export(First(model).eval(), (x,), os.path.join(out, name + ".onnx"),
+        # boxes, scores, labels, then what else the model gives (masks, keypoints)
+        keys = list(model([x[0]])[0]) if det else []
+        first.names = ["boxes", "scores", "labels"] + sorted(set(keys) - {"boxes", "scores", "labels"})
+        torch.onnx.export(first, (x,), os.path.join(out, name + ".onnx"),
                           opset_version=17, do_constant_folding=True, input_names=["input"],
-                          output_names=["boxes", "scores", "labels"] if det else ["output"])
+                          output_names=first.names if det else ["output"])
     np.save(os.path.join(out, "%s.in.input.npy" % name), x.numpy())
 
 

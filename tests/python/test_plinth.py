@@ -480,6 +480,26 @@ class OnnxTest(unittest.TestCase):
                 x = np.full((n, 4), -1.5 + n, np.float32)
                 np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0).astype(np.int64))
             self.assertEqual(s.describe()["staged"]["tails_planned"], 32)
+            # runs from several threads at once, planning and evicting
+            import threading
+            errors = []
+
+            def worker(seed):
+                r = np.random.default_rng(seed)
+                try:
+                    for _ in range(25):
+                        n = int(r.integers(1, 60))
+                        x = r.standard_normal((n, 4)).astype(np.float32)
+                        y = s.run({"x": x})["y"]
+                        np.testing.assert_array_equal(y, np.maximum(x, 0).astype(np.int64))
+                except Exception as e:  # reported below, on the test's thread
+                    errors.append(e)
+            threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
             with self.assertRaises(plinth.Error) as e:
                 s.run({"x": np.zeros((2, 3), np.float32)})
             self.assertIn("input 'x'", str(e.exception))
