@@ -237,6 +237,7 @@ extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
 extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
 extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
 extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressionPadded */
+extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 
 /* ---- the kernels' builders ---------------------------------------------- */

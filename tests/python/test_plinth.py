@@ -657,6 +657,34 @@ class OnnxTest(unittest.TestCase):
                     np.testing.assert_array_equal(out["sel"], want, err_msg=f"{center} {seed}")
                     np.testing.assert_array_equal(out["kept"], b[want[:, 0], want[:, 2]])
 
+        def unique(h, T, **attrs):  # all four outputs
+            return h.make_graph(
+                [h.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], **attrs)],
+                "g", [h.make_tensor_value_info("x", T.INT64, [6, 5])],
+                [h.make_tensor_value_info(n, T.INT64, None)
+                 for n in ("y", "first", "inverse", "counts")])
+        for attrs in ({}, {"sorted": 0}, {"axis": 1}, {"axis": 0, "sorted": 0}):
+            path = onnx_model("unique.onnx", lambda h, T: unique(h, T, **attrs))
+            with self.rt.load_model(path).session() as s:
+                for seed in range(3):
+                    x = np.random.default_rng(seed).integers(0, 3 + 40 * seed, (6, 5))
+                    x[2] = x[4]  # a repeated row
+                    x[:, 3] = x[:, 1]  # and column
+                    out = s.run({"x": x})
+                    y, first, inverse, counts = np.unique(
+                        x, axis=attrs.get("axis"), return_index=True, return_inverse=True,
+                        return_counts=True)
+                    if attrs.get("sorted", 1) == 0:  # in the order of first appearance
+                        order = np.argsort(first, kind="stable")
+                        rank = np.empty_like(order)
+                        rank[order] = np.arange(len(order))
+                        y = np.take(y, order, axis=attrs.get("axis", 0))
+                        first, counts, inverse = first[order], counts[order], rank[inverse]
+                    np.testing.assert_array_equal(out["y"], y, err_msg=str(attrs))
+                    np.testing.assert_array_equal(out["first"], first, err_msg=str(attrs))
+                    np.testing.assert_array_equal(out["inverse"], inverse.reshape(-1))
+                    np.testing.assert_array_equal(out["counts"], counts)
+
         def ranged(h, T):  # Range of float inputs: bound by value, since nothing else plans it
             return h.make_graph(
                 [h.make_node("Range", ["a", "b", "one"], ["r"], name="range")], "g",

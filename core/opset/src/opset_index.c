@@ -265,6 +265,37 @@ static pl_status *ix_infer_nms_padded(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 1, PL_DTYPE_I64, 1, (int64_t[]){1}, NULL);
 }
 
+/* ai.plinth UniquePadded: ONNX's Unique with its unique values, first
+ * indices and counts in buffers of the most there can be (every element,
+ * or every slice along the axis) and their number in a fifth output, [1];
+ * inverse_indices has its full size. flat = 1: the flattened input (ONNX's
+ * Unique without an axis). The lowering of Unique slices the buffers. */
+static pl_status *ix_infer_unique_padded(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    bool flat = pl_infer_attr_int(ctx, "flat") != 0;
+    int64_t n = -1;
+    if (x->ndim < 0)
+        return NULL;
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    int32_t ndim = x->ndim;
+    if (flat) {
+        size_t e;
+        n = pl_dims_elements(x->dims, x->ndim, &e) ? (int64_t)e : -1;
+        ndim = 1;
+        dims[0] = n;
+    } else {
+        int64_t a;
+        PL_RETURN_IF_ERROR(ix_axis(ctx, x->ndim, &a));
+        n = x->dims[a];
+        memcpy(dims, x->dims, (size_t)ndim * sizeof *dims);
+    }
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, ndim, dims, NULL));
+    for (size_t o = 1; o < 4; o++)
+        PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, o, PL_DTYPE_I64, 1, &n, NULL));
+    return pl_infer_set_output(ctx, 4, PL_DTYPE_I64, 1, (int64_t[]){1}, NULL);
+}
+
 /* The indices' shape with depth inserted at the axis (in [-r-1, r]). */
 static pl_status *ix_infer_onehot(pl_infer_ctx *ctx)
 {
@@ -644,6 +675,8 @@ static const pl_attr_spec ix_topk1_attrs[] = {PL_ATTR_I("axis", -1),
                                               PL_ATTR_REQ("k", PL_ATTR_INT)};
 static const pl_attr_spec ix_topk10_attrs[] = {PL_ATTR_I("axis", -1)};
 static const pl_attr_spec ix_nms_attrs[] = {PL_ATTR_I("center_point_box", 0)};
+static const pl_attr_spec ix_unique_attrs[] = {PL_ATTR_I("axis", 0), PL_ATTR_I("flat", 1),
+                                               PL_ATTR_I("sorted", 1)};
 static const pl_attr_spec ix_topk11_attrs[] = {PL_ATTR_I("axis", -1), PL_ATTR_I("largest", 1),
                                                PL_ATTR_I("sorted", 1)};
 static const pl_attr_spec ix_onehot_attrs[] = {PL_ATTR_I("axis", -1)};
@@ -721,6 +754,11 @@ const pl_op_schema pl_opset_index_schemas[] = {
      .attrs = ix_nms_attrs, .n_attrs = PL_COUNT(ix_nms_attrs), .infer = ix_infer_nms_padded,
      .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}},
      .input_types = {"T", "T", "I", "T", "T"}, .output_types = {"I", "I"}},
+    {.name = "UniquePadded", .domain = "ai.plinth", .since_version = 1, .min_inputs = 1,
+     .max_inputs = 1, .min_outputs = 5, .max_outputs = 5, .attrs = ix_unique_attrs,
+     .n_attrs = PL_COUNT(ix_unique_attrs), .infer = ix_infer_unique_padded,
+     .types = {{"T", PL_TS_ALL}, {"I", PL_TS_I64}}, .input_types = {"T"},
+     .output_types = {"T", "I", "I", "I", "I"}},
     IX_TOPK(1, 1, ix_topk1_attrs),
     IX_TOPK(10, 2, ix_topk10_attrs),
     IX_TOPK(11, 2, ix_topk11_attrs),

@@ -25,6 +25,8 @@
  *                           a bool Cast) and TopK of the 0/1 values with
  *                           K = that count: the positions ascending, whose
  *                           number a staged session (stage.c) binds
+ *     Unique 11             ai.plinth UniquePadded (buffers of the most
+ *                           there can be, and their number) and Slices
  *     NonMaxSuppression 10  ai.plinth NonMaxSuppressionPadded (the
  *                           selection in rows of the most it can hold,
  *                           and their count) and a Slice of count rows
@@ -2180,6 +2182,56 @@ static pl_status *lw_nms(lw *w)
     return lw_become(w, "Slice", (const char *[]){rows, zero, count, axis}, 4);
 }
 
+/* Unique: Plinth's padded form (ai.plinth UniquePadded, opset_index.c)
+ * gives the unique values, first indices and counts in buffers of the most
+ * there can be, inverse_indices in full, and their number; Slices of that
+ * many take the node's outputs (Y along the axis, or of the flattened
+ * input), their length known once a staged session binds the number. */
+static pl_status *lw_unique(lw *w)
+{
+    const pl_attr *axis = lw_attr(w, "axis");
+    int64_t a = axis != NULL ? lw_attr_i(w, "axis", 0) : 0;
+    int64_t sorted = lw_attr_i(w, "sorted", 1);
+    const char *x = lw_input(w, 0);
+    char node_name[LW_NAME], *outs[5];
+    static const char *const what[5] = {"values", "first", "inverse", "counts", "number"};
+    for (int i = 0; i < 5; i++)
+        if ((outs[i] = lw_slot(w)) == NULL)
+            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_rewrite_fresh_name(w->g, w->base, "UniquePadded", node_name, sizeof node_name);
+    for (int i = 0; i < 5; i++)
+        pl_rewrite_fresh_name(w->g, w->base, what[i], outs[i], LW_NAME);
+    pl_nid id;
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, "UniquePadded", "ai.plinth",
+                                         (const char *[]){x}, 1, (const char *const *)outs, 5,
+                                         &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", a));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "flat", axis == NULL));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "sorted", sorted));
+    const char *zero, *ax0, *axa;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "start", (const int64_t[]){0}, 1, &zero));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axis", (const int64_t[]){0}, 1, &ax0));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axis", (const int64_t[]){a}, 1, &axa));
+    /* outputs 1..3, where the node gives them: their tensors handed over */
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    size_t n_out = n->n_outputs < 4 ? n->n_outputs : 4;
+    for (size_t o = 1; o < n_out; o++) {
+        n = pl_graph_get_node(w->g, w->id);
+        pl_tid target = n->outputs[o];
+        if (target == PL_TID_NONE)
+            continue;
+        const char *tmp;
+        pl_nid nid;
+        if (o == 2)
+            PL_RETURN_IF_ERROR(lw_node(w, "Identity", (const char *[]){outs[2]}, 1, &tmp, &nid));
+        else
+            PL_RETURN_IF_ERROR(lw_node(w, "Slice", (const char *[]){outs[o], zero, outs[4], ax0},
+                                       4, &tmp, &nid));
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, nid, &target, 1));
+    }
+    return lw_become(w, "Slice", (const char *[]){outs[0], zero, outs[4], axa}, 4);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const struct {
@@ -2200,6 +2252,7 @@ static const struct {
     {"", "NonZero", 9, lw_nonzero},
     {"", "Compress", 9, lw_compress},
     {"", "NonMaxSuppression", 10, lw_nms},
+    {"", "Unique", 11, lw_unique},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
     {"", "LayerNormalization", 1, lw_ort_layer_norm}, /* before 17 only: see below */
     {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},
