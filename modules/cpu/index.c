@@ -272,7 +272,36 @@ static pl_status *ix_scatter_elements_write(pl_module_ctx *ctx, const shp_kernel
     size_t es = kernel->outs[0].esize;
     pl_dtype dt = kernel->outs[0].dtype;
     /* In order: with duplicate indices the last update wins (or all of
-     * them combine, with a reduction). */
+     * them combine, with a reduction). Without one, the offsets of the
+     * indices' positions advance as an odometer and each element is one
+     * copy of its size (torchvision's MultiScaleRoIAlign scatters every
+     * level's 150 x 256 x 7 x 7 results: 15% of Faster R-CNN went to the
+     * per-element division and call). */
+    if (k->red == IX_NONE) {
+        int64_t cnt[CPU_MAX_RANK] = {0}, base = 0;
+        char *d = dst;
+        for (size_t t = 0; t < k->n_idx; t++) {
+            int64_t i = ix_index_at(idx, k->idx64, t);
+            if (i < 0)
+                i += k->axis_len;
+            char *at = d + (size_t)(base + i * k->axis_st) * es;
+            const char *from = upd + t * es;
+            if (es == 4)
+                memcpy(at, from, 4);
+            else if (es == 8)
+                memcpy(at, from, 8);
+            else
+                memcpy(at, from, es);
+            for (int dd = k->r - 1; dd >= 0; dd--) {
+                base += k->data_st[dd];
+                if (++cnt[dd] < k->idx_dims[dd])
+                    break;
+                base -= cnt[dd] * k->data_st[dd];
+                cnt[dd] = 0;
+            }
+        }
+        return NULL;
+    }
     for (size_t t = 0; t < k->n_idx; t++) {
         int64_t i = ix_index_at(idx, k->idx64, t);
         if (i < 0)

@@ -204,12 +204,21 @@ typedef struct sa_roi_kernel {
     pl_dtype dt;
 } sa_roi_kernel;
 
-/* The bilinear value of plane P (H x W) at (Y, X), 0 well outside. */
-static double sa_roi_bilinear(const sa_roi_kernel *k, const double *p, double y, double x)
+/* One bilinear sample of a plane: four element offsets and their weights
+ * (all 0 well outside), the same for every channel of a roi. */
+typedef struct sa_tap4 {
+    size_t at[4];
+    double w[4];
+    bool inside;  /* false: the sample is 0, whatever the plane holds */
+} sa_tap4;
+
+/* The sample at (Y, X) of an H x W plane (ONNX Runtime's RoiAlign). */
+static sa_tap4 sa_roi_tap(const sa_roi_kernel *k, double y, double x)
 {
+    sa_tap4 t = {{0, 0, 0, 0}, {0, 0, 0, 0}, false};
     double h = (double)k->h, w = (double)k->w;
     if (y < -1.0 || y > h || x < -1.0 || x > w)
-        return 0;
+        return t;
     y = y <= 0 ? 0 : y;
     x = x <= 0 ? 0 : x;
     size_t yl = (size_t)y, xl = (size_t)x, yh, xh;
@@ -226,8 +235,102 @@ static double sa_roi_bilinear(const sa_roi_kernel *k, const double *p, double y,
         xh = xl + 1;
     }
     double ly = y - (double)yl, lx = x - (double)xl, hy = 1 - ly, hx = 1 - lx;
-    return hy * hx * p[yl * k->w + xl] + hy * lx * p[yl * k->w + xh] +
-           ly * hx * p[yh * k->w + xl] + ly * lx * p[yh * k->w + xh];
+    t = (sa_tap4){{yl * k->w + xl, yl * k->w + xh, yh * k->w + xl, yh * k->w + xh},
+                  {hy * hx, hy * lx, ly * hx, ly * lx}, true};
+    return t;
+}
+
+/* One run's RoiAlign, split over rois. */
+typedef struct sa_roi_call {
+    const sa_roi_kernel *k;
+    const char *x, *rois, *bi;
+    char *dst;
+    pl_module_ctx *ctx;
+    bool failed;  /* out of memory in a chunk */
+} sa_roi_call;
+
+/* The taps of roi R into *OUT (grown as needed; *CAP of them), their count
+ * per bin in *OUT_PER. */
+static bool sa_roi_taps(const sa_roi_call *c, size_t r, sa_tap4 **out, size_t *cap,
+                        size_t *out_per)
+{
+    const sa_roi_kernel *k = c->k;
+    double off = k->half_pixel ? 0.5 : 0.0;
+    double x1 = ix_load(k->dt, c->rois, r * 4) * k->scale - off;
+    double y1 = ix_load(k->dt, c->rois, r * 4 + 1) * k->scale - off;
+    double x2 = ix_load(k->dt, c->rois, r * 4 + 2) * k->scale - off;
+    double y2 = ix_load(k->dt, c->rois, r * 4 + 3) * k->scale - off;
+    double rw = x2 - x1, rh = y2 - y1;
+    if (!k->half_pixel) {
+        rw = rw > 1 ? rw : 1;
+        rh = rh > 1 ? rh : 1;
+    }
+    double bh = rh / (double)k->oh, bw = rw / (double)k->ow;
+    int64_t gh = k->sampling > 0 ? k->sampling : (int64_t)ceil(rh / (double)k->oh);
+    int64_t gw = k->sampling > 0 ? k->sampling : (int64_t)ceil(rw / (double)k->ow);
+    size_t per = (size_t)(gh > 0 ? gh : 0) * (size_t)(gw > 0 ? gw : 0);
+    size_t need = k->oh * k->ow * (per ? per : 1);
+    if (need > *cap) {
+        cpu_host->host_free(c->ctx->host_ctx, *out);
+        *out = cpu_host->host_alloc(c->ctx->host_ctx, need * sizeof **out, 0);
+        *cap = *out ? need : 0;
+        if (*out == NULL)
+            return false;
+    }
+    sa_tap4 *t = *out;
+    for (size_t ph = 0; ph < k->oh; ph++)
+        for (size_t pw = 0; pw < k->ow; pw++)
+            for (int64_t iy = 0; iy < gh; iy++)
+                for (int64_t ixx = 0; ixx < gw; ixx++) {
+                    double yy = y1 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                    double xx = x1 + (double)pw * bw + ((double)ixx + 0.5) * bw / (double)gw;
+                    *t++ = sa_roi_tap(k, yy, xx);
+                }
+    *out_per = per;
+    return true;
+}
+
+static void sa_roi_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    sa_roi_call *c = arg;
+    const sa_roi_kernel *k = c->k;
+    size_t plane = k->h * k->w, es = pl_dtype_size(k->dt), cap = 0, per = 0;
+    bool f32 = PL_DTYPE_EQ(k->dt, PL_DTYPE_F32);
+    double *p = NULL;
+    sa_tap4 *taps = NULL;
+    if (!f32 && (p = cpu_host->host_alloc(c->ctx->host_ctx, plane * sizeof *p, 0)) == NULL) {
+        c->failed = true;
+        return;
+    }
+    for (size_t r = begin; r < end && !c->failed; r++) {
+        if (!sa_roi_taps(c, r, &taps, &cap, &per)) {
+            c->failed = true;
+            break;
+        }
+        double count = (double)(per > 1 ? per : 1);
+        size_t b = (size_t)ix_index_at(c->bi, true, r);
+        for (size_t ch = 0; ch < k->c; ch++) {
+            const char *src = c->x + (b * k->c + ch) * plane * es;
+            const float *pf = (const float *)(const void *)src;
+            if (!f32)
+                shp_convert(k->dt, src, PL_DTYPE_F64, p, plane);
+            const sa_tap4 *t = taps;
+            for (size_t bin = 0; bin < k->oh * k->ow; bin++) {
+                double sum = 0;
+                for (size_t s = 0; s < per; s++, t++)
+                    sum += !t->inside ? 0.0
+                           : f32 ? t->w[0] * (double)pf[t->at[0]] + t->w[1] * (double)pf[t->at[1]] +
+                                     t->w[2] * (double)pf[t->at[2]] +
+                                     t->w[3] * (double)pf[t->at[3]]
+                               : t->w[0] * p[t->at[0]] + t->w[1] * p[t->at[1]] +
+                                     t->w[2] * p[t->at[2]] + t->w[3] * p[t->at[3]];
+                ix_store(k->dt, c->dst, (r * k->c + ch) * k->oh * k->ow + bin, sum / count);
+            }
+        }
+    }
+    cpu_host->host_free(c->ctx->host_ctx, taps);
+    cpu_host->host_free(c->ctx->host_ctx, p);
 }
 
 static pl_status *sa_roi_write(pl_module_ctx *ctx, const shp_kernel *kernel,
@@ -236,51 +339,18 @@ static pl_status *sa_roi_write(pl_module_ctx *ctx, const shp_kernel *kernel,
 {
     (void)o, (void)req;
     const sa_roi_kernel *k = (const sa_roi_kernel *)kernel;
-    const char *x = shp_in(args, 0), *rois = shp_in(args, 1), *bi = shp_in(args, 2);
+    sa_roi_call c = {k, shp_in(args, 0), shp_in(args, 1), shp_in(args, 2), dst, ctx, false};
     for (size_t r = 0; r < k->rois; r++) {
-        int64_t b = ix_index_at(bi, true, r);
+        int64_t b = ix_index_at(c.bi, true, r);
         if (b < 0 || (uint64_t)b >= k->n)
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                              "batch index %lld (roi %zu) is out of range for a batch of %zu",
                              (long long)b, r, k->n);
     }
-    size_t plane = k->h * k->w;
-    double *p = cpu_host->host_alloc(ctx->host_ctx, (plane ? plane : 1) * sizeof *p, 0);
-    if (p == NULL)
+    /* the taps of a roi serve its channels: rois split among the workers */
+    cpu_host->parallel_for(ctx->host_ctx, k->rois, 1, sa_roi_chunk, &c);
+    if (c.failed)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory");
-    size_t es = pl_dtype_size(k->dt);
-    double off = k->half_pixel ? 0.5 : 0.0;
-    for (size_t r = 0; r < k->rois; r++) {
-        size_t b = (size_t)ix_index_at(bi, true, r);
-        double x1 = ix_load(k->dt, rois, r * 4) * k->scale - off;
-        double y1 = ix_load(k->dt, rois, r * 4 + 1) * k->scale - off;
-        double x2 = ix_load(k->dt, rois, r * 4 + 2) * k->scale - off;
-        double y2 = ix_load(k->dt, rois, r * 4 + 3) * k->scale - off;
-        double rw = x2 - x1, rh = y2 - y1;
-        if (!k->half_pixel) {
-            rw = rw > 1 ? rw : 1;
-            rh = rh > 1 ? rh : 1;
-        }
-        double bh = rh / (double)k->oh, bw = rw / (double)k->ow;
-        int64_t gh = k->sampling > 0 ? k->sampling : (int64_t)ceil(rh / (double)k->oh);
-        int64_t gw = k->sampling > 0 ? k->sampling : (int64_t)ceil(rw / (double)k->ow);
-        double count = (double)(gh * gw > 1 ? gh * gw : 1);
-        for (size_t c = 0; c < k->c; c++) {
-            shp_convert(k->dt, x + (b * k->c + c) * plane * es, PL_DTYPE_F64, p, plane);
-            for (size_t ph = 0; ph < k->oh; ph++)
-                for (size_t pw = 0; pw < k->ow; pw++) {
-                    double sum = 0;
-                    for (int64_t iy = 0; iy < gh; iy++)
-                        for (int64_t ixx = 0; ixx < gw; ixx++) {
-                            double yy = y1 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
-                            double xx = x1 + (double)pw * bw + ((double)ixx + 0.5) * bw / (double)gw;
-                            sum += sa_roi_bilinear(k, p, yy, xx);
-                        }
-                    ix_store(k->dt, dst, ((r * k->c + c) * k->oh + ph) * k->ow + pw, sum / count);
-                }
-        }
-    }
-    cpu_host->host_free(ctx->host_ctx, p);
     return NULL;
 }
 
