@@ -841,6 +841,20 @@ static pl_status *pl_sess_describe_staged(const pl_session *s, char **out_json)
                                (json_int_t)pl_stage_tail_nodes(s->stage), "tails_planned",
                                (json_int_t)pl_stage_spec_count(s->stage), "prefix",
                                pre != NULL);
+    /* the tail the last run used, described as a session of its own */
+    char *tail_text = NULL;
+    pl_status *tst = pl_stage_describe_tail(s->stage, &tail_text);
+    if (tst != NULL) {
+        json_decref(staged);
+        json_decref(root);
+        return tst;
+    }
+    json_t *tail = tail_text != NULL ? json_loads(tail_text, 0, NULL) : json_null();
+    pl_free(tail_text);
+    if (staged != NULL && tail != NULL)
+        json_object_set_new(staged, "last_tail", tail);
+    else
+        json_decref(tail);
     if (root != NULL && staged != NULL)
         json_object_set_new(root, "staged", staged);
     else

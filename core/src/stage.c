@@ -491,6 +491,21 @@ size_t pl_stage_spec_count(pl_stage *s)
     return n;
 }
 
+pl_status *pl_stage_describe_tail(pl_stage *s, char **out_json)
+{
+    *out_json = NULL;
+    pl_status *st = NULL;
+    pthread_mutex_lock(&s->mu); /* no eviction while it is read */
+    stg_spec *last = NULL;
+    for (size_t i = 0; i < s->n_specs; i++)
+        if (last == NULL || s->specs[i]->last_use > last->last_use)
+            last = s->specs[i];
+    if (last != NULL)
+        st = pl_session_describe(last->session, out_json);
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
 /* ---- running ------------------------------------------------------------------- */
 
 static const pl_io *stg_find(const pl_io *ios, size_t n, const char *name)

@@ -48,5 +48,8 @@ pl_session *pl_stage_prefix(const pl_stage *stage);
 /* Nodes of the tail, and the tails specialised so far. */
 size_t pl_stage_tail_nodes(const pl_stage *stage);
 size_t pl_stage_spec_count(pl_stage *stage);
+/* The description of the tail a run used last (pl_session_describe's
+ * JSON, freed with pl_free), or NULL in *OUT_JSON before any run. */
+pl_status *pl_stage_describe_tail(pl_stage *stage, char **out_json);
 
 #endif

@@ -727,9 +727,10 @@ class Session(_Handle):
                 results[k] = None
                 continue
             dims = tuple(t.shape[d] for d in range(t.ndim))
-            n = int(np.prod(dims, dtype=np.int64))
-            raw = ctypes.string_at(t.data, n * np.dtype(a).itemsize) if n else b""
-            results[k] = np.frombuffer(raw, dtype=a).reshape(dims).copy()
+            arr = np.empty(dims, dtype=a)
+            if arr.nbytes:  # one copy, out of the run's buffer
+                ctypes.memmove(arr.ctypes.data, t.data, arr.nbytes)
+            results[k] = arr
             N.buffer_free(t.data)
         _check(st)
         out = {}

@@ -475,6 +475,9 @@ class OnnxTest(unittest.TestCase):
                 self.assertEqual(y.shape, (n, 4))
                 np.testing.assert_array_equal(y, np.maximum(x, 0).astype(np.int64))
             self.assertEqual(s.describe()["staged"]["tails_planned"], 2)
+            # the last run's tail, described as a session: the Relu and Cast
+            last = s.describe()["staged"]["last_tail"]
+            self.assertEqual(sorted(p["op"] for p in last["placement"]), ["Cast", "Relu"])
             # past 32 shapes the least recently used plan goes (stage.h)
             for n in list(range(1, 41)) + [1, 40]:
                 x = np.full((n, 4), -1.5 + n, np.float32)

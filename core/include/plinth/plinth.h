@@ -552,9 +552,13 @@ typedef struct pl_session_options {
 /* Creates a session for MODEL (the session keeps the model alive; the
  * caller may pl_model_destroy it at once). Fails when a node no module can run (the message names the
  * node, its op and every backend's reason), when a compile fails and
- * strict is set, when an option is wrong (the message names it), or when
- * a tensor's shape is not fully known. options may be NULL. Control-flow
- * bodies are placed by the runtime's configuration. */
+ * strict is set, or when an option is wrong (the message names it). A
+ * model whose shapes are not all known (an input dim not bound, an output
+ * shape that depends on values) gets a staged session: the part with
+ * known shapes is planned now, the rest per distinct shape and small
+ * value at run time; its outputs of open shape are read with
+ * pl_session_run letting the run allocate them. options may be NULL.
+ * Control-flow bodies are placed by the runtime's configuration. */
 PL_API pl_status *pl_session_create(pl_model *model,
                                     const pl_session_options *options,
                                     pl_session **out_session);
@@ -563,7 +567,7 @@ PL_API pl_status *pl_session_create(pl_model *model,
 PL_API void pl_session_destroy(pl_session *session);
 
 /* The graph inputs and outputs, their names and types (dims valid for the
- * session's life). */
+ * session's life; -1 for a dim a staged session learns per run). */
 PL_API size_t pl_session_input_count(const pl_session *session);
 PL_API size_t pl_session_output_count(const pl_session *session);
 PL_API const char *pl_session_input_name(const pl_session *session, size_t i);
@@ -641,7 +645,12 @@ PL_API const char *pl_session_warning(const pl_session *session, size_t i);
  * `copies` at device boundaries (tensor, from, to, bytes); `steps` of a run
  * (name, backend, device, fused: the nodes the step runs after its own
  * node, in order); `memory.devices` (arena, lower bound and naive bytes,
- * tensors planned and in place); `warnings`. Freed with pl_string_free. */
+ * tensors planned and in place); `warnings`. A session whose shapes are
+ * known only at run time (an input dim left open, NonZero, ...) is staged:
+ * its description is the part planned at creation, with `staged`
+ * (tail_nodes, tails_planned, prefix, last_tail: the description of the
+ * part the last run planned for its shapes, or null). Freed with
+ * pl_string_free. */
 PL_API pl_status *pl_session_describe(const pl_session *session, char **out_json);
 
 #ifdef __cplusplus
