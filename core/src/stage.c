@@ -521,10 +521,10 @@ static const pl_io *stg_find(const pl_io *ios, size_t n, const char *name)
 static pl_status *stg_check_input(const pl_graph_tensor *t, const pl_io *in)
 {
     const pl_tensor *x = &in->tensor;
-    bool ok = PL_DTYPE_EQ(x->dtype, t->dtype) && x->ndim == t->ndim &&
-              (x->ndim == 0 || x->shape != NULL) && (x->data != NULL || x->ndim >= 0);
-    for (int32_t d = 0; ok && d < t->ndim; d++)
-        ok = x->shape[d] >= 0 && (t->dims[d] < 0 || t->dims[d] == x->shape[d]);
+    bool ok = PL_DTYPE_EQ(x->dtype, t->dtype) && (t->ndim < 0 || x->ndim == t->ndim) &&
+              x->ndim >= 0 && x->ndim <= PL_GRAPH_MAX_RANK && (x->ndim == 0 || x->shape != NULL);
+    for (int32_t d = 0; ok && d < x->ndim; d++)
+        ok = x->shape[d] >= 0 && (t->ndim < 0 || t->dims[d] < 0 || t->dims[d] == x->shape[d]);
     if (ok)
         return NULL;
     char want[160];

@@ -648,13 +648,14 @@ class Session(_Handle):
         shape = tuple(dims[k] for k in range(nd.value))
         info = TensorInfo(name_fn(self._h, i).decode(), _NAMES.get(_dtype_key(dt), "?"), shape)
         info._dtype = N.DType(dt.code, dt.bits, dt.lanes)
+        info.rank_known = nd.value >= 0  # else: any rank, learnt per run
         return info
 
-    def _tensor(self, info, data_ptr, shape_arr):
+    def _tensor(self, info, data_ptr, shape_arr, ndim=None):
         t = N.Tensor()
         t.data = data_ptr
         t.device = N.Device(1, 0)
-        t.ndim = len(info.shape)
+        t.ndim = len(info.shape) if ndim is None else ndim
         t.dtype = info._dtype
         t.shape = shape_arr
         t.struct_size = ctypes.sizeof(t)
@@ -694,21 +695,21 @@ class Session(_Handle):
                 a = np.require(a, requirements="C") if a.dtype == np.uint16 else _to_bf16_bits(a)
             else:
                 a = np.require(value, dtype=_TO_NUMPY[_dtype_key(info._dtype)], requirements="C")
-            if a.ndim != len(info.shape) or any(
-                    d >= 0 and d != n for d, n in zip(info.shape, a.shape)):
+            if info.rank_known and (a.ndim != len(info.shape) or any(
+                    d >= 0 and d != n for d, n in zip(info.shape, a.shape))):
                 raise Error(f"session.run: input '{info.name}' has shape {tuple(a.shape)}, "
                             f"the session expects {info.shape} (-1: any size)", 2)
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep += [a, shape]
             ins[k].name = _cstr(info.name)
-            ins[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape)
+            ins[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape, a.ndim)
         wanted = self._wanted(outputs, "session.run")
         outs = (N.IO * max(len(wanted), 1))()
         results = []
         for k, info in enumerate(wanted):
             np_type = np.uint16 if info.dtype == "bfloat16" else _TO_NUMPY[_dtype_key(info._dtype)]
             outs[k].name = _cstr(info.name)
-            if any(d < 0 for d in info.shape):
+            if not info.rank_known or any(d < 0 for d in info.shape):
                 # known only once the run computed it: the run allocates
                 outs[k].tensor = self._tensor(info, None, None)
                 results.append(np_type)

@@ -688,6 +688,15 @@ class OnnxTest(unittest.TestCase):
                     np.testing.assert_array_equal(out["inverse"], inverse.reshape(-1))
                     np.testing.assert_array_equal(out["counts"], counts)
 
+        def any_rank(h, T):  # an input of unknown rank: planned per rank and shape
+            return h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g",
+                                [h.make_tensor_value_info("x", T.FLOAT, None)],
+                                [h.make_tensor_value_info("y", T.FLOAT, None)])
+        with self.rt.load_model(onnx_model("any_rank.onnx", any_rank)).session() as s:
+            for shape in ((3,), (2, 3), (2, 1, 4), ()):
+                x = np.asarray(rng.standard_normal(shape), np.float32)
+                np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0))
+
         def ranged(h, T):  # Range of float inputs: bound by value, since nothing else plans it
             return h.make_graph(
                 [h.make_node("Range", ["a", "b", "one"], ["r"], name="range")], "g",
