@@ -2088,10 +2088,12 @@ static pl_status *lw_nonzero_flat(lw *w, const char *x, const char **out)
     if (w->version < 10)
         return lw_error(w, PL_CODE_UNSUPPORTED, "needs TopK with K as an input: ai.onnx opset "
                                                 "10 or later");
+    /* (read before any node is added: adding tensors moves the graph's) */
     const pl_graph_tensor *xt = lw_tensor(w, x);
+    bool is_bool = xt != NULL && xt->dtype.code == PL_TYPE_BOOL;
     const char *flat, *nz = NULL, *f, *i, *count;
     PL_RETURN_IF_ERROR(lw_reshape(w, x, (const int64_t[]){-1}, 1, &flat));
-    if (xt != NULL && xt->dtype.code == PL_TYPE_BOOL)
+    if (is_bool)
         nz = flat;
     else
         PL_RETURN_IF_ERROR(lw_cast(w, flat, 9, &nz));
@@ -2145,15 +2147,15 @@ static pl_status *lw_nonzero(lw *w)
  * condition holds, along the axis, or of the flattened input. */
 static pl_status *lw_compress(lw *w)
 {
-    const pl_attr *axis = lw_attr(w, "axis");
-    int64_t a = axis != NULL ? lw_attr_i(w, "axis", 0) : 0;
+    bool has_axis = lw_attr(w, "axis") != NULL;
+    int64_t a = has_axis ? lw_attr_i(w, "axis", 0) : 0;
     const char *x = lw_input(w, 0), *cond = lw_input(w, 1), *idx;
     const pl_graph_tensor *ct = lw_tensor(w, cond);
     if (ct != NULL && ct->ndim != 1)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "the condition must be 1-D (it has rank %d)",
                         (int)ct->ndim);
     PL_RETURN_IF_ERROR(lw_nonzero_flat(w, cond, &idx));
-    if (axis == NULL)
+    if (!has_axis)
         PL_RETURN_IF_ERROR(lw_reshape(w, x, (const int64_t[]){-1}, 1, &x));
     PL_RETURN_IF_ERROR(lw_become(w, "Gather", (const char *[]){x, idx}, 2));
     return pl_graph_attr_int(w->g, w->id, "axis", a);
@@ -2189,8 +2191,8 @@ static pl_status *lw_nms(lw *w)
  * input), their length known once a staged session binds the number. */
 static pl_status *lw_unique(lw *w)
 {
-    const pl_attr *axis = lw_attr(w, "axis");
-    int64_t a = axis != NULL ? lw_attr_i(w, "axis", 0) : 0;
+    bool has_axis = lw_attr(w, "axis") != NULL;
+    int64_t a = has_axis ? lw_attr_i(w, "axis", 0) : 0;
     int64_t sorted = lw_attr_i(w, "sorted", 1);
     const char *x = lw_input(w, 0);
     char node_name[LW_NAME], *outs[5];
@@ -2206,7 +2208,7 @@ static pl_status *lw_unique(lw *w)
                                          (const char *[]){x}, 1, (const char *const *)outs, 5,
                                          &id));
     PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", a));
-    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "flat", axis == NULL));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "flat", !has_axis));
     PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "sorted", sorted));
     const char *zero, *ax0, *axa;
     PL_RETURN_IF_ERROR(lw_i64s(w, "start", (const int64_t[]){0}, 1, &zero));
