@@ -194,9 +194,54 @@ void pl_graph_destroy(pl_graph *g)
     pl_free(g->mappings);
     if (g->owns_filedata)
         pl_filedata_destroy(g->filedata);
+    for (size_t i = 0; i < g->n_seqs; i++)
+        if (g->seqs[i] != NULL) {
+            pl_free(g->seqs[i]->elems);
+            pl_free(g->seqs[i]);
+        }
+    pl_free(g->seqs);
     pl_free(g->topo);
     pl_free(g->consumer_block);
     pl_free(g);
+}
+
+/* ---- sequences ---------------------------------------------------------- */
+
+pl_status *pl_graph_set_seq(pl_graph *g, pl_tid t, const pl_graph_seq *seq)
+{
+    if (t >= g->n_tensors)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", t);
+    if (t >= g->n_seqs) {
+        size_t n = g->n_tensors;
+        pl_graph_seq **grown = pl_realloc(g->seqs, n * sizeof *grown);
+        if (grown == NULL)
+            return pl_graph_oom("following a sequence");
+        memset(grown + g->n_seqs, 0, (n - g->n_seqs) * sizeof *grown);
+        g->seqs = grown;
+        g->n_seqs = n;
+    }
+    pl_graph_seq *copy = pl_alloc_malloc(g->alloc, sizeof *copy);
+    pl_tid *elems = pl_alloc_malloc(g->alloc, (seq->n ? seq->n : 1) * sizeof *elems);
+    if (copy == NULL || elems == NULL) {
+        pl_free(copy);
+        pl_free(elems);
+        return pl_graph_oom("following a sequence");
+    }
+    *copy = *seq;
+    if (seq->n)
+        memcpy(elems, seq->elems, seq->n * sizeof *elems);
+    copy->elems = elems;
+    if (g->seqs[t] != NULL) {
+        pl_free(g->seqs[t]->elems);
+        pl_free(g->seqs[t]);
+    }
+    g->seqs[t] = copy;
+    return NULL;
+}
+
+const pl_graph_seq *pl_graph_seq_of(const pl_graph *g, pl_tid t)
+{
+    return t < g->n_seqs ? g->seqs[t] : NULL;
 }
 
 /* ---- tensors ------------------------------------------------------------ */

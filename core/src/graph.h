@@ -285,6 +285,28 @@ pl_status *pl_graph_set_opset(pl_graph *g, const char *domain, int64_t version);
 /* The imported version of DOMAIN, or 0. */
 int64_t pl_graph_opset(const pl_graph *g, const char *domain);
 
+/* A sequence value (ONNX's sequence ops) as the inference walk follows
+ * it (opset_sequence.c): either a list of tensors of this graph, known
+ * when the graph is rewritten (PL_SEQ_LIST: ELEMS), or the tensor of the
+ * annotated id itself holding the elements stacked along AXIS
+ * (PL_SEQ_STACKED: element i is that tensor's index i on AXIS, the axis
+ * removed). ELEM_DTYPE: the elements' type (unknown lanes 0 for an empty
+ * list whose type nobody gave). */
+typedef enum { PL_SEQ_LIST = 1, PL_SEQ_STACKED = 2 } pl_seq_kind;
+typedef struct pl_graph_seq {
+    pl_seq_kind kind;
+    int64_t axis;
+    pl_dtype elem_dtype;
+    size_t n;
+    pl_tid *elems;
+} pl_graph_seq;
+
+/* Marks tensor T of G as the sequence SEQ (copied; a later call replaces
+ * it). */
+pl_status *pl_graph_set_seq(pl_graph *g, pl_tid t, const pl_graph_seq *seq);
+/* The sequence tensor T holds, or NULL when it holds a tensor. */
+const pl_graph_seq *pl_graph_seq_of(const pl_graph *g, pl_tid t);
+
 /* Nested graphs deeper than this are refused. */
 #define PL_GRAPH_MAX_DEPTH 32
 

@@ -42,6 +42,10 @@ struct pl_graph {
      * (pl_graph_note), for the model's description. */
     char **notes;
     size_t n_notes;
+    /* Sequence values the inference walk follows (pl_graph_set_seq), per
+     * tensor id; NULL until the first. Not copied with the graph. */
+    pl_graph_seq **seqs;
+    size_t n_seqs;
     pl_nid *topo;             /* after validate */
     pl_nid *consumer_block;   /* storage of every tensor's consumers */
     bool valid;

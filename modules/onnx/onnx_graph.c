@@ -108,9 +108,10 @@ static const char *ox_type_case_name(Onnx__TypeProto__ValueCase c)
 }
 
 /* Declares the type of a graph input, output or value_info to the builder.
- * REQUIRED (graph inputs): the type and elem_type must be given. */
+ * REQUIRED (graph inputs): the type and elem_type must be given. MODEL_IO:
+ * an input or output of the model's graph, which must be a tensor. */
 static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *vi,
-                             bool required, const char *what)
+                             bool required, bool model_io, const char *what)
 {
     const Onnx__TypeProto *type = vi->type;
     if (type == NULL) {
@@ -125,6 +126,16 @@ static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *v
                       (type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
                        type->tensor_type == NULL)))
         return NULL;
+    /* A sequence inside the model (a value_info, a body's carried value)
+     * is followed by the core through the sequence ops, which rewrite it
+     * into tensors; the model's own inputs and outputs stay tensors. */
+    if (type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && !model_io)
+        return NULL;
+    if (type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s has a sequence type; Plinth follows sequences inside a model "
+                        "(the sequence ops become tensor ops) but takes and gives only tensors",
+                        what);
     if (type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
         type->tensor_type == NULL)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
@@ -734,7 +745,7 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
             continue;
         snprintf(what, sizeof what, "graph input '%.200s'", vi->name);
         /* A body's inputs may leave their types to the node that runs it. */
-        OX_RETURN_IF_ERROR(ox_declare(imp, vi, imp->scope == NULL, what));
+        OX_RETURN_IF_ERROR(ox_declare(imp, vi, imp->scope == NULL, imp->scope == NULL, what));
         OX_RETURN_IF_ERROR(
             ox_wrap(imp, imp->graph->builder_input(imp->b, vi->name), "%s", what));
     }
@@ -744,7 +755,7 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
         OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
         snprintf(what, sizeof what, "graph output '%.200s'", vi->name);
         if (!ox_names_has(inits, vi->name))
-            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, what));
+            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, imp->scope == NULL, what));
         OX_RETURN_IF_ERROR(
             ox_wrap(imp, imp->graph->builder_output(imp->b, vi->name), "%s", what));
     }
@@ -754,7 +765,7 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
         OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
         snprintf(what, sizeof what, "value_info '%.200s'", vi->name);
         if (!ox_names_has(inits, vi->name))
-            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, what));
+            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, false, what));
     }
     return NULL;
 }

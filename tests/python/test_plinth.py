@@ -1671,5 +1671,260 @@ class OnnxTest(unittest.TestCase):
             self.assertIn("Range", str(e.exception))
             np.testing.assert_array_equal(s.run({"c": np.array(True)})["y"], np.arange(5))
 
+
+class SequenceTest(unittest.TestCase):
+    """ONNX's sequence ops, which the core rewrites into tensor ops
+    (core/opset/src/opset_sequence.c), against numpy and PyTorch."""
+
+    def setUp(self):
+        self.rt = plinth.Runtime(config=write_ini(""))
+
+    def tearDown(self):
+        self.rt.close()
+
+    def save(self, name, nodes, inputs, outputs, opset, inits=()):
+        import onnx
+        import onnx.helper as h
+        graph = h.make_graph(nodes, "g", inputs, outputs, list(inits))
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+        model.ir_version = 7
+        path = os.path.join(TMP, name)
+        onnx.save(model, path)
+        return path
+
+    def test_lists(self):
+        """Lists of tensors of different shapes: construct, insert, erase,
+        length, at known and computed positions, concatenation with and
+        without a new axis; opset 11 (Unsqueeze's axes an attribute) and 13."""
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        c = lambda n, v: nh.from_array(np.array(v, dtype=np.int64), n)
+        nodes = [
+            h.make_node("SequenceConstruct", ["a", "b"], ["s1"]),
+            h.make_node("SequenceInsert", ["s1", "c", "one"], ["s2"]),   # a c b
+            h.make_node("SequenceInsert", ["s2", "a"], ["s3"]),          # a c b a
+            h.make_node("SequenceErase", ["s3", "zero"], ["s4"]),        # c b a
+            h.make_node("ConcatFromSequence", ["s4"], ["cat"], axis=1),
+            h.make_node("ConcatFromSequence", ["s3"], ["catneg"], axis=-1),
+            h.make_node("SequenceLength", ["s4"], ["len"]),
+            h.make_node("SequenceAt", ["s4", "minus1"], ["last"]),
+            h.make_node("SequenceConstruct", ["a", "a2", "a"], ["same"]),
+            h.make_node("ConcatFromSequence", ["same"], ["stk"], axis=-1, new_axis=1),
+            h.make_node("SequenceAt", ["same", "k"], ["picked"]),
+            h.make_node("Identity", ["s4"], ["s4i"]),
+            h.make_node("SequenceErase", ["s4i"], ["s5"]),               # c b
+            h.make_node("SequenceAt", ["s5", "minus1"], ["b_again"]),
+        ]
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        b = np.arange(8, dtype=np.float32).reshape(2, 4) + 100
+        cc = np.arange(2, dtype=np.float32).reshape(2, 1) - 50
+        a2 = a * 3
+        for opset in (11, 13):
+            path = self.save("seq_lists_%d.onnx" % opset, nodes,
+                             [f("a", [2, 3]), f("b", [2, 4]), f("c", [2, 1]), f("a2", [2, 3]),
+                              i64("k", [])],
+                             [f("cat"), f("catneg"), i64("len"), f("last"), f("stk"),
+                              f("picked"), f("b_again")],
+                             opset, [c("one", 1), c("zero", 0), c("minus1", -1)])
+            with self.rt.load_model(path).session() as s:
+                for k in (0, 1, -2):
+                    out = s.run({"a": a, "b": b, "c": cc, "a2": a2, "k": np.array(k)})
+                    np.testing.assert_array_equal(out["cat"], np.concatenate([cc, b, a], 1))
+                    np.testing.assert_array_equal(out["catneg"],
+                                                  np.concatenate([a, cc, b, a], -1))
+                    self.assertEqual(int(out["len"]), 3)
+                    np.testing.assert_array_equal(out["last"], a)
+                    np.testing.assert_array_equal(out["stk"], np.stack([a, a2, a], -1))
+                    np.testing.assert_array_equal(out["picked"], [a, a2, a][k])
+                    np.testing.assert_array_equal(out["b_again"], b)
+
+    def test_split_to_sequence(self):
+        """SplitToSequence in every form, read stacked: no split (keepdims 1
+        and 0), a scalar split that divides the axis (a Reshape) and one that
+        does not (a Split), a list; then at, length, insert, erase and
+        concatenation of the stacked elements along every axis."""
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        c = lambda n, v: nh.from_array(np.array(v, dtype=np.int64), n)
+        x = np.random.RandomState(0).randn(2, 6, 4).astype(np.float32)
+        t = np.random.RandomState(1).randn(2, 4).astype(np.float32)
+        parts = lambda sizes: np.split(x, np.cumsum(sizes)[:-1], 1)
+        cases = []  # (nodes, outputs, expected)
+        nodes = [h.make_node("SplitToSequence", ["x"], ["s0"], axis=1, keepdims=0),
+                 h.make_node("SplitToSequence", ["x"], ["s1"], axis=-2),
+                 h.make_node("SplitToSequence", ["x", "two"], ["s2"], axis=1),
+                 h.make_node("SplitToSequence", ["x", "four"], ["s4"], axis=1),
+                 h.make_node("SplitToSequence", ["x", "sizes"], ["sl"], axis=1),
+                 h.make_node("SplitToSequence", ["x", "one"], ["s1k"], axis=1, keepdims=0)]
+        expect = {}
+        for axis in (0, 1, 2, -1):
+            o = "stack%d" % axis
+            nodes.append(h.make_node("ConcatFromSequence", ["s0"], [o], axis=axis, new_axis=1))
+            expect[o] = np.stack([x[:, i] for i in range(6)], axis)
+        for axis in (0, 1, -1):
+            o = "cat%d" % axis
+            nodes.append(h.make_node("ConcatFromSequence", ["s2"], [o], axis=axis))
+            expect[o] = np.concatenate(parts([2, 2, 2]), axis)
+        nodes += [h.make_node("ConcatFromSequence", ["s4"], ["cat4"], axis=1),
+                  h.make_node("ConcatFromSequence", ["sl"], ["catl"], axis=-2),
+                  h.make_node("SequenceLength", ["s1"], ["len1"]),
+                  h.make_node("SequenceLength", ["s4"], ["len4"]),
+                  h.make_node("SequenceAt", ["s1", "k"], ["at1"]),
+                  h.make_node("SequenceAt", ["sl", "one"], ["atl"]),
+                  h.make_node("SequenceAt", ["s1k", "k"], ["at1k"]),
+                  h.make_node("SequenceInsert", ["s0", "t"], ["ins"]),
+                  h.make_node("SequenceInsert", ["s0", "t", "zero"], ["insf"]),
+                  h.make_node("ConcatFromSequence", ["ins"], ["catins"], axis=1, new_axis=1),
+                  h.make_node("ConcatFromSequence", ["insf"], ["catinsf"], axis=0, new_axis=1),
+                  h.make_node("SequenceErase", ["s0"], ["era"]),
+                  h.make_node("SequenceErase", ["s0", "zero"], ["eraf"]),
+                  h.make_node("ConcatFromSequence", ["era"], ["catera"], axis=1, new_axis=1),
+                  h.make_node("ConcatFromSequence", ["eraf"], ["cateraf"], axis=1, new_axis=1)]
+        expect["cat4"] = x
+        expect["catl"] = np.concatenate(parts([1, 3, 2]), -2)
+        expect["len1"] = np.array(6)
+        expect["len4"] = np.array(2)
+        expect["atl"] = parts([1, 3, 2])[1]
+        rows = [x[:, i] for i in range(6)]
+        expect["catins"] = np.stack(rows + [t], 1)
+        expect["catinsf"] = np.stack([t] + rows, 0)
+        expect["catera"] = np.stack(rows[:-1], 1)
+        expect["cateraf"] = np.stack(rows[1:], 1)
+        outs = [(i64 if o.startswith("len") else f)(o) for o in expect] + [f("at1"), f("at1k")]
+        path = self.save("seq_split.onnx", nodes, [f("x", [2, 6, 4]), f("t", [2, 4]),
+                                                   i64("k", [])], outs, 13,
+                         [c("two", 2), c("four", 4), c("one", 1), c("zero", 0),
+                          c("sizes", [1, 3, 2])])
+        with self.rt.load_model(path).session() as s:
+            for k in (0, 5, -1):
+                out = s.run({"x": x, "t": t, "k": np.array(k)})
+                for o, want in expect.items():
+                    np.testing.assert_array_equal(out[o], want, err_msg=o)
+                np.testing.assert_array_equal(out["at1"], x[:, k:k + 1] if k != -1 else x[:, 5:])
+                np.testing.assert_array_equal(out["at1k"], x[:, k])
+
+    def test_loop_appends(self):
+        """A Loop that appends to a sequence starting empty, reading a split
+        sequence of the enclosing graph at the iteration, with a trip count
+        known only at run time: the sequence becomes a scan output."""
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        b = lambda n: h.make_tensor_value_info(n, T.BOOL, [])
+        seq_t = h.make_tensor_sequence_value_info("acc_in", T.FLOAT, None)
+        body = h.make_graph(
+            [h.make_node("SequenceAt", ["rows", "i"], ["row"]),
+             h.make_node("Mul", ["row", "row"], ["sq"]),
+             h.make_node("SequenceInsert", ["acc_in", "sq"], ["acc_out"]),
+             h.make_node("Add", ["carry_in", "row"], ["carry_out"]),
+             h.make_node("Identity", ["cond"], ["cond_out"])],
+            "body", [i64("i", []), b("cond"), seq_t, f("carry_in")],
+            [b("cond_out"), h.make_tensor_sequence_value_info("acc_out", T.FLOAT, None),
+             f("carry_out")])
+        nodes = [h.make_node("SplitToSequence", ["x"], ["rows"], axis=0, keepdims=0),
+                 h.make_node("SequenceLength", ["rows"], ["n"]),
+                 h.make_node("SequenceEmpty", [], ["empty"]),
+                 h.make_node("Loop", ["n", "", "empty", "zeros"], ["acc", "total"], body=body),
+                 h.make_node("ConcatFromSequence", ["acc"], ["y"], axis=1, new_axis=1),
+                 h.make_node("ConcatFromSequence", ["acc"], ["z"], axis=0)]
+        zeros = nh.from_array(np.zeros(3, dtype=np.float32), "zeros")
+        path = self.save("seq_loop.onnx", nodes, [f("x", ["n", 3])],
+                         [f("y"), f("z"), f("total")], 13, [zeros])
+        with self.rt.load_model(path).session() as s:
+            for n in (4, 1, 7):
+                x = np.random.RandomState(n).randn(n, 3).astype(np.float32)
+                out = s.run({"x": x})
+                np.testing.assert_allclose(out["y"], (x * x).T, rtol=1e-6)
+                np.testing.assert_allclose(out["z"], (x * x).reshape(-1), rtol=1e-6)
+                np.testing.assert_allclose(out["total"], x.sum(0), rtol=1e-5)
+
+    def test_torch_scripted(self):
+        """Lists in TorchScript exported by torch.onnx: split and append in a
+        for loop, stack over a dynamic range, unbind and index."""
+        try:
+            import torch
+        except ImportError:
+            raise unittest.SkipTest("python3-torch is missing")
+        from typing import List
+
+        class SplitAppend(torch.nn.Module):
+            def forward(self, x):
+                outs: List[torch.Tensor] = []
+                for p in torch.split(x, 2, dim=1):
+                    outs.append(torch.relu(p) * 2)
+                return torch.cat(outs, 1)
+
+        class StackRange(torch.nn.Module):
+            def forward(self, x):
+                outs: List[torch.Tensor] = []
+                for i in range(x.size(0)):
+                    outs.append(x[i] + float(i))
+                return torch.stack(outs, 1)
+
+        class Unbind(torch.nn.Module):
+            def forward(self, x):
+                ys = torch.unbind(x, 1)
+                return ys[0] + ys[-1] * ys[1]
+
+        for name, m in (("split_append", SplitAppend()), ("stack_range", StackRange()),
+                        ("unbind", Unbind())):
+            path = os.path.join(TMP, "ts_%s.onnx" % name)
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(torch.jit.script(m), (torch.randn(3, 6, 4),), path,
+                                  opset_version=13, input_names=["x"], output_names=["y"],
+                                  dynamic_axes={"x": {0: "n"}})
+            with self.rt.load_model(path).session() as s:
+                for n in (3, 5):
+                    x = torch.randn(n, 6, 4, generator=torch.Generator().manual_seed(n))
+                    want = m(x).numpy()
+                    got = s.run({"x": x.numpy()})["y"]
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+    def test_refusals(self):
+        """What cannot be followed is refused naming the node or tensor."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        b = lambda n: h.make_tensor_value_info(n, T.BOOL, [])
+        # a sequence as the model's output
+        path = self.save("seq_out.onnx", [h.make_node("SequenceConstruct", ["x"], ["s"])],
+                         [f("x", [2])], [h.make_tensor_sequence_value_info("s", T.FLOAT, None)], 13)
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(path).session()
+        self.assertIn("'s' has a sequence type", str(e.exception))
+        # a body reading its carried sequence
+        body = h.make_graph(
+            [h.make_node("SequenceLength", ["acc_in"], ["len"]),
+             h.make_node("Cast", ["len"], ["lenf"], to=T.FLOAT),
+             h.make_node("Mul", ["x", "lenf"], ["v"]),
+             h.make_node("SequenceInsert", ["acc_in", "v"], ["acc_out"]),
+             h.make_node("Identity", ["cond"], ["cond_out"])],
+            "body", [i64("i", []), b("cond"), h.make_tensor_sequence_value_info("acc_in", T.FLOAT, None)],
+            [b("cond_out"), h.make_tensor_sequence_value_info("acc_out", T.FLOAT, None)])
+        path = self.save("seq_loop_reads.onnx",
+                         [h.make_node("SequenceEmpty", [], ["e"]),
+                          h.make_node("Loop", ["m", "", "e"], ["acc"], body=body, name="loop"),
+                          h.make_node("ConcatFromSequence", ["acc"], ["y"], axis=0)],
+                         [f("x", [2]), i64("m", [])], [f("y")], 13)
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(path).session()
+        self.assertIn("node 'loop' (Loop): carried sequence 0 ('acc_in')", str(e.exception))
+        # a sequence given to an op that is not a sequence op
+        path = self.save("seq_relu.onnx",
+                         [h.make_node("SequenceConstruct", ["x"], ["s"]),
+                          h.make_node("Relu", ["s"], ["y"], name="relu")],
+                         [f("x", [2])], [f("y")], 13)
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(path).session()
+        self.assertIn("node 'relu' (Relu): input 0 ('s') is a sequence", str(e.exception))
+
 if __name__ == "__main__":
     unittest.main()

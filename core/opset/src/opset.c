@@ -1281,7 +1281,17 @@ static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl
                                       int64_t version, bool *changed)
 {
     size_t before = pl_graph_node_count(ctx->g);
-    PL_RETURN_IF_ERROR(pl_opset_lower_node(ctx->g, id, version, changed));
+    const pl_graph_node *n = pl_graph_get_node(ctx->g, id);
+    ctx->node = n; /* for errors; pl_infer_node_run sets it again */
+    for (size_t i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] != PL_TID_NONE)
+            PL_RETURN_IF_ERROR(pl_known_load_constant(ctx, n->inputs[i]));
+    bool seq = false;
+    PL_RETURN_IF_ERROR(pl_opset_lower_sequence(ctx, id, version, &seq));
+    if (seq)
+        *changed = true;
+    else
+        PL_RETURN_IF_ERROR(pl_opset_lower_node(ctx->g, id, version, changed));
     PL_RETURN_IF_ERROR(pl_infer_grow_known(ctx));
     for (size_t k = before; k < pl_graph_node_count(ctx->g); k++)
         PL_RETURN_IF_ERROR(pl_infer_node_run(ctx, set, (pl_nid)k));

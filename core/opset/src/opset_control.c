@@ -106,6 +106,10 @@ static pl_status *ctl_infer_body(pl_infer_ctx *ctx, const char *attr, pl_graph *
         const pl_graph_tensor *og = pl_graph_get_tensor(g, o);
         ctl_type ot = ctl_type_of(og);
         PL_RETURN_IF_ERROR(pl_graph_set_type(body, (pl_tid)t, ot.dtype, ot.ndim, ot.dims, NULL));
+        /* a sequence enters a body stacked in one tensor (opset_sequence.c) */
+        const pl_graph_seq *q = pl_graph_seq_of(g, o);
+        if (q != NULL && q->kind == PL_SEQ_STACKED)
+            PL_RETURN_IF_ERROR(pl_graph_set_seq(body, (pl_tid)t, q));
         /* an integer constant of the enclosing graph (a Pad's pads, a
          * Reshape's shape, as the dynamo exporter hoists them out of the
          * branches) is one in the body too: the shapes it decides are

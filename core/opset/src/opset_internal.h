@@ -141,5 +141,9 @@ pl_status *pl_opset_upgrade_node(pl_graph *g, pl_nid id, int64_t from);
  * added nodes feed node ID and are inferred before it. *CHANGED is set when
  * the graph was rewritten. */
 pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed);
+/* Rewrites node ID when it is a sequence op, reads a sequence or is a
+ * Loop carrying one (opset_sequence.c); *HANDLED says whether it was. */
+pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version,
+                                   bool *handled);
 
 #endif
