@@ -1843,9 +1843,56 @@ class SequenceTest(unittest.TestCase):
                 np.testing.assert_allclose(out["z"], (x * x).reshape(-1), rtol=1e-6)
                 np.testing.assert_allclose(out["total"], x.sum(0), rtol=1e-5)
 
+    def test_while_loop_scan_outputs(self):
+        """A Loop whose condition stops it (a while loop) with a scan output
+        and with an appended sequence: counted by a first Loop, whose count
+        a staged session binds; each run its own number of iterations."""
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        b = lambda n: h.make_tensor_value_info(n, T.BOOL, [])
+        half = nh.from_array(np.array(0.5, dtype=np.float32), "half")
+        one = nh.from_array(np.array(1.0, dtype=np.float32), "onef")
+        # while max|y| > 1: y = y / 2; emit y (a scan output) and append y
+        body = h.make_graph(
+            [h.make_node("Mul", ["y_in", "half"], ["y_out"]),
+             h.make_node("Abs", ["y_out"], ["a"]),
+             h.make_node("ReduceMax", ["a"], ["m"], keepdims=0),
+             h.make_node("Greater", ["m", "onef"], ["go"]),
+             h.make_node("Identity", ["y_out"], ["scan"]),
+             h.make_node("SequenceInsert", ["acc_in", "y_out"], ["acc_out"])],
+            "body", [i64("i", []), b("c"), f("y_in", [3]),
+                     h.make_tensor_sequence_value_info("acc_in", T.FLOAT, None)],
+            [b("go"), f("y_out", [3]), h.make_tensor_sequence_value_info("acc_out", T.FLOAT, None),
+             f("scan", [3])])
+        nodes = [h.make_node("Abs", ["x"], ["ax"]),
+                 h.make_node("ReduceMax", ["ax"], ["mx"], keepdims=0),
+                 h.make_node("Greater", ["mx", "onef"], ["c0"]),
+                 h.make_node("SequenceEmpty", [], ["e"]),
+                 h.make_node("Loop", ["", "c0", "x", "e"], ["y", "acc", "rows"], body=body,
+                             name="while"),
+                 h.make_node("ConcatFromSequence", ["acc"], ["cat"], axis=0)]
+        path = self.save("seq_while.onnx", nodes, [f("x", [3])],
+                         [f("y", [3]), f("rows"), f("cat")], 13, [half, one])
+        with self.rt.load_model(path).session() as s:
+            for scale in (10.0, 3.0, 1000.0, 0.5, 10.0):
+                x = np.array([scale, -0.25, 0.5], dtype=np.float32)
+                rows, y = [], x
+                while np.abs(y).max() > 1:
+                    y = y * np.float32(0.5)
+                    rows.append(y)
+                out = s.run({"x": x})
+                np.testing.assert_array_equal(out["y"], y)
+                want = np.stack(rows) if rows else np.zeros((0, 3), np.float32)
+                np.testing.assert_array_equal(out["rows"], want, err_msg=str(scale))
+                if rows:
+                    np.testing.assert_array_equal(out["cat"], np.concatenate(rows))
+
     def test_torch_scripted(self):
         """Lists in TorchScript exported by torch.onnx: split and append in a
-        for loop, stack over a dynamic range, unbind and index."""
+        for loop, stack over a dynamic range, unbind and index, append in a
+        while loop."""
         try:
             import torch
         except ImportError:
@@ -1871,8 +1918,18 @@ class SequenceTest(unittest.TestCase):
                 ys = torch.unbind(x, 1)
                 return ys[0] + ys[-1] * ys[1]
 
+        class Halve(torch.nn.Module):
+            def forward(self, x):
+                outs: List[torch.Tensor] = []
+                y = x
+                while bool(y.abs().max() > 1.0):
+                    y = y / 2
+                    outs.append(y)
+                outs.append(x)
+                return torch.cat(outs, 0)
+
         for name, m in (("split_append", SplitAppend()), ("stack_range", StackRange()),
-                        ("unbind", Unbind())):
+                        ("unbind", Unbind()), ("halve", Halve())):
             path = os.path.join(TMP, "ts_%s.onnx" % name)
             import warnings
             with warnings.catch_warnings():
@@ -1883,6 +1940,7 @@ class SequenceTest(unittest.TestCase):
             with self.rt.load_model(path).session() as s:
                 for n in (3, 5):
                     x = torch.randn(n, 6, 4, generator=torch.Generator().manual_seed(n))
+                    x = x * (10.0 ** n) if name == "halve" else x
                     want = m(x).numpy()
                     got = s.run({"x": x.numpy()})["y"]
                     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)

@@ -1298,6 +1298,23 @@ static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl
     return NULL;
 }
 
+/* A while loop with scan outputs (the Loop ID, just inferred) split in
+ * two (pl_opset_loop_count_split): the graph is validated again, to link
+ * the new Loop's body, which is inferred, then ID again. */
+static pl_status *pl_infer_loop_count(pl_infer_ctx *ctx, const pl_opset *set, pl_nid id,
+                                      bool *changed)
+{
+    pl_nid counter;
+    PL_RETURN_IF_ERROR(pl_opset_loop_count_split(ctx, id, &counter));
+    if (counter == PL_NID_NONE)
+        return NULL;
+    *changed = true;
+    PL_RETURN_IF_ERROR(pl_graph_validate(ctx->g));
+    PL_RETURN_IF_ERROR(pl_infer_grow_known(ctx));
+    PL_RETURN_IF_ERROR(pl_infer_node_run(ctx, set, counter));
+    return pl_infer_node_run(ctx, set, id);
+}
+
 /* Converts node ID to opset PL_OPSET_UPGRADE_TARGET and infers the nodes
  * the conversion added, which feed it. */
 static pl_status *pl_infer_upgrade_node(pl_infer_ctx *ctx, const pl_opset *set, pl_nid id)
@@ -1479,6 +1496,8 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
                                          &lowered);
             if (st == NULL)
                 st = pl_infer_node_run(&ctx, set, order[i]);
+            if (st == NULL && !body && strcmp(ctx.node->op, "Loop") == 0)
+                st = pl_infer_loop_count(&ctx, set, order[i], &lowered);
         }
         bool folded = false;
         if (st == NULL && !body)

@@ -91,6 +91,20 @@ static pl_status *ctl_bind(pl_infer_ctx *ctx, const char *attr, pl_graph *body, 
     return pl_graph_set_type(body, id, merged.dtype, merged.ndim, merged.dims, NULL);
 }
 
+/* Whether a node of BODY reads T as a sequence: a sequence op or an
+ * Identity. */
+static bool ctl_reads_as_sequence(const pl_graph *body, pl_tid t)
+{
+    for (size_t i = 0; i < pl_graph_node_count(body); i++) {
+        const pl_graph_node *n = pl_graph_get_node(body, (pl_nid)i);
+        bool seq_op = strstr(n->op, "Sequence") != NULL || strcmp(n->op, "Identity") == 0;
+        for (size_t k = 0; seq_op && k < n->n_formal_inputs; k++)
+            if (n->inputs[k] == t)
+                return true;
+    }
+    return false;
+}
+
 /* Types BODY's outer-scope references from the graph of the node and
  * infers it. */
 static pl_status *ctl_infer_body(pl_infer_ctx *ctx, const char *attr, pl_graph *body)
@@ -106,9 +120,11 @@ static pl_status *ctl_infer_body(pl_infer_ctx *ctx, const char *attr, pl_graph *
         const pl_graph_tensor *og = pl_graph_get_tensor(g, o);
         ctl_type ot = ctl_type_of(og);
         PL_RETURN_IF_ERROR(pl_graph_set_type(body, (pl_tid)t, ot.dtype, ot.ndim, ot.dims, NULL));
-        /* a sequence enters a body stacked in one tensor (opset_sequence.c) */
+        /* a sequence enters a body stacked in one tensor (opset_sequence.c),
+         * for the sequence ops that read it there (not yet rewritten: a copy
+         * of a rewritten body reads the stacked tensor as one) */
         const pl_graph_seq *q = pl_graph_seq_of(g, o);
-        if (q != NULL && q->kind == PL_SEQ_STACKED)
+        if (q != NULL && q->kind == PL_SEQ_STACKED && ctl_reads_as_sequence(body, (pl_tid)t))
             PL_RETURN_IF_ERROR(pl_graph_set_seq(body, (pl_tid)t, q));
         /* an integer constant of the enclosing graph (a Pad's pads, a
          * Reshape's shape, as the dynamo exporter hoists them out of the
@@ -835,6 +851,186 @@ static const pl_attr_spec scan9_attrs[] = {
     {.name = "Scan", .domain = "", .since_version = (v), .min_inputs = 0,                 \
      .max_inputs = PL_OP_VARIADIC, .min_outputs = 1, .max_outputs = PL_OP_VARIADIC,       \
      .attrs = (a), .n_attrs = PL_COUNT(a), .infer = scan_infer}
+
+/* ---- while loops with scan outputs ------------------------------------------ */
+
+/* Whether BODY's condition output is true on every iteration it is
+ * reached with a true condition: the condition input passed through, or a
+ * true constant of the body or the enclosing graph (PyTorch's for loops),
+ * through Identities. */
+static bool loop_cond_always_true(pl_infer_ctx *ctx, const pl_graph *body)
+{
+    pl_tid t = pl_graph_output(body, 0);
+    for (int hops = 0; hops < 16; hops++) {
+        if (t == pl_graph_input(body, 1))
+            return true;
+        const pl_graph_tensor *bt = pl_graph_get_tensor(body, t);
+        loop_val v;
+        if (bt->data != NULL)
+            return loop_read_scalar(bt->dtype, bt->data, bt->nbytes, &v) && v.i != 0;
+        if (bt->is_outer) {
+            const pl_graph *g = pl_infer_graph(ctx);
+            pl_tid o = pl_graph_find_tensor(g, bt->name);
+            const pl_graph_tensor *ot = o == PL_TID_NONE ? NULL : pl_graph_get_tensor(g, o);
+            if (ot != NULL && ot->data != NULL)
+                return loop_read_scalar(ot->dtype, ot->data, ot->nbytes, &v) && !v.is_float &&
+                       v.i != 0;
+            bool is_float;
+            const int64_t *iv;
+            const double *fv;
+            uint64_t mask;
+            size_t kn;
+            return ot != NULL && pl_infer_known_tensor(ctx, o, &is_float, &iv, &fv, &mask, &kn) &&
+                   kn == 1 && !is_float && (mask & 1) && iv[0] != 0;
+        }
+        if (bt->producer == PL_NID_NONE)
+            return false;
+        const pl_graph_node *p = pl_graph_get_node(body, bt->producer);
+        if (strcmp(p->op, "Identity") != 0 || p->n_inputs < 1 || p->inputs[0] == PL_TID_NONE)
+            return false;
+        t = p->inputs[0];
+    }
+    return false;
+}
+
+/* Whether the Loop CTX infers now has a scan output whose length only the
+ * run knows because the condition may stop it (the trip count M alone,
+ * known when the run binds it, a staged session plans). */
+static bool loop_needs_count(pl_infer_ctx *ctx, const pl_graph *body)
+{
+    const pl_graph_node *n = pl_infer_node(ctx);
+    size_t nf = n->n_formal_inputs;
+    /* Without a condition input the loop runs M times as planned (the
+     * node this split leaves is such a loop: it is not split again) */
+    if (nf < 2 || body == NULL || n->inputs[1] == PL_TID_NONE)
+        return false;
+    if (loop_known_true(ctx, 1) && loop_cond_always_true(ctx, body))
+        return false;
+    const pl_graph *g = pl_infer_graph(ctx);
+    for (size_t o = nf - 2; o < n->n_outputs; o++) {
+        if (n->outputs[o] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, n->outputs[o]);
+        if (t->ndim < 1 || t->dims[0] < 0)
+            return true;
+    }
+    return false;
+}
+
+pl_status *pl_opset_loop_count_split(pl_infer_ctx *ctx, pl_nid id, pl_nid *out_counter)
+{
+    *out_counter = PL_NID_NONE;
+    pl_graph *g = pl_infer_graph_mut(ctx);
+    pl_graph *body = ctl_body(ctx, "body");
+    if (!loop_needs_count(ctx, body))
+        return NULL;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    char base[200], name[256];
+    snprintf(base, sizeof base, "%s", n->name);
+    size_t nf = n->n_formal_inputs, n_car = nf - 2;
+    if (pl_graph_output_count(body) < 1 + n_car || pl_graph_input_count(body) != nf)
+        return NULL; /* the schema's checks name it */
+    /* the counting body: the body without its scan outputs, and a counter
+     * carried from 0 */
+    pl_graph *b1 = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_copy(body, &b1));
+    pl_tid cin, cone, cout;
+    const pl_dtype i64 = {PL_TYPE_INT, 64, 1};
+    const int64_t one = 1, zero = 0;
+    pl_rewrite_fresh_name(b1, base, "count_in", name, sizeof name);
+    pl_status *st = pl_graph_tensor_get_or_add(b1, name, &cin);
+    if (st == NULL)
+        st = pl_graph_set_type(b1, cin, i64, 0, NULL, NULL);
+    if (st == NULL)
+        st = pl_graph_add_input(b1, cin);
+    pl_rewrite_fresh_name(b1, base, "count_one", name, sizeof name);
+    if (st == NULL)
+        st = pl_graph_tensor_get_or_add(b1, name, &cone);
+    if (st == NULL)
+        st = pl_graph_set_type(b1, cone, i64, 0, NULL, NULL);
+    if (st == NULL)
+        st = pl_graph_set_constant(b1, cone, &one, sizeof one);
+    char in_a[256], in_b[256], out_c[256], node_name[256];
+    snprintf(in_a, sizeof in_a, "%s", pl_graph_get_tensor(b1, cin)->name);
+    snprintf(in_b, sizeof in_b, "%s", pl_graph_get_tensor(b1, cone)->name);
+    pl_rewrite_fresh_name(b1, base, "count_out", out_c, sizeof out_c);
+    pl_rewrite_fresh_name(b1, base, "count_add", node_name, sizeof node_name);
+    const char *ins[2] = {in_a, in_b}, *outs[1] = {out_c};
+    if (st == NULL)
+        st = pl_graph_add_node(b1, node_name, "Add", "", ins, 2, outs, 1, NULL);
+    pl_tid *keep = pl_malloc((n_car + 2) * sizeof *keep);
+    if (st == NULL && keep == NULL)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory splitting a Loop");
+    for (size_t k = 0; st == NULL && k < 1 + n_car; k++)
+        keep[k] = pl_graph_output(b1, k);
+    if (st == NULL) {
+        cout = pl_graph_find_tensor(b1, out_c);
+        keep[1 + n_car] = cout;
+        pl_graph_clear_outputs(b1);
+    }
+    for (size_t k = 0; st == NULL && k < n_car + 2; k++)
+        st = pl_graph_add_output_again(b1, keep[k]);
+    pl_free(keep);
+    if (st != NULL) {
+        pl_graph_destroy(b1);
+        return st;
+    }
+    /* the counting Loop: the node's inputs and a counter from 0; its
+     * carried results are the node's, unused */
+    pl_tid z;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(g, id, "count0", i64, 0, NULL, &zero,
+                                               sizeof zero, &z));
+    n = pl_graph_get_node(g, id);
+    size_t n_in = nf + 1, n_out = n_car + 1;
+    char (*in_names)[256] = pl_malloc(n_in * sizeof *in_names);
+    char (*out_names)[256] = pl_malloc(n_out * sizeof *out_names);
+    const char **ip = pl_malloc(n_in * sizeof *ip), **op = pl_malloc(n_out * sizeof *op);
+    if (!in_names || !out_names || !ip || !op)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory splitting a Loop");
+    for (size_t i = 0; st == NULL && i < n_in; i++) {
+        pl_tid t = i < nf ? n->inputs[i] : z;
+        snprintf(in_names[i], 256, "%s", t == PL_TID_NONE ? "" : pl_graph_get_tensor(g, t)->name);
+        ip[i] = in_names[i];
+    }
+    for (size_t o = 0; st == NULL && o < n_out; o++) {
+        char what[64];
+        snprintf(what, sizeof what, o < n_car ? "counting_carried%zu" : "trips", o);
+        pl_rewrite_fresh_name(g, base, what, out_names[o], 256);
+        pl_tid t;
+        st = pl_graph_tensor_get_or_add(g, out_names[o], &t);
+        op[o] = out_names[o];
+    }
+    pl_nid counter = PL_NID_NONE;
+    if (st == NULL) {
+        pl_rewrite_fresh_name(g, base, "counting", node_name, sizeof node_name);
+        st = pl_graph_add_node(g, node_name, "Loop", "", ip, n_in, op, n_out, &counter);
+    }
+    if (st == NULL) {
+        st = pl_graph_attr_graph(g, counter, "body", b1);
+        b1 = NULL;
+    }
+    pl_graph_destroy(b1);
+    /* the node: that many iterations, its condition the body's alone (as
+     * ONNX Runtime, the body's condition output still stops it) */
+    pl_tid *now = st == NULL ? pl_malloc(nf * sizeof *now) : NULL;
+    if (st == NULL && now == NULL)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory splitting a Loop");
+    if (st == NULL) {
+        n = pl_graph_get_node(g, id);
+        memcpy(now, n->inputs, nf * sizeof *now);
+        now[0] = pl_graph_find_tensor(g, out_names[n_car]);
+        now[1] = PL_TID_NONE;
+        st = pl_graph_node_set_inputs(g, id, now, nf);
+    }
+    pl_free(now);
+    pl_free(in_names);
+    pl_free(out_names);
+    pl_free(ip);
+    pl_free(op);
+    if (st == NULL)
+        *out_counter = counter;
+    return st;
+}
 
 const pl_op_schema pl_opset_control_schemas[] = {
     CTL_IF(1),       CTL_IF(11),           CTL_IF(13),          CTL_IF(16),

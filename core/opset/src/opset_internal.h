@@ -145,5 +145,10 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
  * Loop carrying one (opset_sequence.c); *HANDLED says whether it was. */
 pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version,
                                    bool *handled);
+/* After the Loop ID was inferred (CTX on it): when a scan output's length
+ * depends on the condition stopping the loop, adds a Loop that counts the
+ * iterations (*OUT_COUNTER, to infer) and makes ID run that many
+ * (opset_control.c); PL_NID_NONE when nothing changed. */
+pl_status *pl_opset_loop_count_split(pl_infer_ctx *ctx, pl_nid id, pl_nid *out_counter);
 
 #endif
