@@ -844,6 +844,15 @@ const pl_attr *pl_graph_node_attr(const pl_graph_node *node, const char *name)
 /* ---- copying -------------------------------------------------------------- */
 
 /* Copies attribute A onto node N of DST. */
+static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a);
+
+pl_status *pl_graph_node_copy_attrs(pl_graph *dst, pl_nid n, const pl_graph_node *src)
+{
+    for (size_t k = 0; k < src->n_attrs; k++)
+        PL_RETURN_IF_ERROR(pl_graph_copy_attr(dst, n, &src->attrs[k]));
+    return NULL;
+}
+
 static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a)
 {
     switch (a->kind) {

@@ -263,6 +263,10 @@ pl_status *pl_graph_node_set_op(pl_graph *g, pl_nid id, const char *domain, cons
 pl_status *pl_graph_node_set_outputs(pl_graph *g, pl_nid id, const pl_tid *outputs,
                                      size_t n_outputs);
 
+/* Copies every attribute of SRC (a node of any graph; bodies deep-copied)
+ * onto node N of DST. */
+pl_status *pl_graph_node_copy_attrs(pl_graph *dst, pl_nid n, const pl_graph_node *src);
+
 /* Removes attribute NAME of node N; false when the node has none of that
  * name (nothing changes then). */
 bool pl_graph_node_remove_attr(pl_graph *g, pl_nid n, const char *name);

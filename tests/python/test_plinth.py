@@ -1889,6 +1889,76 @@ class SequenceTest(unittest.TestCase):
                 if rows:
                     np.testing.assert_array_equal(out["cat"], np.concatenate(rows))
 
+    def test_loops_unrolled(self):
+        """Loops whose sequences cannot become scan outputs are unrolled
+        when their trip count is known: a body reading a list of tensors of
+        different shapes, and one reading the sequence it grows (each
+        element from the last); a computed trip count is refused naming
+        the Loop."""
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        b = lambda n: h.make_tensor_value_info(n, T.BOOL, [])
+        seq = lambda n: h.make_tensor_sequence_value_info(n, T.FLOAT, None)
+        c = lambda n, v, dt=np.int64: nh.from_array(np.array(v, dtype=dt), n)
+        # for i in range(len(feats)): total += feats[i].sum(-1) * (i + 1); rows[i] = feats[i].max
+        body1 = h.make_graph(
+            [h.make_node("SequenceAt", ["feats", "i"], ["f"]),
+             h.make_node("ReduceSum", ["f", "minus1"], ["s"], keepdims=0),
+             h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT),
+             h.make_node("Add", ["fi", "onef"], ["w"]),
+             h.make_node("Mul", ["s", "w"], ["sw"]),
+             h.make_node("Add", ["t_in", "sw"], ["t_out"]),
+             h.make_node("ReduceMax", ["f"], ["mx"], keepdims=0),
+             h.make_node("Identity", ["cond"], ["cond_out"])],
+            "body1", [i64("i", []), b("cond"), f("t_in", [2])],
+            [b("cond_out"), f("t_out", [2]), f("mx", [])])
+        # acc = [x]; for i in range(3): acc.append(acc[-1] * 2 + 1)
+        body2 = h.make_graph(
+            [h.make_node("SequenceAt", ["acc_in", "last"], ["prev"]),
+             h.make_node("Mul", ["prev", "twof"], ["p2"]),
+             h.make_node("Add", ["p2", "onef"], ["nxt"]),
+             h.make_node("SequenceInsert", ["acc_in", "nxt"], ["acc_out"]),
+             h.make_node("Identity", ["cond"], ["cond_out"])],
+            "body2", [i64("i", []), b("cond"), seq("acc_in")], [b("cond_out"), seq("acc_out")])
+        nodes = [h.make_node("Slice", ["x", "zero1", "big1", "two_ax", "two1"], ["x2"]),
+                 h.make_node("Slice", ["x", "zero1", "big1", "two_ax", "four1"], ["x4"]),
+                 h.make_node("SequenceConstruct", ["x", "x2", "x4"], ["feats"]),
+                 h.make_node("SequenceLength", ["feats"], ["n"]),
+                 h.make_node("Loop", ["n", "true", "zeros"], ["total", "maxes"], body=body1,
+                             name="over_list"),
+                 h.make_node("SequenceConstruct", ["x"], ["acc0"]),
+                 h.make_node("Loop", ["three", "", "acc0"], ["acc"], body=body2,
+                             name="recurrent"),
+                 h.make_node("ConcatFromSequence", ["acc"], ["chain"], axis=1),
+                 h.make_node("Loop", ["m", "", "acc0"], ["acc_m"], body=body2, name="computed"),
+                 h.make_node("ConcatFromSequence", ["acc_m"], ["chain_m"], axis=1)]
+        inits = [c("zero1", [0]), c("big1", [100]), c("two_ax", [1]), c("two1", [2]),
+                 c("four1", [4]), c("minus1", [-1]), c("three", 3), c("last", -1),
+                 c("true", True, bool), c("onef", 1.0, np.float32), c("twof", 2.0, np.float32),
+                 nh.from_array(np.zeros(2, np.float32), "zeros")]
+        path = self.save("seq_unroll.onnx", nodes[:8], [f("x", [2, 8])],
+                         [f("total"), f("maxes"), f("chain")], 13, inits)
+        x = np.random.RandomState(3).randn(2, 8).astype(np.float32)
+        with self.rt.load_model(path).session() as s:
+            out = s.run({"x": x})
+        feats = [x, x[:, ::2], x[:, ::4]]
+        np.testing.assert_allclose(out["total"], sum(f.sum(-1) * (i + 1)
+                                                     for i, f in enumerate(feats)), rtol=1e-5)
+        np.testing.assert_array_equal(out["maxes"], [f.max() for f in feats])
+        chain = [x]
+        for _ in range(3):
+            chain.append(chain[-1] * np.float32(2) + np.float32(1))
+        np.testing.assert_allclose(out["chain"], np.concatenate(chain, 1), rtol=1e-6)
+        path = self.save("seq_unroll_m.onnx", nodes[5:6] + nodes[8:],
+                         [f("x", [2, 8]), i64("m", [])], [f("chain_m")], 13, inits)
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(path).session()
+        self.assertIn("node 'computed' (Loop): carried sequence 0 ('acc_in') does not start empty",
+                      str(e.exception))
+        self.assertIn("known only when it runs", str(e.exception))
+
     def test_torch_scripted(self):
         """Lists in TorchScript exported by torch.onnx: split and append in a
         for loop, stack over a dynamic range, unbind and index, append in a
@@ -1974,7 +2044,8 @@ class SequenceTest(unittest.TestCase):
                          [f("x", [2]), i64("m", [])], [f("y")], 13)
         with self.assertRaises(plinth.Error) as e:
             self.rt.load_model(path).session()
-        self.assertIn("node 'loop' (Loop): carried sequence 0 ('acc_in')", str(e.exception))
+        self.assertIn("node 'loop' (Loop): the body does more with carried sequence 0 ('acc_in')",
+                      str(e.exception))
         # a sequence given to an op that is not a sequence op
         path = self.save("seq_relu.onnx",
                          [h.make_node("SequenceConstruct", ["x"], ["s"]),

@@ -1286,15 +1286,21 @@ static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl
     for (size_t i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] != PL_TID_NONE)
             PL_RETURN_IF_ERROR(pl_known_load_constant(ctx, n->inputs[i]));
-    bool seq = false;
-    PL_RETURN_IF_ERROR(pl_opset_lower_sequence(ctx, id, version, &seq));
+    bool seq = false, walk = false;
+    PL_RETURN_IF_ERROR(pl_opset_lower_sequence(ctx, id, version, &seq, &walk));
     if (seq)
         *changed = true;
     else
         PL_RETURN_IF_ERROR(pl_opset_lower_node(ctx->g, id, version, changed));
     PL_RETURN_IF_ERROR(pl_infer_grow_known(ctx));
-    for (size_t k = before; k < pl_graph_node_count(ctx->g); k++)
+    /* An unrolled body's nodes are walked like the graph's own: each is
+     * rewritten (and what that adds inferred) before it is inferred. */
+    size_t after = pl_graph_node_count(ctx->g);
+    for (size_t k = before; k < after; k++) {
+        if (walk)
+            PL_RETURN_IF_ERROR(pl_infer_lower_node(ctx, set, (pl_nid)k, version, changed));
         PL_RETURN_IF_ERROR(pl_infer_node_run(ctx, set, (pl_nid)k));
+    }
     return NULL;
 }
 

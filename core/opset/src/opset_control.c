@@ -858,7 +858,7 @@ static const pl_attr_spec scan9_attrs[] = {
  * reached with a true condition: the condition input passed through, or a
  * true constant of the body or the enclosing graph (PyTorch's for loops),
  * through Identities. */
-static bool loop_cond_always_true(pl_infer_ctx *ctx, const pl_graph *body)
+bool pl_opset_loop_cond_always_true(pl_infer_ctx *ctx, const pl_graph *body)
 {
     pl_tid t = pl_graph_output(body, 0);
     for (int hops = 0; hops < 16; hops++) {
@@ -904,7 +904,7 @@ static bool loop_needs_count(pl_infer_ctx *ctx, const pl_graph *body)
      * node this split leaves is such a loop: it is not split again) */
     if (nf < 2 || body == NULL || n->inputs[1] == PL_TID_NONE)
         return false;
-    if (loop_known_true(ctx, 1) && loop_cond_always_true(ctx, body))
+    if (loop_known_true(ctx, 1) && pl_opset_loop_cond_always_true(ctx, body))
         return false;
     const pl_graph *g = pl_infer_graph(ctx);
     for (size_t o = nf - 2; o < n->n_outputs; o++) {

@@ -142,13 +142,18 @@ pl_status *pl_opset_upgrade_node(pl_graph *g, pl_nid id, int64_t from);
  * the graph was rewritten. */
 pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed);
 /* Rewrites node ID when it is a sequence op, reads a sequence or is a
- * Loop carrying one (opset_sequence.c); *HANDLED says whether it was. */
+ * Loop over sequences (opset_sequence.c); *HANDLED says whether it was,
+ * *WALK_ADDED whether the nodes it added need the whole walk (rewriting,
+ * then inference: an unrolled body's), not inference alone. */
 pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version,
-                                   bool *handled);
+                                   bool *handled, bool *walk_added);
 /* After the Loop ID was inferred (CTX on it): when a scan output's length
  * depends on the condition stopping the loop, adds a Loop that counts the
  * iterations (*OUT_COUNTER, to infer) and makes ID run that many
  * (opset_control.c); PL_NID_NONE when nothing changed. */
 pl_status *pl_opset_loop_count_split(pl_infer_ctx *ctx, pl_nid id, pl_nid *out_counter);
+/* Whether BODY (a Loop's) gives a true condition on every iteration: its
+ * condition input passed through, or a true constant, through Identities. */
+bool pl_opset_loop_cond_always_true(pl_infer_ctx *ctx, const pl_graph *body);
 
 #endif

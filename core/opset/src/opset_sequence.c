@@ -17,17 +17,21 @@
  *   merging two axes.
  *
  * A list a control-flow body reads, or one read at a computed position,
- * is stacked (a Concat of Unsqueezes): a body sees only stacked sequences.
- * A Loop that carries a sequence starting empty, to which its body appends
- * one tensor per iteration (PyTorch's scripted `for ...: list.append(x)`),
- * gets that tensor as a scan output instead: the sequence after the loop
- * is the scan output, stacked on axis 0.
+ * is stacked (a Concat of Unsqueezes) when its tensors can share a shape:
+ * a body sees only stacked sequences. A Loop that carries a sequence
+ * starting empty, to which its body appends one tensor per iteration
+ * (PyTorch's scripted `for ...: list.append(x)`), gets that tensor as a
+ * scan output instead: the sequence after the loop is the scan output,
+ * stacked on axis 0. Any other Loop over sequences (its body reads a list
+ * of tensors of different shapes, or the sequence it grows) is unrolled
+ * when its trip count is known before the run (sq_unroll), each copy of
+ * the body walked in turn.
  *
  * What cannot be followed is refused with the node and the reason: a
  * sequence as the model's input or output (the onnx module refuses those),
- * positions and splits computed at run time on lists, a Loop whose body
- * reads its carried sequence or inserts anywhere but at the end,
- * SequenceMap, and any other op given a sequence. Elements of a stacked
+ * positions and splits computed at run time on lists, such a Loop whose
+ * trip count only the run knows, SequenceMap, and any other op given a
+ * sequence. Elements of a stacked
  * sequence share one shape, as ONNX Runtime's loops and splits give them;
  * a SplitToSequence into parts of a size that does not divide a dim known
  * only at run time fails there, in its Reshape. */
@@ -47,6 +51,7 @@ typedef struct sq {
     int64_t version;
     char base[SQ_NAME];
     char op[64];
+    bool walk_added;   /* the nodes added need the whole walk (an unrolled body) */
 } sq;
 
 static pl_status *sq_error(const sq *s, pl_code code, const char *fmt, ...)
@@ -225,25 +230,18 @@ static pl_status *sq_mark(sq *s, pl_tid t, pl_seq_kind kind, int64_t axis, pl_dt
 static pl_status *sq_finish_list(sq *s, const pl_tid *elems, size_t n, pl_dtype dtype)
 {
     pl_tid out = sq_node(s)->outputs[0];
-    if (sq_captured(s, out)) {
-        if (n == 0)
-            return sq_error(s, PL_CODE_UNSUPPORTED,
-                            "a control-flow body reads the empty sequence '%s'; Plinth follows "
-                            "a sequence into a body only when its elements are known",
-                            sq_name(s, out));
+    bool uniform = n > 0;
+    for (size_t i = 1; uniform && i < n; i++) {
         const pl_graph_tensor *e0 = pl_graph_get_tensor(s->g, elems[0]);
-        for (size_t i = 1; i < n; i++) {
-            const pl_graph_tensor *e = pl_graph_get_tensor(s->g, elems[i]);
-            bool differ = e->ndim >= 0 && e0->ndim >= 0 && e->ndim != e0->ndim;
-            for (int32_t d = 0; !differ && e->ndim == e0->ndim && d < e->ndim; d++)
-                differ = e->dims[d] >= 0 && e0->dims[d] >= 0 && e->dims[d] != e0->dims[d];
-            if (differ)
-                return sq_error(s, PL_CODE_UNSUPPORTED,
-                                "a control-flow body reads sequence '%s', whose elements '%s' "
-                                "and '%s' differ in shape; Plinth passes a sequence into a "
-                                "body stacked in one tensor",
-                                sq_name(s, out), e0->name, e->name);
-        }
+        const pl_graph_tensor *e = pl_graph_get_tensor(s->g, elems[i]);
+        bool differ = e->ndim >= 0 && e0->ndim >= 0 && e->ndim != e0->ndim;
+        for (int32_t d = 0; !differ && e->ndim == e0->ndim && d < e->ndim; d++)
+            differ = e->dims[d] >= 0 && e0->dims[d] >= 0 && e->dims[d] != e0->dims[d];
+        uniform = !differ;
+    }
+    /* a body reads it: stacked, unless its tensors differ in shape (then
+     * a Loop reading it is unrolled: sq_loop) */
+    if (uniform && sq_captured(s, out)) {
         pl_tid *u = pl_malloc(n * sizeof *u);
         if (u == NULL)
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory stacking a sequence");
@@ -722,16 +720,257 @@ static pl_nid sq_producer(const pl_graph *body, pl_tid t)
     return PL_NID_NONE;
 }
 
-/* A Loop carrying sequences: each must start empty and grow by one
- * SequenceInsert at its end per iteration; it becomes a scan output. */
+/* ---- unrolling -------------------------------------------------------- */
+
+enum { SQ_UNROLL_TRIPS = 256, SQ_UNROLL_NODES = 16384 };
+
+/* The trip count of the Loop when nothing but M ends it, or -1. */
+static int64_t sq_static_trips(sq *s)
+{
+    int64_t v[PL_KNOWN_MAX];
+    size_t n;
+    pl_tid m = sq_in(s, 0), c = sq_in(s, 1);
+    if (m == PL_TID_NONE || !sq_known(s, m, v, &n) || n != 1)
+        return -1;
+    int64_t trips = v[0] < 0 ? 0 : v[0];
+    if (c == PL_TID_NONE)
+        return trips; /* the body's condition: checked below */
+    int64_t cv[PL_KNOWN_MAX];
+    if (!sq_known(s, c, cv, &n) || n != 1)
+        return -1;
+    return cv[0] == 0 ? 0 : trips;
+}
+
+/* The Loop unrolled into this graph, TRIPS copies of its body one after the
+ * other (names "<loop>/it<k>/<name>"), when its sequences can be followed
+ * no other way (a list of tensors of different shapes read in the body, a
+ * sequence the body reads while it grows): each copy's sequence ops are
+ * then rewritten as the walk reaches them. */
+static pl_status *sq_unroll(sq *s, pl_graph *body, int64_t trips)
+{
+    const pl_graph_node *n = sq_node(s);
+    size_t nf = n->n_formal_inputs, n_car = nf - 2, n_out = n->n_outputs;
+    size_t n_scan = n_out - n_car, nt = pl_graph_tensor_count(body);
+    size_t nn = pl_graph_node_count(body);
+    const pl_nid *order = pl_graph_topo_order(body);
+    if (order == NULL)
+        return sq_error(s, PL_CODE_INTERNAL, "its body is not validated");
+    if (trips == 0 && n_scan > 0)
+        return sq_error(s, PL_CODE_UNSUPPORTED,
+                        "runs no iteration and has scan outputs; Plinth unrolls it only when "
+                        "it runs");
+    if ((size_t)trips * (nn ? nn : 1) > SQ_UNROLL_NODES)
+        return sq_error(s, PL_CODE_UNSUPPORTED,
+                        "unrolling its %lld iterations of %zu nodes would make more than %d",
+                        (long long)trips, nn, SQ_UNROLL_NODES);
+    for (size_t i = 0; i < nn; i++) {
+        const pl_graph_node *b = pl_graph_get_node(body, (pl_nid)i);
+        for (size_t k = 0; k < b->n_attrs; k++)
+            if (b->attrs[k].kind == PL_ATTR_GRAPH || b->attrs[k].kind == PL_ATTR_GRAPHS)
+                return sq_error(s, PL_CODE_UNSUPPORTED,
+                                "its body holds control flow ('%s'); Plinth unrolls only "
+                                "bodies without",
+                                b->name);
+    }
+    pl_tid *map = pl_malloc((nt ? nt : 1) * sizeof *map);
+    pl_tid *cur = pl_malloc((n_car + 1) * sizeof *cur);
+    pl_tid *scans = pl_malloc(((size_t)trips * n_scan + 1) * sizeof *scans);
+    pl_tid *outs = pl_malloc((n_out + 1) * sizeof *outs);
+    pl_status *st = NULL;
+    if (!map || !cur || !scans || !outs)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory unrolling a Loop");
+    pl_tid cond = PL_TID_NONE;
+    if (st == NULL) {
+        for (size_t k = 0; k < n_car; k++)
+            cur[k] = n->inputs[2 + k];
+        memcpy(outs, n->outputs, n_out * sizeof *outs);
+        cond = n->inputs[1];
+        if (cond == PL_TID_NONE) {
+            bool yes = true;
+            st = pl_rewrite_add_constant(s->g, s->id, "true", (pl_dtype){PL_TYPE_BOOL, 8, 1}, 0,
+                                         NULL, &yes, 1, &cond);
+        }
+    }
+    /* constants and outer references: the same in every copy */
+    for (size_t t = 0; st == NULL && t < nt; t++) {
+        const pl_graph_tensor *bt = pl_graph_get_tensor(body, (pl_tid)t);
+        map[t] = PL_TID_NONE;
+        if (bt->data != NULL) {
+            int64_t dims[PL_GRAPH_MAX_RANK];
+            if (bt->ndim > 0)
+                memcpy(dims, bt->dims, (size_t)bt->ndim * sizeof *dims);
+            st = pl_rewrite_add_constant(s->g, s->id, bt->name, bt->dtype, bt->ndim,
+                                         bt->ndim > 0 ? dims : NULL, bt->data, bt->nbytes,
+                                         &map[t]);
+        } else if (bt->is_outer) {
+            map[t] = pl_graph_find_tensor(s->g, bt->name);
+            if (map[t] == PL_TID_NONE)
+                st = sq_error(s, PL_CODE_INTERNAL, "its body reads '%s', not in this graph",
+                              bt->name);
+        }
+    }
+    for (int64_t it = 0; st == NULL && it < trips; it++) {
+        pl_tid iter;
+        char prefix[SQ_NAME];
+        snprintf(prefix, sizeof prefix, "%.180s/it%lld", s->base, (long long)it);
+        st = sq_i64s(s, "iter", &it, 1, true, &iter);
+        if (st == NULL) {
+            map[pl_graph_input(body, 0)] = iter;
+            map[pl_graph_input(body, 1)] = cond;
+            for (size_t k = 0; k < n_car; k++)
+                map[pl_graph_input(body, 2 + k)] = cur[k];
+        }
+        for (size_t i = 0; st == NULL && i < nn; i++) {
+            const pl_graph_node *b = pl_graph_get_node(body, order[i]);
+            enum { MAXIO = 64 };
+            if (b->n_formal_inputs > MAXIO || b->n_outputs > MAXIO) {
+                st = sq_error(s, PL_CODE_UNSUPPORTED, "body node '%s' has more than %d inputs "
+                                                      "or outputs", b->name, MAXIO);
+                break;
+            }
+            char in_names[MAXIO][SQ_NAME], out_names[MAXIO][SQ_NAME], name[SQ_NAME];
+            const char *ip[MAXIO], *op[MAXIO];
+            for (size_t k = 0; st == NULL && k < b->n_formal_inputs; k++) {
+                pl_tid bt = b->inputs[k];
+                if (bt != PL_TID_NONE && map[bt] == PL_TID_NONE)
+                    st = sq_error(s, PL_CODE_INTERNAL, "body tensor '%s' read before it is "
+                                                       "made", pl_graph_get_tensor(body, bt)->name);
+                else
+                    snprintf(in_names[k], SQ_NAME, "%s",
+                             bt == PL_TID_NONE ? "" : sq_name(s, map[bt]));
+                ip[k] = in_names[k];
+            }
+            for (size_t k = 0; st == NULL && k < b->n_outputs; k++) {
+                op[k] = "";
+                if (b->outputs[k] == PL_TID_NONE)
+                    continue;
+                char what[SQ_NAME];
+                snprintf(what, sizeof what, "%s", pl_graph_get_tensor(body, b->outputs[k])->name);
+                pl_rewrite_fresh_name(s->g, prefix, what, out_names[k], SQ_NAME);
+                pl_tid t;
+                st = pl_graph_tensor_get_or_add(s->g, out_names[k], &t);
+                map[b->outputs[k]] = t;
+                op[k] = out_names[k];
+            }
+            pl_nid id;
+            if (st == NULL) {
+                pl_rewrite_fresh_name(s->g, prefix, b->name, name, sizeof name);
+                st = pl_graph_add_node(s->g, name, b->op, b->domain, ip, b->n_formal_inputs, op,
+                                       b->n_outputs, &id);
+            }
+            if (st == NULL)
+                st = pl_graph_node_copy_attrs(s->g, id, b);
+        }
+        for (size_t k = 0; st == NULL && k < n_car; k++)
+            cur[k] = map[pl_graph_output(body, 1 + k)];
+        for (size_t k = 0; st == NULL && k < n_scan; k++)
+            scans[(size_t)it * n_scan + k] = map[pl_graph_output(body, 1 + n_car + k)];
+        for (size_t k = 0; st == NULL && k < n_car + n_scan; k++)
+            if (map[pl_graph_output(body, 1 + k)] == PL_TID_NONE)
+                st = sq_error(s, PL_CODE_INVALID_ARGUMENT, "body output %zu is not made", 1 + k);
+    }
+    /* the node's outputs, from the last copy (carried) and each copy's
+     * rows (scan outputs); the node itself becomes an Identity nobody
+     * reads */
+    pl_tid dummy = PL_TID_NONE;
+    if (st == NULL) {
+        char name[SQ_NAME];
+        pl_rewrite_fresh_name(s->g, s->base, "unrolled", name, sizeof name);
+        st = pl_graph_tensor_get_or_add(s->g, name, &dummy);
+    }
+    if (st == NULL)
+        st = pl_graph_node_set_outputs(s->g, s->id, &dummy, 1);
+    for (size_t k = 0; st == NULL && k < n_out; k++) {
+        if (outs[k] == PL_TID_NONE)
+            continue;
+        pl_tid src;
+        if (k < n_car) {
+            src = cur[k];
+        } else {
+            pl_tid *rows = pl_malloc((size_t)trips * sizeof *rows);
+            if (rows == NULL) {
+                st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory unrolling a Loop");
+                break;
+            }
+            for (int64_t it = 0; it < trips; it++)
+                rows[it] = scans[(size_t)it * n_scan + (k - n_car)];
+            st = sq_stack(s, rows, (size_t)trips, &src);
+            pl_free(rows);
+        }
+        char in[SQ_NAME], out[SQ_NAME], name[SQ_NAME];
+        snprintf(in, sizeof in, "%s", sq_name(s, src));
+        snprintf(out, sizeof out, "%s", sq_name(s, outs[k]));
+        const char *ip[1] = {in}, *op[1] = {out};
+        pl_rewrite_fresh_name(s->g, s->base, "output", name, sizeof name);
+        if (st == NULL)
+            st = pl_graph_add_node(s->g, name, "Identity", "", ip, 1, op, 1, NULL);
+    }
+    if (st == NULL) {
+        pl_tid m = sq_in(s, 0);
+        st = sq_become(s, "Identity", &m, 1); /* drops the body */
+    }
+    pl_free(map);
+    pl_free(cur);
+    pl_free(scans);
+    pl_free(outs);
+    if (st == NULL)
+        s->walk_added = true;
+    return st;
+}
+
+/* Whether the node reads (as a capture of its body) a list sequence. */
+static bool sq_captures_list(const sq *s)
+{
+    const pl_graph_node *n = sq_node(s);
+    for (size_t k = n->n_formal_inputs; k < n->n_inputs; k++) {
+        const pl_graph_seq *q = pl_graph_seq_of(s->g, n->inputs[k]);
+        if (q != NULL && q->kind == PL_SEQ_LIST)
+            return true;
+    }
+    return false;
+}
+
+/* Why carried sequence K of the Loop cannot become a scan output (into
+ * WHY), or "" when it can: it starts empty and the body only appends one
+ * tensor to it. *INSERT: the body's SequenceInsert. */
+static void sq_append_pattern(sq *s, const pl_graph *body, size_t k, pl_nid *insert, char *why,
+                              size_t cap)
+{
+    const pl_graph_node *n = sq_node(s);
+    const pl_graph_seq *q = pl_graph_seq_of(s->g, n->inputs[2 + k]);
+    pl_tid b_in = pl_graph_input(body, 2 + k), b_out = pl_graph_output(body, 1 + k);
+    const char *bname = pl_graph_get_tensor(body, b_in)->name;
+    why[0] = '\0';
+    if (q->kind != PL_SEQ_LIST || q->n != 0) {
+        snprintf(why, cap, "carried sequence %zu ('%s') does not start empty", k, bname);
+        return;
+    }
+    pl_nid p = sq_producer(body, b_out);
+    const pl_graph_node *pn = p == PL_NID_NONE ? NULL : pl_graph_get_node(body, p);
+    if (pn == NULL || strcmp(pn->op, "SequenceInsert") != 0 || pn->n_formal_inputs < 2 ||
+        pn->inputs[0] != b_in || pn->inputs[1] == PL_TID_NONE ||
+        (pn->n_formal_inputs > 2 && pn->inputs[2] != PL_TID_NONE) ||
+        sq_body_reads(body, b_in, p, SIZE_MAX) || sq_body_reads(body, b_out, PL_NID_NONE, 1 + k))
+        snprintf(why, cap,
+                 "the body does more with carried sequence %zu ('%s') than append one tensor "
+                 "to it",
+                 k, bname);
+    *insert = p;
+}
+
+/* A Loop carrying sequences, each starting empty and growing by one
+ * SequenceInsert at its end per iteration: the appended tensors become
+ * scan outputs. Any other Loop over sequences (one carried another way, a
+ * list of tensors its body reads) is unrolled when its trip count is known
+ * before the run. */
 static pl_status *sq_loop(sq *s, bool *handled)
 {
     const pl_graph_node *n = sq_node(s);
     size_t n_formal = n->n_formal_inputs;
-    bool any = false;
+    bool any = false, lists = sq_captures_list(s);
     for (size_t i = 2; i < n_formal && !any; i++)
         any = n->inputs[i] != PL_TID_NONE && pl_graph_seq_of(s->g, n->inputs[i]) != NULL;
-    if (!any)
+    if (!any && !lists)
         return NULL;
     *handled = true;
     const pl_attr *ba = pl_graph_node_attr(n, "body");
@@ -744,6 +983,29 @@ static pl_status *sq_loop(sq *s, bool *handled)
         return sq_error(s, PL_CODE_INVALID_ARGUMENT,
                         "its body has %zu inputs and %zu outputs for %zu carried values", n_bin,
                         n_bout, carried);
+    char why[300] = "";
+    if (lists)
+        snprintf(why, sizeof why, "its body reads a list of tensors (of different shapes)");
+    for (size_t k = 0; !why[0] && k < carried; k++) {
+        pl_tid init = n->inputs[2 + k];
+        pl_nid ins_node;
+        if (init != PL_TID_NONE && pl_graph_seq_of(s->g, init) != NULL)
+            sq_append_pattern(s, body, k, &ins_node, why, sizeof why);
+    }
+    if (why[0]) {
+        int64_t trips = sq_static_trips(s);
+        if (trips < 0 || (trips > 0 && !pl_opset_loop_cond_always_true(s->ctx, body)))
+            return sq_error(s, PL_CODE_UNSUPPORTED,
+                            "%s, and how often it runs is known only when it runs: Plinth "
+                            "follows a Loop's sequence when the body only appends to one that "
+                            "starts empty, or unrolls the loop when its trip count is known",
+                            why);
+        if (trips > SQ_UNROLL_TRIPS)
+            return sq_error(s, PL_CODE_UNSUPPORTED,
+                            "%s; Plinth would unroll it, but it runs %lld times (at most %d)",
+                            why, (long long)trips, SQ_UNROLL_TRIPS);
+        return sq_unroll(s, body, trips);
+    }
     size_t n_scan = n_bout - 1 - carried;
     pl_tid *ins = pl_malloc((n_formal + 1) * sizeof *ins);
     pl_tid *outs = pl_malloc((n->n_outputs + 1) * sizeof *outs);
@@ -771,29 +1033,10 @@ static pl_status *sq_loop(sq *s, bool *handled)
             bouts[n_bouts++] = b_out;
             continue;
         }
-        const char *bname = pl_graph_get_tensor(body, b_in)->name;
-        if (q->kind != PL_SEQ_LIST || q->n != 0) {
-            st = sq_error(s, PL_CODE_UNSUPPORTED,
-                          "carried sequence %zu ('%s') does not start empty; Plinth follows a "
-                          "Loop's sequence when it starts empty and the body appends to it",
-                          k, bname);
-            break;
-        }
-        pl_nid p = sq_producer(body, b_out);
-        const pl_graph_node *pn = p == PL_NID_NONE ? NULL : pl_graph_get_node(body, p);
-        if (pn == NULL || strcmp(pn->op, "SequenceInsert") != 0 || pn->n_formal_inputs < 2 ||
-            pn->inputs[0] != b_in || pn->inputs[1] == PL_TID_NONE ||
-            (pn->n_formal_inputs > 2 && pn->inputs[2] != PL_TID_NONE) ||
-            sq_body_reads(body, b_in, p, SIZE_MAX) || sq_body_reads(body, b_out, PL_NID_NONE, 1 + k)) {
-            st = sq_error(s, PL_CODE_UNSUPPORTED,
-                          "carried sequence %zu ('%s'): Plinth follows a Loop's sequence when "
-                          "the body only appends one tensor to it (a SequenceInsert without a "
-                          "position) and reads it nowhere else",
-                          k, bname);
-            break;
-        }
+        pl_nid p = PL_NID_NONE;
+        sq_append_pattern(s, body, k, &p, why, sizeof why);
         /* the append becomes the scan output's element */
-        pl_tid elem = pn->inputs[1];
+        pl_tid elem = pl_graph_get_node(body, p)->inputs[1];
         st = pl_graph_node_set_op(body, p, "", "Identity");
         if (st == NULL)
             st = pl_graph_node_set_inputs(body, p, &elem, 1);
@@ -849,8 +1092,9 @@ static const struct {
 };
 
 pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version,
-                                   bool *handled)
+                                   bool *handled, bool *walk_added)
 {
+    *walk_added = false;
     pl_graph *g = pl_infer_graph_mut(ctx);
     const pl_graph_node *n = pl_graph_get_node(g, id);
     *handled = false;
@@ -864,8 +1108,11 @@ pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version
             *handled = true;
             return sq_rules[i].fn(&s);
         }
-    if (strcmp(s.op, "Loop") == 0)
-        return sq_loop(&s, handled);
+    if (strcmp(s.op, "Loop") == 0) {
+        pl_status *st = sq_loop(&s, handled);
+        *walk_added = s.walk_added;
+        return st;
+    }
     if (strcmp(s.op, "SequenceMap") == 0)
         return sq_error(&s, PL_CODE_UNSUPPORTED, "SequenceMap is not supported");
     for (size_t i = 0; i < n->n_formal_inputs; i++) {
