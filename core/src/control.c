@@ -18,7 +18,10 @@
  * A Loop body whose shapes depend on its iteration number (a Slice of row
  * i, say) cannot be planned once: it is planned per iteration number
  * instead, the number bound as a constant so that inference knows it, on
- * first use, and kept (at most CTL_MAX_SPECIALISED of them). */
+ * first use, and kept (at most CTL_MAX_SPECIALISED of them). Carried
+ * induction variables (a constant start stepped by a constant: tf2onnx's
+ * `for i in tf.range(n)` counter, which its body slices row i with) are
+ * bound with it, to their value at that iteration. */
 #include "control.h"
 
 #include <jansson.h>
@@ -61,6 +64,9 @@ typedef struct ctl_body {
     ctl_out *outs;
     size_t n_sess_out;
     bool fixed_iter;      /* input 0 (Loop's iteration number) is a constant */
+    /* per formal input: a constant of the body's session (the iteration
+     * number, an induction variable: pl_control's ind), not passed */
+    bool *fixed;
     /* If: why this branch could not be planned, or NULL. The other branch
      * was: this one is an error only when a run takes it (a branch for
      * other shapes, say another sample rate's). */
@@ -80,6 +86,12 @@ struct pl_control {
     /* Loop bodies planned per iteration number (see the file comment). */
     pl_runtime *rt;
     bool by_iter;
+    /* Loop: per carried value, whether it is an induction variable (a
+     * constant start IND_C0 stepped by a constant IND_D every iteration,
+     * tf2onnx's range counters), bound with the iteration number */
+    bool *ind;
+    int64_t *ind_c0, *ind_d;
+    size_t n_ind;
     pthread_mutex_t mu;
     bool mu_ready;
     ctl_body **spec;      /* per iteration number, NULL until first used */
@@ -117,6 +129,7 @@ static void ctl_body_clear(ctl_body *b)
     pl_free(b->cap_of);
     pl_free(b->outs);
     pl_free(b->unplanned);
+    pl_free(b->fixed);
     memset(b, 0, sizeof *b);
 }
 
@@ -200,9 +213,27 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
     PL_RETURN_IF_ERROR(pl_graph_copy(body, &copy));
     b->n_formal = pl_graph_input_count(body);
     if (iter != NULL && b->n_formal > 0) {
-        pl_tid t0 = pl_graph_input(copy, 0);
-        pl_graph_drop_input(copy, t0);
-        pl_status *cst = pl_graph_set_constant(copy, t0, iter, sizeof *iter);
+        b->fixed = pl_calloc(b->n_formal, sizeof *b->fixed);
+        pl_tid *ids = pl_calloc(b->n_formal, sizeof *ids);
+        pl_status *cst = b->fixed && ids ? NULL : ctl_oom(c);
+        for (size_t k = 0; cst == NULL && k < b->n_formal; k++) {
+            ids[k] = pl_graph_input(copy, k);
+            b->fixed[k] = k == 0 || (k >= 2 && k - 2 < c->n_ind && c->ind[k - 2]);
+        }
+        for (size_t k = 0; cst == NULL && k < b->n_formal; k++) {
+            if (!b->fixed[k])
+                continue;
+            pl_graph_drop_input(copy, ids[k]);
+            int64_t v = k == 0 ? *iter : c->ind_c0[k - 2] + *iter * c->ind_d[k - 2];
+            const pl_graph_tensor *bt = pl_graph_get_tensor(copy, ids[k]);
+            if (k > 0 && PL_DTYPE_EQ(bt->dtype, PL_DTYPE_I32)) {
+                int32_t v32 = (int32_t)v;
+                cst = pl_graph_set_constant(copy, ids[k], &v32, sizeof v32);
+            } else {
+                cst = pl_graph_set_constant(copy, ids[k], &v, sizeof v);
+            }
+        }
+        pl_free(ids);
         if (cst != NULL) {
             pl_graph_destroy(copy);
             return pl_status_wrap(cst, "%s: %s: ", c->label, attr);
@@ -289,9 +320,10 @@ static pl_status *ctl_body_run(const pl_control *c, const ctl_body *b, const pl_
     if (sin == NULL || sout == NULL)
         st = ctl_oom(c);
     if (st == NULL && b->session != NULL) {
-        size_t skip = b->fixed_iter ? 1 : 0, ns = 0;
-        for (size_t k = skip; k < b->n_formal; k++)
-            sin[ns++] = formal[k];
+        size_t ns = 0;
+        for (size_t k = 0; k < b->n_formal; k++)
+            if (b->fixed == NULL || !b->fixed[k])
+                sin[ns++] = formal[k];
         for (size_t k = 0; k < b->n_caps; k++)
             sin[ns++] = in[nf + b->cap_of[k]];
         for (size_t i = 0; i < b->n_out; i++)
@@ -743,6 +775,119 @@ static pl_status *ctl_scan_attrs(pl_control *c, const pl_graph_node *n)
     return NULL;
 }
 
+/* ---- induction variables ------------------------------------------------------ */
+
+/* The value of T when it is a constant integer of one element. */
+static bool ctl_const_int(const pl_graph_tensor *t, int64_t *v)
+{
+    size_t n;
+    if (t == NULL || t->data == NULL || t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n) ||
+        n != 1)
+        return false;
+    if (PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64) && t->nbytes >= 8) {
+        memcpy(v, t->data, 8);
+        return true;
+    }
+    if (PL_DTYPE_EQ(t->dtype, PL_DTYPE_I32) && t->nbytes >= 4) {
+        int32_t w;
+        memcpy(&w, t->data, 4);
+        *v = w;
+        return true;
+    }
+    return false;
+}
+
+/* Body tensor T's constant value: its own, or the enclosing graph's. */
+static bool ctl_body_const(const pl_control *c, const pl_graph *body, pl_tid t, int64_t *v)
+{
+    const pl_graph_tensor *bt = pl_graph_get_tensor(body, t);
+    if (ctl_const_int(bt, v))
+        return true;
+    if (!bt->is_outer)
+        return false;
+    pl_tid o = pl_graph_find_tensor(c->g, bt->name);
+    return o != PL_TID_NONE && ctl_const_int(pl_graph_get_tensor(c->g, o), v);
+}
+
+/* Through Identities to what T copies. */
+static pl_tid ctl_through_identity(const pl_graph *body, pl_tid t)
+{
+    for (int hops = 0; hops < 8; hops++) {
+        const pl_graph_tensor *bt = pl_graph_get_tensor(body, t);
+        if (bt->producer == PL_NID_NONE)
+            break;
+        const pl_graph_node *p = pl_graph_get_node(body, bt->producer);
+        if (strcmp(p->op, "Identity") != 0 || p->n_inputs < 1 || p->inputs[0] == PL_TID_NONE)
+            break;
+        t = p->inputs[0];
+    }
+    return t;
+}
+
+/* The constant carried value J of the Loop (node N): it starts at a
+ * constant and the body passes it through unchanged. */
+static bool ctl_invariant(const pl_control *c, const pl_graph_node *n, const pl_graph *body,
+                          size_t j, int64_t *v)
+{
+    size_t n_car = n->n_formal_inputs - 2;
+    if (j >= n_car || n->inputs[2 + j] == PL_TID_NONE)
+        return false;
+    return ctl_through_identity(body, pl_graph_output(body, 1 + j)) ==
+               pl_graph_input(body, 2 + j) &&
+           ctl_const_int(pl_graph_get_tensor(c->g, n->inputs[2 + j]), v);
+}
+
+/* Finds the Loop's induction variables (pl_control's ind): carried scalar
+ * integers starting at a constant whose next value is Add(itself, D), D a
+ * constant or a carried value that never changes (tf2onnx writes
+ * `for i in tf.range(n)` so, and slices row i of a tensor with them), and
+ * those constants carried unchanged (D = 0). */
+static pl_status *ctl_find_induction(pl_control *c, const pl_graph_node *n, const pl_graph *body)
+{
+    size_t n_car = n->n_formal_inputs - 2;
+    if (pl_graph_input_count(body) != n->n_formal_inputs ||
+        pl_graph_output_count(body) < 1 + n_car || n_car == 0)
+        return NULL;
+    c->ind = pl_calloc(n_car, sizeof *c->ind);
+    c->ind_c0 = pl_calloc(n_car, sizeof *c->ind_c0);
+    c->ind_d = pl_calloc(n_car, sizeof *c->ind_d);
+    if (!c->ind || !c->ind_c0 || !c->ind_d)
+        return ctl_oom(c);
+    c->n_ind = n_car;
+    for (size_t k = 0; k < n_car; k++) {
+        pl_tid in = pl_graph_input(body, 2 + k);
+        const pl_graph_tensor *o = pl_graph_get_tensor(body, pl_graph_output(body, 1 + k));
+        /* a constant carried through unchanged: a step of 0 */
+        if (ctl_invariant(c, n, body, k, &c->ind_c0[k])) {
+            c->ind[k] = true;
+            continue;
+        }
+        if (n->inputs[2 + k] == PL_TID_NONE ||
+            !ctl_const_int(pl_graph_get_tensor(c->g, n->inputs[2 + k]), &c->ind_c0[k]) ||
+            o->producer == PL_NID_NONE)
+            continue;
+        const pl_graph_node *add = pl_graph_get_node(body, o->producer);
+        if (strcmp(add->op, "Add") != 0 || add->n_formal_inputs != 2)
+            continue;
+        for (int side = 0; side < 2 && !c->ind[k]; side++) {
+            pl_tid self = add->inputs[side], step = add->inputs[1 - side];
+            if (self == PL_TID_NONE || step == PL_TID_NONE ||
+                ctl_through_identity(body, self) != in)
+                continue;
+            int64_t d;
+            bool known = ctl_body_const(c, body, step, &d);
+            for (size_t j = 0; !known && j < n_car; j++)
+                known = j != k && ctl_through_identity(body, step) == pl_graph_input(body, 2 + j) &&
+                        ctl_invariant(c, n, body, j, &d);
+            if (known) {
+                c->ind[k] = true;
+                c->ind_d[k] = d;
+            }
+        }
+    }
+    return NULL;
+}
+
 /* ---- the object -------------------------------------------------------------- */
 
 void pl_control_destroy(pl_control *c)
@@ -757,6 +902,9 @@ void pl_control_destroy(pl_control *c)
         pl_free(c->spec[i]);
     }
     pl_free(c->spec);
+    pl_free(c->ind);
+    pl_free(c->ind_c0);
+    pl_free(c->ind_d);
     if (c->mu_ready)
         pthread_mutex_destroy(&c->mu);
     pl_free(c->in_axis);
@@ -840,6 +988,12 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
     const char *const *names = kind == CTL_IF ? if_names : body_names;
     size_t count = kind == CTL_IF ? 2 : 1;
     pl_status *st = kind == CTL_SCAN ? ctl_scan_attrs(c, n) : NULL;
+    bool any_ind = false;
+    if (kind == CTL_LOOP && ctl_attr_body(n, "body") != NULL) {
+        st = ctl_find_induction(c, n, ctl_attr_body(n, "body"));
+        for (size_t k = 0; st == NULL && k < c->n_ind; k++)
+            any_ind |= c->ind[k];
+    }
     for (size_t i = 0; st == NULL && i < count; i++) {
         const pl_graph *body = ctl_attr_body(n, names[i]);
         if (body == NULL) {
@@ -870,7 +1024,7 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
          * iteration number is known: plan it per iteration (iteration 0
          * now, the others on first use); keep the first error otherwise. */
         if (st != NULL && kind == CTL_LOOP && pl_graph_input_count(body) > 0 &&
-            pl_graph_get_tensor(body, pl_graph_input(body, 0))->n_consumers > 0) {
+            (pl_graph_get_tensor(body, pl_graph_input(body, 0))->n_consumers > 0 || any_ind)) {
             ctl_body_clear(&c->bodies[i]);
             c->n_bodies = 0;
             const ctl_body *first = NULL;

@@ -1639,6 +1639,48 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_array_equal(out["l"], left.astype(npt), err_msg=str(npt))
             np.testing.assert_array_equal(out["r"], right, err_msg=str(npt))
 
+    def test_loop_induction_rows(self):
+        """tf2onnx's `for i in tf.range(n)`: a carried counter from 0
+        stepped by a carried delta, the condition `i + 1 < n` and row i of
+        the input sliced with it. The body is planned per iteration with the
+        counter bound, for inputs of several row counts."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        f = lambda n, shape=None: h.make_tensor_value_info(n, T.FLOAT, shape)
+        i64 = lambda n, shape=None: h.make_tensor_value_info(n, T.INT64, shape)
+        b = lambda n: h.make_tensor_value_info(n, T.BOOL, [])
+        c = lambda n, v: nh.from_array(np.array(v, dtype=np.int64), n)
+        body = h.make_graph(
+            [h.make_node("Add", ["i_in", "d_in"], ["i_out"]),
+             h.make_node("Unsqueeze", ["i_in", "ax0"], ["start"]),
+             h.make_node("Unsqueeze", ["i_out", "ax0"], ["end"]),
+             h.make_node("Slice", ["x", "start", "end", "ax0"], ["row"]),
+             h.make_node("ReduceMean", ["row"], ["mean"], keepdims=0),
+             h.make_node("Cast", ["i_in"], ["fi"], to=T.FLOAT),
+             h.make_node("Mul", ["mean", "fi"], ["v"]),
+             h.make_node("Less", ["i_out", "n_in"], ["go"]),
+             h.make_node("Identity", ["d_in"], ["d_out"]),
+             h.make_node("Identity", ["n_in"], ["n_out"])],
+            "body", [i64("it", []), b("c"), i64("i_in", []), i64("d_in", []), i64("n_in", [])],
+            [b("go"), i64("i_out", []), i64("d_out", []), i64("n_out", []), f("v", [])])
+        nodes = [h.make_node("Shape", ["x"], ["shape"]),
+                 h.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+                 h.make_node("Less", ["zero", "n"], ["c0"]),
+                 h.make_node("Loop", ["", "c0", "zero", "one", "n"], ["i", "d", "nn", "y"],
+                             body=body, name="rows")]
+        graph = h.make_graph(nodes, "g", [f("x", ["n", 5])], [f("y")],
+                             [c("zero", 0), c("one", 1), c("ax0", [0])])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+        model.ir_version = 7
+        path = os.path.join(TMP, "loop_induction.onnx")
+        onnx.save(model, path)
+        with self.rt.load_model(path).session() as s:
+            for n in (4, 1, 6, 4):
+                x = np.random.RandomState(n).randn(n, 5).astype(np.float32)
+                y = s.run({"x": x})["y"]
+                np.testing.assert_allclose(y, x.mean(1) * np.arange(n), rtol=1e-5, atol=1e-6)
+
     def test_range_limit_of_unknown_length(self):
         """Range takes a 1-D limit whose length an If leaves unknown (ONNX's
         own AffineGrid expansion): the model loads instead of the load
