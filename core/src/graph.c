@@ -239,6 +239,16 @@ pl_status *pl_graph_set_seq(pl_graph *g, pl_tid t, const pl_graph_seq *seq)
     return NULL;
 }
 
+void pl_graph_clear_seqs(pl_graph *g)
+{
+    for (size_t i = 0; i < g->n_seqs; i++)
+        if (g->seqs[i] != NULL) {
+            pl_free(g->seqs[i]->elems);
+            pl_free(g->seqs[i]);
+            g->seqs[i] = NULL;
+        }
+}
+
 const pl_graph_seq *pl_graph_seq_of(const pl_graph *g, pl_tid t)
 {
     return t < g->n_seqs ? g->seqs[t] : NULL;

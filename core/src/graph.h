@@ -308,6 +308,10 @@ typedef struct pl_graph_seq {
 /* Marks tensor T of G as the sequence SEQ (copied; a later call replaces
  * it). */
 pl_status *pl_graph_set_seq(pl_graph *g, pl_tid t, const pl_graph_seq *seq);
+/* Forgets every sequence mark: once the walk that rewrote the sequence
+ * ops ends, the tensors are tensors (a later walk of the same graph must
+ * not take a rewritten op's input for a sequence). */
+void pl_graph_clear_seqs(pl_graph *g);
 /* The sequence tensor T holds, or NULL when it holds a tensor. */
 const pl_graph_seq *pl_graph_seq_of(const pl_graph *g, pl_tid t);
 

@@ -1505,6 +1505,8 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
             if (st == NULL && !body && strcmp(ctx.node->op, "Loop") == 0)
                 st = pl_infer_loop_count(&ctx, set, order[i], &lowered);
         }
+        /* the sequence ops are rewritten: their marks have served */
+        pl_graph_clear_seqs(g);
         bool folded = false;
         if (st == NULL && !body)
             st = pl_infer_fold_known(&ctx, &folded);
