@@ -1681,6 +1681,42 @@ class OnnxTest(unittest.TestCase):
                 y = s.run({"x": x})["y"]
                 np.testing.assert_allclose(y, x.mean(1) * np.arange(n), rtol=1e-5, atol=1e-6)
 
+    def test_qlinear_matmul_f16_scales_opset21(self):
+        """Opset 21's QLinearMatMul with f16 scales (cast to f32 by the
+        core) against numpy, u8 and s8."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T, numpy_helper as nh
+        for npt, ot in ((np.uint8, T.UINT8), (np.int8, T.INT8)):
+            a = np.array([[208, 236, 0, 238], [3, 214, 255, 29]]).astype(np.int64)
+            b = np.array([[152, 51, 244], [60, 26, 255], [0, 127, 246], [127, 254, 247]])
+            if npt == np.int8:
+                a, b = a - 128, b - 128
+            a, b = a.astype(npt), b.astype(npt)
+            sc = lambda n, v: nh.from_array(np.array(v, dtype=np.float16), n)
+            zp = lambda n, v: nh.from_array(np.array(v, dtype=npt), n)
+            inits = [sc("a_s", 0.0066), zp("a_z", 113 - (128 if npt == np.int8 else 0)),
+                     sc("b_s", 0.00705), zp("b_z", 114 - (128 if npt == np.int8 else 0)),
+                     sc("y_s", 0.0107), zp("y_z", 118 - (128 if npt == np.int8 else 0))]
+            node = h.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s",
+                                                 "y_z"], ["y"])
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("a", ot, [2, 4]),
+                                               h.make_tensor_value_info("b", ot, [4, 3])],
+                                 [h.make_tensor_value_info("y", ot, [2, 3])], inits)
+            model = h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+            model.ir_version = 10
+            path = os.path.join(TMP, "qlmm21_%s.onnx" % npt.__name__)
+            onnx.save(model, path)
+            with self.rt.load_model(path).session() as s:
+                y = s.run({"a": a, "b": b})["y"]
+            f = lambda t: float(nh.to_array(next(i for i in inits if i.name == t)))
+            real = ((a.astype(np.float64) - f("a_z")) * np.float32(f("a_s"))) @ \
+                   ((b.astype(np.float64) - f("b_z")) * np.float32(f("b_s")))
+            lo, hi = (0, 255) if npt == np.uint8 else (-128, 127)
+            want = np.clip(np.rint(real / np.float32(f("y_s"))) + f("y_z"), lo, hi).astype(npt)
+            self.assertEqual(y.dtype, npt)
+            np.testing.assert_allclose(y.astype(np.int32), want.astype(np.int32), atol=1)
+
     def test_range_limit_of_unknown_length(self):
         """Range takes a 1-D limit whose length an If leaves unknown (ONNX's
         own AffineGrid expansion): the model loads instead of the load

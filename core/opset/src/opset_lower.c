@@ -46,7 +46,8 @@
  *   saturate (float8 only), block_size (blocked quantisation, refused),
  *   output_dtype (other than the type the inputs give, refused) and
  *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
- *   mode (CRD refused).
+ *   mode (CRD refused); QLinearMatMul 21's f16 and bf16 scales (cast to
+ *   f32).
  *
  * opset_history.c lists the versions that need this; opset_*.c hold the
  * schemas of the rewritten versions. */
@@ -2291,6 +2292,41 @@ static const struct {
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
 static pl_status *lw_dequantize(lw *w) { return lw_quant(w, false); }
 
+/* QLinearMatMul 21 takes f16 and bf16 scales: they are cast to f32, the
+ * type the older schema and the kernels take (each scale is one value or
+ * one per column, exactly representable in f32). */
+static pl_status *lw_qlinear_matmul_scales(lw *w, bool *changed)
+{
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    if (n->n_inputs < 8)
+        return NULL; /* the schema names what is missing */
+    pl_tid ins[8];
+    memcpy(ins, n->inputs, sizeof ins);
+    bool cast = false;
+    static const size_t scales[] = {1, 4, 6};
+    for (size_t k = 0; k < PL_COUNT(scales); k++) {
+        const char *name = lw_input(w, scales[k]);
+        const pl_graph_tensor *t = lw_tensor(w, name);
+        if (t == NULL || t->dtype.bits != 16 ||
+            (t->dtype.code != PL_TYPE_FLOAT && t->dtype.code != PL_TYPE_BFLOAT))
+            continue;
+        const char *f32;
+        PL_RETURN_IF_ERROR(lw_cast(w, name, 1, &f32));
+        ins[scales[k]] = pl_graph_find_tensor(w->g, f32);
+        cast = true;
+    }
+    if (!cast)
+        return NULL;
+    *changed = true;
+    n = pl_graph_get_node(w->g, w->id);
+    pl_tid all[PL_OP_MAX_FORMAL];
+    if (n->n_formal_inputs > PL_OP_MAX_FORMAL)
+        return NULL;
+    memcpy(all, n->inputs, n->n_formal_inputs * sizeof *all);
+    memcpy(all, ins, sizeof ins);
+    return pl_graph_node_set_inputs(w->g, w->id, all, n->n_formal_inputs);
+}
+
 pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed)
 {
     const pl_graph_node *n = pl_graph_get_node(g, id);
@@ -2339,6 +2375,8 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
         *changed = true;
         return NULL;
     }
+    if (version >= 21 && strcmp(w.op, "QLinearMatMul") == 0)
+        return lw_qlinear_matmul_scales(&w, changed);
     if (version >= 19 && strcmp(w.op, "Pad") == 0 &&
         strcmp(lw_attr_s(&w, "mode", "constant"), "wrap") == 0)
         return lw_error(&w, PL_CODE_UNSUPPORTED, "mode 'wrap' is not supported");
