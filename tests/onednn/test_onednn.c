@@ -4748,6 +4748,31 @@ static void case_global_avg_two_stage(void)
     free(x);
 }
 
+/* One set of convolution weights applied twice (RetinaNet's heads apply
+ * theirs to each pyramid level): the second layer reads the first one's
+ * laid-out weights, and the result agrees with the cpu module. */
+static void case_shared_weights(void)
+{
+    struct mb m = {.seed = 83};
+    int64_t xs[] = {1, 16, 12, 12};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "a", 16, 16, 3, 1, 1);
+    mb_node(&m, "r", "Relu", "\"a\"", "ar", "");
+    mb_node(&m, "c2", "Conv", "\"ar\",\"c1_w\",\"c1_b\"", "y",
+            "\"pads\":{\"ints\":[1,1,1,1]},\"strides\":{\"ints\":[1,1]},\"group\":{\"int\":1}");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, xs, (const char *[]){"c1", "c2", NULL});
+    static struct wino_log logs[2];
+    char used[96] = "";
+    kernel_logs(path, NULL, logs, used);
+    /* the module's own direct kernel packs weights per layer (below
+     * AVX-512); with `direct_conv = no` oneDNN's layout is shared */
+    TH_CHECK(strstr(logs[1].text, "node 'c2': its weights are an earlier layer's, shared") !=
+                 NULL,
+             "c2's weights not shared:\n%s", logs[1].text);
+}
+
 /* Tanh on the module's own kernel (odnn_tanh_run) where its own kernels
  * run: after a convolution (not fused into it: a channel-blocked value of
  * 12 channels, its padding kept zero for the next convolution) and on a
@@ -4952,6 +4977,7 @@ int main(int argc, char **argv)
         {"own_resize", case_own_resize},
         {"own_tanh", case_own_tanh},
         {"global_avg_two_stage", case_global_avg_two_stage},
+        {"shared_weights", case_shared_weights},
         {"own_matmul", case_own_matmul},
         {"no_ref_kernels", case_no_ref_kernels},
         {"concat", case_concat},
