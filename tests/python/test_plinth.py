@@ -1794,6 +1794,7 @@ class SequenceTest(unittest.TestCase):
             h.make_node("SequenceConstruct", ["a", "a2", "a"], ["same"]),
             h.make_node("ConcatFromSequence", ["same"], ["stk"], axis=-1, new_axis=1),
             h.make_node("SequenceAt", ["same", "k"], ["picked"]),
+            h.make_node("SequenceAt", ["same", "k1"], ["picked1"]),
             h.make_node("Identity", ["s4"], ["s4i"]),
             h.make_node("SequenceErase", ["s4i"], ["s5"]),               # c b
             h.make_node("SequenceAt", ["s5", "minus1"], ["b_again"]),
@@ -1805,13 +1806,14 @@ class SequenceTest(unittest.TestCase):
         for opset in (11, 13):
             path = self.save("seq_lists_%d.onnx" % opset, nodes,
                              [f("a", [2, 3]), f("b", [2, 4]), f("c", [2, 1]), f("a2", [2, 3]),
-                              i64("k", [])],
+                              i64("k", []), i64("k1", [1])],
                              [f("cat"), f("catneg"), i64("len"), f("last"), f("stk"),
-                              f("picked"), f("b_again")],
+                              f("picked"), f("picked1"), f("b_again")],
                              opset, [c("one", 1), c("zero", 0), c("minus1", -1)])
             with self.rt.load_model(path).session() as s:
                 for k in (0, 1, -2):
-                    out = s.run({"a": a, "b": b, "c": cc, "a2": a2, "k": np.array(k)})
+                    out = s.run({"a": a, "b": b, "c": cc, "a2": a2, "k": np.array(k),
+                                 "k1": np.array([k])})
                     np.testing.assert_array_equal(out["cat"], np.concatenate([cc, b, a], 1))
                     np.testing.assert_array_equal(out["catneg"],
                                                   np.concatenate([a, cc, b, a], -1))
@@ -1819,6 +1821,8 @@ class SequenceTest(unittest.TestCase):
                     np.testing.assert_array_equal(out["last"], a)
                     np.testing.assert_array_equal(out["stk"], np.stack([a, a2, a], -1))
                     np.testing.assert_array_equal(out["picked"], [a, a2, a][k])
+                    # a position of shape [1], as ONNX Runtime reads it
+                    np.testing.assert_array_equal(out["picked1"], [a, a2, a][k])
                     np.testing.assert_array_equal(out["b_again"], b)
 
     def test_split_to_sequence(self):

@@ -447,6 +447,18 @@ static pl_status *sq_at(sq *s)
     pl_tid seq = sq_in(s, 0), p = sq_in(s, 1);
     if (p == PL_TID_NONE)
         return sq_error(s, PL_CODE_INVALID_ARGUMENT, "input 1 (the position) is missing");
+    /* a position of shape [1] (ONNX asks for a scalar; ONNX Runtime reads
+     * the first element of any shape) is made a scalar, so that the Gather
+     * drops the axis */
+    const pl_graph_tensor *pt = pl_graph_get_tensor(s->g, p);
+    if (pt->ndim == 1 && pt->dims[0] == 1) {
+        pl_tid shape, scalar;
+        static const int64_t none[1] = {0};
+        PL_RETURN_IF_ERROR(sq_i64s(s, "scalar", none, 0, false, &shape));
+        pl_tid ins[2] = {p, shape};
+        PL_RETURN_IF_ERROR(sq_add1(s, "Reshape", ins, 2, &scalar, NULL));
+        p = scalar;
+    }
     if (q->kind == PL_SEQ_LIST) {
         if (q->n == 0)
             return sq_error(s, PL_CODE_INVALID_ARGUMENT, "reads an empty sequence");
