@@ -194,11 +194,7 @@ void pl_graph_destroy(pl_graph *g)
     pl_free(g->mappings);
     if (g->owns_filedata)
         pl_filedata_destroy(g->filedata);
-    for (size_t i = 0; i < g->n_seqs; i++)
-        if (g->seqs[i] != NULL) {
-            pl_free(g->seqs[i]->elems);
-            pl_free(g->seqs[i]);
-        }
+    pl_graph_clear_seqs(g);
     pl_free(g->seqs);
     pl_free(g->topo);
     pl_free(g->consumer_block);
@@ -213,7 +209,7 @@ pl_status *pl_graph_set_seq(pl_graph *g, pl_tid t, const pl_graph_seq *seq)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no tensor %u", t);
     if (t >= g->n_seqs) {
         size_t n = g->n_tensors;
-        pl_graph_seq **grown = pl_realloc(g->seqs, n * sizeof *grown);
+        pl_graph_seq **grown = pl_alloc_realloc(g->alloc, g->seqs, n * sizeof *grown);
         if (grown == NULL)
             return pl_graph_oom("following a sequence");
         memset(grown + g->n_seqs, 0, (n - g->n_seqs) * sizeof *grown);

@@ -1112,6 +1112,12 @@ pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version
     *handled = false;
     if (n == NULL || (n->domain[0] != '\0' && strcmp(n->domain, "ai.onnx") != 0))
         return NULL;
+    /* every node of every model passes here: most leave at once */
+    bool marked = false;
+    for (size_t i = 0; i < n->n_formal_inputs && !marked; i++)
+        marked = n->inputs[i] != PL_TID_NONE && pl_graph_seq_of(g, n->inputs[i]) != NULL;
+    if (!marked && strstr(n->op, "Sequence") == NULL && strcmp(n->op, "Loop") != 0)
+        return NULL;
     sq s = {.ctx = ctx, .g = g, .id = id, .version = version};
     snprintf(s.base, sizeof s.base, "%s", n->name);
     snprintf(s.op, sizeof s.op, "%s", n->op);
