@@ -9,9 +9,10 @@ torch.onnx.export at opset 17 at a small input size, as deployments export them.
 Classification, segmentation heads and the grouped (ResNeXt, RegNet), depthwise
 (MobileNet, EfficientNet, MnasNet), channel-shuffle, dense, inception and window
 attention (Swin, MaxViT) forms that real models use; a video net of 3-d
-convolutions (R3D-18); and two detectors (SSDlite, Faster R-CNN), whose
-post-processing (NonZero, NonMaxSuppression, RoIAlign, TopK) makes shapes that
-depend on the data. References are ONNX
+convolutions (R3D-18); and detectors (SSDlite, Faster R-CNN, RetinaNet, FCOS,
+Mask and Keypoint R-CNN), whose post-processing (NonZero, NonMaxSuppression,
+RoIAlign, TopK; Mask R-CNN's paste loop and Keypoint R-CNN's heatmap loop, Loops
+whose bodies resize to box sizes) makes shapes that depend on the data. References are ONNX
 Runtime's outputs with graph optimisations off (make_hf_zoo.finish); the python3 on
 PATH needs onnxruntime and onnx, P (default /usr/bin/python3) torch and
 torchvision. Writes make_zoo.py's format into DIR (default build/tv_zoo):
@@ -134,6 +135,12 @@ def main():
         feeds = {"input": np.load(os.path.join(a.out, "%s.in.input.npy" % name))}
         e = finish(a.out, name, "torchvision %s" % MODELS[name][0], feeds)
         e["exporter"] = "torchvision + torch.onnx.export"
+        if name == "tv_maskrcnn":
+            # masks are resampled at box corners that carry the backbone's
+            # rounding: ONNX Runtime's own optimised graph is 2.3e-4 off its
+            # unoptimised one, Plinth's cpu module 4e-4, onednn's Winograd
+            # convolutions 1.5e-3 (probabilities in [0, 1])
+            e["tol"] = 2e-3
         entries.append(e)
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(dict(exporter="torchvision + torch.onnx.export", models=entries), f, indent=1)

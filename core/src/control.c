@@ -50,7 +50,10 @@ typedef enum ctl_from {
 typedef struct ctl_out {
     ctl_from from;
     size_t index;      /* session output, body input or capture */
-    const void *data;  /* CTL_FROM_CONST */
+    const void *data;  /* CTL_FROM_CONST, and its type */
+    pl_dtype dtype;
+    int32_t ndim;
+    const int64_t *dims;
     size_t bytes;
 } ctl_out;
 
@@ -96,11 +99,20 @@ struct pl_control {
     bool mu_ready;
     ctl_body **spec;      /* per iteration number, NULL until first used */
     size_t n_spec;
+    /* Run to know its outputs (pl_control_create_dynamic): bodies made on
+     * first use, a Loop's per shapes of its formal inputs */
+    bool dynamic;
+    /* pl_control_body_open: bodies are typed and looked at, not made */
+    bool probe, probe_open;
+    struct ctl_dyn_body *dyn;
+    size_t n_dyn;
     /* Scan */
     size_t n_state, n_scan_in, n_scan_out;
     int64_t *in_axis, *out_axis;
     bool *in_rev, *out_rev;
 };
+
+static const pl_graph *ctl_attr_body(const pl_graph_node *n, const char *name);
 
 static pl_status *ctl_oom(const pl_control *c)
 {
@@ -148,7 +160,7 @@ static bool ctl_capture_index(const pl_graph *g, const pl_graph_node *n, const c
 /* Decides where each output of BODY comes from and lists the outputs the
  * copy C computes. */
 static pl_status *ctl_body_outputs(pl_control *c, const char *attr, const pl_graph *body,
-                                   pl_graph *copy, ctl_body *b)
+                                   pl_graph *copy, ctl_body *b, bool dynamic)
 {
     b->n_out = pl_graph_output_count(body);
     b->outs = pl_calloc(b->n_out ? b->n_out : 1, sizeof *b->outs);
@@ -159,7 +171,7 @@ static pl_status *ctl_body_outputs(pl_control *c, const char *attr, const pl_gra
         pl_tid t = pl_graph_output(body, i);
         const pl_graph_tensor *bt = pl_graph_get_tensor(body, t);
         ctl_out *o = &b->outs[i];
-        if (!pl_graph_tensor_bytes(bt, &o->bytes)) {
+        if (!pl_graph_tensor_bytes(bt, &o->bytes) && !dynamic) {
             char dims[160];
             return pl_status_create(PL_CODE_UNSUPPORTED,
                                     "%s: %s: output %zu ('%s') is %s%s; its shape must be "
@@ -188,6 +200,9 @@ static pl_status *ctl_body_outputs(pl_control *c, const char *attr, const pl_gra
         } else if (bt->data != NULL) {
             o->from = CTL_FROM_CONST;
             o->data = bt->data;
+            o->dtype = bt->dtype;
+            o->ndim = bt->ndim;
+            o->dims = bt->dims;
         } else {
             o->from = CTL_FROM_CAPTURE;
             const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
@@ -203,15 +218,47 @@ static pl_status *ctl_body_outputs(pl_control *c, const char *attr, const pl_gra
     return NULL;
 }
 
+/* Whether typed graph G leaves a tensor some node reads or writes with a
+ * shape not known, or holds a control node whose bodies do
+ * (pl_control_body_open). */
+static bool ctl_graph_open(pl_runtime *rt, const pl_graph *g)
+{
+    for (pl_nid i = 0; i < (pl_nid)pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, i);
+        for (size_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            pl_tid t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            size_t bytes;
+            if (t != PL_TID_NONE && !pl_graph_tensor_bytes(pl_graph_get_tensor(g, t), &bytes))
+                return true;
+        }
+        if (n->domain[0] == '\0' && (strcmp(n->op, "If") == 0 || strcmp(n->op, "Loop") == 0) &&
+            pl_control_body_open(rt, g, i))
+            return true;
+    }
+    return false;
+}
+
 /* The copy of BODY as a graph of its own, made into a session (see the
- * file comment). */
+ * file comment). DYN (a node run to know its outputs, pl_control_create_dynamic):
+ * the body's formal inputs take these tensors' shapes, and its session may
+ * be staged (shapes inside it may depend on data). */
 static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
-                                const pl_graph *body, ctl_body *b, const int64_t *iter)
+                                const pl_graph *body, ctl_body *b, const int64_t *iter,
+                                const pl_tensor *dyn)
 {
     const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
     pl_graph *copy = NULL;
     PL_RETURN_IF_ERROR(pl_graph_copy(body, &copy));
     b->n_formal = pl_graph_input_count(body);
+    for (size_t k = 0; dyn != NULL && k < b->n_formal; k++) {
+        pl_tid t = pl_graph_input(copy, k);
+        pl_status *tst = pl_graph_set_type(copy, t, pl_graph_get_tensor(copy, t)->dtype,
+                                           dyn[k].ndim, dyn[k].shape, NULL);
+        if (tst != NULL) {
+            pl_graph_destroy(copy);
+            return pl_status_wrap(tst, "%s: %s: ", c->label, attr);
+        }
+    }
     if (iter != NULL && b->n_formal > 0) {
         b->fixed = pl_calloc(b->n_formal, sizeof *b->fixed);
         pl_tid *ids = pl_calloc(b->n_formal, sizeof *ids);
@@ -278,9 +325,14 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
             st = pl_graph_add_input(copy, (pl_tid)t);
     }
     if (st == NULL)
-        st = ctl_body_outputs(c, attr, body, copy, b);
+        st = ctl_body_outputs(c, attr, body, copy, b, dyn != NULL || c->dynamic || c->probe);
     if (st == NULL)
         st = pl_runtime_type_graph(rt, copy);
+    if (st == NULL && c->probe) {
+        c->probe_open |= ctl_graph_open(rt, copy);
+        pl_graph_destroy(copy);
+        return NULL;
+    }
     if (st != NULL || b->n_sess_out == 0) {
         pl_graph_destroy(copy);
         return pl_status_wrap(st, "%s: %s: ", c->label, attr);
@@ -299,7 +351,7 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
         pl_model_release(m);
         return st;
     }
-    m->inline_run = true;
+    m->inline_run = dyn == NULL && !c->dynamic;
     st = pl_session_create(m, NULL, &b->session);
     pl_model_release(m);
     return st;
@@ -404,7 +456,7 @@ static pl_status *ctl_spec(pl_control *c, int64_t it, const ctl_body **out)
     if (st == NULL && c->spec[it] == NULL) {
         ctl_body *b = pl_calloc(1, sizeof *b);
         const pl_graph *body = pl_graph_node_attr(pl_graph_get_node(c->g, c->node), "body")->graphs[0];
-        st = b ? ctl_body_make(c->rt, c, "body", body, b, &it) : ctl_oom(c);
+        st = b ? ctl_body_make(c->rt, c, "body", body, b, &it, NULL) : ctl_oom(c);
         if (st == NULL) {
             c->spec[it] = b;
         } else if (b != NULL) {
@@ -890,6 +942,441 @@ static pl_status *ctl_find_induction(pl_control *c, const pl_graph_node *n, cons
 
 /* ---- the object -------------------------------------------------------------- */
 
+/* ---- run to know its outputs ---------------------------------------------- */
+
+/* One body of a dynamic Loop: made for these shapes of its formal inputs. */
+typedef struct ctl_dyn_body {
+    int64_t *key;
+    size_t key_len;
+    ctl_body b;
+} ctl_dyn_body;
+
+/* Most body sessions a dynamic Loop keeps (one per shape signature of its
+ * carried values); the oldest goes first. */
+#define CTL_MAX_DYN 16
+
+/* A host tensor a dynamic run owns: its bytes (free()) and its dims. */
+typedef struct ctl_val {
+    void *data;
+    pl_dtype dtype;
+    int32_t ndim;
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    size_t bytes;
+} ctl_val;
+
+static pl_tensor ctl_val_view(ctl_val *v)
+{
+    return (pl_tensor){.struct_size = sizeof(pl_tensor), .data = v->data, .dtype = v->dtype,
+                       .ndim = v->ndim, .shape = v->dims};
+}
+
+static void ctl_val_free(ctl_val *v)
+{
+    free(v->data);
+    v->data = NULL;
+}
+
+/* V: a copy of T (its bytes and dims); false when out of memory or T's
+ * shape is not one. */
+static bool ctl_val_copy(ctl_val *v, const pl_tensor *t)
+{
+    memset(v, 0, sizeof *v);
+    if (t->ndim < 0 || t->ndim > PL_GRAPH_MAX_RANK || !ctl_tensor_bytes(t, &v->bytes))
+        return false;
+    v->dtype = t->dtype;
+    v->ndim = t->ndim;
+    if (t->ndim > 0)
+        memcpy(v->dims, t->shape, (size_t)t->ndim * sizeof *v->dims);
+    if (posix_memalign(&v->data, 64, v->bytes ? v->bytes : 64) != 0) {
+        v->data = NULL;
+        return false;
+    }
+    if (v->bytes > 0)
+        memcpy(v->data, ctl_ptr(t), v->bytes);
+    return true;
+}
+
+/* The Loop body made for the shapes of FORMAL (made now when new). */
+static pl_status *ctl_dyn_get(pl_control *c, const pl_tensor *formal, size_t nf,
+                              const ctl_body **out)
+{
+    size_t len = 0;
+    int64_t key[2 + 64 * (1 + PL_GRAPH_MAX_RANK)];
+    if (nf > 64)
+        return pl_status_create(PL_CODE_UNSUPPORTED, "%s: more than 64 body inputs", c->label);
+    for (size_t k = 0; k < nf; k++) {
+        key[len++] = formal[k].ndim;
+        for (int32_t d = 0; d < formal[k].ndim; d++)
+            key[len++] = formal[k].shape[d];
+    }
+    for (size_t i = 0; i < c->n_dyn; i++)
+        if (c->dyn[i].key_len == len && memcmp(c->dyn[i].key, key, len * sizeof *key) == 0) {
+            *out = &c->dyn[i].b;
+            return NULL;
+        }
+    if (c->n_dyn == CTL_MAX_DYN) {
+        ctl_body_clear(&c->dyn[0].b);
+        pl_free(c->dyn[0].key);
+        memmove(c->dyn, c->dyn + 1, (c->n_dyn - 1) * sizeof *c->dyn);
+        c->n_dyn--;
+    }
+    if (c->dyn == NULL && (c->dyn = pl_calloc(CTL_MAX_DYN, sizeof *c->dyn)) == NULL)
+        return ctl_oom(c);
+    ctl_dyn_body *d = &c->dyn[c->n_dyn];
+    memset(d, 0, sizeof *d);
+    if ((d->key = pl_malloc(len * sizeof *key + 1)) == NULL)
+        return ctl_oom(c);
+    memcpy(d->key, key, len * sizeof *key);
+    d->key_len = len;
+    const pl_graph *body = ctl_attr_body(pl_graph_get_node(c->g, c->node), "body");
+    pl_status *st = ctl_body_make(c->rt, c, "body", body, &d->b, NULL, formal);
+    if (st != NULL) {
+        ctl_body_clear(&d->b);
+        pl_free(d->key);
+        return st;
+    }
+    c->n_dyn++;
+    *out = &d->b;
+    return NULL;
+}
+
+/* Runs body B of a dynamic node: FORMAL its inputs, IN the node's (NF
+ * formal ones, then captures); RES receives every body output, owned. */
+static pl_status *ctl_dyn_body_run(const pl_control *c, const ctl_body *b,
+                                   const pl_tensor *formal, const pl_tensor *in, size_t nf,
+                                   ctl_val *res)
+{
+    size_t n_sin = b->n_formal + b->n_caps;
+    pl_io *sin = pl_calloc(n_sin ? n_sin : 1, sizeof *sin);
+    pl_io *sout = pl_calloc(b->n_sess_out ? b->n_sess_out : 1, sizeof *sout);
+    pl_status *st = sin && sout ? NULL : ctl_oom(c);
+    if (st == NULL && b->session != NULL) {
+        /* the session's inputs: the formal ones, then the captures, in the
+         * copy's order (ctl_body_make) */
+        size_t ns = pl_session_input_count(b->session), k = 0;
+        if (ns != n_sin)
+            st = pl_status_create(PL_CODE_INTERNAL, "%s: body session has %zu inputs, not %zu",
+                                  c->label, ns, n_sin);
+        for (size_t i = 0; st == NULL && i < ns; i++)
+            sin[i].name = pl_session_input_name(b->session, i);
+        for (size_t f = 0; f < b->n_formal; f++)
+            sin[k++].tensor = formal[f];
+        for (size_t j = 0; j < b->n_caps; j++)
+            sin[k++].tensor = in[nf + b->cap_of[j]];
+        for (size_t o = 0; o < b->n_sess_out; o++)
+            sout[o].name = pl_session_output_name(b->session, o);
+        if (st == NULL)
+            st = pl_session_run(b->session, sin, ns, sout, b->n_sess_out);
+        if (st != NULL) {
+            for (size_t o = 0; o < b->n_sess_out; o++)
+                pl_buffer_free(sout[o].tensor.data);
+            memset(sout, 0, b->n_sess_out * sizeof *sout);
+        }
+    }
+    bool *taken = pl_calloc(b->n_sess_out ? b->n_sess_out : 1, sizeof *taken);
+    if (st == NULL && taken == NULL)
+        st = ctl_oom(c);
+    for (size_t i = 0; st == NULL && i < b->n_out; i++) {
+        const ctl_out *o = &b->outs[i];
+        ctl_val *v = &res[i];
+        bool ok = true;
+        switch (o->from) {
+        case CTL_FROM_SESSION: {
+            const pl_tensor *t = &sout[o->index].tensor;
+            if (!taken[o->index] && t->byte_offset == 0 && t->ndim >= 0 &&
+                t->ndim <= PL_GRAPH_MAX_RANK && ctl_tensor_bytes(t, &v->bytes)) {
+                /* the session's buffer, allocated for us: taken over */
+                v->data = t->data;
+                v->dtype = t->dtype;
+                v->ndim = t->ndim;
+                if (t->ndim > 0)
+                    memcpy(v->dims, t->shape, (size_t)t->ndim * sizeof *v->dims);
+                taken[o->index] = true;
+            } else {
+                ok = ctl_val_copy(v, t);
+            }
+            break;
+        }
+        case CTL_FROM_INPUT: ok = ctl_val_copy(v, &formal[o->index]); break;
+        case CTL_FROM_CAPTURE: ok = ctl_val_copy(v, &in[nf + b->cap_of[o->index]]); break;
+        case CTL_FROM_CONST: {
+            pl_tensor t = {.struct_size = sizeof t, .data = (void *)o->data, .dtype = o->dtype,
+                           .ndim = o->ndim, .shape = (int64_t *)o->dims};
+            ok = ctl_val_copy(v, &t);
+            break;
+        }
+        }
+        if (!ok)
+            st = ctl_oom(c);
+    }
+    for (size_t o = 0; sout != NULL && taken != NULL && o < b->n_sess_out; o++)
+        if (!taken[o])
+            pl_buffer_free(sout[o].tensor.data);
+    if (st != NULL)
+        for (size_t i = 0; i < b->n_out; i++)
+            ctl_val_free(&res[i]);
+    pl_free(taken);
+    pl_free(sin);
+    pl_free(sout);
+    return st;
+}
+
+/* Appends the LEN bytes at P to the growing buffer of V (capacity *CAP). */
+static bool ctl_val_append(ctl_val *v, size_t *cap, const void *p, size_t len)
+{
+    if (v->bytes + len > *cap) {
+        size_t want = *cap ? *cap * 2 : len * 4;
+        if (want < v->bytes + len)
+            want = v->bytes + len;
+        void *grown = realloc(v->data, want ? want : 64);
+        if (grown == NULL)
+            return false;
+        v->data = grown;
+        *cap = want;
+    }
+    if (len > 0)
+        memcpy((char *)v->data + v->bytes, p, len);
+    v->bytes += len;
+    return true;
+}
+
+static bool ctl_same_dims(int32_t na, const int64_t *a, int32_t nb, const int64_t *b)
+{
+    return na == nb && (na == 0 || memcmp(a, b, (size_t)na * sizeof *a) == 0);
+}
+
+static pl_status *ctl_loop_run_dynamic(pl_control *c, const pl_tensor *in, ctl_val *out,
+                                       size_t n_out)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    const pl_graph *body = ctl_attr_body(n, "body");
+    size_t nf = n->n_formal_inputs, n_car = nf - 2, n_scan = n_out - n_car;
+    int64_t trips = in[0].data != NULL ? *(const int64_t *)ctl_ptr(&in[0]) : INT64_MAX;
+    uint8_t cond = in[1].data != NULL ? *(const uint8_t *)ctl_ptr(&in[1]) != 0 : 1;
+    size_t n_body_out = pl_graph_output_count(body);
+    ctl_val *res = pl_calloc(n_body_out ? n_body_out : 1, sizeof *res);
+    pl_tensor *formal = pl_calloc(nf, sizeof *formal);
+    size_t *cap = pl_calloc(n_scan ? n_scan : 1, sizeof *cap);
+    pl_status *st = res && formal && cap ? NULL : ctl_oom(c);
+    if (st == NULL && n_body_out != 1 + n_car + n_scan)
+        st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "%s: body has %zu outputs, not %zu",
+                              c->label, n_body_out, 1 + n_car + n_scan);
+    for (size_t j = 0; st == NULL && j < n_car; j++)
+        if (!ctl_val_copy(&out[j], &in[2 + j]))
+            st = ctl_oom(c);
+    int64_t it = 0;
+    while (st == NULL && it < trips && cond) {
+        formal[0] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = &it,
+                                .dtype = PL_DTYPE_I64, .ndim = 0};
+        formal[1] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = &cond,
+                                .dtype = PL_DTYPE_BOOL, .ndim = 0};
+        for (size_t j = 0; j < n_car; j++)
+            formal[2 + j] = ctl_val_view(&out[j]);
+        const ctl_body *b = NULL;
+        st = ctl_dyn_get(c, formal, nf, &b);
+        if (st == NULL)
+            st = ctl_dyn_body_run(c, b, formal, in, nf, res);
+        if (st != NULL) {
+            st = pl_status_wrap(st, "%s: body, iteration %lld: ", c->label, (long long)it);
+            break;
+        }
+        cond = res[0].bytes >= 1 && *(const uint8_t *)res[0].data != 0;
+        ctl_val_free(&res[0]);
+        for (size_t j = 0; j < n_car; j++) {
+            ctl_val_free(&out[j]);
+            out[j] = res[1 + j];
+            res[1 + j].data = NULL;
+        }
+        for (size_t k = 0; st == NULL && k < n_scan; k++) {
+            ctl_val *row = &res[1 + n_car + k], *acc = &out[n_car + k];
+            if (it == 0) {
+                if (row->ndim + 1 > PL_GRAPH_MAX_RANK) {
+                    st = pl_status_create(PL_CODE_UNSUPPORTED, "%s: scan output %zu: rank too "
+                                          "high", c->label, k);
+                    break;
+                }
+                acc->dtype = row->dtype;
+                acc->ndim = row->ndim + 1;
+                if (row->ndim > 0)
+                    memcpy(acc->dims + 1, row->dims, (size_t)row->ndim * sizeof *acc->dims);
+            } else if (!ctl_same_dims(acc->ndim - 1, acc->dims + 1, row->ndim, row->dims)) {
+                char a[160], r[160];
+                st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                      "%s: scan output %zu is %s at iteration %lld and %s at "
+                                      "iteration 0; its shape must not change",
+                                      c->label, k,
+                                      pl_dims_format(row->dims, row->ndim, r, sizeof r),
+                                      (long long)it,
+                                      pl_dims_format(acc->dims + 1, acc->ndim - 1, a, sizeof a));
+                break;
+            }
+            if (!ctl_val_append(acc, &cap[k], row->data, row->bytes))
+                st = ctl_oom(c);
+            acc->dims[0] = it + 1;
+        }
+        for (size_t k = 0; k < n_scan; k++)
+            ctl_val_free(&res[1 + n_car + k]);
+        it++;
+    }
+    /* A Loop that never ran: its scan outputs as the body's types say,
+     * unknown dims 0 (no rows whatever their shape). */
+    for (size_t k = 0; st == NULL && it == 0 && k < n_scan; k++) {
+        const pl_graph_tensor *bt =
+            pl_graph_get_tensor(body, pl_graph_output(body, 1 + n_car + k));
+        ctl_val *acc = &out[n_car + k];
+        acc->dtype = bt->dtype;
+        acc->ndim = bt->ndim >= 0 && bt->ndim < PL_GRAPH_MAX_RANK ? bt->ndim + 1 : 1;
+        for (int32_t d = 1; d < acc->ndim; d++)
+            acc->dims[d] = bt->dims[d - 1] >= 0 ? bt->dims[d - 1] : 0;
+        acc->dims[0] = 0;
+        if ((acc->data = malloc(64)) == NULL)
+            st = ctl_oom(c);
+    }
+    for (size_t i = 0; res != NULL && i < n_body_out; i++)
+        ctl_val_free(&res[i]);
+    pl_free(res);
+    pl_free(formal);
+    pl_free(cap);
+    return st;
+}
+
+static pl_status *ctl_if_run_dynamic(pl_control *c, const pl_tensor *in, ctl_val *out)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    bool cond = *(const uint8_t *)ctl_ptr(&in[0]) != 0;
+    const char *attr = cond ? "then_branch" : "else_branch";
+    ctl_body *b = &c->bodies[cond ? 0 : 1];
+    if (b->outs == NULL) {
+        pl_status *st = ctl_body_make(c->rt, c, attr, ctl_attr_body(n, attr), b, NULL, NULL);
+        if (st != NULL) {
+            ctl_body_clear(b);
+            return st;
+        }
+    }
+    return pl_status_wrap(ctl_dyn_body_run(c, b, NULL, in, n->n_formal_inputs, out),
+                          "%s: %s: ", c->label, attr);
+}
+
+/* A control of node NODE (of kind KIND) of G, its fields set, nothing
+ * made; NULL when out of memory. */
+static pl_control *ctl_new(pl_runtime *rt, const pl_graph *g, pl_nid node, ctl_kind kind)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, node);
+    pl_control *c = pl_calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->g = g;
+    c->node = node;
+    c->kind = kind;
+    c->rt = rt;
+    pthread_mutex_init(&c->mu, NULL);
+    c->mu_ready = true;
+    c->version = pl_graph_opset(g, "");
+    if (c->version == 0)
+        c->version = PL_OPSET_DEFAULT_VERSION;
+    snprintf(c->label, sizeof c->label, "node '%.180s' (%s)", n->name, n->op);
+    return c;
+}
+
+bool pl_control_body_open(pl_runtime *rt, const pl_graph *g, pl_nid node)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, node);
+    bool loop = n != NULL && n->domain[0] == '\0' && strcmp(n->op, "Loop") == 0;
+    bool if_ = n != NULL && n->domain[0] == '\0' && strcmp(n->op, "If") == 0;
+    if (!loop && !if_)
+        return false;
+    pl_control *c = ctl_new(rt, g, node, loop ? CTL_LOOP : CTL_IF);
+    if (c == NULL)
+        return false;
+    c->probe = true;
+    pl_status *st = NULL;
+    if (loop) {
+        const pl_graph *body = ctl_attr_body(n, "body");
+        int64_t zero = 0;
+        ctl_body b = {0};
+        st = body == NULL ? NULL : ctl_find_induction(c, n, body);
+        if (st == NULL && body != NULL && pl_graph_input_count(body) >= 2)
+            st = ctl_body_make(rt, c, "body", body, &b, &zero, NULL);
+        ctl_body_clear(&b);
+    } else {
+        static const char *const names[] = {"then_branch", "else_branch"};
+        for (int i = 0; i < 2 && st == NULL; i++) {
+            const pl_graph *body = ctl_attr_body(n, names[i]);
+            ctl_body b = {0};
+            if (body != NULL)
+                st = ctl_body_make(rt, c, names[i], body, &b, NULL, NULL);
+            ctl_body_clear(&b);
+        }
+    }
+    /* A body that cannot be typed for these inputs (a Gather of row 0 of
+     * an empty tensor, in a loop that runs no iteration) runs to know too:
+     * it is made, and fails naming why, only if an iteration or branch
+     * runs. */
+    bool open = c->probe_open || (st != NULL && pl_status_code(st) != PL_CODE_OUT_OF_MEMORY);
+    pl_status_free(st);
+    pl_control_destroy(c);
+    return open;
+}
+
+pl_status *pl_control_create_dynamic(pl_runtime *rt, const pl_graph *g, pl_nid node,
+                                     pl_control **out_control)
+{
+    *out_control = NULL;
+    const pl_graph_node *n = pl_graph_get_node(g, node);
+    bool loop = n != NULL && n->domain[0] == '\0' && strcmp(n->op, "Loop") == 0;
+    bool if_ = n != NULL && n->domain[0] == '\0' && strcmp(n->op, "If") == 0;
+    if (!loop && !if_)
+        return pl_status_create(PL_CODE_UNSUPPORTED, "only If and Loop run to know their "
+                                                     "outputs' shapes");
+    const char *need = loop ? "body" : "then_branch";
+    if (ctl_attr_body(n, need) == NULL || (if_ && ctl_attr_body(n, "else_branch") == NULL))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "node '%s' (%s): a body attribute "
+                                                          "is missing",
+                                n->name, n->op);
+    if (loop && (n->n_formal_inputs < 2 ||
+                 pl_graph_input_count(ctl_attr_body(n, "body")) != n->n_formal_inputs))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "node '%s' (Loop): its body has %zu "
+                                                          "inputs, not %zu",
+                                n->name, pl_graph_input_count(ctl_attr_body(n, "body")),
+                                n->n_formal_inputs);
+    pl_control *c = ctl_new(rt, g, node, loop ? CTL_LOOP : CTL_IF);
+    if (c == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
+    c->dynamic = true;
+    c->n_bodies = loop ? 0 : 2;
+    *out_control = c;
+    return NULL;
+}
+
+pl_status *pl_control_run_dynamic(pl_control *c, const pl_tensor *in, size_t n_in,
+                                  pl_tensor *out, int64_t (*dims)[PL_GRAPH_MAX_RANK],
+                                  size_t n_out)
+{
+    const pl_graph_node *n = pl_graph_get_node(c->g, c->node);
+    if (!c->dynamic || n_in != n->n_inputs || n_out != n->n_outputs)
+        return pl_status_create(PL_CODE_INTERNAL, "%s: run with %zu inputs and %zu outputs",
+                                c->label, n_in, n_out);
+    ctl_val *v = pl_calloc(n_out ? n_out : 1, sizeof *v);
+    if (v == NULL)
+        return ctl_oom(c);
+    /* one run at a time: the bodies are made on first use */
+    pthread_mutex_lock(&c->mu);
+    pl_status *st = c->kind == CTL_LOOP ? ctl_loop_run_dynamic(c, in, v, n_out)
+                                        : ctl_if_run_dynamic(c, in, v);
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < n_out; i++) {
+        if (st != NULL) {
+            ctl_val_free(&v[i]);
+            continue;
+        }
+        memcpy(dims[i], v[i].dims, sizeof dims[i]);
+        out[i] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = v[i].data,
+                             .dtype = v[i].dtype, .ndim = v[i].ndim, .shape = dims[i]};
+    }
+    pl_free(v);
+    return st;
+}
+
 void pl_control_destroy(pl_control *c)
 {
     if (c == NULL)
@@ -902,6 +1389,11 @@ void pl_control_destroy(pl_control *c)
         pl_free(c->spec[i]);
     }
     pl_free(c->spec);
+    for (size_t i = 0; i < c->n_dyn; i++) {
+        ctl_body_clear(&c->dyn[i].b);
+        pl_free(c->dyn[i].key);
+    }
+    pl_free(c->dyn);
     pl_free(c->ind);
     pl_free(c->ind_c0);
     pl_free(c->ind_d);
@@ -970,19 +1462,9 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
     else
         return pl_status_create(PL_CODE_UNSUPPORTED, "%s: not a control-flow op", n->op);
     PL_RETURN_IF_ERROR(pl_control_check_outputs(g, n));
-    pl_control *c = pl_calloc(1, sizeof *c);
+    pl_control *c = ctl_new(rt, g, node, kind);
     if (c == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
-    c->g = g;
-    c->node = node;
-    c->kind = kind;
-    c->rt = rt;
-    pthread_mutex_init(&c->mu, NULL);
-    c->mu_ready = true;
-    c->version = pl_graph_opset(g, "");
-    if (c->version == 0)
-        c->version = PL_OPSET_DEFAULT_VERSION;
-    snprintf(c->label, sizeof c->label, "node '%.180s' (%s)", n->name, n->op);
     static const char *const if_names[] = {"then_branch", "else_branch"};
     static const char *const body_names[] = {"body"};
     const char *const *names = kind == CTL_IF ? if_names : body_names;
@@ -1002,7 +1484,7 @@ pl_status *pl_control_create(pl_runtime *rt, const pl_graph *g, pl_nid node,
             break;
         }
         c->n_bodies = i + 1;
-        st = ctl_body_make(rt, c, names[i], body, &c->bodies[i], NULL);
+        st = ctl_body_make(rt, c, names[i], body, &c->bodies[i], NULL, NULL);
         /* An If branch that cannot be planned for these shapes (PyTorch's
          * `if x.size(-1) == 1: x.squeeze(-1)` when it is not 1, a branch
          * for another sample rate): kept as the reason, an error only if

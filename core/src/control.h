@@ -50,6 +50,34 @@ pl_status *pl_control_check_outputs(const pl_graph *g, const pl_graph_node *n);
 pl_status *pl_control_run(pl_control *control, const pl_tensor *in, size_t n_in,
                           pl_tensor *out, size_t n_out, int worker);
 
+/* Prepares If or Loop node NODE of G to run when its outputs' shapes are
+ * known only by running it (a Loop whose trip count or body shapes depend
+ * on data, an If whose branches give different shapes): nothing is planned
+ * now. Each run makes the bodies it needs as sessions typed from the
+ * inputs' actual shapes (staged where shapes inside them depend on data;
+ * a Loop's kept per shapes of its carried values, which may change from
+ * one iteration to the next) and runs them with pl_session_run, so it
+ * must not be called from inside an engine operation. G's node inputs
+ * must have known shapes. */
+pl_status *pl_control_create_dynamic(pl_runtime *rt, const pl_graph *g, pl_nid node,
+                                     pl_control **out_control);
+
+/* Whether node NODE of the typed graph G is an If or Loop with a body that
+ * cannot be planned once even though the node's outputs have known
+ * shapes: typed from the node's inputs (a Loop's iteration number bound to
+ * 0, as its first plan binds it), the body leaves a shape unknown (a
+ * Resize to sizes computed from the data, say). Such a node runs to know
+ * (pl_control_create_dynamic): staged sessions make it a pivot. */
+bool pl_control_body_open(pl_runtime *rt, const pl_graph *g, pl_nid node);
+
+/* Runs a node made by pl_control_create_dynamic. IN as pl_control_run's;
+ * OUT receives each output in a host buffer it allocates (free()), its
+ * shape pointing at DIMS[i]. A Loop's scan output stacks the rows its
+ * iterations gave, which must all have one shape. Runs one at a time. */
+pl_status *pl_control_run_dynamic(pl_control *control, const pl_tensor *in, size_t n_in,
+                                  pl_tensor *out, int64_t (*dims)[PL_GRAPH_MAX_RANK],
+                                  size_t n_out);
+
 /* Where the nodes of C's bodies run, for pl_session_describe: a JSON array with one
  * object per body, {"attribute": "then_branch", "placement": [...]}, the
  * placement as the body session's description gives it (bodies nest). NULL

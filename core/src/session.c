@@ -496,7 +496,7 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     s->warnings.logger = &s->rt->logger;
     /* (a control-flow body plans per iteration instead, control.c; what
      * constant folding runs has known shapes) */
-    if (!model->inline_run && !model->one_shot && pl_stage_needed(s->g)) {
+    if (!model->inline_run && !model->one_shot && pl_stage_needed(model->runtime, s->g)) {
         pl_status *st = pl_stage_create(model, options, &s->stage);
         if (st != NULL) {
             pl_session_destroy(s);
@@ -841,6 +841,10 @@ static pl_status *pl_sess_describe_staged(const pl_session *s, char **out_json)
                                (json_int_t)pl_stage_tail_nodes(s->stage), "tails_planned",
                                (json_int_t)pl_stage_spec_count(s->stage), "prefix",
                                pre != NULL);
+    /* the control node run to know its outputs, between prefix and tail */
+    const char *pivot = pl_stage_pivot_name(s->stage);
+    if (staged != NULL && pivot != NULL)
+        json_object_set_new(staged, "run_to_know", json_string(pivot));
     /* the tail the last run used, described as a session of its own */
     char *tail_text = NULL;
     pl_status *tst = pl_stage_describe_tail(s->stage, &tail_text);

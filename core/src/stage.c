@@ -21,6 +21,8 @@
 typedef struct stg_front {
     pl_tid t;          /* the same id in the model's graph and the tail's */
     bool from_prefix;  /* an output of the prefix, else a graph input */
+    bool from_pivot;   /* an output of the pivot (PIVOT_OUT), else as above */
+    size_t pivot_out;
     bool by_value;
 } stg_front;
 
@@ -47,6 +49,11 @@ struct pl_stage {
     pl_session *prefix;
     pl_tid *pre_out;       /* the prefix's outputs (model tensor ids) */
     size_t n_pre_out;
+    /* The pivot: a control node that runs to know its outputs' shapes
+     * (pl_control_create_dynamic), between prefix and tail; PL_NID_NONE
+     * when none. */
+    pl_nid pivot;
+    pl_control *pivot_ctl;
     pl_graph *tail;        /* the template: its inputs are the frontier */
     size_t tail_nodes;
     stg_front *front;
@@ -79,7 +86,16 @@ static bool stg_known(const pl_graph_tensor *t)
     return pl_graph_tensor_bytes(t, &bytes);
 }
 
-bool pl_stage_needed(const pl_graph *g)
+/* Whether node N (ID) of G is a control node run to know its outputs
+ * (pl_control_body_open). */
+static bool stg_open_control(pl_runtime *rt, const pl_graph *g, pl_nid id)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    return n->domain[0] == '\0' && (strcmp(n->op, "If") == 0 || strcmp(n->op, "Loop") == 0) &&
+           pl_control_body_open(rt, g, id);
+}
+
+bool pl_stage_needed(pl_runtime *rt, const pl_graph *g)
 {
     size_t nn = pl_graph_node_count(g);
     for (pl_nid i = 0; i < (pl_nid)nn; i++) {
@@ -92,19 +108,23 @@ bool pl_stage_needed(const pl_graph *g)
                 !stg_known(pl_graph_get_tensor(g, n->outputs[k])))
                 return true;
     }
+    for (pl_nid i = 0; i < (pl_nid)nn; i++)
+        if (stg_open_control(rt, g, i))
+            return true;
     return false;
 }
 
 /* Marks in TAIL the nodes of G after the split: those touching a tensor of
- * unknown shape and everything reading what they compute. */
-static void stg_mark_tail(const pl_graph *g, bool *tail)
+ * unknown shape, the control nodes OPEN marks (run to know), and
+ * everything reading what they compute. */
+static void stg_mark_tail(const pl_graph *g, const bool *open, bool *tail)
 {
     const pl_nid *topo = pl_graph_topo_order(g);
     size_t nn = pl_graph_node_count(g);
     for (size_t i = 0; i < nn; i++) {
         pl_nid id = topo[i];
         const pl_graph_node *n = pl_graph_get_node(g, id);
-        bool t = false;
+        bool t = open[id];
         for (size_t k = 0; k < n->n_inputs && !t; k++) {
             if (n->inputs[k] == PL_TID_NONE)
                 continue;
@@ -173,13 +193,19 @@ static pl_status *stg_frontier(pl_stage *s, const bool *tail, pl_tid **tail_out,
             if (t == PL_TID_NONE || seen[t])
                 continue;
             const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
-            if (gt->producer != PL_NID_NONE ? tail[gt->producer] : !gt->is_input)
+            bool piv = s->pivot != PL_NID_NONE && gt->producer == s->pivot;
+            if (!piv && (gt->producer != PL_NID_NONE ? tail[gt->producer] : !gt->is_input))
                 continue; /* computed in the tail, or a constant */
             seen[t] = true;
             stg_front *f = &s->front[s->n_front++];
             f->t = t;
-            f->from_prefix = gt->producer != PL_NID_NONE;
-            f->by_value = stg_by_value(gt, f->from_prefix);
+            f->from_pivot = piv;
+            f->from_prefix = !piv && gt->producer != PL_NID_NONE;
+            f->by_value = stg_by_value(gt, f->from_prefix || piv);
+            const pl_graph_node *pn = piv ? pl_graph_get_node(g, s->pivot) : NULL;
+            for (size_t o = 0; pn != NULL && o < pn->n_outputs; o++)
+                if (pn->outputs[o] == t)
+                    f->pivot_out = o;
             if (f->from_prefix)
                 st = stg_add_tid(&s->pre_out, &s->n_pre_out, t);
         }
@@ -187,6 +213,8 @@ static pl_status *stg_frontier(pl_stage *s, const bool *tail, pl_tid **tail_out,
     for (size_t i = 0; st == NULL && i < pl_graph_output_count(g); i++) {
         pl_tid t = pl_graph_output(g, i);
         const pl_graph_tensor *gt = pl_graph_get_tensor(g, t);
+        if (s->pivot != PL_NID_NONE && gt->producer == s->pivot)
+            continue; /* handed over from the pivot's outputs */
         if (gt->producer == PL_NID_NONE)
             st = pl_status_create(PL_CODE_UNSUPPORTED,
                                   "graph output '%s' is a graph input or a constant, which a "
@@ -338,6 +366,33 @@ static pl_status *stg_options(pl_stage *s, const pl_session_options *o)
     return NULL;
 }
 
+/* The first node of the tail, in topological order, that may run to know
+ * its outputs' shapes: an If or Loop of the default domain whose inputs
+ * all have known shapes and none computed in the tail. PL_NID_NONE when
+ * there is none. */
+static pl_nid stg_pivot_candidate(const pl_graph *g, const bool *tail, const bool *open,
+                                  bool open_only)
+{
+    const pl_nid *topo = pl_graph_topo_order(g);
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, topo[i]);
+        if (!tail[topo[i]] || n->domain[0] != '\0' ||
+            (strcmp(n->op, "If") != 0 && strcmp(n->op, "Loop") != 0) ||
+            (open_only && !open[topo[i]]))
+            continue;
+        bool ready = true;
+        for (size_t k = 0; k < n->n_inputs && ready; k++) {
+            if (n->inputs[k] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = pl_graph_get_tensor(g, n->inputs[k]);
+            ready = stg_known(t) && (t->producer == PL_NID_NONE || !tail[t->producer]);
+        }
+        if (ready)
+            return topo[i];
+    }
+    return PL_NID_NONE;
+}
+
 static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
 {
     const pl_graph *g = s->g;
@@ -345,11 +400,14 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
     PL_RETURN_IF_ERROR(stg_options(s, options));
     bool *tail = pl_calloc(nn ? nn : 1, sizeof *tail);
     bool *pre = pl_calloc(nn ? nn : 1, sizeof *pre);
+    bool *open_ctl = pl_calloc(nn ? nn : 1, sizeof *open_ctl);
     pl_tid *tail_out = NULL, *pre_in = NULL, *tail_in = NULL;
     size_t n_tail_out = 0, n_pre_in = 0;
-    pl_status *st = tail && pre ? NULL : stg_oom();
+    pl_status *st = tail && pre && open_ctl ? NULL : stg_oom();
+    for (pl_nid i = 0; st == NULL && i < (pl_nid)nn; i++)
+        open_ctl[i] = stg_open_control(s->model->runtime, g, i);
     if (st == NULL) {
-        stg_mark_tail(g, tail);
+        stg_mark_tail(g, open_ctl, tail);
         st = stg_frontier(s, tail, &tail_out, &n_tail_out);
     }
     /* With nothing else to plan by, every small tensor the tail reads is
@@ -367,8 +425,34 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
     size_t n_pre = 0;
     for (size_t i = 0; st == NULL && i < nn; i++)
         n_pre += (pre[i] = !tail[i]);
-    if (st == NULL && n_pre == 0)
-        st = stg_check_progress(s, tail);
+    if (st == NULL && n_pre == 0) {
+        /* A Loop or If whose inputs are all known can run to tell its
+         * outputs' shapes: it becomes the pivot, and the tail is planned
+         * after it, on what it gave. One whose body can never be planned
+         * (open) does at once; one whose outputs are merely unknown only
+         * when binding values cannot tell them. */
+        pl_nid piv = stg_pivot_candidate(g, tail, open_ctl, true);
+        if (piv == PL_NID_NONE) {
+            st = stg_check_progress(s, tail);
+            if (st != NULL && pl_status_code(st) == PL_CODE_UNSUPPORTED)
+                piv = stg_pivot_candidate(g, tail, open_ctl, false);
+        }
+        if (piv != PL_NID_NONE) {
+            pl_status_free(st);
+            st = pl_control_create_dynamic(s->model->runtime, g, piv, &s->pivot_ctl);
+            s->pivot = piv;
+            tail[piv] = false;
+            pl_free(s->front);
+            pl_free(s->pre_out);
+            pl_free(tail_out);
+            s->front = NULL;
+            s->pre_out = NULL;
+            tail_out = NULL;
+            s->n_front = s->n_pre_out = n_tail_out = s->tail_nodes = 0;
+            if (st == NULL)
+                st = stg_frontier(s, tail, &tail_out, &n_tail_out);
+        }
+    }
     /* the prefix reads the graph inputs its nodes read */
     for (size_t i = 0; st == NULL && n_pre > 0 && i < pl_graph_input_count(g); i++) {
         pl_tid t = pl_graph_input(g, i);
@@ -393,10 +477,12 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
     }
     for (size_t i = 0; st == NULL && i < s->n_front; i++)
         tail_in[i] = s->front[i].t;
-    if (st == NULL)
+    /* (a pivot may leave no tail: its outputs are the graph's) */
+    if (st == NULL && (s->pivot == PL_NID_NONE || s->tail_nodes > 0))
         st = stg_graph(s, tail, tail_in, s->n_front, tail_out, n_tail_out, &s->tail);
     pl_free(tail);
     pl_free(pre);
+    pl_free(open_ctl);
     pl_free(tail_out);
     pl_free(pre_in);
     pl_free(tail_in);
@@ -411,6 +497,7 @@ pl_status *pl_stage_create(pl_model *model, const pl_session_options *options,
     if (s == NULL)
         return stg_oom();
     pthread_mutex_init(&s->mu, NULL);
+    s->pivot = PL_NID_NONE;
     pl_model_retain(model);
     s->model = model;
     s->g = model->graph;
@@ -445,6 +532,7 @@ void pl_stage_destroy(pl_stage *s)
     }
     pl_free(s->specs);
     pl_session_destroy(s->prefix);
+    pl_control_destroy(s->pivot_ctl);
     pl_graph_destroy(s->tail);
     for (stg_dims *d = s->dims, *next; d != NULL; d = next) {
         next = d->next;
@@ -476,6 +564,11 @@ void pl_stage_destroy(pl_stage *s)
 pl_session *pl_stage_prefix(const pl_stage *s)
 {
     return s->prefix;
+}
+
+const char *pl_stage_pivot_name(const pl_stage *s)
+{
+    return s->pivot != PL_NID_NONE ? pl_graph_get_node(s->g, s->pivot)->name : NULL;
 }
 
 size_t pl_stage_tail_nodes(const pl_stage *s)
@@ -742,6 +835,72 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
     return st;
 }
 
+/* Runs the pivot PN on the caller's INPUTS, the graph's constants and the
+ * prefix's outputs PRE: its outputs in buffers of its own (free()), their
+ * shapes in DIMS. */
+static pl_status *stg_run_pivot(pl_stage *s, const pl_graph_node *pn, const pl_io *inputs,
+                                size_t n_inputs, const pl_io *pre, pl_tensor *out,
+                                int64_t (*dims)[PL_GRAPH_MAX_RANK])
+{
+    pl_tensor *in = pl_calloc(pn->n_inputs ? pn->n_inputs : 1, sizeof *in);
+    if (in == NULL)
+        return stg_oom();
+    pl_status *st = NULL;
+    for (size_t k = 0; st == NULL && k < pn->n_inputs; k++) {
+        in[k].struct_size = sizeof(pl_tensor);
+        if (pn->inputs[k] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = pl_graph_get_tensor(s->g, pn->inputs[k]);
+        const pl_io *src = NULL;
+        if (t->data != NULL) {
+            in[k] = (pl_tensor){.struct_size = sizeof(pl_tensor), .data = (void *)t->data,
+                                .dtype = t->dtype, .ndim = t->ndim, .shape = (int64_t *)t->dims};
+            continue;
+        }
+        src = t->is_input ? stg_find(inputs, n_inputs, t->name)
+                          : stg_find(pre, s->n_pre_out, t->name);
+        if (src == NULL)
+            st = pl_status_create(PL_CODE_INTERNAL, "staging: the pivot's input '%s' is "
+                                                    "nowhere",
+                                  t->name);
+        else
+            in[k] = src->tensor;
+    }
+    if (st == NULL)
+        st = pl_control_run_dynamic(s->pivot_ctl, in, pn->n_inputs, out, dims, pn->n_outputs);
+    pl_free(in);
+    return st;
+}
+
+/* Gives the caller's output DST the pivot's output SRC: the buffer itself
+ * when the caller left DST without one (*HANDED), else a copy, which must
+ * fit. */
+static pl_status *stg_hand_out(pl_stage *s, const pl_tensor *src, pl_tensor *dst, bool *handed)
+{
+    size_t have = 0, want = 0, n = 0;
+    pl_dims_elements(src->shape, src->ndim, &n);
+    have = n * pl_dtype_size(src->dtype);
+    if (dst->data == NULL) {
+        *dst = *src;
+        dst->shape = (int64_t *)stg_keep_dims(s, src->ndim, src->shape);
+        if (dst->shape == NULL && src->ndim > 0) {
+            dst->data = NULL;
+            return stg_oom();
+        }
+        *handed = true;
+        return NULL;
+    }
+    bool fits = dst->ndim == src->ndim && pl_dims_elements(dst->shape, dst->ndim, &n);
+    want = n * pl_dtype_size(dst->dtype);
+    if (!fits || want != have || !PL_DTYPE_EQ(dst->dtype, src->dtype))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "output buffer holds %zu bytes; the model gives %zu (leave its "
+                                "data NULL to have it allocated)",
+                                want, have);
+    memcpy((char *)dst->data + dst->byte_offset, src->data, have);
+    return NULL;
+}
+
 pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io *outputs,
                         size_t n_outputs)
 {
@@ -800,14 +959,44 @@ pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io
                 outputs[i].tensor = o->tensor;
         }
     }
+    /* the pivot, on graph inputs, constants and prefix outputs */
+    const pl_graph_node *pn = s->pivot != PL_NID_NONE ? pl_graph_get_node(g, s->pivot) : NULL;
+    size_t n_piv_out = pn != NULL ? pn->n_outputs : 0;
+    pl_tensor *piv_out = pl_calloc(n_piv_out ? n_piv_out : 1, sizeof *piv_out);
+    bool *handed = pl_calloc(n_piv_out ? n_piv_out : 1, sizeof *handed);
+    int64_t (*piv_dims)[PL_GRAPH_MAX_RANK] =
+        pl_calloc(n_piv_out ? n_piv_out : 1, sizeof *piv_dims);
+    if (st == NULL && (piv_out == NULL || handed == NULL || piv_dims == NULL))
+        st = stg_oom();
+    if (st == NULL && pn != NULL)
+        st = stg_run_pivot(s, pn, inputs, n_inputs, pre, piv_out, piv_dims);
     for (size_t i = 0; st == NULL && i < s->n_front; i++) {
         const char *name = pl_graph_get_tensor(g, s->front[i].t)->name;
+        if (s->front[i].from_pivot) {
+            vals[i] = piv_out[s->front[i].pivot_out];
+            continue;
+        }
         const pl_io *src = s->front[i].from_prefix ? stg_find(pre, s->n_pre_out, name)
                                                    : stg_find(inputs, n_inputs, name);
         vals[i] = src->tensor;
     }
-    if (st == NULL)
+    /* graph outputs the pivot gives: its buffers handed to the caller, or
+     * copied into the caller's */
+    for (size_t i = 0; st == NULL && pn != NULL && i < n_outputs; i++)
+        for (size_t o = 0; st == NULL && o < n_piv_out; o++) {
+            if (pn->outputs[o] == PL_TID_NONE ||
+                strcmp(pl_graph_get_tensor(g, pn->outputs[o])->name, outputs[i].name) != 0)
+                continue;
+            st = stg_hand_out(s, &piv_out[o], &outputs[i].tensor, &handed[o]);
+        }
+    if (st == NULL && s->tail != NULL)
         st = stg_run_tail(s, vals, outputs, n_outputs);
+    for (size_t o = 0; piv_out != NULL && handed != NULL && o < n_piv_out; o++)
+        if (!handed[o])
+            free(piv_out[o].data);
+    pl_free(piv_out);
+    pl_free(handed);
+    pl_free(piv_dims);
     for (size_t k = 0; pre != NULL && mine != NULL && k < s->n_pre_out; k++)
         if (mine[k])
             stg_give_back(s, k, pre[k].tensor.data);

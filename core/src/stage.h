@@ -11,6 +11,11 @@
  * (a count, a K, a shape), its values, bound as constants so that
  * inference knows them. A tail whose shapes are still not all known is
  * itself staged, so a chain of data-dependent ops resolves level by level.
+ * Where nothing can be bound any more and the next node is an If or Loop
+ * whose inputs are known, that node is the pivot: each run runs it on its
+ * own (pl_control_run_dynamic), and the tail after it is planned on the
+ * shapes it gave. So are an If or Loop whose bodies can never be planned
+ * once (Mask R-CNN's paste loop resizes each mask to its box).
  * Specialised tails are kept, least recently used first out, at most
  * PL_STAGE_MAX_SPECS of them. */
 #ifndef PL_CORE_STAGE_H
@@ -27,8 +32,9 @@
 typedef struct pl_stage pl_stage;
 
 /* Whether some tensor a node of G reads or writes has a shape that is not
- * fully known (the session must be staged). */
-bool pl_stage_needed(const pl_graph *g);
+ * fully known, or an If or Loop has a body that cannot be planned once
+ * (pl_control_body_open): the session must be staged. */
+bool pl_stage_needed(pl_runtime *rt, const pl_graph *g);
 
 /* Splits MODEL's graph and makes the prefix's session with OPTIONS (which
  * the tails are made with too). Fails naming the node when no input's
@@ -45,6 +51,11 @@ pl_status *pl_stage_run(pl_stage *stage, const pl_io *inputs, size_t n_inputs,
 
 /* The prefix's session, or NULL when every node is in the tail. */
 pl_session *pl_stage_prefix(const pl_stage *stage);
+/* The name of the pivot: an If or Loop between prefix and tail run to know
+ * its outputs' shapes (pl_control_create_dynamic), when no binding of
+ * values can tell them or its body can never be planned once; NULL when
+ * there is none. */
+const char *pl_stage_pivot_name(const pl_stage *stage);
 /* Nodes of the tail, and the tails specialised so far. */
 size_t pl_stage_tail_nodes(const pl_stage *stage);
 size_t pl_stage_spec_count(pl_stage *stage);

@@ -970,6 +970,23 @@ static void sq_append_pattern(sq *s, const pl_graph *body, size_t k, pl_nid *ins
     *insert = p;
 }
 
+/* The Loop's carried values that became scan outputs, rewired: the body
+ * loses the inputs DROP and gives BOUTS, the node reads INS and gives
+ * OUTS (carried values, then scan outputs, the new ones last). */
+static pl_status *sq_loop_rewire(sq *s, pl_graph *body, const pl_tid *drop, size_t n_drop,
+                                 const pl_tid *ins, size_t n_ins, const pl_tid *outs,
+                                 size_t n_outs, const pl_tid *bouts, size_t n_bouts)
+{
+    for (size_t k = 0; k < n_drop; k++)
+        pl_graph_drop_input(body, drop[k]);
+    pl_graph_clear_outputs(body);
+    for (size_t k = 0; k < n_bouts; k++)
+        PL_RETURN_IF_ERROR(pl_graph_add_output_again(body, bouts[k]));
+    PL_RETURN_IF_ERROR(pl_graph_validate(body));
+    PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(s->g, s->id, ins, n_ins));
+    return pl_graph_node_set_outputs(s->g, s->id, outs, n_outs);
+}
+
 /* A Loop carrying sequences, each starting empty and growing by one
  * SequenceInsert at its end per iteration: the appended tensors become
  * scan outputs. Any other Loop over sequences (one carried another way, a
@@ -1067,18 +1084,8 @@ static pl_status *sq_loop(sq *s, bool *handled)
             outs[n_outs++] = seq_outs[k];
             bouts[n_bouts++] = seq_bouts[k];
         }
-        for (size_t k = 0; k < n_drop; k++)
-            pl_graph_drop_input(body, drop[k]);
-        pl_graph_clear_outputs(body);
-        for (size_t k = 0; st == NULL && k < n_bouts; k++)
-            st = pl_graph_add_output_again(body, bouts[k]);
+        st = sq_loop_rewire(s, body, drop, n_drop, ins, n_ins, outs, n_outs, bouts, n_bouts);
     }
-    if (st == NULL)
-        st = pl_graph_validate(body);
-    if (st == NULL)
-        st = pl_graph_node_set_inputs(s->g, s->id, ins, n_ins);
-    if (st == NULL)
-        st = pl_graph_node_set_outputs(s->g, s->id, outs, n_outs);
     for (size_t k = 0; st == NULL && k < n_seq; k++)
         st = sq_mark(s, seq_outs[k], PL_SEQ_STACKED, 0, seq_dtypes[k], NULL, 0);
     pl_free(ins);
@@ -1088,6 +1095,211 @@ static pl_status *sq_loop(sq *s, bool *handled)
     pl_free(seq_outs);
     pl_free(seq_bouts);
     pl_free(seq_dtypes);
+    return st;
+}
+
+/* ---- Loops growing a tensor by Concat --------------------------------- */
+
+/* The one node of BODY that reads T, or PL_NID_NONE (none, several, or T
+ * is also a body output). */
+static pl_nid sq_only_reader(const pl_graph *body, pl_tid t)
+{
+    pl_nid found = PL_NID_NONE;
+    for (size_t i = 0; i < pl_graph_node_count(body); i++) {
+        const pl_graph_node *n = pl_graph_get_node(body, (pl_nid)i);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] == t) {
+                if (found != PL_NID_NONE && found != (pl_nid)i)
+                    return PL_NID_NONE;
+                found = (pl_nid)i;
+            }
+    }
+    for (size_t o = 0; o < pl_graph_output_count(body); o++)
+        if (pl_graph_output(body, o) == t)
+            return PL_NID_NONE;
+    return found;
+}
+
+static bool sq_passes_through(const pl_graph_node *n)
+{
+    return n->domain[0] == '\0' && n->n_outputs == 1 &&
+           (strcmp(n->op, "Identity") == 0 || strcmp(n->op, "Cast") == 0);
+}
+
+/* Whether BODY's Unsqueeze U adds axis 0 alone. */
+static bool sq_unsqueeze0(const pl_graph *body, const pl_graph_node *u)
+{
+    const pl_attr *a = pl_graph_node_attr(u, "axes");
+    if (a != NULL)
+        return a->kind == PL_ATTR_INTS && a->n == 1 && a->ints[0] == 0;
+    if (u->n_formal_inputs < 2 || u->inputs[1] == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *ax = pl_graph_get_tensor(body, u->inputs[1]);
+    return ax->data != NULL && ax->nbytes == sizeof(int64_t) &&
+           PL_DTYPE_EQ(ax->dtype, PL_DTYPE_I64) && *(const int64_t *)ax->data == 0;
+}
+
+/* Carried value K of the Loop grown by one row per iteration: it starts
+ * with no rows (dim 0 is 0), and the body's only use of it is
+ * Concat(it, piece) on axis 0, maybe through Identity or Cast, where the
+ * piece is an Unsqueeze on axis 0, maybe followed by Identity or Cast
+ * (TorchScript's `res = torch.cat((res, x.unsqueeze(0)))`). Gives the
+ * Concat, the Unsqueeze and the nodes between the carried input and the
+ * Concat; false when K is not such a value. */
+static bool sq_grown_rows(sq *s, const pl_graph *body, size_t k, pl_nid *concat, pl_nid *unsq,
+                          pl_nid *chain, size_t *n_chain)
+{
+    const pl_graph_node *n = sq_node(s);
+    pl_tid init = n->inputs[2 + k];
+    if (init == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *it = pl_graph_get_tensor(s->g, init);
+    if (it->ndim < 1 || it->dims[0] != 0)
+        return false;
+    pl_tid b_in = pl_graph_input(body, 2 + k), b_out = pl_graph_output(body, 1 + k);
+    pl_nid p = sq_producer(body, b_out);
+    const pl_graph_node *cn = p == PL_NID_NONE ? NULL : pl_graph_get_node(body, p);
+    if (cn == NULL || cn->domain[0] != '\0' || strcmp(cn->op, "Concat") != 0 ||
+        cn->n_inputs != 2 || sq_body_reads(body, b_out, PL_NID_NONE, 1 + k))
+        return false;
+    const pl_attr *ax = pl_graph_node_attr(cn, "axis");
+    if (ax == NULL || ax->kind != PL_ATTR_INT || (ax->i != 0 && ax->i != -(int64_t)it->ndim))
+        return false;
+    /* the carried input reaches the Concat's first input, read by nothing else */
+    *n_chain = 0;
+    pl_tid t = b_in;
+    while (t != cn->inputs[0]) {
+        pl_nid r = sq_only_reader(body, t);
+        if (r == PL_NID_NONE || *n_chain == 8)
+            return false;
+        const pl_graph_node *rn = pl_graph_get_node(body, r);
+        if (!sq_passes_through(rn) || rn->inputs[0] != t)
+            return false;
+        chain[(*n_chain)++] = r;
+        t = rn->outputs[0];
+    }
+    if (sq_only_reader(body, t) != p)
+        return false;
+    /* the piece: one row, an Unsqueeze on axis 0 */
+    pl_tid x = cn->inputs[1];
+    for (int hops = 0; hops < 8; hops++) {
+        pl_nid q = sq_producer(body, x);
+        const pl_graph_node *qn = q == PL_NID_NONE ? NULL : pl_graph_get_node(body, q);
+        if (qn == NULL || qn->domain[0] != '\0' || sq_only_reader(body, x) == PL_NID_NONE)
+            return false;
+        if (strcmp(qn->op, "Unsqueeze") == 0) {
+            if (!sq_unsqueeze0(body, qn))
+                return false;
+            *concat = p;
+            *unsq = q;
+            return true;
+        }
+        if (!sq_passes_through(qn))
+            return false;
+        x = qn->inputs[0];
+    }
+    return false;
+}
+
+/* A Loop whose carried tensors grow by one row per iteration
+ * (sq_grown_rows) gets those rows as scan outputs instead: the same
+ * tensor after the loop, [iterations, ...], but a body whose shapes do not
+ * change from one iteration to the next (planned once, not copied whole
+ * every iteration). */
+static pl_status *sq_loop_concat(sq *s, bool *handled)
+{
+    const pl_graph_node *n = sq_node(s);
+    const pl_attr *ba = pl_graph_node_attr(n, "body");
+    if (ba == NULL || ba->kind != PL_ATTR_GRAPH || ba->n != 1)
+        return NULL;
+    pl_graph *body = ba->graphs[0];
+    size_t n_formal = n->n_formal_inputs, carried = n_formal >= 2 ? n_formal - 2 : 0;
+    size_t n_bout = pl_graph_output_count(body);
+    if (pl_graph_input_count(body) != n_formal || n_bout < 1 + carried ||
+        n->n_outputs + 1 != n_bout || carried > 64)
+        return NULL;
+    bool grown[64] = {false};
+    size_t n_grown = 0;
+    for (size_t k = 0; k < carried; k++) {
+        pl_nid c, u, chain[8];
+        size_t nc;
+        grown[k] = sq_grown_rows(s, body, k, &c, &u, chain, &nc);
+        n_grown += grown[k];
+    }
+    if (n_grown == 0)
+        return NULL;
+    *handled = true;
+    size_t n_scan = n_bout - 1 - carried;
+    pl_tid ins[66], outs[130], bouts[131], drop[64], grown_outs[64], grown_bouts[64];
+    size_t n_ins = 0, n_outs = 0, n_bouts = 0, n_drop = 0, ng = 0;
+    if (n->n_outputs > 129)
+        return sq_error(s, PL_CODE_UNSUPPORTED, "more than 129 outputs");
+    ins[n_ins++] = n->inputs[0];
+    ins[n_ins++] = n->inputs[1];
+    bouts[n_bouts++] = pl_graph_output(body, 0);
+    pl_status *st = NULL;
+    for (size_t k = 0; st == NULL && k < carried; k++) {
+        pl_tid b_in = pl_graph_input(body, 2 + k), b_out = pl_graph_output(body, 1 + k);
+        if (!grown[k]) {
+            ins[n_ins++] = n->inputs[2 + k];
+            outs[n_outs++] = n->outputs[k];
+            bouts[n_bouts++] = b_out;
+            continue;
+        }
+        pl_nid c, u, chain[8];
+        size_t nc;
+        sq_grown_rows(s, body, k, &c, &u, chain, &nc);
+        const pl_graph_node *un = pl_graph_get_node(body, u);
+        pl_tid row = un->inputs[0], piece = pl_graph_get_node(body, c)->inputs[1];
+        /* the Unsqueeze passes its input on; the Concat passes the piece
+         * on as the scan output's row; the nodes that read the carried
+         * value read the piece instead, and nothing reads them */
+        st = pl_graph_node_set_op(body, u, "", "Identity");
+        if (st == NULL)
+            st = pl_graph_node_set_inputs(body, u, &row, 1);
+        if (st == NULL)
+            pl_graph_node_remove_attr(body, u, "axes");
+        /* the row's shape, when the empty start tells it: a Reshape to it
+         * states it to inference (the body may compute the row from data)
+         * and gives a loop that runs no iteration its shape */
+        const pl_graph_tensor *init = pl_graph_get_tensor(s->g, n->inputs[2 + k]);
+        bool shaped = init->ndim >= 1;
+        for (int32_t d = 1; d < init->ndim; d++)
+            shaped &= init->dims[d] >= 0;
+        pl_tid rshape = PL_TID_NONE;
+        if (st == NULL && shaped) {
+            int64_t rank = init->ndim - 1;
+            st = pl_rewrite_add_constant(body, c, "row_shape", PL_DTYPE_I64, 1, &rank,
+                                         init->dims + 1, (size_t)rank * sizeof(int64_t),
+                                         &rshape);
+        }
+        if (st == NULL)
+            st = pl_graph_node_set_op(body, c, "", shaped ? "Reshape" : "Identity");
+        if (st == NULL)
+            pl_graph_node_remove_attr(body, c, "axis");
+        pl_tid rins[2] = {piece, rshape};
+        if (st == NULL)
+            st = pl_graph_node_set_inputs(body, c, rins, shaped ? 2 : 1);
+        for (size_t i = 0; st == NULL && i < nc; i++)
+            st = pl_graph_node_set_inputs(body, chain[i], &piece, 1);
+        drop[n_drop++] = b_in;
+        grown_outs[ng] = n->outputs[k];
+        grown_bouts[ng++] = b_out;
+    }
+    for (size_t k = 0; k < n_scan; k++) {
+        outs[n_outs++] = n->outputs[carried + k];
+        bouts[n_bouts++] = pl_graph_output(body, 1 + carried + k);
+    }
+    for (size_t k = 0; k < ng; k++) {
+        outs[n_outs++] = grown_outs[k];
+        bouts[n_bouts++] = grown_bouts[k];
+    }
+    if (st == NULL)
+        st = sq_loop_rewire(s, body, drop, n_drop, ins, n_ins, outs, n_outs, bouts, n_bouts);
+    if (st == NULL)
+        pl_graph_note(s->g, "node '%s' (Loop): %zu carried value%s grown by Concat one row per "
+                      "iteration became scan output%s",
+                      s->base, n_grown, n_grown == 1 ? "" : "s", n_grown == 1 ? "" : "s");
     return st;
 }
 
@@ -1128,6 +1340,8 @@ pl_status *pl_opset_lower_sequence(pl_infer_ctx *ctx, pl_nid id, int64_t version
         }
     if (strcmp(s.op, "Loop") == 0) {
         pl_status *st = sq_loop(&s, handled);
+        if (st == NULL && !*handled)
+            st = sq_loop_concat(&s, handled);
         *walk_added = s.walk_added;
         return st;
     }
