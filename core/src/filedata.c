@@ -306,7 +306,7 @@ pl_status *pl_filedata_reread(pl_filedata *f)
     return st;
 }
 
-pl_status *pl_filedata_leave(pl_filedata *f, const uint32_t *pinned, size_t n)
+static pl_status *pl_fd_leave(pl_filedata *f, const uint32_t *pinned, size_t n, bool drop)
 {
     if (f == NULL)
         return NULL;
@@ -321,11 +321,21 @@ pl_status *pl_filedata_leave(pl_filedata *f, const uint32_t *pinned, size_t n)
         if (st == NULL)
             st = pl_fd_restore(f, e);
     }
-    for (size_t i = 0; f->users == 0 && i < f->n; i++)
+    for (size_t i = 0; drop && f->users == 0 && i < f->n; i++)
         if (f->e[i].pins == 0)
             pl_fd_drop(f, &f->e[i]);
     pthread_mutex_unlock(&f->mu);
     return st;
+}
+
+pl_status *pl_filedata_leave(pl_filedata *f, const uint32_t *pinned, size_t n)
+{
+    return pl_fd_leave(f, pinned, n, true);
+}
+
+pl_status *pl_filedata_leave_keep(pl_filedata *f, const uint32_t *pinned, size_t n)
+{
+    return pl_fd_leave(f, pinned, n, false);
 }
 
 void pl_filedata_unpin(pl_filedata *f, const uint32_t *pinned, size_t n)

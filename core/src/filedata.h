@@ -88,6 +88,11 @@ pl_status *pl_filedata_reread(pl_filedata *f);
  * constant back fails. */
 pl_status *pl_filedata_leave(pl_filedata *f, const uint32_t *pinned, size_t n);
 
+/* The same, but nothing is dropped now: the next creation, alone, drops
+ * what it does not pin when it ends (a staged session hands over to its
+ * prefix's creation this way). */
+pl_status *pl_filedata_leave_keep(pl_filedata *f, const uint32_t *pinned, size_t n);
+
 /* A session that pinned PINNED is gone. */
 void pl_filedata_unpin(pl_filedata *f, const uint32_t *pinned, size_t n);
 

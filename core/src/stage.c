@@ -54,6 +54,7 @@ struct pl_stage {
      * when none. */
     pl_nid pivot;
     pl_control *pivot_ctl;
+    bool left;             /* its creation left the file constants, pins taken */
     pl_graph *tail;        /* the template: its inputs are the frontier */
     size_t tail_nodes;
     stg_front *front;
@@ -286,12 +287,16 @@ static pl_status *stg_graph(const pl_stage *s, const bool *keep, const pl_tid *i
 }
 
 /* A session of graph G (taken) with the stage's options; OPTIMIZE runs the
- * model's passes first (a tail whose shapes are now known folds). */
+ * model's passes first (a tail whose shapes are now known folds). The
+ * prefix (not OPTIMIZE) shares the model's file constants: its session
+ * pins what it reads in place, and what its modules copied may go. */
 static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, pl_session **out)
 {
     pl_model *m = NULL;
     PL_RETURN_IF_ERROR(pl_model_of_graph(s->model->runtime, g, pl_strdupf("%s", s->model->path),
                                          &m));
+    if (!optimize)
+        m->filedata = s->model->filedata;
     pl_status *st = optimize ? pl_model_optimize(m) : NULL;
     if (st == NULL)
         st = pl_session_create(m, &s->opts, out);
@@ -299,28 +304,61 @@ static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, pl_sessio
     return st;
 }
 
-/* The recorded constants (filedata.h) any node reads, pinned for the
- * stage's life: the prefix and every tail borrow them. */
-static pl_status *stg_pin(pl_stage *s)
+/* Pins recorded constant (filedata.h) at DATA, once (SEEN). */
+static void stg_pin_one(pl_stage *s, bool *seen, const void *data)
+{
+    long e = data != NULL ? pl_filedata_find(s->model->filedata, data) : -1;
+    if (e >= 0 && !seen[e]) {
+        seen[e] = true;
+        s->pinned[s->n_pinned++] = (uint32_t)e;
+    }
+}
+
+/* Every constant of BODY and of the bodies within it. */
+static void stg_pin_body(pl_stage *s, bool *seen, const pl_graph *body)
+{
+    for (pl_tid t = 0; t < (pl_tid)pl_graph_tensor_count(body); t++)
+        stg_pin_one(s, seen, pl_graph_get_tensor(body, t)->data);
+    for (pl_nid i = 0; i < (pl_nid)pl_graph_node_count(body); i++) {
+        const pl_graph_node *n = pl_graph_get_node(body, i);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].kind == PL_ATTR_GRAPH)
+                for (size_t k = 0; k < n->attrs[a].n; k++)
+                    stg_pin_body(s, seen, n->attrs[a].graphs[k]);
+    }
+}
+
+/* The recorded constants the tail (TAIL marks its nodes) and the pivot
+ * read, their bodies' included, pinned for the stage's life: tails and
+ * the pivot's bodies are planned at run time and borrow them. The
+ * prefix's session records its own (it shares the model's file
+ * constants): what a module copied (onednn's laid-out weights) is dropped
+ * when the stage is made, so the backbone of a detector is not resident
+ * twice. */
+static pl_status *stg_pin(pl_stage *s, const bool *tail)
 {
     pl_filedata *f = s->model->filedata;
-    size_t nt = pl_graph_tensor_count(s->g);
     if (f == NULL || pl_filedata_count(f) == 0)
         return NULL;
     s->pinned = pl_calloc(pl_filedata_count(f), sizeof *s->pinned);
-    if (s->pinned == NULL)
-        return stg_oom();
     bool *seen = pl_calloc(pl_filedata_count(f), sizeof *seen);
-    if (seen == NULL)
+    if (s->pinned == NULL || seen == NULL) {
+        pl_free(seen);
         return stg_oom();
-    for (pl_tid t = 0; t < (pl_tid)nt; t++) {
-        const pl_graph_tensor *gt = pl_graph_get_tensor(s->g, t);
-        long e = gt->data != NULL && gt->n_consumers > 0 ? pl_filedata_find(f, gt->data) : -1;
-        if (e >= 0 && !seen[e]) {
-            seen[e] = true;
-            s->pinned[s->n_pinned++] = (uint32_t)e;
-        }
     }
+    for (pl_nid i = 0; i < (pl_nid)pl_graph_node_count(s->g); i++) {
+        if (!tail[i] && i != s->pivot)
+            continue;
+        const pl_graph_node *n = pl_graph_get_node(s->g, i);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] != PL_TID_NONE)
+                stg_pin_one(s, seen, pl_graph_get_tensor(s->g, n->inputs[k])->data);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].kind == PL_ATTR_GRAPH)
+                for (size_t k = 0; k < n->attrs[a].n; k++)
+                    stg_pin_body(s, seen, n->attrs[a].graphs[k]);
+    }
+    /* (graph outputs that are constants are refused for staged models) */
     pl_free(seen);
     return NULL;
 }
@@ -461,11 +499,23 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
             if (!tail[gt->consumers[c]])
                 st = stg_add_tid(&pre_in, &n_pre_in, t);
     }
-    if (st == NULL && n_pre > 0) {
-        pl_graph *pg = NULL;
+    if (st == NULL)
+        st = stg_pin(s, tail);
+    pl_graph *pg = NULL;
+    if (st == NULL && n_pre > 0)
         st = stg_graph(s, pre, pre_in, n_pre_in, s->pre_out, s->n_pre_out, &pg);
-        if (st == NULL)
-            st = stg_session(s, pg, false, &s->prefix);
+    /* The stage's creation ends its use of the file constants here, its
+     * pins taken, nothing dropped yet: the prefix's session is then made
+     * alone, so a module that copies a weight lets the core's copy go at
+     * once (pl_filedata_leave_keep), and the rest not pinned goes when it
+     * is made. */
+    if (st == NULL) {
+        st = pl_filedata_leave_keep(s->model->filedata, s->pinned, s->n_pinned);
+        s->left = true;
+    }
+    if (st == NULL && n_pre > 0) {
+        st = stg_session(s, pg, false, &s->prefix);
+        pg = NULL;
     }
     if (st == NULL && (tail_in = pl_calloc(s->n_front ? s->n_front : 1, sizeof *tail_in)) == NULL)
         st = stg_oom();
@@ -477,6 +527,7 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
     }
     for (size_t i = 0; st == NULL && i < s->n_front; i++)
         tail_in[i] = s->front[i].t;
+    pl_graph_destroy(pg);
     /* (a pivot may leave no tail: its outputs are the graph's) */
     if (st == NULL && (s->pivot == PL_NID_NONE || s->tail_nodes > 0))
         st = stg_graph(s, tail, tail_in, s->n_front, tail_out, n_tail_out, &s->tail);
@@ -504,16 +555,12 @@ pl_status *pl_stage_create(pl_model *model, const pl_session_options *options,
     pl_filedata *f = model->filedata;
     pl_status *st = pl_filedata_enter(f);
     if (st == NULL)
-        st = stg_pin(s);
-    if (st == NULL)
         st = stg_build(s, options);
-    pl_status *left = pl_filedata_leave(f, s->pinned, st == NULL ? s->n_pinned : 0);
-    if (st == NULL)
-        st = left;
-    else
-        pl_status_free(left);
+    if (!s->left) { /* the build failed before it left (stg_build) */
+        pl_status_free(pl_filedata_leave(f, NULL, 0));
+        s->n_pinned = 0; /* pinned nothing */
+    }
     if (st != NULL) {
-        s->n_pinned = 0; /* leave pinned nothing */
         pl_stage_destroy(s);
         return st;
     }
