@@ -40,6 +40,9 @@
  *   undo each other.
  * - A Conv's kernel taps that read only padding on an input of known size
  *   (a dilated kernel wider than the map) are cut off the weights.
+ * - A ScatterElements on axis 0 whose indices are an Expand of one index
+ *   per row to data's other dims (whole rows written: torchvision's
+ *   _onnx_merge_levels) becomes a ScatterND of the row indices.
  * - A QuantizeLinear -> DequantizeLinear pair whose input is already on its
  *   grid (the values of a DequantizeLinear with the same scale and zero
  *   point, moved by Reshapes, Transposes, MaxPools and the like) changes
@@ -74,6 +77,14 @@ struct pl_alg_const {
 struct pl_alg_bn {
     pl_nid conv, bn;
     pl_tid c;          /* Mul, Add: the constant */
+};
+
+/* A ScatterElements on axis 0 of whole rows: a ScatterND of ROWS ([k, 1,
+ * ..., 1], the indices before their Expand) reshaped to [k, 1]. */
+struct pl_alg_scatter {
+    pl_nid node;
+    pl_tid rows;
+    int64_t k;
 };
 
 /* A Transpose of a Transpose, made one Transpose of the first's input. */
@@ -146,6 +157,8 @@ struct pl_alg {
     size_t n_crops;
     struct pl_alg_qconv *qconvs;
     size_t n_qconvs;
+    struct pl_alg_scatter *scatters;
+    size_t n_scatters;
     bool qdq_int8;          /* [graph] qdq = int8 */
     pl_rewrites *rewrites;
 };
@@ -1116,6 +1129,95 @@ static pl_status *pl_alg_transpose(struct pl_alg *a, pl_nid id)
     return NULL;
 }
 
+/* ---- ScatterElements of whole rows as ScatterND ------------------------------ */
+
+static pl_nid pl_alg_copy_id(const struct pl_alg *a, pl_nid id);
+
+/* Node ID, when it is a ScatterElements on axis 0 without reduction whose
+ * indices are an Expand of [k, 1, ..., 1] to the updates' shape, and the
+ * updates span data's other dims whole: it writes row idx[i] of data with
+ * updates[i] (torchvision's _onnx_merge_levels puts each pyramid level's
+ * RoIAlign rows back in place this way), which ScatterND does from the k
+ * indices alone instead of k x C x H x W expanded ones. */
+static pl_status *pl_alg_scatter(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (strcmp(n->op, "ScatterElements") != 0 || !pl_alg_default_domain(n) ||
+        n->n_inputs != 3 || n->outputs[0] == PL_TID_NONE)
+        return NULL;
+    for (int k = 0; k < 3; k++)
+        if (n->inputs[k] == PL_TID_NONE)
+            return NULL;
+    const pl_graph_tensor *d = pl_graph_get_tensor(g, a->alias[n->inputs[0]]);
+    const pl_graph_tensor *ix = pl_graph_get_tensor(g, a->alias[n->inputs[1]]);
+    const pl_graph_tensor *u = pl_graph_get_tensor(g, a->alias[n->inputs[2]]);
+    const pl_attr *ax = pl_graph_node_attr(n, "axis");
+    const pl_attr *red = pl_graph_node_attr(n, "reduction");
+    int32_t r = d->ndim;
+    if (r < 2 || ix->ndim != r || u->ndim != r ||
+        (ax != NULL && (ax->kind != PL_ATTR_INT || (ax->i != 0 && ax->i != -(int64_t)r))) ||
+        (red != NULL && (red->kind != PL_ATTR_STRING || strcmp(red->s, "none") != 0)))
+        return NULL;
+    for (int32_t i = 0; i < r; i++)
+        if (d->dims[i] < 0 || ix->dims[i] < 0 || u->dims[i] != ix->dims[i] ||
+            (i > 0 && ix->dims[i] != d->dims[i]))
+            return NULL;
+    if (ix->producer == PL_NID_NONE || a->drop[ix->producer])
+        return NULL;
+    const pl_graph_node *e = pl_graph_get_node(g, ix->producer);
+    if (strcmp(e->op, "Expand") != 0 || !pl_alg_default_domain(e) || e->n_inputs < 1 ||
+        e->inputs[0] == PL_TID_NONE)
+        return NULL;
+    pl_tid rows = a->alias[e->inputs[0]];
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, rows);
+    if (x->ndim != r || x->dims[0] != ix->dims[0] || !PL_DTYPE_EQ(x->dtype, ix->dtype))
+        return NULL;
+    for (int32_t i = 1; i < r; i++)
+        if (x->dims[i] != 1)
+            return NULL;
+    struct pl_alg_scatter *sc = &a->scatters[a->n_scatters++];
+    sc->node = id;
+    sc->rows = rows;
+    sc->k = x->dims[0];
+    if (!pl_rewrites_add(a->rewrites,
+                         "ScatterElements '%s' writes whole rows of '%s' at indices expanded "
+                         "from '%s': a ScatterND of the %lld indices",
+                         n->name, d->name, x->name, (long long)sc->k))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* Writes S into COPY: a Reshape of its rows to [k, 1], and the node made a
+ * ScatterND of them. */
+static pl_status *pl_alg_write_scatter(const pl_graph *g, const struct pl_alg *a, pl_graph *copy,
+                                       const struct pl_alg_scatter *sc)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, sc->node);
+    int64_t shape[2] = {sc->k, 1}, two = 2;
+    char *shp = NULL, *idx = NULL;
+    pl_status *st = pl_alg_constant(copy, n->name, "rows_shape", PL_DTYPE_I64, 1, &two, shape,
+                                    sizeof shape, &shp);
+    if (st == NULL)
+        st = pl_alg_node(copy, n->name, "Reshape",
+                         (const char *const[]){pl_graph_get_tensor(g, sc->rows)->name, shp}, 2,
+                         &idx);
+    pl_nid id = pl_alg_copy_id(a, sc->node);
+    if (st == NULL)
+        st = pl_graph_node_set_op(copy, id, "", "ScatterND");
+    if (st == NULL) {
+        pl_graph_node_remove_attr(copy, id, "axis");
+        pl_graph_node_remove_attr(copy, id, "reduction");
+        pl_tid ins[3] = {pl_graph_find_tensor(copy, pl_graph_get_tensor(g, a->alias[n->inputs[0]])->name),
+                         pl_graph_find_tensor(copy, idx),
+                         pl_graph_find_tensor(copy, pl_graph_get_tensor(g, a->alias[n->inputs[2]])->name)};
+        st = pl_graph_node_set_inputs(copy, id, ins, 3);
+    }
+    pl_free(shp);
+    pl_free(idx);
+    return st;
+}
+
 /* ---- a QuantizeLinear/DequantizeLinear pair that changes nothing --------- */
 
 /* The one value of constant tensor T (a scale or a zero point, per tensor)
@@ -1816,10 +1918,11 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     a.qconvs = pl_calloc(nn ? nn : 1, sizeof *a.qconvs);
+    a.scatters = pl_calloc(nn ? nn : 1, sizeof *a.scatters);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
         a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
-        a.qconvs == NULL ||
+        a.qconvs == NULL || a.scatters == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
         st = pl_alg_oom();
@@ -1852,6 +1955,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_crop_taps(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_scatter(&a, order[i]);
     size_t n_requant = 0;
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]]) {
@@ -1864,7 +1970,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_graph *copy = NULL;
     if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_einsums + a.n_bmms + a.n_gemms + a.n_perms +
                               a.n_crops +
-                              a.n_qconvs +
+                              a.n_qconvs + a.n_scatters +
                               n_requant + n_dead >
                           0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
@@ -1898,6 +2004,8 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
         st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qconvs; k++)
         st = pl_alg_write_qconv(g, a.alias, copy, &a.qconvs[k]);
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_scatters; k++)
+        st = pl_alg_write_scatter(g, &a, copy, &a.scatters[k]);
     if (st == NULL && copy != NULL)
         st = pl_graph_validate(copy);
     if (st != NULL) {
@@ -1918,5 +2026,6 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.perms);
     pl_free(a.crops);
     pl_free(a.qconvs);
+    pl_free(a.scatters);
     return st;
 }

@@ -1896,6 +1896,65 @@ static void case_transposes_composed(void)
     against_none(path, x, 4, shape, names, 3, transpose_check);
 }
 
+/* sc_rows writes whole rows (its indices an Expand of one index per row,
+ * picked from the data by TopK): a ScatterND of the two row indices;
+ * sc_cols scatters along axis 1 and stays. */
+static void scatter_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "sc_rows", "a ScatterND of the 2 indices") &&
+                 !rewritten(root, "sc_cols"),
+             "%s: sc_rows should become a ScatterND, sc_cols stay", cfg);
+}
+
+static void case_scatter_rows(void)
+{
+    static const int64_t k[1] = {2}, axes[2] = {1, 2}, rshape[3] = {-1, 1, 1},
+                         eshape[3] = {2, 8, 4}, starts[1] = {0}, ends[1] = {2};
+    write_sidecar("scatter.weights", (const void *const[]){k, axes, rshape, eshape, starts, ends},
+                  (const size_t[]){sizeof k, sizeof axes, sizeof rshape, sizeof eshape,
+                                   sizeof starts, sizeof ends},
+                  6);
+    const char *path = write_model(
+        "scatter.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"scatter.weights\","
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\",\"z\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4,8,4]},"
+        "{\"name\":\"k\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":0,\"length\":8}},"
+        "{\"name\":\"axes\",\"dtype\":\"i64\",\"shape\":[2],"
+        "\"data\":{\"offset\":64,\"length\":16}},"
+        "{\"name\":\"rshape\",\"dtype\":\"i64\",\"shape\":[3],"
+        "\"data\":{\"offset\":128,\"length\":24}},"
+        "{\"name\":\"eshape\",\"dtype\":\"i64\",\"shape\":[3],"
+        "\"data\":{\"offset\":192,\"length\":24}},"
+        "{\"name\":\"starts\",\"dtype\":\"i64\",\"shape\":[1],"
+        "\"data\":{\"offset\":256,\"length\":8}},"
+        "{\"name\":\"ends\",\"dtype\":\"i64\",\"shape\":[1],"
+        "\"data\":{\"offset\":320,\"length\":8}}],"
+        "\"nodes\":["
+        "{\"name\":\"sum\",\"op\":\"ReduceSum\",\"inputs\":[\"x\",\"axes\"],\"outputs\":[\"s\"],"
+        "\"attributes\":{\"keepdims\":{\"int\":0}}},"
+        "{\"name\":\"top\",\"op\":\"TopK\",\"inputs\":[\"s\",\"k\"],"
+        "\"outputs\":[\"tv\",\"ti\"]},"
+        "{\"name\":\"col\",\"op\":\"Reshape\",\"inputs\":[\"ti\",\"rshape\"],\"outputs\":[\"ic\"]},"
+        "{\"name\":\"exp\",\"op\":\"Expand\",\"inputs\":[\"ic\",\"eshape\"],\"outputs\":[\"ie\"]},"
+        "{\"name\":\"head\",\"op\":\"Slice\",\"inputs\":[\"x\",\"starts\",\"ends\"],"
+        "\"outputs\":[\"h\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"h\"],\"outputs\":[\"u\"]},"
+        "{\"name\":\"sc_rows\",\"op\":\"ScatterElements\",\"inputs\":[\"x\",\"ie\",\"u\"],"
+        "\"outputs\":[\"y\"],\"attributes\":{\"axis\":{\"int\":0}}},"
+        "{\"name\":\"sc_cols\",\"op\":\"ScatterElements\",\"inputs\":[\"x\",\"ie\",\"u\"],"
+        "\"outputs\":[\"z\"],\"attributes\":{\"axis\":{\"int\":1}}}]}");
+    float x[128];
+    for (int i = 0; i < 128; i++)
+        x[i] = 0.01f * (float)((i * 37) % 101 - 50);
+    static const int64_t shape[3] = {4, 8, 4};
+    static const char *const names[2] = {"y", "z"};
+    against_none(path, x, 3, shape, names, 2, scatter_check);
+}
+
 /* aspp6 (3x3, dilation 6, pads 6, on 5x5) reads the input with its centre
  * tap only: cut to 1x1; wide (1x3 dilated 4, pads 0/5 on the width, stride
  * 2) keeps its first two taps; near (dilation 2 on 5x5) keeps all nine. */
@@ -2260,6 +2319,7 @@ int main(int argc, char **argv)
         {"einsum_matmul", case_einsum_matmul},
         {"batch_matmul", case_batch_matmul},
         {"transposes_composed", case_transposes_composed},
+        {"scatter_rows", case_scatter_rows},
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
         {"shapes_refolded", case_shapes_refolded},
