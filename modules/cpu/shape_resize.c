@@ -5,7 +5,10 @@
  * outside the input read its edge, or with exclude_outside weigh 0 and the
  * others are renormalised, as ONNX's reference), with the coordinate
  * transformations half_pixel, pytorch_half_pixel, align_corners,
- * asymmetric and tf_half_pixel_for_nn. Scales (a constant) or sizes give
+ * asymmetric and tf_half_pixel_for_nn; Resize 18's antialias on linear and
+ * cubic downsampling (the filter widened by 1 / scale and normalised, as
+ * ONNX's reference: the axes resampled one after the other). Scales (a
+ * constant) or sizes give
  * the factor of each axis; opset 10 has scales only and works as the
  * Upsample it replaced, which runs here too (opset 7: scales an attribute;
  * 9: an input): asymmetric coordinates, nearest rounding down.
@@ -16,6 +19,7 @@
  * axis's table. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shape_kernel.h"
@@ -303,6 +307,210 @@ static void shp_cubic_entry(shp_resize_entry *e, int64_t x0, double t, int64_t i
     }
 }
 
+/* ---- antialias (Resize 18) ------------------------------------------------- */
+
+/* A downsampling linear or cubic Resize with antialias = 1 widens its
+ * filter by 1 / scale (ONNX's reference): an output reads a variable
+ * number of inputs, so the axes are resampled one after the other, each
+ * pass a table of N taps per output index. */
+typedef struct shp_aa_axis {
+    int axis;
+    int64_t in, out;
+    int32_t n;             /* taps per output index */
+    int32_t *idx;          /* out x n */
+    float *w;
+} shp_aa_axis;
+
+typedef struct shp_aa_kernel {
+    shp_kernel k;
+    int rank, n_axes;
+    int64_t x_dims[CPU_MAX_RANK];
+    shp_aa_axis ax[CPU_MAX_RANK];
+    size_t most;           /* the largest intermediate, in elements */
+} shp_aa_kernel;
+
+typedef struct shp_aa_call {
+    const shp_aa_axis *a;
+    const float *x;
+    float *y;
+    size_t inner;
+} shp_aa_call;
+
+static void shp_aa_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const shp_aa_call *c = arg;
+    const shp_aa_axis *a = c->a;
+    const size_t inner = c->inner;
+    for (size_t row = begin; row < end; row++) {
+        size_t o = row / (size_t)a->out, j = row % (size_t)a->out;
+        const float *x = c->x + o * (size_t)a->in * inner;
+        float *y = c->y + row * inner;
+        const int32_t *idx = a->idx + j * (size_t)a->n;
+        const float *w = a->w + j * (size_t)a->n;
+        for (size_t i = 0; i < inner; i++)
+            y[i] = 0.0f;
+        for (int32_t t = 0; t < a->n; t++) {
+            if (w[t] == 0.0f)
+                continue;
+            const float *xr = x + (size_t)idx[t] * inner;
+            for (size_t i = 0; i < inner; i++)
+                y[i] += w[t] * xr[i];
+        }
+    }
+}
+
+static pl_status *shp_aa_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                               const pl_run_args *args, size_t o, void *dst,
+                               pl_output_request req)
+{
+    (void)o, (void)req;
+    const shp_aa_kernel *k = (const shp_aa_kernel *)kernel;
+    float *tmp[2] = {NULL, NULL};
+    if (k->n_axes > 1 && (tmp[0] = malloc(k->most * sizeof(float))) == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, "Resize", "out of memory");
+    if (k->n_axes > 2 && (tmp[1] = malloc(k->most * sizeof(float))) == NULL) {
+        free(tmp[0]);
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, "Resize", "out of memory");
+    }
+    int64_t dims[CPU_MAX_RANK];
+    memcpy(dims, k->x_dims, sizeof dims);
+    const float *cur = (const float *)(const void *)shp_in(args, 0);
+    for (int p = 0; p < k->n_axes; p++) {
+        const shp_aa_axis *a = &k->ax[p];
+        size_t outer = 1, inner = 1;
+        for (int d = 0; d < a->axis; d++)
+            outer *= (size_t)dims[d];
+        for (int d = a->axis + 1; d < k->rank; d++)
+            inner *= (size_t)dims[d];
+        float *y = p == k->n_axes - 1 ? dst : tmp[p % 2];
+        shp_aa_call c = {.a = a, .x = cur, .y = y, .inner = inner};
+        size_t rows = outer * (size_t)a->out;
+        cpu_host->parallel_for(ctx->host_ctx, rows, 16384 / (inner * (size_t)a->n + 1) + 1,
+                               shp_aa_chunk, &c);
+        dims[a->axis] = a->out;
+        cur = y;
+    }
+    free(tmp[0]);
+    free(tmp[1]);
+    return NULL;
+}
+
+/* Keys' cubic kernel with coefficient A at X. */
+static double shp_cubic_w(double x, double a)
+{
+    x = fabs(x);
+    if (x <= 1)
+        return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2)
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return 0;
+}
+
+/* The taps of output index I on axis A (IN -> OUT at SCALE). */
+static void shp_aa_taps(const shp_aa_axis *a, int64_t i, shp_coord coord, double scale, int taps,
+                        double cubic_a, bool exclude, int32_t *idx, float *w)
+{
+    double c = shp_coordinate(coord, i, a->in, a->out, scale);
+    double f = floor(c), ratio = c - f;
+    double ws[1024];
+    int64_t start;
+    int32_t n = a->n;
+    bool wide = scale < 1.0;
+    if (!wide) {
+        start = taps == 2 ? 0 : -1;
+        for (int32_t t = 0; t < n; t++)
+            ws[t] = taps == 2 ? (t == 0 ? 1.0 - ratio : ratio)
+                              : shp_cubic_w((double)(start + t) - ratio, cubic_a);
+    } else {
+        start = taps == 2 ? (int64_t)floor(-1.0 / scale) + 1 : (int64_t)floor(-2.0 / scale) + 1;
+        for (int32_t t = 0; t < n; t++) {
+            double arg = ((double)(start + t) - ratio) * scale;
+            ws[t] = taps == 2 ? fmax(0.0, 1.0 - fabs(arg)) : shp_cubic_w(arg, cubic_a);
+        }
+    }
+    double sum = 0;
+    for (int32_t t = 0; t < n; t++) {
+        int64_t j = (int64_t)f + start + t;
+        if (exclude && (j < 0 || j >= a->in))
+            ws[t] = 0;
+        sum += ws[t];
+        idx[t] = (int32_t)shp_clamp(j, a->in);
+    }
+    /* widened filters are normalised (ONNX's reference), as are cubic ones
+     * that excluded taps outside */
+    bool norm = (wide || exclude) && sum != 0;
+    for (int32_t t = 0; t < n; t++)
+        w[t] = (float)(norm ? ws[t] / sum : ws[t]);
+}
+
+/* The antialiased kernel for the axes that change (SCALES of each). */
+static pl_status *shp_build_resize_aa(pl_module_ctx *ctx, const pl_node_desc *node,
+                                      const double *scales, int taps, shp_coord coord,
+                                      double cubic_a, bool exclude, pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    const int r = x->ndim;
+    int32_t n[CPU_MAX_RANK] = {0};
+    size_t table = 0, most = 1;
+    for (int d = 0; d < r; d++) {
+        if (x->shape[d] == o->shape[d] && scales[d] == 1.0)
+            continue;
+        if (scales[d] < 1.0) {
+            int64_t start = taps == 2 ? (int64_t)floor(-1.0 / scales[d]) + 1
+                                      : (int64_t)floor(-2.0 / scales[d]) + 1;
+            int64_t count = 2 - 2 * start;
+            if (count > 1024)
+                return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                                 "antialias at scale %g on axis %d: a filter of %lld taps "
+                                 "(at most 1024)",
+                                 scales[d], d, (long long)count);
+            n[d] = (int32_t)count;
+        } else {
+            n[d] = taps;
+        }
+        table += (size_t)o->shape[d] * (size_t)n[d] * (sizeof(int32_t) + sizeof(float));
+    }
+    /* intermediates: the input with the axes done so far resized */
+    int64_t dims[CPU_MAX_RANK];
+    memcpy(dims, x->shape, (size_t)r * sizeof *dims);
+    for (int d = 0; d < r; d++) {
+        if (n[d] == 0)
+            continue;
+        dims[d] = o->shape[d];
+        size_t e = 1;
+        for (int q = 0; q < r; q++)
+            e *= (size_t)dims[q];
+        most = e > most ? e : most;
+    }
+    shp_aa_kernel *k;
+    size_t head = (sizeof *k + 15) & ~(size_t)15;
+    SHP_TRY(shp_kernel_alloc(ctx, node, head + table, shp_aa_write, (shp_kernel **)&k));
+    char *at = (char *)k + head;
+    k->rank = r;
+    k->most = most;
+    memcpy(k->x_dims, x->shape, (size_t)r * sizeof *k->x_dims);
+    for (int d = 0; d < r; d++) {
+        if (n[d] == 0)
+            continue;
+        shp_aa_axis *a = &k->ax[k->n_axes++];
+        a->axis = d;
+        a->in = x->shape[d];
+        a->out = o->shape[d];
+        a->n = n[d];
+        a->idx = (int32_t *)(void *)at;
+        at += (size_t)a->out * (size_t)a->n * sizeof(int32_t);
+        a->w = (float *)(void *)at;
+        at += (size_t)a->out * (size_t)a->n * sizeof(float);
+        for (int64_t i = 0; i < a->out; i++)
+            shp_aa_taps(a, i, coord, scales[d], taps, cubic_a, exclude,
+                        a->idx + i * a->n, a->w + i * a->n);
+    }
+    k->k.base.n_reads = 1;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
 pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
@@ -327,10 +535,21 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     SHP_TRY(shp_resize_scales(node, scales));
     double cubic_a = -0.75;
     int64_t exclude_outside = 0;
-    if (taps == 4) {
+    if (taps == 4)
         SHP_TRY(cpu_attr_float(node, "cubic_coeff_a", -0.75, &cubic_a));
+    /* (linear's two taps clamped at the edge weigh as excluded ones
+     * renormalised; antialias's wider filter differs) */
+    if (taps > 1 && shp_opset(node) >= 11)
         SHP_TRY(cpu_attr_int(node, "exclude_outside", 0, &exclude_outside));
-    }
+    int64_t antialias = 0;
+    if (shp_opset(node) >= 18)
+        SHP_TRY(cpu_attr_int(node, "antialias", 0, &antialias));
+    bool down = false;
+    for (int d = 0; d < r; d++)
+        down |= scales[d] < 1.0 && (x->shape[d] != o->shape[d] || scales[d] != 1.0);
+    if (antialias != 0 && taps > 1 && down && r > 0)
+        return shp_build_resize_aa(ctx, node, scales, taps, coord, cubic_a,
+                                   exclude_outside != 0, out_kernel);
     size_t entries = 0;
     int resized = 0;
     for (int d = 0; d < r; d++) {

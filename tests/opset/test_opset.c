@@ -1920,12 +1920,42 @@ static void case_lowered_ops(void)
     oh_attr_i(g, n, "num_groups", 4);
     oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "num_groups 4 does not divide the 6", NULL);
 
+    /* antialias 1 stays for the kernels (the cpu module runs it) */
     g = oh_new_graph("Resize 18 antialias", 18);
     oh_input(g, "x", F32, D(1, 1, 4, 4));
-    oh_const_f32(g, "scales", (const float[]){1, 1, 2, 2}, 4);
+    oh_const_f32(g, "scales", (const float[]){1, 1, 0.5f, 0.5f}, 4);
     n = oh_node(g, "rs", "Resize", "x,,scales", "y");
     oh_attr_i(g, n, "antialias", 1);
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "antialias = 1 is not supported", NULL);
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, (const int64_t[]){1, 1, 2, 2}, 4);
+    if (pl_graph_node_attr(pl_graph_get_node(g, pl_graph_find_node(g, "rs")), "antialias") ==
+        NULL)
+        FAIL("Resize 18: antialias 1 should stay on the node");
+    pl_graph_destroy(g);
+
+    /* axes [3, 2]: constant scales become a constant for every axis;
+     * computed sizes are spread by a ScatterElements into the Shape */
+    g = oh_new_graph("Resize 18 axes", 18);
+    oh_input(g, "x", F32, D(1, 1, 2, 2));
+    oh_const_f32(g, "scales", (const float[]){3, 2}, 2);
+    n = oh_node(g, "rs", "Resize", "x,,scales", "y");
+    oh_attr_is(g, n, "axes", (const int64_t[]){3, 2}, 2);
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, (const int64_t[]){1, 1, 4, 6}, 4);
+    if (op_count(g, "ScatterElements") != 0 ||
+        pl_graph_node_attr(pl_graph_get_node(g, pl_graph_find_node(g, "rs")), "axes") != NULL)
+        FAIL("Resize 18 axes: expected constant scales and no axes left");
+    pl_graph_destroy(g);
+
+    g = oh_new_graph("Resize 18 axes, sizes computed", 18);
+    oh_input(g, "x", F32, D(1, 1, 2, 2));
+    oh_input(g, "sz", PL_DTYPE_I64, D(2));
+    n = oh_node(g, "rs", "Resize", "x,,,sz", "y");
+    oh_attr_is(g, n, "axes", (const int64_t[]){-1, 2}, 2);
+    OK(oh_run(g));
+    if (op_count(g, "ScatterElements") != 1 || op_count(g, "Shape") != 1)
+        FAIL("Resize 18 axes with computed sizes: expected a ScatterElements into a Shape");
+    pl_graph_destroy(g);
 
     g = oh_new_graph("Resize 19 at defaults", 19);
     oh_input(g, "x", F32, D(1, 1, 4, 4));

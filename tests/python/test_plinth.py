@@ -447,6 +447,72 @@ class OnnxTest(unittest.TestCase):
     def tearDown(self):
         self.rt.close()
 
+    def test_resize18(self):
+        """Resize 18's antialias (the cpu module's widened filter) and axes
+        (spread over every axis by the opset), against ONNX 1.23's own
+        node tests' data and against PyTorch's antialiased interpolate."""
+        import onnx
+        from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+        def run(attrs, x, scales=None, sizes=None, opset=19):
+            ins = ["x", "", "scales" if scales is not None else "", "sizes" if sizes is not None else ""]
+            while ins[-1] == "":
+                ins.pop()
+            inits = []
+            if scales is not None:
+                inits.append(nh.from_array(np.array(scales, np.float32), "scales"))
+            if sizes is not None:
+                inits.append(nh.from_array(np.array(sizes, np.int64), "sizes"))
+            g = h.make_graph([h.make_node("Resize", ins, ["y"], **attrs)], "g",
+                             [h.make_tensor_value_info("x", T.FLOAT, list(x.shape))],
+                             [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+            m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+            m.ir_version = 8
+            path = os.path.join(TMP, "resize18.onnx")
+            onnx.save(m, path)
+            with self.rt.load_model(path).session() as s:
+                return s.run({"x": x})["y"]
+
+        x44 = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
+        # onnx 1.23 test_resize_downsample_{scales_linear,scales_cubic,sizes_linear}_antialias
+        np.testing.assert_allclose(
+            run({"mode": "linear", "antialias": 1}, x44, scales=[1, 1, 0.6, 0.6]),
+            np.array([2.875, 4.5, 9.375, 11.0], np.float32).reshape(1, 1, 2, 2), rtol=1e-5)
+        np.testing.assert_allclose(
+            run({"mode": "cubic", "antialias": 1}, x44, scales=[1, 1, 0.6, 0.6]),
+            np.array([2.5180718898773193, 4.285885810852051, 9.58932876586914,
+                      11.357142448425293], np.float32).reshape(1, 1, 2, 2), rtol=1e-5)
+        np.testing.assert_allclose(
+            run({"mode": "linear", "antialias": 1}, x44, sizes=[1, 1, 3, 3]),
+            np.array([2.363636016845703, 3.590909004211426, 4.818181991577148,
+                      7.272727966308594, 8.5, 9.727272987365723, 12.181818008422852,
+                      13.409090995788574, 14.636363983154297], np.float32).reshape(1, 1, 3, 3),
+            rtol=1e-5)
+        # test_resize_upsample_{scales,sizes}_nearest_axes_3_2
+        x22 = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+        np.testing.assert_array_equal(
+            run({"mode": "nearest", "axes": [3, 2]}, x22, scales=[3.0, 2.0]),
+            np.repeat(np.repeat(x22, 2, axis=2), 3, axis=3))
+        want = np.array([[1] * 4 + [2] * 4] * 4 + [[3] * 4 + [4] * 4] * 3, np.float32)
+        np.testing.assert_array_equal(
+            run({"mode": "nearest", "axes": [3, 2]}, x22, sizes=[8, 7]), want.reshape(1, 1, 7, 8))
+        try:
+            import torch
+        except ImportError:
+            return
+        # PyTorch's antialias excludes the taps outside (exclude_outside = 1)
+        # and its bicubic's a is -0.5
+        x = np.random.default_rng(0).standard_normal((1, 2, 37, 29)).astype(np.float32)
+        for mode, tmode, a in (("linear", "bilinear", -0.75), ("cubic", "bicubic", -0.5)):
+            for size in ((13, 11), (20, 7), (37, 15)):
+                want = torch.nn.functional.interpolate(
+                    torch.from_numpy(x), size=size, mode=tmode, align_corners=False,
+                    antialias=True).numpy()
+                got = run({"mode": mode, "antialias": 1, "exclude_outside": 1,
+                           "cubic_coeff_a": a}, x, sizes=[1, 2, *size], opset=18)
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5,
+                                           err_msg="%s %s" % (mode, size))
+
     def test_symbolic_shapes(self):
         def build(h, T):
             return h.make_graph(

@@ -38,9 +38,11 @@
  * - Attributes newer versions added are checked and, at their defaults,
  *   removed or given the older spelling, so that kernels written against
  *   the older version read the node right; a value Plinth cannot run is
- *   refused with the node and the value: Resize 18's antialias (1) and
- *   axes (other than all axes in order), keep_aspect_ratio_policy (other
- *   than stretch, with sizes) and 19's half_pixel_symmetric; Pad 19's
+ *   refused with the node and the value: Resize 18's keep_aspect_ratio_policy
+ *   (other than stretch, with sizes) and 19's half_pixel_symmetric (its
+ *   axes become scales or sizes for every axis, a ScatterElements into
+ *   ones or the input's Shape; antialias 1 stays for the kernels, the cpu
+ *   module's runs it); Pad 19's
  *   wrap; GridSample 20's modes (linear and cubic are 16's bilinear and
  *   bicubic; N-D refused); QuantizeLinear's and DequantizeLinear's
  *   saturate (float8 only), block_size (blocked quantisation, refused),
@@ -877,10 +879,105 @@ static pl_status *lw_drop(lw *w, const char *name)
     return NULL;
 }
 
+/* Input I of the node replaced by tensor NAME. */
+static pl_status *lw_set_input(lw *w, size_t i, const char *name)
+{
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    pl_tid tids[16];
+    if (n->n_inputs > PL_COUNT(tids) || i >= n->n_inputs)
+        return lw_error(w, PL_CODE_INTERNAL, "input %zu of %zu", i, n->n_inputs);
+    memcpy(tids, n->inputs, n->n_inputs * sizeof *tids);
+    tids[i] = name[0] ? pl_graph_find_tensor(w->g, name) : PL_TID_NONE;
+    return pl_graph_node_set_inputs(w->g, w->id, tids, n->n_inputs);
+}
+
+/* Resize 18's axes: its scales or sizes (one per listed axis) spread over
+ * every axis of the input X (rank R): a constant when they are one (and,
+ * for sizes, X's other dims are known), else a ScatterElements into ones
+ * or X's Shape; the roi, read only by tf_crop_and_resize (refused),
+ * goes. */
+static pl_status *lw_resize_axes(lw *w, const pl_attr *axes, int32_t r)
+{
+    int64_t ax[PL_GRAPH_MAX_RANK];
+    bool seen[PL_GRAPH_MAX_RANK] = {false};
+    if (axes->kind != PL_ATTR_INTS || axes->n == 0 || axes->n > (size_t)r)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axes: %zu values for rank %d", axes->n,
+                        (int)r);
+    for (size_t i = 0; i < axes->n; i++) {
+        int64_t a = axes->ints[i] < 0 ? axes->ints[i] + r : axes->ints[i];
+        if (a < 0 || a >= r || seen[a])
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axes: %lld is out of range or "
+                                                         "repeated",
+                            (long long)axes->ints[i]);
+        seen[a] = true;
+        ax[i] = a;
+    }
+    const char *x = lw_input(w, 0), *scales = lw_input(w, 2), *sizes = lw_input(w, 3);
+    const pl_graph_tensor *st = scales[0] ? lw_tensor(w, scales) : NULL;
+    bool by_scales = st != NULL && st->ndim == 1 && st->dims[0] > 0;
+    /* constant scales, or constant sizes with the other dims known: a
+     * constant for every axis, which inference reads */
+    const pl_graph_tensor *zt = sizes[0] ? lw_tensor(w, sizes) : NULL;
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    const pl_graph_tensor *ct = by_scales ? st : zt;
+    bool known = ct != NULL && ct->data != NULL && ct->ndim == 1 &&
+                 ct->dims[0] == (int64_t)axes->n;
+    for (int32_t d = 0; known && !by_scales && d < r; d++)
+        known = seen[d] || (xt != NULL && xt->dims[d] >= 0);
+    if (known) {
+        char *s = lw_slot(w);
+        if (s == NULL)
+            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+        float fs[PL_GRAPH_MAX_RANK];
+        int64_t is[PL_GRAPH_MAX_RANK], n = r;
+        for (int32_t d = 0; d < r; d++) {
+            fs[d] = 1.0f;
+            is[d] = by_scales ? 0 : xt->dims[d];
+        }
+        for (size_t i = 0; i < axes->n; i++) {
+            if (by_scales)
+                memcpy(&fs[ax[i]], (const char *)ct->data + i * 4, 4);
+            else
+                memcpy(&is[ax[i]], (const char *)ct->data + i * 8, 8);
+        }
+        pl_tid t;
+        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(
+            w->g, w->id, by_scales ? "scales" : "sizes", by_scales ? PL_DTYPE_F32 : PL_DTYPE_I64,
+            1, &n, by_scales ? (const void *)fs : (const void *)is, (size_t)r * (by_scales ? 4 : 8),
+            &t));
+        snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+        PL_RETURN_IF_ERROR(lw_set_input(w, by_scales ? 2 : 3, s));
+        return lw_set_input(w, 1, "");
+    }
+    const char *idx, *base, *full;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", ax, (int64_t)axes->n, &idx));
+    if (by_scales) {
+        char *s = lw_slot(w);
+        if (s == NULL)
+            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+        float ones[PL_GRAPH_MAX_RANK];
+        for (int32_t i = 0; i < r; i++)
+            ones[i] = 1.0f;
+        int64_t n = r;
+        pl_tid t;
+        PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "ones", PL_DTYPE_F32, 1, &n, ones,
+                                                   (size_t)r * 4, &t));
+        snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+        base = s;
+    } else {
+        PL_RETURN_IF_ERROR(lw_unary(w, "Shape", x, &base));
+    }
+    pl_nid sc;
+    PL_RETURN_IF_ERROR(lw_node(w, "ScatterElements",
+                               (const char *[]){base, idx, by_scales ? scales : sizes}, 3, &full,
+                               &sc));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, sc, "axis", 0));
+    PL_RETURN_IF_ERROR(lw_set_input(w, by_scales ? 2 : 3, full));
+    return lw_set_input(w, 1, "");
+}
+
 static pl_status *lw_resize(lw *w)
 {
-    if (lw_attr_i(w, "antialias", 0) != 0)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "antialias = 1 is not supported");
     const char *policy = lw_attr_s(w, "keep_aspect_ratio_policy", "stretch");
     if (strcmp(policy, "stretch") != 0 && lw_input(w, 3)[0] != '\0')
         return lw_error(w, PL_CODE_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported",
@@ -891,15 +988,23 @@ static pl_status *lw_resize(lw *w)
     const pl_attr *axes = lw_attr(w, "axes");
     if (axes != NULL) {
         const pl_graph_tensor *x = lw_tensor(w, lw_input(w, 0));
-        bool all = x != NULL && axes->kind == PL_ATTR_INTS && x->ndim >= 0 &&
-                   axes->n == (size_t)x->ndim;
+        if (x == NULL || x->ndim < 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "axes on an input of unknown rank");
+        bool all = axes->kind == PL_ATTR_INTS && axes->n == (size_t)x->ndim;
         for (size_t i = 0; all && i < axes->n; i++)
             all = axes->ints[i] == (int64_t)i || axes->ints[i] == (int64_t)i - x->ndim;
-        if (!all)
-            return lw_error(w, PL_CODE_UNSUPPORTED,
-                            "axes other than every axis in order are not supported");
+        if (!all) {
+            if (strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""),
+                       "tf_crop_and_resize") == 0)
+                return lw_error(w, PL_CODE_UNSUPPORTED,
+                                "axes with tf_crop_and_resize are not supported");
+            PL_RETURN_IF_ERROR(lw_resize_axes(w, axes, x->ndim));
+        }
     }
-    lw_drop(w, "antialias");
+    /* antialias (1) stays for the kernels: the cpu module's reads it, the
+     * others refuse a Resize that has it */
+    if (lw_attr_i(w, "antialias", 0) == 0)
+        lw_drop(w, "antialias");
     lw_drop(w, "keep_aspect_ratio_policy");
     return lw_drop(w, "axes");
 }

@@ -1173,6 +1173,14 @@ static const pl_attr_spec sh_resize11_attrs[] = {
     PL_ATTR_F("cubic_coeff_a", -0.75), PL_ATTR_I("exclude_outside", 0),
     PL_ATTR_F("extrapolation_value", 0.0), PL_ATTR_S("mode", "nearest"),
     PL_ATTR_S("nearest_mode", "round_prefer_floor")};
+/* Resize 18 and 19 after opset_lower.c: 11's and antialias, which stays
+ * when 1 (the kernels that cannot run it refuse the node) */
+static const pl_attr_spec sh_resize18_attrs[] = {
+    PL_ATTR_I("antialias", 0),
+    PL_ATTR_S("coordinate_transformation_mode", "half_pixel"),
+    PL_ATTR_F("cubic_coeff_a", -0.75), PL_ATTR_I("exclude_outside", 0),
+    PL_ATTR_F("extrapolation_value", 0.0), PL_ATTR_S("mode", "nearest"),
+    PL_ATTR_S("nearest_mode", "round_prefer_floor")};
 static const pl_attr_spec sh_upsample7_attrs[] = {PL_ATTR_S("mode", "nearest"),
                                                   PL_ATTR_REQ("scales", PL_ATTR_FLOATS)};
 static const pl_attr_spec sh_cos_attrs[] = {PL_ATTR_T("value")};
@@ -1292,14 +1300,14 @@ const pl_op_schema pl_opset_shape_schemas[] = {
               .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
                         {"I", PL_TS_I64}},
               .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
-    /* Resize 18 and 19: 13's, once opset_lower.c has checked and removed
-     * antialias, axes and keep_aspect_ratio_policy and refused 19's
-     * half_pixel_symmetric. */
-    SH_SCHEMA("Resize", 18, 1, 4, 1, 1, sh_resize11_attrs, sh_infer_resize,
+    /* Resize 18 and 19: 13's, once opset_lower.c has spread axes over
+     * every axis, removed keep_aspect_ratio_policy and refused 19's
+     * half_pixel_symmetric; antialias stays when 1. */
+    SH_SCHEMA("Resize", 18, 1, 4, 1, 1, sh_resize18_attrs, sh_infer_resize,
               .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
                         {"I", PL_TS_I64}},
               .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
-    SH_SCHEMA("Resize", 19, 1, 4, 1, 1, sh_resize11_attrs, sh_infer_resize,
+    SH_SCHEMA("Resize", 19, 1, 4, 1, 1, sh_resize18_attrs, sh_infer_resize,
               .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
                         {"I", PL_TS_I64}},
               .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
