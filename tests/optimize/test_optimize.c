@@ -1315,7 +1315,8 @@ static void gemm_check(json_t *root, const char *cfg)
 }
 
 /* MatMul of a 2-D input by a constant, then Add of a constant vector (on
- * the Add's left) becomes one Gemm; with a 3-D input (mm3) it stays. */
+ * the Add's left) becomes one Gemm; with a 3-D input (mm3) and weights
+ * under 1 MiB it stays (matmul_rows_merged has bigger ones). */
 static void case_matmul_gemm(void)
 {
     static float w[8 * 5], b[5];
@@ -1955,6 +1956,52 @@ static void case_scatter_rows(void)
     against_none(path, x, 3, shape, names, 2, scatter_check);
 }
 
+/* lin: [1, 3, 512] by a constant [512, 512] (1 MiB) and the Add of [512]
+ * after it: a 2-D Gemm of 3 rows between Reshapes; small: the same with a
+ * [512, 4] weight, left 3-D. */
+static void rows_merged_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "lin", "and the Add after it made a 2-D Gemm of 3 rows") &&
+                 placed(root, "lin/Gemm") && !placed(root, "bias") && !rewritten(root, "small"),
+             "%s: lin and bias should become a 2-D Gemm, small stay", cfg);
+}
+
+static void case_matmul_rows_merged(void)
+{
+    static float w[512 * 512], b[512], w4[512 * 4];
+    for (int k = 0; k < 512 * 512; k++)
+        w[k] = 0.01f * (float)((k * 7) % 23 - 11);
+    for (int k = 0; k < 512; k++)
+        b[k] = 0.05f * (float)(k % 9) - 0.2f;
+    for (int k = 0; k < 512 * 4; k++)
+        w4[k] = 0.02f * (float)((k * 5) % 13 - 6);
+    write_sidecar("rows.weights", (const void *const[]){w, b, w4},
+                  (const size_t[]){sizeof w, sizeof b, sizeof w4}, 3);
+    const char *path = write_model(
+        "rows.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"rows.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"z\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3,512]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[512,512],"
+        "\"data\":{\"offset\":0,\"length\":1048576}},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[512],"
+        "\"data\":{\"offset\":1048576,\"length\":2048}},"
+        "{\"name\":\"w4\",\"dtype\":\"f32\",\"shape\":[512,4],"
+        "\"data\":{\"offset\":1050624,\"length\":8192}}],"
+        "\"nodes\":["
+        "{\"name\":\"lin\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"bias\",\"op\":\"Add\",\"inputs\":[\"p\",\"b\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"small\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w4\"],\"outputs\":[\"z\"]}]}");
+    static float x[3 * 512];
+    for (int i = 0; i < 3 * 512; i++)
+        x[i] = 0.01f * (float)(i % 37 - 18);
+    static const int64_t shape[3] = {1, 3, 512};
+    static const char *const names[2] = {"y", "z"};
+    against_none(path, x, 3, shape, names, 2, rows_merged_check);
+}
+
 /* aspp6 (3x3, dilation 6, pads 6, on 5x5) reads the input with its centre
  * tap only: cut to 1x1; wide (1x3 dilated 4, pads 0/5 on the width, stride
  * 2) keeps its first two taps; near (dilation 2 on 5x5) keeps all nine. */
@@ -2320,6 +2367,7 @@ int main(int argc, char **argv)
         {"batch_matmul", case_batch_matmul},
         {"transposes_composed", case_transposes_composed},
         {"scatter_rows", case_scatter_rows},
+        {"matmul_rows_merged", case_matmul_rows_merged},
         {"dead_taps_cut", case_dead_taps_cut},
         {"shapes_folded", case_shapes_folded},
         {"shapes_refolded", case_shapes_refolded},
