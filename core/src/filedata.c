@@ -28,6 +28,7 @@ typedef struct pl_fd_entry {
     int pins;        /* live sessions reading it in place */
     bool dropped;
     bool in_copy;    /* ADDR lies in the cache's copy (mapped): never read again */
+    bool external;   /* ADDR lies in a mapped external data file: never read again */
     bool unused;     /* no tensor of the model's graph reads it (pl_filedata_mark_used) */
     bool has_digest;
     uint64_t digest; /* pl_hash_bytes from PL_HASH_SEED */
@@ -202,6 +203,17 @@ pl_status *pl_filedata_track_copy(pl_filedata *f, void *addr, size_t bytes, uint
         f->e[i].has_digest = true;
         f->e[i].digest = digest;
     }
+    return NULL;
+}
+
+pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const char *name)
+{
+    bool read_model = f->read_model;
+    PL_RETURN_IF_ERROR(pl_filedata_track(f, addr, bytes, 0, name));
+    f->read_model = read_model;
+    long i = pl_filedata_find(f, addr);
+    if (i >= 0)
+        f->e[i].in_copy = f->e[i].external = true;
     return NULL;
 }
 
@@ -563,6 +575,8 @@ const char *pl_filedata_store_copy(pl_filedata *f)
     char *buf = pl_malloc(PL_FD_BUF);
     size_t n = 0;
     for (size_t i = 0; e != NULL && i < f->n; i++) {
+        if (f->e[i].external)
+            continue; /* another file's */
         bool dup = false; /* one range of the file named by two constants */
         for (size_t k = 0; k < n && !dup; k++)
             dup = e[k].offset == f->e[i].offset && e[k].bytes == f->e[i].bytes;

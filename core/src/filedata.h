@@ -61,6 +61,12 @@ pl_status *pl_filedata_read(pl_filedata *f, uint64_t offset, size_t bytes, void 
 pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t offset,
                              const char *name);
 
+/* Records, like pl_filedata_track, a constant at ADDR inside a read-only
+ * mapping of another file (ONNX external data): dropping it unmaps its
+ * pages, which the mapping gives back on the next touch; it is never read
+ * from the model file, nor kept in the cache's copy. */
+pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const char *name);
+
 /* The number of constants recorded, and the recorded one holding the byte
  * at ADDR (-1: none). */
 size_t pl_filedata_count(const pl_filedata *f);

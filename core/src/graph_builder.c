@@ -207,6 +207,21 @@ static bool pl_builder_same_type(const pl_graph *g, pl_tid t, pl_dtype dtype,
     return true;
 }
 
+/* ROOT's record of the model file's constants (filedata.h), made on first
+ * use. The graph owns it from the start, so that it outlives the builder
+ * and goes with a graph that fails to load. */
+static pl_status *pl_builder_filedata(pl_graph_builder *root)
+{
+    if (root->filedata != NULL)
+        return NULL;
+    PL_RETURN_IF_ERROR(pl_filedata_create(root->path, &root->filedata));
+    pl_graph_own_filedata(root->g, root->filedata);
+    const char *kept = pl_filedata_open_copy(root->filedata, root->cache_dir);
+    if (kept != NULL)
+        pl_cache_touch_named(root->cache_dir, kept); /* used: not evicted first */
+    return NULL;
+}
+
 pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
                                     pl_dtype dtype, int32_t ndim, const int64_t *dims,
                                     const char *location, int64_t offset, int64_t length)
@@ -236,9 +251,18 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
     /* An empty file is not mapped: its only constants are empty ones. */
     const char *data = f->addr ? (const char *)f->addr + offset : NULL;
     /* Kernels read constants in place: keep them aligned, else copy. */
-    if ((uintptr_t)data % 64 == 0)
-        return pl_graph_set_constant_ref(owner, t, data, len);
-    return pl_graph_set_constant(owner, t, data, len);
+    if ((uintptr_t)data % 64 != 0)
+        return pl_graph_set_constant(owner, t, data, len);
+    PL_RETURN_IF_ERROR(pl_graph_set_constant_ref(owner, t, data, len));
+    /* The model's big ones are recorded (filedata.h): once every module
+     * that reads one keeps its own copy, its pages leave the process (the
+     * mapping gives them back when touched), so weights in external data
+     * are not resident twice. A body's are read in place by its sessions. */
+    pl_graph_builder *root = b->root;
+    if (b != root || len < PL_FILEDATA_MIN_BYTES || root->path == NULL)
+        return NULL;
+    PL_RETURN_IF_ERROR(pl_builder_filedata(root));
+    return pl_filedata_track_mapped(root->filedata, (void *)data, len, name);
 }
 
 pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
@@ -246,15 +270,7 @@ pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
                                           int64_t offset, int64_t length)
 {
     pl_graph_builder *root = b->root;
-    if (root->filedata == NULL) {
-        /* The graph owns it from the start, so that it outlives the
-         * builder and goes with a graph that fails to load. */
-        PL_RETURN_IF_ERROR(pl_filedata_create(root->path, &root->filedata));
-        pl_graph_own_filedata(root->g, root->filedata);
-        const char *kept = pl_filedata_open_copy(root->filedata, root->cache_dir);
-        if (kept != NULL)
-            pl_cache_touch_named(root->cache_dir, kept); /* used: not evicted first */
-    }
+    PL_RETURN_IF_ERROR(pl_builder_filedata(root));
     pl_filedata *f = root->filedata;
     uint64_t size = pl_filedata_size(f);
     if (offset < 0 || length < 0 || (uint64_t)offset > size ||

@@ -83,6 +83,36 @@ def save_ms_model(graph, name, opset):
     return path
 
 
+def drop_graph(h, T, inits):
+    """The weight-dropping tests' graph: y = relu(x @ w1) @ w2 - c, the
+    weights INITS."""
+    return h.make_graph(
+        [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+         h.make_node("Relu", ["a"], ["r"], name="relu"),
+         h.make_node("MatMul", ["r", "w2"], ["b"], name="mm2"),
+         h.make_node("Sub", ["b", "c"], ["y"], name="sub")],
+        "g", [h.make_tensor_value_info("x", T.FLOAT, [128, 256])],
+        [h.make_tensor_value_info("y", T.FLOAT, [128, 128])], inits)
+
+
+def drop_setup(test, ini, seed):
+    """The weight-dropping tests' runtime (onednn first; the test skips
+    without it), generator and weights w1, w2, c."""
+    rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\n", ini))
+    if "onednn" not in [d.module for d in rt.devices()]:
+        rt.close()
+        test.skipTest("the onednn module is not loaded")
+    rng = np.random.default_rng(seed)
+    return rt, rng, (rng.standard_normal((256, 256), dtype=np.float32) * 0.1,
+                     rng.standard_normal((256, 128), dtype=np.float32) * 0.1,
+                     rng.standard_normal((128, 128), dtype=np.float32))
+
+
+def file_constants(session):
+    """What the session's description says of the model file's weights."""
+    return session.describe()["memory"]["file_constants"]
+
+
 class RuntimeTest(unittest.TestCase):
     def setUp(self):
         self.rt = plinth.Runtime(config=write_ini("[example_acc]\ndevices = 2\n"))
@@ -1004,6 +1034,42 @@ class OnnxTest(unittest.TestCase):
                 rt.close()
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=order)
 
+    def test_external_weights_dropped(self):
+        """Weights in ONNX external data (PyTorch's dynamo exporter writes
+        them so) are mapped, not read: once only modules that keep their own
+        copies read one, its pages leave the process as a model file's
+        weights do (explain's file_constants), and come back when a later
+        session reads them in place."""
+        import onnx
+        from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        rt, rng, (w1, w2, c) = drop_setup(self, "drop_ext.ini", 8)
+        try:
+            g = drop_graph(h, T, [nh.from_array(w1, "w1"), nh.from_array(w2, "w2"),
+                                  nh.from_array(c, "c")])
+            model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+            model.ir_version = 7
+            path = os.path.join(TMP, "drop_ext.onnx")
+            onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                      location="drop_ext.data", size_threshold=0)
+            x = rng.standard_normal((128, 256), dtype=np.float32)
+            want = np.maximum(x @ w1, 0) @ w2 - c
+            total = w1.nbytes + w2.nbytes + c.nbytes
+            m = rt.load_model(path)
+            s1 = m.session()
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(file_constants(s1), {"resident_bytes": 0, "dropped_bytes": total,
+                                        "read_in_place_bytes": 0})
+            # all on cpu: read in place, from the mapping, and right
+            s3 = m.session(order=["cpu"])
+            np.testing.assert_allclose(s3.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(file_constants(s3)["read_in_place_bytes"], total)
+            s3.close()
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            s1.close()
+            m.close()
+        finally:
+            rt.close()
+
     def test_weights_dropped_while_modules_hold_copies(self):
         """The core reads an ONNX initializer's raw_data out of the file
         itself and drops its copy while only modules that keep their own
@@ -1012,52 +1078,35 @@ class OnnxTest(unittest.TestCase):
         cpu kernel reads in place stays (pinned while that session lives);
         a later session reads dropped weights back; a model file rewritten
         in place since the load is refused by name, not read."""
-        rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\n",
-                                             "drop.ini"))
+        rt, rng, (w1, w2, c) = drop_setup(self, "drop.ini", 7)
         try:
-            if "onednn" not in [d.module for d in rt.devices()]:
-                self.skipTest("the onednn module is not loaded")
-            rng = np.random.default_rng(7)
-            w1 = rng.standard_normal((256, 256), dtype=np.float32) * 0.1
-            w2 = rng.standard_normal((256, 128), dtype=np.float32) * 0.1
-            c = rng.standard_normal((128, 128), dtype=np.float32)
 
             def build(h, T, scale=1.0):
                 def init(name, a):
                     return h.make_tensor(name, T.FLOAT, a.shape, (a * scale).tobytes(), raw=True)
-                return h.make_graph(
-                    [h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
-                     h.make_node("Relu", ["a"], ["r"], name="relu"),
-                     h.make_node("MatMul", ["r", "w2"], ["b"], name="mm2"),
-                     h.make_node("Sub", ["b", "c"], ["y"], name="sub")],
-                    "g", [h.make_tensor_value_info("x", T.FLOAT, [128, 256])],
-                    [h.make_tensor_value_info("y", T.FLOAT, [128, 128])],
-                    [init("w1", w1), init("w2", w2), init("c", c)])
+                return drop_graph(h, T, [init("w1", w1), init("w2", w2), init("c", c)])
             path = onnx_model("drop.onnx", build)
             x = rng.standard_normal((128, 256), dtype=np.float32)
             want = np.maximum(x @ w1, 0) @ w2 - c
             m = rt.load_model(path)
             total = w1.nbytes + w2.nbytes + c.nbytes
-
-            def held(s):
-                return s.describe()["memory"]["file_constants"]
             s1 = m.session()
             np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
-            self.assertEqual(held(s1), {"resident_bytes": 0, "dropped_bytes": total,
+            self.assertEqual(file_constants(s1), {"resident_bytes": 0, "dropped_bytes": total,
                                         "read_in_place_bytes": 0})
             # the Sub on cpu reads c in place: c stays while that session lives
             s2 = m.session(pins={"sub": "cpu"})
             np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
-            self.assertEqual(held(s2), {"resident_bytes": c.nbytes,
+            self.assertEqual(file_constants(s2), {"resident_bytes": c.nbytes,
                                         "dropped_bytes": w1.nbytes + w2.nbytes,
                                         "read_in_place_bytes": c.nbytes})
             np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
             s2.close()
-            self.assertEqual(held(s1)["dropped_bytes"], total)
+            self.assertEqual(file_constants(s1)["dropped_bytes"], total)
             # all on cpu: every weight read back and kept
             s3 = m.session(order=["cpu"])
             np.testing.assert_allclose(s3.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
-            self.assertEqual(held(s3)["read_in_place_bytes"], total)
+            self.assertEqual(file_constants(s3)["read_in_place_bytes"], total)
             s3.close()
             # the file rewritten in place (same inode, other bytes): refused
             with open(onnx_model("drop2.onnx", lambda h, T: build(h, T, 2.0)), "rb") as f:
