@@ -28,7 +28,9 @@ typedef struct pl_fd_entry {
     int pins;        /* live sessions reading it in place */
     bool dropped;
     bool in_copy;    /* ADDR lies in the cache's copy (mapped): never read again */
-    bool external;   /* ADDR lies in a mapped external data file: never read again */
+    bool external;   /* another file's (external data): never read from the model file */
+    const char *src; /* external, copied to ADDR (unaligned in its file): SRC in
+                        the file's mapping, copied again to restore */
     bool unused;     /* no tensor of the model's graph reads it (pl_filedata_mark_used) */
     bool has_digest;
     uint64_t digest; /* pl_hash_bytes from PL_HASH_SEED */
@@ -206,14 +208,18 @@ pl_status *pl_filedata_track_copy(pl_filedata *f, void *addr, size_t bytes, uint
     return NULL;
 }
 
-pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const char *name)
+pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const void *src,
+                                    const char *name)
 {
     bool read_model = f->read_model;
     PL_RETURN_IF_ERROR(pl_filedata_track(f, addr, bytes, 0, name));
     f->read_model = read_model;
     long i = pl_filedata_find(f, addr);
-    if (i >= 0)
-        f->e[i].in_copy = f->e[i].external = true;
+    if (i >= 0) {
+        f->e[i].external = true;
+        f->e[i].in_copy = src == NULL;
+        f->e[i].src = src;
+    }
     return NULL;
 }
 
@@ -243,6 +249,17 @@ long pl_filedata_find(const pl_filedata *f, const void *addr)
 
 /* Gives E's whole pages back to the system; the address stays (anonymous
  * private memory reads as zeros until it is written again). */
+void pl_fd_unmap_pages(const void *addr, size_t bytes)
+{
+    /* (a read-only private file mapping: its pages come back on a touch,
+     * so the pages it shares with neighbours may go too) */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)addr / page * page;
+    uintptr_t hi = ((uintptr_t)addr + bytes + page - 1) / page * page;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static void pl_fd_drop(pl_filedata *f, pl_fd_entry *e)
 {
     if (e->dropped)
@@ -263,6 +280,13 @@ static pl_status *pl_fd_restore(pl_filedata *f, pl_fd_entry *e)
     if (!e->dropped)
         return NULL;
     if (e->in_copy) { /* its pages come back from the copy on first touch */
+        e->dropped = false;
+        atomic_fetch_sub(&f->n_dropped, 1);
+        return NULL;
+    }
+    if (e->src != NULL) { /* from the external file's mapping, which lets go again */
+        memcpy(e->addr, e->src, e->bytes);
+        pl_fd_unmap_pages(e->src, e->bytes);
         e->dropped = false;
         atomic_fetch_sub(&f->n_dropped, 1);
         return NULL;

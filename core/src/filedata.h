@@ -61,11 +61,18 @@ pl_status *pl_filedata_read(pl_filedata *f, uint64_t offset, size_t bytes, void 
 pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t offset,
                              const char *name);
 
-/* Records, like pl_filedata_track, a constant at ADDR inside a read-only
- * mapping of another file (ONNX external data): dropping it unmaps its
- * pages, which the mapping gives back on the next touch; it is never read
- * from the model file, nor kept in the cache's copy. */
-pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const char *name);
+/* Records, like pl_filedata_track, a constant of another file's read-only
+ * mapping (ONNX external data), never read from the model file nor kept in
+ * the cache's copy: SRC NULL, ADDR lies in the mapping, and dropping it
+ * unmaps its pages, which the mapping gives back on the next touch; else
+ * ADDR is the core's aligned copy of SRC (in the mapping), dropped like a
+ * model file's constant and copied from SRC again to restore. */
+pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const void *src,
+                                    const char *name);
+
+/* Lets the pages of a read-only private file mapping holding ADDR..+BYTES
+ * go (a touch brings them back). */
+void pl_fd_unmap_pages(const void *addr, size_t bytes);
 
 /* The number of constants recorded, and the recorded one holding the byte
  * at ADDR (-1: none). */

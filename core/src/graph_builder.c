@@ -251,18 +251,23 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
     /* An empty file is not mapped: its only constants are empty ones. */
     const char *data = f->addr ? (const char *)f->addr + offset : NULL;
     /* Kernels read constants in place: keep them aligned, else copy. */
-    if ((uintptr_t)data % 64 != 0)
-        return pl_graph_set_constant(owner, t, data, len);
-    PL_RETURN_IF_ERROR(pl_graph_set_constant_ref(owner, t, data, len));
+    bool aligned = (uintptr_t)data % 64 == 0;
+    PL_RETURN_IF_ERROR(aligned ? pl_graph_set_constant_ref(owner, t, data, len)
+                               : pl_graph_set_constant(owner, t, data, len));
     /* The model's big ones are recorded (filedata.h): once every module
      * that reads one keeps its own copy, its pages leave the process (the
-     * mapping gives them back when touched), so weights in external data
-     * are not resident twice. A body's are read in place by its sessions. */
+     * mapping gives them back when touched; a copy is copied again), so
+     * weights in external data are not resident twice. A body's are read
+     * in place by its sessions. */
     pl_graph_builder *root = b->root;
     if (b != root || len < PL_FILEDATA_MIN_BYTES || root->path == NULL)
         return NULL;
     PL_RETURN_IF_ERROR(pl_builder_filedata(root));
-    return pl_filedata_track_mapped(root->filedata, (void *)data, len, name);
+    if (aligned)
+        return pl_filedata_track_mapped(root->filedata, (void *)data, len, NULL, name);
+    pl_fd_unmap_pages(data, len); /* copied: the mapping's pages go */
+    return pl_filedata_track_mapped(root->filedata, (void *)pl_graph_get_tensor(owner, t)->data,
+                                    len, data, name);
 }
 
 pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,

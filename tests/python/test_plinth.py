@@ -1039,34 +1039,40 @@ class OnnxTest(unittest.TestCase):
         them so) are mapped, not read: once only modules that keep their own
         copies read one, its pages leave the process as a model file's
         weights do (explain's file_constants), and come back when a later
-        session reads them in place."""
+        session reads them in place. A weight at an offset that is not
+        64-byte aligned (after an odd-sized one) is the core's copy, dropped
+        and copied from the mapping again."""
         import onnx
         from onnx import TensorProto as T, helper as h, numpy_helper as nh
         rt, rng, (w1, w2, c) = drop_setup(self, "drop_ext.ini", 8)
         try:
-            g = drop_graph(h, T, [nh.from_array(w1, "w1"), nh.from_array(w2, "w2"),
-                                  nh.from_array(c, "c")])
-            model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-            model.ir_version = 7
-            path = os.path.join(TMP, "drop_ext.onnx")
-            onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                      location="drop_ext.data", size_threshold=0)
             x = rng.standard_normal((128, 256), dtype=np.float32)
             want = np.maximum(x @ w1, 0) @ w2 - c
             total = w1.nbytes + w2.nbytes + c.nbytes
-            m = rt.load_model(path)
-            s1 = m.session()
-            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
-            self.assertEqual(file_constants(s1), {"resident_bytes": 0, "dropped_bytes": total,
-                                        "read_in_place_bytes": 0})
-            # all on cpu: read in place, from the mapping, and right
-            s3 = m.session(order=["cpu"])
-            np.testing.assert_allclose(s3.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
-            self.assertEqual(file_constants(s3)["read_in_place_bytes"], total)
-            s3.close()
-            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
-            s1.close()
-            m.close()
+            for odd in (False, True):
+                inits = [nh.from_array(w1, "w1"), nh.from_array(w2, "w2"), nh.from_array(c, "c")]
+                if odd:  # 12 bytes first: every weight after it lies unaligned
+                    inits.insert(0, nh.from_array(np.ones(3, np.float32), "odd"))
+                model = h.make_model(drop_graph(h, T, inits),
+                                     opset_imports=[h.make_opsetid("", 13)])
+                model.ir_version = 7
+                path = os.path.join(TMP, "drop_ext%d.onnx" % odd)
+                onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                          location="drop_ext%d.data" % odd, size_threshold=0)
+                m = rt.load_model(path)
+                s1 = m.session()
+                np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+                self.assertEqual(file_constants(s1), {"resident_bytes": 0,
+                                                      "dropped_bytes": total,
+                                                      "read_in_place_bytes": 0})
+                # all on cpu: read in place, brought back, and right
+                s3 = m.session(order=["cpu"])
+                np.testing.assert_allclose(s3.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+                self.assertEqual(file_constants(s3)["read_in_place_bytes"], total)
+                s3.close()
+                np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+                s1.close()
+                m.close()
         finally:
             rt.close()
 
