@@ -937,7 +937,10 @@ static pl_status *pl_alg_flat_matmul(struct pl_alg *a, pl_nid id)
     const pl_graph_tensor *at = pl_graph_get_tensor(g, a->alias[mm->inputs[0]]);
     const pl_graph_tensor *bt = pl_graph_get_tensor(g, a->alias[mm->inputs[1]]);
     const pl_graph_tensor *yt = pl_graph_get_tensor(g, mm->outputs[0]);
-    if (at->ndim < 3 || bt->ndim != 2 || !a->is_const[a->alias[mm->inputs[1]]] ||
+    /* (weights that are a constant now, not one folding would make: a
+     * DequantizeLinear of int8 weights stays for the backends' int8
+     * products, which the Reshapes would part from their QuantizeLinear) */
+    if (at->ndim < 3 || bt->ndim != 2 || bt->data == NULL ||
         yt->ndim != at->ndim || !pl_alg_float(yt->dtype) || !PL_DTYPE_EQ(at->dtype, yt->dtype) ||
         !pl_alg_replaceable(a, mm->outputs[0]))
         return NULL;
