@@ -579,7 +579,7 @@ def case_onnx(args, name):
                 print("FAIL: %s output %s has shape %s, expected %s" % (tag, n_, got.shape, w.shape))
                 return 1
             if w.size == 0:
-                print("set %d %s: empty, shape %s" % (k, n_, w.shape))
+                print("%s %s: empty, shape %s" % (tag, n_, w.shape))
                 continue
             err = float(np.max(np.abs(got - w)) / max(float(np.max(np.abs(w))), 1e-30))
             print("%s %s: max rel err %.3g" % (tag, n_, err))
@@ -682,6 +682,24 @@ def bad_models():
     # The same Loop with its scan output's shape declared: it runs when the
     # trip count given matches, and a run that stops after 3 of the 5
     # planned rows fails naming the node.
+    # A Loop run to know its outputs (a pivot: its body's NonZero makes its
+    # row's length data) whose rows come out of different lengths: the run
+    # fails naming the node, the iteration and both shapes.
+    body6 = h.make_graph([h.make_node("Gather", ["xs", "i"], ["v"], name="pick", axis=0),
+                          h.make_node("NonZero", ["v"], ["row"], name="nz"),
+                          h.make_node("Identity", ["c"], ["c_out"], name="keep")],
+                         "body", [h.make_tensor_value_info("i", TensorProto.INT64, []),
+                                  h.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                         [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                          h.make_tensor_value_info("row", TensorProto.INT64, None)])
+    m["loop_rows_disagree"] = (
+        model([h.make_node("Loop", ["n", ""], ["rows"], name="ragged", body=body6)],
+              [trips, h.make_tensor_value_info("xs", f, [2, 4])],
+              [h.make_tensor_value_info("rows", TensorProto.INT64, None)]),
+        "node 'ragged' (Loop): scan output 0 is [1,2] at iteration 1 and [1,1] at iteration 0; "
+        "its shape must not change",
+        {"n": np.array(2, dtype=np.int64),
+         "xs": np.array([[1, 0, 0, 0], [1, 1, 0, 0]], np.float32)})
     m["loop_planned_rows"] = (
         model([h.make_node("Loop", ["n", "", "x"], ["y", "rows"], name="repeat", body=body4)],
               [trips, x], [y, h.make_tensor_value_info("rows", f, [5, 2])]),
