@@ -15,6 +15,7 @@
 #include "log.h"
 #include "plinth/module.h"
 #include "plinth/plinth.h"
+#include "plinth/work_pool.h"
 #include "threadpool.h"
 
 typedef struct pl_module pl_module;
@@ -80,6 +81,10 @@ struct pl_runtime {
     pl_module *control;
     /* Eager operators' kernels and finished calls (eager.c). */
     struct pl_eager_cache *eager;
+    /* The host arenas of runs: a run takes one for its length (run.c), so
+     * sessions that run one after another (a staged session's levels, an
+     * application's models) hold the largest, not the sum. */
+    pl_work_pool arenas;
 };
 
 typedef struct pl_eager_cache pl_eager_cache;

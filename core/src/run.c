@@ -41,7 +41,11 @@ typedef struct pl_call_extra {
 } pl_call_extra;
 
 struct pl_runctx {
-    void **arena;                /* per device */
+    /* Per device; the host's (0) is the runtime's, taken for each run
+     * (pl_runner_take) and given back after it: arena[0] is where the
+     * values were last bound, host_arena what this run holds. */
+    void **arena;
+    pl_work_buf host_arena;
     pl_var **vars;               /* per value */
     pl_var *done;
     pl_tensor *values;           /* per value: where it lives in this run */
@@ -109,7 +113,7 @@ static void pl_runctx_destroy(const pl_program *p, pl_runctx *rc)
             pl_engine_delete_var(e, rc->vars[v]);
     if (rc->done)
         pl_engine_delete_var(e, rc->done);
-    for (size_t d = 0; rc->arena && d < p->n_devs; d++)
+    for (size_t d = 1; rc->arena && d < p->n_devs; d++)
         pl_run_free_on(p, (int32_t)d, rc->arena[d]);
     for (size_t v = 0; rc->default_out && v < p->n_values; v++)
         pl_run_free_on(p, p->values[v].dev, rc->default_out[v]);
@@ -135,22 +139,46 @@ static void pl_runctx_destroy(const pl_program *p, pl_runctx *rc)
 
 static pl_status *pl_runctx_arenas(const pl_program *p, pl_runctx *rc)
 {
-    for (size_t d = 0; d < p->n_devs; d++) {
-        size_t bytes = p->arena_bytes[d];
-        /* The host arena exists even when every value in it is empty, so
-         * that no module is handed a NULL data pointer to offset. */
-        if (bytes == 0 && d == 0)
-            bytes = 64;
-        if (bytes == 0)
-            continue;
-        if (d > 0)
-            PL_RETURN_IF_ERROR(pl_program_dev_alloc(p, (int32_t)d, bytes,
+    for (size_t d = 1; d < p->n_devs; d++)
+        if (p->arena_bytes[d] > 0)
+            PL_RETURN_IF_ERROR(pl_program_dev_alloc(p, (int32_t)d, p->arena_bytes[d],
                                                     "the arena of a run", &rc->arena[d]));
-        else if ((rc->arena[d] = pl_host_aligned(bytes)) == NULL)
-            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
-                                    "out of memory for a host arena of %zu bytes", bytes);
+    return NULL;
+}
+
+/* The bytes of P's host arena. It exists even when every value in it is
+ * empty, so that no module is handed a NULL data pointer to offset. */
+static size_t pl_run_host_bytes(const pl_program *p)
+{
+    return p->arena_bytes[0] > 64 ? p->arena_bytes[0] : 64;
+}
+
+/* Takes a host arena from the runtime for RC's run and points RC's host
+ * values into it (unless it is the one they point into already). */
+static pl_status *pl_runctx_take_arena(const pl_program *p, pl_runctx *rc)
+{
+    if (p->n_devs == 0)
+        return NULL;
+    size_t bytes = pl_run_host_bytes(p);
+    rc->host_arena = pl_work_pool_take(&p->rt->arenas, bytes);
+    if (rc->host_arena.p == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                "out of memory for a host arena of %zu bytes", bytes);
+    if (rc->host_arena.p == rc->arena[0])
+        return NULL;
+    rc->arena[0] = rc->host_arena.p;
+    for (size_t v = 0; v < p->n_values; v++) {
+        const pl_prog_value *val = &p->values[v];
+        if (val->dev == 0 && (val->kind == PL_VAL_ARENA || val->kind == PL_VAL_WORKSPACE))
+            rc->values[v].data = (char *)rc->arena[0] + val->offset;
     }
     return NULL;
+}
+
+static void pl_runctx_give_arena(const pl_program *p, pl_runctx *rc)
+{
+    pl_work_pool_give(&p->rt->arenas, rc->host_arena);
+    rc->host_arena = (pl_work_buf){NULL, 0};
 }
 
 /* Value V's variable and where it lives in this run. */
@@ -171,7 +199,7 @@ static pl_status *pl_runctx_value(const pl_program *p, pl_runctx *rc, size_t v)
     case PL_VAL_ARENA:
     case PL_VAL_WORKSPACE:
         if (val->dev == 0) {
-            t->data = (char *)rc->arena[0] + val->offset;
+            t->data = NULL; /* bound when a run takes an arena */
         } else {
             t->data = rc->arena[val->dev];
             t->byte_offset = val->offset;
@@ -261,29 +289,36 @@ static pl_status *pl_runctx_create(pl_program *p, pl_runctx **out)
     return NULL;
 }
 
-/* A free context of R, or a new one. */
+/* A free context of R, or a new one, holding a host arena. */
 static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
 {
+    *out = NULL;
     pthread_mutex_lock(&r->mu);
     pl_runctx *rc = r->free_rc;
     if (rc != NULL)
         r->free_rc = rc->next;
     pthread_mutex_unlock(&r->mu);
-    if (rc != NULL) {
-        *out = rc;
-        return NULL;
+    if (rc == NULL) {
+        PL_RETURN_IF_ERROR(pl_runctx_create(r->p, &rc));
+        pthread_mutex_lock(&r->mu);
+        pl_runctx **grown = pl_realloc(r->all, (r->n_all + 1) * sizeof *grown);
+        if (grown != NULL) {
+            r->all = grown;
+            r->all[r->n_all++] = rc;
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (grown == NULL) {
+            pl_runctx_destroy(r->p, rc);
+            return pl_run_oom();
+        }
     }
-    PL_RETURN_IF_ERROR(pl_runctx_create(r->p, &rc));
-    pthread_mutex_lock(&r->mu);
-    pl_runctx **grown = pl_realloc(r->all, (r->n_all + 1) * sizeof *grown);
-    if (grown != NULL) {
-        r->all = grown;
-        r->all[r->n_all++] = rc;
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (grown == NULL) {
-        pl_runctx_destroy(r->p, rc);
-        return pl_run_oom();
+    pl_status *st = pl_runctx_take_arena(r->p, rc);
+    if (st != NULL) {
+        pthread_mutex_lock(&r->mu);
+        rc->next = r->free_rc;
+        r->free_rc = rc;
+        pthread_mutex_unlock(&r->mu);
+        return st;
     }
     *out = rc;
     return NULL;
@@ -291,13 +326,12 @@ static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
 
 static void pl_runner_give_back(pl_runner *r, pl_runctx *rc)
 {
+    pl_runctx_give_arena(r->p, rc);
     pthread_mutex_lock(&r->mu);
     rc->next = r->free_rc;
     r->free_rc = rc;
     pthread_mutex_unlock(&r->mu);
 }
-
-static pl_exec_ctx pl_run_exec_ctx(const pl_program *p, const pl_prog_step *st);
 
 /* Whether program P can run in its caller, step after step in program
  * order (an order in which every value is made before it is read): every

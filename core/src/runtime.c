@@ -265,6 +265,21 @@ static void pl_runtime_openmp_spin(pl_runtime *rt, int spin_us)
 
 
 /* Creation proper; pl_runtime_create wraps it in the allocator's scope. */
+/* The host arenas' memory (pl_runtime.arenas): 64-byte aligned, outside
+ * the runtime's allocator like every run buffer. */
+static void *pl_runtime_arena_alloc(void *ctx, size_t bytes)
+{
+    (void)ctx;
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes) == 0 ? p : NULL;
+}
+
+static void pl_runtime_arena_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
 static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
                                        pl_runtime **out_runtime)
 {
@@ -281,6 +296,7 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     rt->alloc = alloc;
     atomic_init(&rt->refs, 1);
+    pl_work_pool_init(&rt->arenas, pl_runtime_arena_alloc, pl_runtime_arena_free, NULL);
     rt->logger.level = PL_LOG_WARN;
     rt->logger.sink = o.log_sink;
     rt->logger.user = o.log_user;
@@ -376,6 +392,7 @@ pl_allocator pl_runtime_allocator(const pl_runtime *runtime)
 static void pl_runtime_free(pl_runtime *rt)
 {
     pl_engine_destroy(rt->engine);
+    pl_work_pool_destroy(&rt->arenas);
     pl_control_module_destroy(rt->control);
     pl_opset_destroy(rt->opset);
     pl_custom_records_free(rt->custom_ops);

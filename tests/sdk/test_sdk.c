@@ -16,6 +16,7 @@
 #include <plinth/auto_pad.h>
 #include <plinth/graph_hash.h>
 #include <plinth/module.h>
+#include <plinth/work_pool.h>
 
 #include "../harness.h"
 
@@ -338,6 +339,61 @@ static void case_hash_view(void)
     tv_fail_alloc = 0;
 }
 
+/* plinth/work_pool.h: runs one after another settle on one buffer of the
+ * largest need; runs in flight at once never share one; every buffer
+ * allocated is freed once (counted by the pool's own functions). */
+struct wp_count {
+    int live, made;
+};
+
+static void *wp_alloc(void *ctx, size_t bytes)
+{
+    struct wp_count *c = ctx;
+    c->live++, c->made++;
+    return malloc(bytes);
+}
+
+static void wp_release(void *ctx, void *p)
+{
+    ((struct wp_count *)ctx)->live--;
+    free(p);
+}
+
+static void case_work_pool(void)
+{
+    struct wp_count c = {0, 0};
+    pl_work_pool wp;
+    pl_work_pool_init(&wp, wp_alloc, wp_release, &c);
+    /* one after another: 10, 50, 20, 50, 10 bytes -> two made (10, then 50 in its place) */
+    static const size_t seq[] = {10, 50, 20, 50, 10};
+    void *last = NULL;
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        pl_work_buf w = pl_work_pool_take(&wp, seq[i]);
+        TH_CHECK(w.p != NULL && w.bytes >= seq[i], "take %zu gave %zu bytes", seq[i], w.bytes);
+        memset(w.p, 0x5a, seq[i]);
+        if (i >= 2)
+            TH_CHECK(w.p == last, "run %zu got another buffer than run %zu", i, i - 1);
+        last = w.p;
+        pl_work_pool_give(&wp, w);
+    }
+    TH_CHECK(c.made == 2 && c.live == 1, "made %d, live %d (want 2 and 1)", c.made, c.live);
+    /* in flight at once: distinct buffers, each big enough */
+    pl_work_buf a = pl_work_pool_take(&wp, 40), b = pl_work_pool_take(&wp, 40),
+                d = pl_work_pool_take(&wp, 8);
+    TH_CHECK(a.p != b.p && a.p != d.p && b.p != d.p, "buffers in flight shared");
+    TH_CHECK(a.bytes >= 40 && b.bytes >= 40 && d.bytes >= 8, "too small: %zu %zu %zu", a.bytes,
+             b.bytes, d.bytes);
+    pl_work_pool_give(&wp, a);
+    pl_work_pool_give(&wp, d);
+    pl_work_pool_give(&wp, b);
+    /* the smallest that fits */
+    pl_work_buf e = pl_work_pool_take(&wp, 5);
+    TH_CHECK(e.bytes == 8, "take 5 of free 50, 40, 8 gave %zu bytes", e.bytes);
+    pl_work_pool_give(&wp, e);
+    pl_work_pool_destroy(&wp);
+    TH_CHECK(c.live == 0, "%d buffers left after destroy", c.live);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -350,6 +406,7 @@ int main(int argc, char **argv)
         {"auto_pad_same", case_auto_pad_same},
         {"hash_stream", case_hash_stream},
         {"hash_view", case_hash_view},
+        {"work_pool", case_work_pool},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 1, "<stage dir>");
 }
