@@ -101,6 +101,7 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->one_thread_us = ONEDNN_ONE_THREAD_US;
     ctx->engine = NULL;
     pthread_mutex_init(&ctx->engine_lock, NULL);
+    pl_work_pool_init(&ctx->work, onednn_work_alloc, onednn_work_release, ctx);
     /* Debian's libdnnl runs its primitives on libgomp's pool; run sets that
      * pool's size to the runtime's thread budget (host->thread_count) on the
      * thread that executes the subgraph. */
@@ -117,6 +118,7 @@ static void onednn_shutdown(pl_module_ctx *ctx)
     if (ctx->engine != NULL)
         dnnl_engine_destroy(ctx->engine);
     pthread_mutex_destroy(&ctx->engine_lock);
+    pl_work_pool_destroy(&ctx->work);
     onednn_host->host_free(ctx->host_ctx, ctx);
 }
 

@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <plinth/module.h>
+#include <plinth/work_pool.h>
 
 #define ONEDNN_NAME "onednn"
 #define ONEDNN_VERSION_STRING "0.2.0"
@@ -51,7 +52,16 @@ struct pl_module_ctx {
     double one_thread_us;    /* one_thread_us: nodes below this run on one thread */
     pthread_mutex_t engine_lock;
     dnnl_engine_t engine;    /* NULL until the first compile */
+    /* Run memory (a subgraph's intermediate values and primitives'
+     * scratchpad) is not kept per compiled subgraph but taken from here
+     * for the length of a run (onednn_sg_run; plinth/work_pool.h). */
+    pl_work_pool work;
 };
+
+/* Allocates and frees the run buffers of pl_module_ctx.work (CTX is
+ * the module's context). */
+void *onednn_work_alloc(void *ctx, size_t bytes);
+void onednn_work_release(void *ctx, void *p);
 
 /* The name of the ISA oneDNN dispatches to ("avx512_core"), written into
  * buf when it has no name of its own. */

@@ -81,6 +81,8 @@
 #define ODNN_REASON 200
 #define ODNN_WINO_MIN_CHANNELS 64 /* Winograd for 3x3 convs with as many in and out */
 #define ODNN_WINO_MIN_PIXELS 49   /* ... and an output of at least 7x7 */
+/* ... and a scratchpad of at most this many bytes (odnn_conv_winograd). */
+#define ODNN_WINO_MAX_SCRATCH ((size_t)64 << 20)
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -3468,7 +3470,10 @@ struct pl_compiled {
     int *input_value;  /* value of the view's input(i) */
     int *output_value; /* value written into the view's output(i) */
     size_t arena_bytes, scratch_bytes;
+    /* Into the run buffer the values are bound to (ODNN_WORK): NULL
+     * before the first run. The scratchpad starts at scratch_off. */
     void *arena, *scratch;
+    size_t scratch_off;
     void *weight_block;       /* weights' bytes, one huge-page mapping (odnn_block_reserve) */
     size_t weight_block_len;  /* mapped */
     size_t weight_block_used;
@@ -5038,7 +5043,23 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
         strides, dil, pl, pr);
-    return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
+    if (ds == dnnl_success)
+        ds = odnn_conv_pd_fast(b, cd, po, pd);
+    /* The kernel transforms the whole input and output before and after
+     * its products: a scratchpad of 5-7 times the layer's activations,
+     * where the direct kernel needs next to none. Runs share one
+     * scratchpad of the largest need (plinth/work_pool.h), so one layer
+     * over many images sets the process's size: Mask R-CNN's mask head,
+     * 100 RoIs of 256 x 14 x 14, asked 134 MB (peak RSS 1097 MiB, 850
+     * without Winograd anywhere). Above the cap the layer runs direct. */
+    const dnnl_memory_desc_t *smd =
+        ds == dnnl_success ? dnnl_primitive_desc_query_md(*pd, dnnl_query_scratchpad_md, 0) : NULL;
+    if (smd != NULL && dnnl_memory_desc_get_size(smd) > ODNN_WINO_MAX_SCRATCH) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = NULL;
+        return dnnl_unimplemented;
+    }
+    return ds;
 }
 
 static int odnn_pd_is_ref(const_dnnl_primitive_desc_t pd);
@@ -9728,17 +9749,15 @@ static pl_status *odnn_bind(struct odnn_build *b)
 {
     pl_compiled *c = b->c;
     odnn_block_trim(c);
-    c->arena = onednn_host->host_alloc(b->ctx->host_ctx, c->arena_bytes + 64, 64);
-    c->scratch = onednn_host->host_alloc(b->ctx->host_ctx, c->scratch_bytes + 64, 64);
-    if (c->arena == NULL || c->scratch == NULL)
-        return odnn_oom();
+    /* Temporaries and the scratchpad are bound when a run has its buffer
+     * (odnn_work_bind). */
+    c->arena = c->scratch = NULL;
+    c->scratch_off = (c->arena_bytes + 64 + 63) & ~(size_t)63;
     for (int i = 0; i < c->n_values; i++) {
         struct odnn_value *val = &c->values[i];
         const struct odnn_value *own = &c->values[odnn_owner(c, i)];
         void *h = DNNL_MEMORY_NONE;
-        if (own->kind == ODNN_V_TEMP)
-            h = (char *)c->arena + own->offset + val->view_off;
-        else if (own->kind == ODNN_V_CONST)
+        if (own->kind == ODNN_V_CONST)
             h = (char *)c->weights[own->ext].data + val->view_off;
         dnnl_status_t ds = dnnl_memory_create(&val->mem, &val->md, b->ctx->engine, h);
         if (ds != dnnl_success)
@@ -9752,7 +9771,6 @@ static pl_status *odnn_bind(struct odnn_build *b)
                                                                    : c->weights[st->ref[a]].mem;
         }
         if (st->scratch_mem != NULL) {
-            dnnl_memory_set_data_handle(st->scratch_mem, c->scratch);
             st->exec[st->n_args].arg = DNNL_ARG_SCRATCHPAD;
             st->exec[st->n_args].memory = st->scratch_mem;
         }
@@ -9774,7 +9792,7 @@ static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uin
         /* recurrent layers (a blob's weights do not tell these apart) */
         "direction", "layout", "linear_before_reset", "hidden_size", "activations", "clip",
         "input_forget"};
-    if (!pl_hash_view(onednn_host, ctx->host_ctx, v, "onednn subgraph 3", attrs,
+    if (!pl_hash_view(onednn_host, ctx->host_ctx, v, "onednn subgraph 4", attrs,
                       sizeof attrs / sizeof attrs[0], out))
         return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory hashing a subgraph");
     return NULL;
@@ -9820,9 +9838,45 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
     odnn_free(ctx, c->weights);
     odnn_free(ctx, c->input_value);
     odnn_free(ctx, c->output_value);
-    odnn_free(ctx, c->arena);
-    odnn_free(ctx, c->scratch);
     odnn_free(ctx, c);
+}
+
+/* ---- run buffers (pl_module_ctx.work) ------------------------------------------ */
+
+/* The bytes of C's run buffer: its arena, then its scratchpad. */
+static size_t odnn_work_bytes(const pl_compiled *c)
+{
+    return c->scratch_off + c->scratch_bytes + 64;
+}
+
+void *onednn_work_alloc(void *ctx, size_t bytes)
+{
+    pl_module_ctx *m = ctx;
+    return onednn_host->host_alloc(m->host_ctx, bytes, 64);
+}
+
+void onednn_work_release(void *ctx, void *p)
+{
+    odnn_free(ctx, p);
+}
+
+/* Points C's temporaries and scratchpad into BUF (a run buffer of
+ * odnn_work_bytes): nothing to do when the last run of C had the same. */
+static void odnn_work_bind(pl_compiled *c, void *buf)
+{
+    if (c->arena == buf)
+        return;
+    c->arena = buf;
+    c->scratch = (char *)buf + c->scratch_off;
+    for (int i = 0; i < c->n_values; i++) {
+        const struct odnn_value *own = &c->values[odnn_owner(c, i)];
+        if (own->kind == ODNN_V_TEMP)
+            dnnl_memory_set_data_handle(c->values[i].mem,
+                                        (char *)buf + own->offset + c->values[i].view_off);
+    }
+    for (int s = 0; s < c->n_steps; s++)
+        if (c->steps[s].scratch_mem != NULL)
+            dnnl_memory_set_data_handle(c->steps[s].scratch_mem, c->scratch);
 }
 
 static pl_status *odnn_engine(pl_module_ctx *ctx)
@@ -10521,7 +10575,25 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     return 1;
 }
 
+static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args);
+
 pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
+{
+    if (c == NULL || args == NULL)
+        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run without a compiled subgraph or "
+                                                    "args");
+    pl_work_buf w = pl_work_pool_take(&ctx->work, odnn_work_bytes(c));
+    if (w.p == NULL)
+        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory for a run buffer of "
+                                                 "%zu bytes", odnn_work_bytes(c));
+    odnn_work_bind(c, w.p);
+    pl_status *st = odnn_run_bound(ctx, c, args);
+    pl_work_pool_give(&ctx->work, w);
+    return st;
+}
+
+/* Runs C, its temporaries bound to a run buffer. */
+static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
 {
     if (c == NULL || args == NULL)
         return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run without a compiled subgraph or "

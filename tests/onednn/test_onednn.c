@@ -1825,10 +1825,10 @@ static void case_configure(void)
 
 /* Two 3x3 stride-1 convolutions, 32 channels: the layers oneDNN runs
  * through its Winograd kernel on AVX-512. */
-static const char *model_wino(int64_t c)
+static const char *model_wino_batch(int64_t c, int64_t batch)
 {
     struct mb m = {.seed = 7};
-    int64_t xs[] = {1, c, 14, 14}, ws[] = {c, c, 3, 3}, bs[] = {c};
+    int64_t xs[] = {batch, c, 14, 14}, ws[] = {c, c, 3, 3}, bs[] = {c};
     mb_input(&m, "x", 4, xs);
     mb_const(&m, "w1", 4, ws, NULL, 0.1f);
     mb_const(&m, "b1", 1, bs, NULL, 0.1f);
@@ -1839,6 +1839,11 @@ static const char *model_wino(int64_t c)
     mb_node(&m, "conv2", "Conv", "\"r1\",\"w2\"", "y", p1);
     m.outputs[m.n_outputs++] = "y";
     return mb_write(&m);
+}
+
+static const char *model_wino(int64_t c)
+{
+    return model_wino_batch(c, 1);
 }
 
 /* The log lines a runtime wrote (debug level), joined. */
@@ -4953,6 +4958,35 @@ static void case_own_matmul(void)
     }
 }
 
+/* Winograd's scratchpad grows with the images a layer sees (it transforms
+ * them all at once): above ODNN_WINO_MAX_SCRATCH (64 MiB) the layer runs
+ * direct, since runs share one scratchpad of the largest need. 256
+ * channels of 14x14 at batch 1 take Winograd on AVX-512; at batch 512
+ * (about 1 GB of scratchpad) neither layer does. Compiled only, not run. */
+static void case_winograd_scratch_cap(void)
+{
+    struct wino_log one, many;
+    memset(&one, 0, sizeof one);
+    memset(&many, 0, sizeof many);
+    pl_runtime *rt1 = onednn_runtime_with("winograd = auto", &one);
+    pl_session_destroy(session_for(rt1, model_wino_batch(256, 1)));
+    char isa[64] = "";
+    pl_module *m = rt1->modules[pl_runtime_find_module(rt1, "onednn")];
+    TH_CHECK_OK(m->api.configure(m->ctx, NULL, 0, isa_sink, isa));
+    pl_runtime_destroy(rt1);
+    if (strstr(one.text, "node 'conv1': Winograd") == NULL) {
+        /* below AVX-512 oneDNN has no Winograd kernel: nothing to cap */
+        TH_CHECK(strncmp(isa, "avx512_core", 11) != 0, "batch 1 on %s took no Winograd; log:\n%s",
+                 isa, one.text);
+        return;
+    }
+    pl_runtime *rt2 = onednn_runtime_with("winograd = auto", &many);
+    pl_session_destroy(session_for(rt2, model_wino_batch(256, 512)));
+    pl_runtime_destroy(rt2);
+    TH_CHECK(strstr(many.text, "primitives") != NULL && strstr(many.text, "Winograd") == NULL,
+             "batch 512 took Winograd (its scratchpad is over the cap); log:\n%s", many.text);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -4997,6 +5031,7 @@ int main(int argc, char **argv)
         {"configure", case_configure},
         {"warm_start", case_warm_start},
         {"winograd", case_winograd},
+        {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
         {"bnorm_relu", case_bnorm_relu},
