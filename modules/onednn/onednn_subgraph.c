@@ -3455,6 +3455,17 @@ struct odnn_step {
                                                      the else-value's (X the then-value's) */
     int64_t begin[ODNN_MAX_RANK]; /* ODNN_S_PAD: where X starts in Y; the rest is FILL */
     float fill;
+    /* A Winograd convolution over a batch in slices (odnn_wino_slices):
+     * PRIM takes SLICE images at a time, PRIM_TAIL the last TAIL (0: none)
+     * of BATCH; the source and destination move by their bytes per image
+     * (SLICE_STRIDE) through memories of a slice's descriptors
+     * (SLICE_MEM[main or tail][source or destination]). SLICE 0: whole. */
+    int64_t slice, tail, batch;
+    dnnl_primitive_desc_t pd_tail;
+    dnnl_primitive_t prim_tail;
+    dnnl_memory_t slice_mem[2][2];
+    dnnl_memory_t scratch_tail;
+    size_t slice_stride[2];
 };
 
 struct pl_compiled {
@@ -3634,6 +3645,12 @@ struct odnn_build {
      * (RetinaNet with AVX-512: session 0.68-0.84 -> 0.47 s, peak RSS +15
      * to 22 MiB). */
     int64_t defer_tensor;
+    /* The slices the next convolution step runs in (odnn_wino_slices):
+     * taken by odnn_add_step; PD NULL when none. */
+    struct {
+        int64_t slice, tail;
+        dnnl_primitive_desc_t pd, pd_tail;
+    } wslice;
     struct odnn_pending {
         const void *data;
         dnnl_memory_desc_t src_md;
@@ -3766,9 +3783,24 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
         *out_st = odnn_oom();
         return -1;
     }
+    /* A convolution to run in slices gets the slice's descriptor (its
+     * scratchpad the slice's); the values keep the whole batch's. */
+    if (kind == ODNN_S_CONV && b->wslice.pd != NULL) {
+        s->batch = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)->dims[0];
+        s->slice = b->wslice.slice;
+        s->tail = b->wslice.tail;
+        s->pd_tail = b->wslice.pd_tail;
+        pd = b->wslice.pd;
+        b->wslice.pd_tail = NULL;
+    }
     /* The primitive itself (its JIT code: most of a compile) is made later,
      * for every step at once, on the thread pool (odnn_make_primitives). */
     dnnl_status_t ds = dnnl_primitive_desc_clone(&s->pd, pd);
+    if (s->slice > 0) {
+        dnnl_primitive_desc_destroy(b->wslice.pd);
+        b->wslice.pd = NULL;
+        pd = s->pd;
+    }
     if (ds != dnnl_success) {
         *out_st = odnn_dnnl(ds, "dnnl_primitive_desc_clone", b->v, node);
         return -1;
@@ -3777,6 +3809,11 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
     s->scratch_bytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
     if (s->scratch_bytes > c->scratch_bytes)
         c->scratch_bytes = s->scratch_bytes;
+    const dnnl_memory_desc_t *tmd =
+        s->pd_tail != NULL ? dnnl_primitive_desc_query_md(s->pd_tail, dnnl_query_scratchpad_md, 0)
+                           : NULL;
+    if (tmd != NULL && dnnl_memory_desc_get_size(tmd) > c->scratch_bytes)
+        c->scratch_bytes = dnnl_memory_desc_get_size(tmd);
     if (s->scratch_bytes > 0) {
         ds = dnnl_memory_create(&s->scratch_mem, smd, b->ctx->engine, DNNL_MEMORY_NONE);
         if (ds != dnnl_success) {
@@ -5014,6 +5051,128 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
     return ds != dnnl_success ? ds : odnn_conv_pd_fast(b, cd, po, pd);
 }
 
+/* Forgets slices no step took. */
+static void odnn_wslice_drop(struct odnn_build *b)
+{
+    if (b->wslice.pd != NULL)
+        dnnl_primitive_desc_destroy(b->wslice.pd);
+    if (b->wslice.pd_tail != NULL)
+        dnnl_primitive_desc_destroy(b->wslice.pd_tail);
+    b->wslice.pd = b->wslice.pd_tail = NULL;
+}
+
+/* Whether PART lays out its images as FULL does (same blocking, strides
+ * and padding; the batch dimension outermost and unblocked), PART holding
+ * fewer of them: a slice of FULL's buffer is PART. */
+static int odnn_batch_slice_of(const dnnl_memory_desc_t *full, const dnnl_memory_desc_t *part)
+{
+    if (full->format_kind != dnnl_blocked || full->ndims < 1)
+        return 0;
+    const dnnl_blocking_desc_t *bk = &full->format_desc.blocking;
+    for (int i = 0; i < bk->inner_nblks; i++)
+        if (bk->inner_idxs[i] == 0)
+            return 0;
+    for (int i = 1; i < full->ndims; i++)
+        if (bk->strides[0] < bk->strides[i])
+            return 0;
+    dnnl_memory_desc_t m = *full;
+    m.dims[0] = m.padded_dims[0] = part->dims[0];
+    return dnnl_memory_desc_equal(&m, part);
+}
+
+/* N, or a divisor of BATCH between N/2 and N (slices of one size). */
+static int64_t odnn_slice_size(int64_t batch, int64_t n)
+{
+    for (int64_t d = n; d >= 1 && 2 * d >= n; d--)
+        if (batch % d == 0)
+            return d;
+    return n;
+}
+
+/* A Winograd convolution whose scratchpad over the whole batch (FULL_SCRATCH
+ * bytes, for FULL) is over the cap, in slices of the batch: oneDNN's
+ * kernel transforms every image at once, so its scratchpad grows with the
+ * batch while its speed per image does not. Makes the descriptors of a
+ * slice (at most ODNN_WINO_MAX_SCRATCH) and of the remainder into
+ * B->wslice for the step (odnn_add_step; the weights take the slice's
+ * layout, odnn_weighted_step) and returns 1; 0 when the batch is 1, a
+ * post-op reads a tensor of its own (it would have to be sliced too), or a
+ * slice's source or destination layout is not a slice of the whole's. */
+static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_any,
+                            const dnnl_memory_desc_t *wei_md, const dnnl_memory_desc_t *bias_md,
+                            const dnnl_memory_desc_t *dst_any, const dnnl_dims_t strides,
+                            const dnnl_dims_t dil, const dnnl_dims_t pl, const dnnl_dims_t pr,
+                            const_dnnl_post_ops_t po, const_dnnl_primitive_desc_t full,
+                            size_t full_scratch)
+{
+    int64_t batch = src_any->dims[0];
+    for (int i = 0; po != NULL && i < dnnl_post_ops_len(po); i++)
+        if (dnnl_post_ops_get_kind(po, i) == dnnl_binary)
+            return 0;
+    if (batch < 2 || b->wslice.pd != NULL)
+        return 0;
+    const dnnl_memory_desc_t *fsrc = dnnl_primitive_desc_query_md(full, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *fdst = dnnl_primitive_desc_query_md(full, dnnl_query_dst_md, 0);
+    int64_t want =
+        (int64_t)(0.95 * (double)batch * (double)ODNN_WINO_MAX_SCRATCH / (double)full_scratch);
+    dnnl_primitive_desc_t part[2] = {NULL, NULL};
+    int64_t n = want < 1 ? 1 : want >= batch ? batch - 1 : want;
+    /* Slices of one size where a divisor of the batch is near (oneDNN lays
+     * the weights out per minibatch: a remainder of another size may want
+     * another layout, and they are laid out once); else the last slice
+     * ends at the batch's end, overlapping the one before (those images
+     * computed twice, the same), unless a sum post-op adds to what is
+     * there; else a remainder of its own size. */
+    n = odnn_slice_size(batch, n);
+    int sum = 0;
+    for (int i = 0; po != NULL && i < dnnl_post_ops_len(po); i++)
+        sum |= dnnl_post_ops_get_kind(po, i) == dnnl_sum;
+    for (int k = 0; k < 2; k++) {
+        /* k 0: slices of N, shrunk until one fits; k 1: the remainder */
+        int64_t count = k == 0 ? n : batch % n;
+        if (k == 1 && (count == 0 || !sum))
+            break;
+        for (int tries = 0; tries < 4 && part[k] == NULL && count >= 1; tries++) {
+            dnnl_memory_desc_t src = *src_any, dst = *dst_any;
+            src.dims[0] = dst.dims[0] = count;
+            dnnl_convolution_desc_t cd;
+            dnnl_primitive_desc_t pd = NULL;
+            if (dnnl_dilated_convolution_forward_desc_init(
+                    &cd, dnnl_forward_inference, dnnl_convolution_winograd, &src, wei_md, bias_md,
+                    &dst, strides, dil, pl, pr) != dnnl_success ||
+                odnn_conv_pd_fast(b, &cd, po, &pd) != dnnl_success)
+                break;
+            const dnnl_memory_desc_t *smd =
+                dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+            size_t sbytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+            if (k == 0 && sbytes > ODNN_WINO_MAX_SCRATCH && count > 1) {
+                dnnl_primitive_desc_destroy(pd);
+                count = n = odnn_slice_size(batch, count * 3 / 4 > 0 ? count * 3 / 4 : 1);
+                continue;
+            }
+            if (!odnn_batch_slice_of(fsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)) ||
+                !odnn_batch_slice_of(fdst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)) ||
+                (k == 1 && !dnnl_memory_desc_equal(
+                               dnnl_primitive_desc_query_md(part[0], dnnl_query_weights_md, 0),
+                               dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0)))) {
+                dnnl_primitive_desc_destroy(pd);
+                break;
+            }
+            part[k] = pd;
+        }
+        if (part[k] == NULL) {
+            if (part[0] != NULL)
+                dnnl_primitive_desc_destroy(part[0]);
+            return 0;
+        }
+    }
+    b->wslice.slice = n;
+    b->wslice.tail = part[1] != NULL ? batch % n : 0;
+    b->wslice.pd = part[0];
+    b->wslice.pd_tail = part[1];
+    return 1;
+}
+
 /* A 3x3, stride 1 convolution through oneDNN's Winograd F(4x4, 3x3)
  * kernel (AVX-512 only): 2.25x fewer multiplies than the direct one for
  * the same layer. Same contract as odnn_conv_blocked; refused (direct
@@ -5051,10 +5210,13 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
      * scratchpad of the largest need (plinth/work_pool.h), so one layer
      * over many images sets the process's size: Mask R-CNN's mask head,
      * 100 RoIs of 256 x 14 x 14, asked 134 MB (peak RSS 1097 MiB, 850
-     * without Winograd anywhere). Above the cap the layer runs direct. */
+     * without Winograd anywhere). Above the cap the layer runs in slices
+     * of the batch that fit (odnn_wino_slices), else direct. */
     const dnnl_memory_desc_t *smd =
         ds == dnnl_success ? dnnl_primitive_desc_query_md(*pd, dnnl_query_scratchpad_md, 0) : NULL;
-    if (smd != NULL && dnnl_memory_desc_get_size(smd) > ODNN_WINO_MAX_SCRATCH) {
+    if (smd != NULL && dnnl_memory_desc_get_size(smd) > ODNN_WINO_MAX_SCRATCH &&
+        !odnn_wino_slices(b, src_any, wei_md, bias_md, dst_any, strides, dil, pl, pr, po, *pd,
+                          dnnl_memory_desc_get_size(smd))) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = NULL;
         return dnnl_unimplemented;
@@ -5226,8 +5388,11 @@ static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struc
         st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st == NULL)
         st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
+    /* a convolution run in slices takes its weights as a slice's
+     * primitive wants them (Winograd's layout depends on the batch) */
+    const_dnnl_primitive_desc_t wpd = kind == ODNN_S_CONV && b->wslice.pd ? b->wslice.pd : pd;
     if (st == NULL)
-        st = odnn_shared_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), wei_plain, wdata,
+        st = odnn_shared_weight(b, odnn_pd_md(wpd, DNNL_ARG_WEIGHTS), wei_plain, wdata,
                                 (int64_t)n, &wi);
     if (st == NULL && bias_t >= 0) {
         struct odnn_tinfo bt;
@@ -5712,9 +5877,16 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
                                strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
             const char *impl = "?";
             dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-            onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
-                                     "node '%s': Winograd convolution (%s)",
-                                     onednn_host->graph->node_name(v, n), impl);
+            if (b->wslice.pd != NULL)
+                onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                         "node '%s': Winograd convolution (%s) in slices of "
+                                         "%lld images",
+                                         onednn_host->graph->node_name(v, n), impl,
+                                         (long long)b->wslice.slice);
+            else
+                onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                         "node '%s': Winograd convolution (%s)",
+                                         onednn_host->graph->node_name(v, n), impl);
         } else if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
                                      &dst_md, strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
             if (dw.node >= 0) { /* only a reference kernel for the pair: unfused */
@@ -5758,8 +5930,10 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
                                      onednn_host->graph->node_name(v, n),
                                      onednn_host->graph->node_name(v, (size_t)dw.node));
         dnnl_post_ops_destroy(f.po);
-        return odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t,
-                                  &bias_md, &dw, NULL);
+        st = odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t,
+                                &bias_md, &dw, NULL);
+        odnn_wslice_drop(b); /* not taken when the step failed */
+        return st;
     }
 }
 
@@ -9745,6 +9919,46 @@ static void odnn_block_trim(pl_compiled *c)
     }
 }
 
+/* The memories a sliced convolution (odnn_wino_slices) runs a slice and
+ * the remainder through, and the bytes per image of its source and
+ * destination (from their values' layouts: the batch is outermost). */
+static pl_status *odnn_bind_slices(struct odnn_build *b, struct odnn_step *st)
+{
+    static const int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
+    static const dnnl_query_t queries[2] = {dnnl_query_src_md, dnnl_query_dst_md};
+    pl_compiled *c = b->c;
+    for (int k = 0; k < 2; k++) {
+        int a = 0;
+        while (a < st->n_args && st->arg[a] != args[k])
+            a++;
+        if (a == st->n_args || st->ref_kind[a] != ODNN_REF_VALUE)
+            return odnn_error(PL_CODE_INTERNAL, "onednn: a sliced convolution without its %s",
+                              k ? "destination" : "source");
+        const dnnl_memory_desc_t *md = &c->values[st->ref[a]].md;
+        st->slice_stride[k] =
+            (size_t)md->format_desc.blocking.strides[0] * dnnl_data_type_size(md->data_type);
+        for (int t = 0; t < 2; t++) {
+            const_dnnl_primitive_desc_t pd = t ? st->pd_tail : st->pd;
+            if (pd == NULL)
+                continue;
+            dnnl_status_t ds = dnnl_memory_create(&st->slice_mem[t][k],
+                                                  dnnl_primitive_desc_query_md(pd, queries[k], 0),
+                                                  b->ctx->engine, DNNL_MEMORY_NONE);
+            if (ds != dnnl_success)
+                return odnn_dnnl(ds, "slice memory", b->v, st->node);
+        }
+    }
+    const dnnl_memory_desc_t *smd =
+        st->pd_tail ? dnnl_primitive_desc_query_md(st->pd_tail, dnnl_query_scratchpad_md, 0) : NULL;
+    if (smd != NULL && dnnl_memory_desc_get_size(smd) > 0) {
+        dnnl_status_t ds = dnnl_memory_create(&st->scratch_tail, smd, b->ctx->engine,
+                                              DNNL_MEMORY_NONE);
+        if (ds != dnnl_success)
+            return odnn_dnnl(ds, "scratchpad memory", b->v, st->node);
+    }
+    return NULL;
+}
+
 static pl_status *odnn_bind(struct odnn_build *b)
 {
     pl_compiled *c = b->c;
@@ -9769,6 +9983,11 @@ static pl_status *odnn_bind(struct odnn_build *b)
             st->exec[a].arg = st->arg[a];
             st->exec[a].memory = st->ref_kind[a] == ODNN_REF_VALUE ? c->values[st->ref[a]].mem
                                                                    : c->weights[st->ref[a]].mem;
+        }
+        if (st->slice > 0) {
+            pl_status *err = odnn_bind_slices(b, st);
+            if (err != NULL)
+                return err;
         }
         if (st->scratch_mem != NULL) {
             st->exec[st->n_args].arg = DNNL_ARG_SCRATCHPAD;
@@ -9811,6 +10030,16 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
             dnnl_primitive_desc_destroy(c->steps[i].pd);
         if (c->steps[i].scratch_mem)
             dnnl_memory_destroy(c->steps[i].scratch_mem);
+        if (c->steps[i].prim_tail)
+            dnnl_primitive_destroy(c->steps[i].prim_tail);
+        if (c->steps[i].pd_tail)
+            dnnl_primitive_desc_destroy(c->steps[i].pd_tail);
+        if (c->steps[i].scratch_tail)
+            dnnl_memory_destroy(c->steps[i].scratch_tail);
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < 2; k++)
+                if (c->steps[i].slice_mem[t][k])
+                    dnnl_memory_destroy(c->steps[i].slice_mem[t][k]);
         if (c->steps[i].direct != NULL) {
             odnn_direct_free(c->steps[i].direct, ctx);
             odnn_free(ctx, c->steps[i].direct);
@@ -9874,9 +10103,12 @@ static void odnn_work_bind(pl_compiled *c, void *buf)
             dnnl_memory_set_data_handle(c->values[i].mem,
                                         (char *)buf + own->offset + c->values[i].view_off);
     }
-    for (int s = 0; s < c->n_steps; s++)
+    for (int s = 0; s < c->n_steps; s++) {
         if (c->steps[s].scratch_mem != NULL)
             dnnl_memory_set_data_handle(c->steps[s].scratch_mem, c->scratch);
+        if (c->steps[s].scratch_tail != NULL)
+            dnnl_memory_set_data_handle(c->steps[s].scratch_tail, c->scratch);
+    }
 }
 
 static pl_status *odnn_engine(pl_module_ctx *ctx)
@@ -10370,6 +10602,8 @@ static void odnn_make_chunk(void *arg, size_t begin, size_t end, int worker)
         if (omp_get_max_threads() != team)
             omp_set_num_threads(team);
         job->status[i] = dnnl_primitive_create(&s->prim, s->pd);
+        if (job->status[i] == dnnl_success && s->pd_tail != NULL)
+            job->status[i] = dnnl_primitive_create(&s->prim_tail, s->pd_tail);
     }
     if (omp_get_max_threads() != saved)
         omp_set_num_threads(saved);
@@ -10394,7 +10628,9 @@ static pl_status *odnn_make_primitives(struct odnn_build *b)
     for (int i = 0; i < c->n_steps; i++) {
         if (c->steps[i].pd != NULL)
             dnnl_primitive_desc_destroy(c->steps[i].pd);
-        c->steps[i].pd = NULL;
+        if (c->steps[i].pd_tail != NULL)
+            dnnl_primitive_desc_destroy(c->steps[i].pd_tail);
+        c->steps[i].pd = c->steps[i].pd_tail = NULL;
     }
     return st;
 }
@@ -10575,6 +10811,48 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     return 1;
 }
 
+/* Runs a sliced convolution (odnn_wino_slices): its primitive on each
+ * slice of the batch in turn, the remainder's on the last. */
+static dnnl_status_t odnn_run_slices(pl_compiled *c, const struct odnn_step *step)
+{
+    dnnl_exec_arg_t ex[ODNN_MAX_ARGS + 1];
+    int n = step->n_args, at[2] = {-1, -1};
+    memcpy(ex, step->exec, sizeof(dnnl_exec_arg_t) * (size_t)n);
+    char *base[2] = {NULL, NULL};
+    for (int a = 0; a < n; a++) {
+        int k = step->arg[a] == DNNL_ARG_SRC ? 0 : step->arg[a] == DNNL_ARG_DST ? 1 : -1;
+        if (k < 0)
+            continue;
+        at[k] = a;
+        void *h = NULL;
+        dnnl_memory_get_data_handle(step->exec[a].memory, &h);
+        base[k] = h;
+    }
+    if (at[0] < 0 || at[1] < 0)
+        return dnnl_invalid_arguments;
+    for (int64_t i = 0; i < step->batch;) {
+        int t = step->batch - i >= step->slice || step->tail == 0 ? 0 : 1;
+        if (t == 0 && step->batch - i < step->slice)
+            i = step->batch - step->slice; /* the last slice, overlapping */
+        int64_t count = t ? step->tail : step->slice;
+        for (int k = 0; k < 2; k++) {
+            dnnl_memory_set_data_handle(step->slice_mem[t][k],
+                                        base[k] + (size_t)i * step->slice_stride[k]);
+            ex[at[k]].memory = step->slice_mem[t][k];
+        }
+        dnnl_memory_t scratch = t ? step->scratch_tail : step->scratch_mem;
+        int nargs = n;
+        if (scratch != NULL)
+            ex[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
+        dnnl_status_t ds =
+            dnnl_primitive_execute(t ? step->prim_tail : step->prim, c->stream, nargs, ex);
+        if (ds != dnnl_success)
+            return ds;
+        i += count;
+    }
+    return dnnl_success;
+}
+
 static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args);
 
 pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
@@ -10653,7 +10931,9 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
             continue;
         }
         int nargs = step->n_args + (step->scratch_mem != NULL);
-        dnnl_status_t ds = dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
+        dnnl_status_t ds = step->slice > 0
+                               ? odnn_run_slices(c, step)
+                               : dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
         if (ds != dnnl_success)
             return odnn_error(PL_CODE_INTERNAL, "onednn: run: primitive %d of %d failed: %s", s,
                               c->n_steps, dnnl_status2str(ds));

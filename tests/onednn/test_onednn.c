@@ -1846,6 +1846,18 @@ static const char *model_wino(int64_t c)
     return model_wino_batch(c, 1);
 }
 
+/* One 3x3 Conv of C channels in and out, padded, over BATCH images of 14x14. */
+static const char *model_wino_one(int64_t c, int64_t batch)
+{
+    struct mb m = {.seed = 9};
+    int64_t xs[] = {batch, c, 14, 14}, ws[] = {c, c, 3, 3};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, ws, NULL, 0.05f);
+    mb_node(&m, "conv1", "Conv", "\"x\",\"w1\"", "y", "\"pads\":{\"ints\":[1,1,1,1]}");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
 /* The log lines a runtime wrote (debug level), joined. */
 struct wino_log {
     char text[16384];
@@ -4958,11 +4970,15 @@ static void case_own_matmul(void)
     }
 }
 
-/* Winograd's scratchpad grows with the images a layer sees (it transforms
- * them all at once): above ODNN_WINO_MAX_SCRATCH (64 MiB) the layer runs
- * direct, since runs share one scratchpad of the largest need. 256
- * channels of 14x14 at batch 1 take Winograd on AVX-512; at batch 512
- * (about 1 GB of scratchpad) neither layer does. Compiled only, not run. */
+/* Winograd's scratchpad grows with the images a layer sees (oneDNN
+ * transforms them all at once); runs share one scratchpad of the largest
+ * need, so a layer whose scratchpad would pass ODNN_WINO_MAX_SCRATCH (64
+ * MiB) runs in slices of the batch that fit, of one size where a divisor
+ * of the batch is near (the weights' layout depends on the slice size).
+ * 256 channels of 14x14 at batch 512 (about 1 GB of scratchpad): compiled
+ * only, the log names the slices; one such layer at batch 47 (about 71 MB
+ * of scratchpad; 47 is prime, so the last slice overlaps the one before)
+ * run against the cpu module. */
 static void case_winograd_scratch_cap(void)
 {
     struct wino_log one, many;
@@ -4975,16 +4991,51 @@ static void case_winograd_scratch_cap(void)
     TH_CHECK_OK(m->api.configure(m->ctx, NULL, 0, isa_sink, isa));
     pl_runtime_destroy(rt1);
     if (strstr(one.text, "node 'conv1': Winograd") == NULL) {
-        /* below AVX-512 oneDNN has no Winograd kernel: nothing to cap */
+        /* below AVX-512 oneDNN has no Winograd kernel: nothing to slice */
         TH_CHECK(strncmp(isa, "avx512_core", 11) != 0, "batch 1 on %s took no Winograd; log:\n%s",
                  isa, one.text);
         return;
     }
+    TH_CHECK(strstr(one.text, "in slices") == NULL, "batch 1 in slices; log:\n%s", one.text);
     pl_runtime *rt2 = onednn_runtime_with("winograd = auto", &many);
     pl_session_destroy(session_for(rt2, model_wino_batch(256, 512)));
     pl_runtime_destroy(rt2);
-    TH_CHECK(strstr(many.text, "primitives") != NULL && strstr(many.text, "Winograd") == NULL,
-             "batch 512 took Winograd (its scratchpad is over the cap); log:\n%s", many.text);
+    TH_CHECK(strstr(many.text, "node 'conv1': Winograd convolution") != NULL &&
+                 strstr(many.text, "in slices of") != NULL,
+             "batch 512 did not run Winograd in slices; log:\n%s", many.text);
+
+    static const int64_t batches[] = {47};
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+        int64_t xs[] = {batches[bi], 256, 14, 14};
+        const char *path = model_wino_one(256, batches[bi]);
+        size_t n = count(4, xs);
+        float *x = malloc(n * sizeof *x), *y[2] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
+        TH_CHECK(x != NULL && y[0] != NULL && y[1] != NULL, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            x[i] = sinf((float)i * 0.013f);
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rts[2] = {onednn_runtime_with("winograd = auto", &log), runtime_with("cpu")};
+        for (int r = 0; r < 2; r++) {
+            pl_session *sess = session_for(rts[r], path);
+            run_one(sess, "x", x, 4, xs, "y", y[r], 4, xs);
+            pl_session_destroy(sess);
+            pl_runtime_destroy(rts[r]);
+        }
+        TH_CHECK(strstr(log.text, "node 'conv1': Winograd convolution") != NULL &&
+                     strstr(log.text, "in slices of") != NULL,
+                 "batch %lld: no slices; log:\n%s", (long long)batches[bi], log.text);
+        double scale = 0;
+        for (size_t i = 0; i < n; i++)
+            scale = fmax(scale, fabs(y[1][i]));
+        for (size_t i = 0; i < n; i++)
+            TH_CHECK(fabs(y[0][i] - y[1][i]) <= 1e-4 * fmax(fabs(y[1][i]), 1e-2 * scale) + 1e-6,
+                     "batch %lld: y[%zu] = %.9g, cpu %.9g", (long long)batches[bi], i, y[0][i],
+                     y[1][i]);
+        free(x);
+        free(y[0]);
+        free(y[1]);
+    }
 }
 
 int main(int argc, char **argv)
