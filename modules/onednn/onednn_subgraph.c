@@ -81,8 +81,12 @@
 #define ODNN_REASON 200
 #define ODNN_WINO_MIN_CHANNELS 64 /* Winograd for 3x3 convs with as many in and out */
 #define ODNN_WINO_MIN_PIXELS 49   /* ... and an output of at least 7x7 */
-/* ... and a scratchpad of at most this many bytes (odnn_conv_winograd). */
-#define ODNN_WINO_MAX_SCRATCH ((size_t)64 << 20)
+/* ... and a scratchpad of at most this many bytes, else in slices of the
+ * batch (odnn_conv_winograd). Mask / Keypoint R-CNN at 2 threads, run ms
+ * and peak RSS MiB: 64 MiB 1102 / 1009 and 1357 / 1071; 48: 1130 / 991 and
+ * 1412 / 1062; 32: 1136 / 982 and 1580 / 965 (ONNX Runtime 2972 / 1013 and
+ * 2804 / 1080; no cap, no slices: 1142 / 1224 and 1588 / 1419). */
+#define ODNN_WINO_MAX_SCRATCH ((size_t)48 << 20)
 
 /* ---- small helpers ------------------------------------------------------ */
 

@@ -4972,7 +4972,7 @@ static void case_own_matmul(void)
 
 /* Winograd's scratchpad grows with the images a layer sees (oneDNN
  * transforms them all at once); runs share one scratchpad of the largest
- * need, so a layer whose scratchpad would pass ODNN_WINO_MAX_SCRATCH (64
+ * need, so a layer whose scratchpad would pass ODNN_WINO_MAX_SCRATCH (48
  * MiB) runs in slices of the batch that fit, of one size where a divisor
  * of the batch is near (the weights' layout depends on the slice size).
  * 256 channels of 14x14 at batch 512 (about 1 GB of scratchpad): compiled
@@ -5028,10 +5028,12 @@ static void case_winograd_scratch_cap(void)
         double scale = 0;
         for (size_t i = 0; i < n; i++)
             scale = fmax(scale, fabs(y[1][i]));
+        /* the zoo's measure (a sum of 2304 products through Winograd's
+         * transforms is a few millionths of the largest output off) */
         for (size_t i = 0; i < n; i++)
-            TH_CHECK(fabs(y[0][i] - y[1][i]) <= 1e-4 * fmax(fabs(y[1][i]), 1e-2 * scale) + 1e-6,
-                     "batch %lld: y[%zu] = %.9g, cpu %.9g", (long long)batches[bi], i, y[0][i],
-                     y[1][i]);
+            TH_CHECK(fabs(y[0][i] - y[1][i]) <= 1e-4 * scale,
+                     "batch %lld: y[%zu] = %.9g, cpu %.9g (largest %.9g)", (long long)batches[bi],
+                     i, y[0][i], y[1][i], scale);
         free(x);
         free(y[0]);
         free(y[1]);
