@@ -87,6 +87,11 @@
  * 1412 / 1062; 32: 1136 / 982 and 1580 / 965 (ONNX Runtime 2972 / 1013 and
  * 2804 / 1080; no cap, no slices: 1142 / 1224 and 1588 / 1419). */
 #define ODNN_WINO_MAX_SCRATCH ((size_t)48 << 20)
+/* ... or, for a layer that cannot run in slices (one image), of at most
+ * this many: direct costs it 1.2-2x, the memory is one shared buffer
+ * (RetinaNet's P3-level head, 52 MB: 112 ms with Winograd, 137 direct;
+ * peak RSS 506 against 494 MiB). */
+#define ODNN_WINO_MAX_SCRATCH_WHOLE ((size_t)128 << 20)
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -5215,12 +5220,15 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
      * over many images sets the process's size: Mask R-CNN's mask head,
      * 100 RoIs of 256 x 14 x 14, asked 134 MB (peak RSS 1097 MiB, 850
      * without Winograd anywhere). Above the cap the layer runs in slices
-     * of the batch that fit (odnn_wino_slices), else direct. */
+     * of the batch that fit (odnn_wino_slices), else whole below the
+     * looser cap, else direct. */
     const dnnl_memory_desc_t *smd =
         ds == dnnl_success ? dnnl_primitive_desc_query_md(*pd, dnnl_query_scratchpad_md, 0) : NULL;
-    if (smd != NULL && dnnl_memory_desc_get_size(smd) > ODNN_WINO_MAX_SCRATCH &&
+    size_t sbytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    if (sbytes > ODNN_WINO_MAX_SCRATCH &&
         !odnn_wino_slices(b, src_any, wei_md, bias_md, dst_any, strides, dil, pl, pr, po, *pd,
-                          dnnl_memory_desc_get_size(smd))) {
+                          sbytes) &&
+        sbytes > ODNN_WINO_MAX_SCRATCH_WHOLE) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = NULL;
         return dnnl_unimplemented;

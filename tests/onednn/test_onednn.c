@@ -1846,11 +1846,11 @@ static const char *model_wino(int64_t c)
     return model_wino_batch(c, 1);
 }
 
-/* One 3x3 Conv of C channels in and out, padded, over BATCH images of 14x14. */
-static const char *model_wino_one(int64_t c, int64_t batch)
+/* One 3x3 Conv of C channels in and out, padded, over BATCH images of HW x HW. */
+static const char *model_wino_one(int64_t c, int64_t batch, int64_t hw)
 {
     struct mb m = {.seed = 9};
-    int64_t xs[] = {batch, c, 14, 14}, ws[] = {c, c, 3, 3};
+    int64_t xs[] = {batch, c, hw, hw}, ws[] = {c, c, 3, 3};
     mb_input(&m, "x", 4, xs);
     mb_const(&m, "w1", 4, ws, NULL, 0.05f);
     mb_node(&m, "conv1", "Conv", "\"x\",\"w1\"", "y", "\"pads\":{\"ints\":[1,1,1,1]}");
@@ -4976,7 +4976,7 @@ static void case_own_matmul(void)
  * MiB) runs in slices of the batch that fit, of one size where a divisor
  * of the batch is near (the weights' layout depends on the slice size).
  * 256 channels of 14x14 at batch 512 (about 1 GB of scratchpad): compiled
- * only, the log names the slices; one such layer at batch 47 (about 71 MB
+ * only, the log names the slices; a single image is not sliced (below); one such layer at batch 47 (about 71 MB
  * of scratchpad; 47 is prime, so the last slice overlaps the one before)
  * run against the cpu module. */
 static void case_winograd_scratch_cap(void)
@@ -5003,11 +5003,27 @@ static void case_winograd_scratch_cap(void)
     TH_CHECK(strstr(many.text, "node 'conv1': Winograd convolution") != NULL &&
                  strstr(many.text, "in slices of") != NULL,
              "batch 512 did not run Winograd in slices; log:\n%s", many.text);
+    /* One image cannot be sliced: Winograd whole up to 128 MiB of
+     * scratchpad (512 channels of 64x64: about 82 MB), direct above (of
+     * 128x128: over 200 MB). */
+    static const int64_t sides[2] = {64, 128};
+    for (int k = 0; k < 2; k++) {
+        struct wino_log whole;
+        memset(&whole, 0, sizeof whole);
+        pl_runtime *rt = onednn_runtime_with("winograd = auto", &whole);
+        pl_session_destroy(session_for(rt, model_wino_one(512, 1, sides[k])));
+        pl_runtime_destroy(rt);
+        int wino = strstr(whole.text, "node 'conv1': Winograd convolution") != NULL;
+        TH_CHECK(strstr(whole.text, "primitives") != NULL && wino == (k == 0) &&
+                     strstr(whole.text, "in slices") == NULL,
+                 "one image of 512 x %lld x %lld: Winograd %s; log:\n%s", (long long)sides[k],
+                 (long long)sides[k], wino ? "taken" : "refused", whole.text);
+    }
 
     static const int64_t batches[] = {47};
     for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
         int64_t xs[] = {batches[bi], 256, 14, 14};
-        const char *path = model_wino_one(256, batches[bi]);
+        const char *path = model_wino_one(256, batches[bi], 14);
         size_t n = count(4, xs);
         float *x = malloc(n * sizeof *x), *y[2] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
         TH_CHECK(x != NULL && y[0] != NULL && y[1] != NULL, "out of memory");
