@@ -289,6 +289,8 @@ static pl_status *pl_runctx_create(pl_program *p, pl_runctx **out)
     return NULL;
 }
 
+static void pl_runner_give_back(pl_runner *r, pl_runctx *rc);
+
 /* A free context of R, or a new one, holding a host arena. */
 static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
 {
@@ -314,10 +316,7 @@ static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
     }
     pl_status *st = pl_runctx_take_arena(r->p, rc);
     if (st != NULL) {
-        pthread_mutex_lock(&r->mu);
-        rc->next = r->free_rc;
-        r->free_rc = rc;
-        pthread_mutex_unlock(&r->mu);
+        pl_runner_give_back(r, rc);
         return st;
     }
     *out = rc;

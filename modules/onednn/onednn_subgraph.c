@@ -3490,7 +3490,7 @@ struct pl_compiled {
     int *input_value;  /* value of the view's input(i) */
     int *output_value; /* value written into the view's output(i) */
     size_t arena_bytes, scratch_bytes;
-    /* Into the run buffer the values are bound to (ODNN_WORK): NULL
+    /* Into the run buffer the values are bound to (odnn_work_bind): NULL
      * before the first run. The scratchpad starts at scratch_off. */
     void *arena, *scratch;
     size_t scratch_off;
@@ -5115,9 +5115,13 @@ static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_
                             size_t full_scratch)
 {
     int64_t batch = src_any->dims[0];
-    for (int i = 0; po != NULL && i < dnnl_post_ops_len(po); i++)
-        if (dnnl_post_ops_get_kind(po, i) == dnnl_binary)
+    int sum = 0;
+    for (int i = 0; po != NULL && i < dnnl_post_ops_len(po); i++) {
+        dnnl_primitive_kind_t kind = dnnl_post_ops_get_kind(po, i);
+        if (kind == dnnl_binary)
             return 0;
+        sum |= kind == dnnl_sum;
+    }
     if (batch < 2 || b->wslice.pd != NULL)
         return 0;
     const dnnl_memory_desc_t *fsrc = dnnl_primitive_desc_query_md(full, dnnl_query_src_md, 0);
@@ -5133,9 +5137,6 @@ static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_
      * computed twice, the same), unless a sum post-op adds to what is
      * there; else a remainder of its own size. */
     n = odnn_slice_size(batch, n);
-    int sum = 0;
-    for (int i = 0; po != NULL && i < dnnl_post_ops_len(po); i++)
-        sum |= dnnl_post_ops_get_kind(po, i) == dnnl_sum;
     for (int k = 0; k < 2; k++) {
         /* k 0: slices of N, shrunk until one fits; k 1: the remainder */
         int64_t count = k == 0 ? n : batch % n;
@@ -10904,12 +10905,10 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     return st;
 }
 
-/* Runs C, its temporaries bound to a run buffer. */
+/* Runs C, its temporaries bound to a run buffer (onednn_sg_run checked
+ * that C and ARGS are given). */
 static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
 {
-    if (c == NULL || args == NULL)
-        return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: run without a compiled subgraph or "
-                                                    "args");
     if (args->n_inputs != c->n_inputs || args->n_outputs != c->n_outputs ||
         (args->n_inputs > 0 && args->inputs == NULL) ||
         (args->n_outputs > 0 && args->outputs == NULL))
