@@ -167,7 +167,8 @@ static json_t *pl_describe_memory(const pl_program *p, pl_filedata *constants,
      * holds of them now, and what it dropped because every module that
      * reads them keeps its own copy. */
     size_t resident = 0, dropped = 0, pinned_bytes = 0;
-    pl_filedata_stats(constants, &resident, &dropped);
+    uint64_t read_back = 0;
+    pl_filedata_stats(constants, &resident, &dropped, &read_back);
     for (size_t i = 0; i < n_pinned; i++)
         pinned_bytes += pl_filedata_entry_bytes(constants, pinned[i]);
     /* Cache entries kept mapped for modules that read them in place
@@ -175,9 +176,10 @@ static json_t *pl_describe_memory(const pl_program *p, pl_filedata *constants,
     size_t mapped = 0;
     for (size_t i = 0; i < p->n_steps; i++)
         mapped += p->steps[i].blob != NULL ? p->steps[i].blob_bytes : 0;
-    return json_pack("{s:o, s:{s:I, s:I, s:I}, s:I}", "devices", devices, "file_constants",
+    return json_pack("{s:o, s:{s:I, s:I, s:I, s:I}, s:I}", "devices", devices, "file_constants",
                      "resident_bytes", (json_int_t)resident, "dropped_bytes",
                      (json_int_t)dropped, "read_in_place_bytes", (json_int_t)pinned_bytes,
+                     "read_back_bytes", (json_int_t)read_back,
                      "cache_mapped_bytes", (json_int_t)mapped);
 }
 

@@ -74,6 +74,7 @@ struct pl_filedata {
     const pl_fd_copy_entry *copy_e;
     uint32_t copy_n;
     bool read_model;     /* a recorded constant was read from the model file */
+    uint64_t read_back;  /* bytes restored by reading or copying them again */
 };
 
 pl_status *pl_filedata_create(const char *path, pl_filedata **out)
@@ -287,12 +288,14 @@ static pl_status *pl_fd_restore(pl_filedata *f, pl_fd_entry *e)
     if (e->src != NULL) { /* from the external file's mapping, which lets go again */
         memcpy(e->addr, e->src, e->bytes);
         pl_fd_unmap_pages(e->src, e->bytes);
+        f->read_back += e->bytes;
         e->dropped = false;
         atomic_fetch_sub(&f->n_dropped, 1);
         return NULL;
     }
     PL_RETURN_IF_ERROR(pl_fd_check(f, e->name));
     PL_RETURN_IF_ERROR(pl_filedata_read(f, e->offset, e->bytes, e->addr, e->name));
+    f->read_back += e->bytes;
     e->dropped = false;
     atomic_fetch_sub(&f->n_dropped, 1);
     return NULL;
@@ -426,17 +429,22 @@ size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i)
     return f != NULL && i < f->n ? f->e[i].bytes : 0;
 }
 
-void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped)
+void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped,
+                       uint64_t *out_read_back)
 {
     size_t r = 0, d = 0;
+    uint64_t back = 0;
     if (f != NULL) {
         pthread_mutex_lock(&f->mu);
         for (size_t i = 0; i < f->n; i++)
             *(f->e[i].dropped ? &d : &r) += f->e[i].bytes;
+        back = f->read_back;
         pthread_mutex_unlock(&f->mu);
     }
     *out_resident = r;
     *out_dropped = d;
+    if (out_read_back != NULL)
+        *out_read_back = back;
 }
 
 /* ---- the cache's copy ------------------------------------------------------ */

@@ -166,7 +166,10 @@ bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t
 /* The bytes of recorded constant I. */
 size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i);
 
-/* Bytes of recorded constants resident now, and dropped now. */
-void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped);
+/* Bytes of recorded constants resident now, and dropped now; and (unless
+ * OUT_READ_BACK is NULL) the bytes read or copied again since the load,
+ * after a drop: what dropping has cost in reads. */
+void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped,
+                       uint64_t *out_read_back);
 
 #endif

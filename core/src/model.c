@@ -412,7 +412,10 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
         st = pl_filedata_enter(m->filedata);
     if (st == NULL) {
         st = pl_model_rewrite(rt, m, m->path, 1);
-        pl_status *left = pl_filedata_leave(m->filedata, NULL, 0);
+        /* Nothing dropped on the way out: a session is made next (binding
+         * shapes is for it), and what it does not pin goes when it is made;
+         * dropping here read every weight of the model file twice. */
+        pl_status *left = pl_filedata_leave_keep(m->filedata, NULL, 0);
         if (st == NULL)
             pl_model_mark_constants(m);
         if (st == NULL)

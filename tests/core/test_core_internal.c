@@ -444,11 +444,14 @@ static void case_filedata(void)
     CHECK(pl_filedata_enter(f) == NULL);
     CHECK(pl_filedata_leave(f, NULL, 0) == NULL);
     size_t resident, dropped;
-    pl_filedata_stats(f, &resident, &dropped);
+    uint64_t back0, back1;
+    pl_filedata_stats(f, &resident, &dropped, &back0);
     CHECK(resident == 0 && dropped == FD_N * FD_BYTES);
     CHECK(pl_filedata_enter(f) == NULL);
     for (size_t r = 0; r < FD_N; r++)
         CHECK(fd_intact(buf[r], r));
+    pl_filedata_stats(f, &resident, &dropped, &back1);
+    CHECK(back1 - back0 == FD_N * FD_BYTES); /* each read once more, no more */
     CHECK(pl_filedata_leave(f, NULL, 0) == NULL);
     pthread_t th[4];
     int nth = 4;

@@ -1064,7 +1064,8 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
                 self.assertEqual(file_constants(s1), {"resident_bytes": 0,
                                                       "dropped_bytes": total,
-                                                      "read_in_place_bytes": 0})
+                                                      "read_in_place_bytes": 0,
+                                                      "read_back_bytes": 0})
                 # all on cpu: read in place, brought back, and right
                 s3 = m.session(order=["cpu"])
                 np.testing.assert_allclose(s3.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
@@ -1073,6 +1074,38 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
                 s1.close()
                 m.close()
+        finally:
+            rt.close()
+
+    def test_bound_model_reads_weights_once(self):
+        """Binding an input's dims (which rewrites the graph again) leaves
+        the model file's weights resident for the session made next: its
+        creation reads none back, where dropping them on the bind read every
+        weight of the model twice (explain's read_back_bytes)."""
+        rt, rng, (w1, w2, c) = drop_setup(self, "drop_bind.ini", 9)
+        try:
+            def build(h, T):
+                g = drop_graph(h, T, [h.make_tensor(n, T.FLOAT, a.shape, a.tobytes(), raw=True)
+                                      for n, a in (("w1", w1), ("w2", w2), ("c", c))])
+                g.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+                return g
+            m = rt.load_model(onnx_model("drop_bind.onnx", build))
+            m.bind("x", [128, 256])
+            total = w1.nbytes + w2.nbytes + c.nbytes
+            x = rng.standard_normal((128, 256), dtype=np.float32)
+            want = np.maximum(x @ w1, 0) @ w2 - c
+            s1 = m.session()
+            np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(file_constants(s1), {"resident_bytes": 0, "dropped_bytes": total,
+                                                  "read_in_place_bytes": 0,
+                                                  "read_back_bytes": 0})
+            # a second session reads back what the first one's modules dropped
+            s2 = m.session(order=["cpu"])
+            np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(file_constants(s2)["read_back_bytes"], total)
+            s2.close()
+            s1.close()
+            m.close()
         finally:
             rt.close()
 
@@ -1099,13 +1132,15 @@ class OnnxTest(unittest.TestCase):
             s1 = m.session()
             np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
             self.assertEqual(file_constants(s1), {"resident_bytes": 0, "dropped_bytes": total,
-                                        "read_in_place_bytes": 0})
+                                        "read_in_place_bytes": 0, "read_back_bytes": 0})
             # the Sub on cpu reads c in place: c stays while that session lives
             s2 = m.session(pins={"sub": "cpu"})
             np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+            # (its creation read every dropped weight back: the passes may read them)
             self.assertEqual(file_constants(s2), {"resident_bytes": c.nbytes,
                                         "dropped_bytes": w1.nbytes + w2.nbytes,
-                                        "read_in_place_bytes": c.nbytes})
+                                        "read_in_place_bytes": c.nbytes,
+                                        "read_back_bytes": total})
             np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
             s2.close()
             self.assertEqual(file_constants(s1)["dropped_bytes"], total)
