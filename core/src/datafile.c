@@ -35,7 +35,8 @@ pl_code pl_datafile_code(int err)
 }
 
 pl_status *pl_datafile_map(const char *base_dir, const char *name,
-                           const char *what, void **out_addr, size_t *out_size)
+                           const char *what, void **out_addr, size_t *out_size,
+                           struct stat *out_st)
 {
     *out_addr = NULL;
     *out_size = 0;
@@ -98,6 +99,8 @@ pl_status *pl_datafile_map(const char *base_dir, const char *name,
             *out_size = (size_t)sb.st_size;
         }
     }
+    if (st == NULL && out_st != NULL)
+        *out_st = sb;
     if (fd >= 0)
         close(fd);
     return st;

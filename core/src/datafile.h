@@ -4,6 +4,7 @@
 #define PL_CORE_DATAFILE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "plinth/plinth.h"
 
@@ -11,9 +12,11 @@
  * '..' component, a path whose real location (links resolved) is outside
  * BASE_DIR's, anything but a regular file. An empty file maps to
  * (*out_addr NULL, *out_size 0). The caller munmaps. Messages start with
- * WHAT and the name ("external data 'w.bin': ..."). */
+ * WHAT and the name ("external data 'w.bin': ..."). OUT_ST (may be NULL)
+ * receives the mapped file's identity (fstat of the descriptor mapped). */
 pl_status *pl_datafile_map(const char *base_dir, const char *name,
-                           const char *what, void **out_addr, size_t *out_size);
+                           const char *what, void **out_addr, size_t *out_size,
+                           struct stat *out_st);
 
 /* The status code for an errno from opening or mapping a file: NOT_FOUND,
  * PERMISSION_DENIED (a link refused too), OUT_OF_MEMORY or IO_ERROR. */

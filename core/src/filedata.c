@@ -34,7 +34,36 @@ typedef struct pl_fd_entry {
     bool unused;     /* no tensor of the model's graph reads it (pl_filedata_mark_used) */
     bool has_digest;
     uint64_t digest; /* pl_hash_bytes from PL_HASH_SEED */
+    int ext_file;    /* external: its data file in pl_filedata.ext (-1: none known) */
 } pl_fd_entry;
+
+/* An external data file's digests, kept in the cache folder
+ * (pl_filedata_store_digests) under a name made of the file's identity:
+ * a header naming the file (device, inode, size, modification time), then
+ * (offset, bytes, digest) triples sorted by offset. A later load of the
+ * same file knows every weight's digest without reading a byte of it, so
+ * the cache keys and the modules' view hashes (tensor_digest) touch no
+ * weight (dz_vit_b_16: 345 MB hashed twice per warm load). A file changed
+ * in any of those is another file: its memo is not found. */
+#define PL_FD_MEMO_MAGIC "PLDIGST1"
+
+typedef struct pl_fd_memo_header {
+    char magic[8];
+    uint32_t version, count;
+    uint64_t dev, ino, size;
+    int64_t mtime_sec, mtime_nsec;
+    uint64_t entries_digest; /* of the entries that follow */
+} pl_fd_memo_header;
+
+typedef struct pl_fd_memo_entry {
+    uint64_t offset, bytes, digest;
+} pl_fd_memo_entry;
+
+typedef struct pl_fd_extfile {
+    struct stat st;         /* the file mapped */
+    pl_fd_memo_entry *memo; /* its digests known from the cache, by offset */
+    uint32_t n_memo;
+} pl_fd_extfile;
 
 /* The cache's copy of a model's constants (filedata.h): a header, the
  * entries sorted by offset, then each constant's bytes at a page boundary.
@@ -70,10 +99,14 @@ struct pl_filedata {
     char *cache_dir;     /* pl_filedata_open_copy: where the copy lives */
     char copy_name[64];  /* its file name there */
     char *copy;          /* the copy, mapped (NULL: none) */
+    uint64_t cache_max_bytes; /* pl_filedata_store_digests: the folder's limit */
+    pl_filedata_cache_hooks hooks; /* the cache's bookkeeping of the memos */
     size_t copy_bytes;
     const pl_fd_copy_entry *copy_e;
     uint32_t copy_n;
     bool read_model;     /* a recorded constant was read from the model file */
+    pl_fd_extfile *ext;  /* external data files of recorded constants */
+    size_t n_ext;
     uint64_t read_back;  /* bytes restored by reading or copying them again */
 };
 
@@ -110,6 +143,9 @@ void pl_filedata_destroy(pl_filedata *f)
     for (size_t i = 0; i < f->n; i++)
         pl_free(f->e[i].name);
     pl_free(f->e);
+    for (size_t i = 0; i < f->n_ext; i++)
+        pl_free(f->ext[i].memo);
+    pl_free(f->ext);
     if (f->copy != NULL)
         munmap(f->copy, f->copy_bytes);
     pl_free(f->cache_dir);
@@ -188,7 +224,8 @@ pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t 
     while (at > 0 && f->e[at - 1].addr > (char *)addr)
         at--;
     memmove(&f->e[at + 1], &f->e[at], (f->n - at) * sizeof *f->e);
-    f->e[at] = (pl_fd_entry){.addr = addr, .bytes = bytes, .offset = offset, .name = copy};
+    f->e[at] = (pl_fd_entry){
+        .addr = addr, .bytes = bytes, .offset = offset, .name = copy, .ext_file = -1};
     f->n++;
     f->read_model = true;
     return NULL;
@@ -209,17 +246,116 @@ pl_status *pl_filedata_track_copy(pl_filedata *f, void *addr, size_t bytes, uint
     return NULL;
 }
 
+static int pl_fd_memo_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const pl_fd_memo_entry *)a)->offset, y = ((const pl_fd_memo_entry *)b)->offset;
+    return x < y ? -1 : x > y;
+}
+
+/* The memo's file name for data file ST. */
+static void pl_fd_memo_name(const struct stat *st, char *buf, size_t size)
+{
+    uint64_t a = PL_HASH_SEED, b = PL_HASH_SEED ^ 0x5bd1e9955bd1e995ull;
+    uint64_t id[6] = {(uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
+                      (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec, 2};
+    pl_hash_bytes(&a, id, sizeof id);
+    pl_hash_bytes(&b, id, sizeof id);
+    pl_hash_bytes(&b, "digests", 7);
+    snprintf(buf, size, "digests-%016llx%016llx.blob", (unsigned long long)a,
+             (unsigned long long)b);
+}
+
+static bool pl_fd_memo_header_ok(const pl_fd_memo_header *h, const struct stat *st)
+{
+    return memcmp(h->magic, PL_FD_MEMO_MAGIC, 8) == 0 && h->version == 1 &&
+           h->dev == (uint64_t)st->st_dev && h->ino == (uint64_t)st->st_ino &&
+           h->size == (uint64_t)st->st_size && h->mtime_sec == (int64_t)st->st_mtim.tv_sec &&
+           h->mtime_nsec == (int64_t)st->st_mtim.tv_nsec;
+}
+
+/* Reads X's memo from the cache folder, if there is a valid one. */
+static void pl_fd_memo_load(pl_filedata *f, pl_fd_extfile *x)
+{
+    char name[64], path[4200];
+    pl_fd_memo_name(&x->st, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", f->cache_dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    pl_fd_memo_header h;
+    struct stat fs;
+    pl_fd_memo_entry *e = NULL;
+    bool ok = fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) &&
+              (size_t)fs.st_size >= sizeof h && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+              pl_fd_memo_header_ok(&h, &x->st) && h.count > 0 &&
+              (uint64_t)fs.st_size == sizeof h + (uint64_t)h.count * sizeof *e;
+    if (ok) {
+        size_t n = (size_t)h.count * sizeof *e;
+        e = pl_malloc(n);
+        ok = e != NULL && pread(fd, e, n, sizeof h) == (ssize_t)n;
+        uint64_t d = PL_HASH_SEED;
+        if (ok)
+            pl_hash_bytes(&d, e, n);
+        ok = ok && d == h.entries_digest;
+        for (uint32_t i = 1; ok && i < h.count; i++)
+            ok = e[i].offset > e[i - 1].offset;
+    }
+    close(fd);
+    if (!ok) {
+        pl_free(e);
+        return;
+    }
+    x->memo = e;
+    x->n_memo = h.count;
+    if (f->hooks.touch != NULL)
+        f->hooks.touch(f->cache_dir, name); /* used: not evicted first */
+}
+
+/* The index in F->ext of the data file ST, registered (and its memo read)
+ * on first sight; -1 when out of memory. */
+static int pl_fd_extfile_of(pl_filedata *f, const struct stat *st)
+{
+    for (size_t i = 0; i < f->n_ext; i++)
+        if (f->ext[i].st.st_dev == st->st_dev && f->ext[i].st.st_ino == st->st_ino &&
+            f->ext[i].st.st_size == st->st_size &&
+            f->ext[i].st.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+            f->ext[i].st.st_mtim.tv_nsec == st->st_mtim.tv_nsec)
+            return (int)i;
+    pl_fd_extfile *grown = pl_realloc(f->ext, (f->n_ext + 1) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    f->ext = grown;
+    pl_fd_extfile *x = &f->ext[f->n_ext];
+    *x = (pl_fd_extfile){.st = *st};
+    if (f->cache_dir != NULL)
+        pl_fd_memo_load(f, x);
+    return (int)f->n_ext++;
+}
+
 pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const void *src,
-                                    const char *name)
+                                    const char *name, const struct stat *file,
+                                    uint64_t offset)
 {
     bool read_model = f->read_model;
-    PL_RETURN_IF_ERROR(pl_filedata_track(f, addr, bytes, 0, name));
+    PL_RETURN_IF_ERROR(pl_filedata_track(f, addr, bytes, offset, name));
     f->read_model = read_model;
     long i = pl_filedata_find(f, addr);
-    if (i >= 0) {
-        f->e[i].external = true;
-        f->e[i].in_copy = src == NULL;
-        f->e[i].src = src;
+    if (i < 0)
+        return NULL;
+    pl_fd_entry *e = &f->e[i];
+    e->external = true;
+    e->in_copy = src == NULL;
+    e->src = src;
+    e->ext_file = file != NULL ? pl_fd_extfile_of(f, file) : -1;
+    const pl_fd_extfile *x = e->ext_file >= 0 ? &f->ext[e->ext_file] : NULL;
+    pl_fd_memo_entry key = {.offset = offset};
+    const pl_fd_memo_entry *m =
+        x != NULL && x->memo != NULL
+            ? bsearch(&key, x->memo, x->n_memo, sizeof *x->memo, pl_fd_memo_cmp)
+            : NULL;
+    if (m != NULL && m->bytes == bytes) {
+        e->has_digest = true;
+        e->digest = m->digest;
     }
     return NULL;
 }
@@ -523,6 +659,12 @@ static bool pl_fd_copy_valid(const pl_filedata *f, const char *c, size_t bytes, 
     return ok;
 }
 
+void pl_filedata_set_cache_hooks(pl_filedata *f, pl_filedata_cache_hooks hooks)
+{
+    if (f != NULL)
+        f->hooks = hooks;
+}
+
 const char *pl_filedata_open_copy(pl_filedata *f, const char *dir)
 {
     if (f == NULL || dir == NULL || dir[0] == '\0' || f->cache_dir != NULL)
@@ -674,6 +816,86 @@ const char *pl_filedata_store_copy(pl_filedata *f)
     pl_free(buf);
     pl_free(e);
     return ok ? f->copy_name : NULL;
+}
+
+/* Writes data file K's memo: the digests known of its recorded constants,
+ * with those of the memo read at the load. */
+static bool pl_fd_memo_store(pl_filedata *f, size_t k)
+{
+    pl_fd_extfile *x = &f->ext[k];
+    size_t cap = x->n_memo + f->n, n = 0;
+    pl_fd_memo_entry *e = pl_malloc(cap * sizeof *e);
+    if (e == NULL)
+        return false;
+    for (uint32_t i = 0; i < x->n_memo; i++)
+        e[n++] = x->memo[i];
+    for (size_t i = 0; i < f->n; i++)
+        if (f->e[i].ext_file == (int)k && f->e[i].has_digest)
+            e[n++] = (pl_fd_memo_entry){f->e[i].offset, f->e[i].bytes, f->e[i].digest};
+    qsort(e, n, sizeof *e, pl_fd_memo_cmp);
+    size_t m = 0; /* one entry per offset */
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || e[i].offset != e[m - 1].offset)
+            e[m++] = e[i];
+    pl_fd_memo_header h = {.version = 1, .count = (uint32_t)m,
+                           .dev = (uint64_t)x->st.st_dev, .ino = (uint64_t)x->st.st_ino,
+                           .size = (uint64_t)x->st.st_size,
+                           .mtime_sec = (int64_t)x->st.st_mtim.tv_sec,
+                           .mtime_nsec = (int64_t)x->st.st_mtim.tv_nsec};
+    memcpy(h.magic, PL_FD_MEMO_MAGIC, 8);
+    h.entries_digest = PL_HASH_SEED;
+    pl_hash_bytes(&h.entries_digest, e, m * sizeof *e);
+    char name[64], path[4200], tmp[4300];
+    pl_fd_memo_name(&x->st, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", f->cache_dir, name);
+    static atomic_ulong serial;
+    snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", path, (long)getpid(),
+             atomic_fetch_add(&serial, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    bool ok = fd >= 0 && pl_fd_write_all(fd, &h, sizeof h, 0) &&
+              pl_fd_write_all(fd, e, m * sizeof *e, sizeof h);
+    if (fd >= 0)
+        ok = close(fd) == 0 && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok && fd >= 0)
+        unlink(tmp);
+    pl_free(e);
+    if (ok && f->hooks.touch != NULL)
+        f->hooks.touch(f->cache_dir, name);
+    if (ok && f->hooks.limit != NULL)
+        f->hooks.limit(f->cache_dir, f->cache_max_bytes, name);
+    return ok;
+}
+
+void pl_filedata_store_digests(pl_filedata *f, uint64_t cache_max_bytes)
+{
+    if (f == NULL || f->cache_dir == NULL || f->n_ext == 0)
+        return;
+    f->cache_max_bytes = cache_max_bytes;
+    bool *news = pl_calloc(f->n_ext, sizeof *news);
+    if (news == NULL)
+        return;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) {
+        pl_fd_entry *e = &f->e[i];
+        if (e->ext_file < 0 || e->has_digest)
+            continue;
+        /* the core's copy, or its source when dropped, or the mapping itself
+         * (a dropped page of which comes back from the file): the file's
+         * bytes either way */
+        bool from_src = e->src != NULL && e->dropped;
+        e->digest = PL_HASH_SEED;
+        pl_hash_bytes(&e->digest, from_src ? e->src : e->addr, e->bytes);
+        if (from_src)
+            pl_fd_unmap_pages(e->src, e->bytes);
+        e->has_digest = true;
+        news[e->ext_file] = true;
+    }
+    for (size_t k = 0; k < f->n_ext; k++)
+        if (news[k])
+            (void)pl_fd_memo_store(f, k);
+    pthread_mutex_unlock(&f->mu);
+    pl_free(news);
 }
 
 bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t *out)

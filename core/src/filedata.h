@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "plinth/plinth.h"
 
@@ -66,10 +67,12 @@ pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t 
  * the cache's copy: SRC NULL, ADDR lies in the mapping, and dropping it
  * unmaps its pages, which the mapping gives back on the next touch; else
  * ADDR is the core's aligned copy of SRC (in the mapping), dropped like a
- * model file's constant and copied from SRC again to restore. */
+ * model file's constant and copied from SRC again to restore. FILE (the
+ * data file's identity, may be NULL) and OFFSET (in it) find the
+ * constant's digest in the memo a cached load kept (pl_filedata_store_digests). */
 pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const void *src,
-                                    const char *name);
-
+                                    const char *name, const struct stat *file,
+                                    uint64_t offset);
 /* Lets the pages of a read-only private file mapping holding ADDR..+BYTES
  * go (a touch brings them back). */
 void pl_fd_unmap_pages(const void *addr, size_t bytes);
@@ -143,6 +146,15 @@ pl_status *pl_filedata_need(pl_filedata *f, const void *addr);
  * used), else NULL. */
 const char *pl_filedata_open_copy(pl_filedata *f, const char *dir);
 
+/* How the cache folder's bookkeeping (cache.h) hears of the digest memos
+ * (pl_filedata_store_digests): TOUCH marks an entry used, LIMIT evicts down
+ * to a size keeping one. Set before pl_filedata_open_copy. */
+typedef struct pl_filedata_cache_hooks {
+    void (*touch)(const char *dir, const char *name);
+    void (*limit)(const char *dir, uint64_t max_bytes, const char *kept);
+} pl_filedata_cache_hooks;
+void pl_filedata_set_cache_hooks(pl_filedata *f, pl_filedata_cache_hooks hooks);
+
 /* The copy's bytes for the constant at OFFSET of BYTES (NULL: none), and
  * their digest. */
 void *pl_filedata_copy_lookup(pl_filedata *f, uint64_t offset, size_t bytes,
@@ -165,6 +177,13 @@ bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t
 
 /* The bytes of recorded constant I. */
 size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i);
+
+/* With a cache folder (pl_filedata_open_copy): the digests of the external
+ * data constants recorded with their file, computed now where the memo read
+ * at the load had none, and kept in the folder (one small entry per data
+ * file, within CACHE_MAX_BYTES), so that the next load of the same files
+ * hashes no weight for the cache keys or pl_graph_api.tensor_digest. */
+void pl_filedata_store_digests(pl_filedata *f, uint64_t cache_max_bytes);
 
 /* Bytes of recorded constants resident now, and dropped now; and (unless
  * OUT_READ_BACK is NULL) the bytes read or copied again since the load,

@@ -9,6 +9,7 @@
 
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "alloc.h"
 #include "cache.h"
@@ -20,6 +21,7 @@ typedef struct pl_builder_file {
     char *location;
     void *addr;
     size_t size;
+    struct stat st; /* the file mapped: its digests' memo is keyed by it */
 } pl_builder_file;
 
 struct pl_graph_builder {
@@ -152,7 +154,8 @@ static pl_status *pl_builder_map(pl_graph_builder *b, const char *location,
         }
     void *addr = NULL;
     size_t size = 0;
-    PL_RETURN_IF_ERROR(pl_datafile_map(b->model_dir, location, what, &addr, &size));
+    struct stat fst;
+    PL_RETURN_IF_ERROR(pl_datafile_map(b->model_dir, location, what, &addr, &size, &fst));
     pl_allocator alloc = pl_graph_allocator(b->g);
     pl_builder_file *grown =
         pl_alloc_realloc(alloc, b->files, (b->n_files + 1) * sizeof *grown);
@@ -174,6 +177,7 @@ static pl_status *pl_builder_map(pl_graph_builder *b, const char *location,
     f->location = loc;
     f->addr = addr;
     f->size = size;
+    f->st = fst;
     *out = f;
     return NULL;
 }
@@ -216,6 +220,8 @@ static pl_status *pl_builder_filedata(pl_graph_builder *root)
         return NULL;
     PL_RETURN_IF_ERROR(pl_filedata_create(root->path, &root->filedata));
     pl_graph_own_filedata(root->g, root->filedata);
+    pl_filedata_set_cache_hooks(root->filedata, (pl_filedata_cache_hooks){
+                                                    pl_cache_touch_named, pl_cache_limit_named});
     const char *kept = pl_filedata_open_copy(root->filedata, root->cache_dir);
     if (kept != NULL)
         pl_cache_touch_named(root->cache_dir, kept); /* used: not evicted first */
@@ -264,10 +270,11 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
         return NULL;
     PL_RETURN_IF_ERROR(pl_builder_filedata(root));
     if (aligned)
-        return pl_filedata_track_mapped(root->filedata, (void *)data, len, NULL, name);
+        return pl_filedata_track_mapped(root->filedata, (void *)data, len, NULL, name, &f->st,
+                                        (uint64_t)offset);
     pl_fd_unmap_pages(data, len); /* copied: the mapping's pages go */
     return pl_filedata_track_mapped(root->filedata, (void *)pl_graph_get_tensor(owner, t)->data,
-                                    len, data, name);
+                                    len, data, name, &f->st, (uint64_t)offset);
 }
 
 pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,

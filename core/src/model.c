@@ -288,6 +288,8 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         pl_cache_touch_named(rt->config->cache_dir, kept);
         pl_cache_limit_named(rt->config->cache_dir, rt->config->cache_max_bytes, kept);
     }
+    /* and the digests of external data, which it does not copy */
+    pl_filedata_store_digests(m->filedata, rt->config->cache_max_bytes);
     /* weights the rewrites replaced (tv_r3d_18: 99 MB of Conv weights cut
      * to their taps) are not held through the sessions */
     pl_model_mark_constants(m);

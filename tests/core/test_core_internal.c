@@ -4,7 +4,10 @@
  * Linked against the core's object library. Usage: test_core_internal CASE
  * [STAGE_DIR]. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <plinth/graph_hash.h>
 
 #include "cache.h"
 #include "filedata.h"
@@ -481,6 +485,81 @@ static void case_filedata(void)
     unlink(path);
 }
 
+/* External data's digests kept in the cache folder: a load with the folder
+ * computes and keeps them (pl_filedata_store_digests), the next load of
+ * the same file knows them before anything reads a weight, and a file with
+ * another modification time, or a damaged memo, is not believed. */
+static void case_filedata_digests(void)
+{
+    char dir[] = "/tmp/plinth_fdm_XXXXXX", data[4200], model[4200];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(data, sizeof data, "%s/w.data", dir);
+    snprintf(model, sizeof model, "%s/m.onnx", dir);
+    enum { N = 3 };
+    const size_t bytes = (size_t)128 << 10, off[N] = {0, 131072 + 12, 262144 + 76};
+    size_t total = off[N - 1] + bytes;
+    unsigned char *all = malloc(total);
+    CHECK(all != NULL);
+    for (size_t j = 0; j < total; j++)
+        all[j] = (unsigned char)(j * 2654435761u >> 13);
+    FILE *w = fopen(data, "wb");
+    CHECK(w != NULL && fwrite(all, 1, total, w) == total);
+    fclose(w);
+    w = fopen(model, "wb");
+    CHECK(w != NULL && fwrite("m", 1, 1, w) == 1);
+    fclose(w);
+    uint64_t want[N];
+    for (int i = 0; i < N; i++) {
+        want[i] = PL_HASH_SEED;
+        pl_hash_bytes(&want[i], all + off[i], bytes);
+    }
+    for (int round = 0; round < 4; round++) {
+        if (round == 2) { /* the data file touched: another file */
+            struct timespec ts[2] = {{0, UTIME_NOW}, {12345, 678}};
+            CHECK(utimensat(AT_FDCWD, data, ts, 0) == 0);
+        }
+        if (round == 3) { /* the memos damaged (one per identity the file had) */
+            DIR *d = opendir(dir);
+            struct dirent *de;
+            int found = 0;
+            while (d != NULL && (de = readdir(d)) != NULL)
+                if (strncmp(de->d_name, "digests-", 8) == 0) {
+                    char memo[4300];
+                    snprintf(memo, sizeof memo, "%s/%s", dir, de->d_name);
+                    FILE *m = fopen(memo, "r+b");
+                    CHECK(m != NULL && fseek(m, -3, SEEK_END) == 0 && fputc(0x5a, m) != EOF);
+                    fclose(m);
+                    found++;
+                }
+            if (d != NULL)
+                closedir(d);
+            CHECK(found == 2);
+        }
+        struct stat st;
+        CHECK(stat(data, &st) == 0);
+        pl_filedata *f = NULL;
+        CHECK(pl_filedata_create(model, &f) == NULL);
+        pl_filedata_open_copy(f, dir);
+        for (int i = 0; i < N; i++)
+            CHECK(pl_filedata_track_mapped(f, all + off[i], bytes, NULL, "w", &st, off[i]) ==
+                  NULL);
+        uint64_t got;
+        /* known at once after a load that kept them: round 1 (rounds 2 and 3
+         * find no memo of the file as it is, or a damaged one) */
+        for (int i = 0; i < N; i++)
+            CHECK(pl_filedata_digest(f, all + off[i], bytes, &got) ==
+                  (round == 1) && (round != 1 || got == want[i]));
+        pl_filedata_store_digests(f, 0);
+        for (int i = 0; i < N; i++)
+            CHECK(pl_filedata_digest(f, all + off[i], bytes, &got) && got == want[i]);
+        pl_filedata_destroy(f);
+    }
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    free(all);
+}
+
 /* The name map: 20000 names of every length up to 120 (the hash reads
  * eight bytes at a time and a tail), sharing long prefixes as graph names
  * do; each found with its value, values replaced in place (the count
@@ -547,6 +626,8 @@ int main(int argc, char **argv)
         case_cache_key(argv[2], argv[3]);
     else if (strcmp(c, "filedata") == 0)
         case_filedata();
+    else if (strcmp(c, "filedata_digests") == 0)
+        case_filedata_digests();
     else if (strcmp(c, "strmap") == 0)
         case_strmap();
     else {
