@@ -142,6 +142,9 @@ def main():
     ap.add_argument("--plinth", default=os.path.join(ROOT, "build", "bin", "plinth"))
     ap.add_argument("--modules", default=os.path.join(ROOT, "modules.d"))
     ap.add_argument("--default-ini", default=os.path.join(ROOT, "backend.ini"))
+    ap.add_argument("--cache", default="",
+                    help="the default configuration with its compile cache in this folder "
+                         "(run twice: the second run checks what warm loads import)")
     ap.add_argument("--configs", default="cpu,default")
     ap.add_argument("--only", default="")
     ap.add_argument("--fast", action="store_true")
@@ -205,10 +208,13 @@ def main():
                 if a.qdq:
                     f.write("\n[graph]\nqdq = %s\n" % a.qdq)
         elif c == "default":
-            # The repository's backend.ini, with modules from --modules and no compile cache.
+            # The repository's backend.ini, with modules from --modules and no compile
+            # cache (or the one --cache names).
             text = open(a.default_ini).read()
             text = re.sub(r"(?m)^modules\s*=.*$", "modules = %s" % modules, text)
-            text = re.sub(r"(?m)^cache_dir\s*=.*$", "cache_dir =", text)
+            text = re.sub(r"(?m)^cache_dir\s*=.*$",
+                          "cache_dir =" + (" " + os.path.abspath(a.cache) if a.cache else ""),
+                          text)
             if a.qdq:
                 text = re.sub(r"(?m)^qdq\s*=.*$", "", text)
                 text = re.sub(r"(?m)^\[graph\]\s*$", "[graph]\nqdq = %s" % a.qdq, text)

@@ -37,15 +37,21 @@ typedef struct pl_fd_entry {
     int ext_file;    /* external: its data file in pl_filedata.ext (-1: none known) */
 } pl_fd_entry;
 
-/* An external data file's digests, kept in the cache folder
- * (pl_filedata_store_digests) under a name made of the file's identity:
- * a header naming the file (device, inode, size, modification time), then
- * (offset, bytes, digest) triples sorted by offset. A later load of the
- * same file knows every weight's digest without reading a byte of it, so
- * the cache keys and the modules' view hashes (tensor_digest) touch no
- * weight (dz_vit_b_16: 345 MB hashed twice per warm load). A file changed
- * in any of those is another file: its memo is not found. */
-#define PL_FD_MEMO_MAGIC "PLDIGST1"
+/* What the cache folder keeps of an external data file
+ * (pl_filedata_store_digests), under a name made of the file's identity: a
+ * header naming the file (device, inode, size, modification time), then
+ * one entry per recorded constant, sorted by offset: its offset and length
+ * in the file, its digest, and where its bytes lie in this file (0: not
+ * kept). The bytes of a constant at an offset that is not 64-byte aligned,
+ * which the core must copy out of the file's mapping, are kept here at a
+ * page boundary, as the model copy keeps a model file's constants. A later
+ * load of the same file knows every weight's digest without reading a byte
+ * of it, so the cache keys and the modules' view hashes (tensor_digest)
+ * touch no weight (dz_vit_b_16: 345 MB hashed twice per warm load), and
+ * points the unaligned ones into a private mapping of this file instead of
+ * copying them into fresh memory (dz_swin_t: 111 MB). A file changed in
+ * any of those is another file: its memo is not found. */
+#define PL_FD_MEMO_MAGIC "PLEXTDT1"
 
 typedef struct pl_fd_memo_header {
     char magic[8];
@@ -57,12 +63,16 @@ typedef struct pl_fd_memo_header {
 
 typedef struct pl_fd_memo_entry {
     uint64_t offset, bytes, digest;
+    uint64_t at; /* the bytes in the memo file (page-aligned), 0: not kept */
 } pl_fd_memo_entry;
 
 typedef struct pl_fd_extfile {
     struct stat st;         /* the file mapped */
-    pl_fd_memo_entry *memo; /* its digests known from the cache, by offset */
+    const char *base;       /* its mapping (the builder's) */
+    pl_fd_memo_entry *memo; /* what the cache knows of it, by offset */
     uint32_t n_memo;
+    char *map;              /* the memo file mapped, when it keeps bytes */
+    size_t map_bytes;
 } pl_fd_extfile;
 
 /* The cache's copy of a model's constants (filedata.h): a header, the
@@ -143,8 +153,11 @@ void pl_filedata_destroy(pl_filedata *f)
     for (size_t i = 0; i < f->n; i++)
         pl_free(f->e[i].name);
     pl_free(f->e);
-    for (size_t i = 0; i < f->n_ext; i++)
+    for (size_t i = 0; i < f->n_ext; i++) {
         pl_free(f->ext[i].memo);
+        if (f->ext[i].map != NULL)
+            munmap(f->ext[i].map, f->ext[i].map_bytes);
+    }
     pl_free(f->ext);
     if (f->copy != NULL)
         munmap(f->copy, f->copy_bytes);
@@ -260,8 +273,8 @@ static void pl_fd_memo_name(const struct stat *st, char *buf, size_t size)
                       (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec, 2};
     pl_hash_bytes(&a, id, sizeof id);
     pl_hash_bytes(&b, id, sizeof id);
-    pl_hash_bytes(&b, "digests", 7);
-    snprintf(buf, size, "digests-%016llx%016llx.blob", (unsigned long long)a,
+    pl_hash_bytes(&b, "extdata", 7);
+    snprintf(buf, size, "extdata-%016llx%016llx.blob", (unsigned long long)a,
              (unsigned long long)b);
 }
 
@@ -273,7 +286,13 @@ static bool pl_fd_memo_header_ok(const pl_fd_memo_header *h, const struct stat *
            h->mtime_nsec == (int64_t)st->st_mtim.tv_nsec;
 }
 
-/* Reads X's memo from the cache folder, if there is a valid one. */
+enum { PL_FD_BUF = 1 << 20 };
+static bool pl_fd_digest_of(int fd, uint64_t offset, uint64_t bytes, char *buf, size_t cap,
+                            uint64_t *out);
+
+/* Reads X's memo from the cache folder, if there is a valid one: header,
+ * entries, and the digest of every kept constant's bytes (read through a
+ * buffer, as the model copy's are: no page of the mapping is touched). */
 static void pl_fd_memo_load(pl_filedata *f, pl_fd_extfile *x)
 {
     char name[64], path[4200];
@@ -288,7 +307,8 @@ static void pl_fd_memo_load(pl_filedata *f, pl_fd_extfile *x)
     bool ok = fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) &&
               (size_t)fs.st_size >= sizeof h && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
               pl_fd_memo_header_ok(&h, &x->st) && h.count > 0 &&
-              (uint64_t)fs.st_size == sizeof h + (uint64_t)h.count * sizeof *e;
+              h.count <= ((uint64_t)fs.st_size - sizeof h) / sizeof *e;
+    size_t bytes = ok ? (size_t)fs.st_size : 0, kept = 0;
     if (ok) {
         size_t n = (size_t)h.count * sizeof *e;
         e = pl_malloc(n);
@@ -297,8 +317,29 @@ static void pl_fd_memo_load(pl_filedata *f, pl_fd_extfile *x)
         if (ok)
             pl_hash_bytes(&d, e, n);
         ok = ok && d == h.entries_digest;
-        for (uint32_t i = 1; ok && i < h.count; i++)
-            ok = e[i].offset > e[i - 1].offset;
+        char *buf = ok ? pl_malloc(PL_FD_BUF) : NULL;
+        ok = ok && buf != NULL;
+        for (uint32_t i = 0; ok && i < h.count; i++) {
+            uint64_t got;
+            ok = (i == 0 || e[i].offset > e[i - 1].offset) &&
+                 (e[i].at == 0 ||
+                  (e[i].at % PL_FD_COPY_ALIGN == 0 && e[i].at <= bytes &&
+                   e[i].bytes <= bytes - e[i].at &&
+                   pl_fd_digest_of(fd, e[i].at, e[i].bytes, buf, PL_FD_BUF, &got) &&
+                   got == e[i].digest));
+            kept += e[i].at != 0;
+        }
+        pl_free(buf);
+    }
+    if (ok && kept > 0) {
+        /* private and writable: a stray write copies a page, never reaches
+         * the file */
+        void *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        ok = c != MAP_FAILED;
+        if (ok) {
+            x->map = c;
+            x->map_bytes = bytes;
+        }
     }
     close(fd);
     if (!ok) {
@@ -313,7 +354,7 @@ static void pl_fd_memo_load(pl_filedata *f, pl_fd_extfile *x)
 
 /* The index in F->ext of the data file ST, registered (and its memo read)
  * on first sight; -1 when out of memory. */
-static int pl_fd_extfile_of(pl_filedata *f, const struct stat *st)
+static int pl_fd_extfile_of(pl_filedata *f, const struct stat *st, const void *base)
 {
     for (size_t i = 0; i < f->n_ext; i++)
         if (f->ext[i].st.st_dev == st->st_dev && f->ext[i].st.st_ino == st->st_ino &&
@@ -326,15 +367,37 @@ static int pl_fd_extfile_of(pl_filedata *f, const struct stat *st)
         return -1;
     f->ext = grown;
     pl_fd_extfile *x = &f->ext[f->n_ext];
-    *x = (pl_fd_extfile){.st = *st};
+    *x = (pl_fd_extfile){.st = *st, .base = base};
     if (f->cache_dir != NULL)
         pl_fd_memo_load(f, x);
     return (int)f->n_ext++;
 }
 
+/* X's memo entry of the constant at OFFSET, BYTES long; NULL: none. */
+static const pl_fd_memo_entry *pl_fd_memo_find(const pl_fd_extfile *x, uint64_t offset,
+                                               size_t bytes)
+{
+    pl_fd_memo_entry key = {.offset = offset};
+    const pl_fd_memo_entry *m =
+        x != NULL && x->memo != NULL
+            ? bsearch(&key, x->memo, x->n_memo, sizeof *x->memo, pl_fd_memo_cmp)
+            : NULL;
+    return m != NULL && m->bytes == bytes ? m : NULL;
+}
+
+const void *pl_filedata_ext_kept(pl_filedata *f, const struct stat *file, const void *base,
+                                 uint64_t offset, size_t bytes)
+{
+    if (f == NULL || file == NULL || f->cache_dir == NULL)
+        return NULL;
+    int k = pl_fd_extfile_of(f, file, base);
+    const pl_fd_memo_entry *m = k >= 0 ? pl_fd_memo_find(&f->ext[k], offset, bytes) : NULL;
+    return m != NULL && m->at != 0 && f->ext[k].map != NULL ? f->ext[k].map + m->at : NULL;
+}
+
 pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const void *src,
                                     const char *name, const struct stat *file,
-                                    uint64_t offset)
+                                    const void *base, uint64_t offset)
 {
     bool read_model = f->read_model;
     PL_RETURN_IF_ERROR(pl_filedata_track(f, addr, bytes, offset, name));
@@ -346,14 +409,10 @@ pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, co
     e->external = true;
     e->in_copy = src == NULL;
     e->src = src;
-    e->ext_file = file != NULL ? pl_fd_extfile_of(f, file) : -1;
-    const pl_fd_extfile *x = e->ext_file >= 0 ? &f->ext[e->ext_file] : NULL;
-    pl_fd_memo_entry key = {.offset = offset};
+    e->ext_file = file != NULL ? pl_fd_extfile_of(f, file, base) : -1;
     const pl_fd_memo_entry *m =
-        x != NULL && x->memo != NULL
-            ? bsearch(&key, x->memo, x->n_memo, sizeof *x->memo, pl_fd_memo_cmp)
-            : NULL;
-    if (m != NULL && m->bytes == bytes) {
+        pl_fd_memo_find(e->ext_file >= 0 ? &f->ext[e->ext_file] : NULL, offset, bytes);
+    if (m != NULL) {
         e->has_digest = true;
         e->digest = m->digest;
     }
@@ -624,8 +683,6 @@ static bool pl_fd_digest_of(int fd, uint64_t offset, uint64_t bytes, char *buf, 
     return true;
 }
 
-enum { PL_FD_BUF = 1 << 20 };
-
 /* Whether the mapped copy C (BYTES long, open as FD) is F's: its header
  * names this model file, its entries lie inside it, and every constant's
  * bytes have their digest. */
@@ -818,20 +875,21 @@ const char *pl_filedata_store_copy(pl_filedata *f)
     return ok ? f->copy_name : NULL;
 }
 
-/* Writes data file K's memo: the digests known of its recorded constants,
- * with those of the memo read at the load. */
+/* Writes data file K's memo: every recorded constant of it with its
+ * digest, and the bytes of those at unaligned offsets, straight from the
+ * file's mapping. */
 static bool pl_fd_memo_store(pl_filedata *f, size_t k)
 {
     pl_fd_extfile *x = &f->ext[k];
-    size_t cap = x->n_memo + f->n, n = 0;
-    pl_fd_memo_entry *e = pl_malloc(cap * sizeof *e);
-    if (e == NULL)
+    size_t n = 0;
+    pl_fd_memo_entry *e = pl_malloc((f->n ? f->n : 1) * sizeof *e);
+    if (e == NULL || x->base == NULL) {
+        pl_free(e);
         return false;
-    for (uint32_t i = 0; i < x->n_memo; i++)
-        e[n++] = x->memo[i];
+    }
     for (size_t i = 0; i < f->n; i++)
         if (f->e[i].ext_file == (int)k && f->e[i].has_digest)
-            e[n++] = (pl_fd_memo_entry){f->e[i].offset, f->e[i].bytes, f->e[i].digest};
+            e[n++] = (pl_fd_memo_entry){f->e[i].offset, f->e[i].bytes, f->e[i].digest, 0};
     qsort(e, n, sizeof *e, pl_fd_memo_cmp);
     size_t m = 0; /* one entry per offset */
     for (size_t i = 0; i < n; i++)
@@ -843,6 +901,13 @@ static bool pl_fd_memo_store(pl_filedata *f, size_t k)
                            .mtime_sec = (int64_t)x->st.st_mtim.tv_sec,
                            .mtime_nsec = (int64_t)x->st.st_mtim.tv_nsec};
     memcpy(h.magic, PL_FD_MEMO_MAGIC, 8);
+    uint64_t at = (sizeof h + m * sizeof *e + PL_FD_COPY_ALIGN - 1) / PL_FD_COPY_ALIGN *
+                  PL_FD_COPY_ALIGN;
+    for (size_t i = 0; i < m; i++)
+        if (e[i].offset % 64 != 0) {
+            e[i].at = at;
+            at += (e[i].bytes + PL_FD_COPY_ALIGN - 1) / PL_FD_COPY_ALIGN * PL_FD_COPY_ALIGN;
+        }
     h.entries_digest = PL_HASH_SEED;
     pl_hash_bytes(&h.entries_digest, e, m * sizeof *e);
     char name[64], path[4200], tmp[4300];
@@ -854,6 +919,13 @@ static bool pl_fd_memo_store(pl_filedata *f, size_t k)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     bool ok = fd >= 0 && pl_fd_write_all(fd, &h, sizeof h, 0) &&
               pl_fd_write_all(fd, e, m * sizeof *e, sizeof h);
+    for (size_t i = 0; ok && i < m; i++)
+        if (e[i].at != 0) {
+            /* (the mapping's pages it brings in go again) */
+            ok = pl_fd_write_all(fd, x->base + e[i].offset, e[i].bytes, e[i].at);
+            pl_fd_unmap_pages(x->base + e[i].offset, e[i].bytes);
+        }
+    ok = ok && ftruncate(fd, (off_t)at) == 0;
     if (fd >= 0)
         ok = close(fd) == 0 && ok;
     ok = ok && rename(tmp, path) == 0;
@@ -878,7 +950,14 @@ void pl_filedata_store_digests(pl_filedata *f, uint64_t cache_max_bytes)
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->n; i++) {
         pl_fd_entry *e = &f->e[i];
-        if (e->ext_file < 0 || e->has_digest)
+        if (e->ext_file < 0)
+            continue;
+        const pl_fd_extfile *x = &f->ext[e->ext_file];
+        const pl_fd_memo_entry *m = pl_fd_memo_find(x, e->offset, e->bytes);
+        /* written again when a digest is new, or bytes it should keep are not kept */
+        if (m == NULL || (e->offset % 64 != 0 && (m->at == 0 || x->map == NULL)))
+            news[e->ext_file] = true;
+        if (e->has_digest)
             continue;
         /* the core's copy, or its source when dropped, or the mapping itself
          * (a dropped page of which comes back from the file): the file's
@@ -889,7 +968,6 @@ void pl_filedata_store_digests(pl_filedata *f, uint64_t cache_max_bytes)
         if (from_src)
             pl_fd_unmap_pages(e->src, e->bytes);
         e->has_digest = true;
-        news[e->ext_file] = true;
     }
     for (size_t k = 0; k < f->n_ext; k++)
         if (news[k])

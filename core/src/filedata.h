@@ -68,11 +68,20 @@ pl_status *pl_filedata_track(pl_filedata *f, void *addr, size_t bytes, uint64_t 
  * unmaps its pages, which the mapping gives back on the next touch; else
  * ADDR is the core's aligned copy of SRC (in the mapping), dropped like a
  * model file's constant and copied from SRC again to restore. FILE (the
- * data file's identity, may be NULL) and OFFSET (in it) find the
- * constant's digest in the memo a cached load kept (pl_filedata_store_digests). */
+ * data file's identity, may be NULL), BASE (its mapping) and OFFSET (in
+ * it) find the constant's digest in what a cached load kept
+ * (pl_filedata_store_digests). */
 pl_status *pl_filedata_track_mapped(pl_filedata *f, void *addr, size_t bytes, const void *src,
                                     const char *name, const struct stat *file,
-                                    uint64_t offset);
+                                    const void *base, uint64_t offset);
+
+/* Where the cache folder keeps, aligned, the BYTES at OFFSET of external
+ * data file FILE (mapped at BASE; a constant at an unaligned offset), from
+ * pl_filedata_store_digests at an earlier load; NULL: nowhere. The pages
+ * are a private mapping of the cache's file, valid while F lives; record
+ * the constant there with pl_filedata_track_mapped (SRC NULL). */
+const void *pl_filedata_ext_kept(pl_filedata *f, const struct stat *file, const void *base,
+                                 uint64_t offset, size_t bytes);
 /* Lets the pages of a read-only private file mapping holding ADDR..+BYTES
  * go (a touch brings them back). */
 void pl_fd_unmap_pages(const void *addr, size_t bytes);
@@ -179,10 +188,12 @@ bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t
 size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i);
 
 /* With a cache folder (pl_filedata_open_copy): the digests of the external
- * data constants recorded with their file, computed now where the memo read
- * at the load had none, and kept in the folder (one small entry per data
- * file, within CACHE_MAX_BYTES), so that the next load of the same files
- * hashes no weight for the cache keys or pl_graph_api.tensor_digest. */
+ * data constants recorded with their file, computed now where what was kept
+ * at an earlier load had none, and kept in the folder with the bytes of
+ * those at unaligned offsets (one entry per data file, within
+ * CACHE_MAX_BYTES), so that the next load of the same files hashes no
+ * weight for the cache keys or pl_graph_api.tensor_digest, and copies none
+ * (pl_filedata_ext_kept). */
 void pl_filedata_store_digests(pl_filedata *f, uint64_t cache_max_bytes);
 
 /* Bytes of recorded constants resident now, and dropped now; and (unless

@@ -258,23 +258,36 @@ pl_status *pl_builder_constant_file(pl_graph_builder *b, const char *name,
     const char *data = f->addr ? (const char *)f->addr + offset : NULL;
     /* Kernels read constants in place: keep them aligned, else copy. */
     bool aligned = (uintptr_t)data % 64 == 0;
-    PL_RETURN_IF_ERROR(aligned ? pl_graph_set_constant_ref(owner, t, data, len)
-                               : pl_graph_set_constant(owner, t, data, len));
     /* The model's big ones are recorded (filedata.h): once every module
      * that reads one keeps its own copy, its pages leave the process (the
      * mapping gives them back when touched; a copy is copied again), so
      * weights in external data are not resident twice. A body's are read
      * in place by its sessions. */
     pl_graph_builder *root = b->root;
-    if (b != root || len < PL_FILEDATA_MIN_BYTES || root->path == NULL)
+    bool record = b == root && len >= PL_FILEDATA_MIN_BYTES && root->path != NULL;
+    if (record)
+        PL_RETURN_IF_ERROR(pl_builder_filedata(root));
+    /* An unaligned one that the cache folder keeps aligned (filedata.c):
+     * its pages are the cache file's, not fresh memory filled by a copy. */
+    const void *kept = record && !aligned
+                           ? pl_filedata_ext_kept(root->filedata, &f->st, f->addr,
+                                                  (uint64_t)offset, len)
+                           : NULL;
+    if (kept != NULL) {
+        PL_RETURN_IF_ERROR(pl_graph_set_constant_ref(owner, t, kept, len));
+        return pl_filedata_track_mapped(root->filedata, (void *)kept, len, NULL, name, &f->st,
+                                        f->addr, (uint64_t)offset);
+    }
+    PL_RETURN_IF_ERROR(aligned ? pl_graph_set_constant_ref(owner, t, data, len)
+                               : pl_graph_set_constant(owner, t, data, len));
+    if (!record)
         return NULL;
-    PL_RETURN_IF_ERROR(pl_builder_filedata(root));
     if (aligned)
         return pl_filedata_track_mapped(root->filedata, (void *)data, len, NULL, name, &f->st,
-                                        (uint64_t)offset);
+                                        f->addr, (uint64_t)offset);
     pl_fd_unmap_pages(data, len); /* copied: the mapping's pages go */
     return pl_filedata_track_mapped(root->filedata, (void *)pl_graph_get_tensor(owner, t)->data,
-                                    len, data, name, &f->st, (uint64_t)offset);
+                                    len, data, name, &f->st, f->addr, (uint64_t)offset);
 }
 
 pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,

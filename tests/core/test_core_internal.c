@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -486,9 +487,11 @@ static void case_filedata(void)
 }
 
 /* External data's digests kept in the cache folder: a load with the folder
- * computes and keeps them (pl_filedata_store_digests), the next load of
- * the same file knows them before anything reads a weight, and a file with
- * another modification time, or a damaged memo, is not believed. */
+ * computes and keeps them (pl_filedata_store_digests), with the bytes of
+ * the constants at unaligned offsets; the next load of the same file knows
+ * them before anything reads a weight and finds those bytes aligned
+ * (pl_filedata_ext_kept); a file with another modification time, or a
+ * damaged memo (its last kept byte), is not believed. */
 static void case_filedata_digests(void)
 {
     char dir[] = "/tmp/plinth_fdm_XXXXXX", data[4200], model[4200];
@@ -523,7 +526,7 @@ static void case_filedata_digests(void)
             struct dirent *de;
             int found = 0;
             while (d != NULL && (de = readdir(d)) != NULL)
-                if (strncmp(de->d_name, "digests-", 8) == 0) {
+                if (strncmp(de->d_name, "extdata-", 8) == 0) {
                     char memo[4300];
                     snprintf(memo, sizeof memo, "%s/%s", dir, de->d_name);
                     FILE *m = fopen(memo, "r+b");
@@ -536,23 +539,36 @@ static void case_filedata_digests(void)
             CHECK(found == 2);
         }
         struct stat st;
-        CHECK(stat(data, &st) == 0);
+        int dfd = open(data, O_RDONLY);
+        CHECK(dfd >= 0 && fstat(dfd, &st) == 0);
+        /* as the builder maps it: private, read-only */
+        unsigned char *map = mmap(NULL, total, PROT_READ, MAP_PRIVATE, dfd, 0);
+        CHECK(map != MAP_FAILED);
+        close(dfd);
         pl_filedata *f = NULL;
         CHECK(pl_filedata_create(model, &f) == NULL);
         pl_filedata_open_copy(f, dir);
+        /* the unaligned ones kept aligned, with their bytes, after round 0 */
+        for (int i = 0; i < N; i++) {
+            const unsigned char *kept = pl_filedata_ext_kept(f, &st, map, off[i], bytes);
+            CHECK((kept != NULL) == (round == 1 && off[i] % 64 != 0));
+            CHECK(kept == NULL ||
+                  ((uintptr_t)kept % 4096 == 0 && memcmp(kept, all + off[i], bytes) == 0));
+        }
         for (int i = 0; i < N; i++)
-            CHECK(pl_filedata_track_mapped(f, all + off[i], bytes, NULL, "w", &st, off[i]) ==
-                  NULL);
+            CHECK(pl_filedata_track_mapped(f, map + off[i], bytes, NULL, "w", &st, map,
+                                           off[i]) == NULL);
         uint64_t got;
         /* known at once after a load that kept them: round 1 (rounds 2 and 3
          * find no memo of the file as it is, or a damaged one) */
         for (int i = 0; i < N; i++)
-            CHECK(pl_filedata_digest(f, all + off[i], bytes, &got) ==
+            CHECK(pl_filedata_digest(f, map + off[i], bytes, &got) ==
                   (round == 1) && (round != 1 || got == want[i]));
         pl_filedata_store_digests(f, 0);
         for (int i = 0; i < N; i++)
-            CHECK(pl_filedata_digest(f, all + off[i], bytes, &got) && got == want[i]);
+            CHECK(pl_filedata_digest(f, map + off[i], bytes, &got) && got == want[i]);
         pl_filedata_destroy(f);
+        munmap(map, total);
     }
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
