@@ -5191,6 +5191,52 @@ static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_
     return 1;
 }
 
+/* The most output elements (batch x spatial) of the convolutions of the
+ * view that take constant T as their weights. */
+static int64_t odnn_conv_most_outputs(const pl_graph_view *v, int64_t t)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    int64_t most = 0;
+    for (size_t k = 0; k < g->node_count(v); k++) {
+        if (g->node_input_count(v, k) < 2 || odnn_in(v, k, 1) != t ||
+            !odnn_op_is(v, (int64_t)k, "Conv"))
+            continue;
+        struct odnn_tinfo y;
+        if (!odnn_tensor(v, odnn_out(v, k, 0), &y) || y.ndim < 3)
+            continue;
+        int64_t e = y.dims[0];
+        for (int d = 2; d < y.ndim; d++)
+            e *= y.dims[d];
+        most = e > most ? e : most;
+    }
+    return most;
+}
+
+/* Whether convolution N, whose output is Y, may take Winograd's weights
+ * layout. Its copy of the weights is 1.8-4x their bytes and depends on the
+ * layer's shapes, so weights shared by convolutions at several scales (a
+ * detection head run over each level of a feature pyramid) would get one
+ * copy per scale: RetinaNet's head, 26 MB of weights, held 180 MB. Only
+ * the scales with at least a quarter of the largest one's outputs take
+ * Winograd (they tend to share one layout); the smaller ones, whose work
+ * is a sixteenth or less, share the direct layout. */
+static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const struct odnn_tinfo *y)
+{
+    int64_t t = odnn_in(b->v, n, 1);
+    if (t < 0 || (size_t)t >= b->u.n_tensors || b->u.count[t] < 2 || y->ndim < 3)
+        return 1;
+    int64_t e = y->dims[0];
+    for (int d = 2; d < y->ndim; d++)
+        e *= y->dims[d];
+    if (4 * e >= odnn_conv_most_outputs(b->v, t))
+        return 1;
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s': direct, not Winograd: its weights serve a convolution "
+                             "with over 4x its outputs",
+                             onednn_host->graph->node_name(b->v, n));
+    return 0;
+}
+
 /* A 3x3, stride 1 convolution through oneDNN's Winograd F(4x4, 3x3)
  * kernel (AVX-512 only): 2.25x fewer multiplies than the direct one for
  * the same layer. Same contract as odnn_conv_blocked; refused (direct
@@ -5915,7 +5961,7 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         dnnl_convolution_desc_t cd;
         dnnl_primitive_desc_t pd = NULL;
         pl_status *st = NULL;
-        if (group == 1 &&
+        if (group == 1 && odnn_wino_scale_ok(b, n, &y) &&
             odnn_conv_winograd(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL, &dst_md,
                                strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
             const char *impl = "?";
@@ -10808,17 +10854,20 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         return st;
     }
     int single = 0, in_place = 0;
+    size_t weight_bytes = 0;
     for (int k = 0; k < b.c->n_steps; k++)
         single += b.c->steps[k].threads == 1 && threads > 1;
-    for (int k = 0; k < b.c->n_weights; k++)
+    for (int k = 0; k < b.c->n_weights; k++) {
         in_place += b.c->weights[k].borrowed;
+        weight_bytes += b.c->weights[k].bytes;
+    }
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
                              "%s %zu nodes into %d primitives (%d on one thread), %d weights "
-                             "(%d read in place from the blob), arena %zu B, scratchpad %zu B in "
-                             "%.2f ms",
+                             "of %zu B (%d read in place from the blob), arena %zu B, "
+                             "scratchpad %zu B in %.2f ms",
                              blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
-                             b.c->n_weights, in_place, b.c->arena_bytes, b.c->scratch_bytes,
-                             odnn_now_ms() - t0);
+                             b.c->n_weights, weight_bytes, in_place, b.c->arena_bytes,
+                             b.c->scratch_bytes, odnn_now_ms() - t0);
     *out_compiled = b.c;
     return NULL;
 }

@@ -5056,6 +5056,48 @@ static void case_winograd_scratch_cap(void)
     }
 }
 
+/* One weight at three scales, as a detection head runs over a feature
+ * pyramid: Winograd's copy of the weights depends on the layer's shapes,
+ * so only the scales with at least a quarter of the largest one's outputs
+ * take it (32x32 and 16x16 here, which share one layout); the 8x8 one runs
+ * direct. Results against the cpu module. */
+static void case_winograd_pyramid(void)
+{
+    struct mb m = {.seed = 91};
+    int64_t xs[] = {1, 64, 32, 32}, ws[] = {64, 64, 3, 3}, ys[] = {1, 64, 8, 8};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w", 4, ws, NULL, 0.05f);
+    static const char *const pad = "\"pads\":{\"ints\":[1,1,1,1]}";
+    static const char *const pool =
+        "\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}";
+    mb_node(&m, "c32", "Conv", "\"x\",\"w\"", "a", pad);
+    mb_node(&m, "p16", "MaxPool", "\"a\"", "b", pool);
+    mb_node(&m, "c16", "Conv", "\"b\",\"w\"", "c", pad);
+    mb_node(&m, "p8", "MaxPool", "\"c\"", "d", pool);
+    mb_node(&m, "c8", "Conv", "\"d\",\"w\"", "y", pad);
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, ys, (const char *[]){"c32", "c16", "c8", NULL});
+    struct wino_log log;
+    memset(&log, 0, sizeof log);
+    pl_runtime *rt = onednn_runtime_with("winograd = auto", &log);
+    pl_session_destroy(session_for(rt, path));
+    char isa[64] = "";
+    pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    pl_runtime_destroy(rt);
+    TH_CHECK(strstr(log.text, "node 'c8': direct, not Winograd") != NULL &&
+                 strstr(log.text, "node 'c8': Winograd") == NULL &&
+                 strstr(log.text, "node 'c16': direct, not Winograd") == NULL &&
+                 strstr(log.text, "node 'c32': direct, not Winograd") == NULL,
+             "the 8x8 scale not (only) direct; log:\n%s", log.text);
+    if (strncmp(isa, "avx512_core", 11) != 0)
+        return; /* below AVX-512 oneDNN has no Winograd kernel */
+    TH_CHECK(strstr(log.text, "node 'c32': Winograd convolution") != NULL &&
+                 strstr(log.text, "node 'c16': Winograd convolution") != NULL,
+             "the 32x32 and 16x16 scales not Winograd on %s; log:\n%s", isa, log.text);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -5081,6 +5123,7 @@ int main(int argc, char **argv)
         {"own_tanh", case_own_tanh},
         {"global_avg_two_stage", case_global_avg_two_stage},
         {"shared_weights", case_shared_weights},
+        {"winograd_pyramid", case_winograd_pyramid},
         {"own_matmul", case_own_matmul},
         {"no_ref_kernels", case_no_ref_kernels},
         {"concat", case_concat},
