@@ -9933,10 +9933,19 @@ static pl_status *odnn_plan(struct odnn_build *b)
 /* BYTES of memory on 2 MiB pages where the kernel gives them (transparent
  * huge pages, granted to a 2 MiB-aligned mapping marked MADV_HUGEPAGE),
  * *OUT_LEN the length to unmap; NULL when mmap fails. */
-/* Large subgraphs keep their weights in one mapping with transparent huge
- * pages (fewer TLB misses when a layer streams its weights), reordered
- * straight into it, so that no weight exists twice while the subgraph is
- * compiled (packing afterwards made resnet18's peak RSS 45 MB higher).
+/* Large subgraphs keep their weights in one mapping, reordered straight
+ * into it, so that no weight exists twice while the subgraph is compiled
+ * (packing afterwards made resnet18's peak RSS 45 MB higher). Where most of
+ * the bytes are products' weights (MatMul, Gemm, recurrent layers), the
+ * mapping takes transparent huge pages: oneDNN's products stream their
+ * weights with TLB misses a convolution's blocked loops do not have
+ * (dz_vit_b_16: 24.5-27 ms a run with them, 28.5-30 without; ONNX Runtime
+ * 24-28), while a fresh huge page costs 3-5 ms to fault in where the host
+ * has taken freed memory back, a 4 KiB one far less. Convolutions ran as
+ * fast without them and loaded faster (memory taken back, 4 s between
+ * runs: tv_retinanet 124.5 ms a run without, 127.7 with, session
+ * creation 387-400 against 652-843 ms; tv_fcos, tv_resnext50 and
+ * tv_convnext_tiny the same run times, 60-190 ms less creation).
  * The mapping is reserved before the first weight, from the subgraph's
  * constant bytes with room for the blocked layouts' padding; only the pages
  * weights are written to become resident, and odnn_block_trim unmaps the
@@ -10006,11 +10015,16 @@ static void odnn_block_reserve(pl_compiled *c, const pl_graph_view *v)
     /* The constants the view's nodes read, each once: not every constant
      * of the model (the view's tensor ids are the model's), whose other
      * weights the core may have dropped after compiling other subgraphs. */
-    size_t nt = g->tensor_count(v), total = 0;
+    size_t nt = g->tensor_count(v), total = 0, products = 0;
     uint8_t *seen = calloc(nt ? nt : 1, 1);
     if (seen == NULL)
         return;
-    for (size_t n = 0; n < g->node_count(v); n++)
+    static const char *const product_ops[] = {"MatMul", "Gemm", "MatMulInteger",
+                                              "QLinearMatMul", "LSTM", "GRU", "RNN"};
+    for (size_t n = 0; n < g->node_count(v); n++) {
+        int product = 0;
+        for (size_t i = 0; i < sizeof product_ops / sizeof product_ops[0]; i++)
+            product |= odnn_op_is(v, (int64_t)n, product_ops[i]);
         for (size_t k = 0; k < g->node_input_count(v, n); k++) {
             int64_t t = g->node_input(v, n, k);
             const void *data;
@@ -10018,9 +10032,12 @@ static void odnn_block_reserve(pl_compiled *c, const pl_graph_view *v)
             if (t < 0 || (size_t)t >= nt || seen[t])
                 continue;
             seen[t] = 1;
-            if (g->tensor_constant(v, t, &data, &bytes))
+            if (g->tensor_constant(v, t, &data, &bytes)) {
                 total += bytes;
+                products += product ? bytes : 0;
+            }
         }
+    }
     free(seen);
     if (total < ODNN_HUGE || total > ((size_t)1 << 40))
         return;
@@ -10034,7 +10051,8 @@ static void odnn_block_reserve(pl_compiled *c, const pl_graph_view *v)
         munmap(p, (size_t)(a - p));
     if (a + len < p + len + ODNN_HUGE)
         munmap(a + len, (size_t)(p + len + ODNN_HUGE - (a + len)));
-    madvise(a, len, MADV_HUGEPAGE);
+    if (2 * products >= total)
+        madvise(a, len, MADV_HUGEPAGE);
     c->weight_block = a;
     c->weight_block_len = len;
     atomic_store(&c->weight_block_used, 0);
