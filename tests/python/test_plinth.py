@@ -756,6 +756,59 @@ class OnnxTest(unittest.TestCase):
                     np.testing.assert_array_equal(out["sel"], want, err_msg=f"{center} {seed}")
                     np.testing.assert_array_equal(out["kept"], b[want[:, 0], want[:, 2]])
 
+        # Thousands of boxes in one class, spread along x as torchvision's batched
+        # NMS spreads its classes (the kernel then tests a candidate only against
+        # the kept boxes its x range meets), with boxes of no area, of NaN and
+        # infinite coordinates and spanning everything: the same selection as
+        # testing every kept box.
+        def nms_big(h, T, n):
+            return h.make_graph(
+                [h.make_node("NonMaxSuppression", ["b", "s", "m", "iou"], ["sel"])], "g",
+                [h.make_tensor_value_info("b", T.FLOAT, [1, n, 4]),
+                 h.make_tensor_value_info("s", T.FLOAT, [1, 1, n])],
+                [h.make_tensor_value_info("sel", T.INT64, None)],
+                [h.make_tensor("m", T.INT64, [1], [n]), h.make_tensor("iou", T.FLOAT, [], [0.5])])
+
+        def nms_big_ref(b, sc, iou):  # nms_ref's test, kept boxes in numpy arrays
+            bx = b[0]
+            c = np.stack([np.minimum(bx[:, 1], bx[:, 3]), np.minimum(bx[:, 0], bx[:, 2]),
+                          np.maximum(bx[:, 1], bx[:, 3]), np.maximum(bx[:, 0], bx[:, 2])], 1)
+            area = (c[:, 2] - c[:, 0]) * (c[:, 3] - c[:, 1])
+            kept = []
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                for i in sorted(range(len(sc[0, 0])), key=lambda i: (-sc[0, 0, i], i)):
+                    k = np.array(kept, np.int64)
+                    w = np.minimum(c[i, 2], c[k, 2]) - np.maximum(c[i, 0], c[k, 0])
+                    hh = np.minimum(c[i, 3], c[k, 3]) - np.maximum(c[i, 1], c[k, 1])
+                    inter = (w * hh).astype(np.float32)
+                    uni = (area[i] + area[k] - inter).astype(np.float32)
+                    hit = (w > 0) & (hh > 0) & (area[i] > 0) & (area[k] > 0) & (uni > 0) & \
+                        (inter / uni > iou)
+                    if not hit.any():
+                        kept.append(i)
+            return np.array([[0, 0, i] for i in kept], np.int64).reshape(-1, 3)
+        n = 3000
+        with self.rt.load_model(onnx_model("nms_big.onnx",
+                                           lambda h, T: nms_big(h, T, n))).session() as s:
+            for seed in (5, 6):
+                r = np.random.default_rng(seed)
+                cls = r.integers(0, 40, n).astype(np.float32) * 1000  # classes apart along x
+                x0, y0 = r.random(n) * 300 + cls, r.random(n) * 300
+                wd, ht = r.random(n) * 80 + 1, r.random(n) * 80 + 1
+                b = np.stack([y0, x0, y0 + ht, x0 + wd], 1).astype(np.float32)[None]
+                b[0, :5, 2] = b[0, :5, 0]  # no area
+                b[0, 5:8, 1] = np.nan
+                b[0, 8:10, 3] = np.inf
+                b[0, 10:12] = [[0, -1, 300, 41000]]  # over every class
+                # kept over many buckets (tested against every candidate), then a
+                # narrower box that only it suppresses
+                b[0, 12:14] = [[1000, 100, 1100, 1100], [1000, 200, 1100, 800]]
+                sc = r.random((1, 1, n)).astype(np.float32)
+                sc[0, 0, :14] = np.linspace(0.999, 0.99, 14)
+                got = s.run({"b": b, "s": sc})["sel"]
+                np.testing.assert_array_equal(got, nms_big_ref(b, sc, np.float32(0.5)),
+                                              err_msg=f"seed {seed}")
+
         def unique(h, T, **attrs):  # all four outputs
             return h.make_graph(
                 [h.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], **attrs)],
