@@ -798,6 +798,29 @@ static bool pl_fd_write_all(int fd, const void *data, size_t n, uint64_t at)
     return true;
 }
 
+/* A new file for the cache folder's entry PATH, written under a temporary
+ * name (TMP, SIZE bytes) that pl_fd_publish renames to PATH: readers see
+ * a whole entry or none. -1 when it cannot be made. */
+static int pl_fd_tmp_open(const char *path, char *tmp, size_t size)
+{
+    static atomic_ulong serial; /* two loads of one model in one process */
+    snprintf(tmp, size, "%s.%ld.%lu.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
+    return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+/* Closes FD (from pl_fd_tmp_open) and, when OK (everything written), puts
+ * TMP in place as PATH; else removes it. Whether the entry is in place. */
+static bool pl_fd_publish(int fd, bool ok, const char *tmp, const char *path)
+{
+    if (fd < 0)
+        return false;
+    ok = close(fd) == 0 && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok)
+        unlink(tmp);
+    return ok;
+}
+
 const char *pl_filedata_store_copy(pl_filedata *f)
 {
     if (f == NULL || f->cache_dir == NULL || !f->read_model || f->n == 0)
@@ -816,12 +839,7 @@ const char *pl_filedata_store_copy(pl_filedata *f)
     }
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/%s", f->cache_dir, f->copy_name);
-    static atomic_ulong serial; /* two loads of one model in one process */
-    snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", path, (long)getpid(),
-             atomic_fetch_add(&serial, 1));
-    int fd = e != NULL && buf != NULL
-                 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)
-                 : -1;
+    int fd = e != NULL && buf != NULL ? pl_fd_tmp_open(path, tmp, sizeof tmp) : -1;
     bool ok = fd >= 0;
     if (ok) {
         qsort(e, n, sizeof *e, pl_fd_offset_cmp);
@@ -857,10 +875,7 @@ const char *pl_filedata_store_copy(pl_filedata *f)
         pl_hash_bytes(&h.entries_digest, e, n * sizeof *e);
         ok = ok && ftruncate(fd, (off_t)at) == 0 && pl_fd_write_all(fd, &h, sizeof h, 0) &&
              pl_fd_write_all(fd, e, n * sizeof *e, sizeof h);
-        ok = close(fd) == 0 && ok;
-        ok = ok && rename(tmp, path) == 0;
-        if (!ok)
-            unlink(tmp);
+        ok = pl_fd_publish(fd, ok, tmp, path);
     }
     if (ok) {
         for (size_t i = 0; i < f->n; i++) /* the digests the cache keys need */
@@ -913,10 +928,7 @@ static bool pl_fd_memo_store(pl_filedata *f, size_t k)
     char name[64], path[4200], tmp[4300];
     pl_fd_memo_name(&x->st, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s", f->cache_dir, name);
-    static atomic_ulong serial;
-    snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", path, (long)getpid(),
-             atomic_fetch_add(&serial, 1));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = pl_fd_tmp_open(path, tmp, sizeof tmp);
     bool ok = fd >= 0 && pl_fd_write_all(fd, &h, sizeof h, 0) &&
               pl_fd_write_all(fd, e, m * sizeof *e, sizeof h);
     for (size_t i = 0; ok && i < m; i++)
@@ -925,12 +937,7 @@ static bool pl_fd_memo_store(pl_filedata *f, size_t k)
             ok = pl_fd_write_all(fd, x->base + e[i].offset, e[i].bytes, e[i].at);
             pl_fd_unmap_pages(x->base + e[i].offset, e[i].bytes);
         }
-    ok = ok && ftruncate(fd, (off_t)at) == 0;
-    if (fd >= 0)
-        ok = close(fd) == 0 && ok;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok && fd >= 0)
-        unlink(tmp);
+    ok = pl_fd_publish(fd, ok && ftruncate(fd, (off_t)at) == 0, tmp, path);
     pl_free(e);
     if (ok && f->hooks.touch != NULL)
         f->hooks.touch(f->cache_dir, name);

@@ -59,24 +59,30 @@ typedef struct nms_kept {
     size_t n;
 } nms_kept;
 
-/* Whether a kept box overlaps A by more than THRESHOLD (IoU): the
+/* Whether kept box J overlaps A by more than THRESHOLD (IoU): the
  * intersection's sides positive, both areas positive, the union positive
  * and intersection / union above it, in f32 as ONNX Runtime computes it.
- * Blocks of 64 without branches, so that the compiler vectorises them. */
+ * Without branches, so that the loop below vectorises. */
+static inline bool nms_overlaps(const nms_box *a, const nms_kept *k, size_t j, float threshold)
+{
+    float x0 = a->x0 > k->x0[j] ? a->x0 : k->x0[j];
+    float x1 = a->x1 < k->x1[j] ? a->x1 : k->x1[j];
+    float y0 = a->y0 > k->y0[j] ? a->y0 : k->y0[j];
+    float y1 = a->y1 < k->y1[j] ? a->y1 : k->y1[j];
+    float inter = (x1 - x0) * (y1 - y0), uni = a->area + k->area[j] - inter;
+    return (x1 > x0) & (y1 > y0) & (a->area > 0) & (k->area[j] > 0) & (uni > 0) &
+           (inter / uni > threshold);
+}
+
+/* Whether a kept box overlaps A by more than THRESHOLD (nms_overlaps), in
+ * blocks of 64 without an early exit inside. */
 CPU_CLONES static bool nms_suppressed(const nms_box *a, const nms_kept *k, float threshold)
 {
     for (size_t j0 = 0; j0 < k->n; j0 += 64) {
         size_t end = j0 + 64 < k->n ? j0 + 64 : k->n;
         int any = 0;
-        for (size_t j = j0; j < end; j++) {
-            float x0 = a->x0 > k->x0[j] ? a->x0 : k->x0[j];
-            float x1 = a->x1 < k->x1[j] ? a->x1 : k->x1[j];
-            float y0 = a->y0 > k->y0[j] ? a->y0 : k->y0[j];
-            float y1 = a->y1 < k->y1[j] ? a->y1 : k->y1[j];
-            float inter = (x1 - x0) * (y1 - y0), uni = a->area + k->area[j] - inter;
-            any |= (x1 > x0) & (y1 > y0) & (a->area > 0) & (k->area[j] > 0) & (uni > 0) &
-                   (inter / uni > threshold);
-        }
+        for (size_t j = j0; j < end; j++)
+            any |= nms_overlaps(a, k, j, threshold);
         if (any)
             return true;
     }
@@ -122,18 +128,6 @@ static inline size_t nms_bucket(const nms_grid *g, float x)
 static inline bool nms_wide(const nms_grid *g, const nms_box *a)
 {
     return !nms_finite(a) || nms_bucket(g, a->x1) - nms_bucket(g, a->x0) >= NMS_GRID_WIDE;
-}
-
-/* The IoU test of A against kept box J (nms_suppressed's, one box). */
-static inline bool nms_overlaps(const nms_box *a, const nms_kept *k, size_t j, float threshold)
-{
-    float x0 = a->x0 > k->x0[j] ? a->x0 : k->x0[j];
-    float x1 = a->x1 < k->x1[j] ? a->x1 : k->x1[j];
-    float y0 = a->y0 > k->y0[j] ? a->y0 : k->y0[j];
-    float y1 = a->y1 < k->y1[j] ? a->y1 : k->y1[j];
-    float inter = (x1 - x0) * (y1 - y0), uni = a->area + k->area[j] - inter;
-    return (x1 > x0) & (y1 > y0) & (a->area > 0) & (k->area[j] > 0) & (uni > 0) &
-           (inter / uni > threshold);
 }
 
 /* nms_suppressed through the grid: candidate number STAMP (from 1). */

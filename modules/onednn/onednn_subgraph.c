@@ -5314,21 +5314,21 @@ static int64_t odnn_conv_most_outputs(const pl_graph_view *v, int64_t t)
     return most;
 }
 
-/* Whether convolution N, whose output is Y, may take Winograd's weights
- * layout. Its copy of the weights is 1.8-4x their bytes and depends on the
+/* Whether convolution N, of output descriptor Y, may take Winograd's
+ * weights layout. Its copy of the weights is 1.8-4x their bytes and depends on the
  * layer's shapes, so weights shared by convolutions at several scales (a
  * detection head run over each level of a feature pyramid) would get one
  * copy per scale: RetinaNet's head, 26 MB of weights, held 180 MB. Only
  * the scales with at least a quarter of the largest one's outputs take
  * Winograd (they tend to share one layout); the smaller ones, whose work
  * is a sixteenth or less, share the direct layout. */
-static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const struct odnn_tinfo *y)
+static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const dnnl_memory_desc_t *y)
 {
     int64_t t = odnn_in(b->v, n, 1);
-    if (t < 0 || (size_t)t >= b->u.n_tensors || b->u.count[t] < 2 || y->ndim < 3)
+    if (t < 0 || (size_t)t >= b->u.n_tensors || b->u.count[t] < 2 || y->ndims < 3)
         return 1;
     int64_t e = y->dims[0];
-    for (int d = 2; d < y->ndim; d++)
+    for (int d = 2; d < y->ndims; d++)
         e *= y->dims[d];
     if (4 * e >= odnn_conv_most_outputs(b->v, t))
         return 1;
@@ -5343,8 +5343,10 @@ static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const struct odnn_
  * kernel (AVX-512 only): 2.25x fewer multiplies than the direct one for
  * the same layer. Same contract as odnn_conv_blocked; refused (direct
  * instead) when oneDNN has no Winograd kernel for the shapes and post-ops,
- * when only a reference kernel took it, or when `winograd = no`. */
-static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_desc_t *cd,
+ * when only a reference kernel took it, when node N's weights serve a
+ * larger scale (odnn_wino_scale_ok), or when `winograd = no`. */
+static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
+                                        dnnl_convolution_desc_t *cd,
                                         const dnnl_memory_desc_t *src_any,
                                         const dnnl_memory_desc_t *wei_md,
                                         const dnnl_memory_desc_t *bias_md,
@@ -5363,7 +5365,8 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, dnnl_convolution_d
      * zoo's vgg11_s ran 0.22 ms with Winograd, 0.14 without; resnet18, 64
      * to 512 channels, 12 against 17). */
     if (wei_md->dims[0] < ODNN_WINO_MIN_CHANNELS || wei_md->dims[1] < ODNN_WINO_MIN_CHANNELS ||
-        dst_any->dims[2] * dst_any->dims[3] < ODNN_WINO_MIN_PIXELS)
+        dst_any->dims[2] * dst_any->dims[3] < ODNN_WINO_MIN_PIXELS ||
+        !odnn_wino_scale_ok(b, n, dst_any))
         return dnnl_unimplemented;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
@@ -6063,9 +6066,9 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         dnnl_convolution_desc_t cd;
         dnnl_primitive_desc_t pd = NULL;
         pl_status *st = NULL;
-        if (group == 1 && odnn_wino_scale_ok(b, n, &y) &&
-            odnn_conv_winograd(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL, &dst_md,
-                               strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
+        if (group == 1 &&
+            odnn_conv_winograd(b, n, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
+                               &dst_md, strides, dil, pl, pr, f.po, &pd) == dnnl_success) {
             const char *impl = "?";
             dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
             if (b->wslice.pd != NULL)

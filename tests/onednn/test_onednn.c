@@ -5111,13 +5111,13 @@ static void case_winograd_pyramid(void)
     pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
     TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
     pl_runtime_destroy(rt);
+    if (strncmp(isa, "avx512_core", 11) != 0)
+        return; /* below AVX-512 oneDNN has no Winograd kernel */
     TH_CHECK(strstr(log.text, "node 'c8': direct, not Winograd") != NULL &&
                  strstr(log.text, "node 'c8': Winograd") == NULL &&
                  strstr(log.text, "node 'c16': direct, not Winograd") == NULL &&
                  strstr(log.text, "node 'c32': direct, not Winograd") == NULL,
              "the 8x8 scale not (only) direct; log:\n%s", log.text);
-    if (strncmp(isa, "avx512_core", 11) != 0)
-        return; /* below AVX-512 oneDNN has no Winograd kernel */
     TH_CHECK(strstr(log.text, "node 'c32': Winograd convolution") != NULL &&
                  strstr(log.text, "node 'c16': Winograd convolution") != NULL,
              "the 32x32 and 16x16 scales not Winograd on %s; log:\n%s", isa, log.text);
