@@ -10,7 +10,9 @@ probing them all together costs.
     python3 bench/probe_cost.py [--rounds 25] [--plinth build/bin/plinth] [--modules modules.d]
 """
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -23,6 +25,7 @@ ap.add_argument("--modules", default="modules.d")
 args = ap.parse_args()
 mod_dir = os.path.abspath(args.modules)
 tmp = tempfile.mkdtemp(prefix="plinth-probe-")
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)
 
 
 def ini(name, modules, probe):

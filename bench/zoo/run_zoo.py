@@ -29,9 +29,11 @@ time of one inference per configuration) and a summary. The time is the median o
 anything is not ok (the CTest test zoo.models uses it with --repros); without torch it exits 77 (skip).
 """
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -199,6 +201,7 @@ def main():
 
     modules = os.path.abspath(a.modules)
     ini_dir = tempfile.mkdtemp(prefix="plinth-zoo-ini-")
+    atexit.register(shutil.rmtree, ini_dir, ignore_errors=True)
     configs = []
     for c in a.configs.split(","):
         if c == "cpu":

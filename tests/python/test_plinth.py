@@ -3,9 +3,11 @@
 Run by CTest (tests/python/CMakeLists.txt) with PLINTH_LIBRARY naming the
 built libplinth and PLINTH_TEST_MODULES the staged module folder; each
 TestCase class is one CTest test (python.<class>)."""
+import atexit
 import collections
 import gc
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -24,6 +26,7 @@ import plinth  # noqa: E402
 MODULES = os.environ.get("PLINTH_TEST_MODULES", os.path.join(ROOT, "modules.d"))
 MLP = os.path.join(ROOT, "examples", "mlp", "model.json")
 TMP = tempfile.mkdtemp(prefix="plinth-py-")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)  # caches below live in it too
 
 
 def write_ini(text, name="backend.ini"):
@@ -1228,7 +1231,7 @@ class OnnxTest(unittest.TestCase):
         emptied under the live session. Fails when the module copies the
         weights (anonymous memory grows by them) or the core unmaps early
         (a crash or wrong results)."""
-        cache = tempfile.mkdtemp(prefix="plinth-keep-")
+        cache = tempfile.mkdtemp(prefix="keep-", dir=TMP)
         os.chmod(cache, 0o700)
         ini = os.path.join(TMP, "keep.ini")
         with open(ini, "w") as f:
@@ -1292,7 +1295,7 @@ class OnnxTest(unittest.TestCase):
         again; a model file rewritten since gets a copy of its own. Fails
         when a load reads the model file instead of the copy, or trusts a
         corrupt copy (wrong results)."""
-        cache = tempfile.mkdtemp(prefix="plinth-mc-")
+        cache = tempfile.mkdtemp(prefix="mc-", dir=TMP)
         os.chmod(cache, 0o700)
         ini = os.path.join(TMP, "mc.ini")
         with open(ini, "w") as f:
