@@ -208,6 +208,14 @@ int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx);
 void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
                    int threads, float *scratch);
 
+/* Lays float OIHW 3x3 weights (SRC in SRC_MD) out in oneDNN's Winograd
+ * layout MD (format_kind wino) into DST, as oneDNN's reorder would, in one
+ * pass without its scratch copy (onednn_wino_weights.c). 0 when done;
+ * nonzero, with DST untouched, for a layout or source it does not make
+ * (the caller runs oneDNN's reorder). */
+int odnn_wino_weights(const dnnl_memory_desc_t *src_md, const void *src,
+                      const dnnl_memory_desc_t *md, void *dst);
+
 /* The module's own pooling for AVX2 CPUs (onednn_pool.c): max or average
  * over a 2-D window (a 1-D one has IH = KH = 1) of an f32 source whose
  * channels are read as GROUPS groups of VECS 8-lane vectors at each pixel

@@ -3657,9 +3657,9 @@ struct odnn_build {
     /* Weight reorders left for later (odnn_weight while DEFER_TENSOR, the
      * graph constant's tensor, is >= 0: Conv weights in Winograd layout),
      * run several at once over the runtime's threads (odnn_pending_flush):
-     * oneDNN's Winograd layout is a slow C++ reorder, 15-30 ms per
-     * 256x256 layer one at a time. The core is told a pending weight's
-     * constant is done (tensor_constant_done) only once it is laid out
+     * oneDNN's Winograd layout was a slow C++ reorder, 15-30 ms per
+     * 256x256 layer one at a time (the module's own, odnn_wino_weights,
+     * is TIMING). The core is told a pending weight's constant is done (tensor_constant_done) only once it is laid out
      * (POSTPONED), and a batch is flushed at ODNN_PENDING_BYTES of those
      * constants, so a big model's weights are not all held twice
      * (RetinaNet with AVX-512: session 0.68-0.84 -> 0.47 s, peak RSS +15
@@ -4071,6 +4071,11 @@ static dnnl_status_t odnn_reorder_into(dnnl_engine_t engine, const dnnl_memory_d
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_stream_t stream = NULL;
+    void *handle = NULL;
+    if (md->format_kind == dnnl_format_kind_wino &&
+        dnnl_memory_get_data_handle(dst, &handle) == dnnl_success && handle != NULL &&
+        odnn_wino_weights(src_md, data, md, handle) == 0)
+        return dnnl_success;
     dnnl_status_t ds = dnnl_memory_create(&src, src_md, engine, (void *)data);
     if (ds == dnnl_success)
         ds = dnnl_reorder_primitive_desc_create(&pd, src_md, engine, md, engine, NULL);
