@@ -787,6 +787,115 @@ static void case_attention(void)
     }
 }
 
+/* Attention 23 with a KV cache, as a decoder's exported step has it: 4-D
+ * Q [1, 2, 2, 2] (two new positions), K and V of the same size after a
+ * cache of three (past_key, past_value), is_causal, and every output:
+ * present_key and present_value (the cache, then the new keys), and
+ * qk_matmul_output in modes 0 (the scaled product) and 3 (after softmax).
+ * The causal frontier counts the cache: new query i sees keys up to
+ * 3 + i. Against a C reference on cpu, onednn and example_acc; fails when
+ * the frontier is aligned top-left (query 0 would see one key, not four)
+ * or the cache is left out. */
+static void case_attention_kv_cache(void)
+{
+    enum { H = 2, SQ = 2, SP = 3, ST = 5, D = 2 };
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":23}],"
+        "\"inputs\":[\"q\",\"k\",\"v\",\"pk\",\"pv\"],"
+        "\"outputs\":[\"y\",\"present_k\",\"present_v\",\"qk0\",\"y3\",\"qk3\"],"
+        "\"tensors\":[{\"name\":\"q\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
+        "{\"name\":\"k\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
+        "{\"name\":\"v\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
+        "{\"name\":\"pk\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
+        "{\"name\":\"pv\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]}],"
+        "\"nodes\":["
+        "{\"name\":\"a0\",\"op\":\"Attention\",\"inputs\":[\"q\",\"k\",\"v\",\"\",\"pk\",\"pv\"],"
+        "\"outputs\":[\"y\",\"present_k\",\"present_v\",\"qk0\"],"
+        "\"attributes\":{\"is_causal\":{\"int\":1}}},"
+        "{\"name\":\"a3\",\"op\":\"Attention\",\"inputs\":[\"q\",\"k\",\"v\",\"\",\"pk\",\"pv\"],"
+        "\"outputs\":[\"y3\",\"\",\"\",\"qk3\"],"
+        "\"attributes\":{\"is_causal\":{\"int\":1},\"qk_matmul_output_mode\":{\"int\":3}}}]}";
+    const char *path = write_text("attention_kv.json", json);
+    float q[H * SQ * D], k[H * SQ * D], v[H * SQ * D], pk[H * SP * D], pv[H * SP * D];
+    float *all[5] = {q, k, v, pk, pv};
+    int sizes[5] = {H * SQ * D, H * SQ * D, H * SQ * D, H * SP * D, H * SP * D};
+    uint32_t seed = 11;
+    for (int a = 0; a < 5; a++)
+        for (int i = 0; i < sizes[a]; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            all[a][i] = (float)(seed >> 8) / 16777216.0f * 4.0f - 2.0f;
+        }
+    /* the reference: keys and values are the cache, then the new ones */
+    float kall[H * ST * D], vall[H * ST * D], want[H * SQ * D], qk0[H * SQ * ST],
+        qk3[H * SQ * ST];
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < ST; t++)
+            for (int d = 0; d < D; d++) {
+                int o = (h * ST + t) * D + d;
+                kall[o] = t < SP ? pk[(h * SP + t) * D + d] : k[(h * SQ + t - SP) * D + d];
+                vall[o] = t < SP ? pv[(h * SP + t) * D + d] : v[(h * SQ + t - SP) * D + d];
+            }
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < SQ; i++) {
+            double sc[ST], mx = -INFINITY, sum = 0;
+            for (int j = 0; j < ST; j++) {
+                double dot = 0;
+                for (int d = 0; d < D; d++)
+                    dot += (double)q[(h * SQ + i) * D + d] * kall[(h * ST + j) * D + d];
+                sc[j] = dot / sqrt((double)D);
+                qk0[(h * SQ + i) * ST + j] = (float)sc[j];
+                if (j > SP + i)
+                    sc[j] = -INFINITY;
+                mx = fmax(mx, sc[j]);
+            }
+            for (int j = 0; j < ST; j++)
+                sum += sc[j] = exp(sc[j] - mx);
+            for (int j = 0; j < ST; j++)
+                qk3[(h * SQ + i) * ST + j] = (float)(sc[j] / sum);
+            for (int d = 0; d < D; d++) {
+                double acc = 0;
+                for (int j = 0; j < ST; j++)
+                    acc += sc[j] / sum * vall[(h * ST + j) * D + d];
+                want[(h * SQ + i) * D + d] = (float)acc;
+            }
+        }
+    const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
+    for (int o = 0; o < 3; o++) {
+        pl_runtime *rt = runtime_in_order(orders[o]);
+        pl_session *s = session_for(rt, path);
+        int64_t sq[4] = {1, H, SQ, D}, sp[4] = {1, H, SP, D}, st[4] = {1, H, ST, D},
+                sqk[4] = {1, H, SQ, ST};
+        const char *names[5] = {"q", "k", "v", "pk", "pv"};
+        pl_io in[5];
+        for (int a = 0; a < 5; a++)
+            in[a] = (pl_io){.name = names[a],
+                            .tensor = {.data = all[a], .ndim = 4, .dtype = PL_DTYPE_F32,
+                                       .shape = a < 3 ? sq : sp,
+                                       .struct_size = sizeof(pl_tensor)}};
+        float y[H * SQ * D], y3[H * SQ * D], gk[H * ST * D], gv[H * ST * D], g0[H * SQ * ST],
+            g3[H * SQ * ST];
+        float *outs[6] = {y, gk, gv, g0, y3, g3};
+        const float *wants[6] = {want, kall, vall, qk0, want, qk3};
+        const char *onames[6] = {"y", "present_k", "present_v", "qk0", "y3", "qk3"};
+        int64_t *oshapes[6] = {sq, st, st, sqk, sq, sqk};
+        int counts[6] = {H * SQ * D, H * ST * D, H * ST * D, H * SQ * ST, H * SQ * D, H * SQ * ST};
+        pl_io out[6];
+        for (int a = 0; a < 6; a++)
+            out[a] = (pl_io){.name = onames[a],
+                             .tensor = {.data = outs[a], .ndim = 4, .dtype = PL_DTYPE_F32,
+                                        .shape = oshapes[a], .struct_size = sizeof(pl_tensor)}};
+        TH_CHECK_OK(pl_session_run(s, in, 5, out, 6));
+        for (int a = 0; a < 6; a++)
+            for (int i = 0; i < counts[a]; i++)
+                TH_CHECK(fabsf(outs[a][i] - wants[a][i]) <= 1e-5f * (1 + fabsf(wants[a][i])),
+                         "order = %s: %s[%d] = %.7g, want %.7g", orders[o], onames[a], i,
+                         outs[a][i], wants[a][i]);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* ONNX Runtime's fused contrib ops, as its transformer optimizer writes
  * them (com.microsoft, ai.onnx opset 13), expanded by the core: FastGelu
  * with a bias, SkipLayerNormalization with a bias and its sum output read
@@ -2956,6 +3065,7 @@ int main(int argc, char **argv)
         {"no_cluster_cycle", case_no_cluster_cycle},
         {"newer_opset_functions", case_newer_opset_functions},
         {"attention", case_attention},
+        {"attention_kv_cache", case_attention_kv_cache},
         {"contrib_ops", case_contrib_ops},
         {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},

@@ -556,11 +556,11 @@ static pl_status *lw_group_norm(lw *w)
  * product attention, as its function computes it, for 3-D inputs (B, S,
  * heads * size, with q_num_heads and kv_num_heads) or 4-D ones (B, heads, S,
  * size), grouped-query heads repeated, a boolean or additive mask, causal
- * masking (query i sees key j <= i, there being no past_key), softcap, and a row every key of which is
- * masked giving zeros. The mask and the causal frontier are built with
- * Shape, Range and compares, so dynamic sequence lengths work and static
- * ones fold into constants. KV-cache inputs and the optional outputs are
- * refused. */
+ * masking (query i sees key j <= i + the cached keys), softcap, and a row
+ * every key of which is masked giving zeros; a KV cache and the optional
+ * outputs as lw_attention says. The mask and the causal frontier are built
+ * with Shape, Range and compares, so dynamic sequence lengths work and
+ * static ones fold into constants. */
 static pl_status *lw_perm(lw *w, const char *a, const int64_t *perm, int n, const char **out)
 {
     pl_nid id;
@@ -590,36 +590,82 @@ static pl_status *lw_range_of_dim(lw *w, const char *a, int64_t axis, const char
 static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
                                const char **out);
 
-/* The causal bias [queries, keys]: ZERO where key j <= query i (no cached
- * keys: past_sequence_length 0), MASKED after. The queries are dim QAXIS of
- * Q, the keys dim KAXIS of K. */
+/* The causal bias [queries, keys]: ZERO where key j <= query i + the
+ * cached keys (dim 2 of PAST; none when PAST is NULL), MASKED after: the
+ * frontier aligned bottom-right, as Attention 23 has it with a KV cache.
+ * The queries are dim QAXIS of Q, the keys dim KAXIS of K. */
 static pl_status *lw_causal_bias(lw *w, const char *q, int64_t qaxis, const char *k,
-                                 int64_t kaxis, const char *zero, const char *masked,
-                                 const char **out)
+                                 int64_t kaxis, const char *past, const char *zero,
+                                 const char *masked, const char **out)
 {
     const char *rows, *cols, *rows2, *ok;
     PL_RETURN_IF_ERROR(lw_range_of_dim(w, q, qaxis, &rows));
+    if (past != NULL) {
+        const char *offset;
+        PL_RETURN_IF_ERROR(lw_dim(w, past, 2, &offset));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", rows, offset, &rows));
+    }
     PL_RETURN_IF_ERROR(lw_range_of_dim(w, k, kaxis, &cols));
     PL_RETURN_IF_ERROR(lw_unsqueeze(w, rows, (const int64_t[]){1}, 1, &rows2));
     PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, rows2, &ok));
     return lw_node(w, "Where", (const char *[]){ok, zero, masked}, 3, out, NULL);
 }
 
+static pl_status *lw_node_to_output(lw *w, const char *op, const char *a, const char *b,
+                                    size_t out_index, const char **out);
+
+/* Hands A to output OUT of the node: cast back to the node's type when the
+ * rewrite computes in f32 (NARROW), else through an Identity. */
+static pl_status *lw_attention_out(lw *w, const char *a, size_t out, bool narrow)
+{
+    const char *name;
+    PL_RETURN_IF_ERROR(lw_node_to_output(w, narrow ? "Cast" : "Identity", a, NULL, out, &name));
+    if (!narrow)
+        return NULL;
+    return pl_graph_attr_int(w->g, (pl_nid)(pl_graph_node_count(w->g) - 1), "to",
+                             lw_onnx_code(w->dtype));
+}
+
+/* Attention 23: Q, K, V in 4-D [batch, heads, sequence, size] or 3-D
+ * [batch, sequence, heads * size], an optional mask (bool or additive),
+ * a KV cache (past_key and past_value, inputs 4 and 5, concatenated before
+ * the new keys and values and given back as present_key and present_value,
+ * outputs 1 and 2; a causal frontier then counts the cached keys),
+ * grouped-query heads, softcap, and output 3, the scores at the point
+ * qk_matmul_output_mode names (0 the scaled product, 1 after softcap, 2
+ * after the mask, 3 after softmax). float16 and bfloat16 are computed in
+ * float32 between Casts. Refused: nonpad_kv_seqlen (24) and sliding
+ * windows (25). */
 static pl_status *lw_attention(lw *w)
 {
     const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
-    for (size_t i = 4; i < n->n_inputs; i++)
-        if (n->inputs[i] != PL_TID_NONE)
-            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
-                            i == 6 ? "nonpad_kv_seqlen" : "a KV cache");
-    for (size_t o = 1; o < n->n_outputs; o++)
-        if (n->outputs[o] != PL_TID_NONE)
-            return lw_error(w, PL_CODE_UNSUPPORTED, "output %zu (%s) is not supported", o,
-                            o == 3 ? "qk_matmul_output" : "a KV cache");
+    bool has_past[2] = {false, false};
+    for (size_t i = 4; i < n->n_inputs; i++) {
+        if (n->inputs[i] == PL_TID_NONE)
+            continue;
+        if (i >= 6)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (nonpad_kv_seqlen) is not "
+                                                    "supported",
+                            i);
+        has_past[i - 4] = true;
+    }
+    if (has_past[0] != has_past[1])
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "past_key and past_value must be given "
+                                                     "together");
+    bool want[4] = {true, false, false, false};
+    for (size_t o = 1; o < n->n_outputs && o < 4; o++)
+        want[o] = n->outputs[o] != PL_TID_NONE;
+    int64_t qk_mode = lw_attr_i(w, "qk_matmul_output_mode", 0);
+    if (want[3] && (qk_mode < 0 || qk_mode > 3))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "qk_matmul_output_mode %lld; 0 to 3 "
+                                                     "expected",
+                        (long long)qk_mode);
     if (lw_attr_i(w, "left_window_size", -1) != -1 || lw_attr_i(w, "right_window_size", -1) != -1)
         return lw_error(w, PL_CODE_UNSUPPORTED, "sliding windows are not supported");
     const char *q = lw_input(w, 0), *k = lw_input(w, 1), *v = lw_input(w, 2);
     const char *mask = lw_input(w, 3);
+    const char *past_k = has_past[0] ? lw_input(w, 4) : NULL;
+    const char *past_v = has_past[1] ? lw_input(w, 5) : NULL;
     /* Their types, copied: adding tensors may move the graph's. */
     pl_graph_tensor qt, kt, vt;
     int64_t qd[4], kd[4], vd[4];
@@ -631,9 +677,25 @@ static pl_status *lw_attention(lw *w)
         kt = *b;
         vt = *c;
     }
-    if (!PL_DTYPE_EQ(qt.dtype, PL_DTYPE_F32))
-        return lw_error(w, PL_CODE_UNSUPPORTED, "only float32 Q, K and V are supported (%s)",
-                        pl_dtype_name(qt.dtype));
+    bool mask_bool = false, mask_float = false;
+    if (mask[0] != '\0') {
+        const pl_graph_tensor *mt = lw_tensor(w, mask);
+        mask_bool = mt != NULL && PL_DTYPE_EQ(mt->dtype, PL_DTYPE_BOOL);
+        mask_float = mt != NULL && PL_DTYPE_EQ(mt->dtype, qt.dtype);
+        if (!mask_bool && !mask_float)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attn_mask has dtype %s; bool or the "
+                                                         "type of Q expected",
+                            mt != NULL ? pl_dtype_name(mt->dtype) : "(unknown)");
+    }
+    bool narrow = false;
+    if (!PL_DTYPE_EQ(qt.dtype, PL_DTYPE_F32)) {
+        if (!((qt.dtype.code == PL_TYPE_FLOAT || qt.dtype.code == PL_TYPE_BFLOAT) &&
+              qt.dtype.bits == 16))
+            return lw_error(w, PL_CODE_UNSUPPORTED, "Q, K and V of type %s (float32, float16 "
+                                                    "or bfloat16 expected)",
+                            pl_dtype_name(qt.dtype));
+        narrow = true;
+    }
     w->dtype = qt.dtype;
     int32_t r = qt.ndim;
     if (r != 3 && r != 4)
@@ -643,6 +705,14 @@ static pl_status *lw_attention(lw *w)
     memcpy(qd, qt.dims, (size_t)r * sizeof *qd);
     memcpy(kd, kt.dims, (size_t)r * sizeof *kd);
     memcpy(vd, vt.dims, (size_t)r * sizeof *vd);
+    if (narrow) { /* the float inputs in f32; scalars made below are f32 */
+        const char **in[5] = {&q, &k, &v, &past_k, &past_v};
+        for (int i = 0; i < 5; i++)
+            if (*in[i] != NULL)
+                PL_RETURN_IF_ERROR(lw_cast(w, *in[i], 1, in[i]));
+        if (mask_float)
+            PL_RETURN_IF_ERROR(lw_cast(w, mask, 1, &mask));
+    }
     int64_t hq, hkv, d;
     const char *q4 = q, *k4 = k, *v4 = v;
     static const int64_t swap12[4] = {0, 2, 1, 3};
@@ -672,6 +742,18 @@ static pl_status *lw_attention(lw *w)
         if (hq < 0 || hkv < 0)
             return lw_error(w, PL_CODE_UNSUPPORTED, "the head counts of Q and K must be known");
     }
+    if (past_k != NULL) { /* the cache first, then this step's keys and values */
+        pl_nid id;
+        PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){past_k, k4}, 2, &k4, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 2));
+        PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){past_v, v4}, 2, &v4, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 2));
+    }
+    if (want[1])
+        PL_RETURN_IF_ERROR(lw_attention_out(w, k4, 1, narrow));
+    if (want[2])
+        PL_RETURN_IF_ERROR(lw_attention_out(w, v4, 2, narrow));
+    const char *k_all = k4; /* the keys before heads are shared out: their count */
     if (hkv != hq) { /* grouped-query: each K and V head serves hq / hkv query heads */
         if (hkv <= 0 || hq % hkv != 0 || d < 0)
             return lw_error(w, PL_CODE_INVALID_ARGUMENT,
@@ -711,11 +793,13 @@ static pl_status *lw_attention(lw *w)
                                                     "default scale");
         scale = 1.0 / sqrt((double)d);
     }
-    const char *sc, *qs, *kT, *scores;
+    const char *sc, *qs, *kT, *scores, *qk = NULL;
     PL_RETURN_IF_ERROR(lw_scalar(w, "scale", scale, &sc));
     PL_RETURN_IF_ERROR(lw_binary(w, "Mul", q4, sc, &qs));
     PL_RETURN_IF_ERROR(lw_perm(w, k4, (const int64_t[]){0, 1, 3, 2}, 4, &kT));
     PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", qs, kT, &scores));
+    if (qk_mode == 0)
+        qk = scores;
     double softcap = lw_attr_f(w, "softcap", 0.0);
     if (softcap > 0) {
         const char *cap, *inv, *t;
@@ -725,29 +809,28 @@ static pl_status *lw_attention(lw *w)
         PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", t, &t));
         PL_RETURN_IF_ERROR(lw_binary(w, "Mul", t, cap, &scores));
     }
+    if (qk_mode == 1)
+        qk = scores;
     const char *zero, *neg_inf;
     PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
     PL_RETURN_IF_ERROR(lw_scalar(w, "neg_inf", -INFINITY, &neg_inf));
     bool masked = false;
     if (mask[0] != '\0') {
-        const pl_graph_tensor *mt = lw_tensor(w, mask);
         const char *bias = mask;
-        if (PL_DTYPE_EQ(mt->dtype, PL_DTYPE_BOOL))
+        if (mask_bool)
             PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){mask, zero, neg_inf}, 3,
                                        &bias, NULL));
-        else if (!PL_DTYPE_EQ(mt->dtype, PL_DTYPE_F32))
-            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attn_mask has dtype %s; bool or the "
-                                                         "type of Q expected",
-                            pl_dtype_name(mt->dtype));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
         masked = true;
     }
     if (lw_attr_i(w, "is_causal", 0) != 0) {
         const char *bias;
-        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, k4, 2, zero, neg_inf, &bias));
+        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, k_all, 2, past_k, zero, neg_inf, &bias));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
         masked = true;
     }
+    if (qk_mode == 2)
+        qk = scores;
     const char *probs, *y4;
     pl_nid sm;
     PL_RETURN_IF_ERROR(lw_node(w, "Softmax", (const char *[]){scores}, 1, &probs, &sm));
@@ -758,13 +841,25 @@ static pl_status *lw_attention(lw *w)
         PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){nan, zero, probs}, 3, &probs,
                                    NULL));
     }
-    if (r == 4)
-        return lw_become(w, "MatMul", (const char *[]){probs, v4}, 2);
+    if (qk_mode == 3)
+        qk = probs;
+    if (want[3])
+        PL_RETURN_IF_ERROR(lw_attention_out(w, qk, 3, narrow));
     const char *t, *flat;
-    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", probs, v4, &y4));
-    PL_RETURN_IF_ERROR(lw_perm(w, y4, swap12, 4, &t));
-    PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
-    return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
+    if (r == 4) {
+        if (!narrow)
+            return lw_become(w, "MatMul", (const char *[]){probs, v4}, 2);
+        PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", probs, v4, &t));
+    } else {
+        PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", probs, v4, &y4));
+        PL_RETURN_IF_ERROR(lw_perm(w, y4, swap12, 4, &t));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "merge_heads", (const int64_t[]){0, 0, -1}, 3, &flat));
+        if (!narrow)
+            return lw_become(w, "Reshape", (const char *[]){t, flat}, 2);
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", t, flat, &t));
+    }
+    PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){t}, 1));
+    return pl_graph_attr_int(w->g, w->id, "to", lw_onnx_code(w->dtype));
 }
 
 /* Slice of A's last axis [FROM, TO) by STEP. */
@@ -1273,7 +1368,7 @@ static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, cons
     }
     if (lw_attr_i(w, "unidirectional", 0) != 0) {
         const char *bias;
-        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, kT, 3, zero, fv, &bias));
+        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, kT, 3, NULL, zero, fv, &bias));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
     }
     const char *probs, *y4, *flat;
