@@ -795,27 +795,33 @@ static void case_attention(void)
  * The causal frontier counts the cache: new query i sees keys up to
  * 3 + i. Against a C reference on cpu, onednn and example_acc; fails when
  * the frontier is aligned top-left (query 0 would see one key, not four)
- * or the cache is left out. */
+ * or the cache is left out. A third node reads present_key and
+ * present_value as an external cache (Attention 24's nonpad_kv_seqlen, 4
+ * of its 5 keys filled) with a sliding window (25's left_window_size 1). */
 static void case_attention_kv_cache(void)
 {
     enum { H = 2, SQ = 2, SP = 3, ST = 5, D = 2 };
     const char *json =
         "{\"format\":\"plinth-graph\",\"version\":1,"
-        "\"opset_import\":[{\"domain\":\"\",\"version\":23}],"
-        "\"inputs\":[\"q\",\"k\",\"v\",\"pk\",\"pv\"],"
-        "\"outputs\":[\"y\",\"present_k\",\"present_v\",\"qk0\",\"y3\",\"qk3\"],"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":25}],"
+        "\"inputs\":[\"q\",\"k\",\"v\",\"pk\",\"pv\",\"np\"],"
+        "\"outputs\":[\"y\",\"present_k\",\"present_v\",\"qk0\",\"y3\",\"qk3\",\"yw\"],"
         "\"tensors\":[{\"name\":\"q\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
         "{\"name\":\"k\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
         "{\"name\":\"v\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
         "{\"name\":\"pk\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
-        "{\"name\":\"pv\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]}],"
+        "{\"name\":\"pv\",\"dtype\":\"f32\",\"shape\":[1,2,3,2]},"
+        "{\"name\":\"np\",\"dtype\":\"i64\",\"shape\":[1]}],"
         "\"nodes\":["
         "{\"name\":\"a0\",\"op\":\"Attention\",\"inputs\":[\"q\",\"k\",\"v\",\"\",\"pk\",\"pv\"],"
         "\"outputs\":[\"y\",\"present_k\",\"present_v\",\"qk0\"],"
         "\"attributes\":{\"is_causal\":{\"int\":1}}},"
         "{\"name\":\"a3\",\"op\":\"Attention\",\"inputs\":[\"q\",\"k\",\"v\",\"\",\"pk\",\"pv\"],"
         "\"outputs\":[\"y3\",\"\",\"\",\"qk3\"],"
-        "\"attributes\":{\"is_causal\":{\"int\":1},\"qk_matmul_output_mode\":{\"int\":3}}}]}";
+        "\"attributes\":{\"is_causal\":{\"int\":1},\"qk_matmul_output_mode\":{\"int\":3}}},"
+        "{\"name\":\"aw\",\"op\":\"Attention\",\"inputs\":[\"q\",\"present_k\",\"present_v\","
+        "\"\",\"\",\"\",\"np\"],\"outputs\":[\"yw\"],"
+        "\"attributes\":{\"is_causal\":{\"int\":1},\"left_window_size\":{\"int\":1}}}]}";
     const char *path = write_text("attention_kv.json", json);
     float q[H * SQ * D], k[H * SQ * D], v[H * SQ * D], pk[H * SP * D], pv[H * SP * D];
     float *all[5] = {q, k, v, pk, pv};
@@ -860,6 +866,32 @@ static void case_attention_kv_cache(void)
                 want[(h * SQ + i) * D + d] = (float)acc;
             }
         }
+    /* aw: the five keys as an external cache filled to NP = 4, causal with
+     * a window of one key back: query i sits at NP - SQ + i and sees keys
+     * from there minus one to there */
+    enum { NP = 4 };
+    int64_t np[1] = {NP};
+    float wantw[H * SQ * D];
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < SQ; i++) {
+            int p = NP - SQ + i;
+            double sc[ST], mx = -INFINITY, sum = 0;
+            for (int j = 0; j < ST; j++) {
+                double dot = 0;
+                for (int d = 0; d < D; d++)
+                    dot += (double)q[(h * SQ + i) * D + d] * kall[(h * ST + j) * D + d];
+                sc[j] = j > p || j < p - 1 || j >= NP ? -INFINITY : dot / sqrt((double)D);
+                mx = fmax(mx, sc[j]);
+            }
+            for (int j = 0; j < ST; j++)
+                sum += sc[j] = exp(sc[j] - mx);
+            for (int d = 0; d < D; d++) {
+                double acc = 0;
+                for (int j = 0; j < ST; j++)
+                    acc += sc[j] / sum * vall[(h * ST + j) * D + d];
+                wantw[(h * SQ + i) * D + d] = (float)acc;
+            }
+        }
     const char *orders[3] = {"cpu", "onednn, cpu", "example_acc, cpu"};
     for (int o = 0; o < 3; o++) {
         pl_runtime *rt = runtime_in_order(orders[o]);
@@ -867,26 +899,30 @@ static void case_attention_kv_cache(void)
         int64_t sq[4] = {1, H, SQ, D}, sp[4] = {1, H, SP, D}, st[4] = {1, H, ST, D},
                 sqk[4] = {1, H, SQ, ST};
         const char *names[5] = {"q", "k", "v", "pk", "pv"};
-        pl_io in[5];
+        pl_io in[6];
         for (int a = 0; a < 5; a++)
             in[a] = (pl_io){.name = names[a],
                             .tensor = {.data = all[a], .ndim = 4, .dtype = PL_DTYPE_F32,
                                        .shape = a < 3 ? sq : sp,
                                        .struct_size = sizeof(pl_tensor)}};
+        int64_t s1[1] = {1};
+        in[5] = (pl_io){.name = "np", .tensor = {.data = np, .ndim = 1, .dtype = PL_DTYPE_I64,
+                                                 .shape = s1, .struct_size = sizeof(pl_tensor)}};
         float y[H * SQ * D], y3[H * SQ * D], gk[H * ST * D], gv[H * ST * D], g0[H * SQ * ST],
-            g3[H * SQ * ST];
-        float *outs[6] = {y, gk, gv, g0, y3, g3};
-        const float *wants[6] = {want, kall, vall, qk0, want, qk3};
-        const char *onames[6] = {"y", "present_k", "present_v", "qk0", "y3", "qk3"};
-        int64_t *oshapes[6] = {sq, st, st, sqk, sq, sqk};
-        int counts[6] = {H * SQ * D, H * ST * D, H * ST * D, H * SQ * ST, H * SQ * D, H * SQ * ST};
-        pl_io out[6];
-        for (int a = 0; a < 6; a++)
+            g3[H * SQ * ST], yw[H * SQ * D];
+        float *outs[7] = {y, gk, gv, g0, y3, g3, yw};
+        const float *wants[7] = {want, kall, vall, qk0, want, qk3, wantw};
+        const char *onames[7] = {"y", "present_k", "present_v", "qk0", "y3", "qk3", "yw"};
+        int64_t *oshapes[7] = {sq, st, st, sqk, sq, sqk, sq};
+        int counts[7] = {H * SQ * D, H * ST * D, H * ST * D, H * SQ * ST,
+                         H * SQ * D, H * SQ * ST, H * SQ * D};
+        pl_io out[7];
+        for (int a = 0; a < 7; a++)
             out[a] = (pl_io){.name = onames[a],
                              .tensor = {.data = outs[a], .ndim = 4, .dtype = PL_DTYPE_F32,
                                         .shape = oshapes[a], .struct_size = sizeof(pl_tensor)}};
-        TH_CHECK_OK(pl_session_run(s, in, 5, out, 6));
-        for (int a = 0; a < 6; a++)
+        TH_CHECK_OK(pl_session_run(s, in, 6, out, 7));
+        for (int a = 0; a < 7; a++)
             for (int i = 0; i < counts[a]; i++)
                 TH_CHECK(fabsf(outs[a][i] - wants[a][i]) <= 1e-5f * (1 + fabsf(wants[a][i])),
                          "order = %s: %s[%d] = %.7g, want %.7g", orders[o], onames[a], i,

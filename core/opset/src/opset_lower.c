@@ -590,21 +590,15 @@ static pl_status *lw_range_of_dim(lw *w, const char *a, int64_t axis, const char
 static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
                                const char **out);
 
-/* The causal bias [queries, keys]: ZERO where key j <= query i + the
- * cached keys (dim 2 of PAST; none when PAST is NULL), MASKED after: the
- * frontier aligned bottom-right, as Attention 23 has it with a KV cache.
- * The queries are dim QAXIS of Q, the keys dim KAXIS of K. */
+/* The causal bias [queries, keys]: ZERO where key j <= query i (no cached
+ * keys: past_sequence_length 0), MASKED after. The queries are dim QAXIS of
+ * Q, the keys dim KAXIS of K. */
 static pl_status *lw_causal_bias(lw *w, const char *q, int64_t qaxis, const char *k,
-                                 int64_t kaxis, const char *past, const char *zero,
-                                 const char *masked, const char **out)
+                                 int64_t kaxis, const char *zero, const char *masked,
+                                 const char **out)
 {
     const char *rows, *cols, *rows2, *ok;
     PL_RETURN_IF_ERROR(lw_range_of_dim(w, q, qaxis, &rows));
-    if (past != NULL) {
-        const char *offset;
-        PL_RETURN_IF_ERROR(lw_dim(w, past, 2, &offset));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", rows, offset, &rows));
-    }
     PL_RETURN_IF_ERROR(lw_range_of_dim(w, k, kaxis, &cols));
     PL_RETURN_IF_ERROR(lw_unsqueeze(w, rows, (const int64_t[]){1}, 1, &rows2));
     PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, rows2, &ok));
@@ -634,24 +628,29 @@ static pl_status *lw_attention_out(lw *w, const char *a, size_t out, bool narrow
  * grouped-query heads, softcap, and output 3, the scores at the point
  * qk_matmul_output_mode names (0 the scaled product, 1 after softcap, 2
  * after the mask, 3 after softmax). float16 and bfloat16 are computed in
- * float32 between Casts. Refused: nonpad_kv_seqlen (24) and sliding
- * windows (25). */
+ * float32 between Casts. Attention 24's nonpad_kv_seqlen (an external
+ * cache filled to a length per batch: the keys past it masked, a causal
+ * frontier counting it) and 25's left_window_size and right_window_size
+ * (query position p sees keys p - left to p + right) are built from the
+ * same positions. */
 static pl_status *lw_attention(lw *w)
 {
     const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
-    bool has_past[2] = {false, false};
-    for (size_t i = 4; i < n->n_inputs; i++) {
+    bool has_past[2] = {false, false}, has_nonpad = false;
+    for (size_t i = 4; i < n->n_inputs && i < 7; i++) {
         if (n->inputs[i] == PL_TID_NONE)
             continue;
-        if (i >= 6)
-            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (nonpad_kv_seqlen) is not "
-                                                    "supported",
-                            i);
-        has_past[i - 4] = true;
+        if (i == 6)
+            has_nonpad = true;
+        else
+            has_past[i - 4] = true;
     }
     if (has_past[0] != has_past[1])
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "past_key and past_value must be given "
                                                      "together");
+    if (has_nonpad && has_past[0])
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "nonpad_kv_seqlen cannot be combined "
+                                                     "with past_key and past_value");
     bool want[4] = {true, false, false, false};
     for (size_t o = 1; o < n->n_outputs && o < 4; o++)
         want[o] = n->outputs[o] != PL_TID_NONE;
@@ -660,10 +659,15 @@ static pl_status *lw_attention(lw *w)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "qk_matmul_output_mode %lld; 0 to 3 "
                                                      "expected",
                         (long long)qk_mode);
-    if (lw_attr_i(w, "left_window_size", -1) != -1 || lw_attr_i(w, "right_window_size", -1) != -1)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "sliding windows are not supported");
+    int64_t left = lw_attr_i(w, "left_window_size", -1);
+    int64_t right = lw_attr_i(w, "right_window_size", -1);
+    if (left < -1 || right < -1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "window sizes %lld and %lld; -1 or "
+                                                     "nonnegative expected",
+                        (long long)left, (long long)right);
     const char *q = lw_input(w, 0), *k = lw_input(w, 1), *v = lw_input(w, 2);
     const char *mask = lw_input(w, 3);
+    const char *nonpad = has_nonpad ? lw_input(w, 6) : NULL;
     const char *past_k = has_past[0] ? lw_input(w, 4) : NULL;
     const char *past_v = has_past[1] ? lw_input(w, 5) : NULL;
     /* Their types, copied: adding tensors may move the graph's. */
@@ -678,8 +682,20 @@ static pl_status *lw_attention(lw *w)
         vt = *c;
     }
     bool mask_bool = false, mask_float = false;
+    int32_t mask_rank = 0;
+    int64_t mask_keys = -1, keys = -1; /* the mask's last dim; the keys with the cache */
+    {
+        const pl_graph_tensor *pt = past_k != NULL ? lw_tensor(w, past_k) : NULL;
+        int64_t now = kt.ndim == 4 ? kt.dims[2] : kt.ndim == 3 ? kt.dims[1] : -1;
+        int64_t before = pt == NULL ? 0 : pt->ndim == 4 ? pt->dims[2] : -1;
+        keys = now >= 0 && before >= 0 ? now + before : -1;
+    }
     if (mask[0] != '\0') {
         const pl_graph_tensor *mt = lw_tensor(w, mask);
+        if (mt != NULL && mt->ndim > 0) {
+            mask_rank = mt->ndim;
+            mask_keys = mt->dims[mt->ndim - 1];
+        }
         mask_bool = mt != NULL && PL_DTYPE_EQ(mt->dtype, PL_DTYPE_BOOL);
         mask_float = mt != NULL && PL_DTYPE_EQ(mt->dtype, qt.dtype);
         if (!mask_bool && !mask_float)
@@ -820,12 +836,67 @@ static pl_status *lw_attention(lw *w)
         if (mask_bool)
             PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){mask, zero, neg_inf}, 3,
                                        &bias, NULL));
+        if (mask_keys >= 0 && keys > mask_keys) { /* a shorter mask: the rest masked */
+            int64_t pads[2 * PL_GRAPH_MAX_RANK] = {0};
+            pads[2 * mask_rank - 1] = keys - mask_keys;
+            const char *pv;
+            PL_RETURN_IF_ERROR(lw_i64s(w, "mask_pads", pads, 2 * mask_rank, &pv));
+            PL_RETURN_IF_ERROR(lw_node(w, "Pad", (const char *[]){bias, pv, neg_inf}, 3, &bias,
+                                       NULL));
+        }
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
         masked = true;
     }
-    if (lw_attr_i(w, "is_causal", 0) != 0) {
-        const char *bias;
-        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, k_all, 2, past_k, zero, neg_inf, &bias));
+    bool causal = lw_attr_i(w, "is_causal", 0) != 0;
+    if (causal || left >= 0 || right >= 0 || nonpad != NULL) {
+        /* key j's index against query i's position: i + the cached keys
+         * (past), or i + nonpad_kv_seqlen[b] - the queries ([B, 1, q, 1]:
+         * an external cache filled to a length per batch), else i */
+        const char *cols, *rows, *pos, *np4 = NULL, *bias, *t;
+        PL_RETURN_IF_ERROR(lw_range_of_dim(w, k_all, 2, &cols));
+        PL_RETURN_IF_ERROR(lw_range_of_dim(w, q4, 2, &rows));
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, rows, (const int64_t[]){1}, 1, &pos));
+        if (nonpad != NULL) {
+            const char *shape, *qlen;
+            PL_RETURN_IF_ERROR(lw_i64s(w, "per_batch", (const int64_t[]){-1, 1, 1, 1}, 4,
+                                       &shape));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", nonpad, shape, &np4));
+            PL_RETURN_IF_ERROR(lw_dim(w, q4, 2, &qlen));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Sub", np4, qlen, &t));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Add", pos, t, &pos));
+        } else if (past_k != NULL) {
+            PL_RETURN_IF_ERROR(lw_dim(w, past_k, 2, &t));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Add", pos, t, &pos));
+        }
+        const char *allowed = NULL;
+        if (causal)
+            PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", cols, pos, &allowed));
+        if (left >= 0 || right >= 0) { /* pos - left <= j <= pos + right */
+            const char *diff, *bound, *ok;
+            PL_RETURN_IF_ERROR(lw_binary(w, "Sub", pos, cols, &diff));
+            for (int side = 0; side < 2; side++) {
+                int64_t size = side == 0 ? left : right;
+                if (size < 0)
+                    continue;
+                PL_RETURN_IF_ERROR(lw_i64_scalar(w, "window", size, &bound));
+                const char *x = diff;
+                if (side == 1)
+                    PL_RETURN_IF_ERROR(lw_unary(w, "Neg", diff, &x));
+                PL_RETURN_IF_ERROR(lw_binary(w, "LessOrEqual", x, bound, &ok));
+                if (allowed != NULL)
+                    PL_RETURN_IF_ERROR(lw_binary(w, "And", allowed, ok, &ok));
+                allowed = ok;
+            }
+        }
+        if (np4 != NULL) { /* keys past each batch's length */
+            const char *ok;
+            PL_RETURN_IF_ERROR(lw_binary(w, "Less", cols, np4, &ok));
+            if (allowed != NULL)
+                PL_RETURN_IF_ERROR(lw_binary(w, "And", allowed, ok, &ok));
+            allowed = ok;
+        }
+        PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){allowed, zero, neg_inf}, 3,
+                                   &bias, NULL));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
         masked = true;
     }
@@ -1368,7 +1439,7 @@ static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, cons
     }
     if (lw_attr_i(w, "unidirectional", 0) != 0) {
         const char *bias;
-        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, kT, 3, NULL, zero, fv, &bias));
+        PL_RETURN_IF_ERROR(lw_causal_bias(w, q4, 2, kT, 3, zero, fv, &bias));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
     }
     const char *probs, *y4, *flat;
