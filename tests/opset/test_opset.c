@@ -1966,12 +1966,56 @@ static void case_lowered_ops(void)
     oh_attr_s(g, n, "keep_aspect_ratio_policy", "stretch");
     oh_expect(g, "y", F32, D(1, 1, 8, 8));
 
-    g = oh_new_graph("Resize 19 half_pixel_symmetric", 19);
-    oh_input(g, "x", F32, D(1, 1, 4, 4));
-    oh_const_f32(g, "scales", (const float[]){1, 1, 2, 2}, 4);
-    n = oh_node(g, "rs", "Resize", "x,,scales", "y");
-    oh_attr_s(g, n, "coordinate_transformation_mode", "half_pixel_symmetric");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "'half_pixel_symmetric' is not supported", NULL);
+    /* half_pixel_symmetric is half_pixel where every output size is
+     * scale x input exactly (always with sizes); else refused */
+    for (int whole = 1; whole >= 0; whole--) {
+        g = oh_new_graph(whole ? "Resize 19 half_pixel_symmetric, whole sizes"
+                               : "Resize 19 half_pixel_symmetric, fractional sizes",
+                         19);
+        oh_input(g, "x", F32, D(1, 1, 4, 4));
+        float f = whole ? 2.0f : 0.6f;
+        oh_const_f32(g, "scales", (const float[]){1, 1, f, f}, 4);
+        n = oh_node(g, "rs", "Resize", "x,,scales", "y");
+        oh_attr_s(g, n, "coordinate_transformation_mode", "half_pixel_symmetric");
+        if (!whole) {
+            oh_expect_error(g, PL_CODE_UNSUPPORTED, "output sizes are not whole", NULL);
+            continue;
+        }
+        OK(oh_run(g));
+        oh_check_tensor(g, "y", F32, (const int64_t[]){1, 1, 8, 8}, 4);
+        const pl_attr *ct = pl_graph_node_attr(pl_graph_get_node(g, pl_graph_find_node(g, "rs")),
+                                               "coordinate_transformation_mode");
+        if (ct == NULL || ct->kind != PL_ATTR_STRING || strcmp(ct->s, "half_pixel") != 0)
+            FAIL("Resize 19 half_pixel_symmetric with whole sizes: expected half_pixel");
+        pl_graph_destroy(g);
+    }
+
+    /* keep_aspect_ratio_policy: one scale for the listed axes (the
+     * smallest, not_larger, of 6/4 and 9/3), other axes kept; 4 x 1.5 = 6
+     * and 3 x 1.5 = 4.5, which rounds to 5 and scales give 4: refused;
+     * with 4 and 2 (2 x 1.5 = 3) it becomes constant scales */
+    static const struct {
+        const char *name, *policy;
+        int64_t w, sizes[2], out[2]; /* out[0] 0: refused, naming axis 3 */
+    } aspect[] = {{"Resize 18 not_larger, rounding up", "not_larger", 3, {6, 9}, {0, 0}},
+                  {"Resize 18 not_larger", "not_larger", 2, {6, 9}, {6, 3}},
+                  {"Resize 18 not_smaller", "not_smaller", 2, {6, 4}, {8, 4}}};
+    for (size_t i = 0; i < sizeof aspect / sizeof aspect[0]; i++) {
+        g = oh_new_graph(aspect[i].name, 18);
+        oh_input(g, "x", F32, D(1, 1, 4, aspect[i].w));
+        oh_const_i64(g, "sz", aspect[i].sizes, 2);
+        n = oh_node(g, "rs", "Resize", "x,,,sz", "y");
+        oh_attr_is(g, n, "axes", (const int64_t[]){2, 3}, 2);
+        oh_attr_s(g, n, "keep_aspect_ratio_policy", aspect[i].policy);
+        if (aspect[i].out[0] == 0) {
+            oh_expect_error(g, PL_CODE_UNSUPPORTED, "axis 3 resizes to 5", NULL);
+            continue;
+        }
+        OK(oh_run(g));
+        oh_check_tensor(g, "y", F32, (const int64_t[]){1, 1, aspect[i].out[0], aspect[i].out[1]},
+                        4);
+        pl_graph_destroy(g);
+    }
 
     g = oh_new_graph("Pad 19 wrap", 19);
     oh_input(g, "x", F32, D(2, 3));

@@ -39,10 +39,12 @@
  *   removed or given the older spelling, so that kernels written against
  *   the older version read the node right; a value Plinth cannot run is
  *   refused with the node and the value: Resize 18's keep_aspect_ratio_policy
- *   (other than stretch, with sizes) and 19's half_pixel_symmetric (its
- *   axes become scales or sizes for every axis, a ScatterElements into
- *   ones or the input's Shape; antialias 1 stays for the kernels, the cpu
- *   module's runs it); Pad 19's
+ *   (not_larger / not_smaller become constant scales where the sizes are
+ *   constants, the dims known and the rounded sizes those scales give) and
+ *   19's half_pixel_symmetric (half_pixel where every output size is scale
+ *   x input exactly), its axes becoming scales or sizes for every axis, a
+ *   ScatterElements into ones or the input's Shape; antialias 1 stays for
+ *   the kernels, the cpu module's runs it; Pad 19's
  *   wrap; GridSample 20's modes (linear and cubic are 16's bilinear and
  *   bicubic; N-D refused); QuantizeLinear's and DequantizeLinear's
  *   saturate (float8 only), block_size (blocked quantisation, refused),
@@ -1142,15 +1144,105 @@ static pl_status *lw_resize_axes(lw *w, const pl_attr *axes, int32_t r)
     return lw_set_input(w, 1, "");
 }
 
+/* Resize 18's keep_aspect_ratio_policy (not_larger / not_smaller) with
+ * sizes: one scale for the resized axes, the smallest (largest) of
+ * size / input, the outputs round(scale x input) and the coordinates at
+ * that scale. Rewritten as constant scales for every axis (1 on the others)
+ * where the sizes are constants and the input's dims known, and the
+ * rounded sizes are the ones scales give (floor); else refused. */
+static pl_status *lw_resize_aspect(lw *w, const char *policy)
+{
+    const pl_graph_tensor *xt = lw_tensor(w, lw_input(w, 0));
+    const pl_graph_tensor *zt = lw_tensor(w, lw_input(w, 3));
+    if (strcmp(policy, "not_larger") != 0 && strcmp(policy, "not_smaller") != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "keep_aspect_ratio_policy '%s'; stretch, "
+                                                     "not_larger or not_smaller expected",
+                        policy);
+    if (xt == NULL || zt == NULL || zt->data == NULL || zt->ndim != 1 || xt->ndim <= 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "keep_aspect_ratio_policy '%s' needs constant "
+                                                "sizes and an input of known rank",
+                        policy);
+    int32_t r = xt->ndim;
+    int64_t ax[PL_GRAPH_MAX_RANK];
+    size_t n = (size_t)zt->dims[0];
+    const pl_attr *axes = lw_attr(w, "axes");
+    if (axes != NULL && (axes->kind != PL_ATTR_INTS || axes->n != n))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axes and sizes differ in length");
+    if (axes == NULL && n != (size_t)r)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "sizes has %zu values for rank %d", n,
+                        (int)r);
+    double scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        ax[i] = axes != NULL ? (axes->ints[i] < 0 ? axes->ints[i] + r : axes->ints[i])
+                             : (int64_t)i;
+        int64_t size;
+        memcpy(&size, (const char *)zt->data + i * 8, 8);
+        if (ax[i] < 0 || ax[i] >= r || xt->dims[ax[i]] <= 0 || size <= 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "keep_aspect_ratio_policy '%s' needs the "
+                                                    "resized dims known and sizes positive",
+                            policy);
+        double f = (double)size / (double)xt->dims[ax[i]];
+        if (i == 0 || (policy[4] == 'l' ? f < scale : f > scale))
+            scale = f;
+    }
+    float fs[PL_GRAPH_MAX_RANK];
+    for (int32_t d = 0; d < r; d++)
+        fs[d] = 1.0f;
+    for (size_t i = 0; i < n; i++) {
+        double in = (double)xt->dims[ax[i]], want = floor(scale * in + 0.5);
+        fs[ax[i]] = (float)scale;
+        if (floor((double)fs[ax[i]] * in) != want)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "keep_aspect_ratio_policy '%s': axis %lld "
+                                                    "resizes to %.0f, which no scale gives "
+                                                    "with these coordinates",
+                            policy, (long long)ax[i], want);
+    }
+    int64_t nr = r;
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "scales", PL_DTYPE_F32, 1, &nr, fs,
+                                               (size_t)r * 4, &t));
+    char *name = lw_slot(w);
+    if (name == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    snprintf(name, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    PL_RETURN_IF_ERROR(lw_set_input(w, 2, name));
+    PL_RETURN_IF_ERROR(lw_set_input(w, 3, ""));
+    return lw_drop(w, "axes");
+}
+
+/* Resize 19's half_pixel_symmetric: half_pixel shifted by
+ * in / 2 x (1 - out / (scale x in)), nothing where the output size is
+ * scale x input exactly: always with sizes (the scale is out / in), with
+ * constant scales where every product is whole. Those become half_pixel;
+ * the others are refused. */
+static pl_status *lw_resize_symmetric(lw *w)
+{
+    const char *scales = lw_input(w, 2);
+    const pl_graph_tensor *st = scales[0] != '\0' ? lw_tensor(w, scales) : NULL;
+    if (st != NULL && st->ndim == 1 && st->dims[0] > 0) {
+        const pl_graph_tensor *xt = lw_tensor(w, lw_input(w, 0));
+        bool whole = st->data != NULL && xt != NULL && xt->ndim == st->dims[0];
+        for (int32_t d = 0; whole && d < xt->ndim; d++) {
+            float f;
+            memcpy(&f, (const char *)st->data + (size_t)d * 4, 4);
+            double p = (double)f * (double)xt->dims[d];
+            whole = xt->dims[d] >= 0 && p == floor(p);
+        }
+        if (!whole)
+            return lw_error(w, PL_CODE_UNSUPPORTED,
+                            "coordinate_transformation_mode 'half_pixel_symmetric' with scales "
+                            "whose output sizes are not whole (or not known) is not supported");
+    }
+    pl_graph_node_remove_attr(w->g, w->id, "coordinate_transformation_mode");
+    return pl_graph_attr_string(w->g, w->id, "coordinate_transformation_mode", "half_pixel",
+                                strlen("half_pixel"));
+}
+
 static pl_status *lw_resize(lw *w)
 {
     const char *policy = lw_attr_s(w, "keep_aspect_ratio_policy", "stretch");
     if (strcmp(policy, "stretch") != 0 && lw_input(w, 3)[0] != '\0')
-        return lw_error(w, PL_CODE_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported",
-                        policy);
-    if (strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""), "half_pixel_symmetric") == 0)
-        return lw_error(w, PL_CODE_UNSUPPORTED,
-                        "coordinate_transformation_mode 'half_pixel_symmetric' is not supported");
+        PL_RETURN_IF_ERROR(lw_resize_aspect(w, policy));
     const pl_attr *axes = lw_attr(w, "axes");
     if (axes != NULL) {
         const pl_graph_tensor *x = lw_tensor(w, lw_input(w, 0));
@@ -1167,6 +1259,8 @@ static pl_status *lw_resize(lw *w)
             PL_RETURN_IF_ERROR(lw_resize_axes(w, axes, x->ndim));
         }
     }
+    if (strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""), "half_pixel_symmetric") == 0)
+        PL_RETURN_IF_ERROR(lw_resize_symmetric(w));
     /* antialias (1) stays for the kernels: the cpu module's reads it, the
      * others refuse a Resize that has it */
     if (lw_attr_i(w, "antialias", 0) == 0)

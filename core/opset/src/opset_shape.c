@@ -1301,8 +1301,9 @@ const pl_op_schema pl_opset_shape_schemas[] = {
                         {"I", PL_TS_I64}},
               .input_types = {"T", "T2", "F", "I"}, .output_types = {"T"}),
     /* Resize 18 and 19: 13's, once opset_lower.c has spread axes over
-     * every axis, removed keep_aspect_ratio_policy and refused 19's
-     * half_pixel_symmetric; antialias stays when 1. */
+     * every axis, turned keep_aspect_ratio_policy into scales (or refused
+     * it) and 19's half_pixel_symmetric into half_pixel (or refused it);
+     * antialias stays when 1. */
     SH_SCHEMA("Resize", 18, 1, 4, 1, 1, sh_resize18_attrs, sh_infer_resize,
               .types = {{"T", PL_TS_ALL}, {"T2", PL_TS_FLOAT}, {"F", PL_TS_F32},
                         {"I", PL_TS_I64}},
