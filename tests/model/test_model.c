@@ -193,6 +193,53 @@ static void case_shape_error_names_node(void)
     pl_runtime_destroy(rt);
 }
 
+/* Four independent branches, each a NonZero's count as the opset lowers
+ * it (a bool map cast to f32, kept for later, and to int64, summed at
+ * once). Run breadth first, every branch's 32 KiB int64 copy is alive at
+ * once (an arena of 200704 bytes); the session orders the units depth
+ * first when that holds fewer bytes between them: one copy at a time. */
+static void case_order_depth_first(void)
+{
+    pl_runtime *rt = make_runtime(th_arg(2));
+    char json[8192];
+    size_t n = (size_t)snprintf(json, sizeof json,
+                                "{\"format\":\"plinth-graph\",\"version\":1,\"opset_import\":"
+                                "[{\"domain\":\"\",\"version\":13}],\"inputs\":[\"x0\",\"x1\","
+                                "\"x2\",\"x3\",\"z\"],\"outputs\":[\"t\",\"s0\",\"s1\",\"s2\","
+                                "\"s3\"],\"tensors\":[{\"name\":\"z\",\"dtype\":\"f32\","
+                                "\"shape\":[1]}");
+    for (int i = 0; i < 4; i++)
+        n += (size_t)snprintf(json + n, sizeof json - n,
+                              ",{\"name\":\"x%d\",\"dtype\":\"f32\",\"shape\":[4096]}", i);
+    n += (size_t)snprintf(json + n, sizeof json - n, "],\"nodes\":[");
+    for (int i = 0; i < 4; i++)
+        n += (size_t)snprintf(
+            json + n, sizeof json - n,
+            "{\"name\":\"gt%d\",\"op\":\"Greater\",\"inputs\":[\"x%d\",\"z\"],\"outputs\":"
+            "[\"b%d\"]},{\"name\":\"tof%d\",\"op\":\"Cast\",\"inputs\":[\"b%d\"],\"outputs\":"
+            "[\"f%d\"],\"attributes\":{\"to\":{\"int\":1}}},{\"name\":\"toi%d\",\"op\":\"Cast\","
+            "\"inputs\":[\"b%d\"],\"outputs\":[\"l%d\"],\"attributes\":{\"to\":{\"int\":7}}},"
+            "{\"name\":\"count%d\",\"op\":\"ReduceSum\",\"inputs\":[\"l%d\"],\"outputs\":"
+            "[\"s%d\"]},",
+            i, i, i, i, i, i, i, i, i, i, i, i);
+    snprintf(json + n, sizeof json - n,
+             "{\"name\":\"add01\",\"op\":\"Add\",\"inputs\":[\"f0\",\"f1\"],\"outputs\":[\"a01\"]},"
+             "{\"name\":\"add23\",\"op\":\"Add\",\"inputs\":[\"f2\",\"f3\"],\"outputs\":[\"a23\"]},"
+             "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"a01\",\"a23\"],\"outputs\":[\"t\"]}]}");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_model(json), &m));
+    json_t *root = explain_json(m);
+    check_plan_figures(root);
+    json_t *dev = json_array_get(json_object_get(json_object_get(root, "memory"), "devices"), 0);
+    json_int_t arena = json_integer_value(json_object_get(dev, "arena_bytes"));
+    printf("arena %lld bytes\n", (long long)arena);
+    TH_CHECK(arena < 2 * 32768 + 4 * 16384,
+             "arena %lld bytes: the branches' int64 copies were alive together", (long long)arena);
+    json_decref(root);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 static void case_unknown_op(void)
 {
     pl_runtime *rt = make_runtime(NULL);
@@ -317,6 +364,7 @@ int main(int argc, char **argv)
         {"no_outputs", case_no_outputs},
         {"custom_op", case_custom_op},
         {"json_module_missing", case_json_module_missing},
+        {"order_depth_first", case_order_depth_first},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 3,
                    "SOURCE_DIR CUSTOM_MODULE_FILE STAGE_DIR");
