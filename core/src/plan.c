@@ -379,9 +379,10 @@ typedef struct plan_search {
     uint32_t n_steps;
     size_t cap;
     size_t *sky, *need;   /* per step: the skyline; unplaced bytes alive */
+    size_t *run;          /* per step: its stretch at the level, or PLAN_NONE */
     size_t *off;          /* per block: its offset, PLAN_NONE while unplaced */
+    size_t *rank;         /* the blocks in the order candidates are tried */
     size_t *cand;         /* candidates at the current level */
-    int (*order)(const plan_device *, size_t, size_t);
 } plan_search;
 
 /* One level of the search: its L, the next candidate to try, and what the
@@ -393,50 +394,42 @@ typedef struct plan_level {
     uint32_t r0, r1;
 } plan_level;
 
-static int plan_tie(const plan_device *d, size_t a, size_t b)
+/* A block's sort key for one order of candidates: ascending. Ties go to
+ * the larger block, then the earlier start, then the later end, so that
+ * identical blocks sit together. */
+typedef struct plan_rank_key {
+    uint64_t k[4];
+    size_t index;
+} plan_rank_key;
+
+enum { PLAN_BY_END, PLAN_BY_START, PLAN_BY_LENGTH, PLAN_N_ORDERS };
+
+static int plan_rank_cmp(const void *pa, const void *pb)
 {
-    if (d->size[a] != d->size[b])
-        return d->size[a] > d->size[b] ? -1 : 1;
-    if (d->first[a] != d->first[b])
-        return d->first[a] < d->first[b] ? -1 : 1;
-    if (d->last[a] != d->last[b])
-        return d->last[a] > d->last[b] ? -1 : 1;
-    return (a > b) - (a < b);
+    const plan_rank_key *a = pa, *b = pb;
+    for (int i = 0; i < 4; i++)
+        if (a->k[i] != b->k[i])
+            return a->k[i] < b->k[i] ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
 }
 
-static int plan_by_end(const plan_device *d, size_t a, size_t b)
+/* Fills s->rank with the blocks in ORDER: latest end first, earliest start
+ * first, or longest life first. KEYS is scratch of d->m entries. */
+static void plan_rank(plan_search *s, int order, plan_rank_key *keys)
 {
-    if (d->last[a] != d->last[b])
-        return d->last[a] > d->last[b] ? -1 : 1;
-    return plan_tie(d, a, b);
-}
-
-static int plan_by_start(const plan_device *d, size_t a, size_t b)
-{
-    if (d->first[a] != d->first[b])
-        return d->first[a] < d->first[b] ? -1 : 1;
-    return plan_tie(d, a, b);
-}
-
-static int plan_by_length(const plan_device *d, size_t a, size_t b)
-{
-    uint32_t la = d->last[a] - d->first[a], lb = d->last[b] - d->first[b];
-    if (la != lb)
-        return la > lb ? -1 : 1;
-    return plan_tie(d, a, b);
-}
-
-/* Insertion sort: a level has few candidates. */
-static void plan_sort_cands(const plan_search *s, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        size_t x = s->cand[i], j = i;
-        while (j > 0 && s->order(s->d, x, s->cand[j - 1]) < 0) {
-            s->cand[j] = s->cand[j - 1];
-            j--;
-        }
-        s->cand[j] = x;
+    const plan_device *d = s->d;
+    for (size_t i = 0; i < d->m; i++) {
+        uint64_t primary = order == PLAN_BY_END     ? UINT32_MAX - (uint64_t)d->last[i]
+                           : order == PLAN_BY_START ? (uint64_t)d->first[i]
+                                                    : UINT32_MAX - (uint64_t)(d->last[i] -
+                                                                              d->first[i]);
+        keys[i] = (plan_rank_key){{primary, UINT64_MAX - (uint64_t)d->size[i],
+                                   (uint64_t)d->first[i], UINT32_MAX - (uint64_t)d->last[i]},
+                                  i};
     }
+    qsort(keys, d->m, sizeof *keys, plan_rank_cmp);
+    for (size_t i = 0; i < d->m; i++)
+        s->rank[i] = keys[i].index;
 }
 
 static bool plan_same_block(const plan_device *d, size_t a, size_t b)
@@ -444,34 +437,26 @@ static bool plan_same_block(const plan_device *d, size_t a, size_t b)
     return d->size[a] == d->size[b] && d->first[a] == d->first[b] && d->last[a] == d->last[b];
 }
 
-/* The unplaced blocks that fit at LEVEL, sorted; their count. */
+/* The unplaced blocks that fit at LEVEL, in rank order; their count. A
+ * block fits when its first and last steps lie in one stretch of steps
+ * whose skyline is LEVEL (and where unplaced bytes live). */
 static size_t plan_collect(const plan_search *s, size_t level)
 {
     const plan_device *d = s->d;
-    size_t n = 0;
-    for (uint32_t t = 0; t < s->n_steps;) {
-        if (s->need[t] == 0 || s->sky[t] != level) {
-            t++;
-            continue;
-        }
-        uint32_t a = t;
-        while (t < s->n_steps && s->need[t] != 0 && s->sky[t] == level)
-            t++;
-        /* blocks come in order of first step: those starting in [a, t) */
-        size_t lo = 0, hi = d->m;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (d->first[mid] < a)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        for (size_t i = lo; i < d->m && d->first[i] < t; i++)
-            if (s->off[i] == PLAN_NONE && d->size[i] > 0 && d->last[i] < t &&
-                level + d->size[i] <= s->cap)
-                s->cand[n++] = i;
+    size_t stretch = 0;
+    for (uint32_t t = 0; t < s->n_steps; t++) {
+        bool at = s->need[t] != 0 && s->sky[t] == level;
+        s->run[t] = at ? stretch : PLAN_NONE;
+        if (!at && t > 0 && s->run[t - 1] != PLAN_NONE)
+            stretch++;
     }
-    plan_sort_cands(s, n);
+    size_t n = 0;
+    for (size_t r = 0; r < d->m; r++) {
+        size_t i = s->rank[r];
+        if (s->off[i] == PLAN_NONE && d->size[i] > 0 && s->run[d->first[i]] != PLAN_NONE &&
+            s->run[d->first[i]] == s->run[d->last[i]] && level + d->size[i] <= s->cap)
+            s->cand[n++] = i;
+    }
     return n;
 }
 
@@ -602,37 +587,44 @@ static bool plan_search_run(plan_search *s, plan_level *stack, size_t max_depth,
     }
 }
 
-/* Looks for offsets at the lower bound ST->lower_bound_bytes; on success
- * writes them to d->best and returns true. The work is bounded: each move
- * costs a pass over the steps, and a plan too large for one pass without
- * backtracking within the budget is not searched. */
+/* Looks for offsets at BOUND; on success writes them to d->best and
+ * returns true. The work is bounded (about 4M step and block visits over
+ * all orders: a few milliseconds), and a plan too large for two moves per
+ * block within it is not searched: 2000 blocks over 1000 steps, whose
+ * failed searches took 0.2 s with a per-order budget, keep the greedy
+ * result. */
 static bool plan_search_bound(plan_device *d, uint32_t n_steps, size_t bound, bool *oom)
 {
-    static int (*const orders[])(const plan_device *, size_t, size_t) = {
-        plan_by_end, plan_by_start, plan_by_length};
-    size_t budget = 6000000 / ((size_t)n_steps + 64);
+    /* Each move costs a pass over the steps and one over the blocks. */
+    size_t budget = 4000000 / ((size_t)n_steps + d->m + 64) / PLAN_N_ORDERS;
     size_t max_depth = 3 * d->m + 2;
     if (budget < 2 * d->m)
         return false;
     plan_search s = {.d = d, .n_steps = n_steps, .cap = bound};
     s.sky = pl_malloc(n_steps * sizeof *s.sky);
     s.need = pl_malloc(n_steps * sizeof *s.need);
+    s.run = pl_malloc(n_steps * sizeof *s.run);
     s.off = pl_malloc(d->m * sizeof *s.off);
+    s.rank = pl_malloc(d->m * sizeof *s.rank);
     s.cand = pl_malloc(d->m * sizeof *s.cand);
+    plan_rank_key *keys = pl_malloc(d->m * sizeof *keys);
     plan_level *stack = pl_malloc(max_depth * sizeof *stack);
     bool found = false;
-    if (!s.sky || !s.need || !s.off || !s.cand || !stack)
+    if (!s.sky || !s.need || !s.run || !s.off || !s.rank || !s.cand || !keys || !stack)
         *oom = true;
-    for (size_t o = 0; !*oom && !found && o < sizeof orders / sizeof orders[0]; o++) {
-        s.order = orders[o];
+    for (int o = 0; !*oom && !found && o < PLAN_N_ORDERS; o++) {
+        plan_rank(&s, o, keys);
         found = plan_search_run(&s, stack, max_depth, budget);
     }
     if (found)
         memcpy(d->best, s.off, d->m * sizeof *d->best);
     pl_free(s.sky);
     pl_free(s.need);
+    pl_free(s.run);
     pl_free(s.off);
+    pl_free(s.rank);
     pl_free(s.cand);
+    pl_free(keys);
     pl_free(stack);
     return found;
 }
