@@ -172,7 +172,7 @@ static pl_status *onednn_apply_max_isa(const char *name, dnnl_cpu_isa_t isa)
         name, dnnl_status2str(st), onednn_effective_isa(buf, sizeof buf));
 }
 
-/* Accepts `max_cpu_isa`, `precision` (f32 | bf16), `winograd` (auto | no),
+/* Accepts `max_cpu_isa`, `precision` (f32 | bf16), `winograd` (auto | all | no),
  * `direct_conv` (auto | no) and `one_thread_us` (0 to 10000); reports
  * oneDNN's version, the ISA it dispatches to, the precision, the Winograd
  * and direct-convolution choices, the one-thread limit and the thread
@@ -198,16 +198,23 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             bf16 = strcmp(value, "bf16") == 0;
             continue;
         }
-        if (strcmp(key, "winograd") == 0 || strcmp(key, "direct_conv") == 0) {
+        if (strcmp(key, "winograd") == 0) {
+            if (strcmp(value, "auto") != 0 && strcmp(value, "all") != 0 &&
+                strcmp(value, "no") != 0)
+                return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                                  "onednn: bad value '%s' for key 'winograd' "
+                                                  "(expected one of: auto, all, no)",
+                                                  value);
+            winograd = strcmp(value, "auto") == 0 ? 1 : strcmp(value, "all") == 0 ? 2 : 0;
+            continue;
+        }
+        if (strcmp(key, "direct_conv") == 0) {
             if (strcmp(value, "auto") != 0 && strcmp(value, "no") != 0)
                 return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                                   "onednn: bad value '%s' for key '%s' "
                                                   "(expected one of: auto, no)",
                                                   value, key);
-            if (strcmp(key, "winograd") == 0)
-                winograd = strcmp(value, "auto") == 0;
-            else
-                direct = strcmp(value, "auto") == 0;
+            direct = strcmp(value, "auto") == 0;
             continue;
         }
         if (strcmp(key, "one_thread_us") == 0) {
@@ -273,7 +280,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     out(out_ctx, "max_cpu_isa", ctx->max_cpu_isa);
     out(out_ctx, "precision",
         ctx->bf16 ? "bf16" : ctx->bf16_asked ? "f32 (bf16 asked for; this CPU has none)" : "f32");
-    out(out_ctx, "winograd", ctx->winograd ? "auto" : "no");
+    out(out_ctx, "winograd", ctx->winograd == 2 ? "all" : ctx->winograd ? "auto" : "no");
     out(out_ctx, "direct_conv",
         !ctx->direct ? "no" : odnn_direct_usable() ? "auto" : "auto (not used: AVX-512 or no AVX2)");
     char one[32];

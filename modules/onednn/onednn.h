@@ -47,7 +47,7 @@ struct pl_module_ctx {
     const char *max_cpu_isa; /* the cap this instance asked for, or "default" */
     int bf16;                /* precision = bf16 is in effect */
     int bf16_asked;          /* precision = bf16 was asked for (the CPU may lack it) */
-    int winograd;            /* winograd = auto (1) or no (0) */
+    int winograd;            /* winograd = auto (1: within a weight budget), all (2), no (0) */
     int direct;              /* direct_conv = auto (1) or no (0): onednn_direct.c */
     double one_thread_us;    /* one_thread_us: nodes below this run on one thread */
     pthread_mutex_t engine_lock;

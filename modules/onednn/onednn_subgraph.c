@@ -3516,10 +3516,12 @@ struct pl_compiled {
 #define ODNN_OPT_WINOGRAD 1u
 #define ODNN_OPT_BF16 2u
 #define ODNN_OPT_DIRECT 4u
+#define ODNN_OPT_WINOGRAD_ALL 8u
 
 static uint32_t odnn_options(const pl_module_ctx *ctx)
 {
-    return (ctx->winograd ? ODNN_OPT_WINOGRAD : 0u) | (ctx->bf16 ? ODNN_OPT_BF16 : 0u) |
+    return (ctx->winograd ? ODNN_OPT_WINOGRAD : 0u) |
+           (ctx->winograd == 2 ? ODNN_OPT_WINOGRAD_ALL : 0u) | (ctx->bf16 ? ODNN_OPT_BF16 : 0u) |
            (ctx->direct ? ODNN_OPT_DIRECT : 0u);
 }
 
@@ -3681,6 +3683,9 @@ struct odnn_build {
     size_t pending_bytes;
     int64_t *postponed;
     int n_postponed, cap_postponed;
+    /* Per tensor: its convolutions stay direct, their Winograd copy being
+     * beyond the weight budget (odnn_wino_budget); NULL when none is. */
+    uint8_t *wino_over;
 };
 
 #define ODNN_PENDING_BYTES ((size_t)32 << 20)
@@ -5344,6 +5349,165 @@ static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const dnnl_memory_
     return 0;
 }
 
+/* How much Winograd's weight copies may add to a subgraph's constants with
+ * `winograd = auto` (a fraction of their bytes), except for weights that
+ * serve at least ODNN_WINO_ALWAYS output pixels (times the multiplies
+ * saved) per byte they add, which always take it. */
+#define ODNN_WINO_BUDGET 0.85
+#define ODNN_WINO_ALWAYS 1000.0
+/* ... and at least this many bytes: copies of a few megabytes are not what
+ * makes a process large (a single 64-channel layer's is 256 KiB). */
+#define ODNN_WINO_BUDGET_MIN ((size_t)16 << 20)
+
+/* One weights tensor whose convolutions may take Winograd: its bytes, the
+ * bytes its Winograd copy adds, and the work saved per byte added. */
+struct odnn_wino_cand {
+    int64_t t;
+    size_t extra;
+    double value;
+};
+
+static int odnn_wino_cand_cmp(const void *pa, const void *pb)
+{
+    const struct odnn_wino_cand *a = pa, *b = pb;
+    if (a->value != b->value)
+        return a->value > b->value ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* Whether convolution K reads constant f32 weights (their bytes in
+ * *BYTES), and with OUT its output (N, OH, OW) when it is a layer Winograd
+ * could take: 3x3, stride 1, no dilation, one group, at least
+ * ODNN_WINO_MIN_CHANNELS in and out. */
+static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int64_t out[3])
+{
+    struct odnn_tinfo w, y;
+    out[0] = 0;
+    if (!odnn_op_is(v, (int64_t)k, "Conv") || !odnn_tensor(v, odnn_in(v, k, 1), &w) ||
+        w.cdata == NULL || !w.f32)
+        return 0;
+    *bytes = w.cbytes;
+    const int64_t *a;
+    size_t na = odnn_attr_ints(v, k, "strides", &a);
+    for (size_t i = 0; i < na; i++)
+        if (a[i] != 1)
+            return 1;
+    na = odnn_attr_ints(v, k, "dilations", &a);
+    for (size_t i = 0; i < na; i++)
+        if (a[i] != 1)
+            return 1;
+    if (w.ndim != 4 || w.dims[2] != 3 || w.dims[3] != 3 || w.dims[0] < ODNN_WINO_MIN_CHANNELS ||
+        w.dims[1] < ODNN_WINO_MIN_CHANNELS || odnn_attr_int(v, k, "group", 1) != 1 ||
+        !odnn_tensor(v, odnn_out(v, k, 0), &y) || !y.known || y.ndim != 4)
+        return 1;
+    out[0] = y.dims[0];
+    out[1] = y.dims[2];
+    out[2] = y.dims[3];
+    return 1;
+}
+
+/* Winograd's weights are a copy alpha^2 / 9 times the layer's (F(2x2, 3x3)
+ * 16/9, F(4x4, 3x3) 4x), held beside the direct copy when the same weights
+ * also serve a smaller scale directly. With every layer that could take it,
+ * RetinaNet at 320x320 held 165 MB of Winograd copies for 130 MB of weights
+ * (peak RSS 416 MiB against ONNX Runtime's 363-372). With `winograd = auto`
+ * the copies may add at most ODNN_WINO_BUDGET of the subgraph's constant
+ * bytes (or ODNN_WINO_BUDGET_MIN): the weights whose copy saves the most
+ * work per byte added go first (the output pixels it serves, times the
+ * multiplies saved, over the bytes added: F(2x2) saves 5/9 for 7/9 added,
+ * F(4x4) 3/4 for 3), those that do not fit stay direct, and those above
+ * ODNN_WINO_ALWAYS take it whatever the budget (a detector's RoI heads:
+ * Keypoint R-CNN's eight 512-channel layers over 14x14 RoIs ran 1.44x
+ * slower without; they are a small subgraph of their own, whose budget is
+ * small). The kernel oneDNN will pick is guessed: F(2x2) for weights under
+ * 1 MiB or one image of at most 14x14, else F(4x4). Called before the
+ * build takes any constant (it reads their sizes), so a blob's import
+ * decides alike. `winograd = all` skips the budget. */
+static pl_status *odnn_wino_budget(struct odnn_build *b)
+{
+    b->wino_over = NULL;
+    if (b->ctx->winograd != 1 || b->ctx->bf16)
+        return NULL;
+    const pl_graph_view *v = b->v;
+    size_t nn = onednn_host->graph->node_count(v), nt = b->u.n_tensors;
+    int64_t *px = onednn_host->host_alloc(b->ctx->host_ctx, 3 * nt * sizeof *px + 1, 0);
+    uint8_t *flags = onednn_host->host_alloc(b->ctx->host_ctx, 2 * nt + 1, 0);
+    struct odnn_wino_cand *cand =
+        onednn_host->host_alloc(b->ctx->host_ctx, nt * sizeof *cand + 1, 0);
+    if (px == NULL || flags == NULL || cand == NULL) {
+        odnn_free(b->ctx, px);
+        odnn_free(b->ctx, flags);
+        odnn_free(b->ctx, cand);
+        return odnn_oom();
+    }
+    /* per tensor: the most pixels of one of its layers, those of its
+     * Winograd layers, the largest spatial size; in the base, read directly */
+    int64_t *most = px, *wino = px + nt, *spatial = px + 2 * nt;
+    uint8_t *counted = flags, *direct = flags + nt;
+    memset(px, 0, 3 * nt * sizeof *px);
+    memset(flags, 0, 2 * nt);
+    size_t total = 0, n_cand = 0;
+    for (size_t k = 0; k < nn; k++) /* the budget's base: every constant, once */
+        for (size_t i = 0; i < onednn_host->graph->node_input_count(v, k); i++) {
+            int64_t t = odnn_in(v, k, i);
+            struct odnn_tinfo c;
+            if (t >= 0 && (size_t)t < nt && !counted[t] && odnn_tensor(v, t, &c) && c.cdata) {
+                counted[t] = 1;
+                total += c.cbytes;
+            }
+        }
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < nn; k++) {
+            size_t bytes = 0;
+            int64_t o[3], t = odnn_in(v, k, 1);
+            if (t < 0 || (size_t)t >= nt || !odnn_wino_layer(v, k, &bytes, o))
+                continue;
+            int64_t e = o[0] * o[1] * o[2];
+            if (pass == 0) {
+                most[t] = e > most[t] ? e : most[t];
+            } else if (e > 0 && o[1] * o[2] >= ODNN_WINO_MIN_PIXELS && 4 * e >= most[t]) {
+                wino[t] += e; /* the scales odnn_wino_scale_ok lets through */
+                int64_t sp = o[0] == 1 ? o[1] * o[2] : INT64_MAX;
+                spatial[t] = sp > spatial[t] ? sp : spatial[t];
+            } else {
+                direct[t] = 1;
+            }
+        }
+    for (size_t t = 0; t < nt; t++) {
+        if (wino[t] == 0)
+            continue;
+        struct odnn_tinfo w;
+        odnn_tensor(v, (int64_t)t, &w);
+        int four = w.cbytes >= ((size_t)1 << 20) && spatial[t] > 196;
+        double alpha2 = four ? 36 : 16, saved = four ? 0.75 : 5.0 / 9;
+        double added = alpha2 / 9 - (direct[t] ? 0 : 1);
+        cand[n_cand++] = (struct odnn_wino_cand){(int64_t)t, (size_t)((double)w.cbytes * added),
+                                                 (double)wino[t] * saved / added};
+    }
+    qsort(cand, n_cand, sizeof *cand, odnn_wino_cand_cmp);
+    size_t budget = (size_t)(ODNN_WINO_BUDGET * (double)total), spent = 0, over = 0;
+    budget = budget > ODNN_WINO_BUDGET_MIN ? budget : ODNN_WINO_BUDGET_MIN;
+    memset(flags, 0, nt);
+    for (size_t i = 0; i < n_cand; i++) {
+        if (cand[i].value >= ODNN_WINO_ALWAYS || spent + cand[i].extra <= budget)
+            spent += cand[i].extra;
+        else
+            flags[cand[i].t] = 1, over++;
+    }
+    odnn_free(b->ctx, px);
+    odnn_free(b->ctx, cand);
+    if (over == 0) {
+        odnn_free(b->ctx, flags);
+        return NULL;
+    }
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "Winograd weight budget: %zu of %zu weights tensors take it, "
+                             "adding %zu bytes to %zu of constants (at most %zu)",
+                             n_cand - over, n_cand, spent, total, budget);
+    b->wino_over = flags;
+    return NULL;
+}
+
 /* A 3x3, stride 1 convolution through oneDNN's Winograd F(4x4, 3x3)
  * kernel (AVX-512 only): 2.25x fewer multiplies than the direct one for
  * the same layer. Same contract as odnn_conv_blocked; refused (direct
@@ -5373,6 +5537,14 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
         dst_any->dims[2] * dst_any->dims[3] < ODNN_WINO_MIN_PIXELS ||
         !odnn_wino_scale_ok(b, n, dst_any))
         return dnnl_unimplemented;
+    int64_t wt = odnn_in(b->v, n, 1);
+    if (b->wino_over != NULL && wt >= 0 && (size_t)wt < b->u.n_tensors && b->wino_over[wt]) {
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': direct, not Winograd: its weights' Winograd copy "
+                                 "is beyond the weight budget",
+                                 onednn_host->graph->node_name(b->v, n));
+        return dnnl_unimplemented;
+    }
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
         strides, dil, pl, pr);
@@ -10528,6 +10700,9 @@ static pl_status *odnn_build_program(struct odnn_build *b)
     const pl_graph_api *g = onednn_host->graph;
     const pl_graph_view *v = b->v;
     pl_compiled *c = b->c;
+    pl_status *budget_st = odnn_wino_budget(b);
+    if (budget_st != NULL)
+        return budget_st;
     if (b->imp == NULL || !b->imp->keep)
         odnn_block_reserve(c, v); /* kept blobs' weights are read in place */
     c->n_inputs = g->input_count(v);
@@ -10647,7 +10822,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 35u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 36u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -10711,7 +10886,9 @@ static double odnn_now_ms(void)
                                      blocks on the direct kernel;
                                  35: copies between plain strided layouts
                                      that oneDNN only has its generic
-                                     reorder for (ODNN_S_STRIDED) */
+                                     reorder for (ODNN_S_STRIDED);
+                                 36: Winograd within a weight budget
+                                     (odnn_wino_budget) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -10955,6 +11132,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     if (st == NULL)
         st = odnn_build_program(&b);
     odnn_free(ctx, b.pending);
+    odnn_free(ctx, b.wino_over);
     odnn_free(ctx, b.postponed);
     b.c->view_hash = hash;
     b.c->options = odnn_options(ctx);

@@ -1808,8 +1808,9 @@ static void case_configure(void)
     pl_kv wino_bad = {"winograd", "always"};
     CHECK_ERROR(m->api.configure(m->ctx, &wino_bad, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
                 "winograd");
-    pl_kv wino_no = {"winograd", "no"};
+    pl_kv wino_no = {"winograd", "no"}, wino_all = {"winograd", "all"};
     TH_CHECK_OK(m->api.configure(m->ctx, &wino_no, 1, NULL, NULL));
+    TH_CHECK_OK(m->api.configure(m->ctx, &wino_all, 1, NULL, NULL));
     static const char *const bad_us[3] = {"-1", "fast", "20000"};
     for (int k = 0; k < 3; k++) {
         pl_kv kv = {"one_thread_us", bad_us[k]};
@@ -2040,6 +2041,42 @@ static void case_narrow_channels_last(void)
     free(ref);
 }
 
+/* Compiles PATH on the onednn module directly, exports the blob, imports
+ * it, runs both on X (one input and one output of the same shape XS) and
+ * checks that they agree bit for bit; the result in Y (N values). */
+static void blob_roundtrip(const char *path, const float *x, const int64_t *xs, size_t n,
+                           float *y)
+{
+    struct direct d = direct_open(path);
+    pl_compiled *c = NULL, *ci = NULL;
+    TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
+    struct blob b = {0};
+    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
+    TH_CHECK_OK(d.api->import_compiled(d.m->ctx, 0, d.view, b.bytes, b.n, &ci));
+    float *yi = malloc(n * sizeof *yi);
+    TH_CHECK(yi != NULL, "out of memory");
+    pl_compiled *cs[2] = {c, ci};
+    float *ys[2] = {y, yi};
+    for (int k = 0; k < 2; k++) {
+        pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
+        pl_tensor in = {.data = (void *)x, .ndim = 4, .dtype = PL_DTYPE_F32,
+                        .shape = (int64_t *)xs, .struct_size = sizeof(pl_tensor),
+                        .device = {PL_DEVICE_CPU, 0}};
+        pl_tensor out = in;
+        out.data = ys[k];
+        pl_run_args a = {.header = PL_ABI_HEADER_INIT(pl_run_args), .run = &rc, .n_inputs = 1,
+                         .inputs = &in, .n_outputs = 1, .outputs = &out};
+        TH_CHECK_OK(d.api->run(d.m->ctx, cs[k], &a));
+    }
+    TH_CHECK(memcmp(y, yi, n * sizeof *y) == 0, "%s: the imported subgraph computes otherwise",
+             path);
+    d.api->release(d.m->ctx, c);
+    d.api->release(d.m->ctx, ci);
+    free(b.bytes);
+    free(yi);
+    direct_close(&d);
+}
+
 /* winograd = auto runs the 3x3 layers of 64 channels through oneDNN's
  * Winograd kernel where the CPU has AVX-512 (the debug log names each such
  * node), but not those of 32 (the direct kernel is faster there); below
@@ -2113,36 +2150,107 @@ static void case_winograd(void)
     free(x);
 
     /* A blob with Winograd weights imports and computes the same. */
-    struct direct d = direct_open(path);
-    pl_compiled *c = NULL, *ci = NULL;
-    TH_CHECK_OK(d.api->compile(d.m->ctx, 0, d.view, &c));
-    struct blob b = {0};
-    TH_CHECK_OK(d.api->export_compiled(d.m->ctx, c, blob_sink, &b));
-    TH_CHECK_OK(d.api->import_compiled(d.m->ctx, 0, d.view, b.bytes, b.n, &ci));
-    float *xi = malloc(n * sizeof *xi), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
-    TH_CHECK(xi && y1 && y2, "out of memory");
+    float *xi = malloc(n * sizeof *xi), *yb = malloc(n * sizeof *yb);
+    TH_CHECK(xi && yb, "out of memory");
     for (size_t i = 0; i < n; i++)
         xi[i] = cosf((float)i * 0.07f);
-    pl_compiled *cs[2] = {c, ci};
-    float *ys[2] = {y1, y2};
-    for (int k = 0; k < 2; k++) {
-        pl_run_context rc = {.header = PL_ABI_HEADER_INIT(pl_run_context)};
-        pl_tensor in = {.data = xi, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = xs,
-                        .struct_size = sizeof(pl_tensor), .device = {PL_DEVICE_CPU, 0}};
-        pl_tensor out = in;
-        out.data = ys[k];
-        pl_run_args a = {.header = PL_ABI_HEADER_INIT(pl_run_args), .run = &rc, .n_inputs = 1,
-                         .inputs = &in, .n_outputs = 1, .outputs = &out};
-        TH_CHECK_OK(d.api->run(d.m->ctx, cs[k], &a));
-    }
-    TH_CHECK(memcmp(y1, y2, n * sizeof *y1) == 0, "imported Winograd subgraph computes otherwise");
-    d.api->release(d.m->ctx, c);
-    d.api->release(d.m->ctx, ci);
-    free(b.bytes);
+    blob_roundtrip(path, xi, xs, n, yb);
     free(xi);
-    free(y1);
-    free(y2);
-    direct_close(&d);
+    free(yb);
+}
+
+/* Four 3x3 layers of 512 channels over 20x20 (9 MiB of weights each):
+ * oneDNN's Winograd F(4x4, 3x3) would hold a copy four times that size
+ * for each. With winograd = auto its copies may add 85% of the
+ * subgraph's constants (at least 16 MiB), so one layer takes it (27 MiB
+ * more) and three stay direct (the
+ * log names each, and the budget); winograd = all takes it for all four;
+ * all agree with the cpu module, and a blob of the budgeted compile
+ * imports (the import decides alike) and computes the same. AVX-512 only
+ * (below it the module's own Winograd kernels run, outside the budget). */
+static void case_winograd_budget(void)
+{
+    struct mb m = {.seed = 13};
+    int64_t xs[] = {1, 512, 20, 20}, ws[] = {512, 512, 3, 3};
+    mb_input(&m, "x", 4, xs);
+    const char *pads = "\"pads\":{\"ints\":[1,1,1,1]}";
+    static const char *const wn[4] = {"w1", "w2", "w3", "w4"}, *const cn[4] = {"conv1", "conv2",
+                                                                            "conv3", "conv4"};
+    static const char *const in[4] = {"\"x\",\"w1\"", "\"r1\",\"w2\"", "\"r2\",\"w3\"",
+                                      "\"r3\",\"w4\""};
+    static const char *const yn[4] = {"c1", "c2", "c3", "y"}, *const rn[3] = {"relu1", "relu2",
+                                                                           "relu3"};
+    static const char *const rin[3] = {"\"c1\"", "\"c2\"", "\"c3\""}, *const rout[3] = {"r1", "r2",
+                                                                                      "r3"};
+    for (int k = 0; k < 4; k++) {
+        mb_const(&m, wn[k], 4, ws, NULL, 0.015f);
+        mb_node(&m, cn[k], "Conv", in[k], yn[k], pads);
+        if (k < 3)
+            mb_node(&m, rn[k], "Relu", rin[k], rout[k], "");
+    }
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    struct wino_log logs[2];
+    memset(logs, 0, sizeof logs);
+    pl_runtime *rts[3] = {onednn_runtime_with("winograd = auto", &logs[0]),
+                          onednn_runtime_with("winograd = all", &logs[1]), runtime_with("cpu")};
+    char isa[64] = "";
+    pl_module *om = rts[0]->modules[pl_runtime_find_module(rts[0], "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    if (!(strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+          strncmp(isa, "amx", 3) == 0)) {
+        for (int r = 0; r < 3; r++)
+            pl_runtime_destroy(rts[r]);
+        th_skip("oneDNN dispatches to %s, below AVX-512", isa);
+    }
+    size_t n = count(4, xs);
+    float *x = malloc(n * sizeof *x), *y[3];
+    TH_CHECK(x != NULL, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = sinf((float)i * 0.013f);
+    for (int r = 0; r < 3; r++) {
+        y[r] = calloc(n, sizeof(float));
+        TH_CHECK(y[r] != NULL, "out of memory");
+        pl_session *s = session_for(rts[r], path);
+        run_one(s, "x", x, 4, xs, "y", y[r], 4, xs);
+        pl_session_destroy(s);
+    }
+    int wino[2] = {0, 0}, over[2] = {0, 0};
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 4; k++) {
+            char want[96];
+            snprintf(want, sizeof want, "node '%s': Winograd", cn[k]);
+            wino[r] += strstr(logs[r].text, want) != NULL;
+            snprintf(want, sizeof want, "node '%s': direct, not Winograd: its weights' Winograd",
+                     cn[k]);
+            over[r] += strstr(logs[r].text, want) != NULL;
+        }
+    TH_CHECK(wino[0] == 1 && over[0] == 3 &&
+                 strstr(logs[0].text, "Winograd weight budget: 1 of 4 weights tensors") != NULL,
+             "winograd = auto: %d Winograd, %d over the budget; log:\n%s", wino[0], over[0],
+             logs[0].text);
+    TH_CHECK(wino[1] == 4 && over[1] == 0, "winograd = all: %d Winograd, %d over; log:\n%s",
+             wino[1], over[1], logs[1].text);
+    double scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(y[2][i]));
+    for (int r = 0; r < 2; r++)
+        for (size_t i = 0; i < n; i++)
+            TH_CHECK(fabs(y[r][i] - y[2][i]) <= 1e-4 * fmax(fabs(y[2][i]), 1e-2 * scale) + 1e-6,
+                     "winograd = %s: y[%zu] = %.9g, cpu %.9g", r ? "all" : "auto", i, y[r][i],
+                     y[2][i]);
+    for (int r = 0; r < 3; r++)
+        pl_runtime_destroy(rts[r]);
+
+    float *yb = malloc(n * sizeof *yb);
+    TH_CHECK(yb != NULL, "out of memory");
+    blob_roundtrip(path, x, xs, n, yb);
+    TH_CHECK(memcmp(yb, y[0], n * sizeof *yb) == 0,
+             "the direct compile computes otherwise than the session");
+    free(yb);
+    for (int r = 0; r < 3; r++)
+        free(y[r]);
+    free(x);
 }
 
 /* mobilenet_v2's first downsampling block: 1x1 expand 16->96 with Clip, a
@@ -5169,6 +5277,7 @@ int main(int argc, char **argv)
         {"configure", case_configure},
         {"warm_start", case_warm_start},
         {"winograd", case_winograd},
+        {"winograd_budget", case_winograd_budget},
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
