@@ -526,7 +526,9 @@ static pl_status *pl_prog_unit_order(const pl_program *p, size_t **out_units,
                               "a cycle (a partitioner bug)");
         goto done;
     }
+    /* (a chain of units gives both the same order: nothing to weigh) */
     if (pl_prog_kahn(p, indeg2, exists, ready, deep, true) == n &&
+        memcmp(deep, order, n * sizeof *order) != 0 &&
         pl_prog_order_peak(p, deep, n, ready, live) < pl_prog_order_peak(p, order, n, ready, live)) {
         size_t *t = order;
         order = deep;

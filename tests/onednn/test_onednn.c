@@ -2041,6 +2041,20 @@ static void case_narrow_channels_last(void)
     free(ref);
 }
 
+/* Y[0] and Y[1] (N values, made with winograd = LABELS[0] and LABELS[1])
+ * agree with the cpu module's Y[2] within Winograd's rounding: 1e-4 of a
+ * value, or of a hundredth of the largest. */
+static void wino_close(float *const *y, size_t n, const char *const *labels)
+{
+    double scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(y[2][i]));
+    for (int r = 0; r < 2; r++)
+        for (size_t i = 0; i < n; i++)
+            TH_CHECK(fabs(y[r][i] - y[2][i]) <= 1e-4 * fmax(fabs(y[2][i]), 1e-2 * scale) + 1e-6,
+                     "winograd = %s: y[%zu] = %.9g, cpu %.9g", labels[r], i, y[r][i], y[2][i]);
+}
+
 /* Compiles PATH on the onednn module directly, exports the blob, imports
  * it, runs both on X (one input and one output of the same shape XS) and
  * checks that they agree bit for bit; the result in Y (N values). */
@@ -2135,14 +2149,7 @@ static void case_winograd(void)
                  "winograd = auto on AVX-512 did not use Winograd; log:\n%s", logs[0].text);
     TH_CHECK(strstr(logs[1].text, "Winograd") == NULL, "winograd = no used it; log:\n%s",
              logs[1].text);
-    double scale = 0;
-    for (size_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs(y[2][i]));
-    for (int r = 0; r < 2; r++)
-        for (size_t i = 0; i < n; i++)
-            TH_CHECK(fabs(y[r][i] - y[2][i]) <= 1e-4 * fmax(fabs(y[2][i]), 1e-2 * scale) + 1e-6,
-                     "winograd = %s: y[%zu] = %.9g, cpu %.9g", r ? "no" : "auto", i, y[r][i],
-                     y[2][i]);
+    wino_close(y, n, (const char *[]){"auto", "no"});
     for (int r = 0; r < 3; r++) {
         pl_runtime_destroy(rts[r]);
         free(y[r]);
@@ -2231,14 +2238,7 @@ static void case_winograd_budget(void)
              logs[0].text);
     TH_CHECK(wino[1] == 4 && over[1] == 0, "winograd = all: %d Winograd, %d over; log:\n%s",
              wino[1], over[1], logs[1].text);
-    double scale = 0;
-    for (size_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs(y[2][i]));
-    for (int r = 0; r < 2; r++)
-        for (size_t i = 0; i < n; i++)
-            TH_CHECK(fabs(y[r][i] - y[2][i]) <= 1e-4 * fmax(fabs(y[2][i]), 1e-2 * scale) + 1e-6,
-                     "winograd = %s: y[%zu] = %.9g, cpu %.9g", r ? "all" : "auto", i, y[r][i],
-                     y[2][i]);
+    wino_close(y, n, (const char *[]){"auto", "all"});
     for (int r = 0; r < 3; r++)
         pl_runtime_destroy(rts[r]);
 
