@@ -5078,6 +5078,83 @@ static void case_own_matmul(void)
     }
 }
 
+/* ROWS rows by 2048x2048 constant weights (16 MiB), bias and Relu, then
+ * by a second 2048x2048 (GEMM = 0: [1, 1, ROWS, 2048] in and out); or a
+ * Gemm of [ROWS, 2048] by a transposed 1000x2048 and a bias (GEMM = 1). */
+static const char *model_gemv(int64_t rows, int gemm)
+{
+    struct mb m = {.seed = 61};
+    int64_t x4[] = {1, 1, rows, 2048}, x2[] = {rows, 2048}, ws[] = {2048, 2048},
+            wt[] = {1000, 2048}, bs[] = {2048}, ct[] = {1000};
+    if (gemm) {
+        mb_input(&m, "x", 2, x2);
+        mb_const(&m, "w", 2, wt, NULL, 0.02f);
+        mb_const(&m, "c", 1, ct, NULL, 0.1f);
+        mb_node(&m, "fc", "Gemm", "\"x\",\"w\",\"c\"", "y", "\"transB\":{\"int\":1}");
+    } else {
+        mb_input(&m, "x", 4, x4);
+        mb_const(&m, "w1", 2, ws, NULL, 0.02f);
+        mb_const(&m, "b1", 1, bs, NULL, 0.1f);
+        mb_const(&m, "w2", 2, ws, NULL, 0.02f);
+        mb_node(&m, "mm1", "MatMul", "\"x\",\"w1\"", "p", "");
+        mb_node(&m, "bias", "Add", "\"p\",\"b1\"", "q", "");
+        mb_node(&m, "relu", "Relu", "\"q\"", "r", "");
+        mb_node(&m, "mm2", "MatMul", "\"r\",\"w2\"", "y", "");
+    }
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* On AVX-512 a product of one row by big constant weights runs on oneDNN's
+ * gemm:jit with the weights as the model stores them (odnn_gemv_pd: it
+ * streams them faster than brgemm does its packed copy); the log names
+ * each such node, and none with 4 rows. All agree with the cpu module, and
+ * a blob of the one-row compile imports and computes the same. */
+static void case_gemv(void)
+{
+    static const char *const mm_nodes[] = {"mm1", "mm2", NULL}, *const fc_nodes[] = {"fc", NULL};
+    char isa[64] = "";
+    for (int gemm = 0; gemm < 2; gemm++)
+        for (int64_t rows = 1; rows <= 4; rows += 3) {
+            const char *path = model_gemv(rows, gemm);
+            int64_t x4[] = {1, 1, rows, 2048}, x2[] = {rows, 2048}, y2[] = {rows, 1000};
+            if (gemm)
+                compare(path, 2, x2, 2, y2, fc_nodes);
+            else
+                compare(path, 4, x4, 4, x4, mm_nodes);
+            struct wino_log log;
+            memset(&log, 0, sizeof log);
+            pl_runtime *rt = onednn_runtime_with(NULL, &log);
+            pl_session_destroy(session_for(rt, path));
+            pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+            TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+            pl_runtime_destroy(rt);
+            bool avx512 = strncmp(isa, "avx512_core", 11) == 0 ||
+                          strncmp(isa, "avx10", 5) == 0 || strncmp(isa, "amx", 3) == 0;
+            const char *const *nodes = gemm ? fc_nodes : mm_nodes;
+            for (int k = 0; nodes[k] != NULL; k++) {
+                char want[128];
+                snprintf(want, sizeof want, "node '%s': one row by 2048x%d constant weights on "
+                                            "gemm:jit",
+                         nodes[k], gemm ? 1000 : 2048);
+                bool taken = strstr(log.text, want) != NULL;
+                TH_CHECK(taken == (avx512 && rows == 1), "%s, %lld rows on %s: '%s' %s; log:\n%s",
+                         gemm ? "Gemm" : "MatMul", (long long)rows, isa, want,
+                         taken ? "logged" : "not logged", log.text);
+            }
+            if (!gemm && rows == 1) {
+                size_t n = count(4, x4);
+                float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+                TH_CHECK(x && y, "out of memory");
+                for (size_t i = 0; i < n; i++)
+                    x[i] = sinf((float)i * 0.37f);
+                blob_roundtrip(path, x, x4, n, y);
+                free(x);
+                free(y);
+            }
+        }
+}
+
 /* Winograd's scratchpad grows with the images a layer sees (oneDNN
  * transforms them all at once); runs share one scratchpad of the largest
  * need, so a layer whose scratchpad would pass ODNN_WINO_MAX_SCRATCH (48
@@ -5279,6 +5356,7 @@ int main(int argc, char **argv)
         {"winograd", case_winograd},
         {"winograd_budget", case_winograd_budget},
         {"winograd_scratch_cap", case_winograd_scratch_cap},
+        {"gemv", case_gemv},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
         {"bnorm_relu", case_bnorm_relu},
