@@ -81,9 +81,7 @@
 #define ODNN_MAX_CONCAT 32   /* inputs of one Concat */
 #define ODNN_MAX_ARGS (ODNN_MAX_CONCAT + 4)
 #define ODNN_REASON 200
-#define ODNN_WINO_MIN_CHANNELS 64 /* Winograd for 3x3 convs with as many in and out */
-#define ODNN_WINO_MIN_PIXELS 49   /* ... and an output of at least 7x7 */
-/* ... and a scratchpad of at most this many bytes, else in slices of the
+/* Winograd for 3x3 convs where odnn_wino_pays says so, with a scratchpad of at most this many bytes, else in slices of the
  * batch (odnn_conv_winograd). Mask / Keypoint R-CNN at 2 threads, run ms
  * and peak RSS MiB: 64 MiB 1102 / 1009 and 1357 / 1071; 48: 1130 / 991 and
  * 1412 / 1062; 32: 1136 / 982 and 1580 / 965 (ONNX Runtime 2972 / 1013 and
@@ -3673,6 +3671,9 @@ struct odnn_build {
         int64_t slice, tail;
         dnnl_primitive_desc_t pd, pd_tail;
     } wslice;
+    /* Set while odnn_conv keeps its post-ops out of a Winograd probe:
+     * odnn_conv_winograd and odnn_wino_scale_ok then log nothing. */
+    int wino_quiet;
     struct odnn_pending {
         const void *data;
         dnnl_memory_desc_t src_md;
@@ -5085,6 +5086,38 @@ static dnnl_status_t odnn_conv_pd_fast(struct odnn_build *b, const dnnl_convolut
     return dnnl_success;
 }
 
+/* The implementation of CD with post-ops PO whose name contains NAME, or
+ * dnnl_unimplemented when oneDNN offers none. */
+static dnnl_status_t odnn_conv_pd_named(struct odnn_build *b, const dnnl_convolution_desc_t *cd,
+                                        const_dnnl_post_ops_t po, const char *name,
+                                        dnnl_primitive_desc_t *pd)
+{
+    *pd = NULL;
+    dnnl_primitive_attr_t attr;
+    pl_status *st = odnn_attr(&attr, po);
+    if (st != NULL) {
+        onednn_host->status_free(st);
+        return dnnl_out_of_memory;
+    }
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t ds = dnnl_primitive_desc_iterator_create(&it, cd, attr, b->ctx->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success)
+        return ds;
+    do {
+        dnnl_primitive_desc_t next = dnnl_primitive_desc_iterator_fetch(it);
+        const char *impl = NULL;
+        if (next != NULL &&
+            dnnl_primitive_desc_query(next, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            impl != NULL && strstr(impl, name) != NULL)
+            *pd = next;
+        else if (next != NULL)
+            dnnl_primitive_desc_destroy(next);
+    } while (*pd == NULL && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+    return *pd != NULL ? dnnl_success : dnnl_unimplemented;
+}
+
 /* Whether the f32 convolutions of the subgraph are left to oneDNN's choice
  * (brgconv, channels-last) rather than asked for the channel-blocked layout
  * odnn_conv_blocked prefers. That layout pads channels to blocks of 16, so
@@ -5232,7 +5265,7 @@ static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_
                             const dnnl_memory_desc_t *dst_any, const dnnl_dims_t strides,
                             const dnnl_dims_t dil, const dnnl_dims_t pl, const dnnl_dims_t pr,
                             const_dnnl_post_ops_t po, const_dnnl_primitive_desc_t full,
-                            size_t full_scratch)
+                            size_t full_scratch, const char *name)
 {
     int64_t batch = src_any->dims[0];
     int sum = 0;
@@ -5270,7 +5303,8 @@ static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_
             if (dnnl_dilated_convolution_forward_desc_init(
                     &cd, dnnl_forward_inference, dnnl_convolution_winograd, &src, wei_md, bias_md,
                     &dst, strides, dil, pl, pr) != dnnl_success ||
-                odnn_conv_pd_fast(b, &cd, po, &pd) != dnnl_success)
+                (name != NULL ? odnn_conv_pd_named(b, &cd, po, name, &pd)
+                              : odnn_conv_pd_fast(b, &cd, po, &pd)) != dnnl_success)
                 break;
             const dnnl_memory_desc_t *smd =
                 dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -5342,10 +5376,39 @@ static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const dnnl_memory_
         e *= y->dims[d];
     if (4 * e >= odnn_conv_most_outputs(b->v, t))
         return 1;
-    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+    if (!b->wino_quiet)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                              "node '%s': direct, not Winograd: its weights serve a convolution "
                              "with over 4x its outputs",
                              onednn_host->graph->node_name(b->v, n));
+    return 0;
+}
+
+/* Whether oneDNN's Winograd kernel beats its direct one on a 3x3, stride 1
+ * layer of IC channels in, OC out and an OH x OW output (AVX-512): 0 no,
+ * 1 the first Winograd implementation oneDNN offers, 4 only its F(4x4,
+ * 3x3) kernel. From 64 channels in and out and a 7x7 output, the first
+ * (F(2x2) where it applies, else F(4x4)): resnet18, 64 to 512 channels,
+ * 12 ms against 17. Below 64 the transforms, which cost in proportion to
+ * IC + OC while the saving goes with IC * OC, pay only over many output
+ * tiles, and only F(4x4) reliably: timed alone, 2 threads, against the
+ * direct kernel, F(4x4) ran 32 -> 64 at 77x77 1.8x faster, 48 -> 192 at
+ * 24x24 2.2x, 24 -> 24 and 32 -> 32 at 56x56 1.5x, 48 -> 48 at 28x28
+ * 1.2x, but 24 -> 48 at 28x28 0.95x, 32 -> 32 at 28x28 0.77x and 16 ->
+ * 16 at any size 0.3-0.5x; F(2x2) was erratic there (32 -> 32 from 79x79
+ * unpadded 0.5x, padded 77x77 1.1x), and the small zoo's vgg11_s (8-32
+ * channels) ran 0.22 ms with it against 0.14. So below 64 channels: F(4x4)
+ * with IC * OC / (IC + OC) of at least 20 over a 24x24 output or more, or
+ * of at least 12 (and 24 channels each side) over 56x56 or more. */
+static int odnn_wino_pays(int64_t ic, int64_t oc, int64_t oh, int64_t ow)
+{
+    if (ic <= 0 || oc <= 0 || oh < 7 || ow < 7)
+        return 0;
+    if (ic >= 64 && oc >= 64)
+        return 1;
+    double h = (double)ic * (double)oc / (double)(ic + oc), px = (double)oh * (double)ow;
+    if ((px >= 24 * 24 && h >= 20) || (px >= 56 * 56 && h >= 12 && ic >= 24 && oc >= 24))
+        return 4;
     return 0;
 }
 
@@ -5377,8 +5440,8 @@ static int odnn_wino_cand_cmp(const void *pa, const void *pb)
 
 /* Whether convolution K reads constant f32 weights (their bytes in
  * *BYTES), and with OUT its output (N, OH, OW) when it is a layer Winograd
- * could take: 3x3, stride 1, no dilation, one group, at least
- * ODNN_WINO_MIN_CHANNELS in and out. */
+ * could take: 3x3, stride 1, no dilation, one group, channels and output
+ * that odnn_wino_pays takes. */
 static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int64_t out[3])
 {
     struct odnn_tinfo w, y;
@@ -5396,9 +5459,9 @@ static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int6
     for (size_t i = 0; i < na; i++)
         if (a[i] != 1)
             return 1;
-    if (w.ndim != 4 || w.dims[2] != 3 || w.dims[3] != 3 || w.dims[0] < ODNN_WINO_MIN_CHANNELS ||
-        w.dims[1] < ODNN_WINO_MIN_CHANNELS || odnn_attr_int(v, k, "group", 1) != 1 ||
-        !odnn_tensor(v, odnn_out(v, k, 0), &y) || !y.known || y.ndim != 4)
+    if (w.ndim != 4 || w.dims[2] != 3 || w.dims[3] != 3 || odnn_attr_int(v, k, "group", 1) != 1 ||
+        !odnn_tensor(v, odnn_out(v, k, 0), &y) || !y.known || y.ndim != 4 ||
+        !odnn_wino_pays(w.dims[1], w.dims[0], y.dims[2], y.dims[3]))
         return 1;
     out[0] = y.dims[0];
     out[1] = y.dims[2];
@@ -5419,8 +5482,9 @@ static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int6
  * ODNN_WINO_ALWAYS take it whatever the budget (a detector's RoI heads:
  * Keypoint R-CNN's eight 512-channel layers over 14x14 RoIs ran 1.44x
  * slower without; they are a small subgraph of their own, whose budget is
- * small). The kernel oneDNN will pick is guessed: F(2x2) for weights under
- * 1 MiB or one image of at most 14x14, else F(4x4). Called before the
+ * small). The kernel oneDNN will pick is guessed: F(4x4) below 64
+ * channels (odnn_wino_pays), else F(2x2) for weights under 1 MiB or one
+ * image of at most 14x14, else F(4x4). Called before the
  * build takes any constant (it reads their sizes), so a blob's import
  * decides alike. `winograd = all` skips the budget. */
 static pl_status *odnn_wino_budget(struct odnn_build *b)
@@ -5465,7 +5529,7 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
             int64_t e = o[0] * o[1] * o[2];
             if (pass == 0) {
                 most[t] = e > most[t] ? e : most[t];
-            } else if (e > 0 && o[1] * o[2] >= ODNN_WINO_MIN_PIXELS && 4 * e >= most[t]) {
+            } else if (e > 0 && 4 * e >= most[t]) {
                 wino[t] += e; /* the scales odnn_wino_scale_ok lets through */
                 int64_t sp = o[0] == 1 ? o[1] * o[2] : INT64_MAX;
                 spatial[t] = sp > spatial[t] ? sp : spatial[t];
@@ -5478,7 +5542,8 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
             continue;
         struct odnn_tinfo w;
         odnn_tensor(v, (int64_t)t, &w);
-        int four = w.cbytes >= ((size_t)1 << 20) && spatial[t] > 196;
+        int four = (w.cbytes >= ((size_t)1 << 20) && spatial[t] > 196) ||
+                   (w.ndim == 4 && (w.dims[0] < 64 || w.dims[1] < 64)); /* odnn_wino_pays */
         double alpha2 = four ? 36 : 16, saved = four ? 0.75 : 5.0 / 9;
         double added = alpha2 / 9 - (direct[t] ? 0 : 1);
         cand[n_cand++] = (struct odnn_wino_cand){(int64_t)t, (size_t)((double)w.cbytes * added),
@@ -5528,18 +5593,13 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
         wei_md->dims[3] != 3 ||
         strides[0] != 1 || strides[1] != 1 || dil[0] != 0 || dil[1] != 0)
         return dnnl_unimplemented;
-    /* The transforms cost in proportion to the channels in and out, the
-     * saving to their product: with fewer than ODNN_WINO_MIN_CHANNELS on
-     * either side, or few output tiles, the direct kernel wins (the small
-     * zoo's vgg11_s ran 0.22 ms with Winograd, 0.14 without; resnet18, 64
-     * to 512 channels, 12 against 17). */
-    if (wei_md->dims[0] < ODNN_WINO_MIN_CHANNELS || wei_md->dims[1] < ODNN_WINO_MIN_CHANNELS ||
-        dst_any->dims[2] * dst_any->dims[3] < ODNN_WINO_MIN_PIXELS ||
-        !odnn_wino_scale_ok(b, n, dst_any))
+    int kind = odnn_wino_pays(wei_md->dims[1], wei_md->dims[0], dst_any->dims[2], dst_any->dims[3]);
+    if (kind == 0 || !odnn_wino_scale_ok(b, n, dst_any))
         return dnnl_unimplemented;
     int64_t wt = odnn_in(b->v, n, 1);
     if (b->wino_over != NULL && wt >= 0 && (size_t)wt < b->u.n_tensors && b->wino_over[wt]) {
-        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+        if (!b->wino_quiet)
+            onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                                  "node '%s': direct, not Winograd: its weights' Winograd copy "
                                  "is beyond the weight budget",
                                  onednn_host->graph->node_name(b->v, n));
@@ -5548,7 +5608,9 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
         strides, dil, pl, pr);
-    if (ds == dnnl_success)
+    if (ds == dnnl_success && kind == 4)
+        ds = odnn_conv_pd_named(b, cd, po, "wino_4x3", pd);
+    else if (ds == dnnl_success)
         ds = odnn_conv_pd_fast(b, cd, po, pd);
     /* The kernel transforms the whole input and output before and after
      * its products: a scratchpad of 5-7 times the layer's activations,
@@ -5564,7 +5626,7 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
     size_t sbytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
     if (sbytes > ODNN_WINO_MAX_SCRATCH &&
         !odnn_wino_slices(b, src_any, wei_md, bias_md, dst_any, strides, dil, pl, pr, po, *pd,
-                          sbytes) &&
+                          sbytes, kind == 4 ? "wino_4x3" : NULL) &&
         sbytes > ODNN_WINO_MAX_SCRATCH_WHOLE) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = NULL;
@@ -6154,6 +6216,61 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
     return NULL;
 }
 
+/* Whether Winograd's kernels take post-ops PO: at most a ReLU, a sum, and
+ * a ReLU after the sum (oneDNN's post_ops_ok for F(2x2) and F(4x4)). */
+static int odnn_wino_po_ok(const_dnnl_post_ops_t po)
+{
+    int len = po != NULL ? dnnl_post_ops_len(po) : 0, sums = 0;
+    for (int i = 0; i < len; i++) {
+        dnnl_primitive_kind_t kind = dnnl_post_ops_get_kind(po, i);
+        if (kind == dnnl_sum) {
+            sums++;
+            continue;
+        }
+        float scale, alpha, beta;
+        dnnl_alg_kind_t alg;
+        if (kind != dnnl_eltwise ||
+            dnnl_post_ops_get_params_eltwise(po, i, &scale, &alg, &alpha, &beta) !=
+                dnnl_success ||
+            alg != dnnl_eltwise_relu || alpha != 0.0f || scale != 1.0f)
+            return 0;
+    }
+    return sums <= 1 && len <= 3;
+}
+
+/* Whether a convolution whose post-ops PO Winograd's kernels refuse (SiLU,
+ * hardswish, a clip: they take ReLU and sums only) would take Winograd
+ * without them. Then it runs so, its activation a step of its own: the
+ * extra pass over the output costs a few microseconds where Winograd saves
+ * a large share of the layer (EfficientNet-V2-S's 48 -> 192 3x3s with SiLU
+ * at 24x24: 0.30 ms each direct, 0.14 with Winograd). */
+static int odnn_wino_without_post_ops(struct odnn_build *b, size_t n,
+                                      const dnnl_memory_desc_t *src_md,
+                                      const dnnl_memory_desc_t *wei_md,
+                                      const dnnl_memory_desc_t *bias_md,
+                                      const dnnl_memory_desc_t *dst_md, const dnnl_dim_t *strides,
+                                      const dnnl_dim_t *dil, const dnnl_dim_t *pl,
+                                      const dnnl_dim_t *pr, const_dnnl_post_ops_t po)
+{
+    if (odnn_wino_po_ok(po))
+        return 0; /* refused for another reason, which stays */
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    b->wino_quiet = 1;
+    int takes = odnn_conv_winograd(b, n, &cd, src_md, wei_md, bias_md, dst_md, strides, dil, pl,
+                                   pr, NULL, &pd) == dnnl_success;
+    b->wino_quiet = 0;
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    odnn_wslice_drop(b); /* the real call makes its slices again */
+    if (takes)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': Winograd with its activation as a step of its own "
+                                 "(Winograd's kernels take only ReLU and sums)",
+                                 onednn_host->graph->node_name(b->v, n));
+    return takes;
+}
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -6258,6 +6375,13 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
                 onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                                          "node '%s': Winograd convolution (%s)",
                                          onednn_host->graph->node_name(v, n), impl);
+        } else if (fuse > 0 && group == 1 && dw.node < 0 && f.n_post > 0 &&
+                   odnn_wino_without_post_ops(b, n, &src_md, &wei_md,
+                                              bias_t >= 0 ? &bias_md : NULL, &dst_md, strides,
+                                              dil, pl, pr, f.po)) {
+            dnnl_post_ops_destroy(f.po);
+            fuse = 0;
+            continue;
         } else if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
                                      &dst_md, strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
             if (dw.node >= 0) { /* only a reference kernel for the pair: unfused */

@@ -5078,6 +5078,70 @@ static void case_own_matmul(void)
     }
 }
 
+/* Three 3x3 layers below 64 channels over HW x HW: 16 -> 32 with a ReLU
+ * ("narrow"), 32 -> 64 with a ReLU ("relu") and 64 -> 48 with SiLU as
+ * Sigmoid and Mul ("silu"). */
+static const char *model_wino_narrow(int64_t hw)
+{
+    struct mb m = {.seed = 17};
+    int64_t xs[] = {1, 16, hw, hw}, w1[] = {32, 16, 3, 3}, w2[] = {64, 32, 3, 3},
+            w3[] = {48, 64, 3, 3}, b1[] = {32}, b2[] = {64}, b3[] = {48};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, w1, NULL, 0.1f);
+    mb_const(&m, "b1", 1, b1, NULL, 0.1f);
+    mb_const(&m, "w2", 4, w2, NULL, 0.08f);
+    mb_const(&m, "b2", 1, b2, NULL, 0.1f);
+    mb_const(&m, "w3", 4, w3, NULL, 0.06f);
+    mb_const(&m, "b3", 1, b3, NULL, 0.1f);
+    const char *pads = "\"pads\":{\"ints\":[1,1,1,1]}";
+    mb_node(&m, "narrow", "Conv", "\"x\",\"w1\",\"b1\"", "c1", pads);
+    mb_node(&m, "relu1", "Relu", "\"c1\"", "r1", "");
+    mb_node(&m, "relu", "Conv", "\"r1\",\"w2\",\"b2\"", "c2", pads);
+    mb_node(&m, "relu2", "Relu", "\"c2\"", "r2", "");
+    mb_node(&m, "silu", "Conv", "\"r2\",\"w3\",\"b3\"", "c3", pads);
+    mb_node(&m, "sig", "Sigmoid", "\"c3\"", "s3", "");
+    mb_node(&m, "mul", "Mul", "\"c3\",\"s3\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+/* Below 64 channels Winograd pays only over many output tiles, and only
+ * through F(4x4, 3x3) (odnn_wino_pays): over 56x56, 32 -> 64 and 64 -> 48
+ * take it and 16 -> 32 stays direct; the SiLU after 64 -> 48, which
+ * Winograd's kernels cannot fuse, becomes a step of its own (the log says
+ * so) instead of keeping the layer direct; over 14x14 none takes it. All
+ * agree with the cpu module. AVX-512 only. */
+static void case_winograd_narrow(void)
+{
+    for (int64_t hw = 56; hw >= 14; hw -= 42) {
+        const char *path = model_wino_narrow(hw);
+        int64_t xs[] = {1, 16, hw, hw}, ys[] = {1, 48, hw, hw};
+        compare_floor = 1e-5;
+        compare(path, 4, xs, 4, ys, (const char *[]){"narrow", "relu", "silu", "mul", NULL});
+        compare_floor = 0.0;
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with("winograd = auto", &log);
+        pl_session_destroy(session_for(rt, path));
+        char isa[64] = "";
+        pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+        TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+        pl_runtime_destroy(rt);
+        if (!(strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+              strncmp(isa, "amx", 3) == 0))
+            th_skip("oneDNN dispatches to %s, below AVX-512", isa);
+        bool big = hw == 56;
+        TH_CHECK((strstr(log.text, "node 'relu': Winograd convolution (jit_wino_4x3") != NULL) ==
+                         big &&
+                     (strstr(log.text, "node 'silu': Winograd convolution (jit_wino_4x3") !=
+                      NULL) == big &&
+                     (strstr(log.text, "node 'silu': Winograd with its activation as a step of "
+                                       "its own") != NULL) == big &&
+                     strstr(log.text, "node 'narrow': Winograd") == NULL,
+                 "%lldx%lld: log:\n%s", (long long)hw, (long long)hw, log.text);
+    }
+}
+
 /* ROWS rows by 2048x2048 constant weights (16 MiB), bias and Relu, then
  * by a second 2048x2048 (GEMM = 0: [1, 1, ROWS, 2048] in and out); or a
  * Gemm of [ROWS, 2048] by a transposed 1000x2048 and a bias (GEMM = 1). */
@@ -5357,6 +5421,7 @@ int main(int argc, char **argv)
         {"winograd_budget", case_winograd_budget},
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"gemv", case_gemv},
+        {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
         {"bnorm_relu", case_bnorm_relu},
