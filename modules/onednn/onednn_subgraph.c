@@ -10399,8 +10399,9 @@ static pl_status *odnn_plan(struct odnn_build *b)
 /* Large subgraphs keep their weights in one mapping, reordered straight
  * into it, so that no weight exists twice while the subgraph is compiled
  * (packing afterwards made resnet18's peak RSS 45 MB higher). Where most of
- * the bytes are products' weights (MatMul, Gemm, recurrent layers), the
- * mapping takes transparent huge pages: oneDNN's products stream their
+ * the bytes are products' weights (MatMul, Gemm, recurrent layers) and they
+ * are many (ODNN_HUGE_MIN_BYTES), the mapping takes transparent huge
+ * pages: oneDNN's products stream their
  * weights with TLB misses a convolution's blocked loops do not have
  * (dz_vit_b_16: 24.5-27 ms a run with them, 28.5-30 without; ONNX Runtime
  * 24-28), while a fresh huge page costs 3-5 ms to fault in where the host
@@ -10415,6 +10416,17 @@ static pl_status *odnn_plan(struct odnn_build *b)
  * unused tail once the last weight is in. A weight that does not fit (or a
  * subgraph with less than 2 MB of constants) is allocated on its own. */
 #define ODNN_HUGE ((size_t)2 << 20)
+/* ... and only for a subgraph of at least this many constant bytes. On the
+ * virtual machines measured a fresh huge page comes from memory the host
+ * took back (free page reporting hands it whole blocks of 2 MiB and more),
+ * where a 4 KiB one is often a page the guest freed and the host still
+ * backs: tv_convnext_tiny's 114 MB took 220-250 ms of session creation
+ * in 3 of 5 starts with huge pages, 67-70 ms in every start without,
+ * for the same run time (9.36 against 9.47 ms, medians of 5 alternating
+ * starts); tv_maxvit_t ran alike, tv_swin_t (111 MB) 5-10% slower
+ * without; dz_vit_b_16 (345 MB) 20.2 against 22.5 ms a run, its creation
+ * 190-360 ms either way against ONNX Runtime's 360-470. */
+#define ODNN_HUGE_MIN_BYTES ((size_t)256 << 20)
 
 /* Faulting the block's huge pages in is most of a big model's compile:
  * each is a fresh 2 MiB the kernel clears, and in a virtual machine whose
@@ -10514,7 +10526,7 @@ static void odnn_block_reserve(pl_compiled *c, const pl_graph_view *v)
         munmap(p, (size_t)(a - p));
     if (a + len < p + len + ODNN_HUGE)
         munmap(a + len, (size_t)(p + len + ODNN_HUGE - (a + len)));
-    if (2 * products >= total)
+    if (2 * products >= total && total >= ODNN_HUGE_MIN_BYTES)
         madvise(a, len, MADV_HUGEPAGE);
     c->weight_block = a;
     c->weight_block_len = len;

@@ -1143,8 +1143,8 @@ static void case_conv_transpose_epilogue(void)
             (const char *[]){"up2", "bias2", "sig2", "up1", "relu1", "sum", NULL});
 }
 
-/* Weights over 2 MiB, which onednn moves into one block on huge pages
- * after compiling: the results, a repeated run, and an export/import round
+/* Weights over 2 MiB, which onednn moves into one block (not on huge
+ * pages: too few bytes for them, ODNN_HUGE_MIN_BYTES) after compiling: the results, a repeated run, and an export/import round
  * trip (the blob is read from that block) must not notice. */
 static void case_big_weights(void)
 {
