@@ -53,10 +53,34 @@ def inputs(zoo, model):
     return sorted(glob.glob(os.path.join(zoo, model + ".in.*.npy")))
 
 
+_MANIFEST_NAMES = {}
+
+
+def input_name(p):
+    """The graph input file P feeds: the manifest's name for it (a file name cannot
+    hold every input name: Caffe2's 'gpu_0/data_0' is stored as gpu_0_data_0), else
+    the <input> part of <model>.in.<input>.npy."""
+    zoo = os.path.dirname(p)
+    if zoo not in _MANIFEST_NAMES:
+        names = {}
+        try:
+            with open(os.path.join(zoo, "manifest.json")) as f:
+                m = json.load(f)
+            for e in m.get("models", []) if isinstance(m, dict) else m:
+                for i in e.get("inputs", []) if isinstance(e, dict) else []:
+                    if isinstance(i, dict) and "file" in i and "name" in i:
+                        names[i["file"]] = i["name"]
+        except (OSError, ValueError, AttributeError):
+            pass
+        _MANIFEST_NAMES[zoo] = names
+    return _MANIFEST_NAMES[zoo].get(os.path.basename(p),
+                                    re.sub(r".*\.in\.(.*)\.npy$", r"\1", p))
+
+
 def feeds(ins):
     out = []
     for p in ins:
-        out += ["--input", re.sub(r".*\.in\.(.*)\.npy$", r"\1", p) + "=" + p]
+        out += ["--input", input_name(p) + "=" + p]
     return out
 
 
@@ -86,7 +110,7 @@ def arena_ratio(model_path, ini, ins):
     import numpy
     shapes = []
     for p in ins:
-        shapes += ["--shape", re.sub(r".*\.in\.(.*)\.npy$", r"\1", p) + "=" +
+        shapes += ["--shape", input_name(p) + "=" +
                    ",".join(str(d) for d in numpy.load(p, mmap_mode="r").shape)]
     r = subprocess.run([os.path.join(ROOT, "build/bin/plinth"), "explain", model_path,
                         "--config", ini, "--json"] + shapes, capture_output=True, text=True)
