@@ -5086,11 +5086,11 @@ static dnnl_status_t odnn_conv_pd_fast(struct odnn_build *b, const dnnl_convolut
     return dnnl_success;
 }
 
-/* The implementation of CD with post-ops PO whose name contains NAME, or
- * dnnl_unimplemented when oneDNN offers none. */
-static dnnl_status_t odnn_conv_pd_named(struct odnn_build *b, const dnnl_convolution_desc_t *cd,
-                                        const_dnnl_post_ops_t po, const char *name,
-                                        dnnl_primitive_desc_t *pd)
+/* The implementation of DESC with post-ops PO whose name contains NAME,
+ * or dnnl_unimplemented when oneDNN offers none. */
+static dnnl_status_t odnn_pd_named(struct odnn_build *b, const_dnnl_op_desc_t desc,
+                                   const_dnnl_post_ops_t po, const char *name,
+                                   dnnl_primitive_desc_t *pd)
 {
     *pd = NULL;
     dnnl_primitive_attr_t attr;
@@ -5100,7 +5100,7 @@ static dnnl_status_t odnn_conv_pd_named(struct odnn_build *b, const dnnl_convolu
         return dnnl_out_of_memory;
     }
     dnnl_primitive_desc_iterator_t it;
-    dnnl_status_t ds = dnnl_primitive_desc_iterator_create(&it, cd, attr, b->ctx->engine, NULL);
+    dnnl_status_t ds = dnnl_primitive_desc_iterator_create(&it, desc, attr, b->ctx->engine, NULL);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success)
         return ds;
@@ -5303,7 +5303,7 @@ static int odnn_wino_slices(struct odnn_build *b, const dnnl_memory_desc_t *src_
             if (dnnl_dilated_convolution_forward_desc_init(
                     &cd, dnnl_forward_inference, dnnl_convolution_winograd, &src, wei_md, bias_md,
                     &dst, strides, dil, pl, pr) != dnnl_success ||
-                (name != NULL ? odnn_conv_pd_named(b, &cd, po, name, &pd)
+                (name != NULL ? odnn_pd_named(b, &cd, po, name, &pd)
                               : odnn_conv_pd_fast(b, &cd, po, &pd)) != dnnl_success)
                 break;
             const dnnl_memory_desc_t *smd =
@@ -5609,7 +5609,7 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
         strides, dil, pl, pr);
     if (ds == dnnl_success && kind == 4)
-        ds = odnn_conv_pd_named(b, cd, po, "wino_4x3", pd);
+        ds = odnn_pd_named(b, cd, po, "wino_4x3", pd);
     else if (ds == dnnl_success)
         ds = odnn_conv_pd_fast(b, cd, po, pd);
     /* The kernel transforms the whole input and output before and after
@@ -6917,31 +6917,10 @@ static dnnl_primitive_desc_t odnn_gemv_pd(struct odnn_build *b, const dnnl_memor
                                           const dnnl_memory_desc_t *y_md, const_dnnl_post_ops_t po)
 {
     dnnl_matmul_desc_t md;
-    dnnl_primitive_attr_t attr = NULL;
-    pl_status *st = odnn_attr(&attr, po);
-    if (st != NULL) {
-        onednn_host->status_free(st);
-        return NULL;
-    }
-    dnnl_primitive_desc_iterator_t it = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_matmul_desc_init(&md, a_md, w_md, bias_md, y_md) == dnnl_success &&
-        dnnl_primitive_desc_iterator_create(&it, &md, attr, b->ctx->engine, NULL) ==
-            dnnl_success) {
-        do {
-            dnnl_primitive_desc_t next = dnnl_primitive_desc_iterator_fetch(it);
-            const char *impl = NULL;
-            if (next != NULL &&
-                dnnl_primitive_desc_query(next, dnnl_query_impl_info_str, 0, &impl) ==
-                    dnnl_success &&
-                impl != NULL && strncmp(impl, "gemm:", 5) == 0)
-                pd = next;
-            else if (next != NULL)
-                dnnl_primitive_desc_destroy(next);
-        } while (pd == NULL && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
-        dnnl_primitive_desc_iterator_destroy(it);
-    }
-    dnnl_primitive_attr_destroy(attr);
+    if (dnnl_matmul_desc_init(&md, a_md, w_md, bias_md, y_md) != dnnl_success ||
+        odnn_pd_named(b, &md, po, "gemm:", &pd) != dnnl_success)
+        return NULL;
     return pd;
 }
 
