@@ -24,12 +24,13 @@ struct pl_graph_view {
     size_t n_inputs;
     pl_tid *outputs;
     size_t n_outputs;
+    size_t constant_bytes; /* of the constants the nodes read, once each */
     pthread_mutex_t json_mu;
     char *json;
 };
 
 /* Per-tensor marks while computing the boundary. */
-enum { PL_VIEW_PRODUCED = 1, PL_VIEW_READ = 2, PL_VIEW_LISTED = 4 };
+enum { PL_VIEW_PRODUCED = 1, PL_VIEW_READ = 2, PL_VIEW_LISTED = 4, PL_VIEW_CONSTANT = 8 };
 
 pl_status *pl_graph_view_create(const pl_graph *g, const pl_nid *nodes,
                                 size_t n_nodes, pl_graph_view **out_view)
@@ -84,8 +85,13 @@ pl_status *pl_graph_view_create(const pl_graph *g, const pl_nid *nodes,
             pl_tid t = n->inputs[k];
             if (t == PL_TID_NONE || (mark[t] & (PL_VIEW_PRODUCED | PL_VIEW_LISTED)))
                 continue;
-            if (pl_graph_get_tensor(g, t)->data != NULL)
+            const pl_graph_tensor *ct = pl_graph_get_tensor(g, t);
+            if (ct->data != NULL) {
+                if (!(mark[t] & PL_VIEW_CONSTANT))
+                    v->constant_bytes += ct->nbytes;
+                mark[t] |= PL_VIEW_CONSTANT;
                 continue;
+            }
             mark[t] |= PL_VIEW_LISTED;
             v->inputs[n_in++] = t;
         }
@@ -372,6 +378,8 @@ static void pl_view_tensor_constant_done(const pl_graph_view *v, int64_t t)
         pl_filedata_done(pl_graph_filedata(v->g), v->g, tt->data);
 }
 
+static size_t pl_view_constant_bytes(const pl_graph_view *v) { return v ? v->constant_bytes : 0; }
+
 static size_t pl_view_input_count(const pl_graph_view *v) { return v ? v->n_inputs : 0; }
 static int64_t pl_view_input(const pl_graph_view *v, size_t i)
 {
@@ -449,4 +457,5 @@ const pl_graph_api pl_graph_view_table = {
     .builder_constant_model_file = pl_builder_constant_model_file,
     .tensor_constant_done = pl_view_tensor_constant_done,
     .tensor_digest = pl_view_tensor_digest,
+    .constant_bytes = pl_view_constant_bytes,
 };

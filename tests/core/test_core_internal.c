@@ -289,6 +289,25 @@ static void case_graph_view(const char *stage_dir, const char *source_dir)
     CHECK(PL_DTYPE_EQ(dt, PL_DTYPE_F32) || dt.lanes == 0);
     CHECK(api->node_input(v, 0, 7) == -1);
     CHECK(api->tensor_name(v, -1) == NULL);
+    /* constant_bytes: each constant the nodes read, once (counted here
+     * from tensor_constant over every input, repeats skipped) */
+    size_t want = 0;
+    int64_t seen[64];
+    size_t n_seen = 0;
+    for (size_t i = 0; i < api->node_count(v); i++)
+        for (size_t k = 0; k < api->node_input_count(v, i); k++) {
+            int64_t t = api->node_input(v, i, k);
+            int repeat = 0;
+            for (size_t j = 0; j < n_seen; j++)
+                repeat = repeat || seen[j] == t;
+            if (t < 0 || repeat || !api->tensor_constant(v, t, &data, &bytes))
+                continue;
+            CHECK(n_seen < 64);
+            seen[n_seen++] = t;
+            want += bytes;
+        }
+    CHECK(n_seen == 2 && want == (32 * 16 * 9 + 32 * 9) * 4); /* conv2.w, dw.w */
+    CHECK(PL_ABI_HAS_FN(pl_graph_api, api, constant_bytes) && api->constant_bytes(v) == want);
     /* JSON: the same five nodes, parseable */
     const char *text = api->json(v);
     CHECK(text != NULL);

@@ -20,6 +20,8 @@ struct pl_graph_view {
     int64_t dims[6][6];
     int64_t trans_a;
     const char *direction;
+    unsigned constants;    /* bit t: tensor t is a constant */
+    size_t constant_bytes; /* what the view says all its constants take */
 };
 
 static size_t cv_one(const pl_graph_view *v) { (void)v; return 1; }
@@ -55,6 +57,17 @@ static int cv_attr_int(const pl_graph_view *v, size_t n, const char *name, int64
     return 0;
 }
 
+static int cv_constant(const pl_graph_view *v, int64_t t, const void **data, size_t *bytes)
+{
+    static const float none;
+    if (t < 0 || t >= 6 || !(v->constants & (1u << t)))
+        return 0;
+    *data = &none;
+    *bytes = 0;
+    return 1;
+}
+static size_t cv_constant_bytes(const pl_graph_view *v) { return v->constant_bytes; }
+
 static const pl_graph_api cv_api = {
     .header = PL_ABI_HEADER_INIT(pl_graph_api),
     .node_count = cv_one,
@@ -66,7 +79,12 @@ static const pl_graph_api cv_api = {
     .node_output = cv_out,
     .tensor_type = cv_type,
     .attr_int = cv_attr_int,
+    .tensor_constant = cv_constant,
+    .constant_bytes = cv_constant_bytes,
 };
+
+/* The same, as a core of ABI 1.6 would give it: no constant_bytes. */
+#define CV_API_1_6_SIZE (offsetof(pl_graph_api, tensor_digest) + sizeof(void (*)(void)))
 
 static void cv_set(pl_graph_view *v, size_t t, int32_t nd, const int64_t *d)
 {
@@ -153,11 +171,51 @@ static void case_rnn_and_rest(void)
     TH_CHECK(pl_cost_default_us(&cv_api, &e, 0) == 0, "unknown dims cost time");
 }
 
+/* Weights that fit in a core's cache are read at PL_COST_CACHE_GBPS, the
+ * activations still at PL_COST_GBPS; a model whose constants do not fit,
+ * or a core that does not say (ABI 1.6), reads them at PL_COST_GBPS. */
+static void case_resident_weights(void)
+{
+    /* One row by a 512x512 weight (1 MB): memory-bound either way. */
+    pl_graph_view v = {.op = "MatMul", .n_in = 2, .n_out = 1, .constants = 2};
+    cv_set(&v, 0, 2, (int64_t[]){1, 512});
+    cv_set(&v, 1, 2, (int64_t[]){512, 512});
+    cv_set(&v, 2, 2, (int64_t[]){1, 512});
+    double w = 512.0 * 512 * 4, act = 2 * 512.0 * 4;
+    double slow = (w + act) / (PL_COST_GBPS * 1e3);
+    double fast = w / (PL_COST_CACHE_GBPS * 1e3) + act / (PL_COST_GBPS * 1e3);
+    TH_CHECK(PL_COST_CACHE_GBPS > PL_COST_GBPS && fast < slow, "rates");
+    v.constant_bytes = (size_t)w;
+    TH_CHECK(w <= PL_COST_CACHE_BYTES && pl_cost_weights_resident(&cv_api, &v),
+             "1 MB of weights does not count as resident");
+    double us = pl_cost_default_us(&cv_api, &v, 0);
+    TH_CHECK(fabs(us - fast) < 1e-9, "resident: %g us, want %g", us, fast);
+    /* the model's constants as a whole do not fit */
+    v.constant_bytes = PL_COST_CACHE_BYTES + 1;
+    TH_CHECK(!pl_cost_weights_resident(&cv_api, &v), "one byte over the cache counts as resident");
+    us = pl_cost_default_us(&cv_api, &v, 0);
+    TH_CHECK(fabs(us - slow) < 1e-9, "not resident: %g us, want %g", us, slow);
+    /* an activation is never read at the cache rate */
+    v.constant_bytes = (size_t)w;
+    v.constants = 0;
+    us = pl_cost_default_us(&cv_api, &v, 0);
+    TH_CHECK(fabs(us - slow) < 1e-9, "no constants: %g us, want %g", us, slow);
+    /* a core of ABI 1.6 */
+    v.constants = 2;
+    pl_graph_api old = cv_api;
+    old.header.struct_size = (uint32_t)CV_API_1_6_SIZE;
+    old.header.abi_minor = 6;
+    TH_CHECK(!pl_cost_weights_resident(&old, &v), "an ABI 1.6 table counts as resident (no constant_bytes)");
+    us = pl_cost_default_us(&old, &v, 0);
+    TH_CHECK(fabs(us - slow) < 1e-9, "ABI 1.6: %g us, want %g", us, slow);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
         {"products", case_products},
         {"rnn_and_rest", case_rnn_and_rest},
+        {"resident_weights", case_resident_weights},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 0, "");
 }

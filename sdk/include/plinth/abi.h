@@ -38,9 +38,11 @@ extern "C" {
  *        and tensor_constant_done (the core drops its copy of a weight
  *        that modules keep their own copies of);
  *   1.6  PL_CAP_KEEPS_BLOB (an imported compiled subgraph reads the cache
- *        entry in place: the core keeps it mapped until release). */
+ *        entry in place: the core keeps it mapped until release);
+ *   1.7  pl_graph_api.constant_bytes (how much a run reads of weights:
+ *        plinth/cost.h's estimates of weights that stay in cache). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 6
+#define PL_ABI_MINOR 7
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -271,6 +271,14 @@ typedef struct pl_graph_api {
      * view (pl_hash_view) then touches no weight. */
     int (*tensor_digest)(const pl_graph_view *view, int64_t tensor, size_t *out_bytes,
                          uint64_t *out_digest);
+
+    /* ---- appended in ABI 1.7 (check with PL_ABI_HAS_FN) ---------------- */
+
+    /* The bytes of the constants VIEW's nodes read, each counted once: what
+     * a run of the view reads besides its activations (plinth/cost.h asks
+     * whether that stays in a core's cache from one run to the next).
+     * Reads no constant. */
+    size_t (*constant_bytes)(const pl_graph_view *view);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
@@ -394,6 +402,9 @@ typedef struct pl_host_api {
 /* ... and of ABI 1.6 (through tensor_digest). */
 #define PL_GRAPH_API_SIZE_1_6 \
     (offsetof(pl_graph_api, tensor_digest) + sizeof(void (*)(void)))
+/* ... and of ABI 1.7 (through constant_bytes). */
+#define PL_GRAPH_API_SIZE_1_7 \
+    (offsetof(pl_graph_api, constant_bytes) + sizeof(void (*)(void)))
 
 /* The struct_size of a complete ABI 1.0 host table (through
  * shape_set_output). A module may call every function up to there once the
