@@ -589,6 +589,66 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
     return NULL;
 }
 
+/* A node that costs a symbolic backend far more than the backend that would
+ * take it otherwise leaves the subgraph that stays there, when the gain
+ * beats cutting the subgraph at it: the hand-offs to and from a
+ * pinned-thread backend's worker (pl_part_handoff's, both sides). The
+ * whole-subgraph weighing cannot see it: a bidirectional LSTM 512 wide took
+ * 7.1 of an OCR model's 11.4 ms on onednn (its recurrence re-reads 4 MB a
+ * step) and 2.5 ms on cpu, while the model's convolutions were faster on
+ * onednn. Only nodes whose default estimate is at least
+ * PL_PART_CARVE_SHARE of the subgraph's are weighed, each alone on both
+ * backends: a few per subgraph, whatever its size. Backends with memory
+ * of their own are left alone (their copies are not modelled here). */
+#define PL_PART_CARVE_SHARE 0.05
+
+static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
+{
+    pl_part_cluster *cl = &p->clusters[c];
+    size_t b = (size_t)cl->backend;
+    const pl_module *m = p->backends[b].module;
+    if (cl->n_nodes < 2 || !p->backends[b].symbolic ||
+        !(m->api.capabilities & PL_CAP_HOST_MEMORY))
+        return NULL;
+    pl_cost whole;
+    if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &whole))
+        return NULL;
+    double whole_us = pl_cost_total(&whole);
+    double cut = 0;
+    if (m->api.capabilities & PL_CAP_PINNED_THREAD)
+        cut = 2.0 * PL_COST_HANDOFF_US + p->spin_us * (p->threads - 1.0) / p->threads;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        pl_nid n = cl->nodes[i];
+        if (p->pin[n] >= 0 ||
+            pl_cost_default_us(&pl_graph_view_table, p->view, p->pos[n]) / p->threads <
+                PL_PART_CARVE_SHARE * whole_us)
+            continue;
+        pl_cost here, there;
+        if (!pl_part_estimate(p, b, &n, 1, &here))
+            continue;
+        int32_t a;
+        PL_RETURN_IF_ERROR(pl_part_next_backend(p, n, b, true, &a));
+        if (a < 0)
+            continue;
+        double here_us = pl_cost_total(&here);
+        double alt_us = pl_part_estimate(p, (size_t)a, &n, 1, &there)
+                            ? pl_cost_total(&there)
+                            : pl_part_default(p, (size_t)a, &n, 1);
+        if (alt_us + cut >= here_us)
+            continue;
+        size_t k = (size_t)n * p->nb + b;
+        p->excluded[k] = true;
+        char reason[320];
+        snprintf(reason, sizeof reason,
+                 "cost: about %.1f us here alone against %.1f us on %s, more than the %.1f us "
+                 "of cutting its subgraph of %zu node(s) there (choose = cost)",
+                 here_us, alt_us, p->backends[a].module->name, cut, cl->n_nodes);
+        PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", reason));
+        *changed = true;
+    }
+    return NULL;
+}
+
 /* Assigns every node, clusters, and offers clusters below the minimum size
  * to the next backend, until stable. */
 static pl_status *pl_part_assign(pl_partition *p)
@@ -646,6 +706,12 @@ static pl_status *pl_part_assign(pl_partition *p)
                 changed = true;
             }
         }
+        /* Nodes that cost this backend far more than another leave their
+         * subgraph first, so that what remains is weighed without them. */
+        for (size_t c = 0; p->by_cost && c < p->n_clusters; c++)
+            PL_RETURN_IF_ERROR(pl_part_carve(p, c, &changed));
+        if (changed)
+            continue;
         for (size_t c = 0; p->by_cost && c < p->n_clusters; c++)
             PL_RETURN_IF_ERROR(pl_part_weigh(p, c, p->scratch, &changed, true));
         if (changed)

@@ -19,6 +19,7 @@
  * (2026-11-30). The factors are the geometric means, the spread around
  * them is 2-3x each way; rerun the tool after a kernel gets faster. */
 #include "cpu_kernel.h"
+#include "rnn.h"
 
 #include <plinth/cost.h>
 
@@ -37,8 +38,7 @@ static const struct {
     {"Sigmoid", 2.1},       {"Erf", 2.1},          {"Tanh", 3.3},
     {"HardSigmoid", 1.7},   {"QuantizeLinear", 1.4}, {"DynamicQuantizeLinear", 2.7},
     {"Resize", 7.5},        {"Upsample", 4.8},     {"Pad", 5.0},
-    {"Tile", 1.7},          {"LayerNormalization", 2.1}, {"GRU", 5.3},
-    {"RNN", 4.7},           {"LSTM", 5.0},         {"ReduceMean", 1.6},
+    {"Tile", 1.7},          {"LayerNormalization", 2.1}, {"ReduceMean", 1.6},
     {"ReduceSum", 1.7},     {"Sub", 1.4},          {"Pow", 1.3},
     {"Cast", 1.3},
 };
@@ -101,19 +101,68 @@ static int cpu_cost_is_rnn(const char *op)
     return strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "RNN") == 0;
 }
 
-/* An RNN's factor is that of its recurrence, one small product after
- * another (fitted on sequences of 3-10 steps, 5-32 wide): it scales the compute, not
- * the weights' bytes, which the kernel streams at the memory rate. Scaling
- * both, one step of a 128-wide LSTM (512 KB of weights) was estimated at
- * 44 us and took 6. */
-static double cpu_cost_rnn_us(const pl_graph_api *g, const pl_graph_view *v, size_t n, double f,
-                              int resident)
+/* An RNN, GRU or LSTM (rnn.c) is two phases. The input projection, one
+ * product over every step at once, runs at the GEMM's rate (Gemm's factor)
+ * and spreads over the threads: *COMPUTE. The recurrence runs one step after
+ * another and does not: *SERIAL. Each step multiplies by R, re-reading it:
+ * a task per direction reads its direction's R, from a core's cache when it
+ * fits there, else from memory; split by hidden units (rnn.h), each thread
+ * reads its slice, which a 2 MB L2 keeps at about 57 GB/s (2 MB slices of a
+ * 512-wide LSTM: 35 us a step), and the step waits for the slowest
+ * (CPU_COST_RNN_SYNC_US). CPU_COST_RNN_STEP_US is a step's fixed cost (the
+ * product's call, the gates): 7 to 12 us for 7 to 9 steps of layers 24 to
+ * 32 wide. A flat factor of 5 on the FLOPs (fitted on those small layers)
+ * put a 24-step 512-wide one at 5.9 ms; it took 2.5. */
+#define CPU_COST_RNN_GEMM_FACTOR 1.8
+#define CPU_COST_RNN_STEP_US 0.8
+#define CPU_COST_RNN_SYNC_US 4.0
+#define CPU_COST_RNN_SLICE_GBPS 57.0
+
+static int cpu_cost_rnn(pl_module_ctx *ctx, const pl_graph_api *g, const pl_graph_view *v,
+                        size_t n, int resident, double *compute, double *serial)
 {
-    double flops, bytes;
-    pl_cost_work(g, v, n, &flops, &bytes);
-    double c = f * flops / (pl_cost_gflops() * 1e3);
-    double m = pl_cost_memory_us(g, v, n, bytes, resident);
-    return c > m ? c : m;
+    int64_t x[8], w[8], r[8], layout = 0, lbr = 0;
+    if (pl_cost_dims(g, v, g->node_input(v, n, 0), x) != 3 ||
+        pl_cost_dims(g, v, g->node_input(v, n, 1), w) != 3 ||
+        pl_cost_dims(g, v, g->node_input(v, n, 2), r) != 3)
+        return 0;
+    g->attr_int(v, n, "layout", &layout);
+    g->attr_int(v, n, "linear_before_reset", &lbr);
+    const char *op = g->node_op(v, n);
+    double steps = (double)(layout ? x[1] : x[0]), batch = (double)(layout ? x[0] : x[1]);
+    double dirs = (double)w[0], gh = (double)w[1], in = (double)w[2], hs = (double)r[2];
+    double gemm = pl_cost_gflops() * 1e3 / CPU_COST_RNN_GEMM_FACTOR;
+    double proj = 2.0 * steps * batch * dirs * gh * in / gemm;
+    double wbytes = 4.0 * dirs * gh * in;
+    double wread = wbytes / ((resident ? PL_COST_CACHE_GBPS : PL_COST_GBPS) * 1e3);
+    *compute = proj > wread ? proj : wread;
+    const void *data;
+    size_t size;
+    int r_const = g->tensor_constant(v, g->node_input(v, n, 2), &data, &size);
+    int threads = cpu_host->thread_count(ctx->host_ctx);
+    rnn_kind kind = strcmp(op, "LSTM") == 0  ? RNN_KIND_LSTM
+                    : strcmp(op, "GRU") == 0 ? RNN_KIND_GRU
+                                             : RNN_KIND_RNN;
+    int64_t units;
+    int64_t slices = rnn_split_slices(kind, lbr != 0, (int64_t)batch, (int64_t)gh, (int64_t)hs,
+                                      threads, r_const, &units);
+    double rdir = 4.0 * gh * hs, flops = 2.0 * batch * gh * hs, per;
+    if (slices > 0) {
+        double bytes = rdir / (double)slices, c = flops / (double)slices / gemm;
+        double m = bytes / ((bytes <= 2.0 * PL_COST_CACHE_BYTES ? CPU_COST_RNN_SLICE_GBPS
+                                                                 : PL_COST_GBPS) * 1e3);
+        per = (c > m ? c : m) + CPU_COST_RNN_SYNC_US + CPU_COST_RNN_STEP_US;
+        *serial = steps * dirs * per;
+    } else {
+        /* the directions side by side when there are threads for them */
+        double rounds = threads >= 2 ? 1 : dirs;
+        double m = rdir / ((rdir <= PL_COST_CACHE_BYTES ? PL_COST_CACHE_GBPS : PL_COST_GBPS) *
+                           1e3);
+        double c = flops / gemm;
+        per = (c > m ? c : m) + CPU_COST_RNN_STEP_US;
+        *serial = steps * rounds * per;
+    }
+    return 1;
 }
 
 /* One kernel dispatched in the caller (the core's PL_PART_INLINE_STEP_US,
@@ -123,7 +172,6 @@ static double cpu_cost_rnn_us(const pl_graph_api *g, const pl_graph_view *v, siz
 int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                       const size_t *nodes, size_t n_nodes, pl_cost *out)
 {
-    (void)ctx;
     (void)device;
     const pl_graph_api *g = cpu_host->graph;
     size_t n_all = g->node_count(v);
@@ -135,9 +183,14 @@ int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         double f = cpu_cost_factor(g, v, nodes[i]);
         /* the core spreads compute over its threads: scaled as the
          * default's whole was */
-        compute += cpu_cost_is_rnn(g->node_op(v, nodes[i]))
-                       ? cpu_cost_rnn_us(g, v, nodes[i], f, resident)
-                       : f * pl_cost_default_us(g, v, nodes[i]);
+        double c, serial;
+        if (cpu_cost_is_rnn(g->node_op(v, nodes[i])) &&
+            cpu_cost_rnn(ctx, g, v, nodes[i], resident, &c, &serial)) {
+            compute += c;
+            launch += CPU_COST_STEP_US + serial;
+            continue;
+        }
+        compute += f * pl_cost_default_us(g, v, nodes[i]);
         launch += f * CPU_COST_STEP_US;
     }
     out->compute_us = compute;

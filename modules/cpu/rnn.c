@@ -54,6 +54,11 @@ typedef struct rnn_call {
     float *y, *yh, *yc;
     float *xw;               /* [seq*batch, dirs*gh] */
     char *area;              /* proj slices / task areas */
+    /* the split recurrence's step: direction, time, state before and after */
+    int split_d;
+    int64_t split_t;
+    const float *h_prev;
+    float *h_next, *cs;
 } rnn_call;
 
 static void rnn_proj_chunk(void *arg, size_t begin, size_t end, int worker)
@@ -63,27 +68,31 @@ static void rnn_proj_chunk(void *arg, size_t begin, size_t end, int worker)
     const int64_t m = k->seq * k->batch, n = k->dirs * k->gh;
     float *scratch = (float *)(void *)(c->area + (size_t)worker * k->proj_slice);
     for (size_t t = begin; t < end; t++) {
-        int64_t row0 = (int64_t)t * k->proj_rows;
+        int64_t row0 = (int64_t)t / k->proj_col_tasks * k->proj_rows;
         int64_t rows = m - row0 < k->proj_rows ? m - row0 : k->proj_rows;
+        int64_t col0 = (int64_t)t % k->proj_col_tasks * k->proj_cols;
+        int64_t cols = n - col0 < k->proj_cols ? n - col0 : k->proj_cols;
         if (k->input == 0) {
             /* No input features: the projection is the bias alone. */
             for (int64_t r = 0; r < rows; r++) {
-                float *row = c->xw + (row0 + r) * n;
+                float *row = c->xw + (row0 + r) * n + col0;
                 if (c->bias != NULL)
-                    memcpy(row, c->bias, (size_t)n * sizeof(float));
+                    memcpy(row, c->bias + col0, (size_t)cols * sizeof(float));
                 else
-                    memset(row, 0, (size_t)n * sizeof(float));
+                    memset(row, 0, (size_t)cols * sizeof(float));
             }
             continue;
         }
         cpu_gemm_operand a = {.data = c->x + row0 * k->input, .ld = k->input};
-        cpu_gemm_operand b = {.data = c->w, .ld = k->input, .trans = true};
+        cpu_gemm_operand b = {.data = c->w + col0 * k->input, .ld = k->input, .trans = true};
         if (k->packed_w != NULL) {
             b.packed = k->packed_w;
             b.packed_k = k->input;
+            b.first = col0;
         }
-        cpu_gemm_epilogue epi = {.col_bias = c->bias};
-        cpu_gemm_ex(rows, n, k->input, 1.0f, &a, &b, 0.0f, c->xw + row0 * n, n, scratch, &epi);
+        cpu_gemm_epilogue epi = {.col_bias = c->bias != NULL ? c->bias + col0 : NULL};
+        cpu_gemm_ex(rows, cols, k->input, 1.0f, &a, &b, 0.0f, c->xw + row0 * n + col0, n,
+                    scratch, &epi);
     }
 }
 
@@ -118,19 +127,23 @@ static int64_t rnn_y_at(const rnn_kernel *k, int64_t t, int64_t d, int64_t b)
            k->hidden;
 }
 
-/* One LSTM step of one row: G holds the row's recurrent product (i, o, f,
- * c blocks), XW its projection; H and C are updated in place. */
-static void rnn_lstm_row(const rnn_kernel *k, const rnn_act *act, const float *p, float *g,
-                         const float *xw, float *h, float *c)
+/* One LSTM step of W units of one row: G holds their recurrent product
+ * (i, o, f, c blocks, GS apart), XW their projection (blocks XS apart), P
+ * their peepholes (blocks hidden apart) or NULL; H is written, C updated in
+ * place. */
+static void rnn_lstm_cell(const rnn_kernel *k, const rnn_act *act, const float *p, float *g,
+                          int64_t gs, const float *xw, int64_t xs, float *h, float *c,
+                          int64_t hs)
 {
-    const int64_t hs = k->hidden;
-    float *gi = g, *go = g + hs, *gf = g + 2 * hs, *gc = g + 3 * hs;
-    for (int64_t j = 0; j < 4 * hs; j++)
-        g[j] += xw[j];
+    const int64_t ph = k->hidden;
+    float *gi = g, *go = g + gs, *gf = g + 2 * gs, *gc = g + 3 * gs;
+    for (int64_t q = 0; q < 4; q++)
+        for (int64_t j = 0; j < hs; j++)
+            g[q * gs + j] += xw[q * xs + j];
     if (p != NULL)
         for (int64_t j = 0; j < hs; j++) {
             gi[j] += p[j] * c[j];
-            gf[j] += p[2 * hs + j] * c[j];
+            gf[j] += p[2 * ph + j] * c[j];
         }
     if (k->has_clip) {
         rnn_clip(gi, hs, k->clip);
@@ -148,7 +161,7 @@ static void rnn_lstm_row(const rnn_kernel *k, const rnn_act *act, const float *p
         c[j] = gf[j] * c[j] + gi[j] * gc[j];
     if (p != NULL)
         for (int64_t j = 0; j < hs; j++)
-            go[j] += p[hs + j] * c[j];
+            go[j] += p[ph + j] * c[j];
     if (k->has_clip)
         rnn_clip(go, hs, k->clip);
     rnn_act_apply(&act[0], go, hs);
@@ -217,7 +230,7 @@ static void rnn_step(const rnn_call *c, int d, int64_t t, int64_t b0, int64_t ro
             rnn_act_apply(&act[0], hi, hs);
             break;
         case RNN_KIND_LSTM:
-            rnn_lstm_row(k, act, p, gi, xw, hi, cs + i * hs);
+            rnn_lstm_cell(k, act, p, gi, hs, xw, hs, hi, cs + i * hs, hs);
             break;
         case RNN_KIND_GRU:
             rnn_gru_zr(k, act, gi, xw);
@@ -310,6 +323,120 @@ static void rnn_rec_chunk(void *arg, size_t begin, size_t end, int worker)
                 memcpy(c->yh + at, h + i * hs, (size_t)hs * sizeof(float));
             if (c->yc != NULL)
                 memcpy(c->yc + at, cs + i * hs, (size_t)hs * sizeof(float));
+        }
+    }
+}
+
+/* Task T of one step of the split recurrence (rnn.h): slice T's units
+ * [j0, j0+w) of every batch row of direction split_d at time split_t. */
+static void rnn_split_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const rnn_call *c = arg;
+    const rnn_kernel *k = c->k;
+    const int64_t hs = k->hidden, n_xw = k->dirs * k->gh, t = c->split_t;
+    const int d = c->split_d;
+    const rnn_act *act = k->act[d];
+    for (size_t task = begin; task < end; task++) {
+        int64_t j0 = (int64_t)task * k->slice_units;
+        int64_t w = hs - j0 < k->slice_units ? hs - j0 : k->slice_units;
+        char *area = c->area + k->sp_tasks + task * k->sp_task_bytes;
+        float *g = (float *)(void *)area;
+        float *scratch = (float *)(void *)(area + k->sp_off_scratch);
+        const int64_t n = k->gates * w;
+        cpu_gemm_operand a = {.data = c->h_prev, .ld = hs};
+        cpu_gemm_operand b = {.packed = k->packed_slices[d] + task * k->slice_floats,
+                              .packed_k = hs,
+                              .ld = hs,
+                              .trans = true};
+        cpu_gemm(k->batch, n, hs, 1.0f, &a, &b, 0.0f, g, n, scratch);
+        const float *p = c->p != NULL ? c->p + (int64_t)d * 3 * hs + j0 : NULL;
+        const float *rbh = c->rbh != NULL ? c->rbh + (int64_t)d * 6 * hs + j0 : NULL;
+        for (int64_t b = 0; b < k->batch; b++) {
+            const float *hp = c->h_prev + b * hs + j0;
+            float *hn = c->h_next + b * hs + j0, *gb = g + b * n;
+            float *y = c->y != NULL ? c->y + rnn_y_at(k, t, d, b) + j0 : NULL;
+            if (!rnn_active(c, b, t)) {
+                memcpy(hn, hp, (size_t)w * sizeof(float));
+                if (y != NULL)
+                    memset(y, 0, (size_t)w * sizeof(float));
+                continue;
+            }
+            const float *xw =
+                c->xw + (k->layout ? b * k->seq + t : t * k->batch + b) * n_xw + d * k->gh + j0;
+            switch (k->kind) {
+            case RNN_KIND_RNN:
+                for (int64_t j = 0; j < w; j++)
+                    hn[j] = gb[j] + xw[j];
+                if (k->has_clip)
+                    rnn_clip(hn, w, k->clip);
+                rnn_act_apply(&act[0], hn, w);
+                break;
+            case RNN_KIND_LSTM:
+                rnn_lstm_cell(k, act, p, gb, w, xw, hs, hn, c->cs + b * hs + j0, w);
+                break;
+            case RNN_KIND_GRU: {
+                /* linear_before_reset (rnn_split takes no other GRU) */
+                float *z = gb, *r = gb + w, *ht = gb + 2 * w;
+                for (int64_t j = 0; j < w; j++) {
+                    z[j] += xw[j];
+                    r[j] += xw[hs + j];
+                }
+                if (k->has_clip)
+                    rnn_clip(gb, 2 * w, k->clip);
+                rnn_act_apply(&act[0], gb, 2 * w);
+                for (int64_t j = 0; j < w; j++)
+                    ht[j] = xw[2 * hs + j] + r[j] * (ht[j] + (rbh != NULL ? rbh[j] : 0.0f));
+                if (k->has_clip)
+                    rnn_clip(ht, w, k->clip);
+                rnn_act_apply(&act[1], ht, w);
+                for (int64_t j = 0; j < w; j++)
+                    hn[j] = (1.0f - z[j]) * ht[j] + z[j] * hp[j];
+                break;
+            }
+            }
+            if (y != NULL)
+                memcpy(y, hn, (size_t)w * sizeof(float));
+        }
+    }
+}
+
+/* The split recurrence (rnn.h): each direction in turn, a parallel_for of
+ * its slices a step, the state double-buffered between steps. */
+static void rnn_split_run(pl_module_ctx *ctx, rnn_call *c)
+{
+    const rnn_kernel *k = c->k;
+    const int64_t hs = k->hidden;
+    float *hb[2] = {(float *)(void *)(c->area + k->sp_h[0]),
+                    (float *)(void *)(c->area + k->sp_h[1])};
+    c->cs = (float *)(void *)(c->area + k->sp_c);
+    for (int d = 0; d < (int)k->dirs; d++) {
+        for (int64_t b = 0; b < k->batch; b++) {
+            int64_t at = rnn_state_at(k, d, b);
+            if (c->h0 != NULL)
+                memcpy(hb[0] + b * hs, c->h0 + at, (size_t)hs * sizeof(float));
+            else
+                memset(hb[0] + b * hs, 0, (size_t)hs * sizeof(float));
+            if (c->c0 != NULL)
+                memcpy(c->cs + b * hs, c->c0 + at, (size_t)hs * sizeof(float));
+            else
+                memset(c->cs + b * hs, 0, (size_t)hs * sizeof(float));
+        }
+        bool rev = k->reverse || d == 1;
+        c->split_d = d;
+        for (int64_t s = 0; s < k->seq; s++) {
+            c->split_t = rev ? k->seq - 1 - s : s;
+            c->h_prev = hb[s & 1];
+            c->h_next = hb[(s + 1) & 1];
+            cpu_host->parallel_for(ctx->host_ctx, (size_t)k->slices, 1, rnn_split_chunk, c);
+        }
+        const float *h = hb[k->seq & 1];
+        for (int64_t b = 0; b < k->batch; b++) {
+            int64_t at = rnn_state_at(k, d, b);
+            if (c->yh != NULL)
+                memcpy(c->yh + at, h + b * hs, (size_t)hs * sizeof(float));
+            if (c->yc != NULL)
+                memcpy(c->yc + at, c->cs + b * hs, (size_t)hs * sizeof(float));
         }
     }
 }
@@ -436,7 +563,8 @@ pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_arg
                       .yc = outs[2],
                       .xw = (float *)(void *)ws.base,
                       .area = ws.base + k->ws_area};
-        rnn_pack_r(k, &c, ws.base + k->ws_rpack);
+        if (k->slices == 0)
+            rnn_pack_r(k, &c, ws.base + k->ws_rpack);
         if (k->has_b) {
             const float *b = rnn_input(args, RNN_B, true);
             float *bias = (float *)(void *)(ws.base + k->ws_bias);
@@ -447,7 +575,11 @@ pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_arg
         }
         if (k->proj_tasks > 0)
             cpu_host->parallel_for(ctx->host_ctx, (size_t)k->proj_tasks, 1, rnn_proj_chunk, &c);
-        cpu_host->parallel_for(ctx->host_ctx, (size_t)(k->dirs * k->blocks), 1, rnn_rec_chunk, &c);
+        if (k->slices > 0)
+            rnn_split_run(ctx, &c);
+        else
+            cpu_host->parallel_for(ctx->host_ctx, (size_t)(k->dirs * k->blocks), 1,
+                                   rnn_rec_chunk, &c);
     }
     nn_workspace_release(ctx, &ws);
     for (size_t o = 0; o < 3; o++) {

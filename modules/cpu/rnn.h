@@ -71,21 +71,48 @@ typedef struct rnn_kernel {
     const float *packed_w;   /* W^T of all directions packed, or NULL */
     const float *packed_r[2]; /* per direction: R^T (GRU lbr 0: [Rz;Rr]^T) */
     const float *packed_rh[2]; /* GRU lbr 0: Rh^T */
-    /* The projection: tasks of proj_rows rows of X, one scratch slice per
+    /* The projection: tasks of proj_rows rows of X by proj_cols columns
+     * of the result (proj_col_tasks of them across), one scratch slice per
      * worker of the thread count of get_kernel time. */
-    int64_t proj_rows, proj_tasks;
+    int64_t proj_rows, proj_tasks, proj_cols, proj_col_tasks;
     int threads;
     size_t proj_slice;       /* bytes */
     /* The recurrence: dirs * blocks tasks of block_rows batch rows. */
     int64_t blocks, block_rows;
     size_t task_bytes;       /* one task's area */
     size_t off_h, off_c, off_gates, off_rh, off_rec2, off_scratch; /* inside it */
+    /* Or the recurrence split by hidden units (rnn_build.c, rnn_split):
+     * the directions one after the other, each step `slices` tasks of
+     * slice_units units (the last may have fewer), each a GEMM of every
+     * batch row by its units' rows of R, gate by gate (packed per slice
+     * into packed_slices, slice_floats apart), then its units' cells. Each
+     * task re-reads only its part of R every step, which stays in its
+     * core's cache; one task per direction re-read all of it from memory.
+     * 0 slices: the tasks above. */
+    int64_t slices, slice_units;
+    size_t slice_floats;
+    const float *packed_slices[2];
+    size_t sp_h[2], sp_c, sp_tasks; /* inside the area: h (two), c, tasks */
+    size_t sp_task_bytes, sp_off_scratch; /* a task: its gates, then scratch */
     /* The workspace: projection, bias, then proj slices or task areas. */
     size_t ws_bias, ws_area;
     size_t ws_rpack;         /* R packed per run when it is not a constant */
     size_t rpack_r, rpack_rh; /* bytes of one direction's two packings */
     size_t ws_total;
 } rnn_kernel;
+
+/* The split recurrence (rnn.h's kernel) from this many bytes of R a
+ * direction, over at most this many batch rows. */
+#define RNN_SPLIT_MIN_BYTES ((size_t)1 << 20)
+#define RNN_SPLIT_MAX_BATCH 64
+
+/* How many slices the recurrence of a layer of KIND (GRU: LBR) over BATCH
+ * rows, GH gate rows of HIDDEN units, splits into on THREADS threads with
+ * R a constant (R_CONST) or not; 0 when it runs a task per direction and
+ * block of rows. Sets *UNITS to a slice's width (rnn_build.c; the cost
+ * estimate asks too). */
+int64_t rnn_split_slices(rnn_kind kind, bool lbr, int64_t batch, int64_t gh, int64_t hidden,
+                         int threads, bool r_const, int64_t *units);
 
 /* Runs kernel K (rnn.c): the run_any entry of every RNN, GRU and LSTM. */
 pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *k, const pl_run_args *args);

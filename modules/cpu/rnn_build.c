@@ -22,6 +22,33 @@ const cpu_op_entry cpu_ops_rnn[] = {
 
 /* Rows of X per task of the projection, at least. */
 #define RNN_PROJ_MIN_ROWS 32
+#define RNN_PROJ_COL_ALIGN 64
+
+/* The recurrence splits by hidden units (rnn.h) from RNN_SPLIT_MIN_BYTES
+ * of R a direction (an LSTM 256 wide), over at most RNN_SPLIT_MAX_BATCH
+ * batch rows, with more than one thread; slices are a multiple of
+ * RNN_SPLIT_ALIGN units. A bidirectional LSTM 512 wide over 24 steps of
+ * one row (dddd_ocr's, 4 MB of R a direction) took 4.9 ms with a task per
+ * direction on 2 threads, each re-reading its 4 MB every step, and 2.5
+ * split (the projection split by columns too); ONNX Runtime 2.1-2.3. */
+#define RNN_SPLIT_ALIGN 16
+
+int64_t rnn_split_slices(rnn_kind kind, bool lbr, int64_t batch, int64_t gh, int64_t hidden,
+                         int threads, bool r_const, int64_t *units)
+{
+    *units = 0;
+    if (!r_const || threads < 2 || (kind == RNN_KIND_GRU && !lbr) ||
+        batch > RNN_SPLIT_MAX_BATCH || batch < 1 ||
+        (double)gh * (double)hidden * sizeof(float) < (double)RNN_SPLIT_MIN_BYTES)
+        return 0;
+    int64_t u = (hidden + threads - 1) / threads;
+    u = (u + RNN_SPLIT_ALIGN - 1) / RNN_SPLIT_ALIGN * RNN_SPLIT_ALIGN;
+    int64_t n = (hidden + u - 1) / u;
+    if (n < 2)
+        return 0;
+    *units = u;
+    return n;
+}
 
 /* Bytes of FLOATS floats rounded up to a cache line, into *out; false on
  * overflow. */
@@ -252,7 +279,20 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
     /* The projection: about a task per thread, in blocks of whole rows. */
     int64_t per = (m + k->threads - 1) / k->threads;
     k->proj_rows = per > RNN_PROJ_MIN_ROWS ? per : RNN_PROJ_MIN_ROWS;
-    k->proj_tasks = m > 0 && n > 0 ? (m + k->proj_rows - 1) / k->proj_rows : 0;
+    int64_t row_tasks = m > 0 && n > 0 ? (m + k->proj_rows - 1) / k->proj_rows : 0;
+    /* Fewer row blocks than threads (a short sequence of one batch row:
+     * 24 rows by 4096 columns ran on one thread): split the columns too,
+     * in multiples of RNN_PROJ_COL_ALIGN. */
+    k->proj_col_tasks = 1;
+    k->proj_cols = n;
+    if (row_tasks > 0 && row_tasks < k->threads) {
+        int64_t want_cols = (k->threads + row_tasks - 1) / row_tasks;
+        int64_t cols = (n + want_cols - 1) / want_cols;
+        cols = (cols + RNN_PROJ_COL_ALIGN - 1) / RNN_PROJ_COL_ALIGN * RNN_PROJ_COL_ALIGN;
+        k->proj_cols = cols < n ? cols : n;
+        k->proj_col_tasks = (n + k->proj_cols - 1) / k->proj_cols;
+    }
+    k->proj_tasks = row_tasks * k->proj_col_tasks;
     int64_t slice_rows = k->proj_rows < m ? k->proj_rows : m;
     if (!rnn_floats_bytes(cpu_gemm_scratch_floats(slice_rows, n, false, k->packed_w != NULL),
                           &k->proj_slice))
@@ -287,9 +327,10 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
     size_t ws = 0, xw, proj, tasks, off_xw, rpack;
     ok = ok && !__builtin_mul_overflow((size_t)m, (size_t)n, &xw) && rnn_place(&ws, xw, &off_xw) &&
          rnn_place(&ws, k->has_b ? (size_t)n : 0, &k->ws_bias) &&
-         rnn_floats_bytes(k->packed_r[0] ? 0 : cpu_gemm_packed_b_floats(k->hidden, k->n_rec),
+         rnn_floats_bytes(k->packed_r[0] || k->slices ? 0
+                                                      : cpu_gemm_packed_b_floats(k->hidden, k->n_rec),
                           &k->rpack_r) &&
-         rnn_floats_bytes(k->packed_r[0] || !two_phase
+         rnn_floats_bytes(k->packed_r[0] || k->slices || !two_phase
                               ? 0
                               : cpu_gemm_packed_b_floats(k->hidden, k->hidden),
                           &k->rpack_rh) &&
@@ -300,6 +341,22 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
          !__builtin_mul_overflow(k->proj_slice, (size_t)k->threads, &proj) &&
          !__builtin_mul_overflow(k->task_bytes, (size_t)(k->dirs * k->blocks), &tasks);
     k->ws_area = ws;
+    if (ok && k->slices > 0) {
+        /* the split recurrence: h twice and c for a direction, then a task
+         * area per slice (the directions run one after the other) */
+        size_t split = 0, hf, gf, sf = cpu_gemm_scratch_floats(k->batch, k->gates * k->slice_units,
+                                                                 false, true);
+        ok = !__builtin_mul_overflow((size_t)k->batch, hs, &hf) &&
+             rnn_place(&split, hf, &k->sp_h[0]) && rnn_place(&split, hf, &k->sp_h[1]) &&
+             rnn_place(&split, hf, &k->sp_c) && rnn_place(&split, 0, &k->sp_tasks) &&
+             !__builtin_mul_overflow((size_t)k->batch, (size_t)(k->gates * k->slice_units), &gf);
+        size_t task = 0, off_g;
+        ok = ok && rnn_place(&task, gf, &off_g) && rnn_place(&task, sf, &k->sp_off_scratch) &&
+             !__builtin_mul_overflow(task, (size_t)k->slices, &f) &&
+             !__builtin_add_overflow(split, f, &split);
+        k->sp_task_bytes = task;
+        tasks = split > tasks ? split : tasks;
+    }
     ok = ok && !__builtin_add_overflow(ws, proj > tasks ? proj : tasks, &k->ws_total);
     return ok;
 }
@@ -317,8 +374,21 @@ static rnn_kernel *rnn_alloc(pl_module_ctx *ctx, const pl_node_desc *node, const
     bool r_const = math_input_constant(node, RNN_R, &rd, &rb) &&
                    rb >= (size_t)(d * gh * hs) * sizeof(float);
     size_t head = (sizeof(rnn_kernel) + 63) & ~(size_t)63;
+    int64_t units = 0;
+    int64_t slices = rnn_split_slices(tmpl->kind, tmpl->lbr, tmpl->batch, tmpl->gh, hs,
+                                      cpu_host->thread_count(ctx->host_ctx), r_const, &units);
     size_t w_floats = w_const ? cpu_gemm_packed_b_floats(in, d * gh) : 0;
-    size_t r_floats = r_const ? cpu_gemm_packed_b_floats(hs, tmpl->n_rec) : 0;
+    size_t slice_floats = slices ? cpu_gemm_packed_b_floats(hs, tmpl->gates * units) : 0;
+    size_t r_floats = !r_const ? 0
+                      : slices ? slice_floats * (size_t)slices
+                               : cpu_gemm_packed_b_floats(hs, tmpl->n_rec);
+    float *gather = NULL; /* one slice's rows of R, gate by gate */
+    if (slices > 0) {
+        gather = cpu_host->host_alloc(ctx->host_ctx,
+                                      (size_t)(tmpl->gates * units * hs) * sizeof(float), 64);
+        if (gather == NULL)
+            return NULL;
+    }
     size_t rh_floats = r_const && two_phase ? cpu_gemm_packed_b_floats(hs, hs) : 0;
     size_t bytes = head, part;
     size_t parts[5] = {w_floats, r_floats, r_floats, rh_floats, rh_floats};
@@ -326,14 +396,21 @@ static rnn_kernel *rnn_alloc(pl_module_ctx *ctx, const pl_node_desc *node, const
         if ((i == 2 || i == 4) && d < 2)
             parts[i] = 0;
     for (size_t i = 0; i < 5; i++)
-        if (!rnn_floats_bytes(parts[i], &part) || __builtin_add_overflow(bytes, part, &bytes))
+        if (!rnn_floats_bytes(parts[i], &part) || __builtin_add_overflow(bytes, part, &bytes)) {
+            cpu_host->host_free(ctx->host_ctx, gather);
             return NULL;
+        }
     rnn_kernel *k = (rnn_kernel *)cpu_kernel_alloc(ctx, bytes, node->op, NULL);
-    if (k == NULL)
+    if (k == NULL) {
+        cpu_host->host_free(ctx->host_ctx, gather);
         return NULL;
+    }
     pl_kernel base = k->base;
     *k = *tmpl;
     k->base = base;
+    k->slices = slices;
+    k->slice_units = units;
+    k->slice_floats = slice_floats;
     char *at = (char *)k + head;
     if (w_const) {
         float *buf = (float *)(void *)at;
@@ -342,7 +419,23 @@ static rnn_kernel *rnn_alloc(pl_module_ctx *ctx, const pl_node_desc *node, const
         rnn_floats_bytes(w_floats, &part);
         at += part;
     }
-    for (int64_t dir = 0; r_const && dir < d; dir++) {
+    for (int64_t dir = 0; slices > 0 && dir < d; dir++) {
+        const float *r = (const float *)rd + dir * gh * hs;
+        float *buf = (float *)(void *)at;
+        k->packed_slices[dir] = buf;
+        for (int64_t sl = 0; sl < slices; sl++) {
+            int64_t j0 = sl * units, w = hs - j0 < units ? hs - j0 : units;
+            for (int64_t q = 0; q < tmpl->gates; q++)
+                memcpy(gather + q * w * hs, r + (q * hs + j0) * hs,
+                       (size_t)(w * hs) * sizeof(float));
+            cpu_gemm_pack_b(hs, tmpl->gates * w, gather, hs, true,
+                            buf + (size_t)sl * slice_floats);
+        }
+        rnn_floats_bytes(r_floats, &part);
+        at += part;
+    }
+    cpu_host->host_free(ctx->host_ctx, gather);
+    for (int64_t dir = 0; r_const && slices == 0 && dir < d; dir++) {
         const float *r = (const float *)rd + dir * gh * hs;
         float *buf = (float *)(void *)at;
         cpu_gemm_pack_b(hs, tmpl->n_rec, r, hs, true, buf);

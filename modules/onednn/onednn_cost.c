@@ -79,6 +79,12 @@
 #define ODNN_COST_RNN_SETUP_US 2.0
 #define ODNN_COST_RNN_STEP_US 1.0
 #define ODNN_COST_RNN_STEP_AVX2_US 2.5
+/* Every step re-reads each direction's recurrent weights R; beyond a
+ * core's cache (PL_COST_CACHE_BYTES) they come from memory, one step after
+ * another: a bidirectional LSTM 512 wide (4 MB of R a direction) took
+ * 7.15 ms over 24 steps on 2 threads (192 MB: 28 GB/s), estimated at 1.25
+ * from its FLOPs, and placement kept it there against 2.5 ms on cpu. */
+#define ODNN_COST_RNN_GBPS 28.0
 #define ODNN_COST_REORDER_US 4.0    /* one reorder primitive, beyond its bytes */
 /* What one primitive of a kind costs beyond its bytes on a small tensor
  * (ONEDNN_VERBOSE's times on vit_s_qdq, [17, 64] activations, summed
@@ -577,6 +583,13 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 onednn_has_avx512() ? ODNN_COST_RNN_STEP_US : ODNN_COST_RNN_STEP_AVX2_US;
             launch += ODNN_COST_RNN_SETUP_US + ODNN_COST_EXEC_US +
                       per_step * (steps > 0 ? steps : 1);
+            int64_t r[8];
+            if (pl_cost_dims(g, v, g->node_input(v, n, 2), r) == 3) {
+                double rdir = 4.0 * (double)r[1] * (double)r[2];
+                double rate = rdir <= (double)PL_COST_CACHE_BYTES ? PL_COST_CACHE_GBPS
+                                                                  : ODNN_COST_RNN_GBPS;
+                launch += (steps > 0 ? steps : 1) * rdir / (rate * 1e3); /* every direction's */
+            }
         } else {
             /* An eltwise or binary op (or QDQ pair) reading a product's
              * result, or that of a post-op of one: a post-op itself (the

@@ -28,6 +28,14 @@ Cases:
                  fraction of one through the engine, so `cost` keeps the
                  whole body on cpu (it took 1.1 of 1.5 ms of a Keras text
                  model on onednn) while `first` gives onednn its chain;
+  carve          two convolutions, a bidirectional LSTM 512 wide over 24 steps
+                 (4 MB of R a direction, re-read every step) and a MatMul,
+                 all of which onednn takes: the subgraph as a whole is
+                 cheaper on onednn, but the LSTM alone is several times
+                 cheaper on cpu (its recurrence split by hidden units keeps
+                 R in cache), so `cost` cuts it out with a reason saying so
+                 and keeps the convolutions on onednn; `first` leaves it;
+                 outputs agree (1e-4);
   same_outputs   the outputs of every model above agree between `cost` and
                  `first` (1e-5 relative);
   no_estimate    example_acc gives no estimate: `cost` keeps exactly the
@@ -139,6 +147,29 @@ def model_loop_body(tmp):
     cond = numpy_helper.from_array(np.array(True), "cond")
     node = helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="loop", body=body)
     return save(os.path.join(tmp, "loop_body.onnx"), [node], [3, h], [3, h], [trips, cond])
+
+
+def model_carve(tmp):
+    rng = np.random.default_rng(4)
+    h, t = 512, 24
+    arrays = {"cw": rng.uniform(-.05, .05, [64, 64, 3, 3]),
+              "dw": rng.uniform(-.05, .05, [6, 64, 3, 3]),
+              "W": rng.uniform(-.05, .05, [2, 4 * h, 196]),
+              "R": rng.uniform(-.05, .05, [2, 4 * h, h]), "B": rng.uniform(-.1, .1, [2, 8 * h]),
+              "M": rng.uniform(-.05, .05, [2 * h, 256]),
+              "s1": np.array([t, 1, 196], np.int64), "s2": np.array([t, 2 * h], np.int64)}
+    inits = [numpy_helper.from_array(a if a.dtype == np.int64 else a.astype(np.float32), n)
+             for n, a in arrays.items()]
+    nodes = [helper.make_node("Conv", ["x", "cw"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "dw"], ["d"], name="down", pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
+             helper.make_node("Reshape", ["d", "s1"], ["seq"], name="to_seq"),
+             helper.make_node("LSTM", ["seq", "W", "R", "B"], ["hs"], name="lstm", hidden_size=h,
+                              direction="bidirectional"),
+             helper.make_node("Reshape", ["hs", "s2"], ["flat"], name="flat"),
+             helper.make_node("MatMul", ["flat", "M"], ["y"], name="head")]
+    return save(os.path.join(tmp, "carve.onnx"), nodes, [1, 64, 56, 56], [t, 256], inits)
 
 
 def body_placement(d, node):
@@ -304,6 +335,23 @@ def main():
         on = {n: b for n, b in body_placement(c, "loop").items() if b != "cpu"}
         if on:
             fail("choose = cost should run the whole body on cpu, has %s" % on)
+    elif args.case == "carve":
+        m = model_carve(args.tmp)
+        c, f = pl.explain(cost, m), pl.explain(first, m)
+        if placement(f).get("lstm") != "onednn":
+            fail("choose = first should give onednn the LSTM: %s" % placement(f))
+        got = placement(c)
+        if got.get("lstm") != "cpu" or got.get("conv") != "onednn":
+            fail("choose = cost should cut the LSTM out of onednn's subgraph and keep the "
+                 "convolution: %s" % got)
+        why = reason(c, "lstm", "onednn")
+        if "here alone against" not in why or "cutting its subgraph" not in why:
+            fail("the LSTM's reason should say what cutting it out weighed: %r" % why)
+        a = pl.outputs(cost, m, "carve_cost")
+        b = pl.outputs(first, m, "carve_first")
+        err = float(np.max(np.abs(a - b)) / max(1e-30, float(np.max(np.abs(b)))))
+        if a.shape != b.shape or not err <= 1e-4:
+            fail("choose = cost and first disagree on the carved model (%g)" % err)
     elif args.case == "same_outputs":
         for make in (model_small_rnn, model_big_conv, model_islands, model_tiny_whole,
                      model_loop_body):
