@@ -630,19 +630,23 @@ static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
         PL_RETURN_IF_ERROR(pl_part_next_backend(p, n, b, true, &a));
         if (a < 0)
             continue;
-        double here_us = pl_cost_total(&here);
+        /* Inside the subgraph the node has no boundary of its own; cut out,
+         * its neighbours there convert what it reads and writes instead. */
+        double here_us = here.compute_us + here.launch_us;
         double alt_us = pl_part_estimate(p, (size_t)a, &n, 1, &there)
                             ? pl_cost_total(&there)
                             : pl_part_default(p, (size_t)a, &n, 1);
-        if (alt_us + cut >= here_us)
+        if (alt_us + here.boundary_us + cut >= here_us)
             continue;
         size_t k = (size_t)n * p->nb + b;
         p->excluded[k] = true;
         char reason[320];
         snprintf(reason, sizeof reason,
                  "cost: about %.1f us here alone against %.1f us on %s, more than the %.1f us "
-                 "of cutting its subgraph of %zu node(s) there (choose = cost)",
-                 here_us, alt_us, p->backends[a].module->name, cut, cl->n_nodes);
+                 "of cutting its subgraph of %zu node(s) there (layout conversions %.1f, thread "
+                 "handoffs %.1f; choose = cost)",
+                 here_us, alt_us, p->backends[a].module->name, here.boundary_us + cut,
+                 cl->n_nodes, here.boundary_us, cut);
         PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", reason));
         *changed = true;
     }
