@@ -4489,16 +4489,93 @@ static int odnn_per_channel(const struct odnn_tinfo *cinfo, const struct odnn_ti
  * chain. */
 
 struct odnn_swish {
-    size_t gate, mul; /* the Sigmoid or HardSigmoid, and the Mul */
+    size_t gate, mul; /* the first node (the Sigmoid, HardSigmoid or Add) and the Mul */
+    size_t nodes[4];  /* every node of the pattern, gate first */
+    size_t n_nodes;
     int64_t x, out;
     dnnl_alg_kind_t alg;
 };
 
+/* Whether T is the constant scalar WANT (to 1e-6 relative). */
+static int odnn_scalar_is(const pl_graph_view *v, int64_t t, double want)
+{
+    float f;
+    return t >= 0 && odnn_scalar(v, t, &f) && fabs((double)f - want) <= 1e-6 * fabs(want);
+}
+
+/* Whether node N divides T by 6 or multiplies it by 1/6. */
+static int odnn_is_sixth(const pl_graph_view *v, int64_t n, int64_t t)
+{
+    if (n < 0)
+        return 0;
+    if (odnn_op_is(v, n, "Div"))
+        return odnn_in(v, (size_t)n, 0) == t && odnn_scalar_is(v, odnn_in(v, (size_t)n, 1), 6.0);
+    return odnn_op_is(v, n, "Mul") && odnn_scalar_is(v, odnn_other_input(v, (size_t)n, t, 1),
+                                                     1.0 / 6.0);
+}
+
+/* Hardswish written out, as paddle2onnx and TensorFlow's converters write
+ * MobileNetV3's: Add(x, 3) -> Clip(0, 6) -> Mul(x) -> Div(6), or the Div
+ * (or a Mul by 1/6) before the Mul by x. oneDNN's hardswish computes
+ * x * relu6(x + 3) / 6: the same to rounding. Taken as four steps, with
+ * reorders around the plain-layout ones, they made 50 of ppocr2_cls's 204
+ * primitives reorders. A is the Add. */
+static int odnn_match_hswish_explicit(const pl_graph_view *v, const struct odnn_uses *u,
+                                      size_t a, struct odnn_swish *out)
+{
+    int64_t x = -1;
+    for (int i = 0; i < 2 && x < 0; i++)
+        if (odnn_scalar_is(v, odnn_in(v, a, (size_t)i), 3.0))
+            x = odnn_in(v, a, (size_t)(1 - i));
+    if (x < 0 || onednn_host->graph->node_input_count(v, a) != 2)
+        return 0;
+    int64_t c = odnn_sole_reader(u, odnn_out(v, a, 0));
+    float lo, hi;
+    char reason[ODNN_REASON] = "";
+    if (c < 0 || !odnn_op_is(v, c, "Clip") || !odnn_clip_bounds(v, (size_t)c, &lo, &hi, reason) ||
+        lo != 0.0f || hi != 6.0f)
+        return 0;
+    int64_t ct = odnn_out(v, (size_t)c, 0);
+    int64_t r = odnn_sole_reader(u, ct), last;
+    size_t mul;
+    if (r >= 0 && odnn_op_is(v, r, "Mul") && odnn_other_input(v, (size_t)r, ct, 1) == x) {
+        mul = (size_t)r;
+        last = odnn_sole_reader(u, odnn_out(v, (size_t)r, 0));
+        if (!odnn_is_sixth(v, last, odnn_out(v, (size_t)r, 0)))
+            return 0;
+        out->nodes[2] = mul;
+        out->nodes[3] = (size_t)last;
+    } else if (odnn_is_sixth(v, r, ct)) {
+        last = odnn_sole_reader(u, odnn_out(v, (size_t)r, 0));
+        int64_t st = odnn_out(v, (size_t)r, 0);
+        if (last < 0 || !odnn_op_is(v, last, "Mul") ||
+            odnn_other_input(v, (size_t)last, st, 1) != x)
+            return 0;
+        mul = (size_t)last;
+        out->nodes[2] = (size_t)r;
+        out->nodes[3] = mul;
+    } else {
+        return 0;
+    }
+    out->gate = a;
+    out->mul = mul;
+    out->nodes[0] = a;
+    out->nodes[1] = (size_t)c;
+    out->n_nodes = 4;
+    out->x = x;
+    out->out = odnn_out(v, (size_t)last, 0);
+    out->alg = dnnl_eltwise_hardswish;
+    return 1;
+}
+
 /* Matches the pattern whose gate node is S: S's output is read only by a
- * Mul whose other input is S's input x. */
+ * Mul whose other input is S's input x (or S is the Add of a hardswish
+ * written out). */
 static int odnn_match_swish(const pl_graph_view *v, const struct odnn_uses *u, size_t s,
                             struct odnn_swish *out)
 {
+    if (odnn_op_is(v, (int64_t)s, "Add"))
+        return odnn_match_hswish_explicit(v, u, s, out);
     int hard = odnn_op_is(v, (int64_t)s, "HardSigmoid");
     if (!hard && !odnn_op_is(v, (int64_t)s, "Sigmoid"))
         return 0;
@@ -4511,9 +4588,23 @@ static int odnn_match_swish(const pl_graph_view *v, const struct odnn_uses *u, s
         return 0;
     out->gate = s;
     out->mul = (size_t)m;
+    out->nodes[0] = s;
+    out->nodes[1] = (size_t)m;
+    out->n_nodes = 2;
     out->x = x;
     out->out = odnn_out(v, (size_t)m, 0);
     out->alg = hard ? dnnl_eltwise_hardswish : dnnl_eltwise_swish;
+    return 1;
+}
+
+/* Whether no node of SW after its first is covered by an emitted step
+ * yet, and every one is a node the module takes. */
+static int odnn_swish_free(struct odnn_build *b, const struct odnn_swish *sw)
+{
+    char reason[ODNN_REASON] = "";
+    for (size_t k = 1; k < sw->n_nodes; k++)
+        if (b->done[sw->nodes[k]] || !odnn_check_node(b->v, &b->u, sw->nodes[k], reason))
+            return 0;
     return 1;
 }
 
@@ -4524,9 +4615,12 @@ static int odnn_swish_of(struct odnn_build *b, int64_t t, struct odnn_swish *out
     size_t nodes = onednn_host->graph->node_count(v);
     for (size_t i = b->u.first[t]; i < nodes; i++) {
         char reason[ODNN_REASON] = "";
-        if (!b->done[i] && odnn_in(v, i, 0) == t && odnn_match_swish(v, &b->u, i, out) &&
-            !b->done[out->mul] && odnn_check_node(v, &b->u, i, reason) &&
-            odnn_check_node(v, &b->u, out->mul, reason))
+        if (b->done[i] || !odnn_match_swish(v, &b->u, i, out) || out->x != t)
+            continue;
+        int ok = 1;
+        for (size_t k = 0; k < out->n_nodes && ok; k++)
+            ok = !b->done[out->nodes[k]] && odnn_check_node(v, &b->u, out->nodes[k], reason);
+        if (ok)
             return 1;
     }
     return 0;
@@ -4791,8 +4885,8 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         if (t >= 0 && (size_t)t < b->u.n_tensors && !b->u.escapes[t] && b->u.count[t] == 2 &&
             odnn_swish_of(b, t, &sw) &&
             odnn_append_eltwise(f, sw.alg, sw.alg == dnnl_eltwise_swish ? 1.0f : 0.0f, 0)) {
-            f->fused[f->n_fused++] = sw.gate;
-            f->fused[f->n_fused++] = sw.mul;
+            for (size_t k = 0; k < sw.n_nodes; k++)
+                f->fused[f->n_fused++] = sw.nodes[k];
             f->out = sw.out;
             continue;
         }
@@ -10209,15 +10303,16 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return st;
     }
     struct odnn_swish sw;
-    if ((strcmp(op, "Sigmoid") == 0 || strcmp(op, "HardSigmoid") == 0) &&
-        odnn_match_swish(v, &b->u, n, &sw) && !b->done[sw.mul]) {
+    if ((strcmp(op, "Sigmoid") == 0 || strcmp(op, "HardSigmoid") == 0 ||
+         strcmp(op, "Add") == 0) &&
+        odnn_match_swish(v, &b->u, n, &sw) && odnn_swish_free(b, &sw)) {
         int src;
         pl_status *st = odnn_source(b, sw.x, (int64_t)n, &src);
         if (st == NULL)
             st = odnn_eltwise(b, n, src, sw.alg, sw.alg == dnnl_eltwise_swish ? 1.0f : 0.0f, 0,
                               sw.out);
-        if (st == NULL)
-            b->done[sw.gate] = b->done[sw.mul] = 1;
+        for (size_t k = 0; st == NULL && k < sw.n_nodes; k++)
+            b->done[sw.nodes[k]] = 1;
         return st;
     }
     struct odnn_lnpat lm;

@@ -3230,6 +3230,51 @@ static void case_swish_patterns(void)
     TH_CHECK(elt == 1 && plan_steps(path, 7, &total) == 0, "%d eltwise steps of %u", elt, total);
 }
 
+/* Hardswish written out (paddle2onnx's and TensorFlow converters' form):
+ * Add(x, 3) -> Clip(0, 6) -> Mul(x) -> Div(6) after one convolution, and
+ * Add(3, x) -> Clip -> Mul by 1/6 -> Mul(x) after the next: each one
+ * hardswish post-op, so the plan has no eltwise and no binary step beyond
+ * the direct kernel's; the same values as cpu. With 5 in place of 6 in
+ * the Clip it is not hardswish: separate steps, still equal. */
+static const char *model_hswish_explicit(float clip_hi)
+{
+    struct mb m = {.seed = 64};
+    mb_input(&m, "x", 4, (int64_t[]){1, 8, 12, 12});
+    mb_scalar(&m, "three", 3.0f);
+    mb_scalar(&m, "zero", 0.0f);
+    mb_scalar(&m, "hi", clip_hi);
+    mb_scalar(&m, "six", 6.0f);
+    mb_scalar(&m, "sixth", 1.0f / 6.0f);
+    mb_conv(&m, "c1", "x", "a1", 8, 24, 3, 1, 1);
+    mb_node(&m, "add1", "Add", "\"a1\",\"three\"", "p1", "");
+    mb_node(&m, "clip1", "Clip", "\"p1\",\"zero\",\"hi\"", "r1", "");
+    mb_node(&m, "mul1", "Mul", "\"a1\",\"r1\"", "q1", "");
+    mb_node(&m, "div1", "Div", "\"q1\",\"six\"", "h1", "");
+    mb_conv(&m, "c2", "h1", "a2", 24, 24, 3, 2, 24);
+    mb_node(&m, "add2", "Add", "\"three\",\"a2\"", "p2", "");
+    mb_node(&m, "clip2", "Clip", "\"p2\",\"zero\",\"hi\"", "r2", "");
+    mb_node(&m, "sixth2", "Mul", "\"r2\",\"sixth\"", "g2", "");
+    mb_node(&m, "mul2", "Mul", "\"g2\",\"a2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_hswish_explicit(void)
+{
+    for (int other = 0; other < 2; other++) {
+        const char *path = model_hswish_explicit(other ? 5.0f : 6.0f);
+        compare(path, 4, (int64_t[]){1, 8, 12, 12}, 4, (int64_t[]){1, 24, 6, 6},
+                (const char *[]){"c1", "add1", "clip1", "mul1", "div1", "c2", "add2", "clip2",
+                                 "sixth2", "mul2", NULL});
+        uint32_t total;
+        int elt = plan_steps(path, 6, &total), bin = plan_steps(path, 7, &total);
+        int direct = plan_steps(path, 15, &total);
+        TH_CHECK(other ? elt + bin >= 2 : elt == 0 && bin == direct,
+                 "%s: %d eltwise, %d binary and %d direct steps of %u",
+                 other ? "Clip(0, 5)" : "hardswish", elt, bin, direct, total);
+    }
+}
+
 /* Max and Min: of two activations, of a per-channel and a per-row
  * constant, and of a scalar (a clip, fused after the convolution). */
 static void case_max_min(void)
@@ -5445,6 +5490,7 @@ int main(int argc, char **argv)
         {"rnn_blob_attrs", case_rnn_blob_attrs},
         {"unary_ops", case_unary_ops},
         {"swish_patterns", case_swish_patterns},
+        {"hswish_explicit", case_hswish_explicit},
         {"max_min", case_max_min},
         {"squeeze_views", case_squeeze_views},
         {"logsoftmax", case_logsoftmax},
