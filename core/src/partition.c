@@ -590,9 +590,10 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
 }
 
 /* A node that costs a symbolic backend far more than the backend that would
- * take it otherwise leaves the subgraph that stays there, when the gain
- * beats cutting the subgraph at it: the hand-offs to and from a
- * pinned-thread backend's worker (pl_part_handoff's, both sides). The
+ * take it otherwise leaves its subgraph there, when the gain beats cutting
+ * the subgraph at it: the layout conversions its neighbours then make (its
+ * own boundary estimate) and the hand-offs to and from a pinned-thread
+ * backend's worker (as pl_part_handoff counts them, both sides). The
  * whole-subgraph weighing cannot see it: a bidirectional LSTM 512 wide took
  * 7.1 of an OCR model's 11.4 ms on onednn (its recurrence re-reads 4 MB a
  * step) and 2.5 ms on cpu, while the model's convolutions were faster on

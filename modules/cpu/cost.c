@@ -96,11 +96,6 @@ static double cpu_cost_factor(const pl_graph_api *g, const pl_graph_view *v, siz
     return 1.0;
 }
 
-static int cpu_cost_is_rnn(const char *op)
-{
-    return strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "RNN") == 0;
-}
-
 /* An RNN, GRU or LSTM (rnn.c) is two phases. The input projection, one
  * product over every step at once, runs at the GEMM's rate (Gemm's factor)
  * and spreads over the threads: *COMPUTE. The recurrence runs one step after
@@ -118,17 +113,18 @@ static int cpu_cost_is_rnn(const char *op)
 #define CPU_COST_RNN_SYNC_US 4.0
 #define CPU_COST_RNN_SLICE_GBPS 57.0
 
+/* 0 when node N is no RNN, GRU or LSTM, or its dims are not known. */
 static int cpu_cost_rnn(pl_module_ctx *ctx, const pl_graph_api *g, const pl_graph_view *v,
                         size_t n, int resident, double *compute, double *serial)
 {
     int64_t x[8], w[8], r[8], layout = 0, lbr = 0;
-    if (pl_cost_dims(g, v, g->node_input(v, n, 0), x) != 3 ||
+    rnn_kind kind;
+    if (!rnn_kind_of(g->node_op(v, n), &kind) || pl_cost_dims(g, v, g->node_input(v, n, 0), x) != 3 ||
         pl_cost_dims(g, v, g->node_input(v, n, 1), w) != 3 ||
         pl_cost_dims(g, v, g->node_input(v, n, 2), r) != 3)
         return 0;
     g->attr_int(v, n, "layout", &layout);
     g->attr_int(v, n, "linear_before_reset", &lbr);
-    const char *op = g->node_op(v, n);
     double steps = (double)(layout ? x[1] : x[0]), batch = (double)(layout ? x[0] : x[1]);
     double dirs = (double)w[0], gh = (double)w[1], in = (double)w[2], hs = (double)r[2];
     double gemm = pl_cost_gflops() * 1e3 / CPU_COST_RNN_GEMM_FACTOR;
@@ -140,9 +136,6 @@ static int cpu_cost_rnn(pl_module_ctx *ctx, const pl_graph_api *g, const pl_grap
     size_t size;
     int r_const = g->tensor_constant(v, g->node_input(v, n, 2), &data, &size);
     int threads = cpu_host->thread_count(ctx->host_ctx);
-    rnn_kind kind = strcmp(op, "LSTM") == 0  ? RNN_KIND_LSTM
-                    : strcmp(op, "GRU") == 0 ? RNN_KIND_GRU
-                                             : RNN_KIND_RNN;
     int64_t units;
     int64_t slices = rnn_split_slices(kind, lbr != 0, (int64_t)batch, (int64_t)gh, (int64_t)hs,
                                       threads, r_const, &units);
@@ -184,8 +177,7 @@ int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
         /* the core spreads compute over its threads: scaled as the
          * default's whole was */
         double c, serial;
-        if (cpu_cost_is_rnn(g->node_op(v, nodes[i])) &&
-            cpu_cost_rnn(ctx, g, v, nodes[i], resident, &c, &serial)) {
+        if (cpu_cost_rnn(ctx, g, v, nodes[i], resident, &c, &serial)) {
             compute += c;
             launch += CPU_COST_STEP_US + serial;
             continue;

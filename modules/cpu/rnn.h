@@ -101,6 +101,9 @@ typedef struct rnn_kernel {
     size_t ws_total;
 } rnn_kernel;
 
+/* The kind of op OP ("RNN", "GRU", "LSTM"); false for any other op. */
+bool rnn_kind_of(const char *op, rnn_kind *out);
+
 /* The split recurrence (rnn.h's kernel) from this many bytes of R a
  * direction, over at most this many batch rows. */
 #define RNN_SPLIT_MIN_BYTES ((size_t)1 << 20)

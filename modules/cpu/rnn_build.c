@@ -33,6 +33,19 @@ const cpu_op_entry cpu_ops_rnn[] = {
  * split (the projection split by columns too); ONNX Runtime 2.1-2.3. */
 #define RNN_SPLIT_ALIGN 16
 
+bool rnn_kind_of(const char *op, rnn_kind *out)
+{
+    if (strcmp(op, "LSTM") == 0)
+        *out = RNN_KIND_LSTM;
+    else if (strcmp(op, "GRU") == 0)
+        *out = RNN_KIND_GRU;
+    else if (strcmp(op, "RNN") == 0)
+        *out = RNN_KIND_RNN;
+    else
+        return false;
+    return true;
+}
+
 int64_t rnn_split_slices(rnn_kind kind, bool lbr, int64_t batch, int64_t gh, int64_t hidden,
                          int threads, bool r_const, int64_t *units)
 {
@@ -457,9 +470,8 @@ static pl_status *rnn_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
 {
     rnn_kernel t;
     memset(&t, 0, sizeof t);
-    t.kind = strcmp(node->op, "LSTM") == 0  ? RNN_KIND_LSTM
-             : strcmp(node->op, "GRU") == 0 ? RNN_KIND_GRU
-                                            : RNN_KIND_RNN;
+    if (!rnn_kind_of(node->op, &t.kind))
+        t.kind = RNN_KIND_RNN;
     t.gates = t.kind == RNN_KIND_LSTM ? 4 : t.kind == RNN_KIND_GRU ? 3 : 1;
     bool present_out[8] = {false};
     if (node->n_outputs > 8)
