@@ -258,7 +258,7 @@ static void case_minor_newer(void)
     pl_module_info info;
     th_module_info(rt, i, &info);
     TH_CHECK(info.abi_major == 1, "abi_major %u", info.abi_major);
-    TH_CHECK(info.abi_minor == 7, "abi_minor %u, expected 7", info.abi_minor);
+    TH_CHECK(info.abi_minor == 99, "abi_minor %u, expected 99", info.abi_minor);
     TH_CHECK(info.device_count == 1, "device_count %d", info.device_count);
     TH_CHECK(strcmp(info.name, "fx_minor_newer") == 0, "name %s", info.name);
     pl_runtime_destroy(rt);

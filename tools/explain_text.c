@@ -112,7 +112,8 @@ static void pl_text_rest(FILE *f, json_t *root)
     const char *executor = pl_js(root, "executor");
     fprintf(f, "\nsteps of a run (%s):\n",
             strcmp(executor, "caller") == 0
-                ? "one after another in the caller; a pinned-thread module's on its worker"
+                ? "one after another in the caller; a pinned-thread module's there too "
+                  "when it allows it, else on its worker"
                 : "pushed to the dependency engine");
     json_t *st;
     json_array_foreach(json_object_get(root, "steps"), i, st)

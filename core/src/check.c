@@ -896,7 +896,7 @@ static void chk_concurrency(chk *c, const chk_ready *r)
     chk_begin(c, check);
     if (r->m->api.capabilities & PL_CAP_PINNED_THREAD) {
         chk_say(c, check, PL_CHECK_SKIP,
-                "PL_CAP_PINNED_THREAD: the core runs its work from one thread per device");
+                "PL_CAP_PINNED_THREAD: the core runs its work one call at a time");
         return;
     }
     int nthreads = c->threads;

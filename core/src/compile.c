@@ -160,7 +160,12 @@ pl_status *pl_program_compile(pl_program *p, pl_warnings *w, long *out_failed)
                 pl_compile_store(p, st, &key, w);
         }
         st->compiled_var = pl_engine_new_var(p->rt->engine);
-        if (st->compiled_var == NULL)
+        st->run_mu = pl_malloc(sizeof *st->run_mu);
+        if (st->run_mu != NULL && pthread_mutex_init(st->run_mu, NULL) != 0) {
+            pl_free(st->run_mu);
+            st->run_mu = NULL;
+        }
+        if (st->compiled_var == NULL || st->run_mu == NULL)
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory creating a session");
     }
     return NULL;

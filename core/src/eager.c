@@ -370,6 +370,7 @@ static pl_status *pl_eager_fn(void *arg, const pl_run_context *rc)
                         .requests = e->kernel ? c->requests : NULL,
                         .workspace = ws,
                         .workspace_bytes = e->workspace};
+    pl_module_work_begin(m);
     if (e->kernel != NULL) {
         st = m->api.kernel_run(m->ctx, e->kernel, &args);
     } else {
@@ -377,6 +378,7 @@ static pl_status *pl_eager_fn(void *arg, const pl_run_context *rc)
         st = m->api.run(m->ctx, e->compiled, &args);
         pthread_mutex_unlock(&e->run_mu);
     }
+    pl_module_work_end(m);
     if (ws != NULL)
         m->api.mem_free(m->ctx, e->device, ws);
     return st;

@@ -69,6 +69,10 @@ void pl_program_destroy(pl_program *p)
         pl_cache_unmap(st->blob, st->blob_bytes); /* after release: it read the blob */
         if (st->compiled_var != NULL)
             pl_engine_delete_var(p->rt->engine, st->compiled_var);
+        if (st->run_mu != NULL) {
+            pthread_mutex_destroy(st->run_mu);
+            pl_free(st->run_mu);
+        }
         pl_graph_view_destroy(st->view);
         pl_free(st->in);
         pl_free(st->out);

@@ -17,6 +17,7 @@
 #ifndef PL_CORE_PROGRAM_H
 #define PL_CORE_PROGRAM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,6 +87,7 @@ typedef struct pl_prog_step {
     pl_graph_view *view;         /* subgraph: owned */
     pl_compiled *compiled;       /* subgraph: owned, after compile */
     pl_var *compiled_var;        /* serialises runs of one compiled subgraph */
+    pthread_mutex_t *run_mu;     /* ... and so does this, in sequential runs */
     const char *cache;           /* subgraph: "off", "hit", "stored", "miss" */
     const void *blob;            /* a hit of a PL_CAP_KEEPS_BLOB module: the */
     size_t blob_bytes;           /* cache entry, mapped until compiled's release */

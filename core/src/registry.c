@@ -34,7 +34,38 @@ pl_module *pl_module_new(pl_runtime *rt, const char *path)
     m->status = PL_MODULE_REJECTED;
     m->refs = 1;
     pthread_mutex_init(&m->configure_mu, NULL);
+    pthread_mutex_init(&m->work_mu, NULL);
     return m;
+}
+
+void pl_module_work_begin(pl_module *module)
+{
+    if (module->api.capabilities & PL_CAP_PINNED_THREAD)
+        pthread_mutex_lock(&module->work_mu);
+}
+
+void pl_module_work_end(pl_module *module)
+{
+    if (module->api.capabilities & PL_CAP_PINNED_THREAD)
+        pthread_mutex_unlock(&module->work_mu);
+}
+
+/* A thread's identity for pl_module_home_here: the address of a
+ * thread-local, distinct among live threads (a thread that reuses an
+ * exited one's may inherit its home, which costs nothing: calls stay one
+ * at a time). */
+static _Thread_local char pl_thread_token;
+
+bool pl_module_home_here(pl_module *m)
+{
+    const uint32_t both = PL_CAP_PINNED_THREAD | PL_CAP_RUNS_IN_CALLER;
+    if ((m->api.capabilities & both) != both)
+        return false;
+    uintptr_t self = (uintptr_t)&pl_thread_token, none = 0;
+    uintptr_t home = atomic_load_explicit(&m->home, memory_order_relaxed);
+    if (home == self)
+        return true;
+    return home == 0 && atomic_compare_exchange_strong(&m->home, &none, self);
 }
 
 static void pl_module_free_outputs(pl_module *m)
@@ -79,6 +110,7 @@ void pl_module_release(pl_module *module)
     pl_free(module->device_names);
     pl_module_free_outputs(module);
     pthread_mutex_destroy(&module->configure_mu);
+    pthread_mutex_destroy(&module->work_mu);
     pl_free(module->name);
     pl_free(module->path);
     pl_free(module->reason);

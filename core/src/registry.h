@@ -5,6 +5,8 @@
 #define PL_CORE_REGISTRY_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdbool.h>
 
 #include "config.h"
@@ -48,6 +50,11 @@ struct pl_module {
     pl_kv_pair *outputs; /* configure's outputs */
     size_t n_outputs;
     pthread_mutex_t configure_mu; /* configure and vendor calls */
+    /* PL_CAP_PINNED_THREAD: held around each call into its work, so that
+     * its dedicated thread and its home thread (PL_CAP_RUNS_IN_CALLER,
+     * pl_module_home_here) never run it at once. */
+    pthread_mutex_t work_mu;
+    _Atomic uintptr_t home; /* the home thread's token; 0 = none yet */
     pl_extension *exts;  /* vendor functions that passed the checks */
     size_t n_exts;
     _Atomic int refs;    /* the runtime's + every live object's */
@@ -125,6 +132,15 @@ void pl_module_retain(pl_module *module);
 /* Releases a reference; the last one shuts the instance down, closes the
  * library and releases the module's reference on its runtime. */
 void pl_module_release(pl_module *module);
+
+/* Around each call into a module's work (kernel_run, run): for a
+ * pinned-thread module, one call at a time (work_mu); nothing otherwise. */
+void pl_module_work_begin(pl_module *module);
+void pl_module_work_end(pl_module *module);
+/* Whether the calling thread may run M's steps itself (a sequential run):
+ * M is pinned-thread with PL_CAP_RUNS_IN_CALLER and this thread is its
+ * home, the first that asked (claimed here). */
+bool pl_module_home_here(pl_module *m);
 
 /* Drops a reference on the runtime; the last one frees it. */
 void pl_runtime_unref(pl_runtime *rt);

@@ -336,8 +336,10 @@ static void pl_runner_give_back(pl_runner *r, pl_runctx *rc)
  * order (an order in which every value is made before it is read): every
  * step is on the host and synchronous (no device, no asynchronous
  * module). The CPU pool's steps then run in the caller itself; a step of a
- * pinned-thread module (oneDNN's OpenMP team) is pushed to its worker and
- * waited for. Pushing a CPU step through the engine cost about a
+ * pinned-thread module (oneDNN's OpenMP team) runs here too when the
+ * module allows it (PL_CAP_RUNS_IN_CALLER) and this thread is its home
+ * (pl_module_home_here), else it is pushed to its worker and waited for.
+ * Pushing a CPU step through the engine cost about a
  * microsecond of bookkeeping, locks and a cross-thread hand-off each (a
  * chain of 64 [1,64] Tanh: 1.27 us a step, 0.2 in the caller), for a
  * concurrency the steps of one run rarely have on a few cores; ONNX
@@ -476,10 +478,21 @@ static pl_status *pl_step_fn(void *arg, const pl_run_context *run)
     pl_status *err = NULL;
     switch (st->kind) {
     case PL_STEP_KERNEL:
+        pl_module_work_begin(st->module);
         err = st->module->api.kernel_run(st->module->ctx, st->kernel, &c->args);
+        pl_module_work_end(st->module);
         break;
     case PL_STEP_SUBGRAPH:
+        /* Uncontended when the engine runs it (compiled_var); in sequential
+         * runs of one session from two threads, the lock is what keeps
+         * "one compiled subgraph never runs twice at once". */
+        pl_module_work_begin(st->module);
+        if (st->run_mu != NULL)
+            pthread_mutex_lock(st->run_mu);
         err = st->module->api.run(st->module->ctx, st->compiled, &c->args);
+        if (st->run_mu != NULL)
+            pthread_mutex_unlock(st->run_mu);
+        pl_module_work_end(st->module);
         break;
     case PL_STEP_COPY:
         err = pl_copy_run(c);
@@ -704,6 +717,7 @@ static pl_status *pl_run_sequential(pl_program *p, pl_runctx *rc, pl_status *st)
      * while it waits has */
     pl_run_context run = {.header = PL_ABI_HEADER_INIT(pl_run_context),
                           .worker = pl_runtime_thread_count(p->rt)};
+    pl_threadpool *pool = pl_engine_cpu_pool(p->rt->engine);
     for (size_t i = 0; st == NULL && i < p->n_steps; i++) {
         const pl_prog_step *step = &p->steps[i];
         if (pl_run_exec_ctx(p, step).kind == PL_EXEC_CPU) {
@@ -711,7 +725,18 @@ static pl_status *pl_run_sequential(pl_program *p, pl_runctx *rc, pl_status *st)
             st = pl_step_fn(&rc->calls[i], &run);
             continue;
         }
-        /* a pinned-thread module's step: on its worker, waited for */
+        if (pl_module_home_here(step->module)) {
+            /* A pinned-thread module's step in its home thread: here, with
+             * the CPU pool's idle workers kept from spinning against its
+             * team, as the engine keeps them for its dedicated thread. */
+            run.device = p->devs[step->dev].device;
+            pl_threadpool_hold_spin(pool, 1);
+            st = pl_step_fn(&rc->calls[i], &run);
+            pl_threadpool_hold_spin(pool, -1);
+            continue;
+        }
+        /* a pinned-thread module's step from another thread than its home:
+         * on its worker, waited for */
         pl_var *done = step->compiled_var;
         for (size_t k = 0; done == NULL && k < step->n_out; k++)
             if (step->out[k] >= 0)

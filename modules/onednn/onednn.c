@@ -367,7 +367,7 @@ static const pl_module_api onednn_api = {
     .version = ONEDNN_VERSION_STRING,
     .vendor = "Plinth",
     .capabilities = PL_CAP_SYMBOLIC | PL_CAP_HOST_MEMORY | PL_CAP_EXPORT | PL_CAP_PINNED_THREAD |
-                    PL_CAP_OWNS_CONSTANTS | PL_CAP_KEEPS_BLOB,
+                    PL_CAP_OWNS_CONSTANTS | PL_CAP_KEEPS_BLOB | PL_CAP_RUNS_IN_CALLER,
     .init = onednn_init,
     .shutdown = onednn_shutdown,
     .device_count = onednn_device_count,

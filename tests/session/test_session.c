@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../explain_json.h"
 #include "../harness.h"
@@ -3089,6 +3091,186 @@ static void case_pin_bad_device(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- which threads run a module's work (tests/fixtures/pinned_module.c) ---- */
+
+/* A runtime on cpu and the thread fixture FIXTURE (fx_pinned, fx_pinned17
+ * or fx_serial), placed first, with SLEEP_US in its section. */
+static pl_runtime *thread_fixture_runtime(const char *fixture, int sleep_us)
+{
+    const char *dir = th_path(th_tempdir(), "mods");
+    th_mkdir(dir, 0755);
+    th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
+    th_copy_file(th_path(th_arg(0), "libplinth_json.so"), th_path(dir, "libplinth_json.so"), 0644);
+    char file[64];
+    snprintf(file, sizeof file, "%s.so", fixture);
+    th_copy_file(th_path(th_arg(3), file), th_path(dir, file), 0644);
+    const char *ini = th_path(th_tempdir(), "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    /* choose = first: the fixture gives no estimate, and the tiny model
+     * must reach it whatever a hand-off is thought to cost. */
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = %s, cpu\n"
+               "choose = first\n[%s]\nsleep_us = %d\n",
+            dir, fixture, fixture, sleep_us);
+    fclose(f);
+    pl_runtime_options o = th_options(ini);
+    return th_runtime_create(&o);
+}
+
+/* x -> Relu r1 (the fixture) -> Sigmoid s (cpu) -> Relu r2 (the fixture)
+ * -> y, over ew_dims: two compiled subgraphs with a cpu step between. */
+static const char *write_relu_sigmoid_relu(void)
+{
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 2, ew_dims, NULL);
+    mb_node(&m, "r1", "Relu", "\"x\"", "\"a\"", NULL);
+    mb_node(&m, "s", "Sigmoid", "\"a\"", "\"b\"", NULL);
+    mb_node(&m, "r2", "Relu", "\"b\"", "\"y\"", NULL);
+    return mb_end(&m, "\"x\"", "\"y\"");
+}
+
+static void run_relu_sigmoid_relu(pl_session *s)
+{
+    float x[EW_N], y[EW_N];
+    fill(x, EW_N, 31, 2.0f);
+    for (int i = 0; i < EW_N; i++)
+        y[i] = 1.0f / (1.0f + expf(-relu_f(x[i])));
+    const char *names[1] = {"y"};
+    const float *want[1] = {y};
+    size_t n[1] = {EW_N};
+    run_expect(s, x, 2, ew_dims, 1, names, want, n, 1e-6f);
+}
+
+static long thread_counter(pl_runtime *rt, const char *fixture, const char *key)
+{
+    TH_CHECK_OK(pl_runtime_configure_module(rt, fixture, NULL, NULL, 0));
+    long m = pl_runtime_find_module(rt, fixture);
+    TH_CHECK(m >= 0, "%s is not loaded", fixture);
+    for (size_t k = 0; k < pl_runtime_module_output_count(rt, (size_t)m); k++) {
+        const char *name, *value;
+        pl_runtime_module_output(rt, (size_t)m, k, &name, &value);
+        if (strcmp(name, key) == 0)
+            return atol(value);
+    }
+    th_fail(__FILE__, __LINE__, "%s answers no %s", fixture, key);
+}
+
+struct thread_runs {
+    pl_session *s;
+    int runs;
+    long tid;
+};
+
+static void *thread_runs_main(void *arg)
+{
+    struct thread_runs *t = arg;
+    t->tid = (long)syscall(SYS_gettid);
+    for (int i = 0; i < t->runs; i++)
+        run_relu_sigmoid_relu(t->s);
+    return NULL;
+}
+
+/* Runs S RUNS times in each of N new threads at once, and HERE times in
+ * this thread meanwhile; their thread ids go to TIDS. */
+static void run_in_threads(pl_session *s, int n, int runs, int here, long *tids)
+{
+    pthread_t th[8];
+    struct thread_runs t[8];
+    TH_CHECK(n <= 8, "too many threads");
+    for (int i = 0; i < n; i++) {
+        t[i] = (struct thread_runs){.s = s, .runs = runs};
+        TH_CHECK(pthread_create(&th[i], NULL, thread_runs_main, &t[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < here; i++)
+        run_relu_sigmoid_relu(s);
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        if (tids != NULL)
+            tids[i] = t[i].tid;
+    }
+}
+
+/* PL_CAP_RUNS_IN_CALLER: the thread that first runs the model runs the
+ * module's steps itself; another thread's runs go to the dedicated thread;
+ * the module never runs twice at once, even with four threads running the
+ * session together. */
+static void case_pinned_in_caller(void)
+{
+    pl_runtime *rt = thread_fixture_runtime("fx_pinned", 0);
+    pl_session *s = session_for(rt, write_relu_sigmoid_relu());
+    long self = (long)syscall(SYS_gettid);
+    run_relu_sigmoid_relu(s);
+    TH_CHECK(thread_counter(rt, "fx_pinned", "runs") == 2, "%ld runs, expected 2",
+             thread_counter(rt, "fx_pinned", "runs"));
+    TH_CHECK(thread_counter(rt, "fx_pinned", "last_tid") == self,
+             "the module's step ran in thread %ld, not in the caller %ld",
+             thread_counter(rt, "fx_pinned", "last_tid"), self);
+    long other;
+    run_in_threads(s, 1, 1, 0, &other);
+    long last = thread_counter(rt, "fx_pinned", "last_tid");
+    TH_CHECK(last != self && last != other,
+             "a second thread's run of a pinned-thread module ran in %ld (home %ld, "
+             "caller %ld), not on its dedicated thread",
+             last, self, other);
+    TH_CHECK(thread_counter(rt, "fx_pinned", "threads") == 2, "%ld threads ran the module",
+             thread_counter(rt, "fx_pinned", "threads"));
+    const char *keys[1] = {"sleep_us"}, *values[1] = {"300"};
+    TH_CHECK_OK(pl_runtime_configure_module(rt, "fx_pinned", keys, values, 1));
+    run_in_threads(s, 3, 10, 10, NULL); /* the home thread too, meanwhile */
+    TH_CHECK(thread_counter(rt, "fx_pinned", "module_overlaps") == 0,
+             "%ld runs of the module overlapped another",
+             thread_counter(rt, "fx_pinned", "module_overlaps"));
+    TH_CHECK(thread_counter(rt, "fx_pinned", "runs") == 2 + 2 + 60 + 20, "%ld runs",
+             thread_counter(rt, "fx_pinned", "runs"));
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* Without PL_CAP_RUNS_IN_CALLER a pinned-thread module's steps run on its
+ * dedicated thread alone, whoever runs the model. */
+static void case_pinned_dedicated(void)
+{
+    pl_runtime *rt = thread_fixture_runtime("fx_pinned17", 0);
+    pl_session *s = session_for(rt, write_relu_sigmoid_relu());
+    long self = (long)syscall(SYS_gettid);
+    run_relu_sigmoid_relu(s);
+    long tids[2];
+    run_in_threads(s, 2, 5, 5, tids);
+    long last = thread_counter(rt, "fx_pinned17", "last_tid");
+    TH_CHECK(last != self && last != tids[0] && last != tids[1],
+             "the module's step ran in a caller (%ld)", last);
+    TH_CHECK(thread_counter(rt, "fx_pinned17", "threads") == 1,
+             "%ld threads ran a module that asked for one",
+             thread_counter(rt, "fx_pinned17", "threads"));
+    TH_CHECK(thread_counter(rt, "fx_pinned17", "module_overlaps") == 0, "runs overlapped");
+    TH_CHECK(thread_counter(rt, "fx_pinned17", "runs") == 2 + 2 * (2 * 5 + 5), "%ld runs",
+             thread_counter(rt, "fx_pinned17", "runs"));
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* A host-memory symbolic module runs in the callers of a sequential model,
+ * and several threads run one session at once: each compiled subgraph
+ * still runs once at a time (module.h: "The core never runs one compiled
+ * subgraph twice at once"), while different ones may overlap. */
+static void case_serial_sequential(void)
+{
+    pl_runtime *rt = thread_fixture_runtime("fx_serial", 300);
+    pl_session *s = session_for(rt, write_relu_sigmoid_relu());
+    run_in_threads(s, 4, 10, 0, NULL);
+    TH_CHECK(thread_counter(rt, "fx_serial", "runs") == 80, "%ld runs",
+             thread_counter(rt, "fx_serial", "runs"));
+    TH_CHECK(thread_counter(rt, "fx_serial", "overlaps") == 0,
+             "%ld runs of a compiled subgraph overlapped another run of it",
+             thread_counter(rt, "fx_serial", "overlaps"));
+    TH_CHECK(thread_counter(rt, "fx_serial", "threads") >= 2,
+             "%ld threads ran the module: the callers were expected to",
+             thread_counter(rt, "fx_serial", "threads"));
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -3145,6 +3327,9 @@ int main(int argc, char **argv)
         {"acc_device_15", case_acc_device_15},
         {"many_devices", case_many_devices},
         {"pin_bad_device", case_pin_bad_device},
+        {"pinned_in_caller", case_pinned_in_caller},
+        {"pinned_dedicated", case_pinned_dedicated},
+        {"serial_sequential", case_serial_sequential},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");
