@@ -94,7 +94,9 @@ size_t cpu_gemm_packed_b_floats(int64_t k, int64_t n);
 
 /* Packs op(A), M x K (A stored with leading dimension LDA, transposed when
  * TRANS), into OUT of cpu_gemm_packed_a_floats(M, K) floats, 64-byte
- * aligned. The caller owns OUT; it is read-only for the calls that use it. */
+ * aligned, denormal values flushed to zeros of their sign (a multiply by
+ * one costs a microcode assist; see gemm.c). The caller owns OUT; it is
+ * read-only for the calls that use it. */
 void cpu_gemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, bool trans, float *out);
 
 /* The same for op(B), K x N, into cpu_gemm_packed_b_floats(K, N) floats. */
