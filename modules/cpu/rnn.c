@@ -127,6 +127,18 @@ static int64_t rnn_y_at(const rnn_kernel *k, int64_t t, int64_t d, int64_t b)
            k->hidden;
 }
 
+/* One plain RNN step of W units of one row: H = act(G + XW), clipped
+ * first when the node asks. */
+static void rnn_plain_cell(const rnn_kernel *k, const rnn_act *act, const float *g,
+                           const float *xw, float *h, int64_t w)
+{
+    for (int64_t j = 0; j < w; j++)
+        h[j] = g[j] + xw[j];
+    if (k->has_clip)
+        rnn_clip(h, w, k->clip);
+    rnn_act_apply(&act[0], h, w);
+}
+
 /* One LSTM step of W units of one row: G holds their recurrent product
  * (i, o, f, c blocks, GS apart), XW their projection (blocks XS apart), P
  * their peepholes (blocks hidden apart) or NULL; H is written, C updated in
@@ -223,11 +235,7 @@ static void rnn_step(const rnn_call *c, int d, int64_t t, int64_t b0, int64_t ro
         const float *xw = c->xw + (k->layout ? b * k->seq + t : t * k->batch + b) * n_xw + d * gh;
         switch (k->kind) {
         case RNN_KIND_RNN:
-            for (int64_t j = 0; j < hs; j++)
-                hi[j] = gi[j] + xw[j];
-            if (k->has_clip)
-                rnn_clip(hi, hs, k->clip);
-            rnn_act_apply(&act[0], hi, hs);
+            rnn_plain_cell(k, act, gi, xw, hi, hs);
             break;
         case RNN_KIND_LSTM:
             rnn_lstm_cell(k, act, p, gi, hs, xw, hs, hi, cs + i * hs, hs);
@@ -366,11 +374,7 @@ static void rnn_split_chunk(void *arg, size_t begin, size_t end, int worker)
                 c->xw + (k->layout ? b * k->seq + t : t * k->batch + b) * n_xw + d * k->gh + j0;
             switch (k->kind) {
             case RNN_KIND_RNN:
-                for (int64_t j = 0; j < w; j++)
-                    hn[j] = gb[j] + xw[j];
-                if (k->has_clip)
-                    rnn_clip(hn, w, k->clip);
-                rnn_act_apply(&act[0], hn, w);
+                rnn_plain_cell(k, act, gb, xw, hn, w);
                 break;
             case RNN_KIND_LSTM:
                 rnn_lstm_cell(k, act, p, gb, w, xw, hs, hn, c->cs + b * hs + j0, w);
