@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Quantize models of the PyTorch zoo with ONNX Runtime's quantization tool, as deployments do.
 
-    python3 bench/zoo/make_quant_zoo.py [--zoo DIR] [--out DIR] [--list]
+    python3 bench/zoo/make_quant_zoo.py [--zoo DIR] [--out DIR] [--list] [--only NAME,...]
 
 (needs `pip install onnxruntime onnx numpy`: the interpreter on PATH; DIR is the PyTorch zoo that
 `ctest -R zoo.models` exports, default build/tests/zoo/zoo.)
@@ -11,7 +11,8 @@ Int8 models in the field mostly come from onnxruntime.quantization, in three for
        (u8 activations, s8 weights, per-tensor), calibrated on a few perturbed inputs;
   qop  quantize_static, QuantFormat.QOperator: QLinearConv, QLinearMatMul, QLinearAdd and the
        like, with some ops (Resize, MaxPool, Concat) run on the u8 tensors themselves;
-  dyn  quantize_dynamic: DynamicQuantizeLinear, MatMulInteger and ConvInteger on s8 weights.
+  dyn  quantize_dynamic: DynamicQuantizeLinear, MatMulInteger and ConvInteger on s8 weights,
+       an LSTM as com.microsoft DynamicQuantizeLSTM (X and the hidden state quantized as it runs).
 Each model is preprocessed with quant_pre_process first, as the tool's documentation asks.
 
 References are ONNX Runtime's outputs with graph optimisations off (ORT_DISABLE_ALL): the
@@ -41,7 +42,8 @@ PICK = [
     ("yolo_s", ("qop",)),
     ("transformer_causal", ("qdq", "dyn")),
     ("vit_s", ("qdq",)),
-    ("bilstm", ("qdq",)),
+    ("bilstm", ("qdq", "dyn")),
+    ("lstm2", ("dyn",)),
     ("wav2vec_fe", ("qdq",)),
     ("convnext_s", ("dyn",)),
 ]
@@ -54,6 +56,9 @@ def main():
     ap.add_argument("--zoo", default=os.path.join(root, "build", "tests", "zoo", "zoo"))
     ap.add_argument("--out", default=os.path.join(root, "tests", "zoo", "quant"))
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="comma-separated model names (resnet50_s_qdq, ...): make only these and "
+                         "merge them into the manifest already in --out")
     a = ap.parse_args()
     if a.list:
         for name, forms in PICK:
@@ -74,8 +79,18 @@ def main():
 
     manifest = {e["name"]: e for e in json.load(open(os.path.join(a.zoo, "manifest.json")))["models"]}
     os.makedirs(a.out, exist_ok=True)
+    only = set(x for x in a.only.split(",") if x)
     entries = []
+    if only:
+        known = set("%s_%s" % (b, f) for b, fs in PICK for f in fs)
+        if only - known:
+            sys.exit("make_quant_zoo.py: not in the pick: %s" % ", ".join(sorted(only - known)))
+        kept = json.load(open(os.path.join(a.out, "manifest.json")))["models"]
+        entries = [e for e in kept if e["name"] not in only]
     for base, forms in PICK:
+        forms = tuple(f for f in forms if not only or "%s_%s" % (base, f) in only)
+        if not forms:
+            continue
         e = manifest[base]
         feeds = {i["name"]: np.load(os.path.join(a.zoo, i["file"])) for i in e["inputs"]}
         rng = np.random.RandomState(7)

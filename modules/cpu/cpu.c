@@ -18,6 +18,7 @@
 #include <plinth/module.h>
 
 #include "cpu_kernel.h"
+#include "rnn.h"
 
 #define CPU_NAME "cpu"
 #define CPU_VERSION "0.1.0"
@@ -45,6 +46,8 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     /* A build whose op tables give an op two entries would silently never
      * run the second one's kernels: refuse it, naming both. */
     pl_status *st = cpu_op_tables_check();
+    if (st == NULL)
+        st = rnn_q8_register(host_ctx);
     if (st != NULL)
         return st;
     pl_module_ctx *ctx = cpu_host->host_alloc(host_ctx, sizeof *ctx, 0);

@@ -182,6 +182,10 @@ typedef struct cpu_op_entry {
 /* An op of Plinth's own domain, "ai.plinth" (what the core lowers ONNX ops
  * to), found only there. */
 #define CPU_OP_PLINTH_DOMAIN 32u
+/* An op of ONNX Runtime's contrib domain, "com.microsoft", that the module
+ * runs itself (cpu.c registers its schema, so the core keeps the node
+ * instead of lowering it), found only there. */
+#define CPU_OP_MS_DOMAIN 64u
 
 /* The float inputs and output 0 may be f64 instead of f32, all of them. */
 #define CPU_OP_F64 4u

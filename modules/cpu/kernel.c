@@ -46,15 +46,31 @@ pl_status *cpu_op_tables_check(void)
                                    op, cpu_op_table_files[first], cpu_op_table_files[second]);
 }
 
-/* The entry of OP of DOMAIN ("" or "ai.plinth"; cpu_op_tables_check made
- * it the only one). */
+/* The domain flag of DOMAIN: 0 for ONNX's, CPU_OP_PLINTH_DOMAIN or
+ * CPU_OP_MS_DOMAIN; false for a domain the module has no op of. */
+static bool cpu_domain_flag(const char *domain, uint32_t *out)
+{
+    if (domain[0] == '\0' || strcmp(domain, "ai.onnx") == 0)
+        *out = 0;
+    else if (strcmp(domain, "ai.plinth") == 0)
+        *out = CPU_OP_PLINTH_DOMAIN;
+    else if (strcmp(domain, "com.microsoft") == 0)
+        *out = CPU_OP_MS_DOMAIN;
+    else
+        return false;
+    return true;
+}
+
+/* The entry of OP of DOMAIN (cpu_op_tables_check made it the only one). */
 static const cpu_op_entry *cpu_find_op(const char *domain, const char *op)
 {
-    bool plinth = strcmp(domain, "ai.plinth") == 0;
+    uint32_t want;
+    if (!cpu_domain_flag(domain, &want))
+        return NULL;
     for (size_t t = 0; t < CPU_N_OP_TABLES; t++)
         for (const cpu_op_entry *e = cpu_op_tables[t]; e->op != NULL; e++)
             if (strcmp(e->op, op) == 0)
-                return plinth == ((e->flags & CPU_OP_PLINTH_DOMAIN) != 0) ? e : NULL;
+                return (e->flags & (CPU_OP_PLINTH_DOMAIN | CPU_OP_MS_DOMAIN)) == want ? e : NULL;
     return NULL;
 }
 
@@ -341,9 +357,7 @@ pl_status *cpu_get_kernel(pl_module_ctx *ctx, int device, const pl_node_desc *no
                                        "(ABI 1.0 has %zu) or without an op",
                                        node->header.struct_size, sizeof(pl_node_desc));
     const char *domain = node->domain != NULL ? node->domain : "";
-    const cpu_op_entry *e = domain[0] == '\0' || strcmp(domain, "ai.plinth") == 0
-                                ? cpu_find_op(domain, node->op)
-                                : NULL;
+    const cpu_op_entry *e = cpu_find_op(domain, node->op);
     if (e == NULL && domain[0] != '\0')
         return cpu_host->status_create(PL_CODE_UNSUPPORTED,
                                        "cpu: no kernel for op '%s' of domain '%s'", node->op,

@@ -115,16 +115,33 @@ static void rnn_rec_gemm(const rnn_call *c, int d, const float *packed, int64_t 
 
 /* The element offset of the state of (direction D, batch row B) in
  * initial_h / Y_h (layout 0: [dirs, batch, H]; 1: [batch, dirs, H]). */
-static int64_t rnn_state_at(const rnn_kernel *k, int64_t d, int64_t b)
+int64_t rnn_state_at(const rnn_kernel *k, int64_t d, int64_t b)
 {
     return (k->layout ? b * k->dirs + d : d * k->batch + b) * k->hidden;
 }
 
 /* The same in Y (layout 0: [seq, dirs, batch, H]; 1: [batch, seq, dirs, H]). */
-static int64_t rnn_y_at(const rnn_kernel *k, int64_t t, int64_t d, int64_t b)
+int64_t rnn_y_at(const rnn_kernel *k, int64_t t, int64_t d, int64_t b)
 {
     return (k->layout ? (b * k->seq + t) * k->dirs + d : (t * k->dirs + d) * k->batch + b) *
            k->hidden;
+}
+
+void rnn_state_init(const rnn_kernel *k, int64_t d, int64_t b, const float *h0, const float *c0,
+                    float *h, float *c)
+{
+    const size_t bytes = (size_t)k->hidden * sizeof(float);
+    int64_t at = rnn_state_at(k, d, b);
+    if (h0 != NULL)
+        memcpy(h, h0 + at, bytes);
+    else
+        memset(h, 0, bytes);
+    if (c == NULL)
+        return;
+    if (c0 != NULL)
+        memcpy(c, c0 + at, bytes);
+    else
+        memset(c, 0, bytes);
 }
 
 /* One plain RNN step of W units of one row: H = act(G + XW), clipped
@@ -139,11 +156,7 @@ static void rnn_plain_cell(const rnn_kernel *k, const rnn_act *act, const float 
     rnn_act_apply(&act[0], h, w);
 }
 
-/* One LSTM step of W units of one row: G holds their recurrent product
- * (i, o, f, c blocks, GS apart), XW their projection (blocks XS apart), P
- * their peepholes (blocks hidden apart) or NULL; H is written, C updated in
- * place. */
-static void rnn_lstm_cell(const rnn_kernel *k, const rnn_act *act, const float *p, float *g,
+void rnn_lstm_cell(const rnn_kernel *k, const rnn_act *act, const float *p, float *g,
                           int64_t gs, const float *xw, int64_t xs, float *h, float *c,
                           int64_t hs)
 {
@@ -298,19 +311,9 @@ static void rnn_rec_chunk(void *arg, size_t begin, size_t end, int worker)
         float *rh = (float *)(void *)(area + k->off_rh);
         float *rec2 = (float *)(void *)(area + k->off_rec2);
         float *scratch = (float *)(void *)(area + k->off_scratch);
-        for (int64_t i = 0; i < rows; i++) {
-            int64_t at = rnn_state_at(k, d, b0 + i);
-            if (c->h0 != NULL)
-                memcpy(h + i * hs, c->h0 + at, (size_t)hs * sizeof(float));
-            else
-                memset(h + i * hs, 0, (size_t)hs * sizeof(float));
-            if (k->kind != RNN_KIND_LSTM)
-                continue;
-            if (c->c0 != NULL)
-                memcpy(cs + i * hs, c->c0 + at, (size_t)hs * sizeof(float));
-            else
-                memset(cs + i * hs, 0, (size_t)hs * sizeof(float));
-        }
+        for (int64_t i = 0; i < rows; i++)
+            rnn_state_init(k, d, b0 + i, c->h0, c->c0, h + i * hs,
+                           k->kind == RNN_KIND_LSTM ? cs + i * hs : NULL);
         bool rev = k->reverse || d == 1;
         for (int64_t s = 0; s < k->seq; s++) {
             int64_t t = rev ? k->seq - 1 - s : s;
@@ -415,17 +418,8 @@ static void rnn_split_run(pl_module_ctx *ctx, rnn_call *c)
                     (float *)(void *)(c->area + k->sp_h[1])};
     c->cs = (float *)(void *)(c->area + k->sp_c);
     for (int d = 0; d < (int)k->dirs; d++) {
-        for (int64_t b = 0; b < k->batch; b++) {
-            int64_t at = rnn_state_at(k, d, b);
-            if (c->h0 != NULL)
-                memcpy(hb[0] + b * hs, c->h0 + at, (size_t)hs * sizeof(float));
-            else
-                memset(hb[0] + b * hs, 0, (size_t)hs * sizeof(float));
-            if (c->c0 != NULL)
-                memcpy(c->cs + b * hs, c->c0 + at, (size_t)hs * sizeof(float));
-            else
-                memset(c->cs + b * hs, 0, (size_t)hs * sizeof(float));
-        }
+        for (int64_t b = 0; b < k->batch; b++)
+            rnn_state_init(k, d, b, c->h0, c->c0, hb[0] + b * hs, c->cs + b * hs);
         bool rev = k->reverse || d == 1;
         c->split_d = d;
         for (int64_t s = 0; s < k->seq; s++) {
@@ -479,9 +473,7 @@ static pl_status *rnn_check_inputs(const rnn_kernel *k, const pl_run_args *args)
     return NULL;
 }
 
-/* The combined bias of the projection into BIAS: Wb + Rb per gate, except
- * GRU's hidden gate under linear_before_reset (Wbh only). */
-static void rnn_fill_bias(const rnn_kernel *k, const float *b, float *bias)
+void rnn_fill_bias(const rnn_kernel *k, const float *b, float *bias)
 {
     const int64_t gh = k->gh, hs = k->hidden;
     for (int64_t d = 0; d < k->dirs; d++)
@@ -514,7 +506,44 @@ static void rnn_pack_r(const rnn_kernel *k, rnn_call *c, char *buf)
     }
 }
 
-pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
+/* The float layers' run between rnn_run_outputs' set-up and its end. */
+static void rnn_body(pl_module_ctx *ctx, const rnn_kernel *k, const pl_run_args *args,
+                     float *const outs[3], char *ws)
+{
+    rnn_call c = {.k = k,
+                  .x = rnn_input(args, RNN_X, true),
+                  .w = rnn_input(args, RNN_W, true),
+                  .r = rnn_input(args, RNN_R, true),
+                  .p = rnn_input(args, RNN_P, k->has_p),
+                  .h0 = rnn_input(args, RNN_H0, k->has_h0),
+                  .c0 = rnn_input(args, RNN_C0, k->has_c0),
+                  .lens = k->has_lens ? math_in(args, RNN_LENS) : NULL,
+                  .y = outs[0],
+                  .yh = outs[1],
+                  .yc = outs[2],
+                  .xw = (float *)(void *)ws,
+                  .area = ws + k->ws_area};
+    if (k->slices == 0)
+        rnn_pack_r(k, &c, ws + k->ws_rpack);
+    if (k->has_b) {
+        const float *b = rnn_input(args, RNN_B, true);
+        float *bias = (float *)(void *)(ws + k->ws_bias);
+        rnn_fill_bias(k, b, bias);
+        c.bias = bias;
+        if (k->kind == RNN_KIND_GRU && k->lbr)
+            c.rbh = b + k->gh + 2 * k->hidden;
+    }
+    if (k->proj_tasks > 0)
+        cpu_host->parallel_for(ctx->host_ctx, (size_t)k->proj_tasks, 1, rnn_proj_chunk, &c);
+    if (k->slices > 0)
+        rnn_split_run(ctx, &c);
+    else
+        cpu_host->parallel_for(ctx->host_ctx, (size_t)(k->dirs * k->blocks), 1, rnn_rec_chunk,
+                               &c);
+}
+
+pl_status *rnn_run_outputs(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args,
+                           rnn_body_fn body)
 {
     const rnn_kernel *k = (const rnn_kernel *)kernel;
     float *outs[3] = {NULL, NULL, NULL};
@@ -553,38 +582,8 @@ pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_arg
                        ws.base == NULL))
         st = cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->op,
                        "out of memory for %zu bytes of workspace", k->ws_total);
-    if (st == NULL) {
-        rnn_call c = {.k = k,
-                      .x = rnn_input(args, RNN_X, true),
-                      .w = rnn_input(args, RNN_W, true),
-                      .r = rnn_input(args, RNN_R, true),
-                      .p = rnn_input(args, RNN_P, k->has_p),
-                      .h0 = rnn_input(args, RNN_H0, k->has_h0),
-                      .c0 = rnn_input(args, RNN_C0, k->has_c0),
-                      .lens = k->has_lens ? math_in(args, RNN_LENS) : NULL,
-                      .y = outs[0],
-                      .yh = outs[1],
-                      .yc = outs[2],
-                      .xw = (float *)(void *)ws.base,
-                      .area = ws.base + k->ws_area};
-        if (k->slices == 0)
-            rnn_pack_r(k, &c, ws.base + k->ws_rpack);
-        if (k->has_b) {
-            const float *b = rnn_input(args, RNN_B, true);
-            float *bias = (float *)(void *)(ws.base + k->ws_bias);
-            rnn_fill_bias(k, b, bias);
-            c.bias = bias;
-            if (k->kind == RNN_KIND_GRU && k->lbr)
-                c.rbh = b + k->gh + 2 * k->hidden;
-        }
-        if (k->proj_tasks > 0)
-            cpu_host->parallel_for(ctx->host_ctx, (size_t)k->proj_tasks, 1, rnn_proj_chunk, &c);
-        if (k->slices > 0)
-            rnn_split_run(ctx, &c);
-        else
-            cpu_host->parallel_for(ctx->host_ctx, (size_t)(k->dirs * k->blocks), 1,
-                                   rnn_rec_chunk, &c);
-    }
+    if (st == NULL)
+        body(ctx, k, args, outs, ws.base);
     nn_workspace_release(ctx, &ws);
     for (size_t o = 0; o < 3; o++) {
         if (adds[o] == NULL || outs[o] == NULL)
@@ -595,4 +594,9 @@ pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_arg
         cpu_host->host_free(ctx->host_ctx, outs[o]);
     }
     return st;
+}
+
+pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
+{
+    return rnn_run_outputs(ctx, kernel, args, rnn_body);
 }

@@ -120,4 +120,53 @@ int64_t rnn_split_slices(rnn_kind kind, bool lbr, int64_t batch, int64_t gh, int
 /* Runs kernel K (rnn.c): the run_any entry of every RNN, GRU and LSTM. */
 pl_status *rnn_run(pl_module_ctx *ctx, const pl_kernel *k, const pl_run_args *args);
 
+/* ---- what the int8 LSTM (rnn_q8.c) shares --------------------------------- */
+
+/* The body of a run: K's layer over ARGS' inputs into OUTS (Y, Y_h, Y_c;
+ * NULL when not wanted) with WS, K->ws_total bytes of workspace. */
+typedef void (*rnn_body_fn)(pl_module_ctx *ctx, const rnn_kernel *k, const pl_run_args *args,
+                            float *const outs[3], char *ws);
+
+/* A run of kernel K with BODY: the outputs fetched (a PL_REQ_ADD_TO one
+ * computed apart and added), inputs 0-7 checked, the workspace acquired. */
+pl_status *rnn_run_outputs(pl_module_ctx *ctx, const pl_kernel *k, const pl_run_args *args,
+                           rnn_body_fn body);
+
+/* The element offset of the state of (direction D, batch row B) in
+ * initial_h / Y_h, and of step T of it in Y, for K's layout. */
+int64_t rnn_state_at(const rnn_kernel *k, int64_t d, int64_t b);
+int64_t rnn_y_at(const rnn_kernel *k, int64_t t, int64_t d, int64_t b);
+
+/* Row B of direction D's initial state into H and C (NULL: no cell
+ * state): from initial_h / initial_c (H0, C0) when given, else zeros. */
+void rnn_state_init(const rnn_kernel *k, int64_t d, int64_t b, const float *h0, const float *c0,
+                    float *h, float *c);
+
+/* One LSTM step of HS units of one row: G holds their recurrent product
+ * (i, o, f, c blocks, GS apart), XW their projection (blocks XS apart), P
+ * their peepholes (blocks hidden apart) or NULL; H is written, C updated in
+ * place. */
+void rnn_lstm_cell(const rnn_kernel *k, const rnn_act *act, const float *p, float *g, int64_t gs,
+                   const float *xw, int64_t xs, float *h, float *c, int64_t hs);
+
+/* The combined bias of the projection into BIAS ([dirs, gh]) from B
+ * ([dirs, 2 * gh]): Wb + Rb per gate, except GRU's hidden gate under
+ * linear_before_reset (Wbh only). */
+void rnn_fill_bias(const rnn_kernel *k, const float *b, float *bias);
+
+/* get_kernel's readers (rnn_build.c): direction, layout, hidden_size,
+ * clip and the op's flags; then the activations, COUNT per direction. */
+pl_status *rnn_read_attrs(const pl_node_desc *node, rnn_kernel *k);
+pl_status *rnn_read_activations(const pl_node_desc *node, int count, rnn_kernel *k);
+
+/* *total += bytes of FLOATS floats rounded up to a cache line, recording
+ * the offset in *off; false on overflow. */
+bool rnn_place(size_t *total, size_t floats, size_t *off);
+
+/* The kernel of com.microsoft DynamicQuantizeLSTM (rnn_q8.c), and the
+ * registration of its schema (from init), which keeps the core from
+ * lowering the node to a float LSTM. */
+pl_status *rnn_q8_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+pl_status *rnn_q8_register(pl_host_ctx *host_ctx);
+
 #endif

@@ -17,6 +17,8 @@ const cpu_op_entry cpu_ops_rnn[] = {
     {"RNN", rnn_build, 3, 6, 0, CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT | CPU_OP_OPTIONAL_OUTPUTS},
     {"GRU", rnn_build, 3, 6, 0, CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT | CPU_OP_OPTIONAL_OUTPUTS},
     {"LSTM", rnn_build, 3, 8, 0, CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT | CPU_OP_OPTIONAL_OUTPUTS},
+    {"DynamicQuantizeLSTM", rnn_q8_build, 3, 12, 0,
+     CPU_OP_ANY_DTYPE | CPU_OP_MULTI_OUTPUT | CPU_OP_OPTIONAL_OUTPUTS | CPU_OP_MS_DOMAIN},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -75,7 +77,7 @@ static bool rnn_floats_bytes(size_t floats, size_t *out)
 }
 
 /* *total += bytes of FLOATS floats, recording the offset in *off. */
-static bool rnn_place(size_t *total, size_t floats, size_t *off)
+bool rnn_place(size_t *total, size_t floats, size_t *off)
 {
     size_t b;
     if (!rnn_floats_bytes(floats, &b))
@@ -96,7 +98,7 @@ static const pl_graph_api *rnn_view(const pl_node_desc *node)
 }
 
 /* Reads the activations of NODE (COUNT per direction) into K->act. */
-static pl_status *rnn_read_activations(const pl_node_desc *node, int count, rnn_kernel *k)
+pl_status *rnn_read_activations(const pl_node_desc *node, int count, rnn_kernel *k)
 {
     static const char *const defaults[3][3] = {
         {"Tanh", NULL, NULL}, {"Sigmoid", "Tanh", NULL}, {"Sigmoid", "Tanh", "Tanh"}};
@@ -150,7 +152,7 @@ static pl_status *rnn_read_activations(const pl_node_desc *node, int count, rnn_
 }
 
 /* Reads direction, layout, hidden_size, clip and the op's flags. */
-static pl_status *rnn_read_attrs(const pl_node_desc *node, rnn_kernel *k)
+pl_status *rnn_read_attrs(const pl_node_desc *node, rnn_kernel *k)
 {
     const char *dir;
     size_t len;

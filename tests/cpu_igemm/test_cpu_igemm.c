@@ -36,6 +36,7 @@ typedef struct ti_case {
     int zp;           /* 0 none; 1 one each; 2 per row of A and column of B */
     int64_t blocks;   /* row blocks of the packed A, cut at multiples of MR */
     int extreme;      /* values at the ends of their range (sums that wrap) */
+    bool tight;       /* C's leading dimension N (else N + 5) */
 } ti_case;
 
 #define TI_GUARD 0x5a5a5a5a
@@ -59,7 +60,8 @@ static void ti_fill(uint8_t *p, size_t n, bool is_signed, int extreme)
 static void ti_run(const ti_case *t)
 {
     const int64_t m = t->m, n = t->n, k = t->k;
-    const int64_t lda = (t->ta ? m : k) + 3, ldb = (t->tb ? k : n) + 2, ldc = n + 5;
+    const int64_t lda = (t->ta ? m : k) + 3, ldb = (t->tb ? k : n) + 2,
+                  ldc = t->tight ? n : n + 5;
     const int64_t a_rows = t->ta ? k : m, b_rows = t->tb ? n : k;
     uint8_t *a = ti_alloc((size_t)(a_rows * lda + 1)), *b = ti_alloc((size_t)(b_rows * ldb + 1));
     int32_t *c = ti_alloc(sizeof(int32_t) * (size_t)(m * ldc + 1));
@@ -182,6 +184,23 @@ static void ti_blocks(void)
     }
 }
 
+/* One column (the matrix-vector kernel, its pairs of groups and the odd
+ * last group) and a last column block of one column, with every operand
+ * form, zero point mode and C packed tight (leading dimension 1). */
+static void ti_vectors(void)
+{
+    static const int64_t ks[] = {1, 3, 4, 5, 8, 9, 12, 33, 130, 512};
+    for (int zp = 0; zp < 3; zp++)
+        for (int tr = 0; tr < 4; tr++)
+            for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+                ti_signs((ti_case){37, 1, ks[i], .ta = tr & 1, .tb = tr >> 1, .zp = zp,
+                                   .tight = (i & 1) != 0});
+                ti_signs((ti_case){16, 257, ks[i], .ta = tr & 1, .tb = tr >> 1, .zp = zp});
+            }
+    ti_signs((ti_case){70, 1, 64, .zp = 2, .blocks = 3, .tight = true});
+    ti_signs((ti_case){9, 1, 40000, .tb = true, .zp = 2, .extreme = 1});
+}
+
 static void ti_wrap(void)
 {
     /* 255 * 255 * 40000 passes 2^31: the i32 result wraps, as ONNX's does */
@@ -211,6 +230,8 @@ int main(int argc, char **argv)
         ti_blocks();
     else if (strcmp(g, "wrap") == 0)
         ti_wrap();
+    else if (strcmp(g, "vectors") == 0)
+        ti_vectors();
     else {
         fprintf(stderr, "unknown group '%s'\n", g);
         return 2;

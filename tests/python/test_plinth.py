@@ -1640,8 +1640,10 @@ class OnnxTest(unittest.TestCase):
         """com.microsoft DynamicQuantizeLSTM, as ONNX Runtime's
         quantize_dynamic writes an LSTM (ddddocr's OCR model):
         bidirectional, int8 W with a scale per column, uint8 R with a scale
-        and zero point per direction, a bias and initial states; lowered to
-        the float LSTM of the dequantized weights, against a numpy LSTM."""
+        and zero point per direction, a bias and initial states; kept as
+        written (the cpu module registers it) and run in integers as ONNX
+        Runtime runs it, against numpy doing the same in f32: all of X
+        quantized to u8 once, each batch row's hidden state every step."""
         try:
             import onnx
             from onnx import TensorProto as T, helper as h, numpy_helper as nh
@@ -1673,20 +1675,40 @@ class OnnxTest(unittest.TestCase):
         x = rng.standard_normal((S, B, I)).astype(np.float32)
         h0 = (rng.standard_normal((D, B, H)) * 0.5).astype(np.float32)
         c0 = (rng.standard_normal((D, B, H)) * 0.5).astype(np.float32)
+        f32 = np.float32
+
+        def qparams(v):
+            # ONNX Runtime's dynamic u8 parameters: the range with 0 in it
+            lo, hi = min(f32(v.min()), f32(0)), max(f32(v.max()), f32(0))
+            scale = f32(1) if hi == lo else f32((hi - lo) / f32(255))
+            return scale, np.rint(np.clip(f32(0) - lo / scale, 0, 255)).astype(np.float32)
+
+        def quant(v, scale, zp):
+            return np.clip(np.rint(v / scale) + zp, 0, 255).astype(np.int64)
 
         def sig(v):
             return 1 / (1 + np.exp(-v))
-        y = np.zeros((S, D, B, H), np.float64)
-        yh, yc = np.zeros((D, B, H)), np.zeros((D, B, H))
+        xs, xz = qparams(x)
+        xq = quant(x, xs, xz) - xz.astype(np.int64)                  # [S, B, I]
+        y = np.zeros((S, D, B, H), np.float32)
+        yh, yc = np.zeros((D, B, H), np.float32), np.zeros((D, B, H), np.float32)
         for d in range(D):
-            w = (wq[d].astype(np.float64) * ws[d]).T            # [4H, I]
-            r = ((rq[d].astype(np.float64) - rz[d]) * rs[d]).T  # [4H, H]
-            hs, cs = h0[d].astype(np.float64), c0[d].astype(np.float64)
+            wi = wq[d].astype(np.int64)                               # [I, 4H]
+            ri = rq[d].astype(np.int64) - int(rz[d])                  # [H, 4H]
+            b = bias[d, :4 * H] + bias[d, 4 * H:]
+            hs, cs = h0[d].copy(), c0[d].copy()
             for t in (range(S) if d == 0 else range(S - 1, -1, -1)):
-                g = x[t] @ w.T + hs @ r.T + bias[d, :4 * H] + bias[d, 4 * H:]
+                xw = (xq[t] @ wi).astype(np.float32) * (xs * ws[d]) + b
+                hq = np.zeros((B, H), np.int64)
+                hsc = np.zeros((B, 1), np.float32)
+                for row in range(B):
+                    sc, zp = qparams(hs[row])
+                    hq[row] = quant(hs[row], sc, zp) - int(zp)
+                    hsc[row] = sc
+                g = (hq @ ri).astype(np.float32) * (hsc * rs[d]) + xw
                 gi, go, gf, gc = np.split(g, 4, axis=1)
-                cs = sig(gf) * cs + sig(gi) * np.tanh(gc)
-                hs = sig(go) * np.tanh(cs)
+                cs = (sig(gf) * cs + sig(gi) * np.tanh(gc)).astype(np.float32)
+                hs = (sig(go) * np.tanh(cs)).astype(np.float32)
                 y[t, d] = hs
             yh[d], yc[d] = hs, cs
         with self.rt.load_model(path).session() as s:
@@ -1694,7 +1716,7 @@ class OnnxTest(unittest.TestCase):
             ops = collections.Counter(p["op"] for p in s.describe()["placement"])
         for name, ref in (("y", y), ("yh", yh), ("yc", yc)):
             np.testing.assert_allclose(out[name], ref, rtol=1e-5, atol=1e-6, err_msg=name)
-        self.assertEqual(ops["LSTM"], 1, ops)
+        self.assertEqual(ops["DynamicQuantizeLSTM"], 1, ops)
 
     def test_ms_fused_matmul_trans_batch(self):
         """com.microsoft FusedMatMul with transBatchA/B, as ONNX Runtime's

@@ -1286,6 +1286,16 @@ static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl
     for (size_t i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] != PL_TID_NONE)
             PL_RETURN_IF_ERROR(pl_known_load_constant(ctx, n->inputs[i]));
+    /* A contrib op whose schema a loaded module registered (custom_op.c)
+     * stays as written: that module runs it itself (the cpu module's int8
+     * DynamicQuantizeLSTM). Built-in schemas live in ONNX's domain and
+     * ai.plinth only, so a schema found here is a module's. */
+    const char *dom = n->domain != NULL ? n->domain : "";
+    if (dom[0] != '\0' && strcmp(dom, "ai.onnx") != 0 && strcmp(dom, "ai.plinth") != 0) {
+        int64_t dv = pl_graph_opset(ctx->g, dom);
+        if (pl_opset_find(set, dom, n->op, dv > 0 ? dv : INT64_MAX) != NULL)
+            return NULL;
+    }
     bool seq = false, walk = false;
     PL_RETURN_IF_ERROR(pl_opset_lower_sequence(ctx, id, version, &seq, &walk));
     if (seq)
