@@ -42,9 +42,17 @@ enum { Q8_W_SCALE = 8, Q8_W_ZP = 9, Q8_R_SCALE = 10, Q8_R_ZP = 11 };
 
 typedef struct q8_kernel {
     rnn_kernel r;              /* sizes, attributes, activations, workspace size */
-    const void *pw[2];         /* per direction: W^T, [gh, input], packed */
-    const void *pr[2];         /* per direction: R^T, [gh, hidden], packed */
-    const float *w_scale, *r_scale; /* [dirs * gh] each */
+    /* The packed weights: per direction W^T ([gh, input]) and R^T ([gh,
+     * hidden]), and their scales ([dirs * gh] each): in the kernel's block
+     * when W, R and their scales and zero points are constants, else made
+     * in the workspace every run (at ws_pack, laid out as q8_layout says). */
+    const void *pw[2], *pr[2];
+    const float *w_scale, *r_scale;
+    bool per_run;
+    size_t ws_pack;
+    /* how the scales read: signed weights, one per column (else per
+     * direction), zero points given */
+    bool w_signed, r_signed, w_cols, r_cols, w_zp, r_zp;
     /* The projection: tasks of (direction, prow rows of W^T, pcols rows of
      * X); each worker has a slice of p_slice bytes: the i32 block, then the
      * GEMM's scratch at p_scratch. */
@@ -77,6 +85,133 @@ static void q8_params(const float *x, size_t n, float *out_scale, float *out_zp)
     *out_zp = isfinite(scale) && scale > 0.0f ? nearbyintf(zp) : 0.0f;
 }
 
+/* ---- packing ---------------------------------------------------------------- */
+
+/* The bytes of N elements rounded up to a cache line into *off's slot of
+ * *TOTAL (rnn_place counts floats: a quarter of them, rounded up). */
+static bool q8_place(size_t *total, size_t bytes, size_t *off)
+{
+    return rnn_place(total, (bytes + sizeof(float) - 1) / sizeof(float), off);
+}
+
+/* Weight I (W or R) of NODE: 8-bit of DIMS; whether it is signed. */
+static pl_status *q8_weight(const pl_node_desc *node, size_t i, const int64_t *dims,
+                            bool *out_signed)
+{
+    const char *name = i == RNN_W ? "W" : "R";
+    const pl_tensor *t = &node->inputs[i];
+    if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8) && !PL_DTYPE_EQ(t->dtype, PL_DTYPE_U8))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s has dtype %s (supported: i8, u8)",
+                         name, math_dtype_name(t->dtype));
+    bool ok = t->ndim == 3;
+    for (int d = 0; ok && d < 3; d++)
+        ok = t->shape[d] == dims[d];
+    if (!ok) {
+        char have[128], want[128];
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%s is %s, expected %s", name,
+                         cpu_dims_text(t->shape, t->ndim, have, sizeof have),
+                         cpu_dims_text(dims, 3, want, sizeof want));
+    }
+    *out_signed = PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8);
+    return NULL;
+}
+
+/* Checks the scale (input I) and zero point (input I + 1, optional) of a
+ * weight (IS_SIGNED): f32 of [dirs] or [dirs, gh], the zero point of the
+ * scale's shape and the weight's type. */
+static pl_status *q8_check_scale(const pl_node_desc *node, size_t i, bool is_signed,
+                                 int64_t dirs, int64_t gh, bool *per_col, bool *has_zp)
+{
+    const char *what = i == Q8_W_SCALE ? "W" : "R";
+    if (i >= node->n_inputs || !math_input_present(node, i))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%s's scale is absent", what);
+    const pl_tensor *st = &node->inputs[i];
+    *per_col = st->ndim == 2 && st->shape[0] == dirs && st->shape[1] == gh;
+    bool per_dir = st->ndim == 1 && st->shape[0] == dirs;
+    if (!PL_DTYPE_EQ(st->dtype, PL_DTYPE_F32) || !(*per_col || per_dir))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                         "%s's scale must be f32 of [num_directions] or [num_directions, "
+                         "4*hidden_size]",
+                         what);
+    *has_zp = i + 1 < node->n_inputs && math_input_present(node, i + 1);
+    if (!*has_zp)
+        return NULL;
+    const pl_tensor *zt = &node->inputs[i + 1];
+    bool same = zt->ndim == st->ndim;
+    for (int a = 0; same && a < st->ndim; a++)
+        same = zt->shape[a] == st->shape[a];
+    pl_dtype want = is_signed ? PL_DTYPE_I8 : PL_DTYPE_U8;
+    if (!same || !PL_DTYPE_EQ(zt->dtype, want))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "%s's zero point must be %s of its scale's shape", what,
+                         math_dtype_name(want));
+    return NULL;
+}
+
+/* Where one set of packings lies from its base (the kernel's block after
+ * its header, or a run's workspace at ws_pack): the scales, the zero
+ * points q8_pack spreads per row (i32, dirs * gh each), then per direction
+ * W and R packed. */
+typedef struct q8_layout {
+    size_t w_scale, r_scale, zps, pw[2], pr[2], bytes;
+} q8_layout;
+
+static bool q8_layout_of(const rnn_kernel *t, q8_layout *l)
+{
+    const size_t n = (size_t)(t->dirs * t->gh);
+    const size_t pw = cpu_igemm_packed_a_bytes(t->gh, t->input),
+                 pr = cpu_igemm_packed_a_bytes(t->gh, t->hidden);
+    memset(l, 0, sizeof *l);
+    size_t at = 0;
+    bool ok = rnn_place(&at, n, &l->w_scale) && rnn_place(&at, n, &l->r_scale) &&
+              rnn_place(&at, 2 * n, &l->zps);
+    for (int64_t i = 0; ok && i < t->dirs; i++)
+        ok = q8_place(&at, pw, &l->pw[i]) && q8_place(&at, pr, &l->pr[i]);
+    l->bytes = at;
+    return ok;
+}
+
+/* One weight's scales and zero points spread to a value per row of its
+ * packing (DIRS * GH), from SD and ZD (NULL: zeros). */
+static void q8_spread(const void *sd, const void *zd, bool is_signed, bool per_col, int64_t dirs,
+                      int64_t gh, float *scale, int32_t *zp)
+{
+    for (int64_t j = 0; j < dirs * gh; j++) {
+        size_t at = per_col ? (size_t)j : (size_t)(j / gh);
+        scale[j] = ((const float *)sd)[at];
+        zp[j] = zd == NULL ? 0
+                : is_signed ? (int32_t)((const int8_t *)zd)[at]
+                            : (int32_t)((const uint8_t *)zd)[at];
+    }
+}
+
+/* Packs W (WD) and R (RD) with their scales (WS, RS) and zero points (WZ,
+ * RZ; NULL when absent) at BASE laid out as L; the packings' pointers into
+ * PW, PR. */
+static void q8_pack(const q8_kernel *k, const q8_layout *l, char *base, const void *wd,
+                    const void *rd, const void *ws, const void *wz, const void *rs,
+                    const void *rz, const void **pw, const void **pr)
+{
+    const rnn_kernel *t = &k->r;
+    const int64_t d = t->dirs, gh = t->gh, in = t->input, hs = t->hidden;
+    int32_t *zps = (int32_t *)(void *)(base + l->zps);
+    q8_spread(ws, wz, k->w_signed, k->w_cols, d, gh, (float *)(void *)(base + l->w_scale), zps);
+    q8_spread(rs, rz, k->r_signed, k->r_cols, d, gh, (float *)(void *)(base + l->r_scale),
+              zps + d * gh);
+    for (int64_t i = 0; i < d; i++) {
+        /* W^T and R^T as the GEMM's A: element (j, s) is W[i][s][j] */
+        cpu_igemm_q8 qw = {.data = (const char *)wd + i * in * gh, .ld = gh, .trans = true,
+                           .is_signed = k->w_signed};
+        cpu_igemm_q8 qr = {.data = (const char *)rd + i * hs * gh, .ld = gh, .trans = true,
+                           .is_signed = k->r_signed};
+        if (in > 0)
+            cpu_igemm_pack_a(gh, in, &qw, zps + i * gh, true, base + l->pw[i]);
+        cpu_igemm_pack_a(gh, hs, &qr, zps + (d + i) * gh, true, base + l->pr[i]);
+        pw[i] = base + l->pw[i];
+        pr[i] = base + l->pr[i];
+    }
+}
+
 /* ---- a run ---------------------------------------------------------------- */
 
 typedef struct q8_call {
@@ -86,6 +221,8 @@ typedef struct q8_call {
     float *y, *yh, *yc;
     float *xw;                 /* [seq*batch, dirs*gh] */
     const uint8_t *xq;         /* X in u8, [seq*batch, input] */
+    const void *pw[2], *pr[2]; /* the kernel's or this run's packings */
+    const float *w_scale, *r_scale;
     float x_scale;
     int32_t x_zp;
     char *ws;
@@ -109,8 +246,8 @@ static void q8_proj_chunk(void *arg, size_t begin, size_t end, int worker)
         int64_t rows = r->gh - j0 < k->prow ? r->gh - j0 : k->prow;
         int64_t cols = m - m0 < k->pcols ? m - m0 : k->pcols;
         cpu_igemm_q8 b = {.data = c->xq + m0 * r->input, .ld = r->input, .trans = true};
-        cpu_igemm(rows, cols, r->input, k->pw[d], j0, &b, &c->x_zp, false, acc, cols, scratch);
-        const float *ws = k->w_scale + d * r->gh + j0;
+        cpu_igemm(rows, cols, r->input, c->pw[d], j0, &b, &c->x_zp, false, acc, cols, scratch);
+        const float *ws = c->w_scale + d * r->gh + j0;
         const float *bias = c->bias != NULL ? c->bias + d * r->gh + j0 : NULL;
         for (int64_t i = 0; i < cols; i++) {
             float *row = c->xw + (m0 + i) * n + d * r->gh + j0;
@@ -143,7 +280,7 @@ static void q8_rec_chunk(void *arg, size_t begin, size_t end, int worker)
         void *scratch = area + k->t_scratch;
         const rnn_act *act = r->act[d];
         const float *p = c->p != NULL ? c->p + (int64_t)d * 3 * hs : NULL;
-        const float *rs = k->r_scale + (int64_t)d * gh;
+        const float *rs = c->r_scale + (int64_t)d * gh;
         for (int64_t b = 0; b < batch; b++)
             rnn_state_init(r, d, b, c->h0, c->c0, h + b * hs, cs + b * hs);
         bool rev = r->reverse || d == 1;
@@ -162,7 +299,7 @@ static void q8_rec_chunk(void *arg, size_t begin, size_t end, int worker)
                 for (int64_t i = 0; i < hs; i++)
                     hq[i * batch + b] = tmp[b * hs + i];
             cpu_igemm_q8 qb = {.data = hq, .ld = batch};
-            cpu_igemm(gh, batch, hs, k->pr[d], 0, &qb, h_zp, true, acc, batch, scratch);
+            cpu_igemm(gh, batch, hs, c->pr[d], 0, &qb, h_zp, true, acc, batch, scratch);
             for (int64_t b = 0; b < batch; b++) {
                 float *hb = h + b * hs;
                 float *y = c->y != NULL ? c->y + rnn_y_at(r, t, d, b) : NULL;
@@ -206,6 +343,21 @@ static void q8_body(pl_module_ctx *ctx, const rnn_kernel *rk, const pl_run_args 
                  .yc = outs[2],
                  .xw = (float *)(void *)ws,
                  .ws = ws};
+    if (k->per_run) {
+        q8_layout lay;
+        char *base = ws + k->ws_pack;
+        q8_layout_of(rk, &lay);
+        q8_pack(k, &lay, base, math_in(args, RNN_W), math_in(args, RNN_R),
+                math_in(args, Q8_W_SCALE), k->w_zp ? math_in(args, Q8_W_ZP) : NULL,
+                math_in(args, Q8_R_SCALE), k->r_zp ? math_in(args, Q8_R_ZP) : NULL, c.pw, c.pr);
+        c.w_scale = (const float *)(const void *)(base + lay.w_scale);
+        c.r_scale = (const float *)(const void *)(base + lay.r_scale);
+    } else {
+        memcpy(c.pw, k->pw, sizeof c.pw);
+        memcpy(c.pr, k->pr, sizeof c.pr);
+        c.w_scale = k->w_scale;
+        c.r_scale = k->r_scale;
+    }
     if (rk->has_b) {
         float *bias = (float *)(void *)(ws + k->ws_bias);
         rnn_fill_bias(rk, math_in(args, RNN_B), bias);
@@ -234,89 +386,6 @@ static pl_status *q8_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
 }
 
 /* ---- get_kernel -------------------------------------------------------------- */
-
-/* The bytes of N elements rounded up to a cache line into *off's slot of
- * *TOTAL (rnn_place counts floats: a quarter of them, rounded up). */
-static bool q8_place(size_t *total, size_t bytes, size_t *off)
-{
-    return rnn_place(total, (bytes + sizeof(float) - 1) / sizeof(float), off);
-}
-
-/* Weight I (W or R) of NODE: an 8-bit constant of DIMS, its data into *out
- * and whether it is signed. */
-static pl_status *q8_weight(const pl_node_desc *node, size_t i, const int64_t *dims,
-                            const void **out, bool *out_signed)
-{
-    const char *name = i == RNN_W ? "W" : "R";
-    const pl_tensor *t = &node->inputs[i];
-    if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8) && !PL_DTYPE_EQ(t->dtype, PL_DTYPE_U8))
-        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s has dtype %s (supported: i8, u8)",
-                         name, math_dtype_name(t->dtype));
-    bool ok = t->ndim == 3;
-    for (int d = 0; ok && d < 3; d++)
-        ok = t->shape[d] == dims[d];
-    if (!ok) {
-        char have[128], want[128];
-        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%s is %s, expected %s", name,
-                         cpu_dims_text(t->shape, t->ndim, have, sizeof have),
-                         cpu_dims_text(dims, 3, want, sizeof want));
-    }
-    size_t bytes = 0;
-    if (!math_input_constant(node, i, out, &bytes) ||
-        bytes < (size_t)(dims[0] * dims[1] * dims[2]))
-        return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                         "%s is not a constant (its int8 packing is made once)", name);
-    *out_signed = PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8);
-    return NULL;
-}
-
-/* The scale (input I) and zero point (input I + 1, optional) of weight W,
- * one per direction or one per column of each direction, as DIRS * GH
- * floats and zero points. */
-static pl_status *q8_scales(const pl_node_desc *node, size_t i, bool w_signed, int64_t dirs,
-                            int64_t gh, float *scale, int32_t *zp)
-{
-    const char *what = i == Q8_W_SCALE ? "W" : "R";
-    if (!math_input_present(node, i))
-        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%s's scale is absent", what);
-    const pl_tensor *st = &node->inputs[i];
-    const void *sd = NULL;
-    size_t sb = 0;
-    bool per_col = st->ndim == 2 && st->shape[0] == dirs && st->shape[1] == gh;
-    bool per_dir = st->ndim == 1 && st->shape[0] == dirs;
-    if (!PL_DTYPE_EQ(st->dtype, PL_DTYPE_F32) || !(per_col || per_dir))
-        return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                         "%s's scale must be f32 of [num_directions] or [num_directions, "
-                         "4*hidden_size]",
-                         what);
-    size_t count = (size_t)(per_col ? dirs * gh : dirs);
-    if (!math_input_constant(node, i, &sd, &sb) || sb < count * sizeof(float))
-        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s's scale is not a constant", what);
-    const void *zd = NULL;
-    if (i + 1 < node->n_inputs && math_input_present(node, i + 1)) {
-        const pl_tensor *zt = &node->inputs[i + 1];
-        size_t zb = 0;
-        bool same = zt->ndim == st->ndim;
-        for (int a = 0; same && a < st->ndim; a++)
-            same = zt->shape[a] == st->shape[a];
-        pl_dtype want = w_signed ? PL_DTYPE_I8 : PL_DTYPE_U8;
-        if (!same || !PL_DTYPE_EQ(zt->dtype, want))
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
-                             "%s's zero point must be %s of its scale's shape", what,
-                             math_dtype_name(want));
-        if (!math_input_constant(node, i + 1, &zd, &zb) || zb < count)
-            return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s's zero point is not a constant",
-                             what);
-    }
-    for (int64_t j = 0; j < dirs * gh; j++) {
-        size_t at = per_col ? (size_t)j : (size_t)(j / gh);
-        scale[j] = ((const float *)sd)[at];
-        zp[j] = zd == NULL ? 0
-                : w_signed ? (int32_t)((const int8_t *)zd)[at]
-                           : (int32_t)((const uint8_t *)zd)[at];
-    }
-    return NULL;
-}
 
 /* Reads and checks the shapes: X f32 [seq, batch, input]; W, R as
  * q8_weight reads them; B, sequence_lens, initial_h, initial_c, P and the
@@ -396,6 +465,7 @@ static bool q8_plan(q8_kernel *k, int threads)
 {
     rnn_kernel *r = &k->r;
     const int64_t m = r->seq * r->batch, mr = cpu_igemm_mr();
+    q8_layout lay;
     r->threads = threads > 0 ? threads : 1;
     /* about two tasks per thread over (direction, rows of W^T, rows of X) */
     k->pcols = m < Q8_PROJ_COLS ? (m > 0 ? m : 1) : Q8_PROJ_COLS;
@@ -428,7 +498,8 @@ static bool q8_plan(q8_kernel *k, int threads)
          !__builtin_mul_overflow(k->p_slice, (size_t)r->threads, &slices) &&
          q8_place(&ws, slices, &k->ws_slices) &&
          !__builtin_mul_overflow(k->task_bytes, (size_t)r->dirs, &tasks) &&
-         q8_place(&ws, tasks, &k->ws_tasks);
+         q8_place(&ws, tasks, &k->ws_tasks) && q8_layout_of(r, &lay) &&
+         q8_place(&ws, k->per_run ? lay.bytes : 0, &k->ws_pack);
     r->ws_total = ws;
     return ok;
 }
@@ -452,51 +523,48 @@ pl_status *rnn_q8_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel 
         t.input > INT32_MAX || t.hidden > INT32_MAX)
         return cpu_error(PL_CODE_UNSUPPORTED, node->op, "sizes too large");
     const int64_t d = t.dirs, gh = t.gh, in = t.input, hs = t.hidden;
-    const int64_t w_dims[3] = {d, in, gh}, r_dims[3] = {d, hs, gh};
-    const void *wd, *rd;
-    bool w_signed, r_signed;
-    NN_TRY(q8_weight(node, RNN_W, w_dims, &wd, &w_signed));
-    NN_TRY(q8_weight(node, RNN_R, r_dims, &rd, &r_signed));
-    /* the kernel's block: the header, the scales, then the packings */
-    size_t head = (sizeof(q8_kernel) + 63) & ~(size_t)63, bytes = head, off_ws, off_rs, zp_bytes;
-    size_t pw_bytes = cpu_igemm_packed_a_bytes(gh, in), pr_bytes = cpu_igemm_packed_a_bytes(gh, hs);
-    size_t off_pw[2] = {0, 0}, off_pr[2] = {0, 0};
-    bool ok = rnn_place(&bytes, (size_t)(d * gh), &off_ws) &&
-              rnn_place(&bytes, (size_t)(d * gh), &off_rs);
-    for (int64_t i = 0; ok && i < d; i++)
-        ok = q8_place(&bytes, pw_bytes, &off_pw[i]) && q8_place(&bytes, pr_bytes, &off_pr[i]);
-    if (!ok || __builtin_mul_overflow((size_t)(2 * d * gh), sizeof(int32_t), &zp_bytes))
-        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "sizes too large");
-    int32_t *zps = cpu_host->host_alloc(ctx->host_ctx, zp_bytes, 64);
-    q8_kernel *k = zps == NULL ? NULL : (q8_kernel *)cpu_kernel_alloc(ctx, bytes, node->op, NULL);
-    if (k == NULL) {
-        cpu_host->host_free(ctx->host_ctx, zps);
-        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    bool t_signed[2], t_cols[2], t_zp[2];
+    NN_TRY(q8_weight(node, RNN_W, (const int64_t[]){d, in, gh}, &t_signed[0]));
+    NN_TRY(q8_weight(node, RNN_R, (const int64_t[]){d, hs, gh}, &t_signed[1]));
+    NN_TRY(q8_check_scale(node, Q8_W_SCALE, t_signed[0], d, gh, &t_cols[0], &t_zp[0]));
+    NN_TRY(q8_check_scale(node, Q8_R_SCALE, t_signed[1], d, gh, &t_cols[1], &t_zp[1]));
+    /* W, R and their scales and zero points: packed once when all are
+     * constants, else every run */
+    static const size_t consts[6] = {RNN_W, RNN_R, Q8_W_SCALE, Q8_W_ZP, Q8_R_SCALE, Q8_R_ZP};
+    const void *data[6] = {NULL};
+    bool per_run = false;
+    for (int i = 0; i < 6; i++) {
+        size_t bytes = 0;
+        if ((consts[i] == Q8_W_ZP && !t_zp[0]) || (consts[i] == Q8_R_ZP && !t_zp[1]))
+            continue;
+        per_run |= !math_input_constant(node, consts[i], &data[i], &bytes) || data[i] == NULL;
     }
+    q8_layout lay;
+    size_t head = (sizeof(q8_kernel) + 63) & ~(size_t)63, bytes;
+    if (!q8_layout_of(&t, &lay) || __builtin_add_overflow(head, per_run ? 0 : lay.bytes, &bytes))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "sizes too large");
+    q8_kernel *k = (q8_kernel *)cpu_kernel_alloc(ctx, bytes, node->op, NULL);
+    if (k == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     pl_kernel base = k->r.base;
     memset(k, 0, sizeof *k);
     k->r = t;
     k->r.base = base;
-    char *blk = (char *)k;
-    float *w_scale = (float *)(void *)(blk + off_ws), *r_scale = (float *)(void *)(blk + off_rs);
-    k->w_scale = w_scale;
-    k->r_scale = r_scale;
-    pl_status *st = q8_scales(node, Q8_W_SCALE, w_signed, d, gh, w_scale, zps);
-    if (st == NULL)
-        st = q8_scales(node, Q8_R_SCALE, r_signed, d, gh, r_scale, zps + d * gh);
-    for (int64_t i = 0; st == NULL && i < d; i++) {
-        /* W^T and R^T as the GEMM's A: element (j, s) is W[i][s][j] */
-        cpu_igemm_q8 qw = {.data = (const char *)wd + i * in * gh, .ld = gh, .trans = true,
-                           .is_signed = w_signed};
-        cpu_igemm_q8 qr = {.data = (const char *)rd + i * hs * gh, .ld = gh, .trans = true,
-                           .is_signed = r_signed};
-        if (in > 0)
-            cpu_igemm_pack_a(gh, in, &qw, zps + i * gh, true, blk + off_pw[i]);
-        cpu_igemm_pack_a(gh, hs, &qr, zps + (d + i) * gh, true, blk + off_pr[i]);
-        k->pw[i] = blk + off_pw[i];
-        k->pr[i] = blk + off_pr[i];
+    k->w_signed = t_signed[0];
+    k->r_signed = t_signed[1];
+    k->w_cols = t_cols[0];
+    k->r_cols = t_cols[1];
+    k->w_zp = t_zp[0];
+    k->r_zp = t_zp[1];
+    k->per_run = per_run;
+    if (!per_run) {
+        char *blk = (char *)k + head;
+        q8_pack(k, &lay, blk, data[0], data[1], data[2], data[3], data[4], data[5], k->pw,
+                k->pr);
+        k->w_scale = (const float *)(const void *)(blk + lay.w_scale);
+        k->r_scale = (const float *)(const void *)(blk + lay.r_scale);
     }
-    cpu_host->host_free(ctx->host_ctx, zps);
+    pl_status *st = NULL;
     if (st == NULL && !q8_plan(k, cpu_host->thread_count(ctx->host_ctx)))
         st = cpu_error(PL_CODE_UNSUPPORTED, node->op, "sizes too large for the workspace");
     if (st != NULL) {

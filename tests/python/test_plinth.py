@@ -1717,6 +1717,17 @@ class OnnxTest(unittest.TestCase):
         for name, ref in (("y", y), ("yh", yh), ("yc", yc)):
             np.testing.assert_allclose(out[name], ref, rtol=1e-5, atol=1e-6, err_msg=name)
         self.assertEqual(ops["DynamicQuantizeLSTM"], 1, ops)
+        # W and R's scale as inputs of the graph: packed every run, same results
+        fed = h.make_graph(
+            [node], "g", list(graph.input) + [h.make_tensor_value_info("W", T.INT8, [D, I, 4 * H]),
+                                              h.make_tensor_value_info("rs", T.FLOAT, [D])],
+            list(graph.output), [c for c in consts if c.name not in ("W", "rs")])
+        path = save_ms_model(fed, "ms_dynq_lstm_fed.onnx", 13)
+        with self.rt.load_model(path).session() as s:
+            for _ in range(2):
+                again = s.run({"x": x, "h0": h0, "c0": c0, "W": wq, "rs": rs})
+                for name in ("y", "yh", "yc"):
+                    np.testing.assert_array_equal(again[name], out[name], err_msg=name)
 
     def test_ms_fused_matmul_trans_batch(self):
         """com.microsoft FusedMatMul with transBatchA/B, as ONNX Runtime's
