@@ -436,14 +436,6 @@ size_t cpu_igemm_packed_a_bytes(int64_t m, int64_t k)
     return ig_round64(h.sums_off + 2 * (size_t)rows * sizeof(int32_t));
 }
 
-/* Element (r, s) of an 8-bit operand, as an integer. */
-static inline int32_t ig_at(const cpu_igemm_q8 *x, int64_t r, int64_t s)
-{
-    int64_t i = x->trans ? s * x->ld + r : r * x->ld + s;
-    return x->is_signed ? (int32_t)((const int8_t *)x->data)[i]
-                        : (int32_t)((const uint8_t *)x->data)[i];
-}
-
 #ifdef IG_X86
 /* The whole groups (GROUPS of 4 values of q) of one full 8-row panel of
  * the VNNI layout (32 bytes a group: row r's four values at r * 4), with

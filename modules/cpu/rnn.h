@@ -159,6 +159,11 @@ void rnn_fill_bias(const rnn_kernel *k, const float *b, float *bias);
 pl_status *rnn_read_attrs(const pl_node_desc *node, rnn_kernel *k);
 pl_status *rnn_read_activations(const pl_node_desc *node, int count, rnn_kernel *k);
 
+/* Checks B, sequence_lens, initial_h, initial_c and P (dtype and shape)
+ * and the outputs against K's sizes (seq, batch, hidden, dirs, gh,
+ * layout, kind), setting K's has_* flags (rnn_build.c). */
+pl_status *rnn_check_rest(const pl_node_desc *node, rnn_kernel *k);
+
 /* *total += bytes of FLOATS floats rounded up to a cache line, recording
  * the offset in *off; false on overflow. */
 bool rnn_place(size_t *total, size_t floats, size_t *off);

@@ -207,38 +207,60 @@ static pl_status *rnn_expect(const pl_node_desc *node, const pl_tensor *t, const
                      cpu_dims_text(want, n, exp, sizeof exp));
 }
 
-/* Reads the sizes from X and R and checks every other input and output
- * against them; also the dtypes (f32, sequence_lens i32). */
-static pl_status *rnn_read_shapes(const pl_node_desc *node, rnn_kernel *k, bool *present_out)
-{
-    static const char *const in_names[8] = {"X", "W", "R", "B", "sequence_lens", "initial_h",
+static const char *const rnn_in_names[8] = {"X", "W", "R", "B", "sequence_lens", "initial_h",
                                             "initial_c", "P"};
+
+pl_status *rnn_check_rest(const pl_node_desc *node, rnn_kernel *k)
+{
     static const char *const out_names[3] = {"Y", "Y_h", "Y_c"};
-    bool present[8] = {false};
-    for (size_t i = 0; i < node->n_inputs && i < 8; i++) {
-        present[i] = math_input_present(node, i);
-        if (!present[i])
+    const int64_t d = k->dirs, h = k->hidden, b = k->batch, gh = k->gh;
+    const int64_t b_dims[2] = {d, 2 * gh}, l_dims[1] = {b}, p_dims[2] = {d, 3 * h};
+    const int64_t s_dims[3] = {k->layout ? b : d, k->layout ? d : b, h};
+    const int64_t *dims_of[8] = {NULL, NULL, NULL, b_dims, l_dims, s_dims, s_dims, p_dims};
+    const int rank_of[8] = {0, 0, 0, 2, 1, 3, 3, 2};
+    bool *flags[8] = {NULL, NULL, NULL, &k->has_b, &k->has_lens, &k->has_h0, &k->has_c0,
+                      &k->has_p};
+    for (size_t i = RNN_B; i < 8 && i < node->n_inputs; i++) {
+        if (!math_input_present(node, i))
             continue;
         pl_dtype want = i == RNN_LENS ? PL_DTYPE_I32 : PL_DTYPE_F32;
         if (!PL_DTYPE_EQ(node->inputs[i].dtype, want))
             return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s has dtype %s (supported: %s)",
-                             in_names[i], math_dtype_name(node->inputs[i].dtype),
+                             rnn_in_names[i], math_dtype_name(node->inputs[i].dtype),
                              i == RNN_LENS ? "i32" : "f32");
+        NN_TRY(rnn_expect(node, &node->inputs[i], rnn_in_names[i], rank_of[i], dims_of[i]));
+        *flags[i] = true;
     }
+    const size_t max_out = k->kind == RNN_KIND_LSTM ? 3u : 2u;
+    if (node->n_outputs > max_out)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%zu outputs (at most %zu)",
+                         node->n_outputs, max_out);
+    const int64_t y_dims[4] = {k->layout ? b : k->seq, k->layout ? k->seq : d,
+                               k->layout ? d : b, h};
     for (size_t o = 0; o < node->n_outputs; o++) {
-        present_out[o] = math_output_present(node, o);
-        if (present_out[o] && !PL_DTYPE_EQ(node->outputs[o].dtype, PL_DTYPE_F32))
+        if (!math_output_present(node, o))
+            continue;
+        if (!PL_DTYPE_EQ(node->outputs[o].dtype, PL_DTYPE_F32))
             return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s has dtype %s (supported: f32)",
-                             o < 3 ? out_names[o] : "output",
-                             math_dtype_name(node->outputs[o].dtype));
+                             out_names[o], math_dtype_name(node->outputs[o].dtype));
+        NN_TRY(rnn_expect(node, &node->outputs[o], out_names[o], o == 0 ? 4 : 3,
+                          o == 0 ? y_dims : s_dims));
     }
-    if (node->n_outputs > (k->kind == RNN_KIND_LSTM ? 3u : 2u))
-        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%zu outputs (at most %d)",
-                         node->n_outputs, k->kind == RNN_KIND_LSTM ? 3 : 2);
-    for (int i = 0; i < 3; i++)
-        if (!present[i])
+    return NULL;
+}
+
+/* Reads the sizes from X and R and checks W and R against them, then the
+ * other inputs and the outputs (rnn_check_rest); dtypes f32. */
+static pl_status *rnn_read_shapes(const pl_node_desc *node, rnn_kernel *k)
+{
+    for (size_t i = 0; i < 3; i++) {
+        if (i >= node->n_inputs || !math_input_present(node, i))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %s is absent",
-                             in_names[i]);
+                             rnn_in_names[i]);
+        if (!PL_DTYPE_EQ(node->inputs[i].dtype, PL_DTYPE_F32))
+            return cpu_error(PL_CODE_UNSUPPORTED, node->op, "%s has dtype %s (supported: f32)",
+                             rnn_in_names[i], math_dtype_name(node->inputs[i].dtype));
+    }
     const pl_tensor *x = &node->inputs[RNN_X], *r = &node->inputs[RNN_R];
     char buf[128];
     if (x->ndim != 3 || r->ndim != 3)
@@ -259,30 +281,12 @@ static pl_status *rnn_read_shapes(const pl_node_desc *node, rnn_kernel *k, bool 
         return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
                          "hidden_size %lld but R %s has hidden size %lld", (long long)hidden_attr,
                          cpu_dims_text(r->shape, r->ndim, buf, sizeof buf), (long long)k->hidden);
-    const int64_t d = k->dirs, h = k->hidden, b = k->batch, gh = k->gates * h;
+    const int64_t d = k->dirs, h = k->hidden, gh = k->gates * h;
     k->gh = gh;
-    const int64_t w_dims[3] = {d, gh, k->input}, r_dims[3] = {d, gh, h}, b_dims[2] = {d, 2 * gh},
-                  l_dims[1] = {b}, p_dims[2] = {d, 3 * h};
-    const int64_t s_dims[3] = {k->layout ? b : d, k->layout ? d : b, h};
+    const int64_t w_dims[3] = {d, gh, k->input}, r_dims[3] = {d, gh, h};
     NN_TRY(rnn_expect(node, &node->inputs[RNN_W], "W", 3, w_dims));
     NN_TRY(rnn_expect(node, r, "R", 3, r_dims));
-    const int64_t *dims_of[8] = {NULL, NULL, NULL, b_dims, l_dims, s_dims, s_dims, p_dims};
-    const int rank_of[8] = {0, 0, 0, 2, 1, 3, 3, 2};
-    for (size_t i = RNN_B; i < 8; i++)
-        if (present[i])
-            NN_TRY(rnn_expect(node, &node->inputs[i], in_names[i], rank_of[i], dims_of[i]));
-    const int64_t y_dims[4] = {k->layout ? b : k->seq, k->layout ? k->seq : d,
-                               k->layout ? d : b, h};
-    for (size_t o = 0; o < node->n_outputs; o++)
-        if (present_out[o])
-            NN_TRY(rnn_expect(node, &node->outputs[o], out_names[o], o == 0 ? 4 : 3,
-                              o == 0 ? y_dims : s_dims));
-    k->has_b = present[RNN_B];
-    k->has_lens = present[RNN_LENS];
-    k->has_h0 = present[RNN_H0];
-    k->has_c0 = present[RNN_C0];
-    k->has_p = present[RNN_P];
-    return NULL;
+    return rnn_check_rest(node, k);
 }
 
 /* Plans the tasks and the workspace; false on overflow. */
@@ -475,11 +479,8 @@ static pl_status *rnn_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     if (!rnn_kind_of(node->op, &t.kind))
         t.kind = RNN_KIND_RNN;
     t.gates = t.kind == RNN_KIND_LSTM ? 4 : t.kind == RNN_KIND_GRU ? 3 : 1;
-    bool present_out[8] = {false};
-    if (node->n_outputs > 8)
-        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%zu outputs", node->n_outputs);
     NN_TRY(rnn_read_attrs(node, &t));
-    NN_TRY(rnn_read_shapes(node, &t, present_out));
+    NN_TRY(rnn_read_shapes(node, &t));
     NN_TRY(rnn_read_activations(node, t.kind == RNN_KIND_LSTM ? 3 : t.kind == RNN_KIND_GRU ? 2 : 1,
                                 &t));
     t.n_rec = t.kind == RNN_KIND_GRU && !t.lbr ? 2 * t.hidden : t.gh;

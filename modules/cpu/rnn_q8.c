@@ -387,18 +387,17 @@ static pl_status *q8_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
 
 /* ---- get_kernel -------------------------------------------------------------- */
 
-/* Reads and checks the shapes: X f32 [seq, batch, input]; W, R as
- * q8_weight reads them; B, sequence_lens, initial_h, initial_c, P and the
- * outputs as LSTM's (rnn_build.c checks those the same way). */
+/* Reads the sizes from X ([seq, batch, input], f32) and R ([dirs, hidden,
+ * 4*hidden]; q8_weight checks it), then the other inputs and the outputs
+ * as LSTM's (rnn_check_rest). */
 static pl_status *q8_shapes(const pl_node_desc *node, rnn_kernel *k)
 {
-    static const char *const names[8] = {"X", "W", "R", "B", "sequence_lens", "initial_h",
-                                         "initial_c", "P"};
     const pl_tensor *x = &node->inputs[RNN_X], *r = &node->inputs[RNN_R];
     char buf[128];
-    for (int i = 0; i < 3; i++)
-        if (!math_input_present(node, (size_t)i))
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %s is absent", names[i]);
+    for (size_t i = 0; i < 3; i++)
+        if (!math_input_present(node, i))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %zu (X, W, R) is absent",
+                             i);
     if (!PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) || x->ndim != 3 || r->ndim != 3)
         return cpu_error(PL_CODE_UNSUPPORTED, node->op,
                          "X must be f32 of rank 3 and R of rank 3 (X %s %s, R %s)",
@@ -414,50 +413,8 @@ static pl_status *q8_shapes(const pl_node_desc *node, rnn_kernel *k)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
                          "hidden_size %lld but R %s has hidden size %lld", (long long)hidden_attr,
                          cpu_dims_text(r->shape, r->ndim, buf, sizeof buf), (long long)k->hidden);
-    const int64_t d = k->dirs, h = k->hidden, b = k->batch;
-    k->gh = 4 * h;
-    const int64_t b_dims[2] = {d, 8 * h}, l_dims[1] = {b}, s_dims[3] = {d, b, h},
-                  p_dims[2] = {d, 3 * h}, y_dims[4] = {k->seq, d, b, h};
-    const int64_t *dims_of[8] = {NULL, NULL, NULL, b_dims, l_dims, s_dims, s_dims, p_dims};
-    const int rank_of[8] = {0, 0, 0, 2, 1, 3, 3, 2};
-    bool *flags[8] = {NULL, NULL, NULL, &k->has_b, &k->has_lens, &k->has_h0, &k->has_c0,
-                      &k->has_p};
-    for (size_t i = RNN_B; i < 8 && i < node->n_inputs; i++) {
-        if (!math_input_present(node, i))
-            continue;
-        const pl_tensor *t = &node->inputs[i];
-        pl_dtype want = i == RNN_LENS ? PL_DTYPE_I32 : PL_DTYPE_F32;
-        bool ok = PL_DTYPE_EQ(t->dtype, want) && t->ndim == rank_of[i];
-        for (int a = 0; ok && a < rank_of[i]; a++)
-            ok = t->shape[a] == dims_of[i][a];
-        if (!ok) {
-            char want_dims[128];
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%s is %s %s, expected %s %s",
-                             names[i], math_dtype_name(t->dtype),
-                             cpu_dims_text(t->shape, t->ndim, buf, sizeof buf),
-                             math_dtype_name(want),
-                             cpu_dims_text(dims_of[i], rank_of[i], want_dims, sizeof want_dims));
-        }
-        *flags[i] = true;
-    }
-    if (node->n_outputs > 3)
-        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%zu outputs (at most 3)",
-                         node->n_outputs);
-    for (size_t o = 0; o < node->n_outputs; o++) {
-        if (!math_output_present(node, o))
-            continue;
-        const pl_tensor *t = &node->outputs[o];
-        const int64_t *want = o == 0 ? y_dims : s_dims;
-        int rank = o == 0 ? 4 : 3;
-        bool ok = PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) && t->ndim == rank;
-        for (int a = 0; ok && a < rank; a++)
-            ok = t->shape[a] == want[a];
-        if (!ok)
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "output %zu is %s %s", o,
-                             math_dtype_name(t->dtype),
-                             cpu_dims_text(t->shape, t->ndim, buf, sizeof buf));
-    }
-    return NULL;
+    k->gh = 4 * k->hidden;
+    return rnn_check_rest(node, k);
 }
 
 /* Plans the projection's tasks and the workspace; false on overflow. */
