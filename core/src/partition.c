@@ -36,6 +36,7 @@ struct pl_partition {
     uint8_t *verdict;        /* nn * nb */
     char **reason;           /* nn * nb */
     pl_kernel **kernel;      /* nn * nb */
+    bool *query;             /* nn * nb: kernel made to weigh the node (PL_NODE_QUERY) */
     size_t *workspace;       /* nn * nb */
     bool *excluded;          /* nn * nb */
     int32_t *pin;            /* nn */
@@ -178,7 +179,13 @@ static bool pl_part_describe_node(const pl_partition *p, pl_nid n,
     return true;
 }
 
-static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b)
+/* Asks imperative backend B for node N's kernel, unless its verdict is
+ * known. QUERY: only to weigh N against the backend that has it
+ * (PL_NODE_QUERY), so that a module may skip packing weights for a kernel
+ * that never runs: a cpu Gemm asked while onednn had VGG-19's 25088x4096
+ * layer packed 411 MB that nothing used (pl_part_settle_kernels makes the
+ * real one when the node is placed there). */
+static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b, bool query)
 {
     size_t k = (size_t)n * p->nb + b;
     if (p->verdict[k] != PL_V_UNKNOWN)
@@ -190,6 +197,7 @@ static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b)
     pl_node_desc desc;
     if (!pl_part_describe_node(p, n, inline_t, &t, &desc))
         return pl_part_oom();
+    desc.flags = query ? PL_NODE_QUERY : 0;
     pl_kernel *kernel = NULL;
     size_t ws = 0;
     pl_status *st = m->api.get_kernel(m->ctx, be->device, &desc, &kernel, &ws);
@@ -198,6 +206,7 @@ static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b)
     if (st == NULL && kernel != NULL) {
         p->verdict[k] = PL_V_YES;
         p->kernel[k] = kernel;
+        p->query[k] = query;
         p->workspace[k] = ws;
         return NULL;
     }
@@ -433,7 +442,7 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
                 *out = (int32_t)b;
                 return NULL;
             }
-            PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+            PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b, true));
         }
         if (p->verdict[k] == PL_V_YES) {
             *out = (int32_t)b;
@@ -654,6 +663,36 @@ static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
     return NULL;
 }
 
+/* Once the assignment is stable: the kernels of backends a node is not
+ * placed on go (made to weigh it; were a failed compile to move it there,
+ * it is asked again), so that they do not stay through the compiles, and a
+ * node placed on an imperative backend gets a kernel made to run. Sets
+ * *OUT_REFUSED when a module refuses to run a node it took when weighed. */
+static pl_status *pl_part_settle_kernels(pl_partition *p, bool *out_refused)
+{
+    *out_refused = false;
+    for (size_t n = 0; n < p->nn; n++) {
+        for (size_t b = 0; b < p->nb; b++) {
+            size_t k = n * p->nb + b;
+            bool placed = p->assign[n] == (int32_t)b;
+            if (p->kernel[k] == NULL || (placed && !p->query[k]))
+                continue;
+            pl_module *m = p->backends[b].module;
+            m->api.kernel_release(m->ctx, p->kernel[k]);
+            p->kernel[k] = NULL;
+            p->query[k] = false;
+        }
+        int32_t b = p->assign[n];
+        size_t k = n * p->nb + (size_t)(b >= 0 ? b : 0);
+        if (b < 0 || p->backends[b].symbolic || p->kernel[k] != NULL)
+            continue;
+        p->verdict[k] = PL_V_UNKNOWN;
+        PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, (pl_nid)n, (size_t)b, false));
+        *out_refused |= p->verdict[k] != PL_V_YES;
+    }
+    return NULL;
+}
+
 /* Assigns every node, clusters, and offers clusters below the minimum size
  * to the next backend, until stable. */
 static pl_status *pl_part_assign(pl_partition *p)
@@ -665,7 +704,7 @@ static pl_status *pl_part_assign(pl_partition *p)
             if (p->pin[n] >= 0) {
                 size_t b = (size_t)p->pin[n];
                 if (!p->backends[b].symbolic)
-                    PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+                    PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b, false));
                 size_t k = (size_t)n * p->nb + b;
                 if (p->verdict[k] != PL_V_YES || p->excluded[k]) {
                     const pl_graph_node *node = pl_graph_get_node(p->g, n);
@@ -684,7 +723,7 @@ static pl_status *pl_part_assign(pl_partition *p)
                 if (p->excluded[k])
                     continue;
                 if (!p->backends[b].symbolic)
-                    PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b));
+                    PL_RETURN_IF_ERROR(pl_part_ask_kernel(p, n, b, false));
                 if (p->verdict[k] == PL_V_YES)
                     p->assign[n] = (int32_t)b;
             }
@@ -723,7 +762,9 @@ static pl_status *pl_part_assign(pl_partition *p)
             continue;
         for (size_t c = 0; !p->by_cost && c < p->n_clusters; c++)
             PL_RETURN_IF_ERROR(pl_part_weigh(p, c, p->scratch, &changed, false));
-        return NULL;
+        PL_RETURN_IF_ERROR(pl_part_settle_kernels(p, &changed));
+        if (!changed)
+            return NULL;
     }
 }
 
@@ -761,6 +802,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->verdict = pl_calloc(cells, sizeof *p->verdict);
     p->reason = pl_calloc(cells, sizeof *p->reason);
     p->kernel = pl_calloc(cells, sizeof *p->kernel);
+    p->query = pl_calloc(cells, sizeof *p->query);
     p->workspace = pl_calloc(cells, sizeof *p->workspace);
     p->excluded = pl_calloc(cells, sizeof *p->excluded);
     p->pin = pl_malloc((p->nn ? p->nn : 1) * sizeof *p->pin);
@@ -778,7 +820,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->deps = sized ? pl_calloc(dep_words, sizeof *p->deps) : NULL;
     p->cdeps = sized ? pl_calloc(dep_words, sizeof *p->cdeps) : NULL;
     p->reach = pl_calloc(p->words, sizeof *p->reach);
-    if (!p->backends || !p->verdict || !p->reason || !p->kernel || !p->workspace ||
+    if (!p->backends || !p->verdict || !p->reason || !p->kernel || !p->query || !p->workspace ||
         !p->excluded || !p->pin || !p->assign || !p->cluster || !p->deps || !p->cdeps ||
         !p->reach ||
         !p->pos || !p->fused_into || !p->fused_next || !p->offered_to || !p->idx ||
@@ -841,6 +883,7 @@ void pl_partition_destroy(pl_partition *p)
     pl_free(p->verdict);
     pl_free(p->reason);
     pl_free(p->kernel);
+    pl_free(p->query);
     pl_free(p->workspace);
     pl_free(p->excluded);
     pl_free(p->pin);

@@ -90,6 +90,16 @@ void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t row
 pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op,
                             cpu_run_fn run);
 
+/* Whether the core asks for NODE's kernel only to weigh it against other
+ * backends (PL_NODE_QUERY, ABI 1.9): it never runs, so builders leave
+ * constant weights unpacked (the packing is the kernel's cost: a VGG-19
+ * fully connected layer packed 411 MB for a kernel onednn's was preferred
+ * to); the same verdict either way. */
+static inline bool cpu_node_query(const pl_node_desc *node)
+{
+    return PL_ABI_HAS_FIELD(pl_node_desc, node, flags) && (node->flags & PL_NODE_QUERY) != 0;
+}
+
 /* Whether T's shape is fully known and its element and byte counts (as
  * f32) fit in size_t. */
 bool cpu_shape_known(const pl_tensor *t);

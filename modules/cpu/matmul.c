@@ -329,8 +329,8 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     size_t packed = 0;
     pl_dtype dt = node->outputs[0].dtype;
     bool f64 = PL_DTYPE_EQ(dt, PL_DTYPE_F64), f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
-    if (b_shared && f32 && !ctx->blas_pool && g != NULL && node->graph != NULL && kk > 0 &&
-        n > 0) {
+    if (b_shared && f32 && !ctx->blas_pool && !cpu_node_query(node) && g != NULL &&
+        node->graph != NULL && kk > 0 && n > 0) {
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
             bytes >= (size_t)(kk * n) * sizeof(float))

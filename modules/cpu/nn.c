@@ -728,7 +728,8 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     bool transposed = nn_use_transposed(plane, m / group, !unit);
     bool depthwise_like = cg == 1 && group == c && group > 1;
     const pl_graph_api *gv = cpu_host->graph;
-    if (!depthwise_like && gv != NULL && node->graph != NULL && m > 0 && cg * ksize > 0) {
+    if (!depthwise_like && !cpu_node_query(node) && gv != NULL && node->graph != NULL && m > 0 &&
+        cg * ksize > 0) {
         int64_t t = gv->node_input(node->graph, node->node_index, 1);
         const void *data;
         size_t bytes;

@@ -630,7 +630,8 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
     const pl_graph_api *g = cpu_host->graph;
     const void *bdata = NULL, *zbdata = NULL;
     size_t bbytes = 0, zbbytes = 0;
-    bool pre = g != NULL && node->graph != NULL && kk > 0 && n > 0 && rb == 0;
+    bool pre = g != NULL && node->graph != NULL && kk > 0 && n > 0 && rb == 0 &&
+               !cpu_node_query(node);
     if (pre) {
         int64_t tb = g->node_input(node->graph, node->node_index, ib);
         int64_t tz = tmp.has_zb ? g->node_input(node->graph, node->node_index, tmp.izb) : -1;

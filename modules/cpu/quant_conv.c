@@ -1425,7 +1425,8 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     size_t wbytes = 0, wzbytes = 0;
     size_t rows = tmp.c / tmp.group * tmp.ker_sp;
     bool pre = g != NULL && node->graph != NULL && rows > 0 && tmp.m > 0 &&
-               !(tmp.c == tmp.group && tmp.nsp == 2); /* depthwise: qc_write_depthwise */
+               !(tmp.c == tmp.group && tmp.nsp == 2) && /* depthwise: qc_write_depthwise */
+               !cpu_node_query(node);
     if (pre) {
         int64_t tw = g->node_input(node->graph, node->node_index, tmp.iw);
         int64_t twz = tmp.has_wz ? g->node_input(node->graph, node->node_index, tmp.iwz) : -1;

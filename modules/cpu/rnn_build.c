@@ -388,9 +388,10 @@ static rnn_kernel *rnn_alloc(pl_module_ctx *ctx, const pl_node_desc *node, const
     size_t wb = 0, rb = 0;
     const int64_t d = tmpl->dirs, gh = tmpl->gh, in = tmpl->input, hs = tmpl->hidden;
     bool two_phase = tmpl->kind == RNN_KIND_GRU && !tmpl->lbr;
-    bool w_const = math_input_constant(node, RNN_W, &wd, &wb) &&
+    bool query = cpu_node_query(node);
+    bool w_const = !query && math_input_constant(node, RNN_W, &wd, &wb) &&
                    wb >= (size_t)(d * gh * in) * sizeof(float) && in > 0;
-    bool r_const = math_input_constant(node, RNN_R, &rd, &rb) &&
+    bool r_const = !query && math_input_constant(node, RNN_R, &rd, &rb) &&
                    rb >= (size_t)(d * gh * hs) * sizeof(float);
     size_t head = (sizeof(rnn_kernel) + 63) & ~(size_t)63;
     int64_t units = 0;

@@ -489,7 +489,7 @@ pl_status *rnn_q8_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel 
      * constants, else every run */
     static const size_t consts[6] = {RNN_W, RNN_R, Q8_W_SCALE, Q8_W_ZP, Q8_R_SCALE, Q8_R_ZP};
     const void *data[6] = {NULL};
-    bool per_run = false;
+    bool per_run = cpu_node_query(node);
     for (int i = 0; i < 6; i++) {
         size_t bytes = 0;
         if ((consts[i] == Q8_W_ZP && !t_zp[0]) || (consts[i] == Q8_R_ZP && !t_zp[1]))

@@ -1855,14 +1855,15 @@ static void fill(float *v, size_t n, uint32_t seed, float scale)
 }
 
 /* A runtime over a module folder holding the staged cpu and example_acc
- * modules and both fusion fixtures, with backend.ini text EXTRA. */
-static pl_runtime *fuse_runtime(const char *extra)
+ * modules (and onednn with WITH_ONEDNN) and both fusion fixtures, with
+ * backend.ini text EXTRA. */
+static pl_runtime *fuse_runtime_with(const char *extra, bool with_onednn)
 {
     const char *dir = th_path(th_tempdir(), "mods");
     th_mkdir(dir, 0755);
     static const char *const staged[] = {"libplinth_cpu.so", "libplinth_example_acc.so",
-                                         "libplinth_json.so"};
-    for (size_t i = 0; i < sizeof staged / sizeof staged[0]; i++)
+                                         "libplinth_json.so", "libplinth_onednn.so"};
+    for (size_t i = 0; i < sizeof staged / sizeof staged[0] - !with_onednn; i++)
         th_copy_file(th_path(th_arg(0), staged[i]), th_path(dir, staged[i]), 0644);
     static const char *const fixtures[] = {"fx_fuse.so", "fx_fuse10.so"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
@@ -1875,6 +1876,11 @@ static pl_runtime *fuse_runtime(const char *extra)
     pl_runtime_options o = th_options(ini);
     pl_runtime *rt = th_runtime_create(&o);
     return rt;
+}
+
+static pl_runtime *fuse_runtime(const char *extra)
+{
+    return fuse_runtime_with(extra, false);
 }
 
 /* A counter of the fusion fixture MODULE (its configure outputs). */
@@ -2158,6 +2164,53 @@ static void case_fuse_two_readers(void)
     size_t n[2] = {EW_N, EW_N};
     run_expect(s, x, 2, ew_dims, 2, names, want, n, 0.0f);
     TH_CHECK_COUNTER(rt, "fx_fuse", "offers", 0);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* choose = cost weighs a subgraph of onednn against the imperative backend
+ * after it: that backend is asked for kernels only to weigh the nodes
+ * (PL_NODE_QUERY, ABI 1.9: the cpu module then packs no weights), and when
+ * the nodes move there (a tiny whole model: the hand-offs to onednn's
+ * thread cost more than the work) for kernels to run. No kernel made to
+ * weigh outlives the session's creation, none runs, none is offered a
+ * fusion; the moved nodes fuse and run as usual. Then with choose =
+ * first the nodes stay on onednn and the backend after it makes nothing. */
+static void case_fuse_weighed(void)
+{
+    if (!th_exists(th_path(th_arg(0), "libplinth_onednn.so")))
+        th_skip("the onednn module is not built");
+    float c1[EW_N];
+    pl_runtime *rt = fuse_runtime_with("[placement]\norder = onednn, fx_fuse\nchoose = cost\n",
+                                       true);
+    pl_session *s = session_for(rt, write_add_relu_neg(c1));
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "add"), "fx_fuse") == 0, "add went to %s",
+             backend_of(root, "add"));
+    expect_fused(root, "relu", "add");
+    expect_fused(root, "neg", "add");
+    json_decref(root);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "query_kernels", 3);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "run_kernels", 3);
+    /* one per node placed there (the fused ones' stay unused) */
+    TH_CHECK_COUNTER(rt, "fx_fuse", "live_kernels", 3);
+    run_add_relu_neg(s, c1, 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "runs_Add", 2);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "bad_runs", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "bad_offers", 0);
+    pl_session_destroy(s);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "live_kernels", 0);
+    pl_runtime_destroy(rt);
+
+    rt = fuse_runtime_with("[placement]\norder = onednn, fx_fuse\nchoose = first\n", true);
+    s = session_for(rt, write_add_relu_neg(c1));
+    root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "add"), "onednn") == 0, "add went to %s",
+             backend_of(root, "add"));
+    json_decref(root);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "query_kernels", 0);
+    TH_CHECK_COUNTER(rt, "fx_fuse", "run_kernels", 0);
+    run_add_relu_neg(s, c1, 1);
     pl_session_destroy(s);
     pl_runtime_destroy(rt);
 }
@@ -3302,6 +3355,7 @@ int main(int argc, char **argv)
         {"cache_limit", case_cache_limit},
         {"cache_concurrent", case_cache_concurrent},
         {"fuse_chain", case_fuse_chain},
+        {"fuse_weighed", case_fuse_weighed},
         {"fuse_declined", case_fuse_declined},
         {"fuse_partial", case_fuse_partial},
         {"fuse_two_readers", case_fuse_two_readers},

@@ -42,9 +42,11 @@ extern "C" {
  *   1.7  pl_graph_api.constant_bytes (how much a run reads of weights:
  *        plinth/cost.h's estimates of weights that stay in cache);
  *   1.8  PL_CAP_RUNS_IN_CALLER (a pinned-thread module's steps run in the
- *        application thread of a sequential run, one call at a time). */
+ *        application thread of a sequential run, one call at a time);
+ *   1.9  pl_node_desc.flags and PL_NODE_QUERY (get_kernel asked only to
+ *        weigh a node: the kernel may skip packing weights). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 8
+#define PL_ABI_MINOR 9
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

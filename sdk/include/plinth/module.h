@@ -389,10 +389,25 @@ typedef struct pl_run_context {
     void *stream;
 } pl_run_context;
 
+/* pl_node_desc.flags (ABI 1.9). */
+enum {
+    /* The core asks only to weigh the node against the other backends that
+     * take it (cost-aware placement): the verdict (a kernel or a refusal)
+     * must be the one a call without the flag gives, but the kernel may
+     * leave out what only running needs, such as packing constant weights
+     * (its workspace need not be the real one's). The core never runs such a kernel nor offers it
+     * kernel_fuse; it releases it, and asks again without the flag when
+     * the node is placed on this module. A module that ignores the flag
+     * answers as always. */
+    PL_NODE_QUERY = 1u << 0,
+};
+
 /* One node offered to get_kernel. Input and output tensors describe dtype,
  * shape and layout; their data is NULL. An absent optional input has
  * ndim == -1. Attributes are read through host->graph with graph and
- * node_index. Everything is borrowed for the call. */
+ * node_index. Everything is borrowed for the call. flags (ABI 1.9; read it
+ * with PL_ABI_HAS_FIELD(pl_node_desc, node, flags), an older core's
+ * description ends before it): PL_NODE_QUERY. */
 typedef struct pl_node_desc {
     pl_abi_header header;
     const char *name;
@@ -405,6 +420,8 @@ typedef struct pl_node_desc {
     const pl_tensor *inputs;
     size_t n_outputs;
     const pl_tensor *outputs;
+    /* ---- ABI 1.9 ---- */
+    uint32_t flags;
 } pl_node_desc;
 
 /* The arguments of one kernel or subgraph run. Tensors live on the device of
