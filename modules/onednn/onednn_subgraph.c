@@ -3431,7 +3431,8 @@ enum odnn_step_kind {
     ODNN_S_BINARY, ODNN_S_SOFTMAX, ODNN_S_LNORM, ODNN_S_CONCAT, ODNN_S_REDUCE, ODNN_S_DECONV,
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
-    ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED
+    ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED,
+    ODNN_S_SHUFFLE
 };
 
 struct odnn_step {
@@ -3458,7 +3459,10 @@ struct odnn_step {
                                    ODNN_S_COPY: ROWS bytes;
                                    ODNN_S_STRIDED: ROWS bytes a value */
     float eps;
-    int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS */
+    int64_t chans; /* ODNN_S_INORM: ROWS planes of COLS values, channel = row % CHANS;
+                      ODNN_S_SHUFFLE: ROWS images of CHANS channels of COLS values,
+                      XD[0] channels a block (1: row-major, -1: channels last),
+                      XD[1] groups */
     int nd;        /* ODNN_S_EXPAND, ODNN_S_PAD: X's dims (right-aligned) and Y's;
                       ODNN_S_STRIDED: XD the dims, CD the source's strides and ED the
                       destination's, in values */
@@ -4014,6 +4018,49 @@ static void odnn_strided_run(const char *x, char *y, int nd, const int64_t *xd,
             idx[d--] = 0;
         if (d < 0)
             return;
+    }
+}
+
+/* ODNN_S_SHUFFLE: N images of C channels of SP values, BLK channels a
+ * block (1: row-major; a partial last block is padded to BLK; -1: channels
+ * last): output channel o = j * G + i is input channel i * C/G + j, each
+ * channel's SP values BLK apart in both; a padded block's spare lanes are
+ * written 0, as oneDNN's blocked layouts keep them. Channels (pixels,
+ * channels last) spread over TEAM threads. */
+static void odnn_shuffle_run(const float *x, float *y, int64_t n, int64_t c, int64_t sp,
+                             int64_t blk, int64_t groups, int team)
+{
+    int64_t per = c / groups;
+    if (blk < 0) {
+        int64_t pixels = n * sp;
+#pragma omp parallel for num_threads(team) schedule(static)
+        for (int64_t p = 0; p < pixels; p++) {
+            const float *px = x + p * c;
+            float *py = y + p * c;
+            for (int64_t i = 0; i < groups; i++)
+                for (int64_t j = 0; j < per; j++)
+                    py[j * groups + i] = px[i * per + j];
+        }
+        return;
+    }
+    int64_t cp = (c + blk - 1) / blk * blk;
+    int64_t image = cp * sp, total = n * cp;
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t k = 0; k < total; k++) {
+        int64_t img = k / cp, o = k % cp;
+        float *py = y + img * image + o / blk * sp * blk + o % blk;
+        if (o >= c) {
+            for (int64_t i = 0; i < sp; i++)
+                py[i * blk] = 0.0f;
+            continue;
+        }
+        int64_t from = o % groups * per + o / groups;
+        const float *px = x + img * image + from / blk * sp * blk + from % blk;
+        if (blk == 1)
+            memcpy(py, px, (size_t)sp * sizeof *py);
+        else
+            for (int64_t i = 0; i < sp; i++)
+                py[i * blk] = px[i * blk];
     }
 }
 
@@ -8144,6 +8191,111 @@ static pl_status *odnn_lrn(struct odnn_build *b, size_t n, int src)
     return odnn_simple(b, n, ODNN_S_LRN, &ld, src, odnn_out(v, n, 0), NULL, NULL, 0);
 }
 
+/* ShuffleNet's channel shuffle: Reshape [N, C, ...] -> [N, G, C/G, ...],
+ * a Transpose that swaps axes 1 and 2, and a Reshape back to [N, C, ...],
+ * each the sole reader of the one before: output channel j * G + i is input
+ * channel i * C/G + j. As views, the three made the convolution's blocked
+ * output plain, copied it transposed, and blocked it again for the
+ * depthwise convolution after it: 1.6 of c2_shufflenet's 3.9 ms a run went
+ * to reorders in oneDNN's verbose log. Sets *OUT_T (the second Reshape's
+ * output), the other two nodes and G, or returns 0. */
+static int odnn_shuffle_chain(struct odnn_build *b, size_t n, int64_t *out_t, int64_t nodes[2],
+                              int64_t *out_groups)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, y, z;
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !x.f32 || !x.known || x.ndim < 3 ||
+        x.ndim > 5 || !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known ||
+        y.ndim != x.ndim + 1 || y.dims[0] != x.dims[0] || y.dims[1] < 2 || y.dims[2] < 2 ||
+        y.dims[1] * y.dims[2] != x.dims[1])
+        return 0;
+    for (int d = 2; d < x.ndim; d++)
+        if (y.dims[d + 1] != x.dims[d])
+            return 0;
+    int64_t tr = odnn_sole_reader(&b->u, odnn_out(v, n, 0));
+    if (tr < 0 || b->done[tr] || !odnn_op_is(v, tr, "Transpose"))
+        return 0;
+    const int64_t *perm;
+    if (odnn_attr_ints(v, (size_t)tr, "perm", &perm) != (size_t)y.ndim)
+        return 0;
+    for (int d = 0; d < y.ndim; d++)
+        if (perm[d] != (d == 1 ? 2 : d == 2 ? 1 : d))
+            return 0;
+    int64_t back = odnn_sole_reader(&b->u, odnn_out(v, (size_t)tr, 0));
+    if (back < 0 || b->done[back] || !odnn_op_is(v, back, "Reshape") ||
+        !odnn_tensor(v, odnn_out(v, (size_t)back, 0), &z) || !z.known || z.ndim != x.ndim)
+        return 0;
+    for (int d = 0; d < x.ndim; d++)
+        if (z.dims[d] != x.dims[d])
+            return 0;
+    *out_t = odnn_out(v, (size_t)back, 0);
+    nodes[0] = tr;
+    nodes[1] = back;
+    *out_groups = y.dims[1];
+    return 1;
+}
+
+/* The channels a block of MD (f32, dims [N, C, ...]): 1 for row-major, 8 or
+ * 16 for oneDNN's channel-blocked layouts (aBcd16b, ...), -1 for channels
+ * last (acdb, ...); 0 for any other. */
+static int64_t odnn_channel_block(const dnnl_memory_desc_t *md)
+{
+    if (md->data_type != dnnl_f32 || md->ndims < 3 || md->ndims > 5)
+        return 0;
+    if (odnn_is_row_major(md))
+        return 1;
+    int nd = md->ndims;
+    static const dnnl_format_tag_t tags[3][3] = {
+        {dnnl_aBc16b, dnnl_aBcd16b, dnnl_aBcde16b},
+        {dnnl_aBc8b, dnnl_aBcd8b, dnnl_aBcde8b},
+        {dnnl_acb, dnnl_acdb, dnnl_acdeb}};
+    static const int64_t blocks[3] = {16, 8, -1};
+    for (int k = 0; k < 3; k++) {
+        dnnl_memory_desc_t probe;
+        if (dnnl_memory_desc_init_by_tag(&probe, nd, md->dims, dnnl_f32, tags[k][nd - 3]) ==
+                dnnl_success &&
+            dnnl_memory_desc_equal(&probe, md))
+            return blocks[k];
+    }
+    return 0;
+}
+
+/* The chain at node N (odnn_shuffle_chain) as one step of the module's own
+ * (odnn_shuffle_run) on SRC's layout, when that is row-major,
+ * channel-blocked or channels last; *OUT_TAKEN 0, nothing emitted,
+ * otherwise. (oneDNN 2.6's
+ * shuffle primitive is its reference kernel on plain layouts, and on
+ * blocked ones it gathered through an offset table, 78 us for 272x14x14,
+ * and c2_shufflenet's OpenMP team slept between primitives: 11.6 ms a run
+ * instead of 2.95.) */
+static pl_status *odnn_shuffle(struct odnn_build *b, size_t n, int src, int64_t out_t,
+                               const int64_t nodes[2], int64_t groups, int *out_taken)
+{
+    const dnnl_memory_desc_t *md = &b->c->values[src].md;
+    int64_t blk = odnn_channel_block(md);
+    *out_taken = blk != 0;
+    if (blk == 0)
+        return NULL;
+    int64_t sp = 1;
+    for (int d = 2; d < md->ndims; d++)
+        sp *= md->dims[d];
+    int out = odnn_new_value(b, out_t, ODNN_V_TEMP, md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_SHUFFLE, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = md->dims[0];
+    s->chans = md->dims[1];
+    s->cols = sp;
+    s->xd[0] = blk;
+    s->xd[1] = groups;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    b->done[nodes[0]] = 1;
+    b->done[nodes[1]] = 1;
+    return NULL;
+}
+
 /* Softmax, or LogSoftmax (softmax_v2's log algorithm), on the source's
  * layout unless oneDNN takes that only with its reference kernel (a
  * channel-blocked one, or channels-last over the last axis): then on a
@@ -10425,11 +10577,21 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
                    strcmp(op, "Identity") == 0 || strcmp(op, "Squeeze") == 0 ||
                    strcmp(op, "Unsqueeze") == 0 || noop_reduce || strcmp(op, "Resize") == 0 ||
                    strcmp(op, "Upsample") == 0; /* odnn_resample takes a permuted view */
+    int64_t shuffle_out, shuffle_nodes[2], shuffle_groups;
+    int shuffle = strcmp(op, "Reshape") == 0 &&
+                  odnn_shuffle_chain(b, n, &shuffle_out, shuffle_nodes, &shuffle_groups);
     int src;
-    pl_status *st = relayout ? odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src)
-                             : odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    pl_status *st = relayout && !shuffle
+                        ? odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src)
+                        : odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
+    if (shuffle) {
+        int taken;
+        st = odnn_shuffle(b, n, src, shuffle_out, shuffle_nodes, shuffle_groups, &taken);
+        if (st != NULL || taken)
+            return st;
+    }
     pl_status *own = NULL;
     if (strcmp(op, "Tanh") == 0 && odnn_tanh_own(b, n, src, &own))
         return own;
@@ -11142,7 +11304,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 37u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 38u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11211,7 +11373,9 @@ static double odnn_now_ms(void)
                                      (odnn_wino_budget);
                                  37: one-row products by big constant
                                      matrices on gemm:jit, weights plain
-                                     (odnn_gemv_pd) */
+                                     (odnn_gemv_pd);
+                                 38: channel shuffles on the module's own
+                                     loop (ODNN_S_SHUFFLE) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -11544,6 +11708,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
     case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH: case ODNN_S_STRIDED:
+    case ODNN_S_SHUFFLE:
         break;
     default:
         return 0;
@@ -11560,6 +11725,10 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_STRIDED: /* SRC, DST */
         odnn_strided_run(p[0], p[1], step->nd, step->xd, step->cd, step->ed, step->rows);
+        break;
+    case ODNN_S_SHUFFLE: /* SRC, DST */
+        odnn_shuffle_run(p[0], p[1], step->rows, step->chans, step->cols, step->xd[0],
+                         step->xd[1], team);
         break;
     case ODNN_S_EXPAND: /* SRC, DST */
         odnn_expand_run(p[0], p[1], step->nd, step->xd, step->yd, team);

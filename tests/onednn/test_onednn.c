@@ -3353,6 +3353,52 @@ static void case_max_min(void)
                              "min_hi", NULL});
 }
 
+/* IN [1, C, H, W] shuffled in GROUPS: Reshape to [1, GROUPS, C/GROUPS, H,
+ * W], Transpose of axes 1 and 2, Reshape back (ShuffleNet's). */
+static void mb_shuffle(struct mb *m, const char *p, const char *in, const char *out, int64_t c,
+                       int64_t groups, int64_t h, int64_t w)
+{
+    char names[4][48], ins[120];
+    for (int k = 0; k < 4; k++)
+        snprintf(names[k], sizeof names[k], "%s_%d", p, k);
+    mb_shape(m, names[0], 5, (int64_t[]){1, groups, c / groups, h, w});
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", in, names[0]);
+    mb_node(m, names[1], "Reshape", ins, names[2], "");
+    mb_node(m, p, "Transpose", (snprintf(ins, sizeof ins, "\"%s\"", names[2]), ins), names[3],
+            "\"perm\":{\"ints\":[0,2,1,3,4]}");
+    char back[48];
+    snprintf(back, sizeof back, "%s_shape", p);
+    mb_shape(m, back, 4, (int64_t[]){1, c, h, w});
+    snprintf(ins, sizeof ins, "\"%s\",\"%s\"", names[3], back);
+    mb_node(m, (snprintf(names[0], sizeof names[0], "%s_back", p), names[0]), "Reshape", ins,
+            out, "");
+}
+
+/* Channel shuffles (odnn_shuffle: one step of the module's own instead of
+ * three copies) on each layout their source can have: the row-major graph
+ * input, a dense 3x3 convolution's channel-blocked output, a grouped 1x1
+ * convolution's channels-last one (oneDNN's brgconv), with 136 channels
+ * (a padded last block of 16) and 24; each read by a depthwise
+ * convolution, as in ShuffleNet. The outputs agree with the cpu module's. */
+static void case_channel_shuffle(void)
+{
+    struct mb m = {.seed = 66};
+    int64_t xs[] = {1, 24, 14, 14}, ys[] = {1, 136, 14, 14};
+    mb_input(&m, "x", 4, xs);
+    mb_shuffle(&m, "sh0", "x", "s0", 24, 4, 14, 14);
+    mb_conv(&m, "c1", "s0", "a", 24, 24, 3, 1, 24);
+    mb_conv(&m, "c2", "a", "b", 24, 136, 3, 1, 1);
+    mb_shuffle(&m, "sh1", "b", "s1", 136, 4, 14, 14);
+    mb_conv(&m, "c3", "s1", "d", 136, 136, 3, 1, 136);
+    mb_conv(&m, "c4", "d", "e", 136, 136, 1, 1, 4);
+    mb_node(&m, "r4", "Relu", "\"e\"", "f", "");
+    mb_shuffle(&m, "sh2", "f", "s2", 136, 8, 14, 14);
+    mb_conv(&m, "c5", "s2", "y", 136, 136, 3, 1, 136);
+    m.outputs[m.n_outputs++] = "y";
+    compare(mb_write(&m), 4, xs, 4, ys,
+            (const char *[]){"sh0", "c1", "c2", "sh1", "c3", "c4", "sh2", "c5", NULL});
+}
+
 /* Squeeze and Unsqueeze are views: axes as an attribute (opset 11) and as
  * a constant input (opset 13), around a MatMul and a Relu. */
 static void case_squeeze_views(void)
@@ -5546,6 +5592,7 @@ int main(int argc, char **argv)
         {"hswish_explicit", case_hswish_explicit},
         {"denormal_weights", case_denormal_weights},
         {"max_min", case_max_min},
+        {"channel_shuffle", case_channel_shuffle},
         {"squeeze_views", case_squeeze_views},
         {"logsoftmax", case_logsoftmax},
         {"reductions", case_reductions},
