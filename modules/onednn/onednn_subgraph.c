@@ -7033,8 +7033,10 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
         dnnl_dims_t pdims = {(dnnl_dim_t)odnn_smm_packed_floats(&s)};
         dnnl_memory_desc_init_by_tag(&pmd, 1, pdims, dnnl_f32, dnnl_a);
         st = odnn_weight(b, &pmd, &pmd, NULL, (int64_t)n, &wi);
-        if (st == NULL && b->imp == NULL)
+        if (st == NULL && b->imp == NULL) {
             odnn_smm_pack(&s, w.cdata, b->c->weights[wi].data);
+            odnn_flush_denormals(&b->c->weights[wi]); /* as every weight's copy */
+        }
     }
     if (st == NULL && bias_t >= 0) { /* NPAD floats, zeros after N */
         float *pad = onednn_host->host_alloc(b->ctx->host_ctx, (size_t)s.npad * sizeof(float), 0);
@@ -11304,7 +11306,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 38u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 39u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11375,7 +11377,9 @@ static double odnn_now_ms(void)
                                      matrices on gemm:jit, weights plain
                                      (odnn_gemv_pd);
                                  38: channel shuffles on the module's own
-                                     loop (ODNN_S_SHUFFLE) */
+                                     loop (ODNN_S_SHUFFLE); 39: the own
+                                     small product's packed B without
+                                     denormals */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
