@@ -180,11 +180,17 @@ static bool pl_cache_view_has_bodies(const pl_graph_view *view, const pl_graph *
 pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
                              const pl_graph_view *view, pl_cache_key *out_key)
 {
+    return pl_cache_key_make_named(module->name, module->api.version, device, view, out_key);
+}
+
+pl_status *pl_cache_key_make_named(const char *name, const char *name_version, int32_t device,
+                                   const pl_graph_view *view, pl_cache_key *out_key)
+{
     pl_hash2 h = {1469598103934665603ull, 0x6a09e667f3bcc909ull};
     const pl_graph_api *api = &pl_graph_view_table;
     const pl_graph *g = pl_graph_view_graph(view);
-    pl_hash2_str(&h, module->name);
-    pl_hash2_str(&h, module->api.version ? module->api.version : "");
+    pl_hash2_str(&h, name);
+    pl_hash2_str(&h, name_version ? name_version : "");
     pl_hash2_bytes(&h, &device, sizeof device);
     if (pl_cache_view_has_bodies(view, g)) {
         const char *json = api->json(view);
@@ -342,6 +348,116 @@ pl_status *pl_cache_write_named(const char *dir, const char *name, const void *d
                                 strerror(err));
     }
     return NULL;
+}
+
+/* ---- a blob written as it is exported ------------------------------------ */
+
+enum { PL_CACHE_WRITER_BUF = 1 << 20 };
+
+struct pl_cache_writer {
+    int fd;
+    bool failed;
+    int err;           /* errno of the first failure */
+    uint64_t bytes;    /* written so far */
+    size_t n;          /* staged in BUF */
+    char buf[PL_CACHE_WRITER_BUF];
+    char path[4096], tmp[4200];
+};
+
+/* Writes N bytes at P to W's file; false (W failed) when it refuses them. */
+static bool pl_cache_writer_put(pl_cache_writer *w, const char *p, size_t n)
+{
+    size_t done = 0;
+    while (!w->failed && done < n) {
+        ssize_t got = write(w->fd, p + done, n - done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            w->failed = true;
+            w->err = got < 0 ? errno : ENOSPC;
+        } else
+            done += (size_t)got;
+    }
+    return !w->failed;
+}
+
+/* Writes what W has staged. */
+static bool pl_cache_writer_flush(pl_cache_writer *w)
+{
+    bool ok = pl_cache_writer_put(w, w->buf, w->n);
+    w->n = 0;
+    return ok;
+}
+
+pl_status *pl_cache_writer_open(const char *dir, const pl_module *module,
+                                const pl_cache_key *key, pl_cache_writer **out)
+{
+    *out = NULL;
+    PL_RETURN_IF_ERROR(pl_cache_check_dir(dir));
+    pl_cache_writer *w = pl_malloc(sizeof *w);
+    if (w == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory writing to the cache");
+    pl_cache_path(w->path, sizeof w->path, dir, module, key, "");
+    static _Atomic unsigned long serial; /* as pl_cache_write_named's */
+    unsigned long n = atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed);
+    snprintf(w->tmp, sizeof w->tmp, "%s.%ld.%lu.tmp", w->path, (long)getpid(), n);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (w->fd < 0) {
+        pl_status *st = pl_status_create(PL_CODE_IO_ERROR, "cache %s: %s", w->tmp,
+                                         strerror(errno));
+        pl_free(w);
+        return st;
+    }
+    w->failed = false;
+    w->err = 0;
+    w->bytes = 0;
+    w->n = 0;
+    *out = w;
+    return NULL;
+}
+
+void pl_cache_writer_sink(void *user, const void *bytes, size_t n)
+{
+    pl_cache_writer *w = user;
+    w->bytes += n;
+    if (w->n + n > PL_CACHE_WRITER_BUF) {
+        pl_cache_writer_flush(w);
+        if (n >= PL_CACHE_WRITER_BUF) { /* a big piece goes straight to the file */
+            pl_cache_writer_put(w, bytes, n);
+            return;
+        }
+    }
+    if (!w->failed) {
+        memcpy(w->buf + w->n, bytes, n);
+        w->n += n;
+    }
+}
+
+pl_status *pl_cache_writer_close(pl_cache_writer *w, bool ok, uint64_t *out_bytes)
+{
+    *out_bytes = 0;
+    if (w == NULL)
+        return NULL;
+    ok = ok && pl_cache_writer_flush(w);
+    int err = w->failed ? w->err : 0;
+    if (close(w->fd) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    pl_status *st = NULL;
+    if (ok && rename(w->tmp, w->path) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        unlink(w->tmp);
+        if (err != 0)
+            st = pl_status_create(PL_CODE_IO_ERROR, "cache %s: cannot write: %s", w->path,
+                                  strerror(err));
+    } else
+        *out_bytes = w->bytes;
+    pl_free(w);
+    return st;
 }
 
 pl_status *pl_cache_read_small(const char *dir, const char *name, char *buf, size_t size)

@@ -19,6 +19,10 @@ typedef struct pl_cache_key {
 
 pl_status *pl_cache_key_make(const pl_module *module, int32_t device,
                              const pl_graph_view *view, pl_cache_key *out_key);
+/* The same key for what is not one module's compile (NAME and VERSION in
+ * its place: constant folding keys its results with the modules loaded). */
+pl_status *pl_cache_key_make_named(const char *name, const char *version, int32_t device,
+                                   const pl_graph_view *view, pl_cache_key *out_key);
 
 /* Maps the blob of KEY for MODULE from DIR read-only into *OUT_BLOB
  * (*OUT_BYTES bytes); the caller releases it with pl_cache_unmap. NOT_FOUND
@@ -32,6 +36,17 @@ void pl_cache_unmap(const void *blob, size_t bytes);
 pl_status *pl_cache_write(const char *dir, const pl_module *module,
                           const pl_cache_key *key, const void *blob, size_t bytes);
 
+/* A blob written as a module exports it (export_compiled's sink), never
+ * held whole in memory: VGG-19's 733 MB compile was a buffer grown to 1 GB
+ * before a single write. Open, feed pl_cache_writer_sink (a pl_blob_sink
+ * with the writer as its user), then close: with OK the file goes in place
+ * (*OUT_BYTES written), else it is removed; an error when the folder
+ * refused a write. */
+typedef struct pl_cache_writer pl_cache_writer;
+pl_status *pl_cache_writer_open(const char *dir, const pl_module *module,
+                                const pl_cache_key *key, pl_cache_writer **out);
+void pl_cache_writer_sink(void *user, const void *bytes, size_t n);
+pl_status *pl_cache_writer_close(pl_cache_writer *w, bool ok, uint64_t *out_bytes);
 /* Writes the file NAME in DIR the same way (the probe's verdicts). */
 pl_status *pl_cache_write_named(const char *dir, const char *name, const void *data,
                                 size_t bytes);

@@ -15,33 +15,6 @@
 #include "program.h"
 #include "status.h"
 
-typedef struct pl_blob_buf {
-    char *data;
-    size_t n, cap;
-    bool oom;
-} pl_blob_buf;
-
-static void pl_blob_sink_fn(void *user, const void *bytes, size_t n)
-{
-    pl_blob_buf *b = user;
-    if (b->oom || n == 0)
-        return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n)
-            cap *= 2;
-        char *grown = pl_realloc(b->data, cap);
-        if (grown == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->n, bytes, n);
-    b->n += n;
-}
-
 /* Takes step ST's compiled subgraph from the cache if an entry for it is
  * there and its module accepts it. */
 static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t device,
@@ -78,30 +51,36 @@ static void pl_compile_lookup(const pl_program *p, pl_prog_step *st, int32_t dev
     pl_cache_count(dir, delta);
 }
 
-/* Stores step ST's freshly compiled subgraph in the cache. */
+/* Stores step ST's freshly compiled subgraph in the cache, written to the
+ * folder as the module exports it. */
 static void pl_compile_store(const pl_program *p, pl_prog_step *st, const pl_cache_key *key,
                              pl_warnings *w)
 {
     pl_module *m = st->module;
-    pl_blob_buf buf = {0};
-    pl_status *err = m->api.export_compiled(m->ctx, st->compiled, pl_blob_sink_fn, &buf);
-    if (err == NULL && buf.oom)
-        err = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory exporting a compile");
     const char *dir = p->rt->config->cache_dir;
-    if (err == NULL)
-        err = pl_cache_write(dir, m, key, buf.data, buf.n);
+    pl_cache_writer *out = NULL;
+    uint64_t written = 0;
+    pl_status *err = pl_cache_writer_open(dir, m, key, &out);
     if (err == NULL) {
+        err = m->api.export_compiled(m->ctx, st->compiled, pl_cache_writer_sink, out);
+        pl_status *closed = pl_cache_writer_close(out, err == NULL, &written);
+        if (err == NULL)
+            err = closed;
+        else
+            pl_status_free(closed);
+    }
+    if (err == NULL) {
+        pl_cache_touch(dir, m, key);
         st->cache = "stored";
         uint64_t delta[PL_CACHE_COUNTS] = {0};
         delta[PL_CACHE_STORES] = 1;
-        delta[PL_CACHE_BYTES_WRITTEN] = buf.n;
+        delta[PL_CACHE_BYTES_WRITTEN] = written;
         pl_cache_count(dir, delta);
         pl_cache_limit(dir, p->rt->config->cache_max_bytes, m, key);
     } else {
         pl_warnings_add(w, "%s: not cached: %s", st->name, pl_status_message(err));
         pl_status_free(err);
     }
-    pl_free(buf.data);
 }
 
 /* Whether step ST may go through the cache; turns CACHE_OK off for good
