@@ -95,6 +95,38 @@ typedef struct pl_fd_copy_entry {
     uint64_t digest;        /* of the bytes */
 } pl_fd_copy_entry;
 
+/* A file of constants the core made (filedata.h): a header, the entries in
+ * the order of the results, then each result's bytes, the big ones (those
+ * recorded) at a page boundary, the others at 64 bytes. */
+#define PL_FD_MADE_MAGIC "PLFOLD01"
+
+typedef struct pl_fd_made_header {
+    char magic[8];
+    uint32_t version, count;
+    char key[48];            /* the folding's key, terminated */
+    uint64_t entries_digest; /* of the entries that follow */
+} pl_fd_made_header;
+
+typedef struct pl_fd_made_entry {
+    uint64_t bytes, at, digest;
+} pl_fd_made_entry;
+
+typedef struct pl_fd_made {
+    char *map; /* private, read-only in intent (a stray write copies a page) */
+    size_t bytes;
+} pl_fd_made;
+
+/* The file a folding session is filling (pl_filedata_made_open). */
+typedef struct pl_fd_pending {
+    int fd;              /* -1: none */
+    char *map;           /* shared, writable */
+    size_t bytes;
+    pl_fd_made_header h;
+    pl_fd_made_entry *e;
+    char **names;        /* the results', for messages */
+    char path[4200], tmp[4300];
+} pl_fd_pending;
+
 struct pl_filedata {
     pthread_mutex_t mu;
     int fd;
@@ -118,6 +150,9 @@ struct pl_filedata {
     pl_fd_extfile *ext;  /* external data files of recorded constants */
     size_t n_ext;
     uint64_t read_back;  /* bytes restored by reading or copying them again */
+    pl_fd_made *made;    /* files of constants the core made (pl_filedata_made_open) */
+    size_t n_made;
+    pl_fd_pending pending; /* the one being filled */
 };
 
 pl_status *pl_filedata_create(const char *path, pl_filedata **out)
@@ -142,6 +177,7 @@ pl_status *pl_filedata_create(const char *path, pl_filedata **out)
                                 "%s: cannot open for its constants: %s", path, strerror(err));
     }
     pthread_mutex_init(&f->mu, NULL);
+    f->pending.fd = -1;
     *out = f;
     return NULL;
 }
@@ -159,6 +195,10 @@ void pl_filedata_destroy(pl_filedata *f)
             munmap(f->ext[i].map, f->ext[i].map_bytes);
     }
     pl_free(f->ext);
+    pl_filedata_made_end(f, false, NULL);
+    for (size_t i = 0; i < f->n_made; i++)
+        munmap(f->made[i].map, f->made[i].bytes);
+    pl_free(f->made);
     if (f->copy != NULL)
         munmap(f->copy, f->copy_bytes);
     pl_free(f->cache_dir);
@@ -993,5 +1033,237 @@ bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t
     if (ok)
         *out = f->e[i].digest;
     pthread_mutex_unlock(&f->mu);
+    return ok;
+}
+
+/* ---- constants the core made, kept in the cache folder ------------------ */
+
+const char *pl_filedata_cache_dir(const pl_filedata *f)
+{
+    return f != NULL ? f->cache_dir : NULL;
+}
+
+/* The layout of N results of BYTES[i] in a made file: E[i].at and bytes;
+ * the file's size. */
+static uint64_t pl_fd_made_layout(size_t n, const size_t *bytes, pl_fd_made_entry *e)
+{
+    uint64_t at = (sizeof(pl_fd_made_header) + n * sizeof *e + PL_FD_COPY_ALIGN - 1) /
+                  PL_FD_COPY_ALIGN * PL_FD_COPY_ALIGN;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t align = bytes[i] >= PL_FILEDATA_MIN_BYTES ? PL_FD_COPY_ALIGN : 64;
+        at = (at + align - 1) / align * align;
+        e[i] = (pl_fd_made_entry){.bytes = bytes[i], .at = at};
+        at += bytes[i];
+    }
+    return (at + PL_FD_COPY_ALIGN - 1) / PL_FD_COPY_ALIGN * PL_FD_COPY_ALIGN;
+}
+
+/* Records the big results of a made file mapped at MAP (entries E, names
+ * NAMES) like the copy's constants: resident until dropped, back on a
+ * touch, never read from the model file. */
+static bool pl_fd_made_record(pl_filedata *f, char *map, size_t bytes, size_t n,
+                              const pl_fd_made_entry *e, const char *const *names)
+{
+    pl_fd_made *grown = pl_realloc(f->made, (f->n_made + 1) * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    f->made = grown;
+    f->made[f->n_made++] = (pl_fd_made){map, bytes};
+    bool read_model = f->read_model;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].bytes < PL_FILEDATA_MIN_BYTES)
+            continue;
+        pl_status *st = pl_filedata_track(f, map + e[i].at, e[i].bytes, 0, names[i]);
+        long k = st == NULL ? pl_filedata_find(f, map + e[i].at) : -1;
+        pl_status_free(st);
+        if (k < 0)
+            continue; /* out of memory: resident for good, that is all */
+        f->e[k].external = true;
+        f->e[k].in_copy = true;
+        f->e[k].has_digest = true;
+        f->e[k].digest = e[i].digest;
+    }
+    f->read_model = read_model;
+    return true;
+}
+
+/* Maps the made file at PATH when it holds N results of BYTES[i] under
+ * KEY, with their digests; NULL otherwise. *OUT_E: its entries (in the
+ * mapping). */
+static char *pl_fd_made_map(const char *path, const char *key, size_t n, const size_t *bytes,
+                            size_t *out_bytes, const pl_fd_made_entry **out_e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *map = NULL;
+    pl_fd_made_header h;
+    pl_fd_made_entry *want = pl_calloc(n ? n : 1, sizeof *want);
+    uint64_t size = want != NULL ? pl_fd_made_layout(n, bytes, want) : 0;
+    if (want != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_size == size && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+        memcmp(h.magic, PL_FD_MADE_MAGIC, 8) == 0 && h.version == 1 && h.count == n &&
+        strncmp(h.key, key, sizeof h.key) == 0)
+        map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED)
+        map = NULL;
+    /* the entries must be the layout's, and every result's bytes their
+     * digest (read through a buffer: no page is mapped yet) */
+    const pl_fd_made_entry *e = map != NULL ? (const void *)(map + sizeof h) : NULL;
+    uint64_t d = PL_HASH_SEED;
+    if (e != NULL)
+        pl_hash_bytes(&d, e, n * sizeof *e);
+    bool ok = e != NULL && d == h.entries_digest;
+    char *buf = ok ? pl_malloc(PL_FD_BUF) : NULL;
+    ok = ok && buf != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        uint64_t got;
+        ok = e[i].bytes == want[i].bytes && e[i].at == want[i].at &&
+             pl_fd_digest_of(fd, e[i].at, e[i].bytes, buf, PL_FD_BUF, &got) &&
+             got == e[i].digest;
+    }
+    pl_free(buf);
+    pl_free(want);
+    close(fd);
+    if (!ok && map != NULL) {
+        munmap(map, (size_t)size);
+        map = NULL;
+    }
+    *out_bytes = (size_t)size;
+    *out_e = e;
+    return map;
+}
+
+bool pl_filedata_made_open(pl_filedata *f, const char *key, size_t n, const size_t *bytes,
+                           const char *const *names, uint64_t max_bytes, void **out,
+                           bool *out_made)
+{
+    *out_made = false;
+    if (f == NULL || f->cache_dir == NULL || f->pending.fd >= 0 || n == 0 ||
+        strlen(key) >= sizeof f->pending.h.key)
+        return false;
+    /* Only while nothing holds an entry's index (sessions' pins, a
+     * creation's droppable marks): recording inserts entries, by address.
+     * A model's load is such a time; a folding while it has sessions (a
+     * staged one's, a shape bound later) keeps its results in memory. */
+    pthread_mutex_lock(&f->mu);
+    bool quiet = f->users == 0;
+    for (size_t i = 0; quiet && i < f->n; i++)
+        quiet = f->e[i].pins == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (!quiet)
+        return false;
+    pl_fd_pending *p = &f->pending;
+    char name[96];
+    snprintf(name, sizeof name, "fold-%s.blob", key);
+    snprintf(p->path, sizeof p->path, "%s/%s", f->cache_dir, name);
+    size_t size = 0;
+    const pl_fd_made_entry *e = NULL;
+    char *map = pl_fd_made_map(p->path, key, n, bytes, &size, &e);
+    if (map != NULL) {
+        pthread_mutex_lock(&f->mu);
+        bool ok = pl_fd_made_record(f, map, size, n, e, names);
+        pthread_mutex_unlock(&f->mu);
+        if (!ok) {
+            munmap(map, size);
+            return false;
+        }
+        for (size_t i = 0; i < n; i++)
+            out[i] = map + e[i].at;
+        if (f->hooks.touch != NULL)
+            f->hooks.touch(f->cache_dir, name);
+        *out_made = true;
+        return true;
+    }
+    /* A new one, filled in place by the run: its blocks reserved first, so
+     * that a full disk refuses it here rather than fault a write later. */
+    p->e = pl_calloc(n, sizeof *p->e);
+    p->names = pl_calloc(n, sizeof *p->names);
+    bool ok = p->e != NULL && p->names != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (p->names[i] = pl_xstrdup(names[i])) != NULL;
+    uint64_t total = ok ? pl_fd_made_layout(n, bytes, p->e) : 0;
+    f->cache_max_bytes = max_bytes;
+    ok = ok && (max_bytes == 0 || total <= max_bytes);
+    snprintf(p->tmp, sizeof p->tmp, "%s.%ld.tmp", p->path, (long)getpid());
+    int fd = ok ? open(p->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
+    ok = fd >= 0 && posix_fallocate(fd, 0, (off_t)total) == 0;
+    char *w = ok ? mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                 : MAP_FAILED;
+    if (w == MAP_FAILED) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(p->tmp);
+        }
+        for (size_t i = 0; p->names != NULL && i < n; i++)
+            pl_free(p->names[i]);
+        pl_free(p->names);
+        pl_free(p->e);
+        p->names = NULL;
+        p->e = NULL;
+        return false;
+    }
+    p->fd = fd;
+    p->map = w;
+    p->bytes = (size_t)total;
+    p->h = (pl_fd_made_header){.version = 1, .count = (uint32_t)n};
+    memcpy(p->h.magic, PL_FD_MADE_MAGIC, 8);
+    snprintf(p->h.key, sizeof p->h.key, "%s", key);
+    for (size_t i = 0; i < n; i++)
+        out[i] = w + p->e[i].at;
+    return true;
+}
+
+bool pl_filedata_made_end(pl_filedata *f, bool ok, void **out)
+{
+    if (f == NULL || f->pending.fd < 0)
+        return false;
+    pl_fd_pending *p = &f->pending;
+    size_t n = p->h.count;
+    char *map = NULL;
+    if (ok) {
+        for (size_t i = 0; i < n; i++) {
+            p->e[i].digest = PL_HASH_SEED;
+            pl_hash_bytes(&p->e[i].digest, p->map + p->e[i].at, p->e[i].bytes);
+        }
+        p->h.entries_digest = PL_HASH_SEED;
+        pl_hash_bytes(&p->h.entries_digest, p->e, n * sizeof *p->e);
+        memcpy(p->map, &p->h, sizeof p->h);
+        memcpy(p->map + sizeof p->h, p->e, n * sizeof *p->e);
+    }
+    /* The shared mapping goes (its pages stay in the page cache, written
+     * back by the system); the results are read through a private one, as
+     * a later load will. */
+    munmap(p->map, p->bytes);
+    if (ok)
+        map = mmap(NULL, p->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, p->fd, 0);
+    ok = ok && map != MAP_FAILED;
+    close(p->fd);
+    ok = ok && rename(p->tmp, p->path) == 0;
+    if (!ok)
+        unlink(p->tmp);
+    if (ok) {
+        pthread_mutex_lock(&f->mu);
+        ok = pl_fd_made_record(f, map, p->bytes, n, p->e, (const char *const *)p->names);
+        pthread_mutex_unlock(&f->mu);
+    }
+    if (!ok && map != NULL && map != MAP_FAILED)
+        munmap(map, p->bytes);
+    for (size_t i = 0; ok && i < n; i++)
+        out[i] = map + p->e[i].at;
+    const char *name = strrchr(p->path, '/') + 1;
+    if (ok && f->hooks.touch != NULL)
+        f->hooks.touch(f->cache_dir, name);
+    if (ok && f->hooks.limit != NULL)
+        f->hooks.limit(f->cache_dir, f->cache_max_bytes, name);
+    for (size_t i = 0; i < n; i++)
+        pl_free(p->names[i]);
+    pl_free(p->names);
+    pl_free(p->e);
+    p->names = NULL;
+    p->e = NULL;
+    p->map = NULL;
+    p->fd = -1;
     return ok;
 }

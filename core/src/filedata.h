@@ -202,4 +202,41 @@ void pl_filedata_store_digests(pl_filedata *f, uint64_t cache_max_bytes);
 void pl_filedata_stats(pl_filedata *f, size_t *out_resident, size_t *out_dropped,
                        uint64_t *out_read_back);
 
+/* ---- constants the core made, kept in the cache folder ------------------
+ *
+ * Constant folding (fold.c) makes constants no file holds: f16 weights cast
+ * to f32, weights a ConstantOfShape fills, a Transpose or DequantizeLinear
+ * of them. Held in the core's memory they could never be dropped (nothing
+ * to read them again from), stayed resident beside every module's own copy,
+ * and every load computed them again. With a cache folder the folding
+ * session writes its results straight into a file of the folder,
+ * "fold-<key>.blob" (KEY: the compile cache's key of the folded nodes, with
+ * their constants' digests and the modules loaded), mapped shared while it
+ * runs and privately after; the big ones are recorded here like the copy's
+ * constants: dropped by letting their pages go (the file keeps them: the
+ * system writes them back), back on a touch. A later load with the same key
+ * checks the file's digests, maps it, and runs nothing. */
+
+/* Places the N results of the folding keyed KEY (BYTES[i] each, NAMES[i]
+ * for messages) in the cache folder: *OUT[i] where result I lies. With
+ * *OUT_MADE the folder had them from an earlier load (checked, recorded,
+ * read-only); else a new file, at most MAX_BYTES (0: no limit), that the
+ * caller's run fills in place and hands to pl_filedata_made_end. False,
+ * with nothing done, without a cache folder or when the folder refuses the
+ * file (no space, over its limit), or while a session or a session's
+ * creation holds F's constants (recording moves their indices): the
+ * caller makes them in memory. */
+bool pl_filedata_made_open(pl_filedata *f, const char *key, size_t n, const size_t *bytes,
+                           const char *const *names, uint64_t max_bytes, void **out,
+                           bool *out_made);
+
+/* The run filled the new file (OK) or failed. When OK and the file is in
+ * place, its big results are recorded, *OUT[i] says where each lies now
+ * (moved to the private mapping) and it returns true; otherwise the file
+ * is removed and the space pl_filedata_made_open gave is gone. */
+bool pl_filedata_made_end(pl_filedata *f, bool ok, void **out);
+
+/* The cache folder F keeps its copy and made constants in (NULL: none). */
+const char *pl_filedata_cache_dir(const pl_filedata *f);
+
 #endif

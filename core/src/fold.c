@@ -27,7 +27,10 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cache.h"
+#include "filedata.h"
 #include "fold.h"
+#include "graph_view.h"
 #include "status.h"
 
 /* Ops whose output is not a function of their inputs. */
@@ -179,7 +182,8 @@ static void pl_fold_named(const pl_graph *g, const pl_graph *graph, bool is_body
 }
 
 /* Runs the folding graph FG (taken) on RT; its outputs, in order, into
- * DATA: blocks of ALLOC (pl_free'd by the caller, or handed to a graph),
+ * DATA: where DATA[i] is not NULL (placed in the cache folder's file),
+ * else blocks of ALLOC (pl_free'd by the caller, or handed to a graph),
  * written in place by the run, so that a folded weight is never held
  * twice (the run's buffer and the constant's copy: tv_r3d_18's Conv taps,
  * 40 MB, were). */
@@ -203,7 +207,8 @@ static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, si
         const pl_graph_tensor *t = pl_graph_get_tensor(fg, pl_graph_output(fg, i));
         size_t bytes = 0;
         pl_graph_tensor_bytes(t, &bytes);
-        data[i] = pl_alloc_malloc(alloc, bytes ? bytes : 1);
+        if (data[i] == NULL) /* else placed in the cache folder's file */
+            data[i] = pl_alloc_malloc(alloc, bytes ? bytes : 1);
         if (data[i] == NULL)
             st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
         outs[i] = (pl_io){.name = t->name,
@@ -217,6 +222,103 @@ static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, si
     pl_session_destroy(s);
     pl_model_release(m);
     return st;
+}
+
+/* The results of folding, kept in the cache folder (filedata.h): G's
+ * record of its constants, or one made for the results when G has none
+ * (its owner then, *OWN). */
+typedef struct pl_fold_store {
+    pl_filedata *fd;
+    bool own;    /* FD made here: the new graph takes it */
+    bool placed; /* DATA lies in the folder's file */
+    bool made;   /* ... made at an earlier load: nothing runs */
+} pl_fold_store;
+
+/* The key of the folding: the compile cache's key of the folded nodes of G
+ * (FOLD) with their constants' digests, under the loaded modules' names
+ * and versions, which computed them. */
+static bool pl_fold_key(pl_runtime *rt, const pl_graph *g, const bool *fold, pl_cache_key *key)
+{
+    size_t nn = pl_graph_node_count(g), n = 0;
+    pl_nid *nodes = pl_calloc(nn ? nn : 1, sizeof *nodes);
+    char mods[1024];
+    size_t len = 0;
+    mods[0] = '\0';
+    for (size_t i = 0; i < rt->n_modules && len < sizeof mods; i++)
+        if (rt->modules[i]->status == PL_MODULE_LOADED)
+            len += (size_t)snprintf(mods + len, sizeof mods - len, "%s %s;", rt->modules[i]->name,
+                                    rt->modules[i]->api.version ? rt->modules[i]->api.version
+                                                                : "");
+    const pl_nid *order = pl_graph_topo_order(g);
+    for (size_t i = 0; nodes != NULL && i < nn; i++)
+        if (fold[order[i]])
+            nodes[n++] = order[i];
+    pl_graph_view *view = NULL;
+    pl_status *st = nodes != NULL && len < sizeof mods
+                        ? pl_graph_view_create(g, nodes, n, &view)
+                        : pl_status_create(PL_CODE_OUT_OF_MEMORY, "keying the folding");
+    if (st == NULL)
+        st = pl_cache_key_make_named("constant-folding", mods, 0, view, key);
+    pl_graph_view_destroy(view);
+    pl_free(nodes);
+    bool ok = st == NULL;
+    pl_status_free(st);
+    return ok;
+}
+
+/* Places the N_FRONT results of folding FOLD (FRONTIER) of G, loaded from
+ * PATH, in the cache folder when there is one and a result is big enough
+ * for the core to drop: DATA[i] then, and S says how. */
+static void pl_fold_place(pl_runtime *rt, const pl_graph *g, const char *path, const bool *fold,
+                          const pl_tid *frontier, size_t n_front, void **data, pl_fold_store *s)
+{
+    *s = (pl_fold_store){.fd = pl_graph_filedata(g)};
+    size_t *bytes = pl_calloc(n_front, sizeof *bytes);
+    const char **names = pl_calloc(n_front, sizeof *names);
+    bool big = false;
+    for (size_t f = 0; bytes != NULL && names != NULL && f < n_front; f++) {
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, frontier[f]);
+        pl_graph_tensor_bytes(t, &bytes[f]);
+        names[f] = t->name;
+        big = big || bytes[f] >= PL_FILEDATA_MIN_BYTES;
+    }
+    const char *dir = rt->config != NULL ? rt->config->cache_dir : "";
+    pl_cache_key key;
+    if (!big || dir[0] == '\0' || !pl_fold_key(rt, g, fold, &key)) {
+        pl_free(bytes);
+        pl_free(names);
+        return;
+    }
+    if (s->fd == NULL) {
+        pl_status *st = pl_cache_check_dir(dir);
+        if (st == NULL)
+            st = pl_filedata_create(path, &s->fd);
+        pl_status_free(st);
+        if (s->fd != NULL) {
+            s->own = true;
+            pl_filedata_set_cache_hooks(s->fd, (pl_filedata_cache_hooks){
+                                                   pl_cache_touch_named, pl_cache_limit_named});
+            (void)pl_filedata_open_copy(s->fd, dir); /* (its folder: a model without big
+                                                        constants has no copy) */
+        }
+    }
+    /* A new file takes only the room the folder has left: it never evicts
+     * a compiled subgraph (a recompile costs more than a folding; VGG-19's
+     * 575 MB of folded weights and 733 MB compile in a 1 GB folder evicted
+     * each other on every load). An earlier load's file is used whatever. */
+    uint64_t max = rt->config->cache_max_bytes, used = 0;
+    pl_status *scan = max > 0 ? pl_cache_scan(dir, NULL, NULL, NULL, &used) : NULL;
+    if (max > 0 && scan == NULL)
+        max = used < max ? max - used : 1;
+    pl_status_free(scan);
+    s->placed = pl_filedata_made_open(s->fd, key.hex, n_front, bytes, names, max, data,
+                                      &s->made);
+    if (!s->placed && s->own) {
+        pl_filedata_destroy(s->fd);
+        *s = (pl_fold_store){0};
+    }
+    pl_free(bytes);
+    pl_free(names);
 }
 
 /* Marks in IS_CONST the tensors that are or will be constant, and in FOLD
@@ -291,11 +393,22 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
         }
     }
     pl_status *st = NULL;
-    if (n_front > 0) {
+    pl_fold_store store = {0};
+    if (n_front > 0)
+        pl_fold_place(rt, g, path, fold, frontier, n_front, data, &store);
+    if (n_front > 0 && !store.made) {
         pl_graph *fg = NULL;
         st = pl_graph_extract(g, fold, frontier, n_front, &fg);
         if (st == NULL)
             st = pl_fold_run(rt, fg, path, n_front, data, pl_graph_allocator(g));
+        if (store.placed && !pl_filedata_made_end(store.fd, st == NULL, data)) {
+            /* the folder's file failed: made again in memory */
+            store.placed = false;
+            for (size_t f = 0; f < n_front; f++)
+                data[f] = NULL;
+            if (st == NULL && (st = pl_graph_extract(g, fold, frontier, n_front, &fg)) == NULL)
+                st = pl_fold_run(rt, fg, path, n_front, data, pl_graph_allocator(g));
+        }
         if (st != NULL && pl_status_code(st) != PL_CODE_OUT_OF_MEMORY) {
             /* Not folded: the graph runs as loaded. */
             bool noted = pl_rewrites_add(rewrites, "constant folding skipped: %s",
@@ -314,7 +427,10 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
             const pl_graph_tensor *t = pl_graph_get_tensor(g, frontier[f]);
             size_t bytes = 0;
             pl_graph_tensor_bytes(t, &bytes);
-            st = pl_graph_set_constant_owned(*out_graph, frontier[f], data[f], bytes);
+            if (store.placed) /* in the folder's file, which its record maps */
+                st = pl_graph_set_constant_ref(*out_graph, frontier[f], data[f], bytes);
+            else
+                st = pl_graph_set_constant_owned(*out_graph, frontier[f], data[f], bytes);
             data[f] = NULL; /* the graph's now, also when refused (freed) */
             char type[64];
             int len = snprintf(type, sizeof type, "%s[", pl_dtype_name(t->dtype));
@@ -327,9 +443,18 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
                                                t->name, type))
                 st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
         }
-        if (st == NULL && !pl_rewrites_add(rewrites, "constant folding: %zu node%s ran once",
-                                           n_fold, n_fold == 1 ? "" : "s"))
+        if (st == NULL &&
+            !pl_rewrites_add(rewrites, "constant folding: %zu node%s %s", n_fold,
+                             n_fold == 1 ? "" : "s",
+                             store.made     ? "not run: their results kept in the cache folder "
+                                              "at an earlier load"
+                             : store.placed ? "ran once, their results kept in the cache folder"
+                                            : "ran once"))
             st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory folding constants");
+        if (st == NULL && store.own) { /* the record of the results goes with the graph */
+            pl_graph_own_filedata(*out_graph, store.fd);
+            store.own = false;
+        }
         if (st == NULL)
             st = pl_graph_validate(*out_graph);
         if (st != NULL) {
@@ -337,8 +462,10 @@ pl_status *pl_fold_constants(pl_runtime *rt, const pl_graph *g, const char *path
             *out_graph = NULL;
         }
     }
-    for (size_t f = 0; f < nt; f++)
+    for (size_t f = 0; !store.placed && f < nt; f++)
         pl_free(data[f]);
+    if (store.own)
+        pl_filedata_destroy(store.fd);
     pl_free(is_const);
     pl_free(named);
     pl_free(fold);

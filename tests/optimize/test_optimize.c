@@ -5,12 +5,14 @@
  * reshapes), outputs equal those of `optimize = none`, and onednn takes a
  * Conv whose weights and bias come through Identity. Usage:
  * test_optimize CASE STAGE_DIR. */
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../explain_json.h"
 #include "../harness.h"
@@ -122,6 +124,19 @@ static bool placed(json_t *root, const char *node)
         if (strcmp(json_string_value(json_object_get(p, "node")), node) == 0)
             return true;
     return false;
+}
+
+/* The backend NODE is placed on ("": not placed). */
+static const char *placed_on(json_t *root, const char *node)
+{
+    json_t *p;
+    size_t i;
+    json_array_foreach(json_object_get(root, "placement"), i, p)
+        if (strcmp(json_string_value(json_object_get(p, "node")), node) == 0) {
+            const char *b = json_string_value(json_object_get(p, "backend"));
+            return b != NULL ? b : "";
+        }
+    return "";
 }
 
 /* Whether a line of the description's optimizations names NODE. */
@@ -689,6 +704,222 @@ static void case_expanded_weights_folded(void)
     static float x[1024 * 512], want[1024 * 1024], got[1024 * 1024];
     none_against_all(path, x, (int64_t[]){1024, 512}, want, got, (int64_t[]){1024, 1024},
                      check_expansions_folded);
+}
+
+/* A runtime on the staged modules, optimize = all, with ORDER and the
+ * cache folder DIR limited to MAX_MB. */
+static pl_runtime *runtime_cached(const char *dir, int max_mb, const char *order)
+{
+    const char *ini = th_path(case_dir(), "cached.ini");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "[runtime]\nmodules = %s\nthreads = 2\ncache_dir = %s\ncache_max_mb = %d\n"
+             "[placement]\norder = %s\nchoose = first\n[graph]\noptimize = all\n",
+             th_arg(0), dir, max_mb, order);
+    th_write_file(ini, text, 0644);
+    pl_runtime_options o = th_options(ini);
+    return th_runtime_create(&o);
+}
+
+/* The description's line on constant folding (NULL: none). */
+static const char *folding_line(json_t *root)
+{
+    json_t *opts = json_object_get(root, "optimizations");
+    for (size_t i = 0; i < json_array_size(opts); i++) {
+        const char *t = json_string_value(json_array_get(opts, i));
+        if (t != NULL && strncmp(t, "constant folding:", 17) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+/* The one fold-*.blob file in DIR (NULL: none). */
+static const char *fold_file(const char *dir)
+{
+    static char path[4096];
+    DIR *d = opendir(dir);
+    TH_CHECK(d != NULL, "cannot list %s", dir);
+    const char *found = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, "fold-", 5) == 0 && strstr(e->d_name, ".blob") != NULL &&
+            strstr(e->d_name, ".tmp") == NULL) {
+            TH_CHECK(found == NULL, "two folding files in %s", dir);
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            found = path;
+        }
+    closedir(d);
+    return found;
+}
+
+/* Loads PATH on RT, runs it on X into Y (f32[4,256]) and returns the
+ * description (the caller frees it). */
+static json_t *cached_run(pl_runtime *rt, const char *path, const float *x, float *y)
+{
+    static const int64_t xs[2] = {4, 512}, ys[2] = {4, 256};
+    pl_model *m = NULL;
+    pl_session *s = session_of(rt, path, &m);
+    json_t *root = describe(s);
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = (void *)x,
+                                        .ndim = 2, .dtype = PL_DTYPE_F32,
+                                        .shape = (int64_t *)xs}};
+    pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor), .data = y,
+                                         .ndim = 2, .dtype = PL_DTYPE_F32,
+                                         .shape = (int64_t *)ys}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    return root;
+}
+
+/* Folded weights in the cache folder (filedata.h, fold.c): a MatMul's B
+ * made by ConstantOfShape and a Mul (512 KiB, one the core may drop) and
+ * its bias by ConstantOfShape (1 KiB). The first load runs the folding and
+ * writes its results into fold-<key>.blob; the next runs nothing and reads
+ * them from there, and on onednn (which keeps its own copy) the core drops
+ * the weights; a file whose bytes changed is not used (made again); a
+ * folder without room for it keeps the results in memory, never evicting
+ * what it holds. Every run gives what optimize = none gives, to the bit. */
+static void case_folded_weights_cached(void)
+{
+    const char *path = write_model(
+        "fwc.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4,512]}],"
+        "\"nodes\":["
+        "{\"name\":\"ks\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"shp\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[2],"
+        "\"values\":[512,256]}}}},"
+        "{\"name\":\"kb\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"bshp\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[1],"
+        "\"values\":[256]}}}},"
+        "{\"name\":\"kh\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"half\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],"
+        "\"values\":[0.5]}}}},"
+        "{\"name\":\"w0\",\"op\":\"ConstantOfShape\",\"inputs\":[\"shp\"],\"outputs\":[\"a\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1],"
+        "\"values\":[0.03]}}}},"
+        "{\"name\":\"scale\",\"op\":\"Mul\",\"inputs\":[\"a\",\"half\"],\"outputs\":[\"w\"]},"
+        "{\"name\":\"b0\",\"op\":\"ConstantOfShape\",\"inputs\":[\"bshp\"],\"outputs\":[\"b\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1],"
+        "\"values\":[-0.25]}}}},"
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"p\",\"b\"],\"outputs\":[\"y\"]}"
+        "]}");
+    static float x[4 * 512], want[4 * 256], got[4 * 256];
+    for (int i = 0; i < 4 * 512; i++)
+        x[i] = 0.125f * (float)(i % 9) - 0.5f;
+    pl_runtime *rt = runtime_with("none", "cpu");
+    json_decref(cached_run(rt, path, x, want));
+    pl_runtime_destroy(rt);
+
+    const char *dir = th_tempdir();
+    static const char *const orders[3] = {"cpu", "cpu", "onednn, cpu"};
+    static const char *const says[3] = {"ran once, their results kept in the cache folder",
+                                        "not run: their results kept in the cache folder",
+                                        "not run: their results kept in the cache folder"};
+    for (int k = 0; k < 3; k++) {
+        rt = runtime_cached(dir, 64, orders[k]);
+        memset(got, 0, sizeof got);
+        json_t *root = cached_run(rt, path, x, got);
+        const char *line = folding_line(root);
+        TH_CHECK(line != NULL && strstr(line, says[k]) != NULL,
+                 "load %d: the folding says \"%s\", not \"... %s\"", k, line ? line : "nothing",
+                 says[k]);
+        TH_CHECK(fold_file(dir) != NULL, "load %d: no fold-*.blob in %s", k, dir);
+        json_t *fc = json_object_get(json_object_get(root, "memory"), "file_constants");
+        json_int_t dropped = json_integer_value(json_object_get(fc, "dropped_bytes"));
+        bool on_onednn = strcmp(placed_on(root, "mm"), "onednn") == 0;
+        TH_CHECK(k < 2 || !on_onednn || dropped >= 512 * 256 * 4,
+                 "on onednn the core still holds the folded weights (%lld bytes dropped)",
+                 (long long)dropped);
+        json_decref(root);
+        pl_runtime_destroy(rt);
+        for (int i = 0; i < 4 * 256; i++)
+            TH_CHECK(got[i] == want[i], "load %d: y[%d] = %g, %g with optimize = none", k, i,
+                     got[i], want[i]);
+    }
+
+    /* weights from the model's own file, dequantized: the results go
+     * beside the cache's copy of the file's constants */
+    static int8_t wq[512 * 256];
+    for (size_t i = 0; i < sizeof wq; i++)
+        wq[i] = (int8_t)((int)(i * 7 % 255) - 127);
+    static const float wscale = 0.01f;
+    write_sidecar("fwq.weights", (const void *const[]){wq, &wscale},
+                  (const size_t[]){sizeof wq, sizeof wscale}, 2);
+    const char *qpath = write_model(
+        "fwq.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"fwq.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4,512]},"
+        "{\"name\":\"wq\",\"dtype\":\"i8\",\"shape\":[512,256],"
+        "\"data\":{\"offset\":0,\"length\":131072}},"
+        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[],"
+        "\"data\":{\"offset\":131072,\"length\":4}}],"
+        "\"nodes\":[{\"name\":\"dq\",\"op\":\"DequantizeLinear\",\"inputs\":[\"wq\",\"s\"],"
+        "\"outputs\":[\"w\"]},"
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y\"]}]}");
+    static float qwant[4 * 256];
+    rt = runtime_with("none", "cpu");
+    json_decref(cached_run(rt, qpath, x, qwant));
+    pl_runtime_destroy(rt);
+    const char *qdir = th_tempdir();
+    for (int k = 0; k < 2; k++) {
+        rt = runtime_cached(qdir, 64, "onednn, cpu");
+        memset(got, 0, sizeof got);
+        json_t *root = cached_run(rt, qpath, x, got);
+        const char *line = folding_line(root);
+        TH_CHECK(line != NULL && strstr(line, says[k]) != NULL,
+                 "file weights, load %d: the folding says \"%s\", not \"... %s\"", k,
+                 line ? line : "nothing", says[k]);
+        json_decref(root);
+        pl_runtime_destroy(rt);
+        for (int i = 0; i < 4 * 256; i++)
+            TH_CHECK(fabsf(got[i] - qwant[i]) <= 1e-5f * (1 + fabsf(qwant[i])),
+                     "file weights, load %d: y[%d] = %.9g, %.9g with optimize = none (cpu)",
+                     k, i, got[i], qwant[i]);
+    }
+
+    /* one byte of the weights changed: not used, made and written again */
+    const char *file = fold_file(dir);
+    FILE *f = fopen(file, "r+b");
+    TH_CHECK(f != NULL && fseek(f, 8192, SEEK_SET) == 0 && fputc(0x5a, f) != EOF &&
+                 fclose(f) == 0,
+             "cannot change %s", file);
+    rt = runtime_cached(dir, 64, "cpu");
+    json_t *root = cached_run(rt, path, x, got);
+    const char *line = folding_line(root);
+    TH_CHECK(line != NULL && strstr(line, "ran once, their results kept") != NULL,
+             "a damaged file was used: \"%s\"", line ? line : "nothing");
+    json_decref(root);
+    pl_runtime_destroy(rt);
+    for (int i = 0; i < 4 * 256; i++)
+        TH_CHECK(got[i] == want[i], "after the damage: y[%d] = %g, %g with optimize = none", i,
+                 got[i], want[i]);
+
+    /* a full folder: 1 MiB allowed, 1 MiB held by another entry */
+    const char *full = th_tempdir();
+    static char junk[1 << 20];
+    FILE *j = fopen(th_path(full, "other-0123.blob"), "wb");
+    TH_CHECK(j != NULL && fwrite(junk, 1, sizeof junk, j) == sizeof junk && fclose(j) == 0,
+             "cannot fill %s", full);
+    rt = runtime_cached(full, 1, "cpu");
+    root = cached_run(rt, path, x, got);
+    line = folding_line(root);
+    TH_CHECK(line != NULL && strstr(line, "cache folder") == NULL,
+             "a full folder took the results: \"%s\"", line ? line : "nothing");
+    TH_CHECK(fold_file(full) == NULL, "a fold-*.blob in a full folder");
+    struct stat st;
+    TH_CHECK(stat(th_path(full, "other-0123.blob"), &st) == 0, "the folder's entry was evicted");
+    json_decref(root);
+    pl_runtime_destroy(rt);
+    for (int i = 0; i < 4 * 256; i++)
+        TH_CHECK(got[i] == want[i], "full folder: y[%d] = %g, %g with optimize = none", i,
+                 got[i], want[i]);
 }
 
 static void check_sums_listed(json_t *root)
@@ -2351,7 +2582,7 @@ int main(int argc, char **argv)
         {"constants_folded", case_constants_folded},
         {"expanded_weights_folded", case_expanded_weights_folded},
         {"sum_to_adds", case_sum_to_adds},
-    {"expanded_weights_folded", case_expanded_weights_folded},
+        {"folded_weights_cached", case_folded_weights_cached},
         {"dequantized_weights_folded", case_dequantized_weights_folded},
         {"qdq_conv_fused", case_qdq_conv_fused},
         {"basic_does_not_fold", case_basic_does_not_fold},
