@@ -330,6 +330,17 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
 #define ODNN_COST_AVX2_WINO4_RATE (ODNN_COST_AVX2_DIRECT_RATE * 2.0)
 #define ODNN_COST_AVX2_WINO2_RATE (ODNN_COST_AVX2_DIRECT_RATE * 1.3)
 #define ODNN_COST_AVX2_GEMM_RATE 0.9 /* 0.8 moved bert_tiny to cpu: 1.27x slower */
+/* Below avx512_core oneDNN 2.6 multiplies by a constant matrix on
+ * gemm:jit, which keeps the weights plain and packs them into its panels
+ * on every call: 24 rows by a 1024 x 8210 constant (dddd_ocr's classifier,
+ * 33.6 MB) took 10.6-11.1 ms on an AVX2 EPYC, 2 threads, against the cpu
+ * module's 6.4-6.7 (weights packed once) and ONNX Runtime's 5.4, while its
+ * FLOPs at the AVX2 rate said 5.6. A constant B of at least
+ * ODNN_COST_AVX2_PACK_MIN bytes (past the caches, where the packing
+ * streams it from memory) costs its bytes at ODNN_COST_AVX2_PACK_GBPS more
+ * a call; one row is a product by a vector, which packs nothing. */
+#define ODNN_COST_AVX2_PACK_MIN ((double)(4 << 20))
+#define ODNN_COST_AVX2_PACK_GBPS 7.0
 #define ODNN_COST_AVX2_CONV1D_RATE 0.6
 #define ODNN_COST_AVX2_DILATED_RATE 0.65
 #define ODNN_COST_AVX2_GROUPED_RATE 0.45
@@ -382,6 +393,26 @@ static int odnn_cost_wino_tile(const pl_graph_api *g, const pl_graph_view *v, si
     struct odnn_direct d = {.ic = (int)w[1], .oc = (int)y[1], .oh = (int)y[2], .ow = (int)y[3],
                             .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
     return odnn_wino_tile(&d);
+}
+
+/* What gemm:jit's packing of product N's constant B costs a call below
+ * avx512_core (ODNN_COST_AVX2_PACK_MIN), in us. */
+static double odnn_cost_avx2_pack_us(const pl_graph_api *g, const pl_graph_view *v, size_t n,
+                                     const char *op)
+{
+    if (odnn_cost_avx512() || (strcmp(op, "MatMul") != 0 && strcmp(op, "Gemm") != 0))
+        return 0;
+    const void *data = NULL;
+    size_t bytes = 0;
+    int64_t y[8];
+    int32_t r = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
+    double rows = 1;
+    for (int32_t d = 0; d + 1 < r; d++)
+        rows *= (double)y[d];
+    if (r < 1 || rows <= 1 || !g->tensor_constant(v, g->node_input(v, n, 1), &data, &bytes) ||
+        (double)bytes < ODNN_COST_AVX2_PACK_MIN)
+        return 0;
+    return (double)bytes / (ODNN_COST_AVX2_PACK_GBPS * 1e3);
 }
 
 /* The rate of product node N as a multiple of cost.h's default. */
@@ -573,6 +604,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                        (rate * pl_cost_gflops() * 1e3);
             double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
+            compute += odnn_cost_avx2_pack_us(g, v, n, op);
             /* without ODNN_COST_EXEC_US: the products' rates were measured
              * with it (single-op models against the cpu module) */
             launch += ODNN_COST_PRIMITIVE_US;

@@ -36,6 +36,12 @@ Cases:
                  R in cache), so `cost` cuts it out with a reason saying so
                  and keeps the convolutions on onednn; `first` leaves it;
                  outputs agree (1e-4);
+  big_weights    a product of 16 rows by a constant 1024 x 2048 (8 MB, 67
+                 MFLOP): below AVX-512 oneDNN's gemm:jit packs the constant
+                 on every call, so `cost` puts it on cpu (weights packed
+                 once) with a reason quoting both estimates; with AVX-512
+                 (brgemm, weights laid out once) it stays on onednn; the
+                 outputs of `cost` and `first` agree (1e-5);
   same_outputs   the outputs of every model above agree between `cost` and
                  `first` (1e-5 relative);
   no_estimate    example_acc gives no estimate: `cost` keeps exactly the
@@ -170,6 +176,19 @@ def model_carve(tmp):
              helper.make_node("Reshape", ["hs", "s2"], ["flat"], name="flat"),
              helper.make_node("MatMul", ["flat", "M"], ["y"], name="head")]
     return save(os.path.join(tmp, "carve.onnx"), nodes, [1, 64, 56, 56], [t, 256], inits)
+
+
+def model_big_weights(tmp):
+    rng = np.random.default_rng(6)
+    m = numpy_helper.from_array(rng.uniform(-.05, .05, [1024, 2048]).astype(np.float32), "M")
+    node = helper.make_node("MatMul", ["x", "M"], ["y"], name="head")
+    return save(os.path.join(tmp, "big_weights.onnx"), [node], [16, 1024], [16, 2048], [m])
+
+
+def onednn_avx512():
+    """Whether oneDNN dispatches to its AVX-512 kernels here (avx512_core)."""
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    return all(" %s" % f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))
 
 
 def body_placement(d, node):
@@ -352,6 +371,24 @@ def main():
         err = float(np.max(np.abs(a - b)) / max(1e-30, float(np.max(np.abs(b)))))
         if a.shape != b.shape or not err <= 1e-4:
             fail("choose = cost and first disagree on the carved model (%g)" % err)
+    elif args.case == "big_weights":
+        m = model_big_weights(args.tmp)
+        c, f = pl.explain(cost, m), pl.explain(first, m)
+        if placement(f).get("head") != "onednn":
+            fail("choose = first should give onednn the product: %s" % placement(f))
+        want = "onednn" if onednn_avx512() else "cpu"
+        if placement(c).get("head") != want:
+            fail("choose = cost should put the product on %s here, is on %s"
+                 % (want, placement(c).get("head")))
+        if want == "cpu":
+            r = reason(c, "head", "onednn")
+            if "cost:" not in r or "against" not in r:
+                fail("the reason should quote both estimates, is: %r" % r)
+        a = pl.outputs(cost, m, "big_cost")
+        b = pl.outputs(first, m, "big_first")
+        err = float(np.max(np.abs(a - b)) / max(1e-30, float(np.max(np.abs(b)))))
+        if a.shape != b.shape or not err <= 1e-5:
+            fail("choose = cost and first disagree on the product (%g)" % err)
     elif args.case == "same_outputs":
         for make in (model_small_rnn, model_big_conv, model_islands, model_tiny_whole,
                      model_loop_body):
