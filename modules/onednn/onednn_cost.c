@@ -336,10 +336,13 @@ static int odnn_cost_spatial_kernel(const pl_graph_api *g, const pl_graph_view *
  * 33.6 MB) took 10.6-11.1 ms on an AVX2 EPYC, 2 threads, against the cpu
  * module's 6.4-6.7 (weights packed once) and ONNX Runtime's 5.4, while its
  * FLOPs at the AVX2 rate said 5.6. A constant B of at least
- * ODNN_COST_AVX2_PACK_MIN bytes (past the caches, where the packing
- * streams it from memory) costs its bytes at ODNN_COST_AVX2_PACK_GBPS more
- * a call; one row is a product by a vector, which packs nothing. */
-#define ODNN_COST_AVX2_PACK_MIN ((double)(4 << 20))
+ * ODNN_COST_AVX2_PACK_MIN bytes (past the last-level cache, where the
+ * packing streams it from memory) costs its bytes at
+ * ODNN_COST_AVX2_PACK_GBPS more a call; one row is a product by a vector,
+ * which packs nothing. Smaller ones pack from the cache for little: 32 x
+ * 768 by a 768 x 3072 constant (9.4 MB) took 1.3-1.4 ms on oneDNN against
+ * 1.4-1.8 on the cpu module. */
+#define ODNN_COST_AVX2_PACK_MIN ((double)(16 << 20))
 #define ODNN_COST_AVX2_PACK_GBPS 7.0
 #define ODNN_COST_AVX2_CONV1D_RATE 0.6
 #define ODNN_COST_AVX2_DILATED_RATE 0.65
