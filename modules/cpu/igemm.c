@@ -961,20 +961,26 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
                 isa->colsum(groups, panel, colsum + p * nr);
         }
         /* each B panel stays in L1 while the (smaller) A panels pass it:
-         * the other order streamed a whole B panel from L2 per call */
-        for (int64_t p = 0; p < np; p++) {
-            int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
-            const ig_sized_kernel *kern = isa->kernels;
-            while (cols > kern->max_cols)
-                kern++;
-            for (int64_t i0 = 0; i0 < m; i0 += mr) {
+         * the other order streamed a whole B panel from L2 per call. When
+         * A is the bigger side (a classifier's weights by a few rows:
+         * dddd_ocr_q's 8210 x 1024 by 24, 16.8 MB packed), its panels go
+         * past the block's B panels once, not once per B panel. */
+        const bool a_outer = (size_t)m * (size_t)h.kp * (size_t)isa->esz > (size_t)np * bpanel;
+        const int64_t n_outer = a_outer ? (m + mr - 1) / mr : np;
+        const int64_t n_inner = a_outer ? np : (m + mr - 1) / mr;
+        for (int64_t u = 0; u < n_outer; u++)
+            for (int64_t w = 0; w < n_inner; w++) {
+                int64_t p = a_outer ? w : u, i0 = (a_outer ? u : w) * mr;
+                int cols = (int)(nc - p * nr < nr ? nc - p * nr : nr);
+                const ig_sized_kernel *kern = isa->kernels;
+                while (cols > kern->max_cols)
+                    kern++;
                 int rows = (int)(m - i0 < mr ? m - i0 : mr);
                 const char *ap = (const char *)packed_a + IG_HEAD +
                                  (size_t)((first_row + i0) / mr) * h.panel_bytes;
                 kern->fn(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc,
                          rows, cols);
             }
-        }
         /* the zero points: - zb * rowsum - za * colsum + K * za * zb */
         if (nc == 1) {
             /* a matrix-vector product: one loop down the column */
