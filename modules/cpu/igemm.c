@@ -1015,3 +1015,156 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
         }
     }
 }
+
+/* ---- a matrix-vector product by a packed matrix (igemm.h) ---------------- */
+
+/* What a packed matrix starts with (IG_HEAD bytes), then ZA and the row
+ * sums (M rounded up to 8, i32 each), then the panels. */
+typedef struct ig_v_head {
+    int64_t m, k, groups;
+    int32_t a_signed;
+} ig_v_head;
+
+_Static_assert(sizeof(ig_v_head) <= IG_HEAD, "the packed matrix header fits its slot");
+
+#define IG_V_ROWS 8
+
+static size_t ig_v_rows8(int64_t m)
+{
+    return (size_t)((m + IG_V_ROWS - 1) / IG_V_ROWS * IG_V_ROWS);
+}
+
+size_t cpu_igemv_packed_bytes(int64_t m, int64_t k)
+{
+    if (ig_isa_get()->esz != 2 || m <= 0 || k <= 0)
+        return 0;
+    size_t groups = (size_t)(k + 1) / 2;
+    return IG_HEAD + ig_round64(2 * ig_v_rows8(m) * sizeof(int32_t)) +
+           ig_v_rows8(m) / IG_V_ROWS * groups * 16;
+}
+
+void cpu_igemv_pack(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t *za,
+                    bool za_per_row, void *out)
+{
+    ig_v_head h = {.m = m, .k = k, .groups = (k + 1) / 2, .a_signed = a->is_signed};
+    memcpy(out, &h, sizeof h);
+    const size_t rows8 = ig_v_rows8(m);
+    int32_t *zap = (int32_t *)(void *)((char *)out + IG_HEAD), *rowsum = zap + rows8;
+    uint8_t *panels = (uint8_t *)out + IG_HEAD + ig_round64(2 * rows8 * sizeof(int32_t));
+    const uint8_t *src = a->data;
+    for (size_t i = 0; i < rows8; i++) {
+        int32_t sum = 0;
+        for (int64_t q = 0; (int64_t)i < m && q < k; q++) {
+            size_t at = a->trans ? (size_t)(q * a->ld) + i : i * (size_t)a->ld + (size_t)q;
+            sum += a->is_signed ? (int32_t)(int8_t)src[at] : (int32_t)src[at];
+        }
+        zap[i] = (int64_t)i < m && za != NULL ? za[za_per_row ? i : 0] : 0;
+        rowsum[i] = sum;
+        uint8_t *panel = panels + i / IG_V_ROWS * (size_t)h.groups * 16 + i % IG_V_ROWS * 2;
+        for (int64_t g = 0; g < h.groups; g++)
+            for (int64_t q = 2 * g; q < 2 * g + 2; q++) {
+                size_t at = a->trans ? (size_t)(q * a->ld) + i : i * (size_t)a->ld + (size_t)q;
+                panel[g * 16 + (q - 2 * g)] = (int64_t)i < m && q < k ? src[at] : 0;
+            }
+    }
+}
+
+size_t cpu_igemv_scratch_bytes(int64_t k)
+{
+    return (size_t)((k + 1) / 2 + 1) * sizeof(int32_t);
+}
+
+#ifdef IG_X86
+/* One group of eight rows' pairs at P, widened to i16 (sign-extended when
+ * SIGNED, a constant where it is inlined). */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+ig_v_load(const uint8_t *p, bool is_signed)
+{
+    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return is_signed ? _mm256_cvtepi8_epi16(raw) : _mm256_cvtepu8_epi16(raw);
+}
+
+/* One panel of eight rows: a group is one 16-byte load of the rows' pairs,
+ * widened to i16, one broadcast of X's pair and one vpmaddwd; four groups
+ * in flight. */
+__attribute__((target("avx2"), always_inline)) static inline void
+ig_v_panel_body(const uint8_t *panel, int64_t groups, const int32_t *xp, bool is_signed,
+                int32_t *out)
+{
+    __m256i acc[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++)
+        acc[u] = _mm256_setzero_si256();
+    int64_t g = 0;
+    for (; g + 4 <= groups; g += 4)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm256_add_epi32(acc[u],
+                                      _mm256_madd_epi16(ig_v_load(panel + (g + u) * 16, is_signed),
+                                                        _mm256_set1_epi32(xp[g + u])));
+    for (; g < groups; g++)
+        acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(ig_v_load(panel + g * 16, is_signed),
+                                                            _mm256_set1_epi32(xp[g])));
+    __m256i t = _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]),
+                                 _mm256_add_epi32(acc[2], acc[3]));
+    _mm256_storeu_si256((__m256i *)(void *)out, t);
+}
+
+__attribute__((target("avx2"))) static void ig_v_panel_avx2(const uint8_t *panel, int64_t groups,
+                                                           const int32_t *xp, bool a_signed,
+                                                           int32_t *out)
+{
+    if (a_signed)
+        ig_v_panel_body(panel, groups, xp, true, out);
+    else
+        ig_v_panel_body(panel, groups, xp, false, out);
+}
+#endif
+
+void cpu_igemv(const void *packed, const void *x, bool x_signed, int32_t zx, int32_t *y,
+               void *scratch)
+{
+    ig_v_head h;
+    memcpy(&h, packed, sizeof h);
+    const size_t rows8 = ig_v_rows8(h.m);
+    const int32_t *zap = (const int32_t *)(const void *)((const char *)packed + IG_HEAD),
+                  *rowsum = zap + rows8;
+    const uint8_t *panels =
+        (const uint8_t *)packed + IG_HEAD + ig_round64(2 * rows8 * sizeof(int32_t));
+    /* X's pairs as two i16 in an i32, and their sum */
+    int32_t *xp = scratch;
+    uint32_t sumx = 0;
+    for (int64_t g = 0; g < h.groups; g++) {
+        int32_t v[2] = {0, 0};
+        for (int q = 0; q < 2 && 2 * g + q < h.k; q++) {
+            v[q] = x_signed ? (int32_t)((const int8_t *)x)[2 * g + q]
+                            : (int32_t)((const uint8_t *)x)[2 * g + q];
+            sumx += (uint32_t)v[q];
+        }
+        xp[g] = (int32_t)(((uint32_t)v[0] & 0xffffu) | ((uint32_t)v[1] << 16));
+    }
+    for (size_t p = 0; p < rows8 / IG_V_ROWS; p++) {
+        int32_t sums[IG_V_ROWS] = {0};
+        const uint8_t *panel = panels + p * (size_t)h.groups * 16;
+#ifdef IG_X86
+        ig_v_panel_avx2(panel, h.groups, xp, h.a_signed != 0, sums);
+#else
+        for (int64_t g = 0; g < h.groups; g++)
+            for (int r = 0; r < IG_V_ROWS; r++)
+                for (int q = 0; q < 2; q++) {
+                    int32_t a = h.a_signed ? (int32_t)(int8_t)panel[g * 16 + 2 * r + q]
+                                           : (int32_t)panel[g * 16 + 2 * r + q];
+                    int32_t xv = (int16_t)(q ? (uint32_t)xp[g] >> 16 : (uint32_t)xp[g]);
+                    sums[r] = (int32_t)((uint32_t)sums[r] + (uint32_t)(a * xv));
+                }
+#endif
+        for (int r = 0; r < IG_V_ROWS; r++) {
+            size_t i = p * IG_V_ROWS + (size_t)r;
+            if ((int64_t)i >= h.m)
+                break;
+            uint32_t za = (uint32_t)zap[i], z = (uint32_t)zx;
+            y[i] = (int32_t)((uint32_t)sums[r] - z * (uint32_t)rowsum[i] - za * sumx +
+                             (uint32_t)h.k * za * z);
+        }
+    }
+}

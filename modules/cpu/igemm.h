@@ -71,4 +71,26 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
                const cpu_igemm_q8 *b, const int32_t *zb, bool zb_per_col, int32_t *c,
                int64_t ldc, void *scratch);
 
+/* ---- a matrix-vector product by a packed matrix ---------------------------
+ *
+ * Y[i] = sum over k of (A[i][k] - ZA[i]) * (X[k] - ZX), in wrapping 32-bit
+ * arithmetic as cpu_igemm's, for a product of one column (an int8 LSTM's
+ * recurrence at batch 1). Where cpu_igemm's AVX2 kernel reads A as pairs
+ * of i16 (2 MB for a 2048 x 512 R, streamed from L3 on every step),
+ * these panels keep A's bytes (eight rows by two values in 16 bytes),
+ * widened in registers. Only where the CPU's integer GEMM is AVX2's:
+ * cpu_igemv_packed_bytes is 0 elsewhere (VNNI's kernel reads bytes
+ * already), and the caller keeps cpu_igemm. */
+size_t cpu_igemv_packed_bytes(int64_t m, int64_t k);
+/* Packs A [M, K] (as cpu_igemm_pack_a reads it) with its zero points ZA
+ * (one per row when ZA_PER_ROW; NULL: zeros) into OUT
+ * (cpu_igemv_packed_bytes). */
+void cpu_igemv_pack(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t *za,
+                    bool za_per_row, void *out);
+/* Y[0..M) for X (K values, i8 when X_SIGNED, else u8) with zero point ZX;
+ * SCRATCH holds cpu_igemv_scratch_bytes(K). */
+size_t cpu_igemv_scratch_bytes(int64_t k);
+void cpu_igemv(const void *packed, const void *x, bool x_signed, int32_t zx, int32_t *y,
+               void *scratch);
+
 #endif

@@ -47,6 +47,7 @@ typedef struct q8_kernel {
      * when W, R and their scales and zero points are constants, else made
      * in the workspace every run (at ws_pack, laid out as q8_layout says). */
     const void *pw[2], *pr[2];
+    const void *pv[2]; /* R^T for cpu_igemv (batch 1 on AVX2), else NULL */
     const float *w_scale, *r_scale;
     bool per_run;
     size_t ws_pack;
@@ -89,6 +90,11 @@ static void q8_params(const float *x, size_t n, float *out_scale, float *out_zp)
 
 /* The bytes of N elements rounded up to a cache line into *off's slot of
  * *TOTAL (rnn_place counts floats: a quarter of them, rounded up). */
+static size_t q8_max(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
 static bool q8_place(size_t *total, size_t bytes, size_t *off)
 {
     return rnn_place(total, (bytes + sizeof(float) - 1) / sizeof(float), off);
@@ -153,7 +159,8 @@ static pl_status *q8_check_scale(const pl_node_desc *node, size_t i, bool is_sig
  * points q8_pack spreads per row (i32, dirs * gh each), then per direction
  * W and R packed. */
 typedef struct q8_layout {
-    size_t w_scale, r_scale, zps, pw[2], pr[2], bytes;
+    size_t w_scale, r_scale, zps, pw[2], pr[2], pv[2], bytes;
+    bool gemv; /* pv holds R^T for cpu_igemv */
 } q8_layout;
 
 static bool q8_layout_of(const rnn_kernel *t, q8_layout *l)
@@ -165,8 +172,14 @@ static bool q8_layout_of(const rnn_kernel *t, q8_layout *l)
     size_t at = 0;
     bool ok = rnn_place(&at, n, &l->w_scale) && rnn_place(&at, n, &l->r_scale) &&
               rnn_place(&at, 2 * n, &l->zps);
+    /* at batch 1 the recurrence is a matrix-vector product: on AVX2 R^T
+     * in bytes as well (cpu_igemv; the GEMM's i16 panels are twice its
+     * size, re-read from L3 every step) */
+    const size_t pv = t->batch == 1 ? cpu_igemv_packed_bytes(t->gh, t->hidden) : 0;
+    l->gemv = pv > 0;
     for (int64_t i = 0; ok && i < t->dirs; i++)
-        ok = q8_place(&at, pw, &l->pw[i]) && q8_place(&at, pr, &l->pr[i]);
+        ok = q8_place(&at, pw, &l->pw[i]) && q8_place(&at, pr, &l->pr[i]) &&
+             (pv == 0 || q8_place(&at, pv, &l->pv[i]));
     l->bytes = at;
     return ok;
 }
@@ -190,7 +203,7 @@ static void q8_spread(const void *sd, const void *zd, bool is_signed, bool per_c
  * PW, PR. */
 static void q8_pack(const q8_kernel *k, const q8_layout *l, char *base, const void *wd,
                     const void *rd, const void *ws, const void *wz, const void *rs,
-                    const void *rz, const void **pw, const void **pr)
+                    const void *rz, const void **pw, const void **pr, const void **pv)
 {
     const rnn_kernel *t = &k->r;
     const int64_t d = t->dirs, gh = t->gh, in = t->input, hs = t->hidden;
@@ -209,6 +222,11 @@ static void q8_pack(const q8_kernel *k, const q8_layout *l, char *base, const vo
         cpu_igemm_pack_a(gh, hs, &qr, zps + (d + i) * gh, true, base + l->pr[i]);
         pw[i] = base + l->pw[i];
         pr[i] = base + l->pr[i];
+        pv[i] = NULL;
+        if (l->gemv) {
+            cpu_igemv_pack(gh, hs, &qr, zps + (d + i) * gh, true, base + l->pv[i]);
+            pv[i] = base + l->pv[i];
+        }
     }
 }
 
@@ -222,6 +240,7 @@ typedef struct q8_call {
     float *xw;                 /* [seq*batch, dirs*gh] */
     const uint8_t *xq;         /* X in u8, [seq*batch, input] */
     const void *pw[2], *pr[2]; /* the kernel's or this run's packings */
+    const void *pv[2];
     const float *w_scale, *r_scale;
     float x_scale;
     int32_t x_zp;
@@ -299,7 +318,10 @@ static void q8_rec_chunk(void *arg, size_t begin, size_t end, int worker)
                 for (int64_t i = 0; i < hs; i++)
                     hq[i * batch + b] = tmp[b * hs + i];
             cpu_igemm_q8 qb = {.data = hq, .ld = batch};
-            cpu_igemm(gh, batch, hs, c->pr[d], 0, &qb, h_zp, true, acc, batch, scratch);
+            if (batch == 1 && c->pv[d] != NULL)
+                cpu_igemv(c->pv[d], hq, false, h_zp[0], acc, scratch);
+            else
+                cpu_igemm(gh, batch, hs, c->pr[d], 0, &qb, h_zp, true, acc, batch, scratch);
             for (int64_t b = 0; b < batch; b++) {
                 float *hb = h + b * hs;
                 float *y = c->y != NULL ? c->y + rnn_y_at(r, t, d, b) : NULL;
@@ -349,12 +371,14 @@ static void q8_body(pl_module_ctx *ctx, const rnn_kernel *rk, const pl_run_args 
         q8_layout_of(rk, &lay);
         q8_pack(k, &lay, base, math_in(args, RNN_W), math_in(args, RNN_R),
                 math_in(args, Q8_W_SCALE), k->w_zp ? math_in(args, Q8_W_ZP) : NULL,
-                math_in(args, Q8_R_SCALE), k->r_zp ? math_in(args, Q8_R_ZP) : NULL, c.pw, c.pr);
+                math_in(args, Q8_R_SCALE), k->r_zp ? math_in(args, Q8_R_ZP) : NULL, c.pw, c.pr,
+                c.pv);
         c.w_scale = (const float *)(const void *)(base + lay.w_scale);
         c.r_scale = (const float *)(const void *)(base + lay.r_scale);
     } else {
         memcpy(c.pw, k->pw, sizeof c.pw);
         memcpy(c.pr, k->pr, sizeof c.pr);
+        memcpy(c.pv, k->pv, sizeof c.pv);
         c.w_scale = k->w_scale;
         c.r_scale = k->r_scale;
     }
@@ -444,7 +468,9 @@ static bool q8_plan(q8_kernel *k, int threads)
          q8_place(&area, bg * sizeof(int32_t), &k->t_acc) &&
          rnn_place(&area, (size_t)r->batch, &k->t_hs) &&
          rnn_place(&area, (size_t)r->batch, &k->t_hz) &&
-         q8_place(&area, cpu_igemm_scratch_bytes(r->batch, r->hidden), &k->t_scratch);
+         q8_place(&area, q8_max(cpu_igemm_scratch_bytes(r->batch, r->hidden),
+                                cpu_igemv_scratch_bytes(r->hidden)),
+                  &k->t_scratch);
     k->task_bytes = area;
     size_t ws = 0, off_xw;
     ok = ok && !__builtin_mul_overflow((size_t)m, (size_t)(r->dirs * r->gh), &xw) &&
@@ -517,7 +543,7 @@ pl_status *rnn_q8_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel 
     if (!per_run) {
         char *blk = (char *)k + head;
         q8_pack(k, &lay, blk, data[0], data[1], data[2], data[3], data[4], data[5], k->pw,
-                k->pr);
+                k->pr, k->pv);
         k->w_scale = (const float *)(const void *)(blk + lay.w_scale);
         k->r_scale = (const float *)(const void *)(blk + lay.r_scale);
     }

@@ -95,6 +95,36 @@ static void ti_run(const ti_case *t)
         int64_t rows = m - r0 < step ? m - r0 : step;
         cpu_igemm(rows, n, k, pa, r0, &qb, pzb, per, c + r0 * ldc, ldc, scratch);
     }
+    /* one column: the matrix-vector product too, where this CPU has it */
+    size_t vbytes = n == 1 ? cpu_igemv_packed_bytes(m, k) : 0;
+    if (vbytes > 0) {
+        int vbad = 0;
+        uint8_t *x = ti_alloc((size_t)k + 1);
+        for (int64_t q = 0; q < k; q++)
+            x[q] = b[t->tb ? q : q * ldb];
+        void *pv = ti_alloc(vbytes), *vs = ti_alloc(cpu_igemv_scratch_bytes(k));
+        int32_t *y = ti_alloc(sizeof(int32_t) * (size_t)(m + 1));
+        cpu_igemv_pack(m, k, &qa, pza, per, pv);
+        cpu_igemv(pv, x, t->b_signed, pzb ? zb[0] : 0, y, vs);
+        for (int64_t i = 0; i < m && vbad < 3; i++) {
+            int64_t zai = pza ? za[per ? i : 0] : 0, zbj = pzb ? zb[0] : 0, sum = 0;
+            for (int64_t q = 0; q < k; q++)
+                sum += (ti_q8(a, t->a_signed, t->ta ? q * lda + i : i * lda + q) - zai) *
+                       ((int64_t)ti_q8(x, t->b_signed, q) - zbj);
+            if (y[i] != (int32_t)(uint32_t)(uint64_t)sum) {
+                fprintf(stderr, "FAIL igemv m=%lld k=%lld a%s x%s zp=%d: y[%lld] = %d, want %d\n",
+                        (long long)m, (long long)k, t->a_signed ? "i8" : "u8",
+                        t->b_signed ? "i8" : "u8", t->zp, (long long)i, y[i],
+                        (int32_t)(uint32_t)(uint64_t)sum);
+                vbad++;
+                ti_failures++;
+            }
+        }
+        free(x);
+        free(pv);
+        free(vs);
+        free(y);
+    }
     int bad = 0;
     for (int64_t i = 0; i < m && bad < 3; i++)
         for (int64_t j = 0; j < ldc && bad < 3; j++) {
