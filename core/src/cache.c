@@ -483,15 +483,6 @@ pl_status *pl_cache_read_small(const char *dir, const char *name, char *buf, siz
     return NULL;
 }
 
-pl_status *pl_cache_write(const char *dir, const pl_module *module, const pl_cache_key *key,
-                          const void *blob, size_t bytes)
-{
-    char name[512];
-    snprintf(name, sizeof name, "%s-%s.blob", module->name, key->hex);
-    PL_RETURN_IF_ERROR(pl_cache_write_named(dir, name, blob, bytes));
-    pl_cache_touch(dir, module, key);
-    return NULL;
-}
 
 /* ---- size, use and counters ---------------------------------------------- */
 

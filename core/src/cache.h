@@ -31,11 +31,6 @@ pl_status *pl_cache_map(const char *dir, const pl_module *module, const pl_cache
                         const void **out_blob, size_t *out_bytes);
 void pl_cache_unmap(const void *blob, size_t bytes);
 
-/* Writes a blob (atomically: a temporary file, then rename). Creates DIR
- * if missing. */
-pl_status *pl_cache_write(const char *dir, const pl_module *module,
-                          const pl_cache_key *key, const void *blob, size_t bytes);
-
 /* A blob written as a module exports it (export_compiled's sink), never
  * held whole in memory: VGG-19's 733 MB compile was a buffer grown to 1 GB
  * before a single write. Open, feed pl_cache_writer_sink (a pl_blob_sink
@@ -47,7 +42,8 @@ pl_status *pl_cache_writer_open(const char *dir, const pl_module *module,
                                 const pl_cache_key *key, pl_cache_writer **out);
 void pl_cache_writer_sink(void *user, const void *bytes, size_t n);
 pl_status *pl_cache_writer_close(pl_cache_writer *w, bool ok, uint64_t *out_bytes);
-/* Writes the file NAME in DIR the same way (the probe's verdicts). */
+/* Writes the file NAME in DIR atomically (a temporary file, then rename;
+ * DIR made if missing): the probe's verdicts. */
 pl_status *pl_cache_write_named(const char *dir, const char *name, const void *data,
                                 size_t bytes);
 /* Reads at most SIZE - 1 bytes of the file NAME in DIR into BUF and
