@@ -7100,7 +7100,12 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
  * timed alone, mean of 30: 1x2048x1000 0.205 ms against 0.279,
  * 1x1280x1000 0.128 against 0.170, 1x4096x4096 1.85 against 2.24,
  * 1x9216x4096 4.4 against 5.8; at 1x768x768 and 1x512x1000 brgemm is as
- * fast or faster, and with 4 rows it wins). */
+ * fast or faster, and with 4 rows it wins). On AVX2, against the padded
+ * rows odnn_weights_padded lays out (Gemm alone, 2 threads, medians of
+ * 300): as fast or faster from 1x768x3072 to 1x25088x4096 (1x4096x1000
+ * transposed 0.19-0.24 ms against 0.26-0.34), and a transposed B (every
+ * nn.Linear's Gemm) is no longer transposed at load: VGG-19's 25088x4096
+ * took 681 ms to reorder, a lone Gemm of it loads in 482 ms against 879. */
 #define ODNN_GEMV_MIN_WEIGHTS (1024.0 * 1024.0)
 
 /* The gemm:jit implementation of the product A x W (W plain, as the model
@@ -7294,7 +7299,7 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
     for (int i = 0; i < r - 2; i++)
         rows *= ad[i];
     if (pd == NULL && st == NULL && w.cdata != NULL && cdt == dnnl_f32 && !ta && rows == 1 &&
-        (double)kk * (double)nn >= ODNN_GEMV_MIN_WEIGHTS && onednn_has_avx512() &&
+        (double)kk * (double)nn >= ODNN_GEMV_MIN_WEIGHTS &&
         (pd = odnn_gemv_pd(b, &a_md, &w_src, bias_t >= 0 ? &bias_md : NULL, &y_md, f.po)) != NULL)
         onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                                  "node '%s': one row by %lldx%lld constant weights on gemm:jit, "
