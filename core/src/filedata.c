@@ -137,7 +137,7 @@ struct pl_filedata {
     int users;           /* creations in progress */
     atomic_size_t n_dropped;
     const void *owner;   /* set_compiling: the graph of the session being made */
-    const bool *droppable;
+    bool *droppable, *kept;
     char *cache_dir;     /* pl_filedata_open_copy: where the copy lives */
     char copy_name[64];  /* its file name there */
     char *copy;          /* the copy, mapped (NULL: none) */
@@ -625,7 +625,7 @@ void pl_filedata_unpin(pl_filedata *f, const uint32_t *pinned, size_t n)
     pthread_mutex_unlock(&f->mu);
 }
 
-void pl_filedata_set_compiling(pl_filedata *f, const void *owner, const bool *droppable)
+void pl_filedata_set_compiling(pl_filedata *f, const void *owner, bool *droppable, bool *kept)
 {
     if (f == NULL)
         return;
@@ -633,7 +633,29 @@ void pl_filedata_set_compiling(pl_filedata *f, const void *owner, const bool *dr
     bool alone = f->users == 1;
     f->owner = alone ? owner : NULL;
     f->droppable = alone ? droppable : NULL;
+    f->kept = alone ? kept : NULL;
     pthread_mutex_unlock(&f->mu);
+}
+
+bool pl_filedata_keep(pl_filedata *f, const void *owner, const void *addr)
+{
+    if (f == NULL)
+        return true;
+    pthread_mutex_lock(&f->mu);
+    long i = pl_filedata_find(f, addr);
+    bool ok = i < 0;
+    if (i >= 0 && f->users == 1 && f->owner == owner && owner != NULL && f->kept != NULL &&
+        f->droppable != NULL && f->e[i].addr == addr) {
+        pl_status *st = pl_fd_restore(f, &f->e[i]);
+        ok = st == NULL;
+        pl_status_free(st);
+        if (ok) {
+            f->kept[i] = true;
+            f->droppable[i] = false;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    return ok;
 }
 
 void pl_filedata_done(pl_filedata *f, const void *owner, const void *addr)

@@ -123,8 +123,18 @@ void pl_filedata_unpin(pl_filedata *f, const uint32_t *pinned, size_t n);
 
 /* While one session is being created, alone: DROPPABLE (one per recorded
  * constant, or NULL to end) marks the constants a module may drop at once
- * with pl_filedata_done, and OWNER the graph its views show. */
-void pl_filedata_set_compiling(pl_filedata *f, const void *owner, const bool *droppable);
+ * with pl_filedata_done, and OWNER the graph its views show; KEPT (as
+ * many) receives the ones a compiled subgraph reads in place
+ * (pl_filedata_keep), which the session then pins. */
+void pl_filedata_set_compiling(pl_filedata *f, const void *owner, bool *droppable, bool *kept);
+
+/* A module's compiled subgraph (through a view of OWNER) will read the
+ * constant at ADDR in place for the session's life (pl_graph_api's
+ * tensor_constant_keep): true when that holds, the constant then marked
+ * kept, no longer droppable, and resident; true also for a constant not
+ * recorded here (the graph holds it for good); false when no session is
+ * being created alone from OWNER. */
+bool pl_filedata_keep(pl_filedata *f, const void *owner, const void *addr);
 
 /* A module is done with the constant at ADDR (through a view of OWNER):
  * dropped when it is marked droppable for the session being created. */

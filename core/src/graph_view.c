@@ -380,6 +380,13 @@ static void pl_view_tensor_constant_done(const pl_graph_view *v, int64_t t)
 
 static size_t pl_view_constant_bytes(const pl_graph_view *v) { return v ? v->constant_bytes : 0; }
 
+static int pl_view_tensor_constant_keep(const pl_graph_view *v, int64_t t)
+{
+    const pl_graph_tensor *tt = pl_view_tensor(v, t);
+    return tt != NULL && tt->data != NULL &&
+           pl_filedata_keep(pl_graph_filedata(v->g), v->g, tt->data);
+}
+
 static size_t pl_view_input_count(const pl_graph_view *v) { return v ? v->n_inputs : 0; }
 static int64_t pl_view_input(const pl_graph_view *v, size_t i)
 {
@@ -458,4 +465,5 @@ const pl_graph_api pl_graph_view_table = {
     .tensor_constant_done = pl_view_tensor_constant_done,
     .tensor_digest = pl_view_tensor_digest,
     .constant_bytes = pl_view_constant_bytes,
+    .tensor_constant_keep = pl_view_tensor_constant_keep,
 };

@@ -67,6 +67,7 @@ struct pl_session {
      * session reads in place at run time (pinned while it lives). */
     bool entered;         /* pl_filedata_enter called, leave not yet */
     bool *droppable;
+    bool *kept;           /* read in place by a compiled subgraph (pinned) */
     uint32_t *pinned;
     size_t n_pinned;
     /* A model whose shapes are not all known: the staged session that runs
@@ -334,8 +335,10 @@ static pl_status *pl_sess_constant_use(pl_session *s)
     pl_filedata *f = s->model->filedata;
     size_t n = pl_filedata_count(f);
     pl_free(s->droppable);
+    pl_free(s->kept);
     pl_free(s->pinned);
     s->droppable = NULL;
+    s->kept = NULL;
     s->pinned = NULL;
     s->n_pinned = 0;
     if (n == 0)
@@ -343,8 +346,10 @@ static pl_status *pl_sess_constant_use(pl_session *s)
     bool *inplace = pl_calloc(n, sizeof *inplace);
     long *cluster = pl_malloc(n * sizeof *cluster); /* the one reading it, -2 several */
     s->droppable = pl_calloc(n, sizeof *s->droppable);
+    s->kept = pl_calloc(n, sizeof *s->kept);
     s->pinned = pl_malloc(n * sizeof *s->pinned);
-    if (inplace == NULL || cluster == NULL || s->droppable == NULL || s->pinned == NULL) {
+    if (inplace == NULL || cluster == NULL || s->droppable == NULL || s->kept == NULL ||
+        s->pinned == NULL) {
         pl_free(inplace);
         pl_free(cluster);
         return pl_sess_oom();
@@ -398,14 +403,25 @@ static pl_status *pl_sess_build(pl_session *s)
         PL_RETURN_IF_ERROR(
             pl_program_lower(s->rt, s->g, s->part, s->io_module, s->io_device, &s->program));
         PL_RETURN_IF_ERROR(pl_sess_constant_use(s));
-        pl_filedata_set_compiling(s->model->filedata, s->g, s->droppable);
+        pl_filedata_set_compiling(s->model->filedata, s->g, s->droppable, s->kept);
         long failed = -1;
         pl_status *st = pl_program_compile(s->program, &s->warnings, &failed);
-        pl_filedata_set_compiling(s->model->filedata, NULL, NULL);
+        pl_filedata_set_compiling(s->model->filedata, NULL, NULL, NULL);
         if (st != NULL && failed < 0)
             return st;
-        if (st == NULL)
+        if (st == NULL) { /* what compiled subgraphs read in place stays too */
+            bool *pinned = pl_calloc(s->kept != NULL ? pl_filedata_count(s->model->filedata) : 1,
+                                     sizeof *pinned);
+            if (pinned == NULL)
+                return pl_sess_oom();
+            for (size_t i = 0; s->kept != NULL && i < s->n_pinned; i++)
+                pinned[s->pinned[i]] = true;
+            for (size_t e = 0; s->kept != NULL && e < pl_filedata_count(s->model->filedata); e++)
+                if (s->kept[e] && !pinned[e])
+                    s->pinned[s->n_pinned++] = (uint32_t)e;
+            pl_free(pinned);
             break;
+        }
         /* The next round offers the failed nodes to other backends, which
          * read the constants a compile may have dropped. */
         pl_status *back = pl_filedata_reread(s->model->filedata);
@@ -524,7 +540,9 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
         s->entered = false;
     }
     pl_free(s->droppable);
+    pl_free(s->kept);
     s->droppable = NULL;
+    s->kept = NULL;
     if (st != NULL) {
         pl_session_destroy(s);
         return pl_status_wrap(st, "%s: ", model->path);
@@ -575,6 +593,7 @@ static void pl_session_destroy_in(pl_session *s)
         pl_filedata_unpin(f, s->pinned, s->n_pinned);
     pl_free(s->pinned);
     pl_free(s->droppable);
+    pl_free(s->kept);
     pl_module **retained = s->retained;
     size_t nb = s->n_retained;
     pl_partition_destroy(s->part);

@@ -3419,7 +3419,8 @@ struct odnn_weight {
     size_t bytes;
     void *data; /* in the compiled object's weight block, or host_alloc; 64-byte aligned */
     int in_block;
-    int borrowed; /* points into the imported blob, which the core keeps */
+    int borrowed; /* points into the imported blob, which the core keeps, or (2) into
+                   * the core's constant (tensor_constant_keep) */
     dnnl_memory_t mem;
 };
 
@@ -4207,20 +4208,32 @@ static void odnn_flush_denormals(const struct odnn_weight *w)
     }
 }
 
-static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
-                              const dnnl_memory_desc_t *src_md, const void *data, int64_t node,
-                              int *out)
+/* A new weight of layout MD in B's compiled object, zeroed but for its
+ * layout and size (counted once the caller gives it its bytes); NULL when
+ * out of memory. */
+static struct odnn_weight *odnn_weight_slot(struct odnn_build *b, const dnnl_memory_desc_t *md)
 {
     pl_compiled *c = b->c;
     struct odnn_weight *grown =
         odnn_grow(b->ctx, c->weights, c->n_weights, &c->cap_weights, sizeof *c->weights);
     if (grown == NULL)
-        return odnn_oom();
+        return NULL;
     c->weights = grown;
     struct odnn_weight *w = &c->weights[c->n_weights];
     memset(w, 0, sizeof *w);
     w->md = *md;
     w->bytes = dnnl_memory_desc_get_size(md);
+    return w;
+}
+
+static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
+                              const dnnl_memory_desc_t *src_md, const void *data, int64_t node,
+                              int *out)
+{
+    pl_compiled *c = b->c;
+    struct odnn_weight *w = odnn_weight_slot(b, md);
+    if (w == NULL)
+        return odnn_oom();
     const unsigned char *blob_bytes = NULL;
     if (b->imp != NULL) {
         struct odnn_import *imp = b->imp;
@@ -4304,6 +4317,60 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     if (ds == dnnl_success)
         odnn_flush_denormals(w);
     return odnn_dnnl(ds, "weight reorder", b->v, node);
+}
+
+/* Whether N floats at U hold a denormal. */
+static int odnn_has_denormals(const uint32_t *u, size_t n)
+{
+    typedef int32_t i32x4 __attribute__((vector_size(16)));
+    i32x4 any = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        i32x4 v;
+        memcpy(&v, u + i, sizeof v);
+        any |= ((v & 0x7f800000) == 0) & ((v & 0x007fffff) != 0);
+    }
+    int found = (any[0] | any[1] | any[2] | any[3]) != 0;
+    for (; i < n && !found; i++)
+        found = (u[i] & 0x7f800000u) == 0 && (u[i] & 0x007fffffu) != 0;
+    return found;
+}
+
+/* Constant weights of at least this many bytes that a primitive takes as
+ * the model stores them are read in place (odnn_weight_in_place). */
+#define ODNN_IN_PLACE_MIN_BYTES ((size_t)256 << 10)
+
+/* Constant T (DATA) as weight MD when the primitive takes it as stored
+ * (MD equals SRC_MD): read where the core keeps it (ABI 1.10's
+ * tensor_constant_keep), not copied, when it is big, holds no denormal
+ * (the module's copies are flushed of them; odnn_flush_denormals) and the
+ * core promises to keep it. VGG-19's fully connected layers on gemm:jit
+ * (odnn_gemv_pd): 494 MB the module no longer copies at load, and no
+ * longer holds beside the core's. Otherwise odnn_weight's copy. An import
+ * reads the blob's bytes as before. */
+static pl_status *odnn_weight_in_place(struct odnn_build *b, const dnnl_memory_desc_t *md,
+                                       const dnnl_memory_desc_t *src_md, int64_t t,
+                                       const void *data, int64_t node, int *out)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    size_t bytes = dnnl_memory_desc_get_size(md), have = 0;
+    const void *at = NULL;
+    if (b->imp != NULL || md->data_type != dnnl_f32 || bytes < ODNN_IN_PLACE_MIN_BYTES ||
+        !dnnl_memory_desc_equal(md, src_md) || !PL_ABI_HAS_FN(pl_graph_api, g,
+                                                               tensor_constant_keep) ||
+        !g->tensor_constant(b->v, t, &at, &have) || at != data || have != bytes ||
+        odnn_has_denormals(data, bytes / 4) || !g->tensor_constant_keep(b->v, t))
+        return odnn_weight(b, md, src_md, data, node, out);
+    pl_compiled *c = b->c;
+    struct odnn_weight *w = odnn_weight_slot(b, md);
+    if (w == NULL)
+        return odnn_oom();
+    w->data = (void *)(uintptr_t)data; /* read-only: never written */
+    w->borrowed = 2;
+    c->n_weights++;
+    *out = c->n_weights - 1;
+    return odnn_dnnl(dnnl_memory_create(&w->mem, md, b->ctx->engine, w->data), "weight memory",
+                     b->v, node);
 }
 
 /* The value of constant tensor T as a plain weight (made on first use). */
@@ -7349,7 +7416,8 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
             st = odnn_ensure(b, src, &a_md, (int64_t)n, &src);
     }
     if (st == NULL && w.cdata != NULL)
-        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_src, w.cdata, (int64_t)n, &wi);
+        st = odnn_weight_in_place(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_src, odnn_in(v, n, 1),
+                                  w.cdata, (int64_t)n, &wi);
     else if (st == NULL && w_strided) {
         if (b->c->values[wv].md.ndims != r && (wv = odnn_alias(b, wv, &w_view, -1, 0)) < 0)
             st = odnn_oom();
@@ -11658,20 +11726,21 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         onednn_sg_release(ctx, b.c);
         return st;
     }
-    int single = 0, in_place = 0;
+    int single = 0, in_place = 0, kept = 0;
     size_t weight_bytes = 0;
     for (int k = 0; k < b.c->n_steps; k++)
         single += b.c->steps[k].threads == 1 && threads > 1;
     for (int k = 0; k < b.c->n_weights; k++) {
-        in_place += b.c->weights[k].borrowed;
+        in_place += b.c->weights[k].borrowed == 1;
+        kept += b.c->weights[k].borrowed == 2;
         weight_bytes += b.c->weights[k].bytes;
     }
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
                              "%s %zu nodes into %d primitives (%d on one thread), %d weights "
-                             "of %zu B (%d read in place from the blob), arena %zu B, "
-                             "scratchpad %zu B in %.2f ms",
+                             "of %zu B (%d read in place from the blob, %d from the model), "
+                             "arena %zu B, scratchpad %zu B in %.2f ms",
                              blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
-                             b.c->n_weights, weight_bytes, in_place, b.c->arena_bytes,
+                             b.c->n_weights, weight_bytes, in_place, kept, b.c->arena_bytes,
                              b.c->scratch_bytes, odnn_now_ms() - t0);
     *out_compiled = b.c;
     return NULL;

@@ -1133,6 +1133,54 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_one_row_weights_read_in_place(self):
+        """A Gemm of one row by big constant weights stored transposed (every
+        nn.Linear's export) runs on oneDNN's gemm:jit with the weights as the
+        file stores them, and the module reads the core's bytes in place
+        (pl_graph_api.tensor_constant_keep, ABI 1.10) instead of copying
+        them: explain says the weight stays resident, read in place, while
+        the session lives, in a second session of the model too after the
+        first is gone. With 4 rows (a packed copy) or a denormal among the
+        weights (the module flushes its own copies of them) it is copied
+        and dropped as before. Results agree with numpy throughout."""
+        from onnx import TensorProto as T, helper as h
+        rt, rng, _ = drop_setup(self, "keep.ini", 12)
+        try:
+            for rows, denormal in ((1, False), (4, False), (1, True)):
+                w = rng.standard_normal((1000, 2048), dtype=np.float32) * 0.02
+                if denormal:
+                    w[7, 9] = np.float32(1e-40)
+                b = rng.standard_normal(1000, dtype=np.float32)
+                path = onnx_model("keep%d%d.onnx" % (rows, denormal), lambda h, T: h.make_graph(
+                    [h.make_node("Gemm", ["x", "w", "b"], ["a"], name="fc", transB=1),
+                     h.make_node("Relu", ["a"], ["y"], name="relu")],
+                    "g", [h.make_tensor_value_info("x", T.FLOAT, [rows, 2048])],
+                    [h.make_tensor_value_info("y", T.FLOAT, [rows, 1000])],
+                    [h.make_tensor(n, T.FLOAT, a.shape, a.tobytes(), raw=True)
+                     for n, a in (("w", w), ("b", b))]))
+                x = rng.standard_normal((rows, 2048), dtype=np.float32)
+                want = np.maximum(x @ w.T + b, 0)
+                m = rt.load_model(path)
+                pins = {"fc": "onednn", "relu": "onednn"}
+                s1 = m.session(pins=pins)
+                np.testing.assert_allclose(s1.run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+                kept = rows == 1 and not denormal
+                fc = file_constants(s1)
+                self.assertEqual((fc["resident_bytes"], fc["read_in_place_bytes"]),
+                                 (w.nbytes, w.nbytes) if kept else (0, 0), (rows, denormal))
+                if kept:
+                    s2 = m.session(pins=pins)
+                    s1.close()
+                    self.assertEqual(file_constants(s2)["resident_bytes"], w.nbytes)
+                    np.testing.assert_allclose(s2.run({"x": x})["y"], want, rtol=1e-4,
+                                               atol=1e-4)
+                    s2.close()
+                else:
+                    s1.close()
+                m.close()
+        finally:
+            rt.close()
+
     def test_bound_model_reads_weights_once(self):
         """Binding an input's dims (which rewrites the graph again) leaves
         the model file's weights resident for the session made next: its

@@ -44,9 +44,11 @@ extern "C" {
  *   1.8  PL_CAP_RUNS_IN_CALLER (a pinned-thread module's steps run in the
  *        application thread of a sequential run, one call at a time);
  *   1.9  pl_node_desc.flags and PL_NODE_QUERY (get_kernel asked only to
- *        weigh a node: the kernel may skip packing weights). */
+ *        weigh a node: the kernel may skip packing weights);
+ *   1.10 pl_graph_api.tensor_constant_keep (a compiled subgraph reads a
+ *        weight in place: the core keeps it resident for the session). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 9
+#define PL_ABI_MINOR 10
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -279,6 +279,19 @@ typedef struct pl_graph_api {
      * whether that stays in a core's cache from one run to the next).
      * Reads no constant. */
     size_t (*constant_bytes)(const pl_graph_view *view);
+
+    /* ---- appended in ABI 1.10 (check with PL_ABI_HAS_FN) --------------- */
+
+    /* While VIEW compiles: the compiled subgraph will read constant
+     * TENSOR's bytes in place, where tensor_constant gave them, for as long
+     * as it lives, instead of keeping a copy (a module with
+     * PL_CAP_OWNS_CONSTANTS whose kernel takes a weight as the model stores
+     * it: one copy of a big weight in memory, none made at load). 1: the
+     * core keeps those bytes resident and where they are until the session
+     * is destroyed, and ignores tensor_constant_done for TENSOR; 0: it
+     * cannot promise that (another session is being created from the same
+     * model at the same time, say), and the module copies as before. */
+    int (*tensor_constant_keep)(const pl_graph_view *view, int64_t tensor);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
@@ -405,6 +418,9 @@ typedef struct pl_host_api {
 /* ... and of ABI 1.7 (through constant_bytes). */
 #define PL_GRAPH_API_SIZE_1_7 \
     (offsetof(pl_graph_api, constant_bytes) + sizeof(void (*)(void)))
+/* ... and of ABI 1.10 (through tensor_constant_keep). */
+#define PL_GRAPH_API_SIZE_1_10 \
+    (offsetof(pl_graph_api, tensor_constant_keep) + sizeof(void (*)(void)))
 
 /* The struct_size of a complete ABI 1.0 host table (through
  * shape_set_output). A module may call every function up to there once the
