@@ -528,6 +528,125 @@ __attribute__((target("ssse3"))) static void ig_pack_panel8(const uint8_t *d, in
 }
 #endif
 
+#ifdef IG_X86
+/* Twelve bytes V (rows 0-5 of one group, two values each, flipped to i8)
+ * widened to i16 into PANEL, their pair sums added to S03 (rows 0-3) and
+ * S45 (rows 4-5). */
+__attribute__((target("avx2"))) static inline void ig_put_group6(__m128i v, int16_t *panel,
+                                                                 __m128i *s03, __m128i *s45)
+{
+    const __m128i ones = _mm_set1_epi16(1);
+    __m128i lo = _mm_cvtepi8_epi16(v), hi = _mm_cvtepi8_epi16(_mm_srli_si128(v, 8));
+    _mm_storeu_si128((__m128i *)(void *)panel, lo);
+    _mm_storel_epi64((__m128i *)(void *)(panel + 8), hi);
+    *s03 = _mm_add_epi32(*s03, _mm_madd_epi16(lo, ones));
+    *s45 = _mm_add_epi32(*s45, _mm_madd_epi16(hi, ones));
+}
+
+/* Groups 0 .. GROUPS of one panel of 6 whole rows as pairs of i16 (the
+ * AVX2 layout: KG 2, ESZ 2), rows at RS, values at QS (one of them 1), the
+ * flipped values' sums added to SUMS. The element loop it replaces took
+ * 2 ns a value: 25 ms of an int8 OCR model's (dddd_ocr_q, 13 MB of
+ * weights) session creation. */
+__attribute__((target("avx2"))) static void ig_pack_panel6w(const uint8_t *d, int64_t rs,
+                                                              int64_t qs, bool trans,
+                                                              int64_t groups, uint8_t flip,
+                                                              int16_t *panel, uint32_t *sums)
+{
+    const __m128i f = _mm_set1_epi8((char)flip);
+    __m128i s03 = _mm_setzero_si128(), s45 = _mm_setzero_si128();
+    int64_t g = 0;
+    if (trans) { /* value q of rows 0-5 lie together: two such rows a group */
+        for (; g < groups; g++) {
+            int64_t r0 = 0, r1 = 0;
+            memcpy(&r0, d + 2 * g * qs, 6);
+            memcpy(&r1, d + (2 * g + 1) * qs, 6);
+            __m128i v = _mm_unpacklo_epi8(_mm_cvtsi64_si128(r0), _mm_cvtsi64_si128(r1));
+            ig_put_group6(_mm_xor_si128(v, f), panel + g * 12, &s03, &s45);
+        }
+    } else { /* a row's two values of a group lie together: eight groups
+              * of each row at once, gathered group by group */
+        for (; g + 8 <= groups; g += 8) {
+            __m128i r[6];
+            for (int i = 0; i < 6; i++)
+                r[i] = _mm_loadu_si128((const __m128i *)(const void *)(d + i * rs + 2 * g));
+            uint32_t p[6][4];
+            _mm_storeu_si128((__m128i *)(void *)p[0], _mm_unpacklo_epi16(r[0], r[1]));
+            _mm_storeu_si128((__m128i *)(void *)p[1], _mm_unpackhi_epi16(r[0], r[1]));
+            _mm_storeu_si128((__m128i *)(void *)p[2], _mm_unpacklo_epi16(r[2], r[3]));
+            _mm_storeu_si128((__m128i *)(void *)p[3], _mm_unpackhi_epi16(r[2], r[3]));
+            _mm_storeu_si128((__m128i *)(void *)p[4], _mm_unpacklo_epi16(r[4], r[5]));
+            _mm_storeu_si128((__m128i *)(void *)p[5], _mm_unpackhi_epi16(r[4], r[5]));
+            for (int j = 0; j < 8; j++) {
+                int h = j / 4, l = j % 4;
+                __m128i v = _mm_setr_epi32((int)p[h][l], (int)p[2 + h][l], (int)p[4 + h][l], 0);
+                ig_put_group6(_mm_xor_si128(v, f), panel + (g + j) * 12, &s03, &s45);
+            }
+        }
+        for (; g < groups; g++) {
+            uint16_t w[6];
+            for (int i = 0; i < 6; i++)
+                memcpy(&w[i], d + i * rs + 2 * g, 2);
+            __m128i v = _mm_setr_epi16((short)w[0], (short)w[1], (short)w[2], (short)w[3],
+                                       (short)w[4], (short)w[5], 0, 0);
+            ig_put_group6(_mm_xor_si128(v, f), panel + g * 12, &s03, &s45);
+        }
+    }
+    uint32_t t[8];
+    _mm_storeu_si128((__m128i *)(void *)t, s03);
+    _mm_storeu_si128((__m128i *)(void *)(t + 4), s45);
+    for (int r = 0; r < 6; r++)
+        sums[r] += t[r];
+}
+#endif
+
+#ifdef IG_X86
+/* Rows of a transposed A that ig_pack_panels6w_t packs at once. */
+#define IG_PANELS6_ROWS 48
+
+/* ig_pack_panel6w for a transposed A, eight panels (48 rows) at once:
+ * each value q of those rows is one read of 48 bytes, where a panel at a
+ * time read 6 bytes of every row of A, a cache line each, and came back
+ * to the same lines for the next panel (a 1024 x 8210 MatMulInteger B
+ * packed at 1.8 ns a value). PANEL: the first panel, the others at
+ * PANEL_BYTES; SUMS (48) receives the rows' sums. */
+__attribute__((target("avx2"))) static void ig_pack_panels6w_t(const uint8_t *d, int64_t qs,
+                                                                 int64_t groups, uint8_t flip,
+                                                                 int16_t *panel,
+                                                                 size_t panel_bytes,
+                                                                 uint32_t *sums)
+{
+    const __m128i f = _mm_set1_epi8((char)flip);
+    __m128i s[8][2];
+    for (int p = 0; p < 8; p++)
+        s[p][0] = s[p][1] = _mm_setzero_si128();
+    for (int64_t g = 0; g < groups; g++) {
+        const uint8_t *r0 = d + 2 * g * qs, *r1 = r0 + qs;
+        uint8_t mix[IG_PANELS6_ROWS * 2 + 4]; /* rows' two values side by side */
+        for (int c = 0; c < IG_PANELS6_ROWS; c += 16) {
+            __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)(r0 + c));
+            __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(r1 + c));
+            _mm_storeu_si128((__m128i *)(void *)(mix + 2 * c),
+                             _mm_xor_si128(_mm_unpacklo_epi8(a0, a1), f));
+            _mm_storeu_si128((__m128i *)(void *)(mix + 2 * c + 16),
+                             _mm_xor_si128(_mm_unpackhi_epi8(a0, a1), f));
+        }
+        for (int p = 0; p < 8; p++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(mix + 12 * p));
+            ig_put_group6(v, (int16_t *)(void *)((char *)panel + p * panel_bytes) + g * 12,
+                          &s[p][0], &s[p][1]);
+        }
+    }
+    for (int p = 0; p < 8; p++) {
+        uint32_t t[8];
+        _mm_storeu_si128((__m128i *)(void *)t, s[p][0]);
+        _mm_storeu_si128((__m128i *)(void *)(t + 4), s[p][1]);
+        for (int r = 0; r < 6; r++)
+            sums[6 * p + r] = t[r];
+    }
+}
+#endif
+
 void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t *za,
                       bool za_per_row, void *out)
 {
@@ -548,6 +667,10 @@ void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t
      * creation */
     const uint8_t *d = a->data;
     const int64_t rs = a->trans ? 1 : a->ld, qs = a->trans ? a->ld : 1;
+#ifdef IG_X86
+    uint32_t block_sums[IG_PANELS6_ROWS];
+    int64_t block_at = -1;
+#endif
     for (int64_t i0 = 0; i0 < m; i0 += mr) {
         const int rows = (int)(m - i0 < mr ? m - i0 : mr);
         char *panel = (char *)out + IG_HEAD + (size_t)(i0 / mr) * h.panel_bytes;
@@ -557,6 +680,20 @@ void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t
         if (isa->esz == 1 && kg == 4 && mr == 8 && rows == 8) {
             ig_pack_panel8(d + i0 * rs, rs, qs, a->trans, k / 4, flip, (int8_t *)panel, sums);
             q = k / 4 * 4;
+        } else if (isa->esz == 2 && kg == 2 && mr == 6 && rows == 6 && a->trans &&
+                   i0 % IG_PANELS6_ROWS == 0 && i0 + IG_PANELS6_ROWS <= m) {
+            /* eight panels at once, their sums kept until each comes */
+            ig_pack_panels6w_t(d + i0, qs, k / 2, flip, (int16_t *)(void *)panel,
+                               h.panel_bytes, block_sums);
+            block_at = i0;
+        }
+        if (block_at >= 0 && i0 >= block_at && i0 < block_at + IG_PANELS6_ROWS) {
+            memcpy(sums, block_sums + (i0 - block_at), 6 * sizeof *sums);
+            q = k / 2 * 2;
+        } else if (isa->esz == 2 && kg == 2 && mr == 6 && rows == 6) {
+            ig_pack_panel6w(d + i0 * rs, rs, qs, a->trans, k / 2, flip,
+                            (int16_t *)(void *)panel, sums);
+            q = k / 2 * 2;
         }
 #endif
         for (; q < k; q++) {

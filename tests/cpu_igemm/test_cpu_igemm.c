@@ -196,6 +196,10 @@ static void ti_transposes(void)
         ti_signs((ti_case){13, 37, 29, .ta = tr & 1, .tb = tr >> 1, .zp = 1});
         ti_signs((ti_case){67, 290, 131, .ta = tr & 1, .tb = tr >> 1, .zp = 2});
     }
+    /* a transposed A of two blocks of 48 rows and the rest (AVX2 packs
+     * those eight panels at once), K even and odd */
+    ti_signs((ti_case){100, 50, 64, .ta = true, .zp = 2, .blocks = 2});
+    ti_signs((ti_case){150, 17, 77, .ta = true, .zp = 1});
 }
 
 static void ti_zero_points(void)
