@@ -141,6 +141,35 @@ __attribute__((target("avx2"))) static void ig_kernel_avx2(int64_t groups, const
     }
 }
 
+/* A panel of at most 8 columns (the rest of N past a multiple of 16:
+ * dddd_ocr_q's classifier multiplies 24 columns, 16 + 8, and the 6 x 16
+ * kernel spent a third of its vpmaddwd on zeros there): the first half of
+ * each group of the 16-wide panel, six vpmaddwd a group. */
+__attribute__((target("avx2"))) static void ig_kernel_avx2_n8(int64_t groups, const void *a,
+                                                              const void *b, int32_t *c,
+                                                              int64_t ldc, int rows, int cols)
+{
+    __m256i acc[IG_A2_MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < IG_A2_MR; i++)
+        acc[i] = _mm256_setzero_si256();
+    const char *ap = a, *bp = b;
+    for (int64_t g = 0; g < groups; g++, ap += IG_A2_MR * 4, bp += IG_A2_NR * 4) {
+        __m256i b0 = _mm256_load_si256((const __m256i *)(const void *)bp);
+#pragma GCC unroll 6
+        for (int i = 0; i < IG_A2_MR; i++) {
+            int32_t w;
+            memcpy(&w, ap + 4 * i, 4);
+            acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(b0, _mm256_set1_epi32(w)));
+        }
+    }
+    for (int i = 0; i < rows; i++) {
+        int32_t tile[8];
+        _mm256_storeu_si256((__m256i *)(void *)tile, acc[i]);
+        memcpy(c + i * ldc, tile, (size_t)cols * sizeof *c);
+    }
+}
+
 __attribute__((target("avx2"))) static void ig_colsum_avx2(int64_t groups, const void *b,
                                                            int32_t *out)
 {
@@ -202,7 +231,9 @@ __attribute__((target("avx2"))) static void ig_kernel_avx2_gemv(int64_t groups, 
 }
 
 static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_colsum_avx2,
-                                   {{1, ig_kernel_avx2_gemv}, {IG_A2_NR, ig_kernel_avx2}}};
+                                   {{1, ig_kernel_avx2_gemv},
+                                    {8, ig_kernel_avx2_n8},
+                                    {IG_A2_NR, ig_kernel_avx2}}};
 
 /* ---- AVX512-VNNI: 8 x 32, groups of 4 bytes (vpdpbusd: u8 x i8) ---------- */
 
