@@ -3698,6 +3698,9 @@ struct odnn_build {
     /* Per tensor: its convolutions stay direct, their Winograd copy being
      * beyond the weight budget (odnn_wino_budget); NULL when none is. */
     uint8_t *wino_over;
+    /* Per node, with precision = bf16: 0 not asked yet, 1 computes as
+     * bf16 allows, 2 Winograd F(4x4) in f32 beats it (odnn_wino_beats_bf16). */
+    uint8_t *wino_bf16;
 };
 
 #define ODNN_PENDING_BYTES ((size_t)32 << 20)
@@ -5752,10 +5755,15 @@ static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int6
  * image of at most 14x14, else F(4x4). Called before the
  * build takes any constant (it reads their sizes), so a blob's import
  * decides alike. `winograd = all` skips the budget. */
+static int odnn_wino_beats_bf16(struct odnn_build *b, size_t n);
+
 static pl_status *odnn_wino_budget(struct odnn_build *b)
 {
     b->wino_over = NULL;
-    if (b->ctx->winograd != 1 || b->ctx->bf16)
+    /* with precision = bf16, only the layers that stay f32 for F(4x4)
+     * (odnn_wino_before_bf16) */
+    if (b->ctx->winograd != 1 ||
+        (b->ctx->bf16 && (odnn_bf16_everywhere() || !onednn_has_avx512())))
         return NULL;
     const pl_graph_view *v = b->v;
     size_t nn = onednn_host->graph->node_count(v), nt = b->u.n_tensors;
@@ -5791,6 +5799,8 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
             int64_t o[3], t = odnn_in(v, k, 1);
             if (t < 0 || (size_t)t >= nt || !odnn_wino_layer(v, k, &bytes, o))
                 continue;
+            if (b->ctx->bf16 && o[0] > 0 && !odnn_wino_beats_bf16(b, k))
+                o[0] = 0; /* computes in bf16 instead: read directly */
             int64_t e = o[0] * o[1] * o[2];
             if (pass == 0) {
                 most[t] = e > most[t] ? e : most[t];
@@ -5807,7 +5817,8 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
             continue;
         struct odnn_tinfo w;
         odnn_tensor(v, (int64_t)t, &w);
-        int four = (w.cbytes >= ((size_t)1 << 20) && spatial[t] > 196) ||
+        int four = b->ctx->bf16 || /* only F(4x4) layers (odnn_wino_beats_bf16) */
+                   (w.cbytes >= ((size_t)1 << 20) && spatial[t] > 196) ||
                    (w.ndim == 4 && (w.dims[0] < 64 || w.dims[1] < 64)); /* odnn_wino_pays */
         double alpha2 = four ? 36 : 16, saved = four ? 0.75 : 5.0 / 9;
         double added = alpha2 / 9 - (direct[t] ? 0 : 1);
@@ -5854,7 +5865,9 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
                                         const dnnl_dims_t pl, const dnnl_dims_t pr,
                                         const_dnnl_post_ops_t po, dnnl_primitive_desc_t *pd)
 {
-    if (!b->ctx->winograd || b->ctx->bf16 || wei_md->ndims != 4 || wei_md->dims[2] != 3 ||
+    if (!b->ctx->winograd || src_any->data_type != dnnl_f32 ||
+        (b->ctx->bf16 && (odnn_bf16_everywhere() || !onednn_has_avx512())) || wei_md->ndims != 4 ||
+        wei_md->dims[2] != 3 ||
         wei_md->dims[3] != 3 ||
         strides[0] != 1 || strides[1] != 1 || dil[0] != 0 || dil[1] != 0)
         return dnnl_unimplemented;
@@ -6536,6 +6549,117 @@ static int odnn_wino_without_post_ops(struct odnn_build *b, size_t n,
     return takes;
 }
 
+/* Whether convolution N, which precision = bf16 would compute in bf16
+ * without AMX (oneDNN's jit_bf16 kernels, twice f32's multiply rate),
+ * runs faster on oneDNN's Winograd F(4x4, 3x3) kernel in f32 (4x fewer
+ * multiplies): then it stays f32. VGG-19's 3x3 layers on AVX512-BF16
+ * (Zen 4, 2 threads, ONEDNN_VERBOSE): 256 -> 256 at 56x56 16.1-17.3 ms
+ * f32 direct, 8.0-8.2 bf16, 5.5-5.8 Winograd F(4x4); 64 -> 64 at 224x224
+ * 8.3 bf16, 6.4 F(4x4); model 80-88 ms in f32 against 99 in bf16. Its
+ * F(2x2) kernel (512 channels at 14x14: 2.0 ms) only ties bf16 (2.0-2.2),
+ * so those layers keep bf16. Which kernel oneDNN gives the layer is asked
+ * of it (the first Winograd implementation it offers, as
+ * odnn_conv_winograd takes it), once per node. Not the weight budget's
+ * or the scales' verdicts: odnn_wino_before_bf16 adds those. */
+static int odnn_wino_beats_bf16(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    if (!b->ctx->bf16 || !b->ctx->winograd || odnn_bf16_everywhere() || !onednn_has_avx512() ||
+        !odnn_op_is(v, (int64_t)n, "Conv") || odnn_attr_int(v, n, "group", 1) != 1)
+        return 0;
+    size_t nn = onednn_host->graph->node_count(v);
+    if (b->wino_bf16 == NULL) {
+        b->wino_bf16 = onednn_host->host_alloc(b->ctx->host_ctx, nn + 1, 0);
+        if (b->wino_bf16 == NULL)
+            return 0;
+        memset(b->wino_bf16, 0, nn + 1);
+    }
+    if (n < nn && b->wino_bf16[n] != 0)
+        return b->wino_bf16[n] == 2;
+    struct odnn_tinfo x, wt, y;
+    struct odnn_window w;
+    char reason[ODNN_REASON] = "";
+    int four = 0;
+    if (odnn_tensor(v, odnn_in(v, n, 0), &x) && odnn_tensor(v, odnn_in(v, n, 1), &wt) &&
+        odnn_tensor(v, odnn_out(v, n, 0), &y) && wt.cdata != NULL && wt.ndim == 4 && y.known &&
+        x.known && wt.dims[2] == 3 && wt.dims[3] == 3 &&
+        odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason) && w.sr == 2 &&
+        w.s[0] == 1 && w.s[1] == 1 && w.d[0] == 1 && w.d[1] == 1) {
+        int kind = odnn_wino_pays(wt.dims[1], wt.dims[0], y.dims[2], y.dims[3]);
+        struct odnn_conv_mds c;
+        dnnl_dims_t wd = {wt.dims[0], wt.dims[1], 3, 3};
+        odnn_conv_mds_init(&c, &x, &y, 4, wd, dnnl_f32, &w);
+        dnnl_convolution_desc_t cd;
+        dnnl_primitive_desc_t pd = NULL;
+        if (kind != 0 &&
+            dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                       dnnl_convolution_winograd, &c.src, &c.wei,
+                                                       &c.bias, &c.dst, c.strides, c.dil, c.pl,
+                                                       c.pr) == dnnl_success &&
+            (kind == 4 ? odnn_pd_named(b, &cd, NULL, "wino_4x3", &pd)
+                       : odnn_conv_pd_fast(b, &cd, NULL, &pd)) == dnnl_success) {
+            const char *impl = "";
+            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+            four = impl != NULL && strstr(impl, "4x3") != NULL;
+        }
+        if (pd != NULL)
+            dnnl_primitive_desc_destroy(pd);
+    }
+    if (n < nn)
+        b->wino_bf16[n] = four ? 2 : 1;
+    return four;
+}
+
+/* odnn_wino_beats_bf16, and the layer is to take Winograd: its weights
+ * within the budget (odnn_wino_budget), its scale the largest
+ * (odnn_wino_scale_ok). */
+static int odnn_wino_before_bf16(struct odnn_build *b, size_t n)
+{
+    if (!odnn_wino_beats_bf16(b, n))
+        return 0;
+    int64_t t = odnn_in(b->v, n, 1);
+    if (b->wino_over != NULL && t >= 0 && (size_t)t < b->u.n_tensors && b->wino_over[t])
+        return 0;
+    struct odnn_tinfo y;
+    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
+    dnnl_memory_desc_t ymd;
+    dnnl_dims_t yd = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]};
+    dnnl_memory_desc_init_by_tag(&ymd, 4, yd, dnnl_f32, dnnl_format_tag_any);
+    b->wino_quiet = 1;
+    int ok = odnn_wino_scale_ok(b, n, &ymd);
+    b->wino_quiet = 0;
+    return ok;
+}
+
+/* The data type convolution N computes in (odnn_conv): bf16 where
+ * precision = bf16 pays for it, else f32. */
+static dnnl_data_type_t odnn_conv_dt(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    if (!b->ctx->bf16)
+        return dnnl_f32;
+    struct odnn_tinfo x, wt, y;
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !odnn_tensor(v, odnn_in(v, n, 1), &wt) ||
+        !odnn_tensor(v, odnn_out(v, n, 0), &y) || wt.cdata == NULL ||
+        odnn_dequantized(b, odnn_in(v, n, 0)))
+        return dnnl_f32;
+    int64_t group = odnn_attr_int(v, n, "group", 1);
+    char reason[ODNN_REASON] = "";
+    struct odnn_window w;
+    if (!odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason))
+        return dnnl_f32;
+    int spatial = 0;
+    for (int32_t d = 2; d < wt.ndim; d++)
+        spatial |= wt.dims[d] > 1;
+    /* A convolution of dequantized 8-bit values (a QDQ graph) stays f32:
+     * bf16's 8-bit mantissa does not hold u8 * scale, so it would change
+     * an int8 model by more than its quantization, and it ran slower
+     * (resnet50_s_qdq 0.32 ms against 0.27; its AMX 1x1s on 8x8 and 4x4
+     * maps 7-56 us against 5-15). */
+    return odnn_compute_dt(b->ctx, odnn_conv_bf16_pays(b->ctx, &x, &wt, &y, group, &w, spatial) &&
+                                       !odnn_wino_before_bf16(b, n));
+}
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -6552,18 +6676,7 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     if (!odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason))
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
 
-    int spatial = 0;
-    for (int32_t d = 2; d < wt.ndim; d++)
-        spatial |= wt.dims[d] > 1;
-    /* A convolution of dequantized 8-bit values (a QDQ graph) stays f32:
-     * bf16's 8-bit mantissa does not hold u8 * scale, so it would change
-     * an int8 model by more than its quantization, and it ran slower
-     * (resnet50_s_qdq 0.32 ms against 0.27; its AMX 1x1s on 8x8 and 4x4
-     * maps 7-56 us against 5-15). */
-    dnnl_data_type_t cdt =
-        wt.cdata != NULL && !odnn_dequantized(b, odnn_in(v, n, 0))
-            ? odnn_compute_dt(b->ctx, odnn_conv_bf16_pays(b->ctx, &x, &wt, &y, group, &w, spatial))
-            : dnnl_f32;
+    dnnl_data_type_t cdt = odnn_conv_dt(b, n);
     /* A 1x1 convolution may take the depthwise one after it (odnn_dw_after);
      * when oneDNN has only a reference kernel for the pair, again without. */
     int may_dw = cdt == dnnl_f32 && group == 1 && w.sr == 2 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
@@ -6698,7 +6811,8 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 }
 
 /* Whether every reader of tensor T takes it in bf16 as it is (precision =
- * bf16): a Conv's data, or A of a MatMul/Gemm with constant weights. Then
+ * bf16): the data of a Conv that computes in bf16 (odnn_conv_dt), or A of
+ * a MatMul/Gemm with constant weights. Then
  * the product writing T writes bf16; any other reader (Split, Softmax, a
  * layer norm, a graph output) gets f32, which costs no conversion. */
 static int odnn_bf16_readers(struct odnn_build *b, int64_t t)
@@ -6714,7 +6828,8 @@ static int odnn_bf16_readers(struct odnn_build *b, int64_t t)
             int product = odnn_op_is(b->v, (int64_t)i, "MatMul") ||
                           (odnn_op_is(b->v, (int64_t)i, "Gemm") &&
                            odnn_attr_int(b->v, i, "transA", 0) == 0);
-            if (k != 0 || !(odnn_op_is(b->v, (int64_t)i, "Conv") ||
+            if (k != 0 || !((odnn_op_is(b->v, (int64_t)i, "Conv") &&
+                             odnn_conv_dt(b, i) != dnnl_f32) ||
                             (product && odnn_tensor(b->v, odnn_in(b->v, i, 1), &wt) &&
                              wt.cdata != NULL)))
                 return 0;
@@ -11385,7 +11500,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 39u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 40u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11458,7 +11573,10 @@ static double odnn_now_ms(void)
                                  38: channel shuffles on the module's own
                                      loop (ODNN_S_SHUFFLE); 39: the own
                                      small product's packed B without
-                                     denormals */
+                                     denormals;
+                                 40: bf16 convolutions that Winograd's
+                                     F(4x4) runs faster stay f32 without
+                                     AMX (odnn_wino_before_bf16) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -11703,6 +11821,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         st = odnn_build_program(&b);
     odnn_free(ctx, b.pending);
     odnn_free(ctx, b.wino_over);
+    odnn_free(ctx, b.wino_bf16);
     odnn_free(ctx, b.postponed);
     b.c->view_hash = hash;
     b.c->options = odnn_options(ctx);

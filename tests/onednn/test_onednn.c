@@ -2646,15 +2646,30 @@ static int plan_reorders(pl_runtime *rt, const char *path, uint32_t *total)
 /* Layers that fill an AMX tile (channels, rows, K and N of at least 32),
  * which precision = bf16 computes in bf16 on AMX machines: two 3x3
  * convolutions of 64 channels on 16x16, and two 64x64 products. */
-static const char *model_bf16_amx_conv(void)
+static const char *model_bf16_two_convs(uint32_t seed, int64_t ch, int64_t hw)
 {
-    struct mb m = {.seed = 61};
-    mb_input(&m, "x", 4, (int64_t[]){1, 64, 16, 16});
-    mb_conv(&m, "c1", "x", "h", 64, 64, 3, 1, 1);
+    struct mb m = {.seed = seed};
+    mb_input(&m, "x", 4, (int64_t[]){1, ch, hw, hw});
+    mb_conv(&m, "c1", "x", "h", ch, ch, 3, 1, 1);
     mb_node(&m, "r1", "Relu", "\"h\"", "a", "");
-    mb_conv(&m, "c2", "a", "y", 64, 64, 3, 1, 1);
+    mb_conv(&m, "c2", "a", "y", ch, ch, 3, 1, 1);
     m.outputs[m.n_outputs++] = "y";
     return mb_write(&m);
+}
+
+static const char *model_bf16_amx_conv(void)
+{
+    return model_bf16_two_convs(61, 64, 16);
+}
+
+/* Two 3x3 convolutions of 48 channels over 32x32, which oneDNN's Winograd
+ * F(4x4, 3x3) kernel takes (odnn_wino_pays): without AMX they stay f32
+ * under precision = bf16 (Winograd's 4x fewer multiplies beat bf16's
+ * doubled rate: VGG-19 ran 80-88 ms in f32, 99 with its 3x3 layers in
+ * bf16; odnn_wino_beats_bf16); with AMX they compute in bf16. */
+static const char *model_bf16_wino(void)
+{
+    return model_bf16_two_convs(67, 48, 32);
 }
 
 /* A 1-D convolution of 64 channels, width 3, stride 2 (wav2vec2's feature
@@ -2739,7 +2754,7 @@ static void case_bf16(void)
         const char *path;
         int nd, ond;
         int64_t xs[4], ys[4];
-    } models[9] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
+    } models[10] = {{model_conv_residual(), 4, 4, {1, 16, 14, 14}, {1, 32, 7, 7}},
                    {model_matmul_gelu(), 3, 3, {2, 8, 32}, {2, 8, 32}},
                    {model_bf16_mixed(), 4, 2, {1, 16, 8, 8}, {1, 4}},
                    {model_bf16_amx_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
@@ -2747,7 +2762,8 @@ static void case_bf16(void)
                    {model_bf16_qdq_conv(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
                    {model_bf16_rows_merged(), 4, 4, {1, 8, 8, 64}, {1, 8, 8, 64}},
                    {model_bf16_conv1d(), 3, 3, {1, 64, 64}, {1, 64, 31}},
-                   {model_bf16_pointwise(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}}};
+                   {model_bf16_pointwise(), 4, 4, {1, 64, 16, 16}, {1, 64, 16, 16}},
+                   {model_bf16_wino(), 4, 4, {1, 48, 32, 32}, {1, 48, 32, 32}}};
     pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL);
     pl_runtime *rf = onednn_runtime(), *rc = runtime_with("cpu");
     /* oneDNN has bf16 kernels for AVX-512 (native with AVX512-BF16 or AMX,
@@ -2757,7 +2773,7 @@ static void case_bf16(void)
     TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
     bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "amx", 3) == 0;
     bool amx = strstr(isa, "amx") != NULL;
-    for (int k = 0; k < 9; k++) {
+    for (int k = 0; k < 10; k++) {
         size_t nx = count(models[k].nd, models[k].xs), ny = count(models[k].ond, models[k].ys);
         float *x = malloc(nx * sizeof *x), *yb = calloc(ny, 4), *yf = calloc(ny, 4),
               *yc = calloc(ny, 4);
@@ -2789,7 +2805,9 @@ static void case_bf16(void)
          * Model 5's layers read dequantized 8-bit values: never. Model 7's
          * 1-D convolution: without AMX as model 0, with AMX not; model 8's
          * 1x1 layers neither (without AMX only wider kernels take bf16, with
-         * AMX they do too little work per value). */
+         * AMX they do too little work per value). Model 9's layers with AMX;
+         * without, Winograd F(4x4) in f32 beats bf16 (odnn_wino_beats_bf16);
+         * model 3's 16x16 ones get F(2x2), which only ties bf16. */
         bool want_bf16 = k == 5 ? false
                          : amx  ? k >= 3 && k != 7 && k != 8
                                 : avx512 && (k == 0 || k == 3 || k == 7);
