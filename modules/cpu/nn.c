@@ -38,6 +38,7 @@ const cpu_op_entry cpu_ops_nn[] = {
     {"ConvTranspose", nn_build_conv_transpose, 2, 3, 7u, CPU_OP_F64},
     {"MaxPool", nn_build_pool, 1, 1, 1u, CPU_OP_MULTI_OUTPUT | CPU_OP_F64},
     {"AveragePool", nn_build_pool, 1, 1, 1u, CPU_OP_F64},
+    {"LpPool", nn_build_pool, 1, 1, 1u, 0},
     {"GlobalAveragePool", nn_build_global_pool, 1, 1, 1u, CPU_OP_F64},
     {"GlobalMaxPool", nn_build_global_pool, 1, 1, 1u, CPU_OP_F64},
     {NULL, NULL, 0, 0, 0, 0},

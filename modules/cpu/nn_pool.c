@@ -1,7 +1,8 @@
 /* nn_pool.c — the cpu module's pooling kernels: MaxPool (with its optional
- * Indices output) and AveragePool over 1 to 3 spatial axes with ceil_mode,
- * pads, auto_pad, dilations and count_include_pad; GlobalAveragePool and
- * GlobalMaxPool.
+ * Indices output), AveragePool and LpPool over 1 to 3 spatial axes with
+ * ceil_mode, pads, auto_pad, dilations and count_include_pad; GlobalAveragePool
+ * and GlobalMaxPool. LpPool, (sum of |x|^p over the window's taps inside
+ * the input)^(1/p), walks the taps directly.
  *
  * Work is split over the N*C planes. A 2-D pool without indices pads each
  * plane into a phase plane (see nn_window.h; -inf or 0 outside the input)
@@ -20,6 +21,8 @@ typedef struct nn_pool_kernel {
     pl_kernel base;
     nn_window w;
     bool is_max;
+    bool is_lp;             /* LpPool, of exponent p */
+    double p;
     bool include_pad;       /* AveragePool's count_include_pad */
     bool fast;              /* 2-D phase-plane path */
     bool global;
@@ -58,10 +61,11 @@ static void nn_pool_plane_direct(const nn_pool_call *c, int64_t plane)
         float div = 1.0f;
         for (int d = 0; d < nsp; d++) {
             start[d] = o_idx[d] * w->stride[d] - w->pad_begin[d];
-            if (!k->is_max)
+            if (!k->is_max && !k->is_lp)
                 div *= k->counts[k->count_at[d] + o_idx[d]];
         }
         float best = -INFINITY, sum = 0.0f;
+        double lp = 0;
         int64_t best_at = -1;
         for (int64_t t = 0; t < k->ksize; t++) {
             int64_t rest = t, off = 0;
@@ -78,7 +82,10 @@ static void nn_pool_plane_direct(const nn_pool_call *c, int64_t plane)
             if (!inside)
                 continue;
             float v = x[off];
-            if (k->is_max) {
+            if (k->is_lp) {
+                double a = fabs((double)v);
+                lp += k->p == 1 ? a : k->p == 2 ? a * a : pow(a, k->p);
+            } else if (k->is_max) {
                 if (best_at < 0 || v > best) {
                     best = v;
                     best_at = off;
@@ -87,7 +94,11 @@ static void nn_pool_plane_direct(const nn_pool_call *c, int64_t plane)
                 sum += v;
             }
         }
-        float r = k->is_max ? best : sum / div;
+        float r = k->is_lp    ? (float)(k->p == 1   ? lp
+                                          : k->p == 2 ? sqrt(lp)
+                                                      : pow(lp, 1 / k->p))
+                  : k->is_max ? best
+                              : sum / div;
         if (c->out != NULL) {
             float *o = c->out + plane * k->out_plane + p;
             *o = c->add ? *o + r : r;
@@ -276,12 +287,18 @@ static nn_pool_kernel *nn_pool_alloc(pl_module_ctx *ctx, const pl_node_desc *nod
 pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
-    bool is_max = strcmp(node->op, "MaxPool") == 0;
+    bool is_max = strcmp(node->op, "MaxPool") == 0, is_lp = strcmp(node->op, "LpPool") == 0;
     nn_window w;
     NN_TRY(nn_pool_window(node, x, o, &w));
-    int64_t include_pad = 0, storage_order = 0;
-    if (!is_max)
+    int64_t include_pad = 0, storage_order = 0, p = 2;
+    if (is_lp) {
+        NN_TRY(cpu_attr_int(node, "p", 2, &p));
+        if (p < 1)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "p is %lld; it must be >= 1",
+                             (long long)p);
+    } else if (!is_max) {
         NN_TRY(cpu_attr_int(node, "count_include_pad", 0, &include_pad));
+    }
     bool want_indices = is_max && node->n_outputs > 1 && node->outputs[1].ndim >= 0;
     if (want_indices) {
         NN_TRY(cpu_attr_int(node, "storage_order", 0, &storage_order));
@@ -303,15 +320,17 @@ pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     size_t counts = 0;
     for (int d = 0; d < w.nsp; d++)
         counts += (size_t)w.out[d];
-    nn_pool_kernel *k = nn_pool_alloc(ctx, node, &w, is_max ? 0 : counts);
+    nn_pool_kernel *k = nn_pool_alloc(ctx, node, &w, is_max || is_lp ? 0 : counts);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->is_max = is_max;
+    k->is_lp = is_lp;
+    k->p = (double)p;
     k->include_pad = include_pad != 0;
     k->planes = x->shape[0] * x->shape[1];
     k->base.n_reads = 1;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
-    if (!is_max) {
+    if (!is_max && !is_lp) {
         int64_t at = 0;
         for (int d = 0; d < w.nsp; d++) {
             k->count_at[d] = at;
@@ -325,7 +344,7 @@ pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         k->base.run_any = nn_pool_run_any;
         k->base.n_outputs = node->n_outputs;
     }
-    k->fast = nn_phase_plan_make(&w, &k->plan);
+    k->fast = !is_lp && nn_phase_plan_make(&w, &k->plan);
     int threads = cpu_host->thread_count(ctx->host_ctx);
     if (k->fast) {
         k->slice_bytes = nn_slice_bytes((size_t)(k->plan.rows * k->plan.cols + w.out[1]));

@@ -1271,6 +1271,23 @@ static void case_LpNormalization(void)
     g.attrs[0] = (ch_attr)AI("p", 1);
     ti_run(&g, OUTS(py));
     ti_near("GlobalLpPool p 1", py, (double[]){7, 4}, 2, 1e-7);
+    /* LpPool: the p-norm of each window's taps inside the input (|x|, so
+     * the -2 counts as 2; padding adds nothing) */
+    float lx[9] = {1, -2, 3, 4, 5, 6, 7, 8, 9}, ly[4];
+    ti_case l = {.op = "LpPool", .opset = 18, .n_in = 1, .in = {TIN(F32, lx, 4, 1, 1, 3, 3)},
+                 .n_attrs = 1, .attrs = {AIS("kernel_shape", 2, 2, 2)}};
+    ti_run(&l, OUTS(ly));
+    ti_near("LpPool p 2", ly, (double[]){sqrt(46), sqrt(74), sqrt(154), sqrt(206)}, 4, 1e-6);
+    l.n_attrs = 2;
+    l.attrs[1] = (ch_attr)AI("p", 3);
+    ti_run(&l, OUTS(ly));
+    ti_near("LpPool p 3", ly, (double[]){cbrt(198), cbrt(376), cbrt(1044), cbrt(1582)}, 4, 1e-6);
+    l.n_attrs = 4;
+    l.attrs[1] = (ch_attr)AI("p", 1);
+    l.attrs[2] = (ch_attr)AIS("pads", 4, 1, 1, 1, 1);
+    l.attrs[3] = (ch_attr)AIS("strides", 2, 2, 2);
+    ti_run(&l, OUTS(ly));
+    ti_near("LpPool p 1, padded, stride 2", ly, (double[]){1, 5, 11, 28}, 4, 1e-6);
 }
 
 /* ---- ReverseSequence, MaxUnpool, Det, LRN, MeanVarianceNormalization ----------- */

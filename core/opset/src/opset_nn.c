@@ -643,6 +643,15 @@ static const pl_attr_spec nn_avgpool19_attrs[] = {
     PL_ATTR_I("count_include_pad", 0), PL_ATTR_IS("dilations"),
     PL_ATTR_REQ("kernel_shape", PL_ATTR_INTS), PL_ATTR_IS("pads"),
     PL_ATTR_IS("strides")};
+/* LpPool 2 and 11 (p an int; 1's float p is not taken); 18 added
+ * ceil_mode and dilations. */
+static const pl_attr_spec nn_lppool2_attrs[] = {
+    PL_ATTR_S("auto_pad", "NOTSET"), PL_ATTR_REQ("kernel_shape", PL_ATTR_INTS),
+    PL_ATTR_I("p", 2), PL_ATTR_IS("pads"), PL_ATTR_IS("strides")};
+static const pl_attr_spec nn_lppool18_attrs[] = {
+    PL_ATTR_S("auto_pad", "NOTSET"), PL_ATTR_I("ceil_mode", 0), PL_ATTR_IS("dilations"),
+    PL_ATTR_REQ("kernel_shape", PL_ATTR_INTS), PL_ATTR_I("p", 2), PL_ATTR_IS("pads"),
+    PL_ATTR_IS("strides")};
 static const pl_attr_spec nn_bn7_attrs[] = {
     PL_ATTR_F("epsilon", 1e-5), PL_ATTR_F("momentum", 0.9),
     PL_ATTR_I("spatial", 1)};
@@ -709,6 +718,15 @@ const pl_op_schema pl_opset_nn_schemas[] = {
               .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
               .output_types = {"T"}),
     NN_SCHEMA("AveragePool", 19, 1, 1, 1, nn_avgpool19_attrs, nn_infer_pool,
+              .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
+              .output_types = {"T"}),
+    NN_SCHEMA("LpPool", 2, 1, 1, 1, nn_lppool2_attrs, nn_infer_pool,
+              .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
+              .output_types = {"T"}),
+    NN_SCHEMA("LpPool", 11, 1, 1, 1, nn_lppool2_attrs, nn_infer_pool,
+              .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
+              .output_types = {"T"}),
+    NN_SCHEMA("LpPool", 18, 1, 1, 1, nn_lppool18_attrs, nn_infer_pool,
               .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
               .output_types = {"T"}),
     {.name = "GlobalAveragePool", .domain = "", .since_version = 7,
