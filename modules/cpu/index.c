@@ -35,6 +35,8 @@ static pl_status *ix_build_reverse_sequence(pl_module_ctx *ctx, const pl_node_de
                                             pl_kernel **out_kernel);
 static pl_status *ix_build_max_unpool(pl_module_ctx *ctx, const pl_node_desc *node,
                                       pl_kernel **out_kernel);
+static pl_status *ix_build_col2im(pl_module_ctx *ctx, const pl_node_desc *node,
+                                  pl_kernel **out_kernel);
 
 const cpu_op_entry cpu_ops_index[] = {
     {"GatherElements", ix_build_gather_elements, 2, 2, 0, IX_ANY},
@@ -53,6 +55,7 @@ const cpu_op_entry cpu_ops_index[] = {
     {"Det", ix_build_det, 1, 1, 0, IX_ANY},
     {"ReverseSequence", ix_build_reverse_sequence, 2, 2, 0, IX_ANY},
     {"MaxUnpool", ix_build_max_unpool, 2, 3, 0, IX_ANY},
+    {"Col2Im", ix_build_col2im, 3, 3, 0, IX_ANY},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -914,6 +917,142 @@ static pl_status *ix_build_max_unpool(pl_module_ctx *ctx, const pl_node_desc *no
     ix_strides(o->shape, r, k->out_st);
     /* output_shape (input 2) only shaped the output: it is not read. */
     k->k.base.n_reads = 2;
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- Col2Im -------------------------------------------------------------------- */
+
+/* Col2Im: the inverse of im2col. Input [N, C * prod(B), L], column l one
+ * block position (the positions of a convolution of kernel B with these
+ * strides, pads and dilations over image_shape, row-major), row c * prod(B)
+ * + k its tap k of channel c; every tap inside the image adds into the
+ * [N, C, image_shape...] output, those in the padding are dropped. The
+ * output's shape comes from the node; block_shape is read at each run
+ * and must fit the input's L. f32 and f64. */
+typedef struct ix_col2im_kernel {
+    shp_kernel k;
+    int nsp;
+    int64_t img[CPU_MAX_RANK], stride[CPU_MAX_RANK], dil[CPU_MAX_RANK], pad_b[CPU_MAX_RANK],
+        pad_e[CPU_MAX_RANK];
+    int64_t batch, channels, cols;
+} ix_col2im_kernel;
+
+static pl_status *ix_col2im_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                                  const pl_run_args *args, size_t o, void *dst,
+                                  pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const ix_col2im_kernel *k = (const ix_col2im_kernel *)kernel;
+    const char *op = kernel->base.op;
+    const int64_t *bs = (const int64_t *)(const void *)shp_in(args, 2);
+    if (cpu_elements(args->inputs[2].shape, args->inputs[2].ndim) != (size_t)k->nsp)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "block_shape must have %d values",
+                         k->nsp);
+    int64_t blocks[CPU_MAX_RANK], taps = 1, positions = 1;
+    for (int d = 0; d < k->nsp; d++) {
+        int64_t span = k->dil[d] * (bs[d] - 1) + 1, room = k->img[d] + k->pad_b[d] + k->pad_e[d];
+        if (bs[d] < 1 || span > room)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "block_shape[%d] = %lld does not fit the padded image (%lld)", d,
+                             (long long)bs[d], (long long)room);
+        blocks[d] = (room - span) / k->stride[d] + 1;
+        taps *= bs[d];
+        positions *= blocks[d];
+    }
+    if (taps * k->channels != args->inputs[0].shape[1] || positions != k->cols)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "input [%lld, %lld, %lld] is not C x prod(block) = %lld x %lld rows "
+                         "of %lld block positions",
+                         (long long)k->batch, (long long)args->inputs[0].shape[1],
+                         (long long)k->cols, (long long)k->channels, (long long)taps,
+                         (long long)positions);
+    bool f64 = PL_DTYPE_EQ(kernel->outs[0].dtype, PL_DTYPE_F64);
+    const void *x = shp_in(args, 0);
+    size_t plane = 1;
+    for (int d = 0; d < k->nsp; d++)
+        plane *= (size_t)k->img[d];
+    memset(dst, 0, kernel->outs[0].elements * kernel->outs[0].esize);
+    for (int64_t nc = 0; nc < k->batch * k->channels; nc++)
+        for (int64_t t = 0; t < taps; t++) {
+            int64_t tap[CPU_MAX_RANK];
+            for (int d = k->nsp - 1; d >= 0; d--) {
+                int64_t div = 1;
+                for (int e = d + 1; e < k->nsp; e++)
+                    div *= bs[e];
+                tap[d] = (t / div) % bs[d];
+            }
+            size_t row = (size_t)((nc * taps + t) * k->cols);
+            for (int64_t l = 0; l < k->cols; l++) {
+                int64_t rest = l, at = 0, step = 1;
+                bool inside = true;
+                for (int d = k->nsp - 1; d >= 0; d--) {
+                    int64_t b = rest % blocks[d];
+                    rest /= blocks[d];
+                    int64_t i = b * k->stride[d] - k->pad_b[d] + tap[d] * k->dil[d];
+                    if (i < 0 || i >= k->img[d]) {
+                        inside = false;
+                        break;
+                    }
+                    at += i * step;
+                    step *= k->img[d];
+                }
+                if (!inside)
+                    continue;
+                size_t to = (size_t)nc * plane + (size_t)at;
+                if (f64)
+                    ((double *)dst)[to] += ((const double *)x)[row + (size_t)l];
+                else
+                    ((float *)dst)[to] += ((const float *)x)[row + (size_t)l];
+            }
+        }
+    return NULL;
+}
+
+static pl_status *ix_build_col2im(pl_module_ctx *ctx, const pl_node_desc *node,
+                                  pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    const char *op = node->op;
+    if (!(PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) || PL_DTYPE_EQ(x->dtype, PL_DTYPE_F64)) ||
+        !PL_DTYPE_EQ(o->dtype, x->dtype))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "only f32 and f64");
+    if (!PL_DTYPE_EQ(node->inputs[1].dtype, PL_DTYPE_I64) ||
+        !PL_DTYPE_EQ(node->inputs[2].dtype, PL_DTYPE_I64))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "image_shape and block_shape must be i64");
+    int nsp = o->ndim - 2;
+    if (x->ndim != 3 || nsp < 1 || nsp > CPU_MAX_RANK - 2 || o->shape[0] != x->shape[0] ||
+        o->shape[1] < 1)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "needs an input [N, C * prod(block), L] and an output [N, C, image...] "
+                         "of known shape");
+    const int64_t *pads, *strides, *dils;
+    size_t np, ns, nd;
+    SHP_TRY(cpu_attr_ints(node, "pads", &pads, &np));
+    SHP_TRY(cpu_attr_ints(node, "strides", &strides, &ns));
+    SHP_TRY(cpu_attr_ints(node, "dilations", &dils, &nd));
+    if ((pads != NULL && np != 2 * (size_t)nsp) || (strides != NULL && ns != (size_t)nsp) ||
+        (dils != NULL && nd != (size_t)nsp))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                         "pads, strides and dilations do not fit %d spatial axes", nsp);
+    ix_col2im_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, ix_col2im_write, (shp_kernel **)&k));
+    k->nsp = nsp;
+    k->batch = x->shape[0];
+    k->channels = o->shape[1];
+    k->cols = x->shape[2];
+    for (int d = 0; d < nsp; d++) {
+        k->img[d] = o->shape[d + 2];
+        k->stride[d] = strides != NULL ? strides[d] : 1;
+        k->dil[d] = dils != NULL ? dils[d] : 1;
+        k->pad_b[d] = pads != NULL ? pads[d] : 0;
+        k->pad_e[d] = pads != NULL ? pads[d + nsp] : 0;
+        if (k->stride[d] < 1 || k->dil[d] < 1 || k->pad_b[d] < 0 || k->pad_e[d] < 0) {
+            cpu_kernel_release(ctx, &k->k.base);
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "strides and dilations must be positive, pads not negative");
+        }
+    }
     *out_kernel = &k->k.base;
     return NULL;
 }

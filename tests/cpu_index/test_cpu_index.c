@@ -1336,6 +1336,44 @@ static void case_MaxUnpool(void)
                  "index 16 (element 3 of I) is outside the unpooled tensor");
 }
 
+/* Col2Im: every tap of every block position adds into the image; those in
+ * the padding are dropped. */
+static void case_Col2Im(void)
+{
+    /* 3x3 image, 2x2 blocks at stride 1: each pixel sums the windows
+     * covering it (all ones: the coverage counts) */
+    float ones[16], y[9];
+    for (int i = 0; i < 16; i++)
+        ones[i] = 1;
+    int64_t img[2] = {3, 3}, blk[2] = {2, 2};
+    ti_case c = {.op = "Col2Im", .opset = 18, .n_in = 3,
+                 .in = {TIN(F32, ones, 3, 1, 4, 4), TIC(I64, img, 1, 2), TIC(I64, blk, 1, 2)}};
+    ti_run(&c, OUTS(y));
+    ti_near("coverage", y, (double[]){1, 2, 1, 2, 4, 2, 1, 2, 1}, 9, 0);
+    /* pads 1 and stride 2: 2x2 positions of the padded 5x5, each pixel
+     * from one tap; x[t][l] = 10 t + l names the tap and position */
+    float x[16];
+    for (int t = 0; t < 4; t++)
+        for (int l = 0; l < 4; l++)
+            x[t * 4 + l] = (float)(10 * t + l);
+    ti_case cp = c;
+    cp.in[0] = (ti_t)TIN(F32, x, 3, 1, 4, 4);
+    cp.n_attrs = 2;
+    cp.attrs[0] = (ch_attr)AIS("pads", 4, 1, 1, 1, 1);
+    cp.attrs[1] = (ch_attr)AIS("strides", 2, 2, 2);
+    ti_run(&cp, OUTS(y));
+    ti_near("padded, stride 2", y, (double[]){30, 21, 31, 12, 3, 13, 32, 23, 33}, 9, 0);
+    /* two channels of 1-D blocks of 3 with dilation 2 over 5 values: one
+     * position (taps at 0, 2, 4) */
+    float x1[6] = {1, 2, 3, 4, 5, 6}, y1[10];
+    int64_t img1[1] = {5}, blk1[1] = {3};
+    ti_case c1 = {.op = "Col2Im", .opset = 18, .n_in = 3,
+                  .in = {TIN(F32, x1, 3, 1, 6, 1), TIC(I64, img1, 1, 1), TIC(I64, blk1, 1, 1)},
+                  .n_attrs = 1, .attrs = {AIS("dilations", 1, 2)}};
+    ti_run(&c1, OUTS(y1));
+    ti_near("1-D dilated", y1, (double[]){1, 0, 2, 0, 3, 4, 0, 5, 0, 6}, 10, 0);
+}
+
 static void case_Det(void)
 {
     /* a 2x2, a 3x3 that needs pivoting, a singular one */
@@ -1558,7 +1596,7 @@ static const struct {
     TI_CASE(CastLike), TI_CASE(Einsum), TI_CASE(NegativeLogLikelihoodLoss),
     TI_CASE(SoftmaxCrossEntropyLoss), TI_CASE(QuantizeLinear), TI_CASE(DequantizeLinear),
     TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
-    TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool),
+    TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool), TI_CASE(Col2Im),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
     TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv), TI_CASE(TfIdfVectorizer),
     TI_CASE(MelWeightMatrix), TI_CASE(LpNormalization),

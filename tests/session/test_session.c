@@ -150,8 +150,9 @@ static pl_runtime *runtime_with(const char *extra)
     const char *ini = th_path(dir, "backend.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n[graph]\noptimize = basic\n", th_arg(0),
-            extra);
+    /* (EXTRA may bring its own [graph] section) */
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n%s", th_arg(0), extra,
+            strstr(extra, "[graph]") != NULL ? "" : "[graph]\noptimize = basic\n");
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
                             .ignore_environment = true};
@@ -592,6 +593,94 @@ static void case_newer_opset_functions(void)
                 TH_CHECK(fabsf(got[k][i] - want[k][i]) <= 2e-4f * (1 + fabsf(want[k][i])),
                          "order = %s: %s[%d] = %.7g, reference %.7g (x = %g)", orders[o],
                          outs[k], i, got[k][i], want[k][i], x[i]);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
+/* CenterCropPad 18 and AffineGrid 20, expanded by the core (ONNX defines
+ * them as functions): x [3, 5] centred into [4, 3] (a row of zeros added
+ * after, columns 1 to 3 kept) and its last axis cropped to 2 (columns 1
+ * and 2); a grid of [1, 2, 3] points from theta [[2, 0, 0.5], [0, -1, 0]]
+ * with and without align_corners (x = -2/3, 0, 2/3 or -1, 0, 1; y = -1/2,
+ * 1/2 or -1, 1; each point (2x + 0.5, -y)), against hand-written values on
+ * cpu and onednn. */
+static void case_crop_and_grid(void)
+{
+    const char *path = write_text(
+        "crop_and_grid.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":20}],"
+        "\"inputs\":[\"x\",\"theta\"],\"outputs\":[\"c1\",\"c2\",\"g0\",\"g1\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,5]},"
+        "{\"name\":\"theta\",\"dtype\":\"f32\",\"shape\":[1,2,3]}],"
+        "\"nodes\":["
+        "{\"name\":\"s1\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"shape1\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[2],"
+        "\"values\":[4,3]}}}},"
+        "{\"name\":\"s2\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"shape2\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[1],"
+        "\"values\":[2]}}}},"
+        "{\"name\":\"gs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"size\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[4],"
+        "\"values\":[1,1,2,3]}}}},"
+        "{\"name\":\"ccp1\",\"op\":\"CenterCropPad\",\"inputs\":[\"x\",\"shape1\"],"
+        "\"outputs\":[\"c1\"]},"
+        "{\"name\":\"ccp2\",\"op\":\"CenterCropPad\",\"inputs\":[\"x\",\"shape2\"],"
+        "\"outputs\":[\"c2\"],\"attributes\":{\"axes\":{\"ints\":[-1]}}},"
+        "{\"name\":\"ag0\",\"op\":\"AffineGrid\",\"inputs\":[\"theta\",\"size\"],"
+        "\"outputs\":[\"g0\"]},"
+        "{\"name\":\"ag1\",\"op\":\"AffineGrid\",\"inputs\":[\"theta\",\"size\"],"
+        "\"outputs\":[\"g1\"],\"attributes\":{\"align_corners\":{\"int\":1}}}]}");
+    float x[15], theta[6] = {2, 0, 0.5f, 0, -1, 0};
+    for (int i = 0; i < 15; i++)
+        x[i] = (float)i;
+    const float want_c1[12] = {1, 2, 3, 6, 7, 8, 11, 12, 13, 0, 0, 0};
+    const float want_c2[6] = {1, 2, 6, 7, 11, 12};
+    float want_g[2][12];
+    for (int align = 0; align < 2; align++)
+        for (int h = 0; h < 2; h++)
+            for (int wi = 0; wi < 3; wi++) {
+                double gx = align ? -1.0 + wi : -1.0 + (2.0 * wi + 1) / 3;
+                double gy = align ? -1.0 + 2.0 * h : -1.0 + (2.0 * h + 1) / 2;
+                want_g[align][(h * 3 + wi) * 2] = (float)(2 * gx + 0.5);
+                want_g[align][(h * 3 + wi) * 2 + 1] = (float)-gy;
+            }
+    /* optimize = all: the Pad's pads, computed from the dims, fold into
+     * the constant the cpu module's Pad needs */
+    const char *orders[2] = {"[placement]\norder = cpu\n[graph]\noptimize = all\n",
+                             "[placement]\norder = onednn, cpu\n[graph]\noptimize = all\n"};
+    for (int o = 0; o < 2; o++) {
+        pl_runtime *rt = runtime_with(orders[o]);
+        pl_session *s = session_for(rt, path);
+        int64_t sx[2] = {3, 5}, st[3] = {1, 2, 3}, s1[2] = {4, 3}, s2[2] = {3, 2},
+                sg[4] = {1, 2, 3, 2};
+        float c1[12], c2[6], g0[12], g1[12];
+        pl_io in[2] = {
+            {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = sx,
+                                     .struct_size = sizeof(pl_tensor)}},
+            {.name = "theta", .tensor = {.data = theta, .ndim = 3, .dtype = PL_DTYPE_F32,
+                                         .shape = st, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[4] = {
+            {.name = "c1", .tensor = {.data = c1, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = s1,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "c2", .tensor = {.data = c2, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = s2,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "g0", .tensor = {.data = g0, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = sg,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "g1", .tensor = {.data = g1, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = sg,
+                                      .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(s, in, 2, out, 4));
+        for (int i = 0; i < 12; i++)
+            TH_CHECK(c1[i] == want_c1[i], "order = %s: c1[%d] = %g, want %g", orders[o], i,
+                     c1[i], want_c1[i]);
+        for (int i = 0; i < 6; i++)
+            TH_CHECK(c2[i] == want_c2[i], "order = %s: c2[%d] = %g, want %g", orders[o], i,
+                     c2[i], want_c2[i]);
+        for (int i = 0; i < 12; i++)
+            TH_CHECK(fabsf(g0[i] - want_g[0][i]) <= 1e-6f && fabsf(g1[i] - want_g[1][i]) <= 1e-6f,
+                     "order = %s: grid[%d] = %g and %g, want %g and %g", orders[o], i, g0[i],
+                     g1[i], want_g[0][i], want_g[1][i]);
         pl_session_destroy(s);
         pl_runtime_destroy(rt);
     }
@@ -3434,6 +3523,7 @@ int main(int argc, char **argv)
         {"dead_branch", case_dead_branch},
         {"no_cluster_cycle", case_no_cluster_cycle},
         {"newer_opset_functions", case_newer_opset_functions},
+        {"crop_and_grid", case_crop_and_grid},
         {"attention", case_attention},
         {"attention_kv_cache", case_attention_kv_cache},
         {"attention_softcap", case_attention_softcap},

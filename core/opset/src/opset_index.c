@@ -690,6 +690,52 @@ static const pl_attr_spec ix_hardmax13_attrs[] = {PL_ATTR_I("axis", -1)};
 static const pl_attr_spec ix_einsum_attrs[] = {PL_ATTR_REQ("equation", PL_ATTR_STRING)};
 static const pl_attr_spec ix_reverse_attrs[] = {PL_ATTR_I("batch_axis", 1),
                                                 PL_ATTR_I("time_axis", 0)};
+/* Col2Im 18: input [N, C * prod(block_shape), L] into [N, C,
+ * image_shape...]; C needs block_shape's values, the spatial dims
+ * image_shape's. */
+static pl_status *ix_infer_col2im(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    if (x->ndim >= 0 && x->ndim != 3)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "the input has rank %d; it must be [N, C * prod(block), L]",
+                              (int)x->ndim);
+    const int64_t *img, *blk;
+    uint64_t img_mask, blk_mask;
+    size_t n_img, n_blk;
+    bool img_known = pl_infer_known_ints(ctx, 1, &img, &img_mask, &n_img);
+    bool blk_known = pl_infer_known_ints(ctx, 2, &blk, &blk_mask, &n_blk);
+    if (!img_known)
+        return NULL;
+    if (n_img < 1 || n_img + 2 > PL_GRAPH_MAX_RANK || (blk_known && n_blk != n_img))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "image_shape has %zu values and block_shape %zu; they must "
+                              "agree, one per spatial axis",
+                              n_img, blk_known ? n_blk : n_img);
+    int64_t dims[PL_GRAPH_MAX_RANK], block = 1;
+    bool blocks = blk_known;
+    for (size_t d = 0; d < n_img; d++) {
+        dims[d + 2] = (img_mask >> d) & 1 ? img[d] : -1;
+        if (blk_known && ((blk_mask >> d) & 1) && blk[d] >= 1)
+            block *= blk[d];
+        else
+            blocks = false;
+    }
+    dims[0] = x->ndim == 3 ? x->dims[0] : -1;
+    dims[1] = -1;
+    if (x->ndim == 3 && x->dims[1] >= 0 && blocks) {
+        if (x->dims[1] % block != 0)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "input dim 1 (%lld) is not a multiple of the block's %lld "
+                                  "elements",
+                                  (long long)x->dims[1], (long long)block);
+        dims[1] = x->dims[1] / block;
+    }
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, (int32_t)n_img + 2, dims, NULL);
+}
+
+static const pl_attr_spec ix_col2im_attrs[] = {PL_ATTR_IS("dilations"), PL_ATTR_IS("pads"),
+                                               PL_ATTR_IS("strides")};
 static const pl_attr_spec ix_unpool_attrs[] = {PL_ATTR_REQ("kernel_shape", PL_ATTR_INTS),
                                                PL_ATTR_IS("pads"), PL_ATTR_IS("strides")};
 
@@ -801,6 +847,9 @@ const pl_op_schema pl_opset_index_schemas[] = {
     IX_SCHEMA("MaxUnpool", 11, 2, 3, 1, ix_unpool_attrs, ix_infer_max_unpool,
               .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I64}},
               .input_types = {"T1", "T2", "T2"}, .output_types = {"T1"}),
+    IX_SCHEMA("Col2Im", 18, 3, 3, 1, ix_col2im_attrs, ix_infer_col2im,
+              .types = {{"T", PL_TS_ALL}, {"I", PL_TS_I64}},
+              .input_types = {"T", "I", "I"}, .output_types = {"T"}),
     {.name = "Det", .domain = "", .since_version = 11, .min_inputs = 1, .max_inputs = 1,
      .min_outputs = 1, .max_outputs = 1, .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T"},
      .output_types = {"T"}, .infer = ix_infer_det},

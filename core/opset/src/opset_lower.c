@@ -15,6 +15,9 @@
  *     RMSNormalization 23   x / sqrt(mean(x^2 over axis..) + eps) * scale
  *     Attention 23          scaled dot-product attention (see lw_attention)
  *     RotaryEmbedding 23    RoPE by halves or interleaved pairs
+ *     CenterCropPad 18      Pad (zeros, centred) then a centred Slice
+ *     AffineGrid 20         a constant base grid times theta^T (constant
+ *                           size only)
  *     GroupNormalization 18 and 21
  *                           reshape to [N, G, -1], InstanceNormalization,
  *                           reshape back, * scale + bias per channel (18
@@ -58,6 +61,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -1290,6 +1294,165 @@ static pl_status *lw_grid_sample(lw *w)
                         mode);
     pl_graph_node_remove_attr(w->g, w->id, "mode");
     return pl_graph_attr_string(w->g, w->id, "mode", old, strlen(old));
+}
+
+/* CenterCropPad 18 as ONNX's function body computes it: on each of the
+ * axes (all by default), a dim shorter than the target is padded with
+ * zeros, half before (rounded down) and the rest after, then a longer one
+ * is cropped to a centred window, (dim - target) / 2 from its start. The
+ * shape input may be i32 or i64; the rank of the input must be known. */
+static pl_status *lw_center_crop_pad(lw *w)
+{
+    const char *x = lw_input(w, 0), *target = lw_input(w, 1);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *tt = lw_tensor(w, target);
+    if (xt == NULL || xt->ndim < 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "the input's rank must be known");
+    int64_t r = xt->ndim, axes[PL_GRAPH_MAX_RANK], n_axes = 0;
+    const pl_attr *a = lw_attr(w, "axes");
+    if (a != NULL && a->kind == PL_ATTR_INTS) {
+        if (a->n > (size_t)r)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu axes for an input of rank %lld",
+                            a->n, (long long)r);
+        for (size_t i = 0; i < a->n; i++) {
+            int64_t ax = a->ints[i] < 0 ? a->ints[i] + r : a->ints[i];
+            if (ax < 0 || ax >= r)
+                return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axis %lld outside rank %lld",
+                                (long long)a->ints[i], (long long)r);
+            for (int64_t j = 0; j < n_axes; j++)
+                if (axes[j] == ax)
+                    return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axis %lld given twice",
+                                    (long long)a->ints[i]);
+            axes[n_axes++] = ax;
+        }
+    } else {
+        for (int64_t i = 0; i < r; i++)
+            axes[n_axes++] = i;
+    }
+    if (tt != NULL && tt->ndim == 1 && tt->dims[0] >= 0 && tt->dims[0] != n_axes)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "shape has %lld values for %lld axes",
+                        (long long)tt->dims[0], (long long)n_axes);
+    if (tt != NULL && !PL_DTYPE_EQ(tt->dtype, PL_DTYPE_I64))
+        PL_RETURN_IF_ERROR(lw_cast(w, target, 7, &target));
+    const char *ax, *two, *dims, *wide, *pad, *left, *right, *pads, *padded, *dims2, *narrow,
+        *cut, *begin, *end;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes, n_axes, &ax));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "two", 2, &two));
+    /* pad: max(dim, target) - dim, half before */
+    PL_RETURN_IF_ERROR(lw_unary(w, "Shape", x, &dims));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", dims, ax, &dims));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Max", dims, target, &wide));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", wide, dims, &pad));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", pad, two, &left));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", pad, left, &right));
+    PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){left, right}, 2, &pads, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 0));
+    PL_RETURN_IF_ERROR(lw_node(w, "Pad", (const char *[]){x, pads, "", ax}, 4, &padded, NULL));
+    /* crop: a window of min(dim, target) from (dim - it) / 2 */
+    PL_RETURN_IF_ERROR(lw_unary(w, "Shape", padded, &dims2));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", dims2, ax, &dims2));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Min", dims2, target, &narrow));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", dims2, narrow, &cut));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", cut, two, &begin));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", begin, narrow, &end));
+    return lw_become(w, "Slice", (const char *[]){padded, begin, end, ax}, 4);
+}
+
+/* AffineGrid 20 with a constant size [N, C, H, W] (or [N, C, D, H, W]):
+ * the grid of normalised output coordinates, each point (x, y[, z], 1)
+ * (x along the last axis; -1 + (2i + 1) / n, or with align_corners -1 +
+ * 2i / (n - 1)), a constant [points, 3 or 4], multiplied by theta^T
+ * ([N, 3 or 4, 2 or 3]) and reshaped to [N, H, W, 2] ([N, D, H, W, 3]),
+ * as ONNX's reference computes it. f32 theta. */
+/* The value of tensor NAME when it is a constant of one dim: an
+ * initializer, or the value attribute of the Constant node writing it
+ * (which folding has not turned into data yet when the node is
+ * rewritten). */
+static bool lw_constant_vector(const lw *w, const char *name, pl_dtype *dtype, int64_t *n,
+                               const void **data)
+{
+    const pl_graph_tensor *t = lw_tensor(w, name);
+    if (t == NULL)
+        return false;
+    if (t->data != NULL && !t->is_input && t->ndim == 1) {
+        *dtype = t->dtype, *n = t->dims[0], *data = t->data;
+        return true;
+    }
+    pl_tid id = pl_graph_find_tensor(w->g, name);
+    for (size_t k = 0; k < pl_graph_node_count(w->g); k++) {
+        const pl_graph_node *p = pl_graph_get_node(w->g, (pl_nid)k);
+        if (p == NULL || p->n_outputs != 1 || p->outputs[0] != id || strcmp(p->op, "Constant") != 0)
+            continue;
+        const pl_attr *a = pl_graph_node_attr(p, "value");
+        if (a == NULL || a->kind != PL_ATTR_TENSOR || a->tensor == NULL || a->tensor->ndim != 1)
+            return false;
+        *dtype = a->tensor->dtype, *n = a->tensor->dims[0], *data = a->tensor->data;
+        return *data != NULL;
+    }
+    return false;
+}
+
+static pl_status *lw_affine_grid(lw *w)
+{
+    const char *theta = lw_input(w, 0), *size = lw_input(w, 1);
+    const pl_graph_tensor *tt = lw_tensor(w, theta);
+    pl_dtype sdt;
+    int64_t sn = 0;
+    const void *sdata = NULL;
+    if (!lw_constant_vector(w, size, &sdt, &sn, &sdata) || (sn != 4 && sn != 5) ||
+        !PL_DTYPE_EQ(sdt, PL_DTYPE_I64))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "size must be a constant i64 [N, C, H, W] or "
+                                                "[N, C, D, H, W]");
+    if (tt == NULL || !PL_DTYPE_EQ(tt->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "theta must be f32");
+    int64_t sz[5];
+    int nsp = (int)sn - 2;
+    memcpy(sz, sdata, (size_t)sn * sizeof(int64_t));
+    int64_t points = 1;
+    for (int d = 0; d < nsp; d++) {
+        if (sz[d + 2] < 1 || sz[d + 2] > ((int64_t)1 << 24))
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "size[%d] is %lld", d + 2,
+                            (long long)sz[d + 2]);
+        points *= sz[d + 2];
+    }
+    if (sz[0] < 1 || points > ((int64_t)1 << 26))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a grid of %lld points for %lld images",
+                        (long long)points, (long long)sz[0]);
+    bool align = lw_attr_i(w, "align_corners", 0) != 0;
+    int64_t cols = nsp + 1;
+    float *base = malloc((size_t)(points * cols) * sizeof *base);
+    if (base == NULL)
+        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory for the base grid");
+    for (int64_t p = 0; p < points; p++) {
+        int64_t rest = p;
+        for (int d = nsp - 1; d >= 0; d--) { /* column 0 is x, the last axis */
+            int64_t n = sz[d + 2], i = rest % n;
+            rest /= n;
+            double c = align ? (n > 1 ? -1.0 + 2.0 * (double)i / (double)(n - 1) : -1.0)
+                             : -1.0 + (2.0 * (double)i + 1.0) / (double)n;
+            base[p * cols + (nsp - 1 - d)] = (float)c;
+        }
+        base[p * cols + nsp] = 1.0f;
+    }
+    char *s = lw_slot(w);
+    pl_tid t;
+    int64_t bdims[2] = {points, cols};
+    pl_status *err = s == NULL ? lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite")
+                               : pl_rewrite_add_constant(w->g, w->id, "base_grid", PL_DTYPE_F32,
+                                                         2, bdims, base,
+                                                         (size_t)(points * cols) * 4, &t);
+    free(base);
+    PL_RETURN_IF_ERROR(err);
+    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    const char *thetaT, *grid, *shape;
+    int64_t out[5] = {sz[0]};
+    for (int d = 0; d < nsp; d++)
+        out[d + 1] = sz[d + 2];
+    out[nsp + 1] = nsp;
+    PL_RETURN_IF_ERROR(lw_perm(w, theta, (const int64_t[]){0, 2, 1}, 3, &thetaT));
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", s, thetaT, &grid));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "grid_shape", out, nsp + 2, &shape));
+    return lw_become(w, "Reshape", (const char *[]){grid, shape}, 2);
 }
 
 static pl_status *lw_quant(lw *w, bool quantize)
@@ -2620,6 +2783,8 @@ static const struct {
     {"", "RotaryEmbedding", 23, lw_rotary},
     {"", "Resize", 18, lw_resize},
     {"", "GridSample", 20, lw_grid_sample},
+    {"", "CenterCropPad", 18, lw_center_crop_pad},
+    {"", "AffineGrid", 20, lw_affine_grid},
     {"", "NonZero", 9, lw_nonzero},
     {"", "Compress", 9, lw_compress},
     {"", "NonMaxSuppression", 10, lw_nms},
