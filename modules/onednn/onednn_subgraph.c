@@ -5400,14 +5400,20 @@ static dnnl_status_t odnn_pd_named(struct odnn_build *b, const_dnnl_op_desc_t de
  * (1.88x padded) 0.96 -> 0.64 ms, tf_densenet (1.29x) 2.35 -> 1.88,
  * densenet_s (1.46x) 0.32 -> 0.26, unet_s (1.31x) 0.30 -> 0.28; below the
  * quarter, every net of the PyTorch, TensorFlow and torchvision zoos ran
- * as fast or faster blocked (resnet18 aside). Depends on the view alone, so
- * import makes the same choice. */
+ * as fast or faster blocked (resnet18 aside). Also when grouped
+ * convolutions without a blocked kernel (odnn_grouped_unblocked) do most
+ * of the multiply-adds. Depends on
+ * the view and the ISA alone, so import makes the same choice. */
+static int odnn_grouped_unblocked(struct odnn_build *b, size_t n, const struct odnn_tinfo *x,
+                                  const struct odnn_tinfo *w, const struct odnn_tinfo *y,
+                                  int64_t group);
+
 static int odnn_conv_layout_any(struct odnn_build *b)
 {
     if (b->conv_any >= 0)
         return b->conv_any;
     const pl_graph_api *g = onednn_host->graph;
-    double real = 0, padded = 0;
+    double real = 0, padded = 0, all = 0, unblocked_macs = 0;
     int grouped = 0;
     for (size_t i = 0; i < g->node_count(b->v); i++) {
         if (!odnn_op_is(b->v, (int64_t)i, "Conv"))
@@ -5417,22 +5423,37 @@ static int odnn_conv_layout_any(struct odnn_build *b)
             !odnn_tensor(b->v, odnn_in(b->v, i, 1), &w) || w.cdata == NULL || w.ndim != x.ndim ||
             !odnn_tensor(b->v, odnn_out(b->v, i, 0), &y) || !y.known)
             continue;
-        if (odnn_attr_int(b->v, i, "group", 1) != 1) {
-            grouped = 1;
-            continue;
-        }
         int64_t oc = w.dims[0], ic = x.dims[1];
         double macs = (double)y.elems * (double)w.dims[1];
         for (int d = 2; d < w.ndim; d++)
             macs *= (double)w.dims[d];
+        all += macs;
+        int64_t group = odnn_attr_int(b->v, i, "group", 1);
+        if (group != 1) {
+            grouped = 1;
+            /* a grouped, not depthwise, layer that oneDNN has no
+             * channel-blocked kernel for runs channels-last whatever is
+             * asked (odnn_grouped_unblocked) */
+            if (group != x.dims[1] && odnn_grouped_unblocked(b, i, &x, &w, &y, group))
+                unblocked_macs += macs;
+            continue;
+        }
         double oc_pad = (double)((oc + 15) / 16 * 16) / (double)oc;
         /* a source of fewer than 16 channels stays plain (odnn_conv_blocked) */
         double ic_pad = ic >= 16 ? (double)((ic + 15) / 16 * 16) / (double)ic : 1.0;
         real += macs;
         padded += macs * oc_pad * ic_pad;
     }
-    b->conv_any = !grouped && real > 0 && padded > real * 1.25;
-    if (b->conv_any)
+    /* ... when such layers do most of the work: ResNeXt's and RegNet's
+     * grouped 3x3 layers do not, and the blocked 1x1 layers around them
+     * ran faster (tv_resnext50 10.0 ms against 10.5-11.4 channels-last) */
+    int unblocked = unblocked_macs > 0.5 * all;
+    b->conv_any = unblocked || (!grouped && real > 0 && padded > real * 1.25);
+    if (unblocked)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "convolutions channels-last: oneDNN has no channel-blocked "
+                                 "kernel for a grouped convolution");
+    else if (b->conv_any)
         onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                                  "convolutions channels-last: blocks of 16 channels would "
                                  "pad their work %.2fx",
@@ -5961,6 +5982,52 @@ static void odnn_conv_mds_init(struct odnn_conv_mds *c, const struct odnn_tinfo 
         c->pl[i] = w->pl[i];
         c->pr[i] = w->pr[i];
     }
+}
+
+/* Whether oneDNN has no channel-blocked (nChw16c) kernel but its reference
+ * one for grouped convolution N (X, weights W, Y, GROUP groups), as
+ * odnn_conv_blocked would ask for it: then it runs channels-last (brgconv)
+ * whichever layout its neighbours take, and the reorders around it cost
+ * more than the blocked kernels save. ShuffleNet v1's 1x1 layers of 3 or 4
+ * groups of 34-68 channels: 44 reorders a run (1.0 ms of its 3.0 under
+ * ONEDNN_VERBOSE), 15 with the subgraph channels-last, the depthwise
+ * layers then on brdgmm_dw (0.37 -> 0.23 ms); c2_shufflenet 2.8-3.0 ->
+ * 2.4-2.8 ms (min 2.72-2.89 -> 2.23-2.50, `plinth bench`, 200 runs,
+ * alternating). ResNeXt's 32-group 3x3 layers, a minority of its work,
+ * keep the subgraph blocked (odnn_conv_layout_any weighs them). */
+static int odnn_grouped_unblocked(struct odnn_build *b, size_t n, const struct odnn_tinfo *x,
+                                  const struct odnn_tinfo *w, const struct odnn_tinfo *y,
+                                  int64_t group)
+{
+    struct odnn_window win;
+    char reason[ODNN_REASON] = "";
+    if (group < 2 || x->dims[1] % group != 0 || w->dims[0] % group != 0 ||
+        !odnn_window(b->v, n, "Conv", x, &w->dims[2], y, &win, reason))
+        return 0;
+    dnnl_dims_t wd;
+    wd[0] = group, wd[1] = w->dims[0] / group;
+    for (int i = 1; i < w->ndim; i++)
+        wd[i + 1] = w->dims[i];
+    struct odnn_conv_mds c;
+    odnn_conv_mds_init(&c, x, y, w->ndim + 1, wd, dnnl_f32, &win);
+    int nd = x->ndim;
+    dnnl_format_tag_t tag = nd == 3 ? dnnl_aBc16b : nd == 4 ? dnnl_aBcd16b : dnnl_aBcde16b;
+    if (x->dims[1] >= 16)
+        dnnl_memory_desc_init_by_tag(&c.src, nd, c.src.dims, dnnl_f32, tag);
+    dnnl_memory_desc_init_by_tag(&c.dst, nd, c.dst.dims, dnnl_f32, tag);
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    int none = dnnl_dilated_convolution_forward_desc_init(
+                   &cd, dnnl_forward_inference, dnnl_convolution_direct, &c.src, &c.wei, &c.bias,
+                   &c.dst, c.strides, c.dil, c.pl, c.pr) != dnnl_success ||
+               odnn_conv_pd_fast(b, &cd, NULL, &pd) != dnnl_success;
+    if (pd != NULL) {
+        const char *impl = "";
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        none = impl == NULL || strstr(impl, "gemm") != NULL; /* im2col: no blocked kernel */
+        dnnl_primitive_desc_destroy(pd);
+    }
+    return none;
 }
 
 /* A depthwise 3x3 stride-2 convolution fused into the 1x1 convolution
@@ -11500,7 +11567,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 40u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 41u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11576,7 +11643,10 @@ static double odnn_now_ms(void)
                                      denormals;
                                  40: bf16 convolutions that Winograd's
                                      F(4x4) runs faster stay f32 without
-                                     AMX (odnn_wino_before_bf16) */
+                                     AMX (odnn_wino_before_bf16);
+                                 41: channels-last where a grouped
+                                     convolution has no blocked kernel
+                                     (odnn_grouped_unblocked) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
