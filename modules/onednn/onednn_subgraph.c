@@ -3596,6 +3596,11 @@ static dnnl_data_type_t odnn_compute_dt(const struct pl_module_ctx *ctx, int pay
  * tv_resnext50 0.67x (alternating, 2 threads, 5 rounds; resnet50_s
  * 0.82x -> 0.89x and googlenet 0.80x -> 0.84x gave some of their gain). */
 #define ODNN_BF16_MIN_MACS_PER_VALUE 64.0
+/* ... and without AMX (jit_bf16: twice f32's rate, where AMX gives more):
+ * tv_shufflenet_v2's and tv_mobilenet_v2's stems (3 channels in, 18
+ * multiply-adds per value) made precision = bf16 3-5% slower than f32,
+ * their only bf16 layers (2 threads, `plinth bench`, alternating). */
+#define ODNN_BF16_MIN_MACS_PER_VALUE_NO_AMX 32.0
 
 static int odnn_conv_bf16_pays(const struct pl_module_ctx *ctx, const struct odnn_tinfo *x,
                                const struct odnn_tinfo *wt, const struct odnn_tinfo *y,
@@ -3603,8 +3608,16 @@ static int odnn_conv_bf16_pays(const struct pl_module_ctx *ctx, const struct odn
 {
     if (!ctx->bf16)
         return 0;
-    if (!odnn_bf16_everywhere())
-        return group == 1 && spatial;
+    if (!odnn_bf16_everywhere()) {
+        if (group != 1 || !spatial)
+            return 0;
+        /* a stem reading 3 planes (3 -> 24, 3x3, stride 2: 18 multiply-adds
+         * per value it converts) saves less than its conversions cost */
+        double macs = (double)y->elems * (double)wt->dims[1];
+        for (int d = 2; d < wt->ndim; d++)
+            macs *= (double)wt->dims[d];
+        return macs >= ODNN_BF16_MIN_MACS_PER_VALUE_NO_AMX * (double)(x->elems + y->elems);
+    }
     if (wt->dims[0] < ODNN_AMX_MIN_CHANNELS || wt->dims[1] < ODNN_AMX_MIN_CHANNELS)
         return 0;
     if (x->ndim == 3)
@@ -11567,7 +11580,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 41u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 42u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11646,7 +11659,9 @@ static double odnn_now_ms(void)
                                      AMX (odnn_wino_before_bf16);
                                  41: channels-last where a grouped
                                      convolution has no blocked kernel
-                                     (odnn_grouped_unblocked) */
+                                     (odnn_grouped_unblocked);
+                                 42: bf16 without AMX only from 32
+                                     multiply-adds per value */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
