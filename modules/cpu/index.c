@@ -975,12 +975,10 @@ static pl_status *ix_col2im_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     memset(dst, 0, kernel->outs[0].elements * kernel->outs[0].esize);
     for (int64_t nc = 0; nc < k->batch * k->channels; nc++)
         for (int64_t t = 0; t < taps; t++) {
-            int64_t tap[CPU_MAX_RANK];
-            for (int d = k->nsp - 1; d >= 0; d--) {
-                int64_t div = 1;
-                for (int e = d + 1; e < k->nsp; e++)
-                    div *= bs[e];
-                tap[d] = (t / div) % bs[d];
+            int64_t tap[CPU_MAX_RANK], rest_t = t;
+            for (int d = k->nsp - 1; d >= 0; d--) { /* t's offset in the block, per axis */
+                tap[d] = rest_t % bs[d];
+                rest_t /= bs[d];
             }
             size_t row = (size_t)((nc * taps + t) * k->cols);
             for (int64_t l = 0; l < k->cols; l++) {
