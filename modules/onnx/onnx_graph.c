@@ -759,15 +759,28 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
         OX_RETURN_IF_ERROR(
             ox_wrap(imp, imp->graph->builder_output(imp->b, vi->name), "%s", what));
     }
-    for (size_t i = 0; i < g->n_value_info; i++) {
+    /* The graph's inputs and outputs are its contract; a value_info of the
+     * same name is a hint that may be stale (onnxconverter_common's float16
+     * conversion declares an output f16 there and f32 in the outputs, as
+     * its Cast makes it): ONNX Runtime keeps the graph's, and so does this. */
+    ox_names io = {0};
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < g->n_input + g->n_output; i++) {
+        const char *name = i < g->n_input ? g->input[i]->name : g->output[i - g->n_input]->name;
+        if (!ox_names_has(&io, name) && !ox_names_add(&io, name))
+            st = ox_error(imp, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; st == NULL && i < g->n_value_info; i++) {
         const Onnx__ValueInfoProto *vi = g->value_info[i];
         snprintf(what, sizeof what, "value_info #%zu", i);
-        OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
+        st = ox_check_name(imp, vi->name, true, what);
+        if (st != NULL || ox_names_has(inits, vi->name) || ox_names_has(&io, vi->name))
+            continue;
         snprintf(what, sizeof what, "value_info '%.200s'", vi->name);
-        if (!ox_names_has(inits, vi->name))
-            OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, false, what));
+        st = ox_declare(imp, vi, false, false, what);
     }
-    return NULL;
+    free(io.slots);
+    return st;
 }
 
 /* Imports graph G (the model's or a body) through IMP's builder. */

@@ -673,6 +673,37 @@ static void case_constant_forms(void)
     pl_runtime_destroy(rt);
 }
 
+/* A float16 conversion's stale value_info (onnxconverter_common, keep_io_types):
+ * the graph output y is declared f32 in the outputs and f16 in value_info,
+ * and the intermediate a f16 though Relu of an f32 makes it f32. The
+ * outputs' declaration wins over value_info, and an intermediate's stale
+ * dtype gives way to the inferred one, as in ONNX Runtime. */
+static void case_stale_value_info_dtype(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "", 13);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    APPEND(mp->graph->value_info, mp->graph->n_value_info,
+           tm_vi("y", T_FLOAT16, 2, (int64_t[]){BATCH, IN}, NULL));
+    APPEND(mp->graph->value_info, mp->graph->n_value_info,
+           tm_vi("a", T_FLOAT16, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_node(mp, "Relu", "relu", "x", "a");
+    tm_node(mp, "Neg", "neg", "a", "y");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "stale_vi.onnx"));
+    float x[BATCH * IN];
+    make_values(x, BATCH * IN, 3, 2.0f);
+    float *y = run_once(m, x, BATCH, "y", IN);
+    for (int i = 0; i < BATCH * IN; i++) {
+        float want = -(x[i] > 0 ? x[i] : 0.0f);
+        TH_CHECK(y[i] == want, "y[%d] = %.9g, expected %.9g", i, y[i], want);
+    }
+    free(y);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* The file is named .pb: the module recognises a ModelProto by its first
  * bytes. A file that is neither is refused by every module. */
 static void case_by_content(void)
@@ -1537,6 +1568,7 @@ static const th_case cases[] = {
     {"symbolic_batch", case_symbolic_batch},
     {"initializers_as_inputs", case_initializers_as_inputs},
     {"constant_forms", case_constant_forms},
+    {"stale_value_info_dtype", case_stale_value_info_dtype},
     {"by_content", case_by_content},
     {"int32_data_types", case_int32_data_types},
     {"attrs_reach_core", case_attrs_reach_core},

@@ -1482,6 +1482,30 @@ static void case_declared_types(void)
     y = pl_graph_find_tensor(g, "y");
     OK(pl_graph_set_type(g, y, F16, -1, NULL, NULL));
     oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "declared f16 but inferred f32", NULL);
+
+    /* ...on a graph output: elsewhere the declared dtype is an exporter's
+     * value_info, which gives way to the inferred one, noted (a float16
+     * conversion's stale f16 for what a Cast makes f32). */
+    g = oh_new_graph("stale value_info dtype", 13);
+    oh_input(g, "x", F32, D(2, 3));
+    oh_node(g, "cast1", "Cast", "x", "y");
+    oh_attr_i(g, pl_graph_find_node(g, "cast1"), "to", 1);
+    oh_node(g, "relu2", "Relu", "y", "z");
+    pl_graph_clear_outputs(g);
+    OK(pl_graph_add_output(g, pl_graph_find_tensor(g, "z")));
+    OK(pl_graph_set_type(g, pl_graph_find_tensor(g, "y"), F16, 2, (const int64_t[]){2, 3}, NULL));
+    pl_status *st = oh_run(g);
+    if (st != NULL)
+        FAIL("inference failed: %s", pl_status_message(st));
+    pl_status_free(st);
+    oh_check_tensor(g, "y", F32, D(2, 3));
+    oh_check_tensor(g, "z", F32, D(2, 3));
+    if (pl_graph_note_count(g) != 1 ||
+        strstr(pl_graph_note_at(g, 0), "output 'y' of node 'cast1' is declared f16 but inferred "
+                                       "f32: the inferred type is used") == NULL)
+        FAIL("note %zu: %s", pl_graph_note_count(g),
+             pl_graph_note_count(g) ? pl_graph_note_at(g, 0) : "(none)");
+    pl_graph_destroy(g);
 }
 
 static void case_unknown_op(void)

@@ -1146,12 +1146,24 @@ static pl_status *pl_infer_write_output(pl_infer_ctx *ctx, size_t o)
     }
     pl_dtype dtype = inf->dtype;
     if (t->dtype.lanes != 0) {
-        if (dtype.lanes != 0 && !PL_DTYPE_EQ(dtype, t->dtype))
+        /* A graph output's type is the model's contract; any other declared
+         * type is an exporter's value_info, a hint that may be stale (a
+         * float16 conversion's, for a tensor its Cast makes f32): the
+         * inferred type is used, as ONNX Runtime does, and noted. */
+        if (dtype.lanes != 0 && !PL_DTYPE_EQ(dtype, t->dtype) && t->is_output)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                   "output '%s' is declared %s but inferred %s",
                                   t->name, pl_dtype_name(t->dtype),
                                   pl_dtype_name(dtype));
-        dtype = t->dtype;
+        if (dtype.lanes != 0 && !PL_DTYPE_EQ(dtype, t->dtype)) {
+            if (!pl_graph_note(ctx->g, "output '%s' of node '%s' is declared %s but inferred %s: "
+                                       "the inferred type is used",
+                               t->name, ctx->node->name, pl_dtype_name(t->dtype),
+                               pl_dtype_name(dtype)))
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory inferring types");
+        } else {
+            dtype = t->dtype;
+        }
     }
     int32_t ndim = inf->ndim;
     int64_t dims[PL_GRAPH_MAX_RANK];
