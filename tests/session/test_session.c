@@ -1127,8 +1127,8 @@ static void case_attention_kv_cache(void)
  * with a bias, SkipLayerNormalization with a bias and its sum output read
  * downstream, FusedMatMul with transB and alpha, and ai.onnx-domain
  * SimplifiedLayerNormalization and LayerNormalization (ORT's contrib op
- * before ONNX 17 made it standard), EmbedLayerNormalization, FusedConv
- * and FusedGemm, against C references on cpu, onednn and
+ * before ONNX 17 made it standard), EmbedLayerNormalization (its
+ * mask_index without a mask: zeros), FusedConv and FusedGemm, against C references on cpu, onednn and
  * example_acc. (ONNX Runtime itself is not installed for the tests; its
  * outputs were compared by hand on 33 such models, ai.onnx 13, 17 and 18:
  * within 7e-7 relative.) */
@@ -1140,7 +1140,8 @@ static void case_contrib_ops(void)
         "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
         "\"inputs\":[\"x\",\"s\",\"ids\",\"xc\"],"
-        "\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\",\"emb\",\"fc\",\"fgm\"],"
+        "\"outputs\":[\"fg\",\"ln\",\"sum\",\"mm\",\"rms\",\"lnc\",\"emb\",\"fc\",\"fgm\","
+        "\"mi\"],"
         "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,4]},"
         "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[3,4]},"
         "{\"name\":\"ids\",\"dtype\":\"i32\",\"shape\":[1,3]},"
@@ -1165,7 +1166,7 @@ static void case_contrib_ops(void)
         "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[3,4],"
         "\"values\":[1,2,3,4,-1,0.5,2,0,3,-2,1,1]}}}},"
         "{\"name\":\"embed\",\"op\":\"EmbedLayerNormalization\",\"domain\":\"com.microsoft\","
-        "\"inputs\":[\"ids\",\"\",\"we\",\"we\",\"\",\"v\",\"v\"],\"outputs\":[\"emb\"],"
+        "\"inputs\":[\"ids\",\"\",\"we\",\"we\",\"\",\"v\",\"v\"],\"outputs\":[\"emb\",\"mi\"],"
         "\"attributes\":{\"epsilon\":{\"float\":1e-5}}},"
         "{\"name\":\"cw\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"convw\"],"
         "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[1,2,1,1],"
@@ -1257,7 +1258,12 @@ static void case_contrib_ops(void)
                                        .shape = ishape, .struct_size = sizeof(pl_tensor)}},
             {.name = "xc", .tensor = {.data = xc, .ndim = 4, .dtype = PL_DTYPE_F32,
                                       .shape = cshape, .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[9];
+        pl_io out[10];
+        int32_t mask_index = -1;
+        int64_t mishape[1] = {1};
+        out[9] = (pl_io){.name = "mi", .tensor = {.data = &mask_index, .ndim = 1,
+                                                  .dtype = PL_DTYPE_I32, .shape = mishape,
+                                                  .struct_size = sizeof(pl_tensor)}};
         for (int k = 0; k < 9; k++)
             out[k] = (pl_io){.name = names[k],
                              .tensor = {.data = got[k], .ndim = k == 6 ? 3 : k == 7 ? 4 : 2,
@@ -1267,7 +1273,9 @@ static void case_contrib_ops(void)
                                                  : k == 7         ? fcshape
                                                                   : shape,
                                         .struct_size = sizeof(pl_tensor)}};
-        TH_CHECK_OK(pl_session_run(sess, in, 4, out, 9));
+        TH_CHECK_OK(pl_session_run(sess, in, 4, out, 10));
+        /* mask_index without a mask: zeros, as ONNX Runtime gives */
+        TH_CHECK(mask_index == 0, "order = %s: mask_index %d, want 0", orders[o], (int)mask_index);
         for (int k = 0; k < 9; k++)
             for (int i = 0; i < (k == 3 || k == 8 ? R * R : k == 7 ? 4 : R * C); i++)
                 TH_CHECK(fabsf(got[k][i] - want[k][i]) <= 1e-4f * (1 + fabsf(want[k][i])),

@@ -2065,7 +2065,8 @@ static pl_status *lw_node_to_output(lw *w, const char *op, const char *a, const 
 /* com.microsoft EmbedLayerNormalization (BERT's embeddings): word,
  * position (position_ids, else 0..S-1) and segment embeddings gathered and
  * summed, then layer-normalised; output 1, mask_index, is the mask's row
- * sums as int32 (mask_index_type 1), output 2 the sum before normalising. */
+ * sums as int32 (mask_index_type 1; zeros without a mask), output 2 the sum
+ * before normalising. */
 static pl_status *lw_ms_embed_ln(lw *w)
 {
     const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
@@ -2074,8 +2075,6 @@ static pl_status *lw_ms_embed_ln(lw *w)
     const char *ids = lw_input(w, 0), *seg = lw_input(w, 1), *wemb = lw_input(w, 2);
     const char *pemb = lw_input(w, 3), *semb = lw_input(w, 4), *gamma = lw_input(w, 5);
     const char *beta = lw_input(w, 6), *mask = lw_input(w, 7), *pos = lw_input(w, 8);
-    if (want_mask && mask[0] == '\0')
-        return lw_error(w, PL_CODE_UNSUPPORTED, "mask_index is wanted but no mask is given");
     if (want_mask && lw_attr_i(w, "mask_index_type", 1) != 1)
         return lw_error(w, PL_CODE_UNSUPPORTED, "mask_index_type %lld is not supported",
                         (long long)lw_attr_i(w, "mask_index_type", 1));
@@ -2104,6 +2103,11 @@ static pl_status *lw_ms_embed_ln(lw *w)
     if (want_mask) {
         const char *ax, *rs, *rsc;
         pl_nid rid;
+        /* Without a mask ONNX Runtime's mask_index is zeros; a mask of
+         * zeros (ids - ids, of ids' shape) sums to them (the transformers
+         * optimizer's fusion of DistilBERT leaves it so, unused). */
+        if (mask[0] == '\0')
+            PL_RETURN_IF_ERROR(lw_binary(w, "Sub", ids, ids, &mask));
         PL_RETURN_IF_ERROR(lw_i64s(w, "mask_axes", (const int64_t[]){1}, 1, &ax));
         if (w->version >= 13)
             PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){mask, ax}, 2, &rs, &rid));
