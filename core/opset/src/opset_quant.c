@@ -1,6 +1,6 @@
 /* opset_quant.c — schemas of ONNX's linear quantization ops:
  * QuantizeLinear and DequantizeLinear (per tensor from opset 10, per axis
- * from 13), DynamicQuantizeLinear, the integer matrix products
+ * from 13, and before as ONNX Runtime reads them), DynamicQuantizeLinear, the integer matrix products
  * MatMulInteger and QLinearMatMul, and the integer convolutions ConvInteger
  * and QLinearConv (Conv's geometry: auto_pad, pads, strides, dilations,
  * group). Scales and zero points are a scalar, or
@@ -13,7 +13,9 @@
 #include "opset_internal.h"
 
 /* A scale or zero point (input I) for data X: a scalar (or one element),
- * or a vector of X's dim at the axis (opset 13's per-axis form). */
+ * or a vector of X's dim at the axis (opset 13's per-axis form; ONNX
+ * Runtime takes it, and the axis attribute, at opsets 10 to 12 too, and
+ * its quantizer writes per-channel weights so into opset-11 models). */
 static pl_status *qu_check_param(pl_infer_ctx *ctx, size_t i, const char *what)
 {
     const pl_graph_tensor *p = pl_infer_input(ctx, i), *x = pl_infer_input(ctx, 0);
@@ -22,7 +24,7 @@ static pl_status *qu_check_param(pl_infer_ctx *ctx, size_t i, const char *what)
         return NULL;
     if (p->ndim == 0 || (p->ndim == 1 && n == 1))
         return NULL;
-    if (p->ndim == 1 && pl_infer_opset_version(ctx) >= 13 && x->ndim > 0) {
+    if (p->ndim == 1 && x->ndim > 0) {
         int64_t a;
         if (!pl_infer_axis(pl_infer_attr_int(ctx, "axis"), x->ndim, &a))
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
@@ -204,7 +206,8 @@ const pl_op_schema pl_opset_quant_schemas[] = {
     QU_QUANTIZE(19), QU_QUANTIZE(21), QU_QUANTIZE(23),
     QU_DEQUANTIZE(19), QU_DEQUANTIZE(21), QU_DEQUANTIZE(23),
     {.name = "QuantizeLinear", .domain = "", .since_version = 10, .min_inputs = 2,
-     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,
+     .n_attrs = PL_COUNT(qu_axis_attrs),
      .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},
      .input_types = {"T1", "S", "T2"}, .output_types = {"T2"}, .infer = qu_infer_quantize},
     {.name = "QuantizeLinear", .domain = "", .since_version = 13, .min_inputs = 2,
@@ -213,7 +216,8 @@ const pl_op_schema pl_opset_quant_schemas[] = {
      .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},
      .input_types = {"T1", "S", "T2"}, .output_types = {"T2"}, .infer = qu_infer_quantize},
     {.name = "DequantizeLinear", .domain = "", .since_version = 10, .min_inputs = 2,
-     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+     .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,
+     .n_attrs = PL_COUNT(qu_axis_attrs),
      .types = {{"T", QU_Q8 | PL_TS_I32}, {"S", PL_TS_F32}},
      .input_types = {"T", "S", "T"}, .output_types = {"S"}, .infer = qu_infer_dequantize},
     {.name = "DequantizeLinear", .domain = "", .since_version = 13, .min_inputs = 2,
