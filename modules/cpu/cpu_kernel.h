@@ -253,6 +253,13 @@ extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
 extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressionPadded */
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
+/* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul in ONNX Runtime's arithmetic */
+extern const cpu_op_entry cpu_ops_qlinear_ms[];
+
+/* Registers the schemas of qlinear_ms.c's com.microsoft ops (cpu.c's init),
+ * so that the core keeps those nodes for this module instead of lowering
+ * them (a core without register_op lowers them through float). */
+pl_status *qm_register(pl_host_ctx *host_ctx);
 
 /* ---- the kernels' builders ---------------------------------------------- */
 

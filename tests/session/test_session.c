@@ -1286,6 +1286,96 @@ static void case_contrib_ops(void)
     }
 }
 
+/* A scalar Constant node NAME of DTYPE and VALUE, in the JSON graph format. */
+#define QS_CONST(name, dtype, value)                                                      \
+    "{\"name\":\"c_" name "\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"" name "\"],"  \
+    "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"" dtype "\",\"shape\":[],"      \
+    "\"values\":[" value "]}}}},"
+
+/* ONNX Runtime's com.microsoft QLinearAdd and QLinearMul, which the cpu
+ * module runs in ONNX Runtime's x86 arithmetic (modules/cpu/qlinear_ms.c):
+ * the zero point joins before rounding, so ties fall as ONNX Runtime's do,
+ * not as dequantize -> op -> quantize's (the lowering). The expected values
+ * are ONNX Runtime 1.32's outputs for these inputs; the lowered form gives
+ * 113, 67, 105 and 45 for add[0], [5], [7] and [14], 99, 71, 47 for addc[8],
+ * [10], [11], and 1, 7, 97, -75 for mul[3], [5], [9], [15]. A QLinearAdd of
+ * equal shapes, one with a per-channel B ([1,2,1,1]: B's term joins first)
+ * and an i8 QLinearMul by a scalar, at scale ratios of 1/2, on cpu and on
+ * the default order. */
+static void case_qlinear_ms(void)
+{
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
+        "{\"domain\":\"com.microsoft\",\"version\":1}],"
+        "\"inputs\":[\"a\",\"b\",\"b2\",\"ma\",\"mb\"],\"outputs\":[\"add\",\"addc\",\"mul\"],"
+        "\"tensors\":[{\"name\":\"a\",\"dtype\":\"u8\",\"shape\":[1,2,2,4]},"
+        "{\"name\":\"b\",\"dtype\":\"u8\",\"shape\":[1,2,2,4]},"
+        "{\"name\":\"b2\",\"dtype\":\"u8\",\"shape\":[1,2,1,1]},"
+        "{\"name\":\"ma\",\"dtype\":\"i8\",\"shape\":[16]},"
+        "{\"name\":\"mb\",\"dtype\":\"i8\",\"shape\":[]}],"
+        "\"nodes\":["
+        QS_CONST("sa", "f32", "0.05") QS_CONST("za", "u8", "131") QS_CONST("sb", "f32", "0.025")
+        QS_CONST("zb", "u8", "97") QS_CONST("sc", "f32", "0.05") QS_CONST("zc", "u8", "103")
+        QS_CONST("msa", "f32", "0.5") QS_CONST("mza", "i8", "3") QS_CONST("mzb", "i8", "-7")
+        QS_CONST("mzc", "i8", "5")
+        "{\"name\":\"qadd\",\"op\":\"QLinearAdd\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"a\",\"sa\",\"za\",\"b\",\"sb\",\"zb\",\"sc\",\"zc\"],\"outputs\":[\"add\"]},"
+        "{\"name\":\"qaddc\",\"op\":\"QLinearAdd\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"a\",\"sa\",\"za\",\"b2\",\"sb\",\"zb\",\"sc\",\"zc\"],\"outputs\":[\"addc\"]},"
+        "{\"name\":\"qmul\",\"op\":\"QLinearMul\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"ma\",\"msa\",\"mza\",\"mb\",\"msa\",\"mzb\",\"msa\",\"mzc\"],"
+        "\"outputs\":[\"mul\"]}]}";
+    const char *path = write_text("qlinear_ms.json", json);
+    const uint8_t a[16] = {140, 98, 131, 0, 255, 17, 200, 133, 129, 132, 101, 77, 150, 160, 90, 250};
+    const uint8_t b[16] = {98, 99, 97, 100, 1, 254, 33, 96, 95, 101, 103, 105, 0, 255, 64, 97};
+    const uint8_t b2[2] = {99, 94};
+    const int8_t ma[16] = {-128, -100, -7, 0, 3, 4, 5, 17, 33, 64, 99, 100, 120, 127, -1, -50};
+    const int8_t mb = -4;
+    const uint8_t want_add[16] = {112, 71, 103, 0, 179, 68, 140, 104,
+                                  100, 106, 76, 53, 74, 211, 46, 222};
+    const uint8_t want_addc[16] = {113, 71, 104, 0, 228, 0, 173, 106,
+                                   100, 102, 72, 48, 120, 130, 60, 220};
+    const int8_t want_mul[16] = {-128, -128, -10, 0, 5, 6, 8, 26, 50, 96, 127, 127, 127, 127, -1, -74};
+    const char *orders[2] = {"cpu", "onednn, cpu"};
+    for (int o = 0; o < 2; o++) {
+        pl_runtime *rt = runtime_in_order(orders[o]);
+        pl_session *sess = session_for(rt, path);
+        int64_t s4[4] = {1, 2, 2, 4}, sc4[4] = {1, 2, 1, 1}, s1[1] = {16};
+        uint8_t add[16], addc[16];
+        int8_t mul[16];
+        pl_io in[5] = {
+            {.name = "a", .tensor = {.data = (void *)a, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                     .shape = s4, .struct_size = sizeof(pl_tensor)}},
+            {.name = "b", .tensor = {.data = (void *)b, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                     .shape = s4, .struct_size = sizeof(pl_tensor)}},
+            {.name = "b2", .tensor = {.data = (void *)b2, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                      .shape = sc4, .struct_size = sizeof(pl_tensor)}},
+            {.name = "ma", .tensor = {.data = (void *)ma, .ndim = 1, .dtype = PL_DTYPE_I8,
+                                      .shape = s1, .struct_size = sizeof(pl_tensor)}},
+            {.name = "mb", .tensor = {.data = (void *)&mb, .ndim = 0, .dtype = PL_DTYPE_I8,
+                                      .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[3] = {
+            {.name = "add", .tensor = {.data = add, .ndim = 4, .dtype = PL_DTYPE_U8, .shape = s4,
+                                       .struct_size = sizeof(pl_tensor)}},
+            {.name = "addc", .tensor = {.data = addc, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                        .shape = s4, .struct_size = sizeof(pl_tensor)}},
+            {.name = "mul", .tensor = {.data = mul, .ndim = 1, .dtype = PL_DTYPE_I8, .shape = s1,
+                                       .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(sess, in, 5, out, 3));
+        for (int i = 0; i < 16; i++) {
+            TH_CHECK(add[i] == want_add[i], "order = %s: add[%d] = %d, ONNX Runtime gives %d",
+                     orders[o], i, add[i], want_add[i]);
+            TH_CHECK(addc[i] == want_addc[i], "order = %s: addc[%d] = %d, ONNX Runtime gives %d",
+                     orders[o], i, addc[i], want_addc[i]);
+            TH_CHECK(mul[i] == want_mul[i], "order = %s: mul[%d] = %d, ONNX Runtime gives %d",
+                     orders[o], i, mul[i], want_mul[i]);
+        }
+        pl_session_destroy(sess);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* RotaryEmbedding 23 expanded by the core: 3-D input (num_heads 2, head
  * size 4) with halves and position_ids, and the same values as a 4-D
  * [B, heads, S, size] input with interleaved pairs and a partial rotary
@@ -3536,6 +3626,7 @@ int main(int argc, char **argv)
         {"attention_kv_cache", case_attention_kv_cache},
         {"attention_softcap", case_attention_softcap},
         {"contrib_ops", case_contrib_ops},
+        {"qlinear_ms", case_qlinear_ms},
         {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
