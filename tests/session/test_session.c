@@ -1301,37 +1301,47 @@ static void case_contrib_ops(void)
  * [10], [11], and 1, 7, 97, -75 for mul[3], [5], [9], [15]. A QLinearAdd of
  * equal shapes, one with a per-channel B ([1,2,1,1]: B's term joins first)
  * and an i8 QLinearMul by a scalar, at scale ratios of 1/2, on cpu and on
- * the default order. */
+ * the default order; and the lowering of QLinearAveragePool, whose
+ * quantization adds the zero point before rounding as ONNX Runtime's
+ * (QuantizeLinear's order gives 3 and 5). */
 static void case_qlinear_ms(void)
 {
     const char *json =
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
-        "\"inputs\":[\"a\",\"b\",\"b2\",\"ma\",\"mb\"],\"outputs\":[\"add\",\"addc\",\"mul\"],"
+        "\"inputs\":[\"a\",\"b\",\"b2\",\"ma\",\"mb\",\"p\"],"
+        "\"outputs\":[\"add\",\"addc\",\"mul\",\"pool\"],"
         "\"tensors\":[{\"name\":\"a\",\"dtype\":\"u8\",\"shape\":[1,2,2,4]},"
         "{\"name\":\"b\",\"dtype\":\"u8\",\"shape\":[1,2,2,4]},"
         "{\"name\":\"b2\",\"dtype\":\"u8\",\"shape\":[1,2,1,1]},"
         "{\"name\":\"ma\",\"dtype\":\"i8\",\"shape\":[16]},"
-        "{\"name\":\"mb\",\"dtype\":\"i8\",\"shape\":[]}],"
+        "{\"name\":\"mb\",\"dtype\":\"i8\",\"shape\":[]},"
+        "{\"name\":\"p\",\"dtype\":\"u8\",\"shape\":[1,1,2,4]}],"
         "\"nodes\":["
         QS_CONST("sa", "f32", "0.05") QS_CONST("za", "u8", "131") QS_CONST("sb", "f32", "0.025")
         QS_CONST("zb", "u8", "97") QS_CONST("sc", "f32", "0.05") QS_CONST("zc", "u8", "103")
         QS_CONST("msa", "f32", "0.5") QS_CONST("mza", "i8", "3") QS_CONST("mzb", "i8", "-7")
-        QS_CONST("mzc", "i8", "5")
+        QS_CONST("mzc", "i8", "5") QS_CONST("pz", "u8", "3")
         "{\"name\":\"qadd\",\"op\":\"QLinearAdd\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"a\",\"sa\",\"za\",\"b\",\"sb\",\"zb\",\"sc\",\"zc\"],\"outputs\":[\"add\"]},"
         "{\"name\":\"qaddc\",\"op\":\"QLinearAdd\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"a\",\"sa\",\"za\",\"b2\",\"sb\",\"zb\",\"sc\",\"zc\"],\"outputs\":[\"addc\"]},"
         "{\"name\":\"qmul\",\"op\":\"QLinearMul\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"ma\",\"msa\",\"mza\",\"mb\",\"msa\",\"mzb\",\"msa\",\"mzc\"],"
-        "\"outputs\":[\"mul\"]}]}";
+        "\"outputs\":[\"mul\"]},"
+        "{\"name\":\"qpool\",\"op\":\"QLinearAveragePool\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"p\",\"msa\",\"za\",\"msa\",\"pz\"],\"outputs\":[\"pool\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}}}]}";
     const char *path = write_text("qlinear_ms.json", json);
     const uint8_t a[16] = {140, 98, 131, 0, 255, 17, 200, 133, 129, 132, 101, 77, 150, 160, 90, 250};
     const uint8_t b[16] = {98, 99, 97, 100, 1, 254, 33, 96, 95, 101, 103, 105, 0, 255, 64, 97};
     const uint8_t b2[2] = {99, 94};
     const int8_t ma[16] = {-128, -100, -7, 0, 3, 4, 5, 17, 33, 64, 99, 100, 120, 127, -1, -50};
     const int8_t mb = -4;
+    /* QLinearAveragePool's windows sum to 2 and 6 steps above the zero
+     * point: 0.5 and 1.5 output steps, then + 3 before rounding */
+    const uint8_t pin[8] = {132, 132, 133, 133, 131, 131, 132, 132}, want_pool[2] = {4, 4};
     const uint8_t want_add[16] = {112, 71, 103, 0, 179, 68, 140, 104,
                                   100, 106, 76, 53, 74, 211, 46, 222};
     const uint8_t want_addc[16] = {113, 71, 104, 0, 228, 0, 173, 106,
@@ -1344,7 +1354,9 @@ static void case_qlinear_ms(void)
         int64_t s4[4] = {1, 2, 2, 4}, sc4[4] = {1, 2, 1, 1}, s1[1] = {16};
         uint8_t add[16], addc[16];
         int8_t mul[16];
-        pl_io in[5] = {
+        uint8_t pool[2];
+        int64_t sp[4] = {1, 1, 2, 4}, spo[4] = {1, 1, 1, 2};
+        pl_io in[6] = {
             {.name = "a", .tensor = {.data = (void *)a, .ndim = 4, .dtype = PL_DTYPE_U8,
                                      .shape = s4, .struct_size = sizeof(pl_tensor)}},
             {.name = "b", .tensor = {.data = (void *)b, .ndim = 4, .dtype = PL_DTYPE_U8,
@@ -1354,15 +1366,22 @@ static void case_qlinear_ms(void)
             {.name = "ma", .tensor = {.data = (void *)ma, .ndim = 1, .dtype = PL_DTYPE_I8,
                                       .shape = s1, .struct_size = sizeof(pl_tensor)}},
             {.name = "mb", .tensor = {.data = (void *)&mb, .ndim = 0, .dtype = PL_DTYPE_I8,
-                                      .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[3] = {
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "p", .tensor = {.data = (void *)pin, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                     .shape = sp, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[4] = {
             {.name = "add", .tensor = {.data = add, .ndim = 4, .dtype = PL_DTYPE_U8, .shape = s4,
                                        .struct_size = sizeof(pl_tensor)}},
             {.name = "addc", .tensor = {.data = addc, .ndim = 4, .dtype = PL_DTYPE_U8,
                                         .shape = s4, .struct_size = sizeof(pl_tensor)}},
             {.name = "mul", .tensor = {.data = mul, .ndim = 1, .dtype = PL_DTYPE_I8, .shape = s1,
-                                       .struct_size = sizeof(pl_tensor)}}};
-        TH_CHECK_OK(pl_session_run(sess, in, 5, out, 3));
+                                       .struct_size = sizeof(pl_tensor)}},
+            {.name = "pool", .tensor = {.data = pool, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                        .shape = spo, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(sess, in, 6, out, 4));
+        for (int i = 0; i < 2; i++)
+            TH_CHECK(pool[i] == want_pool[i], "order = %s: pool[%d] = %d, ONNX Runtime gives %d",
+                     orders[o], i, pool[i], want_pool[i]);
         for (int i = 0; i < 16; i++) {
             TH_CHECK(add[i] == want_add[i], "order = %s: add[%d] = %d, ONNX Runtime gives %d",
                      orders[o], i, add[i], want_add[i]);

@@ -2192,8 +2192,26 @@ static pl_status *lw_ms_qlinear_mul(lw *w) { return lw_ms_qlinear_binary(w, "Mul
 
 /* X, X_scale, X_zp, Y_scale, Y_zp around a one-input op OP (its attributes
  * ATTRS copied); channels_last is refused. */
-static pl_status *lw_ms_qlinear_unary(lw *w, const char *op, const char *const *attrs,
-                                      size_t n_attrs)
+/* The node becomes the quantization of Y as ONNX Runtime's
+ * quantize_value computes it: rne(y / scale + zero_point), the zero point
+ * added before the rounding (QuantizeLinear adds it after, and ties then
+ * fall otherwise), i.e. QuantizeLinear(Y / SCALE + float(ZP), 1, 0). */
+static pl_status *lw_q_end_zp_first(lw *w, const char *y, const char *scale, const char *zp)
+{
+    if (zp[0] == '\0')
+        return lw_q_end(w, y, scale, zp);
+    const char *t, *zf, *one, *zero;
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", y, scale, &t));
+    PL_RETURN_IF_ERROR(lw_cast(w, zp, 1, &zf));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", t, zf, &t));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", zp, zp, &zero));
+    return lw_q_end(w, t, one, zero);
+}
+
+/* ZP_FIRST: the quantization rounds as lw_q_end_zp_first says. */
+static pl_status *lw_ms_qlinear_unary_as(lw *w, const char *op, const char *const *attrs,
+                                         size_t n_attrs, bool zp_first)
 {
     if (lw_attr_i(w, "channels_last", 0) != 0)
         return lw_error(w, PL_CODE_UNSUPPORTED, "channels_last = 1 is not supported");
@@ -2203,7 +2221,15 @@ static pl_status *lw_ms_qlinear_unary(lw *w, const char *op, const char *const *
     PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){x}, 1, &y, &id));
     for (size_t k = 0; k < n_attrs; k++)
         PL_RETURN_IF_ERROR(lw_copy_attr(w, id, attrs[k]));
+    if (zp_first)
+        return lw_q_end_zp_first(w, y, lw_input(w, 3), lw_input(w, 4));
     return lw_q_end(w, y, lw_input(w, 3), lw_input(w, 4));
+}
+
+static pl_status *lw_ms_qlinear_unary(lw *w, const char *op, const char *const *attrs,
+                                      size_t n_attrs)
+{
+    return lw_ms_qlinear_unary_as(w, op, attrs, n_attrs, false);
 }
 
 static pl_status *lw_ms_qlinear_sigmoid(lw *w) { return lw_ms_qlinear_unary(w, "Sigmoid", NULL, 0); }
@@ -2223,7 +2249,9 @@ static pl_status *lw_ms_qlinear_avgpool(lw *w)
 {
     static const char *const attrs[] = {"auto_pad", "ceil_mode", "count_include_pad",
                                         "kernel_shape", "pads", "strides"};
-    return lw_ms_qlinear_unary(w, "AveragePool", attrs, PL_COUNT(attrs));
+    /* ONNX Runtime's kernel pools the dequantized values in f32 and
+     * quantizes with the zero point added before rounding */
+    return lw_ms_qlinear_unary_as(w, "AveragePool", attrs, PL_COUNT(attrs), true);
 }
 
 /* QLinearWhere(condition, X, x_scale, x_zero_point, Y, y_scale,
