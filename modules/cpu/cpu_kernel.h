@@ -253,7 +253,7 @@ extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
 extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressionPadded */
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
-/* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul in ONNX Runtime's arithmetic */
+/* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu */
 extern const cpu_op_entry cpu_ops_qlinear_ms[];
 
 /* Registers the schemas of qlinear_ms.c's com.microsoft ops (cpu.c's init),

@@ -1,5 +1,6 @@
-/* qlinear_ms.c — ONNX Runtime's com.microsoft QLinearAdd and QLinearMul on
- * u8 and i8, in the arithmetic of ONNX Runtime's x86 kernels, so that a
+/* qlinear_ms.c — ONNX Runtime's com.microsoft QLinearAdd, QLinearMul,
+ * QLinearSigmoid and QLinearLeakyRelu on u8 and i8, in the arithmetic of
+ * ONNX Runtime's x86 kernels, so that a
  * QOperator model (onnxruntime.quantization's QuantFormat.QOperator)
  * gives ONNX Runtime's values, not one quantization step off.
  *
@@ -27,6 +28,12 @@
  * PP-OCR v4's detector quantized so (89 QLinearAdds, 86 QLinearMuls) was
  * 0.29 off ONNX Runtime at its output.
  *
+ * QLinearSigmoid and QLinearLeakyRelu are, as in ONNX Runtime, a table of
+ * the 256 inputs' results (dequantized in f32, the function, quantized as
+ * QuantizeLinear): one lookup per value instead of three passes through
+ * f32; the table is made once when the scales and zero points are
+ * constants.
+ *
  * Scales and zero points are read at run time (scalars, as ONNX Runtime
  * requires); operands broadcast as NumPy's. The file is compiled with
  * -ffp-contract=off (CMakeLists.txt): a product and a sum that ONNX
@@ -38,10 +45,14 @@
 #include "shape_kernel.h"
 
 static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+static pl_status *qm_build_lut(pl_module_ctx *ctx, const pl_node_desc *node,
+                               pl_kernel **out_kernel);
 
 const cpu_op_entry cpu_ops_qlinear_ms[] = {
     {"QLinearAdd", qm_build, 7, 8, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
     {"QLinearMul", qm_build, 7, 8, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
+    {"QLinearSigmoid", qm_build_lut, 4, 5, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
+    {"QLinearLeakyRelu", qm_build_lut, 4, 5, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -220,11 +231,11 @@ static float qm_scale(const pl_run_args *args, size_t i)
     return s;
 }
 
-static int32_t qm_zero_point(const qm_kernel *k, const pl_run_args *args, size_t i)
+static int32_t qm_zero_point(bool is_signed, const pl_run_args *args, size_t i)
 {
     if (i >= args->n_inputs || args->inputs[i].data == NULL)
         return 0;
-    return qm_at(shp_in(args, i), k->is_signed, 0);
+    return qm_at(shp_in(args, i), is_signed, 0);
 }
 
 static pl_status *qm_write(pl_module_ctx *ctx, const shp_kernel *kernel, const pl_run_args *args,
@@ -237,9 +248,9 @@ static pl_status *qm_write(pl_module_ctx *ctx, const shp_kernel *kernel, const p
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                          "scales %g, %g and %g: they must be finite and C's nonzero", (double)sa,
                          (double)sb, (double)sc);
-    qm_params p = {.za = qm_zero_point(k, args, 2), .zb = qm_zero_point(k, args, 5),
+    qm_params p = {.za = qm_zero_point(k->is_signed, args, 2), .zb = qm_zero_point(k->is_signed, args, 5),
                    .lo = k->is_signed ? -128 : 0, .hi = k->is_signed ? 127 : 255};
-    int32_t zc = qm_zero_point(k, args, 7);
+    int32_t zc = qm_zero_point(k->is_signed, args, 7);
     p.zc = (float)zc;
     if (k->mul) {
         p.ratio = sa * sb / sc;
@@ -334,6 +345,156 @@ static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kern
     return NULL;
 }
 
+/* ---- QLinearSigmoid, QLinearLeakyRelu: a table of 256 ---------------------------- */
+
+typedef struct qm_lut_kernel {
+    shp_kernel k;
+    bool is_signed, leaky, has_table;
+    float alpha;
+    uint8_t table[256]; /* indexed by the input's byte */
+} qm_lut_kernel;
+
+/* The table for scales SX, SY and zero points ZX, ZY: each input byte
+ * dequantized ((q - zx) * sx in f32, as DequantizeLinear), through the
+ * function (the sigmoid in double, rounded once), quantized as
+ * QuantizeLinear (rne(y / sy) + zy, saturated). */
+static void qm_lut_fill(const qm_lut_kernel *k, float sx, int32_t zx, float sy, int32_t zy,
+                        uint8_t *table)
+{
+    float lo = k->is_signed ? -128.0f : 0.0f, hi = k->is_signed ? 127.0f : 255.0f;
+    for (int b = 0; b < 256; b++) {
+        int32_t q = k->is_signed ? (int32_t)(int8_t)(uint8_t)b : b;
+        float x = ((float)q - (float)zx) * sx;
+        float y = k->leaky ? (x >= 0.0f ? x : k->alpha * x)
+                           : (float)(1.0 / (1.0 + exp(-(double)x)));
+        float r = nearbyintf(y / sy);
+        r = r >= lo - (float)zy ? r : lo - (float)zy; /* saturate after adding zy */
+        r = r <= hi - (float)zy ? r : hi - (float)zy;
+        int32_t v = (int32_t)r + zy;
+        table[b] = k->is_signed ? (uint8_t)(int8_t)v : (uint8_t)v;
+    }
+}
+
+typedef struct qm_lut_call {
+    const uint8_t *x, *table;
+    uint8_t *y;
+} qm_lut_call;
+
+static void qm_lut_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const qm_lut_call *c = arg;
+    const uint8_t *restrict x = c->x, *restrict t = c->table;
+    uint8_t *restrict y = c->y;
+    for (size_t i = begin; i < end; i++)
+        y[i] = t[x[i]];
+}
+
+static pl_status *qm_lut_params(const qm_lut_kernel *k, const pl_run_args *args, float *sx,
+                                int32_t *zx, float *sy, int32_t *zy)
+{
+    *sx = qm_scale(args, 1);
+    *sy = qm_scale(args, 3);
+    *zx = qm_zero_point(k->is_signed, args, 2);
+    *zy = qm_zero_point(k->is_signed, args, 4);
+    if (!(*sy != 0) || !isfinite(*sx) || !isfinite(*sy))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, k->k.base.op,
+                         "scales %g and %g: they must be finite and Y's nonzero", (double)*sx,
+                         (double)*sy);
+    return NULL;
+}
+
+static pl_status *qm_lut_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                               const pl_run_args *args, size_t o, void *dst,
+                               pl_output_request req)
+{
+    (void)o, (void)req;
+    const qm_lut_kernel *k = (const qm_lut_kernel *)kernel;
+    uint8_t table[256];
+    const uint8_t *t = k->table;
+    if (!k->has_table) {
+        float sx, sy;
+        int32_t zx, zy;
+        SHP_TRY(qm_lut_params(k, args, &sx, &zx, &sy, &zy));
+        qm_lut_fill(k, sx, zx, sy, zy, table);
+        t = table;
+    }
+    qm_lut_call call = {.x = (const uint8_t *)(const void *)shp_in(args, 0), .table = t,
+                        .y = dst};
+    cpu_host->parallel_for(ctx->host_ctx, kernel->outs[0].elements, 65536, qm_lut_chunk, &call);
+    return NULL;
+}
+
+/* Whether every present input from 1 on is a constant of the graph, and
+ * its run arguments (data pointers into the graph's constants) in ARGS. */
+static bool qm_lut_constants(const pl_node_desc *node, pl_tensor *ins)
+{
+    const pl_graph_api *g = cpu_host->graph;
+    if (g == NULL || node->graph == NULL)
+        return false;
+    for (size_t i = 1; i < node->n_inputs && i < 5; i++) {
+        ins[i] = node->inputs[i];
+        if (!shp_input_present(node, i)) {
+            ins[i].data = NULL;
+            continue;
+        }
+        int64_t t = g->node_input(node->graph, node->node_index, i);
+        const void *data = NULL;
+        size_t bytes = 0;
+        if (t < 0 || !g->tensor_constant(node->graph, t, &data, &bytes) || bytes == 0)
+            return false;
+        ins[i].data = (void *)data;
+        ins[i].byte_offset = 0;
+    }
+    return true;
+}
+
+static pl_status *qm_build_lut(pl_module_ctx *ctx, const pl_node_desc *node,
+                               pl_kernel **out_kernel)
+{
+    const char *op = node->op;
+    const pl_tensor *x = &node->inputs[0], *y = &node->outputs[0];
+    bool is_signed = PL_DTYPE_EQ(x->dtype, PL_DTYPE_I8);
+    if ((!is_signed && !PL_DTYPE_EQ(x->dtype, PL_DTYPE_U8)) || !PL_DTYPE_EQ(y->dtype, x->dtype))
+        return cpu_error(PL_CODE_UNSUPPORTED, op, "X and Y must both be u8 or both i8");
+    if (!shp_input_present(node, 1) || !shp_input_present(node, 3))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "X and Y need their scales");
+    for (size_t i = 1; i < node->n_inputs; i++) {
+        if (!shp_input_present(node, i))
+            continue;
+        const pl_tensor *t = &node->inputs[i];
+        bool scale = i == 1 || i == 3;
+        if (!qm_is_scalar(t))
+            return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu: a scale or zero point per "
+                                                      "tensor only (one value)", i);
+        if (scale ? !PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) : !PL_DTYPE_EQ(t->dtype, x->dtype))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
+                             "input %zu: scales are f32 and zero points of X's dtype", i);
+    }
+    double alpha = 0.01; /* channels_last does not matter elementwise */
+    SHP_TRY(cpu_attr_float(node, "alpha", 0.01, &alpha));
+    qm_lut_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, qm_lut_write, (shp_kernel **)&k));
+    k->is_signed = is_signed;
+    k->leaky = strcmp(op, "QLinearLeakyRelu") == 0;
+    k->alpha = (float)alpha;
+    pl_tensor ins[5];
+    if (qm_lut_constants(node, ins)) {
+        pl_run_args args = {.n_inputs = node->n_inputs < 5 ? node->n_inputs : 5, .inputs = ins};
+        float sx, sy;
+        int32_t zx, zy;
+        pl_status *st = qm_lut_params(k, &args, &sx, &zx, &sy, &zy);
+        if (st != NULL) {
+            cpu_kernel_release(ctx, &k->k.base);
+            return st;
+        }
+        qm_lut_fill(k, sx, zx, sy, zy, k->table);
+        k->has_table = true;
+    }
+    *out_kernel = &k->k.base;
+    return NULL;
+}
+
 /* ---- the schemas ---------------------------------------------------------------- */
 
 /* C: A and B broadcast, of A's dtype. */
@@ -374,23 +535,37 @@ static pl_status *qm_shape(void *user, pl_shape_ctx *sc)
     return cpu_host->shape_set_output(sc, 0, at, r, dims);
 }
 
+/* Y: X's type and shape. */
+static pl_status *qm_lut_shape(void *user, pl_shape_ctx *sc)
+{
+    (void)user;
+    pl_dtype xt;
+    int32_t xn = -1;
+    const int64_t *xd = NULL;
+    if (!cpu_host->shape_input(sc, 0, &xt, &xn, &xd))
+        return cpu_host->status_create(PL_CODE_INVALID_ARGUMENT, "needs X");
+    return cpu_host->shape_set_output(sc, 0, xt, xn, xd);
+}
+
 pl_status *qm_register(pl_host_ctx *host_ctx)
 {
     if (!PL_ABI_HAS_FN(pl_host_api, cpu_host, register_op) ||
         !PL_ABI_HAS_FN(pl_host_api, cpu_host, shape_set_output))
         return NULL; /* an older core lowers them through float */
-    static const char *const names[] = {"QLinearAdd", "QLinearMul"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const names[] = {"QLinearAdd", "QLinearMul", "QLinearSigmoid",
+                                        "QLinearLeakyRelu"};
+    for (size_t i = 0; i < 4; i++) {
+        bool lut = i >= 2;
         pl_custom_op op = {
             .header = PL_ABI_HEADER_INIT(pl_custom_op),
             .name = names[i],
             .domain = "com.microsoft",
             .since_version = 1,
-            .min_inputs = 7,
-            .max_inputs = 8,
+            .min_inputs = lut ? 4 : 7,
+            .max_inputs = lut ? 5 : 8,
             .min_outputs = 1,
             .max_outputs = 1,
-            .infer = qm_shape,
+            .infer = lut ? qm_lut_shape : qm_shape,
         };
         pl_status *st = cpu_host->register_op(host_ctx, &op);
         if (st != NULL)

@@ -661,7 +661,7 @@ static void case_crop_and_grid(void)
                                      .struct_size = sizeof(pl_tensor)}},
             {.name = "theta", .tensor = {.data = theta, .ndim = 3, .dtype = PL_DTYPE_F32,
                                          .shape = st, .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[4] = {
+        pl_io out[6] = {
             {.name = "c1", .tensor = {.data = c1, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = s1,
                                       .struct_size = sizeof(pl_tensor)}},
             {.name = "c2", .tensor = {.data = c2, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = s2,
@@ -851,7 +851,7 @@ static void case_attention(void)
                                                 .shape = sm, .struct_size = sizeof(pl_tensor)}};
         in[7] = (pl_io){.name = "raw", .tensor = {.data = raw, .ndim = 2, .dtype = PL_DTYPE_I32,
                                                   .shape = sraw, .struct_size = sizeof(pl_tensor)}};
-        pl_io out[4] = {
+        pl_io out[6] = {
             {.name = "y3", .tensor = {.data = y3, .ndim = 3, .dtype = PL_DTYPE_F32,
                                       .shape = s3q, .struct_size = sizeof(pl_tensor)}},
             {.name = "y4", .tensor = {.data = y4, .ndim = 4, .dtype = PL_DTYPE_F32,
@@ -1293,7 +1293,8 @@ static void case_contrib_ops(void)
     "\"values\":[" value "]}}}},"
 
 /* ONNX Runtime's com.microsoft QLinearAdd and QLinearMul, which the cpu
- * module runs in ONNX Runtime's x86 arithmetic (modules/cpu/qlinear_ms.c):
+ * module runs in ONNX Runtime's x86 arithmetic (modules/cpu/qlinear_ms.c),
+ * and its table-driven QLinearSigmoid and QLinearLeakyRelu:
  * the zero point joins before rounding, so ties fall as ONNX Runtime's do,
  * not as dequantize -> op -> quantize's (the lowering). The expected values
  * are ONNX Runtime 1.32's outputs for these inputs; the lowered form gives
@@ -1310,19 +1311,20 @@ static void case_qlinear_ms(void)
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
         "{\"domain\":\"com.microsoft\",\"version\":1}],"
-        "\"inputs\":[\"a\",\"b\",\"b2\",\"ma\",\"mb\",\"p\"],"
-        "\"outputs\":[\"add\",\"addc\",\"mul\",\"pool\"],"
+        "\"inputs\":[\"a\",\"b\",\"b2\",\"ma\",\"mb\",\"p\",\"ps\"],"
+        "\"outputs\":[\"add\",\"addc\",\"mul\",\"pool\",\"sig\",\"leaky\"],"
         "\"tensors\":[{\"name\":\"a\",\"dtype\":\"u8\",\"shape\":[1,2,2,4]},"
         "{\"name\":\"b\",\"dtype\":\"u8\",\"shape\":[1,2,2,4]},"
         "{\"name\":\"b2\",\"dtype\":\"u8\",\"shape\":[1,2,1,1]},"
         "{\"name\":\"ma\",\"dtype\":\"i8\",\"shape\":[16]},"
         "{\"name\":\"mb\",\"dtype\":\"i8\",\"shape\":[]},"
-        "{\"name\":\"p\",\"dtype\":\"u8\",\"shape\":[1,1,2,4]}],"
+        "{\"name\":\"p\",\"dtype\":\"u8\",\"shape\":[1,1,2,4]},"
+        "{\"name\":\"ps\",\"dtype\":\"f32\",\"shape\":[]}],"
         "\"nodes\":["
         QS_CONST("sa", "f32", "0.05") QS_CONST("za", "u8", "131") QS_CONST("sb", "f32", "0.025")
         QS_CONST("zb", "u8", "97") QS_CONST("sc", "f32", "0.05") QS_CONST("zc", "u8", "103")
         QS_CONST("msa", "f32", "0.5") QS_CONST("mza", "i8", "3") QS_CONST("mzb", "i8", "-7")
-        QS_CONST("mzc", "i8", "5") QS_CONST("pz", "u8", "3")
+        QS_CONST("mzc", "i8", "5") QS_CONST("pz", "u8", "3") QS_CONST("sy", "f32", "0.00390625")
         "{\"name\":\"qadd\",\"op\":\"QLinearAdd\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"a\",\"sa\",\"za\",\"b\",\"sb\",\"zb\",\"sc\",\"zc\"],\"outputs\":[\"add\"]},"
         "{\"name\":\"qaddc\",\"op\":\"QLinearAdd\",\"domain\":\"com.microsoft\","
@@ -1332,7 +1334,15 @@ static void case_qlinear_ms(void)
         "\"outputs\":[\"mul\"]},"
         "{\"name\":\"qpool\",\"op\":\"QLinearAveragePool\",\"domain\":\"com.microsoft\","
         "\"inputs\":[\"p\",\"msa\",\"za\",\"msa\",\"pz\"],\"outputs\":[\"pool\"],"
-        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}}}]}";
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}}},"
+        "{\"name\":\"qsig\",\"op\":\"QLinearSigmoid\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"p2\",\"ps\",\"za\",\"sy\",\"pz\"],\"outputs\":[\"sig\"]},"
+        "{\"name\":\"qleaky\",\"op\":\"QLinearLeakyRelu\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"p2\",\"msa\",\"za\",\"msa\",\"pz\"],\"outputs\":[\"leaky\"],"
+        "\"attributes\":{\"alpha\":{\"float\":0.1}}},"
+        "{\"name\":\"cp2\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"p2\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[1,1,2,4],"
+        "\"values\":[0,17,100,128,131,200,250,255]}}}}]}";
     const char *path = write_text("qlinear_ms.json", json);
     const uint8_t a[16] = {140, 98, 131, 0, 255, 17, 200, 133, 129, 132, 101, 77, 150, 160, 90, 250};
     const uint8_t b[16] = {98, 99, 97, 100, 1, 254, 33, 96, 95, 101, 103, 105, 0, 255, 64, 97};
@@ -1342,6 +1352,11 @@ static void case_qlinear_ms(void)
     /* QLinearAveragePool's windows sum to 2 and 6 steps above the zero
      * point: 0.5 and 1.5 output steps, then + 3 before rounding */
     const uint8_t pin[8] = {132, 132, 133, 133, 131, 131, 132, 132}, want_pool[2] = {4, 4};
+    /* QLinearSigmoid with X's scale an input (its table made every run)
+     * and QLinearLeakyRelu (alpha 0.1, its table made once) of p2 */
+    const float psv = 0.05f;
+    const uint8_t want_sig[8] = {3, 4, 48, 121, 131, 251, 255, 255};
+    const uint8_t want_leaky[8] = {0, 0, 0, 3, 3, 72, 122, 127};
     const uint8_t want_add[16] = {112, 71, 103, 0, 179, 68, 140, 104,
                                   100, 106, 76, 53, 74, 211, 46, 222};
     const uint8_t want_addc[16] = {113, 71, 104, 0, 228, 0, 173, 106,
@@ -1354,9 +1369,9 @@ static void case_qlinear_ms(void)
         int64_t s4[4] = {1, 2, 2, 4}, sc4[4] = {1, 2, 1, 1}, s1[1] = {16};
         uint8_t add[16], addc[16];
         int8_t mul[16];
-        uint8_t pool[2];
+        uint8_t pool[2], sig[8], leaky[8];
         int64_t sp[4] = {1, 1, 2, 4}, spo[4] = {1, 1, 1, 2};
-        pl_io in[6] = {
+        pl_io in[7] = {
             {.name = "a", .tensor = {.data = (void *)a, .ndim = 4, .dtype = PL_DTYPE_U8,
                                      .shape = s4, .struct_size = sizeof(pl_tensor)}},
             {.name = "b", .tensor = {.data = (void *)b, .ndim = 4, .dtype = PL_DTYPE_U8,
@@ -1368,8 +1383,10 @@ static void case_qlinear_ms(void)
             {.name = "mb", .tensor = {.data = (void *)&mb, .ndim = 0, .dtype = PL_DTYPE_I8,
                                       .struct_size = sizeof(pl_tensor)}},
             {.name = "p", .tensor = {.data = (void *)pin, .ndim = 4, .dtype = PL_DTYPE_U8,
-                                     .shape = sp, .struct_size = sizeof(pl_tensor)}}};
-        pl_io out[4] = {
+                                     .shape = sp, .struct_size = sizeof(pl_tensor)}},
+            {.name = "ps", .tensor = {.data = (void *)&psv, .ndim = 0, .dtype = PL_DTYPE_F32,
+                                      .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[6] = {
             {.name = "add", .tensor = {.data = add, .ndim = 4, .dtype = PL_DTYPE_U8, .shape = s4,
                                        .struct_size = sizeof(pl_tensor)}},
             {.name = "addc", .tensor = {.data = addc, .ndim = 4, .dtype = PL_DTYPE_U8,
@@ -1377,8 +1394,19 @@ static void case_qlinear_ms(void)
             {.name = "mul", .tensor = {.data = mul, .ndim = 1, .dtype = PL_DTYPE_I8, .shape = s1,
                                        .struct_size = sizeof(pl_tensor)}},
             {.name = "pool", .tensor = {.data = pool, .ndim = 4, .dtype = PL_DTYPE_U8,
-                                        .shape = spo, .struct_size = sizeof(pl_tensor)}}};
-        TH_CHECK_OK(pl_session_run(sess, in, 6, out, 4));
+                                        .shape = spo, .struct_size = sizeof(pl_tensor)}},
+            {.name = "sig", .tensor = {.data = sig, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                       .shape = sp, .struct_size = sizeof(pl_tensor)}},
+            {.name = "leaky", .tensor = {.data = leaky, .ndim = 4, .dtype = PL_DTYPE_U8,
+                                         .shape = sp, .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(sess, in, 7, out, 6));
+        for (int i = 0; i < 8; i++) {
+            TH_CHECK(sig[i] == want_sig[i], "order = %s: sig[%d] = %d, ONNX Runtime gives %d",
+                     orders[o], i, sig[i], want_sig[i]);
+            TH_CHECK(leaky[i] == want_leaky[i],
+                     "order = %s: leaky[%d] = %d, ONNX Runtime gives %d", orders[o], i, leaky[i],
+                     want_leaky[i]);
+        }
         for (int i = 0; i < 2; i++)
             TH_CHECK(pool[i] == want_pool[i], "order = %s: pool[%d] = %d, ONNX Runtime gives %d",
                      orders[o], i, pool[i], want_pool[i]);
