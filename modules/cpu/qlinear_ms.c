@@ -301,6 +301,27 @@ static bool qm_is_scalar(const pl_tensor *t)
     return cpu_elements(t->shape, t->ndim) == 1;
 }
 
+/* Checks the scales and zero points of NODE (its inputs from 1 on, but
+ * those in DATA_MASK): one value each, scales (SCALE_MASK) f32, zero
+ * points of the quantized type QT. */
+static pl_status *qm_check_params(const pl_node_desc *node, pl_dtype qt, unsigned data_mask,
+                                  unsigned scale_mask)
+{
+    for (size_t i = 1; i < node->n_inputs && i < 32; i++) {
+        if ((data_mask >> i & 1u) || !shp_input_present(node, i))
+            continue;
+        const pl_tensor *t = &node->inputs[i];
+        if (!qm_is_scalar(t))
+            return cpu_error(PL_CODE_UNSUPPORTED, node->op,
+                             "input %zu: a scale or zero point per tensor only (one value)", i);
+        if ((scale_mask >> i & 1u) ? !PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32)
+                                   : !PL_DTYPE_EQ(t->dtype, qt))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "input %zu: scales are f32 and zero points of the data's dtype", i);
+    }
+    return NULL;
+}
+
 static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     const char *op = node->op;
@@ -309,18 +330,7 @@ static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kern
     if ((!is_signed && !PL_DTYPE_EQ(a->dtype, PL_DTYPE_U8)) || !PL_DTYPE_EQ(b->dtype, a->dtype) ||
         !PL_DTYPE_EQ(c->dtype, a->dtype))
         return cpu_error(PL_CODE_UNSUPPORTED, op, "A, B and C must all be u8 or all i8");
-    for (size_t i = 1; i < node->n_inputs; i++) {
-        if (i == 3 || !shp_input_present(node, i))
-            continue;
-        const pl_tensor *t = &node->inputs[i];
-        bool scale = i == 1 || i == 4 || i == 6;
-        if (!qm_is_scalar(t))
-            return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu: a scale or zero point per tensor "
-                                                      "only (one value)", i);
-        if (scale ? !PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) : !PL_DTYPE_EQ(t->dtype, a->dtype))
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
-                             "input %zu: scales are f32 and zero points of A's dtype", i);
-    }
+    SHP_TRY(qm_check_params(node, a->dtype, 1u << 3, 1u << 1 | 1u << 4 | 1u << 6));
     if (!shp_input_present(node, 1) || !shp_input_present(node, 4) || !shp_input_present(node, 6))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "A, B and C need their scales");
     qm_kernel *k;
@@ -459,18 +469,7 @@ static pl_status *qm_build_lut(pl_module_ctx *ctx, const pl_node_desc *node,
         return cpu_error(PL_CODE_UNSUPPORTED, op, "X and Y must both be u8 or both i8");
     if (!shp_input_present(node, 1) || !shp_input_present(node, 3))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "X and Y need their scales");
-    for (size_t i = 1; i < node->n_inputs; i++) {
-        if (!shp_input_present(node, i))
-            continue;
-        const pl_tensor *t = &node->inputs[i];
-        bool scale = i == 1 || i == 3;
-        if (!qm_is_scalar(t))
-            return cpu_error(PL_CODE_UNSUPPORTED, op, "input %zu: a scale or zero point per "
-                                                      "tensor only (one value)", i);
-        if (scale ? !PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) : !PL_DTYPE_EQ(t->dtype, x->dtype))
-            return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
-                             "input %zu: scales are f32 and zero points of X's dtype", i);
-    }
+    SHP_TRY(qm_check_params(node, x->dtype, 0, 1u << 1 | 1u << 3));
     double alpha = 0.01; /* channels_last does not matter elementwise */
     SHP_TRY(cpu_attr_float(node, "alpha", 0.01, &alpha));
     qm_lut_kernel *k;
