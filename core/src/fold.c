@@ -10,7 +10,8 @@
  * runs once on the loaded modules (as any model would, in [placement]
  * order), and its outputs replace the nodes that made them.
  *
- * Folded: nodes of the default domain with at least one input (or a
+ * Folded: nodes of the default domain (and of ai.plinth and com.microsoft,
+ * whose ops are functions of their inputs) with at least one input (or a
  * Constant node, whose value is an attribute), every present input a
  * constant, fully known output types and no body; not the
  * random-number ops, not a node whose output is a graph output (the model's
@@ -110,7 +111,14 @@ static bool pl_fold_weights_only(const pl_graph *g, pl_tid t, int depth)
 static bool pl_fold_node(const pl_graph *g, const pl_graph_node *n, const bool *is_const,
                          const bool *named)
 {
-    if ((n->domain[0] != '\0' && strcmp(n->domain, "ai.onnx") != 0) || pl_fold_random(n->op))
+    /* ONNX's ops, Plinth's own (ai.plinth: TableLookup8, the padded
+     * NonMaxSuppression and Unique) and ONNX Runtime's contrib ops a module
+     * registered (a table pl_alg_lut builds from QLinearSigmoid and
+     * QLinearMul): functions of their inputs all. Other domains are a
+     * vendor's, whose ops need not be. */
+    bool pure = n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0 ||
+                strcmp(n->domain, "ai.plinth") == 0 || strcmp(n->domain, "com.microsoft") == 0;
+    if (!pure || pl_fold_random(n->op))
         return false;
     size_t present = 0, in_bytes = 0, out_bytes = 0, in_elems = 0, out_elems = 0;
     for (size_t k = 0; k < n->n_inputs; k++) {

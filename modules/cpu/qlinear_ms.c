@@ -47,12 +47,15 @@
 static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
 static pl_status *qm_build_lut(pl_module_ctx *ctx, const pl_node_desc *node,
                                pl_kernel **out_kernel);
+static pl_status *qm_build_table(pl_module_ctx *ctx, const pl_node_desc *node,
+                                 pl_kernel **out_kernel);
 
 const cpu_op_entry cpu_ops_qlinear_ms[] = {
     {"QLinearAdd", qm_build, 7, 8, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
     {"QLinearMul", qm_build, 7, 8, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
     {"QLinearSigmoid", qm_build_lut, 4, 5, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
     {"QLinearLeakyRelu", qm_build_lut, 4, 5, 0, CPU_OP_ANY_DTYPE | CPU_OP_MS_DOMAIN},
+    {"TableLookup8", qm_build_table, 2, 2, 0, CPU_OP_ANY_DTYPE | CPU_OP_PLINTH_DOMAIN},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -491,6 +494,35 @@ static pl_status *qm_build_lut(pl_module_ctx *ctx, const pl_node_desc *node,
         k->has_table = true;
     }
     *out_kernel = &k->k.base;
+    return NULL;
+}
+
+/* ---- ai.plinth TableLookup8: a table the graph computed ---------------------------- */
+
+static pl_status *qm_table_write(pl_module_ctx *ctx, const shp_kernel *kernel,
+                                 const pl_run_args *args, size_t o, void *dst,
+                                 pl_output_request req)
+{
+    (void)o, (void)req;
+    qm_lut_call call = {.x = (const uint8_t *)(const void *)shp_in(args, 0),
+                        .table = (const uint8_t *)(const void *)shp_in(args, 1), .y = dst};
+    cpu_host->parallel_for(ctx->host_ctx, kernel->outs[0].elements, 65536, qm_lut_chunk, &call);
+    return NULL;
+}
+
+static pl_status *qm_build_table(pl_module_ctx *ctx, const pl_node_desc *node,
+                                 pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *t = &node->inputs[1], *y = &node->outputs[0];
+    bool x8 = PL_DTYPE_EQ(x->dtype, PL_DTYPE_U8) || PL_DTYPE_EQ(x->dtype, PL_DTYPE_I8);
+    bool t8 = PL_DTYPE_EQ(t->dtype, PL_DTYPE_U8) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8);
+    if (!x8 || !t8 || !PL_DTYPE_EQ(y->dtype, t->dtype))
+        return cpu_error(PL_CODE_UNSUPPORTED, node->op, "X and the table must be u8 or i8");
+    if (cpu_elements(t->shape, t->ndim) != 256)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "the table needs 256 values");
+    shp_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, qm_table_write, &k));
+    *out_kernel = &k->base;
     return NULL;
 }
 

@@ -3096,11 +3096,28 @@ static int odnn_check_where(const pl_graph_view *v, size_t n, char *reason)
     return 1;
 }
 
+/* ai.plinth TableLookup8 (the optimiser's table of an 8-bit elementwise
+ * chain): the module's own byte lookup (odnn_lut_run) on X's value in its
+ * layout, the table a constant of 256 bytes. */
+static int odnn_check_lut(const pl_graph_view *v, size_t n, char *reason)
+{
+    struct odnn_tinfo x, t;
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !x.known || !x.q8 ||
+        !odnn_tensor(v, odnn_in(v, n, 1), &t) || t.cdata == NULL || t.cbytes != 256 || !t.q8) {
+        odnn_reason(reason, "TableLookup8", "an 8-bit X of known shape and a constant table "
+                                            "of 256 bytes");
+        return 0;
+    }
+    return 1;
+}
+
 static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                            char *reason)
 {
     const pl_graph_api *g = onednn_host->graph;
     const char *op = g->node_op(v, n);
+    if (strcmp(g->node_domain(v, n), "ai.plinth") == 0 && strcmp(op, "TableLookup8") == 0)
+        return odnn_check_lut(v, n, reason);
     if (g->node_domain(v, n)[0] != '\0') {
         odnn_reason(reason, op, "domain '%s' is not ONNX's", g->node_domain(v, n));
         return 0;
@@ -3439,7 +3456,7 @@ enum odnn_step_kind {
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
     ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED,
-    ODNN_S_SHUFFLE
+    ODNN_S_SHUFFLE, ODNN_S_LUT
 };
 
 struct odnn_step {
@@ -10375,6 +10392,41 @@ static pl_status *odnn_gelu_tanh_emit(struct odnn_build *b, size_t n, const stru
     return NULL;
 }
 
+/* TableLookup8 as the module's own byte lookup (odnn_lut_run): the output
+ * in X's layout (the table's 8-bit type), every byte of X's buffer looked
+ * up, padding included. */
+static pl_status *odnn_lut_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo t;
+    odnn_tensor(v, odnn_in(v, n, 1), &t);
+    int src, w;
+    pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md = b->c->values[src].md;
+    if (md.data_type != dnnl_u8 && md.data_type != dnnl_s8)
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: TableLookup8 '%s': X is not 8-bit here",
+                          onednn_host->graph->node_name(v, n));
+    md.data_type = t.dt == dnnl_s8 ? dnnl_s8 : dnnl_u8;
+    dnnl_memory_desc_t tmd;
+    dnnl_dims_t td = {256};
+    dnnl_memory_desc_init_by_tag(&tmd, 1, td, dnnl_u8, dnnl_a);
+    st = odnn_weight(b, &tmd, &tmd, t.cdata, (int64_t)n, &w);
+    if (st != NULL)
+        return st;
+    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_LUT, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = (int64_t)dnnl_memory_desc_get_size(&md);
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    odnn_arg(b, step, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, w);
+    return NULL;
+}
+
 /* Erf alone (not in a GELU pattern) as the module's own kernel
  * (odnn_erf_run) on the dense plain values. */
 static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
@@ -10817,6 +10869,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_cast_emit(b, n);
     if (strcmp(op, "Erf") == 0)
         return odnn_erf_emit(b, n);
+    if (strcmp(op, "TableLookup8") == 0)
+        return odnn_lut_emit(b, n);
     if (strcmp(op, "InstanceNormalization") == 0)
         return odnn_inorm_emit(b, n);
     if (strcmp(op, "Expand") == 0 || strcmp(op, "Tile") == 0)
@@ -11585,7 +11639,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 43u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 44u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11668,7 +11722,9 @@ static double odnn_now_ms(void)
                                  42: bf16 without AMX only from 32
                                      multiply-adds per value;
                                  43: no post-ops on simple_nchw:any
-                                     (odnn_impl_is_ref) */
+                                     (odnn_impl_is_ref);
+                                 44: ai.plinth TableLookup8 as the module's
+                                     own byte lookup (ODNN_S_LUT) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -12003,7 +12059,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
     case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH: case ODNN_S_STRIDED:
-    case ODNN_S_SHUFFLE:
+    case ODNN_S_SHUFFLE: case ODNN_S_LUT:
         break;
     default:
         return 0;
@@ -12037,6 +12093,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_ERF: /* SRC, DST */
         odnn_erf_run(p[0], p[1], step->rows, team);
+        break;
+    case ODNN_S_LUT: /* SRC, DST, WEIGHTS (the table): ROWS bytes */
+        odnn_lut_run(p[0], p[2], p[1], step->rows, team);
         break;
     case ODNN_S_WHERE: /* SRC_0 (the condition), SRC_1, SRC_2, DST */
         odnn_where_run(p[0], p[1], p[2], p[3], step->nd, step->cd, step->xd, step->ed, step->yd,

@@ -2569,6 +2569,67 @@ static void case_requant_removed(void)
     against_none(path, x, 4, shape, names, 3, requant_check);
 }
 
+/* lut_fused's model under optimize = all: the QDQ SiLU chain from xq to
+ * q2 is one TableLookup8 named q2; the hard-swish chain to q3 stays, its
+ * dequantized input also read by neg. */
+static void lut_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "q2", "run as one TableLookup8") && placed(root, "q2") &&
+                 !placed(root, "sig") && !placed(root, "mul") &&
+                 !rewritten_as(root, "q3", "TableLookup8") && placed(root, "hsig"),
+             "%s: the chain to q2 should be one TableLookup8, the one to q3 stay", cfg);
+}
+
+/* An 8-bit elementwise chain is a table of 256 (algebra.c, pl_alg_lut):
+ * the values equal optimize = none's on cpu and on onednn, cpu. */
+static void case_lut_fused(void)
+{
+    const char *path = write_model(
+        "lut.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y2\",\"y3\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,4,4]}],"
+        "\"nodes\":["
+        "{\"name\":\"cs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.05]}}}},"
+        "{\"name\":\"cg\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"sg\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.00390625]}}}},"
+        "{\"name\":\"cz\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[10]}}}},"
+        "{\"name\":\"cz0\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z0\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[0]}}}},"
+        "{\"name\":\"q0\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"z\"],"
+        "\"outputs\":[\"xq\"]},"
+        "{\"name\":\"dq0\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"
+        "\"outputs\":[\"f\"]},"
+        "{\"name\":\"sig\",\"op\":\"Sigmoid\",\"inputs\":[\"f\"],\"outputs\":[\"g\"]},"
+        "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"g\",\"sg\",\"z0\"],"
+        "\"outputs\":[\"gq\"]},"
+        "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"gq\",\"sg\",\"z0\"],"
+        "\"outputs\":[\"gd\"]},"
+        "{\"name\":\"mul\",\"op\":\"Mul\",\"inputs\":[\"f\",\"gd\"],\"outputs\":[\"m\"]},"
+        "{\"name\":\"q2\",\"op\":\"QuantizeLinear\",\"inputs\":[\"m\",\"s\",\"z\"],"
+        "\"outputs\":[\"yq\"]},"
+        "{\"name\":\"dq2\",\"op\":\"DequantizeLinear\",\"inputs\":[\"yq\",\"s\",\"z\"],"
+        "\"outputs\":[\"y\"]},"
+        "{\"name\":\"dq3\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"
+        "\"outputs\":[\"h\"]},"
+        "{\"name\":\"hsig\",\"op\":\"HardSigmoid\",\"inputs\":[\"h\"],\"outputs\":[\"hs\"]},"
+        "{\"name\":\"hmul\",\"op\":\"Mul\",\"inputs\":[\"h\",\"hs\"],\"outputs\":[\"hm\"]},"
+        "{\"name\":\"q3\",\"op\":\"QuantizeLinear\",\"inputs\":[\"hm\",\"s\",\"z\"],"
+        "\"outputs\":[\"hq\"]},"
+        "{\"name\":\"dq4\",\"op\":\"DequantizeLinear\",\"inputs\":[\"hq\",\"s\",\"z\"],"
+        "\"outputs\":[\"y2\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"h\"],\"outputs\":[\"y3\"]}]}");
+    float x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = 0.11f * (float)((i * 37) % 64 - 24);
+    static const int64_t shape[4] = {1, 4, 4, 4};
+    static const char *const names[3] = {"y", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, lut_check);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -2604,6 +2665,7 @@ int main(int argc, char **argv)
         {"shapes_refolded", case_shapes_refolded},
         {"layout_sunk", case_layout_sunk},
         {"requant_removed", case_requant_removed},
+        {"lut_fused", case_lut_fused},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }

@@ -65,6 +65,22 @@ static pl_status *qu_infer_dequantize(pl_infer_ctx *ctx)
                                (const char *const *)x->dim_params);
 }
 
+/* ai.plinth TableLookup8(X, T): Y[i] = T[byte of X[i]], X's shape, T's
+ * dtype; T holds 256 values, one per byte (an i8 X's -1 is byte 255).
+ * What the optimiser makes of a chain of elementwise ops from one 8-bit
+ * tensor to an 8-bit result (algebra.c, pl_alg_lut): the chain run once
+ * on the 256 possible inputs, folded to T. */
+static pl_status *qu_infer_lookup(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *t = pl_infer_input(ctx, 1);
+    size_t n;
+    if (t != NULL && t->ndim >= 0 && pl_dims_elements(t->dims, t->ndim, &n) && n != 256)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "the table has %zu values; it needs 256, one per byte", n);
+    return pl_infer_set_output(ctx, 0, t->dtype, x->ndim, x->dims,
+                               (const char *const *)x->dim_params);
+}
+
 /* DynamicQuantizeLinear: y of x's shape, scalar scale and zero point. */
 static pl_status *qu_infer_dynamic(pl_infer_ctx *ctx)
 {
@@ -225,6 +241,10 @@ const pl_op_schema pl_opset_quant_schemas[] = {
      .n_attrs = PL_COUNT(qu_axis_attrs),
      .types = {{"T", QU_Q8 | PL_TS_I32}, {"S", PL_TS_F32}},
      .input_types = {"T", "S", "T"}, .output_types = {"S"}, .infer = qu_infer_dequantize},
+    {.name = "TableLookup8", .domain = "ai.plinth", .since_version = 1, .min_inputs = 2,
+     .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+     .types = {{"T1", QU_Q8}, {"T2", QU_Q8}},
+     .input_types = {"T1", "T2"}, .output_types = {"T2"}, .infer = qu_infer_lookup},
     {.name = "DynamicQuantizeLinear", .domain = "", .since_version = 11, .min_inputs = 1,
      .max_inputs = 1, .min_outputs = 3, .max_outputs = 3,
      .types = {{"T1", PL_TS_F32}, {"T2", PL_TS_U8}},
