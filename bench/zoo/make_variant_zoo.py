@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Variants of a zoo the way users transform models they did not export.
+
+    python3 bench/zoo/make_variant_zoo.py KIND --src ZOO --out DIR [--only a,b]
+
+KIND is one of
+  f16       onnxconverter_common's float16 conversion (keep_io_types), the
+            usual way models are halved for deployment; tolerance 2e-2
+  opset     onnx.version_converter to --opset (default 21)
+  quant     onnxruntime.quantization.quantize_static in four recipes: QDQ
+            with i8 activations and per-channel weights (qdq_ss_pc), QDQ
+            u8/u8 (qdq_uu), QOperator i8/i8 per channel (qop_ss_pc) and
+            QOperator u8/i8 per channel (qop_us_pc), calibrated on the
+            model's own input; tolerance 3e-2
+  ortopt    onnxruntime.transformers.optimizer's fusions (opt_level 0: the
+            Python fusions, no ONNX Runtime pass) for the transformer
+            architectures of make_hf_zoo.py: Attention,
+            SkipLayerNormalization, EmbedLayerNormalization, BiasGelu,
+            FastGelu, QuickGelu; tolerance 1e-3
+
+SRC is a zoo in make_zoo.py's format (manifest.json, NAME.onnx,
+NAME.in.*.npy); every written model gets ONNX Runtime's outputs (graph
+optimisations off) as its references, and a model ONNX Runtime cannot run is
+skipped with the reason. Needs onnx, onnxruntime, numpy (and
+onnxconverter-common for f16) for the python3 on PATH. Check a variant zoo
+with run_zoo.py (--zoo DIR) and time it with bench/zoo.py (--zoo DIR).
+
+What they found (2026-12-03): float16 conversion's stale value_info refused
+(three PyPI models), DistilBERT's EmbedLayerNormalization without a mask
+refused, per-channel DequantizeLinear at opset 11 refused, and com.microsoft
+QLinearAdd, QLinearMul and QLinearAveragePool rounding otherwise than ONNX
+Runtime (QOperator PP-OCR v4 0.29 off); all fixed.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def ort_session(path):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def write_entry(src, dst, e, name, path, feeds, tol, extra=None):
+    """Runs PATH in ONNX Runtime on FEEDS and returns the manifest entry."""
+    s = ort_session(path)
+    names = {x.name for x in s.get_inputs()}
+    ne = dict(e)
+    ne.update({"name": name, "inputs": [], "outputs": [], "tol": tol})
+    ne.update(extra or {})
+    for i in e["inputs"]:
+        if i["name"] not in names:
+            continue
+        f = name + ".in." + i["file"].split(".in.", 1)[1]
+        np.save(os.path.join(dst, f), feeds[i["name"]])
+        ni = dict(i)
+        ni["file"] = f
+        ne["inputs"].append(ni)
+    outs = s.run(None, {k: v for k, v in feeds.items() if k in names})
+    for o, v in zip(s.get_outputs(), outs):
+        v = np.asarray(v)
+        f = name + ".ref." + o.name.replace("/", "_") + ".npy"
+        np.save(os.path.join(dst, f), v)
+        ne["outputs"].append({"name": o.name, "file": f, "shape": list(v.shape),
+                              "dtype": str(v.dtype),
+                              "max_abs": float(np.abs(v.astype(np.float64)).max())
+                              if v.size and v.dtype.kind == "f" else 0.0})
+    return ne
+
+
+def variants(kind, args, e, model_path, feeds):
+    """Yields (name, writer(path), tol, extra) for one source model."""
+    import onnx
+    if kind == "f16":
+        from onnxconverter_common import float16
+        if any(i["dtype"] != "float32" for i in e["inputs"]):
+            return
+        def w(path):
+            m = float16.convert_float_to_float16(onnx.load(model_path), keep_io_types=True)
+            onnx.save(m, path)
+        yield e["name"] + "_f16", w, 2e-2, {}
+    elif kind == "opset":
+        from onnx import version_converter
+        def w(path):
+            onnx.save(version_converter.convert_version(onnx.load(model_path), args.opset), path)
+        yield f"{e['name']}_v{args.opset}", w, e.get("tol", 1e-4), {"opset": args.opset}
+    elif kind == "quant":
+        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                              quantize_static)
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+        pre = os.path.join(args.out, e["name"] + ".pre.onnx")
+        try:
+            quant_pre_process(model_path, pre, skip_symbolic_shape=True)
+        except Exception:
+            pre = model_path
+        recipes = {
+            "qdq_ss_pc": (QuantFormat.QDQ, QuantType.QInt8, QuantType.QInt8, True),
+            "qdq_uu": (QuantFormat.QDQ, QuantType.QUInt8, QuantType.QUInt8, False),
+            "qop_ss_pc": (QuantFormat.QOperator, QuantType.QInt8, QuantType.QInt8, True),
+            "qop_us_pc": (QuantFormat.QOperator, QuantType.QUInt8, QuantType.QInt8, True),
+        }
+        for rname, (fmt, act, wt, pc) in recipes.items():
+            class Reader(CalibrationDataReader):
+                def __init__(self):
+                    self.d = [feeds]
+                def get_next(self):
+                    return self.d.pop() if self.d else None
+            def w(path, fmt=fmt, act=act, wt=wt, pc=pc, Reader=Reader):
+                quantize_static(pre, path, Reader(), quant_format=fmt, activation_type=act,
+                                weight_type=wt, per_channel=pc)
+            yield f"{e['name']}_{rname}", w, 3e-2, {}
+    elif kind == "ortopt":
+        from onnxruntime.transformers import optimizer
+        types = {"bert": "bert", "distilbert": "bert", "roberta": "bert", "albert": "bert",
+                 "electra": "bert", "gpt2": "gpt2", "vit": "vit", "clip_text": "clip",
+                 "t5_enc": "t5", "bart": "bart", "swin": "swin", "llama": "gpt2",
+                 "deberta": "bert", "mobilebert": "bert", "whisper_enc": "bert", "opt": "gpt2",
+                 "deit": "vit", "beit": "vit", "gpt_neo": "gpt_neox"}
+        if e["name"] not in types:
+            return
+        def w(path):
+            om = optimizer.optimize_model(model_path, model_type=types[e["name"]], num_heads=0,
+                                          hidden_size=0, opt_level=0, use_gpu=False)
+            om.save_model_to_file(path)
+        yield e["name"] + "_ortopt", w, 1e-3, {}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kind", choices=["f16", "opset", "quant", "ortopt"])
+    ap.add_argument("--src", required=True, help="a zoo folder (manifest.json)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="", help="comma-separated source model names")
+    ap.add_argument("--opset", type=int, default=21)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    m = json.load(open(os.path.join(args.src, "manifest.json")))
+    only = set(args.only.split(",")) if args.only else None
+    out = {"exporter": f"{args.kind} variants of " + m.get("exporter", args.src), "models": []}
+    for e in m["models"]:
+        if only and e["name"] not in only:
+            continue
+        model_path = os.path.join(args.src, e["name"] + ".onnx")
+        feeds = {i["name"]: np.load(os.path.join(args.src, i["file"])) for i in e["inputs"]}
+        for name, write, tol, extra in variants(args.kind, args, e, model_path, feeds):
+            path = os.path.join(args.out, name + ".onnx")
+            try:
+                write(path)
+                out["models"].append(write_entry(args.src, args.out, e, name, path, feeds, tol,
+                                                 extra))
+                print("ok", name, flush=True)
+            except Exception as ex:  # the converter's or ONNX Runtime's failure: not Plinth's
+                print("skip", name, str(ex).replace("\n", " ")[:200], flush=True)
+    json.dump(out, open(os.path.join(args.out, "manifest.json"), "w"), indent=1)
+    print(f"{len(out['models'])} models -> {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
