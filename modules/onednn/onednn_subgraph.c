@@ -1311,13 +1311,15 @@ static int odnn_tile_repeats(const pl_graph_view *v, size_t n, const struct odnn
 }
 
 /* Ops that move 8-bit quantized activations as they are: MaxPool (oneDNN
- * pools u8 and s8) and the views. Their data input and output may be u8
- * or i8 when the ISA runs int8 (odnn_int8_isa). */
+ * pools u8 and s8) and the views (Split's outputs all: YOLOv8's C2f blocks
+ * split their u8 activations, and a split left to cpu cut QOperator
+ * subgraphs in two). Their data input and output may be u8 or i8 when the
+ * ISA runs int8 (odnn_int8_isa). */
 static int odnn_int8_isa(void);
 static int odnn_q8_mover(const char *op)
 {
     static const char *const ops[] = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                      "Identity", "Concat", NULL};
+                                      "Identity", "Concat", "Split", NULL};
     for (const char *const *o = ops; *o != NULL; o++)
         if (strcmp(op, *o) == 0)
             return odnn_int8_isa();
@@ -1343,7 +1345,9 @@ static int odnn_all_f32_known(const pl_graph_view *v, size_t n, const char *op, 
              * constants the primitive does not read, nor is a recurrent
              * layer's constant sequence_lens (odnn_check_rnn takes only
              * full lengths). */
-            if (!ti.f32 && !((k == 0 || strcmp(op, "Concat") == 0) && ti.q8 && odnn_q8_mover(op)) &&
+            if (!ti.f32 &&
+                !((k == 0 || strcmp(op, "Concat") == 0 || (side == 1 && strcmp(op, "Split") == 0)) &&
+                  ti.q8 && odnn_q8_mover(op)) &&
                 !(side == 0 && k > 0 && ti.cdata != NULL &&
                              (strcmp(op, "Reshape") == 0 || strncmp(op, "Reduce", 6) == 0 ||
                               strcmp(op, "Split") == 0 || strcmp(op, "Squeeze") == 0 ||
