@@ -10412,6 +10412,16 @@ static pl_status *odnn_lut_emit(struct odnn_build *b, size_t n)
     if (md.data_type != dnnl_u8 && md.data_type != dnnl_s8)
         return odnn_error(PL_CODE_UNSUPPORTED, "onednn: TableLookup8 '%s': X is not 8-bit here",
                           onednn_host->graph->node_name(v, n));
+    /* a blocked layout's padding must stay zero for the primitives after
+     * (the table need not map 0 to 0): such a source is made plain */
+    struct odnn_tinfo x;
+    odnn_tensor(v, odnn_in(v, n, 0), &x);
+    if (dnnl_memory_desc_get_size(&md) != (size_t)x.elems) {
+        st = odnn_plain(b, src, (int64_t)n, &src);
+        if (st != NULL)
+            return st;
+        md = b->c->values[src].md;
+    }
     md.data_type = t.dt == dnnl_s8 ? dnnl_s8 : dnnl_u8;
     dnnl_memory_desc_t tmd;
     dnnl_dims_t td = {256};
