@@ -10405,15 +10405,19 @@ static pl_status *odnn_lut_emit(struct odnn_build *b, size_t n)
     struct odnn_tinfo t;
     odnn_tensor(v, odnn_in(v, n, 1), &t);
     int src, w;
-    pl_status *st = odnn_source(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    /* the source as it is (a convolution's channels-last output stays
+     * so: a plain copy cost two reorders around every lookup) */
+    pl_status *st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st != NULL)
         return st;
     dnnl_memory_desc_t md = b->c->values[src].md;
     if (md.data_type != dnnl_u8 && md.data_type != dnnl_s8)
         return odnn_error(PL_CODE_UNSUPPORTED, "onednn: TableLookup8 '%s': X is not 8-bit here",
                           onednn_host->graph->node_name(v, n));
-    /* a blocked layout's padding must stay zero for the primitives after
-     * (the table need not map 0 to 0): such a source is made plain */
+    /* every byte of the buffer is X's, in any order: a blocked layout's
+     * padding must stay zero for the primitives after (the table need not
+     * map 0 to 0), and a view's gaps are another tensor's; such a source
+     * is made plain */
     struct odnn_tinfo x;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     if (dnnl_memory_desc_get_size(&md) != (size_t)x.elems) {
@@ -10429,7 +10433,7 @@ static pl_status *odnn_lut_emit(struct odnn_build *b, size_t n)
     st = odnn_weight(b, &tmd, &tmd, t.cdata, (int64_t)n, &w);
     if (st != NULL)
         return st;
-    int out = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
+    int out = odnn_dst_value_md(b, odnn_out(v, n, 0), &md);
     struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_LUT, (int64_t)n) : NULL;
     if (s == NULL)
         return odnn_oom();
