@@ -42,6 +42,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <plinth/qlinear.h>
+
 #include "shape_kernel.h"
 
 static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
@@ -72,13 +74,8 @@ typedef struct qm_kernel {
     size_t rows, inner;           /* the output as rows x inner (its last dim) */
 } qm_kernel;
 
-/* The run's constants. */
-typedef struct qm_params {
-    float ra, rb, fixed;  /* QLinearAdd */
-    float ratio, zc;      /* QLinearMul */
-    int32_t za, zb;
-    float lo, hi;         /* the type's range */
-} qm_params;
+/* The run's constants (plinth/qlinear.h, shared with other modules). */
+typedef pl_qlinear qm_params;
 
 typedef struct qm_call {
     const qm_kernel *k;
@@ -93,15 +90,8 @@ static inline int32_t qm_at(const char *p, bool is_signed, int64_t i)
                      : (int32_t)((const uint8_t *)(const void *)p)[i];
 }
 
-/* cvtps2dq of T, then saturation to [LO, HI], in floats (vectorisable):
- * rne; NaN and anything at or beyond 2^31 (cvtps2dq's INT32_MIN) give LO. */
-static inline float qm_round_sat(float t, float lo, float hi)
-{
-    float r = nearbyintf(t);
-    r = r >= lo ? r : lo;
-    r = r <= hi ? r : hi;
-    return t < 2147483648.0f ? r : lo;
-}
+/* cvtps2dq then saturation, in floats (vectorisable; plinth/qlinear.h) */
+#define qm_round_sat pl_qlinear_round_sat
 
 /* The loops of one output row of N values, for element type T: QLinearAdd
  * with A and B both varying, with one operand X varying (the other's term
@@ -251,17 +241,9 @@ static pl_status *qm_write(pl_module_ctx *ctx, const shp_kernel *kernel, const p
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                          "scales %g, %g and %g: they must be finite and C's nonzero", (double)sa,
                          (double)sb, (double)sc);
-    qm_params p = {.za = qm_zero_point(k->is_signed, args, 2), .zb = qm_zero_point(k->is_signed, args, 5),
-                   .lo = k->is_signed ? -128 : 0, .hi = k->is_signed ? 127 : 255};
-    int32_t zc = qm_zero_point(k->is_signed, args, 7);
-    p.zc = (float)zc;
-    if (k->mul) {
-        p.ratio = sa * sb / sc;
-    } else {
-        p.ra = sa / sc;
-        p.rb = sb / sc;
-        p.fixed = (float)zc - fmaf(p.ra, (float)p.za, p.rb * (float)p.zb);
-    }
+    qm_params p = pl_qlinear_make(k->mul, k->is_signed, sa, qm_zero_point(k->is_signed, args, 2),
+                                  sb, qm_zero_point(k->is_signed, args, 5), sc,
+                                  qm_zero_point(k->is_signed, args, 7));
     qm_call call = {.k = k, .p = &p, .a = shp_in(args, 0), .b = shp_in(args, 3), .c = dst};
     size_t grain = k->inner >= QM_GRAIN_VALUES ? 1 : QM_GRAIN_VALUES / k->inner;
     cpu_host->parallel_for(ctx->host_ctx, k->rows, grain, qm_chunk, &call);

@@ -317,6 +317,11 @@ void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *
 /* Erf of N dense f32 values, as the cpu module computes it, on up to
  * THREADS OpenMP threads. */
 void odnn_erf_run(const float *x, float *y, int64_t n, int threads);
+/* com.microsoft QLinearAdd / QLinearMul (P) of N 8-bit values at A and B
+ * into C (onednn_qlinear.c). */
+struct pl_qlinear;
+void odnn_qbin_run(const struct pl_qlinear *p, const void *a, const void *b, void *c, int64_t n,
+                   int threads);
 /* ai.plinth TableLookup8 on N bytes: Y[i] = TABLE[X[i]] (onednn_direct.c). */
 void odnn_lut_run(const uint8_t *x, const uint8_t *table, uint8_t *y, int64_t n, int threads);
 /* GELU's tanh form, y = x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3)),

@@ -60,6 +60,7 @@
 #include <plinth/auto_pad.h>
 #include <plinth/cost.h>
 #include <plinth/graph_hash.h>
+#include <plinth/qlinear.h>
 
 #include <float.h>
 #include <math.h>
@@ -3100,6 +3101,49 @@ static int odnn_check_where(const pl_graph_view *v, size_t n, char *reason)
     return 1;
 }
 
+/* com.microsoft QLinearAdd and QLinearMul of two 8-bit values of the
+ * output's shape (no broadcast), scales and zero points one-value
+ * constants: the module's own step in ONNX Runtime's arithmetic
+ * (onednn_qlinear.c). Their constants into *OUT when it is not NULL. */
+static int odnn_check_qbin(const pl_graph_view *v, size_t n, const char *op, pl_qlinear *out,
+                           char *reason)
+{
+    struct odnn_tinfo a, b, y;
+    int ok = odnn_tensor(v, odnn_in(v, n, 0), &a) && odnn_tensor(v, odnn_in(v, n, 3), &b) &&
+             odnn_tensor(v, odnn_out(v, n, 0), &y) && a.known && b.known && a.q8 &&
+             a.dt == b.dt && y.dt == a.dt && a.cdata == NULL && b.cdata == NULL &&
+             a.ndim == y.ndim && b.ndim == y.ndim;
+    for (int d = 0; ok && d < y.ndim; d++)
+        ok = a.dims[d] == y.dims[d] && b.dims[d] == y.dims[d];
+    float sc[3] = {0};
+    int32_t zp[3] = {0};
+    for (int k = 0; ok && k < 3; k++) {
+        struct odnn_tinfo t;
+        size_t is = k < 2 ? (size_t)(1 + 3 * k) : 6; /* A's scale 1, B's 4, C's 6 */
+        int64_t ts = odnn_in(v, n, is), tz = odnn_in(v, n, is + 1);
+        ok = ts >= 0 && odnn_tensor(v, ts, &t) && t.f32 && t.cdata != NULL &&
+             t.cbytes == sizeof(float);
+        if (ok)
+            memcpy(&sc[k], t.cdata, sizeof(float));
+        if (ok && tz >= 0) {
+            ok = odnn_tensor(v, tz, &t) && t.dt == a.dt && t.cdata != NULL && t.cbytes == 1;
+            if (ok)
+                zp[k] = a.dt == dnnl_s8 ? (int32_t) * (const int8_t *)t.cdata
+                                        : (int32_t) * (const uint8_t *)t.cdata;
+        }
+    }
+    ok = ok && sc[2] != 0.0f && isfinite(sc[0]) && isfinite(sc[1]) && isfinite(sc[2]);
+    if (!ok) {
+        odnn_reason(reason, op, "two 8-bit inputs of the output's shape, scales and zero points "
+                                "one-value constants");
+        return 0;
+    }
+    if (out != NULL)
+        *out = pl_qlinear_make(strcmp(op, "QLinearMul") == 0, a.dt == dnnl_s8, sc[0], zp[0],
+                               sc[1], zp[1], sc[2], zp[2]);
+    return 1;
+}
+
 /* ai.plinth TableLookup8 (the optimiser's table of an 8-bit elementwise
  * chain): the module's own byte lookup (odnn_lut_run) on X's value in its
  * layout, the table a constant of 256 bytes. */
@@ -3122,6 +3166,9 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     const char *op = g->node_op(v, n);
     if (strcmp(g->node_domain(v, n), "ai.plinth") == 0 && strcmp(op, "TableLookup8") == 0)
         return odnn_check_lut(v, n, reason);
+    if (strcmp(g->node_domain(v, n), "com.microsoft") == 0 &&
+        (strcmp(op, "QLinearAdd") == 0 || strcmp(op, "QLinearMul") == 0))
+        return odnn_check_qbin(v, n, op, NULL, reason);
     if (g->node_domain(v, n)[0] != '\0') {
         odnn_reason(reason, op, "domain '%s' is not ONNX's", g->node_domain(v, n));
         return 0;
@@ -3460,11 +3507,12 @@ enum odnn_step_kind {
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
     ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED,
-    ODNN_S_SHUFFLE, ODNN_S_LUT
+    ODNN_S_SHUFFLE, ODNN_S_LUT, ODNN_S_QBIN
 };
 
 struct odnn_step {
     uint32_t kind;
+    pl_qlinear qbin; /* ODNN_S_QBIN: the run's constants (plinth/qlinear.h) */
     int threads; /* the OpenMP team it was made for, and runs with */
     dnnl_primitive_t prim;
     /* Until odnn_make_primitives: the descriptor PRIM is made from (a
@@ -10445,6 +10493,44 @@ static pl_status *odnn_lut_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* QLinearAdd / QLinearMul as the module's own step (odnn_qbin_run): A as
+ * it is (made plain only with padding or gaps), B in A's layout, the
+ * result in it too. */
+static pl_status *odnn_qbin_emit(struct odnn_build *b, size_t n, const char *op)
+{
+    const pl_graph_view *v = b->v;
+    pl_qlinear q;
+    char reason[256];
+    if (!odnn_check_qbin(v, n, op, &q, reason))
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: %s", reason);
+    struct odnn_tinfo a;
+    odnn_tensor(v, odnn_in(v, n, 0), &a);
+    int sa, sb;
+    pl_status *st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &sa);
+    if (st == NULL)
+        st = odnn_source_view(b, odnn_in(v, n, 3), (int64_t)n, &sb);
+    if (st == NULL && dnnl_memory_desc_get_size(&b->c->values[sa].md) != (size_t)a.elems)
+        st = odnn_plain(b, sa, (int64_t)n, &sa);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md = b->c->values[sa].md;
+    if (!dnnl_memory_desc_equal(&b->c->values[sb].md, &md))
+        st = odnn_ensure(b, sb, &md, (int64_t)n, &sb);
+    if (st != NULL)
+        return st;
+    int out = odnn_dst_value_md(b, odnn_out(v, n, 0), &md);
+    struct odnn_step *s = out >= 0 ? odnn_next_step(b, ODNN_S_QBIN, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = a.elems;
+    s->qbin = q;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, sa);
+    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, sb);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    return NULL;
+}
+
 /* Erf alone (not in a GELU pattern) as the module's own kernel
  * (odnn_erf_run) on the dense plain values. */
 static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
@@ -10889,6 +10975,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_erf_emit(b, n);
     if (strcmp(op, "TableLookup8") == 0)
         return odnn_lut_emit(b, n);
+    if (strcmp(op, "QLinearAdd") == 0 || strcmp(op, "QLinearMul") == 0)
+        return odnn_qbin_emit(b, n, op);
     if (strcmp(op, "InstanceNormalization") == 0)
         return odnn_inorm_emit(b, n);
     if (strcmp(op, "Expand") == 0 || strcmp(op, "Tile") == 0)
@@ -11657,7 +11745,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 44u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 45u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -11742,7 +11830,9 @@ static double odnn_now_ms(void)
                                  43: no post-ops on simple_nchw:any
                                      (odnn_impl_is_ref);
                                  44: ai.plinth TableLookup8 as the module's
-                                     own byte lookup (ODNN_S_LUT) */
+                                     own byte lookup (ODNN_S_LUT);
+                                 45: com.microsoft QLinearAdd/QLinearMul of
+                                     one shape as its own step (ODNN_S_QBIN) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -12077,7 +12167,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
     case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH: case ODNN_S_STRIDED:
-    case ODNN_S_SHUFFLE: case ODNN_S_LUT:
+    case ODNN_S_SHUFFLE: case ODNN_S_LUT: case ODNN_S_QBIN:
         break;
     default:
         return 0;
@@ -12114,6 +12204,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_LUT: /* SRC, DST, WEIGHTS (the table): ROWS bytes */
         odnn_lut_run(p[0], p[2], p[1], step->rows, team);
+        break;
+    case ODNN_S_QBIN: /* SRC_0, SRC_1, DST: ROWS values */
+        odnn_qbin_run(&step->qbin, p[0], p[1], p[2], step->rows, team);
         break;
     case ODNN_S_WHERE: /* SRC_0 (the condition), SRC_1, SRC_2, DST */
         odnn_where_run(p[0], p[1], p[2], p[3], step->nd, step->cd, step->xd, step->ed, step->yd,

@@ -3673,8 +3673,9 @@ static void mb_qconv(struct mb *m, const char *name, const char *in, const char 
 /* An int8 chain as ONNX Runtime's QOperator format writes it, u8 and
  * (SIGNED_) i8 activations: QuantizeLinear, a QLinearConv with
  * per-channel scales and a bias, MaxPool, a depthwise QLinearConv, a
- * Split of the pooled values (YOLOv8's C2f splits its u8 activations) and
- * a Concat of its halves swapped and the convolution's, DequantizeLinear. Odd output zero points
+ * Split of the pooled values (YOLOv8's C2f splits its u8 activations), a
+ * com.microsoft QLinearAdd of the convolution's values and the pooled
+ * ones, and a Concat of the halves swapped and the sum, DequantizeLinear. Odd output zero points
  * make oneDNN's own zero-point step round ties another way than ONNX
  * Runtime, which the module's round-then-shift post-ops avoid. */
 static const char *model_int8_chain(int signed_, const char *wtype)
@@ -3695,7 +3696,11 @@ static const char *model_int8_chain(int signed_, const char *wtype)
             "\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}");
     mb_qconv(&m, "c2", "pq", "s_c1", "z_c1", "c2q", "s_c2", "z_c2", 32, 32, 3, 1, 32, 0, 0, "i8");
     mb_node(&m, "split", "Split", "\"pq\"", "s0\",\"s1", "\"axis\":{\"int\":1}");
-    mb_node(&m, "cat", "Concat", "\"s1\",\"s0\",\"c2q\"", "catq", "\"axis\":{\"int\":1}");
+    /* ONNX Runtime's residual addition of two 8-bit values (its own
+     * arithmetic, plinth/qlinear.h: the module's own step) */
+    mb_node(&m, "qadd", "QLinearAdd\",\"domain\":\"com.microsoft",
+            "\"c2q\",\"s_c2\",\"z_c2\",\"pq\",\"s_c1\",\"z_c1\",\"s_c2\",\"z_c2\"", "sumq", "");
+    mb_node(&m, "cat", "Concat", "\"s1\",\"s0\",\"sumq\"", "catq", "\"axis\":{\"int\":1}");
     mb_node(&m, "dq", "DequantizeLinear", "\"catq\",\"s_c2\",\"z_c2\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
     return mb_write(&m);
@@ -3727,7 +3732,8 @@ static void case_int8_chain(void)
     for (int sg = 0; sg < 2; sg++) {
         const char *path = model_int8_chain(sg, NULL);
         compare(path, 4, xs, 4, ys,
-                vnni ? (const char *[]){"q", "c1", "pool", "c2", "split", "cat", "dq", NULL}
+                vnni ? (const char *[]){"q", "c1", "pool", "c2", "split", "qadd", "cat", "dq",
+                                        NULL}
                      : NULL);
         if (!vnni) {
             char why[256];
