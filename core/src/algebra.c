@@ -201,6 +201,7 @@ struct pl_alg {
     struct pl_alg_lut *luts;
     size_t n_luts;
     size_t *pos;            /* per node: its place in the topological order */
+    bool *alias_read;       /* per tensor: read in another's name (pl_alg_requant) */
     bool qdq_int8;          /* [graph] qdq = int8 */
     pl_rewrites *rewrites;
 };
@@ -1796,11 +1797,8 @@ static bool pl_alg_lut_closed(const struct pl_alg *a, const struct pl_alg_lut *p
                 return false;
         /* nor read through an alias: the readers of a QuantizeLinear ->
          * DequantizeLinear pair pl_alg_requant removed read its input */
-        for (size_t t = 0; t < pl_graph_tensor_count(g); t++)
-            if (a->alias[t] == c->outputs[0] && (pl_tid)t != c->outputs[0] &&
-                (pl_graph_get_tensor(g, (pl_tid)t)->n_consumers > 0 ||
-                 !pl_alg_replaceable(a, (pl_tid)t)))
-                return false;
+        if (a->alias_read[c->outputs[0]])
+            return false;
     }
     return true;
 }
@@ -2423,6 +2421,13 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     /* after requant (a pair it removes changes nothing, a table of it
      * would cost a pass); the last node of a chain first: it takes in the
      * whole chain */
+    a.alias_read = st == NULL ? pl_calloc(nt ? nt : 1, sizeof *a.alias_read) : NULL;
+    if (st == NULL && a.alias_read == NULL)
+        st = pl_alg_oom();
+    for (size_t t = 0; st == NULL && t < nt; t++)
+        if (a.alias[t] != (pl_tid)t && (pl_graph_get_tensor(g, (pl_tid)t)->n_consumers > 0 ||
+                                        !pl_alg_replaceable(&a, (pl_tid)t)))
+            a.alias_read[a.alias[t]] = true;
     for (size_t i = nn; st == NULL && i-- > 0;)
         if (!a.drop[order[i]])
             st = pl_alg_lut(&a, order[i]);
@@ -2496,5 +2501,6 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.flats);
     pl_free(a.luts);
     pl_free(a.pos);
+    pl_free(a.alias_read);
     return st;
 }

@@ -44,6 +44,7 @@
 
 #include <plinth/qlinear.h>
 
+#include "fastmath.h"
 #include "shape_kernel.h"
 
 static pl_status *qm_build(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
@@ -188,10 +189,7 @@ static void qm_chunk(void *arg, size_t begin, size_t end, int worker)
         idx[d] = (int64_t)(rest % (size_t)k->dims[d]);
         rest /= (size_t)k->dims[d];
     }
-    bool fma_ok = false;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    fma_ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-#endif
+    bool fma_ok = cpu_has_isa(CPU_ISA_AVX2_FMA);
     int64_t da = k->sa[r - 1], db = k->sb[r - 1], n = (int64_t)k->inner;
     for (size_t row = begin; row < end; row++) {
         int64_t oa = 0, ob = 0;
