@@ -841,12 +841,17 @@ pl_status *nn_build_conv_transpose(pl_module_ctx *ctx, const pl_node_desc *node,
              * (pl_auto_pad_split). */
             int64_t out = os_v != NULL ? os_v[n_os - (size_t)nsp + (size_t)d] : in * s;
             int64_t total = full - out;
-            if (total < 0)
-                return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                                 "output size %lld on spatial axis %d needs negative pads",
-                                 (long long)out, d);
             w.out[d] = out;
-            pl_auto_pad_split(mode, total, &w.pad_begin[d], &w.pad_end[d]);
+            if (total < 0) {
+                /* An output larger than the full result (output_shape
+                 * beyond it): as ONNX Runtime, no pads at the start and
+                 * the extra elements at the end, which no input reaches
+                 * (they hold the bias), as output_padding's do. */
+                w.pad_begin[d] = 0;
+                w.pad_end[d] = total;
+            } else {
+                pl_auto_pad_split(mode, total, &w.pad_begin[d], &w.pad_end[d]);
+            }
         } else {
             w.pad_begin[d] = valid || pads_v == NULL ? 0 : pads_v[d];
             w.pad_end[d] = valid || pads_v == NULL ? 0 : pads_v[d + nsp];
