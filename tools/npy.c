@@ -21,8 +21,8 @@ static const struct {
     {"<f2", {PL_TYPE_FLOAT, 16, 1}}, {"|i1", {PL_TYPE_INT, 8, 1}},
     {"|u1", {PL_TYPE_UINT, 8, 1}},   {"<i4", {PL_TYPE_INT, 32, 1}},
     {"<i8", {PL_TYPE_INT, 64, 1}},   {"|b1", {PL_TYPE_BOOL, 8, 1}},
-    /* Read only: bf16 bit patterns. bf16 is written as <f4 (npy_write). */
-    {"<u2", {PL_TYPE_BFLOAT, 16, 1}},
+    {"<i2", {PL_TYPE_INT, 16, 1}},   {"<u2", {PL_TYPE_UINT, 16, 1}},
+    {"<u4", {PL_TYPE_UINT, 32, 1}},  {"<u8", {PL_TYPE_UINT, 64, 1}},
 };
 
 static const char *npy_descr_of(pl_dtype dt)
@@ -122,8 +122,8 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
     if (!found) {
         const char *end = strchr(d + 1, '\'');
         snprintf(err, err_size,
-                 "%s: unsupported dtype %.*s (accepted: <f4 <f8 <f2 |i1 |u1 <i4 <i8 |b1, "
-                 "and <u2 as bf16 bit patterns)",
+                 "%s: unsupported dtype %.*s (accepted: <f4 <f8 <f2 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 |b1, "
+                 "<u2 also as a bf16 input's bit patterns)",
                  path, end ? (int)(end - d - 1) : 8, d + 1);
         goto done;
     }

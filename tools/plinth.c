@@ -476,7 +476,9 @@ static const char *dtype_name(pl_dtype dt)
     static const struct { pl_dtype dt; const char *name; } names[] = {
         {PL_DTYPE_F32, "f32"}, {PL_DTYPE_F64, "f64"},   {PL_DTYPE_F16, "f16"},
         {PL_DTYPE_BF16, "bf16"}, {PL_DTYPE_U8, "u8"},   {PL_DTYPE_I8, "i8"},
-        {PL_DTYPE_I32, "i32"}, {PL_DTYPE_I64, "i64"},   {PL_DTYPE_BOOL, "bool"}};
+        {PL_DTYPE_I32, "i32"}, {PL_DTYPE_I64, "i64"},   {PL_DTYPE_BOOL, "bool"},
+        {PL_DTYPE_I16, "i16"}, {PL_DTYPE_U16, "u16"},   {PL_DTYPE_U32, "u32"},
+        {PL_DTYPE_U64, "u64"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (PL_DTYPE_EQ(dt, names[i].dt))
             return names[i].name;
@@ -508,6 +510,12 @@ static bool fill_random(pl_dtype dt, void *data, size_t count, uint64_t *state)
             ((int8_t *)data)[i] = (int8_t)(r % 10);
         else if (PL_DTYPE_EQ(dt, PL_DTYPE_U8))
             ((uint8_t *)data)[i] = (uint8_t)(r % 10);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_I16) || PL_DTYPE_EQ(dt, PL_DTYPE_U16))
+            ((uint16_t *)data)[i] = (uint16_t)(r % 10);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_U32))
+            ((uint32_t *)data)[i] = (uint32_t)(r % 10);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_U64))
+            ((uint64_t *)data)[i] = r % 10;
         else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL))
             ((uint8_t *)data)[i] = (uint8_t)(r % 2);
         else
@@ -545,6 +553,22 @@ static void print_element(const pl_tensor *t, size_t i)
         printf("%d", (int)((const int8_t *)p)[i]);
     } else if (PL_DTYPE_EQ(dt, PL_DTYPE_U8)) {
         printf("%u", (unsigned)((const uint8_t *)p)[i]);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_I16)) {
+        int16_t v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%d", (int)v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_U16)) {
+        uint16_t v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%u", (unsigned)v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_U32)) {
+        uint32_t v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%lu", (unsigned long)v);
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_U64)) {
+        uint64_t v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("%llu", (unsigned long long)v);
     } else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) {
         printf("%s", ((const uint8_t *)p)[i] ? "true" : "false");
     } else {
@@ -585,6 +609,9 @@ static int load_npy_input(const char *file, const char *name, pl_dtype want,
     }
     if (PL_DTYPE_EQ(want, PL_DTYPE_BF16) && PL_DTYPE_EQ(out_array->dtype, PL_DTYPE_F32))
         npy_to_bf16(out_array);
+    /* <u2 is u16, or a bf16 input's bit patterns */
+    if (PL_DTYPE_EQ(want, PL_DTYPE_BF16) && PL_DTYPE_EQ(out_array->dtype, PL_DTYPE_U16))
+        out_array->dtype = PL_DTYPE_BF16;
     if (!PL_DTYPE_EQ(out_array->dtype, want)) {
         fprintf(stderr, "plinth: %s: holds %s, but input '%s' is %s%s\n", file,
                 dtype_name(out_array->dtype), name, dtype_name(want),

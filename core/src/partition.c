@@ -119,6 +119,44 @@ static pl_status *pl_part_set_reason(pl_partition *p, size_t k, const char *fmt,
     return p->reason[k] ? NULL : pl_part_oom();
 }
 
+/* The first dtype of node N that module M, built against an SDK before
+ * ABI 1.11, does not know (its inline pl_dtype_size answers 0 for i16,
+ * u16, u32 and u64), or NULL: such a node is not offered to it. */
+static const char *pl_part_unknown_dtype(const pl_partition *p, pl_nid n, const pl_module *m)
+{
+    if (m->api.header.abi_major != 1 || m->api.header.abi_minor >= 11)
+        return NULL;
+    const pl_graph_node *node = pl_graph_get_node(p->g, n);
+    for (size_t i = 0; i < node->n_inputs + node->n_outputs; i++) {
+        pl_tid t = i < node->n_inputs ? node->inputs[i] : node->outputs[i - node->n_inputs];
+        if (t == PL_TID_NONE)
+            continue;
+        pl_dtype dt = pl_graph_get_tensor(p->g, t)->dtype;
+        if ((dt.code == PL_TYPE_INT || dt.code == PL_TYPE_UINT) && dt.lanes == 1 &&
+            (dt.bits == 16 || (dt.code == PL_TYPE_UINT && dt.bits >= 32)))
+            return pl_dtype_name(dt);
+    }
+    return NULL;
+}
+
+/* Refuses node N to backend B, built before ABI 1.11, when it has a dtype
+ * that SDK did not know. True when it did. */
+static bool pl_part_refuse_unknown_dtype(pl_partition *p, pl_nid n, size_t b, pl_status **st)
+{
+    const pl_module *m = p->backends[b].module;
+    const char *dt = pl_part_unknown_dtype(p, n, m);
+    *st = NULL;
+    if (dt == NULL)
+        return false;
+    size_t k = (size_t)n * p->nb + b;
+    p->verdict[k] = PL_V_NO;
+    char buf[160];
+    snprintf(buf, sizeof buf, "a %s tensor, a dtype of ABI 1.11; the module speaks ABI 1.%u",
+             dt, (unsigned)m->api.header.abi_minor);
+    *st = pl_part_set_reason(p, k, "%s", buf);
+    return true;
+}
+
 static pl_status *pl_part_ask_symbolic(pl_partition *p, size_t b)
 {
     const pl_part_backend *be = &p->backends[b];
@@ -132,6 +170,14 @@ static pl_status *pl_part_ask_symbolic(pl_partition *p, size_t b)
     }
     for (size_t n = 0; n < p->nn; n++) {
         size_t k = n * p->nb + b;
+        pl_status *refused;
+        if (pl_part_refuse_unknown_dtype(p, (pl_nid)n, b, &refused)) {
+            if (refused != NULL) {
+                pl_status_free(st);
+                return refused;
+            }
+            continue;
+        }
         if (st != NULL) {
             p->verdict[k] = PL_V_NO;
             PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "supported_nodes failed: %s",
@@ -190,6 +236,9 @@ static pl_status *pl_part_ask_kernel(pl_partition *p, pl_nid n, size_t b, bool q
     size_t k = (size_t)n * p->nb + b;
     if (p->verdict[k] != PL_V_UNKNOWN)
         return NULL;
+    pl_status *refused;
+    if (pl_part_refuse_unknown_dtype(p, n, b, &refused))
+        return refused;
     const pl_part_backend *be = &p->backends[b];
     pl_module *m = be->module;
     pl_tensor inline_t[16];

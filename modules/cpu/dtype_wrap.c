@@ -13,6 +13,17 @@
  * integer is an f32, and a maximum of them is one of them, so the f32
  * kernel's result converts back exactly.
  *
+ * And the integer dtypes of ABI 1.11 run on the ops' i32 and i64 kernels:
+ * i16 and u16 widen to i32, u32 to i64 (each value exactly), and the
+ * results narrow back by wrapping, which is what the narrow arithmetic
+ * gives (sums, products and shifts agree modulo 2^16; quotients, remainders,
+ * comparisons, maxima of exact values are exact). u64 has no exact wider
+ * dtype: ops that only add, multiply, negate or compare for equality take
+ * its bits as i64 (two's complement agrees modulo 2^64), and ops that
+ * order values (Less, Max, TopK, ArgMax, ReduceMax, ...) take them with
+ * the top bit flipped, a map onto i64 that keeps the order; other ops
+ * (Div, Mod, shifts, means) refuse u64.
+ *
  * Elementwise unary ops (Relu, Exp, Sin, Clip, ...: output element i a
  * function of input element i alone) run tile by tile: the f32 kernel is
  * built for a 1-D tile of WRAP_TILE elements (and one for the last, shorter
@@ -31,7 +42,17 @@
 #include "half.h"
 
 /* What a tensor of the node is to the wrapper. */
-enum { WRAP_KEEP = 0, WRAP_F16 = 1, WRAP_BF16 = 2, WRAP_I8 = 3, WRAP_U8 = 4 };
+enum {
+    WRAP_KEEP = 0, WRAP_F16 = 1, WRAP_BF16 = 2, WRAP_I8 = 3, WRAP_U8 = 4,
+    /* the integer kinds (their wide dtype is not f32) */
+    WRAP_I16 = 5, WRAP_U16 = 6, WRAP_U32 = 7, WRAP_U64 = 8, WRAP_U64_ORDER = 9
+};
+
+/* The dtype a tensor of KIND is handed to the wrapped kernel as. */
+static pl_dtype wrap_wide(unsigned char kind)
+{
+    return kind >= WRAP_U32 ? PL_DTYPE_I64 : kind >= WRAP_I16 ? PL_DTYPE_I32 : PL_DTYPE_F32;
+}
 
 /* Elements of a tile of the tiled path (two f32 tiles sit on a stack). */
 #define WRAP_TILE 1024
@@ -88,9 +109,45 @@ static size_t wrap_tiled_elements(const pl_node_desc *node)
     return n;
 }
 
+static bool wrap_in(const char *op, const char *const *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* How a u64 tensor of OP is widened: its bits, its bits with the top one
+ * flipped, or not at all. */
+static unsigned char wrap_u64_kind(const char *op)
+{
+    static const char *const bits[] = {
+        "Add", "Sub", "Mul", "Neg", "Equal", "Where", "BitwiseAnd", "BitwiseOr",
+        "BitwiseXor", "BitwiseNot", "ReduceSum", "ReduceProd", "ReduceSumSquare", "CumSum",
+        "Sum", "Expand", "Tile", "Pad", "Concat", "Trilu",
+    };
+    static const char *const order[] = {
+        "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Max", "Min", "ArgMax", "ArgMin",
+        "TopK", "ReduceMax", "ReduceMin", "MaxPool", "Clip", "Sort",
+    };
+    if (wrap_in(op, order, sizeof order / sizeof order[0]))
+        return WRAP_U64_ORDER;
+    if (wrap_in(op, bits, sizeof bits / sizeof bits[0]))
+        return WRAP_U64;
+    return WRAP_KEEP;
+}
+
 /* How the wrapper takes a tensor of DT in a node of OP. */
 static unsigned char wrap_kind(const char *op, pl_dtype dt)
 {
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I16))
+        return WRAP_I16;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U16))
+        return WRAP_U16;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U32))
+        return WRAP_U32;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U64))
+        return wrap_u64_kind(op);
     if (PL_DTYPE_EQ(dt, PL_DTYPE_F16))
         return WRAP_F16;
     if (PL_DTYPE_EQ(dt, PL_DTYPE_BF16))
@@ -114,10 +171,27 @@ bool cpu_wrap_wanted(const pl_node_desc *node)
     return false;
 }
 
-/* N elements of SRC, of KIND, as f32 in DST. */
-static void wrap_widen(unsigned char kind, const void *src, float *dst, size_t n)
+#define WRAP_U64_TOP ((uint64_t)1 << 63)
+
+/* N elements of SRC, of KIND, as its wide dtype in DST. */
+static void wrap_widen(unsigned char kind, const void *src, void *dst_v, size_t n)
 {
-    if (kind == WRAP_I8)
+    float *dst = dst_v;
+    int32_t *d32 = dst_v;
+    uint64_t *d64 = dst_v;
+    if (kind == WRAP_I16)
+        for (size_t i = 0; i < n; i++)
+            d32[i] = ((const int16_t *)src)[i];
+    else if (kind == WRAP_U16)
+        for (size_t i = 0; i < n; i++)
+            d32[i] = ((const uint16_t *)src)[i];
+    else if (kind == WRAP_U32)
+        for (size_t i = 0; i < n; i++)
+            d64[i] = ((const uint32_t *)src)[i];
+    else if (kind == WRAP_U64 || kind == WRAP_U64_ORDER)
+        for (size_t i = 0; i < n; i++)
+            d64[i] = ((const uint64_t *)src)[i] ^ (kind == WRAP_U64_ORDER ? WRAP_U64_TOP : 0);
+    else if (kind == WRAP_I8)
         for (size_t i = 0; i < n; i++)
             dst[i] = ((const int8_t *)src)[i];
     else if (kind == WRAP_U8)
@@ -127,11 +201,30 @@ static void wrap_widen(unsigned char kind, const void *src, float *dst, size_t n
         cpu_half_widen(src, dst, n, kind == WRAP_F16);
 }
 
-/* N floats of SRC into DST of KIND (ADD: added to DST's values); 8-bit
- * integers wrap as integer sums do. */
-static void wrap_narrow(unsigned char kind, const float *src, void *dst, size_t n, int add)
+/* N values of SRC, of KIND's wide dtype, into DST of KIND (ADD: added to
+ * DST's values); integers wrap as integer sums do. */
+static void wrap_narrow(unsigned char kind, const void *src_v, void *dst, size_t n, int add)
 {
-    if (kind == WRAP_I8)
+    const float *src = src_v;
+    const uint32_t *s32 = src_v;
+    const uint64_t *s64 = src_v;
+    if (kind == WRAP_I16 || kind == WRAP_U16)
+        for (size_t i = 0; i < n; i++) {
+            uint16_t *d = (uint16_t *)dst + i;
+            *d = (uint16_t)((add ? *d : 0u) + s32[i]);
+        }
+    else if (kind == WRAP_U32)
+        for (size_t i = 0; i < n; i++) {
+            uint32_t *d = (uint32_t *)dst + i;
+            *d = (uint32_t)((add ? *d : 0u) + (uint32_t)s64[i]);
+        }
+    else if (kind == WRAP_U64 || kind == WRAP_U64_ORDER)
+        for (size_t i = 0; i < n; i++) {
+            uint64_t *d = (uint64_t *)dst + i;
+            uint64_t v = s64[i] ^ (kind == WRAP_U64_ORDER ? WRAP_U64_TOP : 0);
+            *d = (add ? *d : 0u) + v;
+        }
+    else if (kind == WRAP_I8)
         for (size_t i = 0; i < n; i++) {
             int8_t *d = (int8_t *)dst + i;
             *d = (int8_t)(uint8_t)((add ? (unsigned)*d : 0u) + (unsigned)(int)src[i]);
@@ -163,17 +256,20 @@ pl_status *cpu_wrap_build(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_no
     if (node->n_inputs > 0)
         memcpy(t, node->inputs, node->n_inputs * sizeof *t);
     memcpy(t + node->n_inputs, node->outputs, node->n_outputs * sizeof *t);
+    bool ints = false;
     for (size_t i = 0; i < n; i++) {
         w->kind[i] = wrap_kind(node->op, t[i].dtype);
+        ints = ints || w->kind[i] >= WRAP_I16;
         if (w->kind[i] != WRAP_KEEP)
-            t[i].dtype = PL_DTYPE_F32;
+            t[i].dtype = wrap_wide(w->kind[i]);
     }
     pl_node_desc f32 = *node;
     f32.inputs = t;
     f32.outputs = t + node->n_inputs;
-    /* The tiled path: kernels for a tile of 1-D shape [WRAP_TILE] and for
-     * the last tile; the whole-tensor kernel otherwise. */
-    size_t elements = wrap_tiled_elements(node);
+    /* The tiled path (f32 tiles): kernels for a tile of 1-D shape
+     * [WRAP_TILE] and for the last tile; the whole-tensor kernel otherwise
+     * and for the integer kinds. */
+    size_t elements = ints ? 0 : wrap_tiled_elements(node);
     int64_t tile[2] = {WRAP_TILE, (int64_t)(elements % WRAP_TILE)};
     pl_status *st = NULL;
     if (elements > 0) {
@@ -205,11 +301,11 @@ pl_status *cpu_wrap_build(pl_module_ctx *ctx, const cpu_op_entry *e, const pl_no
     return NULL;
 }
 
-/* Bytes of f32 for tensor T at a run, rounded up to 64; false when its
- * shape is not one a host tensor can have. */
-static bool wrap_bytes(const pl_tensor *t, size_t *out)
+/* Bytes of KIND's wide dtype for tensor T at a run, rounded up to 64;
+ * false when its shape is not one a host tensor can have. */
+static bool wrap_bytes(const pl_tensor *t, unsigned char kind, size_t *out)
 {
-    size_t n = sizeof(float);
+    size_t n = pl_dtype_size(wrap_wide(kind));
     if (t->ndim < 0 || (t->ndim > 0 && t->shape == NULL))
         return false;
     for (int32_t d = 0; d < t->ndim; d++)
@@ -344,7 +440,7 @@ static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
         if (kind == WRAP_KEEP || t->data == NULL || (is_out && args->requests[idx] == PL_REQ_NULL))
             continue;
         size_t bytes = 0;
-        if (!wrap_bytes(t, &bytes) || __builtin_add_overflow(total, bytes, &total))
+        if (!wrap_bytes(t, kind, &bytes) || __builtin_add_overflow(total, bytes, &total))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->op,
                              "%s %zu of the run has a shape no buffer can hold",
                              is_out ? "output" : "input", idx);
@@ -362,12 +458,12 @@ static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
         if (kind == WRAP_KEEP || ins[i].data == NULL)
             continue;
         size_t bytes = 0;
-        wrap_bytes(&ins[i], &bytes);
-        wrap_widen(kind, wrap_data(&args->inputs[i]), (float *)(void *)next,
+        wrap_bytes(&ins[i], kind, &bytes);
+        wrap_widen(kind, wrap_data(&args->inputs[i]), next,
                    cpu_elements(ins[i].shape, ins[i].ndim));
         ins[i].data = next;
         ins[i].byte_offset = 0;
-        ins[i].dtype = PL_DTYPE_F32;
+        ins[i].dtype = wrap_wide(kind);
         next += bytes;
     }
     for (size_t o = 0; o < n_out; o++) {
@@ -376,10 +472,10 @@ static pl_status *cpu_wrap_run(pl_module_ctx *ctx, const pl_kernel *kernel,
         if (w->kind[w->n_in + o] == WRAP_KEEP || outs[o].data == NULL || reqs[o] == PL_REQ_NULL)
             continue;
         size_t bytes = 0;
-        wrap_bytes(&outs[o], &bytes);
+        wrap_bytes(&outs[o], w->kind[w->n_in + o], &bytes);
         outs[o].data = next;
         outs[o].byte_offset = 0;
-        outs[o].dtype = PL_DTYPE_F32;
+        outs[o].dtype = wrap_wide(w->kind[w->n_in + o]);
         /* The f32 result goes to its own buffer; an in-place output's
          * input was widened already, and a sum is done on narrowing. */
         if (reqs[o] == PL_REQ_INPLACE || reqs[o] == PL_REQ_ADD_TO)

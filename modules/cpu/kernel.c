@@ -233,6 +233,8 @@ static const char *cpu_dtype_name(pl_dtype dt, char *buf, size_t size)
         {{PL_TYPE_UINT, 8, 1}, "u8"},    {{PL_TYPE_INT, 8, 1}, "i8"},
         {{PL_TYPE_INT, 32, 1}, "i32"},   {{PL_TYPE_INT, 64, 1}, "i64"},
         {{PL_TYPE_BOOL, 8, 1}, "bool"},
+        {{PL_TYPE_INT, 16, 1}, "i16"},   {{PL_TYPE_UINT, 16, 1}, "u16"},
+        {{PL_TYPE_UINT, 32, 1}, "u32"},  {{PL_TYPE_UINT, 64, 1}, "u64"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (PL_DTYPE_EQ(dt, names[i].dt))

@@ -118,6 +118,9 @@ static const struct {
     {{PL_TYPE_UINT, 8, 1}, "u8", MATH_U8},       {{PL_TYPE_INT, 8, 1}, "i8", MATH_I8},
     {{PL_TYPE_INT, 32, 1}, "i32", MATH_I32},     {{PL_TYPE_INT, 64, 1}, "i64", MATH_I64},
     {{PL_TYPE_BOOL, 8, 1}, "bool", MATH_BOOL},
+    /* computed widened (dtype_wrap.c) */
+    {{PL_TYPE_INT, 16, 1}, "i16", MATH_OTHER},  {{PL_TYPE_UINT, 16, 1}, "u16", MATH_OTHER},
+    {{PL_TYPE_UINT, 32, 1}, "u32", MATH_OTHER}, {{PL_TYPE_UINT, 64, 1}, "u64", MATH_OTHER},
 };
 
 const char *math_dtype_name(pl_dtype dt)

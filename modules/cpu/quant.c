@@ -1,7 +1,8 @@
 /* quant.c — the cpu module's linear quantization family: QuantizeLinear and
  * DequantizeLinear (a scale and zero point per tensor, or per entry of one
  * axis), DynamicQuantizeLinear, and the integer matrix products
- * MatMulInteger and QLinearMatMul, on u8 and i8.
+ * MatMulInteger and QLinearMatMul, on u8 and i8; QuantizeLinear and
+ * DequantizeLinear also on i16 and u16.
  *
  * Arithmetic follows ONNX's reference: a float quantizes as
  * saturate(round_half_even(x / scale) + zero_point), computed in f32 for
@@ -68,6 +69,47 @@ static inline void qu_store_q8(char *y, bool is_signed, size_t i, double v)
         ((uint8_t *)(void *)y)[i] = (uint8_t)v;
 }
 
+/* The quantized dtypes of QuantizeLinear and DequantizeLinear beyond the
+ * 8-bit ones: i16 and u16 (ONNX Runtime's 16-bit activations), and i32,
+ * which DequantizeLinear reads (a bias). */
+typedef enum qu_qtype { QU_U8, QU_I8, QU_U16, QU_I16, QU_I32, QU_NONE } qu_qtype;
+
+static qu_qtype qu_qtype_of(pl_dtype dt)
+{
+    return PL_DTYPE_EQ(dt, PL_DTYPE_U8)    ? QU_U8
+           : PL_DTYPE_EQ(dt, PL_DTYPE_I8)  ? QU_I8
+           : PL_DTYPE_EQ(dt, PL_DTYPE_U16) ? QU_U16
+           : PL_DTYPE_EQ(dt, PL_DTYPE_I16) ? QU_I16
+           : PL_DTYPE_EQ(dt, PL_DTYPE_I32) ? QU_I32
+                                           : QU_NONE;
+}
+
+/* Element I of a tensor of quantized type T at P. */
+static inline int32_t qu_load(const char *p, qu_qtype t, size_t i)
+{
+    switch (t) {
+    case QU_U8: return ((const uint8_t *)(const void *)p)[i];
+    case QU_I8: return ((const int8_t *)(const void *)p)[i];
+    case QU_U16: return ((const uint16_t *)(const void *)p)[i];
+    case QU_I16: return ((const int16_t *)(const void *)p)[i];
+    default: return ((const int32_t *)(const void *)p)[i];
+    }
+}
+
+/* Rounds V half to even and saturates it to T (8 or 16 bits) at Y[I]. */
+static inline void qu_store(char *y, qu_qtype t, size_t i, double v)
+{
+    static const double lo[] = {0, -128, 0, -32768}, hi[] = {255, 127, 65535, 32767};
+    v = nearbyint(v);
+    v = v < lo[t] ? lo[t] : v > hi[t] ? hi[t] : v;
+    switch (t) {
+    case QU_U8: ((uint8_t *)(void *)y)[i] = (uint8_t)v; break;
+    case QU_I8: ((int8_t *)(void *)y)[i] = (int8_t)v; break;
+    case QU_U16: ((uint16_t *)(void *)y)[i] = (uint16_t)v; break;
+    default: ((int16_t *)(void *)y)[i] = (int16_t)v; break;
+    }
+}
+
 /* ---- QuantizeLinear, DequantizeLinear --------------------------------------- */
 
 /* Element e of X uses the scale and zero point of entry (e / inner) % n
@@ -77,6 +119,7 @@ typedef struct qu_kernel {
     bool dequantize;
     size_t inner, n_params;
     bool has_zp, q_signed;
+    qu_qtype qt;          /* the quantized side's type */
     pl_dtype x_dt;
 } qu_kernel;
 
@@ -138,7 +181,7 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         if (!k->dequantize && !(scale[p] != 0))
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                              "scale %zu is %g; it must be nonzero", p, (double)scale[p]);
-    if (k->n_params == 1 && !x_i32) {
+    if (k->n_params == 1 && !x_i32 && (k->qt == QU_U8 || k->qt == QU_I8)) {
         /* One scale (the usual case): tight loops, the same arithmetic. */
         int32_t z = zp != NULL ? qu_q8(zp, k->q_signed, 0) : 0;
         if (k->dequantize) {
@@ -154,19 +197,18 @@ static pl_status *qu_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     }
     for (size_t e = 0; e < n; e++) {
         size_t p = (e / k->inner) % k->n_params;
-        int32_t z = zp != NULL ? (x_i32 && k->dequantize ? ((const int32_t *)(const void *)zp)[p]
-                                                         : qu_q8(zp, k->q_signed, p))
-                               : 0;
+        int32_t z = zp != NULL ? qu_load(zp, k->qt, p) : 0;
         if (k->dequantize) {
-            float v = x_i32 ? (float)((const int32_t *)(const void *)x)[e]
-                            : (float)qu_q8(x, k->q_signed, e);
+            /* (x - z) in f32 as ONNX's reference; exact up to 2^24, so an
+             * i32 bias beyond that rounds as its reference does too */
+            float v = (float)qu_load(x, k->qt, e);
             ((float *)dst)[e] = (v - (float)z) * scale[p];
         } else if (x_i32) {
             double v = (double)((const int32_t *)(const void *)x)[e] / scale[p];
-            qu_store_q8(dst, k->q_signed, e, nearbyint(v) + z);
+            qu_store(dst, k->qt, e, nearbyint(v) + z);
         } else {
             float v = ((const float *)(const void *)x)[e] / scale[p];
-            qu_store_q8(dst, k->q_signed, e, nearbyint((double)v) + z);
+            qu_store(dst, k->qt, e, nearbyint((double)v) + z);
         }
     }
     return NULL;
@@ -182,10 +224,11 @@ static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node
     bool q_signed = false;
     if (!PL_DTYPE_EQ(s->dtype, PL_DTYPE_F32))
         return cpu_error(PL_CODE_UNSUPPORTED, op, "the scale must be f32");
-    if (deq ? !PL_DTYPE_EQ(o->dtype, PL_DTYPE_F32) || (!qu_is_q8(x->dtype, &q_signed) &&
-                                                        !PL_DTYPE_EQ(x->dtype, PL_DTYPE_I32))
-            : !qu_is_q8(o->dtype, &q_signed) || !(PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) ||
-                                                  PL_DTYPE_EQ(x->dtype, PL_DTYPE_I32)))
+    qu_qtype qt = qu_qtype_of(q->dtype);
+    q_signed = qt == QU_I8;
+    if (deq ? !PL_DTYPE_EQ(o->dtype, PL_DTYPE_F32) || qt == QU_NONE
+            : qt == QU_NONE || qt == QU_I32 || !(PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32) ||
+                                                 PL_DTYPE_EQ(x->dtype, PL_DTYPE_I32)))
         return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtypes");
     if (has_zp && !PL_DTYPE_EQ(node->inputs[2].dtype, q->dtype))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
@@ -214,6 +257,7 @@ static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node
     k->n_params = n_params;
     k->has_zp = has_zp;
     k->q_signed = q_signed;
+    k->qt = qt;
     k->x_dt = x->dtype;
     *out_kernel = &k->k.base;
     return NULL;

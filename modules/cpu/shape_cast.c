@@ -1,5 +1,5 @@
 /* shape_cast.c — the cpu module's dtype conversions and its Cast kernel,
- * between the nine dtypes of ABI 1 with ONNX's semantics: floats to
+ * between the thirteen dtypes of the SDK with ONNX's semantics: floats to
  * integers truncate toward zero (saturating, NaN giving 0, rather than
  * leaving it undefined), integers to narrower integers wrap, anything to
  * bool is "!= 0", and half and bfloat16 round to nearest even. Half and
@@ -13,7 +13,8 @@
 #include "shape_kernel.h"
 
 typedef enum shp_type {
-    SHP_F32, SHP_F64, SHP_F16, SHP_BF16, SHP_U8, SHP_I8, SHP_I32, SHP_I64, SHP_BOOL, SHP_NONE
+    SHP_F32, SHP_F64, SHP_F16, SHP_BF16, SHP_U8, SHP_I8, SHP_I32, SHP_I64, SHP_BOOL,
+    SHP_I16, SHP_U16, SHP_U32, SHP_U64, SHP_NONE
 } shp_type;
 
 static shp_type shp_type_of(pl_dtype dt)
@@ -26,9 +27,17 @@ static shp_type shp_type_of(pl_dtype dt)
     case PL_TYPE_BFLOAT:
         return dt.bits == 16 ? SHP_BF16 : SHP_NONE;
     case PL_TYPE_UINT:
-        return dt.bits == 8 ? SHP_U8 : SHP_NONE;
+        return dt.bits == 8    ? SHP_U8
+               : dt.bits == 16 ? SHP_U16
+               : dt.bits == 32 ? SHP_U32
+               : dt.bits == 64 ? SHP_U64
+                               : SHP_NONE;
     case PL_TYPE_INT:
-        return dt.bits == 8 ? SHP_I8 : dt.bits == 32 ? SHP_I32 : dt.bits == 64 ? SHP_I64 : SHP_NONE;
+        return dt.bits == 8    ? SHP_I8
+               : dt.bits == 16 ? SHP_I16
+               : dt.bits == 32 ? SHP_I32
+               : dt.bits == 64 ? SHP_I64
+                               : SHP_NONE;
     case PL_TYPE_BOOL:
         return dt.bits == 8 ? SHP_BOOL : SHP_NONE;
     default:
@@ -133,12 +142,27 @@ static int64_t shp_load_int(shp_type t, const char *p)
         return (unsigned char)*p;
     case SHP_I8:
         return (signed char)*p;
+    case SHP_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case SHP_U16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case SHP_U32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
     case SHP_I32: {
         int32_t v;
         memcpy(&v, p, 4);
         return v;
     }
-    default: {
+    default: { /* i64, and u64's bits */
         int64_t v;
         memcpy(&v, p, 8);
         return v;
@@ -176,8 +200,15 @@ static void shp_store_int(shp_type t, char *p, int64_t v)
     case SHP_I8:
         *p = (char)(uint8_t)(uint64_t)v;
         break;
-    case SHP_I32: {
-        int32_t w = (int32_t)(uint32_t)(uint64_t)v;
+    case SHP_I16:
+    case SHP_U16: {
+        uint16_t w = (uint16_t)(uint64_t)v;
+        memcpy(p, &w, 2);
+        break;
+    }
+    case SHP_I32:
+    case SHP_U32: {
+        uint32_t w = (uint32_t)(uint64_t)v;
         memcpy(p, &w, 4);
         break;
     }
@@ -201,7 +232,7 @@ static int64_t shp_trunc(double v)
 
 static size_t shp_type_size(shp_type t)
 {
-    static const size_t sizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1, 0};
+    static const size_t sizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1, 2, 2, 4, 8, 0};
     return sizes[t];
 }
 
@@ -327,15 +358,20 @@ static void shp_convert_types(shp_type from, const char *src, shp_type to, char 
                 shp_store_float(to, dst, v);
             else if (to == SHP_BOOL)
                 *dst = v != 0.0;
+            else if (to == SHP_U64 && v >= 9223372036854775808.0)
+                /* beyond int64: u64's own range, saturated */
+                shp_store_int(to, dst, (int64_t)(v >= 18446744073709551616.0 ? UINT64_MAX
+                                                                              : (uint64_t)v));
             else
                 shp_store_int(to, dst, shp_trunc(v));
         } else {
             int64_t v = shp_load_int(from, src);
             if (to == SHP_F32) {
-                float f = (float)v; /* one rounding, from the integer */
+                /* one rounding, from the integer (u64 read unsigned) */
+                float f = from == SHP_U64 ? (float)(uint64_t)v : (float)v;
                 memcpy(dst, &f, 4);
             } else if (shp_is_float(to)) {
-                shp_store_float(to, dst, (double)v);
+                shp_store_float(to, dst, from == SHP_U64 ? (double)(uint64_t)v : (double)v);
             } else {
                 shp_store_int(to, dst, v);
             }

@@ -185,11 +185,18 @@ static pl_status *js_tensor_values(const js_load *L, const char *path, pl_dtype 
         int64_t x = (int64_t)json_integer_value(e);
         int64_t lo, hi;
         if (dtype.code == PL_TYPE_UINT) {
+            /* u64 beyond INT64_MAX: JSON's integers stop there; data_hex */
             lo = 0;
-            hi = 255;
+            hi = dtype.bits == 8    ? UINT8_MAX
+                 : dtype.bits == 16 ? UINT16_MAX
+                 : dtype.bits == 32 ? (int64_t)UINT32_MAX
+                                    : INT64_MAX;
         } else if (dtype.bits == 8) {
             lo = INT8_MIN;
             hi = INT8_MAX;
+        } else if (dtype.bits == 16) {
+            lo = INT16_MIN;
+            hi = INT16_MAX;
         } else if (dtype.bits == 32) {
             lo = INT32_MIN;
             hi = INT32_MAX;
@@ -203,8 +210,11 @@ static pl_status *js_tensor_values(const js_load *L, const char *path, pl_dtype 
         if (esize == 1) {
             uint8_t b = (uint8_t)(x & 0xff);
             memcpy(p, &b, 1);
+        } else if (esize == 2) {
+            uint16_t h = (uint16_t)(x & 0xffff);
+            memcpy(p, &h, 2);
         } else if (esize == 4) {
-            int32_t w = (int32_t)x;
+            uint32_t w = (uint32_t)(x & 0xffffffff);
             memcpy(p, &w, 4);
         } else {
             memcpy(p, &x, 8);

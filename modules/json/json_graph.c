@@ -163,6 +163,8 @@ static const struct {
     {"u8", {PL_TYPE_UINT, 8, 1}},    {"i8", {PL_TYPE_INT, 8, 1}},
     {"i32", {PL_TYPE_INT, 32, 1}},   {"i64", {PL_TYPE_INT, 64, 1}},
     {"bool", {PL_TYPE_BOOL, 8, 1}},
+    {"i16", {PL_TYPE_INT, 16, 1}},   {"u16", {PL_TYPE_UINT, 16, 1}},
+    {"u32", {PL_TYPE_UINT, 32, 1}},  {"u64", {PL_TYPE_UINT, 64, 1}},
 };
 
 const char *js_dtype_name(pl_dtype dtype)

@@ -2,7 +2,8 @@
  * attributes) turned into bytes the builder takes: the dtype mapped, the
  * shape checked with overflow-safe arithmetic, and the data taken from
  * exactly one of raw_data, a typed field (float_data, int32_data — which
- * also carries i8, u8, bool, f16 and bf16 — int64_data, double_data) or an
+ * also carries i8, u8, i16, u16, bool, f16 and bf16 — int64_data,
+ * double_data, uint64_data for u32 and u64) or an
  * external file, whose size must match the shape. External files are
  * opened by the core (builder_constant_file), which keeps them inside the
  * model's folder; the checks here only give the ONNX-specific message
@@ -28,16 +29,16 @@ static const ox_type ox_types[] = {
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "FLOAT", 1, {PL_TYPE_FLOAT, 32, 1}, "f32"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "UINT8", 1, {PL_TYPE_UINT, 8, 1}, "u8"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "INT8", 1, {PL_TYPE_INT, 8, 1}, "i8"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, "UINT16", 0, {0, 0, 0}, NULL},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, "UINT16", 1, {PL_TYPE_UINT, 16, 1}, "u16"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", 1, {PL_TYPE_INT, 16, 1}, "i16"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "INT32", 1, {PL_TYPE_INT, 32, 1}, "i32"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "INT64", 1, {PL_TYPE_INT, 64, 1}, "i64"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "STRING", 0, {0, 0, 0}, NULL},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "BOOL", 1, {PL_TYPE_BOOL, 8, 1}, "bool"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "FLOAT16", 1, {PL_TYPE_FLOAT, 16, 1}, "f16"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, "DOUBLE", 1, {PL_TYPE_FLOAT, 64, 1}, "f64"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, "UINT32", 0, {0, 0, 0}, NULL},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, "UINT64", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, "UINT32", 1, {PL_TYPE_UINT, 32, 1}, "u32"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, "UINT64", 1, {PL_TYPE_UINT, 64, 1}, "u64"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "COMPLEX64", 0, {0, 0, 0}, NULL},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "COMPLEX128", 0, {0, 0, 0}, NULL},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, "BFLOAT16", 1, {PL_TYPE_BFLOAT, 16, 1}, "bf16"},
@@ -223,6 +224,10 @@ static pl_status *ox_from_int32(const ox_import *imp, const Onnx__TensorProto *t
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
         lo = 0, hi = 1;
         break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+        lo = INT16_MIN, hi = INT16_MAX;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
         lo = 0, hi = 65535; /* the bits of the 16-bit value */
@@ -274,6 +279,15 @@ static pl_status *ox_typed(const ox_import *imp, const Onnx__TensorProto *t,
             uint64_t bits;
             memcpy(&bits, &t->double_data[i], 8);
             ox_put_le(out + 8 * i, bits, 8);
+        } else if (t->n_uint64_data) {
+            /* UINT32 or UINT64 */
+            size_t w = pl_dtype_size(d->type->dtype);
+            uint64_t v = t->uint64_data[i];
+            if (w == 4 && v > UINT32_MAX)
+                return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                                "%s: uint64_data[%zu] = %" PRIu64 " is out of range for %s",
+                                what, i, v, d->type->name);
+            ox_put_le(out + w * i, v, w);
         } else {
             ox_put_le(out + 8 * i, (uint64_t)t->int64_data[i], 8);
         }
@@ -338,6 +352,8 @@ static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
                         ty == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
                             ty == ONNX__TENSOR_PROTO__DATA_TYPE__INT8 ||
                             ty == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__INT16 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ||
                             ty == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
                             ty == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
                             ty == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16);
@@ -347,9 +363,13 @@ static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
     if (t->n_double_data)
         return ox_typed(imp, t, what, d, "double_data", t->n_double_data,
                         ty == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE);
-    if (t->n_uint64_data || t->n_string_data)
+    if (t->n_uint64_data)
+        return ox_typed(imp, t, what, d, "uint64_data", t->n_uint64_data,
+                        ty == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 ||
+                            ty == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64);
+    if (t->n_string_data)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: %s cannot hold a %s tensor", what,
-                        t->n_uint64_data ? "uint64_data" : "string_data", d->type->name);
+                        "string_data", d->type->name);
     if (d->count != 0)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
                         "%s: no data (no raw_data, typed values or external data) for %zu "

@@ -67,11 +67,15 @@ _TO_NUMPY = {
     (_TYPE_FLOAT, 32): np.float32, (_TYPE_FLOAT, 64): np.float64,
     (_TYPE_FLOAT, 16): np.float16, (_TYPE_INT, 8): np.int8, (_TYPE_INT, 32): np.int32,
     (_TYPE_INT, 64): np.int64, (_TYPE_UINT, 8): np.uint8, (_TYPE_BOOL, 8): np.bool_,
+    (_TYPE_INT, 16): np.int16, (_TYPE_UINT, 16): np.uint16, (_TYPE_UINT, 32): np.uint32,
+    (_TYPE_UINT, 64): np.uint64,
 }
 _NAMES = {
     (_TYPE_FLOAT, 32): "float32", (_TYPE_FLOAT, 64): "float64", (_TYPE_FLOAT, 16): "float16",
     (_TYPE_BFLOAT, 16): "bfloat16", (_TYPE_INT, 8): "int8", (_TYPE_INT, 32): "int32",
     (_TYPE_INT, 64): "int64", (_TYPE_UINT, 8): "uint8", (_TYPE_BOOL, 8): "bool",
+    (_TYPE_INT, 16): "int16", (_TYPE_UINT, 16): "uint16", (_TYPE_UINT, 32): "uint32",
+    (_TYPE_UINT, 64): "uint64",
 }
 
 
@@ -354,7 +358,8 @@ def _dtype_of(np_dtype):
         if np.dtype(t) == np_dtype:
             return N.DType(key[0], key[1], 1)
     raise Error(f"array: numpy dtype {np_dtype} is not one of Plinth's "
-                f"(float32, float64, float16, int8, int32, int64, uint8, bool)", 2)
+                f"(float32, float64, float16, int8, int16, int32, int64, uint8, uint16, "
+                f"uint32, uint64, bool)", 2)
 
 
 class Array(_Handle):

@@ -22,6 +22,10 @@ const char *cf_dtype_name(pl_dtype dt)
     if (PL_DTYPE_EQ(dt, PL_DTYPE_I32)) return "i32";
     if (PL_DTYPE_EQ(dt, PL_DTYPE_I64)) return "i64";
     if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) return "bool";
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I16)) return "i16";
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U16)) return "u16";
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U32)) return "u32";
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_U64)) return "u64";
     return "?";
 }
 
@@ -65,9 +69,15 @@ static double cf_float_at(const void *data, pl_dtype dt, size_t i)
 static int64_t cf_int_at(const void *data, pl_dtype dt, size_t i)
 {
     if (dt.code == PL_TYPE_UINT || dt.code == PL_TYPE_BOOL)
-        return ((const uint8_t *)data)[i];
+        switch (dt.bits) {
+        case 8: return ((const uint8_t *)data)[i];
+        case 16: return ((const uint16_t *)data)[i];
+        case 32: return ((const uint32_t *)data)[i];
+        default: return (int64_t)((const uint64_t *)data)[i]; /* the same bits */
+        }
     switch (dt.bits) {
     case 8: return ((const int8_t *)data)[i];
+    case 16: return ((const int16_t *)data)[i];
     case 32: return ((const int32_t *)data)[i];
     default: return ((const int64_t *)data)[i];
     }

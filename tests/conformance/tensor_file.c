@@ -49,6 +49,10 @@ pl_status *cf_dtype_from_onnx(int32_t t, pl_dtype *out)
     case CF_ONNX_INT32: *out = PL_DTYPE_I32; return NULL;
     case CF_ONNX_INT64: *out = PL_DTYPE_I64; return NULL;
     case CF_ONNX_BOOL: *out = PL_DTYPE_BOOL; return NULL;
+    case CF_ONNX_INT16: *out = PL_DTYPE_I16; return NULL;
+    case CF_ONNX_UINT16: *out = PL_DTYPE_U16; return NULL;
+    case CF_ONNX_UINT32: *out = PL_DTYPE_U32; return NULL;
+    case CF_ONNX_UINT64: *out = PL_DTYPE_U64; return NULL;
     default:
         return pl_status_create(PL_CODE_UNSUPPORTED,
                                 "ONNX element type %s (%d) has no Plinth dtype",
@@ -131,7 +135,9 @@ static size_t cf_typed_count(const Onnx__TensorProto *p)
     case CF_ONNX_FLOAT: return p->n_float_data;
     case CF_ONNX_DOUBLE: return p->n_double_data;
     case CF_ONNX_INT64: return p->n_int64_data;
-    default: return p->n_int32_data; /* int32, int8, uint8, bool, f16, bf16 */
+    case CF_ONNX_UINT32:
+    case CF_ONNX_UINT64: return p->n_uint64_data;
+    default: return p->n_int32_data; /* int32, int8, uint8, (u)int16, bool, f16, bf16 */
     }
 }
 
@@ -150,6 +156,13 @@ static void cf_tensor_fill_typed(const Onnx__TensorProto *p, cf_tensor *t)
         break;
     case CF_ONNX_INT64:
         memcpy(t->data, p->int64_data, t->count * sizeof(int64_t));
+        break;
+    case CF_ONNX_UINT64:
+        memcpy(t->data, p->uint64_data, t->count * sizeof(uint64_t));
+        break;
+    case CF_ONNX_UINT32:
+        for (size_t i = 0; i < t->count; i++)
+            ((uint32_t *)t->data)[i] = (uint32_t)p->uint64_data[i];
         break;
     default:
         cf_narrow_i32(p->int32_data, t->count, t->dtype, t->data);

@@ -1452,6 +1452,125 @@ static void case_bitwise(void)
     }
 }
 
+/* The integer dtypes of ABI 1.11 (i16, u16, u32, u64), which the module
+ * computes on its i32 and i64 kernels (dtype_wrap.c): binary ops on [2,3]
+ * with a [3] broadcast, at the edges of each range, against C's
+ * arithmetic at the dtype's width (sums and products wrap; quotients and
+ * comparisons exact; u64 compared unsigned, its order kept through the
+ * flipped top bit), and u64's refusal of Div. */
+static uint64_t tm_wide_get(const void *p, pl_dtype dt, size_t i)
+{
+    switch (pl_dtype_size(dt)) {
+    case 2: return dt.code == PL_TYPE_INT ? (uint64_t)(int64_t)((const int16_t *)p)[i]
+                                          : ((const uint16_t *)p)[i];
+    case 4: return ((const uint32_t *)p)[i];
+    default: return ((const uint64_t *)p)[i];
+    }
+}
+
+static void tm_wide_put(void *p, pl_dtype dt, size_t i, uint64_t v)
+{
+    switch (pl_dtype_size(dt)) {
+    case 2: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case 4: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)p)[i] = v; break;
+    }
+}
+
+static void case_wide_ints(void)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Less", "Max",
+                                      "Equal", "BitwiseXor", "BitShift"};
+    const pl_dtype dts[4] = {PL_DTYPE_I16, PL_DTYPE_U16, PL_DTYPE_U32, PL_DTYPE_U64};
+    /* as each dtype's bits (sign-extended for i16) */
+    const uint64_t av[4][6] = {
+        {32767, (uint64_t)-32768, 1234, (uint64_t)-7, 0, 300},
+        {65535, 40000, 1, 0, 300, 7},
+        {4294967295u, 3000000000u, 1, 0, 70000, 7},
+        {UINT64_MAX, 0x8000000000000001ull, 1, 0, 1ull << 40, 7}};
+    const uint64_t bv[4][3] = {{3, (uint64_t)-2, 32767},
+                               {3, 65535, 2},
+                               {3, 4294967295u, 2},
+                               {3, 0x8000000000000000ull, 2}};
+    for (int d = 0; d < 4; d++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            const char *op = ops[o];
+            pl_dtype dt = dts[d];
+            bool sgn = d == 0, shift = !strcmp(op, "BitShift");
+            int bits = (int)pl_dtype_size(dt) * 8;
+            uint64_t mask = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+            ch_spec sp = {.op = op, .opset = 18, .dtype = dt, .n_in = 2,
+                          .in = {T(2, 2, 3), T(1, 3)}};
+            if (shift) {
+                if (sgn)
+                    continue; /* signed shifts are opset 28's */
+                sp.opset = 11;
+                sp.attrs[0] = (ch_attr){.name = "direction", .kind = 's', .s = "LEFT"};
+                sp.n_attrs = 1;
+            }
+            bool compare = !strcmp(op, "Less") || !strcmp(op, "Equal");
+            ch_node n;
+            ch_node_build(&sp, &n);
+            pl_kernel *k = NULL;
+            size_t ws = 0;
+            pl_status *st = ch_mod->api.get_kernel(ch_mod->ctx, 0, &n.desc, &k, &ws);
+            if (d == 3 && (!strcmp(op, "Div") || shift)) {
+                /* no exact i64 kernel computes these on u64's bits */
+                CHECK(st != NULL && strstr(pl_status_message(st), "u64") != NULL,
+                      "%s on u64 accepted, or refused without naming u64", op);
+                pl_status_free(st);
+                ch_node_free(&n);
+                continue;
+            }
+            CHECK(st == NULL, "%s on %s: %s", op, pl_dtype_name(dt),
+                  st ? pl_status_message(st) : "");
+            pl_status_free(st);
+            if (k == NULL) {
+                ch_node_free(&n);
+                continue;
+            }
+            ch_buf a, b, y;
+            size_t es = pl_dtype_size(dt);
+            ch_buf_make(&a, 6 * es, 8);
+            ch_buf_make(&b, 3 * es, 8);
+            ch_buf_make(&y, 6 * (compare ? 1 : es), 8);
+            for (size_t i = 0; i < 6; i++)
+                tm_wide_put(a.data, dt, i, av[d][i]);
+            for (size_t i = 0; i < 3; i++)
+                tm_wide_put(b.data, dt, i, shift ? (uint64_t)(i * 5 + 1) : bv[d][i]);
+            pl_tensor ins[2] = {ch_host_tensor(&n.in[0], &a), ch_host_tensor(&n.in[1], &b)};
+            pl_tensor ty = ch_host_tensor(&n.out[0], &y);
+            pl_output_request req = PL_REQ_WRITE;
+            CHECK_OK(ch_run(k, 2, ins, 1, &ty, &req));
+            for (size_t i = 0; i < 6; i++) {
+                uint64_t x = tm_wide_get(a.data, dt, i), z = tm_wide_get(b.data, dt, i % 3);
+                int64_t xs = (int64_t)x, zs = (int64_t)z; /* i16: sign-extended */
+                bool lt = sgn ? xs < zs : (x & mask) < (z & mask);
+                uint64_t want;
+                if (!strcmp(op, "Add")) want = x + z;
+                else if (!strcmp(op, "Sub")) want = x - z;
+                else if (!strcmp(op, "Mul")) want = x * z;
+                else if (!strcmp(op, "Div"))
+                    want = sgn ? (uint64_t)(xs / zs) : (x & mask) / (z & mask);
+                else if (!strcmp(op, "Less")) want = lt;
+                else if (!strcmp(op, "Equal")) want = (x & mask) == (z & mask);
+                else if (!strcmp(op, "Max")) want = lt ? z : x;
+                else if (!strcmp(op, "BitwiseXor")) want = x ^ z;
+                else want = z >= (uint64_t)bits ? 0 : x << z;
+                uint64_t got = compare ? ((const uint8_t *)y.data)[i] : tm_wide_get(y.data, dt, i);
+                want &= compare ? 1 : mask;
+                got &= compare ? 1 : mask;
+                CHECK(got == want, "%s %s element %zu: %llu, want %llu", op, pl_dtype_name(dt), i,
+                      (unsigned long long)got, (unsigned long long)want);
+            }
+            free(a.base);
+            free(b.base);
+            free(y.base);
+            ch_mod->api.kernel_release(ch_mod->ctx, k);
+            ch_node_free(&n);
+        }
+}
+
 /* Mod with fmod = 0 on floats, defined from opset 28 as floor modulo (the
  * sign of the divisor) with ONNX's special cases; refused before 28. */
 static void case_mod_floor(void)
@@ -1640,6 +1759,7 @@ static const struct {
     {"refusals", case_refusals},
     {"activations", case_activations},
     {"dtype_edges", case_dtype_edges},
+    {"wide_ints", case_wide_ints},
     {"Softmax", case_Softmax},
     {"MatMul_dtypes", case_MatMul_dtypes},
     {"blas_lazy", case_blas_lazy},

@@ -30,6 +30,7 @@ enum {
     T_UINT8 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
     T_INT8 = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
     T_UINT16 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+    T_COMPLEX64 = ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64,
     T_INT32 = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
     T_INT64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
     T_STRING = ONNX__TENSOR_PROTO__DATA_TYPE__STRING,
@@ -1051,10 +1052,10 @@ static void m_string_initializer(Onnx__ModelProto *m, const char *d)
     t->n_string_data = 1;
     tm_init(m, t);
 }
-static void m_uint16_input(Onnx__ModelProto *m, const char *d)
+static void m_complex64_input(Onnx__ModelProto *m, const char *d)
 {
     (void)d;
-    m->graph->input[0]->type->tensor_type->elem_type = T_UINT16;
+    m->graph->input[0]->type->tensor_type->elem_type = T_COMPLEX64;
 }
 static void m_duplicate_initializer(Onnx__ModelProto *m, const char *d)
 {
@@ -1476,7 +1477,8 @@ static const bad_case bad_cases[] = {
      "initializer 'w': unknown elem_type 77", NULL},
     {"string_initializer", m_string_initializer, NULL,
      "initializer 'names': elem_type STRING is not supported", NULL},
-    {"uint16_input", m_uint16_input, NULL, "graph input 'x': elem_type UINT16 is not supported", NULL},
+    {"complex64_input", m_complex64_input, NULL,
+     "graph input 'x': elem_type COMPLEX64 is not supported", NULL},
     {"duplicate_initializer", m_duplicate_initializer, NULL,
      "initializer 'w' is listed twice among the initializers", NULL},
     {"duplicate_node_names", m_duplicate_node_names, NULL,

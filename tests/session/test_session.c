@@ -1423,6 +1423,73 @@ static void case_qlinear_ms(void)
     }
 }
 
+/* The 16-bit quantization of ONNX Runtime's quantizer (com.microsoft
+ * QuantizeLinear to u16 at opset 13, which lowers to ONNX's, and ONNX's
+ * own to i16), ONNX's DequantizeLinear of u16, a u16 Add that wraps and a
+ * Cast of u16 to f32, end to end from a JSON graph: saturation at both
+ * ends of each range, rounding, and the values exact; on cpu and on the
+ * default order (onednn refuses the 16-bit tensors). */
+static void case_wide_int_qdq(void)
+{
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13},"
+        "{\"domain\":\"com.microsoft\",\"version\":1}],"
+        "\"inputs\":[\"x\",\"a\"],\"outputs\":[\"dq\",\"c\",\"q2\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[6]},"
+        "{\"name\":\"a\",\"dtype\":\"u16\",\"shape\":[6]}],"
+        "\"nodes\":["
+        QS_CONST("s", "f32", "0.01") QS_CONST("z", "u16", "32768")
+        QS_CONST("s2", "f32", "0.001") QS_CONST("z2", "i16", "0")
+        "{\"name\":\"q\",\"op\":\"QuantizeLinear\",\"domain\":\"com.microsoft\","
+        "\"inputs\":[\"x\",\"s\",\"z\"],\"outputs\":[\"qx\"]},"
+        "{\"name\":\"dq\",\"op\":\"DequantizeLinear\",\"inputs\":[\"qx\",\"s\",\"z\"],"
+        "\"outputs\":[\"dq\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"qx\",\"a\"],\"outputs\":[\"sum\"]},"
+        "{\"name\":\"cast\",\"op\":\"Cast\",\"inputs\":[\"sum\"],\"outputs\":[\"c\"],"
+        "\"attributes\":{\"to\":{\"int\":1}}},"
+        "{\"name\":\"q2\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s2\",\"z2\"],"
+        "\"outputs\":[\"q2\"]}]}";
+    const char *path = write_text("wide_int_qdq.json", json);
+    const float x[6] = {0.5f, -0.25f, 327.68f, -400.0f, 0.004f, 0.016f};
+    const uint16_t a[6] = {1, 2, 3, 65535, 100, 0};
+    /* q = sat(round(x / 0.01) + 32768): 32818 32743 65535 0 32768 32770 */
+    const float want_dq[6] = {0.5f, -0.25f, 327.67f, -327.68f, 0.0f, 0.02f};
+    const float want_c[6] = {32819, 32745, 2, 65535, 32868, 32770};
+    const int16_t want_q2[6] = {500, -250, 32767, -32768, 4, 16};
+    const char *orders[2] = {"cpu", "onednn, cpu"};
+    for (int o = 0; o < 2; o++) {
+        pl_runtime *rt = runtime_in_order(orders[o]);
+        pl_session *sess = session_for(rt, path);
+        int64_t s6[1] = {6};
+        float dq[6], c[6];
+        int16_t q2[6];
+        pl_io in[2] = {
+            {.name = "x", .tensor = {.data = (void *)x, .ndim = 1, .dtype = PL_DTYPE_F32,
+                                     .shape = s6, .struct_size = sizeof(pl_tensor)}},
+            {.name = "a", .tensor = {.data = (void *)a, .ndim = 1, .dtype = PL_DTYPE_U16,
+                                     .shape = s6, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[3] = {
+            {.name = "dq", .tensor = {.data = dq, .ndim = 1, .dtype = PL_DTYPE_F32, .shape = s6,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "c", .tensor = {.data = c, .ndim = 1, .dtype = PL_DTYPE_F32, .shape = s6,
+                                     .struct_size = sizeof(pl_tensor)}},
+            {.name = "q2", .tensor = {.data = q2, .ndim = 1, .dtype = PL_DTYPE_I16, .shape = s6,
+                                      .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(sess, in, 2, out, 3));
+        for (int i = 0; i < 6; i++) {
+            TH_CHECK(fabsf(dq[i] - want_dq[i]) <= 1e-5f * (1 + fabsf(want_dq[i])),
+                     "order = %s: dq[%d] = %.9g, want %.9g", orders[o], i, dq[i], want_dq[i]);
+            TH_CHECK(c[i] == want_c[i], "order = %s: c[%d] = %g, want %g", orders[o], i, c[i],
+                     want_c[i]);
+            TH_CHECK(q2[i] == want_q2[i], "order = %s: q2[%d] = %d, want %d", orders[o], i,
+                     q2[i], want_q2[i]);
+        }
+        pl_session_destroy(sess);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* RotaryEmbedding 23 expanded by the core: 3-D input (num_heads 2, head
  * size 4) with halves and position_ids, and the same values as a 4-D
  * [B, heads, S, size] input with interleaved pairs and a partial rotary
@@ -2720,6 +2787,71 @@ static void case_fuse_inplace(void)
     pl_runtime_destroy(rt);
 }
 
+/* A module built before ABI 1.11 (fx_fuse10, ABI 1.0) is never offered a
+ * node with a dtype its SDK did not know: a u16 Add goes to cpu with the
+ * reason naming the dtype and the module's minor, and fx_fuse10 made no
+ * kernel for it; its f32 Add it still takes. */
+static void case_old_abi_dtypes(void)
+{
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"a\",\"x\"],\"outputs\":[\"y\",\"z\"],"
+        "\"tensors\":[{\"name\":\"a\",\"dtype\":\"u16\",\"shape\":[4]},"
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4]}],"
+        "\"nodes\":[{\"name\":\"add16\",\"op\":\"Add\",\"inputs\":[\"a\",\"a\"],"
+        "\"outputs\":[\"y\"]},"
+        "{\"name\":\"add32\",\"op\":\"Add\",\"inputs\":[\"x\",\"x\"],\"outputs\":[\"z\"]}]}";
+    const char *path = write_text("old_abi_dtypes.json", json);
+    pl_runtime *rt = fuse_runtime("[placement]\norder = fx_fuse10, cpu\nchoose = first\n");
+    pl_session *s = session_for(rt, path);
+    json_t *root = th_explain(s);
+    json_t *pl = json_object_get(root, "placement");
+    bool seen16 = false, seen32 = false;
+    for (size_t i = 0; i < json_array_size(pl); i++) {
+        json_t *p = json_array_get(pl, i);
+        const char *node = json_string_value(json_object_get(p, "node"));
+        const char *backend = json_string_value(json_object_get(p, "backend"));
+        if (node != NULL && strcmp(node, "add16") == 0) {
+            seen16 = true;
+            TH_CHECK(backend != NULL && strcmp(backend, "cpu") == 0, "add16 on %s",
+                     backend ? backend : "(none)");
+            const char *why = json_string_value(
+                json_object_get(json_object_get(p, "reasons"), "fx_fuse10"));
+            TH_CHECK_CONTAINS(why, "a u16 tensor, a dtype of ABI 1.11");
+            TH_CHECK_CONTAINS(why, "ABI 1.0");
+        } else if (node != NULL && strcmp(node, "add32") == 0) {
+            seen32 = true;
+            TH_CHECK(backend != NULL && strcmp(backend, "fx_fuse10") == 0, "add32 on %s",
+                     backend ? backend : "(none)");
+        }
+    }
+    TH_CHECK(seen16 && seen32, "explain lacks add16 or add32");
+    json_decref(root);
+    const uint16_t a[4] = {1, 40000, 65535, 7};
+    const float x[4] = {1, 2, 3, 4};
+    uint16_t y[4];
+    float z[4];
+    int64_t s4[1] = {4};
+    pl_io in[2] = {
+        {.name = "a", .tensor = {.data = (void *)a, .ndim = 1, .dtype = PL_DTYPE_U16,
+                                 .shape = s4, .struct_size = sizeof(pl_tensor)}},
+        {.name = "x", .tensor = {.data = (void *)x, .ndim = 1, .dtype = PL_DTYPE_F32,
+                                 .shape = s4, .struct_size = sizeof(pl_tensor)}}};
+    pl_io out[2] = {
+        {.name = "y", .tensor = {.data = y, .ndim = 1, .dtype = PL_DTYPE_U16, .shape = s4,
+                                 .struct_size = sizeof(pl_tensor)}},
+        {.name = "z", .tensor = {.data = z, .ndim = 1, .dtype = PL_DTYPE_F32, .shape = s4,
+                                 .struct_size = sizeof(pl_tensor)}}};
+    TH_CHECK_OK(pl_session_run(s, in, 2, out, 2));
+    for (int i = 0; i < 4; i++) {
+        TH_CHECK(y[i] == (uint16_t)(a[i] + a[i]), "y[%d] = %u", i, (unsigned)y[i]);
+        TH_CHECK(z[i] == 2 * x[i], "z[%d] = %g", i, z[i]);
+    }
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 static void case_fuse_after_fallback(void)
 {
     /* example_acc takes add and relu and fails to compile them: they fall
@@ -3674,6 +3806,8 @@ int main(int argc, char **argv)
         {"attention_softcap", case_attention_softcap},
         {"contrib_ops", case_contrib_ops},
         {"qlinear_ms", case_qlinear_ms},
+        {"wide_int_qdq", case_wide_int_qdq},
+        {"old_abi_dtypes", case_old_abi_dtypes},
         {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},

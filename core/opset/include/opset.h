@@ -26,7 +26,7 @@
 
 /* ---- dtype sets --------------------------------------------------------- */
 
-/* A set of dtypes, one bit per dtype of ABI 1. */
+/* A set of dtypes, one bit per dtype of the SDK. */
 typedef uint32_t pl_dtype_set;
 #define PL_TS_F32 (1u << 0)
 #define PL_TS_F64 (1u << 1)
@@ -37,9 +37,14 @@ typedef uint32_t pl_dtype_set;
 #define PL_TS_I32 (1u << 6)
 #define PL_TS_I64 (1u << 7)
 #define PL_TS_BOOL (1u << 8)
+#define PL_TS_I16 (1u << 9)
+#define PL_TS_U16 (1u << 10)
+#define PL_TS_U32 (1u << 11)
+#define PL_TS_U64 (1u << 12)
 #define PL_TS_FLOAT (PL_TS_F32 | PL_TS_F64 | PL_TS_F16 | PL_TS_BF16)
-#define PL_TS_SINT (PL_TS_I8 | PL_TS_I32 | PL_TS_I64)
-#define PL_TS_INT (PL_TS_U8 | PL_TS_SINT)
+#define PL_TS_SINT (PL_TS_I8 | PL_TS_I16 | PL_TS_I32 | PL_TS_I64)
+#define PL_TS_UINT (PL_TS_U8 | PL_TS_U16 | PL_TS_U32 | PL_TS_U64)
+#define PL_TS_INT (PL_TS_UINT | PL_TS_SINT)
 #define PL_TS_NUM (PL_TS_FLOAT | PL_TS_INT)
 #define PL_TS_ALL (PL_TS_NUM | PL_TS_BOOL)
 

@@ -30,6 +30,8 @@ static const struct {
     {{PL_TYPE_UINT, 8, 1}, PL_TS_U8},    {{PL_TYPE_INT, 8, 1}, PL_TS_I8},
     {{PL_TYPE_INT, 32, 1}, PL_TS_I32},   {{PL_TYPE_INT, 64, 1}, PL_TS_I64},
     {{PL_TYPE_BOOL, 8, 1}, PL_TS_BOOL},
+    {{PL_TYPE_INT, 16, 1}, PL_TS_I16},   {{PL_TYPE_UINT, 16, 1}, PL_TS_U16},
+    {{PL_TYPE_UINT, 32, 1}, PL_TS_U32},  {{PL_TYPE_UINT, 64, 1}, PL_TS_U64},
 };
 
 pl_dtype_set pl_dtype_set_of(pl_dtype dtype)
@@ -850,11 +852,15 @@ bool pl_onnx_dtype(int64_t onnx_type, pl_dtype *out_dtype)
     case 1: *out_dtype = PL_DTYPE_F32; return true;
     case 2: *out_dtype = PL_DTYPE_U8; return true;
     case 3: *out_dtype = PL_DTYPE_I8; return true;
+    case 4: *out_dtype = PL_DTYPE_U16; return true;
+    case 5: *out_dtype = PL_DTYPE_I16; return true;
     case 6: *out_dtype = PL_DTYPE_I32; return true;
     case 7: *out_dtype = PL_DTYPE_I64; return true;
     case 9: *out_dtype = PL_DTYPE_BOOL; return true;
     case 10: *out_dtype = PL_DTYPE_F16; return true;
     case 11: *out_dtype = PL_DTYPE_F64; return true;
+    case 12: *out_dtype = PL_DTYPE_U32; return true;
+    case 13: *out_dtype = PL_DTYPE_U64; return true;
     case 16: *out_dtype = PL_DTYPE_BF16; return true;
     default: return false;
     }
@@ -930,6 +936,18 @@ static pl_status *pl_known_load_constant(pl_infer_ctx *ctx, pl_tid tid)
         case PL_TS_I64: { int64_t v; memcpy(&v, p, 8); iv = v; break; }
         case PL_TS_I32: { int32_t v; memcpy(&v, p, 4); iv = v; break; }
         case PL_TS_I8: { int8_t v; memcpy(&v, p, 1); iv = v; break; }
+        case PL_TS_I16: { int16_t v; memcpy(&v, p, 2); iv = v; break; }
+        case PL_TS_U16: { uint16_t v; memcpy(&v, p, 2); iv = v; break; }
+        case PL_TS_U32: { uint32_t v; memcpy(&v, p, 4); iv = v; break; }
+        case PL_TS_U64: {
+            /* beyond INT64_MAX: not a value the known table can hold */
+            uint64_t v;
+            memcpy(&v, p, 8);
+            iv = v <= INT64_MAX ? (int64_t)v : 0;
+            if (v > INT64_MAX && e < 64)
+                k->mask &= ~(UINT64_C(1) << e);
+            break;
+        }
         case PL_TS_U8:
         case PL_TS_BOOL: iv = *p; break;
         case PL_TS_F32: { float v; memcpy(&v, p, 4); fv = v; break; }

@@ -1471,11 +1471,13 @@ static pl_status *lw_quant(lw *w, bool quantize)
         const pl_graph_tensor *t = lw_tensor(w, lw_input(w, quantize ? 2 : 1));
         int64_t given = 2; /* uint8 */
         if (t != NULL)
-            given = PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) ? 1
-                    : t->dtype.code == PL_TYPE_UINT && t->dtype.bits == 8 ? 2
-                    : t->dtype.code == PL_TYPE_INT && t->dtype.bits == 8  ? 3
-                    : t->dtype.code == PL_TYPE_INT && t->dtype.bits == 32 ? 6
-                                                                          : -1;
+            given = PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32)   ? 1
+                    : PL_DTYPE_EQ(t->dtype, PL_DTYPE_U8)  ? 2
+                    : PL_DTYPE_EQ(t->dtype, PL_DTYPE_I8)  ? 3
+                    : PL_DTYPE_EQ(t->dtype, PL_DTYPE_U16) ? 4
+                    : PL_DTYPE_EQ(t->dtype, PL_DTYPE_I16) ? 5
+                    : PL_DTYPE_EQ(t->dtype, PL_DTYPE_I32) ? 6
+                                                          : -1;
         if (od != given)
             return lw_error(w, PL_CODE_UNSUPPORTED, "output_dtype %lld differs from the type "
                                                     "the inputs give",
@@ -1512,6 +1514,29 @@ static pl_status *lw_ms_gelu(lw *w, bool tanh_form, bool bias)
 static pl_status *lw_ms_gelu_erf(lw *w) { return lw_ms_gelu(w, false, false); }
 static pl_status *lw_ms_fast_gelu(lw *w) { return lw_ms_gelu(w, true, true); }
 static pl_status *lw_ms_bias_gelu(lw *w) { return lw_ms_gelu(w, false, true); }
+
+/* com.microsoft QuantizeLinear and DequantizeLinear: ONNX 13's, of any
+ * opset (ONNX Runtime's quantizer writes them for 16-bit activations
+ * before opset 21 allowed those), axis 1 by default; 4-bit ones are
+ * refused by the schema's types. */
+static pl_status *lw_ms_qdq(lw *w, const char *op)
+{
+    int64_t axis = lw_attr_i(w, "axis", 1);
+    size_t n = pl_graph_get_node(w->g, w->id)->n_inputs;
+    const char *ins[3];
+    for (size_t i = 0; i < n && i < 3; i++)
+        ins[i] = lw_input(w, i);
+    /* an absent zero point (its name empty) is left off */
+    if (n == 3 && ins[2][0] == '\0')
+        n = 2;
+    if (n < 2 || n > 3)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu inputs (2 or 3 expected)", n);
+    PL_RETURN_IF_ERROR(lw_become(w, op, ins, n));
+    return pl_graph_attr_int(w->g, w->id, "axis", axis);
+}
+
+static pl_status *lw_ms_quantize(lw *w) { return lw_ms_qdq(w, "QuantizeLinear"); }
+static pl_status *lw_ms_dequantize(lw *w) { return lw_ms_qdq(w, "DequantizeLinear"); }
 
 /* QuickGelu: x * sigmoid(alpha x), alpha 1.702 by default. */
 static pl_status *lw_ms_quick_gelu(lw *w)
@@ -2852,6 +2877,8 @@ static const struct {
     {"com.microsoft", "DynamicQuantizeMatMul", 0, lw_ms_dyn_quant_matmul},
     {"com.microsoft", "MatMulNBits", 0, lw_ms_matmul_nbits},
     {"com.microsoft", "DynamicQuantizeLSTM", 0, lw_ms_dyn_quant_lstm},
+    {"com.microsoft", "QuantizeLinear", 0, lw_ms_quantize},
+    {"com.microsoft", "DequantizeLinear", 0, lw_ms_dequantize},
 };
 
 static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }

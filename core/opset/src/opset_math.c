@@ -469,7 +469,7 @@ const pl_op_schema pl_opset_math_schemas[] = {
     MO_BINARY("BitwiseOr", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),
     MO_BINARY("BitwiseXor", 18, PL_TS_INT, NULL, 0, mo_infer_broadcast),
     MO_UNARY("BitwiseNot", 18, PL_TS_INT),
-    MO_BINARY("BitShift", 11, PL_TS_U8, mo_bitshift_attrs, PL_COUNT(mo_bitshift_attrs),
+    MO_BINARY("BitShift", 11, PL_TS_UINT, mo_bitshift_attrs, PL_COUNT(mo_bitshift_attrs),
               mo_infer_bitshift),
     /* 28 admits signed integers (arithmetic right shift; a shift below 0 or
      * of the width or more leaves only the sign) */

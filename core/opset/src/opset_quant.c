@@ -197,6 +197,10 @@ static pl_status *qu_infer_qlinear_conv(pl_infer_ctx *ctx)
 }
 
 #define QU_Q8 (PL_TS_U8 | PL_TS_I8)
+/* What QuantizeLinear and DequantizeLinear quantise to: 8-bit, and 16-bit
+ * (ONNX 21; ONNX Runtime's quantizer writes it at every opset for its
+ * 16-bit activations, through com.microsoft's ops, which lower to these). */
+#define QU_QX (QU_Q8 | PL_TS_I16 | PL_TS_U16)
 
 static const pl_attr_spec qu_axis_attrs[] = {PL_ATTR_I("axis", 1)};
 static const pl_attr_spec qu_conv_attrs[] = {
@@ -207,13 +211,13 @@ static const pl_attr_spec qu_conv_attrs[] = {
     {.name = "QuantizeLinear", .domain = "", .since_version = since, .min_inputs = 2,      \
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,          \
      .n_attrs = PL_COUNT(qu_axis_attrs),                                                   \
-     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},            \
+     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_QX}},            \
      .input_types = {"T1", "S", "T2"}, .output_types = {"T2"}, .infer = qu_infer_quantize}
 #define QU_DEQUANTIZE(since)                                                              \
     {.name = "DequantizeLinear", .domain = "", .since_version = since, .min_inputs = 2,    \
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,          \
      .n_attrs = PL_COUNT(qu_axis_attrs),                                                   \
-     .types = {{"T", QU_Q8 | PL_TS_I32}, {"S", PL_TS_F32}},                                \
+     .types = {{"T", QU_QX | PL_TS_I32}, {"S", PL_TS_F32}},                                \
      .input_types = {"T", "S", "T"}, .output_types = {"S"}, .infer = qu_infer_dequantize}
 
 const pl_op_schema pl_opset_quant_schemas[] = {
@@ -224,22 +228,22 @@ const pl_op_schema pl_opset_quant_schemas[] = {
     {.name = "QuantizeLinear", .domain = "", .since_version = 10, .min_inputs = 2,
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,
      .n_attrs = PL_COUNT(qu_axis_attrs),
-     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},
+     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_QX}},
      .input_types = {"T1", "S", "T2"}, .output_types = {"T2"}, .infer = qu_infer_quantize},
     {.name = "QuantizeLinear", .domain = "", .since_version = 13, .min_inputs = 2,
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,
      .n_attrs = PL_COUNT(qu_axis_attrs),
-     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_Q8}},
+     .types = {{"T1", PL_TS_F32 | PL_TS_I32}, {"S", PL_TS_F32}, {"T2", QU_QX}},
      .input_types = {"T1", "S", "T2"}, .output_types = {"T2"}, .infer = qu_infer_quantize},
     {.name = "DequantizeLinear", .domain = "", .since_version = 10, .min_inputs = 2,
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,
      .n_attrs = PL_COUNT(qu_axis_attrs),
-     .types = {{"T", QU_Q8 | PL_TS_I32}, {"S", PL_TS_F32}},
+     .types = {{"T", QU_QX | PL_TS_I32}, {"S", PL_TS_F32}},
      .input_types = {"T", "S", "T"}, .output_types = {"S"}, .infer = qu_infer_dequantize},
     {.name = "DequantizeLinear", .domain = "", .since_version = 13, .min_inputs = 2,
      .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .attrs = qu_axis_attrs,
      .n_attrs = PL_COUNT(qu_axis_attrs),
-     .types = {{"T", QU_Q8 | PL_TS_I32}, {"S", PL_TS_F32}},
+     .types = {{"T", QU_QX | PL_TS_I32}, {"S", PL_TS_F32}},
      .input_types = {"T", "S", "T"}, .output_types = {"S"}, .infer = qu_infer_dequantize},
     {.name = "TableLookup8", .domain = "ai.plinth", .since_version = 1, .min_inputs = 2,
      .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,

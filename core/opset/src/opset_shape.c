@@ -861,6 +861,7 @@ static pl_status *sh_infer_constant_of_shape(pl_infer_ctx *ctx)
 {
     pl_dtype dt = PL_DTYPE_F32;
     int64_t fill = 0;
+    bool fill_known = true; /* the known-ints table holds it */
     const pl_attr *value = pl_graph_node_attr(pl_infer_node(ctx), "value");
     if (value != NULL) {
         const pl_attr_tensor *t = value->tensor;
@@ -878,12 +879,21 @@ static pl_status *sh_infer_constant_of_shape(pl_infer_ctx *ctx)
         else if (bit & (PL_TS_U8 | PL_TS_I8 | PL_TS_BOOL))
             fill = bit == PL_TS_I8 ? *(const int8_t *)t->data
                                    : *(const uint8_t *)t->data;
+        else if (bit == PL_TS_I16) { int16_t v; memcpy(&v, t->data, 2); fill = v; }
+        else if (bit == PL_TS_U16) { uint16_t v; memcpy(&v, t->data, 2); fill = v; }
+        else if (bit == PL_TS_U32) { uint32_t v; memcpy(&v, t->data, 4); fill = v; }
+        else if (bit == PL_TS_U64) {
+            uint64_t v;
+            memcpy(&v, t->data, 8);
+            fill = (int64_t)v;
+            fill_known = v <= INT64_MAX;
+        }
     }
     int64_t dims[PL_GRAPH_MAX_RANK];
     int32_t rank;
     PL_RETURN_IF_ERROR(sh_shape_input(ctx, 0, dims, &rank));
     PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, dt, rank, dims, NULL));
-    if (rank == 1 && dims[0] >= 0 && dims[0] <= PL_KNOWN_MAX &&
+    if (rank == 1 && dims[0] >= 0 && dims[0] <= PL_KNOWN_MAX && fill_known &&
         (pl_dtype_set_of(dt) & (PL_TS_INT | PL_TS_BOOL))) {
         int64_t v[PL_KNOWN_MAX];
         for (int64_t e = 0; e < dims[0]; e++)

@@ -46,9 +46,11 @@ extern "C" {
  *   1.9  pl_node_desc.flags and PL_NODE_QUERY (get_kernel asked only to
  *        weigh a node: the kernel may skip packing weights);
  *   1.10 pl_graph_api.tensor_constant_keep (a compiled subgraph reads a
- *        weight in place: the core keeps it resident for the session). */
+ *        weight in place: the core keeps it resident for the session);
+ *   1.11 the dtypes i16, u16, u32 and u64 (plinth/tensor.h): a node with
+ *        one of them is offered only to modules of 1.11 or later. */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 10
+#define PL_ABI_MINOR 11
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -49,7 +49,7 @@ typedef struct pl_dtype {
     uint16_t lanes;
 } pl_dtype;
 
-/* The nine dtypes of ABI 1 (C99 compound literals; C++ callers spell
+/* The nine dtypes of ABI 1.0 (C99 compound literals; C++ callers spell
  * pl_dtype{PL_TYPE_FLOAT, 32, 1}). */
 #define PL_DTYPE_F32 ((pl_dtype){PL_TYPE_FLOAT, 32, 1})
 #define PL_DTYPE_F64 ((pl_dtype){PL_TYPE_FLOAT, 64, 1})
@@ -60,6 +60,14 @@ typedef struct pl_dtype {
 #define PL_DTYPE_I32 ((pl_dtype){PL_TYPE_INT, 32, 1})
 #define PL_DTYPE_I64 ((pl_dtype){PL_TYPE_INT, 64, 1})
 #define PL_DTYPE_BOOL ((pl_dtype){PL_TYPE_BOOL, 8, 1})
+/* ... and the four integer dtypes of ABI 1.11 (16-bit quantized models,
+ * ONNX's integer arithmetic tests). The core offers a node with one of
+ * them only to a module built against ABI 1.11 or later, whose
+ * pl_dtype_size knows them; such a module refuses what it cannot do. */
+#define PL_DTYPE_I16 ((pl_dtype){PL_TYPE_INT, 16, 1})
+#define PL_DTYPE_U16 ((pl_dtype){PL_TYPE_UINT, 16, 1})
+#define PL_DTYPE_U32 ((pl_dtype){PL_TYPE_UINT, 32, 1})
+#define PL_DTYPE_U64 ((pl_dtype){PL_TYPE_UINT, 64, 1})
 
 /* True when two dtypes are the same. */
 #define PL_DTYPE_EQ(a, b) \
@@ -105,7 +113,7 @@ typedef struct pl_tensor {
     ((T) != NULL && (size_t)(T)->struct_size >=                       \
                         offsetof(pl_tensor, FIELD) + sizeof((T)->FIELD))
 
-/* Bytes per element of a dtype, 0 for a dtype ABI 1 does not know. */
+/* Bytes per element of a dtype, 0 for a dtype this SDK does not know. */
 static inline size_t pl_dtype_size(pl_dtype dt)
 {
     if (dt.lanes != 1)
@@ -116,9 +124,9 @@ static inline size_t pl_dtype_size(pl_dtype dt)
     case PL_TYPE_BFLOAT:
         return dt.bits == 16 ? 2 : 0;
     case PL_TYPE_INT:
-        return (dt.bits == 8 || dt.bits == 32 || dt.bits == 64) ? dt.bits / 8u : 0;
     case PL_TYPE_UINT:
-        return dt.bits == 8 ? 1 : 0;
+        return (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64) ? dt.bits / 8u
+                                                                                   : 0;
     case PL_TYPE_BOOL:
         return dt.bits == 8 ? 1 : 0;
     default:
