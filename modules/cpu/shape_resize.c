@@ -5,7 +5,10 @@
  * outside the input read its edge, or with exclude_outside weigh 0 and the
  * others are renormalised, as ONNX's reference), with the coordinate
  * transformations half_pixel, pytorch_half_pixel, align_corners,
- * asymmetric and tf_half_pixel_for_nn; Resize 18's antialias on linear and
+ * asymmetric, tf_half_pixel_for_nn, half_pixel_symmetric (19; the
+ * lowering leaves it only where it is not half_pixel) and
+ * tf_crop_and_resize (roi a constant; outputs that read outside the
+ * input take extrapolation_value); Resize 18's antialias on linear and
  * cubic downsampling (the filter widened by 1 / scale and normalised, as
  * ONNX's reference: the axes resampled one after the other). Scales (a
  * constant) or sizes give
@@ -32,8 +35,15 @@
 #define SHP_MAX_COMBOS 16
 
 typedef enum shp_coord {
-    SHP_HALF_PIXEL, SHP_PYTORCH_HALF_PIXEL, SHP_ALIGN_CORNERS, SHP_ASYMMETRIC, SHP_TF_HALF_PIXEL
+    SHP_HALF_PIXEL, SHP_PYTORCH_HALF_PIXEL, SHP_ALIGN_CORNERS, SHP_ASYMMETRIC, SHP_TF_HALF_PIXEL,
+    SHP_HALF_PIXEL_SYMMETRIC, SHP_TF_CROP
 } shp_coord;
+
+/* tf_crop_and_resize's region of an axis, in [0, 1] of the input's extent:
+ * output 0 reads start x (in - 1), the last reads end x (in - 1). */
+typedef struct shp_roi {
+    double start, end;
+} shp_roi;
 
 typedef enum shp_nearest { SHP_PREFER_FLOOR, SHP_PREFER_CEIL, SHP_FLOOR, SHP_CEIL } shp_nearest;
 
@@ -44,6 +54,8 @@ typedef enum shp_nearest { SHP_PREFER_FLOOR, SHP_PREFER_CEIL, SHP_FLOOR, SHP_CEI
 typedef struct shp_resize_entry {
     int32_t i[SHP_MAX_TAPS]; /* an index along one axis */
     float w[SHP_MAX_TAPS];
+    int32_t outside;         /* tf_crop_and_resize: reads outside the input,
+                                the output is extrapolation_value */
 } shp_resize_entry;
 
 typedef struct shp_resize_kernel {
@@ -55,7 +67,27 @@ typedef struct shp_resize_kernel {
     int64_t o_dims[CPU_MAX_RANK];
     int64_t x_stride[CPU_MAX_RANK];
     shp_resize_entry *table[CPU_MAX_RANK];
+    bool extrapolate;         /* some entry is outside (f32 data) */
+    float extrapolation;
 } shp_resize_kernel;
+
+/* tf_crop_and_resize: the elements of output row ROW (of COLS, at Y) that
+ * read outside the input take the extrapolation value: all of them when an
+ * outer axis's entry is outside. */
+static void shp_resize_extrapolate(const shp_resize_kernel *k, size_t row, float *y, int64_t cols)
+{
+    const int last = k->rank - 1;
+    size_t rest = row;
+    bool all = false;
+    for (int d = last - 1; d >= 0 && !all; d--) {
+        all = k->table[d][rest % (size_t)k->o_dims[d]].outside != 0;
+        rest /= (size_t)k->o_dims[d];
+    }
+    const shp_resize_entry *tl = k->table[last];
+    for (int64_t j = 0; j < cols; j++)
+        if (all || tl[j].outside)
+            y[j] = k->extrapolation;
+}
 
 typedef struct shp_resize_call {
     const shp_resize_kernel *k;
@@ -93,6 +125,8 @@ static void shp_resize_chunk(void *arg, size_t begin, size_t end, int worker)
             else
                 for (int64_t j = 0; j < cols; j++)
                     memcpy(yb + (size_t)j * es, x + (size_t)tl[j].i[0] * es, es);
+            if (k->extrapolate)
+                shp_resize_extrapolate(k, row, y, cols);
             continue;
         }
         /* The input rows this output row combines: every choice of a tap
@@ -126,6 +160,8 @@ static void shp_resize_chunk(void *arg, size_t begin, size_t end, int worker)
                 }
                 y[j] = acc;
             }
+            if (k->extrapolate)
+                shp_resize_extrapolate(k, row, y, cols);
             continue;
         }
         for (int64_t j = 0; j < cols; j++) {
@@ -138,6 +174,8 @@ static void shp_resize_chunk(void *arg, size_t begin, size_t end, int worker)
             }
             y[j] = acc;
         }
+        if (k->extrapolate)
+            shp_resize_extrapolate(k, row, y, cols);
     }
 }
 
@@ -160,9 +198,25 @@ static pl_status *shp_resize_write(pl_module_ctx *ctx, const shp_kernel *kernel,
 }
 
 /* The input coordinate of output index I on an axis of IN -> OUT with
- * SCALE. */
-static double shp_coordinate(shp_coord mode, int64_t i, int64_t in, int64_t out, double scale)
+ * SCALE (and ROI, for tf_crop_and_resize). */
+static double shp_coordinate_roi(shp_coord mode, int64_t i, int64_t in, int64_t out, double scale,
+                                 shp_roi roi)
 {
+    switch (mode) {
+    case SHP_HALF_PIXEL_SYMMETRIC: {
+        /* half_pixel about the centre of an output of scale x in, of which
+         * OUT (whole) elements are kept: ONNX's reference */
+        double offset = (double)in / 2 * (1 - (double)out / (scale * (double)in));
+        return offset + ((double)i + 0.5) / scale - 0.5;
+    }
+    case SHP_TF_CROP:
+        return out > 1 ? roi.start * (double)(in - 1) +
+                             (double)i * (roi.end - roi.start) * (double)(in - 1) /
+                                 (double)(out - 1)
+                       : 0.5 * (roi.start + roi.end) * (double)(in - 1);
+    default:
+        break;
+    }
     switch (mode) {
     case SHP_HALF_PIXEL:
         return ((double)i + 0.5) / scale - 0.5;
@@ -175,6 +229,11 @@ static double shp_coordinate(shp_coord mode, int64_t i, int64_t in, int64_t out,
     default:
         return (double)i / scale;
     }
+}
+
+static double shp_coordinate(shp_coord mode, int64_t i, int64_t in, int64_t out, double scale)
+{
+    return shp_coordinate_roi(mode, i, in, out, scale, (shp_roi){0.0, 1.0});
 }
 
 static int64_t shp_clamp(int64_t v, int64_t n)
@@ -219,7 +278,9 @@ static pl_status *shp_resize_modes(const pl_node_desc *node, int *taps, shp_coor
         shp_coord mode;
     } coords[] = {{"half_pixel", SHP_HALF_PIXEL}, {"pytorch_half_pixel", SHP_PYTORCH_HALF_PIXEL},
                   {"align_corners", SHP_ALIGN_CORNERS}, {"asymmetric", SHP_ASYMMETRIC},
-                  {"tf_half_pixel_for_nn", SHP_TF_HALF_PIXEL}};
+                  {"tf_half_pixel_for_nn", SHP_TF_HALF_PIXEL},
+                  {"half_pixel_symmetric", SHP_HALF_PIXEL_SYMMETRIC},
+                  {"tf_crop_and_resize", SHP_TF_CROP}};
     size_t i = 0;
     while (i < sizeof coords / sizeof coords[0] && strcmp(coords[i].name, s) != 0)
         i++;
@@ -547,6 +608,43 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     bool down = false;
     for (int d = 0; d < r; d++)
         down |= scales[d] < 1.0 && (x->shape[d] != o->shape[d] || scales[d] != 1.0);
+    shp_roi roi[CPU_MAX_RANK];
+    double extrapolation = 0.0;
+    for (int d = 0; d < r; d++)
+        roi[d] = (shp_roi){0.0, 1.0};
+    if (coord == SHP_TF_CROP) {
+        if (antialias != 0)
+            return cpu_error(PL_CODE_UNSUPPORTED, op, "antialias with tf_crop_and_resize");
+        if (!PL_DTYPE_EQ(x->dtype, PL_DTYPE_F32))
+            return cpu_error(PL_CODE_UNSUPPORTED, op,
+                             "unsupported dtype: tf_crop_and_resize takes f32 data only");
+        SHP_TRY(cpu_attr_float(node, "extrapolation_value", 0.0, &extrapolation));
+        const pl_tensor *rt = node->n_inputs > 1 ? &node->inputs[1] : NULL;
+        size_t bytes = 0;
+        const void *data = rt != NULL && shp_input_present(node, 1)
+                               ? shp_constant(node, 1, &bytes) : NULL;
+        bool f64 = rt != NULL && PL_DTYPE_EQ(rt->dtype, PL_DTYPE_F64);
+        size_t es = f64 ? 8 : 4;
+        if (data == NULL || !(f64 || PL_DTYPE_EQ(rt->dtype, PL_DTYPE_F32)) ||
+            cpu_elements(rt->shape, rt->ndim) != (size_t)(2 * r) || bytes < (size_t)(2 * r) * es)
+            return cpu_error(PL_CODE_UNSUPPORTED, op,
+                             "tf_crop_and_resize needs roi as a constant of %d f32 or f64 values",
+                             2 * r);
+        for (int d = 0; d < r; d++) {
+            double v[2];
+            for (int b = 0; b < 2; b++) {
+                const char *p = (const char *)data + (size_t)(d + b * r) * es;
+                if (f64) {
+                    memcpy(&v[b], p, 8);
+                } else {
+                    float f;
+                    memcpy(&f, p, 4);
+                    v[b] = f;
+                }
+            }
+            roi[d] = (shp_roi){v[0], v[1]};
+        }
+    }
     if (antialias != 0 && taps > 1 && down && r > 0)
         return shp_build_resize_aa(ctx, node, scales, taps, coord, cubic_a,
                                    exclude_outside != 0, out_kernel);
@@ -574,6 +672,7 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     k->rank = r;
     k->taps = taps;
     k->esize = esize;
+    k->extrapolation = (float)extrapolation;
     int64_t step = 1;
     for (int d = r - 1; d >= 0; d--) {
         k->x_stride[d] = step;
@@ -583,19 +682,23 @@ pl_status *shp_build_resize(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
         int64_t in = x->shape[d], out = o->shape[d];
         k->o_dims[d] = out;
         k->table[d] = e;
-        bool same = in == out && scales[d] == 1.0;
+        bool same = in == out && scales[d] == 1.0 &&
+                    (coord != SHP_TF_CROP || (roi[d].start == 0.0 && roi[d].end == 1.0));
         k->axis_taps[d] = same ? 1 : taps;
         for (int64_t i = 0; i < out; i++, e++) {
             memset(e, 0, sizeof *e);
             e->w[0] = 1.0f;
+            double c = same ? (double)i : shp_coordinate_roi(coord, i, in, out, scales[d], roi[d]);
+            if (coord == SHP_TF_CROP && (c < 0 || c > (double)(in - 1))) {
+                e->outside = 1;
+                k->extrapolate = true;
+            }
             if (same || taps == 1) {
-                int64_t j = same ? i : shp_clamp(shp_nearest_index(nearest,
-                                        shp_coordinate(coord, i, in, out, scales[d])), in);
+                int64_t j = same ? i : shp_clamp(shp_nearest_index(nearest, c), in);
                 for (int t = 0; t < SHP_MAX_TAPS; t++)
                     e->i[t] = (int32_t)j;
                 continue;
             }
-            double c = shp_coordinate(coord, i, in, out, scales[d]);
             double f = floor(c), t = c - f;
             if (taps == 2) {
                 e->i[0] = (int32_t)shp_clamp((int64_t)f, in);

@@ -2787,6 +2787,124 @@ static void case_fuse_inplace(void)
     pl_runtime_destroy(rt);
 }
 
+/* Resize 19's half_pixel_symmetric where the output size is not
+ * scale x input (the mode reaches the cpu kernel), and tf_crop_and_resize
+ * over two axes given in reverse order (the lowering widens roi to every
+ * axis) and with extrapolation_value, against the outputs of ONNX 1.20's
+ * own tests of these cases; on cpu and the default order (onednn refuses
+ * both modes, naming them). The scales, rois and sizes are constants in
+ * the sidecar, as an ONNX model's initializers. */
+static void case_resize_modes(void)
+{
+    /* the sidecar: each constant at a multiple of 64 */
+    const float sa[4] = {1, 1, 1, 0.6f}, sb[4] = {1, 1, 2.3f, 2.94f};
+    const float roi2[4] = {0.6f, 0.4f, 0.8f, 0.6f}, roi4[8] = {0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f};
+    const int64_t sz2[2] = {3, 3}, sz4[4] = {1, 1, 3, 3};
+    const struct {
+        const void *p;
+        size_t n;
+    } consts[6] = {{sa, sizeof sa}, {sb, sizeof sb}, {roi2, sizeof roi2},
+                   {roi4, sizeof roi4}, {sz2, sizeof sz2}, {sz4, sizeof sz4}};
+    const char *dir = th_tempdir(); /* a new folder each call: one for both files */
+    FILE *wf = fopen(th_path(dir, "resize_modes.weights"), "wb");
+    TH_CHECK(wf != NULL, "cannot write the sidecar");
+    for (int i = 0; i < 6; i++) {
+        unsigned char block[64] = {0};
+        memcpy(block, consts[i].p, consts[i].n);
+        TH_CHECK(fwrite(block, 1, 64, wf) == 64, "cannot write the sidecar");
+    }
+    fclose(wf);
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":19}],"
+        "\"weights\":\"resize_modes.weights\","
+        "\"inputs\":[\"a\",\"b\",\"x\"],\"outputs\":[\"ya\",\"yb\",\"yc\",\"yd\"],"
+        "\"tensors\":[{\"name\":\"a\",\"dtype\":\"f32\",\"shape\":[1,1,1,4]},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[1,1,2,2]},"
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,1,4,4]},"
+        "{\"name\":\"sa\",\"dtype\":\"f32\",\"shape\":[4],"
+        "\"data\":{\"offset\":0,\"length\":16}},"
+        "{\"name\":\"sb\",\"dtype\":\"f32\",\"shape\":[4],"
+        "\"data\":{\"offset\":64,\"length\":16}},"
+        "{\"name\":\"roi2\",\"dtype\":\"f32\",\"shape\":[4],"
+        "\"data\":{\"offset\":128,\"length\":16}},"
+        "{\"name\":\"roi4\",\"dtype\":\"f32\",\"shape\":[8],"
+        "\"data\":{\"offset\":192,\"length\":32}},"
+        "{\"name\":\"sz2\",\"dtype\":\"i64\",\"shape\":[2],"
+        "\"data\":{\"offset\":256,\"length\":16}},"
+        "{\"name\":\"sz4\",\"dtype\":\"i64\",\"shape\":[4],"
+        "\"data\":{\"offset\":320,\"length\":32}}],"
+        "\"nodes\":["
+        "{\"name\":\"ra\",\"op\":\"Resize\",\"inputs\":[\"a\",\"\",\"sa\"],\"outputs\":[\"ya\"],"
+        "\"attributes\":{\"mode\":{\"string\":\"linear\"},"
+        "\"coordinate_transformation_mode\":{\"string\":\"half_pixel_symmetric\"}}},"
+        "{\"name\":\"rb\",\"op\":\"Resize\",\"inputs\":[\"b\",\"\",\"sb\"],\"outputs\":[\"yb\"],"
+        "\"attributes\":{\"mode\":{\"string\":\"linear\"},"
+        "\"coordinate_transformation_mode\":{\"string\":\"half_pixel_symmetric\"}}},"
+        "{\"name\":\"rc\",\"op\":\"Resize\",\"inputs\":[\"x\",\"roi2\",\"\",\"sz2\"],"
+        "\"outputs\":[\"yc\"],\"attributes\":{\"mode\":{\"string\":\"linear\"},"
+        "\"axes\":{\"ints\":[3,2]},"
+        "\"coordinate_transformation_mode\":{\"string\":\"tf_crop_and_resize\"}}},"
+        "{\"name\":\"rd\",\"op\":\"Resize\",\"inputs\":[\"x\",\"roi4\",\"\",\"sz4\"],"
+        "\"outputs\":[\"yd\"],\"attributes\":{\"mode\":{\"string\":\"linear\"},"
+        "\"extrapolation_value\":{\"float\":10},"
+        "\"coordinate_transformation_mode\":{\"string\":\"tf_crop_and_resize\"}}}]}";
+    const char *path = th_path(dir, "resize_modes.json");
+    FILE *jf = fopen(path, "w");
+    TH_CHECK(jf != NULL, "cannot write %s", path);
+    fputs(json, jf);
+    fclose(jf);
+    const float a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 4};
+    float x[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)(i + 1);
+    const float want_a[2] = {1.6666667f, 3.3333333f};
+    const float want_b[20] = {1.0f, 1.1598639f, 1.5f, 1.8401361f, 2.0f,
+                              1.5652174f, 1.7250813f, 2.0652175f, 2.4053535f, 2.5652175f,
+                              2.4347825f, 2.5946465f, 2.9347825f, 3.2749186f, 3.4347825f,
+                              3.0f, 3.1598639f, 3.5f, 3.8401361f, 4.0f};
+    const float want_c[9] = {7.6f, 7.9f, 8.2f, 8.8f, 9.1f, 9.4f, 10.0f, 10.3f, 10.6f};
+    const float want_d[9] = {7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10};
+    const char *orders[2] = {"cpu", "onednn, cpu"};
+    for (int o = 0; o < 2; o++) {
+        pl_runtime *rt = runtime_in_order(orders[o]);
+        pl_session *sess = session_for(rt, path);
+        int64_t sa[4] = {1, 1, 1, 4}, sb[4] = {1, 1, 2, 2}, sx[4] = {1, 1, 4, 4};
+        int64_t sya[4] = {1, 1, 1, 2}, syb[4] = {1, 1, 4, 5}, syc[4] = {1, 1, 3, 3};
+        float ya[2], yb[20], yc[9], yd[9];
+        pl_io in[3] = {
+            {.name = "a", .tensor = {.data = (void *)a, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                     .shape = sa, .struct_size = sizeof(pl_tensor)}},
+            {.name = "b", .tensor = {.data = (void *)b, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                     .shape = sb, .struct_size = sizeof(pl_tensor)}},
+            {.name = "x", .tensor = {.data = (void *)x, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                     .shape = sx, .struct_size = sizeof(pl_tensor)}}};
+        pl_io out[4] = {
+            {.name = "ya", .tensor = {.data = ya, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = sya,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "yb", .tensor = {.data = yb, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = syb,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "yc", .tensor = {.data = yc, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = syc,
+                                      .struct_size = sizeof(pl_tensor)}},
+            {.name = "yd", .tensor = {.data = yd, .ndim = 4, .dtype = PL_DTYPE_F32, .shape = syc,
+                                      .struct_size = sizeof(pl_tensor)}}};
+        TH_CHECK_OK(pl_session_run(sess, in, 3, out, 4));
+        const struct {
+            const char *name;
+            const float *got, *want;
+            int n;
+        } checks[4] = {{"ya", ya, want_a, 2}, {"yb", yb, want_b, 20}, {"yc", yc, want_c, 9},
+                       {"yd", yd, want_d, 9}};
+        for (int c = 0; c < 4; c++)
+            for (int i = 0; i < checks[c].n; i++)
+                TH_CHECK(fabsf(checks[c].got[i] - checks[c].want[i]) <= 1e-5f,
+                         "order = %s: %s[%d] = %.8g, ONNX gives %.8g", orders[o], checks[c].name,
+                         i, checks[c].got[i], checks[c].want[i]);
+        pl_session_destroy(sess);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* A module built before ABI 1.11 (fx_fuse10, ABI 1.0) is never offered a
  * node with a dtype its SDK did not know: a u16 Add goes to cpu with the
  * reason naming the dtype and the module's minor, and fx_fuse10 made no
@@ -3808,6 +3926,7 @@ int main(int argc, char **argv)
         {"qlinear_ms", case_qlinear_ms},
         {"wide_int_qdq", case_wide_int_qdq},
         {"old_abi_dtypes", case_old_abi_dtypes},
+        {"resize_modes", case_resize_modes},
         {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},

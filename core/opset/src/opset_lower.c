@@ -1071,7 +1071,7 @@ static pl_status *lw_set_input(lw *w, size_t i, const char *name)
  * for sizes, X's other dims are known), else a ScatterElements into ones
  * or X's Shape; the roi, read only by tf_crop_and_resize (refused),
  * goes. */
-static pl_status *lw_resize_axes(lw *w, const pl_attr *axes, int32_t r)
+static pl_status *lw_resize_axes(lw *w, const pl_attr *axes, int32_t r, bool keep_roi)
 {
     int64_t ax[PL_GRAPH_MAX_RANK];
     bool seen[PL_GRAPH_MAX_RANK] = {false};
@@ -1122,7 +1122,7 @@ static pl_status *lw_resize_axes(lw *w, const pl_attr *axes, int32_t r)
             &t));
         snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
         PL_RETURN_IF_ERROR(lw_set_input(w, by_scales ? 2 : 3, s));
-        return lw_set_input(w, 1, "");
+        return keep_roi ? NULL : lw_set_input(w, 1, "");
     }
     const char *idx, *base, *full;
     PL_RETURN_IF_ERROR(lw_i64s(w, "axes", ax, (int64_t)axes->n, &idx));
@@ -1148,7 +1148,55 @@ static pl_status *lw_resize_axes(lw *w, const pl_attr *axes, int32_t r)
                                &sc));
     PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, sc, "axis", 0));
     PL_RETURN_IF_ERROR(lw_set_input(w, by_scales ? 2 : 3, full));
-    return lw_set_input(w, 1, "");
+    return keep_roi ? NULL : lw_set_input(w, 1, "");
+}
+
+/* tf_crop_and_resize's roi over AXES (N starts, then N ends) as one over
+ * every axis of rank R: [0, 1] on the others, which maps output i to input
+ * i there. The roi must be a constant (f32 or f64). */
+static pl_status *lw_resize_roi_full(lw *w, const pl_attr *axes, int32_t r)
+{
+    const char *roi = lw_input(w, 1);
+    const pl_graph_tensor *t = roi[0] ? lw_tensor(w, roi) : NULL;
+    size_t n = axes->n;
+    bool f64 = t != NULL && PL_DTYPE_EQ(t->dtype, PL_DTYPE_F64);
+    if (t == NULL || t->data == NULL || t->ndim != 1 || t->dims[0] != (int64_t)(2 * n) ||
+        !(f64 || PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32)))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "tf_crop_and_resize with axes needs a constant "
+                                                "f32 or f64 roi of 2 x %zu values",
+                        n);
+    float full[2 * PL_GRAPH_MAX_RANK];
+    for (int32_t d = 0; d < r; d++) {
+        full[d] = 0.0f;
+        full[r + d] = 1.0f;
+    }
+    for (size_t i = 0; i < n && i < PL_GRAPH_MAX_RANK; i++) {
+        int64_t a = axes->ints[i] < 0 ? axes->ints[i] + r : axes->ints[i];
+        if (a < 0 || a >= r)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axes: %lld is out of range",
+                            (long long)axes->ints[i]);
+        for (int k = 0; k < 2; k++) {
+            size_t at = i + (size_t)k * n;
+            double v;
+            if (f64) {
+                memcpy(&v, (const char *)t->data + at * 8, 8);
+            } else {
+                float f;
+                memcpy(&f, (const char *)t->data + at * 4, 4);
+                v = f;
+            }
+            full[a + k * r] = (float)v;
+        }
+    }
+    char *name = lw_slot(w);
+    if (name == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    int64_t len = 2 * (int64_t)r;
+    pl_tid ft;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, "roi", PL_DTYPE_F32, 1, &len, full,
+                                               (size_t)len * 4, &ft));
+    snprintf(name, LW_NAME, "%s", pl_graph_get_tensor(w->g, ft)->name);
+    return lw_set_input(w, 1, name);
 }
 
 /* Resize 18's keep_aspect_ratio_policy (not_larger / not_smaller) with
@@ -1220,8 +1268,9 @@ static pl_status *lw_resize_aspect(lw *w, const char *policy)
 /* Resize 19's half_pixel_symmetric: half_pixel shifted by
  * in / 2 x (1 - out / (scale x in)), nothing where the output size is
  * scale x input exactly: always with sizes (the scale is out / in), with
- * constant scales where every product is whole. Those become half_pixel;
- * the others are refused. */
+ * constant scales where every product is whole. Those become half_pixel,
+ * which every module runs; the others keep the mode, which the cpu
+ * module's Resize computes and other modules refuse. */
 static pl_status *lw_resize_symmetric(lw *w)
 {
     const char *scales = lw_input(w, 2);
@@ -1236,9 +1285,7 @@ static pl_status *lw_resize_symmetric(lw *w)
             whole = xt->dims[d] >= 0 && p == floor(p);
         }
         if (!whole)
-            return lw_error(w, PL_CODE_UNSUPPORTED,
-                            "coordinate_transformation_mode 'half_pixel_symmetric' with scales "
-                            "whose output sizes are not whole (or not known) is not supported");
+            return NULL; /* the mode stays: the cpu module's Resize computes it */
     }
     pl_graph_node_remove_attr(w->g, w->id, "coordinate_transformation_mode");
     return pl_graph_attr_string(w->g, w->id, "coordinate_transformation_mode", "half_pixel",
@@ -1259,11 +1306,11 @@ static pl_status *lw_resize(lw *w)
         for (size_t i = 0; all && i < axes->n; i++)
             all = axes->ints[i] == (int64_t)i || axes->ints[i] == (int64_t)i - x->ndim;
         if (!all) {
-            if (strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""),
-                       "tf_crop_and_resize") == 0)
-                return lw_error(w, PL_CODE_UNSUPPORTED,
-                                "axes with tf_crop_and_resize are not supported");
-            PL_RETURN_IF_ERROR(lw_resize_axes(w, axes, x->ndim));
+            bool crop = strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""),
+                               "tf_crop_and_resize") == 0;
+            if (crop)
+                PL_RETURN_IF_ERROR(lw_resize_roi_full(w, axes, x->ndim));
+            PL_RETURN_IF_ERROR(lw_resize_axes(w, axes, x->ndim, crop));
         }
     }
     if (strcmp(lw_attr_s(w, "coordinate_transformation_mode", ""), "half_pixel_symmetric") == 0)
