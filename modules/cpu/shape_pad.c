@@ -1,5 +1,5 @@
 /* shape_pad.c — the cpu module's Pad kernel, for every dtype, in modes
- * constant, reflect and edge. Pads come from the attribute (opset < 11) or
+ * constant, reflect, edge and (opset 19) wrap. Pads come from the attribute (opset < 11) or
  * the constant second input, optionally for some axes only (opset 18's
  * fourth input); negative pads crop. A run writes output rows (the last
  * dim) in tasks: a row outside the input is the constant, any other one
@@ -10,7 +10,9 @@
 
 #include "shape_kernel.h"
 
-typedef enum shp_pad_mode { SHP_PAD_CONSTANT, SHP_PAD_REFLECT, SHP_PAD_EDGE } shp_pad_mode;
+typedef enum shp_pad_mode {
+    SHP_PAD_CONSTANT, SHP_PAD_REFLECT, SHP_PAD_EDGE, SHP_PAD_WRAP
+} shp_pad_mode;
 
 typedef struct shp_pad_kernel {
     shp_kernel k;
@@ -25,14 +27,27 @@ typedef struct shp_pad_kernel {
 } shp_pad_kernel;
 
 /* The input index that output index I (of a dim padded by BEGIN, input
- * size N) reads, or -1 for the constant. */
-static inline int64_t shp_pad_map(int64_t i, int64_t begin, int64_t n, shp_pad_mode mode)
+ * size N, output size OUT) reads, or -1 for the constant. */
+static inline int64_t shp_pad_map(int64_t i, int64_t begin, int64_t n, int64_t out,
+                                  shp_pad_mode mode)
 {
     i -= begin;
     if (i >= 0 && i < n)
         return i;
     if (mode == SHP_PAD_CONSTANT)
         return -1;
+    if (mode == SHP_PAD_WRAP) {
+        /* the input tiled, after negative pads cropped it (numpy's
+         * pad(mode='wrap') of the cropped data, ONNX's reference): the
+         * period is the part kept, [lo, hi) */
+        int64_t end = out - n - begin;
+        int64_t lo = begin < 0 ? -begin : 0, hi = end < 0 ? n + end : n;
+        int64_t m = hi - lo;
+        if (m <= 0)
+            return -1;
+        int64_t j = (i - lo) % m;
+        return lo + (j < 0 ? j + m : j);
+    }
     if (mode == SHP_PAD_EDGE || n == 1)
         return i < 0 ? 0 : n - 1;
     int64_t period = 2 * (n - 1);
@@ -75,7 +90,7 @@ static void shp_pad_edge(char *y, const char *x, const shp_pad_call *c, int64_t 
     const int last = k->rank - 1;
     const size_t es = k->k.in_esize;
     for (int64_t j = from; j < to; j++) {
-        int64_t s = shp_pad_map(j, k->begin[last], k->x_dims[last], k->mode);
+        int64_t s = shp_pad_map(j, k->begin[last], k->x_dims[last], k->o_dims[last], k->mode);
         memcpy(y + (size_t)j * es, s < 0 ? (const char *)c->value : x + s * (int64_t)es, es);
     }
 }
@@ -99,7 +114,7 @@ static void shp_pad_chunk(void *arg, size_t begin, size_t end, int worker)
         for (int d = last - 1; d >= 0; d--) {
             int64_t i = (int64_t)(rest % (size_t)k->o_dims[d]);
             rest /= (size_t)k->o_dims[d];
-            int64_t s = shp_pad_map(i, k->begin[d], k->x_dims[d], k->mode);
+            int64_t s = shp_pad_map(i, k->begin[d], k->x_dims[d], k->o_dims[d], k->mode);
             if (s < 0)
                 outside = true;
             else
@@ -157,9 +172,11 @@ pl_status *shp_build_pad(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         mode = SHP_PAD_REFLECT;
     else if (strcmp(mode_name, "edge") == 0)
         mode = SHP_PAD_EDGE;
+    else if (strcmp(mode_name, "wrap") == 0 && shp_opset(node) >= 19)
+        mode = SHP_PAD_WRAP;
     else
-        return cpu_error(PL_CODE_UNSUPPORTED, op, "mode '%s' (constant, reflect or edge only)",
-                         mode_name);
+        return cpu_error(PL_CODE_UNSUPPORTED, op,
+                         "mode '%s' (constant, reflect, edge, or from opset 19 wrap)", mode_name);
     bool v11 = shp_opset(node) >= 11;
     int64_t pads[SHP_MAX_INTS], axes[SHP_MAX_INTS];
     size_t np, na;

@@ -299,7 +299,15 @@ static void ts_ref_pad(const ts_ctx *c, const int64_t *od, int r, char *ref)
                 ;
             else if (mode[0] == 'c')
                 fill = true;
-            else if (mode[0] == 'e' || n == 1)
+            else if (mode[0] == 'w') {
+                /* the kept part [lo, hi) repeated, stepping by its length */
+                int64_t end = od[d] - n - begin[d];
+                int64_t lo = begin[d] < 0 ? -begin[d] : 0, hi = end < 0 ? n + end : n;
+                while (v < lo)
+                    v += hi - lo;
+                while (v >= hi)
+                    v -= hi - lo;
+            } else if (mode[0] == 'e' || n == 1)
                 v = v < 0 ? 0 : n - 1;
             else
                 while (v < 0 || v >= n)
@@ -665,6 +673,14 @@ static void case_Pad(void)
          .attrs = {AS("mode", "reflect")}, .n_attrs = 1},
         {.op = "Pad", .opset = 18, .n_in = 4, .in = {T(3, 2, 3, 4), C64(2, 1, 2), ABSENT,
                                                      C64(1, -2)}},
+        /* opset 19's wrap: pads within the length, beyond it (5 and 7 on
+         * 2 and 3), and with crops, where the kept part is the period */
+        {.op = "Pad", .opset = 19, .n_in = 2, .in = {T(2, 3, 4), C64(4, 1, 2, 2, 3)},
+         .attrs = {AS("mode", "wrap")}, .n_attrs = 1},
+        {.op = "Pad", .opset = 19, .n_in = 2, .in = {T(2, 2, 3), C64(4, 5, 0, 0, 7)},
+         .attrs = {AS("mode", "wrap")}, .n_attrs = 1},
+        {.op = "Pad", .opset = 19, .n_in = 2, .in = {T(3, 2, 5, 6), C64(6, 0, -1, 2, 1, 3, -2)},
+         .attrs = {AS("mode", "wrap")}, .n_attrs = 1},
     };
     ts_check_all_dtypes(specs, CH_COUNT(specs));
     /* a constant value: an input of the data's dtype (opset 11) or the

@@ -2046,7 +2046,16 @@ static void case_lowered_ops(void)
     oh_const_i64(g, "pads", (const int64_t[]){0, 1, 0, 1}, 4);
     n = oh_node(g, "pad", "Pad", "x,pads", "y");
     oh_attr_s(g, n, "mode", "wrap");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "mode 'wrap' is not supported", NULL);
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, (const int64_t[]){2, 5}, 2);
+    pl_graph_destroy(g);
+    /* before 19 wrap is not a mode */
+    g = oh_new_graph("Pad 18 wrap", 18);
+    oh_input(g, "x", F32, D(2, 3));
+    oh_const_i64(g, "pads", (const int64_t[]){0, 1, 0, 1}, 4);
+    n = oh_node(g, "pad", "Pad", "x,pads", "y");
+    oh_attr_s(g, n, "mode", "wrap");
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "mode 'wrap' is not constant", NULL);
 
     g = oh_new_graph("DequantizeLinear 21 blocked", 21);
     oh_input(g, "q", PL_DTYPE_U8, D(4, 8));

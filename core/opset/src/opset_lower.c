@@ -3016,9 +3016,6 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
     }
     if (version >= 21 && strcmp(w.op, "QLinearMatMul") == 0)
         return lw_qlinear_matmul_scales(&w, changed);
-    if (version >= 19 && strcmp(w.op, "Pad") == 0 &&
-        strcmp(lw_attr_s(&w, "mode", "constant"), "wrap") == 0)
-        return lw_error(&w, PL_CODE_UNSUPPORTED, "mode 'wrap' is not supported");
     if (fn == NULL)
         return NULL;
     *changed = true;

@@ -976,10 +976,12 @@ static pl_status *sh_infer_pad(pl_infer_ctx *ctx)
 {
     const pl_graph_tensor *x = pl_infer_input(ctx, 0);
     const char *mode = pl_infer_attr_string(ctx, "mode");
+    bool wrap = strcmp(mode, "wrap") == 0 && pl_infer_opset_version(ctx) >= 19;
     if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 &&
-        strcmp(mode, "edge") != 0)
+        strcmp(mode, "edge") != 0 && !wrap)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                              "mode '%s' is not constant, reflect or edge", mode);
+                              "mode '%s' is not constant, reflect, edge or (from opset 19) wrap",
+                              mode);
     const pl_graph_tensor *cv = pl_infer_input(ctx, 2);
     if (cv != NULL && cv->ndim > 0 && sh_count(cv->dims, cv->ndim) != 1)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
@@ -1287,7 +1289,8 @@ const pl_op_schema pl_opset_shape_schemas[] = {
               .types = {{"T", PL_TS_NUM | PL_TS_BOOL}, {"P", PL_TS_I64},
                         {"Tind", SH_IDX}},
               .input_types = {"T", "P", "T", "Tind"}, .output_types = {"T"}),
-    /* Pad 19 added mode 'wrap', which opset_lower.c refuses. */
+    /* Pad 19 added mode 'wrap', which the cpu module's Pad runs (others
+     * refuse the mode). */
     SH_SCHEMA("Pad", 19, 2, 4, 1, 1, sh_pad11_attrs, sh_infer_pad,
               .types = {{"T", PL_TS_NUM | PL_TS_BOOL}, {"P", PL_TS_I64},
                         {"Tind", SH_IDX}},
