@@ -254,6 +254,7 @@ extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressio
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 /* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu */
+extern const cpu_op_entry cpu_ops_deform[]; /* deform.c: DeformConv */
 extern const cpu_op_entry cpu_ops_qlinear_ms[];
 
 /* Registers the schemas of qlinear_ms.c's com.microsoft ops (cpu.c's init),

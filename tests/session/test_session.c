@@ -2905,6 +2905,147 @@ static void case_resize_modes(void)
     }
 }
 
+/* torchvision's bilinear sample of an H x W plane, zero outside. */
+static double dc_sample(const float *p, int h, int w, double y, double x)
+{
+    if (y <= -1 || y >= h || x <= -1 || x >= w)
+        return 0;
+    int y0 = (int)floor(y), x0 = (int)floor(x);
+    double v = 0;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            int yy = y0 + a, xx = x0 + b;
+            double wy = a ? y - y0 : 1 - (y - y0), wx = b ? x - x0 : 1 - (x - x0);
+            if (yy >= 0 && yy < h && xx >= 0 && xx < w)
+                v += wy * wx * p[yy * w + xx];
+        }
+    return v;
+}
+
+/* DeformConv 19 on cpu: ONNX 1.20's own tests with a mask and bias and
+ * with two offset groups (their outputs), and a larger case (batch 2,
+ * groups 2, offset groups 2, stride 2, dilation 2, asymmetric pads, a
+ * 3 x 2 kernel, 400 output positions: more than one product block)
+ * against a direct loop; inputs at run time; the default order too
+ * (onednn refuses DeformConv, naming it). */
+static void case_deform_conv(void)
+{
+    enum { N = 2, C = 4, H = 41, W = 40, M = 6, KH = 3, KW = 2, G = 2, OG = 2 };
+    enum { OH = 20, OW = 20 }; /* (41 + 1 + 2 - 5) / 2 + 1, (40 + 0 + 1 - 3) / 2 + 1 */
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":19}],"
+        "\"inputs\":[\"x1\",\"w1\",\"o1\",\"b1\",\"m1\",\"x2\",\"w2\",\"o2\",\"x3\",\"w3\",\"o3\","
+        "\"b3\",\"m3\"],\"outputs\":[\"y1\",\"y2\",\"y3\"],"
+        "\"tensors\":[{\"name\":\"x1\",\"dtype\":\"f32\",\"shape\":[1,1,3,3]},"
+        "{\"name\":\"w1\",\"dtype\":\"f32\",\"shape\":[1,1,2,2]},"
+        "{\"name\":\"o1\",\"dtype\":\"f32\",\"shape\":[1,8,2,2]},"
+        "{\"name\":\"b1\",\"dtype\":\"f32\",\"shape\":[1]},"
+        "{\"name\":\"m1\",\"dtype\":\"f32\",\"shape\":[1,4,2,2]},"
+        "{\"name\":\"x2\",\"dtype\":\"f32\",\"shape\":[1,2,3,3]},"
+        "{\"name\":\"w2\",\"dtype\":\"f32\",\"shape\":[1,2,2,2]},"
+        "{\"name\":\"o2\",\"dtype\":\"f32\",\"shape\":[1,16,2,2]},"
+        "{\"name\":\"x3\",\"dtype\":\"f32\",\"shape\":[2,4,41,40]},"
+        "{\"name\":\"w3\",\"dtype\":\"f32\",\"shape\":[6,2,3,2]},"
+        "{\"name\":\"o3\",\"dtype\":\"f32\",\"shape\":[2,24,20,20]},"
+        "{\"name\":\"b3\",\"dtype\":\"f32\",\"shape\":[6]},"
+        "{\"name\":\"m3\",\"dtype\":\"f32\",\"shape\":[2,12,20,20]}],"
+        "\"nodes\":["
+        "{\"name\":\"d1\",\"op\":\"DeformConv\",\"inputs\":[\"x1\",\"w1\",\"o1\",\"b1\",\"m1\"],"
+        "\"outputs\":[\"y1\"],\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]}}},"
+        "{\"name\":\"d2\",\"op\":\"DeformConv\",\"inputs\":[\"x2\",\"w2\",\"o2\"],"
+        "\"outputs\":[\"y2\"],\"attributes\":{\"offset_group\":{\"int\":2}}},"
+        "{\"name\":\"d3\",\"op\":\"DeformConv\",\"inputs\":[\"x3\",\"w3\",\"o3\",\"b3\",\"m3\"],"
+        "\"outputs\":[\"y3\"],\"attributes\":{\"group\":{\"int\":2},\"offset_group\":{\"int\":2},"
+        "\"strides\":{\"ints\":[2,2]},\"dilations\":{\"ints\":[2,1]},"
+        "\"pads\":{\"ints\":[1,0,2,1]}}}]}";
+    const char *path = write_text("deform_conv.json", json);
+    /* ONNX's tests */
+    const float x1[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, w1[4] = {1, 1, 1, 1}, b1[1] = {1};
+    float o1[32] = {0}, m1[16], o2[64] = {0};
+    o1[0] = 0.5f, o1[21] = -0.1f;
+    for (int i = 0; i < 16; i++)
+        m1[i] = i == 11 ? 0.2f : 1.0f;
+    const float x2[18] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+    const float w2[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    o2[0] = 0.5f, o2[53] = -0.1f;
+    const float want1[4] = {10.5f, 12.9f, 21.0f, 19.4f}, want2[4] = {33.5f, 32.1f, 32.0f, 32.0f};
+    /* the larger case */
+    static float x3[N * C * H * W], w3[M * (C / G) * KH * KW], o3[N * OG * 2 * KH * KW * OH * OW];
+    static float b3[M], m3[N * OG * KH * KW * OH * OW], y3[N * M * OH * OW];
+    fill(x3, sizeof x3 / sizeof *x3, 41, 1.0f);
+    fill(w3, sizeof w3 / sizeof *w3, 42, 1.0f);
+    fill(o3, sizeof o3 / sizeof *o3, 43, 3.0f);
+    fill(b3, M, 44, 1.0f);
+    fill(m3, sizeof m3 / sizeof *m3, 45, 1.0f);
+    static double want3[N * M * OH * OW];
+    const int cg = C / G, mg = M / G, cpo = C / OG, taps = KH * KW, plane = OH * OW;
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    double acc = b3[m];
+                    for (int ci = 0; ci < cg; ci++) {
+                        int c = (m / mg) * cg + ci, og = c / cpo;
+                        for (int i = 0; i < KH; i++)
+                            for (int j = 0; j < KW; j++) {
+                                int t = i * KW + j, q = oy * OW + ox;
+                                const float *off = o3 + ((size_t)(n * OG + og) * 2 * taps) * plane;
+                                double y = oy * 2 - 1 + i * 2 + off[(2 * t) * plane + q];
+                                double x = ox * 2 - 0 + j * 1 + off[(2 * t + 1) * plane + q];
+                                double v = dc_sample(x3 + (size_t)(n * C + c) * H * W, H, W, y, x);
+                                v *= m3[((size_t)(n * OG + og) * taps + t) * plane + q];
+                                acc += w3[((m * cg + ci) * KH + i) * KW + j] * v;
+                            }
+                    }
+                    want3[((n * M + m) * OH + oy) * OW + ox] = acc;
+                }
+    const char *orders[2] = {"cpu", "onednn, cpu"};
+    for (int o = 0; o < 2; o++) {
+        pl_runtime *rt = runtime_in_order(orders[o]);
+        pl_session *sess = session_for(rt, path);
+        float y1[4], y2[4];
+        pl_io in[13], out[3];
+        const struct {
+            const char *name;
+            const float *p;
+            int ndim;
+            int64_t dims[4];
+        } ins[13] = {{"x1", x1, 4, {1, 1, 3, 3}},  {"w1", w1, 4, {1, 1, 2, 2}},
+                     {"o1", o1, 4, {1, 8, 2, 2}},  {"b1", b1, 1, {1}},
+                     {"m1", m1, 4, {1, 4, 2, 2}},  {"x2", x2, 4, {1, 2, 3, 3}},
+                     {"w2", w2, 4, {1, 2, 2, 2}},  {"o2", o2, 4, {1, 16, 2, 2}},
+                     {"x3", x3, 4, {N, C, H, W}},  {"w3", w3, 4, {M, C / G, KH, KW}},
+                     {"o3", o3, 4, {N, OG * 2 * KH * KW, OH, OW}}, {"b3", b3, 1, {M}},
+                     {"m3", m3, 4, {N, OG * KH * KW, OH, OW}}};
+        for (int i = 0; i < 13; i++)
+            in[i] = (pl_io){.name = ins[i].name,
+                            .tensor = {.data = (void *)ins[i].p, .ndim = ins[i].ndim,
+                                       .dtype = PL_DTYPE_F32, .shape = (int64_t *)ins[i].dims,
+                                       .struct_size = sizeof(pl_tensor)}};
+        int64_t s1[4] = {1, 1, 2, 2}, s3[4] = {N, M, OH, OW};
+        out[0] = (pl_io){.name = "y1", .tensor = {.data = y1, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                                  .shape = s1, .struct_size = sizeof(pl_tensor)}};
+        out[1] = (pl_io){.name = "y2", .tensor = {.data = y2, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                                  .shape = s1, .struct_size = sizeof(pl_tensor)}};
+        out[2] = (pl_io){.name = "y3", .tensor = {.data = y3, .ndim = 4, .dtype = PL_DTYPE_F32,
+                                                  .shape = s3, .struct_size = sizeof(pl_tensor)}};
+        TH_CHECK_OK(pl_session_run(sess, in, 13, out, 3));
+        for (int i = 0; i < 4; i++) {
+            TH_CHECK(fabsf(y1[i] - want1[i]) <= 1e-5f, "order = %s: y1[%d] = %g, ONNX gives %g",
+                     orders[o], i, y1[i], want1[i]);
+            TH_CHECK(fabsf(y2[i] - want2[i]) <= 1e-5f, "order = %s: y2[%d] = %g, ONNX gives %g",
+                     orders[o], i, y2[i], want2[i]);
+        }
+        for (size_t i = 0; i < sizeof y3 / sizeof *y3; i++)
+            TH_CHECK(fabs(y3[i] - want3[i]) <= 1e-4 * (1 + fabs(want3[i])),
+                     "order = %s: y3[%zu] = %.7g, the direct loop gives %.7g", orders[o], i,
+                     y3[i], want3[i]);
+        pl_session_destroy(sess);
+        pl_runtime_destroy(rt);
+    }
+}
+
 /* A module built before ABI 1.11 (fx_fuse10, ABI 1.0) is never offered a
  * node with a dtype its SDK did not know: a u16 Add goes to cpu with the
  * reason naming the dtype and the module's minor, and fx_fuse10 made no
@@ -3927,6 +4068,7 @@ int main(int argc, char **argv)
         {"wide_int_qdq", case_wide_int_qdq},
         {"old_abi_dtypes", case_old_abi_dtypes},
         {"resize_modes", case_resize_modes},
+        {"deform_conv", case_deform_conv},
         {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},

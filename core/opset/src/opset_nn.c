@@ -146,7 +146,8 @@ static pl_status *nn_window_read(pl_infer_ctx *ctx, int nsp, nn_window *w)
     PL_RETURN_IF_ERROR(nn_window_attr(ctx, "dilations", (size_t)nsp, 1, 1, w->dilations));
     PL_RETURN_IF_ERROR(nn_window_attr(ctx, "pads", 2 * (size_t)nsp, 0, 0, w->pads));
     const char *ap = pl_infer_attr_string(ctx, "auto_pad");
-    w->auto_pad = pl_auto_pad_parse_cstr(ap);
+    /* "" for an op without the attribute (DeformConv) */
+    w->auto_pad = ap[0] ? pl_auto_pad_parse_cstr(ap) : PL_AUTO_PAD_NOTSET;
     if (w->auto_pad == PL_AUTO_PAD_INVALID)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "auto_pad '%s' is not NOTSET, SAME_UPPER, "
@@ -225,14 +226,15 @@ static pl_status *nn_spatial_rank(pl_infer_ctx *ctx, const pl_graph_tensor *x,
     return NULL;
 }
 
-/* Shared by Conv and ConvTranspose: X and W ranks, kernel_shape against W,
- * bias shape. *out_nsp is -1 when it cannot be known. */
-static pl_status *nn_conv_common(pl_infer_ctx *ctx, nn_window *w,
+/* Shared by Conv, ConvTranspose and DeformConv: X and W ranks,
+ * kernel_shape against W, the shape of the bias (input BIAS_IN). *out_nsp
+ * is -1 when it cannot be known. */
+static pl_status *nn_conv_common(pl_infer_ctx *ctx, nn_window *w, size_t bias_in,
                                  int64_t bias_channels, int *out_nsp)
 {
     const pl_graph_tensor *x = pl_infer_input(ctx, 0);
     const pl_graph_tensor *wt = pl_infer_input(ctx, 1);
-    const pl_graph_tensor *b = pl_infer_input(ctx, 2);
+    const pl_graph_tensor *b = pl_infer_input(ctx, bias_in);
     char sx[160], sw[160];
     int nsp;
     PL_RETURN_IF_ERROR(nn_spatial_rank(ctx, x, &nsp));
@@ -282,7 +284,8 @@ static pl_status *nn_conv_common(pl_infer_ctx *ctx, nn_window *w,
     return NULL;
 }
 
-static pl_status *nn_infer_conv(pl_infer_ctx *ctx)
+/* Conv, and DeformConv (BIAS_IN 3: its input 2 is the offsets). */
+static pl_status *nn_infer_conv_bias(pl_infer_ctx *ctx, size_t bias_in)
 {
     const pl_graph_tensor *x = pl_infer_input(ctx, 0);
     const pl_graph_tensor *wt = pl_infer_input(ctx, 1);
@@ -290,7 +293,7 @@ static pl_status *nn_infer_conv(pl_infer_ctx *ctx)
     int64_t m = wt->ndim >= 1 ? wt->dims[0] : -1;
     nn_window w;
     int nsp;
-    PL_RETURN_IF_ERROR(nn_conv_common(ctx, &w, m, &nsp));
+    PL_RETURN_IF_ERROR(nn_conv_common(ctx, &w, bias_in, m, &nsp));
     if (nsp < 0)
         return NULL;
     char sx[160], sw[160];
@@ -320,6 +323,49 @@ static pl_status *nn_infer_conv(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, nsp + 2, dims, params);
 }
 
+static pl_status *nn_infer_conv(pl_infer_ctx *ctx)
+{
+    return nn_infer_conv_bias(ctx, 2);
+}
+
+/* DeformConv 19: Conv's output; the offsets [N, offset_group x 2 x taps,
+ * out...] and the mask [N, offset_group x taps, out...] where their dims
+ * are known. */
+static pl_status *nn_infer_deform_conv(pl_infer_ctx *ctx)
+{
+    PL_RETURN_IF_ERROR(nn_infer_conv_bias(ctx, 3));
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    const pl_graph_tensor *wt = pl_infer_input(ctx, 1);
+    int64_t og = pl_infer_attr_int(ctx, "offset_group");
+    if (og < 1)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "offset_group %lld must be >= 1",
+                              (long long)og);
+    if (x->ndim >= 2 && x->dims[1] >= 0 && x->dims[1] % og != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "%lld input channels are not divisible by offset_group %lld",
+                              (long long)x->dims[1], (long long)og);
+    if (wt->ndim < 3)
+        return NULL;
+    int64_t taps = 1;
+    for (int32_t d = 2; d < wt->ndim; d++)
+        taps = wt->dims[d] >= 0 && taps >= 0 ? taps * wt->dims[d] : -1;
+    for (size_t in = 2; in <= 4; in += 2) {
+        const pl_graph_tensor *t = pl_infer_input(ctx, in);
+        if (t == NULL || t->ndim < 0)
+            continue;
+        int64_t ch = taps < 0 ? -1 : og * taps * (in == 2 ? 2 : 1);
+        if (t->ndim != wt->ndim || (ch >= 0 && t->dims[1] >= 0 && t->dims[1] != ch)) {
+            char sb[160];
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "%s %s must be [N, %lld, output dims...]",
+                                  in == 2 ? "offset" : "mask",
+                                  pl_dims_format(t->dims, t->ndim, sb, sizeof sb),
+                                  (long long)ch);
+        }
+    }
+    return NULL;
+}
+
 static pl_status *nn_infer_conv_transpose(pl_infer_ctx *ctx)
 {
     const pl_graph_tensor *x = pl_infer_input(ctx, 0);
@@ -328,7 +374,7 @@ static pl_status *nn_infer_conv_transpose(pl_infer_ctx *ctx)
     int64_t m = wt->ndim >= 2 && wt->dims[1] >= 0 ? wt->dims[1] * group : -1;
     nn_window w;
     int nsp;
-    PL_RETURN_IF_ERROR(nn_conv_common(ctx, &w, m, &nsp));
+    PL_RETURN_IF_ERROR(nn_conv_common(ctx, &w, 2, m, &nsp));
     if (nsp < 0)
         return NULL;
     char sx[160], sw[160];
@@ -613,6 +659,9 @@ static const pl_attr_spec nn_conv_attrs[] = {
     PL_ATTR_S("auto_pad", "NOTSET"), PL_ATTR_IS("dilations"),
     PL_ATTR_I("group", 1), PL_ATTR_IS("kernel_shape"), PL_ATTR_IS("pads"),
     PL_ATTR_IS("strides")};
+static const pl_attr_spec nn_deform_attrs[] = {
+    PL_ATTR_IS("dilations"), PL_ATTR_I("group", 1), PL_ATTR_IS("kernel_shape"),
+    PL_ATTR_I("offset_group", 1), PL_ATTR_IS("pads"), PL_ATTR_IS("strides")};
 static const pl_attr_spec nn_convt_attrs[] = {
     PL_ATTR_S("auto_pad", "NOTSET"), PL_ATTR_IS("dilations"),
     PL_ATTR_I("group", 1), PL_ATTR_IS("kernel_shape"),
@@ -698,6 +747,10 @@ const pl_op_schema pl_opset_nn_schemas[] = {
               .output_types = {"T"}),
     NN_SCHEMA("Conv", 7, 2, 3, 1, nn_conv_attrs, nn_infer_conv,
               .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T", "T", "T"},
+              .output_types = {"T"}),
+    /* 22 only admits bfloat16 */
+    NN_SCHEMA("DeformConv", 19, 3, 5, 1, nn_deform_attrs, nn_infer_deform_conv,
+              .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T", "T", "T", "T", "T"},
               .output_types = {"T"}),
     NN_SCHEMA("ConvTranspose", 7, 2, 3, 1, nn_convt_attrs, nn_infer_conv_transpose,
               .types = {{"T", PL_TS_FLOAT}}, .input_types = {"T", "T", "T"},
