@@ -1,6 +1,7 @@
 /* sample.c — the cpu module's sampling family: GridSample (4-D, the
  * bilinear, nearest and bicubic modes with zeros, border and reflection
- * padding, as PyTorch's grid_sample defines them, which ONNX follows) and
+ * padding, as PyTorch's grid_sample defines them, which ONNX follows; 5-D
+ * (opset 20) trilinear and nearest) and
  * RoiAlign (average mode, as ONNX Runtime computes it: bilinear samples
  * on a grid per output bin). Computed in double. */
 #include <math.h>
@@ -32,7 +33,8 @@ typedef enum sa_pad { SA_ZEROS, SA_BORDER, SA_REFLECTION } sa_pad;
 
 typedef struct sa_grid_kernel {
     shp_kernel k;
-    size_t n, c, h, w, oh, ow;
+    size_t n, c, d, h, w, od, oh, ow; /* d and od 1 for a 4-D input */
+    bool volumetric;                  /* 5-D: a grid of (x, y, z) */
     sa_mode mode;
     sa_pad pad;
     bool align;
@@ -77,6 +79,36 @@ static double sa_pixel(const sa_grid_kernel *k, const double *p, int64_t y, int6
     if (y < 0 || x < 0 || y >= (int64_t)k->h || x >= (int64_t)k->w)
         return 0;
     return p[(size_t)y * k->w + (size_t)x];
+}
+
+/* Voxel (z, y, x) of volume P (D x H x W doubles), 0 outside. */
+static double sa_voxel(const sa_grid_kernel *k, const double *p, int64_t z, int64_t y, int64_t x)
+{
+    if (z < 0 || z >= (int64_t)k->d)
+        return 0;
+    return sa_pixel(k, p + (size_t)z * k->h * k->w, y, x);
+}
+
+/* The value of volume P at grid point (GX, GY, GZ): trilinear or nearest,
+ * each coordinate through the padding as in 2-D (PyTorch's 5-D
+ * grid_sample). */
+static double sa_sample3(const sa_grid_kernel *k, const double *p, double gx, double gy,
+                         double gz)
+{
+    double x = sa_pad_coord(k, sa_unnormalize(k, gx, k->w), k->w);
+    double y = sa_pad_coord(k, sa_unnormalize(k, gy, k->h), k->h);
+    double z = sa_pad_coord(k, sa_unnormalize(k, gz, k->d), k->d);
+    if (k->mode == SA_NEAREST)
+        return sa_voxel(k, p, (int64_t)nearbyint(z), (int64_t)nearbyint(y),
+                        (int64_t)nearbyint(x));
+    double x0 = floor(x), y0 = floor(y), z0 = floor(z);
+    double t[3] = {x - x0, y - y0, z - z0}, v = 0;
+    for (int c = 0; c < 8; c++) {
+        int bx = c & 1, by = (c >> 1) & 1, bz = c >> 2;
+        double wgt = (bx ? t[0] : 1 - t[0]) * (by ? t[1] : 1 - t[1]) * (bz ? t[2] : 1 - t[2]);
+        v += wgt * sa_voxel(k, p, (int64_t)z0 + bz, (int64_t)y0 + by, (int64_t)x0 + bx);
+    }
+    return v;
 }
 
 /* A bicubic tap: its coordinates go through the padding first. */
@@ -129,7 +161,7 @@ static pl_status *sa_grid_write(pl_module_ctx *ctx, const shp_kernel *kernel,
 {
     (void)o, (void)req;
     const sa_grid_kernel *k = (const sa_grid_kernel *)kernel;
-    size_t plane = k->h * k->w;
+    size_t plane = k->d * k->h * k->w, out = k->od * k->oh * k->ow, gd = k->volumetric ? 3 : 2;
     double *p = cpu_host->host_alloc(ctx->host_ctx, (plane ? plane : 1) * sizeof *p, 0);
     if (p == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory");
@@ -138,10 +170,12 @@ static pl_status *sa_grid_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     for (size_t n = 0; n < k->n; n++)
         for (size_t c = 0; c < k->c; c++) {
             shp_convert(k->dt, x + (n * k->c + c) * plane * es, PL_DTYPE_F64, p, plane);
-            for (size_t i = 0; i < k->oh * k->ow; i++) {
-                size_t gi = (n * k->oh * k->ow + i) * 2;
+            for (size_t i = 0; i < out; i++) {
+                size_t gi = (n * out + i) * gd;
                 double gx = ix_load(k->grid_dt, g, gi), gy = ix_load(k->grid_dt, g, gi + 1);
-                ix_store(k->dt, dst, (n * k->c + c) * k->oh * k->ow + i, sa_sample(k, p, gx, gy));
+                double v = k->volumetric ? sa_sample3(k, p, gx, gy, ix_load(k->grid_dt, g, gi + 2))
+                                         : sa_sample(k, p, gx, gy);
+                ix_store(k->dt, dst, (n * k->c + c) * out + i, v);
             }
         }
     cpu_host->host_free(ctx->host_ctx, p);
@@ -161,13 +195,16 @@ static pl_status *sa_build_grid_sample(pl_module_ctx *ctx, const pl_node_desc *n
     SHP_TRY(shp_same_dtype(node));
     if (PL_DTYPE_EQ(x->dtype, PL_DTYPE_BOOL) || !sa_is_float(g->dtype))
         return cpu_error(PL_CODE_UNSUPPORTED, op, "X must be numeric and the grid floating point");
-    bool ok = x->ndim == 4 && g->ndim == 4 && o->ndim == 4 && g->shape[3] == 2 &&
+    int r = x->ndim;
+    bool ok = (r == 4 || r == 5) && g->ndim == r && o->ndim == r && g->shape[r - 1] == r - 2 &&
               g->shape[0] == x->shape[0] && o->shape[0] == x->shape[0] &&
-              o->shape[1] == x->shape[1] && o->shape[2] == g->shape[1] &&
-              o->shape[3] == g->shape[2];
+              o->shape[1] == x->shape[1];
+    for (int d = 2; ok && d < r; d++)
+        ok = o->shape[d] == g->shape[d - 1];
     if (!ok)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
-                         "X [N, C, H, W], grid [N, H_out, W_out, 2] and output do not fit");
+                         "X [N, C, (D,) H, W], grid [N, (D_out,) H_out, W_out, 2 (3)] and output "
+                         "do not fit");
     sa_mode m = strcmp(mode, "nearest") == 0 ? SA_NEAREST
               : strcmp(mode, "bicubic") == 0 ? SA_BICUBIC : SA_BILINEAR;
     sa_pad p = strcmp(pad, "border") == 0 ? SA_BORDER
@@ -176,14 +213,19 @@ static pl_status *sa_build_grid_sample(pl_module_ctx *ctx, const pl_node_desc *n
         (p == SA_ZEROS && strcmp(pad, "zeros") != 0))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "mode '%s' or padding_mode '%s' unknown",
                          mode, pad);
+    if (r == 5 && m == SA_BICUBIC)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "bicubic mode on a 5-D input");
     sa_grid_kernel *k;
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, sa_grid_write, (shp_kernel **)&k));
+    k->volumetric = r == 5;
     k->n = (size_t)x->shape[0];
     k->c = (size_t)x->shape[1];
-    k->h = (size_t)x->shape[2];
-    k->w = (size_t)x->shape[3];
-    k->oh = (size_t)o->shape[2];
-    k->ow = (size_t)o->shape[3];
+    k->d = r == 5 ? (size_t)x->shape[2] : 1;
+    k->h = (size_t)x->shape[r - 2];
+    k->w = (size_t)x->shape[r - 1];
+    k->od = r == 5 ? (size_t)o->shape[2] : 1;
+    k->oh = (size_t)o->shape[r - 2];
+    k->ow = (size_t)o->shape[r - 1];
     k->mode = m;
     k->pad = p;
     k->align = align != 0;

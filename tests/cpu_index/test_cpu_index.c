@@ -1446,6 +1446,20 @@ static void ti_expect(const char *what, double got, double want)
           want);
 }
 
+/* GridSample 20 of the volume X[z][y][x] = 1 + 4z + 2y + x (2 x 2 x 2) at
+ * one grid point (x, y, z). */
+static double ti_grid3(const char *mode, const char *pad, int align, float gx, float gy,
+                       float gz)
+{
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, g[3] = {gx, gy, gz}, y;
+    ti_case c = {.op = "GridSample", .opset = 20, .n_in = 2,
+                 .in = {TIN(F32, x, 5, 1, 1, 2, 2, 2), TIN(F32, g, 5, 1, 1, 1, 1, 3)},
+                 .n_attrs = 3,
+                 .attrs = {AS("mode", mode), AS("padding_mode", pad), AI("align_corners", align)}};
+    ti_run(&c, OUTS(&y));
+    return y;
+}
+
 static void case_GridSample(void)
 {
     ti_expect("bilinear corners, centre", ti_grid("bilinear", "zeros", 1, 0, 0), 2.5);
@@ -1459,6 +1473,14 @@ static void case_GridSample(void)
     ti_expect("bicubic on a pixel", ti_grid("bicubic", "zeros", 1, -1, -1), 1);
     ti_expect("bicubic, zeros", ti_grid("bicubic", "zeros", 1, 0, 0), 3.525390625);
     ti_expect("bicubic, border", ti_grid("bicubic", "border", 1, 0, 0), 2.5);
+    /* 5-D (opset 20): trilinear and nearest */
+    ti_expect("trilinear, centre", ti_grid3("linear", "zeros", 1, 0, 0, 0), 4.5);
+    ti_expect("trilinear, corner", ti_grid3("linear", "zeros", 1, -1, -1, -1), 1);
+    ti_expect("trilinear, x 1 z 1", ti_grid3("linear", "zeros", 1, 1, -1, 1), 6);
+    /* align_corners 0: -1 is half a voxel outside on each axis: 1/8 of 1 */
+    ti_expect("trilinear, zeros outside", ti_grid3("linear", "zeros", 0, -1, -1, -1), 0.125);
+    ti_expect("trilinear, border outside", ti_grid3("linear", "border", 0, -1, -1, -1), 1);
+    ti_expect("nearest 3-D", ti_grid3("nearest", "zeros", 0, 0.1f, -0.6f, 0.7f), 6);
     float x[4] = {0}, g[4] = {0};
     ti_case bad = {.op = "GridSample", .opset = 16, .n_in = 2,
                    .in = {TIN(F32, x, 4, 1, 1, 2, 2), TIN(F32, g, 4, 1, 1, 2, 1)}};
@@ -1469,6 +1491,15 @@ static void case_GridSample(void)
     badm.n_attrs = 1;
     badm.attrs[0] = (ch_attr)AS("mode", "cubic");
     ti_infer_fails(&badm, "mode 'cubic' is none of bilinear, nearest, bicubic");
+    /* 5-D before opset 20, and cubic on 5-D */
+    float x3[8] = {0}, g3[3] = {0};
+    ti_case bad3 = {.op = "GridSample", .opset = 16, .n_in = 2,
+                    .in = {TIN(F32, x3, 5, 1, 1, 2, 2, 2), TIN(F32, g3, 5, 1, 1, 1, 1, 3)}};
+    ti_infer_fails(&bad3, "from opset 20 and not bicubic");
+    bad3.opset = 20;
+    bad3.n_attrs = 1;
+    bad3.attrs[0] = (ch_attr)AS("mode", "cubic");
+    ti_infer_fails(&bad3, "from opset 20 and not bicubic");
 }
 
 static void case_RoiAlign(void)

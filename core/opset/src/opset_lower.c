@@ -47,9 +47,10 @@
  *   19's half_pixel_symmetric (half_pixel where every output size is scale
  *   x input exactly), its axes becoming scales or sizes for every axis, a
  *   ScatterElements into ones or the input's Shape; antialias 1 stays for
- *   the kernels, the cpu module's runs it; Pad 19's
- *   wrap; GridSample 20's modes (linear and cubic are 16's bilinear and
- *   bicubic; N-D refused); QuantizeLinear's and DequantizeLinear's
+ *   the kernels, the cpu module's runs it; Pad 19's wrap (the cpu
+ *   module's Pad runs it); GridSample 20's modes (linear and cubic are
+ *   16's bilinear and bicubic; 5-D kept for the cpu kernel, other ranks
+ *   refused); QuantizeLinear's and DequantizeLinear's
  *   saturate (float8 only), block_size (blocked quantisation, refused),
  *   output_dtype (other than the type the inputs give, refused) and
  *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
@@ -1326,8 +1327,9 @@ static pl_status *lw_resize(lw *w)
 static pl_status *lw_grid_sample(lw *w)
 {
     const pl_graph_tensor *x = lw_tensor(w, lw_input(w, 0));
-    if (x != NULL && x->ndim != 4)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "a GridSample of rank %d (only 4-D: N, C, H, W)",
+    if (x != NULL && x->ndim != 4 && x->ndim != 5)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "a GridSample of rank %d (4-D and 5-D only: "
+                                                "N, C, [D,] H, W)",
                         (int)x->ndim);
     const char *mode = lw_attr_s(w, "mode", "linear");
     /* 16's names are taken too: ONNX's own tests of version 22 use them */

@@ -1,6 +1,6 @@
 /* opset_sample.c — schemas of ONNX's sampling ops: GridSample (opset 16,
  * 4-D: a [N, C, H, W] input read at a grid [N, H_out, W_out, 2] of
- * normalised coordinates) and RoiAlign (opsets 10 and 16: average-pooled
+ * normalised coordinates; opset 20 also 5-D, with a grid of 3) and RoiAlign (opsets 10 and 16: average-pooled
  * bilinear samples of regions of interest). */
 #include <string.h>
 
@@ -19,17 +19,24 @@ static pl_status *sa_infer_grid_sample(pl_infer_ctx *ctx)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "padding_mode '%s' is none of zeros, border, reflection", pad);
     const pl_graph_tensor *x = pl_infer_input(ctx, 0), *g = pl_infer_input(ctx, 1);
-    if ((x->ndim >= 0 && x->ndim != 4) || (g->ndim >= 0 && g->ndim != 4) ||
-        (g->ndim == 4 && g->dims[3] >= 0 && g->dims[3] != 2) ||
-        (x->ndim == 4 && g->ndim == 4 && x->dims[0] >= 0 && g->dims[0] >= 0 &&
+    /* 4-D; from opset 20 also 5-D (volumetric: [N, C, D, H, W] at a grid
+     * [N, D_out, H_out, W_out, 3]), bicubic excepted */
+    int rank = x->ndim >= 0 ? x->ndim : g->ndim;
+    bool vol_ok = pl_infer_opset_version(ctx) >= 20 && strcmp(mode, "bicubic") != 0;
+    if ((rank >= 0 && rank != 4 && !(rank == 5 && vol_ok)) ||
+        (x->ndim >= 0 && g->ndim >= 0 && x->ndim != g->ndim) ||
+        (g->ndim >= 3 && g->dims[g->ndim - 1] >= 0 && g->dims[g->ndim - 1] != g->ndim - 2) ||
+        (x->ndim >= 1 && g->ndim >= 1 && x->dims[0] >= 0 && g->dims[0] >= 0 &&
          x->dims[0] != g->dims[0]))
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                              "X must be [N, C, H, W] and the grid [N, H_out, W_out, 2]");
+                              "X must be [N, C, H, W] and the grid [N, H_out, W_out, 2] (or, "
+                              "from opset 20 and not bicubic, [N, C, D, H, W] and "
+                              "[N, D_out, H_out, W_out, 3])");
     if (x->ndim < 0 || g->ndim < 0)
         return NULL;
-    int64_t dims[4] = {x->dims[0] >= 0 ? x->dims[0] : g->dims[0], x->dims[1], g->dims[1],
-                       g->dims[2]};
-    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, 4, dims, NULL);
+    int64_t dims[5] = {x->dims[0] >= 0 ? x->dims[0] : g->dims[0], x->dims[1], g->dims[1],
+                       g->dims[2], rank == 5 ? g->dims[3] : 0};
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, rank, dims, NULL);
 }
 
 static pl_status *sa_infer_roi_align(pl_infer_ctx *ctx)
@@ -91,7 +98,7 @@ const pl_op_schema pl_opset_sample_schemas[] = {
      .output_types = {"T1"}, .infer = sa_infer_grid_sample}
     SA_GRID(16),
     /* 20 renamed the modes (linear, cubic) and allowed N-D: opset_lower.c
-     * gives 4-D nodes 16's names and refuses the rest. */
+     * gives 16's names, and refuses ranks other than 4 and 5. */
     SA_GRID(20),
     SA_ROI(10, sa_roi10_attrs),
     SA_ROI(16, sa_roi16_attrs),
