@@ -2062,7 +2062,16 @@ static void case_lowered_ops(void)
     oh_input(g, "s", F32, D(4, 2));
     n = oh_node(g, "dq", "DequantizeLinear", "q,s", "y");
     oh_attr_i(g, n, "block_size", 4);
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "blocked quantisation is not supported", NULL);
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, D(4, 8));
+    pl_graph_destroy(g);
+    /* one scale per block of 4 along axis 1: [4, 2], not [4, 3] */
+    g = oh_new_graph("DequantizeLinear 21 blocked, a scale too many", 21);
+    oh_input(g, "q", PL_DTYPE_U8, D(4, 8));
+    oh_input(g, "s", F32, D(4, 3));
+    n = oh_node(g, "dq", "DequantizeLinear", "q,s", "y");
+    oh_attr_i(g, n, "block_size", 4);
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "block_size 4 along axis 1", NULL);
 
     g = oh_new_graph("GridSample 20 linear is 16's bilinear", 20);
     oh_input(g, "x", F32, D(1, 2, 4, 4));

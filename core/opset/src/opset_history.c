@@ -36,7 +36,7 @@ static const pl_onnx_change pl_onnx_changes[] = {
     {"CastLike", 19},
     {"CastLike", 24},
     {"DFT", 20},                /* axis becomes an input */
-    {"DequantizeLinear", 21},   /* block_size: blocked quantisation */
+    {"DequantizeLinear", 21},   /* block_size: blocked quantisation (lowered) */
     {"DequantizeLinear", 23},   /* output_dtype */
     {"GridSample", 20},         /* modes renamed, N-D */
     {"GroupNormalization", 21}, /* scale and bias per channel, stash_type */

@@ -51,7 +51,8 @@
  *   module's Pad runs it); GridSample 20's modes (linear and cubic are
  *   16's bilinear and bicubic; 5-D kept for the cpu kernel, other ranks
  *   refused); QuantizeLinear's and DequantizeLinear's
- *   saturate (float8 only), block_size (blocked quantisation, refused),
+ *   saturate (float8 only), block_size (blocked quantisation: the float
+ *   arithmetic with each scale repeated over its block, lw_quant_blocked),
  *   output_dtype (other than the type the inputs give, refused) and
  *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
  *   mode (CRD refused); QLinearMatMul 21's f16 and bf16 scales (cast to
@@ -2930,8 +2931,134 @@ static const struct {
     {"com.microsoft", "DequantizeLinear", 0, lw_ms_dequantize},
 };
 
-static pl_status *lw_quantize(lw *w) { return lw_quant(w, true); }
-static pl_status *lw_dequantize(lw *w) { return lw_quant(w, false); }
+/* P (a scale or zero point of blocked quantisation: X's shape but
+ * ceil(D / block) at AXIS, where X has D) with each entry repeated BLOCK
+ * times along AXIS and cut to D: one value per element of X. */
+static pl_status *lw_block_expand(lw *w, const char *p, const pl_graph_tensor *xt,
+                                  const int64_t *pdims, int64_t axis, int64_t block,
+                                  const char **out)
+{
+    int64_t r = xt->ndim, split[PL_GRAPH_MAX_RANK + 1], wide[PL_GRAPH_MAX_RANK + 1],
+            merged[PL_GRAPH_MAX_RANK];
+    for (int64_t d = 0, k = 0; d < r; d++) {
+        split[k] = wide[k] = pdims[d];
+        merged[d] = pdims[d];
+        k++;
+        if (d == axis) {
+            split[k] = 1;
+            wide[k] = block;
+            merged[d] = pdims[d] * block;
+            k++;
+        }
+    }
+    const char *s1, *shape, *s2;
+    PL_RETURN_IF_ERROR(lw_reshape(w, p, split, r + 1, &s1));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "block_shape", wide, r + 1, &shape));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Expand", s1, shape, &s2));
+    PL_RETURN_IF_ERROR(lw_reshape(w, s2, merged, r, out));
+    if (merged[axis] != xt->dims[axis])
+        PL_RETURN_IF_ERROR(lw_head(w, *out, axis, xt->dims[axis], out));
+    return NULL;
+}
+
+/* QuantizeLinear and DequantizeLinear 21 with block_size B: the scale (and
+ * zero point) has X's rank and shape but ceil(D / B) at the axis, one value
+ * per block of B elements along it (the last block may be short). Written
+ * as the float arithmetic ONNX defines, each scale repeated over its block
+ * (lw_block_expand): DequantizeLinear (X - ZP) * SCALE, QuantizeLinear
+ * saturate(Round(X / SCALE) + ZP) (Round is half to even, as
+ * QuantizeLinear's rounding), each then a constant fold where X is a
+ * weight. f32 scales and inputs. */
+static pl_status *lw_quant_blocked(lw *w, bool quantize)
+{
+    int64_t block = lw_attr_i(w, "block_size", 0);
+    const char *x = lw_input(w, 0), *sc = lw_input(w, 1), *zp = lw_input(w, 2);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *st = lw_tensor(w, sc);
+    const pl_graph_tensor *zt = zp[0] ? lw_tensor(w, zp) : NULL;
+    if (block < 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "block_size %lld is negative",
+                        (long long)block);
+    if (lw_attr_i(w, "precision", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "precision %lld is not supported",
+                        (long long)lw_attr_i(w, "precision", 0));
+    if (xt == NULL || st == NULL || xt->ndim < 1 || st->ndim != xt->ndim)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "blocked quantisation needs x and a scale of "
+                                                "the same, known rank");
+    if (!PL_DTYPE_EQ(st->dtype, PL_DTYPE_F32) ||
+        (quantize && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32)))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "blocked quantisation of %s with %s scales is "
+                                                "not supported (f32 only)",
+                        pl_dtype_name(xt->dtype), pl_dtype_name(st->dtype));
+    int64_t axis = lw_attr_i(w, "axis", 1);
+    if (axis < 0)
+        axis += xt->ndim;
+    if (axis < 0 || axis >= xt->ndim)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                        (long long)lw_attr_i(w, "axis", 1), (int)xt->ndim);
+    for (int d = 0; d < xt->ndim; d++) {
+        int64_t want = d == axis ? (xt->dims[d] + block - 1) / block : xt->dims[d];
+        if (xt->dims[d] < 0 || st->dims[d] != want ||
+            (zt != NULL && (zt->ndim != xt->ndim || zt->dims[d] != want))) {
+            char bx[160], bs[160];
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "block_size %lld along axis %lld: x %s needs a scale%s of x's "
+                            "shape with ceil(%lld / %lld) at the axis, got %s",
+                            (long long)block, (long long)axis,
+                            pl_dims_format(xt->dims, xt->ndim, bx, sizeof bx),
+                            zt != NULL ? " and zero point" : "", (long long)xt->dims[axis],
+                            (long long)block, pl_dims_format(st->dims, st->ndim, bs, sizeof bs));
+        }
+    }
+    /* the quantized type: the zero point's, else output_dtype's, else u8 */
+    int64_t to = 2;
+    pl_dtype qt = zt != NULL ? zt->dtype : quantize ? PL_DTYPE_U8 : xt->dtype;
+    if (zt == NULL && quantize && lw_attr_i(w, "output_dtype", 0) != 0)
+        to = lw_attr_i(w, "output_dtype", 0);
+    else
+        to = PL_DTYPE_EQ(qt, PL_DTYPE_U8)    ? 2
+             : PL_DTYPE_EQ(qt, PL_DTYPE_I8)  ? 3
+             : PL_DTYPE_EQ(qt, PL_DTYPE_U16) ? 4
+             : PL_DTYPE_EQ(qt, PL_DTYPE_I16) ? 5
+             : PL_DTYPE_EQ(qt, PL_DTYPE_I32) ? 6
+                                             : -1;
+    static const double lo[] = {0, 0, 0, -128, 0, -32768}, hi[] = {0, 0, 255, 127, 65535, 32767};
+    if (to < 2 || to > (quantize ? 5 : 6))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "blocked quantisation to %s is not supported",
+                        pl_dtype_name(qt));
+    const char *se, *ze = NULL, *zf;
+    PL_RETURN_IF_ERROR(lw_block_expand(w, sc, xt, st->dims, axis, block, &se));
+    if (zt != NULL) {
+        PL_RETURN_IF_ERROR(lw_cast(w, zp, 1, &zf));
+        PL_RETURN_IF_ERROR(lw_block_expand(w, zf, xt, zt->dims, axis, block, &ze));
+    }
+    if (!quantize) {
+        const char *xf;
+        PL_RETURN_IF_ERROR(lw_cast(w, x, 1, &xf));
+        if (ze != NULL)
+            PL_RETURN_IF_ERROR(lw_binary(w, "Sub", xf, ze, &xf));
+        return lw_become(w, "Mul", (const char *[]){xf, se}, 2);
+    }
+    const char *q, *r, *mn, *mx, *c;
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, se, &q));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Round", q, &r));
+    if (ze != NULL)
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", r, ze, &r));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "qmin", lo[to], &mn));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "qmax", hi[to], &mx));
+    PL_RETURN_IF_ERROR(lw_node(w, "Clip", (const char *[]){r, mn, mx}, 3, &c, NULL));
+    PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){c}, 1));
+    return pl_graph_attr_int(w->g, w->id, "to", to);
+}
+
+static pl_status *lw_quantize(lw *w)
+{
+    return lw_attr_i(w, "block_size", 0) != 0 ? lw_quant_blocked(w, true) : lw_quant(w, true);
+}
+
+static pl_status *lw_dequantize(lw *w)
+{
+    return lw_attr_i(w, "block_size", 0) != 0 ? lw_quant_blocked(w, false) : lw_quant(w, false);
+}
 
 /* QLinearMatMul 21 takes f16 and bf16 scales: they are cast to f32, the
  * type the older schema and the kernels take (each scale is one value or
