@@ -713,9 +713,11 @@ static pl_status *ox_inline(const ox_import *imp, const Onnx__ModelProto *m,
 /* ---- the graph ------------------------------------------------------------------- */
 
 static pl_status *ox_initializers(const ox_import *imp, const Onnx__GraphProto *g,
-                                  ox_names *inits)
+                                  ox_names *inits, ox_names *nibbles)
 {
     char what[320];
+    ox_import at_init = *imp;
+    at_init.nibbles_ok = true;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
         snprintf(what, sizeof what, "initializer #%zu", i);
@@ -726,7 +728,34 @@ static pl_status *ox_initializers(const ox_import *imp, const Onnx__GraphProto *
                             "%s is listed twice among the initializers", what);
         if (!ox_names_add(inits, t->name))
             return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "out of memory");
-        OX_RETURN_IF_ERROR(ox_tensor_constant(imp, t, t->name, what));
+        OX_RETURN_IF_ERROR(ox_tensor_constant(&at_init, t, t->name, what));
+        if (t->has_data_type && (t->data_type == 21 || t->data_type == 22) &&
+            !ox_names_add(nibbles, t->name))
+            return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    }
+    return NULL;
+}
+
+/* Node I of G may read a 4-bit initializer (held one value a byte) only as
+ * DequantizeLinear's x or zero point, which read the values as they are;
+ * anything else (a QuantizeLinear to 4 bits, which saturates there) would
+ * compute on 8-bit values. */
+static pl_status *ox_check_nibbles(const ox_import *imp, const Onnx__GraphProto *g,
+                                   const ox_names *nibbles)
+{
+    for (size_t i = 0; nibbles->slots != NULL && i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        bool dq = n->op_type != NULL && strcmp(n->op_type, "DequantizeLinear") == 0 &&
+                  (n->domain == NULL || n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0);
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k] != NULL && ox_names_has(nibbles, n->input[k]) &&
+                !(dq && (k == 0 || k == 2)))
+                return ox_error(imp, PL_CODE_UNSUPPORTED,
+                                "node '%.200s' (%.100s): input %zu '%.200s' is an INT4 or "
+                                "UINT4 initializer; 4-bit values are supported as "
+                                "DequantizeLinear's x and zero point only",
+                                n->name ? n->name : "", n->op_type ? n->op_type : "", k,
+                                n->input[k]);
     }
     return NULL;
 }
@@ -790,13 +819,16 @@ static pl_status *ox_graph(const ox_import *imp, const Onnx__GraphProto *g)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
                         "sparse initializers are not supported (%zu given)",
                         g->n_sparse_initializer);
-    ox_names inits = {0};
-    pl_status *st = ox_initializers(imp, g, &inits);
+    ox_names inits = {0}, nibbles = {0};
+    pl_status *st = ox_initializers(imp, g, &inits, &nibbles);
+    if (st == NULL)
+        st = ox_check_nibbles(imp, g, &nibbles);
     if (st == NULL)
         st = ox_values(imp, g, &inits);
     for (size_t i = 0; st == NULL && i < g->n_node; i++)
         st = ox_node(imp, imp->model, g->node[i], i);
     free(inits.slots);
+    free(nibbles.slots);
     return st;
 }
 

@@ -67,6 +67,9 @@ typedef struct ox_import {
     struct ox_inlined {
         size_t calls, nodes;
     } *inlined;
+    /* Set while the graph's initializers are read: INT4 and UINT4 tensors
+     * are taken there (onnx_tensor.c), nowhere else. */
+    bool nibbles_ok;
 } ox_import;
 
 /* A status "PATH: <message>" with CODE. */

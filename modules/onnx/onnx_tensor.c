@@ -20,7 +20,7 @@
 typedef struct ox_type {
     int32_t onnx;
     const char *name; /* ONNX's name */
-    int supported;
+    int supported;    /* 2: only as an initializer, widened (ox_nibbles) */
     pl_dtype dtype;
     const char *short_name; /* Plinth's */
 } ox_type;
@@ -47,8 +47,8 @@ static const ox_type ox_types[] = {
     {18, "FLOAT8E4M3FNUZ", 0, {0, 0, 0}, NULL},
     {19, "FLOAT8E5M2", 0, {0, 0, 0}, NULL},
     {20, "FLOAT8E5M2FNUZ", 0, {0, 0, 0}, NULL},
-    {21, "UINT4", 0, {0, 0, 0}, NULL},
-    {22, "INT4", 0, {0, 0, 0}, NULL},
+    {21, "UINT4", 2, {PL_TYPE_UINT, 8, 1}, "u8"},
+    {22, "INT4", 2, {PL_TYPE_INT, 8, 1}, "i8"},
 };
 
 static const ox_type *ox_type_of(int32_t elem_type)
@@ -63,7 +63,7 @@ int ox_dtype(int32_t elem_type, pl_dtype *out, const char **out_name)
 {
     const ox_type *t = ox_type_of(elem_type);
     *out_name = t ? t->name : NULL;
-    if (t == NULL || !t->supported)
+    if (t == NULL || t->supported != 1)
         return 0;
     *out = t->dtype;
     return 1;
@@ -295,6 +295,62 @@ static pl_status *ox_typed(const ox_import *imp, const Onnx__TensorProto *t,
     return NULL;
 }
 
+/* An INT4 or UINT4 initializer (ONNX 1.16, opset 21): two values a byte,
+ * the first in the low nibble, in raw_data or in int32_data (one byte per
+ * entry). Held as i8 or u8, one value a byte (INT4 sign-extended), which
+ * DequantizeLinear reads as it would the 4-bit values: weight-only 4-bit
+ * quantisation (a blocked DequantizeLinear of a weight) folds at load into
+ * the float weight. Nothing computes in 4 bits, so a 4-bit tensor that is
+ * not an initializer is refused, and so is an initializer any op but
+ * DequantizeLinear reads (onnx_graph.c). */
+static pl_status *ox_nibbles(const ox_import *imp, const Onnx__TensorProto *t,
+                             const char *what, ox_data *d)
+{
+    if (!imp->nibbles_ok)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s: elem_type %s is supported in initializers only (the weights of "
+                        "4-bit quantisation)",
+                        what, d->type->name);
+    OX_RETURN_IF_ERROR(ox_tensor_size(imp, t, what, 1, &d->count, &d->bytes));
+    if ((t->has_data_location &&
+         t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+        t->n_external_data)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s: %s in external data is not supported", what, d->type->name);
+    size_t packed = (d->count + 1) / 2;
+    const uint8_t *raw = NULL;
+    if (t->has_raw_data) {
+        if (t->raw_data.len != packed)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s: raw_data has %zu bytes, %zu %s values need %zu", what,
+                            t->raw_data.len, d->count, d->type->name, packed);
+        raw = t->raw_data.data;
+    } else if (t->n_int32_data != packed || t->n_float_data || t->n_int64_data ||
+               t->n_double_data || t->n_uint64_data || t->n_string_data) {
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: %zu %s values need raw_data of %zu bytes or %zu int32_data "
+                        "entries",
+                        what, d->count, d->type->name, packed, packed);
+    }
+    uint8_t *out = malloc(d->count ? d->count : 1);
+    if (out == NULL)
+        return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)", what,
+                        d->count);
+    d->owned = out;
+    d->data = out;
+    bool is_signed = d->type->onnx == 22;
+    for (size_t i = 0; i < d->count; i++) {
+        int32_t byte = raw != NULL ? raw[i / 2] : t->int32_data[i / 2];
+        if (byte < 0 || byte > 255)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s: int32_data[%zu] = %" PRId32 " is not a byte of two %s values",
+                            what, i / 2, byte, d->type->name);
+        int v = i % 2 == 0 ? byte & 15 : byte >> 4;
+        out[i] = (uint8_t)(is_signed ? (v ^ 8) - 8 : v);
+    }
+    return NULL;
+}
+
 /* Finds T's dtype, size and bytes; on success the caller frees d->owned. */
 static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
                             const char *what, ox_data *d)
@@ -311,6 +367,8 @@ static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
                         "%s: elem_type %s is not supported (Plinth has FLOAT, DOUBLE, "
                         "FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64, BOOL)",
                         what, d->type->name);
+    if (d->type->supported == 2)
+        return ox_nibbles(imp, t, what, d);
     OX_RETURN_IF_ERROR(ox_tensor_size(imp, t, what, pl_dtype_size(d->type->dtype), &d->count,
                                       &d->bytes));
     if (t->has_data_location &&

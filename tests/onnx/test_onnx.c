@@ -674,6 +674,97 @@ static void case_constant_forms(void)
     pl_runtime_destroy(rt);
 }
 
+/* Weight-only 4-bit quantisation as ONNX 21 writes it: W [IN, 6] of INT4
+ * (raw_data, two a byte) or UINT4 (int32_data, one byte an entry), a blocked
+ * DequantizeLinear along axis 0 in blocks of 3 (the last block short: 16 =
+ * 5 * 3 + 1) with a 4-bit zero point, then MatMul. y must be x times the
+ * dequantized W, exactly as computed here. */
+enum { Q4_N = 6, Q4_BLOCK = 3, Q4_BLOCKS = (IN + Q4_BLOCK - 1) / Q4_BLOCK };
+
+static void q4_tensor(Onnx__ModelProto *mp, const char *name, bool is_signed, const int *v,
+                      int rows)
+{
+    size_t n = (size_t)rows * Q4_N, packed = (n + 1) / 2;
+    Onnx__TensorProto *t = tm_tensor(name, is_signed ? 22 : 21, 2, (int64_t[]){rows, Q4_N});
+    uint8_t bytes[IN * Q4_N];
+    memset(bytes, 0, sizeof bytes);
+    for (size_t i = 0; i < n; i++)
+        bytes[i / 2] |= (uint8_t)((v[i] & 15) << (i % 2 ? 4 : 0));
+    if (is_signed) {
+        tm_raw(t, bytes, packed);
+    } else {
+        t->int32_data = xmalloc(packed * sizeof *t->int32_data);
+        for (size_t i = 0; i < packed; i++)
+            t->int32_data[i] = bytes[i];
+        t->n_int32_data = packed;
+    }
+    tm_init(mp, t);
+}
+
+static void int4_weights(bool is_signed)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 21);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, Q4_N}, NULL));
+    int q[IN * Q4_N], zp[Q4_BLOCKS * Q4_N];
+    float scale[Q4_BLOCKS * Q4_N], x[BATCH * IN];
+    uint32_t r = 7;
+    for (int i = 0; i < IN * Q4_N; i++, r = r * 1664525u + 1013904223u)
+        q[i] = (int)(r >> 28) - (is_signed ? 8 : 0);
+    for (int i = 0; i < Q4_BLOCKS * Q4_N; i++, r = r * 1664525u + 1013904223u)
+        zp[i] = (int)(r >> 28) - (is_signed ? 8 : 0);
+    make_values(scale, Q4_BLOCKS * Q4_N, 3, 0.1f);
+    make_values(x, BATCH * IN, 4, 2.0f);
+    q4_tensor(mp, "wq", is_signed, q, IN);
+    q4_tensor(mp, "wz", is_signed, zp, Q4_BLOCKS);
+    Onnx__TensorProto *ts = tm_tensor("ws", T_FLOAT, 2, (int64_t[]){Q4_BLOCKS, Q4_N});
+    tm_raw(ts, scale, sizeof scale);
+    tm_init(mp, ts);
+    Onnx__NodeProto *dq = tm_node(mp, "DequantizeLinear", "dq", "wq,ws,wz", "w");
+    tm_attr_i(dq, "axis", 0);
+    tm_attr_i(dq, "block_size", Q4_BLOCK);
+    tm_node(mp, "MatMul", "mm", "x,w", "y");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "int4.onnx"));
+    float *y = run_once(m, x, BATCH, "y", Q4_N);
+    for (int b = 0; b < BATCH; b++)
+        for (int j = 0; j < Q4_N; j++) {
+            double want = 0;
+            for (int k = 0; k < IN; k++) {
+                int blk = (k / Q4_BLOCK) * Q4_N + j;
+                want += (double)x[b * IN + k] *
+                        (double)((float)(q[k * Q4_N + j] - zp[blk]) * scale[blk]);
+            }
+            TH_CHECK(fabs(y[b * Q4_N + j] - want) <= 1e-5 * (1 + fabs(want)),
+                     "y[%d][%d] = %.9g, expected %.9g", b, j, y[b * Q4_N + j], want);
+        }
+    free(y);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+static void case_int4_weights(void) { int4_weights(true); }
+static void case_uint4_weights(void) { int4_weights(false); }
+
+/* A 4-bit initializer read by anything but DequantizeLinear's x or zero
+ * point is refused by name (it is held one value a byte: an Add would
+ * compute on it as i8, a QuantizeLinear to 4 bits would not saturate). */
+static void case_int4_elsewhere(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 21);
+    tm_input(mp, tm_vi("x", T_INT8, 2, (int64_t[]){IN, Q4_N}, NULL));
+    tm_output(mp, tm_vi("y", T_INT8, 2, (int64_t[]){IN, Q4_N}, NULL));
+    int q[IN * Q4_N] = {0};
+    q4_tensor(mp, "wq", true, q, IN);
+    tm_node(mp, "Add", "plus", "x,wq", "y");
+    expect_load_error(rt, tm_write(mp, th_tempdir(), "int4_add.onnx"),
+                      "node 'plus' (Add): input 1 'wq' is an INT4 or UINT4 initializer");
+    pl_runtime_destroy(rt);
+}
+
 /* A float16 conversion's stale value_info (onnxconverter_common, keep_io_types):
  * the graph output y is declared f32 in the outputs and f16 in value_info,
  * and the intermediate a f16 though Relu of an f32 makes it f32. The
@@ -1570,6 +1661,9 @@ static const th_case cases[] = {
     {"symbolic_batch", case_symbolic_batch},
     {"initializers_as_inputs", case_initializers_as_inputs},
     {"constant_forms", case_constant_forms},
+    {"int4_weights", case_int4_weights},
+    {"uint4_weights", case_uint4_weights},
+    {"int4_elsewhere", case_int4_elsewhere},
     {"stale_value_info_dtype", case_stale_value_info_dtype},
     {"by_content", case_by_content},
     {"int32_data_types", case_int32_data_types},
