@@ -128,8 +128,33 @@ typedef struct sg_dft_kernel {
     size_t outer, in_len, inner, c, bins;
     int64_t n;        /* -1: read from dft_length at run time */
     bool inverse, onesided;
+    bool c2r; /* inverse and onesided: BINS real values out ([.., 1]) */
     pl_dtype dt;
 } sg_dft_kernel;
+
+/* The inverse of a real signal's onesided spectrum (numpy's irfft): line
+ * X of IN_LEN bins (C values each: a missing imaginary part is 0) read as
+ * the first n / 2 + 1 of a Hermitian spectrum of N (bins past IN_LEN are
+ * 0), Y the N real values. The bins above n / 2 are the conjugates of those
+ * below, so each of 1 .. (n - 1) / 2 counts twice and the imaginary parts
+ * of bin 0 and (for an even N) bin n / 2 drop out, as in numpy. */
+static void sg_c2r_line(const sg_dft_kernel *k, const char *x, size_t x0, size_t xstep,
+                        size_t n, void *dst, size_t y0, size_t ystep)
+{
+    size_t half = n / 2, take = k->in_len < half + 1 ? k->in_len : half + 1;
+    for (size_t t = 0; t < n; t++) {
+        double acc = 0;
+        for (size_t f = 0; f < take; f++) {
+            size_t at = x0 + f * xstep;
+            double xr = ix_load(k->dt, x, at), xi = k->c == 2 ? ix_load(k->dt, x, at + 1) : 0;
+            double cr, ci; /* cos and -sin of 2 pi f t / n */
+            sg_twiddle((uint64_t)f * t, (uint64_t)n, &cr, &ci);
+            double term = xr * cr + xi * ci; /* Re(X e^{+i theta}) */
+            acc += f == 0 || (n % 2 == 0 && f == half) ? term : 2 * term;
+        }
+        ix_store(k->dt, dst, y0 + t * ystep, acc / (double)n);
+    }
+}
 
 static pl_status *sg_dft_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                                const pl_run_args *args, size_t o, void *dst,
@@ -140,12 +165,19 @@ static pl_status *sg_dft_write(pl_module_ctx *ctx, const shp_kernel *kernel,
     int64_t n = k->n;
     if (n < 0)
         n = sg_scalar(args, 1);
-    size_t want = n < 1 ? 0 : k->onesided ? (size_t)n / 2 + 1 : (size_t)n;
+    size_t want = n < 1 ? 0 : k->onesided && !k->c2r ? (size_t)n / 2 + 1 : (size_t)n;
     if (n < 1 || want != k->bins)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                          "dft_length %lld at run time does not give the output's %zu bins",
                          (long long)n, k->bins);
     const char *x = shp_in(args, 0);
+    if (k->c2r) {
+        for (size_t ou = 0; ou < k->outer; ou++)
+            for (size_t in = 0; in < k->inner; in++)
+                sg_c2r_line(k, x, (ou * k->in_len * k->inner + in) * k->c, k->inner * k->c,
+                            (size_t)n, dst, ou * k->bins * k->inner + in, k->inner);
+        return NULL;
+    }
     size_t take = k->in_len < (size_t)n ? k->in_len : (size_t)n;
     double sign = k->inverse ? -1.0 : 1.0, scale = k->inverse ? 1.0 / (double)n : 1.0;
     for (size_t ou = 0; ou < k->outer; ou++)
@@ -183,9 +215,8 @@ static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
     if (r < 3 || a < 0 || a >= r - 1 || (x->shape[r - 1] != 1 && x->shape[r - 1] != 2))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "the input must be [batch, signal..., 1 or 2] with the axis a signal dim");
-    if (inverse && onesided)
-        return cpu_error(PL_CODE_UNSUPPORTED, op, "an inverse onesided DFT");
-    int64_t n = x->shape[a];
+    bool c2r = inverse && onesided;
+    int64_t n = c2r ? 2 * (x->shape[a] - 1) : x->shape[a];
     if (shp_input_present(node, 1)) {
         SHP_TRY(sg_check_scalar(node, 1));
         int64_t v[1];
@@ -193,11 +224,11 @@ static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
         const void *data = shp_constant(node, 1, &bytes);
         n = data != NULL && shp_read_ints(node->inputs[1].dtype, data, 1, v) ? v[0] : -1;
     }
-    bool ok = o->ndim == r && o->shape[r - 1] == 2;
+    bool ok = o->ndim == r && o->shape[r - 1] == (c2r ? 1 : 2);
     for (int d = 0; ok && d < r - 1; d++)
         ok = d == a || o->shape[d] == x->shape[d];
     if (ok && n >= 0)
-        ok = o->shape[a] == (onesided ? n / 2 + 1 : n) && n >= 1;
+        ok = o->shape[a] == (onesided && !c2r ? n / 2 + 1 : n) && n >= 1;
     if (!ok) {
         char tx[128], to[128];
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "input %s does not transform to output %s",
@@ -214,6 +245,7 @@ static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
     k->n = n;
     k->inverse = inverse != 0;
     k->onesided = onesided != 0;
+    k->c2r = c2r;
     k->dt = x->dtype;
     *out_kernel = &k->k.base;
     return NULL;

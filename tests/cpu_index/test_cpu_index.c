@@ -1212,6 +1212,25 @@ static void case_DFT(void)
     cb.n_attrs = 1;
     cb.attrs[0] = (ch_attr)AI("axis", 2);
     ti_infer_fails(&cb, "axis 2 is out of range for rank 3");
+    /* inverse and onesided: numpy's irfft. The onesided spectrum of
+     * {1, 2, 3, 4} ({10, -2+2i, -2}, the imaginary parts of bins 0 and 2
+     * set to junk they must not read) gives the signal back, real. */
+    float half[6] = {10, 7, -2, 2, -2, 5}, sig[4];
+    ti_case cr = {.op = "DFT", .opset = 17, .n_in = 1, .in = {TIN(F32, half, 3, 1, 3, 2)},
+                  .n_attrs = 2, .attrs = {AI("inverse", 1), AI("onesided", 1)}};
+    ti_run(&cr, OUTS(sig));
+    ti_near("irfft", sig, (double[]){1, 2, 3, 4}, 4, 1e-6);
+    /* an odd length (dft_length 5): bins 0..2 of {1, 2, 3, 4, 5}'s spectrum */
+    float x5[5] = {1, 2, 3, 4, 5}, s5[6], b5[5];
+    ti_case c5 = {.op = "DFT", .opset = 17, .n_in = 1, .in = {TIN(F32, x5, 3, 1, 5, 1)},
+                  .n_attrs = 1, .attrs = {AI("onesided", 1)}};
+    ti_run(&c5, OUTS(s5));
+    int64_t five = 5;
+    ti_case cr5 = {.op = "DFT", .opset = 17, .n_in = 2,
+                   .in = {TIN(F32, s5, 3, 1, 3, 2), TIC(I64, &five, 0)},
+                   .n_attrs = 2, .attrs = {AI("inverse", 1), AI("onesided", 1)}};
+    ti_run(&cr5, OUTS(b5));
+    ti_near("irfft of 5", b5, (double[]){1, 2, 3, 4, 5}, 5, 1e-5);
 }
 
 static void case_STFT(void)

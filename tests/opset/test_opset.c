@@ -1839,11 +1839,28 @@ static void case_newer_opsets(void)
     oh_attr_i(g, n, "saturate", 0);
     oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "saturate", NULL);
 
-    g = oh_new_graph("DFT at 20 (axis became an input)", 20);
+    /* DFT 20's axis is an input, -2 (the last signal axis) when absent */
+    g = oh_new_graph("DFT at 20, the axis absent", 20);
     oh_input(g, "x", F32, D(1, 8, 1));
     oh_node(g, "n", "DFT", "x", "y");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "ai.onnx changed this op in version 20 (opset 20)",
-                    "Plinth implements version 17", NULL);
+    oh_expect(g, "y", F32, D(1, 8, 2));
+    g = oh_new_graph("DFT at 20, a constant axis, onesided", 20);
+    oh_input(g, "x", F32, D(1, 8, 6, 1));
+    oh_const_i64(g, "ax", D(2));
+    pl_nid dft = oh_node(g, "n", "DFT", "x,,ax", "y");
+    oh_attr_i(g, dft, "onesided", 1);
+    oh_expect(g, "y", F32, D(1, 8, 4, 2));
+    g = oh_new_graph("DFT at 20, the inverse of a onesided spectrum", 20);
+    oh_input(g, "x", F32, D(1, 5, 2));
+    dft = oh_node(g, "n", "DFT", "x", "y");
+    oh_attr_i(g, dft, "onesided", 1);
+    oh_attr_i(g, dft, "inverse", 1);
+    oh_expect(g, "y", F32, D(1, 8, 1)); /* 2 (5 - 1) real values */
+    g = oh_new_graph("DFT at 20, a computed axis", 20);
+    oh_input(g, "x", F32, D(1, 8, 1));
+    oh_input(g, "ax", I64, D());
+    oh_node(g, "n", "DFT", "x,,ax", "y");
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "the axis 'ax' must be a constant", NULL);
 
     g = oh_new_graph("Mod at 28 (its own schema)", 28);
     oh_input(g, "a", I32, D(4));

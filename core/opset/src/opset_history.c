@@ -35,7 +35,7 @@ static const pl_onnx_change pl_onnx_changes[] = {
     {"Cast", 24},               /* round_mode (float8e8m0 targets) */
     {"CastLike", 19},
     {"CastLike", 24},
-    {"DFT", 20},                /* axis becomes an input */
+    {"DFT", 20},                /* axis becomes an input (lowered) */
     {"DequantizeLinear", 21},   /* block_size: blocked quantisation (lowered) */
     {"DequantizeLinear", 23},   /* output_dtype */
     {"GridSample", 20},         /* modes renamed, N-D */

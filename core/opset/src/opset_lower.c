@@ -56,7 +56,7 @@
  *   output_dtype (other than the type the inputs give, refused) and
  *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
  *   mode (CRD refused); QLinearMatMul 21's f16 and bf16 scales (cast to
- *   f32).
+ *   f32); DFT 20's axis input (a constant: 17's attribute, else refused).
  *
  * opset_history.c lists the versions that need this; opset_*.c hold the
  * schemas of the rewritten versions. */
@@ -1323,6 +1323,67 @@ static pl_status *lw_resize(lw *w)
         lw_drop(w, "antialias");
     lw_drop(w, "keep_aspect_ratio_policy");
     return lw_drop(w, "axes");
+}
+
+/* The one integer (i32 or i64, any shape of one element) constant NAME
+ * holds: an initializer or a Constant node's value. */
+static bool lw_constant_int(const lw *w, const char *name, int64_t *out)
+{
+    const pl_graph_tensor *t = lw_tensor(w, name);
+    if (t == NULL)
+        return false;
+    pl_dtype dt = t->dtype;
+    const void *data = NULL;
+    size_t bytes = 0;
+    if (t->data != NULL && !t->is_input) {
+        data = t->data;
+        bytes = t->nbytes;
+    } else {
+        pl_tid id = pl_graph_find_tensor(w->g, name);
+        for (size_t k = 0; k < pl_graph_node_count(w->g) && data == NULL; k++) {
+            const pl_graph_node *p = pl_graph_get_node(w->g, (pl_nid)k);
+            if (p == NULL || p->n_outputs != 1 || p->outputs[0] != id ||
+                strcmp(p->op, "Constant") != 0)
+                continue;
+            const pl_attr *a = pl_graph_node_attr(p, "value");
+            if (a == NULL || a->kind != PL_ATTR_TENSOR || a->tensor == NULL)
+                return false;
+            dt = a->tensor->dtype;
+            data = a->tensor->data;
+            bytes = a->tensor->nbytes;
+        }
+    }
+    if (data == NULL)
+        return false;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I64) && bytes == 8) {
+        memcpy(out, data, 8);
+        return true;
+    }
+    int32_t v;
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_I32) && bytes == 4) {
+        memcpy(&v, data, 4);
+        *out = v;
+        return true;
+    }
+    return false;
+}
+
+/* DFT 20: the axis (by default -2, the last signal axis) became input 2;
+ * as a constant it goes back to 17's attribute. */
+static pl_status *lw_dft(lw *w)
+{
+    const char *ax = lw_input(w, 2);
+    int64_t axis = -2;
+    if (ax[0] == '\0' && lw_attr(w, "axis") != NULL)
+        return NULL; /* lowered already */
+    if (ax[0] != '\0' && !lw_constant_int(w, ax, &axis))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "the axis '%s' must be a constant", ax);
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    if (n->n_inputs > 2) {
+        pl_tid tids[2] = {n->inputs[0], n->inputs[1]};
+        PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, 2));
+    }
+    return pl_graph_attr_int(w->g, w->id, "axis", axis);
 }
 
 static pl_status *lw_grid_sample(lw *w)
@@ -2890,6 +2951,7 @@ static const struct {
     {"", "RotaryEmbedding", 23, lw_rotary},
     {"", "Resize", 18, lw_resize},
     {"", "GridSample", 20, lw_grid_sample},
+    {"", "DFT", 20, lw_dft},
     {"", "CenterCropPad", 18, lw_center_crop_pad},
     {"", "AffineGrid", 20, lw_affine_grid},
     {"", "NonZero", 9, lw_nonzero},

@@ -69,11 +69,16 @@ static pl_status *sg_infer_dft(pl_infer_ctx *ctx)
                               "axis %lld is out of range for rank %d (the last dim excluded)",
                               (long long)axis, (int)x->ndim);
     bool onesided = pl_infer_attr_int(ctx, "onesided") != 0;
-    if (onesided && pl_infer_attr_int(ctx, "inverse") != 0)
-        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED, "an inverse onesided DFT");
-    int64_t n = x->dims[a];
+    /* inverse and onesided: the inverse of a real signal's onesided
+     * spectrum (numpy's irfft), a real signal of dft_length values, by
+     * default 2 (bins - 1) */
+    bool c2r = onesided && pl_infer_attr_int(ctx, "inverse") != 0;
+    int64_t n = c2r && x->dims[a] >= 0 ? 2 * (x->dims[a] - 1) : x->dims[a];
     if (pl_infer_input(ctx, 1) != NULL && !sg_known(ctx, 1, &n))
         n = -1;
+    if (c2r && n == 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "an inverse onesided DFT of one bin needs dft_length");
     if (pl_infer_input(ctx, 1) != NULL && n == 0)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "dft_length is 0");
     if (n < -1)
@@ -81,8 +86,8 @@ static pl_status *sg_infer_dft(pl_infer_ctx *ctx)
                               (long long)n);
     int64_t dims[PL_GRAPH_MAX_RANK];
     memcpy(dims, x->dims, (size_t)x->ndim * sizeof *dims);
-    dims[a] = n < 0 ? -1 : onesided ? n / 2 + 1 : n;
-    dims[x->ndim - 1] = 2;
+    dims[a] = n < 0 ? -1 : c2r ? n : onesided ? n / 2 + 1 : n;
+    dims[x->ndim - 1] = c2r ? 1 : 2;
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
 }
 
@@ -169,6 +174,12 @@ const pl_op_schema pl_opset_signal_schemas[] = {
     SG_WINDOW("HammingWindow"),
     SG_WINDOW("BlackmanWindow"),
     {.name = "DFT", .domain = "", .since_version = 17, .min_inputs = 1, .max_inputs = 2,
+     .min_outputs = 1, .max_outputs = 1, .attrs = sg_dft_attrs,
+     .n_attrs = PL_COUNT(sg_dft_attrs),
+     .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I32 | PL_TS_I64}},
+     .input_types = {"T1", "T2"}, .output_types = {"T1"}, .infer = sg_infer_dft},
+    /* 20: 17's, once opset_lower.c has made the axis input an attribute */
+    {.name = "DFT", .domain = "", .since_version = 20, .min_inputs = 1, .max_inputs = 2,
      .min_outputs = 1, .max_outputs = 1, .attrs = sg_dft_attrs,
      .n_attrs = PL_COUNT(sg_dft_attrs),
      .types = {{"T1", PL_TS_FLOAT}, {"T2", PL_TS_I32 | PL_TS_I64}},
