@@ -456,6 +456,13 @@ static pl_nid pl_alg_conv_of(const struct pl_alg *a, pl_tid x_id, int64_t *out_m
 {
     const pl_graph *g = a->g;
     const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
+    if (x->n_consumers != 1 || !pl_alg_replaceable(a, x_id))
+        return PL_NID_NONE;
+    /* what an earlier fold of this pass made X (Conv -> BatchNormalization
+     * -> Mul -> Add, caffe2's export: each folds in turn, the weights and
+     * bias the last fold gave the Conv, pl_alg_write_bn) */
+    x_id = a->alias[x_id];
+    x = pl_graph_get_tensor(g, x_id);
     if (x->producer == PL_NID_NONE || x->n_consumers != 1 || !pl_alg_replaceable(a, x_id) ||
         !pl_alg_float(x->dtype) || x->ndim < 3)
         return PL_NID_NONE;
@@ -466,9 +473,6 @@ static pl_nid pl_alg_conv_of(const struct pl_alg *a, pl_tid x_id, int64_t *out_m
         a->drop[conv_id] || conv->n_formal_inputs < 2 || conv->outputs[0] != x_id ||
         (transposed && pl_alg_attr_int(conv, "group", 1) != 1))
         return PL_NID_NONE;
-    for (size_t k = 0; k < a->n_bns; k++)
-        if (a->bns[k].conv == conv_id)
-            return PL_NID_NONE;  /* one per pass; the next pass takes the next */
     pl_tid w = conv->inputs[1];
     const pl_graph_tensor *wt = w == PL_TID_NONE ? NULL : pl_graph_get_tensor(g, w);
     if (wt == NULL || !a->is_const[w] || wt->ndim != x->ndim || !PL_DTYPE_EQ(wt->dtype, x->dtype))
@@ -2125,12 +2129,23 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
     const pl_graph_node *n = pl_graph_get_node(g, p->bn), *cv = pl_graph_get_node(g, p->conv);
     const pl_graph_tensor *w = pl_graph_get_tensor(g, alias[cv->inputs[1]]);
     bool transposed = strcmp(cv->op, "ConvTranspose") == 0;
+    /* The weights and bias the copy's Conv reads now: its own, or those an
+     * earlier fold of this pass into the same Conv computed (copied: adding
+     * to the copy moves its tensors). */
+    const pl_graph_node *ccv = pl_graph_get_node(copy, conv);
+    pl_tid cb = ccv->n_inputs > 2 ? ccv->inputs[2] : PL_TID_NONE;
+    char *w_now = pl_strdup(pl_graph_get_tensor(copy, ccv->inputs[1])->name);
+    char *b_now = cb != PL_TID_NONE ? pl_strdup(pl_graph_get_tensor(copy, cb)->name) : NULL;
+    if (w_now == NULL || (cb != PL_TID_NONE && b_now == NULL)) {
+        pl_free(w_now);
+        pl_free(b_now);
+        return pl_alg_oom();
+    }
     bool bn = strcmp(n->op, "BatchNormalization") == 0, mul = strcmp(n->op, "Mul") == 0;
     const char *nm = n->name;
     /* Every tensor read as the copy reads it (an earlier rewrite of this
      * pass may have made it another's alias: Conv → Add → Conv). */
 #define PL_ALG_T(t) pl_graph_get_tensor(g, alias[t])->name
-    pl_tid b = cv->n_formal_inputs > 2 ? cv->inputs[2] : PL_TID_NONE;
     bool f64 = PL_DTYPE_EQ(w->dtype, PL_DTYPE_F64);
     int64_t m = transposed ? w->dims[1] : w->dims[0];
     int64_t shape[PL_GRAPH_MAX_RANK];
@@ -2138,7 +2153,7 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
         shape[d] = 1;
     int64_t rank = w->ndim, one = 1;
     char *t[12] = {NULL};
-    const char *scale = NULL, *bias = b != PL_TID_NONE ? PL_ALG_T(b) : NULL;
+    const char *scale = NULL, *bias = b_now;
     int64_t scale_n = m;  /* values in SCALE: one per channel, or one */
     pl_status *st = NULL;
     if (bn) {
@@ -2198,7 +2213,7 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
             bias = t[3];
         }
     }
-    const char *weights = w->name;
+    const char *weights = w_now;
     if (st == NULL && scale != NULL) {
         shape[transposed ? 1 : 0] = scale_n;
         st = pl_alg_constant(copy, nm, "channel_shape", PL_DTYPE_I64, 1, &rank, shape,
@@ -2206,7 +2221,7 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
         if (st == NULL)
             st = pl_alg_node(copy, nm, "Reshape", (const char *const[]){scale, t[8]}, 2, &t[9]);
         if (st == NULL)  /* W' = W * s */
-            st = pl_alg_node(copy, nm, "Mul", (const char *const[]){w->name, t[9]}, 2, &t[10]);
+            st = pl_alg_node(copy, nm, "Mul", (const char *const[]){w_now, t[9]}, 2, &t[10]);
         weights = t[10];
     }
 #undef PL_ALG_T
@@ -2217,6 +2232,8 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
     }
     for (size_t k = 0; k < sizeof t / sizeof *t; k++)
         pl_free(t[k]);
+    pl_free(w_now);
+    pl_free(b_now);
     return st;
 }
 

@@ -1388,9 +1388,12 @@ static void against_none(const char *path, const float *data, int32_t ndim, cons
 static void bn_check(json_t *root, const char *cfg)
 {
     TH_CHECK(rewritten_as(root, "bn1", "folded into Conv 'conv1'") &&
+                 rewritten_as(root, "mulc", "folded into Conv 'conv1'") &&
+                 rewritten_as(root, "addc", "folded into Conv 'conv1'") &&
                  rewritten_as(root, "bn2", "folded into ConvTranspose 'convt'") &&
                  !rewritten(root, "bn3"),
-             "%s: bn1 and bn2 should fold, bn3 stay", cfg);
+             "%s: bn1, mulc, addc and bn2 should fold, bn3 stay", cfg);
+    TH_CHECK(!placed(root, "mulc") && !placed(root, "addc"), "%s: mulc or addc runs", cfg);
     json_t *p;
     size_t i;
     json_array_foreach(json_object_get(root, "placement"), i, p) {
@@ -1401,13 +1404,15 @@ static void bn_check(json_t *root, const char *cfg)
     TH_CHECK(placed(root, "bn3"), "%s: bn3 is not placed", cfg);
 }
 
-/* Conv + BatchNormalization (bn1) and bias-less ConvTranspose +
+/* Conv + BatchNormalization + Mul + Add of per-channel constants (bn1,
+ * mulc, addc: caffe2's export of a scaled batch norm, each folded into
+ * the weights the fold before it made, in one pass) and bias-less ConvTranspose +
  * BatchNormalization (bn2) fold into the weights; a BatchNormalization
  * whose Conv output is read twice (bn3) stays. Outputs equal optimize =
  * none's on cpu and on onednn. */
 static void case_bn_folded(void)
 {
-    static float w1[6 * 4 * 9], b1[6], p1[4][6], wt[6 * 3 * 4], p3[4][3];
+    static float w1[6 * 4 * 9], b1[6], p1[4][6], wt[6 * 3 * 4], p3[4][3], mc[6], ac[6];
     for (int k = 0; k < 6 * 4 * 9; k++)
         w1[k] = 0.05f * (float)((k * 7) % 13 - 6);
     for (int k = 0; k < 6 * 3 * 4; k++)
@@ -1418,6 +1423,8 @@ static void case_bn_folded(void)
         p1[1][c] = 0.3f - 0.1f * (float)c;      /* shift */
         p1[2][c] = 0.2f * (float)(c % 3) - 0.1f; /* mean */
         p1[3][c] = 0.4f + 0.3f * (float)c;      /* var */
+        mc[c] = 1.25f - 0.2f * (float)c;
+        ac[c] = 0.15f * (float)(c % 4) - 0.2f;
     }
     for (int c = 0; c < 3; c++) {
         p3[0][c] = 1.5f - 0.5f * (float)c;
@@ -1427,9 +1434,10 @@ static void case_bn_folded(void)
     }
     write_sidecar("bn.weights",
                   (const void *const[]){w1, b1, p1[0], p1[1], p1[2], p1[3], wt, p3[0], p3[1],
-                                        p3[2], p3[3]},
-                  (const size_t[]){sizeof w1, sizeof b1, 24, 24, 24, 24, sizeof wt, 12, 12, 12, 12},
-                  11);
+                                        p3[2], p3[3], mc, ac},
+                  (const size_t[]){sizeof w1, sizeof b1, 24, 24, 24, 24, sizeof wt, 12, 12, 12, 12,
+                                   24, 24},
+                  13);
     const char *path = write_model(
         "bn.json",
         "{\"format\":\"plinth-graph\",\"version\":1,"
@@ -1447,13 +1455,17 @@ static void case_bn_folded(void)
         "{\"name\":\"s3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1536,\"length\":12}},"
         "{\"name\":\"sh3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1600,\"length\":12}},"
         "{\"name\":\"mu3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1664,\"length\":12}},"
-        "{\"name\":\"var3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1728,\"length\":12}}],"
+        "{\"name\":\"var3\",\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"offset\":1728,\"length\":12}},"
+        "{\"name\":\"mc\",\"dtype\":\"f32\",\"shape\":[6,1,1],\"data\":{\"offset\":1792,\"length\":24}},"
+        "{\"name\":\"ac\",\"dtype\":\"f32\",\"shape\":[1,6,1,1],\"data\":{\"offset\":1856,\"length\":24}}],"
         "\"nodes\":["
         "{\"name\":\"conv1\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w1\",\"b1\"],\"outputs\":[\"c1\"],"
         "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},"
         "{\"name\":\"bn1\",\"op\":\"BatchNormalization\",\"inputs\":[\"c1\",\"s\",\"sh\",\"mu\",\"var\"],"
         "\"outputs\":[\"n1\"],\"attributes\":{\"epsilon\":{\"float\":0.001}}},"
-        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"n1\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"mulc\",\"op\":\"Mul\",\"inputs\":[\"n1\",\"mc\"],\"outputs\":[\"m1\"]},"
+        "{\"name\":\"addc\",\"op\":\"Add\",\"inputs\":[\"ac\",\"m1\"],\"outputs\":[\"a1\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"a1\"],\"outputs\":[\"r\"]},"
         "{\"name\":\"convt\",\"op\":\"ConvTranspose\",\"inputs\":[\"r\",\"wt\"],\"outputs\":[\"c2\"],"
         "\"attributes\":{\"strides\":{\"ints\":[2,2]}}},"
         "{\"name\":\"bn2\",\"op\":\"BatchNormalization\",\"inputs\":[\"c2\",\"s3\",\"sh3\",\"mu3\",\"var3\"],"
