@@ -2996,12 +2996,11 @@ static const struct {
 /* P (a scale or zero point of blocked quantisation: X's shape but
  * ceil(D / block) at AXIS, where X has D) with each entry repeated BLOCK
  * times along AXIS and cut to D: one value per element of X. */
-static pl_status *lw_block_expand(lw *w, const char *p, const pl_graph_tensor *xt,
+static pl_status *lw_block_expand(lw *w, const char *p, int64_t r, const int64_t *xdims,
                                   const int64_t *pdims, int64_t axis, int64_t block,
                                   const char **out)
 {
-    int64_t r = xt->ndim, split[PL_GRAPH_MAX_RANK + 1], wide[PL_GRAPH_MAX_RANK + 1],
-            merged[PL_GRAPH_MAX_RANK];
+    int64_t split[PL_GRAPH_MAX_RANK + 1], wide[PL_GRAPH_MAX_RANK + 1], merged[PL_GRAPH_MAX_RANK];
     for (int64_t d = 0, k = 0; d < r; d++) {
         split[k] = wide[k] = pdims[d];
         merged[d] = pdims[d];
@@ -3018,8 +3017,8 @@ static pl_status *lw_block_expand(lw *w, const char *p, const pl_graph_tensor *x
     PL_RETURN_IF_ERROR(lw_i64s(w, "block_shape", wide, r + 1, &shape));
     PL_RETURN_IF_ERROR(lw_binary(w, "Expand", s1, shape, &s2));
     PL_RETURN_IF_ERROR(lw_reshape(w, s2, merged, r, out));
-    if (merged[axis] != xt->dims[axis])
-        PL_RETURN_IF_ERROR(lw_head(w, *out, axis, xt->dims[axis], out));
+    if (merged[axis] != xdims[axis])
+        PL_RETURN_IF_ERROR(lw_head(w, *out, axis, xdims[axis], out));
     return NULL;
 }
 
@@ -3087,11 +3086,17 @@ static pl_status *lw_quant_blocked(lw *w, bool quantize)
     if (to < 2 || to > (quantize ? 5 : 6))
         return lw_error(w, PL_CODE_UNSUPPORTED, "blocked quantisation to %s is not supported",
                         pl_dtype_name(qt));
+    /* (copied: adding nodes moves the graph's tensors) */
+    int64_t r = xt->ndim, xd[PL_GRAPH_MAX_RANK], sd[PL_GRAPH_MAX_RANK];
+    memcpy(xd, xt->dims, (size_t)r * sizeof *xd);
+    memcpy(sd, st->dims, (size_t)r * sizeof *sd); /* the zero point's are the same */
+    bool has_zp = zt != NULL;
+    xt = st = zt = NULL;
     const char *se, *ze = NULL, *zf;
-    PL_RETURN_IF_ERROR(lw_block_expand(w, sc, xt, st->dims, axis, block, &se));
-    if (zt != NULL) {
+    PL_RETURN_IF_ERROR(lw_block_expand(w, sc, r, xd, sd, axis, block, &se));
+    if (has_zp) {
         PL_RETURN_IF_ERROR(lw_cast(w, zp, 1, &zf));
-        PL_RETURN_IF_ERROR(lw_block_expand(w, zf, xt, zt->dims, axis, block, &ze));
+        PL_RETURN_IF_ERROR(lw_block_expand(w, zf, r, xd, sd, axis, block, &ze));
     }
     if (!quantize) {
         const char *xf;
@@ -3100,14 +3105,14 @@ static pl_status *lw_quant_blocked(lw *w, bool quantize)
             PL_RETURN_IF_ERROR(lw_binary(w, "Sub", xf, ze, &xf));
         return lw_become(w, "Mul", (const char *[]){xf, se}, 2);
     }
-    const char *q, *r, *mn, *mx, *c;
+    const char *q, *rq, *mn, *mx, *c;
     PL_RETURN_IF_ERROR(lw_binary(w, "Div", x, se, &q));
-    PL_RETURN_IF_ERROR(lw_unary(w, "Round", q, &r));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Round", q, &rq));
     if (ze != NULL)
-        PL_RETURN_IF_ERROR(lw_binary(w, "Add", r, ze, &r));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", rq, ze, &rq));
     PL_RETURN_IF_ERROR(lw_scalar(w, "qmin", lo[to], &mn));
     PL_RETURN_IF_ERROR(lw_scalar(w, "qmax", hi[to], &mx));
-    PL_RETURN_IF_ERROR(lw_node(w, "Clip", (const char *[]){r, mn, mx}, 3, &c, NULL));
+    PL_RETURN_IF_ERROR(lw_node(w, "Clip", (const char *[]){rq, mn, mx}, 3, &c, NULL));
     PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){c}, 1));
     return pl_graph_attr_int(w->g, w->id, "to", to);
 }
