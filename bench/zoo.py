@@ -23,7 +23,10 @@ run before the rounds filled, against half the peer's session creation.
 
 Prints one row per model, then: the geometric means of default/ORT and cpu/ORT (and
 default/OpenVINO), the models above 1.0x ORT, the models where the default is more than 5%
-slower than `order = cpu`, those where bf16 is slower than f32, where the load or the
+slower than `order = cpu`, those where bf16 is slower than f32 (of the models where it
+computes anything in bf16: the onednn module's debug log counts its bf16 primitives; a
+model with none runs the same primitives under both, marked "=" after bf16/def, and is
+listed apart, since a difference there is noise), where the load or the
 peak RSS is above ORT's, and where the core's arena (`plinth explain`'s memory plan, the worst
 device of the default and `order = cpu` configurations; column "arena") is above 1.05x its
 lower bound. Timing only: nothing here asserts a speed.
@@ -33,7 +36,7 @@ import argparse, glob, json, math, os, re, subprocess, sys, tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def config(tmp, name, order=None, bf16=False, cache=None, choose=None):
+def config(tmp, name, order=None, bf16=False, cache=None, choose=None, log=None):
     text = open(os.path.join(ROOT, "backend.ini")).read()
     text = re.sub(r"(?m)^modules = .*$", "modules = " + os.path.join(ROOT, "modules.d"), text)
     text = re.sub(r"(?m)^cache_dir = .*$", "cache_dir =" + (" " + cache if cache else ""), text)
@@ -43,6 +46,8 @@ def config(tmp, name, order=None, bf16=False, cache=None, choose=None):
         text = re.sub(r"(?m)^choose = .*$", "choose = " + choose, text)
     if bf16:
         text = re.sub(r"(?m)^\[onednn\]$", "[onednn]\nprecision = bf16", text)
+    if log:
+        text = re.sub(r"(?m)^log = .*$", "log = " + log, text)
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(text)
@@ -121,6 +126,19 @@ def arena_ratio(model_path, ini, ins):
                 if d["lower_bound_bytes"]] or [1.0])
 
 
+def bf16_layers(model_path, ini, ins):
+    """How many primitives compute in bf16 under INI (precision = bf16): the onednn
+    module's debug line for each compiled subgraph ("... N in bf16"). None when the
+    load fails. 0: precision = bf16 changes nothing in this model, so its time is
+    f32's and a difference between the two columns is noise."""
+    r = subprocess.run([os.path.join(ROOT, "build/bin/plinth"), "bench", model_path,
+                        "--config", ini, "--runs", "1", "--warmup", "0"] + feeds(ins),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return sum(int(n) for n in re.findall(r"(\d+) in bf16", r.stderr))
+
+
 def median(xs):
     xs = sorted(x for x in xs if x is not None)
     if not xs:
@@ -197,6 +215,9 @@ def main():
             arenas = [arena_ratio(path, config(tmp, n + ".ini", o), ins)
                       for n, o in (("default", None), ("cpu", "cpu"))]
             row["arena_vs_lower_bound"] = None if None in arenas else max(arenas)
+            if "bf16" in keys:
+                row["bf16_layers"] = bf16_layers(
+                    path, config(tmp, "bf16-debug.ini", bf16=True, log="debug"), ins)
             row["error"] = why if any(row[k + "_ms"] is None for k in keys) else None
             rows.append(row)
 
@@ -207,7 +228,8 @@ def main():
             line += ratio(row["default_ms"], row["ort_ms"]) + ratio(row["default_ms"],
                                                                      row["cpu_ms"])
             if "bf16" in keys:
-                line += ratio(row["bf16_ms"], row["default_ms"], 9)
+                line += ratio(row["bf16_ms"], row["default_ms"], 8) + \
+                    ("=" if row.get("bf16_layers") == 0 else " ")
             if args.openvino:
                 line += ratio(row["default_ms"], row["openvino_ms"], 7)
             line += fmt(row["default_load_ms"], 9) + fmt(row["default_sess_ms"], 9)
@@ -237,8 +259,11 @@ def main():
                "arena_above_1_05": [r["model"] for r in rows
                                     if (r["arena_vs_lower_bound"] or 9) > 1.05]}
     if "bf16_ms" in (ok[0] if ok else {}):
+        # a model with no bf16 primitive computes the same under both: not judged
         summary["bf16_slower_than_f32"] = [r["model"] for r in ok
-                                           if r["bf16_ms"] > r["default_ms"]]
+                                           if r["bf16_ms"] > r["default_ms"] and
+                                           r.get("bf16_layers") != 0]
+        summary["bf16_same_as_f32"] = [r["model"] for r in ok if r.get("bf16_layers") == 0]
         summary["geomean_bf16_vs_f32"] = geo("bf16_ms", "default_ms")
     if args.openvino:
         summary["geomean_default_vs_openvino"] = geo("default_ms", "openvino_ms")
@@ -255,7 +280,10 @@ def main():
     for key, text in (("above_ort", "above 1.0x ORT"),
                       ("default_5pct_slower_than_cpu", "default more than 5% slower than "
                                                        "order = cpu"),
-                      ("bf16_slower_than_f32", "precision = bf16 slower than f32"),
+                      ("bf16_slower_than_f32", "precision = bf16 slower than f32 (of the "
+                                               "models it changes)"),
+                      ("bf16_same_as_f32", "precision = bf16 computes nothing in bf16 (the "
+                                           "same primitives as f32; '=' after bf16/def)"),
                       ("load_above_ort", "cold load (runtime + model + session) above ORT's "
                                          "session creation"),
                       ("session_above_ort", "model + session above ORT's session creation"),

@@ -3567,6 +3567,7 @@ struct pl_compiled {
     struct odnn_value *values;
     int n_steps, cap_steps;
     struct odnn_step *steps;
+    int n_bf16; /* steps whose weights are bf16 (precision = bf16), for the log */
     int n_weights, cap_weights;
     struct odnn_weight *weights;
     size_t n_inputs, n_outputs;
@@ -3927,6 +3928,8 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
         *out_st = odnn_dnnl(ds, "dnnl_primitive_desc_clone", b->v, node);
         return -1;
     }
+    const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    c->n_bf16 += wmd != NULL && wmd->data_type == dnnl_bf16;
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     s->scratch_bytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
     if (s->scratch_bytes > c->scratch_bytes)
@@ -12117,10 +12120,11 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         weight_bytes += b.c->weights[k].bytes;
     }
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
-                             "%s %zu nodes into %d primitives (%d on one thread), %d weights "
-                             "of %zu B (%d read in place from the blob, %d from the model), "
-                             "arena %zu B, scratchpad %zu B in %.2f ms",
+                             "%s %zu nodes into %d primitives (%d on one thread, %d in bf16), "
+                             "%d weights of %zu B (%d read in place from the blob, %d from the "
+                             "model), arena %zu B, scratchpad %zu B in %.2f ms",
                              blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
+                             b.c->n_bf16,
                              b.c->n_weights, weight_bytes, in_place, kept, b.c->arena_bytes,
                              b.c->scratch_bytes, odnn_now_ms() - t0);
     *out_compiled = b.c;
