@@ -724,11 +724,18 @@ static pl_status *ix_build_blocks(pl_module_ctx *ctx, const pl_node_desc *node,
         int64_t st_crd[6] = {chw, b * b * hw, w, b * hw, 1, hw};
         memcpy(p->dims, dims, sizeof dims);
         memcpy(p->stride, crd ? st_crd : st_dcr, sizeof st_dcr);
-    } else {
+    } else if (!crd) {
         /* Output walked as [n, b1, b2, c, h', w']: input
          * [n, c, h' * b + b1, w' * b + b2]. */
         int64_t dims[6] = {n, b, b, c, h / b, w / b};
         int64_t st[6] = {chw, w, 1, hw, b * w, b};
+        memcpy(p->dims, dims, sizeof dims);
+        memcpy(p->stride, st, sizeof st);
+    } else {
+        /* CRD (SpaceToDepth 28): output channel c * b² + b1 * b + b2, the
+         * output walked as [n, c, b1, b2, h', w']. */
+        int64_t dims[6] = {n, c, b, b, h / b, w / b};
+        int64_t st[6] = {chw, hw, w, 1, b * w, b};
         memcpy(p->dims, dims, sizeof dims);
         memcpy(p->stride, st, sizeof st);
     }

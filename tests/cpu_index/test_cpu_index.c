@@ -639,14 +639,20 @@ static void case_DepthToSpace(void)
                                       want);
                             }
     }
-    /* SpaceToDepth undoes DCR */
-    ti_case d = {.op = "DepthToSpace", .n_in = 1, .in = {TIN(F32, x, 4, N, C, H, W)},
-                 .n_attrs = 1, .attrs = {AI("blocksize", B)}};
-    ti_run(&d, OUTS(y));
-    ti_case s = {.op = "SpaceToDepth", .n_in = 1, .in = {TIN(F32, y, 4, N, CC, H * B, W * B)},
-                 .n_attrs = 1, .attrs = {AI("blocksize", B)}};
-    ti_run(&s, OUTS(back));
-    CHECK(memcmp(back, x, sizeof x) == 0, "SpaceToDepth(DepthToSpace(x)) is not x");
+    /* SpaceToDepth undoes DepthToSpace of the same mode (SpaceToDepth 28's
+     * mode; DCR before) */
+    for (int mode = 0; mode < 2; mode++) {
+        ti_case d = {.op = "DepthToSpace", .n_in = 1, .in = {TIN(F32, x, 4, N, C, H, W)},
+                     .n_attrs = 2,
+                     .attrs = {AI("blocksize", B), AS("mode", mode ? "CRD" : "DCR")}};
+        ti_run(&d, OUTS(y));
+        ti_case s = {.op = "SpaceToDepth", .opset = 28, .n_in = 1,
+                     .in = {TIN(F32, y, 4, N, CC, H * B, W * B)}, .n_attrs = 2,
+                     .attrs = {AI("blocksize", B), AS("mode", mode ? "CRD" : "DCR")}};
+        ti_run(&s, OUTS(back));
+        CHECK(memcmp(back, x, sizeof x) == 0, "SpaceToDepth(DepthToSpace(x)) is not x (%s)",
+              mode ? "CRD" : "DCR");
+    }
 
     ti_case bad = {.op = "DepthToSpace", .n_in = 1, .in = {TIN(F32, x, 4, 1, 6, 2, 2)},
                    .n_attrs = 1, .attrs = {AI("blocksize", 2)}};

@@ -1880,7 +1880,14 @@ static void case_newer_opsets(void)
     pl_nid s2d = oh_node(g, "n", "SpaceToDepth", "x", "y");
     oh_attr_i(g, s2d, "blocksize", 2);
     oh_attr_s(g, s2d, "mode", "CRD");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "mode 'CRD' is not supported", NULL);
+    oh_expect(g, "y", F32, D(1, 4, 2, 2)); /* kept for the kernels */
+
+    g = oh_new_graph("SpaceToDepth at 28, mode XYZ", 28);
+    oh_input(g, "x", F32, D(1, 1, 4, 4));
+    s2d = oh_node(g, "n", "SpaceToDepth", "x", "y");
+    oh_attr_i(g, s2d, "blocksize", 2);
+    oh_attr_s(g, s2d, "mode", "XYZ");
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "mode 'XYZ' is neither DCR nor CRD", NULL);
 
     g = oh_new_graph("SpaceToDepth at 28, mode DCR", 28);
     oh_input(g, "x", F32, D(1, 1, 4, 4));

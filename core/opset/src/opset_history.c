@@ -62,7 +62,7 @@ static const pl_onnx_change pl_onnx_changes[] = {
     {"Resize", 19},             /* coordinate mode 'half_pixel_symmetric' */
     {"ScatterElements", 18},    /* reduction 'max' and 'min' */
     {"ScatterND", 18},
-    {"SpaceToDepth", 28},       /* mode */
+    {"SpaceToDepth", 28},       /* mode (CRD: the cpu kernel reads it) */
     {"Split", 18},              /* num_outputs */
 };
 

@@ -55,7 +55,7 @@
  *   arithmetic with each scale repeated over its block, lw_quant_blocked),
  *   output_dtype (other than the type the inputs give, refused) and
  *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
- *   mode (CRD refused); QLinearMatMul 21's f16 and bf16 scales (cast to
+ *   mode (DCR dropped, CRD kept for the kernels); QLinearMatMul 21's f16 and bf16 scales (cast to
  *   f32); DFT 20's axis input (a constant: 17's attribute, else refused).
  *
  * opset_history.c lists the versions that need this; opset_*.c hold the
@@ -3203,8 +3203,13 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
         return NULL;
     }
     if (version >= 28 && strcmp(w.op, "SpaceToDepth") == 0) {
+        /* DCR is every older version's order: the attribute goes; CRD
+         * stays for the kernels (the cpu module's reads it, as
+         * DepthToSpace's) */
+        if (strcmp(lw_attr_s(&w, "mode", "DCR"), "CRD") == 0)
+            return NULL;
         if (strcmp(lw_attr_s(&w, "mode", "DCR"), "DCR") != 0)
-            return lw_error(&w, PL_CODE_UNSUPPORTED, "mode '%s' is not supported",
+            return lw_error(&w, PL_CODE_INVALID_ARGUMENT, "mode '%s' is neither DCR nor CRD",
                             lw_attr_s(&w, "mode", ""));
         pl_graph_node_remove_attr(g, id, "mode");
         *changed = true;
