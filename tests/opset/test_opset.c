@@ -1868,12 +1868,25 @@ static void case_newer_opsets(void)
     oh_node(g, "n", "Mod", "a,b", "y");
     oh_expect(g, "y", I32, D(4));
 
+    /* f16 with stash_type 1 (the default): computed in f32, cast back */
     g = oh_new_graph("Range at 27 on f16 (stash_type)", 27);
     oh_input(g, "s", F16, D());
     oh_input(g, "l", F16, D());
     oh_input(g, "d", F16, D());
     oh_node(g, "n", "Range", "s,l,d", "y");
-    oh_expect_error(g, PL_CODE_UNSUPPORTED, "Range on f16 (stash_type) is not supported", NULL);
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F16, D(-1));
+    const pl_graph_node *cast = pl_graph_get_node(g, pl_graph_find_node(g, "n"));
+    if (strcmp(cast->op, "Cast") != 0)
+        FAIL("Range on f16 became %s, not a Cast of an f32 Range", cast->op);
+    pl_graph_destroy(g);
+    g = oh_new_graph("Range at 27 on f16 accumulated in f16", 27);
+    oh_input(g, "s", F16, D());
+    oh_input(g, "l", F16, D());
+    oh_input(g, "d", F16, D());
+    pl_nid rg = oh_node(g, "n", "Range", "s,l,d", "y");
+    oh_attr_i(g, rg, "stash_type", 10);
+    oh_expect_error(g, PL_CODE_UNSUPPORTED, "Range on f16 with stash_type 10", NULL);
 
     g = oh_new_graph("SpaceToDepth at 28, mode CRD", 28);
     oh_input(g, "x", F32, D(1, 1, 4, 4));

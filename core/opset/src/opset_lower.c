@@ -54,7 +54,8 @@
  *   saturate (float8 only), block_size (blocked quantisation: the float
  *   arithmetic with each scale repeated over its block, lw_quant_blocked),
  *   output_dtype (other than the type the inputs give, refused) and
- *   precision; Range 27's stash_type (f16/bf16 refused); SpaceToDepth 28's
+ *   precision; Range 27's stash_type (f16/bf16 computed in f32 between
+ *   Casts; accumulation in 16 bits refused); SpaceToDepth 28's
  *   mode (DCR dropped, CRD kept for the kernels); QLinearMatMul 21's f16 and bf16 scales (cast to
  *   f32); DFT 20's axis input (a constant: 17's attribute, else refused).
  *
@@ -3194,13 +3195,27 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
     if (version >= 19 && strcmp(w.op, "DequantizeLinear") == 0)
         fn = lw_dequantize;
     if (version >= 27 && strcmp(w.op, "Range") == 0) {
-        const pl_graph_tensor *t = lw_tensor(&w, lw_input(&w, 0));
-        if (t != NULL && t->dtype.bits == 16)
-            return lw_error(&w, PL_CODE_UNSUPPORTED, "Range on %s (stash_type) is not supported",
-                            pl_dtype_name(t->dtype));
-        pl_graph_node_remove_attr(g, id, "stash_type");
+        const char *in[3] = {lw_input(&w, 0), lw_input(&w, 1), lw_input(&w, 2)};
+        const pl_graph_tensor *t = lw_tensor(&w, in[0]);
+        int64_t code = t != NULL ? lw_onnx_code(t->dtype) : 0;
         *changed = true;
-        return NULL;
+        if (t == NULL || t->dtype.bits != 16 || (code != 10 && code != 16)) {
+            pl_graph_node_remove_attr(g, id, "stash_type");
+            return NULL;
+        }
+        /* f16 or bf16 with stash_type 1 (the default): the three inputs
+         * cast to f32, the range in f32, the result cast back, as ONNX
+         * defines it; a range accumulated in 16 bits is refused */
+        if (lw_attr_i(&w, "stash_type", 1) != 1)
+            return lw_error(&w, PL_CODE_UNSUPPORTED, "Range on %s with stash_type %lld (in 16 "
+                                                     "bits) is not supported",
+                            pl_dtype_name(t->dtype), (long long)lw_attr_i(&w, "stash_type", 1));
+        const char *f[3], *r;
+        for (int k = 0; k < 3; k++)
+            PL_RETURN_IF_ERROR(lw_cast(&w, in[k], 1, &f[k]));
+        PL_RETURN_IF_ERROR(lw_node(&w, "Range", f, 3, &r, NULL));
+        PL_RETURN_IF_ERROR(lw_become(&w, "Cast", (const char *[]){r}, 1));
+        return pl_graph_attr_int(g, id, "to", code);
     }
     if (version >= 28 && strcmp(w.op, "SpaceToDepth") == 0) {
         /* DCR is every older version's order: the attribute goes; CRD
