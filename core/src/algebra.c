@@ -2133,6 +2133,10 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
      * earlier fold of this pass into the same Conv computed (copied: adding
      * to the copy moves its tensors). */
     const pl_graph_node *ccv = pl_graph_get_node(copy, conv);
+    if (ccv == NULL || strcmp(ccv->name, cv->name) != 0 || ccv->n_inputs < 2)
+        return pl_status_create(PL_CODE_INTERNAL, "folding '%s' into '%s': the copy's node %zu "
+                                                  "is not that Conv",
+                                n->name, cv->name, (size_t)conv);
     pl_tid cb = ccv->n_inputs > 2 ? ccv->inputs[2] : PL_TID_NONE;
     char *w_now = pl_strdup(pl_graph_get_tensor(copy, ccv->inputs[1])->name);
     char *b_now = cb != PL_TID_NONE ? pl_strdup(pl_graph_get_tensor(copy, cb)->name) : NULL;
@@ -2466,16 +2470,22 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
             st = pl_graph_set_constant(copy, c->t, c->v, c->n * sizeof *c->v);
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bns; k++) {
-        st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], pl_alg_copy_id(&a, a.bns[k].conv));
+        /* (a Conv that the dead-node pass dropped has no copy: its folds
+         * went with it) */
+        if (!a.drop[a.bns[k].conv])
+            st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], pl_alg_copy_id(&a, a.bns[k].conv));
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_einsums; k++)
         st = pl_alg_write_einsum(g, a.alias, copy, &a.einsums[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bmms; k++)
         st = pl_alg_write_bmm(g, a.alias, copy, &a.bmms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bnmms; k++)
-        st = pl_alg_write_bn_matmul(g, a.alias, copy, &a.bnmms[k],
-                                    pl_alg_copy_id(&a, a.bnmms[k].mm));
+        if (!a.drop[a.bnmms[k].mm])
+            st = pl_alg_write_bn_matmul(g, a.alias, copy, &a.bnmms[k],
+                                        pl_alg_copy_id(&a, a.bnmms[k].mm));
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_perms; k++) {
+        if (a.drop[a.perms[k].node])
+            continue;
         pl_nid id = pl_alg_copy_id(&a, a.perms[k].node);
         pl_graph_node_remove_attr(copy, id, "perm");
         st = pl_graph_attr_ints(copy, id, "perm", a.perms[k].perm, (size_t)a.perms[k].n);
@@ -2483,7 +2493,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
             st = pl_graph_node_set_inputs(copy, id, &a.perms[k].src, 1);
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_crops; k++)
-        st = pl_alg_write_crop(g, a.alias, copy, &a.crops[k], pl_alg_copy_id(&a, a.crops[k].conv));
+        if (!a.drop[a.crops[k].conv])
+            st = pl_alg_write_crop(g, a.alias, copy, &a.crops[k],
+                                   pl_alg_copy_id(&a, a.crops[k].conv));
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_gemms; k++)
         st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qconvs; k++)
