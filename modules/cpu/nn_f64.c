@@ -25,6 +25,7 @@ typedef struct nn64_kernel {
     nn_window w;
     int64_t c, m, group;    /* X's channels; Conv: W's output channels, groups */
     bool bias, include_pad;
+    bool col_major; /* MaxPool's storage_order 1 */
     int64_t in_plane, out_plane, ksize, planes;
 } nn64_kernel;
 
@@ -105,7 +106,8 @@ static double nn64_pool_at(const nn64_call *c, int64_t p, int64_t o, int64_t *ar
         if (k->kind == NN64_AVG)
             acc += x[at];
         else if (x[at] > acc || *arg < 0)
-            acc = x[at], *arg = p * k->in_plane + at;
+            acc = x[at],
+            *arg = p * k->in_plane + (k->col_major ? nn_col_major_offset(&k->w, at) : at);
     }
     return k->kind == NN64_AVG ? acc / nn64_count(k, o) : acc;
 }
@@ -192,10 +194,18 @@ pl_status *nn_build_f64(pl_module_ctx *ctx, const pl_node_desc *node, const nn_w
         if (node->inputs[i].ndim >= 0 && !PL_DTYPE_EQ(node->inputs[i].dtype, PL_DTYPE_F64))
             return cpu_error(PL_CODE_UNSUPPORTED, node->op, "unsupported dtype of input %zu "
                              "(every input f64, or every one f32)", i);
+    int64_t order = 0; /* MaxPool's storage_order (nn_build_pool checked it) */
+    if (kind == NN64_MAX) {
+        pl_status *st = cpu_attr_int(node, "storage_order", 0, &order);
+        if (st != NULL)
+            return st;
+    }
+    bool col_major = order == 1;
     nn64_kernel *k = (nn64_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op, NULL);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->kind = kind;
+    k->col_major = col_major;
     k->c = x->shape[1];
     k->group = group;
     k->include_pad = include_pad;

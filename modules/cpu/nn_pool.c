@@ -24,6 +24,7 @@ typedef struct nn_pool_kernel {
     bool is_lp;             /* LpPool, of exponent p */
     double p;
     bool include_pad;       /* AveragePool's count_include_pad */
+    bool col_major;         /* MaxPool's storage_order 1: indices column-major in a plane */
     bool fast;              /* 2-D phase-plane path */
     bool global;
     int64_t planes, in_plane, out_plane, ksize;
@@ -103,6 +104,8 @@ static void nn_pool_plane_direct(const nn_pool_call *c, int64_t plane)
             float *o = c->out + plane * k->out_plane + p;
             *o = c->add ? *o + r : r;
         }
+        if (c->indices != NULL && k->col_major && best_at >= 0)
+            best_at = nn_col_major_offset(w, best_at);
         if (c->indices != NULL)
             c->indices[plane * k->out_plane + p] =
                 best_at < 0 ? -1 : plane * k->in_plane + best_at;
@@ -303,9 +306,9 @@ pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     if (want_indices) {
         NN_TRY(cpu_attr_int(node, "storage_order", 0, &storage_order));
         const pl_tensor *ix = &node->outputs[1];
-        if (storage_order != 0)
-            return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                             "storage_order %lld (column-major indices) is not supported",
+        if (storage_order != 0 && storage_order != 1)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "storage_order %lld: 0 (row-major) or 1 (column-major) expected",
                              (long long)storage_order);
         if (!PL_DTYPE_EQ(ix->dtype, PL_DTYPE_I64) || ix->ndim != o->ndim ||
             memcmp(ix->shape, o->shape, (size_t)o->ndim * sizeof(int64_t)) != 0)
@@ -327,6 +330,7 @@ pl_status *nn_build_pool(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     k->is_lp = is_lp;
     k->p = (double)p;
     k->include_pad = include_pad != 0;
+    k->col_major = storage_order == 1;
     k->planes = x->shape[0] * x->shape[1];
     k->base.n_reads = 1;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);

@@ -147,6 +147,23 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
  * after the f32 builder read the window W (NULL for the global pools; for
  * ConvTranspose its own output sizes and pads) and GROUP (the convolutions)
  * and INCLUDE_PAD (AveragePool), and checked the node. */
+/* MaxPool's storage_order 1: the row-major offset OFF of an element within
+ * one plane of W's input, as the column-major one (the first spatial axis
+ * fastest: h + w * height in 2-D, as ONNX's reference and ONNX Runtime). */
+static inline int64_t nn_col_major_offset(const nn_window *w, int64_t off)
+{
+    int64_t coord[NN_MAX_SP], col = 0, scale = 1;
+    for (int d = w->nsp - 1; d >= 0; d--) {
+        coord[d] = off % w->in[d];
+        off /= w->in[d];
+    }
+    for (int d = 0; d < w->nsp; d++) {
+        col += coord[d] * scale;
+        scale *= w->in[d];
+    }
+    return col;
+}
+
 pl_status *nn_build_f64(pl_module_ctx *ctx, const pl_node_desc *node, const nn_window *w,
                         int64_t group, bool include_pad, pl_kernel **out_kernel);
 /* nn_pool.c: the taps of output O of axis D of W that AveragePool divides

@@ -477,7 +477,8 @@ static void tn_ref_conv_transpose(const tn_node *n, const float *x, const float 
 }
 
 /* MaxPool and AveragePool; IND receives the flat index of the first
- * maximum (including batch and channel). */
+ * maximum (including batch and channel; with storage_order 1 the offset
+ * within the plane column-major, the first spatial axis fastest). */
 static void tn_ref_pool(const tn_node *n, const float *x, double *ref, double *scale,
                         int64_t *ind)
 {
@@ -486,6 +487,7 @@ static void tn_ref_pool(const tn_node *n, const float *x, double *ref, double *s
     tn_geom_forward(n, &g);
     int is_max = strcmp(n->op, "MaxPool") == 0;
     int include = (int)tn_int(c, "count_include_pad", 0);
+    int col_major = tn_int(c, "storage_order", 0) == 1;
     int64_t planes = c->x[0] * c->x[1];
     int64_t ip = tn_prod(g.in, g.nsp), op = tn_prod(g.out, g.nsp), kp = tn_prod(g.k, g.nsp);
     int64_t o[TN_MAX_SP], t[TN_MAX_SP];
@@ -509,8 +511,18 @@ static void tn_ref_pool(const tn_node *n, const float *x, double *ref, double *s
                     continue;
                 double v = x[pl * ip + off];
                 if (best_at < 0 || v > best) {
+                    int64_t at = off;
+                    if (col_major) {
+                        int64_t i[TN_MAX_SP], scale = 1;
+                        tn_unravel(off, g.in, g.nsp, i);
+                        at = 0;
+                        for (int d = 0; d < g.nsp; d++) {
+                            at += i[d] * scale;
+                            scale *= g.in[d];
+                        }
+                    }
                     best = v;
-                    best_at = pl * ip + off;
+                    best_at = pl * ip + at;
                 }
                 sum += v;
                 mag += fabs(v);
@@ -779,6 +791,12 @@ static const tn_case tn_maxpool_cases[] = {
     {X4(1, 2, 6, 7), ATTRS(AIS("kernel_shape", 2, 2), AS("auto_pad", "SAME_LOWER"))},
     /* 10: opset 8 (no ceil_mode) */
     {X4(1, 2, 6, 7), .opset = 8, ATTRS(AIS("kernel_shape", 2, 3), AIS("pads", 0, 1, 1, 0))},
+    /* 11: Indices column-major (storage_order 1), a map wider than high */
+    {X4(2, 3, 5, 7), .indices = 1,
+     ATTRS(AIS("kernel_shape", 2, 3), AIS("strides", 1, 2), AI("storage_order", 1))},
+    /* 12: the same in 3-D */
+    {X5(1, 2, 4, 5, 3), .indices = 1,
+     ATTRS(AIS("kernel_shape", 2, 2, 2), AI("storage_order", 1))},
 };
 
 static const tn_case tn_avgpool_cases[] = {
@@ -1219,11 +1237,11 @@ static void case_refusals(void)
     tn_expect_refusal(&n, "cpu: Conv: ", "output");
     tn_node_free(&n);
 
-    /* Column-major indices. */
+    /* An index order that is neither row- nor column-major. */
     tn_case m = {X4(1, 2, 6, 6), .indices = 1,
-                 ATTRS(AIS("kernel_shape", 2, 2), AI("storage_order", 1))};
+                 ATTRS(AIS("kernel_shape", 2, 2), AI("storage_order", 2))};
     tn_node_build("MaxPool", &m, &n);
-    tn_expect_refusal(&n, "cpu: MaxPool: ", "storage_order");
+    tn_expect_refusal(&n, "cpu: MaxPool: ", "storage_order 2");
     tn_node_free(&n);
 
 }
