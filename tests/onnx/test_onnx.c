@@ -765,6 +765,57 @@ static void case_int4_elsewhere(void)
     pl_runtime_destroy(rt);
 }
 
+/* TensorScatter 24, the KV-cache update (mode circular): each batch entry's
+ * update rows are written from write_indices[b] on, modulo the cache's
+ * length, the rest of the cache as it was; write_indices is a run-time
+ * input, so the lowering's indices are computed at run time. */
+static void case_tensor_scatter(void)
+{
+    enum { TB = 2, TL = 5, TS = 3, TD = 2 };
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 24);
+    tm_input(mp, tm_vi("cache", T_FLOAT, 3, (int64_t[]){TB, TL, TD}, NULL));
+    tm_input(mp, tm_vi("upd", T_FLOAT, 3, (int64_t[]){TB, TS, TD}, NULL));
+    tm_input(mp, tm_vi("at", T_INT64, 1, (int64_t[]){TB}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 3, (int64_t[]){TB, TL, TD}, NULL));
+    Onnx__NodeProto *n = tm_node(mp, "TensorScatter", "kv", "cache,upd,at", "y");
+    tm_attr_i(n, "axis", 1);
+    Onnx__AttributeProto *mode = tm_attr(n, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    mode->s.data = (uint8_t *)xstrdup("circular");
+    mode->s.len = strlen("circular");
+    mode->has_s = 1;
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "tensor_scatter.onnx"));
+    float cache[TB * TL * TD], upd[TB * TS * TD], want[TB * TL * TD];
+    make_values(cache, TB * TL * TD, 21, 1.0f);
+    make_values(upd, TB * TS * TD, 22, 1.0f);
+    int64_t at[TB] = {1, 4}; /* the second wraps: rows 4, 0, 1 */
+    memcpy(want, cache, sizeof cache);
+    for (int b = 0; b < TB; b++)
+        for (int r = 0; r < TS; r++)
+            for (int d = 0; d < TD; d++)
+                want[(b * TL + (at[b] + r) % TL) * TD + d] = upd[(b * TS + r) * TD + d];
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    int64_t cs[3] = {TB, TL, TD}, us[3] = {TB, TS, TD}, as[1] = {TB};
+    pl_io in[3] = {
+        {.name = "cache", .tensor = {.struct_size = sizeof(pl_tensor), .data = cache, .ndim = 3,
+                                     .dtype = PL_DTYPE_F32, .shape = cs}},
+        {.name = "upd", .tensor = {.struct_size = sizeof(pl_tensor), .data = upd, .ndim = 3,
+                                   .dtype = PL_DTYPE_F32, .shape = us}},
+        {.name = "at", .tensor = {.struct_size = sizeof(pl_tensor), .data = at, .ndim = 1,
+                                  .dtype = PL_DTYPE_I64, .shape = as}}};
+    pl_io out = {.name = "y"};
+    TH_CHECK_OK(pl_session_run(s, in, 3, &out, 1));
+    const float *y = out.tensor.data;
+    for (int i = 0; i < TB * TL * TD; i++)
+        TH_CHECK(y[i] == want[i], "y[%d] = %.9g, expected %.9g", i, y[i], want[i]);
+    pl_buffer_free(out.tensor.data);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* A float16 conversion's stale value_info (onnxconverter_common, keep_io_types):
  * the graph output y is declared f32 in the outputs and f16 in value_info,
  * and the intermediate a f16 though Relu of an f32 makes it f32. The
@@ -1664,6 +1715,7 @@ static const th_case cases[] = {
     {"int4_weights", case_int4_weights},
     {"uint4_weights", case_uint4_weights},
     {"int4_elsewhere", case_int4_elsewhere},
+    {"tensor_scatter", case_tensor_scatter},
     {"stale_value_info_dtype", case_stale_value_info_dtype},
     {"by_content", case_by_content},
     {"int32_data_types", case_int32_data_types},

@@ -1909,6 +1909,37 @@ static void case_newer_opsets(void)
     oh_attr_s(g, s2d, "mode", "DCR");
     oh_expect(g, "y", F32, D(1, 4, 2, 2));
 
+    /* SwiGLU 28: Swish(A) * B */
+    g = oh_new_graph("SwiGLU at 28", 28);
+    oh_input(g, "a", F32, D(2, 6));
+    oh_input(g, "b", F32, D(2, 6));
+    oh_node(g, "n", "SwiGLU", "a,b", "y");
+    oh_expect(g, "y", F32, D(2, 6));
+    g = oh_new_graph("SwiGLU at 28 without B", 28);
+    oh_input(g, "a", F32, D(2, 6));
+    oh_node(g, "n", "SwiGLU", "a", "y");
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "input 1 (B) is absent", NULL);
+
+    /* TensorScatter 24: a ScatterElements into the cache, its shape */
+    g = oh_new_graph("TensorScatter at 24", 24);
+    oh_input(g, "cache", F32, D(2, 3, 8, 4));
+    oh_input(g, "upd", F32, D(2, 3, 2, 4));
+    oh_input(g, "at", I64, D(2));
+    pl_nid ts = oh_node(g, "n", "TensorScatter", "cache,upd,at", "y");
+    oh_attr_s(g, ts, "mode", "circular");
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, D(2, 3, 8, 4));
+    const pl_graph_node *sc = pl_graph_get_node(g, pl_graph_find_node(g, "n"));
+    if (strcmp(sc->op, "ScatterElements") != 0)
+        FAIL("TensorScatter became %s, not ScatterElements", sc->op);
+    pl_graph_destroy(g);
+    g = oh_new_graph("TensorScatter at 24 on the batch axis", 24);
+    oh_input(g, "cache", F32, D(2, 8));
+    oh_input(g, "upd", F32, D(1, 8));
+    ts = oh_node(g, "n", "TensorScatter", "cache,upd", "y");
+    oh_attr_i(g, ts, "axis", 0);
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "axis 0 is out of range", NULL);
+
     g = oh_new_graph("opset 29", 29);
     oh_input(g, "x", F32, D(2));
     oh_node(g, "n", "Relu", "x", "y");

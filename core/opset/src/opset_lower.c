@@ -378,6 +378,26 @@ static pl_status *lw_swish(lw *w)
     return lw_end(w, "Mul", x, s);
 }
 
+/* SwiGLU 28 (A, B): Swish_alpha(A) * B, A and B of one shape. */
+static pl_status *lw_swiglu(lw *w)
+{
+    double alpha = lw_attr_f(w, "alpha", 1.0);
+    const char *x, *b = lw_input(w, 1), *a = NULL, *s, *g;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    if (b[0] == '\0')
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 1 (B) is absent");
+    if (w->narrow)
+        PL_RETURN_IF_ERROR(lw_cast(w, b, 1, &b));
+    if (alpha != 1.0) {
+        const char *ac;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", alpha, &ac));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, ac, &a));
+    }
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sigmoid", a ? a : x, &s));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, s, &g));
+    return lw_end(w, "Mul", g, b);
+}
+
 /* OP(A) over AXES (N of them), the axes an input from opset SINCE on and an
  * attribute before. */
 static pl_status *lw_axes_op(lw *w, const char *op, int64_t since, const char *a,
@@ -2937,6 +2957,8 @@ static pl_status *lw_unique(lw *w)
 
 /* ---- the table ------------------------------------------------------------------ */
 
+static pl_status *lw_tensor_scatter(lw *w);
+
 static const struct {
     const char *domain; /* "" (ai.onnx) or com.microsoft */
     const char *op;
@@ -2953,6 +2975,8 @@ static const struct {
     {"", "Resize", 18, lw_resize},
     {"", "GridSample", 20, lw_grid_sample},
     {"", "DFT", 20, lw_dft},
+    {"", "SwiGLU", 28, lw_swiglu},
+    {"", "TensorScatter", 24, lw_tensor_scatter},
     {"", "CenterCropPad", 18, lw_center_crop_pad},
     {"", "AffineGrid", 20, lw_affine_grid},
     {"", "NonZero", 9, lw_nonzero},
@@ -2993,6 +3017,66 @@ static const struct {
     {"com.microsoft", "QuantizeLinear", 0, lw_ms_quantize},
     {"com.microsoft", "DequantizeLinear", 0, lw_ms_dequantize},
 };
+
+/* TensorScatter 24 (past_cache, update, write_indices; axis, mode): the
+ * KV-cache update of an LLM's attention. UPDATE (the cache's shape but
+ * sequence_length at AXIS) is written into a copy of the cache from
+ * position write_indices[b] of each batch entry b on (0 without it; with
+ * mode circular modulo the cache's length there). Written as the
+ * ScatterElements it is: indices of the update's shape, write_indices[b] +
+ * s along AXIS (a Range over the update's length, read with Shape so a
+ * length known only at run time works), broadcast over the other axes. */
+static pl_status *lw_tensor_scatter(lw *w)
+{
+    const char *cache = lw_input(w, 0), *upd = lw_input(w, 1), *wi = lw_input(w, 2);
+    const pl_graph_tensor *ct = lw_tensor(w, cache), *ut = lw_tensor(w, upd);
+    if (ct == NULL || ut == NULL || ct->ndim < 2 || ut->ndim != ct->ndim)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "past_cache and update must have one known "
+                                                "rank of at least 2");
+    int64_t r = ct->ndim, axis = lw_attr_i(w, "axis", -2);
+    if (axis < 0)
+        axis += r;
+    if (axis < 1 || axis >= r)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "axis %lld is out of range for rank %lld "
+                                                     "(the batch axis excluded)",
+                        (long long)lw_attr_i(w, "axis", -2), (long long)r);
+    const char *mode = lw_attr_s(w, "mode", "linear");
+    bool circular = strcmp(mode, "circular") == 0;
+    if (!circular && strcmp(mode, "linear") != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "mode '%s'; linear or circular expected",
+                        mode);
+    int64_t max_len = ct->dims[axis];
+    /* (nothing is read through CT or UT past here: adding nodes moves them) */
+    ct = ut = NULL;
+    const char *shape, *len, *zero, *one, *ax, *pos, *idx;
+    PL_RETURN_IF_ERROR(lw_unary(w, "Shape", upd, &shape));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "axis", axis, &ax));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", shape, ax, &len)); /* a scalar */
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "zero", 0, &zero));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "one", 1, &one));
+    PL_RETURN_IF_ERROR(lw_node(w, "Range", (const char *[]){zero, len, one}, 3, &pos, NULL));
+    /* positions along AXIS: [1, ..., S, ..., 1] */
+    int64_t at_axis[PL_GRAPH_MAX_RANK], per_batch[PL_GRAPH_MAX_RANK];
+    for (int64_t d = 0; d < r; d++) {
+        at_axis[d] = d == axis ? -1 : 1;
+        per_batch[d] = d == 0 ? -1 : 1;
+    }
+    PL_RETURN_IF_ERROR(lw_reshape(w, pos, at_axis, r, &idx));
+    if (wi[0] != '\0') {
+        const char *wb, *w64;
+        PL_RETURN_IF_ERROR(lw_cast(w, wi, 7, &w64));
+        PL_RETURN_IF_ERROR(lw_reshape(w, w64, per_batch, r, &wb));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", idx, wb, &idx));
+    }
+    if (circular) {
+        const char *m;
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "max_sequence_length", max_len, &m));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mod", idx, m, &idx));
+    }
+    PL_RETURN_IF_ERROR(lw_binary(w, "Expand", idx, shape, &idx));
+    PL_RETURN_IF_ERROR(lw_become(w, "ScatterElements", (const char *[]){cache, idx, upd}, 3));
+    return pl_graph_attr_int(w->g, w->id, "axis", axis);
+}
 
 /* P (a scale or zero point of blocked quantisation: X's shape but
  * ceil(D / block) at AXIS, where X has D) with each entry repeated BLOCK
