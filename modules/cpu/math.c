@@ -102,6 +102,7 @@ const cpu_op_entry cpu_ops_math[] = {
     /* k (Trilu) and axis (CumSum) may be computed at run time. */
     {"Trilu", math_build_trilu, 1, 2, 0, MATH_ANY},
     {"CumSum", math_build_cumsum, 2, 2, 0, MATH_ANY},
+    {"CumProd", math_build_cumsum, 2, 2, 0, MATH_ANY},
     {"Size", math_build_size, 1, 1, 0, MATH_ANY},
     {NULL, NULL, 0, 0, 0, 0},
 };

@@ -496,12 +496,13 @@ pl_status *math_build_trilu(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     return NULL;
 }
 
-/* ---- CumSum --------------------------------------------------------------- */
+/* ---- CumSum, CumProd ------------------------------------------------------ */
 
 typedef struct mc_kernel {
     pl_kernel base;
     wide_type type;
     bool exclusive, reverse;
+    bool prod;               /* CumProd (26): products instead of sums */
     wide_type axis_type;     /* i32 or i64 */
     int32_t ndim;
     int64_t dims[CPU_MAX_RANK];
@@ -523,13 +524,14 @@ typedef struct mc_call {
         T *ys = c->y;                                                                    \
         for (size_t line = begin; line < end; line++) {                                  \
             size_t base = (line / c->inner) * c->len * c->inner + line % c->inner;       \
-            T acc = 0;                                                                   \
+            T acc = k->prod ? (T)1 : (T)0;                                               \
             for (size_t s = 0; s < c->len; s++) {                                        \
                 size_t l = k->reverse ? c->len - 1 - s : s;                              \
                 size_t p = base + l * c->inner;                                          \
                 T v = xs[p];                                                             \
-                T r = k->exclusive ? acc : (T)(acc + v);                                 \
-                acc = (T)(acc + v);                                                      \
+                T next = k->prod ? (T)(acc * v) : (T)(acc + v);                          \
+                T r = k->exclusive ? acc : next;                                         \
+                acc = next;                                                              \
                 ys[p] = c->add ? (T)(ys[p] + r) : r;                                     \
             }                                                                            \
         }                                                                                \
@@ -543,7 +545,8 @@ static void mc_chunk(void *arg, size_t begin, size_t end, int worker)
     switch (k->type) {
     case WT_F32: MC_SCAN(float); break;
     case WT_F64: MC_SCAN(double); break;
-    /* Integers wrap: sums in the unsigned type of the same width. */
+    /* Integers wrap: sums and products in the unsigned type of the same
+     * width. */
     case WT_I64: MC_SCAN(uint64_t); break;
     default: MC_SCAN(uint32_t); break;
     }
@@ -598,7 +601,7 @@ pl_status *math_build_cumsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_ke
     if ((st = cpu_attr_int(node, "exclusive", 0, &excl)) != NULL ||
         (st = cpu_attr_int(node, "reverse", 0, &rev)) != NULL)
         return st;
-    mc_kernel *k = (mc_kernel *)cpu_kernel_alloc(ctx, sizeof *k, "CumSum", NULL);
+    mc_kernel *k = (mc_kernel *)cpu_kernel_alloc(ctx, sizeof *k, node->op, NULL);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->base.run_any = mc_run;
@@ -610,6 +613,7 @@ pl_status *math_build_cumsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_ke
     k->axis_type = at;
     k->exclusive = excl != 0;
     k->reverse = rev != 0;
+    k->prod = strcmp(node->op, "CumProd") == 0;
     k->ndim = x->ndim;
     memcpy(k->dims, x->shape, (size_t)x->ndim * sizeof *x->shape);
     *out_kernel = &k->base;

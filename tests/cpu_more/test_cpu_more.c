@@ -48,7 +48,7 @@ static void tm_fill(const ch_spec *s, int i, pl_dtype dt, void *x, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
         double v = ch_random();
-        if (i == 1 && (tm_op(s, "CumSum") || tm_op(s, "Trilu"))) {
+        if (i == 1 && (tm_op(s, "CumSum") || tm_op(s, "CumProd") || tm_op(s, "Trilu"))) {
             v = s->in[1].vals[0];
         } else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) {
             v = v > 0;
@@ -353,18 +353,19 @@ static void tm_ref_cumsum(const ch_node *n, const ch_data *d, ch_ref *r)
     bool excl = ch_attr_i(s, "exclusive", 0), rev = ch_attr_i(s, "reverse", 0);
     size_t outer = ch_count(d->dims[0], (int)axis), len = (size_t)d->dims[0][axis];
     size_t inner = ch_count(d->dims[0] + axis + 1, rk - (int)axis - 1);
-    bool is_f = ch_is_float(d->dt[0]);
+    bool is_f = ch_is_float(d->dt[0]), prod = tm_op(s, "CumProd");
     for (size_t o = 0; o < outer; o++)
         for (size_t j = 0; j < inner; j++) {
-            double acc = 0, mag = 0;
+            double acc = prod ? 1 : 0, mag = prod ? 1 : 0;
             for (size_t t = 0; t < len; t++) {
                 size_t l = rev ? len - 1 - t : t;
                 size_t p = (o * len + l) * inner + j;
                 double x = ch_at(d, 0, p);
-                r->v[0][p] = excl ? acc : acc + x;
-                acc += x;
-                mag += fabs(x);
-                r->mag[0][p] = mag * 4;
+                double next = prod ? acc * x : acc + x;
+                r->v[0][p] = excl ? acc : next;
+                acc = next;
+                mag = prod ? mag * fabs(x) : mag + fabs(x);
+                r->mag[0][p] = prod ? (mag > 1 ? mag : 1) * 4 : mag * 4;
                 if (!is_f)
                     r->v[0][p] = tm_wrap(d->dt[0], (int64_t)r->v[0][p]);
             }
@@ -386,7 +387,7 @@ static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
         tm_ref_arg(n, d, r);
     else if (tm_op(s, "Trilu"))
         tm_ref_trilu(n, d, r);
-    else if (tm_op(s, "CumSum"))
+    else if (tm_op(s, "CumSum") || tm_op(s, "CumProd"))
         tm_ref_cumsum(n, d, r);
     else if (tm_op(s, "Size"))
         r->v[0][0] = (double)ch_count(d->dims[0], d->ndim[0]);
@@ -398,7 +399,7 @@ static void tm_reference(const ch_node *n, const ch_data *d, ch_ref *r)
 
 static double tm_rtol(const char *op)
 {
-    if (!strncmp(op, "Reduce", 6) || !strcmp(op, "CumSum"))
+    if (!strncmp(op, "Reduce", 6) || !strcmp(op, "CumSum") || !strcmp(op, "CumProd"))
         return 2e-6;
     return 4e-7;
 }
@@ -808,7 +809,11 @@ static void case_Trilu(void)
     tm_check(&big);
 }
 
-static void case_CumSum(void)
+/* CumSum (opset 14) and CumProd (26, products; integers wrap) over every
+ * dtype, both axis types for CumSum, with and without exclusive and reverse.
+ * CumProd leaves out the long axis: an integer product must stay exact in
+ * the reference's double. */
+static void tm_check_scan(const char *op, int64_t opset)
 {
     const ch_spec specs[] = {
         {.n_in = 2, .in = {T(1, 9), KC(0)}},
@@ -819,19 +824,23 @@ static void case_CumSum(void)
         {.n_in = 2, .in = {T(2, 0, 3), KR(1)}},
         {.n_in = 2, .in = {T(2, 400, 300), KR(1)}},
     };
+    bool prod = strcmp(op, "CumProd") == 0;
     static const pl_dtype dts[] = {{PL_TYPE_FLOAT, 32, 1}, {PL_TYPE_FLOAT, 64, 1},
                                    {PL_TYPE_INT, 64, 1}, {PL_TYPE_INT, 32, 1}};
     for (size_t t = 0; t < CH_COUNT(dts); t++)
-        for (size_t i = 0; i < CH_COUNT(specs); i++)
-            for (int at = 0; at < 2; at++) {
+        for (size_t i = 0; i < CH_COUNT(specs) - (prod ? 1 : 0); i++)
+            for (int at = 0; at < (prod ? 1 : 2); at++) {
                 ch_spec s = specs[i];
-                s.op = "CumSum";
-                s.opset = 14;
+                s.op = op;
+                s.opset = opset;
                 s.in[0].dtype = dts[t];
                 s.in[1].dtype = at ? PL_DTYPE_I32 : PL_DTYPE_I64;
                 tm_check(&s);
             }
 }
+
+static void case_CumSum(void) { tm_check_scan("CumSum", 14); }
+static void case_CumProd(void) { tm_check_scan("CumProd", 26); }
 
 static void case_Size(void)
 {
@@ -959,7 +968,7 @@ static const struct {
     TM_CASE(Mean), TM_CASE(ReduceMin), TM_CASE(ReduceProd), TM_CASE(ReduceL1),
     TM_CASE(ReduceL2), TM_CASE(ReduceSumSquare), TM_CASE(ReduceLogSum),
     TM_CASE(ReduceLogSumExp), TM_CASE(ArgMax), TM_CASE(ArgMin), TM_CASE(Trilu),
-    TM_CASE(CumSum), TM_CASE(Size), TM_CASE(add_to), TM_CASE(inplace), TM_CASE(errors),
+    TM_CASE(CumSum), TM_CASE(CumProd), TM_CASE(Size), TM_CASE(add_to), TM_CASE(inplace), TM_CASE(errors),
     TM_CASE(refusals),
 #undef TM_CASE
 };
