@@ -25,6 +25,7 @@ const cpu_op_entry cpu_ops_shape[] = {
     {"Reshape", shp_build_copy, 2, 2, 0, SHP_ANY},
     {"Flatten", shp_build_copy, 1, 1, 0, SHP_ANY},
     {"Identity", shp_build_copy, 1, 1, 0, SHP_ANY},
+    {"BitCast", shp_build_bitcast, 1, 1, 0, SHP_ANY},
     {"Squeeze", shp_build_copy, 1, 2, 0, SHP_ANY},
     {"Unsqueeze", shp_build_copy, 1, 2, 0, SHP_ANY},
     {"Dropout", shp_build_dropout, 1, 3, 0, SHP_MULTI},
@@ -366,6 +367,23 @@ static pl_status *shp_copy_check(const pl_node_desc *node)
 pl_status *shp_build_copy(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
 {
     SHP_TRY(shp_copy_check(node));
+    shp_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_copy_write, &k));
+    k->base.n_reads = 1;
+    k->base.inplace_ok = true;
+    *out_kernel = &k->base;
+    return NULL;
+}
+
+/* BitCast (26): the bytes as they are, read as another type of their width. */
+pl_status *shp_build_bitcast(pl_module_ctx *ctx, const pl_node_desc *node,
+                             pl_kernel **out_kernel)
+{
+    const pl_tensor *x = &node->inputs[0], *o = &node->outputs[0];
+    if (o->ndim != x->ndim || pl_dtype_size(x->dtype) != pl_dtype_size(o->dtype) ||
+        memcmp(x->shape, o->shape, (size_t)x->ndim * sizeof *x->shape) != 0)
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                         "the output must have the input's shape and element width");
     shp_kernel *k;
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_copy_write, &k));
     k->base.n_reads = 1;

@@ -145,6 +145,8 @@ void shp_accumulate(pl_dtype dtype, void *dst, const void *src, size_t n);
 /* ---- the builders ----------------------------------------------------------- */
 
 pl_status *shp_build_copy(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);
+pl_status *shp_build_bitcast(pl_module_ctx *ctx, const pl_node_desc *node,
+                             pl_kernel **out_kernel);
 pl_status *shp_build_dropout(pl_module_ctx *ctx, const pl_node_desc *node,
                              pl_kernel **out_kernel);
 pl_status *shp_build_shape(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel);

@@ -30,6 +30,7 @@ enum {
     T_UINT8 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
     T_INT8 = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
     T_UINT16 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+    T_INT16 = ONNX__TENSOR_PROTO__DATA_TYPE__INT16,
     T_COMPLEX64 = ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64,
     T_INT32 = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
     T_INT64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
@@ -813,6 +814,41 @@ static void case_tensor_scatter(void)
     pl_buffer_free(out.tensor.data);
     pl_session_destroy(s);
     pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* BitCast 26: f32 [2, 3] read as i32, bit for bit (and an f32 to i16,
+ * which changes the width, refused by name). */
+static void case_bitcast(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 26);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){2, 3}, NULL));
+    tm_output(mp, tm_vi("y", T_INT32, 2, (int64_t[]){2, 3}, NULL));
+    tm_attr_i(tm_node(mp, "BitCast", "bits", "x", "y"), "to", T_INT32);
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "bitcast.onnx"));
+    float x[6] = {1.0f, -2.5f, 0.0f, -0.0f, 3.0e38f, 1.0e-40f};
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    int64_t xs[2] = {2, 3};
+    pl_io in = {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 2,
+                                        .dtype = PL_DTYPE_F32, .shape = xs}};
+    pl_io out = {.name = "y"};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    TH_CHECK(PL_DTYPE_EQ(out.tensor.dtype, PL_DTYPE_I32), "y is not i32");
+    TH_CHECK(memcmp(out.tensor.data, x, sizeof x) == 0, "y's bits differ from x's");
+    pl_buffer_free(out.tensor.data);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+
+    mp = tm_model();
+    tm_opset(mp, "ai.onnx", 26);
+    tm_input(mp, tm_vi("x", T_FLOAT, 1, (int64_t[]){4}, NULL));
+    tm_output(mp, tm_vi("y", T_INT16, 1, (int64_t[]){4}, NULL));
+    tm_attr_i(tm_node(mp, "BitCast", "narrow", "x", "y"), "to", T_INT16);
+    expect_load_error(rt, tm_write(mp, th_tempdir(), "bitcast_width.onnx"),
+                      "f32 and i16 differ in width");
     pl_runtime_destroy(rt);
 }
 
@@ -1716,6 +1752,7 @@ static const th_case cases[] = {
     {"uint4_weights", case_uint4_weights},
     {"int4_elsewhere", case_int4_elsewhere},
     {"tensor_scatter", case_tensor_scatter},
+    {"bitcast", case_bitcast},
     {"stale_value_info_dtype", case_stale_value_info_dtype},
     {"by_content", case_by_content},
     {"int32_data_types", case_int32_data_types},

@@ -218,6 +218,23 @@ static pl_status *ew_infer_softmax(pl_infer_ctx *ctx)
     return pl_infer_copy_input(ctx, 0, 0);
 }
 
+/* BitCast (26): the input's bits as the 'to' type, of the same width; the
+ * input's shape. */
+static pl_status *ew_infer_bitcast(pl_infer_ctx *ctx)
+{
+    int64_t to = pl_infer_attr_int(ctx, "to");
+    pl_dtype dt;
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0);
+    if (!pl_onnx_dtype(to, &dt))
+        return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
+                              "a bit cast to ONNX data type %lld is not supported", (long long)to);
+    if (x->dtype.lanes != 0 && pl_dtype_size(x->dtype) != pl_dtype_size(dt))
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "%s and %s differ in width; a bit cast keeps it",
+                              pl_dtype_name(x->dtype), pl_dtype_name(dt));
+    return pl_infer_set_output(ctx, 0, dt, x->ndim, x->dims, (const char *const *)x->dim_params);
+}
+
 static pl_status *ew_infer_cast(pl_infer_ctx *ctx)
 {
     int64_t to = pl_infer_attr_int(ctx, "to");
@@ -380,6 +397,10 @@ const pl_op_schema pl_opset_elementwise_schemas[] = {
     EW_CAST(7, ew_cast_attrs),
     EW_CAST(19, ew_cast19_attrs),
     EW_CAST(24, ew_cast24_attrs),
+    {.name = "BitCast", .domain = "", .since_version = 26, .min_inputs = 1, .max_inputs = 1,
+     .min_outputs = 1, .max_outputs = 1, .attrs = ew_cast_attrs,
+     .n_attrs = PL_COUNT(ew_cast_attrs), .types = {{"T1", PL_TS_ALL}, {"T2", PL_TS_ALL}},
+     .input_types = {"T1"}, .output_types = {"T2"}, .infer = ew_infer_bitcast},
     {.name = "Dropout", .domain = "", .since_version = 7, .min_inputs = 1,
      .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,
      .attrs = ew_dropout7_attrs, .n_attrs = PL_COUNT(ew_dropout7_attrs),
