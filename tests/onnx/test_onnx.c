@@ -852,6 +852,77 @@ static void case_bitcast(void)
     pl_runtime_destroy(rt);
 }
 
+/* CausalConvWithState 27 with a past state and SiLU: y[b, c, t] =
+ * silu(sum_j w[c, 0, j] * [past | x][b, c, t + j] + bias[c]) and
+ * present_state the last K - 1 steps of [past | x], against a reference. */
+static void case_causal_conv(void)
+{
+    enum { CB = 2, CC = 3, CL = 5, CK = 3 };
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 27);
+    tm_input(mp, tm_vi("x", T_FLOAT, 3, (int64_t[]){CB, CC, CL}, NULL));
+    tm_input(mp, tm_vi("past", T_FLOAT, 3, (int64_t[]){CB, CC, CK - 1}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 3, (int64_t[]){CB, CC, CL}, NULL));
+    tm_output(mp, tm_vi("state", T_FLOAT, 3, (int64_t[]){CB, CC, CK - 1}, NULL));
+    float wv[CC * CK], bv[CC];
+    make_values(wv, CC * CK, 31, 1.0f);
+    make_values(bv, CC, 32, 1.0f);
+    Onnx__TensorProto *wt = tm_tensor("w", T_FLOAT, 3, (int64_t[]){CC, 1, CK});
+    tm_raw(wt, wv, sizeof wv);
+    tm_init(mp, wt);
+    Onnx__TensorProto *bt = tm_tensor("b", T_FLOAT, 1, (int64_t[]){CC});
+    tm_raw(bt, bv, sizeof bv);
+    tm_init(mp, bt);
+    Onnx__NodeProto *n = tm_node(mp, "CausalConvWithState", "cc", "x,w,b,past", "y,state");
+    Onnx__AttributeProto *act =
+        tm_attr(n, "activation", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    act->s.data = (uint8_t *)xstrdup("silu");
+    act->s.len = 4;
+    act->has_s = 1;
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "causal_conv.onnx"));
+    float x[CB * CC * CL], past[CB * CC * (CK - 1)];
+    make_values(x, CB * CC * CL, 33, 2.0f);
+    make_values(past, CB * CC * (CK - 1), 34, 2.0f);
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    int64_t xs[3] = {CB, CC, CL}, ps[3] = {CB, CC, CK - 1};
+    pl_io in[2] = {
+        {.name = "x", .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 3,
+                                 .dtype = PL_DTYPE_F32, .shape = xs}},
+        {.name = "past", .tensor = {.struct_size = sizeof(pl_tensor), .data = past, .ndim = 3,
+                                    .dtype = PL_DTYPE_F32, .shape = ps}}};
+    pl_io out[2] = {{.name = "y"}, {.name = "state"}};
+    TH_CHECK_OK(pl_session_run(s, in, 2, out, 2));
+    const float *y = out[0].tensor.data, *st = out[1].tensor.data;
+    for (int b = 0; b < CB; b++)
+        for (int c = 0; c < CC; c++) {
+            float cat[CK - 1 + CL];
+            for (int t = 0; t < CK - 1; t++)
+                cat[t] = past[(b * CC + c) * (CK - 1) + t];
+            for (int t = 0; t < CL; t++)
+                cat[CK - 1 + t] = x[(b * CC + c) * CL + t];
+            for (int t = 0; t < CL; t++) {
+                double v = bv[c];
+                for (int j = 0; j < CK; j++)
+                    v += (double)wv[c * CK + j] * cat[t + j];
+                double want = v / (1.0 + exp(-v));
+                float got = y[(b * CC + c) * CL + t];
+                TH_CHECK(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
+                         "y[%d,%d,%d] = %.9g, expected %.9g", b, c, t, got, want);
+            }
+            for (int t = 0; t < CK - 1; t++)
+                TH_CHECK(st[(b * CC + c) * (CK - 1) + t] == cat[CL + t],
+                         "state[%d,%d,%d] = %.9g, expected %.9g", b, c, t,
+                         st[(b * CC + c) * (CK - 1) + t], cat[CL + t]);
+        }
+    pl_buffer_free(out[0].tensor.data);
+    pl_buffer_free(out[1].tensor.data);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* A float16 conversion's stale value_info (onnxconverter_common, keep_io_types):
  * the graph output y is declared f32 in the outputs and f16 in value_info,
  * and the intermediate a f16 though Relu of an f32 makes it f32. The
@@ -1753,6 +1824,7 @@ static const th_case cases[] = {
     {"int4_elsewhere", case_int4_elsewhere},
     {"tensor_scatter", case_tensor_scatter},
     {"bitcast", case_bitcast},
+    {"causal_conv", case_causal_conv},
     {"stale_value_info_dtype", case_stale_value_info_dtype},
     {"by_content", case_by_content},
     {"int32_data_types", case_int32_data_types},

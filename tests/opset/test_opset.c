@@ -1940,6 +1940,33 @@ static void case_newer_opsets(void)
     oh_attr_i(g, ts, "axis", 0);
     oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "axis 0 is out of range", NULL);
 
+    /* CausalConvWithState 27: Concat (or a Pad of zeros) -> Conv of C groups
+     * [-> x * Sigmoid(x)], present_state the last K - 1 steps */
+    g = oh_new_graph("CausalConvWithState at 27", 27);
+    oh_input(g, "x", F32, D(2, 4, 6));
+    oh_input(g, "w", F32, D(4, 1, 3));
+    oh_input(g, "past", F32, D(2, 4, 2));
+    pl_nid cc = oh_node(g, "n", "CausalConvWithState", "x,w,,past", "y,state");
+    oh_attr_s(g, cc, "activation", "silu");
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, D(2, 4, 6));
+    oh_check_tensor(g, "state", F32, D(2, 4, 2));
+    pl_graph_destroy(g);
+    g = oh_new_graph("CausalConvWithState at 27, no past state", 27);
+    oh_input(g, "x", F32, D(1, 3, 5));
+    oh_input(g, "w", F32, D(3, 1, 4));
+    oh_node(g, "n", "CausalConvWithState", "x,w", "y,state");
+    OK(oh_run(g));
+    oh_check_tensor(g, "y", F32, D(1, 3, 5));
+    oh_check_tensor(g, "state", F32, D(1, 3, 3));
+    pl_graph_destroy(g);
+    g = oh_new_graph("CausalConvWithState at 27, activation gelu", 27);
+    oh_input(g, "x", F32, D(1, 3, 5));
+    oh_input(g, "w", F32, D(3, 1, 4));
+    cc = oh_node(g, "n", "CausalConvWithState", "x,w", "y");
+    oh_attr_s(g, cc, "activation", "gelu");
+    oh_expect_error(g, PL_CODE_INVALID_ARGUMENT, "activation 'gelu'", NULL);
+
     g = oh_new_graph("opset 29", 29);
     oh_input(g, "x", F32, D(2));
     oh_node(g, "n", "Relu", "x", "y");

@@ -2958,6 +2958,7 @@ static pl_status *lw_unique(lw *w)
 /* ---- the table ------------------------------------------------------------------ */
 
 static pl_status *lw_tensor_scatter(lw *w);
+static pl_status *lw_causal_conv(lw *w);
 
 static const struct {
     const char *domain; /* "" (ai.onnx) or com.microsoft */
@@ -2977,6 +2978,7 @@ static const struct {
     {"", "DFT", 20, lw_dft},
     {"", "SwiGLU", 28, lw_swiglu},
     {"", "TensorScatter", 24, lw_tensor_scatter},
+    {"", "CausalConvWithState", 27, lw_causal_conv},
     {"", "CenterCropPad", 18, lw_center_crop_pad},
     {"", "AffineGrid", 20, lw_affine_grid},
     {"", "NonZero", 9, lw_nonzero},
@@ -3076,6 +3078,65 @@ static pl_status *lw_tensor_scatter(lw *w)
     PL_RETURN_IF_ERROR(lw_binary(w, "Expand", idx, shape, &idx));
     PL_RETURN_IF_ERROR(lw_become(w, "ScatterElements", (const char *[]){cache, idx, upd}, 3));
     return pl_graph_attr_int(w->g, w->id, "axis", axis);
+}
+
+/* CausalConvWithState 27 (input [B, C, L], weight [C, 1, K], bias,
+ * past_state [B, C, K - 1]; activation none | silu | swish), the stateful
+ * depthwise convolution of Mamba and Gated DeltaNet layers, as the three ops
+ * it fuses: the state (zeros without one) before the input along time, a
+ * Conv of C groups without padding (then x * Sigmoid(x) for silu/swish), and
+ * present_state the last K - 1 steps of that concatenation. */
+static pl_status *lw_causal_conv(lw *w)
+{
+    const char *x = lw_input(w, 0), *wt = lw_input(w, 1), *b = lw_input(w, 2);
+    const char *past = lw_input(w, 3);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *wtt = lw_tensor(w, wt);
+    if (xt == NULL || wtt == NULL || xt->ndim != 3 || wtt->ndim != 3 || wtt->dims[0] < 1 ||
+        wtt->dims[1] != 1 || wtt->dims[2] < 1)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "needs an input [B, C, L] and a weight "
+                                                "[C, 1, K] of known shape");
+    int64_t c = wtt->dims[0], k = wtt->dims[2];
+    const char *act = lw_attr_s(w, "activation", "none");
+    bool silu = strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0;
+    if (!silu && strcmp(act, "none") != 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "activation '%s'; none, silu or swish "
+                                                     "expected",
+                        act);
+    xt = wtt = NULL; /* (adding nodes moves the graph's tensors) */
+    const char *cat;
+    pl_nid id;
+    if (past[0] != '\0') {
+        PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){past, x}, 2, &cat, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 2));
+    } else {
+        const char *pads;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "pads", (const int64_t[]){0, 0, k - 1, 0, 0, 0}, 6, &pads));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Pad", x, pads, &cat));
+    }
+    /* present_state, where the node gives it: the last K - 1 steps */
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    pl_tid state = n->n_outputs > 1 ? n->outputs[1] : PL_TID_NONE;
+    if (state != PL_TID_NONE) {
+        const char *st, *en, *ax, *tmp;
+        int64_t start = k > 1 ? -(k - 1) : INT64_MAX, end = INT64_MAX, axis = 2;
+        pl_nid sid;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "starts", &start, 1, &st));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "ends", &end, 1, &en));
+        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &axis, 1, &ax));
+        PL_RETURN_IF_ERROR(lw_node(w, "Slice", (const char *[]){cat, st, en, ax}, 4, &tmp, &sid));
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, sid, &state, 1));
+    }
+    const char *ins[3] = {cat, wt, b};
+    size_t n_in = b[0] != '\0' ? 3 : 2;
+    if (!silu) {
+        PL_RETURN_IF_ERROR(lw_become(w, "Conv", ins, n_in));
+        return pl_graph_attr_int(w->g, w->id, "group", c);
+    }
+    const char *y, *sg;
+    PL_RETURN_IF_ERROR(lw_node(w, "Conv", ins, n_in, &y, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "group", c));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sigmoid", y, &sg));
+    return lw_become(w, "Mul", (const char *[]){y, sg}, 2);
 }
 
 /* P (a scale or zero point of blocked quantisation: X's shape but
