@@ -12120,7 +12120,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         weight_bytes += b.c->weights[k].bytes;
     }
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
-                             "%s %zu nodes into %d primitives (%d on one thread, %d in bf16), "
+                             "%s %zu nodes into %d primitives (%d on one thread), %d in bf16, "
                              "%d weights of %zu B (%d read in place from the blob, %d from the "
                              "model), arena %zu B, scratchpad %zu B in %.2f ms",
                              blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
