@@ -256,6 +256,34 @@ def onnx_models():
         acc = acc + x if i < 2 else acc * x
     m["nested"] = (model, {"n": np.array(5, dtype=np.int64), "x": x, "acc0": a0}, {"acc": acc})
 
+    # rank1_loop: paddle2onnx's Loop, its body declaring the iteration number
+    # and the condition [1] where ONNX says scalars (SLANet, PP-Structure's
+    # table model); they are fed in the rank the body declares, as ONNX
+    # Runtime does. The condition stops it after i = 3 of a trip count 10.
+    body = h.make_graph(
+        [h.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT, name="as_float"),
+         h.make_node("Add", ["acc", "fi"], ["acc_out"], name="add_i"),
+         h.make_node("Less", ["i", "three"], ["c_out"], name="go_on")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, [1]),
+         h.make_tensor_value_info("c", TensorProto.BOOL, [1]),
+         h.make_tensor_value_info("acc", f, [3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, [1]),
+         h.make_tensor_value_info("acc_out", f, [3])])
+    g = h.make_graph(
+        [h.make_node("Loop", ["n", "c0", "acc0"], ["acc"], name="repeat", body=body)],
+        "rank1_loop",
+        [h.make_tensor_value_info("n", TensorProto.INT64, [1]),
+         h.make_tensor_value_info("c0", TensorProto.BOOL, [1]),
+         h.make_tensor_value_info("acc0", f, [3])],
+        [h.make_tensor_value_info("acc", f, [3])],
+        [numpy_helper.from_array(np.array([3], dtype=np.int64), "three")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    a0 = rng.uniform(-1, 1, 3).astype(np.float32)
+    m["rank1_loop"] = (model, {"n": np.array([10], dtype=np.int64),
+                               "c0": np.array([True]), "acc0": a0},
+                       {"acc": a0 + np.float32(0 + 1 + 2 + 3)})
+
     # scan_axes: Scan-11 over axis 1 of one input and, reversed, axis 0 of
     # another; scan outputs along axis 1 and reversed along axis 0.
     sb = h.make_graph(

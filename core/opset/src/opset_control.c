@@ -626,8 +626,20 @@ static pl_status *loop_infer(pl_infer_ctx *ctx)
              "2 + %zu carried inputs; the condition, %zu carried and %zu scan outputs",
              n_carried, n_carried, n_scan);
     PL_RETURN_IF_ERROR(ctl_arity(ctx, "body", body, 2 + n_carried, 1 + n_carried + n_scan, why));
-    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 0, &ctl_scalar_i64));
-    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 1, &ctl_scalar_bool));
+    /* The iteration number and the condition are scalars; paddle2onnx
+     * declares them [1] (SLANet), and ONNX Runtime types them as the body
+     * declares: they are typed so here too (one element either way, which
+     * is what the runtime feeds, control.c). */
+    ctl_type fixed[2] = {ctl_scalar_i64, ctl_scalar_bool};
+    for (size_t k = 0; k < 2; k++) {
+        const pl_graph_tensor *bk = pl_graph_get_tensor(body, pl_graph_input(body, k));
+        if (bk != NULL && bk->ndim == 1 && (bk->dims[0] == 1 || bk->dims[0] < 0)) {
+            fixed[k].ndim = 1;
+            fixed[k].dims[0] = 1;
+        }
+    }
+    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 0, &fixed[0]));
+    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 1, &fixed[1]));
     for (size_t i = 0; i < n_carried; i++) {
         ctl_type t = ctl_type_of(pl_infer_input(ctx, 2 + i));
         PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 2 + i, &t));
