@@ -2182,9 +2182,23 @@ static void case_lowered_ops(void)
     pl_graph_destroy(g);
 }
 
+/* Shapes as messages print them: a scalar is "[]" (it printed "]"). */
+static void case_dims_format(void)
+{
+    char b[64];
+    static const int64_t dims[3] = {-1, 501, 8};
+    if (strcmp(pl_dims_format(dims, 0, b, sizeof b), "[]") != 0)
+        FAIL("a scalar prints '%s', not '[]'", b);
+    if (strcmp(pl_dims_format(dims, 3, b, sizeof b), "[?,501,8]") != 0)
+        FAIL("[?,501,8] prints '%s'", b);
+    if (strcmp(pl_dims_format(dims, -1, b, sizeof b), "(unknown rank)") != 0)
+        FAIL("an unknown rank prints '%s'", b);
+}
+
 static const oh_case cases[] = {
     {"newer_opsets", case_newer_opsets},
     {"lowered_ops", case_lowered_ops},
+    {"dims_format", case_dims_format},
     {"Add", c_add}, {"Sub", c_sub}, {"Mul", c_mul}, {"Div", c_div},
     {"Pow", case_pow}, {"Equal", c_equal}, {"Less", c_less},
     {"Greater", c_greater}, {"Where", case_where}, {"Sqrt", c_sqrt},

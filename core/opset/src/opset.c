@@ -72,7 +72,7 @@ char *pl_dims_format(const int64_t *dims, int32_t ndim, char *buf, size_t size)
     for (int32_t i = 0; i <= ndim; i++) {
         int n;
         if (i == ndim)
-            n = snprintf(buf + used, size - used, "]");
+            n = snprintf(buf + used, size - used, ndim == 0 ? "[]" : "]");
         else if (dims[i] < 0)
             n = snprintf(buf + used, size - used, "%s?", i ? "," : "[");
         else
