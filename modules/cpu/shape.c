@@ -364,15 +364,22 @@ static pl_status *shp_copy_check(const pl_node_desc *node)
     return NULL;
 }
 
-pl_status *shp_build_copy(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+/* The byte copy of input 0 into output 0, in place where the engine allows. */
+static pl_status *shp_copy_kernel(pl_module_ctx *ctx, const pl_node_desc *node,
+                                  pl_kernel **out_kernel)
 {
-    SHP_TRY(shp_copy_check(node));
     shp_kernel *k;
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_copy_write, &k));
     k->base.n_reads = 1;
     k->base.inplace_ok = true;
     *out_kernel = &k->base;
     return NULL;
+}
+
+pl_status *shp_build_copy(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel **out_kernel)
+{
+    SHP_TRY(shp_copy_check(node));
+    return shp_copy_kernel(ctx, node, out_kernel);
 }
 
 /* BitCast (26): the bytes as they are, read as another type of their width. */
@@ -384,12 +391,7 @@ pl_status *shp_build_bitcast(pl_module_ctx *ctx, const pl_node_desc *node,
         memcmp(x->shape, o->shape, (size_t)x->ndim * sizeof *x->shape) != 0)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
                          "the output must have the input's shape and element width");
-    shp_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_copy_write, &k));
-    k->base.n_reads = 1;
-    k->base.inplace_ok = true;
-    *out_kernel = &k->base;
-    return NULL;
+    return shp_copy_kernel(ctx, node, out_kernel);
 }
 
 /* Writes the value one of DTYPE (bytes of ESIZE) into ONE. */

@@ -1346,43 +1346,47 @@ static pl_status *lw_resize(lw *w)
     return lw_drop(w, "axes");
 }
 
-/* The one integer (i32 or i64, any shape of one element) constant NAME
- * holds: an initializer or a Constant node's value. */
-static bool lw_constant_int(const lw *w, const char *name, int64_t *out)
+/* The value of constant NAME: an initializer's data, or the value attribute
+ * of the Constant node writing it (which folding has not turned into data
+ * yet when the node is rewritten), as *OUT (data, dtype, rank, dims). */
+static bool lw_constant(const lw *w, const char *name, pl_attr_tensor *out)
 {
     const pl_graph_tensor *t = lw_tensor(w, name);
     if (t == NULL)
         return false;
-    pl_dtype dt = t->dtype;
-    const void *data = NULL;
-    size_t bytes = 0;
     if (t->data != NULL && !t->is_input) {
-        data = t->data;
-        bytes = t->nbytes;
-    } else {
-        pl_tid id = pl_graph_find_tensor(w->g, name);
-        for (size_t k = 0; k < pl_graph_node_count(w->g) && data == NULL; k++) {
-            const pl_graph_node *p = pl_graph_get_node(w->g, (pl_nid)k);
-            if (p == NULL || p->n_outputs != 1 || p->outputs[0] != id ||
-                strcmp(p->op, "Constant") != 0)
-                continue;
-            const pl_attr *a = pl_graph_node_attr(p, "value");
-            if (a == NULL || a->kind != PL_ATTR_TENSOR || a->tensor == NULL)
-                return false;
-            dt = a->tensor->dtype;
-            data = a->tensor->data;
-            bytes = a->tensor->nbytes;
-        }
+        *out = (pl_attr_tensor){.dtype = t->dtype, .ndim = t->ndim, .dims = t->dims,
+                                .data = (void *)t->data, .nbytes = t->nbytes};
+        return true;
     }
-    if (data == NULL)
+    pl_tid id = pl_graph_find_tensor(w->g, name);
+    for (size_t k = 0; k < pl_graph_node_count(w->g); k++) {
+        const pl_graph_node *p = pl_graph_get_node(w->g, (pl_nid)k);
+        if (p == NULL || p->n_outputs != 1 || p->outputs[0] != id || strcmp(p->op, "Constant") != 0)
+            continue;
+        const pl_attr *a = pl_graph_node_attr(p, "value");
+        if (a == NULL || a->kind != PL_ATTR_TENSOR || a->tensor == NULL || a->tensor->data == NULL)
+            return false;
+        *out = *a->tensor;
+        return true;
+    }
+    return false;
+}
+
+/* The one integer (i32 or i64, any shape of one element) constant NAME
+ * holds (lw_constant). */
+static bool lw_constant_int(const lw *w, const char *name, int64_t *out)
+{
+    pl_attr_tensor c;
+    if (!lw_constant(w, name, &c))
         return false;
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_I64) && bytes == 8) {
-        memcpy(out, data, 8);
+    if (PL_DTYPE_EQ(c.dtype, PL_DTYPE_I64) && c.nbytes == 8) {
+        memcpy(out, c.data, 8);
         return true;
     }
     int32_t v;
-    if (PL_DTYPE_EQ(dt, PL_DTYPE_I32) && bytes == 4) {
-        memcpy(&v, data, 4);
+    if (PL_DTYPE_EQ(c.dtype, PL_DTYPE_I32) && c.nbytes == 4) {
+        memcpy(&v, c.data, 4);
         *out = v;
         return true;
     }
@@ -1496,32 +1500,15 @@ static pl_status *lw_center_crop_pad(lw *w)
  * 2i / (n - 1)), a constant [points, 3 or 4], multiplied by theta^T
  * ([N, 3 or 4, 2 or 3]) and reshaped to [N, H, W, 2] ([N, D, H, W, 3]),
  * as ONNX's reference computes it. f32 theta. */
-/* The value of tensor NAME when it is a constant of one dim: an
- * initializer, or the value attribute of the Constant node writing it
- * (which folding has not turned into data yet when the node is
- * rewritten). */
+/* The constant vector NAME (lw_constant): its dtype, length and data. */
 static bool lw_constant_vector(const lw *w, const char *name, pl_dtype *dtype, int64_t *n,
                                const void **data)
 {
-    const pl_graph_tensor *t = lw_tensor(w, name);
-    if (t == NULL)
+    pl_attr_tensor c;
+    if (!lw_constant(w, name, &c) || c.ndim != 1)
         return false;
-    if (t->data != NULL && !t->is_input && t->ndim == 1) {
-        *dtype = t->dtype, *n = t->dims[0], *data = t->data;
-        return true;
-    }
-    pl_tid id = pl_graph_find_tensor(w->g, name);
-    for (size_t k = 0; k < pl_graph_node_count(w->g); k++) {
-        const pl_graph_node *p = pl_graph_get_node(w->g, (pl_nid)k);
-        if (p == NULL || p->n_outputs != 1 || p->outputs[0] != id || strcmp(p->op, "Constant") != 0)
-            continue;
-        const pl_attr *a = pl_graph_node_attr(p, "value");
-        if (a == NULL || a->kind != PL_ATTR_TENSOR || a->tensor == NULL || a->tensor->ndim != 1)
-            return false;
-        *dtype = a->tensor->dtype, *n = a->tensor->dims[0], *data = a->tensor->data;
-        return *data != NULL;
-    }
-    return false;
+    *dtype = c.dtype, *n = c.dims[0], *data = c.data;
+    return true;
 }
 
 static pl_status *lw_affine_grid(lw *w)
