@@ -551,7 +551,7 @@ cache_command)
     for line in "entries: 1," "hits: 1" "misses: 1" "stores: 1" "evictions: 0"; do
         grep -q "^$line" "$tmp/out" || { show; fail "cache stats lacks '$line'"; }
     done
-    grep -q "of a limit of 1024.00 MiB" "$tmp/out" || { show; fail "no default limit"; }
+    grep -q "of a limit of 4096.00 MiB" "$tmp/out" || { show; fail "no default limit"; }
     run --config "$tmp/backend.ini" cache list
     [ "$rc" -eq 0 ] && grep -q "^example_acc-[0-9a-f]*\.blob " "$tmp/out" ||
         { show; fail "cache list lacks the entry"; }

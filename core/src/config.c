@@ -653,7 +653,7 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->engine = PL_ENGINE_THREADED;
     c->log_level = PL_LOG_WARN;
     c->spin_us = PL_THREADPOOL_SPIN_US_DEFAULT;
-    c->cache_max_bytes = (uint64_t)1024 << 20;
+    c->cache_max_bytes = (uint64_t)4096 << 20;
     c->optimize = PL_OPTIMIZE_ALL;
     c->qdq_int8 = true;
     c->f16_as_f32 = true;
