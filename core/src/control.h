@@ -98,5 +98,8 @@ void pl_control_module_destroy(pl_module *module);
  * Defined in session.c. */
 pl_status *pl_session_run_inline(pl_session *s, const pl_tensor *inputs,
                                  pl_tensor *outputs, int worker);
+/* The bytes session S's arenas plan, over its devices (a staged one: its
+ * prefix's and its kept tails'). Defined in session.c. */
+size_t pl_session_arena_bytes(pl_session *s);
 
 #endif

@@ -904,6 +904,20 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
 
 /* For control.c (control.h): the program's steps one after the other in
  * the calling thread. */
+size_t pl_session_arena_bytes(pl_session *s)
+{
+    if (s == NULL)
+        return 0;
+    if (s->stage != NULL)
+        return pl_stage_arena_bytes(s->stage);
+    size_t bytes = 0;
+    for (size_t d = 0; s->program != NULL && s->program->arena_bytes != NULL &&
+                       d < s->program->n_devs;
+         d++)
+        bytes += s->program->arena_bytes[d];
+    return bytes;
+}
+
 pl_status *pl_session_run_inline(pl_session *s, const pl_tensor *inputs, pl_tensor *outputs,
                                  int worker)
 {

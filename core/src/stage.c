@@ -33,6 +33,7 @@ typedef struct stg_spec {
     pl_session *session;
     int users;         /* runs using it now */
     uint64_t last_use;
+    size_t arena_bytes; /* pl_session_arena_bytes of SESSION */
 } stg_spec;
 
 /* Dims of outputs handed to callers (they outlive the tail that gave
@@ -72,6 +73,7 @@ struct pl_stage {
     size_t *n_spare;
     stg_spec **specs;     /* each apart: runs hold them while others come and go */
     size_t n_specs;
+    size_t spec_bytes;    /* their arena_bytes together */
     uint64_t clock;
     stg_dims *dims;
 };
@@ -631,6 +633,15 @@ size_t pl_stage_spec_count(pl_stage *s)
     return n;
 }
 
+size_t pl_stage_arena_bytes(pl_stage *s)
+{
+    size_t bytes = s->prefix != NULL ? pl_session_arena_bytes(s->prefix) : 0;
+    pthread_mutex_lock(&s->mu);
+    bytes += s->spec_bytes;
+    pthread_mutex_unlock(&s->mu);
+    return bytes;
+}
+
 pl_status *pl_stage_describe_tail(pl_stage *s, char **out_json)
 {
     *out_json = NULL;
@@ -748,18 +759,22 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
         copy = NULL;
     }
     pl_graph_destroy(copy);
-    if (st == NULL && s->n_specs >= PL_STAGE_MAX_SPECS) {
+    size_t bytes = st == NULL ? pl_session_arena_bytes(sess) : 0;
+    while (st == NULL && s->n_specs > 0 &&
+           (s->n_specs >= PL_STAGE_MAX_SPECS ||
+            s->spec_bytes + bytes > PL_STAGE_SPEC_ARENA_BYTES)) {
         size_t lru = s->n_specs;
         for (size_t i = 0; i < s->n_specs; i++)
             if (s->specs[i]->users == 0 &&
                 (lru == s->n_specs || s->specs[i]->last_use < s->specs[lru]->last_use))
                 lru = i;
-        if (lru < s->n_specs) {
-            pl_session_destroy(s->specs[lru]->session);
-            pl_free(s->specs[lru]->key);
-            pl_free(s->specs[lru]);
-            s->specs[lru] = s->specs[--s->n_specs];
-        }
+        if (lru == s->n_specs)
+            break; /* all in use: kept over the limit until they are not */
+        pl_session_destroy(s->specs[lru]->session);
+        s->spec_bytes -= s->specs[lru]->arena_bytes;
+        pl_free(s->specs[lru]->key);
+        pl_free(s->specs[lru]);
+        s->specs[lru] = s->specs[--s->n_specs];
     }
     if (st == NULL) {
         stg_spec **grown = pl_realloc(s->specs, (s->n_specs + 1) * sizeof *grown);
@@ -771,8 +786,9 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
             st = stg_oom();
         } else {
             *spec = (stg_spec){.key = key, .key_len = len, .session = sess, .users = 1,
-                               .last_use = ++s->clock};
+                               .last_use = ++s->clock, .arena_bytes = bytes};
             s->specs[s->n_specs++] = spec;
+            s->spec_bytes += bytes;
             *out = spec;
             key = NULL;
             sess = NULL;

@@ -17,7 +17,8 @@
  * shapes it gave. So are an If or Loop whose bodies can never be planned
  * once (Mask R-CNN's paste loop resizes each mask to its box).
  * Specialised tails are kept, least recently used first out, at most
- * PL_STAGE_MAX_SPECS of them. */
+ * PL_STAGE_MAX_SPECS of them with at most PL_STAGE_SPEC_ARENA_BYTES of
+ * planned arenas together. */
 #ifndef PL_CORE_STAGE_H
 #define PL_CORE_STAGE_H
 
@@ -26,8 +27,13 @@
 #include "graph.h"
 #include "plinth/plinth.h"
 
-/* Most specialised tails a staged session keeps. */
-#define PL_STAGE_MAX_SPECS 32
+/* Most specialised tails a staged session keeps, and the most their arenas
+ * may plan together. A Loop body that slices row i of a carried tensor
+ * plans one tail per iteration (SLANet-plus: 150 of 0.6 MiB each, used in
+ * turn every run; with 32 kept, every iteration of every run planned its
+ * tail again: 500 ms a run against 120). */
+#define PL_STAGE_MAX_SPECS 256
+#define PL_STAGE_SPEC_ARENA_BYTES ((size_t)256 << 20)
 
 typedef struct pl_stage pl_stage;
 
@@ -59,6 +65,8 @@ const char *pl_stage_pivot_name(const pl_stage *stage);
 /* Nodes of the tail, and the tails specialised so far. */
 size_t pl_stage_tail_nodes(const pl_stage *stage);
 size_t pl_stage_spec_count(pl_stage *stage);
+/* The arena bytes the prefix and the kept tails plan. */
+size_t pl_stage_arena_bytes(pl_stage *stage);
 /* The description of the tail a run used last (pl_session_describe's
  * JSON, freed with pl_free), or NULL in *OUT_JSON before any run. */
 pl_status *pl_stage_describe_tail(pl_stage *stage, char **out_json);

@@ -538,6 +538,51 @@ def onnx_models():
     x2 = np.array([1, 2], np.float32)
     m["while_data_rows"] = (model, {"x": x2}, {"y": x2, "rows": np.stack([x2, -x2])})
 
+    # placeholder_carry: paddle2onnx's pattern (SLANet-plus): carried values
+    # that enter as a scalar placeholder while the body declares [2, 6, 3]
+    # and writes a fresh tensor of that shape each iteration (their shape
+    # changes after the first), next to a sum over a slice [:, :i + 1] of
+    # an outer tensor, whose shape changes every iteration: 40 iterations
+    # plan 40 tails, more than a staged session used to keep, so every
+    # run planned them all again. The Loop runs on its own (a pivot).
+    i64 = TensorProto.INT64
+    body = h.make_graph(
+        [h.make_node("Cast", ["i"], ["fi"], name="fi", to=TensorProto.FLOAT),
+         h.make_node("Mul", ["x", "fi"], ["ph_out"], name="fresh"),
+         h.make_node("Add", ["i", "one64"], ["end"], name="end"),
+         h.make_node("Unsqueeze", ["end", "zero64"], ["ends"], name="ends"),
+         h.make_node("Slice", ["src", "zero1", "ends", "one1"], ["prefix"], name="prefix"),
+         h.make_node("ReduceSum", ["prefix", "one1"], ["psum"], name="psum", keepdims=0),
+         h.make_node("Add", ["acc", "psum"], ["acc_out"], name="accumulate"),
+         h.make_node("Identity", ["c"], ["c_out"], name="cond")],
+        "body", [h.make_tensor_value_info("i", i64, []),
+                 h.make_tensor_value_info("c", TensorProto.BOOL, []),
+                 h.make_tensor_value_info("ph", f, ["n", 6, 3]),
+                 h.make_tensor_value_info("acc", f, [2])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("ph_out", f, ["n", 6, 3]),
+         h.make_tensor_value_info("acc_out", f, [2])],
+        [numpy_helper.from_array(np.array(1, np.int64), "one64"),
+         numpy_helper.from_array(np.array([0], np.int64), "zero64"),
+         numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+         numpy_helper.from_array(np.array([1], np.int64), "one1")])
+    g = h.make_graph(
+        [h.make_node("Loop", ["trips", "go", "ph0", "acc0"], ["ph_end", "acc_end"],
+                     name="decode", body=body)],
+        "placeholder_carry",
+        [h.make_tensor_value_info("x", f, [2, 6, 3]), h.make_tensor_value_info("src", f, [2, 40])],
+        [h.make_tensor_value_info("ph_end", f, None), h.make_tensor_value_info("acc_end", f, None)],
+        [numpy_helper.from_array(np.array(40, np.int64), "trips"),
+         numpy_helper.from_array(np.array(True), "go"),
+         numpy_helper.from_array(np.array(0, np.float32), "ph0"),
+         numpy_helper.from_array(np.zeros(2, np.float32), "acc0")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    rng = np.random.RandomState(5)
+    xp, src = rng.randn(2, 6, 3).astype(np.float32), rng.randn(2, 40).astype(np.float32)
+    m["placeholder_carry"] = (model, {"x": xp, "src": src},
+                              {"ph_end": xp * 39,
+                               "acc_end": np.cumsum(src, axis=1).sum(axis=1).astype(np.float32)})
+
     # if_data_branch: an If on an input whose then branch computes a shape
     # from the data (NonZero): the branch cannot be planned once, so the If
     # runs on its own and what follows is planned on what it gave.

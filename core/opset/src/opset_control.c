@@ -61,9 +61,15 @@ static pl_status *ctl_arity(pl_infer_ctx *ctx, const char *attr, const pl_graph 
                           want_out, why);
 }
 
-/* Gives input I of BODY the type T, against what the body declares. */
+/* Gives input I of BODY the type T, against what the body declares.
+ * CARRIED (a Loop's carried value, whose shape may change from one
+ * iteration to the next, as ONNX's own inference allows): a shape that
+ * contradicts the declaration is the one the first iteration gets —
+ * paddle2onnx starts a [?, 501, 8] value as a scalar placeholder its body
+ * never reads (slanet-plus) — and the Loop's output shape is then
+ * unknown until it runs. */
 static pl_status *ctl_bind(pl_infer_ctx *ctx, const char *attr, pl_graph *body, size_t i,
-                           const ctl_type *t)
+                           const ctl_type *t, bool carried)
 {
     pl_tid id = pl_graph_input(body, i);
     const pl_graph_tensor *bt = pl_graph_get_tensor(body, id);
@@ -73,11 +79,14 @@ static pl_status *ctl_bind(pl_infer_ctx *ctx, const char *attr, pl_graph *body, 
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "%s: input %zu ('%s') is declared %s but receives %s", attr, i,
                               bt->name, pl_dtype_name(have.dtype), pl_dtype_name(t->dtype));
-    if (t->ndim >= 0 && have.ndim >= 0 && t->ndim != have.ndim)
-        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                              "%s: input %zu ('%s') is declared %s but receives %s", attr, i,
-                              bt->name, pl_dims_format(have.dims, have.ndim, a, sizeof a),
-                              pl_dims_format(t->dims, t->ndim, b, sizeof b));
+    if (t->ndim >= 0 && have.ndim >= 0 && t->ndim != have.ndim) {
+        if (!carried)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "%s: input %zu ('%s') is declared %s but receives %s", attr,
+                                  i, bt->name, pl_dims_format(have.dims, have.ndim, a, sizeof a),
+                                  pl_dims_format(t->dims, t->ndim, b, sizeof b));
+        have.ndim = -1; /* the declaration does not hold at the first iteration */
+    }
     ctl_type merged = *t;
     if (merged.dtype.lanes == 0)
         merged.dtype = have.dtype;
@@ -638,11 +647,11 @@ static pl_status *loop_infer(pl_infer_ctx *ctx)
             fixed[k].dims[0] = 1;
         }
     }
-    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 0, &fixed[0]));
-    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 1, &fixed[1]));
+    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 0, &fixed[0], false));
+    PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 1, &fixed[1], false));
     for (size_t i = 0; i < n_carried; i++) {
         ctl_type t = ctl_type_of(pl_infer_input(ctx, 2 + i));
-        PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 2 + i, &t));
+        PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, 2 + i, &t, true));
     }
     PL_RETURN_IF_ERROR(ctl_infer_body(ctx, "body", body));
     ctl_type c = ctl_output(body, 0);
@@ -803,7 +812,7 @@ static pl_status *scan_infer(pl_infer_ctx *ctx)
                 slice.dims[slice.ndim++] = t.dims[d];
             }
         }
-        PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, i, &slice));
+        PL_RETURN_IF_ERROR(ctl_bind(ctx, "body", body, i, &slice, false));
     }
     PL_RETURN_IF_ERROR(ctl_infer_body(ctx, "body", body));
     for (size_t o = 0; o < n_out; o++) {
