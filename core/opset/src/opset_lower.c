@@ -654,10 +654,12 @@ static pl_status *lw_attention_out(lw *w, const char *a, size_t out, bool narrow
  * a KV cache (past_key and past_value, inputs 4 and 5, concatenated before
  * the new keys and values and given back as present_key and present_value,
  * outputs 1 and 2; a causal frontier then counts the cached keys),
- * grouped-query heads, softcap (after the mask), and output 3, the scores
+ * grouped-query heads, softcap (before the mask), and output 3, the scores
  * at the point qk_matmul_output_mode names (0 the scaled product, 1 after
- * the mask, 2 after softcap, 3 after softmax), as ONNX's function body
- * and reference compute them (onnx 1.20). float16 and bfloat16 are computed in
+ * softcap, 2 after the mask too, 3 after softmax), as ONNX's reference
+ * computes them since onnx 1.21 and ONNX Runtime 1.32 does (onnx 1.20 put
+ * softcap after the mask and numbered modes 1 and 2 the other way round;
+ * its masked keys took weight under a softcap). float16 and bfloat16 are computed in
  * float32 between Casts. Attention 24's nonpad_kv_seqlen (an external
  * cache filled to a length per batch: the keys past it masked, a causal
  * frontier counting it) and 25's left_window_size and right_window_size
@@ -846,6 +848,20 @@ static pl_status *lw_attention(lw *w)
     PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", qs, kT, &scores));
     if (qk_mode == 0)
         qk = scores;
+    /* softcap before the mask, as ONNX (since PR 8068, onnx 1.21) and ONNX
+     * Runtime 1.32 apply it: a masked score stays -inf (after the mask, a
+     * -inf became -softcap and the masked keys took weight) */
+    double softcap = lw_attr_f(w, "softcap", 0.0);
+    if (softcap > 0) {
+        const char *cap, *inv, *t;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "softcap", softcap, &cap));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "inv_softcap", 1.0 / softcap, &inv));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", scores, inv, &t));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", t, &t));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", t, cap, &scores));
+    }
+    if (qk_mode == 1)
+        qk = scores;
     const char *zero, *neg_inf;
     PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
     PL_RETURN_IF_ERROR(lw_scalar(w, "neg_inf", -INFINITY, &neg_inf));
@@ -918,19 +934,6 @@ static pl_status *lw_attention(lw *w)
                                    &bias, NULL));
         PL_RETURN_IF_ERROR(lw_binary(w, "Add", scores, bias, &scores));
         masked = true;
-    }
-    if (qk_mode == 1)
-        qk = scores;
-    /* softcap after the mask, as ONNX's function body and reference
-     * apply it (a masked score becomes -softcap, not -inf) */
-    double softcap = lw_attr_f(w, "softcap", 0.0);
-    if (softcap > 0) {
-        const char *cap, *inv, *t;
-        PL_RETURN_IF_ERROR(lw_scalar(w, "softcap", softcap, &cap));
-        PL_RETURN_IF_ERROR(lw_scalar(w, "inv_softcap", 1.0 / softcap, &inv));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", scores, inv, &t));
-        PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", t, &t));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", t, cap, &scores));
     }
     if (qk_mode == 2)
         qk = scores;
