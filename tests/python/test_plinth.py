@@ -577,11 +577,11 @@ class OnnxTest(unittest.TestCase):
             # the last run's tail, described as a session: the Relu and Cast
             last = s.describe()["staged"]["last_tail"]
             self.assertEqual(sorted(p["op"] for p in last["placement"]), ["Cast", "Relu"])
-            # past 32 shapes the least recently used plan goes (stage.h)
-            for n in list(range(1, 41)) + [1, 40]:
+            # past 256 shapes the least recently used plan goes (stage.h)
+            for n in list(range(1, 265)) + [1, 264]:
                 x = np.full((n, 4), -1.5 + n, np.float32)
                 np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0).astype(np.int64))
-            self.assertEqual(s.describe()["staged"]["tails_planned"], 32)
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 256)
             # runs from several threads at once, planning and evicting
             import threading
             errors = []
@@ -605,6 +605,21 @@ class OnnxTest(unittest.TestCase):
             with self.assertRaises(plinth.Error) as e:
                 s.run({"x": np.zeros((2, 3), np.float32)})
             self.assertIn("input 'x'", str(e.exception))
+        # and the plans kept together plan at most 256 MiB of arenas: rows
+        # of 1 Mi floats, n of them, each tail's Relu output 4n MiB (rows 1
+        # to 10 plan 220 MiB, 11 more go past 256)
+        def wide(h, T):
+            return h.make_graph(
+                [h.make_node("Relu", ["x"], ["r"]), h.make_node("Cast", ["r"], ["y"], to=T.INT64)],
+                "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 1 << 20])],
+                [h.make_tensor_value_info("y", T.INT64, ["N", 1 << 20])])
+        with self.rt.load_model(onnx_model("relu_wide.onnx", wide)).session() as s:
+            for n in range(1, 17):
+                x = np.full((n, 1 << 20), 0.5 * n, np.float32)
+                self.assertEqual(int(s.run({"x": x})["y"][n - 1, 7]), int(0.5 * n))
+            kept = s.describe()["staged"]["tails_planned"]
+            self.assertGreaterEqual(kept, 2)
+            self.assertLess(kept, 11)
 
     def test_data_dependent_shapes(self):
         """Shapes known only at run time: the session is staged (stage.c),
