@@ -123,8 +123,9 @@ static const char *cf_coords_str(size_t i, int32_t ndim, const int64_t *dims, ch
     return buf;
 }
 
-pl_status *cf_compare(const char *name, const pl_tensor *actual, const cf_tensor *expected,
-                      double rtol, double atol)
+/* The dtype and shape checks of both comparisons. */
+static pl_status *cf_same_type(const char *name, const pl_tensor *actual,
+                               const cf_tensor *expected)
 {
     char sa[256], se[256];
     if (!PL_DTYPE_EQ(actual->dtype, expected->dtype))
@@ -141,6 +142,39 @@ pl_status *cf_compare(const char *name, const pl_tensor *actual, const cf_tensor
     if (actual->data == NULL && expected->count > 0)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "output '%s': the run gave no data",
                                 name);
+    return NULL;
+}
+
+pl_status *cf_compare_random(const char *name, const pl_tensor *actual,
+                             const cf_tensor *expected)
+{
+    pl_status *st = cf_same_type(name, actual, expected);
+    if (st != NULL)
+        return st;
+    const uint8_t *adata = (const uint8_t *)actual->data + actual->byte_offset;
+    bool is_float = cf_is_float(actual->dtype), binary = true;
+    for (size_t i = 0; i < expected->count && binary; i++) {
+        double e = is_float ? cf_float_at(expected->data, expected->dtype, i)
+                            : (double)cf_int_at(expected->data, expected->dtype, i);
+        binary = e == 0.0 || e == 1.0;
+    }
+    for (size_t i = 0; i < expected->count; i++) {
+        double a = is_float ? cf_float_at(adata, actual->dtype, i)
+                            : (double)cf_int_at(adata, actual->dtype, i);
+        if (!isfinite(a) || (binary && a != 0.0 && a != 1.0))
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "output '%s' (random): element %zu is %g, not %s", name, i,
+                                    a, binary ? "0 or 1" : "a finite number");
+    }
+    return NULL;
+}
+
+pl_status *cf_compare(const char *name, const pl_tensor *actual, const cf_tensor *expected,
+                      double rtol, double atol)
+{
+    pl_status *st = cf_same_type(name, actual, expected);
+    if (st != NULL)
+        return st;
     if (PL_DTYPE_EQ(actual->dtype, PL_DTYPE_BF16) && rtol < 0.015625)
         rtol = 0.015625;
     const uint8_t *adata = (const uint8_t *)actual->data + actual->byte_offset;
@@ -163,6 +197,7 @@ pl_status *cf_compare(const char *name, const pl_tensor *actual, const cf_tensor
     }
     if (bad == 0)
         return NULL;
+    char sa[256];
     cf_coords_str(first, expected->ndim, expected->dims, sa, sizeof sa);
     if (is_float)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,

@@ -22,6 +22,13 @@
 pl_status *cf_compare(const char *name, const pl_tensor *actual,
                       const cf_tensor *expected, double rtol, double atol);
 
+/* For a model with a random op (Bernoulli, RandomNormal...: its expected
+ * outputs are one draw of NumPy's generator, which no other generator
+ * repeats): dtype and shape must be equal, and each value must be finite
+ * and, where every expected value is 0 or 1 (Bernoulli's), 0 or 1. */
+pl_status *cf_compare_random(const char *name, const pl_tensor *actual,
+                             const cf_tensor *expected);
+
 /* A short name of a dtype: "f32", "i64", "bool", … */
 const char *cf_dtype_name(pl_dtype dt);
 

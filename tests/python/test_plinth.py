@@ -1957,6 +1957,89 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_array_equal(out["l"], left.astype(npt), err_msg=str(npt))
             np.testing.assert_array_equal(out["r"], right, err_msg=str(npt))
 
+    def test_random_ops(self):
+        """RandomNormal, RandomUniform, their Like forms, Bernoulli and
+        Multinomial on the cpu module: their statistics (bounds five
+        standard errors wide, so a correct generator fails about once in
+        a million runs), a seeded node repeating its runs in a new session
+        and never within one, an unseeded one never repeating, and a
+        random node of constant inputs left unfolded: its value changes
+        from run to run."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+
+        def model(name, nodes, ins, outs, opset=15):
+            graph = h.make_graph(nodes, "g", ins, outs)
+            m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+            m.ir_version = 8
+            path = os.path.join(TMP, name)
+            onnx.save(m, path)
+            return path
+
+        def vi(n, t, shape):
+            return h.make_tensor_value_info(n, t, shape)
+        n = 200000
+        path = model("random.onnx",
+                     [h.make_node("RandomNormal", [], ["a"], shape=[n], mean=2.0, scale=3.0),
+                      h.make_node("RandomUniform", [], ["b"], shape=[n], low=-1.0, high=3.0,
+                                  dtype=T.DOUBLE),
+                      h.make_node("RandomNormalLike", ["x"], ["c"], seed=7.0, dtype=T.FLOAT),
+                      h.make_node("RandomUniformLike", ["x"], ["d"], dtype=T.FLOAT16),
+                      h.make_node("Bernoulli", ["p"], ["e"], seed=3.0),
+                      h.make_node("Multinomial", ["lg"], ["f"], sample_size=n, dtype=T.INT64),
+                      # a constant's Add: left to run, not folded
+                      h.make_node("Add", ["a", "two"], ["g"])],
+                     [vi("x", T.INT32, [4, 1000]), vi("p", T.FLOAT, [2, n // 2]),
+                      vi("lg", T.FLOAT, [2, 3])],
+                     [vi("a", T.FLOAT, [n]), vi("b", T.DOUBLE, [n]), vi("c", T.FLOAT, [4, 1000]),
+                      vi("d", T.FLOAT16, [4, 1000]), vi("e", T.FLOAT, [2, n // 2]),
+                      vi("f", T.INT64, [2, n]), vi("g", T.FLOAT, [n])])
+        m = onnx.load(path)
+        m.graph.initializer.append(onnx.numpy_helper.from_array(np.float32(2.0), "two"))
+        onnx.save(m, path)
+        p = np.full((2, n // 2), 0.25, np.float32)
+        p[1] = 0.75
+        probs = np.array([[0.1, 0.2, 0.7], [0.5, 0.5, 0.0]])
+        feeds = {"x": np.zeros((4, 1000), np.int32), "p": p,
+                 "lg": np.log(probs + 1e-30).astype(np.float32)}
+        z = 5.0 / np.sqrt(n)
+        with self.rt.load_model(path).session() as s:
+            r1, r2 = s.run(feeds), s.run(feeds)
+        self.assertEqual(r1["a"].dtype, np.float32)
+        self.assertLess(abs(r1["a"].mean() - 2.0), 3.0 * z)
+        self.assertLess(abs(r1["a"].std() - 3.0), 3.0 * z * 1.5)
+        self.assertEqual(r1["b"].dtype, np.float64)
+        self.assertGreaterEqual(r1["b"].min(), -1.0)
+        self.assertLess(r1["b"].max(), 3.0)
+        self.assertLess(abs(r1["b"].mean() - 1.0), 4.0 / np.sqrt(12) * z)
+        self.assertEqual((r1["c"].shape, r1["c"].dtype), ((4, 1000), np.float32))
+        self.assertLess(abs(r1["c"].std() - 1.0), 0.05)
+        self.assertEqual(r1["d"].dtype, np.float16)
+        self.assertTrue(((r1["d"] >= 0) & (r1["d"] <= 1)).all())
+        for row, want in ((0, 0.25), (1, 0.75)):
+            self.assertTrue(np.isin(r1["e"][row], (0.0, 1.0)).all())
+            self.assertLess(abs(r1["e"][row].mean() - want), z * np.sqrt(2) * 0.5)
+        for row in range(2):
+            freq = np.bincount(r1["f"][row], minlength=3) / n
+            np.testing.assert_allclose(freq, probs[row], atol=z * 0.5)
+        np.testing.assert_array_equal(r1["g"], r1["a"] + 2.0)
+        for k in "abcdef":  # within a session, a run never repeats the last
+            self.assertFalse(np.array_equal(r1[k], r2[k]), k)
+        with self.rt.load_model(path).session() as s:
+            again = s.run(feeds)
+        # a seeded node's first run repeats in a new session; unseeded ones do not
+        np.testing.assert_array_equal(again["c"], r1["c"])
+        np.testing.assert_array_equal(again["e"], r1["e"])
+        self.assertFalse(np.array_equal(again["a"], r1["a"]))
+        # a probability outside [0, 1] is an error naming the op
+        bad = dict(feeds, p=np.full((2, n // 2), 1.5, np.float32))
+        with self.rt.load_model(path).session() as s:
+            with self.assertRaises(plinth.Error) as e:
+                s.run(bad)
+        self.assertIn("Bernoulli", str(e.exception))
+        self.assertIn("outside [0, 1]", str(e.exception))
+
     def test_loop_induction_rows(self):
         """tf2onnx's `for i in tf.range(n)`: a carried counter from 0
         stepped by a carried delta, the condition `i + 1 < n` and row i of
