@@ -220,7 +220,10 @@ static pl_status *pl_runctx_value(const pl_program *p, pl_runctx *rc, size_t v)
                                         &rc->default_out[v]);
         rc->default_out[v] = pl_host_aligned(val->bytes);
         if (rc->default_out[v] == NULL)
-            return pl_run_oom();
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                    "out of memory running a session: %zu bytes for output "
+                                    "'%s'",
+                                    val->bytes, pl_graph_get_tensor(p->g, val->tensor)->name);
         break;
     case PL_VAL_INPUT:
         break;
