@@ -73,8 +73,6 @@
 #include <strings.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12053,17 +12051,19 @@ static pl_status *odnn_import_header(pl_module_ctx *ctx, const pl_graph_view *v,
     return NULL;
 }
 
-/* The workers of the calling thread's OpenMP team give way to the
- * runtime's own threads. libgomp's workers spin between parallel regions
- * (GOMP_SPINCOUNT iterations, about a millisecond by default, forever under
- * OMP_WAIT_POLICY=active), and perf sched showed such a worker holding a
- * core between two subgraphs while the CPU pool's woken threads waited a
- * whole scheduler tick (4 ms) for it: under OMP_WAIT_POLICY=active every
- * run of wav2vec_fe took 4.0 ms instead of 0.6. At nice 10 those runs take
- * 0.7-1.0 ms; under the default policy such stalls became rarer but did
- * not go away (the machine is shared; a woken master can still queue
- * behind its own spinning worker). Named pl-omp for top -H. Done once per
- * calling thread and team size. */
+/* Names the workers of the calling thread's OpenMP team pl-omp (for top -H
+ * and perf sched). Done once per calling thread and team size.
+ *
+ * They ran at nice 10 until 2026-12, to give way to the CPU pool's threads
+ * while libgomp's workers spun between parallel regions (wav2vec_fe 4.0 ms
+ * a run instead of 0.6 under OMP_WAIT_POLICY=active). The runtime now
+ * bounds that spin to [runtime] spin_us (GOMP_SPINCOUNT, runtime.c), and
+ * the demotion measured nothing on a quiet machine (wav2vec_fe, crnn,
+ * wav2vec2, gpt2, bert within noise at nice 0 and 10), but behind any
+ * other busy process it starved the team: a worker at nice 10 beside one
+ * spinning process gets about a tenth of its core, and every parallel
+ * region's barrier waits for it (squeezebert 0.66 ms a run quiet, 18.6 ms
+ * beside one busy loop at nice 10, 0.66 at nice 0; ONNX Runtime 0.81). */
 static void odnn_team_yields(int threads)
 {
     static _Thread_local int done_for;
@@ -12072,11 +12072,8 @@ static void odnn_team_yields(int threads)
     done_for = threads;
 #pragma omp parallel num_threads(threads)
     {
-        int t = omp_get_thread_num();
-        if (t != 0) {
-            setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+        if (omp_get_thread_num() != 0)
             pthread_setname_np(pthread_self(), "pl-omp");
-        }
     }
 }
 
