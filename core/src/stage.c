@@ -33,7 +33,8 @@ typedef struct stg_spec {
     pl_session *session;
     int users;         /* runs using it now */
     uint64_t last_use;
-    size_t arena_bytes; /* pl_session_arena_bytes of SESSION */
+    size_t arena_bytes; /* pl_session_arena_bytes of SESSION, and the bytes of
+                           the constants its graph reads */
 } stg_spec;
 
 /* Dims of outputs handed to callers (they outlive the tail that gave
@@ -753,13 +754,23 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
     }
     if (st == NULL)
         st = pl_runtime_type_graph(s->model->runtime, copy);
+    /* What the tail holds beyond its arenas: a module that compiles keeps
+     * its own copy of the constants it reads (onednn's reordered weights:
+     * a [N, 1024] x [1024, 1024] product planned for 96 values of N held
+     * 96 copies, 4 MiB each), so they count against the budget too. */
+    size_t consts = 0;
+    for (size_t t = 0; st == NULL && t < pl_graph_tensor_count(copy); t++) {
+        const pl_graph_tensor *ct = pl_graph_get_tensor(copy, (pl_tid)t);
+        if (ct->data != NULL && ct->n_consumers > 0)
+            consts += ct->nbytes;
+    }
     pl_session *sess = NULL;
     if (st == NULL) {
         st = stg_session(s, copy, true, &sess);
         copy = NULL;
     }
     pl_graph_destroy(copy);
-    size_t bytes = st == NULL ? pl_session_arena_bytes(sess) : 0;
+    size_t bytes = st == NULL ? pl_session_arena_bytes(sess) + consts : 0;
     while (st == NULL && s->n_specs > 0 &&
            (s->n_specs >= PL_STAGE_MAX_SPECS ||
             s->spec_bytes + bytes > PL_STAGE_SPEC_ARENA_BYTES)) {

@@ -18,7 +18,8 @@
  * once (Mask R-CNN's paste loop resizes each mask to its box).
  * Specialised tails are kept, least recently used first out, at most
  * PL_STAGE_MAX_SPECS of them with at most PL_STAGE_SPEC_ARENA_BYTES of
- * planned arenas together. */
+ * planned arenas and constants read together (a compiling module keeps
+ * its own copy of the weights of each). */
 #ifndef PL_CORE_STAGE_H
 #define PL_CORE_STAGE_H
 
@@ -28,7 +29,7 @@
 #include "plinth/plinth.h"
 
 /* Most specialised tails a staged session keeps, and the most their arenas
- * may plan together. A Loop body that slices row i of a carried tensor
+ * may plan, with the bytes of the constants each reads, together. A Loop body that slices row i of a carried tensor
  * plans one tail per iteration (SLANet-plus: 150 of 0.6 MiB each, used in
  * turn every run; with 32 kept, every iteration of every run planned its
  * tail again: 500 ms a run against 120). */

@@ -620,6 +620,26 @@ class OnnxTest(unittest.TestCase):
             kept = s.describe()["staged"]["tails_planned"]
             self.assertGreaterEqual(kept, 2)
             self.assertLess(kept, 11)
+        # a tail's constants count too (onednn keeps a reordered copy of a
+        # product's weights in each): a [N, 512] x [512, 16384] product,
+        # 32 MiB of weights, keeps at most 8 of 12 lengths
+        w = np.random.default_rng(3).standard_normal((512, 16384)).astype(np.float32)
+
+        def product(h, T):
+            return h.make_graph(
+                [h.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, ["N", 512])],
+                [h.make_tensor_value_info("y", T.FLOAT, ["N", 16384])],
+                [onnx.numpy_helper.from_array(w, "w")])
+        import onnx
+        with self.rt.load_model(onnx_model("product_open.onnx", product)).session() as s:
+            for n in range(1, 13):
+                x = np.full((n, 512), 0.01 * n, np.float32)
+                y = s.run({"x": x})["y"]
+            np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-4)
+            kept = s.describe()["staged"]["tails_planned"]
+            self.assertGreaterEqual(kept, 2)
+            self.assertLessEqual(kept, 8)
 
     def test_data_dependent_shapes(self):
         """Shapes known only at run time: the session is staged (stage.c),
