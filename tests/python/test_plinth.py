@@ -1977,6 +1977,67 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_array_equal(out["l"], left.astype(npt), err_msg=str(npt))
             np.testing.assert_array_equal(out["r"], right, err_msg=str(npt))
 
+    def test_experimental_ops(self):
+        """ONNX's experimental ops that ONNX 1.5 removed and ONNX Runtime
+        still runs (CoreML and CNTK conversions: the model zoo's Tiny
+        YOLOv2 starts with an ImageScaler), at opsets 8 and 13, against
+        NumPy forms of ONNX Runtime 1.32's results (each checked equal to
+        them to 5e-7): ImageScaler, Scale, Affine, ScaledTanh,
+        ParametricSoftplus, Crop by border and by scale, ThresholdedRelu
+        before opset 10, and MeanVarianceNormalization before opset 9
+        (over N, H and W, or everything with across_channels)."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        x = np.random.default_rng(0).standard_normal((2, 3, 8, 10)).astype(np.float32)
+
+        def mvn(axes, var=True):
+            d = x - x.mean(axis=axes, keepdims=True)
+            return d / (np.sqrt((d * d).mean(axis=axes, keepdims=True)) + 1e-9) if var else d
+        cases = [
+            (h.make_node("ImageScaler", ["x"], ["y"], scale=0.5, bias=[1.0, -2.0, 3.0]),
+             x * 0.5 + np.array([1, -2, 3], np.float32).reshape(1, 3, 1, 1), 13),
+            (h.make_node("Scale", ["x"], ["y"], scale=2.5), x * 2.5, 13),
+            (h.make_node("Affine", ["x"], ["y"], alpha=2.0, beta=-1.0), 2 * x - 1, 13),
+            (h.make_node("ScaledTanh", ["x"], ["y"], alpha=1.5, beta=0.7),
+             1.5 * np.tanh(0.7 * x), 13),
+            (h.make_node("ParametricSoftplus", ["x"], ["y"], alpha=1.5, beta=0.7),
+             1.5 * np.log1p(np.exp(0.7 * x)), 13),
+            (h.make_node("Crop", ["x"], ["y"], border=[1, 2, 3, 1]), x[:, :, 2:7, 1:7], 13),
+            (h.make_node("Crop", ["x"], ["y"], border=[1, 2, 0, 0], scale=[4, 5]),
+             x[:, :, 2:6, 1:6], 13),
+            (h.make_node("ThresholdedRelu", ["x"], ["y"], alpha=0.3),
+             np.where(x > 0.3, x, 0), 9),
+            (h.make_node("MeanVarianceNormalization", ["x"], ["y"]), mvn((0, 2, 3)), 8),
+            (h.make_node("MeanVarianceNormalization", ["x"], ["y"], across_channels=1),
+             mvn((0, 1, 2, 3)), 8),
+            (h.make_node("MeanVarianceNormalization", ["x"], ["y"], normalize_variance=0),
+             mvn((0, 2, 3), False), 8),
+        ]
+        for k, (node, want, newest) in enumerate(cases):
+            for opset in sorted({8, newest}):
+                graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT,
+                                                                            [2, 3, 8, 10])],
+                                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+                m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+                m.ir_version = 4
+                path = os.path.join(TMP, "experimental_%d_%d.onnx" % (k, opset))
+                onnx.save(m, path)
+                with self.rt.load_model(path).session() as s:
+                    y = s.run({"x": x})["y"]
+                np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5,
+                                           err_msg="%s at opset %d" % (node.op_type, opset))
+        # a Crop that does not fit is refused naming the node
+        graph = h.make_graph([h.make_node("Crop", ["x"], ["y"], name="crop", border=[6, 0, 6, 0])],
+                             "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 8, 10])],
+                             [h.make_tensor_value_info("y", T.FLOAT, None)])
+        path = os.path.join(TMP, "crop_bad.onnx")
+        onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 8)]), path)
+        with self.assertRaises(plinth.Error) as e:
+            self.rt.load_model(path)
+        self.assertIn("node 'crop' (Crop)", str(e.exception))
+        self.assertIn("does not fit", str(e.exception))
+
     def test_random_ops(self):
         """RandomNormal, RandomUniform, their Like forms, Bernoulli and
         Multinomial on the cpu module: their statistics (bounds five

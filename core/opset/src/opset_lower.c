@@ -2945,6 +2945,190 @@ static pl_status *lw_unique(lw *w)
     return lw_become(w, "Slice", (const char *[]){outs[0], zero, outs[4], axa}, 4);
 }
 
+/* ---- ONNX's experimental ops (removed from ONNX 1.5, kept by ONNX Runtime) -------- */
+
+/* Models converted from CoreML and CNTK (the model zoo's Tiny YOLOv2
+ * starts with an ImageScaler) use ops ONNX 1.2-1.4 defined as
+ * experimental and later removed; ONNX Runtime still runs them, as these
+ * rewrites do, with its semantics. */
+
+/* A float attribute that ONNX Runtime requires. */
+static pl_status *lw_attr_f_req(lw *w, const char *name, double *out)
+{
+    const pl_attr *a = lw_attr(w, name);
+    if (a == NULL || a->kind != PL_ATTR_FLOAT)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "the float attribute '%s' is required",
+                        name);
+    *out = a->f;
+    return NULL;
+}
+
+/* ImageScaler: scale * x + bias[c] on [N, C, H, W]. */
+static pl_status *lw_image_scaler(lw *w)
+{
+    const char *x, *sc, *t;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    int64_t c = xt != NULL && xt->ndim == 4 ? xt->dims[1] : -1;
+    const pl_attr *bias = lw_attr(w, "bias");
+    size_t nb = bias != NULL && bias->kind == PL_ATTR_FLOATS ? bias->n : 0;
+    if (xt == NULL || xt->ndim != 4 || (bias != NULL && (c < 0 || nb != (size_t)c)))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "needs an [N, C, H, W] input and one bias a channel (%zu for %lld)", nb,
+                        (long long)c);
+    PL_RETURN_IF_ERROR(lw_scalar(w, "scale", lw_attr_f(w, "scale", 1.0), &sc));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, sc, &t));
+    if (nb == 0)
+        return lw_become(w, "Identity", (const char *[]){t}, 1);
+    char *name = lw_slot(w);
+    float *v = pl_calloc(nb, sizeof *v);
+    pl_status *st = name != NULL && v != NULL
+                        ? NULL
+                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; st == NULL && i < nb; i++)
+        v[i] = (float)bias->floats[i];
+    int64_t dims[4] = {1, c, 1, 1};
+    pl_tid bt;
+    if (st == NULL)
+        st = pl_rewrite_add_constant(w->g, w->id, "bias", PL_DTYPE_F32, 4, dims, v,
+                                     nb * sizeof *v, &bt);
+    pl_free(v);
+    if (st != NULL)
+        return st;
+    snprintf(name, LW_NAME, "%s", pl_graph_get_tensor(w->g, bt)->name);
+    const char *b = name;
+    if (w->dtype.bits == 64) /* an f64 input adds an f64 bias */
+        PL_RETURN_IF_ERROR(lw_cast(w, name, 11, &b));
+    return lw_end(w, "Add", t, b);
+}
+
+/* Scale: scale * x. Affine: alpha * x + beta. */
+static pl_status *lw_scale(lw *w)
+{
+    const char *x, *a;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "scale", lw_attr_f(w, "scale", 1.0), &a));
+    return lw_end(w, "Mul", x, a);
+}
+
+static pl_status *lw_affine(lw *w)
+{
+    const char *x, *a, *b, *t;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", lw_attr_f(w, "alpha", 1.0), &a));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "beta", lw_attr_f(w, "beta", 0.0), &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, a, &t));
+    return lw_end(w, "Add", t, b);
+}
+
+/* ScaledTanh: alpha * tanh(beta * x); ParametricSoftplus: alpha *
+ * ln(1 + exp(beta * x)). */
+static pl_status *lw_scaled_act(lw *w)
+{
+    bool tanh_form = strcmp(w->op, "ScaledTanh") == 0;
+    double alpha = 0, beta = 0;
+    PL_RETURN_IF_ERROR(lw_attr_f_req(w, "alpha", &alpha));
+    PL_RETURN_IF_ERROR(lw_attr_f_req(w, "beta", &beta));
+    const char *x, *a, *b, *t;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", alpha, &a));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "beta", beta, &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, b, &t));
+    PL_RETURN_IF_ERROR(lw_unary(w, tanh_form ? "Tanh" : "Softplus", t, &t));
+    return lw_end(w, "Mul", t, a);
+}
+
+/* ThresholdedRelu before opset 10 (experimental; the same op since):
+ * x where x > alpha, else 0, as x * (x > alpha) (Where is opset 9's). */
+static pl_status *lw_thresholded_relu_old(lw *w)
+{
+    const char *x, *a, *m;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "alpha", lw_attr_f(w, "alpha", 1.0), &a));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", x, a, &m));
+    PL_RETURN_IF_ERROR(lw_cast(w, m, !w->narrow && w->dtype.bits == 64 ? 11 : 1, &m));
+    return lw_end(w, "Mul", x, m);
+}
+
+/* MeanVarianceNormalization before opset 9 (experimental): over N, H and
+ * W of each channel (opset 9's default axes), or over the whole tensor
+ * with across_channels; the mean taken away, and with normalize_variance
+ * (the default) divided by the standard deviation plus 1e-9, as ONNX
+ * Runtime 1.32 computes it at opsets 7 and 8 (checked on all three
+ * forms). */
+static pl_status *lw_mvn_old(lw *w)
+{
+    const char *x, *mean, *d, *sq, *var, *sd, *eps;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    if (xt == NULL || xt->ndim != 4)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "needs an [N, C, H, W] input");
+    bool across = lw_attr_i(w, "across_channels", 0) != 0;
+    static const int64_t all[4] = {0, 1, 2, 3}, per_channel[3] = {0, 2, 3};
+    const int64_t *ax = across ? all : per_channel;
+    size_t nax = across ? 4 : 3;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "ReduceMean", (const char *[]){x}, 1, &mean, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", ax, nax));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", x, mean, &d));
+    if (lw_attr_i(w, "normalize_variance", 1) == 0) {
+        if (!w->narrow)
+            return lw_become(w, "Identity", (const char *[]){d}, 1);
+        PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){d}, 1));
+        return pl_graph_attr_int(w->g, w->id, "to", lw_onnx_code(w->dtype));
+    }
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", d, d, &sq));
+    PL_RETURN_IF_ERROR(lw_node(w, "ReduceMean", (const char *[]){sq}, 1, &var, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", ax, nax));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", var, &sd));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "eps", 1e-9, &eps));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", sd, eps, &sd));
+    return lw_end(w, "Div", d, sd);
+}
+
+/* Crop: [N, C, H, W] cut by border (left, top, right, bottom), or to
+ * scale (height, width) from the top-left border, as ONNX Runtime does. */
+static pl_status *lw_crop(lw *w)
+{
+    const pl_attr *border = lw_attr(w, "border"), *scale = lw_attr(w, "scale");
+    const char *x = lw_input(w, 0);
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    if (border == NULL || border->kind != PL_ATTR_INTS || border->n != 4 ||
+        (scale != NULL && (scale->kind != PL_ATTR_INTS || scale->n != 2)) || xt == NULL ||
+        xt->ndim != 4)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "needs an [N, C, H, W] input, border of 4 values (left, top, right, "
+                        "bottom) and at most a scale of 2 (height, width)");
+    int64_t left = border->ints[0], top = border->ints[1];
+    int64_t right = border->ints[2], bottom = border->ints[3];
+    int64_t h = xt->dims[2], wd = xt->dims[3];
+    int64_t ends[2];
+    if (scale != NULL) {
+        ends[0] = top + scale->ints[0];
+        ends[1] = left + scale->ints[1];
+    } else {
+        ends[0] = bottom > 0 ? -bottom : INT64_MAX;
+        ends[1] = right > 0 ? -right : INT64_MAX;
+    }
+    if (left < 0 || top < 0 || right < 0 || bottom < 0 ||
+        (scale != NULL && (scale->ints[0] < 0 || scale->ints[1] < 0 ||
+                           (h >= 0 && ends[0] > h) || (wd >= 0 && ends[1] > wd))) ||
+        (scale == NULL && ((h >= 0 && top + bottom > h) || (wd >= 0 && left + right > wd))))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "the crop does not fit the input");
+    const int64_t starts[2] = {top, left}, axes2[2] = {2, 3};
+    if (w->version < 10) { /* Slice-1: starts, ends and axes are attributes */
+        PL_RETURN_IF_ERROR(lw_become(w, "Slice", (const char *[]){x}, 1));
+        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, w->id, "starts", starts, 2));
+        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, w->id, "ends", ends, 2));
+        return pl_graph_attr_ints(w->g, w->id, "axes", axes2, 2);
+    }
+    const char *st, *en, *axes;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "starts", starts, 2, &st));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "ends", ends, 2, &en));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", axes2, 2, &axes));
+    return lw_become(w, "Slice", (const char *[]){x, st, en, axes}, 4);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static pl_status *lw_tensor_scatter(lw *w);
@@ -2976,6 +3160,15 @@ static const struct {
     {"", "NonMaxSuppression", 10, lw_nms},
     {"", "Unique", 11, lw_unique},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
+    /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
+    {"", "ImageScaler", 1, lw_image_scaler},
+    {"", "Scale", 1, lw_scale},
+    {"", "Affine", 1, lw_affine},
+    {"", "ScaledTanh", 1, lw_scaled_act},
+    {"", "ParametricSoftplus", 1, lw_scaled_act},
+    {"", "Crop", 1, lw_crop},
+    {"", "ThresholdedRelu", 1, lw_thresholded_relu_old}, /* before 10 only: see below */
+    {"", "MeanVarianceNormalization", 1, lw_mvn_old},    /* before 9 only */
     {"", "LayerNormalization", 1, lw_ort_layer_norm}, /* before 17 only: see below */
     {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},
     {"com.microsoft", "FastGelu", 0, lw_ms_fast_gelu},
@@ -3312,7 +3505,8 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
         if (strcmp(domain, lw_rules[i].domain) == 0 && version >= lw_rules[i].since &&
             strcmp(w.op, lw_rules[i].op) == 0)
             fn = lw_rules[i].fn;
-    if (fn == lw_ort_layer_norm && version >= 17)
+    if ((fn == lw_ort_layer_norm && version >= 17) ||
+        (fn == lw_thresholded_relu_old && version >= 10) || (fn == lw_mvn_old && version >= 9))
         fn = NULL; /* the standard op */
     if (fn != NULL) {
         *changed = true;
