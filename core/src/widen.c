@@ -151,7 +151,9 @@ pl_status *pl_graph_widen_f16(const pl_graph *g, pl_graph **out_graph, pl_rewrit
         if (st == NULL)
             st = pl_graph_set_type(copy, twin, PL_DTYPE_F32, gt->ndim, gt->dims,
                                    (const char *const *)gt->dim_params);
-        const pl_graph_node *p = pl_graph_get_node(g, gt->producer);
+        /* (the copy's producer: an earlier output of the same node already
+         * went to its twin there) */
+        const pl_graph_node *p = pl_graph_get_node(copy, gt->producer);
         pl_tid outs[16];
         if (st == NULL && p->n_outputs > 16)
             st = pl_status_create(PL_CODE_UNSUPPORTED, "f16: a node of %zu outputs", p->n_outputs);

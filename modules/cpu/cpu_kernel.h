@@ -251,6 +251,7 @@ extern const cpu_op_entry cpu_ops_signal[]; /* signal.c: windows, DFT, STFT */
 extern const cpu_op_entry cpu_ops_normalize[]; /* normalize.c: LRN, MeanVarianceNormalization */
 extern const cpu_op_entry cpu_ops_sample[]; /* sample.c: GridSample, RoiAlign */
 extern const cpu_op_entry cpu_ops_random[]; /* random.c: RandomNormal..., Bernoulli, Multinomial */
+extern const cpu_op_entry cpu_ops_linattn[]; /* linattn.c: LinearAttention */
 extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressionPadded */
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */

@@ -89,7 +89,10 @@ static void activation_cases(const char *op, const char *attr, int since)
 static void c_elu(void) { activation_cases("Elu", "alpha", 7); }
 static void c_selu(void) { activation_cases("Selu", "gamma", 7); }
 static void c_hardsigmoid(void) { activation_cases("HardSigmoid", "beta", 7); }
-static void c_thresholdedrelu(void) { activation_cases("ThresholdedRelu", "alpha", 10); }
+/* ThresholdedRelu is opset 10's; before it, ONNX's experimental op of the
+ * same name, which the lowering runs as x * (x > alpha) (opset_lower.c):
+ * no refusal before 10 to check. */
+static void c_thresholdedrelu(void) { activation_cases("ThresholdedRelu", "alpha", 7); }
 
 static void c_celu(void)
 {

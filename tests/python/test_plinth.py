@@ -2038,6 +2038,80 @@ class OnnxTest(unittest.TestCase):
         self.assertIn("node 'crop' (Crop)", str(e.exception))
         self.assertIn("does not fit", str(e.exception))
 
+    def test_linear_attention(self):
+        """LinearAttention 27 on the cpu module against a NumPy form of
+        ONNX's reference recurrence: every update rule, grouped query heads
+        (4 over 2), decay per key dim and per head, beta per head and
+        shared, a past state, and present_state; and in f16 (both outputs
+        f16 graph outputs of one node: the f16 = f32 rewrite once gave the
+        second Cast the first output's name)."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        rng = np.random.default_rng(11)
+        B, L, HQ, HKV, DK, DV = 2, 5, 4, 2, 3, 4
+
+        def ref(q, k, v, past, decay, beta, rule, scale):
+            q4 = q.reshape(B, L, HQ, DK).transpose(0, 2, 1, 3)
+            k4 = k.reshape(B, L, HKV, DK).transpose(0, 2, 1, 3)
+            v4 = v.reshape(B, L, HKV, DV).transpose(0, 2, 1, 3)
+            s = past.astype(np.float64).copy()
+            out = np.zeros((B, HQ, L, DV))
+            for t in range(L):
+                if rule in ("gated", "gated_delta"):
+                    g = decay[:, t, :]
+                    g = g.reshape(B, HKV, DK) if g.shape[-1] == HKV * DK else g[..., None]
+                    s = s * np.exp(g)[..., None]
+                vt = v4[:, :, t, :]
+                if rule in ("delta", "gated_delta"):
+                    r = np.einsum("bhdm,bhd->bhm", s, k4[:, :, t, :])
+                    vt = beta[:, t, :][..., None] * (vt - r)
+                s = s + k4[:, :, t, :, None] * vt[:, :, None, :]
+                out[:, :, t, :] = scale * np.einsum("bhd,bhdm->bhm", q4[:, :, t, :],
+                                                    np.repeat(s, HQ // HKV, axis=1))
+            return out.transpose(0, 2, 1, 3).reshape(B, L, HQ * DV), s
+
+        q = rng.standard_normal((B, L, HQ * DK)).astype(np.float32)
+        k = rng.standard_normal((B, L, HKV * DK)).astype(np.float32) * 0.5
+        v = rng.standard_normal((B, L, HKV * DV)).astype(np.float32)
+        past = rng.standard_normal((B, HKV, DK, DV)).astype(np.float32) * 0.3
+        cases = [("linear", None, None), ("gated", (B, L, HKV * DK), None),
+                 ("gated", (B, L, HKV), None), ("delta", None, (B, L, HKV)),
+                 ("gated_delta", (B, L, HKV), (B, L, 1)),
+                 ("gated_delta", (B, L, HKV * DK), (B, L, HKV))]
+        for k_, (rule, dshape, bshape) in enumerate(cases):
+            for dt, npt in ((T.FLOAT, np.float32), (T.FLOAT16, np.float16)):
+                decay = -rng.random(dshape).astype(np.float32) if dshape else None
+                beta = rng.random(bshape).astype(np.float32) if bshape else None
+                names = ["q", "k", "v", "past", "decay" if dshape else "", "beta" if bshape else ""]
+                while names[-1] == "":
+                    names.pop()
+                shapes = {"q": q.shape, "k": k.shape, "v": v.shape, "past": past.shape,
+                          "decay": dshape, "beta": bshape}
+                ins = [h.make_tensor_value_info(n, dt, list(shapes[n])) for n in names if n]
+                node = h.make_node("LinearAttention", names, ["y", "state"], q_num_heads=HQ,
+                                   kv_num_heads=HKV, update_rule=rule,
+                                   **({"scale": 0.7} if k_ == 0 else {}))
+                graph = h.make_graph([node], "g", ins,
+                                     [h.make_tensor_value_info("y", dt, None),
+                                      h.make_tensor_value_info("state", dt, None)])
+                m = h.make_model(graph, opset_imports=[h.make_opsetid("", 27)])
+                m.ir_version = 10
+                path = os.path.join(TMP, "linattn_%d_%d.onnx" % (k_, dt))
+                onnx.save(m, path)
+                feeds = {"q": q, "k": k, "v": v, "past": past, "decay": decay, "beta": beta}
+                feeds = {n: feeds[n].astype(npt) for n in names if n}
+                want_y, want_s = ref(*(feeds[n].astype(np.float64) if n in feeds else None
+                                       for n in ("q", "k", "v", "past", "decay", "beta")),
+                                     rule, 0.7 if k_ == 0 else 1 / np.sqrt(DK))
+                with self.rt.load_model(path).session() as sess:
+                    got = sess.run(feeds)
+                tol = 1e-4 if npt is np.float32 else 2e-2
+                msg = "%s %s" % (rule, npt.__name__)
+                self.assertEqual(got["y"].dtype, npt, msg)
+                np.testing.assert_allclose(got["y"], want_y, rtol=tol, atol=tol, err_msg=msg)
+                np.testing.assert_allclose(got["state"], want_s, rtol=tol, atol=tol, err_msg=msg)
+
     def test_random_ops(self):
         """RandomNormal, RandomUniform, their Like forms, Bernoulli and
         Multinomial on the cpu module: their statistics (bounds five

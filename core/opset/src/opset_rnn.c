@@ -191,7 +191,77 @@ static const pl_attr_spec lstm14_attrs[] = {RNN_COMMON_ATTRS, PL_ATTR_I("input_f
      .input_types = {"T", "T", "T", "T", "T1", "T", "T", "T"},                          \
      .output_types = {"T", "T", "T"}}
 
+/* LinearAttention 27: the recurrence of linear attention over packed
+ * [B, T, H * D] queries, keys and values; output [B, T, Hq * dv] and the
+ * state [B, Hkv, dk, dv]. */
+static pl_status *la_infer(pl_infer_ctx *ctx)
+{
+    int64_t hq = pl_infer_attr_int(ctx, "q_num_heads");
+    int64_t hkv = pl_infer_attr_int(ctx, "kv_num_heads");
+    const char *rule = pl_infer_attr_string(ctx, "update_rule");
+    if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "q_num_heads (%lld) must be a positive multiple of kv_num_heads "
+                              "(%lld)",
+                              (long long)hq, (long long)hkv);
+    bool gated = strcmp(rule, "gated") == 0 || strcmp(rule, "gated_delta") == 0;
+    bool delta = strcmp(rule, "delta") == 0 || strcmp(rule, "gated_delta") == 0;
+    if (!gated && !delta && strcmp(rule, "linear") != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "update_rule '%s' is none of linear, gated, delta, gated_delta",
+                              rule);
+    bool has_decay = pl_infer_input(ctx, 4) != NULL, has_beta = pl_infer_input(ctx, 5) != NULL;
+    if (gated != has_decay || delta != has_beta)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "update_rule '%s' %s decay and %s beta", rule,
+                              gated ? "needs" : "forbids", delta ? "needs" : "forbids");
+    const pl_graph_tensor *q = pl_infer_input(ctx, 0), *v = pl_infer_input(ctx, 2);
+    for (size_t i = 0; i < 3; i++) {
+        const pl_graph_tensor *t = pl_infer_input(ctx, i);
+        if (t->ndim >= 0 && t->ndim != 3)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "query, key and value must be [B, T, H * D]");
+    }
+    int64_t out[3] = {-1, -1, -1}, st[4] = {-1, hkv, -1, -1};
+    if (q->ndim == 3) {
+        out[0] = st[0] = q->dims[0];
+        out[1] = q->dims[1];
+        if (q->dims[2] >= 0) {
+            if (q->dims[2] % hq != 0)
+                return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                      "the query's last dim %lld is not q_num_heads x d_k",
+                                      (long long)q->dims[2]);
+            st[2] = q->dims[2] / hq;
+        }
+    }
+    if (v->ndim == 3 && v->dims[2] >= 0) {
+        if (v->dims[2] % hkv != 0)
+            return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                  "the value's last dim %lld is not kv_num_heads x d_v",
+                                  (long long)v->dims[2]);
+        st[3] = v->dims[2] / hkv;
+        out[2] = hq * st[3];
+    }
+    const pl_graph_tensor *past = pl_infer_input(ctx, 3);
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, q->dtype, 3, out, NULL));
+    if (pl_infer_output_count(ctx) > 1)
+        PL_RETURN_IF_ERROR(
+            pl_infer_set_output(ctx, 1, past != NULL ? past->dtype : q->dtype, 4, st, NULL));
+    return NULL;
+}
+
+static const pl_attr_spec la_attrs[] = {
+    PL_ATTR_I("chunk_size", 64), PL_ATTR_REQ("kv_num_heads", PL_ATTR_INT),
+    PL_ATTR_REQ("q_num_heads", PL_ATTR_INT), PL_ATTR_F("scale", 0.0),
+    PL_ATTR_S("update_rule", "gated_delta")};
+
+#define LA_T (PL_TS_F16 | PL_TS_F32 | PL_TS_BF16)
+
 const pl_op_schema pl_opset_rnn_schemas[] = {
+    {.name = "LinearAttention", .domain = "", .since_version = 27, .min_inputs = 3,
+     .max_inputs = 6, .min_outputs = 1, .max_outputs = 2, .attrs = la_attrs,
+     .n_attrs = PL_COUNT(la_attrs), .infer = la_infer, .types = {{"T", LA_T}, {"S", LA_T}},
+     .input_types = {"T", "T", "T", "S", "T", "T"}, .output_types = {"T", "S"}},
     RNN_SCHEMA("RNN", 7, 6, 2, rnn7_attrs, RNN_T7),
     RNN_SCHEMA("RNN", 14, 6, 2, rnn14_attrs, RNN_T14),
     RNN_SCHEMA("GRU", 7, 6, 2, gru7_attrs, RNN_T7),
