@@ -1044,7 +1044,7 @@ static pl_status *ctl_dyn_get(pl_control *c, const pl_tensor *formal, size_t nf,
  * formal ones, then captures); RES receives every body output, owned. */
 static pl_status *ctl_dyn_body_run(const pl_control *c, const ctl_body *b,
                                    const pl_tensor *formal, const pl_tensor *in, size_t nf,
-                                   ctl_val *res)
+                                   ctl_val *res, bool *kept)
 {
     size_t n_sin = b->n_formal + b->n_caps;
     pl_io *sin = pl_calloc(n_sin ? n_sin : 1, sizeof *sin);
@@ -1097,7 +1097,16 @@ static pl_status *ctl_dyn_body_run(const pl_control *c, const ctl_body *b,
             }
             break;
         }
-        case CTL_FROM_INPUT: ok = ctl_val_copy(v, &formal[o->index]); break;
+        case CTL_FROM_INPUT:
+            /* a Loop's carried value the body passes through unchanged (a
+             * weight paddle2onnx carries: SLANet-plus copied 30 of them
+             * every iteration, 9% of a run): the caller keeps its own */
+            if (kept != NULL && i >= 1 && o->index == i + 1) {
+                kept[i] = true;
+                break;
+            }
+            ok = ctl_val_copy(v, &formal[o->index]);
+            break;
         case CTL_FROM_CAPTURE: ok = ctl_val_copy(v, &in[nf + b->cap_of[o->index]]); break;
         case CTL_FROM_CONST: {
             pl_tensor t = {.struct_size = sizeof t, .data = (void *)o->data, .dtype = o->dtype,
@@ -1155,9 +1164,10 @@ static pl_status *ctl_loop_run_dynamic(pl_control *c, const pl_tensor *in, ctl_v
     uint8_t cond = in[1].data != NULL ? *(const uint8_t *)ctl_ptr(&in[1]) != 0 : 1;
     size_t n_body_out = pl_graph_output_count(body);
     ctl_val *res = pl_calloc(n_body_out ? n_body_out : 1, sizeof *res);
+    bool *kept = pl_calloc(n_body_out ? n_body_out : 1, sizeof *kept);
     pl_tensor *formal = pl_calloc(nf, sizeof *formal);
     size_t *cap = pl_calloc(n_scan ? n_scan : 1, sizeof *cap);
-    pl_status *st = res && formal && cap ? NULL : ctl_oom(c);
+    pl_status *st = res && kept && formal && cap ? NULL : ctl_oom(c);
     if (st == NULL && n_body_out != 1 + n_car + n_scan)
         st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "%s: body has %zu outputs, not %zu",
                               c->label, n_body_out, 1 + n_car + n_scan);
@@ -1174,8 +1184,9 @@ static pl_status *ctl_loop_run_dynamic(pl_control *c, const pl_tensor *in, ctl_v
             formal[2 + j] = ctl_val_view(&out[j]);
         const ctl_body *b = NULL;
         st = ctl_dyn_get(c, formal, nf, &b);
+        memset(kept, 0, n_body_out * sizeof *kept);
         if (st == NULL)
-            st = ctl_dyn_body_run(c, b, formal, in, nf, res);
+            st = ctl_dyn_body_run(c, b, formal, in, nf, res, kept);
         if (st != NULL) {
             st = pl_status_wrap(st, "%s: body, iteration %lld: ", c->label, (long long)it);
             break;
@@ -1183,6 +1194,8 @@ static pl_status *ctl_loop_run_dynamic(pl_control *c, const pl_tensor *in, ctl_v
         cond = res[0].bytes >= 1 && *(const uint8_t *)res[0].data != 0;
         ctl_val_free(&res[0]);
         for (size_t j = 0; j < n_car; j++) {
+            if (kept[1 + j])
+                continue; /* passed through: out[j] is its value still */
             ctl_val_free(&out[j]);
             out[j] = res[1 + j];
             res[1 + j].data = NULL;
@@ -1235,6 +1248,7 @@ static pl_status *ctl_loop_run_dynamic(pl_control *c, const pl_tensor *in, ctl_v
     for (size_t i = 0; res != NULL && i < n_body_out; i++)
         ctl_val_free(&res[i]);
     pl_free(res);
+    pl_free(kept);
     pl_free(formal);
     pl_free(cap);
     return st;
@@ -1253,7 +1267,7 @@ static pl_status *ctl_if_run_dynamic(pl_control *c, const pl_tensor *in, ctl_val
             return st;
         }
     }
-    return pl_status_wrap(ctl_dyn_body_run(c, b, NULL, in, n->n_formal_inputs, out),
+    return pl_status_wrap(ctl_dyn_body_run(c, b, NULL, in, n->n_formal_inputs, out, NULL),
                           "%s: %s: ", c->label, attr);
 }
 

@@ -544,7 +544,9 @@ def onnx_models():
     # changes after the first), next to a sum over a slice [:, :i + 1] of
     # an outer tensor, whose shape changes every iteration: 40 iterations
     # plan 40 tails, more than a staged session used to keep, so every
-    # run planned them all again. The Loop runs on its own (a pivot).
+    # run planned them all again. The Loop runs on its own (a pivot). A
+    # third carried value (paddle2onnx carries weights so) passes through
+    # unchanged: the run keeps it instead of copying it every iteration.
     i64 = TensorProto.INT64
     body = h.make_graph(
         [h.make_node("Cast", ["i"], ["fi"], name="fi", to=TensorProto.FLOAT),
@@ -558,30 +560,35 @@ def onnx_models():
         "body", [h.make_tensor_value_info("i", i64, []),
                  h.make_tensor_value_info("c", TensorProto.BOOL, []),
                  h.make_tensor_value_info("ph", f, ["n", 6, 3]),
-                 h.make_tensor_value_info("acc", f, [2])],
+                 h.make_tensor_value_info("acc", f, [2]),
+                 h.make_tensor_value_info("wk", f, [3])],
         [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
          h.make_tensor_value_info("ph_out", f, ["n", 6, 3]),
-         h.make_tensor_value_info("acc_out", f, [2])],
+         h.make_tensor_value_info("acc_out", f, [2]),
+         h.make_tensor_value_info("wk", f, [3])],
         [numpy_helper.from_array(np.array(1, np.int64), "one64"),
          numpy_helper.from_array(np.array([0], np.int64), "zero64"),
          numpy_helper.from_array(np.array([0], np.int64), "zero1"),
          numpy_helper.from_array(np.array([1], np.int64), "one1")])
     g = h.make_graph(
-        [h.make_node("Loop", ["trips", "go", "ph0", "acc0"], ["ph_end", "acc_end"],
+        [h.make_node("Loop", ["trips", "go", "ph0", "acc0", "w0"], ["ph_end", "acc_end", "w_end"],
                      name="decode", body=body)],
         "placeholder_carry",
         [h.make_tensor_value_info("x", f, [2, 6, 3]), h.make_tensor_value_info("src", f, [2, 40])],
-        [h.make_tensor_value_info("ph_end", f, None), h.make_tensor_value_info("acc_end", f, None)],
+        [h.make_tensor_value_info("ph_end", f, None), h.make_tensor_value_info("acc_end", f, None),
+         h.make_tensor_value_info("w_end", f, None)],
         [numpy_helper.from_array(np.array(40, np.int64), "trips"),
          numpy_helper.from_array(np.array(True), "go"),
          numpy_helper.from_array(np.array(0, np.float32), "ph0"),
-         numpy_helper.from_array(np.zeros(2, np.float32), "acc0")])
+         numpy_helper.from_array(np.zeros(2, np.float32), "acc0"),
+         numpy_helper.from_array(np.array([1.5, -2.0, 0.25], np.float32), "w0")])
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     rng = np.random.RandomState(5)
     xp, src = rng.randn(2, 6, 3).astype(np.float32), rng.randn(2, 40).astype(np.float32)
     m["placeholder_carry"] = (model, {"x": xp, "src": src},
                               {"ph_end": xp * 39,
-                               "acc_end": np.cumsum(src, axis=1).sum(axis=1).astype(np.float32)})
+                               "acc_end": np.cumsum(src, axis=1).sum(axis=1).astype(np.float32),
+                               "w_end": np.array([1.5, -2.0, 0.25], np.float32)})
 
     # if_data_branch: an If on an input whose then branch computes a shape
     # from the data (NonZero): the branch cannot be planned once, so the If
