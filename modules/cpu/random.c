@@ -87,7 +87,8 @@ typedef struct rnd_call {
     char *y;
     pl_dtype dt;
     bool f64;
-    bool bad;             /* Bernoulli: a probability outside [0, 1] */
+    atomic_bool bad;      /* Bernoulli: a probability outside [0, 1];
+                             Multinomial: out of memory */
 } rnd_call;
 
 /* Values [begin, end) of a normal or uniform output, in blocks converted
@@ -128,7 +129,7 @@ static void rnd_bernoulli_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t i = begin; i < end; i++) {
         double p = ix_load(c->k->in_dt, c->x, i);
         if (!(p >= 0.0 && p <= 1.0)) {
-            c->bad = true; /* (a plain store: any chunk may set it, none clears it) */
+            atomic_store_explicit(&c->bad, true, memory_order_relaxed);
             p = 0.0;
         }
         ix_store(c->dt, c->y, i, rnd_unit(rnd_bits(c->stream, i)) < p ? 1.0 : 0.0);
@@ -143,7 +144,7 @@ static void rnd_multinomial_chunk(void *arg, size_t begin, size_t end, int worke
     double cum[1024], *table = cum;
     bool heap = k->classes > 1024;
     if (heap && (table = malloc((size_t)k->classes * sizeof *table)) == NULL) {
-        c->bad = true;
+        atomic_store_explicit(&c->bad, true, memory_order_relaxed);
         return;
     }
     for (size_t r = begin; r < end; r++) {
@@ -177,6 +178,7 @@ static pl_status *rnd_write(pl_module_ctx *ctx, const shp_kernel *kernel, const 
     rnd_call c = {.k = k, .stream = rnd_mix(k->key ^ rnd_mix(run + 0x632be59bd9b4e019ull)),
                   .y = dst, .dt = kernel->outs[0].dtype,
                   .f64 = PL_DTYPE_EQ(kernel->outs[0].dtype, PL_DTYPE_F64)};
+    atomic_init(&c.bad, false);
     size_t n = kernel->outs[0].elements;
     switch (k->kind) {
     case RND_NORMAL:
@@ -186,14 +188,15 @@ static pl_status *rnd_write(pl_module_ctx *ctx, const shp_kernel *kernel, const 
     case RND_BERNOULLI:
         c.x = shp_in(args, 0);
         cpu_host->parallel_for(ctx->host_ctx, n, 8192, rnd_bernoulli_chunk, &c);
-        return c.bad ? cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
-                                 "a probability is outside [0, 1]")
-                     : NULL;
+        return atomic_load(&c.bad) ? cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
+                                               "a probability is outside [0, 1]")
+                                   : NULL;
     default:
         c.x = shp_in(args, 0);
         cpu_host->parallel_for(ctx->host_ctx, (size_t)k->rows, 1, rnd_multinomial_chunk, &c);
-        return c.bad ? cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory")
-                     : NULL;
+        return atomic_load(&c.bad)
+                   ? cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory")
+                   : NULL;
     }
 }
 
