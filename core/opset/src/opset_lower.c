@@ -2952,6 +2952,41 @@ static pl_status *lw_unique(lw *w)
  * experimental and later removed; ONNX Runtime still runs them, as these
  * rewrites do, with its semantics. */
 
+/* An f32 constant of DIMS (NDIM of them; 0: one dim of all) holding the
+ * floats attribute NAME (*OUT_N values), or NULL in *OUT when the attribute
+ * is absent. */
+static pl_status *lw_ml_floats(lw *w, const char *name, int32_t ndim, const int64_t *dims,
+                               size_t *out_n, const char **out)
+{
+    *out = NULL;
+    *out_n = 0;
+    const pl_attr *a = lw_attr(w, name);
+    if (a == NULL)
+        return NULL;
+    if (a->kind != PL_ATTR_FLOATS || a->n == 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attribute '%s' must be a list of floats",
+                        name);
+    char *slot = lw_slot(w);
+    float *v = pl_calloc(a->n, sizeof *v);
+    pl_status *st = slot != NULL && v != NULL
+                        ? NULL
+                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; st == NULL && i < a->n; i++)
+        v[i] = (float)a->floats[i];
+    int64_t flat = (int64_t)a->n;
+    pl_tid t;
+    if (st == NULL)
+        st = pl_rewrite_add_constant(w->g, w->id, name, PL_DTYPE_F32, ndim ? ndim : 1,
+                                     ndim ? dims : &flat, v, a->n * sizeof *v, &t);
+    pl_free(v);
+    if (st != NULL)
+        return st;
+    snprintf(slot, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    *out = slot;
+    *out_n = a->n;
+    return NULL;
+}
+
 /* A float attribute that ONNX Runtime requires. */
 static pl_status *lw_attr_f_req(lw *w, const char *name, double *out)
 {
@@ -2980,25 +3015,10 @@ static pl_status *lw_image_scaler(lw *w)
     PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, sc, &t));
     if (nb == 0)
         return lw_become(w, "Identity", (const char *[]){t}, 1);
-    char *name = lw_slot(w);
-    float *v = pl_calloc(nb, sizeof *v);
-    pl_status *st = name != NULL && v != NULL
-                        ? NULL
-                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
-    for (size_t i = 0; st == NULL && i < nb; i++)
-        v[i] = (float)bias->floats[i];
-    int64_t dims[4] = {1, c, 1, 1};
-    pl_tid bt;
-    if (st == NULL)
-        st = pl_rewrite_add_constant(w->g, w->id, "bias", PL_DTYPE_F32, 4, dims, v,
-                                     nb * sizeof *v, &bt);
-    pl_free(v);
-    if (st != NULL)
-        return st;
-    snprintf(name, LW_NAME, "%s", pl_graph_get_tensor(w->g, bt)->name);
-    const char *b = name;
+    const char *b;
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "bias", 4, (const int64_t[]){1, c, 1, 1}, &nb, &b));
     if (w->dtype.bits == 64) /* an f64 input adds an f64 bias */
-        PL_RETURN_IF_ERROR(lw_cast(w, name, 11, &b));
+        PL_RETURN_IF_ERROR(lw_cast(w, b, 11, &b));
     return lw_end(w, "Add", t, b);
 }
 
@@ -3136,40 +3156,6 @@ static pl_status *lw_crop(lw *w)
  * their namesakes; these become standard ops (the graph's ai.onnx opset
  * runs them). Integer inputs are read as f32, as ONNX-ML's float outputs
  * say. */
-
-/* An f32 constant of DIMS (NDIM of them) holding the floats attribute NAME
- * (N values), or NULL in *OUT when the attribute is absent. */
-static pl_status *lw_ml_floats(lw *w, const char *name, int32_t ndim, const int64_t *dims,
-                               size_t *out_n, const char **out)
-{
-    *out = NULL;
-    *out_n = 0;
-    const pl_attr *a = lw_attr(w, name);
-    if (a == NULL)
-        return NULL;
-    if (a->kind != PL_ATTR_FLOATS || a->n == 0)
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attribute '%s' must be a list of floats",
-                        name);
-    char *slot = lw_slot(w);
-    float *v = pl_calloc(a->n, sizeof *v);
-    pl_status *st = slot != NULL && v != NULL
-                        ? NULL
-                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
-    for (size_t i = 0; st == NULL && i < a->n; i++)
-        v[i] = (float)a->floats[i];
-    int64_t flat = (int64_t)a->n;
-    pl_tid t;
-    if (st == NULL)
-        st = pl_rewrite_add_constant(w->g, w->id, name, PL_DTYPE_F32, ndim ? ndim : 1,
-                                     ndim ? dims : &flat, v, a->n * sizeof *v, &t);
-    pl_free(v);
-    if (st != NULL)
-        return st;
-    snprintf(slot, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
-    *out = slot;
-    *out_n = a->n;
-    return NULL;
-}
 
 /* Input 0 as f32 (an integer or f64 input cast), and its last dim. */
 static pl_status *lw_ml_input(lw *w, const char **x, int64_t *cols)
