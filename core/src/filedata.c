@@ -1058,6 +1058,19 @@ bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t
     return ok;
 }
 
+void pl_filedata_set_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t digest)
+{
+    if (f == NULL || bytes < PL_FILEDATA_MIN_BYTES)
+        return;
+    pthread_mutex_lock(&f->mu);
+    long i = pl_filedata_find(f, addr);
+    if (i >= 0 && f->e[i].addr == addr && f->e[i].bytes == bytes && !f->e[i].has_digest) {
+        f->e[i].digest = digest;
+        f->e[i].has_digest = true;
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
 /* ---- constants the core made, kept in the cache folder ------------------ */
 
 const char *pl_filedata_cache_dir(const pl_filedata *f)

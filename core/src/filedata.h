@@ -193,6 +193,12 @@ const char *pl_filedata_store_copy(pl_filedata *f);
 /* The digest of the recorded constant that starts at ADDR and is BYTES
  * long, when known (from the copy); false otherwise. */
 bool pl_filedata_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t *out);
+/* Remembers DIGEST (pl_hash_bytes from PL_HASH_SEED) of the recorded
+ * constant at ADDR of BYTES, computed by a caller from its bytes, so that
+ * pl_filedata_digest knows it from then on: a module that asks a
+ * constant's digest for every plan of a staged tail (the cpu module's
+ * shared packed weights) hashes it once. No-op for anything else. */
+void pl_filedata_set_digest(pl_filedata *f, const void *addr, size_t bytes, uint64_t digest);
 
 /* The bytes of recorded constant I. */
 size_t pl_filedata_entry_bytes(const pl_filedata *f, uint32_t i);

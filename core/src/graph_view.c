@@ -368,6 +368,7 @@ static int pl_view_tensor_digest(const pl_graph_view *v, int64_t t, size_t *out_
         return 0;
     *out_digest = PL_HASH_SEED;
     pl_hash_bytes(out_digest, data, bytes);
+    pl_filedata_set_digest(pl_graph_filedata(v->g), tt->data, tt->nbytes, *out_digest);
     return 1;
 }
 

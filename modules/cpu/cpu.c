@@ -61,6 +61,7 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
     ctx->blas_pool = false;
+    ctx->packs = cpu_pack_registry_create(host_ctx); /* NULL: weights are not shared */
 
     /* The runtime owns the one CPU thread budget (`threads` in backend.ini)
      * and lends it to kernels through host->parallel_for. OpenBLAS would
@@ -80,8 +81,10 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
 
 static void cpu_shutdown(pl_module_ctx *ctx)
 {
-    if (ctx != NULL)
+    if (ctx != NULL) {
+        cpu_pack_registry_destroy(ctx->host_ctx, ctx->packs);
         cpu_host->host_free(ctx->host_ctx, ctx);
+    }
 }
 
 static int cpu_device_count(pl_module_ctx *ctx)
@@ -114,7 +117,8 @@ static pl_status *cpu_device_properties(pl_module_ctx *ctx, int device,
  * Gemm call OpenBLAS once per product and OpenBLAS uses as many threads of
  * its own as the runtime's budget: its pool then runs beside the engine's,
  * which is what bench/ measures this key for. (openblas_set_num_threads is
- * process-wide.) Reports the BLAS it runs on and the thread budget. */
+ * process-wide.) Reports the BLAS it runs on, the thread budget and how
+ * many packed weights kernels share (packshare.c). */
 static pl_status *cpu_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in,
                                 pl_kv_sink out, void *out_ctx)
 {
@@ -157,6 +161,9 @@ static pl_status *cpu_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_in
     out(out_ctx, "openblas_core", blas ? blas->get_corename() : "");
     out(out_ctx, "threads", threads);
     out(out_ctx, "blas_threads", ctx->blas_pool ? "pool" : "1");
+    char shared[24];
+    snprintf(shared, sizeof shared, "%zu", cpu_pack_shared_count(ctx));
+    out(out_ctx, "shared_weights", shared);
     return NULL;
 }
 

@@ -28,10 +28,14 @@ extern const pl_host_api *cpu_host;
 /* One runtime's instance of the module, made by init and freed by shutdown.
  * Changed only by configure (which the core serialises, before kernels are
  * made), so any thread may read it. */
+typedef struct cpu_pack_registry cpu_pack_registry;
+typedef struct cpu_shared_pack cpu_shared_pack;
+
 struct pl_module_ctx {
     pl_host_ctx *host_ctx; /* the core's handle for this instance */
     int compute_units;     /* online CPUs when init ran */
     bool blas_pool;        /* blas_threads = pool (see cpu.c's configure) */
+    cpu_pack_registry *packs; /* shared packed weights (packshare.c; locks its own) */
 };
 
 /* Runs a kernel: ARGS were checked by kernel_run (counts, the request,
@@ -77,6 +81,8 @@ struct pl_kernel {
     cpu_epilogue epilogue; /* set by kernel_fuse, before the first run */
     pl_kernel *inner[2]; /* kernels this one wraps (dtype_wrap.c), released
                             with it; NULL for most */
+    cpu_shared_pack *shared_pack; /* a packed weight it shares (packshare.c),
+                                     let go with it; NULL for most */
 };
 
 /* Applies E to ROWS x COLS floats at C (leading dimension LDC): a no-op for
@@ -89,6 +95,24 @@ void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t row
  * from the host and fills its base. NULL when out of memory. */
 pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op,
                             cpu_run_fn run);
+
+/* ---- packed weights shared between kernels (packshare.c) ---------------- */
+
+cpu_pack_registry *cpu_pack_registry_create(pl_host_ctx *host_ctx);
+void cpu_pack_registry_destroy(pl_host_ctx *host_ctx, cpu_pack_registry *r);
+/* op(B) of K x N packed (cpu_gemm_pack_b) from constant TENSOR of NODE's
+ * view, whose BYTES are at DATA, shared with every kernel that packed the
+ * same bytes the same way: the packed floats, and in *OUT_REF the hold to
+ * keep in the kernel's shared_pack. NULL (and *OUT_REF NULL) when it is not
+ * shared: small, first seen at this address, no digest, out of memory; the
+ * caller then packs its own copy. */
+const float *cpu_pack_share(pl_module_ctx *ctx, const pl_node_desc *node, int64_t tensor,
+                            const void *data, size_t bytes, int64_t k, int64_t n, bool trans,
+                            cpu_shared_pack **out_ref);
+/* Lets go of REF (NULL: nothing); the last hold frees the packed copy. */
+void cpu_pack_unshare(pl_module_ctx *ctx, cpu_shared_pack *ref);
+/* Shared copies alive (tests). */
+size_t cpu_pack_shared_count(pl_module_ctx *ctx);
 
 /* Whether the core asks for NODE's kernel only to weigh it against other
  * backends (PL_NODE_QUERY, ABI 1.9): it never runs, so builders leave

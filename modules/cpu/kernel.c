@@ -542,6 +542,7 @@ void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
     if (ctx != NULL && kernel != NULL) {
         cpu_kernel_release(ctx, kernel->inner[0]);
         cpu_kernel_release(ctx, kernel->inner[1]);
+        cpu_pack_unshare(ctx, kernel->shared_pack);
         cpu_host->host_free(ctx->host_ctx, kernel);
     }
 }

@@ -316,9 +316,10 @@ static pl_status *cpu_gemm_blas_ready(const pl_module_ctx *ctx, const pl_node_de
     return NULL;
 }
 
-/* Allocates the kernel, with room after it for op(B) packed when B is a
- * constant of the graph (input 1 of NODE) that every batch entry shares,
- * and packs it there. */
+/* Allocates the kernel, with op(B) packed when B is a constant of the
+ * graph (input 1 of NODE) that every batch entry shares: the copy other
+ * kernels of the same weight packed (packshare.c), or its own, in room
+ * after the kernel. */
 static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
                                        bool b_shared, int64_t kk, int64_t n, bool trans_b)
 {
@@ -329,15 +330,25 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     size_t packed = 0;
     pl_dtype dt = node->outputs[0].dtype;
     bool f64 = PL_DTYPE_EQ(dt, PL_DTYPE_F64), f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
+    const float *shared = NULL;
+    cpu_shared_pack *hold = NULL;
     if (b_shared && f32 && !ctx->blas_pool && !cpu_node_query(node) && g != NULL &&
         node->graph != NULL && kk > 0 && n > 0) {
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
-            bytes >= (size_t)(kk * n) * sizeof(float))
-            packed = cpu_gemm_packed_b_floats(kk, n);
+            bytes >= (size_t)(kk * n) * sizeof(float)) {
+            shared = cpu_pack_share(ctx, node, t, data, bytes, kk, n, trans_b, &hold);
+            packed = shared != NULL ? 0 : cpu_gemm_packed_b_floats(kk, n);
+        }
     }
     cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(
         ctx, head + packed * sizeof(float), node->op, cpu_gemm_run);
+    if (k == NULL)
+        cpu_pack_unshare(ctx, hold);
+    else if (shared != NULL) {
+        k->base.shared_pack = hold;
+        k->packed_b = shared;
+    }
     if (k != NULL) {
         k->f64 = f64;
         k->int_chunk = PL_DTYPE_EQ(dt, PL_DTYPE_I32)   ? cpu_gemm_chunk_i32

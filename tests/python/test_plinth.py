@@ -480,6 +480,43 @@ class OnnxTest(unittest.TestCase):
     def tearDown(self):
         self.rt.close()
 
+    def test_shared_packed_weights(self):
+        """A staged tail is planned per input shape; its products share one
+        packed copy of each weight (the cpu module's packshare.c) instead
+        of packing it per plan. Two weights: a product's B and a Gemm's
+        transposed B; a third product by a weight of equal bytes must not
+        take either's copy."""
+        import onnx
+        from onnx import numpy_helper as nh
+        rng = np.random.default_rng(11)
+        w1 = rng.standard_normal((256, 192)).astype(np.float32)
+        w2 = rng.standard_normal((128, 192)).astype(np.float32)  # Gemm transB: 192 -> 128
+        w3 = w1.copy()
+        w3[17, 5] += 1.0  # the same size and packing, other bytes
+
+        def graph(h, T):
+            return h.make_graph(
+                [h.make_node("MatMul", ["x", "w1"], ["a"]),
+                 h.make_node("Gemm", ["a", "w2"], ["y"], transB=1),
+                 h.make_node("MatMul", ["x", "w3"], ["z"])], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, ["N", 256])],
+                [h.make_tensor_value_info("y", T.FLOAT, ["N", 128]),
+                 h.make_tensor_value_info("z", T.FLOAT, ["N", 192])],
+                [nh.from_array(w1, "w1"), nh.from_array(w2, "w2"), nh.from_array(w3, "w3")])
+        cpu = self.rt.device("cpu")
+        self.assertEqual(cpu.configure()["shared_weights"], "0")
+        with self.rt.load_model(onnx_model("shared_packs.onnx", graph)).session() as s:
+            for n in (3, 5, 8, 3, 13, 21):
+                x = rng.standard_normal((n, 256)).astype(np.float32)
+                out = s.run({"x": x})
+                np.testing.assert_allclose(out["y"], (x @ w1) @ w2.T, rtol=1e-4, atol=1e-3)
+                np.testing.assert_allclose(out["z"], x @ w3, rtol=1e-4, atol=1e-4)
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 5)
+            # the first plan packs its own copies; the second makes one
+            # shared copy of each of the three weights; the rest take them
+            self.assertEqual(cpu.configure()["shared_weights"], "3")
+        self.assertEqual(cpu.configure()["shared_weights"], "0")
+
     def test_resize18(self):
         """Resize 18's antialias (the cpu module's widened filter) and axes
         (spread over every axis by the opset), against ONNX 1.23's own
