@@ -101,5 +101,8 @@ pl_status *pl_session_run_inline(pl_session *s, const pl_tensor *inputs,
 /* The bytes session S's arenas plan, over its devices (a staged one: its
  * prefix's and its kept tails'). Defined in session.c. */
 size_t pl_session_arena_bytes(pl_session *s);
+/* Whether every backend session S was partitioned over computes on host
+ * memory (false for a staged one). Defined in session.c. */
+bool pl_session_host_only(const pl_session *s);
 
 #endif

@@ -902,6 +902,16 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
     return st;
 }
 
+bool pl_session_host_only(const pl_session *s)
+{
+    if (s == NULL || s->stage != NULL)
+        return false;
+    for (size_t b = 0; b < s->n_retained; b++)
+        if (!(s->retained[b]->api.capabilities & PL_CAP_HOST_MEMORY))
+            return false;
+    return true;
+}
+
 /* For control.c (control.h): the program's steps one after the other in
  * the calling thread. */
 size_t pl_session_arena_bytes(pl_session *s)

@@ -100,15 +100,24 @@ pl_kernel *cpu_kernel_alloc(pl_module_ctx *ctx, size_t bytes, const char *op,
 
 cpu_pack_registry *cpu_pack_registry_create(pl_host_ctx *host_ctx);
 void cpu_pack_registry_destroy(pl_host_ctx *host_ctx, cpu_pack_registry *r);
-/* op(B) of K x N packed (cpu_gemm_pack_b) from constant TENSOR of NODE's
- * view, whose BYTES are at DATA, shared with every kernel that packed the
- * same bytes the same way: the packed floats, and in *OUT_REF the hold to
- * keep in the kernel's shared_pack. NULL (and *OUT_REF NULL) when it is not
- * shared: small, first seen at this address, no digest, out of memory; the
- * caller then packs its own copy. */
-const float *cpu_pack_share(pl_module_ctx *ctx, const pl_node_desc *node, int64_t tensor,
-                            const void *data, size_t bytes, int64_t k, int64_t n, bool trans,
-                            cpu_shared_pack **out_ref);
+#define CPU_SHARE_MAX_SOURCES 3
+/* The derivations (PARAMS[0]), one per packing. */
+enum { CPU_SHARE_GEMM_B = 1, CPU_SHARE_CONV_W, CPU_SHARE_IGEMM_MM_B, CPU_SHARE_IGEMM_CONV_W };
+#define CPU_SHARE_MAX_PARAMS 8
+/* Writes the derived bytes at OUT (cpu_share_derived's size). */
+typedef void (*cpu_share_fill)(void *arg, void *out);
+/* BYTES derived from the constants NODE reads as its INPUTS (node input
+ * indices; at most CPU_SHARE_MAX_SOURCES) by a derivation PARAMS name
+ * (kind, sizes, flags: at most CPU_SHARE_MAX_PARAMS; the caller's), shared
+ * by every kernel that derives the same bytes the same way, made by FILL
+ * when none has yet: the bytes (64-byte aligned, read-only), and in
+ * *OUT_REF the hold to keep in the kernel's shared_pack. NULL (and
+ * *OUT_REF NULL) when not shared: small, first seen at these addresses,
+ * an input not constant, no digest, out of memory; the caller then makes
+ * its own copy. */
+void *cpu_share_derived(pl_module_ctx *ctx, const pl_node_desc *node, const size_t *inputs,
+                        size_t n_inputs, const int64_t *params, size_t n_params, size_t bytes,
+                        cpu_share_fill fill, void *fill_arg, cpu_shared_pack **out_ref);
 /* Lets go of REF (NULL: nothing); the last hold frees the packed copy. */
 void cpu_pack_unshare(pl_module_ctx *ctx, cpu_shared_pack *ref);
 /* Shared copies alive (tests). */

@@ -316,6 +316,19 @@ static pl_status *cpu_gemm_blas_ready(const pl_module_ctx *ctx, const pl_node_de
     return NULL;
 }
 
+/* cpu_share_derived's fill for op(B) packed whole. */
+typedef struct cpu_gemm_fill_b {
+    int64_t k, n;
+    const float *b;
+    bool trans;
+} cpu_gemm_fill_b;
+
+static void cpu_gemm_fill_b_run(void *arg, void *out)
+{
+    const cpu_gemm_fill_b *f = arg;
+    cpu_gemm_pack_b(f->k, f->n, f->b, f->trans ? f->k : f->n, f->trans, (float *)out);
+}
+
 /* Allocates the kernel, with op(B) packed when B is a constant of the
  * graph (input 1 of NODE) that every batch entry shares: the copy other
  * kernels of the same weight packed (packshare.c), or its own, in room
@@ -337,8 +350,13 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
             bytes >= (size_t)(kk * n) * sizeof(float)) {
-            shared = cpu_pack_share(ctx, node, t, data, bytes, kk, n, trans_b, &hold);
-            packed = shared != NULL ? 0 : cpu_gemm_packed_b_floats(kk, n);
+            packed = cpu_gemm_packed_b_floats(kk, n);
+            cpu_gemm_fill_b fill = {kk, n, (const float *)data, trans_b};
+            const size_t sources[] = {1};
+            const int64_t params[] = {CPU_SHARE_GEMM_B, kk, n, trans_b};
+            shared = cpu_share_derived(ctx, node, sources, 1, params, 4, packed * sizeof(float),
+                                       cpu_gemm_fill_b_run, &fill, &hold);
+            packed = shared != NULL ? 0 : packed;
         }
     }
     cpu_gemm_kernel *k = (cpu_gemm_kernel *)cpu_kernel_alloc(

@@ -671,6 +671,31 @@ static bool nn_fits_int(int64_t v)
     return v >= 0 && v <= INT32_MAX;
 }
 
+
+/* The packed weights of a convolution's GEMM path, per group, packed_group
+ * floats apart: as A, or as B of the transposed product (cpu_share_derived's
+ * fill). */
+typedef struct nn_conv_fill {
+    const float *w;
+    int64_t mg, kdim, group;
+    size_t packed_group;
+    bool transposed;
+} nn_conv_fill;
+
+static void nn_conv_fill_run(void *arg, void *out)
+{
+    const nn_conv_fill *f = arg;
+    float *buf = out;
+    for (int64_t g = 0; g < f->group; g++) {
+        if (f->transposed)
+            cpu_gemm_pack_b(f->kdim, f->mg, f->w + g * f->mg * f->kdim, f->kdim, true,
+                            buf + (size_t)g * f->packed_group);
+        else
+            cpu_gemm_pack_a(f->mg, f->kdim, f->w + g * f->mg * f->kdim, f->kdim, false,
+                            buf + (size_t)g * f->packed_group);
+    }
+}
+
 /* Allocates the kernel with EXTRA bytes after it (64-byte aligned, at
  * nn_conv_extra(k)). */
 static nn_conv_kernel *nn_conv_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -743,22 +768,28 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         }
     }
     transposed = transposed && w_data != NULL;
-    nn_conv_kernel *k = nn_conv_alloc(ctx, node, &w,
-                                      packed_group * (size_t)group * sizeof(float));
-    if (k == NULL)
+    nn_conv_fill fill = {w_data, m / group, cg * ksize, group, packed_group, transposed};
+    cpu_shared_pack *hold = NULL;
+    const float *shared = NULL;
+    if (w_data != NULL) {
+        const size_t sources[] = {1};
+        const int64_t params[] = {CPU_SHARE_CONV_W, m, cg * ksize, group, transposed};
+        shared = cpu_share_derived(ctx, node, sources, 1, params, 5,
+                                   packed_group * (size_t)group * sizeof(float), nn_conv_fill_run,
+                                   &fill, &hold);
+    }
+    nn_conv_kernel *k = nn_conv_alloc(
+        ctx, node, &w, shared != NULL ? 0 : packed_group * (size_t)group * sizeof(float));
+    if (k == NULL) {
+        cpu_pack_unshare(ctx, hold);
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
+    }
+    k->base.shared_pack = hold;
     if (w_data != NULL) {
         float *buf = (float *)(void *)((char *)k + ((sizeof *k + 63) & ~(size_t)63));
-        int64_t mg = m / group, kdim = cg * ksize;
-        for (int64_t g = 0; g < group; g++) {
-            if (transposed)
-                cpu_gemm_pack_b(kdim, mg, w_data + g * mg * kdim, kdim, true,
-                                buf + (size_t)g * packed_group);
-            else
-                cpu_gemm_pack_a(mg, kdim, w_data + g * mg * kdim, kdim, false,
-                                buf + (size_t)g * packed_group);
-        }
-        k->packed_w = buf;
+        if (shared == NULL)
+            nn_conv_fill_run(&fill, buf);
+        k->packed_w = shared != NULL ? shared : buf;
         k->packed_group = packed_group;
         k->transposed = transposed;
     }

@@ -23,35 +23,37 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpu_kernel.h"
-#include "gemm.h"
+#include <plinth/graph_hash.h>
 
-/* Operands smaller than this are packed per kernel: sharing saves little. */
+#include "cpu_kernel.h"
+
+/* Derived bytes smaller than this are made per kernel: sharing saves little. */
 #define PS_MIN_BYTES ((size_t)64 * 1024)
-/* Addresses remembered from first sightings (a ring: the oldest goes). */
+/* Sightings remembered (a ring: the oldest goes). */
 #define PS_SEEN 512
 
+/* What a derived copy is made from: its sources (the constants' bytes,
+ * by address for sightings and by digest for matches) and the parameters
+ * of the derivation (the caller's: kind, sizes, flags). */
+typedef struct ps_key {
+    const void *src[CPU_SHARE_MAX_SOURCES];
+    size_t src_bytes[CPU_SHARE_MAX_SOURCES];
+    int64_t params[CPU_SHARE_MAX_PARAMS];
+    size_t n_src, n_params, bytes;
+} ps_key;
+
 struct cpu_shared_pack {
-    uint64_t digest;
-    size_t bytes;        /* the constant's */
-    int64_t k, n;
-    bool trans;
+    ps_key key;          /* src: the first maker's addresses (not matched) */
+    uint64_t digest;     /* of the sources' bytes, in order */
     size_t refs;         /* kernels holding it; freed at 0 */
-    float *packed;
+    void *data;
     struct cpu_shared_pack *next;
 };
-
-typedef struct ps_seen {
-    const void *data;
-    size_t bytes;
-    int64_t k, n;
-    bool trans;
-} ps_seen;
 
 struct cpu_pack_registry {
     pthread_mutex_t mu;
     struct cpu_shared_pack *head;
-    ps_seen seen[PS_SEEN];
+    ps_key seen[PS_SEEN];
     size_t n_seen, next_seen;
 };
 
@@ -74,79 +76,100 @@ void cpu_pack_registry_destroy(pl_host_ctx *host_ctx, cpu_pack_registry *r)
     while (r->head != NULL) {
         struct cpu_shared_pack *p = r->head;
         r->head = p->next;
-        cpu_host->host_free(host_ctx, p->packed);
+        cpu_host->host_free(host_ctx, p->data);
         cpu_host->host_free(host_ctx, p);
     }
     pthread_mutex_destroy(&r->mu);
     cpu_host->host_free(host_ctx, r);
 }
 
-/* Whether DATA was seen with this packing before; remembers it if not. */
-static bool ps_seen_before(cpu_pack_registry *r, const void *data, size_t bytes, int64_t k,
-                           int64_t n, bool trans)
+/* The same derivation (parameters, sizes), sources compared by address
+ * when ADDRESSES, else not at all (the digest decides). */
+static bool ps_same(const ps_key *a, const ps_key *b, bool addresses)
 {
-    for (size_t i = 0; i < r->n_seen; i++) {
-        const ps_seen *s = &r->seen[i];
-        if (s->data == data && s->bytes == bytes && s->k == k && s->n == n && s->trans == trans)
+    if (a->n_src != b->n_src || a->n_params != b->n_params || a->bytes != b->bytes)
+        return false;
+    for (size_t i = 0; i < a->n_src; i++)
+        if (a->src_bytes[i] != b->src_bytes[i] || (addresses && a->src[i] != b->src[i]))
+            return false;
+    return memcmp(a->params, b->params, a->n_params * sizeof a->params[0]) == 0;
+}
+
+/* Whether KEY was seen before; remembers it if not. */
+static bool ps_seen_before(cpu_pack_registry *r, const ps_key *key)
+{
+    for (size_t i = 0; i < r->n_seen; i++)
+        if (ps_same(&r->seen[i], key, true))
             return true;
-    }
-    r->seen[r->next_seen] = (ps_seen){data, bytes, k, n, trans};
+    r->seen[r->next_seen] = *key;
     r->next_seen = (r->next_seen + 1) % PS_SEEN;
     if (r->n_seen < PS_SEEN)
         r->n_seen++;
     return false;
 }
 
-const float *cpu_pack_share(pl_module_ctx *ctx, const pl_node_desc *node, int64_t tensor,
-                            const void *data, size_t bytes, int64_t k, int64_t n, bool trans,
-                            cpu_shared_pack **out_ref)
+void *cpu_share_derived(pl_module_ctx *ctx, const pl_node_desc *node, const size_t *inputs,
+                        size_t n_inputs, const int64_t *params, size_t n_params, size_t bytes,
+                        cpu_share_fill fill, void *fill_arg, cpu_shared_pack **out_ref)
 {
     *out_ref = NULL;
     cpu_pack_registry *r = ctx->packs;
     const pl_graph_api *g = cpu_host->graph;
-    if (r == NULL || bytes < PS_MIN_BYTES || g == NULL ||
-        !PL_ABI_HAS_FN(pl_graph_api, g, tensor_digest))
+    if (r == NULL || bytes < PS_MIN_BYTES || g == NULL || node->graph == NULL ||
+        !PL_ABI_HAS_FN(pl_graph_api, g, tensor_digest) || n_inputs == 0 ||
+        n_inputs > CPU_SHARE_MAX_SOURCES || n_params > CPU_SHARE_MAX_PARAMS)
         return NULL;
+    ps_key key = {.n_src = n_inputs, .n_params = n_params, .bytes = bytes};
+    int64_t tensors[CPU_SHARE_MAX_SOURCES];
+    for (size_t i = 0; i < n_inputs; i++) {
+        tensors[i] = g->node_input(node->graph, node->node_index, inputs[i]);
+        if (tensors[i] < 0 ||
+            !g->tensor_constant(node->graph, tensors[i], &key.src[i], &key.src_bytes[i]))
+            return NULL;
+    }
+    memcpy(key.params, params, n_params * sizeof *params);
     pthread_mutex_lock(&r->mu);
-    bool again = ps_seen_before(r, data, bytes, k, n, trans);
+    bool again = ps_seen_before(r, &key);
     pthread_mutex_unlock(&r->mu);
-    size_t digest_bytes = 0;
-    uint64_t digest = 0;
-    if (!again || !g->tensor_digest(node->graph, tensor, &digest_bytes, &digest) ||
-        digest_bytes != bytes)
+    if (!again)
         return NULL;
+    /* the sources' digests, in order, folded into one */
+    uint64_t digest = PL_HASH_SEED;
+    for (size_t i = 0; i < n_inputs; i++) {
+        size_t have = 0;
+        uint64_t d = 0;
+        if (!g->tensor_digest(node->graph, tensors[i], &have, &d) || have != key.src_bytes[i])
+            return NULL;
+        pl_hash_u64(&digest, d);
+    }
     pthread_mutex_lock(&r->mu);
     struct cpu_shared_pack *p = r->head;
-    while (p != NULL && !(p->digest == digest && p->bytes == bytes && p->k == k && p->n == n &&
-                          p->trans == trans))
+    while (p != NULL && !(p->digest == digest && ps_same(&p->key, &key, false)))
         p = p->next;
     if (p != NULL) {
         p->refs++;
         pthread_mutex_unlock(&r->mu);
         *out_ref = p;
-        return p->packed;
+        return p->data;
     }
     pthread_mutex_unlock(&r->mu);
-    /* Packed outside the lock; a kernel of the same weight made meanwhile
-     * on another thread may pack its own shared copy too (both correct). */
+    /* Made outside the lock; a kernel of the same weight made meanwhile
+     * on another thread may make its own shared copy too (both correct). */
     p = cpu_host->host_alloc(ctx->host_ctx, sizeof *p, 0);
-    float *packed = cpu_host->host_alloc(ctx->host_ctx,
-                                         cpu_gemm_packed_b_floats(k, n) * sizeof(float), 0);
-    if (p == NULL || packed == NULL) {
+    void *data = cpu_host->host_alloc(ctx->host_ctx, bytes, 64);
+    if (p == NULL || data == NULL) {
         cpu_host->host_free(ctx->host_ctx, p);
-        cpu_host->host_free(ctx->host_ctx, packed);
-        return NULL; /* the caller packs its own */
+        cpu_host->host_free(ctx->host_ctx, data);
+        return NULL; /* the caller makes its own */
     }
-    cpu_gemm_pack_b(k, n, (const float *)data, trans ? k : n, trans, packed);
-    *p = (struct cpu_shared_pack){
-        .digest = digest, .bytes = bytes, .k = k, .n = n, .trans = trans, .refs = 1,
-        .packed = packed};
+    fill(fill_arg, data);
+    *p = (struct cpu_shared_pack){.key = key, .digest = digest, .refs = 1, .data = data};
     pthread_mutex_lock(&r->mu);
     p->next = r->head;
     r->head = p;
     pthread_mutex_unlock(&r->mu);
     *out_ref = p;
-    return packed;
+    return data;
 }
 
 void cpu_pack_unshare(pl_module_ctx *ctx, cpu_shared_pack *ref)
@@ -164,7 +187,7 @@ void cpu_pack_unshare(pl_module_ctx *ctx, cpu_shared_pack *ref)
     }
     pthread_mutex_unlock(&r->mu);
     if (last) {
-        cpu_host->host_free(ctx->host_ctx, ref->packed);
+        cpu_host->host_free(ctx->host_ctx, ref->data);
         cpu_host->host_free(ctx->host_ctx, ref);
     }
 }

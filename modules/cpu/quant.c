@@ -495,6 +495,21 @@ static void qu_mm_pack_b(const qu_mm_kernel *k, const char *b, size_t bi, const 
     cpu_igemm_pack_a((int64_t)k->n, (int64_t)k->kk, &qb, zb, k->zb_cols, out);
 }
 
+/* A constant B packed for the integer GEMM with its zero points
+ * (cpu_share_derived's fill). */
+typedef struct qu_mm_fill {
+    const qu_mm_kernel *k;
+    const void *b, *zb;
+    int32_t *zbuf; /* n + 1 scratch */
+} qu_mm_fill;
+
+static void qu_mm_fill_run(void *arg, void *out)
+{
+    const qu_mm_fill *f = arg;
+    qu_zero_points(f->zb, f->k->b_signed, f->k->zb_cols, f->k->n, f->zbuf);
+    qu_mm_pack_b(f->k, f->b, 0, f->zbuf, out);
+}
+
 /* The whole batch on the integer GEMM (igemm.h), the (batch, block of
  * columns of Y) items spread over the pool. False when memory is short
  * (the direct loop runs then). */
@@ -688,9 +703,26 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
     int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (n + 1) * sizeof *zbuf, 64) : NULL;
     if (pre && zbuf == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing B");
+    /* the packing reads the template's sizes and signedness */
+    tmp.m = m;
+    tmp.kk = kk;
+    tmp.n = n;
+    tmp.b_signed = bs;
+    qu_mm_fill fill = {&tmp, bdata, zbdata, zbuf};
+    cpu_shared_pack *hold = NULL;
+    const void *shared = NULL;
+    if (pre) {
+        const size_t sources[] = {tmp.ib, tmp.izb};
+        const int64_t params[] = {CPU_SHARE_IGEMM_MM_B, (int64_t)n, (int64_t)kk, bs,
+                                  tmp.zb_cols, tmp.has_zb};
+        shared = cpu_share_derived(ctx, node, sources, tmp.has_zb ? 2 : 1, params, 6, packed,
+                                   qu_mm_fill_run, &fill, &hold);
+    }
     qu_mm_kernel *k;
-    pl_status *st = shp_kernel_alloc(ctx, node, head + packed, qu_mm_write, (shp_kernel **)&k);
+    pl_status *st = shp_kernel_alloc(ctx, node, head + (shared != NULL ? 0 : packed), qu_mm_write,
+                                     (shp_kernel **)&k);
     if (st != NULL) {
+        cpu_pack_unshare(ctx, hold);
         cpu_host->host_free(ctx->host_ctx, zbuf);
         return st;
     }
@@ -705,9 +737,12 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
     k->a_signed = as;
     k->b_signed = bs;
     k->y_signed = ys;
-    if (pre) {
-        qu_zero_points(zbdata, bs, k->zb_cols, n, zbuf);
-        qu_mm_pack_b(k, bdata, 0, zbuf, (char *)k + head);
+    k->k.base.shared_pack = hold;
+    if (shared != NULL) {
+        k->b_pre = shared;
+    } else if (pre) {
+        fill.k = k;
+        qu_mm_fill_run(&fill, (char *)k + head);
         k->b_pre = (const char *)k + head;
     }
     cpu_host->host_free(ctx->host_ctx, zbuf);

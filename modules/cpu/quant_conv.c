@@ -970,6 +970,21 @@ static void qc_pack_weights(const qc_kernel *k, const char *w, const char *wz, c
     }
 }
 
+/* Constant weights packed with their zero points (cpu_share_derived's
+ * fill). */
+typedef struct qc_fill {
+    const qc_kernel *k;
+    const char *w, *wz;
+    int32_t *zbuf;
+    size_t group_bytes;
+} qc_fill;
+
+static void qc_fill_run(void *arg, void *out)
+{
+    const qc_fill *f = arg;
+    qc_pack_weights(f->k, f->w, f->wz, out, f->group_bytes, f->zbuf);
+}
+
 /* The same convolution channels-last, for narrow maps (rows too short for
  * the plane loops to vectorise): per (image, block of QC_DWL_BLOCK
  * channels) item, the block's input less its zero point is laid out
@@ -1440,19 +1455,35 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64) : NULL;
     if (pre && zbuf == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing the weights");
+    qc_fill fill = {&tmp, wdata, wzdata, zbuf, group_bytes};
+    cpu_shared_pack *hold = NULL;
+    const char *shared = NULL;
+    if (pre) {
+        const size_t sources[] = {tmp.iw, tmp.iwz};
+        const int64_t params[] = {CPU_SHARE_IGEMM_CONV_W, (int64_t)tmp.m, (int64_t)rows,
+                                  (int64_t)tmp.group, tmp.w_signed, tmp.wz_per, tmp.has_wz};
+        shared = cpu_share_derived(ctx, node, sources, tmp.has_wz ? 2 : 1, params, 7,
+                                   tmp.group * group_bytes, qc_fill_run, &fill, &hold);
+    }
     qc_kernel *k;
-    pl_status *st = shp_kernel_alloc(ctx, node, head + tmp.group * group_bytes, qc_write,
-                                     (shp_kernel **)&k);
+    pl_status *st = shp_kernel_alloc(ctx, node,
+                                     head + (shared != NULL ? 0 : tmp.group * group_bytes),
+                                     qc_write, (shp_kernel **)&k);
     if (st != NULL) {
+        cpu_pack_unshare(ctx, hold);
         cpu_host->host_free(ctx->host_ctx, zbuf);
         return st;
     }
     shp_kernel base = k->k;
     *k = tmp;
     k->k = base;
-    if (pre) {
+    k->k.base.shared_pack = hold;
+    if (shared != NULL) {
+        k->wpack_pre = shared;
+    } else if (pre) {
         char *wp = (char *)k + head;
-        qc_pack_weights(k, wdata, wzdata, wp, group_bytes, zbuf);
+        fill.k = k;
+        qc_fill_run(&fill, wp);
         k->wpack_pre = wp;
     }
     cpu_host->host_free(ctx->host_ctx, zbuf);

@@ -102,6 +102,7 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->engine = NULL;
     pthread_mutex_init(&ctx->engine_lock, NULL);
     pl_work_pool_init(&ctx->work, onednn_work_alloc, onednn_work_release, ctx);
+    onednn_share_init(&ctx->share);
     /* Debian's libdnnl runs its primitives on libgomp's pool; run sets that
      * pool's size to the runtime's thread budget (host->thread_count) on the
      * thread that executes the subgraph. */
@@ -119,6 +120,7 @@ static void onednn_shutdown(pl_module_ctx *ctx)
         dnnl_engine_destroy(ctx->engine);
     pthread_mutex_destroy(&ctx->engine_lock);
     pl_work_pool_destroy(&ctx->work);
+    onednn_share_destroy(ctx);
     onednn_host->host_free(ctx->host_ctx, ctx);
 }
 
@@ -287,6 +289,9 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     snprintf(one, sizeof one, "%g", ctx->one_thread_us);
     out(out_ctx, "one_thread_us", one);
     out(out_ctx, "threads", threads);
+    char shared[24];
+    snprintf(shared, sizeof shared, "%zu", onednn_share_count(ctx));
+    out(out_ctx, "shared_weights", shared);
     return NULL;
 }
 

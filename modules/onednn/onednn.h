@@ -41,6 +41,20 @@ extern const pl_host_api *onednn_host;
  * on one: its team joins once per step. */
 #define ONEDNN_RNN_ONE_THREAD_STEP_US 20.0
 
+/* Weights laid out once for every compiled subgraph that reads them the
+ * same way (onednn_share.c). */
+#define ONEDNN_SHARE_SEEN 512
+struct onednn_shared_weight;
+struct onednn_share {
+    pthread_mutex_t mu;
+    struct onednn_shared_weight *head;
+    struct {
+        const void *data;
+        dnnl_memory_desc_t src_md, md;
+    } seen[ONEDNN_SHARE_SEEN]; /* source addresses laid out once (a ring) */
+    size_t n_seen, next_seen;
+};
+
 struct pl_module_ctx {
     pl_host_ctx *host_ctx;
     int compute_units;       /* online CPUs when init ran */
@@ -56,7 +70,30 @@ struct pl_module_ctx {
      * scratchpad) is not kept per compiled subgraph but taken from here
      * for the length of a run (onednn_sg_run; plinth/work_pool.h). */
     pl_work_pool work;
+    struct onednn_share share;
 };
+
+void onednn_share_init(struct onednn_share *s);
+void onednn_share_destroy(pl_module_ctx *ctx);
+/* The shared copy of the weight laid out as MD from source bytes DATA in
+ * layout SRC_MD, held (release it with onednn_share_release), or NULL.
+ * With NULL, *OUT_WANT says the weight should become shared (its address
+ * came back, no copy exists yet): the caller lays it out into memory of its
+ * own from host_alloc and hands it to onednn_share_add with *OUT_DIGEST. */
+struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const void *data,
+                                               const dnnl_memory_desc_t *src_md,
+                                               const dnnl_memory_desc_t *md, int *out_want,
+                                               uint64_t *out_digest);
+/* Makes DATA (host_alloc; taken) the shared copy, held once; NULL when out
+ * of memory (DATA is then still the caller's). */
+struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, uint64_t digest,
+                                              const dnnl_memory_desc_t *src_md,
+                                              const dnnl_memory_desc_t *md, void *data);
+void *onednn_share_data(const struct onednn_shared_weight *w);
+/* Lets go of W (NULL: nothing); the last hold frees the copy. */
+void onednn_share_release(pl_module_ctx *ctx, struct onednn_shared_weight *w);
+/* Shared copies alive (configure reports it). */
+size_t onednn_share_count(pl_module_ctx *ctx);
 
 /* Allocates and frees the run buffers of pl_module_ctx.work (CTX is
  * the module's context). */

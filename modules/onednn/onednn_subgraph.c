@@ -3492,7 +3492,9 @@ struct odnn_weight {
     void *data; /* in the compiled object's weight block, or host_alloc; 64-byte aligned */
     int in_block;
     int borrowed; /* points into the imported blob, which the core keeps, or (2) into
-                   * the core's constant (tensor_constant_keep) */
+                   * the core's constant (tensor_constant_keep), or (3) is the shared
+                   * copy `shared` (onednn_share.c) */
+    struct onednn_shared_weight *shared;
     dnnl_memory_t mem;
 };
 
@@ -3774,6 +3776,8 @@ struct odnn_build {
         dnnl_memory_desc_t src_md;
         int weight;
         int64_t node, tensor;
+        int want_share;  /* becomes the shared copy once laid out (onednn_share.c) */
+        uint64_t digest; /* of the source bytes, with want_share */
     } *pending;
     int n_pending, cap_pending;
     size_t pending_bytes;
@@ -4415,6 +4419,18 @@ static struct odnn_weight *odnn_weight_slot(struct odnn_build *b, const dnnl_mem
     return w;
 }
 
+/* W, laid out in memory of its own (WANT: onednn_share_find asked for it),
+ * becomes the shared copy; it stays W's own when that fails. */
+static void odnn_weight_make_shared(pl_module_ctx *ctx, struct odnn_weight *w, int want,
+                                    uint64_t digest, const dnnl_memory_desc_t *src_md)
+{
+    if (!want || w->in_block || w->borrowed)
+        return;
+    w->shared = onednn_share_add(ctx, digest, src_md, &w->md, w->data);
+    if (w->shared != NULL)
+        w->borrowed = 3;
+}
+
 static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
                               const dnnl_memory_desc_t *src_md, const void *data, int64_t node,
                               int *out)
@@ -4452,7 +4468,23 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
             w->borrowed = 1;
         }
     }
-    if (w->data == NULL)
+    /* A weight laid out before from the same bytes the same way (another
+     * shape's compile of a staged tail) is shared; one whose address came
+     * back is laid out into memory of its own and becomes the shared copy. */
+    int want_share = 0;
+    uint64_t digest = 0;
+    if (blob_bytes == NULL && data != NULL) {
+        w->shared = onednn_share_find(b->ctx, data, src_md, md, &want_share, &digest);
+        if (w->shared != NULL) {
+            w->data = onednn_share_data(w->shared);
+            w->borrowed = 3;
+            c->n_weights++;
+            *out = c->n_weights - 1;
+            return odnn_dnnl(dnnl_memory_create(&w->mem, md, b->ctx->engine, w->data),
+                             "weight memory", b->v, node);
+        }
+    }
+    if (w->data == NULL && !want_share)
         w->data = odnn_block_take(c, w->bytes > 0 ? w->bytes : 1);
     w->in_block = w->data != NULL && !w->borrowed;
     if (w->data == NULL)
@@ -4473,6 +4505,7 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
         if (data != NULL) {
             memcpy(w->data, data, w->bytes);
             odnn_flush_denormals(w);
+            odnn_weight_make_shared(b->ctx, w, want_share, digest, src_md);
         }
         return NULL;
     }
@@ -4489,6 +4522,8 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
         b->pending[b->n_pending].weight = *out;
         b->pending[b->n_pending].node = node;
         b->pending[b->n_pending].tensor = b->defer_tensor;
+        b->pending[b->n_pending].want_share = want_share;
+        b->pending[b->n_pending].digest = digest;
         b->n_pending++;
         b->pending_bytes += dnnl_memory_desc_get_size(src_md); /* held twice meanwhile */
         return NULL;
@@ -4503,8 +4538,10 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     omp_set_num_threads(1);
     ds = odnn_reorder_into(b->ctx->engine, src_md, data, md, w->mem);
     omp_set_num_threads(threads);
-    if (ds == dnnl_success)
+    if (ds == dnnl_success) {
         odnn_flush_denormals(w);
+        odnn_weight_make_shared(b->ctx, w, want_share, digest, src_md);
+    }
     return odnn_dnnl(ds, "weight reorder", b->v, node);
 }
 
@@ -11523,6 +11560,7 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
             dnnl_memory_destroy(c->weights[i].mem);
         if (!c->weights[i].in_block && !c->weights[i].borrowed)
             odnn_free(ctx, c->weights[i].data);
+        onednn_share_release(ctx, c->weights[i].shared);
     }
     odnn_block_prefault_stop(c);
     if (c->weight_block != NULL)
@@ -11686,6 +11724,10 @@ static pl_status *odnn_pending_flush(struct odnn_build *b)
                                   &job);
         for (int i = 0; i < b->n_pending && st == NULL; i++)
             st = odnn_dnnl(status[i], "weight reorder", b->v, b->pending[i].node);
+        for (int i = 0; i < b->n_pending && st == NULL; i++)
+            odnn_weight_make_shared(b->ctx, &b->c->weights[b->pending[i].weight],
+                                    b->pending[i].want_share, b->pending[i].digest,
+                                    &b->pending[i].src_md);
         odnn_free(b->ctx, status);
     }
     b->n_pending = 0;

@@ -516,6 +516,75 @@ class OnnxTest(unittest.TestCase):
             # shared copy of each of the three weights; the rest take them
             self.assertEqual(cpu.configure()["shared_weights"], "3")
         self.assertEqual(cpu.configure()["shared_weights"], "0")
+        # a 1x1 convolution over maps of open size, and an integer product
+        # (MatMulInteger, with B's zero point: dynamic quantization's)
+        wc = rng.standard_normal((256, 128, 1, 1)).astype(np.float32)
+        bq = rng.integers(0, 256, (256, 512)).astype(np.uint8)
+
+        def graph2(h, T):
+            return h.make_graph(
+                [h.make_node("Conv", ["img", "wc"], ["c"]),
+                 h.make_node("MatMulInteger", ["q", "bq", "za", "zb"], ["p"])], "g",
+                [h.make_tensor_value_info("img", T.FLOAT, [1, 128, "H", "W"]),
+                 h.make_tensor_value_info("q", T.UINT8, ["N", 256])],
+                [h.make_tensor_value_info("c", T.FLOAT, [1, 256, "H", "W"]),
+                 h.make_tensor_value_info("p", T.INT32, ["N", 512])],
+                [nh.from_array(wc, "wc"), nh.from_array(bq, "bq"),
+                 nh.from_array(np.array(3, np.uint8), "za"),
+                 nh.from_array(np.array(131, np.uint8), "zb")])
+        with self.rt.load_model(onnx_model("shared_packs2.onnx", graph2)).session() as s:
+            for hw, n in ((5, 2), (9, 4), (12, 7), (5, 2), (16, 3)):
+                img = rng.standard_normal((1, 128, hw, hw + 1)).astype(np.float32)
+                q = rng.integers(0, 256, (n, 256)).astype(np.uint8)
+                out = s.run({"img": img, "q": q})
+                np.testing.assert_allclose(
+                    out["c"], np.einsum("oc,nchw->nohw", wc[:, :, 0, 0], img),
+                    rtol=1e-4, atol=1e-4)
+                np.testing.assert_array_equal(
+                    out["p"], (q.astype(np.int32) - 3) @ (bq.astype(np.int32) - 131))
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 4)
+            self.assertGreaterEqual(int(cpu.configure()["shared_weights"]), 2)
+        self.assertEqual(cpu.configure()["shared_weights"], "0")
+        # onednn lays a weight out once for every compile that reads it
+        # (onednn_share.c): products, and convolutions (whose weights are
+        # laid out in batches); a 3x3 convolution of open map size against
+        # the cpu module's
+        wk = rng.standard_normal((96, 64, 3, 3)).astype(np.float32)
+
+        def graph3(h, T):
+            return h.make_graph(
+                [h.make_node("MatMul", ["x", "w1"], ["a"]),
+                 h.make_node("Gemm", ["a", "w2"], ["y"], transB=1),
+                 h.make_node("MatMul", ["x", "w3"], ["z"]),
+                 h.make_node("Conv", ["img", "wk"], ["c"], pads=[1, 1, 1, 1])], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, ["N", 256]),
+                 h.make_tensor_value_info("img", T.FLOAT, [1, 64, "H", "W"])],
+                [h.make_tensor_value_info("y", T.FLOAT, ["N", 128]),
+                 h.make_tensor_value_info("z", T.FLOAT, ["N", 192]),
+                 h.make_tensor_value_info("c", T.FLOAT, [1, 96, "H", "W"])],
+                [nh.from_array(w1, "w1"), nh.from_array(w2, "w2"), nh.from_array(w3, "w3"),
+                 nh.from_array(wk, "wk")])
+        path = onnx_model("shared_packs3.onnx", graph3)
+        rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\nchoose = first\n",
+                                             "onednn_first.ini"))
+        if "onednn" not in [d.module for d in rt.devices()]:
+            rt.close()
+            self.skipTest("the onednn module is not loaded")
+        on = rt.device("onednn")
+        with rt, rt.load_model(path).session() as s, \
+                self.rt.load_model(path).session() as ref:
+            for n, hw in ((3, 6), (5, 9), (8, 6), (3, 6), (13, 11), (21, 5)):
+                feeds = {"x": rng.standard_normal((n, 256)).astype(np.float32),
+                         "img": rng.standard_normal((1, 64, hw, hw + 2)).astype(np.float32)}
+                out, want = s.run(feeds), ref.run(feeds)
+                x = feeds["x"]
+                np.testing.assert_allclose(out["y"], (x @ w1) @ w2.T, rtol=1e-4, atol=1e-3)
+                np.testing.assert_allclose(out["z"], x @ w3, rtol=1e-4, atol=1e-4)
+                np.testing.assert_allclose(out["c"], want["c"], rtol=1e-4, atol=1e-4)
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 5)
+            self.assertGreaterEqual(int(on.configure()["shared_weights"]), 4)
+            s.close()
+            self.assertEqual(on.configure()["shared_weights"], "0")
 
     def test_resize18(self):
         """Resize 18's antialias (the cpu module's widened filter) and axes
@@ -657,9 +726,12 @@ class OnnxTest(unittest.TestCase):
             kept = s.describe()["staged"]["tails_planned"]
             self.assertGreaterEqual(kept, 2)
             self.assertLess(kept, 11)
-        # a tail's constants count too (onednn keeps a reordered copy of a
-        # product's weights in each): a [N, 512] x [512, 16384] product,
-        # 32 MiB of weights, keeps at most 8 of 12 lengths
+        # the model's weights a tail reads count against the budget only on
+        # a device module (each compile copies them to the device): a
+        # [N, 512] x [512, 16384] product, 32 MiB of weights, keeps at most
+        # 8 of 12 lengths on example_acc; on cpu, whose kernels share one
+        # packed copy (packshare.c), all 12, the weight packed twice (the
+        # first plan's own copy, then the shared one)
         w = np.random.default_rng(3).standard_normal((512, 16384)).astype(np.float32)
 
         def product(h, T):
@@ -669,7 +741,16 @@ class OnnxTest(unittest.TestCase):
                 [h.make_tensor_value_info("y", T.FLOAT, ["N", 16384])],
                 [onnx.numpy_helper.from_array(w, "w")])
         import onnx
-        with self.rt.load_model(onnx_model("product_open.onnx", product)).session() as s:
+        path = onnx_model("product_open.onnx", product)
+        with self.rt.load_model(path).session() as s:
+            for n in range(1, 13):
+                x = np.full((n, 512), 0.01 * n, np.float32)
+                y = s.run({"x": x})["y"]
+            np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-4)
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 12)
+            self.assertEqual(self.rt.device("cpu").configure()["shared_weights"], "1")
+        with plinth.Runtime(config=write_ini("[placement]\norder = example_acc\n")) as rt, \
+                rt.load_model(path).session() as s:
             for n in range(1, 13):
                 x = np.full((n, 512), 0.01 * n, np.float32)
                 y = s.run({"x": x})["y"]

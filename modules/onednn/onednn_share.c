@@ -1,0 +1,152 @@
+/* onednn_share.c — one laid-out copy of a constant weight for every
+ * compiled subgraph that reads it the same way.
+ *
+ * A staged session compiles its tail once per input shape (a BERT of free
+ * sequence length): each compile laid every weight out again into fresh
+ * memory (copy or reorder, the denormal flush, the page faults), and each
+ * length kept held its own copy. A weight laid out with the same source
+ * layout and destination layout from the same bytes is the same bytes, so
+ * compiles share it: found by the digest of the source bytes
+ * (plinth/graph_hash.h), their size and both layouts. A weight is hashed
+ * only when its source address comes back with the same layouts (a
+ * session's first compile pays nothing); the address only decides that,
+ * never a match. The shared copy is read-only and lives while compiled
+ * subgraphs hold it. The cpu module does the same for its packed
+ * operands (modules/cpu/packshare.c). */
+#include "onednn.h"
+
+#include <plinth/graph_hash.h>
+
+#include <string.h>
+
+/* Weights smaller than this are laid out per compile. */
+#define ODNN_SHARE_MIN_BYTES ((size_t)64 * 1024)
+
+struct onednn_shared_weight {
+    uint64_t digest;
+    size_t src_bytes;
+    dnnl_memory_desc_t src_md, md;
+    void *data; /* host_alloc, 64-byte aligned */
+    size_t refs;
+    struct onednn_shared_weight *next;
+};
+
+void onednn_share_init(struct onednn_share *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+}
+
+void onednn_share_destroy(pl_module_ctx *ctx)
+{
+    struct onednn_share *s = &ctx->share;
+    while (s->head != NULL) { /* none once every subgraph is released */
+        struct onednn_shared_weight *w = s->head;
+        s->head = w->next;
+        onednn_host->host_free(ctx->host_ctx, w->data);
+        onednn_host->host_free(ctx->host_ctx, w);
+    }
+    pthread_mutex_destroy(&s->mu);
+}
+
+static int share_seen(struct onednn_share *s, const void *data, const dnnl_memory_desc_t *src_md,
+                      const dnnl_memory_desc_t *md)
+{
+    for (size_t i = 0; i < s->n_seen; i++)
+        if (s->seen[i].data == data && dnnl_memory_desc_equal(&s->seen[i].src_md, src_md) &&
+            dnnl_memory_desc_equal(&s->seen[i].md, md))
+            return 1;
+    s->seen[s->next_seen].data = data;
+    s->seen[s->next_seen].src_md = *src_md;
+    s->seen[s->next_seen].md = *md;
+    s->next_seen = (s->next_seen + 1) % ONEDNN_SHARE_SEEN;
+    if (s->n_seen < ONEDNN_SHARE_SEEN)
+        s->n_seen++;
+    return 0;
+}
+
+struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const void *data,
+                                               const dnnl_memory_desc_t *src_md,
+                                               const dnnl_memory_desc_t *md, int *out_want,
+                                               uint64_t *out_digest)
+{
+    struct onednn_share *s = &ctx->share;
+    *out_want = 0;
+    size_t src_bytes = dnnl_memory_desc_get_size(src_md);
+    if (data == NULL || dnnl_memory_desc_get_size(md) < ODNN_SHARE_MIN_BYTES)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    int again = share_seen(s, data, src_md, md);
+    pthread_mutex_unlock(&s->mu);
+    if (!again)
+        return NULL;
+    uint64_t digest = PL_HASH_SEED;
+    pl_hash_bytes(&digest, data, src_bytes);
+    pthread_mutex_lock(&s->mu);
+    struct onednn_shared_weight *w = s->head;
+    while (w != NULL && !(w->digest == digest && w->src_bytes == src_bytes &&
+                          dnnl_memory_desc_equal(&w->src_md, src_md) &&
+                          dnnl_memory_desc_equal(&w->md, md)))
+        w = w->next;
+    if (w != NULL)
+        w->refs++;
+    pthread_mutex_unlock(&s->mu);
+    *out_want = w == NULL;
+    *out_digest = digest;
+    return w;
+}
+
+struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, uint64_t digest,
+                                              const dnnl_memory_desc_t *src_md,
+                                              const dnnl_memory_desc_t *md, void *data)
+{
+    struct onednn_shared_weight *w = onednn_host->host_alloc(ctx->host_ctx, sizeof *w, 0);
+    if (w == NULL)
+        return NULL;
+    *w = (struct onednn_shared_weight){.digest = digest,
+                                       .src_bytes = dnnl_memory_desc_get_size(src_md),
+                                       .src_md = *src_md,
+                                       .md = *md,
+                                       .data = data,
+                                       .refs = 1};
+    pthread_mutex_lock(&ctx->share.mu);
+    w->next = ctx->share.head;
+    ctx->share.head = w;
+    pthread_mutex_unlock(&ctx->share.mu);
+    return w;
+}
+
+void *onednn_share_data(const struct onednn_shared_weight *w)
+{
+    return w->data;
+}
+
+void onednn_share_release(pl_module_ctx *ctx, struct onednn_shared_weight *w)
+{
+    if (w == NULL)
+        return;
+    struct onednn_share *s = &ctx->share;
+    pthread_mutex_lock(&s->mu);
+    int last = --w->refs == 0;
+    if (last) {
+        struct onednn_shared_weight **pp = &s->head;
+        while (*pp != w)
+            pp = &(*pp)->next;
+        *pp = w->next;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (last) {
+        onednn_host->host_free(ctx->host_ctx, w->data);
+        onednn_host->host_free(ctx->host_ctx, w);
+    }
+}
+
+size_t onednn_share_count(pl_module_ctx *ctx)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&ctx->share.mu);
+    for (const struct onednn_shared_weight *w = ctx->share.head; w != NULL; w = w->next)
+        n++;
+    pthread_mutex_unlock(&ctx->share.mu);
+    return n;
+}
