@@ -518,10 +518,30 @@ pl_status *pl_graph_add_output_again(pl_graph *g, pl_tid t)
 
 /* ---- nodes -------------------------------------------------------------- */
 
+/* pl_graph_add_node with its inputs and outputs given as tensors of G
+ * (INPUT_IDS / OUTPUT_IDS; PL_TID_NONE for an absent one) instead of names:
+ * a graph copy, whose tensors keep their ids, adds every node without
+ * looking each of its tensors up by name again. */
+static pl_status *pl_graph_add_node_in(pl_graph *g, const char *name, const char *op,
+                                       const char *domain, const char *const *inputs,
+                                       const pl_tid *input_ids, size_t n_inputs,
+                                       const char *const *outputs, const pl_tid *output_ids,
+                                       size_t n_outputs, pl_nid *out_id);
+
 pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
                              const char *domain, const char *const *inputs,
                              size_t n_inputs, const char *const *outputs,
                              size_t n_outputs, pl_nid *out_id)
+{
+    return pl_graph_add_node_in(g, name, op, domain, inputs, NULL, n_inputs, outputs, NULL,
+                                n_outputs, out_id);
+}
+
+static pl_status *pl_graph_add_node_in(pl_graph *g, const char *name, const char *op,
+                                       const char *domain, const char *const *inputs,
+                                       const pl_tid *input_ids, size_t n_inputs,
+                                       const char *const *outputs, const pl_tid *output_ids,
+                                       size_t n_outputs, pl_nid *out_id)
 {
     if (out_id)
         *out_id = PL_NID_NONE;
@@ -558,6 +578,10 @@ pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
     if (!n->name || !n->op || !n->domain || !n->inputs || !n->outputs)
         st = pl_graph_oom("adding a node");
     for (size_t i = 0; st == NULL && i < n_inputs; i++) {
+        if (input_ids != NULL) {
+            n->inputs[i] = input_ids[i];
+            continue;
+        }
         if (inputs[i] == NULL || inputs[i][0] == '\0') {
             n->inputs[i] = PL_TID_NONE;
             continue;
@@ -565,6 +589,10 @@ pl_status *pl_graph_add_node(pl_graph *g, const char *name, const char *op,
         st = pl_graph_tensor_get_or_add(g, inputs[i], &n->inputs[i]);
     }
     for (size_t i = 0; st == NULL && i < n_outputs; i++) {
+        if (output_ids != NULL) {
+            n->outputs[i] = output_ids[i];
+            continue;
+        }
         if (outputs[i] == NULL || outputs[i][0] == '\0') {
             /* An optional output nobody wants (ONNX's empty name). */
             n->outputs[i] = PL_TID_NONE;
@@ -911,10 +939,14 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool 
         PL_RETURN_IF_ERROR(pl_graph_set_opset(c, g->opsets[i].domain, g->opsets[i].version));
     if (!c->owns_filedata)
         c->filedata = g->filedata; /* borrowed, with the constants */
+    /* Tensors keep their ids when C starts empty (every caller's case):
+     * nodes then name theirs by id (pl_graph_add_node_in). */
+    bool same_ids = c->n_tensors == 0;
     for (size_t i = 0; i < g->n_tensors; i++) {
         const pl_graph_tensor *t = &g->tensors[i];
         pl_tid id;
         PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(c, t->name, &id));
+        same_ids = same_ids && id == (pl_tid)i;
         PL_RETURN_IF_ERROR(pl_graph_set_type(c, id, t->dtype, t->ndim, t->dims,
                                              (const char *const *)t->dim_params));
         if (t->data != NULL)
@@ -924,6 +956,28 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool 
         const pl_graph_node *n = &g->nodes[i];
         if (drop != NULL && drop[i])
             continue;
+        if (same_ids) {
+            pl_tid stack_ids[16];
+            pl_tid *ids = n->n_formal_inputs <= 16
+                              ? stack_ids
+                              : pl_malloc(n->n_formal_inputs * sizeof *ids);
+            pl_status *st = ids ? NULL : pl_graph_oom("copying a graph");
+            for (size_t k = 0; st == NULL && k < n->n_formal_inputs; k++) {
+                pl_tid t = n->inputs[k];
+                ids[k] = t != PL_TID_NONE && alias != NULL ? alias[t] : t;
+            }
+            pl_nid id = PL_NID_NONE;
+            if (st == NULL)
+                st = pl_graph_add_node_in(c, n->name, n->op, n->domain, NULL, ids,
+                                          n->n_formal_inputs, NULL, n->outputs, n->n_outputs,
+                                          &id);
+            if (ids != stack_ids)
+                pl_free(ids);
+            for (size_t k = 0; st == NULL && k < n->n_attrs; k++)
+                st = pl_graph_copy_attr(c, id, &n->attrs[k]);
+            PL_RETURN_IF_ERROR(st);
+            continue;
+        }
         const char *stack_names[16];
         const char **ins = n->n_formal_inputs <= 16
                                ? stack_names

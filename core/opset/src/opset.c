@@ -1026,8 +1026,7 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
     const pl_op_schema *s = ctx->schema;
     const pl_graph_node *n = ctx->node;
     size_t n_in = n->n_formal_inputs;
-    char ver[96];
-    pl_infer_version_text(ctx, ver, sizeof ver);
+    char ver[96]; /* written only for a message: every node of every inference passes here */
     while (n_in > 0 && n->inputs[n_in - 1] == PL_TID_NONE)
         n_in--;
     if (n_in < (size_t)s->min_inputs || n_in > (size_t)s->max_inputs) {
@@ -1035,14 +1034,16 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                   "expects %d input%s, got %zu (%s)",
                                   (int)s->min_inputs,
-                                  s->min_inputs == 1 ? "" : "s", n_in, ver);
+                                  s->min_inputs == 1 ? "" : "s", n_in,
+                                  pl_infer_version_text(ctx, ver, sizeof ver));
         if (s->max_inputs == PL_OP_VARIADIC)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                   "expects at least %d inputs, got %zu",
                                   (int)s->min_inputs, n_in);
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                               "expects %d to %d inputs, got %zu (%s)",
-                              (int)s->min_inputs, (int)s->max_inputs, n_in, ver);
+                              (int)s->min_inputs, (int)s->max_inputs, n_in,
+                              pl_infer_version_text(ctx, ver, sizeof ver));
     }
     /* ONNX's variadic lists (Concat, Sum, Max, Min, Mean, Einsum) have no
      * optional members: an empty name among them is an absent input, not
@@ -1075,7 +1076,8 @@ static pl_status *pl_infer_check_node(pl_infer_ctx *ctx)
             if (s->allow_unknown_attrs)
                 continue;
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                                  "unknown attribute '%s' (%s)", attr->name, ver);
+                                  "unknown attribute '%s' (%s)", attr->name,
+                                  pl_infer_version_text(ctx, ver, sizeof ver));
         }
         if (spec->kind != attr->kind)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,

@@ -3662,17 +3662,37 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
     if (n == NULL)
         return NULL;
     const char *domain = strcmp(n->domain, "ai.onnx") == 0 ? "" : n->domain;
-    lw w = {.g = g, .id = id, .version = version};
-    snprintf(w.base, sizeof w.base, "%s", n->name);
-    snprintf(w.op, sizeof w.op, "%s", n->op);
+    /* Called for every node at every inference (a staged session infers
+     * its tail for each new shape): the rule is found on the node's own
+     * strings, and the rewrite's state (32 KiB of name slots) is made only
+     * for a node that has one; zeroing it for every node was half of
+     * planning a decoder's tail. */
     pl_status *(*fn)(lw *) = NULL;
     for (size_t i = 0; i < PL_COUNT(lw_rules); i++)
-        if (strcmp(domain, lw_rules[i].domain) == 0 && version >= lw_rules[i].since &&
-            strcmp(w.op, lw_rules[i].op) == 0)
+        if (lw_rules[i].op[0] == n->op[0] && version >= lw_rules[i].since &&
+            strcmp(n->op, lw_rules[i].op) == 0 && strcmp(domain, lw_rules[i].domain) == 0)
             fn = lw_rules[i].fn;
     if ((fn == lw_ort_layer_norm && version >= 17) ||
         (fn == lw_thresholded_relu_old && version >= 10) || (fn == lw_mvn_old && version >= 9))
         fn = NULL; /* the standard op */
+    if (fn == NULL &&
+        (domain[0] != '\0' ||
+         !((version >= 19 && (strcmp(n->op, "QuantizeLinear") == 0 ||
+                              strcmp(n->op, "DequantizeLinear") == 0)) ||
+           (version >= 27 && strcmp(n->op, "Range") == 0) ||
+           (version >= 28 && strcmp(n->op, "SpaceToDepth") == 0) ||
+           (version >= 21 && strcmp(n->op, "QLinearMatMul") == 0))))
+        return NULL;
+    lw w;
+    w.g = g;
+    w.id = id;
+    w.version = version;
+    w.used = 0;
+    w.narrow = false;
+    w.exhausted = false;
+    w.dtype = (pl_dtype){0, 0, 0};
+    snprintf(w.base, sizeof w.base, "%s", n->name);
+    snprintf(w.op, sizeof w.op, "%s", n->op);
     if (fn != NULL) {
         *changed = true;
         pl_status *st = fn(&w);
