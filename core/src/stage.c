@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <plinth/graph_hash.h>
+
 #include "alloc.h"
 #include "control.h"
 #include "filedata.h"
@@ -76,7 +78,11 @@ struct pl_stage {
     size_t n_specs;
     size_t spec_bytes;    /* their arena_bytes together */
     uint64_t clock;
-    stg_dims *dims;
+    /* Dims handed to callers (stg_keep_dims), chained in buckets by hash: a
+     * decoder's generation hands out new dims at every step, thousands of
+     * them, each looked up again per output per run. */
+    stg_dims **dims;
+    size_t n_buckets, n_dims;
 };
 
 static pl_status *stg_oom(void)
@@ -584,10 +590,12 @@ void pl_stage_destroy(pl_stage *s)
     pl_session_destroy(s->prefix);
     pl_control_destroy(s->pivot_ctl);
     pl_graph_destroy(s->tail);
-    for (stg_dims *d = s->dims, *next; d != NULL; d = next) {
-        next = d->next;
-        pl_free(d);
-    }
+    for (size_t b = 0; b < s->n_buckets; b++)
+        for (stg_dims *d = s->dims[b], *next; d != NULL; d = next) {
+            next = d->next;
+            pl_free(d);
+        }
+    pl_free(s->dims);
     for (size_t i = 0; s->order && i < s->opts.n_order; i++)
         pl_free(s->order[i]);
     for (size_t i = 0; s->pins && i < s->opts.n_pins; i++)
@@ -851,20 +859,48 @@ static void stg_give_back(pl_stage *s, size_t k, void *buf)
     free(buf);
 }
 
+static size_t stg_dims_bucket(int32_t ndim, const int64_t *dims, size_t n_buckets)
+{
+    uint64_t h = PL_HASH_SEED;
+    pl_hash_u64(&h, (uint64_t)ndim);
+    pl_hash_bytes(&h, dims, ndim > 0 ? (size_t)ndim * sizeof *dims : 0);
+    return (size_t)(h & (n_buckets - 1));
+}
+
 /* Dims equal to DIMS (NDIM) that live as long as the stage. */
 static const int64_t *stg_keep_dims(pl_stage *s, int32_t ndim, const int64_t *dims)
 {
     pthread_mutex_lock(&s->mu);
-    stg_dims *d = s->dims;
-    for (; d != NULL; d = d->next)
-        if (d->ndim == ndim && (ndim == 0 || memcmp(d->dims, dims, (size_t)ndim * 8) == 0))
-            break;
-    if (d == NULL && (d = pl_calloc(1, sizeof *d)) != NULL) {
-        d->ndim = ndim;
-        if (ndim > 0)
-            memcpy(d->dims, dims, (size_t)ndim * 8);
-        d->next = s->dims;
-        s->dims = d;
+    if (s->n_dims >= 2 * s->n_buckets) { /* grow: a power of two, twice as many */
+        size_t nb = s->n_buckets ? 2 * s->n_buckets : 64;
+        stg_dims **grown = pl_calloc(nb, sizeof *grown);
+        for (size_t b = 0; grown != NULL && b < s->n_buckets; b++)
+            for (stg_dims *d = s->dims[b], *next; d != NULL; d = next) {
+                next = d->next;
+                size_t k = stg_dims_bucket(d->ndim, d->dims, nb);
+                d->next = grown[k];
+                grown[k] = d;
+            }
+        if (grown != NULL) {
+            pl_free(s->dims);
+            s->dims = grown;
+            s->n_buckets = nb;
+        }
+    }
+    stg_dims *d = NULL;
+    if (s->n_buckets > 0) {
+        size_t k = stg_dims_bucket(ndim, dims, s->n_buckets);
+        for (d = s->dims[k]; d != NULL; d = d->next)
+            if (d->ndim == ndim && (ndim == 0 || memcmp(d->dims, dims, (size_t)ndim * 8) == 0))
+                break;
+        if (d == NULL && (d = pl_calloc(1, sizeof *d)) != NULL) {
+            d->ndim = ndim;
+            if (ndim > 0)
+                memcpy(d->dims, dims, (size_t)ndim * 8);
+            d->next = s->dims[k];
+            s->dims[k] = d;
+            s->n_dims++;
+        }
     }
     pthread_mutex_unlock(&s->mu);
     return d != NULL ? d->dims : NULL;
