@@ -929,6 +929,36 @@ static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a)
                             (int)a->kind);
 }
 
+static const char *pl_graph_tensor_name_of(const void *ctx, uint32_t id)
+{
+    return ((const pl_graph *)ctx)->tensors[id].name;
+}
+
+/* G's tensors into empty C at the same ids, names only (types and data
+ * follow in pl_graph_copy_into). */
+static pl_status *pl_graph_copy_tensors(const pl_graph *g, pl_graph *c)
+{
+    if (g->n_tensors == 0)
+        return NULL;
+    if (!pl_grow(c->alloc, (void **)&c->tensors, &c->cap_tensors, g->n_tensors,
+                 sizeof *c->tensors))
+        return pl_graph_oom("copying a graph");
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        pl_graph_tensor *t = &c->tensors[i];
+        memset(t, 0, sizeof *t);
+        t->name = pl_alloc_strdup(c->alloc, g->tensors[i].name);
+        if (t->name == NULL)
+            return pl_graph_oom("copying a graph");
+        t->ndim = -1;
+        t->producer = PL_NID_NONE;
+        c->n_tensors++;
+    }
+    if (!pl_strmap_clone(&c->tensor_names, &g->tensor_names, pl_graph_tensor_name_of, c))
+        return pl_graph_oom("copying a graph");
+    pl_graph_invalidate(c);
+    return NULL;
+}
+
 /* Copies G into C, leaving out the nodes DROP marks and reading tensor
  * ALIAS[t] wherever a kept node reads t (DROP and ALIAS may be NULL); G's
  * inputs and outputs too unless NO_IO. */
@@ -940,13 +970,16 @@ static pl_status *pl_graph_copy_into(const pl_graph *g, pl_graph *c, const bool 
     if (!c->owns_filedata)
         c->filedata = g->filedata; /* borrowed, with the constants */
     /* Tensors keep their ids when C starts empty (every caller's case):
-     * nodes then name theirs by id (pl_graph_add_node_in). */
-    bool same_ids = c->n_tensors == 0;
+     * they are made in one go, their name map cloned, and nodes name
+     * theirs by id (pl_graph_add_node_in). */
+    bool same_ids = c->n_tensors == 0 && c->tensor_names.cap == 0;
+    if (same_ids)
+        PL_RETURN_IF_ERROR(pl_graph_copy_tensors(g, c));
     for (size_t i = 0; i < g->n_tensors; i++) {
         const pl_graph_tensor *t = &g->tensors[i];
-        pl_tid id;
-        PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(c, t->name, &id));
-        same_ids = same_ids && id == (pl_tid)i;
+        pl_tid id = (pl_tid)i;
+        if (!same_ids)
+            PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(c, t->name, &id));
         PL_RETURN_IF_ERROR(pl_graph_set_type(c, id, t->dtype, t->ndim, t->dims,
                                              (const char *const *)t->dim_params));
         if (t->data != NULL)

@@ -101,6 +101,33 @@ bool pl_strmap_put(pl_strmap *m, const char *key, uint32_t value)
     return true;
 }
 
+bool pl_strmap_clone(pl_strmap *dst, const pl_strmap *src,
+                     const char *(*key_of)(const void *ctx, uint32_t value), const void *ctx)
+{
+    if (dst->cap != 0 || src->cap == 0)
+        return dst->cap == 0 && src->cap == 0;
+    const char **keys = pl_alloc_calloc(dst->alloc, src->cap, sizeof *keys);
+    uint32_t *values = pl_alloc_malloc(dst->alloc, src->cap * sizeof *values);
+    uint32_t *hashes = pl_alloc_malloc(dst->alloc, src->cap * sizeof *hashes);
+    if (keys == NULL || values == NULL || hashes == NULL) {
+        pl_free(keys);
+        pl_free(values);
+        pl_free(hashes);
+        return false;
+    }
+    memcpy(values, src->values, src->cap * sizeof *values);
+    memcpy(hashes, src->hashes, src->cap * sizeof *hashes);
+    for (size_t i = 0; i < src->cap; i++)
+        if (src->keys[i] != NULL)
+            keys[i] = key_of(ctx, src->values[i]);
+    dst->keys = keys;
+    dst->values = values;
+    dst->hashes = hashes;
+    dst->cap = src->cap;
+    dst->count = src->count;
+    return true;
+}
+
 void pl_strmap_free(pl_strmap *m)
 {
     pl_free(m->keys);

@@ -24,6 +24,12 @@ typedef struct pl_strmap {
 bool pl_strmap_get(const pl_strmap *m, const char *key, uint32_t *out_value);
 /* Inserts or replaces; false when out of memory. */
 bool pl_strmap_put(pl_strmap *m, const char *key, uint32_t value);
+/* Makes empty DST a copy of SRC whose keys are KEY_OF(CTX, value): the
+ * same strings kept elsewhere (a graph copy's names, whose tensors keep
+ * their ids), with no hashing or probing. False when out of memory (DST
+ * stays empty) or DST is not empty. */
+bool pl_strmap_clone(pl_strmap *dst, const pl_strmap *src,
+                     const char *(*key_of)(const void *ctx, uint32_t value), const void *ctx);
 void pl_strmap_free(pl_strmap *m);
 
 #endif
