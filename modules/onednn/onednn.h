@@ -76,11 +76,13 @@ struct pl_module_ctx {
 void onednn_share_init(struct onednn_share *s);
 void onednn_share_destroy(pl_module_ctx *ctx);
 /* The shared copy of the weight laid out as MD from source bytes DATA in
- * layout SRC_MD, held (release it with onednn_share_release), or NULL.
+ * layout SRC_MD (a constant node NODE of VIEW reads, or bytes of the
+ * build's own), held (release it with onednn_share_release), or NULL.
  * With NULL, *OUT_WANT says the weight should become shared (its address
  * came back, no copy exists yet): the caller lays it out into memory of its
  * own from host_alloc and hands it to onednn_share_add with *OUT_DIGEST. */
-struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const void *data,
+struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_graph_view *view,
+                                               int64_t node, const void *data,
                                                const dnnl_memory_desc_t *src_md,
                                                const dnnl_memory_desc_t *md, int *out_want,
                                                uint64_t *out_digest);

@@ -6,8 +6,9 @@
  * memory (copy or reorder, the denormal flush, the page faults), and each
  * length kept held its own copy. A weight laid out with the same source
  * layout and destination layout from the same bytes is the same bytes, so
- * compiles share it: found by the digest of the source bytes
- * (plinth/graph_hash.h), their size and both layouts. A weight is hashed
+ * compiles share it: found by the digest of the source bytes (the
+ * core's for a constant of the view, which it remembers; else hashed
+ * here, plinth/graph_hash.h), their size and both layouts. A weight is hashed
  * only when its source address comes back with the same layouts (a
  * session's first compile pays nothing); the address only decides that,
  * never a match. The shared copy is read-only and lives while compiled
@@ -65,7 +66,31 @@ static int share_seen(struct onednn_share *s, const void *data, const dnnl_memor
     return 0;
 }
 
-struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const void *data,
+/* The digest of SRC_BYTES at DATA: the core's (host->graph->tensor_digest,
+ * which remembers it) when DATA is a constant NODE of VIEW reads whole,
+ * else a hash of the bytes (a weight the build made: a scaled bias, RNN
+ * gates gathered). */
+static uint64_t share_digest(const pl_graph_view *view, int64_t node, const void *data,
+                             size_t src_bytes)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    if (view != NULL && node >= 0 && g != NULL && PL_ABI_HAS_FN(pl_graph_api, g, tensor_digest))
+        for (size_t k = 0; k < g->node_input_count(view, (size_t)node); k++) {
+            int64_t t = g->node_input(view, (size_t)node, k);
+            const void *at = NULL;
+            size_t bytes = 0, have = 0;
+            uint64_t d = 0;
+            if (t >= 0 && g->tensor_constant(view, t, &at, &bytes) && at == data &&
+                bytes == src_bytes && g->tensor_digest(view, t, &have, &d) && have == bytes)
+                return d;
+        }
+    uint64_t digest = PL_HASH_SEED;
+    pl_hash_bytes(&digest, data, src_bytes);
+    return digest;
+}
+
+struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_graph_view *view,
+                                               int64_t node, const void *data,
                                                const dnnl_memory_desc_t *src_md,
                                                const dnnl_memory_desc_t *md, int *out_want,
                                                uint64_t *out_digest)
@@ -80,8 +105,7 @@ struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const void *d
     pthread_mutex_unlock(&s->mu);
     if (!again)
         return NULL;
-    uint64_t digest = PL_HASH_SEED;
-    pl_hash_bytes(&digest, data, src_bytes);
+    uint64_t digest = share_digest(view, node, data, src_bytes);
     pthread_mutex_lock(&s->mu);
     struct onednn_shared_weight *w = s->head;
     while (w != NULL && !(w->digest == digest && w->src_bytes == src_bytes &&

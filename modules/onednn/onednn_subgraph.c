@@ -4474,7 +4474,8 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     int want_share = 0;
     uint64_t digest = 0;
     if (blob_bytes == NULL && data != NULL) {
-        w->shared = onednn_share_find(b->ctx, data, src_md, md, &want_share, &digest);
+        w->shared =
+            onednn_share_find(b->ctx, b->v, node, data, src_md, md, &want_share, &digest);
         if (w->shared != NULL) {
             w->data = onednn_share_data(w->shared);
             w->borrowed = 3;
