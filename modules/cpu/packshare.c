@@ -1,7 +1,9 @@
-/* packshare.c — one packed copy of a constant GEMM operand for every kernel
- * that multiplies by it.
+/* packshare.c — one copy of what kernels derive from constants (packed
+ * GEMM operands) for every kernel that derives the same bytes the same way.
  *
- * A kernel packs a constant op(B) at get_kernel time (matmul.c). Kernels
+ * Kernels pack constant weights at get_kernel time: a product's op(B)
+ * (matmul.c), a convolution's weights per group (nn.c), the integer GEMM's
+ * packed weights with their zero points (quant.c, quant_conv.c). Kernels
  * of the same weight are made again and again when a model's shapes open:
  * a staged session plans its tail once per input shape (a BERT of free
  * sequence length, a decoder whose past grows by one token a step), and
@@ -13,12 +15,13 @@
  * at its address), so shared copies are found by content: the digest the
  * core gives for the constant (host->graph->tensor_digest: free when the
  * core knows it, else a hash of the bytes, about a tenth of the packing's
- * cost), its size and the packing's parameters. Hashing every weight of
- * every first session would tax every cold start, so a weight is hashed
- * only when its address comes back with the same packing: the first
- * kernel of a weight packs it privately, as before, and remembers the
- * address; a later kernel of that address hashes, and shares or makes the
- * shared copy. The shared copy lives while kernels hold it. */
+ * cost) of each source, their sizes and the derivation's parameters.
+ * Hashing every weight of every first session would tax every cold start,
+ * so a weight is hashed only when its address comes back with the same
+ * derivation: the first kernel of a weight packs it privately, as before,
+ * and remembers the address; a later kernel of that address hashes, and
+ * shares or makes the shared copy. The shared copy lives while kernels
+ * hold it. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
