@@ -36,6 +36,18 @@ def write_ini(text, name="backend.ini"):
     return path
 
 
+def run_saved(rt, graph, opsets, ir_version, name, feeds):
+    """Saves GRAPH as model NAME (OPSETS, IR_VERSION) and runs it once on RT."""
+    import onnx
+    from onnx import helper
+    m = helper.make_model(graph, opset_imports=opsets)
+    m.ir_version = ir_version
+    path = os.path.join(TMP, name)
+    onnx.save(m, path)
+    with rt.load_model(path).session() as s:
+        return s.run(feeds)
+
+
 def onnx_model(name, build):
     """Writes an ONNX model made by BUILD(helper, TensorProto) -> graph."""
     try:
@@ -2137,12 +2149,8 @@ class OnnxTest(unittest.TestCase):
                 graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT,
                                                                             [2, 3, 8, 10])],
                                      [h.make_tensor_value_info("y", T.FLOAT, None)])
-                m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
-                m.ir_version = 4
-                path = os.path.join(TMP, "experimental_%d_%d.onnx" % (k, opset))
-                onnx.save(m, path)
-                with self.rt.load_model(path).session() as s:
-                    y = s.run({"x": x})["y"]
+                y = run_saved(self.rt, graph, [h.make_opsetid("", opset)], 4,
+                              "experimental_%d_%d.onnx" % (k, opset), {"x": x})["y"]
                 np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
         # a Crop that does not fit is refused naming the node
@@ -2266,13 +2274,8 @@ class OnnxTest(unittest.TestCase):
                                      [h.make_tensor_value_info("y", T.FLOAT, None)],
                                      [onnx.numpy_helper.from_array(np.array([2, 0], np.int64),
                                                                    "cols")])
-                m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset),
-                                                       h.make_opsetid(ml, 3)])
-                m.ir_version = 8
-                path = os.path.join(TMP, "onnx_ml_%d_%d.onnx" % (k, opset))
-                onnx.save(m, path)
-                with self.rt.load_model(path).session() as s:
-                    y = s.run({"x": x})["y"]
+                y = run_saved(self.rt, graph, [h.make_opsetid("", opset), h.make_opsetid(ml, 3)],
+                              8, "onnx_ml_%d_%d.onnx" % (k, opset), {"x": x})["y"]
                 np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
 
