@@ -613,6 +613,29 @@ def onnx_models():
                          {"y": np.array(np.nonzero(xs), np.int64) + 1})
     m["if_data_else"] = (model, {"xs": xs, "flag": np.array(False)},
                          {"y": np.array([[8]], np.int64)})
+
+    # if_cond_2d: openWakeWord's models (torch 1.12) branch on a comparison
+    # of a Gemm's [1, 1] output: a condition of one element but rank 2,
+    # which ONNX Runtime runs. True for x.w >= 0.5, else False.
+    then_b = h.make_graph([h.make_node("Mul", ["p", "two"], ["t_out"], name="double")],
+                          "then", [], [h.make_tensor_value_info("t_out", f, [1, 1])])
+    else_b = h.make_graph([h.make_node("Neg", ["p"], ["e_out"], name="negate")],
+                          "else", [], [h.make_tensor_value_info("e_out", f, [1, 1])])
+    g = h.make_graph(
+        [h.make_node("Gemm", ["x", "w"], ["p"], name="score", transB=1),
+         h.make_node("GreaterOrEqual", ["p", "half"], ["ge"], name="ge"),
+         h.make_node("If", ["ge"], ["y"], name="pick", then_branch=then_b,
+                     else_branch=else_b)],
+        "if_cond_2d", [h.make_tensor_value_info("x", f, [1, 4])],
+        [h.make_tensor_value_info("y", f, [1, 1])],
+        [numpy_helper.from_array(np.full((1, 4), 0.25, np.float32), "w"),
+         numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(2, np.float32), "two")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 14)])
+    for case, x in (("then", np.array([[1, 1, 1, 0.5]], np.float32)),
+                    ("else", np.array([[1, 0, 0, 0.5]], np.float32))):
+        p = x @ np.full((4, 1), 0.25, np.float32)
+        m["if_cond_2d_" + case] = (model, {"x": x}, {"y": p * 2 if p[0, 0] >= 0.5 else -p})
     return m
 
 

@@ -164,9 +164,12 @@ static pl_status *if_infer(pl_infer_ctx *ctx)
     const pl_graph_tensor *cond = pl_infer_input(ctx, 0);
     if (cond != NULL && cond->ndim > 0) {
         size_t n;
-        if (cond->ndim > 1 || (pl_dims_elements(cond->dims, cond->ndim, &n) && n != 1))
+        /* ONNX says a scalar or [1]; exporters also write [1, 1] (a
+         * comparison of a Gemm's one output, openWakeWord's models), which
+         * ONNX Runtime runs: any shape of one element is taken. */
+        if (pl_dims_elements(cond->dims, cond->ndim, &n) && n != 1)
             return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                                  "cond must hold one element (a scalar or [1])");
+                                  "cond must hold one element");
     }
     size_t n_out = pl_infer_output_count(ctx);
     pl_graph *br[2] = {ctl_body(ctx, "then_branch"), ctl_body(ctx, "else_branch")};
