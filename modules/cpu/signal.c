@@ -5,15 +5,16 @@
  *
  * The windows follow ONNX's definitions with the exact pi: w[n] = a0 -
  * a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size (periodic) or the
- * size minus one (symmetric). The transforms are direct sums in double,
- * O(n^2) per line, with each twiddle's angle reduced exactly (k * f mod n)
- * before its cosine: accurate for any length, fast enough for the short
- * frames audio front ends use. Lengths given as inputs (the window size,
- * dft_length, frame_step, frame_length) are read at run time and checked
- * against the output's shape. */
+ * size minus one (symmetric). The transforms run fft.c's FFT in double
+ * (mixed radix, Bluestein for a large prime factor: O(n log n) for any
+ * length), lines spread over the pool, the plan kept in the kernel when
+ * the length is known at build time. Lengths given as inputs (the window
+ * size, dft_length, frame_step, frame_length) are read at run time and
+ * checked against the output's shape. */
 #include <math.h>
 #include <string.h>
 
+#include "fft.h"
 #include "index_kernel.h"
 
 static pl_status *sg_build_window(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -52,14 +53,6 @@ static pl_status *sg_check_scalar(const pl_node_desc *node, size_t i)
     if (cpu_elements(t->shape, t->ndim) != 1)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "input %zu must be one value", i);
     return NULL;
-}
-
-/* cos and sin of -2 pi k / n for a twiddle K (reduced mod n). */
-static void sg_twiddle(uint64_t k, uint64_t n, double *c, double *s)
-{
-    double ang = -2.0 * SG_PI * (double)(k % n) / (double)n;
-    *c = cos(ang);
-    *s = sin(ang);
 }
 
 /* ---- windows ----------------------------------------------------------------- */
@@ -119,6 +112,74 @@ static pl_status *sg_build_window(pl_module_ctx *ctx, const pl_node_desc *node,
     return NULL;
 }
 
+/* ---- transforms: the shared run --------------------------------------------------- */
+
+/* A kernel's plan when its length was known at build time: in the kernel's
+ * block, after its struct. */
+static size_t sg_plan_offset(size_t kernel_bytes)
+{
+    return (kernel_bytes + 15) & ~(size_t)15;
+}
+
+/* Bytes to add to a kernel of KERNEL_BYTES for a plan of N (0 for none:
+ * N unknown, or too large to keep in a kernel). */
+static size_t sg_plan_extra(size_t kernel_bytes, int64_t n)
+{
+    size_t b = n >= 1 ? cpu_fft_bytes((size_t)n) : 0;
+    if (b == 0 || b > ((size_t)64 << 20))
+        return 0;
+    return sg_plan_offset(kernel_bytes) - kernel_bytes + b;
+}
+
+/* One run of a transform: the plan, each worker's scratch and the lines. */
+typedef struct sg_call {
+    const void *kernel;
+    const cpu_fft *plan;
+    size_t n;              /* the transform's length */
+    const char *x, *w;
+    char *dst;
+    size_t step;           /* STFT: frame_step */
+    double *scratch;       /* per_worker doubles for each worker */
+    size_t per_worker;
+} sg_call;
+
+/* Sets up CALL for transforms of N over LINES lines with FN, runs them on
+ * the pool and frees what it made. CACHED is the kernel's own plan, or
+ * NULL. */
+static pl_status *sg_transform(pl_module_ctx *ctx, const char *op, const cpu_fft *cached,
+                               sg_call *call, size_t lines, pl_parallel_fn fn)
+{
+    size_t n = call->n;
+    void *owned = NULL;
+    const cpu_fft *plan = cached != NULL && cpu_fft_length(cached) == n ? cached : NULL;
+    if (plan == NULL) {
+        size_t bytes = cpu_fft_bytes(n);
+        if (bytes == 0)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "a transform of length %zu is too long",
+                             n);
+        owned = cpu_host->host_alloc(ctx->host_ctx, bytes, 16);
+        if (owned == NULL)
+            return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory for a plan of length %zu",
+                             n);
+        plan = cpu_fft_init(owned, n);
+    }
+    size_t workers = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    /* the line in, its transform out, the plan's scratch */
+    call->per_worker = (4 * n + 2 * cpu_fft_scratch(plan) + 7) & ~(size_t)7;
+    call->scratch = cpu_host->host_alloc(ctx->host_ctx,
+                                         workers * call->per_worker * sizeof(double), 64);
+    if (call->scratch == NULL) {
+        cpu_host->host_free(ctx->host_ctx, owned);
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory for %zu lines of %zu",
+                         workers, n);
+    }
+    call->plan = plan;
+    cpu_host->parallel_for(ctx->host_ctx, lines, 1 + 32768 / (n + 1), fn, call);
+    cpu_host->host_free(ctx->host_ctx, call->scratch);
+    cpu_host->host_free(ctx->host_ctx, owned);
+    return NULL;
+}
+
 /* ---- DFT ---------------------------------------------------------------------- */
 
 /* Lines along the axis: [outer, len, inner, c] in, [outer, bins, inner, 2]
@@ -130,29 +191,64 @@ typedef struct sg_dft_kernel {
     bool inverse, onesided;
     bool c2r; /* inverse and onesided: BINS real values out ([.., 1]) */
     pl_dtype dt;
+    const cpu_fft *plan; /* of n, when known at build time */
 } sg_dft_kernel;
 
 /* The inverse of a real signal's onesided spectrum (numpy's irfft): line
  * X of IN_LEN bins (C values each: a missing imaginary part is 0) read as
  * the first n / 2 + 1 of a Hermitian spectrum of N (bins past IN_LEN are
- * 0), Y the N real values. The bins above n / 2 are the conjugates of those
- * below, so each of 1 .. (n - 1) / 2 counts twice and the imaginary parts
- * of bin 0 and (for an even N) bin n / 2 drop out, as in numpy. */
-static void sg_c2r_line(const sg_dft_kernel *k, const char *x, size_t x0, size_t xstep,
-                        size_t n, void *dst, size_t y0, size_t ystep)
+ * 0), the rest its conjugates; the imaginary parts of bin 0 and (for an
+ * even N) bin n / 2 drop out, as in numpy. Y the N real values. */
+static void sg_c2r_line(const sg_dft_kernel *k, const sg_call *c, double *in, double *out,
+                        double *fs, size_t x0, size_t xstep, size_t y0, size_t ystep)
 {
-    size_t half = n / 2, take = k->in_len < half + 1 ? k->in_len : half + 1;
-    for (size_t t = 0; t < n; t++) {
-        double acc = 0;
-        for (size_t f = 0; f < take; f++) {
-            size_t at = x0 + f * xstep;
-            double xr = ix_load(k->dt, x, at), xi = k->c == 2 ? ix_load(k->dt, x, at + 1) : 0;
-            double cr, ci; /* cos and -sin of 2 pi f t / n */
-            sg_twiddle((uint64_t)f * t, (uint64_t)n, &cr, &ci);
-            double term = xr * cr + xi * ci; /* Re(X e^{+i theta}) */
-            acc += f == 0 || (n % 2 == 0 && f == half) ? term : 2 * term;
+    size_t n = c->n, half = n / 2, take = k->in_len < half + 1 ? k->in_len : half + 1;
+    memset(in, 0, 2 * n * sizeof(double));
+    for (size_t f = 0; f < take; f++) {
+        size_t at = x0 + f * xstep;
+        double xr = ix_load(k->dt, c->x, at), xi = k->c == 2 ? ix_load(k->dt, c->x, at + 1) : 0;
+        if (f == 0 || 2 * f == n)
+            xi = 0;
+        in[2 * f] = xr;
+        in[2 * f + 1] = -xi; /* conjugated: the inverse through the forward */
+        if (f != 0 && 2 * f != n) {
+            in[2 * (n - f)] = xr;
+            in[2 * (n - f) + 1] = xi;
         }
-        ix_store(k->dt, dst, y0 + t * ystep, acc / (double)n);
+    }
+    cpu_fft_forward(c->plan, in, out, fs);
+    double scale = 1.0 / (double)n;
+    for (size_t t = 0; t < n; t++)
+        ix_store(k->dt, c->dst, y0 + t * ystep, out[2 * t] * scale);
+}
+
+static void sg_dft_lines(void *arg, size_t begin, size_t end, int worker)
+{
+    const sg_call *c = arg;
+    const sg_dft_kernel *k = c->kernel;
+    size_t n = c->n, take = k->in_len < n ? k->in_len : n;
+    double *in = c->scratch + (size_t)worker * c->per_worker, *out = in + 2 * n, *fs = out + 2 * n;
+    double scale = k->inverse ? 1.0 / (double)n : 1.0, sign = k->inverse ? -1.0 : 1.0;
+    for (size_t line = begin; line < end; line++) {
+        size_t ou = line / k->inner, i = line % k->inner;
+        if (k->c2r) {
+            sg_c2r_line(k, c, in, out, fs, (ou * k->in_len * k->inner + i) * k->c,
+                        k->inner * k->c, ou * k->bins * k->inner + i, k->inner);
+            continue;
+        }
+        /* an inverse through the forward transform: conj(F(conj(x))) / n */
+        for (size_t t = 0; t < take; t++) {
+            size_t at = ((ou * k->in_len + t) * k->inner + i) * k->c;
+            in[2 * t] = ix_load(k->dt, c->x, at);
+            in[2 * t + 1] = k->c == 2 ? sign * ix_load(k->dt, c->x, at + 1) : 0;
+        }
+        memset(in + 2 * take, 0, 2 * (n - take) * sizeof(double));
+        cpu_fft_forward(c->plan, in, out, fs);
+        for (size_t f = 0; f < k->bins; f++) {
+            size_t y = ((ou * k->bins + f) * k->inner + i) * 2;
+            ix_store(k->dt, c->dst, y, out[2 * f] * scale);
+            ix_store(k->dt, c->dst, y + 1, sign * out[2 * f + 1] * scale);
+        }
     }
 }
 
@@ -160,7 +256,7 @@ static pl_status *sg_dft_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                                const pl_run_args *args, size_t o, void *dst,
                                pl_output_request req)
 {
-    (void)ctx, (void)o, (void)req;
+    (void)o, (void)req;
     const sg_dft_kernel *k = (const sg_dft_kernel *)kernel;
     int64_t n = k->n;
     if (n < 0)
@@ -170,34 +266,8 @@ static pl_status *sg_dft_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op,
                          "dft_length %lld at run time does not give the output's %zu bins",
                          (long long)n, k->bins);
-    const char *x = shp_in(args, 0);
-    if (k->c2r) {
-        for (size_t ou = 0; ou < k->outer; ou++)
-            for (size_t in = 0; in < k->inner; in++)
-                sg_c2r_line(k, x, (ou * k->in_len * k->inner + in) * k->c, k->inner * k->c,
-                            (size_t)n, dst, ou * k->bins * k->inner + in, k->inner);
-        return NULL;
-    }
-    size_t take = k->in_len < (size_t)n ? k->in_len : (size_t)n;
-    double sign = k->inverse ? -1.0 : 1.0, scale = k->inverse ? 1.0 / (double)n : 1.0;
-    for (size_t ou = 0; ou < k->outer; ou++)
-        for (size_t in = 0; in < k->inner; in++)
-            for (size_t f = 0; f < k->bins; f++) {
-                double re = 0, im = 0;
-                for (size_t t = 0; t < take; t++) {
-                    size_t at = ((ou * k->in_len + t) * k->inner + in) * k->c;
-                    double xr = ix_load(k->dt, x, at), xi = k->c == 2 ? ix_load(k->dt, x, at + 1) : 0;
-                    double cr, ci;
-                    sg_twiddle((uint64_t)f * t, (uint64_t)n, &cr, &ci);
-                    ci *= sign;
-                    re += xr * cr - xi * ci;
-                    im += xr * ci + xi * cr;
-                }
-                size_t y = ((ou * k->bins + f) * k->inner + in) * 2;
-                ix_store(k->dt, dst, y, re * scale);
-                ix_store(k->dt, dst, y + 1, im * scale);
-            }
-    return NULL;
+    sg_call call = {.kernel = k, .n = (size_t)n, .x = shp_in(args, 0), .dst = dst};
+    return sg_transform(ctx, kernel->base.op, k->plan, &call, k->outer * k->inner, sg_dft_lines);
 }
 
 static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -236,7 +306,8 @@ static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
                          cpu_dims_text(o->shape, o->ndim, to, sizeof to));
     }
     sg_dft_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, sg_dft_write, (shp_kernel **)&k));
+    size_t extra = sg_plan_extra(sizeof *k, n);
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k + extra, sg_dft_write, (shp_kernel **)&k));
     k->outer = cpu_elements(x->shape, (int32_t)a);
     k->in_len = (size_t)x->shape[a];
     k->inner = cpu_elements(x->shape + a + 1, (int32_t)(r - 2 - a));
@@ -247,25 +318,54 @@ static pl_status *sg_build_dft(pl_module_ctx *ctx, const pl_node_desc *node,
     k->onesided = onesided != 0;
     k->c2r = c2r;
     k->dt = x->dtype;
+    if (extra != 0)
+        k->plan = cpu_fft_init((char *)k + sg_plan_offset(sizeof *k), (size_t)n);
     *out_kernel = &k->k.base;
     return NULL;
 }
 
 /* ---- STFT --------------------------------------------------------------------- */
 
+/* A signal [batch, length, 1 or 2], or [batch, length] (real, as ONNX
+ * Runtime takes it: onnx-asr's front ends) into [batch, frames, bins, 2]. */
 typedef struct sg_stft_kernel {
     shp_kernel k;
     size_t batch, len, c, frames, bins;
     size_t fl;         /* 0: frame_length is read at run time */
     bool has_window, onesided;
     pl_dtype dt;
+    const cpu_fft *plan; /* of fl, when known at build time */
 } sg_stft_kernel;
+
+static void sg_stft_frames(void *arg, size_t begin, size_t end, int worker)
+{
+    const sg_call *c = arg;
+    const sg_stft_kernel *k = c->kernel;
+    size_t fl = c->n;
+    double *in = c->scratch + (size_t)worker * c->per_worker, *out = in + 2 * fl,
+           *fs = out + 2 * fl;
+    for (size_t line = begin; line < end; line++) {
+        size_t b = line / k->frames, f = line % k->frames;
+        for (size_t t = 0; t < fl; t++) {
+            size_t at = (b * k->len + f * c->step + t) * k->c;
+            double wt = c->w != NULL ? ix_load(k->dt, c->w, t) : 1.0;
+            in[2 * t] = ix_load(k->dt, c->x, at) * wt;
+            in[2 * t + 1] = k->c == 2 ? ix_load(k->dt, c->x, at + 1) * wt : 0;
+        }
+        cpu_fft_forward(c->plan, in, out, fs);
+        for (size_t bin = 0; bin < k->bins; bin++) {
+            size_t y = (line * k->bins + bin) * 2;
+            ix_store(k->dt, c->dst, y, out[2 * bin]);
+            ix_store(k->dt, c->dst, y + 1, out[2 * bin + 1]);
+        }
+    }
+}
 
 static pl_status *sg_stft_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                                 const pl_run_args *args, size_t o, void *dst,
                                 pl_output_request req)
 {
-    (void)ctx, (void)o, (void)req;
+    (void)o, (void)req;
     const sg_stft_kernel *k = (const sg_stft_kernel *)kernel;
     const char *op = kernel->base.op;
     int64_t step = sg_scalar(args, 1);
@@ -283,26 +383,10 @@ static pl_status *sg_stft_write(pl_module_ctx *ctx, const shp_kernel *kernel,
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "frame_step %lld at run time does not give the output's %zu frames",
                          (long long)step, k->frames);
-    const char *x = shp_in(args, 0), *w = k->has_window ? shp_in(args, 2) : NULL;
-    for (size_t b = 0; b < k->batch; b++)
-        for (size_t f = 0; f < k->frames; f++)
-            for (size_t bin = 0; bin < k->bins; bin++) {
-                double re = 0, im = 0;
-                for (size_t t = 0; t < fl; t++) {
-                    size_t at = (b * k->len + f * (size_t)step + t) * k->c;
-                    double wt = w != NULL ? ix_load(k->dt, w, t) : 1.0;
-                    double xr = ix_load(k->dt, x, at) * wt;
-                    double xi = k->c == 2 ? ix_load(k->dt, x, at + 1) * wt : 0;
-                    double cr, ci;
-                    sg_twiddle((uint64_t)bin * t, fl, &cr, &ci);
-                    re += xr * cr - xi * ci;
-                    im += xr * ci + xi * cr;
-                }
-                size_t y = ((b * k->frames + f) * k->bins + bin) * 2;
-                ix_store(k->dt, dst, y, re);
-                ix_store(k->dt, dst, y + 1, im);
-            }
-    return NULL;
+    sg_call call = {.kernel = k, .n = fl, .x = shp_in(args, 0),
+                    .w = k->has_window ? shp_in(args, 2) : NULL, .dst = dst,
+                    .step = (size_t)step};
+    return sg_transform(ctx, op, k->plan, &call, k->batch * k->frames, sg_stft_frames);
 }
 
 static pl_status *sg_build_stft(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -317,9 +401,12 @@ static pl_status *sg_build_stft(pl_module_ctx *ctx, const pl_node_desc *node,
     bool has_window = shp_input_present(node, 2);
     if (shp_input_present(node, 3))
         SHP_TRY(sg_check_scalar(node, 3));
-    if (x->ndim != 3 || (x->shape[2] != 1 && x->shape[2] != 2) || o->ndim != 4)
+    if ((x->ndim != 2 && x->ndim != 3) ||
+        (x->ndim == 3 && x->shape[2] != 1 && x->shape[2] != 2) || o->ndim != 4)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
-                         "the signal must be [batch, length, 1 or 2], the output 4-D");
+                         "the signal must be [batch, length] or [batch, length, 1 or 2], the "
+                         "output 4-D");
+    int64_t channels = x->ndim == 3 ? x->shape[2] : 1;
     /* The frame length: the window's, else the output's bins say it (the
      * run checks frame_length against it). */
     int64_t fl;
@@ -345,20 +432,23 @@ static pl_status *sg_build_stft(pl_module_ctx *ctx, const pl_node_desc *node,
         char tx[128], to[128];
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                          "signal %s and frame length %lld do not give output %s",
-                         cpu_dims_text(x->shape, 3, tx, sizeof tx), (long long)fl,
+                         cpu_dims_text(x->shape, x->ndim, tx, sizeof tx), (long long)fl,
                          cpu_dims_text(o->shape, 4, to, sizeof to));
     }
     sg_stft_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, sg_stft_write, (shp_kernel **)&k));
+    size_t extra = sg_plan_extra(sizeof *k, fl);
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k + extra, sg_stft_write, (shp_kernel **)&k));
     k->batch = (size_t)x->shape[0];
     k->len = (size_t)x->shape[1];
-    k->c = (size_t)x->shape[2];
+    k->c = (size_t)channels;
     k->frames = (size_t)o->shape[1];
     k->bins = (size_t)o->shape[2];
     k->fl = (size_t)fl;
     k->has_window = has_window;
     k->onesided = onesided != 0;
     k->dt = x->dtype;
+    if (extra != 0)
+        k->plan = cpu_fft_init((char *)k + sg_plan_offset(sizeof *k), (size_t)fl);
     *out_kernel = &k->k.base;
     return NULL;
 }

@@ -1262,6 +1262,98 @@ static void case_STFT(void)
     ti_run(&cr, OUTS(y));
     rstep = 3;
     ti_run_fails(&cr, OUTS(y), sizeof y, "frame_step 3 at run time does not give the output's 3");
+    /* a signal [batch, length] is real, as [batch, length, 1] */
+    float y2[18];
+    ti_case c2 = c;
+    c2.in[0] = (ti_t)TIN(F32, x, 2, 1, 8);
+    ti_run(&c2, OUTS(y2));
+    ti_near("STFT of [1, 8]", y2,
+            (double[]){10, 0, -2, 2, -2, 0, 18, 0, -2, 2, -2, 0, 26, 0, -2, 2, -2, 0}, 18, 1e-6);
+    ti_case c4 = c;
+    c4.in[0] = (ti_t)TIN(F32, x, 4, 1, 8, 1, 1);
+    ti_infer_fails(&c4, "the signal must be [batch, length] or [batch, length, 1 or 2]");
+}
+
+/* The direct sum of N complex values X (interleaved) into Y: sign -1 the
+ * forward transform, +1 the unscaled inverse; each angle reduced exactly. */
+static void ti_direct_dft(const double *x, size_t n, double sign, double *y)
+{
+    for (size_t k = 0; k < n; k++) {
+        double re = 0, im = 0;
+        for (size_t j = 0; j < n; j++) {
+            double ang = sign * 2 * M_PI * (double)((uint64_t)j * k % n) / (double)n;
+            double c = cos(ang), s = sin(ang);
+            re += x[2 * j] * c - x[2 * j + 1] * s;
+            im += x[2 * j] * s + x[2 * j + 1] * c;
+        }
+        y[2 * k] = re;
+        y[2 * k + 1] = im;
+    }
+}
+
+static void ti_close(const char *what, size_t n, const double *got, const double *want,
+                     size_t count)
+{
+    double norm = 1, worst = 0;
+    for (size_t i = 0; i < count; i++)
+        norm = fmax(norm, fabs(want[i]));
+    for (size_t i = 0; i < count; i++)
+        worst = fmax(worst, fabs(got[i] - want[i]));
+    CHECK(worst <= 1e-12 * norm, "%s of length %zu: off by %.3g (largest value %.3g)", what, n,
+          worst, norm);
+}
+
+/* The fast transforms against the direct sums, for lengths of every kind
+ * the plan takes apart: powers of two and four, small odd radices (3, 5,
+ * 7, 11 and mixes), primes above the largest radix and a product with one
+ * (Bluestein), and 1. Forward, inverse, onesided and its inverse (irfft). */
+static void case_FFTLengths(void)
+{
+    static const size_t lens[] = {1,   2,   3,   4,   5,   6,   7,   8,    12,   15,  16,
+                                  25,  27,  49,  60,  64,  67,  97,  100,  121,  128, 200,
+                                  243, 256, 400, 509, 512, 1000, 1009, 1024, 2018, 1407};
+    uint64_t seed = 7;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        size_t n = lens[li], half = n / 2 + 1;
+        double *x = malloc(n * 16), *want = malloc(n * 16), *y = malloc(n * 16),
+               *back = malloc(n * 16), *real = malloc(n * 16), *rwant = malloc(n * 16);
+        CHECK(x && want && y && back && real && rwant, "out of memory");
+        for (size_t i = 0; i < 2 * n; i++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            x[i] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
+        }
+        ti_direct_dft(x, n, -1, want);
+        ti_case c = {.op = "DFT", .opset = 17, .n_in = 1,
+                     .in = {TIN(F64, x, 3, 1, (int64_t)n, 2)}};
+        ti_run(&c, OUTS(y));
+        ti_close("forward", n, y, want, 2 * n);
+        ti_case ci = c;
+        ci.in[0].data = want;
+        ci.n_attrs = 1;
+        ci.attrs[0] = (ch_attr)AI("inverse", 1);
+        ti_run(&ci, OUTS(back));
+        ti_close("inverse", n, back, x, 2 * n);
+        /* a real signal: onesided bins, then back through irfft */
+        for (size_t i = 0; i < n; i++) {
+            real[2 * i] = x[2 * i];
+            real[2 * i + 1] = 0;
+        }
+        ti_direct_dft(real, n, -1, rwant);
+        for (size_t i = 0; i < n; i++)
+            real[i] = x[2 * i];
+        ti_case co = {.op = "DFT", .opset = 17, .n_in = 1,
+                      .in = {TIN(F64, real, 3, 1, (int64_t)n, 1)}, .n_attrs = 1,
+                      .attrs = {AI("onesided", 1)}};
+        ti_run(&co, OUTS(y));
+        ti_close("onesided", n, y, rwant, 2 * half);
+        int64_t len = (int64_t)n;
+        ti_case cr = {.op = "DFT", .opset = 17, .n_in = 2,
+                      .in = {TIN(F64, y, 3, 1, (int64_t)half, 2), TIC(I64, &len, 0)},
+                      .n_attrs = 2, .attrs = {AI("inverse", 1), AI("onesided", 1)}};
+        ti_run(&cr, OUTS(back));
+        ti_close("irfft", n, back, real, n);
+        free(x), free(want), free(y), free(back), free(real), free(rwant);
+    }
 }
 
 static void case_MelWeightMatrix(void)
@@ -1660,7 +1752,7 @@ static const struct {
     TI_CASE(CastLike), TI_CASE(Einsum), TI_CASE(NegativeLogLikelihoodLoss),
     TI_CASE(SoftmaxCrossEntropyLoss), TI_CASE(QuantizeLinear), TI_CASE(DequantizeLinear),
     TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
-    TI_CASE(Windows), TI_CASE(DFT), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool), TI_CASE(Col2Im),
+    TI_CASE(Windows), TI_CASE(DFT), TI_CASE(FFTLengths), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool), TI_CASE(Col2Im),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
     TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv), TI_CASE(TfIdfVectorizer),
     TI_CASE(MelWeightMatrix), TI_CASE(LpNormalization),

@@ -91,15 +91,19 @@ static pl_status *sg_infer_dft(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_UNKNOWN, x->ndim, dims, NULL);
 }
 
-/* STFT: [batch, frames, bins, 2] of a signal [batch, length, 1 or 2]. */
+/* STFT: [batch, frames, bins, 2] of a signal [batch, length, 1 or 2], or
+ * [batch, length]: real, as ONNX Runtime reads it (onnxscript's front ends
+ * write that). */
 static pl_status *sg_infer_stft(pl_infer_ctx *ctx)
 {
     PL_RETURN_IF_ERROR(sg_scalar(ctx, 1, "frame_step"));
     PL_RETURN_IF_ERROR(sg_scalar(ctx, 3, "frame_length"));
     const pl_graph_tensor *x = pl_infer_input(ctx, 0), *w = pl_infer_input(ctx, 2);
-    if (x->ndim >= 0 && x->ndim != 3)
+    if (x->ndim >= 0 && (x->ndim < 2 || x->ndim > 3 ||
+                         (x->ndim == 3 && x->dims[2] >= 0 && x->dims[2] != 1 &&
+                          x->dims[2] != 2)))
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
-                              "the signal must be [batch, length, 1 or 2]");
+                              "the signal must be [batch, length] or [batch, length, 1 or 2]");
     if (w != NULL && w->ndim >= 0 && w->ndim != 1)
         return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "the window must be a vector");
     if (w == NULL && pl_infer_input(ctx, 3) == NULL)
