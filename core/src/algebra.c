@@ -175,6 +175,7 @@ struct pl_alg {
     bool *is_const;         /* per tensor: constant once folding has run */
     pl_strmap body_names;   /* tensor names control-flow bodies read */
     bool *drop;
+    bool *dead;             /* per node: no graph output depends on it (pl_alg_dead) */
     pl_tid *alias;
     struct pl_alg_const *consts;
     size_t n_consts;
@@ -1967,6 +1968,9 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
         bool live = false;
         for (size_t o = 0; o < n->n_outputs && !live; o++)
             live = n->outputs[o] != PL_TID_NONE && needed[n->outputs[o]];
+        /* (a node a rewrite replaced may be dead too: its replacement is
+         * then not written, and what only it read goes as well) */
+        a->dead[id] = !live;
         if (!live && !a->drop[id]) {
             a->drop[id] = true;
             (*out_n)++;
@@ -2388,11 +2392,12 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.flats = pl_calloc(nn ? nn : 1, sizeof *a.flats);
     a.luts = pl_calloc(nn ? nn : 1, sizeof *a.luts);
     a.pos = pl_calloc(nn ? nn : 1, sizeof *a.pos);
+    a.dead = pl_calloc(nn ? nn : 1, sizeof *a.dead);
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
         a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
         a.qconvs == NULL || a.scatters == NULL || a.flats == NULL || a.luts == NULL ||
-        a.pos == NULL ||
+        a.pos == NULL || a.dead == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
         st = pl_alg_oom();
@@ -2476,9 +2481,11 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
             st = pl_alg_write_bn(g, a.alias, copy, &a.bns[k], pl_alg_copy_id(&a, a.bns[k].conv));
     }
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_einsums; k++)
-        st = pl_alg_write_einsum(g, a.alias, copy, &a.einsums[k]);
+        if (!a.dead[a.einsums[k].node])
+            st = pl_alg_write_einsum(g, a.alias, copy, &a.einsums[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bmms; k++)
-        st = pl_alg_write_bmm(g, a.alias, copy, &a.bmms[k]);
+        if (!a.dead[a.bmms[k].node])
+            st = pl_alg_write_bmm(g, a.alias, copy, &a.bmms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_bnmms; k++)
         if (!a.drop[a.bnmms[k].mm])
             st = pl_alg_write_bn_matmul(g, a.alias, copy, &a.bnmms[k],
@@ -2497,15 +2504,20 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
             st = pl_alg_write_crop(g, a.alias, copy, &a.crops[k],
                                    pl_alg_copy_id(&a, a.crops[k].conv));
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_gemms; k++)
-        st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
+        if (!a.dead[a.gemms[k].add])
+            st = pl_alg_write_gemm(g, a.alias, copy, &a.gemms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qconvs; k++)
-        st = pl_alg_write_qconv(g, a.alias, copy, &a.qconvs[k]);
+        if (!a.dead[a.qconvs[k].q])
+            st = pl_alg_write_qconv(g, a.alias, copy, &a.qconvs[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_scatters; k++)
-        st = pl_alg_write_scatter(g, &a, copy, &a.scatters[k]);
+        if (!a.dead[a.scatters[k].node])
+            st = pl_alg_write_scatter(g, &a, copy, &a.scatters[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_flats; k++)
-        st = pl_alg_write_flat(g, a.alias, copy, &a.flats[k]);
+        if (!a.dead[a.flats[k].add != PL_NID_NONE ? a.flats[k].add : a.flats[k].mm])
+            st = pl_alg_write_flat(g, a.alias, copy, &a.flats[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_luts; k++)
-        st = pl_alg_write_lut(&a, copy, &a.luts[k]);
+        if (!a.dead[a.luts[k].sink])
+            st = pl_alg_write_lut(&a, copy, &a.luts[k]);
     if (st == NULL && copy != NULL)
         st = pl_graph_validate(copy);
     if (st != NULL) {
@@ -2530,6 +2542,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.flats);
     pl_free(a.luts);
     pl_free(a.pos);
+    pl_free(a.dead);
     pl_free(a.alias_read);
     return st;
 }

@@ -1597,6 +1597,53 @@ static void case_matmul_gemm(void)
     against_none(path, x, 2, shape, names, 2, gemm_check);
 }
 
+/* dead_fusion_dropped's model under optimize = all: the fused MatMul and
+ * Add feed nothing, so neither they nor the Neg only they read run. */
+static void dead_fusion_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "neg", "no graph output depends on it"),
+             "%s: neg should go with the dead product", cfg);
+    TH_CHECK(!placed(root, "mm") && !placed(root, "add") && !placed(root, "neg") &&
+                 placed(root, "relu"),
+             "%s: only relu should run", cfg);
+}
+
+/* A MatMul + Add of constants (a Gemm to be) that no output depends on,
+ * its A made by a node nothing else reads (tf2onnx's Keras LSTMs leave
+ * such products beside their Loops: piper's nakdimon). The Gemm must not
+ * be written for a product that went: it read a tensor whose maker went
+ * too, and the load failed with "input ... is not defined by any node". */
+static void case_dead_fusion_dropped(void)
+{
+    static float w[8 * 5], b[5];
+    for (int k = 0; k < 40; k++)
+        w[k] = 0.1f * (float)((k * 3) % 7 - 3);
+    for (int k = 0; k < 5; k++)
+        b[k] = 0.2f * (float)k - 0.5f;
+    write_sidecar("dead_gemm.weights", (const void *const[]){w, b},
+                  (const size_t[]){sizeof w, sizeof b}, 2);
+    const char *path = write_model(
+        "dead_gemm.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"dead_gemm.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,8]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[8,5],\"data\":{\"offset\":0,\"length\":160}},"
+        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":192,\"length\":20}}],"
+        "\"nodes\":["
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"x\"],\"outputs\":[\"nx\"]},"
+        "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"nx\",\"w\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"p\",\"b\"],\"outputs\":[\"q\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"y\"]}]}");
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = 0.1f * (float)(i % 9 - 4);
+    static const int64_t shape[2] = {3, 8};
+    static const char *const names[1] = {"y"};
+    against_none(path, x, 2, shape, names, 1, dead_fusion_check);
+}
+
 /* bn_matmul_folded's model under optimize = all: bn1 (after a 3-D
  * product and a Flatten) and bn2 (after a 2-D one) went into their
  * MatMuls; bn3, whose product is also read by the Add, stayed. */
@@ -2673,6 +2720,7 @@ int main(int argc, char **argv)
         {"scatter_rows", case_scatter_rows},
         {"matmul_rows_merged", case_matmul_rows_merged},
         {"dead_taps_cut", case_dead_taps_cut},
+        {"dead_fusion_dropped", case_dead_fusion_dropped},
         {"shapes_folded", case_shapes_folded},
         {"shapes_refolded", case_shapes_refolded},
         {"layout_sunk", case_layout_sunk},
