@@ -1140,6 +1140,159 @@ static bool pl_graph_bodies_read(const pl_graph *g, const char *name)
     return false;
 }
 
+/* The body of Loop node N, or NULL. */
+static const pl_graph *pl_graph_loop_body(const pl_graph_node *n)
+{
+    const pl_attr *a = pl_graph_node_attr(n, "body");
+    return strcmp(n->op, "Loop") == 0 && a != NULL && a->kind == PL_ATTR_GRAPH && a->n == 1
+               ? a->graphs[0]
+               : NULL;
+}
+
+bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k)
+{
+    if (id >= g->n_nodes)
+        return false;
+    const pl_graph_node *n = &g->nodes[id];
+    const pl_graph *body = pl_graph_loop_body(n);
+    if (body == NULL || n->n_formal_inputs < 2 || k >= n->n_formal_inputs - 2 ||
+        body->n_inputs != n->n_formal_inputs || body->n_outputs < 1 + k + 1 ||
+        k >= n->n_outputs || n->inputs[2 + k] == PL_TID_NONE)
+        return false;
+    pl_tid in = body->inputs[2 + k];
+    if (body->outputs[1 + k] != in)
+        return false;
+    for (size_t j = 0; j < body->n_outputs; j++)
+        if (j != 1 + k && body->outputs[j] == in)
+            return false;
+    for (size_t j = 0; j < body->n_inputs; j++)
+        if (j != 2 + k && body->inputs[j] == in)
+            return false;
+    const pl_graph_tensor *init = &g->tensors[n->inputs[2 + k]];
+    pl_tid same = pl_graph_find_tensor(body, init->name);
+    if (same != PL_TID_NONE && !body->tensors[same].is_outer)
+        return false;
+    if (pl_graph_bodies_read(body, body->tensors[in].name))
+        return false;
+    pl_tid fin = n->outputs[k];
+    if (fin != PL_TID_NONE)
+        for (size_t j = 0; j < g->n_outputs; j++)
+            if (g->outputs[j] == fin)
+                return false;
+    return true;
+}
+
+/* BODY without the carried values HOIST marks (pl_graph_hoist_carried),
+ * their initial tensors named by INIT. */
+static pl_status *pl_graph_hoisted_body(const pl_graph *body, const bool *hoist, size_t n_carried,
+                                        const pl_graph_tensor *const *init, pl_graph **out_body)
+{
+    pl_graph *b = NULL;
+    pl_tid *map = pl_calloc(body->n_tensors ? body->n_tensors : 1, sizeof *map);
+    pl_status *st = map ? pl_graph_copy(body, &b) : pl_graph_oom("hoisting a carried value");
+    for (size_t t = 0; st == NULL && t < body->n_tensors; t++)
+        map[t] = (pl_tid)t;
+    for (size_t k = 0; st == NULL && k < n_carried; k++) {
+        if (!hoist[k])
+            continue;
+        pl_tid nt;
+        st = pl_graph_tensor_get_or_add(b, init[k]->name, &nt);
+        if (st == NULL)
+            st = pl_graph_set_type(b, nt, init[k]->dtype, init[k]->ndim, init[k]->dims,
+                                   (const char *const *)init[k]->dim_params);
+        if (st == NULL) {
+            map[body->inputs[2 + k]] = nt;
+            pl_graph_drop_input(b, body->inputs[2 + k]);
+        }
+    }
+    for (size_t i = 0; st == NULL && i < b->n_nodes; i++) {
+        const pl_graph_node *bn = &b->nodes[i];
+        bool changed = false;
+        for (size_t j = 0; j < bn->n_formal_inputs; j++)
+            changed = changed || (bn->inputs[j] != PL_TID_NONE && map[bn->inputs[j]] != bn->inputs[j]);
+        if (!changed)
+            continue;
+        pl_tid *ids = pl_malloc((bn->n_formal_inputs ? bn->n_formal_inputs : 1) * sizeof *ids);
+        if (ids == NULL) {
+            st = pl_graph_oom("hoisting a carried value");
+            break;
+        }
+        for (size_t j = 0; j < bn->n_formal_inputs; j++)
+            ids[j] = bn->inputs[j] == PL_TID_NONE ? PL_TID_NONE : map[bn->inputs[j]];
+        st = pl_graph_node_set_inputs(b, (pl_nid)i, ids, bn->n_formal_inputs);
+        pl_free(ids);
+    }
+    if (st == NULL) {
+        pl_graph_clear_outputs(b);
+        for (size_t j = 0; st == NULL && j < body->n_outputs; j++)
+            if (j == 0 || j > n_carried || !hoist[j - 1])
+                st = pl_graph_add_output_again(b, map[body->outputs[j]]);
+    }
+    pl_free(map);
+    if (st != NULL) {
+        pl_graph_destroy(b);
+        return st;
+    }
+    *out_body = b;
+    return NULL;
+}
+
+pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hoist,
+                                  pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
+    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
+    if (body == NULL || n->n_formal_inputs < 2)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting: node %u is no Loop", id);
+    size_t nc = n->n_formal_inputs - 2;
+    pl_tid *alias = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *alias);
+    const pl_graph_tensor **init = pl_calloc(nc ? nc : 1, sizeof *init);
+    pl_tid *ins = pl_calloc(n->n_formal_inputs, sizeof *ins);
+    pl_tid *outs = pl_calloc(n->n_outputs ? n->n_outputs : 1, sizeof *outs);
+    pl_graph *c = NULL, *b = NULL;
+    pl_status *st = alias && init && ins && outs ? NULL : pl_graph_oom("hoisting a carried value");
+    for (size_t t = 0; st == NULL && t < g->n_tensors; t++)
+        alias[t] = (pl_tid)t;
+    size_t n_in = 0, n_out = 0;
+    for (size_t j = 0; st == NULL && j < n->n_formal_inputs; j++)
+        if (j < 2 || !hoist[j - 2])
+            ins[n_in++] = n->inputs[j];
+    for (size_t j = 0; st == NULL && j < n->n_outputs; j++) {
+        if (j < nc && hoist[j]) {
+            init[j] = &g->tensors[n->inputs[2 + j]];
+            if (n->outputs[j] != PL_TID_NONE)
+                alias[n->outputs[j]] = n->inputs[2 + j];
+            continue;
+        }
+        outs[n_out++] = n->outputs[j];
+    }
+    if (st == NULL)
+        st = pl_graph_hoisted_body(body, hoist, nc, init, &b);
+    if (st == NULL)
+        st = pl_graph_copy_rewritten(g, NULL, alias, &c);
+    if (st == NULL)
+        st = pl_graph_node_set_inputs(c, id, ins, n_in);
+    if (st == NULL)
+        st = pl_graph_node_set_outputs(c, id, outs, n_out);
+    if (st == NULL) {
+        pl_graph_node_remove_attr(c, id, "body");
+        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
+        b = NULL;
+    }
+    pl_graph_destroy(b);
+    pl_free(alias);
+    pl_free(init);
+    pl_free(ins);
+    pl_free(outs);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
                                   pl_graph **out_graph)
 {

@@ -232,6 +232,21 @@ pl_status *pl_graph_copy_rewritten(const pl_graph *g, const bool *drop, const pl
 pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *outputs,
                             size_t n_outputs, pl_graph **out_graph);
 
+/* G with Loop node ID no longer carrying the values HOIST marks (HOIST[k]
+ * for carried value k, one its body passes through unchanged): the body
+ * reads the value's initial tensor as an outer-scope reference instead of
+ * a body input (its uses renamed), the body output and the Loop's final
+ * value go, and the final value's readers read the initial tensor. The
+ * caller checks that each is hoistable (pl_graph_carried_hoistable).
+ * Constants are borrowed; the copy is not validated. */
+pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hoist,
+                                  pl_graph **out_graph);
+/* Whether carried value K of Loop node ID of G (validated) can be hoisted:
+ * its body output is its body input, given once, no nested body reads it,
+ * the body has no tensor of its own of the initial tensor's name, and
+ * the final value is no graph output. */
+bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k);
+
 /* G with node N (an If, or anything whose outputs BODY computes) replaced
  * by BODY's nodes: body tensors keep their names where G has none such
  * (else NAME__<node name>), a body output its own node makes is written

@@ -168,6 +168,17 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                     st = pl_model_adopt(rt, m, next, "f16: left as it is");
                 next = NULL;
             }
+            for (int k = 0; st == NULL && k < 64; k++) { /* one Loop a call */
+                st = pl_graph_hoist_loop_invariants(m->graph, &next, &m->rewrites);
+                if (st == NULL && next == NULL)
+                    break;
+                const pl_graph *before = m->graph;
+                if (st == NULL)
+                    st = pl_model_adopt(rt, m, next, "Loop: carried values left as they are");
+                next = NULL;
+                if (m->graph == before)
+                    break;
+            }
             for (int k = 0; st == NULL && k < 64; k++) { /* one If a call */
                 st = pl_graph_inline_ifs(m->graph, &next, &m->rewrites);
                 if (st == NULL && next == NULL)

@@ -318,6 +318,69 @@ pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewri
     return NULL;
 }
 
+/* ---- Loop-invariant carried values --------------------------------------- */
+
+pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
+                                          pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || n->n_formal_inputs <= 2)
+            continue;
+        size_t nc = n->n_formal_inputs - 2, count = 0;
+        bool *hoist = pl_calloc(nc, sizeof *hoist);
+        if (hoist == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        char names[640];
+        size_t used = 0;
+        names[0] = '\0';
+        for (size_t k = 0; k < nc; k++) {
+            hoist[k] = pl_graph_carried_hoistable(g, (pl_nid)i, k);
+            if (!hoist[k])
+                continue;
+            const char *name = pl_graph_get_tensor(g, n->inputs[2 + k])->name;
+            if (used < sizeof names - 1) {
+                int w = snprintf(names + used, sizeof names - used, "%s'%s'", count ? ", " : "",
+                                 name);
+                used = w < 0 ? sizeof names : used + (size_t)w;
+            }
+            count++;
+        }
+        if (count == 0) {
+            pl_free(hoist);
+            continue;
+        }
+        pl_graph *next = NULL;
+        pl_status *st = pl_graph_hoist_carried(g, (pl_nid)i, hoist, &next);
+        pl_free(hoist);
+        if (st == NULL)
+            st = pl_graph_validate(next);
+        if (st != NULL) {
+            pl_graph_destroy(next);
+            if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
+                return st;
+            bool noted = pl_rewrites_add(rewrites, "Loop '%s': carried values kept: %s", n->name,
+                                         pl_status_message(st));
+            pl_status_free(st);
+            if (!noted)
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+            continue;
+        }
+        if (!pl_rewrites_add(rewrites, "Loop '%s': %zu carried value%s its body passes through "
+                                       "unchanged read from outside instead (%s%s): not copied "
+                                       "each iteration, constant weights for the body",
+                             n->name, count, count == 1 ? "" : "s", names,
+                             used >= sizeof names - 1 ? "..." : "")) {
+            pl_graph_destroy(next);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        }
+        *out_graph = next; /* one a call, as pl_graph_inline_ifs */
+        return NULL;
+    }
+    return NULL;
+}
+
 /* ---- Sum as Adds ------------------------------------------------------------ */
 
 /* Whether node N is a Sum this pass rewrites: default domain, one input or

@@ -66,6 +66,15 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
  * contract as pl_graph_optimize; the caller infers types again. */
 pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
 
+/* The first Loop with carried values its body passes through unchanged
+ * (tf2onnx hands a Keras RNN's weights to its Loop as carried values)
+ * without them (pl_graph_hoist_carried): the body reads them from outside,
+ * so nothing copies them each iteration and, when they are constants, the
+ * body's session sees constant weights. One Loop a call, as
+ * pl_graph_inline_ifs; same contract. */
+pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
+                                          pl_rewrites *rewrites);
+
 /* Every Sum of float inputs as Adds, left to right (one input: an
  * Identity): Caffe2-era models write every residual connection as Sum,
  * which a backend with Add but no variadic Sum (onednn) refused, so a

@@ -636,7 +636,61 @@ def onnx_models():
                     ("else", np.array([[1, 0, 0, 0.5]], np.float32))):
         p = x @ np.full((4, 1), 0.25, np.float32)
         m["if_cond_2d_" + case] = (model, {"x": x}, {"y": p * 2 if p[0, 0] >= 0.5 else -p})
+
+    # loop_invariant: tf2onnx hands a Keras RNN's weights to its Loop as
+    # carried values the body passes through unchanged (piper's nakdimon).
+    # W (a constant) and b (an input) are read from outside instead, their
+    # final values' readers reading the initial ones (EXPLAIN_EXPECT); t,
+    # whose final value is a graph output, stays carried.
+    body = h.make_graph(
+        [h.make_node("Identity", ["c"], ["c_out"], name="keep"),
+         h.make_node("MatMul", ["acc", "W_in"], ["p"], name="mm"),
+         h.make_node("Add", ["p", "b_in"], ["q"], name="add"),
+         h.make_node("Add", ["q", "t_in"], ["acc_out"], name="add_t"),
+         h.make_node("Identity", ["acc_out"], ["row"], name="row")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("c", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc", f, [1, 3]), h.make_tensor_value_info("W_in", f, [3, 3]),
+         h.make_tensor_value_info("b_in", f, [3]), h.make_tensor_value_info("t_in", f, [3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc_out", f, [1, 3]),
+         h.make_tensor_value_info("W_in", f, [3, 3]), h.make_tensor_value_info("b_in", f, [3]),
+         h.make_tensor_value_info("t_in", f, [3]), h.make_tensor_value_info("row", f, [1, 3])])
+    g = h.make_graph(
+        [h.make_node("Loop", ["n", "", "acc0", "W", "b", "t"],
+                     ["acc", "W_fin", "b_fin", "t_fin", "rows"], name="rnn", body=body),
+         h.make_node("Neg", ["W_fin"], ["w_neg"], name="w_neg"),
+         h.make_node("Mul", ["b_fin", "b_fin"], ["b_sq"], name="b_sq")],
+        "loop_invariant",
+        [h.make_tensor_value_info("n", TensorProto.INT64, []),
+         h.make_tensor_value_info("acc0", f, [1, 3]), h.make_tensor_value_info("b", f, [3]),
+         h.make_tensor_value_info("t", f, [3])],
+        [h.make_tensor_value_info("acc", f, [1, 3]), h.make_tensor_value_info("w_neg", f, [3, 3]),
+         h.make_tensor_value_info("b_sq", f, [3]), h.make_tensor_value_info("t_fin", f, [3]),
+         h.make_tensor_value_info("rows", f, None)],
+        [numpy_helper.from_array(rng.uniform(-0.5, 0.5, (3, 3)).astype(np.float32), "W")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    W = numpy_helper.to_array(g.initializer[0])
+    a0 = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, 3).astype(np.float32)
+    t = rng.uniform(-1, 1, 3).astype(np.float32)
+    acc, rows = a0, []
+    for _ in range(3):
+        acc = acc @ W + b + t
+        rows.append(acc)
+    m["loop_invariant"] = (model, {"n": np.array(3, dtype=np.int64), "acc0": a0, "b": b, "t": t},
+                           {"acc": acc, "w_neg": -W, "b_sq": b * b, "t_fin": t,
+                            "rows": np.stack(rows)})
     return m
+
+
+# What `plinth explain` must say of a case of onnx_models (a rewrite that
+# happened), beside the outputs being right.
+EXPLAIN_EXPECT = {
+    "loop_invariant": ["Loop 'rnn': 2 carried values its body passes through unchanged read "
+                       "from outside instead ('W', 'b')"],
+}
 
 
 def import_onnx():
@@ -671,6 +725,17 @@ def case_onnx(args, name):
     if r.returncode != 0:
         print("FAIL: convert: %s" % (r.stderr or r.stdout).strip())
         return 1
+    if name in EXPLAIN_EXPECT:
+        env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
+        r = subprocess.run([args.plinth, "explain", path] +
+                           sum([["--shape", "%s=%s" % (k, ",".join(map(str, a.shape)) or "")]
+                                for k, a in inputs.items() if a.ndim > 0], []),
+                           capture_output=True, text=True, env=env)
+        for want_text in EXPLAIN_EXPECT[name]:
+            if want_text not in r.stdout:
+                print("FAIL: explain does not say \"%s\":\n%s%s" % (want_text, r.stdout,
+                                                                    r.stderr))
+                return 1
     for tag, src in (("onnx", path), ("json", js)):
         r = run_plinth(args, src, files, work, "out_" + tag)
         if r.returncode != 0:
