@@ -125,6 +125,72 @@ static double mr2_float(const mr2_kernel *k, const void *x, size_t base)
     return 0.0;
 }
 
+/* Outputs along the innermost kept dim whose input stride is 1 (a
+ * reduction over outer axes: onnx-asr's power spectra sum the squares of
+ * [.., 2, bins, frames] over the 2): N of them, from the output at BASE,
+ * their reduced elements walked once for all, each output's in the order
+ * mr2_float takes them (the same sums, bit for bit). */
+#define MR2_BLOCK 64
+
+static void mr2_float_block(const mr2_kernel *k, const void *x, size_t base, size_t n,
+                            double *acc)
+{
+    const wide_type t = k->type;
+    const float *xf = x;
+#define MR2_AT(j) (t == WT_F32 ? (double)xf[off + (j)] : wide_load_f(x, t, off + (j)))
+    switch (k->op) {
+    case MR2_MIN:
+        for (size_t j = 0; j < n; j++)
+            acc[j] = INFINITY;
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) {
+            double v = MR2_AT(j);
+            acc[j] = (v < acc[j] || isnan(v)) ? v : acc[j];
+        });
+        return;
+    case MR2_PROD:
+        for (size_t j = 0; j < n; j++)
+            acc[j] = 1.0;
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) acc[j] *= MR2_AT(j));
+        return;
+    case MR2_L1:
+        memset(acc, 0, n * sizeof *acc);
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) acc[j] += fabs(MR2_AT(j)));
+        return;
+    case MR2_L2:
+    case MR2_SUMSQUARE:
+        memset(acc, 0, n * sizeof *acc);
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) {
+            double v = MR2_AT(j);
+            acc[j] += v * v;
+        });
+        if (k->op == MR2_L2)
+            for (size_t j = 0; j < n; j++)
+                acc[j] = sqrt(acc[j]);
+        return;
+    case MR2_LOGSUM:
+        memset(acc, 0, n * sizeof *acc);
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) acc[j] += MR2_AT(j));
+        for (size_t j = 0; j < n; j++)
+            acc[j] = log(acc[j]);
+        return;
+    case MR2_LOGSUMEXP: {
+        double top[MR2_BLOCK];
+        for (size_t j = 0; j < n; j++)
+            top[j] = -INFINITY;
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) {
+            double v = MR2_AT(j);
+            top[j] = v > top[j] || isnan(v) ? v : top[j];
+        });
+        memset(acc, 0, n * sizeof *acc);
+        MR2_EACH(k, base, for (size_t j = 0; j < n; j++) acc[j] += exp(MR2_AT(j) - top[j]));
+        for (size_t j = 0; j < n; j++)
+            acc[j] = isinf(top[j]) || isnan(top[j]) ? top[j] : top[j] + log(acc[j]);
+        return;
+    }
+    }
+#undef MR2_AT
+}
+
 /* Integers wrap, as the integer sums of math_reduce.c do. */
 static int64_t mr2_int(const mr2_kernel *k, const void *x, size_t base)
 {
@@ -167,6 +233,21 @@ static void mr2_chunk(void *arg, size_t begin, size_t end, int worker)
     (void)worker;
     const mr2_call *c = arg;
     const mr2_kernel *k = c->k;
+    size_t inner = k->n_kept > 0 ? (size_t)k->kept_extent[k->n_kept - 1] : 1;
+    if (wide_is_float(k->type) && inner > 1 && k->kept_stride[k->n_kept - 1] == 1 &&
+        k->len > 0) {
+        double acc[MR2_BLOCK];
+        for (size_t e = begin; e < end;) {
+            size_t run = inner - e % inner;
+            run = run < end - e ? run : end - e;
+            run = run < MR2_BLOCK ? run : MR2_BLOCK;
+            mr2_float_block(k, c->x, mr2_base(k, e), run, acc);
+            for (size_t j = 0; j < run; j++)
+                wide_store_f(c->y, k->type, e + j, acc[j], c->add);
+            e += run;
+        }
+        return;
+    }
     for (size_t e = begin; e < end; e++) {
         size_t base = mr2_base(k, e);
         if (wide_is_float(k->type))
