@@ -53,6 +53,10 @@ static const struct {
  *   stem (C <= 4)      4.7    6.8    3.9            18.0   18.0   18.0
  *   1x1                2.1    2.1    1.6             5.0    7.5    7.5
  *   other kernels      5.2    3.6    2.5             7.0   18.0   18.0 */
+/* The GEMM depth (channels x taps) from which a convolution of at most 4
+ * input channels counts as 1-D rather than a stem. */
+#define CPU_COST_DEEP_STEM 256
+
 static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v, size_t n,
                                    size_t wi, int quant)
 {
@@ -73,8 +77,13 @@ static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v
     for (int32_t d = 2; d < yr; d++)
         map *= y[d];
     int size = map <= 64 ? 0 : map <= 512 ? 1 : 2;
+    /* A stem's GEMM is shallow (3 channels by 3x3 or 7x7 taps: depth
+     * 27-147); a few channels by many taps is a deep one, a 1-D filter
+     * bank (onnx-asr's resamplers: 1 channel by 1 x 459 taps, 0.14 ms
+     * where the stem factor said 0.65). */
     int kind = r == 3                     ? 0  /* 1-D */
                : group > 1 && w[1] == 1   ? 1  /* depthwise */
+               : group == 1 && w[1] <= 4 && w[1] * taps >= CPU_COST_DEEP_STEM ? 0
                : group == 1 && w[1] <= 4  ? 2  /* stem */
                : taps == 1                ? 3  /* 1x1 */
                                           : 4;
