@@ -139,6 +139,28 @@ static pl_status *pl_model_adopt(pl_runtime *rt, pl_model *m, pl_graph *next, co
     return noted ? NULL : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
 }
 
+/* Runs PASS (one node a call: pl_graph_inline_ifs, pl_graph_hoist_loop_invariants)
+ * on M's graph until it changes nothing, adopting each result (WHAT notes
+ * one whose types did not infer, which is then kept as it was); at most 64
+ * calls. */
+static pl_status *pl_model_adopt_each(pl_runtime *rt, pl_model *m,
+                                      pl_status *(*pass)(const pl_graph *, pl_graph **,
+                                                         pl_rewrites *),
+                                      const char *what)
+{
+    for (int k = 0; k < 64; k++) {
+        pl_graph *next = NULL;
+        pl_status *st = pass(m->graph, &next, &m->rewrites);
+        if (st != NULL || next == NULL)
+            return st;
+        const pl_graph *before = m->graph;
+        PL_RETURN_IF_ERROR(pl_model_adopt(rt, m, next, what));
+        if (m->graph == before)
+            return NULL; /* its types did not infer: noted, kept */
+    }
+    return NULL;
+}
+
 /* Runs the optimiser's passes from FIRST on M's graph (validated, types
  * inferred), at the level backend.ini sets: 0 the no-op elimination, 1
  * the rewrites before folding, 2 constant folding, 3 pl_graph_fuse. Each
@@ -168,28 +190,11 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                     st = pl_model_adopt(rt, m, next, "f16: left as it is");
                 next = NULL;
             }
-            for (int k = 0; st == NULL && k < 64; k++) { /* one Loop a call */
-                st = pl_graph_hoist_loop_invariants(m->graph, &next, &m->rewrites);
-                if (st == NULL && next == NULL)
-                    break;
-                const pl_graph *before = m->graph;
-                if (st == NULL)
-                    st = pl_model_adopt(rt, m, next, "Loop: carried values left as they are");
-                next = NULL;
-                if (m->graph == before)
-                    break;
-            }
-            for (int k = 0; st == NULL && k < 64; k++) { /* one If a call */
-                st = pl_graph_inline_ifs(m->graph, &next, &m->rewrites);
-                if (st == NULL && next == NULL)
-                    break;
-                const pl_graph *before = m->graph;
-                if (st == NULL)
-                    st = pl_model_adopt(rt, m, next, "If: left as it is");
-                next = NULL;
-                if (m->graph == before)
-                    break; /* its types did not infer: noted, kept */
-            }
+            if (st == NULL)
+                st = pl_model_adopt_each(rt, m, pl_graph_hoist_loop_invariants,
+                                         "Loop: carried values left as they are");
+            if (st == NULL)
+                st = pl_model_adopt_each(rt, m, pl_graph_inline_ifs, "If: left as it is");
             if (st == NULL)
                 st = pl_graph_sum_to_adds(m->graph, &next, &m->rewrites);
             if (st == NULL && next != NULL)

@@ -1560,15 +1560,21 @@ static void gemm_check(json_t *root, const char *cfg)
 /* MatMul of a 2-D input by a constant, then Add of a constant vector (on
  * the Add's left) becomes one Gemm; with a 3-D input (mm3) and weights
  * under 1 MiB it stays (matmul_rows_merged has bigger ones). */
-static void case_matmul_gemm(void)
+/* Writes FILE: an [8, 5] matrix w (offset 0) and a [5] vector b (offset
+ * 192), the weights of a product plus a bias. */
+static void write_gemm_weights(const char *file)
 {
     static float w[8 * 5], b[5];
     for (int k = 0; k < 40; k++)
         w[k] = 0.1f * (float)((k * 3) % 7 - 3);
     for (int k = 0; k < 5; k++)
         b[k] = 0.2f * (float)k - 0.5f;
-    write_sidecar("gemm.weights", (const void *const[]){w, b}, (const size_t[]){sizeof w, sizeof b},
-                  2);
+    write_sidecar(file, (const void *const[]){w, b}, (const size_t[]){sizeof w, sizeof b}, 2);
+}
+
+static void case_matmul_gemm(void)
+{
+    write_gemm_weights("gemm.weights");
     const char *path = write_model(
         "gemm.json",
         "{\"format\":\"plinth-graph\",\"version\":1,"
@@ -1615,13 +1621,7 @@ static void dead_fusion_check(json_t *root, const char *cfg)
  * too, and the load failed with "input ... is not defined by any node". */
 static void case_dead_fusion_dropped(void)
 {
-    static float w[8 * 5], b[5];
-    for (int k = 0; k < 40; k++)
-        w[k] = 0.1f * (float)((k * 3) % 7 - 3);
-    for (int k = 0; k < 5; k++)
-        b[k] = 0.2f * (float)k - 0.5f;
-    write_sidecar("dead_gemm.weights", (const void *const[]){w, b},
-                  (const size_t[]){sizeof w, sizeof b}, 2);
+    write_gemm_weights("dead_gemm.weights");
     const char *path = write_model(
         "dead_gemm.json",
         "{\"format\":\"plinth-graph\",\"version\":1,"
