@@ -801,6 +801,24 @@ class OnnxTest(unittest.TestCase):
             self.assertEqual(s.describe()["staged"]["tails_planned"], len(counts))
             self.assertGreater(s.describe()["staged"]["tail_nodes"], 3)
 
+        # a graph output declared with the size its export traced (PyThaiNLP's
+        # thai2rom decoder: attention over 11 positions, declared [1, 11]) is
+        # the size the run computes from the input's open length, as ONNX
+        # Runtime returns it; the declared 11 is no contract
+        def stale_output(h, T):
+            return h.make_graph(
+                [h.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0),
+                 h.make_node("Softmax", ["s"], ["attn"], axis=-1)], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, [1, "L", 4])],
+                [h.make_tensor_value_info("attn", T.FLOAT, [1, 11])],
+                [h.make_tensor("ax", T.INT64, [1], [2])])
+        with self.rt.load_model(onnx_model("stale_output.onnx", stale_output)).session() as s:
+            self.assertEqual([o.shape for o in s.outputs], [(1, -1)])
+            for n in (9, 11, 13):
+                x = rng.standard_normal((1, n, 4)).astype(np.float32)
+                e = np.exp(x.sum(-1) - x.sum(-1).max())
+                np.testing.assert_allclose(s.run({"x": x})["attn"], e / e.sum(), rtol=1e-5)
+
         def nonzero_any(h, T):  # NonZero counts NaN and -0.0 the C way
             return h.make_graph(
                 [h.make_node("NonZero", ["x"], ["idx"])], "g",

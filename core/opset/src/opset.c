@@ -513,6 +513,7 @@ struct pl_infer_ctx {
     pl_infer_out *outs;        /* node outputs; grows to the widest node */
     size_t cap_outs;
     bool body;                 /* a control-flow body (its session is never staged) */
+    bool open_inputs;          /* a graph input's rank or a dim of it is unknown */
 };
 
 const pl_graph *pl_infer_graph(const pl_infer_ctx *ctx)
@@ -1209,14 +1210,18 @@ static pl_status *pl_infer_write_output(pl_infer_ctx *ctx, size_t o)
         }
         return pl_graph_set_type(ctx->g, tid, dtype, ndim, dims, params);
     }
-    /* A dim inference leaves unknown keeps the declared one on a graph
-     * output (the model's contract: a kernel checks its value at run
-     * time), where inference knows nothing of the output (no rank), and in
-     * a body, whose session plans static shapes. Elsewhere a declared dim
-     * is the size an exporter traced (torchvision's detectors declare 150
-     * rows after NonMaxSuppression), and the session is staged instead
-     * (stage.h), planning the size the run computes. */
-    bool trust_declared = inf->ndim < 0 || ctx->body || t->is_output;
+    /* A dim inference leaves unknown keeps the declared one where
+     * inference knows nothing of the output (no rank), in a body, whose
+     * session plans static shapes, and on a graph output of a graph whose
+     * inputs' shapes are all known (the model's contract: a kernel checks
+     * its value at run time). Elsewhere a declared dim is the size an
+     * exporter traced (torchvision's detectors declare 150 rows after
+     * NonMaxSuppression; PyThaiNLP's thai2rom decoder declares its
+     * attention output [1, 11], the length of the input its export saw,
+     * while the input's length is open), and the session is staged
+     * instead (stage.h), planning the size the run computes, which is
+     * what the caller gets (ONNX Runtime warns and returns it). */
+    bool trust_declared = inf->ndim < 0 || ctx->body || (t->is_output && !ctx->open_inputs);
     if (ndim < 0)
         ndim = t->ndim;
     for (int32_t d = 0; d < ndim; d++) {
@@ -1512,6 +1517,12 @@ static pl_status *pl_opset_infer_in(const pl_opset *set, pl_graph *g, bool body)
         return pl_status_create(PL_CODE_FAILED_PRECONDITION,
                                 "shape inference: the graph is not validated");
     pl_infer_ctx ctx = {.g = g, .set = set, .n_tensors = pl_graph_tensor_count(g), .body = body};
+    for (size_t i = 0; !body && i < pl_graph_input_count(g); i++) {
+        const pl_graph_tensor *in = pl_graph_get_tensor(g, pl_graph_input(g, i));
+        for (int32_t d = 0; d < in->ndim; d++)
+            ctx.open_inputs |= in->dims[d] < 0;
+        ctx.open_inputs |= in->ndim < 0;
+    }
     /* A graph of ai.onnx opset 1 to 6 is converted node by node as the walk
      * reaches it, when the types of the node's inputs are known. */
     int64_t imported = pl_graph_opset(g, "");
