@@ -195,6 +195,8 @@ struct pl_alg {
     size_t n_crops;
     struct pl_alg_qconv *qconvs;
     size_t n_qconvs;
+    struct pl_alg_qmm *qmms;
+    size_t n_qmms;
     struct pl_alg_scatter *scatters;
     size_t n_scatters;
     struct pl_alg_flat *flats;
@@ -1670,6 +1672,118 @@ static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
     return NULL;
 }
 
+/* DequantizeLinear -> MatMul with constant int8 weights: the product in
+ * integers (ONNX Runtime's quantizer writes static int8 transformers, its
+ * QDQ format, so; ONNX Runtime runs them as integer products). Written as
+ * MatMulInteger(x_q, W_q, x_zp) -> Cast to f32 -> Mul by x_scale * w_scale
+ * (one, or one per column), the chain quantize_dynamic writes and the
+ * backends run as one int8 product: the i32 sums are exact, so the result
+ * is the float graph's up to f32 rounding (closer to exact than float
+ * sums), whatever reads it (usually the next QuantizeLinear). Only with
+ * [graph] qdq = int8; weights i8 with zero points 0 (symmetric, as the
+ * quantizer writes them), x one 8-bit activation with one scale. */
+struct pl_alg_qmm {
+    pl_nid mm;
+    pl_tid xq, xs, xz, wq, ws, wz; /* wz may be PL_TID_NONE */
+};
+
+static pl_status *pl_alg_qdq_matmul(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *mm = pl_graph_get_node(g, id);
+    if (!a->qdq_int8 || strcmp(mm->op, "MatMul") != 0 || !pl_alg_default_domain(mm) ||
+        mm->n_inputs != 2 || mm->n_outputs != 1 || mm->outputs[0] == PL_TID_NONE ||
+        !pl_alg_replaceable(a, mm->outputs[0]))
+        return NULL;
+    const pl_graph_node *dx = pl_alg_writer(g, mm->inputs[0], "DequantizeLinear");
+    const pl_graph_node *dw = pl_alg_writer(g, mm->inputs[1], "DequantizeLinear");
+    if (dx == NULL || dw == NULL || dx->inputs[0] == PL_TID_NONE ||
+        !pl_alg_act_qparams(g, dx, dx->inputs[0]) ||
+        pl_graph_get_tensor(g, dx->inputs[0])->ndim < 2)
+        return NULL;
+    const pl_graph_tensor *wq = pl_graph_get_tensor(g, dw->inputs[0]);
+    if (wq->data == NULL || !PL_DTYPE_EQ(wq->dtype, PL_DTYPE_I8) || wq->ndim != 2 ||
+        dw->n_inputs < 2 || pl_alg_attr_int(dw, "block_size", 0))
+        return NULL;
+    int64_t n = wq->dims[1];
+    int64_t ns = pl_alg_const_elems(g, dw->inputs[1], PL_DTYPE_F32);
+    int64_t axis = pl_alg_attr_int(dw, "axis", 1);
+    if (ns != 1 && !(ns == n && (axis == 1 || axis == -1)))
+        return NULL;
+    pl_tid wz = dw->n_inputs > 2 ? dw->inputs[2] : PL_TID_NONE;
+    if (wz != PL_TID_NONE) {
+        int64_t nz = pl_alg_const_elems(g, wz, PL_DTYPE_I8);
+        const int8_t *z = pl_graph_get_tensor(g, wz)->data;
+        if (nz < 1)
+            return NULL;
+        for (int64_t k = 0; k < nz; k++)
+            if (z[k] != 0)
+                return NULL;
+    }
+    a->qmms[a->n_qmms++] = (struct pl_alg_qmm){.mm = id, .xq = dx->inputs[0],
+                                               .xs = dx->inputs[1], .xz = dx->inputs[2],
+                                               .wq = dw->inputs[0], .ws = dw->inputs[1],
+                                               .wz = wz};
+    a->drop[id] = true;
+    if (!pl_rewrites_add(a->rewrites,
+                         "DequantizeLinear -> MatMul '%s' (int8 weights) run as MatMulInteger "
+                         "-> Cast -> Mul by the scales' product (integer sums, as ONNX Runtime "
+                         "runs QDQ products; [graph] qdq = float keeps the float graph)",
+                         mm->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* Writes product P into COPY: MatMulInteger -> Cast -> Mul, the last
+ * writing the MatMul's output under the MatMul's name; the scales' product
+ * a Mul of the two constants, which folding computes. */
+static pl_status *pl_alg_write_qmm(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                   const struct pl_alg_qmm *p)
+{
+    const pl_graph_node *mm = pl_graph_get_node(g, p->mm);
+    const char *base = mm->name;
+    char *ni = pl_alg_name(copy, base, "MatMulInteger", true);
+    char *ti = pl_alg_name(copy, base, "MatMulInteger_out", false);
+    char *nc = pl_alg_name(copy, base, "Cast", true);
+    char *tc = pl_alg_name(copy, base, "Cast_out", false);
+    char *ns = pl_alg_name(copy, base, "scale", true);
+    char *ts = pl_alg_name(copy, base, "scale_out", false);
+    pl_status *st = NULL;
+    if (ni == NULL || ti == NULL || nc == NULL || tc == NULL || ns == NULL || ts == NULL)
+        st = pl_alg_oom();
+    const char *ins[4] = {pl_graph_get_tensor(g, alias[p->xq])->name,
+                          pl_graph_get_tensor(g, alias[p->wq])->name,
+                          pl_graph_get_tensor(g, alias[p->xz])->name,
+                          p->wz != PL_TID_NONE ? pl_graph_get_tensor(g, alias[p->wz])->name : NULL};
+    const char *out = ti;
+    if (st == NULL)
+        st = pl_graph_add_node(copy, ni, "MatMulInteger", "", ins, p->wz != PL_TID_NONE ? 4 : 3,
+                               &out, 1, NULL);
+    pl_nid cast;
+    const char *cin = ti;
+    out = tc;
+    if (st == NULL)
+        st = pl_graph_add_node(copy, nc, "Cast", "", &cin, 1, &out, 1, &cast);
+    if (st == NULL)
+        st = pl_graph_attr_int(copy, cast, "to", 1 /* FLOAT */);
+    const char *sins[2] = {pl_graph_get_tensor(g, alias[p->xs])->name,
+                           pl_graph_get_tensor(g, alias[p->ws])->name};
+    out = ts;
+    if (st == NULL)
+        st = pl_graph_add_node(copy, ns, "Mul", "", sins, 2, &out, 1, NULL);
+    const char *mins[2] = {tc, ts};
+    out = pl_graph_get_tensor(g, mm->outputs[0])->name;
+    if (st == NULL)
+        st = pl_graph_add_node(copy, base, "Mul", "", mins, 2, &out, 1, NULL);
+    pl_free(ni);
+    pl_free(ti);
+    pl_free(nc);
+    pl_free(tc);
+    pl_free(ns);
+    pl_free(ts);
+    return st;
+}
+
 /* Gives node ID of COPY the int, float, ints, floats and string attributes
  * of N (the kinds the ops these rewrites copy have). */
 static pl_status *pl_alg_copy_attrs(pl_graph *copy, pl_nid id, const pl_graph_node *n)
@@ -2024,6 +2138,16 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
                 for (size_t j = 0; j < 9; j++)
                     if (a->qconvs[k].in[j] != PL_TID_NONE)
                         needed[a->alias[a->qconvs[k].in[j]]] = true;
+        /* an int8 product reads the quantized values and their parameters */
+        for (size_t k = 0; k < a->n_qmms; k++)
+            if (a->qmms[k].mm == id) {
+                const struct pl_alg_qmm *q = &a->qmms[k];
+                const pl_tid ts[6] = {q->xq, q->xs, q->xz, q->wq, q->ws, q->wz};
+                for (size_t j = 0; j < 6; j++)
+                    if (ts[j] != PL_TID_NONE)
+                        needed[a->alias[ts[j]]] = true;
+                reads = false;
+            }
         /* a batch norm folded into a MatMul: its input and parameters
          * feed the Add in its place and the new weights */
         for (size_t k = 0; k < a->n_bnmms; k++)
@@ -2388,6 +2512,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     a.qconvs = pl_calloc(nn ? nn : 1, sizeof *a.qconvs);
+    a.qmms = pl_calloc(nn ? nn : 1, sizeof *a.qmms);
     a.scatters = pl_calloc(nn ? nn : 1, sizeof *a.scatters);
     a.flats = pl_calloc(nn ? nn : 1, sizeof *a.flats);
     a.luts = pl_calloc(nn ? nn : 1, sizeof *a.luts);
@@ -2396,7 +2521,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
         a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
-        a.qconvs == NULL || a.scatters == NULL || a.flats == NULL || a.luts == NULL ||
+        a.qconvs == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL || a.luts == NULL ||
         a.pos == NULL || a.dead == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
@@ -2411,6 +2536,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_qdq_conv(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_qdq_matmul(&a, order[i]);
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_bn(&a, order[i]);
@@ -2463,7 +2591,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_graph *copy = NULL;
     if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_einsums + a.n_bmms + a.n_gemms + a.n_perms +
                               a.n_crops +
-                              a.n_qconvs + a.n_scatters + a.n_flats + a.n_luts +
+                              a.n_qconvs + a.n_qmms + a.n_scatters + a.n_flats + a.n_luts +
                               n_requant + n_dead >
                           0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
@@ -2509,6 +2637,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qconvs; k++)
         if (!a.dead[a.qconvs[k].q])
             st = pl_alg_write_qconv(g, a.alias, copy, &a.qconvs[k]);
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qmms; k++)
+        if (!a.dead[a.qmms[k].mm])
+            st = pl_alg_write_qmm(g, a.alias, copy, &a.qmms[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_scatters; k++)
         if (!a.dead[a.scatters[k].node])
             st = pl_alg_write_scatter(g, &a, copy, &a.scatters[k]);
@@ -2538,6 +2669,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.perms);
     pl_free(a.crops);
     pl_free(a.qconvs);
+    pl_free(a.qmms);
     pl_free(a.scatters);
     pl_free(a.flats);
     pl_free(a.luts);
