@@ -1672,7 +1672,7 @@ static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
     return NULL;
 }
 
-/* DequantizeLinear -> MatMul with constant int8 weights: the product in
+/* DequantizeLinear -> MatMul (or Gemm) with constant int8 weights: the product in
  * integers (ONNX Runtime's quantizer writes static int8 transformers, its
  * QDQ format, so; ONNX Runtime runs them as integer products). Written as
  * MatMulInteger(x_q, W_q, x_zp) -> Cast to f32 -> Mul by x_scale * w_scale
@@ -1681,19 +1681,37 @@ static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
  * is the float graph's up to f32 rounding (closer to exact than float
  * sums), whatever reads it (usually the next QuantizeLinear). Only with
  * [graph] qdq = int8; weights i8 with zero points 0 (symmetric, as the
- * quantizer writes them), x one 8-bit activation with one scale. */
+ * quantizer writes them), x one 8-bit activation with one scale. A Gemm
+ * (PyTorch 1.x writes a 2-D Linear so: transB, the bias C) of alpha and
+ * beta 1, A not transposed, gets the same chain, its weights transposed by
+ * a Transpose that folding computes, then an Add of C. */
 struct pl_alg_qmm {
     pl_nid mm;
     pl_tid xq, xs, xz, wq, ws, wz; /* wz may be PL_TID_NONE */
+    bool trans_b;                 /* a Gemm's B is [N, K] */
+    pl_tid c;                     /* a Gemm's C, or PL_TID_NONE */
 };
+
+static float pl_alg_attr_f(const pl_graph_node *n, const char *name, float dflt)
+{
+    const pl_attr *a = pl_graph_node_attr(n, name);
+    return a != NULL && a->kind == PL_ATTR_FLOAT ? a->f : dflt;
+}
 
 static pl_status *pl_alg_qdq_matmul(struct pl_alg *a, pl_nid id)
 {
     const pl_graph *g = a->g;
     const pl_graph_node *mm = pl_graph_get_node(g, id);
-    if (!a->qdq_int8 || strcmp(mm->op, "MatMul") != 0 || !pl_alg_default_domain(mm) ||
-        mm->n_inputs != 2 || mm->n_outputs != 1 || mm->outputs[0] == PL_TID_NONE ||
+    bool gemm = strcmp(mm->op, "Gemm") == 0;
+    if (!a->qdq_int8 || (!gemm && strcmp(mm->op, "MatMul") != 0) ||
+        !pl_alg_default_domain(mm) || mm->n_inputs < 2 || mm->n_inputs > (gemm ? 3u : 2u) ||
+        mm->n_outputs != 1 || mm->outputs[0] == PL_TID_NONE ||
         !pl_alg_replaceable(a, mm->outputs[0]))
+        return NULL;
+    bool trans_b = gemm && pl_alg_attr_int(mm, "transB", 0) != 0;
+    pl_tid c = gemm && mm->n_inputs > 2 ? mm->inputs[2] : PL_TID_NONE;
+    if (gemm && (pl_alg_attr_int(mm, "transA", 0) != 0 || pl_alg_attr_f(mm, "alpha", 1.0f) != 1.0f ||
+                 (c != PL_TID_NONE && pl_alg_attr_f(mm, "beta", 1.0f) != 1.0f)))
         return NULL;
     const pl_graph_node *dx = pl_alg_writer(g, mm->inputs[0], "DequantizeLinear");
     const pl_graph_node *dw = pl_alg_writer(g, mm->inputs[1], "DequantizeLinear");
@@ -1705,10 +1723,10 @@ static pl_status *pl_alg_qdq_matmul(struct pl_alg *a, pl_nid id)
     if (wq->data == NULL || !PL_DTYPE_EQ(wq->dtype, PL_DTYPE_I8) || wq->ndim != 2 ||
         dw->n_inputs < 2 || pl_alg_attr_int(dw, "block_size", 0))
         return NULL;
-    int64_t n = wq->dims[1];
+    int64_t n = wq->dims[trans_b ? 0 : 1];
     int64_t ns = pl_alg_const_elems(g, dw->inputs[1], PL_DTYPE_F32);
     int64_t axis = pl_alg_attr_int(dw, "axis", 1);
-    if (ns != 1 && !(ns == n && (axis == 1 || axis == -1)))
+    if (ns != 1 && !(ns == n && (trans_b ? axis == 0 || axis == -2 : axis == 1 || axis == -1)))
         return NULL;
     pl_tid wz = dw->n_inputs > 2 ? dw->inputs[2] : PL_TID_NONE;
     if (wz != PL_TID_NONE) {
@@ -1723,13 +1741,14 @@ static pl_status *pl_alg_qdq_matmul(struct pl_alg *a, pl_nid id)
     a->qmms[a->n_qmms++] = (struct pl_alg_qmm){.mm = id, .xq = dx->inputs[0],
                                                .xs = dx->inputs[1], .xz = dx->inputs[2],
                                                .wq = dw->inputs[0], .ws = dw->inputs[1],
-                                               .wz = wz};
+                                               .wz = trans_b ? PL_TID_NONE : wz,
+                                               .trans_b = trans_b, .c = c};
     a->drop[id] = true;
     if (!pl_rewrites_add(a->rewrites,
-                         "DequantizeLinear -> MatMul '%s' (int8 weights) run as MatMulInteger "
-                         "-> Cast -> Mul by the scales' product (integer sums, as ONNX Runtime "
+                         "DequantizeLinear -> %s '%s' (int8 weights) run as MatMulInteger "
+                         "-> Cast -> Mul by the scales' product%s (integer sums, as ONNX Runtime "
                          "runs QDQ products; [graph] qdq = float keeps the float graph)",
-                         mm->name))
+                         mm->op, mm->name, c != PL_TID_NONE ? " -> Add of C" : ""))
         return pl_alg_oom();
     return NULL;
 }
@@ -1748,11 +1767,24 @@ static pl_status *pl_alg_write_qmm(const pl_graph *g, const pl_tid *alias, pl_gr
     char *tc = pl_alg_name(copy, base, "Cast_out", false);
     char *ns = pl_alg_name(copy, base, "scale", true);
     char *ts = pl_alg_name(copy, base, "scale_out", false);
+    char *nt = pl_alg_name(copy, base, "weights_T", true);
+    char *tt = pl_alg_name(copy, base, "weights_T_out", false);
+    char *nm = pl_alg_name(copy, base, "Mul", true);
+    char *tm = pl_alg_name(copy, base, "Mul_out", false);
     pl_status *st = NULL;
-    if (ni == NULL || ti == NULL || nc == NULL || tc == NULL || ns == NULL || ts == NULL)
+    if (ni == NULL || ti == NULL || nc == NULL || tc == NULL || ns == NULL || ts == NULL ||
+        nt == NULL || tt == NULL || nm == NULL || tm == NULL)
         st = pl_alg_oom();
-    const char *ins[4] = {pl_graph_get_tensor(g, alias[p->xq])->name,
-                          pl_graph_get_tensor(g, alias[p->wq])->name,
+    const char *wname = pl_graph_get_tensor(g, alias[p->wq])->name;
+    if (st == NULL && p->trans_b) { /* [N, K] -> [K, N], computed by folding */
+        pl_nid tr;
+        const char *tout = tt;
+        st = pl_graph_add_node(copy, nt, "Transpose", "", &wname, 1, &tout, 1, &tr);
+        if (st == NULL)
+            st = pl_graph_attr_ints(copy, tr, "perm", (const int64_t[]){1, 0}, 2);
+        wname = tt;
+    }
+    const char *ins[4] = {pl_graph_get_tensor(g, alias[p->xq])->name, wname,
                           pl_graph_get_tensor(g, alias[p->xz])->name,
                           p->wz != PL_TID_NONE ? pl_graph_get_tensor(g, alias[p->wz])->name : NULL};
     const char *out = ti;
@@ -1772,9 +1804,19 @@ static pl_status *pl_alg_write_qmm(const pl_graph *g, const pl_tid *alias, pl_gr
     if (st == NULL)
         st = pl_graph_add_node(copy, ns, "Mul", "", sins, 2, &out, 1, NULL);
     const char *mins[2] = {tc, ts};
-    out = pl_graph_get_tensor(g, mm->outputs[0])->name;
+    out = p->c != PL_TID_NONE ? tm : pl_graph_get_tensor(g, mm->outputs[0])->name;
     if (st == NULL)
-        st = pl_graph_add_node(copy, base, "Mul", "", mins, 2, &out, 1, NULL);
+        st = pl_graph_add_node(copy, p->c != PL_TID_NONE ? nm : base, "Mul", "", mins, 2, &out,
+                               1, NULL);
+    const char *ains[2] = {tm, p->c != PL_TID_NONE ? pl_graph_get_tensor(g, alias[p->c])->name
+                                                   : NULL};
+    out = pl_graph_get_tensor(g, mm->outputs[0])->name;
+    if (st == NULL && p->c != PL_TID_NONE)
+        st = pl_graph_add_node(copy, base, "Add", "", ains, 2, &out, 1, NULL);
+    pl_free(nt);
+    pl_free(tt);
+    pl_free(nm);
+    pl_free(tm);
     pl_free(ni);
     pl_free(ti);
     pl_free(nc);
@@ -2142,8 +2184,8 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
         for (size_t k = 0; k < a->n_qmms; k++)
             if (a->qmms[k].mm == id) {
                 const struct pl_alg_qmm *q = &a->qmms[k];
-                const pl_tid ts[6] = {q->xq, q->xs, q->xz, q->wq, q->ws, q->wz};
-                for (size_t j = 0; j < 6; j++)
+                const pl_tid ts[7] = {q->xq, q->xs, q->xz, q->wq, q->ws, q->wz, q->c};
+                for (size_t j = 0; j < 7; j++)
                     if (ts[j] != PL_TID_NONE)
                         needed[a->alias[ts[j]]] = true;
                 reads = false;

@@ -576,21 +576,30 @@ static void case_qdq_conv_fused(void)
  * quantizer writes a transformer's products (pipecat's smart-turn): x u8
  * [3, 8] at one scale and zero point, W i8 [8, 5] with one scale per
  * column and zero points 0 (WZ_BAD: one of them 3, which no integer
- * product here takes); y its Abs (a graph output is not rewritten). */
-static const char *qdq_matmul_model(int wz_bad)
+ * product here takes); y its Abs (a graph output is not rewritten). GEMM:
+ * the same product as PyTorch 1.x writes a Linear, a Gemm of W^T [5, 8]
+ * (transB, scales on axis 0) and a bias C. */
+static float qdq_gemm_c(int n)
+{
+    return 0.25f * (float)n - 0.4f;
+}
+
+static const char *qdq_matmul_model(int wz_bad, int gemm)
 {
     static int8_t w[8 * 5], wz[5];
-    static float ws[5];
+    static float ws[5], c[5];
     static const float s_in = 0.0173f;
     static const uint8_t z_in = 131;
-    for (int i = 0; i < 40; i++)
-        w[i] = (int8_t)((i * 53 % 255) - 127);
+    for (int k = 0; k < 8; k++)
+        for (int n = 0; n < 5; n++)
+            w[gemm ? n * 8 + k : k * 5 + n] = (int8_t)(((k * 5 + n) * 53 % 255) - 127);
     for (int n = 0; n < 5; n++) {
         ws[n] = 0.0031f * (float)(n + 2);
         wz[n] = (int8_t)(wz_bad && n == 2 ? 3 : 0);
+        c[n] = qdq_gemm_c(n);
     }
-    write_sidecar("qdqm.weights", (const void *const[]){&s_in, &z_in, w, ws, wz},
-                  (const size_t[]){4, 1, sizeof w, sizeof ws, sizeof wz}, 5);
+    write_sidecar("qdqm.weights", (const void *const[]){&s_in, &z_in, w, ws, wz, c},
+                  (const size_t[]){4, 1, sizeof w, sizeof ws, sizeof wz, sizeof c}, 6);
     static char json[4096];
     snprintf(json, sizeof json,
              "{\"format\":\"plinth-graph\",\"version\":1,"
@@ -600,18 +609,21 @@ static const char *qdq_matmul_model(int wz_bad)
              "{\"name\":\"xq\",\"dtype\":\"u8\",\"shape\":[3,8]},"
              "{\"name\":\"s_in\",\"dtype\":\"f32\",\"shape\":[],\"data\":{\"offset\":0,\"length\":4}},"
              "{\"name\":\"z_in\",\"dtype\":\"u8\",\"shape\":[],\"data\":{\"offset\":64,\"length\":1}},"
-             "{\"name\":\"w\",\"dtype\":\"i8\",\"shape\":[8,5],"
+             "{\"name\":\"w\",\"dtype\":\"i8\",\"shape\":[%s],"
              "\"data\":{\"offset\":128,\"length\":40}},"
              "{\"name\":\"ws\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":192,\"length\":20}},"
-             "{\"name\":\"wz\",\"dtype\":\"i8\",\"shape\":[5],\"data\":{\"offset\":256,\"length\":5}}],"
+             "{\"name\":\"wz\",\"dtype\":\"i8\",\"shape\":[5],\"data\":{\"offset\":256,\"length\":5}},"
+             "{\"name\":\"c\",\"dtype\":\"f32\",\"shape\":[5],\"data\":{\"offset\":320,\"length\":20}}],"
              "\"nodes\":["
              "{\"name\":\"dqx\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s_in\",\"z_in\"],"
              "\"outputs\":[\"xd\"]},"
              "{\"name\":\"dqw\",\"op\":\"DequantizeLinear\",\"inputs\":[\"w\",\"ws\",\"wz\"],"
-             "\"outputs\":[\"wd\"],\"attributes\":{\"axis\":{\"int\":1}}},"
-             "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"xd\",\"wd\"],\"outputs\":[\"p\"]},"
-             "{\"name\":\"abs\",\"op\":\"Abs\",\"inputs\":[\"p\"],\"outputs\":[\"y\"]}]}");
-    return write_model(wz_bad ? "qdqm_bad.json" : "qdqm.json", json);
+             "\"outputs\":[\"wd\"],\"attributes\":{\"axis\":{\"int\":%d}}},"
+             "{\"name\":\"mm\",\"op\":\"%s\",\"inputs\":[\"xd\",\"wd\"%s],\"outputs\":[\"p\"]%s},"
+             "{\"name\":\"abs\",\"op\":\"Abs\",\"inputs\":[\"p\"],\"outputs\":[\"y\"]}]}",
+             gemm ? "5,8" : "8,5", gemm ? 0 : 1, gemm ? "Gemm" : "MatMul", gemm ? ",\"c\"" : "",
+             gemm ? ",\"attributes\":{\"transB\":{\"int\":1}}" : "");
+    return write_model(wz_bad ? "qdqm_bad.json" : gemm ? "qdqg.json" : "qdqm.json", json);
 }
 
 /* Y (3x5, |the product|) of the model at PATH for XQ under LEVEL_QDQ on
@@ -636,10 +648,11 @@ static void qdq_matmul_run(const char *path, const char *level_qdq, const uint8_
     pl_runtime_destroy(rt);
 }
 
-/* With qdq = int8 the product runs in integers: each result the exact i32
- * sum times x_scale * w_scale (one f32 multiply), within f32 rounding of
- * the float graph; qdq = float keeps the graph as written; a weight zero
- * point other than 0 keeps it too. */
+/* With qdq = int8 the product (MatMul, or Gemm with transB and C) runs in
+ * integers: each result the exact i32 sum times x_scale * w_scale (one f32
+ * multiply, then C), within f32 rounding of the float graph; qdq = float
+ * keeps the graph as written; a weight zero point other than 0 keeps it
+ * too. */
 static void case_qdq_matmul_fused(void)
 {
     uint8_t xq[24];
@@ -647,29 +660,34 @@ static void case_qdq_matmul_fused(void)
         xq[i] = (uint8_t)(i * 97 % 256);
     float got[15], kept[15], as_written[15];
     bool fused;
-    const char *path = qdq_matmul_model(0);
-    qdq_matmul_run(path, "all", xq, got, &fused);
-    TH_CHECK(fused, "qdq = int8: the QDQ product was not made an integer one");
     const float s_in = 0.0173f;
-    for (int i = 0; i < 3; i++)
-        for (int n = 0; n < 5; n++) {
-            int32_t sum = 0;
-            for (int k = 0; k < 8; k++)
-                sum += ((int32_t)xq[i * 8 + k] - 131) * (int8_t)(((k * 5 + n) * 53 % 255) - 127);
-            float want = fabsf((float)sum * (s_in * (0.0031f * (float)(n + 2))));
-            TH_CHECK(got[i * 5 + n] == want, "y[%d,%d] = %.9g, the integer product %.9g", i, n,
-                     got[i * 5 + n], want);
-        }
-    qdq_matmul_run(path, "none", xq, as_written, &fused);
-    for (int i = 0; i < 15; i++)
-        TH_CHECK(fabsf(got[i] - as_written[i]) <= 1e-5f * (1.0f + fabsf(as_written[i])),
-                 "y[%d] = %.9g in integers, %.9g as written", i, got[i], as_written[i]);
+    for (int gemm = 1; gemm >= 0; gemm--) {
+        qdq_matmul_run(qdq_matmul_model(0, gemm), "all", xq, got, &fused);
+        TH_CHECK(fused, "qdq = int8: the QDQ %s was not made an integer product",
+                 gemm ? "Gemm" : "MatMul");
+        for (int i = 0; i < 3; i++)
+            for (int n = 0; n < 5; n++) {
+                int32_t sum = 0;
+                for (int k = 0; k < 8; k++)
+                    sum += ((int32_t)xq[i * 8 + k] - 131) *
+                           (int8_t)(((k * 5 + n) * 53 % 255) - 127);
+                float v = (float)sum * (s_in * (0.0031f * (float)(n + 2)));
+                float want = fabsf(gemm ? v + qdq_gemm_c(n) : v);
+                TH_CHECK(got[i * 5 + n] == want, "%s: y[%d,%d] = %.9g, the integer product %.9g",
+                         gemm ? "Gemm" : "MatMul", i, n, got[i * 5 + n], want);
+            }
+        qdq_matmul_run(qdq_matmul_model(0, gemm), "none", xq, as_written, &fused);
+        for (int i = 0; i < 15; i++)
+            TH_CHECK(fabsf(got[i] - as_written[i]) <= 1e-5f * (1.0f + fabsf(as_written[i])),
+                     "y[%d] = %.9g in integers, %.9g as written", i, got[i], as_written[i]);
+    }
+    const char *path = qdq_matmul_model(0, 0); /* as_written: the MatMul's, run last */
     qdq_matmul_run(path, "all\nqdq = float", xq, kept, &fused);
     TH_CHECK(!fused, "qdq = float: the QDQ product was fused");
     for (int i = 0; i < 15; i++)
         TH_CHECK(kept[i] == as_written[i], "qdq = float: y[%d] = %g, as written %g", i, kept[i],
                  as_written[i]);
-    qdq_matmul_run(qdq_matmul_model(1), "all", xq, got, &fused);
+    qdq_matmul_run(qdq_matmul_model(1, 0), "all", xq, got, &fused);
     TH_CHECK(!fused, "a weight zero point other than 0 was fused");
 }
 
