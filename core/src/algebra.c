@@ -234,6 +234,12 @@ static int64_t pl_alg_attr_int(const pl_graph_node *n, const char *name, int64_t
     return a != NULL && a->kind == PL_ATTR_INT ? a->i : dflt;
 }
 
+static double pl_alg_attr_f(const pl_graph_node *n, const char *name, double dflt)
+{
+    const pl_attr *a = pl_graph_node_attr(n, name);
+    return a != NULL && a->kind == PL_ATTR_FLOAT ? a->f : dflt;
+}
+
 /* ---- shape computations --------------------------------------------------- */
 
 /* The dims Shape node N gives (its start/end applied): *OUT_FIRST indexes
@@ -1692,11 +1698,6 @@ struct pl_alg_qmm {
     pl_tid c;                     /* a Gemm's C, or PL_TID_NONE */
 };
 
-static float pl_alg_attr_f(const pl_graph_node *n, const char *name, float dflt)
-{
-    const pl_attr *a = pl_graph_node_attr(n, name);
-    return a != NULL && a->kind == PL_ATTR_FLOAT ? a->f : dflt;
-}
 
 static pl_status *pl_alg_qdq_matmul(struct pl_alg *a, pl_nid id)
 {
@@ -1710,8 +1711,9 @@ static pl_status *pl_alg_qdq_matmul(struct pl_alg *a, pl_nid id)
         return NULL;
     bool trans_b = gemm && pl_alg_attr_int(mm, "transB", 0) != 0;
     pl_tid c = gemm && mm->n_inputs > 2 ? mm->inputs[2] : PL_TID_NONE;
-    if (gemm && (pl_alg_attr_int(mm, "transA", 0) != 0 || pl_alg_attr_f(mm, "alpha", 1.0f) != 1.0f ||
-                 (c != PL_TID_NONE && pl_alg_attr_f(mm, "beta", 1.0f) != 1.0f)))
+    if (gemm && (pl_alg_attr_int(mm, "transA", 0) != 0 ||
+                 pl_alg_attr_f(mm, "alpha", 1.0) != 1.0 ||
+                 (c != PL_TID_NONE && pl_alg_attr_f(mm, "beta", 1.0) != 1.0)))
         return NULL;
     const pl_graph_node *dx = pl_alg_writer(g, mm->inputs[0], "DequantizeLinear");
     const pl_graph_node *dw = pl_alg_writer(g, mm->inputs[1], "DequantizeLinear");
@@ -2331,8 +2333,7 @@ static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_gra
     int64_t scale_n = m;  /* values in SCALE: one per channel, or one */
     pl_status *st = NULL;
     if (bn) {
-        const pl_attr *eps_attr = pl_graph_node_attr(n, "epsilon");
-        double eps = eps_attr != NULL && eps_attr->kind == PL_ATTR_FLOAT ? eps_attr->f : 1e-5;
+        double eps = pl_alg_attr_f(n, "epsilon", 1e-5);
         float eps32 = (float)eps;
         st = pl_alg_constant(copy, nm, "epsilon", w->dtype, 0, NULL,
                              f64 ? (const void *)&eps : (const void *)&eps32,
@@ -2422,8 +2423,7 @@ static pl_status *pl_alg_write_bn_matmul(const pl_graph *g, const pl_tid *alias,
     const pl_graph_tensor *w = pl_graph_get_tensor(g, alias[m->inputs[1]]);
     const char *nm = n->name;
 #define PL_ALG_T(t) pl_graph_get_tensor(g, alias[t])->name
-    const pl_attr *eps_attr = pl_graph_node_attr(n, "epsilon");
-    double eps = eps_attr != NULL && eps_attr->kind == PL_ATTR_FLOAT ? eps_attr->f : 1e-5;
+    double eps = pl_alg_attr_f(n, "epsilon", 1e-5);
     float eps32 = (float)eps;
     bool f64 = PL_DTYPE_EQ(w->dtype, PL_DTYPE_F64);
     char *t[8] = {NULL};
@@ -2563,7 +2563,8 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
         a.bns == NULL || a.gemms == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
-        a.qconvs == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL || a.luts == NULL ||
+        a.qconvs == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL ||
+        a.luts == NULL ||
         a.pos == NULL || a.dead == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
         !pl_fold_mark_constants(g, a.is_const))
