@@ -423,13 +423,14 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
     pthread_mutex_unlock(&rt->opset_mu);
     if (st == NULL)
         st = pl_model_take_notes(m);
-    /* Dims now known may make shape computations constant: the passes
-     * after the no-op elimination run again. */
+    /* Dims now known may make shape computations constant and show nodes
+     * that compute nothing (a Slice or Reshape to the shape it reads): the
+     * passes run again. */
     /* The passes read weights a closed session may have dropped. */
     if (st == NULL)
         st = pl_filedata_enter(m->filedata);
     if (st == NULL) {
-        st = pl_model_rewrite(rt, m, m->path, 1);
+        st = pl_model_rewrite(rt, m, m->path, 0);
         /* Nothing dropped on the way out: a session is made next (binding
          * shapes is for it), and what it does not pin goes when it is made;
          * dropping here read every weight of the model file twice. */

@@ -115,6 +115,34 @@ static const char *pl_opt_resize_identity(const pl_graph *g, const pl_graph_node
     return "scales of 1";
 }
 
+/* Whether Slice N walks forward (no steps input, or constant steps all
+ * positive): then an output of its input's shape is its input, every
+ * element in order (a step above 1 leaves a dim's length only where it
+ * is 1). tf2onnx writes a full strided_slice after Keras's Conv1D. */
+static bool pl_opt_slice_forward(const pl_graph *g, const pl_graph_node *n)
+{
+    if (n->n_inputs < 5 || n->inputs[4] == PL_TID_NONE)
+        return true;
+    const pl_graph_tensor *st = pl_graph_get_tensor(g, n->inputs[4]);
+    bool i64 = PL_DTYPE_EQ(st->dtype, PL_DTYPE_I64);
+    if (st->data == NULL || (!i64 && !PL_DTYPE_EQ(st->dtype, PL_DTYPE_I32)))
+        return false;
+    size_t w = i64 ? 8 : 4;
+    for (size_t k = 0; k + w <= st->nbytes; k += w) {
+        int64_t v;
+        if (i64) {
+            memcpy(&v, (const char *)st->data + k, 8);
+        } else {
+            int32_t v32;
+            memcpy(&v32, (const char *)st->data + k, 4);
+            v = v32;
+        }
+        if (v <= 0)
+            return false;
+    }
+    return true;
+}
+
 /* Why node N computes nothing (its output 0 equals its input 0), or NULL
  * when it does or may. */
 static const char *pl_opt_noop_reason(const pl_graph *g, const pl_graph_node *n)
@@ -161,6 +189,8 @@ static const char *pl_opt_noop_reason(const pl_graph *g, const pl_graph_node *n)
             return "output shape equals its input's";
     if (strcmp(n->op, "Resize") == 0 || strcmp(n->op, "Upsample") == 0)
         return pl_opt_resize_identity(g, n);
+    if (strcmp(n->op, "Slice") == 0 && pl_opt_slice_forward(g, n))
+        return "a forward Slice of its input's whole shape";
     return NULL;
 }
 

@@ -2530,6 +2530,75 @@ static void case_shapes_folded(void)
     pl_runtime_destroy(rt);
 }
 
+/* A Slice that takes its input whole, walking forward, computes nothing
+ * (tf2onnx writes one around Keras's Conv1D): s1 (no steps) and s2 (steps
+ * of 1) go once binding x's symbolic batch makes their shapes known, which
+ * runs the no-op pass again; rev, the same shape but reversed (step -1),
+ * stays. y = -x reversed along its last axis. */
+static void case_slice_noops(void)
+{
+    static const int64_t zeros[2] = {0, 0}, big[2] = {INT64_MAX, INT64_MAX}, axes[2] = {1, 2},
+                         last[1] = {2}, one[1] = {1}, minus1[1] = {-1}, low[1] = {INT64_MIN};
+    write_sidecar("slices.weights",
+                  (const void *const[]){zeros, big, axes, last, one, minus1, low},
+                  (const size_t[]){16, 16, 16, 8, 8, 8, 8}, 7);
+    const char *path = write_model(
+        "slices.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"slices.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[-1,3,4],\"dim_params\":[\"b\",null,null]},"
+        "{\"name\":\"st\",\"dtype\":\"i64\",\"shape\":[2],\"data\":{\"offset\":0,\"length\":16}},"
+        "{\"name\":\"en\",\"dtype\":\"i64\",\"shape\":[2],\"data\":{\"offset\":64,\"length\":16}},"
+        "{\"name\":\"ax\",\"dtype\":\"i64\",\"shape\":[2],\"data\":{\"offset\":128,\"length\":16}},"
+        "{\"name\":\"z1\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":0,\"length\":8}},"
+        "{\"name\":\"e1\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":64,\"length\":8}},"
+        "{\"name\":\"a2\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":192,\"length\":8}},"
+        "{\"name\":\"s1\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":256,\"length\":8}},"
+        "{\"name\":\"m1\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":320,\"length\":8}},"
+        "{\"name\":\"lo\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":384,\"length\":8}}],"
+        "\"nodes\":["
+        "{\"name\":\"s1\",\"op\":\"Slice\",\"inputs\":[\"x\",\"st\",\"en\",\"ax\"],"
+        "\"outputs\":[\"a\"]},"
+        "{\"name\":\"s2\",\"op\":\"Slice\",\"inputs\":[\"a\",\"z1\",\"e1\",\"a2\",\"s1\"],"
+        "\"outputs\":[\"b\"]},"
+        "{\"name\":\"rev\",\"op\":\"Slice\",\"inputs\":[\"b\",\"m1\",\"lo\",\"a2\",\"m1\"],"
+        "\"outputs\":[\"c\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"c\"],\"outputs\":[\"y\"]}]}");
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)i;
+    static const int64_t shape[3] = {2, 3, 4};
+    pl_runtime *rt = runtime_with("all", "cpu");
+    pl_model *m = NULL;
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    TH_CHECK_OK(pl_model_bind_input(m, "x", 3, shape));
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    json_t *root = describe(s);
+    TH_CHECK(rewritten_as(root, "s1", "a forward Slice of its input's whole shape") &&
+                 rewritten_as(root, "s2", "a forward Slice of its input's whole shape") &&
+                 !placed(root, "s1") && !placed(root, "s2") && placed(root, "rev") &&
+                 !rewritten(root, "rev"),
+             "s1 and s2 should go, rev stay");
+    json_decref(root);
+    pl_io in = {.name = "x",
+                .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 3,
+                           .dtype = PL_DTYPE_F32, .shape = (int64_t *)shape}};
+    pl_io out = {.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+    TH_CHECK(out.tensor.ndim == 3 && out.tensor.shape[0] == 2 && out.tensor.shape[2] == 4,
+             "y has the wrong shape");
+    for (int i = 0; i < 24; i++)
+        TH_CHECK(((const float *)out.tensor.data)[i] == -(float)(i - i % 4 + 3 - i % 4),
+                 "y[%d] = %g", i, ((const float *)out.tensor.data)[i]);
+    pl_buffer_free(out.tensor.data);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* A Reshape whose target only folding computes (float arithmetic on a
  * Shape: no known values in inference), feeding a second such chain from
  * the Shape of its output: that Shape is static only after the first
@@ -2812,6 +2881,7 @@ int main(int argc, char **argv)
 {
     static const th_case cases[] = {
         {"noops_removed", case_noops_removed},
+        {"slice_noops", case_slice_noops},
         {"resize_identity", case_resize_identity},
         {"f16_widened", case_f16_widened},
         {"onednn_takes_conv", case_onednn_takes_conv},
