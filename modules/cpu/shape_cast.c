@@ -317,8 +317,26 @@ static bool shp_convert_fast(shp_type from, const char *src, shp_type to, char *
         case SHP_U8: SHP_FAST_LOOP(uint8_t, float, (float)x_); return true;
         case SHP_I8: SHP_FAST_LOOP(int8_t, float, (float)x_); return true;
         case SHP_F64: SHP_FAST_LOOP(double, float, (float)x_); return true;
+        /* a one-hot (Equal -> Cast, as jax2tf writes it): no trip through int64 */
+        case SHP_BOOL: SHP_FAST_LOOP(uint8_t, float, x_ != 0 ? 1.0f : 0.0f); return true;
         default: return false;
         }
+    }
+    if (from == SHP_BOOL && (to == SHP_I64 || to == SHP_I32)) {
+        if (to == SHP_I64)
+            SHP_FAST_LOOP(uint8_t, int64_t, x_ != 0);
+        else
+            SHP_FAST_LOOP(uint8_t, int32_t, x_ != 0);
+        return true;
+    }
+    if (to == SHP_BOOL && (from == SHP_F32 || from == SHP_I64 || from == SHP_I32)) {
+        if (from == SHP_F32)
+            SHP_FAST_LOOP(float, uint8_t, x_ != 0);
+        else if (from == SHP_I64)
+            SHP_FAST_LOOP(int64_t, uint8_t, x_ != 0);
+        else
+            SHP_FAST_LOOP(int32_t, uint8_t, x_ != 0);
+        return true;
     }
     if (from == SHP_F32 && to == SHP_F64) {
         SHP_FAST_LOOP(float, double, (double)x_);
