@@ -418,8 +418,8 @@ static int64_t odnn_scaled_x(const pl_graph_view *v, const struct odnn_uses *u, 
 }
 
 /* The end of either GELU form after A, the Add of 1 (+ erf or tanh): a Mul
- * by x then a Mul by 0.5, or a Mul by Mul(x, 0.5). Appends its nodes to
- * OUT and sets OUT->out. */
+ * by x then a Mul by 0.5, a Mul by 0.5 then a Mul by x, or a Mul by
+ * Mul(x, 0.5). Appends its nodes to OUT and sets OUT->out. */
 static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int64_t x,
                           int64_t a, struct odnn_gelu *out)
 {
@@ -431,6 +431,17 @@ static int odnn_gelu_tail(const pl_graph_view *v, const struct odnn_uses *u, int
     if (other == x) {
         int64_t m2 = odnn_next(v, u, m1, "Mul", 0.5);
         if (m2 < 0)
+            return 0;
+        out->nodes[out->n_nodes++] = (size_t)m2;
+        out->out = odnn_out(v, (size_t)m2, 0);
+        return 1;
+    }
+    float c;
+    int first;
+    if (odnn_binary_scalar(v, (size_t)m1, &c, &first) >= 0 && odnn_near(c, 0.5)) {
+        /* 0.5 * (1 + ...) first, then the Mul by x (jax2tf) */
+        int64_t m2 = odnn_next(v, u, m1, "Mul", -1);
+        if (m2 < 0 || odnn_other_in(v, m2, odnn_out(v, (size_t)m1, 0)) != x)
             return 0;
         out->nodes[out->n_nodes++] = (size_t)m2;
         out->out = odnn_out(v, (size_t)m2, 0);
@@ -495,7 +506,8 @@ static int odnn_match_gelu(const pl_graph_view *v, const struct odnn_uses *u, si
 
 /* Matches GELU's tanh form (GPT-2's and BERT's "gelu_new", PyTorch's
  * approximate='tanh' before opset 20) whose first node P makes x^3:
- * Pow(x, 3), or Mul(x, x) then a Mul by x; then Mul 0.044715 -> Add x ->
+ * Pow(x, 3), or Mul(x, x) then a Mul by x; then Mul 0.044715 (or P is
+ * that Mul, of x, and two Muls by x follow: jax2tf, Google's Magika) -> Add x ->
  * Mul sqrt(2/pi) -> Tanh -> Add 1 and the tail of the erf form. oneDNN
  * runs it as one gelu_tanh eltwise: its tanh alone, on AVX2, took 1.0 ms
  * of the nine nodes' 1.55 on [1, 512, 768]. Below AVX-512 oneDNN's
@@ -508,9 +520,20 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
 {
     float c;
     int first;
-    int64_t x, cube;
+    int64_t x, cube = -1, q = -1;
     out->n_nodes = 0;
-    if (odnn_op_is(v, (int64_t)p, "Pow")) {
+    if (odnn_op_is(v, (int64_t)p, "Mul") &&
+        (x = odnn_binary_scalar(v, p, &c, &first)) >= 0 && odnn_near(c, 0.044715)) {
+        /* jax2tf's order: 0.044715 * x, then two Muls by x */
+        int64_t m1 = odnn_next(v, u, (int64_t)p, "Mul", -1);
+        int64_t m2 = odnn_next(v, u, m1, "Mul", -1);
+        if (m2 < 0 || odnn_other_in(v, m1, odnn_out(v, p, 0)) != x ||
+            odnn_other_in(v, m2, odnn_out(v, (size_t)m1, 0)) != x)
+            return 0;
+        out->nodes[out->n_nodes++] = p;
+        out->nodes[out->n_nodes++] = (size_t)m1;
+        q = m2;
+    } else if (odnn_op_is(v, (int64_t)p, "Pow")) {
         x = odnn_binary_scalar(v, p, &c, &first);
         if (x < 0 || first || c != 3.0f)
             return 0;
@@ -530,9 +553,11 @@ static int odnn_match_gelu_tanh(const pl_graph_view *v, const struct odnn_uses *
     if (x < 0)
         return 0;
     /* q = x^3 * 0.044715 (the Mul's data input is the cube), s = x + q */
-    int64_t q = odnn_next(v, u, cube, "Mul", 0.044715);
-    if (q < 0 || odnn_binary_scalar(v, (size_t)q, &c, &first) != odnn_out(v, (size_t)cube, 0))
-        return 0;
+    if (q < 0) {
+        q = odnn_next(v, u, cube, "Mul", 0.044715);
+        if (q < 0 || odnn_binary_scalar(v, (size_t)q, &c, &first) != odnn_out(v, (size_t)cube, 0))
+            return 0;
+    }
     int64_t s = odnn_next(v, u, q, "Add", -1);
     int64_t qo = odnn_out(v, (size_t)q, 0);
     if (s < 0 || !((odnn_in(v, (size_t)s, 0) == x && odnn_in(v, (size_t)s, 1) == qo) ||
@@ -3515,7 +3540,8 @@ struct odnn_value {
     /* A dense layout in permuted strides (a channel LayerNorm's NHWC
      * result): readers take it as it is, not through a plain copy. */
     int dense;
-    /* A product's merged rows (odnn_matmul): the view its step writes
+    /* A product's merged rows (odnn_matmul) or a convolution's result
+     * at a lower rank (odnn_emit_fused_rank): the view its step writes
      * the tensor's value through; nothing reads it. */
     int merged;
     int boolean; /* u8 bytes that are a bool tensor's (a Where's condition) */
@@ -4880,6 +4906,10 @@ struct odnn_fuse {
      * their index in the chain, rank and value (odnn_fuse_args) */
     int n_scalar;
     int scalar_at[8], scalar_nd[8];
+    /* The rank the primitive runs at when below its output tensor's
+     * (odnn_conv_unit_width), else 0: a Squeeze or Reshape to that rank
+     * that only drops the unit dims is then no step (odnn_follow). */
+    int low_rank;
     float scalar_val[8];
 };
 
@@ -5285,6 +5315,22 @@ static pl_status *odnn_fuse_args(struct odnn_build *b, int s, const struct odnn_
     return NULL;
 }
 
+/* Whether node J, a Squeeze or Reshape of tensor T, gives T's first R dims
+ * (those after are 1): what a primitive run at rank R writes as it is. */
+static int odnn_drops_unit_dims(const pl_graph_view *v, size_t j, int64_t t, int r)
+{
+    struct odnn_tinfo ti, yi;
+    if ((!odnn_op_is(v, (int64_t)j, "Squeeze") && !odnn_op_is(v, (int64_t)j, "Reshape")) ||
+        odnn_in(v, j, 0) != t || !odnn_tensor(v, t, &ti) || !ti.known ||
+        !odnn_tensor(v, odnn_out(v, j, 0), &yi) || !yi.known || yi.ndim != r || ti.ndim <= r ||
+        yi.dt != ti.dt)
+        return 0;
+    for (int d = 0; d < ti.ndim; d++)
+        if (d < r ? ti.dims[d] != yi.dims[d] : ti.dims[d] != 1)
+            return 0;
+    return 1;
+}
+
 /* Follows OUT through the nodes that can be post-ops of the primitive
  * about to be made. CHANNEL is the output axis a bias runs along; HAS_BIAS
  * says the primitive already has one. */
@@ -5324,6 +5370,11 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         char reason[ODNN_REASON] = "";
         if (!odnn_check_node(v, &b->u, (size_t)j, reason))
             return;
+        if (f->low_rank > 0 && odnn_drops_unit_dims(v, (size_t)j, t, f->low_rank)) {
+            f->fused[f->n_fused++] = (size_t)j;
+            f->out = odnn_out(v, (size_t)j, 0);
+            continue;
+        }
         if (odnn_op_is(v, j, "QuantizeLinear")) {
             if (!odnn_take_qdq(b, f, j))
                 return;
@@ -6204,9 +6255,10 @@ static int odnn_pd_is_gemm(const_dnnl_primitive_desc_t pd);
  * (odnn_follow over channel axis 1; FUSE 2: all of them, 1: no residual
  * sum, 0: none); 0 when out of memory. */
 static int odnn_fuse_conv(struct odnn_build *b, size_t n, int has_bias, struct odnn_fuse *f,
-                          int fuse)
+                          int fuse, int low_rank)
 {
     memset(f, 0, sizeof *f);
+    f->low_rank = low_rank;
     f->bias = f->residual = -1;
     f->out = odnn_out(b->v, n, 0);
     f->no_residual = fuse < 2;
@@ -6378,6 +6430,56 @@ static pl_status *odnn_shared_weight(struct odnn_build *b, const dnnl_memory_des
  * is not): the source in the layout PD wants, the weights (WEI_PLAIN over
  * WDATA, reordered once), the bias, the fused destination and the step of
  * KIND. Destroys PD. */
+/* Value VI (of a tensor's rank) as primitive descriptor MD of a lower
+ * rank sees it (odnn_conv_unit_width): an alias of the same bytes without
+ * the unit dims, or VI itself when the ranks agree. */
+static pl_status *odnn_rank_alias(struct odnn_build *b, int vi, const dnnl_memory_desc_t *md,
+                                  size_t node, int *out)
+{
+    const dnnl_memory_desc_t *have = &b->c->values[vi].md;
+    dnnl_memory_desc_t low;
+    *out = vi;
+    if (have->ndims == md->ndims)
+        return NULL;
+    if (dnnl_memory_desc_reshape(&low, have, md->ndims, md->dims) != dnnl_success)
+        return odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no view of its source at rank %d",
+                          onednn_host->graph->node_op(b->v, node),
+                          onednn_host->graph->node_name(b->v, node), md->ndims);
+    *out = odnn_alias_as(b, vi, &low, -1, 0, 0);
+    return *out < 0 ? odnn_oom() : NULL;
+}
+
+/* odnn_emit_fused for a primitive PD that may run at a lower rank than
+ * F's output tensor: the tensor's value takes the destination's layout at
+ * the tensor's rank, and *OUT_DST is a view of it as PD writes it. */
+static pl_status *odnn_emit_fused_rank(struct odnn_build *b, const struct odnn_fuse *f,
+                                       const_dnnl_primitive_desc_t pd, size_t node, int *out_dst)
+{
+    const dnnl_memory_desc_t *dmd = odnn_pd_md(pd, DNNL_ARG_DST);
+    struct odnn_tinfo yt;
+    if (f->out < 0 || !odnn_tensor(b->v, f->out, &yt) || yt.ndim <= dmd->ndims)
+        return odnn_emit_fused(b, f, pd, out_dst);
+    dnnl_memory_desc_t full;
+    dnnl_dims_t yd;
+    for (int i = 0; i < yt.ndim; i++)
+        yd[i] = yt.dims[i];
+    if (dnnl_memory_desc_reshape(&full, dmd, yt.ndim, yd) != dnnl_success)
+        return odnn_error(PL_CODE_INTERNAL,
+                          "onednn: %s '%s': no view of its result at rank %d",
+                          onednn_host->graph->node_op(b->v, node),
+                          onednn_host->graph->node_name(b->v, node), yt.ndim);
+    int dst = -1;
+    pl_status *st = odnn_emit_fused_md(b, f, &full, &dst);
+    if (st != NULL)
+        return st;
+    b->c->values[dst].defined = 1;
+    *out_dst = odnn_alias_as(b, dst, dmd, -1, 0, 0);
+    if (*out_dst < 0)
+        return odnn_oom();
+    b->c->values[*out_dst].merged = 1;
+    return NULL;
+}
+
 static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
                                      dnnl_primitive_desc_t pd, pl_status *st, uint32_t kind,
                                      const dnnl_memory_desc_t *wei_plain, const void *wdata,
@@ -6406,6 +6508,8 @@ static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struc
     if (st == NULL)
         st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
     if (st == NULL)
+        st = odnn_rank_alias(b, src, odnn_pd_md(pd, DNNL_ARG_SRC), n, &src);
+    if (st == NULL)
         st = odnn_src_arg(b, pd, DNNL_ARG_SRC, src, n, &src);
     /* a convolution run in slices takes its weights as a slice's
      * primitive wants them (Winograd's layout depends on the batch) */
@@ -6419,7 +6523,7 @@ static pl_status *odnn_weighted_step(struct odnn_build *b, size_t n, const struc
         st = odnn_weight(b, bias_md, bias_md, bt.cdata, (int64_t)n, &bw);
     }
     if (st == NULL)
-        st = odnn_emit_fused(b, f, pd, &dst);
+        st = odnn_emit_fused_rank(b, f, pd, n, &dst);
     int s = -1;
     if (st == NULL)
         s = odnn_add_step(b, kind, pd, (int64_t)n, &st);
@@ -6579,7 +6683,7 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
     struct odnn_fuse f;
     b->no_qdq_post = 1; /* the epilogue is a binary step: kept to what it serves */
-    int fused = odnn_fuse_conv(b, n, has_bias, &f, 2);
+    int fused = odnn_fuse_conv(b, n, has_bias, &f, 2, 0);
     b->no_qdq_post = 0;
     if (!fused)
         return odnn_oom();
@@ -6990,6 +7094,28 @@ static dnnl_data_type_t odnn_conv_dt(struct odnn_build *b, size_t n)
                                        !odnn_wino_before_bf16(b, n));
 }
 
+/* A 2-D convolution over a width of 1 with a kernel of width 1 and a
+ * taller one (tf2onnx writes Keras's Conv1D so: an Unsqueeze to [N, C, L,
+ * 1], a [K, 1] kernel) runs as the 1-D convolution it is: oneDNN's
+ * direct kernels block the output along its width, and a width of 1 left
+ * them a block of one. Magika's 256 -> 512, kernel 5 layer over 512
+ * steps: 10.0 ms as [5, 1] against 6.2 as 1-D (and 6.2 as [1, 5]; ONNX
+ * Runtime 6.7), `plinth bench`, 2 threads. Drops the width from X, W, Y
+ * and WIN (the same bytes in every layout, the dim being 1 and
+ * unpadded); the step views its tensors at that rank (odnn_weighted_step).
+ * 1 when it did. */
+static int odnn_conv_unit_width(struct odnn_tinfo *x, struct odnn_tinfo *w, struct odnn_tinfo *y,
+                                struct odnn_window *win)
+{
+    if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 || win->sr != 2 || x->dims[3] != 1 ||
+        w->dims[3] != 1 || y->dims[3] != 1 || w->dims[2] < 2 || win->pl[1] != 0 ||
+        win->pr[1] != 0)
+        return 0;
+    x->ndim = w->ndim = y->ndim = 3;
+    win->sr = 1;
+    return 1;
+}
+
 static pl_status *odnn_conv(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -7007,14 +7133,20 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         return odnn_error(PL_CODE_UNSUPPORTED, "%s", reason);
 
     dnnl_data_type_t cdt = odnn_conv_dt(b, n);
+    /* oneDNN's primitive may run at a lower rank than the graph's tensors
+     * (odnn_conv_unit_width) */
+    struct odnn_tinfo xk = x, wk = wt, yk = y;
+    struct odnn_window wink = w;
+    int unit_w = odnn_conv_unit_width(&xk, &wk, &yk, &wink);
     /* A 1x1 convolution may take the depthwise one after it (odnn_dw_after);
      * when oneDNN has only a reference kernel for the pair, again without. */
-    int may_dw = cdt == dnnl_f32 && group == 1 && w.sr == 2 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
+    int may_dw = !unit_w && cdt == dnnl_f32 && group == 1 && w.sr == 2 && wt.dims[2] == 1 && wt.dims[3] == 1 &&
                  w.s[0] == 1 && w.s[1] == 1 && w.pl[0] == 0 && w.pl[1] == 0 && w.pr[0] == 0 &&
                  w.pr[1] == 0;
     /* QDQ pairs after it join its post-ops (odnn_append_qdq); when only a
-     * reference kernel takes that chain, again without them. */
-    int may_qdq = 1;
+     * reference kernel takes that chain, again without them (and never at
+     * a lower rank: their scales' descriptors have the tensors'). */
+    int may_qdq = !unit_w;
     /* 2: every post-op odnn_follow takes; when only oneDNN's reference
      * kernel takes the chain (jit:avx2 has no swish followed by sum: a
      * YOLOv8 bottleneck's 3x3 ran 40 ms as ref:any against 0.3 ms), again
@@ -7023,7 +7155,7 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
     for (;;) {
         struct odnn_fuse f;
         b->no_qdq_post = !may_qdq;
-        int fused = odnn_fuse_conv(b, n, has_bias, &f, fuse);
+        int fused = odnn_fuse_conv(b, n, has_bias, &f, fuse, unit_w ? yk.ndim : 0);
         b->no_qdq_post = 0;
         if (!fused)
             return odnn_oom();
@@ -7047,18 +7179,18 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         dnnl_dims_t wd;
         int wnd;
         if (group > 1) {
-            wd[0] = group, wd[1] = wt.dims[0] / group;
-            for (int i = 1; i < wt.ndim; i++)
-                wd[i + 1] = wt.dims[i];
-            wnd = wt.ndim + 1;
+            wd[0] = group, wd[1] = wk.dims[0] / group;
+            for (int i = 1; i < wk.ndim; i++)
+                wd[i + 1] = wk.dims[i];
+            wnd = wk.ndim + 1;
         } else {
-            for (int i = 0; i < wt.ndim; i++)
-                wd[i] = wt.dims[i];
-            wnd = wt.ndim;
+            for (int i = 0; i < wk.ndim; i++)
+                wd[i] = wk.dims[i];
+            wnd = wk.ndim;
         }
         dnnl_memory_desc_init_by_strides(&wei_plain, wnd, wd, dnnl_f32, NULL);
         struct odnn_conv_mds c;
-        odnn_conv_mds_init(&c, &x, &y, wnd, wd, cdt, &w);
+        odnn_conv_mds_init(&c, &xk, &yk, wnd, wd, cdt, &wink);
         dnnl_memory_desc_t src_md = c.src, wei_md = c.wei, bias_md = c.bias, dst_md = c.dst;
         /* bf16 out only for a reader that takes bf16 as it is (another
          * bf16 layer); a concat of it beside f32 pieces, say, gets f32 */
@@ -7132,6 +7264,11 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
                                      "node '%s': 1x1 convolution with the depthwise '%s' fused",
                                      onednn_host->graph->node_name(v, n),
                                      onednn_host->graph->node_name(v, (size_t)dw.node));
+        if (unit_w && st == NULL)
+            onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                     "node '%s': a 1-D convolution (its width is 1), %zu "
+                                     "node(s) in its step",
+                                     onednn_host->graph->node_name(v, n), f.n_fused);
         dnnl_post_ops_destroy(f.po);
         st = odnn_weighted_step(b, n, &f, pd, st, ODNN_S_CONV, &wei_plain, wt.cdata, bias_t,
                                 &bias_md, &dw, NULL);
@@ -9363,9 +9500,16 @@ static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs,
      * plain sources (simple_concat) took 1.57 ms for four 1x64x56x56
      * sources, the four reorders a tenth of that. */
     int escapes = b->u.escapes[out_t];
+    /* With more than one element before AXIS, a plain source's piece is a
+     * strided view of the destination, which its reorder writes: Spotify's
+     * basic-pitch stacks 8 harmonics of [1, 172, 309, 1] on the last axis,
+     * 2.9 ms in oneDNN's simple concat (an element at a time), 0.x as
+     * reorders. */
+    int strided = 0;
     for (int d = 0; d < axis; d++)
-        if (y.dims[d] != 1)
-            return 0;
+        strided |= y.dims[d] != 1;
+    if (strided && tag != dnnl_format_tag_undef)
+        return 0;
     int64_t block = tag == dnnl_format_tag_undef ? 1
                     : tag == dnnl_aBc16b || tag == dnnl_aBcd16b || tag == dnnl_aBcde16b ? 16
                                                                                       : 8;
@@ -9384,14 +9528,24 @@ static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs,
         int64_t t = odnn_in(v, n, k), ck = val->md.dims[axis];
         if (val->md.ndims != y.ndim || ck % block != 0)
             return 0;
-        if (tag == dnnl_format_tag_undef) {
+        if (strided) {
+            dnnl_dims_t ys;
+            int64_t stride = 1;
+            for (int d = y.ndim - 1; d >= 0; d--) {
+                ys[d] = stride;
+                stride *= y.dims[d];
+            }
+            if (dnnl_memory_desc_init_by_strides(&piece[k], val->md.ndims, val->md.dims, dt, ys) !=
+                dnnl_success)
+                return 0;
+        } else if (tag == dnnl_format_tag_undef) {
             odnn_plain_md(&piece[k], val->md.ndims, val->md.dims);
             piece[k].data_type = dt;
         } else if (dnnl_memory_desc_init_by_tag(&piece[k], val->md.ndims, val->md.dims, dt, tag) !=
                    dnnl_success) {
             return 0;
         }
-        alias_ok[k] = !escapes && val->kind == ODNN_V_TEMP && val->tensor == t &&
+        alias_ok[k] = !strided && !escapes && val->kind == ODNN_V_TEMP && val->tensor == t &&
                       val->md.data_type == dt &&
                       odnn_sole_reader(&b->u, t) == (int64_t)n &&
                       dnnl_memory_desc_equal(&val->md, &piece[k]);
@@ -9442,8 +9596,9 @@ static int odnn_concat_in_place(struct odnn_build *b, size_t n, const int *srcs,
     if (*out_st == NULL)
         onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                                  "node '%s' (Concat): %zu of its %zu sources written in place, "
-                                 "the others copied into their pieces",
-                                 onednn_host->graph->node_name(v, n), aliased, k_in);
+                                 "the others copied into their %spieces",
+                                 onednn_host->graph->node_name(v, n), aliased, k_in,
+                                 strided ? "strided " : "");
     return 1;
 }
 
@@ -9517,6 +9672,22 @@ static int odnn_concat_channels_last(struct odnn_build *b, size_t n, const int *
     return 1;
 }
 
+/* The values of Concat N's K_IN sources into SRCS and their layouts into
+ * MDS: strided views as they are (VIEWS) or made dense (odnn_source). */
+static pl_status *odnn_concat_sources(struct odnn_build *b, size_t n, size_t k_in, int views,
+                                      int *srcs, dnnl_memory_desc_t *mds)
+{
+    for (size_t k = 0; k < k_in; k++) {
+        int64_t t = odnn_in(b->v, n, k);
+        pl_status *st = views ? odnn_source_view(b, t, (int64_t)n, &srcs[k])
+                              : odnn_source(b, t, (int64_t)n, &srcs[k]);
+        if (st != NULL)
+            return st;
+        mds[k] = b->c->values[srcs[k]].md;
+    }
+    return NULL;
+}
+
 /* Concat. Sources that all share a channel blocking stay in it, with the
  * destination in the same blocking (left to choose, oneDNN 2.6 picks
  * Bacd16b beside aBcd16b sources whose channels are not whole blocks, a
@@ -9536,18 +9707,17 @@ static pl_status *odnn_concat(struct odnn_build *b, size_t n)
     int srcs[ODNN_MAX_CONCAT];
     dnnl_memory_desc_t mds[ODNN_MAX_CONCAT];
     pl_status *st = NULL;
-    for (size_t k = 0; st == NULL && k < k_in; k++) {
-        st = odnn_source(b, odnn_in(v, n, k), (int64_t)n, &srcs[k]);
-        if (st == NULL)
-            mds[k] = b->c->values[srcs[k]].md;
-    }
-    if (st != NULL)
+    /* strided views as they are: odnn_concat_in_place reorders them
+     * straight into their pieces; densified for the rest */
+    if ((st = odnn_concat_sources(b, n, k_in, 1, srcs, mds)) != NULL)
         return st;
     dnnl_format_tag_t tag = odnn_channel_block_tag(&mds[0]);
     for (size_t k = 1; k < k_in && tag != dnnl_format_tag_undef; k++)
         if (odnn_channel_block_tag(&mds[k]) != tag)
             tag = dnnl_format_tag_undef;
     if (odnn_concat_in_place(b, n, srcs, k_in, (int)axis, tag, &st))
+        return st;
+    if ((st = odnn_concat_sources(b, n, k_in, 0, srcs, mds)) != NULL)
         return st;
     int whole = 1;
     for (size_t k = 0; k < k_in && tag != dnnl_format_tag_undef; k++)

@@ -1913,6 +1913,85 @@ static void wino_sink(void *user, int level, const char *line)
         l->len += (size_t)n;
 }
 
+/* Keras's Conv1D as tf2onnx writes it: a Conv over [N, C, L, 1] with a
+ * [5, 1] kernel, then a Squeeze of the unit width, the bias Add and GELU's
+ * tanh form in jax2tf's order (0.044715 * x * x * x, and 0.5 * (1 + t) * x
+ * last; Google's Magika). The module runs the convolution at rank 3
+ * (oneDNN's kernels block along the width, which a width of 1 starved:
+ * Magika's layer 10.0 -> 6.2 ms) with the Squeeze, the Add and the nine
+ * GELU nodes in its step, as the log says; once with the Squeeze's output
+ * also read by another node, so the chain stops there. Results are the
+ * cpu module's. */
+static void case_conv_unit_width(void)
+{
+    for (int shared = 0; shared < 2; shared++) {
+        struct mb m = {.seed = 13, .opset = 11};
+        int64_t xs[] = {2, 16, 40, 1}, ws[] = {24, 16, 5, 1}, bs[] = {24, 1}, ys[] = {2, 24, 40};
+        mb_input(&m, "x", 4, xs);
+        mb_const(&m, "w", 4, ws, NULL, 0.2f);
+        mb_const(&m, "b", 2, bs, NULL, 0.5f);
+        mb_scalar(&m, "k3", 0.044715f);
+        mb_scalar(&m, "kr", 0.7978846f);
+        mb_scalar(&m, "one", 1.0f);
+        mb_scalar(&m, "half", 0.5f);
+        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "c", "\"pads\":{\"ints\":[2,0,2,0]}");
+        mb_node(&m, "sq", "Squeeze", "\"c\"", "s", "\"axes\":{\"ints\":[3]}");
+        mb_node(&m, "bias", "Add", "\"s\",\"b\"", "a", "");
+        mb_node(&m, "g0", "Mul", "\"k3\",\"a\"", "g0", "");
+        mb_node(&m, "g1", "Mul", "\"a\",\"g0\"", "g1", "");
+        mb_node(&m, "g2", "Mul", "\"a\",\"g1\"", "g2", "");
+        mb_node(&m, "g3", "Add", "\"a\",\"g2\"", "g3", "");
+        mb_node(&m, "g4", "Mul", "\"kr\",\"g3\"", "g4", "");
+        mb_node(&m, "g5", "Tanh", "\"g4\"", "g5", "");
+        mb_node(&m, "g6", "Add", "\"one\",\"g5\"", "g6", "");
+        mb_node(&m, "g7", "Mul", "\"half\",\"g6\"", "g7", "");
+        mb_node(&m, "g8", "Mul", "\"a\",\"g7\"", shared ? "g8" : "y", "");
+        if (shared)
+            mb_node(&m, "res", "Add", "\"g8\",\"s\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 4, xs, 3, ys, (const char *[]){"conv", "sq", "bias", "g5", "g8", NULL});
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_ex(NULL, wino_sink, &log);
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        const char *want = shared ? "node 'conv': a 1-D convolution (its width is 1), 2 node(s)"
+                                  : "node 'conv': a 1-D convolution (its width is 1), 12 node(s)";
+        TH_CHECK(strstr(log.text, want) != NULL, "no \"%s\" in the log:\n%s", want, log.text);
+    }
+}
+
+/* Concat on an inner axis with more than one element before it (basic-
+ * pitch stacks its harmonics on the last axis): each source is reordered
+ * into its strided piece of the destination, a Transpose's view straight
+ * from its bytes, instead of oneDNN's simple concat, which copied an
+ * element at a time (2.9 ms of basic-pitch's 25). The log says so; results
+ * are the cpu module's. */
+static void case_concat_strided(void)
+{
+    struct mb m = {.seed = 17};
+    int64_t xs[] = {2, 3, 5}, ys[] = {2, 3, 15};
+    mb_input(&m, "x", 3, xs);
+    mb_node(&m, "t1", "Transpose", "\"x\"", "t", "\"perm\":{\"ints\":[0,2,1]}");
+    mb_node(&m, "tanh", "Tanh", "\"t\"", "tt", "");
+    mb_node(&m, "t2", "Transpose", "\"tt\"", "c", "\"perm\":{\"ints\":[0,2,1]}");
+    mb_node(&m, "relu", "Relu", "\"x\"", "a", "");
+    mb_node(&m, "sig", "Sigmoid", "\"x\"", "b", "");
+    mb_node(&m, "cat", "Concat", "\"a\",\"c\",\"b\"", "y", "\"axis\":{\"int\":2}");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 3, xs, 3, ys, (const char *[]){"tanh", "t2", "relu", "cat", NULL});
+    struct wino_log log;
+    memset(&log, 0, sizeof log);
+    pl_runtime *rt = onednn_runtime_ex(NULL, wino_sink, &log);
+    pl_session_destroy(session_for(rt, path));
+    pl_runtime_destroy(rt);
+    const char *want = "node 'cat' (Concat): 0 of its 3 sources written in place, the others "
+                       "copied into their strided pieces";
+    TH_CHECK(strstr(log.text, want) != NULL, "no \"%s\" in the log:\n%s", want, log.text);
+}
+
 /* The direct_conv choice the module reports. */
 static void used_sink(void *user, const char *key, const char *value)
 {
@@ -5666,6 +5745,8 @@ int main(int argc, char **argv)
         {"residual_in_place", case_residual_in_place},
         {"depthwise_clip", case_depthwise_clip},
         {"prelu", case_prelu},
+        {"conv_unit_width", case_conv_unit_width},
+        {"concat_strided", case_concat_strided},
         {"matmul_gelu", case_matmul_gelu},
         {"squeeze_excite", case_squeeze_excite},
         {"channel_layernorm", case_channel_layernorm},
