@@ -39,17 +39,30 @@ static inline int64_t ix_index_at(const char *p, bool idx64, size_t i)
     return v;
 }
 
-/* Element I of a tensor of DT at P, as double (through shp_convert). */
+/* Element I of a tensor of DT at P, as double (through shp_convert; f32
+ * directly: the STFT's frames read every sample so, and the converter's
+ * dispatch was a third of Nemo's mel front end). */
 static inline double ix_load(pl_dtype dt, const char *p, size_t i)
 {
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F32)) {
+        float f;
+        memcpy(&f, p + i * 4, 4);
+        return f;
+    }
     double v;
     shp_convert(dt, p + i * pl_dtype_size(dt), PL_DTYPE_F64, &v, 1);
     return v;
 }
 
-/* Stores V as element I of a tensor of DT at P. */
+/* Stores V as element I of a tensor of DT at P (f32 rounded to nearest, as
+ * shp_convert does). */
 static inline void ix_store(pl_dtype dt, char *p, size_t i, double v)
 {
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_F32)) {
+        float f = (float)v;
+        memcpy(p + i * 4, &f, 4);
+        return;
+    }
     shp_convert(PL_DTYPE_F64, &v, dt, p + i * pl_dtype_size(dt), 1);
 }
 

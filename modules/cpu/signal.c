@@ -346,6 +346,30 @@ static void sg_stft_frames(void *arg, size_t begin, size_t end, int worker)
            *fs = out + 2 * fl;
     for (size_t line = begin; line < end; line++) {
         size_t b = line / k->frames, f = line % k->frames;
+        if (k->c == 1 && line + 1 < end) {
+            /* two real frames in one complex transform (Z = A + iB), then
+             * A[j] = (Z[j] + conj Z[-j]) / 2, B[j] = (Z[j] - conj Z[-j]) / 2i:
+             * half the transforms of a real signal's STFT */
+            size_t b2 = (line + 1) / k->frames, f2 = (line + 1) % k->frames;
+            for (size_t t = 0; t < fl; t++) {
+                double wt = c->w != NULL ? ix_load(k->dt, c->w, t) : 1.0;
+                in[2 * t] = ix_load(k->dt, c->x, b * k->len + f * c->step + t) * wt;
+                in[2 * t + 1] = ix_load(k->dt, c->x, b2 * k->len + f2 * c->step + t) * wt;
+            }
+            cpu_fft_forward(c->plan, in, out, fs);
+            for (size_t bin = 0; bin < k->bins; bin++) {
+                size_t m = bin == 0 ? 0 : fl - bin;
+                double zr = out[2 * bin], zi = out[2 * bin + 1], yr = out[2 * m],
+                       yi = out[2 * m + 1];
+                size_t y = (line * k->bins + bin) * 2, y2 = ((line + 1) * k->bins + bin) * 2;
+                ix_store(k->dt, c->dst, y, 0.5 * (zr + yr));
+                ix_store(k->dt, c->dst, y + 1, 0.5 * (zi - yi));
+                ix_store(k->dt, c->dst, y2, 0.5 * (zi + yi));
+                ix_store(k->dt, c->dst, y2 + 1, 0.5 * (yr - zr));
+            }
+            line++;
+            continue;
+        }
         for (size_t t = 0; t < fl; t++) {
             size_t at = (b * k->len + f * c->step + t) * k->c;
             double wt = c->w != NULL ? ix_load(k->dt, c->w, t) : 1.0;
