@@ -1913,6 +1913,15 @@ static void wino_sink(void *user, int level, const char *line)
         l->len += (size_t)n;
 }
 
+/* The module's debug log while a session of PATH is made, into LOG. */
+static void compile_log(const char *path, struct wino_log *log)
+{
+    memset(log, 0, sizeof *log);
+    pl_runtime *rt = onednn_runtime_ex(NULL, wino_sink, log);
+    pl_session_destroy(session_for(rt, path));
+    pl_runtime_destroy(rt);
+}
+
 /* Keras's Conv1D as tf2onnx writes it: a Conv over [N, C, L, 1] with a
  * [5, 1] kernel, then a Squeeze of the unit width, the bias Add and GELU's
  * tanh form in jax2tf's order (0.044715 * x * x * x, and 0.5 * (1 + t) * x
@@ -1952,10 +1961,7 @@ static void case_conv_unit_width(void)
         const char *path = mb_write(&m);
         compare(path, 4, xs, 3, ys, (const char *[]){"conv", "sq", "bias", "g5", "g8", NULL});
         struct wino_log log;
-        memset(&log, 0, sizeof log);
-        pl_runtime *rt = onednn_runtime_ex(NULL, wino_sink, &log);
-        pl_session_destroy(session_for(rt, path));
-        pl_runtime_destroy(rt);
+        compile_log(path, &log);
         const char *want = shared ? "node 'conv': a 1-D convolution (its width is 1), 2 node(s)"
                                   : "node 'conv': a 1-D convolution (its width is 1), 12 node(s)";
         TH_CHECK(strstr(log.text, want) != NULL, "no \"%s\" in the log:\n%s", want, log.text);
@@ -1983,10 +1989,7 @@ static void case_concat_strided(void)
     const char *path = mb_write(&m);
     compare(path, 3, xs, 3, ys, (const char *[]){"tanh", "t2", "relu", "cat", NULL});
     struct wino_log log;
-    memset(&log, 0, sizeof log);
-    pl_runtime *rt = onednn_runtime_ex(NULL, wino_sink, &log);
-    pl_session_destroy(session_for(rt, path));
-    pl_runtime_destroy(rt);
+    compile_log(path, &log);
     const char *want = "node 'cat' (Concat): 0 of its 3 sources written in place, the others "
                        "copied into their strided pieces";
     TH_CHECK(strstr(log.text, want) != NULL, "no \"%s\" in the log:\n%s", want, log.text);
