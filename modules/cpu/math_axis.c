@@ -255,8 +255,16 @@ static void mr2_chunk(void *arg, size_t begin, size_t end, int worker)
          * in MR2_EACH's index walk); the same sums, in the same order */
         const float *xf = c->x;
         size_t len = (size_t)k->red_extent[0], st = (size_t)k->red_stride[0];
+        /* rows one after another (the reduced axis innermost, the kept
+         * ones dense before it): output E's row starts at E * LEN */
+        bool rows = st == 1;
+        int64_t want = (int64_t)len;
+        for (int g = k->n_kept - 1; rows && g >= 0; g--) {
+            rows = k->kept_stride[g] == want || k->kept_extent[g] == 1;
+            want *= k->kept_extent[g];
+        }
         for (size_t e = begin; e < end; e++) {
-            const float *row = xf + mr2_base(k, e);
+            const float *row = xf + (rows ? e * len : mr2_base(k, e));
             double acc = 0.0;
             if (k->op == MR2_L1)
                 for (size_t j = 0; j < len; j++)

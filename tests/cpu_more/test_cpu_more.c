@@ -706,6 +706,10 @@ static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n)
          .n_attrs = 1},                                                    /* interleaved */
         {.opset = 13, .n_in = 1, .in = {T(2, 700, 130)}, .attrs = {AIS("axes", 1, 1)},
          .n_attrs = 1},                                                    /* parallel */
+        {.opset = 13, .n_in = 1, .in = {T(3, 300, 257, 2)}, .attrs = {AIS("axes", 1, -1)},
+         .n_attrs = 1},                                      /* rows: a power spectrum */
+        {.opset = 13, .n_in = 1, .in = {T(4, 3, 1, 5, 7)}, .attrs = {AIS("axes", 1, 3)},
+         .n_attrs = 1},                                      /* rows past a dim of 1 */
         {.opset = 13, .n_in = 1, .in = {T(2, 3, 0)}, .attrs = {AIS("axes", 1, 1)},
          .n_attrs = 1},                                                    /* empty reduction */
         {.opset = 13, .n_in = 1, .in = {T(3, 2, 3, 0)}, .attrs = {AIS("axes", 1, 1)},
