@@ -5370,7 +5370,9 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
         char reason[ODNN_REASON] = "";
         if (!odnn_check_node(v, &b->u, (size_t)j, reason))
             return;
-        if (f->low_rank > 0 && odnn_drops_unit_dims(v, (size_t)j, t, f->low_rank)) {
+        /* not past a residual sum: its source has the tensors' rank */
+        if (f->low_rank > 0 && f->residual < 0 &&
+            odnn_drops_unit_dims(v, (size_t)j, t, f->low_rank)) {
             f->fused[f->n_fused++] = (size_t)j;
             f->out = odnn_out(v, (size_t)j, 0);
             continue;

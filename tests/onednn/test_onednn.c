@@ -1933,17 +1933,25 @@ static void compile_log(const char *path, struct wino_log *log)
  * cpu module's. */
 static void case_conv_unit_width(void)
 {
-    for (int shared = 0; shared < 2; shared++) {
+    for (int shared = 0; shared < 3; shared++) {
         struct mb m = {.seed = 13, .opset = 11};
-        int64_t xs[] = {2, 16, 40, 1}, ws[] = {24, 16, 5, 1}, bs[] = {24, 1}, ys[] = {2, 24, 40};
+        int64_t xs[] = {2, 16, 40, 1}, ws[] = {24, 16, 5, 1}, bs[] = {24, 1}, ys[] = {2, 24, 40},
+                w1[] = {24, 16, 1, 1};
         mb_input(&m, "x", 4, xs);
         mb_const(&m, "w", 4, ws, NULL, 0.2f);
+        mb_const(&m, "w1", 4, w1, NULL, 0.2f);
         mb_const(&m, "b", 2, bs, NULL, 0.5f);
         mb_scalar(&m, "k3", 0.044715f);
         mb_scalar(&m, "kr", 0.7978846f);
         mb_scalar(&m, "one", 1.0f);
         mb_scalar(&m, "half", 0.5f);
-        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", "c", "\"pads\":{\"ints\":[2,0,2,0]}");
+        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", shared == 2 ? "c0" : "c",
+                "\"pads\":{\"ints\":[2,0,2,0]}");
+        if (shared == 2) { /* a residual sum at rank 4 before the Squeeze */
+            mb_node(&m, "conv1", "Conv", "\"x\",\"w1\"", "r0", "");
+            mb_node(&m, "relu1", "Relu", "\"r0\"", "r", "");
+            mb_node(&m, "res4", "Add", "\"c0\",\"r\"", "c", "");
+        }
         mb_node(&m, "sq", "Squeeze", "\"c\"", "s", "\"axes\":{\"ints\":[3]}");
         mb_node(&m, "bias", "Add", "\"s\",\"b\"", "a", "");
         mb_node(&m, "g0", "Mul", "\"k3\",\"a\"", "g0", "");
@@ -1954,17 +1962,21 @@ static void case_conv_unit_width(void)
         mb_node(&m, "g5", "Tanh", "\"g4\"", "g5", "");
         mb_node(&m, "g6", "Add", "\"one\",\"g5\"", "g6", "");
         mb_node(&m, "g7", "Mul", "\"half\",\"g6\"", "g7", "");
-        mb_node(&m, "g8", "Mul", "\"a\",\"g7\"", shared ? "g8" : "y", "");
-        if (shared)
+        mb_node(&m, "g8", "Mul", "\"a\",\"g7\"", shared == 1 ? "g8" : "y", "");
+        if (shared == 1)
             mb_node(&m, "res", "Add", "\"g8\",\"s\"", "y", "");
         m.outputs[m.n_outputs++] = "y";
         const char *path = mb_write(&m);
         compare(path, 4, xs, 3, ys, (const char *[]){"conv", "sq", "bias", "g5", "g8", NULL});
         struct wino_log log;
         compile_log(path, &log);
-        const char *want = shared ? "node 'conv': a 1-D convolution (its width is 1), 2 node(s)"
-                                  : "node 'conv': a 1-D convolution (its width is 1), 12 node(s)";
-        TH_CHECK(strstr(log.text, want) != NULL, "no \"%s\" in the log:\n%s", want, log.text);
+        /* with the residual, the step stops before the Squeeze (a sum's
+         * source keeps the tensors' rank) */
+        const char *want[3] = {"node 'conv': a 1-D convolution (its width is 1), 12 node(s)",
+                               "node 'conv': a 1-D convolution (its width is 1), 2 node(s)",
+                               "node 'conv': a 1-D convolution (its width is 1), 2 node(s)"};
+        TH_CHECK(strstr(log.text, want[shared]) != NULL, "no \"%s\" in the log:\n%s",
+                 want[shared], log.text);
     }
 }
 
