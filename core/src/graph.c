@@ -1293,6 +1293,142 @@ pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hois
     return NULL;
 }
 
+/* Whether a node of G has a body (any attribute of graphs). */
+static bool pl_graph_has_bodies(const pl_graph *g)
+{
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (size_t k = 0; k < g->nodes[i].n_attrs; k++)
+            if (g->nodes[i].attrs[k].kind == PL_ATTR_GRAPH ||
+                g->nodes[i].attrs[k].kind == PL_ATTR_GRAPHS)
+                return true;
+    return false;
+}
+
+/* Marks in NEED the body tensors BODY's nodes need to compute those NEED
+ * marks already (every input of a node with an output needed), and in
+ * NODE_LIVE those nodes. */
+static void pl_graph_need_back(const pl_graph *body, bool *need, bool *node_live)
+{
+    const pl_nid *order = pl_graph_topo_order(body);
+    for (size_t i = body->n_nodes; i-- > 0;) {
+        const pl_graph_node *bn = &body->nodes[order[i]];
+        bool live = false;
+        for (size_t o = 0; o < bn->n_outputs && !live; o++)
+            live = bn->outputs[o] != PL_TID_NONE && need[bn->outputs[o]];
+        if (!live)
+            continue;
+        node_live[order[i]] = true;
+        for (size_t j = 0; j < bn->n_inputs; j++)
+            if (bn->inputs[j] != PL_TID_NONE)
+                need[bn->inputs[j]] = true;
+    }
+}
+
+pl_status *pl_graph_loop_live_carried(const pl_graph *g, pl_nid id, bool *live,
+                                      bool **out_node_live)
+{
+    *out_node_live = NULL;
+    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
+    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
+    size_t nc = n != NULL && n->n_formal_inputs >= 2 ? n->n_formal_inputs - 2 : 0;
+    for (size_t k = 0; k < nc; k++)
+        live[k] = true;
+    /* a body with bodies of its own reads names that no edge shows */
+    if (body == NULL || body->n_inputs != n->n_formal_inputs || body->n_outputs < 1 + nc ||
+        n->n_outputs < nc || pl_graph_has_bodies(body) || pl_graph_topo_order(body) == NULL)
+        return NULL;
+    bool *need = pl_calloc(body->n_tensors ? body->n_tensors : 1, sizeof *need);
+    bool *node_live = pl_calloc(body->n_nodes ? body->n_nodes : 1, sizeof *node_live);
+    if (need == NULL || node_live == NULL) {
+        pl_free(need);
+        pl_free(node_live);
+        return pl_graph_oom("finding a Loop's live carried values");
+    }
+    /* the final values read: by a node, as a graph output, or by name
+     * from a body of G's */
+    for (size_t k = 0; k < nc; k++) {
+        pl_tid fin = n->outputs[k];
+        const pl_graph_tensor *ft = fin != PL_TID_NONE ? &g->tensors[fin] : NULL;
+        live[k] = ft != NULL && (ft->n_consumers > 0 || ft->is_output ||
+                                 pl_graph_bodies_read(g, ft->name));
+    }
+    /* the condition, every scan output and the live carried values'
+     * results, then what those need, until no carried value turns live */
+    for (size_t j = 0; j < body->n_outputs; j++)
+        if (j == 0 || j > nc || live[j - 1])
+            need[body->outputs[j]] = true;
+    for (bool grew = true; grew;) {
+        grew = false;
+        pl_graph_need_back(body, need, node_live);
+        for (size_t k = 0; k < nc; k++)
+            if (!live[k] && need[body->inputs[2 + k]]) {
+                live[k] = true;
+                need[body->outputs[1 + k]] = true;
+                grew = true;
+            }
+    }
+    pl_free(need);
+    *out_node_live = node_live;
+    return NULL;
+}
+
+pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
+                                 const bool *node_live, pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
+    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
+    if (body == NULL || n->n_formal_inputs < 2)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "dropping: node %u is no Loop", id);
+    size_t nc = n->n_formal_inputs - 2;
+    bool *drop = pl_calloc(body->n_nodes ? body->n_nodes : 1, sizeof *drop);
+    pl_tid *ins = pl_calloc(n->n_formal_inputs, sizeof *ins);
+    pl_tid *outs = pl_calloc(n->n_outputs ? n->n_outputs : 1, sizeof *outs);
+    pl_graph *c = NULL, *b = NULL;
+    pl_status *st = drop && ins && outs ? NULL : pl_graph_oom("dropping a carried value");
+    for (size_t i = 0; st == NULL && i < body->n_nodes; i++)
+        drop[i] = !node_live[i];
+    if (st == NULL)
+        st = pl_graph_copy_rewritten(body, drop, NULL, &b);
+    for (size_t k = 0; st == NULL && k < nc; k++)
+        if (!live[k])
+            pl_graph_drop_input(b, body->inputs[2 + k]);
+    if (st == NULL) {
+        pl_graph_clear_outputs(b);
+        for (size_t j = 0; st == NULL && j < body->n_outputs; j++)
+            if (j == 0 || j > nc || live[j - 1])
+                st = pl_graph_add_output_again(b, body->outputs[j]);
+    }
+    size_t n_in = 0, n_out = 0;
+    for (size_t j = 0; st == NULL && j < n->n_formal_inputs; j++)
+        if (j < 2 || live[j - 2])
+            ins[n_in++] = n->inputs[j];
+    for (size_t j = 0; st == NULL && j < n->n_outputs; j++)
+        if (j >= nc || live[j])
+            outs[n_out++] = n->outputs[j];
+    if (st == NULL)
+        st = pl_graph_copy_rewritten(g, NULL, NULL, &c);
+    if (st == NULL)
+        st = pl_graph_node_set_inputs(c, id, ins, n_in);
+    if (st == NULL)
+        st = pl_graph_node_set_outputs(c, id, outs, n_out);
+    if (st == NULL) {
+        pl_graph_node_remove_attr(c, id, "body");
+        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
+        b = NULL;
+    }
+    pl_graph_destroy(b);
+    pl_free(drop);
+    pl_free(ins);
+    pl_free(outs);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
                                   pl_graph **out_graph)
 {

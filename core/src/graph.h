@@ -241,6 +241,21 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
  * Constants are borrowed; the copy is not validated. */
 pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hoist,
                                   pl_graph **out_graph);
+/* Which carried values of Loop node ID of G (validated) are live (LIVE[k]
+ * for carried value k): its final value is read (by a node, as a graph
+ * output, or by name from a body), or the body's condition, a scan output
+ * or a live value's result depends on it; and in *OUT_NODE_LIVE (freed
+ * with pl_free) which body nodes those need. All live, and *OUT_NODE_LIVE
+ * NULL, where the body cannot be read so (it has bodies of its own, whose
+ * reads by name no edge shows). */
+pl_status *pl_graph_loop_live_carried(const pl_graph *g, pl_nid id, bool *live,
+                                      bool **out_node_live);
+/* G with Loop node ID carrying only the values LIVE marks: the others'
+ * initial inputs, body inputs, body results and final values go, and the
+ * body keeps only the nodes NODE_LIVE marks (pl_graph_loop_live_carried).
+ * Constants are borrowed; the copy is not validated. */
+pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
+                                 const bool *node_live, pl_graph **out_graph);
 /* Whether carried value K of Loop node ID of G (validated) can be hoisted:
  * its body output is its body input, given once, no nested body reads it,
  * the body has no tensor of its own of the initial tensor's name, and

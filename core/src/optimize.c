@@ -411,6 +411,65 @@ pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_grap
     return NULL;
 }
 
+/* ---- Dead carried values ------------------------------------------------------ */
+
+pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
+                                      pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || n->n_formal_inputs <= 2)
+            continue;
+        size_t nc = n->n_formal_inputs - 2, dead = 0;
+        bool *live = pl_calloc(nc, sizeof *live), *node_live = NULL;
+        if (live == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        pl_status *st = pl_graph_loop_live_carried(g, (pl_nid)i, live, &node_live);
+        for (size_t k = 0; st == NULL && k < nc; k++)
+            dead += !live[k];
+        if (st != NULL || dead == 0 || node_live == NULL) {
+            pl_free(live);
+            pl_free(node_live);
+            if (st != NULL)
+                return st;
+            continue;
+        }
+        const pl_graph *body = pl_graph_node_attr(n, "body")->graphs[0];
+        size_t before = pl_graph_node_count(body), after = 0;
+        for (size_t b = 0; b < before; b++)
+            after += node_live[b];
+        pl_graph *next = NULL;
+        st = pl_graph_drop_carried(g, (pl_nid)i, live, node_live, &next);
+        pl_free(live);
+        pl_free(node_live);
+        if (st == NULL)
+            st = pl_graph_validate(next);
+        if (st != NULL) {
+            pl_graph_destroy(next);
+            if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
+                return st;
+            bool noted = pl_rewrites_add(rewrites, "Loop '%s': carried values kept: %s", n->name,
+                                         pl_status_message(st));
+            pl_status_free(st);
+            if (!noted)
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+            continue;
+        }
+        if (!pl_rewrites_add(rewrites, "Loop '%s': %zu of %zu carried value%s dropped (nothing "
+                                       "reads the final value, and neither the condition, the "
+                                       "scan outputs nor the values kept depend on it); its body "
+                                       "runs %zu of its %zu nodes",
+                             n->name, dead, nc, nc == 1 ? "" : "s", after, before)) {
+            pl_graph_destroy(next);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        }
+        *out_graph = next; /* one a call, as pl_graph_hoist_loop_invariants */
+        return NULL;
+    }
+    return NULL;
+}
+
 /* ---- Sum as Adds ------------------------------------------------------------ */
 
 /* Whether node N is a Sum this pass rewrites: default domain, one input or

@@ -66,6 +66,18 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
  * contract as pl_graph_optimize; the caller infers types again. */
 pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewrites *rewrites);
 
+/* The first Loop with dead carried values without them
+ * (pl_graph_loop_live_carried, pl_graph_drop_carried): nothing reads their
+ * final values and neither the condition, a scan output nor a live value
+ * depends on them, so the body drops the nodes that computed them. The
+ * counting Loop a while loop with scan outputs is split into
+ * (pl_opset_loop_count_split) carries every value only to learn the trip
+ * count: a Keras LSTM's counting Loop ran the whole cell every step
+ * (piper_nakdimon: each of its 8 Loops 2.8 ms) where the count needs the
+ * counter alone. One Loop a call; same contract. */
+pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
+                                      pl_rewrites *rewrites);
+
 /* The first Loop with carried values its body passes through unchanged
  * (tf2onnx hands a Keras RNN's weights to its Loop as carried values)
  * without them (pl_graph_hoist_carried): the body reads them from outside,

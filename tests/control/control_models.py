@@ -152,8 +152,8 @@ def ops_of(path):
     return ops
 
 
-def run_plinth(args, model, inputs, work, tag):
-    cmd = [args.plinth, "run", model, "--output-dir", os.path.join(work, tag)]
+def run_plinth(args, model, inputs, work, tag, extra=()):
+    cmd = [args.plinth, "run", model, "--output-dir", os.path.join(work, tag)] + list(extra)
     for name, path in inputs:
         cmd += ["--input", "%s=%s" % (name, path)]
     env = dict(os.environ, PLINTH_MODULE_PATH=args.modules)
@@ -682,6 +682,53 @@ def onnx_models():
     m["loop_invariant"] = (model, {"n": np.array(3, dtype=np.int64), "acc0": a0, "b": b, "t": t},
                            {"acc": acc, "w_neg": -W, "b_sq": b * b, "t_fin": t,
                             "rows": np.stack(rows)})
+
+    # loop_dead_carried: a while loop (its condition k + 1 < limit) with a
+    # scan output, which the core splits into a Loop that counts the trips
+    # and one that runs them (pl_opset_loop_count_split). The counting Loop
+    # needs only k: acc and junk are dropped from it with the nodes that
+    # computed them; junk, whose final value nothing reads, from the other
+    # too (EXPLAIN_EXPECT). k's final value is not read either, but the
+    # condition depends on it: it stays.
+    body = h.make_graph(
+        [h.make_node("Add", ["k", "one"], ["k_out"], name="step"),
+         h.make_node("Less", ["k_out", "limit"], ["c_out"], name="more"),
+         h.make_node("MatMul", ["acc", "W"], ["p"], name="mm"),
+         h.make_node("Add", ["p", "b"], ["acc_out"], name="add"),
+         h.make_node("Add", ["junk", "junk"], ["junk_out"], name="junk"),
+         h.make_node("Identity", ["acc_out"], ["row"], name="row")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("c", TensorProto.BOOL, []),
+         h.make_tensor_value_info("k", TensorProto.INT64, []),
+         h.make_tensor_value_info("acc", f, [1, 3]), h.make_tensor_value_info("junk", f, [3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("k_out", TensorProto.INT64, []),
+         h.make_tensor_value_info("acc_out", f, [1, 3]),
+         h.make_tensor_value_info("junk_out", f, [3]), h.make_tensor_value_info("row", f, [1, 3])])
+    g = h.make_graph(
+        [h.make_node("Loop", ["", "c0", "k0", "acc0", "junk0"], ["k_fin", "acc", "junk_fin", "rows"],
+                     name="dl", body=body)],
+        "loop_dead_carried",
+        [h.make_tensor_value_info("c0", TensorProto.BOOL, []),
+         h.make_tensor_value_info("limit", TensorProto.INT64, []),
+         h.make_tensor_value_info("acc0", f, [1, 3]), h.make_tensor_value_info("junk0", f, [3])],
+        [h.make_tensor_value_info("acc", f, [1, 3]), h.make_tensor_value_info("rows", f, None)],
+        [numpy_helper.from_array(rng.uniform(-0.5, 0.5, (3, 3)).astype(np.float32), "W"),
+         numpy_helper.from_array(rng.uniform(-1, 1, 3).astype(np.float32), "b"),
+         numpy_helper.from_array(np.array(0, dtype=np.int64), "k0"),
+         numpy_helper.from_array(np.array(1, dtype=np.int64), "one")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    W = numpy_helper.to_array(g.initializer[0])
+    b = numpy_helper.to_array(g.initializer[1])
+    a0 = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
+    acc, rows = a0, []
+    for _ in range(4):  # k + 1 = 1, 2, 3 continue; 4 stops after its trip
+        acc = acc @ W + b
+        rows.append(acc)
+    m["loop_dead_carried"] = (model, {"c0": np.array(True), "limit": np.array(4, dtype=np.int64),
+                                      "acc0": a0, "junk0": np.ones(3, np.float32)},
+                              {"acc": acc, "rows": np.stack(rows)})
     return m
 
 
@@ -690,6 +737,16 @@ def onnx_models():
 EXPLAIN_EXPECT = {
     "loop_invariant": ["Loop 'rnn': 2 carried values its body passes through unchanged read "
                        "from outside instead ('W', 'b')"],
+    "loop_dead_carried": ["Loop 'dl': 1 of 3 carried values dropped",
+                          "Loop 'dl_counting': 2 of 4 carried values dropped",
+                          "its body runs 3 of its 7 nodes"],
+}
+
+# Steps `plinth run --runs 2 --warmup 1` must list (backend, name), in
+# order: a staged session's pivot and the steps of the tail planned at run
+# time come after the prefix's (pl_session_step_info).
+STEPS_EXPECT = {
+    "if_data_then": [("control", "by_data"), ("cpu", "after (Add, cpu)")],
 }
 
 
@@ -737,9 +794,15 @@ def case_onnx(args, name):
                                                                     r.stderr))
                 return 1
     for tag, src in (("onnx", path), ("json", js)):
-        r = run_plinth(args, src, files, work, "out_" + tag)
+        r = run_plinth(args, src, files, work, "out_" + tag, ["--runs", "2", "--warmup", "1"])
         if r.returncode != 0:
             print("FAIL: plinth run (%s): %s" % (tag, (r.stderr or r.stdout).strip()))
+            return 1
+        listed = [line.split(None, 3)[2:] for line in r.stdout.split("steps (2 runs):")[-1]
+                  .splitlines() if " ms " in line]
+        if name in STEPS_EXPECT and [tuple(x) for x in listed] != STEPS_EXPECT[name]:
+            print("FAIL: plinth run (%s) lists the steps %s, expected %s:\n%s" %
+                  (tag, listed, STEPS_EXPECT[name], r.stdout))
             return 1
         for n_, w in want.items():
             got = np.load(os.path.join(work, "out_" + tag, n_ + ".npy"))
