@@ -804,6 +804,18 @@ static int cmd_run(const model_args *a)
     }
     int warmup = a->warmup_given ? a->warmup : 0;
     for (int r = 0; rc == 0 && r < warmup + a->runs; r++) {
+        if (r == warmup && pl_session_step_count(session) > n_steps) {
+            /* a staged session's run-time part, planned by the warm-up */
+            size_t more = pl_session_step_count(session);
+            uint64_t *ns = realloc(warm_ns, more * sizeof *ns);
+            if (ns != NULL)
+                warm_ns = ns;
+            uint64_t *wr = ns != NULL ? realloc(warm_runs, more * sizeof *wr) : NULL;
+            if (wr != NULL)
+                warm_runs = wr;
+            if (ns != NULL && wr != NULL)
+                n_steps = more;
+        }
         if (r == warmup)
             for (size_t i = 0; i < n_steps; i++)
                 pl_session_step_info(session, i, NULL, NULL, &warm_ns[i], &warm_runs[i]);

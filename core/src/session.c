@@ -797,9 +797,14 @@ static const pl_session *pl_sess_programmed(const pl_session *s)
     return s;
 }
 
+/* A staged session's steps: its prefix's, then the pivot's and the last
+ * tail's (pl_stage_step_info). */
 size_t pl_session_step_count(const pl_session *s)
 {
-    s = pl_sess_programmed(s);
+    if (s != NULL && s->stage != NULL) {
+        const pl_session *pre = pl_stage_prefix(s->stage);
+        return (pre ? pl_session_step_count(pre) : 0) + pl_stage_step_count(s->stage);
+    }
     return s ? s->program->n_steps : 0;
 }
 
@@ -807,7 +812,16 @@ void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
                           const char **out_backend, uint64_t *out_total_ns,
                           uint64_t *out_runs)
 {
-    s = pl_sess_programmed(s);
+    if (s != NULL && s->stage != NULL) {
+        const pl_session *pre = pl_stage_prefix(s->stage);
+        size_t n_pre = pre ? pl_session_step_count(pre) : 0;
+        if (i < n_pre)
+            pl_session_step_info(pre, i, out_name, out_backend, out_total_ns, out_runs);
+        else
+            pl_stage_step_info(s->stage, i - n_pre, out_name, out_backend, out_total_ns,
+                               out_runs);
+        return;
+    }
     pl_prog_step *st = s && i < s->program->n_steps ? &s->program->steps[i] : NULL;
     if (out_name)
         *out_name = st ? st->name : NULL;

@@ -2,7 +2,9 @@
 #include "stage.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +80,9 @@ struct pl_stage {
     size_t n_specs;
     size_t spec_bytes;    /* their arena_bytes together */
     uint64_t clock;
+    /* the pivot's runs and their time, for the step list
+     * (pl_stage_step_info) */
+    atomic_ullong pivot_ns, pivot_runs;
     /* Dims handed to callers (stg_keep_dims), chained in buckets by hash: a
      * decoder's generation hands out new dims at every step, thousands of
      * them, each looked up again per output per run. */
@@ -88,6 +93,13 @@ struct pl_stage {
 static pl_status *stg_oom(void)
 {
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory staging a session");
+}
+
+static uint64_t stg_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static bool stg_known(const pl_graph_tensor *t)
@@ -634,6 +646,53 @@ size_t pl_stage_tail_nodes(const pl_stage *s)
     return s->tail_nodes;
 }
 
+/* The tail a run used last, or NULL (under s->mu). */
+static stg_spec *stg_last_spec(pl_stage *s)
+{
+    stg_spec *last = NULL;
+    for (size_t i = 0; i < s->n_specs; i++)
+        if (last == NULL || s->specs[i]->last_use > last->last_use)
+            last = s->specs[i];
+    return last;
+}
+
+size_t pl_stage_step_count(pl_stage *s)
+{
+    pthread_mutex_lock(&s->mu);
+    stg_spec *last = stg_last_spec(s);
+    size_t n = (s->pivot != PL_NID_NONE) + (last ? pl_session_step_count(last->session) : 0);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void pl_stage_step_info(pl_stage *s, size_t i, const char **out_name, const char **out_backend,
+                        uint64_t *out_total_ns, uint64_t *out_runs)
+{
+    const char *name = NULL, *backend = NULL;
+    uint64_t ns = 0, runs = 0;
+    if (s->pivot != PL_NID_NONE && i == 0) {
+        name = pl_stage_pivot_name(s);
+        backend = "control";
+        ns = atomic_load(&s->pivot_ns);
+        runs = atomic_load(&s->pivot_runs);
+    } else {
+        i -= s->pivot != PL_NID_NONE;
+        pthread_mutex_lock(&s->mu);
+        stg_spec *last = stg_last_spec(s);
+        if (last != NULL)
+            pl_session_step_info(last->session, i, &name, &backend, &ns, &runs);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (out_name)
+        *out_name = name;
+    if (out_backend)
+        *out_backend = backend;
+    if (out_total_ns)
+        *out_total_ns = ns;
+    if (out_runs)
+        *out_runs = runs;
+}
+
 size_t pl_stage_spec_count(pl_stage *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -1087,8 +1146,12 @@ pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io
         pl_calloc(n_piv_out ? n_piv_out : 1, sizeof *piv_dims);
     if (st == NULL && (piv_out == NULL || handed == NULL || piv_dims == NULL))
         st = stg_oom();
-    if (st == NULL && pn != NULL)
+    if (st == NULL && pn != NULL) {
+        uint64_t t0 = stg_now_ns();
         st = stg_run_pivot(s, pn, inputs, n_inputs, pre, piv_out, piv_dims);
+        atomic_fetch_add(&s->pivot_ns, stg_now_ns() - t0);
+        atomic_fetch_add(&s->pivot_runs, 1);
+    }
     for (size_t i = 0; st == NULL && i < s->n_front; i++) {
         const char *name = pl_graph_get_tensor(g, s->front[i].t)->name;
         if (s->front[i].from_pivot) {

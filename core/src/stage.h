@@ -66,6 +66,13 @@ const char *pl_stage_pivot_name(const pl_stage *stage);
 /* Nodes of the tail, and the tails specialised so far. */
 size_t pl_stage_tail_nodes(const pl_stage *stage);
 size_t pl_stage_spec_count(pl_stage *stage);
+/* The steps after the prefix's, for the step list (pl_session_step_info):
+ * the pivot, when there is one, then those of the tail a run used last
+ * (none before the first run). Names and backends are valid until that tail
+ * is evicted or the stage destroyed. */
+size_t pl_stage_step_count(pl_stage *stage);
+void pl_stage_step_info(pl_stage *stage, size_t i, const char **out_name,
+                        const char **out_backend, uint64_t *out_total_ns, uint64_t *out_runs);
 /* The arena bytes the prefix and the kept tails plan. */
 size_t pl_stage_arena_bytes(pl_stage *stage);
 /* The description of the tail a run used last (pl_session_describe's

@@ -621,7 +621,12 @@ PL_API const char *pl_session_io_device(const pl_session *session);
 
 /* The steps a run pushes (subgraphs, kernels, copies), with their backend
  * and the time they took over every run so far. A kernel step that runs a
- * fused chain is named for all its nodes: "conv1+relu1 (Conv+Relu, cpu)". */
+ * fused chain is named for all its nodes: "conv1+relu1 (Conv+Relu, cpu)".
+ * A session whose later nodes are planned at run time (a data-dependent
+ * shape) lists the steps planned at creation, then the control node run to
+ * learn the shapes, if any, then the steps of the part a run planned last:
+ * the count grows after the first run, and those names are valid until the
+ * next run that plans another part. */
 PL_API size_t pl_session_step_count(const pl_session *session);
 PL_API void pl_session_step_info(const pl_session *session, size_t i,
                                  const char **out_name,
