@@ -553,6 +553,39 @@ double onednn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n)
     return (double)(layout ? x[1] : x[0]) * dirs;
 }
 
+/* A Transpose is a strided view of its source; whatever reads it dense (all
+ * but a product, which takes the strides; the caller, through the output
+ * copy) gets it through a reorder, which oneDNN's jit:uni runs at about
+ * ODNN_COST_REORDER_GBPS whatever the permutation: 33 us for the 95 KB of
+ * onnx-asr's 2x37x1x320 -> 2x320x1x37 (acdb to abcd), where the cpu module
+ * transposes it in 10. A permutation that keeps the order of the axes
+ * longer than 1 moves nothing. */
+static int odnn_cost_moves_data(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    int64_t x[8];
+    const int64_t *perm = NULL;
+    size_t np = 0;
+    if (strcmp(g->node_op(v, n), "Transpose") != 0)
+        return 0;
+    int32_t r = pl_cost_dims(g, v, g->node_input(v, n, 0), x);
+    if (r < 2)
+        return 0;
+    if (g->attr_ints(v, n, "perm", &perm, &np) && np != (size_t)r)
+        return 1;
+    int64_t last = -1;
+    for (int32_t i = 0; i < r; i++) {
+        int64_t from = perm != NULL ? perm[i] : r - 1 - i; /* no perm: the reversal */
+        if (from < 0 || from >= r)
+            return 1;
+        if (x[from] == 1)
+            continue;
+        if (from < last)
+            return 1;
+        last = from;
+    }
+    return 0;
+}
+
 int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                          const size_t *nodes, size_t n_nodes, pl_cost *out)
 {
@@ -562,11 +595,13 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     int64_t *producer = malloc((n_tensors ? n_tensors : 1) * sizeof *producer);
     unsigned char *inside = calloc(n_all ? n_all : 1, 1);
     unsigned char *role = calloc(n_all ? n_all : 1, 1);
-    if (producer == NULL || inside == NULL || role == NULL ||
+    unsigned char *dense = calloc(n_tensors ? n_tensors : 1, 1);
+    if (producer == NULL || inside == NULL || role == NULL || dense == NULL ||
         !onednn_fused_roles(ctx, v, role)) {
         free(producer);
         free(inside);
         free(role);
+        free(dense);
         return 0;
     }
     for (size_t t = 0; t < n_tensors; t++)
@@ -582,6 +617,15 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             int64_t t = g->node_output(v, n, o);
             if (t >= 0 && (size_t)t < n_tensors)
                 producer[t] = (int64_t)n;
+        }
+        /* what a node other than a product reads, it reads dense */
+        const char *op = g->node_op(v, n);
+        if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0)
+            continue;
+        for (size_t k = 0; k < g->node_input_count(v, n); k++) {
+            int64_t t = g->node_input(v, n, k);
+            if (t >= 0 && (size_t)t < n_tensors)
+                dense[t] = 1;
         }
     }
     for (size_t i = 0; i < n_nodes; i++) {
@@ -599,6 +643,12 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 pl_cost_dims(g, v, in, d) >= 3 && pl_cost_elems(g, v, in, &b) > 0) {
                 launch += 2 * ODNN_COST_REORDER_US;
                 compute += 4 * b / (ODNN_COST_REORDER_GBPS * 1e3);
+            }
+            int64_t y = g->node_output(v, n, 0);
+            if (y >= 0 && (size_t)y < n_tensors && dense[y] && odnn_cost_moves_data(g, v, n) &&
+                pl_cost_elems(g, v, y, &b) > 0) {
+                launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
+                compute += 2 * b / (ODNN_COST_REORDER_GBPS * 1e3);
             }
             continue;
         }
@@ -722,8 +772,12 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             double b;
             if (w < 0 || pl_cost_elems(g, v, t, &b) <= 0)
                 continue;
-            if (odnn_cost_is(g->node_op(v, (size_t)w), odnn_cost_views))
+            if (odnn_cost_moves_data(g, v, (size_t)w)) {
+                launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
+                compute += 2 * b / (ODNN_COST_REORDER_GBPS * 1e3);
+            } else if (odnn_cost_is(g->node_op(v, (size_t)w), odnn_cost_views)) {
                 compute += b / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+            }
             if (has_conv && pl_cost_dims(g, v, t, d) >= 4) {
                 boundary_bytes += b;
                 launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
@@ -734,6 +788,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     free(producer);
     free(inside);
     free(role);
+    free(dense);
     out->compute_us = compute;
     out->launch_us = launch;
     out->boundary_us = 2 * boundary_bytes / (ODNN_COST_REORDER_GBPS * 1e3);

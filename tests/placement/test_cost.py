@@ -42,6 +42,12 @@ Cases:
                  once) with a reason quoting both estimates; with AVX-512
                  (brgemm, weights laid out once) it stays on onednn; the
                  outputs of `cost` and `first` agree (1e-5);
+  transpose_copy a Transpose read by a Tanh: onednn materialises the strided
+                 view with a reorder (jit:uni, about 8 GB/s: 33 us for
+                 2x37x1x320, where the cpu module takes 10), so its estimate
+                 for Transpose + Tanh is above Tanh's alone by at least the
+                 bytes read and written at that rate; a Transpose that keeps
+                 the order of the axes longer than 1 adds nothing;
   same_outputs   the outputs of every model above agree between `cost` and
                  `first` (1e-5 relative);
   no_estimate    example_acc gives no estimate: `cost` keeps exactly the
@@ -183,6 +189,19 @@ def model_big_weights(tmp):
     m = numpy_helper.from_array(rng.uniform(-.05, .05, [1024, 4608]).astype(np.float32), "M")
     node = helper.make_node("MatMul", ["x", "M"], ["y"], name="head")
     return save(os.path.join(tmp, "big_weights.onnx"), [node], [16, 1024], [16, 4608], [m])
+
+
+def model_transpose_copy(tmp, perm):
+    """Transpose by PERM (None: none) of x [2, 37, 1, 320], then Tanh."""
+    shape = [2, 37, 1, 320]
+    nodes, src = [], "x"
+    if perm is not None:
+        nodes.append(helper.make_node("Transpose", ["x"], ["t"], name="tr", perm=perm))
+        src = "t"
+    nodes.append(helper.make_node("Tanh", [src], ["y"], name="tanh"))
+    y = [shape[p] for p in perm] if perm is not None else shape
+    tag = "none" if perm is None else "".join(map(str, perm))
+    return save(os.path.join(tmp, "transpose_%s.onnx" % tag), nodes, shape, y)
 
 
 def onednn_avx512():
@@ -391,6 +410,21 @@ def main():
             if "cost:" not in r or "against" not in r:
                 fail("the reason should quote both estimates, is: %r" % r)
         agree(pl, cost, first, m, "big", 1e-5)
+    elif args.case == "transpose_copy":
+        est = {}
+        for perm in (None, [0, 3, 2, 1], [0, 2, 1, 3]):
+            d = pl.explain(first, model_transpose_copy(args.tmp, perm))
+            if set(placement(d).values()) != {"onednn"} or len(d["subgraphs"]) != 1:
+                fail("choose = first should run it all in one onednn subgraph: %s" % placement(d))
+            est[str(perm)] = d["subgraphs"][0]["estimate"]["total_us"]
+        # read and written at 8 GB/s over the ini's 2 threads, and a
+        # primitive's launch (4 us), in us
+        moved = 2 * 2 * 37 * 320 * 4 / 8e3 / 2 + 4
+        if not est["[0, 3, 2, 1]"] - est["None"] >= moved:
+            fail("a Transpose read dense should cost its reorder (%.1f us at least): %s"
+                 % (moved, est))
+        if abs(est["[0, 2, 1, 3]"] - est["None"]) > 1e-6:
+            fail("a Transpose that moves only a unit axis should cost nothing: %s" % est)
     elif args.case == "same_outputs":
         for make in (model_small_rnn, model_big_conv, model_islands, model_tiny_whole,
                      model_loop_body):
