@@ -127,11 +127,17 @@ struct pl_alg_bnmm {
 };
 
 /* An Einsum made MatMul(Transpose(A), Transpose(B)), then a Transpose
- * (each only where its permutation is not the identity). */
+ * (each only where its permutation is not the identity); where a group of
+ * M, K or N labels has more than one, Reshapes merge the Ks (in A and B)
+ * and the Ns (in B, split again after the product), and B takes a 1 for
+ * each M but the last. */
 struct pl_alg_einsum {
     pl_nid node;
-    int32_t r;                         /* rank of A, B and the output */
+    int32_t ra, rb, ro;                /* ranks of A, B and the output */
+    int32_t nbat, nm, nk, nn;          /* labels of each kind */
     int64_t pa[PL_GRAPH_MAX_RANK], pb[PL_GRAPH_MAX_RANK], po[PL_GRAPH_MAX_RANK];
+    int64_t kprod, nprod;              /* the Ks and the Ns merged (when they are) */
+    int64_t ndims[PL_GRAPH_MAX_RANK];  /* the Ns, in the product's order */
 };
 
 /* A MatMul above 4-D made Reshape -> 3-D MatMul -> Reshape: A and B each
@@ -669,8 +675,14 @@ static int pl_alg_es_find(const char *t, int n, char c)
     return -1;
 }
 
-/* Node ID, when it is an Einsum of two float inputs of one rank R whose
- * equation is a batched matrix product: records the permutations. */
+/* Node ID, when it is an Einsum of two float inputs whose equation is a
+ * product: every label of A in B or the output, of B in A or the output,
+ * of the output in A or B; batch labels (in all three) of equal dims, at
+ * least one M (A and output), K (A and B) and N (B and output), the dims
+ * of Ks and Ns known where there are several of one kind. TensorFlow's
+ * attention output projection "abcd,cde->abe" (g2pid_bert: 190 us on the
+ * cpu module's Einsum, a 32x128 by 128x128 product) has two Ms and two
+ * Ks. Records the permutations. */
 static pl_status *pl_alg_einsum(struct pl_alg *a, pl_nid id)
 {
     const pl_graph *g = a->g;
@@ -688,76 +700,94 @@ static pl_status *pl_alg_einsum(struct pl_alg *a, pl_nid id)
     int na = pl_alg_es_term(eq, &pos, ta, PL_GRAPH_MAX_RANK);
     while (eq[pos] == ' ')
         pos++;
-    if (na < 2 || eq[pos] != ',')
+    if (na < 1 || eq[pos] != ',')
         return NULL;
     pos++;
     int nb = pl_alg_es_term(eq, &pos, tb, PL_GRAPH_MAX_RANK);
     while (eq[pos] == ' ')
         pos++;
-    if (nb != na || eq[pos] != '-' || eq[pos + 1] != '>')
+    if (nb < 1 || eq[pos] != '-' || eq[pos + 1] != '>')
         return NULL;
     pos += 2;
     int no = pl_alg_es_term(eq, &pos, to, PL_GRAPH_MAX_RANK);
     while (eq[pos] == ' ')
         pos++;
-    if (no != na || eq[pos] != '\0')
+    if (no < 1 || eq[pos] != '\0')
         return NULL;
     const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[0]);
     const pl_graph_tensor *y = pl_graph_get_tensor(g, n->inputs[1]);
-    if (x->ndim != na || y->ndim != na || !pl_alg_float(x->dtype) ||
+    if (x->ndim != na || y->ndim != nb || !pl_alg_float(x->dtype) ||
         !PL_DTYPE_EQ(x->dtype, y->dtype))
         return NULL;
-    /* classify: batch (in all three), M (A, out), N (B, out), K (A, B) */
-    char m = 0, nn = 0, k = 0;
-    int batch = 0;
+    struct pl_alg_einsum e = {.node = id, .ra = na, .rb = nb, .ro = no, .kprod = 1, .nprod = 1};
+    /* the kinds: batch and M in the output's order, K in A's, N in the
+     * output's */
+    char bat[PL_GRAPH_MAX_RANK], m[PL_GRAPH_MAX_RANK], k[PL_GRAPH_MAX_RANK],
+        nl[PL_GRAPH_MAX_RANK];
+    for (int i = 0; i < no; i++) {
+        bool in_a = pl_alg_es_find(ta, na, to[i]) >= 0, in_b = pl_alg_es_find(tb, nb, to[i]) >= 0;
+        if (in_a && in_b)
+            bat[e.nbat++] = to[i];
+        else if (in_a)
+            m[e.nm++] = to[i];
+        else if (in_b)
+            nl[e.nn++] = to[i];
+        else
+            return NULL;
+    }
     for (int i = 0; i < na; i++) {
         bool in_b = pl_alg_es_find(tb, nb, ta[i]) >= 0, in_o = pl_alg_es_find(to, no, ta[i]) >= 0;
-        if (in_b && in_o)
-            batch++;
-        else if (in_o && m == 0)
-            m = ta[i];
-        else if (in_b && k == 0)
-            k = ta[i];
-        else
-            return NULL; /* a second M or K, or a label summed in one input */
+        if (in_b && !in_o)
+            k[e.nk++] = ta[i];
+        else if (!in_o)
+            return NULL; /* summed in A alone */
     }
     for (int i = 0; i < nb; i++)
-        if (pl_alg_es_find(ta, na, tb[i]) < 0) {
-            if (nn != 0 || pl_alg_es_find(to, no, tb[i]) < 0)
-                return NULL;
-            nn = tb[i];
-        }
-    if (m == 0 || nn == 0 || k == 0 || batch != na - 2)
+        if (pl_alg_es_find(ta, na, tb[i]) < 0 && pl_alg_es_find(to, no, tb[i]) < 0)
+            return NULL; /* summed in B alone */
+    if (e.nm < 1 || e.nk < 1 || e.nn < 1 || e.nbat + e.nm + e.nk != na ||
+        e.nbat + e.nk + e.nn != nb)
         return NULL;
-    struct pl_alg_einsum e = {.node = id, .r = na};
     int j = 0;
-    for (int i = 0; i < no; i++) /* the batch labels in the output's order */
-        if (to[i] != m && to[i] != nn) {
-            e.pa[j] = pl_alg_es_find(ta, na, to[i]);
-            e.pb[j] = pl_alg_es_find(tb, nb, to[i]);
-            j++;
-        }
-    e.pa[j] = pl_alg_es_find(ta, na, m);
-    e.pa[j + 1] = pl_alg_es_find(ta, na, k);
-    e.pb[j] = pl_alg_es_find(tb, nb, k);
-    e.pb[j + 1] = pl_alg_es_find(tb, nb, nn);
-    /* the product's labels: batch..., M, N; the output's from them */
-    char prod[PL_GRAPH_MAX_RANK];
-    for (int i = 0; i < j; i++)
-        prod[i] = ta[e.pa[i]];
-    prod[j] = m;
-    prod[j + 1] = nn;
-    for (int i = 0; i < no; i++)
-        e.po[i] = pl_alg_es_find(prod, na, to[i]);
-    for (int i = 0; i < j; i++)
-        if (x->dims[e.pa[i]] >= 0 && y->dims[e.pb[i]] >= 0 && x->dims[e.pa[i]] != y->dims[e.pb[i]])
+    for (int i = 0; i < e.nbat; i++, j++) {
+        e.pa[j] = pl_alg_es_find(ta, na, bat[i]);
+        e.pb[j] = pl_alg_es_find(tb, nb, bat[i]);
+        if (x->dims[e.pa[j]] >= 0 && y->dims[e.pb[j]] >= 0 &&
+            x->dims[e.pa[j]] != y->dims[e.pb[j]])
             return NULL; /* broadcast batch dims: left to Einsum */
+    }
+    for (int i = 0; i < e.nm; i++)
+        e.pa[e.nbat + i] = pl_alg_es_find(ta, na, m[i]);
+    for (int i = 0; i < e.nk; i++) {
+        e.pa[e.nbat + e.nm + i] = pl_alg_es_find(ta, na, k[i]);
+        e.pb[e.nbat + i] = pl_alg_es_find(tb, nb, k[i]);
+        int64_t da = x->dims[e.pa[e.nbat + e.nm + i]], db = y->dims[e.pb[e.nbat + i]];
+        if (da >= 0 && db >= 0 && da != db)
+            return NULL;
+        e.kprod = da < 0 || e.kprod < 0 ? -1 : e.kprod * da;
+    }
+    for (int i = 0; i < e.nn; i++) {
+        e.pb[e.nbat + e.nk + i] = pl_alg_es_find(tb, nb, nl[i]);
+        e.ndims[i] = y->dims[e.pb[e.nbat + e.nk + i]];
+        e.nprod = e.ndims[i] < 0 || e.nprod < 0 ? -1 : e.nprod * e.ndims[i];
+    }
+    if ((e.nk > 1 || e.nn > 1) && (e.kprod < 0 || e.nprod < 0))
+        return NULL; /* the merged dims are needed */
+    /* the product's labels: batch, M, N (each kind in the output's
+     * order); the output's from them */
+    char prod[PL_GRAPH_MAX_RANK];
+    memcpy(prod, bat, (size_t)e.nbat);
+    memcpy(prod + e.nbat, m, (size_t)e.nm);
+    memcpy(prod + e.nbat + e.nm, nl, (size_t)e.nn);
+    for (int i = 0; i < no; i++)
+        e.po[i] = pl_alg_es_find(prod, no, to[i]);
     a->einsums[a->n_einsums++] = e;
     a->drop[id] = true;
     if (!pl_rewrites_add(a->rewrites,
-                         "Einsum '%s' (%s) made a MatMul with Transposes (a batched matrix "
-                         "product)",
-                         n->name, eq))
+                         "Einsum '%s' (%s) made a MatMul with Transposes%s (a product of %d "
+                         "batch, %d M, %d K and %d N label%s)",
+                         n->name, eq, e.nk > 1 || e.nn > 1 || e.nm > 1 ? " and Reshapes" : "",
+                         e.nbat, e.nm, e.nk, e.nn, e.nn == 1 ? "" : "s"))
         return pl_alg_oom();
     return NULL;
 }
@@ -795,7 +825,12 @@ static pl_status *pl_alg_transpose_node(pl_graph *copy, const char *base, const 
     return NULL;
 }
 
-/* Writes Einsum E into COPY as Transposes and a MatMul writing its output. */
+static pl_status *pl_alg_reshape_node(pl_graph *copy, const char *base, const char *in,
+                                      const int64_t *dims, int32_t r, const char *out,
+                                      char **out_name);
+
+/* Writes Einsum E into COPY as Transposes, Reshapes (the Ks and Ns merged;
+ * 0s keep the dims before them) and a MatMul writing its output. */
 static pl_status *pl_alg_write_einsum(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
                                       const struct pl_alg_einsum *e)
 {
@@ -803,27 +838,59 @@ static pl_status *pl_alg_write_einsum(const pl_graph *g, const pl_tid *alias, pl
     const char *base = n->name, *out = pl_graph_get_tensor(g, n->outputs[0])->name;
     const char *ins[2] = {pl_graph_get_tensor(g, alias[n->inputs[0]])->name,
                           pl_graph_get_tensor(g, alias[n->inputs[1]])->name};
-    char *t[3] = {NULL, NULL, NULL};
+    char *t[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     pl_status *st = NULL;
     const int64_t *perms[2] = {e->pa, e->pb};
+    const int32_t ranks[2] = {e->ra, e->rb};
     for (int i = 0; i < 2 && st == NULL; i++)
-        if (!pl_alg_perm_identity(perms[i], e->r)) {
-            st = pl_alg_transpose_node(copy, base, ins[i], perms[i], e->r, NULL, &t[i]);
+        if (!pl_alg_perm_identity(perms[i], ranks[i])) {
+            st = pl_alg_transpose_node(copy, base, ins[i], perms[i], ranks[i], NULL, &t[i]);
             ins[i] = t[i];
         }
-    bool last = pl_alg_perm_identity(e->po, e->r);
-    char *mm_out = st == NULL && !last ? pl_alg_name(copy, base, "MatMul_out", false) : NULL;
+    int64_t dims[PL_GRAPH_MAX_RANK + 2];
+    int32_t r = 0;
+    if (st == NULL && e->nk > 1) { /* A: [batch, M..., K] */
+        for (; r < e->nbat + e->nm; r++)
+            dims[r] = 0;
+        dims[r++] = e->kprod;
+        st = pl_alg_reshape_node(copy, base, ins[0], dims, r, NULL, &t[2]);
+        ins[0] = t[2];
+    }
+    /* B: [batch, 1..., K, N], or [K, N] without batch labels (a 2-D B
+     * meets every A) */
+    if (st == NULL && (e->nk > 1 || e->nn > 1 || (e->nm > 1 && e->nbat > 0))) {
+        for (r = 0; r < e->nbat; r++)
+            dims[r] = 0;
+        for (int i = 1; e->nbat > 0 && i < e->nm; i++)
+            dims[r++] = 1;
+        dims[r++] = e->kprod;
+        dims[r++] = e->nprod;
+        st = pl_alg_reshape_node(copy, base, ins[1], dims, r, NULL, &t[3]);
+        ins[1] = t[3];
+    }
+    bool split = e->nn > 1, last = pl_alg_perm_identity(e->po, e->ro);
+    char *mm_out = st == NULL && (split || !last) ? pl_alg_name(copy, base, "MatMul_out", false)
+                                                  : NULL;
     char *mm_name = st == NULL ? pl_alg_name(copy, base, "MatMul", true) : NULL;
-    const char *dst = last ? out : mm_out;
+    const char *dst = split || !last ? mm_out : out;
     if (st == NULL)
         st = mm_name && dst ? pl_graph_add_node(copy, mm_name, "MatMul", "", ins, 2, &dst, 1,
                                                 NULL)
                             : pl_alg_oom();
+    const char *prod = mm_out;
+    if (st == NULL && split) { /* [batch, M..., N...] */
+        for (r = 0; r < e->nbat + e->nm; r++)
+            dims[r] = 0;
+        for (int i = 0; i < e->nn; i++)
+            dims[r++] = e->ndims[i];
+        st = pl_alg_reshape_node(copy, base, mm_out, dims, r, last ? out : NULL, &t[4]);
+        prod = t[4];
+    }
     if (st == NULL && !last)
-        st = pl_alg_transpose_node(copy, base, mm_out, e->po, e->r, out, &t[2]);
+        st = pl_alg_transpose_node(copy, base, prod, e->po, e->ro, out, &t[5]);
     pl_free(mm_out);
     pl_free(mm_name);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 6; i++)
         pl_free(t[i]);
     return st;
 }

@@ -1955,6 +1955,59 @@ static void case_einsum_matmul(void)
     against_none(path, x, 4, shape, names, 4, einsum_check);
 }
 
+/* einsum_groups' model under optimize = all: each Einsum became a MatMul
+ * with Reshapes merging its groups of labels. */
+static void einsum_groups_check(json_t *root, const char *cfg)
+{
+    static const char *const made[] = {"e_tf", "e_two_n", "e_bat_m"};
+    for (size_t k = 0; k < 3; k++)
+        TH_CHECK(rewritten_as(root, made[k], "made a MatMul with Transposes and Reshapes") &&
+                     !placed(root, made[k]),
+                 "%s: %s should be a MatMul", cfg, made[k]);
+}
+
+/* Einsums of x [2, 3, 4, 5] with constants whose labels come in groups:
+ * TensorFlow's attention output projection "abcd,cde->abe" (two Ms, two
+ * Ks), "abcd,dxy->yaxbc" (three Ms, two Ns, the output in another order)
+ * and "bhid,hdj->bhij" (a batch label, two Ms, B without the first).
+ * Outputs equal optimize = none's on cpu and onednn. */
+static void case_einsum_groups(void)
+{
+    static float w5[4 * 5 * 7], w6[5 * 2 * 3], w7[3 * 5 * 6];
+    for (int k = 0; k < (int)(sizeof w5 / sizeof *w5); k++)
+        w5[k] = 0.1f * (float)((k * 7) % 11 - 5);
+    for (int k = 0; k < (int)(sizeof w6 / sizeof *w6); k++)
+        w6[k] = 0.1f * (float)((k * 5) % 9 - 4);
+    for (int k = 0; k < (int)(sizeof w7 / sizeof *w7); k++)
+        w7[k] = 0.1f * (float)((k * 3) % 7 - 3);
+    write_sidecar("einsum_groups.weights", (const void *const[]){w5, w6, w7},
+                  (const size_t[]){sizeof w5, sizeof w6, sizeof w7}, 3);
+    const char *path = write_model(
+        "einsum_groups.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"einsum_groups.weights\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3,4,5]},"
+        "{\"name\":\"w5\",\"dtype\":\"f32\",\"shape\":[4,5,7],\"data\":{\"offset\":0,\"length\":560}},"
+        "{\"name\":\"w6\",\"dtype\":\"f32\",\"shape\":[5,2,3],\"data\":{\"offset\":576,\"length\":120}},"
+        "{\"name\":\"w7\",\"dtype\":\"f32\",\"shape\":[3,5,6],\"data\":{\"offset\":704,\"length\":360}}],"
+        "\"nodes\":["
+        "{\"name\":\"e_tf\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"w5\"],\"outputs\":[\"y1\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"abcd,cde->abe\"}}},"
+        "{\"name\":\"e_two_n\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"w6\"],\"outputs\":[\"y2\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"abcd,dxy->yaxbc\"}}},"
+        "{\"name\":\"e_bat_m\",\"op\":\"Einsum\",\"inputs\":[\"x\",\"w7\"],\"outputs\":[\"y3\"],"
+        "\"attributes\":{\"equation\":{\"string\":\"bhid,hdj->bhij\"}}}]}");
+    float x[120];
+    for (int i = 0; i < 120; i++)
+        x[i] = 0.05f * (float)(i % 17 - 8);
+    static const int64_t shape[4] = {2, 3, 4, 5};
+    static const char *const names[3] = {"y1", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, einsum_groups_check);
+}
+
 /* batch_matmul's model under optimize = all: the three 5-D MatMuls whose
  * batch dims merge became 3-D ones between Reshapes, the one broadcasting
  * inside its batch dims stayed; with onednn first, every merged product
@@ -2905,6 +2958,7 @@ int main(int argc, char **argv)
         {"bn_matmul_folded", case_bn_matmul_folded},
         {"dropout_ratio_zero", case_dropout_ratio_zero},
         {"einsum_matmul", case_einsum_matmul},
+        {"einsum_groups", case_einsum_groups},
         {"batch_matmul", case_batch_matmul},
         {"transposes_composed", case_transposes_composed},
         {"scatter_rows", case_scatter_rows},
