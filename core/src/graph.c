@@ -1237,6 +1237,33 @@ static pl_status *pl_graph_hoisted_body(const pl_graph *body, const bool *hoist,
     return NULL;
 }
 
+/* A copy of G (its readers through ALIAS, may be NULL) whose Loop node ID
+ * has inputs INS, outputs OUTS and body BODY, which it takes (freed on
+ * failure as well). */
+static pl_status *pl_graph_loop_remade(const pl_graph *g, pl_nid id, const pl_tid *alias,
+                                       const pl_tid *ins, size_t n_in, const pl_tid *outs,
+                                       size_t n_out, pl_graph *body, pl_graph **out_graph)
+{
+    pl_graph *c = NULL;
+    pl_status *st = pl_graph_copy_rewritten(g, NULL, alias, &c);
+    if (st == NULL)
+        st = pl_graph_node_set_inputs(c, id, ins, n_in);
+    if (st == NULL)
+        st = pl_graph_node_set_outputs(c, id, outs, n_out);
+    if (st == NULL) {
+        pl_graph_node_remove_attr(c, id, "body");
+        st = pl_graph_attr_graph(c, id, "body", body); /* takes BODY, even on failure */
+        body = NULL;
+    }
+    pl_graph_destroy(body);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hoist,
                                   pl_graph **out_graph)
 {
@@ -1250,7 +1277,7 @@ pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hois
     const pl_graph_tensor **init = pl_calloc(nc ? nc : 1, sizeof *init);
     pl_tid *ins = pl_calloc(n->n_formal_inputs, sizeof *ins);
     pl_tid *outs = pl_calloc(n->n_outputs ? n->n_outputs : 1, sizeof *outs);
-    pl_graph *c = NULL, *b = NULL;
+    pl_graph *b = NULL;
     pl_status *st = alias && init && ins && outs ? NULL : pl_graph_oom("hoisting a carried value");
     for (size_t t = 0; st == NULL && t < g->n_tensors; t++)
         alias[t] = (pl_tid)t;
@@ -1270,27 +1297,12 @@ pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hois
     if (st == NULL)
         st = pl_graph_hoisted_body(body, hoist, nc, init, &b);
     if (st == NULL)
-        st = pl_graph_copy_rewritten(g, NULL, alias, &c);
-    if (st == NULL)
-        st = pl_graph_node_set_inputs(c, id, ins, n_in);
-    if (st == NULL)
-        st = pl_graph_node_set_outputs(c, id, outs, n_out);
-    if (st == NULL) {
-        pl_graph_node_remove_attr(c, id, "body");
-        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
-        b = NULL;
-    }
-    pl_graph_destroy(b);
+        st = pl_graph_loop_remade(g, id, alias, ins, n_in, outs, n_out, b, out_graph);
     pl_free(alias);
     pl_free(init);
     pl_free(ins);
     pl_free(outs);
-    if (st != NULL) {
-        pl_graph_destroy(c);
-        return st;
-    }
-    *out_graph = c;
-    return NULL;
+    return st;
 }
 
 /* Whether a node of G has a body (any attribute of graphs). */
@@ -1384,7 +1396,7 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
     bool *drop = pl_calloc(body->n_nodes ? body->n_nodes : 1, sizeof *drop);
     pl_tid *ins = pl_calloc(n->n_formal_inputs, sizeof *ins);
     pl_tid *outs = pl_calloc(n->n_outputs ? n->n_outputs : 1, sizeof *outs);
-    pl_graph *c = NULL, *b = NULL;
+    pl_graph *b = NULL;
     pl_status *st = drop && ins && outs ? NULL : pl_graph_oom("dropping a carried value");
     for (size_t i = 0; st == NULL && i < body->n_nodes; i++)
         drop[i] = !node_live[i];
@@ -1406,27 +1418,15 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
     for (size_t j = 0; st == NULL && j < n->n_outputs; j++)
         if (j >= nc || live[j])
             outs[n_out++] = n->outputs[j];
-    if (st == NULL)
-        st = pl_graph_copy_rewritten(g, NULL, NULL, &c);
-    if (st == NULL)
-        st = pl_graph_node_set_inputs(c, id, ins, n_in);
-    if (st == NULL)
-        st = pl_graph_node_set_outputs(c, id, outs, n_out);
     if (st == NULL) {
-        pl_graph_node_remove_attr(c, id, "body");
-        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
+        st = pl_graph_loop_remade(g, id, NULL, ins, n_in, outs, n_out, b, out_graph);
         b = NULL;
     }
     pl_graph_destroy(b);
     pl_free(drop);
     pl_free(ins);
     pl_free(outs);
-    if (st != NULL) {
-        pl_graph_destroy(c);
-        return st;
-    }
-    *out_graph = c;
-    return NULL;
+    return st;
 }
 
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,

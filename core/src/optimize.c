@@ -350,6 +350,27 @@ pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewri
 
 /* ---- Loop-invariant carried values --------------------------------------- */
 
+/* *NEXT, the Loop NAME rewritten (ST: how that went), validated; where
+ * either failed, *NEXT is NULL and the reason noted (the Loop stays as it
+ * was). Fails only when out of memory. */
+static pl_status *pl_opt_loop_checked(pl_graph **next, const char *name, pl_status *st,
+                                      pl_rewrites *rewrites)
+{
+    if (st == NULL)
+        st = pl_graph_validate(*next);
+    if (st == NULL)
+        return NULL;
+    pl_graph_destroy(*next);
+    *next = NULL;
+    if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
+        return st;
+    bool noted = pl_rewrites_add(rewrites, "Loop '%s': carried values kept: %s", name,
+                                 pl_status_message(st));
+    pl_status_free(st);
+    return noted ? NULL
+                 : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+}
+
 pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
                                           pl_rewrites *rewrites)
 {
@@ -384,19 +405,9 @@ pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_grap
         pl_graph *next = NULL;
         pl_status *st = pl_graph_hoist_carried(g, (pl_nid)i, hoist, &next);
         pl_free(hoist);
-        if (st == NULL)
-            st = pl_graph_validate(next);
-        if (st != NULL) {
-            pl_graph_destroy(next);
-            if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
-                return st;
-            bool noted = pl_rewrites_add(rewrites, "Loop '%s': carried values kept: %s", n->name,
-                                         pl_status_message(st));
-            pl_status_free(st);
-            if (!noted)
-                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        PL_RETURN_IF_ERROR(pl_opt_loop_checked(&next, n->name, st, rewrites));
+        if (next == NULL)
             continue;
-        }
         if (!pl_rewrites_add(rewrites, "Loop '%s': %zu carried value%s its body passes through "
                                        "unchanged read from outside instead (%s%s): not copied "
                                        "each iteration, constant weights for the body",
@@ -443,19 +454,9 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
         st = pl_graph_drop_carried(g, (pl_nid)i, live, node_live, &next);
         pl_free(live);
         pl_free(node_live);
-        if (st == NULL)
-            st = pl_graph_validate(next);
-        if (st != NULL) {
-            pl_graph_destroy(next);
-            if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
-                return st;
-            bool noted = pl_rewrites_add(rewrites, "Loop '%s': carried values kept: %s", n->name,
-                                         pl_status_message(st));
-            pl_status_free(st);
-            if (!noted)
-                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        PL_RETURN_IF_ERROR(pl_opt_loop_checked(&next, n->name, st, rewrites));
+        if (next == NULL)
             continue;
-        }
         if (!pl_rewrites_add(rewrites, "Loop '%s': %zu of %zu carried value%s dropped (nothing "
                                        "reads the final value, and neither the condition, the "
                                        "scan outputs nor the values kept depend on it); its body "

@@ -12471,14 +12471,16 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
         return odnn_oom();
     }
     memset(b.done, 0, nodes + 1);
-    double t0 = odnn_now_ms();
+    double t0 = odnn_now_ms(), t_hash, t_build, t_plan, t_bind, t_make;
     st = odnn_uses_build(ctx, subgraph, &b.u);
     /* Hashed before the build, which tells the core when it is done with
      * each constant (the hash reads them all). */
     if (st == NULL && blob == NULL)
         st = odnn_view_hash(ctx, subgraph, &hash);
+    t_hash = odnn_now_ms();
     if (st == NULL)
         st = odnn_build_program(&b);
+    t_build = odnn_now_ms();
     odnn_free(ctx, b.pending);
     odnn_free(ctx, b.wino_over);
     odnn_free(ctx, b.wino_bf16);
@@ -12501,10 +12503,13 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     }
     if (st == NULL)
         st = odnn_plan(&b);
+    t_plan = odnn_now_ms();
     if (st == NULL)
         st = odnn_bind(&b);
+    t_bind = odnn_now_ms();
     if (st == NULL)
         st = odnn_make_primitives(&b);
+    t_make = odnn_now_ms();
     odnn_uses_free(ctx, &b.u);
     odnn_free(ctx, b.done);
     if (st != NULL) {
@@ -12523,11 +12528,14 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
                              "%s %zu nodes into %d primitives (%d on one thread), %d in bf16, "
                              "%d weights of %zu B (%d read in place from the blob, %d from the "
-                             "model), arena %zu B, scratchpad %zu B in %.2f ms",
+                             "model), arena %zu B, scratchpad %zu B in %.2f ms (hash %.2f, "
+                             "build %.2f, plan %.2f, bind %.2f, primitives %.2f)",
                              blob != NULL ? "imported" : "compiled", nodes, b.c->n_steps, single,
                              b.c->n_bf16,
                              b.c->n_weights, weight_bytes, in_place, kept, b.c->arena_bytes,
-                             b.c->scratch_bytes, odnn_now_ms() - t0);
+                             b.c->scratch_bytes, odnn_now_ms() - t0, t_hash - t0,
+                             t_build - t_hash, t_plan - t_build, t_bind - t_plan,
+                             t_make - t_bind);
     *out_compiled = b.c;
     return NULL;
 }
