@@ -772,10 +772,16 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             double b;
             if (w < 0 || pl_cost_elems(g, v, t, &b) <= 0)
                 continue;
-            if (odnn_cost_moves_data(g, v, (size_t)w)) {
+            /* a strided view (a Slice, Gather or Split of an outer axis, a
+             * Transpose) is copied out by a reorder or the module's own
+             * one-thread loop: whisper's Slice of its STFT frames ([2,
+             * 3001, 201, 2] less a row a batch) 1.1 ms, row by row */
+            const char *wop = g->node_op(v, (size_t)w);
+            if (odnn_cost_moves_data(g, v, (size_t)w) || strcmp(wop, "Slice") == 0 ||
+                strcmp(wop, "Gather") == 0 || strcmp(wop, "Split") == 0) {
                 launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
                 compute += 2 * b / (ODNN_COST_REORDER_GBPS * 1e3);
-            } else if (odnn_cost_is(g->node_op(v, (size_t)w), odnn_cost_views)) {
+            } else if (odnn_cost_is(wop, odnn_cost_views)) {
                 compute += b / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             }
             if (has_conv && pl_cost_dims(g, v, t, d) >= 4) {

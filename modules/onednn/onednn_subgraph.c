@@ -4122,11 +4122,29 @@ static pl_status *odnn_strided_copy(struct odnn_build *b, int src, int dst, int6
     if (cs == NULL)
         return odnn_oom();
     cs->rows = (int64_t)dnnl_data_type_size(a->data_type);
-    cs->nd = a->ndims;
+    /* dims of 1 left out, and a dim merged into the one before it where
+     * both sides step over it whole: a Slice of whole rows copies rows */
+    cs->nd = 0;
     for (int d = 0; d < a->ndims; d++) {
-        cs->xd[d] = a->dims[d];
-        cs->cd[d] = a->format_desc.blocking.strides[d];
-        cs->ed[d] = y->format_desc.blocking.strides[d];
+        int64_t n = a->dims[d], xs = a->format_desc.blocking.strides[d];
+        int64_t ys = y->format_desc.blocking.strides[d];
+        if (n == 1 && a->ndims > 1)
+            continue;
+        int k = cs->nd - 1;
+        if (k >= 0 && cs->cd[k] == xs * n && cs->ed[k] == ys * n) {
+            cs->xd[k] *= n;
+            cs->cd[k] = xs;
+            cs->ed[k] = ys;
+            continue;
+        }
+        cs->xd[cs->nd] = n;
+        cs->cd[cs->nd] = xs;
+        cs->ed[cs->nd++] = ys;
+    }
+    if (cs->nd == 0) { /* one value */
+        cs->xd[0] = 1;
+        cs->cd[0] = cs->ed[0] = 1;
+        cs->nd = 1;
     }
     int step = b->c->n_steps++;
     odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
@@ -4158,7 +4176,10 @@ static void odnn_strided_run(const char *x, char *y, int nd, const int64_t *xd,
         }
         const char *px = x + ox * es;
         char *py = y + oy * es;
-        switch (es) {
+        switch (sx == es && sy == es ? 0 : es) {
+        case 0: /* a dense row on both sides */
+            memcpy(py, px, (size_t)(n * es));
+            break;
         case 4:
             for (int64_t i = 0; i < n; i++)
                 memcpy(py + i * sy, px + i * sx, 4);

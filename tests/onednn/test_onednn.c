@@ -5701,6 +5701,28 @@ static void case_strided_copy(void)
     pl_runtime_destroy(rt);
     TH_CHECK(strstr(log.text, "'y': a strided copy on the module's own loop") != NULL,
              "no strided copy for the column; log:\n%s", log.text);
+
+    /* Whole rows: a Slice dropping the last of 31 rows of 6x2 values per
+     * batch (whisper's frames after its STFT), copied a row of 12 values at
+     * a time (the dims merged), not a value at a time (5.9 ms for [2, 3001,
+     * 201, 2] against 0.85 on cpu). */
+    struct mb r = {.seed = 94};
+    int64_t rx[] = {2, 31, 6, 2}, ry[] = {2, 30, 6, 2};
+    mb_input(&r, "x", 4, rx);
+    mb_shape(&r, "starts", 1, (const int64_t[]){0});
+    mb_shape(&r, "ends", 1, (const int64_t[]){-1});
+    mb_shape(&r, "axes", 1, (const int64_t[]){1});
+    mb_node(&r, "relu", "Relu", "\"x\"", "a", "");
+    mb_node(&r, "rows", "Slice", "\"a\",\"starts\",\"ends\",\"axes\"", "y", "");
+    r.outputs[r.n_outputs++] = "y";
+    path = mb_write(&r);
+    compare(path, 4, rx, 4, ry, (const char *[]){"relu", "rows", NULL});
+    memset(&log, 0, sizeof log);
+    rt = onednn_runtime_with(NULL, &log);
+    pl_session_destroy(session_for(rt, path));
+    pl_runtime_destroy(rt);
+    TH_CHECK(strstr(log.text, "a strided copy on the module's own loop") != NULL,
+             "no strided copy for the rows; log:\n%s", log.text);
 }
 
 /* One weight at three scales, as a detection head runs over a feature
