@@ -52,7 +52,10 @@ static const struct {
  *   depthwise          8.7    3.5    2.2            17.0   17.0   17.0
  *   stem (C <= 4)      4.7    6.8    3.9            18.0   18.0   18.0
  *   1x1                2.1    2.1    1.6             5.0    7.5    7.5
- *   other kernels      5.2    3.6    2.5             7.0   18.0   18.0 */
+ *   other kernels      5.2    3.6    2.5             7.0   18.0   18.0
+ *   filter bank        1.0    1.0    1.0             5.0    5.0    5.0
+ * (a filter bank: at most 4 input channels, one group, a GEMM depth of at
+ * least CPU_COST_DEEP_STEM: below) */
 /* The GEMM depth (channels x taps) from which a convolution of at most 4
  * input channels counts as 1-D rather than a stem. */
 #define CPU_COST_DEEP_STEM 256
@@ -60,10 +63,11 @@ static const struct {
 static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v, size_t n,
                                    size_t wi, int quant)
 {
-    static const double table[2][5][3] = {
-        {{2.4, 2.4, 2.4}, {8.7, 3.5, 2.2}, {4.7, 6.8, 3.9}, {2.1, 2.1, 1.6}, {5.2, 3.6, 2.5}},
+    static const double table[2][6][3] = {
+        {{2.4, 2.4, 2.4}, {8.7, 3.5, 2.2}, {4.7, 6.8, 3.9}, {2.1, 2.1, 1.6}, {5.2, 3.6, 2.5},
+         {1.0, 1.0, 1.0}},
         {{5.0, 5.0, 5.0}, {17.0, 17.0, 17.0}, {18.0, 18.0, 18.0}, {5.0, 7.5, 7.5},
-         {7.0, 18.0, 18.0}},
+         {7.0, 18.0, 18.0}, {5.0, 5.0, 5.0}},
     };
     int64_t w[8], y[8], group = 1;
     int32_t r = pl_cost_dims(g, v, g->node_input(v, n, wi), w);
@@ -78,12 +82,17 @@ static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v
         map *= y[d];
     int size = map <= 64 ? 0 : map <= 512 ? 1 : 2;
     /* A stem's GEMM is shallow (3 channels by 3x3 or 7x7 taps: depth
-     * 27-147); a few channels by many taps is a deep one, a 1-D filter
-     * bank (onnx-asr's resamplers: 1 channel by 1 x 459 taps, 0.14 ms
-     * where the stem factor said 0.65). */
-    int kind = r == 3                     ? 0  /* 1-D */
+     * 27-147); a few channels by many taps is a deep one, a filter bank
+     * that im2col and the GEMM run near the default rate: onnx-asr's
+     * resamplers (1 channel by 1 x 459 taps, 0.14 ms where the stem factor
+     * said 0.65) and STFTs written as 1-D convolutions (GigaAM's 1 -> 322
+     * channels by 320 taps at stride 160: 256 us, 1.07x the default),
+     * 0.94x over the six of the speech zoo (bench/cost_check.py --nodes,
+     * 2026-12-04), where the 1-D factor said 2.4 and placement gave them
+     * to oneDNN's direct kernel, no faster and with reorders around it. */
+    int kind = group == 1 && w[1] <= 4 && w[1] * taps >= CPU_COST_DEEP_STEM ? 5
+               : r == 3                   ? 0  /* 1-D */
                : group > 1 && w[1] == 1   ? 1  /* depthwise */
-               : group == 1 && w[1] <= 4 && w[1] * taps >= CPU_COST_DEEP_STEM ? 0
                : group == 1 && w[1] <= 4  ? 2  /* stem */
                : taps == 1                ? 3  /* 1x1 */
                                           : 4;
