@@ -764,15 +764,16 @@ static pl_status *pl_alg_einsum(struct pl_alg *a, pl_nid id)
         int64_t da = x->dims[e.pa[e.nbat + e.nm + i]], db = y->dims[e.pb[e.nbat + i]];
         if (da >= 0 && db >= 0 && da != db)
             return NULL;
-        e.kprod = da < 0 || e.kprod < 0 ? -1 : e.kprod * da;
+        int64_t dk = da >= 0 ? da : db; /* B, often a constant, may know it */
+        e.kprod = dk < 0 || e.kprod < 0 ? -1 : e.kprod * dk;
     }
     for (int i = 0; i < e.nn; i++) {
         e.pb[e.nbat + e.nk + i] = pl_alg_es_find(tb, nb, nl[i]);
         e.ndims[i] = y->dims[e.pb[e.nbat + e.nk + i]];
         e.nprod = e.ndims[i] < 0 || e.nprod < 0 ? -1 : e.nprod * e.ndims[i];
     }
-    if ((e.nk > 1 || e.nn > 1) && (e.kprod < 0 || e.nprod < 0))
-        return NULL; /* the merged dims are needed */
+    if ((e.nk > 1 || e.nn > 1 || (e.nm > 1 && e.nbat > 0)) && (e.kprod < 0 || e.nprod < 0))
+        return NULL; /* B's Reshape needs them (pl_alg_write_einsum) */
     /* the product's labels: batch, M, N (each kind in the output's
      * order); the output's from them */
     char prod[PL_GRAPH_MAX_RANK];

@@ -178,6 +178,18 @@ static pl_session *session_of(pl_runtime *rt, const char *path, pl_model **out_m
     return s;
 }
 
+/* A session of PATH with input "x" bound to SHAPE (NDIM dims) first, which
+ * runs the rewrite passes again. */
+static pl_session *bound_session_of(pl_runtime *rt, const char *path, int32_t ndim,
+                                    const int64_t *shape, pl_model **out_model)
+{
+    TH_CHECK_OK(pl_model_load(rt, path, out_model));
+    TH_CHECK_OK(pl_model_bind_input(*out_model, "x", ndim, shape));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(*out_model, NULL, &s));
+    return s;
+}
+
 /* The no-ops go, the description names each, and y is what it was. */
 static void case_noops_removed(void)
 {
@@ -2293,11 +2305,8 @@ static void case_f16_widened(void)
     const char *dyn = write_model("half_dyn.json", text);
     rt = runtime_with("all", "onednn, cpu");
     pl_model *m = NULL;
-    pl_session *s = NULL;
-    TH_CHECK_OK(pl_model_load(rt, dyn, &m));
     static const int64_t bound[2] = {2, 8};
-    TH_CHECK_OK(pl_model_bind_input(m, "x", 2, bound));
-    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    pl_session *s = bound_session_of(rt, dyn, 2, bound, &m);
     json_t *droot = describe(s), *o;
     size_t widened = 0;
     json_array_foreach(json_object_get(droot, "optimizations"), i, o)
@@ -2549,17 +2558,13 @@ static void case_shapes_folded(void)
     static const int64_t shape[3] = {2, 3, 4};
     pl_runtime *rt = runtime_with("all", "cpu");
     pl_model *m = NULL;
-    pl_session *s = NULL;
-    TH_CHECK_OK(pl_model_load(rt, path, &m));
-    json_t *root = NULL;
     pl_io outs[2] = {{.name = "y", .tensor = {.struct_size = sizeof(pl_tensor)}},
                      {.name = "z", .tensor = {.struct_size = sizeof(pl_tensor)}}};
     pl_io in = {.name = "x",
                 .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 3,
                            .dtype = PL_DTYPE_F32, .shape = (int64_t *)shape}};
-    TH_CHECK_OK(pl_model_bind_input(m, "x", 3, shape));
-    TH_CHECK_OK(pl_session_create(m, NULL, &s));
-    root = describe(s);
+    pl_session *s = bound_session_of(rt, path, 3, shape, &m);
+    json_t *root = describe(s);
     TH_CHECK(rewritten_as(root, "g1", "folded") && rewritten_as(root, "g1", "(4)") &&
                  rewritten_as(root, "sh2", "([3,4])") && rewritten_as(root, "sz", "(2)") &&
                  rewritten_as(root, "sh", "no graph output depends on it") &&
@@ -2625,10 +2630,7 @@ static void case_slice_noops(void)
     static const int64_t shape[3] = {2, 3, 4};
     pl_runtime *rt = runtime_with("all", "cpu");
     pl_model *m = NULL;
-    pl_session *s = NULL;
-    TH_CHECK_OK(pl_model_load(rt, path, &m));
-    TH_CHECK_OK(pl_model_bind_input(m, "x", 3, shape));
-    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    pl_session *s = bound_session_of(rt, path, 3, shape, &m);
     json_t *root = describe(s);
     TH_CHECK(rewritten_as(root, "s1", "a forward Slice of its input's whole shape") &&
                  rewritten_as(root, "s2", "a forward Slice of its input's whole shape") &&

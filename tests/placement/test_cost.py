@@ -218,6 +218,12 @@ def model_filter_bank(tmp):
     return save(os.path.join(tmp, "filter_bank.onnx"), [node], [2, 1, 16000], [2, 322, 99], [w])
 
 
+def default_gflops():
+    """plinth/cost.h's default compute rate for this CPU (pl_cost_gflops), GFLOP/s a core."""
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    return 85.0 if " avx512f" in flags else 40.0 if " avx2" in flags else 20.0
+
+
 def onednn_avx512():
     """Whether oneDNN dispatches to its AVX-512 kernels here (avx512_core)."""
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
@@ -370,8 +376,7 @@ def main():
         if not all(est.get(n) for n in ("conv",)) or not est["conv"] > 0:
             fail("every cpu node should carry estimate_us: %s" % est)
         # the core's default: plinth/cost.h's rate for this CPU, over 2 threads
-        flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-        gflops = 85.0 if " avx512f" in flags else 40.0 if " avx2" in flags else 20.0
+        gflops = default_gflops()
         default = 2.0 * 64 * 64 * 9 * 56 * 56 / (gflops * 1e3) / 2
         if not est["conv"] > 2 * default:
             fail("conv's estimate %.1f us is not above twice the default's %.1f us"
@@ -447,8 +452,7 @@ def main():
         if placement(c).get("stft") != "cpu":
             fail("choose = cost should put the filter bank on cpu: %s" % placement(c))
         est = {p["node"]: p.get("estimate_us") for p in c["placement"]}
-        flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-        gflops = 85.0 if " avx512f" in flags else 40.0 if " avx2" in flags else 20.0
+        gflops = default_gflops()
         default = 2.0 * 2 * 322 * 320 * 99 / (gflops * 1e3) / 2
         if not default <= est["stft"] <= 1.5 * default:
             fail("the filter bank's estimate %.1f us should be within 1.5x of the default's "
