@@ -24,8 +24,12 @@
 #include "gemm.h"
 #include "nn_window.h"
 
-/* A run below this many multiply-adds stays on the calling thread. */
+/* A run below this many multiply-adds stays on the calling thread, unless
+ * it streams at least CPU_GEMM_SPLIT_B_BYTES of B: a product of one or a
+ * few rows (a batch-1 dense layer) is bound by reading its weights, and two
+ * cores read them faster than one. */
 #define CPU_GEMM_SERIAL_MACS (64 * 64 * 64)
+#define CPU_GEMM_SPLIT_B_BYTES (256 * 1024)
 /* Row blocks are at least this tall. */
 #define CPU_GEMM_MIN_ROWS 16
 /* Column blocks are at least this wide. */
@@ -78,7 +82,9 @@ static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
     double macs = (double)k->batch * (double)k->m * (double)k->n * (double)k->k;
     int64_t blocks = 1;
     /* blas_threads = pool: one call, OpenBLAS threads it. */
-    if (threads > 1 && macs >= CPU_GEMM_SERIAL_MACS && k->batch < threads && !ctx->blas_pool)
+    double b_bytes = (double)k->n * (double)k->k * sizeof(float);
+    if (threads > 1 && (macs >= CPU_GEMM_SERIAL_MACS || b_bytes >= CPU_GEMM_SPLIT_B_BYTES) &&
+        k->batch < threads && !ctx->blas_pool)
         blocks = (threads + k->batch - 1) / k->batch;
     int64_t row_blocks = 1, col_blocks = 1;
     if (blocks > 1) {

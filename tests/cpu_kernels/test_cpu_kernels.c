@@ -736,6 +736,11 @@ static const tk_spec tk_gemm_specs[] = {
      .attrs = {AI("transB", 1), AF("alpha", 1.5)}, .n_attrs = 2},
     {.op = "Gemm", .n_in = 3, .in = {T(2, 96, 200), T(2, 96, 80), T(2, 200, 1)},
      .attrs = {AI("transA", 1), AF("beta", 0.25)}, .n_attrs = 2},
+    /* one row against 768 KiB of B: below the MACs that split a product,
+     * split by columns for its bytes (a batch-1 dense layer) */
+    {.op = "Gemm", .n_in = 3, .in = {T(2, 1, 1536), T(2, 131, 1536), T(1, 131)},
+     .attrs = {AI("transB", 1)}, .n_attrs = 1},
+    {.op = "Gemm", .n_in = 3, .in = {T(2, 1, 1536), T(2, 1536, 131), T(2, 1, 131)}},
 };
 
 static const tk_spec tk_softmax_specs[] = {
