@@ -143,14 +143,14 @@ int onednn_qmm_amx(double macs);
  * it joins its OpenMP team); 0 for another op or unknown dims. */
 double onednn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n);
 
-/* What NODES of V would cost per run as one subgraph (onednn_cost.c);
- * pl_module_api.estimate_cost. */
-/* What the subgraph compile makes of each node of V, for the cost
- * estimate: a primitive of its own, a node inside a pattern that becomes
- * one primitive (a decomposed LayerNorm, GELU, the DequantizeLinear of a
- * QDQ pair), or the head of such a pattern, as a normalization (over the
- * last axis, or over the channels of an NCHW tensor, which goes through
- * an NHWC copy and back) or an eltwise primitive. OUT holds one role per
+/* What the subgraph compile would make of each node of V that INSIDE
+ * marks (one flag per node: the nodes of a candidate subgraph), for the
+ * cost estimate: a primitive of its own, a node inside a pattern that
+ * becomes one primitive (a decomposed LayerNorm, GELU, the
+ * DequantizeLinear of a QDQ pair), or the head of such a pattern, as a
+ * normalization (over the last axis, or over the channels of an NCHW
+ * tensor, which goes through an NHWC copy and back) or an eltwise
+ * primitive. Only patterns wholly inside count. OUT holds one role per
  * node; 0 when out of memory. */
 enum {
     ODNN_ROLE_OWN = 0,
@@ -159,8 +159,11 @@ enum {
     ODNN_ROLE_NORM_NHWC = 3,
     ODNN_ROLE_ELTWISE = 4
 };
-int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char *out);
+int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, const unsigned char *inside,
+                       unsigned char *out);
 
+/* What NODES of V would cost per run as one subgraph (onednn_cost.c);
+ * pl_module_api.estimate_cost. */
 int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                          const size_t *nodes, size_t n_nodes, pl_cost *out);
 

@@ -247,6 +247,10 @@ struct odnn_uses {
     uint8_t *escapes;  /* the tensor is an output of the view */
     uint32_t *producer; /* node index + 1 of the writer, 0 for none */
     uint8_t *ln_channel; /* per node: part of a LayerNorm over channels */
+    /* The readers of tensor t, in node order: reader[reader_at[t] ..
+     * reader_at[t] + count[t]) (a node once per input that reads t). */
+    uint32_t *reader_at;
+    uint32_t *reader;
     int own; /* the module's own kernels run here (direct_conv, AVX2 below AVX-512) */
 };
 
@@ -263,14 +267,18 @@ static void odnn_uses_free(pl_module_ctx *ctx, struct odnn_uses *u)
     onednn_host->host_free(ctx->host_ctx, u->escapes);
     onednn_host->host_free(ctx->host_ctx, u->producer);
     onednn_host->host_free(ctx->host_ctx, u->ln_channel);
+    onednn_host->host_free(ctx->host_ctx, u->reader_at);
+    onednn_host->host_free(ctx->host_ctx, u->reader);
     memset(u, 0, sizeof *u);
 }
 
 static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
                                      struct odnn_uses *u);
 
-static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
-                                  struct odnn_uses *u)
+/* The readers of every tensor of V into *U; with PATTERNS, also the nodes
+ * of LayerNorms over channels (u->ln_channel, for the verdicts). */
+static pl_status *odnn_uses_build_in(pl_module_ctx *ctx, const pl_graph_view *v,
+                                     struct odnn_uses *u, int patterns)
 {
     const pl_graph_api *g = onednn_host->graph;
     memset(u, 0, sizeof *u);
@@ -310,7 +318,47 @@ static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
         if (t >= 0 && (size_t)t < u->n_tensors)
             u->escapes[t] = 1;
     }
-    return odnn_uses_patterns(ctx, v, u);
+    /* The reader lists: the pattern matchers walk a tensor's readers
+     * instead of every node of the view (a scan per candidate made the
+     * estimate of a 960-node model quadratic). */
+    size_t reads = 0;
+    for (size_t t = 0; t < u->n_tensors; t++)
+        reads += u->count[t];
+    u->reader_at = onednn_host->host_alloc(ctx->host_ctx, n * sizeof *u->reader_at, 0);
+    u->reader = onednn_host->host_alloc(ctx->host_ctx, (reads ? reads : 1) * sizeof *u->reader, 0);
+    if (!u->reader_at || !u->reader) {
+        odnn_uses_free(ctx, u);
+        return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory reading a graph");
+    }
+    uint32_t at = 0;
+    for (size_t t = 0; t < u->n_tensors; t++) {
+        u->reader_at[t] = at;
+        at += u->count[t];
+    }
+    uint32_t *fill = u->first; /* borrowed as the fill cursor, then restored */
+    for (size_t t = 0; t < u->n_tensors; t++)
+        fill[t] = u->reader_at[t];
+    for (size_t i = 0; i < nodes; i++)
+        for (size_t k = 0; k < g->node_input_count(v, i); k++) {
+            int64_t t = g->node_input(v, i, k);
+            if (t >= 0 && (size_t)t < u->n_tensors)
+                u->reader[fill[t]++] = (uint32_t)i;
+        }
+    for (size_t t = 0; t < u->n_tensors; t++)
+        u->first[t] = u->count[t] ? u->reader[u->reader_at[t]] : 0;
+    return patterns ? odnn_uses_patterns(ctx, v, u) : NULL;
+}
+
+static pl_status *odnn_uses_build(pl_module_ctx *ctx, const pl_graph_view *v,
+                                  struct odnn_uses *u)
+{
+    return odnn_uses_build_in(ctx, v, u, 1);
+}
+
+/* Reader I of T (I below u->count[T]), in node order. */
+static size_t odnn_reader(const struct odnn_uses *u, int64_t t, uint32_t i)
+{
+    return u->reader[u->reader_at[t] + i];
 }
 
 /* The only reader of T inside the view, or -1 when T has another number of
@@ -771,9 +819,9 @@ static int odnn_match_lnorm(const pl_graph_view *v, const struct odnn_uses *u, s
     int64_t d = odnn_out(v, (size_t)sub, 0);
     if (d < 0 || (size_t)d >= u->n_tensors || u->escapes[d] || u->count[d] != 2)
         return 0;
-    size_t nodes = onednn_host->graph->node_count(v);
     int64_t pw = -1, dv = -1;
-    for (size_t k = 0; k < nodes; k++) {
+    for (uint32_t i = 0; i < u->count[d]; i++) {
+        size_t k = odnn_reader(u, d, i);
         if (odnn_in(v, k, 0) != d)
             continue;
         if (odnn_op_is(v, (int64_t)k, "Pow"))
@@ -847,9 +895,9 @@ static int odnn_match_lnorm_tf(const pl_graph_view *v, const struct odnn_uses *u
     if (mean < 0 || (size_t)mean >= u->n_tensors || u->escapes[mean] || u->count[mean] != 2)
         return 0;
     /* the mean's readers: Sub(x, m) and Neg(m) */
-    size_t nodes = onednn_host->graph->node_count(v);
     int64_t sub = -1, neg = -1;
-    for (size_t k = 0; k < nodes; k++) {
+    for (uint32_t i = 0; i < u->count[mean]; i++) {
+        size_t k = odnn_reader(u, mean, i);
         if (odnn_op_is(v, (int64_t)k, "Sub") && odnn_in(v, k, 0) == out->x &&
             odnn_in(v, k, 1) == mean)
             sub = (int64_t)k;
@@ -885,7 +933,8 @@ static int odnn_match_lnorm_tf(const pl_graph_view *v, const struct odnn_uses *u
         !odnn_ln_param(v, u, out->gamma, c, x.ndim, 0))
         return 0;
     int64_t xs = -1, ms = -1;
-    for (size_t k = 0; k < nodes; k++) {
+    for (uint32_t i = 0; i < u->count[s_t]; i++) {
+        size_t k = odnn_reader(u, s_t, i);
         if (!odnn_op_is(v, (int64_t)k, "Mul"))
             continue;
         int64_t other = odnn_other_input(v, k, s_t, 1);
@@ -1180,29 +1229,42 @@ static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
 
 /* ---- patterns for the cost estimate ------------------------------------------ */
 
-int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char *out)
+/* Whether every node of a pattern (NODES[0..N)) is one of the nodes asked
+ * about: a pattern that a subgraph would cut cannot be fused there. */
+static int odnn_roles_inside(const unsigned char *inside, const size_t *nodes, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!inside[nodes[k]])
+            return 0;
+    return 1;
+}
+
+int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, const unsigned char *inside,
+                       unsigned char *out)
 {
     const pl_graph_api *g = onednn_host->graph;
     size_t nodes = g->node_count(v);
     memset(out, ODNN_ROLE_OWN, nodes);
     struct odnn_uses u;
-    pl_status *st = odnn_uses_build(ctx, v, &u);
+    pl_status *st = odnn_uses_build_in(ctx, v, &u, 0);
     if (st != NULL) {
         onednn_host->status_free(st);
         return 0;
     }
-    /* One pass per pattern, each match tried from its first node only, so
-     * that the estimate (called for every candidate subgraph) stays linear
-     * in the view: odnn_gelu_of scans every node per node it is asked
-     * about, and asking it for each node took convnext_s_dyn's session
-     * from 18 to 158 ms. */
+    /* One pass per pattern, each match tried from its first node only and
+     * only from the nodes asked about, so that the estimate (called for
+     * every candidate subgraph and for single nodes, on the whole model's
+     * view) stays linear in the view with a small constant: odnn_gelu_of
+     * scans every node per node it is asked about, and asking it for each
+     * node took convnext_s_dyn's session from 18 to 158 ms; matching every
+     * node of piper_tashkeel's 960 per estimate took 9 of its 24 ms. */
     for (size_t n = 0; n < nodes; n++) {
         struct odnn_lnpat ln;
-        if (out[n] == ODNN_ROLE_OWN &&
+        if (inside[n] && out[n] == ODNN_ROLE_OWN &&
             (odnn_op_is(v, (int64_t)n, "ReduceMean") ||
              odnn_op_is(v, (int64_t)n, "GlobalAveragePool") ||
              odnn_op_is(v, (int64_t)n, "Pow") || odnn_op_is(v, (int64_t)n, "Mul")) &&
-            odnn_match_any_lnorm(v, &u, n, &ln)) {
+            odnn_match_any_lnorm(v, &u, n, &ln) && odnn_roles_inside(inside, ln.nodes, ln.n_nodes)) {
             for (size_t k = 0; k < ln.n_nodes; k++)
                 out[ln.nodes[k]] = ODNN_ROLE_INNER;
             out[ln.nodes[0]] = ln.channel ? ODNN_ROLE_NORM_NHWC : ODNN_ROLE_NORM;
@@ -1210,10 +1272,11 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
     }
     for (size_t n = 0; n < nodes; n++) {
         struct odnn_gelu ge;
-        if (out[n] == ODNN_ROLE_OWN &&
+        if (inside[n] && out[n] == ODNN_ROLE_OWN &&
             (odnn_op_is(v, (int64_t)n, "Div") || odnn_op_is(v, (int64_t)n, "Mul") ||
              odnn_op_is(v, (int64_t)n, "Pow")) &&
-            (odnn_match_gelu(v, &u, n, &ge) || odnn_match_gelu_tanh_any(v, &u, n, &ge))) {
+            (odnn_match_gelu(v, &u, n, &ge) || odnn_match_gelu_tanh_any(v, &u, n, &ge)) &&
+            odnn_roles_inside(inside, ge.nodes, ge.n_nodes)) {
             for (size_t k = 0; k < ge.n_nodes; k++)
                 out[ge.nodes[k]] = ODNN_ROLE_INNER;
             out[n] = ODNN_ROLE_ELTWISE;
@@ -1221,8 +1284,8 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, unsigned char
     }
     for (size_t n = 0; n < nodes; n++) {
         struct odnn_qdq qp;
-        if (out[n] == ODNN_ROLE_OWN && odnn_op_is(v, (int64_t)n, "QuantizeLinear") &&
-            odnn_match_qdq(v, &u, n, &qp))
+        if (inside[n] && out[n] == ODNN_ROLE_OWN && odnn_op_is(v, (int64_t)n, "QuantizeLinear") &&
+            odnn_match_qdq(v, &u, n, &qp) && inside[qp.dq])
             out[qp.dq] = ODNN_ROLE_INNER;
     }
     odnn_uses_free(ctx, &u);
@@ -5091,8 +5154,9 @@ static int odnn_swish_free(struct odnn_build *b, const struct odnn_swish *sw)
 static int odnn_swish_of(struct odnn_build *b, int64_t t, struct odnn_swish *out)
 {
     const pl_graph_view *v = b->v;
-    size_t nodes = onednn_host->graph->node_count(v);
-    for (size_t i = b->u.first[t]; i < nodes; i++) {
+    /* every form's first node reads x */
+    for (uint32_t r = 0; t >= 0 && (size_t)t < b->u.n_tensors && r < b->u.count[t]; r++) {
+        size_t i = odnn_reader(&b->u, t, r);
         char reason[ODNN_REASON] = "";
         if (b->done[i] || !odnn_match_swish(v, &b->u, i, out) || out->x != t)
             continue;

@@ -55,6 +55,12 @@ Cases:
                  factor of 2.4 made it 2.4x, and placement gave it to oneDNN's
                  direct kernel, 5-10% slower with its reorders); `cost` puts
                  it on cpu, `first` on onednn;
+  cut_pattern    a decomposed LayerNorm (9 nodes) on onednn is one primitive
+                 in its estimate; with its last Add pinned to cpu the other 8
+                 cannot fuse (the pattern is cut), so their estimate (work
+                 and launches) is at least twice the whole one's (the estimate
+                 once matched patterns over the whole model, whatever the
+                 nodes asked about);
   same_outputs   the outputs of every model above agree between `cost` and
                  `first` (1e-5 relative);
   no_estimate    example_acc gives no estimate: `cost` keeps exactly the
@@ -216,6 +222,25 @@ def model_filter_bank(tmp):
     w = numpy_helper.from_array(rng.uniform(-.1, .1, [322, 1, 320]).astype(np.float32), "w")
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="stft", strides=[160])
     return save(os.path.join(tmp, "filter_bank.onnx"), [node], [2, 1, 16000], [2, 322, 99], [w])
+
+
+def model_layer_norm(tmp):
+    rng = np.random.default_rng(8)
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n)
+             for n, v in (("two", 2.0), ("eps", 1e-5))]
+    inits += [numpy_helper.from_array(rng.uniform(-1, 1, [256]).astype(np.float32), n)
+              for n in ("gamma", "beta")]
+    mk = helper.make_node
+    nodes = [mk("ReduceMean", ["x"], ["m"], name="mean", axes=[-1]),
+             mk("Sub", ["x", "m"], ["d"], name="sub"),
+             mk("Pow", ["d", "two"], ["d2"], name="pow"),
+             mk("ReduceMean", ["d2"], ["v"], name="var", axes=[-1]),
+             mk("Add", ["v", "eps"], ["ve"], name="add_eps"),
+             mk("Sqrt", ["ve"], ["s"], name="sqrt"),
+             mk("Div", ["d", "s"], ["n"], name="div"),
+             mk("Mul", ["n", "gamma"], ["g"], name="mul"),
+             mk("Add", ["g", "beta"], ["y"], name="add_beta")]
+    return save(os.path.join(tmp, "layer_norm.onnx"), nodes, [1, 64, 256], [1, 64, 256], inits)
 
 
 def default_gflops():
@@ -458,6 +483,29 @@ def main():
             fail("the filter bank's estimate %.1f us should be within 1.5x of the default's "
                  "%.1f us" % (est["stft"], default))
         agree(pl, cost, first, m, "bank", 1e-4)
+    elif args.case == "cut_pattern":
+        m = model_layer_norm(args.tmp)
+        whole = pl.explain(first, m)
+        if set(placement(whole).values()) != {"onednn"} or len(whole["subgraphs"]) != 1:
+            fail("choose = first should run the LayerNorm in one onednn subgraph: %s"
+                 % placement(whole))
+        cut = pl.ini("cut", "onednn, cpu", "first")
+        with open(cut, "a") as f:
+            f.write("pin = add_beta=cpu\n")
+        part = pl.explain(cut, m)
+        want = {n: "onednn" for n in placement(whole)}
+        want["add_beta"] = "cpu"
+        if placement(part) != want or len(part["subgraphs"]) != 1:
+            fail("with add_beta pinned, the other 8 nodes should stay in one onednn subgraph: %s"
+                 % placement(part))
+        # the work and the launches (the hand-offs differ: the cut one's
+        # results go to a cpu step)
+        run = [sum(d["subgraphs"][0]["estimate"][k] for k in ("compute_us", "launch_us"))
+               for d in (whole, part)]
+        if not run[1] >= 2 * run[0]:
+            fail("a cut LayerNorm should cost its nodes as primitives of their own: the whole "
+                 "pattern %.1f us, without its last Add %.1f us" % (run[0], run[1]))
+        agree(pl, cost, first, m, "ln", 1e-5)
     elif args.case == "same_outputs":
         for make in (model_small_rnn, model_big_conv, model_islands, model_tiny_whole,
                      model_loop_body):
