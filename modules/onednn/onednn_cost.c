@@ -596,17 +596,11 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     unsigned char *inside = calloc(n_all ? n_all : 1, 1);
     unsigned char *role = calloc(n_all ? n_all : 1, 1);
     unsigned char *dense = calloc(n_tensors ? n_tensors : 1, 1);
-    if (producer == NULL || inside == NULL || role == NULL || dense == NULL) {
-        free(producer);
-        free(inside);
-        free(role);
-        free(dense);
-        return 0;
-    }
-    for (size_t i = 0; i < n_nodes; i++)
+    int ok = producer != NULL && inside != NULL && role != NULL && dense != NULL;
+    for (size_t i = 0; ok && i < n_nodes; i++)
         if (nodes[i] < n_all)
             inside[nodes[i]] = 1;
-    if (!onednn_fused_roles(ctx, v, inside, role)) {
+    if (!ok || !onednn_fused_roles(ctx, v, inside, role)) {
         free(producer);
         free(inside);
         free(role);
