@@ -4,6 +4,7 @@
  * a session's (session.c, described by pl_session_describe). */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "filedata.h"
 #include "fold.h"
 #include "graph_builder.h"
+#include "log.h"
 #include "graph_json.h"
 #include "model.h"
 #include "registry.h"
@@ -312,6 +314,7 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
     /* weights the rewrites replaced (tv_r3d_18: 99 MB of Conv weights cut
      * to their taps) are not held through the sessions */
     pl_model_mark_constants(m);
+    pthread_mutex_init(&m->settle_mu, NULL);
     atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;
@@ -347,6 +350,7 @@ pl_status *pl_model_of_graph(pl_runtime *rt, pl_graph *g, char *path, pl_model *
     m->alloc = rt->alloc;
     m->path = path;
     m->graph = g;
+    pthread_mutex_init(&m->settle_mu, NULL);
     atomic_init(&m->refs, 1);
     *out_model = m;
     return NULL;
@@ -375,19 +379,31 @@ void pl_model_release(pl_model *m)
     pl_model_free_sources(m);
     pl_rewrites_free(&m->rewrites);
     pl_free(m->path);
+    pthread_mutex_destroy(&m->settle_mu);
     pl_runtime *rt = m->runtime;
     pl_free(m);
     pl_runtime_unref(rt);
 }
 
+/* The counts of the graph as sessions will see it: the passes a binding
+ * left pending run first (an error there leaves the graph as it was; the
+ * next session creation reports it). */
+static const pl_graph *pl_model_settled_graph(const pl_model *m)
+{
+    /* settling is a lazy part of the model's own state, not a change a
+     * caller of these getters can see */
+    pl_status_free(pl_model_settle((pl_model *)(uintptr_t)m));
+    return m->graph;
+}
+
 size_t pl_model_node_count(const pl_model *m)
 {
-    return m ? pl_graph_node_count(m->graph) : 0;
+    return m ? pl_graph_node_count(pl_model_settled_graph(m)) : 0;
 }
 
 size_t pl_model_tensor_count(const pl_model *m)
 {
-    return m ? pl_graph_tensor_count(m->graph) : 0;
+    return m ? pl_graph_tensor_count(pl_model_settled_graph(m)) : 0;
 }
 
 static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
@@ -428,12 +444,19 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
         st = pl_model_take_notes(m);
     /* Dims now known may make shape computations constant and show nodes
      * that compute nothing (a Slice or Reshape to the shape it reads): the
-     * passes run again. */
-    /* The passes read weights a closed session may have dropped. */
+     * passes run again, once all inputs are bound (pl_model_settle). */
     if (st == NULL)
-        st = pl_filedata_enter(m->filedata);
+        m->rewrite_pending = true;
+    return pl_status_wrap(st, "%s: ", m->path);
+}
+
+static pl_status *pl_model_settle_in(pl_model *m)
+{
+    size_t before = m->rewrites.n;
+    /* The passes read weights a closed session may have dropped. */
+    pl_status *st = pl_filedata_enter(m->filedata);
     if (st == NULL) {
-        st = pl_model_rewrite(rt, m, m->path, 0);
+        st = pl_model_rewrite(m->runtime, m, m->path, 0);
         /* Nothing dropped on the way out: a session is made next (binding
          * shapes is for it), and what it does not pin goes when it is made;
          * dropping here read every weight of the model file twice. */
@@ -445,7 +468,26 @@ static pl_status *pl_model_bind_input_in(pl_model *m, const char *name,
         else
             pl_status_free(left);
     }
+    if (st == NULL) {
+        m->rewrite_pending = false;
+        pl_log(&m->runtime->logger, PL_LOG_DEBUG, NULL,
+               "%s: the graph passes ran again for the bound input shapes (%zu rewrites)",
+               m->path, m->rewrites.n - before);
+    }
     return pl_status_wrap(st, "%s: ", m->path);
+}
+
+pl_status *pl_model_settle(pl_model *m)
+{
+    pthread_mutex_lock(&m->settle_mu);
+    pl_status *st = NULL;
+    if (m->rewrite_pending) {
+        pl_allocator outer = pl_alloc_scope_enter(m->alloc);
+        st = pl_model_settle_in(m);
+        pl_alloc_scope_leave(outer);
+    }
+    pthread_mutex_unlock(&m->settle_mu);
+    return st;
 }
 
 pl_status *pl_model_bind_input(pl_model *m, const char *name, int32_t ndim,
@@ -470,9 +512,12 @@ pl_status *pl_model_save_json(const pl_model *m, const char *path)
         len -= 5;
     char sidecar[512];
     snprintf(sidecar, sizeof sidecar, "%.*s.weights", (int)(len < 400 ? len : 400), base);
+    pl_status *st = pl_model_settle((pl_model *)(uintptr_t)m);
+    if (st != NULL)
+        return st;
     pl_allocator outer = pl_alloc_scope_enter(m->alloc);
     /* Weights the core dropped (filedata.h) are read back for the save. */
-    pl_status *st = pl_filedata_enter(m->filedata);
+    st = pl_filedata_enter(m->filedata);
     if (st == NULL)
         st = pl_graph_save_json(m->graph, path, sidecar);
     pl_status *left = pl_filedata_leave(m->filedata, NULL, 0);

@@ -4,6 +4,7 @@
 #ifndef PL_CORE_MODEL_H
 #define PL_CORE_MODEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "graph.h"
@@ -37,6 +38,13 @@ struct pl_model {
      * kernel step costs about a quarter of one dispatched through the
      * engine; partitioning weighs steps by that. */
     bool inline_run;
+    /* An input's shape was bound since the passes last ran: they run again
+     * once, when the graph is next needed (pl_model_settle), however many
+     * inputs were bound (each binding ran them all: a third of a
+     * three-input model's load). SETTLE_MU orders that run between the
+     * threads that make the model's first sessions. */
+    bool rewrite_pending;
+    pthread_mutex_t settle_mu;
     _Atomic int refs;
 };
 
@@ -57,6 +65,11 @@ pl_status *pl_model_of_graph(pl_runtime *rt, pl_graph *g, char *path, pl_model *
  * a loaded model's run: a control-flow body's model (control.c), whose
  * shapes the enclosing session knows. */
 pl_status *pl_model_optimize(pl_model *m);
+
+/* Runs the passes again if an input was bound since they last ran; every
+ * reader of model->graph that needs it rewritten (session creation, the
+ * JSON save, the counts) calls it first. Errors name the model file. */
+pl_status *pl_model_settle(pl_model *model);
 
 void pl_model_retain(pl_model *model);
 void pl_model_release(pl_model *model);

@@ -575,8 +575,11 @@ pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
     *out_session = NULL;
     if (model == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_create: NULL model");
+    pl_status *st = pl_model_settle(model);
+    if (st != NULL)
+        return st;
     pl_allocator outer = pl_alloc_scope_enter(model->alloc);
-    pl_status *st = pl_session_create_in(model, options, out_session);
+    st = pl_session_create_in(model, options, out_session);
     pl_alloc_scope_leave(outer);
     return st;
 }

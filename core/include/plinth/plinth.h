@@ -477,7 +477,9 @@ PL_API void pl_model_destroy(pl_model *model);
 
 /* Gives input NAME, declared with symbolic or unknown dims, a concrete
  * shape (NDIM dims, each >= 0; fixed dims must match) and infers every type
- * again. Only before sessions are made from the model. */
+ * again. Only before sessions are made from the model. The graph
+ * optimisations then run again once, for all the inputs bound, when the
+ * next session is made (or the model's counts or JSON are asked for). */
 PL_API pl_status *pl_model_bind_input(pl_model *model, const char *name,
                                       int32_t ndim, const int64_t *dims);
 
