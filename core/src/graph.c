@@ -1149,6 +1149,21 @@ static const pl_graph *pl_graph_loop_body(const pl_graph_node *n)
                : NULL;
 }
 
+/* Loop node ID of G and its body into *OUT_N, *OUT_BODY; an error naming
+ * WHAT (the rewrite) when ID is no Loop with a body and its two leading
+ * inputs. */
+static pl_status *pl_graph_loop_of(const pl_graph *g, pl_nid id, const char *what,
+                                   const pl_graph_node **out_n, const pl_graph **out_body)
+{
+    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
+    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
+    if (body == NULL || n->n_formal_inputs < 2)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "%s: node %u is no Loop", what, id);
+    *out_n = n;
+    *out_body = body;
+    return NULL;
+}
+
 bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k)
 {
     if (id >= g->n_nodes)
@@ -1268,10 +1283,9 @@ pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hois
                                   pl_graph **out_graph)
 {
     *out_graph = NULL;
-    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
-    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
-    if (body == NULL || n->n_formal_inputs < 2)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting: node %u is no Loop", id);
+    const pl_graph_node *n;
+    const pl_graph *body;
+    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "hoisting", &n, &body));
     size_t nc = n->n_formal_inputs - 2;
     pl_tid *alias = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *alias);
     const pl_graph_tensor **init = pl_calloc(nc ? nc : 1, sizeof *init);
@@ -1388,10 +1402,9 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
                                  const bool *node_live, pl_graph **out_graph)
 {
     *out_graph = NULL;
-    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
-    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
-    if (body == NULL || n->n_formal_inputs < 2)
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "dropping: node %u is no Loop", id);
+    const pl_graph_node *n;
+    const pl_graph *body;
+    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "dropping", &n, &body));
     size_t nc = n->n_formal_inputs - 2;
     bool *drop = pl_calloc(body->n_nodes ? body->n_nodes : 1, sizeof *drop);
     pl_tid *ins = pl_calloc(n->n_formal_inputs, sizeof *ins);

@@ -371,13 +371,19 @@ static pl_status *pl_opt_loop_checked(pl_graph **next, const char *name, pl_stat
                  : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
 }
 
+/* Whether N is an ONNX Loop with at least one carried value. */
+static bool pl_opt_loop_carries(const pl_graph_node *n)
+{
+    return strcmp(n->op, "Loop") == 0 && n->domain[0] == '\0' && n->n_formal_inputs > 2;
+}
+
 pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
                                           pl_rewrites *rewrites)
 {
     *out_graph = NULL;
     for (size_t i = 0; i < pl_graph_node_count(g); i++) {
         const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
-        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || n->n_formal_inputs <= 2)
+        if (!pl_opt_loop_carries(n))
             continue;
         size_t nc = n->n_formal_inputs - 2, count = 0;
         bool *hoist = pl_calloc(nc, sizeof *hoist);
@@ -430,7 +436,7 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
     *out_graph = NULL;
     for (size_t i = 0; i < pl_graph_node_count(g); i++) {
         const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
-        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || n->n_formal_inputs <= 2)
+        if (!pl_opt_loop_carries(n))
             continue;
         size_t nc = n->n_formal_inputs - 2, dead = 0;
         bool *live = pl_calloc(nc, sizeof *live), *node_live = NULL;
