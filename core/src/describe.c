@@ -103,6 +103,13 @@ static json_t *pl_describe_subgraph(const pl_program *p, const pl_prog_step *st)
                                 "compute_us", cl->est.compute_us, "launch_us",
                                 cl->est.launch_us, "boundary_us", cl->est.boundary_us,
                                 "handoff_us", cl->handoff_us);
+        /* the compile's one-off cost, and the runs it was shared over
+         * (a staged session's tail) */
+        if (est != NULL)
+            json_object_set_new(est, "prepare_us", json_real(cl->est.prepare_us));
+        double runs = pl_partition_plan_runs(p->part);
+        if (est != NULL && runs > 0)
+            json_object_set_new(est, "plan_runs", json_real(runs));
         if (est != NULL && cl->alt_backend >= 0) {
             json_object_set_new(est, "alternative_us", json_real(cl->alt_us));
             json_object_set_new(

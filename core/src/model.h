@@ -38,6 +38,11 @@ struct pl_model {
      * kernel step costs about a quarter of one dispatched through the
      * engine; partitioning weighs steps by that. */
     bool inline_run;
+    /* How many runs a session of this model is expected to serve, 0 for
+     * many: a staged session's tail planned for a signature that seldom
+     * repeats (stage.c), whose partition then weighs what compiling costs
+     * against those runs (pl_cost.prepare_us). */
+    double plan_runs;
     /* An input's shape was bound since the passes last ran: they run again
      * once, when the graph is next needed (pl_model_settle), however many
      * inputs were bound (each binding ran them all: a third of a

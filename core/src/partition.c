@@ -45,6 +45,7 @@ struct pl_partition {
     double threads;          /* the runtime's, >= 1: compute and reorders divide by it */
     double spin_us;          /* how long an idle pool or team spins (backend.ini spin_us) */
     double step_us;          /* one kernel step dispatched (PL_COST_STEP_US, or inline) */
+    double plan_runs;        /* runs the plan is expected to serve; 0: many */
     size_t *idx;             /* nn: scratch, view indices for estimate_cost */
     int32_t *assign;         /* nn */
     int32_t *cluster;        /* nn */
@@ -442,8 +443,8 @@ static bool pl_part_estimate_in(const pl_partition *p, size_t b, const pl_nid *n
     out->header = (pl_abi_header)PL_ABI_HEADER_INIT(pl_cost);
     if (m->api.estimate_cost(m->ctx, be->device, p->view, idx, n, out) != 1)
         return false;
-    double parts[3] = {out->compute_us, out->launch_us, out->boundary_us};
-    for (int i = 0; i < 3; i++)
+    double parts[4] = {out->compute_us, out->launch_us, out->boundary_us, out->prepare_us};
+    for (int i = 0; i < 4; i++)
         if (!isfinite(parts[i]) || parts[i] < 0 || parts[i] > 1e12)
             return false;
     /* Estimates are for one thread; the work and the reorders spread over
@@ -453,9 +454,17 @@ static bool pl_part_estimate_in(const pl_partition *p, size_t b, const pl_nid *n
     return true;
 }
 
-static double pl_cost_total(const pl_cost *c)
+/* The share of C's one-off cost (prepare_us: making kernels, compiling)
+ * that each run of a plan expected to serve few runs carries; none for a
+ * plan that serves many (every session but a staged one's tails). */
+static double pl_part_prepare_share(const pl_partition *p, const pl_cost *c)
 {
-    return c->compute_us + c->launch_us + c->boundary_us;
+    return p->plan_runs > 0 ? c->prepare_us / p->plan_runs : 0.0;
+}
+
+static double pl_cost_total(const pl_partition *p, const pl_cost *c)
+{
+    return c->compute_us + c->launch_us + c->boundary_us + pl_part_prepare_share(p, c);
 }
 
 /* The core's default for nodes NODES[0..N) run as one subgraph (SYMBOLIC)
@@ -578,14 +587,14 @@ static double pl_part_alternative(pl_partition *p, pl_part_cluster *cl, pl_nid *
         }
         if (p->backends[a].symbolic) {
             pl_cost e;
-            alt_us += pl_part_estimate(p, a, scratch, m, &e) ? pl_cost_total(&e)
+            alt_us += pl_part_estimate(p, a, scratch, m, &e) ? pl_cost_total(p, &e)
                                                              : pl_part_default(p, a, scratch, m);
             continue;
         }
         for (size_t i = 0; i < m; i++) {
             pl_cost e;
             alt_us += pl_part_estimate(p, a, &scratch[i], 1, &e)
-                          ? pl_cost_total(&e)
+                          ? pl_cost_total(p, &e)
                           : pl_part_default(p, a, &scratch[i], 1);
         }
     }
@@ -607,7 +616,7 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
     if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &cl->est))
         return NULL;
     cl->handoff_us = pl_part_handoff(p, cl);
-    cl->est_us = pl_cost_total(&cl->est) + cl->handoff_us;
+    cl->est_us = pl_cost_total(p, &cl->est) + cl->handoff_us;
     /* Where each node would go instead, first as the verdicts known so far
      * say; only when that alternative wins are the imperative backends asked
      * for their kernels, and the sum redone if one of them refuses. */
@@ -630,13 +639,17 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
             return NULL;
     }
     double alt_us = cl->alt_us;
-    char reason[320];
+    char prepare[96] = "";
+    if (p->plan_runs > 0)
+        snprintf(prepare, sizeof prepare, ", compile %.1f over the %.1f runs a plan serves",
+                 cl->est.prepare_us, p->plan_runs);
+    char reason[420];
     snprintf(reason, sizeof reason,
              "cost: about %.1f us here (compute %.1f, launch %.1f, boundary %.1f, thread "
-             "handoff %.1f) against %.1f us on %s for the subgraph of %zu node(s) it was part "
+             "handoff %.1f%s) against %.1f us on %s for the subgraph of %zu node(s) it was part "
              "of (choose = cost)",
              cl->est_us, cl->est.compute_us, cl->est.launch_us, cl->est.boundary_us,
-             cl->handoff_us, alt_us,
+             cl->handoff_us, prepare, alt_us,
              p->backends[cl->alt_backend].module->name, cl->n_nodes);
     for (size_t i = 0; i < cl->n_nodes; i++) {
         size_t k = (size_t)cl->nodes[i] * p->nb + b;
@@ -672,7 +685,7 @@ static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
     pl_cost whole;
     if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &whole))
         return NULL;
-    double whole_us = pl_cost_total(&whole);
+    double whole_us = pl_cost_total(p, &whole);
     double cut = 0;
     if (m->api.capabilities & PL_CAP_PINNED_THREAD)
         cut = 2.0 * PL_COST_HANDOFF_US + p->spin_us * (p->threads - 1.0) / p->threads;
@@ -691,9 +704,9 @@ static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
             continue;
         /* Inside the subgraph the node has no boundary of its own; cut out,
          * its neighbours there convert what it reads and writes instead. */
-        double here_us = here.compute_us + here.launch_us;
+        double here_us = here.compute_us + here.launch_us + pl_part_prepare_share(p, &here);
         double alt_us = pl_part_estimate(p, (size_t)a, &n, 1, &there)
-                            ? pl_cost_total(&there)
+                            ? pl_cost_total(p, &there)
                             : pl_part_default(p, (size_t)a, &n, 1);
         if (alt_us + here.boundary_us + cut >= here_us)
             continue;
@@ -822,7 +835,8 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
                                bool choose_by_cost, int threads, int spin_us,
-                               bool inline_run, pl_partition **out_partition)
+                               bool inline_run, double plan_runs,
+                               pl_partition **out_partition)
 {
     *out_partition = NULL;
     pl_partition *p = pl_calloc(1, sizeof *p);
@@ -837,6 +851,7 @@ pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
     p->by_cost = choose_by_cost;
     p->threads = threads > 1 ? (double)threads : 1.0;
     p->spin_us = spin_us > 0 ? (double)spin_us : 0.0;
+    p->plan_runs = plan_runs > 0 && isfinite(plan_runs) ? plan_runs : 0.0;
     /* A program whose steps are all on the host runs them in its caller
      * (run.c, pl_run_is_sequential), as a body runs inline: a kernel step
      * costs PL_PART_INLINE_STEP_US there. A backend with memory of its own
@@ -990,11 +1005,13 @@ double pl_partition_node_estimate(const pl_partition *p, pl_nid n)
         return -1;
     size_t b = (size_t)p->assign[n], idx; /* not p->idx: describing may run on two threads */
     pl_cost e;
-    return pl_part_estimate_in(p, b, &n, 1, &idx, &e) ? pl_cost_total(&e)
+    return pl_part_estimate_in(p, b, &n, 1, &idx, &e) ? pl_cost_total(p, &e)
                                                       : pl_part_default(p, b, &n, 1);
 }
 
 size_t pl_partition_cluster_count(const pl_partition *p) { return p->n_clusters; }
+
+double pl_partition_plan_runs(const pl_partition *p) { return p->plan_runs; }
 
 const pl_part_cluster *pl_partition_cluster(const pl_partition *p, size_t c)
 {

@@ -76,13 +76,16 @@ typedef struct pl_partition pl_partition;
  * it does when every backend is on the host: run.c runs such programs in
  * their caller). SPIN_US: how long an idle pool or OpenMP team spins
  * (backend.ini spin_us), what a pinned-thread subgraph's team takes from
- * the backend after it (pl_part_handoff). */
+ * the backend after it (pl_part_handoff). PLAN_RUNS: how many runs the
+ * plan is expected to serve, over which the estimates' one-off cost
+ * (pl_cost.prepare_us) is shared out; 0 for many (it is then not weighed). */
 pl_status *pl_partition_create(const pl_graph *g, const pl_graph_view *view,
                                const pl_part_backend *backends,
                                size_t n_backends, const pl_part_pin *pins,
                                size_t n_pins, int min_subgraph_nodes,
                                bool choose_by_cost, int threads, int spin_us,
-                               bool inline_run, pl_partition **out_partition);
+                               bool inline_run, double plan_runs,
+                               pl_partition **out_partition);
 
 /* What one kernel step costs in a program run inline or step by step in
  * its caller (measured: a GRU cell's Loop body of 35 small nodes, 14.6 us
@@ -107,6 +110,8 @@ int32_t pl_partition_node_cluster(const pl_partition *p, pl_nid n);
  * weighs (its module's, or the core's default), in microseconds; -1 when
  * it is part of a subgraph (the subgraph carries the estimate). */
 double pl_partition_node_estimate(const pl_partition *p, pl_nid n);
+/* The runs the plan is expected to serve (pl_partition_create); 0: many. */
+double pl_partition_plan_runs(const pl_partition *p);
 size_t pl_partition_cluster_count(const pl_partition *p);
 const pl_part_cluster *pl_partition_cluster(const pl_partition *p, size_t c);
 /* The kernel an imperative backend made for node N, and its workspace

@@ -261,7 +261,7 @@ static pl_status *pl_sess_partition(pl_session *s)
         st = pl_partition_create(s->g, s->view, backends, nb, pins, n_pins,
                                  s->place.min_subgraph_nodes, s->place.choose_by_cost,
                                  pl_runtime_thread_count(s->rt), s->rt->config->spin_us,
-                                 s->model->inline_run, &s->part);
+                                 s->model->inline_run, s->model->plan_runs, &s->part);
     for (size_t i = 0; pin_names && i < s->place.n_pins; i++)
         pl_free(pin_names[i]);
     pl_free(pin_names);

@@ -21,6 +21,17 @@
  * value (stg_by_value). */
 #define STG_VALUE_MAX 64
 
+/* Tiers of tail plans. A tail planned for a new signature is expected to
+ * serve as many runs as the stage's plans have served on average; below
+ * STG_MANY_RUNS its partition weighs what compiling costs against those
+ * runs (pl_cost.prepare_us; model.h plan_runs): a decoder whose past grows
+ * a token a step plans a tail a step, each run once, and a subgraph that
+ * compiles in milliseconds to save microseconds once goes to the backend
+ * that makes its kernels at once. Such a quick plan whose signature comes
+ * back STG_PROMOTE_USES times is planned again in full. */
+#define STG_MANY_RUNS 64.0
+#define STG_PROMOTE_USES 8
+
 /* One tensor the tail reads that the tail does not compute. */
 typedef struct stg_front {
     pl_tid t;          /* the same id in the model's graph and the tail's */
@@ -36,6 +47,8 @@ typedef struct stg_spec {
     size_t key_len;
     pl_session *session;
     int users;         /* runs using it now */
+    uint64_t uses;     /* runs that used it */
+    bool quick;        /* planned for few runs (STG_MANY_RUNS) */
     uint64_t last_use;
     size_t arena_bytes; /* pl_session_arena_bytes of SESSION, and the bytes of
                            the constants its graph reads */
@@ -80,6 +93,7 @@ struct pl_stage {
     size_t n_specs;
     size_t spec_bytes;    /* their arena_bytes together */
     uint64_t clock;
+    uint64_t tail_plans, tail_runs; /* tails planned for a new signature; runs */
     /* the pivot's runs and their time, for the step list
      * (pl_stage_step_info) */
     atomic_ullong pivot_ns, pivot_runs;
@@ -311,13 +325,15 @@ static pl_status *stg_graph(const pl_stage *s, const bool *keep, const pl_tid *i
  * model's passes first (a tail whose shapes are now known folds). The
  * prefix (not OPTIMIZE) shares the model's file constants: its session
  * pins what it reads in place, and what its modules copied may go. */
-static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, pl_session **out)
+static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, double plan_runs,
+                              pl_session **out)
 {
     pl_model *m = NULL;
     PL_RETURN_IF_ERROR(pl_model_of_graph(s->model->runtime, g, pl_strdupf("%s", s->model->path),
                                          &m));
     if (!optimize)
         m->filedata = s->model->filedata;
+    m->plan_runs = plan_runs;
     pl_status *st = optimize ? pl_model_optimize(m) : NULL;
     if (st == NULL)
         st = pl_session_create(m, &s->opts, out);
@@ -535,7 +551,7 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
         s->left = true;
     }
     if (st == NULL && n_pre > 0) {
-        st = stg_session(s, pg, false, &s->prefix);
+        st = stg_session(s, pg, false, s->model->plan_runs, &s->prefix);
         pg = NULL;
     }
     if (st == NULL && (tail_in = pl_calloc(s->n_front ? s->n_front : 1, sizeof *tail_in)) == NULL)
@@ -773,39 +789,14 @@ static bool stg_key_put(unsigned char **key, size_t *len, size_t *cap, const voi
 /* The tail for the frontier VALS: found, or made and kept (evicting the
  * least recently used one not in use past PL_STAGE_MAX_SPECS). The spec's
  * user count is raised; stg_release lowers it. */
-static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **out)
+/* Plans the tail for the frontier VALS, expected to serve PLAN_RUNS runs
+ * (0: many): *OUT_SESS, and in *OUT_BYTES what it holds beyond its arenas
+ * (below). Under the stage's lock. */
+static pl_status *stg_plan(pl_stage *s, const pl_tensor *vals, double plan_runs,
+                           pl_session **out_sess, size_t *out_bytes)
 {
-    unsigned char *key = NULL;
-    size_t len = 0, cap = 0;
-    bool ok = true;
-    for (size_t i = 0; ok && i < s->n_front; i++) {
-        const pl_tensor *v = &vals[i];
-        ok = stg_key_put(&key, &len, &cap, &v->ndim, sizeof v->ndim) &&
-             (v->ndim == 0 ||
-              stg_key_put(&key, &len, &cap, v->shape, (size_t)v->ndim * sizeof *v->shape));
-        if (ok && s->front[i].by_value) {
-            const pl_graph_tensor *t = pl_graph_get_tensor(s->tail, s->front[i].t);
-            size_t bytes = 0;
-            pl_graph_tensor_bytes(t, &bytes);
-            ok = stg_key_put(&key, &len, &cap, v->data, bytes);
-        }
-    }
-    if (!ok) {
-        pl_free(key);
-        return stg_oom();
-    }
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->n_specs; i++)
-        if (s->specs[i]->key_len == len && memcmp(s->specs[i]->key, key, len) == 0) {
-            s->specs[i]->users++;
-            s->specs[i]->last_use = ++s->clock;
-            pthread_mutex_unlock(&s->mu);
-            pl_free(key);
-            *out = s->specs[i];
-            return NULL;
-        }
-    /* made under the lock: concurrent runs of a new signature wait for one
-     * planning instead of each planning it */
+    *out_sess = NULL;
+    *out_bytes = 0;
     pl_graph *copy = NULL;
     pl_status *st = pl_graph_copy(s->tail, &copy);
     for (size_t i = 0; st == NULL && i < s->n_front; i++) {
@@ -840,13 +831,83 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
     }
     pl_session *sess = NULL;
     if (st == NULL) {
-        st = stg_session(s, copy, true, &sess);
+        st = stg_session(s, copy, true, plan_runs, &sess);
         copy = NULL;
     }
     pl_graph_destroy(copy);
-    size_t bytes = st == NULL ? pl_session_arena_bytes(sess) + consts +
-                                    (pl_session_host_only(sess) ? 0 : model_consts)
-                              : 0;
+    if (st != NULL)
+        return st;
+    *out_sess = sess;
+    *out_bytes = pl_session_arena_bytes(sess) + consts +
+                 (pl_session_host_only(sess) ? 0 : model_consts);
+    return NULL;
+}
+
+/* A quick plan (stg_spec.quick) that runs often now: planned again in
+ * full, under the lock, while no run uses it. A failure keeps the quick
+ * one (it ran) and is not tried again. */
+static void stg_promote(pl_stage *s, stg_spec *spec, const pl_tensor *vals)
+{
+    spec->quick = false;
+    pl_session *sess = NULL;
+    size_t bytes = 0;
+    pl_status *st = stg_plan(s, vals, 0, &sess, &bytes);
+    if (st != NULL) {
+        pl_status_free(st);
+        return;
+    }
+    pl_session_destroy(spec->session);
+    spec->session = sess;
+    s->spec_bytes = s->spec_bytes - spec->arena_bytes + bytes;
+    spec->arena_bytes = bytes;
+}
+
+static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **out)
+{
+    unsigned char *key = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i < s->n_front; i++) {
+        const pl_tensor *v = &vals[i];
+        ok = stg_key_put(&key, &len, &cap, &v->ndim, sizeof v->ndim) &&
+             (v->ndim == 0 ||
+              stg_key_put(&key, &len, &cap, v->shape, (size_t)v->ndim * sizeof *v->shape));
+        if (ok && s->front[i].by_value) {
+            const pl_graph_tensor *t = pl_graph_get_tensor(s->tail, s->front[i].t);
+            size_t bytes = 0;
+            pl_graph_tensor_bytes(t, &bytes);
+            ok = stg_key_put(&key, &len, &cap, v->data, bytes);
+        }
+    }
+    if (!ok) {
+        pl_free(key);
+        return stg_oom();
+    }
+    pthread_mutex_lock(&s->mu);
+    s->tail_runs++;
+    for (size_t i = 0; i < s->n_specs; i++)
+        if (s->specs[i]->key_len == len && memcmp(s->specs[i]->key, key, len) == 0) {
+            stg_spec *spec = s->specs[i];
+            if (spec->quick && spec->uses + 1 >= STG_PROMOTE_USES && spec->users == 0)
+                stg_promote(s, spec, vals);
+            spec->users++;
+            spec->uses++;
+            spec->last_use = ++s->clock;
+            pthread_mutex_unlock(&s->mu);
+            pl_free(key);
+            *out = spec;
+            return NULL;
+        }
+    /* made under the lock: concurrent runs of a new signature wait for one
+     * planning instead of each planning it. The first plan serves many
+     * runs; later ones as many as the plans before them did on average. */
+    double plan_runs = s->tail_plans > 0 ? (double)s->tail_runs / (double)s->tail_plans : 0.0;
+    if (plan_runs >= STG_MANY_RUNS)
+        plan_runs = 0;
+    s->tail_plans++;
+    pl_session *sess = NULL;
+    size_t bytes = 0;
+    pl_status *st = stg_plan(s, vals, plan_runs, &sess, &bytes);
     while (st == NULL && s->n_specs > 0 &&
            (s->n_specs >= PL_STAGE_MAX_SPECS ||
             s->spec_bytes + bytes > PL_STAGE_SPEC_ARENA_BYTES)) {
@@ -873,6 +934,7 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
             st = stg_oom();
         } else {
             *spec = (stg_spec){.key = key, .key_len = len, .session = sess, .users = 1,
+                               .uses = 1, .quick = plan_runs > 0,
                                .last_use = ++s->clock, .arena_bytes = bytes};
             s->specs[s->n_specs++] = spec;
             s->spec_bytes += bytes;

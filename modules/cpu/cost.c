@@ -197,6 +197,11 @@ static int cpu_cost_rnn(pl_module_ctx *ctx, const pl_graph_api *g, const pl_grap
 /* One kernel dispatched in the caller (the core's PL_PART_INLINE_STEP_US,
  * which its default adds per node). */
 #define CPU_COST_STEP_US 0.4
+/* Making one kernel (cpu_get_kernel: checks, the operands' layout; packed
+ * weights are shared between plans, packshare.c): a 2-layer GPT-2's tail of
+ * 134 nodes, planned a generation step at a time, spent 57 us a plan there
+ * (perf, 149 steps). pl_cost.prepare_us. */
+#define CPU_COST_MAKE_US 0.5
 
 int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                       const size_t *nodes, size_t n_nodes, pl_cost *out)
@@ -224,5 +229,7 @@ int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     out->compute_us = compute;
     out->launch_us = launch;
     out->boundary_us = 0;
+    if (PL_ABI_HAS_FIELD(pl_cost, out, prepare_us))
+        out->prepare_us = (double)n_nodes * CPU_COST_MAKE_US;
     return 1;
 }

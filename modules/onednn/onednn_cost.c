@@ -97,6 +97,13 @@
 #define ODNN_COST_SOFTMAX_US 2.0
 #define ODNN_COST_CONCAT_US 2.0
 #define ODNN_COST_NORM_US 1.5
+/* What making one primitive costs once, when the subgraph compiles: its
+ * descriptor (oneDNN's implementation search) and its JIT code, in wall
+ * time at two threads (onednn_sg_compile's debug line, weights laid out
+ * already: a 2-layer BERT's tail at a new length, 59 primitives in 6.5 ms;
+ * mp_hand_recrop, 74 in 8.1 ms). Reported as pl_cost.prepare_us, which
+ * placement weighs only for plans that serve few runs. */
+#define ODNN_COST_MAKE_US 110.0
 
 /* Reductions and softmax over the innermost axes of a plain tensor cost
  * per row, not per byte (ONEDNN_VERBOSE, single-op models, 2 threads): a
@@ -610,6 +617,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     for (size_t t = 0; t < n_tensors; t++)
         producer[t] = -1;
     double compute = 0, launch = PL_COST_STEP_US, boundary_bytes = 0;
+    double made = 0; /* primitives the compile makes */
     int has_conv = 0;
     for (size_t i = 0; i < n_nodes; i++) {
         size_t n = nodes[i];
@@ -646,17 +654,20 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 pl_cost_dims(g, v, in, d) >= 3 && pl_cost_elems(g, v, in, &b) > 0) {
                 launch += 2 * ODNN_COST_REORDER_US;
                 compute += 4 * b / (ODNN_COST_REORDER_GBPS * 1e3);
+                made += 2;
             }
             int64_t y = g->node_output(v, n, 0);
             if (y >= 0 && (size_t)y < n_tensors && dense[y] && odnn_cost_moves_data(g, v, n) &&
                 pl_cost_elems(g, v, y, &b) > 0) {
                 launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
                 compute += 2 * b / (ODNN_COST_REORDER_GBPS * 1e3);
+                made += 1;
             }
             continue;
         }
         double flops, bytes;
         pl_cost_work(g, v, n, &flops, &bytes);
+        made += 1; /* less below for what fuses into another's primitive */
         if (strcmp(op, "Tanh") == 0 && !odnn_cost_avx512() && !(ctx->direct && odnn_direct_usable()))
             compute += pl_cost_elems(g, v, g->node_output(v, n, 0), NULL) *
                        ODNN_COST_AVX2_TANH_NS / 1e3;
@@ -711,10 +722,13 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                  * is a primitive of its own (odnn_follow takes no residual
                  * sum after one, and clips of other ranges conflict) */
                 inside[n] = strcmp(op, "DequantizeLinear") == 0 ? 3 : 2;
+                made -= 1;
                 continue;
             }
-            if (role[n] == ODNN_ROLE_INNER) /* inside its pattern's primitive */
+            if (role[n] == ODNN_ROLE_INNER) { /* inside its pattern's primitive */
+                made -= 1;
                 continue;
+            }
             /* a mean over a plain source: a reduction or a product (a
              * convolution's blocked result is pooled instead) */
             double red = -1;
@@ -759,6 +773,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             if (pl_cost_dims(g, v, t, d) >= 4 && pl_cost_elems(g, v, t, &b) > 0) {
                 boundary_bytes += b;
                 launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
+                made += 1;
             }
         }
     }
@@ -784,12 +799,14 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 strcmp(wop, "Gather") == 0 || strcmp(wop, "Split") == 0) {
                 launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
                 compute += 2 * b / (ODNN_COST_REORDER_GBPS * 1e3);
+                made += 1;
             } else if (odnn_cost_is(wop, odnn_cost_views)) {
                 compute += b / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             }
             if (has_conv && pl_cost_dims(g, v, t, d) >= 4) {
                 boundary_bytes += b;
                 launch += ODNN_COST_REORDER_US + ODNN_COST_EXEC_US;
+                made += 1;
             }
             producer[t] = -1;
         }
@@ -801,5 +818,7 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     out->compute_us = compute;
     out->launch_us = launch;
     out->boundary_us = 2 * boundary_bytes / (ODNN_COST_REORDER_GBPS * 1e3);
+    if (PL_ABI_HAS_FIELD(pl_cost, out, prepare_us))
+        out->prepare_us = made * ODNN_COST_MAKE_US;
     return 1;
 }

@@ -5592,6 +5592,97 @@ static void case_gemv(void)
         }
 }
 
+/* Tails of a staged session in tiers (stage.c): rows of x known only at
+ * run time (16, then 17), two 256 x 256 products and a Relu. The first
+ * tail plans in full (onednn). The next signature's plan is expected to serve as few runs
+ * as the stage's plans have served (two), so placement weighs onednn's
+ * compile (pl_cost.prepare_us) against them: the products go to cpu,
+ * their reason naming the compile. That signature used 8 times is planned
+ * again in full: onednn. Values agree with a cpu-only runtime's at each
+ * tier. */
+static void case_quick_tails(void)
+{
+    struct mb m = {.seed = 97};
+    int64_t xs[] = {-1, 256}, ws[] = {256, 256};
+    mb_input(&m, "x", 2, xs);
+    mb_const(&m, "w1", 2, ws, NULL, 0.06f);
+    mb_const(&m, "w2", 2, ws, NULL, 0.06f);
+    mb_node(&m, "m1", "MatMul", "\"x\",\"w1\"", "a", "");
+    mb_node(&m, "r", "Relu", "\"a\"", "ar", "");
+    mb_node(&m, "m2", "MatMul", "\"ar\",\"w2\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    const char *dir = th_tempdir();
+    const char *ini = th_path(dir, "cost.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n\n[placement]\norder = onednn, cpu\n"
+               "choose = cost\n",
+            th_arg(0));
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    long oi = pl_runtime_find_module(rt, "onednn");
+    if (oi < 0 || rt->modules[oi]->status != PL_MODULE_LOADED) {
+        pl_runtime_destroy(rt);
+        th_skip("the onednn module is not loaded (oneDNN missing?)");
+    }
+    pl_runtime *rc = runtime_with("cpu");
+    pl_session *s = session_for(rt, path), *sc = session_for(rc, path);
+    /* (rows, runs of it, where m1 and m2 run after them) */
+    static const struct {
+        int64_t rows;
+        int runs;
+        const char *backend;
+    } steps[] = {{16, 1, "onednn"}, {17, 1, "cpu"}, {17, 6, "cpu"}, {17, 1, "onednn"}};
+    float *x = malloc(17 * 256 * sizeof *x), *y = malloc(17 * 256 * sizeof *y),
+          *yc = malloc(17 * 256 * sizeof *yc);
+    TH_CHECK(x && y && yc, "out of memory");
+    for (size_t i = 0; i < 17 * 256; i++)
+        x[i] = sinf((float)i * 0.173f);
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        int64_t d[] = {steps[k].rows, 256};
+        for (int r = 0; r < steps[k].runs; r++) {
+            memset(y, 0, 17 * 256 * sizeof *y);
+            run_one(s, "x", x, 2, d, "y", y, 2, d);
+            run_one(sc, "x", x, 2, d, "y", yc, 2, d);
+            double worst = 0, scale = 0;
+            for (size_t i = 0; i < (size_t)d[0] * 256; i++) {
+                worst = fmax(worst, fabs((double)y[i] - yc[i]));
+                scale = fmax(scale, fabs((double)yc[i]));
+            }
+            TH_CHECK(worst <= 1e-4 * scale, "%lld rows, run %d: %g off cpu's (scale %g)",
+                     (long long)d[0], r, worst, scale);
+        }
+        json_t *root = th_explain(s);
+        json_t *tail = json_object_get(json_object_get(root, "staged"), "last_tail");
+        TH_CHECK(json_is_object(tail), "no staged.last_tail after %lld rows", (long long)d[0]);
+        for (int n = 0; n < 2; n++) {
+            json_t *p = th_placement_of(tail, n ? "m2" : "m1");
+            const char *backend = json_string_value(json_object_get(p, "backend"));
+            const char *why = json_string_value(
+                json_object_get(json_object_get(p, "reasons"), "onednn"));
+            TH_CHECK(backend != NULL && strcmp(backend, steps[k].backend) == 0,
+                     "step %zu (%lld rows): %s on %s, not %s (onednn: %s)", k,
+                     (long long)d[0], n ? "m2" : "m1", backend, steps[k].backend,
+                     why ? why : "-");
+            if (strcmp(steps[k].backend, "cpu") == 0)
+                TH_CHECK(why != NULL && strstr(why, "runs a plan serves") != NULL,
+                         "step %zu: the reason does not name the compile: %s", k, why);
+        }
+        json_decref(root);
+    }
+    free(x);
+    free(y);
+    free(yc);
+    pl_session_destroy(s);
+    pl_session_destroy(sc);
+    pl_runtime_destroy(rt);
+    pl_runtime_destroy(rc);
+}
+
 /* Winograd's scratchpad grows with the images a layer sees (oneDNN
  * transforms them all at once); runs share one scratchpad of the largest
  * need, so a layer whose scratchpad would pass ODNN_WINO_MAX_SCRATCH (48
@@ -5820,6 +5911,7 @@ int main(int argc, char **argv)
         {"winograd_budget", case_winograd_budget},
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"gemv", case_gemv},
+        {"quick_tails", case_quick_tails},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},

@@ -48,9 +48,11 @@ extern "C" {
  *   1.10 pl_graph_api.tensor_constant_keep (a compiled subgraph reads a
  *        weight in place: the core keeps it resident for the session);
  *   1.11 the dtypes i16, u16, u32 and u64 (plinth/tensor.h): a node with
- *        one of them is offered only to modules of 1.11 or later. */
+ *        one of them is offered only to modules of 1.11 or later;
+ *   1.12 pl_cost.prepare_us (what making the kernels or the compile costs
+ *        once, weighed for plans that serve few runs, optional). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 11
+#define PL_ABI_MINOR 12
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -353,6 +353,16 @@ typedef struct pl_cost {
     double launch_us;   /* fixed per run: dispatch, binding, primitive calls */
     double boundary_us; /* bringing the inputs from, and the outputs back to,
                            the core's plain host layout (reorders, copies) */
+    /* ABI 1.12: once, not per run: making the nodes' kernels or compiling
+     * them as one subgraph when a session is created (JIT code generation,
+     * kernel selection), in wall-clock microseconds at the runtime's
+     * threads. The partitioner weighs it only for plans expected to serve
+     * few runs (a staged session's tail planned for a shape that rarely
+     * repeats: docs/architecture.md, "Shapes known only at run time"),
+     * divided by those runs; 0 (a module of an older SDK): free. Write it
+     * only when PL_ABI_HAS_FIELD(pl_cost, out, prepare_us): an older
+     * core's struct ends before it. */
+    double prepare_us;
 } pl_cost;
 
 /* Receives a piece of an exported binary; called any number of times, the
