@@ -397,4 +397,13 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
 void odnn_pad_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
                   const int64_t *begin, float value, int threads);
 
+/* Answers of oneDNN's implementation probes, for the process
+ * (onednn_memo.c): KEY (N int64s, at most ONEDNN_MEMO_MAX_KEY) names the
+ * question (a kind first, the calling thread's OpenMP team among them);
+ * get returns 1 and the answer (RESULT, and IMPL when non-NULL) when it was
+ * put before and is still held. */
+#define ONEDNN_MEMO_MAX_KEY 48
+int onednn_memo_get(const int64_t *key, int n, int *result, char *impl, size_t cap);
+void onednn_memo_put(const int64_t *key, int n, int result, const char *impl);
+
 #endif /* PLINTH_ONEDNN_H */

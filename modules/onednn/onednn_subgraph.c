@@ -1663,10 +1663,27 @@ static int odnn_probe_conv_impl(const struct odnn_tinfo *x, const struct odnn_ti
         pl[i] = w->pl[i];
         pr[i] = w->pr[i];
     }
+    /* asked per verdict, fusion check and compile: remembered (onednn_memo.c) */
+    int64_t key[ONEDNN_MEMO_MAX_KEY];
+    int nk = 0;
+    key[nk++] = 1;
+    key[nk++] = omp_get_max_threads();
+    key[nk++] = (int64_t)dt;
+    key[nk++] = nd;
+    key[nk++] = wnd;
+    key[nk++] = sr;
+    for (int i = 0; i < nd; i++)
+        key[nk++] = src[i], key[nk++] = dst[i];
+    for (int i = 0; i < wnd; i++)
+        key[nk++] = wei[i];
+    for (int i = 0; i < sr; i++)
+        key[nk++] = strides[i], key[nk++] = dil[i], key[nk++] = pl[i], key[nk++] = pr[i];
+    int found = 0;
+    if (onednn_memo_get(key, nk, &found, impl_out, cap))
+        return found;
     dnnl_memory_desc_t src_md, wei_md, dst_md;
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
-    int found = 0;
     if (dnnl_memory_desc_init_by_tag(&src_md, nd, src, dt, dnnl_format_tag_any) ==
             dnnl_success &&
         dnnl_memory_desc_init_by_tag(&wei_md, wnd, wei, dt, dnnl_format_tag_any) ==
@@ -1686,6 +1703,7 @@ static int odnn_probe_conv_impl(const struct odnn_tinfo *x, const struct odnn_ti
         }
         dnnl_primitive_desc_destroy(pd);
     }
+    onednn_memo_put(key, nk, found, found ? impl_out : NULL);
     return found;
 }
 
@@ -1827,6 +1845,8 @@ static int odnn_binary_collapse(int nd, const dnnl_dim_t *yd, const dnnl_dim_t *
     return k < nd;
 }
 
+static int odnn_binary_ref_of(int nd, const dnnl_dims_t d0, const dnnl_dims_t d1);
+
 static int odnn_probe_binary_ref(const struct odnn_tinfo *y, const struct odnn_tinfo *bc)
 {
     pthread_once(&odnn_probe_once, odnn_probe_engine_make);
@@ -1834,11 +1854,28 @@ static int odnn_probe_binary_ref(const struct odnn_tinfo *y, const struct odnn_t
         return 0;
     dnnl_dims_t d0, d1;
     int nd = y->ndim;
+    int64_t key[2 + 2 * ODNN_MAX_RANK + 1];
+    int nk = 0;
+    key[nk++] = 2;
+    key[nk++] = omp_get_max_threads();
     for (int i = 0; i < nd; i++) {
         d0[i] = y->dims[i];
         int j = i - (nd - bc->ndim);
         d1[i] = j >= 0 ? bc->dims[j] : 1;
+        key[nk++] = d0[i];
+        key[nk++] = d1[i];
     }
+    int is_ref = 0;
+    if (onednn_memo_get(key, nk, &is_ref, NULL, 0)) /* onednn_memo.c */
+        return is_ref;
+    is_ref = odnn_binary_ref_of(nd, d0, d1);
+    onednn_memo_put(key, nk, is_ref, NULL);
+    return is_ref;
+}
+
+/* odnn_probe_binary_ref for the plain dims D0 (the output's) and D1. */
+static int odnn_binary_ref_of(int nd, const dnnl_dims_t d0, const dnnl_dims_t d1)
+{
     dnnl_memory_desc_t m0, m1, md;
     dnnl_binary_desc_t bd;
     dnnl_primitive_desc_t pd = NULL;
@@ -1856,14 +1893,8 @@ static int odnn_probe_binary_ref(const struct odnn_tinfo *y, const struct odnn_t
     }
     dnnl_dims_t cy, c1;
     int cnd;
-    if (is_ref && odnn_binary_collapse(nd, d0, d1, &cnd, cy, c1)) {
-        /* odnn_binary runs it in the merged dims */
-        struct odnn_tinfo yc = *y, bcc = *bc;
-        yc.ndim = bcc.ndim = cnd;
-        for (int i = 0; i < cnd; i++)
-            yc.dims[i] = cy[i], bcc.dims[i] = c1[i];
-        return odnn_probe_binary_ref(&yc, &bcc);
-    }
+    if (is_ref && odnn_binary_collapse(nd, d0, d1, &cnd, cy, c1))
+        return odnn_binary_ref_of(cnd, cy, c1); /* odnn_binary runs it in the merged dims */
     return is_ref;
 }
 
