@@ -292,6 +292,11 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     char shared[24];
     snprintf(shared, sizeof shared, "%zu", onednn_share_count(ctx));
     out(out_ctx, "shared_weights", shared);
+    unsigned long long asked, remembered;
+    onednn_memo_counts(&asked, &remembered);
+    char probes[64];
+    snprintf(probes, sizeof probes, "%llu asked, %llu remembered", asked, remembered);
+    out(out_ctx, "kernel_probes", probes);
     return NULL;
 }
 

@@ -405,5 +405,8 @@ void odnn_pad_run(const float *x, float *y, int nd, const int64_t *xd, const int
 #define ONEDNN_MEMO_MAX_KEY 48
 int onednn_memo_get(const int64_t *key, int n, int *result, char *impl, size_t cap);
 void onednn_memo_put(const int64_t *key, int n, int result, const char *impl);
+/* Questions asked of onednn_memo_get since the module loaded, and how many
+ * it answered (configure's kernel_probes). */
+void onednn_memo_counts(unsigned long long *asked, unsigned long long *remembered);
 
 #endif /* PLINTH_ONEDNN_H */

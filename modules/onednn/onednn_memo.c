@@ -27,6 +27,7 @@ typedef struct memo_entry {
 
 static memo_entry memo_table[MEMO_SLOTS];
 static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long memo_asked, memo_remembered; /* under memo_mu */
 
 static uint64_t memo_hash(const int64_t *key, int n)
 {
@@ -47,6 +48,7 @@ int onednn_memo_get(const int64_t *key, int n, int *result, char *impl, size_t c
     memo_entry *e = &memo_table[h % MEMO_SLOTS];
     int found = 0;
     pthread_mutex_lock(&memo_mu);
+    memo_asked++;
     if (e->hash == h && e->n == n && memcmp(e->key, key, (size_t)n * sizeof *key) == 0) {
         *result = e->result;
         if (impl != NULL && cap > 0) {
@@ -54,9 +56,18 @@ int onednn_memo_get(const int64_t *key, int n, int *result, char *impl, size_t c
             impl[cap - 1] = '\0';
         }
         found = 1;
+        memo_remembered++;
     }
     pthread_mutex_unlock(&memo_mu);
     return found;
+}
+
+void onednn_memo_counts(unsigned long long *asked, unsigned long long *remembered)
+{
+    pthread_mutex_lock(&memo_mu);
+    *asked = memo_asked;
+    *remembered = memo_remembered;
+    pthread_mutex_unlock(&memo_mu);
 }
 
 void onednn_memo_put(const int64_t *key, int n, int result, const char *impl)

@@ -5592,6 +5592,81 @@ static void case_gemv(void)
         }
 }
 
+static void probes_sink(void *user, const char *key, const char *value)
+{
+    unsigned long long *c = user;
+    if (strcmp(key, "kernel_probes") == 0)
+        TH_CHECK(sscanf(value, "%llu asked, %llu remembered", &c[0], &c[1]) == 2,
+                 "kernel_probes = %s", value);
+}
+
+/* The module's counts of implementation probes (configure's kernel_probes). */
+static void probe_counts(pl_runtime *rt, unsigned long long *c)
+{
+    pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    c[0] = c[1] = ~0ull;
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, probes_sink, c));
+    TH_CHECK(c[0] != ~0ull, "configure gave no kernel_probes");
+}
+
+/* oneDNN's answers to the implementation probes (a binary's broadcast, a
+ * grouped convolution's kernel) are remembered for the process
+ * (onednn_memo.c): the first session asks each node's question more than
+ * once and gets the later answers from memory; a second session of the
+ * same model asks again and every answer is remembered. Both sessions
+ * place every node alike and compute the same values. */
+static void case_probe_memo(void)
+{
+    struct mb m = {.seed = 101};
+    int64_t xs[] = {1, 8, 10, 10}, bs[] = {1, 8, 1, 1};
+    mb_input(&m, "x", 4, xs);
+    mb_node(&m, "c", "Conv", "\"x\",\"cw\",\"cb\"", "a",
+            "\"pads\":{\"ints\":[1,1,1,1]},\"group\":{\"int\":2}");
+    mb_const(&m, "cw", 4, (int64_t[]){8, 4, 3, 3}, NULL, 0.3f);
+    mb_const(&m, "cb", 1, (int64_t[]){8}, NULL, 0.1f);
+    mb_const(&m, "s", 4, bs, NULL, 0.5f);
+    mb_node(&m, "mul", "Mul", "\"a\",\"s\"", "b", "");
+    mb_node(&m, "div", "Div", "\"b\",\"s\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    pl_runtime *rt = onednn_runtime();
+    unsigned long long c0[2], c1[2], c2[2];
+    probe_counts(rt, c0);
+    pl_session *s1 = session_for(rt, path);
+    probe_counts(rt, c1);
+    pl_session *s2 = session_for(rt, path);
+    probe_counts(rt, c2);
+    TH_CHECK(c1[0] > c0[0] && c1[1] > c0[1],
+             "first session: %llu probes asked, %llu remembered", c1[0] - c0[0], c1[1] - c0[1]);
+    TH_CHECK(c2[0] > c1[0] && c2[1] - c1[1] == c2[0] - c1[0],
+             "second session: %llu probes asked, %llu remembered", c2[0] - c1[0],
+             c2[1] - c1[1]);
+    json_t *r1 = th_explain(s1), *r2 = th_explain(s2);
+    static const char *const nodes[] = {"c", "mul", "div"};
+    for (int i = 0; i < 3; i++) {
+        const char *b1 = json_string_value(json_object_get(th_placement_of(r1, nodes[i]), "backend"));
+        const char *b2 = json_string_value(json_object_get(th_placement_of(r2, nodes[i]), "backend"));
+        TH_CHECK(b1 != NULL && b2 != NULL && strcmp(b1, b2) == 0, "%s: %s, then %s", nodes[i],
+                 b1 ? b1 : "-", b2 ? b2 : "-");
+    }
+    json_decref(r1);
+    json_decref(r2);
+    size_t n = count(4, xs);
+    float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+    TH_CHECK(x && y1 && y2, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = cosf((float)i * 0.31f);
+    run_one(s1, "x", x, 4, xs, "y", y1, 4, xs);
+    run_one(s2, "x", x, 4, xs, "y", y2, 4, xs);
+    TH_CHECK(memcmp(y1, y2, n * sizeof *y1) == 0, "the two sessions' outputs differ");
+    free(x);
+    free(y1);
+    free(y2);
+    pl_session_destroy(s1);
+    pl_session_destroy(s2);
+    pl_runtime_destroy(rt);
+}
+
 /* Tails of a staged session in tiers (stage.c): rows of x known only at
  * run time (16, then 17), two 256 x 256 products and a Relu. The first
  * tail plans in full (onednn). The next signature's plan is expected to serve as few runs
@@ -5912,6 +5987,7 @@ int main(int argc, char **argv)
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"gemv", case_gemv},
         {"quick_tails", case_quick_tails},
+        {"probe_memo", case_probe_memo},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
