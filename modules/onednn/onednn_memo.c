@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <plinth/graph_hash.h>
+
 #define MEMO_SLOTS 512
 
 typedef struct memo_entry {
@@ -31,13 +33,9 @@ static unsigned long long memo_asked, memo_remembered; /* under memo_mu */
 
 static uint64_t memo_hash(const int64_t *key, int n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < n; i++) {
-        h ^= (uint64_t)key[i];
-        h *= 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    return h ? h : 1;
+    uint64_t h = PL_HASH_SEED;
+    pl_hash_bytes(&h, key, (size_t)n * sizeof *key);
+    return h ? h : 1; /* 0 marks an empty slot */
 }
 
 int onednn_memo_get(const int64_t *key, int n, int *result, char *impl, size_t cap)
