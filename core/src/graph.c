@@ -5,6 +5,7 @@
 #include "graph.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1799,4 +1800,110 @@ pl_tid pl_graph_output(const pl_graph *g, size_t i)
 const pl_nid *pl_graph_topo_order(const pl_graph *g)
 {
     return g->valid ? g->topo : NULL;
+}
+
+/* ---- moving ownership (pl_graph_take_from) ------------------------------------- */
+
+typedef struct pl_take_ref {
+    const char *at;          /* the first byte */
+    size_t len;              /* at least 1 */
+    pl_graph_tensor *t;
+} pl_take_ref;
+
+typedef struct pl_take_list {
+    pl_take_ref *v;
+    size_t n, cap;
+} pl_take_list;
+
+/* Appends the constants of G and of its bodies: those G owns (OWNED) or
+ * those it borrows (else). */
+static bool pl_take_collect(pl_graph *g, bool owned, pl_take_list *l)
+{
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        pl_graph_tensor *t = &g->tensors[i];
+        if (t->data == NULL || t->data_borrowed != !owned)
+            continue;
+        if (!pl_grow(g->alloc, (void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+            return false;
+        l->v[l->n++] = (pl_take_ref){t->data, t->nbytes ? t->nbytes : 1, t};
+    }
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (size_t a = 0; a < g->nodes[i].n_attrs; a++) {
+            pl_attr *at = &g->nodes[i].attrs[a];
+            if (at->kind != PL_ATTR_GRAPH && at->kind != PL_ATTR_GRAPHS)
+                continue;
+            for (size_t k = 0; k < at->n; k++)
+                if (!pl_take_collect(at->graphs[k], owned, l))
+                    return false;
+        }
+    return true;
+}
+
+static int pl_take_cmp(const void *a, const void *b)
+{
+    const char *x = ((const pl_take_ref *)a)->at, *y = ((const pl_take_ref *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
+pl_status *pl_graph_take_from(pl_graph *g, pl_graph *src, bool *out_taken)
+{
+    *out_taken = false;
+    if (src->owns_filedata && g->filedata != src->filedata)
+        return NULL; /* (constants of its file may be read through another) */
+    pl_take_list owned = {0}, refs = {0};
+    bool ok = pl_take_collect(src, true, &owned) && pl_take_collect(g, false, &refs);
+    bool oom = !ok;
+    if (ok)
+        qsort(owned.v, owned.n, sizeof *owned.v, pl_take_cmp);
+    /* Each borrowed constant of G that lies in one SRC owns must start it:
+     * a view into the middle of a block keeps SRC (rare; nothing moves). */
+    size_t *hit = ok ? pl_calloc(refs.n ? refs.n : 1, sizeof *hit) : NULL;
+    oom |= ok && hit == NULL;
+    ok = ok && hit != NULL;
+    for (size_t r = 0; ok && r < refs.n; r++) {
+        size_t lo = 0, hi = owned.n; /* the last block starting at or before it */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (owned.v[mid].at <= refs.v[r].at)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        hit[r] = SIZE_MAX;
+        if (lo == 0 || refs.v[r].at >= owned.v[lo - 1].at + owned.v[lo - 1].len)
+            continue;
+        if (refs.v[r].at != owned.v[lo - 1].at)
+            ok = false;
+        else
+            hit[r] = lo - 1;
+    }
+    /* the mappings first: nothing has moved if they cannot */
+    if (ok && src->n_mappings > 0) {
+        size_t cap = g->n_mappings;
+        ok = pl_grow(g->alloc, (void **)&g->mappings, &cap, g->n_mappings + src->n_mappings,
+                     sizeof *g->mappings);
+        oom |= !ok;
+        if (ok) {
+            memcpy(g->mappings + g->n_mappings, src->mappings,
+                   src->n_mappings * sizeof *g->mappings);
+            g->n_mappings += src->n_mappings;
+            src->n_mappings = 0;
+        }
+    }
+    for (size_t r = 0; ok && r < refs.n; r++) {
+        if (hit[r] == SIZE_MAX || owned.v[hit[r]].t == NULL)
+            continue; /* not SRC's, or already moved to another reader */
+        owned.v[hit[r]].t->data_borrowed = true;
+        owned.v[hit[r]].t = NULL;
+        refs.v[r].t->data_borrowed = false;
+    }
+    if (ok && src->owns_filedata) {
+        g->owns_filedata = true;
+        src->owns_filedata = false;
+    }
+    pl_free(hit);
+    pl_free(owned.v);
+    pl_free(refs.v);
+    *out_taken = ok;
+    return oom ? pl_graph_oom("letting go of a rewritten graph's source") : NULL;
 }

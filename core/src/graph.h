@@ -162,6 +162,15 @@ pl_status *pl_graph_set_outer_constant(pl_graph *g, pl_tid t, const void *data, 
 struct pl_filedata *pl_graph_filedata(const pl_graph *g);
 void pl_graph_own_filedata(pl_graph *g, struct pl_filedata *f);
 
+/* Makes G the owner of what it borrows from SRC, a graph it was rewritten
+ * from (directly or through others): the constants of SRC or of its bodies
+ * that G or its bodies read, SRC's file mappings and its file record.
+ * *OUT_TAKEN then says SRC may be destroyed. Not taken, nothing moved, when
+ * G reads inside one of SRC's constants other than at its start, or SRC's
+ * file record is not G's (SRC must then live as long as G), or memory runs
+ * out (the error). */
+pl_status *pl_graph_take_from(pl_graph *g, pl_graph *src, bool *out_taken);
+
 /* Removes T from the graph inputs (it stays a tensor of G). */
 void pl_graph_drop_input(pl_graph *g, pl_tid t);
 

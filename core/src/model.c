@@ -97,6 +97,31 @@ static void pl_model_free_sources(pl_model *m)
     m->n_sources = 0;
 }
 
+/* Lets go of the sources of M's graph that it no longer needs: what the
+ * graph borrows from one (folded constants, mappings, the file's record)
+ * moves to the graph, and the source goes. A GPT-2 decoder's tail, planned
+ * per generation step, kept four copies of its graph per step this way
+ * (1.8 MiB a step; 430 MiB of RSS after 200 steps of a 2-layer model). */
+static pl_status *pl_model_drop_sources(pl_model *m)
+{
+    pl_status *st = NULL;
+    /* the newest first: it may borrow from the older ones, not they from it */
+    for (size_t i = m->n_sources; st == NULL && i-- > 0;) {
+        bool taken = false;
+        st = pl_graph_take_from(m->graph, m->sources[i], &taken);
+        if (taken) {
+            pl_graph_destroy(m->sources[i]);
+            m->sources[i] = NULL;
+        }
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < m->n_sources; i++)
+        if (m->sources[i] != NULL)
+            m->sources[kept++] = m->sources[i];
+    m->n_sources = kept;
+    return st;
+}
+
 /* Moves the notes inference left on M's graph (pl_graph_note) into its
  * description. */
 static pl_status *pl_model_take_notes(pl_model *m)
@@ -237,6 +262,8 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
             again = 3;
         }
     }
+    if (st == NULL)
+        st = pl_model_drop_sources(m);
     return st;
 }
 

@@ -670,6 +670,100 @@ static void case_strmap(void)
     CHECK(!pl_strmap_get(&m, names[0], &v));
 }
 
+/* ---- letting go of a rewritten graph's sources ----------------------------------- */
+
+/* A graph G copied from SRC borrows SRC's constants; pl_graph_take_from
+ * moves them to G, which then outlives SRC (ASan checks the reads). A copy
+ * that reads inside one of SRC's constants, not at its start, keeps SRC. */
+static void case_take_sources(const char *stage_dir, const char *source_dir)
+{
+    (void)source_dir;
+    pl_graph *src = NULL, *g = NULL;
+    CHECK(pl_graph_create(&src) == NULL);
+    pl_tid a, b;
+    CHECK(pl_graph_tensor_get_or_add(src, "a", &a) == NULL);
+    CHECK(pl_graph_tensor_get_or_add(src, "b", &b) == NULL);
+    const float va[4] = {1, 2, 3, 4}, vb[2] = {5, 6};
+    int64_t d4 = 4, d2 = 2;
+    CHECK(pl_graph_set_type(src, a, PL_DTYPE_F32, 1, &d4, NULL) == NULL);
+    CHECK(pl_graph_set_type(src, b, PL_DTYPE_F32, 1, &d2, NULL) == NULL);
+    CHECK(pl_graph_set_constant(src, a, va, sizeof va) == NULL);
+    CHECK(pl_graph_set_constant(src, b, vb, sizeof vb) == NULL);
+    CHECK(pl_graph_copy(src, &g) == NULL);
+    const pl_graph_tensor *ga = pl_graph_get_tensor(g, a);
+    CHECK(ga->data_borrowed && ga->data == pl_graph_get_tensor(src, a)->data);
+    bool taken = false;
+    CHECK(pl_graph_take_from(g, src, &taken) == NULL && taken);
+    CHECK(!pl_graph_get_tensor(g, a)->data_borrowed && pl_graph_get_tensor(src, a)->data_borrowed);
+    pl_graph_destroy(src);
+    CHECK(memcmp(pl_graph_get_tensor(g, a)->data, va, sizeof va) == 0);
+    CHECK(memcmp(pl_graph_get_tensor(g, b)->data, vb, sizeof vb) == 0);
+    /* a view into the middle of g's A: g must stay */
+    pl_graph *h = NULL;
+    CHECK(pl_graph_create(&h) == NULL);
+    pl_tid v;
+    CHECK(pl_graph_tensor_get_or_add(h, "v", &v) == NULL);
+    CHECK(pl_graph_set_type(h, v, PL_DTYPE_F32, 1, &d2, NULL) == NULL);
+    CHECK(pl_graph_set_constant_ref(h, v, (const float *)pl_graph_get_tensor(g, a)->data + 2,
+                                    2 * sizeof(float)) == NULL);
+    CHECK(pl_graph_take_from(h, g, &taken) == NULL && !taken);
+    CHECK(!pl_graph_get_tensor(g, a)->data_borrowed && pl_graph_get_tensor(h, v)->data_borrowed);
+    pl_graph_destroy(h);
+    pl_graph_destroy(g);
+
+    /* A model whose passes rewrote its graph keeps none of the graphs it
+     * was rewritten from, and runs: a Constant, transposed (folded on the
+     * cpu module), feeding a MatMul. */
+    char tmpl[] = "/tmp/plinth_core_XXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL);
+    char ini[4096], path[4096];
+    snprintf(ini, sizeof ini, "%s/backend.ini", tmpl);
+    snprintf(path, sizeof path, "%s/fold.json", tmpl);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[runtime]\nmodules = %s/libplinth_cpu.so, %s/libplinth_json.so\nthreads = 2\n"
+               "[placement]\norder = cpu\n",
+            stage_dir, stage_dir);
+    fclose(f);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "{\"format\":\"plinth-graph\",\"version\":1,"
+               "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+               "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+               "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3]}],"
+               "\"nodes\":[{\"name\":\"k\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"wt\"],"
+               "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[2,3],"
+               "\"values\":[1,2,3,4,5,6]}}}},"
+               "{\"name\":\"tr\",\"op\":\"Transpose\",\"inputs\":[\"wt\"],\"outputs\":[\"w\"]},"
+               "{\"name\":\"mm\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"y\"]}]}");
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    pl_status *st = pl_runtime_create(&o, &rt);
+    pl_model *m = NULL;
+    if (st == NULL)
+        st = pl_model_load(rt, path, &m);
+    if (st != NULL)
+        fprintf(stderr, "%s\n", pl_status_message(st));
+    CHECK(st == NULL);
+    CHECK(pl_graph_node_count(m->graph) == 1 && m->n_sources == 0);
+    pl_session *s = NULL;
+    CHECK(pl_session_create(m, NULL, &s) == NULL);
+    float x[3] = {1, 10, 100}, y[2] = {0, 0};
+    int64_t xd[2] = {1, 3}, yd[2] = {1, 2};
+    pl_io in = {"x", {.data = x, .dtype = PL_DTYPE_F32, .ndim = 2, .shape = xd}};
+    pl_io out = {"y", {.data = y, .dtype = PL_DTYPE_F32, .ndim = 2, .shape = yd}};
+    CHECK(pl_session_run(s, &in, 1, &out, 1) == NULL);
+    CHECK(y[0] == 321 && y[1] == 654);
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+    unlink(ini);
+    unlink(path);
+    rmdir(tmpl);
+}
+
 int main(int argc, char **argv)
 {
     alarm(120);
@@ -698,6 +792,8 @@ int main(int argc, char **argv)
         case_filedata_digests();
     else if (strcmp(c, "strmap") == 0)
         case_strmap();
+    else if (strcmp(c, "take_sources") == 0 && argc > 3)
+        case_take_sources(argv[2], argv[3]);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
