@@ -771,6 +771,43 @@ class OnnxTest(unittest.TestCase):
             self.assertGreaterEqual(kept, 2)
             self.assertLessEqual(kept, 8)
 
+    def test_quick_tails_skip_passes(self):
+        """A tail planned for a signature that seldom repeats runs the graph
+        as loaded, its shape computations unfolded (stage.c: the passes took
+        two thirds of planning a decoder's step); the first tail and one
+        planned again in full when its signature comes back fold them."""
+        def reshaped(h, T):  # y = reshape(x, [L, 4]) @ w, the shape computed from x
+            return h.make_graph(
+                [h.make_node("Shape", ["x"], ["s"], name="shape"),
+                 h.make_node("Gather", ["s", "one"], ["len"], axis=0, name="len"),
+                 h.make_node("Concat", ["len", "four"], ["to"], axis=0, name="to"),
+                 h.make_node("Reshape", ["x", "to"], ["x2"], name="flat"),
+                 h.make_node("MatMul", ["x2", "w"], ["y"], name="mm")],
+                "g", [h.make_tensor_value_info("x", T.FLOAT, [1, "L", 4])],
+                [h.make_tensor_value_info("y", T.FLOAT, ["L", 3])],
+                [h.make_tensor("one", T.INT64, [1], [1]),
+                 h.make_tensor("four", T.INT64, [1], [4]),
+                 h.make_tensor("w", T.FLOAT, [4, 3], [0.5 * k - 2 for k in range(12)])])
+        w = np.array([0.5 * k - 2 for k in range(12)], np.float32).reshape(4, 3)
+        path = onnx_model("quick_reshape.onnx", reshaped)
+
+        def tail_nodes(s):
+            tail = s.describe()["staged"]["last_tail"]
+            return {p["node"] for p in tail["placement"]}
+        with self.rt.load_model(path).session() as s:
+            lengths = [3] + list(range(4, 11)) + [11] * 8
+            for i, n in enumerate(lengths):
+                x = np.arange(n * 4, dtype=np.float32).reshape(1, n, 4) * 0.25
+                y = s.run({"x": x})["y"]
+                np.testing.assert_allclose(y, x.reshape(n, 4) @ w, rtol=1e-5)
+                nodes = tail_nodes(s)
+                if i == 0:  # the first tail: the shape folded
+                    self.assertNotIn("shape", nodes)
+                elif i < len(lengths) - 1:  # quick: as loaded
+                    self.assertTrue({"shape", "len", "to", "flat", "mm"} <= nodes, nodes)
+                else:  # length 11 back 8 times: planned again in full
+                    self.assertNotIn("shape", nodes)
+
     def test_data_dependent_shapes(self):
         """Shapes known only at run time: the session is staged (stage.c),
         its tail planned per count, per input shape, per trip count."""
