@@ -8,8 +8,10 @@
  * graph view, and error statuses. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_kernel.h"
@@ -63,17 +65,61 @@ static bool cpu_domain_flag(const char *domain, uint32_t *out)
     return true;
 }
 
+/* The entries of every table sorted by op, made once: the partitioner
+ * asks for a kernel per node per plan, and the walk over the tables with a
+ * strcmp per entry was a tenth of planning a decoder's tail. */
+#define CPU_OP_INDEX_MAX 1024
+static const cpu_op_entry *cpu_op_index[CPU_OP_INDEX_MAX];
+static size_t cpu_op_index_n; /* 0: more ops than it holds; the tables are walked */
+static pthread_once_t cpu_op_index_once = PTHREAD_ONCE_INIT;
+
+static int cpu_op_entry_cmp(const void *a, const void *b)
+{
+    return strcmp((*(const cpu_op_entry *const *)a)->op, (*(const cpu_op_entry *const *)b)->op);
+}
+
+static void cpu_op_index_make(void)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < CPU_N_OP_TABLES; t++)
+        for (const cpu_op_entry *e = cpu_op_tables[t]; e->op != NULL; e++)
+            if (n < CPU_OP_INDEX_MAX)
+                cpu_op_index[n++] = e;
+            else
+                return;
+    qsort(cpu_op_index, n, sizeof *cpu_op_index, cpu_op_entry_cmp);
+    cpu_op_index_n = n;
+}
+
 /* The entry of OP of DOMAIN (cpu_op_tables_check made it the only one). */
 static const cpu_op_entry *cpu_find_op(const char *domain, const char *op)
 {
     uint32_t want;
     if (!cpu_domain_flag(domain, &want))
         return NULL;
-    for (size_t t = 0; t < CPU_N_OP_TABLES; t++)
-        for (const cpu_op_entry *e = cpu_op_tables[t]; e->op != NULL; e++)
-            if (strcmp(e->op, op) == 0)
-                return (e->flags & (CPU_OP_PLINTH_DOMAIN | CPU_OP_MS_DOMAIN)) == want ? e : NULL;
-    return NULL;
+    pthread_once(&cpu_op_index_once, cpu_op_index_make);
+    const cpu_op_entry *found = NULL;
+    if (cpu_op_index_n > 0) {
+        size_t lo = 0, hi = cpu_op_index_n;
+        while (lo < hi && found == NULL) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = strcmp(cpu_op_index[mid]->op, op);
+            if (c == 0)
+                found = cpu_op_index[mid];
+            else if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    } else {
+        for (size_t t = 0; t < CPU_N_OP_TABLES && found == NULL; t++)
+            for (const cpu_op_entry *e = cpu_op_tables[t]; e->op != NULL && found == NULL; e++)
+                if (strcmp(e->op, op) == 0)
+                    found = e;
+    }
+    if (found == NULL)
+        return NULL;
+    return (found->flags & (CPU_OP_PLINTH_DOMAIN | CPU_OP_MS_DOMAIN)) == want ? found : NULL;
 }
 
 /* ---- shared helpers ------------------------------------------------------ */
