@@ -1245,6 +1245,22 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, const unsigne
     const pl_graph_api *g = onednn_host->graph;
     size_t nodes = g->node_count(v);
     memset(out, ODNN_ROLE_OWN, nodes);
+    /* Every pattern spans two nodes or more, all asked about, and starts at
+     * one of the ops tried below: without them nothing is read (the
+     * partitioner asks about single nodes most, and reading the uses of the
+     * whole view per question took a third of a decoder tail's planning). */
+    size_t asked = 0, starts = 0;
+    for (size_t n = 0; n < nodes && (asked < 2 || starts == 0); n++) {
+        if (!inside[n])
+            continue;
+        asked++;
+        const char *op = g->node_op(v, n);
+        starts += strcmp(op, "ReduceMean") == 0 || strcmp(op, "GlobalAveragePool") == 0 ||
+                  strcmp(op, "Pow") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
+                  strcmp(op, "QuantizeLinear") == 0;
+    }
+    if (asked < 2 || starts == 0)
+        return 1;
     struct odnn_uses u;
     pl_status *st = odnn_uses_build_in(ctx, v, &u, 0);
     if (st != NULL) {
