@@ -18,8 +18,9 @@
  * once (Mask R-CNN's paste loop resizes each mask to its box).
  * Specialised tails are kept, least recently used first out, at most
  * PL_STAGE_MAX_SPECS of them with at most PL_STAGE_SPEC_ARENA_BYTES of
- * planned arenas and constants read together (a compiling module keeps
- * its own copy of the weights of each). */
+ * planned arenas, constants read and sessions (an estimate per node)
+ * together (a compiling module keeps its own copy of the weights of each),
+ * and of those used only once at most 32 (stage.c, STG_ONCE_KEPT). */
 #ifndef PL_CORE_STAGE_H
 #define PL_CORE_STAGE_H
 

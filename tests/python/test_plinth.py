@@ -695,10 +695,19 @@ class OnnxTest(unittest.TestCase):
             # the last run's tail, described as a session: the Relu and Cast
             last = s.describe()["staged"]["last_tail"]
             self.assertEqual(sorted(p["op"] for p in last["placement"]), ["Cast", "Relu"])
+            # tails used once are kept 32 at most (a decoder's past grows a
+            # token a step, and no shape comes back); 2 and 5, run above
+            # too, are kept besides
+            for n in range(1, 101):
+                x = np.full((n, 4), -1.5 + n, np.float32)
+                np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0).astype(np.int64))
+            self.assertEqual(s.describe()["staged"]["tails_planned"], 34)
             # past 256 shapes the least recently used plan goes (stage.h)
             for n in list(range(1, 265)) + [1, 264]:
                 x = np.full((n, 4), -1.5 + n, np.float32)
-                np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0).astype(np.int64))
+                for _ in range(2):
+                    np.testing.assert_array_equal(s.run({"x": x})["y"],
+                                                  np.maximum(x, 0).astype(np.int64))
             self.assertEqual(s.describe()["staged"]["tails_planned"], 256)
             # runs from several threads at once, planning and evicting
             import threading
