@@ -1853,7 +1853,7 @@ pl_status *pl_graph_take_from(pl_graph *g, pl_graph *src, bool *out_taken)
     pl_take_list owned = {0}, refs = {0};
     bool ok = pl_take_collect(src, true, &owned) && pl_take_collect(g, false, &refs);
     bool oom = !ok;
-    if (ok)
+    if (ok && owned.n > 1)
         qsort(owned.v, owned.n, sizeof *owned.v, pl_take_cmp);
     /* Each borrowed constant of G that lies in one SRC owns must start it:
      * a view into the middle of a block keeps SRC (rare; nothing moves). */
