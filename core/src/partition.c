@@ -613,8 +613,9 @@ static pl_status *pl_part_weigh(pl_partition *p, size_t c, pl_nid *scratch, bool
     cl->est_us = -1;
     cl->alt_us = -1;
     cl->alt_backend = -1;
-    if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &cl->est))
+    if (!cl->est_made && !pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &cl->est))
         return NULL;
+    cl->est_made = true;
     cl->handoff_us = pl_part_handoff(p, cl);
     cl->est_us = pl_cost_total(p, &cl->est) + cl->handoff_us;
     /* Where each node would go instead, first as the verdicts known so far
@@ -685,6 +686,9 @@ static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
     pl_cost whole;
     if (!pl_part_estimate(p, b, cl->nodes, cl->n_nodes, &whole))
         return NULL;
+    /* (the subgraph's own: pl_part_weigh reads it when nothing is cut) */
+    cl->est = whole;
+    cl->est_made = true;
     double whole_us = pl_cost_total(p, &whole);
     double cut = 0;
     if (m->api.capabilities & PL_CAP_PINNED_THREAD)

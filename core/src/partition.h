@@ -55,6 +55,8 @@ typedef struct pl_part_cluster {
      * on the backends after it (alt_backend: the one most of them would go
      * to; -1 when some node has nowhere else to go). */
     pl_cost est;
+    bool est_made;         /* est holds the backend's estimate (pl_part_carve
+                              made it; pl_part_weigh then need not ask again) */
     double handoff_us;     /* the core's: waking the backend's own thread */
     double est_us;         /* est's total plus handoff_us */
     double alt_us;
