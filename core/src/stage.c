@@ -32,8 +32,12 @@
  * rewritten again: the passes (a copy and a re-inference of the graph per
  * pass that changes it) were two thirds of planning a 2-layer GPT-2 step
  * (2.2 of 3.0 ms), to fold shape computations the session prunes anyway
- * once their values are known. Such a quick plan whose signature comes
- * back STG_PROMOTE_USES times is planned again in full. */
+ * once their values are known. Not so a tail holding control flow: an If
+ * whose condition the signature decides is inlined by the passes (an
+ * optimum decoder_model_merged's use_cache_branch), where left in place its
+ * branch was planned per run (t5's merged decoder 23 -> 37 ms over a
+ * generation). Such a quick plan whose signature comes back
+ * STG_PROMOTE_USES times is planned again in full. */
 #define STG_MANY_RUNS 64.0
 #define STG_PROMOTE_USES 8
 
@@ -94,6 +98,9 @@ struct pl_stage {
     bool left;             /* its creation left the file constants, pins taken */
     pl_graph *tail;        /* the template: its inputs are the frontier */
     size_t tail_nodes;
+    /* The tail holds a control-flow node (an attribute holding a graph):
+     * its quick plans are rewritten too (STG_MANY_RUNS). */
+    bool tail_bodies;
     stg_front *front;
     size_t n_front;
     /* the session options, copied: tails are made at run time */
@@ -242,6 +249,9 @@ static pl_status *stg_frontier(pl_stage *s, const bool *tail, pl_tid **tail_out,
             continue;
         s->tail_nodes++;
         const pl_graph_node *n = pl_graph_get_node(g, id);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            s->tail_bodies |= n->attrs[a].kind == PL_ATTR_GRAPH ||
+                              n->attrs[a].kind == PL_ATTR_GRAPHS;
         for (size_t k = 0; k < n->n_inputs; k++) {
             pl_tid t = n->inputs[k];
             if (t == PL_TID_NONE || seen[t])
@@ -542,6 +552,7 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
             s->pre_out = NULL;
             tail_out = NULL;
             s->n_front = s->n_pre_out = n_tail_out = s->tail_nodes = 0;
+            s->tail_bodies = false;
             if (st == NULL)
                 st = stg_frontier(s, tail, &tail_out, &n_tail_out);
         }
@@ -849,7 +860,7 @@ static pl_status *stg_plan(pl_stage *s, const pl_tensor *vals, double plan_runs,
     }
     pl_session *sess = NULL;
     if (st == NULL) { /* (a quick plan is not rewritten: STG_MANY_RUNS) */
-        st = stg_session(s, copy, plan_runs == 0, plan_runs, &sess);
+        st = stg_session(s, copy, plan_runs == 0 || s->tail_bodies, plan_runs, &sess);
         copy = NULL;
     }
     pl_graph_destroy(copy);

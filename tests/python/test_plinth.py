@@ -817,6 +817,29 @@ class OnnxTest(unittest.TestCase):
                 else:  # length 11 back 8 times: planned again in full
                     self.assertNotIn("shape", nodes)
 
+        # a tail holding control flow is rewritten even when quick: an If on
+        # a flag the signature binds is inlined (optimum's merged decoders'
+        # use_cache_branch), not planned per run
+        def branchy(h, T):
+            twice = h.make_graph([h.make_node("Add", ["x", "x"], ["b1"])], "then", [],
+                                 [h.make_tensor_value_info("b1", T.FLOAT, [1, "L", 4])])
+            neg = h.make_graph([h.make_node("Neg", ["x"], ["b2"])], "else", [],
+                               [h.make_tensor_value_info("b2", T.FLOAT, [1, "L", 4])])
+            return h.make_graph(
+                [h.make_node("If", ["flag"], ["y"], then_branch=twice, else_branch=neg,
+                             name="branch")],
+                "g", [h.make_tensor_value_info("x", T.FLOAT, [1, "L", 4]),
+                      h.make_tensor_value_info("flag", T.BOOL, [])],
+                [h.make_tensor_value_info("y", T.FLOAT, [1, "L", 4])])
+        with self.rt.load_model(onnx_model("quick_if.onnx", branchy)).session() as s:
+            for i, n in enumerate(range(2, 8)):
+                x = np.arange(n * 4, dtype=np.float32).reshape(1, n, 4) - 3
+                flag = np.array(i % 2 == 0)
+                np.testing.assert_array_equal(s.run({"x": x, "flag": flag})["y"],
+                                              2 * x if flag else -x)
+                self.assertNotIn("If", {p["op"] for p in
+                                        s.describe()["staged"]["last_tail"]["placement"]})
+
     def test_data_dependent_shapes(self):
         """Shapes known only at run time: the session is staged (stage.c),
         its tail planned per count, per input shape, per trip count."""
