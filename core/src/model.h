@@ -20,8 +20,10 @@ struct pl_model {
     pl_graph *graph;
     /* The graphs GRAPH was rewritten from (the one read, then one per
      * optimiser pass that changed it, at load and at each binding of an
-     * input's shape), kept because each rewrite borrows its source's
-     * constants. */
+     * input's shape), kept while the passes run because each rewrite
+     * borrows its source's constants; when they are done, what GRAPH
+     * borrows moves to it and only a source it reads inside stays
+     * (pl_graph_take_from). */
     pl_graph **sources;
     size_t n_sources;
     pl_rewrites rewrites;     /* what the optimiser did (optimize.h) */
