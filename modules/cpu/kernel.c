@@ -67,7 +67,7 @@ static bool cpu_domain_flag(const char *domain, uint32_t *out)
 
 /* The entries of every table sorted by op, made once: the partitioner
  * asks for a kernel per node per plan, and the walk over the tables with a
- * strcmp per entry was a tenth of planning a decoder's tail. */
+ * strcmp per entry was a tenth of the partition of a decoder's tail. */
 #define CPU_OP_INDEX_MAX 1024
 static const cpu_op_entry *cpu_op_index[CPU_OP_INDEX_MAX];
 static size_t cpu_op_index_n; /* 0: more ops than it holds; the tables are walked */

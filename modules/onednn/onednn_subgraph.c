@@ -1247,8 +1247,9 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, const unsigne
     memset(out, ODNN_ROLE_OWN, nodes);
     /* Every pattern spans two nodes or more, all asked about, and starts at
      * one of the ops tried below: without them nothing is read (the
-     * partitioner asks about single nodes most, and reading the uses of the
-     * whole view per question took a third of a decoder tail's planning). */
+     * partitioner asks about single nodes most; reading the uses of the
+     * whole view per question was an eighth of planning a decoder's tail,
+     * most of it for whole subgraphs, which still read them). */
     size_t asked = 0, starts = 0;
     for (size_t n = 0; n < nodes && (asked < 2 || starts == 0); n++) {
         if (!inside[n])
