@@ -811,6 +811,7 @@ pl_status *pl_program_lower(pl_runtime *rt, const pl_graph *g, const pl_partitio
     p->rt = rt;
     p->g = g;
     p->part = part;
+    p->full_dev = -1;
     pl_status *st = pl_prog_lower_all(p, io_module, io_device);
     if (st != NULL) {
         pl_program_destroy(p);
@@ -1007,8 +1008,11 @@ static pl_status *pl_prog_upload_constants(pl_program *p)
         const pl_graph_tensor *t = pl_graph_get_tensor(p->g, val->tensor);
         char purpose[300];
         snprintf(purpose, sizeof purpose, "constant '%s'", t->name);
-        PL_RETURN_IF_ERROR(pl_program_dev_alloc(p, val->dev, t->nbytes, purpose,
-                                                &val->persist));
+        pl_status *st = pl_program_dev_alloc(p, val->dev, t->nbytes, purpose, &val->persist);
+        if (st != NULL) {
+            p->full_dev = val->dev;
+            return st;
+        }
         PL_RETURN_IF_ERROR(pl_status_wrap(
             m->api.copy_to_device(m->ctx, p->devs[val->dev].device, val->persist, 0,
                                   t->data, t->nbytes),

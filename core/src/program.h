@@ -121,6 +121,7 @@ typedef struct pl_program {
     pl_plan *plan;               /* after pl_program_plan: one interval per planned value */
     size_t *arena_bytes;         /* per device, after pl_program_plan */
     int32_t io_dev;              /* where graph inputs and outputs live: 0 the host */
+    int32_t full_dev;            /* pl_program_plan failed allocating on it; else -1 */
 } pl_program;
 
 /* Warnings gathered while a session is made (a refused cache entry, a

@@ -51,6 +51,7 @@ struct pl_runctx {
     pl_tensor *values;           /* per value: where it lives in this run */
     void **default_out;          /* per value: buffer for unrequested outputs */
     pl_step_call *calls;         /* per step */
+    int32_t full_dev;            /* while made: the device an allocation failed on */
     pl_runctx *next;
 };
 
@@ -137,12 +138,22 @@ static void pl_runctx_destroy(const pl_program *p, pl_runctx *rc)
     pl_free(rc);
 }
 
+/* pl_program_dev_alloc for RC, noting the device when it fails. */
+static pl_status *pl_runctx_dev_alloc(const pl_program *p, pl_runctx *rc, int32_t dev,
+                                      size_t bytes, const char *purpose, void **out_ptr)
+{
+    pl_status *st = pl_program_dev_alloc(p, dev, bytes, purpose, out_ptr);
+    if (st != NULL)
+        rc->full_dev = dev;
+    return st;
+}
+
 static pl_status *pl_runctx_arenas(const pl_program *p, pl_runctx *rc)
 {
     for (size_t d = 1; d < p->n_devs; d++)
         if (p->arena_bytes[d] > 0)
-            PL_RETURN_IF_ERROR(pl_program_dev_alloc(p, (int32_t)d, p->arena_bytes[d],
-                                                    "the arena of a run", &rc->arena[d]));
+            PL_RETURN_IF_ERROR(pl_runctx_dev_alloc(p, rc, (int32_t)d, p->arena_bytes[d],
+                                                   "the arena of a run", &rc->arena[d]));
     return NULL;
 }
 
@@ -215,9 +226,9 @@ static pl_status *pl_runctx_value(const pl_program *p, pl_runctx *rc, size_t v)
         /* where an output nobody asked for goes (on the session's I/O
          * device when that is not the host) */
         if (val->dev != 0)
-            return pl_program_dev_alloc(p, val->dev, val->bytes ? val->bytes : 1,
-                                        "an output the caller did not ask for",
-                                        &rc->default_out[v]);
+            return pl_runctx_dev_alloc(p, rc, val->dev, val->bytes ? val->bytes : 1,
+                                       "an output the caller did not ask for",
+                                       &rc->default_out[v]);
         rc->default_out[v] = pl_host_aligned(val->bytes);
         if (rc->default_out[v] == NULL)
             return pl_status_create(PL_CODE_OUT_OF_MEMORY,
@@ -248,8 +259,8 @@ static pl_status *pl_runctx_call(pl_program *p, pl_runctx *rc, size_t i)
     if (step->device_workspace > 0) {
         char purpose[600];
         snprintf(purpose, sizeof purpose, "the workspace of step %s", step->name);
-        PL_RETURN_IF_ERROR(pl_program_dev_alloc(p, step->dev, step->device_workspace,
-                                                purpose, &x->workspace));
+        PL_RETURN_IF_ERROR(pl_runctx_dev_alloc(p, rc, step->dev, step->device_workspace,
+                                               purpose, &x->workspace));
     }
     if (step->kind == PL_STEP_COPY && p->values[step->in[0]].dev != 0 &&
         p->values[step->out[0]].dev != 0) {
@@ -260,12 +271,16 @@ static pl_status *pl_runctx_call(pl_program *p, pl_runctx *rc, size_t i)
     return NULL;
 }
 
-static pl_status *pl_runctx_create(pl_program *p, pl_runctx **out)
+/* A new run context for P; when an allocation on a device failed,
+ * *OUT_FULL_DEV is that device (else -1). */
+static pl_status *pl_runctx_create(pl_program *p, pl_runctx **out, int32_t *out_full_dev)
 {
     *out = NULL;
+    *out_full_dev = -1;
     pl_runctx *rc = pl_calloc(1, sizeof *rc);
     if (rc == NULL)
         return pl_run_oom();
+    rc->full_dev = -1;
     size_t nv = p->n_values ? p->n_values : 1;
     rc->arena = pl_calloc(p->n_devs, sizeof *rc->arena);
     rc->vars = pl_calloc(nv, sizeof *rc->vars);
@@ -285,6 +300,7 @@ static pl_status *pl_runctx_create(pl_program *p, pl_runctx **out)
     for (size_t i = 0; st == NULL && i < p->n_steps; i++)
         st = pl_runctx_call(p, rc, i);
     if (st != NULL) {
+        *out_full_dev = rc->full_dev;
         pl_runctx_destroy(p, rc);
         return st;
     }
@@ -293,6 +309,23 @@ static pl_status *pl_runctx_create(pl_program *p, pl_runctx **out)
 }
 
 static void pl_runner_give_back(pl_runner *r, pl_runctx *rc);
+
+/* Adds RC to R's contexts. */
+static pl_status *pl_runner_keep(pl_runner *r, pl_runctx *rc)
+{
+    pthread_mutex_lock(&r->mu);
+    pl_runctx **grown = pl_realloc(r->all, (r->n_all + 1) * sizeof *grown);
+    if (grown != NULL) {
+        r->all = grown;
+        r->all[r->n_all++] = rc;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (grown == NULL) {
+        pl_runctx_destroy(r->p, rc);
+        return pl_run_oom();
+    }
+    return NULL;
+}
 
 /* A free context of R, or a new one, holding a host arena. */
 static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
@@ -304,18 +337,9 @@ static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
         r->free_rc = rc->next;
     pthread_mutex_unlock(&r->mu);
     if (rc == NULL) {
-        PL_RETURN_IF_ERROR(pl_runctx_create(r->p, &rc));
-        pthread_mutex_lock(&r->mu);
-        pl_runctx **grown = pl_realloc(r->all, (r->n_all + 1) * sizeof *grown);
-        if (grown != NULL) {
-            r->all = grown;
-            r->all[r->n_all++] = rc;
-        }
-        pthread_mutex_unlock(&r->mu);
-        if (grown == NULL) {
-            pl_runctx_destroy(r->p, rc);
-            return pl_run_oom();
-        }
+        int32_t full_dev;
+        PL_RETURN_IF_ERROR(pl_runctx_create(r->p, &rc, &full_dev));
+        PL_RETURN_IF_ERROR(pl_runner_keep(r, rc));
     }
     pl_status *st = pl_runctx_take_arena(r->p, rc);
     if (st != NULL) {
@@ -371,6 +395,36 @@ pl_status *pl_runner_create(pl_program *p, pl_runner **out_runner)
     r->sequential = pl_run_is_sequential(p);
     pthread_mutex_init(&r->mu, NULL);
     *out_runner = r;
+    return NULL;
+}
+
+/* Whether a run context of P allocates device memory. */
+static bool pl_run_uses_devices(const pl_program *p)
+{
+    for (size_t d = 1; d < p->n_devs; d++)
+        if (p->arena_bytes[d] > 0)
+            return true;
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (p->steps[i].device_workspace > 0)
+            return true;
+    for (size_t v = 0; v < p->n_values; v++)
+        if (p->values[v].kind == PL_VAL_OUTPUT && p->values[v].dev != 0)
+            return true;
+    return false;
+}
+
+pl_status *pl_runner_prepare(pl_runner *r, int32_t *out_full_dev)
+{
+    *out_full_dev = -1;
+    if (!pl_run_uses_devices(r->p))
+        return NULL;
+    pl_runctx *rc = NULL;
+    PL_RETURN_IF_ERROR(pl_runctx_create(r->p, &rc, out_full_dev));
+    PL_RETURN_IF_ERROR(pl_runner_keep(r, rc));
+    pthread_mutex_lock(&r->mu);
+    rc->next = r->free_rc;
+    r->free_rc = rc;
+    pthread_mutex_unlock(&r->mu);
     return NULL;
 }
 

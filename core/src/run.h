@@ -19,6 +19,13 @@ typedef struct pl_runner pl_runner;
  * first run. */
 pl_status *pl_runner_create(pl_program *p, pl_runner **out_runner);
 
+/* Makes the first run context now when runs of R's program take device
+ * memory (arenas, device workspaces, outputs left on a device), so that a
+ * device too small for them shows at session creation, not at the first
+ * run; the context is kept for that run. On an allocation that failed on
+ * a device, *OUT_FULL_DEV is its index in the program (else -1). */
+pl_status *pl_runner_prepare(pl_runner *r, int32_t *out_full_dev);
+
 /* Frees every run context; no run may be in flight. NULL is a no-op. */
 void pl_runner_destroy(pl_runner *r);
 

@@ -392,9 +392,78 @@ static pl_status *pl_sess_constant_use(pl_session *s)
     return NULL;
 }
 
+/* The compiled subgraph on device DEV that holds the most of its memory
+ * in S's program: the bytes of its values there (arena values, uploaded
+ * constants, outputs) and its device workspace. Its step, or -1 when no
+ * subgraph runs on DEV (kernels of imperative backends stay: a fused
+ * chain cannot move, pl_partition_fuse). */
+static long pl_sess_biggest_on(const pl_session *s, int32_t dev, size_t *out_bytes)
+{
+    const pl_program *p = s->program;
+    long best = -1;
+    *out_bytes = 0;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const pl_prog_step *st = &p->steps[i];
+        if (st->dev != dev || st->kind != PL_STEP_SUBGRAPH)
+            continue;
+        size_t bytes = st->device_workspace;
+        for (size_t k = 0; k < st->n_in + st->n_out; k++) {
+            int32_t v = k < st->n_in ? st->in[k] : st->out[k - st->n_in];
+            if (v >= 0 && p->values[v].dev == dev)
+                bytes += p->values[v].bytes;
+        }
+        if (best < 0 || bytes > *out_bytes) {
+            best = (long)i;
+            *out_bytes = bytes;
+        }
+    }
+    return best;
+}
+
+/* Memory on device DEV of S's program ran out (ERR, taken) while its
+ * constants were uploaded or its first run context made: under strict =
+ * no the subgraph holding the most of that device's memory goes to the
+ * next backend (a warning says so) and *OUT_RETRY is set; under strict =
+ * yes, or when no subgraph runs there, the error stands. */
+static pl_status *pl_sess_device_full(pl_session *s, int32_t dev, pl_status *err,
+                                      bool *out_retry)
+{
+    *out_retry = false;
+    size_t bytes = 0;
+    long step = pl_sess_biggest_on(s, dev, &bytes);
+    if (step < 0)
+        return err;
+    if (s->place.strict) {
+        pl_status *wrapped = pl_status_create(pl_status_code(err), "%s, and [placement] "
+                                                                   "strict = yes",
+                                              pl_status_message(err));
+        pl_status_free(err);
+        return wrapped;
+    }
+    char reason[1200];
+    snprintf(reason, sizeof reason,
+             "device %s has too little memory for this session (%zu bytes are this "
+             "subgraph's): %s",
+             s->program->devs[dev].name, bytes, pl_status_message(err));
+    pl_status_free(err);
+    const pl_prog_step *st = &s->program->steps[step];
+    size_t cluster = st->cluster;
+    if (!pl_warnings_add(&s->warnings,
+                         "%s: %s; its nodes fall back to the next backend (strict = no)",
+                         st->name, reason))
+        return pl_sess_oom();
+    pl_runner_destroy(s->runner);
+    s->runner = NULL;
+    pl_program_destroy(s->program);
+    s->program = NULL;
+    *out_retry = true;
+    PL_RETURN_IF_ERROR(pl_filedata_reread(s->model->filedata));
+    return pl_partition_exclude_cluster(s->part, cluster, reason);
+}
+
 /* Fuses, lowers and compiles until every subgraph compiled (or a failure
- * is final), then plans the program's memory. */
-static pl_status *pl_sess_build(pl_session *s)
+ * is final). */
+static pl_status *pl_sess_compile(pl_session *s)
 {
     for (;;) {
         /* Again after each exclusion: nodes that fell back to an imperative
@@ -420,7 +489,7 @@ static pl_status *pl_sess_build(pl_session *s)
                 if (s->kept[e] && !pinned[e])
                     s->pinned[s->n_pinned++] = (uint32_t)e;
             pl_free(pinned);
-            break;
+            return NULL;
         }
         /* The next round offers the failed nodes to other backends, which
          * read the constants a compile may have dropped. */
@@ -432,8 +501,28 @@ static pl_status *pl_sess_build(pl_session *s)
         bool retry = false;
         PL_RETURN_IF_ERROR(pl_sess_compile_failed(s, failed, st, &retry));
     }
-    PL_RETURN_IF_ERROR(pl_program_plan(s->program, s->model->one_shot));
-    return pl_runner_create(s->program, &s->runner);
+}
+
+/* Compiles, then plans the program's memory and makes its runner; a
+ * device whose memory cannot hold what runs on it gives up subgraphs to
+ * the next backends (pl_sess_device_full) until the rest fits. */
+static pl_status *pl_sess_build(pl_session *s)
+{
+    for (;;) {
+        PL_RETURN_IF_ERROR(pl_sess_compile(s));
+        pl_status *st = pl_program_plan(s->program, s->model->one_shot);
+        int32_t full_dev = st != NULL ? s->program->full_dev : -1;
+        if (st == NULL)
+            st = pl_runner_create(s->program, &s->runner);
+        if (st == NULL)
+            st = pl_runner_prepare(s->runner, &full_dev);
+        if (st == NULL)
+            return NULL;
+        if (full_dev < 1)
+            return st;
+        bool retry = false;
+        PL_RETURN_IF_ERROR(pl_sess_device_full(s, full_dev, st, &retry));
+    }
 }
 
 /* Applies option NAME's flag F to *SETTING. */

@@ -6,7 +6,8 @@
  *   example_acc.c (this file)
  *     - identity note and entry point: what the loader reads and calls;
  *     - life: one instance per runtime (init / shutdown);
- *     - devices and configure: the backend.ini keys `devices`,
+ *     - devices and configure: the backend.ini keys `devices`, `memory_mb`
+ *       (the simulated memory per device, 256 by default),
  *       `max_nodes_per_subgraph`, `fail_compile` and `latency_us`;
  *     - memory: the device's own memory space. The core holds only opaque
  *       handles — an id with a tag in the low bits, not an address — and
@@ -70,6 +71,7 @@ static pl_status *xacc_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     memset(ctx, 0, sizeof *ctx);
     ctx->host_ctx = host_ctx;
     ctx->settings.devices = 1;
+    ctx->settings.memory_mb = XACC_CAPACITY_MB;
     ctx->settings.max_nodes_per_subgraph = 64;
     ctx->next_id = 1;
     int err = pthread_mutex_init(&ctx->lock, NULL);
@@ -146,7 +148,9 @@ static pl_status *xacc_device_properties(pl_module_ctx *ctx, int device,
                  device);
     PL_ABI_SET(pl_device_properties, inout_props, device_type, PL_DEVICE_EXT);
     PL_ABI_SET(pl_device_properties, inout_props, compute_units, 1);
-    PL_ABI_SET(pl_device_properties, inout_props, memory_bytes, XACC_CAPACITY);
+    struct xacc_settings now;
+    xacc_settings_get(ctx, &now);
+    PL_ABI_SET(pl_device_properties, inout_props, memory_bytes, (uint64_t)now.memory_mb << 20);
     return NULL;
 }
 
@@ -201,6 +205,10 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
             if (!xacc_parse_int(value, 1, XACC_MAX_DEVICES, &number))
                 return xacc_bad_value(key, value, "an integer from 1 to 64");
             next.devices = (int)number;
+        } else if (strcmp(key, "memory_mb") == 0) {
+            if (!xacc_parse_int(value, 1, XACC_MAX_CAPACITY_MB, &number))
+                return xacc_bad_value(key, value, "an integer from 1 to 1048576");
+            next.memory_mb = number;
         } else if (strcmp(key, "max_nodes_per_subgraph") == 0) {
             if (!xacc_parse_int(value, 1, INT64_MAX, &number))
                 return xacc_bad_value(key, value, "an integer >= 1");
@@ -217,8 +225,8 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
         } else {
             return xacc_host->status_create(
                 PL_CODE_INVALID_ARGUMENT,
-                "example_acc: unknown key '%s' (accepted: devices, max_nodes_per_subgraph, "
-                "fail_compile, latency_us)",
+                "example_acc: unknown key '%s' (accepted: devices, memory_mb, "
+                "max_nodes_per_subgraph, fail_compile, latency_us)",
                 key);
         }
     }
@@ -236,6 +244,17 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
                 next.devices, device);
         }
     }
+    /* Nor may less memory leave a device holding more than it has. */
+    for (int d = 0; d < next.devices && d < XACC_MAX_DEVICES; d++) {
+        if (ctx->used_bytes[d] > ((uint64_t)next.memory_mb << 20)) {
+            unsigned long long used = (unsigned long long)ctx->used_bytes[d];
+            pthread_mutex_unlock(&ctx->lock);
+            return xacc_host->status_create(
+                PL_CODE_FAILED_PRECONDITION,
+                "example_acc: cannot set memory_mb = %lld while device %d holds %llu bytes",
+                next.memory_mb, d, used);
+        }
+    }
     ctx->settings = next;
     pthread_mutex_unlock(&ctx->lock);
 
@@ -243,6 +262,8 @@ static pl_status *xacc_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n_i
         char text[32];
         snprintf(text, sizeof text, "%d", next.devices);
         out(out_ctx, "devices", text);
+        snprintf(text, sizeof text, "%lld", next.memory_mb);
+        out(out_ctx, "memory_mb", text);
         snprintf(text, sizeof text, "%lld", next.max_nodes_per_subgraph);
         out(out_ctx, "max_nodes_per_subgraph", text);
         out(out_ctx, "fail_compile", next.fail_compile);
@@ -392,24 +413,25 @@ pl_status *xacc_buffer_create(pl_module_ctx *ctx, int device, size_t bytes, size
      * the capacity. */
     pthread_mutex_lock(&ctx->lock);
     int devices = ctx->settings.devices;
+    uint64_t capacity = (uint64_t)ctx->settings.memory_mb << 20;
     pl_status *status = NULL;
     if (device < 0 || device >= devices)
         status = xacc_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                           "example_acc: no device %d (it has %d; see `devices`)",
                                           device, devices);
-    else if (bytes > XACC_CAPACITY - ctx->used_bytes[device])
+    else if (bytes > capacity - ctx->used_bytes[device])
         status = xacc_host->status_create(
             PL_CODE_OUT_OF_MEMORY,
             "example_acc: device %d out of memory: %zu bytes requested, %llu of %llu in use",
             device, bytes, (unsigned long long)ctx->used_bytes[device],
-            (unsigned long long)XACC_CAPACITY);
+            (unsigned long long)capacity);
     else
         ctx->used_bytes[device] += bytes;
     pthread_mutex_unlock(&ctx->lock);
     if (status != NULL)
         return status;
 
-    /* bytes <= XACC_CAPACITY here, so the sum cannot overflow. */
+    /* bytes <= the capacity (at most 1 TiB) here, so the sum cannot overflow. */
     struct xacc_buffer *b = xacc_host->host_alloc(ctx->host_ctx, sizeof *b, 0);
     unsigned char *base = xacc_host->host_alloc(ctx->host_ctx, guard + bytes + guard, guard);
     if (b == NULL || base == NULL) {

@@ -19,7 +19,8 @@
 #define XACC_VERSION "0.2.0"
 
 #define XACC_MAX_DEVICES 64
-#define XACC_CAPACITY ((uint64_t)256 << 20) /* simulated memory per device */
+#define XACC_CAPACITY_MB 256                /* simulated memory per device, default */
+#define XACC_MAX_CAPACITY_MB (1 << 20)      /* `memory_mb` at most 1 TiB */
 #define XACC_NODE_NAME_MAX 256              /* fail_compile, NUL included */
 
 /* The host table handed to pl_module_entry: one static table of the core,
@@ -29,6 +30,7 @@ extern const pl_host_api *xacc_host;
 /* The backend.ini keys this module accepts, with their current values. */
 struct xacc_settings {
     int devices;                           /* `devices`, 1..64 */
+    long long memory_mb;                   /* `memory_mb`: each device's memory */
     long long max_nodes_per_subgraph;      /* >= 1; compile refuses more */
     long long latency_us;                  /* >= 0; slept by every run */
     char fail_compile[XACC_NODE_NAME_MAX]; /* compile fails at this node */

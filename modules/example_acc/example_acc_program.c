@@ -32,7 +32,7 @@
 #define XACC_TILE 8                     /* tiles are XACC_TILE x XACC_TILE */
 #define XACC_TILE_FLOATS (XACC_TILE * XACC_TILE)
 #define XACC_MAX_RANK 8                 /* tensors of higher rank are refused */
-#define XACC_MAX_FLOATS (XACC_CAPACITY / sizeof(float))
+#define XACC_MAX_FLOATS (((uint64_t)XACC_MAX_CAPACITY_MB << 20) / sizeof(float))
 
 /* ---- the ops it takes ----------------------------------------------------
  *

@@ -758,6 +758,35 @@ static void case_handles(void)
     xt_close(&x);
 }
 
+/* memory_mb = 4: the device reports 4 MiB and refuses more in use; the
+ * key refuses 0 and a size below what a device holds. */
+static void case_memory_mb(void)
+{
+    struct xt x = xt_open("memory_mb = 4");
+    const pl_module_api *api = &x.m->api;
+    pl_device_properties props = {.header = PL_ABI_HEADER_INIT(pl_device_properties)};
+    CHECK_OK(api->device_properties(x.m->ctx, 0, &props));
+    CHECK(props.memory_bytes == (uint64_t)4 << 20, "memory_bytes %llu",
+          (unsigned long long)props.memory_bytes);
+    void *a = NULL, *b = NULL;
+    CHECK_OK(api->mem_alloc(x.m->ctx, 0, (size_t)3 << 20, 0, &a));
+    CHECK_ERROR(api->mem_alloc(x.m->ctx, 0, (size_t)2 << 20, 0, &b), PL_CODE_OUT_OF_MEMORY,
+                "device 0 out of memory: 2097152 bytes requested, 3145728 of 4194304 in use");
+    CHECK(b == NULL, "a refused buffer was returned");
+    pl_kv small = {"memory_mb", "2"}, zero = {"memory_mb", "0"};
+    CHECK_ERROR(pl_module_configure(x.m, &small, 1), PL_CODE_FAILED_PRECONDITION,
+                "cannot set memory_mb = 2 while device 0 holds 3145728 bytes");
+    CHECK_ERROR(pl_module_configure(x.m, &zero, 1), PL_CODE_INVALID_ARGUMENT, "memory_mb");
+    api->mem_free(x.m->ctx, 0, a);
+    CHECK_OK(pl_module_configure(x.m, &small, 1));
+    CHECK_OK(api->device_properties(x.m->ctx, 0, &props));
+    CHECK(props.memory_bytes == (uint64_t)2 << 20, "memory_bytes %llu after memory_mb = 2",
+          (unsigned long long)props.memory_bytes);
+    CHECK_ERROR(api->mem_alloc(x.m->ctx, 0, (size_t)3 << 20, 0, &a), PL_CODE_OUT_OF_MEMORY,
+                "of 2097152 in use");
+    xt_close(&x);
+}
+
 /* devices = 3: everything on device 2, and a buffer of device 0 refused. */
 static void case_devices3(void)
 {
@@ -843,6 +872,7 @@ static const struct {
     {"max_nodes", case_max_nodes},
     {"guard", case_guard},
     {"handles", case_handles},
+    {"memory_mb", case_memory_mb},
     {"devices3", case_devices3},
     {"latency", case_latency},
 };

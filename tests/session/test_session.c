@@ -1620,6 +1620,108 @@ static void case_fail_compile_strict(void)
     pl_runtime_destroy(rt);
 }
 
+/* A model with two example_acc subgraphs: A (Relu, Mul) on a [256, 512]
+ * input, then a ReduceMean (cpu) to [256, 1], then B (Relu, Add). */
+static const char *write_two_acc_subgraphs(void)
+{
+    return write_text("two_acc.json",
+                      "{\"format\":\"plinth-graph\",\"version\":1,"
+                      "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+                      "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+                      "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[256,512]}],"
+                      "\"nodes\":["
+                      "{\"name\":\"a_relu\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"r1\"]},"
+                      "{\"name\":\"a_mul\",\"op\":\"Mul\",\"inputs\":[\"r1\",\"r1\"],"
+                      "\"outputs\":[\"m1\"]},"
+                      "{\"name\":\"mean\",\"op\":\"ReduceMean\",\"inputs\":[\"m1\"],"
+                      "\"outputs\":[\"red\"],\"attributes\":{\"axes\":{\"ints\":[1]}}},"
+                      "{\"name\":\"b_relu\",\"op\":\"Relu\",\"inputs\":[\"red\"],"
+                      "\"outputs\":[\"r2\"]},"
+                      "{\"name\":\"b_add\",\"op\":\"Add\",\"inputs\":[\"r2\",\"r2\"],"
+                      "\"outputs\":[\"y\"]}]}");
+}
+
+/* Runs the two-subgraph model on X and checks Y against a reference. */
+static void run_two_acc(pl_session *s)
+{
+    enum { R = 256, C = 512 };
+    static float x[R * C];
+    float y[R];
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)((i * 37) % 101 - 50) / 25.0f;
+    int64_t sx[2] = {R, C}, sy[2] = {R, 1};
+    pl_io in = {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                        .shape = sx, .struct_size = sizeof(pl_tensor)}};
+    pl_io out = {.name = "y", .tensor = {.data = y, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                         .shape = sy, .struct_size = sizeof(pl_tensor)}};
+    for (int run = 0; run < 2; run++) {
+        TH_CHECK_OK(pl_session_run(s, &in, 1, &out, 1));
+        for (int r = 0; r < R; r++) {
+            double sum = 0;
+            for (int c = 0; c < C; c++) {
+                double v = x[r * C + c] > 0 ? x[r * C + c] : 0;
+                sum += v * v;
+            }
+            double want = 2 * (sum / C);
+            TH_CHECK(fabs(y[r] - want) <= 1e-5 * (1 + want), "y[%d] = %.7g, want %.7g", r,
+                     y[r], want);
+        }
+    }
+}
+
+/* A device whose memory holds each subgraph's compiled program but not
+ * the run's arena as well: the session is made (not the first run failed)
+ * and the subgraph holding the most device memory falls back to cpu, with
+ * a warning, while the small one stays; under strict = yes creation fails
+ * and says why. Without memory_mb both stay on the device. */
+static void case_device_memory_fallback(void)
+{
+    pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\n");
+    pl_session *s = session_for(rt, write_two_acc_subgraphs());
+    TH_CHECK(pl_session_warning_count(s) == 0, "warning: %s", pl_session_warning(s, 0));
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "a_mul"), "example_acc") == 0, "a_mul on %s",
+             backend_of(root, "a_mul"));
+    json_decref(root);
+    run_two_acc(s);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+
+    rt = runtime_with("[placement]\norder = example_acc, cpu\nstrict = no\n"
+                      "[example_acc]\nmemory_mb = 2\n");
+    s = session_for(rt, write_two_acc_subgraphs());
+    TH_CHECK(pl_session_warning_count(s) == 1, "expected one warning, got %zu",
+             pl_session_warning_count(s));
+    TH_CHECK_CONTAINS(pl_session_warning(s, 0), "a_relu");
+    TH_CHECK_CONTAINS(pl_session_warning(s, 0), "too little memory");
+    TH_CHECK_CONTAINS(pl_session_warning(s, 0), "strict = no");
+    root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "a_relu"), "cpu") == 0, "a_relu on %s",
+             backend_of(root, "a_relu"));
+    TH_CHECK(strcmp(backend_of(root, "a_mul"), "cpu") == 0, "a_mul on %s",
+             backend_of(root, "a_mul"));
+    TH_CHECK(strcmp(backend_of(root, "b_add"), "example_acc") == 0, "b_add on %s",
+             backend_of(root, "b_add"));
+    json_decref(root);
+    run_two_acc(s);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+
+    rt = runtime_with("[placement]\norder = example_acc, cpu\nstrict = yes\n"
+                      "[example_acc]\nmemory_mb = 2\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_two_acc_subgraphs(), &m));
+    pl_session *none = NULL;
+    pl_status *st = pl_session_create(m, NULL, &none);
+    TH_CHECK(st != NULL && none == NULL, "a device too small did not fail the session "
+                                         "under strict = yes");
+    TH_CHECK_CONTAINS(pl_status_message(st), "out of memory");
+    TH_CHECK_CONTAINS(pl_status_message(st), "strict = yes");
+    pl_status_free(st);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 static void case_min_subgraph_nodes(void)
 {
     make_weights(&W);
@@ -3681,33 +3783,43 @@ static void case_devmem_run(void)
     pl_runtime_destroy(rt);
 }
 
-/* The first allocation, the upload of c at creation, fails. */
-static void case_devmem_oom_constant(void)
+/* Session creation on RT fails for want of device memory for WHAT (the
+ * first run's context is made then), and leaves no device buffer behind. */
+static void expect_devmem_create_fails(pl_runtime *rt, const char *what)
 {
-    pl_runtime *rt = devmem_runtime("fail_alloc = 1\n");
     pl_model *m = NULL;
     TH_CHECK_OK(pl_model_load(rt, write_devmem_model(), &m));
     pl_session *s = NULL;
     pl_status *st = pl_session_create(m, NULL, &s);
-    TH_CHECK(s == NULL, "a session was made although its constant could not be uploaded");
+    TH_CHECK(s == NULL, "a session was made although %s could not be allocated", what);
     TH_CHECK(st != NULL, "no error");
     TH_CHECK_CONTAINS(pl_status_message(st), "m.json");
-    TH_CHECK_CONTAINS(pl_status_message(st), "cannot allocate 64 bytes");
-    expect_devmem_oom(st, "constant 'c'");
+    expect_devmem_oom(st, what);
     pl_model_destroy(m);
-    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
+    TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "%ld device buffers leaked",
+             devmem_counter(rt, "live_buffers"));
+}
+
+/* The first allocation, the upload of c at creation, fails. */
+static void case_devmem_oom_constant(void)
+{
+    pl_runtime *rt = devmem_runtime("fail_alloc = 1\n");
+    expect_devmem_create_fails(rt, "cannot allocate 64 bytes on device fx_devmem:0 (module "
+                                   "fx_devmem, device 0) for constant 'c'");
     pl_runtime_destroy(rt);
 }
 
-/* The second allocation, a run's arena, fails: the run fails cleanly, as
- * does the next, and once memory is back a run succeeds. */
+/* The upload of c works, the run's arena does not: creation, which makes
+ * the first run's context, fails naming it (a kernel of an imperative
+ * module cannot fall back, unlike a compiled subgraph); with the memory
+ * back, the same runtime makes the session and runs it. */
 static void case_devmem_oom_arena(void)
 {
     pl_runtime *rt = devmem_runtime("fail_alloc = 2\n");
-    pl_session *s = session_for(rt, write_devmem_model());
-    expect_devmem_oom(devmem_run(s), "the arena of a run");
-    expect_devmem_oom(devmem_run(s), "the arena of a run");
+    expect_devmem_create_fails(rt, "the arena of a run");
     devmem_set(rt, "fail_alloc", "0");
+    pl_session *s = session_for(rt, write_devmem_model());
+    TH_CHECK_OK(devmem_run(s));
     TH_CHECK_OK(devmem_run(s));
     pl_session_destroy(s);
     TH_CHECK(devmem_counter(rt, "live_buffers") == 0, "device buffers leaked");
@@ -3718,11 +3830,9 @@ static void case_devmem_oom_arena(void)
 static void case_devmem_oom_workspace(void)
 {
     pl_runtime *rt = devmem_runtime("workspace = 96\nfail_alloc = 3\n");
-    pl_session *s = session_for(rt, write_devmem_model());
-    expect_devmem_oom(devmem_run(s), "the workspace of step add (Add, fx_devmem)");
-    TH_CHECK(devmem_counter(rt, "live_buffers") == 1, "%ld device buffers live; only the "
-             "constant should be", devmem_counter(rt, "live_buffers"));
+    expect_devmem_create_fails(rt, "the workspace of step add (Add, fx_devmem)");
     devmem_set(rt, "fail_alloc", "0");
+    pl_session *s = session_for(rt, write_devmem_model());
     TH_CHECK_OK(devmem_run(s));
     TH_CHECK(devmem_counter(rt, "bad_runs") == 0, "kernels ran without their workspace");
     pl_session_destroy(s);
@@ -4075,6 +4185,7 @@ int main(int argc, char **argv)
         {"rotary", case_rotary},
         {"fail_compile_fallback", case_fail_compile_fallback},
         {"fail_compile_strict", case_fail_compile_strict},
+        {"device_memory_fallback", case_device_memory_fallback},
         {"min_subgraph_nodes", case_min_subgraph_nodes},
     {"pin", case_pin},
     {"options_placement", case_options_placement},
