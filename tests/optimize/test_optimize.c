@@ -1734,6 +1734,128 @@ static void case_matmul_gemm(void)
     against_none(path, x, 2, shape, names, 2, gemm_check);
 }
 
+/* layernorm_fused's models under optimize = all: ln1 (Pow, beta) and ln2
+ * (Mul(d, d), gamma first, no beta) became LayerNormalization nodes named
+ * after their last node, ln1's input still made; ln3, whose centred input is also an output, and
+ * ln4, over the first axis, stayed written out. */
+static void layernorm_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "m1", "fused into LayerNormalization 'b1'") &&
+                 rewritten_as(root, "m2", "fused into LayerNormalization 'g2'") &&
+                 !rewritten(root, "m3") && !rewritten(root, "m4"),
+             "%s: ln1 and ln2 should fuse, ln3 and ln4 stay", cfg);
+    static const char *const gone[] = {"m1", "s1", "p1", "v1", "e1", "q1", "n1", "g1",
+                                       "m2", "s2", "p2", "v2", "e2", "q2", "n2"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        TH_CHECK(!placed(root, gone[i]), "%s: %s still runs", cfg, gone[i]);
+    TH_CHECK(placed(root, "b1") && placed(root, "g2") && placed(root, "neg") &&
+                 placed(root, "abs1") &&
+                 placed(root, "m3") && placed(root, "n3") && placed(root, "m4"),
+             "%s: the fused nodes, neg, ln3 and ln4 should run", cfg);
+}
+
+/* Layer normalisations written out over a [3, 8] input: torch's form with
+ * Pow and an Add of beta on its left, of an Abs only it reads (which must
+ * stay: ln1); over a Neg the others read, Mul(d, d), gamma on the left
+ * of its Mul and no beta (ln2); the same as ln1 with the centred value
+ * also a graph output (ln3) and over axis 0 (ln4), both left alone. At
+ * opset 13 (axes attributes) and 18 (axes inputs). Outputs equal optimize
+ * = none's on cpu and on onednn. */
+static void case_layernorm_fused(void)
+{
+    static float gb[16];
+    for (int k = 0; k < 8; k++) {
+        gb[k] = 0.5f + 0.125f * (float)k;
+        gb[8 + k] = 0.25f * (float)(k % 3) - 0.25f;
+    }
+    float eps = 1e-5f, two = 2.0f;
+    int64_t last = -1, first = 0;
+    write_sidecar("ln.weights", (const void *const[]){gb, &eps, &two, &last, &first},
+                  (const size_t[]){sizeof gb, sizeof eps, sizeof two, sizeof last, sizeof first},
+                  5);
+    for (int opset = 13; opset <= 18; opset += 5) {
+        char axes_last[96], axes_first[96], json[8192];
+        if (opset < 18) {
+            snprintf(axes_last, sizeof axes_last, "\"attributes\":{\"axes\":{\"ints\":[-1]}}");
+            snprintf(axes_first, sizeof axes_first, "\"attributes\":{\"axes\":{\"ints\":[0]}}");
+        } else {
+            axes_last[0] = axes_first[0] = '\0';
+        }
+        const char *al = opset < 18 ? "]," : ",\"last\"],";
+        const char *af = opset < 18 ? "]," : ",\"first\"],";
+        const char *sep = opset < 18 ? "," : "";
+#define LN_MEAN(name, in, out, ax, attrs)                                                    \
+    "{\"name\":\"" name "\",\"op\":\"ReduceMean\",\"inputs\":[\"" in "\"%s\"outputs\":[\"" out \
+    "\"]%s%s},"
+        snprintf(json, sizeof json,
+                 "{\"format\":\"plinth-graph\",\"version\":1,"
+                 "\"opset_import\":[{\"domain\":\"\",\"version\":%d}],"
+                 "\"weights\":\"ln.weights\",\"inputs\":[\"x\"],"
+                 "\"outputs\":[\"y1\",\"y2\",\"y3\",\"d3\",\"y4\"],"
+                 "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[3,8]},"
+                 "{\"name\":\"gamma\",\"dtype\":\"f32\",\"shape\":[8],"
+                 "\"data\":{\"offset\":0,\"length\":32}},"
+                 "{\"name\":\"beta\",\"dtype\":\"f32\",\"shape\":[8],"
+                 "\"data\":{\"offset\":32,\"length\":32}},"
+                 "{\"name\":\"eps\",\"dtype\":\"f32\",\"shape\":[],"
+                 "\"data\":{\"offset\":64,\"length\":4}},"
+                 "{\"name\":\"two\",\"dtype\":\"f32\",\"shape\":[],"
+                 "\"data\":{\"offset\":128,\"length\":4}},"
+                 "{\"name\":\"last\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":192,"
+                 "\"length\":8}},"
+                 "{\"name\":\"first\",\"dtype\":\"i64\",\"shape\":[1],\"data\":{\"offset\":256,"
+                 "\"length\":8}}],"
+                 "\"nodes\":["
+                 "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"x\"],\"outputs\":[\"nx\"]},"
+                 "{\"name\":\"abs1\",\"op\":\"Abs\",\"inputs\":[\"x\"],\"outputs\":[\"ax\"]},"
+                 LN_MEAN("m1", "ax", "mean1", al, axes_last)
+                 "{\"name\":\"s1\",\"op\":\"Sub\",\"inputs\":[\"ax\",\"mean1\"],\"outputs\":[\"d1\"]},"
+                 "{\"name\":\"p1\",\"op\":\"Pow\",\"inputs\":[\"d1\",\"two\"],\"outputs\":[\"sq1\"]},"
+                 LN_MEAN("v1", "sq1", "var1", al, axes_last)
+                 "{\"name\":\"e1\",\"op\":\"Add\",\"inputs\":[\"var1\",\"eps\"],\"outputs\":[\"ve1\"]},"
+                 "{\"name\":\"q1\",\"op\":\"Sqrt\",\"inputs\":[\"ve1\"],\"outputs\":[\"sd1\"]},"
+                 "{\"name\":\"n1\",\"op\":\"Div\",\"inputs\":[\"d1\",\"sd1\"],\"outputs\":[\"nm1\"]},"
+                 "{\"name\":\"g1\",\"op\":\"Mul\",\"inputs\":[\"nm1\",\"gamma\"],\"outputs\":[\"gm1\"]},"
+                 "{\"name\":\"b1\",\"op\":\"Add\",\"inputs\":[\"beta\",\"gm1\"],\"outputs\":[\"y1\"]},"
+                 LN_MEAN("m2", "nx", "mean2", al, axes_last)
+                 "{\"name\":\"s2\",\"op\":\"Sub\",\"inputs\":[\"nx\",\"mean2\"],\"outputs\":[\"d2\"]},"
+                 "{\"name\":\"p2\",\"op\":\"Mul\",\"inputs\":[\"d2\",\"d2\"],\"outputs\":[\"sq2\"]},"
+                 LN_MEAN("v2", "sq2", "var2", al, axes_last)
+                 "{\"name\":\"e2\",\"op\":\"Add\",\"inputs\":[\"eps\",\"var2\"],\"outputs\":[\"ve2\"]},"
+                 "{\"name\":\"q2\",\"op\":\"Sqrt\",\"inputs\":[\"ve2\"],\"outputs\":[\"sd2\"]},"
+                 "{\"name\":\"n2\",\"op\":\"Div\",\"inputs\":[\"d2\",\"sd2\"],\"outputs\":[\"nm2\"]},"
+                 "{\"name\":\"g2\",\"op\":\"Mul\",\"inputs\":[\"gamma\",\"nm2\"],\"outputs\":[\"y2\"]},"
+                 LN_MEAN("m3", "nx", "mean3", al, axes_last)
+                 "{\"name\":\"s3\",\"op\":\"Sub\",\"inputs\":[\"nx\",\"mean3\"],\"outputs\":[\"d3\"]},"
+                 "{\"name\":\"p3\",\"op\":\"Pow\",\"inputs\":[\"d3\",\"two\"],\"outputs\":[\"sq3\"]},"
+                 LN_MEAN("v3", "sq3", "var3", al, axes_last)
+                 "{\"name\":\"e3\",\"op\":\"Add\",\"inputs\":[\"var3\",\"eps\"],\"outputs\":[\"ve3\"]},"
+                 "{\"name\":\"q3\",\"op\":\"Sqrt\",\"inputs\":[\"ve3\"],\"outputs\":[\"sd3\"]},"
+                 "{\"name\":\"n3\",\"op\":\"Div\",\"inputs\":[\"d3\",\"sd3\"],\"outputs\":[\"nm3\"]},"
+                 "{\"name\":\"g3\",\"op\":\"Mul\",\"inputs\":[\"nm3\",\"gamma\"],\"outputs\":[\"y3\"]},"
+                 LN_MEAN("m4", "nx", "mean4", af, axes_first)
+                 "{\"name\":\"s4\",\"op\":\"Sub\",\"inputs\":[\"nx\",\"mean4\"],\"outputs\":[\"d4\"]},"
+                 "{\"name\":\"p4\",\"op\":\"Pow\",\"inputs\":[\"d4\",\"two\"],\"outputs\":[\"sq4\"]},"
+                 LN_MEAN("v4", "sq4", "var4", af, axes_first)
+                 "{\"name\":\"e4\",\"op\":\"Add\",\"inputs\":[\"var4\",\"eps\"],\"outputs\":[\"ve4\"]},"
+                 "{\"name\":\"q4\",\"op\":\"Sqrt\",\"inputs\":[\"ve4\"],\"outputs\":[\"sd4\"]},"
+                 "{\"name\":\"n4\",\"op\":\"Div\",\"inputs\":[\"d4\",\"sd4\"],\"outputs\":[\"y4\"]}]}",
+                 opset, al, sep, axes_last, al, sep, axes_last, al, sep, axes_last, al, sep,
+                 axes_last, al, sep, axes_last, al, sep, axes_last, af, sep, axes_first, af, sep,
+                 axes_first);
+#undef LN_MEAN
+        char name[32];
+        snprintf(name, sizeof name, "ln%d.json", opset);
+        const char *path = write_model(name, json);
+        float x[24];
+        for (int i = 0; i < 24; i++)
+            x[i] = 0.37f * (float)(i % 7) - 0.9f + 0.05f * (float)(i / 8);
+        static const int64_t shape[2] = {3, 8};
+        static const char *const names[4] = {"y1", "y2", "y3", "y4"};
+        against_none(path, x, 2, shape, names, 4, layernorm_check);
+    }
+}
+
 /* dead_fusion_dropped's model under optimize = all: the fused MatMul and
  * Add feed nothing, so neither they nor the Neg only they read run. */
 static void dead_fusion_check(json_t *root, const char *cfg)
@@ -3042,6 +3164,7 @@ int main(int argc, char **argv)
         {"layout_sunk", case_layout_sunk},
         {"requant_removed", case_requant_removed},
         {"lut_fused", case_lut_fused},
+        {"layernorm_fused", case_layernorm_fused},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }

@@ -1724,37 +1724,6 @@ static pl_status *lw_ms_fused_matmul(lw *w)
     return lw_become(w, "Mul", (const char *[]){mm, ac}, 2);
 }
 
-/* Layer normalisation of S over AXIS.. with GAMMA (and BETA when not ""),
- * before opset 17 had the op: the decomposed form exporters wrote, which the
- * onednn module's matcher makes one layer normalisation again. */
-static pl_status *lw_layer_norm_decomposed(lw *w, const char *s, const char *gamma,
-                                           const char *beta, int64_t r, int64_t axis, double eps)
-{
-    if (r < 1 || axis < -r || axis >= r)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "axis %lld of an input of rank %lld",
-                        (long long)axis, (long long)r);
-    int64_t axes[PL_GRAPH_MAX_RANK], n = 0;
-    if (axis == -1 || axis == r - 1)
-        axes[n++] = -1; /* the spelling exporters use and the matcher reads */
-    else
-        for (int64_t d = axis < 0 ? axis + r : axis; d < r; d++)
-            axes[n++] = d;
-    const char *m, *d, *two, *p, *v, *ec, *ve, *sd, *nrm, *g;
-    PL_RETURN_IF_ERROR(lw_mean(w, s, axes, n, &m));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", s, m, &d));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "two", 2.0, &two));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Pow", d, two, &p));
-    PL_RETURN_IF_ERROR(lw_mean(w, p, axes, n, &v));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "epsilon", eps, &ec));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Add", v, ec, &ve));
-    PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", ve, &sd));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Div", d, sd, &nrm));
-    if (beta[0] == '\0')
-        return lw_become(w, "Mul", (const char *[]){nrm, gamma}, 2);
-    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", nrm, gamma, &g));
-    return lw_become(w, "Add", (const char *[]){g, beta}, 2);
-}
-
 /* Unsqueeze of A at AXES in the graph's opset's form (an input from 13). */
 static pl_status *lw_unsqueeze(lw *w, const char *a, const int64_t *axes, int64_t n,
                                const char **out)
@@ -2011,12 +1980,13 @@ static pl_status *lw_ms_mha(lw *w)
 }
 
 /* Layer normalisation of S over the last axis with GAMMA and BETA ending at
- * the node: the standard op from opset 17, the decomposed form before. */
+ * the node: LayerNormalization, at any opset (Plinth's schema takes it from
+ * 1, as ONNX Runtime registers it; before 17 the optimiser would only fuse
+ * the written-out form back into it). */
 static pl_status *lw_layer_norm_last(lw *w, const char *s, const char *gamma, const char *beta,
                                      int64_t r, double eps)
 {
-    if (w->version < 17)
-        return lw_layer_norm_decomposed(w, s, gamma, beta, r, -1, eps);
+    (void)r;
     const char *ins[3] = {s, gamma, beta};
     PL_RETURN_IF_ERROR(lw_become(w, "LayerNormalization", ins, beta[0] ? 3 : 2));
     PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, w->id, "axis", -1));
@@ -2269,26 +2239,6 @@ static pl_status *lw_ms_embed_ln(lw *w)
     }
     int64_t r = lw_tensor(w, lw_input(w, 0))->ndim + 1;
     return lw_layer_norm_last(w, sum, gamma, beta, r, lw_attr_f(w, "epsilon", 1e-12));
-}
-
-/* LayerNormalization in a graph of ai.onnx before 17: ONNX Runtime's
- * contrib op of that name (ai.onnx's domain, since 1), which ONNX 17 made
- * standard with the same meaning; its Mean and InvStdDev outputs are
- * refused. */
-static pl_status *lw_ort_layer_norm(lw *w)
-{
-    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
-    for (size_t o = 1; o < nd->n_outputs; o++)
-        if (nd->outputs[o] != PL_TID_NONE)
-            return lw_error(w, PL_CODE_UNSUPPORTED, "output %zu (%s) is not supported", o,
-                            o == 1 ? "Mean" : "InvStdDev");
-    const char *x = lw_input(w, 0), *gamma = lw_input(w, 1), *beta = lw_input(w, 2);
-    const pl_graph_tensor *xt = lw_tensor(w, x);
-    if (xt == NULL || !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32))
-        return lw_error(w, PL_CODE_UNSUPPORTED, "only float32 input is supported before "
-                                                "opset 17");
-    return lw_layer_norm_decomposed(w, x, gamma, beta, xt->ndim, lw_attr_i(w, "axis", -1),
-                                    lw_attr_f(w, "epsilon", 1e-5));
 }
 
 /* SimplifiedLayerNormalization (ai.onnx's domain in ONNX Runtime): RMS
@@ -3334,7 +3284,6 @@ static const struct {
     {"", "Crop", 1, lw_crop},
     {"", "ThresholdedRelu", 1, lw_thresholded_relu_old}, /* before 10 only: see below */
     {"", "MeanVarianceNormalization", 1, lw_mvn_old},    /* before 9 only */
-    {"", "LayerNormalization", 1, lw_ort_layer_norm}, /* before 17 only: see below */
     {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},
     {"com.microsoft", "FastGelu", 0, lw_ms_fast_gelu},
     {"com.microsoft", "BiasGelu", 0, lw_ms_bias_gelu},
@@ -3672,8 +3621,7 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
         if (lw_rules[i].op[0] == n->op[0] && version >= lw_rules[i].since &&
             strcmp(n->op, lw_rules[i].op) == 0 && strcmp(domain, lw_rules[i].domain) == 0)
             fn = lw_rules[i].fn;
-    if ((fn == lw_ort_layer_norm && version >= 17) ||
-        (fn == lw_thresholded_relu_old && version >= 10) || (fn == lw_mvn_old && version >= 9))
+    if ((fn == lw_thresholded_relu_old && version >= 10) || (fn == lw_mvn_old && version >= 9))
         fn = NULL; /* the standard op */
     if (fn == NULL &&
         (domain[0] != '\0' ||
