@@ -12,7 +12,10 @@
  * (12 x 32), AVX2+FMA (6 x 16) and portable C (4 x 16). Each is
  * instantiated for every panel height 1..MR so that the last rows of C cost
  * no more than they compute; the last columns go through a tile on the
- * stack. Packed panels are zero-padded to full MR / NR. */
+ * stack. Panels kept for many products (cpu_gemm_pack_a, cpu_gemm_pack_b)
+ * are zero-padded to full MR / NR; A packed for one product is not (its
+ * kernels read only its rows), and a single row of A is read in place
+ * (isa->vec). */
 #include "gemm.h"
 
 #include <string.h>
@@ -58,6 +61,11 @@ typedef struct gemm_isa {
     const char *name;
     int mr, nr;
     gemm_kernel_fn kernel[GEMM_MAX_MR + 1]; /* by rows used, 1..mr */
+    /* One row of C from a row of A read in place (A's K values contiguous,
+     * not a packed panel): the product of a vector (a dense layer at batch
+     * 1), whose packing would write MR times the row, mostly zeros (half
+     * of a 1x1536 by 1536x128 layer's time). NULL: pack as for any M. */
+    gemm_kernel_fn vec;
 } gemm_isa;
 
 /* ---- portable C: 4 x 16 ------------------------------------------------ */
@@ -112,7 +120,7 @@ GEMM_KC_ROWS(3)
 GEMM_KC_ROWS(4)
 
 static const gemm_isa gemm_isa_c = {
-    "c", GEMM_C_MR, GEMM_C_NR, {NULL, gemm_kc_1, gemm_kc_2, gemm_kc_3, gemm_kc_4}};
+    "c", GEMM_C_MR, GEMM_C_NR, {NULL, gemm_kc_1, gemm_kc_2, gemm_kc_3, gemm_kc_4}, NULL};
 
 #ifdef GEMM_X86
 
@@ -198,6 +206,33 @@ gemm_k2_body(const int rows, int64_t kc, const float *a, const float *b, int64_t
     gemm_k2_store(rows, c0, c1, c, ldc, cols, alpha, beta, epi);
 }
 
+/* isa->vec: one row, A contiguous; four steps of K at a time into
+ * separate sums, so that the FMAs do not wait on each other. */
+__attribute__((target("avx2,fma"))) static void
+gemm_k2_vec(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
+            int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
+{
+    __m256 s0[4], s1[4];
+    for (int u = 0; u < 4; u++)
+        s0[u] = s1[u] = _mm256_setzero_ps();
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4, b += 4 * ldb)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            __m256 ai = _mm256_broadcast_ss(a + p + u);
+            s0[u] = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + u * ldb), s0[u]);
+            s1[u] = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + u * ldb + 8), s1[u]);
+        }
+    for (; p < kc; p++, b += ldb) {
+        __m256 ai = _mm256_broadcast_ss(a + p);
+        s0[0] = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b), s0[0]);
+        s1[0] = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 8), s1[0]);
+    }
+    __m256 c0 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), _mm256_add_ps(s0[2], s0[3]));
+    __m256 c1 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), _mm256_add_ps(s1[2], s1[3]));
+    gemm_k2_store(1, &c0, &c1, c, ldc, cols, alpha, beta, epi);
+}
+
 /* One row (a matrix-vector product: an LSTM's recurrence at batch 1):
  * gemm_k2_body's two sums were two chains of dependent FMAs, one step of
  * K per FMA latency (1 x 256 x 512 at 38 GB/s of B from L2 on an AMD EPYC
@@ -250,7 +285,8 @@ static const gemm_isa gemm_isa_avx2 = {
     "avx2",
     GEMM_K2_MR,
     16,
-    {NULL, gemm_k2_1, gemm_k2_2, gemm_k2_3, gemm_k2_4, gemm_k2_5, gemm_k2_6}};
+    {NULL, gemm_k2_1, gemm_k2_2, gemm_k2_3, gemm_k2_4, gemm_k2_5, gemm_k2_6},
+    gemm_k2_vec};
 
 /* ---- AVX-512: 12 x 32 ---------------------------------------------------- */
 
@@ -270,27 +306,12 @@ gemm_k5_epi(const cpu_gemm_epilogue *e, __m512 v, int i, __m512 vb)
     return v;
 }
 
+/* C's ROWS rows of up to 32 columns from the sums C0, C1: times alpha,
+ * plus beta times C, the epilogue, stored. */
 __attribute__((always_inline, target("avx512f"))) static inline void
-gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
-             int64_t ldc, int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
+gemm_k5_store(const int rows, const __m512 *c0, const __m512 *c1, float *c, int64_t ldc,
+              int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
 {
-    __m512 c0[GEMM_K5_MR], c1[GEMM_K5_MR];
-#pragma GCC unroll 12
-    for (int i = 0; i < rows; i++) {
-        c0[i] = _mm512_setzero_ps();
-        c1[i] = _mm512_setzero_ps();
-        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
-    }
-    for (int64_t p = 0; p < kc; p++, a += GEMM_K5_MR, b += ldb) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#pragma GCC unroll 12
-        for (int i = 0; i < rows; i++) {
-            __m512 ai = _mm512_set1_ps(a[i]);
-            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-        }
-    }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
     const __mmask16 m1 = cols >= 32   ? (__mmask16)0xffff
@@ -318,6 +339,57 @@ gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, int64_t
     }
 }
 
+__attribute__((always_inline, target("avx512f"))) static inline void
+gemm_k5_body(const int rows, int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+             int64_t ldc, int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
+{
+    __m512 c0[GEMM_K5_MR], c1[GEMM_K5_MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < rows; i++) {
+        c0[i] = _mm512_setzero_ps();
+        c1[i] = _mm512_setzero_ps();
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < kc; p++, a += GEMM_K5_MR, b += ldb) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < rows; i++) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+    }
+    gemm_k5_store(rows, c0, c1, c, ldc, cols, alpha, beta, epi);
+}
+
+/* isa->vec: one row, A contiguous; four steps of K at a time into
+ * separate sums, so that the FMAs do not wait on each other. */
+__attribute__((target("avx512f"))) static void
+gemm_k5_vec(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
+            int cols, float alpha, float beta, const cpu_gemm_epilogue *epi)
+{
+    __m512 s0[4], s1[4];
+    for (int u = 0; u < 4; u++)
+        s0[u] = s1[u] = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4, b += 4 * ldb)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            __m512 ai = _mm512_set1_ps(a[p + u]);
+            s0[u] = _mm512_fmadd_ps(ai, _mm512_loadu_ps(b + u * ldb), s0[u]);
+            s1[u] = _mm512_fmadd_ps(ai, _mm512_loadu_ps(b + u * ldb + 16), s1[u]);
+        }
+    for (; p < kc; p++, b += ldb) {
+        __m512 ai = _mm512_set1_ps(a[p]);
+        s0[0] = _mm512_fmadd_ps(ai, _mm512_loadu_ps(b), s0[0]);
+        s1[0] = _mm512_fmadd_ps(ai, _mm512_loadu_ps(b + 16), s1[0]);
+    }
+    __m512 c0 = _mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), _mm512_add_ps(s0[2], s0[3]));
+    __m512 c1 = _mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), _mm512_add_ps(s1[2], s1[3]));
+    gemm_k5_store(1, &c0, &c1, c, ldc, cols, alpha, beta, epi);
+}
+
 #define GEMM_K5_ROWS(R)                                                                     \
     __attribute__((target("avx512f"))) static void gemm_k5_##R(                             \
         int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,     \
@@ -343,7 +415,8 @@ static const gemm_isa gemm_isa_avx512 = {
     GEMM_K5_MR,
     32,
     {NULL, gemm_k5_1, gemm_k5_2, gemm_k5_3, gemm_k5_4, gemm_k5_5, gemm_k5_6, gemm_k5_7,
-     gemm_k5_8, gemm_k5_9, gemm_k5_10, gemm_k5_11, gemm_k5_12}};
+     gemm_k5_8, gemm_k5_9, gemm_k5_10, gemm_k5_11, gemm_k5_12},
+    gemm_k5_vec};
 
 #endif /* GEMM_X86 */
 
@@ -406,43 +479,45 @@ size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, bool a_packed, bool b_packe
 
 /* ---- packing ------------------------------------------------------------- */
 
-/* Packs op(A)[0..rows) x [0..kc) (rows <= MR) into one panel: OUT[p*MR + i],
- * rows past ROWS zero. STEP is OUT's distance between two k. */
+/* Packs op(A)[0..rows) x [0..kc) (rows <= MR) into one panel: OUT[p*MR + i];
+ * rows past ROWS are zeroed when PAD (a panel kept, whose every byte is
+ * read once: cpu_gemm_pack_a), else left as they were (the kernels read
+ * only the rows they are told: zeroing them was a third of a 6-row
+ * product's time). */
 static void gemm_pack_a_panel(int mr, int64_t rows, int64_t kc, const float *a, int64_t lda,
-                              bool trans, float *out)
+                              bool trans, bool pad, float *out)
 {
+    const int64_t fill = pad ? mr : rows;
     if (trans) {
         for (int64_t p = 0; p < kc; p++, out += mr) {
             const float *src = a + p * lda;
             int64_t i = 0;
             for (; i < rows; i++)
                 out[i] = src[i];
-            for (; i < mr; i++)
+            for (; i < fill; i++)
                 out[i] = 0.0f;
         }
         return;
     }
-    if (rows == mr) {
-        /* Four k at a time, so each row is read in short runs. */
-        int64_t p = 0;
-        for (; p + 4 <= kc; p += 4, out += 4 * mr)
-            for (int i = 0; i < mr; i++) {
-                const float *src = a + i * lda + p;
-                out[i] = src[0];
-                out[mr + i] = src[1];
-                out[2 * mr + i] = src[2];
-                out[3 * mr + i] = src[3];
-            }
-        for (; p < kc; p++, out += mr)
-            for (int i = 0; i < mr; i++)
-                out[i] = a[i * lda + p];
-        return;
+    /* Four k at a time, so each row is read in short runs. */
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4, out += 4 * mr) {
+        int64_t i = 0;
+        for (; i < rows; i++) {
+            const float *src = a + i * lda + p;
+            out[i] = src[0];
+            out[mr + i] = src[1];
+            out[2 * mr + i] = src[2];
+            out[3 * mr + i] = src[3];
+        }
+        for (; i < fill; i++)
+            out[i] = out[mr + i] = out[2 * mr + i] = out[3 * mr + i] = 0.0f;
     }
-    for (int64_t p = 0; p < kc; p++, out += mr) {
+    for (; p < kc; p++, out += mr) {
         int64_t i = 0;
         for (; i < rows; i++)
             out[i] = a[i * lda + p];
-        for (; i < mr; i++)
+        for (; i < fill; i++)
             out[i] = 0.0f;
     }
 }
@@ -491,12 +566,12 @@ static void gemm_pack_b_panel(int nr, int64_t cols, int64_t kc, const float *b, 
 
 /* Packs op(A)[0..m) x [0..kc) into panels of MR rows, PANEL floats apart. */
 static void gemm_pack_a_block(int mr, int64_t m, int64_t kc, const float *a, int64_t lda,
-                              bool trans, float *out, int64_t panel)
+                              bool trans, bool pad, float *out, int64_t panel)
 {
     for (int64_t i = 0; i < m; i += mr, out += panel) {
         int64_t rows = m - i < mr ? m - i : mr;
         const float *src = trans ? a + i : a + i * lda;
-        gemm_pack_a_panel(mr, rows, kc, src, lda, trans, out);
+        gemm_pack_a_panel(mr, rows, kc, src, lda, trans, pad, out);
     }
 }
 
@@ -539,7 +614,7 @@ static void gemm_flush_denormals(float *v, size_t n)
 void cpu_gemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, bool trans, float *out)
 {
     int mr = cpu_gemm_mr();
-    gemm_pack_a_block(mr, m, k, a, lda, trans, out, mr * k);
+    gemm_pack_a_block(mr, m, k, a, lda, trans, true, out, mr * k);
     gemm_flush_denormals(out, cpu_gemm_packed_a_floats(m, k));
 }
 
@@ -592,7 +667,8 @@ static cpu_gemm_epilogue gemm_epi_at(const cpu_gemm_epilogue *e, int64_t i, int6
 }
 
 /* The macro-kernel: the MC x NC block of C at C from packed panels of A
- * (A_PANEL floats apart) and the panels of B; EPI (NULL but on the last
+ * (A_PANEL floats apart; 0: one row of A read in place, isa->vec) and the
+ * panels of B; EPI (NULL but on the last
  * slice of K) at the block's first row and column. */
 static void gemm_block(const gemm_isa *isa, int64_t mc, int64_t nc, int64_t kc, float alpha,
                        const float *ap, int64_t a_panel, const gemm_bsrc *bs, float beta,
@@ -615,7 +691,8 @@ static void gemm_block(const gemm_isa *isa, int64_t mc, int64_t nc, int64_t kc, 
             cpu_gemm_epilogue e;
             if (epi != NULL)
                 e = gemm_epi_at(epi, ir, jr);
-            isa->kernel[rows](kc, a, b, ldb, cc, ldc, cols, alpha, beta, epi ? &e : NULL);
+            gemm_kernel_fn fn = a_panel == 0 ? isa->vec : isa->kernel[rows];
+            fn(kc, a, b, ldb, cc, ldc, cols, alpha, beta, epi ? &e : NULL);
         }
     }
 }
@@ -657,6 +734,8 @@ void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_op
     /* B in place: a plain B feeding few rows of A, where packing it would
      * cost about as much as the product (1x1 convolutions). */
     const bool direct = b->packed == NULL && !b->trans && m <= GEMM_DIRECT_MAX_M;
+    /* One row of A, contiguous: read in place (isa->vec). */
+    const bool a_vec = m == 1 && a->packed == NULL && isa->vec != NULL && (!a->trans || a->ld == 1);
     for (int64_t jc = 0; jc < n; jc += GEMM_NC) {
         int64_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
         for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
@@ -691,11 +770,14 @@ void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_op
                 if (a->packed != NULL) {
                     a_panel = mr * a->packed_k;
                     ap = a->packed + (a->first + ic) / mr * a_panel + pc * mr;
+                } else if (a_vec) {
+                    a_panel = 0;
+                    ap = a->data + pc;
                 } else {
                     a_panel = mr * kc;
                     const float *src = a->trans ? a->data + pc * a->ld + ic
                                                 : a->data + ic * a->ld + pc;
-                    gemm_pack_a_block(mr, mc, kc, src, a->ld, a->trans, a_buf, a_panel);
+                    gemm_pack_a_block(mr, mc, kc, src, a->ld, a->trans, false, a_buf, a_panel);
                     ap = a_buf;
                 }
                 cpu_gemm_epilogue e;
