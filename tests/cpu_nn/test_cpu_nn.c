@@ -727,6 +727,15 @@ static const tn_case tn_conv_cases[] = {
     {X4(2, 24, 5, 5), W(96, 24, 1, 1), .bias = 1},
     /* 27: 3x3 on 7x7 planes, 64 channels: transposed, through im2col */
     {X4(1, 40, 7, 7), W(64, 40, 3, 3), .bias = 1, ATTRS(AIS("pads", 1, 1, 1, 1))},
+    /* 28: one input channel into one (an audio resampler's FIR filter:
+     * direct, as depthwise), 1x41 taps at stride 3, batch 2 */
+    {X4(2, 1, 1, 400), W(1, 1, 1, 41), .bias = 1,
+     ATTRS(AIS("pads", 0, 19, 0, 22), AIS("strides", 1, 3))},
+    /* 29: one input channel into three (a grayscale stem), 3x3 stride 2 */
+    {X4(1, 1, 17, 19), W(3, 1, 3, 3), .bias = 1,
+     ATTRS(AIS("pads", 1, 1, 1, 1), AIS("strides", 2, 2))},
+    /* 30: one input channel into eight: through im2col */
+    {X4(1, 1, 12, 13), W(8, 1, 5, 5), ATTRS(AIS("pads", 2, 2, 2, 2))},
 };
 
 static const tn_case tn_convt_cases[] = {
