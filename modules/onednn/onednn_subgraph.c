@@ -5043,6 +5043,15 @@ struct odnn_fuse {
      * that only drops the unit dims is then no step (odnn_follow). */
     int low_rank;
     float scalar_val[8];
+    /* Binary post-ops by a per-channel constant (a batch normalisation
+     * written as Mul and Add after a Concat, as tf2onnx and pre-activation
+     * networks give it): taken only when ALLOW_CHAN is set; their index in
+     * the chain, constant tensor, rank, channel axis and channel count
+     * (odnn_fuse_args). */
+    int allow_chan;
+    int n_chan;
+    int chan_at[4], chan_nd[4], chan_axis[4];
+    int64_t chan_t[4], chan_c[4];
 };
 
 static int odnn_is_defined(struct odnn_build *b, int64_t t)
@@ -5445,6 +5454,23 @@ static pl_status *odnn_fuse_args(struct odnn_build *b, int s, const struct odnn_
         odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(f->scalar_at[k]) | DNNL_ARG_SRC_1,
                  ODNN_REF_WEIGHT, wi);
     }
+    for (int k = 0; k < f->n_chan; k++) {
+        struct odnn_tinfo ci;
+        if (!odnn_tensor(b->v, f->chan_t[k], &ci) || ci.cdata == NULL)
+            return odnn_error(PL_CODE_INTERNAL, "node '%s': a per-channel post-op's constant is gone",
+                              onednn_host->graph->node_name(b->v, (size_t)node));
+        dnnl_dims_t d1;
+        for (int i = 0; i < f->chan_nd[k]; i++)
+            d1[i] = i == f->chan_axis[k] ? f->chan_c[k] : 1;
+        dnnl_memory_desc_t md1;
+        odnn_plain_md(&md1, f->chan_nd[k], d1);
+        int wi;
+        pl_status *st = odnn_weight(b, &md1, &md1, ci.cdata, node, &wi);
+        if (st != NULL)
+            return st;
+        odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(f->chan_at[k]) | DNNL_ARG_SRC_1,
+                 ODNN_REF_WEIGHT, wi);
+    }
     return NULL;
 }
 
@@ -5462,6 +5488,23 @@ static int odnn_drops_unit_dims(const pl_graph_view *v, size_t j, int64_t t, int
         if (d < r ? ti.dims[d] != yi.dims[d] : ti.dims[d] != 1)
             return 0;
     return 1;
+}
+
+/* Whether oneDNN 2.6 applies a binary post-op by one value per channel
+ * (axis AXIS) right to a result of Y's shape. Not when the dims after the
+ * channel are all 1 but a dim before it is not ([2, C, 1, 1]): its
+ * binary kernel then broadcast the values wrongly (difftest eltwise seed
+ * 1200). */
+static int odnn_chan_po_ok(const struct odnn_tinfo *y, int axis)
+{
+    int64_t before = 1, after = 1;
+    for (int i = 0; i < y->ndim; i++) {
+        if (i < axis)
+            before *= y->dims[i];
+        else if (i > axis)
+            after *= y->dims[i];
+    }
+    return before == 1 || after > 1 || axis == y->ndim - 1;
 }
 
 /* Follows OUT through the nodes that can be post-ops of the primitive
@@ -5570,6 +5613,29 @@ static void odnn_follow(struct odnn_build *b, struct odnn_fuse *f, int channel, 
             } else if (op[0] == 'A' && f->bias < 0 && !has_bias && f->n_post == 0 &&
                        f->residual < 0 && odnn_per_channel(&oi, &yi, channel)) {
                 f->bias = other;
+            } else if (f->allow_chan && f->n_chan < 4 && yi.ndim <= DNNL_MAX_NDIMS &&
+                       (t_first || op[0] == 'A' || op[0] == 'M') &&
+                       odnn_per_channel(&oi, &yi, channel) && odnn_chan_po_ok(&yi, channel)) {
+                /* x op c, c one value per channel: a binary post-op */
+                dnnl_dims_t d1;
+                for (int i = 0; i < yi.ndim; i++)
+                    d1[i] = i == channel ? yi.dims[channel] : 1;
+                dnnl_memory_desc_t md1;
+                odnn_plain_md(&md1, yi.ndim, d1);
+                dnnl_alg_kind_t alg = op[0] == 'A'   ? dnnl_binary_add
+                                      : op[0] == 'S' ? dnnl_binary_sub
+                                      : op[0] == 'M' ? dnnl_binary_mul
+                                                     : dnnl_binary_div;
+                int at = dnnl_post_ops_len(f->po);
+                if (dnnl_post_ops_append_binary(f->po, alg, &md1) != dnnl_success)
+                    return;
+                f->chan_at[f->n_chan] = at;
+                f->chan_nd[f->n_chan] = yi.ndim;
+                f->chan_axis[f->n_chan] = channel;
+                f->chan_t[f->n_chan] = other;
+                f->chan_c[f->n_chan] = yi.dims[channel];
+                f->n_chan++;
+                f->n_post++;
             } else if (op[0] == 'A' && f->residual < 0 && f->n_scalar == 0 && !f->no_residual &&
                        oi.cdata == NULL &&
                        oi.ndim == yi.ndim && oi.elems == yi.elems &&
@@ -5757,6 +5823,61 @@ static pl_status *odnn_make_pd_qdq(struct odnn_build *b, const_dnnl_op_desc_t de
     qf->n_scalar = 0;
     qf->n_fused = 0;
     return odnn_make_pd(b, desc, NULL, n, pd);
+}
+
+/* Whether oneDNN 2.6's binary kernel applies post-ops right to a source
+ * laid out as MD: row-major, channels last or in blocks of 16 channels. In
+ * blocks of 4 (aBcde4b, after a grouped convolution) it applied an eltwise
+ * post-op to half the channels wrongly (difftest mixed seed 1656). */
+static int odnn_binary_po_layout(const dnnl_memory_desc_t *md)
+{
+    if (odnn_is_row_major(md))
+        return 1;
+    static const dnnl_format_tag_t tags[3][2] = {{dnnl_acb, dnnl_aBc16b},
+                                                 {dnnl_acdb, dnnl_aBcd16b},
+                                                 {dnnl_acdeb, dnnl_aBcde16b}};
+    if (md->ndims < 3 || md->ndims > 5 || md->format_kind != dnnl_blocked ||
+        md->offset0 != 0)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        dnnl_memory_desc_t probe;
+        if (dnnl_memory_desc_init_by_tag(&probe, md->ndims, md->dims, md->data_type,
+                                         tags[md->ndims - 3][k]) == dnnl_success &&
+            dnnl_memory_desc_equal(&probe, md))
+            return 1;
+    }
+    return 0;
+}
+
+/* The primitive of node N's binary descriptor BD, with the elementwise
+ * chain that follows its output as post-ops (activations, scalar and
+ * per-channel constant operands, a QDQ pair) when a real kernel takes
+ * them: a batch normalisation after a Concat (Mul, Add, Relu: three
+ * passes over the tensor) is then one. ND is the result's rank, 0 when
+ * the step runs in merged dims (no per-channel operand then). Else as
+ * odnn_make_pd_qdq. */
+static pl_status *odnn_binary_pd(struct odnn_build *b, const dnnl_binary_desc_t *bd, size_t n,
+                                 int nd, int64_t *out_t, struct odnn_fuse *f,
+                                 dnnl_primitive_desc_t *pd)
+{
+    memset(f, 0, sizeof *f);
+    f->bias = f->residual = -1;
+    f->no_residual = 1;
+    f->allow_chan = nd > 0;
+    f->out = odnn_out(b->v, n, 0);
+    f->fused[f->n_fused++] = n;
+    if (*out_t == f->out && odnn_binary_po_layout(&bd->src_desc[0]) &&
+        dnnl_post_ops_create(&f->po) == dnnl_success) {
+        odnn_follow(b, f, nd >= 2 ? 1 : 0, 1);
+        int with = f->n_fused > 1 && odnn_pd_fast(b, bd, f->po, pd);
+        dnnl_post_ops_destroy(f->po);
+        f->po = NULL;
+        if (with) {
+            *out_t = f->out;
+            return NULL;
+        }
+    }
+    return odnn_make_pd_qdq(b, bd, n, out_t, f, pd);
 }
 
 /* Marks what odnn_make_pd_qdq fused into step S of node N done and adds
@@ -9530,7 +9651,7 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
     struct odnn_fuse qf;
     int64_t out_t = odnn_out(v, n, 0);
     if (st == NULL)
-        st = odnn_make_pd_qdq(b, &bd, n, &out_t, &qf, &pd);
+        st = odnn_binary_pd(b, &bd, n, collapse ? 0 : nd, &out_t, &qf, &pd);
     int dst = -1, s = -1;
     if (st == NULL && (dst = odnn_dst_value(b, out_t, pd)) < 0)
         st = odnn_oom();

@@ -4069,6 +4069,66 @@ static void case_bnorm_relu(void)
     }
 }
 
+/* A batch normalisation written as Mul and Add of per-channel constants
+ * after a Concat (tf2onnx's DenseNet): nothing before it to fold into, so
+ * the Mul is a binary step and the Add and Relu its post-ops (one pass
+ * over the tensor, not three). FORM 1: [2, 24, 1, 1], where oneDNN 2.6's
+ * binary kernel broadcast a per-channel post-op wrongly: kept apart, and
+ * right. FORM 2: two activations summed, then a scalar Mul and Add, a
+ * Relu and a Sigmoid: one binary step with their post-ops. */
+static void case_binary_post_ops(void)
+{
+    for (int form = 0; form < 3; form++) {
+        struct mb m = {.seed = 211 + (uint32_t)form};
+        int64_t xs[] = {form == 1 ? 2 : 1, form == 1 ? 24 : 12, form == 1 ? 1 : 8,
+                        form == 1 ? 1 : 8};
+        int64_t ys[] = {xs[0], form == 2 ? 12 : 16, xs[2], xs[3]}, c[] = {1, 24, 1, 1};
+        mb_input(&m, "x", 4, xs);
+        const char *cat = "x";
+        if (form == 2) {
+            /* eltwise steps of their own: no convolution takes the sum */
+            mb_node(&m, "ra", "Relu", "\"x\"", "ra", "");
+            mb_node(&m, "rb", "Sigmoid", "\"x\"", "rb", "");
+            mb_node(&m, "cat", "Add", "\"ra\",\"rb\"", "cat", "");
+            cat = "cat";
+        } else if (form == 0) {
+            mb_conv(&m, "ca", "x", "a", 12, 12, 3, 1, 1);
+            mb_node(&m, "ra", "Relu", "\"a\"", "ra", "");
+            mb_conv(&m, "cb", "x", "b", 12, 12, 3, 1, 1);
+            mb_node(&m, "rb", "Relu", "\"b\"", "rb", "");
+            mb_node(&m, "cat", "Concat", "\"ra\",\"rb\"", "cat", "\"axis\":{\"int\":1}");
+            cat = "cat";
+        }
+        char ins[64];
+        if (form == 2) {
+            mb_scalar(&m, "s", 0.5f);
+            mb_scalar(&m, "t", -0.25f);
+        } else {
+            mb_const(&m, "s", 4, c, NULL, 1.0f);
+            mb_const(&m, "t", 3, c + 1, NULL, 1.0f);
+        }
+        snprintf(ins, sizeof ins, "\"%s\",\"s\"", cat);
+        mb_node(&m, "mul", "Mul", ins, "m", "");
+        mb_node(&m, "add", "Add", "\"t\",\"m\"", "n", "");
+        mb_node(&m, "relu", "Relu", "\"n\"", "r", "");
+        if (form != 2) {
+            mb_conv(&m, "c2", "r", "y", 24, 16, 1, 1, 1);
+        } else {
+            mb_node(&m, "c2", "Sigmoid", "\"r\"", "y", "");
+        }
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 4, xs, 4, ys, (const char *[]){"mul", "add", "relu", "c2", NULL});
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int bin = count_steps(&b, 7 /* ODNN_S_BINARY */, &total);
+        int elt = count_steps(&b, 6 /* ODNN_S_ELTWISE */, &total);
+        TH_CHECK(form == 1 ? bin == 2 : bin == 1 && elt == (form == 2 ? 2 : 0),
+                 "form %d: %d binary and %d eltwise steps of %u", form, bin, elt, total);
+        free(b.bytes);
+    }
+}
+
 /* DenseNet's growth: each layer's input is the concatenation of every
  * earlier feature map (16 channels a layer, so pieces fill whole 16-channel
  * blocks). The earlier maps are copied into each new concatenation: one
@@ -5967,6 +6027,7 @@ int main(int argc, char **argv)
         {"no_ref_kernels", case_no_ref_kernels},
         {"concat", case_concat},
         {"dense_concat", case_dense_concat},
+        {"binary_post_ops", case_binary_post_ops},
         {"concat_unblock", case_concat_unblock},
         {"grouped_no_gemm", case_grouped_no_gemm},
         {"conv1d", case_conv1d},
