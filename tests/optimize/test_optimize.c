@@ -1867,6 +1867,91 @@ static void dead_fusion_check(json_t *root, const char *cfg)
              "%s: only relu should run", cfg);
 }
 
+/* layernorm_keras's model under optimize = all: k1 (GlobalAveragePool
+ * means, a [1, 1, 8] gamma, beta) and k2 (ReduceMean, no beta) became
+ * LayerNormalization nodes named after their last Add; k3, whose scale s3
+ * is also a graph output, stayed written out. */
+static void layernorm_keras_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "m1", "fused into LayerNormalization 'f1'") &&
+                 rewritten_as(root, "m2", "fused into LayerNormalization 'f2'") &&
+                 !rewritten(root, "m3"),
+             "%s: k1 and k2 should fuse, k3 stay", cfg);
+    static const char *const gone[] = {"m1", "s1", "p1", "v1", "e1", "q1", "r1", "g1",
+                                       "n1", "x1", "o1", "b1", "m2", "n2", "o2", "g2"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        TH_CHECK(!placed(root, gone[i]), "%s: %s still runs", cfg, gone[i]);
+    TH_CHECK(placed(root, "f1") && placed(root, "f2") && placed(root, "m3") &&
+                 placed(root, "f3"),
+             "%s: the fused nodes and k3 should run", cfg);
+}
+
+/* Layer normalisations as Keras computes them and tf2onnx writes them,
+ * over a [2, 3, 8] input: m = mean(x); d = Sub(x, m); v = mean(Mul(d,
+ * d)); s = Reciprocal(Sqrt(v + eps)) * gamma; y = x * s + (Neg(m) * s +
+ * beta). k1: the means as GlobalAveragePool (tf2onnx's, a rank-3 input),
+ * gamma [1, 1, 8], beta; k2: ReduceMean over the last axis, gamma [8], no
+ * beta (y = x * s + Neg(m) * s); k3: k1 with s also a graph output, left
+ * alone. Outputs equal optimize = none's on cpu and on onednn. */
+static void case_layernorm_keras(void)
+{
+    static float gb[16];
+    for (int k = 0; k < 8; k++) {
+        gb[k] = 0.5f + 0.125f * (float)k;
+        gb[8 + k] = 0.25f * (float)(k % 3) - 0.25f;
+    }
+    float eps = 1e-3f;
+    write_sidecar("lnk.weights", (const void *const[]){gb, &eps},
+                  (const size_t[]){sizeof gb, sizeof eps}, 2);
+#define KN(name, op, ins, out) \
+    "{\"name\":\"" name "\",\"op\":\"" op "\",\"inputs\":[" ins "],\"outputs\":[\"" out "\"]},"
+#define KLN(k, mean_op, mean_attrs, g, tail)                                                  \
+    "{\"name\":\"m" k "\",\"op\":\"" mean_op "\",\"inputs\":[\"x\"],\"outputs\":[\"mean" k    \
+    "\"]" mean_attrs "},"                                                                      \
+    KN("s" k, "Sub", "\"x\",\"mean" k "\"", "d" k)                                             \
+    KN("p" k, "Mul", "\"d" k "\",\"d" k "\"", "sq" k)                                          \
+    "{\"name\":\"v" k "\",\"op\":\"" mean_op "\",\"inputs\":[\"sq" k "\"],\"outputs\":[\"var" k \
+    "\"]" mean_attrs "},"                                                                      \
+    KN("e" k, "Add", "\"var" k "\",\"eps\"", "ve" k)                                           \
+    KN("q" k, "Sqrt", "\"ve" k "\"", "sd" k)                                                   \
+    KN("r" k, "Reciprocal", "\"sd" k "\"", "rs" k)                                             \
+    KN("g" k, "Mul", "\"rs" k "\",\"" g "\"", "s" k)                                           \
+    KN("n" k, "Neg", "\"mean" k "\"", "nm" k)                                                  \
+    KN("x" k, "Mul", "\"x\",\"s" k "\"", "xs" k)                                               \
+    KN("o" k, "Mul", "\"nm" k "\",\"s" k "\"", "ms" k) tail
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"lnk.weights\",\"inputs\":[\"x\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"s3\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3,8]},"
+        "{\"name\":\"gamma\",\"dtype\":\"f32\",\"shape\":[8],"
+        "\"data\":{\"offset\":0,\"length\":32}},"
+        "{\"name\":\"gamma3\",\"dtype\":\"f32\",\"shape\":[1,1,8],"
+        "\"data\":{\"offset\":0,\"length\":32}},"
+        "{\"name\":\"beta\",\"dtype\":\"f32\",\"shape\":[8],"
+        "\"data\":{\"offset\":32,\"length\":32}},"
+        "{\"name\":\"eps\",\"dtype\":\"f32\",\"shape\":[],"
+        "\"data\":{\"offset\":64,\"length\":4}}],"
+        "\"nodes\":["
+        KLN("1", "GlobalAveragePool", "", "gamma3",
+            KN("b1", "Add", "\"ms1\",\"beta\"", "mb1") KN("f1", "Add", "\"xs1\",\"mb1\"", "y1"))
+        KLN("2", "ReduceMean", ",\"attributes\":{\"axes\":{\"ints\":[-1]}}", "gamma",
+            KN("f2", "Add", "\"ms2\",\"xs2\"", "y2"))
+        KLN("3", "GlobalAveragePool", "", "gamma3",
+            KN("b3", "Add", "\"ms3\",\"beta\"", "mb3"))
+        "{\"name\":\"f3\",\"op\":\"Add\",\"inputs\":[\"xs3\",\"mb3\"],\"outputs\":[\"y3\"]}]}";
+#undef KLN
+#undef KN
+    const char *path = write_model("lnk.json", json);
+    float x[48];
+    for (int i = 0; i < 48; i++)
+        x[i] = 0.37f * (float)(i % 7) - 0.9f + 0.05f * (float)(i / 8);
+    static const int64_t shape[3] = {2, 3, 8};
+    static const char *const names[4] = {"y1", "y2", "y3", "s3"};
+    against_none(path, x, 3, shape, names, 4, layernorm_keras_check);
+}
+
 /* A MatMul + Add of constants (a Gemm to be) that no output depends on,
  * its A made by a node nothing else reads (tf2onnx's Keras LSTMs leave
  * such products beside their Loops: piper's nakdimon). The Gemm must not
@@ -3165,6 +3250,7 @@ int main(int argc, char **argv)
         {"requant_removed", case_requant_removed},
         {"lut_fused", case_lut_fused},
         {"layernorm_fused", case_layernorm_fused},
+        {"layernorm_keras", case_layernorm_keras},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
 }
