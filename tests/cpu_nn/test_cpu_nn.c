@@ -736,6 +736,15 @@ static const tn_case tn_conv_cases[] = {
      ATTRS(AIS("pads", 1, 1, 1, 1), AIS("strides", 2, 2))},
     /* 30: one input channel into eight: through im2col */
     {X4(1, 1, 12, 13), W(8, 1, 5, 5), ATTRS(AIS("pads", 2, 2, 2, 2))},
+    /* 31: one input channel into many, 1-D, taps wider than the stride (an
+     * STFT as a Conv): X read in place as overlapping columns; 17 outputs
+     * of 40 taps at stride 7, the input 3 samples longer than they read */
+    {X3(2, 1, 155), W(37, 1, 40), .bias = 1, ATTRS(AIS("strides", 7))},
+    /* 32: the same with taps narrower than the stride, 200 outputs (a
+     * GEMM of several column blocks) */
+    {X3(1, 1, 1203), W(20, 1, 5), ATTRS(AIS("strides", 6))},
+    /* 33: padded: through im2col */
+    {X3(2, 1, 60), W(9, 1, 8), ATTRS(AIS("strides", 4), AIS("pads", 3, 2))},
 };
 
 static const tn_case tn_convt_cases[] = {
