@@ -17,7 +17,10 @@
  *     normalisations) at 2.5 times the default bandwidth (a depthwise 3x3
  *     at 64x28x28: 11 us a layer against 33 us), and an eltwise or binary
  *     op (or a QDQ pair) that follows a product (or a post-op of one) is
- *     free: it becomes a post-op; a QDQ pair ends such a chain;
+ *     free: it becomes a post-op; a QDQ pair ends such a chain; after a
+ *     binary of its own, an activation or an operation by a constant is
+ *     free too (odnn_binary_pd: tf_densenet's Mul -> Add -> Relu is one
+ *     pass);
  *   - RNN, GRU, LSTM: the default rate, plus 2 us of setup and 1 us per
  *     time step and direction with AVX-512 (a GRU of 20 steps, hidden 32:
  *     27 us against 11 us on cpu; at 50 steps of hidden 256 oneDNN is 7%
@@ -168,6 +171,20 @@ static const char *const odnn_cost_softmaxes[] = {"Softmax", "LogSoftmax", NULL}
 static const char *const odnn_cost_norms[] = {"LayerNormalization", "BatchNormalization",
                                               "InstanceNormalization", "GroupNormalization",
                                               "LRN", NULL};
+
+/* Whether binary node N's other operand is a constant (a one-value or
+ * per-channel operand a binary takes as a post-op). */
+static int odnn_cost_const_operand(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    for (size_t k = 0; k < g->node_input_count(v, n) && k < 2; k++) {
+        const void *data;
+        size_t bytes;
+        int64_t t = g->node_input(v, n, k);
+        if (t >= 0 && g->tensor_constant(v, t, &data, &bytes))
+            return 1;
+    }
+    return 0;
+}
 
 /* What one primitive of OP costs to launch (ODNN_COST_*_US), less the
  * call itself (ODNN_COST_EXEC_US). */
@@ -715,6 +732,18 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
              * compile fuses such chains). A reduction, softmax or the like
              * reading it is a primitive of its own. */
             int64_t w = odnn_cost_writer(producer, n_tensors, g->node_input(v, n, 0));
+            /* After a binary of its own (inside 4: odnn_binary_pd), only
+             * activations and operations by a constant join it. */
+            int after_binary = w >= 0 && inside[w] == 4 &&
+                               (odnn_cost_is(op, odnn_cost_eltwise) ||
+                                (odnn_cost_is(op, odnn_cost_binaries) &&
+                                 odnn_cost_const_operand(g, v, n)));
+            if (after_binary && role[n] != ODNN_ROLE_INNER &&
+                !(strcmp(op, "Erf") == 0 && role[n] == ODNN_ROLE_OWN)) {
+                inside[n] = 4;
+                made -= 1;
+                continue;
+            }
             /* (an Erf outside a GELU pattern is a step of its own) */
             if (w >= 0 && inside[w] == 2 && !(strcmp(op, "Erf") == 0 && role[n] == ODNN_ROLE_OWN) &&
                 (odnn_cost_is(op, odnn_cost_eltwise) || odnn_cost_is(op, odnn_cost_binaries))) {
@@ -747,6 +776,10 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                 launch += odnn_cost_softmax(g, v, n) + ODNN_COST_EXEC_US;
                 continue;
             }
+            /* a binary of its own takes the chain after it as post-ops */
+            if (role[n] == ODNN_ROLE_OWN && odnn_cost_is(op, odnn_cost_binaries) &&
+                strcmp(op, "QuantizeLinear") != 0 && strcmp(op, "PRelu") != 0)
+                inside[n] = 4;
             compute += bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             launch += ODNN_COST_EXEC_US +
                       (role[n] == ODNN_ROLE_NORM        ? ODNN_COST_NORM_US

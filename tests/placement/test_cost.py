@@ -254,6 +254,20 @@ def model_free_view(tmp):
                 [shape])
 
 
+def model_binary_chain(tmp, whole):
+    # a batch normalisation after a Concat, as tf2onnx writes it: Mul and Add
+    # of per-channel constants, then Relu (whole), or the Mul alone
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array(rng.uniform(.5, 1.5, [1, 64, 1, 1]).astype(np.float32), "s"),
+             numpy_helper.from_array(rng.uniform(-.5, .5, [1, 64, 1, 1]).astype(np.float32), "b")]
+    nodes = [helper.make_node("Mul", ["x", "s"], ["m" if whole else "y"], name="mul")]
+    if whole:
+        nodes += [helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+                  helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    return save(os.path.join(tmp, "chain%d.onnx" % whole), nodes, [1, 64, 56, 56],
+                [1, 64, 56, 56], inits if whole else inits[:1])
+
+
 def default_gflops():
     """plinth/cost.h's default compute rate for this CPU (pl_cost_gflops), GFLOP/s a core."""
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
@@ -534,6 +548,19 @@ def main():
             fail("a cut LayerNorm should cost its nodes as primitives of their own: the whole "
                  "pattern %.1f us, without its last Add %.1f us" % (run[0], run[1]))
         agree(pl, cost, first, m, "ln", 1e-5)
+    elif args.case == "binary_chain":
+        # onednn runs a binary with the chain after it as post-ops (one pass):
+        # its estimate for Mul -> Add -> Relu is about the Mul's alone
+        run = []
+        for whole in (0, 1):
+            d = pl.explain(first, model_binary_chain(args.tmp, whole))
+            if len(d["subgraphs"]) != 1:
+                fail("one onednn subgraph expected: %s" % placement(d))
+            run.append(sum(d["subgraphs"][0]["estimate"][k] for k in ("compute_us", "launch_us")))
+        if not run[1] <= 1.3 * run[0]:
+            fail("Mul -> Add -> Relu should cost about one binary: the Mul alone %.1f us, the "
+                 "chain %.1f us" % (run[0], run[1]))
+        agree(pl, cost, first, model_binary_chain(args.tmp, 1), "chain", 1e-5)
     elif args.case == "same_outputs":
         for make in (model_small_rnn, model_big_conv, model_islands, model_tiny_whole,
                      model_loop_body):
