@@ -5437,41 +5437,42 @@ static int odnn_qdq_post(struct odnn_build *b, size_t n, struct odnn_fuse *f)
     return odnn_take_qdq(b, f, j);
 }
 
-/* The arguments of F's scalar binary post-ops for step S of NODE. */
+/* Adds the constant operand of binary post-op AT of step S of NODE: DATA,
+ * rank ND, 1 in every dim but AXIS, which has C values (AXIS -1: one
+ * value). */
+static pl_status *odnn_po_operand(struct odnn_build *b, int s, int at, int nd, int axis,
+                                  int64_t c, const void *data, int64_t node)
+{
+    dnnl_dims_t d1;
+    for (int i = 0; i < nd; i++)
+        d1[i] = i == axis ? c : 1;
+    dnnl_memory_desc_t md1; /* dense row-major (rank 0: a scalar) */
+    dnnl_memory_desc_init_by_strides(&md1, nd, d1, dnnl_f32, NULL);
+    int wi;
+    pl_status *st = odnn_weight(b, &md1, &md1, data, node, &wi);
+    if (st == NULL)
+        odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(at) | DNNL_ARG_SRC_1, ODNN_REF_WEIGHT, wi);
+    return st;
+}
+
+/* The arguments of F's binary post-ops by constants (scalars, one value
+ * per channel) for step S of NODE. */
 static pl_status *odnn_fuse_args(struct odnn_build *b, int s, const struct odnn_fuse *f,
                                  int64_t node)
 {
-    for (int k = 0; k < f->n_scalar; k++) {
-        dnnl_dims_t ones;
-        for (int i = 0; i < f->scalar_nd[k]; i++)
-            ones[i] = 1;
-        dnnl_memory_desc_t md1;
-        dnnl_memory_desc_init_by_strides(&md1, f->scalar_nd[k], ones, dnnl_f32, NULL);
-        int wi;
-        pl_status *st = odnn_weight(b, &md1, &md1, &f->scalar_val[k], node, &wi);
-        if (st != NULL)
-            return st;
-        odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(f->scalar_at[k]) | DNNL_ARG_SRC_1,
-                 ODNN_REF_WEIGHT, wi);
-    }
-    for (int k = 0; k < f->n_chan; k++) {
+    pl_status *st = NULL;
+    for (int k = 0; st == NULL && k < f->n_scalar; k++)
+        st = odnn_po_operand(b, s, f->scalar_at[k], f->scalar_nd[k], -1, 1, &f->scalar_val[k],
+                             node);
+    for (int k = 0; st == NULL && k < f->n_chan; k++) {
         struct odnn_tinfo ci;
         if (!odnn_tensor(b->v, f->chan_t[k], &ci) || ci.cdata == NULL)
             return odnn_error(PL_CODE_INTERNAL, "node '%s': a per-channel post-op's constant is gone",
                               onednn_host->graph->node_name(b->v, (size_t)node));
-        dnnl_dims_t d1;
-        for (int i = 0; i < f->chan_nd[k]; i++)
-            d1[i] = i == f->chan_axis[k] ? f->chan_c[k] : 1;
-        dnnl_memory_desc_t md1;
-        odnn_plain_md(&md1, f->chan_nd[k], d1);
-        int wi;
-        pl_status *st = odnn_weight(b, &md1, &md1, ci.cdata, node, &wi);
-        if (st != NULL)
-            return st;
-        odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(f->chan_at[k]) | DNNL_ARG_SRC_1,
-                 ODNN_REF_WEIGHT, wi);
+        st = odnn_po_operand(b, s, f->chan_at[k], f->chan_nd[k], f->chan_axis[k], f->chan_c[k],
+                             ci.cdata, node);
     }
-    return NULL;
+    return st;
 }
 
 /* Whether node J, a Squeeze or Reshape of tensor T, gives T's first R dims
@@ -5829,24 +5830,22 @@ static pl_status *odnn_make_pd_qdq(struct odnn_build *b, const_dnnl_op_desc_t de
  * laid out as MD: row-major, channels last or in blocks of 16 channels. In
  * blocks of 4 (aBcde4b, after a grouped convolution) it applied an eltwise
  * post-op to half the channels wrongly (difftest mixed seed 1656). */
+static dnnl_format_tag_t odnn_channel_block_tag(const dnnl_memory_desc_t *md);
+
 static int odnn_binary_po_layout(const dnnl_memory_desc_t *md)
 {
     if (odnn_is_row_major(md))
         return 1;
-    static const dnnl_format_tag_t tags[3][2] = {{dnnl_acb, dnnl_aBc16b},
-                                                 {dnnl_acdb, dnnl_aBcd16b},
-                                                 {dnnl_acdeb, dnnl_aBcde16b}};
-    if (md->ndims < 3 || md->ndims > 5 || md->format_kind != dnnl_blocked ||
-        md->offset0 != 0)
-        return 0;
-    for (int k = 0; k < 2; k++) {
-        dnnl_memory_desc_t probe;
-        if (dnnl_memory_desc_init_by_tag(&probe, md->ndims, md->dims, md->data_type,
-                                         tags[md->ndims - 3][k]) == dnnl_success &&
-            dnnl_memory_desc_equal(&probe, md))
-            return 1;
-    }
-    return 0;
+    dnnl_format_tag_t blk = odnn_channel_block_tag(md);
+    if (blk == dnnl_aBc16b || blk == dnnl_aBcd16b || blk == dnnl_aBcde16b)
+        return 1;
+    static const dnnl_format_tag_t last[3] = {dnnl_acb, dnnl_acdb, dnnl_acdeb};
+    dnnl_memory_desc_t probe;
+    return md->ndims >= 3 && md->ndims <= 5 && md->format_kind == dnnl_blocked &&
+           md->offset0 == 0 &&
+           dnnl_memory_desc_init_by_tag(&probe, md->ndims, md->dims, md->data_type,
+                                        last[md->ndims - 3]) == dnnl_success &&
+           dnnl_memory_desc_equal(&probe, md);
 }
 
 /* The primitive of node N's binary descriptor BD, with the elementwise
@@ -8813,8 +8812,6 @@ static pl_status *odnn_vector_weight(struct odnn_build *b, size_t n, int64_t t, 
     odnn_tensor(b->v, t, &ti);
     return odnn_weight(b, &md, &md, data != NULL ? (const void *)data : ti.cdata, (int64_t)n, out);
 }
-
-static dnnl_format_tag_t odnn_channel_block_tag(const dnnl_memory_desc_t *md);
 
 /* Whether PD runs in one of oneDNN's jit kernels (its name starts "jit" or
  * has ":jit" / "_jit" in it: "bnorm_jit:avx512_core", "jit:uni"). */
