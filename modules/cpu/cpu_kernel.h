@@ -53,9 +53,13 @@ typedef pl_status *(*cpu_run_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
 typedef pl_status *(*cpu_run_any_fn)(pl_module_ctx *ctx, const pl_kernel *kernel,
                                      const pl_run_args *args);
 
-/* A fused epilogue (kernel_fuse): the kernel maps its result through Relu
- * (x > 0 ? x : 0) or Clip (x < lo ? lo : x > hi ? hi : x) before it
- * stores it, exactly as the unfused kernels of those ops would. */
+/* A fused epilogue (kernel_fuse): the kernel maps its result x to
+ * act(x * scale + col_add[j]) before it stores it, j the index along the
+ * output's last axis, act Relu (x > 0 ? x : 0) or Clip (x < lo ? lo : x >
+ * hi ? hi : x) as the unfused kernels of those ops compute them. scale and
+ * col_add come only to kernels whose builder set epilogue_cols (products
+ * without a C: a Mul or Div by a scalar constant and the Add of a bias
+ * after a transformer's MatMul), which fold scale into their alpha. */
 typedef enum cpu_epilogue_kind {
     CPU_EPI_NONE = 0,
     CPU_EPI_RELU = 1,
@@ -65,7 +69,21 @@ typedef enum cpu_epilogue_kind {
 typedef struct cpu_epilogue {
     cpu_epilogue_kind kind;
     float lo, hi;        /* Clip */
+    float scale;         /* 1 unless fused; 0 is read as 1 (a zeroed kernel) */
+    const float *col_add; /* epilogue_cols values (a constant of the graph), or NULL */
 } cpu_epilogue;
+
+/* Whether E changes anything. */
+static inline bool cpu_epilogue_any(const cpu_epilogue *e)
+{
+    return e->kind != CPU_EPI_NONE || e->col_add != NULL || (e->scale != 0.0f && e->scale != 1.0f);
+}
+
+/* E's scale (1 when none was fused). */
+static inline float cpu_epilogue_scale(const cpu_epilogue *e)
+{
+    return e->scale != 0.0f ? e->scale : 1.0f;
+}
 
 /* The start of every kernel object. */
 struct pl_kernel {
@@ -79,17 +97,21 @@ struct pl_kernel {
     size_t workspace_bytes; /* asked of the core; handed to every run */
     bool epilogue_ok;    /* the kernel applies `epilogue` (its builder says) */
     cpu_epilogue epilogue; /* set by kernel_fuse, before the first run */
+    int64_t epilogue_cols; /* > 0: the output's last dim, and the kernel applies
+                              epilogue.scale and epilogue.col_add too */
+    float *epilogue_buf;  /* the kernel's copy of epilogue.col_add, freed with it */
     pl_kernel *inner[2]; /* kernels this one wraps (dtype_wrap.c), released
                             with it; NULL for most */
     cpu_shared_pack *shared_pack; /* a packed weight it shares (packshare.c),
                                      let go with it; NULL for most */
 };
 
-/* Applies E to ROWS x COLS floats at C (leading dimension LDC): a no-op for
- * CPU_EPI_NONE. Vectorised (nn_vec.c). Kernels on the module's GEMM apply
- * it in the GEMM's own epilogue instead (cpu_gemm_ex). */
+/* Applies E but its scale to ROWS x COLS floats at C (leading dimension
+ * LDC), their first column column COL0 of the output: col_add, then the
+ * activation. Vectorised (nn_vec.c). Kernels on the module's GEMM apply it
+ * in the GEMM's own epilogue instead (cpu_gemm_ex). */
 void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t rows,
-                       int64_t cols);
+                       int64_t cols, int64_t col0);
 
 /* Allocates a zeroed kernel object of BYTES (at least sizeof(pl_kernel))
  * from the host and fills its base. NULL when out of memory. */

@@ -500,7 +500,7 @@ pl_status *cpu_kernel_run(pl_module_ctx *ctx, pl_kernel *kernel, const pl_run_ar
     if (out->data == NULL)
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the output has no data");
     float *data = (float *)(void *)((char *)out->data + out->byte_offset);
-    if (req == PL_REQ_ADD_TO && kernel->epilogue.kind != CPU_EPI_NONE) {
+    if (req == PL_REQ_ADD_TO && cpu_epilogue_any(&kernel->epilogue)) {
         /* out += epilogue(result): the epilogue sits between the product
          * and the sum, so the result goes through a buffer of its own. */
         size_t bytes = kernel->out_elements * sizeof(float);
@@ -539,17 +539,94 @@ static bool cpu_clip_bound(const pl_node_desc *next, size_t i, float *out)
     return true;
 }
 
+/* NEXT's input that is not input SELF (0 or 1) of a binary NEXT: a
+ * constant f32 of the graph, its data in *DATA and its elements in *COUNT;
+ * its shape must broadcast to a row of COLS along the last axis (dims all 1
+ * but the last, which is 1 or COLS). False otherwise. */
+static bool cpu_fuse_operand(const pl_node_desc *next, size_t self, int64_t cols,
+                             const float **data, size_t *count)
+{
+    const pl_graph_api *g = cpu_host->graph;
+    size_t i = 1 - self;
+    const pl_tensor *t = &next->inputs[i];
+    int64_t id = g->node_input(next->graph, next->node_index, i);
+    const void *p;
+    size_t bytes;
+    if (id < 0 || !PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || t->ndim < 0 ||
+        !g->tensor_constant(next->graph, id, &p, &bytes))
+        return false;
+    for (int32_t d = 0; d + 1 < t->ndim; d++)
+        if (t->shape[d] != 1)
+            return false;
+    int64_t last = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
+    if ((last != 1 && last != cols) || bytes != (size_t)last * sizeof(float))
+        return false;
+    *data = p;
+    *count = (size_t)last;
+    return true;
+}
+
+/* The Add, Mul or Div by a constant that NEXT is, taken into KERNEL's
+ * epilogue of scale and column values (kernel->epilogue_cols > 0, no
+ * activation and no column values yet): Mul or Div by one value scales the
+ * product (its alpha), Add of one value per column (a bias, [N] or [1, ..,
+ * 1, N]) is added as it is stored, from the kernel's copy. */
+static bool cpu_fuse_affine(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *next,
+                            cpu_epilogue *e)
+{
+    const pl_graph_api *g = cpu_host->graph;
+    if (kernel->epilogue_cols <= 0 || kernel->epilogue.col_add != NULL ||
+        next->n_inputs != 2 || next->outputs[0].ndim < 1 ||
+        next->outputs[0].shape[next->outputs[0].ndim - 1] != kernel->epilogue_cols ||
+        !PL_ABI_HAS_FN(pl_graph_api, g, tensor_constant))
+        return false;
+    /* which input is the kernel's result: the one that is not a constant */
+    const void *p;
+    size_t bytes, self = 0;
+    int64_t in0 = g->node_input(next->graph, next->node_index, 0);
+    if (in0 < 0 || g->tensor_constant(next->graph, in0, &p, &bytes))
+        self = 1;
+    if (self == 1 && strcmp(next->op, "Div") == 0)
+        return false; /* c / x */
+    if (!PL_DTYPE_EQ(next->inputs[self].dtype, PL_DTYPE_F32))
+        return false;
+    const float *c;
+    size_t count;
+    if (!cpu_fuse_operand(next, self, kernel->epilogue_cols, &c, &count))
+        return false;
+    *e = kernel->epilogue;
+    if (strcmp(next->op, "Add") == 0 && count == (size_t)kernel->epilogue_cols) {
+        size_t bytes = count * sizeof(float);
+        float *copy = cpu_host->host_alloc(ctx->host_ctx, bytes, 64);
+        if (copy == NULL)
+            return false;
+        memcpy(copy, c, bytes);
+        kernel->epilogue_buf = copy;
+        e->col_add = copy;
+        return true;
+    }
+    if (count != 1 || !isfinite(c[0]) || c[0] == 0.0f)
+        return false;
+    if (strcmp(next->op, "Mul") == 0)
+        e->scale = cpu_epilogue_scale(e) * c[0];
+    else if (strcmp(next->op, "Div") == 0)
+        e->scale = cpu_epilogue_scale(e) / c[0];
+    else
+        return false;
+    return true;
+}
+
 int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *next)
 {
-    (void)ctx;
     if (kernel == NULL || next == NULL || !kernel->epilogue_ok ||
         kernel->epilogue.kind != CPU_EPI_NONE || next->op == NULL || next->graph == NULL ||
         cpu_host->graph == NULL || (next->domain != NULL && next->domain[0] != '\0') ||
         next->n_outputs != 1 || next->n_inputs < 1 ||
         !PL_DTYPE_EQ(next->outputs[0].dtype, PL_DTYPE_F32) ||
-        !PL_DTYPE_EQ(next->inputs[0].dtype, PL_DTYPE_F32))
+        !PL_DTYPE_EQ(next->inputs[0].dtype, PL_DTYPE_F32) ||
+        cpu_elements(next->outputs[0].shape, next->outputs[0].ndim) != kernel->out_elements)
         return 0;
-    cpu_epilogue e = {CPU_EPI_NONE, 0.0f, 0.0f};
+    cpu_epilogue e = kernel->epilogue;
     if (strcmp(next->op, "Relu") == 0 && next->n_inputs == 1) {
         e.kind = CPU_EPI_RELU;
     } else if (strcmp(next->op, "Clip") == 0 && next->n_inputs <= 3) {
@@ -570,15 +647,13 @@ int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *n
         } else if (!cpu_clip_bound(next, 1, &e.lo) || !cpu_clip_bound(next, 2, &e.hi)) {
             return 0;
         }
-    } else {
+        /* Clip with lo > hi (or a NaN bound) stays a node of its own: the
+         * kernels' min/max form differs from Clip's there. */
+        if (!(e.lo <= e.hi))
+            return 0;
+    } else if (!cpu_fuse_affine(ctx, kernel, next, &e)) {
         return 0;
     }
-    /* Clip with lo > hi (or a NaN bound) stays a node of its own: the
-     * kernels' min/max form differs from Clip's there. */
-    if (e.kind == CPU_EPI_CLIP && !(e.lo <= e.hi))
-        return 0;
-    if (cpu_elements(next->outputs[0].shape, next->outputs[0].ndim) != kernel->out_elements)
-        return 0;
     kernel->epilogue = e;
     return 1;
 }
@@ -589,6 +664,7 @@ void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
         cpu_kernel_release(ctx, kernel->inner[0]);
         cpu_kernel_release(ctx, kernel->inner[1]);
         cpu_pack_unshare(ctx, kernel->shared_pack);
+        cpu_host->host_free(ctx->host_ctx, kernel->epilogue_buf);
         cpu_host->host_free(ctx->host_ctx, kernel);
     }
 }

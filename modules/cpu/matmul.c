@@ -217,9 +217,16 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         /* The module's GEMM applies the activation (and a C that is one row
          * of bias, beta 1: a Gemm layer's bias) as it stores the block. */
         cpu_gemm_epilogue epi = {0};
+        const cpu_epilogue *fused = &k->base.epilogue;
+        /* (a run that adds to its output gets no epilogue: cpu_kernel_run
+         * runs it into a buffer of its own when one was fused) */
+        const float alpha = c->add ? k->alpha : k->alpha * cpu_epilogue_scale(fused);
         if (!c->blas && !c->add) {
-            epi = nn_gemm_epilogue_of(&k->base.epilogue, NULL);
-            if (k->has_c && k->c_row_stride == 0 && k->c_col_stride == 1 && k->beta == 1.0f)
+            epi = nn_gemm_epilogue_of(fused, NULL);
+            if (fused->col_add != NULL)
+                epi.col_bias = fused->col_add + col0; /* no C then (cpu_kernel_fuse) */
+            else if (k->has_c && k->c_row_stride == 0 && k->c_col_stride == 1 &&
+                     k->beta == 1.0f)
                 epi.col_bias = c->c + col0;
         }
         if (k->has_c && epi.col_bias == NULL) {
@@ -250,13 +257,15 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
                 if (beta_out == 0.0f)
                     for (int64_t r = 0; r < rows; r++)
                         memset(out + r * ld_out, 0, (size_t)n * sizeof(float));
-                cpu_epilogue_rows(&k->base.epilogue, out, ld_out, rows, n);
+                if (!c->add)
+                    cpu_epilogue_rows(fused, out, ld_out, rows, n, col0);
                 continue;
             }
             c->blas->sgemm(CblasRowMajor, k->trans_a ? CblasTrans : CblasNoTrans,
                         k->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)kk,
-                        k->alpha, a, (int)lda, b, (int)ldb, beta_out, out, (int)ld_out);
-            cpu_epilogue_rows(&k->base.epilogue, out, ld_out, rows, n);
+                        alpha, a, (int)lda, b, (int)ldb, beta_out, out, (int)ld_out);
+            if (!c->add)
+                cpu_epilogue_rows(fused, out, ld_out, rows, n, col0);
             continue;
         }
         cpu_gemm_operand ga = {.data = a, .ld = lda, .trans = k->trans_a};
@@ -266,7 +275,7 @@ static void cpu_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             gb.packed_k = kk;
             gb.first = col0;
         }
-        cpu_gemm_ex(rows, n, kk, k->alpha, &ga, &gb, beta_out, out, ld_out,
+        cpu_gemm_ex(rows, n, kk, alpha, &ga, &gb, beta_out, out, ld_out,
                     c->ws + (size_t)worker * (nn_slice_bytes(k->slice_floats) / sizeof(float)),
                     &epi);
     }
@@ -450,6 +459,8 @@ pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->base.n_reads = 2;
     k->base.out_elements = cpu_elements(o->shape, o->ndim);
+    /* the output's last axis is B's columns unless B was 1-D */
+    k->base.epilogue_cols = k->base.epilogue_ok && b->ndim >= 2 ? n : 0;
     k->m = m;
     k->n = n;
     k->k = ka;
@@ -560,6 +571,8 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node, pl_kerne
     k->batch = 1;
     k->base.n_reads = k->has_c ? 3 : 2;
     k->base.out_elements = (size_t)(m * n);
+    /* (with a C, a scale would have to reach it too) */
+    k->base.epilogue_cols = k->base.epilogue_ok && !k->has_c ? n : 0;
     cpu_gemm_plan_tasks(ctx, k);
     *out_kernel = &k->base;
     return NULL;

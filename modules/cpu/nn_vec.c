@@ -151,8 +151,12 @@ float nn_max(const float *x, int64_t n)
 }
 
 void cpu_epilogue_rows(const cpu_epilogue *e, float *c, int64_t ldc, int64_t rows,
-                       int64_t cols)
+                       int64_t cols, int64_t col0)
 {
+    if (e->col_add != NULL)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < cols; j++)
+                c[r * ldc + j] += e->col_add[col0 + j];
     if (e->kind == CPU_EPI_NONE)
         return;
     for (int64_t r = 0; r < rows; r++, c += ldc) {

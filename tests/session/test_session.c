@@ -3609,6 +3609,86 @@ static void case_cpu_fuse_gemm_chain(void)
     pl_runtime_destroy(rt);
 }
 
+static void case_cpu_fuse_bias_scale(void)
+{
+    /* A transformer's products on cpu alone: x [2, 3, K] -> MatMul -> Div by
+     * 2 -> Add of a bias [N] -> Relu is one kernel (the scale its alpha, the
+     * bias and Relu its epilogue). Not taken: an Add of a [3, N] constant
+     * (not one value per column), the Add after a product by a 1-D B (its
+     * output's last axis is not B's columns), and a Mul after a Gemm with a
+     * C (the scale would have to reach C too). */
+    enum { B = 2, S = 3, K = 8, N = 16 };
+    static float w[K * N], bias[N], rows[S * N], v[K], wg[K * N], cg[N];
+    fill(w, K * N, 90, 0.5f);
+    fill(bias, N, 91, 0.5f);
+    fill(rows, S * N, 92, 0.5f);
+    fill(v, K, 93, 0.5f);
+    fill(wg, K * N, 94, 0.5f);
+    fill(cg, N, 95, 0.5f);
+    float two = 2.0f, three = 3.0f, brow[S];
+    fill(brow, S, 96, 0.5f);
+    static const int64_t xd[3] = {B, S, K}, wd[2] = {K, N}, bd[1] = {N}, rd[2] = {S, N},
+                         vd[1] = {K}, sd[1] = {S};
+    mb m;
+    mb_begin(&m);
+    mb_tensor(&m, "x", 3, xd, NULL);
+    mb_tensor(&m, "w", 2, wd, w);
+    mb_tensor(&m, "bias", 1, bd, bias);
+    mb_tensor(&m, "rows", 2, rd, rows);
+    mb_tensor(&m, "v", 1, vd, v);
+    mb_tensor(&m, "brow", 1, sd, brow);
+    mb_tensor(&m, "wg", 2, wd, wg);
+    mb_tensor(&m, "cg", 1, bd, cg);
+    mb_tensor(&m, "two", 0, NULL, &two);
+    mb_tensor(&m, "three", 0, NULL, &three);
+    mb_node(&m, "mm1", "MatMul", "\"x\",\"w\"", "\"a1\"", NULL);
+    mb_node(&m, "div", "Div", "\"a1\",\"two\"", "\"d1\"", NULL);
+    mb_node(&m, "add1", "Add", "\"bias\",\"d1\"", "\"e1\"", NULL);
+    mb_node(&m, "relu", "Relu", "\"e1\"", "\"y1\"", NULL);
+    mb_node(&m, "mm2", "MatMul", "\"x\",\"w\"", "\"a2\"", NULL);
+    mb_node(&m, "add2", "Add", "\"a2\",\"rows\"", "\"y2\"", NULL);
+    mb_node(&m, "mm3", "MatMul", "\"x\",\"v\"", "\"a3\"", NULL);
+    mb_node(&m, "add3", "Add", "\"a3\",\"brow\"", "\"y3\"", NULL);
+    mb_node(&m, "flat", "Flatten", "\"x\"", "\"xf\"", "\"axis\":{\"int\":2}");
+    mb_node(&m, "gemm", "Gemm", "\"xf\",\"wg\",\"cg\"", "\"g\"", NULL);
+    mb_node(&m, "mul", "Mul", "\"g\",\"three\"", "\"y4\"", NULL);
+    pl_runtime *rt = runtime_with("[placement]\norder = cpu\n[graph]\noptimize = none\n");
+    pl_session *s = session_for(rt, mb_end(&m, "\"x\"", "\"y1\",\"y2\",\"y3\",\"y4\""));
+    json_t *root = th_explain(s);
+    expect_step(root, "mm1+div+add1+relu (MatMul+Div+Add+Relu, cpu)", "div,add1,relu");
+    expect_fused(root, "add2", NULL);
+    expect_fused(root, "add3", NULL);
+    expect_fused(root, "mul", NULL);
+    json_decref(root);
+    for (int r = 0; r < 2; r++) {
+        float x[B * S * K], y1[B * S * N], y2[B * S * N], y3[B * S], y4[B * S * N];
+        fill(x, B * S * K, 97 + (uint32_t)r, 1.0f);
+        for (int i = 0; i < B * S; i++) {
+            double dot = 0;
+            for (int k = 0; k < K; k++)
+                dot += (double)x[i * K + k] * v[k];
+            y3[i] = (float)(dot + brow[i % S]);
+            for (int j = 0; j < N; j++) {
+                double acc = 0, accg = cg[j];
+                for (int k = 0; k < K; k++) {
+                    acc += (double)x[i * K + k] * w[k * N + j];
+                    accg += (double)x[i * K + k] * wg[k * N + j];
+                }
+                double e = acc / 2.0 + bias[j];
+                y1[i * N + j] = (float)(e > 0 ? e : 0);
+                y2[i * N + j] = (float)(acc + rows[(i % S) * N + j]);
+                y4[i * N + j] = (float)(accg * 3.0);
+            }
+        }
+        const char *names[4] = {"y1", "y2", "y3", "y4"};
+        const float *want[4] = {y1, y2, y3, y4};
+        size_t n[4] = {B * S * N, B * S * N, B * S, B * S * N};
+        run_expect(s, x, 3, xd, 4, names, want, n, 1e-4f);
+    }
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 static void case_cpu_fuse_examples_cnn(void)
 {
     /* The shipped CNN on cpu alone (conv2 takes relu2) gives what it gives
@@ -4218,6 +4298,7 @@ int main(int argc, char **argv)
         {"cpu_fuse_graph_output", case_cpu_fuse_graph_output},
         {"cpu_fuse_pinned", case_cpu_fuse_pinned},
         {"cpu_fuse_gemm_chain", case_cpu_fuse_gemm_chain},
+        {"cpu_fuse_bias_scale", case_cpu_fuse_bias_scale},
         {"cpu_fuse_examples_cnn", case_cpu_fuse_examples_cnn},
         {"devmem_run", case_devmem_run},
         {"devmem_oom_constant", case_devmem_oom_constant},
