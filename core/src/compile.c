@@ -107,7 +107,11 @@ pl_status *pl_program_compile(pl_program *p, pl_warnings *w, long *out_failed)
 {
     *out_failed = -1;
     const char *dir = p->rt->config->cache_dir;
-    bool cache_ok = dir != NULL && dir[0] != '\0';
+    /* Not a plan for few runs (a staged session's tail for a new signature,
+     * stage.c): writing its subgraphs out cost more than compiling them
+     * (a 4-layer BERT at a new length: 15.5 ms a first run against 9.2,
+     * 20 MB of cache each), and reading one back, checked, more too. */
+    bool cache_ok = dir != NULL && dir[0] != '\0' && !(pl_partition_plan_runs(p->part) > 0);
     for (size_t i = 0; i < p->n_steps; i++) {
         pl_prog_step *st = &p->steps[i];
         if (st->kind != PL_STEP_SUBGRAPH)

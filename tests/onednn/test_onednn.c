@@ -5727,17 +5727,19 @@ static void case_probe_memo(void)
     pl_runtime_destroy(rt);
 }
 
-/* Tails of a staged session in tiers (stage.c): rows of x known only at
- * run time (16, then 17), two 256 x 256 products and a Relu. The first
- * tail plans in full (onednn). The next signature's plan is expected to serve as few runs
- * as the stage's plans have served (two), so placement weighs onednn's
- * compile (pl_cost.prepare_us) against them: the products go to cpu,
- * their reason naming the compile. That signature used 8 times is planned
- * again in full: onednn. Values agree with a cpu-only runtime's at each
- * tier. */
-static void case_quick_tails(void)
+/* The staged model of the quick_tails cases: rows of x known only at run
+ * time, two 256 x 256 products and a Relu; a runtime of CACHE_LINE's
+ * [runtime] line (or none) offering onednn first, weighing costs, and a
+ * cpu-only one, each with a session of it. Skips when onednn is not
+ * loaded. */
+struct qt_pair {
+    pl_runtime *rt, *rc;
+    pl_session *s, *sc;
+};
+
+static struct qt_pair qt_open(uint32_t seed, const char *cache_line)
 {
-    struct mb m = {.seed = 97};
+    struct mb m = {.seed = seed};
     int64_t xs[] = {-1, 256}, ws[] = {256, 256};
     mb_input(&m, "x", 2, xs);
     mb_const(&m, "w1", 2, ws, NULL, 0.06f);
@@ -5747,53 +5749,86 @@ static void case_quick_tails(void)
     mb_node(&m, "m2", "MatMul", "\"ar\",\"w2\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
     const char *path = mb_write(&m);
-    const char *dir = th_tempdir();
-    const char *ini = th_path(dir, "cost.ini");
+    const char *ini = th_path(th_tempdir(), "cost.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n\n[placement]\norder = onednn, cpu\n"
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n[placement]\norder = onednn, cpu\n"
                "choose = cost\n",
-            th_arg(0));
+            th_arg(0), cache_line);
     fclose(f);
     pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
                             .ignore_environment = true};
-    pl_runtime *rt = NULL;
-    TH_CHECK_OK(pl_runtime_create(&o, &rt));
-    long oi = pl_runtime_find_module(rt, "onednn");
-    if (oi < 0 || rt->modules[oi]->status != PL_MODULE_LOADED) {
-        pl_runtime_destroy(rt);
+    struct qt_pair q = {0};
+    TH_CHECK_OK(pl_runtime_create(&o, &q.rt));
+    long oi = pl_runtime_find_module(q.rt, "onednn");
+    if (oi < 0 || q.rt->modules[oi]->status != PL_MODULE_LOADED) {
+        pl_runtime_destroy(q.rt);
         th_skip("the onednn module is not loaded (oneDNN missing?)");
     }
-    pl_runtime *rc = runtime_with("cpu");
-    pl_session *s = session_for(rt, path), *sc = session_for(rc, path);
+    q.rc = runtime_with("cpu");
+    q.s = session_for(q.rt, path);
+    q.sc = session_for(q.rc, path);
+    return q;
+}
+
+/* RUNS runs of ROWS rows on both sessions, the values agreeing; then the
+ * explain JSON of the onednn session (the caller frees it) and its last
+ * tail in *TAIL. */
+static json_t *qt_runs(const struct qt_pair *q, int64_t rows, int runs, json_t **tail)
+{
+    int64_t d[] = {rows, 256};
+    size_t n = (size_t)rows * 256;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *yc = malloc(n * sizeof *yc);
+    TH_CHECK(x && y && yc, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = sinf((float)i * 0.173f);
+    for (int r = 0; r < runs; r++) {
+        memset(y, 0, n * sizeof *y);
+        run_one(q->s, "x", x, 2, d, "y", y, 2, d);
+        run_one(q->sc, "x", x, 2, d, "y", yc, 2, d);
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < n; i++) {
+            worst = fmax(worst, fabs((double)y[i] - yc[i]));
+            scale = fmax(scale, fabs((double)yc[i]));
+        }
+        TH_CHECK(worst <= 1e-4 * scale, "%lld rows, run %d: %g off cpu's (scale %g)",
+                 (long long)rows, r, worst, scale);
+    }
+    free(x);
+    free(y);
+    free(yc);
+    json_t *root = th_explain(q->s);
+    *tail = json_object_get(json_object_get(root, "staged"), "last_tail");
+    TH_CHECK(json_is_object(*tail), "no staged.last_tail after %lld rows", (long long)rows);
+    return root;
+}
+
+static void qt_close(struct qt_pair *q)
+{
+    pl_session_destroy(q->s);
+    pl_session_destroy(q->sc);
+    pl_runtime_destroy(q->rt);
+    pl_runtime_destroy(q->rc);
+}
+
+/* Tails of a staged session in tiers (stage.c) on qt_open's model. The
+ * first tail plans in full (onednn). The next signature's plan is
+ * expected to serve as few runs as the stage's plans have served on
+ * average (two), so placement weighs onednn's compile (pl_cost.prepare_us)
+ * against them: the products go to cpu (rows 16, then 17), their reason
+ * naming the compile. That signature used 8 times is planned again in
+ * full: onednn. Values agree with a cpu-only runtime's at each tier. */
+static void case_quick_tails(void)
+{
+    struct qt_pair q = qt_open(97, "");
     /* (rows, runs of it, where m1 and m2 run after them) */
     static const struct {
         int64_t rows;
         int runs;
         const char *backend;
     } steps[] = {{16, 1, "onednn"}, {17, 1, "cpu"}, {17, 6, "cpu"}, {17, 1, "onednn"}};
-    float *x = malloc(17 * 256 * sizeof *x), *y = malloc(17 * 256 * sizeof *y),
-          *yc = malloc(17 * 256 * sizeof *yc);
-    TH_CHECK(x && y && yc, "out of memory");
-    for (size_t i = 0; i < 17 * 256; i++)
-        x[i] = sinf((float)i * 0.173f);
     for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
-        int64_t d[] = {steps[k].rows, 256};
-        for (int r = 0; r < steps[k].runs; r++) {
-            memset(y, 0, 17 * 256 * sizeof *y);
-            run_one(s, "x", x, 2, d, "y", y, 2, d);
-            run_one(sc, "x", x, 2, d, "y", yc, 2, d);
-            double worst = 0, scale = 0;
-            for (size_t i = 0; i < (size_t)d[0] * 256; i++) {
-                worst = fmax(worst, fabs((double)y[i] - yc[i]));
-                scale = fmax(scale, fabs((double)yc[i]));
-            }
-            TH_CHECK(worst <= 1e-4 * scale, "%lld rows, run %d: %g off cpu's (scale %g)",
-                     (long long)d[0], r, worst, scale);
-        }
-        json_t *root = th_explain(s);
-        json_t *tail = json_object_get(json_object_get(root, "staged"), "last_tail");
-        TH_CHECK(json_is_object(tail), "no staged.last_tail after %lld rows", (long long)d[0]);
+        json_t *tail, *root = qt_runs(&q, steps[k].rows, steps[k].runs, &tail);
         for (int n = 0; n < 2; n++) {
             json_t *p = th_placement_of(tail, n ? "m2" : "m1");
             const char *backend = json_string_value(json_object_get(p, "backend"));
@@ -5801,7 +5836,7 @@ static void case_quick_tails(void)
                 json_object_get(json_object_get(p, "reasons"), "onednn"));
             TH_CHECK(backend != NULL && strcmp(backend, steps[k].backend) == 0,
                      "step %zu (%lld rows): %s on %s, not %s (onednn: %s)", k,
-                     (long long)d[0], n ? "m2" : "m1", backend, steps[k].backend,
+                     (long long)steps[k].rows, n ? "m2" : "m1", backend, steps[k].backend,
                      why ? why : "-");
             if (strcmp(steps[k].backend, "cpu") == 0)
                 TH_CHECK(why != NULL && strstr(why, "runs a plan serves") != NULL,
@@ -5809,13 +5844,41 @@ static void case_quick_tails(void)
         }
         json_decref(root);
     }
-    free(x);
-    free(y);
-    free(yc);
-    pl_session_destroy(s);
-    pl_session_destroy(sc);
-    pl_runtime_destroy(rt);
-    pl_runtime_destroy(rc);
+    qt_close(&q);
+}
+
+/* A staged session's tails and the compile cache (compile.c): the first
+ * tail is planned in full and its subgraph goes to the cache; a tail for a
+ * later signature, planned for the runs the plans before it served (here
+ * 61: the products still go to onednn), compiles without the cache, since
+ * writing it out cost more than compiling it; used 8 times, it is planned
+ * again in full and stored. Values agree with a cpu-only runtime's. */
+static void case_quick_tails_uncached(void)
+{
+    char line[4200];
+    snprintf(line, sizeof line, "cache_dir = %s", th_path(th_tempdir(), "cache"));
+    struct qt_pair q = qt_open(98, line);
+    /* (rows, runs of it, the cache state of the tail's subgraph after them) */
+    static const struct {
+        int64_t rows;
+        int runs;
+        const char *cache;
+    } steps[] = {{64, 60, "stored"}, {63, 1, "off"}, {63, 6, "off"}, {63, 1, "stored"}};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        json_t *tail, *root = qt_runs(&q, steps[k].rows, steps[k].runs, &tail);
+        const char *backend = json_string_value(
+            json_object_get(th_placement_of(tail, "m1"), "backend"));
+        TH_CHECK(backend != NULL && strcmp(backend, "onednn") == 0,
+                 "step %zu (%lld rows): m1 on %s, not onednn", k, (long long)steps[k].rows,
+                 backend ? backend : "-");
+        json_t *sg = json_array_get(json_object_get(tail, "subgraphs"), 0);
+        const char *cache = json_string_value(json_object_get(sg, "cache"));
+        TH_CHECK(cache != NULL && strcmp(cache, steps[k].cache) == 0,
+                 "step %zu (%lld rows): the tail's subgraph is '%s' in the cache, not '%s'", k,
+                 (long long)steps[k].rows, cache ? cache : "-", steps[k].cache);
+        json_decref(root);
+    }
+    qt_close(&q);
 }
 
 /* Winograd's scratchpad grows with the images a layer sees (oneDNN
@@ -6048,6 +6111,7 @@ int main(int argc, char **argv)
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"gemv", case_gemv},
         {"quick_tails", case_quick_tails},
+        {"quick_tails_uncached", case_quick_tails_uncached},
         {"probe_memo", case_probe_memo},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
