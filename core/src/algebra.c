@@ -40,7 +40,9 @@
  *   of 1 MiB or more becomes a 2-D product of the merged rows between
  *   Reshapes, the Add of a per-column constant after it its Gemm's C
  *   (oneDNN lays a 2-D product's weights out once, a 3-D one's on every
- *   run).
+ *   run), and the elementwise nodes after those (GELU, an activation) on
+ *   the merged rows too, before the Reshape back, where a backend fusing
+ *   what follows a product sees them.
  * - Layer normalisation written out as exporters without the op write it
  *   (PyTorch before opset 17, Keras's own): ReduceMean over the last axis,
  *   Sub, Pow(·, 2) or Mul(d, d), ReduceMean, Add ε, Sqrt, Div, then a Mul
@@ -181,10 +183,16 @@ struct pl_alg_gemm {
 /* A MatMul of [.., M, K] by a constant [K, N] (and the Add of a constant
  * [N] after it, ADD, or PL_NID_NONE): one 2-D product of ROWS rows between
  * Reshapes. */
+#define PL_ALG_FLAT_REGION_MAX 16
 struct pl_alg_flat {
     pl_nid mm, add;
     pl_tid c;
     int64_t rows, k;
+    /* elementwise nodes after it that run on the merged rows too, in
+     * topological order, and the one tensor they hand on (pl_alg_flat_region) */
+    pl_nid region[PL_ALG_FLAT_REGION_MAX];
+    size_t n_region;
+    pl_tid exit;
 };
 
 /* An 8-bit table lookup (pl_alg_lut): the elementwise nodes CONE (N of
@@ -1058,6 +1066,102 @@ static pl_status *pl_alg_write_bmm(const pl_graph *g, const pl_tid *alias, pl_gr
  * product plain and copies them into its blocks on every run, but lays a
  * 2-D product's out once (a transformer's linear layers at batch 1, each
  * [1, S, K] by [K, N]; dz_vit_b_16, 17 tokens: 37.5 -> 21 ms a run). */
+/* Ops that map each element alone (given one-value operands): what may
+ * run on the merged rows as well as on the rows of any shape. */
+static bool pl_alg_flat_elementwise(const char *op)
+{
+    static const char *const ops[] = {
+        "Relu",  "Sigmoid",  "Tanh",     "Erf",         "Exp",         "Log",      "Sqrt",
+        "Abs",   "Neg",      "Reciprocal", "Softplus",  "Softsign",    "Elu",      "Selu",
+        "Celu",  "LeakyRelu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Mish", "Gelu",
+        "Clip",  "Mul",      "Div",      "Add",         "Sub",         "Pow",      "Max",
+        "Min"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The elementwise nodes after a product whose rows merge (F, its result
+ * T0): GELU written out (x read twice), an activation, a scale. They run
+ * on the 2-D result before the Reshape back, so that a backend that fuses
+ * what follows a product sees them after it (oneDNN's post-ops: across the
+ * Reshape, DistilBERT's GELU was an eltwise primitive of its own). Taken
+ * when every input of each is T0, a tensor the region made, or a constant
+ * of one value and rank 2 or less (broadcasting it keeps the rank), each
+ * gives T0's shape, nothing outside reads T0 or what the region makes but
+ * one tensor, the exit, which is not T0. Else none. */
+static void pl_alg_flat_region(struct pl_alg *a, struct pl_alg_flat *f, pl_tid t0)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_tensor *yt = pl_graph_get_tensor(g, t0);
+    pl_tid made[PL_ALG_FLAT_REGION_MAX + 1] = {t0};
+    size_t n_made = 1;
+    f->n_region = 0;
+    f->exit = PL_TID_NONE;
+    for (bool grew = true; grew && f->n_region < PL_ALG_FLAT_REGION_MAX;) {
+        grew = false;
+        for (size_t i = 0; i < n_made && !grew; i++) {
+            const pl_graph_tensor *ti = pl_graph_get_tensor(g, made[i]);
+            for (size_t c = 0; c < ti->n_consumers && !grew; c++) {
+                pl_nid id = ti->consumers[c];
+                const pl_graph_node *n = pl_graph_get_node(g, id);
+                bool in = a->drop[id] || !pl_alg_default_domain(n) || n->n_outputs != 1 ||
+                          n->outputs[0] == PL_TID_NONE || !pl_alg_flat_elementwise(n->op);
+                for (size_t k = 0; k < f->n_region && !in; k++)
+                    in = f->region[k] == id;
+                if (in)
+                    continue; /* taken, or not one to take */
+                const pl_graph_tensor *ot = pl_graph_get_tensor(g, n->outputs[0]);
+                bool ok = ot->ndim == yt->ndim && PL_DTYPE_EQ(ot->dtype, yt->dtype) &&
+                          memcmp(ot->dims, yt->dims, (size_t)yt->ndim * sizeof *yt->dims) == 0;
+                for (size_t j = 0; ok && j < n->n_inputs; j++) {
+                    pl_tid t = n->inputs[j];
+                    if (t == PL_TID_NONE)
+                        continue;
+                    bool ours = false;
+                    for (size_t k = 0; k < n_made && !ours; k++)
+                        ours = made[k] == t;
+                    const pl_graph_tensor *it = pl_graph_get_tensor(g, a->alias[t]);
+                    size_t bytes = 0;
+                    ok = ours || (a->is_const[a->alias[t]] && it->ndim >= 0 && it->ndim <= 2 &&
+                                  pl_graph_tensor_bytes(it, &bytes) &&
+                                  bytes == pl_dtype_size(it->dtype));
+                }
+                if (!ok)
+                    continue;
+                f->region[f->n_region++] = id;
+                made[n_made++] = n->outputs[0];
+                grew = true;
+            }
+        }
+    }
+    /* one tensor leaves (read outside, or a graph output), not the product's */
+    pl_tid exit = PL_TID_NONE;
+    size_t exits = 0;
+    for (size_t i = 0; i < n_made; i++) {
+        const pl_graph_tensor *ti = pl_graph_get_tensor(g, made[i]);
+        bool leaves = !pl_alg_replaceable(a, made[i]);
+        for (size_t c = 0; c < ti->n_consumers && !leaves; c++) {
+            bool ours = false;
+            for (size_t k = 0; k < f->n_region && !ours; k++)
+                ours = f->region[k] == ti->consumers[c];
+            leaves = !ours;
+        }
+        if (leaves) {
+            exits++;
+            exit = made[i];
+        }
+    }
+    if (f->n_region == 0 || exits != 1 || exit == t0) {
+        f->n_region = 0;
+        return;
+    }
+    f->exit = exit;
+    for (size_t k = 0; k < f->n_region; k++)
+        a->drop[f->region[k]] = true;
+}
+
 /* The smallest weights whose product's rows merge (below: see the pass). */
 #define PL_ALG_FLAT_MIN_BYTES ((size_t)1 << 20)
 
@@ -1120,14 +1224,68 @@ static pl_status *pl_alg_flat_matmul(struct pl_alg *a, pl_nid id)
         }
     }
     a->drop[id] = true;
+    pl_alg_flat_region(a, &f, f.add != PL_NID_NONE ? pl_graph_get_node(g, f.add)->outputs[0]
+                                                  : mm->outputs[0]);
     a->flats[a->n_flats++] = f;
+    char more[64] = "";
+    if (f.n_region > 0)
+        snprintf(more, sizeof more, " (and the %zu elementwise nodes after it)", f.n_region);
     if (!pl_rewrites_add(a->rewrites,
                          "MatMul '%s' of %d-D rows by a constant matrix%s made a 2-D %s of "
-                         "%lld rows between Reshapes",
+                         "%lld rows between Reshapes%s",
                          mm->name, (int)at->ndim, f.add != PL_NID_NONE ? " and the Add after it" : "",
-                         f.add != PL_NID_NONE ? "Gemm" : "MatMul", (long long)rows))
+                         f.add != PL_NID_NONE ? "Gemm" : "MatMul", (long long)rows, more))
         return pl_alg_oom();
     return NULL;
+}
+
+/* Writes F's elementwise region into COPY on the 2-D product POUT (the
+ * rows of T0 merged): each node as it was, reading what the region made
+ * (under new names) and its constants, then the Reshape of the exit back to
+ * its dims, under its name. */
+static pl_status *pl_alg_write_flat_region(const pl_graph *g, const pl_tid *alias,
+                                           pl_graph *copy, const struct pl_alg_flat *f,
+                                           const char *pout, pl_tid t0)
+{
+    pl_tid src[PL_ALG_FLAT_REGION_MAX + 1] = {t0};
+    char *flat[PL_ALG_FLAT_REGION_MAX + 1] = {pl_strdupf("%s", pout)};
+    size_t n_src = 1;
+    pl_status *st = flat[0] != NULL ? NULL : pl_alg_oom();
+    for (size_t k = 0; st == NULL && k < f->n_region; k++) {
+        const pl_graph_node *n = pl_graph_get_node(g, f->region[k]);
+        const char *ins[8];
+        if (n->n_inputs > sizeof ins / sizeof ins[0]) {
+            st = pl_status_create(PL_CODE_INTERNAL, "'%s': %zu inputs", n->name, n->n_inputs);
+            break;
+        }
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            pl_tid t = n->inputs[j];
+            ins[j] = t == PL_TID_NONE ? "" : pl_graph_get_tensor(g, alias[t])->name;
+            for (size_t i = 0; t != PL_TID_NONE && i < n_src; i++)
+                if (src[i] == t)
+                    ins[j] = flat[i];
+        }
+        char *out = pl_alg_name(copy, n->name, "flat", false);
+        pl_nid nid;
+        st = out != NULL ? pl_graph_add_node(copy, n->name, n->op, n->domain, ins, n->n_inputs,
+                                             (const char *const *)&out, 1, &nid)
+                         : pl_alg_oom();
+        if (st == NULL)
+            st = pl_graph_node_copy_attrs(copy, nid, n);
+        src[n_src] = n->outputs[0];
+        flat[n_src++] = out;
+    }
+    const pl_graph_tensor *et = pl_graph_get_tensor(g, f->exit);
+    for (size_t i = 0; st == NULL && i < n_src; i++)
+        if (src[i] == f->exit) {
+            char *last = NULL;
+            st = pl_alg_reshape_node(copy, et->name, flat[i], et->dims, et->ndim, et->name,
+                                     &last);
+            pl_free(last);
+        }
+    for (size_t i = 0; i < n_src; i++)
+        pl_free(flat[i]);
+    return st;
 }
 
 /* Writes F into COPY: Reshape(A) to [rows, K], the product (a Gemm with C
@@ -1161,8 +1319,13 @@ static pl_status *pl_alg_write_flat(const pl_graph *g, const pl_tid *alias, pl_g
                                                f->c != PL_TID_NONE ? 3 : 2, &dst, 1, NULL)
                            : pl_alg_oom();
     }
-    if (st == NULL)
+    if (st == NULL && f->n_region == 0)
         st = pl_alg_reshape_node(copy, base, pout, y->dims, y->ndim, y->name, &last);
+    else if (st == NULL)
+        st = pl_alg_write_flat_region(g, alias, copy, f, pout,
+                                      f->add != PL_NID_NONE
+                                          ? pl_graph_get_node(g, f->add)->outputs[0]
+                                          : mm->outputs[0]);
     pl_free(ra);
     pl_free(rc);
     pl_free(pout);
@@ -2644,6 +2807,9 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
          * constant, when the Add went in) feed the Reshapes and the Gemm */
         for (size_t k = 0; k < a->n_flats; k++) {
             const struct pl_alg_flat *fl = &a->flats[k];
+            for (size_t r = 0; r < fl->n_region; r++)
+                if (fl->region[r] == id)
+                    reads = true; /* rewritten after the product, reading the same */
             if (fl->add == id || (fl->add == PL_NID_NONE && fl->mm == id)) {
                 const pl_graph_node *mm = pl_graph_get_node(g, fl->mm);
                 needed[a->alias[mm->inputs[0]]] = needed[a->alias[mm->inputs[1]]] = true;

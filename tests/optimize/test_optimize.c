@@ -2703,6 +2703,41 @@ static void case_scatter_rows(void)
     against_none(path, x, 3, shape, names, 2, scatter_check);
 }
 
+/* The rows cases' weights: w [512, 512] (1 MiB) and b [512], then the
+ * head of their model (JSON up to the tensors after w and b) for weights
+ * file WEIGHTS and outputs OUTS (a JSON list's items). */
+static float rows_w[512 * 512], rows_b[512];
+
+static void rows_weights(void)
+{
+    for (int k = 0; k < 512 * 512; k++)
+        rows_w[k] = 0.01f * (float)((k * 7) % 23 - 11);
+    for (int k = 0; k < 512; k++)
+        rows_b[k] = 0.05f * (float)(k % 9) - 0.2f;
+}
+
+#define ROWS_HEAD(WEIGHTS, OUTS)                                                             \
+    "{\"format\":\"plinth-graph\",\"version\":1,"                                          \
+    "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"                                 \
+    "\"weights\":\"" WEIGHTS "\",\"inputs\":[\"x\"],\"outputs\":[" OUTS "],"                \
+    "\"tensors\":["                                                                          \
+    "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3,512]},"                              \
+    "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[512,512],"                               \
+    "\"data\":{\"offset\":0,\"length\":1048576}},"                                         \
+    "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[512],"                                   \
+    "\"data\":{\"offset\":1048576,\"length\":2048}},"
+
+/* x of the rows cases, run against optimize = none. */
+static void rows_against_none(const char *path, const char *const *names, size_t n,
+                              rewrite_check check)
+{
+    static float x[3 * 512];
+    for (int i = 0; i < 3 * 512; i++)
+        x[i] = 0.01f * (float)(i % 37 - 18);
+    static const int64_t shape[3] = {1, 3, 512};
+    against_none(path, x, 3, shape, names, n, check);
+}
+
 /* lin: [1, 3, 512] by a constant [512, 512] (1 MiB) and the Add of [512]
  * after it: a 2-D Gemm of 3 rows between Reshapes; small: the same with a
  * [512, 4] weight, left 3-D. */
@@ -2715,38 +2750,67 @@ static void rows_merged_check(json_t *root, const char *cfg)
 
 static void case_matmul_rows_merged(void)
 {
-    static float w[512 * 512], b[512], w4[512 * 4];
-    for (int k = 0; k < 512 * 512; k++)
-        w[k] = 0.01f * (float)((k * 7) % 23 - 11);
-    for (int k = 0; k < 512; k++)
-        b[k] = 0.05f * (float)(k % 9) - 0.2f;
+    static float w4[512 * 4];
+    rows_weights();
     for (int k = 0; k < 512 * 4; k++)
         w4[k] = 0.02f * (float)((k * 5) % 13 - 6);
-    write_sidecar("rows.weights", (const void *const[]){w, b, w4},
-                  (const size_t[]){sizeof w, sizeof b, sizeof w4}, 3);
+    write_sidecar("rows.weights", (const void *const[]){rows_w, rows_b, w4},
+                  (const size_t[]){sizeof rows_w, sizeof rows_b, sizeof w4}, 3);
     const char *path = write_model(
         "rows.json",
-        "{\"format\":\"plinth-graph\",\"version\":1,"
-        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
-        "\"weights\":\"rows.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"z\"],"
-        "\"tensors\":["
-        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3,512]},"
-        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[512,512],"
-        "\"data\":{\"offset\":0,\"length\":1048576}},"
-        "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[512],"
-        "\"data\":{\"offset\":1048576,\"length\":2048}},"
+        ROWS_HEAD("rows.weights", "\"y\",\"z\"")
         "{\"name\":\"w4\",\"dtype\":\"f32\",\"shape\":[512,4],"
         "\"data\":{\"offset\":1050624,\"length\":8192}}],"
         "\"nodes\":["
         "{\"name\":\"lin\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p\"]},"
         "{\"name\":\"bias\",\"op\":\"Add\",\"inputs\":[\"p\",\"b\"],\"outputs\":[\"y\"]},"
         "{\"name\":\"small\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w4\"],\"outputs\":[\"z\"]}]}");
-    static float x[3 * 512];
-    for (int i = 0; i < 3 * 512; i++)
-        x[i] = 0.01f * (float)(i % 37 - 18);
-    static const int64_t shape[3] = {1, 3, 512};
     static const char *const names[2] = {"y", "z"};
-    against_none(path, x, 3, shape, names, 2, rows_merged_check);
+    rows_against_none(path, names, 2, rows_merged_check);
+}
+
+/* gelu's model: lin [1, 3, 512] by [512, 512] + bias, then GELU written
+ * out (Div by sqrt 2, Erf, Add 1, Mul by the sum, Mul 0.5): the five run
+ * on the 2-D Gemm's rows before the Reshape back (a backend fusing what
+ * follows a product sees them after it). lin2's sum q is a graph output
+ * as well as its Relu's input: its Relu stays after the Reshape. */
+static void rows_gelu_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "lin", "(and the 5 elementwise nodes after it)") &&
+                 rewritten_as(root, "lin2", "between Reshapes") &&
+                 !rewritten_as(root, "lin2", "elementwise") && placed(root, "erf") &&
+                 placed(root, "relu"),
+             "%s: lin should take its GELU, lin2 not its Relu", cfg);
+}
+
+static void case_matmul_rows_gelu(void)
+{
+    rows_weights();
+    const float c[3] = {1.4142135f, 1.0f, 0.5f};
+    write_sidecar("gelu.weights", (const void *const[]){rows_w, rows_b, c},
+                  (const size_t[]){sizeof rows_w, sizeof rows_b, sizeof c}, 3);
+    const char *path = write_model(
+        "gelu.json",
+        ROWS_HEAD("gelu.weights", "\"y\",\"z\",\"q\"")
+        "{\"name\":\"sqrt2\",\"dtype\":\"f32\",\"shape\":[],"
+        "\"data\":{\"offset\":1050624,\"length\":4}},"
+        "{\"name\":\"one\",\"dtype\":\"f32\",\"shape\":[1],"
+        "\"data\":{\"offset\":1050628,\"length\":4}},"
+        "{\"name\":\"half\",\"dtype\":\"f32\",\"shape\":[1,1],"
+        "\"data\":{\"offset\":1050632,\"length\":4}}],"
+        "\"nodes\":["
+        "{\"name\":\"lin\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p\"]},"
+        "{\"name\":\"bias\",\"op\":\"Add\",\"inputs\":[\"p\",\"b\"],\"outputs\":[\"s\"]},"
+        "{\"name\":\"div\",\"op\":\"Div\",\"inputs\":[\"s\",\"sqrt2\"],\"outputs\":[\"d\"]},"
+        "{\"name\":\"erf\",\"op\":\"Erf\",\"inputs\":[\"d\"],\"outputs\":[\"e\"]},"
+        "{\"name\":\"add1\",\"op\":\"Add\",\"inputs\":[\"e\",\"one\"],\"outputs\":[\"e1\"]},"
+        "{\"name\":\"mulx\",\"op\":\"Mul\",\"inputs\":[\"s\",\"e1\"],\"outputs\":[\"m\"]},"
+        "{\"name\":\"half\",\"op\":\"Mul\",\"inputs\":[\"m\",\"half\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"lin2\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"w\"],\"outputs\":[\"p2\"]},"
+        "{\"name\":\"bias2\",\"op\":\"Add\",\"inputs\":[\"p2\",\"b\"],\"outputs\":[\"q\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"q\"],\"outputs\":[\"z\"]}]}");
+    static const char *const names[3] = {"y", "z", "q"};
+    rows_against_none(path, names, 3, rows_gelu_check);
 }
 
 /* aspp6 (3x3, dilation 6, pads 6, on 5x5) reads the input with its centre
@@ -3242,6 +3306,7 @@ int main(int argc, char **argv)
         {"transposes_composed", case_transposes_composed},
         {"scatter_rows", case_scatter_rows},
         {"matmul_rows_merged", case_matmul_rows_merged},
+        {"matmul_rows_gelu", case_matmul_rows_gelu},
         {"dead_taps_cut", case_dead_taps_cut},
         {"dead_fusion_dropped", case_dead_fusion_dropped},
         {"shapes_folded", case_shapes_folded},
