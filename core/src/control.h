@@ -104,5 +104,9 @@ size_t pl_session_arena_bytes(pl_session *s);
 /* Whether every backend session S was partitioned over computes on host
  * memory (false for a staged one). Defined in session.c. */
 bool pl_session_host_only(const pl_session *s);
+/* The modules besides cpu that session S offered nodes and runs no step
+ * of, at most MAX of them into OUT; none for a staged session. Defined in
+ * session.c. */
+size_t pl_session_idle_modules(const pl_session *s, struct pl_module **out, size_t max);
 
 #endif

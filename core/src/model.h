@@ -45,6 +45,11 @@ struct pl_model {
      * repeats (stage.c), whose partition then weighs what compiling costs
      * against those runs (pl_cost.prepare_us). */
     double plan_runs;
+    /* Modules a session of this model does not offer nodes (backends of the
+     * order left out): a staged session's quick tail skips the modules that
+     * took none of the tail planned before it (stage.c). Borrowed. */
+    struct pl_module *const *skip;
+    size_t n_skip;
     /* An input's shape was bound since the passes last ran: they run again
      * once, when the graph is next needed (pl_model_settle), however many
      * inputs were bound (each binding ran them all: a third of a

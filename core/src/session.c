@@ -179,7 +179,11 @@ static pl_status *pl_sess_backends(pl_session *s, pl_part_backend **out, size_t 
         char name[64];
         int device;
         pl_sess_split_backend(c->order[i], name, sizeof name, &device);
-        pl_sess_add_backend(s, name, device < 0 ? 0 : device, list, &n);
+        bool skip = false;
+        for (size_t k = 0; k < s->model->n_skip && c->n_pins == 0; k++)
+            skip = skip || strcmp(s->model->skip[k]->name, name) == 0;
+        if (!skip)
+            pl_sess_add_backend(s, name, device < 0 ? 0 : device, list, &n);
     }
     bool have_cpu = false;
     for (size_t k = 0; k < n; k++)
@@ -1006,6 +1010,21 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
                                               s->n_pinned, out_json);
     pl_alloc_scope_leave(outer);
     return st;
+}
+
+size_t pl_session_idle_modules(const pl_session *s, pl_module **out, size_t max)
+{
+    size_t n = 0;
+    if (s == NULL || s->stage != NULL || s->program == NULL)
+        return 0; /* (a staged one's tails decide per signature) */
+    for (size_t b = 0; b < s->n_retained && n < max; b++) {
+        bool used = strcmp(s->retained[b]->name, "cpu") == 0;
+        for (size_t i = 0; i < s->program->n_steps && !used; i++)
+            used = s->program->steps[i].module == s->retained[b];
+        if (!used)
+            out[n++] = s->retained[b];
+    }
+    return n;
 }
 
 bool pl_session_host_only(const pl_session *s)

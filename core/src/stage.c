@@ -49,6 +49,18 @@
  * over 35 lengths in random order keeps them all). */
 #define STG_ONCE_KEPT 32
 
+/* Quick plans whose signatures never come back (a decoder's past grows a
+ * token a step) offered every module in the order each tail's nodes:
+ * onednn, which a plan for one run never pays to compile for, was asked
+ * about every node of a 2-layer GPT-2's 247-node tail each step, its
+ * support and estimates 0.6 of a 1.84 ms step (order = cpu: 1.24). A module
+ * that took none of a quick tail is not offered the next ones while their
+ * expected runs stay within twice and their frontier within 5/4 of that
+ * tail's, and is asked again every STG_SKIP_PLANS plans. At most
+ * STG_SKIP_MAX modules are left out. */
+#define STG_SKIP_PLANS 16
+#define STG_SKIP_MAX 8
+
 /* What a kept tail's session holds besides its arenas and constants, per
  * node of the tail: its graph, kernels, program and run context (measured:
  * 1.2 MB for a GPT-2 tail of 287 nodes planned quick, 0.95 MB in full). */
@@ -119,6 +131,14 @@ struct pl_stage {
     size_t spec_bytes;    /* their arena_bytes together */
     uint64_t clock;
     uint64_t tail_plans, tail_runs; /* tails planned for a new signature; runs */
+    /* Modules the last quick plan that offered everyone its nodes gave
+     * none (stg_skip_get): the quick plans after it, for as many runs and
+     * frontiers as large at most, do not offer them the nodes again, up to
+     * STG_SKIP_PLANS of them. */
+    pl_module *skip[STG_SKIP_MAX];
+    size_t n_skip;
+    double skip_runs, skip_elems;
+    unsigned skip_left;
     /* the pivot's runs and their time, for the step list
      * (pl_stage_step_info) */
     atomic_ullong pivot_ns, pivot_runs;
@@ -354,7 +374,7 @@ static pl_status *stg_graph(const pl_stage *s, const bool *keep, const pl_tid *i
  * prefix (not OPTIMIZE) shares the model's file constants: its session
  * pins what it reads in place, and what its modules copied may go. */
 static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, double plan_runs,
-                              pl_session **out)
+                              bool skip, pl_session **out)
 {
     pl_model *m = NULL;
     PL_RETURN_IF_ERROR(pl_model_of_graph(s->model->runtime, g, pl_strdupf("%s", s->model->path),
@@ -362,6 +382,10 @@ static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, double pl
     if (!optimize)
         m->filedata = s->model->filedata;
     m->plan_runs = plan_runs;
+    if (skip) {
+        m->skip = s->skip;
+        m->n_skip = s->n_skip;
+    }
     pl_status *st = optimize ? pl_model_optimize(m) : NULL;
     if (st == NULL)
         st = pl_session_create(m, &s->opts, out);
@@ -580,7 +604,7 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
         s->left = true;
     }
     if (st == NULL && n_pre > 0) {
-        st = stg_session(s, pg, false, s->model->plan_runs, &s->prefix);
+        st = stg_session(s, pg, false, s->model->plan_runs, false, &s->prefix);
         pg = NULL;
     }
     if (st == NULL && (tail_in = pl_calloc(s->n_front ? s->n_front : 1, sizeof *tail_in)) == NULL)
@@ -647,6 +671,8 @@ void pl_stage_destroy(pl_stage *s)
     pl_session_destroy(s->prefix);
     pl_control_destroy(s->pivot_ctl);
     pl_graph_destroy(s->tail);
+    for (size_t k = 0; k < s->n_skip; k++)
+        pl_module_release(s->skip[k]);
     for (size_t b = 0; b < s->n_buckets; b++)
         for (stg_dims *d = s->dims[b], *next; d != NULL; d = next) {
             next = d->next;
@@ -859,13 +885,40 @@ static pl_status *stg_plan(pl_stage *s, const pl_tensor *vals, double plan_runs,
             *(ct->data_borrowed ? &model_consts : &consts) += ct->nbytes;
     }
     pl_session *sess = NULL;
+    double elems = 0;
+    for (size_t i = 0; i < s->n_front; i++) {
+        double e = 1;
+        for (int32_t d = 0; d < vals[i].ndim; d++)
+            e *= (double)vals[i].shape[d];
+        elems += e;
+    }
+    bool skip = plan_runs > 0 && s->n_skip > 0 && s->skip_left > 0 &&
+                plan_runs <= 2 * s->skip_runs && elems <= 1.25 * s->skip_elems;
     if (st == NULL) { /* (a quick plan is not rewritten: STG_MANY_RUNS) */
-        st = stg_session(s, copy, plan_runs == 0 || s->tail_bodies, plan_runs, &sess);
+        st = stg_session(s, copy, plan_runs == 0 || s->tail_bodies, plan_runs, skip, &sess);
         copy = NULL;
     }
     pl_graph_destroy(copy);
     if (st != NULL)
         return st;
+    if (skip) {
+        s->skip_left--;
+    } else if (plan_runs > 0) {
+        /* offered to everyone: remember who took nothing (retained: the
+         * tail that was offered them may go before the stage) */
+        for (size_t k = 0; k < s->n_skip; k++)
+            pl_module_release(s->skip[k]);
+        /* (not after a warning: a compile that failed and fell back, say a
+         * device out of memory, is for the next plans to try again) */
+        s->n_skip = pl_session_warning_count(sess) == 0
+                        ? pl_session_idle_modules(sess, s->skip, STG_SKIP_MAX)
+                        : 0;
+        for (size_t k = 0; k < s->n_skip; k++)
+            pl_module_retain(s->skip[k]);
+        s->skip_runs = plan_runs;
+        s->skip_elems = elems;
+        s->skip_left = STG_SKIP_PLANS - 1;
+    }
     *out_sess = sess;
     *out_bytes = pl_session_arena_bytes(sess) + consts +
                  (pl_session_host_only(sess) ? 0 : model_consts) + s->tail_nodes * STG_NODE_BYTES;

@@ -5847,6 +5847,39 @@ static void case_quick_tails(void)
     qt_close(&q);
 }
 
+/* A quick tail leaves out the modules the quick tail before it gave
+ * nothing (stage.c, STG_SKIP_PLANS): rows 17 are planned for the runs the
+ * plans before served (placement weighs onednn's compile: cpu, onednn
+ * asked); rows 18, within 5/4 of that frontier, on cpu without asking
+ * onednn (no reason of its own); rows 40, a frontier twice as large, ask
+ * it again. Values agree with a cpu-only runtime's. */
+static void case_quick_tails_skip(void)
+{
+    struct qt_pair q = qt_open(99, "");
+    static const struct {
+        int64_t rows;
+        const char *backend;
+        int asked; /* whether m1 carries onednn's reason */
+    } steps[] = {{16, "onednn", 0}, {17, "cpu", 1}, {18, "cpu", 0}, {19, "cpu", 0},
+                 {40, "cpu", 1}};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        json_t *tail, *root = qt_runs(&q, steps[k].rows, 1, &tail);
+        json_t *p = th_placement_of(tail, "m1");
+        const char *backend = json_string_value(json_object_get(p, "backend"));
+        const char *why =
+            json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+        TH_CHECK(backend != NULL && strcmp(backend, steps[k].backend) == 0,
+                 "step %zu (%lld rows): m1 on %s, not %s", k, (long long)steps[k].rows,
+                 backend ? backend : "-", steps[k].backend);
+        if (strcmp(steps[k].backend, "cpu") == 0)
+            TH_CHECK((why != NULL) == steps[k].asked,
+                     "step %zu (%lld rows): onednn %s asked (its reason: %s)", k,
+                     (long long)steps[k].rows, steps[k].asked ? "not" : "was", why ? why : "-");
+        json_decref(root);
+    }
+    qt_close(&q);
+}
+
 /* A staged session's tails and the compile cache (compile.c): the first
  * tail is planned in full and its subgraph goes to the cache; a tail for a
  * later signature, planned for the runs the plans before it served (here
@@ -6112,6 +6145,7 @@ int main(int argc, char **argv)
         {"gemv", case_gemv},
         {"quick_tails", case_quick_tails},
         {"quick_tails_uncached", case_quick_tails_uncached},
+        {"quick_tails_skip", case_quick_tails_skip},
         {"probe_memo", case_probe_memo},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
