@@ -49,6 +49,14 @@
  * over 35 lengths in random order keeps them all). */
 #define STG_ONCE_KEPT 32
 
+/* ... unless signatures evicted that way come back: the digests of the
+ * last STG_GHOSTS of them are remembered, and each that comes back
+ * doubles how many once-used tails are kept (up to the stage's limits).
+ * 40 signatures in turn, each once a pass, each evicted before it came
+ * back, planned on every call of every pass; a decoder's signatures never
+ * come back, so it keeps 32. */
+#define STG_GHOSTS 256
+
 /* Quick plans whose signatures never come back (a decoder's past grows a
  * token a step) offered every module in the order each tail's nodes:
  * onednn, which a plan for one run never pays to compile for, was asked
@@ -135,6 +143,9 @@ struct pl_stage {
      * none (stg_skip_get): the quick plans after it, for as many runs and
      * frontiers as large at most, do not offer them the nodes again, up to
      * STG_SKIP_PLANS of them. */
+    uint64_t ghost[STG_GHOSTS]; /* digests of once-used keys evicted (0: none) */
+    size_t ghost_at;
+    size_t once_kept;      /* once-used tails kept, STG_ONCE_KEPT and up */
     pl_module *skip[STG_SKIP_MAX];
     size_t n_skip;
     double skip_runs, skip_elems;
@@ -980,6 +991,19 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
             *out = spec;
             return NULL;
         }
+    /* a signature evicted as used once, back: keep more of them */
+    uint64_t digest = PL_HASH_SEED;
+    pl_hash_bytes(&digest, key, len);
+    digest |= 1; /* (0 marks an empty slot) */
+    if (s->once_kept < STG_ONCE_KEPT)
+        s->once_kept = STG_ONCE_KEPT;
+    for (size_t g = 0; g < STG_GHOSTS; g++)
+        if (s->ghost[g] == digest) {
+            s->ghost[g] = 0;
+            if (s->once_kept < PL_STAGE_MAX_SPECS)
+                s->once_kept *= 2;
+            break;
+        }
     /* made under the lock: concurrent runs of a new signature wait for one
      * planning instead of each planning it. The first plan serves many
      * runs; later ones as many as the plans before them did on average. */
@@ -1001,7 +1025,7 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
             }
         bool full = s->n_specs >= PL_STAGE_MAX_SPECS ||
                     s->spec_bytes + bytes > PL_STAGE_SPEC_ARENA_BYTES;
-        if (!full && once < STG_ONCE_KEPT)
+        if (!full && once < s->once_kept)
             break;
         size_t lru = full ? s->n_specs : lru_once;
         for (size_t i = 0; full && i < s->n_specs; i++)
@@ -1010,6 +1034,12 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
                 lru = i;
         if (lru == s->n_specs)
             break; /* all in use: kept over the limit until they are not */
+        if (s->specs[lru]->uses == 1) {
+            uint64_t gone = PL_HASH_SEED;
+            pl_hash_bytes(&gone, s->specs[lru]->key, s->specs[lru]->key_len);
+            s->ghost[s->ghost_at] = gone | 1;
+            s->ghost_at = (s->ghost_at + 1) % STG_GHOSTS;
+        }
         pl_session_destroy(s->specs[lru]->session);
         s->spec_bytes -= s->specs[lru]->arena_bytes;
         pl_free(s->specs[lru]->key);

@@ -5880,6 +5880,35 @@ static void case_quick_tails_skip(void)
     qt_close(&q);
 }
 
+/* Signatures that come back after eviction (stage.c, STG_GHOSTS): 40 row
+ * counts, each once a pass, three passes, on the cpu-only session. Used
+ * once, at most 32 tails were kept, and a pass of 40 evicted every tail
+ * before it came back: each call planned again, 32 kept after every pass.
+ * The evicted signatures coming back raise that limit: all 40 are kept
+ * after the second pass and the third. */
+static void case_tails_come_back(void)
+{
+    struct qt_pair q = qt_open(100, "");
+    int64_t d[] = {0, 256};
+    float *x = calloc(56 * 256, sizeof *x), *y = malloc(56 * 256 * sizeof *y);
+    TH_CHECK(x && y, "out of memory");
+    for (int pass = 0; pass < 3; pass++) {
+        for (int64_t rows = 17; rows < 57; rows++) {
+            d[0] = rows;
+            run_one(q.sc, "x", x, 2, d, "y", y, 2, d);
+        }
+        json_t *root = th_explain(q.sc);
+        json_int_t kept = json_integer_value(
+            json_object_get(json_object_get(root, "staged"), "tails_planned"));
+        TH_CHECK(pass == 0 ? kept == 32 : kept == 40, "pass %d: %lld tails kept", pass,
+                 (long long)kept);
+        json_decref(root);
+    }
+    free(x);
+    free(y);
+    qt_close(&q);
+}
+
 /* A staged session's tails and the compile cache (compile.c): the first
  * tail is planned in full and its subgraph goes to the cache; a tail for a
  * later signature, planned for the runs the plans before it served (here
@@ -6146,6 +6175,7 @@ int main(int argc, char **argv)
         {"quick_tails", case_quick_tails},
         {"quick_tails_uncached", case_quick_tails_uncached},
         {"quick_tails_skip", case_quick_tails_skip},
+        {"tails_come_back", case_tails_come_back},
         {"probe_memo", case_probe_memo},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
