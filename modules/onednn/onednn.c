@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include "onednn.h"
+#include "onednn_pace.h"
 
 PL_MODULE_IDENTITY(ONEDNN_NAME, ONEDNN_VERSION_STRING);
 
@@ -99,6 +100,7 @@ static pl_status *onednn_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->winograd = 1;
     ctx->direct = 1;
     ctx->one_thread_us = ONEDNN_ONE_THREAD_US;
+    ctx->solo = ODNN_PACE_AUTO;
     ctx->engine = NULL;
     pthread_mutex_init(&ctx->engine_lock, NULL);
     pl_work_pool_init(&ctx->work, onednn_work_alloc, onednn_work_release, ctx);
@@ -188,6 +190,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     const struct onednn_isa_name *cap = NULL;
     int bf16 = ctx->bf16_asked, winograd = ctx->winograd, direct = ctx->direct;
     double one_thread_us = ctx->one_thread_us;
+    int solo = ctx->solo;
     for (size_t i = 0; i < n_in; i++) {
         const char *key = in[i].key != NULL ? in[i].key : "(null)";
         const char *value = in[i].value != NULL ? in[i].value : "(null)";
@@ -231,11 +234,23 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
             one_thread_us = us;
             continue;
         }
+        if (strcmp(key, "solo") == 0) {
+            if (strcmp(value, "auto") != 0 && strcmp(value, "on") != 0 &&
+                strcmp(value, "off") != 0)
+                return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
+                                                  "onednn: bad value '%s' for key 'solo' "
+                                                  "(expected one of: auto, on, off)",
+                                                  value);
+            solo = strcmp(value, "auto") == 0  ? ODNN_PACE_AUTO
+                   : strcmp(value, "on") == 0 ? ODNN_PACE_SOLO
+                                              : ODNN_PACE_TEAM;
+            continue;
+        }
         if (strcmp(key, "max_cpu_isa") != 0)
             return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                             "onednn: unknown key '%s' (accepted: max_cpu_isa, "
                                             "precision, winograd, direct_conv, "
-                                            "one_thread_us)",
+                                            "one_thread_us, solo)",
                                             key);
         cap = NULL;
         for (size_t j = 0; j < ONEDNN_ISA_COUNT; j++)
@@ -269,6 +284,7 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     ctx->winograd = winograd;
     ctx->direct = direct;
     ctx->one_thread_us = one_thread_us;
+    ctx->solo = solo;
     if (out == NULL)
         return NULL;
 
@@ -288,6 +304,9 @@ static pl_status *onednn_configure(pl_module_ctx *ctx, const pl_kv *in, size_t n
     char one[32];
     snprintf(one, sizeof one, "%g", ctx->one_thread_us);
     out(out_ctx, "one_thread_us", one);
+    out(out_ctx, "solo", ctx->solo == ODNN_PACE_AUTO   ? "auto"
+                         : ctx->solo == ODNN_PACE_SOLO ? "on"
+                                                       : "off");
     out(out_ctx, "threads", threads);
     char shared[24];
     snprintf(shared, sizeof shared, "%zu", onednn_share_count(ctx));

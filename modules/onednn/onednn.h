@@ -64,6 +64,7 @@ struct pl_module_ctx {
     int winograd;            /* winograd = auto (1: within a weight budget), all (2), no (0) */
     int direct;              /* direct_conv = auto (1) or no (0): onednn_direct.c */
     double one_thread_us;    /* one_thread_us: nodes below this run on one thread */
+    int solo;                /* solo = auto, off, on (enum odnn_pace_policy, onednn_pace.h) */
     pthread_mutex_t engine_lock;
     dnnl_engine_t engine;    /* NULL until the first compile */
     /* Run memory (a subgraph's intermediate values and primitives'

@@ -56,6 +56,7 @@
 #define _GNU_SOURCE /* MAP_ANONYMOUS, madvise, pthread_setname_np */
 
 #include "onednn.h"
+#include "onednn_pace.h"
 
 #include <plinth/auto_pad.h>
 #include <plinth/cost.h>
@@ -73,6 +74,7 @@
 #include <strings.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -3734,6 +3736,10 @@ struct odnn_step {
     dnnl_memory_t slice_mem[2][2];
     dnnl_memory_t scratch_tail;
     size_t slice_stride[2];
+    /* PRIM's implementation made again for one thread (odnn_solo_make),
+     * for runs under contention (onednn_pace.h); NULL: runs on the team. */
+    dnnl_primitive_t solo;
+    dnnl_memory_t solo_scratch;
 };
 
 struct pl_compiled {
@@ -3765,6 +3771,12 @@ struct pl_compiled {
     size_t prefault_len;
     dnnl_stream_t stream;
     double weight_reorder_ms;
+    /* Team or one thread (onednn_pace.h); the solo primitives are made at
+     * the first solo run (SOLO_MADE 1: some made, -1: none can be). */
+    struct odnn_pace pace;
+    int solo_made;
+    int n_team;       /* steps made for the team */
+    int team_counted; /* N_TEAM is set */
 };
 
 /* The settings a plan depends on, recorded in blobs. */
@@ -12052,6 +12064,10 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
             dnnl_primitive_desc_destroy(c->steps[i].pd_tail);
         if (c->steps[i].scratch_tail)
             dnnl_memory_destroy(c->steps[i].scratch_tail);
+        if (c->steps[i].solo)
+            dnnl_primitive_destroy(c->steps[i].solo);
+        if (c->steps[i].solo_scratch)
+            dnnl_memory_destroy(c->steps[i].solo_scratch);
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < 2; k++)
                 if (c->steps[i].slice_mem[t][k])
@@ -12126,6 +12142,8 @@ static void odnn_work_bind(pl_compiled *c, void *buf)
             dnnl_memory_set_data_handle(c->steps[s].scratch_mem, c->scratch);
         if (c->steps[s].scratch_tail != NULL)
             dnnl_memory_set_data_handle(c->steps[s].scratch_tail, c->scratch);
+        if (c->steps[s].solo_scratch != NULL)
+            dnnl_memory_set_data_handle(c->steps[s].solo_scratch, c->scratch);
     }
 }
 
@@ -12941,7 +12959,131 @@ static dnnl_status_t odnn_run_slices(pl_compiled *c, const struct odnn_step *ste
     return dnnl_success;
 }
 
-static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args);
+static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args,
+                                 int solo);
+
+static double odnn_run_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Whether TEAM's arguments and SOLO's agree (the same layouts), and SOLO's
+ * scratchpad fits the subgraph's. */
+static int odnn_solo_fits(const pl_compiled *c, const struct odnn_step *st,
+                          const_dnnl_primitive_desc_t team, const_dnnl_primitive_desc_t solo)
+{
+    for (int k = 0; k < st->n_args; k++) {
+        const dnnl_memory_desc_t *a = dnnl_primitive_desc_query_md(team, dnnl_query_exec_arg_md,
+                                                                   st->arg[k]);
+        const dnnl_memory_desc_t *b = dnnl_primitive_desc_query_md(solo, dnnl_query_exec_arg_md,
+                                                                   st->arg[k]);
+        if (a == NULL || b == NULL || !dnnl_memory_desc_equal(a, b))
+            return 0;
+    }
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(solo, dnnl_query_scratchpad_md,
+                                                                 0);
+    size_t bytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    return bytes <= c->scratch_bytes;
+}
+
+/* The one-thread primitive of STEP (made on a team): oneDNN's same
+ * implementation of the same descriptor and attributes, made while the
+ * OpenMP setting is one thread (a primitive fixes its team when it is
+ * made), its arguments in the same layouts. 1 when made. */
+static int odnn_solo_step(pl_module_ctx *ctx, pl_compiled *c, struct odnn_step *st)
+{
+    const_dnnl_primitive_desc_t team = NULL;
+    const_dnnl_primitive_attr_t attr = NULL;
+    const char *name = NULL;
+    dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+    if (dnnl_primitive_get_primitive_desc(st->prim, &team) != dnnl_success ||
+        dnnl_primitive_desc_get_attr(team, &attr) != dnnl_success ||
+        dnnl_primitive_desc_query(team, dnnl_query_impl_info_str, 0, &name) != dnnl_success ||
+        dnnl_primitive_desc_query(team, dnnl_query_primitive_kind, 0, &kind) != dnnl_success ||
+        name == NULL)
+        return 0;
+    dnnl_primitive_desc_t pd = NULL;
+    if (kind == dnnl_reorder) {
+        /* (a reorder has no op descriptor: made from its two layouts) */
+        const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(team, dnnl_query_src_md, 0);
+        const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(team, dnnl_query_dst_md, 0);
+        const char *impl = NULL;
+        if (src == NULL || dst == NULL ||
+            dnnl_reorder_primitive_desc_create(&pd, src, ctx->engine, dst, ctx->engine, attr) !=
+                dnnl_success)
+            return 0;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+            impl == NULL || strcmp(impl, name) != 0 || !odnn_solo_fits(c, st, team, pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            return 0;
+        }
+    } else {
+        const_dnnl_op_desc_t op = NULL;
+        dnnl_primitive_desc_iterator_t it;
+        if (dnnl_primitive_desc_query(team, dnnl_query_op_d, 0, &op) != dnnl_success ||
+            op == NULL ||
+            dnnl_primitive_desc_iterator_create(&it, op, attr, ctx->engine, NULL) != dnnl_success)
+            return 0;
+        do {
+            dnnl_primitive_desc_t next = dnnl_primitive_desc_iterator_fetch(it);
+            const char *impl = NULL;
+            if (next != NULL &&
+                dnnl_primitive_desc_query(next, dnnl_query_impl_info_str, 0, &impl) ==
+                    dnnl_success &&
+                impl != NULL && strcmp(impl, name) == 0 && odnn_solo_fits(c, st, team, next))
+                pd = next;
+            else if (next != NULL)
+                dnnl_primitive_desc_destroy(next);
+        } while (pd == NULL && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+        dnnl_primitive_desc_iterator_destroy(it);
+        if (pd == NULL)
+            return 0;
+    }
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    int ok = dnnl_primitive_create(&st->solo, pd) == dnnl_success;
+    if (ok && smd != NULL && dnnl_memory_desc_get_size(smd) > 0) {
+        ok = dnnl_memory_create(&st->solo_scratch, smd, ctx->engine, DNNL_MEMORY_NONE) ==
+             dnnl_success;
+        if (ok && c->scratch != NULL)
+            dnnl_memory_set_data_handle(st->solo_scratch, c->scratch);
+    }
+    if (!ok && st->solo != NULL) {
+        dnnl_primitive_destroy(st->solo);
+        st->solo = NULL;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* Makes the one-thread primitives of C's team steps (the first solo run:
+ * onednn_pace.h); 1 when any was made or a step of the module's own runs
+ * on the team (they take the team size at each run), else -1. A Winograd
+ * step in batch slices stays on the team. */
+static int odnn_solo_make(pl_module_ctx *ctx, pl_compiled *c)
+{
+    int saved = omp_get_max_threads(), any = 0, made = 0, prims = 0;
+    double t0 = odnn_run_us();
+    omp_set_num_threads(1);
+    for (int s = 0; s < c->n_steps; s++) {
+        struct odnn_step *st = &c->steps[s];
+        if (st->threads == 1)
+            continue;
+        if (st->prim == NULL) {
+            any = 1; /* the module's own kernel */
+        } else if (st->slice == 0 && st->solo == NULL) {
+            prims++;
+            made += odnn_solo_step(ctx, c, st);
+        }
+    }
+    omp_set_num_threads(saved);
+    onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
+                             "onednn: solo runs: %d of %d team primitives made for one thread "
+                             "(%.1f ms)",
+                             made, prims, (odnn_run_us() - t0) / 1e3);
+    return any || made > 0 ? 1 : -1;
+}
 
 pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
 {
@@ -12953,14 +13095,45 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
         return odnn_error(PL_CODE_OUT_OF_MEMORY, "onednn: out of memory for a run buffer of "
                                                  "%zu bytes", odnn_work_bytes(c));
     odnn_work_bind(c, w.p);
-    pl_status *st = odnn_run_bound(ctx, c, args);
+    /* Team or solo (onednn_pace.h): [onednn] solo = auto paces by the
+     * run times, on always runs one thread a primitive, off never. */
+    if (!c->team_counted) {
+        c->team_counted = 1;
+        c->n_team = 0;
+        for (int s = 0; s < c->n_steps; s++)
+            c->n_team += c->steps[s].threads != 1;
+    }
+    int team = c->n_team > 0 && onednn_host->thread_count(ctx->host_ctx) > 1;
+    int solo = team && (ctx->solo == ODNN_PACE_SOLO || (ctx->solo == ODNN_PACE_AUTO && c->pace.solo));
+    if (solo && c->solo_made == 0)
+        c->solo_made = odnn_solo_make(ctx, c);
+    solo = solo && c->solo_made > 0;
+    int pace = team && ctx->solo == ODNN_PACE_AUTO;
+    struct rusage r0 = {0}, r1 = {0};
+    double t0 = pace ? odnn_run_us() : 0;
+    if (pace)
+        getrusage(RUSAGE_THREAD, &r0);
+    pl_status *st = odnn_run_bound(ctx, c, args, solo);
+    if (pace && st == NULL) {
+        getrusage(RUSAGE_THREAD, &r1);
+        if (odnn_pace_after(&c->pace, odnn_run_us() - t0, r1.ru_nivcsw - r0.ru_nivcsw, solo,
+                            c->solo_made >= 0) &&
+            !solo && c->pace.switches == 1)
+            onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
+                                     "onednn: a subgraph of %d steps runs on one thread from "
+                                     "now: its team was preempted (%.0f us a run, the best "
+                                     "%.0f)",
+                                     c->n_steps, c->pace.team_ref_us, c->pace.best_team_us);
+    }
     pl_work_pool_give(&ctx->work, w);
     return st;
 }
 
 /* Runs C, its temporaries bound to a run buffer (onednn_sg_run checked
- * that C and ARGS are given). */
-static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
+ * that C and ARGS are given); SOLO: every step on one thread, through the
+ * one-thread primitives where made. */
+static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args,
+                                 int solo)
 {
     if (args->n_inputs != c->n_inputs || args->n_outputs != c->n_outputs ||
         (args->n_inputs > 0 && args->inputs == NULL) ||
@@ -12996,7 +13169,7 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
     int team = threads;
     for (int s = 0; s < c->n_steps; s++) {
         const struct odnn_step *step = &c->steps[s];
-        int want = step->threads > 0 ? step->threads : threads;
+        int want = solo ? 1 : step->threads > 0 ? step->threads : threads;
         if (want != team)
             omp_set_num_threads(team = want);
         if (odnn_own_step(step, team))
@@ -13017,9 +13190,18 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
             continue;
         }
         int nargs = step->n_args + (step->scratch_mem != NULL);
-        dnnl_status_t ds = step->slice > 0
-                               ? odnn_run_slices(c, step)
-                               : dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
+        dnnl_status_t ds;
+        if (solo && step->solo != NULL) {
+            dnnl_exec_arg_t ex[ODNN_MAX_ARGS + 1];
+            memcpy(ex, step->exec, (size_t)step->n_args * sizeof *ex);
+            nargs = step->n_args;
+            if (step->solo_scratch != NULL)
+                ex[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, step->solo_scratch};
+            ds = dnnl_primitive_execute(step->solo, c->stream, nargs, ex);
+        } else {
+            ds = step->slice > 0 ? odnn_run_slices(c, step)
+                                 : dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
+        }
         if (ds != dnnl_success)
             return odnn_error(PL_CODE_INTERNAL, "onednn: run: primitive %d of %d failed: %s", s,
                               c->n_steps, dnnl_status2str(ds));

@@ -1844,6 +1844,9 @@ static void case_configure(void)
                 "unknown key 'fusion'");
     pl_kv f32 = {"precision", "f32"};
     TH_CHECK_OK(m->api.configure(m->ctx, &f32, 1, NULL, NULL));
+    pl_kv solo_bad = {"solo", "sometimes"};
+    CHECK_ERROR(m->api.configure(m->ctx, &solo_bad, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
+                "expected one of: auto, on, off");
     pl_kv wino_bad = {"winograd", "always"};
     CHECK_ERROR(m->api.configure(m->ctx, &wino_bad, 1, NULL, NULL), PL_CODE_INVALID_ARGUMENT,
                 "winograd");
@@ -4944,6 +4947,59 @@ static void case_small_one_thread(void)
     }
 }
 
+/* solo = on (onednn_pace.h): every primitive the plan made for the team
+ * is made again for one thread, the same implementation in the same
+ * layouts, and the runs use them; the outputs equal the team's (the same
+ * kernels, split otherwise), and the debug log counts them all made. A 5x5
+ * and a 1x1 convolution of 64 channels at 28x28, a residual sum, reorders.
+ * (oneDNN's Winograd 2x3 lays its weights out by the team's blocking: it
+ * stays on the team.) */
+static void case_solo_runs(void)
+{
+    struct mb m = {.seed = 113};
+    int64_t xs[] = {1, 64, 28, 28};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "a", 64, 64, 5, 1, 1);
+    mb_node(&m, "relu", "Relu", "\"a\"", "r", "");
+    mb_conv(&m, "c2", "r", "b", 64, 64, 1, 1, 1);
+    mb_node(&m, "add", "Add", "\"b\",\"x\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    size_t n = count(4, xs);
+    float *x = malloc(n * sizeof *x), *y1 = calloc(n, sizeof *y1), *y2 = calloc(n, sizeof *y2);
+    TH_CHECK(x && y1 && y2, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    struct wino_log log;
+    memset(&log, 0, sizeof log);
+    pl_runtime *rt = onednn_runtime(), *rs = onednn_runtime_with("solo = on", &log);
+    pl_session *st = session_for(rt, path), *ss = session_for(rs, path);
+    for (int rep = 0; rep < 3; rep++) {
+        run_one(st, "x", x, 4, xs, "y", y1, 4, xs);
+        run_one(ss, "x", x, 4, xs, "y", y2, 4, xs);
+        for (size_t i = 0; i < n; i++)
+            TH_CHECK(fabsf(y1[i] - y2[i]) <= 1e-5f * fmaxf(1.0f, fabsf(y1[i])),
+                     "y[%zu] = %.9g solo, %.9g on the team", i, y2[i], y1[i]);
+    }
+    int threads = pl_runtime_thread_count(rs);
+    const char *at = strstr(log.text, "solo runs: ");
+    int made = -1, prims = -1;
+    if (at != NULL)
+        sscanf(at, "solo runs: %d of %d", &made, &prims);
+    if (threads > 1)
+        TH_CHECK(made > 0 && made == prims, "%d of %d made for one thread; log:\n%s", made,
+                 prims, log.text);
+    else
+        TH_CHECK(at == NULL, "one thread, yet solo primitives made; log:\n%s", log.text);
+    pl_session_destroy(st);
+    pl_session_destroy(ss);
+    pl_runtime_destroy(rt);
+    pl_runtime_destroy(rs);
+    free(x);
+    free(y1);
+    free(y2);
+}
+
 /* ---- the module's direct convolution (onednn_direct.c) ----------------------
  *
  * Every shape and fusion the kernel takes, against the cpu module: channel
@@ -6161,6 +6217,7 @@ int main(int argc, char **argv)
         {"resize", case_resize},
         {"channel_layernorm_affine", case_channel_layernorm_affine},
         {"small_one_thread", case_small_one_thread},
+        {"solo_runs", case_solo_runs},
         {"direct_conv", case_direct_conv},
         {"explain_refusal", case_explain_refusal},
         {"export_import", case_export_import},
