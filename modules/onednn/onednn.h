@@ -38,7 +38,10 @@ extern const pl_host_api *onednn_host;
  * (128 KB) measured no worse on the PyTorch zoo, 64 cost efficientnet_s 7%. */
 #define ONEDNN_ONE_THREAD_GBPS 32.0
 /* A recurrent node whose time step takes less than this on one thread runs
- * on one: its team joins once per step. */
+ * on one: its team joins once per step. Unless its weights W and R pass one
+ * core's cache (PL_COST_CACHE_BYTES): a team splits them over its cores'
+ * caches (an LSTM of hidden 256 and 384 inputs, 2.6 MB, one step: 87 us
+ * on one thread, 18 on the cpu module's two). */
 #define ONEDNN_RNN_ONE_THREAD_STEP_US 20.0
 
 /* Weights laid out once for every compiled subgraph that reads them the
@@ -143,6 +146,8 @@ int onednn_qmm_amx(double macs);
 /* The time steps times directions of RNN, GRU or LSTM node N (how often
  * it joins its OpenMP team); 0 for another op or unknown dims. */
 double onednn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n);
+/* The bytes of RNN, GRU or LSTM node N's weights W and R (f32; 0 unknown). */
+double onednn_rnn_weight_bytes(const pl_graph_api *g, const pl_graph_view *v, size_t n);
 
 /* What the subgraph compile would make of each node of V that INSIDE
  * marks (one flag per node: the nodes of a candidate subgraph), for the

@@ -577,6 +577,20 @@ double onednn_rnn_steps(const pl_graph_api *g, const pl_graph_view *v, size_t n)
     return (double)(layout ? x[1] : x[0]) * dirs;
 }
 
+double onednn_rnn_weight_bytes(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+{
+    double bytes = 0;
+    for (size_t i = 1; i <= 2; i++) {
+        int64_t d[8];
+        int nd = pl_cost_dims(g, v, g->node_input(v, n, i), d);
+        double e = nd > 0 ? 4.0 : 0.0;
+        for (int k = 0; k < nd; k++)
+            e *= (double)d[k];
+        bytes += e;
+    }
+    return bytes;
+}
+
 /* A Transpose is a strided view of its source; whatever reads it dense (all
  * but a product, which takes the strides; the caller, through the output
  * copy) gets it through a reorder, which oneDNN's jit:uni runs at about

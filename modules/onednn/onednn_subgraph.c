@@ -12353,7 +12353,8 @@ static pl_status *odnn_build_program(struct odnn_build *b)
          * 1.4 ms on two, its OpenMP team asleep between steps). */
         double steps = onednn_rnn_steps(g, v, n);
         if (team > 1 && steps > 0 &&
-            flops / steps / (PL_COST_GFLOPS * 1e3) < ONEDNN_RNN_ONE_THREAD_STEP_US)
+            flops / steps / (PL_COST_GFLOPS * 1e3) < ONEDNN_RNN_ONE_THREAD_STEP_US &&
+            onednn_rnn_weight_bytes(g, v, n) <= (double)PL_COST_CACHE_BYTES)
             one = 1;
         int first = c->n_steps;
         if (one)
