@@ -13117,9 +13117,10 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     pl_status *st = odnn_run_bound(ctx, c, args, solo);
     if (pace && st == NULL) {
         getrusage(RUSAGE_THREAD, &r1);
-        if (odnn_pace_after(&c->pace, odnn_run_us() - t0, r1.ru_nivcsw - r0.ru_nivcsw, solo,
-                            c->solo_made >= 0) &&
-            !solo && c->pace.switches == 1)
+        long before = c->pace.switches;
+        odnn_pace_after(&c->pace, odnn_run_us() - t0, r1.ru_nivcsw - r0.ru_nivcsw, solo,
+                        c->solo_made >= 0);
+        if (before == 0 && c->pace.switches == 1) /* (the first switch only) */
             onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
                                      "onednn: a subgraph of %d steps runs on one thread from "
                                      "now: its team was preempted (%.0f us a run, the best "
