@@ -12963,13 +12963,6 @@ static dnnl_status_t odnn_run_slices(pl_compiled *c, const struct odnn_step *ste
 static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args,
                                  int solo);
 
-static double odnn_run_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* Whether TEAM's arguments and SOLO's agree (the same layouts), and SOLO's
  * scratchpad fits the subgraph's. */
 static int odnn_solo_fits(const pl_compiled *c, const struct odnn_step *st,
@@ -13065,7 +13058,7 @@ static int odnn_solo_step(pl_module_ctx *ctx, pl_compiled *c, struct odnn_step *
 static int odnn_solo_make(pl_module_ctx *ctx, pl_compiled *c)
 {
     int saved = omp_get_max_threads(), any = 0, made = 0, prims = 0;
-    double t0 = odnn_run_us();
+    double t0 = odnn_now_ms();
     omp_set_num_threads(1);
     for (int s = 0; s < c->n_steps; s++) {
         struct odnn_step *st = &c->steps[s];
@@ -13082,7 +13075,7 @@ static int odnn_solo_make(pl_module_ctx *ctx, pl_compiled *c)
     onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
                              "onednn: solo runs: %d of %d team primitives made for one thread "
                              "(%.1f ms)",
-                             made, prims, (odnn_run_us() - t0) / 1e3);
+                             made, prims, odnn_now_ms() - t0);
     return any || made > 0 ? 1 : -1;
 }
 
@@ -13111,14 +13104,14 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     solo = solo && c->solo_made > 0;
     int pace = team && ctx->solo == ODNN_PACE_AUTO;
     struct rusage r0 = {0}, r1 = {0};
-    double t0 = pace ? odnn_run_us() : 0;
+    double t0 = pace ? odnn_now_ms() : 0;
     if (pace)
         getrusage(RUSAGE_THREAD, &r0);
     pl_status *st = odnn_run_bound(ctx, c, args, solo);
     if (pace && st == NULL) {
         getrusage(RUSAGE_THREAD, &r1);
         long before = c->pace.switches;
-        odnn_pace_after(&c->pace, odnn_run_us() - t0, r1.ru_nivcsw - r0.ru_nivcsw, solo,
+        odnn_pace_after(&c->pace, (odnn_now_ms() - t0) * 1e3, r1.ru_nivcsw - r0.ru_nivcsw, solo,
                         c->solo_made >= 0);
         if (before == 0 && c->pace.switches == 1) /* (the first switch only) */
             onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
