@@ -10,12 +10,18 @@
  * Builds: AVX512-VNNI (8 x 32, groups of 4 bytes: A i8, B u8), AVX2 (6 x
  * 16, pairs of i16) and portable C (4 x 16, the VNNI layout). Panels are
  * zero-padded to full MR, NR and KG; padding adds nothing to the sums. */
+#define _DEFAULT_SOURCE /* syscall (AMX's permission) */
 #include "igemm.h"
 
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #define IG_X86 1
 #endif
 
@@ -23,7 +29,7 @@
  * panels of A stream past (a multiple of every NR). */
 #define IG_NC 256
 #define IG_MAX_NR 32
-#define IG_MAX_MR 8
+#define IG_MAX_MR 32
 #define IG_HEAD 64
 
 /* C[ROWS x COLS] (of the panel's MR x NR) = A panel x B panel over GROUPS
@@ -49,6 +55,11 @@ typedef struct ig_isa {
      * fits its columns, so that a product with a few columns (a
      * convolution's 2x2 output map) does not pay for NR. */
     ig_sized_kernel kernels[IG_MAX_KERNELS];
+    /* K is padded to a multiple of this (0: of KG) */
+    int kpad;
+    /* AMX: A's panels hold each row's K values in runs of 64 (a tile's
+     * row), and cpu_igemm configures the tiles around its kernel calls */
+    bool amx;
 } ig_isa;
 
 /* What a packed A starts with (IG_HEAD bytes). */
@@ -93,7 +104,7 @@ static void ig_colsum_c(int64_t groups, const void *b, int32_t *out)
 }
 
 static const ig_isa ig_isa_c = {"c", IG_C_MR, IG_C_NR, 4, 1, ig_colsum_c,
-                                {{IG_C_NR, ig_kernel_c}}};
+                                {{IG_C_NR, ig_kernel_c}}, 0, false};
 
 #ifdef IG_X86
 
@@ -233,7 +244,9 @@ __attribute__((target("avx2"))) static void ig_kernel_avx2_gemv(int64_t groups, 
 static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_colsum_avx2,
                                    {{1, ig_kernel_avx2_gemv},
                                     {8, ig_kernel_avx2_n8},
-                                    {IG_A2_NR, ig_kernel_avx2}}};
+                                    {IG_A2_NR, ig_kernel_avx2}},
+                                   0,
+                                   false};
 
 /* ---- AVX512-VNNI: 8 x 32, groups of 4 bytes (vpdpbusd: u8 x i8) ---------- */
 
@@ -452,15 +465,229 @@ static const ig_isa ig_isa_vnni = {"avx512vnni", IG_V_MR, IG_V_NR, 4, 1, ig_cols
                                     {4, ig_kernel_vnni_narrow4},
                                     {8, ig_kernel_vnni_narrow8},
                                     {16, ig_kernel_vnni16},
-                                    {IG_V_NR, ig_kernel_vnni}}};
+                                    {IG_V_NR, ig_kernel_vnni}},
+                                   0,
+                                   false};
+
+/* ---- AMX: 32 x 32, tiles of 16 x 64 bytes (tdpbsud: i8 x u8) ------------- *
+ *
+ * Four accumulator tiles (tmm0-3: rows 0-15 and 16-31 by columns 0-15 and
+ * 16-31), two of A (tmm4-5) and two of B (tmm6-7). A's panel holds, for
+ * each run of 64 values of K, its 32 rows of 64 bytes: a tile's 16 rows
+ * are 1 KB at a stride of 64. B's panel is the VNNI layout (a group of 4
+ * values of K, 32 columns of 4 bytes, 128 bytes a group): 16 groups of 16
+ * columns are a tile at a stride of 128, 64 bytes apart for columns
+ * 16-31. One tdpbsud is 16 x 16 x 64 products, 64 vpdpbusd's worth: a
+ * [24, 1024] x [1024, 8210] MatMulInteger took 1.03 ms on one thread with
+ * the VNNI kernel (ONNX Runtime, whose MLAS has an AMX kernel: 0.53). */
+#define IG_X_MR 32
+#define IG_X_NR 32
+#define IG_X_KB 64 /* K values in one tile row */
+#define IG_AMX_TARGET "amx-tile,amx-int8,avx512f"
+
+/* The tile configuration (palette 1): tiles 0-7 of 16 rows x 64 bytes. */
+typedef struct ig_amx_config {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} ig_amx_config;
+
+__attribute__((target(IG_AMX_TARGET))) static void ig_amx_begin(void)
+{
+    ig_amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    /* asm reading the whole struct: GCC 12 dropped the stores of rows and
+     * colsb before _tile_loadconfig (a configuration of empty tiles) */
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+__attribute__((target(IG_AMX_TARGET))) static void ig_amx_end(void)
+{
+    _tile_release();
+}
+
+/* Tile T (16 x 16 i32) into C: straight when the block is whole, else
+ * through a copy of its first ROWS x COLS. */
+#define IG_AMX_STORE(t, cp, ldc, rows, cols)                                                 \
+    do {                                                                                     \
+        if ((rows) >= 16 && (cols) >= 16) {                                                 \
+            _tile_stored(t, (cp), (ldc) * (int64_t)sizeof(int32_t));                        \
+        } else if ((rows) > 0 && (cols) > 0) {                                              \
+            int32_t tile_[16][16];                                                           \
+            _tile_stored(t, tile_, 16 * sizeof(int32_t));                                   \
+            for (int r_ = 0; r_ < (rows) && r_ < 16; r_++)                                  \
+                memcpy((cp) + r_ * (ldc), tile_[r_],                                        \
+                       (size_t)((cols) < 16 ? (cols) : 16) * sizeof(int32_t));              \
+        }                                                                                    \
+    } while (0)
+
+/* The 32 x 32 block over NRH halves of rows and NCH of columns (1 or 2
+ * each, constant when inlined); the tiles are configured (ig_amx_begin). */
+__attribute__((target(IG_AMX_TARGET), always_inline)) static inline void
+ig_amx_body(int nrh, int nch, int64_t groups, const void *a, const void *b, int32_t *c,
+            int64_t ldc, int rows, int cols)
+{
+    const char *ap = a, *bp = b;
+    const int64_t blocks = groups / (IG_X_KB / 4);
+    _tile_zero(0);
+    if (nch == 2)
+        _tile_zero(1);
+    if (nrh == 2) {
+        _tile_zero(2);
+        if (nch == 2)
+            _tile_zero(3);
+    }
+    for (int64_t kb = 0; kb < blocks; kb++, ap += IG_X_MR * IG_X_KB, bp += 16 * IG_X_NR * 4) {
+        _tile_loadd(4, ap, IG_X_KB);
+        _tile_loadd(6, bp, IG_X_NR * 4);
+        if (nch == 2)
+            _tile_loadd(7, bp + 64, IG_X_NR * 4);
+        _tile_dpbsud(0, 4, 6);
+        if (nch == 2)
+            _tile_dpbsud(1, 4, 7);
+        if (nrh == 2) {
+            _tile_loadd(5, ap + 16 * IG_X_KB, IG_X_KB);
+            _tile_dpbsud(2, 5, 6);
+            if (nch == 2)
+                _tile_dpbsud(3, 5, 7);
+        }
+    }
+    IG_AMX_STORE(0, c, ldc, rows, cols);
+    if (nch == 2)
+        IG_AMX_STORE(1, c + 16, ldc, rows, cols - 16);
+    if (nrh == 2) {
+        IG_AMX_STORE(2, c + 16 * ldc, ldc, rows - 16, cols);
+        if (nch == 2)
+            IG_AMX_STORE(3, c + 16 * ldc + 16, ldc, rows - 16, cols - 16);
+    }
+}
+
+__attribute__((target(IG_AMX_TARGET))) static void ig_kernel_amx(int64_t groups, const void *a,
+                                                                 const void *b, int32_t *c,
+                                                                 int64_t ldc, int rows, int cols)
+{
+    if (rows > 16 && cols > 16)
+        ig_amx_body(2, 2, groups, a, b, c, ldc, rows, cols);
+    else if (rows > 16)
+        ig_amx_body(2, 1, groups, a, b, c, ldc, rows, cols);
+    else if (cols > 16)
+        ig_amx_body(1, 2, groups, a, b, c, ldc, rows, cols);
+    else
+        ig_amx_body(1, 1, groups, a, b, c, ldc, rows, cols);
+}
+
+/* The 16 x 16 bytes R (rows) transposed in place: four rounds of
+ * interleaving row i with row i + 8 (each round a perfect shuffle of the
+ * 256 bytes; four of them turn the matrix). */
+__attribute__((target("ssse3"))) static void ig_transpose16(__m128i r[16])
+{
+    for (int round = 0; round < 4; round++) {
+        __m128i t[16];
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
+            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
+        }
+        memcpy(r, t, sizeof t);
+    }
+}
+
+/* One panel of up to 32 rows (ROWS) of the AMX layout: row r's values q ..
+ * q + 63 are the 64 bytes at (q / 64) * 2048 + r * 64, flipped to i8;
+ * values past K and rows past ROWS are 0 (the panel is cleared first).
+ * Element (r, q) is D[r * RS + q * QS]; a transposed A (a MatMulInteger's
+ * B, RS 1) goes through 16 x 16 byte transposes: value by value, the
+ * 1024 x 8210 B of dddd_ocr_q took 17 ms of its session's creation. Each
+ * row's sum is added to SUMS. */
+__attribute__((target("ssse3"))) static void ig_pack_panel_amx(const uint8_t *d, int64_t rs,
+                                                                int64_t qs, bool trans, int rows,
+                                                                int64_t k, uint8_t flip,
+                                                                int8_t *panel, uint32_t *sums)
+{
+    const __m128i f = _mm_set1_epi8((char)flip);
+    for (int64_t q0 = 0; q0 < k; q0 += 16) {
+        const int qn = (int)(k - q0 < 16 ? k - q0 : 16);
+        int8_t *o = panel + (q0 / IG_X_KB) * IG_X_MR * IG_X_KB + q0 % IG_X_KB;
+        for (int r0 = 0; r0 < rows; r0 += 16) {
+            const int rn = rows - r0 < 16 ? rows - r0 : 16;
+            __m128i v[16];
+            if (!trans) { /* rows r0 .. r0 + 15, values q0 .. q0 + 15 */
+                for (int i = 0; i < 16; i++) {
+                    uint8_t part[16];
+                    memset(part, flip, sizeof part);
+                    if (i < rn)
+                        memcpy(part, d + (r0 + i) * rs + q0, (size_t)qn);
+                    v[i] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)part), f);
+                }
+            } else { /* values q0 .. q0 + 15 of rows r0 .. r0 + 15, turned */
+                for (int i = 0; i < 16; i++) {
+                    const uint8_t *src = d + (q0 + i) * qs + r0;
+                    if (i < qn && rn == 16) {
+                        v[i] = _mm_loadu_si128((const __m128i *)(const void *)src);
+                    } else {
+                        uint8_t part[16];
+                        memset(part, flip, sizeof part);
+                        if (i < qn)
+                            memcpy(part, src, (size_t)rn);
+                        v[i] = _mm_loadu_si128((const __m128i *)(const void *)part);
+                    }
+                    v[i] = _mm_xor_si128(v[i], f);
+                }
+                ig_transpose16(v);
+            }
+            for (int i = 0; i < rn; i++)
+                _mm_storeu_si128((__m128i *)(void *)(o + (r0 + i) * IG_X_KB), v[i]);
+        }
+    }
+    /* the rows' sums, from the panel */
+    const __m128i ones8 = _mm_set1_epi8(1), ones16 = _mm_set1_epi16(1);
+    const int64_t blocks = (k + IG_X_KB - 1) / IG_X_KB;
+    for (int r = 0; r < rows; r++) {
+        __m128i s = _mm_setzero_si128();
+        for (int64_t b = 0; b < blocks; b++)
+            for (int c = 0; c < IG_X_KB; c += 16) {
+                __m128i x = _mm_loadu_si128(
+                    (const __m128i *)(const void *)(panel + b * IG_X_MR * IG_X_KB + r * IG_X_KB + c));
+                s = _mm_add_epi32(s, _mm_madd_epi16(_mm_maddubs_epi16(ones8, x), ones16));
+            }
+        uint32_t t[4];
+        _mm_storeu_si128((__m128i *)(void *)t, s);
+        sums[r] += t[0] + t[1] + t[2] + t[3];
+    }
+}
+
+static const ig_isa ig_isa_amx = {"amx", IG_X_MR, IG_X_NR, 4, 1, ig_colsum_vnni,
+                                  {{IG_X_NR, ig_kernel_amx}}, IG_X_KB, true};
+
+/* Whether this CPU has AMX's tiles and int8 products and Linux lets the
+ * process use them (the tile data is asked for once, process-wide: a
+ * kernel before 5.16, or a signal stack too small for the tiles, says
+ * no). */
+static bool ig_amx_usable(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25)))
+        return false;
+#ifdef __linux__
+    /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA */
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return false;
+#endif
+}
 
 #endif /* IG_X86 */
 
 /* The build this CPU runs, decided once (a benign race: every thread
  * computes the same answer). CPU_IGEMM_MAX_ISA (tests only): 0 portable C,
- * 1 up to AVX2, 2 all. */
+ * 1 up to AVX2, 2 up to AVX512-VNNI, 3 all (AMX). */
 #ifndef CPU_IGEMM_MAX_ISA
-#define CPU_IGEMM_MAX_ISA 2
+#define CPU_IGEMM_MAX_ISA 3
 #endif
 
 static const ig_isa *ig_isa_get(void)
@@ -472,7 +699,9 @@ static const ig_isa *ig_isa_get(void)
     isa = &ig_isa_c;
 #ifdef IG_X86
     __builtin_cpu_init();
-    if (CPU_IGEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f") &&
+    if (CPU_IGEMM_MAX_ISA >= 3 && __builtin_cpu_supports("avx512f") && ig_amx_usable())
+        isa = &ig_isa_amx;
+    else if (CPU_IGEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512vnni"))
         isa = &ig_isa_vnni;
@@ -505,7 +734,8 @@ static size_t ig_round64(size_t bytes)
 
 static int64_t ig_kp(const ig_isa *isa, int64_t k)
 {
-    return (k + isa->kg - 1) / isa->kg * isa->kg;
+    int64_t pad = isa->kpad > 0 ? isa->kpad : isa->kg;
+    return (k + pad - 1) / pad * pad;
 }
 
 static void ig_layout(const ig_isa *isa, int64_t m, int64_t k, ig_a_head *h)
@@ -725,7 +955,11 @@ void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t
         uint32_t sums[IG_MAX_MR] = {0};
         int64_t q = 0;
 #ifdef IG_X86
-        if (isa->esz == 1 && kg == 4 && mr == 8 && rows == 8) {
+        if (isa->amx) {
+            ig_pack_panel_amx(d + i0 * rs, rs, qs, a->trans, rows, k, flip, (int8_t *)panel,
+                              sums);
+            q = k;
+        } else if (isa->esz == 1 && kg == 4 && mr == 8 && rows == 8) {
             ig_pack_panel8(d + i0 * rs, rs, qs, a->trans, k / 4, flip, (int8_t *)panel, sums);
             q = k / 4 * 4;
         } else if (isa->esz == 2 && kg == 2 && mr == 6 && rows == 6 && a->trans &&
@@ -866,12 +1100,13 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
 #ifdef IG_X86
     /* a whole panel of bytes: every value is written, nothing to clear
      * but the last group's rows past K */
-    if (!b->trans && isa->esz == 1 && kg == 4 && nr == 32 && cols == 32 && isa == &ig_isa_vnni) {
+    if (!b->trans && isa->esz == 1 && kg == 4 && nr == 32 && cols == 32 &&
+        (isa == &ig_isa_vnni || isa == &ig_isa_amx)) {
         int64_t whole = k / 4;
         ig_pack_b32_avx2(b, 0, whole, j0, flip, out);
         if (whole < groups) {
             uint8_t *o = (uint8_t *)out + whole * 32 * 4;
-            memset(o, 0, 32 * 4);
+            memset(o, 0, (size_t)(groups - whole) * 32 * 4);
             for (int j = 0; j < 32; j++)
                 for (int64_t q = whole * 4; q < k; q++)
                     o[j * 4 + (q - whole * 4)] = (uint8_t)(ig_b_row(b, q)[j0 + j] ^ flip);
@@ -1153,6 +1388,10 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
         const bool a_outer = (size_t)m * (size_t)h.kp * (size_t)isa->esz > (size_t)np * bpanel;
         const int64_t n_outer = a_outer ? (m + mr - 1) / mr : np;
         const int64_t n_inner = a_outer ? np : (m + mr - 1) / mr;
+#ifdef IG_X86
+        if (isa->amx)
+            ig_amx_begin();
+#endif
         for (int64_t u = 0; u < n_outer; u++)
             for (int64_t w = 0; w < n_inner; w++) {
                 int64_t p = a_outer ? w : u, i0 = (a_outer ? u : w) * mr;
@@ -1166,6 +1405,10 @@ void cpu_igemm(int64_t m, int64_t n, int64_t k, const void *packed_a, int64_t fi
                 kern->fn(groups, ap, bp + (size_t)p * bpanel, c + i0 * ldc + j0 + p * nr, ldc,
                          rows, cols);
             }
+#ifdef IG_X86
+        if (isa->amx)
+            ig_amx_end();
+#endif
         /* the zero points: - zb * rowsum - za * colsum + K * za * zb */
         if (nc == 1) {
             /* a matrix-vector product: one loop down the column */

@@ -180,6 +180,16 @@ static void ti_edges(void)
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
             ti_run(&(ti_case){ms[i], ns[j], ks[(i + j) % 10], (i & 1) != 0, (j & 1) != 0,
                               .zp = 1});
+    /* AMX's panel of 32 rows in halves of 16 and its runs of 64 values of
+     * K: rows and columns either side of 16 and 32, K either side of 64
+     * and 128, A transposed or not */
+    static const int64_t ms2[] = {15, 16, 17, 31, 32, 33, 48, 64, 65};
+    static const int64_t ns2[] = {8, 16, 17, 24, 32, 40};
+    static const int64_t ks2[] = {60, 64, 68, 127, 128, 129, 200};
+    for (size_t i = 0; i < sizeof ms2 / sizeof ms2[0]; i++)
+        for (size_t j = 0; j < sizeof ns2 / sizeof ns2[0]; j++)
+            ti_run(&(ti_case){ms2[i], ns2[j], ks2[(i + j) % 7], (i & 1) != 0, (j & 1) != 0,
+                              .ta = ((i + j) & 1) != 0, .zp = 2});
 }
 
 static void ti_large(void)
