@@ -23,7 +23,7 @@ int odnn_pace_after(struct odnn_pace *p, double us, long csw, int was_solo, int 
         p->solo_us += us;
         p->since_probe++;
         if (p->since_probe == ODNN_PACE_TRIAL && p->team_ref_us > 0 &&
-            p->solo_us / ODNN_PACE_TRIAL >= p->team_ref_us) {
+            p->solo_us / ODNN_PACE_TRIAL * ODNN_PACE_GAIN >= p->team_ref_us) {
             /* solo did not pay: the team back, and slower to leave it */
             p->need = p->need * 2 < ODNN_PACE_MAX_STRIKES ? p->need * 2 : ODNN_PACE_MAX_STRIKES;
             return odnn_pace_team(p);

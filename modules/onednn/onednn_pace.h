@@ -16,8 +16,9 @@
  * context switch of the calling thread) or took over twice the best team
  * run; after ODNN_PACE_STRIKES suspects in a row the runs go solo (each
  * primitive made again for one thread, at the first solo run). Solo stays
- * while it pays: when its first two runs are no faster than the suspect
- * team runs were (means: a preempted team's runs vary tenfold), the team is back at once and the next switch needs twice
+ * while it pays: when its first two runs are not ODNN_PACE_GAIN times
+ * faster than the suspect team runs were (means: a preempted team's runs
+ * vary tenfold), the team is back at once and the next switch needs twice
  * the suspects (up to ODNN_PACE_MAX_STRIKES); otherwise every
  * ODNN_PACE_PROBE solo runs one team run asks again, and the team is back
  * when it beats the solo runs' mean since the last probe. */
@@ -32,8 +33,14 @@
 #define ODNN_PACE_STRIKES 3
 #define ODNN_PACE_MAX_STRIKES 48
 #define ODNN_PACE_SLOWER 2.0
-/* Solo runs before they are weighed against the suspect team runs. */
+/* Solo runs before they are weighed against the suspect team runs, and
+ * how much faster they must be to stay. Beside a busy process solo gains
+ * 2.3-8x (DenseNet-121 109 -> 47 ms, ShuffleNet 17-27 -> 3.1); a subgraph
+ * whose big LSTM a second core speeds up (thai2rom_dec: 0.12 ms a run
+ * solo, 0.04 on its team) gained 1.2x over three team runs a quiet VM's
+ * noise had slowed, and then ran solo, 3x slower, until the next probe. */
 #define ODNN_PACE_TRIAL 2
+#define ODNN_PACE_GAIN 1.5
 /* ... and at least this many microseconds slower (a small subgraph's
  * noise is not contention). */
 #define ODNN_PACE_FLOOR_US 20.0
