@@ -522,10 +522,21 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
  * And where a step of another backend reads its results, the subgraph's
  * own team keeps spinning for up to spin_us after it (the OpenMP spin the
  * runtime sets, runtime.c), its threads - 1 workers on cores the next
- * backend's threads want: up to spin_us * (threads - 1) / threads of the
- * run. One onednn MaxPool between two of the cpu module's int8 layers
- * (resnet50_s_qdq) made the run 0.84 ms against 0.68 with it on cpu
- * (5 alternating rounds of 300, loaded machine). */
+ * backend's threads want: spin_us * (threads - 1) of the run
+ * (pl_part_spin_tax). One onednn MaxPool between two of the cpu module's
+ * int8 layers (resnet50_s_qdq) made the run 0.84 ms against 0.68 with it
+ * on cpu (5 alternating rounds of 300, loaded machine); asr_kaldi_conv's
+ * onednn Transpose + MatMul + Clip (78 us a run against 104 on cpu) made
+ * the cpu Conv after it 104 us slower (spin_us 100, 2 threads): the whole
+ * spin, where (threads - 1) / threads of it had been priced and the
+ * subgraph kept (default 0.72 ms a run against 0.63 on order = cpu). */
+/* What a pinned-thread team's spin after a subgraph costs the backend
+ * that reads its results (pl_part_handoff). */
+static double pl_part_spin_tax(const pl_partition *p)
+{
+    return p->spin_us * (p->threads - 1.0);
+}
+
 static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
 {
     const pl_module *m = p->backends[cl->backend].module;
@@ -563,7 +574,7 @@ static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
         }
     }
     return (in ? PL_COST_HANDOFF_US : 0) + (out ? PL_COST_HANDOFF_US : 0) +
-           (next ? p->spin_us * (p->threads - 1.0) / p->threads : 0.0);
+           (next ? pl_part_spin_tax(p) : 0.0);
 }
 
 /* The estimate for the nodes of CL on the backends p->cluster_alt names
@@ -692,7 +703,7 @@ static pl_status *pl_part_carve(pl_partition *p, size_t c, bool *changed)
     double whole_us = pl_cost_total(p, &whole);
     double cut = 0;
     if (m->api.capabilities & PL_CAP_PINNED_THREAD)
-        cut = 2.0 * PL_COST_HANDOFF_US + p->spin_us * (p->threads - 1.0) / p->threads;
+        cut = 2.0 * PL_COST_HANDOFF_US + pl_part_spin_tax(p);
     for (size_t i = 0; i < cl->n_nodes; i++) {
         pl_nid n = cl->nodes[i];
         if (p->pin[n] >= 0 ||
