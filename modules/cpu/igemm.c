@@ -1172,7 +1172,9 @@ static void ig_pack_b(const ig_isa *isa, const cpu_igemm_q8 *b, int64_t k, int64
         }
         return;
     }
-    for (int64_t g = 0; g < groups; g++) {
+    /* groups past K (AMX pads K to 64) stay as cleared: their rows are
+     * not B's (an implicit im2col's row_off has K entries) */
+    for (int64_t g = 0; g < groups && g * kg < k; g++) {
         const int64_t q0 = g * kg;
         int j = 0;
 #ifdef IG_X86

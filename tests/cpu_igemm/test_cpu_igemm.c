@@ -37,6 +37,9 @@ typedef struct ti_case {
     int64_t blocks;   /* row blocks of the packed A, cut at multiples of MR */
     int extreme;      /* values at the ends of their range (sums that wrap) */
     bool tight;       /* C's leading dimension N (else N + 5) */
+    bool row_off;     /* B (not transposed) through row offsets, K of them in a
+                       * block of their own (an implicit im2col's): a read past
+                       * them is the sanitizers' to catch */
 } ti_case;
 
 #define TI_GUARD 0x5a5a5a5a
@@ -84,6 +87,17 @@ static void ti_run(const ti_case *t)
     for (int64_t i = 0; i < m * ldc; i++)
         c[i] = TI_GUARD;
     cpu_igemm_q8 qa = {a, lda, t->ta, t->a_signed}, qb = {b, ldb, t->tb, t->b_signed};
+    int64_t *row_off = NULL;
+    if (t->row_off && !t->tb) {
+        row_off = malloc(sizeof *row_off * (size_t)(k > 0 ? k : 1));
+        if (row_off == NULL) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+        for (int64_t q = 0; q < k; q++)
+            row_off[q] = q * ldb;
+        qb.row_off = row_off;
+    }
     const int32_t *pza = t->zp ? za : NULL, *pzb = t->zp ? zb : NULL;
     bool per = t->zp == 2;
     void *pa = ti_alloc(cpu_igemm_packed_a_bytes(m, k));
@@ -151,7 +165,7 @@ static void ti_run(const ti_case *t)
             }
         }
     ti_failures += bad;
-    free(a), free(b), free(c), free(za), free(zb), free(pa), free(scratch);
+    free(a), free(b), free(c), free(za), free(zb), free(pa), free(scratch), free(row_off);
 }
 
 static void ti_signs(ti_case t)
@@ -189,7 +203,7 @@ static void ti_edges(void)
     for (size_t i = 0; i < sizeof ms2 / sizeof ms2[0]; i++)
         for (size_t j = 0; j < sizeof ns2 / sizeof ns2[0]; j++)
             ti_run(&(ti_case){ms2[i], ns2[j], ks2[(i + j) % 7], (i & 1) != 0, (j & 1) != 0,
-                              .ta = ((i + j) & 1) != 0, .zp = 2});
+                              .ta = ((i + j) & 1) != 0, .zp = 2, .row_off = (j & 2) != 0});
 }
 
 static void ti_large(void)
