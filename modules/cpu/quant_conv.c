@@ -409,6 +409,20 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
     cpu_requant_i32(am, nc, bb, mult, (float)c->yz, k->y_signed, (char *)c->dst + at);
 }
 
+/* Multiply-adds under which a convolution's product runs on the calling
+ * thread alone: a pool's hand-off and the other core's cache cost more
+ * (a 16 -> 16 3x3 QLinearConv on 16x16, 0.6M: 7 us a run on one thread,
+ * 9 on two; resnet50_s_qop's convolutions, 0.1-2.4M each, 2-5 us slower
+ * each on two). */
+#define QC_SERIAL_MACS ((size_t)1 << 20)
+
+/* Whether K's product runs on the caller alone (QC_SERIAL_MACS): then it
+ * is not split by output channels either (qc_split_plan), in the scratch
+ * sizing (qc_worker_slice) as in the run. */
+static bool qc_serial(const qc_kernel *k)
+{
+    return k->n * k->m * (k->c / k->group * k->ker_sp) * k->out_sp < QC_SERIAL_MACS;
+}
 /* Output rows narrower than this go channels-last (qc_dwl_chunk). */
 #define QC_DWL_MAX_W 16
 /* ... or narrower than this with at least QC_DWL_MIN_TAPS taps (a 7x7
@@ -556,7 +570,7 @@ static size_t qc_worker_slice(const qc_kernel *k, size_t threads, size_t *out_sh
     size_t mblk, cchunk;
     size_t rows = k->c / k->group * k->ker_sp;
     qc_plan p;
-    bool split = qc_split_plan(k, threads, &mblk, &cchunk);
+    bool split = !qc_serial(k) && qc_split_plan(k, threads, &mblk, &cchunk);
     qc_gemm_plan(k, threads, !split, &p);
     if (split) {
         /* phase one: one channel's padded plane; phase two: a block's sums
@@ -1197,10 +1211,13 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
     if (qc_is_depthwise(k, &dwl))
         return qc_write_depthwise(ctx, k, x, w, xz, wz, bias, ws, xs, ys, yz, dst, work, slice);
     size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
-    size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    const size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    /* a small product runs on the caller alone, with the plan (and the
+     * workers' scratch slices, qc_worker_slice) the thread count gives */
+    const bool serial = qc_serial(k);
     qc_plan p;
     size_t mblk = 0, cchunk = 0;
-    bool split = qc_split_plan(k, threads, &mblk, &cchunk);
+    bool split = !serial && qc_split_plan(k, threads, &mblk, &cchunk);
     qc_gemm_plan(k, threads, !split, &p);
     qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
     bool pre = k->wpack_pre != NULL;
@@ -1225,8 +1242,8 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
             c->cchunk = cchunk;
             ok = qc_write_split(ctx, c, threads);
         } else {
-            cpu_host->parallel_for(ctx->host_ctx, k->group * k->n * c->n_tiles, 1,
-                                   qc_gemm_chunk, c);
+            size_t items = k->group * k->n * c->n_tiles;
+            cpu_host->parallel_for(ctx->host_ctx, items, serial ? items : 1, qc_gemm_chunk, c);
             ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
         }
     }
