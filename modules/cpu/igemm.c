@@ -7,9 +7,11 @@
  * panels of MR rows in the same groups. A micro-kernel multiplies one
  * panel of A by one of B, keeping the MR x NR block of C in registers.
  *
- * Builds: AVX512-VNNI (8 x 32, groups of 4 bytes: A i8, B u8), AVX2 (6 x
- * 16, pairs of i16) and portable C (4 x 16, the VNNI layout). Panels are
- * zero-padded to full MR, NR and KG; padding adds nothing to the sums. */
+ * Builds: AMX (32 x 32 in 16 x 16 tiles; A's panels in runs of 64 bytes a
+ * row, B's the VNNI layout), AVX512-VNNI (8 x 32, groups of 4 bytes: A i8,
+ * B u8), AVX2 (6 x 16, pairs of i16) and portable C (4 x 16, the VNNI
+ * layout). Panels are zero-padded to full MR, NR and KG (K to 64 for AMX);
+ * padding adds nothing to the sums. */
 #define _DEFAULT_SOURCE /* syscall (AMX's permission) */
 #include "igemm.h"
 

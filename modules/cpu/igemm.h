@@ -9,9 +9,11 @@
  *
  * The weights' side (A) is packed once (cpu_igemm_pack_a, at get_kernel
  * time when constant) with its row sums; each call packs B itself. The
- * micro-kernels multiply u8 by i8 in groups of four with AVX512-VNNI
- * (vpdpbusd), in pairs of i16 with AVX2 (vpmaddwd: no saturation), or in
- * portable C, chosen at run time from what the CPU reports; A is taken to
+ * micro-kernels multiply i8 by u8 in 16 x 16 x 64 tiles with AMX
+ * (tdpbsud, where Linux grants the tile state), in groups of four with
+ * AVX512-VNNI (vpdpbusd), in pairs of i16 with AVX2 (vpmaddwd: no
+ * saturation), or in portable C, chosen at run time from what the CPU
+ * reports; A is taken to
  * i8 and B to u8 by shifting by 128 where their types differ, and the zero
  * points come off afterwards: sum a*b - zb * sum_k a - za * sum_k b
  * + K * za * zb, all in wrapping 32-bit arithmetic.
@@ -47,7 +49,7 @@ int cpu_igemm_mr(void);
  * multiples of it pack no partial panel but the last. */
 int cpu_igemm_nr(void);
 
-/* The micro-kernel this CPU runs ("avx512vnni", "avx2", "c"). */
+/* The micro-kernel this CPU runs ("amx", "avx512vnni", "avx2", "c"). */
 const char *cpu_igemm_isa(void);
 
 /* Bytes of a packed op(A) of M x K (64-byte aligned). */
