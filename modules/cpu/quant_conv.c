@@ -415,6 +415,8 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
  * 9 on two; resnet50_s_qop's convolutions, 0.1-2.4M each, 2-5 us slower
  * each on two). */
 #define QC_SERIAL_MACS ((size_t)1 << 20)
+/* ... and a depthwise one (its loops do far fewer a nanosecond) */
+#define QC_DW_SERIAL_MACS ((size_t)1 << 17)
 
 /* Whether K's product runs on the caller alone (QC_SERIAL_MACS): then it
  * is not split by output channels either (qc_split_plan), in the scratch
@@ -1088,16 +1090,19 @@ static bool qc_write_depthwise(pl_module_ctx *ctx, const qc_kernel *k, const cha
         size_t per = (k->m + threads - 1) / (threads ? threads : 1);
         per = (per + 15) / 16 * 16;
         c->dwl_block = per < QC_DWL_BLOCK ? per : QC_DWL_BLOCK;
+        /* a small one on the caller alone (its scratch is per worker, the
+         * same whoever runs it) */
+        const bool serial = k->n * k->m * k->ker_sp * k->out_sp < QC_DW_SERIAL_MACS;
+        size_t items = dwl ? k->n * ((k->m + c->dwl_block - 1) / c->dwl_block) : k->n * k->m;
+        size_t grain = serial ? items : 1;
         if (dwl)
-            cpu_host->parallel_for(ctx->host_ctx,
-                                   k->n * ((k->m + c->dwl_block - 1) / c->dwl_block), 1,
-                                   qc_dwl_chunk, c);
+            cpu_host->parallel_for(ctx->host_ctx, items, grain, qc_dwl_chunk, c);
 #ifdef QC_X86
         else if (qc_dw16_fits(k))
-            cpu_host->parallel_for(ctx->host_ctx, k->n * k->m, 1, qc_dw16_chunk, c);
+            cpu_host->parallel_for(ctx->host_ctx, items, grain, qc_dw16_chunk, c);
 #endif
         else
-            cpu_host->parallel_for(ctx->host_ctx, k->n * k->m, 1, qc_dw_chunk, c);
+            cpu_host->parallel_for(ctx->host_ctx, items, grain, qc_dw_chunk, c);
         ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }
     cpu_host->host_free(ctx->host_ctx, c);
