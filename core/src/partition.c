@@ -510,6 +510,13 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
     return NULL;
 }
 
+/* What a pinned-thread team's spin after a subgraph costs the backend
+ * that reads its results (pl_part_handoff). */
+static double pl_part_spin_tax(const pl_partition *p)
+{
+    return p->spin_us * (p->threads - 1.0);
+}
+
 /* What handing work between threads costs cluster CL per run: a
  * pinned-thread or device backend runs on a worker of its own, and each
  * side of the subgraph that meets a step of another backend, or the run's
@@ -530,13 +537,6 @@ static pl_status *pl_part_next_backend(pl_partition *p, pl_nid n, size_t skip, b
  * the cpu Conv after it 104 us slower (spin_us 100, 2 threads): the whole
  * spin, where (threads - 1) / threads of it had been priced and the
  * subgraph kept (default 0.72 ms a run against 0.63 on order = cpu). */
-/* What a pinned-thread team's spin after a subgraph costs the backend
- * that reads its results (pl_part_handoff). */
-static double pl_part_spin_tax(const pl_partition *p)
-{
-    return p->spin_us * (p->threads - 1.0);
-}
-
 static double pl_part_handoff(const pl_partition *p, const pl_part_cluster *cl)
 {
     const pl_module *m = p->backends[cl->backend].module;

@@ -41,6 +41,14 @@ typedef struct cpu_igemm_q8 {
     const int64_t *row_off;
 } cpu_igemm_q8;
 
+/* Multiply-adds under which a caller runs its whole product on one thread
+ * (ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul): the pool's
+ * hand-off and the other core's cache cost more (a 16 -> 16 3x3
+ * QLinearConv on 16x16, 0.6M: 7 us a run on one thread, 9 on two;
+ * resnet50_s_qop's convolutions, 0.1-2.4M each, 2-5 us slower each on
+ * two). */
+#define CPU_IGEMM_SERIAL_MACS ((size_t)1 << 20)
+
 /* Rows of one packed panel of A: blocks of rows given to cpu_igemm start
  * at multiples of it. Constant for the life of the process. */
 int cpu_igemm_mr(void);

@@ -554,9 +554,9 @@ static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a
                           .sb = sb, .sy = sy, .zy = zy, .dst = dst,
                           .bpack = pre ? k->b_pre : bp, .bpack_bytes = bpack_bytes,
                           .row_block = rb, .n_blocks = (n + rb - 1) / rb};
-        /* a small product on the caller alone (quant_conv.c's QC_SERIAL_MACS) */
+        /* a small product on the caller alone */
         size_t items = n_batch * c->n_blocks;
-        bool serial = n_batch * m * n * kk < ((size_t)1 << 20);
+        bool serial = n_batch * m * n * kk < CPU_IGEMM_SERIAL_MACS;
         cpu_host->parallel_for(ctx->host_ctx, items, serial ? items : 1, qu_mm_chunk, c);
         ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }

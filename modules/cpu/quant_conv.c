@@ -409,22 +409,19 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
     cpu_requant_i32(am, nc, bb, mult, (float)c->yz, k->y_signed, (char *)c->dst + at);
 }
 
-/* Multiply-adds under which a convolution's product runs on the calling
- * thread alone: a pool's hand-off and the other core's cache cost more
- * (a 16 -> 16 3x3 QLinearConv on 16x16, 0.6M: 7 us a run on one thread,
- * 9 on two; resnet50_s_qop's convolutions, 0.1-2.4M each, 2-5 us slower
- * each on two). */
-#define QC_SERIAL_MACS ((size_t)1 << 20)
-/* ... and a depthwise one (its loops do far fewer a nanosecond) */
+/* Multiply-adds under which a depthwise convolution runs on the calling
+ * thread alone (CPU_IGEMM_SERIAL_MACS for the others: its loops do far
+ * fewer a nanosecond than the integer GEMM). */
 #define QC_DW_SERIAL_MACS ((size_t)1 << 17)
 
-/* Whether K's product runs on the caller alone (QC_SERIAL_MACS): then it
- * is not split by output channels either (qc_split_plan), in the scratch
- * sizing (qc_worker_slice) as in the run. */
+/* Whether K's product runs on the caller alone (CPU_IGEMM_SERIAL_MACS):
+ * then it is not split by output channels either (qc_split_plan), in the
+ * scratch sizing (qc_worker_slice) as in the run. */
 static bool qc_serial(const qc_kernel *k)
 {
-    return k->n * k->m * (k->c / k->group * k->ker_sp) * k->out_sp < QC_SERIAL_MACS;
+    return k->n * k->m * (k->c / k->group * k->ker_sp) * k->out_sp < CPU_IGEMM_SERIAL_MACS;
 }
+
 /* Output rows narrower than this go channels-last (qc_dwl_chunk). */
 #define QC_DWL_MAX_W 16
 /* ... or narrower than this with at least QC_DWL_MIN_TAPS taps (a 7x7
