@@ -515,17 +515,20 @@ __attribute__((target(IG_AMX_TARGET))) static void ig_amx_end(void)
 }
 
 /* Tile T (16 x 16 i32) into C: straight when the block is whole, else
- * through a copy of its first ROWS x COLS. */
+ * through a copy of its first ROWS x COLS, a masked store per row (GCC
+ * made the memcpy of a row of a few columns a rep movsq, whose start-up
+ * took most of an LSTM step's [128 x 32] x [32 x 2] product). */
 #define IG_AMX_STORE(t, cp, ldc, rows, cols)                                                 \
     do {                                                                                     \
         if ((rows) >= 16 && (cols) >= 16) {                                                 \
             _tile_stored(t, (cp), (ldc) * (int64_t)sizeof(int32_t));                        \
         } else if ((rows) > 0 && (cols) > 0) {                                              \
             int32_t tile_[16][16];                                                           \
+            const __mmask16 m_ = (__mmask16)((cols) >= 16 ? 0xffff : (1u << (cols)) - 1);     \
             _tile_stored(t, tile_, 16 * sizeof(int32_t));                                   \
             for (int r_ = 0; r_ < (rows) && r_ < 16; r_++)                                  \
-                memcpy((cp) + r_ * (ldc), tile_[r_],                                        \
-                       (size_t)((cols) < 16 ? (cols) : 16) * sizeof(int32_t));              \
+                _mm512_mask_storeu_epi32((cp) + r_ * (ldc), m_,                             \
+                                         _mm512_loadu_si512(tile_[r_]));                    \
         }                                                                                    \
     } while (0)
 
