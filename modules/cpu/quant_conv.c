@@ -36,6 +36,7 @@ typedef struct qc_kernel {
     size_t in_sp, ker_sp, out_sp;      /* spatial element counts */
     bool x_signed, w_signed, y_signed;
     bool has_xz, has_wz, wz_per, ws_per, has_bias;
+    bool hwc;                          /* im2col channels-last (qc_hwc_fits) */
     size_t ix, iw, ixz, iwz;           /* input numbers */
     /* Constant weights (and zero points) packed for the integer GEMM, one
      * group after another, made once when the kernel is; NULL when the
@@ -316,6 +317,106 @@ static bool qc_implicit_fits(const qc_kernel *k)
     return k->nsp == 2 && (s1 || s2) && k->out[1] >= QC_IMPLICIT_MIN_W;
 }
 
+/* Padded inputs of at most this many bytes take qc_im2col_padded. */
+#define QC_PAD_MAX_BYTES ((size_t)256 << 10)
+
+/* ---- narrow maps, channels-last ----------------------------------------------
+ *
+ * An output row narrower than QC_IMPLICIT_MIN_W makes the im2col by
+ * channel a few bytes a run: a 256 -> 256 3x3 QLinearConv on a 2x2 map
+ * copied 4608 runs of two bytes, a third of its time. Such a convolution
+ * reads its input channels-last instead: the group's input, padding made
+ * real, is laid out [rows, columns, channels] once (qc_pad_hwc), and each
+ * output position's column of B is its taps' channel runs one after
+ * another (kernel row by kernel row: KW * C/g bytes at once without
+ * dilation), taken as a transposed B [positions, K]. The weights are
+ * packed with K in the same order, (kh, kw, channel) (qc_pack_weights). */
+
+/* Columns of the channels-last padded input: the last one a tap reads. */
+static int64_t qc_hwc_pitch(const qc_kernel *k)
+{
+    return (k->out[1] - 1) * k->stride[1] + (k->ker[1] - 1) * k->dil[1] + 1;
+}
+
+/* Input channels a group needs for the channels-last im2col to pay: its
+ * runs are at least this long. */
+#define QC_HWC_MIN_C 4
+
+static bool qc_is_direct(const qc_kernel *k)
+{
+    bool direct = k->ker_sp == 1;
+    for (int d = 0; d < k->nsp; d++)
+        direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
+    return direct;
+}
+
+/* Whether K's products take the channels-last im2col: 2-D, not depthwise
+ * nor a 1x1 that reads its input as it is, output rows too narrow for the
+ * implicit product, enough channels a group, and the padded input within
+ * QC_PAD_MAX_BYTES (qc_gemm_plan's buffer for it). */
+static bool qc_hwc_fits(const qc_kernel *k)
+{
+    size_t cg = k->group ? k->c / k->group : 0;
+    return k->nsp == 2 && k->c != k->group && !qc_is_direct(k) &&
+           k->out[1] < QC_IMPLICIT_MIN_W && cg >= QC_HWC_MIN_C &&
+           cg * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k)) <= QC_PAD_MAX_BYTES;
+}
+
+/* The CG channels of one group (XG) channels-last with the padding made
+ * real (PAD): byte (y, x, c) at OUT[(y * qc_hwc_pitch + x) * CG + c] is
+ * input (y - pad, x - pad) of channel c. Eight channels at a time, one
+ * 8-byte store per position. */
+static void qc_pad_hwc(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8_t pad,
+                       uint8_t *out)
+{
+    const int64_t hp = qc_pad_rows(k), wp = qc_hwc_pitch(k);
+    const int64_t h = k->in[0], wd = k->in[1], p0 = k->pad[0], p1 = k->pad[1];
+    const int64_t x0 = p1, x1 = wd + p1 < wp ? wd + p1 : wp; /* columns inside */
+    memset(out, pad, cg * (size_t)(hp * wp));
+    for (int64_t y = p0; y < hp && y - p0 < h; y++) {
+        const uint8_t *src = xg + (y - p0) * wd; /* input column x - p1 */
+        uint8_t *row = out + (size_t)(y * wp) * cg;
+        size_t cc = 0;
+        for (; cc + 8 <= cg; cc += 8) {
+            const uint8_t *s0 = src + cc * k->in_sp;
+            for (int64_t x = x0; x < x1; x++) {
+                uint8_t v[8];
+                for (int i = 0; i < 8; i++)
+                    v[i] = s0[(size_t)i * k->in_sp + (size_t)(x - p1)];
+                memcpy(row + (size_t)x * cg + cc, v, 8);
+            }
+        }
+        for (; cc < cg; cc++)
+            for (int64_t x = x0; x < x1; x++)
+                row[(size_t)x * cg + cc] = src[cc * k->in_sp + (size_t)(x - p1)];
+    }
+}
+
+/* Columns C0 .. C0 + NC of B, transposed: output position j's ROWS values
+ * (its taps' channels, in the weights' (kh, kw, channel) order) at
+ * BT + (j - C0) * ROWS, from the channels-last input XH of CG channels. */
+static void qc_hwc_cols(const qc_kernel *k, const uint8_t *xh, size_t cg, size_t c0, size_t nc,
+                        size_t rows, uint8_t *bt)
+{
+    const int64_t wp = qc_hwc_pitch(k), ow_n = k->out[1];
+    const bool joined = k->dil[1] == 1; /* a kernel row's taps lie together */
+    for (size_t j = 0; j < nc; j++) {
+        const int64_t oh = (int64_t)(c0 + j) / ow_n, ow = (int64_t)(c0 + j) % ow_n;
+        uint8_t *o = bt + j * rows;
+        for (int64_t kh = 0; kh < k->ker[0]; kh++) {
+            const uint8_t *at =
+                xh + (size_t)((oh * k->stride[0] + kh * k->dil[0]) * wp + ow * k->stride[1]) * cg;
+            if (joined) {
+                memcpy(o, at, (size_t)k->ker[1] * cg);
+                o += (size_t)k->ker[1] * cg;
+                continue;
+            }
+            for (int64_t kw = 0; kw < k->ker[1]; kw++, o += cg)
+                memcpy(o, at + (size_t)(kw * k->dil[1]) * cg, cg);
+        }
+    }
+}
+
 static void qc_pad_group(const qc_kernel *k, const uint8_t *xg, size_t cg, uint8_t pad,
                          uint8_t *out)
 {
@@ -389,8 +490,6 @@ static inline void qc_im2col_padded(const qc_kernel *k, const uint8_t *xp, int64
     }
 }
 
-/* Padded inputs of at most this many bytes take qc_im2col_padded. */
-#define QC_PAD_MAX_BYTES ((size_t)256 << 10)
 
 /* Writes the exact sums AM of output channel M of image N at positions
  * C0 .. C0 + NC: ConvInteger's i32, or QLinearConv's requantization (the
@@ -485,7 +584,7 @@ static void qc_split_scratch(const qc_kernel *k, size_t mblk, size_t *one, size_
 {
     memset(one, 0, QC_MAX_BUFS * sizeof *one);
     memset(two, 0, QC_MAX_BUFS * sizeof *two);
-    one[0] = (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
+    one[0] = (k->hwc ? k->c / k->group : 1) * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
     two[0] = mblk * k->out_sp * sizeof(int32_t);
     two[1] = cpu_igemm_scratch_bytes((int64_t)k->out_sp,
                                      (int64_t)(k->c / k->group * k->ker_sp));
@@ -497,9 +596,7 @@ static void qc_split_scratch(const qc_kernel *k, size_t mblk, size_t *one, size_
 static void qc_gemm_plan(const qc_kernel *k, size_t threads, bool implicit_ok, qc_plan *p)
 {
     size_t rows = k->c / k->group * k->ker_sp;
-    bool direct = k->ker_sp == 1;
-    for (int d = 0; d < k->nsp; d++)
-        direct &= k->stride[d] == 1 && k->pad[d] == 0 && k->out[d] == k->in[d];
+    bool direct = qc_is_direct(k);
     size_t pad_bytes = 0;
     bool implicit = false;
     if (!direct && k->nsp == 2) {
@@ -548,7 +645,8 @@ static bool qc_split_plan(const qc_kernel *k, size_t threads, size_t *out_mblk,
         return false;
     size_t per = (mg + threads - 1) / threads;
     *out_mblk = (per + mr - 1) / mr * mr;
-    *out_cchunk = (cg + threads - 1) / threads;
+    /* channels-last: one item a (group, image), the layout needs them all */
+    *out_cchunk = k->hwc ? cg : (cg + threads - 1) / threads;
     return true;
 }
 
@@ -898,7 +996,16 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             qc_store_pitch(c, n, g * mg, mg, c0, acc, nc);
             continue;
         }
-        if (!c->plan.direct && xpad != NULL) {
+        if (k->hwc) {
+            /* narrow maps: B transposed, from the input channels-last */
+            if (xpad_of != n * k->group + g) {
+                qc_pad_hwc(k, xg, cg, pad, xpad);
+                xpad_of = n * k->group + g;
+            }
+            qc_hwc_cols(k, xpad, cg, c0, nc, rows, col);
+            b = (cpu_igemm_q8){.data = col, .ld = (int64_t)rows, .trans = true,
+                               .is_signed = k->x_signed};
+        } else if (!c->plan.direct && xpad != NULL) {
             /* small 2-D maps: from the input with its padding made real */
             if (xpad_of != n * k->group + g) {
                 qc_pad_group(k, xg, cg, pad, xpad);
@@ -969,16 +1076,25 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
 }
 
 /* Packs the weights of every group (cpu_igemm_pack_a: [M/g, C/g * taps]
- * with their zero points) into OUT, GROUP_BYTES apart. */
+ * with their zero points) into OUT, GROUP_BYTES apart. Channels-last
+ * (K->hwc), each row's values go (tap, channel) through PERM (M/g * C/g *
+ * taps bytes) first. */
 static void qc_pack_weights(const qc_kernel *k, const char *w, const char *wz, char *out,
-                            size_t group_bytes, int32_t *zbuf)
+                            size_t group_bytes, int32_t *zbuf, char *perm)
 {
-    size_t mg = k->m / k->group, rows = k->c / k->group * k->ker_sp;
+    size_t mg = k->m / k->group, cg = k->c / k->group, rows = cg * k->ker_sp;
     for (size_t g = 0; g < k->group; g++) {
         for (size_t mm = 0; mm < mg; mm++)
             zbuf[mm] = wz != NULL ? qc_q8(wz, k->w_signed, k->wz_per ? g * mg + mm : 0) : 0;
-        cpu_igemm_q8 a = {.data = w + g * mg * rows, .ld = (int64_t)rows,
-                          .is_signed = k->w_signed};
+        const char *wg = w + g * mg * rows;
+        if (k->hwc) {
+            for (size_t mm = 0; mm < mg; mm++)
+                for (size_t cc = 0; cc < cg; cc++)
+                    for (size_t t = 0; t < k->ker_sp; t++)
+                        perm[mm * rows + t * cg + cc] = wg[mm * rows + cc * k->ker_sp + t];
+            wg = perm;
+        }
+        cpu_igemm_q8 a = {.data = wg, .ld = (int64_t)rows, .is_signed = k->w_signed};
         cpu_igemm_pack_a((int64_t)mg, (int64_t)rows, &a, zbuf, true, out + g * group_bytes);
     }
 }
@@ -990,12 +1106,13 @@ typedef struct qc_fill {
     const char *w, *wz;
     int32_t *zbuf;
     size_t group_bytes;
+    char *perm;
 } qc_fill;
 
 static void qc_fill_run(void *arg, void *out)
 {
     const qc_fill *f = arg;
-    qc_pack_weights(f->k, f->w, f->wz, out, f->group_bytes, f->zbuf);
+    qc_pack_weights(f->k, f->w, f->wz, out, f->group_bytes, f->zbuf, f->perm);
 }
 
 /* The same convolution channels-last, for narrow maps (rows too short for
@@ -1134,6 +1251,11 @@ static void qc_split_col_chunk(void *arg, size_t begin, size_t end, int worker)
         size_t c0 = ch * c->cchunk, c1 = c0 + c->cchunk < cg ? c0 + c->cchunk : cg;
         const uint8_t *xg = (const uint8_t *)(const void *)c->x + (n * k->c + g * cg) * k->in_sp;
         uint8_t *col = c->col + gi * rows * k->out_sp;
+        if (k->hwc) { /* the whole group (qc_split_plan's chunk) */
+            qc_pad_hwc(k, xg, cg, (uint8_t)c->xz, xpad);
+            qc_hwc_cols(k, xpad, cg, 0, k->out_sp, rows, col);
+            continue;
+        }
         for (size_t cc = c0; cc < c1; cc++) {
             qc_pad_group(k, xg + cc * k->in_sp, 1, (uint8_t)c->xz, xpad);
             uint8_t *row = col + cc * k->ker_sp * k->out_sp;
@@ -1165,7 +1287,8 @@ static void qc_split_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
         cpu_igemm_q8 b = {.data = c->plan.direct ? (const uint8_t *)(const void *)c->x +
                                                   (n * k->c + g * (k->c / k->group)) * k->in_sp
                                             : c->col + gi * rows * k->out_sp,
-                          .ld = (int64_t)k->out_sp, .is_signed = k->x_signed};
+                          .ld = (int64_t)(k->hwc ? rows : k->out_sp), .trans = k->hwc,
+                          .is_signed = k->x_signed};
         cpu_igemm((int64_t)mrows, (int64_t)k->out_sp, (int64_t)rows,
                   c->wpack + g * c->wpack_bytes, (int64_t)m0, &b, &c->xz, false, acc,
                   (int64_t)k->out_sp, bufs[1]);
@@ -1226,11 +1349,12 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
     size_t group_bytes = cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
     char *wp = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, k->group * group_bytes, 64);
     int32_t *zbuf = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64);
+    char *perm = pre || !k->hwc ? NULL : cpu_host->host_alloc(ctx->host_ctx, mg * rows, 64);
     size_t n_tc = k->nsp == 2 ? (size_t)k->ker[1] : 0;
     qc_tapcol *tc = cpu_host->host_alloc(ctx->host_ctx, (n_tc + 1) * sizeof *tc, 64);
-    bool ok = c && tc && (pre || (wp && zbuf));
+    bool ok = c && tc && (pre || (wp && zbuf && (perm || !k->hwc)));
     if (ok && !pre)
-        qc_pack_weights(k, w, wz, wp, group_bytes, zbuf);
+        qc_pack_weights(k, w, wz, wp, group_bytes, zbuf, perm);
     for (size_t kw = 0; ok && kw < n_tc; kw++)
         tc[kw] = qc_tapcol_of(k, (int64_t)kw);
     if (ok) {
@@ -1253,6 +1377,7 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
     cpu_host->host_free(ctx->host_ctx, tc);
     cpu_host->host_free(ctx->host_ctx, wp);
     cpu_host->host_free(ctx->host_ctx, zbuf);
+    cpu_host->host_free(ctx->host_ctx, perm);
     return ok;
 }
 
@@ -1426,6 +1551,7 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         (tmp.qlinear ? !qc_q8_input(o, &tmp.y_signed) : !PL_DTYPE_EQ(o->dtype, PL_DTYPE_I32)))
         return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtypes");
     SHP_TRY(qc_geometry(node, &tmp));
+    tmp.hwc = qc_hwc_fits(&tmp);
     bool per;
     tmp.has_xz = shp_input_present(node, tmp.ixz);
     tmp.has_wz = shp_input_present(node, tmp.iwz);
@@ -1472,16 +1598,20 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     size_t mg = tmp.group ? tmp.m / tmp.group : 0;
     size_t group_bytes = pre ? cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows) : 0;
     int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64) : NULL;
-    if (pre && zbuf == NULL)
+    char *perm = pre && tmp.hwc ? cpu_host->host_alloc(ctx->host_ctx, mg * rows, 64) : NULL;
+    if (pre && (zbuf == NULL || (tmp.hwc && perm == NULL))) {
+        cpu_host->host_free(ctx->host_ctx, zbuf);
         return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing the weights");
-    qc_fill fill = {&tmp, wdata, wzdata, zbuf, group_bytes};
+    }
+    qc_fill fill = {&tmp, wdata, wzdata, zbuf, group_bytes, perm};
     cpu_shared_pack *hold = NULL;
     const char *shared = NULL;
     if (pre) {
         const size_t sources[] = {tmp.iw, tmp.iwz};
         const int64_t params[] = {CPU_SHARE_IGEMM_CONV_W, (int64_t)tmp.m, (int64_t)rows,
-                                  (int64_t)tmp.group, tmp.w_signed, tmp.wz_per, tmp.has_wz};
-        shared = cpu_share_derived(ctx, node, sources, tmp.has_wz ? 2 : 1, params, 7,
+                                  (int64_t)tmp.group, tmp.w_signed, tmp.wz_per, tmp.has_wz,
+                                  tmp.hwc};
+        shared = cpu_share_derived(ctx, node, sources, tmp.has_wz ? 2 : 1, params, 8,
                                    tmp.group * group_bytes, qc_fill_run, &fill, &hold);
     }
     qc_kernel *k;
@@ -1491,6 +1621,7 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     if (st != NULL) {
         cpu_pack_unshare(ctx, hold);
         cpu_host->host_free(ctx->host_ctx, zbuf);
+        cpu_host->host_free(ctx->host_ctx, perm);
         return st;
     }
     shp_kernel base = k->k;
@@ -1506,6 +1637,7 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         k->wpack_pre = wp;
     }
     cpu_host->host_free(ctx->host_ctx, zbuf);
+    cpu_host->host_free(ctx->host_ctx, perm);
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
     size_t slice;
     k->k.base.workspace_bytes = qc_work_bytes(k, threads, &slice);

@@ -1675,6 +1675,95 @@ static void case_ConvInteger(void)
           gy[1], gy[2], gy[3]);
 }
 
+/* One ConvInteger of narrow outputs against a direct loop: u8 input, i8
+ * weights (graph constants when CONSTANT, else packed at run time) with a
+ * zero point per output channel, pads [T, L, B, R]. */
+typedef struct ti_narrow {
+    int64_t n, c, m, h, w, kh, kw, group, stride, dil, pads[4];
+    int constant;
+} ti_narrow;
+
+static void ti_convint_narrow(const ti_narrow *q)
+{
+    const int64_t cg = q->c / q->group, mg = q->m / q->group;
+    const int64_t oh = (q->h + q->pads[0] + q->pads[2] - (q->kh - 1) * q->dil - 1) / q->stride + 1;
+    const int64_t ow = (q->w + q->pads[1] + q->pads[3] - (q->kw - 1) * q->dil - 1) / q->stride + 1;
+    size_t nx = (size_t)(q->n * q->c * q->h * q->w), nw = (size_t)(q->m * cg * q->kh * q->kw);
+    size_t ny = (size_t)(q->n * q->m * oh * ow);
+    uint8_t *x = malloc(nx), xz = 117;
+    int8_t *w = malloc(nw), *wz = malloc((size_t)q->m);
+    int32_t *y = malloc(ny * sizeof *y);
+    CHECK(x && w && wz && y, "out of memory");
+    uint32_t r = 12345u + (uint32_t)(q->c * 31 + q->stride * 7 + q->dil);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (uint8_t)((r = r * 1664525u + 1013904223u) >> 24);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = (int8_t)((r = r * 1664525u + 1013904223u) >> 24);
+    for (int64_t i = 0; i < q->m; i++)
+        wz[i] = (int8_t)(i * 37 % 255 - 127);
+    ti_case c = {.op = "ConvInteger", .opset = 10, .n_in = 4,
+                 .in = {{.dt = U8, .ndim = 4, .dims = {q->n, q->c, q->h, q->w}, .data = x},
+                        {.dt = I8, .ndim = 4, .dims = {q->m, cg, q->kh, q->kw}, .data = w,
+                         .constant = q->constant},
+                        {.dt = U8, .ndim = 0, .data = &xz, .constant = 1},
+                        {.dt = I8, .ndim = 1, .dims = {q->m}, .data = wz, .constant = 1}},
+                 .n_attrs = 4,
+                 .attrs = {AI("group", q->group), AIS("strides", 2, q->stride, q->stride),
+                           AIS("dilations", 2, q->dil, q->dil),
+                           AIS("pads", 4, q->pads[0], q->pads[1], q->pads[2], q->pads[3])}};
+    ti_run(&c, OUTS(y));
+    size_t bad = 0;
+    for (int64_t b = 0; b < q->n; b++)
+        for (int64_t m = 0; m < q->m; m++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    int32_t want = 0;
+                    for (int64_t cc = 0; cc < cg; cc++)
+                        for (int64_t u = 0; u < q->kh; u++)
+                            for (int64_t v = 0; v < q->kw; v++) {
+                                int64_t ih = i * q->stride - q->pads[0] + u * q->dil;
+                                int64_t iw = j * q->stride - q->pads[1] + v * q->dil;
+                                int32_t xv = ih < 0 || ih >= q->h || iw < 0 || iw >= q->w
+                                                 ? xz
+                                                 : x[((b * q->c + m / mg * cg + cc) * q->h + ih) *
+                                                         q->w + iw];
+                                want += (xv - xz) *
+                                        (w[((m * cg + cc) * q->kh + u) * q->kw + v] - wz[m]);
+                            }
+                    size_t at = (size_t)(((b * q->m + m) * oh + i) * ow + j);
+                    if (y[at] != want && bad++ < 3)
+                        CHECK(0, "narrow ConvInteger c %lld m %lld %lldx%lld stride %lld dil "
+                                 "%lld group %lld: y[%zu] = %d, expected %d",
+                              (long long)q->c, (long long)q->m, (long long)q->h,
+                              (long long)q->w, (long long)q->stride, (long long)q->dil,
+                              (long long)q->group, at, y[at], want);
+                }
+    free(x);
+    free(w);
+    free(wz);
+    free(y);
+}
+
+/* Outputs narrower than 8 columns: the cpu module reads the input
+ * channels-last (quant_conv.c's qc_hwc_fits), with channel counts off
+ * its blocks of 8, stride, dilation (each tap its own run), groups,
+ * asymmetric padding, two images, weights constant or not; the last one
+ * over 1M multiply-adds on one image, split by output channels over the
+ * pool. */
+static void case_ConvInteger_narrow(void)
+{
+    const ti_narrow cases[] = {
+        {2, 20, 6, 5, 6, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+        {2, 20, 6, 5, 6, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 0},
+        {1, 13, 5, 9, 7, 3, 3, 1, 2, 1, {1, 0, 2, 1}, 1},
+        {2, 16, 4, 6, 6, 3, 2, 2, 1, 2, {2, 1, 2, 1}, 1},
+        {1, 24, 9, 4, 4, 1, 1, 1, 2, 1, {0, 0, 0, 0}, 0},
+        {1, 64, 64, 7, 7, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ti_convint_narrow(&cases[i]);
+}
+
 static void case_QLinearConv(void)
 {
     uint8_t x[4] = {10, 20, 30, 40}, w = 3, xz = 10, wz = 1, yz = 5, y[4];
@@ -1754,7 +1843,8 @@ static const struct {
     TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
     TI_CASE(Windows), TI_CASE(DFT), TI_CASE(FFTLengths), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool), TI_CASE(Col2Im),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
-    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(QLinearConv), TI_CASE(TfIdfVectorizer),
+    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(ConvInteger_narrow), TI_CASE(QLinearConv),
+    TI_CASE(TfIdfVectorizer),
     TI_CASE(MelWeightMatrix), TI_CASE(LpNormalization),
 #undef TI_CASE
 };
