@@ -43,11 +43,14 @@ typedef struct cpu_igemm_q8 {
 
 /* Multiply-adds under which a caller runs its whole product on one thread
  * (ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul): the pool's
- * hand-off and the other core's cache cost more (a 16 -> 16 3x3
- * QLinearConv on 16x16, 0.6M: 7 us a run on one thread, 9 on two;
- * resnet50_s_qop's convolutions, 0.1-2.4M each, 2-5 us slower each on
- * two). */
-#define CPU_IGEMM_SERIAL_MACS ((size_t)1 << 20)
+ * hand-off and moving the data between the cores' caches cost more. With
+ * AMX, traced on two threads, a 64 -> 64 3x3 ConvInteger on 14x14 (7.2M)
+ * spent 2-5x as long in each phase as alone (padding, product, store:
+ * lines the other core wrote last), 0.042 ms a run against 0.023 on one
+ * thread; 128 -> 128 on 14x14 (29M) 0.066 against 0.057, and 64 -> 64 on
+ * 28x28 (29M) 0.067 against 0.073; from 2^24 on yolo_s_qop 0.223 -> 0.183
+ * ms, squeezenet_s_qop 0.301 -> 0.274 (order = cpu, 2 threads). */
+#define CPU_IGEMM_SERIAL_MACS ((size_t)1 << 24)
 
 /* Rows of one packed panel of A: blocks of rows given to cpu_igemm start
  * at multiples of it. Constant for the life of the process. */

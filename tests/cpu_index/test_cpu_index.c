@@ -1675,7 +1675,7 @@ static void case_ConvInteger(void)
           gy[1], gy[2], gy[3]);
 }
 
-/* One ConvInteger of narrow outputs against a direct loop: u8 input, i8
+/* One ConvInteger against a direct loop: u8 input, i8
  * weights (graph constants when CONSTANT, else packed at run time) with a
  * zero point per output channel, pads [T, L, B, R]. */
 typedef struct ti_narrow {
@@ -1732,7 +1732,7 @@ static void ti_convint_narrow(const ti_narrow *q)
                             }
                     size_t at = (size_t)(((b * q->m + m) * oh + i) * ow + j);
                     if (y[at] != want && bad++ < 3)
-                        CHECK(0, "narrow ConvInteger c %lld m %lld %lldx%lld stride %lld dil "
+                        CHECK(0, "ConvInteger c %lld m %lld %lldx%lld stride %lld dil "
                                  "%lld group %lld: y[%zu] = %d, expected %d",
                               (long long)q->c, (long long)q->m, (long long)q->h,
                               (long long)q->w, (long long)q->stride, (long long)q->dil,
@@ -1744,13 +1744,15 @@ static void ti_convint_narrow(const ti_narrow *q)
     free(y);
 }
 
-/* Outputs narrower than 8 columns: the cpu module reads the input
- * channels-last (quant_conv.c's qc_hwc_fits), with channel counts off
- * its blocks of 8, stride, dilation (each tap its own run), groups,
- * asymmetric padding, two images, weights constant or not; the last one
- * over 1M multiply-adds on one image, split by output channels over the
- * pool. */
-static void case_ConvInteger_narrow(void)
+/* The cpu module's ways through an integer convolution (quant_conv.c),
+ * each against a direct loop. Outputs narrower than 8 columns read the
+ * input channels-last (qc_hwc_fits): channel counts off its blocks of 8,
+ * stride, dilation (each tap its own run), groups, asymmetric padding,
+ * two images, weights constant or not; then one over CPU_IGEMM_SERIAL_MACS
+ * on one image, split by output channels over the pool. Then the implicit
+ * products over the pool (stride 1 and 2), their padded input made once
+ * by chunks of channels (qc_plan.shared_pad). */
+static void case_ConvInteger_paths(void)
 {
     const ti_narrow cases[] = {
         {2, 20, 6, 5, 6, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
@@ -1758,7 +1760,9 @@ static void case_ConvInteger_narrow(void)
         {1, 13, 5, 9, 7, 3, 3, 1, 2, 1, {1, 0, 2, 1}, 1},
         {2, 16, 4, 6, 6, 3, 2, 2, 1, 2, {2, 1, 2, 1}, 1},
         {1, 24, 9, 4, 4, 1, 1, 1, 2, 1, {0, 0, 0, 0}, 0},
-        {1, 64, 64, 7, 7, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+        {1, 256, 256, 7, 7, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+        {1, 64, 64, 28, 28, 3, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+        {1, 64, 64, 56, 56, 3, 3, 1, 2, 1, {1, 1, 1, 1}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         ti_convint_narrow(&cases[i]);
@@ -1843,7 +1847,7 @@ static const struct {
     TI_CASE(DynamicQuantizeLinear), TI_CASE(MatMulInteger), TI_CASE(QLinearMatMul),
     TI_CASE(Windows), TI_CASE(DFT), TI_CASE(FFTLengths), TI_CASE(STFT), TI_CASE(ReverseSequence), TI_CASE(MaxUnpool), TI_CASE(Col2Im),
     TI_CASE(Det), TI_CASE(LRN), TI_CASE(MeanVarianceNormalization), TI_CASE(GridSample),
-    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(ConvInteger_narrow), TI_CASE(QLinearConv),
+    TI_CASE(RoiAlign), TI_CASE(ConvInteger), TI_CASE(ConvInteger_paths), TI_CASE(QLinearConv),
     TI_CASE(TfIdfVectorizer),
     TI_CASE(MelWeightMatrix), TI_CASE(LpNormalization),
 #undef TI_CASE
