@@ -10737,12 +10737,28 @@ int onednn_int8_amx(double macs, double pixels)
            macs >= ODNN_AMX_INT8_MIN_MACS && pixels >= ODNN_AMX_INT8_MIN_PIXELS;
 }
 
+/* oneDNN 2.6's older AMX int8 kernels (not brgemm), which it offers for
+ * a 1x1 convolution where its brgemm AMX one declines (fewer input
+ * channels than a tile's depth, as a MobileNet's expansions have): 1.3-2.5x
+ * slower than the VNNI brgemm kernel after them (ONEDNN_VERBOSE,
+ * mobilenet_v2 QDQ at 224, 2 threads, jit_1x1: 16 -> 96 at 112x112 200 us
+ * against 124, 24 -> 144 at 56x56 122 against 56, 64 -> 384 at 14x14 62
+ * against 27; jit: 32 -> 192 at 28x28 48 against 25, 160 -> 960 at 7x7 29
+ * against 23), while the brgemm AMX kernels win (ResNet-50's layers
+ * 1.2-3.5x against VNNI) and so does jit's 7x7 stem (210 against 310). */
+static int odnn_amx_old(const char *impl, int pointwise)
+{
+    return strstr(impl, "jit_1x1:avx512_core_amx") != NULL ||
+           (pointwise && strstr(impl, "jit:avx512_core_amx") != NULL);
+}
+
 /* The implementation of DESC under ATTR: the first oneDNN offers, or the
  * next one that is not its reference kernel when the first is an AMX one
- * and AVOID_AMX. */
+ * and AVOID_AMX, or one of the older AMX kernels a 1x1 convolution
+ * (POINTWISE) should not take (odnn_amx_old). */
 static pl_status *odnn_pd_pick(struct odnn_build *b, const_dnnl_op_desc_t desc,
-                               const_dnnl_primitive_attr_t attr, int avoid_amx, size_t node,
-                               dnnl_primitive_desc_t *out)
+                               const_dnnl_primitive_attr_t attr, int avoid_amx, int pointwise,
+                               size_t node, dnnl_primitive_desc_t *out)
 {
     dnnl_primitive_desc_iterator_t it;
     dnnl_status_t ds = dnnl_primitive_desc_iterator_create(&it, desc, attr, b->ctx->engine, NULL);
@@ -10750,22 +10766,33 @@ static pl_status *odnn_pd_pick(struct odnn_build *b, const_dnnl_op_desc_t desc,
         return odnn_dnnl(ds, "primitive descriptor", b->v, (int64_t)node);
     dnnl_primitive_desc_t first = dnnl_primitive_desc_iterator_fetch(it), pd = NULL;
     const char *impl = NULL;
-    if (first != NULL && avoid_amx &&
+    if (first != NULL &&
         dnnl_primitive_desc_query(first, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-        impl != NULL && strstr(impl, "amx") != NULL) {
+        impl != NULL &&
+        ((avoid_amx && strstr(impl, "amx") != NULL) || odnn_amx_old(impl, pointwise))) {
         while (pd == NULL && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
             dnnl_primitive_desc_t next = dnnl_primitive_desc_iterator_fetch(it);
             const char *ni = NULL;
             if (next != NULL &&
                 dnnl_primitive_desc_query(next, dnnl_query_impl_info_str, 0, &ni) ==
                     dnnl_success &&
-                !odnn_impl_is_ref(ni) && strstr(ni, "amx") == NULL)
+                !odnn_impl_is_ref(ni) && !odnn_amx_old(ni, pointwise) &&
+                (!avoid_amx || strstr(ni, "amx") == NULL))
                 pd = next;
             else if (next != NULL)
                 dnnl_primitive_desc_destroy(next);
         }
     }
     dnnl_primitive_desc_iterator_destroy(it);
+    const char *took = NULL;
+    if (pd != NULL && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &took) ==
+                          dnnl_success && took != NULL)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': %s, not oneDNN's first choice %s (%s)",
+                                 onednn_host->graph->node_name(b->v, node), took, impl,
+                                 odnn_amx_old(impl, pointwise)
+                                     ? "its older AMX kernel, slower on 1x1 products"
+                                     : "AMX loses below its size");
     if (pd != NULL && first != NULL)
         dnnl_primitive_desc_destroy(first);
     *out = pd != NULL ? pd : first;
@@ -10872,7 +10899,8 @@ static pl_status *odnn_qconv_emit(struct odnn_build *b, size_t n)
     double macs = (double)y.elems * (double)wt.elems / (double)m;
     dnnl_primitive_desc_t pd = NULL;
     if (st == NULL)
-        st = odnn_pd_pick(b, &cd, attr, !onednn_int8_amx(macs, pixels), n, &pd);
+        st = odnn_pd_pick(b, &cd, attr, !onednn_int8_amx(macs, pixels),
+                          wt.elems == wt.dims[0] * wt.dims[1], n, &pd);
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
     int w = -1, bw = -1, dst = -1, s = -1;
@@ -11455,7 +11483,7 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
     dnnl_primitive_desc_t pd = NULL;
     double macs = (double)q.rows * (double)q.k * (double)q.n;
     if (st == NULL)
-        st = odnn_pd_pick(b, &md, attr, !onednn_qmm_amx(macs), n, &pd);
+        st = odnn_pd_pick(b, &md, attr, !onednn_qmm_amx(macs), 0, n, &pd);
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
     const char *impl = NULL;

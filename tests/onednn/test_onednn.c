@@ -3934,6 +3934,46 @@ static void case_int8_chain(void)
     TH_CHECK(strstr(why, "i8") != NULL, "u8 weights: onednn said '%s'", why);
 }
 
+/* A QLinearConv 1x1 of 16 -> 96 channels at 56x56 (4.8M multiply-adds,
+ * past the size where AMX is allowed): oneDNN 2.6's first choice on an AMX
+ * CPU is its older AMX 1x1 kernel (jit_1x1:avx512_core_amx), 2x slower
+ * than the VNNI brgemm kernel behind it on a MobileNet's expansions; the
+ * module takes the next one and the debug log says which. Results are the
+ * cpu module's. */
+static void case_int8_amx_old(void)
+{
+    char isa[64] = "";
+    if (!onednn_vnni(isa))
+        return; /* 8-bit nodes stay on cpu (int8_chain checks the reason) */
+    struct mb m = {.seed = 171};
+    int64_t xs[] = {1, 16, 56, 56}, ys[] = {1, 96, 56, 56};
+    mb_input(&m, "x", 4, xs);
+    mb_scalar(&m, "s_in", 0.01f);
+    mb_zero_point(&m, "z_in", 0, 3);
+    mb_scalar(&m, "s_c1", 0.04f);
+    mb_zero_point(&m, "z_c1", 0, 131);
+    mb_node(&m, "q", "QuantizeLinear", "\"x\",\"s_in\",\"z_in\"", "xq", "");
+    mb_qconv(&m, "c1", "xq", "s_in", "z_in", "c1q", "s_c1", "z_c1", 16, 96, 1, 0, 1, 1, 1, "i8");
+    mb_node(&m, "dq", "DequantizeLinear", "\"c1q\",\"s_c1\",\"z_c1\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, ys, (const char *[]){"q", "c1", "dq", NULL});
+    struct wino_log log;
+    compile_log(path, &log);
+    const char *line = strstr(log.text, "node 'c1': ");
+    if (strstr(isa, "amx") == NULL) {
+        TH_CHECK(line == NULL || strstr(line, "first choice") == NULL, "on %s: log:\n%s", isa,
+                 log.text);
+        return;
+    }
+    TH_CHECK(line != NULL && strstr(line, "not oneDNN's first choice jit_1x1:avx512_core_amx") !=
+                                 NULL,
+             "on %s the older AMX kernel was not passed over: log:\n%s", isa, log.text);
+    const char *comma = strchr(line, ',');
+    TH_CHECK(comma != NULL && memmem(line, (size_t)(comma - line), "amx", 3) == NULL,
+             "c1 took an AMX kernel: %s", line);
+}
+
 /* An Erf outside a GELU pattern (as QDQ models leave it): the module's own
  * kernel, on [4, 16] and on [3, 7001] (a team of threads and a tail of 11
  * lanes), x spread over [-4, 4] so both of erf's branches and the
@@ -6317,6 +6357,7 @@ int main(int argc, char **argv)
         {"keras_layernorm", case_keras_layernorm},
         {"qdq_pair", case_qdq_pair},
         {"int8_chain", case_int8_chain},
+        {"int8_amx_old", case_int8_amx_old},
         {"matmul_rows_merged", case_matmul_rows_merged},
         {"rms_norm", case_rms_norm},
         {"merged_broadcast", case_merged_broadcast},
