@@ -157,7 +157,10 @@ MB_POW_MORE(int32_t, i32, MB_POW_OF_INT(int32_t))
 MB_POW_MORE(int64_t, i64, MB_POW_OF_INT(int64_t))
 
 /* Pow with one exponent Y over the span: squares and square roots (the
- * usual exponents of a decomposed LayerNorm) skip powf. */
+ * usual exponents of a decomposed LayerNorm) and cubes (GPT-2's and BERT's
+ * tanh GELU, 0.044715 * x^3: powf took 0.33 ms of each of gpt2_dq's
+ * layers on cpu) skip powf; a cube is (x * x) * x, as ONNX Runtime
+ * computes it. */
 static void mb_pow_fixed(float *o, const float *a, int a_step, float y, size_t n, int add)
 {
     if (!a_step) {
@@ -177,6 +180,13 @@ static void mb_pow_fixed(float *o, const float *a, int a_step, float y, size_t n
         else
             for (size_t i = 0; i < n; i++)
                 o[i] = a[i] * a[i];
+    } else if (y == 3.0f) {
+        if (add)
+            for (size_t i = 0; i < n; i++)
+                o[i] += a[i] * a[i] * a[i];
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = a[i] * a[i] * a[i];
     } else if (y == 0.5f) {
         if (add)
             for (size_t i = 0; i < n; i++)
