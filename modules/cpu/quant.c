@@ -23,6 +23,7 @@
 #include "fastmath.h"
 #include "igemm.h"
 #include "index_kernel.h"
+#include "nn_window.h"
 #include "requant.h"
 
 static pl_status *qu_build_quantize(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -419,8 +420,40 @@ typedef struct qu_mm_call {
     const char *bpack;      /* per batch matrix of B, bpack_bytes apart */
     size_t bpack_bytes;
     size_t row_block, n_blocks;
+    char *work;             /* the kernel's workspace, SLICE bytes a worker, or NULL */
+    size_t slice;
     int failed;
 } qu_mm_call;
+
+#define QU_R64(b) (((b) + (size_t)63) & ~(size_t)63)
+
+/* Rows of B^T (columns of Y) in one item of K's product on THREADS: whole
+ * panels, at least two items per thread when N allows; a small product
+ * (on the caller alone) one block a matrix: each item packs A again (on
+ * two threads 128 x 256 by 256 x 256, 8.4M, ran in four items, 0.053 ms a
+ * run against 0.028 in two on one thread). */
+static size_t qu_mm_row_block(const qu_mm_kernel *k, size_t threads)
+{
+    size_t n_batch = cpu_elements(k->batch, k->nb), mr = (size_t)cpu_igemm_mr();
+    const bool serial = n_batch * k->m * k->n * k->kk < CPU_IGEMM_SERIAL_MACS;
+    size_t want = serial                    ? 1
+                  : 2 * threads > n_batch ? (2 * threads + n_batch - 1) / n_batch
+                                          : 1;
+    size_t rb = (k->n + want - 1) / want;
+    rb = (rb + mr - 1) / mr * mr;
+    return rb < mr ? mr : rb;
+}
+
+/* One worker's scratch for blocks of RB rows: the sums (Y^T's block) and
+ * igemm's panel, each 64-byte aligned. Kept in the kernel's workspace, so
+ * that a run allocates nothing: the 128 KB of a [128, 256] product's sums,
+ * allocated and freed every run, came back from the system as page
+ * faults and TLB shootdowns (perf: 13% of the run). */
+static size_t qu_mm_slice(const qu_mm_kernel *k, size_t rb)
+{
+    return QU_R64((rb * k->m + 1) * sizeof(int32_t)) +
+           QU_R64(cpu_igemm_scratch_bytes((int64_t)k->m, (int64_t)k->kk));
+}
 
 static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
@@ -428,9 +461,14 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
     qu_mm_call *c = arg;
     const qu_mm_kernel *k = c->k;
     size_t m = k->m, kk = k->kk, n = k->n, rb = c->row_block;
-    int32_t *acc = cpu_host->host_alloc(c->ctx->host_ctx, (rb * m + 1) * sizeof *acc, 64);
-    void *scratch = cpu_host->host_alloc(c->ctx->host_ctx,
-                                         cpu_igemm_scratch_bytes((int64_t)m, (int64_t)kk), 64);
+    char *own = c->work != NULL ? c->work + (size_t)worker * c->slice : NULL;
+    int32_t *acc = own != NULL ? (int32_t *)(void *)own
+                               : cpu_host->host_alloc(c->ctx->host_ctx,
+                                                      (rb * m + 1) * sizeof *acc, 64);
+    void *scratch = own != NULL ? own + QU_R64((rb * m + 1) * sizeof *acc)
+                                : cpu_host->host_alloc(
+                                      c->ctx->host_ctx,
+                                      cpu_igemm_scratch_bytes((int64_t)m, (int64_t)kk), 64);
     if (!acc || !scratch) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
@@ -450,18 +488,12 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
          * stay in ACC (in cache). Column by column, the stores went n
          * apart: a third of a dynamically quantized BERT's time. */
         if (!k->qlinear) {
-            /* in blocks of 64 rows of ACC (6 KB for 24 columns: in L1),
-             * each read once per column of it: walking all of ACC per
-             * column re-read a [2053, 24] block from L2 24 times (15% of
-             * a [24, 1024] x [1024, 8210] product on AMX) */
-            for (size_t rb = 0; rb < rows; rb += 64) {
-                size_t re = rows - rb < 64 ? rows : rb + 64;
-                for (size_t i = 0; i < m; i++) {
-                    int32_t *yrow = (int32_t *)c->dst + at0 + i * n + r0;
-                    for (size_t r = rb; r < re; r++)
-                        yrow[r] = acc[r * m + i];
-                }
-            }
+            /* by 8 x 8 blocks turned in registers (nn_transpose, which
+             * moves 32-bit lanes as they are). Element by element, in
+             * blocks of 64 rows of ACC, the write-back was 40% of a
+             * [128, 768] x [768, 768] product on AMX. */
+            nn_transpose((float *)((int32_t *)c->dst + at0 + r0), (int64_t)n,
+                         (const float *)acc, (int64_t)m, (int64_t)rows, (int64_t)m, false);
             continue;
         }
         /* in f32, as ONNX Runtime requantizes (QLinearConv too) */
@@ -481,8 +513,10 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
             }
         }
     }
-    cpu_host->host_free(c->ctx->host_ctx, acc);
-    cpu_host->host_free(c->ctx->host_ctx, scratch);
+    if (own == NULL) {
+        cpu_host->host_free(c->ctx->host_ctx, acc);
+        cpu_host->host_free(c->ctx->host_ctx, scratch);
+    }
 }
 
 /* The zero points of an operand as N i32 (one when not PER). */
@@ -522,17 +556,18 @@ static void qu_mm_fill_run(void *arg, void *out)
  * (the direct loop runs then). */
 static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a, const char *b,
                         const char *za, const char *zb, const float *sa, const float *sb,
-                        float sy, int32_t zy, void *dst)
+                        float sy, int32_t zy, void *dst, const pl_run_args *args)
 {
     size_t m = k->m, n = k->n, kk = k->kk;
     size_t n_batch = cpu_elements(k->batch, k->nb);
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
-    size_t mr = (size_t)cpu_igemm_mr();
-    /* blocks of whole panels, at least two items per thread when N allows */
-    size_t want = 2 * threads > n_batch ? (2 * threads + n_batch - 1) / n_batch : 1;
-    size_t rb = (n + want - 1) / want;
-    rb = (rb + mr - 1) / mr * mr;
-    rb = rb < mr ? mr : rb;
+    const bool serial = n_batch * m * n * kk < CPU_IGEMM_SERIAL_MACS;
+    size_t rb = qu_mm_row_block(k, threads), slice = qu_mm_slice(k, rb);
+    /* the workspace the kernel asked for, when the core handed it and the
+     * pool is as large as when it asked */
+    char *work = args->workspace != NULL && args->workspace_bytes >= slice * threads
+                     ? args->workspace
+                     : NULL;
     bool pre = k->b_pre != NULL;
     size_t bpack_bytes = cpu_igemm_packed_a_bytes((int64_t)n, (int64_t)kk);
     /* B's distinct matrices: those its batch strides reach */
@@ -553,10 +588,10 @@ static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a
         *c = (qu_mm_call){.ctx = ctx, .k = k, .a = a, .b = b, .za = zam, .zb = zbn, .sa = sa,
                           .sb = sb, .sy = sy, .zy = zy, .dst = dst,
                           .bpack = pre ? k->b_pre : bp, .bpack_bytes = bpack_bytes,
-                          .row_block = rb, .n_blocks = (n + rb - 1) / rb};
+                          .row_block = rb, .n_blocks = (n + rb - 1) / rb, .work = work,
+                          .slice = slice};
         /* a small product on the caller alone */
         size_t items = n_batch * c->n_blocks;
-        bool serial = n_batch * m * n * kk < CPU_IGEMM_SERIAL_MACS;
         cpu_host->parallel_for(ctx->host_ctx, items, serial ? items : 1, qu_mm_chunk, c);
         ok = !__atomic_load_n(&c->failed, __ATOMIC_RELAXED);
     }
@@ -587,7 +622,7 @@ static pl_status *qu_mm_write(pl_module_ctx *ctx, const shp_kernel *kernel,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, kernel->base.op, "y_scale is %g",
                              (double)sy);
     }
-    if (qu_mm_igemm(ctx, k, a, b, za, zb, sa, sb, sy, zy, dst))
+    if (qu_mm_igemm(ctx, k, a, b, za, zb, sa, sb, sy, zy, dst, args))
         return NULL;
     size_t n_batch = cpu_elements(k->batch, k->nb), mat = k->m * k->n;
     for (size_t t = 0; t < n_batch; t++) {
@@ -756,6 +791,8 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
         k->b_pre = (const char *)k + head;
     }
     cpu_host->host_free(ctx->host_ctx, zbuf);
+    size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
+    k->k.base.workspace_bytes = qu_mm_slice(k, qu_mm_row_block(k, threads)) * threads;
     *out_kernel = &k->k.base;
     return NULL;
 }
