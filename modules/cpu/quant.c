@@ -457,7 +457,6 @@ static size_t qu_mm_slice(const qu_mm_kernel *k, size_t rb)
 
 static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
 {
-    (void)worker;
     qu_mm_call *c = arg;
     const qu_mm_kernel *k = c->k;
     size_t m = k->m, kk = k->kk, n = k->n, rb = c->row_block;
@@ -489,9 +488,9 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
          * apart: a third of a dynamically quantized BERT's time. */
         if (!k->qlinear) {
             /* by 8 x 8 blocks turned in registers (nn_transpose, which
-             * moves 32-bit lanes as they are). Element by element, in
-             * blocks of 64 rows of ACC, the write-back was 40% of a
-             * [128, 768] x [768, 768] product on AMX. */
+             * moves 32-bit lanes as they are); element by element, in
+             * blocks of 64 rows of ACC, a [24, 1024] x [1024, 8210]
+             * product on AMX took 0.678 ms on one thread, 0.527 so */
             nn_transpose((float *)((int32_t *)c->dst + at0 + r0), (int64_t)n,
                          (const float *)acc, (int64_t)m, (int64_t)rows, (int64_t)m, false);
             continue;
