@@ -72,6 +72,10 @@ size_t cpu_igemm_packed_a_bytes(int64_t m, int64_t k);
 void cpu_igemm_pack_a(int64_t m, int64_t k, const cpu_igemm_q8 *a, const int32_t *za,
                       bool za_per_row, void *out);
 
+/* B rounded up to a multiple of 64: the callers' scratch buffers, laid
+ * out one after another in a worker's slice, keep cpu_igemm's alignment. */
+#define CPU_IGEMM_R64(b) (((b) + (size_t)63) & ~(size_t)63)
+
 /* Bytes of scratch one cpu_igemm call with N columns and depth K needs
  * (64-byte aligned, private to the call): a bounded block of packed B. */
 size_t cpu_igemm_scratch_bytes(int64_t n, int64_t k);

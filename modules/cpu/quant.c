@@ -425,7 +425,11 @@ typedef struct qu_mm_call {
     int failed;
 } qu_mm_call;
 
-#define QU_R64(b) (((b) + (size_t)63) & ~(size_t)63)
+/* Whether K's product runs on the caller alone (CPU_IGEMM_SERIAL_MACS). */
+static bool qu_mm_serial(const qu_mm_kernel *k)
+{
+    return cpu_elements(k->batch, k->nb) * k->m * k->n * k->kk < CPU_IGEMM_SERIAL_MACS;
+}
 
 /* Rows of B^T (columns of Y) in one item of K's product on THREADS: whole
  * panels, at least two items per thread when N allows; a small product
@@ -435,8 +439,7 @@ typedef struct qu_mm_call {
 static size_t qu_mm_row_block(const qu_mm_kernel *k, size_t threads)
 {
     size_t n_batch = cpu_elements(k->batch, k->nb), mr = (size_t)cpu_igemm_mr();
-    const bool serial = n_batch * k->m * k->n * k->kk < CPU_IGEMM_SERIAL_MACS;
-    size_t want = serial                    ? 1
+    size_t want = qu_mm_serial(k)           ? 1
                   : 2 * threads > n_batch ? (2 * threads + n_batch - 1) / n_batch
                                           : 1;
     size_t rb = (k->n + want - 1) / want;
@@ -451,8 +454,8 @@ static size_t qu_mm_row_block(const qu_mm_kernel *k, size_t threads)
  * faults and TLB shootdowns (perf: 13% of the run). */
 static size_t qu_mm_slice(const qu_mm_kernel *k, size_t rb)
 {
-    return QU_R64((rb * k->m + 1) * sizeof(int32_t)) +
-           QU_R64(cpu_igemm_scratch_bytes((int64_t)k->m, (int64_t)k->kk));
+    return CPU_IGEMM_R64((rb * k->m + 1) * sizeof(int32_t)) +
+           CPU_IGEMM_R64(cpu_igemm_scratch_bytes((int64_t)k->m, (int64_t)k->kk));
 }
 
 static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
@@ -464,7 +467,7 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
     int32_t *acc = own != NULL ? (int32_t *)(void *)own
                                : cpu_host->host_alloc(c->ctx->host_ctx,
                                                       (rb * m + 1) * sizeof *acc, 64);
-    void *scratch = own != NULL ? own + QU_R64((rb * m + 1) * sizeof *acc)
+    void *scratch = own != NULL ? own + CPU_IGEMM_R64((rb * m + 1) * sizeof *acc)
                                 : cpu_host->host_alloc(
                                       c->ctx->host_ctx,
                                       cpu_igemm_scratch_bytes((int64_t)m, (int64_t)kk), 64);
@@ -566,7 +569,7 @@ static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a
     size_t m = k->m, n = k->n, kk = k->kk;
     size_t n_batch = cpu_elements(k->batch, k->nb);
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
-    const bool serial = n_batch * m * n * kk < CPU_IGEMM_SERIAL_MACS;
+    const bool serial = qu_mm_serial(k);
     size_t rb = qu_mm_row_block(k, threads), slice = qu_mm_slice(k, rb);
     /* the workspace the kernel asked for, when the core handed it and the
      * pool is as large as when it asked */

@@ -129,14 +129,13 @@ typedef struct qc_gemm_call {
  * when freed and came back as page faults: 14% of a 256-channel 3x3
  * QLinearConv on a 2x2 map. */
 
-#define QC_R64(b) (((b) + (size_t)63) & ~(size_t)63)
 #define QC_MAX_BUFS 5
 
 static size_t qc_slice_of(const size_t *bytes, size_t n)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += QC_R64(bytes[i]);
+        total += CPU_IGEMM_R64(bytes[i]);
     return total;
 }
 
@@ -152,7 +151,7 @@ static bool qc_scratch(const qc_gemm_call *c, int worker, const size_t *bytes, s
             out[i] = NULL;
         } else if (at != NULL) {
             out[i] = at;
-            at += QC_R64(bytes[i]);
+            at += CPU_IGEMM_R64(bytes[i]);
         } else {
             out[i] = cpu_host->host_alloc(c->ctx->host_ctx, bytes[i], 64);
             ok &= out[i] != NULL;
@@ -687,11 +686,11 @@ static size_t qc_worker_slice(const qc_kernel *k, size_t threads, size_t *out_sh
         size_t one[QC_MAX_BUFS], two[QC_MAX_BUFS];
         qc_split_scratch(k, mblk, one, two);
         size_t a = qc_slice_of(one, QC_MAX_BUFS), b = qc_slice_of(two, QC_MAX_BUFS);
-        *out_shared = p.direct ? 0 : QC_R64(k->group * k->n * rows * k->out_sp);
+        *out_shared = p.direct ? 0 : CPU_IGEMM_R64(k->group * k->n * rows * k->out_sp);
         return a > b ? a : b;
     }
     qc_gemm_scratch(k, rows, &p, bytes);
-    *out_shared = p.shared_pad ? QC_R64(k->n * k->group * p.pad_bytes) : 0;
+    *out_shared = p.shared_pad ? CPU_IGEMM_R64(k->n * k->group * p.pad_bytes) : 0;
     return qc_slice_of(bytes, QC_MAX_BUFS);
 }
 
