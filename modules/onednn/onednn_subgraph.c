@@ -6358,14 +6358,15 @@ static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int6
  * build takes any constant (it reads their sizes), so a blob's import
  * decides alike. `winograd = all` skips the budget. */
 static int odnn_wino_beats_bf16(struct odnn_build *b, size_t n);
+static dnnl_data_type_t odnn_conv_dt(struct odnn_build *b, size_t n);
 
 static pl_status *odnn_wino_budget(struct odnn_build *b)
 {
     b->wino_over = NULL;
-    /* with precision = bf16, only the layers that stay f32 for F(4x4)
-     * (odnn_wino_before_bf16) */
-    if (b->ctx->winograd != 1 ||
-        (b->ctx->bf16 && (odnn_bf16_everywhere() || !onednn_has_avx512())))
+    /* with precision = bf16, only the layers that stay f32: for F(4x4)
+     * without AMX (odnn_wino_before_bf16), those AMX does not take with it
+     * (odnn_conv_dt) */
+    if (b->ctx->winograd != 1 || (b->ctx->bf16 && !onednn_has_avx512()))
         return NULL;
     const pl_graph_view *v = b->v;
     size_t nn = onednn_host->graph->node_count(v), nt = b->u.n_tensors;
@@ -6401,7 +6402,9 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
             int64_t o[3], t = odnn_in(v, k, 1);
             if (t < 0 || (size_t)t >= nt || !odnn_wino_layer(v, k, &bytes, o))
                 continue;
-            if (b->ctx->bf16 && o[0] > 0 && !odnn_wino_beats_bf16(b, k))
+            if (b->ctx->bf16 && o[0] > 0 &&
+                (odnn_bf16_everywhere() ? odnn_conv_dt(b, k) != dnnl_f32
+                                        : !odnn_wino_beats_bf16(b, k)))
                 o[0] = 0; /* computes in bf16 instead: read directly */
             int64_t e = o[0] * o[1] * o[2];
             if (pass == 0) {
@@ -6419,7 +6422,7 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
             continue;
         struct odnn_tinfo w;
         odnn_tensor(v, (int64_t)t, &w);
-        int four = b->ctx->bf16 || /* only F(4x4) layers (odnn_wino_beats_bf16) */
+        int four = (b->ctx->bf16 && !odnn_bf16_everywhere()) || /* odnn_wino_beats_bf16 */
                    (w.cbytes >= ((size_t)1 << 20) && spatial[t] > 196) ||
                    (w.ndim == 4 && (w.dims[0] < 64 || w.dims[1] < 64)); /* odnn_wino_pays */
         double alpha2 = four ? 36 : 16, saved = four ? 0.75 : 5.0 / 9;
@@ -6468,7 +6471,7 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
                                         const_dnnl_post_ops_t po, dnnl_primitive_desc_t *pd)
 {
     if (!b->ctx->winograd || src_any->data_type != dnnl_f32 ||
-        (b->ctx->bf16 && (odnn_bf16_everywhere() || !onednn_has_avx512())) || wei_md->ndims != 4 ||
+        (b->ctx->bf16 && !onednn_has_avx512()) || wei_md->ndims != 4 ||
         wei_md->dims[2] != 3 ||
         wei_md->dims[3] != 3 ||
         strides[0] != 1 || strides[1] != 1 || dil[0] != 0 || dil[1] != 0)
@@ -12445,7 +12448,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 46u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 47u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -12535,7 +12538,10 @@ static double odnn_now_ms(void)
                                      one shape as its own step (ODNN_S_QBIN);
                                  46: channel-blocked values into a
                                      channels-last piece on the module's
-                                     own loop (ODNN_S_UNBLOCK) */
+                                     own loop (ODNN_S_UNBLOCK);
+                                 47: with AMX and precision = bf16, the
+                                     convolutions that stay f32 take
+                                     Winograd as under f32 */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -2823,6 +2823,56 @@ static const char *model_bf16_stem(void)
     return mb_write(&m);
 }
 
+/* precision = bf16 keeps some convolutions in f32 (a layer of 24 channels
+ * out fills no AMX tile; without AMX, Winograd F(4x4) beats bf16): those
+ * take oneDNN's Winograd kernel as under f32. A 128 -> 24 3x3 over 24x24
+ * (PaddleOCR's detection neck has 96 -> 24 at 80x112): with AMX it ran
+ * direct, 1.8 ms against Winograd's 1.0 in f32, and made ppocr4_det 1.15x
+ * slower under bf16 than under f32. The debug log names the kernel. */
+static void case_bf16_f32_winograd(void)
+{
+    char isa[64] = "";
+    pl_runtime *rt = onednn_runtime();
+    pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    pl_runtime_destroy(rt);
+    if (strncmp(isa, "avx512_core", 11) != 0 && strncmp(isa, "amx", 3) != 0)
+        return; /* oneDNN 2.6 has Winograd kernels for AVX-512 only */
+    struct mb m = {.seed = 173};
+    int64_t xs[] = {1, 128, 24, 24}, ys[] = {1, 24, 24, 24};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "h", 128, 24, 3, 1, 1);
+    mb_node(&m, "r1", "Relu", "\"h\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *r = onednn_runtime_with(bf16 ? "precision = bf16" : NULL, &log);
+        pl_session_destroy(session_for(r, path));
+        pl_runtime_destroy(r);
+        const char *line = strstr(log.text, "node 'c1': Winograd convolution (jit_wino_4x3");
+        TH_CHECK(line != NULL, "on %s with precision = %s, c1 is not on Winograd F(4x4): log:\n%s",
+                 isa, bf16 ? "bf16" : "f32", log.text);
+    }
+    float *x = malloc(count(4, xs) * sizeof *x), *yb = calloc(count(4, ys), 4),
+          *yf = calloc(count(4, ys), 4);
+    TH_CHECK(x && yb && yf, "out of memory");
+    for (size_t i = 0; i < count(4, xs); i++)
+        x[i] = sinf((float)i * 0.37f);
+    pl_runtime *rb = onednn_runtime_with("precision = bf16", NULL), *rf = onednn_runtime();
+    run_model(rb, path, x, 4, xs, yb, 4, ys);
+    run_model(rf, path, x, 4, xs, yf, 4, ys);
+    for (size_t i = 0; i < count(4, ys); i++)
+        TH_CHECK(yb[i] == yf[i], "y[%zu] = %.8g under bf16, %.8g under f32: not the same kernel",
+                 i, yb[i], yf[i]);
+    pl_runtime_destroy(rb);
+    pl_runtime_destroy(rf);
+    free(x);
+    free(yb);
+    free(yf);
+}
+
 /* A 1-D convolution of 64 channels, width 3, stride 2 (wav2vec2's feature
  * extractor): with AMX it stays f32 under precision = bf16 (oneDNN's AMX
  * kernel ran such layers at half the f32 speed). */
@@ -6323,6 +6373,7 @@ int main(int argc, char **argv)
         {"tile_pad", case_tile_pad},
         {"bnorm_relu", case_bnorm_relu},
         {"bf16", case_bf16},
+        {"bf16_f32_winograd", case_bf16_f32_winograd},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
