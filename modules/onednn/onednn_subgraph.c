@@ -5049,12 +5049,16 @@ struct odnn_fuse {
     /* binary post-ops by a scalar (a QDQ pair's division by its scale):
      * their index in the chain, rank and value (odnn_fuse_args) */
     int n_scalar;
-    int scalar_at[8], scalar_nd[8];
+    int scalar_at[16], scalar_nd[16];
+    /* The QDQ pairs' zero points go in as binary operands, the clip to
+     * the type's range (odnn_append_qdq): set for int8 products, whose
+     * primitives cost the most to make. */
+    int share_qdq;
     /* The rank the primitive runs at when below its output tensor's
      * (odnn_conv_unit_width), else 0: a Squeeze or Reshape to that rank
      * that only drops the unit dims is then no step (odnn_follow). */
     int low_rank;
-    float scalar_val[8];
+    float scalar_val[16];
     /* Binary post-ops by a per-channel constant (a batch normalisation
      * written as Mul and Add after a Concat, as tf2onnx and pre-activation
      * networks give it): taken only when ALLOW_CHAN is set; their index in
@@ -5356,20 +5360,37 @@ static int odnn_append_seq(struct odnn_fuse *f, const struct odnn_elt *seq, int 
     return 1;
 }
 
-/* Appends QDQ pair P on a result of rank ND to F's chain, all or none:
- * a binary division by the scale (a scalar), round half to even, clip to
- * the 8-bit range less the zero point and a binary product by the scale:
- * the values odnn_qdq_step computes. The scale goes in as binary scalars,
- * not eltwise linear steps, because oneDNN 2.6's brgemm kernels give
- * every eltwise step of one algorithm the parameters of the first
- * (odnn_append_eltwise). A convolution or product then writes the
- * fake-quantized activation in its own layout: in a QDQ graph every
+/* Appends QDQ pair P on a result of rank ND and ELEMS values to F's
+ * chain, all or none: a binary division by the scale (a scalar), round
+ * half to even, a clip to the 8-bit range less the zero point and a binary
+ * product by the scale: the values odnn_qdq_step computes. The scale goes
+ * in as binary scalars, not eltwise linear steps, because oneDNN 2.6's
+ * brgemm kernels give every eltwise step of one algorithm the parameters
+ * of the first (odnn_append_eltwise). A convolution or product then writes
+ * the fake-quantized activation in its own layout: in a QDQ graph every
  * activation between two of them is such a pair, and as a step of its own
- * each cost a reorder out of the blocked layout and one back. */
-static int odnn_append_qdq(struct odnn_fuse *f, const struct odnn_qdq *p, int nd)
+ * each cost a reorder out of the blocked layout and one back.
+ *
+ * For an int8 product (F's share_qdq: odnn_qmm_emit) of at least
+ * ODNN_QDQ_SHARE_MIN values, the zero point goes in as binary scalars too,
+ * added after the round and taken away after a clip to the type's range
+ * (the rounded value is an integer: the sums are exact): the primitive is
+ * then the same for every layer of one shape, whatever its scales and zero
+ * point, and oneDNN's primitive cache makes it once. A clip to the range
+ * less the zero point made each layer its own: smart_turn_v3's 25 int8
+ * products of four shapes took 1.0-1.4 ms each to make (AMX brgemm). The
+ * two more binary steps cost about 0.3 us a chain on small results
+ * (vit_s_qdq's [17, 256]: 0.169 -> 0.174 ms a run), hence the bound, and
+ * 7% of a float product with 64-deep sums (smart_turn_v3's attention
+ * scores, 0.50 -> 0.54 ms, its primitive made in 0.3-0.5 ms), hence int8
+ * products only. */
+#define ODNN_QDQ_SHARE_MIN 32768
+static int odnn_append_qdq(struct odnn_fuse *f, const struct odnn_qdq *p, int nd, int64_t elems)
 {
+    int shift = p->zp != 0 && f->share_qdq && elems >= ODNN_QDQ_SHARE_MIN;
+    int n_new = shift ? 4 : 2;
     if (f->linear_only || nd < 1 || nd > DNNL_MAX_NDIMS ||
-        f->n_scalar + 2 > (int)(sizeof f->scalar_at / sizeof f->scalar_at[0]))
+        f->n_scalar + n_new > (int)(sizeof f->scalar_at / sizeof f->scalar_at[0]))
         return 0;
     dnnl_post_ops_t old = f->po;
     int old_post = f->n_post;
@@ -5383,28 +5404,47 @@ static int odnn_append_qdq(struct odnn_fuse *f, const struct odnn_qdq *p, int nd
         ones[i] = 1;
     dnnl_memory_desc_t md1;
     dnnl_memory_desc_init_by_strides(&md1, nd, ones, dnnl_f32, NULL);
-    int at_div = dnnl_post_ops_len(f->po);
+    /* the binary steps: their places in the chain and their scalars */
+    int at[4];
+    float val[4];
+    int nb = 0;
+    at[nb] = dnnl_post_ops_len(f->po);
+    val[nb] = p->s;
     int ok = dnnl_post_ops_append_binary(f->po, dnnl_binary_div, &md1) == dnnl_success;
-    if (ok)
-        f->n_post++;
-    ok = ok && odnn_append_eltwise(f, dnnl_eltwise_round, 0.0f, 0.0f) &&
-         odnn_append_eltwise(f, dnnl_eltwise_clip, (float)(p->lo - p->zp),
-                             (float)(p->hi - p->zp));
-    int at_mul = dnnl_post_ops_len(f->po);
-    ok = ok && dnnl_post_ops_append_binary(f->po, dnnl_binary_mul, &md1) == dnnl_success;
+    nb += ok;
+    ok = ok && odnn_append_eltwise(f, dnnl_eltwise_round, 0.0f, 0.0f);
+    if (ok && shift) {
+        at[nb] = dnnl_post_ops_len(f->po);
+        val[nb] = (float)p->zp;
+        ok = dnnl_post_ops_append_binary(f->po, dnnl_binary_add, &md1) == dnnl_success;
+        nb += ok;
+    }
+    int lo = shift ? p->lo : p->lo - p->zp, hi = shift ? p->hi : p->hi - p->zp;
+    ok = ok && odnn_append_eltwise(f, dnnl_eltwise_clip, (float)lo, (float)hi);
+    if (ok && shift) {
+        at[nb] = dnnl_post_ops_len(f->po);
+        val[nb] = (float)-p->zp;
+        ok = dnnl_post_ops_append_binary(f->po, dnnl_binary_add, &md1) == dnnl_success;
+        nb += ok;
+    }
+    if (ok) {
+        at[nb] = dnnl_post_ops_len(f->po);
+        val[nb] = p->s;
+        ok = dnnl_post_ops_append_binary(f->po, dnnl_binary_mul, &md1) == dnnl_success;
+        nb += ok;
+    }
     if (!ok) {
         dnnl_post_ops_destroy(f->po);
         f->po = old;
         f->n_post = old_post;
         return 0;
     }
-    f->n_post++;
+    f->n_post += nb;
     dnnl_post_ops_destroy(old);
-    const int at[2] = {at_div, at_mul};
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < nb; k++) {
         f->scalar_at[f->n_scalar] = at[k];
         f->scalar_nd[f->n_scalar] = nd;
-        f->scalar_val[f->n_scalar] = p->s;
+        f->scalar_val[f->n_scalar] = val[k];
         f->n_scalar++;
     }
     return 1;
@@ -5419,7 +5459,7 @@ static int odnn_take_qdq(struct odnn_build *b, struct odnn_fuse *f, int64_t j)
     struct odnn_qdq qp;
     struct odnn_tinfo ti;
     if (b->no_qdq_post || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) || qp.x != f->out ||
-        b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) || !odnn_append_qdq(f, &qp, ti.ndim))
+        b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) || !odnn_append_qdq(f, &qp, ti.ndim, ti.elems))
         return 0;
     f->fused[f->n_fused++] = (size_t)j;
     f->fused[f->n_fused++] = qp.dq;
@@ -11413,7 +11453,7 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
     dnnl_memory_desc_init_by_strides(&bmd, r, bd, dnnl_f32, NULL);
 
     struct odnn_fuse f = {.bias = -1, .residual = -1, .out = q.y, .no_residual = collapse,
-                          .linear_only = !onednn_has_avx512()};
+                          .linear_only = !onednn_has_avx512(), .share_qdq = 1};
     if (dnnl_post_ops_create(&f.po) != dnnl_success)
         return odnn_oom();
     f.fused[f.n_fused++] = n;
@@ -11476,8 +11516,11 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
     if (st == NULL)
         st = odnn_attr(&attr, f.po);
     dnnl_post_ops_destroy(f.po);
+    /* A constant zero point is read at run time too (a constant operand):
+     * the primitive is then the same for every product of one shape, which
+     * oneDNN's primitive cache makes once (odnn_append_qdq). */
     if (st == NULL && !(q.azp_const && q.azp_val == 0)) {
-        int32_t zp = q.azp_const ? q.azp_val : DNNL_RUNTIME_S32_VAL;
+        int32_t zp = DNNL_RUNTIME_S32_VAL;
         if (dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zp) != dnnl_success)
             st = odnn_error(PL_CODE_INTERNAL, "onednn: MatMulInteger '%s': cannot set its zero "
                                               "point",
@@ -11504,6 +11547,7 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
         st = odnn_view_as(b, src, &a_md, (int64_t)n, &src);
     if (st == NULL)
         st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_plain, w.cdata, (int64_t)n, &wi);
+    int zw = -1; /* a constant zero point's operand */
     if (st == NULL && !q.azp_const) {
         dnnl_memory_desc_t zmd;
         odnn_zp32_md(&zmd);
@@ -11512,6 +11556,11 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
             st = odnn_plain(b, zv, (int64_t)n, &zv);
         if (st == NULL)
             st = odnn_ensure(b, zv, &zmd, (int64_t)n, &zv);
+    } else if (st == NULL && q.azp_val != 0) {
+        dnnl_memory_desc_t zmd;
+        odnn_zp32_md(&zmd);
+        int32_t zp = q.azp_val;
+        st = odnn_weight(b, &zmd, &zmd, &zp, (int64_t)n, &zw);
     }
     if (st == NULL && scale_t >= 0) {
         dnnl_memory_desc_t smd;
@@ -11541,6 +11590,8 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
     odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     if (zv >= 0)
         odnn_arg(b, s, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, ODNN_REF_VALUE, zv);
+    if (zw >= 0)
+        odnn_arg(b, s, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, ODNN_REF_WEIGHT, zw);
     if (sv >= 0)
         odnn_arg(b, s, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, ODNN_REF_VALUE, sv);
     if (bw >= 0)
@@ -12448,7 +12499,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 47u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 48u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -12541,7 +12592,10 @@ static double odnn_now_ms(void)
                                      own loop (ODNN_S_UNBLOCK);
                                  47: with AMX and precision = bf16, the
                                      convolutions that stay f32 take
-                                     Winograd as under f32 */
+                                     Winograd as under f32;
+                                 48: QDQ pairs' zero points and constant
+                                     MatMulInteger zero points as run-time
+                                     operands (odnn_append_qdq) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <plinth/graph_hash.h>
@@ -4024,6 +4025,105 @@ static void case_int8_amx_old(void)
              "c1 took an AMX kernel: %s", line);
 }
 
+/* The lines of oneDNN's verbose output (ONEDNN_VERBOSE=2, read once per
+ * process, so in a child of this one) for a session of PATH that contain
+ * both WHAT and KIND, e.g. "create:cache_hit" and ",convolution,". */
+static int verbose_lines(const char *path, const char *what, const char *kind)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s", th_path(th_tempdir(), "verbose.txt"));
+    fflush(stdout);
+    pid_t pid = fork();
+    TH_CHECK(pid >= 0, "fork failed");
+    if (pid == 0) {
+        setenv("ONEDNN_VERBOSE", "2", 1);
+        int fd = open(out, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0)
+            _exit(2);
+        pl_runtime *rt = onednn_runtime();
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    TH_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+             "the child making a session of %s failed (status %d)", path, status);
+    FILE *f = fopen(out, "r");
+    TH_CHECK(f != NULL, "no verbose output at %s", out);
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        n += strstr(line, what) != NULL && strstr(line, kind) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* Int8 products of one shape make one primitive whatever their scales and
+ * zero points: MatMulInteger reads a constant zero point at run time, and
+ * a QDQ pair after it takes its zero point as a binary operand, clipping
+ * to the type's range (odnn_append_qdq, for results of ODNN_QDQ_SHARE_MIN
+ * values and more). Two [128, 64] x [64, 256] products of inputs with zero
+ * points 7 and 120, each followed by a pair of another scale and zero
+ * point (100 and 30), concatenated: the second is a hit in oneDNN's
+ * primitive cache (constant zero points and clips to the range less the
+ * zero point made them two: smart_turn_v3's 25 products of four shapes
+ * took 1.0-1.4 ms each to make). Values as the cpu module's. */
+static void case_qdq_shared_primitives(void)
+{
+    struct mb q = {.seed = 176};
+    int64_t xs[] = {128, 64}, ys[] = {256, 256};
+    mb_input(&q, "x", 2, xs);
+    static int8_t w[2][64 * 256];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 64 * 256; i++)
+            w[k][i] = (int8_t)(((i * 37 + k * 11) % 255) - 127);
+    mb_raw(&q, "w1", "i8", 2, (int64_t[]){64, 256}, w[0], sizeof w[0]);
+    mb_raw(&q, "w2", "i8", 2, (int64_t[]){64, 256}, w[1], sizeof w[1]);
+    const float sx[2] = {0.02f, 0.03f}, sw[2] = {0.002f, 0.003f}, sy[2] = {0.05f, 0.07f};
+    const int zx[2] = {7, 120}, zy[2] = {100, 30};
+    for (int k = 0; k < 2; k++) {
+        char nm[16][24];
+        for (int i = 0; i < 16; i++)
+            snprintf(nm[i], sizeof nm[i], "%c%d", 'a' + i, k);
+        mb_scalar(&q, nm[0], sx[k]);
+        mb_zero_point(&q, nm[1], 0, zx[k]);
+        mb_scalar(&q, nm[2], sx[k] * sw[k]);
+        mb_scalar(&q, nm[3], sy[k]);
+        mb_zero_point(&q, nm[4], 0, zy[k]);
+        char ins[96];
+        /* as [graph] qdq = int8 writes a QDQ product (pl_alg_qdq_matmul),
+         * then the pair of the next layer's input */
+        snprintf(ins, sizeof ins, "\"x\",\"%s\",\"%s\"", nm[0], nm[1]);
+        mb_node(&q, nm[5], "QuantizeLinear", ins, nm[6], "");
+        snprintf(ins, sizeof ins, "\"%s\",\"w%d\",\"%s\"", nm[6], k + 1, nm[1]);
+        mb_node(&q, nm[7], "MatMulInteger", ins, nm[8], "");
+        snprintf(ins, sizeof ins, "\"%s\"", nm[8]);
+        mb_node(&q, nm[9], "Cast", ins, nm[10], "\"to\":{\"int\":1}");
+        snprintf(ins, sizeof ins, "\"%s\",\"%s\"", nm[10], nm[2]);
+        mb_node(&q, nm[11], "Mul", ins, nm[12], "");
+        snprintf(ins, sizeof ins, "\"%s\",\"%s\",\"%s\"", nm[12], nm[3], nm[4]);
+        mb_node(&q, nm[13], "QuantizeLinear", ins, nm[14], "");
+        snprintf(ins, sizeof ins, "\"%s\",\"%s\",\"%s\"", nm[14], nm[3], nm[4]);
+        mb_node(&q, nm[15], "DequantizeLinear", ins, k ? "y1" : "y0", "");
+    }
+    mb_node(&q, "cat", "Concat", "\"y0\",\"y1\"", "y", "\"axis\":{\"int\":0}");
+    q.outputs[q.n_outputs++] = "y";
+    const char *path = mb_write(&q);
+    /* first, before this process has used oneDNN (the children inherit
+     * its verbose setting once read) */
+    int hits = verbose_lines(path, "create:cache_hit", ",matmul,");
+    int made = verbose_lines(path, "create:cache_miss", "src_u8");
+    char isa[64] = "";
+    if (!onednn_vnni(isa))
+        return; /* 8-bit products stay on cpu */
+    compare(path, 2, xs, 2, ys,
+            (const char *[]){"f0", "h0", "j0", "l0", "n0", "p0", "f1", "h1", "j1", "l1", "n1",
+                             "p1", NULL});
+    TH_CHECK(hits == 1 && made == 1,
+             "the two int8 products made %d primitives, %d shared (want 1 and 1)", made, hits);
+}
+
 /* An Erf outside a GELU pattern (as QDQ models leave it): the module's own
  * kernel, on [4, 16] and on [3, 7001] (a team of threads and a tail of 11
  * lanes), x spread over [-4, 4] so both of erf's branches and the
@@ -6414,6 +6514,7 @@ int main(int argc, char **argv)
         {"merged_broadcast", case_merged_broadcast},
         {"dynamic_int8", case_dynamic_int8},
         {"erf_alone", case_erf_alone},
+        {"qdq_shared_primitives", case_qdq_shared_primitives},
         {"instance_norm", case_instance_norm},
         {"expand", case_expand},
         {"dense_copy", case_dense_copy},
