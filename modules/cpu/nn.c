@@ -18,7 +18,11 @@
  *   - depthwise (group == C_in, one input channel per group, 2-D): direct,
  *     one task per input plane, split into stride x stride phase planes so
  *     that each tap of an output row is one contiguous vector run (see
- *     nn_conv_depthwise_task); 3x3 has a fused 9-tap loop.
+ *     nn_conv_depthwise_task); 3x3 has a fused 9-tap loop;
+ *   - FIR (one input channel into a few outputs along one row through a
+ *     filter longer than depthwise takes: resamplers, constant-Q banks):
+ *     the same phase planes and row loop, the row cut into chunks of
+ *     outputs over the threads (nn_conv_fir_task).
  * ConvTranspose is GEMM + col2im: per image, group and block of output
  * channels, W_g^T [Mg*K, Cg] times X_g [Cg, in positions] into the
  * workspace, then scattered (added) into the output.
@@ -58,12 +62,17 @@ const cpu_op_entry cpu_ops_nn[] = {
 #define NN_DW_MAX_TAPS 64
 #define NN_DW_MAX_STRIDE 8
 #define NN_DW_SINGLE_MAX_OUT 4 /* one input channel: direct up to this many outputs */
+/* FIR: the largest stride (one phase plane per step of it), and the
+ * fewest outputs of a task's chunk of the row. */
+#define NN_FIR_MAX_STRIDE 16
+#define NN_FIR_MIN_CHUNK 256
 
 typedef enum nn_conv_mode {
     NN_CONV_IM2COL = 0,
     NN_CONV_POINTWISE = 1,
     NN_CONV_DEPTHWISE = 2,
-    NN_CONV_STRIDED = 3      /* one input channel, 1-D: X read in place (nn_build_conv) */
+    NN_CONV_STRIDED = 3,     /* one input channel, 1-D: X read in place (nn_build_conv) */
+    NN_CONV_FIR = 4          /* one input channel, one row, a long filter (nn_conv_fir_task) */
 } nn_conv_mode;
 
 typedef struct nn_conv_kernel {
@@ -90,6 +99,9 @@ typedef struct nn_conv_kernel {
     int64_t dw_sh, dw_sw, dw_prows, dw_pcols, dw_plane;
     int64_t dw_off[NN_DW_MAX_TAPS];
     int64_t mult;            /* depthwise: output channels per input channel */
+    /* FIR: the spatial dim of the row, the outputs of a chunk, the chunks
+     * of a row, and the floats of one phase plane of a chunk */
+    int64_t fir_dim, fir_chunk, fir_chunks, fir_plen;
     const float *packed_w;   /* Conv: W packed per group (inside this block), or NULL */
     size_t packed_group;     /* floats of one group's packed W */
     /* The product runs transposed, C^T = X^T W^T (output channels along the
@@ -108,6 +120,13 @@ typedef struct nn_conv_call {
     char *ws;
     bool add;
 } nn_conv_call;
+
+/* FIR: the floats of S phase planes of PLEN, rounded to 64 bytes (the
+ * taps' offsets follow them). */
+static size_t nn_fir_floats(int64_t s, int64_t plen)
+{
+    return ((size_t)(s * plen) + 15) / 16 * 16;
+}
 
 /* ---- im2col ------------------------------------------------------------ */
 
@@ -396,6 +415,48 @@ static void nn_conv_depthwise_task(const nn_conv_call *c, int64_t t, float *scra
     }
 }
 
+/* Chunk T % fir_chunks of image T / fir_chunks of a FIR convolution (one
+ * input channel, one row of taps): the chunk's stride phase planes of the
+ * zero-padded row (plane p, index j: padded sample (o0 + j) * s + p), so
+ * that tap t of outputs o0.. reads plane t % s from t / s on, one
+ * contiguous run; then every output channel's filter over it through the
+ * depthwise row loop. A resampler's 256-tap filter at stride 2 over 44100
+ * samples (basic_pitch's constant-Q front end) went through im2col, which
+ * copied each sample 128 times (1.19 ms against 0.1). */
+static void nn_conv_fir_task(const nn_conv_call *c, int64_t t, float *scratch)
+{
+    const nn_conv_kernel *k = c->k;
+    const nn_window *w = &k->w;
+    const int d = (int)k->fir_dim;
+    const int64_t s = w->stride[d], taps = w->kernel[d], in_n = w->in[d], out_n = w->out[d];
+    const int64_t pad = w->pad_begin[d], plen = k->fir_plen;
+    int64_t n = t / k->fir_chunks, o0 = t % k->fir_chunks * k->fir_chunk;
+    int64_t o1 = o0 + k->fir_chunk < out_n ? o0 + k->fir_chunk : out_n;
+    if (o0 >= o1)
+        return;
+    int64_t cols = o1 - o0 + (taps - 1) / s;
+    const float *x = c->x + n * k->in_plane;
+    float *planes = scratch;
+    int64_t *off = (int64_t *)(void *)(scratch + nn_fir_floats(s, plen));
+    for (int64_t p = 0; p < s; p++) {
+        float *dst = planes + p * plen;
+        int64_t first = o0 * s + p - pad; /* the input index of j = 0 */
+        for (int64_t j = 0; j < cols; j++) {
+            int64_t idx = first + j * s;
+            dst[j] = idx >= 0 && idx < in_n ? x[idx] : 0.0f;
+        }
+        memset(dst + cols, 0, (size_t)(plen - cols) * sizeof(float));
+    }
+    for (int64_t tap = 0; tap < taps; tap++)
+        off[tap] = tap % s * plen + tap / s;
+    for (int64_t j = 0; j < k->c_out; j++) {
+        float bias = c->bias ? c->bias[j] : 0.0f;
+        float *out = c->out + (n * k->c_out + j) * k->out_plane + o0;
+        nn_dw_rows(out, 0, planes, 0, 1, off, c->wt + j * taps, (int)taps, bias, o1 - o0,
+                   &k->base.epilogue, c->add);
+    }
+}
+
 /* ---- ConvTranspose tasks ----------------------------------------------- */
 
 /* Adds the column buffer COL ([(m1-m0) * ksize, in_plane]) into output
@@ -488,6 +549,8 @@ static void nn_conv_chunk(void *arg, size_t begin, size_t end, int worker)
             nn_conv_transpose_task(c, (int64_t)t, scratch);
         else if (k->mode == NN_CONV_DEPTHWISE)
             nn_conv_depthwise_task(c, (int64_t)t, scratch);
+        else if (k->mode == NN_CONV_FIR)
+            nn_conv_fir_task(c, (int64_t)t, scratch);
         else
             nn_conv_gemm_task(c, (int64_t)t, scratch);
     }
@@ -544,6 +607,27 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
 {
     int64_t images = k->batch * k->group;
     int64_t want = nn_task_target(threads);
+    if (k->mode == NN_CONV_FIR) {
+        const int d = (int)k->fir_dim;
+        int64_t out_n = k->w.out[d], s = k->w.stride[d], taps = k->w.kernel[d];
+        int64_t want = nn_task_target(threads) / k->batch, chunk = out_n;
+        if (want > 1)
+            chunk = ((out_n + want - 1) / want + 31) / 32 * 32;
+        if (chunk < NN_FIR_MIN_CHUNK)
+            chunk = NN_FIR_MIN_CHUNK;
+        if (chunk > out_n)
+            chunk = out_n > 0 ? out_n : 1;
+        k->fir_chunk = chunk;
+        k->fir_chunks = (out_n + chunk - 1) / chunk;
+        /* a plane: the chunk, the filter's reach, the last vector's slack */
+        k->fir_plen = chunk + (taps - 1) / s + 8;
+        k->tasks = k->batch * k->fir_chunks;
+        k->slice_bytes = nn_slice_bytes(nn_fir_floats(s, k->fir_plen) +
+                                        (size_t)taps * sizeof(int64_t) / sizeof(float));
+        k->ws_bytes = k->slice_bytes * (size_t)threads;
+        k->base.workspace_bytes = k->ws_bytes;
+        return;
+    }
     if (k->mode == NN_CONV_DEPTHWISE) {
         k->tasks = k->batch * k->c_in;
         /* The planes, and slack for the row loop's last vector. */
@@ -762,8 +846,18 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         unit = unit && w.stride[d] == 1 && w.pad_begin[d] == 0 && w.pad_end[d] == 0;
     bool transposed = nn_use_transposed(plane, m / group, !unit);
     bool depthwise_like = cg == 1 && group == c && group > 1;
+    /* One input channel into a few outputs along one row (1-D, or 2-D with
+     * one row in, out and in the kernel) through more taps than the
+     * depthwise kernel takes: FIR (nn_conv_fir_task). */
+    int row = w.nsp == 1 ? 0 : 1;
+    bool one_row = w.nsp == 1 || (w.nsp == 2 && w.in[0] == 1 && w.kernel[0] == 1 &&
+                                  w.out[0] == 1 && w.pad_begin[0] == 0 && w.pad_end[0] == 0);
+    bool fir = group == 1 && c == 1 && m >= 1 && m <= NN_DW_SINGLE_MAX_OUT && one_row &&
+               w.kernel[row] > NN_DW_MAX_TAPS && w.kernel[row] <= INT32_MAX &&
+               w.dilation[row] == 1 && w.stride[row] <= NN_FIR_MAX_STRIDE && w.out[row] > 0;
     const pl_graph_api *gv = cpu_host->graph;
-    if (!depthwise_like && !cpu_node_query(node) && gv != NULL && node->graph != NULL && m > 0 &&
+    if (!depthwise_like && !fir && !cpu_node_query(node) && gv != NULL && node->graph != NULL &&
+        m > 0 &&
         cg * ksize > 0) {
         int64_t t = gv->node_input(node->graph, node->node_index, 1);
         const void *data;
@@ -835,6 +929,10 @@ pl_status *nn_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         k->mode = NN_CONV_DEPTHWISE;
         k->mult = k->mg;
         nn_plan_depthwise(k);
+    }
+    if (fir) {
+        k->mode = NN_CONV_FIR;
+        k->fir_dim = row;
     }
     if (!nn_fits_int(k->kdim) || !nn_fits_int(k->out_plane) || !nn_fits_int(k->in_plane) ||
         !nn_fits_int(k->mg)) {

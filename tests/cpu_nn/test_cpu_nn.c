@@ -745,6 +745,17 @@ static const tn_case tn_conv_cases[] = {
     {X3(1, 1, 1203), W(20, 1, 5), ATTRS(AIS("strides", 6))},
     /* 33: padded: through im2col */
     {X3(2, 1, 60), W(9, 1, 8), ATTRS(AIS("strides", 4), AIS("pads", 3, 2))},
+    /* 34: one input channel into one along one row, 256 taps at stride 2
+     * (basic_pitch's resampling filter): FIR, 1373 outputs in chunks */
+    {X4(1, 1, 1, 3000), W(1, 1, 1, 256), .bias = 1, ATTRS(AIS("strides", 1, 2))},
+    /* 35: the same 1-D into three, stride 3, pads on both sides, batch 2 */
+    {X3(2, 1, 1000), W(3, 1, 100), .bias = 1, ATTRS(AIS("strides", 3), AIS("pads", 40, 37))},
+    /* 36: into four, stride 1, 65 taps, SAME padding of the row */
+    {X4(1, 1, 1, 700), W(4, 1, 1, 65), ATTRS(AIS("pads", 0, 32, 0, 32))},
+    /* 37: stride 16 (sixteen phase planes), 80 taps */
+    {X3(1, 1, 2000), W(2, 1, 80), .bias = 1, ATTRS(AIS("strides", 16))},
+    /* 38: dilated: not FIR (through im2col) */
+    {X3(1, 1, 500), W(1, 1, 70), ATTRS(AIS("dilations", 2), AIS("pads", 5, 5))},
 };
 
 static const tn_case tn_convt_cases[] = {
