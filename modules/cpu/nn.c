@@ -610,9 +610,9 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
     if (k->mode == NN_CONV_FIR) {
         const int d = (int)k->fir_dim;
         int64_t out_n = k->w.out[d], s = k->w.stride[d], taps = k->w.kernel[d];
-        int64_t want = nn_task_target(threads) / k->batch, chunk = out_n;
-        if (want > 1)
-            chunk = ((out_n + want - 1) / want + 31) / 32 * 32;
+        int64_t per_image = want / k->batch, chunk = out_n; /* chunks an image */
+        if (per_image > 1)
+            chunk = ((out_n + per_image - 1) / per_image + 31) / 32 * 32;
         if (chunk < NN_FIR_MIN_CHUNK)
             chunk = NN_FIR_MIN_CHUNK;
         if (chunk > out_n)

@@ -5459,7 +5459,8 @@ static int odnn_take_qdq(struct odnn_build *b, struct odnn_fuse *f, int64_t j)
     struct odnn_qdq qp;
     struct odnn_tinfo ti;
     if (b->no_qdq_post || !odnn_match_qdq(v, &b->u, (size_t)j, &qp) || qp.x != f->out ||
-        b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) || !odnn_append_qdq(f, &qp, ti.ndim, ti.elems))
+        b->done[qp.dq] || !odnn_tensor(v, f->out, &ti) ||
+        !odnn_append_qdq(f, &qp, ti.ndim, ti.elems))
         return 0;
     f->fused[f->n_fused++] = (size_t)j;
     f->fused[f->n_fused++] = qp.dq;
