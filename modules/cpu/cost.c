@@ -60,6 +60,10 @@ static const struct {
  * input channels counts as 1-D rather than a stem. */
 #define CPU_COST_DEEP_STEM 256
 
+/* The factor of a convolution into one output channel whose time is its
+ * im2col matrix's (cpu_cost_conv_factor); into OC channels, this / OC. */
+#define CPU_COST_IM2COL_FACTOR 7.5
+
 static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v, size_t n,
                                    size_t wi, int quant)
 {
@@ -96,7 +100,18 @@ static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v
                : group == 1 && w[1] <= 4  ? 2  /* stem */
                : taps == 1                ? 3  /* 1x1 */
                                           : 4;
-    return table[quant != 0][kind][size];
+    double f = table[quant != 0][kind][size];
+    /* Into a few output channels, im2col's matrix (taps x channels by
+     * pixels, written then read once per output channel) costs more than
+     * the GEMM's multiply-adds: 32 -> 1 channels 7x3 on 172x88, 8 -> 1 5x5
+     * on 172x264 and 64 -> 1 3x3 on 128x128 took 0.85-0.98 ms, 2.6-3.3x
+     * the "other kernels" estimate, 0.1 ns per element of the matrix at 2
+     * threads whatever the channels out (8 -> 8 through 3x39 on 172x264,
+     * 32 -> 3 9x9 on 128x128: 4.8-5.0 ms for 42.5M elements). */
+    if (!quant && group == 1 && (kind == 0 || kind == 4) && w[0] >= 1 && w[0] <= 8 &&
+        f < CPU_COST_IM2COL_FACTOR / (double)w[0])
+        f = CPU_COST_IM2COL_FACTOR / (double)w[0];
+    return f;
 }
 
 /* MatMul's and Gemm's factors are the geometric means of the zoos'

@@ -199,8 +199,14 @@ struct odnn_direct {
     int th, tw;     /* Winograd: output tiles down and across */
     int tblock;     /* Winograd: tiles per work item */
     int obs;        /* Winograd: 16-channel output blocks per work item */
-    size_t ws_floats; /* Winograd: per thread, floats of transformed tiles and products */
-    int ws_threads;   /* Winograd: the threads its scratch is sized for */
+    size_t ws_floats; /* Winograd, narrow: per thread, floats of its scratch */
+    int ws_threads;   /* Winograd, narrow: the threads its scratch is sized for */
+    int narrow;       /* the narrow kernel (onednn_narrow.c): at most 8 outputs channels as
+                         dot products over channels-last windows; 0: not */
+    int cb;           /* narrow: the source's channels per block (ic: channels last; 8 or 16:
+                         blocked) */
+    int kp;           /* narrow: packed floats per (kernel row, channel block, output channel):
+                         kw * cb rounded up to 16 */
 };
 
 /* Whether the CPU has AVX2 and FMA and oneDNN runs below AVX-512. */
@@ -250,6 +256,25 @@ void odnn_direct_run(const struct odnn_direct *d, const float *src, const float 
  * odnn_direct_setup; packing, setup and running then go through the
  * odnn_direct_* entries as before. */
 int odnn_wino_tile(const struct odnn_direct *d);
+
+/* The narrow kernel (onednn_narrow.c), for AVX-512 CPUs: a convolution of
+ * one group into at most 8 output channels, which oneDNN's kernels compute
+ * in blocks of 16 (one output channel costs 16). Each output value is a dot
+ * product along the window's rows, which are contiguous in a channels-last
+ * or channel-blocked source. odnn_narrow_takes says whether it beats
+ * oneDNN's padded blocks for IC -> OC channels through a KH x KW kernel of
+ * horizontal dilation DW; odnn_narrow_ops is its work in multiply-adds per
+ * output value at the FMA rate (for the cost model, against IC * KH * KW).
+ * The caller fills D's shape with narrow = 1 and cb, then packs, sets up
+ * and runs through the odnn_direct_* entries. */
+int odnn_narrow_takes(int64_t ic, int64_t oc, int64_t kh, int64_t kw, int64_t dw, int64_t group);
+double odnn_narrow_ops(int64_t ic, int64_t oc, int64_t kh, int64_t kw);
+size_t odnn_narrow_packed_floats(const struct odnn_direct *d);
+void odnn_narrow_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
+                      float *out);
+int odnn_narrow_setup(struct odnn_direct *d, pl_module_ctx *ctx);
+void odnn_narrow_run(const struct odnn_direct *d, const float *src, const float *w, float *dst,
+                     int threads, float *scratch);
 size_t odnn_wino_packed_floats(const struct odnn_direct *d);
 void odnn_wino_pack(const struct odnn_direct *d, const float *oihw, const float *bias, float *out);
 int odnn_wino_setup(struct odnn_direct *d, pl_module_ctx *ctx);

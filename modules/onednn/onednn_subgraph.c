@@ -6024,8 +6024,9 @@ static dnnl_status_t odnn_pd_named(struct odnn_build *b, const_dnnl_op_desc_t de
  * quarter, every net of the PyTorch, TensorFlow and torchvision zoos ran
  * as fast or faster blocked (resnet18 aside). Also when grouped
  * convolutions without a blocked kernel (odnn_grouped_unblocked) do most
- * of the multiply-adds. Depends on
- * the view and the ISA alone, so import makes the same choice. */
+ * of the multiply-adds. Convolutions the narrow kernel takes do not count
+ * (they read either layout). Depends on the view, the ISA and direct_conv
+ * alone, so import makes the same choice. */
 static int odnn_grouped_unblocked(struct odnn_build *b, size_t n, const struct odnn_tinfo *x,
                                   const struct odnn_tinfo *w, const struct odnn_tinfo *y,
                                   int64_t group);
@@ -6060,6 +6061,14 @@ static int odnn_conv_layout_any(struct odnn_build *b)
                 unblocked_macs += macs;
             continue;
         }
+        /* the narrow kernel's layers (at most 8 channels out) read either
+         * layout and pad nothing */
+        const int64_t *dil = NULL;
+        size_t nd = odnn_attr_ints(b->v, i, "dilations", &dil);
+        if (b->ctx->direct && w.ndim <= 4 &&
+            odnn_narrow_takes(ic, oc, w.ndim == 4 ? w.dims[2] : 1, w.dims[w.ndim - 1],
+                              nd > 0 ? dil[nd - 1] : 1, 1))
+            continue;
         double oc_pad = (double)((oc + 15) / 16 * 16) / (double)oc;
         /* a source of fewer than 16 channels stays plain (odnn_conv_blocked) */
         double ic_pad = ic >= 16 ? (double)((ic + 15) / 16 * 16) / (double)ic : 1.0;
@@ -7044,6 +7053,12 @@ static pl_status *odnn_deconv(struct odnn_build *b, size_t n)
 
 static int odnn_bf16_readers(struct odnn_build *b, int64_t t);
 
+/* The channels-last tag of an ND-dim tensor (N, C, spatial...). */
+static dnnl_format_tag_t odnn_channels_last_tag(int nd)
+{
+    return nd == 3 ? dnnl_acb : nd == 4 ? dnnl_acdb : dnnl_acdeb;
+}
+
 /* Whether the module's own direct convolution (onednn_direct.c) takes this
  * Conv: f32, 1-D or 2-D with a kernel wider than 1x1 and constant weights,
  * one group with channels as odnn_direct_channels says or (2-D) groups of
@@ -7124,7 +7139,7 @@ static pl_status *odnn_epilogue_pd(struct odnn_build *b, size_t n, const struct 
  * reference binary took 1.8 ms where the convolution took 0.03: a GELU
  * after a 1-D convolution, wav2vec's feature extractor). */
 static int odnn_direct_epilogue_ok(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
-                                   const struct odnn_tinfo *y, int sr)
+                                   const struct odnn_tinfo *y, int sr, int narrow)
 {
     struct odnn_direct probe;
     if (f->residual < 0 && odnn_direct_act(f->po, &probe))
@@ -7133,7 +7148,10 @@ static int odnn_direct_epilogue_ok(struct odnn_build *b, size_t n, const struct 
     for (int i = 0; i < y->ndim; i++)
         yd[i] = y->dims[i];
     dnnl_memory_desc_t tmd, md1, plain;
-    dnnl_memory_desc_init_by_tag(&tmd, y->ndim, yd, dnnl_f32, sr == 2 ? dnnl_aBcd8b : dnnl_aBc8b);
+    dnnl_memory_desc_init_by_tag(&tmd, y->ndim, yd, dnnl_f32,
+                                 narrow    ? odnn_channels_last_tag(y->ndim)
+                                 : sr == 2 ? dnnl_aBcd8b
+                                           : dnnl_aBc8b);
     dnnl_primitive_desc_t pd = NULL;
     pl_status *st = odnn_epilogue_pd(b, n, f, &tmd, &md1, &plain, &pd);
     const char *impl = NULL;
@@ -7150,6 +7168,166 @@ static int odnn_direct_epilogue_ok(struct odnn_build *b, size_t n, const struct 
 static pl_status *odnn_deconv_epilogue(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
                                        int src, int64_t bias_t);
 
+/* A zeroed odnn_direct (the host's allocation) with the shape of a
+ * convolution of X into Y through window W (1-D or 2-D), or NULL. */
+static struct odnn_direct *odnn_direct_new(struct odnn_build *b, const struct odnn_tinfo *x,
+                                           const struct odnn_tinfo *y,
+                                           const struct odnn_window *w)
+{
+    struct odnn_direct *d = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *d, 0);
+    if (d == NULL)
+        return NULL;
+    memset(d, 0, sizeof *d);
+    int two = w->sr == 2;
+    d->n = (int)x->dims[0], d->ic = (int)x->dims[1], d->oc = (int)y->dims[1];
+    d->ih = two ? (int)x->dims[2] : 1, d->iw = (int)x->dims[two ? 3 : 2];
+    d->oh = two ? (int)y->dims[2] : 1, d->ow = (int)y->dims[two ? 3 : 2];
+    d->kh = two ? (int)w->k[0] : 1, d->kw = (int)w->k[two ? 1 : 0];
+    d->sh = two ? (int)w->s[0] : 1, d->sw = (int)w->s[two ? 1 : 0];
+    d->dh = two ? (int)w->d[0] : 1, d->dw = (int)w->d[two ? 1 : 0];
+    d->pt = two ? (int)w->pl[0] : 0, d->pl = (int)w->pl[two ? 1 : 0];
+    return d;
+}
+
+/* The packed weights of the module's own convolution D (odnn_direct_pack
+ * of WT, and of BIAS_T's values when it is not negative) as weight *WI:
+ * packed straight into the weight, or taken from the blob on import. */
+static pl_status *odnn_own_conv_weights(struct odnn_build *b, size_t n,
+                                        const struct odnn_direct *d,
+                                        const struct odnn_tinfo *wt, int64_t bias_t, int *wi)
+{
+    dnnl_dims_t pd_dims = {(dnnl_dim_t)odnn_direct_packed_floats(d)};
+    dnnl_memory_desc_t pmd;
+    dnnl_memory_desc_init_by_tag(&pmd, 1, pd_dims, dnnl_f32, dnnl_a);
+    pl_status *st = odnn_weight(b, &pmd, &pmd, NULL, (int64_t)n, wi);
+    if (st == NULL && b->imp == NULL) {
+        struct odnn_tinfo bt = {0};
+        if (bias_t >= 0)
+            odnn_tensor(b->v, bias_t, &bt);
+        odnn_direct_pack(d, wt->cdata, bt.cdata, b->c->weights[*wi].data);
+    }
+    return st;
+}
+
+/* The step of the module's own convolution D (which it owns from here on,
+ * also when this fails) from value SRC with packed weight WI into a value
+ * of layout TMD: F's destination when the kernel applies F's fusion
+ * (OWN_EPILOGUE), else a temporary that one binary step takes on with the
+ * bias and F's post-ops (odnn_deconv_epilogue). */
+static pl_status *odnn_own_conv_step(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                     struct odnn_direct *d, int src, int wi,
+                                     const dnnl_memory_desc_t *tmd, int own_epilogue,
+                                     int64_t bias_t)
+{
+    pl_status *st = NULL;
+    int s = odnn_add_direct(b, d, (int64_t)n, &st);
+    if (s < 0)
+        return st;
+    int out = odnn_new_value(b, own_epilogue ? f->out : -1, ODNN_V_TEMP, tmd);
+    if (out < 0)
+        return odnn_oom();
+    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
+    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, out);
+    if (!own_epilogue)
+        return odnn_deconv_epilogue(b, n, f, out, bias_t);
+    for (size_t k = 0; k < f->n_fused; k++)
+        b->done[f->fused[k]] = 1;
+    return NULL;
+}
+
+/* Whether the narrow kernel (onednn_narrow.c) takes this Conv: f32 with
+ * constant weights, 1-D or 2-D at the rank oneDNN would run it (X, WT, Y
+ * and W as odnn_conv_unit_width left them), where odnn_narrow_takes says
+ * it beats oneDNN's 16-channel blocks (direct_conv = auto). */
+static int odnn_narrow_fits(struct odnn_build *b, const struct odnn_tinfo *x,
+                            const struct odnn_tinfo *wt, const struct odnn_tinfo *y, int64_t group,
+                            dnnl_data_type_t cdt, const struct odnn_window *w)
+{
+    if (!b->ctx->direct || cdt != dnnl_f32 || wt->cdata == NULL || !wt->f32 || !x->f32 ||
+        (w->sr != 1 && w->sr != 2) || x->ndim != 2 + w->sr || y->ndim != 2 + w->sr)
+        return 0;
+    int two = w->sr == 2;
+    if (!odnn_narrow_takes(x->dims[1], y->dims[1], two ? w->k[0] : 1, w->k[two], w->d[two],
+                           group))
+        return 0;
+    /* int pixel indices in the kernel; its offsets are size_t */
+    int64_t in_px = 1, out_px = 1;
+    for (int d = 2; d < x->ndim; d++)
+        in_px *= x->dims[d], out_px *= y->dims[d];
+    return in_px > 0 && out_px > 0 && in_px < ((int64_t)1 << 30) &&
+           out_px < ((int64_t)1 << 30) && x->dims[0] < ((int64_t)1 << 20) &&
+           w->pl[0] < (1 << 20) && (!two || w->pl[1] < (1 << 20));
+}
+
+/* Conv through the narrow kernel: the source as its writer laid it out
+ * where that is channels last or blocked by 8 or 16 channels that divide
+ * IC (else reordered to channels last), the destination channels last
+ * (for one channel, the plain layout). X and Y are the graph's tensors
+ * (the values' rank), XK, YK and W the shape the kernel runs. The kernel
+ * adds the bias and applies a lone activation odnn_direct_act knows; any
+ * other fusion goes into a binary step after it, as for odnn_direct_conv. */
+static pl_status *odnn_narrow_conv(struct odnn_build *b, size_t n, const struct odnn_fuse *f,
+                                   const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+                                   const struct odnn_tinfo *y, const struct odnn_tinfo *xk,
+                                   const struct odnn_tinfo *yk, const struct odnn_window *w,
+                                   int64_t bias_t)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_direct *d = odnn_direct_new(b, xk, yk, w);
+    if (d == NULL)
+        return odnn_oom();
+    d->narrow = 1;
+    dnnl_dims_t xd, yd;
+    for (int i = 0; i < x->ndim; i++)
+        xd[i] = x->dims[i];
+    for (int i = 0; i < y->ndim; i++)
+        yd[i] = y->dims[i];
+    int src = -1;
+    pl_status *st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
+    dnnl_memory_desc_t smd, tmd;
+    dnnl_memory_desc_init_by_tag(&smd, x->ndim, xd, dnnl_f32, odnn_channels_last_tag(x->ndim));
+    dnnl_memory_desc_init_by_tag(&tmd, y->ndim, yd, dnnl_f32, odnn_channels_last_tag(y->ndim));
+    d->cb = d->ic;
+    for (int blk = 16; st == NULL && blk >= 8; blk -= 8) {
+        dnnl_memory_desc_t cand;
+        dnnl_format_tag_t tag = x->ndim == 4 ? (blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b)
+                                             : (blk == 16 ? dnnl_aBc16b : dnnl_aBc8b);
+        if (d->ic % blk != 0 ||
+            dnnl_memory_desc_init_by_tag(&cand, x->ndim, xd, dnnl_f32, tag) != dnnl_success ||
+            !dnnl_memory_desc_equal(&b->c->values[src].md, &cand))
+            continue;
+        smd = cand;
+        d->cb = blk;
+        break;
+    }
+    if (d->kh * (d->ic / d->cb) > 256) /* the kernel's rows per tile: channels last instead */
+        d->cb = d->ic, dnnl_memory_desc_init_by_tag(&smd, x->ndim, xd, dnnl_f32,
+                                                    odnn_channels_last_tag(x->ndim));
+    int own_epilogue = f->residual < 0 && odnn_direct_act(f->po, d);
+    if (st == NULL && !odnn_direct_setup(d, b->ctx))
+        st = odnn_oom();
+    int wi = -1;
+    if (st == NULL)
+        st = odnn_own_conv_weights(b, n, d, wt, own_epilogue ? bias_t : -1, &wi);
+    if (st == NULL)
+        st = odnn_ensure(b, src, &smd, (int64_t)n, &src);
+    if (st != NULL) {
+        odnn_direct_free(d, b->ctx);
+        odnn_free(b->ctx, d);
+        return st;
+    }
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s': the module's narrow convolution (%d -> %d channels, "
+                             "source %s), %s",
+                             onednn_host->graph->node_name(v, n), d->ic, d->oc,
+                             d->cb == d->ic ? "channels last" : d->cb == 16 ? "aBcd16b" : "aBcd8b",
+                             own_epilogue ? "bias and activation in the kernel"
+                                          : "bias and post-ops in a binary step");
+    /* owns D, also when it fails */
+    return odnn_own_conv_step(b, n, f, d, src, wi, &tmd, own_epilogue, bias_t);
+}
+
 /* Conv through the module's own kernel: the source in aBcd8b (a reorder
  * where its writer chose another layout) and the packed weights. The
  * kernel adds the bias and applies a lone clip or leaky ReLU itself,
@@ -7162,18 +7340,10 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
                                    int64_t bias_t)
 {
     const pl_graph_view *v = b->v;
-    struct odnn_direct *d = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *d, 0);
+    struct odnn_direct *d = odnn_direct_new(b, x, y, w);
     if (d == NULL)
         return odnn_oom();
-    memset(d, 0, sizeof *d);
     int two = w->sr == 2;
-    d->n = (int)x->dims[0], d->ic = (int)x->dims[1], d->oc = (int)y->dims[1];
-    d->ih = two ? (int)x->dims[2] : 1, d->iw = (int)x->dims[two ? 3 : 2];
-    d->oh = two ? (int)y->dims[2] : 1, d->ow = (int)y->dims[two ? 3 : 2];
-    d->kh = two ? (int)w->k[0] : 1, d->kw = (int)w->k[two ? 1 : 0];
-    d->sh = two ? (int)w->s[0] : 1, d->sw = (int)w->s[two ? 1 : 0];
-    d->dh = two ? (int)w->d[0] : 1, d->dw = (int)w->d[two ? 1 : 0];
-    d->pt = two ? (int)w->pl[0] : 0, d->pl = (int)w->pl[two ? 1 : 0];
     int64_t group = x->dims[1] / wt->dims[1];
     if (odnn_direct_dense_groups(x->dims[1], y->dims[1], group))
         d->groups = (int)group;
@@ -7186,19 +7356,8 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
         odnn_free(b->ctx, d);
         return odnn_oom();
     }
-    size_t floats = odnn_direct_packed_floats(d);
-    dnnl_dims_t pd_dims = {(dnnl_dim_t)floats};
-    dnnl_memory_desc_t pmd;
-    dnnl_memory_desc_init_by_tag(&pmd, 1, pd_dims, dnnl_f32, dnnl_a);
     int wi = -1, src = -1;
-    /* packed straight into the weight (an import takes it from the blob) */
-    pl_status *st = odnn_weight(b, &pmd, &pmd, NULL, (int64_t)n, &wi);
-    if (st == NULL && b->imp == NULL) {
-        struct odnn_tinfo bt = {0};
-        if (own_epilogue && bias_t >= 0)
-            odnn_tensor(v, bias_t, &bt);
-        odnn_direct_pack(d, wt->cdata, bt.cdata, b->c->weights[wi].data);
-    }
+    pl_status *st = odnn_own_conv_weights(b, n, d, wt, own_epilogue ? bias_t : -1, &wi);
     dnnl_format_tag_t tag = two ? dnnl_aBcd8b : dnnl_aBc8b;
     dnnl_dims_t xd, yd;
     for (int i = 0; i < x->ndim; i++)
@@ -7223,20 +7382,8 @@ static pl_status *odnn_direct_conv(struct odnn_build *b, size_t n, const struct 
                                           : "",
                              own_epilogue ? "bias and activation in the kernel"
                                           : "bias and post-ops in a binary step");
-    int s = odnn_add_direct(b, d, (int64_t)n, &st); /* owns D, also when it fails */
-    if (s < 0)
-        return st;
-    int out = odnn_new_value(b, own_epilogue ? f->out : -1, ODNN_V_TEMP, &tmd);
-    if (out < 0)
-        return odnn_oom();
-    odnn_arg(b, s, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, s, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
-    odnn_arg(b, s, DNNL_ARG_DST, ODNN_REF_VALUE, out);
-    if (!own_epilogue)
-        return odnn_deconv_epilogue(b, n, f, out, bias_t);
-    for (size_t k = 0; k < f->n_fused; k++)
-        b->done[f->fused[k]] = 1;
-    return NULL;
+    /* owns D, also when it fails */
+    return odnn_own_conv_step(b, n, f, d, src, wi, &tmd, own_epilogue, bias_t);
 }
 
 /* Whether Winograd's kernels take post-ops PO: at most a ReLU, a sum, and
@@ -7481,8 +7628,14 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
         }
 
         if (dw.node < 0 && odnn_direct_fits(b, &x, &wt, &y, group, cdt, &w) &&
-            odnn_direct_epilogue_ok(b, n, &f, &y, w.sr)) {
+            odnn_direct_epilogue_ok(b, n, &f, &y, w.sr, 0)) {
             pl_status *dst = odnn_direct_conv(b, n, &f, &x, &wt, &y, &w, bias_t);
+            dnnl_post_ops_destroy(f.po);
+            return dst;
+        }
+        if (dw.node < 0 && odnn_narrow_fits(b, &xk, &wk, &yk, group, cdt, &wink) &&
+            odnn_direct_epilogue_ok(b, n, &f, &y, w.sr, 1)) {
+            pl_status *dst = odnn_narrow_conv(b, n, &f, &x, &wt, &y, &xk, &yk, &wink, bias_t);
             dnnl_post_ops_destroy(f.po);
             return dst;
         }
@@ -12500,7 +12653,7 @@ static double odnn_now_ms(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 48u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 49u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -12596,7 +12749,9 @@ static double odnn_now_ms(void)
                                      Winograd as under f32;
                                  48: QDQ pairs' zero points and constant
                                      MatMulInteger zero points as run-time
-                                     operands (odnn_append_qdq) */
+                                     operands (odnn_append_qdq);
+                                 49: convolutions into at most 8 channels
+                                     on the narrow kernel (onednn_narrow.c) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;

@@ -2180,6 +2180,120 @@ static void case_narrow_channels_last(void)
     free(ref);
 }
 
+/* Convolutions into at most 8 channels run on the module's narrow kernel
+ * on AVX-512 (onednn_narrow.c; oneDNN computes 16 channels for them): from
+ * a source blocked by 16 channels as the layer before wrote it, from a
+ * channels-last one, in 1-D, as the 1-D convolution a [K, 1] kernel over a
+ * width of 1 is, 1x1, with strides, asymmetric pads, a vertical dilation,
+ * batches, windows over both borders and rows whose last tile is partial,
+ * with the activations the kernel applies (sigmoid, leaky ReLU, ReLU, clip)
+ * and one it leaves to a binary step (tanh). The debug log names the
+ * kernel and the source's layout, and every result agrees with the cpu
+ * module; a 16 -> 8 channel 3x3 (a full block's work each way) stays on
+ * oneDNN, and with direct_conv = no every one does. */
+struct narrow_case {
+    int nd;           /* 3 or 4 */
+    int64_t xs[4];    /* the input */
+    int64_t pre;      /* a 3x3 convolution + Relu first (channels kept), 0: none */
+    int64_t oc, kh, kw, sh, sw, dh, pt, pl, pb, pr;
+    const char *act;  /* the node after it, "" for none */
+    const char *source; /* what the log says of its source, NULL: not narrow */
+    const char *fused;  /* "in the kernel" or "in a binary step" */
+};
+
+static const char *model_narrow_conv(const struct narrow_case *c, int64_t *ys)
+{
+    struct mb m = {.seed = 181};
+    int two = c->nd == 4;
+    mb_input(&m, "x", c->nd, c->xs);
+    const char *src = "x";
+    if (c->pre > 0) {
+        mb_conv(&m, "pre", "x", "p", c->xs[1], c->xs[1], 3, 1, 1);
+        mb_node(&m, "pre_relu", "Relu", "\"p\"", "pr", "");
+        src = "pr";
+    }
+    int64_t ws[4] = {c->oc, c->xs[1], two ? c->kh : c->kw, c->kw};
+    mb_const(&m, "nc_w", c->nd, ws, NULL, 1.0f / sqrtf((float)(c->xs[1] * c->kh * c->kw)));
+    mb_const(&m, "nc_b", 1, (int64_t[]){c->oc}, NULL, 0.5f);
+    char attrs[256], ins[64];
+    if (two)
+        snprintf(attrs, sizeof attrs,
+                 "\"pads\":{\"ints\":[%lld,%lld,%lld,%lld]},\"strides\":{\"ints\":[%lld,%lld]},"
+                 "\"dilations\":{\"ints\":[%lld,1]}",
+                 (long long)c->pt, (long long)c->pl, (long long)c->pb, (long long)c->pr,
+                 (long long)c->sh, (long long)c->sw, (long long)c->dh);
+    else
+        snprintf(attrs, sizeof attrs, "\"pads\":{\"ints\":[%lld,%lld]},\"strides\":{\"ints\":[%lld]}",
+                 (long long)c->pl, (long long)c->pr, (long long)c->sw);
+    snprintf(ins, sizeof ins, "\"%s\",\"nc_w\",\"nc_b\"", src);
+    mb_node(&m, "nc", "Conv", ins, c->act[0] ? "h" : "y", attrs);
+    if (strcmp(c->act, "LeakyRelu") == 0)
+        mb_node(&m, "act", "LeakyRelu", "\"h\"", "y", "\"alpha\":{\"float\":0.1}");
+    else if (strcmp(c->act, "Clip") == 0) {
+        mb_scalar(&m, "lo", 0.0f);
+        mb_scalar(&m, "hi", 0.5f);
+        mb_node(&m, "act", "Clip", "\"h\",\"lo\",\"hi\"", "y", "");
+    } else if (c->act[0])
+        mb_node(&m, "act", c->act, "\"h\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    ys[0] = c->xs[0], ys[1] = c->oc;
+    if (two)
+        ys[2] = (c->xs[2] + c->pt + c->pb - (c->kh - 1) * c->dh - 1) / c->sh + 1;
+    ys[c->nd - 1] = (c->xs[c->nd - 1] + c->pl + c->pr - c->kw) / c->sw + 1;
+    return mb_write(&m);
+}
+
+static void case_narrow_conv(void)
+{
+    static const struct narrow_case cases[] = {
+        {4, {1, 32, 13, 29}, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Sigmoid", "aBcd16b", "in the kernel"},
+        {4, {2, 8, 11, 37}, 1, 3, 5, 7, 2, 3, 2, 1, 3, 2, 0, "LeakyRelu", "channels last",
+         "in the kernel"},
+        {3, {1, 12, 50, 0}, 0, 2, 1, 9, 1, 1, 1, 0, 4, 0, 4, "Tanh", "channels last",
+         "in a binary step"},
+        {4, {1, 16, 40, 1}, 0, 4, 7, 1, 1, 1, 1, 3, 0, 3, 0, "Relu", "channels last",
+         "in the kernel"},
+        {4, {1, 8, 6, 50}, 1, 8, 3, 21, 1, 1, 1, 1, 10, 1, 10, "Relu", "channels last",
+         "in the kernel"},
+        {4, {1, 96, 7, 9}, 0, 5, 1, 1, 1, 1, 1, 0, 0, 0, 0, "", "channels last", "in the kernel"},
+        {4, {1, 40, 15, 15}, 0, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, "Clip", "channels last",
+         "in the kernel"},
+        {4, {1, 16, 12, 12}, 0, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu", NULL, NULL},
+    };
+    char isa[64] = "";
+    pl_runtime *rt0 = onednn_runtime();
+    pl_module *om = rt0->modules[pl_runtime_find_module(rt0, "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    pl_runtime_destroy(rt0);
+    bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+                  strncmp(isa, "amx", 3) == 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct narrow_case *c = &cases[k];
+        int64_t ys[4], xs[4];
+        memcpy(xs, c->xs, sizeof xs);
+        const char *path = model_narrow_conv(c, ys);
+        struct wino_log logs[2];
+        char used[96] = "";
+        kernel_logs(path, NULL, logs, used);
+        const char *line = strstr(logs[0].text, "node 'nc': the module's narrow convolution");
+        TH_CHECK(strstr(logs[1].text, "narrow convolution") == NULL,
+                 "case %zu: narrow kernel with direct_conv = no:\n%s", k, logs[1].text);
+        if (!avx512 || c->source == NULL) {
+            TH_CHECK(line == NULL, "case %zu (%s): narrow kernel taken:\n%s", k, isa, logs[0].text);
+        } else {
+            char want[128];
+            snprintf(want, sizeof want, "(%lld -> %lld channels, source %s), bias and %s",
+                     (long long)c->xs[1], (long long)c->oc, c->source,
+                     strcmp(c->fused, "in the kernel") == 0 ? "activation in the kernel"
+                                                             : "post-ops in a binary step");
+            TH_CHECK(line != NULL && strstr(line, want) != NULL &&
+                         strstr(line, want) < strchr(line, '\n'),
+                     "case %zu: want '%s'; log:\n%s", k, want, logs[0].text);
+        }
+        compare(path, c->nd, xs, c->nd, ys, (const char *[]){"nc", NULL});
+    }
+}
+
 /* Y[0] and Y[1] (N values, made with winograd = LABELS[0] and LABELS[1])
  * agree with the cpu module's Y[2] within Winograd's rounding: 1e-4 of a
  * value, or of a hundredth of the largest. */
@@ -6474,6 +6588,7 @@ int main(int argc, char **argv)
         {"bnorm_relu", case_bnorm_relu},
         {"bf16", case_bf16},
         {"bf16_f32_winograd", case_bf16_f32_winograd},
+        {"narrow_conv", case_narrow_conv},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
