@@ -66,7 +66,8 @@ double odnn_narrow_ops(int64_t ic, int64_t oc, int64_t kh, int64_t kw)
 int odnn_narrow_takes(int64_t ic, int64_t oc, int64_t kh, int64_t kw, int64_t dw, int64_t group)
 {
     if (!onednn_has_avx512() || group != 1 || oc < 1 || oc > 8 || ic < 1 || kh < 1 || kw < 1 ||
-        (dw != 1 && kw > 1) || ic > (1 << 16) || kh > ODNN_NARROW_ROWS || kw > 4096)
+        (dw != 1 && kw > 1) || ic > (1 << 16) || kh > ODNN_NARROW_ROWS || kw > 4096 ||
+        kh * (kw + 15) * ic > ((int64_t)1 << 22)) /* its strips (stride 1) */
         return 0;
     double padded = (double)(ic * kh * kw) * 16.0 / (double)oc;
     return 1.5 * odnn_narrow_ops(ic, oc, kh, kw) < padded;
