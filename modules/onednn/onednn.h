@@ -269,6 +269,8 @@ int odnn_wino_tile(const struct odnn_direct *d);
  * and runs through the odnn_direct_* entries. */
 int odnn_narrow_takes(int64_t ic, int64_t oc, int64_t kh, int64_t kw, int64_t dw, int64_t group);
 double odnn_narrow_ops(int64_t ic, int64_t oc, int64_t kh, int64_t kw);
+/* The floats of the kernel's per-thread strips for it at stride SW. */
+int64_t odnn_narrow_strip_floats(int64_t ic, int64_t oc, int64_t kh, int64_t kw, int64_t sw);
 size_t odnn_narrow_packed_floats(const struct odnn_direct *d);
 void odnn_narrow_pack(const struct odnn_direct *d, const float *oihw, const float *bias,
                       float *out);

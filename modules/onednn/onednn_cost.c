@@ -306,7 +306,7 @@ static double odnn_cost_channel_padding(const pl_module_ctx *ctx, const pl_graph
     /* the narrow kernel (onednn_narrow.c) takes at most 8 output
      * channels unpadded: its vector work against the multiply-adds, at
      * about 0.7 of oneDNN's FMA rate (basic_pitch's 8 -> 8 channel 3x39
-     * layer 3.2 ms against 4.1 in 16-channel blocks, 32 -> 1 7x3 on
+     * layer 2.6 ms against 4.1 in 16-channel blocks, 32 -> 1 7x3 on
      * 172x88 0.33 against 1.11) */
     int64_t kh = r == 4 ? w[2] : 1, kw = w[r - 1], dw = 1;
     const int64_t *dil = NULL;

@@ -7253,9 +7253,9 @@ static int odnn_narrow_fits(struct odnn_build *b, const struct odnn_tinfo *x,
         return 0;
     /* its per-thread strips (a tile's span of every kernel row) at most
      * 4M floats, which also keeps its int offsets within a row small */
-    int64_t kh = two ? w->k[0] : 1, kw = w->k[two], sw = w->s[two];
-    int64_t span = (16 / y->dims[1] - 1) * sw + kw;
-    if (sw < 1 || kh * span * x->dims[1] > ((int64_t)1 << 22))
+    int64_t sw = w->s[two];
+    if (sw < 1 || odnn_narrow_strip_floats(x->dims[1], y->dims[1], two ? w->k[0] : 1, w->k[two],
+                                           sw) > ((int64_t)1 << 22))
         return 0;
     /* int pixel indices in the kernel; its offsets are size_t */
     int64_t in_px = 1, out_px = 1;
