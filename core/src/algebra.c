@@ -17,6 +17,11 @@
  *   others write it as Mul and Add, or a conv's bias as an Add. One node
  *   per Conv per pass: the model runs the pass again while it changes
  *   something, so a chain (Conv → Mul → Add) goes in whole.
+ * - A Mul or an Add of such a constant after a BatchNormalization that no
+ *   Conv took goes into its scale and shift (scale' = scale · c, B' = B · c;
+ *   B' = B + c): caffe2 exports a scaled batch norm as BatchNormalization →
+ *   Mul → Add, and in a pre-activation net (DenseNet) it comes before the
+ *   ReLU and Conv, so each was a pass over the map of its own.
  * - BatchNormalization of a 2-D [M, C] after a MatMul by a constant [K, C]
  *   (directly, or through a Flatten or Reshape that keeps C last: LeViT's
  *   Linear -> BatchNorm1d): W' = W · s per column, and an Add of
@@ -105,7 +110,8 @@ struct pl_alg_const {
 };
 
 /* A BatchNormalization, or a Mul or Add of a per-channel constant, taken
- * into the Conv before it. */
+ * into the Conv before it (CONV), or a Mul or Add into the
+ * BatchNormalization before it (CONV is then that node). */
 struct pl_alg_bn {
     pl_nid conv, bn;
     pl_tid c;          /* Mul, Add: the constant */
@@ -570,9 +576,39 @@ static bool pl_alg_bn_inference(const pl_graph *g, const pl_graph_node *n)
     return true;
 }
 
+/* The BatchNormalization in inference with constant scale and shift
+ * whose output is X (after the aliases of this pass's earlier folds), read
+ * by one node: its id, and its channels into *OUT_M; PL_NID_NONE when
+ * there is none. */
+static pl_nid pl_alg_bn_target(const struct pl_alg *a, pl_tid x_id, int64_t *out_m)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
+    if (x->n_consumers != 1 || !pl_alg_replaceable(a, x_id))
+        return PL_NID_NONE;
+    x_id = a->alias[x_id];
+    x = pl_graph_get_tensor(g, x_id);
+    if (x->producer == PL_NID_NONE || x->n_consumers != 1 || !pl_alg_replaceable(a, x_id) ||
+        !pl_alg_float(x->dtype) || x->ndim < 2 || x->dims[1] <= 0)
+        return PL_NID_NONE;
+    pl_nid id = x->producer;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (strcmp(n->op, "BatchNormalization") != 0 || !pl_alg_default_domain(n) || a->drop[id] ||
+        n->outputs[0] != x_id || !pl_alg_bn_inference(g, n) ||
+        !pl_alg_const_vector(a, n->inputs[1], x->dims[1], x->dtype) ||
+        !pl_alg_const_vector(a, n->inputs[2], x->dims[1], x->dtype))
+        return PL_NID_NONE;
+    *out_m = x->dims[1];
+    return id;
+}
+
 /* Node ID, when it is a BatchNormalization in inference, or a Mul or Add
  * of a per-channel constant, reading the output of a Conv that can take
- * it: records the pair. */
+ * it: records the pair. A Mul or Add of a per-channel constant after a
+ * BatchNormalization that no Conv took (caffe2's scaled batch norm before
+ * a ReLU, in pre-activation nets: DenseNet's every layer) goes into that
+ * BatchNormalization's scale and shift instead: one pass over the map
+ * where there were two or three. */
 static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
 {
     const pl_graph *g = a->g;
@@ -599,15 +635,17 @@ static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
     } else {
         if (n->n_inputs != 2 || n->inputs[0] == n->inputs[1])
             return NULL;
-        for (int side = 0; side < 2 && conv_id == PL_NID_NONE; side++) {
-            const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[side]);
-            const pl_graph_tensor *y = pl_graph_get_tensor(g, n->outputs[0]);
-            conv_id = pl_alg_conv_of(a, n->inputs[side], &m);
-            c = n->inputs[1 - side];
-            if (conv_id != PL_NID_NONE &&
-                (!pl_alg_per_channel(a, c, x->ndim, m, x->dtype) || y->ndim != x->ndim))
-                conv_id = PL_NID_NONE;
-        }
+        for (int bn_target = 0; bn_target < 2 && conv_id == PL_NID_NONE; bn_target++)
+            for (int side = 0; side < 2 && conv_id == PL_NID_NONE; side++) {
+                const pl_graph_tensor *x = pl_graph_get_tensor(g, n->inputs[side]);
+                const pl_graph_tensor *y = pl_graph_get_tensor(g, n->outputs[0]);
+                conv_id = bn_target ? pl_alg_bn_target(a, n->inputs[side], &m)
+                                    : pl_alg_conv_of(a, n->inputs[side], &m);
+                c = n->inputs[1 - side];
+                if (conv_id != PL_NID_NONE &&
+                    (!pl_alg_per_channel(a, c, x->ndim, m, x->dtype) || y->ndim != x->ndim))
+                    conv_id = PL_NID_NONE;
+            }
         if (conv_id == PL_NID_NONE)
             return NULL;
     }
@@ -615,9 +653,12 @@ static pl_status *pl_alg_bn(struct pl_alg *a, pl_nid id)
     a->bns[a->n_bns++] = (struct pl_alg_bn){.conv = conv_id, .bn = id, .c = c};
     a->drop[id] = true;
     a->alias[n->outputs[0]] = conv->outputs[0];
-    const char *what = bn    ? "its scale and shift become the weights and bias"
-                       : mul ? "the per-channel factor scales the weights and bias"
-                             : "the per-channel term adds to the bias";
+    bool into_bn = strcmp(conv->op, "BatchNormalization") == 0;
+    const char *what = bn         ? "its scale and shift become the weights and bias"
+                       : into_bn  ? (mul ? "the per-channel factor scales its scale and shift"
+                                         : "the per-channel term adds to its shift")
+                       : mul      ? "the per-channel factor scales the weights and bias"
+                                  : "the per-channel term adds to the bias";
     if (!pl_rewrites_add(a->rewrites,
                          "%s '%s' folded into %s '%s': %s (computed by constant folding); its "
                          "readers read '%s'",
@@ -2892,9 +2933,62 @@ pl_status *pl_alg_constant(pl_graph *copy, const char *base, const char *suffix,
  * - Add of c: W' = W, b' = b + c (no b: zeros + c).
  * s and c are per output channel (or one value), reshaped to [n] and to
  * the weights' channel axis. */
+/* Writes pair P whose target is a BatchNormalization (BN, its id in the
+ * copy): its scale and shift as the copy's node reads them now (an earlier
+ * fold of this pass may have made them), times c for a Mul; c added to
+ * the shift for an Add. */
+static pl_status *pl_alg_write_bn_affine(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                         const struct pl_alg_bn *p, pl_nid bn)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, p->bn), *tn = pl_graph_get_node(g, p->conv);
+    const pl_graph_node *cbn = pl_graph_get_node(copy, bn);
+    if (cbn == NULL || strcmp(cbn->name, tn->name) != 0 || cbn->n_inputs != 5)
+        return pl_status_create(PL_CODE_INTERNAL, "folding '%s' into '%s': the copy's node %zu "
+                                                  "is not that BatchNormalization",
+                                n->name, tn->name, (size_t)bn);
+    /* (adding nodes to the copy may move its nodes: CBN's inputs kept) */
+    pl_tid x_now = cbn->inputs[0], mean_now = cbn->inputs[3], var_now = cbn->inputs[4];
+    char *scale_now = pl_strdup(pl_graph_get_tensor(copy, cbn->inputs[1])->name);
+    char *shift_now = pl_strdup(pl_graph_get_tensor(copy, cbn->inputs[2])->name);
+    const pl_graph_tensor *ct = pl_graph_get_tensor(g, alias[p->c]);
+    int64_t count = 1, one = 1;
+    for (int32_t d = 0; d < ct->ndim; d++)
+        count *= ct->dims[d];
+    char *t[4] = {NULL};
+    const char *nm = n->name;
+    pl_status *st = scale_now && shift_now ? NULL : pl_alg_oom();
+    if (st == NULL) /* c as a vector of one value or of one per channel */
+        st = pl_alg_constant(copy, nm, "vector_shape", PL_DTYPE_I64, 1, &one, &count,
+                             sizeof count, &t[0]);
+    if (st == NULL)
+        st = pl_alg_node(copy, nm, "Reshape", (const char *const[]){ct->name, t[0]}, 2, &t[1]);
+    bool mul = strcmp(n->op, "Mul") == 0;
+    const char *scale = scale_now, *shift = t[3];
+    if (st == NULL && mul)
+        st = pl_alg_node(copy, nm, "Mul", (const char *const[]){scale_now, t[1]}, 2, &t[2]);
+    if (st == NULL && mul)
+        scale = t[2];
+    if (st == NULL)
+        st = pl_alg_node(copy, nm, mul ? "Mul" : "Add", (const char *const[]){shift_now, t[1]},
+                         2, &t[3]);
+    if (st == NULL) {
+        shift = t[3];
+        pl_tid ins[5] = {x_now, pl_graph_find_tensor(copy, scale),
+                         pl_graph_find_tensor(copy, shift), mean_now, var_now};
+        st = pl_graph_node_set_inputs(copy, bn, ins, 5);
+    }
+    for (size_t k = 0; k < sizeof t / sizeof *t; k++)
+        pl_free(t[k]);
+    pl_free(scale_now);
+    pl_free(shift_now);
+    return st;
+}
+
 static pl_status *pl_alg_write_bn(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
                                   const struct pl_alg_bn *p, pl_nid conv)
 {
+    if (strcmp(pl_graph_get_node(g, p->conv)->op, "BatchNormalization") == 0)
+        return pl_alg_write_bn_affine(g, alias, copy, p, conv);
     const pl_graph_node *n = pl_graph_get_node(g, p->bn), *cv = pl_graph_get_node(g, p->conv);
     const pl_graph_tensor *w = pl_graph_get_tensor(g, alias[cv->inputs[1]]);
     bool transposed = strcmp(cv->op, "ConvTranspose") == 0;

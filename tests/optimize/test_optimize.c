@@ -1614,6 +1614,84 @@ static void case_bn_folded(void)
     against_none(path, x, 4, shape, names, 2, bn_check);
 }
 
+/* bn_affine_folded's model under optimize = all: mulp and addp went into
+ * bnp's scale and shift, bnq's Mul stayed (bnq's output has two readers),
+ * and so did mulv (a factor that varies over the map). */
+static void bn_affine_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "mulp", "folded into BatchNormalization 'bnp'") &&
+                 rewritten_as(root, "addp", "folded into BatchNormalization 'bnp'") &&
+                 !rewritten(root, "mulq") && !rewritten(root, "mulv"),
+             "%s: mulp and addp should fold into bnp, mulq and mulv stay", cfg);
+    TH_CHECK(!placed(root, "mulp") && !placed(root, "addp") && placed(root, "bnp") &&
+                 placed(root, "mulq") && placed(root, "mulv"),
+             "%s: mulp or addp runs, or bnp, mulq or mulv does not", cfg);
+}
+
+/* A pre-activation layer as caffe2 exports DenseNet's: BatchNormalization
+ * (bnp), Mul by a per-channel factor ([4,1,1]), Add of a per-channel term
+ * ([1,4,1,1]), Relu, Conv; no Conv before the batch norm to take it, so
+ * the Mul and Add go into its scale and shift. A batch norm whose output is
+ * also an operand elsewhere (bnq) keeps its Mul; a Mul by a constant that
+ * varies over the map (mulv) stays. Outputs equal optimize = none's on cpu
+ * and onednn. */
+static void case_bn_affine_folded(void)
+{
+    static float w[4 * 4 * 9], p[4][4], mc[4], ac[4], vary[25];
+    for (int k = 0; k < 4 * 4 * 9; k++)
+        w[k] = 0.05f * (float)((k * 7) % 13 - 6);
+    for (int c = 0; c < 4; c++) {
+        p[0][c] = 0.5f + 0.25f * (float)c;
+        p[1][c] = 0.3f - 0.1f * (float)c;
+        p[2][c] = 0.2f * (float)(c % 3) - 0.1f;
+        p[3][c] = 0.4f + 0.3f * (float)c;
+        mc[c] = 1.25f - 0.4f * (float)c;
+        ac[c] = 0.15f * (float)(c % 4) - 0.2f;
+    }
+    for (int k = 0; k < 25; k++)
+        vary[k] = 0.1f * (float)(k % 7) - 0.3f;
+    write_sidecar("bnaff.weights",
+                  (const void *const[]){w, p[0], p[1], p[2], p[3], mc, ac, vary},
+                  (const size_t[]){sizeof w, 16, 16, 16, 16, 16, 16, sizeof vary}, 8);
+    const char *path = write_model(
+        "bnaff.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"weights\":\"bnaff.weights\",\"inputs\":[\"x\"],\"outputs\":[\"y\",\"k\",\"v\"],"
+        "\"tensors\":["
+        "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,5,5]},"
+        "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[4,4,3,3],\"data\":{\"offset\":0,\"length\":576}},"
+        "{\"name\":\"s\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":576,\"length\":16}},"
+        "{\"name\":\"sh\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":640,\"length\":16}},"
+        "{\"name\":\"mu\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":704,\"length\":16}},"
+        "{\"name\":\"var\",\"dtype\":\"f32\",\"shape\":[4],\"data\":{\"offset\":768,\"length\":16}},"
+        "{\"name\":\"mc\",\"dtype\":\"f32\",\"shape\":[4,1,1],\"data\":{\"offset\":832,\"length\":16}},"
+        "{\"name\":\"ac\",\"dtype\":\"f32\",\"shape\":[1,4,1,1],\"data\":{\"offset\":896,\"length\":16}},"
+        "{\"name\":\"vary\",\"dtype\":\"f32\",\"shape\":[5,5],\"data\":{\"offset\":960,\"length\":100}}],"
+        "\"nodes\":["
+        "{\"name\":\"relu0\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"x0\"]},"
+        "{\"name\":\"bnp\",\"op\":\"BatchNormalization\",\"inputs\":[\"x0\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n1\"],\"attributes\":{\"epsilon\":{\"float\":0.001}}},"
+        "{\"name\":\"mulp\",\"op\":\"Mul\",\"inputs\":[\"mc\",\"n1\"],\"outputs\":[\"m1\"]},"
+        "{\"name\":\"addp\",\"op\":\"Add\",\"inputs\":[\"m1\",\"ac\"],\"outputs\":[\"a1\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"a1\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"r\",\"w\"],\"outputs\":[\"y\"],"
+        "\"attributes\":{\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"bnq\",\"op\":\"BatchNormalization\",\"inputs\":[\"x\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n2\"]},"
+        "{\"name\":\"mulq\",\"op\":\"Mul\",\"inputs\":[\"n2\",\"mc\"],\"outputs\":[\"m2\"]},"
+        "{\"name\":\"sum\",\"op\":\"Add\",\"inputs\":[\"m2\",\"n2\"],\"outputs\":[\"k\"]},"
+        "{\"name\":\"bnv\",\"op\":\"BatchNormalization\",\"inputs\":[\"x\",\"s\",\"sh\",\"mu\",\"var\"],"
+        "\"outputs\":[\"n3\"]},"
+        "{\"name\":\"mulv\",\"op\":\"Mul\",\"inputs\":[\"n3\",\"vary\"],\"outputs\":[\"v\"]}]}");
+    float x[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = 0.04f * (float)(i % 23 - 11);
+    static const int64_t shape[4] = {1, 4, 5, 5};
+    static const char *const names[3] = {"y", "k", "v"};
+    against_none(path, x, 4, shape, names, 3, bn_affine_check);
+}
+
 /* mul_add_folded's model under optimize = all. */
 static void mul_add_check(json_t *root, const char *cfg)
 {
@@ -3295,6 +3373,7 @@ int main(int argc, char **argv)
         {"pad_folded", case_pad_folded},
         {"pad_avgpool_folded", case_pad_avgpool_folded},
         {"bn_folded", case_bn_folded},
+        {"bn_affine_folded", case_bn_affine_folded},
         {"mul_add_folded", case_mul_add_folded},
         {"matmul_gemm", case_matmul_gemm},
         {"bn_matmul_folded", case_bn_matmul_folded},
