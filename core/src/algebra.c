@@ -504,23 +504,35 @@ static bool pl_alg_const_vector(const struct pl_alg *a, pl_tid t, int64_t m, pl_
     return ti->ndim == 1 && ti->dims[0] == m && PL_DTYPE_EQ(ti->dtype, dt);
 }
 
+/* The float tensor of rank MIN_RANK or more that X stands for, written by
+ * a node and read once, as X is: X itself, or what an earlier fold of this
+ * pass made X (Conv -> BatchNormalization -> Mul -> Add, caffe2's export:
+ * each folds in turn, the weights and bias the last fold gave the Conv,
+ * pl_alg_write_bn); PL_TID_NONE when not so. */
+static pl_tid pl_alg_fold_source(const struct pl_alg *a, pl_tid x_id, int32_t min_rank)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
+    if (x->n_consumers != 1 || !pl_alg_replaceable(a, x_id))
+        return PL_TID_NONE;
+    x_id = a->alias[x_id];
+    x = pl_graph_get_tensor(g, x_id);
+    if (x->producer == PL_NID_NONE || x->n_consumers != 1 || !pl_alg_replaceable(a, x_id) ||
+        !pl_alg_float(x->dtype) || x->ndim < min_rank)
+        return PL_TID_NONE;
+    return x_id;
+}
+
 /* The Conv (or ungrouped ConvTranspose) with constant weights whose one
  * reader is node N through its input X: its id, and M (its output
  * channels) into *OUT_M; PL_NID_NONE when there is none that can take N. */
 static pl_nid pl_alg_conv_of(const struct pl_alg *a, pl_tid x_id, int64_t *out_m)
 {
     const pl_graph *g = a->g;
+    x_id = pl_alg_fold_source(a, x_id, 3);
+    if (x_id == PL_TID_NONE)
+        return PL_NID_NONE;
     const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
-    if (x->n_consumers != 1 || !pl_alg_replaceable(a, x_id))
-        return PL_NID_NONE;
-    /* what an earlier fold of this pass made X (Conv -> BatchNormalization
-     * -> Mul -> Add, caffe2's export: each folds in turn, the weights and
-     * bias the last fold gave the Conv, pl_alg_write_bn) */
-    x_id = a->alias[x_id];
-    x = pl_graph_get_tensor(g, x_id);
-    if (x->producer == PL_NID_NONE || x->n_consumers != 1 || !pl_alg_replaceable(a, x_id) ||
-        !pl_alg_float(x->dtype) || x->ndim < 3)
-        return PL_NID_NONE;
     pl_nid conv_id = x->producer;
     const pl_graph_node *conv = pl_graph_get_node(g, conv_id);
     bool transposed = strcmp(conv->op, "ConvTranspose") == 0;
@@ -583,13 +595,11 @@ static bool pl_alg_bn_inference(const pl_graph *g, const pl_graph_node *n)
 static pl_nid pl_alg_bn_target(const struct pl_alg *a, pl_tid x_id, int64_t *out_m)
 {
     const pl_graph *g = a->g;
-    const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
-    if (x->n_consumers != 1 || !pl_alg_replaceable(a, x_id))
+    x_id = pl_alg_fold_source(a, x_id, 2);
+    if (x_id == PL_TID_NONE)
         return PL_NID_NONE;
-    x_id = a->alias[x_id];
-    x = pl_graph_get_tensor(g, x_id);
-    if (x->producer == PL_NID_NONE || x->n_consumers != 1 || !pl_alg_replaceable(a, x_id) ||
-        !pl_alg_float(x->dtype) || x->ndim < 2 || x->dims[1] <= 0)
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, x_id);
+    if (x->dims[1] <= 0)
         return PL_NID_NONE;
     pl_nid id = x->producer;
     const pl_graph_node *n = pl_graph_get_node(g, id);
