@@ -7,8 +7,8 @@
  * networks (a U-Net's or a depth or matting net's 1-channel head, RGB out of
  * a super-resolution or style network) and fill small-channel audio nets:
  * Spotify's basic_pitch runs 8 -> 1 (5x5), 32 -> 1 (7x3) and 33 -> 1 (3x3)
- * layers at 6-7 GMAC/s and an 8 -> 8 one through a 3x39 kernel at 62 (ONEDNN_VERBOSE,
- * 2 threads): 9 of its 15 ms.
+ * layers at 6-7 GMAC/s and an 8 -> 8 one through a 3x39 kernel at 62
+ * (ONEDNN_VERBOSE, 2 threads): 9 of its 15 ms.
  *
  * The kernel. In a channels-last source (or one blocked by 8 or 16
  * channels, per block) the values one output reads from one kernel row
@@ -25,15 +25,15 @@
  * o: exactly the channels-last destination's order, stored with the bias
  * and a lone activation (clip, leaky ReLU, sigmoid, swish) in a masked
  * store. Only a row's last chunk loads masked: masked loads on every
- * chunk made the 8 -> 8 3x39 layer 2.64 -> 3.0 ms. Windows that cross the left or
- * right border (and the last, partial tile of a row) read a zero-bordered
+ * chunk made the 8 -> 8 3x39 layer 2.64 -> 3.0 ms. Windows that cross the
+ * left or right border (and the last, partial tile of a row) read a zero-bordered
  * copy of their span per kernel row instead (a strip of the thread's
  * scratch); kernel rows above or below the image are skipped. Each
  * output's sum runs in a fixed order: results do not depend on the thread
  * count.
  *
  * Weights are packed at compile time as [kh][channel block][oc][kp] (kp:
- * kw * cb rounded up to 16, zero filled) and then a 16-lane bias pattern
+ * kw * cb rounded up to 16, zero filled) and then a 32-lane bias pattern
  * (lane l: bias[l % oc], for the l < NB * oc lanes a tile stores). */
 #include "onednn.h"
 
