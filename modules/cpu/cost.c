@@ -107,8 +107,11 @@ static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v
      * on 172x264 and 64 -> 1 3x3 on 128x128 took 0.85-0.98 ms, 2.6-3.3x
      * the "other kernels" estimate, 0.1 ns per element of the matrix at 2
      * threads whatever the channels out (8 -> 8 through 3x39 on 172x264,
-     * 32 -> 3 9x9 on 128x128: 4.8-5.0 ms for 42.5M elements). */
-    if (!quant && group == 1 && (kind == 0 || kind == 4) && w[0] >= 1 && w[0] <= 8 &&
+     * 32 -> 3 9x9 on 128x128: 4.8-5.0 ms for 42.5M elements). Not from
+     * up to 4 channels in: one channel of 1-D reads its input in place as
+     * the GEMM's B (NN_CONV_STRIDED), a long filter of one row runs
+     * direct (NN_CONV_FIR), and stems keep their own factors. */
+    if (!quant && group == 1 && (kind == 0 || kind == 4) && w[1] > 4 && w[0] >= 1 && w[0] <= 8 &&
         f < CPU_COST_IM2COL_FACTOR / (double)w[0])
         f = CPU_COST_IM2COL_FACTOR / (double)w[0];
     return f;
