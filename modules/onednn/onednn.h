@@ -430,6 +430,24 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
 void odnn_pad_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
                   const int64_t *begin, float value, int threads);
 
+/* A 2-D convolution dilated along an axis, run by phase (onednn_phase.c):
+ * N images of CB blocks of 16 channels (nChw16c on both sides); D the
+ * dilations (1: the axis is not split) and LO the pads before of the
+ * original convolution; IN the gather's source extents (H, W) or the
+ * scatter's destination's (OH, OW); PH a phase image's extents, the
+ * gather's destination (a split axis: its phase's outputs + 2, read with no
+ * padding) or the scatter's source (a phase's outputs). Phase images are
+ * batched image-major, then by row phase, then by column phase. The
+ * scatter applies ACT to what it writes (Winograd's kernels take ReLU
+ * only). */
+struct odnn_phase {
+    int64_t n, cb, d[2], lo[2], in[2], ph[2];
+    int act;          /* the scatter's: ODNN_ACT_NONE, _CLIP or _LEAKY */
+    float lo_v, hi_v, alpha; /* clip bounds; leaky slope */
+};
+void odnn_phase_gather(const float *x, float *p, const struct odnn_phase *g, int threads);
+void odnn_phase_scatter(const float *o, float *y, const struct odnn_phase *g, int threads);
+
 /* Answers of oneDNN's implementation probes, for the process
  * (onednn_memo.c): KEY (N int64s, at most ONEDNN_MEMO_MAX_KEY) names the
  * question (a kind first, the calling thread's OpenMP team among them);

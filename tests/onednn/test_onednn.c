@@ -2024,6 +2024,18 @@ static void isa_sink(void *user, const char *key, const char *value)
         snprintf(user, 64, "%s", value);
 }
 
+/* Whether the onednn module dispatches to AVX-512 or a later ISA (its
+ * name in ISA, 64 bytes). */
+static bool onednn_avx512(char *isa)
+{
+    pl_runtime *rt = onednn_runtime();
+    pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+    pl_runtime_destroy(rt);
+    return strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
+           strncmp(isa, "amx", 3) == 0;
+}
+
 static void precision_sink(void *ctx, const char *key, const char *value)
 {
     if (strcmp(key, "precision") == 0)
@@ -2261,12 +2273,7 @@ static void case_narrow_conv(void)
         {4, {1, 16, 12, 12}, 0, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu", NULL, NULL},
     };
     char isa[64] = "";
-    pl_runtime *rt0 = onednn_runtime();
-    pl_module *om = rt0->modules[pl_runtime_find_module(rt0, "onednn")];
-    TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
-    pl_runtime_destroy(rt0);
-    bool avx512 = strncmp(isa, "avx512_core", 11) == 0 || strncmp(isa, "avx10", 5) == 0 ||
-                  strncmp(isa, "amx", 3) == 0;
+    bool avx512 = onednn_avx512(isa);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const struct narrow_case *c = &cases[k];
         int64_t ys[4], xs[4];
@@ -2342,6 +2349,105 @@ static void blob_roundtrip(const char *path, const float *x, const int64_t *xs, 
     free(b.bytes);
     free(yi);
     direct_close(&d);
+}
+
+/* Dilated 3x3 convolutions of stride 1 run by phase on oneDNN's Winograd
+ * kernel where the CPU has AVX-512 (onednn_phase.c): the source's rows and
+ * columns of one residue gathered into images of their own, an undilated
+ * convolution over them, its results scattered back. Dilations along both
+ * axes, one axis only (the other keeps its padding), pads that are no
+ * multiple of the dilation and asymmetric ones, extents that split unevenly,
+ * a batch of 2, channels that pad their last block of 16, ReLU fused into
+ * the kernel and a leaky ReLU and a clip applied in the scatter; the debug
+ * log says so, and every result agrees with the cpu module. A sigmoid after
+ * it (not a post-op Winograd or the scatter takes), a residual sum and
+ * winograd = no keep the direct kernel. A blob of a phase-split layer
+ * imports and computes the same bit for bit. */
+struct phase_case {
+    int64_t xs[4], oc, dh, dw, pt, pl, pb, pr;
+    const char *act; /* "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Residual" */
+    const char *want; /* the log's "Winograd by phase, ..." on AVX-512, NULL: not by phase */
+};
+
+static const char *model_phase(const struct phase_case *c, int64_t *ys)
+{
+    struct mb m = {.seed = 229};
+    mb_input(&m, "x", 4, c->xs);
+    int64_t ws[4] = {c->oc, c->xs[1], 3, 3};
+    mb_const(&m, "pw", 4, ws, NULL, 1.0f / sqrtf((float)(c->xs[1] * 9)));
+    mb_const(&m, "pb", 1, (int64_t[]){c->oc}, NULL, 0.25f);
+    char attrs[256];
+    snprintf(attrs, sizeof attrs,
+             "\"pads\":{\"ints\":[%lld,%lld,%lld,%lld]},\"dilations\":{\"ints\":[%lld,%lld]}",
+             (long long)c->pt, (long long)c->pl, (long long)c->pb, (long long)c->pr,
+             (long long)c->dh, (long long)c->dw);
+    mb_node(&m, "pc", "Conv", "\"x\",\"pw\",\"pb\"", c->act[0] ? "h" : "y", attrs);
+    if (strcmp(c->act, "LeakyRelu") == 0) {
+        mb_node(&m, "act", "LeakyRelu", "\"h\"", "y", "\"alpha\":{\"float\":0.1}");
+    } else if (strcmp(c->act, "Clip") == 0) {
+        mb_scalar(&m, "lo", -0.6f);
+        mb_scalar(&m, "hi", 0.7f);
+        mb_node(&m, "act", "Clip", "\"h\",\"lo\",\"hi\"", "y", "");
+    } else if (strcmp(c->act, "Residual") == 0) {
+        mb_node(&m, "add", "Add", "\"h\",\"x\"", "s", "");
+        mb_node(&m, "act", "Relu", "\"s\"", "y", "");
+    } else if (c->act[0]) {
+        mb_node(&m, "act", c->act, "\"h\"", "y", "");
+    }
+    m.outputs[m.n_outputs++] = "y";
+    ys[0] = c->xs[0], ys[1] = c->oc;
+    ys[2] = c->xs[2] + c->pt + c->pb - 2 * c->dh;
+    ys[3] = c->xs[3] + c->pl + c->pr - 2 * c->dw;
+    return mb_write(&m);
+}
+
+static void case_dilated_phase(void)
+{
+    static const struct phase_case cases[] = {
+        {{1, 64, 40, 40}, 64, 2, 2, 2, 2, 2, 2, "Relu", "4 image(s) of 20x20"},
+        {{2, 72, 33, 29}, 80, 2, 3, 2, 3, 2, 3, "LeakyRelu", "12 image(s) of 17x10"},
+        {{1, 32, 50, 64}, 64, 2, 1, 1, 1, 1, 1, "Clip", "2 image(s) of 24x64"},
+        {{1, 64, 40, 40}, 96, 4, 4, 3, 1, 5, 2, "", "16 image(s) of 10x9"},
+        {{1, 64, 31, 36}, 64, 1, 3, 1, 3, 1, 3, "Relu", "3 image(s) of 31x12"},
+        {{1, 64, 40, 40}, 64, 2, 2, 2, 2, 2, 2, "Sigmoid", NULL},
+        {{1, 64, 40, 40}, 64, 2, 2, 2, 2, 2, 2, "Residual", NULL},
+    };
+    char isa[64] = "";
+    bool avx512 = onednn_avx512(isa);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct phase_case *c = &cases[k];
+        int64_t ys[4], xs[4];
+        memcpy(xs, c->xs, sizeof xs);
+        const char *path = model_phase(c, ys);
+        struct wino_log logs[3];
+        char used[96] = "";
+        kernel_logs(path, "winograd = no", logs, used);
+        const char *line = strstr(logs[0].text, "node 'pc': dilated");
+        for (int r = 1; r < 3; r++)
+            TH_CHECK(strstr(logs[r].text, "by phase") == NULL, "case %zu: by phase with %s:\n%s",
+                     k, r == 1 ? "direct_conv = no" : "winograd = no", logs[r].text);
+        if (!avx512 || c->want == NULL) {
+            TH_CHECK(line == NULL, "case %zu (%s): by phase:\n%s", k, isa, logs[0].text);
+        } else {
+            char want[128];
+            snprintf(want, sizeof want, "(%lld, %lld): Winograd by phase, %s", (long long)c->dh,
+                     (long long)c->dw, c->want);
+            TH_CHECK(line != NULL && strstr(line, want) != NULL &&
+                         strstr(line, want) < strchr(line, '\n'),
+                     "case %zu: want '%s'; log:\n%s", k, want, logs[0].text);
+        }
+        compare(path, 4, xs, 4, ys, (const char *[]){"pc", NULL});
+        if (k == 0) { /* same shape in and out: the blob round trip */
+            size_t n = count(4, xs);
+            float *xi = malloc(n * sizeof *xi), *yb = malloc(n * sizeof *yb);
+            TH_CHECK(xi && yb, "out of memory");
+            for (size_t i = 0; i < n; i++)
+                xi[i] = cosf((float)i * 0.05f);
+            blob_roundtrip(path, xi, xs, n, yb);
+            free(xi);
+            free(yb);
+        }
+    }
 }
 
 /* winograd = auto runs the 3x3 layers of 64 channels through oneDNN's
@@ -6589,6 +6695,7 @@ int main(int argc, char **argv)
         {"bf16", case_bf16},
         {"bf16_f32_winograd", case_bf16_f32_winograd},
         {"narrow_conv", case_narrow_conv},
+        {"dilated_phase", case_dilated_phase},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
