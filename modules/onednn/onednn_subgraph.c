@@ -3975,6 +3975,14 @@ struct odnn_build {
     /* Per node, with precision = bf16: 0 not asked yet, 1 computes as
      * bf16 allows, 2 Winograd F(4x4) in f32 beats it (odnn_wino_beats_bf16). */
     uint8_t *wino_bf16;
+    /* Winograd descriptors made ahead of the build, several at once
+     * (odnn_wino_prefetch), and what odnn_wino_pd answered since. */
+    struct odnn_wino_pre *wpre;
+    int n_wpre;
+    /* Set while odnn_wino_prefetch guesses at node GUESS_NODE: a tensor is
+     * defined when a node before it or the subgraph's caller writes it. */
+    int guessing;
+    size_t guess_node;
 };
 
 #define ODNN_PENDING_BYTES ((size_t)32 << 20)
@@ -5073,6 +5081,8 @@ struct odnn_fuse {
 
 static int odnn_is_defined(struct odnn_build *b, int64_t t)
 {
+    if (b->guessing && t >= 0 && (size_t)t < b->u.n_tensors)
+        return (int64_t)b->u.producer[t] - 1 < (int64_t)b->guess_node;
     int vi = odnn_value_of(b, t);
     if (vi >= 0)
         return b->c->values[vi].defined;
@@ -6512,6 +6522,114 @@ static pl_status *odnn_wino_budget(struct odnn_build *b)
     return NULL;
 }
 
+/* Whether F(4x4, 3x3) for convolution descriptor CD (one image: no
+ * slices) would want a scratchpad beyond ODNN_WINO_MAX_SCRATCH_WHOLE, as
+ * odnn_conv_winograd would find after making it. Asked of its forward
+ * training kernel, whose scratchpad is the inference kernel's, byte for
+ * byte (64 -> 32 at 901x161: 131523 KB both; 512 -> 512 at 14x14 and 4 x
+ * 20x20, 32 -> 32 at 512x512, 45312, 57408, 8592 KB both): oneDNN offers
+ * its F(2x2, 3x3) kernel first, which takes inference only and plans its
+ * blocks by trying every tile size, 5-7 ms for a map of 901x161 where the
+ * training kernel answers in 0.1 (DNSMOS's 64 -> 32 layer, made only to
+ * be refused, was a fifth of its session creation). */
+static int odnn_wino_whole_too_big(struct odnn_build *b, const dnnl_convolution_desc_t *cd,
+                                   const_dnnl_post_ops_t po)
+{
+    if (cd->src_desc.dims[0] >= 2)
+        return 0;
+    dnnl_convolution_desc_t td = *cd;
+    td.prop_kind = dnnl_forward_training;
+    dnnl_primitive_desc_t probe = NULL;
+    if (odnn_pd_named(b, &td, po, "wino_4x3", &probe) != dnnl_success)
+        return 0;
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(probe, dnnl_query_scratchpad_md, 0);
+    size_t sbytes = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    dnnl_primitive_desc_destroy(probe);
+    return sbytes > ODNN_WINO_MAX_SCRATCH_WHOLE;
+}
+
+/* A Winograd descriptor asked for (the convolution CD with post-ops PO, of
+ * kind KIND as odnn_wino_pays says it, made for an OpenMP team of TEAM) and
+ * oneDNN's answer: PD (NULL when refused, DS then says why). */
+struct odnn_wino_pre {
+    dnnl_convolution_desc_t cd;
+    dnnl_post_ops_t po;
+    int kind, team;
+    dnnl_status_t ds;
+    dnnl_primitive_desc_t pd;
+    int used; /* odnn_wino_pd answered from it */
+};
+
+static int odnn_po_same(const_dnnl_post_ops_t a, const_dnnl_post_ops_t b)
+{
+    int la = a != NULL ? dnnl_post_ops_len(a) : 0, lb = b != NULL ? dnnl_post_ops_len(b) : 0;
+    if (la != lb)
+        return 0;
+    for (int i = 0; i < la; i++) {
+        dnnl_primitive_kind_t k = dnnl_post_ops_get_kind(a, i);
+        if (k != dnnl_post_ops_get_kind(b, i))
+            return 0;
+        if (k == dnnl_sum) {
+            float sa, sb;
+            if (dnnl_post_ops_get_params_sum(a, i, &sa) != dnnl_success ||
+                dnnl_post_ops_get_params_sum(b, i, &sb) != dnnl_success || sa != sb)
+                return 0;
+        } else if (k == dnnl_eltwise) {
+            float sa, aa, ba, sb, ab, bb;
+            dnnl_alg_kind_t ka, kb;
+            if (dnnl_post_ops_get_params_eltwise(a, i, &sa, &ka, &aa, &ba) != dnnl_success ||
+                dnnl_post_ops_get_params_eltwise(b, i, &sb, &kb, &ab, &bb) != dnnl_success ||
+                sa != sb || ka != kb || aa != ab || ba != bb)
+                return 0;
+        } else {
+            return 0; /* not a Winograd post-op: never made ahead */
+        }
+    }
+    return 1;
+}
+
+static int odnn_cd_same(const dnnl_convolution_desc_t *a, const dnnl_convolution_desc_t *b)
+{
+    if (a->prop_kind != b->prop_kind || a->alg_kind != b->alg_kind ||
+        !dnnl_memory_desc_equal(&a->src_desc, &b->src_desc) ||
+        !dnnl_memory_desc_equal(&a->weights_desc, &b->weights_desc) ||
+        !dnnl_memory_desc_equal(&a->bias_desc, &b->bias_desc) ||
+        !dnnl_memory_desc_equal(&a->dst_desc, &b->dst_desc) ||
+        a->accum_data_type != b->accum_data_type)
+        return 0;
+    int sr = a->src_desc.ndims - 2;
+    for (int i = 0; i < sr; i++)
+        if (a->strides[i] != b->strides[i] || a->dilates[i] != b->dilates[i] ||
+            a->padding[0][i] != b->padding[0][i] || a->padding[1][i] != b->padding[1][i])
+            return 0;
+    return 1;
+}
+
+/* oneDNN's Winograd descriptor for CD with post-ops PO: F(4x4, 3x3) only
+ * for KIND 4 (unless its scratchpad rules it out: odnn_wino_whole_too_big),
+ * else the first Winograd kernel oneDNN offers; a real kernel only. What
+ * odnn_wino_prefetch made ahead is taken from there (a copy: a layer
+ * asked again without its post-ops finds it too). */
+static dnnl_status_t odnn_wino_pd(struct odnn_build *b, const dnnl_convolution_desc_t *cd,
+                                  const_dnnl_post_ops_t po, int kind, dnnl_primitive_desc_t *pd)
+{
+    *pd = NULL;
+    int team = omp_get_max_threads();
+    for (int i = 0; i < b->n_wpre; i++) {
+        struct odnn_wino_pre *e = &b->wpre[i];
+        if (e->kind != kind || e->team != team || !odnn_cd_same(&e->cd, cd) ||
+            !odnn_po_same(e->po, po))
+            continue;
+        e->used = 1;
+        if (e->pd == NULL)
+            return e->ds != dnnl_success ? e->ds : dnnl_unimplemented;
+        return dnnl_primitive_desc_clone(pd, e->pd);
+    }
+    if (kind == 4 && odnn_wino_whole_too_big(b, cd, po))
+        return dnnl_unimplemented;
+    return kind == 4 ? odnn_pd_named(b, cd, po, "wino_4x3", pd) : odnn_conv_pd_fast(b, cd, po, pd);
+}
+
 /* A 3x3, stride 1 convolution through oneDNN's Winograd F(4x4, 3x3)
  * kernel (AVX-512 only): 2.25x fewer multiplies than the direct one for
  * the same layer. Same contract as odnn_conv_blocked; refused (direct
@@ -6549,10 +6667,10 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_winograd, src_any, wei_md, bias_md, dst_any,
         strides, dil, pl, pr);
-    if (ds == dnnl_success && kind == 4)
-        ds = odnn_pd_named(b, cd, po, "wino_4x3", pd);
-    else if (ds == dnnl_success)
-        ds = odnn_conv_pd_fast(b, cd, po, pd);
+    if (ds == dnnl_success)
+        ds = odnn_wino_pd(b, cd, po, kind, pd);
+    if (ds != dnnl_success)
+        return ds;
     /* The kernel transforms the whole input and output before and after
      * its products: a scratchpad of 5-7 times the layer's activations,
      * where the direct kernel needs next to none. Runs share one
@@ -12695,12 +12813,170 @@ static pl_status *odnn_constant_done(struct odnn_build *b, int64_t t)
     return b->pending_bytes >= ODNN_PENDING_BYTES ? odnn_pending_flush(b) : NULL;
 }
 
+/* Whether node N's primitives are made (and later run) on one thread,
+ * not the whole TEAM: primitives fix their team when they are made, and a
+ * small node's work does not pay for the team's fork and join. */
+static int odnn_node_alone(struct odnn_build *b, size_t n, int team)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    double flops, bytes;
+    pl_cost_work(g, b->v, n, &flops, &bytes);
+    double limit = b->ctx->one_thread_us;
+    if (team > 1 && flops / (PL_COST_GFLOPS * 1e3) < limit &&
+        bytes / (ONEDNN_ONE_THREAD_GBPS * 1e3) < limit)
+        return 1;
+    /* A recurrent node joins its team once per time step: where a step's
+     * work is small, each join costs more than the step (a bidirectional
+     * LSTM of 24 steps, hidden 24: 75 us on one thread, 1.4 ms on two, its
+     * OpenMP team asleep between steps). */
+    double steps = onednn_rnn_steps(g, b->v, n);
+    return team > 1 && steps > 0 &&
+           flops / steps / (PL_COST_GFLOPS * 1e3) < ONEDNN_RNN_ONE_THREAD_STEP_US &&
+           onednn_rnn_weight_bytes(g, b->v, n) <= (double)PL_COST_CACHE_BYTES;
+}
+
+/* Winograd's descriptors, made ahead of the build several at once over the
+ * runtime's threads. Making one costs what oneDNN's F(2x2, 3x3) kernel
+ * spends planning its blocks, which tries every tile size of the map: 6.8
+ * ms each for DNSMOS's two 64-channel layers over 901x161, 2.5 for a
+ * 224x224 map, most of a session's creation where the maps are large; the
+ * build then asks one layer after another. odnn_wino_prefetch guesses what
+ * odnn_conv will ask (the layer's post-ops as odnn_fuse_conv takes them, or
+ * none where Winograd refuses them) and odnn_wino_pd answers from here
+ * when the question is the same; a wrong guess costs only its share of
+ * the parallel work. f32 only, AVX-512 only (oneDNN's Winograd kernels). */
+struct odnn_wpre_job {
+    struct odnn_build *b;
+};
+
+static void odnn_wpre_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    struct odnn_build *b = ((struct odnn_wpre_job *)arg)->b;
+    int saved = omp_get_max_threads();
+    for (size_t i = begin; i < end; i++) {
+        struct odnn_wino_pre *e = &b->wpre[i];
+        if (omp_get_max_threads() != e->team)
+            omp_set_num_threads(e->team);
+        e->pd = NULL;
+        if (e->kind == 4 && odnn_wino_whole_too_big(b, &e->cd, e->po))
+            e->ds = dnnl_unimplemented;
+        else
+            e->ds = e->kind == 4 ? odnn_pd_named(b, &e->cd, e->po, "wino_4x3", &e->pd)
+                                 : odnn_conv_pd_fast(b, &e->cd, e->po, &e->pd);
+    }
+    if (omp_get_max_threads() != saved)
+        omp_set_num_threads(saved);
+}
+
+/* The Winograd question odnn_conv would ask of Conv N, in *E; 0 when it
+ * would ask none (or the guess is not safe to make). */
+static int odnn_wino_guess(struct odnn_build *b, size_t n, int team, struct odnn_wino_pre *e)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo x, wt, y;
+    struct odnn_window w;
+    char reason[ODNN_REASON] = "";
+    if (!odnn_op_is(v, (int64_t)n, "Conv") || !odnn_tensor(v, odnn_in(v, n, 0), &x) ||
+        !odnn_tensor(v, odnn_in(v, n, 1), &wt) || !odnn_tensor(v, odnn_out(v, n, 0), &y) ||
+        !x.known || !y.known || !x.f32 || wt.cdata == NULL || !wt.f32 || wt.ndim != 4 ||
+        wt.dims[2] != 3 || wt.dims[3] != 3 || odnn_attr_int(v, n, "group", 1) != 1 ||
+        odnn_dequantized(b, odnn_in(v, n, 0)) ||
+        !odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason) || w.sr != 2 ||
+        w.s[0] != 1 || w.s[1] != 1 || w.d[0] != 1 || w.d[1] != 1)
+        return 0;
+    int kind = odnn_wino_pays(wt.dims[1], wt.dims[0], y.dims[2], y.dims[3]);
+    int64_t t = odnn_in(v, n, 1);
+    if (kind == 0 || (b->wino_over != NULL && (size_t)t < b->u.n_tensors && b->wino_over[t]))
+        return 0;
+    struct odnn_conv_mds c;
+    dnnl_dims_t wd = {wt.dims[0], wt.dims[1], 3, 3};
+    odnn_conv_mds_init(&c, &x, &y, 4, wd, dnnl_f32, &w);
+    b->wino_quiet = 1;
+    int scale_ok = odnn_wino_scale_ok(b, n, &c.dst);
+    b->wino_quiet = 0;
+    struct odnn_fuse f;
+    b->guessing = 1;
+    b->guess_node = n;
+    int fused = scale_ok && odnn_fuse_conv(b, n, odnn_in(v, n, 2) >= 0, &f, 2, 0);
+    b->guessing = 0;
+    if (!fused)
+        return 0;
+    int64_t bias_t = odnn_in(v, n, 2) >= 0 ? odnn_in(v, n, 2) : f.bias;
+    if (f.n_scalar > 0 || f.n_chan > 0 || !odnn_wino_po_ok(f.po)) {
+        /* odnn_conv asks again without them (odnn_wino_without_post_ops) */
+        dnnl_post_ops_destroy(f.po);
+        if (dnnl_post_ops_create(&f.po) != dnnl_success)
+            return 0;
+    }
+    if (dnnl_dilated_convolution_forward_desc_init(
+            &e->cd, dnnl_forward_inference, dnnl_convolution_winograd, &c.src, &c.wei,
+            bias_t >= 0 ? &c.bias : NULL, &c.dst, c.strides, c.dil, c.pl, c.pr) != dnnl_success) {
+        dnnl_post_ops_destroy(f.po);
+        return 0;
+    }
+    e->po = f.po;
+    e->kind = kind;
+    e->team = odnn_node_alone(b, n, team) ? 1 : team;
+    e->pd = NULL;
+    e->ds = dnnl_unimplemented;
+    e->used = 0;
+    return 1;
+}
+
+static pl_status *odnn_wino_prefetch(struct odnn_build *b)
+{
+    if (!b->ctx->winograd || b->ctx->bf16 || !onednn_has_avx512())
+        return NULL;
+    size_t nodes = onednn_host->graph->node_count(b->v);
+    int team = omp_get_max_threads(), count = 0;
+    struct odnn_wino_pre probe;
+    for (size_t n = 0; n < nodes; n++)
+        if (odnn_wino_guess(b, n, team, &probe)) {
+            dnnl_post_ops_destroy(probe.po);
+            count++;
+        }
+    if (count < 2) /* nothing to do at once */
+        return NULL;
+    b->wpre = onednn_host->host_alloc(b->ctx->host_ctx, sizeof *b->wpre * (size_t)count, 0);
+    if (b->wpre == NULL)
+        return odnn_oom();
+    for (size_t n = 0; n < nodes && b->n_wpre < count; n++)
+        if (odnn_wino_guess(b, n, team, &b->wpre[b->n_wpre]))
+            b->n_wpre++;
+    struct odnn_wpre_job job = {.b = b};
+    onednn_host->parallel_for(b->ctx->host_ctx, (size_t)b->n_wpre, 1, odnn_wpre_chunk, &job);
+    return NULL;
+}
+
+static void odnn_wino_prefetch_free(struct odnn_build *b)
+{
+    int used = 0;
+    for (int i = 0; i < b->n_wpre; i++)
+        used += b->wpre[i].used;
+    if (b->n_wpre > 0)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "Winograd descriptors made ahead, several at once: %d, %d of "
+                                 "them used",
+                                 b->n_wpre, used);
+    for (int i = 0; i < b->n_wpre; i++) {
+        if (b->wpre[i].pd != NULL)
+            dnnl_primitive_desc_destroy(b->wpre[i].pd);
+        dnnl_post_ops_destroy(b->wpre[i].po);
+    }
+    odnn_free(b->ctx, b->wpre);
+    b->wpre = NULL;
+    b->n_wpre = 0;
+}
+
 static pl_status *odnn_build_program(struct odnn_build *b)
 {
     const pl_graph_api *g = onednn_host->graph;
     const pl_graph_view *v = b->v;
     pl_compiled *c = b->c;
     pl_status *budget_st = odnn_wino_budget(b);
+    if (budget_st == NULL)
+        budget_st = odnn_wino_prefetch(b);
     if (budget_st != NULL)
         return budget_st;
     if (b->imp == NULL || !b->imp->keep)
@@ -12746,22 +13022,7 @@ static pl_status *odnn_build_program(struct odnn_build *b)
         }
         if (b->done[n])
             continue;
-        /* Primitives fix their team when they are made: a small node's are
-         * made (and later run) on one thread. */
-        double flops, bytes;
-        pl_cost_work(g, v, n, &flops, &bytes);
-        double limit = b->ctx->one_thread_us;
-        int one = team > 1 && flops / (PL_COST_GFLOPS * 1e3) < limit &&
-                  bytes / (ONEDNN_ONE_THREAD_GBPS * 1e3) < limit;
-        /* A recurrent node joins its team once per time step: where a
-         * step's work is small, each join costs more than the step (a
-         * bidirectional LSTM of 24 steps, hidden 24: 75 us on one thread,
-         * 1.4 ms on two, its OpenMP team asleep between steps). */
-        double steps = onednn_rnn_steps(g, v, n);
-        if (team > 1 && steps > 0 &&
-            flops / steps / (PL_COST_GFLOPS * 1e3) < ONEDNN_RNN_ONE_THREAD_STEP_US &&
-            onednn_rnn_weight_bytes(g, v, n) <= (double)PL_COST_CACHE_BYTES)
-            one = 1;
+        int one = odnn_node_alone(b, n, team);
         int first = c->n_steps;
         if (one)
             omp_set_num_threads(1);
@@ -13171,6 +13432,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     odnn_free(ctx, b.wino_over);
     odnn_free(ctx, b.wino_bf16);
     odnn_free(ctx, b.postponed);
+    odnn_wino_prefetch_free(&b);
     b.c->view_hash = hash;
     b.c->options = odnn_options(ctx);
     if (st == NULL && blob != NULL) {

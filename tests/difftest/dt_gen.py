@@ -311,6 +311,23 @@ class Gen:
         # channels in, 7x7 to 18x18 maps (F(2x2) and F(4x4), edge tiles),
         # any pads up to 2 per side.
         wino = wide and x is None and d == 2 and self.p(0.3)
+        # ... or, of those, one dilated along one axis or both, the onednn
+        # module runs by phase on AVX-512 (onednn_phase.c): 64 to 80
+        # channels, stride 1, maps of 7 phase rows and columns or more, any
+        # pads up to twice the dilation per side.
+        if wino and self.p(0.4):
+            dil = [self.pick([1, 2, 3]) for _ in range(2)]
+            if dil == [1, 1]:
+                dil[self.r(0, 1)] = 2
+            cin = 8 * self.r(8, 10)
+            x = self.input([self.r(1, 2), cin] + [self.r(9 * di + 2, 9 * di + 16) for di in dil])
+            pads = [self.r(0, 2 * dil[i % 2]) for i in range(4)]
+            m = 8 * self.r(8, 10)
+            ins = [x, self.weights([m, cin, 3, 3])]
+            if self.p(0.6):
+                ins.append(self.weights([m], scale=0.5))
+            return self.node("Conv", ins, {"kernel_shape": INTS([3, 3]), "pads": INTS(pads),
+                                           "dilations": INTS(dil)})
         if wino:
             cin = 8 * self.r(3, 8)
             x = self.input([self.r(1, 2), cin, self.r(7, 18), self.r(7, 18)])

@@ -2450,6 +2450,48 @@ static void case_dilated_phase(void)
     }
 }
 
+/* The Winograd descriptors of a subgraph are made ahead of its build,
+ * several at once (odnn_wino_prefetch), from a guess of what each layer
+ * will ask: here a 3x3 with its ReLU fused, one with a residual sum and
+ * ReLU (its source written by a node before it), one with SiLU (which
+ * Winograd refuses: asked without post-ops, the activation a step of its
+ * own). On AVX-512 the debug log says all three guesses were used, and the
+ * results agree with the cpu module whatever the CPU. */
+static void case_winograd_ahead(void)
+{
+    struct mb m = {.seed = 303};
+    int64_t xs[] = {1, 64, 24, 24};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "h1", 64, 64, 3, 1, 1);
+    mb_node(&m, "r1", "Relu", "\"h1\"", "a1", "");
+    mb_conv(&m, "c2", "a1", "h2", 64, 64, 3, 1, 1);
+    mb_node(&m, "add", "Add", "\"h2\",\"x\"", "s2", "");
+    mb_node(&m, "r2", "Relu", "\"s2\"", "a2", "");
+    mb_conv(&m, "c3", "a2", "h3", 64, 64, 3, 1, 1);
+    mb_node(&m, "sig", "Sigmoid", "\"h3\"", "g3", "");
+    mb_node(&m, "silu", "Mul", "\"h3\",\"g3\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    char isa[64] = "";
+    bool avx512 = onednn_avx512(isa);
+    struct wino_log log;
+    memset(&log, 0, sizeof log);
+    pl_runtime *rt = onednn_runtime_with(NULL, &log);
+    pl_session_destroy(session_for(rt, path));
+    pl_runtime_destroy(rt);
+    const char *want = "Winograd descriptors made ahead, several at once: 3, 3 of them used";
+    TH_CHECK(avx512 ? strstr(log.text, want) != NULL : strstr(log.text, "made ahead") == NULL,
+             "%s: want '%s'%s; log:\n%s", isa, want, avx512 ? "" : " not", log.text);
+    if (avx512)
+        TH_CHECK(strstr(log.text, "node 'c1': Winograd") != NULL &&
+                     strstr(log.text, "node 'c2': Winograd") != NULL &&
+                     strstr(log.text, "node 'c3': Winograd with its activation") != NULL,
+                 "not every layer took Winograd; log:\n%s", log.text);
+    int64_t x2[4];
+    memcpy(x2, xs, sizeof x2);
+    compare(path, 4, x2, 4, xs, (const char *[]){"c1", "c2", "c3", NULL});
+}
+
 /* winograd = auto runs the 3x3 layers of 64 channels through oneDNN's
  * Winograd kernel where the CPU has AVX-512 (the debug log names each such
  * node), but not those of 32 (the direct kernel is faster there); below
@@ -6696,6 +6738,7 @@ int main(int argc, char **argv)
         {"bf16_f32_winograd", case_bf16_f32_winograd},
         {"narrow_conv", case_narrow_conv},
         {"dilated_phase", case_dilated_phase},
+        {"winograd_ahead", case_winograd_ahead},
         {"attention", case_attention},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
