@@ -463,15 +463,27 @@ static pl_status *ox_opsets(const ox_import *imp, const Onnx__ModelProto *m)
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         const char *d = ox_domain(o->domain);
         OX_RETURN_IF_ERROR(ox_check_name(imp, d, false, "an opset_import domain"));
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(ox_domain(m->opset_import[k]->domain), d) == 0)
-                return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
-                                "opset_import lists domain '%s' twice",
-                                d[0] ? d : "ai.onnx");
         if (!o->has_version)
             return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
                             "opset_import of domain '%s' has no version",
                             d[0] ? d : "ai.onnx");
+        /* skl2onnx lists ai.onnx twice at one version (ONNX Runtime takes
+         * it): the same entry again says nothing new; two versions of one
+         * domain leave no way to read its nodes */
+        bool again = false;
+        for (size_t k = 0; k < i && !again; k++) {
+            const Onnx__OperatorSetIdProto *p = m->opset_import[k];
+            if (strcmp(ox_domain(p->domain), d) != 0)
+                continue;
+            if (p->version != o->version)
+                return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                                "opset_import lists domain '%s' twice, at versions %" PRId64
+                                " and %" PRId64,
+                                d[0] ? d : "ai.onnx", p->version, o->version);
+            again = true;
+        }
+        if (again)
+            continue;
         if (d[0] == '\0' && (o->version < OX_OPSET_MIN || o->version > OX_OPSET_MAX))
             return ox_error(imp, PL_CODE_UNSUPPORTED,
                             "model imports ai.onnx opset %" PRId64 "; supported: %d to %d",

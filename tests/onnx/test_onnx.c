@@ -1708,7 +1708,8 @@ static const bad_case bad_cases[] = {
     {"domain_no_opset", m_domain_no_opset, NULL,
      "node 'relu' (Relu) is in domain 'com.example', which the model's opset_import does not list", NULL},
     {"unknown_domain_op", m_unknown_domain_op, NULL, "Frobnicate", NULL},
-    {"duplicate_opset", m_duplicate_opset, NULL, "opset_import lists domain 'ai.onnx' twice", NULL},
+    {"duplicate_opset", m_duplicate_opset, NULL,
+     "opset_import lists domain 'ai.onnx' twice, at versions 13 and 12", NULL},
     {"negative_dim_input", m_negative_dim_input, NULL,
      "graph input 'x': dimension 1 is -3; dims are >= 0, -1 (unknown) or symbolic", NULL},
     {"negative_dim_initializer", m_negative_dim_initializer, NULL,
@@ -1805,6 +1806,25 @@ static void run_bad(void)
     pl_runtime_destroy(rt);
 }
 
+/* skl2onnx lists ai.onnx twice at one version (as "" twice, or as "" and
+ * "ai.onnx"): the model loads and runs, as in ONNX Runtime; two versions of
+ * it are refused (bad_cases: duplicate_opset). */
+static void case_opset_listed_twice(void)
+{
+    const char *dir = th_tempdir();
+    Onnx__ModelProto *m = base_model();
+    tm_opset(m, "", 13);
+    tm_opset(m, "ai.onnx", 13);
+    const char *path = tm_write_buf(tm_pack(m), dir, "model.onnx");
+    pl_runtime *rt = runtime_with(NULL);
+    pl_model *pm = load_ok(rt, path);
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(pm, NULL, &s));
+    pl_session_destroy(s);
+    pl_model_destroy(pm);
+    pl_runtime_destroy(rt);
+}
+
 /* ---- dispatch ------------------------------------------------------------------- */
 
 static const th_case cases[] = {
@@ -1830,6 +1850,7 @@ static const th_case cases[] = {
     {"int32_data_types", case_int32_data_types},
     {"attrs_reach_core", case_attrs_reach_core},
     {"mutations", case_mutations},
+    {"opset_listed_twice", case_opset_listed_twice},
     {"cli_run", case_cli_run},
     {"cli_convert", case_cli_convert},
 };

@@ -2366,6 +2366,178 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
 
+    def test_onnx_ml_trees(self):
+        """ai.onnx.ml's TreeEnsembleRegressor, TreeEnsembleClassifier and
+        LinearClassifier as skl2onnx and onnxmltools write them, lowered to
+        standard ops (a walk of every tree at once, a step per level), against
+        a NumPy walk of the trees with ONNX Runtime's reading of them: every
+        branch mode, NaN sent the way missing_value_tracks_true says, node
+        ids out of order, tree ids not 0..T-1, several targets, SUM and
+        AVERAGE, base values, post transforms; the two-class outputs as ONNX
+        Runtime gives them ([1 - s, s] for positive weights, [-s, s] or its
+        logistic for signed ones, a label by 0.5 or by 0); ai.onnx opsets 8
+        (no Where), 9 (no GatherElements), 13 and 18, and none (XGBoost's
+        models import ai.onnx.ml only). String labels and two-class forms
+        whose outputs ONNX Runtime shapes by other rules are refused with
+        the reason. (The same models out of scikit-learn, LightGBM and
+        XGBoost agree with ONNX Runtime 1.20 to 2e-7: bench/zoo/make_ml_zoo.py.)"""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        rng = np.random.default_rng(11)
+        x = rng.standard_normal((40, 4)).astype(np.float32)
+        x[::6, 1] = np.nan
+        x[::7, 3] = np.nan
+        x[5, 0] = 0.25  # exactly a threshold
+        # two trees, ids 7 and 3; nodes listed out of order
+        #   tree 7: n0: f0 <= 0.25 ? n2 : n5 ; n2: f1 <= -0.5 ? n8 : n9 ;
+        #           n5: f3 <= 0.75 ? n10 : n11 (NaN -> yes) ; leaves 8, 9, 10, 11
+        #   tree 3: n1: f2 <= 0.0 ? n4 : n6 (NaN -> yes) ; leaves 4, 6
+        nodes = [  # (tree, id, feature, mode, value, yes, no, nan_yes)
+            (7, 5, 3, "B", 0.75, 10, 11, 1), (3, 4, 0, "LEAF", 0, 0, 0, 0),
+            (7, 0, 0, "B", 0.25, 2, 5, 0), (7, 9, 0, "LEAF", 0, 0, 0, 0),
+            (3, 1, 2, "B", 0.0, 4, 6, 1), (7, 2, 1, "B", -0.5, 8, 9, 0),
+            (7, 8, 0, "LEAF", 0, 0, 0, 0), (7, 10, 0, "LEAF", 0, 0, 0, 0),
+            (3, 6, 0, "LEAF", 0, 0, 0, 0), (7, 11, 0, "LEAF", 0, 0, 0, 0),
+        ]
+        leaves = {(7, 8): [1.0, -2.0, 0.5], (7, 9): [2.0, 0.0, -1.0], (7, 10): [-3.0, 1.5, 0.0],
+                  (7, 11): [0.5, 0.5, 0.5], (3, 4): [0.25, -0.75, 1.0], (3, 6): [-1.0, 2.0, 0.0]}
+        roots = {7: 0, 3: 1}
+        tests = {"BRANCH_LEQ": np.less_equal, "BRANCH_LT": np.less, "BRANCH_GTE": np.greater_equal,
+                 "BRANCH_GT": np.greater, "BRANCH_EQ": np.equal,
+                 "BRANCH_NEQ": lambda a, b: ~np.equal(a, b)}
+
+        def walk(mode, k):
+            """[N, k] sums of the leaves' first k weights, as ONNX Runtime walks."""
+            by = {(t, i): (f, m, v, a, b, nan) for t, i, f, m, v, a, b, nan in nodes}
+            out = np.zeros((len(x), k), np.float64)
+            for r in range(len(x)):
+                for t, node in roots.items():
+                    while True:
+                        f, m, v, a, b, nan = by[(t, node)]
+                        if m == "LEAF":
+                            break
+                        xv = x[r, f]
+                        yes = (np.isnan(xv) and nan) or bool(tests[mode](np.float32(xv), np.float32(v)))
+                        node = a if yes else b
+                    out[r] += leaves[(t, node)][:k]
+            return out
+
+        def attrs(mode, prefix, k, nan=True):
+            d = dict(nodes_treeids=[n[0] for n in nodes], nodes_nodeids=[n[1] for n in nodes],
+                     nodes_featureids=[n[2] for n in nodes],
+                     nodes_modes=[mode if n[3] == "B" else "LEAF" for n in nodes],
+                     nodes_values=[float(n[4]) for n in nodes],
+                     nodes_truenodeids=[n[5] for n in nodes], nodes_falsenodeids=[n[6] for n in nodes])
+            if nan:
+                d["nodes_missing_value_tracks_true"] = [n[7] for n in nodes]
+            ti, ni, ci, wv = [], [], [], []
+            for (t, i), w in leaves.items():
+                for c in range(k):
+                    ti.append(t), ni.append(i), ci.append(c), wv.append(w[c])
+            d[prefix + "_treeids"], d[prefix + "_nodeids"] = ti, ni
+            d[prefix + "_ids"], d[prefix + "_weights"] = ci, wv
+            return d
+
+        def opsets_of(ai):
+            return ([h.make_opsetid("", ai)] if ai else []) + [h.make_opsetid(ml, 1)]
+
+        def run(node, outs, ai, name):
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [None, 4])],
+                                 [h.make_tensor_value_info(o, t, None) for o, t in outs])
+            return run_saved(self.rt, graph, opsets_of(ai), 8, name, {"x": x})
+
+        sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+        for ai in (8, 9, 13, 18, None):
+            modes = list(tests) if ai is None or ai >= 11 else ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT"]
+            for mode in modes:
+                # the regressor: 2 targets, SUM, base values
+                node = h.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ml, n_targets=2,
+                                   base_values=[0.5, -0.25], **attrs(mode, "target", 2))
+                y = run(node, [("y", T.FLOAT)], ai, "trees_reg_%s_%s.onnx" % (ai, mode))["y"]
+                np.testing.assert_allclose(y, walk(mode, 2) + [0.5, -0.25], rtol=1e-6, atol=1e-6,
+                                           err_msg="regressor %s at opset %s" % (mode, ai))
+            # AVERAGE, one target, no NaN tracking
+            node = h.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ml, n_targets=1,
+                               aggregate_function="AVERAGE", **attrs("BRANCH_LEQ", "target", 1, False))
+            y = run(node, [("y", T.FLOAT)], ai, "trees_avg_%s.onnx" % ai)["y"]
+            saved, nodes[:] = list(nodes), [n[:7] + (0,) for n in nodes]
+            np.testing.assert_allclose(y, walk("BRANCH_LEQ", 1) / 2, rtol=1e-6, atol=1e-6,
+                                       err_msg="AVERAGE at opset %s" % ai)
+            nodes[:] = saved
+            # three classes, SOFTMAX, base values: the label of the largest sum
+            node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml,
+                               classlabels_int64s=[10, 20, 30], post_transform="SOFTMAX",
+                               base_values=[0.1, 0.0, -0.1], **attrs("BRANCH_LEQ", "class", 3))
+            got = run(node, [("label", T.INT64), ("p", T.FLOAT)], ai, "trees_clf3_%s.onnx" % ai)
+            s = walk("BRANCH_LEQ", 3) + [0.1, 0.0, -0.1]
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            np.testing.assert_allclose(got["p"], e / e.sum(axis=1, keepdims=True), rtol=1e-5,
+                                       atol=1e-6, err_msg="3 classes at opset %s" % ai)
+            np.testing.assert_array_equal(got["label"], np.array([10, 20, 30])[s.argmax(axis=1)])
+            # two classes, weights all for class 0: positive (a probability)
+            # and signed (boosting's margin, LOGISTIC, one base value)
+            for positive in (True, False):
+                w = {kk: [abs(v[0]) / 4 if positive else v[0]] for kk, v in leaves.items()}
+                saved_leaves = dict(leaves)
+                leaves.clear()
+                leaves.update({kk: vv + [0, 0] for kk, vv in w.items()})
+                post = "NONE" if positive else "LOGISTIC"
+                extra = {} if positive else {"base_values": [0.3]}
+                node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml,
+                                   classlabels_int64s=[4, 9], post_transform=post,
+                                   **extra, **attrs("BRANCH_LEQ", "class", 1))
+                got = run(node, [("label", T.INT64), ("p", T.FLOAT)], ai,
+                          "trees_bin_%s_%s.onnx" % (positive, ai))
+                sc = walk("BRANCH_LEQ", 1)[:, 0] + (0 if positive else 0.3)
+                leaves.clear()
+                leaves.update(saved_leaves)
+                want_p = (np.stack([1 - sc, sc], 1) if positive
+                          else np.stack([sig(-sc), sig(sc)], 1))
+                np.testing.assert_allclose(got["p"], want_p, rtol=1e-5, atol=1e-6,
+                                           err_msg="2 classes (positive %s) at opset %s" % (positive, ai))
+                np.testing.assert_array_equal(got["label"],
+                                              np.where(sc > (0.5 if positive else 0.0), 9, 4))
+        # LinearClassifier: three classes (SOFTMAX), two (LOGISTIC), and one
+        # row of coefficients for two labels ([1 - s, s], the label by s > 0)
+        xf = np.nan_to_num(x)
+        coef = np.array([[0.5, -1.0, 2.0, 0.1], [1.0, 1.0, -0.5, 0.0], [-0.2, 0.3, 0.1, 0.7]],
+                        np.float32)
+        icp = np.array([0.1, -0.2, 0.05], np.float32)
+        for e, post in ((3, "SOFTMAX"), (2, "LOGISTIC"), (1, "LOGISTIC")):
+            node = h.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ml,
+                               coefficients=coef[:e].ravel().tolist(), intercepts=icp[:e].tolist(),
+                               classlabels_ints=[3, 5, 8][:max(e, 2)], post_transform=post)
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [None, 4])],
+                                 [h.make_tensor_value_info("label", T.INT64, None),
+                                  h.make_tensor_value_info("p", T.FLOAT, None)])
+            got = run_saved(self.rt, graph, opsets_of(15), 8, "linclf_%d.onnx" % e, {"x": xf})
+            s = xf.astype(np.float64) @ coef[:e].T + icp[:e]
+            if e == 1:
+                want_p, want_l = np.concatenate([1 - s, s], 1), np.where(s[:, 0] > 0, 5, 3)
+            elif post == "SOFTMAX":
+                ex = np.exp(s - s.max(axis=1, keepdims=True))
+                want_p, want_l = ex / ex.sum(axis=1, keepdims=True), np.array([3, 5, 8])[s.argmax(1)]
+            else:
+                want_p, want_l = sig(s), np.array([3, 5])[s.argmax(1)]
+            np.testing.assert_allclose(got["p"], want_p, rtol=1e-5, atol=1e-6,
+                                       err_msg="LinearClassifier of %d" % e)
+            np.testing.assert_array_equal(got["label"], want_l)
+        # refused, with the reason
+        for bad, why in (
+                (dict(classlabels_strings=["a", "b", "c"]), "string class labels"),
+                (dict(classlabels_int64s=[0, 1]), "two classes with weights for class 1")):
+            node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml,
+                               **bad, **attrs("BRANCH_LEQ", "class", 3 if "strings" in str(bad) else 2))
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [None, 4])],
+                                 [h.make_tensor_value_info("label", T.INT64, None),
+                                  h.make_tensor_value_info("p", T.FLOAT, None)])
+            with self.assertRaises(plinth.Error) as cm:
+                run_saved(self.rt, graph, opsets_of(15), 8, "trees_bad.onnx", {"x": x})
+            self.assertIn(why, str(cm.exception))
+            self.assertIn("TreeEnsembleClassifier", str(cm.exception))
+
     def test_random_ops(self):
         """RandomNormal, RandomUniform, their Like forms, Bernoulli and
         Multinomial on the cpu module: their statistics (bounds five

@@ -3142,6 +3142,15 @@ static pl_status *lw_ml_scaler(lw *w)
     return lw_become(w, "Identity", (const char *[]){t}, 1);
 }
 
+/* The ai.onnx opset the graph's standard nodes are read at: its import,
+ * or the default where it imports none (onnxmltools' XGBoost models import
+ * ai.onnx.ml alone). */
+static int64_t lw_ai_opset(const lw *w)
+{
+    int64_t v = pl_graph_opset(w->g, "");
+    return v > 0 ? v : PL_OPSET_DEFAULT_VERSION;
+}
+
 /* OP (a Reduce*) of A over its last axis, kept: axes as an attribute
  * below the opset that made it an input (13 for ReduceSum, 18 for the
  * others). */
@@ -3150,7 +3159,7 @@ static pl_status *lw_ml_reduce_last(lw *w, const char *op, const char *a, const 
     const int64_t last = -1;
     int64_t input_from = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
     pl_nid id;
-    if (pl_graph_opset(w->g, "") < input_from) {
+    if (lw_ai_opset(w) < input_from) {
         PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a}, 1, out, &id));
         return pl_graph_attr_ints(w->g, id, "axes", &last, 1);
     }
@@ -3227,16 +3236,885 @@ static pl_status *lw_ml_binarizer(lw *w)
     return pl_graph_attr_int(w->g, w->id, "to", code);
 }
 
-/* ArrayFeatureExtractor: X's last axis at the indices Y. */
+/* ArrayFeatureExtractor: X's last axis at the indices Y, read as a list
+ * (ONNX Runtime's shape: X's dims but the last, then Y's count; a 0-d Y,
+ * as skl2onnx writes after a binary LinearSVC, keeps a last dim of 1). */
 static pl_status *lw_ml_feature_extractor(lw *w)
 {
     const char *x = lw_input(w, 0), *y = lw_input(w, 1);
-    const pl_graph_tensor *xt = lw_tensor(w, x);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *yt = lw_tensor(w, y);
     if (xt == NULL || xt->ndim < 1)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 must have a rank of 1 or more");
     int64_t axis = xt->ndim - 1;
+    if (yt == NULL || yt->ndim != 1) {
+        const int64_t minus_one = -1;
+        const char *shape;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "flat", &minus_one, 1, &shape));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", y, shape, &y));
+    }
     PL_RETURN_IF_ERROR(lw_become(w, "Gather", (const char *[]){x, y}, 2));
     return pl_graph_attr_int(w->g, w->id, "axis", axis);
+}
+
+/* ---- ai.onnx.ml: classifiers and tree ensembles ------------------------------------- */
+
+/* skl2onnx writes scikit-learn's linear classifiers as LinearClassifier and
+ * its forests and boosted trees as TreeEnsembleClassifier and
+ * TreeEnsembleRegressor; onnxmltools writes LightGBM's and XGBoost's trees
+ * so too. They become standard ops, with ONNX Runtime's reading of what the
+ * spec leaves open (the two-class outputs). String class labels are
+ * refused: Plinth has no string tensors. */
+
+/* A constant of DTYPE and dims DIMS (NDIM of them) holding NBYTES of DATA. */
+static pl_status *lw_const(lw *w, const char *what, pl_dtype dtype, int32_t ndim,
+                           const int64_t *dims, const void *data, size_t nbytes, const char **out)
+{
+    char *s = lw_slot(w);
+    if (s == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_tid t;
+    PL_RETURN_IF_ERROR(pl_rewrite_add_constant(w->g, w->id, what, dtype, ndim, dims, data, nbytes,
+                                               &t));
+    snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
+    *out = s;
+    return NULL;
+}
+
+/* Node OP(A) with the int attribute NAME = V. */
+static pl_status *lw_unary_i(lw *w, const char *op, const char *a, const char *name, int64_t v,
+                             const char **out)
+{
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a}, 1, out, &id));
+    return pl_graph_attr_int(w->g, id, name, v);
+}
+
+/* The int64 class labels (classlabels_ints, or ATTR), into *LABELS and *N;
+ * string labels refused. */
+static pl_status *lw_ml_labels(lw *w, const char *attr, const int64_t **labels, size_t *n)
+{
+    const pl_attr *a = lw_attr(w, attr);
+    *labels = NULL;
+    *n = 0;
+    if (a != NULL && a->kind == PL_ATTR_INTS) {
+        *labels = a->ints;
+        *n = a->n;
+    }
+    const pl_attr *sl = lw_attr(w, "classlabels_strings");
+    if (sl != NULL && sl->n > 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "string class labels (classlabels_strings): Plinth has no string "
+                        "tensors; export integer labels");
+    return NULL;
+}
+
+/* A float-list attribute NAME, or its NAME_as_tensor form (f32 or f64), as
+ * doubles: *V (NULL when absent; freed by the caller), *N values. */
+static pl_status *lw_ml_float_list(lw *w, const char *name, double **v, size_t *n)
+{
+    *v = NULL;
+    *n = 0;
+    const pl_attr *a = lw_attr(w, name);
+    char tname[96];
+    snprintf(tname, sizeof tname, "%s_as_tensor", name);
+    const pl_attr *t = lw_attr(w, tname);
+    if (a != NULL && a->kind == PL_ATTR_FLOATS && a->n > 0) {
+        *v = pl_calloc(a->n, sizeof **v);
+        if (*v == NULL)
+            return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        memcpy(*v, a->floats, a->n * sizeof **v);
+        *n = a->n;
+    } else if (t != NULL && t->kind == PL_ATTR_TENSOR && t->tensor != NULL) {
+        const pl_attr_tensor *at = t->tensor;
+        size_t es = PL_DTYPE_EQ(at->dtype, PL_DTYPE_F32) ? 4 : PL_DTYPE_EQ(at->dtype, PL_DTYPE_F64) ? 8 : 0;
+        if (es == 0)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "%s has dtype %s (f32 or f64 only)", tname,
+                            pl_dtype_name(at->dtype));
+        size_t cnt = at->nbytes / es;
+        *v = pl_calloc(cnt ? cnt : 1, sizeof **v);
+        if (*v == NULL)
+            return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        for (size_t i = 0; i < cnt; i++)
+            (*v)[i] = es == 4 ? (double)((const float *)at->data)[i]
+                              : ((const double *)at->data)[i];
+        *n = cnt;
+    }
+    return NULL;
+}
+
+/* An ints attribute NAME with exactly N entries (N 0: any), into *V. */
+static pl_status *lw_ml_ints(lw *w, const char *name, size_t n, const int64_t **v, size_t *got)
+{
+    const pl_attr *a = lw_attr(w, name);
+    if (a == NULL || a->kind != PL_ATTR_INTS || a->n == 0 || (n > 0 && a->n != n))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "attribute '%s' must list %zu integers",
+                        name, n);
+    *v = a->ints;
+    if (got != NULL)
+        *got = a->n;
+    return NULL;
+}
+
+/* POST_TRANSFORM (NONE, LOGISTIC, SOFTMAX) of S, a [N, K] tensor, into
+ * *OUT; SOFTMAX_ZERO and PROBIT refused. */
+static pl_status *lw_ml_post(lw *w, const char *post, const char *s, const char **out)
+{
+    if (strcmp(post, "NONE") == 0) {
+        *out = s;
+        return NULL;
+    }
+    if (strcmp(post, "LOGISTIC") == 0)
+        return lw_unary(w, "Sigmoid", s, out);
+    if (strcmp(post, "SOFTMAX") == 0)
+        return lw_unary_i(w, "Softmax", s, "axis", 1, out);
+    return lw_error(w, PL_CODE_UNSUPPORTED, "post_transform '%s' (NONE, LOGISTIC, SOFTMAX only)",
+                    post);
+}
+
+/* The label of each row of S [N, K]: LABELS[argmax], first of equal
+ * maxima, as output 0 (the node itself). */
+static pl_status *lw_ml_argmax_label(lw *w, const char *s, const int64_t *labels, size_t k)
+{
+    const char *am, *lab;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "ArgMax", (const char *[]){s}, 1, &am, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 1));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "keepdims", 0));
+    PL_RETURN_IF_ERROR(lw_const(w, "labels", PL_DTYPE_I64, 1, (const int64_t[]){(int64_t)k},
+                                labels, k * 8, &lab));
+    return lw_become(w, "Gather", (const char *[]){lab, am}, 2);
+}
+
+static pl_status *lw_forest_choose(lw *w, int64_t opset, const char *c, const char *y,
+                                   const char *n, const char **out);
+
+/* Output 0 (the node itself): POSITIVE where S [N, 1] > THRESHOLD, else
+ * NEGATIVE, as a [N] int64. */
+static pl_status *lw_ml_threshold_label(lw *w, const char *s, double threshold, int64_t positive,
+                                        int64_t negative)
+{
+    const char *th, *gt, *pos, *neg, *flat;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "threshold", threshold, &th));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", s, th, &gt));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "positive", positive, &pos));
+    PL_RETURN_IF_ERROR(lw_i64_scalar(w, "negative", negative, &neg));
+    const int64_t minus_one = -1;
+    const char *shape;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "flat", &minus_one, 1, &shape));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Reshape", gt, shape, &flat));
+    if (lw_ai_opset(w) >= 9)
+        return lw_become(w, "Where", (const char *[]){flat, pos, neg}, 3);
+    const char *label;
+    PL_RETURN_IF_ERROR(lw_forest_choose(w, lw_ai_opset(w), flat, pos, neg, &label));
+    return lw_become(w, "Identity", (const char *[]){label}, 1);
+}
+
+/* Output 1, the two-class scores of a one-column S [N, 1]: [A, B] side by
+ * side. */
+static pl_status *lw_ml_two_columns(lw *w, const char *a, const char *b)
+{
+    const char *name;
+    PL_RETURN_IF_ERROR(lw_node_to_output(w, "Concat", a, b, 1, &name));
+    return pl_graph_attr_int(w->g, (pl_nid)(pl_graph_node_count(w->g) - 1), "axis", 1);
+}
+
+/* LinearClassifier: scores S = X coefficients^T + intercepts, [N, E] with E
+ * the intercepts' count (ONNX Runtime's reading); the label of each row
+ * the class label of its largest score, output 1 S through post_transform.
+ * E = 1 is the binary form: the label classlabels[1] where S > 0 (with two
+ * labels, else 1 / 0) and output 1 [1 - S, S] with two labels, S alone
+ * otherwise, post_transform left aside as ONNX Runtime leaves it. */
+static pl_status *lw_ml_linear_classifier(lw *w)
+{
+    const char *x, *wt, *b, *sc;
+    int64_t cols;
+    size_t nw, nb, nl;
+    const int64_t *labels;
+    PL_RETURN_IF_ERROR(lw_ml_input(w, &x, &cols));
+    PL_RETURN_IF_ERROR(lw_ml_labels(w, "classlabels_ints", &labels, &nl));
+    const char *post = lw_attr_s(w, "post_transform", "NONE");
+    const pl_attr *coef = lw_attr(w, "coefficients"), *icp = lw_attr(w, "intercepts");
+    if (icp == NULL || icp->kind != PL_ATTR_FLOATS || icp->n == 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "no intercepts (ONNX Runtime counts the classes by them)");
+    int64_t e = (int64_t)icp->n;
+    if (coef == NULL || coef->kind != PL_ATTR_FLOATS || coef->n % (size_t)e != 0 ||
+        (cols >= 0 && coef->n != (size_t)(e * cols)))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "coefficients must hold %lld classes x columns (%lld) values",
+                        (long long)e, (long long)cols);
+    if (e > 1 && nl != (size_t)e)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu class labels for %lld classes", nl,
+                        (long long)e);
+    int64_t wd[2] = {e, (int64_t)coef->n / e};
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "coefficients", 2, wd, &nw, &wt));
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "intercepts", 0, NULL, &nb, &b));
+    PL_RETURN_IF_ERROR(lw_perm(w, wt, (const int64_t[]){1, 0}, 2, &wt));
+    PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, wt, &sc));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", sc, b, &sc));
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    bool want_scores = nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE;
+    if (e > 1) {
+        if (want_scores) {
+            const char *z, *name;
+            PL_RETURN_IF_ERROR(lw_ml_post(w, post, sc, &z));
+            PL_RETURN_IF_ERROR(lw_node_to_output(w, "Identity", z, NULL, 1, &name));
+        }
+        return lw_ml_argmax_label(w, sc, labels, nl);
+    }
+    if (strcmp(post, "PROBIT") == 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "post_transform 'PROBIT'");
+    if (want_scores && nl == 2) {
+        const char *one, *neg;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Sub", one, sc, &neg));
+        PL_RETURN_IF_ERROR(lw_ml_two_columns(w, neg, sc));
+    } else if (want_scores) {
+        const char *name;
+        PL_RETURN_IF_ERROR(lw_node_to_output(w, "Identity", sc, NULL, 1, &name));
+    }
+    return lw_ml_threshold_label(w, sc, 0.0, nl == 2 ? labels[1] : 1, nl == 2 ? labels[0] : 0);
+}
+
+/* One tree ensemble's nodes, numbered as the attributes list them (M of
+ * them), for the walk lw_ml_trees builds. */
+struct lw_forest {
+    size_t m, trees, k;
+    int64_t depth;
+    int64_t *feat, *yes, *no, *roots; /* M, M, M, TREES: a leaf's yes and no are itself */
+    float *thr;                       /* M */
+    uint8_t *nan_yes;                 /* M: a missing value goes the yes way; NULL: none does */
+    float *leaf;                      /* M x K: each leaf's weights per target or class */
+    const char *mode;                 /* the one comparison of every branch */
+};
+
+static void lw_forest_free(struct lw_forest *f)
+{
+    pl_free(f->feat);
+    pl_free(f->yes);
+    pl_free(f->no);
+    pl_free(f->roots);
+    pl_free(f->thr);
+    pl_free(f->nan_yes);
+    pl_free(f->leaf);
+}
+
+/* The node of tree TREE with id NODE: its index in the attribute lists
+ * (ORDER sorts them by tree, then id), or -1. */
+static int64_t lw_forest_find(const int64_t *tids, const int64_t *nids, const size_t *order,
+                              size_t m, int64_t tree, int64_t node)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2, i = order[mid];
+        if (tids[i] < tree || (tids[i] == tree && nids[i] < node))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m && tids[order[lo]] == tree && nids[order[lo]] == node)
+        return (int64_t)order[lo];
+    return -1;
+}
+
+static const int64_t *lw_sort_tids, *lw_sort_nids;
+static int lw_forest_cmp(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    if (lw_sort_tids[a] != lw_sort_tids[b])
+        return lw_sort_tids[a] < lw_sort_tids[b] ? -1 : 1;
+    if (lw_sort_nids[a] != lw_sort_nids[b])
+        return lw_sort_nids[a] < lw_sort_nids[b] ? -1 : 1;
+    return 0;
+}
+
+/* Reads the nodes_* attributes and the leaves' weights (PREFIX "target" or
+ * "class": PREFIX_treeids, _nodeids, _ids, _weights) into F, K targets or
+ * classes; features at most COLS (when known). */
+static pl_status *lw_forest_read(lw *w, const char *prefix, size_t k, int64_t cols,
+                                 struct lw_forest *f)
+{
+    memset(f, 0, sizeof *f);
+    f->k = k;
+    const int64_t *tids, *nids, *fids, *yes, *no;
+    size_t m;
+    PL_RETURN_IF_ERROR(lw_ml_ints(w, "nodes_treeids", 0, &tids, &m));
+    PL_RETURN_IF_ERROR(lw_ml_ints(w, "nodes_nodeids", m, &nids, NULL));
+    PL_RETURN_IF_ERROR(lw_ml_ints(w, "nodes_featureids", m, &fids, NULL));
+    PL_RETURN_IF_ERROR(lw_ml_ints(w, "nodes_truenodeids", m, &yes, NULL));
+    PL_RETURN_IF_ERROR(lw_ml_ints(w, "nodes_falsenodeids", m, &no, NULL));
+    const pl_attr *modes = lw_attr(w, "nodes_modes"), *mvt = lw_attr(w, "nodes_missing_value_tracks_true");
+    if (modes == NULL || modes->kind != PL_ATTR_STRINGS || modes->n != m)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "nodes_modes must list %zu modes", m);
+    double *vals = NULL;
+    size_t nv = 0;
+    PL_RETURN_IF_ERROR(lw_ml_float_list(w, "nodes_values", &vals, &nv));
+    pl_status *st = NULL;
+    size_t *order = pl_calloc(m, sizeof *order);
+    f->m = m;
+    f->feat = pl_calloc(m, sizeof *f->feat);
+    f->yes = pl_calloc(m, sizeof *f->yes);
+    f->no = pl_calloc(m, sizeof *f->no);
+    f->thr = pl_calloc(m, sizeof *f->thr);
+    f->leaf = pl_calloc(m * k, sizeof *f->leaf);
+    uint8_t *child = pl_calloc(m, 1);
+    if (order == NULL || f->feat == NULL || f->yes == NULL || f->no == NULL || f->thr == NULL ||
+        f->leaf == NULL || child == NULL)
+        st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    if (st == NULL && nv != m)
+        st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "nodes_values lists %zu values for %zu nodes",
+                      nv, m);
+    if (st == NULL) {
+        for (size_t i = 0; i < m; i++)
+            order[i] = i;
+        lw_sort_tids = tids, lw_sort_nids = nids;
+        qsort(order, m, sizeof *order, lw_forest_cmp);
+        for (size_t i = 1; st == NULL && i < m; i++)
+            if (lw_forest_cmp(&order[i - 1], &order[i]) == 0)
+                st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "tree %lld lists node %lld twice",
+                              (long long)tids[order[i]], (long long)nids[order[i]]);
+    }
+    bool any_nan = false;
+    for (size_t i = 0; st == NULL && i < m; i++) {
+        const char *md = modes->strings[i];
+        if (strcmp(md, "LEAF") == 0) {
+            f->yes[i] = f->no[i] = (int64_t)i;
+            continue;
+        }
+        if (f->mode == NULL)
+            f->mode = md;
+        if (strcmp(md, f->mode) != 0) {
+            st = lw_error(w, PL_CODE_UNSUPPORTED, "branches compare both as %s and as %s",
+                          f->mode, md);
+            break;
+        }
+        if (fids[i] < 0 || (cols >= 0 && fids[i] >= cols)) {
+            st = lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                          "node %lld of tree %lld reads feature %lld of %lld",
+                          (long long)nids[i], (long long)tids[i], (long long)fids[i],
+                          (long long)cols);
+            break;
+        }
+        f->feat[i] = fids[i];
+        f->thr[i] = (float)vals[i];
+        f->yes[i] = lw_forest_find(tids, nids, order, m, tids[i], yes[i]);
+        f->no[i] = lw_forest_find(tids, nids, order, m, tids[i], no[i]);
+        if (f->yes[i] < 0 || f->no[i] < 0 || f->yes[i] == (int64_t)i || f->no[i] == (int64_t)i) {
+            st = lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                          "node %lld of tree %lld leads to a node the tree does not have",
+                          (long long)nids[i], (long long)tids[i]);
+            break;
+        }
+        child[f->yes[i]] = child[f->no[i]] = 1;
+        any_nan |= mvt != NULL && mvt->kind == PL_ATTR_INTS && i < mvt->n && mvt->ints[i] != 0;
+    }
+    if (st == NULL && f->mode != NULL &&
+        strcmp(f->mode, "BRANCH_LEQ") != 0 && strcmp(f->mode, "BRANCH_LT") != 0 &&
+        strcmp(f->mode, "BRANCH_GTE") != 0 && strcmp(f->mode, "BRANCH_GT") != 0 &&
+        strcmp(f->mode, "BRANCH_EQ") != 0 && strcmp(f->mode, "BRANCH_NEQ") != 0)
+        st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "unknown node mode '%s'", f->mode);
+    if (st == NULL && any_nan) {
+        f->nan_yes = pl_calloc(m, 1);
+        if (f->nan_yes == NULL)
+            st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        for (size_t i = 0; st == NULL && i < m && i < mvt->n; i++)
+            f->nan_yes[i] = mvt->ints[i] != 0 && f->yes[i] != (int64_t)i;
+    }
+    /* trees in the order of their ids; a tree's root is its node no node
+     * leads to */
+    if (st == NULL) {
+        f->roots = pl_calloc(m, sizeof *f->roots);
+        if (f->roots == NULL)
+            st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        for (size_t j = 0; st == NULL && j < m; j++) {
+            size_t i = order[j];
+            if (j > 0 && tids[order[j - 1]] == tids[i])
+                continue;
+            int64_t root = -1;
+            for (size_t q = j; q < m && tids[order[q]] == tids[i] && root < 0; q++)
+                if (!child[order[q]])
+                    root = (int64_t)order[q];
+            if (root < 0)
+                st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "tree %lld has no root",
+                              (long long)tids[i]);
+            else
+                f->roots[f->trees++] = root;
+        }
+    }
+    /* the depth: the longest path from a root, which the walk takes in as
+     * many steps; a cycle never ends */
+    int64_t *depth = st == NULL ? pl_calloc(m, sizeof *depth) : NULL;
+    size_t *stack = st == NULL ? pl_calloc(m + 1, sizeof *stack) : NULL;
+    if (st == NULL && (depth == NULL || stack == NULL))
+        st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t t = 0; st == NULL && t < f->trees; t++) {
+        size_t sp = 0;
+        stack[sp++] = (size_t)f->roots[t];
+        depth[f->roots[t]] = 0;
+        while (sp > 0 && st == NULL) {
+            size_t i = stack[--sp];
+            if (f->yes[i] == (int64_t)i)
+                continue;
+            if (depth[i] >= (int64_t)m || sp + 2 > m + 1) {
+                st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "tree %lld has a cycle",
+                              (long long)tids[i]);
+                break;
+            }
+            int64_t next[2] = {f->yes[i], f->no[i]};
+            for (int c = 0; c < 2; c++) {
+                depth[next[c]] = depth[i] + 1;
+                if (depth[next[c]] > f->depth)
+                    f->depth = depth[next[c]];
+                stack[sp++] = (size_t)next[c];
+            }
+        }
+    }
+    pl_free(depth);
+    pl_free(stack);
+    /* the leaves' weights */
+    char name[64];
+    const int64_t *wt_t = NULL, *wt_n = NULL, *wt_id = NULL;
+    size_t nwt = 0, nwv = 0;
+    double *wv = NULL;
+    if (st == NULL) {
+        snprintf(name, sizeof name, "%s_treeids", prefix);
+        st = lw_ml_ints(w, name, 0, &wt_t, &nwt);
+    }
+    if (st == NULL) {
+        snprintf(name, sizeof name, "%s_nodeids", prefix);
+        st = lw_ml_ints(w, name, nwt, &wt_n, NULL);
+    }
+    if (st == NULL) {
+        snprintf(name, sizeof name, "%s_ids", prefix);
+        st = lw_ml_ints(w, name, nwt, &wt_id, NULL);
+    }
+    if (st == NULL) {
+        snprintf(name, sizeof name, "%s_weights", prefix);
+        st = lw_ml_float_list(w, name, &wv, &nwv);
+        if (st == NULL && nwv != nwt)
+            st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "%s lists %zu weights for %zu leaves",
+                          name, nwv, nwt);
+    }
+    for (size_t j = 0; st == NULL && j < nwt; j++) {
+        int64_t i = lw_forest_find(tids, nids, order, m, wt_t[j], wt_n[j]);
+        if (i < 0 || wt_id[j] < 0 || (size_t)wt_id[j] >= k)
+            st = lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                          "a weight for %s %lld of node %lld of tree %lld, which is not there",
+                          prefix, (long long)wt_id[j], (long long)wt_n[j], (long long)wt_t[j]);
+        else
+            f->leaf[(size_t)i * k + (size_t)wt_id[j]] += (float)wv[j];
+    }
+    pl_free(wv);
+    pl_free(vals);
+    pl_free(order);
+    pl_free(child);
+    return st;
+}
+
+/* Whether X is NaN, as bools: IsNaN, or below ai.onnx opset 9 as neither
+ * above -inf nor below +inf. */
+static pl_status *lw_isnan_any(lw *w, int64_t opset, const char *x, const char **out)
+{
+    if (opset >= 9)
+        return lw_unary(w, "IsNaN", x, out);
+    const char *lo, *hi, *a, *b, *either;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "minus_inf", -INFINITY, &lo));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "plus_inf", INFINITY, &hi));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", x, lo, &a));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Less", x, hi, &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Or", a, b, &either));
+    return lw_unary(w, "Not", either, out);
+}
+
+/* Whether X compares as MODE (BRANCH_LEQ, ...) with T, as bools in *OUT:
+ * false where X is NaN, as ONNX Runtime compares. Below ai.onnx opset 12
+ * (no LessOrEqual, GreaterOrEqual) as the negated strict comparison, NaN
+ * taken out. */
+static pl_status *lw_forest_test(lw *w, const char *mode, int64_t opset, const char *x,
+                                 const char *t, const char **out)
+{
+    bool leq = strcmp(mode, "BRANCH_LEQ") == 0, gte = strcmp(mode, "BRANCH_GTE") == 0;
+    if ((leq || gte) && opset < 12) {
+        const char *c, *nan, *bad;
+        PL_RETURN_IF_ERROR(lw_binary(w, leq ? "Greater" : "Less", x, t, &c));
+        PL_RETURN_IF_ERROR(lw_isnan_any(w, opset, x, &nan));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Or", c, nan, &bad));
+        return lw_unary(w, "Not", bad, out);
+    }
+    const char *op = leq                                 ? "LessOrEqual"
+                     : strcmp(mode, "BRANCH_LT") == 0    ? "Less"
+                     : gte                               ? "GreaterOrEqual"
+                     : strcmp(mode, "BRANCH_GT") == 0    ? "Greater"
+                                                         : "Equal";
+    PL_RETURN_IF_ERROR(lw_binary(w, op, x, t, out));
+    if (strcmp(mode, "BRANCH_NEQ") == 0)
+        return lw_unary(w, "Not", *out, out);
+    return NULL;
+}
+
+/* Below ai.onnx opset 11 (no GatherElements), the test of each row's
+ * current node without gathering its value: every feature of X [N, C]
+ * compared with the node's threshold TV ([T] or [N, T], RANK), the
+ * comparisons as 0 / 1 summed under a one-hot of the node's feature FV
+ * (an int Equal against 0..C-1), so a NaN anywhere else in the row stays
+ * out; with TRACK (nodes sending NaN the yes way) the same for IsNaN. */
+static pl_status *lw_forest_test_narrow(lw *w, const char *mode, int64_t opset, const char *x,
+                                        int64_t cols, const char *fv, const char *tv, int rank,
+                                        const char *track, const char **out)
+{
+    const int64_t last = rank, one = 1, two = 2;
+    int64_t *range = pl_calloc((size_t)cols, sizeof *range);
+    if (range == NULL)
+        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; i < cols; i++)
+        range[i] = i;
+    const char *cols_c, *f3, *t3, *x3, *oh, *ohf, *cmp, *cmpf, *prod, *sum, *half;
+    pl_status *st = lw_const(w, "columns", PL_DTYPE_I64, 1, &cols, range, (size_t)cols * 8, &cols_c);
+    pl_free(range);
+    PL_RETURN_IF_ERROR(st);
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){fv}, 1, &f3, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &last, 1));
+    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){tv}, 1, &t3, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &last, 1));
+    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){x}, 1, &x3, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &one, 1));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Equal", f3, cols_c, &oh));
+    PL_RETURN_IF_ERROR(lw_cast(w, oh, 1, &ohf));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
+    const char *tests[2] = {NULL, NULL};
+    PL_RETURN_IF_ERROR(lw_forest_test(w, mode, opset, x3, t3, &cmp));
+    tests[0] = cmp;
+    if (track != NULL)
+        PL_RETURN_IF_ERROR(lw_isnan_any(w, opset, x3, &tests[1]));
+    const char *picked[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && tests[k] != NULL; k++) {
+        PL_RETURN_IF_ERROR(lw_cast(w, tests[k], 1, &cmpf));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cmpf, ohf, &prod));
+        PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){prod}, 1, &sum, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &two, 1));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "keepdims", 0));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Greater", sum, half, &picked[k]));
+    }
+    if (track == NULL) {
+        *out = picked[0];
+        return NULL;
+    }
+    const char *both;
+    PL_RETURN_IF_ERROR(lw_binary(w, "And", picked[1], track, &both));
+    return lw_binary(w, "Or", picked[0], both, out);
+}
+
+/* Y where C, else N (int64 node numbers): Where, or below ai.onnx opset 9
+ * N + C * (Y - N). */
+static pl_status *lw_forest_choose(lw *w, int64_t opset, const char *c, const char *y,
+                                   const char *n, const char **out)
+{
+    if (opset >= 9)
+        return lw_node(w, "Where", (const char *[]){c, y, n}, 3, out, NULL);
+    const char *ci, *d, *p;
+    PL_RETURN_IF_ERROR(lw_cast(w, c, 7, &ci));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", y, n, &d));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", ci, d, &p));
+    return lw_binary(w, "Add", n, p, out);
+}
+
+/* The sum over F's trees of the weights of the leaf each row of X [N, C]
+ * reaches, [N, K]: each tree walked F->depth steps at once for all rows,
+ * from the roots, a step gathering each row's current node's feature and
+ * threshold, comparing, and taking the yes or no node (a leaf leads to
+ * itself); then the leaves' weights gathered and summed over the trees. */
+static pl_status *lw_forest_walk(lw *w, const char *x, int64_t cols, const struct lw_forest *f,
+                                 const char **out)
+{
+    const int64_t m = (int64_t)f->m, t = (int64_t)f->trees, k = (int64_t)f->k;
+    const char *feat, *thr, *yes, *no, *nan_yes = NULL, *cur = NULL;
+    PL_RETURN_IF_ERROR(lw_const(w, "feature", PL_DTYPE_I64, 1, &m, f->feat, (size_t)m * 8, &feat));
+    PL_RETURN_IF_ERROR(lw_const(w, "threshold", PL_DTYPE_F32, 1, &m, f->thr, (size_t)m * 4, &thr));
+    PL_RETURN_IF_ERROR(lw_const(w, "yes", PL_DTYPE_I64, 1, &m, f->yes, (size_t)m * 8, &yes));
+    PL_RETURN_IF_ERROR(lw_const(w, "no", PL_DTYPE_I64, 1, &m, f->no, (size_t)m * 8, &no));
+    if (f->nan_yes != NULL)
+        PL_RETURN_IF_ERROR(lw_const(w, "nan_yes", PL_DTYPE_BOOL, 1, &m, f->nan_yes, (size_t)m,
+                                    &nan_yes));
+    int64_t opset = lw_ai_opset(w);
+    if (opset < 7)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "a tree ensemble in a graph of ai.onnx opset %lld (7 or later)",
+                        (long long)opset);
+    const char *mode = f->mode != NULL ? f->mode : "BRANCH_LEQ";
+    if (opset < 11 && (strcmp(mode, "BRANCH_EQ") == 0 || strcmp(mode, "BRANCH_NEQ") == 0))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "%s below ai.onnx opset 11 (no float Equal)",
+                        mode);
+    if (opset < 11 && (cols < 1 || cols > (1 << 16)))
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "the feature count must be known (and at most 65536) below ai.onnx "
+                        "opset 11 (no GatherElements)");
+    /* step 0 from the roots (constants): a [N, T] gather of X's columns */
+    int64_t *r_feat = pl_calloc((size_t)t, 8), *r_yes = pl_calloc((size_t)t, 8),
+            *r_no = pl_calloc((size_t)t, 8);
+    float *r_thr = pl_calloc((size_t)t, 4);
+    pl_status *st = r_feat && r_yes && r_no && r_thr
+                        ? NULL
+                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; st == NULL && i < t; i++) {
+        int64_t r = f->roots[i];
+        r_feat[i] = f->feat[r], r_yes[i] = f->yes[r], r_no[i] = f->no[r], r_thr[i] = f->thr[r];
+    }
+    const char *rf = NULL, *rt = NULL, *ry = NULL, *rn = NULL, *rnan = NULL;
+    if (st == NULL)
+        st = lw_const(w, "root_feature", PL_DTYPE_I64, 1, &t, r_feat, (size_t)t * 8, &rf);
+    if (st == NULL)
+        st = lw_const(w, "root_threshold", PL_DTYPE_F32, 1, &t, r_thr, (size_t)t * 4, &rt);
+    if (st == NULL)
+        st = lw_const(w, "root_yes", PL_DTYPE_I64, 1, &t, r_yes, (size_t)t * 8, &ry);
+    if (st == NULL)
+        st = lw_const(w, "root_no", PL_DTYPE_I64, 1, &t, r_no, (size_t)t * 8, &rn);
+    if (st == NULL && f->nan_yes != NULL) {
+        uint8_t *rb = pl_calloc((size_t)t, 1);
+        if (rb == NULL)
+            st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        for (int64_t i = 0; rb != NULL && i < t; i++)
+            rb[i] = f->nan_yes[f->roots[i]];
+        if (st == NULL)
+            st = lw_const(w, "root_nan_yes", PL_DTYPE_BOOL, 1, &t, rb, (size_t)t, &rnan);
+        pl_free(rb);
+    }
+    pl_free(r_feat);
+    pl_free(r_yes);
+    pl_free(r_no);
+    pl_free(r_thr);
+    PL_RETURN_IF_ERROR(st);
+    char idx[LW_NAME] = "";
+    int64_t steps = f->depth > 0 ? f->depth : 1;
+    int mark = w->used;
+    for (int64_t s = 0; s < steps; s++) {
+        const char *fv, *xv, *tv, *c, *y, *n2, *next, *track = NULL;
+        if (s == 0) {
+            fv = rf, tv = rt, y = ry, n2 = rn, track = rnan;
+        } else {
+            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", feat, cur, &fv));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", thr, cur, &tv));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", yes, cur, &y));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", no, cur, &n2));
+            if (nan_yes != NULL)
+                PL_RETURN_IF_ERROR(lw_binary(w, "Gather", nan_yes, cur, &track));
+        }
+        if (opset >= 11) {
+            pl_nid id;
+            if (s == 0)
+                PL_RETURN_IF_ERROR(lw_node(w, "Gather", (const char *[]){x, fv}, 2, &xv, &id));
+            else
+                PL_RETURN_IF_ERROR(
+                    lw_node(w, "GatherElements", (const char *[]){x, fv}, 2, &xv, &id));
+            PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 1));
+            PL_RETURN_IF_ERROR(lw_forest_test(w, mode, opset, xv, tv, &c));
+            if (nan_yes != NULL) {
+                const char *isnan, *both;
+                PL_RETURN_IF_ERROR(lw_unary(w, "IsNaN", xv, &isnan));
+                PL_RETURN_IF_ERROR(lw_binary(w, "And", isnan, track, &both));
+                PL_RETURN_IF_ERROR(lw_binary(w, "Or", c, both, &c));
+            }
+            PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){c, y, n2}, 3, &next, NULL));
+        } else {
+            PL_RETURN_IF_ERROR(lw_forest_test_narrow(w, mode, opset, x, cols, fv, tv,
+                                                     s == 0 ? 1 : 2, track, &c));
+            PL_RETURN_IF_ERROR(lw_forest_choose(w, opset, c, y, n2, &next));
+        }
+        snprintf(idx, sizeof idx, "%s", next);
+        /* the names of this step are in the graph now: their slots are
+         * free again (a walk of any depth fits LW_MAX_NAMES) */
+        w->used = mark;
+        char *keep = lw_slot(w);
+        if (keep == NULL)
+            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+        snprintf(keep, LW_NAME, "%s", idx);
+        cur = keep;
+        mark = w->used;
+    }
+    const char *leaf, *vals;
+    if (k == 1) {
+        PL_RETURN_IF_ERROR(lw_const(w, "leaf", PL_DTYPE_F32, 1, &m, f->leaf, (size_t)m * 4, &leaf));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Gather", leaf, cur, &vals));
+    } else {
+        int64_t ld[2] = {m, k};
+        PL_RETURN_IF_ERROR(lw_const(w, "leaf", PL_DTYPE_F32, 2, ld, f->leaf, (size_t)(m * k) * 4,
+                                    &leaf));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Gather", leaf, cur, &vals));
+    }
+    /* [N, T] or [N, T, K]: the sum over the trees, kept for one target */
+    const int64_t axis = 1;
+    pl_nid id;
+    if (lw_ai_opset(w) >= 13) {
+        const char *ax;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &axis, 1, &ax));
+        PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){vals, ax}, 2, out, &id));
+    } else {
+        PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){vals}, 1, out, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &axis, 1));
+    }
+    return pl_graph_attr_int(w->g, id, "keepdims", k == 1 ? 1 : 0);
+}
+
+/* The input as a [N, C] f32 for a tree ensemble, and C. */
+static pl_status *lw_forest_input(lw *w, const char **x, int64_t *cols)
+{
+    PL_RETURN_IF_ERROR(lw_ml_input(w, x, cols));
+    const pl_graph_tensor *t = lw_tensor(w, lw_input(w, 0));
+    if (t == NULL || t->ndim != 2)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "input 0 must be 2-D [rows, features]");
+    return NULL;
+}
+
+/* BASE_VALUES (K of them, or none) added to S into *OUT. */
+static pl_status *lw_forest_base(lw *w, const double *base, size_t nbase, const char *s,
+                                 const char **out)
+{
+    *out = s;
+    if (nbase == 0)
+        return NULL;
+    float *bf = pl_calloc(nbase, sizeof *bf);
+    if (bf == NULL)
+        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < nbase; i++)
+        bf[i] = (float)base[i];
+    const char *b;
+    int64_t n = (int64_t)nbase;
+    pl_status *st = lw_const(w, "base_values", PL_DTYPE_F32, 1, &n, bf, nbase * 4, &b);
+    pl_free(bf);
+    PL_RETURN_IF_ERROR(st);
+    return lw_binary(w, "Add", s, b, out);
+}
+
+/* TreeEnsembleRegressor: the sum (or, with aggregate_function AVERAGE, the
+ * mean) over the trees of the weights of the leaves each row reaches, per
+ * target, plus base_values, through post_transform; [N, n_targets]. */
+static pl_status *lw_ml_tree_regressor(lw *w)
+{
+    const char *x, *s;
+    int64_t cols, k = lw_attr_i(w, "n_targets", 1);
+    PL_RETURN_IF_ERROR(lw_forest_input(w, &x, &cols));
+    const char *agg = lw_attr_s(w, "aggregate_function", "SUM");
+    if (strcmp(agg, "SUM") != 0 && strcmp(agg, "AVERAGE") != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "aggregate_function '%s' (SUM, AVERAGE only)", agg);
+    if (k < 1 || k > (1 << 16))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "n_targets %lld", (long long)k);
+    double *base = NULL;
+    size_t nbase = 0;
+    PL_RETURN_IF_ERROR(lw_ml_float_list(w, "base_values", &base, &nbase));
+    struct lw_forest f;
+    memset(&f, 0, sizeof f);
+    pl_status *st = nbase == 0 || nbase == (size_t)k
+                        ? lw_forest_read(w, "target", (size_t)k, cols, &f)
+                        : lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                                   "%zu base_values for %lld targets", nbase, (long long)k);
+    if (st == NULL)
+        st = lw_forest_walk(w, x, cols, &f, &s);
+    if (st == NULL && strcmp(agg, "AVERAGE") == 0) {
+        const char *n;
+        st = lw_scalar(w, "trees", (double)f.trees, &n);
+        if (st == NULL)
+            st = lw_binary(w, "Div", s, n, &s);
+    }
+    if (st == NULL)
+        st = lw_forest_base(w, base, nbase, s, &s);
+    if (st == NULL)
+        st = lw_ml_post(w, lw_attr_s(w, "post_transform", "NONE"), s, &s);
+    if (st == NULL)
+        st = lw_become(w, "Identity", (const char *[]){s}, 1);
+    lw_forest_free(&f);
+    pl_free(base);
+    return st;
+}
+
+/* TreeEnsembleClassifier: per class, the sum over the trees of the weights
+ * of the leaves each row reaches, plus base_values. With three classes or
+ * more, the label is the class of the largest sum and output 1 the sums
+ * through post_transform. Two classes whose weights all name class 0 (what
+ * skl2onnx writes for a binary forest or boosting, and onnxmltools for
+ * LightGBM's and XGBoost's) read as ONNX Runtime reads them: s the sum
+ * (plus the one base value), label classlabels[1] where s > 0.5 when every
+ * weight is positive (a probability) else where s > 0, output 1 [1 - s, s]
+ * in the first case, [-s, s] in the second (through LOGISTIC: [σ(-s),
+ * σ(s)]). Other two-class forms, where ONNX Runtime's outputs follow rules
+ * of their own, are refused. */
+static pl_status *lw_ml_tree_classifier(lw *w)
+{
+    const char *x, *s;
+    int64_t cols;
+    size_t nl;
+    const int64_t *labels;
+    PL_RETURN_IF_ERROR(lw_forest_input(w, &x, &cols));
+    PL_RETURN_IF_ERROR(lw_ml_labels(w, "classlabels_int64s", &labels, &nl));
+    if (nl < 2)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "classlabels_int64s lists %zu classes", nl);
+    const char *post = lw_attr_s(w, "post_transform", "NONE");
+    double *base = NULL;
+    size_t nbase = 0;
+    PL_RETURN_IF_ERROR(lw_ml_float_list(w, "base_values", &base, &nbase));
+    const pl_attr *ids = lw_attr(w, "class_ids");
+    bool one_class = ids != NULL && ids->kind == PL_ATTR_INTS && ids->n > 0;
+    for (size_t i = 1; one_class && i < ids->n; i++)
+        one_class = ids->ints[i] == ids->ints[0];
+    bool binary = nl == 2 && one_class;
+    pl_status *st = NULL;
+    if (nl == 2 && !(binary && ids->ints[0] == 0 && nbase <= 1))
+        st = lw_error(w, PL_CODE_UNSUPPORTED,
+                      "two classes with weights for class 1 or two base values (only weights "
+                      "all for class 0, at most one base value, are read as ONNX Runtime "
+                      "reads them)");
+    if (st == NULL && nl > 2 && nbase != 0 && nbase != nl)
+        st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu base_values for %zu classes", nbase, nl);
+    struct lw_forest f;
+    memset(&f, 0, sizeof f);
+    if (st == NULL)
+        st = lw_forest_read(w, "class", binary ? 1 : nl, cols, &f);
+    if (st == NULL)
+        st = lw_forest_walk(w, x, cols, &f, &s);
+    if (st == NULL)
+        st = lw_forest_base(w, base, nbase, s, &s);
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    bool want_scores = nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE;
+    if (st == NULL && !binary) {
+        if (want_scores) {
+            const char *z, *name;
+            st = lw_ml_post(w, post, s, &z);
+            if (st == NULL)
+                st = lw_node_to_output(w, "Identity", z, NULL, 1, &name);
+        }
+        if (st == NULL)
+            st = lw_ml_argmax_label(w, s, labels, nl);
+    } else if (st == NULL) {
+        bool positive = true;
+        for (size_t i = 0; i < f.m; i++)
+            positive &= f.leaf[i] >= 0.0f;
+        if (strcmp(post, "PROBIT") == 0 || strcmp(post, "SOFTMAX_ZERO") == 0)
+            st = lw_error(w, PL_CODE_UNSUPPORTED, "post_transform '%s' with two classes", post);
+        if (st == NULL && want_scores) {
+            const char *a, *b2;
+            if (positive) {
+                const char *one;
+                st = lw_scalar(w, "one", 1.0, &one);
+                if (st == NULL)
+                    st = lw_binary(w, "Sub", one, s, &a);
+                b2 = s;
+            } else {
+                st = lw_unary(w, "Neg", s, &a);
+                b2 = s;
+                if (st == NULL && strcmp(post, "LOGISTIC") == 0) {
+                    st = lw_unary(w, "Sigmoid", a, &a);
+                    if (st == NULL)
+                        st = lw_unary(w, "Sigmoid", s, &b2);
+                }
+            }
+            if (st == NULL)
+                st = lw_ml_two_columns(w, a, b2);
+        }
+        if (st == NULL)
+            st = lw_ml_threshold_label(w, s, positive ? 0.5 : 0.0, labels[1], labels[0]);
+    }
+    lw_forest_free(&f);
+    pl_free(base);
+    return st;
 }
 
 /* ---- the table ------------------------------------------------------------------ */
@@ -3275,6 +4153,9 @@ static const struct {
     {"ai.onnx.ml", "LinearRegressor", 0, lw_ml_linear_regressor},
     {"ai.onnx.ml", "Binarizer", 0, lw_ml_binarizer},
     {"ai.onnx.ml", "ArrayFeatureExtractor", 0, lw_ml_feature_extractor},
+    {"ai.onnx.ml", "LinearClassifier", 0, lw_ml_linear_classifier},
+    {"ai.onnx.ml", "TreeEnsembleRegressor", 0, lw_ml_tree_regressor},
+    {"ai.onnx.ml", "TreeEnsembleClassifier", 0, lw_ml_tree_classifier},
     /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
     {"", "ImageScaler", 1, lw_image_scaler},
     {"", "Scale", 1, lw_scale},

