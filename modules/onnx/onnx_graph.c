@@ -131,6 +131,18 @@ static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *v
      * into tensors; the model's own inputs and outputs stay tensors. */
     if (type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && !model_io)
         return NULL;
+    /* skl2onnx's classifiers end in ZipMap by default: a sequence of maps
+     * of class probabilities, which the message names with its way out */
+    const Onnx__TypeProto *elem = type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
+                                          type->sequence_type != NULL
+                                      ? type->sequence_type->elem_type
+                                      : NULL;
+    if (elem != NULL && elem->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE)
+        return ox_error(imp, PL_CODE_UNSUPPORTED,
+                        "%s is a sequence of maps (a classifier's ZipMap); Plinth gives only "
+                        "tensors: export the probabilities as a tensor (skl2onnx: options "
+                        "{'zipmap': False}; onnxmltools: zipmap=False)",
+                        what);
     if (type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
                         "%s has a sequence type; Plinth follows sequences inside a model "

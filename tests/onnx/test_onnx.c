@@ -1512,6 +1512,26 @@ static void m_input_sequence(Onnx__ModelProto *m, const char *d)
     tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
     tp->sequence_type = seq;
 }
+/* The output as skl2onnx's ZipMap types it: a sequence of maps. */
+static void m_output_zipmap(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    Onnx__TypeProto *tp = m->graph->output[0]->type;
+    protobuf_c_message_free_unpacked(&tp->tensor_type->base, NULL);
+    Onnx__TypeProto__Map *map = xmalloc(sizeof *map);
+    onnx__type_proto__map__init(map);
+    map->has_key_type = 1;
+    map->key_type = 7; /* int64 */
+    Onnx__TypeProto *elem = xmalloc(sizeof *elem);
+    onnx__type_proto__init(elem);
+    elem->value_case = ONNX__TYPE_PROTO__VALUE_MAP_TYPE;
+    elem->map_type = map;
+    Onnx__TypeProto__Sequence *seq = xmalloc(sizeof *seq);
+    onnx__type_proto__sequence__init(seq);
+    seq->elem_type = elem;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    tp->sequence_type = seq;
+}
 static void m_int32_out_of_range(Onnx__ModelProto *m, const char *d)
 {
     (void)d;
@@ -1772,6 +1792,10 @@ static const bad_case bad_cases[] = {
     {"initializer_no_name", m_initializer_no_name, NULL, "initializer #0 has no name", NULL},
     {"input_no_type", m_input_no_type, NULL, "graph input 'x' has no type", NULL},
     {"input_sequence", m_input_sequence, NULL, "graph input 'x' has a sequence type", NULL},
+    {"output_zipmap", m_output_zipmap, NULL,
+     "graph output 'y' is a sequence of maps (a classifier's ZipMap); Plinth gives only tensors: "
+     "export the probabilities as a tensor (skl2onnx: options {'zipmap': False}",
+     NULL},
     {"int32_out_of_range", m_int32_out_of_range, NULL,
      "initializer 'bytes': int32_data[1] = 300 is out of range for UINT8", NULL},
     {"sparse_initializer", m_sparse_initializer, NULL, "sparse initializers are not supported", NULL},

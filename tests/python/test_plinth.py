@@ -2368,16 +2368,17 @@ class OnnxTest(unittest.TestCase):
 
     def test_onnx_ml_trees(self):
         """ai.onnx.ml's TreeEnsembleRegressor, TreeEnsembleClassifier and
-        LinearClassifier as skl2onnx and onnxmltools write them, lowered to
-        standard ops (a walk of every tree at once, a step per level), against
-        a NumPy walk of the trees with ONNX Runtime's reading of them: every
+        LinearClassifier as skl2onnx and onnxmltools write them, lowered
+        (the trees to ai.plinth TreeEnsemble, the cpu module's kernel; the
+        rest to standard ops), against a NumPy walk of the trees with ONNX
+        Runtime's reading of them: every
         branch mode, NaN sent the way missing_value_tracks_true says, node
         ids out of order, tree ids not 0..T-1, several targets, SUM and
         AVERAGE, base values, post transforms; the two-class outputs as ONNX
         Runtime gives them ([1 - s, s] for positive weights, [-s, s] or its
         logistic for signed ones, a label by 0.5 or by 0); ai.onnx opsets 8
-        (no Where), 9 (no GatherElements), 13 and 18, and none (XGBoost's
-        models import ai.onnx.ml only). String labels and two-class forms
+        (no Where for the label), 9, 13 and 18, and none (XGBoost's models
+        import ai.onnx.ml only). String labels and two-class forms
         whose outputs ONNX Runtime shapes by other rules are refused with
         the reason. (The same models out of scikit-learn, LightGBM and
         XGBoost agree with ONNX Runtime 1.20 to 2e-7: bench/zoo/make_ml_zoo.py.)"""

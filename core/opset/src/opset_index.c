@@ -265,6 +265,22 @@ static pl_status *ix_infer_nms_padded(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 1, PL_DTYPE_I64, 1, (int64_t[]){1}, NULL);
 }
 
+/* ai.plinth TreeEnsemble(X, feature, threshold, yes, no, leaf, roots
+ * [, nan_yes]): the sum over the trees (roots [T]) of the weights
+ * (leaf [M, K]) of the leaf each row of X [N, C] reaches; [N, K] f32. The
+ * form the core lowers ai.onnx.ml's tree ensembles to (opset_lower.c). */
+static pl_status *ix_infer_trees(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *leaf = pl_infer_input(ctx, 5);
+    if (x->ndim >= 0 && x->ndim != 2)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "X must be [rows, features]");
+    if (leaf->ndim >= 0 && leaf->ndim != 2)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "leaf must be [nodes, targets]");
+    int64_t dims[2] = {x->ndim == 2 ? x->dims[0] : -1, leaf->ndim == 2 ? leaf->dims[1] : -1};
+    const char *params[2] = {x->ndim == 2 && x->dim_params ? x->dim_params[0] : NULL, NULL};
+    return pl_infer_set_output(ctx, 0, PL_DTYPE_F32, 2, dims, params);
+}
+
 /* ai.plinth UniquePadded: ONNX's Unique with its unique values, first
  * indices and counts in buffers of the most there can be (every element,
  * or every slice along the axis) and their number in a fifth output, [1];
@@ -780,6 +796,8 @@ static const pl_attr_spec ix_castlike19_attrs[] = {PL_ATTR_I("saturate", 1)};
 static const pl_attr_spec ix_castlike24_attrs[] = {PL_ATTR_I("saturate", 1),
                                                    PL_ATTR_S("round_mode", "up")};
 
+static const pl_attr_spec ix_trees_attrs[] = {PL_ATTR_S("mode", "BRANCH_LEQ")};
+
 const pl_op_schema pl_opset_index_schemas[] = {
     IX_GATHER_EL(11),
     IX_GATHER_EL(13),
@@ -800,6 +818,11 @@ const pl_op_schema pl_opset_index_schemas[] = {
      .attrs = ix_nms_attrs, .n_attrs = PL_COUNT(ix_nms_attrs), .infer = ix_infer_nms_padded,
      .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}},
      .input_types = {"T", "T", "I", "T", "T"}, .output_types = {"I", "I"}},
+    {.name = "TreeEnsemble", .domain = "ai.plinth", .since_version = 1, .min_inputs = 7,
+     .max_inputs = 8, .min_outputs = 1, .max_outputs = 1, .attrs = ix_trees_attrs,
+     .n_attrs = PL_COUNT(ix_trees_attrs), .infer = ix_infer_trees,
+     .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}, {"B", PL_TS_BOOL}},
+     .input_types = {"T", "I", "T", "I", "I", "T", "I", "B"}, .output_types = {"T"}},
     {.name = "UniquePadded", .domain = "ai.plinth", .since_version = 1, .min_inputs = 1,
      .max_inputs = 1, .min_outputs = 5, .max_outputs = 5, .attrs = ix_unique_attrs,
      .n_attrs = PL_COUNT(ix_unique_attrs), .infer = ix_infer_unique_padded,

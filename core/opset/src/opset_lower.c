@@ -3477,10 +3477,9 @@ static pl_status *lw_ml_linear_classifier(lw *w)
 }
 
 /* One tree ensemble's nodes, numbered as the attributes list them (M of
- * them), for the walk lw_ml_trees builds. */
+ * them), for the ai.plinth TreeEnsemble node lw_forest_sum makes. */
 struct lw_forest {
     size_t m, trees, k;
-    int64_t depth;
     int64_t *feat, *yes, *no, *roots; /* M, M, M, TREES: a leaf's yes and no are itself */
     float *thr;                       /* M */
     uint8_t *nan_yes;                 /* M: a missing value goes the yes way; NULL: none does */
@@ -3641,8 +3640,7 @@ static pl_status *lw_forest_read(lw *w, const char *prefix, size_t k, int64_t co
                 f->roots[f->trees++] = root;
         }
     }
-    /* the depth: the longest path from a root, which the walk takes in as
-     * many steps; a cycle never ends */
+    /* every path from a root ends at a leaf: a cycle is refused */
     int64_t *depth = st == NULL ? pl_calloc(m, sizeof *depth) : NULL;
     size_t *stack = st == NULL ? pl_calloc(m + 1, sizeof *stack) : NULL;
     if (st == NULL && (depth == NULL || stack == NULL))
@@ -3663,8 +3661,6 @@ static pl_status *lw_forest_read(lw *w, const char *prefix, size_t k, int64_t co
             int64_t next[2] = {f->yes[i], f->no[i]};
             for (int c = 0; c < 2; c++) {
                 depth[next[c]] = depth[i] + 1;
-                if (depth[next[c]] > f->depth)
-                    f->depth = depth[next[c]];
                 stack[sp++] = (size_t)next[c];
             }
         }
@@ -3711,102 +3707,8 @@ static pl_status *lw_forest_read(lw *w, const char *prefix, size_t k, int64_t co
     return st;
 }
 
-/* Whether X is NaN, as bools: IsNaN, or below ai.onnx opset 9 as neither
- * above -inf nor below +inf. */
-static pl_status *lw_isnan_any(lw *w, int64_t opset, const char *x, const char **out)
-{
-    if (opset >= 9)
-        return lw_unary(w, "IsNaN", x, out);
-    const char *lo, *hi, *a, *b, *either;
-    PL_RETURN_IF_ERROR(lw_scalar(w, "minus_inf", -INFINITY, &lo));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "plus_inf", INFINITY, &hi));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", x, lo, &a));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Less", x, hi, &b));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Or", a, b, &either));
-    return lw_unary(w, "Not", either, out);
-}
-
-/* Whether X compares as MODE (BRANCH_LEQ, ...) with T, as bools in *OUT:
- * false where X is NaN, as ONNX Runtime compares. Below ai.onnx opset 12
- * (no LessOrEqual, GreaterOrEqual) as the negated strict comparison, NaN
- * taken out. */
-static pl_status *lw_forest_test(lw *w, const char *mode, int64_t opset, const char *x,
-                                 const char *t, const char **out)
-{
-    bool leq = strcmp(mode, "BRANCH_LEQ") == 0, gte = strcmp(mode, "BRANCH_GTE") == 0;
-    if ((leq || gte) && opset < 12) {
-        const char *c, *nan, *bad;
-        PL_RETURN_IF_ERROR(lw_binary(w, leq ? "Greater" : "Less", x, t, &c));
-        PL_RETURN_IF_ERROR(lw_isnan_any(w, opset, x, &nan));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Or", c, nan, &bad));
-        return lw_unary(w, "Not", bad, out);
-    }
-    const char *op = leq                                 ? "LessOrEqual"
-                     : strcmp(mode, "BRANCH_LT") == 0    ? "Less"
-                     : gte                               ? "GreaterOrEqual"
-                     : strcmp(mode, "BRANCH_GT") == 0    ? "Greater"
-                                                         : "Equal";
-    PL_RETURN_IF_ERROR(lw_binary(w, op, x, t, out));
-    if (strcmp(mode, "BRANCH_NEQ") == 0)
-        return lw_unary(w, "Not", *out, out);
-    return NULL;
-}
-
-/* Below ai.onnx opset 11 (no GatherElements), the test of each row's
- * current node without gathering its value: every feature of X [N, C]
- * compared with the node's threshold TV ([T] or [N, T], RANK), the
- * comparisons as 0 / 1 summed under a one-hot of the node's feature FV
- * (an int Equal against 0..C-1), so a NaN anywhere else in the row stays
- * out; with TRACK (nodes sending NaN the yes way) the same for IsNaN. */
-static pl_status *lw_forest_test_narrow(lw *w, const char *mode, int64_t opset, const char *x,
-                                        int64_t cols, const char *fv, const char *tv, int rank,
-                                        const char *track, const char **out)
-{
-    const int64_t last = rank, one = 1, two = 2;
-    int64_t *range = pl_calloc((size_t)cols, sizeof *range);
-    if (range == NULL)
-        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; i < cols; i++)
-        range[i] = i;
-    const char *cols_c, *f3, *t3, *x3, *oh, *ohf, *cmp, *cmpf, *prod, *sum, *half;
-    pl_status *st = lw_const(w, "columns", PL_DTYPE_I64, 1, &cols, range, (size_t)cols * 8, &cols_c);
-    pl_free(range);
-    PL_RETURN_IF_ERROR(st);
-    pl_nid id;
-    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){fv}, 1, &f3, &id));
-    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &last, 1));
-    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){tv}, 1, &t3, &id));
-    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &last, 1));
-    PL_RETURN_IF_ERROR(lw_node(w, "Unsqueeze", (const char *[]){x}, 1, &x3, &id));
-    PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &one, 1));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Equal", f3, cols_c, &oh));
-    PL_RETURN_IF_ERROR(lw_cast(w, oh, 1, &ohf));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
-    const char *tests[2] = {NULL, NULL};
-    PL_RETURN_IF_ERROR(lw_forest_test(w, mode, opset, x3, t3, &cmp));
-    tests[0] = cmp;
-    if (track != NULL)
-        PL_RETURN_IF_ERROR(lw_isnan_any(w, opset, x3, &tests[1]));
-    const char *picked[2] = {NULL, NULL};
-    for (int k = 0; k < 2 && tests[k] != NULL; k++) {
-        PL_RETURN_IF_ERROR(lw_cast(w, tests[k], 1, &cmpf));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cmpf, ohf, &prod));
-        PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){prod}, 1, &sum, &id));
-        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &two, 1));
-        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "keepdims", 0));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Greater", sum, half, &picked[k]));
-    }
-    if (track == NULL) {
-        *out = picked[0];
-        return NULL;
-    }
-    const char *both;
-    PL_RETURN_IF_ERROR(lw_binary(w, "And", picked[1], track, &both));
-    return lw_binary(w, "Or", picked[0], both, out);
-}
-
-/* Y where C, else N (int64 node numbers): Where, or below ai.onnx opset 9
- * N + C * (Y - N). */
+/* Y where C, else N (int64): Where, or below ai.onnx opset 9 (LightGBM's
+ * regressors import opset 8) N + C * (Y - N). */
 static pl_status *lw_forest_choose(lw *w, int64_t opset, const char *c, const char *y,
                                    const char *n, const char **out)
 {
@@ -3820,139 +3722,40 @@ static pl_status *lw_forest_choose(lw *w, int64_t opset, const char *c, const ch
 }
 
 /* The sum over F's trees of the weights of the leaf each row of X [N, C]
- * reaches, [N, K]: each tree walked F->depth steps at once for all rows,
- * from the roots, a step gathering each row's current node's feature and
- * threshold, comparing, and taking the yes or no node (a leaf leads to
- * itself); then the leaves' weights gathered and summed over the trees. */
-static pl_status *lw_forest_walk(lw *w, const char *x, int64_t cols, const struct lw_forest *f,
+ * reaches, [N, K]: one ai.plinth TreeEnsemble node (its schema in
+ * opset_index.c, the cpu module's kernel in trees.c) over F's tables. A
+ * walk of all trees in standard ops (a gather, a comparison and a Where a
+ * level, for every backend) ran 3-25x ONNX Runtime's time on the ML zoo's
+ * forests (20 levels: some 140 small ops a run); the kernel 0.4-0.9x. */
+static pl_status *lw_forest_sum(lw *w, const char *x, const struct lw_forest *f,
                                  const char **out)
 {
     const int64_t m = (int64_t)f->m, t = (int64_t)f->trees, k = (int64_t)f->k;
-    const char *feat, *thr, *yes, *no, *nan_yes = NULL, *cur = NULL;
-    PL_RETURN_IF_ERROR(lw_const(w, "feature", PL_DTYPE_I64, 1, &m, f->feat, (size_t)m * 8, &feat));
-    PL_RETURN_IF_ERROR(lw_const(w, "threshold", PL_DTYPE_F32, 1, &m, f->thr, (size_t)m * 4, &thr));
-    PL_RETURN_IF_ERROR(lw_const(w, "yes", PL_DTYPE_I64, 1, &m, f->yes, (size_t)m * 8, &yes));
-    PL_RETURN_IF_ERROR(lw_const(w, "no", PL_DTYPE_I64, 1, &m, f->no, (size_t)m * 8, &no));
+    const int64_t ld[2] = {m, k};
+    const char *ins[8];
+    size_t n_in = 7;
+    ins[0] = x;
+    PL_RETURN_IF_ERROR(lw_const(w, "feature", PL_DTYPE_I64, 1, &m, f->feat, (size_t)m * 8, &ins[1]));
+    PL_RETURN_IF_ERROR(lw_const(w, "threshold", PL_DTYPE_F32, 1, &m, f->thr, (size_t)m * 4, &ins[2]));
+    PL_RETURN_IF_ERROR(lw_const(w, "yes", PL_DTYPE_I64, 1, &m, f->yes, (size_t)m * 8, &ins[3]));
+    PL_RETURN_IF_ERROR(lw_const(w, "no", PL_DTYPE_I64, 1, &m, f->no, (size_t)m * 8, &ins[4]));
+    PL_RETURN_IF_ERROR(lw_const(w, "leaf", PL_DTYPE_F32, 2, ld, f->leaf, (size_t)(m * k) * 4,
+                                &ins[5]));
+    PL_RETURN_IF_ERROR(lw_const(w, "roots", PL_DTYPE_I64, 1, &t, f->roots, (size_t)t * 8, &ins[6]));
     if (f->nan_yes != NULL)
         PL_RETURN_IF_ERROR(lw_const(w, "nan_yes", PL_DTYPE_BOOL, 1, &m, f->nan_yes, (size_t)m,
-                                    &nan_yes));
-    int64_t opset = lw_ai_opset(w);
-    if (opset < 7)
-        return lw_error(w, PL_CODE_UNSUPPORTED,
-                        "a tree ensemble in a graph of ai.onnx opset %lld (7 or later)",
-                        (long long)opset);
-    const char *mode = f->mode != NULL ? f->mode : "BRANCH_LEQ";
-    if (opset < 11 && (strcmp(mode, "BRANCH_EQ") == 0 || strcmp(mode, "BRANCH_NEQ") == 0))
-        return lw_error(w, PL_CODE_UNSUPPORTED, "%s below ai.onnx opset 11 (no float Equal)",
-                        mode);
-    if (opset < 11 && (cols < 1 || cols > (1 << 16)))
-        return lw_error(w, PL_CODE_UNSUPPORTED,
-                        "the feature count must be known (and at most 65536) below ai.onnx "
-                        "opset 11 (no GatherElements)");
-    /* step 0 from the roots (constants): a [N, T] gather of X's columns */
-    int64_t *r_feat = pl_calloc((size_t)t, 8), *r_yes = pl_calloc((size_t)t, 8),
-            *r_no = pl_calloc((size_t)t, 8);
-    float *r_thr = pl_calloc((size_t)t, 4);
-    pl_status *st = r_feat && r_yes && r_no && r_thr
-                        ? NULL
-                        : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; st == NULL && i < t; i++) {
-        int64_t r = f->roots[i];
-        r_feat[i] = f->feat[r], r_yes[i] = f->yes[r], r_no[i] = f->no[r], r_thr[i] = f->thr[r];
-    }
-    const char *rf = NULL, *rt = NULL, *ry = NULL, *rn = NULL, *rnan = NULL;
-    if (st == NULL)
-        st = lw_const(w, "root_feature", PL_DTYPE_I64, 1, &t, r_feat, (size_t)t * 8, &rf);
-    if (st == NULL)
-        st = lw_const(w, "root_threshold", PL_DTYPE_F32, 1, &t, r_thr, (size_t)t * 4, &rt);
-    if (st == NULL)
-        st = lw_const(w, "root_yes", PL_DTYPE_I64, 1, &t, r_yes, (size_t)t * 8, &ry);
-    if (st == NULL)
-        st = lw_const(w, "root_no", PL_DTYPE_I64, 1, &t, r_no, (size_t)t * 8, &rn);
-    if (st == NULL && f->nan_yes != NULL) {
-        uint8_t *rb = pl_calloc((size_t)t, 1);
-        if (rb == NULL)
-            st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
-        for (int64_t i = 0; rb != NULL && i < t; i++)
-            rb[i] = f->nan_yes[f->roots[i]];
-        if (st == NULL)
-            st = lw_const(w, "root_nan_yes", PL_DTYPE_BOOL, 1, &t, rb, (size_t)t, &rnan);
-        pl_free(rb);
-    }
-    pl_free(r_feat);
-    pl_free(r_yes);
-    pl_free(r_no);
-    pl_free(r_thr);
-    PL_RETURN_IF_ERROR(st);
-    char idx[LW_NAME] = "";
-    int64_t steps = f->depth > 0 ? f->depth : 1;
-    int mark = w->used;
-    for (int64_t s = 0; s < steps; s++) {
-        const char *fv, *xv, *tv, *c, *y, *n2, *next, *track = NULL;
-        if (s == 0) {
-            fv = rf, tv = rt, y = ry, n2 = rn, track = rnan;
-        } else {
-            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", feat, cur, &fv));
-            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", thr, cur, &tv));
-            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", yes, cur, &y));
-            PL_RETURN_IF_ERROR(lw_binary(w, "Gather", no, cur, &n2));
-            if (nan_yes != NULL)
-                PL_RETURN_IF_ERROR(lw_binary(w, "Gather", nan_yes, cur, &track));
-        }
-        if (opset >= 11) {
-            pl_nid id;
-            if (s == 0)
-                PL_RETURN_IF_ERROR(lw_node(w, "Gather", (const char *[]){x, fv}, 2, &xv, &id));
-            else
-                PL_RETURN_IF_ERROR(
-                    lw_node(w, "GatherElements", (const char *[]){x, fv}, 2, &xv, &id));
-            PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 1));
-            PL_RETURN_IF_ERROR(lw_forest_test(w, mode, opset, xv, tv, &c));
-            if (nan_yes != NULL) {
-                const char *isnan, *both;
-                PL_RETURN_IF_ERROR(lw_unary(w, "IsNaN", xv, &isnan));
-                PL_RETURN_IF_ERROR(lw_binary(w, "And", isnan, track, &both));
-                PL_RETURN_IF_ERROR(lw_binary(w, "Or", c, both, &c));
-            }
-            PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){c, y, n2}, 3, &next, NULL));
-        } else {
-            PL_RETURN_IF_ERROR(lw_forest_test_narrow(w, mode, opset, x, cols, fv, tv,
-                                                     s == 0 ? 1 : 2, track, &c));
-            PL_RETURN_IF_ERROR(lw_forest_choose(w, opset, c, y, n2, &next));
-        }
-        snprintf(idx, sizeof idx, "%s", next);
-        /* the names of this step are in the graph now: their slots are
-         * free again (a walk of any depth fits LW_MAX_NAMES) */
-        w->used = mark;
-        char *keep = lw_slot(w);
-        if (keep == NULL)
-            return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
-        snprintf(keep, LW_NAME, "%s", idx);
-        cur = keep;
-        mark = w->used;
-    }
-    const char *leaf, *vals;
-    if (k == 1) {
-        PL_RETURN_IF_ERROR(lw_const(w, "leaf", PL_DTYPE_F32, 1, &m, f->leaf, (size_t)m * 4, &leaf));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Gather", leaf, cur, &vals));
-    } else {
-        int64_t ld[2] = {m, k};
-        PL_RETURN_IF_ERROR(lw_const(w, "leaf", PL_DTYPE_F32, 2, ld, f->leaf, (size_t)(m * k) * 4,
-                                    &leaf));
-        PL_RETURN_IF_ERROR(lw_binary(w, "Gather", leaf, cur, &vals));
-    }
-    /* [N, T] or [N, T, K]: the sum over the trees, kept for one target */
-    const int64_t axis = 1;
+                                    &ins[n_in++]));
+    char node_name[LW_NAME], *o = lw_slot(w);
+    if (o == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_rewrite_fresh_name(w->g, w->base, "TreeEnsemble", node_name, sizeof node_name);
+    pl_rewrite_fresh_name(w->g, w->base, "TreeEnsemble_out", o, LW_NAME);
     pl_nid id;
-    if (lw_ai_opset(w) >= 13) {
-        const char *ax;
-        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &axis, 1, &ax));
-        PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){vals, ax}, 2, out, &id));
-    } else {
-        PL_RETURN_IF_ERROR(lw_node(w, "ReduceSum", (const char *[]){vals}, 1, out, &id));
-        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &axis, 1));
-    }
-    return pl_graph_attr_int(w->g, id, "keepdims", k == 1 ? 1 : 0);
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, "TreeEnsemble", "ai.plinth", ins, n_in,
+                                         (const char *[]){o}, 1, &id));
+    *out = o;
+    const char *mode = f->mode != NULL ? f->mode : "BRANCH_LEQ";
+    return pl_graph_attr_string(w->g, id, "mode", mode, strlen(mode));
 }
 
 /* The input as a [N, C] f32 for a tree ensemble, and C. */
@@ -4008,7 +3811,7 @@ static pl_status *lw_ml_tree_regressor(lw *w)
                         : lw_error(w, PL_CODE_INVALID_ARGUMENT,
                                    "%zu base_values for %lld targets", nbase, (long long)k);
     if (st == NULL)
-        st = lw_forest_walk(w, x, cols, &f, &s);
+        st = lw_forest_sum(w, x, &f, &s);
     if (st == NULL && strcmp(agg, "AVERAGE") == 0) {
         const char *n;
         st = lw_scalar(w, "trees", (double)f.trees, &n);
@@ -4069,7 +3872,7 @@ static pl_status *lw_ml_tree_classifier(lw *w)
     if (st == NULL)
         st = lw_forest_read(w, "class", binary ? 1 : nl, cols, &f);
     if (st == NULL)
-        st = lw_forest_walk(w, x, cols, &f, &s);
+        st = lw_forest_sum(w, x, &f, &s);
     if (st == NULL)
         st = lw_forest_base(w, base, nbase, s, &s);
     const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
