@@ -2333,6 +2333,7 @@ class OnnxTest(unittest.TestCase):
         1.32's results (each checked equal to them to 6e-8)."""
         import onnx
         import onnx.helper as h
+        import onnx.numpy_helper  # noqa: F401 (onnx.numpy_helper below; not loaded by onnx alone)
         from onnx import TensorProto as T
         ml = "ai.onnx.ml"
         x = np.random.default_rng(4).standard_normal((5, 3)).astype(np.float32)
@@ -2538,6 +2539,76 @@ class OnnxTest(unittest.TestCase):
                 run_saved(self.rt, graph, opsets_of(15), 8, "trees_bad.onnx", {"x": x})
             self.assertIn(why, str(cm.exception))
             self.assertIn("TreeEnsembleClassifier", str(cm.exception))
+
+    def test_onnx_ml_svm_label_encoder(self):
+        """ai.onnx.ml's SVMRegressor (scikit-learn's SVR, NuSVR, OneClassSVM) with
+        each kernel (LINEAR, POLY, RBF from the differences, SIGMOID), liblinear's
+        form without support vectors and one_class's sign, and LabelEncoder with
+        numeric keys and values (IsolationForest maps leaf ids to path lengths
+        so), lowered to standard ops at ai.onnx opsets 13 and 18, against NumPy
+        forms of ONNX Runtime's definitions; string keys are refused."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((7, 3)).astype(np.float32)
+        sv = rng.standard_normal((5, 3)).astype(np.float32)
+        coef = rng.standard_normal(5).astype(np.float32)
+        g, c0, deg, rho = 0.3, 0.5, 3.0, -0.2
+        dot = x.astype(np.float64) @ sv.T.astype(np.float64)
+        kernels = {"LINEAR": dot, "POLY": (g * dot + c0) ** deg,
+                   "RBF": np.exp(-g * ((x[:, None, :] - sv[None]) ** 2).sum(-1)),
+                   "SIGMOID": np.tanh(g * dot + c0)}
+        for opset in (13, 18):
+            for kt, kern in kernels.items():
+                for one_class in (0, 1):
+                    node = h.make_node("SVMRegressor", ["x"], ["y"], domain=ml,
+                                       coefficients=coef.tolist(), kernel_params=[g, c0, deg],
+                                       kernel_type=kt, n_supports=5, one_class=one_class,
+                                       rho=[rho], support_vectors=sv.ravel().tolist())
+                    graph = h.make_graph([node], "g",
+                                         [h.make_tensor_value_info("x", T.FLOAT, [7, 3])],
+                                         [h.make_tensor_value_info("y", T.FLOAT, None)])
+                    y = run_saved(self.rt, graph, [h.make_opsetid("", opset), h.make_opsetid(ml, 1)],
+                                  8, "svr_%s_%d_%d.onnx" % (kt, one_class, opset), {"x": x})["y"]
+                    want = kern @ coef.astype(np.float64)[:, None] + rho
+                    if one_class:
+                        want = np.where(want > 0, 1.0, -1.0)
+                    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5,
+                                               err_msg="%s one_class %d opset %d" % (kt, one_class, opset))
+            # liblinear's form: the coefficients weigh the features
+            node = h.make_node("SVMRegressor", ["x"], ["y"], domain=ml, coefficients=coef[:3].tolist(),
+                               kernel_type="LINEAR", n_supports=0, rho=[rho])
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [7, 3])],
+                                 [h.make_tensor_value_info("y", T.FLOAT, None)])
+            y = run_saved(self.rt, graph, [h.make_opsetid("", opset), h.make_opsetid(ml, 1)], 8,
+                          "svr_linear_%d.onnx" % opset, {"x": x})["y"]
+            np.testing.assert_allclose(y, x @ coef[:3, None] + rho, rtol=1e-5, atol=1e-5)
+            # LabelEncoder: int keys to float values (a default), to int values,
+            # float keys to int values
+            ids = np.array([[2, 5, 7], [9, 2, 3]], np.int64)
+            fx = np.array([[0.5, 1.5], [2.5, 0.5]], np.float32)
+            for attrs, xv, xt, want in (
+                    (dict(keys_int64s=[2, 3, 9], values_floats=[1.5, -2.0, 4.0], default_float=7.0),
+                     ids, T.INT64, np.array([[1.5, 7, 7], [4.0, 1.5, -2.0]], np.float32)),
+                    (dict(keys_int64s=[7, 5], values_int64s=[70, 50]), ids, T.INT64,
+                     np.array([[-1, 50, 70], [-1, -1, -1]], np.int64)),
+                    (dict(keys_floats=[0.5, 2.5], values_int64s=[1, 3], default_int64=9), fx, T.FLOAT,
+                     np.array([[1, 9], [3, 1]], np.int64))):
+                node = h.make_node("LabelEncoder", ["x"], ["y"], domain=ml, **attrs)
+                graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", xt, list(xv.shape))],
+                                     [h.make_tensor_value_info("y", T.FLOAT if want.dtype == np.float32
+                                                               else T.INT64, None)])
+                y = run_saved(self.rt, graph, [h.make_opsetid("", opset), h.make_opsetid(ml, 2)], 8,
+                              "le_%d.onnx" % opset, {"x": xv})["y"]
+                np.testing.assert_array_equal(y, want, err_msg="LabelEncoder %s" % attrs)
+        node = h.make_node("LabelEncoder", ["x"], ["y"], domain=ml, keys_strings=["a"], values_int64s=[1])
+        graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.INT64, [2])],
+                             [h.make_tensor_value_info("y", T.INT64, None)])
+        with self.assertRaises(plinth.Error) as cm:
+            run_saved(self.rt, graph, [h.make_opsetid("", 15), h.make_opsetid(ml, 2)], 8, "le_bad.onnx",
+                      {"x": np.zeros(2, np.int64)})
+        self.assertIn("no string tensors", str(cm.exception))
 
     def test_random_ops(self):
         """RandomNormal, RandomUniform, their Like forms, Bernoulli and

@@ -3151,21 +3151,31 @@ static int64_t lw_ai_opset(const lw *w)
     return v > 0 ? v : PL_OPSET_DEFAULT_VERSION;
 }
 
+/* OP(A) over AXIS (Unsqueeze, a Reduce*: axes an input from ai.onnx
+ * opset SINCE, an attribute before; lw_axes_op reads the node's own
+ * version, which for an ai.onnx.ml node is that domain's), with keepdims
+ * KEEP unless it is -1. */
+static pl_status *lw_ml_axis_op(lw *w, const char *op, int64_t since, const char *a, int64_t axis,
+                                int keep, const char **out)
+{
+    pl_nid id;
+    if (lw_ai_opset(w) >= since) {
+        const char *ax;
+        PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &axis, 1, &ax));
+        PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a, ax}, 2, out, &id));
+    } else {
+        PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a}, 1, out, &id));
+        PL_RETURN_IF_ERROR(pl_graph_attr_ints(w->g, id, "axes", &axis, 1));
+    }
+    return keep < 0 ? NULL : pl_graph_attr_int(w->g, id, "keepdims", keep);
+}
+
 /* OP (a Reduce*) of A over its last axis, kept: axes as an attribute
  * below the opset that made it an input (13 for ReduceSum, 18 for the
  * others). */
 static pl_status *lw_ml_reduce_last(lw *w, const char *op, const char *a, const char **out)
 {
-    const int64_t last = -1;
-    int64_t input_from = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
-    pl_nid id;
-    if (lw_ai_opset(w) < input_from) {
-        PL_RETURN_IF_ERROR(lw_node(w, op, (const char *[]){a}, 1, out, &id));
-        return pl_graph_attr_ints(w->g, id, "axes", &last, 1);
-    }
-    const char *ax;
-    PL_RETURN_IF_ERROR(lw_i64s(w, "axes", &last, 1, &ax));
-    return lw_node(w, op, (const char *[]){a, ax}, 2, out, NULL);
+    return lw_ml_axis_op(w, op, strcmp(op, "ReduceSum") == 0 ? 13 : 18, a, -1, -1, out);
 }
 
 /* Normalizer: each row over the last axis by its MAX, L1 or L2 norm. */
@@ -3278,6 +3288,20 @@ static pl_status *lw_const(lw *w, const char *what, pl_dtype dtype, int32_t ndim
     snprintf(s, LW_NAME, "%s", pl_graph_get_tensor(w->g, t)->name);
     *out = s;
     return NULL;
+}
+
+/* A 1-D f32 constant of the N doubles V (an attribute's floats). */
+static pl_status *lw_f32s(lw *w, const char *what, const double *v, size_t n, const char **out)
+{
+    float *f = pl_calloc(n ? n : 1, sizeof *f);
+    if (f == NULL)
+        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)v[i];
+    int64_t nn = (int64_t)n;
+    pl_status *st = lw_const(w, what, PL_DTYPE_F32, 1, &nn, f, n * 4, out);
+    pl_free(f);
+    return st;
 }
 
 /* Node OP(A) with the int attribute NAME = V. */
@@ -3775,16 +3799,8 @@ static pl_status *lw_forest_base(lw *w, const double *base, size_t nbase, const 
     *out = s;
     if (nbase == 0)
         return NULL;
-    float *bf = pl_calloc(nbase, sizeof *bf);
-    if (bf == NULL)
-        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
-    for (size_t i = 0; i < nbase; i++)
-        bf[i] = (float)base[i];
     const char *b;
-    int64_t n = (int64_t)nbase;
-    pl_status *st = lw_const(w, "base_values", PL_DTYPE_F32, 1, &n, bf, nbase * 4, &b);
-    pl_free(bf);
-    PL_RETURN_IF_ERROR(st);
+    PL_RETURN_IF_ERROR(lw_f32s(w, "base_values", base, nbase, &b));
     return lw_binary(w, "Add", s, b, out);
 }
 
@@ -3920,6 +3936,181 @@ static pl_status *lw_ml_tree_classifier(lw *w)
     return st;
 }
 
+/* SVMRegressor (skl2onnx's SVR, NuSVR and OneClassSVM): with support
+ * vectors, the kernel of each row of X with each vector (LINEAR x·v, POLY
+ * (gamma x·v + coef0)^degree, RBF exp(-gamma |x - v|^2) from the
+ * norms and a product, SIGMOID tanh(gamma x·v + coef0)) times the coefficients,
+ * plus rho; without, X times the coefficients plus rho (liblinear's form);
+ * one_class: 1 where that is > 0, else -1. [N, 1], as ONNX Runtime. */
+static pl_status *lw_ml_svm_regressor(lw *w)
+{
+    const char *x, *k, *y;
+    int64_t cols;
+    PL_RETURN_IF_ERROR(lw_ml_input(w, &x, &cols));
+    const pl_attr *coef = lw_attr(w, "coefficients"), *sv = lw_attr(w, "support_vectors");
+    const pl_attr *rho = lw_attr(w, "rho"), *kp = lw_attr(w, "kernel_params");
+    int64_t ns = lw_attr_i(w, "n_supports", 0);
+    if (strcmp(lw_attr_s(w, "post_transform", "NONE"), "NONE") != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "post_transform '%s' (NONE only)",
+                        lw_attr_s(w, "post_transform", "NONE"));
+    if (coef == NULL || coef->kind != PL_ATTR_FLOATS || coef->n == 0 || rho == NULL ||
+        rho->kind != PL_ATTR_FLOATS || rho->n == 0 || cols < 1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "coefficients, rho and a known feature count are required");
+    const char *c, *r;
+    size_t nc, nr;
+    if (ns > 0) {
+        if (sv == NULL || sv->kind != PL_ATTR_FLOATS || sv->n != (size_t)(ns * cols) ||
+            coef->n != (size_t)ns)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "%lld support vectors of %lld features need as many values and one "
+                            "coefficient each",
+                            (long long)ns, (long long)cols);
+        const char *kt = lw_attr_s(w, "kernel_type", "LINEAR");
+        double gamma = kp != NULL && kp->kind == PL_ATTR_FLOATS && kp->n > 0 ? kp->floats[0] : 0.0;
+        double coef0 = kp != NULL && kp->kind == PL_ATTR_FLOATS && kp->n > 1 ? kp->floats[1] : 0.0;
+        double degree = kp != NULL && kp->kind == PL_ATTR_FLOATS && kp->n > 2 ? kp->floats[2] : 0.0;
+        const char *v;
+        size_t nv;
+        int64_t vd[2] = {ns, cols};
+        PL_RETURN_IF_ERROR(lw_ml_floats(w, "support_vectors", 2, vd, &nv, &v));
+        if (strcmp(kt, "RBF") == 0) {
+            /* |x - v|^2 = |x|^2 - 2 x.v + |v|^2: a product where the
+             * differences made an [N, S, C] tensor (svr_rbf 0.18 ms a run
+             * against ONNX Runtime's 0.12); rounding under 1e-6 of it,
+             * clamped at 0 */
+            float *vn = pl_calloc((size_t)ns, sizeof *vn);
+            if (vn == NULL)
+                return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+            for (int64_t i = 0; i < ns; i++) {
+                double a = 0;
+                for (int64_t j = 0; j < cols; j++)
+                    a += sv->floats[i * cols + j] * sv->floats[i * cols + j];
+                vn[i] = (float)a;
+            }
+            const char *vnorm, *vt, *xx, *xn, *xv, *m2, *t, *zero, *g, *e;
+            pl_status *st = lw_const(w, "sv_norm", PL_DTYPE_F32, 1, &ns, vn, (size_t)ns * 4, &vnorm);
+            pl_free(vn);
+            PL_RETURN_IF_ERROR(st);
+            PL_RETURN_IF_ERROR(lw_binary(w, "Mul", x, x, &xx));
+            PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "ReduceSum", 13, xx, 1, 1, &xn));
+            PL_RETURN_IF_ERROR(lw_perm(w, v, (const int64_t[]){1, 0}, 2, &vt));
+            PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, vt, &xv));
+            PL_RETURN_IF_ERROR(lw_scalar(w, "minus_two", -2.0, &m2));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Mul", xv, m2, &t));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Add", t, xn, &t));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Add", t, vnorm, &t));
+            PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Max", t, zero, &k));
+            PL_RETURN_IF_ERROR(lw_scalar(w, "minus_gamma", -gamma, &g));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Mul", k, g, &e));
+            PL_RETURN_IF_ERROR(lw_unary(w, "Exp", e, &k));
+        } else {
+            const char *vt, *g, *c0;
+            PL_RETURN_IF_ERROR(lw_perm(w, v, (const int64_t[]){1, 0}, 2, &vt));
+            PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, vt, &k));
+            if (strcmp(kt, "LINEAR") != 0) {
+                PL_RETURN_IF_ERROR(lw_scalar(w, "gamma", gamma, &g));
+                PL_RETURN_IF_ERROR(lw_scalar(w, "coef0", coef0, &c0));
+                PL_RETURN_IF_ERROR(lw_binary(w, "Mul", k, g, &k));
+                PL_RETURN_IF_ERROR(lw_binary(w, "Add", k, c0, &k));
+                if (strcmp(kt, "POLY") == 0) {
+                    const char *dg;
+                    PL_RETURN_IF_ERROR(lw_scalar(w, "degree", degree, &dg));
+                    PL_RETURN_IF_ERROR(lw_binary(w, "Pow", k, dg, &k));
+                } else if (strcmp(kt, "SIGMOID") == 0) {
+                    PL_RETURN_IF_ERROR(lw_unary(w, "Tanh", k, &k));
+                } else {
+                    return lw_error(w, PL_CODE_INVALID_ARGUMENT, "kernel_type '%s'", kt);
+                }
+            }
+        }
+        int64_t cd[2] = {ns, 1};
+        PL_RETURN_IF_ERROR(lw_ml_floats(w, "coefficients", 2, cd, &nc, &c));
+        PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", k, c, &y));
+    } else {
+        if (coef->n != (size_t)cols)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "%zu coefficients for %lld features (liblinear's form)", coef->n,
+                            (long long)cols);
+        int64_t cd[2] = {cols, 1};
+        PL_RETURN_IF_ERROR(lw_ml_floats(w, "coefficients", 2, cd, &nc, &c));
+        PL_RETURN_IF_ERROR(lw_binary(w, "MatMul", x, c, &y));
+    }
+    PL_RETURN_IF_ERROR(lw_scalar(w, "rho", rho->floats[0], &r));
+    (void)nr;
+    if (lw_attr_i(w, "one_class", 0) == 0)
+        return lw_become(w, "Add", (const char *[]){y, r}, 2);
+    const char *sum, *zero, *pos, *neg, *gt;
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", y, r, &sum));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &pos));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "minus_one", -1.0, &neg));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", sum, zero, &gt));
+    return lw_become(w, "Where", (const char *[]){gt, pos, neg}, 3);
+}
+
+/* LabelEncoder with numeric keys and values (keys_int64s or keys_floats,
+ * values_int64s or values_floats, ONNX-ML 2 and later; scikit-learn's
+ * IsolationForest maps leaf ids to path lengths so): each value of X
+ * replaced by the value of the first key it equals, else the default
+ * (default_int64 -1, default_float -0.0). String keys, values and the
+ * tensor forms are refused. */
+static pl_status *lw_ml_label_encoder(lw *w)
+{
+    const char *x = lw_input(w, 0);
+    const pl_attr *ki = lw_attr(w, "keys_int64s"), *kf = lw_attr(w, "keys_floats");
+    const pl_attr *vi = lw_attr(w, "values_int64s"), *vf = lw_attr(w, "values_floats");
+    const pl_graph_tensor *xt = lw_tensor(w, x);
+    bool int_keys = ki != NULL && ki->kind == PL_ATTR_INTS && ki->n > 0;
+    bool float_keys = kf != NULL && kf->kind == PL_ATTR_FLOATS && kf->n > 0;
+    bool int_vals = vi != NULL && vi->kind == PL_ATTR_INTS && vi->n > 0;
+    bool float_vals = vf != NULL && vf->kind == PL_ATTR_FLOATS && vf->n > 0;
+    if (!(int_keys ^ float_keys) || !(int_vals ^ float_vals) || xt == NULL || xt->ndim < 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "only numeric keys and values (keys_int64s or keys_floats, values_int64s "
+                        "or values_floats) are run: Plinth has no string tensors");
+    size_t n = int_keys ? ki->n : kf->n;
+    if ((int_vals ? vi->n : vf->n) != n)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu keys and %zu values", n,
+                        int_vals ? vi->n : vf->n);
+    if (!int_keys && lw_ai_opset(w) < 11)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "float keys below ai.onnx opset 11 (no float Equal)");
+    int64_t nn = (int64_t)n;
+    const char *keys, *vals, *def, *x1, *eq, *eqf, *idx, *hit, *found, *half, *got;
+    if (int_keys) {
+        PL_RETURN_IF_ERROR(lw_const(w, "keys", PL_DTYPE_I64, 1, &nn, ki->ints, n * 8, &keys));
+    } else {
+        PL_RETURN_IF_ERROR(lw_f32s(w, "keys", kf->floats, n, &keys));
+    }
+    if (int_vals) {
+        PL_RETURN_IF_ERROR(lw_const(w, "values", PL_DTYPE_I64, 1, &nn, vi->ints, n * 8, &vals));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "default", lw_attr_i(w, "default_int64", -1), &def));
+    } else {
+        PL_RETURN_IF_ERROR(lw_f32s(w, "values", vf->floats, n, &vals));
+        w->narrow = false;
+        w->dtype = PL_DTYPE_F32;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "default", lw_attr_f(w, "default_float", -0.0), &def));
+    }
+    /* X's type is the keys' (an int64 X for int keys; f32 for float ones) */
+    if (int_keys && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_I64))
+        PL_RETURN_IF_ERROR(lw_cast(w, x, 7, &x));
+    else if (!int_keys && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32))
+        PL_RETURN_IF_ERROR(lw_cast(w, x, 1, &x));
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, x, xt->ndim, -1, &x1));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x1, keys, &eq));
+    PL_RETURN_IF_ERROR(lw_cast(w, eq, 1, &eqf));
+    PL_RETURN_IF_ERROR(lw_node(w, "ArgMax", (const char *[]){eqf}, 1, &idx, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", -1));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "keepdims", 0));
+    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "ReduceMax", 18, eqf, -1, 0, &hit));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", hit, half, &found));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", vals, idx, &got));
+    return lw_become(w, "Where", (const char *[]){found, got, def}, 3);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static pl_status *lw_tensor_scatter(lw *w);
@@ -3959,6 +4150,8 @@ static const struct {
     {"ai.onnx.ml", "LinearClassifier", 0, lw_ml_linear_classifier},
     {"ai.onnx.ml", "TreeEnsembleRegressor", 0, lw_ml_tree_regressor},
     {"ai.onnx.ml", "TreeEnsembleClassifier", 0, lw_ml_tree_classifier},
+    {"ai.onnx.ml", "SVMRegressor", 0, lw_ml_svm_regressor},
+    {"ai.onnx.ml", "LabelEncoder", 0, lw_ml_label_encoder},
     /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
     {"", "ImageScaler", 1, lw_image_scaler},
     {"", "Scale", 1, lw_scale},
