@@ -2351,6 +2351,20 @@ static void blob_roundtrip(const char *path, const float *x, const int64_t *xs, 
     direct_close(&d);
 }
 
+/* blob_roundtrip of PATH on cos(i * STEP) for an input and output of the
+ * same 4-D shape XS. */
+static void blob_roundtrip_cos(const char *path, const int64_t *xs, float step)
+{
+    size_t n = count(4, xs);
+    float *xi = malloc(n * sizeof *xi), *yb = malloc(n * sizeof *yb);
+    TH_CHECK(xi && yb, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        xi[i] = cosf((float)i * step);
+    blob_roundtrip(path, xi, xs, n, yb);
+    free(xi);
+    free(yb);
+}
+
 /* Dilated 3x3 convolutions of stride 1 run by phase on oneDNN's Winograd
  * kernel where the CPU has AVX-512 (onednn_phase.c): the source's rows and
  * columns of one residue gathered into images of their own, an undilated
@@ -2437,16 +2451,8 @@ static void case_dilated_phase(void)
                      "case %zu: want '%s'; log:\n%s", k, want, logs[0].text);
         }
         compare(path, 4, xs, 4, ys, (const char *[]){"pc", NULL});
-        if (k == 0) { /* same shape in and out: the blob round trip */
-            size_t n = count(4, xs);
-            float *xi = malloc(n * sizeof *xi), *yb = malloc(n * sizeof *yb);
-            TH_CHECK(xi && yb, "out of memory");
-            for (size_t i = 0; i < n; i++)
-                xi[i] = cosf((float)i * 0.05f);
-            blob_roundtrip(path, xi, xs, n, yb);
-            free(xi);
-            free(yb);
-        }
+        if (k == 0) /* same shape in and out: the blob round trip */
+            blob_roundtrip_cos(path, xs, 0.05f);
     }
 }
 
@@ -2558,13 +2564,7 @@ static void case_winograd(void)
     free(x);
 
     /* A blob with Winograd weights imports and computes the same. */
-    float *xi = malloc(n * sizeof *xi), *yb = malloc(n * sizeof *yb);
-    TH_CHECK(xi && yb, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        xi[i] = cosf((float)i * 0.07f);
-    blob_roundtrip(path, xi, xs, n, yb);
-    free(xi);
-    free(yb);
+    blob_roundtrip_cos(path, xs, 0.07f);
 }
 
 /* Four 3x3 layers of 512 channels over 20x20 (9 MiB of weights each):
