@@ -11,8 +11,8 @@ isolation forest; LightGBM's and XGBoost's with NaN sent the way
 nodes_missing_value_tracks_true says, XGBoost's with BRANCH_LT and no ai.onnx import at all,
 LightGBM's at ai.onnx opsets 8 and 9), LinearClassifier (logistic regression, linear SVMs,
 ridge classification, stacking), SVMRegressor (SVR, NuSVR, one-class SVM; RBF, POLY and SIGMOID
-kernels), LabelEncoder, LinearRegressor, Scaler, Normalizer and ArrayFeatureExtractor, and
-standard ops for nearest neighbours, PCA, k-means, naive Bayes and MLPs. Classifiers are
+kernels), SVMClassifier (SVC, NuSVC, with and without probabilities), LabelEncoder,
+LinearRegressor, Scaler, Normalizer and ArrayFeatureExtractor, and standard ops for nearest neighbours, PCA, k-means, naive Bayes and MLPs. Classifiers are
 exported with zipmap off (the default ZipMap gives a sequence of maps, which Plinth does not
 give; the error says so); probabilities and labels are compared.
 
@@ -21,9 +21,8 @@ with a fixed seed; the *_nan models' data has NaN in two columns); references ar
 Runtime's outputs. Writes make_zoo.py's format (NAME.onnx, NAME.in.*.npy, NAME.ref.*.npy,
 manifest.json) into DIR (default build/ml_zoo): `bench/zoo/run_zoo.py --zoo DIR` checks
 Plinth against them. Every output within 1.4e-6 of ONNX Runtime 1.20 on cpu and on the
-default configuration, every label equal (41 models). HistGradientBoosting is left out
-(skl2onnx 1.20 fails to export it), and so is SVC (SVMClassifier: its one-vs-one votes and
-pairwise-coupled probabilities are not run).
+default configuration, every label equal (45 models). HistGradientBoosting is left out
+(skl2onnx 1.20 fails to export it).
 """
 import argparse
 import json
@@ -82,6 +81,11 @@ def sklearn_models():
         ("svr_poly", "support vector regression", S.SVR(kernel="poly", degree=2), "reg"),
         ("nusvr", "support vector regression", S.NuSVR(kernel="sigmoid"), "reg"),
         ("oneclass_svm", "one-class SVM", S.OneClassSVM(gamma=0.1), "multi_x"),
+        ("svc_multi", "support vector classifier", S.SVC(), "multi"),
+        ("svc_bin_proba", "support vector classifier", S.SVC(probability=True, random_state=0), "bin"),
+        ("svc_multi_proba", "support vector classifier",
+         S.SVC(kernel="poly", degree=2, probability=True, random_state=0), "multi"),
+        ("nusvc_bin", "support vector classifier", S.NuSVC(), "bin"),
         ("iforest", "isolation forest", E.IsolationForest(n_estimators=10, random_state=0), "multi_x"),
         ("knn_clf", "nearest neighbours", N.KNeighborsClassifier(5), "multi"),
         ("knn_reg", "nearest neighbours", N.KNeighborsRegressor(5), "reg"),

@@ -2610,6 +2610,115 @@ class OnnxTest(unittest.TestCase):
                       {"x": np.zeros(2, np.int64)})
         self.assertIn("no string tensors", str(cm.exception))
 
+    def test_onnx_ml_svm_classifier(self):
+        """ai.onnx.ml's SVMClassifier (scikit-learn's SVC and NuSVC through
+        skl2onnx), lowered to ai.plinth SVMClassify (the cpu module's svm.c),
+        against NumPy forms of ONNX Runtime's reading: libsvm's one-vs-one
+        decisions (class a's vectors weighed by coefficient row b - 1, class
+        b's by row a, plus rho), the label by votes (a decision above 0 votes
+        for the first class of its pair), Z the decisions ([-d, d] for two
+        classes) or, with prob_a and prob_b, Platt's sigmoid per pair coupled
+        by libsvm's iterative method; RBF and POLY kernels; liblinear's form
+        and another post_transform refused."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        rng = np.random.default_rng(17)
+        x = rng.standard_normal((9, 4)).astype(np.float32)
+
+        def couple(r):
+            c = len(r)
+            q = np.zeros((c, c))
+            for i in range(c):
+                for j in range(c):
+                    if j != i:
+                        q[i, i] += r[j, i] ** 2
+                        q[i, j] = -r[j, i] * r[i, j]
+            p = np.full(c, 1.0 / c)
+            for _ in range(100):
+                qp = q @ p
+                pqp = p @ qp
+                if np.abs(qp - pqp).max() < 0.005 / c:
+                    break
+                for i in range(c):
+                    d = (-qp[i] + pqp) / q[i, i]
+                    p[i] += d
+                    pqp = (pqp + d * (d * q[i, i] + 2 * qp[i])) / (1 + d) / (1 + d)
+                    qp = (qp + d * q[i]) / (1 + d)
+                    p /= 1 + d
+            return p
+
+        for c, kt, proba in ((3, "RBF", False), (3, "POLY", True), (2, "RBF", False), (2, "RBF", True)):
+            per = [3, 2, 4][:c]
+            s = sum(per)
+            sv = rng.standard_normal((s, 4)).astype(np.float32)
+            coef = rng.standard_normal((c - 1, s)).astype(np.float32)
+            pairs = c * (c - 1) // 2
+            rho = rng.standard_normal(pairs).astype(np.float32)
+            pa = (-rng.uniform(1, 3, pairs)).astype(np.float32)
+            pb = rng.uniform(-0.5, 0.5, pairs).astype(np.float32)
+            g, c0, deg = 0.4, 0.5, 2.0
+            labels = [5, 7, 9][:c]
+            attrs = dict(classlabels_ints=labels, coefficients=coef.ravel().tolist(),
+                         kernel_params=[g, c0, deg], kernel_type=kt, rho=rho.tolist(),
+                         support_vectors=sv.ravel().tolist(), vectors_per_class=per)
+            if proba:
+                attrs.update(prob_a=pa.tolist(), prob_b=pb.tolist())
+            node = h.make_node("SVMClassifier", ["x"], ["label", "z"], domain=ml, **attrs)
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [9, 4])],
+                                 [h.make_tensor_value_info("label", T.INT64, None),
+                                  h.make_tensor_value_info("z", T.FLOAT, None)])
+            got = run_saved(self.rt, graph, [h.make_opsetid("", 15), h.make_opsetid(ml, 1)], 8,
+                            "svc_%d_%s_%d.onnx" % (c, kt, proba), {"x": x})
+            xd, svd = x.astype(np.float64), sv.astype(np.float64)
+            if kt == "RBF":
+                k = np.exp(-g * ((xd[:, None] - svd[None]) ** 2).sum(-1))
+            else:
+                k = (g * xd @ svd.T + c0) ** deg
+            start = np.concatenate([[0], np.cumsum(per)])
+            dec = np.zeros((9, pairs))
+            votes = np.zeros((9, c), int)
+            q = 0
+            for a in range(c - 1):
+                for b in range(a + 1, c):
+                    ia, ib = slice(start[a], start[a + 1]), slice(start[b], start[b + 1])
+                    dec[:, q] = (k[:, ia] @ coef[b - 1, ia] + k[:, ib] @ coef[a, ib] + rho[q])
+                    for n in range(9):
+                        votes[n, a if dec[n, q] > 0 else b] += 1
+                    q += 1
+            want_l = np.array(labels)[votes.argmax(1)]
+            if proba:
+                want_z = np.zeros((9, c))
+                for n in range(9):
+                    r = np.zeros((c, c))
+                    q = 0
+                    for a in range(c - 1):
+                        for b in range(a + 1, c):
+                            v = np.clip(1 / (1 + np.exp(dec[n, q] * pa[q] + pb[q])), 1e-7, 1 - 1e-7)
+                            r[a, b], r[b, a] = v, 1 - v
+                            q += 1
+                    want_z[n] = couple(r)
+            elif c == 2:
+                want_z = np.concatenate([-dec, dec], 1)
+            else:
+                want_z = dec
+            msg = "%d classes, %s, proba %s" % (c, kt, proba)
+            np.testing.assert_array_equal(got["label"], want_l, err_msg=msg)
+            np.testing.assert_allclose(got["z"], want_z, rtol=1e-4, atol=1e-5, err_msg=msg)
+        for bad, why in ((dict(post_transform="LOGISTIC"), "post_transform"),
+                         (dict(vectors_per_class=[0, 0]), "liblinear")):
+            attrs = dict(classlabels_ints=[0, 1], coefficients=[0.5, -0.5], kernel_type="RBF",
+                         rho=[0.1], support_vectors=[0.0] * 8, vectors_per_class=[1, 1])
+            attrs.update(bad)
+            node = h.make_node("SVMClassifier", ["x"], ["label", "z"], domain=ml, **attrs)
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [9, 4])],
+                                 [h.make_tensor_value_info("label", T.INT64, None),
+                                  h.make_tensor_value_info("z", T.FLOAT, None)])
+            with self.assertRaises(plinth.Error) as cm:
+                run_saved(self.rt, graph, [h.make_opsetid("", 15), h.make_opsetid(ml, 1)], 8,
+                          "svc_bad.onnx", {"x": x})
+            self.assertIn(why, str(cm.exception))
+
     def test_random_ops(self):
         """RandomNormal, RandomUniform, their Like forms, Bernoulli and
         Multinomial on the cpu module: their statistics (bounds five

@@ -281,6 +281,25 @@ static pl_status *ix_infer_trees(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_F32, 2, dims, params);
 }
 
+/* ai.plinth SVMClassify(X, vectors, coefficients, rho, vectors_per_class,
+ * labels [, prob_a, prob_b]): the label of each row of X [N, F] [N] i64,
+ * and Z: with prob_a and prob_b the class probabilities [N, C], else the
+ * pairwise decisions [N, C (C - 1) / 2] ([N, 2] for two classes). The form
+ * the core lowers ai.onnx.ml's SVMClassifier to (opset_lower.c). */
+static pl_status *ix_infer_svm(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *lab = pl_infer_input(ctx, 5);
+    if (x->ndim >= 0 && x->ndim != 2)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "X must be [rows, features]");
+    int64_t n = x->ndim == 2 ? x->dims[0] : -1, c = lab->ndim == 1 ? lab->dims[0] : -1;
+    bool proba = pl_infer_input_count(ctx) > 7 && pl_infer_input(ctx, 6) != NULL &&
+                 pl_infer_input(ctx, 7) != NULL;
+    int64_t z = c < 0 ? -1 : proba ? c : c > 2 ? c * (c - 1) / 2 : 2;
+    const char *params[2] = {x->ndim == 2 && x->dim_params ? x->dim_params[0] : NULL, NULL};
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, PL_DTYPE_I64, 1, &n, params));
+    return pl_infer_set_output(ctx, 1, PL_DTYPE_F32, 2, (int64_t[]){n, z}, params);
+}
+
 /* ai.plinth UniquePadded: ONNX's Unique with its unique values, first
  * indices and counts in buffers of the most there can be (every element,
  * or every slice along the axis) and their number in a fifth output, [1];
@@ -797,6 +816,9 @@ static const pl_attr_spec ix_castlike24_attrs[] = {PL_ATTR_I("saturate", 1),
                                                    PL_ATTR_S("round_mode", "up")};
 
 static const pl_attr_spec ix_trees_attrs[] = {PL_ATTR_S("mode", "BRANCH_LEQ")};
+static const pl_attr_spec ix_svm_attrs[] = {PL_ATTR_S("kernel_type", "LINEAR"),
+                                            PL_ATTR_F("gamma", 0.0), PL_ATTR_F("coef0", 0.0),
+                                            PL_ATTR_F("degree", 0.0)};
 
 const pl_op_schema pl_opset_index_schemas[] = {
     IX_GATHER_EL(11),
@@ -823,6 +845,11 @@ const pl_op_schema pl_opset_index_schemas[] = {
      .n_attrs = PL_COUNT(ix_trees_attrs), .infer = ix_infer_trees,
      .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}, {"B", PL_TS_BOOL}},
      .input_types = {"T", "I", "T", "I", "I", "T", "I", "B"}, .output_types = {"T"}},
+    {.name = "SVMClassify", .domain = "ai.plinth", .since_version = 1, .min_inputs = 6,
+     .max_inputs = 8, .min_outputs = 2, .max_outputs = 2, .attrs = ix_svm_attrs,
+     .n_attrs = PL_COUNT(ix_svm_attrs), .infer = ix_infer_svm,
+     .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}},
+     .input_types = {"T", "T", "T", "T", "I", "I", "T", "T"}, .output_types = {"I", "T"}},
     {.name = "UniquePadded", .domain = "ai.plinth", .since_version = 1, .min_inputs = 1,
      .max_inputs = 1, .min_outputs = 5, .max_outputs = 5, .attrs = ix_unique_attrs,
      .n_attrs = PL_COUNT(ix_unique_attrs), .infer = ix_infer_unique_padded,

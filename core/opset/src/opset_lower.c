@@ -227,8 +227,10 @@ static pl_status *lw_i64_scalar(lw *w, const char *what, int64_t v, const char *
     return NULL;
 }
 
-/* Turns the node into OP(INS), without attributes. */
-static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_t n_in)
+/* Turns the node into DOMAIN's OP(INS), without attributes: its first
+ * output only unless ALL_OUTPUTS. */
+static pl_status *lw_become_in(lw *w, const char *domain, const char *op, const char *const *ins,
+                               size_t n_in, bool all_outputs)
 {
     pl_tid tids[PL_GRAPH_MAX_RANK + 1];
     if (n_in > PL_COUNT(tids))
@@ -248,11 +250,17 @@ static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_
     PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, n_in));
     /* the first output only: the others, where a rewrite supports them,
      * were handed to the nodes that compute them */
-    if (n->n_outputs > 1) {
+    if (n->n_outputs > 1 && !all_outputs) {
         pl_tid first = n->outputs[0];
         PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, w->id, &first, 1));
     }
-    return pl_graph_node_set_op(w->g, w->id, "", op);
+    return pl_graph_node_set_op(w->g, w->id, domain, op);
+}
+
+/* Turns the node into OP(INS), without attributes, its first output only. */
+static pl_status *lw_become(lw *w, const char *op, const char *const *ins, size_t n_in)
+{
+    return lw_become_in(w, "", op, ins, n_in, false);
 }
 
 /* The chain's last step OP(A, B): the node itself, or, for an input
@@ -4111,6 +4119,79 @@ static pl_status *lw_ml_label_encoder(lw *w)
     return lw_become(w, "Where", (const char *[]){found, got, def}, 3);
 }
 
+/* SVMClassifier (scikit-learn's SVC and NuSVC through skl2onnx): the node
+ * becomes ai.plinth SVMClassify (schema in opset_index.c, the cpu module's
+ * svm.c), both outputs kept, over constants of its support vectors,
+ * coefficients, rho, vectors per class, labels and Platt's prob_a and
+ * prob_b; the kernel as attributes. ONNX Runtime's reading: the label by
+ * one-vs-one votes, Z the pairwise decisions ([-d, d] for two classes) or,
+ * with prob_a and prob_b, the coupled probabilities. post_transform other
+ * than NONE, liblinear's form (no support vectors) and string labels are
+ * refused. */
+static pl_status *lw_ml_svm_classifier(lw *w)
+{
+    const char *x;
+    int64_t cols;
+    size_t nl;
+    const int64_t *labels;
+    PL_RETURN_IF_ERROR(lw_ml_input(w, &x, &cols));
+    PL_RETURN_IF_ERROR(lw_ml_labels(w, "classlabels_ints", &labels, &nl));
+    if (strcmp(lw_attr_s(w, "post_transform", "NONE"), "NONE") != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "post_transform '%s' (NONE only)",
+                        lw_attr_s(w, "post_transform", "NONE"));
+    const pl_attr *per = lw_attr(w, "vectors_per_class"), *sv = lw_attr(w, "support_vectors");
+    const pl_attr *coef = lw_attr(w, "coefficients"), *rho = lw_attr(w, "rho");
+    const pl_attr *pa = lw_attr(w, "prob_a"), *pb = lw_attr(w, "prob_b"), *kp = lw_attr(w, "kernel_params");
+    int64_t c = (int64_t)nl, s = 0;
+    for (size_t i = 0; per != NULL && per->kind == PL_ATTR_INTS && i < per->n; i++)
+        s += per->ints[i] > 0 ? per->ints[i] : 0;
+    if (s == 0 || per->n != nl)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "no support vectors or no vectors_per_class per class (liblinear's form)");
+    int64_t pairs = c * (c - 1) / 2;
+    bool proba = pa != NULL && pa->kind == PL_ATTR_FLOATS && pa->n > 0;
+    if (nl < 2 || cols < 1 || sv == NULL || sv->kind != PL_ATTR_FLOATS ||
+        sv->n != (size_t)(s * cols) || coef == NULL || coef->kind != PL_ATTR_FLOATS ||
+        coef->n != (size_t)((c - 1) * s) || rho == NULL || rho->kind != PL_ATTR_FLOATS ||
+        rho->n != (size_t)pairs ||
+        (proba && (pa->n != (size_t)pairs || pb == NULL || pb->kind != PL_ATTR_FLOATS ||
+                   pb->n != (size_t)pairs)))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "%zu classes, %lld vectors of %lld features: support_vectors, "
+                        "coefficients, rho (and prob_a, prob_b) do not fit",
+                        nl, (long long)s, (long long)cols);
+    const char *ins[8];
+    size_t nv;
+    ins[0] = x;
+    int64_t vd[2] = {s, cols}, cd[2] = {c - 1, s};
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "support_vectors", 2, vd, &nv, &ins[1]));
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "coefficients", 2, cd, &nv, &ins[2]));
+    PL_RETURN_IF_ERROR(lw_ml_floats(w, "rho", 0, NULL, &nv, &ins[3]));
+    PL_RETURN_IF_ERROR(lw_const(w, "vectors_per_class", PL_DTYPE_I64, 1, &c, per->ints,
+                                (size_t)c * 8, &ins[4]));
+    PL_RETURN_IF_ERROR(lw_const(w, "labels", PL_DTYPE_I64, 1, &c, labels, (size_t)c * 8, &ins[5]));
+    size_t n_in = 6;
+    if (proba) {
+        PL_RETURN_IF_ERROR(lw_ml_floats(w, "prob_a", 0, NULL, &nv, &ins[6]));
+        PL_RETURN_IF_ERROR(lw_ml_floats(w, "prob_b", 0, NULL, &nv, &ins[7]));
+        n_in = 8;
+    }
+    const char *type = lw_attr_s(w, "kernel_type", "LINEAR");
+    double kv[3] = {0, 0, 0};
+    for (size_t i = 0; kp != NULL && kp->kind == PL_ATTR_FLOATS && i < kp->n && i < 3; i++)
+        kv[i] = kp->floats[i];
+    /* the node itself, both outputs kept (its attributes go: the type is
+     * copied first) */
+    char type_copy[16];
+    snprintf(type_copy, sizeof type_copy, "%s", type);
+    PL_RETURN_IF_ERROR(lw_become_in(w, "ai.plinth", "SVMClassify", ins, n_in, true));
+    PL_RETURN_IF_ERROR(
+        pl_graph_attr_string(w->g, w->id, "kernel_type", type_copy, strlen(type_copy)));
+    PL_RETURN_IF_ERROR(pl_graph_attr_float(w->g, w->id, "gamma", kv[0]));
+    PL_RETURN_IF_ERROR(pl_graph_attr_float(w->g, w->id, "coef0", kv[1]));
+    return pl_graph_attr_float(w->g, w->id, "degree", kv[2]);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static pl_status *lw_tensor_scatter(lw *w);
@@ -4151,6 +4232,7 @@ static const struct {
     {"ai.onnx.ml", "TreeEnsembleRegressor", 0, lw_ml_tree_regressor},
     {"ai.onnx.ml", "TreeEnsembleClassifier", 0, lw_ml_tree_classifier},
     {"ai.onnx.ml", "SVMRegressor", 0, lw_ml_svm_regressor},
+    {"ai.onnx.ml", "SVMClassifier", 0, lw_ml_svm_classifier},
     {"ai.onnx.ml", "LabelEncoder", 0, lw_ml_label_encoder},
     /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
     {"", "ImageScaler", 1, lw_image_scaler},
