@@ -2545,8 +2545,9 @@ class OnnxTest(unittest.TestCase):
         each kernel (LINEAR, POLY, RBF from the differences, SIGMOID), liblinear's
         form without support vectors and one_class's sign, and LabelEncoder with
         numeric keys and values (IsolationForest maps leaf ids to path lengths
-        so), lowered to standard ops at ai.onnx opsets 13 and 18, against NumPy
-        forms of ONNX Runtime's definitions; string keys are refused."""
+        so; the SVMs lowered to standard ops at ai.onnx opsets 13 and 18, the
+        encoder to ai.plinth LabelEncode), against NumPy forms of ONNX
+        Runtime's definitions; string keys are refused."""
         import onnx.helper as h
         from onnx import TensorProto as T
         ml = "ai.onnx.ml"
@@ -2602,6 +2603,31 @@ class OnnxTest(unittest.TestCase):
                 y = run_saved(self.rt, graph, [h.make_opsetid("", opset), h.make_opsetid(ml, 2)], 8,
                               "le_%d.onnx" % opset, {"x": xv})["y"]
                 np.testing.assert_array_equal(y, want, err_msg="LabelEncoder %s" % attrs)
+        # ONNX Runtime's reading: a repeated key keeps its first value, -0.0
+        # equals 0.0, a NaN key matches a NaN from ai.onnx.ml 4 on (not at 2);
+        # many keys (binary search over a sorted table), X of 64 x 5 ids
+        fx = np.array([1, 2, np.nan, 0.0, -0.0, 5], np.float32)
+        for mlv, nan_want in ((2, -9.0), (4, 20.0)):
+            node = h.make_node("LabelEncoder", ["x"], ["y"], domain=ml,
+                               keys_floats=[1.0, float("nan"), 2.0, 1.0, -0.0],
+                               values_floats=[10.0, 20.0, 30.0, 40.0, 50.0], default_float=-9.0)
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [6])],
+                                 [h.make_tensor_value_info("y", T.FLOAT, None)])
+            y = run_saved(self.rt, graph, [h.make_opsetid("", 17), h.make_opsetid(ml, mlv)], 8,
+                          "le_nan_%d.onnx" % mlv, {"x": fx})["y"]
+            np.testing.assert_array_equal(y, np.array([10, 30, nan_want, 50, 50, -9], np.float32),
+                                          err_msg="ai.onnx.ml %d" % mlv)
+        keys = rng.permutation(1000)[:300].astype(np.int64)
+        vals = rng.integers(-50, 50, 300).astype(np.int64)
+        ids = rng.integers(0, 1000, (64, 5)).astype(np.int64)
+        lut = dict(zip(keys.tolist(), vals.tolist()))
+        node = h.make_node("LabelEncoder", ["x"], ["y"], domain=ml, keys_int64s=keys.tolist(),
+                           values_int64s=vals.tolist(), default_int64=-777)
+        graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.INT64, [64, 5])],
+                             [h.make_tensor_value_info("y", T.INT64, None)])
+        y = run_saved(self.rt, graph, [h.make_opsetid("", 17), h.make_opsetid(ml, 2)], 8,
+                      "le_many.onnx", {"x": ids})["y"]
+        np.testing.assert_array_equal(y, np.vectorize(lambda v: lut.get(v, -777))(ids))
         node = h.make_node("LabelEncoder", ["x"], ["y"], domain=ml, keys_strings=["a"], values_int64s=[1])
         graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.INT64, [2])],
                              [h.make_tensor_value_info("y", T.INT64, None)])

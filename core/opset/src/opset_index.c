@@ -281,6 +281,16 @@ static pl_status *ix_infer_trees(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_F32, 2, dims, params);
 }
 
+/* ai.plinth LabelEncode(X, keys, values, default): X's shape in the
+ * values' type. The form the core lowers ai.onnx.ml's LabelEncoder with
+ * numeric keys and values to (opset_lower.c). */
+static pl_status *ix_infer_label_encode(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *x = pl_infer_input(ctx, 0), *v = pl_infer_input(ctx, 2);
+    return pl_infer_set_output(ctx, 0, v->dtype, x->ndim, x->dims,
+                               (const char *const *)x->dim_params);
+}
+
 /* ai.plinth SVMClassify(X, vectors, coefficients, rho, vectors_per_class,
  * labels [, prob_a, prob_b]): the label of each row of X [N, F] [N] i64,
  * and Z: with prob_a and prob_b the class probabilities [N, C], else the
@@ -816,6 +826,7 @@ static const pl_attr_spec ix_castlike24_attrs[] = {PL_ATTR_I("saturate", 1),
                                                    PL_ATTR_S("round_mode", "up")};
 
 static const pl_attr_spec ix_trees_attrs[] = {PL_ATTR_S("mode", "BRANCH_LEQ")};
+static const pl_attr_spec ix_le_attrs[] = {PL_ATTR_I("nan_matches", 0)};
 static const pl_attr_spec ix_svm_attrs[] = {PL_ATTR_S("kernel_type", "LINEAR"),
                                             PL_ATTR_F("gamma", 0.0), PL_ATTR_F("coef0", 0.0),
                                             PL_ATTR_F("degree", 0.0)};
@@ -845,6 +856,11 @@ const pl_op_schema pl_opset_index_schemas[] = {
      .n_attrs = PL_COUNT(ix_trees_attrs), .infer = ix_infer_trees,
      .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}, {"B", PL_TS_BOOL}},
      .input_types = {"T", "I", "T", "I", "I", "T", "I", "B"}, .output_types = {"T"}},
+    {.name = "LabelEncode", .domain = "ai.plinth", .since_version = 1, .min_inputs = 4,
+     .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .attrs = ix_le_attrs,
+     .n_attrs = PL_COUNT(ix_le_attrs), .infer = ix_infer_label_encode,
+     .types = {{"K", PL_TS_F32 | PL_TS_I64}, {"V", PL_TS_F32 | PL_TS_I64}},
+     .input_types = {"K", "K", "V", "V"}, .output_types = {"V"}},
     {.name = "SVMClassify", .domain = "ai.plinth", .since_version = 1, .min_inputs = 6,
      .max_inputs = 8, .min_outputs = 2, .max_outputs = 2, .attrs = ix_svm_attrs,
      .n_attrs = PL_COUNT(ix_svm_attrs), .infer = ix_infer_svm,

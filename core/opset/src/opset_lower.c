@@ -4060,10 +4060,12 @@ static pl_status *lw_ml_svm_regressor(lw *w)
 
 /* LabelEncoder with numeric keys and values (keys_int64s or keys_floats,
  * values_int64s or values_floats, ONNX-ML 2 and later; scikit-learn's
- * IsolationForest maps leaf ids to path lengths so): each value of X
- * replaced by the value of the first key it equals, else the default
- * (default_int64 -1, default_float -0.0). String keys, values and the
- * tensor forms are refused. */
+ * IsolationForest maps leaf ids to path lengths so): one ai.plinth
+ * LabelEncode node (schema in opset_index.c, the cpu module's
+ * label_encode.c) over constants of the keys, the values and the default
+ * (default_int64 -1, default_float -0.0); X cast to the keys' type. A NaN
+ * key matches a NaN of X from ONNX-ML 4 on, as the spec and ONNX Runtime
+ * read it. String keys, values and the tensor forms are refused. */
 static pl_status *lw_ml_label_encoder(lw *w)
 {
     const char *x = lw_input(w, 0);
@@ -4082,41 +4084,30 @@ static pl_status *lw_ml_label_encoder(lw *w)
     if ((int_vals ? vi->n : vf->n) != n)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu keys and %zu values", n,
                         int_vals ? vi->n : vf->n);
-    if (!int_keys && lw_ai_opset(w) < 11)
-        return lw_error(w, PL_CODE_UNSUPPORTED, "float keys below ai.onnx opset 11 (no float Equal)");
-    int64_t nn = (int64_t)n;
-    const char *keys, *vals, *def, *x1, *eq, *eqf, *idx, *hit, *found, *half, *got;
+    int64_t nn = (int64_t)n, ml = pl_graph_opset(w->g, "ai.onnx.ml");
+    const char *ins[4];
     if (int_keys) {
-        PL_RETURN_IF_ERROR(lw_const(w, "keys", PL_DTYPE_I64, 1, &nn, ki->ints, n * 8, &keys));
+        PL_RETURN_IF_ERROR(lw_const(w, "keys", PL_DTYPE_I64, 1, &nn, ki->ints, n * 8, &ins[1]));
     } else {
-        PL_RETURN_IF_ERROR(lw_f32s(w, "keys", kf->floats, n, &keys));
+        PL_RETURN_IF_ERROR(lw_f32s(w, "keys", kf->floats, n, &ins[1]));
     }
     if (int_vals) {
-        PL_RETURN_IF_ERROR(lw_const(w, "values", PL_DTYPE_I64, 1, &nn, vi->ints, n * 8, &vals));
-        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "default", lw_attr_i(w, "default_int64", -1), &def));
+        int64_t d = lw_attr_i(w, "default_int64", -1);
+        PL_RETURN_IF_ERROR(lw_const(w, "values", PL_DTYPE_I64, 1, &nn, vi->ints, n * 8, &ins[2]));
+        PL_RETURN_IF_ERROR(lw_const(w, "default", PL_DTYPE_I64, 0, NULL, &d, 8, &ins[3]));
     } else {
-        PL_RETURN_IF_ERROR(lw_f32s(w, "values", vf->floats, n, &vals));
-        w->narrow = false;
-        w->dtype = PL_DTYPE_F32;
-        PL_RETURN_IF_ERROR(lw_scalar(w, "default", lw_attr_f(w, "default_float", -0.0), &def));
+        float d = (float)lw_attr_f(w, "default_float", -0.0);
+        PL_RETURN_IF_ERROR(lw_f32s(w, "values", vf->floats, n, &ins[2]));
+        PL_RETURN_IF_ERROR(lw_const(w, "default", PL_DTYPE_F32, 0, NULL, &d, 4, &ins[3]));
     }
     /* X's type is the keys' (an int64 X for int keys; f32 for float ones) */
     if (int_keys && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_I64))
         PL_RETURN_IF_ERROR(lw_cast(w, x, 7, &x));
     else if (!int_keys && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32))
         PL_RETURN_IF_ERROR(lw_cast(w, x, 1, &x));
-    pl_nid id;
-    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, x, xt->ndim, -1, &x1));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x1, keys, &eq));
-    PL_RETURN_IF_ERROR(lw_cast(w, eq, 1, &eqf));
-    PL_RETURN_IF_ERROR(lw_node(w, "ArgMax", (const char *[]){eqf}, 1, &idx, &id));
-    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", -1));
-    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "keepdims", 0));
-    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "ReduceMax", 18, eqf, -1, 0, &hit));
-    PL_RETURN_IF_ERROR(lw_scalar(w, "half", 0.5, &half));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Greater", hit, half, &found));
-    PL_RETURN_IF_ERROR(lw_binary(w, "Gather", vals, idx, &got));
-    return lw_become(w, "Where", (const char *[]){found, got, def}, 3);
+    ins[0] = x;
+    PL_RETURN_IF_ERROR(lw_become_in(w, "ai.plinth", "LabelEncode", ins, 4, false));
+    return pl_graph_attr_int(w->g, w->id, "nan_matches", ml >= 4);
 }
 
 /* SVMClassifier (scikit-learn's SVC and NuSVC through skl2onnx): the node
