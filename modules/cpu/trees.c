@@ -30,7 +30,7 @@ enum { TREE_LEQ, TREE_LT, TREE_GTE, TREE_GT, TREE_EQ, TREE_NEQ };
 
 /* A node as the walk reads it: one 16-byte load where the four tables
  * took four cache lines (rf_reg 0.131 -> ms a run). FEAT's top bit: a NaN
- * goes the yes way. A leaf's yes is itself. */
+ * goes the yes way. A leaf's yes and no are itself. */
 typedef struct tree_node {
     float thr;
     uint32_t feat;
@@ -43,6 +43,7 @@ typedef struct tree_kernel {
     shp_kernel k;
     size_t rows, cols, nodes, trees, k_out;
     int mode;
+    bool nan_yes; /* some node sends a NaN the yes way */
     const int32_t *roots; /* TREES entries, then NODES tree_nodes, in the kernel's block */
     const tree_node *node;
 } tree_kernel;
@@ -62,7 +63,7 @@ typedef struct tree_job {
  * float sum came to 0.5 there). */
 #define TREE_ACC 32
 
-static inline bool tree_test(int mode, float v, float t)
+static inline __attribute__((always_inline)) bool tree_test(int mode, float v, float t)
 {
     switch (mode) {
     case TREE_LEQ: return v <= t;
@@ -74,22 +75,56 @@ static inline bool tree_test(int mode, float v, float t)
     }
 }
 
-/* The leaf of tree T each of the block's rows reaches, into LEAF. */
-static inline void tree_walk(const tree_kernel *k, const float *x, size_t rows, size_t t,
-                             int32_t *leaf)
+/* The leaf of tree T each of the block's N rows reaches, into LEAF: the
+ * rows step together, one node each a round, so their chains of dependent
+ * loads overlap (one row at a time waited on every load; rf_reg 0.030 ->
+ * ms a run); a leaf leads to itself both ways, so a row that arrived
+ * stays, and the walk ends after a round in which no row moved. MODE and
+ * NAN_YES are constants where tree_walk calls it. */
+static inline __attribute__((always_inline)) void
+tree_walk_as(const tree_kernel *k, const float *x, size_t n, size_t t, int32_t *leaf, int mode,
+             bool nan_yes)
 {
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * k->cols;
-        int32_t i = k->roots[t];
-        /* at most M steps: the core checked the trees acyclic */
-        for (size_t s = 0; s < k->nodes && k->node[i].yes != i; s++) {
-            const tree_node *nd = &k->node[i];
-            float v = xr[nd->feat & ~TREE_NAN_YES];
-            bool go = tree_test(k->mode, v, nd->thr) || ((nd->feat & TREE_NAN_YES) && v != v);
-            i = go ? nd->yes : nd->no;
+    int32_t root = k->roots[t];
+    for (size_t r = 0; r < n; r++)
+        leaf[r] = root;
+    /* at most M rounds: the core checked the trees acyclic */
+    for (size_t s = 0; s <= k->nodes; s++) {
+        int32_t moved = 0;
+        for (size_t r = 0; r < n; r++) {
+            const tree_node *nd = &k->node[leaf[r]];
+            float v = x[r * k->cols + (nd->feat & ~TREE_NAN_YES)];
+            bool go = tree_test(mode, v, nd->thr);
+            if (nan_yes)
+                go = go || ((nd->feat & TREE_NAN_YES) && v != v);
+            /* no branch: which way a forest goes is a coin toss */
+            int32_t next = nd->no ^ ((nd->yes ^ nd->no) & -(int32_t)go);
+            moved |= next ^ leaf[r];
+            leaf[r] = next;
         }
-        leaf[r] = i;
+        if (moved == 0)
+            break;
     }
+}
+
+static void tree_walk(const tree_kernel *k, const float *x, size_t n, size_t t, int32_t *leaf)
+{
+#define TREE_WALK_MODE(m)                                  \
+    case m:                                                \
+        if (k->nan_yes)                                    \
+            tree_walk_as(k, x, n, t, leaf, m, true);       \
+        else                                               \
+            tree_walk_as(k, x, n, t, leaf, m, false);      \
+        break;
+    switch (k->mode) {
+        TREE_WALK_MODE(TREE_LEQ)
+        TREE_WALK_MODE(TREE_LT)
+        TREE_WALK_MODE(TREE_GTE)
+        TREE_WALK_MODE(TREE_GT)
+        TREE_WALK_MODE(TREE_EQ)
+        default: tree_walk_as(k, x, n, t, leaf, TREE_NEQ, k->nan_yes); break;
+    }
+#undef TREE_WALK_MODE
 }
 
 /* Blocks BEGIN..END of TREE_BLOCK rows: tree by tree (a tree's nodes stay
@@ -233,9 +268,11 @@ static pl_status *tree_build(pl_module_ctx *ctx, const pl_node_desc *node,
         nd[i] = (tree_node){.thr = thr[i],
                             .feat = leaf ? 0u : (uint32_t)feat[i],
                             .yes = (int32_t)yes[i],
-                            .no = (int32_t)no[i]};
-        if (nan_yes != NULL && nan_yes[i] && !leaf)
+                            .no = leaf ? (int32_t)i : (int32_t)no[i]};
+        if (nan_yes != NULL && nan_yes[i] && !leaf) {
             nd[i].feat |= TREE_NAN_YES;
+            k->nan_yes = true;
+        }
     }
     k->roots = r;
     k->node = nd;
