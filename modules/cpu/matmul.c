@@ -361,7 +361,7 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     const float *shared = NULL;
     cpu_shared_pack *hold = NULL;
     if (b_shared && f32 && !ctx->blas_pool && !cpu_node_query(node) && g != NULL &&
-        node->graph != NULL && kk > 0 && n > 0) {
+        node->graph != NULL && kk > 0 && n > 1) { /* one column: cpu_gemm's n1 reads it in place */
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
             bytes >= (size_t)(kk * n) * sizeof(float)) {

@@ -42,6 +42,7 @@ typedef struct tg_case {
     bool pack_a, pack_b;
     int64_t row_blocks, col_blocks; /* the product cut as a kernel cuts it */
     int epi; /* 0 none; 1 row bias + Relu; 2 column bias + Clip; 3 both biases */
+    bool tight; /* B's rows as long as they are (a column: stride 1), else padded */
 } tg_case;
 
 /* The epilogue's activation on V, as cpu_gemm_epilogue defines it. */
@@ -59,7 +60,8 @@ static double tg_act(int epi, double v)
 static void tg_run(const tg_case *t)
 {
     const int64_t m = t->m, n = t->n, k = t->k;
-    const int64_t lda = (t->ta ? m : k) + 3, ldb = (t->tb ? k : n) + 2, ldc = n + 5;
+    const int64_t lda = (t->ta ? m : k) + 3, ldb = (t->tb ? k : n) + (t->tight ? 0 : 2),
+                  ldc = n + 5;
     const int64_t a_rows = t->ta ? k : m, b_rows = t->tb ? n : k;
     float *a = tg_alloc((size_t)(a_rows * lda + 1)), *b = tg_alloc((size_t)(b_rows * ldb + 1));
     float *c = tg_alloc((size_t)(m * ldc + 1));
@@ -288,6 +290,27 @@ static void tg_epilogue(void)
     }
 }
 
+/* One column of B (N 1): the matrix-vector path reads a contiguous column
+ * (B^T's row, or B of stride 1) in place; K across its 16 lanes and their
+ * tail, every transpose, alpha and beta, each epilogue, blocks of rows,
+ * a padded or packed B (the panels' path). */
+static void tg_vector(void)
+{
+    static const int64_t ks[] = {1, 15, 16, 17, 31, 33, 300, 700};
+    static const float alphas[] = {1.0f, -0.5f}, betas[] = {0.0f, 1.0f, -1.5f};
+    for (int i = 0; i < 8; i++)
+        for (int e = 0; e <= 3; e++)
+            for (int ab = 0; ab < 6; ab++) {
+                tg_case t = {(i * 11 + e * 5) % 70 + 1, 1, ks[i], 0, 0, alphas[ab % 2],
+                             betas[ab / 2], 0, 0, 1 + e % 3, 1, e, true};
+                tg_run_all_trans(t);
+                t.tight = false;
+                tg_run_all_trans(t);
+                t.pack_b = true;
+                tg_run_all_trans(t);
+            }
+}
+
 /* Weights packed ahead of time lose their denormal values (zeros of their
  * sign: a multiply by one costs a microcode assist), and nothing else:
  * A = 1e30 everywhere times a B of denormals, normals and zeros. Unpacked,
@@ -394,6 +417,8 @@ int main(int argc, char **argv)
         tg_epilogue();
     else if (strcmp(g, "denormals") == 0)
         tg_denormals();
+    else if (strcmp(g, "vector") == 0)
+        tg_vector();
     else {
         fprintf(stderr, "unknown group '%s'\n", g);
         return 2;
