@@ -13,8 +13,9 @@ LightGBM's at ai.onnx opsets 8 and 9), LinearClassifier (logistic regression, li
 ridge classification, stacking), SVMRegressor (SVR, NuSVR, one-class SVM; RBF, POLY and SIGMOID
 kernels), SVMClassifier (SVC, NuSVC, with and without probabilities), LabelEncoder,
 LinearRegressor, Scaler, Normalizer and ArrayFeatureExtractor, and standard ops for nearest neighbours, PCA, k-means, naive Bayes and MLPs. Classifiers are
-exported with zipmap off (the default ZipMap gives a sequence of maps, which Plinth does not
-give; the error says so); probabilities and labels are compared.
+exported with zipmap off (with the default ZipMap, Plinth gives the probabilities as the
+[N, C] tensor it zips, where ONNX Runtime gives a list of dicts: the references would
+differ in form only); probabilities and labels are compared.
 
 Inputs are 64 rows of the training data (random classification and regression problems
 with a fixed seed; the *_nan models' data has NaN in two columns); references are ONNX

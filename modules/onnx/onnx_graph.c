@@ -131,17 +131,17 @@ static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *v
      * into tensors; the model's own inputs and outputs stay tensors. */
     if (type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && !model_io)
         return NULL;
-    /* skl2onnx's classifiers end in ZipMap by default: a sequence of maps
-     * of class probabilities, which the message names with its way out */
+    /* a sequence of maps no ZipMap makes (ox_values lets a ZipMap's
+     * through): the message names the way out */
     const Onnx__TypeProto *elem = type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
                                           type->sequence_type != NULL
                                       ? type->sequence_type->elem_type
                                       : NULL;
     if (elem != NULL && elem->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
-                        "%s is a sequence of maps (a classifier's ZipMap); Plinth gives only "
-                        "tensors: export the probabilities as a tensor (skl2onnx: options "
-                        "{'zipmap': False}; onnxmltools: zipmap=False)",
+                        "%s is a sequence of maps that no ZipMap makes; Plinth gives only "
+                        "tensors (a classifier's ZipMap output as the tensor it zips): export "
+                        "the values as a tensor (skl2onnx: options {'zipmap': False})",
                         what);
     if (type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
@@ -784,6 +784,26 @@ static pl_status *ox_check_nibbles(const ox_import *imp, const Onnx__GraphProto 
     return NULL;
 }
 
+/* Whether graph output VI is a sequence of maps that an ai.onnx.ml ZipMap
+ * node of G makes. */
+static bool ox_zipmap_output(const Onnx__GraphProto *g, const Onnx__ValueInfoProto *vi)
+{
+    const Onnx__TypeProto *type = vi->type;
+    if (type == NULL || type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+        type->sequence_type == NULL || type->sequence_type->elem_type == NULL ||
+        type->sequence_type->elem_type->value_case != ONNX__TYPE_PROTO__VALUE_MAP_TYPE ||
+        vi->name == NULL)
+        return false;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (n->op_type != NULL && strcmp(n->op_type, "ZipMap") == 0 && n->domain != NULL &&
+            strcmp(n->domain, "ai.onnx.ml") == 0 && n->n_output == 1 && n->output[0] != NULL &&
+            strcmp(n->output[0], vi->name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
                             const ox_names *inits)
 {
@@ -807,7 +827,9 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
         snprintf(what, sizeof what, "graph output #%zu", i);
         OX_RETURN_IF_ERROR(ox_check_name(imp, vi->name, true, what));
         snprintf(what, sizeof what, "graph output '%.200s'", vi->name);
-        if (!ox_names_has(inits, vi->name))
+        /* a classifier's ZipMap (skl2onnx's default): the core gives the
+         * tensor it zips (opset_lower.c), typed by inference */
+        if (!ox_names_has(inits, vi->name) && !ox_zipmap_output(g, vi))
             OX_RETURN_IF_ERROR(ox_declare(imp, vi, false, imp->scope == NULL, what));
         OX_RETURN_IF_ERROR(
             ox_wrap(imp, imp->graph->builder_output(imp->b, vi->name), "%s", what));

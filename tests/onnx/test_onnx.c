@@ -1512,7 +1512,8 @@ static void m_input_sequence(Onnx__ModelProto *m, const char *d)
     tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
     tp->sequence_type = seq;
 }
-/* The output as skl2onnx's ZipMap types it: a sequence of maps. */
+/* The output as skl2onnx's ZipMap types it, a sequence of maps, made by a
+ * node that is no ZipMap. */
 static void m_output_zipmap(Onnx__ModelProto *m, const char *d)
 {
     (void)d;
@@ -1793,8 +1794,8 @@ static const bad_case bad_cases[] = {
     {"input_no_type", m_input_no_type, NULL, "graph input 'x' has no type", NULL},
     {"input_sequence", m_input_sequence, NULL, "graph input 'x' has a sequence type", NULL},
     {"output_zipmap", m_output_zipmap, NULL,
-     "graph output 'y' is a sequence of maps (a classifier's ZipMap); Plinth gives only tensors: "
-     "export the probabilities as a tensor (skl2onnx: options {'zipmap': False}",
+     "graph output 'y' is a sequence of maps that no ZipMap makes; Plinth gives only tensors "
+     "(a classifier's ZipMap output as the tensor it zips)",
      NULL},
     {"int32_out_of_range", m_int32_out_of_range, NULL,
      "initializer 'bytes': int32_data[1] = 300 is out of range for UINT8", NULL},

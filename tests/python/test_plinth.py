@@ -2367,6 +2367,46 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
 
+    def test_onnx_ml_zipmap(self):
+        """A classifier ending in ZipMap, as skl2onnx exports one by default
+        (output_probability a sequence of maps, one per row, label ->
+        probability): the model loads, the output is the [N, C] tensor it
+        zips (ONNX Runtime's dicts' values, in the class order), and the
+        session's description says so; int or string class labels."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        x = np.random.default_rng(6).standard_normal((5, 3)).astype(np.float32)
+        coef = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, -0.5], [-0.3, 0.2, 0.1]], np.float32)
+        z = x.astype(np.float64) @ coef.T.astype(np.float64) + [0.1, -0.2, 0.0]
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        for key_type, labels in ((T.INT64, dict(classlabels_int64s=[4, 7, 9])),
+                                 (T.STRING, dict(classlabels_strings=["a", "b", "c"]))):
+            nodes = [h.make_node("LinearClassifier", ["x"], ["label", "scores"], domain=ml,
+                                 classlabels_ints=[4, 7, 9], coefficients=coef.ravel().tolist(),
+                                 intercepts=[0.1, -0.2, 0.0], multi_class=1,
+                                 post_transform="SOFTMAX"),
+                     h.make_node("ZipMap", ["scores"], ["probability"], domain=ml, **labels)]
+            import onnx
+            seq = onnx.ValueInfoProto(name="probability")
+            zipped = seq.type.sequence_type.elem_type.map_type
+            zipped.key_type = key_type
+            zipped.value_type.tensor_type.elem_type = T.FLOAT
+            graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [5, 3])],
+                                 [h.make_tensor_value_info("label", T.INT64, [5]), seq])
+            path = os.path.join(TMP, "zipmap_%d.onnx" % key_type)
+            m = h.make_model(graph, opset_imports=[h.make_opsetid("", 15), h.make_opsetid(ml, 1)])
+            m.ir_version = 8
+            onnx.save(m, path)
+            with self.rt.load_model(path).session() as s:
+                out = s.run({"x": x})
+                text = str(s.describe())
+            np.testing.assert_array_equal(out["label"], np.array([4, 7, 9])[p.argmax(1)])
+            np.testing.assert_allclose(out["probability"], p, rtol=1e-5, atol=1e-6)
+            self.assertIn("(ZipMap) is a sequence of maps in ONNX: given as the [N, 3] tensor",
+                          text)
+
     def test_onnx_ml_trees(self):
         """ai.onnx.ml's TreeEnsembleRegressor, TreeEnsembleClassifier and
         LinearClassifier as skl2onnx and onnxmltools write them, lowered

@@ -3254,6 +3254,37 @@ static pl_status *lw_ml_binarizer(lw *w)
     return pl_graph_attr_int(w->g, w->id, "to", code);
 }
 
+/* ZipMap (skl2onnx's classifiers end in it by default): a sequence of
+ * maps, one a row, from each class label to its probability. Plinth's
+ * values are tensors, so the node becomes the Identity of the [N, C]
+ * tensor it zips, column j the class classlabels[j], and the graph keeps a
+ * note saying so (the model's description lists it). */
+static pl_status *lw_ml_zipmap(lw *w)
+{
+    const char *x = lw_input(w, 0);
+    const pl_attr *li = lw_attr(w, "classlabels_int64s"), *ls = lw_attr(w, "classlabels_strings");
+    size_t n = li != NULL && li->kind == PL_ATTR_INTS     ? li->n
+               : ls != NULL && ls->kind == PL_ATTR_STRINGS ? ls->n
+                                                           : 0;
+    const pl_graph_tensor *t = lw_tensor(w, x);
+    if (n == 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "classlabels_int64s or classlabels_strings must list the classes");
+    if (t != NULL && t->ndim >= 0 &&
+        (t->ndim != 2 || (t->dims[1] >= 0 && (size_t)t->dims[1] != n)))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "X must be [N, %zu] for %zu class labels", n,
+                        n);
+    const pl_graph_node *node = pl_graph_get_node(w->g, w->id);
+    const char *y = pl_graph_get_tensor(w->g, node->outputs[0])->name;
+    if (!pl_graph_note(w->g,
+                       "output '%s' of node '%s' (ZipMap) is a sequence of maps in ONNX: given "
+                       "as the [N, %zu] tensor of values it zips, column j the class of "
+                       "classlabels[j]",
+                       y, w->base, n))
+        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory for a note");
+    return lw_become(w, "Identity", (const char *[]){x}, 1);
+}
+
 /* ArrayFeatureExtractor: X's last axis at the indices Y, read as a list
  * (ONNX Runtime's shape: X's dims but the last, then Y's count; a 0-d Y,
  * as skl2onnx writes after a binary LinearSVC, keeps a last dim of 1). */
@@ -4225,6 +4256,7 @@ static const struct {
     {"ai.onnx.ml", "SVMRegressor", 0, lw_ml_svm_regressor},
     {"ai.onnx.ml", "SVMClassifier", 0, lw_ml_svm_classifier},
     {"ai.onnx.ml", "LabelEncoder", 0, lw_ml_label_encoder},
+    {"ai.onnx.ml", "ZipMap", 0, lw_ml_zipmap},
     /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
     {"", "ImageScaler", 1, lw_image_scaler},
     {"", "Scale", 1, lw_scale},
