@@ -12,7 +12,9 @@ nodes_missing_value_tracks_true says, XGBoost's with BRANCH_LT and no ai.onnx im
 LightGBM's at ai.onnx opsets 8 and 9), LinearClassifier (logistic regression, linear SVMs,
 ridge classification, stacking), SVMRegressor (SVR, NuSVR, one-class SVM; RBF, POLY and SIGMOID
 kernels), SVMClassifier (SVC, NuSVC, with and without probabilities), LabelEncoder,
-LinearRegressor, Scaler, Normalizer and ArrayFeatureExtractor, and standard ops for nearest neighbours, PCA, k-means, naive Bayes and MLPs. Classifiers are
+LinearRegressor, Scaler, Normalizer and ArrayFeatureExtractor, and standard ops for nearest neighbours, PCA, k-means, naive Bayes and MLPs;
+pipelines over a table with NaNs and integer-coded categories (Imputer, OneHotEncoder, binning,
+polynomial features, feature selection). Classifiers are
 exported with zipmap off (with the default ZipMap, Plinth gives the probabilities as the
 [N, C] tensor it zips, where ONNX Runtime gives a list of dicts: the references would
 differ in form only); probabilities and labels are compared.
@@ -46,18 +48,45 @@ def data():
     xn = x2.copy()
     xn[::7, 3] = np.nan
     xn[::5, 0] = np.nan
+    # a table as pipelines meet one: NaNs in four numeric columns, two
+    # integer-coded categorical ones (codes 0-3 and 0-2)
+    rng = np.random.default_rng(0)
+    xc = x2.copy()
+    xc[:, 8] = rng.integers(0, 4, len(xc))
+    xc[:, 9] = rng.integers(0, 3, len(xc))
+    xc[:, :4][rng.random((len(xc), 4)) < 0.1] = np.nan
     f = np.float32
     return dict(bin=(x2.astype(f), y2), multi=(x3.astype(f), y3), reg=(xr.astype(f), yr.astype(f)),
-                reg3=(xm.astype(f), ym.astype(f)), nan=(xn.astype(f), y2))
+                reg3=(xm.astype(f), ym.astype(f)), nan=(xn.astype(f), y2),
+                mixed=(xc.astype(f), y2), mixed_reg=(xc.astype(f), yr.astype(f)))
 
 
 def sklearn_models():
     from sklearn import (cluster as C, decomposition as D, discriminant_analysis as DA,
                          ensemble as E, linear_model as L, naive_bayes as NB, neighbors as N,
                          neural_network as NN, svm as S, tree as T)
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_selection import SelectKBest, VarianceThreshold
+    from sklearn.impute import SimpleImputer
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import MinMaxScaler, Normalizer, StandardScaler
+    from sklearn.preprocessing import (KBinsDiscretizer, MaxAbsScaler, MinMaxScaler, Normalizer,
+                                       OneHotEncoder, PolynomialFeatures, RobustScaler,
+                                       StandardScaler)
+    mixed = ColumnTransformer([("num", make_pipeline(SimpleImputer(strategy="median"),
+                                                     StandardScaler()), [0, 1, 2, 3, 4, 5, 6, 7]),
+                               ("cat", OneHotEncoder(handle_unknown="ignore"), [8, 9])])
     return [
+        # pipelines over a table with gaps and categories (Imputer,
+        # OneHotEncoder, ArrayFeatureExtractor, Concat, Scaler)
+        ("pipe_columns", "pipeline", make_pipeline(mixed, L.LogisticRegression(max_iter=300)),
+         "mixed"),
+        ("pipe_kbins", "pipeline", make_pipeline(SimpleImputer(), KBinsDiscretizer(4, encode="onehot-dense"),
+                                                 L.LogisticRegression(max_iter=300)), "mixed"),
+        ("pipe_poly", "pipeline", make_pipeline(SimpleImputer(), PolynomialFeatures(2), RobustScaler(),
+                                                L.Ridge()), "mixed_reg"),
+        ("pipe_select", "pipeline", make_pipeline(SimpleImputer(), MaxAbsScaler(), VarianceThreshold(0.01),
+                                                  SelectKBest(k=6), D.TruncatedSVD(3),
+                                                  L.LogisticRegression()), "mixed"),
         ("rf_bin", "random forest", E.RandomForestClassifier(20, random_state=0), "bin"),
         ("rf_multi", "random forest", E.RandomForestClassifier(20, random_state=0), "multi"),
         ("et_multi", "extra trees", E.ExtraTreesClassifier(15, max_depth=8, random_state=0), "multi"),

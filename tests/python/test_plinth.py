@@ -2367,6 +2367,61 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
 
+    def test_onnx_ml_pipeline_pieces(self):
+        """The ai.onnx.ml pieces of scikit-learn pipelines as skl2onnx writes
+        them (SimpleImputer, OneHotEncoder and one-hot KBinsDiscretizer over
+        numbers) and FeatureVectorizer, lowered to standard ops, against
+        NumPy forms of ONNX Runtime's results (each checked equal to them):
+        Imputer of NaNs or of a value, one imputed value or one a column, in
+        f32 and i64 (and f64, which ONNX Runtime has no kernel for);
+        OneHotEncoder of i64 and of f32 (truncated), an unknown value a row of
+        zeros, a 2-D X; FeatureVectorizer of [N, 2] and [N, 1] inputs, f32 or
+        i64."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        xf = np.array([[1.0, np.nan, 3.0], [np.nan, 5.0, 0.0], [7.0, 0.0, np.nan]], np.float32)
+        xi = np.array([[1, 0, 3], [0, 5, 0]], np.int64)
+
+        def run(nodes, ins, name, outs=("y",)):
+            graph = h.make_graph(nodes, "g", [h.make_tensor_value_info(k, t, list(v.shape))
+                                              for k, (t, v) in ins.items()],
+                                 [h.make_tensor_value_info(o, T.UNDEFINED, None) for o in outs])
+            return run_saved(self.rt, graph, [h.make_opsetid("", 15), h.make_opsetid(ml, 1)], 8,
+                             name, {k: v for k, (t, v) in ins.items()})
+
+        cases = [  # (attributes, X type, X, want)
+            (dict(imputed_value_floats=[9.0, 8.0, 7.0], replaced_value_float=float("nan")),
+             T.FLOAT, xf, np.where(np.isnan(xf), [9.0, 8.0, 7.0], xf)),
+            (dict(imputed_value_floats=[-1.0], replaced_value_float=0.0), T.FLOAT, xf,
+             np.where(xf == 0.0, -1.0, xf)),
+            (dict(imputed_value_floats=[9.0, 8.0, 7.0], replaced_value_float=float("nan")),
+             T.DOUBLE, xf.astype(np.float64), np.where(np.isnan(xf), [9.0, 8.0, 7.0], xf)),
+            (dict(imputed_value_int64s=[4, 5, 6], replaced_value_int64=0), T.INT64, xi,
+             np.where(xi == 0, [4, 5, 6], xi)),
+        ]
+        for k, (attrs, xt, xv, want) in enumerate(cases):
+            y = run([h.make_node("Imputer", ["x"], ["y"], domain=ml, **attrs)], {"x": (xt, xv)},
+                    "imputer_%d.onnx" % k)["y"]
+            self.assertEqual(y.dtype, xv.dtype)
+            np.testing.assert_array_equal(y, want.astype(xv.dtype), err_msg="Imputer %s" % attrs)
+        cats = [0, 3, 5, 1]
+        for k, (xt, xv) in enumerate(((T.INT64, xi), (T.FLOAT, np.array([[3.7, -0.5], [5.0, 9.0]],
+                                                                          np.float32)))):
+            y = run([h.make_node("OneHotEncoder", ["x"], ["y"], domain=ml, cats_int64s=cats,
+                                 zeros=1)], {"x": (xt, xv)}, "one_hot_%d.onnx" % k)["y"]
+            want = (np.trunc(xv).astype(np.int64)[..., None] == cats).astype(np.float32)
+            self.assertEqual(y.shape, xv.shape + (4,))
+            np.testing.assert_array_equal(y, want)
+        a = np.arange(6).reshape(3, 2)
+        b = np.array([[7], [8], [9]])
+        for t, dt in ((T.FLOAT, np.float32), (T.INT64, np.int64)):
+            y = run([h.make_node("FeatureVectorizer", ["a", "b"], ["y"], domain=ml,
+                                 inputdimensions=[2, 1])],
+                    {"a": (t, a.astype(dt)), "b": (t, b.astype(dt))}, "feature_vectorizer.onnx")["y"]
+            self.assertEqual(y.dtype, np.float32)
+            np.testing.assert_array_equal(y, np.concatenate([a, b], 1))
+
     def test_onnx_ml_zipmap(self):
         """A classifier ending in ZipMap, as skl2onnx exports one by default
         (output_probability a sequence of maps, one per row, label ->

@@ -3254,37 +3254,6 @@ static pl_status *lw_ml_binarizer(lw *w)
     return pl_graph_attr_int(w->g, w->id, "to", code);
 }
 
-/* ZipMap (skl2onnx's classifiers end in it by default): a sequence of
- * maps, one a row, from each class label to its probability. Plinth's
- * values are tensors, so the node becomes the Identity of the [N, C]
- * tensor it zips, column j the class classlabels[j], and the graph keeps a
- * note saying so (the model's description lists it). */
-static pl_status *lw_ml_zipmap(lw *w)
-{
-    const char *x = lw_input(w, 0);
-    const pl_attr *li = lw_attr(w, "classlabels_int64s"), *ls = lw_attr(w, "classlabels_strings");
-    size_t n = li != NULL && li->kind == PL_ATTR_INTS     ? li->n
-               : ls != NULL && ls->kind == PL_ATTR_STRINGS ? ls->n
-                                                           : 0;
-    const pl_graph_tensor *t = lw_tensor(w, x);
-    if (n == 0)
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
-                        "classlabels_int64s or classlabels_strings must list the classes");
-    if (t != NULL && t->ndim >= 0 &&
-        (t->ndim != 2 || (t->dims[1] >= 0 && (size_t)t->dims[1] != n)))
-        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "X must be [N, %zu] for %zu class labels", n,
-                        n);
-    const pl_graph_node *node = pl_graph_get_node(w->g, w->id);
-    const char *y = pl_graph_get_tensor(w->g, node->outputs[0])->name;
-    if (!pl_graph_note(w->g,
-                       "output '%s' of node '%s' (ZipMap) is a sequence of maps in ONNX: given "
-                       "as the [N, %zu] tensor of values it zips, column j the class of "
-                       "classlabels[j]",
-                       y, w->base, n))
-        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory for a note");
-    return lw_become(w, "Identity", (const char *[]){x}, 1);
-}
-
 /* ArrayFeatureExtractor: X's last axis at the indices Y, read as a list
  * (ONNX Runtime's shape: X's dims but the last, then Y's count; a 0-d Y,
  * as skl2onnx writes after a binary LinearSVC, keeps a last dim of 1). */
@@ -4089,6 +4058,156 @@ static pl_status *lw_ml_svm_regressor(lw *w)
     return lw_become(w, "Where", (const char *[]){gt, pos, neg}, 3);
 }
 
+/* Imputer (scikit-learn's SimpleImputer; skl2onnx writes one in front of
+ * most pipelines): the values of X equal to replaced_value_float (a NaN
+ * for skl2onnx: then every NaN) or replaced_value_int64 become
+ * imputed_value_floats / _int64s, one value for all or one per column of
+ * the last axis, in X's type, as ONNX Runtime computes it: Where(IsNaN(X)
+ * or Equal(X, replaced), imputed, X). */
+static pl_status *lw_ml_imputer(lw *w)
+{
+    const char *x = lw_input(w, 0);
+    const pl_graph_tensor *t = lw_tensor(w, x);
+    const pl_attr *fv = lw_attr(w, "imputed_value_floats"), *iv = lw_attr(w, "imputed_value_int64s");
+    if (t == NULL || t->ndim < 1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0 must have a rank of 1 or more");
+    bool is_float = PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_F64);
+    bool is_int = PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_I32);
+    const pl_attr *vals = is_float ? fv : iv;
+    if (!(is_float || is_int) || vals == NULL ||
+        vals->kind != (is_float ? PL_ATTR_FLOATS : PL_ATTR_INTS) || vals->n == 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "X must be f32, f64, i64 or i32 with imputed_value_%s given",
+                        is_int ? "int64s" : "floats");
+    int64_t cols = t->dims[t->ndim - 1], n = (int64_t)vals->n;
+    if (n > 1 && cols >= 0 && n != cols)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "%lld imputed values for %lld columns (one, or one a column)",
+                        (long long)n, (long long)cols);
+    const char *imp, *cond;
+    int64_t code = lw_onnx_code(t->dtype);
+    if (is_float) {
+        size_t nv;
+        PL_RETURN_IF_ERROR(lw_ml_floats(w, "imputed_value_floats", 0, NULL, &nv, &imp));
+        double rep = lw_attr_f(w, "replaced_value_float", 0.0);
+        if (isnan(rep)) {
+            PL_RETURN_IF_ERROR(lw_unary(w, "IsNaN", x, &cond));
+        } else {
+            const char *r;
+            w->narrow = false;
+            w->dtype = t->dtype;
+            PL_RETURN_IF_ERROR(lw_scalar(w, "replaced", rep, &r));
+            PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x, r, &cond));
+        }
+    } else {
+        const char *r;
+        PL_RETURN_IF_ERROR(lw_const(w, "imputed", PL_DTYPE_I64, 1, &n, vals->ints,
+                                    (size_t)n * 8, &imp));
+        PL_RETURN_IF_ERROR(lw_i64_scalar(w, "replaced", lw_attr_i(w, "replaced_value_int64", 0),
+                                         &r));
+        if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64))
+            PL_RETURN_IF_ERROR(lw_cast(w, r, code, &r));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x, r, &cond));
+    }
+    /* the imputed values in X's type (folded at load) */
+    if (!PL_DTYPE_EQ(t->dtype, is_float ? PL_DTYPE_F32 : PL_DTYPE_I64))
+        PL_RETURN_IF_ERROR(lw_cast(w, imp, code, &imp));
+    return lw_become(w, "Where", (const char *[]){cond, imp, x}, 3);
+}
+
+/* OneHotEncoder of ai.onnx.ml with integer categories (cats_int64s; what
+ * skl2onnx writes for a OneHotEncoder or a one-hot KBinsDiscretizer over
+ * numbers): X's shape and one more axis of the categories, 1.0 where X
+ * (cast to int64, truncating, as ONNX Runtime does) is that category,
+ * else 0.0. A value in no category is a row of zeros; with zeros = 0
+ * ONNX Runtime fails the run there, which this does not. String
+ * categories are refused (no string tensors). */
+static pl_status *lw_ml_one_hot(lw *w)
+{
+    const char *x = lw_input(w, 0), *x1, *cats, *eq;
+    const pl_graph_tensor *t = lw_tensor(w, x);
+    const pl_attr *ci = lw_attr(w, "cats_int64s");
+    if (ci == NULL || ci->kind != PL_ATTR_INTS || ci->n == 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED,
+                        "only integer categories (cats_int64s) are run: Plinth has no string "
+                        "tensors");
+    if (t == NULL || t->ndim < 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0's rank must be known");
+    int64_t n = (int64_t)ci->n;
+    PL_RETURN_IF_ERROR(lw_const(w, "cats", PL_DTYPE_I64, 1, &n, ci->ints, (size_t)n * 8, &cats));
+    if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64))
+        PL_RETURN_IF_ERROR(lw_cast(w, x, 7, &x));
+    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, x, t->ndim, -1, &x1));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x1, cats, &eq));
+    PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){eq}, 1));
+    return pl_graph_attr_int(w->g, w->id, "to", 1);
+}
+
+/* FeatureVectorizer: the inputs, each [N, inputdimensions[i]], as f32,
+ * side by side: [N, sum]. An input of another width, or not 2-D, is
+ * refused (ONNX Runtime cuts or pads a row to the width, and reads a 1-D
+ * input as one row). */
+static pl_status *lw_ml_feature_vectorizer(lw *w)
+{
+    const pl_attr *dims = lw_attr(w, "inputdimensions");
+    const pl_graph_node *node = pl_graph_get_node(w->g, w->id);
+    size_t n_in = node->n_inputs;
+    if (dims == NULL || dims->kind != PL_ATTR_INTS || dims->n != n_in || n_in == 0 ||
+        n_in > PL_GRAPH_MAX_RANK)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "inputdimensions must give one count for each of the %zu inputs "
+                        "(at most %d)",
+                        n_in, PL_GRAPH_MAX_RANK);
+    int64_t want[PL_GRAPH_MAX_RANK];
+    for (size_t i = 0; i < n_in; i++)
+        want[i] = dims->ints[i];
+    const char *ins[PL_GRAPH_MAX_RANK];
+    for (size_t i = 0; i < n_in; i++) {
+        const char *x = lw_input(w, i);
+        const pl_graph_tensor *t = lw_tensor(w, x);
+        if (t == NULL || t->ndim != 2 || t->dims[1] != want[i])
+            return lw_error(w, PL_CODE_UNSUPPORTED,
+                            "input %zu must be [N, %lld] (inputdimensions[%zu])", i,
+                            (long long)want[i], i);
+        if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32))
+            PL_RETURN_IF_ERROR(lw_cast(w, x, 1, &x));
+        ins[i] = x;
+    }
+    PL_RETURN_IF_ERROR(lw_become(w, "Concat", ins, n_in));
+    return pl_graph_attr_int(w->g, w->id, "axis", 1);
+}
+
+/* ZipMap (skl2onnx's classifiers end in it by default): a sequence of
+ * maps, one a row, from each class label to its probability. Plinth's
+ * values are tensors, so the node becomes the Identity of the [N, C]
+ * tensor it zips, column j the class classlabels[j], and the graph keeps a
+ * note saying so (the model's description lists it). */
+static pl_status *lw_ml_zipmap(lw *w)
+{
+    const char *x = lw_input(w, 0);
+    const pl_attr *li = lw_attr(w, "classlabels_int64s"), *ls = lw_attr(w, "classlabels_strings");
+    size_t n = li != NULL && li->kind == PL_ATTR_INTS     ? li->n
+               : ls != NULL && ls->kind == PL_ATTR_STRINGS ? ls->n
+                                                           : 0;
+    const pl_graph_tensor *t = lw_tensor(w, x);
+    if (n == 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "classlabels_int64s or classlabels_strings must list the classes");
+    if (t != NULL && t->ndim >= 0 &&
+        (t->ndim != 2 || (t->dims[1] >= 0 && (size_t)t->dims[1] != n)))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "X must be [N, %zu] for %zu class labels", n,
+                        n);
+    const pl_graph_node *node = pl_graph_get_node(w->g, w->id);
+    const char *y = pl_graph_get_tensor(w->g, node->outputs[0])->name;
+    if (!pl_graph_note(w->g,
+                       "output '%s' of node '%s' (ZipMap) is a sequence of maps in ONNX: given "
+                       "as the [N, %zu] tensor of values it zips, column j the class of "
+                       "classlabels[j]",
+                       y, w->base, n))
+        return lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory for a note");
+    return lw_become(w, "Identity", (const char *[]){x}, 1);
+}
+
 /* LabelEncoder with numeric keys and values (keys_int64s or keys_floats,
  * values_int64s or values_floats, ONNX-ML 2 and later; scikit-learn's
  * IsolationForest maps leaf ids to path lengths so): one ai.plinth
@@ -4257,6 +4376,9 @@ static const struct {
     {"ai.onnx.ml", "SVMClassifier", 0, lw_ml_svm_classifier},
     {"ai.onnx.ml", "LabelEncoder", 0, lw_ml_label_encoder},
     {"ai.onnx.ml", "ZipMap", 0, lw_ml_zipmap},
+    {"ai.onnx.ml", "Imputer", 0, lw_ml_imputer},
+    {"ai.onnx.ml", "OneHotEncoder", 0, lw_ml_one_hot},
+    {"ai.onnx.ml", "FeatureVectorizer", 0, lw_ml_feature_vectorizer},
     /* ONNX's experimental ops, at any opset (ONNX Runtime's reading) */
     {"", "ImageScaler", 1, lw_image_scaler},
     {"", "Scale", 1, lw_scale},
