@@ -420,7 +420,18 @@ static void ma_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t e = begin; e < end; e++) {
         size_t base = (e / k->inner) * k->len * k->inner + e % k->inner;
         int64_t at = 0;
-        if (wide_is_float(k->type)) {
+        if (k->type == WT_F32) {
+            /* f32 without the widening loads and the type switch */
+            const float *x = (const float *)c->x + base;
+            float best = x[0];
+            for (size_t l = 1; l < k->len && !isnan(best); l++) {
+                float v = x[l * k->inner];
+                if (isnan(v) || MA_BETTER(k, v, best)) {
+                    best = v;
+                    at = (int64_t)l;
+                }
+            }
+        } else if (wide_is_float(k->type)) {
             double best = wide_load_f(c->x, k->type, base);
             for (size_t l = 1; l < k->len && !isnan(best); l++) {
                 double v = wide_load_f(c->x, k->type, base + l * k->inner);

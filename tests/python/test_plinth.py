@@ -2367,6 +2367,37 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
 
+    def test_argmax_nan(self):
+        """ArgMax and ArgMin take the first NaN along the axis, as NumPy does,
+        in f32 (the module's own loop) and f64, along the last axis and an
+        inner one, with select_last_index for ties."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        x = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 5.0, 5.0, 0.0], [4.0, 1.0, 0.5, 4.0]])
+        for t, dt in ((T.FLOAT, np.float32), (T.DOUBLE, np.float64)):
+            for op in ("ArgMax", "ArgMin"):
+                for axis in (1, 0):
+                    for last in (0, 1):
+                        node = h.make_node(op, ["x"], ["y"], axis=axis, keepdims=0,
+                                           select_last_index=last)
+                        graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", t, [3, 4])],
+                                             [h.make_tensor_value_info("y", T.INT64, None)])
+                        y = run_saved(self.rt, graph, [h.make_opsetid("", 13)], 8,
+                                      "argnan.onnx", {"x": x.astype(dt)})["y"]
+                        xv = x if axis == 1 else x.T
+                        want = []
+                        for row in xv:
+                            nan = np.flatnonzero(np.isnan(row))
+                            if nan.size:
+                                want.append(nan[0])
+                            elif last:
+                                best = row.max() if op == "ArgMax" else row.min()
+                                want.append(np.flatnonzero(row == best)[-1])
+                            else:
+                                want.append(row.argmax() if op == "ArgMax" else row.argmin())
+                        np.testing.assert_array_equal(y, want, err_msg="%s %s axis %d last %d" %
+                                                      (op, dt.__name__, axis, last))
+
     def test_onnx_ml_pipeline_pieces(self):
         """The ai.onnx.ml pieces of scikit-learn pipelines as skl2onnx writes
         them (SimpleImputer, OneHotEncoder and one-hot KBinsDiscretizer over
