@@ -311,6 +311,7 @@ extern const cpu_op_entry cpu_ops_detect[]; /* nms.c: ai.plinth NonMaxSuppressio
 extern const cpu_op_entry cpu_ops_trees[];  /* trees.c: ai.plinth TreeEnsemble */
 extern const cpu_op_entry cpu_ops_svm[];    /* svm.c: ai.plinth SVMClassify */
 extern const cpu_op_entry cpu_ops_label_encode[]; /* label_encode.c: ai.plinth LabelEncode */
+extern const cpu_op_entry cpu_ops_gqa[]; /* gqa.c: ai.plinth GroupQueryAttention */
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 /* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu */

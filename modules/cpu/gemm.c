@@ -721,17 +721,7 @@ static void gemm_n1(int64_t m, int64_t k, float alpha, const cpu_gemm_operand *a
     for (int64_t i = 0; i < m; i++) {
         float v;
         if (!a->trans) {
-            const float *r = a->data + i * a->ld;
-            float lane[16] = {0};
-            int64_t p = 0;
-            for (; p + 16 <= k; p += 16)
-                for (int l = 0; l < 16; l++)
-                    lane[l] += r[p + l] * x[p + l];
-            for (int l = 0; p < k; p++, l++)
-                lane[l] += r[p] * x[p];
-            v = 0.0f;
-            for (int l = 0; l < 16; l++)
-                v += lane[l];
+            v = cpu_dot16(a->data + i * a->ld, x, k);
         } else {
             v = 0.0f;
             for (int64_t p = 0; p < k; p++)

@@ -31,11 +31,11 @@ static const cpu_op_entry *const cpu_op_tables[] = {
     cpu_ops_nn,    cpu_ops_math,   cpu_ops_shape,     cpu_ops_rnn,    cpu_ops_index,
     cpu_ops_loss,  cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize, cpu_ops_sample,
     cpu_ops_text,  cpu_ops_detect, cpu_ops_unique, cpu_ops_qlinear_ms, cpu_ops_deform,
-    cpu_ops_random, cpu_ops_linattn, cpu_ops_trees, cpu_ops_svm, cpu_ops_label_encode, cpu_ops};
+    cpu_ops_random, cpu_ops_linattn, cpu_ops_trees, cpu_ops_svm, cpu_ops_label_encode, cpu_ops_gqa, cpu_ops};
 static const char *const cpu_op_table_files[] = {
     "nn.c",   "math.c",  "shape.c",  "rnn_build.c", "index.c",  "loss.c",
     "quant.c", "signal.c", "normalize.c", "sample.c", "text.c", "nms.c", "unique.c",
-    "qlinear_ms.c", "deform.c", "random.c", "linattn.c", "trees.c", "svm.c", "label_encode.c", "kernel.c"};
+    "qlinear_ms.c", "deform.c", "random.c", "linattn.c", "trees.c", "svm.c", "label_encode.c", "gqa.c", "kernel.c"};
 #define CPU_N_OP_TABLES (sizeof cpu_op_tables / sizeof cpu_op_tables[0])
 
 pl_status *cpu_op_tables_check(void)

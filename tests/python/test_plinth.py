@@ -2367,6 +2367,230 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6,
                                            err_msg="%s at opset %d" % (node.op_type, opset))
 
+    def test_ms_group_query_attention(self):
+        """com.microsoft GroupQueryAttention (onnxruntime-genai's LLMs), lowered
+        to ai.plinth GroupQueryAttention (the cpu module's gqa.c), against a
+        NumPy form of ONNX Runtime 1.20's CPU kernel (every case here checked
+        against it: outputs within 2e-6, presents equal): a first prompt, a
+        decode step and a later prompt over a past, grouped heads, packed
+        QKV, a local window, rotary embedding (halves, interleaved, partial),
+        softcap, smooth softmax, a scale, rows of different lengths (the
+        padded prompt rows left out: ONNX Runtime leaves them unspecified);
+        prompts of 8 queries or more (the GEMM's path) and fewer."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        rng = np.random.default_rng(8)
+
+        def rope(x, pos, cos, sin, inter):
+            r = cos.shape[1] * 2
+            out, c, s = x.copy(), cos[pos], sin[pos]
+            ia = slice(0, r, 2) if inter else slice(0, r // 2)
+            ib = slice(1, r, 2) if inter else slice(r // 2, r)
+            a, b = x[:, ia], x[:, ib]
+            out[:, ia], out[:, ib] = a * c - b * s, a * s + b * c
+            return out
+
+        def reference(q, k, v, pk, pv, lens, total, n, kvn, scale=0.0, window=-1, rot=None,
+                      inter=0, softcap=0.0, smooth=0):
+            bsz, s_len = q.shape[:2]
+            if k is None:
+                hd = q.shape[2] // (n + 2 * kvn)
+                q, k, v = q[:, :, :n * hd], q[:, :, n * hd:(n + kvn) * hd], q[:, :, (n + kvn) * hd:]
+            hd = q.shape[2] // n
+            length = max(total, pk.shape[2])
+            pres_k = np.zeros((bsz, kvn, length, hd), np.float32)
+            pres_v = np.zeros_like(pres_k)
+            out = np.zeros((bsz, s_len, n * hd), np.float32)
+            scale = scale or 1.0 / np.sqrt(hd)
+            for b in range(bsz):
+                tot = int(lens[b]) + 1
+                past = 0 if s_len == total else tot - s_len
+                pos = np.arange(past, past + s_len)
+                for g in range(kvn):
+                    kn = k[b, :, g * hd:(g + 1) * hd]
+                    if rot is not None:
+                        kn = rope(kn, pos, rot[0], rot[1], inter)
+                    pres_k[b, g, :past], pres_v[b, g, :past] = pk[b, g, :past], pv[b, g, :past]
+                    pres_k[b, g, past:past + s_len] = kn
+                    pres_v[b, g, past:past + s_len] = v[b, :, g * hd:(g + 1) * hd]
+                for hn in range(n):
+                    g = hn // (n // kvn)
+                    qn = q[b, :, hn * hd:(hn + 1) * hd]
+                    if rot is not None:
+                        qn = rope(qn, pos, rot[0], rot[1], inter)
+                    for si in range(s_len):
+                        causal = past + si + 1
+                        lo = 0 if window < 0 else max(0, causal - window - 1)
+                        hi = min(causal, tot)
+                        sc = pres_k[b, g, lo:hi].astype(np.float64) @ qn[si] * scale
+                        if softcap:
+                            sc = softcap * np.tanh(sc / softcap)
+                        top = max(sc.max(), 0.0) if smooth else sc.max()
+                        p = np.exp(sc - top)
+                        p /= p.sum() + (np.exp(-top) if smooth else 0.0)
+                        out[b, si, hn * hd:(hn + 1) * hd] = p @ pres_v[b, g, lo:hi]
+            return out, pres_k, pres_v
+
+        def case(bsz, s_len, past, n, kvn, hd, lens, packed=False, rdim=0, **kw):
+            total = max(lens) + 1
+            q = rng.standard_normal((bsz, s_len, n * hd)).astype(np.float32)
+            k = rng.standard_normal((bsz, s_len, kvn * hd)).astype(np.float32)
+            v = rng.standard_normal((bsz, s_len, kvn * hd)).astype(np.float32)
+            pk = rng.standard_normal((bsz, kvn, past, hd)).astype(np.float32)
+            pv = rng.standard_normal((bsz, kvn, past, hd)).astype(np.float32)
+            if packed:
+                q, k, v = np.concatenate([q, k, v], 2), None, None
+            feeds = [("query", q), ("key", k), ("value", v), ("past_key", pk), ("past_value", pv),
+                     ("seqlens_k", np.array(lens, np.int32)),
+                     ("total_sequence_length", np.array(total, np.int32))]
+            attrs = dict(num_heads=n, kv_num_heads=kvn)
+            if rdim:
+                kw["rot"] = (rng.standard_normal((64, rdim // 2)).astype(np.float32),
+                             rng.standard_normal((64, rdim // 2)).astype(np.float32))
+                feeds += [("cos_cache", kw["rot"][0]), ("sin_cache", kw["rot"][1])]
+                attrs["do_rotary"] = 1
+            names = {"window": "local_window_size", "inter": "rotary_interleaved",
+                     "smooth": "smooth_softmax", "scale": "scale", "softcap": "softcap"}
+            attrs.update({names[a]: x for a, x in kw.items() if a != "rot"})
+            node = h.make_node("GroupQueryAttention", [f if a is not None else "" for f, a in feeds],
+                               ["out", "present_key", "present_value"], domain="com.microsoft",
+                               **attrs)
+            graph = h.make_graph([node], "g", [h.make_tensor_value_info(
+                f, T.INT32 if a.dtype == np.int32 else T.FLOAT, list(a.shape))
+                for f, a in feeds if a is not None],
+                [h.make_tensor_value_info(o, T.FLOAT, None)
+                 for o in ("out", "present_key", "present_value")])
+            got = run_saved(self.rt, graph, [h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)],
+                            8, "gqa.onnx", {f: a for f, a in feeds if a is not None})
+            want = reference(q, k, v, pk, pv, lens, total, n, kvn, **kw)
+            what = "B%d S%d P%d %s" % (bsz, s_len, past, kw)
+            rows = np.ones((bsz, s_len), bool)
+            if s_len == total:
+                for b in range(bsz):
+                    rows[b, lens[b] + 1:] = False
+            np.testing.assert_allclose(got["out"][rows], want[0][rows], rtol=1e-5, atol=1e-5,
+                                       err_msg=what)
+            np.testing.assert_array_equal(got["present_key"], want[1], err_msg=what)
+            np.testing.assert_array_equal(got["present_value"], want[2], err_msg=what)
+
+        case(1, 5, 0, 4, 2, 8, [4])
+        case(1, 1, 6, 4, 2, 8, [6])
+        case(2, 1, 6, 4, 2, 8, [6, 3])
+        case(1, 3, 6, 4, 4, 8, [8])
+        case(1, 5, 0, 4, 2, 8, [4], packed=True)
+        case(1, 7, 0, 4, 1, 8, [6], window=3)
+        case(1, 1, 9, 4, 1, 8, [9], window=3)
+        case(1, 5, 0, 4, 2, 16, [4], rdim=16)
+        case(1, 1, 6, 4, 2, 16, [6], rdim=16, inter=1)
+        case(1, 3, 6, 4, 2, 16, [8], rdim=16)
+        case(1, 5, 0, 4, 2, 32, [4], rdim=16)
+        case(1, 5, 0, 4, 2, 8, [4], softcap=2.0)
+        case(1, 5, 0, 4, 2, 8, [4], smooth=1)
+        case(1, 4, 0, 2, 2, 8, [3], scale=0.3)
+        case(2, 5, 0, 4, 2, 16, [4, 2], rdim=16)
+        case(2, 1, 6, 4, 2, 16, [6, 3], rdim=16)
+        case(1, 1, 6, 4, 2, 16, [6], packed=True, rdim=16)
+        case(1, 40, 0, 8, 2, 64, [39], rdim=64)
+        # prompts of 8 queries or more go through the GEMM
+        case(1, 12, 0, 4, 1, 8, [11], window=3)
+        case(1, 10, 0, 4, 2, 8, [9], softcap=2.0)
+        case(1, 9, 0, 4, 2, 8, [8], smooth=1)
+        case(2, 10, 0, 4, 2, 16, [9, 5], rdim=16)
+        case(1, 8, 6, 4, 2, 16, [13], rdim=16, inter=1)
+        case(1, 9, 0, 4, 2, 8, [8], packed=True)
+
+    def test_ms_gqa_decoder(self):
+        """A decoder as onnxruntime-genai builds one (embedding,
+        SimplifiedLayerNormalization, GroupQueryAttention with rotary
+        embedding, seqlens_k from the attention mask and the total length
+        from its shape, SkipSimplifiedLayerNormalization, a SiLU MLP; dims
+        batch_size, sequence_length, past_sequence_length and
+        total_sequence_length left open): a prompt, then three steps each
+        feeding back the presents, give the logits the whole sequence gives
+        as one prompt, and presents as long as the sequence so far."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        from onnx import numpy_helper as nh
+        rng = np.random.default_rng(9)
+        vocab, d, n, kvn, hd, ff = 50, 64, 4, 2, 16, 96
+        inits, nodes = [], []
+
+        def w(name, *shape, s=0.1):
+            inits.append(nh.from_array((rng.standard_normal(shape) * s).astype(np.float32), name))
+            return name
+
+        def node(op, ins, outs, dom="", **kw):
+            nodes.append(h.make_node(op, ins, outs, domain=dom, name=outs[0] + "_n", **kw))
+            return outs[0]
+
+        angle = np.arange(64)[:, None] / (10000 ** (np.arange(0, hd, 2) / hd))[None]
+        inits += [nh.from_array(np.cos(angle).astype(np.float32), "cos"),
+                  nh.from_array(np.sin(angle).astype(np.float32), "sin"),
+                  nh.from_array(np.array([1], np.int64), "one"),
+                  nh.from_array(np.array(1, np.int64), "one_s")]
+        x = node("Gather", [w("embed", vocab, d), "input_ids"], ["emb"])
+        lens = node("Cast", [node("Sub", [node("ReduceSum", ["attention_mask", "one"], ["msum"],
+                                               keepdims=0), "one_s"], ["msub"])], ["lens"],
+                    to=T.INT32)
+        total = node("Cast", [node("Gather", [node("Shape", ["attention_mask"], ["mshape"]),
+                                              "one_s"], ["tot64"], axis=0)], ["total"], to=T.INT32)
+        ins = [h.make_tensor_value_info("input_ids", T.INT64, ["batch_size", "sequence_length"]),
+               h.make_tensor_value_info("attention_mask", T.INT64,
+                                        ["batch_size", "total_sequence_length"])]
+        outs = []
+        for layer in range(2):
+            hn = node("SimplifiedLayerNormalization", [x, w("ln%d" % layer, d, s=1.0)],
+                      ["ln%d_out" % layer], epsilon=1e-5, axis=-1)
+            qkv = [node("MatMul", [hn, w("w%s%d" % (c, layer), d, m * hd)], ["%s%d" % (c, layer)])
+                   for c, m in (("q", n), ("k", kvn), ("v", kvn))]
+            past = ["past_key_values.%d.%s" % (layer, c) for c in ("key", "value")]
+            pres = ["present.%d.%s" % (layer, c) for c in ("key", "value")]
+            ins += [h.make_tensor_value_info(p, T.FLOAT, ["batch_size", kvn, "past_sequence_length",
+                                                           hd]) for p in past]
+            outs += pres
+            nodes.append(h.make_node("GroupQueryAttention", qkv + past + [lens, total, "cos", "sin"],
+                                     ["attn%d" % layer] + pres, domain="com.microsoft",
+                                     num_heads=n, kv_num_heads=kvn, do_rotary=1))
+            o = node("MatMul", ["attn%d" % layer, w("wo%d" % layer, n * hd, d)], ["o%d" % layer])
+            nodes.append(h.make_node("SkipSimplifiedLayerNormalization",
+                                     [x, o, w("lm%d" % layer, d, s=1.0)],
+                                     ["mlp_in%d" % layer, "", "", "res%d" % layer],
+                                     domain="com.microsoft", epsilon=1e-5))
+            g = node("MatMul", ["mlp_in%d" % layer, w("wg%d" % layer, d, ff)], ["g%d" % layer])
+            u = node("MatMul", ["mlp_in%d" % layer, w("wu%d" % layer, d, ff)], ["u%d" % layer])
+            silu = node("Mul", [g, node("Sigmoid", [g], ["sg%d" % layer])], ["silu%d" % layer])
+            down = node("MatMul", [node("Mul", [silu, u], ["gu%d" % layer]),
+                                   w("wd%d" % layer, ff, d)], ["down%d" % layer])
+            x = node("Add", ["res%d" % layer, down], ["x%d" % layer])
+        node("MatMul", [x, w("lm_head", d, vocab)], ["logits"])
+        graph = h.make_graph(nodes, "decoder", ins, [h.make_tensor_value_info(
+            o, T.FLOAT, None) for o in ["logits"] + outs], inits)
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 17),
+                                               h.make_opsetid("com.microsoft", 1)])
+        m.ir_version = 8
+        path = os.path.join(TMP, "gqa_decoder.onnx")
+        onnx.save(m, path)
+        model = self.rt.load_model(path)
+        seq = rng.integers(0, vocab, (2, 10)).astype(np.int64)
+
+        def run(ids, cache, total):
+            feeds = dict(input_ids=ids, attention_mask=np.ones((2, total), np.int64), **cache)
+            with model.session() as s:
+                return s.run(feeds)
+
+        empty = {"past_key_values.%d.%s" % (layer, c): np.zeros((2, kvn, 0, hd), np.float32)
+                 for layer in range(2) for c in ("key", "value")}
+        whole = run(seq, empty, 10)["logits"]
+        got = run(seq[:, :7], empty, 7)
+        np.testing.assert_allclose(got["logits"], whole[:, :7], rtol=1e-5, atol=1e-5)
+        for t in range(7, 10):
+            cache = {o.replace("present", "past_key_values"): got[o] for o in outs}
+            got = run(seq[:, t:t + 1], cache, t + 1)
+            self.assertEqual(got["present.1.value"].shape, (2, kvn, t + 1, hd))
+            np.testing.assert_allclose(got["logits"][:, 0], whole[:, t], rtol=1e-5, atol=1e-5,
+                                       err_msg="step %d" % t)
+
     def test_argmax_nan(self):
         """ArgMax and ArgMin take the first NaN along the axis, as NumPy does,
         in f32 (the module's own loop) and f64, along the last axis and an

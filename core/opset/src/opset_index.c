@@ -281,6 +281,60 @@ static pl_status *ix_infer_trees(pl_infer_ctx *ctx)
     return pl_infer_set_output(ctx, 0, PL_DTYPE_F32, 2, dims, params);
 }
 
+/* ai.plinth GroupQueryAttention(query, key, value, past_key, past_value,
+ * seqlens_k, total_sequence_length [, cos_cache, sin_cache]): ONNX
+ * Runtime's com.microsoft op of that name, which the core lowers to this
+ * one (opset_lower.c; the cpu module's gqa.c runs it). output [B, S,
+ * num_heads * H]; present_key and present_value [B, kv_num_heads,
+ * max(total_sequence_length, past length), H], H from the query's width
+ * (of num_heads heads, or of num_heads + 2 kv_num_heads when key and value
+ * are packed into it). */
+static pl_status *ix_infer_gqa(pl_infer_ctx *ctx)
+{
+    const pl_graph_tensor *q = pl_infer_input(ctx, 0), *pk = NULL;
+    int64_t n = pl_infer_attr_int(ctx, "num_heads"), kvn = pl_infer_attr_int(ctx, "kv_num_heads");
+    if (n <= 0 || kvn <= 0 || n % kvn != 0)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "num_heads (%lld) must be a positive multiple of kv_num_heads (%lld)",
+                              (long long)n, (long long)kvn);
+    if (q->ndim >= 0 && q->ndim != 3)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT, "query must be [B, S, D]");
+    /* key and value (packed into the query) and the caches may be absent */
+    if (pl_infer_input_count(ctx) < 7 || pl_infer_input(ctx, 5) == NULL ||
+        pl_infer_input(ctx, 6) == NULL)
+        return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                              "seqlens_k (input 5) and total_sequence_length (6) are required");
+    bool packed = pl_infer_input_count(ctx) < 2 || pl_infer_input(ctx, 1) == NULL;
+    int64_t heads = packed ? n + 2 * kvn : n, b = -1, s = -1, h = -1, past = 0, total;
+    if (q->ndim == 3) {
+        b = q->dims[0];
+        s = q->dims[1];
+        if (q->dims[2] >= 0) {
+            if (q->dims[2] % heads != 0)
+                return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
+                                      "query's width %lld is no multiple of %lld heads",
+                                      (long long)q->dims[2], (long long)heads);
+            h = q->dims[2] / heads;
+        }
+    }
+    if (pl_infer_input_count(ctx) > 3)
+        pk = pl_infer_input(ctx, 3);
+    if (pk != NULL)
+        past = pk->ndim == 4 ? pk->dims[2] : -1;
+    int64_t len = -1;
+    if (ix_known_scalar(ctx, 6, &total) && past >= 0)
+        len = total > past ? total : past;
+    const char *params[3] = {q->ndim == 3 && q->dim_params ? q->dim_params[0] : NULL,
+                             q->ndim == 3 && q->dim_params ? q->dim_params[1] : NULL, NULL};
+    PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, 0, q->dtype, 3,
+                                           (int64_t[]){b, s, h < 0 ? -1 : n * h}, params));
+    const int64_t pd[4] = {b, kvn, len, h};
+    const char *pp[4] = {params[0], NULL, NULL, NULL};
+    for (size_t o = 1; o < 3 && o < pl_infer_output_count(ctx); o++)
+        PL_RETURN_IF_ERROR(pl_infer_set_output(ctx, o, q->dtype, 4, pd, pp));
+    return NULL;
+}
+
 /* ai.plinth LabelEncode(X, keys, values, default): X's shape in the
  * values' type. The form the core lowers ai.onnx.ml's LabelEncoder with
  * numeric keys and values to (opset_lower.c). */
@@ -826,6 +880,11 @@ static const pl_attr_spec ix_castlike24_attrs[] = {PL_ATTR_I("saturate", 1),
                                                    PL_ATTR_S("round_mode", "up")};
 
 static const pl_attr_spec ix_trees_attrs[] = {PL_ATTR_S("mode", "BRANCH_LEQ")};
+static const pl_attr_spec ix_gqa_attrs[] = {
+    PL_ATTR_I("num_heads", 0),          PL_ATTR_I("kv_num_heads", 0),
+    PL_ATTR_F("scale", 0.0),            PL_ATTR_I("local_window_size", -1),
+    PL_ATTR_I("do_rotary", 0),          PL_ATTR_I("rotary_interleaved", 0),
+    PL_ATTR_F("softcap", 0.0),          PL_ATTR_I("smooth_softmax", 0)};
 static const pl_attr_spec ix_le_attrs[] = {PL_ATTR_I("nan_matches", 0)};
 static const pl_attr_spec ix_svm_attrs[] = {PL_ATTR_S("kernel_type", "LINEAR"),
                                             PL_ATTR_F("gamma", 0.0), PL_ATTR_F("coef0", 0.0),
@@ -856,6 +915,12 @@ const pl_op_schema pl_opset_index_schemas[] = {
      .n_attrs = PL_COUNT(ix_trees_attrs), .infer = ix_infer_trees,
      .types = {{"T", PL_TS_F32}, {"I", PL_TS_I64}, {"B", PL_TS_BOOL}},
      .input_types = {"T", "I", "T", "I", "I", "T", "I", "B"}, .output_types = {"T"}},
+    {.name = "GroupQueryAttention", .domain = "ai.plinth", .since_version = 1, .min_inputs = 1,
+     .max_inputs = 9, .min_outputs = 1, .max_outputs = 3, .attrs = ix_gqa_attrs,
+     .n_attrs = PL_COUNT(ix_gqa_attrs), .infer = ix_infer_gqa,
+     .types = {{"T", PL_TS_F32}, {"M", PL_TS_I32}},
+     .input_types = {"T", "T", "T", "T", "T", "M", "M", "T"},
+     .output_types = {"T", "T", "T"}},
     {.name = "LabelEncode", .domain = "ai.plinth", .since_version = 1, .min_inputs = 4,
      .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .attrs = ix_le_attrs,
      .n_attrs = PL_COUNT(ix_le_attrs), .infer = ix_infer_label_encode,

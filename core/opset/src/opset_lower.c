@@ -1947,6 +1947,35 @@ static pl_status *lw_ms_qattention(lw *w)
  * [B, L, q] and value [B, L, v], an optional packed bias [q + q + v], a
  * key_padding_mask and an attention_bias, then lw_ms_attention_core. Packed
  * or 4-D inputs, past state and the optional outputs are refused. */
+/* GroupQueryAttention (onnxruntime-genai's and ONNX Runtime's transformer
+ * optimizer's LLMs: grouped query heads, a KV cache in and out, per-row
+ * lengths in seqlens_k, rotary embedding inside): ai.plinth
+ * GroupQueryAttention, the same node (schema in opset_index.c; the cpu
+ * module's gqa.c runs it as ONNX Runtime 1.20's CPU kernel does). The
+ * inputs and attributes later versions added (position_ids,
+ * attention_bias, head_sink; qk_output) are refused when used. */
+static pl_status *lw_ms_gqa(lw *w)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    static const char *const later[] = {"position_ids", "attention_bias", "head_sink"};
+    for (size_t i = 9; i < nd->n_inputs; i++)
+        if (nd->inputs[i] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "input %zu (%s) is not supported", i,
+                            i < 12 ? later[i - 9] : "unknown");
+    for (size_t o = 3; o < nd->n_outputs; o++)
+        if (nd->outputs[o] != PL_TID_NONE)
+            return lw_error(w, PL_CODE_UNSUPPORTED, "output %zu (output_qk) is not supported", o);
+    if (lw_attr_i(w, "qk_output", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "qk_output is not supported");
+    if (nd->n_inputs > 9)
+        PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, nd->inputs, 9));
+    nd = pl_graph_get_node(w->g, w->id);
+    if (nd->n_outputs > 3)
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, w->id, nd->outputs, 3));
+    pl_graph_node_remove_attr(w->g, w->id, "qk_output");
+    return pl_graph_node_set_op(w->g, w->id, "ai.plinth", "GroupQueryAttention");
+}
+
 static pl_status *lw_ms_mha(lw *w)
 {
     const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
@@ -4399,6 +4428,7 @@ static const struct {
     {"com.microsoft", "SimplifiedLayerNormalization", 0, lw_ms_simplified_ln},
     {"com.microsoft", "Attention", 0, lw_ms_attention},
     {"com.microsoft", "MultiHeadAttention", 0, lw_ms_mha},
+    {"com.microsoft", "GroupQueryAttention", 0, lw_ms_gqa},
     {"com.microsoft", "EmbedLayerNormalization", 0, lw_ms_embed_ln},
     {"com.microsoft", "FusedConv", 0, lw_ms_fused_conv},
     {"com.microsoft", "FusedGemm", 0, lw_ms_fused_gemm},
