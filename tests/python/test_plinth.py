@@ -2499,6 +2499,57 @@ class OnnxTest(unittest.TestCase):
         case(1, 8, 6, 4, 2, 16, [13], rdim=16, inter=1)
         case(1, 9, 0, 4, 2, 8, [8], packed=True)
 
+    def test_ms_rotary_embedding(self):
+        """com.microsoft RotaryEmbedding, lowered as ONNX's RotaryEmbedding 23
+        with its inputs reordered: 3-D input (num_heads given or inferred
+        from cos_cache) and 4-D [B, N, S, H], position_ids [B, S] or one
+        offset, halves or interleaved, whole or partial heads; against a
+        NumPy form checked equal to ONNX Runtime 1.20 in every case."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        rng = np.random.default_rng(10)
+        bsz, s_len, n, hd = 2, 5, 3, 16
+
+        def reference(x4, pos, cos, sin, inter, rd):
+            c, sn = cos[pos][:, :, None, :], sin[pos][:, :, None, :]
+            out, xr = x4.copy(), x4[..., :rd]
+            a, b = (xr[..., 0::2], xr[..., 1::2]) if inter else (xr[..., :rd // 2], xr[..., rd // 2:])
+            re, im = a * c - b * sn, a * sn + b * c
+            out[..., :rd] = (np.stack([re, im], -1).reshape(re.shape[:-1] + (rd,)) if inter
+                             else np.concatenate([re, im], -1))
+            return out
+
+        for inter in (0, 1):
+            for rd in (16, 8):
+                cos = rng.standard_normal((32, rd // 2)).astype(np.float32)
+                sin = rng.standard_normal((32, rd // 2)).astype(np.float32)
+                x4 = rng.standard_normal((bsz, s_len, n, hd)).astype(np.float32)
+                attrs = dict(interleaved=inter)
+                if rd < hd:
+                    attrs.update(num_heads=n, rotary_embedding_dim=rd)
+                rows = rng.integers(0, 32, (bsz, s_len)).astype(np.int64)
+                offset = np.array([4], np.int64)
+                for form, x, pos, want_pos in (
+                        ("3-D", x4.reshape(bsz, s_len, n * hd), rows, rows),
+                        ("3-D offset", x4.reshape(bsz, s_len, n * hd), offset,
+                         np.broadcast_to(4 + np.arange(s_len), (bsz, s_len))),
+                        ("4-D", x4.transpose(0, 2, 1, 3).copy(), rows, rows)):
+                    node = h.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
+                                       domain="com.microsoft", **attrs)
+                    graph = h.make_graph([node], "g", [
+                        h.make_tensor_value_info("x", T.FLOAT, list(x.shape)),
+                        h.make_tensor_value_info("pos", T.INT64, list(pos.shape)),
+                        h.make_tensor_value_info("cos", T.FLOAT, list(cos.shape)),
+                        h.make_tensor_value_info("sin", T.FLOAT, list(sin.shape))],
+                        [h.make_tensor_value_info("y", T.FLOAT, None)])
+                    y = run_saved(self.rt, graph, [h.make_opsetid("", 17),
+                                                   h.make_opsetid("com.microsoft", 1)], 8,
+                                  "ms_rotary.onnx", {"x": x, "pos": pos, "cos": cos, "sin": sin})["y"]
+                    y4 = y.reshape(bsz, s_len, n, hd) if form.startswith("3") else y.transpose(0, 2, 1, 3)
+                    np.testing.assert_allclose(y4, reference(x4, want_pos, cos, sin, inter, rd),
+                                               rtol=1e-6, atol=1e-6,
+                                               err_msg="%s interleaved %d dim %d" % (form, inter, rd))
+
     def test_ms_gqa_decoder(self):
         """A decoder as onnxruntime-genai builds one (embedding,
         SimplifiedLayerNormalization, GroupQueryAttention with rotary

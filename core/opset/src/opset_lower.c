@@ -1947,6 +1947,53 @@ static pl_status *lw_ms_qattention(lw *w)
  * [B, L, q] and value [B, L, v], an optional packed bias [q + q + v], a
  * key_padding_mask and an attention_bias, then lw_ms_attention_core. Packed
  * or 4-D inputs, past state and the optional outputs are refused. */
+/* com.microsoft RotaryEmbedding (ONNX Runtime's transformer optimizer
+ * and Olive write it for Llama- and Phi-style models): ONNX's
+ * RotaryEmbedding (23; lw_rotary) with the inputs in ONNX's order (X,
+ * cos_cache, sin_cache, position_ids). position_ids of one value is an
+ * offset: the positions offset .. offset + S - 1 for every row; a 3-D X
+ * without num_heads has heads of the rotated width, 2 cos_cache's. Checked
+ * equal to ONNX Runtime 1.20 in both forms of X and of the positions. */
+static pl_status *lw_ms_rotary(lw *w)
+{
+    const char *x = lw_input(w, 0), *pos = lw_input(w, 1), *cc = lw_input(w, 2);
+    const char *sc = lw_input(w, 3);
+    const pl_graph_tensor *xt = lw_tensor(w, x), *pt = lw_tensor(w, pos), *ct = lw_tensor(w, cc);
+    if (xt == NULL || pt == NULL || ct == NULL || sc[0] == '\0' || (xt->ndim != 3 && xt->ndim != 4) ||
+        ct->ndim != 2 || pt->ndim < 0)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "needs input (3-D or 4-D), position_ids, cos_cache [positions, R / 2] "
+                        "and sin_cache");
+    if (lw_attr_i(w, "is_packed_batching", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "is_packed_batching is not supported");
+    if (xt->ndim == 3 && lw_attr_i(w, "num_heads", 0) <= 0) {
+        if (ct->dims[1] <= 0 || xt->dims[2] < 0 || xt->dims[2] % (2 * ct->dims[1]) != 0)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "a 3-D input without num_heads needs a hidden size that is a "
+                            "known multiple of 2 x cos_cache's width");
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, w->id, "num_heads",
+                                             xt->dims[2] / (2 * ct->dims[1])));
+    }
+    if (pt->ndim <= 1) {
+        /* one offset: offset + Range(S), as [1, S] */
+        const char *steps, *at;
+        if (pt->ndim == 1 && pt->dims[0] != 1)
+            return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                            "position_ids must be [B, S] or one offset");
+        PL_RETURN_IF_ERROR(lw_range_of_dim(w, x, xt->ndim == 3 ? 1 : 2, &steps));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", steps, pos, &at));
+        PL_RETURN_IF_ERROR(lw_unsqueeze(w, at, (const int64_t[]){0}, 1, &pos));
+    }
+    pl_tid tids[4];
+    const char *order[4] = {x, cc, sc, pos};
+    for (int i = 0; i < 4; i++)
+        tids[i] = pl_graph_find_tensor(w->g, order[i]);
+    PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, 4));
+    pl_graph_node_remove_attr(w->g, w->id, "scale");
+    pl_graph_node_remove_attr(w->g, w->id, "is_packed_batching");
+    return lw_rotary(w);
+}
+
 /* GroupQueryAttention (onnxruntime-genai's and ONNX Runtime's transformer
  * optimizer's LLMs: grouped query heads, a KV cache in and out, per-row
  * lengths in seqlens_k, rotary embedding inside): ai.plinth
@@ -4429,6 +4476,7 @@ static const struct {
     {"com.microsoft", "Attention", 0, lw_ms_attention},
     {"com.microsoft", "MultiHeadAttention", 0, lw_ms_mha},
     {"com.microsoft", "GroupQueryAttention", 0, lw_ms_gqa},
+    {"com.microsoft", "RotaryEmbedding", 0, lw_ms_rotary},
     {"com.microsoft", "EmbedLayerNormalization", 0, lw_ms_embed_ln},
     {"com.microsoft", "FusedConv", 0, lw_ms_fused_conv},
     {"com.microsoft", "FusedGemm", 0, lw_ms_fused_gemm},
