@@ -50,6 +50,8 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
         st = rnn_q8_register(host_ctx);
     if (st == NULL)
         st = qm_register(host_ctx);
+    if (st == NULL)
+        st = nb_register(host_ctx);
     if (st != NULL)
         return st;
     pl_module_ctx *ctx = cpu_host->host_alloc(host_ctx, sizeof *ctx, 0);

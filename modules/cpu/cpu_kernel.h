@@ -312,6 +312,7 @@ extern const cpu_op_entry cpu_ops_trees[];  /* trees.c: ai.plinth TreeEnsemble *
 extern const cpu_op_entry cpu_ops_svm[];    /* svm.c: ai.plinth SVMClassify */
 extern const cpu_op_entry cpu_ops_label_encode[]; /* label_encode.c: ai.plinth LabelEncode */
 extern const cpu_op_entry cpu_ops_gqa[]; /* gqa.c: ai.plinth GroupQueryAttention */
+extern const cpu_op_entry cpu_ops_nbits[]; /* nbits.c: com.microsoft MatMulNBits */
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 /* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu */
@@ -321,7 +322,16 @@ extern const cpu_op_entry cpu_ops_qlinear_ms[];
 /* Registers the schemas of qlinear_ms.c's com.microsoft ops (cpu.c's init),
  * so that the core keeps those nodes for this module instead of lowering
  * them (a core without register_op lowers them through float). */
+/* Registers the com.microsoft op NAME (inputs and outputs from MIN_IN to
+ * MAX_IN and MIN_OUT to MAX_OUT, shapes by INFER) for the runtime; NULL
+ * without doing so on a core too old to take custom ops (its lowering of
+ * the op serves then). */
+pl_status *cpu_register_ms_op(pl_host_ctx *host_ctx, const char *name, int32_t min_in,
+                              int32_t max_in, int32_t min_out, int32_t max_out,
+                              pl_shape_fn infer);
 pl_status *qm_register(pl_host_ctx *host_ctx);
+/* Registers com.microsoft MatMulNBits (nbits.c). */
+pl_status *nb_register(pl_host_ctx *host_ctx);
 
 /* ---- the kernels' builders ---------------------------------------------- */
 

@@ -31,11 +31,11 @@ static const cpu_op_entry *const cpu_op_tables[] = {
     cpu_ops_nn,    cpu_ops_math,   cpu_ops_shape,     cpu_ops_rnn,    cpu_ops_index,
     cpu_ops_loss,  cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize, cpu_ops_sample,
     cpu_ops_text,  cpu_ops_detect, cpu_ops_unique, cpu_ops_qlinear_ms, cpu_ops_deform,
-    cpu_ops_random, cpu_ops_linattn, cpu_ops_trees, cpu_ops_svm, cpu_ops_label_encode, cpu_ops_gqa, cpu_ops};
+    cpu_ops_random, cpu_ops_linattn, cpu_ops_trees, cpu_ops_svm, cpu_ops_label_encode, cpu_ops_gqa, cpu_ops_nbits, cpu_ops};
 static const char *const cpu_op_table_files[] = {
     "nn.c",   "math.c",  "shape.c",  "rnn_build.c", "index.c",  "loss.c",
     "quant.c", "signal.c", "normalize.c", "sample.c", "text.c", "nms.c", "unique.c",
-    "qlinear_ms.c", "deform.c", "random.c", "linattn.c", "trees.c", "svm.c", "label_encode.c", "gqa.c", "kernel.c"};
+    "qlinear_ms.c", "deform.c", "random.c", "linattn.c", "trees.c", "svm.c", "label_encode.c", "gqa.c", "nbits.c", "kernel.c"};
 #define CPU_N_OP_TABLES (sizeof cpu_op_tables / sizeof cpu_op_tables[0])
 
 pl_status *cpu_op_tables_check(void)
@@ -667,4 +667,25 @@ void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
         cpu_host->host_free(ctx->host_ctx, kernel->epilogue_buf);
         cpu_host->host_free(ctx->host_ctx, kernel);
     }
+}
+
+pl_status *cpu_register_ms_op(pl_host_ctx *host_ctx, const char *name, int32_t min_in,
+                              int32_t max_in, int32_t min_out, int32_t max_out,
+                              pl_shape_fn infer)
+{
+    if (!PL_ABI_HAS_FN(pl_host_api, cpu_host, register_op) ||
+        !PL_ABI_HAS_FN(pl_host_api, cpu_host, shape_set_output))
+        return NULL;
+    pl_custom_op op = {
+        .header = PL_ABI_HEADER_INIT(pl_custom_op),
+        .name = name,
+        .domain = "com.microsoft",
+        .since_version = 1,
+        .min_inputs = min_in,
+        .max_inputs = max_in,
+        .min_outputs = min_out,
+        .max_outputs = max_out,
+        .infer = infer,
+    };
+    return cpu_host->register_op(host_ctx, &op);
 }

@@ -560,25 +560,13 @@ static pl_status *qm_lut_shape(void *user, pl_shape_ctx *sc)
 
 pl_status *qm_register(pl_host_ctx *host_ctx)
 {
-    if (!PL_ABI_HAS_FN(pl_host_api, cpu_host, register_op) ||
-        !PL_ABI_HAS_FN(pl_host_api, cpu_host, shape_set_output))
-        return NULL; /* an older core lowers them through float */
+    /* an older core lowers them through float */
     static const char *const names[] = {"QLinearAdd", "QLinearMul", "QLinearSigmoid",
                                         "QLinearLeakyRelu"};
     for (size_t i = 0; i < 4; i++) {
         bool lut = i >= 2;
-        pl_custom_op op = {
-            .header = PL_ABI_HEADER_INIT(pl_custom_op),
-            .name = names[i],
-            .domain = "com.microsoft",
-            .since_version = 1,
-            .min_inputs = lut ? 4 : 7,
-            .max_inputs = lut ? 5 : 8,
-            .min_outputs = 1,
-            .max_outputs = 1,
-            .infer = lut ? qm_lut_shape : qm_shape,
-        };
-        pl_status *st = cpu_host->register_op(host_ctx, &op);
+        pl_status *st = cpu_register_ms_op(host_ctx, names[i], lut ? 4 : 7, lut ? 5 : 8, 1, 1,
+                                           lut ? qm_lut_shape : qm_shape);
         if (st != NULL)
             return st;
     }

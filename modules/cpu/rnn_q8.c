@@ -609,19 +609,6 @@ static pl_status *q8_shape(void *user, pl_shape_ctx *sc)
 
 pl_status *rnn_q8_register(pl_host_ctx *host_ctx)
 {
-    if (!PL_ABI_HAS_FN(pl_host_api, cpu_host, register_op) ||
-        !PL_ABI_HAS_FN(pl_host_api, cpu_host, shape_set_output))
-        return NULL; /* an older core lowers the op to the float LSTM */
-    pl_custom_op op = {
-        .header = PL_ABI_HEADER_INIT(pl_custom_op),
-        .name = "DynamicQuantizeLSTM",
-        .domain = "com.microsoft",
-        .since_version = 1,
-        .min_inputs = 3,
-        .max_inputs = 12,
-        .min_outputs = 1,
-        .max_outputs = 3,
-        .infer = q8_shape,
-    };
-    return cpu_host->register_op(host_ctx, &op);
+    /* an older core lowers the op to the float LSTM */
+    return cpu_register_ms_op(host_ctx, "DynamicQuantizeLSTM", 3, 12, 1, 3, q8_shape);
 }

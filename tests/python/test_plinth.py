@@ -2073,8 +2073,9 @@ class OnnxTest(unittest.TestCase):
         """com.microsoft MatMulNBits (onnxruntime-genai's and
         MatMulNBitsQuantizer's 4-bit weights): 4 bits with packed uint8
         zero points, K not a multiple of the block and an odd block count,
-        and a bias; 8 bits with the default zero point. Against numpy
-        (ONNX Runtime 1.32 matched Plinth within 2e-6 on vit_s and a
+        and a bias; 8 bits with the default zero point and with f32 ones;
+        the cpu module's kernel (nbits.c) on few and many rows of A. Against
+        numpy (ONNX Runtime 1.32 matched Plinth within 2e-6 on vit_s and a
         transformer encoder quantized by MatMulNBitsQuantizer)."""
         try:
             import onnx
@@ -2118,6 +2119,41 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_allclose(out["y4"], a @ w4.T + bias, rtol=1e-4, atol=1e-5,
                                        err_msg=order)
             np.testing.assert_allclose(out["y8"], a @ w8.T, rtol=1e-4, atol=1e-5, err_msg=order)
+        # the cpu module's paths: rows of A up to 4 (dot products, 16 or more
+        # bytes a block in AVX-512 / AVX2), more (tiles of W dequantized into
+        # the GEMM's panels, 16 x 16 transposes); N past a panel; 4 bits with
+        # packed zero points or none, 8 bits with f32 zero points
+        K, N, BS = 96, 70, 32
+        KB = K // BS
+        q4 = rng.integers(0, 16, (N, K), dtype=np.uint8)
+        packed = (q4[:, 0::2] | (q4[:, 1::2] << 4)).reshape(N, KB, BS // 2)
+        z4 = rng.integers(0, 16, (N, KB + 1), dtype=np.uint8)
+        s4 = rng.uniform(0.01, 0.1, (N, KB)).astype(np.float32)
+        q8 = rng.integers(0, 256, (N, KB, BS), dtype=np.uint8)
+        z8 = rng.uniform(100, 150, (N * KB,)).astype(np.float32)
+        consts = [nh.from_array(packed, "b4"), nh.from_array(s4, "s4"),
+                  nh.from_array(z4[:, 0::2] | (z4[:, 1::2] << 4), "z4"), nh.from_array(bias[:1].repeat(N), "bias"),
+                  nh.from_array(q8, "b8"), nh.from_array(s8[:1].repeat(N * KB), "s8"),
+                  nh.from_array(z8, "z8")]
+        nodes = [h.make_node("MatMulNBits", ["a", "b4", "s4", "z4", "", "bias"], ["y4"], domain=ms,
+                             K=K, N=N, bits=4, block_size=BS),
+                 h.make_node("MatMulNBits", ["a", "b4", "s4"], ["y4n"], domain=ms,
+                             K=K, N=N, bits=4, block_size=BS),
+                 h.make_node("MatMulNBits", ["a", "b8", "s8", "z8"], ["y8"], domain=ms, K=K, N=N,
+                             bits=8, block_size=BS)]
+        w4 = (q4.reshape(N, KB, BS).astype(np.float64) - z4[:, :KB, None]) * s4[:, :, None]
+        w4n = (q4.reshape(N, KB, BS).astype(np.float64) - 8) * s4[:, :, None]
+        w8 = (q8.astype(np.float64) - z8.reshape(N, KB, 1)) * s8[0]
+        for m in (1, 3, 6, 20):
+            graph = h.make_graph(nodes, "g", [f("a", [m, K])],
+                                 [f("y4", [m, N]), f("y4n", [m, N]), f("y8", [m, N])], consts)
+            path = save_ms_model(graph, "ms_nbits_%d.onnx" % m, 17)
+            a = rng.standard_normal((m, K)).astype(np.float32)
+            with self.rt.load_model(path).session() as s:
+                out = s.run({"a": a})
+            for name, w, b in (("y4", w4, bias[0]), ("y4n", w4n, 0.0), ("y8", w8, 0.0)):
+                np.testing.assert_allclose(out[name], a @ w.reshape(N, K).T + b, rtol=1e-4,
+                                           atol=1e-4, err_msg="%s, %d rows" % (name, m))
 
 
     def test_bool_reduce_max_min_opset20(self):
