@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "hostbuf.h"
 #include "opset.h"
 #include "status.h"
 
@@ -694,7 +695,7 @@ static pl_status *pl_run_bind(const pl_program *p, pl_runctx *rc, const pl_tenso
         if (t->data == NULL) {
             if (p->values[out_value[i]].dev != 0) /* pl_session_run_arrays makes them */
                 return pl_status_create(PL_CODE_INTERNAL, "output %zu has no device memory", i);
-            t->data = pl_host_aligned(p->values[out_value[i]].bytes);
+            t->data = pl_hostbuf_get(p->values[out_value[i]].bytes);
             if (t->data == NULL)
                 return pl_run_oom();
             allocated[i] = true;

@@ -16,12 +16,17 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "hostbuf.h"
 #include "cache.h"
 #include "control.h"
 #include "array.h"
 #include "registry.h"
 #include "status.h"
 #include "threadpool.h"
+
+/* Runtimes alive in the process (pl_runtime_free flushes hostbuf.c's kept
+ * buffers when the last one goes). */
+static atomic_size_t pl_runtimes_live;
 
 #ifndef PL_DEFAULT_CONFIG
 #define PL_DEFAULT_CONFIG "/etc/plinth/backend.ini"
@@ -296,6 +301,7 @@ static pl_status *pl_runtime_create_in(const pl_runtime_options *options,
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
     rt->alloc = alloc;
     atomic_init(&rt->refs, 1);
+    atomic_fetch_add_explicit(&pl_runtimes_live, 1, memory_order_relaxed);
     pl_work_pool_init(&rt->arenas, pl_runtime_arena_alloc, pl_runtime_arena_free, NULL);
     rt->logger.level = PL_LOG_WARN;
     rt->logger.sink = o.log_sink;
@@ -391,6 +397,9 @@ pl_allocator pl_runtime_allocator(const pl_runtime *runtime)
 
 static void pl_runtime_free(pl_runtime *rt)
 {
+    /* the output buffers kept for later runs go with the last runtime */
+    if (atomic_fetch_sub_explicit(&pl_runtimes_live, 1, memory_order_acq_rel) == 1)
+        pl_hostbuf_flush();
     pl_engine_destroy(rt->engine);
     pl_work_pool_destroy(&rt->arenas);
     pl_control_module_destroy(rt->control);

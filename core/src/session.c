@@ -18,6 +18,7 @@
 #include "array.h"
 #include "control.h"
 #include "filedata.h"
+#include "hostbuf.h"
 #include "model.h"
 #include "partition.h"
 #include "program.h"
@@ -831,7 +832,7 @@ pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_
 
 void pl_buffer_free(void *data)
 {
-    free(data);
+    pl_hostbuf_put(data);
 }
 
 /* ---- reading ------------------------------------------------------------------- */

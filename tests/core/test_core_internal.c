@@ -21,6 +21,7 @@
 
 #include "cache.h"
 #include "filedata.h"
+#include "hostbuf.h"
 #include "graph_view.h"
 #include "model.h"
 #include "registry.h"
@@ -632,6 +633,57 @@ static void case_filedata_digests(void)
  * eight bytes at a time and a tail), sharing long prefixes as graph names
  * do; each found with its value, values replaced in place (the count
  * stays), absent names and prefixes of present ones not found. */
+/* hostbuf.c: a large output buffer given back is what the next request of
+ * about its size gets (not one a quarter bigger or more, nor a smaller
+ * one); small ones are not kept; buffers come 64-byte aligned and whole;
+ * threads giving and taking at once neither lose nor share one. */
+static void *hb_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2000; i++) {
+        size_t n = ((size_t)64 << 10) + (size_t)(i % 7) * 4096;
+        unsigned char *p = pl_hostbuf_get(n);
+        CHECK(p != NULL && ((uintptr_t)p & 63) == 0);
+        memset(p, i & 255, n);
+        CHECK(p[0] == (i & 255) && p[n - 1] == (i & 255));
+        pl_hostbuf_put(p);
+    }
+    return NULL;
+}
+
+static void case_hostbuf(void)
+{
+    pl_hostbuf_flush();
+    size_t mb = (size_t)1 << 20;
+    void *a = pl_hostbuf_get(mb);
+    CHECK(a != NULL && ((uintptr_t)a & 63) == 0);
+    memset(a, 1, mb);
+    pl_hostbuf_put(a);
+    void *b = pl_hostbuf_get(mb - 4096); /* fits: the same buffer */
+    CHECK(b == a);
+    pl_hostbuf_put(b);
+    void *c = pl_hostbuf_get(mb / 2); /* a buffer twice as big is not handed out */
+    CHECK(c != a);
+    void *d = pl_hostbuf_get(mb + (mb / 16)); /* grown by a sixteenth: a was made an eighth larger */
+    CHECK(d == a);
+    void *e = pl_hostbuf_get(2 * mb); /* bigger than anything kept */
+    CHECK(e != a && e != c);
+    memset(e, 2, 2 * mb);
+    void *small = pl_hostbuf_get(1000);
+    CHECK(small != NULL && ((uintptr_t)small & 63) == 0);
+    pl_hostbuf_put(small);
+    pl_hostbuf_put(c);
+    pl_hostbuf_put(d);
+    pl_hostbuf_put(e);
+    pl_hostbuf_put(NULL);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, hb_worker, NULL) == 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    pl_hostbuf_flush();
+}
+
 static void case_strmap(void)
 {
     enum { N = 20000 };
@@ -792,6 +844,8 @@ int main(int argc, char **argv)
         case_filedata_digests();
     else if (strcmp(c, "strmap") == 0)
         case_strmap();
+    else if (strcmp(c, "hostbuf") == 0)
+        case_hostbuf();
     else if (strcmp(c, "take_sources") == 0 && argc > 3)
         case_take_sources(argv[2], argv[3]);
     else {
