@@ -47,6 +47,7 @@ typedef struct nb_kernel {
     int64_t k, n, bits, bs, kb, blob, m;
     int zp;        /* NB_ZP_* */
     bool bias;
+    bool int8;     /* accuracy_level 4, 4 bits, whole 128-value chunks: A in int8, VNNI */
 } nb_kernel;
 
 typedef struct nb_job {
@@ -59,6 +60,12 @@ typedef struct nb_job {
     size_t split_row;   /* floats a row of SPLIT takes */
     int failed;         /* a tile task found no memory (atomic) */
     const float *a_packed; /* A packed for the GEMM (many rows) */
+    /* the int8 path: per row of A, its blocks' even entries (QE) and odd
+     * ones (QO) quantized, every block's in turn; per block the scale and
+     * scale x the sum of its quantized entries (QF: SCALES then SUMS) */
+    const int8_t *qe, *qo;
+    const float *qf;
+    size_t qrow;        /* bytes a row of QE (and QO) takes */
 } nb_job;
 
 /* The zero point of row N, block B. */
@@ -286,11 +293,92 @@ __attribute__((target("avx2,fma"))) static void nb_dots_avx2(const nb_job *j, si
 }
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* Whether this CPU has AVX-512 VNNI (and BW). */
+static bool nb_has_vnni(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = cpu_has_isa(CPU_ISA_AVX512_BW) && __builtin_cpu_supports("avx512vnni");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v != 0;
+}
+
+/* nb_dots for accuracy_level 4 (ONNX Runtime's int8 compute): A's blocks
+ * quantized to int8 (a scale per block, max |a| / 127), W's nibbles as
+ * unsigned bytes, 64 bytes of a row of W (128 values: 128 / block_size
+ * blocks) against 64 of A's even and odd entries in two VNNI dot products
+ * into 16 int32 lanes, block_size / 8 lanes a block, then each lane times
+ * its block's two scales into f32; zero points as in nb_dots, with A's
+ * quantized block sums. Four rows of W at a time. */
+__attribute__((target("avx512f,avx512bw,avx512vnni,fma"))) static void
+nb_dots_vnni(const nb_job *j, size_t begin, size_t end)
+{
+    const nb_kernel *k = j->k;
+    int64_t half = k->kb * k->bs / 2, chunks = half / 64, per = k->bs / 8;
+    int64_t bpc = 128 / k->bs; /* blocks a chunk (0: a block spans chunks) */
+    const __m512i low = _mm512_set1_epi8(15);
+    int idx[16];
+    for (int l = 0; l < 16; l++)
+        idx[l] = bpc > 0 ? l / (int)per : 0;
+    const __m512i lanes = _mm512_loadu_si512(idx);
+    const __mmask16 bmask = (__mmask16)((1u << (bpc > 0 ? bpc : 1)) - 1);
+    for (int64_t r = 0; r < k->m; r++) {
+        const int8_t *qe = j->qe + (size_t)r * j->qrow, *qo = j->qo + (size_t)r * j->qrow;
+        const float *as = j->qf + (size_t)r * 2 * (size_t)k->kb, *sums = as + k->kb;
+        for (size_t n = begin; n < end; n += 4) {
+            int rows = end - n < 4 ? (int)(end - n) : 4;
+            const uint8_t *q[4];
+            const float *sc[4];
+            __m512 acc[4];
+            for (int w = 0; w < 4; w++) {
+                size_t nn = n + (size_t)(w < rows ? w : 0);
+                q[w] = j->b + nn * (size_t)(k->kb * k->blob);
+                sc[w] = j->scale + nn * (size_t)k->kb;
+                acc[w] = _mm512_setzero_ps();
+            }
+            for (int64_t c = 0; c < chunks; c++) {
+                __m512i e = _mm512_loadu_si512(qe + c * 64), o = _mm512_loadu_si512(qo + c * 64);
+                int64_t b0 = bpc > 0 ? c * bpc : c * 128 / k->bs;
+                /* the chunk's blocks' scales (a masked load reads no
+                 * further), spread over their lanes */
+                __m512 sa = bpc > 0 ? _mm512_permutexvar_ps(lanes, _mm512_maskz_loadu_ps(bmask, as + b0))
+                                    : _mm512_set1_ps(as[b0]);
+                for (int w = 0; w < 4; w++) {
+                    __m512i x = _mm512_loadu_si512(q[w] + c * 64);
+                    __m512i lo = _mm512_and_si512(x, low);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+                    __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, e);
+                    d = _mm512_dpbusd_epi32(d, hi, o);
+                    __m512 sw = bpc > 0 ? _mm512_permutexvar_ps(
+                                              lanes, _mm512_maskz_loadu_ps(bmask, sc[w] + b0))
+                                        : _mm512_set1_ps(sc[w][b0]);
+                    acc[w] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw, sa), acc[w]);
+                }
+            }
+            for (int w = 0; w < rows; w++) {
+                float v = _mm512_reduce_add_ps(acc[w]) - nb_offset(j, (int64_t)(n + w), sums);
+                if (j->bias != NULL)
+                    v += j->bias[n + w];
+                j->y[r * k->n + (int64_t)(n + w)] = v;
+            }
+        }
+    }
+}
+#endif
+
 static void nb_dots_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const nb_job *j = arg;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (j->qe != NULL) {
+        nb_dots_vnni(j, begin, end);
+        return;
+    }
     if (cpu_has_isa(CPU_ISA_AVX512_BW)) {
         nb_dots_avx512(j, begin, end);
         return;
@@ -507,6 +595,55 @@ static const void *nb_in(const pl_run_args *args, size_t i)
                                                                 : NULL;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The dot products in int8 (nb_dots_vnni): A's rows quantized per block,
+ * max |a| / 127 its scale, rounded to nearest, each block's even entries
+ * and odd ones apart as W's nibbles hold them. */
+static pl_status *nb_run_int8(pl_module_ctx *ctx, const nb_kernel *k, nb_job *j)
+{
+    size_t half = (size_t)(k->kb * k->bs / 2);
+    j->qrow = (half + 63) / 64 * 64;
+    int8_t *q = aligned_alloc(64, (size_t)k->m * 2 * j->qrow);
+    float *f = malloc(sizeof(float) * 2 * (size_t)(k->m * k->kb));
+    if (q == NULL || f == NULL) {
+        free(q);
+        free(f);
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, k->base.op, "out of memory for A in int8");
+    }
+    for (int64_t r = 0; r < k->m; r++) {
+        const float *a = j->a + r * k->k;
+        int8_t *qe = q + (size_t)r * 2 * j->qrow, *qo = qe + j->qrow;
+        float *as = f + (size_t)r * 2 * (size_t)k->kb, *sums = as + k->kb;
+        for (int64_t b = 0; b < k->kb; b++) {
+            int64_t base = b * k->bs;
+            float amax = 0.0f;
+            for (int64_t i = 0; i < k->bs && base + i < k->k; i++)
+                amax = fabsf(a[base + i]) > amax ? fabsf(a[base + i]) : amax;
+            float scale = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+            int32_t sum = 0;
+            for (int64_t i = 0; i < k->bs; i++) {
+                float v = base + i < k->k ? a[base + i] * inv : 0.0f;
+                int32_t qv = (int32_t)nearbyintf(v);
+                qv = qv > 127 ? 127 : qv < -127 ? -127 : qv;
+                sum += qv;
+                (i % 2 ? qo : qe)[base / 2 + i / 2] = (int8_t)qv;
+            }
+            as[b] = scale;
+            sums[b] = scale * (float)sum;
+        }
+    }
+    j->qe = q;
+    j->qo = q + j->qrow;
+    j->qf = f;
+    j->qrow *= 2; /* a row's QE and QO together */
+    size_t grain = (size_t)(16384 / (k->k > 0 ? k->k : 1)) + 1;
+    cpu_host->parallel_for(ctx->host_ctx, (size_t)k->n, grain, nb_dots_chunk, j);
+    free(q);
+    free(f);
+    return NULL;
+}
+#endif
+
 static pl_status *nb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_run_args *args)
 {
     const nb_kernel *k = (const nb_kernel *)kernel;
@@ -542,6 +679,10 @@ static pl_status *nb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
             return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory for a tile of W");
         return NULL;
     }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (k->int8 && nb_has_vnni())
+        return nb_run_int8(ctx, k, &j);
+#endif
     /* A's rows split: 4 bits, each block's even entries then its odd ones
      * (zeros past K); 8 bits, A padded to whole blocks; then per block the
      * sum of its entries */
@@ -621,6 +762,8 @@ static pl_status *nb_build(pl_module_ctx *ctx, const pl_node_desc *node,
                          "[%lld] and Y [..., %lld] do not fit",
                          (long long)kk, (long long)n, (long long)kb, (long long)blob,
                          (long long)(n * kb), (long long)n, (long long)n);
+    int64_t level;
+    SHP_TRY(cpu_attr_int(node, "accuracy_level", 0, &level));
     nb_kernel *k = (nb_kernel *)cpu_kernel_alloc(ctx, sizeof *k, "MatMulNBits", NULL);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory for the kernel");
@@ -637,6 +780,9 @@ static pl_status *nb_build(pl_module_ctx *ctx, const pl_node_desc *node,
     k->m = (int64_t)rows;
     k->zp = zp;
     k->bias = bias;
+    /* ONNX Runtime computes these with A in int8 too (its CompInt8) */
+    k->int8 = level == 4 && bits == 4 && bs >= 32 && (kb * bs) % 128 == 0 &&
+              rows <= NB_GEMV_MAX_M;
     *out_kernel = &k->base;
     return NULL;
 }
