@@ -60,15 +60,31 @@ typedef struct shp_concat_call {
     char *y;
 } shp_concat_call;
 
+/* Tasks BEGIN..END (input i of outer index o, task o * inputs + i). The
+ * indices step along instead of being divided out per task, and slabs of
+ * one 4- or 8-byte element are moved as such: a Concat of 29 one-column
+ * inputs over 64 rows (scikit-learn's PolynomialFeatures) spent 8 ns a
+ * task in two divisions and a call to memcpy for 4 bytes. */
 static void shp_concat_chunk(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const shp_concat_call *c = arg;
     const shp_concat_kernel *k = c->k;
+    size_t i = begin % k->n_inputs, o = begin / k->n_inputs;
     for (size_t t = begin; t < end; t++) {
-        size_t i = t % k->n_inputs, o = t / k->n_inputs, n = k->slab[i];
-        if (n > 0)
-            memcpy(c->y + o * k->row + k->offset[i], shp_in(c->args, i) + o * n, n);
+        size_t n = k->slab[i];
+        char *dst = c->y + o * k->row + k->offset[i];
+        const char *src = shp_in(c->args, i) + o * n;
+        if (n == 4)
+            memcpy(dst, src, 4);
+        else if (n == 8)
+            memcpy(dst, src, 8);
+        else if (n > 0)
+            memcpy(dst, src, n);
+        if (++i == k->n_inputs) {
+            i = 0;
+            o++;
+        }
     }
 }
 
