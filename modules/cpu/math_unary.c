@@ -41,6 +41,7 @@ typedef struct math_unary_kernel {
     bool min_input;     /* Clip reads its min from input 1 */
     bool max_input;     /* and its max from input 2 */
     bool avx2;          /* f32 Exp, Log, Sigmoid, Tanh, Erf: mu_chunk_f32_avx2 */
+    bool avx512;        /* f32 Exp, Sigmoid, Tanh with AVX-512: mu_chunk_f32_avx512 */
 } math_unary_kernel;
 
 typedef struct math_unary_call {
@@ -216,6 +217,83 @@ __attribute__((target("avx2,fma"))) static void mu_chunk_f32_avx2(const math_una
 }
 #endif
 
+#ifdef CPU_AVX2
+/* cpu_exp8 in sixteen AVX-512 lanes, step for step (the same clamp,
+ * reduction, polynomial and NaN rule: lanes give the bits cpu_exp8's do). */
+__attribute__((target("avx512f,fma"), always_inline)) static inline __m512 mu_exp16(__m512 x)
+{
+    __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33654f)),
+                             _mm512_set1_ps(88.37626f));
+    __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(0.693359375f), c);
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 z = _mm512_mul_ps(r, r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
+    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fn),
+                                                      _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    y = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_LT_OQ), y);
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72284f), _CMP_GT_OQ),
+                           _mm512_set1_ps(INFINITY));
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+/* mu_tanh8 in sixteen lanes, step for step. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline __m512 mu_tanh16(__m512 x)
+{
+    __m512 ax = _mm512_abs_ps(x), x2 = _mm512_mul_ps(x, x);
+    __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000));
+    __m512 p = _mm512_mul_ps(x2, _mm512_fmadd_ps(x2, _mm512_set1_ps(62.0f / 2835.0f),
+                                                 _mm512_set1_ps(-17.0f / 315.0f)));
+    p = _mm512_add_ps(_mm512_set1_ps(2.0f / 15.0f), p);
+    p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-1.0f / 3.0f));
+    p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(1.0f));
+    p = _mm512_mul_ps(x, p);
+    __m512 e = mu_exp16(_mm512_add_ps(ax, ax));
+    __m512 q = _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                             _mm512_div_ps(_mm512_set1_ps(2.0f),
+                                           _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+    q = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(q), sign));
+    return _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.25f), _CMP_LT_OQ), p);
+}
+
+/* mu_chunk_f32_avx2 for Exp, Tanh and Sigmoid in sixteen lanes (the same
+ * bits; a Tanh took 0.85 ns an element in eight). */
+__attribute__((target("avx512f,fma"))) static void mu_chunk_f32_avx512(const math_unary_call *c,
+                                                                      size_t begin, size_t end)
+{
+    const math_unary_op op = c->k->op;
+    const float *xs = c->x;
+    float *ys = c->y;
+    size_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+        __m512 x = _mm512_loadu_ps(xs + i), y;
+        if (op == MU_EXP)
+            y = mu_exp16(x);
+        else if (op == MU_TANH)
+            y = mu_tanh16(x);
+        else /* Sigmoid */
+            y = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                              _mm512_add_ps(_mm512_set1_ps(1.0f),
+                                            mu_exp16(_mm512_castsi512_ps(_mm512_xor_si512(
+                                                _mm512_castps_si512(x),
+                                                _mm512_set1_epi32((int)0x80000000))))));
+        if (c->add)
+            y = _mm512_add_ps(y, _mm512_loadu_ps(ys + i));
+        _mm512_storeu_ps(ys + i, y);
+    }
+    if (i < end)
+        mu_chunk_f32_avx2(c, i, end);
+}
+#endif
+
 /* Integers, through int64: |x| and -x wrap (computed unsigned). */
 static inline int64_t mu_neg(int64_t x) { return (int64_t)(0u - (uint64_t)x); }
 static inline int64_t mu_abs(int64_t x) { return x < 0 ? mu_neg(x) : x; }
@@ -251,6 +329,10 @@ static void math_unary_chunk(void *arg, size_t begin, size_t end, int worker)
     switch (c->k->type) {
     case MATH_F32:
 #ifdef MU_AVX2
+        if (c->k->avx512) {
+            mu_chunk_f32_avx512(c, begin, end);
+            return;
+        }
         if (c->k->avx2) {
             mu_chunk_f32_avx2(c, begin, end);
             break;
@@ -411,6 +493,8 @@ pl_status *math_build_unary(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
               (op == MU_EXP || op == MU_LOG || op == MU_SIGMOID || op == MU_TANH ||
                op == MU_ERF) &&
               cpu_has_avx2_fma();
+    k->avx512 = k->avx2 && (op == MU_EXP || op == MU_SIGMOID || op == MU_TANH) &&
+                cpu_has_isa(CPU_ISA_AVX512_BW);
 #endif
     k->alpha = alpha;
     k->lo = lo;
