@@ -100,13 +100,12 @@ static void nb_dots(const nb_job *j, size_t begin, size_t end)
                 off += s * nb_zero(j, (int64_t)n, b) * sums[b];
                 if (k->bits == 4) {
                     const float *ev = row + b * k->bs, *od = ev + half;
+                    /* blocks of 16 hold 8 bytes: a step of fewer lanes */
                     for (int64_t i = 0; i < half; i += 16) {
-                        float t[16];
-                        for (int l = 0; l < 16; l++)
-                            t[l] = (float)(q[i + l] & 15) * ev[i + l] +
-                                   (float)(q[i + l] >> 4) * od[i + l];
-                        for (int l = 0; l < 16; l++)
-                            lane[l] += s * t[l];
+                        int w = half - i < 16 ? (int)(half - i) : 16;
+                        for (int l = 0; l < w; l++)
+                            lane[l] += s * ((float)(q[i + l] & 15) * ev[i + l] +
+                                            (float)(q[i + l] >> 4) * od[i + l]);
                     }
                 } else {
                     const float *av = row + b * k->bs;

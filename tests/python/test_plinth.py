@@ -2119,6 +2119,18 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_allclose(out["y4"], a @ w4.T + bias, rtol=1e-4, atol=1e-5,
                                        err_msg=order)
             np.testing.assert_allclose(out["y8"], a @ w8.T, rtol=1e-4, atol=1e-5, err_msg=order)
+        # blocks of 16 (8 bytes) on up to 4 rows: the dot products' narrow step
+        for m in (1, 3):
+            graph = h.make_graph(nodes, "g", [f("a", [m, K])], [f("y4", [m, N]), f("y8", [m, N])],
+                                 consts)
+            path = save_ms_model(graph, "ms_nbits16_%d.onnx" % m, 17)
+            a = rng.standard_normal((m, K)).astype(np.float32)
+            with self.rt.load_model(path).session() as s:
+                out = s.run({"a": a})
+            np.testing.assert_allclose(out["y4"], a @ w4.T + bias, rtol=1e-4, atol=1e-5,
+                                       err_msg="blocks of 16, %d rows" % m)
+            np.testing.assert_allclose(out["y8"], a @ w8.T, rtol=1e-4, atol=1e-5,
+                                       err_msg="blocks of 16, %d rows" % m)
         # the cpu module's paths: rows of A up to 4 (dot products, 16 or more
         # bytes a block in AVX-512 / AVX2), more (tiles of W dequantized into
         # the GEMM's panels, 16 x 16 transposes); N past a panel; 4 bits with
