@@ -2633,7 +2633,8 @@ class OnnxTest(unittest.TestCase):
 
     def test_ms_gqa_decoder(self):
         """A decoder as onnxruntime-genai builds one (embedding,
-        SimplifiedLayerNormalization, GroupQueryAttention with rotary
+        SimplifiedLayerNormalization, 4-bit MatMulNBits queries,
+        GroupQueryAttention with rotary
         embedding, seqlens_k from the attention mask and the total length
         from its shape, SkipSimplifiedLayerNormalization, a SiLU MLP; dims
         batch_size, sequence_length, past_sequence_length and
@@ -2675,7 +2676,15 @@ class OnnxTest(unittest.TestCase):
             hn = node("SimplifiedLayerNormalization", [x, w("ln%d" % layer, d, s=1.0)],
                       ["ln%d_out" % layer], epsilon=1e-5, axis=-1)
             qkv = [node("MatMul", [hn, w("w%s%d" % (c, layer), d, m * hd)], ["%s%d" % (c, layer)])
-                   for c, m in (("q", n), ("k", kvn), ("v", kvn))]
+                   for c, m in (("k", kvn), ("v", kvn))]
+            # the queries' projection in 4-bit blocks of 16, as genai writes them
+            qw = rng.integers(0, 16, (n * hd, d), dtype=np.uint8)
+            inits += [nh.from_array((qw[:, 0::2] | (qw[:, 1::2] << 4)).reshape(n * hd, d // 16, 8),
+                                    "qb%d" % layer),
+                      nh.from_array(rng.uniform(0.005, 0.02, (n * hd * d // 16,)).astype(np.float32),
+                                    "qs%d" % layer)]
+            qkv.insert(0, node("MatMulNBits", [hn, "qb%d" % layer, "qs%d" % layer], ["q%d" % layer],
+                               "com.microsoft", K=d, N=n * hd, bits=4, block_size=16))
             past = ["past_key_values.%d.%s" % (layer, c) for c in ("key", "value")]
             pres = ["present.%d.%s" % (layer, c) for c in ("key", "value")]
             ins += [h.make_tensor_value_info(p, T.FLOAT, ["batch_size", kvn, "past_sequence_length",
