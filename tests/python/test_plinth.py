@@ -2579,6 +2579,23 @@ class OnnxTest(unittest.TestCase):
         case(2, 10, 0, 4, 2, 16, [9, 5], rdim=16)
         case(1, 8, 6, 4, 2, 16, [13], rdim=16, inter=1)
         case(1, 9, 0, 4, 2, 8, [8], packed=True)
+        # half precision (genai's fp16 builds): computed in f32 between Casts
+        # ([graph] f16 = f32), rounded to f16 at the outputs
+        q, k, v = (rng.standard_normal((1, 1, c * 16)).astype(np.float16) for c in (4, 2, 2))
+        pk, pv = (rng.standard_normal((1, 2, 6, 16)).astype(np.float16) for _ in range(2))
+        feeds = [("query", q), ("key", k), ("value", v), ("past_key", pk), ("past_value", pv),
+                 ("seqlens_k", np.array([6], np.int32)), ("total_sequence_length", np.array(7, np.int32))]
+        node = h.make_node("GroupQueryAttention", [f for f, _ in feeds], ["out", "pk", "pv"],
+                           domain="com.microsoft", num_heads=4, kv_num_heads=2)
+        graph = h.make_graph([node], "g", [h.make_tensor_value_info(
+            f, T.INT32 if a.dtype == np.int32 else T.FLOAT16, list(a.shape)) for f, a in feeds],
+            [h.make_tensor_value_info(o, T.FLOAT16, None) for o in ("out", "pk", "pv")])
+        got = run_saved(self.rt, graph, [h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)],
+                        8, "gqa16.onnx", dict(feeds))
+        want = reference(*(a.astype(np.float32) for a in (q, k, v, pk, pv)), [6], 7, 4, 2)
+        self.assertEqual(got["out"].dtype, np.float16)
+        np.testing.assert_allclose(got["out"].astype(np.float32), want[0], rtol=2e-3, atol=2e-3)
+        np.testing.assert_array_equal(got["pk"].astype(np.float32), want[1])
 
     def test_ms_rotary_embedding(self):
         """com.microsoft RotaryEmbedding, lowered as ONNX's RotaryEmbedding 23

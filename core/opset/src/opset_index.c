@@ -918,7 +918,7 @@ const pl_op_schema pl_opset_index_schemas[] = {
     {.name = "GroupQueryAttention", .domain = "ai.plinth", .since_version = 1, .min_inputs = 1,
      .max_inputs = 9, .min_outputs = 1, .max_outputs = 3, .attrs = ix_gqa_attrs,
      .n_attrs = PL_COUNT(ix_gqa_attrs), .infer = ix_infer_gqa,
-     .types = {{"T", PL_TS_F32}, {"M", PL_TS_I32}},
+     .types = {{"T", PL_TS_F32 | PL_TS_F16}, {"M", PL_TS_I32}},
      .input_types = {"T", "T", "T", "T", "T", "M", "M", "T"},
      .output_types = {"T", "T", "T"}},
     {.name = "LabelEncode", .domain = "ai.plinth", .since_version = 1, .min_inputs = 4,
