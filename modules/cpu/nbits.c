@@ -501,8 +501,10 @@ static void nb_dequant_plain(const nb_job *j, int64_t n0, int64_t rows, float *o
 /* nb_dequant_body in AVX-512: 16 rows of a block unpacked into rows of
  * floats, then written into the panel 16 x 16 at a time, transposed in
  * registers (nb_t16): the scalar stores down the columns took 70% of a
- * 64-row prompt's product. Whole blocks of 16-multiples only; the rest
- * (a last block cut by K, NR not a multiple of 16) the portable way. */
+ * 64-row prompt's product. Blocks of 16 bytes or more, whole (4 bits:
+ * block_size 32 and up; 8 bits: 16 and up); the rest (a last block cut by
+ * K, NR not a multiple of 16, 4-bit blocks of 16, whose 8 bytes a 16-byte
+ * load overruns) the portable way. */
 __attribute__((target("avx512f,avx512bw,fma"))) static void nb_dequant_avx512(const nb_job *j,
                                                                              int64_t n0,
                                                                              int64_t rows,
@@ -510,7 +512,7 @@ __attribute__((target("avx512f,avx512bw,fma"))) static void nb_dequant_avx512(co
 {
     const nb_kernel *k = j->k;
     int64_t nr = cpu_gemm_nr(), panels = (rows + nr - 1) / nr, bs = k->bs;
-    if (nr % 16 != 0 || bs > 256 || k->k % bs != 0) {
+    if (nr % 16 != 0 || bs > 256 || k->k % bs != 0 || (k->bits == 4 && bs % 32 != 0)) {
         nb_dequant_body(j, n0, rows, out);
         return;
     }
