@@ -84,6 +84,60 @@ static void case_pool_cover(void)
     }
 }
 
+typedef struct chunks_arg {
+    atomic_size_t count, least, most;
+} chunks_arg;
+
+static void chunks_body(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    chunks_arg *a = arg;
+    size_t len = end - begin, seen;
+    atomic_fetch_add(&a->count, 1);
+    seen = atomic_load(&a->least);
+    while (len < seen && !atomic_compare_exchange_weak(&a->least, &seen, len))
+        ;
+    seen = atomic_load(&a->most);
+    while (len > seen && !atomic_compare_exchange_weak(&a->most, &seen, len))
+        ;
+}
+
+/* Chunks hold at least 3/4 of the grain (all of N when it is less than
+ * 3/2 of it), differ by one at most, are at most four a thread and, more
+ * than one a thread, a multiple of the threads: 9,600 at a grain of 4,096
+ * is two of 4,800 (not 4,096, 4,096 and 1,408, the last a helper's wake for
+ * little), 98 at 64 two of 49, 201 at 64 two of 100 and 101 on 2 threads
+ * (not three: one thread would do two), 100,003 at a grain of 1 is
+ * 4 x threads. */
+static void case_pool_chunks(void)
+{
+    static const size_t cases[][2] = {{9600, 4096}, {100003, 1}, {1000, 4096}, {8192, 4096},
+                                      {8191, 4096}, {65536, 16384}, {70000, 16384}, {7, 1},
+                                      {98, 64}, {95, 64}, {96, 64}, {201, 64}, {330, 64}};
+    for (int threads = 2; threads <= 4; threads += 2)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            pl_threadpool *pool = NULL;
+            CHECK(pl_threadpool_create(threads, &pool) == NULL);
+            size_t n = cases[c][0], grain = cases[c][1];
+            chunks_arg a;
+            atomic_init(&a.count, 0);
+            atomic_init(&a.least, SIZE_MAX);
+            atomic_init(&a.most, 0);
+            pl_threadpool_parallel_for(pool, n, grain, chunks_body, &a);
+            size_t count = atomic_load(&a.count), least = atomic_load(&a.least),
+                   most = atomic_load(&a.most);
+            if (4 * least < 3 * (n < grain ? n : grain) || most - least > 1 ||
+                count > 4 * (size_t)threads || (2 * n >= 3 * grain && count < 2) ||
+                (2 * n < 3 * grain && count > 1) ||
+                (count > (size_t)threads && count % (size_t)threads != 0)) {
+                fprintf(stderr, "threads %d, n %zu, grain %zu: %zu chunks of %zu to %zu\n",
+                        threads, n, grain, count, least, most);
+                exit(1);
+            }
+            pl_threadpool_destroy(pool);
+        }
+}
+
 static void inner_body(void *arg, size_t begin, size_t end, int worker)
 {
     (void)worker;
@@ -826,6 +880,8 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     if (strcmp(c, "pool_cover") == 0)
         case_pool_cover();
+    else if (strcmp(c, "pool_chunks") == 0)
+        case_pool_chunks();
     else if (strcmp(c, "pool_nested") == 0)
         case_pool_nested();
     else if (strcmp(c, "pool_concurrent") == 0)

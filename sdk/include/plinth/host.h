@@ -365,7 +365,8 @@ typedef struct pl_host_api {
     /* Frees host_alloc memory. NULL is a no-op. */
     void (*host_free)(pl_host_ctx *ctx, void *ptr);
 
-    /* Runs fn over [0, n) in chunks of at least `grain` indices on the
+    /* Runs fn over [0, n) in chunks of about `grain` indices or more (n /
+     * grain of them rounded, split evenly: none below 3/4 of grain) on the
      * runtime's CPU thread pool and returns when all chunks are done. The
      * caller takes part, so it is safe from inside engine work and from
      * within another parallel_for (which then runs inline). This is the only
