@@ -376,8 +376,11 @@ static void math_unary_go(pl_module_ctx *ctx, math_unary_call *c, size_t n)
     const math_unary_op op = c->k->op;
     bool heavy = op == MU_EXP || op == MU_LOG || op == MU_ERF || op == MU_SQRT ||
                  op == MU_SIGMOID || op == MU_TANH;
-    cpu_host->parallel_for(ctx->host_ctx, n, heavy ? MATH_GRAIN_HEAVY : MATH_GRAIN,
-                           math_unary_chunk, c);
+    size_t grain = !heavy             ? MATH_GRAIN
+                   : c->k->avx512     ? MATH_GRAIN_VEC_AVX512
+                   : c->k->avx2       ? MATH_GRAIN_VEC_AVX2
+                                      : MATH_GRAIN_HEAVY;
+    cpu_host->parallel_for(ctx->host_ctx, n, grain, math_unary_chunk, c);
 }
 
 /* Runs C over the kernel's elements, Clip's bounds read first. */
