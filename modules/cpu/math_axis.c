@@ -248,11 +248,12 @@ static void mr2_chunk(void *arg, size_t begin, size_t end, int worker)
         }
         return;
     }
-    if (k->type == WT_F32 && k->n_red == 1 &&
-        (k->op == MR2_SUMSQUARE || k->op == MR2_L2 || k->op == MR2_L1)) {
+    if (k->type == WT_F32 && k->n_red == 1 && k->op != MR2_LOGSUMEXP) {
         /* one reduced axis: a plain loop (the power spectrum of a
          * [.., bins, 2] STFT, two values an output, spent most of its time
-         * in MR2_EACH's index walk); the same sums, in the same order */
+         * in MR2_EACH's index walk, as did PolynomialFeatures' ReduceProd
+         * of two columns, skl2onnx's, 65 of them a model); the same
+         * results as mr2_float, in the same order */
         const float *xf = c->x;
         size_t len = (size_t)k->red_extent[0], st = (size_t)k->red_stride[0];
         /* rows one after another (the reduced axis innermost, the kept
@@ -266,13 +267,36 @@ static void mr2_chunk(void *arg, size_t begin, size_t end, int worker)
         for (size_t e = begin; e < end; e++) {
             const float *row = xf + (rows ? e * len : mr2_base(k, e));
             double acc = 0.0;
-            if (k->op == MR2_L1)
+            switch (k->op) {
+            case MR2_L1:
                 for (size_t j = 0; j < len; j++)
                     acc += fabs((double)row[j * st]);
-            else
+                break;
+            case MR2_PROD:
+                acc = 1.0;
+                for (size_t j = 0; j < len; j++)
+                    acc *= (double)row[j * st];
+                break;
+            case MR2_MIN:
+                acc = INFINITY;
+                for (size_t j = 0; j < len; j++) {
+                    double v = (double)row[j * st];
+                    acc = (v < acc || isnan(v)) ? v : acc;
+                }
+                break;
+            case MR2_LOGSUM:
+                for (size_t j = 0; j < len; j++)
+                    acc += (double)row[j * st];
+                acc = log(acc);
+                break;
+            default: /* MR2_L2, MR2_SUMSQUARE */
                 for (size_t j = 0; j < len; j++)
                     acc += (double)row[j * st] * (double)row[j * st];
-            wide_store_f(c->y, k->type, e, k->op == MR2_L2 ? sqrt(acc) : acc, c->add);
+                if (k->op == MR2_L2)
+                    acc = sqrt(acc);
+                break;
+            }
+            wide_store_f(c->y, k->type, e, acc, c->add);
         }
         return;
     }
