@@ -283,12 +283,26 @@ static void shp_gather_chunk(void *arg, size_t begin, size_t end, int worker)
     (void)worker;
     const shp_gather_call *c = arg;
     const shp_gather_kernel *k = c->k;
+    const size_t row = k->row;
+    size_t o = begin / k->n_idx, j = begin % k->n_idx;
     for (size_t t = begin; t < end; t++) {
-        size_t o = t / k->n_idx, j = t % k->n_idx;
         int64_t i = shp_index(c->idx, k->idx64, j);
         if (i < 0)
             i += k->axis_len;
-        memcpy(c->y + t * k->row, c->x + (o * (size_t)k->axis_len + (size_t)i) * k->row, k->row);
+        char *dst = c->y + t * row;
+        const char *src = c->x + (o * (size_t)k->axis_len + (size_t)i) * row;
+        /* (columns of a 2-D table, an ArrayFeatureExtractor's: one element
+         * a row, not a call to memcpy each) */
+        if (row == 4)
+            memcpy(dst, src, 4);
+        else if (row == 8)
+            memcpy(dst, src, 8);
+        else
+            memcpy(dst, src, row);
+        if (++j == k->n_idx) {
+            j = 0;
+            o++;
+        }
     }
 }
 
