@@ -2597,6 +2597,63 @@ class OnnxTest(unittest.TestCase):
         np.testing.assert_allclose(got["out"].astype(np.float32), want[0], rtol=2e-3, atol=2e-3)
         np.testing.assert_array_equal(got["pk"].astype(np.float32), want[1])
 
+    def test_batchnorm_training_mode(self):
+        """BatchNormalization with training_mode = 1 normalises by the batch's
+        statistics (mean and population variance over every axis but 1) and
+        gives the running ones, input * momentum + batch * (1 - momentum), as
+        ONNX's reference does: at run time (rank 4, f32 and f16), and on
+        constants only, as timm's normalisation-free nets standardise their
+        weights (folded at load; such a model was refused)."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        from onnx import numpy_helper
+        rng = np.random.default_rng(21)
+
+        def reference(x, sc, b, m, v, eps, mom):
+            axes = tuple(a for a in range(x.ndim) if a != 1)
+            shape = [1, -1] + [1] * (x.ndim - 2)
+            mean, var = x.mean(axis=axes), x.var(axis=axes)
+            y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+            return (y * sc.reshape(shape) + b.reshape(shape),
+                    m * mom + mean * (1 - mom), v * mom + var * (1 - mom))
+
+        c = 3
+        for dt, tt, tol in ((np.float32, T.FLOAT, 1e-5), (np.float16, T.FLOAT16, 3e-3)):
+            x = (rng.standard_normal((2, c, 4, 5)) * 3 + 1).astype(dt)
+            sc, b, m, v = (rng.standard_normal(c).astype(dt), rng.standard_normal(c).astype(dt),
+                           rng.standard_normal(c).astype(dt), rng.random(c).astype(dt) + 0.5)
+            node = h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"],
+                               epsilon=1e-3, momentum=0.7, training_mode=1)
+            graph = h.make_graph([node], "g", [
+                h.make_tensor_value_info(k, tt, list(a.shape))
+                for k, a in (("x", x), ("s", sc), ("b", b), ("m", m), ("v", v))],
+                [h.make_tensor_value_info(k, tt, None) for k in ("y", "rm", "rv")])
+            got = run_saved(self.rt, graph, [h.make_opsetid("", 15)], 8, "bn_train.onnx",
+                            {"x": x, "s": sc, "b": b, "m": m, "v": v})
+            want = reference(*(a.astype(np.float64) for a in (x, sc, b, m, v)), 1e-3, 0.7)
+            for k, wv in zip(("y", "rm", "rv"), want):
+                self.assertEqual(got[k].dtype, dt)
+                np.testing.assert_allclose(got[k].astype(np.float64), wv, rtol=tol, atol=tol,
+                                           err_msg="%s %s" % (np.dtype(dt).name, k))
+        # weight standardisation: BN of a constant [1, out, in * k] (no
+        # scale in timm's, ones here), its one output added to an input
+        wt = rng.standard_normal((1, 4, 6)).astype(np.float32)
+        gain = rng.standard_normal(4).astype(np.float32)
+        inits = [numpy_helper.from_array(a, k) for k, a in (
+            ("w", wt), ("g", gain), ("z", np.zeros(4, np.float32)),
+            ("m0", np.zeros(4, np.float32)), ("v0", np.ones(4, np.float32)))]
+        nodes = [h.make_node("BatchNormalization", ["w", "g", "z", "m0", "v0"], ["wn"],
+                             epsilon=1e-5, momentum=0.0, training_mode=1),
+                 h.make_node("Add", ["wn", "x"], ["y"])]
+        graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 4, 6])],
+                             [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+        x = rng.standard_normal((1, 4, 6)).astype(np.float32)
+        got = run_saved(self.rt, graph, [h.make_opsetid("", 17)], 8, "bn_train_const.onnx",
+                        {"x": x})["y"]
+        want = reference(wt.astype(np.float64), gain.astype(np.float64), np.zeros(4), np.zeros(4),
+                         np.ones(4), 1e-5, 0.0)[0] + x
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
     def test_ms_rotary_embedding(self):
         """com.microsoft RotaryEmbedding, lowered as ONNX's RotaryEmbedding 23
         with its inputs reordered: 3-D input (num_heads given or inferred

@@ -3104,6 +3104,63 @@ static pl_status *lw_thresholded_relu_old(lw *w)
     return lw_end(w, "Mul", x, m);
 }
 
+/* BatchNormalization with training_mode = 1 (opset 14 on): normalised by
+ * the batch's own statistics, as ONNX's reference computes them: mean and
+ * population variance over every axis but 1, Y = (X - mean) /
+ * sqrt(var + epsilon) * scale + B; the optional running_mean and
+ * running_var are input_mean * momentum + mean * (1 - momentum) (and
+ * input_var likewise). timm's normalisation-free nets (ScaledStdConv2d)
+ * standardise their convolutions' weights this way, from constants only:
+ * folded at load. */
+static pl_status *lw_bn_training(lw *w)
+{
+    const char *x, *mean, *d, *sq, *var, *eps, *ve, *sd, *nx, *sc, *b, *y;
+    PL_RETURN_IF_ERROR(lw_float_input(w, &x));
+    int32_t r = lw_tensor(w, lw_input(w, 0))->ndim;
+    if (r < 2)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "training_mode needs an input of known rank 2 or more (the channels "
+                        "are axis 1)");
+    int64_t axes[PL_GRAPH_MAX_RANK], k = 0;
+    for (int64_t a = 0; a < r; a++)
+        if (a != 1)
+            axes[k++] = a;
+    PL_RETURN_IF_ERROR(lw_mean(w, x, axes, k, &mean));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Sub", x, mean, &d));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", d, d, &sq));
+    PL_RETURN_IF_ERROR(lw_mean(w, sq, axes, k, &var));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "epsilon", lw_attr_f(w, "epsilon", 1e-5), &eps));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Add", var, eps, &ve));
+    PL_RETURN_IF_ERROR(lw_unary(w, "Sqrt", ve, &sd));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Div", d, sd, &nx));
+    /* per-channel inputs [C] in f32, the running statistics first */
+    const char *in[5];
+    for (int i = 1; i < 5; i++) {
+        in[i] = lw_input(w, (size_t)i);
+        if (w->narrow)
+            PL_RETURN_IF_ERROR(lw_cast(w, in[i], 1, &in[i]));
+    }
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    double mom = lw_attr_f(w, "momentum", 0.9);
+    for (size_t o = 1; o < 3; o++) {
+        if (o >= nd->n_outputs || nd->outputs[o] == PL_TID_NONE)
+            continue;
+        const char *cur, *m, *keep, *part, *run;
+        PL_RETURN_IF_ERROR(lw_axes_op(w, "Squeeze", 13, o == 1 ? mean : var, axes, k, &cur));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "momentum", mom, &m));
+        PL_RETURN_IF_ERROR(lw_scalar(w, "one_minus_momentum", 1.0 - mom, &keep));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", in[o + 2], m, &part));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Mul", cur, keep, &cur));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", part, cur, &run));
+        PL_RETURN_IF_ERROR(lw_attention_out(w, run, o, w->narrow));
+        nd = pl_graph_get_node(w->g, w->id);
+    }
+    PL_RETURN_IF_ERROR(lw_unsqueeze(w, in[1], axes, k, &sc));
+    PL_RETURN_IF_ERROR(lw_unsqueeze(w, in[2], axes, k, &b));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", nx, sc, &y));
+    return lw_end(w, "Add", y, b);
+}
+
 /* MeanVarianceNormalization before opset 9 (experimental): over N, H and
  * W of each channel (opset 9's default axes), or over the whole tensor
  * with across_channels; the mean taken away, and with normalize_variance
@@ -4464,6 +4521,7 @@ static const struct {
     {"", "Crop", 1, lw_crop},
     {"", "ThresholdedRelu", 1, lw_thresholded_relu_old}, /* before 10 only: see below */
     {"", "MeanVarianceNormalization", 1, lw_mvn_old},    /* before 9 only */
+    {"", "BatchNormalization", 14, lw_bn_training},     /* training_mode = 1 only */
     {"com.microsoft", "Gelu", 0, lw_ms_gelu_erf},
     {"com.microsoft", "FastGelu", 0, lw_ms_fast_gelu},
     {"com.microsoft", "BiasGelu", 0, lw_ms_bias_gelu},
@@ -4805,6 +4863,11 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
             fn = lw_rules[i].fn;
     if ((fn == lw_thresholded_relu_old && version >= 10) || (fn == lw_mvn_old && version >= 9))
         fn = NULL; /* the standard op */
+    if (fn == lw_bn_training) {
+        const pl_attr *tm = pl_graph_node_attr(n, "training_mode");
+        if (tm == NULL || tm->kind != PL_ATTR_INT || tm->i == 0)
+            fn = NULL; /* inference: the standard op */
+    }
     if (fn == NULL &&
         (domain[0] != '\0' ||
          !((version >= 19 && (strcmp(n->op, "QuantizeLinear") == 0 ||
