@@ -710,6 +710,10 @@ static void tm_check_reduce(const char *op, const pl_dtype *dts, size_t n)
          .n_attrs = 1},                                      /* rows: a power spectrum */
         {.opset = 13, .n_in = 1, .in = {T(4, 3, 1, 5, 7)}, .attrs = {AIS("axes", 1, 3)},
          .n_attrs = 1},                                      /* rows past a dim of 1 */
+        {.opset = 13, .n_in = 1, .in = {T(4, 2, 5, 37, 29)}, .attrs = {AIS("axes", 2, 2, 3)},
+         .n_attrs = 1},                          /* H and W of NCHW: one row of 1073 */
+        {.opset = 13, .n_in = 1, .in = {T(4, 3, 6, 7, 40)}, .attrs = {AIS("axes", 2, 1, 2)},
+         .n_attrs = 1},                        /* H and W of NHWC: blocks of channels */
         {.opset = 13, .n_in = 1, .in = {T(2, 3, 0)}, .attrs = {AIS("axes", 1, 1)},
          .n_attrs = 1},                                                    /* empty reduction */
         {.opset = 13, .n_in = 1, .in = {T(3, 2, 3, 0)}, .attrs = {AIS("axes", 1, 1)},
