@@ -194,6 +194,38 @@ def finish(out, name, arch, feeds):
     return e
 
 
+def export_each(script, names, out, torch_python, exporter, arch_of, adjust=None):
+    """Runs `SCRIPT --export NAME --out OUT` under TORCH_PYTHON for each name
+    (an exporter's failure reported and skipped), then finish() on
+    OUT/NAME.onnx with OUT/NAME.in.input.npy as the input (a model ONNX
+    Runtime refuses skipped too); ADJUST(name, entry) may edit each entry.
+    Writes OUT/manifest.json after every model; returns the entries."""
+    tag = os.path.basename(script)
+    entries = []
+    for name in names:
+        print("%s: %s" % (tag, name), file=sys.stderr, flush=True)
+        p = subprocess.run([torch_python, os.path.abspath(script), "--export", name, "--out", out],
+                           capture_output=True, text=True)
+        if p.returncode != 0:  # an exporter gap is reported, not fatal
+            print("%s: %s: export failed: %s" % (tag, name, p.stderr.strip()[-400:]), file=sys.stderr)
+            continue
+        zname = arch_of(name)[0]
+        feeds = {"input": np.load(os.path.join(out, "%s.in.input.npy" % zname))}
+        try:
+            e = finish(out, zname, arch_of(name)[1], feeds)
+        except Exception as ex:  # ONNX Runtime refuses the export
+            print("%s: %s: ONNX Runtime: %s" % (tag, name, str(ex)[:300]), file=sys.stderr)
+            continue
+        e["exporter"] = exporter
+        if adjust is not None:
+            adjust(name, e)
+        entries.append(e)
+        with open(os.path.join(out, "manifest.json"), "w") as f:
+            json.dump(dict(exporter=exporter, models=entries), f, indent=1)
+    print("%s: %d models -> %s" % (tag, len(entries), os.path.abspath(out)), file=sys.stderr)
+    return entries
+
+
 NAMES = ["bert", "gpt2", "distilbert", "roberta", "albert", "t5enc", "bart", "deberta", "clip_text", "llama",
          "vit", "swin", "convnext_hf", "wav2vec2", "segformer", "mobilevit", "resnet_hf", "yolos",
          "whisper_enc", "mobilebert", "electra", "squeezebert", "opt", "bloom", "gpt_neo", "mistral", "deit",

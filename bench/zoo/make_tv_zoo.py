@@ -19,9 +19,7 @@ torchvision. Writes make_zoo.py's format into DIR (default build/tv_zoo):
 bench/zoo.py --zoo DIR times it against ONNX Runtime, bench/zoo/run_zoo.py checks it.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -129,30 +127,18 @@ def main():
         export(a.export, a.out)
         return
     sys.path.insert(0, HERE)
-    from make_hf_zoo import finish
-    entries = []
-    for name in (a.only.split(",") if a.only else list(MODELS)):
-        print("make_tv_zoo.py: %s" % name, file=sys.stderr, flush=True)
-        p = subprocess.run([a.torch_python, os.path.abspath(__file__), "--export", name, "--out", a.out],
-                           capture_output=True, text=True)
-        if p.returncode != 0:  # an exporter gap is reported, not fatal
-            print("make_tv_zoo.py: %s: export failed: %s" % (name, p.stderr.strip()[-400:]),
-                  file=sys.stderr)
-            continue
-        feeds = {"input": np.load(os.path.join(a.out, "%s.in.input.npy" % name))}
-        e = finish(a.out, name, "torchvision %s" % MODELS[name][0], feeds)
-        e["exporter"] = "torchvision + torch.onnx.export"
+    from make_hf_zoo import export_each
+
+    def adjust(name, e):
         if name == "tv_maskrcnn":
             # masks are resampled at box corners that carry the backbone's
             # rounding: ONNX Runtime's own optimised graph is 2.3e-4 off its
             # unoptimised one, Plinth's cpu module 4e-4, onednn's Winograd
             # convolutions 1.5e-3 (probabilities in [0, 1])
             e["tol"] = 2e-3
-        entries.append(e)
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(dict(exporter="torchvision + torch.onnx.export", models=entries), f, indent=1)
-    print("make_tv_zoo.py: %d models -> %s" % (len(entries), os.path.abspath(a.out)), file=sys.stderr)
-
+    export_each(__file__, a.only.split(",") if a.only else list(MODELS), a.out, a.torch_python,
+                "torchvision + torch.onnx.export", lambda n: (n, "torchvision %s" % MODELS[n][0]),
+                adjust)
 
 if __name__ == "__main__":
     main()
