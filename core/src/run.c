@@ -79,6 +79,12 @@ static uint64_t pl_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* In a sequential run, when the step before ended (its second clock read
+ * is this one's first: pl_run_sequential); 0 elsewhere. A step's time then
+ * includes the loop's few instructions before it; two reads of the clock a
+ * step were 9% of a PolynomialFeatures pipeline of 136 steps of 0.2 us. */
+static _Thread_local uint64_t pl_step_chain_ns;
+
 static void *pl_host_aligned(size_t bytes)
 {
     void *ptr = NULL;
@@ -531,7 +537,8 @@ static pl_status *pl_step_fn(void *arg, const pl_run_context *run)
 {
     pl_step_call *c = arg;
     pl_prog_step *st = &c->program->steps[c->step];
-    uint64_t t0 = pl_now_ns();
+    uint64_t chain = pl_step_chain_ns, t0 = chain != 0 ? chain : pl_now_ns();
+    pl_step_chain_ns = 0; /* (a nested run reads the clock itself) */
     pl_call_prepare(c, run);
     pl_status *err = NULL;
     switch (st->kind) {
@@ -559,8 +566,10 @@ static pl_status *pl_step_fn(void *arg, const pl_run_context *run)
         err = pl_status_create(PL_CODE_UNSUPPORTED, "control-flow steps are not run yet");
         break;
     }
-    atomic_fetch_add(&st->total_ns, pl_now_ns() - t0);
+    uint64_t t1 = pl_now_ns();
+    atomic_fetch_add(&st->total_ns, t1 - t0);
     atomic_fetch_add(&st->runs, 1);
+    pl_step_chain_ns = chain != 0 ? t1 : 0;
     return pl_status_wrap(err, "%s: ", st->name);
 }
 
@@ -776,13 +785,18 @@ static pl_status *pl_run_sequential(pl_program *p, pl_runctx *rc, pl_status *st)
     pl_run_context run = {.header = PL_ABI_HEADER_INIT(pl_run_context),
                           .worker = pl_runtime_thread_count(p->rt)};
     pl_threadpool *pool = pl_engine_cpu_pool(p->rt->engine);
+    uint64_t outer_chain = pl_step_chain_ns;
+    pl_step_chain_ns = 0;
     for (size_t i = 0; st == NULL && i < p->n_steps; i++) {
         const pl_prog_step *step = &p->steps[i];
         if (pl_run_exec_ctx(p, step).kind == PL_EXEC_CPU) {
             run.device = p->devs[step->dev].device;
+            if (pl_step_chain_ns == 0)
+                pl_step_chain_ns = pl_now_ns();
             st = pl_step_fn(&rc->calls[i], &run);
             continue;
         }
+        pl_step_chain_ns = 0;
         if (pl_module_home_here(step->module)) {
             /* A pinned-thread module's step in its home thread: here, with
              * the CPU pool's idle workers kept from spinning against its
@@ -805,6 +819,7 @@ static pl_status *pl_run_sequential(pl_program *p, pl_runctx *rc, pl_status *st)
         if (st != NULL || done == NULL)
             pl_engine_wait_idle(p->rt->engine); /* nothing of this run left in flight */
     }
+    pl_step_chain_ns = outer_chain;
     return st;
 }
 
