@@ -159,6 +159,19 @@ static inline bool cpu_node_query(const pl_node_desc *node)
  * f32) fit in size_t. */
 bool cpu_shape_known(const pl_tensor *t);
 
+/* Copies N bytes, the sizes of one 4- or 8-byte element inline: a
+ * gather, scatter or concatenation of single elements (a table's columns)
+ * is a call to memcpy per element otherwise. */
+static inline void cpu_copy_small(void *dst, const void *src, size_t n)
+{
+    if (n == 4)
+        memcpy(dst, src, 4);
+    else if (n == 8)
+        memcpy(dst, src, 8);
+    else if (n > 0)
+        memcpy(dst, src, n);
+}
+
 /* The first element of a host tensor (data plus byte_offset). */
 static inline const float *cpu_in(const pl_run_args *args, size_t i)
 {

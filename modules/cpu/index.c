@@ -289,12 +289,7 @@ static pl_status *ix_scatter_elements_write(pl_module_ctx *ctx, const shp_kernel
                 i += k->axis_len;
             char *at = d + (size_t)(base + i * k->axis_st) * es;
             const char *from = upd + t * es;
-            if (es == 4)
-                memcpy(at, from, 4);
-            else if (es == 8)
-                memcpy(at, from, 8);
-            else
-                memcpy(at, from, es);
+            cpu_copy_small(at, from, es);
             for (int dd = k->r - 1; dd >= 0; dd--) {
                 base += k->data_st[dd];
                 if (++cnt[dd] < k->idx_dims[dd])

@@ -75,12 +75,7 @@ static void shp_concat_chunk(void *arg, size_t begin, size_t end, int worker)
         size_t n = k->slab[i];
         char *dst = c->y + o * k->row + k->offset[i];
         const char *src = shp_in(c->args, i) + o * n;
-        if (n == 4)
-            memcpy(dst, src, 4);
-        else if (n == 8)
-            memcpy(dst, src, 8);
-        else if (n > 0)
-            memcpy(dst, src, n);
+        cpu_copy_small(dst, src, n);
         if (++i == k->n_inputs) {
             i = 0;
             o++;
@@ -292,13 +287,8 @@ static void shp_gather_chunk(void *arg, size_t begin, size_t end, int worker)
         char *dst = c->y + t * row;
         const char *src = c->x + (o * (size_t)k->axis_len + (size_t)i) * row;
         /* (columns of a 2-D table, an ArrayFeatureExtractor's: one element
-         * a row, not a call to memcpy each) */
-        if (row == 4)
-            memcpy(dst, src, 4);
-        else if (row == 8)
-            memcpy(dst, src, 8);
-        else
-            memcpy(dst, src, row);
+         * a row) */
+        cpu_copy_small(dst, src, row);
         if (++j == k->n_idx) {
             j = 0;
             o++;
