@@ -60,3 +60,9 @@ int odnn_pace_after(struct odnn_pace *p, double us, long csw, int was_solo, int 
     p->switches++;
     return p->solo = 1;
 }
+
+int odnn_pace_idle(double cpu_us, double wall_us, int threads)
+{
+    return threads > 1 && wall_us > 0 &&
+           cpu_us < wall_us * (1.0 + ODNN_PACE_IDLE_SHARE * (double)(threads - 1));
+}

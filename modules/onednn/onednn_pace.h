@@ -44,6 +44,18 @@
 /* ... and at least this many microseconds slower (a small subgraph's
  * noise is not contention). */
 #define ODNN_PACE_FLOOR_US 20.0
+/* A team run (once the best is ODNN_PACE_IDLE_MIN_US or more) during which
+ * the process was busy less than 1 + ODNN_PACE_IDLE_SHARE * (threads - 1)
+ * cores counts as preempted (odnn_pace_idle): its members mostly waited
+ * for each other. efficientformerv2_s0 on 2 threads ran 19-21 ms a run at
+ * 0.93 cores busy in most processes (a 1x1 convolution 0.14 ms one run and
+ * 5.3 the next), 10.7 ms on one thread, and was never preempted nor twice
+ * its best team run; healthy teams keep 1.7-1.9 cores busy (pit_ti,
+ * resnet10t, mobilenetv3_small_050). At 0.25 of a core the small nets whose
+ * steps run mostly on one thread (mobilenetv3_small_050) tried solo runs
+ * again and again, 5-8% slower. */
+#define ODNN_PACE_IDLE_MIN_US 500.0
+#define ODNN_PACE_IDLE_SHARE 0.1
 /* Runs not timed at first (page faults, cold caches and JIT code). */
 #define ODNN_PACE_SETTLE 2
 
@@ -68,5 +80,9 @@ struct odnn_pace {
  * returns whether the next run goes solo. SOLO_OK: one-thread primitives
  * exist (or can be made); without them every run uses the team. */
 int odnn_pace_after(struct odnn_pace *p, double us, long csw, int was_solo, int solo_ok);
+
+/* Whether a team run of WALL_US during which the process used CPU_US of
+ * CPU time, on THREADS threads, left its team idle (ODNN_PACE_IDLE_SHARE). */
+int odnn_pace_idle(double cpu_us, double wall_us, int threads);
 
 #endif

@@ -13082,6 +13082,14 @@ static double odnn_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The CPU time of the whole process so far, in microseconds. */
+static double odnn_process_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
 #define ODNN_BLOB_VERSION 50u /* 2: decomposed LayerNormalization fused; 3: residual in place;
@@ -13790,19 +13798,28 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     int pace = team && ctx->solo == ODNN_PACE_AUTO;
     struct rusage r0 = {0}, r1 = {0};
     double t0 = pace ? odnn_now_ms() : 0;
+    /* a team run long enough to tell: the process's CPU time over it too */
+    int threads = onednn_host->thread_count(ctx->host_ctx);
+    int busy_check = pace && !solo && c->pace.best_team_us >= ODNN_PACE_IDLE_MIN_US;
+    double cpu0 = busy_check ? odnn_process_cpu_us() : 0;
     if (pace)
         getrusage(RUSAGE_THREAD, &r0);
     pl_status *st = odnn_run_bound(ctx, c, args, solo);
     if (pace && st == NULL) {
         getrusage(RUSAGE_THREAD, &r1);
+        double us = (odnn_now_ms() - t0) * 1e3;
+        long csw = r1.ru_nivcsw - r0.ru_nivcsw;
+        /* a team that hardly ran beside its master is suspect like a
+         * preempted one (odnn_pace_idle) */
+        if (busy_check && odnn_pace_idle(odnn_process_cpu_us() - cpu0, us, threads))
+            csw++;
         long before = c->pace.switches;
-        odnn_pace_after(&c->pace, (odnn_now_ms() - t0) * 1e3, r1.ru_nivcsw - r0.ru_nivcsw, solo,
-                        c->solo_made >= 0);
+        odnn_pace_after(&c->pace, us, csw, solo, c->solo_made >= 0);
         if (before == 0 && c->pace.switches == 1) /* (the first switch only) */
             onednn_host->log_message(ctx->host_ctx, PL_LOG_DEBUG,
                                      "onednn: a subgraph of %d steps runs on one thread from "
-                                     "now: its team was preempted (%.0f us a run, the best "
-                                     "%.0f)",
+                                     "now: its team was preempted or idle (%.0f us a run, the "
+                                     "best %.0f)",
                                      c->n_steps, c->pace.team_ref_us, c->pace.best_team_us);
     }
     pl_work_pool_give(&ctx->work, w);

@@ -66,6 +66,29 @@ int main(int argc, char **argv)
             n += odnn_pace_after(&q, 17000, 3, 0, 0);
         CHECK(n == 0 && !q.solo, "busy, no solo primitives: %d solo", n);
     }
+    if (only == NULL || strcmp(only, "idle") == 0) {
+        /* a team whose members waited: about one core busy over the run */
+        CHECK(odnn_pace_idle(19000, 20000, 2) && odnn_pace_idle(10500, 10000, 2),
+              "idle: one core busy over a 2-thread team's run is not idle");
+        CHECK(!odnn_pace_idle(17000, 10000, 2) && !odnn_pace_idle(12000, 10000, 2),
+              "idle: 1.2 or 1.7 cores busy on 2 threads is idle");
+        CHECK(odnn_pace_idle(12000, 10000, 4) && !odnn_pace_idle(14000, 10000, 4),
+              "idle: the share grows with the team (1.2 of 4 idle, 1.4 not)");
+        CHECK(!odnn_pace_idle(5000, 10000, 1) && !odnn_pace_idle(0, 0, 2),
+              "idle: one thread, or no time, is never idle");
+        /* idle team runs counted as preempted (onednn_sg_run): solo when
+         * solo pays (efficientformerv2_s0: 20 ms a team run, 10.7 solo) */
+        struct odnn_pace p = {0};
+        int solos = 0;
+        for (int i = 0; i < 60; i++) {
+            int was = p.solo;
+            solos += was;
+            double us = was ? 10700 : 20000;
+            odnn_pace_after(&p, us, !was && odnn_pace_idle(0.93 * us, us, 2), was, 1);
+        }
+        CHECK(p.switches == 1 && solos >= 45, "idle team: %d of 60 solo, %ld switches", solos,
+              p.switches);
+    }
     if (only == NULL || strcmp(only, "ends") == 0) {
         /* contention, then quiet: the team is back at the next probe */
         struct odnn_pace p = {0};
