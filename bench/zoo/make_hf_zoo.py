@@ -194,10 +194,10 @@ def finish(out, name, arch, feeds):
     return e
 
 
-def export_each(script, names, out, torch_python, exporter, arch_of, adjust=None):
+def export_each(script, names, out, torch_python, exporter, arch_of, adjust=None, input_name="input"):
     """Runs `SCRIPT --export NAME --out OUT` under TORCH_PYTHON for each name
     (an exporter's failure reported and skipped), then finish() on
-    OUT/NAME.onnx with OUT/NAME.in.input.npy as the input (a model ONNX
+    OUT/NAME.onnx with OUT/NAME.in.INPUT_NAME.npy as the input (a model ONNX
     Runtime refuses skipped too); ADJUST(name, entry) may edit each entry.
     Writes OUT/manifest.json after every model; returns the entries."""
     tag = os.path.basename(script)
@@ -210,7 +210,7 @@ def export_each(script, names, out, torch_python, exporter, arch_of, adjust=None
             print("%s: %s: export failed: %s" % (tag, name, p.stderr.strip()[-400:]), file=sys.stderr)
             continue
         zname = arch_of(name)[0]
-        feeds = {"input": np.load(os.path.join(out, "%s.in.input.npy" % zname))}
+        feeds = {input_name: np.load(os.path.join(out, "%s.in.%s.npy" % (zname, input_name)))}
         try:
             e = finish(out, zname, arch_of(name)[1], feeds)
         except Exception as ex:  # ONNX Runtime refuses the export
