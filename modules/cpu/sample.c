@@ -155,17 +155,133 @@ static double sa_sample(const sa_grid_kernel *k, const double *p, double gx, dou
            ty * ((1 - tx) * sa_pixel(k, p, yi + 1, xi) + tx * sa_pixel(k, p, yi + 1, xi + 1));
 }
 
+/* The f32 path of 4-D bilinear and nearest sampling: the taps of a block
+ * of output points (offsets into the plane and their weights; a tap
+ * outside the plane has weight 0 at offset 0) are computed once, in
+ * double as the generic path computes them, and serve every channel of
+ * the block's batch entry; the sums are in f32, as ONNX Runtime and
+ * PyTorch compute them. RT-DETR's deformable attention (8 heads of 32
+ * channels, 1,200 points) took 3.8 ms a GridSample in the generic path. */
+#define SA_FAST_POINTS 256
+
+typedef struct sa_fast_tap {
+    int32_t at[4]; /* -1: outside the plane (a tap of 0, whatever the plane holds) */
+    float w[4];
+} sa_fast_tap;
+
+typedef struct sa_fast_call {
+    const sa_grid_kernel *k;
+    const float *x, *g;
+    float *dst;
+    size_t blocks, cgroups, cb; /* point blocks per batch entry; channel groups of CB */
+} sa_fast_call;
+
+/* Plane offset of (Y, X), or -1 outside the plane (or not a number). */
+static int32_t sa_fast_at(const sa_grid_kernel *k, double y, double x)
+{
+    if (!(y >= 0 && x >= 0 && y < (double)k->h && x < (double)k->w))
+        return -1;
+    return (int32_t)((size_t)y * k->w + (size_t)x);
+}
+
+/* The taps of grid point (GX, GY) (sa_sample's arithmetic). */
+static sa_fast_tap sa_fast_taps(const sa_grid_kernel *k, double gx, double gy)
+{
+    sa_fast_tap t = {{-1, -1, -1, -1}, {0, 0, 0, 0}};
+    double x = sa_pad_coord(k, sa_unnormalize(k, gx, k->w), k->w);
+    double y = sa_pad_coord(k, sa_unnormalize(k, gy, k->h), k->h);
+    if (k->mode == SA_NEAREST) {
+        t.at[0] = sa_fast_at(k, nearbyint(y), nearbyint(x));
+        t.w[0] = 1;
+        return t;
+    }
+    double x0 = floor(x), y0 = floor(y), tx = x - x0, ty = y - y0;
+    double w[4] = {(1 - ty) * (1 - tx), (1 - ty) * tx, ty * (1 - tx), ty * tx};
+    for (int i = 0; i < 4; i++) {
+        t.at[i] = sa_fast_at(k, y0 + (i >> 1), x0 + (i & 1));
+        t.w[i] = (float)w[i];
+    }
+    return t;
+}
+
+static void sa_fast_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const sa_fast_call *c = arg;
+    const sa_grid_kernel *k = c->k;
+    size_t plane = k->h * k->w, out = k->oh * k->ow;
+    sa_fast_tap taps[SA_FAST_POINTS];
+    for (size_t item = begin; item < end; item++) {
+        size_t cg = item % c->cgroups, rest = item / c->cgroups;
+        size_t n = rest / c->blocks, i0 = rest % c->blocks * SA_FAST_POINTS;
+        size_t pts = out - i0 < SA_FAST_POINTS ? out - i0 : SA_FAST_POINTS;
+        const float *g = c->g + (n * out + i0) * 2;
+        for (size_t i = 0; i < pts; i++)
+            taps[i] = sa_fast_taps(k, g[2 * i], g[2 * i + 1]);
+        size_t c0 = cg * c->cb, c1 = c0 + c->cb < k->c ? c0 + c->cb : k->c;
+        for (size_t ch = c0; ch < c1; ch++) {
+            const float *p = c->x + (n * k->c + ch) * plane;
+            float *y = c->dst + (n * k->c + ch) * out + i0;
+            if (k->mode == SA_NEAREST) {
+                for (size_t i = 0; i < pts; i++)
+                    y[i] = taps[i].at[0] >= 0 ? p[taps[i].at[0]] : 0.0f;
+                continue;
+            }
+            for (size_t i = 0; i < pts; i++) {
+                const sa_fast_tap *t = &taps[i];
+                if ((t->at[0] | t->at[1] | t->at[2] | t->at[3]) >= 0) {
+                    y[i] = (t->w[0] * p[t->at[0]] + t->w[1] * p[t->at[1]]) +
+                           (t->w[2] * p[t->at[2]] + t->w[3] * p[t->at[3]]);
+                    continue;
+                }
+                float v = 0;
+                for (int j = 0; j < 4; j++)
+                    v += t->at[j] >= 0 ? t->w[j] * p[t->at[j]] : 0.0f;
+                y[i] = v;
+            }
+        }
+    }
+}
+
+/* Whether the f32 path takes K. */
+static bool sa_fast(const sa_grid_kernel *k)
+{
+    return !k->volumetric && k->mode != SA_BICUBIC && PL_DTYPE_EQ(k->dt, PL_DTYPE_F32) &&
+           PL_DTYPE_EQ(k->grid_dt, PL_DTYPE_F32) && k->h * k->w > 0 &&
+           k->h * k->w < ((size_t)1 << 31);
+}
+
+static void sa_fast_run(pl_module_ctx *ctx, const sa_grid_kernel *k, const float *x,
+                        const float *g, float *dst)
+{
+    size_t out = k->oh * k->ow;
+    sa_fast_call c = {k, x, g, dst, (out + SA_FAST_POINTS - 1) / SA_FAST_POINTS, 1, k->c};
+    /* too few blocks to share among the threads: channels split too */
+    size_t items = k->n * c.blocks, want = 8 * (size_t)cpu_host->thread_count(ctx->host_ctx);
+    if (items > 0 && items < want && k->c > 1) {
+        c.cgroups = (want + items - 1) / items;
+        c.cgroups = c.cgroups < k->c ? c.cgroups : k->c;
+        c.cb = (k->c + c.cgroups - 1) / c.cgroups;
+        c.cgroups = (k->c + c.cb - 1) / c.cb;
+    }
+    cpu_host->parallel_for(ctx->host_ctx, items * c.cgroups, 1, sa_fast_chunk, &c);
+}
+
 static pl_status *sa_grid_write(pl_module_ctx *ctx, const shp_kernel *kernel,
                                 const pl_run_args *args, size_t o, void *dst,
                                 pl_output_request req)
 {
     (void)o, (void)req;
     const sa_grid_kernel *k = (const sa_grid_kernel *)kernel;
+    const char *x = shp_in(args, 0), *g = shp_in(args, 1);
+    if (sa_fast(k)) {
+        sa_fast_run(ctx, k, (const float *)(const void *)x, (const float *)(const void *)g, dst);
+        return NULL;
+    }
     size_t plane = k->d * k->h * k->w, out = k->od * k->oh * k->ow, gd = k->volumetric ? 3 : 2;
     double *p = cpu_host->host_alloc(ctx->host_ctx, (plane ? plane : 1) * sizeof *p, 0);
     if (p == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, kernel->base.op, "out of memory");
-    const char *x = shp_in(args, 0), *g = shp_in(args, 1);
     size_t es = pl_dtype_size(k->dt);
     for (size_t n = 0; n < k->n; n++)
         for (size_t c = 0; c < k->c; c++) {

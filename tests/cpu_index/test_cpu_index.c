@@ -1577,6 +1577,57 @@ static double ti_grid3(const char *mode, const char *pad, int align, float gx, f
     return y;
 }
 
+/* 4-D bilinear and nearest sampling of f32 (taps per block of points,
+ * shared by the channels, split over points and channels) against the
+ * same inputs in f64 (the generic path, per element), in every padding
+ * and alignment: 2 x 37 channels of 7 x 9 at 9 x 13 points (channels split
+ * among the threads), and 1 x 3 of 5 x 6 at 20 x 17 (two blocks of points;
+ * grid values beyond [-1, 1], and exactly on -1, 0 and 1). */
+static void ti_grid_f32_paths(void)
+{
+    static const int shapes[2][6] = {{2, 37, 7, 9, 9, 13}, {1, 3, 5, 6, 20, 17}};
+    const char *modes[] = {"bilinear", "nearest"}, *pads[] = {"zeros", "border", "reflection"};
+    uint32_t seed = 11;
+    for (int s = 0; s < 2; s++) {
+        const int *d = shapes[s];
+        size_t nx = (size_t)d[0] * d[1] * d[2] * d[3], ng = (size_t)d[0] * d[4] * d[5] * 2;
+        size_t ny = (size_t)d[0] * d[1] * d[4] * d[5];
+        float *x = malloc(nx * sizeof *x), *g = malloc(ng * sizeof *g), *y = malloc(ny * sizeof *y);
+        double *x64 = malloc(nx * sizeof *x64), *g64 = malloc(ng * sizeof *g64);
+        double *y64 = malloc(ny * sizeof *y64);
+        CHECK(x && g && y && x64 && g64 && y64, "out of memory");
+        for (size_t i = 0; i < nx; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            x64[i] = x[i] = (float)((seed >> 8) % 2001) / 100.0f - 10.0f;
+        }
+        for (size_t i = 0; i < ng; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            g64[i] = g[i] = i % 11 == 0   ? (float)((int)(seed >> 8) % 3 - 1)
+                            : (float)((seed >> 8) % 2501) / 1000.0f - 1.25f;
+        }
+        for (int m = 0; m < 2; m++)
+            for (int p = 0; p < 3; p++)
+                for (int align = 0; align < 2; align++) {
+                    ti_case c = {.op = "GridSample", .opset = 16, .n_in = 2,
+                                 .in = {TIN(F32, x, 4, d[0], d[1], d[2], d[3]),
+                                        TIN(F32, g, 4, d[0], d[4], d[5], 2)},
+                                 .n_attrs = 3,
+                                 .attrs = {AS("mode", modes[m]), AS("padding_mode", pads[p]),
+                                           AI("align_corners", align)}};
+                    ti_case c64 = c;
+                    c64.in[0] = (ti_t)TIN(F64, x64, 4, d[0], d[1], d[2], d[3]);
+                    c64.in[1] = (ti_t)TIN(F64, g64, 4, d[0], d[4], d[5], 2);
+                    ti_run(&c, OUTS(y));
+                    ti_run(&c64, OUTS(y64));
+                    char what[96];
+                    snprintf(what, sizeof what, "f32 %s %s align %d, shape %d", modes[m],
+                             pads[p], align, s);
+                    ti_near(what, y, y64, ny, 2e-6);
+                }
+        free(x), free(g), free(y), free(x64), free(g64), free(y64);
+    }
+}
+
 static void case_GridSample(void)
 {
     ti_expect("bilinear corners, centre", ti_grid("bilinear", "zeros", 1, 0, 0), 2.5);
@@ -1617,6 +1668,7 @@ static void case_GridSample(void)
     bad3.n_attrs = 1;
     bad3.attrs[0] = (ch_attr)AS("mode", "cubic");
     ti_infer_fails(&bad3, "from opset 20 and not bicubic");
+    ti_grid_f32_paths();
 }
 
 static void case_RoiAlign(void)
