@@ -13377,6 +13377,16 @@ static pl_status *odnn_make_primitives(struct odnn_build *b)
         onednn_host->host_alloc(b->ctx->host_ctx, sizeof *status * (size_t)c->n_steps, 0);
     if (status == NULL)
         return odnn_oom();
+    for (int i = 0; i < c->n_steps; i++) {
+        const char *impl = NULL;
+        if (c->steps[i].pd != NULL &&
+            dnnl_primitive_desc_query(c->steps[i].pd, dnnl_query_impl_info_str, 0, &impl) ==
+                dnnl_success &&
+            odnn_gemm_warm_impl(impl)) {
+            odnn_gemm_warm_start();
+            break;
+        }
+    }
     struct odnn_make_job job = {.c = c, .status = status};
     onednn_host->parallel_for(b->ctx->host_ctx, (size_t)c->n_steps, 1, odnn_make_chunk, &job);
     pl_status *st = NULL;

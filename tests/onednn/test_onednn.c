@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -6226,6 +6228,86 @@ static void probe_counts(pl_runtime *rt, unsigned long long *c)
  * once and gets the later answers from memory; a second session of the
  * same model asks again and every answer is remembered. Both sessions
  * place every node alike and compute the same values. */
+/* Whether a thread of this process is named NAME (/proc/self/task). */
+static int thread_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        char path[300], comm[32] = "";
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        found = fgets(comm, sizeof comm, f) != NULL && strncmp(comm, name, strlen(name)) == 0;
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* An attention product oneDNN runs on its JIT GEMM (brgemm takes no
+ * batch-permuted views: 4 heads of Q K^T, 64x64x64, both read from X
+ * [1, S, H, D] through Transposes) has the module generate that GEMM's
+ * kernels in a thread of its own while the session is made
+ * (onednn_warm.c); the results are the product's, and a child forked while
+ * that thread runs exits (its exit does not wait for the parent's thread). */
+static void case_gemm_warm(void)
+{
+    struct mb m = {.seed = 61};
+    int64_t xs[] = {1, 64, 4, 64}, ys[] = {1, 4, 64, 64};
+    mb_input(&m, "x", 4, xs);
+    mb_node(&m, "q", "Transpose", "\"x\"", "q", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(&m, "kt", "Transpose", "\"x\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
+    mb_node(&m, "mm", "MatMul", "\"q\",\"kt\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    /* the module's own products (below AVX-512) are not oneDNN's GEMM */
+    int warming = thread_named("pl-onednn-warm");
+    pid_t child = fork();
+    TH_CHECK(child >= 0, "fork failed");
+    if (child == 0)
+        exit(0); /* the module's destructor runs in the child */
+    int status = 0, waited = 0;
+    for (int i = 0; i < 3000 && waited == 0; i++) {
+        waited = (int)waitpid(child, &status, WNOHANG);
+        if (waited == 0)
+            usleep(10000);
+    }
+    if (waited == 0)
+        kill(child, SIGKILL), waitpid(child, &status, 0);
+    TH_CHECK(waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+             "a child forked while the GEMM kernels were generated (thread %s) did not exit",
+             warming ? "running" : "already done or none");
+    size_t n = count(4, xs);
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    TH_CHECK(x && y, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = sinf((float)i * 0.37f);
+    run_one(s, "x", x, 4, xs, "y", y, 4, ys);
+    for (int h = 0; h < 4; h++)
+        for (int i = 0; i < 64; i++)
+            for (int j = 0; j < 64; j++) {
+                double want = 0;
+                for (int d = 0; d < 64; d++)
+                    want += (double)x[(i * 4 + h) * 64 + d] * x[(j * 4 + h) * 64 + d];
+                float got = y[(h * 64 + i) * 64 + j];
+                TH_CHECK(fabs(got - want) <= 1e-4 * (1 + fabs(want)), "y[%d][%d][%d] %g, want %g",
+                         h, i, j, got, want);
+            }
+    printf("warm-up thread %s at the fork\n", warming ? "running" : "not running");
+    free(x);
+    free(y);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 static void case_probe_memo(void)
 {
     struct mb m = {.seed = 101};
@@ -6730,6 +6812,7 @@ int main(int argc, char **argv)
         {"quick_tails_skip", case_quick_tails_skip},
         {"tails_come_back", case_tails_come_back},
         {"probe_memo", case_probe_memo},
+        {"gemm_warm", case_gemm_warm},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},

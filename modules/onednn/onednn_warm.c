@@ -1,0 +1,71 @@
+/* onednn_warm.c — oneDNN's JIT GEMM kernels generated in the background
+ * (onednn.h: odnn_gemm_warm_start).
+ *
+ * Why: the gemm:jit implementations (matmuls whose operands are permuted
+ * views, as a transformer's attention products are, which brgemm does not
+ * take; gemm inner products; im2col convolutions) share one set of
+ * kernels that oneDNN generates the first time any of them runs in the
+ * process: 24 ms on this machine, which was all of a first run's excess (a
+ * first BERT or YOLO11 run 30-45 ms against 4-10 after). Made during the
+ * compile instead, in a thread of its own, the generation overlaps the rest
+ * of session creation; a run that comes sooner waits for it inside oneDNN,
+ * as it waited for its own generation before. The thread is joined when
+ * the module is unloaded or the process exits (not in a forked child). */
+#define _GNU_SOURCE /* pthread_setname_np */
+#include "onednn.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static pthread_mutex_t odnn_warm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t odnn_warm_thread;
+static int odnn_warm_state; /* 0: not started; 1: running or done, not joined; 2: joined */
+
+static void *odnn_warm_main(void *arg)
+{
+    (void)arg;
+    /* an 8x8x8 product: one thread, every kernel of the driver generated */
+    float a[64] = {0}, b[64] = {0}, y[64];
+    dnnl_sgemm('N', 'N', 8, 8, 8, 1.0f, a, 8, b, 8, 0.0f, y, 8);
+    return NULL;
+}
+
+/* A child forked while the thread runs has no such thread: nothing to
+ * join at its exit (waiting on the parent's thread would never end). */
+static void odnn_warm_forked(void)
+{
+    pthread_mutex_init(&odnn_warm_lock, NULL);
+    odnn_warm_state = 2;
+}
+
+void odnn_gemm_warm_start(void)
+{
+    if (__atomic_load_n(&odnn_warm_state, __ATOMIC_ACQUIRE) != 0)
+        return;
+    pthread_mutex_lock(&odnn_warm_lock);
+    if (odnn_warm_state == 0) {
+        if (pthread_atfork(NULL, NULL, odnn_warm_forked) == 0 &&
+            pthread_create(&odnn_warm_thread, NULL, odnn_warm_main, NULL) == 0) {
+            pthread_setname_np(odnn_warm_thread, "pl-onednn-warm");
+            __atomic_store_n(&odnn_warm_state, 1, __ATOMIC_RELEASE);
+        } else {
+            __atomic_store_n(&odnn_warm_state, 2, __ATOMIC_RELEASE); /* the first run generates them */
+        }
+    }
+    pthread_mutex_unlock(&odnn_warm_lock);
+}
+
+int odnn_gemm_warm_impl(const char *impl)
+{
+    return impl != NULL && strncmp(impl, "gemm:jit", 8) == 0;
+}
+
+__attribute__((destructor)) static void odnn_gemm_warm_join(void)
+{
+    pthread_mutex_lock(&odnn_warm_lock);
+    if (odnn_warm_state == 1) {
+        pthread_join(odnn_warm_thread, NULL);
+        odnn_warm_state = 2;
+    }
+    pthread_mutex_unlock(&odnn_warm_lock);
+}
