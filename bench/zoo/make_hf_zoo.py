@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Export Hugging Face transformers architectures (random weights, small configs) as a zoo.
 
-    python3 bench/zoo/make_hf_zoo.py [--out DIR] [--only NAME,...] [--no-dyn] [--torch-python P]
+    python3 bench/zoo/make_hf_zoo.py [--out DIR] [--only NAME,...] [--full] [--no-dyn] [--torch-python P]
 
 (the python3 on PATH needs onnxruntime and onnx, which compute the references and the
 quantization; P, default /usr/bin/python3, needs Debian's python3-torch and `pip install
@@ -132,11 +132,25 @@ def models():
     m["regnet"] = lambda: (T.RegNetModel(T.RegNetConfig(
         hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 2, 1], groups_width=16, embedding_size=16)),
         {"pixel_values": torch.randn(1, 3, 96, 96)})
+    # full-size configurations (the defaults of each config class: what
+    # checkpoints on the hub hold), random weights: the sizes above are
+    # small enough for CI, these are what deployments run (--full)
+    m["bert_base"] = lambda: (T.BertModel(T.BertConfig()),
+                              {"input_ids": ids(1, 128), "attention_mask": torch.ones(1, 128, dtype=torch.long)})
+    m["distilbert_base"] = lambda: (T.DistilBertModel(T.DistilBertConfig()),
+                                    {"input_ids": ids(1, 128), "attention_mask": torch.ones(1, 128, dtype=torch.long)})
+    m["gpt2_base"] = lambda: (T.GPT2Model(T.GPT2Config()), {"input_ids": ids(1, 128)})
+    m["vit_base"] = lambda: (T.ViTModel(T.ViTConfig()), {"pixel_values": torch.randn(1, 3, 224, 224)})
+    m["t5_small_enc"] = lambda: (T.T5EncoderModel(T.T5Config()), {"input_ids": ids(1, 128)})
+    m["whisper_base_enc"] = lambda: (T.WhisperForAudioClassification(T.WhisperConfig(
+        d_model=512, encoder_layers=6, encoder_attention_heads=8, encoder_ffn_dim=2048)),
+        {"input_features": torch.randn(1, 80, 3000)})
     return m
 
 
 # quantize_dynamic is applied to these (their MatMuls carry the work)
-DYN = ["bert", "distilbert", "gpt2", "t5enc", "clip_text", "llama", "vit", "mobilebert", "opt", "whisper_enc"]
+DYN = ["bert", "distilbert", "gpt2", "t5enc", "clip_text", "llama", "vit", "mobilebert", "opt", "whisper_enc",
+       "bert_base", "gpt2_base"]
 
 
 def export(name, build, out):
@@ -230,6 +244,7 @@ NAMES = ["bert", "gpt2", "distilbert", "roberta", "albert", "t5enc", "bart", "de
          "vit", "swin", "convnext_hf", "wav2vec2", "segformer", "mobilevit", "resnet_hf", "yolos",
          "whisper_enc", "mobilebert", "electra", "squeezebert", "opt", "bloom", "gpt_neo", "mistral", "deit",
          "beit", "levit", "poolformer", "regnet"]
+FULL = ["bert_base", "distilbert_base", "gpt2_base", "vit_base", "t5_small_enc", "whisper_base_enc"]
 
 
 def main():
@@ -237,6 +252,7 @@ def main():
     ap.add_argument("--out", default="build/hf_zoo")
     ap.add_argument("--only", default="", help="comma-separated names")
     ap.add_argument("--no-dyn", action="store_true", help="skip the quantize_dynamic copies")
+    ap.add_argument("--full", action="store_true", help="the full-size configurations instead (%s)" % ", ".join(FULL))
     ap.add_argument("--torch-python", default="/usr/bin/python3")
     ap.add_argument("--export", help=argparse.SUPPRESS)  # in the torch interpreter: one model
     a = ap.parse_args()
@@ -247,7 +263,7 @@ def main():
             np.save(os.path.join(a.out, "%s.in.%s.npy" % (a.export, k)), v)
         return
     sys.path.insert(0, HERE)
-    names = a.only.split(",") if a.only else NAMES
+    names = a.only.split(",") if a.only else FULL if a.full else NAMES
     entries = []
     for name in names:
         print("make_hf_zoo.py: %s" % name, file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@
  * model's builder, that shares its folder and its mapped files. */
 #include "graph_builder.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "datafile.h"
 #include "filedata.h"
 #include "status.h"
+#include "threadpool.h"
 
 typedef struct pl_builder_file {
     char *location;
@@ -35,7 +37,18 @@ struct pl_graph_builder {
     char *path;                 /* the root's: the model file */
     pl_filedata *filedata;      /* the root's: opened on first use, then the graph's */
     char *cache_dir;            /* the root's: where the model's constants are kept */
+    bool defer_reads;           /* the root's: constants read by pl_graph_builder_read_constants */
+    struct pl_builder_read *reads; /* the root's deferred reads */
+    size_t n_reads, cap_reads;
 };
+
+/* A constant of the model file to read into the graph's copy. */
+typedef struct pl_builder_read {
+    char *dst;
+    uint64_t offset;
+    size_t len;
+    pl_tid t;
+} pl_builder_read;
 
 pl_status *pl_graph_builder_create(pl_graph *g, const char *path,
                                    pl_graph_builder **out_builder)
@@ -72,6 +85,7 @@ void pl_graph_builder_destroy(pl_graph_builder *b)
     for (size_t i = 0; i < b->n_files; i++)
         pl_free(b->files[i].location);
     pl_free(b->files);
+    pl_free(b->reads);
     pl_free(b->model_dir);
     pl_free(b->path);
     pl_free(b->cache_dir);
@@ -320,6 +334,26 @@ pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
     if (data == NULL)
         return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory reading constant '%s'",
                                 name);
+    if (b == root && root->defer_reads && len > 0) {
+        if (root->n_reads == root->cap_reads) {
+            size_t cap = root->cap_reads ? 2 * root->cap_reads : 64;
+            pl_builder_read *grown = pl_realloc(root->reads, cap * sizeof *grown);
+            if (grown == NULL) {
+                pl_free(data);
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                        "out of memory reading constant '%s'", name);
+            }
+            root->reads = grown;
+            root->cap_reads = cap;
+        }
+        pl_status *st = pl_graph_set_constant_owned(b->g, t, data, len);
+        if (st != NULL) {
+            pl_free(data);
+            return st;
+        }
+        root->reads[root->n_reads++] = (pl_builder_read){data, (uint64_t)offset, len, t};
+        return pl_filedata_track(f, data, len, (uint64_t)offset, name);
+    }
     pl_status *st = pl_filedata_read(f, (uint64_t)offset, len, data, name);
     if (st != NULL) {
         pl_free(data);
@@ -329,6 +363,68 @@ pl_status *pl_builder_constant_model_file(pl_graph_builder *b, const char *name,
     /* A body's constants are read in place by its own sessions: only the
      * model's graph drops any. */
     return b == root ? pl_filedata_track(f, data, len, (uint64_t)offset, name) : NULL;
+}
+
+void pl_graph_builder_defer_reads(pl_graph_builder *b)
+{
+    if (b != NULL && b->root == b)
+        b->defer_reads = true;
+}
+
+/* Pieces of at most this many bytes are read as one item of the pool. */
+#define PL_BUILDER_READ_PIECE ((size_t)4 << 20)
+
+typedef struct pl_builder_read_job {
+    pl_graph_builder *b;
+    size_t *first_piece; /* per read: its first piece's index (n_reads + 1 entries) */
+    pthread_mutex_t lock;
+    pl_status *error;    /* the first failure */
+} pl_builder_read_job;
+
+static void pl_builder_read_chunk(void *arg, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    pl_builder_read_job *job = arg;
+    pl_graph_builder *b = job->b;
+    size_t r = 0;
+    for (size_t p = begin; p < end; p++) {
+        while (job->first_piece[r + 1] <= p)
+            r++;
+        const pl_builder_read *rd = &b->reads[r];
+        size_t at = (p - job->first_piece[r]) * PL_BUILDER_READ_PIECE;
+        size_t len = rd->len - at < PL_BUILDER_READ_PIECE ? rd->len - at : PL_BUILDER_READ_PIECE;
+        pl_status *st = pl_filedata_read(b->filedata, rd->offset + at, len, rd->dst + at,
+                                         pl_graph_get_tensor(b->g, rd->t)->name);
+        if (st != NULL) {
+            pthread_mutex_lock(&job->lock);
+            if (job->error == NULL)
+                job->error = st, st = NULL;
+            pthread_mutex_unlock(&job->lock);
+            pl_status_free(st);
+        }
+    }
+}
+
+pl_status *pl_graph_builder_read_constants(pl_graph_builder *b, pl_threadpool *pool)
+{
+    if (b == NULL || b->n_reads == 0)
+        return NULL;
+    pl_builder_read_job job = {.b = b};
+    job.first_piece = pl_malloc((b->n_reads + 1) * sizeof *job.first_piece);
+    if (job.first_piece == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory reading %s", b->path);
+    size_t pieces = 0;
+    for (size_t r = 0; r < b->n_reads; r++) {
+        job.first_piece[r] = pieces;
+        pieces += (b->reads[r].len + PL_BUILDER_READ_PIECE - 1) / PL_BUILDER_READ_PIECE;
+    }
+    job.first_piece[b->n_reads] = pieces;
+    pthread_mutex_init(&job.lock, NULL);
+    pl_threadpool_parallel_for(pool, pieces, 1, pl_builder_read_chunk, &job);
+    pthread_mutex_destroy(&job.lock);
+    pl_free(job.first_piece);
+    b->n_reads = 0;
+    return job.error;
 }
 
 pl_status *pl_builder_input(pl_graph_builder *b, const char *name)

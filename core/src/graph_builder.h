@@ -15,6 +15,18 @@ void pl_graph_builder_destroy(pl_graph_builder *b);
  * copy kept there, and written there after the load (filedata.h). */
 void pl_graph_builder_set_cache_dir(pl_graph_builder *b, const char *dir);
 
+/* The model file's constants that the core copies (builder_constant_model_file)
+ * are read later, all at once by pl_graph_builder_read_constants, not one
+ * by one as the import declares them: their bytes must not be read before.
+ * The format module never reads them back (it handed over an offset). */
+void pl_graph_builder_defer_reads(pl_graph_builder *b);
+/* Reads the deferred constants, their pieces spread over POOL (NULL: the
+ * caller alone): a model's weights are fresh memory, and its page faults,
+ * most of the copy on a virtual machine, go as fast as there are threads.
+ * The first failure is returned. */
+struct pl_threadpool;
+pl_status *pl_graph_builder_read_constants(pl_graph_builder *b, struct pl_threadpool *pool);
+
 /* The builder functions of the graph table (graph_view.c puts them there). */
 const char *pl_builder_model_dir(pl_graph_builder *b);
 pl_status *pl_builder_opset(pl_graph_builder *b, const char *domain, int64_t version);

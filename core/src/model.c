@@ -64,8 +64,12 @@ pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out)
         pl_status *st = pl_graph_builder_create(g, path, &b);
         if (st == NULL && rt->config != NULL)
             pl_graph_builder_set_cache_dir(b, rt->config->cache_dir);
-        if (st == NULL)
+        if (st == NULL) {
+            pl_graph_builder_defer_reads(b);
             st = m->api.import_model(m->ctx, path, b);
+        }
+        if (st == NULL)
+            st = pl_graph_builder_read_constants(b, rt->pool);
         pl_graph_builder_destroy(b);
         if (st == NULL)
             st = pl_status_wrap(pl_graph_validate(g), "%s: ", path);

@@ -608,6 +608,82 @@ static void case_residual_external(void) { good_residual(S_EXTERNAL); }
 static void case_residual_mixed(void) { good_residual(S_MIXED); }
 
 /* Input ["batch", 16]: bound to 4 and run. */
+/* Weights in raw_data big enough for the core to read them from the file
+ * itself (builder_constant_model_file), after the import, in pieces of 4
+ * MiB spread over the runtime's two threads (graph_builder.c): a 6 MiB
+ * matrix (two pieces), its bias and a second matrix, behind a 3-byte
+ * initializer that leaves them at unaligned offsets. The matrix (an output
+ * through an Identity) is compared byte for byte with the file's, the
+ * product with a reference in double. */
+static void case_big_raw_weights(void)
+{
+    enum { K = 1024, N1 = 1536, N2 = 8, B = 2 };
+    float *w1 = xmalloc(sizeof(float) * K * N1), *b1 = xmalloc(sizeof(float) * N1);
+    float *w2 = xmalloc(sizeof(float) * N1 * N2), x[B * K], y[B * N2];
+    make_values(w1, K * N1, 5, 0.05f);
+    make_values(b1, N1, 6, 0.5f);
+    make_values(w2, N1 * N2, 8, 0.05f);
+    make_values(x, B * K, 9, 1.0f);
+    Onnx__ModelProto *m = tm_model();
+    tm_opset(m, "", 13);
+    tm_input(m, tm_vi("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){B, K}, NULL));
+    tm_output(m, tm_vi("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){B, N2}, NULL));
+    tm_output(m, tm_vi("w1_out", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){K, N1},
+                       NULL));
+    Onnx__TensorProto *pad = tm_tensor("pad", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 1,
+                                       (int64_t[]){3});
+    tm_raw(pad, "abc", 3);
+    tm_init(m, pad);
+    Onnx__TensorProto *t = tm_tensor("w1", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2,
+                                     (int64_t[]){K, N1});
+    tm_raw(t, w1, sizeof(float) * K * N1);
+    tm_init(m, t);
+    t = tm_tensor("b1", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){N1});
+    tm_raw(t, b1, sizeof(float) * N1);
+    tm_init(m, t);
+    t = tm_tensor("w2", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){N1, N2});
+    tm_raw(t, w2, sizeof(float) * N1 * N2);
+    tm_init(m, t);
+    tm_node(m, "MatMul", "mm1", "x,w1", "h");
+    tm_node(m, "Add", "add1", "h,b1", "hb");
+    tm_node(m, "MatMul", "mm2", "hb,w2", "y");
+    tm_node(m, "Identity", "keep", "w1", "w1_out");
+    const char *path = tm_write(m, th_tempdir(), "big_raw.onnx");
+    pl_runtime *rt = runtime_with(NULL);
+    pl_model *model = load_ok(rt, path);
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(model, NULL, &s));
+    int64_t xs[2] = {B, K}, ys[2] = {B, N2};
+    pl_io in = {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32, .shape = xs,
+                                        .struct_size = sizeof(pl_tensor)}};
+    int64_t ws[2] = {K, N1};
+    float *w1_out = xmalloc(sizeof(float) * K * N1);
+    pl_io out[2] = {{.name = "y", .tensor = {.data = y, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                             .shape = ys, .struct_size = sizeof(pl_tensor)}},
+                    {.name = "w1_out", .tensor = {.data = w1_out, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                                  .shape = ws, .struct_size = sizeof(pl_tensor)}}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, out, 2));
+    /* every byte of the matrix, both pieces, as the file holds it */
+    TH_CHECK(memcmp(w1_out, w1, sizeof(float) * K * N1) == 0, "w1 read back differs");
+    free(w1_out);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < N2; j++) {
+            double want = 0;
+            for (int n = 0; n < N1; n++) {
+                double h = b1[n];
+                for (int k = 0; k < K; k++)
+                    h += (double)x[b * K + k] * w1[(size_t)k * N1 + n];
+                want += h * w2[n * N2 + j];
+            }
+            TH_CHECK(fabs(y[b * N2 + j] - want) <= 1e-4 * (1 + fabs(want)),
+                     "y[%d][%d] = %.9g, reference %.9g", b, j, y[b * N2 + j], want);
+        }
+    pl_session_destroy(s);
+    pl_model_destroy(model);
+    pl_runtime_destroy(rt);
+    free(w1), free(b1), free(w2);
+}
+
 static void case_symbolic_batch(void)
 {
     init_weights();
@@ -1854,6 +1930,7 @@ static void case_opset_listed_twice(void)
 
 static const th_case cases[] = {
     {"mlp_raw", case_mlp_raw},
+    {"big_raw_weights", case_big_raw_weights},
     {"mlp_float_data", case_mlp_float_data},
     {"mlp_external", case_mlp_external},
     {"mlp_mixed", case_mlp_mixed},
