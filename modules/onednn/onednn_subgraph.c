@@ -13437,6 +13437,21 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     }
     memset(b.done, 0, nodes + 1);
     double t0 = odnn_now_ms(), t_hash, t_build, t_plan, t_bind, t_make;
+    /* A product of two activations (attention's) runs on gemm:jit unless
+     * small: its kernels are generated from here on, while the subgraph
+     * builds, not from when its primitives are made (onednn_warm.c) */
+    for (size_t i = 0; i < nodes; i++) {
+        const void *data;
+        size_t bytes;
+        int64_t w = onednn_host->graph->node_input_count(subgraph, i) > 1
+                        ? onednn_host->graph->node_input(subgraph, i, 1)
+                        : -1;
+        if (w >= 0 && odnn_op_is(subgraph, (int64_t)i, "MatMul") &&
+            !onednn_host->graph->tensor_constant(subgraph, w, &data, &bytes)) {
+            odnn_gemm_warm_start();
+            break;
+        }
+    }
     st = odnn_uses_build(ctx, subgraph, &b.u);
     /* Hashed before the build, which tells the core when it is done with
      * each constant (the hash reads them all). */
