@@ -11987,8 +11987,16 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
         st = odnn_source_view(b, q.a, (int64_t)n, &src);
     if (st == NULL)
         st = odnn_view_as(b, src, &a_md, (int64_t)n, &src);
-    if (st == NULL)
-        st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &w_plain, w.cdata, (int64_t)n, &wi);
+    if (st == NULL) {
+        /* Weights with a compensation (AMX's u8 x s8 with a zero point:
+         * oneDNN lays them out with its generic reorder, 8 ms a matrix of
+         * GPT-2's, 374 of its session's 585 ms) are laid out in batches
+         * over the pool, as Winograd weights are (odnn_pending_flush). */
+        const dnnl_memory_desc_t *wmd = odnn_pd_md(pd, DNNL_ARG_WEIGHTS);
+        b->defer_tensor = wmd->extra.flags != 0 ? q.w : -1;
+        st = odnn_weight(b, wmd, &w_plain, w.cdata, (int64_t)n, &wi);
+        b->defer_tensor = -1;
+    }
     int zw = -1; /* a constant zero point's operand */
     if (st == NULL && !q.azp_const) {
         dnnl_memory_desc_t zmd;
