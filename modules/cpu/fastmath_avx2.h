@@ -16,6 +16,7 @@
 #include <math.h>
 
 #define CPU_AVX2_FN __attribute__((target("avx2,fma"), always_inline)) static inline
+#define CPU_AVX512_FN __attribute__((target("avx512f,fma"), always_inline)) static inline
 
 CPU_AVX2_FN __m256 cpu_exp8(__m256 x)
 {
@@ -40,6 +41,33 @@ CPU_AVX2_FN __m256 cpu_exp8(__m256 x)
     y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY),
                          _mm256_cmp_ps(x, _mm256_set1_ps(88.72284f), _CMP_GT_OQ));
     return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN stays NaN */
+}
+
+/* cpu_exp8 in sixteen AVX-512 lanes, step for step (the same clamp,
+ * reduction, polynomial and NaN rule: lanes give the bits cpu_exp8's do). */
+CPU_AVX512_FN __m512 cpu_exp16(__m512 x)
+{
+    __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33654f)),
+                             _mm512_set1_ps(88.37626f));
+    __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(0.693359375f), c);
+    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 z = _mm512_mul_ps(r, r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
+    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fn),
+                                                      _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    y = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_LT_OQ), y);
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72284f), _CMP_GT_OQ),
+                           _mm512_set1_ps(INFINITY));
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
 /* cpu_logf (fastmath.h) in eight lanes, step for step, with fused

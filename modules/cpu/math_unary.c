@@ -218,33 +218,6 @@ __attribute__((target("avx2,fma"))) static void mu_chunk_f32_avx2(const math_una
 #endif
 
 #ifdef CPU_AVX2
-/* cpu_exp8 in sixteen AVX-512 lanes, step for step (the same clamp,
- * reduction, polynomial and NaN rule: lanes give the bits cpu_exp8's do). */
-__attribute__((target("avx512f,fma"), always_inline)) static inline __m512 mu_exp16(__m512 x)
-{
-    __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33654f)),
-                             _mm512_set1_ps(88.37626f));
-    __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(0.693359375f), c);
-    r = _mm512_fmadd_ps(fn, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 z = _mm512_mul_ps(r, r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
-    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fn),
-                                                      _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    y = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_LT_OQ), y);
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72284f), _CMP_GT_OQ),
-                           _mm512_set1_ps(INFINITY));
-    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
-}
-
 /* mu_tanh8 in sixteen lanes, step for step. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline __m512 mu_tanh16(__m512 x)
 {
@@ -256,7 +229,7 @@ __attribute__((target("avx512f,fma"), always_inline)) static inline __m512 mu_ta
     p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-1.0f / 3.0f));
     p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(1.0f));
     p = _mm512_mul_ps(x, p);
-    __m512 e = mu_exp16(_mm512_add_ps(ax, ax));
+    __m512 e = cpu_exp16(_mm512_add_ps(ax, ax));
     __m512 q = _mm512_sub_ps(_mm512_set1_ps(1.0f),
                              _mm512_div_ps(_mm512_set1_ps(2.0f),
                                            _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
@@ -276,13 +249,13 @@ __attribute__((target("avx512f,fma"))) static void mu_chunk_f32_avx512(const mat
     for (; i + 16 <= end; i += 16) {
         __m512 x = _mm512_loadu_ps(xs + i), y;
         if (op == MU_EXP)
-            y = mu_exp16(x);
+            y = cpu_exp16(x);
         else if (op == MU_TANH)
             y = mu_tanh16(x);
         else /* Sigmoid */
             y = _mm512_div_ps(_mm512_set1_ps(1.0f),
                               _mm512_add_ps(_mm512_set1_ps(1.0f),
-                                            mu_exp16(_mm512_castsi512_ps(_mm512_xor_si512(
+                                            cpu_exp16(_mm512_castsi512_ps(_mm512_xor_si512(
                                                 _mm512_castps_si512(x),
                                                 _mm512_set1_epi32((int)0x80000000))))));
         if (c->add)
