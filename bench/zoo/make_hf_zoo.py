@@ -208,6 +208,25 @@ def finish(out, name, arch, feeds):
     return e
 
 
+def export_main(doc, default_out, export_one):
+    """The command line of a zoo script whose models export one by one in a
+    torch interpreter: --out (default DEFAULT_OUT, made if missing), --only,
+    --torch-python, and the hidden --export NAME that export_each runs, for
+    which EXPORT_ONE(NAME, OUT) is called and None returned; else the parsed
+    arguments."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=default_out)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--export", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    if a.export:
+        export_one(a.export, a.out)
+        return None
+    return a
+
+
 def export_each(script, names, out, torch_python, exporter, arch_of, adjust=None, input_name="input"):
     """Runs `SCRIPT --export NAME --out OUT` under TORCH_PYTHON for each name
     (an exporter's failure reported and skipped), then finish() on

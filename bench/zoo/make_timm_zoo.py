@@ -21,7 +21,6 @@ needs onnxruntime and onnx. Writes make_zoo.py's format into DIR (default
 build/timm_zoo): bench/zoo/run_zoo.py checks it, bench/zoo.py --zoo DIR times it.
 A model the exporter or ONNX Runtime cannot take is reported and skipped.
 """
-import argparse
 import os
 import sys
 
@@ -64,18 +63,11 @@ def export(name, out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="build/timm_zoo")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--torch-python", default="/usr/bin/python3")
-    ap.add_argument("--export", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    if a.export:
-        export(a.export, a.out)
-        return
     sys.path.insert(0, HERE)
-    from make_hf_zoo import export_each
+    from make_hf_zoo import export_each, export_main
+    a = export_main(__doc__, "build/timm_zoo", export)
+    if a is None:
+        return
 
     def adjust(name, e):
         if e["ort_opt_err"] > 5e-5:

@@ -18,7 +18,6 @@ PATH needs onnxruntime and onnx, P (default /usr/bin/python3) torch and
 torchvision. Writes make_zoo.py's format into DIR (default build/tv_zoo):
 bench/zoo.py --zoo DIR times it against ONNX Runtime, bench/zoo/run_zoo.py checks it.
 """
-import argparse
 import os
 import sys
 
@@ -116,18 +115,11 @@ def export(name, out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="build/tv_zoo")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--torch-python", default="/usr/bin/python3")
-    ap.add_argument("--export", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    if a.export:
-        export(a.export, a.out)
-        return
     sys.path.insert(0, HERE)
-    from make_hf_zoo import export_each
+    from make_hf_zoo import export_each, export_main
+    a = export_main(__doc__, "build/tv_zoo", export)
+    if a is None:
+        return
 
     def adjust(name, e):
         if name == "tv_maskrcnn":
