@@ -193,6 +193,26 @@ drop_in_faults)
     run run "$examples/mlp/model.json" --config "$tmp/backend.ini"
     [ "$rc" -eq 0 ] || { show; fail "run exited $rc beside the broken drop-ins"; }
     ;;
+explain_staged)
+    # A NonZero after the MLP makes its output's length data-dependent: the
+    # session is staged, and explain says how many nodes wait for a run
+    # instead of leaving them out silently.
+    need_python
+    need_stage
+    write_mlp_variant staged 'm["outputs"].append("idx")
+m["nodes"] += [
+    {"name": "zero", "op": "Constant", "inputs": [], "outputs": ["z"],
+     "attributes": {"value": {"tensor": {"dtype": "f32", "shape": [], "values": [0]}}}},
+    {"name": "pos", "op": "Greater", "inputs": ["y", "z"], "outputs": ["p"]},
+    {"name": "nz", "op": "NonZero", "inputs": ["p"], "outputs": ["idx"]}]'
+    write_order_ini cpu cpu
+    run explain "$tmp/staged.json" --config "$tmp/cpu.ini"
+    [ "$rc" -eq 0 ] || { show; fail "explain exited $rc"; }
+    grep -Eq "^placed at run time: [1-9][0-9]* node\(s\)" "$tmp/out" ||
+        { show; fail "explain does not say which nodes wait for a run"; }
+    run run "$tmp/staged.json" --config "$tmp/cpu.ini"
+    [ "$rc" -eq 0 ] || { show; fail "run exited $rc"; }
+    ;;
 run_warmup)
     # --warmup runs first and is left out of the step times: the count
     # printed is --runs; a negative count is refused.

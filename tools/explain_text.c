@@ -170,6 +170,18 @@ int pl_explain_text_write(FILE *f, const char *json)
     }
     fprintf(f, "\nplacement:\n");
     pl_text_placement(f, root);
+    /* a staged session: the rest is placed once a run's shapes are known */
+    json_t *staged = json_object_get(root, "staged");
+    if (json_is_object(staged) && pl_ji(staged, "tail_nodes") > 0) {
+        fprintf(f,
+                "\nplaced at run time: %lld node(s) whose shapes only a run gives (a staged "
+                "session)",
+                pl_ji(staged, "tail_nodes"));
+        if (json_is_string(json_object_get(staged, "run_to_know")))
+            fprintf(f, ", after '%s' runs", pl_js(staged, "run_to_know"));
+        fprintf(f, "; `plinth run` times their steps, and a session's description after a run "
+                   "(\"staged\" -> \"last_tail\") holds their placement\n");
+    }
     pl_text_rest(f, root);
     json_decref(root);
     return 0;
