@@ -385,6 +385,38 @@ size_t odnn_smm_scratch_bytes(const struct odnn_smm *s, int threads);
 void odnn_smm_run(const struct odnn_smm *s, const float *a, const float *b, const float *bias,
                   float *c, int threads, float *scratch);
 
+/* The module's own fused attention (onednn_attn.c, AVX-512 only): for
+ * every entry of a batch of up to ODNN_ATTN_MAX_BATCH dims, O = softmax(
+ * mask(select(scale(Q x K^T)))) x V over the N keys. Q(i, c) at Q[i *
+ * Q_RS + c * Q_CS] (S rows, D columns), K^T(c, j) at K[c * K_DS + j *
+ * K_NS], V(j, c) at V[j * V_NS + c * V_CS] (DV columns), the added mask
+ * M(i, j) at M[i * M_RS + j * M_CS] (when HAS_MASK), the condition C(i, j)
+ * (bytes) at C[i * C_RS + j * C_CS] (when HAS_SELECT), O(i, c) at O[i *
+ * O_RS + c]; batch dim d moves operand t (Q, K, V, M, O, C) by BS[t][d]
+ * elements (0: broadcast). SCALE_OP: none, Mul or Div of the scores by
+ * SCALE; then, with HAS_SELECT, a score whose condition is not KEEP (0 or
+ * 1) becomes FILL (Where); then the mask is added. */
+#define ODNN_ATTN_MAX_BATCH 4
+enum { ODNN_ATTN_NONE = 0, ODNN_ATTN_MUL, ODNN_ATTN_DIV };
+enum { ODNN_ATTN_Q, ODNN_ATTN_K, ODNN_ATTN_V, ODNN_ATTN_M, ODNN_ATTN_O, ODNN_ATTN_C };
+struct odnn_attn {
+    int64_t s, n, d, dv;
+    int nb;
+    int64_t bd[ODNN_ATTN_MAX_BATCH], bs[6][ODNN_ATTN_MAX_BATCH];
+    int64_t q_rs, q_cs, k_ds, k_ns, v_ns, v_cs, m_rs, m_cs, c_rs, c_cs, o_rs;
+    int has_mask, has_select, keep, scale_op;
+    float scale, fill;
+};
+
+/* Query rows a work item takes; scratch bytes a run on up to THREADS
+ * threads needs (64-byte aligned parts). */
+int64_t odnn_attn_block_rows(const struct odnn_attn *a);
+size_t odnn_attn_scratch_bytes(const struct odnn_attn *a, int threads);
+/* Runs on an OpenMP team of up to THREADS; M NULL without a mask, C
+ * without a condition. */
+void odnn_attn_run(const struct odnn_attn *a, const float *q, const float *k, const float *v,
+                   const float *m, const uint8_t *c, float *o, int threads, float *scratch);
+
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */
 void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_t cols,

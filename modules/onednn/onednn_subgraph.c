@@ -3682,7 +3682,8 @@ enum odnn_step_kind {
     ODNN_S_RNN, ODNN_S_RESAMPLE, ODNN_S_DIRECT, ODNN_S_RMSNORM, ODNN_S_DQL, ODNN_S_ERF,
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
     ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED,
-    ODNN_S_SHUFFLE, ODNN_S_LUT, ODNN_S_QBIN, ODNN_S_UNBLOCK, ODNN_S_PGATHER, ODNN_S_PSCATTER
+    ODNN_S_SHUFFLE, ODNN_S_LUT, ODNN_S_QBIN, ODNN_S_UNBLOCK, ODNN_S_PGATHER, ODNN_S_PSCATTER,
+    ODNN_S_ATTN
 };
 
 struct odnn_step {
@@ -3705,6 +3706,7 @@ struct odnn_step {
     struct odnn_pool pool;      /* ODNN_S_OPOOL: the module's own pooling */
     struct odnn_resize *resize; /* ODNN_S_ORESIZE: the module's own Resize, its tables after it */
     struct odnn_smm *smm;       /* ODNN_S_SMM: the module's own small product */
+    struct odnn_attn *attn;     /* ODNN_S_ATTN: the module's own fused attention */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values;
                                    ODNN_S_COPY: ROWS bytes;
@@ -3920,7 +3922,12 @@ struct odnn_build {
     const pl_graph_view *v;
     pl_compiled *c;
     struct odnn_uses u;
-    uint8_t *done; /* per node: already emitted as part of a fused primitive */
+    uint8_t *done; /* per node: already emitted as part of a fused primitive;
+                      2: waits for its fused attention (odnn_attn_begin) */
+    /* Fused attentions matched at their first product, emitted at their
+     * second (odnn_attn_emit). */
+    struct odnn_attn_pat *attn;
+    int n_attn, cap_attn;
     struct odnn_import *imp;
     int no_qdq_post; /* odnn_follow leaves QDQ pairs to their own step */
     int conv_any;    /* odnn_conv_layout: -1 not yet decided */
@@ -5731,7 +5738,7 @@ static int odnn_dead_after(struct odnn_build *b, int64_t t, int64_t add)
         return 0;
     size_t nodes = g->node_count(b->v);
     for (size_t i = 0; i < nodes; i++) {
-        if (b->done[i] || (int64_t)i == add)
+        if (b->done[i] == 1 || (int64_t)i == add)
             continue;
         for (size_t k = 0; k < g->node_input_count(b->v, i); k++)
             if (g->node_input(b->v, i, k) == t)
@@ -12109,6 +12116,299 @@ static int odnn_tanh_own(struct odnn_build *b, size_t n, int src, pl_status **ou
     return 1;
 }
 
+/* ---- fused attention ------------------------------------------------------
+ *
+ * MatMul(Q, K^T) -> [Mul or Div by a scalar constant] -> [Add a mask] ->
+ * Softmax over the keys -> MatMul(., V), every intermediate read once
+ * inside the view, as one step of the module's own kernel
+ * (onednn_attn.c, AVX-512). Matched at the first product; its nodes wait
+ * (done 2: odnn_dead_after still counts them as readers, so nothing
+ * writes over Q or K in place meanwhile) and the step is emitted at the
+ * second product, when V and the mask are written. A constant mask is
+ * copied into a weight at the match, before the core may release it. */
+struct odnn_attn_pat {
+    size_t first, last; /* the two products */
+    size_t nodes[5];    /* the first product, the scale, the Where, the Add, the Softmax */
+    int n_nodes;
+    int64_t q, k, v, mask, cond, out;
+    /* a constant mask's or condition's weight, else -1 */
+    int scale_op, mask_weight, cond_weight, keep;
+    float scale, fill;
+};
+
+/* Whether tensor T (M) broadcasts into dims Y of rank R. */
+static int odnn_attn_broadcasts(const struct odnn_tinfo *m, const struct odnn_tinfo *y)
+{
+    if (!m->known || m->ndim > y->ndim)
+        return 0;
+    for (int d = 0; d < m->ndim; d++) {
+        int64_t yd = y->dims[d + y->ndim - m->ndim];
+        if (m->dims[d] != 1 && m->dims[d] != yd)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether tensor T is f32 with every dim known and not a constant. */
+static int odnn_attn_activation(const pl_graph_view *v, int64_t t, struct odnn_tinfo *ti)
+{
+    return odnn_tensor(v, t, ti) && ti->known && ti->f32 && ti->cdata == NULL && ti->ndim >= 2;
+}
+
+/* Whether node N starts a fused attention; if so its pattern is kept and
+ * its nodes wait (*OUT_ST: an error copying a constant mask). */
+static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
+{
+    const pl_graph_view *v = b->v;
+    *out_st = NULL;
+    if (!onednn_has_avx512() || !odnn_op_is(v, (int64_t)n, "MatMul"))
+        return 0;
+    struct odnn_attn_pat p = {.first = n, .mask = -1, .cond = -1, .mask_weight = -1,
+                              .cond_weight = -1};
+    struct odnn_tinfo q, k, y, vt, o, m, cd;
+    p.q = odnn_in(v, n, 0), p.k = odnn_in(v, n, 1);
+    if (!odnn_attn_activation(v, p.q, &q) || !odnn_attn_activation(v, p.k, &k) ||
+        !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known || y.ndim - 2 > ODNN_ATTN_MAX_BATCH ||
+        q.ndim > y.ndim || k.ndim > y.ndim)
+        return 0;
+    int r = y.ndim;
+    p.nodes[p.n_nodes++] = n;
+    int64_t t = odnn_out(v, n, 0), j = odnn_sole_reader(&b->u, t);
+    float c;
+    int first;
+    if (j >= 0 && (odnn_op_is(v, j, "Mul") || odnn_op_is(v, j, "Div")) &&
+        odnn_binary_scalar(v, (size_t)j, &c, &first) == t && !(first && odnn_op_is(v, j, "Div"))) {
+        p.scale_op = odnn_op_is(v, j, "Mul") ? ODNN_ATTN_MUL : ODNN_ATTN_DIV;
+        p.scale = c;
+        p.nodes[p.n_nodes++] = (size_t)j;
+        t = odnn_out(v, (size_t)j, 0);
+        j = odnn_sole_reader(&b->u, t);
+    }
+    if (j >= 0 && odnn_op_is(v, j, "Where") &&
+        onednn_host->graph->node_input_count(v, (size_t)j) == 3) {
+        /* Where(c, scores, fill) or Where(c, fill, scores): a causal or
+         * padding mask as GPT-2 and DistilBERT write it */
+        int64_t a1 = odnn_in(v, (size_t)j, 1), a2 = odnn_in(v, (size_t)j, 2);
+        struct odnn_tinfo wo;
+        p.cond = odnn_in(v, (size_t)j, 0);
+        p.keep = a1 == t;
+        if ((a1 == t) == (a2 == t) || !odnn_scalar(v, p.keep ? a2 : a1, &p.fill) ||
+            !odnn_tensor(v, p.cond, &cd) || !cd.boolean || !odnn_attn_broadcasts(&cd, &y) ||
+            !odnn_tensor(v, odnn_out(v, (size_t)j, 0), &wo) || wo.elems != y.elems)
+            return 0;
+        p.nodes[p.n_nodes++] = (size_t)j;
+        t = odnn_out(v, (size_t)j, 0);
+        j = odnn_sole_reader(&b->u, t);
+    }
+    if (j >= 0 && odnn_op_is(v, j, "Add") && onednn_host->graph->node_input_count(v, (size_t)j) == 2) {
+        int64_t a0 = odnn_in(v, (size_t)j, 0), a1 = odnn_in(v, (size_t)j, 1);
+        p.mask = a0 == t ? a1 : a0;
+        if ((a0 == t) == (a1 == t) || !odnn_tensor(v, p.mask, &m) || !m.f32 ||
+            !odnn_attn_broadcasts(&m, &y))
+            return 0;
+        p.nodes[p.n_nodes++] = (size_t)j;
+        t = odnn_out(v, (size_t)j, 0);
+        j = odnn_sole_reader(&b->u, t);
+    }
+    struct odnn_tinfo sm;
+    if (j < 0 || !odnn_op_is(v, j, "Softmax") || !odnn_tensor(v, t, &sm) || sm.ndim != r ||
+        sm.elems != y.elems)
+        return 0;
+    int64_t axis = odnn_attr_int(v, (size_t)j,
+                                 "axis", onednn_host->graph->node_opset(v, (size_t)j) >= 13 ? -1 : 1);
+    if (axis != -1 && axis != r - 1)
+        return 0;
+    p.nodes[p.n_nodes++] = (size_t)j;
+    t = odnn_out(v, (size_t)j, 0);
+    j = odnn_sole_reader(&b->u, t);
+    if (j < 0 || !odnn_op_is(v, j, "MatMul") || odnn_in(v, (size_t)j, 0) != t)
+        return 0;
+    p.last = (size_t)j;
+    p.v = odnn_in(v, (size_t)j, 1);
+    p.out = odnn_out(v, (size_t)j, 0);
+    if (!odnn_attn_activation(v, p.v, &vt) || vt.ndim > r || !odnn_tensor(v, p.out, &o) ||
+        !o.known || o.ndim != r || vt.dims[vt.ndim - 2] != y.dims[r - 1])
+        return 0;
+    for (int d = 0; d < r - 2; d++) { /* V broadcasts into the scores' batch, not beyond */
+        int iv = d - (r - vt.ndim);
+        if (o.dims[d] != y.dims[d] || (iv >= 0 && vt.dims[iv] != 1 && vt.dims[iv] != y.dims[d]))
+            return 0;
+    }
+    if (p.mask >= 0 && m.cdata != NULL) {
+        dnnl_memory_desc_t md;
+        odnn_plain_md(&md, m.ndim, m.dims);
+        *out_st = odnn_weight(b, &md, &md, m.cdata, (int64_t)p.first, &p.mask_weight);
+        if (*out_st != NULL)
+            return 0;
+    }
+    if (p.cond >= 0 && cd.cdata != NULL) { /* bool bytes as u8 */
+        dnnl_memory_desc_t md;
+        odnn_plain_md(&md, cd.ndim, cd.dims);
+        md.data_type = dnnl_u8;
+        dnnl_memory_desc_init_by_strides(&md, md.ndims, md.dims, dnnl_u8, NULL);
+        *out_st = odnn_weight(b, &md, &md, cd.cdata, (int64_t)p.first, &p.cond_weight);
+        if (*out_st != NULL)
+            return 0;
+    }
+    struct odnn_attn_pat *grown = odnn_grow(b->ctx, b->attn, b->n_attn, &b->cap_attn, sizeof *b->attn);
+    if (grown == NULL) {
+        *out_st = odnn_oom();
+        return 0;
+    }
+    b->attn = grown;
+    b->attn[b->n_attn++] = p;
+    for (int i = 0; i < p.n_nodes; i++)
+        b->done[p.nodes[i]] = 2;
+    return 1;
+}
+
+/* Operand T of pattern node NODE as a plain value of type DT and rank R
+ * (*OUT_VI), its strides in *OUT_VIEW. */
+static pl_status *odnn_attn_operand(struct odnn_build *b, int64_t t, int r, size_t node,
+                                    dnnl_data_type_t dt, int *out_vi,
+                                    dnnl_memory_desc_t *out_view)
+{
+    int vi;
+    pl_status *st = odnn_source_view(b, t, (int64_t)node, &vi);
+    if (st == NULL && (!odnn_is_plain(&b->c->values[vi].md) ||
+                       b->c->values[vi].md.data_type != dt)) {
+        dnnl_memory_desc_t dense;
+        dnnl_memory_desc_init_by_strides(&dense, b->c->values[vi].md.ndims,
+                                         b->c->values[vi].md.dims, dt, NULL);
+        st = odnn_ensure(b, vi, &dense, (int64_t)node, &vi);
+    }
+    if (st == NULL && !odnn_rank_view(&b->c->values[vi].md, r, out_view))
+        st = odnn_error(PL_CODE_INTERNAL, "onednn: attention at '%s': no strided view of '%s'",
+                        onednn_host->graph->node_name(b->v, node),
+                        onednn_host->graph->tensor_name(b->v, t));
+    if (st == NULL && b->c->values[vi].md.ndims != r && (vi = odnn_alias(b, vi, out_view, -1, 0)) < 0)
+        st = odnn_oom();
+    *out_vi = vi;
+    return st;
+}
+
+/* Pattern P as one ODNN_S_ATTN step, at its second product. */
+static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pat *p)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo y, o, m, cd;
+    odnn_tensor(v, odnn_out(v, p->first, 0), &y);
+    odnn_tensor(v, p->out, &o);
+    int r = o.ndim;
+    struct odnn_attn a;
+    memset(&a, 0, sizeof a);
+    a.s = y.dims[r - 2], a.n = y.dims[r - 1], a.dv = o.dims[r - 1];
+    a.nb = r - 2;
+    a.scale_op = p->scale_op, a.scale = p->scale, a.has_mask = p->mask >= 0;
+    a.has_select = p->cond >= 0, a.keep = p->keep, a.fill = p->fill;
+    /* Q, K, V, the mask, (O), the condition */
+    int vi[6] = {-1, -1, -1, -1, -1, -1};
+    dnnl_memory_desc_t view[6];
+    const int64_t ts[3] = {p->q, p->k, p->v};
+    pl_status *st = NULL;
+    for (int i = 0; i < 3 && st == NULL; i++)
+        st = odnn_attn_operand(b, ts[i], r, p->last, dnnl_f32, &vi[i], &view[i]);
+    for (int i = ODNN_ATTN_M; i <= ODNN_ATTN_C && st == NULL; i += ODNN_ATTN_C - ODNN_ATTN_M) {
+        int64_t t = i == ODNN_ATTN_M ? p->mask : p->cond;
+        int w = i == ODNN_ATTN_M ? p->mask_weight : p->cond_weight;
+        dnnl_data_type_t dt = i == ODNN_ATTN_M ? dnnl_f32 : dnnl_u8;
+        if (t < 0)
+            continue;
+        odnn_tensor(v, t, i == ODNN_ATTN_M ? &m : &cd);
+        if (w >= 0) {
+            const struct odnn_tinfo *ti = i == ODNN_ATTN_M ? &m : &cd;
+            dnnl_memory_desc_t md;
+            odnn_plain_md(&md, ti->ndim, ti->dims);
+            md.data_type = dt;
+            dnnl_memory_desc_init_by_strides(&md, md.ndims, md.dims, dt, NULL);
+            if (!odnn_rank_view(&md, r, &view[i]))
+                st = odnn_oom();
+        } else {
+            st = odnn_attn_operand(b, t, r, p->last, dt, &vi[i], &view[i]);
+        }
+    }
+    if (st != NULL)
+        return st;
+    const dnnl_dim_t *qs = view[0].format_desc.blocking.strides,
+                     *ks = view[1].format_desc.blocking.strides,
+                     *vs = view[2].format_desc.blocking.strides;
+    a.d = view[0].dims[r - 1];
+    a.q_rs = qs[r - 2], a.q_cs = qs[r - 1];
+    a.k_ds = ks[r - 2], a.k_ns = ks[r - 1];
+    a.v_ns = vs[r - 2], a.v_cs = vs[r - 1];
+    if (view[0].dims[r - 2] != a.s || view[1].dims[r - 2] != a.d || view[1].dims[r - 1] != a.n ||
+        view[2].dims[r - 2] != a.n || view[2].dims[r - 1] != a.dv)
+        return odnn_error(PL_CODE_INTERNAL, "onednn: attention at '%s': operand shapes disagree",
+                          onednn_host->graph->node_name(v, p->last));
+    if (a.has_mask) {
+        const dnnl_dim_t *ms = view[ODNN_ATTN_M].format_desc.blocking.strides;
+        a.m_rs = view[ODNN_ATTN_M].dims[r - 2] == 1 ? 0 : ms[r - 2];
+        a.m_cs = view[ODNN_ATTN_M].dims[r - 1] == 1 ? 0 : ms[r - 1];
+    }
+    if (a.has_select) {
+        const dnnl_dim_t *cs = view[ODNN_ATTN_C].format_desc.blocking.strides;
+        a.c_rs = view[ODNN_ATTN_C].dims[r - 2] == 1 ? 0 : cs[r - 2];
+        a.c_cs = view[ODNN_ATTN_C].dims[r - 1] == 1 ? 0 : cs[r - 1];
+    }
+    dnnl_dims_t yd;
+    for (int d = 0; d < r; d++)
+        yd[d] = o.dims[d];
+    dnnl_memory_desc_t ymd;
+    if (!odnn_transposed_dst(b, p->out, r, yd, &ymd) || ymd.format_desc.blocking.strides[r - 1] != 1)
+        dnnl_memory_desc_init_by_strides(&ymd, r, yd, dnnl_f32, NULL);
+    a.o_rs = ymd.format_desc.blocking.strides[r - 2];
+    for (int d = 0; d < a.nb; d++) {
+        a.bd[d] = yd[d];
+        for (int t = 0; t < 6; t++) {
+            int absent = (t == ODNN_ATTN_M && !a.has_mask) || (t == ODNN_ATTN_C && !a.has_select);
+            a.bs[t][d] = t == ODNN_ATTN_O ? ymd.format_desc.blocking.strides[d]
+                         : absent || view[t].dims[d] == 1 ? 0
+                                                          : view[t].format_desc.blocking.strides[d];
+        }
+    }
+    int dst = odnn_dst_value_md(b, p->out, &ymd);
+    struct odnn_attn *keep = dst >= 0 ? onednn_host->host_alloc(b->ctx->host_ctx, sizeof *keep, 0)
+                                      : NULL;
+    struct odnn_step *sp = keep != NULL ? odnn_next_step(b, ODNN_S_ATTN, (int64_t)p->last) : NULL;
+    if (sp == NULL) {
+        odnn_free(b->ctx, keep);
+        return odnn_oom();
+    }
+    *keep = a;
+    sp->attn = keep;
+    size_t scratch = odnn_attn_scratch_bytes(&a, omp_get_max_threads());
+    if (scratch > b->c->scratch_bytes) /* the shared scratchpad */
+        b->c->scratch_bytes = scratch;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, vi[0]);
+    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, vi[1]);
+    odnn_arg(b, step, DNNL_ARG_SRC_2, ODNN_REF_VALUE, vi[2]);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    /* then the mask and the condition, each when there is one */
+    if (p->mask_weight >= 0)
+        odnn_arg(b, step, DNNL_ARG_SRC_3, ODNN_REF_WEIGHT, p->mask_weight);
+    else if (vi[ODNN_ATTN_M] >= 0)
+        odnn_arg(b, step, DNNL_ARG_SRC_3, ODNN_REF_VALUE, vi[ODNN_ATTN_M]);
+    if (p->cond_weight >= 0)
+        odnn_arg(b, step, DNNL_ARG_WEIGHTS_1, ODNN_REF_WEIGHT, p->cond_weight);
+    else if (vi[ODNN_ATTN_C] >= 0)
+        odnn_arg(b, step, DNNL_ARG_WEIGHTS_1, ODNN_REF_VALUE, vi[ODNN_ATTN_C]);
+    for (int i = 0; i < p->n_nodes; i++)
+        b->done[p->nodes[i]] = 1;
+    int64_t batch = 1;
+    for (int d = 0; d < a.nb; d++)
+        batch *= a.bd[d];
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "nodes '%s' to '%s': the module's own fused attention (%lld x "
+                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s)",
+                             onednn_host->graph->node_name(v, p->first),
+                             onednn_host->graph->node_name(v, p->last), (long long)batch,
+                             (long long)a.s, (long long)a.n, (long long)a.d, (long long)a.dv,
+                             a.scale_op ? ", scaled" : "", a.has_select ? ", selected" : "",
+                             a.has_mask ? ", masked" : "");
+    return NULL;
+}
+
 static pl_status *odnn_emit(struct odnn_build *b, size_t n)
 {
     const pl_graph_view *v = b->v;
@@ -12179,6 +12479,9 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
         return odnn_deconv(b, n);
+    for (int k = 0; k < b->n_attn; k++)
+        if (b->attn[k].last == n)
+            return odnn_attn_emit(b, &b->attn[k]);
     if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0)
         return odnn_matmul(b, n, op[0] == 'G');
     if (odnn_is_binary(op))
@@ -12612,6 +12915,8 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
             odnn_free(ctx, c->steps[i].resize);
         if (c->steps[i].smm != NULL)
             odnn_free(ctx, c->steps[i].smm);
+        if (c->steps[i].attn != NULL)
+            odnn_free(ctx, c->steps[i].attn);
     }
     for (int i = 0; i < c->n_values; i++)
         if (c->values[i].mem)
@@ -13030,6 +13335,14 @@ static pl_status *odnn_build_program(struct odnn_build *b)
         }
         if (b->done[n])
             continue;
+        pl_status *ast = NULL;
+        if (odnn_attn_begin(b, n, &ast) || ast != NULL) {
+            if (ast != NULL) {
+                onednn_host->host_free(b->ctx->host_ctx, uses);
+                return ast;
+            }
+            continue; /* its nodes wait for the second product */
+        }
         int one = odnn_node_alone(b, n, team);
         int first = c->n_steps;
         if (one)
@@ -13100,7 +13413,7 @@ static double odnn_process_cpu_us(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 50u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 51u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -13200,7 +13513,10 @@ static double odnn_process_cpu_us(void)
                                  49: convolutions into at most 8 channels
                                      on the narrow kernel (onednn_narrow.c);
                                  50: dilated 3x3 convolutions by phase on
-                                     Winograd (onednn_phase.c) */
+                                     Winograd (onednn_phase.c);
+                                 51: attention (MatMul, scale, mask,
+                                     Softmax, MatMul) as the module's own
+                                     fused kernel on AVX-512 (ODNN_S_ATTN) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -13501,6 +13817,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     t_make = odnn_now_ms();
     odnn_uses_free(ctx, &b.u);
     odnn_free(ctx, b.done);
+    odnn_free(ctx, b.attn);
     if (st != NULL) {
         onednn_sg_release(ctx, b.c);
         return st;
@@ -13904,6 +14221,16 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
             omp_set_num_threads(team = want);
         if (odnn_own_step(step, team))
             continue;
+        if (step->kind == ODNN_S_ATTN) { /* Q, K, V, DST, then the mask and the condition */
+            void *p[6] = {NULL};
+            for (int k = 0; k < step->n_args && k < 6; k++)
+                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
+            const struct odnn_attn *a = step->attn;
+            const void *mask = a->has_mask ? p[4] : NULL;
+            const void *cond = a->has_select ? p[a->has_mask ? 5 : 4] : NULL;
+            odnn_attn_run(a, p[0], p[1], p[2], mask, cond, p[3], team, c->scratch);
+            continue;
+        }
         if (step->kind == ODNN_S_SMM) { /* SRC, WEIGHTS, DST, and BIAS when there is one */
             void *p[4] = {NULL};
             for (int k = 0; k < step->n_args && k < 4; k++)

@@ -1073,6 +1073,11 @@ static struct blob compile_blob(const char *path)
     return b;
 }
 
+static bool onednn_avx512(char *isa);
+
+/* ODNN_S_ATTN in onednn_subgraph.c's step kinds. */
+#define TEST_ODNN_S_ATTN 37u
+
 static void case_attention(void)
 {
     int64_t xs[] = {2, 6, 24};
@@ -1082,12 +1087,20 @@ static void case_attention(void)
                              NULL});
     /* Split, Reshape and Transpose are views the products read through
      * strides, and the second product writes the merged-heads layout:
-     * the plan copies nothing. */
+     * the plan copies nothing. With AVX-512 the attention is one step
+     * (the module's fused kernel), else its two products and softmax. */
+    char isa[64] = "";
+    bool fused = onednn_avx512(isa);
     struct blob b = compile_blob(path);
     uint32_t total;
     int reorders = count_steps(&b, 1 /* ODNN_S_REORDER */, &total);
     TH_CHECK(reorders == 0, "%d reorders among %u steps", reorders, total);
-    TH_CHECK(total == 5, "%u steps, want qkv, qk, softmax, pv and proj", total);
+    if (fused) {
+        TH_CHECK(total == 3 && count_steps(&b, TEST_ODNN_S_ATTN, &total) == 1,
+                 "%u steps, want qkv, the fused attention and proj (%s)", total, isa);
+    } else {
+        TH_CHECK(total == 5, "%u steps, want qkv, qk, softmax, pv and proj (%s)", total, isa);
+    }
     free(b.bytes);
 }
 
@@ -6066,6 +6079,156 @@ static void case_own_matmul(void)
     }
 }
 
+/* Attention on the module's own fused kernel (onednn_attn.c), against the
+ * cpu module:
+ * - 0: BERT's form, 2 x 4 heads of 12 over 37 positions (12 and 37 not
+ *   multiples of 16: a key panel and value lanes partly used), Div by a
+ *   scalar, a mask computed in the graph ([2, 1, 1, 37], broadcast over
+ *   heads and queries; the Add's first input), heads split and merged by
+ *   views;
+ * - 1: Whisper's form, 3 batched heads of 200 queries (three blocks, the
+ *   last of 8 rows), K^T a Transpose, Mul by a scalar, values 70 wide
+ *   (two column chunks, the second of 6 lanes), a constant causal mask of
+ *   -inf ([1, 200, 200], copied into a weight), the result a graph output;
+ * - 2: as 1 with the softmax over the queries (axis 1), which is not
+ *   attention's and must not fuse;
+ * - 3: as 1 at opset 11 with axis 2, which is;
+ * - 4: GPT-2's form: as 1 with Div, and the causal mask a constant bool
+ *   condition of Where(c, scores, -3.4e38) instead of an Add;
+ * - 5: DistilBERT's: as 0 with the mask as Where(c, -inf, scores), the
+ *   condition computed from the input (ReduceMean, Greater, Reshape to
+ *   [2, 1, 1, 37]) and read by the products' subgraph as its input.
+ * Q, K, V (and 0's mask) are products of one projection of the input, so
+ * that the core makes the model one subgraph. With AVX-512 the debug log
+ * names the fused kernel for each but 2. */
+static const char *model_fused_attention(int which)
+{
+    struct mb m = {.seed = 83 + which};
+    if (which == 0 || which == 5) {
+        mb_input(&m, "x", 3, (int64_t[]){2, 37, 48});
+        const char *wn[] = {"wx", "wq", "wk", "wv"};
+        for (int i = 0; i < 4; i++)
+            mb_const(&m, wn[i], 2, (int64_t[]){48, 48}, NULL, 0.3f);
+        mb_const(&m, "wm", 2, (int64_t[]){48, 1}, NULL, 0.5f);
+        mb_scalar(&m, "scale", 3.4641016f);
+        mb_scalar(&m, "big", -30.0f);
+        mb_shape(&m, "heads", 4, (int64_t[]){2, 37, 4, 12});
+        mb_shape(&m, "merged", 3, (int64_t[]){2, 37, 48});
+        mb_shape(&m, "mshape", 4, (int64_t[]){2, 1, 1, 37});
+        mb_node(&m, "in", "MatMul", "\"x\",\"wx\"", "h", "");
+        mb_node(&m, "q", "MatMul", "\"h\",\"wq\"", "q", "");
+        mb_node(&m, "k", "MatMul", "\"h\",\"wk\"", "k", "");
+        mb_node(&m, "v", "MatMul", "\"h\",\"wv\"", "v", "");
+        if (which == 0) {
+            mb_node(&m, "mk", "MatMul", "\"h\",\"wm\"", "mk", "");
+            mb_node(&m, "mt", "Transpose", "\"mk\"", "mt", "\"perm\":{\"ints\":[0,2,1]}");
+            mb_node(&m, "mr", "Reshape", "\"mt\",\"mshape\"", "mr", "");
+            mb_node(&m, "mrelu", "Relu", "\"mr\"", "mp", "");
+            mb_node(&m, "mbig", "Mul", "\"mp\",\"big\"", "mask", "");
+        }
+        mb_node(&m, "rq", "Reshape", "\"q\",\"heads\"", "q4", "");
+        mb_node(&m, "rk", "Reshape", "\"k\",\"heads\"", "k4", "");
+        mb_node(&m, "rv", "Reshape", "\"v\",\"heads\"", "v4", "");
+        mb_node(&m, "tq", "Transpose", "\"q4\"", "qt", "\"perm\":{\"ints\":[0,2,1,3]}");
+        mb_node(&m, "tk", "Transpose", "\"k4\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
+        mb_node(&m, "tv", "Transpose", "\"v4\"", "vt", "\"perm\":{\"ints\":[0,2,1,3]}");
+        mb_node(&m, "qk", "MatMul", "\"qt\",\"kt\"", "s", "");
+        mb_node(&m, "scaled", "Div", "\"s\",\"scale\"", "s2", "");
+        if (which == 5) { /* from the input, outside the products' subgraph */
+            mb_scalar(&m, "zero", 0.0f);
+            mb_scalar(&m, "ninf", -INFINITY);
+            mb_node(&m, "xm", "ReduceMean", "\"x\"", "xm",
+                    "\"axes\":{\"ints\":[2]},\"keepdims\":{\"int\":0}");
+            mb_node(&m, "gt", "Greater", "\"xm\",\"zero\"", "c2", "");
+            mb_node(&m, "cr", "Reshape", "\"c2\",\"mshape\"", "cond", "");
+            mb_node(&m, "masked", "Where", "\"cond\",\"ninf\",\"s2\"", "s3", "");
+        } else {
+            mb_node(&m, "masked", "Add", "\"mask\",\"s2\"", "s3", "");
+        }
+        mb_node(&m, "sm", "Softmax", "\"s3\"", "p", "\"axis\":{\"int\":-1}");
+        mb_node(&m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
+        mb_node(&m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
+        mb_node(&m, "ro", "Reshape", "\"ot\",\"merged\"", "y", "");
+    } else {
+        const int64_t s = 200;
+        float *causal = malloc((size_t)(s * s) * sizeof *causal);
+        TH_CHECK(causal != NULL, "out of memory");
+        for (int64_t i = 0; i < s; i++)
+            for (int64_t j = 0; j < s; j++)
+                causal[i * s + j] = j <= i ? 0.0f : -INFINITY;
+        m.opset = which == 3 ? 11 : 13;
+        mb_input(&m, "x", 3, (int64_t[]){3, s, 32});
+        mb_const(&m, "wx", 2, (int64_t[]){32, 32}, NULL, 0.3f);
+        mb_const(&m, "wq", 2, (int64_t[]){32, 64}, NULL, 0.3f);
+        mb_const(&m, "wk", 2, (int64_t[]){32, 64}, NULL, 0.3f);
+        mb_const(&m, "wv", 2, (int64_t[]){32, 70}, NULL, 0.3f);
+        mb_const(&m, "causal", 3, (int64_t[]){1, s, s}, causal, 1.0f);
+        free(causal);
+        mb_scalar(&m, "scale", which == 4 ? 8.0f : 0.125f);
+        if (which == 4) {
+            uint8_t *tri = malloc((size_t)(s * s));
+            TH_CHECK(tri != NULL, "out of memory");
+            for (int64_t i = 0; i < s * s; i++)
+                tri[i] = i % s <= i / s;
+            mb_raw(&m, "tri", "bool", 3, (int64_t[]){1, s, s}, tri, (size_t)(s * s));
+            free(tri);
+            mb_scalar(&m, "lowest", -3.4028235e38f);
+        }
+        mb_node(&m, "in", "MatMul", "\"x\",\"wx\"", "h", "");
+        mb_node(&m, "q", "MatMul", "\"h\",\"wq\"", "q", "");
+        mb_node(&m, "k", "MatMul", "\"h\",\"wk\"", "k", "");
+        mb_node(&m, "v", "MatMul", "\"h\",\"wv\"", "v", "");
+        mb_node(&m, "tk", "Transpose", "\"k\"", "kt", "\"perm\":{\"ints\":[0,2,1]}");
+        mb_node(&m, "qk", "MatMul", "\"q\",\"kt\"", "s", "");
+        if (which == 4) {
+            mb_node(&m, "scaled", "Div", "\"s\",\"scale\"", "s2", "");
+            mb_node(&m, "masked", "Where", "\"tri\",\"s2\",\"lowest\"", "s3", "");
+        } else {
+            mb_node(&m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
+            mb_node(&m, "masked", "Add", "\"s2\",\"causal\"", "s3", "");
+        }
+        mb_node(&m, "sm", "Softmax", "\"s3\"", "p",
+                which == 2 ? "\"axis\":{\"int\":1}"
+                : which == 3 ? "\"axis\":{\"int\":2}"
+                             : "\"axis\":{\"int\":-1}");
+        mb_node(&m, "pv", "MatMul", "\"p\",\"v\"", "y", "");
+    }
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_fused_attention(void)
+{
+    char isa[64] = "";
+    bool fused = onednn_avx512(isa);
+    for (int w = 0; w < 6; w++) {
+        const char *path = model_fused_attention(w);
+        int64_t xs[3] = {2, 37, 48}, ys[3] = {2, 37, 48};
+        if (w > 0 && w < 5) {
+            xs[0] = ys[0] = 3, xs[1] = ys[1] = 200, xs[2] = 32, ys[2] = 70;
+        }
+        compare(path, 3, xs, 3, ys,
+                (const char *[]){"q", "k", "v", "qk", "scaled", "masked", "sm", "pv", NULL});
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with(NULL, &log);
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        bool logged = strstr(log.text, "to 'pv': the module's own fused attention") != NULL;
+        TH_CHECK(logged == (fused && w != 2), "model %d (%s): fused attention %s in the log:\n%s",
+                 w, isa, logged ? "named" : "not named", log.text);
+        static const char *const what[6] = {
+            "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, masked)",
+            "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, masked)", NULL,
+            "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, masked)",
+            "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, selected)",
+            "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, selected)"};
+        if (fused && what[w] != NULL)
+            TH_CHECK(strstr(log.text, what[w]) != NULL, "model %d's attention is not %s:\n%s", w,
+                     what[w], log.text);
+    }
+}
+
 /* Three 3x3 layers below 64 channels over HW x HW: 16 -> 32 with a ReLU
  * ("narrow"), 32 -> 64 with a ReLU ("relu") and 64 -> 48 with SiLU as
  * Sigmoid and Mul ("silu"). */
@@ -6836,6 +6999,7 @@ int main(int argc, char **argv)
         {"dilated_phase", case_dilated_phase},
         {"winograd_ahead", case_winograd_ahead},
         {"attention", case_attention},
+        {"fused_attention", case_fused_attention},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
         {"big_weights", case_big_weights},
