@@ -343,7 +343,55 @@ static bool pl_part_reaches(const pl_partition *p, pl_nid node, size_t c)
     return pl_bit(r, c);
 }
 
-/* Groups the nodes of symbolic backends into convex clusters. */
+/* Merges cluster FROM into INTO (neither reaches the other), the nodes
+ * so far (the first DONE of the topological order) and every cluster's
+ * set then naming INTO where they named FROM; FROM is left empty. */
+static pl_status *pl_part_merge(pl_partition *p, int32_t into, int32_t from, size_t done)
+{
+    pl_part_cluster *a = &p->clusters[into], *b = &p->clusters[from];
+    pl_nid *merged = pl_malloc((a->n_nodes + b->n_nodes) * sizeof *merged);
+    if (merged == NULL)
+        return pl_part_oom();
+    size_t i = 0, j = 0, k = 0;
+    while (i < a->n_nodes || j < b->n_nodes) /* both in topological order */
+        merged[k++] = j == b->n_nodes || (i < a->n_nodes && p->pos[a->nodes[i]] <
+                                                                  p->pos[b->nodes[j]])
+                          ? a->nodes[i++]
+                          : b->nodes[j++];
+    for (j = 0; j < b->n_nodes; j++)
+        p->cluster[b->nodes[j]] = into;
+    pl_free(a->nodes);
+    pl_free(b->nodes);
+    a->nodes = merged;
+    a->n_nodes = k;
+    b->nodes = NULL;
+    b->n_nodes = 0;
+    size_t fw = (size_t)from / 64, iw = (size_t)into / 64;
+    uint64_t fb = 1ull << (from % 64), ib = 1ull << (into % 64);
+    for (size_t idx = 0; idx < done; idx++) {
+        uint64_t *d = p->deps + (size_t)p->topo[idx] * p->words;
+        if (d[fw] & fb)
+            d[fw] &= ~fb, d[iw] |= ib;
+    }
+    uint64_t *ca = p->cdeps + (size_t)into * p->words, *cb = p->cdeps + (size_t)from * p->words;
+    for (size_t w = 0; w < p->words; w++)
+        ca[w] |= cb[w], cb[w] = 0;
+    for (size_t c = 0; c < p->n_clusters; c++) {
+        uint64_t *d = p->cdeps + c * p->words;
+        if (d[fw] & fb)
+            d[fw] &= ~fb, d[iw] |= ib;
+    }
+    ca[iw] &= ~ib;
+    return NULL;
+}
+
+/* Groups the nodes of symbolic backends into convex clusters. A node
+ * joins the cluster of an input's producer when no other input depends on
+ * that cluster; the cluster of another of its inputs of the same backend
+ * joins too when neither cluster reaches the other and no third input
+ * depends on it (the products of Q, K and V of one graph input each start
+ * a cluster, and the attention that reads them all made three subgraphs
+ * with copies between them). */
 static pl_status *pl_part_make_clusters(pl_partition *p)
 {
     pl_part_clear_clusters(p);
@@ -394,6 +442,35 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
             if (ok)
                 chosen = c;
         }
+        for (size_t i = 0; i < node->n_inputs && chosen >= 0; i++) {
+            if (node->inputs[i] == PL_TID_NONE)
+                continue;
+            pl_nid q = pl_graph_get_tensor(p->g, node->inputs[i])->producer;
+            if (q == PL_NID_NONE || p->cluster[q] < 0 || p->cluster[q] == chosen ||
+                p->clusters[p->cluster[q]].backend != b)
+                continue;
+            int32_t c2 = p->cluster[q];
+            /* q does not reach CHOSEN (checked above); CHOSEN must not reach
+             * C2, nor any input outside both */
+            bool ok = !pl_part_reaches(p, p->clusters[chosen].nodes[0], (size_t)c2);
+            for (size_t j = 0; j < node->n_inputs && ok; j++) {
+                if (node->inputs[j] == PL_TID_NONE)
+                    continue;
+                pl_nid r = pl_graph_get_tensor(p->g, node->inputs[j])->producer;
+                if (r != PL_NID_NONE && p->cluster[r] != chosen && p->cluster[r] != c2 &&
+                    pl_part_reaches(p, r, (size_t)c2))
+                    ok = false;
+            }
+            if (ok) {
+                PL_RETURN_IF_ERROR(pl_part_merge(p, chosen, c2, idx));
+                uint64_t *self = p->deps + (size_t)n * p->words;
+                size_t fw = (size_t)c2 / 64;
+                if (self[fw] & (1ull << (c2 % 64))) {
+                    self[fw] &= ~(1ull << (c2 % 64));
+                    self[chosen / 64] |= 1ull << (chosen % 64);
+                }
+            }
+        }
         if (chosen < 0) {
             chosen = (int32_t)p->n_clusters++;
             p->clusters[chosen].backend = b;
@@ -413,6 +490,20 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
             cd[w] |= dn[w];
         cd[chosen / 64] &= ~(1ull << (chosen % 64));
     }
+    /* Clusters merged into others are dropped, the rest renumbered in
+     * order (their sets are not used past this point). */
+    size_t kept = 0;
+    for (size_t c = 0; c < p->n_clusters; c++) {
+        if (p->clusters[c].n_nodes == 0)
+            continue;
+        if (kept != c) {
+            p->clusters[kept] = p->clusters[c];
+            for (size_t i = 0; i < p->clusters[kept].n_nodes; i++)
+                p->cluster[p->clusters[kept].nodes[i]] = (int32_t)kept;
+        }
+        kept++;
+    }
+    p->n_clusters = kept;
     return NULL;
 }
 

@@ -1964,13 +1964,15 @@ static void case_conv_unit_width(void)
         mb_scalar(&m, "kr", 0.7978846f);
         mb_scalar(&m, "one", 1.0f);
         mb_scalar(&m, "half", 0.5f);
-        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", shared == 2 ? "c0" : "c",
-                "\"pads\":{\"ints\":[2,0,2,0]}");
-        if (shared == 2) { /* a residual sum at rank 4 before the Squeeze */
+        if (shared == 2) { /* a residual sum at rank 4 before the Squeeze, its
+                              source written before the convolution's */
             mb_node(&m, "conv1", "Conv", "\"x\",\"w1\"", "r0", "");
             mb_node(&m, "relu1", "Relu", "\"r0\"", "r", "");
-            mb_node(&m, "res4", "Add", "\"c0\",\"r\"", "c", "");
         }
+        mb_node(&m, "conv", "Conv", "\"x\",\"w\"", shared == 2 ? "c0" : "c",
+                "\"pads\":{\"ints\":[2,0,2,0]}");
+        if (shared == 2)
+            mb_node(&m, "res4", "Add", "\"c0\",\"r\"", "c", "");
         mb_node(&m, "sq", "Squeeze", "\"c\"", "s", "\"axes\":{\"ints\":[3]}");
         mb_node(&m, "bias", "Add", "\"s\",\"b\"", "a", "");
         mb_node(&m, "g0", "Mul", "\"k3\",\"a\"", "g0", "");
