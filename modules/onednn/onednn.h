@@ -405,6 +405,7 @@ struct odnn_attn {
     int64_t bd[ODNN_ATTN_MAX_BATCH], bs[6][ODNN_ATTN_MAX_BATCH];
     int64_t q_rs, q_cs, k_ds, k_ns, v_ns, v_cs, m_rs, m_cs, c_rs, c_cs, o_rs;
     int has_mask, has_select, keep, scale_op;
+    int threads; /* the scratch holds this many threads' parts */
     float scale, fill;
 };
 

@@ -413,6 +413,8 @@ void odnn_attn_run(const struct odnn_attn *a, const float *q, const float *k, co
     int64_t rows = odnn_attn_block_rows(a);
     int64_t items = batch * ((a->s + rows - 1) / rows);
     size_t per = odnn_attn_thread_floats(a);
+    if (threads > a->threads)
+        threads = a->threads;
     int nt = threads > 1 && items > 1 ? (int)(items < threads ? items : threads) : 1;
     if (nt == 1) {
         odnn_attn_items(a, q, k, v, m, c, o, 0, items, scratch);

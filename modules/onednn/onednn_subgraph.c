@@ -12374,9 +12374,10 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
         odnn_free(b->ctx, keep);
         return odnn_oom();
     }
+    a.threads = omp_get_max_threads();
     *keep = a;
     sp->attn = keep;
-    size_t scratch = odnn_attn_scratch_bytes(&a, omp_get_max_threads());
+    size_t scratch = odnn_attn_scratch_bytes(&a, a.threads);
     if (scratch > b->c->scratch_bytes) /* the shared scratchpad */
         b->c->scratch_bytes = scratch;
     int step = b->c->n_steps++;
