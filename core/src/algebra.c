@@ -2232,12 +2232,15 @@ static bool pl_alg_same_broadcast(const struct pl_alg *a, const pl_graph_node *r
     int64_t b[PL_GRAPH_MAX_RANK];
     for (int32_t d = 0; d < y->ndim; d++)
         b[d] = 1;
+    int32_t rank = 0; /* the output's rank is its inputs' highest */
     for (size_t i = 0; i < r->n_inputs; i++) {
         if (r->inputs[i] == PL_TID_NONE)
             return false;
         const pl_graph_tensor *x = pl_graph_get_tensor(g, r->inputs[i] == from ? to : r->inputs[i]);
         if (!pl_alg_dims_known(x) || x->ndim > y->ndim)
             return false;
+        if (x->ndim > rank)
+            rank = x->ndim;
         for (int32_t d = 0; d < x->ndim; d++) {
             int64_t v = x->dims[d], *o = &b[y->ndim - x->ndim + d];
             if (v != 1 && *o != 1 && v != *o)
@@ -2246,6 +2249,8 @@ static bool pl_alg_same_broadcast(const struct pl_alg *a, const pl_graph_node *r
                 *o = v;
         }
     }
+    if (rank != y->ndim)
+        return false; /* Expand([6, 1], [1, 1, 1]) then Sub by [1]: [1, 6, 1], not [6, 1] */
     for (int32_t d = 0; d < y->ndim; d++)
         if (b[d] != y->dims[d])
             return false;

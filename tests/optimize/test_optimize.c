@@ -1863,6 +1863,43 @@ static void case_expand_dropped(void)
     against_none(path, x, 4, shape, names, 4, expand_check);
 }
 
+/* expand_rank's model under optimize = all: the Expand stays. */
+static void expand_rank_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(!rewritten(root, "e") && placed(root, "e"),
+             "%s: the Expand that gives the Mul its rank went", cfg);
+}
+
+/* An Expand of the gate [1, 4, 1, 1] to [1, 1, 4, 3, 3] read by a Mul
+ * with x [1, 4, 3, 3]: every dim of the Mul's output is one its inputs
+ * would broadcast to without it, but not its rank (5; without the Expand
+ * 4), so it stays (difftest kernels seeds 20406, 20643, 21039 found the
+ * output one rank short on every backend). Outputs equal optimize =
+ * none's. */
+static void case_expand_rank(void)
+{
+    const char *path = write_model(
+        "expand_rank.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,3,3]}],"
+        "\"nodes\":["
+        "{\"name\":\"gap\",\"op\":\"ReduceMean\",\"inputs\":[\"x\"],\"outputs\":[\"g\"],"
+        "\"attributes\":{\"axes\":{\"ints\":[2,3]}}},"
+        "{\"name\":\"five\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"shape\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[5],"
+        "\"data_hex\":\"01000000000000000100000000000000040000000000000003000000000000000300000000000000\"}}}},"
+        "{\"name\":\"e\",\"op\":\"Expand\",\"inputs\":[\"g\",\"shape\"],\"outputs\":[\"ge\"]},"
+        "{\"name\":\"m\",\"op\":\"Mul\",\"inputs\":[\"x\",\"ge\"],\"outputs\":[\"y\"]}]}");
+    float x[36];
+    for (int i = 0; i < 36; i++)
+        x[i] = 0.1f * (float)(i % 7 - 3);
+    static const int64_t shape[4] = {1, 4, 3, 3};
+    static const char *const names[1] = {"y"};
+    against_none(path, x, 4, shape, names, 1, expand_rank_check);
+}
+
 /* layernorm_fused's models under optimize = all: ln1 (Pow, beta) and ln2
  * (Mul(d, d), gamma first, no beta) became LayerNormalization nodes named
  * after their last node, ln1's input still made; ln3, whose centred input is also an output, and
@@ -3446,6 +3483,7 @@ int main(int argc, char **argv)
         {"lut_fused", case_lut_fused},
         {"layernorm_fused", case_layernorm_fused},
         {"expand_dropped", case_expand_dropped},
+        {"expand_rank", case_expand_rank},
         {"layernorm_keras", case_layernorm_keras},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
