@@ -914,11 +914,16 @@ class Gen:
         one group or several), and Where (transformers' attention masks: a
         bool condition, constant or made outside the subgraph by a Greater,
         each of the three inputs broadcasting to the output or not, a
-        constant or computed value on either side); sizes up to a few 10K
-        values, so the kernels' thread teams and tails run."""
-        op = self.pick(["Erf", "Expand", "Expand", "GroupNorm", "Where", "Where"])
+        constant or computed value on either side), and attention as
+        exporters write it (the onednn module's fused kernel on AVX-512);
+        sizes up to a few 10K values, so the kernels' thread teams and tails
+        run."""
+        op = self.pick(["Erf", "Expand", "Expand", "GroupNorm", "Where", "Where", "Attention",
+                        "Attention"])
         if op == "Where":
             return self.where()
+        if op == "Attention":
+            return self.attention()
         if op == "Erf":
             x = self.input([self.r(1, 3), self.r(1, 64), self.r(1, 300)])
             x = self.node("Mul", [x, self.const(np.array(self.pick([0.5, 2.0, 4.0])))])
@@ -949,6 +954,65 @@ class Gen:
         y = self.node("Reshape", [nrm, self.i64([n, c, h, w])])
         y = self.node("Mul", [y, self.const(self.rng.uniform(0.5, 1.5, [c, 1, 1]))])
         return self.node("Add", [y, self.const(self.rng.uniform(-0.5, 0.5, [c, 1, 1]))])
+
+    def attention(self):
+        """MatMul(Q, K^T) [-> Mul or Div by a scalar] [-> Where(c, scores,
+        fill), either way round] [-> Add a mask] -> Softmax over the keys ->
+        MatMul(., V): batch dims 0-2 (V's and the masks' broadcast), Q a
+        graph input or a head-splitting Transpose of [B, S, H, D], K^T given
+        or a Transpose of K, masks and conditions of broadcast shapes,
+        constant or computed, queries 1-110, keys 1-70, widths 1-40 (the
+        kernel's tiles, key panels and value lanes all partly used); often
+        something after it, sometimes a score's intermediate read twice
+        (which must not fuse)."""
+        if not self.float:
+            return self.where()
+        nb = self.r(0, 2)
+        batch = [self.r(1, 3) for _ in range(nb)]
+        s, n, d, dv = self.r(1, 110), self.r(1, 70), self.r(1, 40), self.r(1, 40)
+        if nb == 2 and self.p(0.5):
+            q = self.node("Transpose", [self.input([batch[0], s, batch[1], d])],
+                          {"perm": INTS([0, 2, 1, 3])})
+        else:
+            q = self.chain(self.input(batch + [s, d]), self.r(0, 1))
+        if self.p(0.5):
+            perm = list(range(nb)) + [nb + 1, nb]
+            k = self.node("Transpose", [self.input(batch + [n, d])], {"perm": INTS(perm)})
+        else:
+            k = self.input(batch + [d, n])
+        y = self.node("MatMul", [q, k])
+        full = batch + [s, n]
+
+        def bshape():  # right-aligned, each dim kept or 1, maybe of lower rank
+            sub = full[self.r(0, len(full) - 1):]
+            return [dd if self.p(0.6) else 1 for dd in sub]
+
+        if self.p(0.7):
+            c = np.float32(self.pick([0.125, 0.35, 8.0, 2.5]))
+            y = self.node(self.pick(["Mul", "Div"]), [y, self.const(c, "f32")])
+        if self.p(0.4):
+            if self.p(0.5):
+                cond = self.const(self.rng.random(bshape()) < 0.7, "bool")
+            else:
+                cond = self.node("Greater", [self.input(bshape()),
+                                             self.const(np.float32(-0.4), "f32")])
+            fill = self.const(np.float32(self.pick([-1e9, -3.5, 0.0, -3.4028235e38])), "f32")
+            y = self.node("Where", [cond, y, fill] if self.p(0.5) else [cond, fill, y])
+        if self.p(0.6):
+            if self.p(0.5):
+                shape = bshape()
+                m = self.const(np.where(self.rng.random(shape) < 0.2, -1e4,
+                                        self.rng.uniform(-2, 2, shape)))
+            else:
+                m = self.chain(self.input(bshape()), 1)
+            y = self.node("Add", [m, y] if self.p(0.5) else [y, m])
+        if self.p(0.15):  # the scores read twice: no fusion
+            y = self.node("Add", [y, self.node("Relu", [y])])
+        p = self.node("Softmax", [y], {"axis": I(-1)} if self.p(0.7) else
+                      {"axis": I(len(full) - 1)})
+        vb = [b if self.p(0.7) else 1 for b in batch]
+        v = self.input(vb[self.r(0, len(vb)):] + [n, dv])
+        return self.node("MatMul", [p, v])
 
     def where(self):
         rank = self.r(1, 4)
