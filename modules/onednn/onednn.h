@@ -395,7 +395,8 @@ void odnn_smm_run(const struct odnn_smm *s, const float *a, const float *b, cons
  * O_RS + c]; batch dim d moves operand t (Q, K, V, M, O, C) by BS[t][d]
  * elements (0: broadcast). SCALE_OP: none, Mul or Div of the scores by
  * SCALE; then, with HAS_SELECT, a score whose condition is not KEEP (0 or
- * 1) becomes FILL (Where); then the mask is added. */
+ * 1) becomes FILL (Where); then the mask is added; then, with HAS_FLOOR,
+ * the score is at least FLOOR (Max; NaN stays NaN). */
 #define ODNN_ATTN_MAX_BATCH 4
 enum { ODNN_ATTN_NONE = 0, ODNN_ATTN_MUL, ODNN_ATTN_DIV };
 enum { ODNN_ATTN_Q, ODNN_ATTN_K, ODNN_ATTN_V, ODNN_ATTN_M, ODNN_ATTN_O, ODNN_ATTN_C };
@@ -404,9 +405,9 @@ struct odnn_attn {
     int nb;
     int64_t bd[ODNN_ATTN_MAX_BATCH], bs[6][ODNN_ATTN_MAX_BATCH];
     int64_t q_rs, q_cs, k_ds, k_ns, v_ns, v_cs, m_rs, m_cs, c_rs, c_cs, o_rs;
-    int has_mask, has_select, keep, scale_op;
+    int has_mask, has_select, keep, scale_op, has_floor;
     int threads; /* the scratch holds this many threads' parts */
-    float scale, fill;
+    float scale, fill, floor;
 };
 
 /* Query rows a work item takes; scratch bytes a run on up to THREADS

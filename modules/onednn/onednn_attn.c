@@ -1,7 +1,8 @@
 /* onednn_attn.c — the onednn module's own fused attention on AVX-512:
  * MatMul(Q, K^T) -> [Mul or Div by a scalar] -> [Where(condition, scores,
- * a scalar), either way round] -> [Add a mask] -> Softmax over the keys ->
- * MatMul(., V), as one step.
+ * a scalar), either way round] -> [Add a mask] -> [Max by a scalar] ->
+ * Softmax over the keys -> MatMul(., V), as one step (Reshapes that
+ * regroup the batch dims between are the compile's business).
  *
  * Why: unfused, the scores of every head are written to memory and read
  * back twice (softmax, then the second product). At Whisper-base's 1500
@@ -243,6 +244,8 @@ odnn_attn_softmax_row(const struct odnn_attn *a, float *s, const float *m, const
             }
             x = _mm512_add_ps(x, mv);
         }
+        if (a->has_floor) /* max(floor, x) gives x when x is NaN */
+            x = _mm512_max_ps(_mm512_set1_ps(a->floor), x);
         nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q) != 0;
         _mm512_mask_store_ps(s + j, lanes, x);
         mx = _mm512_mask_max_ps(mx, lanes, mx, x);

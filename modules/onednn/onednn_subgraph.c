@@ -12128,12 +12128,17 @@ static int odnn_tanh_own(struct odnn_build *b, size_t n, int src, pl_status **ou
  * copied into a weight at the match, before the core may release it. */
 struct odnn_attn_pat {
     size_t first, last; /* the two products */
-    size_t nodes[5];    /* the first product, the scale, the Where, the Add, the Softmax */
+    /* the first product, the scale, the Reshapes, the Where, the Add, the
+     * Max, the Softmax */
+    size_t nodes[8];
     int n_nodes;
     int64_t q, k, v, mask, cond, out;
+    /* the scores as the masks see them (the first product's output, or
+     * its Reshape's) and as the Softmax sees them */
+    int64_t mask_space, soft_space;
     /* a constant mask's or condition's weight, else -1 */
-    int scale_op, mask_weight, cond_weight, keep;
-    float scale, fill;
+    int scale_op, mask_weight, cond_weight, keep, has_floor;
+    float scale, fill, floor;
 };
 
 /* Whether tensor T (M) broadcasts into dims Y of rank R. */
@@ -12155,8 +12160,26 @@ static int odnn_attn_activation(const pl_graph_view *v, int64_t t, struct odnn_t
     return odnn_tensor(v, t, ti) && ti->known && ti->f32 && ti->cdata == NULL && ti->ndim >= 2;
 }
 
+/* Whether Reshape node J of the scores X (known, rank >= 2) keeps their last
+ * two dims and only regroups the others (BART's, CLIP's and OPT's
+ * [B * H, S, N] <-> [B, H, S, N] around the mask), its output in *OUT. */
+static int odnn_attn_regroup(const pl_graph_view *v, int64_t j, const struct odnn_tinfo *x_in,
+                             struct odnn_tinfo *out)
+{
+    struct odnn_tinfo xc = *x_in, *x = &xc; /* OUT may be X_IN */
+    if (!odnn_op_is(v, j, "Reshape") || !odnn_tensor(v, odnn_out(v, (size_t)j, 0), out) ||
+        !out->known || out->ndim < 2 || out->ndim - 2 > ODNN_ATTN_MAX_BATCH ||
+        out->dims[out->ndim - 1] != x->dims[x->ndim - 1] ||
+        out->dims[out->ndim - 2] != x->dims[x->ndim - 2])
+        return 0;
+    return out->elems == x->elems;
+}
+
 /* Whether node N starts a fused attention; if so its pattern is kept and
- * its nodes wait (*OUT_ST: an error copying a constant mask). */
+ * its nodes wait (*OUT_ST: an error copying a constant mask). The scores
+ * may pass a scale and a Reshape that regroups their batch dims (either
+ * order), then a Where, an Add and a Max by a scalar (OPT's floor), then a
+ * Reshape, before the Softmax. */
 static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
 {
     const pl_graph_view *v = b->v;
@@ -12165,25 +12188,37 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
         return 0;
     struct odnn_attn_pat p = {.first = n, .mask = -1, .cond = -1, .mask_weight = -1,
                               .cond_weight = -1};
-    struct odnn_tinfo q, k, y, vt, o, m, cd;
+    struct odnn_tinfo q, k, y, vt, o, m, cd, sp;
     p.q = odnn_in(v, n, 0), p.k = odnn_in(v, n, 1);
     if (!odnn_attn_activation(v, p.q, &q) || !odnn_attn_activation(v, p.k, &k) ||
         !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known || y.ndim - 2 > ODNN_ATTN_MAX_BATCH ||
         q.ndim > y.ndim || k.ndim > y.ndim)
         return 0;
-    int r = y.ndim;
     p.nodes[p.n_nodes++] = n;
     int64_t t = odnn_out(v, n, 0), j = odnn_sole_reader(&b->u, t);
-    float c;
-    int first;
-    if (j >= 0 && (odnn_op_is(v, j, "Mul") || odnn_op_is(v, j, "Div")) &&
-        odnn_binary_scalar(v, (size_t)j, &c, &first) == t && !(first && odnn_op_is(v, j, "Div"))) {
-        p.scale_op = odnn_op_is(v, j, "Mul") ? ODNN_ATTN_MUL : ODNN_ATTN_DIV;
-        p.scale = c;
+    sp = y; /* the scores' dims where they are now */
+    p.mask_space = t;
+    int scaled = 0, regrouped = 0;
+    for (;;) {
+        float c;
+        int first;
+        if (!scaled && j >= 0 && (odnn_op_is(v, j, "Mul") || odnn_op_is(v, j, "Div")) &&
+            odnn_binary_scalar(v, (size_t)j, &c, &first) == t &&
+            !(first && odnn_op_is(v, j, "Div"))) {
+            p.scale_op = odnn_op_is(v, j, "Mul") ? ODNN_ATTN_MUL : ODNN_ATTN_DIV;
+            p.scale = c;
+            scaled = 1;
+        } else if (!regrouped && j >= 0 && odnn_attn_regroup(v, j, &sp, &sp)) {
+            regrouped = 1;
+        } else {
+            break;
+        }
         p.nodes[p.n_nodes++] = (size_t)j;
         t = odnn_out(v, (size_t)j, 0);
         j = odnn_sole_reader(&b->u, t);
     }
+    p.mask_space = t;
+    struct odnn_tinfo ms = sp; /* the masks' space */
     if (j >= 0 && odnn_op_is(v, j, "Where") &&
         onednn_host->graph->node_input_count(v, (size_t)j) == 3) {
         /* Where(c, scores, fill) or Where(c, fill, scores): a causal or
@@ -12193,8 +12228,9 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
         p.cond = odnn_in(v, (size_t)j, 0);
         p.keep = a1 == t;
         if ((a1 == t) == (a2 == t) || !odnn_scalar(v, p.keep ? a2 : a1, &p.fill) ||
-            !odnn_tensor(v, p.cond, &cd) || !cd.boolean || !odnn_attn_broadcasts(&cd, &y) ||
-            !odnn_tensor(v, odnn_out(v, (size_t)j, 0), &wo) || wo.elems != y.elems)
+            !odnn_tensor(v, p.cond, &cd) || !cd.boolean || !odnn_attn_broadcasts(&cd, &ms) ||
+            !odnn_tensor(v, odnn_out(v, (size_t)j, 0), &wo) || wo.elems != ms.elems ||
+            wo.ndim != ms.ndim)
             return 0;
         p.nodes[p.n_nodes++] = (size_t)j;
         t = odnn_out(v, (size_t)j, 0);
@@ -12202,14 +12238,35 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     }
     if (j >= 0 && odnn_op_is(v, j, "Add") && onednn_host->graph->node_input_count(v, (size_t)j) == 2) {
         int64_t a0 = odnn_in(v, (size_t)j, 0), a1 = odnn_in(v, (size_t)j, 1);
+        struct odnn_tinfo ao;
         p.mask = a0 == t ? a1 : a0;
         if ((a0 == t) == (a1 == t) || !odnn_tensor(v, p.mask, &m) || !m.f32 ||
-            !odnn_attn_broadcasts(&m, &y))
+            !odnn_attn_broadcasts(&m, &ms) || !odnn_tensor(v, odnn_out(v, (size_t)j, 0), &ao) ||
+            ao.ndim != ms.ndim)
             return 0;
         p.nodes[p.n_nodes++] = (size_t)j;
         t = odnn_out(v, (size_t)j, 0);
         j = odnn_sole_reader(&b->u, t);
     }
+    {
+        float c;
+        int first;
+        if (j >= 0 && odnn_op_is(v, j, "Max") &&
+            onednn_host->graph->node_input_count(v, (size_t)j) == 2 &&
+            odnn_binary_scalar(v, (size_t)j, &c, &first) == t) {
+            p.has_floor = 1, p.floor = c;
+            p.nodes[p.n_nodes++] = (size_t)j;
+            t = odnn_out(v, (size_t)j, 0);
+            j = odnn_sole_reader(&b->u, t);
+        }
+    }
+    if (j >= 0 && odnn_attn_regroup(v, j, &sp, &sp)) {
+        p.nodes[p.n_nodes++] = (size_t)j;
+        t = odnn_out(v, (size_t)j, 0);
+        j = odnn_sole_reader(&b->u, t);
+    }
+    p.soft_space = t;
+    int r = sp.ndim;
     struct odnn_tinfo sm;
     if (j < 0 || !odnn_op_is(v, j, "Softmax") || !odnn_tensor(v, t, &sm) || sm.ndim != r ||
         sm.elems != y.elems)
@@ -12227,11 +12284,11 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     p.v = odnn_in(v, (size_t)j, 1);
     p.out = odnn_out(v, (size_t)j, 0);
     if (!odnn_attn_activation(v, p.v, &vt) || vt.ndim > r || !odnn_tensor(v, p.out, &o) ||
-        !o.known || o.ndim != r || vt.dims[vt.ndim - 2] != y.dims[r - 1])
+        !o.known || o.ndim != r || vt.dims[vt.ndim - 2] != sp.dims[r - 1])
         return 0;
     for (int d = 0; d < r - 2; d++) { /* V broadcasts into the scores' batch, not beyond */
         int iv = d - (r - vt.ndim);
-        if (o.dims[d] != y.dims[d] || (iv >= 0 && vt.dims[iv] != 1 && vt.dims[iv] != y.dims[d]))
+        if (o.dims[d] != sp.dims[d] || (iv >= 0 && vt.dims[iv] != 1 && vt.dims[iv] != sp.dims[d]))
             return 0;
     }
     if (p.mask >= 0 && m.cdata != NULL) {
@@ -12244,7 +12301,6 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     if (p.cond >= 0 && cd.cdata != NULL) { /* bool bytes as u8 */
         dnnl_memory_desc_t md;
         odnn_plain_md(&md, cd.ndim, cd.dims);
-        md.data_type = dnnl_u8;
         dnnl_memory_desc_init_by_strides(&md, md.ndims, md.dims, dnnl_u8, NULL);
         *out_st = odnn_weight(b, &md, &md, cd.cdata, (int64_t)p.first, &p.cond_weight);
         if (*out_st != NULL)
@@ -12287,27 +12343,83 @@ static pl_status *odnn_attn_operand(struct odnn_build *b, int64_t t, int r, size
     return st;
 }
 
-/* Pattern P as one ODNN_S_ATTN step, at its second product. */
+/* The strides in the batch dims TO (NT of them) of an operand whose batch
+ * dims FROM (NF) have strides FS (0 where it broadcasts), into TS: dims
+ * regrouped as a Reshape does, each group of FROM one strided run (or all
+ * broadcast). 0 when it is not. */
+static int odnn_attn_restride(int nf, const int64_t *from, const int64_t *fs, int nt,
+                              const int64_t *to, int64_t *ts)
+{
+    int i = 0, j = 0;
+    while (i < nf || j < nt) {
+        int i0 = i, j0 = j;
+        int64_t pf = 1, pt = 1;
+        if (i < nf)
+            pf *= from[i++];
+        if (j < nt)
+            pt *= to[j++];
+        while (pf != pt) {
+            if (pf < pt && i < nf)
+                pf *= from[i++];
+            else if (pt < pf && j < nt)
+                pt *= to[j++];
+            else
+                return 0;
+        }
+        while (i < nf && from[i] == 1) /* trailing unit dims join the group */
+            i++;
+        while (j < nt && to[j] == 1)
+            ts[j++] = 0;
+        /* FROM[i0..i) must be one run: each dim's stride its inner
+         * neighbour's times that one's size (unit dims skipped) */
+        int64_t inner = -1, span = 1;
+        for (int k = i - 1; k >= i0; k--) {
+            if (from[k] == 1)
+                continue;
+            if (inner < 0)
+                inner = fs[k];
+            else if (fs[k] != inner * span)
+                return 0;
+            span *= from[k];
+        }
+        if (inner < 0)
+            inner = 0;
+        int64_t st = inner;
+        for (int k = j - 1; k >= j0; k--) {
+            ts[k] = to[k] == 1 ? 0 : st;
+            st *= to[k];
+        }
+    }
+    return 1;
+}
+
+/* Pattern P as one ODNN_S_ATTN step, at its second product. The kernel's
+ * batch dims are the masks' (after a Reshape of the scores); Q and K
+ * (the first product's dims) and V and the output (the second's) are
+ * restrided into them. */
 static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pat *p)
 {
     const pl_graph_view *v = b->v;
-    struct odnn_tinfo y, o, m, cd;
+    struct odnn_tinfo y, o, m, cd, ms;
     odnn_tensor(v, odnn_out(v, p->first, 0), &y);
     odnn_tensor(v, p->out, &o);
-    int r = o.ndim;
+    odnn_tensor(v, p->mask_space, &ms);
+    int ry = y.ndim, ro = o.ndim, rm = ms.ndim;
     struct odnn_attn a;
     memset(&a, 0, sizeof a);
-    a.s = y.dims[r - 2], a.n = y.dims[r - 1], a.dv = o.dims[r - 1];
-    a.nb = r - 2;
+    a.s = y.dims[ry - 2], a.n = y.dims[ry - 1], a.dv = o.dims[ro - 1];
+    a.nb = rm - 2;
     a.scale_op = p->scale_op, a.scale = p->scale, a.has_mask = p->mask >= 0;
     a.has_select = p->cond >= 0, a.keep = p->keep, a.fill = p->fill;
+    a.has_floor = p->has_floor, a.floor = p->floor;
     /* Q, K, V, the mask, (O), the condition */
     int vi[6] = {-1, -1, -1, -1, -1, -1};
     dnnl_memory_desc_t view[6];
     const int64_t ts[3] = {p->q, p->k, p->v};
+    const int rank[3] = {ry, ry, ro};
     pl_status *st = NULL;
     for (int i = 0; i < 3 && st == NULL; i++)
-        st = odnn_attn_operand(b, ts[i], r, p->last, dnnl_f32, &vi[i], &view[i]);
+        st = odnn_attn_operand(b, ts[i], rank[i], p->last, dnnl_f32, &vi[i], &view[i]);
     for (int i = ODNN_ATTN_M; i <= ODNN_ATTN_C && st == NULL; i += ODNN_ATTN_C - ODNN_ATTN_M) {
         int64_t t = i == ODNN_ATTN_M ? p->mask : p->cond;
         int w = i == ODNN_ATTN_M ? p->mask_weight : p->cond_weight;
@@ -12319,53 +12431,68 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
             const struct odnn_tinfo *ti = i == ODNN_ATTN_M ? &m : &cd;
             dnnl_memory_desc_t md;
             odnn_plain_md(&md, ti->ndim, ti->dims);
-            md.data_type = dt;
             dnnl_memory_desc_init_by_strides(&md, md.ndims, md.dims, dt, NULL);
-            if (!odnn_rank_view(&md, r, &view[i]))
+            if (!odnn_rank_view(&md, rm, &view[i]))
                 st = odnn_oom();
         } else {
-            st = odnn_attn_operand(b, t, r, p->last, dt, &vi[i], &view[i]);
+            st = odnn_attn_operand(b, t, rm, p->last, dt, &vi[i], &view[i]);
         }
     }
     if (st != NULL)
         return st;
+    const char *name = onednn_host->graph->node_name(v, p->last);
     const dnnl_dim_t *qs = view[0].format_desc.blocking.strides,
                      *ks = view[1].format_desc.blocking.strides,
                      *vs = view[2].format_desc.blocking.strides;
-    a.d = view[0].dims[r - 1];
-    a.q_rs = qs[r - 2], a.q_cs = qs[r - 1];
-    a.k_ds = ks[r - 2], a.k_ns = ks[r - 1];
-    a.v_ns = vs[r - 2], a.v_cs = vs[r - 1];
-    if (view[0].dims[r - 2] != a.s || view[1].dims[r - 2] != a.d || view[1].dims[r - 1] != a.n ||
-        view[2].dims[r - 2] != a.n || view[2].dims[r - 1] != a.dv)
+    a.d = view[0].dims[ry - 1];
+    a.q_rs = qs[ry - 2], a.q_cs = qs[ry - 1];
+    a.k_ds = ks[ry - 2], a.k_ns = ks[ry - 1];
+    a.v_ns = vs[ro - 2], a.v_cs = vs[ro - 1];
+    if (view[0].dims[ry - 2] != a.s || view[1].dims[ry - 2] != a.d ||
+        view[1].dims[ry - 1] != a.n || view[2].dims[ro - 2] != a.n ||
+        view[2].dims[ro - 1] != a.dv)
         return odnn_error(PL_CODE_INTERNAL, "onednn: attention at '%s': operand shapes disagree",
-                          onednn_host->graph->node_name(v, p->last));
+                          name);
     if (a.has_mask) {
-        const dnnl_dim_t *ms = view[ODNN_ATTN_M].format_desc.blocking.strides;
-        a.m_rs = view[ODNN_ATTN_M].dims[r - 2] == 1 ? 0 : ms[r - 2];
-        a.m_cs = view[ODNN_ATTN_M].dims[r - 1] == 1 ? 0 : ms[r - 1];
+        const dnnl_dim_t *mst = view[ODNN_ATTN_M].format_desc.blocking.strides;
+        a.m_rs = view[ODNN_ATTN_M].dims[rm - 2] == 1 ? 0 : mst[rm - 2];
+        a.m_cs = view[ODNN_ATTN_M].dims[rm - 1] == 1 ? 0 : mst[rm - 1];
     }
     if (a.has_select) {
-        const dnnl_dim_t *cs = view[ODNN_ATTN_C].format_desc.blocking.strides;
-        a.c_rs = view[ODNN_ATTN_C].dims[r - 2] == 1 ? 0 : cs[r - 2];
-        a.c_cs = view[ODNN_ATTN_C].dims[r - 1] == 1 ? 0 : cs[r - 1];
+        const dnnl_dim_t *cst = view[ODNN_ATTN_C].format_desc.blocking.strides;
+        a.c_rs = view[ODNN_ATTN_C].dims[rm - 2] == 1 ? 0 : cst[rm - 2];
+        a.c_cs = view[ODNN_ATTN_C].dims[rm - 1] == 1 ? 0 : cst[rm - 1];
     }
     dnnl_dims_t yd;
-    for (int d = 0; d < r; d++)
+    for (int d = 0; d < ro; d++)
         yd[d] = o.dims[d];
     dnnl_memory_desc_t ymd;
-    if (!odnn_transposed_dst(b, p->out, r, yd, &ymd) || ymd.format_desc.blocking.strides[r - 1] != 1)
-        dnnl_memory_desc_init_by_strides(&ymd, r, yd, dnnl_f32, NULL);
-    a.o_rs = ymd.format_desc.blocking.strides[r - 2];
-    for (int d = 0; d < a.nb; d++) {
-        a.bd[d] = yd[d];
-        for (int t = 0; t < 6; t++) {
-            int absent = (t == ODNN_ATTN_M && !a.has_mask) || (t == ODNN_ATTN_C && !a.has_select);
-            a.bs[t][d] = t == ODNN_ATTN_O ? ymd.format_desc.blocking.strides[d]
-                         : absent || view[t].dims[d] == 1 ? 0
-                                                          : view[t].format_desc.blocking.strides[d];
-        }
+    if (!odnn_transposed_dst(b, p->out, ro, yd, &ymd) ||
+        ymd.format_desc.blocking.strides[ro - 1] != 1)
+        dnnl_memory_desc_init_by_strides(&ymd, ro, yd, dnnl_f32, NULL);
+    a.o_rs = ymd.format_desc.blocking.strides[ro - 2];
+    /* each operand's batch strides in its own dims (0 where it
+     * broadcasts), then in the kernel's */
+    for (int d = 0; d < a.nb; d++)
+        a.bd[d] = ms.dims[d];
+    int ok = 1;
+    for (int t = 0; t < 6 && ok; t++) {
+        if ((t == ODNN_ATTN_M && !a.has_mask) || (t == ODNN_ATTN_C && !a.has_select))
+            continue;
+        const dnnl_memory_desc_t *md = t == ODNN_ATTN_O ? &ymd : &view[t];
+        int r = t <= ODNN_ATTN_K ? ry : t == ODNN_ATTN_M || t == ODNN_ATTN_C ? rm : ro;
+        const int64_t *space = t <= ODNN_ATTN_K ? y.dims : t == ODNN_ATTN_M || t == ODNN_ATTN_C
+                                                                ? ms.dims
+                                                                : o.dims;
+        int64_t own[ODNN_ATTN_MAX_BATCH];
+        for (int d = 0; d < r - 2; d++)
+            own[d] = md->dims[d] == 1 ? 0 : md->format_desc.blocking.strides[d];
+        ok = odnn_attn_restride(r - 2, space, own, a.nb, a.bd, a.bs[t]);
     }
+    if (!ok) /* the matcher's regroupings are of dense batch dims; views may not be */
+        return odnn_error(PL_CODE_INTERNAL, "onednn: attention at '%s': an operand's batch "
+                                            "dims do not regroup into the mask's",
+                          name);
     int dst = odnn_dst_value_md(b, p->out, &ymd);
     struct odnn_attn *keep = dst >= 0 ? onednn_host->host_alloc(b->ctx->host_ctx, sizeof *keep, 0)
                                       : NULL;
@@ -12401,12 +12528,11 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
         batch *= a.bd[d];
     onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                              "nodes '%s' to '%s': the module's own fused attention (%lld x "
-                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s)",
-                             onednn_host->graph->node_name(v, p->first),
-                             onednn_host->graph->node_name(v, p->last), (long long)batch,
+                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s%s)",
+                             onednn_host->graph->node_name(v, p->first), name, (long long)batch,
                              (long long)a.s, (long long)a.n, (long long)a.d, (long long)a.dv,
                              a.scale_op ? ", scaled" : "", a.has_select ? ", selected" : "",
-                             a.has_mask ? ", masked" : "");
+                             a.has_mask ? ", masked" : "", a.has_floor ? ", floored" : "");
     return NULL;
 }
 

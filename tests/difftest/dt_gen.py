@@ -970,6 +970,8 @@ class Gen:
         nb = self.r(0, 2)
         batch = [self.r(1, 3) for _ in range(nb)]
         s, n, d, dv = self.r(1, 110), self.r(1, 70), self.r(1, 40), self.r(1, 40)
+        if nb == 2 and self.p(0.35):
+            return self.attention_regrouped(batch, s, n, d, dv)
         if nb == 2 and self.p(0.5):
             q = self.node("Transpose", [self.input([batch[0], s, batch[1], d])],
                           {"perm": INTS([0, 2, 1, 3])})
@@ -1000,9 +1002,7 @@ class Gen:
             y = self.node("Where", [cond, y, fill] if self.p(0.5) else [cond, fill, y])
         if self.p(0.6):
             if self.p(0.5):
-                shape = bshape()
-                m = self.const(np.where(self.rng.random(shape) < 0.2, -1e4,
-                                        self.rng.uniform(-2, 2, shape)))
+                m = self.const(self.attention_mask(bshape(), n))
             else:
                 m = self.chain(self.input(bshape()), 1)
             y = self.node("Add", [m, y] if self.p(0.5) else [y, m])
@@ -1012,6 +1012,45 @@ class Gen:
                       {"axis": I(len(full) - 1)})
         vb = [b if self.p(0.7) else 1 for b in batch]
         v = self.input(vb[self.r(0, len(vb)):] + [n, dv])
+        return self.node("MatMul", [p, v])
+
+    def attention_mask(self, shape, n):
+        """A constant additive mask of SHAPE: values in [-2, 2], and where
+        it spans the N keys about a fifth of them -1e4, never the first (a
+        row of scores shifted by -1e4 keeps only a thousandth's precision in
+        f32, which no backend can match the float64 reference on)."""
+        m = self.rng.uniform(-2, 2, shape)
+        if len(shape) and shape[-1] == n and n > 1:
+            cut = self.rng.random(shape) < 0.2
+            cut[..., 0] = False
+            m = np.where(cut, -1e4, m)
+        return m
+
+    def attention_regrouped(self, batch, s, n, d, dv):
+        """BART's, CLIP's and OPT's attention: products over the heads
+        merged into one batch dim, the scores Reshaped to [B, H, S, N] for
+        the masks (and OPT's Max by a scalar floor), then back."""
+        merged = [batch[0] * batch[1]]
+        q = self.chain(self.input(merged + [s, d]), self.r(0, 1))
+        k = self.node("Transpose", [self.input(merged + [n, d])], {"perm": INTS([0, 2, 1])})
+        y = self.node("MatMul", [q, k])
+        if self.p(0.6):
+            y = self.node(self.pick(["Mul", "Div"]), [y, self.const(np.float32(0.35), "f32")])
+        full = batch + [s, n]
+        y = self.node("Reshape", [y, self.i64(full)])
+        sub = full[self.r(0, 3):]
+        shape = [dd if self.p(0.5) else 1 for dd in sub]
+        if self.p(0.5):
+            m = self.const(self.attention_mask(shape, n))
+        else:
+            m = self.chain(self.input(shape), 1)
+        y = self.node("Add", [y, m])
+        if self.p(0.5):
+            y = self.node("Max", [y, self.const(np.float32(self.pick([-1.0, -3.4028235e38])),
+                                                "f32")])
+        y = self.node("Reshape", [y, self.i64(merged + [s, n])])
+        p = self.node("Softmax", [y], {"axis": I(-1)})
+        v = self.input(merged + [n, dv])
         return self.node("MatMul", [p, v])
 
     def where(self):

@@ -6099,7 +6099,10 @@ static void case_own_matmul(void)
  *   condition of Where(c, scores, -3.4e38) instead of an Add;
  * - 5: DistilBERT's: as 0 with the mask as Where(c, -inf, scores), the
  *   condition computed from the input (ReduceMean, Greater, Reshape to
- *   [2, 1, 1, 37]) and read by the products' subgraph as its input.
+ *   [2, 1, 1, 37]) and read by the products' subgraph as its input;
+ * - 6: BART's and OPT's: products over [6] heads (2 x 3 merged), the
+ *   scores Reshaped to [2, 3, 20, 20] for a mask [2, 1, 1, 20] and a Max
+ *   by -1.5 (OPT's floor; here it bites), then back to [6, 20, 20].
  * Q, K, V (and 0's mask) are products of one projection of the input, so
  * that the core makes the model one subgraph. With AVX-512 the debug log
  * names the fused kernel for each but 2. */
@@ -6151,6 +6154,30 @@ static const char *model_fused_attention(int which)
         mb_node(&m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
         mb_node(&m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
         mb_node(&m, "ro", "Reshape", "\"ot\",\"merged\"", "y", "");
+    } else if (which == 6) {
+        mb_input(&m, "x", 3, (int64_t[]){6, 20, 16});
+        mb_const(&m, "wx", 2, (int64_t[]){16, 16}, NULL, 0.3f);
+        mb_const(&m, "wq", 2, (int64_t[]){16, 16}, NULL, 0.5f);
+        mb_const(&m, "wk", 2, (int64_t[]){16, 16}, NULL, 0.5f);
+        mb_const(&m, "wv", 2, (int64_t[]){16, 24}, NULL, 0.3f);
+        mb_const(&m, "mask", 4, (int64_t[]){2, 1, 1, 20}, NULL, 2.0f);
+        mb_scalar(&m, "scale", 0.25f);
+        mb_scalar(&m, "floor", -1.5f);
+        mb_shape(&m, "split", 4, (int64_t[]){2, 3, 20, 20});
+        mb_shape(&m, "merge", 3, (int64_t[]){6, 20, 20});
+        mb_node(&m, "in", "MatMul", "\"x\",\"wx\"", "h", "");
+        mb_node(&m, "q", "MatMul", "\"h\",\"wq\"", "q", "");
+        mb_node(&m, "k", "MatMul", "\"h\",\"wk\"", "k", "");
+        mb_node(&m, "v", "MatMul", "\"h\",\"wv\"", "v", "");
+        mb_node(&m, "tk", "Transpose", "\"k\"", "kt", "\"perm\":{\"ints\":[0,2,1]}");
+        mb_node(&m, "qk", "MatMul", "\"q\",\"kt\"", "s", "");
+        mb_node(&m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
+        mb_node(&m, "r1", "Reshape", "\"s2\",\"split\"", "s4", "");
+        mb_node(&m, "masked", "Add", "\"s4\",\"mask\"", "s5", "");
+        mb_node(&m, "floored", "Max", "\"s5\",\"floor\"", "s6", "");
+        mb_node(&m, "r2", "Reshape", "\"s6\",\"merge\"", "s3", "");
+        mb_node(&m, "sm", "Softmax", "\"s3\"", "p", "\"axis\":{\"int\":-1}");
+        mb_node(&m, "pv", "MatMul", "\"p\",\"v\"", "y", "");
     } else {
         const int64_t s = 200;
         float *causal = malloc((size_t)(s * s) * sizeof *causal);
@@ -6203,11 +6230,13 @@ static void case_fused_attention(void)
 {
     char isa[64] = "";
     bool fused = onednn_avx512(isa);
-    for (int w = 0; w < 6; w++) {
+    for (int w = 0; w < 7; w++) {
         const char *path = model_fused_attention(w);
         int64_t xs[3] = {2, 37, 48}, ys[3] = {2, 37, 48};
         if (w > 0 && w < 5) {
             xs[0] = ys[0] = 3, xs[1] = ys[1] = 200, xs[2] = 32, ys[2] = 70;
+        } else if (w == 6) {
+            xs[0] = ys[0] = 6, xs[1] = ys[1] = 20, xs[2] = 16, ys[2] = 24;
         }
         compare(path, 3, xs, 3, ys,
                 (const char *[]){"q", "k", "v", "qk", "scaled", "masked", "sm", "pv", NULL});
@@ -6219,12 +6248,13 @@ static void case_fused_attention(void)
         bool logged = strstr(log.text, "to 'pv': the module's own fused attention") != NULL;
         TH_CHECK(logged == (fused && w != 2), "model %d (%s): fused attention %s in the log:\n%s",
                  w, isa, logged ? "named" : "not named", log.text);
-        static const char *const what[6] = {
+        static const char *const what[7] = {
             "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, masked)",
             "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, masked)", NULL,
             "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, masked)",
             "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, selected)",
-            "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, selected)"};
+            "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, selected)",
+            "(6 x 20 queries, 20 keys, 16 -> 24 wide, scaled, masked, floored)"};
         if (fused && what[w] != NULL)
             TH_CHECK(strstr(log.text, what[w]) != NULL, "model %d's attention is not %s:\n%s", w,
                      what[w], log.text);
