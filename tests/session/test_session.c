@@ -465,11 +465,7 @@ static void case_no_cluster_cycle(void)
                  "\"inputs\":[\"x\"],\"outputs\":[\"ya\",\"yb\"],"
                  "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,3]}],"
                  "\"nodes\":[%s]}", nodes);
-        const char *path = th_path(th_tempdir(), "cycle.json");
-        FILE *f = fopen(path, "w");
-        TH_CHECK(f != NULL, "cannot write %s", path);
-        fputs(json, f);
-        fclose(f);
+        const char *path = write_text("cycle.json", json);
         pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\nchoose = first\n");
         pl_session *s = session_for(rt, path);
         json_t *root = th_explain(s);
@@ -531,11 +527,7 @@ static void case_branches_merge(void)
         "{\"name\":\"s1\",\"op\":\"Softmax\",\"inputs\":[\"tb1\"],\"outputs\":[\"ts1\"],"
         "\"attributes\":{\"axis\":{\"int\":-1}}},"
         "{\"name\":\"z\",\"op\":\"Add\",\"inputs\":[\"ts1\",\"tc1\"],\"outputs\":[\"z\"]}]}";
-    const char *path = th_path(th_tempdir(), "branches.json");
-    FILE *f = fopen(path, "w");
-    TH_CHECK(f != NULL, "cannot write %s", path);
-    fputs(json, f);
-    fclose(f);
+    const char *path = write_text("branches.json", json);
     pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\nchoose = first\n");
     pl_session *s = session_for(rt, path);
     json_t *root = th_explain(s);
