@@ -394,18 +394,19 @@ void odnn_smm_run(const struct odnn_smm *s, const float *a, const float *b, cons
  * (bytes) at C[i * C_RS + j * C_CS] (when HAS_SELECT), O(i, c) at O[i *
  * O_RS + c]; batch dim d moves operand t (Q, K, V, M, O, C) by BS[t][d]
  * elements (0: broadcast). SCALE_OP: none, Mul or Div of the scores by
- * SCALE; then, with HAS_SELECT, a score whose condition is not KEEP (0 or
+ * SCALE; then, with HAS_BIAS, the bias B(i, j) at B[i * B_RS + j * B_CS]
+ * (operand 6) is added; then, with HAS_SELECT, a score whose condition is not KEEP (0 or
  * 1) becomes FILL (Where); then the mask is added; then, with HAS_FLOOR,
  * the score is at least FLOOR (Max; NaN stays NaN). */
 #define ODNN_ATTN_MAX_BATCH 4
 enum { ODNN_ATTN_NONE = 0, ODNN_ATTN_MUL, ODNN_ATTN_DIV };
-enum { ODNN_ATTN_Q, ODNN_ATTN_K, ODNN_ATTN_V, ODNN_ATTN_M, ODNN_ATTN_O, ODNN_ATTN_C };
+enum { ODNN_ATTN_Q, ODNN_ATTN_K, ODNN_ATTN_V, ODNN_ATTN_M, ODNN_ATTN_O, ODNN_ATTN_C, ODNN_ATTN_B };
 struct odnn_attn {
     int64_t s, n, d, dv;
     int nb;
-    int64_t bd[ODNN_ATTN_MAX_BATCH], bs[6][ODNN_ATTN_MAX_BATCH];
-    int64_t q_rs, q_cs, k_ds, k_ns, v_ns, v_cs, m_rs, m_cs, c_rs, c_cs, o_rs;
-    int has_mask, has_select, keep, scale_op, has_floor;
+    int64_t bd[ODNN_ATTN_MAX_BATCH], bs[7][ODNN_ATTN_MAX_BATCH];
+    int64_t q_rs, q_cs, k_ds, k_ns, v_ns, v_cs, m_rs, m_cs, c_rs, c_cs, b_rs, b_cs, o_rs;
+    int has_mask, has_select, keep, scale_op, has_floor, has_bias;
     int threads; /* the scratch holds this many threads' parts */
     float scale, fill, floor;
 };
@@ -415,9 +416,10 @@ struct odnn_attn {
 int64_t odnn_attn_block_rows(const struct odnn_attn *a);
 size_t odnn_attn_scratch_bytes(const struct odnn_attn *a, int threads);
 /* Runs on an OpenMP team of up to THREADS; M NULL without a mask, C
- * without a condition. */
+ * without a condition, BIAS without a bias. */
 void odnn_attn_run(const struct odnn_attn *a, const float *q, const float *k, const float *v,
-                   const float *m, const uint8_t *c, float *o, int threads, float *scratch);
+                   const float *m, const uint8_t *c, const float *bias, float *o, int threads,
+                   float *scratch);
 
 /* RMSNorm of ROWS dense rows of COLS values: y = x / sqrt(mean(x^2) + eps)
  * * G (G NULL: no scale), on up to THREADS OpenMP threads. */

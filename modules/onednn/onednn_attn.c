@@ -1,6 +1,7 @@
 /* onednn_attn.c — the onednn module's own fused attention on AVX-512:
- * MatMul(Q, K^T) -> [Mul or Div by a scalar] -> [Where(condition, scores,
- * a scalar), either way round] -> [Add a mask] -> [Max by a scalar] ->
+ * MatMul(Q, K^T) -> [Mul or Div by a scalar] -> [Add a bias] ->
+ * [Where(condition, scores, a scalar), either way round] -> [Add a mask]
+ * -> [Max by a scalar] ->
  * Softmax over the keys -> MatMul(., V), as one step (Reshapes that
  * regroup the batch dims between are the compile's business).
  *
@@ -210,11 +211,27 @@ odnn_attn_cond(const struct odnn_attn *a, const uint8_t *c, int64_t j,
     return (__mmask16)bits;
 }
 
-/* One row of N scores at S: scale, select (the row's condition C, or
- * none), mask (M(j) at M[j * M_CS], or none), then exp(x - max) in
- * place; returns the sum. */
+/* Row of the additive operand M (J on at stride CS: 1, 0 or other) in
+ * LANES of 16 at column J. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+odnn_attn_row16(const float *m, int64_t cs, int64_t j, int64_t n, __mmask16 lanes)
+{
+    if (cs == 1)
+        return _mm512_maskz_loadu_ps(lanes, m + j);
+    if (cs == 0)
+        return _mm512_maskz_mov_ps(lanes, _mm512_set1_ps(m[0]));
+    float tmp[16];
+    for (int64_t t = 0; t < 16; t++)
+        tmp[t] = j + t < n ? m[(j + t) * cs] : 0.0f;
+    return _mm512_loadu_ps(tmp);
+}
+
+/* One row of N scores at S: scale, bias (the row's B, or none), select
+ * (the row's condition C, or none), mask (M(j) at M[j * M_CS], or none),
+ * floor, then exp(x - max) in place; returns the sum. */
 static __attribute__((target("avx512f,avx512bw,avx512vl"))) float
-odnn_attn_softmax_row(const struct odnn_attn *a, float *s, const float *m, const uint8_t *c)
+odnn_attn_softmax_row(const struct odnn_attn *a, float *s, const float *m, const uint8_t *c,
+                      const float *bias)
 {
     int64_t n = a->n;
     __m512 mx = _mm512_set1_ps(-INFINITY);
@@ -227,23 +244,15 @@ odnn_attn_softmax_row(const struct odnn_attn *a, float *s, const float *m, const
             x = _mm512_mul_ps(x, sc);
         else if (a->scale_op == ODNN_ATTN_DIV)
             x = _mm512_div_ps(x, sc);
+        if (bias != NULL)
+            x = _mm512_add_ps(x, odnn_attn_row16(bias, a->b_cs, j, n, lanes));
         if (c != NULL) { /* Where: the score where the condition is KEEP, else FILL */
             __mmask16 set = odnn_attn_cond(a, c, j, lanes);
             __mmask16 keep = a->keep ? set : (__mmask16)(~set & lanes);
             x = _mm512_mask_blend_ps(keep, _mm512_set1_ps(a->fill), x);
         }
-        if (m != NULL) {
-            __m512 mv;
-            if (a->m_cs == 1) {
-                mv = _mm512_maskz_loadu_ps(lanes, m + j);
-            } else {
-                float tmp[16];
-                for (int64_t t = 0; t < 16; t++)
-                    tmp[t] = j + t < n ? m[(j + t) * a->m_cs] : 0.0f;
-                mv = _mm512_loadu_ps(tmp);
-            }
-            x = _mm512_add_ps(x, mv);
-        }
+        if (m != NULL)
+            x = _mm512_add_ps(x, odnn_attn_row16(m, a->m_cs, j, n, lanes));
         if (a->has_floor) /* max(floor, x) gives x when x is NaN */
             x = _mm512_max_ps(_mm512_set1_ps(a->floor), x);
         nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q) != 0;
@@ -328,15 +337,15 @@ odnn_attn_values_any(int r, int nv, const struct odnn_attn *a, const float *p, i
     odnn_attn_values_tile(r, nv, a, p, sld, vp, dvpad, c0, inv, o, last);
 }
 
-/* The offsets of batch entry E in Q, K, V, the mask, O and the condition
- * (in elements). */
-static void odnn_attn_entry(const struct odnn_attn *a, int64_t e, int64_t off[6])
+/* The offsets of batch entry E in Q, K, V, the mask, O, the condition and
+ * the bias (in elements). */
+static void odnn_attn_entry(const struct odnn_attn *a, int64_t e, int64_t off[7])
 {
-    memset(off, 0, 6 * sizeof *off);
+    memset(off, 0, 7 * sizeof *off);
     for (int d = a->nb - 1; d >= 0; d--) {
         int64_t i = e % a->bd[d];
         e /= a->bd[d];
-        for (int t = 0; t < 6; t++)
+        for (int t = 0; t < 7; t++)
             off[t] += i * a->bs[t][d];
     }
 }
@@ -345,7 +354,8 @@ static void odnn_attn_entry(const struct odnn_attn *a, int64_t e, int64_t off[6]
  * its scratch W. */
 static __attribute__((target("avx512f,avx512bw,avx512vl"))) void
 odnn_attn_items(const struct odnn_attn *a, const float *q, const float *k, const float *v,
-                const float *m, const uint8_t *c, float *o, int64_t first, int64_t last, float *w)
+                const float *m, const uint8_t *c, const float *bias, float *o, int64_t first,
+                int64_t last, float *w)
 {
     int64_t np = odnn_attn_up16(a->n), dvpad = odnn_attn_up16(a->dv);
     int64_t rows = odnn_attn_block_rows(a), blocks = (a->s + rows - 1) / rows;
@@ -356,7 +366,7 @@ odnn_attn_items(const struct odnn_attn *a, const float *q, const float *k, const
     for (int64_t it = first; it < last; it++) {
         int64_t e = it / blocks, i0 = it % blocks * rows;
         int64_t i1 = i0 + rows < a->s ? i0 + rows : a->s;
-        int64_t off[6];
+        int64_t off[7];
         odnn_attn_entry(a, e, off);
         if (e != packed)
             odnn_attn_pack(a, k + off[ODNN_ATTN_K], v + off[ODNN_ATTN_V], kp, vp);
@@ -386,7 +396,8 @@ odnn_attn_items(const struct odnn_attn *a, const float *q, const float *k, const
         for (int64_t i = i0; i < i1; i++) {
             const float *mr = a->has_mask ? m + off[ODNN_ATTN_M] + i * a->m_rs : NULL;
             const uint8_t *cr = a->has_select ? c + off[ODNN_ATTN_C] + i * a->c_rs : NULL;
-            inv[i - i0] = 1.0f / odnn_attn_softmax_row(a, sb + (i - i0) * np, mr, cr);
+            const float *br = a->has_bias ? bias + off[ODNN_ATTN_B] + i * a->b_rs : NULL;
+            inv[i - i0] = 1.0f / odnn_attn_softmax_row(a, sb + (i - i0) * np, mr, cr, br);
         }
         __mmask16 lastm = (a->dv % 16) != 0 ? (__mmask16)((1u << (a->dv % 16)) - 1u)
                                             : (__mmask16)0xffff;
@@ -408,7 +419,8 @@ odnn_attn_items(const struct odnn_attn *a, const float *q, const float *k, const
 }
 
 void odnn_attn_run(const struct odnn_attn *a, const float *q, const float *k, const float *v,
-                   const float *m, const uint8_t *c, float *o, int threads, float *scratch)
+                   const float *m, const uint8_t *c, const float *bias, float *o, int threads,
+                   float *scratch)
 {
     int64_t batch = 1;
     for (int d = 0; d < a->nb; d++)
@@ -420,13 +432,13 @@ void odnn_attn_run(const struct odnn_attn *a, const float *q, const float *k, co
         threads = a->threads;
     int nt = threads > 1 && items > 1 ? (int)(items < threads ? items : threads) : 1;
     if (nt == 1) {
-        odnn_attn_items(a, q, k, v, m, c, o, 0, items, scratch);
+        odnn_attn_items(a, q, k, v, m, c, bias, o, 0, items, scratch);
         return;
     }
 #pragma omp parallel num_threads(nt)
     {
         int t = omp_get_thread_num(), n = omp_get_num_threads();
-        odnn_attn_items(a, q, k, v, m, c, o, items * t / n, items * (t + 1) / n,
+        odnn_attn_items(a, q, k, v, m, c, bias, o, items * t / n, items * (t + 1) / n,
                         scratch + per * (size_t)t);
     }
 }

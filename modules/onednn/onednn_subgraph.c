@@ -12128,16 +12128,16 @@ static int odnn_tanh_own(struct odnn_build *b, size_t n, int src, pl_status **ou
  * copied into a weight at the match, before the core may release it. */
 struct odnn_attn_pat {
     size_t first, last; /* the two products */
-    /* the first product, the scale, the Reshapes, the Where, the Add, the
-     * Max, the Softmax */
-    size_t nodes[8];
+    /* the first product, the scale, the bias, the Reshapes, the Where,
+     * the Add, the Max, the Softmax, a Reshape */
+    size_t nodes[10];
     int n_nodes;
-    int64_t q, k, v, mask, cond, out;
+    int64_t q, k, v, mask, cond, bias, out;
     /* the scores as the masks see them (the first product's output, or
      * its Reshape's) and as the Softmax sees them */
     int64_t mask_space, soft_space;
-    /* a constant mask's or condition's weight, else -1 */
-    int scale_op, mask_weight, cond_weight, keep, has_floor;
+    /* a constant mask's, condition's or bias's weight, else -1 */
+    int scale_op, mask_weight, cond_weight, bias_weight, keep, has_floor;
     float scale, fill, floor;
 };
 
@@ -12186,9 +12186,9 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     *out_st = NULL;
     if (!onednn_has_avx512() || !odnn_op_is(v, (int64_t)n, "MatMul"))
         return 0;
-    struct odnn_attn_pat p = {.first = n, .mask = -1, .cond = -1, .mask_weight = -1,
-                              .cond_weight = -1};
-    struct odnn_tinfo q, k, y, vt, o, m, cd, sp;
+    struct odnn_attn_pat p = {.first = n, .mask = -1, .cond = -1, .bias = -1, .mask_weight = -1,
+                              .cond_weight = -1, .bias_weight = -1};
+    struct odnn_tinfo q, k, y, vt, o, m, cd, sp, bt;
     p.q = odnn_in(v, n, 0), p.k = odnn_in(v, n, 1);
     if (!odnn_attn_activation(v, p.q, &q) || !odnn_attn_activation(v, p.k, &k) ||
         !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known || y.ndim - 2 > ODNN_ATTN_MAX_BATCH ||
@@ -12210,6 +12210,22 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
             scaled = 1;
         } else if (!regrouped && j >= 0 && odnn_attn_regroup(v, j, &sp, &sp)) {
             regrouped = 1;
+        } else if (!regrouped && p.bias < 0 && j >= 0 && odnn_op_is(v, j, "Add") &&
+                   onednn_host->graph->node_input_count(v, (size_t)j) == 2) {
+            /* a bias before the Reshape (Swin's relative positions before
+             * its shifted windows' mask, BLOOM's ALiBi before its causal
+             * Where); an Add not followed by one is the mask */
+            int64_t a0 = odnn_in(v, (size_t)j, 0), a1 = odnn_in(v, (size_t)j, 1);
+            int64_t after = odnn_sole_reader(&b->u, odnn_out(v, (size_t)j, 0));
+            struct odnn_tinfo ao, rg;
+            p.bias = a0 == t ? a1 : a0;
+            if ((a0 == t) == (a1 == t) || !odnn_tensor(v, p.bias, &bt) || !bt.f32 ||
+                !odnn_attn_broadcasts(&bt, &sp) ||
+                !odnn_tensor(v, odnn_out(v, (size_t)j, 0), &ao) || ao.ndim != sp.ndim ||
+                after < 0 || !odnn_attn_regroup(v, after, &sp, &rg)) {
+                p.bias = -1;
+                break;
+            }
         } else {
             break;
         }
@@ -12278,6 +12294,12 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     p.nodes[p.n_nodes++] = (size_t)j;
     t = odnn_out(v, (size_t)j, 0);
     j = odnn_sole_reader(&b->u, t);
+    if (j >= 0 && odnn_attn_regroup(v, j, &sp, &sp)) { /* BLOOM's, after the Softmax */
+        p.nodes[p.n_nodes++] = (size_t)j;
+        t = odnn_out(v, (size_t)j, 0);
+        j = odnn_sole_reader(&b->u, t);
+        r = sp.ndim;
+    }
     if (j < 0 || !odnn_op_is(v, j, "MatMul") || odnn_in(v, (size_t)j, 0) != t)
         return 0;
     p.last = (size_t)j;
@@ -12295,6 +12317,13 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
         dnnl_memory_desc_t md;
         odnn_plain_md(&md, m.ndim, m.dims);
         *out_st = odnn_weight(b, &md, &md, m.cdata, (int64_t)p.first, &p.mask_weight);
+        if (*out_st != NULL)
+            return 0;
+    }
+    if (p.bias >= 0 && bt.cdata != NULL) {
+        dnnl_memory_desc_t md;
+        odnn_plain_md(&md, bt.ndim, bt.dims);
+        *out_st = odnn_weight(b, &md, &md, bt.cdata, (int64_t)p.first, &p.bias_weight);
         if (*out_st != NULL)
             return 0;
     }
@@ -12400,7 +12429,7 @@ static int odnn_attn_restride(int nf, const int64_t *from, const int64_t *fs, in
 static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pat *p)
 {
     const pl_graph_view *v = b->v;
-    struct odnn_tinfo y, o, m, cd, ms;
+    struct odnn_tinfo y, o, m, cd, ms, bt;
     odnn_tensor(v, odnn_out(v, p->first, 0), &y);
     odnn_tensor(v, p->out, &o);
     odnn_tensor(v, p->mask_space, &ms);
@@ -12411,10 +12440,10 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
     a.nb = rm - 2;
     a.scale_op = p->scale_op, a.scale = p->scale, a.has_mask = p->mask >= 0;
     a.has_select = p->cond >= 0, a.keep = p->keep, a.fill = p->fill;
-    a.has_floor = p->has_floor, a.floor = p->floor;
-    /* Q, K, V, the mask, (O), the condition */
-    int vi[6] = {-1, -1, -1, -1, -1, -1};
-    dnnl_memory_desc_t view[6];
+    a.has_floor = p->has_floor, a.floor = p->floor, a.has_bias = p->bias >= 0;
+    /* Q, K, V, the mask, (O), the condition, the bias */
+    int vi[7] = {-1, -1, -1, -1, -1, -1, -1};
+    dnnl_memory_desc_t view[7];
     const int64_t ts[3] = {p->q, p->k, p->v};
     const int rank[3] = {ry, ry, ro};
     pl_status *st = NULL;
@@ -12436,6 +12465,18 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
                 st = odnn_oom();
         } else {
             st = odnn_attn_operand(b, t, rm, p->last, dt, &vi[i], &view[i]);
+        }
+    }
+    if (st == NULL && p->bias >= 0) { /* in the first product's dims */
+        odnn_tensor(v, p->bias, &bt);
+        if (p->bias_weight >= 0) {
+            dnnl_memory_desc_t md;
+            odnn_plain_md(&md, bt.ndim, bt.dims);
+            if (!odnn_rank_view(&md, ry, &view[ODNN_ATTN_B]))
+                st = odnn_oom();
+        } else {
+            st = odnn_attn_operand(b, p->bias, ry, p->last, dnnl_f32, &vi[ODNN_ATTN_B],
+                                   &view[ODNN_ATTN_B]);
         }
     }
     if (st != NULL)
@@ -12463,6 +12504,11 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
         a.c_rs = view[ODNN_ATTN_C].dims[rm - 2] == 1 ? 0 : cst[rm - 2];
         a.c_cs = view[ODNN_ATTN_C].dims[rm - 1] == 1 ? 0 : cst[rm - 1];
     }
+    if (a.has_bias) {
+        const dnnl_dim_t *bst = view[ODNN_ATTN_B].format_desc.blocking.strides;
+        a.b_rs = view[ODNN_ATTN_B].dims[ry - 2] == 1 ? 0 : bst[ry - 2];
+        a.b_cs = view[ODNN_ATTN_B].dims[ry - 1] == 1 ? 0 : bst[ry - 1];
+    }
     dnnl_dims_t yd;
     for (int d = 0; d < ro; d++)
         yd[d] = o.dims[d];
@@ -12476,14 +12522,14 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
     for (int d = 0; d < a.nb; d++)
         a.bd[d] = ms.dims[d];
     int ok = 1;
-    for (int t = 0; t < 6 && ok; t++) {
-        if ((t == ODNN_ATTN_M && !a.has_mask) || (t == ODNN_ATTN_C && !a.has_select))
+    for (int t = 0; t < 7 && ok; t++) {
+        if ((t == ODNN_ATTN_M && !a.has_mask) || (t == ODNN_ATTN_C && !a.has_select) ||
+            (t == ODNN_ATTN_B && !a.has_bias))
             continue;
         const dnnl_memory_desc_t *md = t == ODNN_ATTN_O ? &ymd : &view[t];
-        int r = t <= ODNN_ATTN_K ? ry : t == ODNN_ATTN_M || t == ODNN_ATTN_C ? rm : ro;
-        const int64_t *space = t <= ODNN_ATTN_K ? y.dims : t == ODNN_ATTN_M || t == ODNN_ATTN_C
-                                                                ? ms.dims
-                                                                : o.dims;
+        int first = t <= ODNN_ATTN_K || t == ODNN_ATTN_B, masks = t == ODNN_ATTN_M || t == ODNN_ATTN_C;
+        int r = first ? ry : masks ? rm : ro;
+        const int64_t *space = first ? y.dims : masks ? ms.dims : o.dims;
         int64_t own[ODNN_ATTN_MAX_BATCH];
         for (int d = 0; d < r - 2; d++)
             own[d] = md->dims[d] == 1 ? 0 : md->format_desc.blocking.strides[d];
@@ -12512,7 +12558,7 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
     odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, vi[1]);
     odnn_arg(b, step, DNNL_ARG_SRC_2, ODNN_REF_VALUE, vi[2]);
     odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    /* then the mask and the condition, each when there is one */
+    /* then the mask, the condition and the bias, each when there is one */
     if (p->mask_weight >= 0)
         odnn_arg(b, step, DNNL_ARG_SRC_3, ODNN_REF_WEIGHT, p->mask_weight);
     else if (vi[ODNN_ATTN_M] >= 0)
@@ -12521,6 +12567,10 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
         odnn_arg(b, step, DNNL_ARG_WEIGHTS_1, ODNN_REF_WEIGHT, p->cond_weight);
     else if (vi[ODNN_ATTN_C] >= 0)
         odnn_arg(b, step, DNNL_ARG_WEIGHTS_1, ODNN_REF_VALUE, vi[ODNN_ATTN_C]);
+    if (p->bias_weight >= 0)
+        odnn_arg(b, step, DNNL_ARG_BIAS, ODNN_REF_WEIGHT, p->bias_weight);
+    else if (vi[ODNN_ATTN_B] >= 0)
+        odnn_arg(b, step, DNNL_ARG_BIAS, ODNN_REF_VALUE, vi[ODNN_ATTN_B]);
     for (int i = 0; i < p->n_nodes; i++)
         b->done[p->nodes[i]] = 1;
     int64_t batch = 1;
@@ -12528,10 +12578,11 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
         batch *= a.bd[d];
     onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                              "nodes '%s' to '%s': the module's own fused attention (%lld x "
-                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s%s)",
+                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s%s%s)",
                              onednn_host->graph->node_name(v, p->first), name, (long long)batch,
                              (long long)a.s, (long long)a.n, (long long)a.d, (long long)a.dv,
-                             a.scale_op ? ", scaled" : "", a.has_select ? ", selected" : "",
+                             a.scale_op ? ", scaled" : "", a.has_bias ? ", biased" : "",
+                             a.has_select ? ", selected" : "",
                              a.has_mask ? ", masked" : "", a.has_floor ? ", floored" : "");
     return NULL;
 }
@@ -14348,14 +14399,16 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
             omp_set_num_threads(team = want);
         if (odnn_own_step(step, team))
             continue;
-        if (step->kind == ODNN_S_ATTN) { /* Q, K, V, DST, then the mask and the condition */
-            void *p[6] = {NULL};
-            for (int k = 0; k < step->n_args && k < 6; k++)
+        if (step->kind == ODNN_S_ATTN) { /* Q, K, V, DST, then the mask, condition, bias */
+            void *p[7] = {NULL};
+            for (int k = 0; k < step->n_args && k < 7; k++)
                 dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
             const struct odnn_attn *a = step->attn;
-            const void *mask = a->has_mask ? p[4] : NULL;
-            const void *cond = a->has_select ? p[a->has_mask ? 5 : 4] : NULL;
-            odnn_attn_run(a, p[0], p[1], p[2], mask, cond, p[3], team, c->scratch);
+            int at = 4;
+            const void *mask = a->has_mask ? p[at++] : NULL;
+            const void *cond = a->has_select ? p[at++] : NULL;
+            const void *bias = a->has_bias ? p[at++] : NULL;
+            odnn_attn_run(a, p[0], p[1], p[2], mask, cond, bias, p[3], team, c->scratch);
             continue;
         }
         if (step->kind == ODNN_S_SMM) { /* SRC, WEIGHTS, DST, and BIAS when there is one */

@@ -1027,15 +1027,21 @@ class Gen:
         return m
 
     def attention_regrouped(self, batch, s, n, d, dv):
-        """BART's, CLIP's and OPT's attention: products over the heads
-        merged into one batch dim, the scores Reshaped to [B, H, S, N] for
-        the masks (and OPT's Max by a scalar floor), then back."""
+        """BART's, CLIP's, OPT's, Swin's and BLOOM's attention: products
+        over the heads merged into one batch dim, maybe a bias added, the
+        scores Reshaped to [B, H, S, N] for the masks (and OPT's Max by a
+        scalar floor), then back before or after the Softmax."""
         merged = [batch[0] * batch[1]]
         q = self.chain(self.input(merged + [s, d]), self.r(0, 1))
         k = self.node("Transpose", [self.input(merged + [n, d])], {"perm": INTS([0, 2, 1])})
         y = self.node("MatMul", [q, k])
         if self.p(0.6):
             y = self.node(self.pick(["Mul", "Div"]), [y, self.const(np.float32(0.35), "f32")])
+        if self.p(0.4):  # a bias before the Reshape (Swin's positions, BLOOM's ALiBi)
+            bsh = [dd if self.p(0.5) else 1 for dd in merged + [s, n]][self.r(0, 2):]
+            bias = (self.const(self.rng.uniform(-1, 1, bsh)) if self.p(0.5)
+                    else self.chain(self.input(bsh), 1))
+            y = self.node("Add", [y, bias])
         full = batch + [s, n]
         y = self.node("Reshape", [y, self.i64(full)])
         sub = full[self.r(0, 3):]
@@ -1048,8 +1054,12 @@ class Gen:
         if self.p(0.5):
             y = self.node("Max", [y, self.const(np.float32(self.pick([-1.0, -3.4028235e38])),
                                                 "f32")])
-        y = self.node("Reshape", [y, self.i64(merged + [s, n])])
-        p = self.node("Softmax", [y], {"axis": I(-1)})
+        if self.p(0.7):
+            y = self.node("Reshape", [y, self.i64(merged + [s, n])])
+            p = self.node("Softmax", [y], {"axis": I(-1)})
+        else:  # BLOOM's: the Reshape back after the Softmax
+            p = self.node("Softmax", [y], {"axis": I(-1)})
+            p = self.node("Reshape", [p, self.i64(merged + [s, n])])
         v = self.input(merged + [n, dv])
         return self.node("MatMul", [p, v])
 

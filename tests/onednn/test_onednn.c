@@ -6102,7 +6102,11 @@ static void case_own_matmul(void)
  *   [2, 1, 1, 37]) and read by the products' subgraph as its input;
  * - 6: BART's and OPT's: products over [6] heads (2 x 3 merged), the
  *   scores Reshaped to [2, 3, 20, 20] for a mask [2, 1, 1, 20] and a Max
- *   by -1.5 (OPT's floor; here it bites), then back to [6, 20, 20].
+ *   by -1.5 (OPT's floor; here it bites), then back to [6, 20, 20];
+ * - 7: BLOOM's and Swin's: as 6 with a bias [6, 1, 20] (ALiBi, computed)
+ *   added before the Reshape, Where(c, -1e4, scores) after it (c
+ *   constant, [1, 1, 20, 20]), no Max, and the Reshape back after the
+ *   Softmax.
  * Q, K, V (and 0's mask) are products of one projection of the input, so
  * that the core makes the model one subgraph. With AVX-512 the debug log
  * names the fused kernel for each but 2. */
@@ -6154,7 +6158,7 @@ static const char *model_fused_attention(int which)
         mb_node(&m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
         mb_node(&m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
         mb_node(&m, "ro", "Reshape", "\"ot\",\"merged\"", "y", "");
-    } else if (which == 6) {
+    } else if (which >= 6) {
         mb_input(&m, "x", 3, (int64_t[]){6, 20, 16});
         mb_const(&m, "wx", 2, (int64_t[]){16, 16}, NULL, 0.3f);
         mb_const(&m, "wq", 2, (int64_t[]){16, 16}, NULL, 0.5f);
@@ -6172,11 +6176,30 @@ static const char *model_fused_attention(int which)
         mb_node(&m, "tk", "Transpose", "\"k\"", "kt", "\"perm\":{\"ints\":[0,2,1]}");
         mb_node(&m, "qk", "MatMul", "\"q\",\"kt\"", "s", "");
         mb_node(&m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
-        mb_node(&m, "r1", "Reshape", "\"s2\",\"split\"", "s4", "");
-        mb_node(&m, "masked", "Add", "\"s4\",\"mask\"", "s5", "");
-        mb_node(&m, "floored", "Max", "\"s5\",\"floor\"", "s6", "");
-        mb_node(&m, "r2", "Reshape", "\"s6\",\"merge\"", "s3", "");
-        mb_node(&m, "sm", "Softmax", "\"s3\"", "p", "\"axis\":{\"int\":-1}");
+        if (which == 7) { /* ALiBi-like: per head and key, from the input */
+            mb_const(&m, "wb", 2, (int64_t[]){16, 20}, NULL, 0.3f);
+            mb_node(&m, "xb", "ReduceMean", "\"x\"", "xb",
+                    "\"axes\":{\"ints\":[1]},\"keepdims\":{\"int\":1}");
+            mb_node(&m, "bias", "MatMul", "\"xb\",\"wb\"", "alibi", "");
+            mb_node(&m, "biased", "Add", "\"s2\",\"alibi\"", "s2b", "");
+            uint8_t keep[400];
+            for (int i = 0; i < 400; i++)
+                keep[i] = (i * 7 + i / 20) % 5 != 0 || i % 20 == 0;
+            mb_raw(&m, "keep", "bool", 4, (int64_t[]){1, 1, 20, 20}, keep, sizeof keep);
+            mb_scalar(&m, "low", -1e4f);
+        }
+        mb_node(&m, "r1", "Reshape", which == 7 ? "\"s2b\",\"split\"" : "\"s2\",\"split\"",
+                "s4", "");
+        if (which == 6) {
+            mb_node(&m, "masked", "Add", "\"s4\",\"mask\"", "s5", "");
+            mb_node(&m, "floored", "Max", "\"s5\",\"floor\"", "s6", "");
+            mb_node(&m, "r2", "Reshape", "\"s6\",\"merge\"", "s3", "");
+            mb_node(&m, "sm", "Softmax", "\"s3\"", "p", "\"axis\":{\"int\":-1}");
+        } else {
+            mb_node(&m, "masked", "Where", "\"keep\",\"s4\",\"low\"", "s5", "");
+            mb_node(&m, "sm", "Softmax", "\"s5\"", "p4", "\"axis\":{\"int\":-1}");
+            mb_node(&m, "r2", "Reshape", "\"p4\",\"merge\"", "p", "");
+        }
         mb_node(&m, "pv", "MatMul", "\"p\",\"v\"", "y", "");
     } else {
         const int64_t s = 200;
@@ -6230,12 +6253,12 @@ static void case_fused_attention(void)
 {
     char isa[64] = "";
     bool fused = onednn_avx512(isa);
-    for (int w = 0; w < 7; w++) {
+    for (int w = 0; w < 8; w++) {
         const char *path = model_fused_attention(w);
         int64_t xs[3] = {2, 37, 48}, ys[3] = {2, 37, 48};
         if (w > 0 && w < 5) {
             xs[0] = ys[0] = 3, xs[1] = ys[1] = 200, xs[2] = 32, ys[2] = 70;
-        } else if (w == 6) {
+        } else if (w >= 6) {
             xs[0] = ys[0] = 6, xs[1] = ys[1] = 20, xs[2] = 16, ys[2] = 24;
         }
         compare(path, 3, xs, 3, ys,
@@ -6248,13 +6271,14 @@ static void case_fused_attention(void)
         bool logged = strstr(log.text, "to 'pv': the module's own fused attention") != NULL;
         TH_CHECK(logged == (fused && w != 2), "model %d (%s): fused attention %s in the log:\n%s",
                  w, isa, logged ? "named" : "not named", log.text);
-        static const char *const what[7] = {
+        static const char *const what[8] = {
             "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, masked)",
             "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, masked)", NULL,
             "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, masked)",
             "(3 x 200 queries, 200 keys, 64 -> 70 wide, scaled, selected)",
             "(8 x 37 queries, 37 keys, 12 -> 12 wide, scaled, selected)",
-            "(6 x 20 queries, 20 keys, 16 -> 24 wide, scaled, masked, floored)"};
+            "(6 x 20 queries, 20 keys, 16 -> 24 wide, scaled, masked, floored)",
+            "(6 x 20 queries, 20 keys, 16 -> 24 wide, scaled, biased, selected)"};
         if (fused && what[w] != NULL)
             TH_CHECK(strstr(log.text, what[w]) != NULL, "model %d's attention is not %s:\n%s", w,
                      what[w], log.text);
