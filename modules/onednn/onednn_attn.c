@@ -48,7 +48,8 @@ static int64_t odnn_attn_up16(int64_t x)
 }
 
 /* Query rows a work item takes: a multiple of 12 whose scores fill about
- * 192 KiB (in L2 with the entry's packed keys and values), 12 to 96. */
+ * 192 KiB (in L2 with the entry's packed keys and values), 12 to 96, the
+ * blocks of a head about even. */
 int64_t odnn_attn_block_rows(const struct odnn_attn *a)
 {
     int64_t rows = (int64_t)(49152 / odnn_attn_up16(a->n)) / ODNN_ATTN_SROWS * ODNN_ATTN_SROWS;
@@ -56,8 +57,11 @@ int64_t odnn_attn_block_rows(const struct odnn_attn *a)
         rows = ODNN_ATTN_SROWS;
     if (rows > 96)
         rows = 96;
-    int64_t s12 = (a->s + ODNN_ATTN_SROWS - 1) / ODNN_ATTN_SROWS * ODNN_ATTN_SROWS;
-    return rows < s12 ? rows : s12;
+    /* as many blocks as that takes, evened out: 197 queries in blocks of
+     * 72, 72 and 53, not 96, 96 and 5 */
+    int64_t blocks = (a->s + rows - 1) / rows;
+    int64_t even = (a->s + blocks - 1) / blocks;
+    return (even + ODNN_ATTN_SROWS - 1) / ODNN_ATTN_SROWS * ODNN_ATTN_SROWS;
 }
 
 /* Floats of one thread's scratch, each part 64-byte aligned: packed K^T,
@@ -184,13 +188,39 @@ static __attribute__((target("avx512f"))) void odnn_attn_scores12(int two, int64
         odnn_attn_scores_tile(ODNN_ATTN_SROWS, 0, d, qp, kp, s, sld);
 }
 
+/* A block's last tile, of fewer rows: each count its own instance (a
+ * count known only at run time leaves a test per row in the inner loop;
+ * ViT-B's 197 queries end in such a tile). */
+#define ODNN_ATTN_SCORES_R(R)                                                                      \
+    case R:                                                                                        \
+        if (two)                                                                                   \
+            odnn_attn_scores_tile(R, 1, d, qp, kp, s, sld);                                        \
+        else                                                                                       \
+            odnn_attn_scores_tile(R, 0, d, qp, kp, s, sld);                                        \
+        break;
 static __attribute__((target("avx512f"))) void odnn_attn_scores_any(int r, int two, int64_t d,
                                                                     const float *qp,
                                                                     const float *kp, float *s,
                                                                     int64_t sld)
 {
-    odnn_attn_scores_tile(r, two, d, qp, kp, s, sld);
+    switch (r) {
+        ODNN_ATTN_SCORES_R(1)
+        ODNN_ATTN_SCORES_R(2)
+        ODNN_ATTN_SCORES_R(3)
+        ODNN_ATTN_SCORES_R(4)
+        ODNN_ATTN_SCORES_R(5)
+        ODNN_ATTN_SCORES_R(6)
+        ODNN_ATTN_SCORES_R(7)
+        ODNN_ATTN_SCORES_R(8)
+        ODNN_ATTN_SCORES_R(9)
+        ODNN_ATTN_SCORES_R(10)
+        ODNN_ATTN_SCORES_R(11)
+    default:
+        odnn_attn_scores_tile(r, two, d, qp, kp, s, sld);
+        break;
+    }
 }
+#undef ODNN_ATTN_SCORES_R
 
 /* Lanes of the 16 condition bytes from C[J * C_CS] (LANES of them) that
  * are not 0. */
@@ -329,13 +359,32 @@ odnn_attn_values6(int nv, const struct odnn_attn *a, const float *p, int64_t sld
     }
 }
 
+#define ODNN_ATTN_VALUES_R(R)                                                                      \
+    case R:                                                                                        \
+        switch (nv) {                                                                              \
+        case 4: odnn_attn_values_tile(R, 4, a, p, sld, vp, dvpad, c0, inv, o, last); break;        \
+        case 3: odnn_attn_values_tile(R, 3, a, p, sld, vp, dvpad, c0, inv, o, last); break;        \
+        case 2: odnn_attn_values_tile(R, 2, a, p, sld, vp, dvpad, c0, inv, o, last); break;        \
+        default: odnn_attn_values_tile(R, 1, a, p, sld, vp, dvpad, c0, inv, o, last); break;       \
+        }                                                                                          \
+        break;
 static __attribute__((target("avx512f"))) void
 odnn_attn_values_any(int r, int nv, const struct odnn_attn *a, const float *p, int64_t sld,
                      const float *vp, int64_t dvpad, int64_t c0, const float *inv, float *o,
                      __mmask16 last)
 {
-    odnn_attn_values_tile(r, nv, a, p, sld, vp, dvpad, c0, inv, o, last);
+    switch (r) {
+        ODNN_ATTN_VALUES_R(1)
+        ODNN_ATTN_VALUES_R(2)
+        ODNN_ATTN_VALUES_R(3)
+        ODNN_ATTN_VALUES_R(4)
+        ODNN_ATTN_VALUES_R(5)
+    default:
+        odnn_attn_values_tile(r, nv, a, p, sld, vp, dvpad, c0, inv, o, last);
+        break;
+    }
 }
+#undef ODNN_ATTN_VALUES_R
 
 /* The offsets of batch entry E in Q, K, V, the mask, O, the condition and
  * the bias (in elements). */
