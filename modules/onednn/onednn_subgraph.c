@@ -12192,8 +12192,8 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     p.q = odnn_in(v, n, 0), p.k = odnn_in(v, n, 1);
     if (!odnn_attn_activation(v, p.q, &q) || !odnn_attn_activation(v, p.k, &k) ||
         !odnn_tensor(v, odnn_out(v, n, 0), &y) || !y.known || y.ndim - 2 > ODNN_ATTN_MAX_BATCH ||
-        q.ndim > y.ndim || k.ndim > y.ndim)
-        return 0;
+        q.ndim > y.ndim || k.ndim > y.ndim || y.elems == 0 || q.elems == 0)
+        return 0; /* empty scores or heads of width 0: nothing to fuse */
     p.nodes[p.n_nodes++] = n;
     int64_t t = odnn_out(v, n, 0), j = odnn_sole_reader(&b->u, t);
     sp = y; /* the scores' dims where they are now */
@@ -12306,7 +12306,7 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
     p.v = odnn_in(v, (size_t)j, 1);
     p.out = odnn_out(v, (size_t)j, 0);
     if (!odnn_attn_activation(v, p.v, &vt) || vt.ndim > r || !odnn_tensor(v, p.out, &o) ||
-        !o.known || o.ndim != r || vt.dims[vt.ndim - 2] != sp.dims[r - 1])
+        !o.known || o.ndim != r || vt.dims[vt.ndim - 2] != sp.dims[r - 1] || o.elems == 0)
         return 0;
     for (int d = 0; d < r - 2; d++) { /* V broadcasts into the scores' batch, not beyond */
         int iv = d - (r - vt.ndim);
