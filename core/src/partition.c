@@ -343,6 +343,16 @@ static bool pl_part_reaches(const pl_partition *p, pl_nid node, size_t c)
     return pl_bit(r, c);
 }
 
+/* In the set SET of clusters, FROM's bit becomes INTO's. */
+static void pl_part_rename_bit(uint64_t *set, int32_t from, int32_t into)
+{
+    uint64_t fb = 1ull << (from % 64);
+    if (set[from / 64] & fb) {
+        set[from / 64] &= ~fb;
+        set[into / 64] |= 1ull << (into % 64);
+    }
+}
+
 /* Merges cluster FROM into INTO (neither reaches the other), the nodes
  * so far (the first DONE of the topological order) and every cluster's
  * set then naming INTO where they named FROM; FROM is left empty. */
@@ -366,22 +376,14 @@ static pl_status *pl_part_merge(pl_partition *p, int32_t into, int32_t from, siz
     a->n_nodes = k;
     b->nodes = NULL;
     b->n_nodes = 0;
-    size_t fw = (size_t)from / 64, iw = (size_t)into / 64;
-    uint64_t fb = 1ull << (from % 64), ib = 1ull << (into % 64);
-    for (size_t idx = 0; idx < done; idx++) {
-        uint64_t *d = p->deps + (size_t)p->topo[idx] * p->words;
-        if (d[fw] & fb)
-            d[fw] &= ~fb, d[iw] |= ib;
-    }
+    for (size_t idx = 0; idx < done; idx++)
+        pl_part_rename_bit(p->deps + (size_t)p->topo[idx] * p->words, from, into);
     uint64_t *ca = p->cdeps + (size_t)into * p->words, *cb = p->cdeps + (size_t)from * p->words;
     for (size_t w = 0; w < p->words; w++)
         ca[w] |= cb[w], cb[w] = 0;
-    for (size_t c = 0; c < p->n_clusters; c++) {
-        uint64_t *d = p->cdeps + c * p->words;
-        if (d[fw] & fb)
-            d[fw] &= ~fb, d[iw] |= ib;
-    }
-    ca[iw] &= ~ib;
+    for (size_t c = 0; c < p->n_clusters; c++)
+        pl_part_rename_bit(p->cdeps + c * p->words, from, into);
+    ca[into / 64] &= ~(1ull << (into % 64));
     return NULL;
 }
 
@@ -463,12 +465,7 @@ static pl_status *pl_part_make_clusters(pl_partition *p)
             }
             if (ok) {
                 PL_RETURN_IF_ERROR(pl_part_merge(p, chosen, c2, idx));
-                uint64_t *self = p->deps + (size_t)n * p->words;
-                size_t fw = (size_t)c2 / 64;
-                if (self[fw] & (1ull << (c2 % 64))) {
-                    self[fw] &= ~(1ull << (c2 % 64));
-                    self[chosen / 64] |= 1ull << (chosen % 64);
-                }
+                pl_part_rename_bit(p->deps + (size_t)n * p->words, c2, chosen); /* n's own */
             }
         }
         if (chosen < 0) {
