@@ -2142,7 +2142,9 @@ static void case_gelu_tanh_factored(void)
  * blocked, and so does one with a grouped convolution of whole blocks
  * (2 groups of 16), while one whose groups oneDNN has no blocked kernel
  * for (3 groups of 8: it runs channels-last anyway) is channels-last
- * throughout (odnn_grouped_unblocked); all agree with the cpu module. */
+ * throughout (odnn_grouped_unblocked). With a depthwise convolution the
+ * padding must exceed 30%: 10 channels (1.6x) run channels-last, 40
+ * (1.2x) blocked. All agree with the cpu module. */
 static const char *model_narrow(int64_t c_mid, int64_t group)
 {
     struct mb m = {.seed = 11};
@@ -2167,8 +2169,8 @@ static const char *model_narrow(int64_t c_mid, int64_t group)
 
 static void case_narrow_channels_last(void)
 {
-    struct { int64_t c, group; int last; } cases[] = {{8, 1, 1}, {24, 1, 1}, {32, 1, 0},
-                                                       {32, 2, 0}, {24, 3, 1}};
+    struct { int64_t c, group; int last; } cases[] = {
+        {8, 1, 1}, {24, 1, 1}, {32, 1, 0}, {32, 2, 0}, {24, 3, 1}, {10, 10, 1}, {40, 40, 0}};
     int64_t xs[] = {1, 3, 20, 20}, ys[] = {1, 2, 20, 20};
     size_t nx = count(4, xs), ny = count(4, ys);
     float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *ref = malloc(ny * sizeof *ref);
@@ -4994,6 +4996,61 @@ static FILE *verbose_end(int saved, const char *vpath)
     return f;
 }
 
+/* GhostNet's modules: a 1x1 convolution into few channels, a depthwise 3x3
+ * of its result, both concatenated along the channels (twice: 6 + 6, then
+ * 10 + 10), and a 1x1 convolution of the concat out. Their channels would
+ * be padded 1.6x and more in blocks of 16, so the convolutions run
+ * channels-last on AVX-512, and each Concat copies its channels-last
+ * sources into the strided pieces of a channels-last destination (the
+ * debug log says so) rather than into plain pieces that the next
+ * convolution reorders back: no reorder writes a plain tensor but the
+ * graph's output (ONEDNN_VERBOSE). Agrees with the cpu module anywhere. */
+static void case_ghost_concat(void)
+{
+    char isa[64];
+    bool avx512 = onednn_avx512(isa);
+    int saved;
+    const char *vpath = verbose_begin(&saved);
+    struct mb m = {.seed = 93};
+    int64_t xs[] = {1, 16, 24, 24}, ys[] = {1, 16, 24, 24};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "p1", "x", "p1o", 16, 6, 1, 1, 1);
+    mb_node(&m, "p1r", "Relu", "\"p1o\"", "a1", "");
+    mb_conv(&m, "c1", "a1", "c1o", 6, 6, 3, 1, 6);
+    mb_node(&m, "c1r", "Relu", "\"c1o\"", "b1", "");
+    mb_node(&m, "cat1", "Concat", "\"a1\",\"b1\"", "g1", "\"axis\":{\"int\":1}");
+    mb_conv(&m, "p2", "g1", "a2", 12, 10, 1, 1, 1);
+    mb_conv(&m, "c2", "a2", "b2", 10, 10, 3, 1, 10);
+    mb_node(&m, "cat2", "Concat", "\"a2\",\"b2\"", "g2", "\"axis\":{\"int\":1}");
+    mb_conv(&m, "out", "g2", "y", 20, 16, 1, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, ys, (const char *[]){"p1", "c1", "cat1", "cat2", "out", NULL});
+    struct wino_log log;
+    compile_log(path, &log);
+    FILE *f = verbose_end(saved, vpath);
+    char line[2048];
+    int reorders = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "onednn_verbose,exec,", 20) != 0 || strstr(line, ",reorder,") == NULL)
+            continue;
+        reorders++;
+        TH_CHECK(!avx512 || strstr(line, "dst_f32::blocked:abcd:") == NULL ||
+                     strstr(line, "1x16x24x24") != NULL,
+                 "a reorder into a plain tensor inside the subgraph: %s", line);
+    }
+    fclose(f);
+    if (!avx512)
+        return;
+    TH_CHECK(reorders > 0, "ONEDNN_VERBOSE printed no reorder");
+    TH_CHECK(strstr(log.text, "convolutions channels-last") != NULL, "log:\n%s", log.text);
+    TH_CHECK(strstr(log.text, "'cat1' (Concat): its 2 sources copied into a channels-last") !=
+                     NULL &&
+                 strstr(log.text, "'cat2' (Concat): its 2 sources copied into a channels-last") !=
+                     NULL,
+             "log:\n%s", log.text);
+}
+
 /* A grouped convolution that oneDNN 2.6 serves only with its im2col GEMM
  * (ConvNeXt's depthwise 7x7 reaching a 2x2 map; on AVX2 its jit_dw kernel
  * refuses a map smaller than the kernel) is left to cpu, where it takes
@@ -7020,6 +7077,7 @@ int main(int argc, char **argv)
         {"binary_post_ops", case_binary_post_ops},
         {"concat_unblock", case_concat_unblock},
         {"grouped_no_gemm", case_grouped_no_gemm},
+        {"ghost_concat", case_ghost_concat},
         {"conv1d", case_conv1d},
         {"slice_views", case_slice_views},
         {"concat_in_place", case_concat_in_place},
