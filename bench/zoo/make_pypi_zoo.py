@@ -381,8 +381,21 @@ def main():
             "note": "", "fast": False, "repro": False,
             "exporter": m.producer_name or "unknown", "nodes": len(m.graph.node),
             "inputs": inputs, "outputs": []}
+        # ONNX Runtime's own optimised graph against the reference: where
+        # the inputs make a model that sensitive (ppocr4_det 2e-4,
+        # basic_pitch 1.5e-4 on an AVX-512 Xeon), it is checked at twice that
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opt = ort.InferenceSession(os.path.join(a.out, name + ".onnx"), so,
+                                   providers=["CPUExecutionProvider"]).run(None, feed)
+        ort_opt_err = max([float(np.abs(np.asarray(u, np.float64) - np.asarray(v, np.float64))
+                                 .max() / max(np.abs(np.asarray(v, np.float64)).max(), 1e-30))
+                           for u, v in zip(opt, outs)
+                           if np.asarray(v).size and np.asarray(v).dtype.kind == "f"] or [0.0])
+        entry["ort_opt_err"] = ort_opt_err
+        if ort_opt_err > 5e-5:
+            entry["tol"] = max(1e-4, 2 * ort_opt_err)
         if name in TOL:
-            entry["tol"] = TOL[name]
+            entry["tol"] = max(TOL[name], entry.get("tol", 0.0))
         for o, v in zip(s.get_outputs(), outs):
             fn = "%s.ref.%s.npy" % (name, safe(o.name))
             np.save(os.path.join(a.out, fn), v)
