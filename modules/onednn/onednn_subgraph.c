@@ -4134,6 +4134,17 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
         *out_st = odnn_dnnl(ds, "dnnl_primitive_desc_clone", b->v, node);
         return -1;
     }
+    /* The first step on gemm:jit (a product of two activations that is
+     * not attention's fused step, an im2col convolution) starts the
+     * generation of its kernels, which then overlaps the rest of the
+     * build (onednn_warm.c). Not before: a subgraph that never runs
+     * gemm:jit (every attention fused) would pay for it in its first
+     * runs, the thread taking a core for 58 ms (2 threads, gpt_neo's
+     * runs 1.0 ms then 1.5-6.5 while it ran). */
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        odnn_gemm_warm_impl(impl))
+        odnn_gemm_warm_start();
     const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     c->n_bf16 += wmd != NULL && wmd->data_type == dnnl_bf16;
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -13956,21 +13967,6 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     }
     memset(b.done, 0, nodes + 1);
     double t0 = odnn_now_ms(), t_hash, t_build, t_plan, t_bind, t_make;
-    /* A product of two activations (attention's) runs on gemm:jit unless
-     * small: its kernels are generated from here on, while the subgraph
-     * builds, not from when its primitives are made (onednn_warm.c) */
-    for (size_t i = 0; i < nodes; i++) {
-        const void *data;
-        size_t bytes;
-        int64_t w = onednn_host->graph->node_input_count(subgraph, i) > 1
-                        ? onednn_host->graph->node_input(subgraph, i, 1)
-                        : -1;
-        if (w >= 0 && odnn_op_is(subgraph, (int64_t)i, "MatMul") &&
-            !onednn_host->graph->tensor_constant(subgraph, w, &data, &bytes)) {
-            odnn_gemm_warm_start();
-            break;
-        }
-    }
     st = odnn_uses_build(ctx, subgraph, &b.u);
     /* Hashed before the build, which tells the core when it is done with
      * each constant (the hash reads them all). */

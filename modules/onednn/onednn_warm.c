@@ -8,8 +8,10 @@
  * process: 24 ms on this machine, which was all of a first run's excess (a
  * first BERT or YOLO11 run 30-45 ms against 4-10 after). Made during the
  * compile instead, in a thread of its own, the generation overlaps the rest
- * of session creation; a run that comes sooner waits for it inside oneDNN,
- * as it waited for its own generation before. The thread is joined when
+ * of session creation (from the first step that runs on gemm:jit, not
+ * before: a session that never runs it would pay in its first runs); a
+ * run that comes sooner waits for it inside oneDNN, as it waited for its
+ * own generation before. The thread is joined when
  * the module is unloaded or the process exits (not in a forked child). */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "onednn.h"
