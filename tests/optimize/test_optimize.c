@@ -1900,6 +1900,86 @@ static void case_expand_rank(void)
     against_none(path, x, 4, shape, names, 1, expand_rank_check);
 }
 
+/* siblings_merged's model under optimize = all: mq, mk and mv became one
+ * MatMul (their weights side by side), aq and av went into one Add (zeros
+ * for mk, which has none), a Split gives the three results; mo, whose
+ * product is a graph output, and mx, by a non-constant, stayed. */
+static void siblings_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "mq", "side by side") && rewritten_as(root, "mk", "side by side") &&
+                 rewritten_as(root, "mv", "side by side") && !rewritten(root, "mo") &&
+                 !rewritten(root, "mx"),
+             "%s: mq, mk and mv should merge, mo and mx stay", cfg);
+    static const char *const gone[] = {"mq", "mk", "mv", "aq", "av"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        TH_CHECK(!placed(root, gone[i]), "%s: %s still runs", cfg, gone[i]);
+    TH_CHECK(placed(root, "mq/MatMul") && placed(root, "mq/Split") && placed(root, "mo") &&
+                 placed(root, "mx") && placed(root, "rk") && placed(root, "tv"),
+             "%s: the merged product, its Split, mo, mx, rk and tv should run", cfg);
+}
+
+/* Four MatMuls of one input x [2, 5, 8] by constant matrices: mq [8, 6]
+ * then Add of bq [6] (aq), mk [8, 4] without an Add (Relu after it), mv
+ * [8, 6] then Add of bv [1, 1, 6] on the left (av, then Tanh), and mo
+ * [8, 2] whose product is a graph output; and mx, x by its own transpose.
+ * At opset 13 (Split's sizes an input) and 11 (an attribute). Outputs
+ * equal optimize = none's on cpu and on onednn. */
+static void case_siblings_merged(void)
+{
+    static float w[48 + 32 + 48 + 6 + 6 + 16];
+    for (size_t k = 0; k < sizeof w / sizeof *w; k++)
+        w[k] = 0.05f * (float)((int)(k * 7 % 23) - 11);
+    const float *wq = w, *wk = w + 48, *wv = w + 80, *bq = w + 128, *bv = w + 134, *wo = w + 140;
+    write_sidecar("sib.weights", (const void *const[]){wq, wk, wv, bq, bv, wo},
+                  (const size_t[]){48 * 4, 32 * 4, 48 * 4, 6 * 4, 6 * 4, 16 * 4}, 6);
+    for (int opset = 11; opset <= 13; opset += 2) {
+        char json[4096];
+        snprintf(json, sizeof json,
+                 "{\"format\":\"plinth-graph\",\"version\":1,"
+                 "\"opset_import\":[{\"domain\":\"\",\"version\":%d}],"
+                 "\"weights\":\"sib.weights\",\"inputs\":[\"x\"],"
+                 "\"outputs\":[\"yq\",\"yk\",\"yv\",\"yo\"],"
+                 "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,5,8]},"
+                 "{\"name\":\"wq\",\"dtype\":\"f32\",\"shape\":[8,6],"
+                 "\"data\":{\"offset\":0,\"length\":192}},"
+                 "{\"name\":\"wk\",\"dtype\":\"f32\",\"shape\":[8,4],"
+                 "\"data\":{\"offset\":192,\"length\":128}},"
+                 "{\"name\":\"wv\",\"dtype\":\"f32\",\"shape\":[8,6],"
+                 "\"data\":{\"offset\":320,\"length\":192}},"
+                 "{\"name\":\"bq\",\"dtype\":\"f32\",\"shape\":[6],"
+                 "\"data\":{\"offset\":512,\"length\":24}},"
+                 "{\"name\":\"bv\",\"dtype\":\"f32\",\"shape\":[1,1,6],"
+                 "\"data\":{\"offset\":576,\"length\":24}},"
+                 "{\"name\":\"wo\",\"dtype\":\"f32\",\"shape\":[8,2],"
+                 "\"data\":{\"offset\":640,\"length\":64}}],"
+                 "\"nodes\":["
+                 "{\"name\":\"mq\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"wq\"],\"outputs\":[\"q\"]},"
+                 "{\"name\":\"aq\",\"op\":\"Add\",\"inputs\":[\"q\",\"bq\"],\"outputs\":[\"qb\"]},"
+                 "{\"name\":\"mk\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"wk\"],\"outputs\":[\"k\"]},"
+                 "{\"name\":\"rk\",\"op\":\"Relu\",\"inputs\":[\"k\"],\"outputs\":[\"yk\"]},"
+                 "{\"name\":\"mv\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"wv\"],\"outputs\":[\"v\"]},"
+                 "{\"name\":\"av\",\"op\":\"Add\",\"inputs\":[\"bv\",\"v\"],\"outputs\":[\"vb\"]},"
+                 "{\"name\":\"tv\",\"op\":\"Tanh\",\"inputs\":[\"vb\"],\"outputs\":[\"yv\"]},"
+                 "{\"name\":\"mo\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"wo\"],\"outputs\":[\"yo\"]},"
+                 "{\"name\":\"tx\",\"op\":\"Transpose\",\"inputs\":[\"x\"],\"outputs\":[\"xt\"],"
+                 "\"attributes\":{\"perm\":{\"ints\":[0,2,1]}}},"
+                 "{\"name\":\"mx\",\"op\":\"MatMul\",\"inputs\":[\"x\",\"xt\"],\"outputs\":[\"xx\"]},"
+                 "{\"name\":\"sq\",\"op\":\"ReduceMax\",\"inputs\":[\"xx\"],\"outputs\":[\"sx\"],"
+                 "\"attributes\":{\"axes\":{\"ints\":[2]},\"keepdims\":{\"int\":1}}},"
+                 "{\"name\":\"fq\",\"op\":\"Add\",\"inputs\":[\"qb\",\"sx\"],\"outputs\":[\"yq\"]}]}",
+                 opset);
+        char name[32];
+        snprintf(name, sizeof name, "siblings%d.json", opset);
+        const char *path = write_model(name, json);
+        float x[80];
+        for (int i = 0; i < 80; i++)
+            x[i] = 0.1f * (float)(i % 11 - 5);
+        static const int64_t shape[3] = {2, 5, 8};
+        static const char *const names[4] = {"yq", "yk", "yv", "yo"};
+        against_none(path, x, 3, shape, names, 4, siblings_check);
+    }
+}
+
 /* layernorm_fused's models under optimize = all: ln1 (Pow, beta) and ln2
  * (Mul(d, d), gamma first, no beta) became LayerNormalization nodes named
  * after their last node, ln1's input still made; ln3, whose centred input is also an output, and
@@ -3484,6 +3564,7 @@ int main(int argc, char **argv)
         {"layernorm_fused", case_layernorm_fused},
         {"expand_dropped", case_expand_dropped},
         {"expand_rank", case_expand_rank},
+        {"siblings_merged", case_siblings_merged},
         {"layernorm_keras", case_layernorm_keras},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof *cases, 1, "STAGE_DIR");
