@@ -26,7 +26,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # or in groups of 2 or 4 channels, or 2 or 3 groups of 16 or 24 (the channel
 # blocks the onednn module's own direct and grouped kernels take), and 3x3 layers of 24 to 64 channels on
 # 7x7 to 18x18 maps (its Winograd variant).
-MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels")
+MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels", "siblings")
 
 
 def I(v):
@@ -792,6 +792,8 @@ class Gen:
             return self.dynq()
         elif family == "kernels":
             x = self.kernels()
+        elif family == "siblings":
+            x = self.siblings()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -954,6 +956,44 @@ class Gen:
         y = self.node("Reshape", [nrm, self.i64([n, c, h, w])])
         y = self.node("Mul", [y, self.const(self.rng.uniform(0.5, 1.5, [c, 1, 1]))])
         return self.node("Add", [y, self.const(self.rng.uniform(-0.5, 0.5, [c, 1, 1]))])
+
+    def siblings(self):
+        """Products of one input by constant matrices, as transformers'
+        query, key and value projections are written (the optimiser puts
+        them side by side and splits the result: algebra.c,
+        pl_alg_siblings): 2-4 MatMuls of x [batch.., M, K], each maybe with
+        the Add of a per-column bias ([N] or [1, .., 1, N], either side),
+        one sometimes by the same weights as the one before; then an
+        attention of the first three (same widths), or each through a short
+        chain and all concatenated on the last axis."""
+        if not self.float:
+            return self.matmul()
+        rank = self.pick([2, 3, 3, 4])
+        batch = [self.r(1, 3) for _ in range(rank - 2)]
+        m, k = self.r(1, 40), self.pick([self.r(1, 24), 64, 192])
+        x = self.chain(self.input(batch + [m, k]), self.r(0, 1))
+        nb, same = self.r(2, 4), self.p(0.5)
+        n0 = self.r(1, 48)
+        outs, w = [], None
+        for _ in range(nb):
+            n = n0 if same else self.r(1, 48)
+            if w is None or self.shape(w)[1] != n or not self.p(0.15):
+                w = self.weights([k, n])
+            y = self.node("MatMul", [x, w])
+            if self.p(0.7):
+                bshape = [n] if self.p(0.7) else [1] * (rank - 1) + [n]
+                b = self.const(self.rng.uniform(-0.5, 0.5, bshape))
+                y = self.node("Add", [y, b] if self.p(0.6) else [b, y])
+            outs.append(y)
+        if same and nb >= 3 and self.p(0.5):
+            perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+            kt = self.node("Transpose", [outs[1]], {"perm": INTS(perm)})
+            sc = self.node("MatMul", [outs[0], kt])
+            sc = self.node("Mul", [sc, self.const(np.float32(0.125), "f32")])
+            pr = self.node("Softmax", [sc], {"axis": I(-1)})
+            return self.node("MatMul", [pr, outs[2]])
+        return self.node("Concat", [self.chain(o, self.r(0, 1)) for o in outs],
+                         {"axis": I(-1)})
 
     def attention(self):
         """MatMul(Q, K^T) [-> Mul or Div by a scalar] [-> Where(c, scores,
