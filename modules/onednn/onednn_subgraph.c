@@ -6125,6 +6125,32 @@ static int odnn_conv_layout_any(struct odnn_build *b)
     return b->conv_any;
 }
 
+static int64_t odnn_channel_block(const dnnl_memory_desc_t *md);
+
+/* Whether 1-D pointwise convolution N reads its source as a channels-last
+ * view (a transformer's [B, S, C] hidden states transposed to [B, C, S]:
+ * SqueezeBERT's grouped 1x1 layers, a Conformer's pointwise ones). Asked
+ * for channel blocks, each such layer had a reorder in and one out:
+ * SqueezeBERT of the HF zoo 72 primitives, 0.605 ms; left to oneDNN
+ * (brgconv reading the view as it is), 45 and 0.536 (best of 4 medians
+ * of 30, alternating). Wider kernels over such a view (wav2vec2's
+ * feature extractor and positional convolution) ran 2-3% slower so and
+ * stay blocked. */
+static int odnn_conv_src_last(struct odnn_build *b, size_t n, const dnnl_memory_desc_t *src)
+{
+    int vi = odnn_value_of(b, odnn_in(b->v, n, 0));
+    struct odnn_tinfo w;
+    int last = src->ndims == 3 && vi >= 0 && b->c->values[vi].defined &&
+               odnn_channel_block(&b->c->values[vi].md) == -1 &&
+               odnn_tensor(b->v, odnn_in(b->v, n, 1), &w) && w.ndim == 3 && w.dims[2] == 1;
+    if (last)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': its source is a channels-last view: the "
+                                 "convolution asked to read it as it is",
+                                 onednn_host->graph->node_name(b->v, n));
+    return last;
+}
+
 /* Left to choose (dnnl_format_tag_any), oneDNN 2.6 on AVX-512 gives an f32
  * convolution the brgemm kernels in nhwc. At one image and the small
  * spatial sizes of mobile nets, the kernels for the channel-blocked layout
@@ -6136,7 +6162,8 @@ static int odnn_conv_layout_any(struct odnn_build *b)
  * Returns dnnl_success with *PD set, or anything else to say "use any";
  * CD is scratch. The choice depends only on the shapes and the ISA, which
  * the blob header records, so import re-creates the same plan. */
-static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_desc_t *cd,
+static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, int src_last,
+                                       dnnl_convolution_desc_t *cd,
                                        const dnnl_memory_desc_t *src_any,
                                        const dnnl_memory_desc_t *wei_md,
                                        const dnnl_memory_desc_t *bias_md,
@@ -6150,12 +6177,36 @@ static dnnl_status_t odnn_conv_blocked(struct odnn_build *b, dnnl_convolution_de
         return dnnl_unimplemented;
     if (odnn_conv_layout_any(b))
         return dnnl_unimplemented;
+    int nd = src_any->ndims;
+    if (src_last) {
+        /* channels-last in and out when a jit kernel takes it so (brgconv
+         * did for SqueezeBERT's 64 channels a group; for 16 a group it
+         * took none, and left to choose oneDNN gave a layout that cost
+         * three reorders), else blocked as below */
+        dnnl_memory_desc_t s_md, d_md;
+        const char *impl = NULL;
+        if (dnnl_memory_desc_init_by_tag(&s_md, nd, src_any->dims, src_any->data_type,
+                                         dnnl_acb) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&d_md, nd, dst_any->dims, dst_any->data_type,
+                                         dnnl_acb) == dnnl_success &&
+            dnnl_dilated_convolution_forward_desc_init(cd, dnnl_forward_inference,
+                                                       dnnl_convolution_direct, &s_md, wei_md,
+                                                       bias_md, &d_md, strides, dil, pl,
+                                                       pr) == dnnl_success &&
+            odnn_conv_pd_fast(b, cd, po, pd) == dnnl_success) {
+            if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) ==
+                    dnnl_success &&
+                impl != NULL && strncmp(impl, "brg", 3) == 0)
+                return dnnl_success;
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = NULL;
+        }
+    }
     /* bf16 with AMX: oneDNN's AMX kernels (brgconv) take nhwc, which it
      * picks when left to choose (odnn_conv_bf16_pays). */
     if (src_any->data_type == dnnl_bf16 && odnn_bf16_everywhere())
         return dnnl_unimplemented;
     dnnl_memory_desc_t src_md = *src_any, dst_md;
-    int nd = src_any->ndims;
     dnnl_format_tag_t tag = nd == 3 ? dnnl_aBc16b : nd == 4 ? dnnl_aBcd16b : dnnl_aBcde16b;
     if (src_any->dims[1] >= 16)
         dnnl_memory_desc_init_by_tag(&src_md, nd, src_any->dims, src_any->data_type, tag);
@@ -7996,7 +8047,8 @@ static pl_status *odnn_conv(struct odnn_build *b, size_t n)
             dnnl_post_ops_destroy(f.po);
             fuse = 0;
             continue;
-        } else if (odnn_conv_blocked(b, &cd, &src_md, &wei_md, bias_t >= 0 ? &bias_md : NULL,
+        } else if (odnn_conv_blocked(b, odnn_conv_src_last(b, n, &src_md), &cd, &src_md,
+                                     &wei_md, bias_t >= 0 ? &bias_md : NULL,
                                      &dst_md, strides, dil, pl, pr, f.po, &pd) != dnnl_success) {
             if (dw.node >= 0) { /* only a reference kernel for the pair: unfused */
                 dnnl_post_ops_destroy(f.po);

@@ -5051,6 +5051,47 @@ static void case_ghost_concat(void)
              "log:\n%s", log.text);
 }
 
+/* SqueezeBERT's layers: [1, S, C] hidden states transposed to [1, C, S],
+ * a grouped pointwise Conv1d (4 groups of 64) with its ReLU, transposed
+ * back. On AVX-512 the convolution is asked to read the transposed view
+ * as it is (the debug log says so) and the plan has no reorder (it had
+ * one in and one out with the source asked for in blocks of 16); a 3-wide
+ * kernel over the same view stays blocked. Agrees with the cpu module
+ * anywhere. */
+static void case_pointwise_view(void)
+{
+    char isa[64];
+    bool avx512 = onednn_avx512(isa);
+    for (int k = 1; k <= 3; k += 2) {
+        struct mb m = {.seed = 95};
+        int64_t xs[] = {1, 24, 256};
+        mb_input(&m, "x", 3, xs);
+        mb_const(&m, "w", 3, (int64_t[]){256, 64, k}, NULL, 0.125f);
+        mb_const(&m, "b", 1, (int64_t[]){256}, NULL, 0.1f);
+        mb_node(&m, "t1", "Transpose", "\"x\"", "xt", "\"perm\":{\"ints\":[0,2,1]}");
+        char attrs[96];
+        snprintf(attrs, sizeof attrs, "\"group\":{\"int\":4},\"pads\":{\"ints\":[%d,%d]}",
+                 k / 2, k / 2);
+        mb_node(&m, "conv", "Conv", "\"xt\",\"w\",\"b\"", "c", attrs);
+        mb_node(&m, "relu", "Relu", "\"c\"", "r", "");
+        mb_node(&m, "t2", "Transpose", "\"r\"", "y", "\"perm\":{\"ints\":[0,2,1]}");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 3, xs, 3, xs, (const char *[]){"t1", "conv", "relu", "t2", NULL});
+        struct wino_log log;
+        compile_log(path, &log);
+        bool said = strstr(log.text, "'conv': its source is a channels-last view") != NULL;
+        TH_CHECK(said == (avx512 && k == 1), "kernel %d (%s): log:\n%s", k, isa, log.text);
+        if (!avx512 || k != 1)
+            continue;
+        struct blob bl = compile_blob(path);
+        uint32_t total;
+        int reorders = count_steps(&bl, 1 /* ODNN_S_REORDER */, &total);
+        TH_CHECK(reorders == 0, "%d reorders among %u steps", reorders, total);
+        free(bl.bytes);
+    }
+}
+
 /* A grouped convolution that oneDNN 2.6 serves only with its im2col GEMM
  * (ConvNeXt's depthwise 7x7 reaching a 2x2 map; on AVX2 its jit_dw kernel
  * refuses a map smaller than the kernel) is left to cpu, where it takes
@@ -7099,6 +7140,7 @@ int main(int argc, char **argv)
         {"concat_unblock", case_concat_unblock},
         {"grouped_no_gemm", case_grouped_no_gemm},
         {"ghost_concat", case_ghost_concat},
+        {"pointwise_view", case_pointwise_view},
         {"conv1d", case_conv1d},
         {"slice_views", case_slice_views},
         {"concat_in_place", case_concat_in_place},
