@@ -1443,6 +1443,84 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
     return st;
 }
 
+pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid gather,
+                                           pl_nid product, const char *name,
+                                           pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    const pl_graph_node *n = NULL;
+    const pl_graph *body = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "hoisting a product", &n, &body));
+    if (gather >= body->n_nodes || product >= body->n_nodes || gather == product)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "hoisting a product: no such nodes in the body of '%s'", n->name);
+    const pl_graph_node *gn = &body->nodes[gather], *mn = &body->nodes[product];
+    if (gn->n_formal_inputs != 2 || mn->n_formal_inputs != 2 || mn->n_outputs < 1 ||
+        gn->n_outputs < 1 || mn->inputs[0] != gn->outputs[0] || mn->outputs[0] == PL_TID_NONE)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "hoisting a product: '%s' does not read what '%s' gathers",
+                                mn->name, gn->name);
+    const pl_graph_tensor *xt = &body->tensors[gn->inputs[0]];
+    const pl_graph_tensor *wt = &body->tensors[mn->inputs[1]];
+    const pl_graph_tensor *yt = &body->tensors[mn->outputs[0]];
+    if (xt->ndim < 1 || xt->ndim > PL_GRAPH_MAX_RANK || wt->ndim != 2)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "hoisting a product: '%s' or '%s' has no known rank", xt->name,
+                                wt->name);
+    int64_t dims[PL_GRAPH_MAX_RANK];
+    for (int32_t d = 0; d < xt->ndim; d++)
+        dims[d] = xt->dims[d];
+    dims[xt->ndim - 1] = wt->dims[1];
+    /* the outer graph: the product of the whole sequence before the Loop */
+    pl_graph *c = NULL, *b = NULL;
+    bool *drop = pl_calloc(body->n_nodes, sizeof *drop);
+    pl_status *st = drop != NULL ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
+                                 : pl_graph_oom("hoisting a product");
+    char node_name[512];
+    snprintf(node_name, sizeof node_name, "%s/%s", n->name, mn->name);
+    char buf[560];
+    const char *nn = c != NULL ? pl_graph_free_name(c, true, node_name, "hoisted", buf, sizeof buf)
+                               : NULL;
+    if (st == NULL)
+        st = pl_graph_add_node(c, nn, "MatMul", "", (const char *const[]){xt->name, wt->name}, 2,
+                               (const char *const[]){name}, 1, NULL);
+    /* the body: the Gather reads the product's rows into the MatMul's output */
+    if (st == NULL) {
+        drop[product] = true;
+        st = pl_graph_copy_rewritten(body, drop, NULL, &b);
+    }
+    pl_tid rows = PL_TID_NONE, out = PL_TID_NONE;
+    pl_nid at = PL_NID_NONE;
+    if (st == NULL)
+        st = pl_graph_tensor_get_or_add(b, name, &rows);
+    if (st == NULL)
+        st = pl_graph_set_type(b, rows, xt->dtype, xt->ndim, dims, NULL);
+    if (st == NULL) {
+        out = pl_graph_find_tensor(b, yt->name);
+        at = pl_graph_find_node(b, gn->name);
+        if (out == PL_TID_NONE || at == PL_NID_NONE)
+            st = pl_status_create(PL_CODE_INTERNAL, "hoisting a product: the body's copy "
+                                                    "lost '%s'", gn->name);
+    }
+    if (st == NULL)
+        st = pl_graph_node_set_inputs(b, at, (const pl_tid[]){rows, b->nodes[at].inputs[1]}, 2);
+    if (st == NULL)
+        st = pl_graph_node_set_outputs(b, at, (const pl_tid[]){out}, 1);
+    if (st == NULL) {
+        pl_graph_node_remove_attr(c, id, "body");
+        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
+        b = NULL;
+    }
+    pl_free(drop);
+    pl_graph_destroy(b);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,
                                   pl_graph **out_graph)
 {

@@ -228,6 +228,9 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                 st = pl_model_adopt_each(rt, m, pl_graph_drop_dead_carried,
                                          "Loop: carried values left as they are");
             if (st == NULL)
+                st = pl_model_adopt_each(rt, m, pl_graph_hoist_loop_products,
+                                         "Loop: products left in its body");
+            if (st == NULL)
                 st = pl_model_adopt_each(rt, m, pl_graph_inline_ifs, "If: left as it is");
             if (st == NULL)
                 st = pl_graph_sum_to_adds(m->graph, &next, &m->rewrites);

@@ -351,10 +351,10 @@ pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewri
 /* ---- Loop-invariant carried values --------------------------------------- */
 
 /* *NEXT, the Loop NAME rewritten (ST: how that went), validated; where
- * either failed, *NEXT is NULL and the reason noted (the Loop stays as it
- * was). Fails only when out of memory. */
-static pl_status *pl_opt_loop_checked(pl_graph **next, const char *name, pl_status *st,
-                                      pl_rewrites *rewrites)
+ * either failed, *NEXT is NULL and the reason noted after WHAT (the Loop
+ * stays as it was). Fails only when out of memory. */
+static pl_status *pl_opt_loop_kept(pl_graph **next, const char *name, const char *what,
+                                   pl_status *st, pl_rewrites *rewrites)
 {
     if (st == NULL)
         st = pl_graph_validate(*next);
@@ -364,11 +364,18 @@ static pl_status *pl_opt_loop_checked(pl_graph **next, const char *name, pl_stat
     *next = NULL;
     if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
         return st;
-    bool noted = pl_rewrites_add(rewrites, "Loop '%s': carried values kept: %s", name,
+    bool noted = pl_rewrites_add(rewrites, "Loop '%s': %s: %s", name, what,
                                  pl_status_message(st));
     pl_status_free(st);
     return noted ? NULL
                  : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+}
+
+/* pl_opt_loop_kept for the carried-value rewrites. */
+static pl_status *pl_opt_loop_checked(pl_graph **next, const char *name, pl_status *st,
+                                      pl_rewrites *rewrites)
+{
+    return pl_opt_loop_kept(next, name, "carried values kept", st, rewrites);
 }
 
 /* Whether N is an ONNX Loop with at least one carried value. */
@@ -473,6 +480,185 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
         }
         *out_graph = next; /* one a call, as pl_graph_hoist_loop_invariants */
         return NULL;
+    }
+    return NULL;
+}
+
+/* ---- Products of a sequence's rows hoisted out of a Loop --------------------- */
+
+/* The value of T, a constant of one integer element, as *OUT; false when T
+ * is not such a constant. */
+static bool pl_opt_const_int(const pl_graph_tensor *t, int64_t *out)
+{
+    size_t elems;
+    if (t->data == NULL || t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &elems) ||
+        elems != 1 || t->dtype.code != PL_TYPE_INT || t->dtype.lanes != 1)
+        return false;
+    if (t->dtype.bits == 64 && t->nbytes == 8)
+        memcpy(out, t->data, 8);
+    else if (t->dtype.bits == 32 && t->nbytes == 4) {
+        int32_t v;
+        memcpy(&v, t->data, 4);
+        *out = v;
+    } else
+        return false;
+    return true;
+}
+
+/* Whether body tensor T counts a Loop's iterations from wherever it
+ * starts: the iteration number (body input 0), or a carried value whose
+ * next value is it plus a constant 1 (tf2onnx's `time` of a Keras RNN). */
+static bool pl_opt_loop_counter(const pl_graph *body, pl_tid t)
+{
+    size_t ni = pl_graph_input_count(body), no = pl_graph_output_count(body);
+    if (ni < 2 || t == PL_TID_NONE)
+        return false;
+    if (t == pl_graph_input(body, 0))
+        return true;
+    for (size_t k = 2; k < ni && k - 1 < no; k++) {
+        if (pl_graph_input(body, k) != t)
+            continue;
+        const pl_graph_tensor *next = pl_graph_get_tensor(body, pl_graph_output(body, k - 1));
+        if (next->producer == PL_NID_NONE)
+            return false;
+        const pl_graph_node *add = pl_graph_get_node(body, next->producer);
+        if (strcmp(add->op, "Add") != 0 || add->domain[0] != '\0' || add->n_formal_inputs != 2)
+            return false;
+        pl_tid other = add->inputs[0] == t ? add->inputs[1]
+                       : add->inputs[1] == t ? add->inputs[0]
+                                             : PL_TID_NONE;
+        int64_t v;
+        return other != PL_TID_NONE && pl_opt_const_int(pl_graph_get_tensor(body, other), &v) &&
+               v == 1;
+    }
+    return false;
+}
+
+/* Whether a node of G has a body: names a body reads from G are no edges. */
+static bool pl_opt_has_bodies(const pl_graph *g)
+{
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        for (size_t k = 0; k < n->n_attrs; k++)
+            if (n->attrs[k].kind == PL_ATTR_GRAPH || n->attrs[k].kind == PL_ATTR_GRAPHS)
+                return true;
+    }
+    return false;
+}
+
+/* The most iterations Loop N of G runs, as *OUT, when a constant says:
+ * its trip count, or the one of the counting Loop whose count it runs
+ * (pl_opset_loop_count_split gives a loop with scan outputs and a
+ * condition the trips a Loop of its own counted). */
+static bool pl_opt_trip_bound(const pl_graph *g, const pl_graph_node *n, int64_t *out)
+{
+    pl_tid m = n->inputs[0];
+    for (int hops = 0; hops < 2 && m != PL_TID_NONE; hops++) {
+        const pl_graph_tensor *t = pl_graph_get_tensor(g, m);
+        if (pl_opt_const_int(t, out))
+            return true;
+        const pl_graph_node *p =
+            t->producer != PL_NID_NONE ? pl_graph_get_node(g, t->producer) : NULL;
+        if (p == NULL || strcmp(p->op, "Loop") != 0 || p->domain[0] != '\0' ||
+            p->n_formal_inputs < 1 || p->n_outputs < 1 || p->outputs[p->n_outputs - 1] != m)
+            return false;
+        m = p->inputs[0];
+    }
+    return false;
+}
+
+/* Whether the product MM of BODY (the body of Loop N of G) can be hoisted:
+ * a MatMul of the rows a Gather takes at the Loop's counter from a
+ * non-constant float tensor X from outside, along an axis other than the
+ * last, by a float matrix W from outside, the Gather's result read by MM
+ * alone; then *OUT_GATHER is that Gather. When a constant trip count says
+ * the Loop visits fewer rows than X has, no: the product of all would
+ * compute rows nothing reads. */
+static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
+                                     const pl_graph *body, const pl_graph_node *mm,
+                                     pl_nid *out_gather)
+{
+    if (strcmp(mm->op, "MatMul") != 0 || mm->domain[0] != '\0' || mm->n_formal_inputs != 2 ||
+        mm->n_outputs < 1 || mm->outputs[0] == PL_TID_NONE || mm->inputs[0] == PL_TID_NONE ||
+        mm->inputs[1] == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *gt = pl_graph_get_tensor(body, mm->inputs[0]);
+    const pl_graph_tensor *wb = pl_graph_get_tensor(body, mm->inputs[1]);
+    if (gt->producer == PL_NID_NONE || gt->n_consumers != 1 || gt->is_output || !wb->is_outer)
+        return false;
+    const pl_graph_node *ga = pl_graph_get_node(body, gt->producer);
+    if (strcmp(ga->op, "Gather") != 0 || ga->domain[0] != '\0' || ga->n_formal_inputs != 2 ||
+        ga->inputs[0] == PL_TID_NONE || !pl_opt_loop_counter(body, ga->inputs[1]))
+        return false;
+    const pl_graph_tensor *xb = pl_graph_get_tensor(body, ga->inputs[0]);
+    if (!xb->is_outer)
+        return false;
+    pl_tid xo = pl_graph_find_tensor(g, xb->name), wo = pl_graph_find_tensor(g, wb->name);
+    if (xo == PL_TID_NONE || wo == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, xo), *w = pl_graph_get_tensor(g, wo);
+    const pl_attr *ax = pl_graph_node_attr(ga, "axis");
+    int64_t axis = ax != NULL && ax->kind == PL_ATTR_INT ? ax->i : 0;
+    if (x->ndim >= 2 && axis < 0)
+        axis += x->ndim;
+    if (x->data != NULL || x->ndim < 2 || axis < 0 || axis > x->ndim - 2 || w->ndim != 2 ||
+        w->dims[0] <= 0 || w->dims[1] <= 0 ||
+        (x->dims[x->ndim - 1] >= 0 && x->dims[x->ndim - 1] != w->dims[0]) ||
+        (x->dtype.code != PL_TYPE_FLOAT && x->dtype.code != PL_TYPE_BFLOAT) ||
+        x->dtype.lanes != 1 || !PL_DTYPE_EQ(x->dtype, w->dtype))
+        return false;
+    int64_t trips;
+    if (pl_opt_trip_bound(g, n, &trips) && (x->dims[axis] < 0 || trips < x->dims[axis]))
+        return false;
+    *out_gather = gt->producer;
+    return true;
+}
+
+pl_status *pl_graph_hoist_loop_products(const pl_graph *g, pl_graph **out_graph,
+                                        pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        const pl_attr *a = pl_graph_node_attr(n, "body");
+        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || n->n_formal_inputs < 2 ||
+            a == NULL || a->kind != PL_ATTR_GRAPH || a->n != 1)
+            continue;
+        const pl_graph *body = a->graphs[0];
+        if (pl_graph_input_count(body) != n->n_formal_inputs || pl_opt_has_bodies(body))
+            continue;
+        for (size_t m = 0; m < pl_graph_node_count(body); m++) {
+            const pl_graph_node *mm = pl_graph_get_node(body, (pl_nid)m);
+            pl_nid ga;
+            if (!pl_opt_product_hoistable(g, n, body, mm, &ga))
+                continue;
+            const pl_graph_node *gn = pl_graph_get_node(body, ga);
+            const char *xname = pl_graph_get_tensor(body, gn->inputs[0])->name;
+            const char *wname = pl_graph_get_tensor(body, mm->inputs[1])->name;
+            char name[600];
+            snprintf(name, sizeof name, "%s/%s/rows", n->name, mm->name);
+            for (unsigned k = 2; pl_graph_find_tensor(g, name) != PL_TID_NONE ||
+                                 pl_graph_find_tensor(body, name) != PL_TID_NONE;
+                 k++)
+                snprintf(name, sizeof name, "%s/%s/rows%u", n->name, mm->name, k);
+            pl_graph *next = NULL;
+            char what[300];
+            snprintf(what, sizeof what, "MatMul '%s' kept in its body", mm->name);
+            pl_status *st = pl_graph_hoist_gathered_product(g, (pl_nid)i, ga, (pl_nid)m, name, &next);
+            PL_RETURN_IF_ERROR(pl_opt_loop_kept(&next, n->name, what, st, rewrites));
+            if (next == NULL)
+                return NULL; /* noted; one attempt a call: the caller stops on no change */
+            if (!pl_rewrites_add(rewrites, "Loop '%s': MatMul '%s' (the row of '%s' Gather '%s' "
+                                           "takes each iteration, by '%s') hoisted out of the "
+                                           "body: '%s', the product of all rows, is made once "
+                                           "before the Loop and the Gather takes its row",
+                                 n->name, mm->name, xname, gn->name, wname, name)) {
+                pl_graph_destroy(next);
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+            }
+            *out_graph = next; /* one a call, as pl_graph_hoist_loop_invariants */
+            return NULL;
+        }
     }
     return NULL;
 }

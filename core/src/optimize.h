@@ -87,6 +87,23 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
 pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
                                           pl_rewrites *rewrites);
 
+/* The first MatMul in a Loop's body of the rows a Gather takes at the
+ * Loop's counter (the iteration number, or a carried value stepped by 1)
+ * from a tensor from outside, by a matrix from outside, moved out
+ * (pl_graph_hoist_gathered_product): one MatMul of the whole tensor before
+ * the Loop, whose row the Gather then takes. tf2onnx writes a Keras RNN it
+ * cannot fuse (a masked bidirectional LSTM: piper's nakdimon) as a Loop
+ * whose body multiplies the step's input by the input weights, so every
+ * iteration streamed the whole input matrix (2.5 MiB there) for one row;
+ * the product of all rows reads it once. Exact: a row of a product is the
+ * product of the row. Only along an axis other than the last, of a
+ * non-constant float tensor (an embedding table indexed by the counter
+ * would be multiplied whole), and not when a constant trip count visits
+ * fewer rows than the tensor has. One product a call; same contract as
+ * pl_graph_inline_ifs. */
+pl_status *pl_graph_hoist_loop_products(const pl_graph *g, pl_graph **out_graph,
+                                        pl_rewrites *rewrites);
+
 /* Every Sum of float inputs as Adds, left to right (one input: an
  * Identity): Caffe2-era models write every residual connection as Sum,
  * which a backend with Add but no variadic Sum (onednn) refused, so a
