@@ -1455,8 +1455,13 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "hoisting a product: no such nodes in the body of '%s'", n->name);
     const pl_graph_node *gn = &body->nodes[gather], *mn = &body->nodes[product];
-    if (gn->n_formal_inputs != 2 || mn->n_formal_inputs != 2 || mn->n_outputs < 1 ||
-        gn->n_outputs < 1 || mn->inputs[0] != gn->outputs[0] || mn->outputs[0] == PL_TID_NONE)
+    bool gemm = strcmp(mn->op, "Gemm") == 0;
+    const pl_attr *tb = gemm ? pl_graph_node_attr(mn, "transB") : NULL;
+    bool trans_b = tb != NULL && tb->kind == PL_ATTR_INT && tb->i != 0;
+    pl_tid c_in = gemm && mn->n_formal_inputs == 3 ? mn->inputs[2] : PL_TID_NONE;
+    if (gn->n_formal_inputs != 2 || mn->n_formal_inputs < 2 || mn->n_formal_inputs > (size_t)(2 + gemm) ||
+        mn->n_outputs < 1 || gn->n_outputs < 1 || mn->inputs[0] != gn->outputs[0] ||
+        mn->outputs[0] == PL_TID_NONE)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "hoisting a product: '%s' does not read what '%s' gathers",
                                 mn->name, gn->name);
@@ -1470,21 +1475,33 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
     int64_t dims[PL_GRAPH_MAX_RANK];
     for (int32_t d = 0; d < xt->ndim; d++)
         dims[d] = xt->dims[d];
-    dims[xt->ndim - 1] = wt->dims[1];
-    /* the outer graph: the product of the whole sequence before the Loop */
+    dims[xt->ndim - 1] = wt->dims[trans_b ? 0 : 1];
+    /* the outer graph: the product of the whole sequence before the Loop
+     * (by the matrix's transpose for a Gemm's transB, which folding
+     * computes when the matrix is a constant) */
     pl_graph *c = NULL, *b = NULL;
     bool *drop = pl_calloc(body->n_nodes, sizeof *drop);
     pl_status *st = drop != NULL ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
                                  : pl_graph_oom("hoisting a product");
-    char node_name[512];
+    char node_name[512], buf[560], wtn[600], row[600];
     snprintf(node_name, sizeof node_name, "%s/%s", n->name, mn->name);
-    char buf[560];
-    const char *nn = c != NULL ? pl_graph_free_name(c, true, node_name, "hoisted", buf, sizeof buf)
-                               : NULL;
+    snprintf(wtn, sizeof wtn, "%s", wt->name);
+    snprintf(row, sizeof row, "%s/row", name);
+    if (st == NULL && trans_b) {
+        snprintf(wtn, sizeof wtn, "%s/transposed", name);
+        pl_nid t;
+        st = pl_graph_add_node(c, pl_graph_free_name(c, true, wtn, "hoisted", buf, sizeof buf),
+                               "Transpose", "", (const char *const[]){wt->name}, 1,
+                               (const char *const[]){wtn}, 1, &t);
+        if (st == NULL)
+            st = pl_graph_attr_ints(c, t, "perm", (const int64_t[]){1, 0}, 2);
+    }
     if (st == NULL)
-        st = pl_graph_add_node(c, nn, "MatMul", "", (const char *const[]){xt->name, wt->name}, 2,
+        st = pl_graph_add_node(c, pl_graph_free_name(c, true, node_name, "hoisted", buf, sizeof buf),
+                               "MatMul", "", (const char *const[]){xt->name, wtn}, 2,
                                (const char *const[]){name}, 1, NULL);
-    /* the body: the Gather reads the product's rows into the MatMul's output */
+    /* the body: the Gather reads the product's rows into the product's
+     * output (a Gemm's C added after it) */
     if (st == NULL) {
         drop[product] = true;
         st = pl_graph_copy_rewritten(body, drop, NULL, &b);
@@ -1495,8 +1512,17 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
         st = pl_graph_tensor_get_or_add(b, name, &rows);
     if (st == NULL)
         st = pl_graph_set_type(b, rows, xt->dtype, xt->ndim, dims, NULL);
+    if (st == NULL && c_in != PL_TID_NONE) {
+        if (pl_graph_find_tensor(b, row) != PL_TID_NONE)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a product: the body "
+                                                            "names '%s' already", row);
+        if (st == NULL)
+            st = pl_graph_add_node(b, mn->name, "Add", "",
+                                   (const char *const[]){row, body->tensors[c_in].name}, 2,
+                                   (const char *const[]){yt->name}, 1, NULL);
+    }
     if (st == NULL) {
-        out = pl_graph_find_tensor(b, yt->name);
+        out = pl_graph_find_tensor(b, c_in != PL_TID_NONE ? row : yt->name);
         at = pl_graph_find_node(b, gn->name);
         if (out == PL_TID_NONE || at == PL_NID_NONE)
             st = pl_status_create(PL_CODE_INTERNAL, "hoisting a product: the body's copy "

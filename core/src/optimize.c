@@ -578,10 +578,23 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
                                      const pl_graph *body, const pl_graph_node *mm,
                                      pl_nid *out_gather)
 {
-    if (strcmp(mm->op, "MatMul") != 0 || mm->domain[0] != '\0' || mm->n_formal_inputs != 2 ||
-        mm->n_outputs < 1 || mm->outputs[0] == PL_TID_NONE || mm->inputs[0] == PL_TID_NONE ||
+    bool gemm = strcmp(mm->op, "Gemm") == 0;
+    if ((!gemm && strcmp(mm->op, "MatMul") != 0) || mm->domain[0] != '\0' ||
+        mm->n_formal_inputs < 2 || mm->n_formal_inputs > (size_t)(2 + gemm) || mm->n_outputs < 1 ||
+        mm->outputs[0] == PL_TID_NONE || mm->inputs[0] == PL_TID_NONE ||
         mm->inputs[1] == PL_TID_NONE)
         return false;
+    /* a Gemm as PyTorch writes a Linear of a 2-D row: A as it is, alpha 1,
+     * beta 1 (its C then added to the gathered row) */
+    const pl_attr *ta = pl_graph_node_attr(mm, "transA");
+    const pl_attr *al = pl_graph_node_attr(mm, "alpha");
+    const pl_attr *be = pl_graph_node_attr(mm, "beta");
+    if (gemm && ((ta != NULL && (ta->kind != PL_ATTR_INT || ta->i != 0)) ||
+                 (al != NULL && (al->kind != PL_ATTR_FLOAT || al->f != 1.0)) ||
+                 (be != NULL && (be->kind != PL_ATTR_FLOAT || be->f != 1.0))))
+        return false;
+    const pl_attr *tb = gemm ? pl_graph_node_attr(mm, "transB") : NULL;
+    bool trans_b = tb != NULL && tb->kind == PL_ATTR_INT && tb->i != 0;
     const pl_graph_tensor *gt = pl_graph_get_tensor(body, mm->inputs[0]);
     const pl_graph_tensor *wb = pl_graph_get_tensor(body, mm->inputs[1]);
     if (gt->producer == PL_NID_NONE || gt->n_consumers != 1 || gt->is_output || !wb->is_outer)
@@ -603,7 +616,7 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
         axis += x->ndim;
     if (x->data != NULL || x->ndim < 2 || axis < 0 || axis > x->ndim - 2 || w->ndim != 2 ||
         w->dims[0] <= 0 || w->dims[1] <= 0 ||
-        (x->dims[x->ndim - 1] >= 0 && x->dims[x->ndim - 1] != w->dims[0]) ||
+        (x->dims[x->ndim - 1] >= 0 && x->dims[x->ndim - 1] != w->dims[trans_b ? 1 : 0]) ||
         (x->dtype.code != PL_TYPE_FLOAT && x->dtype.code != PL_TYPE_BFLOAT) ||
         x->dtype.lanes != 1 || !PL_DTYPE_EQ(x->dtype, w->dtype))
         return false;
@@ -643,16 +656,16 @@ pl_status *pl_graph_hoist_loop_products(const pl_graph *g, pl_graph **out_graph,
                 snprintf(name, sizeof name, "%s/%s/rows%u", n->name, mm->name, k);
             pl_graph *next = NULL;
             char what[300];
-            snprintf(what, sizeof what, "MatMul '%s' kept in its body", mm->name);
+            snprintf(what, sizeof what, "%s '%s' kept in its body", mm->op, mm->name);
             pl_status *st = pl_graph_hoist_gathered_product(g, (pl_nid)i, ga, (pl_nid)m, name, &next);
             PL_RETURN_IF_ERROR(pl_opt_loop_kept(&next, n->name, what, st, rewrites));
             if (next == NULL)
                 return NULL; /* noted; one attempt a call: the caller stops on no change */
-            if (!pl_rewrites_add(rewrites, "Loop '%s': MatMul '%s' (the row of '%s' Gather '%s' "
+            if (!pl_rewrites_add(rewrites, "Loop '%s': %s '%s' (the row of '%s' Gather '%s' "
                                            "takes each iteration, by '%s') hoisted out of the "
                                            "body: '%s', the product of all rows, is made once "
                                            "before the Loop and the Gather takes its row",
-                                 n->name, mm->name, xname, gn->name, wname, name)) {
+                                 n->name, mm->op, mm->name, xname, gn->name, wname, name)) {
                 pl_graph_destroy(next);
                 return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
             }

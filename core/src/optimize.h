@@ -87,11 +87,13 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
 pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
                                           pl_rewrites *rewrites);
 
-/* The first MatMul in a Loop's body of the rows a Gather takes at the
- * Loop's counter (the iteration number, or a carried value stepped by 1)
- * from a tensor from outside, by a matrix from outside, moved out
- * (pl_graph_hoist_gathered_product): one MatMul of the whole tensor before
- * the Loop, whose row the Gather then takes. tf2onnx writes a Keras RNN it
+/* The first MatMul (or Gemm with alpha and beta 1, A as it is) in a Loop's
+ * body of the rows a Gather takes at the Loop's counter (the iteration
+ * number, or a carried value stepped by 1) from a tensor from outside, by a
+ * matrix from outside, moved out (pl_graph_hoist_gathered_product): one
+ * MatMul of the whole tensor before the Loop, whose row the Gather then
+ * takes (a Gemm's C added to it). PyTorch writes a scripted loop's Linear
+ * of `x[t]` so (a Gemm with transB), and tf2onnx a Keras RNN it
  * cannot fuse (a masked bidirectional LSTM: piper's nakdimon) as a Loop
  * whose body multiplies the step's input by the input weights, so every
  * iteration streamed the whole input matrix (2.5 MiB there) for one row;

@@ -739,12 +739,16 @@ def onnx_models():
     # iteration number picks, its trip count a constant of as many rows.
     # Not hoisted (EXPLAIN_REJECT): 'emb' gathers rows of a constant table
     # (the product of all of it is work no iteration asked for) and 'few'
-    # runs 2 trips over 5 rows.
+    # runs 2 trips over 5 rows. 'lin' is PyTorch's scripted loop of
+    # `linear(x[t])`: a Gemm by the transposed weights with a bias, hoisted
+    # as a MatMul by their transpose, the bias added to the gathered row.
     T, B, E, H = 5, 2, 3, 4
 
-    def rnn_body(name, gather_axis, counter, x_name):
+    def rnn_body(name, gather_axis, counter, x_name, gemm=False):
+        mm_x = (h.make_node("Gemm", ["x_t", "Wt", "bias"], ["p"], name="mm_x", transB=1) if gemm
+                else h.make_node("MatMul", ["x_t", "W_in"], ["p"], name="mm_x"))
         nodes = [h.make_node("Gather", [x_name, counter], ["x_t"], name="read", axis=gather_axis),
-                 h.make_node("MatMul", ["x_t", "W_in"], ["p"], name="mm_x"),
+                 mm_x,
                  h.make_node("MatMul", ["h", "R"], ["q"], name="mm_h"),
                  h.make_node("Add", ["p", "q"], ["s"], name="sum"),
                  h.make_node("Tanh", ["s"], ["h_out"], name="act"),
@@ -773,10 +777,12 @@ def onnx_models():
     X = rng.uniform(-1, 1, (T, B, E)).astype(np.float32)
     seq = rng.uniform(-1, 1, (B, T, E)).astype(np.float32)
     h0 = np.zeros((B, H), np.float32)
+    bias = rng.uniform(-0.5, 0.5, H).astype(np.float32)
     loops = [("rnn", ["", "c0", "k0", "h0", "W"], rnn_body("rnn", 0, "k", "X")),
              ("seq", ["trips", "c0", "h0", "W"], rnn_body("seq", 1, "i", "seq")),
              ("emb", ["", "c0", "k0", "h0", "W"], rnn_body("emb", 0, "k", "table")),
-             ("few", ["two", "c0", "h0", "W"], rnn_body("few", 0, "i", "X"))]
+             ("few", ["two", "c0", "h0", "W"], rnn_body("few", 0, "i", "X")),
+             ("lin", ["trips", "c0", "h0", "W"], rnn_body("lin", 0, "i", "X", gemm=True))]
     nodes, outputs, want = [], [], {}
     for name, ins, body in loops:
         carried = ["k_fin"] if "k0" in ins else []
@@ -784,10 +790,10 @@ def onnx_models():
                                  name=name, body=body))
         outputs += [h.make_tensor_value_info(name + "_h", f, [B, H]),
                     h.make_tensor_value_info(name + "_rows", f, None)]
-        src = {"rnn": X, "seq": seq.transpose(1, 0, 2), "emb": table, "few": X[:2]}[name]
+        src = {"rnn": X, "seq": seq.transpose(1, 0, 2), "emb": table, "few": X[:2], "lin": X}[name]
         hh, rows = h0, []
         for x_t in src:
-            hh = np.tanh(x_t @ W + hh @ R)
+            hh = np.tanh((x_t @ W + bias if name == "lin" else x_t @ W) + hh @ R)
             rows.append(hh)
         want[name + "_h"] = hh
         want[name + "_rows"] = np.stack(rows)
@@ -798,7 +804,8 @@ def onnx_models():
          h.make_tensor_value_info("limit", TensorProto.INT64, [])],
         outputs,
         [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
-         numpy_helper.from_array(table, "table"), numpy_helper.from_array(h0, "h0"),
+         numpy_helper.from_array(np.ascontiguousarray(W.T), "Wt"),
+         numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(table, "table"), numpy_helper.from_array(h0, "h0"),
          numpy_helper.from_array(np.array(0, np.int64), "k0"),
          numpy_helper.from_array(np.array(T, np.int64), "trips"),
          numpy_helper.from_array(np.array(2, np.int64), "two")])
@@ -816,7 +823,9 @@ EXPLAIN_EXPECT = {
     "loop_product": ["Loop 'rnn': MatMul 'mm_x' (the row of 'X' Gather 'read' takes each "
                      "iteration, by 'W') hoisted out of the body",
                      "Loop 'seq': MatMul 'mm_x' (the row of 'seq' Gather 'read' takes each "
-                     "iteration, by 'W') hoisted out of the body"],
+                     "iteration, by 'W') hoisted out of the body",
+                     "Loop 'lin': Gemm 'mm_x' (the row of 'X' Gather 'read' takes each "
+                     "iteration, by 'Wt') hoisted out of the body"],
     "loop_dead_carried": ["Loop 'dl': 1 of 3 carried values dropped",
                           "Loop 'dl_counting': 2 of 4 carried values dropped",
                           "its body runs 3 of its 7 nodes"],
