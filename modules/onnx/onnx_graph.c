@@ -388,7 +388,7 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
     if (n->n_attribute != 1)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
                         "%s: a Constant has exactly one attribute (value, value_float, "
-                        "value_floats, value_int, value_ints), it has %zu",
+                        "value_floats, value_int, value_ints, sparse_value), it has %zu",
                         label, n->n_attribute);
     const Onnx__AttributeProto *a = n->attribute[0];
     const char *out = n->output[0];
@@ -405,6 +405,7 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
         {"value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS},
         {"value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT},
         {"value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS},
+        {"sparse_value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR},
     };
     size_t form = SIZE_MAX;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
@@ -413,12 +414,17 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
     if (form == SIZE_MAX)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
                         "%s is not supported for Constant (supported: value, value_float, "
-                        "value_floats, value_int, value_ints)",
+                        "value_floats, value_int, value_ints, sparse_value)",
                         what);
     if (kind != forms[form].kind)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has kind %s, expected %s", what,
                         ox_attr_kind_name(kind) ? ox_attr_kind_name(kind) : "UNDEFINED",
                         ox_attr_kind_name(forms[form].kind));
+    if (kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR) {
+        if (a->sparse_tensor == NULL)
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no sparse tensor", what);
+        return ox_sparse_constant(imp, a->sparse_tensor, out, what);
+    }
     if (kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR) {
         if (a->t == NULL)
             return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no tensor", what);
@@ -757,6 +763,20 @@ static pl_status *ox_initializers(const ox_import *imp, const Onnx__GraphProto *
             !ox_names_add(nibbles, t->name))
             return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "out of memory");
     }
+    /* sparse ones become dense constants named by their values */
+    for (size_t i = 0; i < g->n_sparse_initializer; i++) {
+        const Onnx__SparseTensorProto *sp = g->sparse_initializer[i];
+        const char *name = sp->values != NULL ? sp->values->name : NULL;
+        snprintf(what, sizeof what, "sparse initializer #%zu", i);
+        OX_RETURN_IF_ERROR(ox_check_name(imp, name, true, what));
+        snprintf(what, sizeof what, "sparse initializer '%.200s'", name);
+        if (ox_names_has(inits, name))
+            return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                            "%s is listed twice among the initializers", what);
+        if (!ox_names_add(inits, name))
+            return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "out of memory");
+        OX_RETURN_IF_ERROR(ox_sparse_constant(imp, sp, name, what));
+    }
     return NULL;
 }
 
@@ -861,10 +881,6 @@ static pl_status *ox_values(const ox_import *imp, const Onnx__GraphProto *g,
 /* Imports graph G (the model's or a body) through IMP's builder. */
 static pl_status *ox_graph(const ox_import *imp, const Onnx__GraphProto *g)
 {
-    if (g->n_sparse_initializer)
-        return ox_error(imp, PL_CODE_UNSUPPORTED,
-                        "sparse initializers are not supported (%zu given)",
-                        g->n_sparse_initializer);
     ox_names inits = {0}, nibbles = {0};
     pl_status *st = ox_initializers(imp, g, &inits, &nibbles);
     if (st == NULL)

@@ -134,6 +134,12 @@ void ox_format_dims(char *buf, size_t cap, const int64_t *dims, size_t ndim);
 pl_status *ox_tensor_constant(const ox_import *imp, const Onnx__TensorProto *t,
                               const char *name, const char *what);
 
+/* Hands sparse tensor SP to the builder as the dense constant NAME: its
+ * values at its indices (linear, or one coordinate per axis), zeros
+ * elsewhere. Its dense form may take at most max_file_bytes. */
+pl_status *ox_sparse_constant(const ox_import *imp, const Onnx__SparseTensorProto *sp,
+                              const char *name, const char *what);
+
 /* Decodes tensor T into host memory for a tensor attribute: *out_data
  * (free()) holds *out_bytes little-endian bytes of *out_dtype. External data
  * is refused here. */

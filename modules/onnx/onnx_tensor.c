@@ -508,3 +508,83 @@ pl_status *ox_tensor_bytes(const ox_import *imp, const Onnx__TensorProto *t,
     *out_bytes = d.bytes;
     return NULL;
 }
+
+pl_status *ox_sparse_constant(const ox_import *imp, const Onnx__SparseTensorProto *sp,
+                              const char *name, const char *what)
+{
+    if (sp->values == NULL || sp->indices == NULL)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: a sparse tensor needs values and "
+                                                       "indices", what);
+    /* the dense shape: sp's dims, checked as a tensor's are */
+    Onnx__TensorProto shape = *sp->values;
+    shape.n_dims = sp->n_dims;
+    shape.dims = sp->dims;
+    ox_data vd, id;
+    pl_status *st = ox_decode(imp, sp->values, what, &vd);
+    if (st != NULL)
+        return st;
+    size_t count = 0, bytes = 0, elem = pl_dtype_size(vd.type->dtype);
+    if (vd.external || vd.type->supported == 2)
+        st = ox_error(imp, PL_CODE_UNSUPPORTED, "%s: sparse values in external data or in "
+                                                "4 bits are not supported", what);
+    if (st == NULL)
+        st = ox_tensor_size(imp, &shape, what, elem, &count, &bytes);
+    /* its dense form is made in memory: no larger than a model file may be */
+    if (st == NULL && bytes > imp->limits.max_file_bytes)
+        st = ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                      "%s: its dense form takes %zu bytes, more than %" PRIu64
+                      " (the onnx module's max_file_bytes)", what, bytes,
+                      imp->limits.max_file_bytes);
+    if (st == NULL && (sp->values->n_dims != 1 || (size_t)sp->values->dims[0] != vd.count))
+        st = ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: values must be 1-D", what);
+    if (st != NULL) {
+        free(vd.owned);
+        return st;
+    }
+    memset(&id, 0, sizeof id);
+    st = ox_decode(imp, sp->indices, what, &id);
+    size_t nnz = vd.count, rank = sp->n_dims;
+    const Onnx__TensorProto *it = sp->indices;
+    bool linear = st == NULL && it->n_dims == 1 && (size_t)it->dims[0] == nnz;
+    bool coords = st == NULL && it->n_dims == 2 && (size_t)it->dims[0] == nnz &&
+                  (size_t)it->dims[1] == rank;
+    if (st == NULL && (id.external || !PL_DTYPE_EQ(id.type->dtype, PL_DTYPE_I64)))
+        st = ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s: indices must be INT64 in the file",
+                      what);
+    else if (st == NULL && !linear && !coords)
+        st = ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                      "%s: indices must be [%zu] or [%zu, %zu] for %zu values of rank %zu",
+                      what, nnz, nnz, rank, nnz, rank);
+    unsigned char *dense = st == NULL ? calloc(bytes ? bytes : 1, 1) : NULL;
+    if (st == NULL && dense == NULL)
+        st = ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)", what, bytes);
+    for (size_t k = 0; st == NULL && k < nnz; k++) {
+        int64_t at = 0;
+        bool ok = true;
+        if (linear) {
+            memcpy(&at, (const unsigned char *)id.data + k * 8, 8);
+            ok = at >= 0 && (uint64_t)at < count;
+        } else {
+            for (size_t d = 0; d < rank && ok; d++) {
+                int64_t c;
+                memcpy(&c, (const unsigned char *)id.data + (k * rank + d) * 8, 8);
+                ok = c >= 0 && c < sp->dims[d];
+                at = at * sp->dims[d] + c;
+            }
+        }
+        if (!ok)
+            st = ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                          "%s: index %zu lies outside the dense shape", what, k);
+        else
+            memcpy(dense + (size_t)at * elem, (const unsigned char *)vd.data + k * elem, elem);
+    }
+    if (st == NULL)
+        st = ox_wrap(imp,
+                     imp->graph->builder_constant(imp->b, name, vd.type->dtype,
+                                                  (int32_t)rank, sp->dims, dense, bytes),
+                     "%s", what);
+    free(dense);
+    free(vd.owned);
+    free(id.owned);
+    return st;
+}

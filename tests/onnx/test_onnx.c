@@ -751,6 +751,62 @@ static void case_constant_forms(void)
     pl_runtime_destroy(rt);
 }
 
+/* A sparse tensor as ONNX holds it: VALUES (NNZ floats) at INDICES (NNZ
+ * linear ones, or NNZ rows of RANK coordinates when COORDS) of a dense
+ * tensor of DIMS. */
+static Onnx__SparseTensorProto *tm_sparse(const char *name, int rank, const int64_t *dims,
+                                          size_t nnz, const float *values,
+                                          const int64_t *indices, bool coords)
+{
+    Onnx__SparseTensorProto *sp = xmalloc(sizeof *sp);
+    onnx__sparse_tensor_proto__init(sp);
+    sp->values = tm_tensor(name, T_FLOAT, 1, (int64_t[]){(int64_t)nnz});
+    tm_float_data(sp->values, values, nnz);
+    size_t n_idx = coords ? nnz * (size_t)rank : nnz;
+    sp->indices = coords ? tm_tensor("", 7, 2, (int64_t[]){(int64_t)nnz, rank})
+                         : tm_tensor("", 7, 1, (int64_t[]){(int64_t)nnz});
+    tm_raw(sp->indices, indices, n_idx * sizeof *indices);
+    sp->n_dims = (size_t)rank;
+    sp->dims = xmalloc((size_t)rank * sizeof *sp->dims);
+    memcpy(sp->dims, dims, (size_t)rank * sizeof *dims);
+    return sp;
+}
+
+/* Sparse tensors become dense constants: a sparse initializer with linear
+ * indices and a Constant's sparse_value with one coordinate per axis
+ * (ONNX Runtime takes both). */
+static void case_sparse_forms(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "ai.onnx", 13);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    const float wv[3] = {1.5f, -2.0f, 4.0f}, cv[2] = {0.25f, 8.0f};
+    const int64_t wi[3] = {0, IN + 3, BATCH * IN - 1}, ci[2] = {2, IN - 1};
+    Onnx__SparseTensorProto *w =
+        tm_sparse("w", 2, (int64_t[]){BATCH, IN}, 3, wv, wi, false);
+    APPEND(mp->graph->sparse_initializer, mp->graph->n_sparse_initializer, w);
+    tm_attr(tm_node(mp, "Constant", "cst", NULL, "c"), "sparse_value",
+            ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR)
+        ->sparse_tensor = tm_sparse("c", 1, (int64_t[]){IN}, 2, cv, ci, true);
+    tm_node(mp, "Add", "add_w", "x,w", "a");
+    tm_node(mp, "Add", "add_c", "a,c", "y");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "sparse.onnx"));
+    float x[BATCH * IN];
+    make_values(x, BATCH * IN, 5, 2.0f);
+    float *y = run_once(m, x, BATCH, "y", IN);
+    for (int i = 0; i < BATCH * IN; i++) {
+        float wd = i == 0 ? wv[0] : i == IN + 3 ? wv[1] : i == BATCH * IN - 1 ? wv[2] : 0.0f;
+        float cd = i % IN == 2 ? cv[0] : i % IN == IN - 1 ? cv[1] : 0.0f;
+        float want = (x[i] + wd) + cd;
+        TH_CHECK(y[i] == want, "y[%d] = %.9g, expected %.9g", i, y[i], want);
+    }
+    free(y);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* Weight-only 4-bit quantisation as ONNX 21 writes it: W [IN, 6] of INT4
  * (raw_data, two a byte) or UINT4 (int32_data, one byte an entry), a blocked
  * DequantizeLinear along axis 0 in blocks of 3 (the last block short: 16 =
@@ -1626,6 +1682,20 @@ static void m_sparse_initializer(Onnx__ModelProto *m, const char *d)
     onnx__sparse_tensor_proto__init(sp);
     APPEND(m->graph->sparse_initializer, m->graph->n_sparse_initializer, sp);
 }
+static void m_sparse_outside(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    const float v[2] = {1, 2};
+    APPEND(m->graph->sparse_initializer, m->graph->n_sparse_initializer,
+           tm_sparse("sp", 2, (int64_t[]){2, 3}, 2, v, (const int64_t[]){0, 1, 2, 3}, true));
+}
+static void m_sparse_huge(Onnx__ModelProto *m, const char *d)
+{
+    (void)d;
+    const float v[1] = {1};
+    APPEND(m->graph->sparse_initializer, m->graph->n_sparse_initializer,
+           tm_sparse("sp", 2, (int64_t[]){1 << 20, 1 << 20}, 1, v, (const int64_t[]){7}, false));
+}
 static void m_constant_no_value(Onnx__ModelProto *m, const char *d)
 {
     (void)d;
@@ -1875,7 +1945,11 @@ static const bad_case bad_cases[] = {
      NULL},
     {"int32_out_of_range", m_int32_out_of_range, NULL,
      "initializer 'bytes': int32_data[1] = 300 is out of range for UINT8", NULL},
-    {"sparse_initializer", m_sparse_initializer, NULL, "sparse initializers are not supported", NULL},
+    {"sparse_initializer", m_sparse_initializer, NULL, "sparse initializer #0 has no name", NULL},
+    {"sparse_outside", m_sparse_outside, NULL,
+     "sparse initializer 'sp': index 1 lies outside the dense shape", NULL},
+    {"sparse_huge", m_sparse_huge, NULL,
+     "sparse initializer 'sp': its dense form takes 4398046511104 bytes, more than", NULL},
     {"constant_no_value", m_constant_no_value, NULL, "node 'c' (Constant): a Constant has exactly one attribute", NULL},
     {"constant_string", m_constant_string, NULL,
      "attribute 'value_string' is not supported for Constant", NULL},
@@ -1941,6 +2015,7 @@ static const th_case cases[] = {
     {"symbolic_batch", case_symbolic_batch},
     {"initializers_as_inputs", case_initializers_as_inputs},
     {"constant_forms", case_constant_forms},
+    {"sparse_forms", case_sparse_forms},
     {"int4_weights", case_int4_weights},
     {"uint4_weights", case_uint4_weights},
     {"int4_elsewhere", case_int4_elsewhere},
