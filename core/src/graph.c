@@ -1500,38 +1500,38 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
         st = pl_graph_add_node(c, pl_graph_free_name(c, true, node_name, "hoisted", buf, sizeof buf),
                                "MatMul", "", (const char *const[]){xt->name, wtn}, 2,
                                (const char *const[]){name}, 1, NULL);
-    /* the body: the Gather reads the product's rows into the product's
-     * output (a Gemm's C added after it) */
+    /* the body: a Gather of the product's rows at the same index into the
+     * product's output (a Gemm's C added after it), in place of the
+     * Gather of X when the product was its only reader */
+    const pl_graph_tensor *gt = &body->tensors[gn->outputs[0]];
+    bool only = gt->n_consumers == 1 && !gt->is_output;
     if (st == NULL) {
         drop[product] = true;
+        drop[gather] = only;
         st = pl_graph_copy_rewritten(body, drop, NULL, &b);
     }
-    pl_tid rows = PL_TID_NONE, out = PL_TID_NONE;
+    pl_tid rows = PL_TID_NONE;
     pl_nid at = PL_NID_NONE;
+    char gname[560];
+    snprintf(gname, sizeof gname, "%s/gather", mn->name);
     if (st == NULL)
         st = pl_graph_tensor_get_or_add(b, name, &rows);
     if (st == NULL)
         st = pl_graph_set_type(b, rows, xt->dtype, xt->ndim, dims, NULL);
-    if (st == NULL && c_in != PL_TID_NONE) {
-        if (pl_graph_find_tensor(b, row) != PL_TID_NONE)
-            st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a product: the body "
-                                                            "names '%s' already", row);
-        if (st == NULL)
-            st = pl_graph_add_node(b, mn->name, "Add", "",
-                                   (const char *const[]){row, body->tensors[c_in].name}, 2,
-                                   (const char *const[]){yt->name}, 1, NULL);
-    }
-    if (st == NULL) {
-        out = pl_graph_find_tensor(b, c_in != PL_TID_NONE ? row : yt->name);
-        at = pl_graph_find_node(b, gn->name);
-        if (out == PL_TID_NONE || at == PL_NID_NONE)
-            st = pl_status_create(PL_CODE_INTERNAL, "hoisting a product: the body's copy "
-                                                    "lost '%s'", gn->name);
-    }
+    if (st == NULL && c_in != PL_TID_NONE && pl_graph_find_tensor(b, row) != PL_TID_NONE)
+        st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a product: the body "
+                                                        "names '%s' already", row);
     if (st == NULL)
-        st = pl_graph_node_set_inputs(b, at, (const pl_tid[]){rows, b->nodes[at].inputs[1]}, 2);
+        st = pl_graph_add_node(
+            b, only ? gn->name : pl_graph_free_name(b, true, gname, "hoisted", buf, sizeof buf),
+            "Gather", "", (const char *const[]){name, body->tensors[gn->inputs[1]].name}, 2,
+            (const char *const[]){c_in != PL_TID_NONE ? row : yt->name}, 1, &at);
     if (st == NULL)
-        st = pl_graph_node_set_outputs(b, at, (const pl_tid[]){out}, 1);
+        st = pl_graph_node_copy_attrs(b, at, gn);
+    if (st == NULL && c_in != PL_TID_NONE)
+        st = pl_graph_add_node(b, mn->name, "Add", "",
+                               (const char *const[]){row, body->tensors[c_in].name}, 2,
+                               (const char *const[]){yt->name}, 1, NULL);
     if (st == NULL) {
         pl_graph_node_remove_attr(c, id, "body");
         st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */

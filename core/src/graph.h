@@ -270,14 +270,16 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
  * the body has no tensor of its own of the initial tensor's name, and
  * the final value is no graph output. */
 bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k);
-/* G with the product PRODUCT (a MatMul of body node GATHER's rows by a
- * matrix from outside) of Loop node ID's body moved before the Loop: a
- * MatMul of the whole outer tensor the Gather reads by that matrix, into a
- * new tensor NAME (which neither G nor the body names yet), whose rows the
- * Gather then reads into the product's output. The caller checks that
- * this is exact (pl_graph_hoist_loop_products): GATHER's output is read
- * by PRODUCT alone and it gathers along an axis other than the last.
- * Constants are borrowed; the copy is not validated. */
+/* G with the product PRODUCT (a MatMul, or a Gemm, of body node GATHER's
+ * rows by a matrix from outside) of Loop node ID's body moved before the
+ * Loop: a MatMul of the whole outer tensor the Gather reads by that matrix
+ * (its transpose for a Gemm's transB), into a new tensor NAME (which
+ * neither G nor the body names yet), whose rows a Gather at the same index
+ * then reads into the product's output (a Gemm's C added to them); it is
+ * GATHER itself when PRODUCT was its only reader. The caller checks that
+ * this is exact (pl_graph_hoist_loop_products): GATHER gathers along an
+ * axis other than the last. Constants are borrowed; the copy is not
+ * validated. */
 pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid gather,
                                            pl_nid product, const char *name,
                                            pl_graph **out_graph);

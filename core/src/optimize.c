@@ -570,8 +570,9 @@ static bool pl_opt_trip_bound(const pl_graph *g, const pl_graph_node *n, int64_t
 /* Whether the product MM of BODY (the body of Loop N of G) can be hoisted:
  * a MatMul of the rows a Gather takes at the Loop's counter from a
  * non-constant float tensor X from outside, along an axis other than the
- * last, by a float matrix W from outside, the Gather's result read by MM
- * alone; then *OUT_GATHER is that Gather. When a constant trip count says
+ * last, by a float matrix W from outside (the Gather's other readers
+ * keep it: a GRU's three gates each multiply the step's row); then
+ * *OUT_GATHER is that Gather. When a constant trip count says
  * the Loop visits fewer rows than X has, no: the product of all would
  * compute rows nothing reads. */
 static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
@@ -597,7 +598,7 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
     bool trans_b = tb != NULL && tb->kind == PL_ATTR_INT && tb->i != 0;
     const pl_graph_tensor *gt = pl_graph_get_tensor(body, mm->inputs[0]);
     const pl_graph_tensor *wb = pl_graph_get_tensor(body, mm->inputs[1]);
-    if (gt->producer == PL_NID_NONE || gt->n_consumers != 1 || gt->is_output || !wb->is_outer)
+    if (gt->producer == PL_NID_NONE || !wb->is_outer)
         return false;
     const pl_graph_node *ga = pl_graph_get_node(body, gt->producer);
     if (strcmp(ga->op, "Gather") != 0 || ga->domain[0] != '\0' || ga->n_formal_inputs != 2 ||

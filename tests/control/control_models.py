@@ -742,16 +742,23 @@ def onnx_models():
     # runs 2 trips over 5 rows. 'lin' is PyTorch's scripted loop of
     # `linear(x[t])`: a Gemm by the transposed weights with a bias, hoisted
     # as a MatMul by their transpose, the bias added to the gathered row.
+    # 'gru' multiplies its step's row by two matrices (as a GRU's gates do)
+    # and sums it: both products are hoisted, each gathering its own row.
     T, B, E, H = 5, 2, 3, 4
 
-    def rnn_body(name, gather_axis, counter, x_name, gemm=False):
+    def rnn_body(name, gather_axis, counter, x_name, gemm=False, gates=False):
         mm_x = (h.make_node("Gemm", ["x_t", "Wt", "bias"], ["p"], name="mm_x", transB=1) if gemm
                 else h.make_node("MatMul", ["x_t", "W_in"], ["p"], name="mm_x"))
         nodes = [h.make_node("Gather", [x_name, counter], ["x_t"], name="read", axis=gather_axis),
                  mm_x,
                  h.make_node("MatMul", ["h", "R"], ["q"], name="mm_h"),
-                 h.make_node("Add", ["p", "q"], ["s"], name="sum"),
-                 h.make_node("Tanh", ["s"], ["h_out"], name="act"),
+                 h.make_node("Add", ["p", "q"], ["s" if not gates else "s0"], name="sum")]
+        if gates:  # two products of x_t and a reduction of it (which keeps 'read')
+            nodes += [h.make_node("MatMul", ["x_t", "W2"], ["p2"], name="mm_x2"),
+                      h.make_node("ReduceSum", ["x_t", "ax1"], ["r"], name="rsum", keepdims=1),
+                      h.make_node("Add", ["s0", "p2"], ["s1"], name="sum2"),
+                      h.make_node("Add", ["s1", "r"], ["s"], name="sum3")]
+        nodes += [h.make_node("Tanh", ["s"], ["h_out"], name="act"),
                  h.make_node("Identity", ["h_out"], ["row"], name="row")]
         ins = [h.make_tensor_value_info("i", TensorProto.INT64, []),
                h.make_tensor_value_info("c", TensorProto.BOOL, [])]
@@ -778,11 +785,13 @@ def onnx_models():
     seq = rng.uniform(-1, 1, (B, T, E)).astype(np.float32)
     h0 = np.zeros((B, H), np.float32)
     bias = rng.uniform(-0.5, 0.5, H).astype(np.float32)
+    W2 = rng.uniform(-0.5, 0.5, (E, H)).astype(np.float32)
     loops = [("rnn", ["", "c0", "k0", "h0", "W"], rnn_body("rnn", 0, "k", "X")),
              ("seq", ["trips", "c0", "h0", "W"], rnn_body("seq", 1, "i", "seq")),
              ("emb", ["", "c0", "k0", "h0", "W"], rnn_body("emb", 0, "k", "table")),
              ("few", ["two", "c0", "h0", "W"], rnn_body("few", 0, "i", "X")),
-             ("lin", ["trips", "c0", "h0", "W"], rnn_body("lin", 0, "i", "X", gemm=True))]
+             ("lin", ["trips", "c0", "h0", "W"], rnn_body("lin", 0, "i", "X", gemm=True)),
+             ("gru", ["", "c0", "k0", "h0", "W"], rnn_body("gru", 0, "k", "X", gates=True))]
     nodes, outputs, want = [], [], {}
     for name, ins, body in loops:
         carried = ["k_fin"] if "k0" in ins else []
@@ -790,10 +799,14 @@ def onnx_models():
                                  name=name, body=body))
         outputs += [h.make_tensor_value_info(name + "_h", f, [B, H]),
                     h.make_tensor_value_info(name + "_rows", f, None)]
-        src = {"rnn": X, "seq": seq.transpose(1, 0, 2), "emb": table, "few": X[:2], "lin": X}[name]
+        src = {"rnn": X, "seq": seq.transpose(1, 0, 2), "emb": table, "few": X[:2], "lin": X,
+               "gru": X}[name]
         hh, rows = h0, []
         for x_t in src:
-            hh = np.tanh((x_t @ W + bias if name == "lin" else x_t @ W) + hh @ R)
+            if name == "gru":
+                hh = np.tanh(x_t @ W + hh @ R + x_t @ W2 + x_t.sum(1, keepdims=True))
+            else:
+                hh = np.tanh((x_t @ W + bias if name == "lin" else x_t @ W) + hh @ R)
             rows.append(hh)
         want[name + "_h"] = hh
         want[name + "_rows"] = np.stack(rows)
@@ -805,7 +818,8 @@ def onnx_models():
         outputs,
         [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
          numpy_helper.from_array(np.ascontiguousarray(W.T), "Wt"),
-         numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(table, "table"), numpy_helper.from_array(h0, "h0"),
+         numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(table, "table"),
+         numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(np.array([1], np.int64), "ax1"), numpy_helper.from_array(h0, "h0"),
          numpy_helper.from_array(np.array(0, np.int64), "k0"),
          numpy_helper.from_array(np.array(T, np.int64), "trips"),
          numpy_helper.from_array(np.array(2, np.int64), "two")])
@@ -825,7 +839,11 @@ EXPLAIN_EXPECT = {
                      "Loop 'seq': MatMul 'mm_x' (the row of 'seq' Gather 'read' takes each "
                      "iteration, by 'W') hoisted out of the body",
                      "Loop 'lin': Gemm 'mm_x' (the row of 'X' Gather 'read' takes each "
-                     "iteration, by 'Wt') hoisted out of the body"],
+                     "iteration, by 'Wt') hoisted out of the body",
+                     "Loop 'gru': MatMul 'mm_x' (the row of 'X' Gather 'read' takes each "
+                     "iteration, by 'W') hoisted out of the body",
+                     "Loop 'gru': MatMul 'mm_x2' (the row of 'X' Gather 'read' takes each "
+                     "iteration, by 'W2') hoisted out of the body"],
     "loop_dead_carried": ["Loop 'dl': 1 of 3 carried values dropped",
                           "Loop 'dl_counting': 2 of 4 carried values dropped",
                           "its body runs 3 of its 7 nodes"],
