@@ -26,7 +26,7 @@ FAMILIES = ("conv", "matmul", "eltwise", "pool", "norm", "shape", "mixed", "deco
 # or in groups of 2 or 4 channels, or 2 or 3 groups of 16 or 24 (the channel
 # blocks the onednn module's own direct and grouped kernels take), and 3x3 layers of 24 to 64 channels on
 # 7x7 to 18x18 maps (its Winograd variant).
-MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels", "siblings")
+MORE_FAMILIES = ("rnn", "wideconv", "quant", "qdq", "dynq", "kernels", "siblings", "loop")
 
 
 def I(v):
@@ -794,6 +794,8 @@ class Gen:
             x = self.kernels()
         elif family == "siblings":
             x = self.siblings()
+        elif family == "loop":
+            return self.loop()
         else:
             raise ValueError("unknown family %s" % family)
         y = self.tail(x, extra)
@@ -994,6 +996,81 @@ class Gen:
             return self.node("MatMul", [pr, outs[2]])
         return self.node("Concat", [self.chain(o, self.r(0, 1)) for o in outs],
                          {"axis": I(-1)})
+
+    def loop(self):
+        """A recurrence in an ONNX Loop, as exporters write one (tf2onnx's
+        Keras RNNs it cannot fuse, PyTorch's scripted loops): the step's row
+        Gather(X, t) of a sequence X (along axis 0 or 1) at the iteration
+        number, or at a carried counter from 0, 1 or 2 stepped by 1 whose
+        Less against a limit is the condition (a while loop, sometimes stopping before the
+        rows run out); 1-3 products of the row (MatMul, or Gemm by the
+        transposed matrix with a bias) by constant matrices or by one the
+        Loop carries through unchanged, sometimes a reduction of the row
+        too, the state's product by a recurrent matrix and an activation;
+        the final state, the states and sometimes the first product's rows
+        as scan outputs. The optimiser hoists the row products out of the
+        body (optimize.c, pl_graph_hoist_loop_products) and the carried
+        matrix out of the carried values; a count Loop splits off a while
+        loop with scan outputs."""
+        if self.dtype != "f32":
+            return self.matmul()
+        T, B = self.r(1, 6), self.r(1, 3)
+        E, H = self.pick([1, 3, 8, 17]), self.pick([1, 4, 16, 33])
+        axis = self.pick([0, 0, 1])
+        x = self.input([T, B, E] if axis == 0 else [B, T, E])
+        if self.p(0.3):
+            x = self.chain(x, 1)
+        body = Graph(self.g.opset)
+        body.fresh = lambda prefix: self.g.fresh("lp_" + prefix)
+        i_in = body.add_input(body.fresh("i"), "i64", [])
+        c_in = body.add_input(body.fresh("cond"), "bool", [])
+        counted = self.p(0.5)
+        k_in = body.add_input(body.fresh("k"), "i64", []) if counted else None
+        h_in = body.add_input(body.fresh("h"), "f32", [B, H])
+        carry_w = self.p(0.4)
+        w_in = body.add_input(body.fresh("w"), "f32", [E, H]) if carry_w else None
+        row = body.add_node("Gather", [x, k_in or i_in], {"axis": I(axis)})
+        terms = []
+        for j in range(self.r(1, 3)):
+            if self.p(0.35):
+                args = [row, self.weights([H, E])]
+                if self.p(0.7):
+                    args.append(self.const(self.rng.uniform(-0.5, 0.5, [H] if self.p(0.6)
+                                                            else [1, H])))
+                terms.append(body.add_node("Gemm", args, {"transB": I(1)}))
+            else:
+                w = w_in if j == 0 and carry_w else self.weights([E, H])
+                terms.append(body.add_node("MatMul", [row, w]))
+        first = terms[0]
+        if self.p(0.3):
+            terms.append(body.add_node("ReduceSum", [row, self.i64([1])], {"keepdims": I(1)}))
+        terms.append(body.add_node("MatMul", [h_in, self.weights([H, H])]))
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = body.add_node("Add", [acc, t])
+        h_out = body.add_node(self.pick(["Tanh", "Sigmoid", "Relu"]), [acc])
+        if counted:  # from k0 to the limit, at most T rows
+            k_out = body.add_node("Add", [k_in, self.i64(1)])
+            limit = T if self.p(0.6) else self.r(1, T)
+            k0 = self.r(0, min(2, limit - 1))
+            cond = body.add_node("Less", [k_out, self.i64(limit)])
+        else:
+            cond = body.add_node("Identity", [c_in])
+        scans = [body.add_node("Identity", [h_out])]
+        if self.p(0.3):
+            scans.append(body.add_node("Identity", [first]))
+        body.outputs = [cond] + ([k_out] if counted else []) + [h_out] + \
+            ([w_in] if carry_w else []) + scans
+        trips = self.i64(T) if not counted or self.p(0.3) else ""
+        h0 = self.input([B, H]) if self.p(0.5) else self.const(np.zeros([B, H]))
+        ins = [trips, self.const(np.array(True), "bool")] + ([self.i64(k0)] if counted else []) + \
+            [h0] + ([self.weights([E, H])] if carry_w else [])
+        outs = self.node("Loop", ins, {"body": ("graph", body)}, n_out=len(body.outputs) - 1)
+        nc = len(ins) - 2
+        h_fin = outs[nc - 1 - (1 if carry_w else 0)]
+        keep = [h_fin] + [o for o in outs[nc:] if self.p(0.7)]
+        self.g.outputs = keep
+        return self.g
 
     def attention(self):
         """MatMul(Q, K^T) [-> Mul or Div by a scalar] [-> Where(c, scores,

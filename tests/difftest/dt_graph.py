@@ -110,6 +110,17 @@ class Graph:
         g._names = self._names
         return g
 
+    def outer_reads(self):
+        """The names this graph (a body) and its bodies read from outside:
+        used without being a body input or made by a body node."""
+        made = set(self.inputs) | {o for n in self.nodes for o in n["outputs"]} | \
+            {k for k, t in self.tensors.items() if "value" in t}
+        reads = set()
+        for n in self.nodes:
+            reads.update(i for i in node_reads(n) if i)
+        reads.update(self.outputs)
+        return reads - made
+
     def prune(self):
         """Drops nodes, constants and inputs that no output depends on."""
         need = set(self.outputs)
@@ -117,13 +128,24 @@ class Graph:
         for n in reversed(self.nodes):
             if any(o in need for o in n["outputs"]):
                 keep.append(n)
-                need.update(i for i in n["inputs"] if i)
+                need.update(i for i in node_reads(n) if i)
         self.nodes = list(reversed(keep))
         self.inputs = [i for i in self.inputs if i in need]
         self.tensors = {k: v for k, v in self.tensors.items()
                         if k in need or k in self.inputs}
 
     # ---- files ----------------------------------------------------------
+
+    def body_doc(self):
+        """This graph as a body attribute holds it (no constants of its
+        own: a body reads the model's by name)."""
+        tensors = []
+        for name, t in self.tensors.items():
+            if "value" in t:
+                raise ValueError("a body's constants belong to the model: %s" % name)
+            tensors.append({"name": name, "dtype": t["dtype"], "shape": list(t["shape"])})
+        return {"inputs": self.inputs, "outputs": self.outputs, "tensors": tensors,
+                "nodes": [_node_doc(n) for n in self.nodes]}
 
     def to_doc(self, weights_name):
         """The JSON document and the sidecar's bytes."""
@@ -138,13 +160,7 @@ class Graph:
                 entry["data"] = {"offset": len(sidecar), "length": len(data)}
                 sidecar += data
             tensors.append(entry)
-        nodes = []
-        for n in self.nodes:
-            node = {"name": n["name"], "op": n["op"], "inputs": n["inputs"],
-                    "outputs": n["outputs"]}
-            if n["attributes"]:
-                node["attributes"] = {k: _attr_json(v) for k, v in n["attributes"].items()}
-            nodes.append(node)
+        nodes = [_node_doc(n) for n in self.nodes]
         doc = {"format": "plinth-graph", "version": 1,
                "opset_import": [{"domain": "", "version": self.opset}]}
         if sidecar:
@@ -171,11 +187,18 @@ class Graph:
         if "weights" in doc:
             with open(os.path.join(os.path.dirname(json_path), doc["weights"]), "rb") as f:
                 sidecar = f.read()
-        g = Graph(doc["opset_import"][0]["version"] if doc.get("opset_import") else 13)
+        g = Graph.from_doc(doc, sidecar,
+                           doc["opset_import"][0]["version"] if doc.get("opset_import") else 13)
+        g._names = len(g.tensors) + len(g.nodes) + 1000
+        return g
+
+    @staticmethod
+    def from_doc(doc, sidecar, opset):
+        g = Graph(opset)
         g.inputs = list(doc["inputs"])
         g.outputs = list(doc["outputs"])
         from dt_plinth import DTYPES
-        for t in doc["tensors"]:
+        for t in doc.get("tensors", []):
             entry = {"dtype": t["dtype"], "shape": list(t["shape"])}
             if "data" in t:
                 d = t["data"]
@@ -186,10 +209,26 @@ class Graph:
         for n in doc["nodes"]:
             g.nodes.append({"name": n["name"], "op": n["op"], "inputs": list(n["inputs"]),
                             "outputs": list(n["outputs"]),
-                            "attributes": {k: _attr_value(v)
+                            "attributes": {k: _attr_value(v, opset)
                                            for k, v in n.get("attributes", {}).items()}})
-        g._names = len(g.tensors) + len(g.nodes) + 1000
         return g
+
+
+def node_reads(n):
+    """The names node N reads: its inputs and what its bodies read from
+    outside themselves."""
+    reads = list(n["inputs"])
+    for kind, val in n["attributes"].values():
+        if kind == "graph":
+            reads += sorted(val.outer_reads())
+    return reads
+
+
+def _node_doc(n):
+    node = {"name": n["name"], "op": n["op"], "inputs": n["inputs"], "outputs": n["outputs"]}
+    if n["attributes"]:
+        node["attributes"] = {k: _attr_json(v) for k, v in n["attributes"].items()}
+    return node
 
 
 def _attr_json(v):
@@ -202,10 +241,14 @@ def _attr_json(v):
         return {"ints": [int(x) for x in val]}
     if kind == "int":
         return {"int": int(val)}
+    if kind == "graph":
+        return {"graph": val.body_doc()}
     return {kind: val}
 
 
-def _attr_value(j):
+def _attr_value(j, opset=17):
     (kind, val), = j.items()
+    if kind == "graph":
+        return (kind, Graph.from_doc(val, b"", opset))
     return (kind, val)
 

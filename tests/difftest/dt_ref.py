@@ -469,6 +469,12 @@ def eval_node(node, env, dtype_of):
         return [x]
     if op == "Greater":
         return [x > ins[1]]
+    if op == "Less":
+        return [x < ins[1]]
+    if op == "Gather":
+        return [np.take(x, np.asarray(ins[1]).astype(np.int64), axis=_a(node, "axis", 0))]
+    if op == "Loop":
+        return loop(node, env, dtype_of)
     if op == "Where":
         return [np.where(x != 0, ins[1], ins[2])]
     if op in ("QuantizeLinear", "DequantizeLinear"):
@@ -652,6 +658,9 @@ def _out_dtypes(node, dtypes):
     """The dtype of each of NODE's outputs."""
     if node["op"] == "DynamicQuantizeLinear":
         return ["u8", "f32", "u8"][:len(node["outputs"])]
+    if node["op"] == "Loop":  # the carried values', then the scan outputs' (float)
+        carried = [dtypes.get(i, "f32") for i in node["inputs"][2:]]
+        return (carried + ["f32"] * len(node["outputs"]))[:len(node["outputs"])]
     return [_out_dtype(node, dtypes)] * len(node["outputs"])
 
 
@@ -669,17 +678,51 @@ def _out_dtype(node, dtypes):
         return CAST_TO.get(_a(node, "to", 1), "f32")
     if op in ("QLinearConv", "QLinearMatMul"):
         return dtypes.get(node["inputs"][7], "u8")
-    if op == "Greater":
+    if op in ("Greater", "Less"):
         return "bool"
     if op == "Where":
         return dtypes.get(node["inputs"][1], "f32")
     return dtypes.get(node["inputs"][0], "f32")
 
 
-def evaluate(graph, inputs):
-    """Every tensor's value; INPUTS: name -> values (float64/int64)."""
-    env = {}
-    dtypes = {}
+def loop(node, env, dtype_of):
+    """An ONNX Loop: its body (a Graph) run while the trip count and the
+    condition allow, the carried values threaded through, each scan
+    output stacked; the body reads ENV's values by name."""
+    body = node["attributes"]["body"][1]
+    ins = node["inputs"]
+    trips = int(env[ins[0]]) if ins[0] else None
+    cond = bool(env[ins[1]]) if len(ins) > 1 and ins[1] else True
+    nc = len(ins) - 2
+    carried = [env[i] for i in ins[2:]]
+    dts = {i: dtype_of(i) for i in body.outer_reads()}
+    dts.update({body.inputs[0]: "i64", body.inputs[1]: "bool"})
+    for j in range(nc):
+        dts[body.inputs[2 + j]] = dtype_of(ins[2 + j])
+    scans, it = None, 0
+    while (trips is None or it < trips) and cond:
+        feeds = {body.inputs[0]: np.int64(it), body.inputs[1]: np.bool_(cond)}
+        for j in range(nc):
+            feeds[body.inputs[2 + j]] = carried[j]
+        benv = evaluate(body, feeds, outer=env, outer_dtypes=dts)
+        cond = bool(benv[body.outputs[0]])
+        carried = [benv[o] for o in body.outputs[1:1 + nc]]
+        row = [benv[o] for o in body.outputs[1 + nc:]]
+        scans = [[r] for r in row] if scans is None else [s + [r] for s, r in zip(scans, row)]
+        it += 1
+        if it > 10000:
+            raise RefError("Loop: over 10000 iterations")
+    if scans is None and len(body.outputs) > 1 + nc:
+        raise RefError("Loop: no iteration ran (the scan outputs' shapes are open)")
+    return carried + [np.stack(s) for s in scans or []]
+
+
+def evaluate(graph, inputs, outer=None, outer_dtypes=None):
+    """Every tensor's value; INPUTS: name -> values (float64/int64). A
+    body's: OUTER holds the values it reads by name, OUTER_DTYPES their
+    dtypes and its inputs'."""
+    env = dict(outer or {})
+    dtypes = dict(outer_dtypes or {})
     for name, t in graph.tensors.items():
         dtypes[name] = t["dtype"]
         if "value" in t:
