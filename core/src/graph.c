@@ -1253,6 +1253,25 @@ static pl_status *pl_graph_hoisted_body(const pl_graph *body, const bool *hoist,
     return NULL;
 }
 
+/* *OUT_GRAPH = C with body B as node ID's body when ST (how making them
+ * went) is NULL; else both go and ST is returned. Takes C and B. */
+static pl_status *pl_graph_body_swapped(pl_graph *c, pl_nid id, pl_graph *b, pl_status *st,
+                                        pl_graph **out_graph)
+{
+    if (st == NULL) {
+        pl_graph_node_remove_attr(c, id, "body");
+        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
+        b = NULL;
+    }
+    pl_graph_destroy(b);
+    if (st != NULL) {
+        pl_graph_destroy(c);
+        return st;
+    }
+    *out_graph = c;
+    return NULL;
+}
+
 /* A copy of G (its readers through ALIAS, may be NULL) whose Loop node ID
  * has inputs INS, outputs OUTS and body BODY, which it takes (freed on
  * failure as well). */
@@ -1266,18 +1285,11 @@ static pl_status *pl_graph_loop_remade(const pl_graph *g, pl_nid id, const pl_ti
         st = pl_graph_node_set_inputs(c, id, ins, n_in);
     if (st == NULL)
         st = pl_graph_node_set_outputs(c, id, outs, n_out);
-    if (st == NULL) {
-        pl_graph_node_remove_attr(c, id, "body");
-        st = pl_graph_attr_graph(c, id, "body", body); /* takes BODY, even on failure */
-        body = NULL;
-    }
-    pl_graph_destroy(body);
-    if (st != NULL) {
-        pl_graph_destroy(c);
+    if (st != NULL && c == NULL) {
+        pl_graph_destroy(body);
         return st;
     }
-    *out_graph = c;
-    return NULL;
+    return pl_graph_body_swapped(c, id, body, st, out_graph);
 }
 
 pl_status *pl_graph_hoist_carried(const pl_graph *g, pl_nid id, const bool *hoist,
@@ -1443,6 +1455,34 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
     return st;
 }
 
+/* Adds to C (a copy of the graph holding control-flow node N) the product
+ * of all of X by matrix W (its transpose when TRANS_B, a Transpose that
+ * folding computes for a constant W) into tensor NAME, named after N and
+ * its body's product MN: what the body's product of a row of X becomes. */
+static pl_status *pl_graph_add_row_product(pl_graph *c, const pl_graph_node *n,
+                                           const pl_graph_node *mn, const char *x,
+                                           const char *w, bool trans_b, const char *name)
+{
+    char node_name[512], buf[560], wtn[600];
+    snprintf(node_name, sizeof node_name, "%s/%s", n->name, mn->name);
+    snprintf(wtn, sizeof wtn, "%s", w);
+    pl_status *st = NULL;
+    if (trans_b) {
+        snprintf(wtn, sizeof wtn, "%s/transposed", name);
+        pl_nid t;
+        st = pl_graph_add_node(c, pl_graph_free_name(c, true, wtn, "hoisted", buf, sizeof buf),
+                               "Transpose", "", (const char *const[]){w}, 1,
+                               (const char *const[]){wtn}, 1, &t);
+        if (st == NULL)
+            st = pl_graph_attr_ints(c, t, "perm", (const int64_t[]){1, 0}, 2);
+    }
+    if (st == NULL)
+        st = pl_graph_add_node(c, pl_graph_free_name(c, true, node_name, "hoisted", buf, sizeof buf),
+                               "MatMul", "", (const char *const[]){x, wtn}, 2,
+                               (const char *const[]){name}, 1, NULL);
+    return st;
+}
+
 pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid gather,
                                            pl_nid product, const char *name,
                                            pl_graph **out_graph)
@@ -1483,23 +1523,10 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
     bool *drop = pl_calloc(body->n_nodes, sizeof *drop);
     pl_status *st = drop != NULL ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
                                  : pl_graph_oom("hoisting a product");
-    char node_name[512], buf[560], wtn[600], row[600];
-    snprintf(node_name, sizeof node_name, "%s/%s", n->name, mn->name);
-    snprintf(wtn, sizeof wtn, "%s", wt->name);
+    char buf[560], row[600];
     snprintf(row, sizeof row, "%s/row", name);
-    if (st == NULL && trans_b) {
-        snprintf(wtn, sizeof wtn, "%s/transposed", name);
-        pl_nid t;
-        st = pl_graph_add_node(c, pl_graph_free_name(c, true, wtn, "hoisted", buf, sizeof buf),
-                               "Transpose", "", (const char *const[]){wt->name}, 1,
-                               (const char *const[]){wtn}, 1, &t);
-        if (st == NULL)
-            st = pl_graph_attr_ints(c, t, "perm", (const int64_t[]){1, 0}, 2);
-    }
     if (st == NULL)
-        st = pl_graph_add_node(c, pl_graph_free_name(c, true, node_name, "hoisted", buf, sizeof buf),
-                               "MatMul", "", (const char *const[]){xt->name, wtn}, 2,
-                               (const char *const[]){name}, 1, NULL);
+        st = pl_graph_add_row_product(c, n, mn, xt->name, wt->name, trans_b, name);
     /* the body: a Gather of the product's rows at the same index into the
      * product's output (a Gemm's C added after it), in place of the
      * Gather of X when the product was its only reader */
@@ -1532,19 +1559,119 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
         st = pl_graph_add_node(b, mn->name, "Add", "",
                                (const char *const[]){row, body->tensors[c_in].name}, 2,
                                (const char *const[]){yt->name}, 1, NULL);
-    if (st == NULL) {
-        pl_graph_node_remove_attr(c, id, "body");
-        st = pl_graph_attr_graph(c, id, "body", b); /* takes B, even on failure */
-        b = NULL;
-    }
     pl_free(drop);
-    pl_graph_destroy(b);
-    if (st != NULL) {
-        pl_graph_destroy(c);
-        return st;
+    return pl_graph_body_swapped(c, id, b, st, out_graph);
+}
+
+pl_status *pl_graph_hoist_scanned_product(const pl_graph *g, pl_nid id, pl_nid product,
+                                          size_t scan, int64_t axis, const char *name,
+                                          pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
+    const pl_attr *ba = n != NULL ? pl_graph_node_attr(n, "body") : NULL;
+    const pl_attr *ns = n != NULL ? pl_graph_node_attr(n, "num_scan_inputs") : NULL;
+    if (n == NULL || strcmp(n->op, "Scan") != 0 || ba == NULL || ba->kind != PL_ATTR_GRAPH ||
+        ba->n != 1 || ns == NULL || ns->kind != PL_ATTR_INT || ns->i < 1 ||
+        (size_t)ns->i > n->n_formal_inputs || scan >= (size_t)ns->i)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a product: node %u is no "
+                                                          "Scan with that scan input", id);
+    const pl_graph *body = ba->graphs[0];
+    size_t m = (size_t)ns->i, first = n->n_formal_inputs - m, at_in = first + scan;
+    const pl_graph_node *mn = product < body->n_nodes ? &body->nodes[product] : NULL;
+    if (mn == NULL || body->n_inputs != n->n_formal_inputs || mn->n_formal_inputs < 2 ||
+        mn->n_outputs < 1 || mn->outputs[0] == PL_TID_NONE ||
+        mn->inputs[0] != body->inputs[at_in] || n->inputs[at_in] == PL_TID_NONE)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "hoisting a product: it does not read scan input %zu of '%s'",
+                                scan, n->name);
+    bool gemm = strcmp(mn->op, "Gemm") == 0;
+    const pl_attr *tb = gemm ? pl_graph_node_attr(mn, "transB") : NULL;
+    bool trans_b = tb != NULL && tb->kind == PL_ATTR_INT && tb->i != 0;
+    pl_tid c_in = gemm && mn->n_formal_inputs == 3 ? mn->inputs[2] : PL_TID_NONE;
+    const pl_graph_tensor *st_t = &body->tensors[mn->inputs[0]];
+    const pl_graph_tensor *yt = &body->tensors[mn->outputs[0]];
+    /* the slice's other readers keep the scan input; else it goes */
+    bool only = st_t->n_consumers == 1 && !st_t->is_output;
+    /* the outer graph: the product of all of X, scanned as X was */
+    pl_graph *c = NULL, *b = NULL;
+    bool *drop = pl_calloc(body->n_nodes, sizeof *drop);
+    size_t n_in = n->n_formal_inputs + 1 - only;
+    pl_tid *ins = pl_calloc(n_in, sizeof *ins);
+    pl_status *st = drop != NULL && ins != NULL ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
+                                                : pl_graph_oom("hoisting a product");
+    if (st == NULL)
+        st = pl_graph_add_row_product(c, n, mn, g->tensors[n->inputs[at_in]].name,
+                                      body->tensors[mn->inputs[1]].name, trans_b, name);
+    pl_tid xw = c != NULL ? pl_graph_find_tensor(c, name) : PL_TID_NONE;
+    size_t k = 0;
+    for (size_t i = 0; st == NULL && i < n->n_formal_inputs; i++)
+        if (!(only && i == at_in))
+            ins[k++] = n->inputs[i];
+    if (st == NULL) {
+        ins[k] = xw;
+        st = pl_graph_node_set_inputs(c, id, ins, n_in);
     }
-    *out_graph = c;
-    return NULL;
+    if (st == NULL && !only) {
+        pl_graph_node_remove_attr(c, id, "num_scan_inputs");
+        st = pl_graph_attr_int(c, id, "num_scan_inputs", (int64_t)m + 1);
+    }
+    /* its axis and direction move to the end with it */
+    const char *per_input[2] = {"scan_input_axes", "scan_input_directions"};
+    for (int a = 0; st == NULL && a < 2; a++) {
+        const pl_attr *pa = pl_graph_node_attr(n, per_input[a]);
+        if (pa == NULL)
+            continue;
+        if (pa->kind != PL_ATTR_INTS || pa->n != m) {
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a product: '%s' has %s "
+                                                            "of another count", n->name,
+                                  per_input[a]);
+            break;
+        }
+        int64_t v[PL_GRAPH_MAX_RANK + 64];
+        if (m + 1 > sizeof v / sizeof v[0]) {
+            st = pl_status_create(PL_CODE_UNSUPPORTED, "hoisting a product: %zu scan inputs", m);
+            break;
+        }
+        size_t q = 0;
+        for (size_t i = 0; i < m; i++)
+            if (!(only && i == scan))
+                v[q++] = pa->ints[i];
+        v[q++] = a == 0 ? axis : pa->ints[scan];
+        pl_graph_node_remove_attr(c, id, per_input[a]);
+        st = pl_graph_attr_ints(c, id, per_input[a], v, q);
+    }
+    /* the body: the product's output is the new scan input's slice (a
+     * Gemm's C added to it), the slice of X goes where nothing else reads it */
+    if (st == NULL) {
+        drop[product] = true;
+        st = pl_graph_copy_rewritten(body, drop, NULL, &b);
+    }
+    char row[600];
+    snprintf(row, sizeof row, "%s/slice", name);
+    pl_tid slice = PL_TID_NONE;
+    if (st == NULL && c_in != PL_TID_NONE) {
+        if (pl_graph_find_tensor(b, row) != PL_TID_NONE)
+            st = pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a product: the body "
+                                                            "names '%s' already", row);
+        if (st == NULL)
+            st = pl_graph_tensor_get_or_add(b, row, &slice);
+        if (st == NULL)
+            st = pl_graph_set_type(b, slice, yt->dtype, yt->ndim, yt->dims, NULL);
+        if (st == NULL)
+            st = pl_graph_add_node(b, mn->name, "Add", "",
+                                   (const char *const[]){row, body->tensors[c_in].name}, 2,
+                                   (const char *const[]){yt->name}, 1, NULL);
+    } else if (st == NULL) {
+        slice = pl_graph_find_tensor(b, yt->name);
+    }
+    if (st == NULL && only)
+        pl_graph_drop_input(b, pl_graph_find_tensor(b, st_t->name));
+    if (st == NULL)
+        st = pl_graph_add_input(b, slice);
+    pl_free(drop);
+    pl_free(ins);
+    return pl_graph_body_swapped(c, id, b, st, out_graph);
 }
 
 pl_status *pl_graph_inline_branch(const pl_graph *g, pl_nid n, const pl_graph *body,

@@ -283,6 +283,17 @@ bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k);
 pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid gather,
                                            pl_nid product, const char *name,
                                            pl_graph **out_graph);
+/* G with the product PRODUCT (a MatMul, or a Gemm, of the slice of scan
+ * input SCAN by a matrix from outside) of Scan node ID's body moved before
+ * the Scan: a MatMul of the whole input (scanned along AXIS) by that
+ * matrix into a new tensor NAME, which the Scan scans as its last scan
+ * input, the product's output its slice (a Gemm's C added to it); scan
+ * input SCAN goes when the product was its slice's only reader. The
+ * caller checks that this is exact: AXIS is not the input's last.
+ * Constants are borrowed; the copy is not validated. */
+pl_status *pl_graph_hoist_scanned_product(const pl_graph *g, pl_nid id, pl_nid product,
+                                          size_t scan, int64_t axis, const char *name,
+                                          pl_graph **out_graph);
 
 /* G with node N (an If, or anything whose outputs BODY computes) replaced
  * by BODY's nodes: body tensors keep their names where G has none such

@@ -229,7 +229,8 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                                          "Loop: carried values left as they are");
             if (st == NULL)
                 st = pl_model_adopt_each(rt, m, pl_graph_hoist_loop_products,
-                                         "Loop: products left in its body");
+                                         "Loop or Scan: products left in its body (the hoist "
+                                         "noted above was undone)");
             if (st == NULL)
                 st = pl_model_adopt_each(rt, m, pl_graph_inline_ifs, "If: left as it is");
             if (st == NULL)

@@ -350,11 +350,11 @@ pl_status *pl_graph_inline_ifs(const pl_graph *g, pl_graph **out_graph, pl_rewri
 
 /* ---- Loop-invariant carried values --------------------------------------- */
 
-/* *NEXT, the Loop NAME rewritten (ST: how that went), validated; where
- * either failed, *NEXT is NULL and the reason noted after WHAT (the Loop
- * stays as it was). Fails only when out of memory. */
-static pl_status *pl_opt_loop_kept(pl_graph **next, const char *name, const char *what,
-                                   pl_status *st, pl_rewrites *rewrites)
+/* *NEXT, the node OP NAME (a Loop or Scan) rewritten (ST: how that went),
+ * validated; where either failed, *NEXT is NULL and the reason noted
+ * after WHAT (the node stays as it was). Fails only when out of memory. */
+static pl_status *pl_opt_loop_kept(pl_graph **next, const char *op, const char *name,
+                                   const char *what, pl_status *st, pl_rewrites *rewrites)
 {
     if (st == NULL)
         st = pl_graph_validate(*next);
@@ -364,7 +364,7 @@ static pl_status *pl_opt_loop_kept(pl_graph **next, const char *name, const char
     *next = NULL;
     if (pl_status_code(st) == PL_CODE_OUT_OF_MEMORY)
         return st;
-    bool noted = pl_rewrites_add(rewrites, "Loop '%s': %s: %s", name, what,
+    bool noted = pl_rewrites_add(rewrites, "%s '%s': %s: %s", op, name, what,
                                  pl_status_message(st));
     pl_status_free(st);
     return noted ? NULL
@@ -375,7 +375,7 @@ static pl_status *pl_opt_loop_kept(pl_graph **next, const char *name, const char
 static pl_status *pl_opt_loop_checked(pl_graph **next, const char *name, pl_status *st,
                                       pl_rewrites *rewrites)
 {
-    return pl_opt_loop_kept(next, name, "carried values kept", st, rewrites);
+    return pl_opt_loop_kept(next, "Loop", name, "carried values kept", st, rewrites);
 }
 
 /* Whether N is an ONNX Loop with at least one carried value. */
@@ -575,9 +575,10 @@ static bool pl_opt_trip_bound(const pl_graph *g, const pl_graph_node *n, int64_t
  * *OUT_GATHER is that Gather. When a constant trip count says
  * the Loop visits fewer rows than X has, no: the product of all would
  * compute rows nothing reads. */
-static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
-                                     const pl_graph *body, const pl_graph_node *mm,
-                                     pl_nid *out_gather)
+/* Whether MM is a product the row hoists take: a MatMul, or a Gemm as
+ * PyTorch writes a Linear of a 2-D row (A as it is, alpha 1, beta 1: its C
+ * then added to the row), with *OUT_TRANS_B its transB. */
+static bool pl_opt_row_product(const pl_graph_node *mm, bool *out_trans_b)
 {
     bool gemm = strcmp(mm->op, "Gemm") == 0;
     if ((!gemm && strcmp(mm->op, "MatMul") != 0) || mm->domain[0] != '\0' ||
@@ -585,8 +586,6 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
         mm->outputs[0] == PL_TID_NONE || mm->inputs[0] == PL_TID_NONE ||
         mm->inputs[1] == PL_TID_NONE)
         return false;
-    /* a Gemm as PyTorch writes a Linear of a 2-D row: A as it is, alpha 1,
-     * beta 1 (its C then added to the gathered row) */
     const pl_attr *ta = pl_graph_node_attr(mm, "transA");
     const pl_attr *al = pl_graph_node_attr(mm, "alpha");
     const pl_attr *be = pl_graph_node_attr(mm, "beta");
@@ -595,7 +594,40 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
                  (be != NULL && (be->kind != PL_ATTR_FLOAT || be->f != 1.0))))
         return false;
     const pl_attr *tb = gemm ? pl_graph_node_attr(mm, "transB") : NULL;
-    bool trans_b = tb != NULL && tb->kind == PL_ATTR_INT && tb->i != 0;
+    *out_trans_b = tb != NULL && tb->kind == PL_ATTR_INT && tb->i != 0;
+    return true;
+}
+
+/* The tensor of G named X when the products of its rows along *AXIS (made
+ * non-negative) by matrix W of G (its transpose when TRANS_B) are the
+ * product of all of it: a float tensor of rank 2 or more, AXIS not its
+ * last, W 2-D of its dtype and a width that fits; else NULL. */
+static const pl_graph_tensor *pl_opt_row_operands(const pl_graph *g, const char *x_name,
+                                                  const char *w_name, bool trans_b,
+                                                  int64_t *axis)
+{
+    pl_tid xo = pl_graph_find_tensor(g, x_name), wo = pl_graph_find_tensor(g, w_name);
+    if (xo == PL_TID_NONE || wo == PL_TID_NONE)
+        return NULL;
+    const pl_graph_tensor *x = pl_graph_get_tensor(g, xo), *w = pl_graph_get_tensor(g, wo);
+    if (x->ndim >= 2 && *axis < 0)
+        *axis += x->ndim;
+    if (x->ndim < 2 || *axis < 0 || *axis > x->ndim - 2 || w->ndim != 2 || w->dims[0] <= 0 ||
+        w->dims[1] <= 0 ||
+        (x->dims[x->ndim - 1] >= 0 && x->dims[x->ndim - 1] != w->dims[trans_b ? 1 : 0]) ||
+        (x->dtype.code != PL_TYPE_FLOAT && x->dtype.code != PL_TYPE_BFLOAT) ||
+        x->dtype.lanes != 1 || !PL_DTYPE_EQ(x->dtype, w->dtype))
+        return NULL;
+    return x;
+}
+
+static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
+                                     const pl_graph *body, const pl_graph_node *mm,
+                                     pl_nid *out_gather)
+{
+    bool trans_b;
+    if (!pl_opt_row_product(mm, &trans_b))
+        return false;
     const pl_graph_tensor *gt = pl_graph_get_tensor(body, mm->inputs[0]);
     const pl_graph_tensor *wb = pl_graph_get_tensor(body, mm->inputs[1]);
     if (gt->producer == PL_NID_NONE || !wb->is_outer)
@@ -605,21 +637,11 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
         ga->inputs[0] == PL_TID_NONE || !pl_opt_loop_counter(body, ga->inputs[1]))
         return false;
     const pl_graph_tensor *xb = pl_graph_get_tensor(body, ga->inputs[0]);
-    if (!xb->is_outer)
-        return false;
-    pl_tid xo = pl_graph_find_tensor(g, xb->name), wo = pl_graph_find_tensor(g, wb->name);
-    if (xo == PL_TID_NONE || wo == PL_TID_NONE)
-        return false;
-    const pl_graph_tensor *x = pl_graph_get_tensor(g, xo), *w = pl_graph_get_tensor(g, wo);
     const pl_attr *ax = pl_graph_node_attr(ga, "axis");
     int64_t axis = ax != NULL && ax->kind == PL_ATTR_INT ? ax->i : 0;
-    if (x->ndim >= 2 && axis < 0)
-        axis += x->ndim;
-    if (x->data != NULL || x->ndim < 2 || axis < 0 || axis > x->ndim - 2 || w->ndim != 2 ||
-        w->dims[0] <= 0 || w->dims[1] <= 0 ||
-        (x->dims[x->ndim - 1] >= 0 && x->dims[x->ndim - 1] != w->dims[trans_b ? 1 : 0]) ||
-        (x->dtype.code != PL_TYPE_FLOAT && x->dtype.code != PL_TYPE_BFLOAT) ||
-        x->dtype.lanes != 1 || !PL_DTYPE_EQ(x->dtype, w->dtype))
+    const pl_graph_tensor *x =
+        xb->is_outer ? pl_opt_row_operands(g, xb->name, wb->name, trans_b, &axis) : NULL;
+    if (x == NULL || x->data != NULL)
         return false;
     int64_t trips;
     if (pl_opt_trip_bound(g, n, &trips) && (x->dims[axis] < 0 || trips < x->dims[axis]))
@@ -628,26 +650,83 @@ static bool pl_opt_product_hoistable(const pl_graph *g, const pl_graph_node *n,
     return true;
 }
 
+/* The version of the default domain G imports, or 0. */
+static int64_t pl_opt_onnx_opset(const pl_graph *g)
+{
+    for (size_t i = 0; i < pl_graph_opset_count(g); i++) {
+        const char *domain;
+        int64_t version;
+        pl_graph_opset_at(g, i, &domain, &version);
+        if (domain[0] == '\0' || strcmp(domain, "ai.onnx") == 0)
+            return version;
+    }
+    return 0;
+}
+
+/* Whether the product MM of BODY (the body of Scan N of G, opset 9 on)
+ * reads the slice of a scan input along an axis other than its last, by
+ * a float matrix W from outside: then *OUT_SCAN is that scan input's
+ * index among the scan inputs and *OUT_AXIS its axis. A Scan visits
+ * every slice, so the product of all computes nothing unread. */
+static bool pl_opt_scan_hoistable(const pl_graph *g, const pl_graph_node *n,
+                                  const pl_graph *body, const pl_graph_node *mm,
+                                  size_t *out_scan, int64_t *out_axis)
+{
+    const pl_attr *ns = pl_graph_node_attr(n, "num_scan_inputs");
+    bool trans_b;
+    if (ns == NULL || ns->kind != PL_ATTR_INT || ns->i < 1 ||
+        (size_t)ns->i > n->n_formal_inputs || !pl_opt_row_product(mm, &trans_b))
+        return false;
+    size_t m = (size_t)ns->i, first = n->n_formal_inputs - m;
+    const pl_graph_tensor *wb = pl_graph_get_tensor(body, mm->inputs[1]);
+    for (size_t j = 0; j < m && wb->is_outer; j++) {
+        if (pl_graph_input(body, first + j) != mm->inputs[0] ||
+            n->inputs[first + j] == PL_TID_NONE)
+            continue;
+        const pl_attr *axes = pl_graph_node_attr(n, "scan_input_axes");
+        if (axes != NULL && (axes->kind != PL_ATTR_INTS || axes->n != m))
+            return false;
+        int64_t axis = axes != NULL ? axes->ints[j] : 0;
+        if (pl_opt_row_operands(g, pl_graph_get_tensor(g, n->inputs[first + j])->name, wb->name,
+                                trans_b, &axis) == NULL)
+            return false;
+        *out_scan = j;
+        *out_axis = axis;
+        return true;
+    }
+    return false;
+}
+
 pl_status *pl_graph_hoist_loop_products(const pl_graph *g, pl_graph **out_graph,
                                         pl_rewrites *rewrites)
 {
     *out_graph = NULL;
+    bool scans = pl_opt_onnx_opset(g) >= 9; /* Scan 8 has a batch axis and lengths */
     for (size_t i = 0; i < pl_graph_node_count(g); i++) {
         const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
         const pl_attr *a = pl_graph_node_attr(n, "body");
-        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || n->n_formal_inputs < 2 ||
-            a == NULL || a->kind != PL_ATTR_GRAPH || a->n != 1)
+        bool scan = strcmp(n->op, "Scan") == 0;
+        if ((!scan && strcmp(n->op, "Loop") != 0) || (scan && !scans) || n->domain[0] != '\0' ||
+            n->n_formal_inputs < (size_t)(2 - scan) || a == NULL || a->kind != PL_ATTR_GRAPH || a->n != 1)
             continue;
         const pl_graph *body = a->graphs[0];
         if (pl_graph_input_count(body) != n->n_formal_inputs || pl_opt_has_bodies(body))
             continue;
         for (size_t m = 0; m < pl_graph_node_count(body); m++) {
             const pl_graph_node *mm = pl_graph_get_node(body, (pl_nid)m);
-            pl_nid ga;
-            if (!pl_opt_product_hoistable(g, n, body, mm, &ga))
+            pl_nid ga = PL_NID_NONE;
+            size_t sj = 0;
+            int64_t axis = 0;
+            if (scan ? !pl_opt_scan_hoistable(g, n, body, mm, &sj, &axis)
+                     : !pl_opt_product_hoistable(g, n, body, mm, &ga))
                 continue;
-            const pl_graph_node *gn = pl_graph_get_node(body, ga);
-            const char *xname = pl_graph_get_tensor(body, gn->inputs[0])->name;
+            const pl_graph_node *gn = scan ? NULL : pl_graph_get_node(body, ga);
+            const char *xname =
+                scan ? pl_graph_get_tensor(g, n->inputs[n->n_formal_inputs -
+                                                         (size_t)pl_graph_node_attr(
+                                                             n, "num_scan_inputs")->i + sj])
+                           ->name
+                     : pl_graph_get_tensor(body, gn->inputs[0])->name;
             const char *wname = pl_graph_get_tensor(body, mm->inputs[1])->name;
             char name[600];
             snprintf(name, sizeof name, "%s/%s/rows", n->name, mm->name);
@@ -658,15 +737,27 @@ pl_status *pl_graph_hoist_loop_products(const pl_graph *g, pl_graph **out_graph,
             pl_graph *next = NULL;
             char what[300];
             snprintf(what, sizeof what, "%s '%s' kept in its body", mm->op, mm->name);
-            pl_status *st = pl_graph_hoist_gathered_product(g, (pl_nid)i, ga, (pl_nid)m, name, &next);
-            PL_RETURN_IF_ERROR(pl_opt_loop_kept(&next, n->name, what, st, rewrites));
+            pl_status *st =
+                scan ? pl_graph_hoist_scanned_product(g, (pl_nid)i, (pl_nid)m, sj, axis, name,
+                                                      &next)
+                     : pl_graph_hoist_gathered_product(g, (pl_nid)i, ga, (pl_nid)m, name, &next);
+            PL_RETURN_IF_ERROR(pl_opt_loop_kept(&next, n->op, n->name, what, st, rewrites));
             if (next == NULL)
                 return NULL; /* noted; one attempt a call: the caller stops on no change */
-            if (!pl_rewrites_add(rewrites, "Loop '%s': %s '%s' (the row of '%s' Gather '%s' "
-                                           "takes each iteration, by '%s') hoisted out of the "
-                                           "body: '%s', the product of all rows, is made once "
-                                           "before the Loop and the Gather takes its row",
-                                 n->name, mm->op, mm->name, xname, gn->name, wname, name)) {
+            bool noted =
+                scan ? pl_rewrites_add(rewrites,
+                                       "Scan '%s': %s '%s' (of the slice of '%s' each "
+                                       "iteration, by '%s') hoisted out of the body: '%s', the "
+                                       "product of all slices, is made once before the Scan "
+                                       "and scanned instead",
+                                       n->name, mm->op, mm->name, xname, wname, name)
+                     : pl_rewrites_add(rewrites,
+                                       "Loop '%s': %s '%s' (the row of '%s' Gather '%s' takes "
+                                       "each iteration, by '%s') hoisted out of the body: '%s', "
+                                       "the product of all rows, is made once before the Loop "
+                                       "and the Gather takes its row",
+                                       n->name, mm->op, mm->name, xname, gn->name, wname, name);
+            if (!noted) {
                 pl_graph_destroy(next);
                 return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
             }

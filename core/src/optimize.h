@@ -101,8 +101,10 @@ pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_grap
  * product of the row. Only along an axis other than the last, of a
  * non-constant float tensor (an embedding table indexed by the counter
  * would be multiplied whole), and not when a constant trip count visits
- * fewer rows than the tensor has. One product a call; same contract as
- * pl_graph_inline_ifs. */
+ * fewer rows than the tensor has. A Scan's product of the slice of a scan
+ * input (opset 9 on; tf2onnx's TF1 custom RNN cells) likewise becomes the
+ * product of the whole input, scanned instead (pl_graph_hoist_scanned_product).
+ * One product a call; same contract as pl_graph_inline_ifs. */
 pl_status *pl_graph_hoist_loop_products(const pl_graph *g, pl_graph **out_graph,
                                         pl_rewrites *rewrites);
 

@@ -827,6 +827,48 @@ def onnx_models():
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     m["loop_product"] = (model, {"X": X, "seq": seq, "c0": np.array(True),
                                  "limit": np.array(T, np.int64)}, want)
+
+    # scan_product: tf2onnx writes a TF1 custom RNN cell as a Scan over the
+    # sequence, the body multiplying each slice. Both products are hoisted
+    # (EXPLAIN_EXPECT): 'xs' along axis 0, its slice read by the MatMul
+    # alone (the scan input goes, the product is scanned instead), and 'ys'
+    # scanned along axis 1 in reverse by a Gemm with transB and bias, its
+    # slice also summed (it stays a scan input beside its product's).
+    body = h.make_graph(
+        [h.make_node("MatMul", ["x_t", "Wx"], ["px"], name="mm_x"),
+         h.make_node("Gemm", ["y_t", "Wyt", "by"], ["py"], name="mm_y", transB=1),
+         h.make_node("ReduceSum", ["y_t", "ax1"], ["ry"], name="ry", keepdims=1),
+         h.make_node("MatMul", ["h", "R"], ["q"], name="mm_h"),
+         h.make_node("Add", ["px", "py"], ["s0"], name="s0"),
+         h.make_node("Add", ["s0", "q"], ["s1"], name="s1"),
+         h.make_node("Add", ["s1", "ry"], ["s2"], name="s2"),
+         h.make_node("Tanh", ["s2"], ["h_out"], name="act"),
+         h.make_node("Identity", ["h_out"], ["row"], name="row")],
+        "scan_body",
+        [h.make_tensor_value_info("h", f, [B, H]), h.make_tensor_value_info("x_t", f, [B, E]),
+         h.make_tensor_value_info("y_t", f, [B, E])],
+        [h.make_tensor_value_info("h_out", f, [B, H]), h.make_tensor_value_info("row", f, [B, H])])
+    Wx = rng.uniform(-0.5, 0.5, (E, H)).astype(np.float32)
+    Wy = rng.uniform(-0.5, 0.5, (E, H)).astype(np.float32)
+    by = rng.uniform(-0.5, 0.5, H).astype(np.float32)
+    g = h.make_graph(
+        [h.make_node("Scan", ["h0", "xs", "ys"], ["h_fin", "rows"], name="scan", body=body,
+                     num_scan_inputs=2, scan_input_axes=[0, 1], scan_input_directions=[0, 1])],
+        "scan_product",
+        [h.make_tensor_value_info("xs", f, [T, B, E]), h.make_tensor_value_info("ys", f, [B, T, E])],
+        [h.make_tensor_value_info("h_fin", f, [B, H]), h.make_tensor_value_info("rows", f, None)],
+        [numpy_helper.from_array(Wx, "Wx"), numpy_helper.from_array(np.ascontiguousarray(Wy.T), "Wyt"),
+         numpy_helper.from_array(by, "by"), numpy_helper.from_array(R, "R"),
+         numpy_helper.from_array(h0, "h0"), numpy_helper.from_array(np.array([1], np.int64), "ax1")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    xs = rng.uniform(-1, 1, (T, B, E)).astype(np.float32)
+    ys = rng.uniform(-1, 1, (B, T, E)).astype(np.float32)
+    hh, rows = h0, []
+    for t in range(T):
+        y_t = ys[:, T - 1 - t]
+        hh = np.tanh(xs[t] @ Wx + (y_t @ Wy + by) + hh @ R + y_t.sum(1, keepdims=True))
+        rows.append(hh)
+    m["scan_product"] = (model, {"xs": xs, "ys": ys}, {"h_fin": hh, "rows": np.stack(rows)})
     return m
 
 
@@ -845,6 +887,10 @@ EXPLAIN_EXPECT = {
                      "iteration, by 'W') hoisted out of the body",
                      "Loop 'gru': MatMul 'mm_x2' (the row of 'X' Gather 'read' takes each "
                      "iteration, by 'W2') hoisted out of the body"],
+    "scan_product": ["Scan 'scan': MatMul 'mm_x' (of the slice of 'xs' each iteration, by "
+                     "'Wx') hoisted out of the body",
+                     "Scan 'scan': Gemm 'mm_y' (of the slice of 'ys' each iteration, by 'Wyt') "
+                     "hoisted out of the body"],
     "loop_dead_carried": ["Loop 'dl': 1 of 3 carried values dropped",
                           "Loop 'dl_counting': 2 of 4 carried values dropped",
                           "its body runs 3 of its 7 nodes"],
@@ -853,7 +899,9 @@ EXPLAIN_EXPECT = {
 # What `plinth explain` must not say of a case of onnx_models (a rewrite
 # that would be wrong or wasteful there).
 EXPLAIN_REJECT = {
-    "loop_product": ["Loop 'emb': MatMul", "Loop 'few': MatMul"],
+    "loop_product": ["Loop 'emb': MatMul", "Loop 'few': MatMul", "products left in",
+                     "kept in its body"],
+    "scan_product": ["products left in", "kept in its body"],
 }
 
 # Steps `plinth run --runs 2 --warmup 1` must list (backend, name), in

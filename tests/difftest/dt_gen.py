@@ -1014,6 +1014,8 @@ class Gen:
         loop with scan outputs."""
         if self.dtype != "f32":
             return self.matmul()
+        if self.p(0.35):
+            return self.scan_rnn()
         T, B = self.r(1, 6), self.r(1, 3)
         E, H = self.pick([1, 3, 8, 17]), self.pick([1, 4, 16, 33])
         axis = self.pick([0, 0, 1])
@@ -1070,6 +1072,56 @@ class Gen:
         h_fin = outs[nc - 1 - (1 if carry_w else 0)]
         keep = [h_fin] + [o for o in outs[nc:] if self.p(0.7)]
         self.g.outputs = keep
+        return self.g
+
+    def scan_rnn(self):
+        """The loop family's recurrence as a Scan (tf2onnx writes a TF1
+        custom RNN cell so): 1-2 sequences scanned along axis 0 or 1, either
+        direction, each slice multiplied by constant matrices (MatMul, or
+        Gemm by the transposed matrix with a bias), sometimes also summed;
+        the state's recurrent product and an activation; the final state
+        and the states (along axis 0 or 1, either direction) as outputs."""
+        T, B = self.r(1, 6), self.r(1, 3)
+        H = self.pick([1, 4, 16, 33])
+        body = Graph(self.g.opset)
+        body.fresh = lambda prefix: self.g.fresh("sc_" + prefix)
+        h_in = body.add_input(body.fresh("h"), "f32", [B, H])
+        seqs, axes, dirs, terms = [], [], [], []
+        for _ in range(self.r(1, 2)):
+            E, axis = self.pick([1, 3, 8, 17]), self.pick([0, 0, 1])
+            x = self.input([T, B, E] if axis == 0 else [B, T, E])
+            seqs.append(self.chain(x, 1) if self.p(0.2) else x)
+            axes.append(axis if self.p(0.7) else axis - 3)
+            dirs.append(self.r(0, 1))
+            sl = body.add_input(body.fresh("x"), "f32", [B, E])
+            for _ in range(self.r(1, 2)):
+                if self.p(0.35):
+                    args = [sl, self.weights([H, E])]
+                    if self.p(0.7):
+                        args.append(self.const(self.rng.uniform(-0.5, 0.5, [H])))
+                    terms.append(body.add_node("Gemm", args, {"transB": I(1)}))
+                else:
+                    terms.append(body.add_node("MatMul", [sl, self.weights([E, H])]))
+            if self.p(0.3):
+                terms.append(body.add_node("ReduceSum", [sl, self.i64([1])], {"keepdims": I(1)}))
+        terms.append(body.add_node("MatMul", [h_in, self.weights([H, H])]))
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = body.add_node("Add", [acc, t])
+        h_out = body.add_node(self.pick(["Tanh", "Sigmoid", "Relu"]), [acc])
+        body.outputs = [h_out, body.add_node("Identity", [h_out])]
+        attrs = {"body": ("graph", body), "num_scan_inputs": I(len(seqs))}
+        if any(a != 0 for a in axes) or self.p(0.3):
+            attrs["scan_input_axes"] = INTS(axes)
+        if any(dirs) or self.p(0.3):
+            attrs["scan_input_directions"] = INTS(dirs)
+        if self.p(0.3):
+            attrs["scan_output_axes"] = INTS([self.r(0, 1)])
+        if self.p(0.3):
+            attrs["scan_output_directions"] = INTS([self.r(0, 1)])
+        h0 = self.input([B, H]) if self.p(0.5) else self.const(np.zeros([B, H]))
+        outs = self.node("Scan", [h0] + seqs, attrs, n_out=2)
+        self.g.outputs = [o for o in outs if self.p(0.7)] or [outs[0]]
         return self.g
 
     def attention(self):

@@ -475,6 +475,8 @@ def eval_node(node, env, dtype_of):
         return [np.take(x, np.asarray(ins[1]).astype(np.int64), axis=_a(node, "axis", 0))]
     if op == "Loop":
         return loop(node, env, dtype_of)
+    if op == "Scan":
+        return scan(node, env, dtype_of)
     if op == "Where":
         return [np.where(x != 0, ins[1], ins[2])]
     if op in ("QuantizeLinear", "DequantizeLinear"):
@@ -658,6 +660,10 @@ def _out_dtypes(node, dtypes):
     """The dtype of each of NODE's outputs."""
     if node["op"] == "DynamicQuantizeLinear":
         return ["u8", "f32", "u8"][:len(node["outputs"])]
+    if node["op"] == "Scan":  # the states', then the scan outputs' (float)
+        n = len(node["inputs"]) - _a(node, "num_scan_inputs", 1)
+        states = [dtypes.get(i, "f32") for i in node["inputs"][:n]]
+        return (states + ["f32"] * len(node["outputs"]))[:len(node["outputs"])]
     if node["op"] == "Loop":  # the carried values', then the scan outputs' (float)
         carried = [dtypes.get(i, "f32") for i in node["inputs"][2:]]
         return (carried + ["f32"] * len(node["outputs"]))[:len(node["outputs"])]
@@ -715,6 +721,45 @@ def loop(node, env, dtype_of):
     if scans is None and len(body.outputs) > 1 + nc:
         raise RefError("Loop: no iteration ran (the scan outputs' shapes are open)")
     return carried + [np.stack(s) for s in scans or []]
+
+
+def scan(node, env, dtype_of):
+    """An ONNX Scan (opset 9 on): the body run on each slice of the scan
+    inputs along their axes (from the end where their direction is 1), the
+    states threaded through, each scan output stacked along its axis (in
+    reverse where its direction is 1)."""
+    body = node["attributes"]["body"][1]
+    ins = node["inputs"]
+    m = _a(node, "num_scan_inputs", 1)
+    n = len(ins) - m
+    state = [env[i] for i in ins[:n]]
+    xs = [env[i] for i in ins[n:]]
+    axes = [a % xs[j].ndim for j, a in enumerate(_a(node, "scan_input_axes", [0] * m))]
+    dirs = _a(node, "scan_input_directions", [0] * m)
+    k = len(body.outputs) - n
+    out_axes = _a(node, "scan_output_axes", [0] * k)
+    out_dirs = _a(node, "scan_output_directions", [0] * k)
+    dts = {i: dtype_of(i) for i in body.outer_reads()}
+    for j in range(len(ins)):
+        dts[body.inputs[j]] = dtype_of(ins[j])
+    trips = xs[0].shape[axes[0]]
+    rows = [[] for _ in range(k)]
+    for t in range(trips):
+        feeds = {body.inputs[j]: state[j] for j in range(n)}
+        for j in range(m):
+            feeds[body.inputs[n + j]] = np.take(xs[j], trips - 1 - t if dirs[j] else t,
+                                                axis=axes[j])
+        benv = evaluate(body, feeds, outer=env, outer_dtypes=dts)
+        state = [benv[o] for o in body.outputs[:n]]
+        for j in range(k):
+            rows[j].append(benv[body.outputs[n + j]])
+    if trips == 0 and k:
+        raise RefError("Scan: no slice (the scan outputs' shapes are open)")
+    outs = list(state)
+    for j in range(k):
+        r = np.stack(rows[j][::-1] if out_dirs[j] else rows[j])
+        outs.append(np.moveaxis(r, 0, out_axes[j] % r.ndim))
+    return outs
 
 
 def evaluate(graph, inputs, outer=None, outer_dtypes=None):
