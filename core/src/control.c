@@ -352,6 +352,7 @@ static pl_status *ctl_body_make(pl_runtime *rt, pl_control *c, const char *attr,
         return st;
     }
     m->inline_run = dyn == NULL && !c->dynamic;
+    m->part = true;
     st = pl_session_create(m, NULL, &b->session);
     pl_model_release(m);
     return st;

@@ -206,6 +206,7 @@ static pl_status *pl_fold_run(pl_runtime *rt, pl_graph *fg, const char *path, si
     pl_model *m = NULL;
     PL_RETURN_IF_ERROR(pl_model_of_graph(rt, fg, pl_strdupf("%s (constant folding)", path), &m));
     m->one_shot = true;
+    m->part = true;
     pl_session *s = NULL;
     st = pl_session_create(m, NULL, &s);
     pl_io *outs = st == NULL ? pl_calloc(n_out, sizeof *outs) : NULL;

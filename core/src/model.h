@@ -40,6 +40,10 @@ struct pl_model {
      * kernel step costs about a quarter of one dispatched through the
      * engine; partitioning weighs steps by that. */
     bool inline_run;
+    /* The graph is a part of a model (what folding runs, a control-flow
+     * body, a staged session's prefix or tail): [placement] pins name the
+     * model's nodes, and those this graph lacks are skipped here. */
+    bool part;
     /* How many runs a session of this model is expected to serve, 0 for
      * many: a staged session's tail planned for a signature that seldom
      * repeats (stage.c), whose partition then weighs what compiling costs

@@ -224,6 +224,19 @@ static int32_t pl_sess_pin_backend(const pl_part_backend *backends, size_t nb,
     return -1;
 }
 
+/* Whether PIN ("node=backend") names a node of G. */
+static bool pl_sess_pin_here(const pl_graph *g, const char *pin)
+{
+    const char *eq = strrchr(pin, '=');
+    char name[512];
+    size_t len = eq != NULL ? (size_t)(eq - pin) : strlen(pin);
+    if (len >= sizeof name)
+        return false;
+    memcpy(name, pin, len);
+    name[len] = '\0';
+    return pl_graph_find_node(g, name) != PL_NID_NONE;
+}
+
 /* The pins of [placement] ("node=backend"), resolved to backends; each
  * pin's node name is a new string in *OUT_NAMES. */
 static pl_status *pl_sess_pins(pl_session *s, const pl_part_backend *backends, size_t nb,
@@ -237,6 +250,8 @@ static pl_status *pl_sess_pins(pl_session *s, const pl_part_backend *backends, s
         return pl_sess_oom();
     for (size_t i = 0; i < c->n_pins; i++) {
         const char *eq = strchr(c->pins[i], '=');
+        if (s->model->part && !pl_sess_pin_here(s->g, c->pins[i]))
+            continue; /* a node of another part of the model */
         int32_t found = pl_sess_pin_backend(backends, nb, eq + 1);
         if (found < 0)
             return pl_status_create(PL_CODE_NOT_FOUND,
@@ -246,9 +261,22 @@ static pl_status *pl_sess_pins(pl_session *s, const pl_part_backend *backends, s
         (*out_names)[i] = pl_xstrndup(c->pins[i], (size_t)(eq - c->pins[i]));
         if ((*out_names)[i] == NULL)
             return pl_sess_oom();
-        (*out)[i] = (pl_part_pin){.node = (*out_names)[i], .backend = found};
-        *out_n = i + 1;
+        (*out)[*out_n] = (pl_part_pin){.node = (*out_names)[i], .backend = found};
+        *out_n += 1;
     }
+    return NULL;
+}
+
+/* A staged session's pins name nodes its model has (its prefix and tails
+ * each take the ones they hold): a name it lacks is a mistake. */
+static pl_status *pl_sess_pins_known(const pl_session *s)
+{
+    for (size_t i = 0; i < s->place.n_pins; i++)
+        if (!pl_sess_pin_here(s->g, s->place.pins[i]))
+            return pl_status_create(PL_CODE_NOT_FOUND,
+                                    "[placement] pin '%s' names a node the model does not have "
+                                    "(after its rewrites: `plinth explain` lists them)",
+                                    s->place.pins[i]);
     return NULL;
 }
 
@@ -607,7 +635,11 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     /* (a control-flow body plans per iteration instead, control.c; what
      * constant folding runs has known shapes) */
     if (!model->inline_run && !model->one_shot && pl_stage_needed(model->runtime, s->g)) {
-        pl_status *st = pl_stage_create(model, options, &s->stage);
+        pl_status *st = pl_sess_place_init(s, options);
+        if (st == NULL && !model->part)
+            st = pl_sess_pins_known(s);
+        if (st == NULL)
+            st = pl_stage_create(model, options, &s->stage);
         if (st != NULL) {
             pl_session_destroy(s);
             return pl_status_wrap(st, "%s: ", model->path);

@@ -393,6 +393,7 @@ static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, double pl
     if (!optimize)
         m->filedata = s->model->filedata;
     m->plan_runs = plan_runs;
+    m->part = true;
     if (skip) {
         m->skip = s->skip;
         m->n_skip = s->n_skip;

@@ -2571,6 +2571,73 @@ static void run_expect(pl_session *s, const float *x, int xnd, const int64_t *xd
     }
 }
 
+/* Pins name the model's nodes, and every part of the model takes the ones
+ * it holds: what constant folding runs (a Neg of a constant here) and a
+ * staged session's prefix and tails (the open row count puts every other
+ * node in a tail planned at run time). Before, each part's partition
+ * refused a pin it lacked: pinning any node of a model that folds or is
+ * staged failed at load. A name no node of the model has is still an
+ * error. */
+static void case_pin_parts(void)
+{
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[-1,4],"
+        "\"dim_params\":[\"n\",null]}],"
+        "\"nodes\":["
+        "{\"name\":\"c\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"c\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4],"
+        "\"values\":[1,-2,3,-4]}}}},"
+        "{\"name\":\"negc\",\"op\":\"Neg\",\"inputs\":[\"c\"],\"outputs\":[\"nc\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"x\",\"nc\"],\"outputs\":[\"a\"]},"
+        "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"a\"],\"outputs\":[\"r\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"r\"],\"outputs\":[\"y\"]}]}";
+    const char *path = write_text("pin_parts.json", json);
+    const float x[8] = {0, 1, 2, 3, -4, 5, -6, 7}, c[4] = {1, -2, 3, -4};
+    float want[8];
+    for (int i = 0; i < 8; i++)
+        want[i] = x[i] - c[i % 4] > 0.0f ? -(x[i] - c[i % 4]) : -0.0f;
+    const char *names[1] = {"y"};
+    const float *wants[1] = {want};
+    size_t n[1] = {8};
+    /* unpinned, then relu and (on the list's second line) add pinned */
+    const char *inis[2] = {"[placement]\norder = example_acc, cpu\n[graph]\noptimize = all\n",
+                           "[placement]\norder = example_acc, cpu\npin = relu=cpu,\n"
+                           "  add=cpu\n[graph]\noptimize = all\n"};
+    for (int k = 0; k < 2; k++) {
+        pl_runtime *rt = runtime_with(inis[k]);
+        pl_session *s = session_for(rt, path);
+        run_expect(s, x, 2, (const int64_t[]){2, 4}, 1, names, wants, n, 0.0f);
+        json_t *root = th_explain(s);
+        json_t *tail = json_object_get(json_object_get(root, "staged"), "last_tail");
+        TH_CHECK(tail != NULL, "the session is not staged");
+        const char *want_be = k ? "cpu" : "example_acc";
+        TH_CHECK(strcmp(backend_of(tail, "relu"), want_be) == 0, "relu on %s, expected %s",
+                 backend_of(tail, "relu"), want_be);
+        TH_CHECK(strcmp(backend_of(tail, "add"), want_be) == 0, "add on %s, expected %s",
+                 backend_of(tail, "add"), want_be);
+        json_decref(root);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+
+    pl_runtime *rt = runtime_with("[placement]\norder = example_acc, cpu\npin = relu=cpu, rleu=cpu\n"
+                                  "[graph]\noptimize = all\n");
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, path, &m));
+    pl_session *bad = NULL;
+    pl_status *st = pl_session_create(m, NULL, &bad);
+    TH_CHECK(st != NULL, "a pin naming no node of the model was accepted");
+    TH_CHECK_CONTAINS(pl_status_message(st),
+                      "[placement] pin 'rleu=cpu' names a node the model does not have");
+    TH_CHECK_CONTAINS(pl_status_message(st), "`plinth explain` lists them");
+    pl_status_free(st);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
 /* ---- through the fixture module ---- */
 
 enum { EW_R = 4, EW_C = 8, EW_N = EW_R * EW_C };
@@ -4330,6 +4397,7 @@ int main(int argc, char **argv)
         {"device_memory_fallback", case_device_memory_fallback},
         {"min_subgraph_nodes", case_min_subgraph_nodes},
     {"pin", case_pin},
+    {"pin_parts", case_pin_parts},
     {"options_placement", case_options_placement},
     {"options_strict", case_options_strict},
     {"options_errors", case_options_errors},
