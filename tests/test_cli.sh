@@ -390,8 +390,8 @@ explain_shape|bench_shape)
     else
         run bench "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=5,64 --runs 2 --warmup 1 --json
         [ "$rc" -eq 0 ] || { show; fail "bench --shape exited $rc"; }
-        tail -n 1 "$tmp/out" | "$python" -c 'import json, sys; assert json.load(sys.stdin)["runs"] == 2' ||
-            { show; fail "bench --json did not end with its JSON object"; }
+        tail -n 1 "$tmp/out" | "$python" -c 'import json, sys; j = json.load(sys.stdin); assert j["runs"] == 2 and j["first_run_ms"] > 0' ||
+            { show; fail "bench --json did not end with its JSON object (runs, first_run_ms)"; }
     fi
     run "$cmd" "$tmp/sym.json" --config "$tmp/acc.ini" --shape x=3
     [ "$rc" -eq 1 ] || { show; fail "a --shape of the wrong rank exited $rc, expected 1"; }
