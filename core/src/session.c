@@ -224,8 +224,25 @@ static int32_t pl_sess_pin_backend(const pl_part_backend *backends, size_t nb,
     return -1;
 }
 
-/* Whether PIN ("node=backend") names a node of G. */
-static bool pl_sess_pin_here(const pl_graph *g, const char *pin)
+/* Whether G, or when DEEP a body of G's at any depth, has node NAME. */
+static bool pl_sess_has_node(const pl_graph *g, const char *name, bool deep)
+{
+    if (pl_graph_find_node(g, name) != PL_NID_NONE)
+        return true;
+    for (size_t i = 0; deep && i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].kind == PL_ATTR_GRAPH || n->attrs[a].kind == PL_ATTR_GRAPHS)
+                for (size_t b = 0; b < n->attrs[a].n; b++)
+                    if (pl_sess_has_node(n->attrs[a].graphs[b], name, true))
+                        return true;
+    }
+    return false;
+}
+
+/* Whether PIN ("node=backend") names a node of G (or, when DEEP, of a
+ * body in it). */
+static bool pl_sess_pin_here(const pl_graph *g, const char *pin, bool deep)
 {
     const char *eq = strrchr(pin, '=');
     char name[512];
@@ -234,7 +251,7 @@ static bool pl_sess_pin_here(const pl_graph *g, const char *pin)
         return false;
     memcpy(name, pin, len);
     name[len] = '\0';
-    return pl_graph_find_node(g, name) != PL_NID_NONE;
+    return pl_sess_has_node(g, name, deep);
 }
 
 /* The pins of [placement] ("node=backend"), resolved to backends; each
@@ -250,7 +267,7 @@ static pl_status *pl_sess_pins(pl_session *s, const pl_part_backend *backends, s
         return pl_sess_oom();
     for (size_t i = 0; i < c->n_pins; i++) {
         const char *eq = strchr(c->pins[i], '=');
-        if (s->model->part && !pl_sess_pin_here(s->g, c->pins[i]))
+        if (s->model->part && !pl_sess_pin_here(s->g, c->pins[i], false))
             continue; /* a node of another part of the model */
         int32_t found = pl_sess_pin_backend(backends, nb, eq + 1);
         if (found < 0)
@@ -272,7 +289,7 @@ static pl_status *pl_sess_pins(pl_session *s, const pl_part_backend *backends, s
 static pl_status *pl_sess_pins_known(const pl_session *s)
 {
     for (size_t i = 0; i < s->place.n_pins; i++)
-        if (!pl_sess_pin_here(s->g, s->place.pins[i]))
+        if (!pl_sess_pin_here(s->g, s->place.pins[i], true))
             return pl_status_create(PL_CODE_NOT_FOUND,
                                     "[placement] pin '%s' names a node the model does not have "
                                     "(after its rewrites: `plinth explain` lists them)",

@@ -904,6 +904,9 @@ EXPLAIN_REJECT = {
     "scan_product": ["products left in", "kept in its body"],
 }
 
+# A node of the case's bodies that a [placement] pin names in one more run.
+PIN_BODY = {"loop_product": "mm_h"}
+
 # Steps `plinth run --runs 2 --warmup 1` must list (backend, name), in
 # order: a staged session's pivot and the steps of the tail planned at run
 # time come after the prefix's (pl_session_step_info).
@@ -968,6 +971,18 @@ def case_onnx(args, name):
         with open(ini, "w") as f:
             f.write("[placement]\norder = %s\n" % order)
         runs.append(("onnx_" + order.split(",")[0], path, ("--config", ini)))
+    if name in PIN_BODY:  # a pin names a body's node (every body that has it)
+        ini = os.path.join(work, "pinned.ini")
+        with open(ini, "w") as f:
+            f.write("[placement]\norder = example_acc, cpu\npin = %s=cpu\n" % PIN_BODY[name])
+        runs.append(("onnx_pinned", path, ("--config", ini)))
+        bad = os.path.join(work, "pinned_bad.ini")
+        with open(bad, "w") as f:
+            f.write("[placement]\norder = example_acc, cpu\npin = %s_typo=cpu\n" % PIN_BODY[name])
+        r = run_plinth(args, path, files, work, "out_bad", ["--runs", "1"], ("--config", bad))
+        if r.returncode == 0 or "names a node the model does not have" not in r.stderr:
+            print("FAIL: a pin naming no node was not refused: %s" % (r.stderr or r.stdout))
+            return 1
     for tag, src, config in runs:
         r = run_plinth(args, src, files, work, "out_" + tag, ["--runs", "2", "--warmup", "1"],
                        config)
