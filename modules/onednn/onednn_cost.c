@@ -436,6 +436,28 @@ static int odnn_cost_wino_tile(const pl_graph_api *g, const pl_graph_view *v, si
     return odnn_wino_tile(&d);
 }
 
+/* Whether product N is one row by a constant matrix (M = 1): oneDNN's
+ * gemm:jit streams the matrix at ODNN_COST_GEMV_GBPS, whether the product
+ * runs once or every step of a loop (512 x 2048, 4 MiB: 123-129 us on two
+ * threads, alone or in a Scan's body, where the cpu module's kernel keeps
+ * each thread's share of the matrix in its core's cache: 20-31 us). */
+#define ODNN_COST_GEMV_GBPS 32.0
+
+static int odnn_cost_gemv(const pl_graph_api *g, const pl_graph_view *v, size_t n, const char *op)
+{
+    int64_t y[8];
+    const void *data;
+    size_t size;
+    if (strcmp(op, "MatMul") != 0 && strcmp(op, "Gemm") != 0)
+        return 0;
+    int32_t r = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
+    double rows = 1;
+    for (int32_t d = 0; d + 1 < r; d++)
+        rows *= (double)y[d];
+    return r >= 1 && rows == 1 && g->node_input_count(v, n) >= 2 &&
+           g->tensor_constant(v, g->node_input(v, n, 1), &data, &size);
+}
+
 /* What gemm:jit's packing of product N's constant B costs a call below
  * avx512_core (ODNN_COST_AVX2_PACK_MIN), in us. */
 static double odnn_cost_avx2_pack_us(const pl_graph_api *g, const pl_graph_view *v, size_t n,
@@ -734,7 +756,9 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             double rate = odnn_cost_rate(ctx, g, v, n);
             double c = flops * odnn_cost_channel_padding(ctx, g, v, n) /
                        (rate * pl_cost_gflops() * 1e3);
-            double m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+            double m = odnn_cost_gemv(g, v, n, op)
+                           ? bytes / (ODNN_COST_GEMV_GBPS * 1e3)
+                           : bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
             compute += odnn_cost_avx2_pack_us(g, v, n, op);
             /* without ODNN_COST_EXEC_US: the products' rates were measured

@@ -6711,6 +6711,53 @@ static void case_probe_memo(void)
     pl_runtime_destroy(rt);
 }
 
+/* Placement by cost of a product of one row by constant weights (M = 1):
+ * oneDNN's gemm:jit streams the 4 MiB matrix each call (123 us on two
+ * threads) where the cpu module's kernel keeps each thread's share in its
+ * core's cache (20-31 us), so with choose = cost the product of one row
+ * goes to cpu and one of 64 rows (a real GEMM) stays on onednn; both agree
+ * with the cpu module. An RNN a Loop or Scan runs a step at a time is
+ * such products (piper's nakdimon: default 4.3 -> 3.9 ms, order = cpu 3.8). */
+static void case_gemv_placement(void)
+{
+    for (int64_t rows = 1; rows <= 64; rows += 63) {
+        struct mb m = {.seed = 71};
+        int64_t xs[] = {rows, 512}, ws[] = {512, 2048}, ys[] = {rows, 2048};
+        mb_input(&m, "x", 2, xs);
+        mb_const(&m, "w", 2, ws, NULL, 0.04f);
+        mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "a", "");
+        mb_node(&m, "act", "Tanh", "\"a\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        const char *ini = th_path(th_tempdir(), "gemv.ini");
+        FILE *f = fopen(ini, "w");
+        TH_CHECK(f != NULL, "cannot write %s", ini);
+        fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = onednn, cpu\n"
+                   "choose = cost\n",
+                th_arg(0));
+        fclose(f);
+        pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                                .ignore_environment = true};
+        pl_runtime *rt = NULL;
+        TH_CHECK_OK(pl_runtime_create(&o, &rt));
+        long oi = pl_runtime_find_module(rt, "onednn");
+        if (oi < 0 || rt->modules[oi]->status != PL_MODULE_LOADED) {
+            pl_runtime_destroy(rt);
+            th_skip("the onednn module is not loaded (oneDNN missing?)");
+        }
+        pl_session *s = session_for(rt, path);
+        json_t *root = th_explain(s);
+        const char *be = json_string_value(json_object_get(th_placement_of(root, "mm"), "backend"));
+        const char *want = rows == 1 ? "cpu" : "onednn";
+        TH_CHECK(be != NULL && strcmp(be, want) == 0, "%lld rows: the product ran on %s, expected %s",
+                 (long long)rows, be ? be : "(none)", want);
+        json_decref(root);
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+        compare(path, 2, xs, 2, ys, NULL);
+    }
+}
+
 /* The staged model of the quick_tails cases: rows of x known only at run
  * time, two 256 x 256 products and a Relu; a runtime of CACHE_LINE's
  * [runtime] line (or none) offering onednn first, weighing costs, and a
@@ -7160,6 +7207,7 @@ int main(int argc, char **argv)
         {"winograd_budget", case_winograd_budget},
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"gemv", case_gemv},
+        {"gemv_placement", case_gemv_placement},
         {"quick_tails", case_quick_tails},
         {"quick_tails_uncached", case_quick_tails_uncached},
         {"quick_tails_skip", case_quick_tails_skip},
