@@ -6711,6 +6711,30 @@ static void case_probe_memo(void)
     pl_runtime_destroy(rt);
 }
 
+/* A runtime offering onednn first and weighing costs, its [runtime]
+ * section given RUNTIME_EXTRA (a line, or ""); skips when onednn is not
+ * loaded. */
+static pl_runtime *cost_runtime(const char *runtime_extra)
+{
+    const char *ini = th_path(th_tempdir(), "cost.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n[placement]\norder = onednn, cpu\n"
+               "choose = cost\n",
+            th_arg(0), runtime_extra);
+    fclose(f);
+    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
+                            .ignore_environment = true};
+    pl_runtime *rt = NULL;
+    TH_CHECK_OK(pl_runtime_create(&o, &rt));
+    long oi = pl_runtime_find_module(rt, "onednn");
+    if (oi < 0 || rt->modules[oi]->status != PL_MODULE_LOADED) {
+        pl_runtime_destroy(rt);
+        th_skip("the onednn module is not loaded (oneDNN missing?)");
+    }
+    return rt;
+}
+
 /* Placement by cost of a product of one row by constant weights (M = 1):
  * oneDNN's gemm:jit streams the 4 MiB matrix each call (123 us on two
  * threads) where the cpu module's kernel keeps each thread's share in its
@@ -6729,22 +6753,7 @@ static void case_gemv_placement(void)
         mb_node(&m, "act", "Tanh", "\"a\"", "y", "");
         m.outputs[m.n_outputs++] = "y";
         const char *path = mb_write(&m);
-        const char *ini = th_path(th_tempdir(), "gemv.ini");
-        FILE *f = fopen(ini, "w");
-        TH_CHECK(f != NULL, "cannot write %s", ini);
-        fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = onednn, cpu\n"
-                   "choose = cost\n",
-                th_arg(0));
-        fclose(f);
-        pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                                .ignore_environment = true};
-        pl_runtime *rt = NULL;
-        TH_CHECK_OK(pl_runtime_create(&o, &rt));
-        long oi = pl_runtime_find_module(rt, "onednn");
-        if (oi < 0 || rt->modules[oi]->status != PL_MODULE_LOADED) {
-            pl_runtime_destroy(rt);
-            th_skip("the onednn module is not loaded (oneDNN missing?)");
-        }
+        pl_runtime *rt = cost_runtime("");
         pl_session *s = session_for(rt, path);
         json_t *root = th_explain(s);
         const char *be = json_string_value(json_object_get(th_placement_of(root, "mm"), "backend"));
@@ -6780,22 +6789,8 @@ static struct qt_pair qt_open(uint32_t seed, const char *cache_line)
     mb_node(&m, "m2", "MatMul", "\"ar\",\"w2\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
     const char *path = mb_write(&m);
-    const char *ini = th_path(th_tempdir(), "cost.ini");
-    FILE *f = fopen(ini, "w");
-    TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n%s\n[placement]\norder = onednn, cpu\n"
-               "choose = cost\n",
-            th_arg(0), cache_line);
-    fclose(f);
-    pl_runtime_options o = {.struct_size = sizeof o, .config_path = ini,
-                            .ignore_environment = true};
     struct qt_pair q = {0};
-    TH_CHECK_OK(pl_runtime_create(&o, &q.rt));
-    long oi = pl_runtime_find_module(q.rt, "onednn");
-    if (oi < 0 || q.rt->modules[oi]->status != PL_MODULE_LOADED) {
-        pl_runtime_destroy(q.rt);
-        th_skip("the onednn module is not loaded (oneDNN missing?)");
-    }
+    q.rt = cost_runtime(cache_line);
     q.rc = runtime_with("cpu");
     q.s = session_for(q.rt, path);
     q.sc = session_for(q.rc, path);
