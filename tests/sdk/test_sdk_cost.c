@@ -171,6 +171,45 @@ static void case_rnn_and_rest(void)
     TH_CHECK(pl_cost_default_us(&cv_api, &e, 0) == 0, "unknown dims cost time");
 }
 
+/* Ops that select from their first input read only what they write: a
+ * Gather of 4 rows of a [30000, 256] table moves the rows and the indices,
+ * not the 30 MB table; a Slice its result; a Shape nothing of its input.
+ * A Gather whose output is larger than its input (rows repeated) still
+ * counts its input once. */
+static void case_selecting(void)
+{
+    pl_graph_view v = {.op = "Gather", .n_in = 2, .n_out = 1};
+    cv_set(&v, 0, 2, (int64_t[]){30000, 256});
+    cv_set(&v, 1, 1, (int64_t[]){4});
+    cv_set(&v, 2, 2, (int64_t[]){4, 256});
+    double bytes;
+    cv_flops(&v, &bytes);
+    TH_CHECK(bytes == 2 * 4 * 256 * 4.0 + 4 * 4.0, "Gather of 4 rows: %g bytes", bytes);
+    v.op = "Slice";
+    cv_flops(&v, &bytes);
+    TH_CHECK(bytes == 2 * 4 * 256 * 4.0 + 4 * 4.0, "Slice: %g bytes", bytes);
+    v.op = "Shape";
+    v.n_in = 1;
+    cv_set(&v, 1, 1, (int64_t[]){2});
+    cv_flops(&v, &bytes);
+    TH_CHECK(bytes == 2 * 4.0, "Shape: %g bytes", bytes);
+    /* every row 3 times: the input once, the output whole */
+    v.op = "Gather";
+    v.n_in = 2;
+    cv_set(&v, 0, 2, (int64_t[]){2, 256});
+    cv_set(&v, 1, 1, (int64_t[]){6});
+    cv_set(&v, 2, 2, (int64_t[]){6, 256});
+    cv_flops(&v, &bytes);
+    TH_CHECK(bytes == 2 * 256 * 4.0 + 6 * 4.0 + 6 * 256 * 4.0, "repeating Gather: %g bytes", bytes);
+    /* and an op that reads its whole input still counts it */
+    v.op = "Relu";
+    v.n_in = 1;
+    cv_set(&v, 1, 2, (int64_t[]){2, 256});
+    v.n_out = 1;
+    cv_flops(&v, &bytes);
+    TH_CHECK(bytes == 2 * 2 * 256 * 4.0, "Relu: %g bytes", bytes);
+}
+
 /* Weights that fit in a core's cache are read at PL_COST_CACHE_GBPS, the
  * activations still at PL_COST_GBPS; a model whose constants do not fit,
  * or a core that does not say (ABI 1.6), reads them at PL_COST_GBPS. */
@@ -215,6 +254,7 @@ int main(int argc, char **argv)
     static const th_case cases[] = {
         {"products", case_products},
         {"rnn_and_rest", case_rnn_and_rest},
+        {"selecting", case_selecting},
         {"resident_weights", case_resident_weights},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 0, "");
