@@ -1090,7 +1090,8 @@ pl_status *pl_graph_extract(const pl_graph *g, const bool *keep, const pl_tid *o
     if (st == NULL)
         st = pl_graph_copy_into(g, c, drop, NULL, true);
     for (size_t i = 0; st == NULL && i < n_outputs; i++)
-        st = pl_graph_add_output(c, outputs[i]);
+        if (outputs[i] >= c->n_tensors || !c->tensors[outputs[i]].is_output)
+            st = pl_graph_add_output(c, outputs[i]); /* once: requests are by name */
     pl_free(drop);
     if (st != NULL) {
         pl_graph_destroy(c);

@@ -438,8 +438,9 @@ pl_status *pl_builder_output(pl_graph_builder *b, const char *name)
 {
     pl_tid t;
     PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, &t));
-    /* A body may list one tensor as two outputs (Loop: carried and scan). */
-    return b->root != b ? pl_graph_add_output_again(b->g, t) : pl_graph_add_output(b->g, t);
+    /* A graph may list one tensor as two outputs: a Loop body (carried and
+     * scan), a model (ONNX Runtime returns it twice; pl_session_run copies). */
+    return pl_graph_add_output_again(b->g, t);
 }
 
 pl_status *pl_builder_node(pl_graph_builder *b, const char *name, const char *op,

@@ -767,6 +767,132 @@ void pl_session_destroy(pl_session *s)
 
 /* ---- running ------------------------------------------------------------------ */
 
+/* One output asked for twice: an ONNX graph may list a tensor as two of its
+ * outputs (ONNX Runtime returns it at both places), and a caller may name
+ * one output twice. A run fills each name's first request; the others get
+ * a copy. FIRST[i] (allocated here, NULL when no name repeats): the first
+ * request of NAMES[i]. */
+static pl_status *pl_sess_first_requests(const char *const *names, size_t n, size_t **out_first)
+{
+    *out_first = NULL;
+    size_t *first = NULL;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i && names[i] != NULL; j++) {
+            if (names[j] == NULL || strcmp(names[i], names[j]) != 0)
+                continue;
+            if (first == NULL) {
+                first = pl_malloc(n * sizeof *first);
+                if (first == NULL)
+                    return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+                for (size_t k = 0; k < n; k++)
+                    first[k] = k;
+            }
+            first[i] = first[j];
+            break;
+        }
+    *out_first = first;
+    return NULL;
+}
+
+/* Copies host output SRC into DST, the request of the same name: into the
+ * caller's buffer where it gave one (of SRC's dtype and shape), else into a
+ * new one. */
+static pl_status *pl_sess_copy_request(const pl_tensor *src, const char *name, pl_tensor *dst)
+{
+    size_t bytes = pl_dtype_size(src->dtype);
+    for (int32_t d = 0; d < src->ndim; d++)
+        bytes *= (size_t)src->shape[d];
+    if (dst->data == NULL) {
+        dst->data = pl_hostbuf_get(bytes);
+        if (dst->data == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                    "out of memory for output '%s' (%zu bytes)", name, bytes);
+        dst->byte_offset = 0;
+    } else {
+        bool same = PL_DTYPE_EQ(dst->dtype, src->dtype) && dst->ndim == src->ndim &&
+                    dst->strides == NULL && (src->ndim == 0 || dst->shape != NULL);
+        for (int32_t d = 0; same && d < src->ndim; d++)
+            same = dst->shape[d] == src->shape[d];
+        if (!same) {
+            char want[256];
+            pl_dims_format(src->shape, src->ndim, want, sizeof want);
+            return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                    "output '%s' (asked for again) must be dense %s%s", name,
+                                    pl_dtype_name(src->dtype), want);
+        }
+    }
+    if (bytes > 0)
+        memcpy((char *)dst->data + dst->byte_offset, (const char *)src->data + src->byte_offset,
+               bytes);
+    dst->struct_size = sizeof *dst;
+    dst->dtype = src->dtype;
+    dst->ndim = src->ndim;
+    dst->shape = src->shape;
+    dst->device = src->device;
+    return NULL;
+}
+
+static pl_status *pl_sess_run_once(pl_session *s, const pl_io *inputs, size_t n_inputs,
+                                   pl_io *outputs, size_t n_outputs)
+{
+    return s->stage != NULL ? pl_stage_run(s->stage, inputs, n_inputs, outputs, n_outputs)
+                            : pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
+}
+
+/* pl_session_run with the repeated requests among OUTPUTS copied from the
+ * first of their name; a failure leaves the caller's requests as they
+ * were. */
+static pl_status *pl_sess_run_repeats(pl_session *s, const pl_io *inputs, size_t n_inputs,
+                                      pl_io *outputs, size_t n_outputs)
+{
+    const char **names = pl_malloc((n_outputs ? n_outputs : 1) * sizeof *names);
+    if (names == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+    for (size_t i = 0; i < n_outputs; i++)
+        names[i] = outputs[i].name;
+    size_t *first = NULL;
+    pl_status *st = pl_sess_first_requests(names, n_outputs, &first);
+    pl_free(names);
+    if (st != NULL || first == NULL)
+        return st != NULL ? st : pl_sess_run_once(s, inputs, n_inputs, outputs, n_outputs);
+    size_t n_uniq = 0;
+    pl_io *uniq = pl_malloc(n_outputs * sizeof *uniq);
+    bool *given = pl_malloc(n_outputs * sizeof *given);
+    if (uniq == NULL || given == NULL)
+        st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+    for (size_t i = 0; st == NULL && i < n_outputs; i++) {
+        given[i] = outputs[i].tensor.data != NULL;
+        if (first[i] == i)
+            uniq[n_uniq++] = outputs[i];
+    }
+    if (st == NULL)
+        st = pl_sess_run_once(s, inputs, n_inputs, uniq, n_uniq);
+    if (st == NULL) {
+        pl_io *saved = pl_malloc(n_outputs * sizeof *saved);
+        if (saved == NULL)
+            st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+        for (size_t i = 0, k = 0; st == NULL && i < n_outputs; i++) {
+            saved[i] = outputs[i];
+            if (first[i] == i)
+                outputs[i] = uniq[k++];
+        }
+        for (size_t i = 0; st == NULL && i < n_outputs; i++)
+            if (first[i] != i)
+                st = pl_sess_copy_request(&outputs[first[i]].tensor, outputs[i].name,
+                                          &outputs[i].tensor);
+        for (size_t i = 0; st != NULL && saved != NULL && i < n_outputs; i++) {
+            if (!given[i] && outputs[i].tensor.data != NULL)
+                pl_hostbuf_put(outputs[i].tensor.data);
+            outputs[i] = saved[i];
+        }
+        pl_free(saved);
+    }
+    pl_free(uniq);
+    pl_free(given);
+    pl_free(first);
+    return st;
+}
+
 pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                           pl_io *outputs, size_t n_outputs)
 {
@@ -779,9 +905,7 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                                 "pl_session_run_arrays",
                                 s->io_name);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = s->stage != NULL
-                        ? pl_stage_run(s->stage, inputs, n_inputs, outputs, n_outputs)
-                        : pl_runner_run(s->runner, inputs, n_inputs, outputs, n_outputs);
+    pl_status *st = pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
     pl_alloc_scope_leave(outer);
     return st;
 }
@@ -845,7 +969,26 @@ static pl_status *pl_session_run_arrays_in(pl_session *s, const pl_array_io *inp
         }
         outs[i] = (pl_io){.name = name, .tensor = *pl_array_tensor(outputs[i].array)};
     }
-    return pl_runner_run(s->runner, ins, n_inputs, outs, n_outputs);
+    const char **names = pl_malloc((n_outputs ? n_outputs : 1) * sizeof *names);
+    if (names == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+    for (size_t i = 0; i < n_outputs; i++)
+        names[i] = outputs[i].name;
+    size_t *first = NULL, n_uniq = 0;
+    pl_status *st = pl_sess_first_requests(names, n_outputs, &first);
+    pl_free(names);
+    if (st != NULL || first == NULL)
+        return st != NULL ? st : pl_runner_run(s->runner, ins, n_inputs, outs, n_outputs);
+    /* a name asked for twice: its first array is written, the others copy it */
+    for (size_t i = 0; i < n_outputs; i++)
+        if (first[i] == i)
+            outs[n_uniq++] = outs[i];
+    st = pl_runner_run(s->runner, ins, n_inputs, outs, n_uniq);
+    for (size_t i = 0; st == NULL && i < n_outputs; i++)
+        if (first[i] != i)
+            st = pl_array_copy(outputs[i].array, outputs[first[i]].array);
+    pl_free(first);
+    return st;
 }
 
 pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_t n_inputs,

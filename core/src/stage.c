@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "control.h"
 #include "filedata.h"
+#include "hostbuf.h"
 #include "model.h"
 #include "registry.h"
 #include "status.h"
@@ -311,11 +312,8 @@ static pl_status *stg_frontier(pl_stage *s, const bool *tail, pl_tid **tail_out,
         if (s->pivot != PL_NID_NONE && gt->producer == s->pivot)
             continue; /* handed over from the pivot's outputs */
         if (gt->producer == PL_NID_NONE)
-            st = pl_status_create(PL_CODE_UNSUPPORTED,
-                                  "graph output '%s' is a graph input or a constant, which a "
-                                  "model with shapes known only at run time cannot give",
-                                  gt->name);
-        else if (tail[gt->producer])
+            continue; /* a graph input or a constant: pl_stage_run copies it */
+        if (tail[gt->producer])
             st = stg_add_tid(tail_out, n_tail_out, t);
         else
             st = stg_add_tid(&s->pre_out, &s->n_pre_out, t);
@@ -459,7 +457,9 @@ static pl_status *stg_pin(pl_stage *s, const bool *tail)
                 for (size_t k = 0; k < n->attrs[a].n; k++)
                     stg_pin_body(s, seen, n->attrs[a].graphs[k]);
     }
-    /* (graph outputs that are constants are refused for staged models) */
+    /* graph outputs that are constants: each run copies them */
+    for (size_t i = 0; i < pl_graph_output_count(s->g); i++)
+        stg_pin_one(s, seen, pl_graph_get_tensor(s->g, pl_graph_output(s->g, i))->data);
     pl_free(seen);
     return NULL;
 }
@@ -1237,12 +1237,25 @@ static pl_status *stg_run_pivot(pl_stage *s, const pl_graph_node *pn, const pl_i
 
 /* Gives the caller's output DST the pivot's output SRC: the buffer itself
  * when the caller left DST without one (*HANDED), else a copy, which must
- * fit. */
+ * fit. HANDED NULL: always a copy (SRC a caller's input or a constant),
+ * into a new buffer where DST has none. */
 static pl_status *stg_hand_out(pl_stage *s, const pl_tensor *src, pl_tensor *dst, bool *handed)
 {
     size_t have = 0, want = 0, n = 0;
     pl_dims_elements(src->shape, src->ndim, &n);
     have = n * pl_dtype_size(src->dtype);
+    if (dst->data == NULL && handed == NULL) {
+        pl_tensor copy = *src;
+        copy.byte_offset = 0;
+        copy.data = pl_hostbuf_get(have);
+        if (copy.data == NULL)
+            return stg_oom();
+        memcpy(copy.data, (const char *)src->data + src->byte_offset, have);
+        pl_status *st = stg_hand_out(s, &copy, dst, &(bool){false});
+        if (st != NULL)
+            pl_hostbuf_put(copy.data);
+        return st;
+    }
     if (dst->data == NULL) {
         *dst = *src;
         dst->shape = (int64_t *)stg_keep_dims(s, src->ndim, src->shape);
@@ -1260,8 +1273,40 @@ static pl_status *stg_hand_out(pl_stage *s, const pl_tensor *src, pl_tensor *dst
                                 "output buffer holds %zu bytes; the model gives %zu (leave its "
                                 "data NULL to have it allocated)",
                                 want, have);
-    memcpy((char *)dst->data + dst->byte_offset, src->data, have);
+    memcpy((char *)dst->data + dst->byte_offset, (const char *)src->data + src->byte_offset,
+           have);
     return NULL;
+}
+
+/* Graph outputs that are graph inputs or constants (an exporter's
+ * pass-through): copied from the caller's input or the constant. */
+static pl_status *stg_copy_outputs(pl_stage *s, const pl_io *inputs, size_t n_inputs,
+                                   pl_io *outputs, size_t n_outputs)
+{
+    pl_status *st = NULL;
+    size_t i = 0;
+    bool *made = pl_calloc(n_outputs ? n_outputs : 1, sizeof *made);
+    if (made == NULL)
+        return stg_oom();
+    for (; st == NULL && i < n_outputs; i++) {
+        const pl_graph_tensor *t =
+            pl_graph_get_tensor(s->g, pl_graph_find_tensor(s->g, outputs[i].name));
+        if (t->producer != PL_NID_NONE)
+            continue;
+        pl_tensor c = {.struct_size = sizeof c, .data = (void *)t->data, .dtype = t->dtype,
+                       .ndim = t->ndim, .shape = (int64_t *)t->dims};
+        const pl_io *in = t->is_input ? stg_find(inputs, n_inputs, t->name) : NULL;
+        made[i] = outputs[i].tensor.data == NULL;
+        st = stg_hand_out(s, in != NULL ? &in->tensor : &c, &outputs[i].tensor, NULL);
+        made[i] = made[i] && st == NULL;
+    }
+    for (size_t k = 0; st != NULL && k < i; k++)
+        if (made[k]) {
+            pl_hostbuf_put(outputs[k].tensor.data);
+            outputs[k].tensor.data = NULL;
+        }
+    pl_free(made);
+    return st;
 }
 
 pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io *outputs,
@@ -1358,6 +1403,8 @@ pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io
         }
     if (st == NULL && s->tail != NULL)
         st = stg_run_tail(s, vals, outputs, n_outputs);
+    if (st == NULL)
+        st = stg_copy_outputs(s, inputs, n_inputs, outputs, n_outputs);
     for (size_t o = 0; piv_out != NULL && handed != NULL && o < n_piv_out; o++)
         if (!handed[o])
             free(piv_out[o].data);

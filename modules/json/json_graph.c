@@ -608,9 +608,9 @@ static pl_status *js_load_io(js_load *L, json_t *arr, bool input)
                             json_is_string(e) ? "\"\"" : js_kind_name(e));
         js_tensor *t;
         JS_RETURN_IF_ERROR(js_tensor_get_or_add(L, json_string_value(e), &t));
-        /* A body may list one tensor as two outputs (Loop: carried and
-         * scan); the graph of a model may not. */
-        if (input ? (t->flags & JS_T_INPUT) : ((t->flags & JS_T_OUTPUT) && L->scope == NULL))
+        /* One tensor may be two outputs (a Loop body's carried and scan
+         * value; a model's, as ONNX allows), never two inputs. */
+        if (input && (t->flags & JS_T_INPUT))
             return js_error(L, PL_CODE_INVALID_ARGUMENT, where,
                             "'" JS_NAME_FMT "' is listed twice", t->name);
         if (input && (t->flags & JS_T_CONSTANT))

@@ -480,6 +480,17 @@ static void case_load_string(void)
     CHECK(((uint8_t *)b->tensor->data)[0] == 1 && ((uint8_t *)b->tensor->data)[1] == 0);
     pl_graph_destroy(g);
 
+    /* One tensor listed twice as a model output (ONNX allows it; plinth
+     * convert writes such a model's list as it is). */
+    const char *twice =
+        "{\"format\": \"plinth-graph\", \"version\": 1, \"inputs\": [\"x\"],"
+        " \"outputs\": [\"y\", \"x\", \"y\"], \"tensors\": [{\"name\": \"x\", "
+        "\"dtype\": \"f32\", \"shape\": [2]}], \"nodes\": [{\"op\": \"Neg\", "
+        "\"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}";
+    CHECK_OK(load_text(twice, strlen(twice), &g));
+    CHECK(pl_graph_output_count(g) == 3 && pl_graph_output(g, 0) == pl_graph_output(g, 2));
+    pl_graph_destroy(g);
+
     /* A sidecar is looked up next to the file, and checked even when no
      * constant uses it. */
     const char *with_weights =

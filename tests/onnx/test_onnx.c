@@ -807,6 +807,118 @@ static void case_sparse_forms(void)
     pl_runtime_destroy(rt);
 }
 
+/* A tensor listed twice among a model's outputs (ONNX Runtime takes such a
+ * model and returns it at both places), and a graph input listed as an
+ * output twice: outputs y = Relu(x), z = -y, y, x, x; "batch" fixed or
+ * symbolic (a staged session). Each request gets its own buffer with the
+ * values; a repeated request into the caller's buffer is written there; one
+ * of the wrong shape fails the run naming the output and leaves every
+ * request as it was; pl_session_run_arrays copies too. Output c is an
+ * initializer (a staged session copies it too). */
+static void output_twice(bool symbolic)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "", 17);
+    const char *params[2] = {"batch", NULL};
+    int64_t d[2] = {symbolic ? -1 : BATCH, IN};
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, d, params));
+    const char *outs[6] = {"y", "z", "y", "x", "x", "c"};
+    for (int i = 0; i < 5; i++)
+        tm_output(mp, tm_vi(outs[i], T_FLOAT, 2, d, params));
+    tm_output(mp, tm_vi("c", T_FLOAT, 1, (int64_t[]){IN}, NULL));
+    float cv[IN];
+    make_values(cv, IN, 3, 1.0f);
+    Onnx__TensorProto *ct = tm_tensor("c", T_FLOAT, 1, (int64_t[]){IN});
+    tm_raw(ct, cv, sizeof cv);
+    tm_init(mp, ct);
+    tm_node(mp, "Relu", "relu", "x", "y");
+    tm_node(mp, "Neg", "neg", "y", "z");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "twice.onnx"));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    TH_CHECK(pl_session_output_count(s) == 6, "%zu outputs, expected 6",
+             pl_session_output_count(s));
+    for (size_t i = 0; i < 6; i++)
+        TH_CHECK(strcmp(pl_session_output_name(s, i), outs[i]) == 0, "output %zu is %s", i,
+                 pl_session_output_name(s, i));
+    float x[BATCH * IN], mine[BATCH * IN];
+    make_values(x, BATCH * IN, 7, 2.0f);
+    int64_t xs[2] = {BATCH, IN}, wrong[2] = {BATCH, IN - 1};
+    pl_io in = {.name = "x", .tensor = {.data = x, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                        .shape = xs, .struct_size = sizeof(pl_tensor)}};
+    for (int round = 0; round < 3; round++) {
+        pl_io out[6];
+        for (int i = 0; i < 6; i++)
+            out[i] = (pl_io){.name = outs[i]};
+        if (round >= 1) { /* the repeated y into the caller's buffer */
+            memset(mine, 0, sizeof mine);
+            out[2].tensor = (pl_tensor){.data = mine, .ndim = 2, .dtype = PL_DTYPE_F32,
+                                        .shape = round == 1 ? xs : wrong,
+                                        .struct_size = sizeof(pl_tensor)};
+        }
+        pl_status *st = pl_session_run(s, &in, 1, out, 6);
+        if (round == 2) {
+            TH_CHECK(st != NULL, "a repeated output of the wrong shape was taken");
+            TH_CHECK_CONTAINS(pl_status_message(st), "output 'y' (asked for again) must be");
+            pl_status_free(st);
+            for (int i = 0; i < 6; i++)
+                TH_CHECK((i == 2) == (out[i].tensor.data != NULL),
+                         "request %d changed by a failed run", i);
+            continue;
+        }
+        TH_CHECK_OK(st);
+        TH_CHECK(out[5].tensor.data != NULL && out[5].tensor.ndim == 1 &&
+                     out[5].tensor.shape[0] == IN &&
+                     memcmp(out[5].tensor.data, cv, sizeof cv) == 0,
+                 "the constant output differs");
+        for (int i = 0; i < 5; i++) {
+            TH_CHECK(out[i].tensor.data != NULL && out[i].tensor.ndim == 2 &&
+                         out[i].tensor.shape[0] == BATCH && out[i].tensor.shape[1] == IN,
+                     "request %d: no data or the wrong shape", i);
+            for (int j = 0; j < i; j++)
+                TH_CHECK(out[i].tensor.data != out[j].tensor.data,
+                         "requests %d and %d share a buffer", j, i);
+        }
+        TH_CHECK(round == 0 || out[2].tensor.data == mine, "the caller's buffer was not used");
+        for (int k = 0; k < BATCH * IN; k++) {
+            float r = x[k] > 0.0f ? x[k] : 0.0f;
+            const float *v[5];
+            for (int i = 0; i < 5; i++)
+                v[i] = out[i].tensor.data;
+            TH_CHECK(v[0][k] == r && v[2][k] == r && v[1][k] == -r && v[3][k] == x[k] &&
+                         v[4][k] == x[k],
+                     "element %d: y %g, z %g, y %g, x %g, x %g (x = %g)", k, v[0][k], v[1][k],
+                     v[2][k], v[3][k], v[4][k], x[k]);
+        }
+        for (int i = 0; i < 6; i++)
+            if (out[i].tensor.data != mine)
+                pl_buffer_free(out[i].tensor.data);
+    }
+    if (!symbolic) { /* (a staged session runs only pl_session_run) */
+        pl_array *xa = NULL;
+        TH_CHECK_OK(pl_array_create(rt, NULL, 0, PL_DTYPE_F32, 2, xs, &xa));
+        TH_CHECK_OK(pl_array_copy_from_host(xa, x, sizeof x));
+        pl_array_io ain = {.name = "x", .array = xa}, aout[3] = {{"y", NULL}, {"z", NULL}, {"y", NULL}};
+        TH_CHECK_OK(pl_session_run_arrays(s, &ain, 1, aout, 3));
+        float a[BATCH * IN], b[BATCH * IN];
+        TH_CHECK_OK(pl_array_copy_to_host(aout[0].array, a, sizeof a));
+        TH_CHECK_OK(pl_array_copy_to_host(aout[2].array, b, sizeof b));
+        for (int k = 0; k < BATCH * IN; k++)
+            TH_CHECK(a[k] == (x[k] > 0.0f ? x[k] : 0.0f) && b[k] == a[k],
+                     "arrays: element %d: y %g and %g", k, a[k], b[k]);
+        for (int i = 0; i < 3; i++)
+            pl_array_destroy(aout[i].array);
+        pl_array_destroy(xa);
+    }
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+static void case_output_twice(void) { output_twice(false); }
+static void case_output_twice_symbolic(void) { output_twice(true); }
+
 /* Weight-only 4-bit quantisation as ONNX 21 writes it: W [IN, 6] of INT4
  * (raw_data, two a byte) or UINT4 (int32_data, one byte an entry), a blocked
  * DequantizeLinear along axis 0 in blocks of 3 (the last block short: 16 =
@@ -2016,6 +2128,8 @@ static const th_case cases[] = {
     {"initializers_as_inputs", case_initializers_as_inputs},
     {"constant_forms", case_constant_forms},
     {"sparse_forms", case_sparse_forms},
+    {"output_twice", case_output_twice},
+    {"output_twice_symbolic", case_output_twice_symbolic},
     {"int4_weights", case_int4_weights},
     {"uint4_weights", case_uint4_weights},
     {"int4_elsewhere", case_int4_elsewhere},
