@@ -373,6 +373,10 @@ struct odnn_smm {
         cs[ODNN_SMM_MAX_BATCH];
     int64_t a_rs, a_ks, b_ks, b_ns, c_rs;
     int packed;
+    /* One row (M = 1, no batch, A dense) by a constant B read as stored,
+     * row-major [K, N] (B_NS 1) or transposed [N, K] (B_KS 1): the
+     * matrix-vector kernel, odnn_gemv_usable() */
+    int gemv;
     int n_post;
     struct odnn_smm_post post[ODNN_SMM_MAX_POST];
 };
@@ -381,6 +385,8 @@ size_t odnn_smm_packed_floats(const struct odnn_smm *s);
 void odnn_smm_pack(const struct odnn_smm *s, const float *b, float *out);
 /* Scratch bytes a run on up to THREADS threads needs (64-byte aligned). */
 size_t odnn_smm_scratch_bytes(const struct odnn_smm *s, int threads);
+/* Whether the CPU runs the matrix-vector kernel (AVX2 and FMA). */
+int odnn_gemv_usable(void);
 /* Runs on an OpenMP team of up to THREADS. */
 void odnn_smm_run(const struct odnn_smm *s, const float *a, const float *b, const float *bias,
                   float *c, int threads, float *scratch);

@@ -436,26 +436,47 @@ static int odnn_cost_wino_tile(const pl_graph_api *g, const pl_graph_view *v, si
     return odnn_wino_tile(&d);
 }
 
-/* Whether product N is one row by a constant matrix (M = 1): oneDNN's
- * gemm:jit streams the matrix at ODNN_COST_GEMV_GBPS, whether the product
+/* A product of one row by a constant matrix (M = 1): oneDNN's gemm:jit
+ * and brgemm stream the matrix at ODNN_COST_GEMV_GBPS, whether the product
  * runs once or every step of a loop (512 x 2048, 4 MiB: 123-129 us on two
  * threads, alone or in a Scan's body, where the cpu module's kernel keeps
- * each thread's share of the matrix in its core's cache: 20-31 us). */
+ * each thread's share of the matrix in its core's cache: 20-31 us). The
+ * module's own matrix-vector kernel, which takes such products of
+ * ODNN_COST_GEMV_OWN_MIN elements or more (onednn_subgraph.c,
+ * ODNN_GEMV_OWN_MIN_WEIGHTS), reads each thread's share of the columns
+ * as the cpu module does, at its rate (1280 x 1000 transposed, 5 MB: 52-55
+ * us alone on two threads, gemm:jit 61-147, the cpu module 57-59). */
 #define ODNN_COST_GEMV_GBPS 32.0
+#define ODNN_COST_GEMV_OWN_MIN (1024.0 * 1024.0)
+#define ODNN_COST_GEMV_SHARE_GBPS 57.0
 
-static int odnn_cost_gemv(const pl_graph_api *g, const pl_graph_view *v, size_t n, const char *op)
+/* The microseconds product N (OP) takes to read its matrix when it is one
+ * row by a constant matrix, else a negative value. */
+static double odnn_cost_gemv(const pl_module_ctx *ctx, const pl_graph_api *g,
+                             const pl_graph_view *v, size_t n, const char *op)
 {
-    int64_t y[8];
+    int64_t y[8], w[8], ta = 0;
     const void *data;
     size_t size;
     if (strcmp(op, "MatMul") != 0 && strcmp(op, "Gemm") != 0)
-        return 0;
+        return -1;
     int32_t r = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
     double rows = 1;
     for (int32_t d = 0; d + 1 < r; d++)
         rows *= (double)y[d];
-    return r >= 1 && rows == 1 && g->node_input_count(v, n) >= 2 &&
-           g->tensor_constant(v, g->node_input(v, n, 1), &data, &size);
+    if (r < 1 || rows != 1 || g->node_input_count(v, n) < 2 ||
+        !g->tensor_constant(v, g->node_input(v, n, 1), &data, &size))
+        return -1;
+    g->attr_int(v, n, "transA", &ta);
+    if (ctx->direct && odnn_gemv_usable() && !ta &&
+        pl_cost_dims(g, v, g->node_input(v, n, 1), w) == 2 &&
+        (double)w[0] * (double)w[1] >= ODNN_COST_GEMV_OWN_MIN) {
+        int threads = onednn_host->thread_count(ctx->host_ctx);
+        double share = (double)size / (threads > 0 ? threads : 1);
+        return share / ((share <= 2.0 * PL_COST_CACHE_BYTES ? ODNN_COST_GEMV_SHARE_GBPS
+                                                            : PL_COST_GBPS) * 1e3);
+    }
+    return (double)size / (ODNN_COST_GEMV_GBPS * 1e3);
 }
 
 /* What gemm:jit's packing of product N's constant B costs a call below
@@ -756,9 +777,9 @@ int onednn_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
             double rate = odnn_cost_rate(ctx, g, v, n);
             double c = flops * odnn_cost_channel_padding(ctx, g, v, n) /
                        (rate * pl_cost_gflops() * 1e3);
-            double m = odnn_cost_gemv(g, v, n, op)
-                           ? bytes / (ODNN_COST_GEMV_GBPS * 1e3)
-                           : bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
+            double m = odnn_cost_gemv(ctx, g, v, n, op);
+            if (m < 0)
+                m = bytes / (ODNN_COST_BW * PL_COST_GBPS * 1e3);
             compute += c > m ? c : m;
             compute += odnn_cost_avx2_pack_us(g, v, n, op);
             /* without ODNN_COST_EXEC_US: the products' rates were measured

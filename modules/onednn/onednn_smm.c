@@ -60,7 +60,7 @@ void odnn_smm_pack(const struct odnn_smm *s, const float *b, float *out)
 
 size_t odnn_smm_scratch_bytes(const struct odnn_smm *s, int threads)
 {
-    if (s->packed)
+    if (s->packed || s->gemv)
         return 0;
     size_t per = (odnn_smm_packed_floats(s) * sizeof(float) + 63) / 64 * 64;
     return per * (size_t)(threads > 0 ? threads : 1);
@@ -211,9 +211,192 @@ odnn_smm_items(const struct odnn_smm *s, const float *a, const float *b, const f
     }
 }
 
+/* ---- one row by a constant matrix ---------------------------------------------
+ *
+ * Why: a classifier head, a batch-1 MLP or a decode step multiplies one row
+ * by a matrix it reads once, as stored: memory-bound, the matrix all its
+ * work. oneDNN's gemm:jit streamed it (1x1280x1000: 0.128 ms on 2 threads
+ * against brgemm's 0.170 on a packed copy), but the first gemm:jit of a
+ * process generates its whole driver, 24 ms, which a small model's first
+ * run waited for (ghostnet_050: 30 ms where later runs take 1.4).
+ *
+ * The kernel. The columns are split between the threads (ranges of whole
+ * vectors of 8). Row-major B [K, N] (B_NS 1): each thread sums rows of its
+ * range into accumulators of up to ODNN_GEMV_BLOCK columns on its stack,
+ * four rows a pass, each row's range read in one sequential run. Transposed
+ * B [N, K] (B_KS 1, every nn.Linear's Gemm): each output column is the dot
+ * product of A with a row of B, four rows at once (eight accumulators),
+ * eight outputs reduced into one vector. Then bias and post-ops in
+ * registers (odnn_smm_store), as the small products do. */
+#define ODNN_GEMV_BLOCK 512
+
+int odnn_gemv_usable(void)
+{
+    static int usable = -1;
+    if (usable < 0) {
+        __builtin_cpu_init();
+        usable = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return usable;
+}
+
+/* Columns J0..J1 of C (J0 a multiple of 8) from row-major B (rows B_KS
+ * floats apart). */
+static __attribute__((target("avx2,fma"))) void
+odnn_gemv_rows(const struct odnn_smm *s, const float *a, const float *b, const float *bias,
+               float *c, int64_t j0, int64_t j1)
+{
+    float acc[ODNN_GEMV_BLOCK] __attribute__((aligned(32)));
+    const int64_t ldb = s->b_ks, k = s->k;
+    for (int64_t jb = j0; jb < j1; jb += ODNN_GEMV_BLOCK) {
+        int64_t w = j1 - jb < ODNN_GEMV_BLOCK ? j1 - jb : ODNN_GEMV_BLOCK;
+        int64_t full = w / 8 * 8, left = w - full;
+        __m256i tail = odnn_smm_mask(left);
+        memset(acc, 0, (size_t)(full + (left ? 8 : 0)) * sizeof *acc);
+        int64_t kk = 0;
+        for (; kk + 4 <= k; kk += 4) {
+            const float *r0 = b + kk * ldb + jb, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+            __m256 a0 = _mm256_set1_ps(a[kk]), a1 = _mm256_set1_ps(a[kk + 1]);
+            __m256 a2 = _mm256_set1_ps(a[kk + 2]), a3 = _mm256_set1_ps(a[kk + 3]);
+            for (int64_t j = 0; j < full; j += 8) {
+                if ((j & 15) == 0 && kk + 8 <= k) {
+                    _mm_prefetch((const char *)(r0 + 4 * ldb + j), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(r1 + 4 * ldb + j), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(r2 + 4 * ldb + j), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(r3 + 4 * ldb + j), _MM_HINT_T0);
+                }
+                __m256 v = _mm256_load_ps(acc + j);
+                v = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0 + j), v);
+                v = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r1 + j), v);
+                v = _mm256_fmadd_ps(a2, _mm256_loadu_ps(r2 + j), v);
+                v = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3 + j), v);
+                _mm256_store_ps(acc + j, v);
+            }
+            if (left) {
+                __m256 v = _mm256_load_ps(acc + full);
+                v = _mm256_fmadd_ps(a0, _mm256_maskload_ps(r0 + full, tail), v);
+                v = _mm256_fmadd_ps(a1, _mm256_maskload_ps(r1 + full, tail), v);
+                v = _mm256_fmadd_ps(a2, _mm256_maskload_ps(r2 + full, tail), v);
+                v = _mm256_fmadd_ps(a3, _mm256_maskload_ps(r3 + full, tail), v);
+                _mm256_store_ps(acc + full, v);
+            }
+        }
+        for (; kk < k; kk++) {
+            const float *r0 = b + kk * ldb + jb;
+            __m256 a0 = _mm256_set1_ps(a[kk]);
+            for (int64_t j = 0; j < full; j += 8)
+                _mm256_store_ps(acc + j, _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0 + j),
+                                                         _mm256_load_ps(acc + j)));
+            if (left)
+                _mm256_store_ps(acc + full,
+                                _mm256_fmadd_ps(a0, _mm256_maskload_ps(r0 + full, tail),
+                                                _mm256_load_ps(acc + full)));
+        }
+        for (int64_t j = 0; j < w; j += 8)
+            odnn_smm_store(s, _mm256_load_ps(acc + j), bias, c, jb + j);
+    }
+}
+
+/* A's K values times rows R0..R3 of transposed B: OUT[i] holds the
+ * partial sums of row i in its lanes. */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+odnn_gemv_dot4(const float *a, const float *r0, const float *r1, const float *r2,
+               const float *r3, int64_t k, __m256 out[4])
+{
+    __m256 s[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        s[i] = _mm256_setzero_ps();
+    int64_t kk = 0;
+    for (; kk + 16 <= k; kk += 16) {
+        __m256 x0 = _mm256_loadu_ps(a + kk), x1 = _mm256_loadu_ps(a + kk + 8);
+        s[0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r0 + kk), s[0]);
+        s[1] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r0 + kk + 8), s[1]);
+        s[2] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r1 + kk), s[2]);
+        s[3] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r1 + kk + 8), s[3]);
+        s[4] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r2 + kk), s[4]);
+        s[5] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r2 + kk + 8), s[5]);
+        s[6] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r3 + kk), s[6]);
+        s[7] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r3 + kk + 8), s[7]);
+    }
+    for (; kk < k; kk += 8) {
+        __m256i m = odnn_smm_mask(k - kk);
+        __m256 x0 = _mm256_maskload_ps(a + kk, m);
+        s[0] = _mm256_fmadd_ps(x0, _mm256_maskload_ps(r0 + kk, m), s[0]);
+        s[2] = _mm256_fmadd_ps(x0, _mm256_maskload_ps(r1 + kk, m), s[2]);
+        s[4] = _mm256_fmadd_ps(x0, _mm256_maskload_ps(r2 + kk, m), s[4]);
+        s[6] = _mm256_fmadd_ps(x0, _mm256_maskload_ps(r3 + kk, m), s[6]);
+    }
+    for (int i = 0; i < 4; i++)
+        out[i] = _mm256_add_ps(s[2 * i], s[2 * i + 1]);
+}
+
+/* Outputs J0..J1 of C (J0 a multiple of 8) from transposed B (row j of B
+ * at B + j * B_NS). Rows past N read row N - 1 again (their lanes are not
+ * stored). */
+static __attribute__((target("avx2,fma"))) void
+odnn_gemv_dots(const struct odnn_smm *s, const float *a, const float *b, const float *bias,
+               float *c, int64_t j0, int64_t j1)
+{
+    const int64_t ld = s->b_ns, k = s->k, last = s->n - 1;
+    for (int64_t j = j0; j < j1; j += 8) {
+        __m256 r[8];
+        for (int h = 0; h < 8; h += 4) {
+            const float *p[4];
+            for (int i = 0; i < 4; i++)
+                p[i] = b + (j + h + i <= last ? j + h + i : last) * ld;
+            odnn_gemv_dot4(a, p[0], p[1], p[2], p[3], k, r + h);
+        }
+        __m256 t0 = _mm256_hadd_ps(r[0], r[1]), t1 = _mm256_hadd_ps(r[2], r[3]);
+        __m256 t2 = _mm256_hadd_ps(r[4], r[5]), t3 = _mm256_hadd_ps(r[6], r[7]);
+        __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+        __m256 v = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                                 _mm256_permute2f128_ps(u0, u1, 0x31));
+        odnn_smm_store(s, v, bias, c, j);
+    }
+}
+
+/* Columns J0..J1 on one thread. */
+static void odnn_gemv_range(const struct odnn_smm *s, const float *a, const float *b,
+                            const float *bias, float *c, int64_t j0, int64_t j1)
+{
+    if (j0 >= j1)
+        return;
+    if (s->b_ns == 1)
+        odnn_gemv_rows(s, a, b, bias, c, j0, j1);
+    else
+        odnn_gemv_dots(s, a, b, bias, c, j0, j1);
+}
+
+/* Columns a thread takes at least (a quarter of a 4 KB page of a row, and
+ * enough rows of a transposed matrix to pay for waking a thread). */
+#define ODNN_GEMV_MIN_COLS 64
+
+static void odnn_gemv_run(const struct odnn_smm *s, const float *a, const float *b,
+                          const float *bias, float *c, int threads)
+{
+    int64_t vecs = (s->n + 7) / 8;
+    int64_t most = (s->n + ODNN_GEMV_MIN_COLS - 1) / ODNN_GEMV_MIN_COLS;
+    int nt = threads > 1 ? (int)(most < threads ? most : threads) : 1;
+    if (nt <= 1) {
+        odnn_gemv_range(s, a, b, bias, c, 0, s->n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        int64_t j0 = vecs * t / n * 8, j1 = vecs * (t + 1) / n * 8;
+        odnn_gemv_range(s, a, b, bias, c, j0, j1 < s->n ? j1 : s->n);
+    }
+}
+
 void odnn_smm_run(const struct odnn_smm *s, const float *a, const float *b, const float *bias,
                   float *c, int threads, float *scratch)
 {
+    if (s->gemv) {
+        odnn_gemv_run(s, a, b, bias, c, threads);
+        return;
+    }
     int64_t batch = 1;
     for (int d = 0; d < s->nb; d++)
         batch *= s->bd[d];

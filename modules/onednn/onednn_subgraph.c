@@ -8421,12 +8421,19 @@ static int odnn_smm_post(const_dnnl_post_ops_t po, struct odnn_smm *s)
     return 1;
 }
 
+/* A product of one row by a constant matrix of at least this many
+ * elements runs on the module's own matrix-vector kernel (onednn_smm.c),
+ * its weights read as stored. */
+#define ODNN_GEMV_OWN_MIN_WEIGHTS (1024.0 * 1024.0)
+
 /* Node N's product (dims AD, WD and YD at rank R, as odnn_matmul_as made
  * them; TA, TB Gemm's transposes; BIAS_T the per-column constant it adds,
  * times BIAS_SCALE) on the module's own small-product kernel, where the
  * CPU is below AVX-512, direct_conv is on, the product is f32 and small
- * (ODNN_SMM_MAX_MACS) and F's post-ops are the kernel's. 1 when it emitted
- * the step (or failed: *OUT_ST). */
+ * (ODNN_SMM_MAX_MACS) and F's post-ops are the kernel's; or, one row by a
+ * constant matrix of ODNN_GEMV_OWN_MIN_WEIGHTS or more, on its
+ * matrix-vector kernel wherever the CPU has AVX2 and FMA. 1 when it
+ * emitted the step (or failed: *OUT_ST). */
 static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *f, int r,
                         const dnnl_dims_t ad, const dnnl_dims_t wd, const dnnl_dims_t yd, int ta,
                         int tb, int64_t bias_t, float bias_scale, int collapse,
@@ -8434,47 +8441,57 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
 {
     const pl_graph_view *v = b->v;
     *out_st = NULL;
-    if (!b->u.own || r - 2 > ODNN_SMM_MAX_BATCH || f->n_scalar > 0)
+    if (r - 2 > ODNN_SMM_MAX_BATCH || f->n_scalar > 0)
         return 0;
     struct odnn_smm s;
     memset(&s, 0, sizeof s);
     s.m = yd[r - 2], s.n = yd[r - 1], s.k = ta ? ad[0] : ad[r - 1];
     s.npad = (s.n + 7) / 8 * 8;
-    if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.m * s.n * s.k > ODNN_SMM_MAX_MACS ||
-        s.k * s.npad > ODNN_SMM_MAX_B || !odnn_smm_post(f->po, &s))
-        return 0;
     struct odnn_tinfo w, bt;
     odnn_tensor(v, odnn_in(v, n, 1), &w);
+    int64_t rows = 1;
+    for (int d = 0; d < r - 1; d++)
+        rows *= yd[d];
+    s.gemv = b->ctx->direct && odnn_gemv_usable() && w.cdata != NULL && !ta && rows == 1 &&
+             (double)s.k * (double)s.n >= ODNN_GEMV_OWN_MIN_WEIGHTS;
+    for (int d = 0; s.gemv && d < r - 2; d++)
+        s.gemv = wd[d] == 1;
+    if ((!s.gemv && !b->u.own) || s.m <= 0 || s.n <= 0 || s.k <= 0 ||
+        (!s.gemv && (s.m * s.n * s.k > ODNN_SMM_MAX_MACS || s.k * s.npad > ODNN_SMM_MAX_B)) ||
+        !odnn_smm_post(f->po, &s))
+        return 0;
     memset(&bt, 0, sizeof bt);
     if (bias_t >= 0 && (!odnn_tensor(v, bias_t, &bt) || bt.cdata == NULL ||
                         !(bt.elems == 1 || (bt.elems == s.n && bt.dims[bt.ndim - 1] == s.n))))
         return 0;
-    s.packed = w.cdata != NULL;
+    s.packed = w.cdata != NULL && !s.gemv;
     for (int d = 0; s.packed && d < r - 2; d++)
         if (wd[d] != 1)
             return 0; /* a batch of constant matrices */
     int src = odnn_value_of(b, odnn_in(v, n, 0)), wv = -1;
     if (src >= 0 && b->c->values[src].defined && b->c->values[src].md.data_type != dnnl_f32)
         return 0;
-    if (!s.packed) {
+    if (!s.packed && !s.gemv) {
         wv = odnn_value_of(b, odnn_in(v, n, 1));
         if (wv < 0 || !b->c->values[wv].defined || b->c->values[wv].md.data_type != dnnl_f32)
             return 0;
     }
     /* From here on the step is made. */
     pl_status *st = odnn_source_view(b, odnn_in(v, n, 0), (int64_t)n, &src);
-    if (st == NULL && collapse) { /* merged rows: a view of the row-major A */
+    if (st == NULL && (collapse || s.gemv)) {
+        /* merged rows: a view of the row-major A; one row: dense (the
+         * matrix-vector kernel reads A by vectors) */
         dnnl_memory_desc_t a_c;
         dnnl_memory_desc_init_by_strides(&a_c, r, ad, dnnl_f32, NULL);
         st = odnn_view_as(b, src, &a_c, (int64_t)n, &src);
     } else if (st == NULL && !odnn_is_plain(&b->c->values[src].md)) {
         st = odnn_plain(b, src, (int64_t)n, &src);
     }
-    if (st == NULL && !s.packed && !odnn_is_plain(&b->c->values[wv].md))
+    if (st == NULL && wv >= 0 && !odnn_is_plain(&b->c->values[wv].md))
         st = odnn_plain(b, wv, (int64_t)n, &wv);
     dnnl_memory_desc_t av, bv, ymd;
     if (st == NULL && (!odnn_rank_view(&b->c->values[src].md, r, &av) ||
-                       (!s.packed && !odnn_rank_view(&b->c->values[wv].md, r, &bv))))
+                       (wv >= 0 && !odnn_rank_view(&b->c->values[wv].md, r, &bv))))
         st = odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': no strided view of its operands",
                         onednn_host->graph->node_op(v, n), onednn_host->graph->node_name(v, n));
     if (st != NULL) {
@@ -8483,7 +8500,7 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
     }
     const dnnl_dim_t *as = av.format_desc.blocking.strides;
     s.a_rs = ta ? as[1] : as[r - 2], s.a_ks = ta ? as[0] : as[r - 1];
-    if (s.packed) {
+    if (s.packed || s.gemv) {
         s.b_ks = tb ? 1 : s.n, s.b_ns = tb ? s.k : 1; /* the constant's own row-major layout */
     } else {
         const dnnl_dim_t *bs = bv.format_desc.blocking.strides;
@@ -8500,14 +8517,17 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
     for (int d = 0; d < r - 2; d++) {
         s.bd[d] = yd[d];
         s.as[d] = ad[d] == 1 ? 0 : as[d];
-        s.bs[d] = s.packed || wd[d] == 1 ? 0 : bv.format_desc.blocking.strides[d];
+        s.bs[d] = wv < 0 || wd[d] == 1 ? 0 : bv.format_desc.blocking.strides[d];
         s.cs[d] = cst[d];
     }
     if (b->c->values[src].md.ndims != r && (src = odnn_alias(b, src, &av, -1, 0)) < 0)
         st = odnn_oom();
-    if (st == NULL && !s.packed && b->c->values[wv].md.ndims != r &&
+    if (st == NULL && wv >= 0 && b->c->values[wv].md.ndims != r &&
         (wv = odnn_alias(b, wv, &bv, -1, 0)) < 0)
         st = odnn_oom();
+    if (st == NULL && s.gemv && s.a_ks != 1)
+        st = odnn_error(PL_CODE_INTERNAL, "onednn: %s '%s': its row is not dense",
+                        onednn_host->graph->node_op(v, n), onednn_host->graph->node_name(v, n));
     int wi = -1, bw = -1, dst = -1;
     dnnl_memory_desc_t pmd;
     if (st == NULL && s.packed) { /* packed straight into the weight (an import takes it from the blob) */
@@ -8518,6 +8538,11 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
             odnn_smm_pack(&s, w.cdata, b->c->weights[wi].data);
             odnn_flush_denormals(&b->c->weights[wi]); /* as every weight's copy */
         }
+    } else if (st == NULL && s.gemv) { /* as stored: in place when big (as gemm:jit read it) */
+        dnnl_dims_t wdims = {(dnnl_dim_t)(s.k * s.n)};
+        dnnl_memory_desc_t wmd;
+        dnnl_memory_desc_init_by_tag(&wmd, 1, wdims, dnnl_f32, dnnl_a);
+        st = odnn_weight_in_place(b, &wmd, &wmd, odnn_in(v, n, 1), w.cdata, (int64_t)n, &wi);
     }
     if (st == NULL && bias_t >= 0) { /* NPAD floats, zeros after N */
         float *pad = onednn_host->host_alloc(b->ctx->host_ctx, (size_t)s.npad * sizeof(float), 0);
@@ -8557,7 +8582,7 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
         b->c->scratch_bytes = scratch;
     int step = b->c->n_steps++;
     odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    if (s.packed)
+    if (wi >= 0)
         odnn_arg(b, step, DNNL_ARG_WEIGHTS, ODNN_REF_WEIGHT, wi);
     else
         odnn_arg(b, step, DNNL_ARG_WEIGHTS, ODNN_REF_VALUE, wv);
@@ -8567,10 +8592,18 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
     int64_t batch = 1;
     for (int d = 0; d < r - 2; d++)
         batch *= yd[d];
-    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
-                             "node '%s': the module's own small product (%lld x %lldx%lldx%lld)",
-                             onednn_host->graph->node_name(v, n), (long long)batch,
-                             (long long)s.m, (long long)s.k, (long long)s.n);
+    if (s.gemv)
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': one row by %lldx%lld constant weights%s on the "
+                                 "module's own matrix-vector kernel, the weights as stored",
+                                 onednn_host->graph->node_name(v, n), (long long)s.k,
+                                 (long long)s.n, tb ? " (transposed)" : "");
+    else
+        onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                                 "node '%s': the module's own small product (%lld x "
+                                 "%lldx%lldx%lld)",
+                                 onednn_host->graph->node_name(v, n), (long long)batch,
+                                 (long long)s.m, (long long)s.k, (long long)s.n);
     return 1;
 }
 

@@ -6474,52 +6474,113 @@ static const char *model_gemv(int64_t rows, int gemm)
     return mb_write(&m);
 }
 
-/* A product of one row by big constant weights runs on oneDNN's
- * gemm:jit with the weights as the model stores them (odnn_gemv_pd: it
- * streams them faster than brgemm does its packed copy); the log names
- * each such node, and none with 4 rows. All agree with the cpu module, and
- * a blob of the one-row compile imports and computes the same. */
+/* A product of one row by big constant weights reads the weights as the
+ * model stores them: on the module's own matrix-vector kernel where the CPU
+ * has AVX2 and FMA (onednn_smm.c), on oneDNN's gemm:jit (odnn_gemv_pd: it
+ * streams them faster than brgemm does its packed copy) otherwise and with
+ * direct_conv = no; the log names each such node, and none with 4 rows.
+ * All agree with the cpu module (the own kernel: the transposed weights of
+ * the Gemm, the row-major ones of the MatMuls, the bias and ReLU after the
+ * first as its epilogue), and a blob of the one-row compile imports and
+ * computes the same. */
 static void case_gemv(void)
 {
     static const char *const mm_nodes[] = {"mm1", "mm2", NULL}, *const fc_nodes[] = {"fc", NULL};
     char isa[64] = "";
+    __builtin_cpu_init();
+    bool own = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     for (int gemm = 0; gemm < 2; gemm++)
-        for (int64_t rows = 1; rows <= 4; rows += 3) {
-            const char *path = model_gemv(rows, gemm);
-            int64_t x4[] = {1, 1, rows, 2048}, x2[] = {rows, 2048}, y2[] = {rows, 1000};
-            if (gemm)
-                compare(path, 2, x2, 2, y2, fc_nodes);
-            else
-                compare(path, 4, x4, 4, x4, mm_nodes);
-            struct wino_log log;
-            memset(&log, 0, sizeof log);
-            pl_runtime *rt = onednn_runtime_with(NULL, &log);
-            pl_session_destroy(session_for(rt, path));
-            pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
-            TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
-            pl_runtime_destroy(rt);
-            const char *const *nodes = gemm ? fc_nodes : mm_nodes;
-            for (int k = 0; nodes[k] != NULL; k++) {
-                char want[128];
-                snprintf(want, sizeof want, "node '%s': one row by 2048x%d constant weights on "
-                                            "gemm:jit",
-                         nodes[k], gemm ? 1000 : 2048);
-                bool taken = strstr(log.text, want) != NULL;
-                TH_CHECK(taken == (rows == 1), "%s, %lld rows on %s: '%s' %s; log:\n%s",
-                         gemm ? "Gemm" : "MatMul", (long long)rows, isa, want,
-                         taken ? "logged" : "not logged", log.text);
+        for (int64_t rows = 1; rows <= 4; rows += 3)
+            for (int direct = 1; direct >= 0; direct--) {
+                const char *path = model_gemv(rows, gemm);
+                int64_t x4[] = {1, 1, rows, 2048}, x2[] = {rows, 2048}, y2[] = {rows, 1000};
+                if (gemm && direct)
+                    compare(path, 2, x2, 2, y2, fc_nodes);
+                else if (direct)
+                    compare(path, 4, x4, 4, x4, mm_nodes);
+                struct wino_log log;
+                memset(&log, 0, sizeof log);
+                pl_runtime *rt = onednn_runtime_with(direct ? NULL : "[onednn]\ndirect_conv = no\n",
+                                                     &log);
+                pl_session_destroy(session_for(rt, path));
+                pl_module *om = rt->modules[pl_runtime_find_module(rt, "onednn")];
+                TH_CHECK_OK(om->api.configure(om->ctx, NULL, 0, isa_sink, isa));
+                pl_runtime_destroy(rt);
+                const char *const *nodes = gemm ? fc_nodes : mm_nodes;
+                for (int k = 0; nodes[k] != NULL; k++) {
+                    char want[160];
+                    if (own && direct)
+                        snprintf(want, sizeof want, "node '%s': one row by 2048x%d constant "
+                                                    "weights%s on the module's own matrix-vector "
+                                                    "kernel",
+                                 nodes[k], gemm ? 1000 : 2048, gemm ? " (transposed)" : "");
+                    else
+                        snprintf(want, sizeof want, "node '%s': one row by 2048x%d constant weights "
+                                                    "on gemm:jit",
+                                 nodes[k], gemm ? 1000 : 2048);
+                    bool taken = strstr(log.text, want) != NULL;
+                    TH_CHECK(taken == (rows == 1), "%s, %lld rows on %s: '%s' %s; log:\n%s",
+                             gemm ? "Gemm" : "MatMul", (long long)rows, isa, want,
+                             taken ? "logged" : "not logged", log.text);
+                }
+                if (!gemm && rows == 1 && direct) {
+                    size_t n = count(4, x4);
+                    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+                    TH_CHECK(x && y, "out of memory");
+                    for (size_t i = 0; i < n; i++)
+                        x[i] = sinf((float)i * 0.37f);
+                    blob_roundtrip(path, x, x4, n, y);
+                    free(x);
+                    free(y);
+                }
             }
-            if (!gemm && rows == 1) {
-                size_t n = count(4, x4);
-                float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-                TH_CHECK(x && y, "out of memory");
-                for (size_t i = 0; i < n; i++)
-                    x[i] = sinf((float)i * 0.37f);
-                blob_roundtrip(path, x, x4, n, y);
-                free(x);
-                free(y);
-            }
+}
+
+/* The own matrix-vector kernel on shapes whose edges it handles apart:
+ * K not a multiple of its 16-wide (transposed) or 4-row (row-major) steps,
+ * N not a multiple of 8 (masked stores; a transposed matrix's rows past N
+ * read again), fewer columns than a thread's share, and Gemm's alpha and
+ * beta, a Sigmoid and a ReLU as its epilogue: each agrees with the cpu
+ * module and the log names the kernel. */
+static void case_gemv_edges(void)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        th_skip("the matrix-vector kernel needs AVX2 and FMA");
+    static const char *const nodes[] = {"p", NULL};
+    for (int shape = 0; shape < 3; shape++) {
+        int64_t k = shape == 2 ? 8192 : 1031, n = shape == 0 ? 1027 : shape == 1 ? 1030 : 129;
+        struct mb m = {.seed = 67};
+        int64_t xs[] = {1, k}, ys[] = {1, n}, wt[] = {n, k}, wr[] = {k, n}, cs[] = {n};
+        mb_input(&m, "x", 2, xs);
+        if (shape == 1) { /* row-major [K, N], a Sigmoid after */
+            mb_const(&m, "w", 2, wr, NULL, 0.05f);
+            mb_node(&m, "p", "MatMul", "\"x\",\"w\"", "q", "");
+            mb_node(&m, "act", "Sigmoid", "\"q\"", "y", "");
+        } else { /* transposed [N, K] */
+            mb_const(&m, "w", 2, wt, NULL, 0.05f);
+            mb_const(&m, "c", 1, cs, NULL, 0.5f);
+            mb_node(&m, "p", "Gemm", "\"x\",\"w\",\"c\"", shape == 0 ? "y" : "q",
+                    shape == 0 ? "\"transB\":{\"int\":1},\"alpha\":{\"float\":0.5},"
+                                 "\"beta\":{\"float\":2.0}"
+                               : "\"transB\":{\"int\":1}");
+            if (shape == 2)
+                mb_node(&m, "act", "Relu", "\"q\"", "y", "");
         }
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        compare(path, 2, xs, 2, ys, nodes);
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with(NULL, &log);
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        char want[160];
+        snprintf(want, sizeof want, "node 'p': one row by %lldx%lld constant weights%s on the "
+                                    "module's own matrix-vector kernel",
+                 (long long)k, (long long)n, shape == 1 ? "" : " (transposed)");
+        TH_CHECK(strstr(log.text, want) != NULL, "'%s' not logged; log:\n%s", want, log.text);
+    }
 }
 
 static void probes_sink(void *user, const char *key, const char *value)
@@ -7202,6 +7263,7 @@ int main(int argc, char **argv)
         {"winograd_budget", case_winograd_budget},
         {"winograd_scratch_cap", case_winograd_scratch_cap},
         {"gemv", case_gemv},
+        {"gemv_edges", case_gemv_edges},
         {"gemv_placement", case_gemv_placement},
         {"quick_tails", case_quick_tails},
         {"quick_tails_uncached", case_quick_tails_uncached},
