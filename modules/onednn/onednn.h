@@ -56,6 +56,12 @@ struct onednn_share {
         dnnl_memory_desc_t src_md, md;
     } seen[ONEDNN_SHARE_SEEN]; /* source addresses laid out once (a ring) */
     size_t n_seen, next_seen;
+    struct {
+        uint64_t digest;
+        size_t bytes;
+        int denormals;
+    } scanned[ONEDNN_SHARE_SEEN]; /* constants scanned for denormals (a ring) */
+    size_t n_scanned, next_scanned;
 };
 
 struct pl_module_ctx {
@@ -100,6 +106,12 @@ void *onednn_share_data(const struct onednn_shared_weight *w);
 void onednn_share_release(pl_module_ctx *ctx, struct onednn_shared_weight *w);
 /* Shared copies alive (configure reports it). */
 size_t onednn_share_count(pl_module_ctx *ctx);
+/* Whether the BYTES of a constant whose content digest is DIGEST hold a
+ * denormal float, as an earlier scan found (1 or 0), or -1 when none
+ * scanned it; and recording a scan. */
+int onednn_share_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes);
+void onednn_share_note_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes,
+                                 int denormals);
 
 /* Allocates and frees the run buffers of pl_module_ctx.work (CTX is
  * the module's context). */

@@ -174,3 +174,29 @@ size_t onednn_share_count(pl_module_ctx *ctx)
     pthread_mutex_unlock(&ctx->share.mu);
     return n;
 }
+
+int onednn_share_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes)
+{
+    struct onednn_share *s = &ctx->share;
+    int found = -1;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_scanned && found < 0; i++)
+        if (s->scanned[i].digest == digest && s->scanned[i].bytes == bytes)
+            found = s->scanned[i].denormals;
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+void onednn_share_note_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes,
+                                 int denormals)
+{
+    struct onednn_share *s = &ctx->share;
+    pthread_mutex_lock(&s->mu);
+    s->scanned[s->next_scanned].digest = digest;
+    s->scanned[s->next_scanned].bytes = bytes;
+    s->scanned[s->next_scanned].denormals = denormals;
+    s->next_scanned = (s->next_scanned + 1) % ONEDNN_SHARE_SEEN;
+    if (s->n_scanned < ONEDNN_SHARE_SEEN)
+        s->n_scanned++;
+    pthread_mutex_unlock(&s->mu);
+}
