@@ -1163,6 +1163,19 @@ static pl_status *pl_sess_describe_staged(const pl_session *s, char **out_json)
                                (json_int_t)pl_stage_tail_nodes(s->stage), "tails_planned",
                                (json_int_t)pl_stage_spec_count(s->stage), "prefix",
                                pre != NULL);
+    /* the tiers of its tails (stage.c, STG_TIER_WEIGHT) */
+    for (int quick = 0; staged != NULL && quick < 2; quick++) {
+        double plan_ms, run_ms;
+        uint64_t plans, runs;
+        pl_stage_tier(s->stage, quick, &plan_ms, &run_ms, &plans, &runs);
+        json_object_set_new(staged, quick ? "quick_tails" : "full_tails",
+                            json_pack("{s:I, s:f, s:I, s:f}", "plans_timed", (json_int_t)plans,
+                                      "plan_ms", plan_ms, "runs_timed", (json_int_t)runs,
+                                      "run_ms", run_ms));
+    }
+    if (staged != NULL)
+        json_object_set_new(staged, "last_tail_quick",
+                            json_boolean(pl_stage_last_quick(s->stage)));
     /* the control node run to know its outputs, between prefix and tail */
     const char *pivot = pl_stage_pivot_name(s->stage);
     if (staged != NULL && pivot != NULL)

@@ -42,6 +42,24 @@
 #define STG_MANY_RUNS 64.0
 #define STG_PROMOTE_USES 8
 
+/* ... unless the stage's own times say a full plan pays. The quick tier
+ * was measured on a decoder's steps, where a run takes a fraction of its
+ * plan; a BERT-base of free sequence length (batch 1, lengths 20 to 59,
+ * each new) ran its quick tails at 62-73 ms a call, planned without the
+ * passes that fuse its attention and placed for one run, against 32-35 ms
+ * on full tails, whose planning cost no more (a new length 57 ms in full,
+ * 64 quick; ONNX Runtime 35). So the stage times its plans and its runs
+ * per tier (a moving mean, STG_TIER_WEIGHT on the newest): once quick
+ * runs take as long as quick plans, the next new signatures are planned in
+ * full to measure that tier too, and from then on each new signature gets
+ * the tier whose plan plus its expected runs (as many as the plans before
+ * served on average) cost less. Neither the first plan nor the first full
+ * one after it is timed: the first lays the weights out and makes the
+ * first kernels, and the second full one lays out again what its passes
+ * folded anew (BERT-base's query, key and value weights side by side:
+ * 223 ms, the full plans after it 20-25). */
+#define STG_TIER_WEIGHT 0.125
+
 /* Kept tails used once, at most: beyond, the least recently used of them
  * goes first, whatever the limits (stage.h). A decoder's past grows a token
  * a step, and no signature comes back: 256 kept tails of a 2-layer GPT-2
@@ -140,6 +158,13 @@ struct pl_stage {
     size_t spec_bytes;    /* their arena_bytes together */
     uint64_t clock;
     uint64_t tail_plans, tail_runs; /* tails planned for a new signature; runs */
+    /* Nanoseconds a plan and a run of its tails take, in full ([0]: after
+     * the first plan) and quick ([1]), with how many were timed. */
+    struct stg_tier {
+        double plan_ns, run_ns;
+        uint64_t plans, runs;
+    } tier[2];
+    bool full_warmed;      /* a full plan after the first was made, not timed */
     /* Modules the last quick plan that offered everyone its nodes gave
      * none (stg_skip_get): the quick plans after it, for as many runs and
      * frontiers as large at most, do not offer them the nodes again, up to
@@ -739,6 +764,27 @@ static stg_spec *stg_last_spec(pl_stage *s)
     return last;
 }
 
+void pl_stage_tier(pl_stage *s, bool quick, double *out_plan_ms, double *out_run_ms,
+                   uint64_t *out_plans, uint64_t *out_runs)
+{
+    pthread_mutex_lock(&s->mu);
+    const struct stg_tier *t = &s->tier[quick];
+    *out_plan_ms = t->plan_ns / 1e6;
+    *out_run_ms = t->run_ns / 1e6;
+    *out_plans = t->plans;
+    *out_runs = t->runs;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool pl_stage_last_quick(pl_stage *s)
+{
+    pthread_mutex_lock(&s->mu);
+    stg_spec *last = stg_last_spec(s);
+    bool quick = last != NULL && last->quick;
+    pthread_mutex_unlock(&s->mu);
+    return quick;
+}
+
 size_t pl_stage_step_count(pl_stage *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -956,6 +1002,25 @@ static void stg_promote(pl_stage *s, stg_spec *spec, const pl_tensor *vals)
     spec->arena_bytes = bytes;
 }
 
+/* Adds a time of NS to the moving mean *MEAN of *COUNT times. */
+static void stg_tier_add(double *mean, uint64_t *count, uint64_t ns)
+{
+    *mean = *count == 0 ? (double)ns : *mean + STG_TIER_WEIGHT * ((double)ns - *mean);
+    (*count)++;
+}
+
+/* Whether a new signature whose tail is expected to serve RUNS runs (a
+ * quick plan's) is planned in full instead (STG_TIER_WEIGHT says why). */
+static bool stg_full_pays(const pl_stage *s, double runs)
+{
+    const struct stg_tier *f = &s->tier[0], *q = &s->tier[1];
+    if (q->plans == 0 || q->runs == 0)
+        return false;
+    if (f->plans == 0 || f->runs == 0)
+        return q->run_ns >= q->plan_ns && f->plans == 0;
+    return f->plan_ns + runs * f->run_ns < q->plan_ns + runs * q->run_ns;
+}
+
 static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **out)
 {
     unsigned char *key = NULL;
@@ -1009,12 +1074,20 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
      * planning instead of each planning it. The first plan serves many
      * runs; later ones as many as the plans before them did on average. */
     double plan_runs = s->tail_plans > 0 ? (double)s->tail_runs / (double)s->tail_plans : 0.0;
-    if (plan_runs >= STG_MANY_RUNS)
+    if (plan_runs >= STG_MANY_RUNS || (plan_runs > 0 && stg_full_pays(s, plan_runs)))
         plan_runs = 0;
+    bool first = s->tail_plans == 0;
     s->tail_plans++;
     pl_session *sess = NULL;
     size_t bytes = 0;
+    uint64_t t0 = stg_now_ns();
     pl_status *st = stg_plan(s, vals, plan_runs, &sess, &bytes);
+    if (st == NULL && !first && plan_runs == 0 && !s->full_warmed)
+        s->full_warmed = true;
+    else if (st == NULL && !first) {
+        struct stg_tier *tier = &s->tier[plan_runs > 0];
+        stg_tier_add(&tier->plan_ns, &tier->plans, stg_now_ns() - t0);
+    }
     while (st == NULL && s->n_specs > 0) {
         size_t once = 0, lru_once = s->n_specs;
         for (size_t i = 0; i < s->n_specs; i++)
@@ -1174,8 +1247,10 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
             outs[n_out++] = outputs[i];
         }
     }
+    uint64_t t0 = stg_now_ns();
     if (st == NULL)
         st = pl_session_run(sess, ins, n_in, outs, n_out);
+    uint64_t took = stg_now_ns() - t0;
     for (size_t k = 0; st == NULL && k < n_out; k++) {
         pl_io *o = &outputs[slot[k]];
         bool allocated = o->tensor.data == NULL;
@@ -1191,6 +1266,10 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
     }
     pthread_mutex_lock(&s->mu);
     spec->users--;
+    if (st == NULL) {
+        struct stg_tier *tier = &s->tier[spec->quick];
+        stg_tier_add(&tier->run_ns, &tier->runs, took);
+    }
     pthread_mutex_unlock(&s->mu);
     pl_free(ins);
     pl_free(outs);

@@ -67,6 +67,15 @@ const char *pl_stage_pivot_name(const pl_stage *stage);
 /* Nodes of the tail, and the tails specialised so far. */
 size_t pl_stage_tail_nodes(const pl_stage *stage);
 size_t pl_stage_spec_count(pl_stage *stage);
+/* What the stage measured of its tails planned in full (QUICK false; the
+ * first plan and the first full one after it not counted) or quick: the
+ * moving means of a plan's and a run's milliseconds, and how many were
+ * timed. */
+void pl_stage_tier(pl_stage *stage, bool quick, double *out_plan_ms, double *out_run_ms,
+                   uint64_t *out_plans, uint64_t *out_runs);
+/* Whether the tail a run used last was planned quick (false before any
+ * run). */
+bool pl_stage_last_quick(pl_stage *stage);
 /* The steps after the prefix's, for the step list (pl_session_step_info):
  * the pivot, when there is one, then those of the tail a run used last
  * (none before the first run). Names and backends are valid until that tail

@@ -6934,6 +6934,42 @@ static void case_quick_tails(void)
     qt_close(&q);
 }
 
+/* The stage times its tiers (stage.c, STG_TIER_WEIGHT): at 4096 rows and
+ * more a run of qt_open's model (two 4096 x 256 x 256 products) takes far
+ * longer than planning its three nodes, so after the first quick tail the
+ * next two new signatures are planned in full to measure that tier (the
+ * first of them not timed), where tiny products (case_quick_tails) stay
+ * quick. The description says which tier the last tail is and what each
+ * tier measured. Values agree with a cpu-only runtime's. */
+static void case_quick_tails_measured(void)
+{
+    struct qt_pair q = qt_open(101, "");
+    static const int64_t rows[] = {4096, 4097, 4098, 4099};
+    static const int quick[] = {0, 1, 0, 0};
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        json_t *tail, *root = qt_runs(&q, rows[k], 1, &tail);
+        json_t *staged = json_object_get(root, "staged");
+        json_t *last = json_object_get(staged, "last_tail_quick");
+        TH_CHECK(json_is_boolean(last) && json_is_true(last) == quick[k],
+                 "%lld rows: the last tail %s quick, expected %s", (long long)rows[k],
+                 json_is_true(last) ? "is" : "is not", quick[k] ? "quick" : "full");
+        if (k + 1 == sizeof rows / sizeof rows[0]) {
+            json_t *f = json_object_get(staged, "full_tails"),
+                   *qt = json_object_get(staged, "quick_tails");
+            json_int_t fp = json_integer_value(json_object_get(f, "plans_timed"));
+            json_int_t qp = json_integer_value(json_object_get(qt, "plans_timed"));
+            double qplan = json_real_value(json_object_get(qt, "plan_ms"));
+            double qrun = json_real_value(json_object_get(qt, "run_ms"));
+            TH_CHECK(fp == 1 && qp == 1 && qrun >= qplan,
+                     "full plans timed %lld, quick %lld (expected 1 and 1); a quick run "
+                     "%.3f ms, a quick plan %.3f",
+                     (long long)fp, (long long)qp, qrun, qplan);
+        }
+        json_decref(root);
+    }
+    qt_close(&q);
+}
+
 /* A quick tail leaves out the modules the quick tail before it gave
  * nothing (stage.c, STG_SKIP_PLANS): rows 17 are planned for the runs the
  * plans before served (placement weighs onednn's compile: cpu, onednn
@@ -7268,6 +7304,7 @@ int main(int argc, char **argv)
         {"quick_tails", case_quick_tails},
         {"quick_tails_uncached", case_quick_tails_uncached},
         {"quick_tails_skip", case_quick_tails_skip},
+        {"quick_tails_measured", case_quick_tails_measured},
         {"tails_come_back", case_tails_come_back},
         {"probe_memo", case_probe_memo},
         {"gemm_warm", case_gemm_warm},
