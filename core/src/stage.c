@@ -57,8 +57,14 @@
  * one after it is timed: the first lays the weights out and makes the
  * first kernels, and the second full one lays out again what its passes
  * folded anew (BERT-base's query, key and value weights side by side:
- * 223 ms, the full plans after it 20-25). */
+ * 223 ms, the full plans after it 14-25) -- unless it took more than
+ * STG_WARM_FULL_MAX quick plans: then it is timed, and a full plan is not
+ * tried again. GPT-2 base's steps (runs 15 ms, quick plans 7) planned in
+ * full took 270 ms each, its 1367 nodes compiled for every new past
+ * length; the exploration costs such a decoder one full plan, once per
+ * session. */
 #define STG_TIER_WEIGHT 0.125
+#define STG_WARM_FULL_MAX 10.0
 
 /* Kept tails used once, at most: beyond, the least recently used of them
  * goes first, whatever the limits (stage.h). A decoder's past grows a token
@@ -1082,11 +1088,14 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
     size_t bytes = 0;
     uint64_t t0 = stg_now_ns();
     pl_status *st = stg_plan(s, vals, plan_runs, &sess, &bytes);
-    if (st == NULL && !first && plan_runs == 0 && !s->full_warmed)
+    uint64_t took = stg_now_ns() - t0;
+    if (st == NULL && !first && plan_runs == 0 && !s->full_warmed &&
+        (double)took <= STG_WARM_FULL_MAX * s->tier[1].plan_ns)
         s->full_warmed = true;
     else if (st == NULL && !first) {
         struct stg_tier *tier = &s->tier[plan_runs > 0];
-        stg_tier_add(&tier->plan_ns, &tier->plans, stg_now_ns() - t0);
+        s->full_warmed |= plan_runs == 0;
+        stg_tier_add(&tier->plan_ns, &tier->plans, took);
     }
     while (st == NULL && s->n_specs > 0) {
         size_t once = 0, lru_once = s->n_specs;
