@@ -770,15 +770,26 @@ void pl_session_destroy(pl_session *s)
 /* One output asked for twice: an ONNX graph may list a tensor as two of its
  * outputs (ONNX Runtime returns it at both places), and a caller may name
  * one output twice. A run fills each name's first request; the others get
- * a copy. FIRST[i] (allocated here, NULL when no name repeats): the first
- * request of NAMES[i]. */
-static pl_status *pl_sess_first_requests(const char *const *names, size_t n, size_t **out_first)
+ * a copy. The names are N requests' name fields, STRIDE bytes apart from
+ * NAME0 (pl_io or pl_array_io, read in place: nothing is copied on a run's
+ * path).
+ * FIRST[i] (allocated here, NULL when no name repeats): the first request
+ * of name i. */
+static const char *pl_sess_name_at(const char *const *name0, size_t stride, size_t i)
+{
+    return *(const char *const *)(const void *)((const char *)name0 + i * stride);
+}
+
+static pl_status *pl_sess_first_requests(const char *const *name0, size_t stride, size_t n,
+                                         size_t **out_first)
 {
     *out_first = NULL;
     size_t *first = NULL;
     for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < i && names[i] != NULL; j++) {
-            if (names[j] == NULL || strcmp(names[i], names[j]) != 0)
+        for (size_t j = 0; j < i && pl_sess_name_at(name0, stride, i) != NULL; j++) {
+            const char *a = pl_sess_name_at(name0, stride, i);
+            const char *b = pl_sess_name_at(name0, stride, j);
+            if (b == NULL || strcmp(a, b) != 0)
                 continue;
             if (first == NULL) {
                 first = pl_malloc(n * sizeof *first);
@@ -845,14 +856,10 @@ static pl_status *pl_sess_run_once(pl_session *s, const pl_io *inputs, size_t n_
 static pl_status *pl_sess_run_repeats(pl_session *s, const pl_io *inputs, size_t n_inputs,
                                       pl_io *outputs, size_t n_outputs)
 {
-    const char **names = pl_malloc((n_outputs ? n_outputs : 1) * sizeof *names);
-    if (names == NULL)
-        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
-    for (size_t i = 0; i < n_outputs; i++)
-        names[i] = outputs[i].name;
     size_t *first = NULL;
-    pl_status *st = pl_sess_first_requests(names, n_outputs, &first);
-    pl_free(names);
+    pl_status *st = n_outputs > 1 ? pl_sess_first_requests(&outputs->name, sizeof *outputs,
+                                                            n_outputs, &first)
+                                  : NULL;
     if (st != NULL || first == NULL)
         return st != NULL ? st : pl_sess_run_once(s, inputs, n_inputs, outputs, n_outputs);
     size_t n_uniq = 0;
@@ -969,14 +976,10 @@ static pl_status *pl_session_run_arrays_in(pl_session *s, const pl_array_io *inp
         }
         outs[i] = (pl_io){.name = name, .tensor = *pl_array_tensor(outputs[i].array)};
     }
-    const char **names = pl_malloc((n_outputs ? n_outputs : 1) * sizeof *names);
-    if (names == NULL)
-        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
-    for (size_t i = 0; i < n_outputs; i++)
-        names[i] = outputs[i].name;
     size_t *first = NULL, n_uniq = 0;
-    pl_status *st = pl_sess_first_requests(names, n_outputs, &first);
-    pl_free(names);
+    pl_status *st = n_outputs > 1 ? pl_sess_first_requests(&outputs->name, sizeof *outputs,
+                                                            n_outputs, &first)
+                                  : NULL;
     if (st != NULL || first == NULL)
         return st != NULL ? st : pl_runner_run(s->runner, ins, n_inputs, outs, n_outputs);
     /* a name asked for twice: its first array is written, the others copy it */

@@ -997,6 +997,15 @@ class Gen:
         return self.node("Concat", [self.chain(o, self.r(0, 1)) for o in outs],
                          {"axis": I(-1)})
 
+    def recur(self, body, terms, h_in, H):
+        """A recurrent cell's step in BODY: the row's TERMS plus the product of
+        the carried state H_IN by an H x H matrix, through an activation."""
+        terms.append(body.add_node("MatMul", [h_in, self.weights([H, H])]))
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = body.add_node("Add", [acc, t])
+        return body.add_node(self.pick(["Tanh", "Sigmoid", "Relu"]), [acc])
+
     def loop(self):
         """A recurrence in an ONNX Loop, as exporters write one (tf2onnx's
         Keras RNNs it cannot fuse, PyTorch's scripted loops): the step's row
@@ -1046,11 +1055,7 @@ class Gen:
         first = terms[0]
         if self.p(0.3):
             terms.append(body.add_node("ReduceSum", [row, self.i64([1])], {"keepdims": I(1)}))
-        terms.append(body.add_node("MatMul", [h_in, self.weights([H, H])]))
-        acc = terms[0]
-        for t in terms[1:]:
-            acc = body.add_node("Add", [acc, t])
-        h_out = body.add_node(self.pick(["Tanh", "Sigmoid", "Relu"]), [acc])
+        h_out = self.recur(body, terms, h_in, H)
         if counted:  # from k0 to the limit, at most T rows
             k_out = body.add_node("Add", [k_in, self.i64(1)])
             limit = T if self.p(0.6) else self.r(1, T)
@@ -1104,11 +1109,7 @@ class Gen:
                     terms.append(body.add_node("MatMul", [sl, self.weights([E, H])]))
             if self.p(0.3):
                 terms.append(body.add_node("ReduceSum", [sl, self.i64([1])], {"keepdims": I(1)}))
-        terms.append(body.add_node("MatMul", [h_in, self.weights([H, H])]))
-        acc = terms[0]
-        for t in terms[1:]:
-            acc = body.add_node("Add", [acc, t])
-        h_out = body.add_node(self.pick(["Tanh", "Sigmoid", "Relu"]), [acc])
+        h_out = self.recur(body, terms, h_in, H)
         body.outputs = [h_out, body.add_node("Identity", [h_out])]
         attrs = {"body": ("graph", body), "num_scan_inputs": I(len(seqs))}
         if any(a != 0 for a in axes) or self.p(0.3):

@@ -6515,8 +6515,8 @@ static void case_gemv(void)
                                                     "kernel",
                                  nodes[k], gemm ? 1000 : 2048, gemm ? " (transposed)" : "");
                     else
-                        snprintf(want, sizeof want, "node '%s': one row by 2048x%d constant weights "
-                                                    "on gemm:jit",
+                        snprintf(want, sizeof want,
+                                 "node '%s': one row by 2048x%d constant weights on gemm:jit",
                                  nodes[k], gemm ? 1000 : 2048);
                     bool taken = strstr(log.text, want) != NULL;
                     TH_CHECK(taken == (rows == 1), "%s, %lld rows on %s: '%s' %s; log:\n%s",

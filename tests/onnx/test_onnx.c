@@ -370,6 +370,17 @@ static void expect_load_error(pl_runtime *rt, const char *path, const char *want
 
 enum { BATCH = 4, IN = 16, HID = 32, OUT = 8 };
 
+/* A model of opset OPSET of DOMAIN with input x [BATCH, IN] and output y
+ * [BATCH, Y_COLS], for the cases to add their nodes to. */
+static Onnx__ModelProto *tm_xy_model(const char *domain, int opset, int64_t y_cols)
+{
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, domain, opset);
+    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, y_cols}, NULL));
+    return mp;
+}
+
 static void make_values(float *v, size_t n, uint32_t seed, float scale)
 {
     uint32_t s = seed * 2654435761u + 1;
@@ -724,10 +735,7 @@ static void case_initializers_as_inputs(void)
 static void case_constant_forms(void)
 {
     pl_runtime *rt = runtime_with(NULL);
-    Onnx__ModelProto *mp = tm_model();
-    tm_opset(mp, "ai.onnx", 13);
-    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
-    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    Onnx__ModelProto *mp = tm_xy_model("ai.onnx", 13, IN);
     float v[IN];
     make_values(v, IN, 11, 1.0f);
     tm_attr_f(tm_node(mp, "Constant", "half", NULL, "h"), "value_float", 0.5f);
@@ -778,10 +786,7 @@ static Onnx__SparseTensorProto *tm_sparse(const char *name, int rank, const int6
 static void case_sparse_forms(void)
 {
     pl_runtime *rt = runtime_with(NULL);
-    Onnx__ModelProto *mp = tm_model();
-    tm_opset(mp, "ai.onnx", 13);
-    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
-    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    Onnx__ModelProto *mp = tm_xy_model("ai.onnx", 13, IN);
     const float wv[3] = {1.5f, -2.0f, 4.0f}, cv[2] = {0.25f, 8.0f};
     const int64_t wi[3] = {0, IN + 3, BATCH * IN - 1}, ci[2] = {2, IN - 1};
     Onnx__SparseTensorProto *w =
@@ -949,10 +954,7 @@ static void q4_tensor(Onnx__ModelProto *mp, const char *name, bool is_signed, co
 static void int4_weights(bool is_signed)
 {
     pl_runtime *rt = runtime_with(NULL);
-    Onnx__ModelProto *mp = tm_model();
-    tm_opset(mp, "ai.onnx", 21);
-    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
-    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, Q4_N}, NULL));
+    Onnx__ModelProto *mp = tm_xy_model("ai.onnx", 21, Q4_N);
     int q[IN * Q4_N], zp[Q4_BLOCKS * Q4_N];
     float scale[Q4_BLOCKS * Q4_N], x[BATCH * IN];
     uint32_t r = 7;
@@ -1175,10 +1177,7 @@ static void case_causal_conv(void)
 static void case_stale_value_info_dtype(void)
 {
     pl_runtime *rt = runtime_with(NULL);
-    Onnx__ModelProto *mp = tm_model();
-    tm_opset(mp, "", 13);
-    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
-    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    Onnx__ModelProto *mp = tm_xy_model("", 13, IN);
     APPEND(mp->graph->value_info, mp->graph->n_value_info,
            tm_vi("y", T_FLOAT16, 2, (int64_t[]){BATCH, IN}, NULL));
     APPEND(mp->graph->value_info, mp->graph->n_value_info,
@@ -1218,10 +1217,7 @@ static void case_by_content(void)
 static void case_int32_data_types(void)
 {
     pl_runtime *rt = runtime_with(NULL);
-    Onnx__ModelProto *mp = tm_model();
-    tm_opset(mp, "", 13);
-    tm_input(mp, tm_vi("x", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
-    tm_output(mp, tm_vi("y", T_FLOAT, 2, (int64_t[]){BATCH, IN}, NULL));
+    Onnx__ModelProto *mp = tm_xy_model("", 13, IN);
     const int32_t types[] = {T_UINT8, T_INT8, T_BOOL, T_FLOAT16, T_INT32};
     const int32_t values[] = {255, -128, 1, 0x3c00, -7};
     for (int i = 0; i < 5; i++) {
