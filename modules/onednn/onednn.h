@@ -310,6 +310,17 @@ void odnn_wino_run(const struct odnn_direct *d, const float *src, const float *w
 int odnn_wino_weights(const dnnl_memory_desc_t *src_md, const void *src,
                       const dnnl_memory_desc_t *md, void *dst);
 
+/* Lays row-major s8 K x N weights (SRC in SRC_MD) out in layout MD when MD
+ * carries the compensation of a source zero point over N and nothing else
+ * (onednn_zp_weights.c): oneDNN's reorder of the weights without it, the
+ * compensation summed here. 0 when done; nonzero for any other layout or a
+ * oneDNN failure (the caller runs oneDNN's reorder). */
+int odnn_zp_weights(dnnl_engine_t engine, const dnnl_memory_desc_t *src_md, const void *src,
+                    const dnnl_memory_desc_t *md, void *dst);
+/* One oneDNN reorder of SRC (SRC_MD) into DST (MD), executed now. */
+dnnl_status_t odnn_reorder_plain(dnnl_engine_t engine, const dnnl_memory_desc_t *src_md,
+                                 const void *src, const dnnl_memory_desc_t *md, void *dst);
+
 /* The module's own pooling for AVX2 CPUs (onednn_pool.c): max or average
  * over a 2-D window (a 1-D one has IH = KH = 1) of an f32 source whose
  * channels are read as GROUPS groups of VECS 8-lane vectors at each pixel

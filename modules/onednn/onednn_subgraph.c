@@ -4547,37 +4547,17 @@ static dnnl_status_t odnn_reorder_into(dnnl_engine_t engine, const dnnl_memory_d
                                        const void *data, const dnnl_memory_desc_t *md,
                                        dnnl_memory_t dst)
 {
-    dnnl_memory_t src = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t stream = NULL;
     void *handle = NULL;
-    if (md->format_kind == dnnl_format_kind_wino &&
-        dnnl_memory_get_data_handle(dst, &handle) == dnnl_success && handle != NULL &&
+    dnnl_status_t ds = dnnl_memory_get_data_handle(dst, &handle);
+    if (ds != dnnl_success)
+        return ds;
+    if (md->format_kind == dnnl_format_kind_wino && handle != NULL &&
         odnn_wino_weights(src_md, data, md, handle) == 0)
         return dnnl_success;
-    dnnl_status_t ds = dnnl_memory_create(&src, src_md, engine, (void *)data);
-    if (ds == dnnl_success)
-        ds = dnnl_reorder_primitive_desc_create(&pd, src_md, engine, md, engine, NULL);
-    if (ds == dnnl_success)
-        ds = dnnl_primitive_create(&prim, pd);
-    if (ds == dnnl_success)
-        ds = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-    if (ds == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-        ds = dnnl_primitive_execute(prim, stream, 2, args);
-        if (ds == dnnl_success)
-            ds = dnnl_stream_wait(stream);
-    }
-    if (stream)
-        dnnl_stream_destroy(stream);
-    if (prim)
-        dnnl_primitive_destroy(prim);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    if (src)
-        dnnl_memory_destroy(src);
-    return ds;
+    if (md->extra.flags != 0 && handle != NULL &&
+        odnn_zp_weights(engine, src_md, data, md, handle) == 0)
+        return dnnl_success;
+    return odnn_reorder_plain(engine, src_md, data, md, handle);
 }
 
 /* Adds a weight: the constant bytes DATA in layout SRC_MD, reordered into
@@ -12130,10 +12110,10 @@ static pl_status *odnn_qmm_emit(struct odnn_build *b, size_t n)
     if (st == NULL)
         st = odnn_view_as(b, src, &a_md, (int64_t)n, &src);
     if (st == NULL) {
-        /* Weights with a compensation (AMX's u8 x s8 with a zero point:
-         * oneDNN lays them out with its generic reorder, 8 ms a matrix of
-         * GPT-2's, 374 of its session's 585 ms) are laid out in batches
-         * over the pool, as Winograd weights are (odnn_pending_flush). */
+        /* Weights with a compensation (AMX's u8 x s8 with a zero point;
+         * odnn_zp_weights, or oneDNN's generic reorder for a layout it does
+         * not make: 8 ms a matrix of GPT-2's) are laid out in batches over
+         * the pool, as Winograd weights are (odnn_pending_flush). */
         const dnnl_memory_desc_t *wmd = odnn_pd_md(pd, DNNL_ARG_WEIGHTS);
         b->defer_tensor = wmd->extra.flags != 0 ? q.w : -1;
         st = odnn_weight(b, wmd, &w_plain, w.cdata, (int64_t)n, &wi);
