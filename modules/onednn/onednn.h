@@ -436,6 +436,7 @@ struct odnn_attn {
     int64_t bd[ODNN_ATTN_MAX_BATCH], bs[7][ODNN_ATTN_MAX_BATCH];
     int64_t q_rs, q_cs, k_ds, k_ns, v_ns, v_cs, m_rs, m_cs, c_rs, c_cs, b_rs, b_cs, o_rs;
     int has_mask, has_select, keep, scale_op, has_floor, has_bias;
+    int safe; /* a row the Softmax makes NaN gives 0 (torch's safe softmax) */
     int threads; /* the scratch holds this many threads' parts */
     float scale, fill, floor;
 };
@@ -460,6 +461,10 @@ void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_
  * as ONNX defines them, on up to THREADS OpenMP threads. */
 void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp,
                   int32_t *zp32, int threads);
+
+/* Y = X with NaN replaced by FILL, N dense f32 values, on up to THREADS
+ * OpenMP threads (Where(IsNaN(x), FILL, x)). */
+void odnn_nan_fill_run(const float *x, float *y, int64_t n, float fill, int threads);
 
 /* Erf of N dense f32 values, as the cpu module computes it, on up to
  * THREADS OpenMP threads. */

@@ -28,7 +28,9 @@
  *
  * Numbers as ONNX defines them but for the order of rounding: the
  * normalisation is applied to P x V's rows instead of P. A row whose
- * scores are all -inf gives NaN, as exp(-inf - -inf) does in the graph. */
+ * scores are all -inf gives NaN, as exp(-inf - -inf) does in the graph,
+ * or 0 where the graph replaces the Softmax's NaN by 0 (safe: torch 2's
+ * exporters' Where(IsNaN(p), 0, p); the Softmax makes whole rows NaN). */
 #include "onednn.h"
 
 #include <immintrin.h>
@@ -446,7 +448,12 @@ odnn_attn_items(const struct odnn_attn *a, const float *q, const float *k, const
             const float *mr = a->has_mask ? m + off[ODNN_ATTN_M] + i * a->m_rs : NULL;
             const uint8_t *cr = a->has_select ? c + off[ODNN_ATTN_C] + i * a->c_rs : NULL;
             const float *br = a->has_bias ? bias + off[ODNN_ATTN_B] + i * a->b_rs : NULL;
-            inv[i - i0] = 1.0f / odnn_attn_softmax_row(a, sb + (i - i0) * np, mr, cr, br);
+            float sum = odnn_attn_softmax_row(a, sb + (i - i0) * np, mr, cr, br);
+            inv[i - i0] = 1.0f / sum;
+            if (a->safe && isnan(sum)) { /* the graph's Where(IsNaN(p), 0, p): P's row 0 */
+                memset(sb + (i - i0) * np, 0, (size_t)np * sizeof *sb);
+                inv[i - i0] = 0.0f;
+            }
         }
         __mmask16 lastm = (a->dv % 16) != 0 ? (__mmask16)((1u << (a->dv % 16)) - 1u)
                                             : (__mmask16)0xffff;

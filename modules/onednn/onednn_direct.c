@@ -837,6 +837,18 @@ void odnn_erf_run(const float *x, float *y, int64_t n, int threads)
     odnn_values_run(x, y, n, threads, odnn_erf_chunk);
 }
 
+void odnn_nan_fill_run(const float *x, float *y, int64_t n, float fill, int threads)
+{
+    int team = n >= 65536 && threads > 1 ? threads : 1;
+#pragma omp parallel num_threads(team) if (team > 1)
+    {
+        int t = omp_get_thread_num(), k = omp_get_num_threads();
+        int64_t b = n * t / k, e = n * (t + 1) / k;
+        for (int64_t i = b; i < e; i++)
+            y[i] = x[i] != x[i] ? fill : x[i];
+    }
+}
+
 /* TableLookup8: Y[i] = T[X[i]] over N bytes (any layout: X and Y share
  * it, padding included), split as odnn_values_run splits values. */
 void odnn_lut_run(const uint8_t *x, const uint8_t *table, uint8_t *y, int64_t n, int threads)

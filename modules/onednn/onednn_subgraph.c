@@ -738,13 +738,18 @@ struct odnn_lnpat {
 
 /* True when ReduceMean node R averages over the last axis of its input of
  * NDIM dims (CHANNEL: over axis 1 of a 4-D one), keeping it. */
+static int odnn_const_i64s(const pl_graph_view *v, size_t n, size_t k, int64_t *out);
+
 static int odnn_mean_last(const pl_graph_view *v, int64_t r, int32_t ndim, int channel)
 {
-    if (!odnn_op_is(v, r, "ReduceMean") || odnn_in(v, (size_t)r, 1) >= 0 ||
-        odnn_attr_int(v, (size_t)r, "keepdims", 1) != 1)
+    if (!odnn_op_is(v, r, "ReduceMean") || odnn_attr_int(v, (size_t)r, "keepdims", 1) != 1)
         return 0;
-    const int64_t *axes;
-    if (odnn_attr_ints(v, (size_t)r, "axes", &axes) != 1)
+    /* the axes attribute, or from opset 18 (the dynamo exporter's) the
+     * constant input */
+    int64_t in_axes[ODNN_MAX_RANK];
+    const int64_t *axes = in_axes;
+    int given = odnn_const_i64s(v, (size_t)r, 1, in_axes);
+    if (given == -1 ? odnn_attr_ints(v, (size_t)r, "axes", &axes) != 1 : given != 1)
         return 0;
     if (channel)
         return ndim == 4 && (axes[0] == 1 || axes[0] == -3);
@@ -1231,6 +1236,30 @@ static pl_status *odnn_uses_patterns(pl_module_ctx *ctx, const pl_graph_view *v,
 
 /* ---- patterns for the cost estimate ------------------------------------------ */
 
+/* Whether IsNaN node N is read only by a Where(IsNaN(x), c, x) with c a
+ * scalar constant: x with its NaN replaced by c, the Where node in *WHERE,
+ * x in *X. torch 2's exporters write one after every
+ * scaled_dot_product_attention's Softmax (its "safe softmax": a row whose
+ * keys are all masked gives 0, not NaN); on cpu, the IsNaN cut every layer
+ * of Llama, BERT and ViT out of the module's subgraphs. */
+static int odnn_nan_fill_of(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
+                            int64_t *where, int64_t *x, float *fill)
+{
+    if (u == NULL || !odnn_op_is(v, (int64_t)n, "IsNaN"))
+        return 0;
+    int64_t c = odnn_out(v, n, 0), w = odnn_sole_reader(u, c);
+    struct odnn_tinfo xt, yt;
+    *x = odnn_in(v, n, 0);
+    *where = w;
+    return w >= 0 && odnn_op_is(v, w, "Where") &&
+           onednn_host->graph->node_input_count(v, (size_t)w) == 3 &&
+           odnn_in(v, (size_t)w, 0) == c && odnn_in(v, (size_t)w, 2) == *x &&
+           odnn_scalar(v, odnn_in(v, (size_t)w, 1), fill) && odnn_tensor(v, *x, &xt) &&
+           xt.known && xt.f32 && xt.cdata == NULL &&
+           odnn_tensor(v, odnn_out(v, (size_t)w, 0), &yt) && yt.known && yt.f32 &&
+           yt.elems == xt.elems;
+}
+
 /* Whether every node of a pattern (NODES[0..N)) is one of the nodes asked
  * about: a pattern that a subgraph would cut cannot be fused there. */
 static int odnn_roles_inside(const unsigned char *inside, const size_t *nodes, size_t n)
@@ -1260,7 +1289,7 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, const unsigne
         const char *op = g->node_op(v, n);
         starts += strcmp(op, "ReduceMean") == 0 || strcmp(op, "GlobalAveragePool") == 0 ||
                   strcmp(op, "Pow") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
-                  strcmp(op, "QuantizeLinear") == 0;
+                  strcmp(op, "QuantizeLinear") == 0 || strcmp(op, "IsNaN") == 0;
     }
     if (asked < 2 || starts == 0)
         return 1;
@@ -1306,6 +1335,10 @@ int onednn_fused_roles(pl_module_ctx *ctx, const pl_graph_view *v, const unsigne
         if (inside[n] && out[n] == ODNN_ROLE_OWN && odnn_op_is(v, (int64_t)n, "QuantizeLinear") &&
             odnn_match_qdq(v, &u, n, &qp) && inside[qp.dq])
             out[qp.dq] = ODNN_ROLE_INNER;
+        int64_t w, x;
+        float fill;
+        if (inside[n] && odnn_nan_fill_of(v, &u, n, &w, &x, &fill) && inside[w])
+            out[n] = ODNN_ROLE_INNER; /* the Where's step computes it */
     }
     odnn_uses_free(ctx, &u);
     return 1;
@@ -3368,6 +3401,14 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         return odnn_check_cast(v, u, n, reason);
     if (strcmp(op, "Where") == 0)
         return odnn_check_where(v, n, reason);
+    if (strcmp(op, "IsNaN") == 0) {
+        int64_t w, x;
+        float fill;
+        if (odnn_nan_fill_of(v, u, n, &w, &x, &fill))
+            return 1;
+        odnn_reason(reason, op, "only as Where(IsNaN(x), a constant, x) on f32 of known shape");
+        return 0;
+    }
     static const char *const ops[] = {
         "Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool",
         "GlobalMaxPool",
@@ -3683,7 +3724,7 @@ enum odnn_step_kind {
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
     ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED,
     ODNN_S_SHUFFLE, ODNN_S_LUT, ODNN_S_QBIN, ODNN_S_UNBLOCK, ODNN_S_PGATHER, ODNN_S_PSCATTER,
-    ODNN_S_ATTN
+    ODNN_S_ATTN, ODNN_S_NANFILL
 };
 
 struct odnn_step {
@@ -11899,6 +11940,38 @@ static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
+/* IsNaN N and the Where that reads it (odnn_nan_fill_of) as one step of
+ * the module's own (odnn_nan_fill_run): x dense plain, NaN replaced. */
+static pl_status *odnn_nan_fill_emit(struct odnn_build *b, size_t n)
+{
+    const pl_graph_view *v = b->v;
+    int64_t w, x;
+    float fill;
+    if (!odnn_nan_fill_of(v, &b->u, n, &w, &x, &fill) || b->done[w])
+        return odnn_error(PL_CODE_UNSUPPORTED, "onednn: IsNaN '%s' is not read by one Where "
+                                               "that replaces NaN in the subgraph",
+                          onednn_host->graph->node_name(v, n));
+    struct odnn_tinfo y;
+    odnn_tensor(v, odnn_out(v, (size_t)w, 0), &y);
+    int src;
+    pl_status *st = odnn_dense_source(b, x, (int64_t)n, &src);
+    if (st != NULL)
+        return st;
+    dnnl_memory_desc_t md;
+    odnn_plain_md(&md, y.ndim, y.dims);
+    int dst = odnn_new_value(b, odnn_out(v, (size_t)w, 0), ODNN_V_TEMP, &md);
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_NANFILL, w) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->rows = y.elems;
+    s->fill = fill;
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    b->done[w] = 1;
+    return NULL;
+}
+
 /* Where as the module's own select (odnn_where_run): the condition as u8
  * bytes, the values and the output dense plain f32. */
 static pl_status *odnn_where_emit(struct odnn_build *b, size_t n)
@@ -12244,15 +12317,16 @@ static int odnn_tanh_own(struct odnn_build *b, size_t n, int src, pl_status **ou
 struct odnn_attn_pat {
     size_t first, last; /* the two products */
     /* the first product, the scale, the bias, the Reshapes, the Where,
-     * the Add, the Max, the Softmax, a Reshape */
-    size_t nodes[10];
+     * the Add, the Max, the Softmax, a safe softmax's IsNaN and Where, a
+     * Reshape */
+    size_t nodes[12];
     int n_nodes;
     int64_t q, k, v, mask, cond, bias, out;
     /* the scores as the masks see them (the first product's output, or
      * its Reshape's) and as the Softmax sees them */
     int64_t mask_space, soft_space;
     /* a constant mask's, condition's or bias's weight, else -1 */
-    int scale_op, mask_weight, cond_weight, bias_weight, keep, has_floor;
+    int scale_op, mask_weight, cond_weight, bias_weight, keep, has_floor, safe;
     float scale, fill, floor;
 };
 
@@ -12408,6 +12482,24 @@ static int odnn_attn_begin(struct odnn_build *b, size_t n, pl_status **out_st)
         return 0;
     p.nodes[p.n_nodes++] = (size_t)j;
     t = odnn_out(v, (size_t)j, 0);
+    if ((size_t)t < b->u.n_tensors && b->u.count[t] == 2 && !b->u.escapes[t]) {
+        /* torch 2's safe softmax, Where(IsNaN(p), 0, p): rows the Softmax
+         * makes NaN give 0 */
+        int64_t w = -1, x = -1;
+        float fill = 1;
+        for (uint32_t k = 0; k < 2 && w < 0; k++) {
+            size_t r = b->u.reader[b->u.reader_at[t] + k];
+            if (!(odnn_nan_fill_of(v, &b->u, r, &w, &x, &fill) && x == t && fill == 0.0f))
+                w = -1;
+            else
+                p.nodes[p.n_nodes++] = r;
+        }
+        if (w >= 0) {
+            p.nodes[p.n_nodes++] = (size_t)w;
+            p.safe = 1;
+            t = odnn_out(v, (size_t)w, 0);
+        }
+    }
     j = odnn_sole_reader(&b->u, t);
     if (j >= 0 && odnn_attn_regroup(v, j, &sp, &sp)) { /* BLOOM's, after the Softmax */
         p.nodes[p.n_nodes++] = (size_t)j;
@@ -12556,6 +12648,7 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
     a.scale_op = p->scale_op, a.scale = p->scale, a.has_mask = p->mask >= 0;
     a.has_select = p->cond >= 0, a.keep = p->keep, a.fill = p->fill;
     a.has_floor = p->has_floor, a.floor = p->floor, a.has_bias = p->bias >= 0;
+    a.safe = p->safe;
     /* Q, K, V, the mask, (O), the condition, the bias */
     int vi[7] = {-1, -1, -1, -1, -1, -1, -1};
     dnnl_memory_desc_t view[7];
@@ -12693,12 +12786,13 @@ static pl_status *odnn_attn_emit(struct odnn_build *b, const struct odnn_attn_pa
         batch *= a.bd[d];
     onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
                              "nodes '%s' to '%s': the module's own fused attention (%lld x "
-                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s%s%s)",
+                             "%lld queries, %lld keys, %lld -> %lld wide%s%s%s%s%s%s)",
                              onednn_host->graph->node_name(v, p->first), name, (long long)batch,
                              (long long)a.s, (long long)a.n, (long long)a.d, (long long)a.dv,
                              a.scale_op ? ", scaled" : "", a.has_bias ? ", biased" : "",
                              a.has_select ? ", selected" : "",
-                             a.has_mask ? ", masked" : "", a.has_floor ? ", floored" : "");
+                             a.has_mask ? ", masked" : "", a.has_floor ? ", floored" : "",
+                             a.safe ? ", NaN rows as 0" : "");
     return NULL;
 }
 
@@ -12768,6 +12862,8 @@ static pl_status *odnn_emit(struct odnn_build *b, size_t n)
         return odnn_pad_emit(b, n);
     if (strcmp(op, "Where") == 0)
         return odnn_where_emit(b, n);
+    if (strcmp(op, "IsNaN") == 0)
+        return odnn_nan_fill_emit(b, n);
     if (strcmp(op, "Conv") == 0)
         return odnn_conv(b, n);
     if (strcmp(op, "ConvTranspose") == 0)
@@ -13706,7 +13802,7 @@ static double odnn_process_cpu_us(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 51u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 52u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -13809,7 +13905,11 @@ static double odnn_process_cpu_us(void)
                                      Winograd (onednn_phase.c);
                                  51: attention (MatMul, scale, mask,
                                      Softmax, MatMul) as the module's own
-                                     fused kernel on AVX-512 (ODNN_S_ATTN) */
+                                     fused kernel on AVX-512 (ODNN_S_ATTN);
+                                 52: Where(IsNaN(x), c, x) as the module's
+                                     own step (ODNN_S_NANFILL), inside the
+                                     fused attention after its Softmax
+                                     (struct odnn_attn's safe) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -14163,7 +14263,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
-    case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH: case ODNN_S_STRIDED:
+    case ODNN_S_NANFILL: case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH: case ODNN_S_STRIDED:
     case ODNN_S_SHUFFLE: case ODNN_S_LUT: case ODNN_S_QBIN: case ODNN_S_UNBLOCK:
     case ODNN_S_PGATHER: case ODNN_S_PSCATTER:
         break;
@@ -14209,6 +14309,9 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_ERF: /* SRC, DST */
         odnn_erf_run(p[0], p[1], step->rows, team);
+        break;
+    case ODNN_S_NANFILL: /* SRC, DST: ROWS values */
+        odnn_nan_fill_run(p[0], p[1], step->rows, step->fill, team);
         break;
     case ODNN_S_LUT: /* SRC, DST, WEIGHTS (the table): ROWS bytes */
         odnn_lut_run(p[0], p[2], p[1], step->rows, team);

@@ -1014,8 +1014,9 @@ static void case_import_mismatch(void)
  * nodes into one layer_normalization step. */
 /* Attention's heads from tensors q, k and v (shape constants "heads" and
  * "merged", scalar "scale"): Reshape to heads, Transpose (K to K^T),
- * Q x K^T, the scale, Softmax, x V, Transpose and Reshape back into "om". */
-static void mb_heads(struct mb *m)
+ * Q x K^T, the scale, [Add MASK], Softmax, [IsNaN and Where(., "zero", p)
+ * when SAFE], x V, Transpose and Reshape back into "om". */
+static void mb_heads_with(struct mb *m, const char *mask, int safe)
 {
     mb_node(m, "rq", "Reshape", "\"q\",\"heads\"", "q4", "");
     mb_node(m, "rk", "Reshape", "\"k\",\"heads\"", "k4", "");
@@ -1025,10 +1026,25 @@ static void mb_heads(struct mb *m)
     mb_node(m, "tv", "Transpose", "\"v4\"", "vt", "\"perm\":{\"ints\":[0,2,1,3]}");
     mb_node(m, "qk", "MatMul", "\"qt\",\"kt\"", "s", "");
     mb_node(m, "scaled", "Mul", "\"s\",\"scale\"", "s2", "");
-    mb_node(m, "sm", "Softmax", "\"s2\"", "p", "\"axis\":{\"int\":-1}");
+    if (mask != NULL) {
+        char in[64];
+        snprintf(in, sizeof in, "\"s2\",\"%s\"", mask);
+        mb_node(m, "masked", "Add", in, "s3", "");
+    }
+    mb_node(m, "sm", "Softmax", mask != NULL ? "\"s3\"" : "\"s2\"", safe ? "p0" : "p",
+            "\"axis\":{\"int\":-1}");
+    if (safe) {
+        mb_node(m, "isnan", "IsNaN", "\"p0\"", "c", "");
+        mb_node(m, "fill", "Where", "\"c\",\"zero\",\"p0\"", "p", "");
+    }
     mb_node(m, "pv", "MatMul", "\"p\",\"vt\"", "o", "");
     mb_node(m, "to", "Transpose", "\"o\"", "ot", "\"perm\":{\"ints\":[0,2,1,3]}");
     mb_node(m, "ro", "Reshape", "\"ot\",\"merged\"", "om", "");
+}
+
+static void mb_heads(struct mb *m)
+{
+    mb_heads_with(m, NULL, 0);
 }
 
 /* Multi-head attention as exporters write it: one product for Q, K and V,
@@ -1077,6 +1093,7 @@ static bool onednn_avx512(char *isa);
 
 /* ODNN_S_ATTN in onednn_subgraph.c's step kinds. */
 #define TEST_ODNN_S_ATTN 37u
+#define TEST_ODNN_S_NANFILL 38u
 
 static void case_attention(void)
 {
@@ -1663,10 +1680,11 @@ static void case_keras_layernorm(void)
  * it, FORM: 0 Pow(h, 2), Div(1, r) then Mul(h, .), gamma after, h also
  * read by a residual Add; 1 Mul(h, h), Reciprocal, Mul(., h), gamma
  * first; 2 Div(h, r) and no gamma; 3 (spoiled) as 0 with the mean also a
- * graph output; 4 as 0 on [2, 120, 168]. */
+ * graph output; 4 as 0 on [2, 120, 168]; 5 as 1 at opset 18, the mean's
+ * axes an input (torch 2's dynamo exporter). */
 static const char *model_rms(int form)
 {
-    struct mb m = {.seed = 31 + form};
+    struct mb m = {.seed = 31 + form, .opset = form == 5 ? 18 : 0};
     int64_t k = form == 4 ? 168 : 40; /* 4: rows on two threads, a tail of 8 */
     int64_t xs[] = {2, form == 4 ? 120 : 5, k}, c[] = {k}, w[] = {k, k};
     mb_input(&m, "x", 3, xs);
@@ -1677,23 +1695,29 @@ static const char *model_rms(int form)
     mb_scalar(&m, "eps", 1e-6f);
     const char *axes = "\"axes\":{\"ints\":[-1]}";
     mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "h", "");
-    if (form == 1)
+    if (form == 1 || form == 5)
         mb_node(&m, "sq", "Mul", "\"h\",\"h\"", "h2", "");
     else
         mb_node(&m, "sq", "Pow", "\"h\",\"two\"", "h2", "");
-    mb_node(&m, "var", "ReduceMean", "\"h2\"", "v", axes);
+    if (form == 5) {
+        mb_shape(&m, "last", 1, (int64_t[]){-1});
+        mb_node(&m, "var", "ReduceMean", "\"h2\",\"last\"", "v", "");
+    } else {
+        mb_node(&m, "var", "ReduceMean", "\"h2\"", "v", axes);
+    }
     mb_node(&m, "addeps", "Add", "\"v\",\"eps\"", "ve", "");
     mb_node(&m, "sqrt", "Sqrt", "\"ve\"", "r", "");
     if (form == 2) {
         mb_node(&m, "norm", "Div", "\"h\",\"r\"", "n", "");
         mb_node(&m, "res", "Add", "\"n\",\"h\"", "l", "");
     } else {
-        if (form == 1)
+        int one_form = form == 1 || form == 5;
+        if (one_form)
             mb_node(&m, "inv", "Reciprocal", "\"r\"", "ri", "");
         else
             mb_node(&m, "inv", "Div", "\"one\",\"r\"", "ri", "");
-        mb_node(&m, "norm", "Mul", form == 1 ? "\"ri\",\"h\"" : "\"h\",\"ri\"", "n", "");
-        mb_node(&m, "scale", "Mul", form == 1 ? "\"gamma\",\"n\"" : "\"n\",\"gamma\"", "gn", "");
+        mb_node(&m, "norm", "Mul", one_form ? "\"ri\",\"h\"" : "\"h\",\"ri\"", "n", "");
+        mb_node(&m, "scale", "Mul", one_form ? "\"gamma\",\"n\"" : "\"n\",\"gamma\"", "gn", "");
         mb_node(&m, "res", "Add", "\"gn\",\"h\"", "l", "");
     }
     mb_node(&m, "tanh", "Tanh", "\"l\"", "y", "");
@@ -1708,14 +1732,14 @@ static const char *model_rms(int form)
  * the mean leaks (then one primitive per node, which still runs right). */
 static void case_rms_norm(void)
 {
-    for (int form = 0; form < 5; form++) {
+    for (int form = 0; form < 6; form++) {
         int64_t xs[] = {2, form == 4 ? 120 : 5, form == 4 ? 168 : 40};
         const char *path = model_rms(form);
         if (form == 2)
             compare(path, 3, xs, 3, xs,
                     (const char *[]){"mm", "sq", "var", "addeps", "sqrt", "norm", "res", "tanh",
                                      NULL});
-        else if (form < 3)
+        else if (form < 3 || form == 5)
             compare(path, 3, xs, 3, xs,
                     (const char *[]){"mm", "sq", "var", "addeps", "sqrt", "inv", "norm", "scale",
                                      "res", "tanh", NULL});
@@ -6383,6 +6407,85 @@ static void case_fused_attention(void)
     }
 }
 
+/* torch 2's scaled_dot_product_attention as its exporters write it: the
+ * Softmax's output read by IsNaN and by Where(IsNaN(p), 0, p) (its "safe
+ * softmax"), then the second product. The constant mask [1, 1, 24, 24]
+ * masks every key of queries 3 and 17 (-inf: those rows of the Softmax are
+ * NaN, of the Where 0) and some keys of the others. WHICH 0: that
+ * attention, fused with AVX-512; 1: the same Where(IsNaN(x), 0.5, x) alone
+ * on the square root of a product (NaN where it is negative), a step of
+ * its own.
+ * Either way no node leaves onednn, and the values are the cpu module's
+ * (which runs IsNaN and Where as written): no NaN, the masked rows 0. */
+static const char *model_safe_softmax(int which)
+{
+    struct mb m = {.seed = 91 + which, .opset = 18};
+    mb_input(&m, "x", 3, (int64_t[]){2, 24, 32});
+    if (which == 1) {
+        mb_const(&m, "w", 2, (int64_t[]){32, 32}, NULL, 0.3f);
+        mb_scalar(&m, "half", 0.5f);
+        mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "h", "");
+        mb_node(&m, "sqrt", "Sqrt", "\"h\"", "l", "");
+        mb_node(&m, "isnan", "IsNaN", "\"l\"", "c", "");
+        mb_node(&m, "fill", "Where", "\"c\",\"half\",\"l\"", "f", "");
+        mb_node(&m, "tanh", "Tanh", "\"f\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        return mb_write(&m);
+    }
+    float mask[24 * 24];
+    for (int i = 0; i < 24; i++)
+        for (int j = 0; j < 24; j++)
+            mask[i * 24 + j] = i == 3 || i == 17 || (j * 5 + i) % 7 == 0 ? -INFINITY : 0.0f;
+    const char *wn[] = {"wx", "wq", "wk", "wv"};
+    for (int i = 0; i < 4; i++)
+        mb_const(&m, wn[i], 2, (int64_t[]){32, 32}, NULL, 0.3f);
+    mb_const(&m, "mask", 4, (int64_t[]){1, 1, 24, 24}, mask, 1.0f);
+    mb_scalar(&m, "scale", 0.25f);
+    mb_scalar(&m, "zero", 0.0f);
+    mb_shape(&m, "heads", 4, (int64_t[]){2, 24, 4, 8});
+    mb_shape(&m, "merged", 3, (int64_t[]){2, 24, 32});
+    mb_node(&m, "in", "MatMul", "\"x\",\"wx\"", "h", "");
+    mb_node(&m, "q", "MatMul", "\"h\",\"wq\"", "q", "");
+    mb_node(&m, "k", "MatMul", "\"h\",\"wk\"", "k", "");
+    mb_node(&m, "v", "MatMul", "\"h\",\"wv\"", "v", "");
+    mb_heads_with(&m, "mask", 1);
+    mb_node(&m, "out", "Tanh", "\"om\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_safe_softmax(void)
+{
+    char isa[64] = "";
+    bool fused = onednn_avx512(isa);
+    for (int w = 0; w < 2; w++) {
+        const char *path = model_safe_softmax(w);
+        int64_t xs[3] = {2, 24, 32};
+        compare(path, 3, xs, 3, xs,
+                w == 0 ? (const char *[]){"qk", "sm", "isnan", "fill", "pv", NULL}
+                       : (const char *[]){"sqrt", "isnan", "fill", "tanh", NULL});
+        /* the masked queries' rows are 0 (compare checks every value
+         * against the cpu module's, which a NaN fails) */
+        struct wino_log log;
+        memset(&log, 0, sizeof log);
+        pl_runtime *rt = onednn_runtime_with(NULL, &log);
+        pl_session_destroy(session_for(rt, path));
+        pl_runtime_destroy(rt);
+        if (w == 0) {
+            bool logged = strstr(log.text, "to 'pv': the module's own fused attention") != NULL &&
+                          strstr(log.text, "NaN rows as 0") != NULL;
+            TH_CHECK(logged == fused, "%s: safe fused attention %s in the log:\n%s", isa,
+                     logged ? "named" : "not named", log.text);
+        }
+        struct blob b = compile_blob(path);
+        uint32_t total;
+        int fills = count_steps(&b, TEST_ODNN_S_NANFILL, &total);
+        TH_CHECK(fills == (w == 0 && fused ? 0 : 1), "model %d (%s): %d NaN-fill steps of %u", w,
+                 isa, fills, total);
+        free(b.bytes);
+    }
+}
+
 /* Three 3x3 layers below 64 channels over HW x HW: 16 -> 32 with a ReLU
  * ("narrow"), 32 -> 64 with a ReLU ("relu") and 64 -> 48 with SiLU as
  * Sigmoid and Mul ("silu"). */
@@ -7322,6 +7425,7 @@ int main(int argc, char **argv)
         {"winograd_ahead", case_winograd_ahead},
         {"attention", case_attention},
         {"fused_attention", case_fused_attention},
+        {"safe_softmax", case_safe_softmax},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
         {"big_weights", case_big_weights},
