@@ -8472,7 +8472,8 @@ static int odnn_smm_post(const_dnnl_post_ops_t po, struct odnn_smm *s)
 /* Node N's product (dims AD, WD and YD at rank R, as odnn_matmul_as made
  * them; TA, TB Gemm's transposes; BIAS_T the per-column constant it adds,
  * times BIAS_SCALE) on the module's own small-product kernel, where the
- * CPU is below AVX-512, direct_conv is on, the product is f32 and small
+ * CPU is below AVX-512 (or STRIDED_JIT: oneDNN would run it, read through
+ * strides, on gemm:jit), direct_conv is on, the product is f32 and small
  * (ODNN_SMM_MAX_MACS) and F's post-ops are the kernel's; or, one row by a
  * constant matrix of ODNN_GEMV_OWN_MIN_WEIGHTS or more, on its
  * matrix-vector kernel wherever the CPU has AVX2 and FMA. 1 when it
@@ -8480,7 +8481,7 @@ static int odnn_smm_post(const_dnnl_post_ops_t po, struct odnn_smm *s)
 static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *f, int r,
                         const dnnl_dims_t ad, const dnnl_dims_t wd, const dnnl_dims_t yd, int ta,
                         int tb, int64_t bias_t, float bias_scale, int collapse,
-                        pl_status **out_st)
+                        int strided_jit, pl_status **out_st)
 {
     const pl_graph_view *v = b->v;
     *out_st = NULL;
@@ -8499,7 +8500,8 @@ static int odnn_smm_own(struct odnn_build *b, size_t n, const struct odnn_fuse *
              (double)s.k * (double)s.n >= ODNN_GEMV_OWN_MIN_WEIGHTS;
     for (int d = 0; s.gemv && d < r - 2; d++)
         s.gemv = wd[d] == 1;
-    if ((!s.gemv && !b->u.own) || s.m <= 0 || s.n <= 0 || s.k <= 0 ||
+    int small_own = b->u.own || (strided_jit && b->ctx->direct);
+    if ((!s.gemv && !small_own) || s.m <= 0 || s.n <= 0 || s.k <= 0 ||
         (!s.gemv && (s.m * s.n * s.k > ODNN_SMM_MAX_MACS || s.k * s.npad > ODNN_SMM_MAX_B)) ||
         !odnn_smm_post(f->po, &s))
         return 0;
@@ -8784,7 +8786,7 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
     if (cdt == dnnl_f32) {
         pl_status *os = NULL;
         int own = odnn_smm_own(b, n, &f, r, ad, wlog, yd, ta, tb, bias_t, bias_scale, collapse,
-                               &os);
+                               0, &os);
         if (own) {
             dnnl_post_ops_destroy(f.po);
             return os;
@@ -8851,6 +8853,20 @@ static pl_status *odnn_matmul_as(struct odnn_build *b, size_t n, int gemm, int c
             dnnl_primitive_attr_destroy(attr);
         if (pd == NULL)
             a_strided = w_strided = y_strided = 0;
+        /* Products oneDNN reads through strides only on gemm:jit (Swin V2's
+         * normalised queries by keys, LeViT's, DeBERTa's): small ones on the
+         * module's own kernel instead, which reads strides as well. gemm:jit
+         * makes its whole driver at its first use in a process (11-24 ms,
+         * which a first run waits for) and costs about a microsecond per
+         * batch entry before it multiplies. */
+        pl_status *os = NULL;
+        if (pd != NULL && st == NULL && odnn_pd_is_gemm(pd) &&
+            odnn_smm_own(b, n, &f, r, ad, wlog, yd, ta, tb, bias_t, bias_scale, collapse, 1,
+                         &os)) {
+            dnnl_primitive_desc_destroy(pd);
+            dnnl_post_ops_destroy(f.po);
+            return os;
+        }
     }
     int64_t rows = mm;
     for (int i = 0; i < r - 2; i++)

@@ -6203,6 +6203,43 @@ static void case_own_matmul(void)
     }
 }
 
+/* Swin V2's cosine attention logits: normalised queries by normalised keys,
+ * both read through the head-split Transposes (strides oneDNN's brgemm
+ * matmul does not take: it ran them on gemm:jit, whose first use in a
+ * process makes its whole driver, 11-24 ms of the first run), 8 heads of
+ * 49 x 16 by 16 x 49, then a scale (its epilogue) and no softmax, so that
+ * no fused attention takes it. With AVX-512 or without, the debug log names the own
+ * small product for it (and never under direct_conv = no); the values are
+ * the cpu module's. */
+static const char *model_strided_small_product(void)
+{
+    struct mb m = {.seed = 29};
+    mb_input(&m, "x", 4, (int64_t[]){1, 49, 8, 16});
+    mb_scalar(&m, "s", 0.5f);
+    mb_node(&m, "qs", "Mul", "\"x\",\"s\"", "q", "");
+    mb_node(&m, "ks", "Sigmoid", "\"x\"", "k", "");
+    mb_node(&m, "tq", "Transpose", "\"q\"", "qt", "\"perm\":{\"ints\":[0,2,1,3]}");
+    mb_node(&m, "tk", "Transpose", "\"k\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
+    mb_node(&m, "qk", "MatMul", "\"qt\",\"kt\"", "l", "");
+    mb_node(&m, "scale", "Mul", "\"l\",\"s\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_strided_small_product(void)
+{
+    const char *path = model_strided_small_product();
+    int64_t xs[] = {1, 49, 8, 16}, ys[] = {1, 8, 49, 49};
+    compare(path, 4, xs, 4, ys, (const char *[]){"qs", "ks", "tq", "tk", "qk", "scale", NULL});
+    static struct wino_log logs[2];
+    char used[96] = "";
+    kernel_logs(path, NULL, logs, used);
+    TH_CHECK(strstr(logs[0].text, "node 'qk': the module's own small product") != NULL,
+             "the strided product is not the own small product; log:\n%s", logs[0].text);
+    TH_CHECK(strstr(logs[1].text, "own small product") == NULL,
+             "direct_conv = no used the own small product; log:\n%s", logs[1].text);
+}
+
 /* Attention on the module's own fused kernel (onednn_attn.c), against the
  * cpu module:
  * - 0: BERT's form, 2 x 4 heads of 12 over 37 positions (12 and 37 not
@@ -7426,6 +7463,7 @@ int main(int argc, char **argv)
         {"attention", case_attention},
         {"fused_attention", case_fused_attention},
         {"safe_softmax", case_safe_softmax},
+        {"strided_small_product", case_strided_small_product},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
         {"big_weights", case_big_weights},
