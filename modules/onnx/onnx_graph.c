@@ -646,11 +646,19 @@ static pl_status *ox_inline(const ox_import *imp, const Onnx__ModelProto *m,
                         label, call->n_input, call->n_output, f->name, f->n_input,
                         f->n_output);
     /* The body speaks the model's opsets: the same version of every domain
-     * both import (a different one would change what its ops mean). */
+     * both import whose ops the body runs (a different one would change
+     * what they mean). A domain whose nodes in the body are all calls of
+     * the model's functions has no ops of its own to mean anything:
+     * jax2onnx puts each function in a domain of its own and imports it at
+     * the model's default version in the function, at 1 in the model. */
     for (size_t i = 0; i < f->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = f->opset_import[i];
         const char *d = ox_domain(o->domain);
-        for (size_t k = 0; k < m->n_opset_import; k++)
+        bool runs_ops = false;
+        for (size_t j = 0; j < f->n_node && !runs_ops; j++)
+            runs_ops = strcmp(ox_domain(f->node[j]->domain), d) == 0 &&
+                       ox_function(m, d, f->node[j]->op_type) == NULL;
+        for (size_t k = 0; runs_ops && k < m->n_opset_import; k++)
             if (strcmp(ox_domain(m->opset_import[k]->domain), d) == 0 &&
                 m->opset_import[k]->version != o->version)
                 return ox_error(imp, PL_CODE_UNSUPPORTED,

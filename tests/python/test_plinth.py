@@ -1721,7 +1721,9 @@ class OnnxTest(unittest.TestCase):
         calling another, two calls of one function, an optional output the
         call leaves out, unnamed nodes; against numpy. A function calling
         itself and one importing another opset version are refused with a
-        message naming the call."""
+        message naming the call; one importing its own (function-only)
+        domain at another version than the model, as jax2onnx writes them,
+        loads."""
         try:
             import onnx
             from onnx import TensorProto as T, helper as h
@@ -1785,6 +1787,26 @@ class OnnxTest(unittest.TestCase):
         old = h.make_function(d, "Old", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])],
                               [h.make_opsetid("", 13)])
         self.assertIn("function 'Old' imports opset 13", refused("o", "Old", [old]))
+        # jax2onnx's form: each function in a domain of its own, which the
+        # model imports at 1 and the function at the model's default
+        # version; only calls of functions are in it, so the versions do
+        # not matter (accepted, as ONNX Runtime does)
+        jd = "custom.Outer.1"
+        inner = h.make_function(jd, "Inner", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])],
+                                [h.make_opsetid("", 17), h.make_opsetid(jd, 17)])
+        outer = h.make_function(jd, "Outer", ["x"], ["y"],
+                                [h.make_node("Inner", ["x"], ["t"], domain=jd),
+                                 h.make_node("Neg", ["t"], ["y"])],
+                                [h.make_opsetid("", 17), h.make_opsetid(jd, 17)])
+        jm = h.make_model(h.make_graph([h.make_node("Outer", ["X"], ["Y"], domain=jd, name="o1")],
+                                       "g", [f("X")], [f("Y")]),
+                          opset_imports=[h.make_opsetid("", 17), h.make_opsetid(jd, 1)],
+                          functions=[inner, outer])
+        jm.ir_version = 8
+        jpath = os.path.join(TMP, "local_fn_own_domain.onnx")
+        onnx.save(jm, jpath)
+        with self.rt.load_model(jpath).session() as s:
+            np.testing.assert_array_equal(s.run({"X": x})["Y"], -np.maximum(x, 0))
         # each level calls the next twice: 2^20 Relus from 21 small
         # functions, stopped by the onnx module's max_nodes
         fns = [h.make_function(d, "F20", ["x"], ["y"], [h.make_node("Relu", ["x"], ["y"])], ops)]
