@@ -427,20 +427,101 @@ static void shp_fill(pl_module_ctx *ctx, void *y, const void *value, size_t esiz
     cpu_host->parallel_for(ctx->host_ctx, n, grain, shp_fill_chunk, &c);
 }
 
+/* A Dropout kernel: its ratio when a constant (else read at run time), and
+ * the seed of its masks. */
+typedef struct shp_dropout_kernel {
+    shp_kernel k;
+    bool mode_at_run;  /* training_mode is an input of the run */
+    bool ratio_at_run; /* the ratio too */
+    double ratio;
+    uint64_t seed;
+} shp_dropout_kernel;
+
+/* Whether element I of a training-mode mask of seed SEED and RATIO is kept:
+ * splitmix64 of the seed and the index, as a uniform value in [0, 1). */
+static bool shp_dropout_keep(uint64_t seed, size_t i, double ratio)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0) >= ratio;
+}
+
+/* The run's training mode and ratio: *TRAIN false means inference. */
+static pl_status *shp_dropout_mode(const shp_dropout_kernel *d, const pl_run_args *args,
+                                   bool *train, double *ratio)
+{
+    *train = d->mode_at_run && *(const unsigned char *)shp_in(args, 2) != 0;
+    *ratio = d->ratio;
+    if (*train && d->ratio_at_run) {
+        const pl_tensor *r = &args->inputs[1];
+        const char *v = shp_in(args, 1);
+        if (PL_DTYPE_EQ(r->dtype, PL_DTYPE_F32))
+            *ratio = *(const float *)(const void *)v;
+        else if (PL_DTYPE_EQ(r->dtype, PL_DTYPE_F64))
+            *ratio = *(const double *)(const void *)v;
+        else
+            return cpu_error(PL_CODE_UNSUPPORTED, "Dropout",
+                             "a ratio of a type other than f32 or f64");
+    }
+    if (*train && !(*ratio >= 0.0 && *ratio < 1.0))
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, "Dropout",
+                         "ratio %g is outside [0, 1) in training mode", *ratio);
+    return NULL;
+}
+
 static pl_status *shp_dropout_write(pl_module_ctx *ctx, const shp_kernel *k,
                                     const pl_run_args *args, size_t o, void *dst,
                                     pl_output_request req)
 {
+    const shp_dropout_kernel *d = (const shp_dropout_kernel *)k;
+    bool train;
+    double ratio;
+    SHP_TRY(shp_dropout_mode(d, args, &train, &ratio));
+    size_t n = k->outs[o].elements;
+    if (train && ratio > 0.0) { /* y = x * mask / (1 - ratio) */
+        pl_dtype dt = k->outs[0].dtype;
+        if (o == 1) {
+            for (size_t i = 0; i < n; i++)
+                ((unsigned char *)dst)[i] = shp_dropout_keep(d->seed, i, ratio);
+            return NULL;
+        }
+        const char *x = shp_in(args, 0);
+        double scale = 1.0 / (1.0 - ratio);
+        if (PL_DTYPE_EQ(dt, PL_DTYPE_F32)) {
+            for (size_t i = 0; i < n; i++)
+                ((float *)dst)[i] = shp_dropout_keep(d->seed, i, ratio)
+                                        ? (float)(((const float *)(const void *)x)[i] * scale)
+                                        : 0.0f;
+        } else if (PL_DTYPE_EQ(dt, PL_DTYPE_F64)) {
+            for (size_t i = 0; i < n; i++)
+                ((double *)dst)[i] = shp_dropout_keep(d->seed, i, ratio)
+                                         ? ((const double *)(const void *)x)[i] * scale
+                                         : 0.0;
+        } else {
+            return cpu_error(PL_CODE_UNSUPPORTED, "Dropout",
+                             "training mode on data other than f32 or f64");
+        }
+        return NULL;
+    }
     if (o == 0)
         return shp_copy_write(ctx, k, args, o, dst, req);
     unsigned char one[8];
     shp_one(k->outs[o].dtype, one);
-    shp_fill(ctx, dst, one, k->outs[o].esize, k->outs[o].elements);
+    shp_fill(ctx, dst, one, k->outs[o].esize, n);
     return NULL;
 }
 
-/* Dropout at inference: the data passes through and the mask, when asked
- * for, is all ones. Training mode (opset 12's third input) is refused. */
+/* Dropout: at inference the data passes through and the mask, when asked
+ * for, is all ones. Training mode (opset 12's third input) as a constant
+ * false is inference; as an input of the run (jax2onnx exports Flax's
+ * `deterministic` flag as one), each run reads it: false passes through,
+ * true drops elements with probability ratio (a constant, an input, or 0.5)
+ * and scales the rest by 1 / (1 - ratio), f32 and f64 data only. Its masks
+ * come from the seed attribute, or a seed fixed when the kernel is made:
+ * every run of one session draws the same mask (ONNX Runtime draws anew).
+ * A constant true is refused unless its ratio is a constant 0. */
 pl_status *shp_build_dropout(pl_module_ctx *ctx, const pl_node_desc *node,
                              pl_kernel **out_kernel)
 {
@@ -448,23 +529,39 @@ pl_status *shp_build_dropout(pl_module_ctx *ctx, const pl_node_desc *node,
         return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op, "%zu outputs (at most 2)",
                          node->n_outputs);
     SHP_TRY(shp_copy_check(node));
+    bool mode_at_run = false, ratio_at_run = false;
+    double ratio = 0.5;
     if (shp_input_present(node, 2)) {
         size_t bytes;
         const unsigned char *mode = shp_constant(node, 2, &bytes);
-        if (mode == NULL || bytes < 1)
-            return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                             "training_mode is not a constant (only inference is supported)");
+        mode_at_run = mode == NULL;
+        if (mode_at_run && (!PL_DTYPE_EQ(node->inputs[2].dtype, PL_DTYPE_BOOL) ||
+                            cpu_elements(node->inputs[2].shape, node->inputs[2].ndim) != 1))
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
+                             "training_mode is not one bool");
         /* training with a constant ratio of 0 drops nothing, scales by 1 */
         size_t rb = 0;
-        const unsigned char *ratio =
-            mode[0] != 0 && shp_input_present(node, 1) ? shp_constant(node, 1, &rb) : NULL;
-        bool zero = ratio != NULL && rb > 0;
+        const unsigned char *rc =
+            mode != NULL && mode[0] != 0 && shp_input_present(node, 1) ? shp_constant(node, 1, &rb)
+                                                                       : NULL;
+        bool zero = rc != NULL && rb > 0;
         for (size_t b = 0; zero && b < rb; b++)
-            zero = ratio[b] == 0;
-        if (mode[0] != 0 && !zero)
+            zero = rc[b] == 0;
+        if (mode != NULL && mode[0] != 0 && !zero)
             return cpu_error(PL_CODE_UNSUPPORTED, node->op,
-                             "training_mode is true with a ratio that is not a constant 0 "
-                             "(only inference is supported)");
+                             "training_mode is a constant true with a ratio that is not a "
+                             "constant 0 (only inference, or a mode given at run time)");
+    }
+    if (mode_at_run && shp_input_present(node, 1)) {
+        size_t rb = 0;
+        const void *rc = shp_constant(node, 1, &rb);
+        ratio_at_run = rc == NULL;
+        if (rc != NULL && PL_DTYPE_EQ(node->inputs[1].dtype, PL_DTYPE_F32) && rb == 4)
+            ratio = *(const float *)rc;
+        else if (rc != NULL && PL_DTYPE_EQ(node->inputs[1].dtype, PL_DTYPE_F64) && rb == 8)
+            ratio = *(const double *)rc;
+        else if (rc != NULL)
+            return cpu_error(PL_CODE_UNSUPPORTED, node->op, "a ratio that is not one f32 or f64");
     }
     if (shp_output_present(node, 1)) {
         const pl_tensor *x = &node->inputs[0], *m = &node->outputs[1];
@@ -472,11 +569,17 @@ pl_status *shp_build_dropout(pl_module_ctx *ctx, const pl_node_desc *node,
             return cpu_error(PL_CODE_INVALID_ARGUMENT, node->op,
                              "the mask does not have the data's size");
     }
-    shp_kernel *k;
-    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_dropout_write, &k));
-    k->base.n_reads = 1;
-    k->base.inplace_ok = true;
-    *out_kernel = &k->base;
+    int64_t seed;
+    SHP_TRY(cpu_attr_int(node, "seed", (int64_t)(uintptr_t)node ^ 0x5eedULL, &seed));
+    shp_dropout_kernel *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, shp_dropout_write, (shp_kernel **)&k));
+    k->mode_at_run = mode_at_run;
+    k->ratio_at_run = ratio_at_run;
+    k->ratio = ratio;
+    k->seed = (uint64_t)seed;
+    k->k.base.n_reads = mode_at_run ? 3 : 1;
+    k->k.base.inplace_ok = true;
+    *out_kernel = &k->k.base;
     return NULL;
 }
 

@@ -516,7 +516,68 @@ static void case_Dropout(void)
     ch_spec train = {.op = "Dropout", .n_in = 3, .n_out = 2,
                      .in = {T(2, 3, 5), {.ndim = 0, .dtype = {PL_TYPE_FLOAT, 32, 1}, .value = &ratio},
                             {.ndim = 0, .dtype = {PL_TYPE_BOOL, 8, 1}, .value = &yes}}};
-    ts_expect_refusal(&train, "cpu: Dropout: training_mode is true");
+    ts_expect_refusal(&train, "cpu: Dropout: training_mode is a constant true");
+    /* training_mode handed to the run (jax2onnx's Flax `deterministic`):
+     * false passes the data through, in every float dtype */
+    for (size_t d = 0; d < CH_COUNT(floats); d++) {
+        ch_spec off = {.op = "Dropout", .n_in = 3, .n_out = 2, .dtype = floats[d],
+                       .in = {T(2, 4, 5),
+                              {.ndim = 0, .dtype = {PL_TYPE_FLOAT, 32, 1}, .value = &ratio},
+                              {.ndim = 0, .dtype = {PL_TYPE_BOOL, 8, 1}, .runtime = 1,
+                               .value = &no}}};
+        ts_check(&off);
+    }
+}
+
+/* Dropout with training_mode true at run time: every element of y is 0 or
+ * x / (1 - ratio), as the mask says; about 1 - ratio of them kept; a seed
+ * attribute gives the same mask every run (and a runtime ratio is read);
+ * a ratio outside [0, 1) fails the run. */
+static void case_DropoutTraining(void)
+{
+    static const unsigned char yes = 1;
+    static const float ratio = 0.25f, bad = 1.0f;
+    const ch_in mode = {.ndim = 0, .dtype = {PL_TYPE_BOOL, 8, 1}, .runtime = 1, .value = &yes};
+    ch_spec specs[2] = {
+        {.op = "Dropout", .n_in = 3, .n_out = 2, .dtype = {PL_TYPE_FLOAT, 32, 1},
+         .in = {T(3, 4, 10, 25), {.ndim = 0, .dtype = {PL_TYPE_FLOAT, 32, 1}, .value = &ratio},
+                mode},
+         .attrs = {AI("seed", 7)}, .n_attrs = 1},
+        {.op = "Dropout", .n_in = 3, .n_out = 2, .dtype = {PL_TYPE_FLOAT, 32, 1},
+         .in = {T(3, 4, 10, 25),
+                {.ndim = 0, .dtype = {PL_TYPE_FLOAT, 32, 1}, .runtime = 1, .value = &ratio},
+                mode}},
+    };
+    for (int v = 0; v < 2; v++) {
+        unsigned char first[1000];
+        for (int run = 0; run < 2; run++) {
+            ts_exec e;
+            ts_exec_prepare(&specs[v], &e);
+            CHECK_OK(ts_exec_run(&e, NULL));
+            const float *x = (const float *)(const void *)e.in[0].data;
+            const float *y = (const float *)(const void *)e.out[0].data;
+            const unsigned char *m = (const unsigned char *)e.out[1].data;
+            size_t kept = 0;
+            for (size_t i = 0; i < 1000; i++) {
+                CHECK(m[i] <= 1, "variant %d: mask element %zu is %d", v, i, m[i]);
+                float want = m[i] ? (float)(x[i] * (1.0 / 0.75)) : 0.0f;
+                CHECK(y[i] == want, "variant %d: y[%zu] = %g, want %g (x %g, mask %d)", v, i,
+                      y[i], want, x[i], m[i]);
+                kept += m[i];
+                if (run == 1)
+                    CHECK(m[i] == first[i], "variant %d: the second run's mask differs at %zu",
+                          v, i);
+                else
+                    first[i] = m[i];
+            }
+            CHECK(kept > 690 && kept < 810, "variant %d: %zu of 1000 kept at ratio 0.25", v,
+                  kept);
+            ts_exec_free(&e);
+        }
+    }
+    ch_spec one = specs[1];
+    one.in[1].value = &bad;
+    ts_expect_run_error(&one, "ratio 1 is outside [0, 1) in training mode");
 }
 
 /* ---- strided and slab movers ----------------------------------------------- */
@@ -1308,6 +1369,7 @@ static const struct {
     {"Reshape", case_Reshape},     {"Flatten", case_Flatten},
     {"Identity", case_Identity},   {"Squeeze", case_Squeeze},
     {"Unsqueeze", case_Unsqueeze}, {"Dropout", case_Dropout},
+    {"DropoutTraining", case_DropoutTraining},
     {"Transpose", case_Transpose}, {"Concat", case_Concat},
     {"Split", case_Split},         {"Slice", case_Slice},
     {"Gather", case_Gather},       {"Expand", case_Expand},
