@@ -53,10 +53,11 @@
  * runs take as long as quick plans, the next new signatures are planned in
  * full to measure that tier too, and from then on each new signature gets
  * the tier whose plan plus its expected runs (as many as the plans before
- * served on average) cost less. Neither the first plan nor the first full
- * one after it is timed: the first lays the weights out and makes the
- * first kernels, and the second full one lays out again what its passes
- * folded anew (BERT-base's query, key and value weights side by side:
+ * served on average) cost less. The first run of each tier is not timed
+ * (it carries what a process does at a kernel's first use), nor is the
+ * first plan or the first full one after it: the first lays the weights
+ * out and makes the first kernels, and the second full one lays out again
+ * what its passes folded anew (BERT-base's query, key and value weights side by side:
  * 223 ms, the full plans after it 14-25) -- unless it took more than
  * STG_WARM_FULL_MAX quick plans: then it is timed, and a full plan is not
  * tried again. GPT-2 base's steps (runs 15 ms, quick plans 7) planned in
@@ -169,6 +170,7 @@ struct pl_stage {
     struct stg_tier {
         double plan_ns, run_ns;
         uint64_t plans, runs;
+        bool ran; /* a run of the tier was made, not timed */
     } tier[2];
     bool full_warmed;      /* a full plan after the first was made, not timed */
     /* Modules the last quick plan that offered everyone its nodes gave
@@ -1276,8 +1278,15 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
     pthread_mutex_lock(&s->mu);
     spec->users--;
     if (st == NULL) {
+        /* The first run of a tier is not timed: it carries what the process
+         * does once at a kernel's first use (the cpu module opening
+         * OpenBLAS, oneDNN making its JIT code). Under AddressSanitizer the
+         * cpu module's first run of a quick tail took longer than its plan,
+         * and one such sample sent the next tails to full plans. */
         struct stg_tier *tier = &s->tier[spec->quick];
-        stg_tier_add(&tier->run_ns, &tier->runs, took);
+        if (tier->ran)
+            stg_tier_add(&tier->run_ns, &tier->runs, took);
+        tier->ran = true;
     }
     pthread_mutex_unlock(&s->mu);
     pl_free(ins);
