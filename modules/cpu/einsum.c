@@ -6,10 +6,12 @@
  * The kernel gives every label, and every dim of the ellipsis, a number and
  * a size, and each input a stride per label (strides of a label repeated
  * in one term add up: that walks the diagonal; a broadcast ellipsis dim
- * of size 1 has stride 0). A run converts the inputs to double (floats) or
- * int64 (integers, which wrap), then computes every output element as the
- * sum, over all values of the labels the output lacks, of the product of
- * the inputs. That is the definition itself: exact and general.
+ * of size 1 has stride 0, and so has a label's dim of size 1 where another
+ * input's is larger, as numpy's einsum broadcasts it). A run converts the
+ * inputs to double (floats) or int64 (integers, which wrap), then computes
+ * every output element as the sum, over all values of the labels the
+ * output lacks, of the product of the inputs. That is the definition
+ * itself: exact and general.
  *
  * The equations of attention and batched projections ("bhqd,bhkd->bhqk",
  * "bij,bjk->bik") are batched matrix products, and for f32 they take a
@@ -290,11 +292,13 @@ static pl_status *es_size_labels(const pl_node_desc *node, es_plan *p)
                 continue;
             }
             int l = t->labels[j];
-            if (p->size[l] >= 0 && p->size[l] != dims[d])
+            if (p->size[l] >= 0 && p->size[l] != dims[d] && p->size[l] != 1 && dims[d] != 1)
                 return cpu_error(PL_CODE_INVALID_ARGUMENT, op,
                                  "a label has sizes %lld and %lld", (long long)p->size[l],
                                  (long long)dims[d]);
-            p->size[l] = dims[d++];
+            if (p->size[l] < 0 || p->size[l] == 1) /* a size of 1 broadcasts */
+                p->size[l] = dims[d];
+            d++;
             p->count[l]++;
         }
     }
@@ -491,8 +495,11 @@ pl_status *ix_build_einsum(pl_module_ctx *ctx, const pl_node_desc *node, pl_kern
         int ne = x->ndim - (t->n - (t->ellipsis ? 1 : 0)), d = 0;
         for (int j = 0; j < t->n; j++) {
             if (t->labels[j] != -2) {
-                in_term[i][t->labels[j]] = true;
-                by_label[i][t->labels[j]] += st_in[d++];
+                int l = t->labels[j];
+                in_term[i][l] = true;
+                if (x->shape[d] != 1 || p->size[l] == 1) /* else broadcast: stride 0 */
+                    by_label[i][l] += st_in[d];
+                d++;
                 continue;
             }
             for (int e = 0; e < p->ell_rank; e++)

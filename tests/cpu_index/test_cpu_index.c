@@ -861,6 +861,33 @@ static void case_Einsum(void)
     ti_infer_fails(&bad, "label 'i' has sizes 2 and 3");
     bad.attrs[0] = (ch_attr)AS("equation", "i$");
     ti_infer_fails(&bad, "does not have 1 well-formed input terms");
+
+    /* a label of size 1 in one input broadcasts against the other's, as
+     * numpy's einsum and ONNX Runtime take it (jax2onnx's attention logits,
+     * "...BTNH,...BSNH->...BNTS" with one B of 1): "bij,bjk->bik" of
+     * [1, 3, 4] by [2, 4, 5] (the matrix-product road, f32) and in f64
+     * (the general road); sizes 2 and 3 still refused */
+    ti_case lb = c;
+    lb.in[0] = (ti_t)TIN(F32, a, 3, 1, 3, 4);
+    ti_run(&lb, OUTS(y));
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 5; k++) {
+                double s = 0;
+                for (int j = 0; j < 4; j++)
+                    s += (double)a[i * 4 + j] * b[(n * 4 + j) * 5 + k];
+                want[(n * 3 + i) * 5 + k] = s;
+            }
+    ti_near("bij,bjk->bik, b of 1 and 2", y, want, 30, 1e-6);
+    ti_case lb64 = c64;
+    lb64.in[0] = (ti_t)TIN(F64, a64, 3, 1, 3, 4);
+    ti_run(&lb64, OUTS(y64));
+    for (int i = 0; i < 30; i++)
+        CHECK(fabs(y64[i] - want[i]) < 1e-12, "f64 b of 1 and 2: element %d is %.17g, expected "
+              "%.17g", i, y64[i], want[i]);
+    ti_case lbad = c;
+    lbad.in[0] = (ti_t)TIN(F32, a, 3, 3, 2, 4);
+    ti_infer_fails(&lbad, "label 'b' has sizes 3 and 2");
 }
 
 /* ---- the losses -------------------------------------------------------------------- */

@@ -615,11 +615,14 @@ static pl_status *ix_infer_einsum(pl_infer_ctx *ctx)
             int s = ix_label_slot(t.labels[j]);
             int64_t dim = x->dims[d++];
             label_count[s]++;
-            if (label_dim[s] >= 0 && dim >= 0 && label_dim[s] != dim)
+            /* a size of 1 broadcasts, as numpy's einsum and ONNX Runtime
+             * take it (jax2onnx writes "...BTNH,...BSNH" with one B of 1) */
+            if (label_dim[s] >= 0 && dim >= 0 && label_dim[s] != dim && label_dim[s] != 1 &&
+                dim != 1)
                 return pl_infer_error(ctx, PL_CODE_INVALID_ARGUMENT,
                                       "label '%c' has sizes %lld and %lld", t.labels[j],
                                       (long long)label_dim[s], (long long)dim);
-            if (label_dim[s] < 0)
+            if (label_dim[s] < 0 || label_dim[s] == 1)
                 label_dim[s] = dim;
         }
     }
