@@ -2468,7 +2468,10 @@ static void pl_alg_dims_text(const pl_graph_tensor *t, char *buf, size_t size)
 }
 
 /* Whether reader R of tensor FROM gives the same output reading TO in its
- * place: the broadcast of its inputs, TO for FROM, is its output's shape. */
+ * place: the broadcast of its inputs, TO for FROM, is its output's shape.
+ * Its other inputs as they will be read (a->alias): two Expands into one
+ * Add, of [] and of [1, 2] to [2, 2] (jax2onnx's dynamic_update_slice
+ * indices), may not both go, the Add would give [1, 2]. */
 static bool pl_alg_same_broadcast(const struct pl_alg *a, const pl_graph_node *r, pl_tid from,
                                   pl_tid to)
 {
@@ -2483,7 +2486,8 @@ static bool pl_alg_same_broadcast(const struct pl_alg *a, const pl_graph_node *r
     for (size_t i = 0; i < r->n_inputs; i++) {
         if (r->inputs[i] == PL_TID_NONE)
             return false;
-        const pl_graph_tensor *x = pl_graph_get_tensor(g, r->inputs[i] == from ? to : r->inputs[i]);
+        const pl_graph_tensor *x =
+            pl_graph_get_tensor(g, r->inputs[i] == from ? to : a->alias[r->inputs[i]]);
         if (!pl_alg_dims_known(x) || x->ndim > y->ndim)
             return false;
         if (x->ndim > rank)

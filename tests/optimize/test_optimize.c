@@ -1900,6 +1900,42 @@ static void case_expand_rank(void)
     against_none(path, x, 4, shape, names, 1, expand_rank_check);
 }
 
+/* expand_pair's model under optimize = all: e1 went, e2 stayed. */
+static void expand_pair_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "e1", "Expand 'e1' removed ([1,2] to [2,2])") &&
+                 !rewritten(root, "e2") && placed(root, "e2"),
+             "%s: e1 should go and e2 stay", cfg);
+}
+
+/* Two Expands into one Add, of x [1, 2] and of its mean [] to [2, 2], as
+ * jax2onnx writes dynamic_update_slice's indices: each alone may go (the
+ * other input gives the Add its shape), not both (the Add would give
+ * [1, 2]; a Concat after it refused the model). The first goes, the
+ * second stays. Outputs equal optimize = none's. */
+static void case_expand_pair(void)
+{
+    const char *path = write_model(
+        "expand_pair.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,2]}],"
+        "\"nodes\":["
+        "{\"name\":\"mean\",\"op\":\"ReduceMean\",\"inputs\":[\"x\"],\"outputs\":[\"s\"],"
+        "\"attributes\":{\"keepdims\":{\"int\":0}}},"
+        "{\"name\":\"two\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"shape\"],"
+        "\"attributes\":{\"value\":{\"tensor\":{\"dtype\":\"i64\",\"shape\":[2],"
+        "\"data_hex\":\"02000000000000000200000000000000\"}}}},"
+        "{\"name\":\"e1\",\"op\":\"Expand\",\"inputs\":[\"x\",\"shape\"],\"outputs\":[\"xe\"]},"
+        "{\"name\":\"e2\",\"op\":\"Expand\",\"inputs\":[\"s\",\"shape\"],\"outputs\":[\"se\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"se\",\"xe\"],\"outputs\":[\"y\"]}]}");
+    float x[2] = {0.25f, -1.5f};
+    static const int64_t shape[2] = {1, 2};
+    static const char *const names[1] = {"y"};
+    against_none(path, x, 2, shape, names, 1, expand_pair_check);
+}
+
 /* siblings_merged's model under optimize = all: mq, mk and mv became one
  * MatMul (their weights side by side), aq and av went into one Add (zeros
  * for mk, which has none), a Split gives the three results; mo, whose
@@ -3531,6 +3567,7 @@ int main(int argc, char **argv)
         {"config", case_config},
         {"constants_folded", case_constants_folded},
         {"expanded_weights_folded", case_expanded_weights_folded},
+        {"expand_pair", case_expand_pair},
         {"sum_to_adds", case_sum_to_adds},
         {"folded_weights_cached", case_folded_weights_cached},
         {"dequantized_weights_folded", case_dequantized_weights_folded},
