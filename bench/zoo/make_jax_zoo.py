@@ -16,7 +16,8 @@ and jnp/lax functions. Each is exported as its test case describes (symbolic dim
 they give them, else seeded random ones of their dtypes), run by ONNX Runtime (graph
 optimisations off: the references) and by JAX itself: a case ONNX Runtime cannot run, or
 whose outputs ONNX Runtime and JAX disagree on (beyond 1e-3 of the largest), is skipped as
-the converter's problem. f64-only cases are left out. P is a python with jax2onnx and
+the converter's problem, and so is one drawing random numbers (Bernoulli,
+RandomUniform...: no two engines draw alike). f64-only cases are left out. P is a python with jax2onnx and
 onnxruntime (`python3 -m venv /tmp/jenv && /tmp/jenv/bin/pip install jax2onnx onnxruntime`).
 Writes make_zoo.py's format into DIR (default build/jax_zoo): bench/zoo/run_zoo.py checks it,
 bench/zoo.py times it.
@@ -32,6 +33,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYM = 3  # the value of every symbolic dim in the inputs
+RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+              "Bernoulli", "Multinomial"}
 
 
 def cases(plugins):
@@ -113,6 +116,9 @@ def main():
             params = tc.get("input_params")
             m = to_onnx(fn, specs, input_params=params, model_name=name,
                         opset=tc.get("opset_version", 23), return_mode="proto", **kw)
+            drawn = sorted({n.op_type for n in m.graph.node} & RANDOM_OPS)
+            if drawn:  # random draws: no two engines agree on them
+                raise RuntimeError("draws random numbers (%s)" % ", ".join(drawn))
             path = os.path.join(a.out, name + ".onnx")
             onnx.save(m, path)
             gin = [i.name for i in m.graph.input]
@@ -128,8 +134,12 @@ def main():
                 if e["jax_err"] > 1e-3:
                     raise RuntimeError("ONNX Runtime and JAX disagree by %.2g" % e["jax_err"])
             e["exporter"] = "jax2onnx"
-            if e["ort_opt_err"] > 5e-5:
-                e["tol"] = max(1e-4, 2 * e["ort_opt_err"])
+            # where ONNX Runtime's optimised run, or JAX itself, differs from
+            # the references by more than 5e-5, two right answers are that
+            # far apart (igamma's gradient: a series of 192 Pow and Exp)
+            spread = max(e["ort_opt_err"], e.get("jax_err", 0.0))
+            if spread > 5e-5:
+                e["tol"] = max(1e-4, 2 * spread)
             entries.append(e)
             print("make_jax_zoo.py: ok %s" % name, file=sys.stderr, flush=True)
         except Exception as ex:  # the converter's or ONNX Runtime's, not Plinth's
