@@ -22,7 +22,6 @@ build/hf2_zoo): bench/zoo/run_zoo.py checks it, bench/zoo.py times it.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -183,7 +182,7 @@ def main():
         export(a.export, a.out, a.legacy)
         return
     sys.path.insert(0, HERE)
-    from make_hf_zoo import finish
+    from make_hf_zoo import export_with_feeds
     names = a.only.split(",") if a.only else list(NAMES)
     exporter = "transformers 5 + torch 2 torch.onnx.export(dynamo=%s)" % (not a.legacy)
     entries = []  # --only adds to (or replaces in) a manifest already there
@@ -192,21 +191,10 @@ def main():
         with open(mpath) as f:
             entries = [e for e in json.load(f)["models"] if e["name"] not in names]
     for name in names:
-        print("make_hf2_zoo.py: %s" % name, file=sys.stderr, flush=True)
         cmd = [a.torch_python, os.path.abspath(__file__), "--export", name, "--out", a.out,
                "--torch-python", a.torch_python] + (["--legacy"] if a.legacy else [])
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:  # an exporter gap is reported, not fatal
-            print("make_hf2_zoo.py: %s: export failed: %s" % (name, p.stderr.strip()[-400:]), file=sys.stderr)
-            continue
-        prefix = name + ".in."
-        feeds = {f[len(prefix):-4]: np.load(os.path.join(a.out, f)) for f in os.listdir(a.out)
-                 if f.startswith(prefix) and f.endswith(".npy")}
-        try:
-            e = finish(a.out, name, "transformers %s" % name, feeds)
-        except Exception as ex:  # no reference: ONNX Runtime cannot run the export
-            print("make_hf2_zoo.py: %s: skipped, ONNX Runtime cannot run it: %s"
-                  % (name, str(ex).splitlines()[0][:200]), file=sys.stderr)
+        e = export_with_feeds("make_hf2_zoo.py", cmd, a.out, name, "transformers %s" % name)
+        if e is None:
             continue
         e["exporter"] = exporter
         entries.append(e)

@@ -259,6 +259,26 @@ def export_each(script, names, out, torch_python, exporter, arch_of, adjust=None
     return entries
 
 
+def export_with_feeds(tag, cmd, out, name, arch):
+    """Runs CMD (an export of NAME into OUT writing OUT/NAME.in.*.npy), then
+    finish() with those inputs; the manifest entry, or None (reported) when
+    the exporter fails or ONNX Runtime cannot run what it wrote."""
+    print("%s: %s" % (tag, name), file=sys.stderr, flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:  # an exporter gap is reported, not fatal
+        print("%s: %s: export failed: %s" % (tag, name, p.stderr.strip()[-400:]), file=sys.stderr)
+        return None
+    prefix = name + ".in."
+    feeds = {f[len(prefix):-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)
+             if f.startswith(prefix) and f.endswith(".npy")}
+    try:
+        return finish(out, name, arch, feeds)
+    except Exception as e:  # no reference: ONNX Runtime cannot run the export (Trilu of bool)
+        print("%s: %s: skipped, ONNX Runtime cannot run it: %s"
+              % (tag, name, str(e).splitlines()[0][:200]), file=sys.stderr)
+        return None
+
+
 NAMES = ["bert", "gpt2", "distilbert", "roberta", "albert", "t5enc", "bart", "deberta", "clip_text", "llama",
          "vit", "swin", "convnext_hf", "wav2vec2", "segformer", "mobilevit", "resnet_hf", "yolos",
          "whisper_enc", "mobilebert", "electra", "squeezebert", "opt", "bloom", "gpt_neo", "mistral", "deit",
@@ -285,21 +305,12 @@ def main():
     names = a.only.split(",") if a.only else FULL if a.full else NAMES
     entries = []
     for name in names:
-        print("make_hf_zoo.py: %s" % name, file=sys.stderr, flush=True)
-        p = subprocess.run([a.torch_python, os.path.abspath(__file__), "--export", name, "--out", a.out],
-                           capture_output=True, text=True)
-        if p.returncode != 0:  # an exporter gap is reported, not fatal
-            print("make_hf_zoo.py: %s: export failed: %s" % (name, p.stderr.strip()[-400:]), file=sys.stderr)
+        cmd = [a.torch_python, os.path.abspath(__file__), "--export", name, "--out", a.out]
+        e = export_with_feeds("make_hf_zoo.py", cmd, a.out, name, "transformers %s" % name)
+        if e is None:
             continue
-        prefix = name + ".in."
-        feeds = {f[len(prefix):-4]: np.load(os.path.join(a.out, f)) for f in os.listdir(a.out)
-                 if f.startswith(prefix) and f.endswith(".npy")}
-        try:
-            entries.append(finish(a.out, name, "transformers %s" % name, feeds))
-        except Exception as e:  # no reference: ONNX Runtime cannot run the export (Trilu of bool)
-            print("make_hf_zoo.py: %s: skipped, ONNX Runtime cannot run it: %s"
-                  % (name, str(e).splitlines()[0][:200]), file=sys.stderr)
-            continue
+        entries.append(e)
+        feeds = {i["name"]: np.load(os.path.join(a.out, i["file"])) for i in e["inputs"]}
         if name in DYN and not a.no_dyn:
             from onnxruntime.quantization import QuantType, quantize_dynamic
             quantize_dynamic(os.path.join(a.out, name + ".onnx"), os.path.join(a.out, name + "_dq.onnx"),

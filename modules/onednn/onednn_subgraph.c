@@ -11746,28 +11746,37 @@ static pl_status *odnn_dql_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
-/* A step of KIND reading node N's dense plain source and writing its plain
- * output (the module's own Erf, Expand, Tile and Pad); *OUT for its
- * parameters. */
-static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
-                                 struct odnn_step **out)
+/* A step of KIND for node N reading tensor X as a dense plain source and
+ * writing tensor Y plain (the module's own kernels of one source: Erf,
+ * Expand, Tile, Pad, GELU's tanh form, a NaN fill); *OUT for its
+ * parameters, its ROWS Y's elements. */
+static pl_status *odnn_unary_step(struct odnn_build *b, size_t n, int64_t x, int64_t y_t,
+                                  uint32_t kind, struct odnn_step **out)
 {
     struct odnn_tinfo y;
-    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
+    odnn_tensor(b->v, y_t, &y);
     int src;
-    pl_status *st = odnn_dense_source(b, odnn_in(b->v, n, 0), (int64_t)n, &src);
+    pl_status *st = odnn_dense_source(b, x, (int64_t)n, &src);
     if (st != NULL)
         return st;
     dnnl_memory_desc_t md;
     odnn_plain_md(&md, y.ndim, y.dims);
-    int dst = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &md);
+    int dst = odnn_new_value(b, y_t, ODNN_V_TEMP, &md);
     *out = dst >= 0 ? odnn_next_step(b, kind, (int64_t)n) : NULL;
     if (*out == NULL)
         return odnn_oom();
+    (*out)->rows = y.elems;
     int step = b->c->n_steps++;
     odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
     odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     return NULL;
+}
+
+/* odnn_unary_step from node N's input 0 to its output 0. */
+static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
+                                 struct odnn_step **out)
+{
+    return odnn_unary_step(b, n, odnn_in(b->v, n, 0), odnn_out(b->v, n, 0), kind, out);
 }
 
 /* GELU's tanh form below AVX-512 as the module's own kernel
@@ -11775,23 +11784,8 @@ static pl_status *odnn_copy_step(struct odnn_build *b, size_t n, uint32_t kind,
  * values (see odnn_match_gelu_tanh). */
 static pl_status *odnn_gelu_tanh_emit(struct odnn_build *b, size_t n, const struct odnn_gelu *gm)
 {
-    struct odnn_tinfo y;
-    odnn_tensor(b->v, gm->out, &y);
-    int src;
-    pl_status *st = odnn_dense_source(b, gm->x, (int64_t)n, &src);
-    if (st != NULL)
-        return st;
-    dnnl_memory_desc_t md;
-    odnn_plain_md(&md, y.ndim, y.dims);
-    int dst = odnn_new_value(b, gm->out, ODNN_V_TEMP, &md);
-    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_GELUT, (int64_t)n) : NULL;
-    if (s == NULL)
-        return odnn_oom();
-    s->rows = y.elems;
-    int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
-    return NULL;
+    struct odnn_step *s;
+    return odnn_unary_step(b, n, gm->x, gm->out, ODNN_S_GELUT, &s);
 }
 
 /* TableLookup8 as the module's own byte lookup (odnn_lut_run): the output
@@ -11885,13 +11879,8 @@ static pl_status *odnn_qbin_emit(struct odnn_build *b, size_t n, const char *op)
  * (odnn_erf_run) on the dense plain values. */
 static pl_status *odnn_erf_emit(struct odnn_build *b, size_t n)
 {
-    struct odnn_tinfo y;
-    odnn_tensor(b->v, odnn_out(b->v, n, 0), &y);
     struct odnn_step *s;
-    pl_status *st = odnn_copy_step(b, n, ODNN_S_ERF, &s);
-    if (st == NULL)
-        s->rows = y.elems;
-    return st;
+    return odnn_copy_step(b, n, ODNN_S_ERF, &s);
 }
 
 /* InstanceNormalization as the module's own kernel (odnn_inorm_run) on the
@@ -11967,23 +11956,12 @@ static pl_status *odnn_nan_fill_emit(struct odnn_build *b, size_t n)
         return odnn_error(PL_CODE_UNSUPPORTED, "onednn: IsNaN '%s' is not read by one Where "
                                                "that replaces NaN in the subgraph",
                           onednn_host->graph->node_name(v, n));
-    struct odnn_tinfo y;
-    odnn_tensor(v, odnn_out(v, (size_t)w, 0), &y);
-    int src;
-    pl_status *st = odnn_dense_source(b, x, (int64_t)n, &src);
+    struct odnn_step *s;
+    pl_status *st =
+        odnn_unary_step(b, (size_t)w, x, odnn_out(v, (size_t)w, 0), ODNN_S_NANFILL, &s);
     if (st != NULL)
         return st;
-    dnnl_memory_desc_t md;
-    odnn_plain_md(&md, y.ndim, y.dims);
-    int dst = odnn_new_value(b, odnn_out(v, (size_t)w, 0), ODNN_V_TEMP, &md);
-    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_NANFILL, w) : NULL;
-    if (s == NULL)
-        return odnn_oom();
-    s->rows = y.elems;
     s->fill = fill;
-    int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC, ODNN_REF_VALUE, src);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
     b->done[w] = 1;
     return NULL;
 }
@@ -14279,8 +14257,8 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     switch (step->kind) {
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
-    case ODNN_S_NANFILL: case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH: case ODNN_S_STRIDED:
-    case ODNN_S_SHUFFLE: case ODNN_S_LUT: case ODNN_S_QBIN: case ODNN_S_UNBLOCK:
+    case ODNN_S_NANFILL: case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH:
+    case ODNN_S_STRIDED: case ODNN_S_SHUFFLE: case ODNN_S_LUT: case ODNN_S_QBIN: case ODNN_S_UNBLOCK:
     case ODNN_S_PGATHER: case ODNN_S_PSCATTER:
         break;
     default:
