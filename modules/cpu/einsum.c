@@ -156,17 +156,51 @@ static void es_chunk(void *arg, size_t begin, size_t end, int worker)
 /* ---- the matrix-product road ---------------------------------------------------- */
 
 /* Gathers the N elements of a tensor at X walked by DIMS/ST (rank R) into
- * the dense OUT, or scatters dense IN into Y by them (SCATTER). */
+ * the dense OUT, or scatters dense IN into Y by them (SCATTER): a row of
+ * the last dim at a time, the others by an odometer (an offset computed
+ * per element, with a division per dim, took 70% of a GPT-OSS MoE block's
+ * run: 5 ms for a [3, 8, 2, 128, 64] operand). */
 static void es_gather(const float *x, float *out, size_t n, int r, const int64_t *dims,
                       const int64_t *st, bool scatter)
 {
-    for (size_t i = 0; i < n; i++) {
-        size_t off = (size_t)ix_offset(i, r, dims, st);
-        if (scatter)
-            out[off] = x[i];
-        else
-            out[i] = x[off];
+    if (n == 0)
+        return;
+    if (r == 0) {
+        out[0] = x[0];
+        return;
     }
+    int64_t inner = dims[r - 1], is = st[r - 1], idx[ES_MAX_LABELS] = {0}, off = 0;
+    for (size_t i = 0; i < n; i += (size_t)inner) {
+        if (scatter) {
+            for (int64_t j = 0; j < inner; j++)
+                out[off + j * is] = x[i + (size_t)j];
+        } else if (is == 1) {
+            memcpy(out + i, x + off, (size_t)inner * sizeof *out);
+        } else {
+            for (int64_t j = 0; j < inner; j++)
+                out[i + (size_t)j] = x[off + j * is];
+        }
+        for (int d = r - 2; d >= 0; d--) { /* the odometer, last dim fastest */
+            off += st[d];
+            if (++idx[d] < dims[d])
+                break;
+            off -= st[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Whether DIMS/ST (rank R) walk a tensor in its own dense row-major order:
+ * the gather would copy it as it is. */
+static bool es_dense(int r, const int64_t *dims, const int64_t *st)
+{
+    int64_t step = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        if (dims[d] != 1 && st[d] != step)
+            return false;
+        step *= dims[d];
+    }
+    return true;
 }
 
 #define ES_ROWS 64
@@ -188,6 +222,23 @@ static void es_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; t++) {
         size_t b = t / c->row_blocks, r0 = (t % c->row_blocks) * ES_ROWS;
         size_t rows = k->m - r0 < ES_ROWS ? k->m - r0 : ES_ROWS;
+        if (k->n == 1) { /* matrix by vector (an MoE's experts by tokens): dot products */
+            const float *v = c->b + b * k->kk;
+            for (size_t i = 0; i < rows; i++) {
+                const float *row = c->a + (b * k->m + r0 + i) * k->kk;
+                float acc[8] = {0};
+                size_t j = 0;
+                for (; j + 8 <= k->kk; j += 8) /* eight sums: the loop vectorises */
+                    for (int l = 0; l < 8; l++)
+                        acc[l] += row[j + (size_t)l] * v[j + (size_t)l];
+                float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+                            ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+                for (; j < k->kk; j++)
+                    sum += row[j] * v[j];
+                c->c[b * k->m + r0 + i] = sum;
+            }
+            continue;
+        }
         c->blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)k->n, (int)k->kk,
                     1.0f, c->a + (b * k->m + r0) * k->kk, (int)k->kk, c->b + b * k->kk * k->n,
                     (int)k->n, 0.0f, c->c + (b * k->m + r0) * k->n, (int)k->n);
@@ -199,20 +250,38 @@ static pl_status *es_gemm_write(pl_module_ctx *ctx, const es_kernel *k, const pl
 {
     size_t na = k->batch * k->m * k->kk, nb = k->batch * k->kk * k->n;
     size_t nc = k->batch * k->m * k->n;
-    float *buf = cpu_host->host_alloc(ctx->host_ctx, (na + nb + nc) * sizeof(float), 64);
-    if (buf == NULL)
+    /* operands already in the order the products read them are read in
+     * place, and a result in the output's order written there */
+    const float *a = (const float *)(const void *)shp_in(args, 0);
+    const float *b = (const float *)(const void *)shp_in(args, 1);
+    bool a_in = es_dense(k->ga_n, k->ga_dims, k->ga_st);
+    bool b_in = es_dense(k->gb_n, k->gb_dims, k->gb_st);
+    bool c_in = es_dense(k->gc_n, k->gc_dims, k->gc_st);
+    size_t floats = (a_in ? 0 : na) + (b_in ? 0 : nb) + (c_in ? 0 : nc);
+    float *buf = floats > 0 ? cpu_host->host_alloc(ctx->host_ctx, floats * sizeof(float), 64)
+                            : NULL;
+    if (floats > 0 && buf == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, k->k.base.op,
-                         "out of memory for %zu floats of packed operands", na + nb + nc);
-    es_gather((const float *)(const void *)shp_in(args, 0), buf, na, k->ga_n, k->ga_dims,
-              k->ga_st, false);
-    es_gather((const float *)(const void *)shp_in(args, 1), buf + na, nb, k->gb_n, k->gb_dims,
-              k->gb_st, false);
-    es_gemm_call c = {.k = k, .a = buf, .b = buf + na, .c = buf + na + nb,
+                         "out of memory for %zu floats of packed operands", floats);
+    float *next = buf;
+    if (!a_in) {
+        es_gather(a, next, na, k->ga_n, k->ga_dims, k->ga_st, false);
+        a = next;
+        next += na;
+    }
+    if (!b_in) {
+        es_gather(b, next, nb, k->gb_n, k->gb_dims, k->gb_st, false);
+        b = next;
+        next += nb;
+    }
+    es_gemm_call c = {.k = k, .a = a, .b = b, .c = c_in ? dst : next,
                       .row_blocks = (k->m + ES_ROWS - 1) / ES_ROWS,
                       .blas = cpu_blas_loaded()};
     cpu_host->parallel_for(ctx->host_ctx, k->batch * c.row_blocks, 1, es_gemm_chunk, &c);
-    es_gather(c.c, dst, nc, k->gc_n, k->gc_dims, k->gc_st, true);
-    cpu_host->host_free(ctx->host_ctx, buf);
+    if (!c_in)
+        es_gather(c.c, dst, nc, k->gc_n, k->gc_dims, k->gc_st, true);
+    if (buf != NULL)
+        cpu_host->host_free(ctx->host_ctx, buf);
     return NULL;
 }
 

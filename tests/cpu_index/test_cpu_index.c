@@ -776,6 +776,39 @@ static void case_Einsum(void)
         }
     ti_near("bij,bjk->bi", y, want, 6, 1e-5);
 
+    /* the same product written in another order (the result scattered):
+     * bij,bjk->kbi */
+    ti_case sc = c;
+    sc.attrs[0] = (ch_attr)AS("equation", "bij,bjk->kbi");
+    ti_run(&sc, OUTS(y));
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 5; k++) {
+                double s = 0;
+                for (int j = 0; j < 4; j++)
+                    s += (double)a[(n * 3 + i) * 4 + j] * b[(n * 4 + j) * 5 + k];
+                want[(k * 2 + n) * 3 + i] = s;
+            }
+    ti_near("bij,bjk->kbi", y, want, 30, 1e-6);
+
+    /* matrices by vectors (a mixture of experts' weights by its tokens):
+     * bkh,bh->bk over 11 summed values (one pass of eight and a tail) */
+    float mv_a[2 * 3 * 11], mv_b[2 * 11];
+    ti_fill(mv_a, 66);
+    ti_fill(mv_b, 22);
+    ti_case mv = {.op = "Einsum", .opset = 12, .n_in = 2,
+                  .in = {TIN(F32, mv_a, 3, 2, 3, 11), TIN(F32, mv_b, 2, 2, 11)},
+                  .n_attrs = 1, .attrs = {AS("equation", "bkh,bh->bk")}};
+    ti_run(&mv, OUTS(y));
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 3; i++) {
+            double s = 0;
+            for (int j = 0; j < 11; j++)
+                s += (double)mv_a[(n * 3 + i) * 11 + j] * mv_b[n * 11 + j];
+            want[n * 3 + i] = s;
+        }
+    ti_near("bkh,bh->bk", y, want, 6, 1e-6);
+
     /* attention scores: bhqd,bhkd->bhqk */
     ti_case att = {.op = "Einsum", .opset = 12, .n_in = 2,
                    .in = {TIN(F32, a, 4, 1, 2, 3, 4), TIN(F32, b, 4, 1, 2, 5, 4)},
