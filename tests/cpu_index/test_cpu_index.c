@@ -729,6 +729,20 @@ static void ti_fill(float *x, size_t n)
         x[i] = (float)ch_random();
 }
 
+/* The batched product of A [2 or 1 (A_ONE), 3, 4] by B [2, 4, 5] into
+ * WANT, as [b, i, k] or, KBI, as [k, b, i]. */
+static void ti_bmm_want(const float *a, bool a_one, const float *b, bool kbi, double *want)
+{
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 5; k++) {
+                double s = 0;
+                for (int j = 0; j < 4; j++)
+                    s += (double)a[((a_one ? 0 : n) * 3 + i) * 4 + j] * b[(n * 4 + j) * 5 + k];
+                want[kbi ? (k * 2 + n) * 3 + i : (n * 3 + i) * 5 + k] = s;
+            }
+}
+
 static void case_Einsum(void)
 {
     /* batched matmul against its triple loop */
@@ -740,14 +754,7 @@ static void case_Einsum(void)
                  .in = {TIN(F32, a, 3, 2, 3, 4), TIN(F32, b, 3, 2, 4, 5)},
                  .n_attrs = 1, .attrs = {AS("equation", "bij, bjk -> bik")}};
     ti_run(&c, OUTS(y));
-    for (int n = 0; n < 2; n++)
-        for (int i = 0; i < 3; i++)
-            for (int k = 0; k < 5; k++) {
-                double s = 0;
-                for (int j = 0; j < 4; j++)
-                    s += (double)a[(n * 3 + i) * 4 + j] * b[(n * 4 + j) * 5 + k];
-                want[(n * 3 + i) * 5 + k] = s;
-            }
+    ti_bmm_want(a, false, b, false, want);
     ti_near("bij,bjk->bik", y, want, 30, 1e-6);
     /* the same in f64 takes the general road (f32 takes sgemm's) */
     double a64[24], b64[40], y64[30];
@@ -781,14 +788,7 @@ static void case_Einsum(void)
     ti_case sc = c;
     sc.attrs[0] = (ch_attr)AS("equation", "bij,bjk->kbi");
     ti_run(&sc, OUTS(y));
-    for (int n = 0; n < 2; n++)
-        for (int i = 0; i < 3; i++)
-            for (int k = 0; k < 5; k++) {
-                double s = 0;
-                for (int j = 0; j < 4; j++)
-                    s += (double)a[(n * 3 + i) * 4 + j] * b[(n * 4 + j) * 5 + k];
-                want[(k * 2 + n) * 3 + i] = s;
-            }
+    ti_bmm_want(a, false, b, true, want);
     ti_near("bij,bjk->kbi", y, want, 30, 1e-6);
 
     /* matrices by vectors (a mixture of experts' weights by its tokens):
@@ -903,14 +903,7 @@ static void case_Einsum(void)
     ti_case lb = c;
     lb.in[0] = (ti_t)TIN(F32, a, 3, 1, 3, 4);
     ti_run(&lb, OUTS(y));
-    for (int n = 0; n < 2; n++)
-        for (int i = 0; i < 3; i++)
-            for (int k = 0; k < 5; k++) {
-                double s = 0;
-                for (int j = 0; j < 4; j++)
-                    s += (double)a[i * 4 + j] * b[(n * 4 + j) * 5 + k];
-                want[(n * 3 + i) * 5 + k] = s;
-            }
+    ti_bmm_want(a, true, b, false, want);
     ti_near("bij,bjk->bik, b of 1 and 2", y, want, 30, 1e-6);
     ti_case lb64 = c64;
     lb64.in[0] = (ti_t)TIN(F64, a64, 3, 1, 3, 4);
