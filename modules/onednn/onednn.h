@@ -462,6 +462,13 @@ void odnn_rms_run(const float *x, const float *g, float *y, int64_t rows, int64_
 void odnn_dql_run(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp,
                   int32_t *zp32, int threads);
 
+/* Y = A op B for OP 0 Add, 1 Sub, 2 Mul, 3 Div, 4 Max, 5 Min (Max and Min
+ * give NaN when either is NaN), A of dims AD and B of BD (rank ND, 1 where
+ * they broadcast) into Y of YD, all dense plain f32, on up to THREADS
+ * OpenMP threads. */
+void odnn_bbin_run(int op, const float *a, const float *b, float *y, int nd, const int64_t *ad,
+                   const int64_t *bd, const int64_t *yd, int threads);
+
 /* Y = X with NaN replaced by FILL, N dense f32 values, on up to THREADS
  * OpenMP threads (Where(IsNaN(x), FILL, x)). */
 void odnn_nan_fill_run(const float *x, float *y, int64_t n, float fill, int threads);

@@ -1189,6 +1189,51 @@ void odnn_where_run(const uint8_t *cond, const float *x, const float *e, float *
     }
 }
 
+static inline float odnn_bop(int op, float x, float y)
+{
+    switch (op) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: return x != x || y != y ? NAN : x > y ? x : y;
+    default: return x != x || y != y ? NAN : x < y ? x : y;
+    }
+}
+
+/* Rows of Y's last dim, each source walked by broadcast strides (0 where
+ * its dim is 1); the rows over the team from 64K values. */
+void odnn_bbin_run(int op, const float *a, const float *b, float *y, int nd, const int64_t *ad,
+                   const int64_t *bd, const int64_t *yd, int threads)
+{
+    int64_t as[8], bs[8], rows = 1, len = yd[nd - 1];
+    odnn_bcast_strides(nd, ad, as);
+    odnn_bcast_strides(nd, bd, bs);
+    for (int d = 0; d < nd - 1; d++)
+        rows *= yd[d];
+    int64_t aj = as[nd - 1], bj = bs[nd - 1];
+    int team = rows * len >= 65536 && threads > 1 ? threads : 1;
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rest = r, ao = 0, bo = 0;
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t i = rest % yd[d];
+            rest /= yd[d];
+            ao += i * as[d];
+            bo += i * bs[d];
+        }
+        const float *ar = a + ao, *br = b + bo;
+        float *yr = y + r * len;
+        if (aj == 1 && bj == 1) {
+            for (int64_t j = 0; j < len; j++)
+                yr[j] = odnn_bop(op, ar[j], br[j]);
+        } else {
+            for (int64_t j = 0; j < len; j++)
+                yr[j] = odnn_bop(op, ar[j * aj], br[j * bj]);
+        }
+    }
+}
+
 /* ---- Pad -------------------------------------------------------------------
  *
  * Keras' ZeroPadding2D and explicit paddings in other exporters' graphs that

@@ -1899,6 +1899,17 @@ static int odnn_binary_collapse(int nd, const dnnl_dim_t *yd, const dnnl_dim_t *
 
 static int odnn_binary_ref_of(int nd, const dnnl_dims_t d0, const dnnl_dims_t d1);
 
+/* The module's own broadcast binary's op for ONNX op OP (odnn_bbin_run),
+ * or -1. */
+static int odnn_bop_of(const char *op)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+    for (int i = 0; i < 6; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return i;
+    return -1;
+}
+
 static int odnn_probe_binary_ref(const struct odnn_tinfo *y, const struct odnn_tinfo *bc)
 {
     pthread_once(&odnn_probe_once, odnn_probe_engine_make);
@@ -1958,6 +1969,25 @@ static int odnn_is_binary(const char *op)
 
 /* ONNX broadcasting of a binary node, as oneDNN binary does it: the first
  * source has the output's shape, the second broadcasts into it. */
+/* Whether A and B (known, of rank <= Y's, at most ODNN_MAX_RANK) broadcast
+ * to Y multidirectionally: what the module's own loop takes. */
+static int odnn_bbin_fits(const struct odnn_tinfo *a, const struct odnn_tinfo *b,
+                          const struct odnn_tinfo *y)
+{
+    const struct odnn_tinfo *t[2] = {a, b};
+    if (!y->known || y->ndim > ODNN_MAX_RANK)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        if (!t[k]->known || t[k]->ndim > y->ndim)
+            return 0;
+        for (int32_t i = 1; i <= t[k]->ndim; i++)
+            if (t[k]->dims[t[k]->ndim - i] != 1 &&
+                t[k]->dims[t[k]->ndim - i] != y->dims[y->ndim - i])
+                return 0;
+    }
+    return 1;
+}
+
 static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, char *reason)
 {
     struct odnn_tinfo a, b, y;
@@ -1978,6 +2008,8 @@ static int odnn_check_binary(const pl_graph_view *v, size_t n, const char *op, c
     const struct odnn_tinfo *full = &a, *bc = &b;
     if (a.elems != y.elems || a.ndim != y.ndim) {
         if (!commutes || b.elems != y.elems || b.ndim != y.ndim) {
+            if (odnn_bop_of(op) >= 0 && odnn_bbin_fits(&a, &b, &y))
+                return 1; /* the module's own loop (odnn_bbin_emit) */
             char t1[64], t2[64];
             odnn_reason(reason, op, "both inputs broadcast (%s, %s); oneDNN binary broadcasts "
                                     "only its second source",
@@ -3483,7 +3515,8 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
         odnn_tensor(v, odnn_in(v, n, 1), &b);
         const struct odnn_tinfo *bc = a.elems == y.elems && a.ndim == y.ndim ? &b : &a;
         struct odnn_lnpat ln;
-        if (odnn_probe_binary_ref(&y, bc) && !(u != NULL && odnn_lnorm_of(v, u, n, &ln))) {
+        if (odnn_probe_binary_ref(&y, bc) && !(u != NULL && odnn_lnorm_of(v, u, n, &ln)) &&
+            (odnn_bop_of(op) < 0 || y.ndim > ODNN_MAX_RANK || !a.known || !b.known)) {
             odnn_reason(reason, op, "this broadcast runs on oneDNN's reference implementation");
             return 0;
         }
@@ -3724,7 +3757,7 @@ enum odnn_step_kind {
     ODNN_S_INORM, ODNN_S_EXPAND, ODNN_S_COPY, ODNN_S_PAD, ODNN_S_GELUT, ODNN_S_WHERE,
     ODNN_S_OPOOL, ODNN_S_ORESIZE, ODNN_S_TANH, ODNN_S_SMM, ODNN_S_LRN, ODNN_S_STRIDED,
     ODNN_S_SHUFFLE, ODNN_S_LUT, ODNN_S_QBIN, ODNN_S_UNBLOCK, ODNN_S_PGATHER, ODNN_S_PSCATTER,
-    ODNN_S_ATTN, ODNN_S_NANFILL
+    ODNN_S_ATTN, ODNN_S_NANFILL, ODNN_S_BBIN
 };
 
 struct odnn_step {
@@ -3750,6 +3783,7 @@ struct odnn_step {
     struct odnn_attn *attn;     /* ODNN_S_ATTN: the module's own fused attention */
     int64_t rows, cols;         /* ODNN_S_RMSNORM: the module's own kernel, [rows, cols];
                                    ODNN_S_DQL, ODNN_S_ERF: ROWS values;
+                                   ODNN_S_BBIN: COLS the op (enum odnn_bop);
                                    ODNN_S_COPY: ROWS bytes;
                                    ODNN_S_STRIDED: ROWS bytes a value */
     float eps;
@@ -3761,6 +3795,7 @@ struct odnn_step {
                       channels last, ED[0] and ED[1] the destination's
                       values an image and a pixel, XD[1] bytes a value */
     int nd;        /* ODNN_S_EXPAND, ODNN_S_PAD: X's dims (right-aligned) and Y's;
+                      ODNN_S_BBIN: XD the first source's, ED the second's, YD Y's;
                       ODNN_S_STRIDED: XD the dims, CD the source's strides and ED the
                       destination's, in values */
     int64_t xd[ODNN_MAX_RANK], yd[ODNN_MAX_RANK];
@@ -10174,6 +10209,50 @@ static pl_status *odnn_qdq_step(struct odnn_build *b, const struct odnn_qdq *p)
     return NULL;
 }
 
+/* Binary N (an Add, Sub, Mul, Div, Max or Min of f32) whose broadcast
+ * oneDNN 2.6 runs only on its reference kernel (jax2onnx's rotary
+ * embeddings: [B, S, H, D] by [1, S, 1, D], which cut each attention of a
+ * Flax MultiHeadAttention into three subgraphs), as the module's own loop
+ * (odnn_bbin_run): both sources dense plain, in the graph's order. */
+static pl_status *odnn_bbin_emit(struct odnn_build *b, size_t n, const char *op)
+{
+    const pl_graph_view *v = b->v;
+    struct odnn_tinfo t[2], y;
+    odnn_tensor(v, odnn_out(v, n, 0), &y);
+    int src[2];
+    for (int k = 0; k < 2; k++) {
+        odnn_tensor(v, odnn_in(v, n, (size_t)k), &t[k]);
+        pl_status *st = odnn_dense_source(b, odnn_in(v, n, (size_t)k), (int64_t)n, &src[k]);
+        if (st != NULL)
+            return st;
+    }
+    dnnl_memory_desc_t md;
+    int nd = y.ndim > 0 ? y.ndim : 1;
+    dnnl_dims_t yd;
+    for (int d = 0; d < nd; d++)
+        yd[d] = y.ndim > 0 ? y.dims[d] : 1;
+    odnn_plain_md(&md, nd, yd);
+    int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_BBIN, (int64_t)n) : NULL;
+    if (s == NULL)
+        return odnn_oom();
+    s->nd = nd;
+    s->cols = odnn_bop_of(op);
+    int64_t *dims[2] = {s->xd, s->ed};
+    for (int d = 0; d < nd; d++) {
+        s->yd[d] = yd[d];
+        for (int k = 0; k < 2; k++) {
+            int i = d - (nd - t[k].ndim);
+            dims[k][d] = i >= 0 ? t[k].dims[i] : 1;
+        }
+    }
+    int step = b->c->n_steps++;
+    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, src[0]);
+    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, src[1]);
+    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    return NULL;
+}
+
 static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
 {
     const pl_graph_view *v = b->v;
@@ -10224,6 +10303,14 @@ static pl_status *odnn_binary(struct odnn_build *b, size_t n, const char *op)
         struct odnn_tinfo ti = a0;
         a0 = a1, a1 = ti;
     }
+    const struct odnn_tinfo *bc = a0.elems == y.elems && a0.ndim == y.ndim ? &a1 : &a0;
+    struct odnn_lnpat ln;
+    int first_full = a0.elems == y.elems && a0.ndim == y.ndim; /* after the swap above */
+    int in_order = odnn_in(v, n, 0) == t0;
+    if (odnn_bop_of(op) >= 0 &&
+        (!first_full || (!in_order && (op[0] == 'S' || op[0] == 'D')) ||
+         (odnn_probe_binary_ref(&y, bc) && !odnn_lnorm_of(v, &b->u, n, &ln))))
+        return odnn_bbin_emit(b, n, op);
     int s0, s1;
     st = odnn_source(b, t0, (int64_t)n, &s0);
     if (st == NULL)
@@ -13796,7 +13883,7 @@ static double odnn_process_cpu_us(void)
 
 /* Header of the blob: see the file comment. All integers little-endian. */
 #define ODNN_MAGIC "PLODNN\r\n"
-#define ODNN_BLOB_VERSION 52u /* 2: decomposed LayerNormalization fused; 3: residual in place;
+#define ODNN_BLOB_VERSION 53u /* 2: decomposed LayerNormalization fused; 3: residual in place;
                                  4: options (Winograd, bf16); 5: word-wise checksum;
                                  6: Reshape/Transpose/Split are views, strided products;
                                  7: bf16 activations between bf16 layers;
@@ -13903,7 +13990,10 @@ static double odnn_process_cpu_us(void)
                                  52: Where(IsNaN(x), c, x) as the module's
                                      own step (ODNN_S_NANFILL), inside the
                                      fused attention after its Softmax
-                                     (struct odnn_attn's safe) */
+                                     (struct odnn_attn's safe);
+                                 53: binaries whose broadcast only oneDNN's
+                                     reference kernel takes as the module's
+                                     own (ODNN_S_BBIN) */
 struct odnn_blob_header {
     char magic[8];
     uint32_t format_version;
@@ -14258,7 +14348,7 @@ static int odnn_own_step(const struct odnn_step *step, int team)
     case ODNN_S_RMSNORM: case ODNN_S_COPY: case ODNN_S_EXPAND: case ODNN_S_INORM:
     case ODNN_S_ERF: case ODNN_S_DQL: case ODNN_S_PAD: case ODNN_S_GELUT: case ODNN_S_WHERE:
     case ODNN_S_NANFILL: case ODNN_S_OPOOL: case ODNN_S_ORESIZE: case ODNN_S_TANH:
-    case ODNN_S_STRIDED: case ODNN_S_SHUFFLE: case ODNN_S_LUT: case ODNN_S_QBIN: case ODNN_S_UNBLOCK:
+    case ODNN_S_STRIDED: case ODNN_S_SHUFFLE: case ODNN_S_BBIN: case ODNN_S_LUT: case ODNN_S_QBIN: case ODNN_S_UNBLOCK:
     case ODNN_S_PGATHER: case ODNN_S_PSCATTER:
         break;
     default:
@@ -14306,6 +14396,10 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         break;
     case ODNN_S_NANFILL: /* SRC, DST: ROWS values */
         odnn_nan_fill_run(p[0], p[1], step->rows, step->fill, team);
+        break;
+    case ODNN_S_BBIN: /* SRC_0, SRC_1, DST */
+        odnn_bbin_run((int)step->cols, p[0], p[1], p[2], step->nd, step->xd, step->ed, step->yd,
+                      team);
         break;
     case ODNN_S_LUT: /* SRC, DST, WEIGHTS (the table): ROWS bytes */
         odnn_lut_run(p[0], p[2], p[1], step->rows, team);

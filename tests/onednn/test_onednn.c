@@ -1094,6 +1094,7 @@ static bool onednn_avx512(char *isa);
 /* ODNN_S_ATTN in onednn_subgraph.c's step kinds. */
 #define TEST_ODNN_S_ATTN 37u
 #define TEST_ODNN_S_NANFILL 38u
+#define TEST_ODNN_S_BBIN 39u
 
 static void case_attention(void)
 {
@@ -6203,6 +6204,42 @@ static void case_own_matmul(void)
     }
 }
 
+/* Binaries whose broadcast oneDNN 2.6 runs only on its reference kernel,
+ * as jax2onnx writes rotary embeddings over [B, S, H, D]: x [2, 5, 3, 8]
+ * by constants [1, 5, 1, 8] (Mul; Sub with the constant first; Div; Max),
+ * Relu between so that nothing folds. All on onednn (the module's own
+ * broadcast loop, ODNN_S_BBIN, where oneDNN's kernel would be the
+ * reference one: before, each was refused and cut the subgraph), the
+ * values the cpu module's. */
+static const char *model_own_broadcast(void)
+{
+    struct mb m = {.seed = 61};
+    mb_input(&m, "x", 4, (int64_t[]){2, 5, 3, 8});
+    const char *cn[] = {"cosv", "sinv", "den", "low"};
+    for (int i = 0; i < 4; i++)
+        mb_const(&m, cn[i], 4, (int64_t[]){1, 5, 1, 8}, NULL, i == 2 ? 0.5f : 1.0f);
+    mb_node(&m, "relu", "Relu", "\"x\"", "r", "");
+    mb_node(&m, "mul", "Mul", "\"r\",\"cosv\"", "a", "");
+    mb_node(&m, "sub", "Sub", "\"sinv\",\"a\"", "b", "");
+    mb_node(&m, "div", "Div", "\"b\",\"den\"", "c", "");
+    mb_node(&m, "max", "Max", "\"c\",\"low\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
+static void case_own_broadcast(void)
+{
+    const char *path = model_own_broadcast();
+    int64_t xs[] = {2, 5, 3, 8};
+    compare(path, 4, xs, 4, xs, (const char *[]){"relu", "mul", "sub", "div", "max", NULL});
+    struct blob b = compile_blob(path);
+    uint32_t total;
+    int own = count_steps(&b, TEST_ODNN_S_BBIN, &total);
+    printf("%d of %u steps on the own broadcast loop\n", own, total);
+    TH_CHECK(own <= 4, "%d own broadcast steps for 4 binaries", own);
+    free(b.bytes);
+}
+
 /* Swin V2's cosine attention logits: normalised queries by normalised keys,
  * both read through the head-split Transposes (strides oneDNN's brgemm
  * matmul does not take: it ran them on gemm:jit, whose first use in a
@@ -7465,6 +7502,7 @@ int main(int argc, char **argv)
         {"fused_attention", case_fused_attention},
         {"safe_softmax", case_safe_softmax},
         {"strided_small_product", case_strided_small_product},
+        {"own_broadcast", case_own_broadcast},
         {"views_copied", case_views_copied},
         {"conv_transpose", case_conv_transpose},
         {"big_weights", case_big_weights},
