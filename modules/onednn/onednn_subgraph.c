@@ -10214,42 +10214,19 @@ static pl_status *odnn_qdq_step(struct odnn_build *b, const struct odnn_qdq *p)
  * embeddings: [B, S, H, D] by [1, S, 1, D], which cut each attention of a
  * Flax MultiHeadAttention into three subgraphs), as the module's own loop
  * (odnn_bbin_run): both sources dense plain, in the graph's order. */
+static pl_status *odnn_bcast_step(struct odnn_build *b, size_t n, uint32_t kind, int n_in,
+                                  int64_t (*in_dims)[ODNN_MAX_RANK], struct odnn_step **out);
+
 static pl_status *odnn_bbin_emit(struct odnn_build *b, size_t n, const char *op)
 {
-    const pl_graph_view *v = b->v;
-    struct odnn_tinfo t[2], y;
-    odnn_tensor(v, odnn_out(v, n, 0), &y);
-    int src[2];
-    for (int k = 0; k < 2; k++) {
-        odnn_tensor(v, odnn_in(v, n, (size_t)k), &t[k]);
-        pl_status *st = odnn_dense_source(b, odnn_in(v, n, (size_t)k), (int64_t)n, &src[k]);
-        if (st != NULL)
-            return st;
-    }
-    dnnl_memory_desc_t md;
-    int nd = y.ndim > 0 ? y.ndim : 1;
-    dnnl_dims_t yd;
-    for (int d = 0; d < nd; d++)
-        yd[d] = y.ndim > 0 ? y.dims[d] : 1;
-    odnn_plain_md(&md, nd, yd);
-    int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
-    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_BBIN, (int64_t)n) : NULL;
-    if (s == NULL)
-        return odnn_oom();
-    s->nd = nd;
+    int64_t dims[2][ODNN_MAX_RANK];
+    struct odnn_step *s = NULL;
+    pl_status *st = odnn_bcast_step(b, n, ODNN_S_BBIN, 2, dims, &s);
+    if (st != NULL)
+        return st;
     s->cols = odnn_bop_of(op);
-    int64_t *dims[2] = {s->xd, s->ed};
-    for (int d = 0; d < nd; d++) {
-        s->yd[d] = yd[d];
-        for (int k = 0; k < 2; k++) {
-            int i = d - (nd - t[k].ndim);
-            dims[k][d] = i >= 0 ? t[k].dims[i] : 1;
-        }
-    }
-    int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, src[0]);
-    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, src[1]);
-    odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    memcpy(s->xd, dims[0], (size_t)s->nd * sizeof dims[0][0]);
+    memcpy(s->ed, dims[1], (size_t)s->nd * sizeof dims[0][0]);
     return NULL;
 }
 
@@ -12053,40 +12030,63 @@ static pl_status *odnn_nan_fill_emit(struct odnn_build *b, size_t n)
     return NULL;
 }
 
-/* Where as the module's own select (odnn_where_run): the condition as u8
- * bytes, the values and the output dense plain f32. */
-static pl_status *odnn_where_emit(struct odnn_build *b, size_t n)
+/* A step of KIND for node N reading its N_IN inputs dense plain and
+ * writing its output plain (the module's own broadcasting loops, Where's
+ * select and the binaries oneDNN has no kernel for): ND and YD the
+ * output's (rank at least 1), IN_DIMS each input's dims right-aligned to
+ * them, 1 where it broadcasts; the sources SRC_0.., the output DST. */
+static pl_status *odnn_bcast_step(struct odnn_build *b, size_t n, uint32_t kind, int n_in,
+                                  int64_t (*in_dims)[ODNN_MAX_RANK], struct odnn_step **out)
 {
+    static const int args[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2};
     const pl_graph_view *v = b->v;
     struct odnn_tinfo t[3], y;
     odnn_tensor(v, odnn_out(v, n, 0), &y);
     int src[3];
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < n_in; k++) {
         odnn_tensor(v, odnn_in(v, n, (size_t)k), &t[k]);
         pl_status *st = odnn_dense_source(b, odnn_in(v, n, (size_t)k), (int64_t)n, &src[k]);
         if (st != NULL)
             return st;
     }
+    int nd = y.ndim > 0 ? y.ndim : 1;
+    dnnl_dims_t yd;
+    for (int d = 0; d < nd; d++)
+        yd[d] = y.ndim > 0 ? y.dims[d] : 1;
     dnnl_memory_desc_t md;
-    odnn_plain_md(&md, y.ndim, y.dims);
+    odnn_plain_md(&md, nd, yd);
     int dst = odnn_new_value(b, odnn_out(v, n, 0), ODNN_V_TEMP, &md);
-    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, ODNN_S_WHERE, (int64_t)n) : NULL;
+    struct odnn_step *s = dst >= 0 ? odnn_next_step(b, kind, (int64_t)n) : NULL;
     if (s == NULL)
         return odnn_oom();
-    s->nd = y.ndim;
-    int64_t *dims[3] = {s->cd, s->xd, s->ed};
-    for (int d = 0; d < y.ndim; d++) {
-        s->yd[d] = y.dims[d];
-        for (int k = 0; k < 3; k++) {
-            int i = d - (y.ndim - t[k].ndim);
-            dims[k][d] = i >= 0 ? t[k].dims[i] : 1;
+    s->nd = nd;
+    for (int d = 0; d < nd; d++) {
+        s->yd[d] = yd[d];
+        for (int k = 0; k < n_in; k++) {
+            int i = d - (nd - t[k].ndim);
+            in_dims[k][d] = i >= 0 ? t[k].dims[i] : 1;
         }
     }
     int step = b->c->n_steps++;
-    odnn_arg(b, step, DNNL_ARG_SRC_0, ODNN_REF_VALUE, src[0]);
-    odnn_arg(b, step, DNNL_ARG_SRC_1, ODNN_REF_VALUE, src[1]);
-    odnn_arg(b, step, DNNL_ARG_SRC_2, ODNN_REF_VALUE, src[2]);
+    for (int k = 0; k < n_in; k++)
+        odnn_arg(b, step, args[k], ODNN_REF_VALUE, src[k]);
     odnn_arg(b, step, DNNL_ARG_DST, ODNN_REF_VALUE, dst);
+    *out = s;
+    return NULL;
+}
+
+/* Where as the module's own select (odnn_where_run): the condition as u8
+ * bytes, the values and the output dense plain f32. */
+static pl_status *odnn_where_emit(struct odnn_build *b, size_t n)
+{
+    int64_t dims[3][ODNN_MAX_RANK];
+    struct odnn_step *s = NULL;
+    pl_status *st = odnn_bcast_step(b, n, ODNN_S_WHERE, 3, dims, &s);
+    if (st != NULL)
+        return st;
+    for (int k = 0; k < 3; k++) /* the condition, then, else */
+        memcpy(k == 0 ? s->cd : k == 1 ? s->xd : s->ed, dims[k],
+               (size_t)s->nd * sizeof dims[0][0]);
     return NULL;
 }
 

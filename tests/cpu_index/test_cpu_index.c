@@ -729,6 +729,14 @@ static void ti_fill(float *x, size_t n)
         x[i] = (float)ch_random();
 }
 
+/* N f64 results Y within 1e-12 of WANT. */
+static void ti_near64(const char *what, const double *y, const double *want, int n)
+{
+    for (int i = 0; i < n; i++)
+        CHECK(fabs(y[i] - want[i]) < 1e-12, "%s: element %d is %.17g, expected %.17g", what, i,
+              y[i], want[i]);
+}
+
 /* The batched product of A [2 or 1 (A_ONE), 3, 4] by B [2, 4, 5] into
  * WANT, as [b, i, k] or, KBI, as [k, b, i]. */
 static void ti_bmm_want(const float *a, bool a_one, const float *b, bool kbi, double *want)
@@ -766,9 +774,7 @@ static void case_Einsum(void)
     c64.in[0] = (ti_t)TIN(F64, a64, 3, 2, 3, 4);
     c64.in[1] = (ti_t)TIN(F64, b64, 3, 2, 4, 5);
     ti_run(&c64, OUTS(y64));
-    for (int i = 0; i < 30; i++)
-        CHECK(fabs(y64[i] - want[i]) < 1e-12, "f64 bij,bjk->bik: element %d is %.17g, expected "
-              "%.17g", i, y64[i], want[i]);
+    ti_near64("f64 bij,bjk->bik", y64, want, 30);
     /* a label summed within one input only ("k") is not a matrix product */
     ti_case c1 = c;
     c1.attrs[0] = (ch_attr)AS("equation", "bij,bjk->bi");
@@ -908,9 +914,7 @@ static void case_Einsum(void)
     ti_case lb64 = c64;
     lb64.in[0] = (ti_t)TIN(F64, a64, 3, 1, 3, 4);
     ti_run(&lb64, OUTS(y64));
-    for (int i = 0; i < 30; i++)
-        CHECK(fabs(y64[i] - want[i]) < 1e-12, "f64 b of 1 and 2: element %d is %.17g, expected "
-              "%.17g", i, y64[i], want[i]);
+    ti_near64("f64 b of 1 and 2", y64, want, 30);
     ti_case lbad = c;
     lbad.in[0] = (ti_t)TIN(F32, a, 3, 3, 2, 4);
     ti_infer_fails(&lbad, "label 'b' has sizes 3 and 2");
