@@ -3088,6 +3088,26 @@ class OnnxTest(unittest.TestCase):
                                            err_msg="2 classes (positive %s) at opset %s" % (positive, ai))
                 np.testing.assert_array_equal(got["label"],
                                               np.where(sc > (0.5 if positive else 0.0), 9, 4))
+            # two classes, weights for both (CatBoost's binary export): the
+            # sums through post_transform, one base value added to s0, two
+            # giving -(b1 + s0), b1 + s0 as ONNX Runtime does; the label by
+            # the class-1 sum
+            for base in ([], [0.3], [0.3, -0.2]):
+                post = "LOGISTIC" if base else "NONE"
+                node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml,
+                                   classlabels_int64s=[4, 9], post_transform=post,
+                                   **({"base_values": base} if base else {}),
+                                   **attrs("BRANCH_LEQ", "class", 2))
+                got = run(node, [("label", T.INT64), ("p", T.FLOAT)], ai,
+                          "trees_two_%d_%s.onnx" % (len(base), ai))
+                sc = walk("BRANCH_LEQ", 2)
+                if len(base) == 1:
+                    sc[:, 0] += base[0]
+                elif len(base) == 2:
+                    sc = np.stack([-(sc[:, 0] + base[1]), sc[:, 0] + base[1]], 1)
+                np.testing.assert_allclose(got["p"], sig(sc) if base else sc, rtol=1e-5, atol=1e-6,
+                                           err_msg="2 classes, %d base values, opset %s" % (len(base), ai))
+                np.testing.assert_array_equal(got["label"], np.where(sc[:, 1] > 0, 9, 4))
         # LinearClassifier: three classes (SOFTMAX), two (LOGISTIC), and one
         # row of coefficients for two labels ([1 - s, s], the label by s > 0)
         xf = np.nan_to_num(x)
@@ -3113,12 +3133,18 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_allclose(got["p"], want_p, rtol=1e-5, atol=1e-6,
                                        err_msg="LinearClassifier of %d" % e)
             np.testing.assert_array_equal(got["label"], want_l)
-        # refused, with the reason
+        # refused, with the reason: string labels; two classes where a row
+        # may reach no class-1 weight (one leaf of each tree has none)
+        holes = attrs("BRANCH_LEQ", "class", 2)
+        keep = [not (c == 1 and (t, n) in ((7, 8), (3, 4)))
+                for t, n, c in zip(holes["class_treeids"], holes["class_nodeids"], holes["class_ids"])]
+        for key in ("class_treeids", "class_nodeids", "class_ids", "class_weights"):
+            holes[key] = [v for v, k in zip(holes[key], keep) if k]
         for bad, why in (
-                (dict(classlabels_strings=["a", "b", "c"]), "string class labels"),
-                (dict(classlabels_int64s=[0, 1]), "two classes with weights for class 1")):
-            node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml,
-                               **bad, **attrs("BRANCH_LEQ", "class", 3 if "strings" in str(bad) else 2))
+                (dict(classlabels_strings=["a", "b", "c"], **attrs("BRANCH_LEQ", "class", 3)),
+                 "string class labels"),
+                (dict(classlabels_int64s=[0, 1], **holes), "no tree weights class 1 at every leaf")):
+            node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml, **bad)
             graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [None, 4])],
                                  [h.make_tensor_value_info("label", T.INT64, None),
                                   h.make_tensor_value_info("p", T.FLOAT, None)])

@@ -3650,6 +3650,7 @@ struct lw_forest {
     uint8_t *nan_yes;                 /* M: a missing value goes the yes way; NULL: none does */
     float *leaf;                      /* M x K: each leaf's weights per target or class */
     const char *mode;                 /* the one comparison of every branch */
+    bool class1_everywhere;           /* K = 2: some tree weights class 1 at every leaf */
 };
 
 static void lw_forest_free(struct lw_forest *f)
@@ -3856,15 +3857,30 @@ static pl_status *lw_forest_read(lw *w, const char *prefix, size_t k, int64_t co
             st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "%s lists %zu weights for %zu leaves",
                           name, nwv, nwt);
     }
+    /* with two classes, which leaves carry a weight for class 1 (even 0) */
+    uint8_t *has1 = st == NULL && k == 2 ? pl_calloc(m, 1) : NULL;
+    if (st == NULL && k == 2 && has1 == NULL)
+        st = lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
     for (size_t j = 0; st == NULL && j < nwt; j++) {
         int64_t i = lw_forest_find(tids, nids, order, m, wt_t[j], wt_n[j]);
-        if (i < 0 || wt_id[j] < 0 || (size_t)wt_id[j] >= k)
+        if (i < 0 || wt_id[j] < 0 || (size_t)wt_id[j] >= k) {
             st = lw_error(w, PL_CODE_INVALID_ARGUMENT,
                           "a weight for %s %lld of node %lld of tree %lld, which is not there",
                           prefix, (long long)wt_id[j], (long long)wt_n[j], (long long)wt_t[j]);
-        else
+        } else {
             f->leaf[(size_t)i * k + (size_t)wt_id[j]] += (float)wv[j];
+            if (has1 != NULL && wt_id[j] == 1)
+                has1[i] = 1;
+        }
     }
+    /* a tree all of whose leaves have one gives every row a class-1 sum */
+    for (size_t j = 0, q; st == NULL && has1 != NULL && j < m && !f->class1_everywhere; j = q) {
+        bool all = true;
+        for (q = j; q < m && tids[order[q]] == tids[order[j]]; q++)
+            all &= f->yes[order[q]] != (int64_t)order[q] || has1[order[q]];
+        f->class1_everywhere = all;
+    }
+    pl_free(has1);
     pl_free(wv);
     pl_free(vals);
     pl_free(order);
@@ -3986,6 +4002,50 @@ static pl_status *lw_ml_tree_regressor(lw *w)
     return st;
 }
 
+/* Column J of S [N, K] as [N, 1] (a Gather: any opset). */
+static pl_status *lw_ml_column(lw *w, const char *s, int64_t j, const char **out)
+{
+    const char *idx;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "column", &j, 1, &idx));
+    PL_RETURN_IF_ERROR(lw_node(w, "Gather", (const char *[]){s, idx}, 2, out, &id));
+    return pl_graph_attr_int(w->g, id, "axis", 1);
+}
+
+/* Output 1 and the label of a two-class tree ensemble whose weights name
+ * both classes, from the sums S [N, 2] (lw_ml_tree_classifier). */
+static pl_status *lw_ml_two_sums(lw *w, const char *s, const double *base, size_t nbase,
+                                 const char *post, bool want_scores, const int64_t *labels)
+{
+    const char *c0, *c1, *z = s;
+    if (nbase == 1) { /* s0 + b0, s1 */
+        PL_RETURN_IF_ERROR(lw_forest_base(w, (const double[]){base[0], 0.0}, 2, s, &z));
+    }
+    if (nbase == 2 || want_scores) {
+        PL_RETURN_IF_ERROR(lw_ml_column(w, z, 0, &c0));
+    }
+    if (nbase == 2) { /* -(b1 + s0), b1 + s0 */
+        const char *b1, *neg;
+        PL_RETURN_IF_ERROR(lw_scalar(w, "base_value_1", base[1], &b1));
+        PL_RETURN_IF_ERROR(lw_binary(w, "Add", c0, b1, &c1));
+        PL_RETURN_IF_ERROR(lw_unary(w, "Neg", c1, &neg));
+        c0 = neg;
+    } else {
+        PL_RETURN_IF_ERROR(lw_ml_column(w, z, 1, &c1));
+    }
+    if (want_scores) {
+        const char *z2 = z, *name;
+        pl_nid id;
+        if (nbase == 2) {
+            PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){c0, c1}, 2, &z2, &id));
+            PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 1));
+        }
+        PL_RETURN_IF_ERROR(lw_ml_post(w, post, z2, &z2));
+        PL_RETURN_IF_ERROR(lw_node_to_output(w, "Identity", z2, NULL, 1, &name));
+    }
+    return lw_ml_threshold_label(w, c1, 0.0, labels[1], labels[0]);
+}
+
 /* TreeEnsembleClassifier: per class, the sum over the trees of the weights
  * of the leaves each row reaches, plus base_values. With three classes or
  * more, the label is the class of the largest sum and output 1 the sums
@@ -3995,8 +4055,16 @@ static pl_status *lw_ml_tree_regressor(lw *w)
  * (plus the one base value), label classlabels[1] where s > 0.5 when every
  * weight is positive (a probability) else where s > 0, output 1 [1 - s, s]
  * in the first case, [-s, s] in the second (through LOGISTIC: [σ(-s),
- * σ(s)]). Other two-class forms, where ONNX Runtime's outputs follow rules
- * of their own, are refused. */
+ * σ(s)]). Two classes whose weights name both (CatBoost's binary export:
+ * class 0 the negated class 1 at every leaf) read as ONNX Runtime reads
+ * them when some tree weights class 1 at every leaf (so every row has a
+ * class-1 sum): sums s0 and s1, with one base value s0 + b0, with two
+ * -(b1 + s0) and b1 + s0 (ONNX Runtime drops s1 and b0 then); output 1
+ * the two through post_transform, the label classlabels[1] where the
+ * class-1 sum is > 0 (ONNX Runtime 1.20 gives 1 and 0 there, not the
+ * labels; the two agree for CatBoost's default labels 0 and 1). Other
+ * two-class forms, where ONNX Runtime's outputs follow rules of their own,
+ * are refused. */
 static pl_status *lw_ml_tree_classifier(lw *w)
 {
     const char *x, *s;
@@ -4017,23 +4085,36 @@ static pl_status *lw_ml_tree_classifier(lw *w)
         one_class = ids->ints[i] == ids->ints[0];
     bool binary = nl == 2 && one_class;
     pl_status *st = NULL;
-    if (nl == 2 && !(binary && ids->ints[0] == 0 && nbase <= 1))
+    if (nl == 2 && binary && !(ids->ints[0] == 0 && nbase <= 1))
         st = lw_error(w, PL_CODE_UNSUPPORTED,
-                      "two classes with weights for class 1 or two base values (only weights "
-                      "all for class 0, at most one base value, are read as ONNX Runtime "
-                      "reads them)");
+                      "two classes with every weight for class 1, or two base values (only "
+                      "weights all for class 0 and at most one base value, or weights for both "
+                      "classes, are read as ONNX Runtime reads them)");
     if (st == NULL && nl > 2 && nbase != 0 && nbase != nl)
         st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu base_values for %zu classes", nbase, nl);
+    if (st == NULL && nl == 2 && nbase > 2)
+        st = lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu base_values for 2 classes", nbase);
     struct lw_forest f;
     memset(&f, 0, sizeof f);
     if (st == NULL)
         st = lw_forest_read(w, "class", binary ? 1 : nl, cols, &f);
+    if (st == NULL && nl == 2 && !binary && !f.class1_everywhere)
+        st = lw_error(w, PL_CODE_UNSUPPORTED,
+                      "two classes with weights for both, but no tree weights class 1 at every "
+                      "leaf (ONNX Runtime's scores for a row without a class-1 weight follow "
+                      "rules of their own)");
     if (st == NULL)
         st = lw_forest_sum(w, x, &f, &s);
-    if (st == NULL)
-        st = lw_forest_base(w, base, nbase, s, &s);
     const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
     bool want_scores = nd->n_outputs > 1 && nd->outputs[1] != PL_TID_NONE;
+    if (st == NULL && nl == 2 && !binary) {
+        st = lw_ml_two_sums(w, s, base, nbase, post, want_scores, labels);
+        lw_forest_free(&f);
+        pl_free(base);
+        return st;
+    }
+    if (st == NULL)
+        st = lw_forest_base(w, base, nbase, s, &s);
     if (st == NULL && !binary) {
         if (want_scores) {
             const char *z, *name;
