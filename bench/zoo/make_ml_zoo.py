@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Export classic machine-learning models (scikit-learn, LightGBM, XGBoost) to ONNX as a zoo.
+"""Export classic machine-learning models (scikit-learn, LightGBM, XGBoost, CatBoost,
+Hummingbird) to ONNX as a zoo.
 
     python3 bench/zoo/make_ml_zoo.py [--out DIR] [--only NAME,...]
 
 (the python3 on PATH needs onnx, onnxruntime, scikit-learn and skl2onnx; lightgbm, xgboost and
-onnxmltools for those models, left out with a note when missing.) These exporters write
+onnxmltools, catboost, and hummingbird-ml with torch for those models, left out with a note when
+missing. hummingbird-ml 0.4.12 pins onnx <= 1.16.1 but runs with newer: `pip install --no-deps
+hummingbird-ml onnxconverter-common dill psutil`.) These exporters write
 ai.onnx.ml's operators, not the networks of the other zoos: TreeEnsembleClassifier and
 TreeEnsembleRegressor (forests, boosted trees, one decision tree, AdaBoost, bagging, an
 isolation forest; LightGBM's and XGBoost's with NaN sent the way
@@ -13,6 +16,8 @@ LightGBM's at ai.onnx opsets 8 and 9), LinearClassifier (logistic regression, li
 ridge classification, stacking), SVMRegressor (SVR, NuSVR, one-class SVM; RBF, POLY and SIGMOID
 kernels), SVMClassifier (SVC, NuSVC, with and without probabilities), LabelEncoder,
 LinearRegressor, Scaler, Normalizer and ArrayFeatureExtractor, and standard ops for nearest neighbours, PCA, k-means, naive Bayes and MLPs;
+CatBoost's own export (a binary classifier weighting both classes, a ZipMap after each
+classifier) and Hummingbird's tensor programs of forests (GEMM, tree_trav and perf_tree_trav);
 pipelines over a table with NaNs and integer-coded categories (Imputer, OneHotEncoder, binning,
 polynomial features, feature selection). Classifiers are
 exported with zipmap off (with the default ZipMap, Plinth gives the probabilities as the
@@ -167,6 +172,71 @@ def boosted_models():
     return out
 
 
+def catboost_models():
+    """CatBoost's own ONNX export (`save_model(format="onnx")`): TreeEnsembleClassifier with
+    weights for both classes of a binary model (class 0 the negation of class 1) and LOGISTIC,
+    SOFTMAX over a multi-class one, TreeEnsembleRegressor; ai.onnx.ml imported alone, and a
+    ZipMap after every classifier (kept: its reference is the [N, C] table it zips)."""
+    try:
+        import catboost
+    except ImportError:
+        print("make_ml_zoo: catboost missing: no CatBoost models", file=sys.stderr)
+        return []
+    kw = dict(verbose=0, random_seed=0, thread_count=1)
+    return [("cb_bin", "CatBoost", catboost.CatBoostClassifier(iterations=40, depth=5, **kw), "bin"),
+            ("cb_multi", "CatBoost", catboost.CatBoostClassifier(iterations=30, depth=4,
+                                                                 loss_function="MultiClass", **kw),
+             "multi"),
+            ("cb_reg", "CatBoost", catboost.CatBoostRegressor(iterations=40, depth=6, **kw), "reg"),
+            ("cb_nan", "CatBoost", catboost.CatBoostClassifier(iterations=40, depth=5, **kw), "nan")]
+
+
+def export_catboost(model, x):
+    import onnx
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        model.save_model(path, format="onnx")
+        return onnx.load(path)
+
+
+def hummingbird_models():
+    """Hummingbird (microsoft/hummingbird) compiles trained trees into tensor programs and
+    exports them through torch.onnx: a forest as GEMMs (`gemm`), as a gather-per-level walk
+    (`tree_trav`) and as a perfect-tree walk (`perf_tree_trav`), standard ops only."""
+    try:
+        import hummingbird.ml  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        print("make_ml_zoo: hummingbird-ml or torch missing: no Hummingbird models", file=sys.stderr)
+        return []
+    from sklearn import ensemble as E
+    out = []
+    for strat in ("gemm", "tree_trav", "perf_tree_trav"):
+        out.append(("hb_rf_" + strat, "Hummingbird " + strat,
+                    (E.RandomForestClassifier(20, max_depth=7, random_state=0), strat), "multi"))
+        out.append(("hb_gbr_" + strat, "Hummingbird " + strat,
+                    (E.GradientBoostingRegressor(n_estimators=30, max_depth=4, random_state=0),
+                     strat), "reg"))
+    return out
+
+
+def export_hummingbird(model_strat, x):
+    import functools
+    import hummingbird.ml as hb
+    import torch
+    model, strat = model_strat
+    export = torch.onnx.export
+    # the TorchScript exporter (torch 2.9 on defaults to dynamo, which hummingbird's
+    # models do not pass)
+    torch.onnx.export = functools.partial(export, dynamo=False) if "dynamo" in \
+        torch.onnx.export.__code__.co_varnames else export
+    try:
+        return hb.convert(model, "onnx", x[:64], extra_config={"tree_implementation": strat}).model
+    finally:
+        torch.onnx.export = export
+
+
 def save(outdir, name, arch, onx, x):
     import collections
     import numpy as np
@@ -186,6 +256,9 @@ def save(outdir, name, arch, onx, x):
                  inputs=[dict(name=inp, file=fin, shape=list(x.shape), dtype=str(x.dtype))],
                  outputs=[])
     for o, v in zip(s.get_outputs(), outs):
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            # a ZipMap's list of {label: probability}: the [N, C] table it zips
+            v = np.array([[d[k] for k in v[0]] for d in v], np.float32)
         f = "%s.ref.%s.npy" % (name, o.name)
         np.save(os.path.join(outdir, f), v)
         entry["outputs"].append(dict(name=o.name, file=f, shape=list(v.shape), dtype=str(v.dtype),
@@ -222,6 +295,14 @@ def main():
         except TypeError:
             onx = convert(model, initial_types=types, target_opset=15)
         entries.append(save(a.out, name, arch, onx, x[:64]))
+        print(name, sorted(entries[-1]["ops"]))
+    for name, arch, model, d in catboost_models() + hummingbird_models():
+        if want and name not in want:
+            continue
+        x, y = sets[d]
+        (model[0] if isinstance(model, tuple) else model).fit(x, y)
+        export = export_hummingbird if isinstance(model, tuple) else export_catboost
+        entries.append(save(a.out, name, arch, export(model, x), x[:64]))
         print(name, sorted(entries[-1]["ops"]))
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(dict(models=entries), f, indent=1)

@@ -450,6 +450,44 @@ def export(s, outdir):
     return entry
 
 
+def select(specs, only, prog):
+    """The specs ONLY (comma-separated names; empty: all) names; an unknown name ends PROG."""
+    if not only:
+        return specs
+    want = only.split(",")
+    unknown = sorted(set(want) - {s["name"] for s in specs})
+    if unknown:
+        sys.exit("%s: unknown model(s): %s" % (prog, ", ".join(unknown)))
+    return [s for s in specs if s["name"] in want]
+
+
+def export_all(specs, zoo, out, keep, prog):
+    """Exports SPECS into OUT and writes its manifest after each (a long run killed keeps
+    what it made), the entries in ZOO's order, keeping those already there when KEEP; ends
+    PROG naming the specs that failed."""
+    os.makedirs(out, exist_ok=True)
+    mpath = os.path.join(out, "manifest.json")
+    old = {}
+    if keep and os.path.exists(mpath):
+        with open(mpath) as f:
+            old = {e["name"]: e for e in json.load(f)["models"]}
+    failed, entries = [], list(old.values())
+    for s in specs:
+        print("%s: exporting %s" % (prog, s["name"]), file=sys.stderr, flush=True)
+        try:
+            old[s["name"]] = export(s, out)
+        except Exception as e:  # report and go on with the others
+            failed.append(s["name"])
+            print("%s: %s: %s: %s" % (prog, s["name"], type(e).__name__,
+                                      str(e).splitlines()[0] if str(e) else ""), file=sys.stderr)
+        entries = [old[z["name"]] for z in zoo if z["name"] in old]
+        with open(mpath, "w") as f:
+            json.dump(dict(exporter="tf2onnx", seed=SEED, models=entries), f, indent=1)
+    print("%s: %d models -> %s" % (prog, len(entries), os.path.abspath(out)), file=sys.stderr)
+    if failed:
+        sys.exit("%s: not exported: %s" % (prog, ", ".join(failed)))
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -457,41 +495,14 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated model names (the manifest keeps the others)")
     ap.add_argument("--list", action="store_true", help="print the zoo and exit")
     a = ap.parse_args()
-    specs = ZOO
-    if a.only:
-        want = a.only.split(",")
-        unknown = sorted(set(want) - {s["name"] for s in specs})
-        if unknown:
-            sys.exit("make_tf_zoo.py: unknown model(s): %s" % ", ".join(unknown))
-        specs = [s for s in specs if s["name"] in want]
+    specs = select(ZOO, a.only, "make_tf_zoo.py")
     if a.list:
         for s in specs:
             print("%-18s %-36s opset %2d" % (s["name"], s["arch"], s["opset"]))
         return
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
-    os.makedirs(a.out, exist_ok=True)
-    mpath = os.path.join(a.out, "manifest.json")
-    old = {}
-    if a.only and os.path.exists(mpath):
-        with open(mpath) as f:
-            old = {e["name"]: e for e in json.load(f)["models"]}
-    failed = []
-    for s in specs:
-        print("make_tf_zoo.py: exporting %s" % s["name"], file=sys.stderr, flush=True)
-        try:
-            old[s["name"]] = export(s, a.out)
-        except Exception as e:  # report and go on with the others
-            failed.append(s["name"])
-            print("make_tf_zoo.py: %s: %s: %s" % (s["name"], type(e).__name__, str(e).splitlines()[0] if str(e) else ""),
-                  file=sys.stderr)
-    entries = [old[s["name"]] for s in ZOO if s["name"] in old]
-    with open(mpath, "w") as f:
-        json.dump(dict(exporter="tf2onnx", seed=SEED, models=entries), f, indent=1)
-    print("make_tf_zoo.py: %d models -> %s" % (len(entries), os.path.abspath(a.out)), file=sys.stderr)
-    if failed:
-        sys.exit("make_tf_zoo.py: not exported: %s" % ", ".join(failed))
-
+    export_all(specs, ZOO, a.out, bool(a.only), "make_tf_zoo.py")
 
 if __name__ == "__main__":
     main()
