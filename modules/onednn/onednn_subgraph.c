@@ -6466,6 +6466,29 @@ static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const dnnl_memory_
     return 0;
 }
 
+/* oneDNN's F(4x4, 3x3) kernel computes the output's 4x4 tiles (of every
+ * image) in register blocks whose size divides their count, and the
+ * largest such divisor up to 31 is what this gives. Timed alone (2
+ * threads, against the direct kernel, `plinth bench`), its speed follows
+ * that block, not the map's size: 32 -> 64 over 136x136 (34 x 34 tiles,
+ * block 17) 1.6x faster, 150x150 (38 x 38: 19) 1.5x, 32 -> 48 over
+ * 124x124 (31 x 31: 31) 1.4x, but 147x147 and 148x148 (37 x 37 tiles: 1)
+ * 0.65-0.7x, and so 32 -> 32, 24 -> 48, 40 -> 40 and 48 -> 48 at 147
+ * (0.5-0.7x) and 32 -> 48 at 164 (41 x 41: 0.64x); over 148 rows, 8 to 28
+ * columns wide (blocks 2, 3, 5, 7) 0.89-0.95x, 44 (11) 1.12x, 64 (16)
+ * 1.4x. Inception v3's stem (299x299 in: two layers over 147x147) lost
+ * 2.2 ms of its 29 so. */
+#define ODNN_WINO_MIN_TILE_BLOCK 8
+
+static int64_t odnn_wino_tile_block(int64_t mb, int64_t oh, int64_t ow)
+{
+    int64_t n = (mb > 0 ? mb : 1) * ((oh + 3) / 4) * ((ow + 3) / 4), best = 1;
+    for (int64_t d = 2; d <= 31; d++)
+        if (n % d == 0)
+            best = d;
+    return best;
+}
+
 /* Whether oneDNN's Winograd kernel beats its direct one on a 3x3, stride 1
  * layer of IC channels in, OC out and an OH x OW output (AVX-512): 0 no,
  * 1 the first Winograd implementation oneDNN offers, 4 only its F(4x4,
@@ -6481,15 +6504,17 @@ static int odnn_wino_scale_ok(struct odnn_build *b, size_t n, const dnnl_memory_
  * unpadded 0.5x, padded 77x77 1.1x), and the small zoo's vgg11_s (8-32
  * channels) ran 0.22 ms with it against 0.14. So below 64 channels: F(4x4)
  * with IC * OC / (IC + OC) of at least 20 over a 24x24 output or more, or
- * of at least 12 (and 24 channels each side) over 56x56 or more. */
-static int odnn_wino_pays(int64_t ic, int64_t oc, int64_t oh, int64_t ow)
+ * of at least 12 (and 24 channels each side) over 56x56 or more, and only
+ * where the output's tiles block well (odnn_wino_tile_block). */
+static int odnn_wino_pays(int64_t mb, int64_t ic, int64_t oc, int64_t oh, int64_t ow)
 {
     if (ic <= 0 || oc <= 0 || oh < 7 || ow < 7)
         return 0;
     if (ic >= 64 && oc >= 64)
         return 1;
     double h = (double)ic * (double)oc / (double)(ic + oc), px = (double)oh * (double)ow;
-    if ((px >= 24 * 24 && h >= 20) || (px >= 56 * 56 && h >= 12 && ic >= 24 && oc >= 24))
+    if (((px >= 24 * 24 && h >= 20) || (px >= 56 * 56 && h >= 12 && ic >= 24 && oc >= 24)) &&
+        odnn_wino_tile_block(mb, oh, ow) >= ODNN_WINO_MIN_TILE_BLOCK)
         return 4;
     return 0;
 }
@@ -6550,7 +6575,7 @@ static int odnn_wino_layer(const pl_graph_view *v, size_t k, size_t *bytes, int6
         !odnn_tensor(v, odnn_out(v, k, 0), &y) || !y.known || y.ndim != 4)
         return 1;
     int64_t oh = (y.dims[2] + dil[0] - 1) / dil[0], ow = (y.dims[3] + dil[1] - 1) / dil[1];
-    if (!odnn_wino_pays(w.dims[1], w.dims[0], oh, ow))
+    if (!odnn_wino_pays(y.dims[0] * dil[0] * dil[1], w.dims[1], w.dims[0], oh, ow))
         return 1;
     out[0] = y.dims[0] * dil[0] * dil[1];
     out[1] = oh;
@@ -6803,7 +6828,8 @@ static dnnl_status_t odnn_conv_winograd(struct odnn_build *b, size_t n,
         wei_md->dims[3] != 3 ||
         strides[0] != 1 || strides[1] != 1 || dil[0] != 0 || dil[1] != 0)
         return dnnl_unimplemented;
-    int kind = odnn_wino_pays(wei_md->dims[1], wei_md->dims[0], dst_any->dims[2], dst_any->dims[3]);
+    int kind = odnn_wino_pays(dst_any->dims[0], wei_md->dims[1], wei_md->dims[0],
+                              dst_any->dims[2], dst_any->dims[3]);
     if (kind == 0 || !odnn_wino_scale_ok(b, n, dst_any))
         return dnnl_unimplemented;
     int64_t wt = odnn_in(b->v, n, 1);
@@ -7760,7 +7786,7 @@ static int odnn_wino_beats_bf16(struct odnn_build *b, size_t n)
         x.known && wt.dims[2] == 3 && wt.dims[3] == 3 &&
         odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason) && w.sr == 2 &&
         w.s[0] == 1 && w.s[1] == 1 && w.d[0] == 1 && w.d[1] == 1) {
-        int kind = odnn_wino_pays(wt.dims[1], wt.dims[0], y.dims[2], y.dims[3]);
+        int kind = odnn_wino_pays(y.dims[0], wt.dims[1], wt.dims[0], y.dims[2], y.dims[3]);
         struct odnn_conv_mds c;
         dnnl_dims_t wd = {wt.dims[0], wt.dims[1], 3, 3};
         odnn_conv_mds_init(&c, &x, &y, 4, wd, dnnl_f32, &w);
@@ -13668,7 +13694,7 @@ static int odnn_wino_guess(struct odnn_build *b, size_t n, int team, struct odnn
         !odnn_window(v, n, "Conv", &x, &wt.dims[2], &y, &w, reason) || w.sr != 2 ||
         w.s[0] != 1 || w.s[1] != 1 || w.d[0] != 1 || w.d[1] != 1)
         return 0;
-    int kind = odnn_wino_pays(wt.dims[1], wt.dims[0], y.dims[2], y.dims[3]);
+    int kind = odnn_wino_pays(y.dims[0], wt.dims[1], wt.dims[0], y.dims[2], y.dims[3]);
     int64_t t = odnn_in(v, n, 1);
     if (kind == 0 || (b->wino_over != NULL && (size_t)t < b->u.n_tensors && b->wino_over[t]))
         return 0;

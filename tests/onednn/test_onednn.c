@@ -6591,11 +6591,15 @@ static const char *model_wino_narrow(int64_t hw)
  * through F(4x4, 3x3) (odnn_wino_pays): over 56x56, 32 -> 64 and 64 -> 48
  * take it and 16 -> 32 stays direct; the SiLU after 64 -> 48, which
  * Winograd's kernels cannot fuse, becomes a step of its own (the log says
- * so) instead of keeping the layer direct; over 14x14 none takes it. All
- * agree with the cpu module. AVX-512 only. */
+ * so) instead of keeping the layer direct; over 14x14 none takes it, nor
+ * over 148x148, whose 37 x 37 tiles oneDNN's kernel can only block one at
+ * a time (odnn_wino_tile_block: 1.5x slower than direct there). All agree
+ * with the cpu module. AVX-512 only. */
 static void case_winograd_narrow(void)
 {
-    for (int64_t hw = 56; hw >= 14; hw -= 42) {
+    static const int64_t sizes[] = {56, 148, 14};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t hw = sizes[si];
         const char *path = model_wino_narrow(hw);
         int64_t xs[] = {1, 16, hw, hw}, ys[] = {1, 48, hw, hw};
         compare_floor = 1e-5;
