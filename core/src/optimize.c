@@ -878,18 +878,19 @@ static bool pl_opt_all_zero(const pl_graph *g, pl_tid t)
  *   padded input averages fewer elements, and runtimes differ on whether
  *   that count includes the padding), unit dilations, and either
  *   count_include_pad = 1 or no padding of its own (the padded zeros were
- *   counted: with count_include_pad = 1 they still are). MaxPool pads with
- *   -inf, not zeros: never. */
+ *   counted: with count_include_pad = 1 they still are).
+ * - MaxPool pads with -inf, not zeros: only where what is padded is never
+ *   below zero (pl_opt_pad_max_ok), checked by the caller. */
 static bool pl_opt_window_takes_pad(const pl_graph_node *w, bool *out_count_pad)
 {
     *out_count_pad = false;
-    bool avg = strcmp(w->op, "AveragePool") == 0;
-    if ((!avg && strcmp(w->op, "Conv") != 0) || w->domain[0] != '\0')
+    bool avg = strcmp(w->op, "AveragePool") == 0, max = strcmp(w->op, "MaxPool") == 0;
+    if ((!avg && !max && strcmp(w->op, "Conv") != 0) || w->domain[0] != '\0')
         return false;
     const pl_attr *ap = pl_graph_node_attr(w, "auto_pad");
     if (ap != NULL && (ap->kind != PL_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0))
         return false;
-    if (!avg)
+    if (!avg && !max)
         return true;
     const pl_attr *ceil = pl_graph_node_attr(w, "ceil_mode");
     const pl_attr *cip = pl_graph_node_attr(w, "count_include_pad");
@@ -901,12 +902,54 @@ static bool pl_opt_window_takes_pad(const pl_graph_node *w, bool *out_count_pad)
     for (size_t i = 0; dil != NULL && i < dil->n; i++)
         if (dil->kind != PL_ATTR_INTS || dil->ints[i] != 1)
             return false;
-    if (cip != NULL && cip->i != 0)
+    if (max || (cip != NULL && cip->i != 0))
         return true;
     for (size_t i = 0; own != NULL && i < own->n; i++)
         if (own->kind != PL_ATTR_INTS || own->ints[i] != 0)
             return false;
     *out_count_pad = true;
+    return true;
+}
+
+/* Whether MaxPool W, padded by PADS (N: begins then ends), gives what it
+ * gives over the zeros a Pad wrote there when its input X is made by
+ * node PRODUCER: X is never below zero (a Relu, a Sigmoid, a Clip from a
+ * constant min of 0 or more: Keras' ZeroPadding2D before MaxPooling2D
+ * after a ReLU, as in its ResNets), no indices are asked for, and every
+ * window holds an element of X (each pad below the kernel, floor mode,
+ * unit dilations), so its maximum is at least 0 either way. */
+static bool pl_opt_pad_max_ok(const pl_graph *g, const pl_graph_node *w, pl_tid x,
+                              const int64_t *pads, size_t n)
+{
+    const pl_graph_tensor *xt = pl_graph_get_tensor(g, x);
+    if (xt == NULL || xt->producer == PL_NID_NONE || xt->dtype.code != PL_TYPE_FLOAT ||
+        (w->n_outputs > 1 && w->outputs[1] != PL_TID_NONE))
+        return false;
+    const pl_graph_node *pn = pl_graph_get_node(g, xt->producer);
+    bool nonneg = pn->domain[0] == '\0' &&
+                  (strcmp(pn->op, "Relu") == 0 || strcmp(pn->op, "Sigmoid") == 0);
+    if (!nonneg && pn->domain[0] == '\0' && strcmp(pn->op, "Clip") == 0) {
+        const pl_attr *mn = pl_graph_node_attr(pn, "min");
+        if (pn->n_formal_inputs >= 2 && pn->inputs[1] != PL_TID_NONE) {
+            const pl_graph_tensor *m = pl_graph_get_tensor(g, pn->inputs[1]);
+            nonneg = m != NULL && m->data != NULL && PL_DTYPE_EQ(m->dtype, PL_DTYPE_F32) &&
+                     m->nbytes == 4 && *(const float *)m->data >= 0.0f;
+        } else if (mn != NULL && mn->kind == PL_ATTR_FLOAT) {
+            nonneg = mn->f >= 0.0f;
+        }
+    }
+    const pl_attr *ks = pl_graph_node_attr(w, "kernel_shape");
+    const pl_attr *ceil = pl_graph_node_attr(w, "ceil_mode");
+    const pl_attr *dil = pl_graph_node_attr(w, "dilations");
+    if (!nonneg || ks == NULL || ks->kind != PL_ATTR_INTS || 2 * ks->n != n ||
+        (ceil != NULL && (ceil->kind != PL_ATTR_INT || ceil->i != 0)))
+        return false;
+    for (size_t i = 0; dil != NULL && i < dil->n; i++)
+        if (dil->kind != PL_ATTR_INTS || dil->ints[i] != 1)
+            return false;
+    for (size_t i = 0; i < n; i++)
+        if (pads[i] >= ks->ints[i % ks->n])
+            return false;
     return true;
 }
 
@@ -964,6 +1007,9 @@ static bool pl_opt_pad_into_window(const pl_graph *g, const pl_graph_node *p, pl
         out_pads[i] = (cp ? cp->ints[i] : 0) + pads[2 + i];
         out_pads[sr + i] = (cp ? cp->ints[sr + i] : 0) + pads[r + 2 + i];
     }
+    if (strcmp(conv->op, "MaxPool") == 0 &&
+        !pl_opt_pad_max_ok(g, conv, p->inputs[0], out_pads, (size_t)(2 * sr)))
+        return false;
     *out_win = c;
     *out_n = (size_t)(2 * sr);
     return true;
@@ -1053,7 +1099,11 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
         if (!pl_rewrites_add(rewrites, "Pad '%s' folded into %s '%s' (zeros on the spatial "
                                        "axes only): the %s pads them itself%s",
                              p->name, w->op, w->name, w->op,
-                             counted ? " and counts them in its averages" : ""))
+                             counted ? " and counts them in its averages"
+                             : strcmp(w->op, "MaxPool") == 0
+                                 ? " (with -inf: its input is never below zero, and each "
+                                   "window keeps one of its elements)"
+                                 : ""))
             st = pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
     }
     /* Spatial means and maxima kept as dims: global pools (n_pads -1 and

@@ -1318,25 +1318,31 @@ static void case_pad_folded(void)
  * padding) when the pool is in floor mode and has no padding of its own
  * (pad1) or already counts its padding (pad4); kept in front of a pool that
  * pads without counting (pad2), a ceil-mode pool (pad3) and a MaxPool, which
- * pads with -inf (pad5). Every output equals that of optimize = none, on
- * cpu and on onednn. */
+ * pads with -inf (pad5), of an input that may be negative; folded into a
+ * MaxPool of a Relu's result (pad6: Keras' ZeroPadding2D before
+ * MaxPooling2D), but not where a window could hold padding only (pad7: 3
+ * each side of a 3x3 window). Every output equals that of optimize = none,
+ * on cpu and on onednn. */
 static void case_pad_avgpool_folded(void)
 {
-    static const int64_t pa[8] = {0, 0, 1, 0, 0, 0, 0, 1}, pb[8] = {0, 0, 1, 1, 0, 0, 1, 1};
-    write_sidecar("apad.weights", (const void *const[]){pa, pb},
-                  (const size_t[]){sizeof pa, sizeof pb}, 2);
+    static const int64_t pa[8] = {0, 0, 1, 0, 0, 0, 0, 1}, pb[8] = {0, 0, 1, 1, 0, 0, 1, 1},
+                         pc[8] = {0, 0, 3, 3, 0, 0, 3, 3};
+    write_sidecar("apad.weights", (const void *const[]){pa, pb, pc},
+                  (const size_t[]){sizeof pa, sizeof pb, sizeof pc}, 3);
     const char *path = write_model(
         "apad.json",
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
         "\"weights\":\"apad.weights\",\"inputs\":[\"x\"],"
-        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\",\"y5\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\",\"y5\",\"y6\",\"y7\"],"
         "\"tensors\":["
         "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,8,7,7]},"
         "{\"name\":\"pa\",\"dtype\":\"i64\",\"shape\":[8],"
         "\"data\":{\"offset\":0,\"length\":64}},"
         "{\"name\":\"pb\",\"dtype\":\"i64\",\"shape\":[8],"
-        "\"data\":{\"offset\":64,\"length\":64}}],"
+        "\"data\":{\"offset\":64,\"length\":64}},"
+        "{\"name\":\"pc\",\"dtype\":\"i64\",\"shape\":[8],"
+        "\"data\":{\"offset\":128,\"length\":64}}],"
         "\"nodes\":["
         "{\"name\":\"pad1\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pa\"],\"outputs\":[\"p1\"]},"
         "{\"name\":\"avg1\",\"op\":\"AveragePool\",\"inputs\":[\"p1\"],\"outputs\":[\"y1\"],"
@@ -1354,13 +1360,22 @@ static void case_pad_avgpool_folded(void)
         "\"count_include_pad\":{\"int\":1}}},"
         "{\"name\":\"pad5\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pb\"],\"outputs\":[\"p5\"]},"
         "{\"name\":\"max5\",\"op\":\"MaxPool\",\"inputs\":[\"p5\"],\"outputs\":[\"y5\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]}}},"
+        "{\"name\":\"relu6\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"r6\"]},"
+        "{\"name\":\"pad6\",\"op\":\"Pad\",\"inputs\":[\"r6\",\"pb\"],\"outputs\":[\"p6\"]},"
+        "{\"name\":\"max6\",\"op\":\"MaxPool\",\"inputs\":[\"p6\"],\"outputs\":[\"y6\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]}}},"
+        "{\"name\":\"pad7\",\"op\":\"Pad\",\"inputs\":[\"r6\",\"pc\"],\"outputs\":[\"p7\"]},"
+        "{\"name\":\"max7\",\"op\":\"MaxPool\",\"inputs\":[\"p7\"],\"outputs\":[\"y7\"],"
         "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]}}}]}");
     float x[8 * 49];
     for (int i = 0; i < 8 * 49; i++)
         x[i] = 0.25f * (float)(i % 11) - 2.0f; /* negative too: MaxPool must see its zeros */
-    static const int64_t shapes[5][4] = {
-        {1, 8, 3, 3}, {1, 8, 9, 9}, {1, 8, 4, 4}, {1, 8, 8, 8}, {1, 8, 7, 7}};
-    float *ys[3][5] = {{NULL}};
+    enum { NY = 7 };
+    static const int64_t shapes[NY][4] = {{1, 8, 3, 3}, {1, 8, 9, 9}, {1, 8, 4, 4}, {1, 8, 8, 8},
+                                          {1, 8, 7, 7}, {1, 8, 4, 4}, {1, 8, 11, 11}};
+    static const char *const names[NY] = {"y1", "y2", "y3", "y4", "y5", "y6", "y7"};
+    float *ys[3][NY] = {{NULL}};
     static const char *const cfg[3][2] = {{"none", "cpu"}, {"all", "cpu"}, {"all", "onednn, cpu"}};
     for (int r = 0; r < 3; r++) {
         pl_runtime *rt = runtime_with(cfg[r][0], cfg[r][1]);
@@ -1369,22 +1384,23 @@ static void case_pad_avgpool_folded(void)
         json_t *root = describe(s);
         size_t n_rw = json_array_size(json_object_get(root, "optimizations"));
         TH_CHECK(r == 0 ? n_rw == 0
-                        : n_rw == 2 && rewritten(root, "pad1") && rewritten(root, "pad4"),
-                 "%s: %zu rewrites (pad1 %d, pad4 %d)", cfg[r][0], n_rw, rewritten(root, "pad1"),
-                 rewritten(root, "pad4"));
+                        : n_rw == 3 && rewritten(root, "pad1") && rewritten(root, "pad4") &&
+                              rewritten(root, "pad6"),
+                 "%s: %zu rewrites (pad1 %d, pad4 %d, pad6 %d)", cfg[r][0], n_rw,
+                 rewritten(root, "pad1"), rewritten(root, "pad4"), rewritten(root, "pad6"));
         TH_CHECK(r == 0 || (!placed(root, "pad1") && !placed(root, "pad4") &&
-                            placed(root, "pad2") && placed(root, "pad3") && placed(root, "pad5")),
-                 "pad1 and pad4 should go, pad2, pad3 and pad5 stay");
+                            !placed(root, "pad6") && placed(root, "pad2") &&
+                            placed(root, "pad3") && placed(root, "pad5") && placed(root, "pad7")),
+                 "pad1, pad4 and pad6 should go, pad2, pad3, pad5 and pad7 stay");
         json_decref(root);
         pl_io in = {.name = "x",
                     .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 4,
                                .dtype = PL_DTYPE_F32, .shape = (int64_t[]){1, 8, 7, 7}}};
-        pl_io out[5];
-        static const char *const names[5] = {"y1", "y2", "y3", "y4", "y5"};
-        for (int k = 0; k < 5; k++)
+        pl_io out[NY];
+        for (int k = 0; k < NY; k++)
             out[k] = (pl_io){.name = names[k], .tensor = {.struct_size = sizeof(pl_tensor)}};
-        TH_CHECK_OK(pl_session_run(s, &in, 1, out, 5));
-        for (int k = 0; k < 5; k++) {
+        TH_CHECK_OK(pl_session_run(s, &in, 1, out, NY));
+        for (int k = 0; k < NY; k++) {
             TH_CHECK(out[k].tensor.ndim == 4 &&
                          memcmp(out[k].tensor.shape, shapes[k], sizeof shapes[k]) == 0,
                      "%s: %s has the wrong shape", cfg[r][0], names[k]);
@@ -1395,14 +1411,13 @@ static void case_pad_avgpool_folded(void)
         pl_runtime_destroy(rt);
     }
     for (int r = 1; r < 3; r++)
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < NY; k++)
             for (int64_t i = 0; i < shapes[k][1] * shapes[k][2] * shapes[k][3]; i++)
                 TH_CHECK(fabsf(ys[r][k][i] - ys[0][k][i]) <= 1e-5f * (1.0f + fabsf(ys[0][k][i])),
-                         "%s/%s: %s[%lld] = %g, want %g", cfg[r][0], cfg[r][1],
-                         (const char *[]){"y1", "y2", "y3", "y4", "y5"}[k], (long long)i,
-                         ys[r][k][i], ys[0][k][i]);
+                         "%s/%s: %s[%lld] = %g, want %g", cfg[r][0], cfg[r][1], names[k],
+                         (long long)i, ys[r][k][i], ys[0][k][i]);
     for (int r = 0; r < 3; r++)
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < NY; k++)
             pl_buffer_free(ys[r][k]);
 }
 
