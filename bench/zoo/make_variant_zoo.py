@@ -17,6 +17,12 @@ KIND is one of
             architectures of make_hf_zoo.py: Attention,
             SkipLayerNormalization, EmbedLayerNormalization, BiasGelu,
             FastGelu, QuickGelu; tolerance 1e-3
+  batch     the first dim of every graph input left free ("batch", the
+            graph outputs' first dims unknown, value_info dropped: what
+            torch.onnx.export's dynamic_axes writes) and run at --batch rows
+            (the source input and rows of it moved by noise, or rolled for
+            integers); models whose exports fix the batch elsewhere (a
+            Reshape to [1, ...]) fail in ONNX Runtime and are skipped
 
 SRC is a zoo in make_zoo.py's format (manifest.json, NAME.onnx,
 NAME.in.*.npy); every written model gets ONNX Runtime's outputs (graph
@@ -60,6 +66,7 @@ def write_entry(src, dst, e, name, path, feeds, tol, extra=None):
         np.save(os.path.join(dst, f), feeds[i["name"]])
         ni = dict(i)
         ni["file"] = f
+        ni["shape"] = list(feeds[i["name"]].shape)
         ne["inputs"].append(ni)
     run_feeds = {k: v for k, v in feeds.items() if k in names}
     outs = s.run(None, run_feeds)
@@ -140,15 +147,44 @@ def variants(kind, args, e, model_path, feeds):
                                           hidden_size=0, opt_level=0, use_gpu=False)
             om.save_model_to_file(path)
         yield e["name"] + "_ortopt", w, 1e-3, {}
+    elif kind == "batch":
+        if any(not i["shape"] or i["shape"][0] != 1 for i in e["inputs"]):
+            return
+        def w(path):
+            m = onnx.load(model_path)
+            inits = {t.name for t in m.graph.initializer}
+            for v in list(m.graph.input) + list(m.graph.output):
+                if v.name in inits or not v.type.HasField("tensor_type") or \
+                        not v.type.tensor_type.shape.dim:
+                    continue
+                d = v.type.tensor_type.shape.dim[0]
+                d.Clear()
+                if v in m.graph.input:
+                    d.dim_param = "batch"
+            del m.graph.value_info[:]
+            onnx.save(m, path)
+        rng = np.random.default_rng(7)
+        rows = {}
+        for k, x in feeds.items():
+            r = [x]
+            for j in range(1, args.batch):
+                if x.dtype.kind == "f":
+                    scale = np.asarray(0.1 * (float(np.abs(x).mean()) + 1e-3), x.dtype)
+                    r.append(x + rng.standard_normal(x.shape).astype(x.dtype) * scale)
+                else:
+                    r.append(np.roll(x, j, axis=-1))
+            rows[k] = np.concatenate(r, 0)
+        yield f"{e['name']}_b{args.batch}", w, e.get("tol", 1e-4), {"feeds": rows}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["f16", "opset", "quant", "ortopt"])
+    ap.add_argument("kind", choices=["f16", "opset", "quant", "ortopt", "batch"])
     ap.add_argument("--src", required=True, help="a zoo folder (manifest.json)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated source model names")
     ap.add_argument("--opset", type=int, default=21)
+    ap.add_argument("--batch", type=int, default=3, help="rows for the batch kind")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     m = json.load(open(os.path.join(args.src, "manifest.json")))
@@ -163,7 +199,9 @@ def main():
             path = os.path.join(args.out, name + ".onnx")
             try:
                 write(path)
-                out["models"].append(write_entry(args.src, args.out, e, name, path, feeds, tol,
+                extra = dict(extra)
+                run = extra.pop("feeds", feeds)
+                out["models"].append(write_entry(args.src, args.out, e, name, path, run, tol,
                                                  extra))
                 print("ok", name, flush=True)
             except Exception as ex:  # the converter's or ONNX Runtime's failure: not Plinth's
