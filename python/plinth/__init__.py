@@ -79,6 +79,10 @@ _NAMES = {
 }
 
 
+_TENSOR_SIZE = ctypes.sizeof(N.Tensor)
+_HOST = N.Device(1, 0)
+
+
 def _dtype_key(dt):
     return (dt.code, dt.bits)
 
@@ -654,17 +658,19 @@ class Session(_Handle):
         info = TensorInfo(name_fn(self._h, i).decode(), _NAMES.get(_dtype_key(dt), "?"), shape)
         info._dtype = N.DType(dt.code, dt.bits, dt.lanes)
         info.rank_known = nd.value >= 0  # else: any rank, learnt per run
+        # what every run needs, worked out once (run's per-call cost was
+        # mostly this): the name as bytes, the numpy dtype, and for a shape
+        # known in full the shape itself and a ctypes copy of it (only read)
+        info._cname = info.name.encode()
+        info._np = np.uint16 if info.dtype == "bfloat16" else _TO_NUMPY.get(_dtype_key(dt))
+        info._fixed = info.rank_known and all(d >= 0 for d in shape)
+        info._cshape = (ctypes.c_int64 * max(len(shape), 1))(*shape) if info._fixed else None
         return info
 
     def _tensor(self, info, data_ptr, shape_arr, ndim=None):
-        t = N.Tensor()
-        t.data = data_ptr
-        t.device = N.Device(1, 0)
-        t.ndim = len(info.shape) if ndim is None else ndim
-        t.dtype = info._dtype
-        t.shape = shape_arr
-        t.struct_size = ctypes.sizeof(t)
-        return t
+        return N.Tensor(struct_size=_TENSOR_SIZE, data=data_ptr, device=_HOST,
+                        ndim=len(info.shape) if ndim is None else ndim, dtype=info._dtype,
+                        shape=shape_arr)
 
     def _wanted(self, outputs, what):
         """The TensorInfo of the outputs named (all when None), checked."""
@@ -681,10 +687,9 @@ class Session(_Handle):
         names wanted (all by default). Returns {name: numpy.ndarray}; a
         bfloat16 output comes back as float32 (exact)."""
         h = self._handle()
-        feeds = dict(feeds)
-        missing = [i.name for i in self.inputs if i.name not in feeds]
-        unknown = [n for n in feeds if n not in {i.name for i in self.inputs}]
-        if missing or unknown:
+        if len(feeds) != len(self.inputs) or any(i.name not in feeds for i in self.inputs):
+            missing = [i.name for i in self.inputs if i.name not in feeds]
+            unknown = [n for n in feeds if n not in {i.name for i in self.inputs}]
             raise Error("session.run: " + "; ".join(
                 ([f"missing input(s) {missing}"] if missing else []) +
                 ([f"unknown input(s) {unknown}"] if unknown else [])) +
@@ -693,36 +698,41 @@ class Session(_Handle):
         ins = (N.IO * max(len(self.inputs), 1))()
         for k, info in enumerate(self.inputs):
             value = feeds[info.name]
-            # (np.require, not np.ascontiguousarray: that makes a 0-d array,
-            # a scalar input such as Silero VAD's sample rate, 1-d)
             if info.dtype == "bfloat16":
                 a = np.asarray(value)
                 a = np.require(a, requirements="C") if a.dtype == np.uint16 else _to_bf16_bits(a)
+            elif (type(value) is np.ndarray and value.dtype == info._np and
+                  value.flags.c_contiguous):
+                a = value  # as it is (the common case: no conversion, no copy)
             else:
-                a = np.require(value, dtype=_TO_NUMPY[_dtype_key(info._dtype)], requirements="C")
-            if info.rank_known and (a.ndim != len(info.shape) or any(
-                    d >= 0 and d != n for d, n in zip(info.shape, a.shape))):
-                raise Error(f"session.run: input '{info.name}' has shape {tuple(a.shape)}, "
-                            f"the session expects {info.shape} (-1: any size)", 2)
-            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+                # (np.require, not np.ascontiguousarray: that makes a 0-d
+                # array, a scalar input such as Silero VAD's sample rate, 1-d)
+                a = np.require(value, dtype=info._np, requirements="C")
+            if info._fixed and a.shape == info.shape:
+                shape = info._cshape
+            else:
+                if info.rank_known and (a.ndim != len(info.shape) or any(
+                        d >= 0 and d != n for d, n in zip(info.shape, a.shape))):
+                    raise Error(f"session.run: input '{info.name}' has shape {tuple(a.shape)}, "
+                                f"the session expects {info.shape} (-1: any size)", 2)
+                shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep += [a, shape]
-            ins[k].name = _cstr(info.name)
-            ins[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape, a.ndim)
-        wanted = self._wanted(outputs, "session.run")
+            io = ins[k]
+            io.name = info._cname
+            io.tensor = self._tensor(info, a.__array_interface__["data"][0], shape, a.ndim)
+        wanted = self.outputs if outputs is None else self._wanted(outputs, "session.run")
         outs = (N.IO * max(len(wanted), 1))()
         results = []
         for k, info in enumerate(wanted):
-            np_type = np.uint16 if info.dtype == "bfloat16" else _TO_NUMPY[_dtype_key(info._dtype)]
-            outs[k].name = _cstr(info.name)
-            if not info.rank_known or any(d < 0 for d in info.shape):
+            outs[k].name = info._cname
+            if not info._fixed:
                 # known only once the run computed it: the run allocates
                 outs[k].tensor = self._tensor(info, None, None)
-                results.append(np_type)
+                results.append(info._np)
                 continue
-            a = np.empty(info.shape, dtype=np_type)
-            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-            keep += [a, shape]
-            outs[k].tensor = self._tensor(info, a.ctypes.data_as(ctypes.c_void_p), shape)
+            a = np.empty(info.shape, dtype=info._np)
+            keep.append(a)
+            outs[k].tensor = self._tensor(info, a.__array_interface__["data"][0], info._cshape)
             results.append(a)
         st = N.session_run(h, ins, len(self.inputs), outs, len(wanted))
         for k, a in enumerate(results):
