@@ -48,6 +48,13 @@ Cases:
                  for Transpose + Tanh is above Tanh's alone by at least the
                  bytes read and written at that rate; a Transpose that keeps
                  the order of the axes longer than 1 adds nothing;
+  strided_pick   a Gather of one index, or a Slice, of an Exp's result read by
+                 a Mul: picking along an axis with more than one element
+                 outside it gives a strided view, which onednn copies dense (a
+                 reorder or its own loop; Mamba's scan unrolled over 24 steps
+                 reordered three a step and ran 1.46x its time on cpu), so its
+                 estimate is above the same pick along the outermost axis (one
+                 contiguous run) by at least a launch;
   step_lstm      one step of an LSTM 256 wide in a 3.2 MB model: the cpu
                  module's estimate reads each thread's half of W at the
                  cache's rate (10-45 us, not 67);
@@ -229,6 +236,25 @@ def model_transpose_copy(tmp, perm):
     y = [shape[p] for p in perm] if perm is not None else shape
     tag = "none" if perm is None else "".join(map(str, perm))
     return save(os.path.join(tmp, "transpose_%s.onnx" % tag), nodes, shape, y)
+
+
+def model_pick(tmp, op, axis):
+    """Exp of x, OP of it (Gather of index 1, or Slice [0:4]) along AXIS, then
+    its square (a binary, as Mamba's scan reads its picks): [4, 64] or [4, 4, 64] out of a tensor shaped so that both axes give
+    the same (a pick of the graph's input is copied as the subgraph binds it;
+    of a value made inside, oneDNN reorders it)."""
+    if op == "Gather":
+        shape, y = [4, 4, 64], [4, 64]
+        inits = [numpy_helper.from_array(np.array(1, np.int64), "i")]
+        pick = helper.make_node("Gather", ["e", "i"], ["t"], name="pick", axis=axis)
+    else:
+        shape, y = ([8, 4, 64] if axis == 0 else [4, 8, 64]), [4, 4, 64]
+        inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+                 for n, v in (("s", [0]), ("e0", [4]), ("a", [axis]))]
+        pick = helper.make_node("Slice", ["e", "s", "e0", "a"], ["t"], name="pick")
+    nodes = [helper.make_node("Exp", ["x"], ["e"], name="exp"), pick,
+             helper.make_node("Mul", ["t", "t"], ["y"], name="mul")]
+    return save(os.path.join(tmp, "pick_%s_%d.onnx" % (op, axis)), nodes, shape, y, inits)
 
 
 def model_filter_bank(tmp):
@@ -533,6 +559,18 @@ def main():
                  % (moved, est))
         if abs(est["[0, 2, 1, 3]"] - est["None"]) > 1e-6:
             fail("a Transpose that moves only a unit axis should cost nothing: %s" % est)
+    elif args.case == "strided_pick":
+        for op in ("Gather", "Slice"):
+            est = {}
+            for axis in (0, 1):
+                d = pl.explain(first, model_pick(args.tmp, op, axis))
+                if set(placement(d).values()) != {"onednn"} or len(d["subgraphs"]) != 1:
+                    fail("choose = first should run Exp, %s, Mul in one onednn subgraph: %s"
+                         % (op, placement(d)))
+                est[axis] = d["subgraphs"][0]["estimate"]["total_us"]
+            if not est[1] - est[0] >= 4:
+                fail("a strided %s read dense should cost its reorder (4 us at least): %s"
+                     % (op, est))
     elif args.case == "filter_bank":
         m = model_filter_bank(args.tmp)
         c, f = pl.explain(cost, m), pl.explain(first, m)
