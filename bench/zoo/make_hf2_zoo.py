@@ -129,6 +129,41 @@ def models():
     m["ast"] = lambda: (T.ASTModel(T.ASTConfig(hidden_size=192, num_hidden_layers=2, num_attention_heads=3,
                                                intermediate_size=384, max_length=128, num_mel_bins=64)),
                         {"input_values": torch.randn(1, 128, 64)})
+    # second round (2026-12-06): a state space model's scan unrolled, a gated relative position
+    # bias, patched time series, pyramid, focal-modulation and depth-estimation vision models, CLIP
+    # whole. (Mixtral's and Qwen2-MoE's experts do not export with torch 2.15's dynamo exporter
+    # (transformers' grouped_mm_fallback), nor EnCodec's padding; a random MobileViTV2's
+    # activations fall to subnormals, which time nothing useful.)
+    m["mamba"] = lambda: (T.MambaModel(T.MambaConfig(hidden_size=128, num_hidden_layers=2, vocab_size=1000,
+                                                     state_size=8, expand=2)), {"input_ids": ids(1, 24)})
+    m["wavlm"] = lambda: (T.WavLMModel(T.WavLMConfig(hidden_size=192, num_hidden_layers=2, num_attention_heads=4,
+                                                     intermediate_size=384, conv_dim=(64,) * 7,
+                                                     num_conv_pos_embeddings=32)),
+                          {"input_values": torch.randn(1, 16000)})
+    m["patchtst"] = lambda: (T.PatchTSTModel(T.PatchTSTConfig(num_input_channels=3, context_length=64,
+                                                              patch_length=8, patch_stride=8, d_model=64,
+                                                              num_hidden_layers=2, num_attention_heads=4,
+                                                              ffn_dim=128)),
+                             {"past_values": torch.randn(1, 64, 3)})
+    m["pvt_v2"] = lambda: (T.PvtV2Model(T.PvtV2Config(hidden_sizes=[32, 64, 160, 256], depths=[1, 1, 1, 1])),
+                           {"pixel_values": torch.randn(1, 3, 96, 96)})
+    m["focalnet"] = lambda: (T.FocalNetModel(T.FocalNetConfig(embed_dim=32, depths=[1, 1, 2, 1])),
+                             {"pixel_values": torch.randn(1, 3, 96, 96)})
+    m["clip"] = lambda: (T.CLIPModel(T.CLIPConfig(
+        text_config=dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
+                         vocab_size=1000),
+        vision_config=dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
+                           image_size=64, patch_size=16))),
+        dict(text(2, 16), pixel_values=torch.randn(2, 3, 64, 64)))
+    m["depth_anything"] = lambda: (T.DepthAnythingForDepthEstimation(T.DepthAnythingConfig(
+        backbone_config=dict(model_type="dinov2", hidden_size=96, num_hidden_layers=4, num_attention_heads=3,
+                             intermediate_size=192, image_size=98, patch_size=14,
+                             out_indices=[1, 2, 3, 4], reshape_hidden_states=False),
+        reassemble_hidden_size=96, neck_hidden_sizes=[24, 48, 96, 96], fusion_hidden_size=32)),
+        {"pixel_values": torch.randn(1, 3, 98, 98)})
+    m["segformer"] = lambda: (T.SegformerForSemanticSegmentation(T.SegformerConfig(
+        hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], decoder_hidden_size=64, num_labels=5)),
+        {"pixel_values": torch.randn(1, 3, 96, 96)})
     return m
 
 
@@ -206,7 +241,8 @@ def main():
 NAMES = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "olmo2", "mistral", "gpt2",
          "smollm_lm", "bert", "modernbert", "xlm_roberta", "deberta_v2", "t5enc", "vit", "dinov2", "siglip_vision",
          "clip_vision", "convnextv2", "swinv2", "hiera", "efficientnet", "detr_backbone_free", "whisper_enc",
-         "wav2vec2", "hubert", "ast"]
+         "wav2vec2", "hubert", "ast", "mamba", "wavlm", "patchtst", "pvt_v2", "focalnet", "clip",
+         "depth_anything", "segformer"]
 
 if __name__ == "__main__":
     main()
