@@ -911,13 +911,13 @@ static bool pl_opt_window_takes_pad(const pl_graph_node *w, bool *out_count_pad)
     return true;
 }
 
-/* Whether MaxPool W, padded by PADS (N: begins then ends), gives what it
- * gives over the zeros a Pad wrote there when its input X is made by
- * node PRODUCER: X is never below zero (a Relu, a Sigmoid, a Clip from a
- * constant min of 0 or more: Keras' ZeroPadding2D before MaxPooling2D
- * after a ReLU, as in its ResNets), no indices are asked for, and every
- * window holds an element of X (each pad below the kernel, floor mode,
- * unit dilations), so its maximum is at least 0 either way. */
+/* Whether MaxPool W, padded by PADS (N: begins then ends) with -inf, gives
+ * what it gave over the zeros a Pad of X wrote there: X is never below zero
+ * (its producer a Relu, a Sigmoid, or a Clip from a constant min of 0 or
+ * more: Keras' ZeroPadding2D before MaxPooling2D after a ReLU, as in its
+ * ResNets), no indices are asked for, and every window holds an element of
+ * X (each pad below the kernel, floor mode, unit dilations), so each
+ * maximum is the same either way. */
 static bool pl_opt_pad_max_ok(const pl_graph *g, const pl_graph_node *w, pl_tid x,
                               const int64_t *pads, size_t n)
 {
