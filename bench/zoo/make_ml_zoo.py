@@ -74,9 +74,10 @@ def sklearn_models():
     from sklearn.feature_selection import SelectKBest, VarianceThreshold
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import make_pipeline
+    from sklearn import calibration as CAL, cross_decomposition as CD, gaussian_process as GP
     from sklearn.preprocessing import (KBinsDiscretizer, MaxAbsScaler, MinMaxScaler, Normalizer,
-                                       OneHotEncoder, PolynomialFeatures, RobustScaler,
-                                       StandardScaler)
+                                       OneHotEncoder, PolynomialFeatures, PowerTransformer,
+                                       QuantileTransformer, RobustScaler, StandardScaler)
     mixed = ColumnTransformer([("num", make_pipeline(SimpleImputer(strategy="median"),
                                                      StandardScaler()), [0, 1, 2, 3, 4, 5, 6, 7]),
                                ("cat", OneHotEncoder(handle_unknown="ignore"), [8, 9])])
@@ -134,6 +135,24 @@ def sklearn_models():
         ("stack_clf", "stacking", E.StackingClassifier([("a", L.LogisticRegression()),
                                                         ("b", NB.GaussianNB())]), "multi"),
         ("lda", "linear discriminant analysis", DA.LinearDiscriminantAnalysis(), "multi"),
+        # more of skl2onnx's converters (2026-12-06): a Gaussian process (its kernel in a
+        # Scan), calibrated classifiers (sigmoid; isotonic as ArgMin over thresholds),
+        # quantile and Yeo-Johnson transforms, PLS, distance-weighted neighbours, Bernoulli
+        # naive Bayes, robust regressors, perceptrons, kernel PCA
+        ("gpr", "Gaussian process", GP.GaussianProcessRegressor(), "reg"),
+        ("calib_sig", "calibrated classifier",
+         CAL.CalibratedClassifierCV(L.LogisticRegression(), method="sigmoid", cv=3), "bin"),
+        ("calib_iso", "calibrated classifier",
+         CAL.CalibratedClassifierCV(S.LinearSVC(), method="isotonic", cv=3), "multi"),
+        ("pipe_quantile", "pipeline",
+         make_pipeline(QuantileTransformer(n_quantiles=50), L.Ridge()), "reg"),
+        ("pipe_power", "pipeline", make_pipeline(PowerTransformer(), L.Ridge()), "reg"),
+        ("pls", "partial least squares", CD.PLSRegression(2), "reg"),
+        ("knn_dist", "nearest neighbours", N.KNeighborsClassifier(5, weights="distance"), "multi"),
+        ("bernoulli_nb", "naive Bayes", NB.BernoulliNB(), "multi"),
+        ("huber", "robust regression", L.HuberRegressor(), "reg"),
+        ("perceptron", "perceptron", L.Perceptron(random_state=0), "multi"),
+        ("pipe_kpca", "pipeline", make_pipeline(D.KernelPCA(4, kernel="rbf"), L.Ridge()), "reg"),
     ]
 
 
