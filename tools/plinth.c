@@ -478,15 +478,20 @@ static const char *dtype_name(pl_dtype dt)
         {PL_DTYPE_BF16, "bf16"}, {PL_DTYPE_U8, "u8"},   {PL_DTYPE_I8, "i8"},
         {PL_DTYPE_I32, "i32"}, {PL_DTYPE_I64, "i64"},   {PL_DTYPE_BOOL, "bool"},
         {PL_DTYPE_I16, "i16"}, {PL_DTYPE_U16, "u16"},   {PL_DTYPE_U32, "u32"},
-        {PL_DTYPE_U64, "u64"}};
+        {PL_DTYPE_U64, "u64"}, {PL_DTYPE_STRING, "string"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (PL_DTYPE_EQ(dt, names[i].dt))
             return names[i].name;
     return "?";
 }
 
+/* What a string input is filled with: ten words. */
+static const char *const cli_words[] = {"a",   "b",   "c",    "red",  "green",
+                                        "blue", "yes", "no",  "zero", "one"};
+
 /* Fills COUNT elements of dtype DT with reproducible values: floats (f16
- * and bf16 encoded as such) in [-1, 1), integers in [0, 10), booleans 0/1.
+ * and bf16 encoded as such) in [-1, 1), integers in [0, 10), booleans 0/1,
+ * strings among cli_words.
  * False for a dtype the runtime does not have. */
 static bool fill_random(pl_dtype dt, void *data, size_t count, uint64_t *state)
 {
@@ -518,6 +523,8 @@ static bool fill_random(pl_dtype dt, void *data, size_t count, uint64_t *state)
             ((uint64_t *)data)[i] = r % 10;
         else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL))
             ((uint8_t *)data)[i] = (uint8_t)(r % 2);
+        else if (PL_DTYPE_EQ(dt, PL_DTYPE_STRING))
+            ((const char **)data)[i] = cli_words[r % 10];
         else
             return false;
     }
@@ -571,6 +578,10 @@ static void print_element(const pl_tensor *t, size_t i)
         printf("%llu", (unsigned long long)v);
     } else if (PL_DTYPE_EQ(dt, PL_DTYPE_BOOL)) {
         printf("%s", ((const uint8_t *)p)[i] ? "true" : "false");
+    } else if (PL_DTYPE_EQ(dt, PL_DTYPE_STRING)) {
+        const char *v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        printf("\"%s\"", v);
     } else {
         printf("?");
     }
@@ -673,7 +684,13 @@ static int prepare_inputs(pl_session *session, const char **input_args, size_t n
         size_t fl = file ? strlen(file) : 0;
         size_t count = elements_of(ndim, dims);
         size_t bytes = count * pl_dtype_size(dt);
-        if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
+        if (file && PL_DTYPE_EQ(dt, PL_DTYPE_STRING)) {
+            fprintf(stderr, "plinth: %s: input '%s' is a string tensor; the CLI fills it with "
+                            "words of its own (give no file for it)\n",
+                    file, name);
+            rc = EXIT_RUNTIME;
+            break;
+        } else if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
             rc = load_npy_input(file, name, dt, &loaded[i]);
             if (rc != 0)
                 break;

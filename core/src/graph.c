@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "filedata.h"
+#include "strtab.h"
 #include "graph_impl.h"
 #include "status.h"
 #include "strmap.h"
@@ -69,6 +70,8 @@ const char *pl_dtype_name(pl_dtype dtype)
 {
     if (dtype.lanes == 0)
         return "unknown";
+    if (dtype.code == PL_TYPE_STRING && dtype.lanes == 1)
+        return "string";
     for (size_t i = 0; i < sizeof pl_dtype_names / sizeof pl_dtype_names[0]; i++)
         if (PL_DTYPE_EQ(dtype, pl_dtype_names[i].dtype))
             return pl_dtype_names[i].name;
@@ -182,6 +185,7 @@ void pl_graph_destroy(pl_graph *g)
         pl_free(n->outputs);
     }
     pl_free(g->nodes);
+    pl_strtab_destroy(g->strtab);
     for (size_t i = 0; i < g->n_notes; i++)
         pl_free(g->notes[i]);
     pl_free(g->notes);
@@ -304,7 +308,7 @@ pl_status *pl_graph_set_type(pl_graph *g, pl_tid id, pl_dtype dtype,
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "tensor '%s': rank %d out of range (at most %d)",
                                 t->name, (int)ndim, PL_GRAPH_MAX_RANK);
-    if (dtype.lanes != 0 && pl_dtype_size(dtype) == 0)
+    if (dtype.lanes != 0 && (pl_dtype_size(dtype) == 0 || dtype.code == PL_TYPE_STRING))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "tensor '%s': unsupported dtype (code %u, %u bits)",
                                 t->name, dtype.code, dtype.bits);
@@ -708,6 +712,39 @@ pl_status *pl_graph_attr_string(pl_graph *g, pl_nid n, const char *name,
     return NULL;
 }
 
+void pl_graph_attr_remove(pl_graph *g, pl_nid id, const char *name)
+{
+    if (id >= g->n_nodes || name == NULL)
+        return;
+    pl_graph_node *n = &g->nodes[id];
+    for (size_t k = 0; k < n->n_attrs; k++)
+        if (strcmp(n->attrs[k].name, name) == 0) {
+            pl_attr_free(&n->attrs[k]);
+            memmove(&n->attrs[k], &n->attrs[k + 1], (n->n_attrs - k - 1) * sizeof *n->attrs);
+            n->n_attrs--;
+            return;
+        }
+}
+
+struct pl_strtab *pl_graph_strtab(const pl_graph *g)
+{
+    return g ? g->strtab : NULL;
+}
+
+struct pl_strtab *pl_graph_strtab_make(pl_graph *g)
+{
+    if (g->strtab == NULL)
+        g->strtab = pl_strtab_create();
+    return g->strtab;
+}
+
+struct pl_strtab *pl_graph_strtab_take(pl_graph *g)
+{
+    struct pl_strtab *tab = g->strtab;
+    g->strtab = NULL;
+    return tab;
+}
+
 static void *pl_dup_array(pl_allocator alloc, const void *src, size_t count,
                           size_t elem, bool *ok)
 {
@@ -791,7 +828,7 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
     const pl_graph_node *node = &g->nodes[n];
     size_t elements, expect;
     if (ndim < 0 || ndim > PL_GRAPH_MAX_RANK || pl_dtype_size(dtype) == 0 ||
-        !pl_dims_elements(dims, ndim, &elements) ||
+        dtype.code == PL_TYPE_STRING || !pl_dims_elements(dims, ndim, &elements) ||
         !pl_size_mul(elements, pl_dtype_size(dtype), &expect))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "node '%s' (%s): attribute '%s': bad tensor "
@@ -905,9 +942,13 @@ static pl_status *pl_graph_copy_attr(pl_graph *dst, pl_nid n, const pl_attr *a)
         return pl_graph_attr_floats(dst, n, a->name, a->floats, a->n);
     case PL_ATTR_STRINGS:
         return pl_graph_attr_strings(dst, n, a->name, (const char *const *)a->strings, a->n);
-    case PL_ATTR_TENSOR:
-        return pl_graph_attr_tensor(dst, n, a->name, a->tensor->dtype, a->tensor->ndim,
-                                    a->tensor->dims, a->tensor->data, a->tensor->nbytes);
+    case PL_ATTR_TENSOR: {
+        PL_RETURN_IF_ERROR(pl_graph_attr_tensor(dst, n, a->name, a->tensor->dtype,
+                                                a->tensor->ndim, a->tensor->dims,
+                                                a->tensor->data, a->tensor->nbytes));
+        dst->nodes[n].attrs[dst->nodes[n].n_attrs - 1].tensor->is_string = a->tensor->is_string;
+        return NULL;
+    }
     case PL_ATTR_GRAPH:
     case PL_ATTR_GRAPHS: {
         pl_graph **bodies = pl_calloc(a->n ? a->n : 1, sizeof *bodies);

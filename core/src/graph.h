@@ -53,6 +53,7 @@ typedef struct pl_attr_tensor {
     int64_t *dims;
     void *data;
     size_t nbytes;
+    bool is_string;            /* int64 string ids (strtab.h) */
 } pl_attr_tensor;
 
 typedef struct pl_attr {
@@ -89,6 +90,10 @@ typedef struct pl_graph_tensor {
     /* After validate, in a body only: the name is not defined in this
      * graph but in an enclosing one (an outer-scope reference). */
     bool is_outer;
+    /* A string tensor (strtab.h): declared so by its format module, or
+     * found so by pl_strings_encode; its dtype is then int64 ids. Read on
+     * the graph that was imported; copies do not carry it. */
+    bool is_string;
     pl_nid producer;           /* after validate */
     pl_nid *consumers;         /* after validate; a node appears once per use */
     size_t n_consumers;
@@ -212,6 +217,16 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
                                 pl_dtype dtype, int32_t ndim,
                                 const int64_t *dims, const void *data,
                                 size_t nbytes);
+
+/* Drops attribute NAME of node N, if it has one. */
+void pl_graph_attr_remove(pl_graph *g, pl_nid n, const char *name);
+
+/* The string table of an imported graph (strtab.h): NULL when it has
+ * none; _make creates it (NULL when out of memory); _take hands it over
+ * (the graph keeps none). */
+struct pl_strtab *pl_graph_strtab(const pl_graph *g);
+struct pl_strtab *pl_graph_strtab_make(pl_graph *g);
+struct pl_strtab *pl_graph_strtab_take(pl_graph *g);
 
 /* A GRAPH attribute holding BODY, and a GRAPHS attribute holding COUNT
  * bodies. Both take ownership of the bodies, even on failure. A body is

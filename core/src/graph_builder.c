@@ -8,6 +8,7 @@
 #include "graph_builder.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "datafile.h"
 #include "filedata.h"
 #include "status.h"
+#include "strtab.h"
 #include "threadpool.h"
 
 typedef struct pl_builder_file {
@@ -132,25 +134,105 @@ static pl_status *pl_builder_typed(pl_graph_builder *b, const char *name, pl_dty
     return pl_graph_set_type(b->g, *out, dtype, ndim, dims, dim_params);
 }
 
+/* Whether DTYPE is a string tensor's (strtab.h): then, for tensor NAME
+ * of B, *err says why it cannot be one, or nothing. */
+static bool pl_builder_is_string(const pl_graph_builder *b, pl_dtype dtype, const char *name,
+                                 pl_status **err)
+{
+    *err = NULL;
+    if (dtype.code != PL_TYPE_STRING || dtype.lanes == 0)
+        return false;
+    if (b->root != b)
+        *err = pl_status_create(PL_CODE_UNSUPPORTED,
+                                "tensor '%s': a string tensor inside a control-flow body "
+                                "(If, Loop, Scan); Plinth carries strings only in the main "
+                                "graph",
+                                name ? name : "");
+    else if (pl_dtype_size(dtype) == 0)
+        *err = pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "tensor '%s': a string dtype of %u bits (elements are "
+                                "const char *)",
+                                name ? name : "", dtype.bits);
+    return true;
+}
+
+/* The ids (strtab.h) of the COUNT strings at DATA (const char *, each
+ * NUL-terminated; NULL reads as ""), interned in B's model's table, into a
+ * new block *OUT the caller frees. WHAT names them in messages. */
+static pl_status *pl_builder_string_ids(pl_graph_builder *b, const char *what, int32_t ndim,
+                                        const int64_t *dims, const void *data, size_t nbytes,
+                                        int64_t **out)
+{
+    *out = NULL;
+    size_t count;
+    if (ndim < 0 || ndim > PL_GRAPH_MAX_RANK || (ndim > 0 && dims == NULL) ||
+        !pl_dims_elements(dims, ndim, &count))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "%s: bad shape of rank %d", what,
+                                (int)ndim);
+    if (count > nbytes / sizeof(const char *) || nbytes != count * sizeof(const char *))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                "%s: %zu bytes given for %zu strings (a const char * each)",
+                                what, nbytes, count);
+    pl_strtab *tab = pl_graph_strtab_make(b->root->g);
+    int64_t *ids = pl_malloc((count ? count : 1) * sizeof *ids);
+    if (tab == NULL || ids == NULL) {
+        pl_free(ids);
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for %s", what);
+    }
+    const char *const *strs = data;
+    for (size_t i = 0; i < count; i++) {
+        const char *s = strs[i] ? strs[i] : "";
+        ids[i] = pl_strtab_intern(tab, s, strlen(s));
+        if (ids[i] < 0) {
+            pl_free(ids);
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for %s", what);
+        }
+    }
+    *out = ids;
+    return NULL;
+}
+
 pl_status *pl_builder_tensor(pl_graph_builder *b, const char *name, pl_dtype dtype,
                              int32_t ndim, const int64_t *dims,
                              const char *const *dim_params)
 {
+    pl_status *err;
+    bool is_string = pl_builder_is_string(b, dtype, name, &err);
+    PL_RETURN_IF_ERROR(err);
     pl_tid t;
     PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(b->g, name, &t));
-    const pl_graph_tensor *gt = pl_graph_get_tensor(b->g, t);
+    pl_graph_tensor *gt = pl_graph_get_tensor_mut(b->g, t);
+    gt->is_string = gt->is_string || is_string;
     if (gt->data != NULL)
         return NULL; /* a constant's type is its data's */
-    return pl_graph_set_type(b->g, t, dtype, ndim, dims, dim_params);
+    return pl_graph_set_type(b->g, t, is_string ? PL_DTYPE_I64 : dtype, ndim, dims,
+                             dim_params);
 }
 
 pl_status *pl_builder_constant(pl_graph_builder *b, const char *name, pl_dtype dtype,
                                int32_t ndim, const int64_t *dims, const void *data,
                                size_t nbytes)
 {
+    pl_status *err;
+    bool is_string = pl_builder_is_string(b, dtype, name, &err);
+    PL_RETURN_IF_ERROR(err);
+    int64_t *ids = NULL;
+    if (is_string) {
+        char what[160];
+        snprintf(what, sizeof what, "constant '%s'", name ? name : "");
+        PL_RETURN_IF_ERROR(pl_builder_string_ids(b, what, ndim, dims, data, nbytes, &ids));
+        dtype = PL_DTYPE_I64;
+        data = ids;
+        nbytes = nbytes / sizeof(const char *) * sizeof *ids;
+    }
     pl_tid t;
-    PL_RETURN_IF_ERROR(pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t));
-    return pl_graph_set_constant(b->g, t, data, nbytes);
+    pl_status *st = pl_builder_typed(b, name, dtype, ndim, dims, NULL, &t);
+    if (st == NULL)
+        st = pl_graph_set_constant(b->g, t, data, nbytes);
+    if (st == NULL && is_string)
+        pl_graph_get_tensor_mut(b->g, t)->is_string = true;
+    pl_free(ids);
+    return st;
 }
 
 /* The mapping of LOCATION (relative to the model's folder), made through
@@ -510,7 +592,23 @@ pl_status *pl_builder_attr_tensor(pl_graph_builder *b, size_t node, const char *
                                   const void *data, size_t nbytes)
 {
     PL_NODE_CHECK(b, node);
-    return pl_graph_attr_tensor(b->g, (pl_nid)node, name, dtype, ndim, dims, data, nbytes);
+    pl_status *err;
+    bool is_string = pl_builder_is_string(b, dtype, name, &err);
+    PL_RETURN_IF_ERROR(err);
+    if (!is_string)
+        return pl_graph_attr_tensor(b->g, (pl_nid)node, name, dtype, ndim, dims, data, nbytes);
+    char what[160];
+    snprintf(what, sizeof what, "attribute '%s'", name ? name : "");
+    int64_t *ids = NULL;
+    PL_RETURN_IF_ERROR(pl_builder_string_ids(b, what, ndim, dims, data, nbytes, &ids));
+    pl_status *st = pl_graph_attr_tensor(b->g, (pl_nid)node, name, PL_DTYPE_I64, ndim, dims,
+                                         ids, nbytes / sizeof(const char *) * sizeof *ids);
+    pl_free(ids);
+    if (st == NULL) {
+        const pl_graph_node *n = pl_graph_get_node(b->g, (pl_nid)node);
+        pl_graph_node_attr(n, name)->tensor->is_string = true;
+    }
+    return st;
 }
 
 /* A builder for BODY, owned by B's root. */

@@ -46,6 +46,9 @@ struct pl_graph {
      * tensor id; NULL until the first. Not copied with the graph. */
     pl_graph_seq **seqs;
     size_t n_seqs;
+    /* The strings of an imported graph's string tensors (strtab.h),
+     * until the model takes them; not copied with the graph. */
+    struct pl_strtab *strtab;
     pl_nid *topo;             /* after validate */
     pl_nid *consumer_block;   /* storage of every tensor's consumers */
     bool valid;

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "graph_json.h"
 #include "model.h"
+#include "strtab.h"
 #include "registry.h"
 #include "status.h"
 
@@ -294,6 +295,51 @@ static void pl_model_mark_constants(pl_model *m)
     pl_free(used);
 }
 
+/* String tensors of M's graph, just read, as ids (strtab.h): the table
+ * and the names of the string inputs and outputs move to M. */
+static pl_status *pl_model_take_strings(pl_model *m)
+{
+    bool any = false;
+    PL_RETURN_IF_ERROR(pl_strings_encode(m->graph, &any));
+    if (!any)
+        return NULL;
+    const pl_graph *g = m->graph;
+    size_t ni = pl_graph_input_count(g), no = pl_graph_output_count(g);
+    m->string_io = pl_calloc(ni + no + 1, sizeof *m->string_io);
+    if (m->string_io == NULL)
+        return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for string tensors");
+    for (size_t i = 0; i < ni + no; i++) {
+        const pl_graph_tensor *t =
+            pl_graph_get_tensor(g, i < ni ? pl_graph_input(g, i) : pl_graph_output(g, i - ni));
+        if (!t->is_string || pl_model_is_string_io(m, t->name))
+            continue;
+        if ((m->string_io[m->n_string_io] = pl_xstrdup(t->name)) == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for string tensors");
+        m->n_string_io++;
+    }
+    m->strtab = pl_graph_strtab_take(m->graph);
+    return NULL;
+}
+
+bool pl_model_is_string_io(const pl_model *m, const char *name)
+{
+    for (size_t i = 0; m != NULL && name != NULL && i < m->n_string_io; i++)
+        if (strcmp(m->string_io[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void pl_model_free_strings(pl_model *m)
+{
+    for (size_t i = 0; i < m->n_string_io; i++)
+        pl_free(m->string_io[i]);
+    pl_free(m->string_io);
+    pl_strtab_destroy(m->strtab);
+    m->string_io = NULL;
+    m->n_string_io = 0;
+    m->strtab = NULL;
+}
+
 static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
                                    pl_model **out_model)
 {
@@ -312,6 +358,8 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
                               "least one graph output (\"outputs\" in Plinth's JSON, "
                               "graph.output in ONNX)",
                               path);
+    if (st == NULL)
+        st = pl_model_take_strings(m);
     if (st == NULL) {
         pthread_mutex_lock(&rt->opset_mu);
         st = pl_opset_infer(rt->opset, m->graph);
@@ -328,6 +376,7 @@ static pl_status *pl_model_load_in(pl_runtime *rt, const char *path,
         st = pl_status_wrap(st, "%s: ", path);
     if (st != NULL) {
         pl_rewrites_free(&m->rewrites);
+        pl_model_free_strings(m);
         pl_graph_destroy(m->graph);
         pl_model_free_sources(m);
         pl_free(m->path);
@@ -413,6 +462,7 @@ void pl_model_release(pl_model *m)
     pl_graph_destroy(m->graph);
     pl_model_free_sources(m);
     pl_rewrites_free(&m->rewrites);
+    pl_model_free_strings(m);
     pl_free(m->path);
     pthread_mutex_destroy(&m->settle_mu);
     pl_runtime *rt = m->runtime;
@@ -540,6 +590,11 @@ pl_status *pl_model_save_json(const pl_model *m, const char *path)
 {
     if (m == NULL || path == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_model_save_json: NULL argument");
+    if (m->strtab != NULL)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "%s: the model has string tensors, which Plinth's JSON graph "
+                                "format does not carry",
+                                m->path);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t len = strlen(base);

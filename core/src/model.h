@@ -60,6 +60,12 @@ struct pl_model {
      * three-input model's load). SETTLE_MU orders that run between the
      * threads that make the model's first sessions. */
     bool rewrite_pending;
+    /* String tensors (strtab.h): the table of the strings the model was
+     * read with, and the names of its string inputs and outputs (their
+     * graph tensors are int64 ids). NULL and 0 for a model without. */
+    struct pl_strtab *strtab;
+    char **string_io;
+    size_t n_string_io;
     pthread_mutex_t settle_mu;
     _Atomic int refs;
 };
@@ -71,6 +77,9 @@ struct pl_model {
  * On success the caller owns *OUT (pl_graph_destroy). Core tests use it to
  * read a graph the way a model load does. */
 pl_status *pl_model_read_graph(pl_runtime *rt, const char *path, pl_graph **out);
+
+/* Whether graph input or output NAME of M is a string tensor. */
+bool pl_model_is_string_io(const pl_model *m, const char *name);
 
 /* A model of graph G (validated, types inferred) under the name PATH, on
  * RT with its allocator: the bodies of control flow (control.c) and the

@@ -26,6 +26,7 @@
 #include "run.h"
 #include "stage.h"
 #include "status.h"
+#include "strtab.h"
 
 /* The [placement] settings a session is made with: the configuration's,
  * or the options' where they say so. The strings belong to either and are
@@ -900,6 +901,28 @@ static pl_status *pl_sess_run_repeats(pl_session *s, const pl_io *inputs, size_t
     return st;
 }
 
+/* pl_sess_run_repeats for a model with string inputs or outputs
+ * (strtab.h): the caller's strings become ids and back. */
+static pl_status *pl_sess_run_strings(pl_session *s, const pl_io *inputs, size_t n_inputs,
+                                      pl_io *outputs, size_t n_outputs)
+{
+    bool *in_str = pl_calloc(n_inputs + 1, sizeof *in_str);
+    bool *out_str = pl_calloc(n_outputs + 1, sizeof *out_str);
+    pl_status *st = in_str && out_str ? NULL
+                                      : pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                                         "out of memory for a run");
+    for (size_t i = 0; st == NULL && i < n_inputs; i++)
+        in_str[i] = pl_model_is_string_io(s->model, inputs[i].name);
+    for (size_t i = 0; st == NULL && i < n_outputs; i++)
+        out_str[i] = pl_model_is_string_io(s->model, outputs[i].name);
+    if (st == NULL)
+        st = pl_strings_run(s, s->model->strtab, in_str, out_str, inputs, n_inputs, outputs,
+                            n_outputs, pl_sess_run_repeats);
+    pl_free(in_str);
+    pl_free(out_str);
+    return st;
+}
+
 pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                           pl_io *outputs, size_t n_outputs)
 {
@@ -912,7 +935,9 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                                 "pl_session_run_arrays",
                                 s->io_name);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
+    pl_status *st = s->model->n_string_io > 0
+                        ? pl_sess_run_strings(s, inputs, n_inputs, outputs, n_outputs)
+                        : pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
     pl_alloc_scope_leave(outer);
     return st;
 }
@@ -949,6 +974,14 @@ static pl_status *pl_session_run_arrays_in(pl_session *s, const pl_array_io *inp
                                            size_t n_outputs, pl_io *ins, pl_io *outs,
                                            bool *made)
 {
+    for (size_t i = 0; i < n_inputs + n_outputs; i++) {
+        const char *name = i < n_inputs ? inputs[i].name : outputs[i - n_inputs].name;
+        if (pl_model_is_string_io(s->model, name))
+            return pl_status_create(PL_CODE_UNSUPPORTED,
+                                    "%s '%s' is a string tensor; arrays hold numbers: run "
+                                    "the session with pl_session_run",
+                                    i < n_inputs ? "input" : "output", name);
+    }
     for (size_t i = 0; i < n_inputs; i++) {
         if (inputs[i].array == NULL)
             return pl_status_create(PL_CODE_INVALID_ARGUMENT, "input '%s' has no array",
@@ -1059,7 +1092,9 @@ static void pl_session_type(const pl_session *s, pl_tid t, pl_dtype *out_dtype,
 {
     const pl_graph_tensor *gt = t == PL_TID_NONE ? NULL : pl_graph_get_tensor(s->g, t);
     if (out_dtype)
-        *out_dtype = gt ? gt->dtype : (pl_dtype){0, 0, 0};
+        *out_dtype = gt == NULL                                    ? (pl_dtype){0, 0, 0}
+                     : pl_model_is_string_io(s->model, gt->name) ? PL_DTYPE_STRING
+                                                                 : gt->dtype;
     if (out_ndim)
         *out_ndim = gt ? gt->ndim : -1;
     if (out_dims)

@@ -163,7 +163,8 @@ static pl_status *ox_declare(const ox_import *imp, const Onnx__ValueInfoProto *v
                                 "%s: unknown elem_type %" PRId32, what, tt->elem_type);
             return ox_error(imp, PL_CODE_UNSUPPORTED,
                             "%s: elem_type %s is not supported (Plinth has FLOAT, DOUBLE, "
-                            "FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64, BOOL)",
+                            "FLOAT16, BFLOAT16, INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64, BOOL, "
+                        "STRING)",
                             what, tname);
         }
     } else if (required) {
@@ -376,6 +377,25 @@ static pl_status *ox_attr(const ox_import *imp, size_t nid, const Onnx__Attribut
 
 /* ---- Constant nodes ------------------------------------------------------------- */
 
+/* A Constant's value_string (a scalar) or value_strings (1-D) as string
+ * constant OUT. */
+static pl_status *ox_string_constant(const ox_import *imp, const Onnx__AttributeProto *a,
+                                     const char *out, const char *what)
+{
+    bool scalar = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    size_t count = scalar ? 1 : a->n_strings;
+    char *block;
+    OX_RETURN_IF_ERROR(ox_string_block(imp, scalar ? &a->s : a->strings, count, what, &block));
+    int64_t dims[1] = {(int64_t)count};
+    pl_status *st = ox_wrap(imp,
+                            imp->graph->builder_constant(imp->b, out, PL_DTYPE_STRING,
+                                                         scalar ? 0 : 1, dims, block,
+                                                         count * sizeof(const char *)),
+                            "%s", what);
+    free(block);
+    return st;
+}
+
 /* A Constant node becomes the constant named by its output. */
 static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *n,
                                    const char *label)
@@ -388,7 +408,8 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
     if (n->n_attribute != 1)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
                         "%s: a Constant has exactly one attribute (value, value_float, "
-                        "value_floats, value_int, value_ints, sparse_value), it has %zu",
+                        "value_floats, value_int, value_ints, value_string, value_strings, "
+                        "sparse_value), it has %zu",
                         label, n->n_attribute);
     const Onnx__AttributeProto *a = n->attribute[0];
     const char *out = n->output[0];
@@ -406,6 +427,8 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
         {"value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT},
         {"value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS},
         {"sparse_value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR},
+        {"value_string", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING},
+        {"value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS},
     };
     size_t form = SIZE_MAX;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
@@ -414,7 +437,8 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
     if (form == SIZE_MAX)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
                         "%s is not supported for Constant (supported: value, value_float, "
-                        "value_floats, value_int, value_ints, sparse_value)",
+                        "value_floats, value_int, value_ints, value_string, value_strings, "
+                        "sparse_value)",
                         what);
     if (kind != forms[form].kind)
         return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has kind %s, expected %s", what,
@@ -430,6 +454,9 @@ static pl_status *ox_constant_node(const ox_import *imp, const Onnx__NodeProto *
             return ox_error(imp, PL_CODE_INVALID_ARGUMENT, "%s has no tensor", what);
         return ox_tensor_constant(imp, a->t, out, what);
     }
+    if (kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING ||
+        kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS)
+        return ox_string_constant(imp, a, out, what);
     bool floats = kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT ||
                   kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
     bool scalar = kind == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT ||

@@ -140,6 +140,13 @@ pl_status *ox_tensor_constant(const ox_import *imp, const Onnx__TensorProto *t,
 pl_status *ox_sparse_constant(const ox_import *imp, const Onnx__SparseTensorProto *sp,
                               const char *name, const char *what);
 
+/* COUNT strings V (ONNX's length-delimited bytes) as the builder takes
+ * PL_DTYPE_STRING data: COUNT pointers, then the NUL-terminated copies they
+ * point at, in one block *OUT the caller frees; a NUL inside one is
+ * refused (WHAT names them). */
+pl_status *ox_string_block(const ox_import *imp, const ProtobufCBinaryData *v, size_t count,
+                           const char *what, char **out);
+
 /* Decodes tensor T into host memory for a tensor attribute: *out_data
  * (free()) holds *out_bytes little-endian bytes of *out_dtype. External data
  * is refused here. */

@@ -20,7 +20,7 @@
 typedef struct ox_type {
     int32_t onnx;
     const char *name; /* ONNX's name */
-    int supported;    /* 2: only as an initializer, widened (ox_nibbles) */
+    int supported;    /* 2: only as an initializer, widened (ox_nibbles); 3: strings */
     pl_dtype dtype;
     const char *short_name; /* Plinth's */
 } ox_type;
@@ -33,7 +33,7 @@ static const ox_type ox_types[] = {
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", 1, {PL_TYPE_INT, 16, 1}, "i16"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "INT32", 1, {PL_TYPE_INT, 32, 1}, "i32"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "INT64", 1, {PL_TYPE_INT, 64, 1}, "i64"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "STRING", 0, {0, 0, 0}, NULL},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "STRING", 3, PL_DTYPE_STRING, "string"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "BOOL", 1, {PL_TYPE_BOOL, 8, 1}, "bool"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "FLOAT16", 1, {PL_TYPE_FLOAT, 16, 1}, "f16"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, "DOUBLE", 1, {PL_TYPE_FLOAT, 64, 1}, "f64"},
@@ -63,7 +63,7 @@ int ox_dtype(int32_t elem_type, pl_dtype *out, const char **out_name)
 {
     const ox_type *t = ox_type_of(elem_type);
     *out_name = t ? t->name : NULL;
-    if (t == NULL || t->supported != 1)
+    if (t == NULL || (t->supported != 1 && t->supported != 3))
         return 0;
     *out = t->dtype;
     return 1;
@@ -351,6 +351,59 @@ static pl_status *ox_nibbles(const ox_import *imp, const Onnx__TensorProto *t,
     return NULL;
 }
 
+pl_status *ox_string_block(const ox_import *imp, const ProtobufCBinaryData *v, size_t count,
+                           const char *what, char **out)
+{
+    *out = NULL;
+    size_t total = count * sizeof(const char *);
+    for (size_t i = 0; i < count; i++) {
+        if (v[i].len && memchr(v[i].data, 0, v[i].len) != NULL)
+            return ox_error(imp, PL_CODE_UNSUPPORTED,
+                            "%s: string %zu holds a NUL byte (Plinth's strings are "
+                            "NUL-terminated)",
+                            what, i);
+        total += v[i].len + 1;
+    }
+    char *block = malloc(total ? total : 1);
+    if (block == NULL)
+        return ox_error(imp, PL_CODE_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)", what,
+                        total);
+    const char **ptrs = (const char **)(void *)block;
+    char *p = block + count * sizeof(const char *);
+    for (size_t i = 0; i < count; i++) {
+        if (v[i].len)
+            memcpy(p, v[i].data, v[i].len);
+        p[v[i].len] = '\0';
+        ptrs[i] = p;
+        p += v[i].len + 1;
+    }
+    *out = block;
+    return NULL;
+}
+
+/* A string tensor's string_data as the builder takes it (PL_DTYPE_STRING),
+ * in d->owned (ox_string_block). */
+static pl_status *ox_strings(const ox_import *imp, const Onnx__TensorProto *t,
+                             const char *what, ox_data *d)
+{
+    OX_RETURN_IF_ERROR(ox_tensor_size(imp, t, what, sizeof(const char *), &d->count,
+                                      &d->bytes));
+    if (t->has_raw_data || (t->has_data_location &&
+                            t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: a STRING tensor keeps its values in string_data, not in %s", what,
+                        t->has_raw_data ? "raw_data" : "external data");
+    if (t->n_string_data != d->count)
+        return ox_error(imp, PL_CODE_INVALID_ARGUMENT,
+                        "%s: string_data has %zu strings, the shape needs %zu", what,
+                        t->n_string_data, d->count);
+    char *block;
+    OX_RETURN_IF_ERROR(ox_string_block(imp, t->string_data, d->count, what, &block));
+    d->owned = block;
+    d->data = block;
+    return NULL;
+}
+
 /* Finds T's dtype, size and bytes; on success the caller frees d->owned. */
 static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
                             const char *what, ox_data *d)
@@ -365,10 +418,13 @@ static pl_status *ox_decode(const ox_import *imp, const Onnx__TensorProto *t,
     if (!d->type->supported)
         return ox_error(imp, PL_CODE_UNSUPPORTED,
                         "%s: elem_type %s is not supported (Plinth has FLOAT, DOUBLE, "
-                        "FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64, BOOL)",
+                        "FLOAT16, BFLOAT16, INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64, BOOL, "
+                        "STRING)",
                         what, d->type->name);
     if (d->type->supported == 2)
         return ox_nibbles(imp, t, what, d);
+    if (d->type->supported == 3)
+        return ox_strings(imp, t, what, d);
     OX_RETURN_IF_ERROR(ox_tensor_size(imp, t, what, pl_dtype_size(d->type->dtype), &d->count,
                                       &d->bytes));
     if (t->has_data_location &&

@@ -63,6 +63,7 @@ def _cstr_array(items):
 # ---- dtypes ----------------------------------------------------------------
 
 _TYPE_INT, _TYPE_UINT, _TYPE_FLOAT, _TYPE_BFLOAT, _TYPE_BOOL = 0, 1, 2, 4, 6
+_TYPE_STRING = 128  # elements const char * (ABI 1.13); numpy object arrays of str
 _TO_NUMPY = {
     (_TYPE_FLOAT, 32): np.float32, (_TYPE_FLOAT, 64): np.float64,
     (_TYPE_FLOAT, 16): np.float16, (_TYPE_INT, 8): np.int8, (_TYPE_INT, 32): np.int32,
@@ -75,7 +76,7 @@ _NAMES = {
     (_TYPE_BFLOAT, 16): "bfloat16", (_TYPE_INT, 8): "int8", (_TYPE_INT, 32): "int32",
     (_TYPE_INT, 64): "int64", (_TYPE_UINT, 8): "uint8", (_TYPE_BOOL, 8): "bool",
     (_TYPE_INT, 16): "int16", (_TYPE_UINT, 16): "uint16", (_TYPE_UINT, 32): "uint32",
-    (_TYPE_UINT, 64): "uint64",
+    (_TYPE_UINT, 64): "uint64", (_TYPE_STRING, 8 * ctypes.sizeof(ctypes.c_void_p)): "str",
 }
 
 
@@ -85,6 +86,17 @@ _HOST = N.Device(1, 0)
 
 def _dtype_key(dt):
     return (dt.code, dt.bits)
+
+
+def _strings_in(value):
+    """A string input as (numpy array of its shape, ctypes array of
+    NUL-terminated UTF-8 pointers, kept alive by the caller)."""
+    a = np.asarray(value)
+    flat = a.reshape(-1)
+    enc = [v if isinstance(v, bytes) else str(v).encode() for v in flat.tolist()]
+    if any(b"\0" in v for v in enc):
+        raise Error("session.run: a string input holds a NUL character", 2)
+    return a, (ctypes.c_char_p * max(len(enc), 1))(*enc)
 
 
 def _to_bf16_bits(a):
@@ -700,7 +712,10 @@ class Session(_Handle):
         ins = self._in_type()
         for k, info in enumerate(self.inputs):
             value = feeds[info.name]
-            if info.dtype == "bfloat16":
+            if info.dtype == "str":
+                a, data = _strings_in(value)
+                keep.append(data)
+            elif info.dtype == "bfloat16":
                 a = np.asarray(value)
                 a = np.require(a, requirements="C") if a.dtype == np.uint16 else _to_bf16_bits(a)
             elif (type(value) is np.ndarray and value.dtype == info._np and
@@ -721,16 +736,18 @@ class Session(_Handle):
             keep += [a, shape]
             io = ins[k]
             io.name = info._cname
-            io.tensor = self._tensor(info, a.__array_interface__["data"][0], shape, a.ndim)
+            ptr = ctypes.addressof(data) if info.dtype == "str" else a.__array_interface__["data"][0]
+            io.tensor = self._tensor(info, ptr, shape, a.ndim)
         wanted = self.outputs if outputs is None else self._wanted(outputs, "session.run")
         outs = self._out_type() if outputs is None else (N.IO * max(len(wanted), 1))()
         results = []
         for k, info in enumerate(wanted):
             outs[k].name = info._cname
-            if not info._fixed:
-                # known only once the run computed it: the run allocates
+            if not info._fixed or info.dtype == "str":
+                # known only once the run computed it (and strings always):
+                # the run allocates
                 outs[k].tensor = self._tensor(info, None, None)
-                results.append(info._np)
+                results.append(info._np if info.dtype != "str" else "str")
                 continue
             a = np.empty(info.shape, dtype=info._np)
             keep.append(a)
@@ -745,8 +762,16 @@ class Session(_Handle):
                 results[k] = None
                 continue
             dims = tuple(t.shape[d] for d in range(t.ndim))
-            arr = np.empty(dims, dtype=a)
-            if arr.nbytes:  # one copy, out of the run's buffer
+            if isinstance(a, str):  # strings: pointers into the run's buffer
+                count = int(np.prod(dims, dtype=np.int64))
+                ptrs = ctypes.cast(t.data, ctypes.POINTER(ctypes.c_char_p))
+                arr = np.empty(count, dtype=object)
+                for i in range(count):
+                    arr[i] = ptrs[i].decode("utf-8", "replace")
+                arr = arr.reshape(dims)
+            else:
+                arr = np.empty(dims, dtype=a)
+            if arr.dtype != object and arr.nbytes:  # one copy, out of the run's buffer
                 ctypes.memmove(arr.ctypes.data, t.data, arr.nbytes)
             results[k] = arr
             N.buffer_free(t.data)

@@ -29,6 +29,7 @@ const char *cf_dtype_name(pl_dtype dt)
     if (PL_DTYPE_EQ(dt, PL_DTYPE_U16)) return "u16";
     if (PL_DTYPE_EQ(dt, PL_DTYPE_U32)) return "u32";
     if (PL_DTYPE_EQ(dt, PL_DTYPE_U64)) return "u64";
+    if (PL_DTYPE_EQ(dt, PL_DTYPE_STRING)) return "string";
     return "?";
 }
 
@@ -178,6 +179,16 @@ pl_status *cf_compare(const char *name, const pl_tensor *actual, const cf_tensor
     if (PL_DTYPE_EQ(actual->dtype, PL_DTYPE_BF16) && rtol < 0.015625)
         rtol = 0.015625;
     const uint8_t *adata = (const uint8_t *)actual->data + actual->byte_offset;
+    if (PL_DTYPE_EQ(actual->dtype, PL_DTYPE_STRING)) {
+        const char *const *as = (const char *const *)(const void *)adata;
+        const char *const *es = expected->data;
+        for (size_t i = 0; i < expected->count; i++)
+            if (strcmp(as[i], es[i]) != 0)
+                return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                                        "output '%s': element %zu is \"%s\", expected \"%s\"",
+                                        name, i, as[i], es[i]);
+        return NULL;
+    }
     size_t bad = 0, first = 0;
     double worst = 0;
     bool is_float = cf_is_float(actual->dtype);

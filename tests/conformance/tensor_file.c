@@ -53,6 +53,7 @@ pl_status *cf_dtype_from_onnx(int32_t t, pl_dtype *out)
     case CF_ONNX_UINT16: *out = PL_DTYPE_U16; return NULL;
     case CF_ONNX_UINT32: *out = PL_DTYPE_U32; return NULL;
     case CF_ONNX_UINT64: *out = PL_DTYPE_U64; return NULL;
+    case CF_ONNX_STRING: *out = PL_DTYPE_STRING; return NULL;
     default:
         return pl_status_create(PL_CODE_UNSUPPORTED,
                                 "ONNX element type %s (%d) has no Plinth dtype",
@@ -101,6 +102,7 @@ void cf_tensor_free(cf_tensor *t)
     free(t->name);
     free(t->dims);
     free(t->data);
+    free(t->strings);
     memset(t, 0, sizeof *t);
 }
 
@@ -137,6 +139,7 @@ static size_t cf_typed_count(const Onnx__TensorProto *p)
     case CF_ONNX_INT64: return p->n_int64_data;
     case CF_ONNX_UINT32:
     case CF_ONNX_UINT64: return p->n_uint64_data;
+    case CF_ONNX_STRING: return p->n_string_data;
     default: return p->n_int32_data; /* int32, int8, uint8, (u)int16, bool, f16, bf16 */
     }
 }
@@ -163,6 +166,8 @@ static void cf_tensor_fill_typed(const Onnx__TensorProto *p, cf_tensor *t)
     case CF_ONNX_UINT32:
         for (size_t i = 0; i < t->count; i++)
             ((uint32_t *)t->data)[i] = (uint32_t)p->uint64_data[i];
+        break;
+    case CF_ONNX_STRING: /* pointers into T's strings block (filled by the caller) */
         break;
     default:
         cf_narrow_i32(p->int32_data, t->count, t->dtype, t->data);
@@ -231,6 +236,21 @@ static pl_status *cf_tensor_from_proto(Onnx__TensorProto *p, const char *path,
         return NULL;
     }
     cf_tensor_fill_typed(p, t);
+    if (p->data_type == CF_ONNX_STRING) {
+        size_t total = 1;
+        for (size_t i = 0; i < t->count; i++)
+            total += p->string_data[i].len + 1;
+        char *block = t->strings = malloc(total);
+        if (block == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "%s: out of memory", path);
+        for (size_t i = 0; i < t->count; i++) {
+            if (p->string_data[i].len)
+                memcpy(block, p->string_data[i].data, p->string_data[i].len);
+            block[p->string_data[i].len] = '\0';
+            ((const char **)t->data)[i] = block;
+            block += p->string_data[i].len + 1;
+        }
+    }
     return NULL;
 }
 

@@ -18,11 +18,12 @@ typedef struct cf_tensor {
     int64_t *dims;   /* ndim entries (NULL when ndim is 0) */
     size_t count;    /* number of elements: the product of dims */
     void *data;      /* count * pl_dtype_size(dtype) bytes (never NULL) */
+    char *strings;   /* a string tensor's strings, which data points at */
 } cf_tensor;
 
 /* Maps an ONNX TensorProto.DataType code to a Plinth dtype. Fails with
  * PL_CODE_UNSUPPORTED, naming the ONNX type, for the types Plinth has no
- * dtype for (strings, 16-bit and unsigned wide integers, complex). */
+ * dtype for (complex, float8, ...). */
 pl_status *cf_dtype_from_onnx(int32_t onnx_type, pl_dtype *out_dtype);
 
 /* The ONNX name of a TensorProto.DataType code ("FLOAT", "INT64", …). */

@@ -2966,9 +2966,9 @@ class OnnxTest(unittest.TestCase):
         Runtime gives them ([1 - s, s] for positive weights, [-s, s] or its
         logistic for signed ones, a label by 0.5 or by 0); ai.onnx opsets 8
         (no Where for the label), 9, 13 and 18, and none (XGBoost's models
-        import ai.onnx.ml only). String labels and two-class forms
-        whose outputs ONNX Runtime shapes by other rules are refused with
-        the reason. (The same models out of scikit-learn, LightGBM and
+        import ai.onnx.ml only). Two-class forms whose outputs ONNX Runtime
+        shapes by other rules are refused with the reason (string labels:
+        test_onnx_strings). (The same models out of scikit-learn, LightGBM and
         XGBoost agree with ONNX Runtime 1.20 to 2e-7: bench/zoo/make_ml_zoo.py.)"""
         import onnx
         import onnx.helper as h
@@ -3133,8 +3133,9 @@ class OnnxTest(unittest.TestCase):
             np.testing.assert_allclose(got["p"], want_p, rtol=1e-5, atol=1e-6,
                                        err_msg="LinearClassifier of %d" % e)
             np.testing.assert_array_equal(got["label"], want_l)
-        # refused, with the reason: string labels; two classes where a row
-        # may reach no class-1 weight (one leaf of each tree has none)
+        # refused, with the reason: string labels into an output declared
+        # int64; two classes where a row may reach no class-1 weight (one
+        # leaf of each tree has none)
         holes = attrs("BRANCH_LEQ", "class", 2)
         keep = [not (c == 1 and (t, n) in ((7, 8), (3, 4)))
                 for t, n, c in zip(holes["class_treeids"], holes["class_nodeids"], holes["class_ids"])]
@@ -3142,7 +3143,7 @@ class OnnxTest(unittest.TestCase):
             holes[key] = [v for v, k in zip(holes[key], keep) if k]
         for bad, why in (
                 (dict(classlabels_strings=["a", "b", "c"], **attrs("BRANCH_LEQ", "class", 3)),
-                 "string class labels"),
+                 "graph output 'label' is declared i64 but holds strings"),
                 (dict(classlabels_int64s=[0, 1], **holes), "no tree weights class 1 at every leaf")):
             node = h.make_node("TreeEnsembleClassifier", ["x"], ["label", "p"], domain=ml, **bad)
             graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [None, 4])],
@@ -3151,7 +3152,8 @@ class OnnxTest(unittest.TestCase):
             with self.assertRaises(plinth.Error) as cm:
                 run_saved(self.rt, graph, opsets_of(15), 8, "trees_bad.onnx", {"x": x})
             self.assertIn(why, str(cm.exception))
-            self.assertIn("TreeEnsembleClassifier", str(cm.exception))
+            if "strings" not in why:
+                self.assertIn("TreeEnsembleClassifier", str(cm.exception))
 
     def test_onnx_ml_svm_label_encoder(self):
         """ai.onnx.ml's SVMRegressor (scikit-learn's SVR, NuSVR, OneClassSVM) with
@@ -3247,7 +3249,103 @@ class OnnxTest(unittest.TestCase):
         with self.assertRaises(plinth.Error) as cm:
             run_saved(self.rt, graph, [h.make_opsetid("", 15), h.make_opsetid(ml, 2)], 8, "le_bad.onnx",
                       {"x": np.zeros(2, np.int64)})
-        self.assertIn("no string tensors", str(cm.exception))
+        self.assertIn("input 0 ('x') does not hold strings but the keys are strings",
+                      str(cm.exception))
+
+    def test_onnx_strings(self):
+        """String tensors (core/src/strtab.h): carried as ids through the ops
+        that move and compare them, mapped by the ML encoders, turned back
+        into strings at the run's boundary, against NumPy; strings the model
+        never saw; an op that would compute on text refused by name."""
+        import onnx
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        ml = "ai.onnx.ml"
+        vi = h.make_tensor_value_info
+        nodes = [
+            h.make_node("LabelEncoder", ["x"], ["le"], domain=ml, keys_strings=["a", "b", "c"],
+                        values_int64s=[1, 2, 3], default_int64=-7),
+            h.make_node("Equal", ["x", "k"], ["eq"]),
+            h.make_node("Reshape", ["x", "shp"], ["xr"]),
+            h.make_node("LabelEncoder", ["n"], ["names"], domain=ml, keys_int64s=[1, 2],
+                        values_strings=["one", "two"]),
+            h.make_node("Constant", [], ["cs"], value_strings=["k1", "\u00fcn\u00ef"]),
+            h.make_node("Concat", ["names", "cs"], ["cat"], axis=0),
+            h.make_node("Gather", ["cat", "idx"], ["picked"], axis=0),
+            h.make_node("OneHotEncoder", ["x"], ["oh"], domain=ml, cats_strings=["c", "b", "a"],
+                        zeros=1),
+            h.make_node("CategoryMapper", ["x"], ["cm"], domain=ml, cats_strings=["a", "b"],
+                        cats_int64s=[10, 20], default_int64=-1),
+            h.make_node("CategoryMapper", ["cm"], ["back"], domain=ml, cats_strings=["A", "B"],
+                        cats_int64s=[10, 20], default_string="none"),
+            h.make_node("LinearClassifier", ["f"], ["label", "prob"], domain=ml,
+                        coefficients=[1.0, -1.0, 0.5, 0.5, -1.0, 1.0], intercepts=[0.0, 0.1, 0.2],
+                        classlabels_strings=["cat", "dog", "eel"], post_transform="NONE"),
+            h.make_node("Where", ["eq", "x", "cs0"], ["w"]),
+            h.make_node("TfIdfVectorizer", ["toks"], ["tf"], max_gram_length=1, min_gram_length=1,
+                        max_skip_count=0, mode="TF", ngram_counts=[0], ngram_indexes=[0, 1],
+                        pool_strings=["b", "zz"]),
+        ]
+        graph = h.make_graph(
+            nodes, "g",
+            [vi("x", T.STRING, [2, 3]), vi("n", T.INT64, [3]), vi("f", T.FLOAT, [4, 2]),
+             vi("toks", T.STRING, [5])],
+            [vi("le", T.INT64, [2, 3]), vi("eq", T.BOOL, [2, 3]), vi("xr", T.STRING, [3, 2]),
+             vi("cat", T.STRING, [5]), vi("picked", T.STRING, [2]), vi("oh", T.FLOAT, [2, 3, 3]),
+             vi("cm", T.INT64, [2, 3]), vi("back", T.STRING, [2, 3]), vi("label", T.STRING, [4]),
+             vi("prob", T.FLOAT, [4, 3]), vi("w", T.STRING, [2, 3]), vi("tf", T.FLOAT, [2])],
+            [h.make_tensor("k", T.STRING, [3], [b"a", b"zz", b"c"]),
+             h.make_tensor("shp", T.INT64, [2], [3, 2]),
+             h.make_tensor("idx", T.INT64, [2], [4, 0]),
+             h.make_tensor("cs0", T.STRING, [], [b"-"])])
+        x = np.array([["a", "b", "zz"], ["c", "never seen", "a"]], dtype=object)
+        n = np.array([2, 5, 1], np.int64)
+        f = np.random.default_rng(3).standard_normal((4, 2)).astype(np.float32)
+        toks = np.array(["b", "q", "b", "zz", "b"], dtype=object)
+        path = os.path.join(TMP, "strings.onnx")
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 19), h.make_opsetid(ml, 3)])
+        m.ir_version = 9
+        onnx.save(m, path)
+        model = self.rt.load_model(path)
+        with model.session() as s:
+            self.assertEqual([i.dtype for i in s.inputs], ["str", "int64", "float32", "str"])
+            self.assertEqual(s.outputs[2].dtype, "str")
+            out = s.run({"x": x, "n": n, "f": f, "toks": toks})
+            again = s.run({"x": x[::-1].copy(), "n": n, "f": f, "toks": toks})
+        le = {"a": 1, "b": 2, "c": 3}
+        np.testing.assert_array_equal(out["le"], np.vectorize(lambda v: le.get(v, -7))(x))
+        np.testing.assert_array_equal(out["eq"], x == np.array(["a", "zz", "c"], dtype=object))
+        self.assertEqual(out["xr"].tolist(), x.reshape(3, 2).tolist())
+        self.assertEqual(out["cat"].tolist(), ["two", "_Unused", "one", "k1", "\u00fcn\u00ef"])
+        self.assertEqual(out["picked"].tolist(), ["\u00fcn\u00ef", "two"])
+        oh = (x[..., None] == np.array(["c", "b", "a"], dtype=object)).astype(np.float32)
+        np.testing.assert_array_equal(out["oh"], oh)
+        cm = np.vectorize(lambda v: {"a": 10, "b": 20}.get(v, -1))(x)
+        np.testing.assert_array_equal(out["cm"], cm)
+        self.assertEqual(out["back"].tolist(),
+                         np.vectorize(lambda v: {10: "A", 20: "B"}.get(v, "none"))(cm).tolist())
+        z = f @ np.array([[1.0, -1.0], [0.5, 0.5], [-1.0, 1.0]], np.float32).T + [0.0, 0.1, 0.2]
+        self.assertEqual(out["label"].tolist(), np.array(["cat", "dog", "eel"])[z.argmax(1)].tolist())
+        self.assertEqual(out["w"].tolist(), np.where(out["eq"], x, "-").tolist())
+        np.testing.assert_array_equal(out["tf"], [3.0, 1.0])
+        self.assertEqual(again["xr"].tolist(), x[::-1].reshape(3, 2).tolist())
+        # ops that would compute on the text are refused, naming the node
+        for node, why in (
+                (h.make_node("StringNormalizer", ["s"], ["y"], name="norm", case_change_action="LOWER"),
+                 "node 'norm' (StringNormalizer): input 0 ('s') holds strings"),
+                (h.make_node("Cast", ["s"], ["y"], name="c", to=T.FLOAT),
+                 "node 'c' (Cast): a cast from strings")):
+            g = h.make_graph([node], "g", [vi("s", T.STRING, [2])], [vi("y", T.STRING, [2])])
+            with self.assertRaises(plinth.Error) as cm_:
+                run_saved(self.rt, g, [h.make_opsetid("", 19)], 9, "strings_bad.onnx",
+                          {"s": np.array(["A", "b"], dtype=object)})
+            self.assertIn(why, str(cm_.exception))
+        g = h.make_graph([h.make_node("Cast", ["v"], ["y"], name="tostr", to=T.STRING)], "g",
+                         [vi("v", T.FLOAT, [2])], [vi("y", T.STRING, [2])])
+        with self.assertRaises(plinth.Error) as cm_:
+            run_saved(self.rt, g, [h.make_opsetid("", 19)], 9, "strings_cast.onnx",
+                      {"v": np.zeros(2, np.float32)})
+        self.assertIn("node 'tostr' (Cast): a cast to strings", str(cm_.exception))
 
     def test_onnx_ml_svm_classifier(self):
         """ai.onnx.ml's SVMClassifier (scikit-learn's SVC and NuSVC through

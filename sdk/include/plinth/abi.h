@@ -50,9 +50,12 @@ extern "C" {
  *   1.11 the dtypes i16, u16, u32 and u64 (plinth/tensor.h): a node with
  *        one of them is offered only to modules of 1.11 or later;
  *   1.12 pl_cost.prepare_us (what making the kernels or the compile costs
- *        once, weighed for plans that serve few runs, optional). */
+ *        once, weighed for plans that serve few runs, optional);
+ *   1.13 PL_TYPE_STRING (plinth/tensor.h): string tensors at the
+ *        application boundary and in the graph builder (a format module
+ *        declares and fills them); modules still see only int64 ids. */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 12
+#define PL_ABI_MINOR 13
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

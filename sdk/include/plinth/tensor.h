@@ -39,7 +39,14 @@ typedef enum pl_type_code {
     PL_TYPE_UINT = 1,
     PL_TYPE_FLOAT = 2,
     PL_TYPE_BFLOAT = 4,
-    PL_TYPE_BOOL = 6
+    PL_TYPE_BOOL = 6,
+    /* ABI 1.13: Plinth's own code, outside DLPack's range. Only at the
+     * application boundary (pl_session_run, pl_session_input_type) and in
+     * the graph builder: an element is a `const char *` to NUL-terminated
+     * UTF-8. Inside a graph a string tensor is an int64 tensor of string
+     * ids (docs/architecture.md, "String tensors"), so a module never sees
+     * this code. */
+    PL_TYPE_STRING = 128
 } pl_type_code;
 
 /* Same layout as DLDataType. Plinth uses lanes = 1 throughout. */
@@ -68,6 +75,9 @@ typedef struct pl_dtype {
 #define PL_DTYPE_U16 ((pl_dtype){PL_TYPE_UINT, 16, 1})
 #define PL_DTYPE_U32 ((pl_dtype){PL_TYPE_UINT, 32, 1})
 #define PL_DTYPE_U64 ((pl_dtype){PL_TYPE_UINT, 64, 1})
+/* ... and strings, ABI 1.13: elements are `const char *` (see
+ * PL_TYPE_STRING). */
+#define PL_DTYPE_STRING ((pl_dtype){PL_TYPE_STRING, 8 * sizeof(const char *), 1})
 
 /* True when two dtypes are the same. */
 #define PL_DTYPE_EQ(a, b) \
@@ -129,6 +139,8 @@ static inline size_t pl_dtype_size(pl_dtype dt)
                                                                                    : 0;
     case PL_TYPE_BOOL:
         return dt.bits == 8 ? 1 : 0;
+    case PL_TYPE_STRING:
+        return dt.bits == 8 * sizeof(const char *) ? sizeof(const char *) : 0;
     default:
         return 0;
     }

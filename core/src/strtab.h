@@ -1,0 +1,60 @@
+/* strtab.h — string tensors (docs/architecture.md, "String tensors").
+ *
+ * Inside a graph a string tensor is an int64 tensor of string ids: id k is
+ * the k-th string of the model's table, interned as the model was read
+ * (constants, attributes), and id 0 is always "" (what a zero fill of a
+ * string tensor means in ONNX: Pad, ConstantOfShape). Modules therefore
+ * run the ops that move strings (Reshape, Gather, Concat, Where, Equal, ...)
+ * as int64 ops, and the ML encoders that map strings (LabelEncoder,
+ * CategoryMapper, OneHotEncoder, classifiers' string labels, ZipMap,
+ * TfIdfVectorizer's pool) get int64 attributes of ids. Equal ids are equal
+ * strings, so comparisons hold. Text itself is read or written only at the
+ * run's boundary: pl_session_run turns the caller's strings into ids (a
+ * string the table lacks gets an id past it, for that run only) and the
+ * ids of string outputs back into strings. An op that would compute on the
+ * text (StringNormalizer, casts to or from strings, regexes) is refused by
+ * name. */
+#ifndef PL_CORE_STRTAB_H
+#define PL_CORE_STRTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plinth/plinth.h"
+
+struct pl_graph;
+struct pl_session;
+
+typedef struct pl_strtab pl_strtab;
+
+pl_strtab *pl_strtab_create(void);
+void pl_strtab_destroy(pl_strtab *tab);
+/* The id of S (LEN bytes, no NUL inside), added when new; -1 when out of
+ * memory. */
+int64_t pl_strtab_intern(pl_strtab *tab, const char *s, size_t len);
+/* The id of NUL-terminated S, or -1 when the table lacks it. */
+int64_t pl_strtab_find(const pl_strtab *tab, const char *s);
+size_t pl_strtab_count(const pl_strtab *tab);
+/* String ID (< count), NUL-terminated. */
+const char *pl_strtab_at(const pl_strtab *tab, size_t id);
+
+/* Turns the string tensors of imported graph G (validated, not yet
+ * inferred) into id tensors: rewrites the string attributes of the ops
+ * that map strings, follows string values through the ops that move them,
+ * refuses (naming the node) an op that would compute on text, and sets
+ * *OUT_ANY when G has a string tensor at all. G's table (pl_graph_strtab)
+ * must exist when it does. */
+pl_status *pl_strings_encode(struct pl_graph *g, bool *out_any);
+
+/* pl_session_run for a session whose model has string inputs or outputs:
+ * string inputs (elements const char *) become ids, the run runs, and each
+ * string output comes back as one buffer (freed with pl_buffer_free) of
+ * const char * pointers followed by the strings they point at. */
+pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab,
+                          const bool *in_string, const bool *out_string, const pl_io *inputs,
+                          size_t n_inputs, pl_io *outputs, size_t n_outputs,
+                          pl_status *(*run)(struct pl_session *, const pl_io *, size_t,
+                                            pl_io *, size_t));
+
+#endif
