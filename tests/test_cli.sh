@@ -5,7 +5,7 @@
 # log level backend.ini sets; and `run`, `explain` and `bench` on models the
 # cases write: outputs read across devices, dead branches, a device whose
 # memory runs out, --shape, --output-dir, every dtype in and out of .npy
-# files, and a model without outputs.
+# files (strings as NumPy's <U), and a model without outputs.
 #
 # usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3 [DEVMEM_FIXTURE [FIXTURE_DIR]]
 #   PYTHON3 may be "" or CMake's ...-NOTFOUND when none was found; the cases
@@ -508,6 +508,53 @@ EOF
     run run "$tmp/dtypes.json" --config "$tmp/cpu.ini" --input "x_f16=$tmp/out1/y_f32.npy"
     [ "$rc" -eq 1 ] || { show; fail "an f32 file for an f16 input exited $rc, expected 1"; }
     grep -q "y_f32.npy: holds f32, but input 'x_f16' is f16" "$tmp/err" || { show; fail "no reason"; }
+    ;;
+run_strings)
+    # A model with string inputs and outputs (ONNX, written by the onnx
+    # package when the interpreter has it): random words printed, NumPy's
+    # <U files read as inputs and written as outputs, a raw .bin refused.
+    need_python
+    need_stage
+    "$python" -c "import onnx, numpy" 2>/dev/null || {
+        echo "$case_name: skipped: the interpreter has no onnx or numpy" >&2
+        exit 77
+    }
+    "$python" - "$tmp" <<'EOF'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper as h
+vi = h.make_tensor_value_info
+g = h.make_graph(
+    [h.make_node("Reshape", ["x", "shp"], ["flat"]),
+     h.make_node("LabelEncoder", ["x"], ["code"], domain="ai.onnx.ml",
+                 keys_strings=["red", "gr\u00fcn"], values_int64s=[1, 2])],
+    "g", [vi("x", T.STRING, [2, 2])], [vi("flat", T.STRING, [4]), vi("code", T.INT64, [2, 2])],
+    [h.make_tensor("shp", T.INT64, [1], [4])])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.onnx.ml", 3)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1] + "/strings.onnx")
+np.save(sys.argv[1] + "/x.npy", np.array([["red", "blue"], ["gr\u00fcn", "x"]]))
+EOF
+    write_order_ini cpu cpu
+    run run "$tmp/strings.onnx" --config "$tmp/cpu.ini"
+    [ "$rc" -eq 0 ] || { show; fail "run with random words exited $rc"; }
+    grep -q '^output flat: string\[4\]$' "$tmp/out" || { show; fail "no string output line"; }
+    grep -q '^  \["[a-z]*", "[a-z]*", "[a-z]*", "[a-z]*"\]$' "$tmp/out" || { show; fail "words not printed"; }
+    mkdir "$tmp/o"
+    run run "$tmp/strings.onnx" --config "$tmp/cpu.ini" --input "x=$tmp/x.npy" --output-dir "$tmp/o"
+    [ "$rc" -eq 0 ] || { show; fail "run with a <U input exited $rc"; }
+    "$python" - "$tmp" <<'EOF' || { show; fail "string .npy output wrong"; }
+import sys
+import numpy as np
+flat = np.load(sys.argv[1] + "/o/flat.npy")
+assert flat.dtype.kind == "U" and flat.tolist() == ["red", "blue", "gr\u00fcn", "x"], flat
+assert np.load(sys.argv[1] + "/o/code.npy").tolist() == [[1, -1], [2, -1]]
+EOF
+    printf 'abcdefgh' >"$tmp/x.bin"
+    run run "$tmp/strings.onnx" --config "$tmp/cpu.ini" --input "x=$tmp/x.bin"
+    [ "$rc" -eq 1 ] || { show; fail "a raw .bin for a string input exited $rc, expected 1"; }
+    grep -q "input 'x' is a string tensor: give it as .npy (<U)" "$tmp/err" || { show; fail "no reason"; }
     ;;
 model_no_outputs)
     need_stage

@@ -43,6 +43,91 @@ void npy_free(npy_array *a)
     }
 }
 
+/* Appends code point C as UTF-8 at P; returns the bytes written (0 for
+ * one that is no Unicode scalar value). */
+static size_t npy_utf8_put(uint32_t c, char *p)
+{
+    if (c < 0x80) {
+        p[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        p[0] = (char)(0xC0 | c >> 6);
+        p[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        if (c >= 0xD800 && c < 0xE000)
+            return 0;
+        p[0] = (char)(0xE0 | c >> 12);
+        p[1] = (char)(0x80 | (c >> 6 & 0x3F));
+        p[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    if (c < 0x110000) {
+        p[0] = (char)(0xF0 | c >> 18);
+        p[1] = (char)(0x80 | (c >> 12 & 0x3F));
+        p[2] = (char)(0x80 | (c >> 6 & 0x3F));
+        p[3] = (char)(0x80 | (c & 0x3F));
+        return 4;
+    }
+    return 0;
+}
+
+/* The next code point of UTF-8 string *S, advancing it (U+FFFD for a
+ * malformed byte). */
+static uint32_t npy_utf8_get(const unsigned char **s)
+{
+    const unsigned char *p = *s;
+    uint32_t c = p[0];
+    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+    if (c >= 0x80 && extra == 0) {
+        *s = p + 1;
+        return 0xFFFD;
+    }
+    c &= extra == 3 ? 0x07 : extra == 2 ? 0x0F : extra == 1 ? 0x1F : 0x7F;
+    for (int i = 1; i <= extra; i++) {
+        if ((p[i] & 0xC0) != 0x80) {
+            *s = p + i;
+            return 0xFFFD;
+        }
+        c = c << 6 | (p[i] & 0x3F);
+    }
+    *s = p + 1 + extra;
+    return c;
+}
+
+/* NumPy's '<Un' strings (N UTF-32 code units each, NUL-padded) of COUNT
+ * elements at RAW as PL_DTYPE_STRING data: COUNT pointers, then the UTF-8
+ * strings they point at, in one new block. NULL when out of memory or a
+ * code unit is no Unicode scalar value. */
+static void *npy_strings_from_utf32(const unsigned char *raw, size_t count, size_t width)
+{
+    size_t total = count * sizeof(const char *) + count * (width * 4 + 1);
+    char *block = malloc(total ? total : 1);
+    if (block == NULL)
+        return NULL;
+    char *p = block + count * sizeof(const char *);
+    for (size_t i = 0; i < count; i++) {
+        ((const char **)(void *)block)[i] = p;
+        for (size_t k = 0; k < width; k++) {
+            const unsigned char *u = raw + (i * width + k) * 4;
+            uint32_t c = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
+                         (uint32_t)u[3] << 24;
+            if (c == 0)
+                break;
+            size_t n = npy_utf8_put(c, p);
+            if (n == 0) {
+                free(block);
+                return NULL;
+            }
+            p += n;
+        }
+        *p++ = '\0';
+    }
+    return block;
+}
+
 /* Finds 'key': in the header dict and returns a pointer past the colon. */
 static const char *npy_key(const char *hdr, const char *key)
 {
@@ -112,6 +197,16 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
         goto done;
     }
     bool found = false;
+    size_t uwidth = 0; /* '<Un': strings of N code points */
+    if (strncmp(d + 1, "<U", 2) == 0) {
+        char *end;
+        unsigned long w = strtoul(d + 3, &end, 10);
+        if (end != d + 3 && *end == '\'' && w > 0 && w < (1u << 20)) {
+            uwidth = w;
+            out->dtype = PL_DTYPE_STRING;
+            found = true;
+        }
+    }
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
         size_t n = strlen(npy_types[i].descr);
         if (strncmp(d + 1, npy_types[i].descr, n) == 0 && d[1 + n] == '\'') {
@@ -122,8 +217,8 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
     if (!found) {
         const char *end = strchr(d + 1, '\'');
         snprintf(err, err_size,
-                 "%s: unsupported dtype %.*s (accepted: <f4 <f8 <f2 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 |b1, "
-                 "<u2 also as a bf16 input's bit patterns)",
+                 "%s: unsupported dtype %.*s (accepted: <f4 <f8 <f2 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 |b1 "
+                 "<U (strings), <u2 also as a bf16 input's bit patterns)",
                  path, end ? (int)(end - d - 1) : 8, d + 1);
         goto done;
     }
@@ -149,8 +244,8 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
         elements *= (size_t)v;
         p = end;
     }
-    size_t esize = pl_dtype_size(out->dtype);
-    if (elements > SIZE_MAX / esize) {
+    size_t esize = uwidth ? uwidth * 4 : pl_dtype_size(out->dtype);
+    if (elements > SIZE_MAX / esize / 2) {
         snprintf(err, err_size, "%s: shape too large", path);
         goto done;
     }
@@ -165,6 +260,17 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
                  out->bytes);
         npy_free(out);
         goto done;
+    }
+    if (uwidth) {
+        void *strs = npy_strings_from_utf32(out->data, elements, uwidth);
+        free(out->data);
+        out->data = strs;
+        out->bytes = elements * sizeof(const char *);
+        if (strs == NULL) {
+            snprintf(err, err_size, "%s: out of memory, or a code point that is no character",
+                     path);
+            goto done;
+        }
     }
     rc = 0;
 done:
@@ -210,10 +316,49 @@ static bool npy_write_bf16_as_f32(FILE *f, const void *data, size_t bytes)
     return true;
 }
 
+/* A string tensor's COUNT UTF-8 strings as NumPy's '<Un': *WIDTH the most
+ * code points of one, the UTF-32 data a new block (NULL: out of memory). */
+static void *npy_strings_to_utf32(const char *const *strs, size_t count, size_t *width)
+{
+    size_t w = 1;
+    for (size_t i = 0; i < count; i++) {
+        size_t n = 0;
+        for (const unsigned char *p = (const unsigned char *)strs[i]; *p; n++)
+            npy_utf8_get(&p);
+        w = n > w ? n : w;
+    }
+    *width = w;
+    uint32_t *out = calloc(count ? count * w : 1, 4);
+    for (size_t i = 0; out != NULL && i < count; i++) {
+        const unsigned char *p = (const unsigned char *)strs[i];
+        for (size_t k = 0; *p; k++) {
+            uint32_t c = npy_utf8_get(&p);
+            unsigned char *u = (unsigned char *)&out[i * w + k];
+            u[0] = (unsigned char)c, u[1] = (unsigned char)(c >> 8);
+            u[2] = (unsigned char)(c >> 16), u[3] = (unsigned char)(c >> 24);
+        }
+    }
+    return out;
+}
+
 int npy_write(const char *path, pl_dtype dtype, int32_t ndim, const int64_t *dims,
               const void *data, size_t bytes, char *err, size_t err_size)
 {
+    char sdescr[32];
+    void *utf32 = NULL;
     const char *descr = npy_descr_of(dtype);
+    if (PL_DTYPE_EQ(dtype, PL_DTYPE_STRING)) {
+        size_t width, count = bytes / sizeof(const char *);
+        utf32 = npy_strings_to_utf32(data, count, &width);
+        if (utf32 == NULL) {
+            snprintf(err, err_size, "%s: out of memory", path);
+            return -1;
+        }
+        snprintf(sdescr, sizeof sdescr, "<U%zu", width);
+        descr = sdescr;
+        data = utf32;
+        bytes = count * width * 4;
+    }
     if (descr == NULL) {
         snprintf(err, err_size, "%s: dtype has no .npy equivalent", path);
         return -1;
@@ -231,6 +376,7 @@ int npy_write(const char *path, pl_dtype dtype, int32_t ndim, const int64_t *dim
     FILE *f = fopen(path, "wb");
     if (f == NULL) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        free(utf32);
         return -1;
     }
     size_t hlen = n + pad + 1;
@@ -245,6 +391,7 @@ int npy_write(const char *path, pl_dtype dtype, int32_t ndim, const int64_t *dim
     else
         ok = ok && fwrite(data, 1, bytes, f) == bytes;
     int saved = ok ? 0 : errno;
+    free(utf32);
     if (fclose(f) != 0 && ok) {
         ok = false;
         saved = errno;

@@ -684,19 +684,18 @@ static int prepare_inputs(pl_session *session, const char **input_args, size_t n
         size_t fl = file ? strlen(file) : 0;
         size_t count = elements_of(ndim, dims);
         size_t bytes = count * pl_dtype_size(dt);
-        if (file && PL_DTYPE_EQ(dt, PL_DTYPE_STRING)) {
-            fprintf(stderr, "plinth: %s: input '%s' is a string tensor; the CLI fills it with "
-                            "words of its own (give no file for it)\n",
-                    file, name);
-            rc = EXIT_RUNTIME;
-            break;
-        } else if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
+        if (file && fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
             rc = load_npy_input(file, name, dt, &loaded[i]);
             if (rc != 0)
                 break;
             t->ndim = loaded[i].ndim;
             t->shape = loaded[i].dims;
             t->data = loaded[i].data;
+        } else if (file && PL_DTYPE_EQ(dt, PL_DTYPE_STRING)) {
+            fprintf(stderr, "plinth: %s: input '%s' is a string tensor: give it as .npy (<U)\n",
+                    file, name);
+            rc = EXIT_RUNTIME;
+            break;
         } else if (file) {
             FILE *f = fopen(file, "rb");
             loaded[i].data = malloc(bytes ? bytes : 1);

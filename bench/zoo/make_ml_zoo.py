@@ -29,7 +29,8 @@ with a fixed seed; the *_nan models' data has NaN in two columns); references ar
 Runtime's outputs. Writes make_zoo.py's format (NAME.onnx, NAME.in.*.npy, NAME.ref.*.npy,
 manifest.json) into DIR (default build/ml_zoo): `bench/zoo/run_zoo.py --zoo DIR` checks
 Plinth against them. Every output within 1.4e-6 of ONNX Runtime 1.20 on cpu and on the
-default configuration, every label equal (45 models). HistGradientBoosting is left out
+default configuration, every label equal (45 models; string labels and categories since
+2026-12-06, compared exactly). HistGradientBoosting is left out
 (skl2onnx 1.20 fails to export it).
 """
 import argparse
@@ -61,9 +62,15 @@ def data():
     xc[:, 9] = rng.integers(0, 3, len(xc))
     xc[:, :4][rng.random((len(xc), 4)) < 0.1] = np.nan
     f = np.float32
+    # string class labels, and a table of string categories ("missing" for a gap)
+    names = np.array(["setosa", "versicolor", "virginica", "ünïcode"])
+    cats = rng.choice(np.array(["red", "green", "blue", "teal"]), (len(x2), 3))
+    cats[rng.random(len(x2)) < 0.1, 2] = "missing"
     return dict(bin=(x2.astype(f), y2), multi=(x3.astype(f), y3), reg=(xr.astype(f), yr.astype(f)),
                 reg3=(xm.astype(f), ym.astype(f)), nan=(xn.astype(f), y2),
-                mixed=(xc.astype(f), y2), mixed_reg=(xc.astype(f), yr.astype(f)))
+                mixed=(xc.astype(f), y2), mixed_reg=(xc.astype(f), yr.astype(f)),
+                multi_str=(x3.astype(f), names[y3]), bin_str=(x2.astype(f), names[y2 + 1]),
+                cats=(cats.astype(object), names[y2]))  # object: as SimpleImputer wants them
 
 
 def sklearn_models():
@@ -76,7 +83,8 @@ def sklearn_models():
     from sklearn.pipeline import make_pipeline
     from sklearn import calibration as CAL, cross_decomposition as CD, gaussian_process as GP
     from sklearn.preprocessing import (KBinsDiscretizer, MaxAbsScaler, MinMaxScaler, Normalizer,
-                                       OneHotEncoder, PolynomialFeatures, PowerTransformer,
+                                       OneHotEncoder, OrdinalEncoder, PolynomialFeatures,
+                                       PowerTransformer,
                                        QuantileTransformer, RobustScaler, StandardScaler)
     mixed = ColumnTransformer([("num", make_pipeline(SimpleImputer(strategy="median"),
                                                      StandardScaler()), [0, 1, 2, 3, 4, 5, 6, 7]),
@@ -153,6 +161,25 @@ def sklearn_models():
         ("huber", "robust regression", L.HuberRegressor(), "reg"),
         ("perceptron", "perceptron", L.Perceptron(random_state=0), "multi"),
         ("pipe_kpca", "pipeline", make_pipeline(D.KernelPCA(4, kernel="rbf"), L.Ridge()), "reg"),
+        # string tensors (2026-12-06): string class labels (classlabels_strings, or an
+        # ArrayFeatureExtractor over the class names) and tables of string categories
+        # (OneHotEncoder, OrdinalEncoder's LabelEncoder, a string SimpleImputer)
+        ("rf_strlabels", "random forest", E.RandomForestClassifier(10, max_depth=6, random_state=0),
+         "multi_str"),
+        ("logreg_strlabels", "logistic regression", L.LogisticRegression(max_iter=500),
+         "multi_str"),
+        ("mlp_strlabels", "multi-layer perceptron",
+         NN.MLPClassifier((16,), max_iter=300, random_state=0), "bin_str"),
+        ("svc_strlabels", "support vector classifier", S.SVC(probability=True, random_state=0),
+         "multi_str"),
+        ("knn_strlabels", "nearest neighbours", N.KNeighborsClassifier(5), "multi_str"),
+        ("pipe_strcats", "pipeline",
+         make_pipeline(ColumnTransformer([("oh", OneHotEncoder(handle_unknown="ignore"), [0, 1]),
+                                          ("ord", OrdinalEncoder(), [2])]),
+                       L.LogisticRegression(max_iter=300)), "cats"),
+        ("imputer_str", "imputer",
+         SimpleImputer(strategy="constant", fill_value="none", missing_values="missing"), "cats_x"),
+        ("ordinal_str", "ordinal encoder", OrdinalEncoder(), "cats_x"),
     ]
 
 
@@ -263,6 +290,8 @@ def save(outdir, name, arch, onx, x):
     import onnxruntime as ort
     path = os.path.join(outdir, name + ".onnx")
     onnx.save(onx, path)
+    if x.dtype == object:  # strings: as NumPy's <U, which .npy keeps without pickles
+        x = x.astype(str)
     s = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     inp = s.get_inputs()[0].name
     outs = s.run(None, {inp: x})
@@ -278,10 +307,14 @@ def save(outdir, name, arch, onx, x):
         if isinstance(v, list) and v and isinstance(v[0], dict):
             # a ZipMap's list of {label: probability}: the [N, C] table it zips
             v = np.array([[d[k] for k in v[0]] for d in v], np.float32)
+        if v.dtype == object:  # strings: as NumPy's <U, which .npy keeps without pickles
+            v = v.astype(str)
         f = "%s.ref.%s.npy" % (name, o.name)
         np.save(os.path.join(outdir, f), v)
+        numeric = v.dtype.kind not in "US"
         entry["outputs"].append(dict(name=o.name, file=f, shape=list(v.shape), dtype=str(v.dtype),
-                                     max_abs=float(np.abs(v.astype(np.float64)).max()) if v.size else 0.0))
+                                     max_abs=float(np.abs(v.astype(np.float64)).max())
+                                     if v.size and numeric else 0.0))
     return entry
 
 

@@ -368,6 +368,15 @@ static void expect_load_error(pl_runtime *rt, const char *path, const char *want
     pl_status_free(st);
 }
 
+/* Checks that ST is a failure whose message contains WANT, and frees it. */
+static void expect_status(pl_status *st, const char *want)
+{
+    TH_CHECK(st != NULL, "succeeded, expected an error containing \"%s\"", want);
+    fprintf(stderr, "error (as expected): %s\n", pl_status_message(st));
+    TH_CHECK_CONTAINS(pl_status_message(st), want);
+    pl_status_free(st);
+}
+
 enum { BATCH = 4, IN = 16, HID = 32, OUT = 8 };
 
 /* A model of opset OPSET of DOMAIN with input x [BATCH, IN] and output y
@@ -725,6 +734,81 @@ static void case_initializers_as_inputs(void)
     TH_CHECK(pl_session_input_count(s) == 1, "%zu inputs, expected 1",
              pl_session_input_count(s));
     TH_CHECK(strcmp(pl_session_input_name(s, 0), "x") == 0, "input is not x");
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* String tensors through the C API (core/src/strtab.h): x (strings) -> an
+ * Identity y and Equal(x, "b"); the input's dtype reads PL_DTYPE_STRING,
+ * a run gives y as pointers into one buffer, strings the model never saw
+ * included; a NULL element, a numeric tensor for a string input and a
+ * caller's buffer for a string output are refused with the reason; the
+ * JSON writer refuses the model. */
+static void case_strings_c_api(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "", 19);
+    tm_input(mp, tm_vi("x", T_STRING, 1, (int64_t[]){3}, NULL));
+    tm_output(mp, tm_vi("y", T_STRING, 1, (int64_t[]){3}, NULL));
+    tm_output(mp, tm_vi("e", T_BOOL, 1, (int64_t[]){3}, NULL));
+    Onnx__TensorProto *b = tm_tensor("b", T_STRING, 0, NULL);
+    b->string_data = xmalloc(sizeof *b->string_data);
+    b->string_data[0].data = (uint8_t *)xstrdup("b");
+    b->string_data[0].len = 1;
+    b->n_string_data = 1;
+    tm_init(mp, b);
+    tm_node(mp, "Identity", "id", "x", "y");
+    tm_node(mp, "Equal", "eq", "x,b", "e");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "strings.onnx"));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    pl_dtype dt;
+    pl_session_input_type(s, 0, &dt, NULL, NULL);
+    TH_CHECK(PL_DTYPE_EQ(dt, PL_DTYPE_STRING), "input x reads code %u, %u bits", dt.code,
+             dt.bits);
+    pl_session_output_type(s, 1, &dt, NULL, NULL);
+    TH_CHECK(PL_DTYPE_EQ(dt, PL_DTYPE_BOOL), "output e is not bool");
+    const char *words[3] = {"a", "b", "never seen"};
+    int64_t shape[1] = {3};
+    pl_io in = {"x", {.data = words, .device = {PL_DEVICE_CPU, 0}, .ndim = 1,
+                      .dtype = PL_DTYPE_STRING, .shape = shape, .struct_size = sizeof(pl_tensor)}};
+    pl_io out[2] = {{.name = "y"}, {.name = "e"}};
+    TH_CHECK_OK(pl_session_run(s, &in, 1, out, 2));
+    TH_CHECK(PL_DTYPE_EQ(out[0].tensor.dtype, PL_DTYPE_STRING), "y is not strings");
+    const char *const *y = out[0].tensor.data;
+    const uint8_t *e = out[1].tensor.data;
+    for (int i = 0; i < 3; i++) {
+        TH_CHECK(strcmp(y[i], words[i]) == 0, "y[%d] = \"%s\", expected \"%s\"", i, y[i],
+                 words[i]);
+        TH_CHECK(y[i] != words[i], "y[%d] points at the caller's string", i);
+        TH_CHECK(e[i] == (i == 1), "e[%d] = %d", i, e[i]);
+    }
+    pl_buffer_free(out[0].tensor.data);
+    pl_buffer_free(out[1].tensor.data);
+    /* refusals, each with its reason */
+    const char *with_null[3] = {"a", NULL, "c"};
+    in.tensor.data = with_null;
+    memset(out, 0, sizeof out);
+    out[0].name = "y";
+    expect_status(pl_session_run(s, &in, 1, out, 1), "input 'x': string element 1 is NULL");
+    TH_CHECK(out[0].tensor.data == NULL, "a failed run left an output buffer");
+    int64_t ids[3] = {0, 1, 2};
+    in.tensor.data = ids;
+    in.tensor.dtype = PL_DTYPE_I64;
+    expect_status(pl_session_run(s, &in, 1, out, 1),
+                  "input 'x' is a string tensor: give its elements as const char *");
+    in.tensor.data = words;
+    in.tensor.dtype = PL_DTYPE_STRING;
+    const char *mine[3];
+    out[0].tensor = (pl_tensor){.data = mine, .device = {PL_DEVICE_CPU, 0}, .ndim = 1,
+                                .dtype = PL_DTYPE_STRING, .shape = shape,
+                                .struct_size = sizeof(pl_tensor)};
+    expect_status(pl_session_run(s, &in, 1, out, 1),
+                  "output 'y' is a string tensor: leave its data NULL");
+    expect_status(pl_model_save_json(m, th_path(th_tempdir(), "strings.json")),
+                  "string tensors, which Plinth's JSON graph format does not carry");
     pl_session_destroy(s);
     pl_model_destroy(m);
     pl_runtime_destroy(rt);
@@ -2124,6 +2208,7 @@ static const th_case cases[] = {
     {"residual_mixed", case_residual_mixed},
     {"symbolic_batch", case_symbolic_batch},
     {"initializers_as_inputs", case_initializers_as_inputs},
+    {"strings_c_api", case_strings_c_api},
     {"constant_forms", case_constant_forms},
     {"sparse_forms", case_sparse_forms},
     {"output_twice", case_output_twice},
