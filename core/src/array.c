@@ -110,10 +110,14 @@ static pl_status *pl_array_check_shape(pl_dtype dtype, int32_t ndim, const int64
                                        size_t *out_bytes)
 {
     size_t esize = pl_dtype_size(dtype);
+    if (dtype.code == PL_TYPE_STRING)
+        return pl_status_create(PL_CODE_UNSUPPORTED,
+                                "array: arrays hold numbers; strings go through "
+                                "pl_session_run");
     if (esize == 0)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "array: dtype (code %u, %u bits, %u lanes) is not one of "
-                                "Plinth's nine", dtype.code, dtype.bits, dtype.lanes);
+                                "Plinth's thirteen", dtype.code, dtype.bits, dtype.lanes);
     if (ndim < 0 || ndim > 32 || (ndim > 0 && dims == NULL))
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "array: %d dims (0 to 32, and the dims given)", (int)ndim);

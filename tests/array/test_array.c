@@ -143,7 +143,8 @@ static void case_array_errors(void)
         {"nosuch", 0, f32, dims, "module 'nosuch' is not loaded"},
         {"example_acc", 3, f32, dims, "module example_acc has 1 device"},
         {"onnx", 0, f32, dims, "runs no nodes (a format module?)"},
-        {NULL, 0, {2, 24, 1}, dims, "is not one of Plinth's nine"},
+        {NULL, 0, {2, 24, 1}, dims, "is not one of Plinth's thirteen"},
+        {NULL, 0, PL_DTYPE_STRING, dims, "arrays hold numbers; strings go through"},
         {NULL, 0, f32, neg, "dim 1 is -1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
