@@ -4299,7 +4299,10 @@ static pl_status *lw_ml_imputer(lw *w)
                         "%lld imputed values for %lld columns (one, or one a column)",
                         (long long)n, (long long)cols);
     const char *imp, *cond;
-    int64_t code = lw_onnx_code(t->dtype);
+    /* (the constants added below may move the graph's tensors: T goes stale) */
+    const pl_dtype tdt = t->dtype;
+    t = NULL;
+    int64_t code = lw_onnx_code(tdt);
     if (is_float) {
         size_t nv;
         PL_RETURN_IF_ERROR(lw_ml_floats(w, "imputed_value_floats", 0, NULL, &nv, &imp));
@@ -4309,7 +4312,7 @@ static pl_status *lw_ml_imputer(lw *w)
         } else {
             const char *r;
             w->narrow = false;
-            w->dtype = t->dtype;
+            w->dtype = tdt;
             PL_RETURN_IF_ERROR(lw_scalar(w, "replaced", rep, &r));
             PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x, r, &cond));
         }
@@ -4319,12 +4322,12 @@ static pl_status *lw_ml_imputer(lw *w)
                                     (size_t)n * 8, &imp));
         PL_RETURN_IF_ERROR(lw_i64_scalar(w, "replaced", lw_attr_i(w, "replaced_value_int64", 0),
                                          &r));
-        if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64))
+        if (!PL_DTYPE_EQ(tdt, PL_DTYPE_I64))
             PL_RETURN_IF_ERROR(lw_cast(w, r, code, &r));
         PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x, r, &cond));
     }
     /* the imputed values in X's type (folded at load) */
-    if (!PL_DTYPE_EQ(t->dtype, is_float ? PL_DTYPE_F32 : PL_DTYPE_I64))
+    if (!PL_DTYPE_EQ(tdt, is_float ? PL_DTYPE_F32 : PL_DTYPE_I64))
         PL_RETURN_IF_ERROR(lw_cast(w, imp, code, &imp));
     return lw_become(w, "Where", (const char *[]){cond, imp, x}, 3);
 }
@@ -4335,7 +4338,7 @@ static pl_status *lw_ml_imputer(lw *w)
  * (cast to int64, truncating, as ONNX Runtime does) is that category,
  * else 0.0. A value in no category is a row of zeros; with zeros = 0
  * ONNX Runtime fails the run there, which this does not. String
- * categories are refused (no string tensors). */
+ * categories arrive as ids (core/src/strtab.h). */
 static pl_status *lw_ml_one_hot(lw *w)
 {
     const char *x = lw_input(w, 0), *x1, *cats, *eq;
@@ -4343,15 +4346,18 @@ static pl_status *lw_ml_one_hot(lw *w)
     const pl_attr *ci = lw_attr(w, "cats_int64s");
     if (ci == NULL || ci->kind != PL_ATTR_INTS || ci->n == 0)
         return lw_error(w, PL_CODE_UNSUPPORTED,
-                        "only integer categories (cats_int64s) are run: Plinth has no string "
-                        "tensors");
+                        "only integer categories (cats_int64s) are run (string ones come here "
+                        "as int64 ids)");
     if (t == NULL || t->ndim < 0)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "input 0's rank must be known");
+    /* (the constant added below may move the graph's tensors: T goes stale) */
+    const pl_dtype tdt = t->dtype;
+    const int32_t tndim = t->ndim;
     int64_t n = (int64_t)ci->n;
     PL_RETURN_IF_ERROR(lw_const(w, "cats", PL_DTYPE_I64, 1, &n, ci->ints, (size_t)n * 8, &cats));
-    if (!PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64))
+    if (!PL_DTYPE_EQ(tdt, PL_DTYPE_I64))
         PL_RETURN_IF_ERROR(lw_cast(w, x, 7, &x));
-    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, x, t->ndim, -1, &x1));
+    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, x, tndim, -1, &x1));
     PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x1, cats, &eq));
     PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){eq}, 1));
     return pl_graph_attr_int(w->g, w->id, "to", 1);
@@ -4443,7 +4449,9 @@ static pl_status *lw_ml_label_encoder(lw *w)
     if (!(int_keys ^ float_keys) || !(int_vals ^ float_vals) || xt == NULL || xt->ndim < 0)
         return lw_error(w, PL_CODE_UNSUPPORTED,
                         "only numeric keys and values (keys_int64s or keys_floats, values_int64s "
-                        "or values_floats) are run: Plinth has no string tensors");
+                        "or values_floats) are run (string ones come here as int64 ids)");
+    /* (the constants added below may move the graph's tensors: XT goes stale) */
+    const pl_dtype xdt = xt->dtype;
     size_t n = int_keys ? ki->n : kf->n;
     if ((int_vals ? vi->n : vf->n) != n)
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "%zu keys and %zu values", n,
@@ -4465,9 +4473,9 @@ static pl_status *lw_ml_label_encoder(lw *w)
         PL_RETURN_IF_ERROR(lw_const(w, "default", PL_DTYPE_F32, 0, NULL, &d, 4, &ins[3]));
     }
     /* X's type is the keys' (an int64 X for int keys; f32 for float ones) */
-    if (int_keys && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_I64))
+    if (int_keys && !PL_DTYPE_EQ(xdt, PL_DTYPE_I64))
         PL_RETURN_IF_ERROR(lw_cast(w, x, 7, &x));
-    else if (!int_keys && !PL_DTYPE_EQ(xt->dtype, PL_DTYPE_F32))
+    else if (!int_keys && !PL_DTYPE_EQ(xdt, PL_DTYPE_F32))
         PL_RETURN_IF_ERROR(lw_cast(w, x, 1, &x));
     ins[0] = x;
     PL_RETURN_IF_ERROR(lw_become_in(w, "ai.plinth", "LabelEncode", ins, 4, false));
