@@ -86,6 +86,72 @@ static inline float cpu_tanhf(float x)
     return ax < 0.25f ? p : q;
 }
 
+/* e^x - 1 built on cpu_expf, so that it vectorises where libm's expm1f does
+ * not (Elu, Selu and Celu called it per element): a Taylor polynomial to
+ * x^8 for |x| < 0.5 (relative error below 1e-8 there, where e^x - 1 would
+ * lose the low bits), else cpu_expf(x) - 1 (within 4 ulp; -1 below
+ * -87.3, +inf above 88.7); -0 gives -0, NaN NaN. */
+static inline float cpu_expm1f(float x)
+{
+    float p = 1.0f / 40320.0f;
+    p = p * x + 1.0f / 5040.0f;
+    p = p * x + 1.0f / 720.0f;
+    p = p * x + 1.0f / 120.0f;
+    p = p * x + 1.0f / 24.0f;
+    p = p * x + 1.0f / 6.0f;
+    p = p * x + 0.5f;
+    p = p * (x * x) + x;
+    float e = cpu_expf(x) - 1.0f;
+    p = x == 0.0f ? x : p; /* -0 stays -0 */
+    return fabsf(x) < 0.5f ? p : e;
+}
+
+/* ln(1 + t) for t >= 0 (or NaN) on cpu_logf, vectorisable: Goldberg's
+ * log(u) t / (u - 1) with u = 1 + t rounded, which cancels u's rounding
+ * (within a few ulp), and t itself where u rounds to 1. */
+static inline float cpu_log1pf_pos(float t)
+{
+    float u = 1.0f + t;
+    float d = u - 1.0f;
+    float r = cpu_logf(u) * (t / (d == 0.0f ? 1.0f : d));
+    return d == 0.0f ? t : r;
+}
+
+/* Where cpu_sincosf holds (Cody-Waite reduction by pi/4 in three parts is
+ * exact enough below this); larger |x|, infinities and NaN take libm's. */
+#define CPU_TRIG_MAX 8192.0f
+
+/* sin x (COS false) or cos x (COS true) for |x| <= CPU_TRIG_MAX, written
+ * with selects so that loops calling it vectorise (libm's sinf and cosf
+ * are calls): Cephes' reduction to r = |x| - j pi/4 with j even, its
+ * minimax polynomials for sin r and cos r on [-pi/4, pi/4], the octant
+ * (j, plus 2 for cos: cos x = sin(|x| + pi/2)) picking the polynomial and
+ * the sign; within 2 ulp of sinf and cosf there. Outside the range the
+ * result is meaningless: callers check the range first. */
+static inline float cpu_sincosf(float x, bool cos)
+{
+    float ax = fabsf(x);
+    ax = ax <= CPU_TRIG_MAX ? ax : 0.0f; /* NaN too: the conversion below never sees it */
+    int32_t j = (int32_t)(ax * 1.27323954473516268615f);
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    float r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) -
+              y * 3.77489497744594108e-8f;
+    uint32_t q = (uint32_t)j + (cos ? 2u : 0u);
+    float z = r * r;
+    float ps = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+    float pc = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z +
+                4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+    float v = (q & 2u) ? pc : ps;
+    uint32_t xbits, vbits;
+    memcpy(&xbits, &x, sizeof xbits);
+    memcpy(&vbits, &v, sizeof vbits);
+    vbits ^= (q & 4u) << 29;               /* octants 4 to 7: negated */
+    vbits ^= cos ? 0u : xbits & 0x80000000u; /* sin is odd */
+    memcpy(&v, &vbits, sizeof v);
+    return v;
+}
+
 /* V rounded half to even, as nearbyintf in the default rounding mode,
  * without the libm call that stops the vectoriser: adding and taking off
  * 1.5 * 2^23 leaves the rounded value for |V| < 2^22; larger values are

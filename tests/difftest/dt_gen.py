@@ -172,7 +172,8 @@ class Gen:
             op = self.pick(["Relu", "Abs", "Neg"])
             return self.node(op, [x])
         ops = ["Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh", "Clip", "Abs", "HardSigmoid",
-               "Softplus", "Neg", "HardSwish", "Selu", "Softsign", "Celu", "gelu", "PRelu"]
+               "Softplus", "Neg", "HardSwish", "Selu", "Softsign", "Celu", "gelu", "PRelu",
+               "Sin", "Cos"]
         if hi < 8:
             ops.append("Exp")
         if lo > 0.05:

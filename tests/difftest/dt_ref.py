@@ -324,6 +324,10 @@ def _unary(op, node, x):
         return np.logaddexp(0, x)
     if op == "Softsign":
         return x / (1 + np.abs(x))
+    if op == "Sin":
+        return np.sin(x)
+    if op == "Cos":
+        return np.cos(x)
     if op == "Identity":
         return x
     return None
