@@ -2708,8 +2708,9 @@ static pl_status *lw_ms_dyn_quant_lstm(lw *w)
 }
 
 /* The 4-bit values packed two to a byte in X (float, [D0, D1]: bytes),
- * low nibble first, as float [D0, 2 * D1]. */
-static pl_status *lw_nibbles(lw *w, const char *x, int64_t d0, int64_t d1, const char **out)
+ * low nibble first (HI_FIRST: high nibble first), as float [D0, 2 * D1]. */
+static pl_status *lw_nibbles(lw *w, const char *x, int64_t d0, int64_t d1, bool hi_first,
+                             const char **out)
 {
     const char *sixteen, *hi, *lo, *t, *lo3, *hi3, *cat;
     PL_RETURN_IF_ERROR(lw_scalar(w, "sixteen", 16.0, &sixteen));
@@ -2721,7 +2722,9 @@ static pl_status *lw_nibbles(lw *w, const char *x, int64_t d0, int64_t d1, const
     PL_RETURN_IF_ERROR(lw_reshape(w, lo, d3, 3, &lo3));
     PL_RETURN_IF_ERROR(lw_reshape(w, hi, d3, 3, &hi3));
     pl_nid id;
-    PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){lo3, hi3}, 2, &cat, &id));
+    PL_RETURN_IF_ERROR(lw_node(w, "Concat",
+                               hi_first ? (const char *[]){hi3, lo3} : (const char *[]){lo3, hi3},
+                               2, &cat, &id));
     PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "axis", 2));
     int64_t d2[2] = {d0, 2 * d1};
     return lw_reshape(w, cat, d2, 2, out);
@@ -2763,7 +2766,7 @@ static pl_status *lw_ms_matmul_nbits(lw *w)
     if (bits == 4) {
         int64_t flat[2] = {n * kb, blob};
         PL_RETURN_IF_ERROR(lw_reshape(w, bf, flat, 2, &bf));
-        PL_RETURN_IF_ERROR(lw_nibbles(w, bf, n * kb, blob, &bf));
+        PL_RETURN_IF_ERROR(lw_nibbles(w, bf, n * kb, blob, false, &bf));
     }
     int64_t d3[3] = {n, kb, bs}, col[3] = {n, kb, 1};
     PL_RETURN_IF_ERROR(lw_reshape(w, bf, d3, 3, &q));
@@ -2776,7 +2779,7 @@ static pl_status *lw_ms_matmul_nbits(lw *w)
         PL_RETURN_IF_ERROR(lw_cast(w, zp, 1, &zf));
         PL_RETURN_IF_ERROR(lw_reshape(w, zf, flat, 2, &zf));
         if (bits == 4) {
-            PL_RETURN_IF_ERROR(lw_nibbles(w, zf, n, per_row, &zf));
+            PL_RETURN_IF_ERROR(lw_nibbles(w, zf, n, per_row, false, &zf));
             if (2 * per_row != kb)
                 PL_RETURN_IF_ERROR(lw_head(w, zf, 1, kb, &zf));
         }
@@ -4482,6 +4485,80 @@ static pl_status *lw_ml_label_encoder(lw *w)
     return pl_graph_attr_int(w->g, w->id, "nan_matches", ml >= 4);
 }
 
+/* MatMulBnb4(A, B, absmax): ONNX Runtime's bitsandbytes-style 4-bit
+ * weights (its MatMulBnb4Quantizer): the [K, N] weight transposed to
+ * [N, K] and flattened, in blocks of block_size, each element a 4-bit code
+ * (high nibble first) into the FP4 (quant_type 0) or NF4 (1) table of 16
+ * values, times its block's absmax. Dequantized by graph ops (Cast, Floor,
+ * Concat, a Gather of the table, an Expand of absmax, Mul, Reshape,
+ * Transpose) which constant folding runs once at load, so a run is one
+ * float MatMul, as MatMulNBits. f32 A (absmax f32 or f16); training_mode
+ * refused. */
+static pl_status *lw_ms_matmul_bnb4(lw *w)
+{
+    /* the code tables (bitsandbytes' FP4 with a bias of 3, scaled to an
+     * absmax of 1; QLoRA's NormalFloat 4) */
+    static const double fp4[16] = {0.0, 0.005208333333, 0.6666666667, 1.0, 0.3333333333, 0.5,
+                                   0.1666666667, 0.25, -0.0, -0.005208333333, -0.6666666667,
+                                   -1.0, -0.3333333333, -0.5, -0.1666666667, -0.25};
+    static const double nf4[16] = {
+        -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+        -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+        0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+        0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0};
+    int64_t k = lw_attr_i(w, "K", 0), n = lw_attr_i(w, "N", 0);
+    int64_t bs = lw_attr_i(w, "block_size", 0), qt = lw_attr_i(w, "quant_type", -1);
+    const char *a = lw_input(w, 0), *b = lw_input(w, 1), *am = lw_input(w, 2);
+    if (lw_attr_i(w, "training_mode", 0) != 0)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "training_mode is not supported");
+    if (qt != 0 && qt != 1)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "quant_type must be 0 (FP4) or 1 (NF4)");
+    if (k <= 0 || n <= 0 || bs <= 0 || bs % 2 != 0 || k > (INT64_C(1) << 31) ||
+        n > (INT64_C(1) << 31))
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "K, N and an even block_size are required");
+    if (w->version < 13)
+        return lw_error(w, PL_CODE_UNSUPPORTED, "needs ai.onnx opset 13 or later");
+    int64_t nk = n * k, bytes = (nk + 1) / 2, nb = (nk + bs - 1) / bs;
+    const pl_graph_tensor *at = lw_tensor(w, a), *bt = lw_tensor(w, b), *mt = lw_tensor(w, am);
+    if (at == NULL || !PL_DTYPE_EQ(at->dtype, PL_DTYPE_F32))
+        return lw_error(w, PL_CODE_UNSUPPORTED, "input A must be f32");
+    if (bt == NULL || !PL_DTYPE_EQ(bt->dtype, PL_DTYPE_U8) || bt->ndim != 1 ||
+        bt->dims[0] != bytes)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT, "B must be uint8 [ceil(N K / 2)] = [%lld]",
+                        (long long)bytes);
+    if (mt == NULL || (!PL_DTYPE_EQ(mt->dtype, PL_DTYPE_F32) &&
+                       !PL_DTYPE_EQ(mt->dtype, PL_DTYPE_F16)) ||
+        mt->ndim != 1 || mt->dims[0] != nb)
+        return lw_error(w, PL_CODE_INVALID_ARGUMENT,
+                        "absmax must be f32 or f16 [ceil(N K / block_size)] = [%lld]",
+                        (long long)nb);
+    bool am_f16 = PL_DTYPE_EQ(mt->dtype, PL_DTYPE_F16);
+    /* (tensor pointers go stale from here: adding tensors moves them) */
+    const char *bf, *codes, *table, *vals, *m, *shape, *mx, *wf, *wt;
+    PL_RETURN_IF_ERROR(lw_cast(w, b, 1, &bf));
+    PL_RETURN_IF_ERROR(lw_reshape(w, bf, (const int64_t[]){1, bytes}, 2, &bf));
+    PL_RETURN_IF_ERROR(lw_nibbles(w, bf, 1, bytes, true, &bf));
+    PL_RETURN_IF_ERROR(lw_reshape(w, bf, (const int64_t[]){2 * bytes}, 1, &codes));
+    if (2 * bytes != nk)
+        PL_RETURN_IF_ERROR(lw_head(w, codes, 0, nk, &codes));
+    PL_RETURN_IF_ERROR(lw_cast(w, codes, 7, &codes));
+    PL_RETURN_IF_ERROR(lw_f32s(w, "table", qt ? nf4 : fp4, 16, &table));
+    PL_RETURN_IF_ERROR(lw_node(w, "Gather", (const char *[]){table, codes}, 2, &vals, NULL));
+    m = am;
+    if (am_f16)
+        PL_RETURN_IF_ERROR(lw_cast(w, m, 1, &m));
+    PL_RETURN_IF_ERROR(lw_reshape(w, m, (const int64_t[]){nb, 1}, 2, &m));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "shape", (const int64_t[]){nb, bs}, 2, &shape));
+    PL_RETURN_IF_ERROR(lw_node(w, "Expand", (const char *[]){m, shape}, 2, &mx, NULL));
+    PL_RETURN_IF_ERROR(lw_reshape(w, mx, (const int64_t[]){nb * bs}, 1, &mx));
+    if (nb * bs != nk)
+        PL_RETURN_IF_ERROR(lw_head(w, mx, 0, nk, &mx));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Mul", vals, mx, &wf));
+    PL_RETURN_IF_ERROR(lw_reshape(w, wf, (const int64_t[]){n, k}, 2, &wf));
+    PL_RETURN_IF_ERROR(lw_perm(w, wf, (const int64_t[]){1, 0}, 2, &wt));
+    return lw_become(w, "MatMul", (const char *[]){a, wt}, 2);
+}
+
 /* SVMClassifier (scikit-learn's SVC and NuSVC through skl2onnx): the node
  * becomes ai.plinth SVMClassify (schema in opset_index.c, the cpu module's
  * svm.c), both outputs kept, over constants of its support vectors,
@@ -4641,6 +4718,7 @@ static const struct {
     {"com.microsoft", "MatMulIntegerToFloat", 0, lw_ms_matmul_int_to_float},
     {"com.microsoft", "DynamicQuantizeMatMul", 0, lw_ms_dyn_quant_matmul},
     {"com.microsoft", "MatMulNBits", 0, lw_ms_matmul_nbits},
+    {"com.microsoft", "MatMulBnb4", 0, lw_ms_matmul_bnb4},
     {"com.microsoft", "DynamicQuantizeLSTM", 0, lw_ms_dyn_quant_lstm},
     {"com.microsoft", "QuantizeLinear", 0, lw_ms_quantize},
     {"com.microsoft", "DequantizeLinear", 0, lw_ms_dequantize},
