@@ -1342,6 +1342,42 @@ class OnnxTest(unittest.TestCase):
                 rt.close()
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=order)
 
+    def test_ms_attention_key_counts(self):
+        """com.microsoft Attention with a [B] mask of key counts (what
+        EmbedLayerNormalization's mask_index gives in a BERT that ONNX
+        Runtime's transformers optimizer fused) where the batch is a
+        symbolic dim: it was refused at load ("a mask of rank 1"); now keys
+        from count[b] on are masked, as the raw [B, L] mask of the same keys
+        gives."""
+        try:
+            from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        except ImportError:
+            raise unittest.SkipTest("python3-onnx is missing")
+        rng = np.random.default_rng(3)
+        b_, s_, hid, heads = 2, 5, 8, 2
+        x = rng.standard_normal((b_, s_, hid)).astype(np.float32)
+        w = rng.standard_normal((hid, 3 * hid)).astype(np.float32)
+        bias = rng.standard_normal(3 * hid).astype(np.float32)
+        counts = np.array([3, 5], np.int32)
+        raw = (np.arange(s_)[None, :] < counts[:, None]).astype(np.int32)
+        ms = "com.microsoft"
+        consts = [nh.from_array(w, "w"), nh.from_array(bias, "bias")]
+        node = h.make_node("Attention", ["x", "w", "bias", "mask"], ["y"], domain=ms,
+                           num_heads=heads)
+        by_count = h.make_graph(
+            [node], "att", [h.make_tensor_value_info("x", T.FLOAT, ["batch", "seq", hid]),
+                            h.make_tensor_value_info("mask", T.INT32, ["batch"])],
+            [h.make_tensor_value_info("y", T.FLOAT, ["batch", "seq", hid])], consts)
+        by_raw = h.make_graph(
+            [node], "att", [h.make_tensor_value_info("x", T.FLOAT, [b_, s_, hid]),
+                            h.make_tensor_value_info("mask", T.INT32, [b_, s_])],
+            [h.make_tensor_value_info("y", T.FLOAT, [b_, s_, hid])], consts)
+        with self.rt.load_model(save_ms_model(by_count, "att_counts.onnx", 13)).session() as s:
+            got = s.run({"x": x, "mask": counts})["y"]
+        with self.rt.load_model(save_ms_model(by_raw, "att_raw.onnx", 13)).session() as s:
+            want = s.run({"x": x, "mask": raw})["y"]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
     def test_external_weights_dropped(self):
         """Weights in ONNX external data (PyTorch's dynamo exporter writes
         them so) are mapped, not read: once only modules that keep their own

@@ -1768,7 +1768,12 @@ static pl_status *lw_ms_attention_core(lw *w, const char *q, const char *k, cons
         mask_rank = mt->ndim;
         mask_dim0 = mt->ndim > 0 ? mt->dims[0] : -1;
         mask_dt = mt->dtype;
-        if (!(mask_rank == 2 || (mask_rank == 1 && batch >= 0 && mask_dim0 == batch)))
+        /* [B] key counts also where B or the mask's length is not known
+         * yet (a symbolic batch: EmbedLayerNormalization's mask_index);
+         * ONNX Runtime's [2B] form (with start positions) is refused where
+         * it shows, and at run time fails the reshape to [B, 1, 1, 1] */
+        bool counts = mask_rank == 1 && (batch < 0 || mask_dim0 < 0 || mask_dim0 == batch);
+        if (!(mask_rank == 2 || counts))
             return lw_error(w, PL_CODE_UNSUPPORTED, "a mask of rank %lld: only a raw [B, L] "
                                                     "mask or [B] key counts are supported",
                             (long long)mask_rank);
