@@ -1378,6 +1378,25 @@ class OnnxTest(unittest.TestCase):
             want = s.run({"x": x, "mask": raw})["y"]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
+    def test_ms_nchwc_refused(self):
+        """A node of ONNX Runtime's private com.microsoft.nchwc domain (a
+        model saved after ORT_ENABLE_ALL optimization) is refused with what
+        to do instead."""
+        from onnx import TensorProto as T, helper as h
+        node = h.make_node("ReorderInput", ["x"], ["y"], domain="com.microsoft.nchwc")
+        graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 8, 4, 4])],
+                             [h.make_tensor_value_info("y", T.FLOAT, None)])
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 13),
+                                               h.make_opsetid("com.microsoft.nchwc", 1)])
+        m.ir_version = 8
+        path = os.path.join(TMP, "nchwc.onnx")
+        import onnx
+        onnx.save(m, path)
+        with self.assertRaises(plinth.Error) as cm:
+            self.rt.load_model(path)
+        self.assertIn("ONNX Runtime's private blocked layout", str(cm.exception))
+        self.assertIn("save it at ORT_ENABLE_EXTENDED", str(cm.exception))
+
     def test_external_weights_dropped(self):
         """Weights in ONNX external data (PyTorch's dynamo exporter writes
         them so) are mapped, not read: once only modules that keep their own

@@ -1270,6 +1270,13 @@ static pl_status *pl_infer_node_run(pl_infer_ctx *ctx, const pl_opset *set,
                 "version %lld, from before that change",
                 (long long)pl_opset_changed_after(node->op, older->since_version, version), ver,
                 (long long)older->since_version);
+        if (strcmp(domain, "com.microsoft.nchwc") == 0)
+            return pl_infer_error(ctx, PL_CODE_UNSUPPORTED,
+                                  "no schema for this op (%s): com.microsoft.nchwc is ONNX "
+                                  "Runtime's private blocked layout for the CPU it optimized "
+                                  "on (a model saved at ORT_ENABLE_ALL / opt_level 99); save "
+                                  "it at ORT_ENABLE_EXTENDED (opt_level 2) or below",
+                                  ver);
         return pl_infer_error(ctx, PL_CODE_UNSUPPORTED, "no schema for this op (%s)", ver);
     }
     if (node->n_outputs > ctx->cap_outs) {
