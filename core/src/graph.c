@@ -712,20 +712,6 @@ pl_status *pl_graph_attr_string(pl_graph *g, pl_nid n, const char *name,
     return NULL;
 }
 
-void pl_graph_attr_remove(pl_graph *g, pl_nid id, const char *name)
-{
-    if (id >= g->n_nodes || name == NULL)
-        return;
-    pl_graph_node *n = &g->nodes[id];
-    for (size_t k = 0; k < n->n_attrs; k++)
-        if (strcmp(n->attrs[k].name, name) == 0) {
-            pl_attr_free(&n->attrs[k]);
-            memmove(&n->attrs[k], &n->attrs[k + 1], (n->n_attrs - k - 1) * sizeof *n->attrs);
-            n->n_attrs--;
-            return;
-        }
-}
-
 struct pl_strtab *pl_graph_strtab(const pl_graph *g)
 {
     return g ? g->strtab : NULL;

@@ -218,9 +218,6 @@ pl_status *pl_graph_attr_tensor(pl_graph *g, pl_nid n, const char *name,
                                 const int64_t *dims, const void *data,
                                 size_t nbytes);
 
-/* Drops attribute NAME of node N, if it has one. */
-void pl_graph_attr_remove(pl_graph *g, pl_nid n, const char *name);
-
 /* The string table of an imported graph (strtab.h): NULL when it has
  * none; _make creates it (NULL when out of memory); _take hands it over
  * (the graph keeps none). */

@@ -92,7 +92,6 @@ typedef struct enc {
     pl_strtab *tab;
     bool *str;      /* per tensor: holds string ids */
     pl_nid id;      /* the node at hand */
-    bool renamed;   /* an op renamed: the graph validates again */
 } enc;
 
 static const pl_graph_node *enc_node(const enc *e)
@@ -184,8 +183,8 @@ static pl_status *enc_ids_attr(enc *e, const char *from, const char *to, size_t 
             pl_free(ids);
             return enc_oom();
         }
-    pl_graph_attr_remove(e->g, e->id, from);
-    pl_graph_attr_remove(e->g, e->id, to);
+    pl_graph_node_remove_attr(e->g, e->id, from);
+    pl_graph_node_remove_attr(e->g, e->id, to);
     pl_status *st = pl_graph_attr_ints(e->g, e->id, to, ids, n);
     pl_free(ids);
     if (n_out)
@@ -201,14 +200,14 @@ static pl_status *enc_id_attr(enc *e, const char *from, const char *def, const c
     int64_t id = pl_strtab_intern(e->tab, s, strlen(s));
     if (id < 0)
         return enc_oom();
-    pl_graph_attr_remove(e->g, e->id, from);
-    pl_graph_attr_remove(e->g, e->id, to);
+    pl_graph_node_remove_attr(e->g, e->id, from);
+    pl_graph_node_remove_attr(e->g, e->id, to);
     return pl_graph_attr_int(e->g, e->id, to, id);
 }
 
 static pl_status *enc_set_ints(enc *e, const char *name, const int64_t *v, size_t n)
 {
-    pl_graph_attr_remove(e->g, e->id, name);
+    pl_graph_node_remove_attr(e->g, e->id, name);
     return pl_graph_attr_ints(e->g, e->id, name, v, n);
 }
 
@@ -233,7 +232,7 @@ static pl_status *enc_tensor_attr(enc *e, const char *from, const char *to_ints,
         if (v == NULL)
             return enc_oom();
         memcpy(v, t->data, n * sizeof *v);
-        pl_graph_attr_remove(e->g, e->id, from);
+        pl_graph_node_remove_attr(e->g, e->id, from);
         st = to_ints ? enc_set_ints(e, to_ints, v, n) : NULL;
         pl_free(v);
     } else if (PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_F64)) {
@@ -244,8 +243,8 @@ static pl_status *enc_tensor_attr(enc *e, const char *from, const char *to_ints,
         for (size_t i = 0; i < n; i++)
             v[i] = PL_DTYPE_EQ(t->dtype, PL_DTYPE_F32) ? (double)((const float *)t->data)[i]
                                                        : ((const double *)t->data)[i];
-        pl_graph_attr_remove(e->g, e->id, from);
-        pl_graph_attr_remove(e->g, e->id, to_floats);
+        pl_graph_node_remove_attr(e->g, e->id, from);
+        pl_graph_node_remove_attr(e->g, e->id, to_floats);
         st = pl_graph_attr_floats(e->g, e->id, to_floats, v, n);
         pl_free(v);
     } else {
@@ -280,7 +279,7 @@ static pl_status *enc_label_encoder(enc *e)
             st = enc_set_ints(e, "keys_int64s", in_str ? sid : idx, k);
         if (st == NULL)
             st = enc_set_ints(e, "values_int64s", in_str ? idx : sid, k);
-        pl_graph_attr_remove(e->g, e->id, "pl_classes");
+        pl_graph_node_remove_attr(e->g, e->id, "pl_classes");
         pl_free(idx);
         pl_free(sid);
         PL_RETURN_IF_ERROR(st);
@@ -303,16 +302,16 @@ static pl_status *enc_label_encoder(enc *e)
         if (PL_DTYPE_EQ(dt->tensor->dtype, PL_DTYPE_I64)) {
             int64_t d = *(const int64_t *)dt->tensor->data;
             dstr = dt->tensor->is_string;
-            pl_graph_attr_remove(e->g, e->id, "default_tensor");
-            pl_graph_attr_remove(e->g, e->id, "default_int64");
+            pl_graph_node_remove_attr(e->g, e->id, "default_tensor");
+            pl_graph_node_remove_attr(e->g, e->id, "default_int64");
             PL_RETURN_IF_ERROR(pl_graph_attr_int(e->g, e->id, "default_int64", d));
         } else if (PL_DTYPE_EQ(dt->tensor->dtype, PL_DTYPE_F32) ||
                    PL_DTYPE_EQ(dt->tensor->dtype, PL_DTYPE_F64)) {
             double d = PL_DTYPE_EQ(dt->tensor->dtype, PL_DTYPE_F32)
                            ? (double)*(const float *)dt->tensor->data
                            : *(const double *)dt->tensor->data;
-            pl_graph_attr_remove(e->g, e->id, "default_tensor");
-            pl_graph_attr_remove(e->g, e->id, "default_float");
+            pl_graph_node_remove_attr(e->g, e->id, "default_tensor");
+            pl_graph_node_remove_attr(e->g, e->id, "default_float");
             PL_RETURN_IF_ERROR(pl_graph_attr_float(e->g, e->id, "default_float", d));
         } else {
             return enc_error(e, PL_CODE_UNSUPPORTED, "default_tensor of dtype %s",
@@ -328,7 +327,7 @@ static pl_status *enc_label_encoder(enc *e)
         if (!dstr)
             PL_RETURN_IF_ERROR(enc_id_attr(e, "default_string", "_Unused", "default_int64"));
     }
-    pl_graph_attr_remove(e->g, e->id, "default_string");
+    pl_graph_node_remove_attr(e->g, e->id, "default_string");
     if (kstr != in_str)
         return enc_error(e, PL_CODE_INVALID_ARGUMENT,
                          "input 0 ('%s') %s strings but the keys %s", enc_in_name(e, 0),
@@ -360,8 +359,8 @@ static pl_status *enc_category_mapper(enc *e)
     }
     memcpy(ints, ci->ints, ns * sizeof *ints);
     memcpy(ids, sid->ints, ns * sizeof *ids);
-    pl_graph_attr_remove(e->g, e->id, "pl_cats");
-    pl_graph_attr_remove(e->g, e->id, "cats_int64s");
+    pl_graph_node_remove_attr(e->g, e->id, "pl_cats");
+    pl_graph_node_remove_attr(e->g, e->id, "cats_int64s");
     pl_status *st = enc_set_ints(e, "keys_int64s", in_str ? ids : ints, ns);
     if (st == NULL)
         st = enc_set_ints(e, "values_int64s", in_str ? ints : ids, ns);
@@ -370,9 +369,8 @@ static pl_status *enc_category_mapper(enc *e)
     PL_RETURN_IF_ERROR(st);
     if (!in_str)
         PL_RETURN_IF_ERROR(enc_id_attr(e, "default_string", "_Unused", "default_int64"));
-    pl_graph_attr_remove(e->g, e->id, "default_string");
+    pl_graph_node_remove_attr(e->g, e->id, "default_string");
     enc_out(e, 0, !in_str);
-    e->renamed = true;
     return pl_graph_node_set_op(e->g, e->id, "ai.onnx.ml", "LabelEncoder");
 }
 
@@ -397,7 +395,7 @@ static pl_status *enc_constant(enc *e)
             return enc_error(e, PL_CODE_INVALID_ARGUMENT, "value_string must be a string");
         if ((id = pl_strtab_intern(e->tab, one->s, strlen(one->s))) < 0)
             return enc_oom();
-        pl_graph_attr_remove(e->g, e->id, name);
+        pl_graph_node_remove_attr(e->g, e->id, name);
         k = 1;
     } else {
         PL_RETURN_IF_ERROR(enc_ids_attr(e, name, "pl_value", &k));
@@ -406,7 +404,7 @@ static pl_status *enc_constant(enc *e)
     int64_t dim = (int64_t)k;
     pl_status *st = pl_graph_attr_tensor(e->g, e->id, "value", PL_DTYPE_I64, one ? 0 : 1, &dim,
                                          one ? &id : ids->ints, k * sizeof(int64_t));
-    pl_graph_attr_remove(e->g, e->id, "pl_value");
+    pl_graph_node_remove_attr(e->g, e->id, "pl_value");
     PL_RETURN_IF_ERROR(st);
     pl_graph_node_attr(enc_node(e), "value")->tensor->is_string = true;
     enc_out(e, 0, true);
@@ -499,12 +497,11 @@ static pl_status *enc_node_at(enc *e)
         bool to_str = strcmp(op, "Cast") == 0 ? to != NULL && to->i == 8 : enc_in(e, 1);
         if (to_str && enc_in(e, 0)) {
             enc_out(e, 0, true); /* strings to strings: nothing to do */
-            pl_graph_attr_remove(e->g, e->id, "to");
-            pl_graph_attr_remove(e->g, e->id, "saturate");
-            pl_graph_attr_remove(e->g, e->id, "round_mode");
+            pl_graph_node_remove_attr(e->g, e->id, "to");
+            pl_graph_node_remove_attr(e->g, e->id, "saturate");
+            pl_graph_node_remove_attr(e->g, e->id, "round_mode");
             if (n->n_formal_inputs > 1)
                 return enc_error(e, PL_CODE_UNSUPPORTED, "CastLike of strings to strings");
-            e->renamed = true;
             return pl_graph_node_set_op(e->g, e->id, "", "Identity");
         }
         if (to_str || enc_in(e, 0))
@@ -633,7 +630,8 @@ pl_status *pl_strings_encode(pl_graph *g, bool *out_any)
         any = any || e.str[t];
     }
     pl_free(e.str);
-    if (st == NULL && e.renamed)
+    /* (ops renamed and attributes removed undo the validation) */
+    if (st == NULL)
         st = pl_graph_validate(g);
     *out_any = st == NULL && any;
     return st;
