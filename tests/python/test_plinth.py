@@ -1378,6 +1378,50 @@ class OnnxTest(unittest.TestCase):
             want = s.run({"x": x, "mask": raw})["y"]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
+    def test_ms_fused_ops_f16(self):
+        """ONNX Runtime's fused ops in an f16 model (its transformers
+        optimizer's fusions, then convert_float_to_float16: BERT's, Llama's
+        and ViT's fp16 exports): EmbedLayerNormalization with f16 embeddings,
+        SkipLayerNormalization whose sum (output 3) feeds a
+        SkipSimplifiedLayerNormalization, FastGelu between them. Each was
+        refused ('only float32 input'); now computed in f32 between Casts,
+        they match the same model in f32 within f16's rounding."""
+        from onnx import TensorProto as T, helper as h, numpy_helper as nh
+        rng = np.random.default_rng(7)
+        V, S, H = 30, 6, 16
+        wts = dict(we=rng.standard_normal((V, H)), pe=rng.standard_normal((S, H)),
+                   se=rng.standard_normal((2, H)), g=rng.uniform(0.5, 1.5, H),
+                   b=rng.standard_normal(H) * 0.1, g2=rng.uniform(0.5, 1.5, H),
+                   b2=rng.standard_normal(H) * 0.1, sk=rng.standard_normal((1, S, H)),
+                   g3=rng.uniform(0.5, 1.5, H))
+        ms = "com.microsoft"
+        nodes = [
+            h.make_node("EmbedLayerNormalization",
+                        ["ids", "seg", "we", "pe", "se", "g", "b", "mask"], ["e", "mi"],
+                        domain=ms, epsilon=1e-5),
+            h.make_node("SkipLayerNormalization", ["e", "sk", "g2", "b2"],
+                        ["n1", "", "", "sum1"], domain=ms, epsilon=1e-5),
+            h.make_node("FastGelu", ["n1"], ["f1"], domain=ms),
+            h.make_node("SkipSimplifiedLayerNormalization", ["sum1", "f1", "g3"], ["y"],
+                        domain=ms, epsilon=1e-5)]
+        ids = rng.integers(0, V, (1, S)).astype(np.int32)
+        seg = np.zeros((1, S), np.int32)
+        mask = np.ones((1, S), np.int32)
+        outs = {}
+        for tag, dt, tt in (("f32", np.float32, T.FLOAT), ("f16", np.float16, T.FLOAT16)):
+            graph = h.make_graph(
+                nodes, "g", [h.make_tensor_value_info(n, T.INT32, [1, S])
+                             for n in ("ids", "seg", "mask")],
+                [h.make_tensor_value_info("y", tt, [1, S, H]),
+                 h.make_tensor_value_info("mi", T.INT32, [1])],
+                [nh.from_array(v.astype(dt), k) for k, v in wts.items()])
+            with self.rt.load_model(save_ms_model(graph, "fused_%s.onnx" % tag, 14)).session() as s:
+                outs[tag] = s.run({"ids": ids, "seg": seg, "mask": mask})
+        self.assertEqual(outs["f16"]["y"].dtype, np.float16)
+        np.testing.assert_array_equal(outs["f16"]["mi"], [S])
+        np.testing.assert_allclose(outs["f16"]["y"].astype(np.float32), outs["f32"]["y"],
+                                   rtol=2e-2, atol=2e-2)
+
     def test_ms_nchwc_refused(self):
         """A node of ONNX Runtime's private com.microsoft.nchwc domain (a
         model saved after ORT_ENABLE_ALL optimization) is refused with what

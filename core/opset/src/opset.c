@@ -1319,6 +1319,17 @@ static pl_status *pl_infer_grow_known(pl_infer_ctx *ctx)
     return NULL;
 }
 
+/* Whether node K reads a tensor whose type is not known yet. */
+static bool pl_infer_waits(const pl_graph *g, pl_nid k)
+{
+    const pl_graph_node *a = pl_graph_get_node(g, k);
+    for (size_t i = 0; a != NULL && i < a->n_formal_inputs; i++)
+        if (a->inputs[i] != PL_TID_NONE &&
+            pl_graph_get_tensor(g, a->inputs[i])->dtype.lanes == 0)
+            return true;
+    return false;
+}
+
 /* Lowers node ID of an opset-18-or-later graph (opset_lower.c) and infers
  * the nodes the rewrite added, which feed it. */
 static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl_nid id,
@@ -1350,12 +1361,36 @@ static pl_status *pl_infer_lower_node(pl_infer_ctx *ctx, const pl_opset *set, pl
     /* An unrolled body's nodes are walked like the graph's own: each is
      * rewritten (and what that adds inferred) before it is inferred. */
     size_t after = pl_graph_node_count(ctx->g);
-    for (size_t k = before; k < after; k++) {
+    /* A node the rewrite added that reads what it added later, or the
+     * lowered node's own output (the Casts back to f16 of outputs that
+     * opset_lower.c's lw_widen16 computes in f32), is inferred after the
+     * others and the lowered node, in the order added. */
+    size_t first_deferred = SIZE_MAX;
+    bool *deferred = NULL;
+    pl_status *st = NULL;
+    for (size_t k = before; st == NULL && k < after; k++) {
         if (walk)
-            PL_RETURN_IF_ERROR(pl_infer_lower_node(ctx, set, (pl_nid)k, version, changed));
-        PL_RETURN_IF_ERROR(pl_infer_node_run(ctx, set, (pl_nid)k));
+            st = pl_infer_lower_node(ctx, set, (pl_nid)k, version, changed);
+        if (st == NULL && pl_infer_waits(ctx->g, (pl_nid)k)) {
+            if (deferred == NULL && (deferred = pl_calloc(after - before, 1)) == NULL)
+                st = pl_infer_oom(ctx);
+            if (st == NULL) {
+                deferred[k - before] = true;
+                first_deferred = first_deferred < k ? first_deferred : k;
+            }
+            continue;
+        }
+        if (st == NULL)
+            st = pl_infer_node_run(ctx, set, (pl_nid)k);
     }
-    return NULL;
+    if (st == NULL && deferred != NULL) {
+        st = pl_infer_node_run(ctx, set, id);
+        for (size_t k = first_deferred; st == NULL && k < after; k++)
+            if (deferred[k - before])
+                st = pl_infer_node_run(ctx, set, (pl_nid)k);
+    }
+    pl_free(deferred);
+    return st;
 }
 
 /* A while loop with scan outputs (the Loop ID, just inferred) split in

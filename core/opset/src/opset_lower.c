@@ -5017,6 +5017,83 @@ static pl_status *lw_qlinear_matmul_scales(lw *w, bool *changed)
     return pl_graph_node_set_inputs(w->g, w->id, all, n->n_formal_inputs);
 }
 
+/* Whether lowering FN is written for f32 only: ONNX Runtime's fused ops that
+ * its transformers optimizer writes into f16 models too (convert_float_to_
+ * float16 after the fusions: the usual GPU export, transformers.js's fp16
+ * files), widened around the lowering by lw_widen16. */
+static bool lw_f32_only(pl_status *(*fn)(lw *))
+{
+    return fn == lw_ms_skip_ln || fn == lw_ms_skip_rms || fn == lw_ms_embed_ln ||
+           fn == lw_ms_attention || fn == lw_ms_mha || fn == lw_ms_simplified_ln ||
+           fn == lw_ms_bias_add || fn == lw_ms_fused_matmul || fn == lw_ms_matmul_nbits ||
+           fn == lw_ms_matmul_bnb4 || fn == lw_ms_rotary;
+}
+
+/* An f32-only lowering's node of type f16 or bf16: each input of that type read
+ * through a Cast to f32 (typed here: the lowering reads its rank and dims
+ * before inference sees the Cast; folding computes a constant's at load),
+ * and each output but EmbedLayerNormalization's int32 mask_index written in
+ * f32 to a new tensor that a Cast turns back into the node's own, of the
+ * inputs' narrow type. The graph's f16 pass (optimize.c) then computes the
+ * whole chain in f32. */
+static pl_status *lw_widen16(lw *w, bool embed)
+{
+    const pl_graph_node *nd = pl_graph_get_node(w->g, w->id);
+    size_t nin = nd->n_formal_inputs, nout = nd->n_outputs;
+    /* the type T of the node: its first float input's (EmbedLayerNormalization's
+     * word embeddings, the others' input 0) */
+    pl_dtype narrow = {0, 0, 0};
+    for (size_t k = 0; k < nin && narrow.lanes == 0; k++) {
+        const pl_graph_tensor *t =
+            nd->inputs[k] == PL_TID_NONE ? NULL : pl_graph_get_tensor(w->g, nd->inputs[k]);
+        if (t != NULL && (t->dtype.code == PL_TYPE_FLOAT || t->dtype.code == PL_TYPE_BFLOAT))
+            narrow = t->dtype;
+    }
+    if (narrow.bits != 16 || nin > PL_OP_MAX_FORMAL || nout > PL_OP_MAX_FORMAL)
+        return NULL;
+    pl_tid ins[PL_OP_MAX_FORMAL], outs[PL_OP_MAX_FORMAL];
+    memcpy(ins, nd->inputs, nin * sizeof *ins);
+    memcpy(outs, nd->outputs, nout * sizeof *outs);
+    for (size_t k = 0; k < nin; k++) {
+        const pl_graph_tensor *t =
+            ins[k] == PL_TID_NONE ? NULL : pl_graph_get_tensor(w->g, ins[k]);
+        if (t == NULL || !PL_DTYPE_EQ(t->dtype, narrow))
+            continue;
+        int32_t ndim = t->ndim;
+        int64_t dims[PL_GRAPH_MAX_RANK];
+        if (ndim > 0)
+            memcpy(dims, t->dims, (size_t)ndim * sizeof *dims);
+        const char *c;
+        PL_RETURN_IF_ERROR(lw_cast(w, t->name, 1, &c));
+        ins[k] = pl_graph_find_tensor(w->g, c);
+        PL_RETURN_IF_ERROR(pl_graph_set_type(w->g, ins[k], PL_DTYPE_F32, ndim, dims, NULL));
+    }
+    PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, ins, nin));
+    pl_tid orig[PL_OP_MAX_FORMAL];
+    for (size_t k = 0; k < nout; k++) {
+        orig[k] = outs[k];
+        if (outs[k] == PL_TID_NONE || (embed && k == 1))
+            continue;
+        char name[LW_NAME];
+        pl_rewrite_fresh_name(w->g, w->base, "f32", name, sizeof name);
+        PL_RETURN_IF_ERROR(pl_graph_tensor_get_or_add(w->g, name, &outs[k]));
+    }
+    PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, w->id, outs, nout));
+    for (size_t k = 0; k < nout; k++) {
+        if (outs[k] == orig[k])
+            continue;
+        char node_name[LW_NAME];
+        pl_rewrite_fresh_name(w->g, w->base, "Cast", node_name, sizeof node_name);
+        pl_nid cid;
+        PL_RETURN_IF_ERROR(pl_graph_add_node(
+            w->g, node_name, "Cast", "",
+            (const char *[]){pl_graph_get_tensor(w->g, outs[k])->name}, 1,
+            (const char *[]){pl_graph_get_tensor(w->g, orig[k])->name}, 1, &cid));
+        PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, cid, "to", lw_onnx_code(narrow)));
+    }
+    return NULL;
+}
+
 pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *changed)
 {
     const pl_graph_node *n = pl_graph_get_node(g, id);
@@ -5060,7 +5137,9 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
     snprintf(w.op, sizeof w.op, "%s", n->op);
     if (fn != NULL) {
         *changed = true;
-        pl_status *st = fn(&w);
+        pl_status *st = lw_f32_only(fn) ? lw_widen16(&w, fn == lw_ms_embed_ln) : NULL;
+        if (st == NULL)
+            st = fn(&w);
         /* an input read as "" for want of a slot would have changed the op */
         if (st == NULL && w.exhausted)
             st = lw_error(&w, PL_CODE_INTERNAL, "the rewrite needed more than %d names",
