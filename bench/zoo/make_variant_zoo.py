@@ -12,11 +12,20 @@ KIND is one of
             u8/u8 (qdq_uu), QOperator i8/i8 per channel (qop_ss_pc) and
             QOperator u8/i8 per channel (qop_us_pc), calibrated on the
             model's own input; tolerance 3e-2
-  ortopt    onnxruntime.transformers.optimizer's fusions (opt_level 0: the
-            Python fusions, no ONNX Runtime pass) for the transformer
+  ortopt    onnxruntime.transformers.optimizer's fusions (--opt-level 0,
+            the default: the Python fusions, no ONNX Runtime pass; 1 or 2 add
+            ONNX Runtime's basic or extended passes, saved; 99 also its
+            NCHWc layout, which Plinth refuses by design) for the transformer
             architectures of make_hf_zoo.py: Attention,
             SkipLayerNormalization, EmbedLayerNormalization, BiasGelu,
-            FastGelu, QuickGelu; tolerance 1e-3
+            FastGelu, QuickGelu; tolerance 1e-3; with --f16, then the
+            optimizer's convert_float_to_float16(keep_io_types) (the usual
+            fp16 export: fused ops typed f16), tolerance 2e-2. The optimizer
+            imports torch: run this kind with a python that has it
+  wq4       weight-only 4-bit quantization of MatMul weights by ONNX
+            Runtime's tools: MatMulNBitsQuantizer (block 32, symmetric:
+            com.microsoft MatMulNBits) and MatMulBnb4Quantizer (block 32,
+            FP4 and NF4: MatMulBnb4); tolerance 1e-3
   batch     the first dim of every graph input left free ("batch", the
             graph outputs' first dims unknown, value_info dropped: what
             torch.onnx.export's dynamic_axes writes) and run at --batch rows
@@ -30,6 +39,11 @@ optimisations off) as its references, and a model ONNX Runtime cannot run is
 skipped with the reason. Needs onnx, onnxruntime, numpy (and
 onnxconverter-common for f16) for the python3 on PATH. Check a variant zoo
 with run_zoo.py (--zoo DIR) and time it with bench/zoo.py (--zoo DIR).
+
+What they found (2026-12-06): ortopt at opt_level 99 -- BERT's fused
+Attention with EmbedLayerNormalization's mask_index over a symbolic batch
+refused; ortopt --f16 -- every fused op refused ('only float32'); wq4 --
+MatMulBnb4 unknown; all fixed.
 
 What they found (2026-12-03): float16 conversion's stale value_info refused
 (three PyPI models), DistilBERT's EmbedLayerNormalization without a mask
@@ -144,9 +158,32 @@ def variants(kind, args, e, model_path, feeds):
             return
         def w(path):
             om = optimizer.optimize_model(model_path, model_type=types[e["name"]], num_heads=0,
-                                          hidden_size=0, opt_level=0, use_gpu=False)
+                                          hidden_size=0, opt_level=args.opt_level, use_gpu=False)
+            if args.f16:
+                om.convert_float_to_float16(keep_io_types=True)
             om.save_model_to_file(path)
-        yield e["name"] + "_ortopt", w, 1e-3, {}
+        tag = "_ortopt" + (str(args.opt_level) if args.opt_level else "") + \
+              ("_f16" if args.f16 else "")
+        yield e["name"] + tag, w, 2e-2 if args.f16 else 1e-3, {}
+    elif kind == "wq4":
+        from onnxruntime.quantization import matmul_bnb4_quantizer as bnb4
+        try:
+            from onnxruntime.quantization import matmul_nbits_quantizer as nbits
+            NBits = nbits.MatMulNBitsQuantizer
+        except ImportError:  # ONNX Runtime before 1.21
+            from onnxruntime.quantization import matmul_4bits_quantizer as nbits
+            NBits = nbits.MatMul4BitsQuantizer
+        def nb(path):
+            q = NBits(onnx.load(model_path), block_size=32, is_symmetric=True)
+            q.process()
+            onnx.save(q.model.model, path)
+        yield e["name"] + "_nbits4", nb, 1e-3, {}
+        for qt, tag in ((0, "fp4"), (1, "nf4")):
+            def bb(path, qt=qt):
+                q = bnb4.MatMulBnb4Quantizer(onnx.load(model_path), qt, 32)
+                q.process()
+                onnx.save(q.model.model, path)
+            yield f"{e['name']}_bnb4_{tag}", bb, 1e-3, {}
     elif kind == "batch":
         if any(not i["shape"] or i["shape"][0] != 1 for i in e["inputs"]):
             return
@@ -179,12 +216,16 @@ def variants(kind, args, e, model_path, feeds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["f16", "opset", "quant", "ortopt", "batch"])
+    ap.add_argument("kind", choices=["f16", "opset", "quant", "ortopt", "batch", "wq4"])
     ap.add_argument("--src", required=True, help="a zoo folder (manifest.json)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated source model names")
     ap.add_argument("--opset", type=int, default=21)
     ap.add_argument("--batch", type=int, default=3, help="rows for the batch kind")
+    ap.add_argument("--opt-level", type=int, default=0, choices=[0, 1, 2, 99],
+                    help="the ortopt kind's optimizer level")
+    ap.add_argument("--f16", action="store_true",
+                    help="ortopt: convert to float16 after the fusions")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     m = json.load(open(os.path.join(args.src, "manifest.json")))
