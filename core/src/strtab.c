@@ -127,10 +127,13 @@ static void enc_out(enc *e, size_t k, bool is_string)
         e->str[n->outputs[k]] = is_string;
 }
 
+/* Input K's name ("" when absent). */
 static const char *enc_in_name(const enc *e, size_t k)
 {
     const pl_graph_node *n = enc_node(e);
-    return pl_graph_get_tensor(e->g, n->inputs[k])->name;
+    return k < n->n_formal_inputs && n->inputs[k] != PL_TID_NONE
+               ? pl_graph_get_tensor(e->g, n->inputs[k])->name
+               : "";
 }
 
 /* The first string input of the node at hand outside the positions MASK
