@@ -388,6 +388,41 @@ class SessionTest(unittest.TestCase):
             placement = {p["node"]: p["backend"] for p in s.describe()["placement"]}
             self.assertEqual(set(placement.values()), {"cpu"})
 
+    def test_run_fast_path(self):
+        """run()'s common call (ndarrays of the declared dtype and shape, all
+        outputs) reuses per-thread ctypes structs: four threads running at
+        once each get their own input's result; inputs it cannot take as
+        they are (a list, another dtype, a strided view) take the general
+        path, which converts them; outputs are fresh arrays every run."""
+        import threading
+        rng = np.random.default_rng(3)
+        xs = [rng.random((1, 64), dtype=np.float32) for _ in range(4)]
+        with self.model.session() as s:
+            want = [s.run({"x": x}, outputs=["y"])["y"] for x in xs]  # the general path
+            got = [None] * 4
+            errors = []
+            def worker(k):
+                try:
+                    for _ in range(200):
+                        y = s.run({"x": xs[k]})["y"]
+                        np.testing.assert_array_equal(y, want[k])
+                    got[k] = y
+                except Exception as e:  # reported below, on the test's thread
+                    errors.append(e)
+            threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+            self.assertEqual(len({id(y) for y in got}), 4)
+            wide = np.zeros((1, 128), np.float32)
+            wide[:, ::2] = xs[0]
+            for x in (xs[0].tolist(), xs[0].astype(np.float64), wide[:, ::2]):
+                np.testing.assert_array_equal(s.run({"x": x})["y"], want[0])
+            with self.assertRaises(plinth.Error):
+                s.run({"x": xs[0], "extra": xs[1]})
+
     def test_device_and_order(self):
         with self.model.session() as ref:
             want = ref.run({"x": self.x})["y"]
