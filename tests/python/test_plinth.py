@@ -36,6 +36,25 @@ def write_ini(text, name="backend.ini"):
     return path
 
 
+def in_threads(worker, n):
+    """Runs WORKER(k) for k < N on N threads at once; the exceptions they
+    raised (reported on the caller's thread)."""
+    import threading
+    errors = []
+
+    def guarded(k):
+        try:
+            worker(k)
+        except Exception as e:
+            errors.append(e)
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 def run_saved(rt, graph, opsets, ir_version, name, feeds):
     """Saves GRAPH as model NAME (OPSETS, IR_VERSION) and runs it once on RT."""
     import onnx
@@ -394,27 +413,18 @@ class SessionTest(unittest.TestCase):
         once each get their own input's result; inputs it cannot take as
         they are (a list, another dtype, a strided view) take the general
         path, which converts them; outputs are fresh arrays every run."""
-        import threading
         rng = np.random.default_rng(3)
         xs = [rng.random((1, 64), dtype=np.float32) for _ in range(4)]
         with self.model.session() as s:
             want = [s.run({"x": x}, outputs=["y"])["y"] for x in xs]  # the general path
             got = [None] * 4
-            errors = []
+
             def worker(k):
-                try:
-                    for _ in range(200):
-                        y = s.run({"x": xs[k]})["y"]
-                        np.testing.assert_array_equal(y, want[k])
-                    got[k] = y
-                except Exception as e:  # reported below, on the test's thread
-                    errors.append(e)
-            threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            self.assertEqual(errors, [])
+                for _ in range(200):
+                    y = s.run({"x": xs[k]})["y"]
+                    np.testing.assert_array_equal(y, want[k])
+                got[k] = y
+            self.assertEqual(in_threads(worker, 4), [])
             self.assertEqual(len({id(y) for y in got}), 4)
             wide = np.zeros((1, 128), np.float32)
             wide[:, ::2] = xs[0]
@@ -745,25 +755,14 @@ class OnnxTest(unittest.TestCase):
                                                   np.maximum(x, 0).astype(np.int64))
             self.assertEqual(s.describe()["staged"]["tails_planned"], 256)
             # runs from several threads at once, planning and evicting
-            import threading
-            errors = []
-
             def worker(seed):
                 r = np.random.default_rng(seed)
-                try:
-                    for _ in range(25):
-                        n = int(r.integers(1, 60))
-                        x = r.standard_normal((n, 4)).astype(np.float32)
-                        y = s.run({"x": x})["y"]
-                        np.testing.assert_array_equal(y, np.maximum(x, 0).astype(np.int64))
-                except Exception as e:  # reported below, on the test's thread
-                    errors.append(e)
-            threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            self.assertEqual(errors, [])
+                for _ in range(25):
+                    n = int(r.integers(1, 60))
+                    x = r.standard_normal((n, 4)).astype(np.float32)
+                    y = s.run({"x": x})["y"]
+                    np.testing.assert_array_equal(y, np.maximum(x, 0).astype(np.int64))
+            self.assertEqual(in_threads(worker, 4), [])
             with self.assertRaises(plinth.Error) as e:
                 s.run({"x": np.zeros((2, 3), np.float32)})
             self.assertIn("input 'x'", str(e.exception))
