@@ -153,7 +153,10 @@ def variants(kind, args, e, model_path, feeds):
                  "electra": "bert", "gpt2": "gpt2", "vit": "vit", "clip_text": "clip",
                  "t5_enc": "t5", "bart": "bart", "swin": "swin", "llama": "gpt2",
                  "deberta": "bert", "mobilebert": "bert", "whisper_enc": "bert", "opt": "gpt2",
-                 "deit": "vit", "beit": "vit", "gpt_neo": "gpt_neox"}
+                 "deit": "vit", "beit": "vit", "gpt_neo": "gpt_neox",
+                 # make_hf_zoo.py's full-size models (--full)
+                 "bert_base": "bert", "distilbert_base": "bert", "gpt2_base": "gpt2",
+                 "vit_base": "vit", "t5_small_enc": "t5", "whisper_base_enc": "bert"}
         if e["name"] not in types:
             return
         def w(path):
