@@ -276,6 +276,7 @@ static inline float shp_half_float(uint16_t h)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 /* f16 -> f32 with F16C's vcvtph2ps, eight at a time: the same values as
  * shp_half_float (exact, NaN quiet; DAZ does not apply to a half input),
@@ -302,8 +303,11 @@ static bool shp_has_f16c(void)
     static int cached = -1; /* a benign race: every thread finds the same */
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v < 0) {
+        /* (clang's __builtin_cpu_supports does not know "f16c": CPUID.1:ECX
+         * bit 29 says it; "avx" covers the OS saving the registers) */
+        unsigned a, b, c, d;
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        v = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v != 0;
