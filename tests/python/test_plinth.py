@@ -3054,7 +3054,7 @@ class OnnxTest(unittest.TestCase):
         Imputer of NaNs or of a value, one imputed value or one a column, in
         f32 and i64 (and f64, which ONNX Runtime has no kernel for);
         OneHotEncoder of i64 and of f32 (truncated), an unknown value a row of
-        zeros, a 2-D X; FeatureVectorizer of [N, 2] and [N, 1] inputs, f32 or
+        zeros (with zeros = 0 a failed run, as in ONNX Runtime), a 2-D X; FeatureVectorizer of [N, 2] and [N, 1] inputs, f32 or
         i64."""
         import onnx.helper as h
         from onnx import TensorProto as T
@@ -3092,6 +3092,15 @@ class OnnxTest(unittest.TestCase):
             want = (np.trunc(xv).astype(np.int64)[..., None] == cats).astype(np.float32)
             self.assertEqual(y.shape, xv.shape + (4,))
             np.testing.assert_array_equal(y, want)
+        # zeros = 0 (scikit-learn's handle_unknown='error'): known values as
+        # above, a value in no category fails the run, as in ONNX Runtime
+        known = np.array([[3, 0], [5, 1]], np.int64)
+        node = h.make_node("OneHotEncoder", ["x"], ["y"], domain=ml, cats_int64s=cats, zeros=0)
+        y = run([node], {"x": (T.INT64, known)}, "one_hot_z0.onnx")["y"]
+        np.testing.assert_array_equal(y, (known[..., None] == cats).astype(np.float32))
+        with self.assertRaises(plinth.Error) as cm:
+            run([node], {"x": (T.INT64, np.array([[3, 7], [5, 1]], np.int64))}, "one_hot_z0.onnx")
+        self.assertIn("unknown_category_with_zeros_0 (Gather", str(cm.exception))
         a = np.arange(6).reshape(3, 2)
         b = np.array([[7], [8], [9]])
         for t, dt in ((T.FLOAT, np.float32), (T.INT64, np.int64)):

@@ -4344,8 +4344,8 @@ static pl_status *lw_ml_imputer(lw *w)
  * skl2onnx writes for a OneHotEncoder or a one-hot KBinsDiscretizer over
  * numbers): X's shape and one more axis of the categories, 1.0 where X
  * (cast to int64, truncating, as ONNX Runtime does) is that category,
- * else 0.0. A value in no category is a row of zeros; with zeros = 0
- * ONNX Runtime fails the run there, which this does not. String
+ * else 0.0. A value in no category is a row of zeros, or with zeros = 0
+ * fails the run, as in ONNX Runtime (an out-of-range Gather). String
  * categories arrive as ids (core/src/strtab.h). */
 static pl_status *lw_ml_one_hot(lw *w)
 {
@@ -4367,8 +4367,45 @@ static pl_status *lw_ml_one_hot(lw *w)
         PL_RETURN_IF_ERROR(lw_cast(w, x, 7, &x));
     PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, x, tndim, -1, &x1));
     PL_RETURN_IF_ERROR(lw_binary(w, "Equal", x1, cats, &eq));
-    PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){eq}, 1));
-    return pl_graph_attr_int(w->g, w->id, "to", 1);
+    if (lw_attr_i(w, "zeros", 1) != 0) {
+        PL_RETURN_IF_ERROR(lw_become(w, "Cast", (const char *[]){eq}, 1));
+        return pl_graph_attr_int(w->g, w->id, "to", 1);
+    }
+    /* zeros = 0: a value in no category fails the run, as in ONNX Runtime
+     * ("Unknown Category and zeros = 0"): each value's category index (n
+     * for none, ai.plinth LabelEncode) picks from n zeros, a Gather that
+     * is out of range for n, and the zeros are added to the one-hot */
+    const char *oh, *ord, *none, *idx, *zs, *g, *g1;
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node(w, "Cast", (const char *[]){eq}, 1, &oh, &id));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, id, "to", 1));
+    int64_t *v = pl_malloc((size_t)n * sizeof *v);
+    float *z = pl_calloc((size_t)n, sizeof *z);
+    pl_status *st = v && z ? NULL : lw_error(w, PL_CODE_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; st == NULL && i < n; i++)
+        v[i] = i;
+    if (st == NULL)
+        st = lw_const(w, "category_index", PL_DTYPE_I64, 1, &n, v, (size_t)n * 8, &ord);
+    if (st == NULL)
+        st = lw_const(w, "category_zeros", PL_DTYPE_F32, 1, &n, z, (size_t)n * 4, &zs);
+    pl_free(v);
+    pl_free(z);
+    PL_RETURN_IF_ERROR(st);
+    PL_RETURN_IF_ERROR(lw_const(w, "no_category", PL_DTYPE_I64, 0, NULL, &n, 8, &none));
+    PL_RETURN_IF_ERROR(lw_node(w, "LabelEncode", (const char *[]){x, cats, ord, none}, 4, &idx,
+                               &id));
+    PL_RETURN_IF_ERROR(pl_graph_node_set_op(w->g, id, "ai.plinth", "LabelEncode"));
+    /* the Gather named so that its error says why */
+    char gname[LW_NAME], *gout = lw_slot(w);
+    if (gout == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_rewrite_fresh_name(w->g, w->base, "unknown_category_with_zeros_0", gname, sizeof gname);
+    pl_rewrite_fresh_name(w->g, w->base, "category_check", gout, LW_NAME);
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, gname, "Gather", "", (const char *[]){zs, idx}, 2,
+                                         (const char *[]){gout}, 1, &id));
+    g = gout;
+    PL_RETURN_IF_ERROR(lw_ml_axis_op(w, "Unsqueeze", 13, g, tndim, -1, &g1));
+    return lw_become(w, "Add", (const char *[]){oh, g1}, 2);
 }
 
 /* FeatureVectorizer: the inputs, each [N, inputdimensions[i]], as f32,
