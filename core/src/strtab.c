@@ -166,13 +166,13 @@ static pl_status *enc_oom(void)
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory encoding string tensors");
 }
 
-/* Replaces the STRINGS attribute FROM by an INTS attribute TO of their ids
- * (TO replaced if there); *N gets their count (0 when FROM is absent). */
-static pl_status *enc_ids_attr(enc *e, const char *from, const char *to, size_t *n_out)
+/* The ids of the STRINGS attribute FROM, which is dropped: *IDS (freed by
+ * the caller; NULL when FROM is absent) and *N of them. */
+static pl_status *enc_take_ids(enc *e, const char *from, int64_t **ids_out, size_t *n_out)
 {
     const pl_attr *a = pl_graph_node_attr(enc_node(e), from);
-    if (n_out)
-        *n_out = 0;
+    *ids_out = NULL;
+    *n_out = 0;
     if (a == NULL)
         return NULL;
     if (a->kind != PL_ATTR_STRINGS)
@@ -187,6 +187,22 @@ static pl_status *enc_ids_attr(enc *e, const char *from, const char *to, size_t 
             return enc_oom();
         }
     pl_graph_node_remove_attr(e->g, e->id, from);
+    *ids_out = ids;
+    *n_out = n;
+    return NULL;
+}
+
+/* Replaces the STRINGS attribute FROM by an INTS attribute TO of their ids
+ * (TO replaced if there); *N gets their count (0 when FROM is absent). */
+static pl_status *enc_ids_attr(enc *e, const char *from, const char *to, size_t *n_out)
+{
+    int64_t *ids;
+    size_t n;
+    if (n_out)
+        *n_out = 0;
+    PL_RETURN_IF_ERROR(enc_take_ids(e, from, &ids, &n));
+    if (ids == NULL)
+        return NULL;
     pl_graph_node_remove_attr(e->g, e->id, to);
     pl_status *st = pl_graph_attr_ints(e->g, e->id, to, ids, n);
     pl_free(ids);
@@ -269,20 +285,16 @@ static pl_status *enc_label_encoder(enc *e)
     const pl_attr *classes = pl_graph_node_attr(n, "classes_strings");
     if (classes != NULL) { /* ONNX-ML 1: strings <-> their index */
         size_t k;
-        PL_RETURN_IF_ERROR(enc_ids_attr(e, "classes_strings", "pl_classes", &k));
-        const pl_attr *ids = pl_graph_node_attr(enc_node(e), "pl_classes");
+        int64_t *sid;
+        PL_RETURN_IF_ERROR(enc_take_ids(e, "classes_strings", &sid, &k));
         int64_t *idx = pl_malloc((k ? k : 1) * sizeof *idx);
-        int64_t *sid = pl_malloc((k ? k : 1) * sizeof *sid);
-        pl_status *st = idx && sid ? NULL : enc_oom();
-        for (size_t i = 0; st == NULL && i < k; i++) {
+        pl_status *st = idx ? NULL : enc_oom();
+        for (size_t i = 0; st == NULL && i < k; i++)
             idx[i] = (int64_t)i;
-            sid[i] = ids->ints[i];
-        }
         if (st == NULL)
             st = enc_set_ints(e, "keys_int64s", in_str ? sid : idx, k);
         if (st == NULL)
             st = enc_set_ints(e, "values_int64s", in_str ? idx : sid, k);
-        pl_graph_node_remove_attr(e->g, e->id, "pl_classes");
         pl_free(idx);
         pl_free(sid);
         PL_RETURN_IF_ERROR(st);
@@ -346,23 +358,21 @@ static pl_status *enc_category_mapper(enc *e)
 {
     bool in_str = enc_in(e, 0);
     size_t ns = 0;
-    PL_RETURN_IF_ERROR(enc_ids_attr(e, "cats_strings", "pl_cats", &ns));
-    const pl_graph_node *n = enc_node(e);
-    const pl_attr *sid = pl_graph_node_attr(n, "pl_cats");
-    const pl_attr *ci = pl_graph_node_attr(n, "cats_int64s");
-    if (sid == NULL || ci == NULL || ci->kind != PL_ATTR_INTS || ci->n != ns || ns == 0)
+    int64_t *ids;
+    PL_RETURN_IF_ERROR(enc_take_ids(e, "cats_strings", &ids, &ns));
+    const pl_attr *ci = pl_graph_node_attr(enc_node(e), "cats_int64s");
+    if (ci == NULL || ci->kind != PL_ATTR_INTS || ci->n != ns || ns == 0) {
+        pl_free(ids);
         return enc_error(e, PL_CODE_INVALID_ARGUMENT,
                          "cats_strings and cats_int64s must list the same number (>= 1) of "
                          "categories");
-    int64_t *ints = pl_malloc(ns * sizeof *ints), *ids = pl_malloc(ns * sizeof *ids);
-    if (ints == NULL || ids == NULL) {
-        pl_free(ints);
+    }
+    int64_t *ints = pl_malloc(ns * sizeof *ints);
+    if (ints == NULL) {
         pl_free(ids);
         return enc_oom();
     }
     memcpy(ints, ci->ints, ns * sizeof *ints);
-    memcpy(ids, sid->ints, ns * sizeof *ids);
-    pl_graph_node_remove_attr(e->g, e->id, "pl_cats");
     pl_graph_node_remove_attr(e->g, e->id, "cats_int64s");
     pl_status *st = enc_set_ints(e, "keys_int64s", in_str ? ids : ints, ns);
     if (st == NULL)
@@ -390,24 +400,21 @@ static pl_status *enc_constant(enc *e)
     const pl_attr *many = pl_graph_node_attr(n, "value_strings");
     if (one == NULL && many == NULL)
         return NULL;
-    const char *name = one != NULL ? "value_string" : "value_strings";
-    size_t k;
-    int64_t id = -1;
+    size_t k = 1;
+    int64_t id = -1, *ids = NULL;
     if (one != NULL) {
         if (one->kind != PL_ATTR_STRING)
             return enc_error(e, PL_CODE_INVALID_ARGUMENT, "value_string must be a string");
         if ((id = pl_strtab_intern(e->tab, one->s, strlen(one->s))) < 0)
             return enc_oom();
-        pl_graph_node_remove_attr(e->g, e->id, name);
-        k = 1;
+        pl_graph_node_remove_attr(e->g, e->id, "value_string");
     } else {
-        PL_RETURN_IF_ERROR(enc_ids_attr(e, name, "pl_value", &k));
+        PL_RETURN_IF_ERROR(enc_take_ids(e, "value_strings", &ids, &k));
     }
-    const pl_attr *ids = pl_graph_node_attr(enc_node(e), "pl_value");
     int64_t dim = (int64_t)k;
     pl_status *st = pl_graph_attr_tensor(e->g, e->id, "value", PL_DTYPE_I64, one ? 0 : 1, &dim,
-                                         one ? &id : ids->ints, k * sizeof(int64_t));
-    pl_graph_node_remove_attr(e->g, e->id, "pl_value");
+                                         one ? &id : ids, k * sizeof(int64_t));
+    pl_free(ids);
     PL_RETURN_IF_ERROR(st);
     pl_graph_node_attr(enc_node(e), "value")->tensor->is_string = true;
     enc_out(e, 0, true);

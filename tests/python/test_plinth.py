@@ -3525,6 +3525,19 @@ class OnnxTest(unittest.TestCase):
         self.assertEqual(out["w"].tolist(), np.where(out["eq"], x, "-").tolist())
         np.testing.assert_array_equal(out["tf"], [3.0, 1.0])
         self.assertEqual(again["xr"].tolist(), x[::-1].reshape(3, 2).tolist())
+        # ONNX-ML 1's LabelEncoder (classes_strings): strings to their index
+        # and back, with the defaults
+        for xt, xv, yt, want in ((T.STRING, np.array(["b", "zz", "a"], dtype=object), T.INT64,
+                                  [1, -9, 0]),
+                                 (T.INT64, np.array([1, 5, 0], np.int64), T.STRING,
+                                  ["b", "none", "a"])):
+            g = h.make_graph([h.make_node("LabelEncoder", ["x"], ["y"], domain=ml,
+                                          classes_strings=["a", "b", "c"], default_int64=-9,
+                                          default_string="none")],
+                             "g", [vi("x", xt, [3])], [vi("y", yt, [3])])
+            y = run_saved(self.rt, g, [h.make_opsetid("", 13), h.make_opsetid(ml, 1)], 8,
+                          "strings_le1.onnx", {"x": xv})["y"]
+            self.assertEqual(y.tolist(), want)
         # ops that would compute on the text are refused, naming the node
         for node, why in (
                 (h.make_node("StringNormalizer", ["s"], ["y"], name="norm", case_change_action="LOWER"),
