@@ -66,7 +66,23 @@ def data():
     names = np.array(["setosa", "versicolor", "virginica", "ünïcode"])
     cats = rng.choice(np.array(["red", "green", "blue", "teal"]), (len(x2), 3))
     cats[rng.random(len(x2)) < 0.1, 2] = "missing"
+    # documents: words of a small vocabulary (capitals, digits, accents, punctuation, white
+    # space of several kinds, an empty one); the label says which half of it dominates
+    vocab = np.array(["the", "The", "quick", "brown", "fox", "jumps", "over", "lazy", "dog",
+                      "and", "is", "ONNX", "runtime", "model", "text", "Ünïcödé", "wörds",
+                      "123", "4567", "data", "science", "a", "b", "x_y", "end."])
+    seps = np.array([" ", " ", "  ", ", ", "\t", "! ", "\n"])
+    docs, dl = [], []
+    for i in range(300):
+        k = rng.integers(0, 12)
+        half = rng.integers(0, 2)
+        w = rng.integers(0, len(vocab), k)
+        w = np.where(rng.random(k) < 0.6, w % 12 + 12 * half, w)
+        docs.append("".join(str(vocab[j]) + str(rng.choice(seps)) for j in w).strip())
+        dl.append(half)
+    docs = np.array(docs, dtype=object)
     return dict(bin=(x2.astype(f), y2), multi=(x3.astype(f), y3), reg=(xr.astype(f), yr.astype(f)),
+                text=(docs, np.array(dl)), text_reg=(docs, np.array(dl, f) + rng.random(300, f)),
                 reg3=(xm.astype(f), ym.astype(f)), nan=(xn.astype(f), y2),
                 mixed=(xc.astype(f), y2), mixed_reg=(xc.astype(f), yr.astype(f)),
                 multi_str=(x3.astype(f), names[y3]), bin_str=(x2.astype(f), names[y2 + 1]),
@@ -80,6 +96,7 @@ def sklearn_models():
     from sklearn.compose import ColumnTransformer
     from sklearn.feature_selection import SelectKBest, VarianceThreshold
     from sklearn.impute import SimpleImputer
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
     from sklearn.pipeline import make_pipeline
     from sklearn import calibration as CAL, cross_decomposition as CD, gaussian_process as GP
     from sklearn.preprocessing import (KBinsDiscretizer, MaxAbsScaler, MinMaxScaler, Normalizer,
@@ -180,17 +197,47 @@ def sklearn_models():
         ("imputer_str", "imputer",
          SimpleImputer(strategy="constant", fill_value="none", missing_values="missing"), "cats_x"),
         ("ordinal_str", "ordinal encoder", OrdinalEncoder(), "cats_x"),
+        # text (2026-12-07): skl2onnx's TfidfVectorizer and CountVectorizer write
+        # StringNormalizer (stopwords too), com.microsoft Tokenizer and TfIdfVectorizer
+        ("tfidf_logreg", "text pipeline",
+         make_pipeline(TfidfVectorizer(), L.LogisticRegression(max_iter=300)), "text"),
+        ("tfidf_bigram_logreg", "text pipeline",
+         make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
+                       L.LogisticRegression(max_iter=300)), "text"),
+        ("count_nb", "text pipeline", make_pipeline(CountVectorizer(), NB.MultinomialNB()), "text"),
+        ("count_binary_cased", "text pipeline",
+         make_pipeline(CountVectorizer(binary=True, lowercase=False),
+                       L.LogisticRegression(max_iter=300)), "text"),
+        ("tfidf_stopwords", "text pipeline",
+         make_pipeline(TfidfVectorizer(stop_words=["the", "and", "is"]),
+                       L.LogisticRegression(max_iter=300)), "text"),
+        ("tf_l1_sgd", "text pipeline",
+         make_pipeline(TfidfVectorizer(max_features=10, norm="l1", use_idf=False),
+                       L.SGDClassifier(loss="log_loss", random_state=0)), "text"),
+        ("tfidf_svd", "text pipeline",
+         make_pipeline(TfidfVectorizer(), D.TruncatedSVD(3, random_state=0)), "text_x"),
+        ("tfidf_ridge", "text pipeline", make_pipeline(TfidfVectorizer(), L.Ridge()), "text_reg"),
+        ("count_pattern_forest", "text pipeline",
+         make_pipeline(CountVectorizer(token_pattern=r"\b\w+\b"),
+                       E.RandomForestClassifier(5, random_state=0)), "text"),
     ]
 
 
 def export_sklearn(model, x):
     from skl2onnx import to_onnx
+    from skl2onnx.common.data_types import StringTensorType
     last = model.steps[-1][1] if hasattr(model, "steps") else model
     target = {"": 15, "ai.onnx.ml": 3}
+    kw = {}
+    if x.ndim == 1:  # documents: one string a row
+        kw = dict(initial_types=[("text", StringTensorType([None, 1]))])
+        x = None
+    else:
+        x = x[:1]
     try:  # a classifier whose converter has the zipmap option (LinearSVC's has not)
-        return to_onnx(model, x[:1], options={id(last): {"zipmap": False}}, target_opset=target)
-    except NameError:
-        return to_onnx(model, x[:1], target_opset=target)
+        return to_onnx(model, x, options={id(last): {"zipmap": False}}, target_opset=target, **kw)
+    except (NameError, RuntimeError):
+        return to_onnx(model, x, target_opset=target, **kw)
 
 
 def boosted_models():
@@ -334,7 +381,8 @@ def main():
             continue
         x, y = sets[d.replace("_x", "")]
         model.fit(x) if d.endswith("_x") else model.fit(x, y)
-        entries.append(save(a.out, name, arch, export_sklearn(model, x), x[:64]))
+        onx = export_sklearn(model, x)
+        entries.append(save(a.out, name, arch, onx, x[:64].reshape(-1, 1) if x.ndim == 1 else x[:64]))
         print(name, sorted(entries[-1]["ops"]))
     for name, arch, model, d, convert in boosted_models():
         if want and name not in want:

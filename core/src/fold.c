@@ -33,6 +33,7 @@
 #include "fold.h"
 #include "graph_view.h"
 #include "status.h"
+#include "strtab.h"
 
 /* Ops whose output is not a function of their inputs. */
 static bool pl_fold_random(const char *op)
@@ -118,8 +119,8 @@ static bool pl_fold_node(const pl_graph *g, const pl_graph_node *n, const bool *
      * vendor's, whose ops need not be. */
     bool pure = n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0 ||
                 strcmp(n->domain, "ai.plinth") == 0 || strcmp(n->domain, "com.microsoft") == 0;
-    if (!pure || pl_fold_random(n->op))
-        return false;
+    if (!pure || pl_fold_random(n->op) || pl_strings_text_op(n->domain, n->op))
+        return false; /* (text ops read the run's strings: strtab.h) */
     size_t present = 0, in_bytes = 0, out_bytes = 0, in_elems = 0, out_elems = 0;
     for (size_t k = 0; k < n->n_inputs; k++) {
         if (n->inputs[k] == PL_TID_NONE)

@@ -23,6 +23,7 @@
 #include "hostbuf.h"
 #include "opset.h"
 #include "status.h"
+#include "strtab.h"
 
 /* One run in flight: arenas, variables, tensors and per-step arguments. */
 typedef struct pl_runctx pl_runctx;
@@ -52,6 +53,7 @@ struct pl_runctx {
     pl_tensor *values;           /* per value: where it lives in this run */
     void **default_out;          /* per value: buffer for unrequested outputs */
     pl_step_call *calls;         /* per step */
+    const pl_run_strings *strings; /* the run's (strtab.h), or NULL */
     int32_t full_dev;            /* while made: the device an allocation failed on */
     pl_runctx *next;
 };
@@ -353,6 +355,7 @@ static pl_status *pl_runner_take(pl_runner *r, pl_runctx **out)
         pl_runner_give_back(r, rc);
         return st;
     }
+    rc->strings = pl_strings_current(); /* (the caller's thread) */
     *out = rc;
     return NULL;
 }
@@ -475,7 +478,8 @@ static void pl_call_prepare(pl_step_call *c, const pl_run_context *run)
     c->run = (pl_run_context){.header = PL_ABI_HEADER_INIT(pl_run_context),
                               .device = p->devs[st->dev].device,
                               .worker = run ? run->worker : 0,
-                              .stream = run ? run->stream : NULL};
+                              .stream = run ? run->stream : NULL,
+                              .strings = rc->strings};
     pl_call_extra *x = pl_call_extra_of(c, st);
     c->args = (pl_run_args){.header = PL_ABI_HEADER_INIT(pl_run_args),
                             .run = &c->run,

@@ -935,7 +935,7 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                                 "pl_session_run_arrays",
                                 s->io_name);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = s->model->n_string_io > 0
+    pl_status *st = s->model->strtab != NULL
                         ? pl_sess_run_strings(s, inputs, n_inputs, outputs, n_outputs)
                         : pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
     pl_alloc_scope_leave(outer);

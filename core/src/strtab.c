@@ -441,6 +441,93 @@ static const enc_move enc_moves[] = {
     {"Concat", UINT32_MAX, false}, {"ArrayFeatureExtractor", 1, false},
 };
 
+/* The ops that compute on text (their kernels read the run's strings,
+ * ABI 1.14): which inputs hold strings and which outputs are strings,
+ * bit k for input or output k. */
+typedef struct enc_text {
+    const char *domain, *op;
+    uint32_t string_inputs, string_outputs;
+} enc_text;
+
+static const enc_text enc_text_ops[] = {
+    {"", "StringNormalizer", 1, 1},
+    {"", "StringConcat", 1 | 2, 1},
+    {"", "StringSplit", 1, 1},
+    {"", "RegexFullMatch", 1, 0},
+    {"com.microsoft", "Tokenizer", 1, 1},
+};
+
+bool pl_strings_text_op(const char *domain, const char *op)
+{
+    static const char *const plinth[] = {"StringToNumber", "NumberToString",
+                                         "StringNormalizerPadded", "StringSplitCounts",
+                                         "StringSplitPadded", "TokenizerWidth",
+                                         "TokenizerPadded"};
+    if (strcmp(domain, "ai.plinth") == 0) {
+        for (size_t i = 0; i < sizeof plinth / sizeof plinth[0]; i++)
+            if (strcmp(op, plinth[i]) == 0)
+                return true;
+        return false;
+    }
+    for (size_t i = 0; i < sizeof enc_text_ops / sizeof enc_text_ops[0]; i++)
+        if (strcmp(domain, enc_text_ops[i].domain) == 0 && strcmp(op, enc_text_ops[i].op) == 0)
+            return true;
+    return false;
+}
+
+/* The ONNX data type of DT, 0 for none. */
+static int64_t enc_onnx_type(pl_dtype dt)
+{
+    static const struct {
+        pl_dtype dt;
+        int64_t onnx;
+    } map[] = {{PL_DTYPE_F32, 1},  {PL_DTYPE_U8, 2},   {PL_DTYPE_I8, 3},   {PL_DTYPE_U16, 4},
+               {PL_DTYPE_I16, 5},  {PL_DTYPE_I32, 6},  {PL_DTYPE_I64, 7},  {PL_DTYPE_BOOL, 9},
+               {PL_DTYPE_F16, 10}, {PL_DTYPE_F64, 11}, {PL_DTYPE_U32, 12}, {PL_DTYPE_U64, 13},
+               {PL_DTYPE_BF16, 16}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (PL_DTYPE_EQ(dt, map[i].dt))
+            return map[i].onnx;
+    return 0;
+}
+
+/* Cast and CastLike with strings on either side: of strings to strings
+ * an Identity; to strings ai.plinth NumberToString; from strings
+ * ai.plinth StringToNumber with the target's ONNX type in 'to' (for
+ * CastLike, the target's declared type). */
+static pl_status *enc_cast(enc *e)
+{
+    const pl_graph_node *n = enc_node(e);
+    bool like = strcmp(n->op, "CastLike") == 0;
+    const pl_attr *to = pl_graph_node_attr(n, "to");
+    bool to_str = like ? enc_in(e, 1) : to != NULL && to->i == 8;
+    bool from_str = enc_in(e, 0);
+    if (!to_str && !from_str)
+        return NULL;
+    pl_tid x = n->inputs[0];
+    int64_t to_type = to != NULL ? to->i : 0;
+    if (like && from_str && !to_str) {
+        const pl_graph_tensor *target = pl_graph_get_tensor(e->g, n->inputs[1]);
+        to_type = enc_onnx_type(target->dtype);
+        if (to_type == 0)
+            return enc_error(e, PL_CODE_UNSUPPORTED,
+                             "CastLike of strings to '%s', whose type is not declared",
+                             target->name);
+    }
+    pl_graph_node_remove_attr(e->g, e->id, "saturate");
+    pl_graph_node_remove_attr(e->g, e->id, "round_mode");
+    pl_graph_node_remove_attr(e->g, e->id, "to");
+    if (like) /* the target only gave its type */
+        PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(e->g, e->id, &x, 1));
+    enc_out(e, 0, to_str);
+    if (to_str && from_str)
+        return pl_graph_node_set_op(e->g, e->id, "", "Identity");
+    if (to_str)
+        return pl_graph_node_set_op(e->g, e->id, "ai.plinth", "NumberToString");
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(e->g, e->id, "to", to_type));
+    return pl_graph_node_set_op(e->g, e->id, "ai.plinth", "StringToNumber");
+}
+
 /* The classifiers' string labels: their int64 attribute's name. */
 static const struct {
     const char *op;
@@ -502,24 +589,20 @@ static pl_status *enc_node_at(enc *e)
         return NULL; /* of strings as of anything */
     if (onnx && strcmp(op, "Equal") == 0)
         return enc_same(e, 0, 1); /* equal ids are equal strings */
-    if (onnx && (strcmp(op, "Cast") == 0 || strcmp(op, "CastLike") == 0)) {
-        const pl_attr *to = pl_graph_node_attr(n, "to");
-        bool to_str = strcmp(op, "Cast") == 0 ? to != NULL && to->i == 8 : enc_in(e, 1);
-        if (to_str && enc_in(e, 0)) {
-            enc_out(e, 0, true); /* strings to strings: nothing to do */
-            pl_graph_node_remove_attr(e->g, e->id, "to");
-            pl_graph_node_remove_attr(e->g, e->id, "saturate");
-            pl_graph_node_remove_attr(e->g, e->id, "round_mode");
-            if (n->n_formal_inputs > 1)
-                return enc_error(e, PL_CODE_UNSUPPORTED, "CastLike of strings to strings");
-            return pl_graph_node_set_op(e->g, e->id, "", "Identity");
-        }
-        if (to_str || enc_in(e, 0))
-            return enc_error(e, PL_CODE_UNSUPPORTED,
-                             "a cast %s strings: Plinth carries strings through a model (moved, "
-                             "compared, mapped by the ML encoders) but does not compute on "
-                             "their text",
-                             to_str ? "to" : "from");
+    if (onnx && (strcmp(op, "Cast") == 0 || strcmp(op, "CastLike") == 0))
+        return enc_cast(e);
+    for (size_t i = 0; i < sizeof enc_text_ops / sizeof enc_text_ops[0]; i++) {
+        const enc_text *t = &enc_text_ops[i];
+        if (strcmp(n->domain, t->domain) != 0 || strcmp(op, t->op) != 0)
+            continue;
+        for (size_t k = 0; k < n->n_formal_inputs && k < 32; k++)
+            if (n->inputs[k] != PL_TID_NONE && (t->string_inputs >> k & 1u) && !enc_in(e, k))
+                return enc_error(e, PL_CODE_INVALID_ARGUMENT,
+                                 "input %zu ('%s') must be a string tensor", k,
+                                 enc_in_name(e, k));
+        PL_RETURN_IF_ERROR(enc_only(e, t->string_inputs, "this op reads as numbers"));
+        for (size_t k = 0; k < n->n_outputs && k < 32; k++)
+            enc_out(e, k, t->string_outputs >> k & 1u);
         return NULL;
     }
     if (onnx && strcmp(op, "Unique") == 0 && enc_in(e, 0)) {
@@ -546,12 +629,14 @@ static pl_status *enc_node_at(enc *e)
         return NULL;
     }
     return enc_only(e, 0,
-                    "this op would compute on: Plinth carries strings through a model "
-                    "(moved, compared, mapped by the ML encoders) but does not compute on "
-                    "their text");
+                    "this op does not take: strings are moved, compared, mapped by the ML "
+                    "encoders and computed on by the text ops (StringNormalizer, "
+                    "StringConcat, StringSplit, RegexFullMatch, com.microsoft Tokenizer, "
+                    "casts), not read as numbers");
 }
 
-/* Whether any node of G has a string attribute of the encoders. */
+/* Whether any node of G has a string attribute of the encoders or makes
+ * strings (a cast to strings, an op on text). */
 static bool enc_has_string_attrs(const pl_graph *g)
 {
     static const char *const names[] = {"classlabels_strings", "keys_strings", "values_strings",
@@ -560,6 +645,10 @@ static bool enc_has_string_attrs(const pl_graph *g)
                                         "values_tensor", "default_tensor"};
     for (size_t i = 0; i < pl_graph_node_count(g); i++) {
         const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        const pl_attr *to = strcmp(n->op, "Cast") == 0 ? pl_graph_node_attr(n, "to") : NULL;
+        if ((to != NULL && to->kind == PL_ATTR_INT && to->i == 8) ||
+            pl_strings_text_op(n->domain, n->op))
+            return true; /* strings made inside the graph */
         for (size_t k = 0; k < n->n_attrs; k++) {
             for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
                 if (strcmp(n->attrs[k].name, names[j]) == 0)
@@ -613,14 +702,13 @@ pl_status *pl_strings_encode(pl_graph *g, bool *out_any)
         }
         st = enc_node_at(&e);
         /* an output the model declares as strings that this op does not
-         * make strings of: text computed (StringNormalizer, a cast) */
+         * make strings of */
         for (size_t k = 0; st == NULL && k < n->n_outputs; k++) {
             pl_tid t = n->outputs[k];
             if (t != PL_TID_NONE && pl_graph_get_tensor(g, t)->is_string && !e.str[t])
                 st = enc_error(&e, PL_CODE_UNSUPPORTED,
-                               "output '%s' is a string tensor this op would compute: Plinth "
-                               "carries strings through a model (moved, compared, mapped by "
-                               "the ML encoders) but does not compute their text",
+                               "output '%s' is declared a string tensor, but this op does "
+                               "not make strings of its inputs",
                                pl_graph_get_tensor(g, t)->name);
         }
     }

@@ -11,9 +11,12 @@
  * strings, so comparisons hold. Text itself is read or written only at the
  * run's boundary: pl_session_run turns the caller's strings into ids (a
  * string the table lacks gets an id past it, for that run only) and the
- * ids of string outputs back into strings. An op that would compute on the
- * text (StringNormalizer, casts to or from strings, regexes) is refused by
- * name. */
+ * ids of string outputs back into strings. The ops that compute on text
+ * (StringNormalizer, StringConcat, StringSplit, RegexFullMatch,
+ * com.microsoft Tokenizer, casts to and from strings) run in a module,
+ * whose kernels read the text of ids and get ids for new strings through
+ * the run's table (pl_run_context.strings, ABI 1.14): new strings get ids
+ * past the model's, for that run only, like the caller's. */
 #ifndef PL_CORE_STRTAB_H
 #define PL_CORE_STRTAB_H
 
@@ -21,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plinth/module.h"
 #include "plinth/plinth.h"
 
 struct pl_graph;
@@ -47,10 +51,21 @@ const char *pl_strtab_at(const pl_strtab *tab, size_t id);
  * must exist when it does. */
 pl_status *pl_strings_encode(struct pl_graph *g, bool *out_any);
 
-/* pl_session_run for a session whose model has string inputs or outputs:
- * string inputs (elements const char *) become ids, the run runs, and each
- * string output comes back as one buffer (freed with pl_buffer_free) of
- * const char * pointers followed by the strings they point at. */
+/* Whether OP of DOMAIN, after pl_strings_encode, computes on text: it
+ * reads the run's strings, so it is never folded into a constant (a
+ * folded id would be one run's). */
+bool pl_strings_text_op(const char *domain, const char *op);
+
+/* The strings of the run this thread is in: set by pl_strings_run for the
+ * run's duration (nested sessions of a staged session run inside it), read
+ * by the runner for its steps' pl_run_context. NULL outside such a run. */
+const pl_run_strings *pl_strings_current(void);
+
+/* pl_session_run for a session whose model has string tensors:
+ * string inputs (elements const char *) become ids, the run runs with the
+ * run's strings current (pl_strings_current), and each string output comes
+ * back as one buffer (freed with pl_buffer_free) of const char * pointers
+ * followed by the strings they point at. */
 pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab,
                           const bool *in_string, const bool *out_string, const pl_io *inputs,
                           size_t n_inputs, pl_io *outputs, size_t n_outputs,

@@ -1,6 +1,7 @@
 /* strtab_run.c — the run's boundary of string tensors (strtab.h): the
  * caller's strings into ids, string outputs' ids back into strings. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -15,51 +16,111 @@ static pl_status *run_oom(void)
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run's strings");
 }
 
-/* ---- the run's boundary -------------------------------------------------- */
+/* ---- the run's strings ------------------------------------------------------ */
 
-/* Strings of one run that the table lacks: ids from the table's count on. */
+/* Strings of one run that the table lacks: ids from the table's count on.
+ * The caller's are borrowed for the run; those kernels make (intern) are
+ * copies. Kernels on any thread read and add them (pl_run_strings), so
+ * the list is under a lock; a string never moves once added. */
 typedef struct run_strs {
+    pl_run_strings api;
     const pl_strtab *tab;
+    pthread_mutex_t mu;
     pl_strmap ids;
     const char **strs;
     size_t n, cap;
+    char **owned;
+    size_t n_owned, cap_owned;
 } run_strs;
 
-static int64_t run_id(run_strs *r, const char *s)
+/* The run whose strings this thread's kernels and nested sessions use. */
+static _Thread_local const pl_run_strings *run_current;
+
+const pl_run_strings *pl_strings_current(void)
+{
+    return run_current;
+}
+
+/* The id of S; when new, S is added (borrowed; OWN: R frees it at the
+ * end). -1 when out of memory (S, when owned, then freed). */
+static int64_t run_add(run_strs *r, const char *s, bool own)
 {
     int64_t id = pl_strtab_find(r->tab, s);
-    if (id >= 0)
+    if (id >= 0) {
+        if (own)
+            pl_free((char *)s);
         return id;
+    }
+    pthread_mutex_lock(&r->mu);
     uint32_t k;
-    if (pl_strmap_get(&r->ids, s, &k))
-        return (int64_t)(pl_strtab_count(r->tab) + k);
+    if (pl_strmap_get(&r->ids, s, &k)) {
+        id = (int64_t)(pl_strtab_count(r->tab) + k);
+        if (own)
+            pl_free((char *)s);
+        goto done;
+    }
+    id = -1;
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 16;
         const char **grown = pl_realloc(r->strs, cap * sizeof *grown);
         if (grown == NULL)
-            return -1;
+            goto fail;
         r->strs = grown;
         r->cap = cap;
     }
+    if (own && r->n_owned == r->cap_owned) {
+        size_t cap = r->cap_owned ? r->cap_owned * 2 : 16;
+        char **grown = pl_realloc(r->owned, cap * sizeof *grown);
+        if (grown == NULL)
+            goto fail;
+        r->owned = grown;
+        r->cap_owned = cap;
+    }
     if (r->n >= UINT32_MAX || !pl_strmap_put(&r->ids, s, (uint32_t)r->n))
-        return -1;
+        goto fail;
+    if (own)
+        r->owned[r->n_owned++] = (char *)s;
     r->strs[r->n] = s;
-    return (int64_t)(pl_strtab_count(r->tab) + r->n++);
+    id = (int64_t)(pl_strtab_count(r->tab) + r->n++);
+    goto done;
+fail:
+    if (own)
+        pl_free((char *)s);
+done:
+    pthread_mutex_unlock(&r->mu);
+    return id;
 }
 
-static const char *run_str(const run_strs *r, int64_t id)
+static const char *run_str(run_strs *r, int64_t id)
 {
     size_t base = pl_strtab_count(r->tab);
     if (id < 0)
         return NULL;
     if ((uint64_t)id < base)
         return pl_strtab_at(r->tab, (size_t)id);
-    return (uint64_t)id - base < r->n ? r->strs[id - (int64_t)base] : NULL;
+    pthread_mutex_lock(&r->mu);
+    const char *s = (uint64_t)id - base < r->n ? r->strs[id - (int64_t)base] : NULL;
+    pthread_mutex_unlock(&r->mu);
+    return s;
+}
+
+static const char *run_api_get(void *self, int64_t id, size_t *out_len)
+{
+    const char *s = run_str(self, id);
+    if (out_len != NULL)
+        *out_len = s ? strlen(s) : 0;
+    return s;
+}
+
+static int64_t run_api_intern(void *self, const char *s, size_t len)
+{
+    char *copy = pl_xstrndup(s, len);
+    return copy ? run_add(self, copy, true) : -1;
 }
 
 /* Output OUT (int64 ids, in a buffer of the run) as strings: one buffer of
  * pointers and then the bytes they point at, replacing OUT's data. */
-static pl_status *run_output_strings(const run_strs *r, const char *name, pl_tensor *out)
+static pl_status *run_output_strings(run_strs *r, const char *name, pl_tensor *out)
 {
     size_t count = 1;
     for (int32_t d = 0; d < out->ndim; d++)
@@ -100,7 +161,12 @@ pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab, const bool
                           pl_status *(*run)(struct pl_session *, const pl_io *, size_t, pl_io *,
                                             size_t))
 {
-    run_strs r = {.tab = tab};
+    run_strs r = {.api = {.header = PL_ABI_HEADER_INIT(pl_run_strings),
+                          .get = run_api_get,
+                          .intern = run_api_intern},
+                  .tab = tab};
+    r.api.self = &r;
+    pthread_mutex_init(&r.mu, NULL);
     pl_io *ins = pl_calloc(n_inputs ? n_inputs : 1, sizeof *ins);
     pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
     int64_t **owned = pl_calloc(n_inputs ? n_inputs : 1, sizeof *owned);
@@ -132,7 +198,7 @@ pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab, const bool
                 st = pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                       "input '%s': string element %zu is NULL", inputs[i].name,
                                       k);
-            else if ((ids[k] = run_id(&r, strs[k])) < 0)
+            else if ((ids[k] = run_add(&r, strs[k], false)) < 0)
                 st = run_oom();
         }
         ins[i].tensor.data = ids;
@@ -147,8 +213,12 @@ pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab, const bool
                                   "run allocates it (pl_buffer_free frees it)",
                                   outputs[i].name);
     }
-    if (st == NULL)
+    if (st == NULL) {
+        const pl_run_strings *outer = run_current;
+        run_current = &r.api;
         st = run(s, ins, n_inputs, outs, n_outputs);
+        run_current = outer;
+    }
     for (size_t i = 0; st == NULL && i < n_outputs; i++)
         if (out_string[i])
             st = run_output_strings(&r, outs[i].name, &outs[i].tensor);
@@ -164,6 +234,10 @@ pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab, const bool
     pl_free(ins);
     pl_free(outs);
     pl_free(r.strs);
+    for (size_t i = 0; i < r.n_owned; i++)
+        pl_free(r.owned[i]);
+    pl_free(r.owned);
     pl_strmap_free(&r.ids);
+    pthread_mutex_destroy(&r.mu);
     return st;
 }

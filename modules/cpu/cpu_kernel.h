@@ -104,6 +104,9 @@ struct pl_kernel {
                             with it; NULL for most */
     cpu_shared_pack *shared_pack; /* a packed weight it shares (packshare.c),
                                      let go with it; NULL for most */
+    /* Frees what the kernel holds outside its block (compiled regular
+     * expressions: strings.c), before the block goes; NULL for most. */
+    void (*release)(pl_module_ctx *ctx, pl_kernel *kernel);
 };
 
 /* Applies E but its scale to ROWS x COLS floats at C (leading dimension
@@ -327,6 +330,7 @@ extern const cpu_op_entry cpu_ops_label_encode[]; /* label_encode.c: ai.plinth L
 extern const cpu_op_entry cpu_ops_gqa[]; /* gqa.c: ai.plinth GroupQueryAttention */
 extern const cpu_op_entry cpu_ops_nbits[]; /* nbits.c: com.microsoft MatMulNBits */
 extern const cpu_op_entry cpu_ops_unique[]; /* unique.c: ai.plinth UniquePadded */
+extern const cpu_op_entry cpu_ops_strings[]; /* strings.c: the ops on text */
 extern const cpu_op_entry cpu_ops_text[];   /* text.c: TfIdfVectorizer */
 /* qlinear_ms.c: com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu */
 extern const cpu_op_entry cpu_ops_deform[]; /* deform.c: DeformConv */

@@ -30,7 +30,7 @@ static const cpu_op_entry cpu_ops[] = {
 static const cpu_op_entry *const cpu_op_tables[] = {
     cpu_ops_nn,    cpu_ops_math,   cpu_ops_shape,     cpu_ops_rnn,    cpu_ops_index,
     cpu_ops_loss,  cpu_ops_quant,  cpu_ops_signal,    cpu_ops_normalize, cpu_ops_sample,
-    cpu_ops_text,  cpu_ops_detect, cpu_ops_unique, cpu_ops_qlinear_ms, cpu_ops_deform,
+    cpu_ops_text,  cpu_ops_strings, cpu_ops_detect, cpu_ops_unique, cpu_ops_qlinear_ms, cpu_ops_deform,
     cpu_ops_random, cpu_ops_linattn, cpu_ops_trees, cpu_ops_svm, cpu_ops_label_encode, cpu_ops_gqa, cpu_ops_nbits, cpu_ops};
 static const char *const cpu_op_table_files[] = {
     "nn.c",   "math.c",  "shape.c",  "rnn_build.c", "index.c",  "loss.c",
@@ -661,6 +661,8 @@ int cpu_kernel_fuse(pl_module_ctx *ctx, pl_kernel *kernel, const pl_node_desc *n
 void cpu_kernel_release(pl_module_ctx *ctx, pl_kernel *kernel)
 {
     if (ctx != NULL && kernel != NULL) {
+        if (kernel->release != NULL)
+            kernel->release(ctx, kernel);
         cpu_kernel_release(ctx, kernel->inner[0]);
         cpu_kernel_release(ctx, kernel->inner[1]);
         cpu_pack_unshare(ctx, kernel->shared_pack);

@@ -97,6 +97,11 @@ struct cpu_regex {
     size_t n_insts;
     rx_range *ranges;
     size_t n_ranges;
+    /* The pattern is one class repeated once or more ("[a-zA-Z0-9_]+", the
+     * tokenexp skl2onnx writes): searched by a scan, class is its class
+     * instruction. */
+    bool class_run;
+    rx_inst class;
 };
 
 /* ---- the parser ------------------------------------------------------------- */
@@ -914,6 +919,13 @@ cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t 
         re->n_insts = c.n;
         re->ranges = ps.ranges;
         re->n_ranges = ps.n_ranges;
+        const rn *top = &ps.nodes[root];
+        if (top->kind == RN_REP && top->min == 1 && top->max < 0 &&
+            ps.nodes[top->a].kind == RN_CLASS) {
+            /* JMP 1; CLASS; SPLIT 1, 3; MATCH */
+            re->class_run = true;
+            re->class = c.insts[1];
+        }
     }
     free(ps.nodes);
     free(ps.tmp);
@@ -1043,16 +1055,70 @@ static void rx_add(rx_run *r, rx_list *l, uint32_t pc, size_t start, size_t at)
 }
 
 /* The leftmost-longest match from FROM; ANCHORED: starting at FROM only. */
-static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t from, bool anchored,
-                   size_t *out_begin, size_t *out_end)
+void cpu_regex_scratch_free(cpu_regex_scratch *scratch)
 {
+    if (scratch != NULL) {
+        free(scratch->mem);
+        scratch->mem = NULL;
+        scratch->bytes = 0;
+    }
+}
+
+/* rx_exec for a class repeated once or more: the first code point of the
+ * class from FROM (at FROM when ANCHORED) and every one of it after. */
+static int rx_class_run(const cpu_regex *re, const char *text, size_t len, size_t from,
+                        bool anchored, size_t *out_begin, size_t *out_end)
+{
+    size_t at = from, begin = len + 1;
+    while (at < len) {
+        size_t next = at;
+        unsigned cp = cpu_utf8_next(text, len, &next);
+        if (rx_class_has(re, &re->class, cp)) {
+            begin = at;
+            at = next;
+            break;
+        }
+        if (anchored)
+            return 0;
+        at = next;
+    }
+    if (begin > len)
+        return 0;
+    while (at < len) {
+        size_t next = at;
+        if (!rx_class_has(re, &re->class, cpu_utf8_next(text, len, &next)))
+            break;
+        at = next;
+    }
+    *out_begin = begin;
+    *out_end = at;
+    return 1;
+}
+
+static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t from, bool anchored,
+                   size_t *out_begin, size_t *out_end, cpu_regex_scratch *scratch)
+{
+    if (re->class_run)
+        return rx_class_run(re, text, len, from, anchored, out_begin, out_end);
     size_t n = re->n_insts;
     /* each instruction is expanded at most once a list and pushes at most
-     * two successors: the stack holds 2n + 1 at most */
-    void *mem = calloc(1, 2 * n * (sizeof(rx_thread) + sizeof(uint32_t)) +
-                              (2 * n + 2) * sizeof(uint32_t));
-    if (mem == NULL)
-        return -1;
+     * two successors: the stack holds 2n + 1 at most. Memory kept from an
+     * earlier search needs no clearing: a list's index is trusted only
+     * where it points below the list's length at an entry of this pc, which
+     * this search wrote. (Zeroed when made, for tools that track reads of
+     * memory never written.) */
+    size_t bytes = 2 * n * (sizeof(rx_thread) + sizeof(uint32_t)) + (2 * n + 2) * sizeof(uint32_t);
+    cpu_regex_scratch own = {0};
+    if (scratch == NULL)
+        scratch = &own;
+    if (scratch->bytes < bytes) {
+        free(scratch->mem);
+        scratch->mem = calloc(1, bytes);
+        scratch->bytes = scratch->mem ? bytes : 0;
+        if (scratch->mem == NULL)
+            return -1;
+    }
+    void *mem = scratch->mem;
     rx_list a = {.t = mem}, b = {.t = a.t + n};
     a.index = (uint32_t *)(b.t + n);
     b.index = a.index + n;
@@ -1082,7 +1148,7 @@ static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t fro
         nl = tmp;
         at = next;
     }
-    free(mem);
+    free(own.mem);
     if (!r.found)
         return 0;
     *out_begin = r.best_start;
@@ -1090,17 +1156,18 @@ static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t fro
     return 1;
 }
 
-int cpu_regex_full_match(const cpu_regex *re, const char *text, size_t len)
+int cpu_regex_full_match(const cpu_regex *re, const char *text, size_t len,
+                         cpu_regex_scratch *scratch)
 {
     size_t b, e;
-    int got = rx_exec(re, text, len, 0, true, &b, &e);
+    int got = rx_exec(re, text, len, 0, true, &b, &e, scratch);
     return got < 0 ? -1 : got == 1 && e == len;
 }
 
 int cpu_regex_search(const cpu_regex *re, const char *text, size_t len, size_t from,
-                     size_t *out_begin, size_t *out_end)
+                     size_t *out_begin, size_t *out_end, cpu_regex_scratch *scratch)
 {
     if (from > len)
         return 0;
-    return rx_exec(re, text, len, from, false, out_begin, out_end);
+    return rx_exec(re, text, len, from, false, out_begin, out_end, scratch);
 }

@@ -31,9 +31,20 @@ typedef struct cpu_regex cpu_regex;
 cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t err_size);
 void cpu_regex_free(cpu_regex *re);
 
+/* Memory a search works in, kept between searches (one thread's): zero it
+ * before the first, free it with cpu_regex_scratch_free. A search given
+ * NULL makes and frees its own. */
+typedef struct cpu_regex_scratch {
+    void *mem;
+    size_t bytes;
+} cpu_regex_scratch;
+
+void cpu_regex_scratch_free(cpu_regex_scratch *scratch);
+
 /* Whether the whole of TEXT (LEN bytes) matches RE: 1 yes, 0 no, -1 out
  * of memory. */
-int cpu_regex_full_match(const cpu_regex *re, const char *text, size_t len);
+int cpu_regex_full_match(const cpu_regex *re, const char *text, size_t len,
+                         cpu_regex_scratch *scratch);
 
 /* The leftmost-longest match of RE in TEXT (LEN bytes) that starts at or
  * after byte FROM (anchors and word boundaries read the text before FROM,
@@ -41,7 +52,7 @@ int cpu_regex_full_match(const cpu_regex *re, const char *text, size_t len);
  * longest_match: its bytes [*OUT_BEGIN, *OUT_END). 1 found, 0 none, -1 out
  * of memory. */
 int cpu_regex_search(const cpu_regex *re, const char *text, size_t len, size_t from,
-                     size_t *out_begin, size_t *out_end);
+                     size_t *out_begin, size_t *out_end, cpu_regex_scratch *scratch);
 
 /* The code point starting at TEXT[*AT] (of LEN bytes), advancing *AT past
  * it: a valid UTF-8 sequence, else U+FFFD for one byte. */

@@ -5,9 +5,11 @@
  * its output column (unigrams only once: skips do not change them). The
  * count then becomes the output by mode: TF the count, IDF its weight when
  * the count is positive, TFIDF count times weight (weights default 1, the
- * i-th for the i-th n-gram of the pool). A pool is matched by a linear
- * search per n-gram length: simple and exact; fine for the pools of
- * thousands that text models carry. */
+ * i-th for the i-th n-gram of the pool). The pool's n-grams of each
+ * length are found through a hash table made with the kernel (open
+ * addressing, at most half full; a repeated n-gram keeps its first place):
+ * the linear search it replaced was 60% of a bigram TF-IDF pipeline's run
+ * (skl2onnx, a pool of 240). */
 #include <string.h>
 
 #include "index_kernel.h"
@@ -36,16 +38,46 @@ typedef struct tx_kernel {
     size_t start[CPU_MAX_RANK + 1], count[CPU_MAX_RANK + 1], first[CPU_MAX_RANK + 1];
     int64_t *pool, *column;
     double *weight;
+    /* per length n: a table of mask[n] + 1 slots from slot[n] on, each the
+     * number of an n-gram of that length (0 .. count[n] - 1) or TX_EMPTY */
+    size_t slot[CPU_MAX_RANK + 1], mask[CPU_MAX_RANK + 1];
+    uint32_t *slots;
 } tx_kernel;
+
+#define TX_EMPTY UINT32_MAX
+
+static uint64_t tx_hash(const int64_t *tokens, int64_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        h ^= (uint64_t)tokens[i];
+        h *= 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+/* The place in the table of length N where TOKENS is, or the empty slot
+ * where it would go. */
+static uint32_t *tx_probe(const tx_kernel *k, int64_t n, const int64_t *tokens)
+{
+    const int64_t *p = k->pool + k->start[n];
+    size_t mask = k->mask[n];
+    uint32_t *t = k->slots + k->slot[n];
+    for (size_t h = (size_t)tx_hash(tokens, n) & mask;; h = (h + 1) & mask) {
+        if (t[h] == TX_EMPTY ||
+            memcmp(p + (size_t)t[h] * (size_t)n, tokens, (size_t)n * sizeof *p) == 0)
+            return &t[h];
+    }
+}
 
 /* The pool n-gram of length N equal to TOKENS, as its number j, or -1. */
 static int64_t tx_find(const tx_kernel *k, int64_t n, const int64_t *tokens)
 {
-    const int64_t *p = k->pool + k->start[n];
-    for (size_t j = 0; j < k->count[n]; j++, p += n)
-        if (memcmp(p, tokens, (size_t)n * sizeof *p) == 0)
-            return (int64_t)(k->first[n] + j);
-    return -1;
+    if (k->count[n] == 0)
+        return -1;
+    uint32_t at = *tx_probe(k, n, tokens);
+    return at == TX_EMPTY ? -1 : (int64_t)(k->first[n] + at);
 }
 
 static pl_status *tx_write(pl_module_ctx *ctx, const shp_kernel *kernel,
@@ -153,10 +185,24 @@ static pl_status *tx_build_tfidf(pl_module_ctx *ctx, const pl_node_desc *node,
     if ((x->ndim != 1 && x->ndim != 2) || o->ndim != x->ndim ||
         (x->ndim == 2 && o->shape[0] != x->shape[0]))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "input [C] or [N, C], output [K] or [N, K]");
+    size_t slot[CPU_MAX_RANK + 1] = {0}, mask[CPU_MAX_RANK + 1] = {0}, n_slots = 0;
+    for (int64_t n = 1; n <= CPU_MAX_RANK; n++) {
+        if (count[n] == 0)
+            continue;
+        if (count[n] >= TX_EMPTY / 4)
+            return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the pool is too large");
+        size_t cap = 16;
+        while (cap < 2 * count[n])
+            cap *= 2;
+        slot[n] = n_slots;
+        mask[n] = cap - 1;
+        n_slots += cap;
+    }
     size_t extra, pool_bytes, gram_bytes;
     if (__builtin_mul_overflow(n_pool, sizeof(int64_t), &pool_bytes) ||
         __builtin_mul_overflow(n_grams, sizeof(int64_t) + sizeof(double), &gram_bytes) ||
         __builtin_add_overflow(pool_bytes, gram_bytes, &extra) ||
+        __builtin_add_overflow(extra, n_slots * sizeof(uint32_t), &extra) ||
         __builtin_add_overflow(extra, sizeof(tx_kernel), &extra))
         return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the pool is too large");
     extra -= sizeof(tx_kernel);
@@ -172,6 +218,16 @@ static pl_status *tx_build_tfidf(pl_module_ctx *ctx, const pl_node_desc *node,
     memcpy(k->start, start, sizeof start);
     memcpy(k->count, count, sizeof count);
     memcpy(k->first, first, sizeof first);
+    memcpy(k->slot, slot, sizeof slot);
+    memcpy(k->mask, mask, sizeof mask);
+    k->slots = (uint32_t *)(void *)(k->weight + n_grams);
+    memset(k->slots, 0xFF, n_slots * sizeof *k->slots);
+    for (int64_t n = 1; n <= CPU_MAX_RANK; n++)
+        for (size_t j = 0; j < count[n]; j++) {
+            uint32_t *at = tx_probe(k, n, k->pool + start[n] + j * (size_t)n);
+            if (*at == TX_EMPTY) /* (a repeated n-gram keeps its first place) */
+                *at = (uint32_t)j;
+        }
     k->n_grams = n_grams;
     k->rows = rows;
     k->len = (size_t)x->shape[x->ndim - 1];

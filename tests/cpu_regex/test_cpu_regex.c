@@ -20,6 +20,9 @@ typedef struct rx_case {
 #include "cases.h"
 
 static int failures;
+/* one scratch for every search of the generated cases: memory kept from a
+ * search of another pattern must not change an answer */
+static cpu_regex_scratch shared;
 
 #define CHECK(cond, ...)                                 \
     do {                                                 \
@@ -43,7 +46,7 @@ static cpu_regex *compile_ok(const char *p)
 static void search(const cpu_regex *re, const char *t, size_t from, long *b, long *e)
 {
     size_t sb = 0, se = 0;
-    int got = cpu_regex_search(re, t, strlen(t), from, &sb, &se);
+    int got = cpu_regex_search(re, t, strlen(t), from, &sb, &se, &shared);
     *b = got == 1 ? (long)sb : -1;
     *e = got == 1 ? (long)se : -1;
 }
@@ -56,7 +59,7 @@ static void test_generated(void)
         cpu_regex *re = compile_ok(c->pattern);
         if (re == NULL)
             continue;
-        int full = cpu_regex_full_match(re, c->text, strlen(c->text));
+        int full = cpu_regex_full_match(re, c->text, strlen(c->text), &shared);
         CHECK(full == c->full, "full match of '%s' on '%s': %d, expected %d", c->pattern,
               c->text, full, c->full);
         long b, e;
@@ -107,6 +110,14 @@ static const struct {
     {"(?P<word>\\w+)@(?<host>\\w+)\\.com", "mail joe@site.com.", 0, 5, 17},
     {"[\xce\xb1-\xcf\x89]+", "x\xce\xb1\xce\xb2\xcf\x89y", 0, 1, 7}, /* Greek, by code point */
     {".", "\xff", 0, 0, 1},         /* an invalid byte is one U+FFFD */
+    /* one class repeated: searched by a scan (skl2onnx's tokenexp) */
+    {"[a-z]+", "12 ab3", 0, 3, 5},
+    {"[a-z]+", "12 ab3", 4, 4, 5},
+    {"[a-z]+", "1234", 0, -1, -1},
+    {"[a-z]+", "", 0, -1, -1},
+    {"(?i)[a-z]+", "xyZW1", 0, 0, 4},
+    {"[^ ]+", " \xc3\xa9t\xc3\xa9 x", 0, 1, 6},
+    {"(\\d)+", "ab 42", 0, 3, 5},
     {"a{,2}", "a{,2}", 0, 0, 5},    /* not a repetition: literal */
     {"a{2}{", "aa{", 0, 0, 3},
 };
@@ -135,12 +146,14 @@ static void test_hand(void)
         {"a{2,}", "aaaaaa", 1},                      {"(ab|cd){1,3}", "abcdab", 1},
         {"(ab|cd){1,3}", "abcdabcd", 0},             {"\xc3\xa9+", "\xc3\xa9\xc3\xa9", 1},
         {".", "\xc3\xa9", 1},                        {"..", "\xc3\xa9", 0},
+        {"[a-z]+", "abc", 1},                        {"[a-z]+", "ab1", 0},
+        {"[a-z]+", "", 0},                           {"[0-9]+", "1a", 0},
     };
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) {
         cpu_regex *re = compile_ok(full[i].pattern);
         if (re == NULL)
             continue;
-        int got = cpu_regex_full_match(re, full[i].text, strlen(full[i].text));
+        int got = cpu_regex_full_match(re, full[i].text, strlen(full[i].text), NULL);
         CHECK(got == full[i].full, "full match '%s' on '%s': %d", full[i].pattern, full[i].text,
               got);
         cpu_regex_free(re);
@@ -214,12 +227,12 @@ static void test_linear(void)
         long b, e;
         search(re, text, 0, &b, &e);
         CHECK(b == -1, "(a*)*b found a match in a's");
-        CHECK(cpu_regex_full_match(re, text, n) == 0, "(a*)*b full");
+        CHECK(cpu_regex_full_match(re, text, n, NULL) == 0, "(a*)*b full");
         cpu_regex_free(re);
     }
     re = compile_ok("(a|aa)+$");
     if (re != NULL) {
-        CHECK(cpu_regex_full_match(re, text, n) == 1, "(a|aa)+$ full");
+        CHECK(cpu_regex_full_match(re, text, n, NULL) == 1, "(a|aa)+$ full");
         cpu_regex_free(re);
     }
     /* a long literal and a long alternation compile without deep recursion */
@@ -229,14 +242,14 @@ static void test_linear(void)
     lit[39999] = '\0'; /* 20000 alternatives */
     re = compile_ok(lit);
     if (re != NULL) {
-        CHECK(cpu_regex_full_match(re, "x", 1) == 1, "long alternation");
+        CHECK(cpu_regex_full_match(re, "x", 1, NULL) == 1, "long alternation");
         cpu_regex_free(re);
     }
     memset(lit, 'y', 60000);
     lit[60000] = '\0';
     re = compile_ok(lit);
     if (re != NULL) {
-        CHECK(cpu_regex_full_match(re, lit, 60000) == 1, "long literal");
+        CHECK(cpu_regex_full_match(re, lit, 60000, NULL) == 1, "long literal");
         cpu_regex_free(re);
     }
     free(lit);
@@ -255,6 +268,7 @@ int main(int argc, char **argv)
         test_refused();
     if (all || strcmp(group, "linear") == 0)
         test_linear();
+    cpu_regex_scratch_free(&shared);
     if (failures)
         fprintf(stderr, "%d failures\n", failures);
     return failures ? 1 : 0;

@@ -3452,7 +3452,7 @@ class OnnxTest(unittest.TestCase):
         """String tensors (core/src/strtab.h): carried as ids through the ops
         that move and compare them, mapped by the ML encoders, turned back
         into strings at the run's boundary, against NumPy; strings the model
-        never saw; an op that would compute on text refused by name."""
+        never saw; what cannot run on strings refused by name."""
         import onnx
         import onnx.helper as h
         from onnx import TensorProto as T
@@ -3538,23 +3538,129 @@ class OnnxTest(unittest.TestCase):
             y = run_saved(self.rt, g, [h.make_opsetid("", 13), h.make_opsetid(ml, 1)], 8,
                           "strings_le1.onnx", {"x": xv})["y"]
             self.assertEqual(y.tolist(), want)
-        # ops that would compute on the text are refused, naming the node
-        for node, why in (
-                (h.make_node("StringNormalizer", ["s"], ["y"], name="norm", case_change_action="LOWER"),
-                 "node 'norm' (StringNormalizer): input 0 ('s') holds strings"),
-                (h.make_node("Cast", ["s"], ["y"], name="c", to=T.FLOAT),
-                 "node 'c' (Cast): a cast from strings")):
-            g = h.make_graph([node], "g", [vi("s", T.STRING, [2])], [vi("y", T.STRING, [2])])
+        # what cannot run on strings is refused, naming the node: a sorted
+        # Unique (it would order text), a text op given numbers, a pattern
+        # outside RE2's syntax
+        for node, xt, why in (
+                (h.make_node("Unique", ["s"], ["y"], name="u", sorted=1), T.STRING,
+                 "node 'u' (Unique): sorted Unique of strings"),
+                (h.make_node("StringNormalizer", ["s"], ["y"], name="norm"), T.INT64,
+                 "node 'norm' (StringNormalizer): input 0 ('s') must be a string tensor"),
+                (h.make_node("RegexFullMatch", ["s"], ["y"], name="re", pattern="(?=a)b"),
+                 T.STRING, "'re' (RegexFullMatch): no module can run it")):
+            yt = T.BOOL if node.op_type == "RegexFullMatch" else T.STRING
+            g = h.make_graph([node], "g", [vi("s", xt, [2])], [vi("y", yt, [2])])
+            xv = np.array(["A", "b"], dtype=object) if xt == T.STRING else np.arange(2)
             with self.assertRaises(plinth.Error) as cm_:
-                run_saved(self.rt, g, [h.make_opsetid("", 19)], 9, "strings_bad.onnx",
-                          {"s": np.array(["A", "b"], dtype=object)})
+                run_saved(self.rt, g, [h.make_opsetid("", 20)], 9, "strings_bad.onnx",
+                          {"s": xv})
             self.assertIn(why, str(cm_.exception))
-        g = h.make_graph([h.make_node("Cast", ["v"], ["y"], name="tostr", to=T.STRING)], "g",
-                         [vi("v", T.FLOAT, [2])], [vi("y", T.STRING, [2])])
+            if node.op_type == "RegexFullMatch":
+                self.assertIn("lookaround groups are not supported", str(cm_.exception))
+
+    def test_onnx_text_ops(self):
+        """The ops that compute on text (modules/cpu/strings.c, through the
+        run's string table, ABI 1.14): StringNormalizer with case changes
+        and stopwords, StringConcat, RegexFullMatch, StringSplit, ONNX
+        Runtime's Tokenizer in its three modes, and casts between strings
+        and numbers, against answers written out here (ONNX Runtime's for
+        the Tokenizer, NumPy's str for floats)."""
+        import onnx.helper as h
+        from onnx import TensorProto as T
+        vi = h.make_tensor_value_info
+        op20 = [h.make_opsetid("", 20)]
+        S = lambda v: np.array(v, dtype=object)
+
+        def run1(node, xs, outs, opsets=op20, name="text.onnx"):
+            ins = [vi(k, T.STRING if v.dtype == object else T.FLOAT, None) for k, v in xs.items()]
+            g = h.make_graph([node], "g", ins, [vi(o, t, None) for o, t in outs])
+            return run_saved(self.rt, g, opsets, 9, name, xs)
+
+        x = S(["Hello", "WORLD", "the", "Été", "And"])
+        for action, stops, sens, want in (
+                ("LOWER", [], 0, ["hello", "world", "the", "été", "and"]),
+                ("UPPER", [], 0, ["HELLO", "WORLD", "THE", "ÉTÉ", "AND"]),
+                ("NONE", ["the", "and"], 1, ["Hello", "WORLD", "Été", "And"]),
+                ("LOWER", ["THE", "and"], 0, ["hello", "world", "été"]),
+                ("UPPER", ["hello", "world", "the", "été", "and"], 0, [""])):
+            extra = {"stopwords": stops} if stops else {}
+            node = h.make_node("StringNormalizer", ["x"], ["y"], case_change_action=action,
+                               is_case_sensitive=sens, **extra)
+            y = run1(node, {"x": x}, [("y", T.STRING)], [h.make_opsetid("", 10)])["y"]
+            self.assertEqual(y.tolist(), want, (action, stops))
+            y2 = run1(node, {"x": x.reshape(1, 5)}, [("y", T.STRING)],
+                      [h.make_opsetid("", 10)])["y"]
+            self.assertEqual(y2.tolist(), [want])
+        y = run1(h.make_node("StringConcat", ["a", "b"], ["y"]),
+                 {"a": S([["x", "y"], ["", "ü"]]), "b": S(["1", "22"])},
+                 [("y", T.STRING)])["y"]
+        self.assertEqual(y.tolist(), [["x1", "y22"], ["1", "ü22"]])
+        y = run1(h.make_node("RegexFullMatch", ["x"], ["y"], pattern=r"[a-z]+@\w+\.(com|org)"),
+                 {"x": S(["joe@site.com", "joe@site.com.", "ann@x.org", "@x.org"])},
+                 [("y", T.BOOL)])["y"]
+        self.assertEqual(y.tolist(), [True, False, True, False])
+        for attrs, xs, parts, counts in (
+                ({}, ["a b  c", "  x ", "", "\ty\nz"], [["a", "b", "c"], ["x", "", ""],
+                                                         ["", "", ""], ["y", "z", ""]], [3, 1, 0, 2]),
+                ({"delimiter": ","}, ["a,b", ",", "abc"], [["a", "b"], ["", ""], ["abc", ""]],
+                 [2, 2, 1]),
+                ({"delimiter": "--", "maxsplit": 1}, ["a--b--c", "x"], [["a", "b--c"], ["x", ""]],
+                 [2, 1])):
+            out = run1(h.make_node("StringSplit", ["x"], ["y", "z"], **attrs), {"x": S(xs)},
+                       [("y", T.STRING), ("z", T.INT64)])
+            self.assertEqual(out["y"].tolist(), parts, attrs)
+            self.assertEqual(out["z"].tolist(), counts, attrs)
+        ms = [h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)]
+        for attrs, xs, want in (
+                (dict(tokenexp="[a-zA-Z0-9_]+", mincharnum=1), [["Hello, world!"], ["x"]],
+                 [[["Hello", "world"]], [["x", "#"]]]),
+                (dict(tokenexp="[a-z]+", mincharnum=2, mark=1), ["ab c def", "q"],
+                 [["\x02", "ab", "def", "\x03"], ["\x02", "\x03", "#", "#"]]),
+                (dict(separators=[" ", ";"], mincharnum=1), ["a b;c", ";;d"],
+                 [["a", "b", "c"], ["d", "#", "#"]]),
+                (dict(separators=[""], mincharnum=1), ["abé", "c"],
+                 [["a", "b", "é"], ["c", "#", "#"]]),
+                (dict(tokenexp="[0-9]+", mincharnum=1, mark=1), ["none", "here"], None)):
+            node = h.make_node("Tokenizer", ["x"], ["y"], domain="com.microsoft",
+                               pad_value="#", mark=attrs.pop("mark", 0), **attrs)
+            y = run1(node, {"x": S(xs)}, [("y", T.STRING)], ms)["y"]
+            if want is None:  # no string has a token: width 0, no marks
+                self.assertEqual(y.shape, (2, 0))
+            else:
+                self.assertEqual(y.tolist(), want, attrs)
+        # the same session, texts of other widths one after another
+        node = h.make_node("Tokenizer", ["x"], ["y"], domain="com.microsoft", pad_value="",
+                           mark=0, mincharnum=1, tokenexp="\\w+")
+        g = h.make_graph([node], "g", [vi("x", T.STRING, [None])], [vi("y", T.STRING, None)])
+        path = os.path.join(TMP, "tok_widths.onnx")
+        m = h.make_model(g, opset_imports=ms)
+        m.ir_version = 8
+        import onnx
+        onnx.save(m, path)
+        with self.rt.load_model(path).session() as s:
+            for texts in (["a b c", "d"], ["one"], ["a b c d e f", "", "g h"], ["a b c", "d"]):
+                y = s.run({"x": S(texts)})["y"]
+                toks = [t.split() for t in texts]
+                width = max(len(t) for t in toks)
+                self.assertEqual(y.tolist(), [t + [""] * (width - len(t)) for t in toks])
+        # casts: floats as NumPy writes them (the shortest that reads back),
+        # strings read as numbers as strtod and strtoll read them
+        f = np.array([0.6048455, 100.0, 1e-7, 123456789.0, -0.0, np.inf, np.nan], np.float32)
+        y = run1(h.make_node("Cast", ["x"], ["y"], to=T.STRING), {"x": f}, [("y", T.STRING)])["y"]
+        self.assertEqual(y.tolist(), ["0.6048455", "100.0", "1e-07", "1.2345679e+08", "-0.0",
+                                      "INF", "NaN"])
+        y = run1(h.make_node("Cast", ["x"], ["y"], to=T.FLOAT),
+                 {"x": S(["1.5", " 2", "-INF", "nan", "1e3", "0x10", "3.0f"])},
+                 [("y", T.FLOAT)])["y"]
+        np.testing.assert_array_equal(y, np.array([1.5, 2, -np.inf, np.nan, 1e3, 16, 3],
+                                                  np.float32))
+        y = run1(h.make_node("Cast", ["x"], ["y"], to=T.INT8), {"x": S(["12", "-7", "300"])},
+                 [("y", T.INT8)])["y"]
+        self.assertEqual(y.tolist(), [12, -7, 44])  # C's conversion wraps, as ONNX Runtime
         with self.assertRaises(plinth.Error) as cm_:
-            run_saved(self.rt, g, [h.make_opsetid("", 19)], 9, "strings_cast.onnx",
-                      {"v": np.zeros(2, np.float32)})
-        self.assertIn("node 'tostr' (Cast): a cast to strings", str(cm_.exception))
+            run1(h.make_node("Cast", ["x"], ["y"], name="c", to=T.FLOAT), {"x": S(["abc"])},
+                 [("y", T.FLOAT)])
+        self.assertIn("'abc', is not a floating-point number", str(cm_.exception))
 
     def test_onnx_ml_svm_classifier(self):
         """ai.onnx.ml's SVMClassifier (scikit-learn's SVC and NuSVC through

@@ -3327,7 +3327,8 @@ static pl_status *lw_ml_reduce_last(lw *w, const char *op, const char *a, const 
     return lw_ml_axis_op(w, op, strcmp(op, "ReduceSum") == 0 ? 13 : 18, a, -1, -1, out);
 }
 
-/* Normalizer: each row over the last axis by its MAX, L1 or L2 norm. */
+/* Normalizer: each row over the last axis by its MAX, L1 or L2 norm (a
+ * norm of 0 by 1). */
 static pl_status *lw_ml_normalizer(lw *w)
 {
     const char *x, *norm = lw_attr_s(w, "norm", "MAX"), *d, *a;
@@ -3345,6 +3346,13 @@ static pl_status *lw_ml_normalizer(lw *w)
     } else {
         return lw_error(w, PL_CODE_INVALID_ARGUMENT, "norm '%s' is none of MAX, L1, L2", norm);
     }
+    /* a row whose norm is 0 stays as it is, as in ONNX Runtime (an empty
+     * document's TF-IDF row before a classifier) */
+    const char *zero, *one, *is0;
+    PL_RETURN_IF_ERROR(lw_scalar(w, "zero", 0.0, &zero));
+    PL_RETURN_IF_ERROR(lw_scalar(w, "one", 1.0, &one));
+    PL_RETURN_IF_ERROR(lw_binary(w, "Equal", d, zero, &is0));
+    PL_RETURN_IF_ERROR(lw_node(w, "Where", (const char *[]){is0, one, d}, 3, &d, NULL));
     return lw_become(w, "Div", (const char *[]){x, d}, 2);
 }
 
@@ -4674,6 +4682,100 @@ static pl_status *lw_ml_svm_classifier(lw *w)
     return pl_graph_attr_float(w->g, w->id, "degree", kv[2]);
 }
 
+/* ---- the text ops whose output width depends on the text ----------------------- */
+
+/* Adds ai.plinth OP(INS) with the node's attributes, one output named
+ * after WHAT (*OUT), or, with TARGET not PL_TID_NONE, writing that tensor
+ * (an output of the node handed over). */
+static pl_status *lw_text_node(lw *w, const char *op, const char *const *ins, size_t n_in,
+                               const char *what, pl_tid target, const char **out)
+{
+    char node_name[LW_NAME];
+    char *o = lw_slot(w);
+    if (o == NULL)
+        return lw_error(w, PL_CODE_INTERNAL, "too many names in one rewrite");
+    pl_rewrite_fresh_name(w->g, w->base, op, node_name, sizeof node_name);
+    pl_rewrite_fresh_name(w->g, w->base, what, o, LW_NAME);
+    pl_nid id;
+    PL_RETURN_IF_ERROR(pl_graph_add_node(w->g, node_name, op, "ai.plinth", ins, n_in,
+                                         (const char *[]){o}, 1, &id));
+    PL_RETURN_IF_ERROR(pl_graph_node_copy_attrs(w->g, id, pl_graph_get_node(w->g, w->id)));
+    if (target != PL_TID_NONE) {
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, id, &target, 1));
+        snprintf(o, LW_NAME, "%s", pl_graph_get_tensor(w->g, target)->name);
+    }
+    *out = o;
+    return NULL;
+}
+
+/* Turns the node into ai.plinth OP(INS), its attributes kept, its first
+ * output only. */
+static pl_status *lw_text_become(lw *w, const char *op, const char *const *ins, size_t n_in)
+{
+    pl_tid tids[2];
+    for (size_t i = 0; i < n_in && i < 2; i++)
+        if ((tids[i] = pl_graph_find_tensor(w->g, ins[i])) == PL_TID_NONE)
+            return lw_error(w, PL_CODE_INTERNAL, "rewrite lost tensor '%s'", ins[i]);
+    PL_RETURN_IF_ERROR(pl_graph_node_set_inputs(w->g, w->id, tids, n_in));
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    if (n->n_outputs > 1) {
+        pl_tid first = n->outputs[0];
+        PL_RETURN_IF_ERROR(pl_graph_node_set_outputs(w->g, w->id, &first, 1));
+    }
+    return pl_graph_node_set_op(w->g, w->id, "ai.plinth", op);
+}
+
+/* com.microsoft Tokenizer: the width of its output (the most tokens of a
+ * string, with the marks; 0 when no string has a token) as ai.plinth
+ * TokenizerWidth, an int64 [1] known once a staged session binds it, and
+ * the tokens padded to it as TokenizerPadded. */
+static pl_status *lw_ms_tokenizer(lw *w)
+{
+    const char *x = lw_input(w, 0), *width;
+    PL_RETURN_IF_ERROR(lw_text_node(w, "TokenizerWidth", (const char *[]){x}, 1, "width",
+                                    PL_TID_NONE, &width));
+    return lw_text_become(w, "TokenizerPadded", (const char *[]){x, width}, 2);
+}
+
+/* StringSplit: the number of parts of each string (ai.plinth
+ * StringSplitCounts, the node's output Z), the most of them (a ReduceMax
+ * over them and a 0, so that an empty input gives 0) and the parts padded
+ * with "" to it (StringSplitPadded, the node's output Y). */
+static pl_status *lw_string_split(lw *w)
+{
+    const char *x = lw_input(w, 0), *counts, *flat, *zero, *all, *width;
+    const pl_graph_node *n = pl_graph_get_node(w->g, w->id);
+    pl_tid z = n->n_outputs > 1 ? n->outputs[1] : PL_TID_NONE;
+    PL_RETURN_IF_ERROR(lw_text_node(w, "StringSplitCounts", (const char *[]){x}, 1, "counts", z,
+                                    &counts));
+    PL_RETURN_IF_ERROR(lw_reshape(w, counts, (const int64_t[]){-1}, 1, &flat));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "zero", (const int64_t[]){0}, 1, &zero));
+    pl_nid cat;
+    PL_RETURN_IF_ERROR(lw_node(w, "Concat", (const char *[]){flat, zero}, 2, &all, &cat));
+    PL_RETURN_IF_ERROR(pl_graph_attr_int(w->g, cat, "axis", 0));
+    PL_RETURN_IF_ERROR(lw_axes_op(w, "ReduceMax", 18, all, (const int64_t[]){0}, 1, &width));
+    return lw_text_become(w, "StringSplitPadded", (const char *[]){x, width}, 2);
+}
+
+/* StringNormalizer with stopwords: the kept strings, normalised, first in
+ * a buffer of the input's shape, and their number (at least 1: none kept
+ * is one "", as ONNX says) from ai.plinth StringNormalizerPadded; the node
+ * becomes the Slice of that many along the last axis. */
+static pl_status *lw_string_normalizer(lw *w)
+{
+    const char *x = lw_input(w, 0), *padded, *count;
+    char node_name[LW_NAME];
+    pl_rewrite_fresh_name(w->g, w->base, "StringNormalizerPadded", node_name, sizeof node_name);
+    pl_nid id;
+    PL_RETURN_IF_ERROR(lw_node2(w, "StringNormalizerPadded", "ai.plinth", (const char *[]){x}, 1,
+                                "kept", "count", &padded, &count, &id));
+    PL_RETURN_IF_ERROR(pl_graph_node_copy_attrs(w->g, id, pl_graph_get_node(w->g, w->id)));
+    const char *zero, *axis;
+    PL_RETURN_IF_ERROR(lw_i64s(w, "start", (const int64_t[]){0}, 1, &zero));
+    PL_RETURN_IF_ERROR(lw_i64s(w, "axis", (const int64_t[]){-1}, 1, &axis));
+    return lw_become(w, "Slice", (const char *[]){padded, zero, count, axis}, 4);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static pl_status *lw_tensor_scatter(lw *w);
@@ -4704,6 +4806,9 @@ static const struct {
     {"", "Compress", 9, lw_compress},
     {"", "NonMaxSuppression", 10, lw_nms},
     {"", "Unique", 11, lw_unique},
+    {"", "StringSplit", 20, lw_string_split},
+    {"", "StringNormalizer", 10, lw_string_normalizer},
+    {"com.microsoft", "Tokenizer", 0, lw_ms_tokenizer},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
     {"ai.onnx.ml", "Scaler", 0, lw_ml_scaler},
     {"ai.onnx.ml", "Normalizer", 0, lw_ml_normalizer},
@@ -5149,6 +5254,11 @@ pl_status *pl_opset_lower_node(pl_graph *g, pl_nid id, int64_t version, bool *ch
             fn = lw_rules[i].fn;
     if ((fn == lw_thresholded_relu_old && version >= 10) || (fn == lw_mvn_old && version >= 9))
         fn = NULL; /* the standard op */
+    if (fn == lw_string_normalizer) {
+        const pl_attr *sw = pl_graph_node_attr(n, "stopwords");
+        if (sw == NULL || sw->kind != PL_ATTR_STRINGS || sw->n == 0)
+            fn = NULL; /* no stopwords: the shape stays, the op runs as it is */
+    }
     if (fn == lw_bn_training) {
         const pl_attr *tm = pl_graph_node_attr(n, "training_mode");
         if (tm == NULL || tm->kind != PL_ATTR_INT || tm->i == 0)

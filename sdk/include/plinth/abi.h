@@ -53,9 +53,12 @@ extern "C" {
  *        once, weighed for plans that serve few runs, optional);
  *   1.13 PL_TYPE_STRING (plinth/tensor.h): string tensors at the
  *        application boundary and in the graph builder (a format module
- *        declares and fills them); modules still see only int64 ids. */
+ *        declares and fills them); modules still see only int64 ids;
+ *   1.14 pl_run_context.strings and pl_run_strings (plinth/module.h): the
+ *        text of a run's string ids, for the kernels of the ops that
+ *        compute on text. */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 13
+#define PL_ABI_MINOR 14
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -388,15 +388,39 @@ typedef enum pl_output_request {
     PL_REQ_ADD_TO = 3   /* accumulate: out += result */
 } pl_output_request;
 
+/* The strings of one run (ABI 1.14). Inside a graph a string tensor is an
+ * int64 tensor of string ids (plinth/tensor.h, PL_TYPE_STRING): the ids of
+ * the model's strings, and ids the run gives the strings it meets. A kernel
+ * of an op that computes on text (StringNormalizer, StringConcat,
+ * StringSplit, RegexFullMatch, com.microsoft Tokenizer, casts to and from
+ * strings) reads the text of its input ids and gets ids for the strings it
+ * makes through this table. Equal strings have one id in a run. Both
+ * functions may be called from any thread at once. */
+typedef struct pl_run_strings {
+    pl_abi_header header;
+    void *self;
+    /* The string of ID, NUL-terminated, its length in *OUT_LEN (may be
+     * NULL); NULL when ID is no string's. Valid until the run ends. */
+    const char *(*get)(void *self, int64_t id, size_t *out_len);
+    /* The id of S (LEN bytes, no NUL among them), new for the rest of the
+     * run when the run has not met S; -1 when out of memory. */
+    int64_t (*intern)(void *self, const char *s, size_t len);
+} pl_run_strings;
+
 /* Where a piece of work runs: the module's device index, the engine worker
  * (0 .. threads: the CPU pool's workers, or a thread that runs operations
  * while it waits for them) and, for accelerators, the stream the worker
- * owns (NULL on the CPU). */
+ * owns (NULL on the CPU). strings (ABI 1.14; read it with
+ * PL_ABI_HAS_FIELD(pl_run_context, run, strings)): the run's strings, NULL
+ * when the model has no string tensors or for a piece of work outside a
+ * session's run (constant folding never runs an op on text). */
 typedef struct pl_run_context {
     pl_abi_header header;
     int32_t device;
     int32_t worker;
     void *stream;
+    /* ---- ABI 1.14 ---- */
+    const pl_run_strings *strings;
 } pl_run_context;
 
 /* pl_node_desc.flags (ABI 1.9). */
