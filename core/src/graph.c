@@ -979,6 +979,7 @@ static pl_status *pl_graph_copy_tensors(const pl_graph *g, pl_graph *c)
             return pl_graph_oom("copying a graph");
         t->ndim = -1;
         t->producer = PL_NID_NONE;
+        t->is_string = g->tensors[i].is_string;
         c->n_tensors++;
     }
     if (!pl_strmap_clone(&c->tensor_names, &g->tensor_names, pl_graph_tensor_name_of, c))

@@ -268,12 +268,13 @@ static void stg_mark_tail(const pl_graph *g, const bool *open, bool *tail)
  * of at most STG_VALUE_MAX elements computed by the prefix (a count, K, a
  * shape, an If's condition) or of one element given as a graph input (a
  * sample rate, a length: token ids are data), or a scalar of any other
- * type the prefix computes (Range's limits, a window's size). */
+ * type the prefix computes (Range's limits, a window's size); never
+ * strings. */
 static bool stg_by_value(const pl_graph_tensor *t, bool from_prefix)
 {
     size_t n;
-    if (t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n))
-        return false;
+    if (t->ndim < 0 || !pl_dims_elements(t->dims, t->ndim, &n) || t->is_string)
+        return false; /* (string ids are text: data, whose ids are one run's) */
     bool ints = PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64) || PL_DTYPE_EQ(t->dtype, PL_DTYPE_I32) ||
                 t->dtype.code == PL_TYPE_BOOL;
     if (!from_prefix)

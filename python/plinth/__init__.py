@@ -90,14 +90,48 @@ def _dtype_key(dt):
 
 
 def _strings_in(value):
-    """A string input as (numpy array of its shape, ctypes array of
-    NUL-terminated UTF-8 pointers, kept alive by the caller)."""
+    """A string input as (numpy array of its shape, what to keep alive, the
+    address of its array of NUL-terminated UTF-8 pointers). Strings (the
+    common case) are encoded as one buffer, joined by NULs, and the pointers
+    computed from where the NULs fall (a string holding one adds a NUL:
+    refused); other elements one by one."""
     a = np.asarray(value)
-    flat = a.reshape(-1)
-    enc = [v if isinstance(v, bytes) else str(v).encode() for v in flat.tolist()]
+    items = a.reshape(-1).tolist()
+    n = len(items)
+    try:
+        buf = ("\0".join(items) + "\0").encode()
+    except TypeError:  # bytes or other objects among them
+        buf = None
+    if buf is not None:
+        raw = np.frombuffer(buf, np.uint8)
+        nul = np.flatnonzero(raw == 0)
+        if len(nul) != max(n, 1):
+            raise Error("session.run: a string input holds a NUL character", 2)
+        ptrs = np.empty(max(n, 1), np.uint64)
+        base = raw.__array_interface__["data"][0]
+        ptrs[0] = base
+        ptrs[1:n] = nul[:-1] + 1 + base
+        return a, (buf, ptrs), ptrs.__array_interface__["data"][0]
+    enc = [v if isinstance(v, bytes) else str(v).encode() for v in items]
     if any(b"\0" in v for v in enc):
         raise Error("session.run: a string input holds a NUL character", 2)
-    return a, (ctypes.c_char_p * max(len(enc), 1))(*enc)
+    arr = (ctypes.c_char_p * max(n, 1))(*enc)
+    return a, arr, ctypes.addressof(arr)
+
+
+def _strings_out(ptr, count):
+    """The COUNT strings of a run's string output buffer at PTR (pointers,
+    then the strings one after another in element order) as a flat object
+    array: the bytes decoded at once and split at the NULs."""
+    arr = np.empty(count, dtype=object)
+    if count == 0:
+        return arr
+    ptrs = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_void_p))
+    first, last = ptrs[0], ptrs[count - 1]
+    end = last + len(ctypes.string_at(last))
+    parts = ctypes.string_at(first, end - first).decode("utf-8", "replace").split("\0")
+    arr[:] = parts
+    return arr
 
 
 def _to_bf16_bits(a):
@@ -767,7 +801,7 @@ class Session(_Handle):
         for k, info in enumerate(self.inputs):
             value = feeds[info.name]
             if info.dtype == "str":
-                a, data = _strings_in(value)
+                a, data, str_ptr = _strings_in(value)
                 keep.append(data)
             elif info.dtype == "bfloat16":
                 a = np.asarray(value)
@@ -790,7 +824,7 @@ class Session(_Handle):
             keep += [a, shape]
             io = ins[k]
             io.name = info._cname
-            ptr = ctypes.addressof(data) if info.dtype == "str" else a.__array_interface__["data"][0]
+            ptr = str_ptr if info.dtype == "str" else a.__array_interface__["data"][0]
             io.tensor = self._tensor(info, ptr, shape, a.ndim)
         wanted = self.outputs if outputs is None else self._wanted(outputs, "session.run")
         outs = self._out_type() if outputs is None else (N.IO * max(len(wanted), 1))()
@@ -817,12 +851,7 @@ class Session(_Handle):
                 continue
             dims = tuple(t.shape[d] for d in range(t.ndim))
             if isinstance(a, str):  # strings: pointers into the run's buffer
-                count = int(np.prod(dims, dtype=np.int64))
-                ptrs = ctypes.cast(t.data, ctypes.POINTER(ctypes.c_char_p))
-                arr = np.empty(count, dtype=object)
-                for i in range(count):
-                    arr[i] = ptrs[i].decode("utf-8", "replace")
-                arr = arr.reshape(dims)
+                arr = _strings_out(t.data, int(np.prod(dims, dtype=np.int64))).reshape(dims)
             else:
                 arr = np.empty(dims, dtype=a)
             if arr.dtype != object and arr.nbytes:  # one copy, out of the run's buffer

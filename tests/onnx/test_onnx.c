@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,14 @@ static void tm_attr_strings(Onnx__NodeProto *n, const char *name, size_t count,
         a->strings[i].len = len;
     }
     a->n_strings = count;
+}
+
+static void tm_attr_s(Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = tm_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.len = strlen(v);
+    a->s.data = (uint8_t *)xstrdup(v);
 }
 
 static Onnx__TensorProto *tm_tensor(const char *name, int32_t elem, int ndim,
@@ -809,6 +818,126 @@ static void case_strings_c_api(void)
                   "output 'y' is a string tensor: leave its data NULL");
     expect_status(pl_model_save_json(m, th_path(th_tempdir(), "strings.json")),
                   "string tensors, which Plinth's JSON graph format does not carry");
+    pl_session_destroy(s);
+    pl_model_destroy(m);
+    pl_runtime_destroy(rt);
+}
+
+/* The ops on text from several threads at once on one session (the run's
+ * string table, ABI 1.14, takes strings from kernels of every thread): x
+ * (strings [N]) -> StringNormalizer LOWER -> n; com.microsoft Tokenizer
+ * (tokenexp [a-z]+, padded with "-") of n -> t, whose width depends on the
+ * text (a staged session: each thread's runs plan tails of other widths);
+ * StringConcat(n, "!") -> c. Each thread runs its own words and checks
+ * them. */
+enum { TX_THREADS = 4, TX_RUNS = 25 };
+
+typedef struct tx_job {
+    pl_session *s;
+    int id;
+    int failures;
+} tx_job;
+
+static void *tx_thread(void *arg)
+{
+    tx_job *j = arg;
+    char words[3][48], lower[3][48], want_c[3][160];
+    for (int r = 0; r < TX_RUNS; r++) {
+        /* thread 0's words have one token; others' up to id + 2 */
+        for (int i = 0; i < 3; i++) {
+            int toks = 1 + (j->id + r + i) % (j->id + 2);
+            int len = 0;
+            for (int k = 0; k < toks; k++)
+                len += snprintf(words[i] + len, sizeof words[i] - (size_t)len, "%sW%cr%d",
+                                k ? " " : "", 'a' + j->id, k);
+            for (int c = 0; c <= len; c++)
+                lower[i][c] = (char)(words[i][c] >= 'A' && words[i][c] <= 'Z' ? words[i][c] + 32
+                                                                              : words[i][c]);
+            snprintf(want_c[i], sizeof want_c[i], "%s!", lower[i]);
+        }
+        const char *x[3] = {words[0], words[1], words[2]};
+        int64_t shape[1] = {3};
+        pl_io in = {"x", {.data = x, .device = {PL_DEVICE_CPU, 0}, .ndim = 1,
+                          .dtype = PL_DTYPE_STRING, .shape = shape,
+                          .struct_size = sizeof(pl_tensor)}};
+        pl_io out[3] = {{.name = "n"}, {.name = "t"}, {.name = "c"}};
+        pl_status *st = pl_session_run(j->s, &in, 1, out, 3);
+        if (st != NULL) {
+            fprintf(stderr, "thread %d run %d: %s\n", j->id, r, pl_status_message(st));
+            pl_status_free(st);
+            j->failures++;
+            continue;
+        }
+        const char *const *n = out[0].tensor.data, *const *t = out[1].tensor.data,
+                          *const *c = out[2].tensor.data;
+        int64_t width = out[1].tensor.ndim == 2 ? out[1].tensor.shape[1] : -1;
+        j->failures += width < 1 || width > j->id + 2 ? 1 : 0; /* [a-z]+: "wXr" per word */
+        for (int i = 0; i < 3; i++) {
+            j->failures += strcmp(n[i], lower[i]) != 0;
+            j->failures += strcmp(c[i], want_c[i]) != 0;
+            /* the tokens of "wxr0 wxr1": "wxr", "r" ... as [a-z]+ finds them */
+            char joined[128] = "";
+            for (int64_t k = 0; k < width; k++)
+                if (strcmp(t[i * width + k], "-") != 0)
+                    snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s|",
+                             t[i * width + k]);
+            char want[128] = "";
+            for (const char *p = lower[i]; *p;) {
+                size_t run = strspn(p, "abcdefghijklmnopqrstuvwxyz");
+                if (run > 0)
+                    snprintf(want + strlen(want), sizeof want - strlen(want), "%.*s|",
+                             (int)run, p);
+                p += run ? run : 1;
+            }
+            if (strcmp(joined, want) != 0) {
+                fprintf(stderr, "thread %d run %d: tokens %s, expected %s\n", j->id, r, joined,
+                        want);
+                j->failures++;
+            }
+        }
+        for (int o = 0; o < 3; o++)
+            pl_buffer_free(out[o].tensor.data);
+    }
+    return NULL;
+}
+
+static void case_strings_text_threads(void)
+{
+    pl_runtime *rt = runtime_with(NULL);
+    Onnx__ModelProto *mp = tm_model();
+    tm_opset(mp, "", 20);
+    tm_opset(mp, "com.microsoft", 1);
+    tm_input(mp, tm_vi("x", T_STRING, 1, (int64_t[]){-1}, (const char *[]){"n"}));
+    tm_output(mp, tm_vi("n", T_STRING, 1, (int64_t[]){-1}, (const char *[]){"n"}));
+    tm_output(mp, tm_vi("t", T_STRING, -1, NULL, NULL));
+    tm_output(mp, tm_vi("c", T_STRING, 1, (int64_t[]){-1}, (const char *[]){"n"}));
+    Onnx__TensorProto *bang = tm_tensor("bang", T_STRING, 0, NULL);
+    bang->string_data = xmalloc(sizeof *bang->string_data);
+    bang->string_data[0].data = (uint8_t *)xstrdup("!");
+    bang->string_data[0].len = 1;
+    bang->n_string_data = 1;
+    tm_init(mp, bang);
+    tm_attr_s(tm_node(mp, "StringNormalizer", "norm", "x", "n"), "case_change_action", "LOWER");
+    Onnx__NodeProto *tok = tm_node(mp, "Tokenizer", "tok", "n", "t");
+    tok->domain = xstrdup("com.microsoft");
+    tm_attr_i(tok, "mark", 0);
+    tm_attr_i(tok, "mincharnum", 1);
+    tm_attr_s(tok, "pad_value", "-");
+    tm_attr_s(tok, "tokenexp", "[a-z]+");
+    tm_node(mp, "StringConcat", "cat", "n,bang", "c");
+    pl_model *m = load_ok(rt, tm_write(mp, th_tempdir(), "text_threads.onnx"));
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, NULL, &s));
+    pthread_t th[TX_THREADS];
+    tx_job jobs[TX_THREADS];
+    for (int i = 0; i < TX_THREADS; i++) {
+        jobs[i] = (tx_job){.s = s, .id = i};
+        TH_CHECK(pthread_create(&th[i], NULL, tx_thread, &jobs[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < TX_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        TH_CHECK(jobs[i].failures == 0, "thread %d: %d wrong outputs", i, jobs[i].failures);
+    }
     pl_session_destroy(s);
     pl_model_destroy(m);
     pl_runtime_destroy(rt);
@@ -2209,6 +2338,7 @@ static const th_case cases[] = {
     {"symbolic_batch", case_symbolic_batch},
     {"initializers_as_inputs", case_initializers_as_inputs},
     {"strings_c_api", case_strings_c_api},
+    {"strings_text_threads", case_strings_text_threads},
     {"constant_forms", case_constant_forms},
     {"sparse_forms", case_sparse_forms},
     {"output_twice", case_output_twice},

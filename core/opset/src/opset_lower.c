@@ -4764,11 +4764,11 @@ static pl_status *lw_string_split(lw *w)
 static pl_status *lw_string_normalizer(lw *w)
 {
     const char *x = lw_input(w, 0), *padded, *count;
-    char node_name[LW_NAME];
-    pl_rewrite_fresh_name(w->g, w->base, "StringNormalizerPadded", node_name, sizeof node_name);
     pl_nid id;
     PL_RETURN_IF_ERROR(lw_node2(w, "StringNormalizerPadded", "ai.plinth", (const char *[]){x}, 1,
                                 "kept", "count", &padded, &count, &id));
+    /* (strings: never bound by value when a staged session's frontier) */
+    pl_graph_get_tensor_mut(w->g, pl_graph_find_tensor(w->g, padded))->is_string = true;
     PL_RETURN_IF_ERROR(pl_graph_node_copy_attrs(w->g, id, pl_graph_get_node(w->g, w->id)));
     const char *zero, *axis;
     PL_RETURN_IF_ERROR(lw_i64s(w, "start", (const int64_t[]){0}, 1, &zero));
