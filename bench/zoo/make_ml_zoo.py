@@ -30,8 +30,9 @@ Runtime's outputs. Writes make_zoo.py's format (NAME.onnx, NAME.in.*.npy, NAME.r
 manifest.json) into DIR (default build/ml_zoo): `bench/zoo/run_zoo.py --zoo DIR` checks
 Plinth against them. Every output within 1.4e-6 of ONNX Runtime 1.20 on cpu and on the
 default configuration, every label equal (45 models; string labels and categories since
-2026-12-06, compared exactly). HistGradientBoosting is left out
-(skl2onnx 1.20 fails to export it).
+2026-12-06, compared exactly; nine text pipelines since 2026-12-07: TfidfVectorizer and
+CountVectorizer as skl2onnx writes them, StringNormalizer and com.microsoft Tokenizer, over
+generated documents). HistGradientBoosting is left out (skl2onnx 1.20 fails to export it).
 """
 import argparse
 import json
