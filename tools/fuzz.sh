@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tools/fuzz.sh TARGET [SECONDS] — runs one libFuzzer target for longer than
 # CI does (default 3600 s), building build-fuzz/ (clang, libFuzzer,
-# AddressSanitizer + UBSan) first if needed. TARGET: onnx, json, ini, note
-# or graph. The corpus grows in build-fuzz/tests/fuzz/work/TARGET/corpus
+# AddressSanitizer + UBSan) first if needed. TARGET: onnx, json, ini, note,
+# graph or regex. The corpus grows in build-fuzz/tests/fuzz/work/TARGET/corpus
 # (the committed seeds in tests/fuzz/corpus/TARGET are read, never written);
 # a finding lands in .../artifacts/. To keep one as a regression test, fix
 # it, then copy the file into tests/fuzz/regressions/TARGET/ (every build
@@ -12,9 +12,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:-}
 seconds=${2:-3600}
 case "$target" in
-onnx | json | ini | note | graph) ;;
+onnx | json | ini | note | graph | regex) ;;
 *)
-    echo "usage: tools/fuzz.sh onnx|json|ini|note|graph [SECONDS]" >&2
+    echo "usage: tools/fuzz.sh onnx|json|ini|note|graph|regex [SECONDS]" >&2
     exit 2
     ;;
 esac
