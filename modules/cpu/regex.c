@@ -102,7 +102,69 @@ struct cpu_regex {
      * instruction. */
     bool class_run;
     rx_inst class;
+    /* Each instruction a step can land on (0, and the one after each
+     * class) with what it reaches without reading: the classes and the
+     * match, in the order the search would add them, precomputed (NULL
+     * when they would take more than RX_MEMO_MAX entries: the search
+     * then walks the splits itself). One list per instruction, or 64 when
+     * an assertion is on the way: one per context (rx_context). List k of
+     * pc is clos_pcs[clos_off[clos_at[pc] + ctx]] up to clos_off[... + 1]. */
+    uint32_t *clos_at;  /* per pc: its first list, or UINT32_MAX */
+    uint8_t *clos_ctx;  /* per pc: 1 when its lists depend on the context */
+    uint32_t *clos_off; /* n_lists + 1 */
+    uint32_t *clos_pcs;
 };
+
+#define RX_MEMO_MAX (1u << 20)
+
+static bool rx_word_byte(const char *text, size_t len, size_t i)
+{
+    if (i >= len)
+        return false;
+    unsigned char c = (unsigned char)text[i];
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+/* What the assertions read at byte AT of TEXT, a bit each. */
+enum {
+    RX_C_BEGIN = 1,
+    RX_C_END = 2,
+    RX_C_PREV_NL = 4,
+    RX_C_NEXT_NL = 8,
+    RX_C_PREV_WORD = 16,
+    RX_C_NEXT_WORD = 32,
+    RX_CONTEXTS = 64
+};
+
+static unsigned rx_context(const char *text, size_t len, size_t at)
+{
+    return (at == 0 ? RX_C_BEGIN : 0) | (at == len ? RX_C_END : 0) |
+           (at > 0 && text[at - 1] == '\n' ? RX_C_PREV_NL : 0) |
+           (at < len && text[at] == '\n' ? RX_C_NEXT_NL : 0) |
+           (at > 0 && rx_word_byte(text, len, at - 1) ? RX_C_PREV_WORD : 0) |
+           (rx_word_byte(text, len, at) ? RX_C_NEXT_WORD : 0);
+}
+
+static bool rx_assert_holds(rx_assert k, unsigned c)
+{
+    switch (k) {
+    case RX_TEXT_BEGIN:
+        return c & RX_C_BEGIN;
+    case RX_TEXT_END:
+        return c & RX_C_END;
+    case RX_LINE_BEGIN:
+        return c & (RX_C_BEGIN | RX_C_PREV_NL);
+    case RX_LINE_END:
+        return c & (RX_C_END | RX_C_NEXT_NL);
+    case RX_WORD:
+    case RX_NOT_WORD: {
+        bool w = !(c & RX_C_NEXT_WORD) != !(c & RX_C_PREV_WORD);
+        return k == RX_WORD ? w : !w;
+    }
+    }
+    return false;
+}
+
 
 /* ---- the parser ------------------------------------------------------------- */
 
@@ -894,6 +956,104 @@ static void rx_gen(rx_compiler *c, uint32_t n, int depth)
     }
 }
 
+/* The classes and the match PC reaches without reading, in context CTX
+ * (RX_CONTEXTS: none, and *OUT_READS says whether an assertion was met),
+ * appended to *PCS (*N of *CAP). MARK (per pc) and STACK (2n + 2) are
+ * scratch; GEN tells this walk's marks from earlier ones. False when out
+ * of memory or past RX_MEMO_MAX entries. */
+static bool rx_closure(const cpu_regex *re, uint32_t pc, unsigned ctx, bool *out_reads,
+                       uint32_t **pcs, size_t *n, size_t *cap, uint32_t *mark, uint32_t gen,
+                       uint32_t *stack)
+{
+    size_t sp = 0;
+    stack[sp++] = pc;
+    while (sp > 0) {
+        pc = stack[--sp];
+        if (mark[pc] == gen)
+            continue;
+        mark[pc] = gen;
+        const rx_inst *in = &re->insts[pc];
+        switch (in->op) {
+        case RX_JMP:
+            stack[sp++] = in->x;
+            break;
+        case RX_SPLIT:
+            stack[sp++] = in->y;
+            stack[sp++] = in->x;
+            break;
+        case RX_ASSERT:
+            *out_reads = true;
+            if (ctx < RX_CONTEXTS && rx_assert_holds((rx_assert)in->kind, ctx))
+                stack[sp++] = pc + 1;
+            break;
+        default: /* a class or the match */
+            if (*n >= RX_MEMO_MAX || !rx_grow((void **)pcs, cap, *n + 1, sizeof **pcs))
+                return false;
+            (*pcs)[(*n)++] = pc;
+            break;
+        }
+    }
+    return true;
+}
+
+/* RE's precomputed lists (struct cpu_regex); none when too big. */
+static void rx_memoize(cpu_regex *re)
+{
+    size_t n = re->n_insts;
+    uint32_t *mark = calloc(n, sizeof *mark), *stack = malloc((2 * n + 2) * sizeof *stack);
+    re->clos_at = malloc(n * sizeof *re->clos_at);
+    re->clos_ctx = calloc(n, 1);
+    uint32_t *off = NULL, *pcs = NULL, gen = 0;
+    size_t n_off = 0, cap_off = 0, n_pcs = 0, cap_pcs = 0;
+    bool ok = mark && stack && re->clos_at && re->clos_ctx;
+    for (size_t pc = 0; ok && pc < n; pc++) {
+        re->clos_at[pc] = UINT32_MAX;
+        bool target = pc == 0 || re->insts[pc - 1].op == RX_CLASS;
+        if (!target)
+            continue;
+        bool reads = false;
+        size_t first = n_pcs;
+        ok = rx_closure(re, (uint32_t)pc, RX_CONTEXTS, &reads, &pcs, &n_pcs, &cap_pcs, mark,
+                        ++gen, stack);
+        re->clos_at[pc] = (uint32_t)n_off;
+        re->clos_ctx[pc] = reads;
+        if (reads) { /* again, once per context */
+            n_pcs = first;
+            for (unsigned c = 0; ok && c < RX_CONTEXTS; c++) {
+                ok = rx_grow((void **)&off, &cap_off, n_off + 1, sizeof *off);
+                if (ok)
+                    off[n_off++] = (uint32_t)n_pcs;
+                ok = ok && rx_closure(re, (uint32_t)pc, c, &reads, &pcs, &n_pcs, &cap_pcs, mark,
+                                      ++gen, stack);
+            }
+        } else {
+            ok = ok && rx_grow((void **)&off, &cap_off, n_off + 1, sizeof *off);
+            if (ok)
+                off[n_off++] = (uint32_t)first;
+        }
+    }
+    ok = ok && rx_grow((void **)&off, &cap_off, n_off + 1, sizeof *off);
+    if (ok)
+        off[n_off++] = (uint32_t)n_pcs;
+    free(mark);
+    free(stack);
+    if (ok) {
+        re->clos_off = off;
+        re->clos_pcs = pcs ? pcs : malloc(sizeof *pcs);
+        ok = re->clos_pcs != NULL;
+    }
+    if (!ok) { /* the search walks the splits itself */
+        free(off);
+        free(pcs);
+        free(re->clos_at);
+        free(re->clos_ctx);
+        re->clos_at = NULL;
+        re->clos_ctx = NULL;
+        re->clos_off = NULL;
+        re->clos_pcs = NULL;
+    }
+}
+
 cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t err_size)
 {
     rx_parser ps = {.p = pattern, .len = len, .quoted = UINT32_MAX, .err = err, .err_size = err_size};
@@ -926,6 +1086,7 @@ cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t 
             re->class_run = true;
             re->class = c.insts[1];
         }
+        rx_memoize(re);
     }
     free(ps.nodes);
     free(ps.tmp);
@@ -938,6 +1099,10 @@ void cpu_regex_free(cpu_regex *re)
         return;
     free(re->insts);
     free(re->ranges);
+    free(re->clos_at);
+    free(re->clos_ctx);
+    free(re->clos_off);
+    free(re->clos_pcs);
     free(re);
 }
 
@@ -956,34 +1121,6 @@ static bool rx_class_has(const cpu_regex *re, const rx_inst *in, uint32_t cp)
             hi = mid;
     }
     return lo < in->y && re->ranges[lo].lo <= cp;
-}
-
-static bool rx_word_byte(const char *text, size_t len, size_t i)
-{
-    if (i >= len)
-        return false;
-    unsigned char c = (unsigned char)text[i];
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-static bool rx_assert_holds(rx_assert k, const char *text, size_t len, size_t at)
-{
-    switch (k) {
-    case RX_TEXT_BEGIN:
-        return at == 0;
-    case RX_TEXT_END:
-        return at == len;
-    case RX_LINE_BEGIN:
-        return at == 0 || text[at - 1] == '\n';
-    case RX_LINE_END:
-        return at == len || text[at] == '\n';
-    case RX_WORD:
-    case RX_NOT_WORD: {
-        bool w = rx_word_byte(text, len, at) != (at > 0 && rx_word_byte(text, len, at - 1));
-        return k == RX_WORD ? w : !w;
-    }
-    }
-    return false;
 }
 
 typedef struct rx_thread {
@@ -1037,7 +1174,7 @@ static void rx_add(rx_run *r, rx_list *l, uint32_t pc, size_t start, size_t at)
             r->stack[sp++] = in->x;
             break;
         case RX_ASSERT:
-            if (rx_assert_holds((rx_assert)in->kind, r->text, r->len, at))
+            if (rx_assert_holds((rx_assert)in->kind, rx_context(r->text, r->len, at)))
                 r->stack[sp++] = pc + 1;
             break;
         case RX_MATCH:
@@ -1054,7 +1191,27 @@ static void rx_add(rx_run *r, rx_list *l, uint32_t pc, size_t start, size_t at)
     }
 }
 
-/* The leftmost-longest match from FROM; ANCHORED: starting at FROM only. */
+/* rx_add through the precomputed lists: CTX is AT's context. */
+static void rx_add_memo(rx_run *r, rx_list *l, uint32_t pc, size_t start, size_t at,
+                        unsigned ctx)
+{
+    const cpu_regex *re = r->re;
+    uint32_t k = re->clos_at[pc] + (re->clos_ctx[pc] ? ctx : 0);
+    for (uint32_t i = re->clos_off[k]; i < re->clos_off[k + 1]; i++) {
+        uint32_t p = re->clos_pcs[i];
+        if (rx_has(l, p))
+            continue;
+        l->index[p] = (uint32_t)l->n;
+        l->t[l->n++] = (rx_thread){p, start};
+        if (re->insts[p].op == RX_MATCH &&
+            (!r->found || start < r->best_start || (start == r->best_start && at > r->best_end))) {
+            r->found = true;
+            r->best_start = start;
+            r->best_end = at;
+        }
+    }
+}
+
 void cpu_regex_scratch_free(cpu_regex_scratch *scratch)
 {
     if (scratch != NULL) {
@@ -1095,6 +1252,7 @@ static int rx_class_run(const cpu_regex *re, const char *text, size_t len, size_
     return 1;
 }
 
+/* The leftmost-longest match from FROM; ANCHORED: starting at FROM only. */
 static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t from, bool anchored,
                    size_t *out_begin, size_t *out_end, cpu_regex_scratch *scratch)
 {
@@ -1125,9 +1283,15 @@ static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t fro
     rx_run r = {.re = re, .text = text, .len = len, .stack = b.index + n};
     rx_list *cl = &a, *nl = &b;
     size_t at = from;
+    bool memo = re->clos_pcs != NULL;
+    unsigned ctx = memo ? rx_context(text, len, at) : 0;
     for (;;) {
-        if (!r.found && (!anchored || at == from))
-            rx_add(&r, cl, 0, at, at);
+        if (!r.found && (!anchored || at == from)) {
+            if (memo)
+                rx_add_memo(&r, cl, 0, at, at, ctx);
+            else
+                rx_add(&r, cl, 0, at, at);
+        }
         if (cl->n == 0 && (r.found || anchored || at >= len))
             break;
         if (at >= len)
@@ -1135,12 +1299,17 @@ static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t fro
         size_t next = at;
         uint32_t cp = cpu_utf8_next(text, len, &next);
         nl->n = 0;
+        ctx = memo ? rx_context(text, len, next) : 0;
         for (size_t i = 0; i < cl->n; i++) {
             const rx_thread *t = &cl->t[i];
             if (r.found && t->start > r.best_start)
                 break; /* (the list is in order of start) */
             const rx_inst *in = &re->insts[t->pc];
-            if (in->op == RX_CLASS && rx_class_has(re, in, cp))
+            if (in->op != RX_CLASS || !rx_class_has(re, in, cp))
+                continue;
+            if (memo)
+                rx_add_memo(&r, nl, t->pc + 1, t->start, next, ctx);
+            else
                 rx_add(&r, nl, t->pc + 1, t->start, next);
         }
         rx_list *tmp = cl;
