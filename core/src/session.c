@@ -1027,6 +1027,25 @@ static pl_status *pl_session_run_arrays_in(pl_session *s, const pl_array_io *inp
     return st;
 }
 
+/* pl_session_run_arrays_in's arguments, for a run inside the strings'
+ * scope of a model that has them (strtab.h). */
+typedef struct pl_sess_arrays_call {
+    pl_session *s;
+    const pl_array_io *inputs;
+    size_t n_inputs;
+    pl_array_io *outputs;
+    size_t n_outputs;
+    pl_io *ins, *outs;
+    bool *made;
+} pl_sess_arrays_call;
+
+static pl_status *pl_sess_arrays_fn(void *arg)
+{
+    pl_sess_arrays_call *c = arg;
+    return pl_session_run_arrays_in(c->s, c->inputs, c->n_inputs, c->outputs, c->n_outputs,
+                                    c->ins, c->outs, c->made);
+}
+
 pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_t n_inputs,
                                  pl_array_io *outputs, size_t n_outputs)
 {
@@ -1042,10 +1061,12 @@ pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_
     pl_io *ins = pl_calloc(n_inputs ? n_inputs : 1, sizeof *ins);
     pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
     bool *made = pl_calloc(n_outputs ? n_outputs : 1, sizeof *made);
-    pl_status *st = ins && outs && made
-                        ? pl_session_run_arrays_in(s, inputs, n_inputs, outputs, n_outputs, ins,
-                                                   outs, made)
-                        : pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run");
+    pl_sess_arrays_call c = {s, inputs, n_inputs, outputs, n_outputs, ins, outs, made};
+    pl_status *st = !(ins && outs && made)
+                        ? pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run")
+                    : s->model->strtab != NULL
+                        ? pl_strings_scope(s->model->strtab, pl_sess_arrays_fn, &c)
+                        : pl_sess_arrays_fn(&c);
     for (size_t i = 0; st != NULL && made && i < n_outputs; i++)
         if (made[i]) { /* a failed run leaves the caller's slots as they were */
             pl_array_destroy(outputs[i].array);

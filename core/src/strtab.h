@@ -61,6 +61,11 @@ bool pl_strings_text_op(const char *domain, const char *op);
  * by the runner for its steps' pl_run_context. NULL outside such a run. */
 const pl_run_strings *pl_strings_current(void);
 
+/* Runs FN(ARG) with a run's strings of table TAB current and none at the
+ * boundary: a run through arrays (which hold no strings) of a model whose
+ * ops on text make strings inside it. */
+pl_status *pl_strings_scope(const pl_strtab *tab, pl_status *(*fn)(void *), void *arg);
+
 /* pl_session_run for a session whose model has string tensors:
  * string inputs (elements const char *) become ids, the run runs with the
  * run's strings current (pl_strings_current), and each string output comes

@@ -118,6 +118,39 @@ static int64_t run_api_intern(void *self, const char *s, size_t len)
     return copy ? run_add(self, copy, true) : -1;
 }
 
+/* A run's strings of table TAB, none yet. */
+static void run_begin(run_strs *r, const pl_strtab *tab)
+{
+    *r = (run_strs){.api = {.header = PL_ABI_HEADER_INIT(pl_run_strings),
+                            .get = run_api_get,
+                            .intern = run_api_intern},
+                    .tab = tab};
+    r->api.self = r;
+    pthread_mutex_init(&r->mu, NULL);
+}
+
+static void run_end(run_strs *r)
+{
+    pl_free(r->strs);
+    for (size_t i = 0; i < r->n_owned; i++)
+        pl_free(r->owned[i]);
+    pl_free(r->owned);
+    pl_strmap_free(&r->ids);
+    pthread_mutex_destroy(&r->mu);
+}
+
+pl_status *pl_strings_scope(const pl_strtab *tab, pl_status *(*fn)(void *), void *arg)
+{
+    run_strs r;
+    run_begin(&r, tab);
+    const pl_run_strings *outer = run_current;
+    run_current = &r.api;
+    pl_status *st = fn(arg);
+    run_current = outer;
+    run_end(&r);
+    return st;
+}
+
 /* Output OUT (int64 ids, in a buffer of the run) as strings: one buffer of
  * pointers and then the bytes they point at, replacing OUT's data. */
 static pl_status *run_output_strings(run_strs *r, const char *name, pl_tensor *out)
@@ -161,12 +194,8 @@ pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab, const bool
                           pl_status *(*run)(struct pl_session *, const pl_io *, size_t, pl_io *,
                                             size_t))
 {
-    run_strs r = {.api = {.header = PL_ABI_HEADER_INIT(pl_run_strings),
-                          .get = run_api_get,
-                          .intern = run_api_intern},
-                  .tab = tab};
-    r.api.self = &r;
-    pthread_mutex_init(&r.mu, NULL);
+    run_strs r;
+    run_begin(&r, tab);
     pl_io *ins = pl_calloc(n_inputs ? n_inputs : 1, sizeof *ins);
     pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
     int64_t **owned = pl_calloc(n_inputs ? n_inputs : 1, sizeof *owned);
@@ -233,11 +262,6 @@ pl_status *pl_strings_run(struct pl_session *s, const pl_strtab *tab, const bool
     pl_free(owned);
     pl_free(ins);
     pl_free(outs);
-    pl_free(r.strs);
-    for (size_t i = 0; i < r.n_owned; i++)
-        pl_free(r.owned[i]);
-    pl_free(r.owned);
-    pl_strmap_free(&r.ids);
-    pthread_mutex_destroy(&r.mu);
+    run_end(&r);
     return st;
 }

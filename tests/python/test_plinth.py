@@ -3661,6 +3661,20 @@ class OnnxTest(unittest.TestCase):
             run1(h.make_node("Cast", ["x"], ["y"], name="c", to=T.FLOAT), {"x": S(["abc"])},
                  [("y", T.FLOAT)])
         self.assertIn("'abc', is not a floating-point number", str(cm_.exception))
+        # strings made and read inside a model whose inputs and outputs are
+        # numbers: a run through arrays has the run's strings too
+        g = h.make_graph([h.make_node("Cast", ["x"], ["s"], to=T.STRING),
+                          h.make_node("StringConcat", ["s", "s"], ["ss"]),
+                          h.make_node("Cast", ["ss"], ["y"], to=T.FLOAT)], "g",
+                         [vi("x", T.FLOAT, [3])], [vi("y", T.FLOAT, [3])])
+        path = os.path.join(TMP, "text_arrays.onnx")
+        m = h.make_model(g, opset_imports=op20)
+        m.ir_version = 9
+        onnx.save(m, path)
+        with self.rt.load_model(path).session() as s:
+            y = s.run_arrays({"x": plinth.array(np.array([1.0, 2.5, 3.0], np.float32))})["y"]
+            # "1.0" + "1.0" reads as 1.01 (strtod stops at the second point)
+            np.testing.assert_array_equal(y.numpy(), np.array([1.01, 2.52, 3.03], np.float32))
 
     def test_onnx_ml_svm_classifier(self):
         """ai.onnx.ml's SVMClassifier (scikit-learn's SVC and NuSVC through
