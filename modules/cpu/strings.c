@@ -177,39 +177,22 @@ static void st_put_cp(st_buf *b, unsigned cp)
     st_put(b, u, n);
 }
 
-/* A locale of NAME for CATEGORY_MASK, made once into *SLOT (STATE: 0 not
- * tried, 1 made, 2 failed, 3 being made); (locale_t)0 where there is none. */
-static locale_t st_locale_once(int category_mask, const char *name, locale_t *slot, int *state)
+/* A kernel's locale (newlocale of NAME for CATEGORY_MASK, freed with the
+ * kernel: a module-wide one made once would outlive the module's
+ * unloading), (locale_t)0 where the system has none. */
+static void st_locale_release(locale_t loc)
 {
-    if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == 0) {
-        int want = 0;
-        if (__atomic_compare_exchange_n(state, &want, 3, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
-            locale_t l = newlocale(category_mask, name, (locale_t)0);
-            *slot = l;
-            __atomic_store_n(state, l != (locale_t)0 ? 1 : 2, __ATOMIC_RELEASE);
-        }
-    }
-    while (__atomic_load_n(state, __ATOMIC_ACQUIRE) == 3)
-        ; /* another thread is making it */
-    return __atomic_load_n(state, __ATOMIC_ACQUIRE) == 1 ? *slot : (locale_t)0;
-}
-
-/* The locale that maps code points' case: C.UTF-8 (glibc's built-in). */
-static locale_t st_ctype_locale(void)
-{
-    static locale_t loc;
-    static int state;
-    return st_locale_once(LC_CTYPE_MASK, "C.UTF-8", &loc, &state);
+    if (loc != (locale_t)0)
+        freelocale(loc);
 }
 
 typedef enum st_case { ST_CASE_NONE, ST_CASE_LOWER, ST_CASE_UPPER } st_case;
 
-/* S (LEN bytes) with each code point's case changed into B; false for
+/* S (LEN bytes) with each code point's case changed into B, beyond ASCII
+ * through LOC (C.UTF-8's ctype; ASCII only when (locale_t)0); false for
  * invalid UTF-8. */
-static bool st_change_case(st_buf *b, const char *s, size_t len, st_case c)
+static bool st_change_case(st_buf *b, const char *s, size_t len, st_case c, locale_t loc)
 {
-    locale_t loc = st_ctype_locale();
     b->n = 0;
     st_put(b, "", 0);
     for (size_t at = 0; at < len;) {
@@ -238,6 +221,7 @@ static size_t st_count(const pl_tensor *t)
 
 typedef struct st_norm {
     shp_kernel k;
+    locale_t ctype; /* C.UTF-8's, for the case of code points beyond ASCII */
     st_case action;
     bool sensitive, padded;
     size_t n_stop;
@@ -277,7 +261,7 @@ static pl_status *st_norm_write(pl_module_ctx *ctx, const shp_kernel *sk, const 
         if ((st = st_text(rs, op, x[i], &s, &len)) != NULL)
             break;
         if (k->n_stop > 0) {
-            if (!k->sensitive && !st_change_case(&low, s, len, ST_CASE_LOWER)) {
+            if (!k->sensitive && !st_change_case(&low, s, len, ST_CASE_LOWER, k->ctype)) {
                 st = cpu_error(PL_CODE_INVALID_ARGUMENT, op, "element %zu is not valid UTF-8", i);
                 break;
             }
@@ -290,7 +274,7 @@ static pl_status *st_norm_write(pl_module_ctx *ctx, const shp_kernel *sk, const 
         }
         int64_t id = x[i];
         if (k->action != ST_CASE_NONE) {
-            if (!st_change_case(&out, s, len, k->action)) {
+            if (!st_change_case(&out, s, len, k->action, k->ctype)) {
                 st = cpu_error(PL_CODE_INVALID_ARGUMENT, op, "element %zu is not valid UTF-8", i);
                 break;
             }
@@ -308,6 +292,12 @@ static pl_status *st_norm_write(pl_module_ctx *ctx, const shp_kernel *sk, const 
     free(low.p);
     free(out.p);
     return st;
+}
+
+static void st_norm_release(pl_module_ctx *ctx, pl_kernel *kernel)
+{
+    (void)ctx;
+    st_locale_release(((st_norm *)kernel)->ctype);
 }
 
 static pl_status *st_build_normalizer(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -332,17 +322,24 @@ static pl_status *st_build_normalizer(pl_module_ctx *ctx, const pl_node_desc *no
                          "ai.plinth StringNormalizerPadded");
     size_t bytes = sizeof(st_norm) + n_stop * sizeof(char *);
     st_buf low = {0};
+    locale_t ctype = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     for (size_t i = 0; i < n_stop; i++) {
-        if (!st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER))
+        if (!st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER, ctype)) {
+            free(low.p);
+            st_locale_release(ctype);
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "stopword %zu is not valid UTF-8", i);
+        }
         bytes += (sensitive ? strlen(stop[i]) : low.n) + 1;
     }
     st_norm *k;
     pl_status *st = shp_kernel_alloc(ctx, node, bytes, st_norm_write, (shp_kernel **)&k);
     if (st != NULL) {
         free(low.p);
+        st_locale_release(ctype);
         return st;
     }
+    k->ctype = ctype;
+    k->k.base.release = st_norm_release;
     k->action = strcmp(action, "LOWER") == 0   ? ST_CASE_LOWER
                 : strcmp(action, "UPPER") == 0 ? ST_CASE_UPPER
                                                : ST_CASE_NONE;
@@ -352,7 +349,7 @@ static pl_status *st_build_normalizer(pl_module_ctx *ctx, const pl_node_desc *no
     k->stop = (char **)(k + 1);
     char *p = (char *)(k->stop + n_stop);
     for (size_t i = 0; i < n_stop; i++) {
-        st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER);
+        st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER, ctype);
         const char *w = sensitive ? stop[i] : low.p;
         size_t len = strlen(w) + 1;
         memcpy(p, w, len);
@@ -970,14 +967,14 @@ static pl_status *st_build_tokenizer(pl_module_ctx *ctx, const pl_node_desc *nod
 typedef struct st_cast {
     shp_kernel k;
     pl_dtype dt; /* the number's */
+    locale_t c;  /* the C locale, for strtod and printf (the process's may
+                    write "1,5") */
 } st_cast;
 
-/* The C locale for strtod and printf (the process's may write "1,5"). */
-static locale_t st_c_locale(void)
+static void st_cast_release(pl_module_ctx *ctx, pl_kernel *kernel)
 {
-    static locale_t loc;
-    static int state;
-    return st_locale_once(LC_ALL_MASK, "C", &loc, &state);
+    (void)ctx;
+    st_locale_release(((st_cast *)kernel)->c);
 }
 
 static pl_status *st_to_number_write(pl_module_ctx *ctx, const shp_kernel *sk,
@@ -994,7 +991,7 @@ static pl_status *st_to_number_write(pl_module_ctx *ctx, const shp_kernel *sk,
     pl_dtype dt = k->dt;
     bool fl = dt.code == PL_TYPE_FLOAT || dt.code == PL_TYPE_BFLOAT;
     bool sint = dt.code == PL_TYPE_INT;
-    locale_t c = st_c_locale();
+    locale_t c = k->c;
     for (size_t i = 0; i < n; i++) {
         const char *s;
         size_t len;
@@ -1115,7 +1112,7 @@ static pl_status *st_to_string_write(pl_module_ctx *ctx, const shp_kernel *sk,
     pl_dtype dt = k->dt;
     size_t n = sk->outs[0].elements, es = pl_dtype_size(dt);
     int64_t *y = dst;
-    locale_t c = st_c_locale(), old = (locale_t)0;
+    locale_t c = k->c, old = (locale_t)0;
     if (c != (locale_t)0)
         old = uselocale(c);
     pl_status *st = NULL;
@@ -1174,6 +1171,8 @@ static pl_status *st_build_cast(pl_module_ctx *ctx, const pl_node_desc *node,
                              to_string ? st_to_string_write : st_to_number_write,
                              (shp_kernel **)&k));
     k->dt = dt;
+    k->c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    k->k.base.release = st_cast_release;
     *out_kernel = &k->k.base;
     return NULL;
 }
