@@ -4,9 +4,10 @@
  * (pl_run_context.strings, ABI 1.14), and refuses a run without one.
  *
  *   StringNormalizer 10    case change (LOWER, UPPER: each code point
- *                          mapped as towlower/towupper map it in C.UTF-8,
- *                          as ONNX Runtime's wide ctype does in its default
- *                          locale; the locale attribute is read as that),
+ *                          mapped as towlower/towupper map it in the locale
+ *                          the attribute names, where the system has it, else
+ *                          in C.UTF-8, as ONNX Runtime's wide ctype does in
+ *                          its default locale),
  *                          without stopwords (the core lowers their form to
  *                          StringNormalizerPadded and a Slice)
  *   ai.plinth StringNormalizerPadded   the kept strings (not a stopword,
@@ -188,10 +189,12 @@ static void st_locale_release(locale_t loc)
 
 typedef enum st_case { ST_CASE_NONE, ST_CASE_LOWER, ST_CASE_UPPER } st_case;
 
-/* S (LEN bytes) with each code point's case changed into B, beyond ASCII
- * through LOC (C.UTF-8's ctype; ASCII only when (locale_t)0); false for
- * invalid UTF-8. */
-static bool st_change_case(st_buf *b, const char *s, size_t len, st_case c, locale_t loc)
+/* S (LEN bytes) with each code point's case changed into B through LOC
+ * (beyond ASCII only, unless NAMED: a locale the model named, whose ASCII
+ * may map otherwise, as Turkish's I to dotless i; ASCII only when LOC is
+ * (locale_t)0); false for invalid UTF-8. */
+static bool st_change_case(st_buf *b, const char *s, size_t len, st_case c, locale_t loc,
+                           bool named)
 {
     b->n = 0;
     st_put(b, "", 0);
@@ -200,7 +203,7 @@ static bool st_change_case(st_buf *b, const char *s, size_t len, st_case c, loca
         unsigned cp = cpu_utf8_next(s, len, &at);
         if (cp == 0xFFFD && at - was == 1)
             return false;
-        if (cp < 0x80)
+        if (cp < 0x80 && !(named && loc != (locale_t)0))
             cp = c == ST_CASE_LOWER ? (unsigned)((cp >= 'A' && cp <= 'Z') ? cp + 32 : cp)
                                     : (unsigned)((cp >= 'a' && cp <= 'z') ? cp - 32 : cp);
         else if (loc != (locale_t)0)
@@ -221,7 +224,8 @@ static size_t st_count(const pl_tensor *t)
 
 typedef struct st_norm {
     shp_kernel k;
-    locale_t ctype; /* C.UTF-8's, for the case of code points beyond ASCII */
+    locale_t ctype; /* the locale attribute's, else C.UTF-8's: case mapping */
+    bool named;     /* ctype is the attribute's */
     st_case action;
     bool sensitive, padded;
     size_t n_stop;
@@ -261,7 +265,7 @@ static pl_status *st_norm_write(pl_module_ctx *ctx, const shp_kernel *sk, const 
         if ((st = st_text(rs, op, x[i], &s, &len)) != NULL)
             break;
         if (k->n_stop > 0) {
-            if (!k->sensitive && !st_change_case(&low, s, len, ST_CASE_LOWER, k->ctype)) {
+            if (!k->sensitive && !st_change_case(&low, s, len, ST_CASE_LOWER, k->ctype, k->named)) {
                 st = cpu_error(PL_CODE_INVALID_ARGUMENT, op, "element %zu is not valid UTF-8", i);
                 break;
             }
@@ -274,7 +278,7 @@ static pl_status *st_norm_write(pl_module_ctx *ctx, const shp_kernel *sk, const 
         }
         int64_t id = x[i];
         if (k->action != ST_CASE_NONE) {
-            if (!st_change_case(&out, s, len, k->action, k->ctype)) {
+            if (!st_change_case(&out, s, len, k->action, k->ctype, k->named)) {
                 st = cpu_error(PL_CODE_INVALID_ARGUMENT, op, "element %zu is not valid UTF-8", i);
                 break;
             }
@@ -322,9 +326,16 @@ static pl_status *st_build_normalizer(pl_module_ctx *ctx, const pl_node_desc *no
                          "ai.plinth StringNormalizerPadded");
     size_t bytes = sizeof(st_norm) + n_stop * sizeof(char *);
     st_buf low = {0};
-    locale_t ctype = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    /* the locale the model names when this system has it (ONNX Runtime
+     * fails without it), else C.UTF-8's code point mapping */
+    char name[64];
+    SHP_TRY(shp_attr_string(node, "locale", "", name, sizeof name));
+    locale_t ctype = name[0] ? newlocale(LC_CTYPE_MASK, name, (locale_t)0) : (locale_t)0;
+    bool named = ctype != (locale_t)0;
+    if (!named)
+        ctype = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     for (size_t i = 0; i < n_stop; i++) {
-        if (!st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER, ctype)) {
+        if (!st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER, ctype, named)) {
             free(low.p);
             st_locale_release(ctype);
             return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "stopword %zu is not valid UTF-8", i);
@@ -339,6 +350,7 @@ static pl_status *st_build_normalizer(pl_module_ctx *ctx, const pl_node_desc *no
         return st;
     }
     k->ctype = ctype;
+    k->named = named;
     k->k.base.release = st_norm_release;
     k->action = strcmp(action, "LOWER") == 0   ? ST_CASE_LOWER
                 : strcmp(action, "UPPER") == 0 ? ST_CASE_UPPER
@@ -349,7 +361,7 @@ static pl_status *st_build_normalizer(pl_module_ctx *ctx, const pl_node_desc *no
     k->stop = (char **)(k + 1);
     char *p = (char *)(k->stop + n_stop);
     for (size_t i = 0; i < n_stop; i++) {
-        st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER, ctype);
+        st_change_case(&low, stop[i], strlen(stop[i]), ST_CASE_LOWER, ctype, named);
         const char *w = sensitive ? stop[i] : low.p;
         size_t len = strlen(w) + 1;
         memcpy(p, w, len);
