@@ -30,9 +30,9 @@ Runtime's outputs. Writes make_zoo.py's format (NAME.onnx, NAME.in.*.npy, NAME.r
 manifest.json) into DIR (default build/ml_zoo): `bench/zoo/run_zoo.py --zoo DIR` checks
 Plinth against them. Every output within 1.4e-6 of ONNX Runtime 1.20 on cpu and on the
 default configuration, every label equal (45 models; string labels and categories since
-2026-12-06, compared exactly; nine text pipelines since 2026-12-07: TfidfVectorizer and
-CountVectorizer as skl2onnx writes them, StringNormalizer and com.microsoft Tokenizer, over
-generated documents). HistGradientBoosting is left out (skl2onnx 1.20 fails to export it).
+2026-12-06, compared exactly; ten text pipelines since 2026-12-07: TfidfVectorizer and
+CountVectorizer as skl2onnx writes them, StringNormalizer and com.microsoft Tokenizer, and a
+FeatureHasher, com.microsoft MurmurHash3 of strings, over generated documents). HistGradientBoosting is left out (skl2onnx 1.20 fails to export it).
 """
 import argparse
 import json
@@ -84,6 +84,8 @@ def data():
     docs = np.array(docs, dtype=object)
     return dict(bin=(x2.astype(f), y2), multi=(x3.astype(f), y3), reg=(xr.astype(f), yr.astype(f)),
                 text=(docs, np.array(dl)), text_reg=(docs, np.array(dl, f) + rng.random(300, f)),
+                tokens=(np.array([(d.split() + [""] * 6)[:6] for d in docs], dtype=object),
+                        np.array(dl)),
                 reg3=(xm.astype(f), ym.astype(f)), nan=(xn.astype(f), y2),
                 mixed=(xc.astype(f), y2), mixed_reg=(xc.astype(f), yr.astype(f)),
                 multi_str=(x3.astype(f), names[y3]), bin_str=(x2.astype(f), names[y2 + 1]),
@@ -91,12 +93,14 @@ def data():
 
 
 def sklearn_models():
+    import numpy as np
     from sklearn import (cluster as C, decomposition as D, discriminant_analysis as DA,
                          ensemble as E, linear_model as L, naive_bayes as NB, neighbors as N,
                          neural_network as NN, svm as S, tree as T)
     from sklearn.compose import ColumnTransformer
     from sklearn.feature_selection import SelectKBest, VarianceThreshold
     from sklearn.impute import SimpleImputer
+    from sklearn.feature_extraction import FeatureHasher
     from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
     from sklearn.pipeline import make_pipeline
     from sklearn import calibration as CAL, cross_decomposition as CD, gaussian_process as GP
@@ -199,7 +203,8 @@ def sklearn_models():
          SimpleImputer(strategy="constant", fill_value="none", missing_values="missing"), "cats_x"),
         ("ordinal_str", "ordinal encoder", OrdinalEncoder(), "cats_x"),
         # text (2026-12-07): skl2onnx's TfidfVectorizer and CountVectorizer write
-        # StringNormalizer (stopwords too), com.microsoft Tokenizer and TfIdfVectorizer
+        # StringNormalizer (stopwords too), com.microsoft Tokenizer and TfIdfVectorizer;
+        # FeatureHasher com.microsoft MurmurHash3 of the tokens' strings
         ("tfidf_logreg", "text pipeline",
          make_pipeline(TfidfVectorizer(), L.LogisticRegression(max_iter=300)), "text"),
         ("tfidf_bigram_logreg", "text pipeline",
@@ -218,6 +223,10 @@ def sklearn_models():
         ("tfidf_svd", "text pipeline",
          make_pipeline(TfidfVectorizer(), D.TruncatedSVD(3, random_state=0)), "text_x"),
         ("tfidf_ridge", "text pipeline", make_pipeline(TfidfVectorizer(), L.Ridge()), "text_reg"),
+        ("feature_hasher_logreg", "text pipeline",
+         make_pipeline(FeatureHasher(32, input_type="string", dtype=np.float32),
+                       L.LogisticRegression(max_iter=300)),
+         "tokens"),
         ("count_pattern_forest", "text pipeline",
          make_pipeline(CountVectorizer(token_pattern=r"\b\w+\b"),
                        E.RandomForestClassifier(5, random_state=0)), "text"),

@@ -459,7 +459,7 @@ static const enc_text enc_text_ops[] = {
 
 bool pl_strings_text_op(const char *domain, const char *op)
 {
-    static const char *const plinth[] = {"StringToNumber", "NumberToString",
+    static const char *const plinth[] = {"StringToNumber", "NumberToString", "StringMurmurHash3",
                                          "StringNormalizerPadded", "StringSplitCounts",
                                          "StringSplitPadded", "TokenizerWidth",
                                          "TokenizerPadded"};
@@ -591,6 +591,11 @@ static pl_status *enc_node_at(enc *e)
         return enc_same(e, 0, 1); /* equal ids are equal strings */
     if (onnx && (strcmp(op, "Cast") == 0 || strcmp(op, "CastLike") == 0))
         return enc_cast(e);
+    if (strcmp(n->domain, "com.microsoft") == 0 && strcmp(op, "MurmurHash3") == 0 &&
+        enc_in(e, 0)) { /* of the strings' text (scikit-learn's FeatureHasher) */
+        enc_out(e, 0, false);
+        return pl_graph_node_set_op(e->g, e->id, "ai.plinth", "StringMurmurHash3");
+    }
     for (size_t i = 0; i < sizeof enc_text_ops / sizeof enc_text_ops[0]; i++) {
         const enc_text *t = &enc_text_ops[i];
         if (strcmp(n->domain, t->domain) != 0 || strcmp(op, t->op) != 0)

@@ -37,6 +37,11 @@
  *                          bool by strtoull, then C's conversion; a string
  *                          with no number, or beyond f64's or int64's range,
  *                          fails (an f64 underflow reads as its subnormal)
+ *   ai.plinth MurmurHash3, StringMurmurHash3   com.microsoft MurmurHash3 (scikit-
+ *                          learn's FeatureHasher): MurmurHash3_x86_32 of each
+ *                          int32 or uint32 key's 4 bytes, or of each string's
+ *                          bytes, with the seed, as uint32 (positive = 1) or
+ *                          int32, as ONNX Runtime computes it
  *   ai.plinth NumberToString   Cast to strings: floats the shortest
  *                          decimal that reads back as the value, as NumPy
  *                          writes it and ONNX's test data expects (NaN, INF,
@@ -72,6 +77,8 @@ static pl_status *st_build_to_number(pl_module_ctx *ctx, const pl_node_desc *nod
                                      pl_kernel **out_kernel);
 static pl_status *st_build_to_string(pl_module_ctx *ctx, const pl_node_desc *node,
                                      pl_kernel **out_kernel);
+static pl_status *st_build_murmur(pl_module_ctx *ctx, const pl_node_desc *node,
+                                  pl_kernel **out_kernel);
 
 #define ST_ANY CPU_OP_ANY_DTYPE
 #define ST_PL (CPU_OP_ANY_DTYPE | CPU_OP_PLINTH_DOMAIN)
@@ -87,6 +94,8 @@ const cpu_op_entry cpu_ops_strings[] = {
     {"TokenizerPadded", st_build_tokenizer, 2, 2, 0, ST_PL},
     {"StringToNumber", st_build_to_number, 1, 1, 0, ST_PL},
     {"NumberToString", st_build_to_string, 1, 1, 0, ST_PL},
+    {"MurmurHash3", st_build_murmur, 1, 1, 0, ST_PL},
+    {"StringMurmurHash3", st_build_murmur, 1, 1, 0, ST_PL},
     {NULL, NULL, 0, 0, 0, 0},
 };
 
@@ -1199,4 +1208,107 @@ static pl_status *st_build_to_string(pl_module_ctx *ctx, const pl_node_desc *nod
                                      pl_kernel **out_kernel)
 {
     return st_build_cast(ctx, node, out_kernel, true);
+}
+
+/* ---- MurmurHash3 ------------------------------------------------------------------------ */
+
+typedef struct st_murmur {
+    shp_kernel k;
+    bool strings;
+    uint32_t seed;
+} st_murmur;
+
+static uint32_t st_rotl32(uint32_t x, int r)
+{
+    return x << r | x >> (32 - r);
+}
+
+/* Austin Appleby's MurmurHash3_x86_32 of LEN bytes at P. */
+static uint32_t st_murmur3(const unsigned char *p, size_t len, uint32_t seed)
+{
+    const uint32_t c1 = 0xcc9e2d51u, c2 = 0x1b873593u;
+    uint32_t h = seed;
+    size_t blocks = len / 4;
+    for (size_t i = 0; i < blocks; i++) {
+        uint32_t k;
+        memcpy(&k, p + 4 * i, 4); /* (little-endian, as the reference reads it) */
+        k *= c1;
+        k = st_rotl32(k, 15);
+        k *= c2;
+        h ^= k;
+        h = st_rotl32(h, 13);
+        h = h * 5 + 0xe6546b64u;
+    }
+    const unsigned char *tail = p + 4 * blocks;
+    uint32_t k = 0;
+    switch (len & 3) {
+    case 3:
+        k ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        k ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        k ^= tail[0];
+        k *= c1;
+        k = st_rotl32(k, 15);
+        k *= c2;
+        h ^= k;
+    }
+    h ^= (uint32_t)len;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+static pl_status *st_murmur_write(pl_module_ctx *ctx, const shp_kernel *sk,
+                                  const pl_run_args *args, size_t o, void *dst,
+                                  pl_output_request req)
+{
+    (void)ctx, (void)o, (void)req;
+    const st_murmur *k = (const st_murmur *)sk;
+    const char *op = sk->base.op;
+    const char *x = shp_in(args, 0);
+    size_t n = sk->outs[0].elements;
+    uint32_t *y = dst; /* (int32 or uint32: the same bits) */
+    if (!k->strings) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = st_murmur3((const unsigned char *)x + 4 * i, 4, k->seed);
+        return NULL;
+    }
+    const pl_run_strings *rs;
+    SHP_TRY(st_strings(args, op, &rs));
+    for (size_t i = 0; i < n; i++) {
+        const char *s;
+        size_t len;
+        int64_t id;
+        memcpy(&id, x + 8 * i, 8);
+        SHP_TRY(st_text(rs, op, id, &s, &len));
+        y[i] = st_murmur3((const unsigned char *)s, len, k->seed);
+    }
+    return NULL;
+}
+
+static pl_status *st_build_murmur(pl_module_ctx *ctx, const pl_node_desc *node,
+                                  pl_kernel **out_kernel)
+{
+    const char *op = node->op;
+    bool strings = strcmp(op, "StringMurmurHash3") == 0;
+    pl_dtype in = node->inputs[0].dtype, out = node->outputs[0].dtype;
+    bool in_ok = strings ? PL_DTYPE_EQ(in, PL_DTYPE_I64)
+                         : PL_DTYPE_EQ(in, PL_DTYPE_I32) || PL_DTYPE_EQ(in, PL_DTYPE_U32);
+    if (!in_ok || !(PL_DTYPE_EQ(out, PL_DTYPE_I32) || PL_DTYPE_EQ(out, PL_DTYPE_U32)))
+        return cpu_error(PL_CODE_UNSUPPORTED, op,
+                         "keys of int32, uint32 or strings, hashes of int32 or uint32");
+    int64_t seed;
+    SHP_TRY(cpu_attr_int(node, "seed", 0, &seed));
+    st_murmur *k;
+    SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, st_murmur_write, (shp_kernel **)&k));
+    k->strings = strings;
+    k->seed = (uint32_t)seed;
+    *out_kernel = &k->k.base;
+    return NULL;
 }

@@ -3572,7 +3572,10 @@ class OnnxTest(unittest.TestCase):
         S = lambda v: np.array(v, dtype=object)
 
         def run1(node, xs, outs, opsets=op20, name="text.onnx"):
-            ins = [vi(k, T.STRING if v.dtype == object else T.FLOAT, None) for k, v in xs.items()]
+            types = {np.dtype(np.float32): T.FLOAT, np.dtype(np.int32): T.INT32,
+                     np.dtype(np.int64): T.INT64, np.dtype(np.uint32): T.UINT32}
+            ins = [vi(k, T.STRING if v.dtype == object else types[v.dtype], None)
+                   for k, v in xs.items()]
             g = h.make_graph([node], "g", ins, [vi(o, t, None) for o, t in outs])
             return run_saved(self.rt, g, opsets, 9, name, xs)
 
@@ -3666,6 +3669,22 @@ class OnnxTest(unittest.TestCase):
             run1(h.make_node("Cast", ["x"], ["y"], name="c", to=T.FLOAT), {"x": S(["abc"])},
                  [("y", T.FLOAT)])
         self.assertIn("'abc', is not a floating-point number", str(cm_.exception))
+        # com.microsoft MurmurHash3 (scikit-learn's FeatureHasher): of strings'
+        # bytes and of int32 keys, uint32 or int32, against scikit-learn's
+        # murmurhash3_32 (values written out)
+        ms = [h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)]
+        for xs, xt, seed, pos, want in (
+                (S(["", "hello", "Hello, world!", "\u00dcn\u00efc\u00f6d\u00e9", "abcde"]),
+                 T.STRING, 0, 1, [0, 613153351, 3224780355, 198920051, 3902511862]),
+                (S(["", "Hello, world!", "abcde"]), T.STRING, 1234, 0,
+                 [254590987, -84488781, -1243504974]),
+                (np.array([0, 1, -1, 2**31 - 1], np.int32), T.INT32, 0, 1,
+                 [593689054, 4226891818, 1982413648, 2641277762])):
+            node = h.make_node("MurmurHash3", ["x"], ["y"], domain="com.microsoft", seed=seed,
+                               positive=pos)
+            y = run1(node, {"x": xs}, [("y", T.UINT32 if pos else T.INT32)], ms)["y"]
+            self.assertEqual(y.dtype, np.uint32 if pos else np.int32)
+            self.assertEqual(y.tolist(), want, (xt, seed, pos))
         # strings made and read inside a model whose inputs and outputs are
         # numbers: a run through arrays has the run's strings too
         g = h.make_graph([h.make_node("Cast", ["x"], ["s"], to=T.STRING),

@@ -4757,6 +4757,14 @@ static pl_status *lw_string_split(lw *w)
     return lw_text_become(w, "StringSplitPadded", (const char *[]){x, width}, 2);
 }
 
+/* com.microsoft MurmurHash3 of int32 or uint32 keys: ai.plinth MurmurHash3,
+ * the same attributes (of strings, the strings pass made it
+ * StringMurmurHash3 already). */
+static pl_status *lw_ms_murmur(lw *w)
+{
+    return pl_graph_node_set_op(w->g, w->id, "ai.plinth", "MurmurHash3");
+}
+
 /* StringNormalizer with stopwords: the kept strings, normalised, first in
  * a buffer of the input's shape, and their number (at least 1: none kept
  * is one "", as ONNX says) from ai.plinth StringNormalizerPadded; the node
@@ -4809,6 +4817,7 @@ static const struct {
     {"", "StringSplit", 20, lw_string_split},
     {"", "StringNormalizer", 10, lw_string_normalizer},
     {"com.microsoft", "Tokenizer", 0, lw_ms_tokenizer},
+    {"com.microsoft", "MurmurHash3", 0, lw_ms_murmur},
     {"", "SimplifiedLayerNormalization", 1, lw_ms_simplified_ln},
     {"ai.onnx.ml", "Scaler", 0, lw_ml_scaler},
     {"ai.onnx.ml", "Normalizer", 0, lw_ml_normalizer},

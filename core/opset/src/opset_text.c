@@ -14,7 +14,8 @@
  * and TokenizerPadded for com.microsoft Tokenizer (the width, an int64
  * [1], is computed first, and the padded op's last dim is its value, known
  * once a staged session binds it), StringToNumber and NumberToString for
- * Cast and CastLike to and from strings. */
+ * Cast and CastLike to and from strings, and com.microsoft MurmurHash3 as
+ * StringMurmurHash3 of strings or MurmurHash3 of int32 and uint32 keys. */
 #include <string.h>
 
 #include "opset_internal.h"
@@ -184,6 +185,16 @@ static pl_status *tx_infer_to_string(pl_infer_ctx *ctx)
     return tx_infer_same_shape(ctx, PL_DTYPE_I64);
 }
 
+/* MurmurHash3 (ONNX Runtime's com.microsoft op): the input's shape,
+ * uint32 with positive = 1 (the default), else int32. */
+static pl_status *tx_infer_murmur(pl_infer_ctx *ctx)
+{
+    return tx_infer_same_shape(ctx, pl_infer_attr_int(ctx, "positive") != 0 ? PL_DTYPE_U32
+                                                                            : PL_DTYPE_I32);
+}
+
+static const pl_attr_spec tx_murmur_attrs[] = {PL_ATTR_I("seed", 0), PL_ATTR_I("positive", 1)};
+
 static const pl_attr_spec tx_normalizer_attrs[] = {
     PL_ATTR_S("case_change_action", "NONE"), PL_ATTR_I("is_case_sensitive", 0),
     {.name = "locale", .kind = PL_ATTR_STRING}, {.name = "stopwords", .kind = PL_ATTR_STRINGS}};
@@ -227,6 +238,12 @@ const pl_op_schema pl_opset_text_schemas[] = {
               .output_types = {"T"}),
     TX_SCHEMA("StringToNumber", "ai.plinth", 1, 1, 1, tx_to_number_attrs, tx_infer_to_number,
               .types = {{"T", PL_TS_I64}, {"U", PL_TS_ALL}}, .input_types = {"T"},
+              .output_types = {"U"}),
+    TX_SCHEMA("MurmurHash3", "ai.plinth", 1, 1, 1, tx_murmur_attrs, tx_infer_murmur,
+              .types = {{"T", PL_TS_I32 | PL_TS_U32}, {"U", PL_TS_I32 | PL_TS_U32}},
+              .input_types = {"T"}, .output_types = {"U"}),
+    TX_SCHEMA("StringMurmurHash3", "ai.plinth", 1, 1, 1, tx_murmur_attrs, tx_infer_murmur,
+              .types = {{"T", PL_TS_I64}, {"U", PL_TS_I32 | PL_TS_U32}}, .input_types = {"T"},
               .output_types = {"U"}),
     TX_SCHEMA0("NumberToString", "ai.plinth", 1, 1, tx_infer_to_string,
               .types = {{"T", PL_TS_ALL}, {"U", PL_TS_I64}}, .input_types = {"T"},
