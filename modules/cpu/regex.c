@@ -7,13 +7,16 @@
  * reached twice keeps the earlier one, so the first match found has the
  * leftmost start, and running on while any thread of that start lives
  * finds its longest end: RE2's longest_match, in one pass. */
+#define _GNU_SOURCE /* newlocale, towlower_l */
 #include "regex.h"
 
+#include <locale.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wctype.h>
 
 #define RX_MAX_INSTS 65536   /* instructions a pattern may compile to */
 #define RX_MAX_REPEAT 1000   /* the largest count of {n,m}, as RE2 */
@@ -191,6 +194,9 @@ typedef struct rx_parser {
     rx_range *tmp;           /* a class being built */
     size_t n_tmp, cap_tmp;
     uint32_t quoted;         /* the last \Q...\E chain made, or UINT32_MAX */
+    locale_t ctype;          /* C.UTF-8's, for case folding beyond ASCII, once
+                                a fold asks for it ((locale_t)0: ASCII only) */
+    bool ctype_tried;
     char *err;
     size_t err_size;
     bool failed;
@@ -258,10 +264,19 @@ static int rx_range_cmp(const void *a, const void *b)
 }
 
 /* The class gathered in tmp (folded, negated when asked) as a node. */
+/* Code points beyond ASCII a class's case folding looks at, at most: a
+ * wider class (a negation, a script) keeps the rest as written. */
+#define RX_FOLD_MAX 0x10000u
+
 static uint32_t rx_class_node(rx_parser *ps, bool negate)
 {
-    if (ps->fold) { /* ASCII letters in both cases */
+    if (ps->fold && !ps->ctype_tried) {
+        ps->ctype_tried = true;
+        ps->ctype = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    }
+    if (ps->fold) { /* letters in both cases */
         size_t n = ps->n_tmp;
+        uint32_t budget = RX_FOLD_MAX;
         for (size_t i = 0; i < n; i++) {
             uint32_t lo = ps->tmp[i].lo, hi = ps->tmp[i].hi;
             uint32_t a = lo > 'A' ? lo : 'A', b = hi < 'Z' ? hi : 'Z';
@@ -271,6 +286,20 @@ static uint32_t rx_class_node(rx_parser *ps, bool negate)
             b = hi < 'z' ? hi : 'z';
             if (a <= b)
                 rx_tmp_add(ps, a - 32, b - 32);
+            /* beyond ASCII, each code point's other case as C.UTF-8 maps it
+             * (RE2 folds Unicode's case orbits: É with é, Ω with ω) */
+            a = lo > 0x80 ? lo : 0x80;
+            if (ps->ctype == (locale_t)0 || a > hi || hi - a >= budget)
+                continue;
+            budget -= hi - a + 1;
+            for (uint32_t cp = a; cp <= hi && !ps->failed; cp++) {
+                uint32_t l = (uint32_t)towlower_l((wint_t)cp, ps->ctype);
+                uint32_t u = (uint32_t)towupper_l((wint_t)cp, ps->ctype);
+                if (l != cp)
+                    rx_tmp_add(ps, l, l);
+                if (u != cp)
+                    rx_tmp_add(ps, u, u);
+            }
         }
     }
     if (ps->failed)
@@ -1090,6 +1119,8 @@ cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t 
     }
     free(ps.nodes);
     free(ps.tmp);
+    if (ps.ctype != (locale_t)0)
+        freelocale(ps.ctype);
     return re;
 }
 

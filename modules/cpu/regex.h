@@ -14,7 +14,10 @@
  * flags (?i) (?s) (?m) (?U) and their scoped form (?i:...), alternation,
  * and the repetitions * + ? {n} {n,} {n,m} with their lazy forms (the
  * same language; both searches below report by length, not by
- * preference). Case folding (i) covers ASCII letters only. Unicode
+ * preference). Case folding (i) pairs each code point with its other
+ * case as C.UTF-8 maps it (ASCII's letters always; beyond ASCII up to
+ * 65536 code points of a pattern's classes, where the system has
+ * C.UTF-8). Unicode
  * classes (\pL, \p{Greek}), backreferences and lookaround are refused
  * with the reason (RE2 has no backreferences or lookaround either).
  * Internal to the module. */

@@ -5,6 +5,7 @@
  * cover (anchors, word boundaries, flags, escapes, searches from an
  * offset), the refusals, and patterns a backtracking engine takes
  * exponential time on. One CTest test per group. */
+#define _GNU_SOURCE /* regex.c: newlocale, towlower_l */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,10 @@ static const struct {
     {"x*", "", 0, 0, 0},
     {"(?i)hello", "say HeLLo", 0, 4, 9},
     {"(?i)[^a]", "Ab", 0, 1, 2},
+    {"(?i)\xc3\xa9t\xc3\xa9", "un \xc3\x89T\xc3\x89", 0, 3, 8},   /* (?i)ete matches ETE, accented */
+    {"(?i)[\xc3\xa0-\xc3\xbf]+", "x\xc3\x80\xc3\x89y", 0, 1, 5}, /* a-acute range, capitals */
+    {"(?i)\xcf\x89", "\xce\xa9", 0, 0, 2},                          /* omega, capital */
+    {"(?i)[^\xc3\xa9]", "\xc3\x89x", 0, 2, 3},                      /* neither case of e-acute */
     {"(?i:a)b", "AB Ab", 0, 3, 5},
     {"(?i)a(?-i)b", "AB Ab", 0, 3, 5},
     {"(?s).+", "a\nb", 0, 0, 3},

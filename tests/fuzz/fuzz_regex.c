@@ -9,6 +9,7 @@
  * pattern, the precomputed lists of what each step reaches) answer as the
  * plain NFA does. Any crash, hang, leak or sanitizer report is a finding
  * too. */
+#define _GNU_SOURCE /* regex.c: newlocale, towlower_l */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
