@@ -163,7 +163,7 @@ static pl_status *df_write(pl_module_ctx *ctx, const shp_kernel *kernel, const p
     size_t col_floats = ((size_t)(k->c * taps * plane) + 15) & ~(size_t)15;
     size_t tap_floats = (size_t)(k->offset_group * taps * plane) * (sizeof(df_tap) / 4);
     tap_floats = (tap_floats + 15) & ~(size_t)15;
-    size_t sf = cpu_gemm_scratch_floats(mg, plane < block ? plane : block, false, false);
+    size_t sf = cpu_gemm_scratch_floats(mg, plane < block ? plane : block, 0, false, false);
     sf = (sf + 15) & ~(size_t)15; /* each worker's part 64-byte aligned */
     size_t total = col_floats + tap_floats + sf * (size_t)threads;
     float *col = cpu_host->host_alloc(ctx->host_ctx, total * sizeof(float), 64);

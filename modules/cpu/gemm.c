@@ -462,19 +462,26 @@ const char *cpu_gemm_isa(void)
 
 /* Floats of the A block of the scratch (then B's): a multiple of 16, so
  * B's block stays 64-byte aligned. */
-static size_t gemm_scratch_a(int64_t m, bool a_packed)
+/* The deepest slice of K a product of depth K packs: GEMM_KC, or K when
+ * shallower (K 0 or less: not known, GEMM_KC). */
+static int64_t gemm_kc_max(int64_t k)
+{
+    return k > 0 && k < GEMM_KC ? k : GEMM_KC;
+}
+
+static size_t gemm_scratch_a(int64_t m, int64_t k, bool a_packed)
 {
     int64_t mr = cpu_gemm_mr(), mc = m < GEMM_MC ? (m > 0 ? m : 0) : GEMM_MC;
     if (a_packed)
         return 0;
-    return ((size_t)((mc + mr - 1) / mr * mr) * GEMM_KC + 15) / 16 * 16;
+    return ((size_t)((mc + mr - 1) / mr * mr) * (size_t)gemm_kc_max(k) + 15) / 16 * 16;
 }
 
-size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, bool a_packed, bool b_packed)
+size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, int64_t k, bool a_packed, bool b_packed)
 {
     int64_t nr = cpu_gemm_nr(), nc = n < GEMM_NC ? (n > 0 ? n : 0) : GEMM_NC;
-    size_t b = b_packed ? 0 : (size_t)GEMM_KC * (size_t)((nc + nr - 1) / nr * nr);
-    return gemm_scratch_a(m, a_packed) + b;
+    size_t b = b_packed ? 0 : (size_t)gemm_kc_max(k) * (size_t)((nc + nr - 1) / nr * nr);
+    return gemm_scratch_a(m, k, a_packed) + b;
 }
 
 /* ---- packing ------------------------------------------------------------- */
@@ -761,7 +768,7 @@ void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_op
     }
     const gemm_isa *isa = gemm_isa_get();
     const int mr = isa->mr, nr = isa->nr;
-    float *a_buf = scratch, *b_buf = scratch + gemm_scratch_a(m, a->packed != NULL);
+    float *a_buf = scratch, *b_buf = scratch + gemm_scratch_a(m, k, a->packed != NULL);
     /* B in place: a plain B feeding few rows of A, where packing it would
      * cost about as much as the product (1x1 convolutions). */
     const bool direct = b->packed == NULL && !b->trans && m <= GEMM_DIRECT_MAX_M;

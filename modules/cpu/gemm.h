@@ -51,10 +51,14 @@ int cpu_gemm_nr(void);
 /* The name of the micro-kernel this CPU runs ("avx512", "avx2", "c"). */
 const char *cpu_gemm_isa(void);
 
-/* Floats of scratch a cpu_gemm call of M x N needs when A and B are (or are
- * not) packed: room to pack a block of each operand that is not, at most
- * a fixed bound (about 2.3 MB) whatever M and N. */
-size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, bool a_packed, bool b_packed);
+/* Floats of scratch a cpu_gemm call of M x N x K needs when A and B are (or
+ * are not) packed: room to pack a block of each operand that is not, at
+ * most a fixed bound (about 2.3 MB) whatever M, N and K. K may be 0 (the
+ * depth not known: the bound's depth); a call of a deeper K than given
+ * would overrun it. (A shallow product's scratch is small: a logistic
+ * regression's 64 x 10 x 2 took 80 KB a run, whose free made glibc
+ * consolidate its heap.) */
+size_t cpu_gemm_scratch_floats(int64_t m, int64_t n, int64_t k, bool a_packed, bool b_packed);
 
 /* What a product may apply to each value of C as it stores it, after the
  * last slice of K: C[i][j] = act(value + row_bias[i] + col_bias[j]). Relu
@@ -93,7 +97,7 @@ static inline float cpu_dot16(const float *a, const float *b, int64_t n)
 /* C[M x N] (leading dimension LDC) = ALPHA * op(A) * op(B) + BETA * C.
  * BETA 0 writes C without reading it (NaNs there do not propagate); K 0
  * scales C by BETA. SCRATCH holds cpu_gemm_scratch_floats() floats for this
- * call's M, N and packings, 64-byte aligned, private to the call (NULL when
+ * call's M, N, K (or 0) and packings, 64-byte aligned, private to the call (NULL when
  * that is 0). Sizes are not checked: the caller vouches for them. */
 void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
               const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch);

@@ -170,8 +170,8 @@ static bool gqa_head_gemm(const gqa_job *j, int64_t b, int64_t n, const float *c
     int64_t width = past + sq < total ? past + sq : total;
     if (width <= 0)
         return false;
-    size_t g1 = cpu_gemm_scratch_floats(sq, width, false, false);
-    size_t g2 = cpu_gemm_scratch_floats(sq, h, false, false);
+    size_t g1 = cpu_gemm_scratch_floats(sq, width, 0, false, false);
+    size_t g2 = cpu_gemm_scratch_floats(sq, h, 0, false, false);
     size_t gs = (g1 > g2 ? g1 : g2) + 16, qn = (size_t)(sq * h + 15) / 16 * 16;
     size_t pn = (size_t)(sq * width + 15) / 16 * 16;
     size_t bytes = (gs + qn + pn) * sizeof(float);

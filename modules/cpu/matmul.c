@@ -103,7 +103,7 @@ static void cpu_gemm_plan_tasks(pl_module_ctx *ctx, cpu_gemm_kernel *k)
     int64_t nr = cpu_gemm_nr();
     int64_t cols = k->n > 0 ? (k->n + col_blocks - 1) / col_blocks : 1;
     k->cols_per_task = col_blocks > 1 ? (cols + nr - 1) / nr * nr : cols;
-    k->slice_floats = cpu_gemm_scratch_floats(k->rows_per_task, k->cols_per_task, false,
+    k->slice_floats = cpu_gemm_scratch_floats(k->rows_per_task, k->cols_per_task, k->k, false,
                                               k->packed_b != NULL);
     k->threads = threads;
 }

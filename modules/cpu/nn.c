@@ -688,11 +688,11 @@ static void nn_plan_conv(nn_conv_kernel *k, int threads)
      * (each 64-byte aligned: floats of them are multiples of 16). */
     if (k->transposed) {
         k->t_floats = ((size_t)(k->col_block * k->m_block) + 15) / 16 * 16;
-        k->gemm_floats = (cpu_gemm_scratch_floats(k->col_block, k->m_block, false, true) + 15) /
+        k->gemm_floats = (cpu_gemm_scratch_floats(k->col_block, k->m_block, 0, false, true) + 15) /
                          16 * 16;
     } else {
         k->t_floats = 0;
-        k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block, k->col_block,
+        k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block, k->col_block, 0,
                                                   k->packed_w != NULL, false) + 15) / 16 * 16;
     }
     k->slice_bytes = nn_slice_bytes(floats) + (k->t_floats + k->gemm_floats) * sizeof(float);
@@ -714,7 +714,7 @@ static void nn_plan_conv_transpose(nn_conv_kernel *k, int threads)
     k->m_blocks = (k->mg + k->m_block - 1) / k->m_block;
     k->col_blocks = 1;
     k->tasks = images * k->m_blocks;
-    k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block * k->ksize, k->in_plane, false,
+    k->gemm_floats = (cpu_gemm_scratch_floats(k->m_block * k->ksize, k->in_plane, 0, false,
                                               false) + 15) / 16 * 16;
     k->slice_bytes = nn_slice_bytes((size_t)(k->m_block * per_channel)) +
                      k->gemm_floats * sizeof(float);

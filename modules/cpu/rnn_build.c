@@ -313,7 +313,7 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
     }
     k->proj_tasks = row_tasks * k->proj_col_tasks;
     int64_t slice_rows = k->proj_rows < m ? k->proj_rows : m;
-    if (!rnn_floats_bytes(cpu_gemm_scratch_floats(slice_rows, n, false, k->packed_w != NULL),
+    if (!rnn_floats_bytes(cpu_gemm_scratch_floats(slice_rows, n, 0, false, k->packed_w != NULL),
                           &k->proj_slice))
         return false;
     /* The recurrence: directions times blocks of batch rows, about one
@@ -327,9 +327,9 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
     const size_t rows = (size_t)k->block_rows, hs = (size_t)k->hidden;
     bool two_phase = k->kind == RNN_KIND_GRU && !k->lbr;
     /* R is always packed by the time the recurrence runs (see rnn_run). */
-    size_t scratch = cpu_gemm_scratch_floats(k->block_rows, k->n_rec, false, true);
+    size_t scratch = cpu_gemm_scratch_floats(k->block_rows, k->n_rec, 0, false, true);
     if (two_phase) {
-        size_t s2 = cpu_gemm_scratch_floats(k->block_rows, k->hidden, false, true);
+        size_t s2 = cpu_gemm_scratch_floats(k->block_rows, k->hidden, 0, false, true);
         scratch = s2 > scratch ? s2 : scratch;
     }
     size_t total = 0, f;
@@ -364,7 +364,7 @@ static bool rnn_plan(pl_module_ctx *ctx, rnn_kernel *k)
         /* the split recurrence: h twice and c for a direction, then a task
          * area per slice (the directions run one after the other) */
         size_t split = 0, hf, gf, sf = cpu_gemm_scratch_floats(k->batch, k->gates * k->slice_units,
-                                                                 false, true);
+                                                                 0, false, true);
         ok = !__builtin_mul_overflow((size_t)k->batch, hs, &hf) &&
              rnn_place(&split, hf, &k->sp_h[0]) && rnn_place(&split, hf, &k->sp_h[1]) &&
              rnn_place(&split, hf, &k->sp_c) && rnn_place(&split, 0, &k->sp_tasks) &&

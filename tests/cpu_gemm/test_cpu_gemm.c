@@ -129,7 +129,7 @@ static void tg_run(const tg_case *t)
                 ob.packed_k = k;
                 ob.first = c0;
             }
-            size_t sf = cpu_gemm_scratch_floats(bm, bn, pa != NULL, pb != NULL);
+            size_t sf = cpu_gemm_scratch_floats(bm, bn, k, pa != NULL, pb != NULL);
             float *scratch = sf ? tg_alloc(sf) : NULL;
             if (t->epi == 0) {
                 cpu_gemm(bm, bn, k, t->alpha, &oa, &ob, t->beta, c + r0 * ldc + c0, ldc,
@@ -354,7 +354,7 @@ static void tg_denormals(void)
     cpu_gemm_operand oa = {.data = a, .ld = k};
     cpu_gemm_operand ob = {.packed = pb, .packed_k = k};
     cpu_gemm_operand ob_plain = {.data = b, .ld = n};
-    float *scratch = tg_alloc(cpu_gemm_scratch_floats(m, n, false, false));
+    float *scratch = tg_alloc(cpu_gemm_scratch_floats(m, n, k, false, false));
     cpu_gemm(m, n, k, 1.0f, &oa, &ob, 0.0f, c, n, scratch);
     cpu_gemm(m, n, k, 1.0f, &oa, &ob_plain, 0.0f, c_plain, n, scratch);
     for (int64_t i = 0; i < m; i++)
