@@ -105,6 +105,13 @@ struct cpu_regex {
      * instruction. */
     bool class_run;
     rx_inst class;
+    /* The pattern is \b, a class of ASCII word characters at least
+     * WORD_MIN times, \b ("\b\w+\b", "\b\w\w+\b": scikit-learn's token
+     * patterns): a match is a whole run of word characters, every one in
+     * the class, searched by a scan. WORD_SET: the class, a bit per byte. */
+    bool word_run;
+    size_t word_min;
+    uint64_t word_set[2];
     /* Each instruction a step can land on (0, and the one after each
      * class) with what it reaches without reading: the classes and the
      * match, in the order the search would add them, precomputed (NULL
@@ -1083,6 +1090,70 @@ static void rx_memoize(cpu_regex *re)
     }
 }
 
+/* Whether class node N of PS holds only ASCII word characters; its bits
+ * into SET. */
+static bool rx_word_class(const rx_parser *ps, const rn *n, uint64_t set[2])
+{
+    set[0] = set[1] = 0;
+    for (uint32_t r = n->a; r < n->b; r++)
+        for (uint32_t cp = ps->ranges[r].lo; cp <= ps->ranges[r].hi; cp++) {
+            bool word = (cp >= '0' && cp <= '9') || (cp >= 'A' && cp <= 'Z') ||
+                        (cp >= 'a' && cp <= 'z') || cp == '_';
+            if (!word)
+                return false;
+            set[cp >> 6] |= 1ull << (cp & 63);
+        }
+    return n->a < n->b;
+}
+
+/* Sets RE's word_run when ROOT is \b, the same word class K times and
+ * then repeated without bound (or K >= 1 times), \b. */
+static void rx_word_run_detect(cpu_regex *re, const rx_parser *ps, uint32_t root)
+{
+    const rn *items[64];
+    size_t n = 0;
+    for (uint32_t k = root;; k = ps->nodes[k].b) {
+        const rn *nd = &ps->nodes[k];
+        if (n == sizeof items / sizeof items[0])
+            return;
+        if (nd->kind != RN_CAT) {
+            items[n++] = nd;
+            break;
+        }
+        items[n++] = &ps->nodes[nd->a];
+    }
+    if (n < 3 || items[0]->kind != RN_ASSERT || items[0]->a != RX_WORD ||
+        items[n - 1]->kind != RN_ASSERT || items[n - 1]->a != RX_WORD)
+        return;
+    uint64_t set[2] = {0, 0}, each[2];
+    size_t min = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        const rn *c = items[i];
+        bool last = i + 2 == n;
+        if (c->kind == RN_REP && last && c->max < 0) {
+            min += (size_t)c->min;
+            c = &ps->nodes[c->a];
+        } else if (c->kind == RN_CLASS) {
+            min++;
+        } else {
+            return;
+        }
+        if (c->kind != RN_CLASS || !rx_word_class(ps, c, each))
+            return;
+        if (i > 1 && (each[0] != set[0] || each[1] != set[1]))
+            return; /* one class throughout */
+        set[0] = each[0];
+        set[1] = each[1];
+    }
+    /* the last item before \b must be the unbounded repetition */
+    if (items[n - 2]->kind != RN_REP || min == 0)
+        return;
+    re->word_run = true;
+    re->word_min = min;
+    re->word_set[0] = set[0];
+    re->word_set[1] = set[1];
+}
+
 cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t err_size)
 {
     rx_parser ps = {.p = pattern, .len = len, .quoted = UINT32_MAX, .err = err, .err_size = err_size};
@@ -1115,6 +1186,7 @@ cpu_regex *cpu_regex_compile(const char *pattern, size_t len, char *err, size_t 
             re->class_run = true;
             re->class = c.insts[1];
         }
+        rx_word_run_detect(re, &ps, root);
         rx_memoize(re);
     }
     free(ps.nodes);
@@ -1284,11 +1356,47 @@ static int rx_class_run(const cpu_regex *re, const char *text, size_t len, size_
 }
 
 /* The leftmost-longest match from FROM; ANCHORED: starting at FROM only. */
+/* rx_exec for \b, a word class at least word_min times, \b: the first
+ * whole run of word characters from FROM (at FROM when ANCHORED) whose
+ * every byte is in the class and that is long enough. A match starts
+ * where a word starts and ends where it ends: inside a run of word
+ * characters there is no boundary. */
+static int rx_word_run(const cpu_regex *re, const char *text, size_t len, size_t from,
+                       bool anchored, size_t *out_begin, size_t *out_end)
+{
+    size_t at = from;
+    while (at < len) {
+        if (!rx_word_byte(text, len, at) || (at > 0 && rx_word_byte(text, len, at - 1))) {
+            if (anchored)
+                return 0;
+            at++;
+            continue;
+        }
+        size_t end = at;
+        bool all = true;
+        for (; end < len && rx_word_byte(text, len, end); end++) {
+            unsigned char c = (unsigned char)text[end];
+            all = all && (re->word_set[c >> 6] >> (c & 63) & 1);
+        }
+        if (all && end - at >= re->word_min) {
+            *out_begin = at;
+            *out_end = end;
+            return 1;
+        }
+        if (anchored)
+            return 0;
+        at = end;
+    }
+    return 0;
+}
+
 static int rx_exec(const cpu_regex *re, const char *text, size_t len, size_t from, bool anchored,
                    size_t *out_begin, size_t *out_end, cpu_regex_scratch *scratch)
 {
     if (re->class_run)
         return rx_class_run(re, text, len, from, anchored, out_begin, out_end);
+    if (re->word_run)
+        return rx_word_run(re, text, len, from, anchored, out_begin, out_end);
     size_t n = re->n_insts;
     /* each instruction is expanded at most once a list and pushes at most
      * two successors: the stack holds 2n + 1 at most. Memory kept from an

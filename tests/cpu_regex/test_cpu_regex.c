@@ -123,6 +123,14 @@ static const struct {
     {"(?i)[a-z]+", "xyZW1", 0, 0, 4},
     {"[^ ]+", " \xc3\xa9t\xc3\xa9 x", 0, 1, 6},
     {"(\\d)+", "ab 42", 0, 3, 5},
+    /* \b, a word class, \b: whole word runs, searched by a scan */
+    {"\\b\\w+\\b", "  foo_1, bar", 0, 2, 7},
+    {"\\b\\w+\\b", "  foo_1, bar", 3, 9, 12},   /* from inside a word: the next one */
+    {"\\b\\w\\w+\\b", "a bc d", 0, 2, 4},        /* at least two */
+    {"\\b[a-z]+\\b", "Ab cd", 0, 3, 5},            /* every character in the class */
+    {"\\b[a-z]+\\b", "ab\xc3\xa9 cd", 0, 0, 2},  /* a non-ASCII letter ends a word */
+    {"(?i)\\b[a-z]{2,}\\b", "x Yz", 0, 2, 4},
+    {"\\b\\w+\\b", "!?", 0, -1, -1},
     {"a{,2}", "a{,2}", 0, 0, 5},    /* not a repetition: literal */
     {"a{2}{", "aa{", 0, 0, 3},
 };
@@ -153,6 +161,7 @@ static void test_hand(void)
         {".", "\xc3\xa9", 1},                        {"..", "\xc3\xa9", 0},
         {"[a-z]+", "abc", 1},                        {"[a-z]+", "ab1", 0},
         {"[a-z]+", "", 0},                           {"[0-9]+", "1a", 0},
+        {"\\b\\w+\\b", "word_1", 1},                 {"\\b\\w+\\b", "two words", 0},
     };
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) {
         cpu_regex *re = compile_ok(full[i].pattern);

@@ -5,9 +5,9 @@
  * an empty one) and as RegexFullMatch does, and the answers are checked
  * against each other: a match lies inside the text and starts where the
  * search may start it; when the whole text matches, the search from 0
- * finds exactly the whole text; the fast paths (the scan of a one-class
- * pattern, the precomputed lists of what each step reaches) answer as the
- * plain NFA does. Any crash, hang, leak or sanitizer report is a finding
+ * finds exactly the whole text; the fast paths (the scans of a one-class
+ * pattern and of word runs, the precomputed lists of what each step
+ * reaches) answer as the plain NFA does. Any crash, hang, leak or sanitizer report is a finding
  * too. */
 #define _GNU_SOURCE /* regex.c: newlocale, towlower_l */
 #include <stdint.h>
@@ -74,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (nfa == NULL)
         fz_fail("the pattern compiled once only");
     nfa->class_run = false;
+    nfa->word_run = false;
     free(nfa->clos_at), free(nfa->clos_ctx), free(nfa->clos_off), free(nfa->clos_pcs);
     nfa->clos_at = NULL, nfa->clos_ctx = NULL, nfa->clos_off = NULL, nfa->clos_pcs = NULL;
     cpu_regex_scratch scratch = {0};
