@@ -424,18 +424,6 @@ static pl_status *st_concat_write(pl_module_ctx *ctx, const shp_kernel *sk,
     return st;
 }
 
-/* Strides of input T (rank its own) read along output dims DIMS (rank R):
- * 0 where it broadcasts. */
-static void st_bcast_strides(const pl_tensor *t, int r, int64_t *st)
-{
-    int64_t own[CPU_MAX_RANK];
-    ix_strides(t->shape, t->ndim, own);
-    for (int d = 0; d < r; d++) {
-        int td = d - (r - t->ndim);
-        st[d] = td < 0 || t->shape[td] == 1 ? 0 : own[td];
-    }
-}
-
 static pl_status *st_build_concat(pl_module_ctx *ctx, const pl_node_desc *node,
                                   pl_kernel **out_kernel)
 {
@@ -451,8 +439,13 @@ static pl_status *st_build_concat(pl_module_ctx *ctx, const pl_node_desc *node,
     SHP_TRY(shp_kernel_alloc(ctx, node, sizeof *k, st_concat_write, (shp_kernel **)&k));
     k->r = y->ndim;
     memcpy(k->dims, y->shape, (size_t)y->ndim * sizeof *k->dims);
-    st_bcast_strides(&node->inputs[0], k->r, k->sa);
-    st_bcast_strides(&node->inputs[1], k->r, k->sb);
+    if (!cpu_broadcast_strides(node->inputs[0].shape, node->inputs[0].ndim, y->shape, y->ndim,
+                               k->sa) ||
+        !cpu_broadcast_strides(node->inputs[1].shape, node->inputs[1].ndim, y->shape, y->ndim,
+                               k->sb)) {
+        cpu_kernel_release(ctx, &k->k.base);
+        return cpu_error(PL_CODE_INVALID_ARGUMENT, op, "the inputs do not broadcast to Y");
+    }
     *out_kernel = &k->k.base;
     return NULL;
 }

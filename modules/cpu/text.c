@@ -12,6 +12,8 @@
  * (skl2onnx, a pool of 240). */
 #include <string.h>
 
+#include <plinth/graph_hash.h>
+
 #include "index_kernel.h"
 
 static pl_status *tx_build_tfidf(pl_module_ctx *ctx, const pl_node_desc *node,
@@ -48,12 +50,8 @@ typedef struct tx_kernel {
 
 static uint64_t tx_hash(const int64_t *tokens, int64_t n)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)n;
-    for (int64_t i = 0; i < n; i++) {
-        h ^= (uint64_t)tokens[i];
-        h *= 0xFF51AFD7ED558CCDull;
-        h ^= h >> 32;
-    }
+    uint64_t h = PL_HASH_SEED;
+    pl_hash_bytes(&h, tokens, (size_t)n * sizeof *tokens);
     return h;
 }
 
