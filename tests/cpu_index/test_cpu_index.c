@@ -1075,6 +1075,14 @@ static void case_QuantizeLinear(void)
                   .in = {TIN(F32, xa, 3, 1, 2, 2), TIN(F32, sa, 1, 2), TIN(I8, za, 1, 2)}};
     ti_run(&ca, OUTS(ya));
     ti_eq_bytes("per axis", ya, (int8_t[]){1, -2, -2, 1}, 4, true);
+    /* per last axis, i8: a scale and zero point per element of each row;
+     * halves round to even, out of range saturates */
+    float xl[6] = {2.5f, -3, 1000, 3.5f, 0.75f, -1000}, sl[3] = {1, 0.5f, 0.25f};
+    int8_t zl[3] = {0, 10, -3}, yl[6];
+    ti_case cl = {.op = "QuantizeLinear", .n_in = 3,
+                  .in = {TIN(F32, xl, 2, 2, 3), TIN(F32, sl, 1, 3), TIN(I8, zl, 1, 3)}};
+    ti_run(&cl, OUTS(yl));
+    ti_eq_bytes("per last axis", yl, (int8_t[]){2, 4, 127, 4, 12, -128}, 6, true);
     float zero = 0;
     ti_case cz = c;
     cz.in[1].data = &zero;
@@ -1114,6 +1122,26 @@ static void case_DequantizeLinear(void)
     memset(y, 0, sizeof y);
     ti_run(&c11, OUTS(y));
     ti_near("per axis 0, opset 11", y, (double[]){-128, 127, 0.25, 0}, 4, 0);
+    /* per axis, u8 [3, 5, 4]: the last axis (a parameter per element of
+     * a row) and the middle one (a block of 4 per parameter), against the
+     * formula element by element */
+    uint8_t xb[60], zb[5] = {0, 7, 128, 200, 255};
+    float sb[5] = {0.5f, 1, 0.125f, 3, 0.01f}, yb[60];
+    double want[60];
+    for (int e = 0; e < 60; e++)
+        xb[e] = (uint8_t)(e * 37 + 11);
+    for (int axis = 1; axis <= 2; axis++) {
+        int n = axis == 2 ? 4 : 5, inner = axis == 2 ? 1 : 4;
+        ti_case cb = {.op = "DequantizeLinear", .n_in = 3,
+                      .in = {TIN(U8, xb, 3, 3, 5, 4), TIN(F32, sb, 1, n), TIN(U8, zb, 1, n)},
+                      .n_attrs = 1, .attrs = {AI("axis", axis)}};
+        for (int e = 0; e < 60; e++) {
+            int q = (e / inner) % n;
+            want[e] = ((float)xb[e] - (float)zb[q]) * sb[q];
+        }
+        ti_run(&cb, OUTS(yb));
+        ti_near(axis == 2 ? "u8, per last axis" : "u8, per middle axis", yb, want, 60, 0);
+    }
 }
 
 static void case_DynamicQuantizeLinear(void)
