@@ -189,23 +189,21 @@ CPU_CLONES static void qu_dequant_run(const char *x, float *restrict y, size_t n
                                       bool per_element)
 {
     /* one s and z for the N elements, or (PER_ELEMENT) one each */
-    if (is_signed) {
-        const int8_t *restrict q = (const int8_t *)(const void *)x;
-        if (!per_element)
-            for (size_t e = 0; e < n; e++)
-                y[e] = ((float)q[e] - z[0]) * s[0];
-        else
-            for (size_t e = 0; e < n; e++)
-                y[e] = ((float)q[e] - z[e]) * s[e];
-    } else {
-        const uint8_t *restrict q = (const uint8_t *)(const void *)x;
-        if (!per_element)
-            for (size_t e = 0; e < n; e++)
-                y[e] = ((float)q[e] - z[0]) * s[0];
-        else
-            for (size_t e = 0; e < n; e++)
-                y[e] = ((float)q[e] - z[e]) * s[e];
-    }
+#define QU_DEQ_LOOPS(T)                                                            \
+    do {                                                                           \
+        const T *restrict q = (const T *)(const void *)x;                          \
+        if (!per_element)                                                          \
+            for (size_t e = 0; e < n; e++)                                         \
+                y[e] = ((float)q[e] - z[0]) * s[0];                                \
+        else                                                                       \
+            for (size_t e = 0; e < n; e++)                                         \
+                y[e] = ((float)q[e] - z[e]) * s[e];                                \
+    } while (0)
+    if (is_signed)
+        QU_DEQ_LOOPS(int8_t);
+    else
+        QU_DEQ_LOOPS(uint8_t);
+#undef QU_DEQ_LOOPS
 }
 
 static void qu_axis_chunk(void *arg, size_t begin, size_t end, int worker)
