@@ -102,6 +102,11 @@ static inline float cpu_dot16(const float *a, const float *b, int64_t n)
 void cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_operand *a,
               const cpu_gemm_operand *b, float beta, float *c, int64_t ldc, float *scratch);
 
+/* Whether a product of M rows of A reads B in place whatever its size (one
+ * row: a matrix-vector product bound by reading B): a constant B need not
+ * be packed for it. */
+bool cpu_gemm_m1_in_place(int64_t m);
+
 /* cpu_gemm, then EPI (NULL: none) applied to every value of C as it is
  * stored: C = act(ALPHA * op(A) * op(B) + BETA * C + bias). C is written
  * once, not in a pass of its own. */

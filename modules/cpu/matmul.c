@@ -349,7 +349,8 @@ static void cpu_gemm_fill_b_run(void *arg, void *out)
  * kernels of the same weight packed (packshare.c), or its own, in room
  * after the kernel. */
 static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *node,
-                                       bool b_shared, int64_t kk, int64_t n, bool trans_b)
+                                       bool b_shared, int64_t rows, int64_t kk, int64_t n,
+                                       bool trans_b)
 {
     const pl_graph_api *g = cpu_host->graph;
     const void *data = NULL;
@@ -360,8 +361,9 @@ static cpu_gemm_kernel *cpu_gemm_alloc(pl_module_ctx *ctx, const pl_node_desc *n
     bool f64 = PL_DTYPE_EQ(dt, PL_DTYPE_F64), f32 = PL_DTYPE_EQ(dt, PL_DTYPE_F32);
     const float *shared = NULL;
     cpu_shared_pack *hold = NULL;
+    /* (one column, or one row of A: cpu_gemm reads B in place) */
     if (b_shared && f32 && !ctx->blas_pool && !cpu_node_query(node) && g != NULL &&
-        node->graph != NULL && kk > 0 && n > 1) { /* one column: cpu_gemm's n1 reads it in place */
+        node->graph != NULL && kk > 0 && n > 1 && !cpu_gemm_m1_in_place(rows)) {
         int64_t t = g->node_input(node->graph, node->node_index, 1);
         if (t >= 0 && g->tensor_constant(node->graph, t, &data, &bytes) &&
             bytes >= (size_t)(kk * n) * sizeof(float)) {
@@ -454,7 +456,9 @@ pl_status *cpu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node, pl_ker
     for (int d = 0; d + 2 < b->ndim; d++)
         b_same = b_same && b->shape[d] == 1;
 
-    cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, b_same, ka, n, false);
+    /* A of one row in all (a decoder's step): B is read in place */
+    int64_t a_rows = ka > 0 ? cpu_elements(a->shape, a->ndim) / ka : 0;
+    cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, b_same, a_rows, ka, n, false);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->base.n_reads = 2;
@@ -553,7 +557,7 @@ pl_status *cpu_build_gemm(pl_module_ctx *ctx, const pl_node_desc *node, pl_kerne
     if (no_blas != NULL)
         return no_blas;
 
-    cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, true, ka, n, trans_b != 0);
+    cpu_gemm_kernel *k = cpu_gemm_alloc(ctx, node, true, m, ka, n, trans_b != 0);
     if (k == NULL)
         return cpu_error(PL_CODE_OUT_OF_MEMORY, node->op, "out of memory for the kernel");
     k->m = m;

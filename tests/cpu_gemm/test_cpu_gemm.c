@@ -311,6 +311,28 @@ static void tg_vector(void)
             }
 }
 
+/* One row of A (M 1): B read in place whatever its size, row-major in
+ * column blocks (past the block of 16384 columns and its tail) or
+ * transposed as dot products (four rows at a time and the rest); K 0 to
+ * past the steps of four and 16; every transpose, alpha, beta and
+ * epilogue, and blocks of columns as a kernel cuts them. */
+static void tg_row(void)
+{
+    static const int64_t ns[] = {1, 3, 4, 5, 37, 16384, 16400, 33000};
+    static const int64_t ks[] = {0, 1, 3, 4, 7, 16, 33, 130};
+    static const float alphas[] = {1.0f, -0.5f}, betas[] = {0.0f, 1.0f, -1.5f};
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            if (ns[i] > 5000 && ks[j] > 33)
+                continue;
+            int v = i * 8 + j;
+            tg_case t = {1, ns[i], ks[j], 0, 0, alphas[v % 2], betas[v % 3], 0, 0, 1,
+                         1 + (v / 3) % 2, v % 4};
+            tg_run_all_trans(t);
+        }
+    tg_run_all_trans((tg_case){1, 3000, 768, 0, 0, 1.0f, 0.0f, 0, 0, 1, 2, 2});
+}
+
 /* Weights packed ahead of time lose their denormal values (zeros of their
  * sign: a multiply by one costs a microcode assist), and nothing else:
  * A = 1e30 everywhere times a B of denormals, normals and zeros. Unpacked,
@@ -419,6 +441,8 @@ int main(int argc, char **argv)
         tg_denormals();
     else if (strcmp(g, "vector") == 0)
         tg_vector();
+    else if (strcmp(g, "row") == 0)
+        tg_row();
     else {
         fprintf(stderr, "unknown group '%s'\n", g);
         return 2;
