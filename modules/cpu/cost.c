@@ -23,6 +23,8 @@
 
 #include <plinth/cost.h>
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Measured / default per op; 1 for the ops not listed (elementwise: Add
@@ -129,13 +131,107 @@ static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v
 #define CPU_COST_BIG_PRODUCT_FLOPS 5e7
 #define CPU_COST_BIG_PRODUCT_FACTOR 1.3
 
+/* Readers and writers of every tensor of the view last asked about,
+ * counted once per view: the partitioner asks about one node at a time,
+ * and counting them per node (every node of the view scanned for each view
+ * op) took 42% of planning a GPT-2 base decoder step's quick tail (1367
+ * nodes, 300 of them views). The view is recognised by its address, node
+ * and tensor counts and its first and last nodes' names (an estimate's
+ * heuristic: a stale table could only misprice a view). One per module
+ * instance, under its lock: sessions may be planned on several threads. */
+struct cpu_cost_uses {
+    pthread_mutex_t mu;
+    const pl_graph_view *view;
+    size_t nodes, tensors;
+    const char *first, *last;
+    uint32_t *readers, *writers;
+};
+
+cpu_cost_uses *cpu_cost_uses_create(void)
+{
+    cpu_cost_uses *u = calloc(1, sizeof *u);
+    if (u != NULL && pthread_mutex_init(&u->mu, NULL) != 0) {
+        free(u);
+        u = NULL;
+    }
+    return u;
+}
+
+void cpu_cost_uses_destroy(cpu_cost_uses *u)
+{
+    if (u == NULL)
+        return;
+    pthread_mutex_destroy(&u->mu);
+    free(u->readers);
+    free(u->writers);
+    free(u);
+}
+
+/* Tensor T's readers and writers in view V (false when they cannot be
+ * counted). */
+static bool cpu_cost_uses_of(cpu_cost_uses *u, const pl_graph_api *g, const pl_graph_view *v,
+                             int64_t t, uint32_t *out_readers, uint32_t *out_writers)
+{
+    if (u == NULL)
+        return false;
+    size_t n_all = g->node_count(v), n_t = g->tensor_count(v);
+    const char *first = n_all > 0 ? g->node_name(v, 0) : NULL;
+    const char *last = n_all > 0 ? g->node_name(v, n_all - 1) : NULL;
+    pthread_mutex_lock(&u->mu);
+    if (!(u->view == v && u->nodes == n_all && u->tensors == n_t && u->first == first &&
+          u->last == last && u->readers != NULL)) {
+        free(u->readers);
+        free(u->writers);
+        u->view = NULL;
+        u->readers = calloc(n_t + 1, sizeof *u->readers);
+        u->writers = calloc(n_t + 1, sizeof *u->writers);
+        if (u->readers == NULL || u->writers == NULL) {
+            free(u->readers);
+            free(u->writers);
+            u->readers = u->writers = NULL;
+            pthread_mutex_unlock(&u->mu);
+            return false;
+        }
+        for (size_t m = 0; m < n_all; m++) {
+            for (size_t k = 0; k < g->node_input_count(v, m); k++) {
+                int64_t x = g->node_input(v, m, k);
+                if (x >= 0 && (size_t)x < n_t)
+                    u->readers[x]++;
+            }
+            for (size_t k = 0; k < g->node_output_count(v, m); k++) {
+                int64_t x = g->node_output(v, m, k);
+                if (x >= 0 && (size_t)x < n_t)
+                    u->writers[x]++;
+            }
+        }
+        for (size_t k = 0; k < g->output_count(v); k++) {
+            int64_t x = g->output(v, k);
+            if (x >= 0 && (size_t)x < n_t)
+                u->readers[x]++;
+        }
+        u->view = v;
+        u->nodes = n_all;
+        u->tensors = n_t;
+        u->first = first;
+        u->last = last;
+    }
+    bool ok = t >= 0 && (size_t)t < n_t;
+    if (ok) {
+        *out_readers = u->readers[t];
+        *out_writers = u->writers[t];
+    }
+    pthread_mutex_unlock(&u->mu);
+    return ok;
+}
+
 /* Whether node N is a Reshape, Flatten, Squeeze, Unsqueeze or Identity
  * whose data input another node writes and nothing else reads: the
  * module's copy kernel (shape.c, inplace_ok) then gets the input's bytes
  * as its output and copies nothing. Costed as a copy, a lone Reshape of
  * whisper's [2, 402, 3001] STFT frames went to onednn, which copied its
  * 9.6 MB out (1.3 ms) where the cpu module took none. */
-static int cpu_cost_free_view(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+static int cpu_cost_free_view(pl_module_ctx *ctx, const pl_graph_api *g, const pl_graph_view *v,
+                              size_t n)
 {
     static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
                                         "Identity"};
@@ -148,22 +244,16 @@ static int cpu_cost_free_view(const pl_graph_api *g, const pl_graph_view *v, siz
     int64_t t = g->node_input(v, n, 0);
     if (t < 0)
         return 0;
-    size_t readers = 0, writers = 0, n_all = g->node_count(v);
-    for (size_t m = 0; m < n_all; m++) {
-        for (size_t k = 0; k < g->node_input_count(v, m); k++)
-            readers += g->node_input(v, m, k) == t;
-        for (size_t k = 0; k < g->node_output_count(v, m); k++)
-            writers += g->node_output(v, m, k) == t;
-    }
-    for (size_t k = 0; k < g->output_count(v); k++)
-        readers += g->output(v, k) == t;
-    return readers == 1 && writers == 1;
+    uint32_t readers, writers;
+    return cpu_cost_uses_of(ctx->cost_uses, g, v, t, &readers, &writers) && readers == 1 &&
+           writers == 1;
 }
 
-static double cpu_cost_factor(const pl_graph_api *g, const pl_graph_view *v, size_t n)
+static double cpu_cost_factor(pl_module_ctx *ctx, const pl_graph_api *g,
+                              const pl_graph_view *v, size_t n)
 {
     const char *op = g->node_op(v, n);
-    if (cpu_cost_free_view(g, v, n))
+    if (cpu_cost_free_view(ctx, g, v, n))
         return 0.0;
     if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
         double flops = 0, bytes = 0;
@@ -305,7 +395,7 @@ int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     for (size_t i = 0; i < n_nodes; i++) {
         if (nodes[i] >= n_all)
             continue;
-        double f = cpu_cost_factor(g, v, nodes[i]);
+        double f = cpu_cost_factor(ctx, g, v, nodes[i]);
         /* the core spreads compute over its threads: scaled as the
          * default's whole was */
         double c, serial;

@@ -64,6 +64,7 @@ static pl_status *cpu_init(pl_host_ctx *host_ctx, pl_module_ctx **out_ctx)
     ctx->compute_units = online > 0 && online <= INT32_MAX ? (int)online : 0;
     ctx->blas_pool = false;
     ctx->packs = cpu_pack_registry_create(host_ctx); /* NULL: weights are not shared */
+    ctx->cost_uses = cpu_cost_uses_create(); /* NULL: no view priced free */
 
     /* The runtime owns the one CPU thread budget (`threads` in backend.ini)
      * and lends it to kernels through host->parallel_for. OpenBLAS would
@@ -85,6 +86,7 @@ static void cpu_shutdown(pl_module_ctx *ctx)
 {
     if (ctx != NULL) {
         cpu_pack_registry_destroy(ctx->host_ctx, ctx->packs);
+        cpu_cost_uses_destroy(ctx->cost_uses);
         cpu_host->host_free(ctx->host_ctx, ctx);
     }
 }

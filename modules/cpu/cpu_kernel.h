@@ -30,12 +30,14 @@ extern const pl_host_api *cpu_host;
  * made), so any thread may read it. */
 typedef struct cpu_pack_registry cpu_pack_registry;
 typedef struct cpu_shared_pack cpu_shared_pack;
+typedef struct cpu_cost_uses cpu_cost_uses;
 
 struct pl_module_ctx {
     pl_host_ctx *host_ctx; /* the core's handle for this instance */
     int compute_units;     /* online CPUs when init ran */
     bool blas_pool;        /* blas_threads = pool (see cpu.c's configure) */
     cpu_pack_registry *packs; /* shared packed weights (packshare.c; locks its own) */
+    cpu_cost_uses *cost_uses; /* the estimates' tensor use counts (cost.c; NULL: none) */
 };
 
 /* Runs a kernel: ARGS were checked by kernel_run (counts, the request,
@@ -220,6 +222,10 @@ const char *cpu_dims_text(const int64_t *dims, int32_t ndim, char *buf,
                           size_t size);
 
 /* ---- the table's imperative entries (kernel.c) ---------------------------- */
+
+/* The estimates' table of tensor readers and writers (cost.c). */
+cpu_cost_uses *cpu_cost_uses_create(void);
+void cpu_cost_uses_destroy(cpu_cost_uses *u);
 
 /* What NODES of the view cost a run here (cost.c; pl_module_api.estimate_cost). */
 int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
