@@ -67,6 +67,16 @@
 #define STG_TIER_WEIGHT 0.125
 #define STG_WARM_FULL_MAX 10.0
 
+/* ... and the exploration happens only where a full plan could pay: while
+ * a quick plan and its expected runs cost less than 1/STG_EXPLORE_FACTOR
+ * of the first plan (a full one, which also lays the weights out), no
+ * full plan after it can win back its cost. GPT-2 base's steps (a quick
+ * plan 4.7 ms, its run 20) explored with two full plans of 257-419 ms
+ * against a first of 386: 40 steps 49.6 ms a step on average. A BERT of
+ * free length (quick plans 37 ms, runs 30, full plans 14-25) still
+ * explores, and its full tier wins. */
+#define STG_EXPLORE_FACTOR 8.0
+
 /* Kept tails used once, at most: beyond, the least recently used of them
  * goes first, whatever the limits (stage.h). A decoder's past grows a token
  * a step, and no signature comes back: 256 kept tails of a 2-layer GPT-2
@@ -173,6 +183,7 @@ struct pl_stage {
         bool ran; /* a run of the tier was made, not timed */
     } tier[2];
     bool full_warmed;      /* a full plan after the first was made, not timed */
+    uint64_t first_plan_ns; /* the first plan's time (STG_EXPLORE_FACTOR) */
     /* Modules the last quick plan that offered everyone its nodes gave
      * none (stg_skip_get): the quick plans after it, for as many runs and
      * frontiers as large at most, do not offer them the nodes again, up to
@@ -1026,7 +1037,8 @@ static bool stg_full_pays(const pl_stage *s, double runs)
     if (q->plans == 0 || q->runs == 0)
         return false;
     if (f->plans == 0 || f->runs == 0)
-        return q->run_ns >= q->plan_ns && f->plans == 0;
+        return q->run_ns >= q->plan_ns && f->plans == 0 &&
+               (q->plan_ns + runs * q->run_ns) * STG_EXPLORE_FACTOR >= (double)s->first_plan_ns;
     return f->plan_ns + runs * f->run_ns < q->plan_ns + runs * q->run_ns;
 }
 
@@ -1092,6 +1104,8 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
     uint64_t t0 = stg_now_ns();
     pl_status *st = stg_plan(s, vals, plan_runs, &sess, &bytes);
     uint64_t took = stg_now_ns() - t0;
+    if (first)
+        s->first_plan_ns = took;
     if (st == NULL && !first && plan_runs == 0 && !s->full_warmed &&
         (double)took <= STG_WARM_FULL_MAX * s->tier[1].plan_ns)
         s->full_warmed = true;
