@@ -132,6 +132,7 @@ pl_status *pl_program_compile(pl_program *p, pl_warnings *w, long *out_failed)
             }
         }
         if (st->compiled == NULL) {
+            pl_graph_view_set_exported(st->view, cacheable);
             pl_status *err = m->api.compile(m->ctx, device, st->view, &st->compiled);
             if (err == NULL && st->compiled == NULL)
                 err = pl_status_create(PL_CODE_INTERNAL, "compile returned nothing");

@@ -25,6 +25,7 @@ struct pl_graph_view {
     pl_tid *outputs;
     size_t n_outputs;
     size_t constant_bytes; /* of the constants the nodes read, once each */
+    bool exported;         /* the core exports what compile makes of it */
     pthread_mutex_t json_mu;
     char *json;
 };
@@ -53,6 +54,7 @@ pl_status *pl_graph_view_create(const pl_graph *g, const pl_nid *nodes,
     if (v == NULL || mark == NULL || in_view == NULL)
         goto oom;
     v->g = g;
+    v->exported = true; /* (unknown: a session's compile says) */
     v->n_nodes = n_nodes;
     v->nodes = pl_alloc_malloc(alloc, (n_nodes ? n_nodes : 1) * sizeof *v->nodes);
     if (v->nodes == NULL)
@@ -388,6 +390,14 @@ static int pl_view_tensor_constant_keep(const pl_graph_view *v, int64_t t)
            pl_filedata_keep(pl_graph_filedata(v->g), v->g, tt->data);
 }
 
+static int pl_view_compile_exported(const pl_graph_view *v) { return v != NULL && v->exported; }
+
+void pl_graph_view_set_exported(pl_graph_view *view, bool exported)
+{
+    if (view != NULL)
+        view->exported = exported;
+}
+
 static size_t pl_view_input_count(const pl_graph_view *v) { return v ? v->n_inputs : 0; }
 static int64_t pl_view_input(const pl_graph_view *v, size_t i)
 {
@@ -467,4 +477,5 @@ const pl_graph_api pl_graph_view_table = {
     .tensor_digest = pl_view_tensor_digest,
     .constant_bytes = pl_view_constant_bytes,
     .tensor_constant_keep = pl_view_tensor_constant_keep,
+    .compile_exported = pl_view_compile_exported,
 };

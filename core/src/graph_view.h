@@ -19,6 +19,11 @@ pl_nid pl_graph_view_node_id(const pl_graph_view *view, size_t i);
 /* The graph the view shows (borrowed; valid while the view is). */
 const pl_graph *pl_graph_view_graph(const pl_graph_view *view);
 
+/* Whether the core will export what a module compiles of VIEW (the compile
+ * cache): pl_graph_api.compile_exported's answer, true until set (a view
+ * compiled outside a session's program may be exported by its caller). */
+void pl_graph_view_set_exported(pl_graph_view *view, bool exported);
+
 /* The core's implementation of the SDK's graph view table. */
 extern const pl_graph_api pl_graph_view_table;
 

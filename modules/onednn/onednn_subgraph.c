@@ -3823,6 +3823,7 @@ struct odnn_step {
 
 struct pl_compiled {
     uint64_t view_hash;
+    bool hashed;       /* view_hash was computed (odnn_hash_wanted) */
     uint32_t options;  /* ODNN_OPT_*: the settings the plan was made under */
     int n_values, cap_values;
     struct odnn_value *values;
@@ -13359,6 +13360,16 @@ static pl_status *odnn_bind(struct odnn_build *b)
 
 /* ---- the subgraph's hash ---------------------------------------------------- */
 
+/* Whether a compile of V hashes it: only for its export (the hash an import
+ * checks), so not when the core says it will not export it (ABI 1.15):
+ * the hash reads every weight, a quarter of a ViT-base's session creation
+ * (340 MB) where no cache folder is set. */
+static bool odnn_hash_wanted(const pl_graph_view *v)
+{
+    const pl_graph_api *g = onednn_host->graph;
+    return !PL_ABI_HAS_FN(pl_graph_api, g, compile_exported) || g->compile_exported(v) != 0;
+}
+
 /* Hashes what compile reads (plinth/graph_hash.h): ops, the attributes it
  * reads, the wiring, the types and the constant bytes. */
 static pl_status *odnn_view_hash(pl_module_ctx *ctx, const pl_graph_view *v, uint64_t *out)
@@ -14267,8 +14278,11 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     st = odnn_uses_build(ctx, subgraph, &b.u);
     /* Hashed before the build, which tells the core when it is done with
      * each constant (the hash reads them all). */
-    if (st == NULL && blob == NULL)
+    bool hashed = blob != NULL;
+    if (st == NULL && blob == NULL && odnn_hash_wanted(subgraph)) {
         st = odnn_view_hash(ctx, subgraph, &hash);
+        hashed = true;
+    }
     t_hash = odnn_now_ms();
     if (st == NULL)
         st = odnn_build_program(&b);
@@ -14279,6 +14293,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     odnn_free(ctx, b.postponed);
     odnn_wino_prefetch_free(&b);
     b.c->view_hash = hash;
+    b.c->hashed = hashed;
     b.c->options = odnn_options(ctx);
     if (st == NULL && blob != NULL) {
         int same = imp.n_steps == (uint32_t)b.c->n_steps && imp.next == imp.n_weights &&
@@ -14794,6 +14809,10 @@ pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *c, pl_blob_sink sin
     if (c == NULL || sink == NULL)
         return odnn_error(PL_CODE_INVALID_ARGUMENT, "onednn: export without a compiled subgraph "
                                                     "or sink");
+    if (!c->hashed)
+        return odnn_error(PL_CODE_FAILED_PRECONDITION,
+                          "onednn: export of a subgraph compiled without its hash (the core "
+                          "said it would not be exported)");
     struct odnn_blob_header h;
     odnn_header_fill(&h, c->view_hash);
     h.options = c->options;

@@ -363,6 +363,13 @@ static void case_graph_view(const char *stage_dir, const char *source_dir)
         }
     CHECK(n_seen == 2 && want == (32 * 16 * 9 + 32 * 9) * 4); /* conv2.w, dw.w */
     CHECK(PL_ABI_HAS_FN(pl_graph_api, api, constant_bytes) && api->constant_bytes(v) == want);
+    /* compile_exported: 1 until the core says otherwise (a session's
+     * compile without the cache) */
+    CHECK(PL_ABI_HAS_FN(pl_graph_api, api, compile_exported) && api->compile_exported(v) == 1);
+    pl_graph_view_set_exported(v, false);
+    CHECK(api->compile_exported(v) == 0);
+    pl_graph_view_set_exported(v, true);
+    CHECK(api->compile_exported(v) == 1);
     /* JSON: the same five nodes, parseable */
     const char *text = api->json(v);
     CHECK(text != NULL);

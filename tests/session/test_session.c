@@ -4301,6 +4301,12 @@ static void case_pinned_in_caller(void)
     run_relu_sigmoid_relu(s);
     TH_CHECK(thread_counter(rt, "fx_pinned", "runs") == 2, "%ld runs, expected 2",
              thread_counter(rt, "fx_pinned", "runs"));
+    /* a module that cannot export is told its compiles will not be
+     * exported (ABI 1.15), so it need not hash them */
+    TH_CHECK(thread_counter(rt, "fx_pinned", "compiles") >= 1 &&
+                 thread_counter(rt, "fx_pinned", "compiles_exported") == 0,
+             "%ld compiles, %ld of them to be exported", thread_counter(rt, "fx_pinned", "compiles"),
+             thread_counter(rt, "fx_pinned", "compiles_exported"));
     TH_CHECK(thread_counter(rt, "fx_pinned", "last_tid") == self,
              "the module's step ran in thread %ld, not in the caller %ld",
              thread_counter(rt, "fx_pinned", "last_tid"), self);

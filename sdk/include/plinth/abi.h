@@ -56,9 +56,11 @@ extern "C" {
  *        declares and fills them); modules still see only int64 ids;
  *   1.14 pl_run_context.strings and pl_run_strings (plinth/module.h): the
  *        text of a run's string ids, for the kernels of the ops that
- *        compute on text. */
+ *        compute on text;
+ *   1.15 pl_graph_api.compile_exported (whether the core will export what
+ *        compile makes of a view: a compile may skip hashing it when not). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 14
+#define PL_ABI_MINOR 15
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

@@ -292,6 +292,17 @@ typedef struct pl_graph_api {
      * cannot promise that (another session is being created from the same
      * model at the same time, say), and the module copies as before. */
     int (*tensor_constant_keep)(const pl_graph_view *view, int64_t tensor);
+
+    /* ---- appended in ABI 1.15 (check with PL_ABI_HAS_FN) --------------- */
+
+    /* While VIEW compiles: 1 when the core will then export what compile
+     * makes of it (export_compiled, to store it in the compile cache), 0
+     * when it will not (no cache folder, a plan for few runs). A module
+     * whose compile hashes the view's constants only for its export (the
+     * hash an import checks) may skip that when 0: hashing a ViT-base's
+     * 340 MB of weights took a quarter of its session creation. Without
+     * this function, assume 1. */
+    int (*compile_exported)(const pl_graph_view *view);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
