@@ -496,8 +496,6 @@ void odnn_tanh_run(const float *x, float *y, int64_t n, int threads);
 void odnn_inorm_run(const float *x, const float *scale, const float *bias, float *y,
                     int64_t rows, int64_t cols, int64_t chans, float eps, int threads);
 
-/* Expand: dense X of ND dims XD (1 where it broadcasts, right-aligned to
- * YD) into dense Y of dims YD, on up to THREADS OpenMP threads. */
 /* Y = COND ? X : E elementwise, each of COND (bytes, nonzero = true), X and
  * E broadcast (dims CD, XD, ED of ND, right-aligned, 1 = broadcast) to Y's
  * dims YD: the module's own Where. */
@@ -505,8 +503,11 @@ void odnn_where_run(const uint8_t *cond, const float *x, const float *e, float *
                     const int64_t *cd, const int64_t *xd, const int64_t *ed, const int64_t *yd,
                     int threads);
 
-void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
-                     int threads);
+/* Expand: dense X of ND dims XD (1 where it broadcasts, right-aligned to
+ * YD) into dense Y of dims YD, elements of ESIZE bytes (f32, or 8-bit
+ * quantized values), on up to THREADS OpenMP threads. */
+void odnn_expand_run(const void *x, void *y, size_t esize, int nd, const int64_t *xd,
+                     const int64_t *yd, int threads);
 
 /* Pad (constant mode): dense X of ND dims XD into dense Y of dims YD, X's
  * element 0 at BEGIN in Y, every other element VALUE; on up to THREADS

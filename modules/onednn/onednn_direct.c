@@ -1115,8 +1115,8 @@ static void odnn_bcast_strides(int nd, const int64_t *d, int64_t *st)
     }
 }
 
-void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const int64_t *yd,
-                     int threads)
+void odnn_expand_run(const void *x, void *y, size_t esize, int nd, const int64_t *xd,
+                     const int64_t *yd, int threads)
 {
     int64_t xs[8], total;
     int k = nd; /* the trailing dims from K on are the same in X and Y */
@@ -1139,7 +1139,8 @@ void odnn_expand_run(const float *x, float *y, int nd, const int64_t *xd, const 
             rest /= yd[d];
         }
         /* from K on the dims are X's own: the block is contiguous there */
-        memcpy(y + o * block, x + off, (size_t)block * sizeof(float));
+        memcpy((char *)y + (size_t)(o * block) * esize, (const char *)x + (size_t)off * esize,
+               (size_t)block * esize);
     }
 }
 

@@ -1452,13 +1452,17 @@ static int odnn_tile_repeats(const pl_graph_view *v, size_t n, const struct odnn
 /* Ops that move 8-bit quantized activations as they are: MaxPool (oneDNN
  * pools u8 and s8) and the views (Split's outputs all: YOLOv8's C2f blocks
  * split their u8 activations, and a split left to cpu cut QOperator
- * subgraphs in two). Their data input and output may be u8 or i8 when the
- * ISA runs int8 (odnn_int8_isa). */
+ * subgraphs in two), Transpose, and Expand and Tile (the module's broadcast
+ * copy, byte by byte: Keras 3's nearest UpSampling2D is ExpandDims, Tile
+ * and Reshape, and a TFLite int8 export's left to cpu cut a U-Net's
+ * subgraph in three, 1.2x the cpu module's time). Their data input and
+ * output may be u8 or i8 when the ISA runs int8 (odnn_int8_isa). */
 static int odnn_int8_isa(void);
 static int odnn_q8_mover(const char *op)
 {
     static const char *const ops[] = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                      "Identity", "Concat", "Split", NULL};
+                                      "Identity", "Concat", "Split", "Transpose", "Expand",
+                                      "Tile", NULL};
     for (const char *const *o = ops; *o != NULL; o++)
         if (strcmp(op, *o) == 0)
             return odnn_int8_isa();
@@ -3762,6 +3766,7 @@ enum odnn_step_kind {
 
 struct odnn_step {
     uint32_t kind;
+    uint8_t esize; /* ODNN_S_EXPAND: bytes an element (4, or 1 for 8-bit values) */
     pl_qlinear qbin; /* ODNN_S_QBIN: the run's constants (plinth/qlinear.h) */
     int threads; /* the OpenMP team it was made for, and runs with */
     dnnl_primitive_t prim;
@@ -12030,6 +12035,12 @@ static pl_status *odnn_expand_emit(struct odnn_build *b, size_t n)
     pl_status *st = odnn_copy_step(b, n, ODNN_S_EXPAND, &s);
     if (st != NULL)
         return st;
+    /* 8-bit values (odnn_q8_mover) are copied as they are, the output of
+     * the source's type */
+    int src = s->ref[0], dst = s->ref[1];
+    dnnl_data_type_t dt = b->c->values[src].md.data_type;
+    s->esize = (uint8_t)dnnl_data_type_size(dt);
+    b->c->values[dst].md.data_type = dt;
     s->nd = nd;
     memcpy(s->xd, xd, (size_t)nd * sizeof *xd);
     memcpy(s->yd, yd, (size_t)nd * sizeof *yd);
@@ -14423,7 +14434,8 @@ static int odnn_own_step(const struct odnn_step *step, int team)
                          step->xd[1], team);
         break;
     case ODNN_S_EXPAND: /* SRC, DST */
-        odnn_expand_run(p[0], p[1], step->nd, step->xd, step->yd, team);
+        odnn_expand_run(p[0], p[1], step->esize ? step->esize : 4, step->nd, step->xd, step->yd,
+                        team);
         break;
     case ODNN_S_PAD: /* SRC, DST */
         odnn_pad_run(p[0], p[1], step->nd, step->xd, step->yd, step->begin, step->fill, team);

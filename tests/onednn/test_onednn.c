@@ -4291,6 +4291,45 @@ static void case_int8_chain(void)
     TH_CHECK(strstr(why, "i8") != NULL, "u8 weights: onednn said '%s'", why);
 }
 
+/* Keras 3's nearest UpSampling2D on 8-bit activations, as a TFLite int8
+ * export through tf2onnx writes it: a QLinearConv's u8 output unsqueezed,
+ * tiled by 2 along the new axes, reshaped to twice the height and width,
+ * expanded over a batch of two, transposed to channels last, then
+ * dequantized. The 8-bit values move on onednn byte by byte (its
+ * broadcast copy, a view), so the chain stays one subgraph, and the values
+ * are the cpu module's exactly. */
+static void case_int8_upsample(void)
+{
+    char isa[64] = "";
+    if (!onednn_vnni(isa))
+        return; /* 8-bit nodes stay on cpu (int8_chain checks the reason) */
+    struct mb m = {.seed = 177};
+    int64_t xs[] = {1, 8, 5, 6}, ys[] = {2, 10, 12, 16};
+    mb_input(&m, "x", 4, xs);
+    mb_scalar(&m, "s_in", 0.01f);
+    mb_zero_point(&m, "z_in", 0, 3);
+    mb_scalar(&m, "s_c", 0.04f);
+    mb_zero_point(&m, "z_c", 0, 131);
+    mb_node(&m, "q", "QuantizeLinear", "\"x\",\"s_in\",\"z_in\"", "xq", "");
+    mb_qconv(&m, "c", "xq", "s_in", "z_in", "cq", "s_c", "z_c", 8, 16, 3, 1, 1, 1, 1, "i8");
+    int64_t axes[] = {3, 5}, reps[] = {1, 1, 1, 2, 1, 2}, up[] = {1, 16, 10, 12},
+            batch[] = {2, 1, 1, 1};
+    mb_shape(&m, "axes", 2, axes);
+    mb_shape(&m, "reps", 6, reps);
+    mb_shape(&m, "up", 4, up);
+    mb_shape(&m, "batch", 4, batch);
+    mb_node(&m, "uns", "Unsqueeze", "\"cq\",\"axes\"", "u6", "");
+    mb_node(&m, "tile", "Tile", "\"u6\",\"reps\"", "t6", "");
+    mb_node(&m, "rs", "Reshape", "\"t6\",\"up\"", "t4", "");
+    mb_node(&m, "ex", "Expand", "\"t4\",\"batch\"", "tb", "");
+    mb_node(&m, "tr", "Transpose", "\"tb\"", "tt", "\"perm\":{\"ints\":[0,2,3,1]}");
+    mb_node(&m, "dq", "DequantizeLinear", "\"tt\",\"s_c\",\"z_c\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    compare(path, 4, xs, 4, ys,
+            (const char *[]){"q", "c", "uns", "tile", "rs", "ex", "tr", "dq", NULL});
+}
+
 /* A QLinearConv 1x1 of 16 -> 96 channels at 56x56 (4.8M multiply-adds,
  * past the size where AMX is allowed): oneDNN 2.6's first choice on an AMX
  * CPU is its older AMX 1x1 kernel (jit_1x1:avx512_core_amx), 2x slower
@@ -7540,6 +7579,7 @@ int main(int argc, char **argv)
         {"keras_layernorm", case_keras_layernorm},
         {"qdq_pair", case_qdq_pair},
         {"int8_chain", case_int8_chain},
+        {"int8_upsample", case_int8_upsample},
         {"int8_amx_old", case_int8_amx_old},
         {"matmul_rows_merged", case_matmul_rows_merged},
         {"rms_norm", case_rms_norm},
