@@ -62,6 +62,11 @@ struct onednn_share {
         int denormals;
     } scanned[ONEDNN_SHARE_SEEN]; /* constants scanned for denormals (a ring) */
     size_t n_scanned, next_scanned;
+    struct {
+        const void *data;
+        size_t bytes;
+    } scan_at[ONEDNN_SHARE_SEEN]; /* addresses scanned for denormals (a ring) */
+    size_t n_scan_at, next_scan_at;
 };
 
 struct pl_module_ctx {
@@ -110,6 +115,11 @@ size_t onednn_share_count(pl_module_ctx *ctx);
  * denormal float, as an earlier scan found (1 or 0), or -1 when none
  * scanned it; and recording a scan. */
 int onednn_share_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes);
+/* Whether BYTES at DATA were scanned for denormals before (1), else records
+ * them (0): a constant is looked up by digest only when its address comes
+ * back, as weights are shared (the digest is a pass over the bytes as long
+ * as the scan). */
+int onednn_share_scan_again(pl_module_ctx *ctx, const void *data, size_t bytes);
 void onednn_share_note_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes,
                                  int denormals);
 

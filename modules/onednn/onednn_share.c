@@ -187,6 +187,24 @@ int onednn_share_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes)
     return found;
 }
 
+int onednn_share_scan_again(pl_module_ctx *ctx, const void *data, size_t bytes)
+{
+    struct onednn_share *s = &ctx->share;
+    int again = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_scan_at && !again; i++)
+        again = s->scan_at[i].data == data && s->scan_at[i].bytes == bytes;
+    if (!again) {
+        s->scan_at[s->next_scan_at].data = data;
+        s->scan_at[s->next_scan_at].bytes = bytes;
+        s->next_scan_at = (s->next_scan_at + 1) % ONEDNN_SHARE_SEEN;
+        if (s->n_scan_at < ONEDNN_SHARE_SEEN)
+            s->n_scan_at++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return again;
+}
+
 void onednn_share_note_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes,
                                  int denormals)
 {

@@ -3899,6 +3899,53 @@ static void case_denormal_weights(void)
     pl_runtime_destroy(rt);
 }
 
+/* A big weight (4 MB: onednn's own matrix-vector kernel reads it in
+ * place when it holds no denormal) of denormals but for 0.5 on its
+ * diagonal, times a row of 1e30: the denormals must not count (1e30 *
+ * 1e-39 = 1e-9 each) in a first session, whose compile scans the weight,
+ * nor in the next two, whose compiles may find the verdict by digest.
+ * (Where the threads run with denormals as zero the products vanish
+ * either way: then this checks the values, not which path gave them.) */
+static void case_denormal_big_weight(void)
+{
+    enum { K = 1024, N = 1024 };
+    struct mb m = {.seed = 66};
+    float *w = malloc((size_t)K * N * sizeof *w);
+    TH_CHECK(w != NULL, "out of memory");
+    for (int k = 0; k < K; k++)
+        for (int n = 0; n < N; n++)
+            w[k * N + n] = k == n ? 0.5f : ((k + n) % 3 == 0 ? -2e-39f : 3e-39f);
+    int64_t xs[] = {1, K}, ys[] = {1, N};
+    mb_input(&m, "x", 2, xs);
+    mb_const(&m, "w", 2, (int64_t[]){K, N}, w, 1);
+    mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "y", "");
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    free(w);
+    pl_runtime *rt = onednn_runtime();
+    float x[K], y[N];
+    for (size_t i = 0; i < K; i++)
+        x[i] = 1e30f;
+    for (int pass = 0; pass < 3; pass++) {
+        pl_session *s = session_for(rt, path);
+        json_t *root = th_explain(s);
+        json_t *pl = th_placement_of(root, "mm");
+        TH_CHECK(strcmp(json_string_value(json_object_get(pl, "backend")), "onednn") == 0,
+                 "pass %d: mm did not run on onednn", pass);
+        json_decref(root);
+        run_one(s, "x", x, 2, xs, "y", y, 2, ys);
+        for (int r = 0; r < 1; r++)
+            for (int n = 0; n < N; n++) {
+                float want = n < K ? 0.5e30f : 0.0f;
+                TH_CHECK(fabsf(y[r * N + n] - want) <= 1e-6f * fabsf(want),
+                         "pass %d: y[%d][%d] = %g, expected %g (a denormal weight counted)",
+                         pass, r, n, y[r * N + n], want);
+            }
+        pl_session_destroy(s);
+    }
+    pl_runtime_destroy(rt);
+}
+
 /* Max and Min: of two activations, of a per-channel and a per-row
  * constant, and of a scalar (a clip, fused after the convolution). */
 static void case_max_min(void)
@@ -7566,6 +7613,7 @@ int main(int argc, char **argv)
         {"swish_patterns", case_swish_patterns},
         {"hswish_explicit", case_hswish_explicit},
         {"denormal_weights", case_denormal_weights},
+        {"denormal_big_weight", case_denormal_big_weight},
         {"max_min", case_max_min},
         {"channel_shuffle", case_channel_shuffle},
         {"squeeze_views", case_squeeze_views},
