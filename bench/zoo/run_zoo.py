@@ -65,6 +65,50 @@ def rel_error(got, ref):
     return float(np.max(d)) / (scale if scale > 0 else 1.0)
 
 
+def save_io(outdir, entry, inputs, outputs):
+    """Writes a manifest ENTRY's arrays into OUTDIR as make_zoo.py names them and lists them in
+    its "inputs" and "outputs": INPUTS (name, array) as NAME.in.K.npy, OUTPUTS (name, array,
+    extra keys of the output entry, a "tol" say) as NAME.ref.K.npy."""
+    import numpy as np
+    entry.setdefault("inputs", [])
+    entry.setdefault("outputs", [])
+    for k, (name, x) in enumerate(inputs):
+        f = "%s.in.%d.npy" % (entry["name"], k)
+        np.save(os.path.join(outdir, f), x)
+        entry["inputs"].append(dict(name=name, file=f, shape=list(x.shape), dtype=str(x.dtype)))
+    for k, (name, y, extra) in enumerate(outputs):
+        f = "%s.ref.%d.npy" % (entry["name"], k)
+        np.save(os.path.join(outdir, f), y)
+        entry["outputs"].append(dict(name=name, file=f, shape=list(y.shape), dtype=str(y.dtype),
+                                     max_abs=float(np.abs(y.astype(np.float64)).max()) if y.size else 0.0,
+                                     **extra))
+    return entry
+
+
+def export_zoo(jobs, out, exporter, seed, prog):
+    """Runs JOBS, (name, function making the manifest entry), into OUT: a job that fails is
+    reported and its NAME.onnx removed, and OUT/manifest.json is rewritten after each (a long
+    run killed keeps what it made). Returns the names that failed."""
+    os.makedirs(out, exist_ok=True)
+    entries, failed = [], []
+    for name, make in jobs:
+        print("%s: exporting %s" % (prog, name), file=sys.stderr, flush=True)
+        try:
+            entries.append(make())
+        except Exception as e:  # report and go on with the others
+            failed.append(name)
+            if os.path.exists(os.path.join(out, name + ".onnx")):
+                os.remove(os.path.join(out, name + ".onnx"))
+            print("%s: %s: %s" % (prog, name, str(e).splitlines()[0] if str(e) else type(e).__name__),
+                  file=sys.stderr)
+        with open(os.path.join(out, "manifest.json"), "w") as f:
+            json.dump(dict(exporter=exporter, seed=seed, models=entries), f, indent=1)
+    print("%s: %d models -> %s" % (prog, len(entries), os.path.abspath(out)), file=sys.stderr)
+    if failed:
+        print("%s: not exported: %s" % (prog, ", ".join(failed)), file=sys.stderr)
+    return failed
+
+
 def last_line(text, model=None):
     """The last non-empty line, without the `plinth: MODEL: ` prefix that every line repeats."""
     lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
