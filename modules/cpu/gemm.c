@@ -19,6 +19,7 @@
 #include "gemm.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -29,8 +30,15 @@
  * L1, so the A panels streaming past do not evict it — KC 256 filled L1
  * and ran 64x3136x576 at 94 GFLOP/s against 106 here) sits in L1 while
  * MC x KC of A (120 KiB) stays in L2; KC x NC of B stays in L3. MC is a
- * multiple of every MR. */
+ * multiple of every MR. With AVX-512 and an L1 of 48 KiB or more
+ * (Sapphire Rapids, Zen 4/5), KC is GEMM_KC_WIDE (gemm_kc): its 32 KiB panel
+ * leaves room for A's, and C is read and written a pass of K half as
+ * often: a transformer's products on two threads 256x768x3072 3.29 ->
+ * 2.94-3.06 ms, 128x3072x768 1.91 -> 1.68-1.70 (ONNX Runtime 2.66, 1.40),
+ * 3x3 convolutions alike or up to 6% faster. */
 #define GEMM_KC 128
+#define GEMM_KC_WIDE 256
+#define GEMM_KC_WIDE_L1 (48 * 1024)
 #define GEMM_MC 240
 #define GEMM_NC 2048
 /* The largest MR and NR of any build. */
@@ -420,6 +428,8 @@ static const gemm_isa gemm_isa_avx512 = {
 
 #endif /* GEMM_X86 */
 
+static int64_t gemm_kc_cached; /* gemm_kc's answer, set with the ISA */
+
 /* The build this CPU runs, decided once (a benign race: every thread
  * computes the same answer). */
 static const gemm_isa *gemm_isa_get(void)
@@ -435,8 +445,14 @@ static const gemm_isa *gemm_isa_get(void)
 #define CPU_GEMM_MAX_ISA 2
 #endif
     __builtin_cpu_init();
-    if (CPU_GEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f"))
+    if (CPU_GEMM_MAX_ISA >= 2 && __builtin_cpu_supports("avx512f")) {
         isa = &gemm_isa_avx512;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+        long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+        if (l1 >= GEMM_KC_WIDE_L1)
+            __atomic_store_n(&gemm_kc_cached, (int64_t)GEMM_KC_WIDE, __ATOMIC_RELAXED);
+#endif
+    }
     else if (CPU_GEMM_MAX_ISA >= 1 && __builtin_cpu_supports("avx2") &&
              __builtin_cpu_supports("fma"))
         isa = &gemm_isa_avx2;
@@ -464,9 +480,18 @@ const char *cpu_gemm_isa(void)
  * B's block stays 64-byte aligned. */
 /* The deepest slice of K a product of depth K packs: GEMM_KC, or K when
  * shallower (K 0 or less: not known, GEMM_KC). */
+/* The depth of K a block of the product takes (GEMM_KC; see there). */
+static int64_t gemm_kc(void)
+{
+    (void)gemm_isa_get();
+    int64_t kc = __atomic_load_n(&gemm_kc_cached, __ATOMIC_RELAXED);
+    return kc > 0 ? kc : GEMM_KC;
+}
+
 static int64_t gemm_kc_max(int64_t k)
 {
-    return k > 0 && k < GEMM_KC ? k : GEMM_KC;
+    int64_t kc = gemm_kc();
+    return k > 0 && k < kc ? k : kc;
 }
 
 static size_t gemm_scratch_a(int64_t m, int64_t k, bool a_packed)
@@ -871,6 +896,7 @@ void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_op
     }
     const gemm_isa *isa = gemm_isa_get();
     const int mr = isa->mr, nr = isa->nr;
+    const int64_t kc_step = gemm_kc();
     float *a_buf = scratch, *b_buf = scratch + gemm_scratch_a(m, k, a->packed != NULL);
     /* B in place: a plain B feeding few rows of A, where packing it would
      * cost about as much as the product (1x1 convolutions). */
@@ -879,8 +905,8 @@ void cpu_gemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const cpu_gemm_op
     const bool a_vec = m == 1 && a->packed == NULL && isa->vec != NULL && (!a->trans || a->ld == 1);
     for (int64_t jc = 0; jc < n; jc += GEMM_NC) {
         int64_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
-        for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
-            int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
+        for (int64_t pc = 0; pc < k; pc += kc_step) {
+            int64_t kc = k - pc < kc_step ? k - pc : kc_step;
             float beta_pc = pc == 0 ? beta : 1.0f;
             const cpu_gemm_epilogue *epi_pc = pc + kc >= k ? epi : NULL;
             gemm_bsrc bs = {.ld = nr};

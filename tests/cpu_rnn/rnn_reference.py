@@ -186,7 +186,7 @@ class Case:
     def __init__(self, op, T=5, N=3, I=4, H=6, direction="forward", layout=0,
                  inputs=("B",), outputs=("Y", "Y_h", "Y_c"), attrs=None,
                  const_weights=True, opset=14, lens=None, expect_error=None,
-                 hidden_attr=True, bad_bias=False):
+                 hidden_attr=True, bad_bias=False, atol=ATOL):
         self.op, self.T, self.N, self.I, self.H = op, T, N, I, H
         self.direction, self.layout = direction, layout
         self.inputs, self.outputs = inputs, outputs
@@ -194,6 +194,7 @@ class Case:
         self.const_weights, self.opset, self.lens = const_weights, opset, lens
         self.expect_error, self.hidden_attr = expect_error, hidden_attr
         self.bad_bias = bad_bias
+        self.atol = atol
 
 
 def lstm(**kw):
@@ -296,8 +297,13 @@ CASES = {
     "rnn_large": rnn(direction="bidirectional", T=9, N=21, I=17, H=45,
                      inputs=("B", "sequence_lens", "initial_h"),
                      lens=[(4 * i) % 10 for i in range(21)]),
+    # 530 hidden units: a unit's pre-activation sums 535 products (weights
+    # within 0.6, states within 1) of a few units to a value near 0, and its
+    # f32 rounding depends on the order of the sum at 1e-5 (1.8e-5 off the
+    # f64 reference with the GEMM's depth blocks of 256, within 1.4e-5 with
+    # 128)
     "rnn_split": rnn(direction="bidirectional", T=3, N=3, I=5, H=530,
-                     inputs=("B", "sequence_lens", "initial_h"), lens=[3, 0, 2]),
+                     inputs=("B", "sequence_lens", "initial_h"), lens=[3, 0, 2], atol=5e-5),
     "rnn_weights_as_inputs": rnn(direction="reverse", inputs=("B", "initial_h"),
                                  const_weights=False),
     "error_seq_lens_too_long": lstm(inputs=ALL_IN, lens=[1, 6, 2], const_weights=False,
@@ -430,13 +436,13 @@ def run_case(name, plinth, stage):
                       % (name, o, got.dtype, got.shape, ref.shape), file=sys.stderr)
                 return 1
             err = np.abs(got.astype(np.float64) - ref)
-            bound = ATOL + RTOL * np.abs(ref)
+            bound = case.atol + RTOL * np.abs(ref)
             if not np.all(err <= bound):
                 at = np.unravel_index(np.argmax(err - bound), err.shape)
                 print("%s: FAILED: %s%s = %.9g, reference %.9g (|err| %.3g)"
                       % (name, o, list(at), got[at], ref[at], err[at]), file=sys.stderr)
                 return 1
-            worst = max(worst, float(np.max(err / (ATOL + np.abs(ref)))))
+            worst = max(worst, float(np.max(err / (case.atol + np.abs(ref)))))
         print("%s: %s match the reference (worst error %.3g of atol + |ref|)"
               % (name, ", ".join(outs), worst))
         return 0
