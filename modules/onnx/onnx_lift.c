@@ -13,6 +13,10 @@
  * again before protobuf-c frees the message (detach); the file stays mapped
  * in between.
  *
+ * A FLOAT tensor's packed float_data (a DOUBLE's double_data) is lifted
+ * the same way on a little-endian host, and attached as raw_data: the same
+ * bytes (ox_lift_tensor).
+ *
  * It runs after ox_scan, so the wire format is known to be sound. Anything
  * unusual — a second graph field (protobuf would merge the two), an
  * initializer with raw_data twice (the last would win), no initializers
@@ -113,17 +117,77 @@ static size_t ox_put_bytes(const ox_lift_walk *w, size_t at, const uint8_t *p, s
     return at + n;
 }
 
-/* A TensorProto without its raw_data. */
+/* A TensorProto without its raw_data, or on a little-endian host without
+ * its packed float_data of a FLOAT tensor or double_data of a DOUBLE one
+ * (fixed-width little-endian values: the bytes raw_data would hold; MXNet's
+ * exporter writes every weight so, and each was copied into this buffer,
+ * decoded into an array and copied again: two thirds of loading its
+ * ResNet-18). Such a field is attached as raw_data after decoding. */
+enum { OX_TENSOR_DIMS = 1, OX_TENSOR_DATA_TYPE = 2, OX_TENSOR_FLOAT_DATA = 4,
+       OX_TENSOR_DOUBLE_DATA = 10, OX_FLOAT = 1, OX_DOUBLE = 11 };
+
+/* Multiplies *COUNT by the dims in field F (a varint, or packed varints);
+ * 0 when one is negative or the product passes 2^62. */
+static int ox_lift_dims(const ox_field *f, uint64_t *count)
+{
+    if (f->wire != 0 && f->wire != 2)
+        return 0;
+    const uint8_t *b = f->body;
+    do {
+        uint64_t d;
+        if (!ox_lift_varint(&b, f->end, &d) || d > ((uint64_t)1 << 62) ||
+            (d != 0 && *count > ((uint64_t)1 << 62) / d))
+            return 0;
+        *count *= d;
+    } while (f->wire == 2 && b < f->end);
+    return 1;
+}
+
 static size_t ox_lift_tensor(ox_lift_walk *w, const uint8_t *p, const uint8_t *end, size_t at)
 {
-    int raws = 0;
+    /* which field holds the bytes: raw_data, else a packed typed field */
+    int raws = 0, floats = 0, doubles = 0, dims_ok = 1;
+    uint64_t dtype = 0, count = 1;
+    size_t typed_len = 0;
     ox_field f;
+    for (const uint8_t *q = p; q < end;) {
+        if (!ox_next_field(&q, end, &f))
+            return SIZE_MAX;
+        if (f.number == OX_TENSOR_DIMS)
+            dims_ok &= ox_lift_dims(&f, &count);
+        if ((f.number == OX_TENSOR_FLOAT_DATA || f.number == OX_TENSOR_DOUBLE_DATA) &&
+            f.wire == 2)
+            typed_len = (size_t)(f.end - f.body);
+        if (f.number == OX_TENSOR_RAW_DATA && f.wire == 2)
+            raws++;
+        else if (f.number == OX_TENSOR_FLOAT_DATA)
+            floats += f.wire == 2 ? 1 : 2; /* (unpacked: never lifted) */
+        else if (f.number == OX_TENSOR_DOUBLE_DATA)
+            doubles += f.wire == 2 ? 1 : 2;
+        else if (f.number == OX_TENSOR_DATA_TYPE && f.wire == 0) {
+            const uint8_t *b = f.body;
+            if (!ox_lift_varint(&b, f.end, &dtype))
+                return SIZE_MAX;
+        }
+    }
+    if (raws > 1)
+        return SIZE_MAX;
+    uint64_t lift = raws == 1 ? OX_TENSOR_RAW_DATA : 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* (only values that fill the shape: a wrong count keeps its message) */
+    if (raws == 0 && floats == 1 && doubles == 0 && dtype == OX_FLOAT && dims_ok &&
+        typed_len == count * 4)
+        lift = OX_TENSOR_FLOAT_DATA;
+    if (raws == 0 && doubles == 1 && floats == 0 && dtype == OX_DOUBLE && dims_ok &&
+        typed_len == count * 8)
+        lift = OX_TENSOR_DOUBLE_DATA;
+#endif
+    int lifted = 0;
     while (p < end) {
         if (!ox_next_field(&p, end, &f))
             return SIZE_MAX;
-        if (f.number == OX_TENSOR_RAW_DATA && f.wire == 2) {
-            if (++raws > 1)
-                return SIZE_MAX;
+        if (lift != 0 && f.number == lift && f.wire == 2) {
+            lifted = 1;
             if (w->raws != NULL)
                 w->raws[w->n_raws] = (ox_lift_raw){f.body, (size_t)(f.end - f.body)};
             continue;
@@ -131,7 +195,7 @@ static size_t ox_lift_tensor(ox_lift_walk *w, const uint8_t *p, const uint8_t *e
         at = ox_put_bytes(w, at, f.start, (size_t)(f.end - f.start));
     }
     /* One record per initializer, in order; SIZE_MAX: it had no raw_data. */
-    if (raws == 0 && w->raws != NULL)
+    if (!lifted && w->raws != NULL)
         w->raws[w->n_raws] = (ox_lift_raw){NULL, SIZE_MAX};
     w->n_raws++;
     return at;

@@ -41,13 +41,16 @@ static Onnx__TensorProto *tensor(const char *name, int32_t type, int64_t n, cons
     return t;
 }
 
-/* A model of three initializers: W (1000 floats of raw_data), B (float_data:
- * nothing to lift) and S (three int64 of raw_data), fields of the model on
- * both sides of its graph, and one node. */
+/* A model of three initializers: W (1000 floats of raw_data), B (two
+ * floats of packed float_data, lifted as raw_data on a little-endian host
+ * when they fill B's shape) and S (three int64 of raw_data), fields of the
+ * model on both sides of its graph, and one node. B_DIM is B's shape: 2, or
+ * another count its two values do not fill. */
 static float w_vals[1000];
 static const int64_t s_vals[3] = {7, -1, 1LL << 40};
+static const float b_vals[2] = {1.5f, -2.5f};
 
-static Onnx__ModelProto *model(bool raw_w, bool raw_s)
+static Onnx__ModelProto *model_b(bool raw_w, bool raw_s, int64_t b_dim)
 {
     for (int i = 0; i < 1000; i++)
         w_vals[i] = (float)i * 0.25f - 3.0f;
@@ -70,7 +73,7 @@ static Onnx__ModelProto *model(bool raw_w, bool raw_s)
     g->initializer = malloc(3 * sizeof *g->initializer);
     g->initializer[0] = tensor("W", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1000,
                                raw_w ? w_vals : NULL, sizeof w_vals);
-    Onnx__TensorProto *b = tensor("B", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, NULL, 0);
+    Onnx__TensorProto *b = tensor("B", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, b_dim, NULL, 0);
     b->n_float_data = 2;
     b->float_data = malloc(2 * sizeof(float));
     b->float_data[0] = 1.5f;
@@ -90,6 +93,22 @@ static Onnx__ModelProto *model(bool raw_w, bool raw_s)
     return m;
 }
 
+static Onnx__ModelProto *model(bool raw_w, bool raw_s)
+{
+    return model_b(raw_w, raw_s, 2);
+}
+
+/* Whether this host lifts float_data (little-endian: its values are the
+ * bytes raw_data would hold). */
+static bool lifts_floats(void)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return true;
+#else
+    return false;
+#endif
+}
+
 static uint8_t *pack(Onnx__ModelProto *m, size_t *len)
 {
     *len = onnx__model_proto__get_packed_size(m);
@@ -106,7 +125,7 @@ static void case_lifted(void)
     ox_lifted l;
     CHECK(ox_lift(buf, len, &l));
     CHECK(l.n_raws == 3);
-    CHECK(l.len + sizeof w_vals + sizeof s_vals <= len);
+    CHECK(l.len + sizeof w_vals + sizeof s_vals + (lifts_floats() ? sizeof b_vals : 0) <= len);
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, l.len, l.buf);
     CHECK(m != NULL && m->graph != NULL && m->graph->n_initializer == 3);
     for (size_t i = 0; i < 3; i++)
@@ -121,8 +140,15 @@ static void case_lifted(void)
     CHECK(s->has_raw_data && s->raw_data.len == sizeof s_vals);
     CHECK(s->raw_data.data > buf && s->raw_data.data + s->raw_data.len <= buf + len);
     CHECK(memcmp(s->raw_data.data, s_vals, sizeof s_vals) == 0);
+    /* B's float_data is read where it lies too, as raw_data. */
+    if (lifts_floats()) {
+        CHECK(b->has_raw_data && b->raw_data.len == sizeof b_vals && b->n_float_data == 0);
+        CHECK(b->raw_data.data > buf && b->raw_data.data + b->raw_data.len <= buf + len);
+        CHECK(memcmp(b->raw_data.data, b_vals, sizeof b_vals) == 0);
+    } else {
+        CHECK(!b->has_raw_data && b->n_float_data == 2 && b->float_data[1] == -2.5f);
+    }
     /* Everything else decodes as before. */
-    CHECK(!b->has_raw_data && b->n_float_data == 2 && b->float_data[1] == -2.5f);
     CHECK(strcmp(w->name, "W") == 0 && w->n_dims == 1 && w->dims[0] == 1000);
     CHECK(strcmp(s->name, "S") == 0 && s->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
     CHECK(strcmp(m->producer_name, "lift-test") == 0);
@@ -132,25 +158,61 @@ static void case_lifted(void)
     /* Detached, protobuf-c frees only what it allocated (ASan watches). */
     ox_lift_detach(m, &l);
     CHECK(!w->has_raw_data && w->raw_data.data == NULL);
+    CHECK(!b->has_raw_data && b->raw_data.data == NULL);
     onnx__model_proto__free_unpacked(m, NULL);
     ox_lift_free(&l);
     CHECK(l.buf == NULL && l.raws == NULL);
     free(buf);
 }
 
-/* Only S has raw_data: W keeps its place as an empty record. */
+/* Only S has raw_data, and B's two floats do not fill its shape of 3 (the
+ * decoder reports that): W and B keep their places as empty records. */
 static void case_partly(void)
 {
     size_t len;
-    uint8_t *buf = pack(model(false, true), &len);
+    uint8_t *buf = pack(model_b(false, true, 3), &len);
     ox_lifted l;
     CHECK(ox_lift(buf, len, &l));
     CHECK(l.n_raws == 3 && l.raws[0].len == SIZE_MAX && l.raws[1].len == SIZE_MAX);
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, l.len, l.buf);
     CHECK(m != NULL && ox_lift_attach(m, &l));
     CHECK(!m->graph->initializer[0]->has_raw_data);
+    CHECK(!m->graph->initializer[1]->has_raw_data && m->graph->initializer[1]->n_float_data == 2);
     CHECK(m->graph->initializer[2]->has_raw_data &&
           memcmp(m->graph->initializer[2]->raw_data.data, s_vals, sizeof s_vals) == 0);
+    ox_lift_detach(m, &l);
+    onnx__model_proto__free_unpacked(m, NULL);
+    ox_lift_free(&l);
+    free(buf);
+}
+
+/* A DOUBLE initializer's packed double_data is lifted like float_data. */
+static void case_doubles(void)
+{
+    static const double d_vals[2] = {0.25, -8.0};
+    Onnx__ModelProto *m0 = model(false, false);
+    Onnx__TensorProto *b = m0->graph->initializer[1];
+    b->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+    free(b->float_data);
+    b->float_data = NULL;
+    b->n_float_data = 0;
+    b->n_double_data = 2;
+    b->double_data = malloc(sizeof d_vals);
+    memcpy(b->double_data, d_vals, sizeof d_vals);
+    size_t len;
+    uint8_t *buf = pack(m0, &len);
+    ox_lifted l;
+    if (!lifts_floats()) {
+        CHECK(!ox_lift(buf, len, &l));
+        free(buf);
+        return;
+    }
+    CHECK(ox_lift(buf, len, &l) && l.n_raws == 3 && l.raws[1].len == sizeof d_vals);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, l.len, l.buf);
+    CHECK(m != NULL && ox_lift_attach(m, &l));
+    Onnx__TensorProto *t = m->graph->initializer[1];
+    CHECK(t->has_raw_data && t->n_double_data == 0 && t->raw_data.len == sizeof d_vals &&
+          memcmp(t->raw_data.data, d_vals, sizeof d_vals) == 0);
     ox_lift_detach(m, &l);
     onnx__model_proto__free_unpacked(m, NULL);
     ox_lift_free(&l);
@@ -162,9 +224,16 @@ static void case_left_alone(void)
 {
     size_t len;
     ox_lifted l;
-    /* No raw_data anywhere. */
-    uint8_t *buf = pack(model(false, false), &len);
+    /* No raw_data anywhere, and float_data that does not fill its shape. */
+    uint8_t *buf = pack(model_b(false, false, 3), &len);
     CHECK(!ox_lift(buf, len, &l) && l.buf == NULL && l.raws == NULL);
+    free(buf);
+
+    /* float_data of an INT32 tensor (the decoder refuses it): not lifted. */
+    Onnx__ModelProto *mi = model_b(false, false, 2);
+    mi->graph->initializer[1]->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    buf = pack(mi, &len);
+    CHECK(!ox_lift(buf, len, &l));
     free(buf);
 
     /* Two graph fields: protobuf merges them; the lift would not. */
@@ -208,7 +277,7 @@ int main(int argc, char **argv)
         const char *name;
         void (*fn)(void);
     } cases[] = {{"lifted", case_lifted}, {"partly", case_partly},
-                 {"left_alone", case_left_alone}};
+                 {"doubles", case_doubles}, {"left_alone", case_left_alone}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_onnx_lift CASE\n");
         return 2;
