@@ -77,6 +77,12 @@
  * explores, and its full tier wins. */
 #define STG_EXPLORE_FACTOR 8.0
 
+/* ... and only once STG_EXPLORE_RUNS quick runs were timed: one run of a
+ * tail of two small products, preempted on a loaded machine (a CI's
+ * parallel sanitizer tests), took longer than its plan and set off a full
+ * plan where none could pay. */
+#define STG_EXPLORE_RUNS 3
+
 /* Kept tails used once, at most: beyond, the least recently used of them
  * goes first, whatever the limits (stage.h). A decoder's past grows a token
  * a step, and no signature comes back: 256 kept tails of a 2-layer GPT-2
@@ -1037,7 +1043,7 @@ static bool stg_full_pays(const pl_stage *s, double runs)
     if (q->plans == 0 || q->runs == 0)
         return false;
     if (f->plans == 0 || f->runs == 0)
-        return q->run_ns >= q->plan_ns && f->plans == 0 &&
+        return q->run_ns >= q->plan_ns && f->plans == 0 && q->runs >= STG_EXPLORE_RUNS &&
                (q->plan_ns + runs * q->run_ns) * STG_EXPLORE_FACTOR >= (double)s->first_plan_ns;
     return f->plan_ns + runs * f->run_ns < q->plan_ns + runs * q->run_ns;
 }
