@@ -18,14 +18,13 @@ For every model NAME it writes into DIR (default build/mxnet_zoo), in make_zoo.p
 NAME.onnx, NAME.in.0.npy, NAME.ref.0.npy and DIR/manifest.json, read by run_zoo.py.
 """
 import argparse
-import collections
 import os
 import sys
 import tempfile
 
 import numpy as np
 
-from run_zoo import export_zoo, save_io  # bench/zoo/run_zoo.py
+from run_zoo import export_zoo, save_io, zoo_entry  # bench/zoo/run_zoo.py
 
 SEED = 4321
 ZOO = [  # name, Gluon model zoo name, input shape
@@ -63,10 +62,7 @@ def export(name, zoo_name, shape, outdir, tmp):
     mx.onnx.export_model(prefix + "-symbol.json", prefix + "-0000.params", [shape],
                          [np.float32], path)
     m = onnx.load(path)
-    entry = dict(name=name, arch="MXNet Gluon " + zoo_name, opset=max(o.version for o in m.opset_import),
-                 note="", fast=False, repro=False, exporter="mx.onnx %s" % mx.__version__,
-                 nodes=len(m.graph.node), ops=dict(collections.Counter(n.op_type for n in m.graph.node)),
-                 params=int(sum(int(np.prod(t.dims)) for t in m.graph.initializer)))
+    entry = zoo_entry(m, name, "MXNet Gluon " + zoo_name, "mx.onnx %s" % mx.__version__)
     return save_io(outdir, entry, [(m.graph.input[0].name, x.asnumpy())],
                    [(m.graph.output[0].name, y, {})])
 

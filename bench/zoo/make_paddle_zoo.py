@@ -27,7 +27,6 @@ from Paddle). An AveragePool with ceil_mode where ONNX Runtime 1.20 differs from
 from ONNX's reference is kept: the reference is right.
 """
 import argparse
-import collections
 import os
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import tempfile
 
 import numpy as np
 
-from run_zoo import export_zoo, rel_error, save_io  # bench/zoo/run_zoo.py
+from run_zoo import export_zoo, rel_error, save_io, zoo_entry  # bench/zoo/run_zoo.py
 
 SEED = 4321
 
@@ -188,12 +187,8 @@ def export(s, outdir, tmp):
             os.remove(path)
             raise RuntimeError("paddle2onnx converted it wrongly: ONNX's reference differs from "
                                "Paddle by %.2e (ONNX Runtime by %.2e)" % (ref_err, ort_err))
-    entry = dict(name=s["name"], arch=s["arch"], opset=17, note="", fast=False, repro=False,
-                 exporter="paddle2onnx %s, Paddle %s" % (paddle2onnx.__version__,
-                                                         paddle.__version__),
-                 nodes=len(m.graph.node), ops=dict(collections.Counter(n.op_type for n in m.graph.node)),
-                 params=int(sum(int(np.prod(t.dims)) for t in m.graph.initializer)),
-                 ort_err=ort_err)
+    entry = zoo_entry(m, s["name"], s["arch"], "paddle2onnx %s, Paddle %s"
+                      % (paddle2onnx.__version__, paddle.__version__), ort_err=ort_err)
     return save_io(outdir, entry, [(m.graph.input[0].name, x)], [(m.graph.output[0].name, y, {})])
 
 

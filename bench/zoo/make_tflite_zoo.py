@@ -31,7 +31,6 @@ large relative one. A float model ONNX Runtime differs on by over 2e-2 on an out
 size is not written.
 """
 import argparse
-import collections
 import glob
 import os
 import subprocess
@@ -44,7 +43,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np
 
-from run_zoo import export_zoo, rel_error, save_io  # bench/zoo/run_zoo.py
+from run_zoo import export_zoo, rel_error, save_io, zoo_entry  # bench/zoo/run_zoo.py
 
 SEED = 4321
 MEDIAPIPE = "mediapipe==0.10.14"
@@ -178,12 +177,9 @@ def export(name, blob, outdir, tmp, quantized):
     refs = [refs[k] for k in order]
     errs = [rel_error(g, y) for g, y in zip(got, refs)]
     ort_err = max(errs)
-    entry = dict(name=name, arch="TFLite via tf2onnx: " + name, opset=17, note="", fast=False,
-                 repro=False, exporter="tf2onnx %s (--tflite), TensorFlow %s" % (tf2onnx.__version__,
-                                                                                tf.__version__),
-                 nodes=len(m.graph.node), ops=dict(collections.Counter(n.op_type for n in m.graph.node)),
-                 params=int(sum(int(np.prod(t.dims)) for t in m.graph.initializer)),
-                 ort_err=ort_err)
+    entry = zoo_entry(m, name, "TFLite via tf2onnx: " + name,
+                      "tf2onnx %s (--tflite), TensorFlow %s" % (tf2onnx.__version__, tf.__version__),
+                      ort_err=ort_err)
     for e, y in zip(errs, refs):
         if not quantized and e > 2e-2 and float(np.abs(y.astype(np.float64)).max()) >= 1e-3:
             raise RuntimeError("ONNX Runtime differs from TFLite by %.2e: not a usable reference"

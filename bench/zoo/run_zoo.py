@@ -65,6 +65,21 @@ def rel_error(got, ref):
     return float(np.max(d)) / (scale if scale > 0 else 1.0)
 
 
+def zoo_entry(model, name, arch, exporter, **extra):
+    """A manifest entry for the ONNX MODEL as make_zoo.py writes them: NAME, ARCH, the EXPORTER,
+    the opset, node and op counts and parameters, and EXTRA keys (ort_err, say)."""
+    import collections
+    import numpy as np
+    g = model.graph
+    entry = dict(name=name, arch=arch, opset=max((o.version for o in model.opset_import
+                                                  if o.domain in ("", "ai.onnx")), default=0),
+                 note="", fast=False, repro=False, exporter=exporter, nodes=len(g.node),
+                 ops=dict(collections.Counter(n.op_type for n in g.node)),
+                 params=int(sum(int(np.prod(t.dims)) for t in g.initializer)))
+    entry.update(extra)
+    return entry
+
+
 def save_io(outdir, entry, inputs, outputs):
     """Writes a manifest ENTRY's arrays into OUTDIR as make_zoo.py names them and lists them in
     its "inputs" and "outputs": INPUTS (name, array) as NAME.in.K.npy, OUTPUTS (name, array,
