@@ -77,10 +77,11 @@
  * explores, and its full tier wins. */
 #define STG_EXPLORE_FACTOR 8.0
 
-/* ... and only once STG_EXPLORE_RUNS quick runs were timed: one run of a
- * tail of two small products, preempted on a loaded machine (a CI's
- * parallel sanitizer tests), took longer than its plan and set off a full
- * plan where none could pay. */
+/* ... and only once STG_EXPLORE_RUNS quick runs were timed, judged by the
+ * fastest plan and run (a preempted one only adds time): one run of a tail
+ * of two small products, preempted on a loaded machine (a CI's parallel
+ * sanitizer tests), took longer than its plan and set off a full plan
+ * where none could pay, and so did a tiny Reshape/MatMul tail's. */
 #define STG_EXPLORE_RUNS 3
 
 /* Kept tails used once, at most: beyond, the least recently used of them
@@ -185,6 +186,7 @@ struct pl_stage {
      * the first plan) and quick ([1]), with how many were timed. */
     struct stg_tier {
         double plan_ns, run_ns;
+        double plan_min_ns, run_min_ns; /* the fastest timed (STG_EXPLORE_RUNS) */
         uint64_t plans, runs;
         bool ran; /* a run of the tier was made, not timed */
     } tier[2];
@@ -1029,8 +1031,9 @@ static void stg_promote(pl_stage *s, stg_spec *spec, const pl_tensor *vals)
 }
 
 /* Adds a time of NS to the moving mean *MEAN of *COUNT times. */
-static void stg_tier_add(double *mean, uint64_t *count, uint64_t ns)
+static void stg_tier_add(double *mean, double *min, uint64_t *count, uint64_t ns)
 {
+    *min = *count == 0 || (double)ns < *min ? (double)ns : *min;
     *mean = *count == 0 ? (double)ns : *mean + STG_TIER_WEIGHT * ((double)ns - *mean);
     (*count)++;
 }
@@ -1043,8 +1046,9 @@ static bool stg_full_pays(const pl_stage *s, double runs)
     if (q->plans == 0 || q->runs == 0)
         return false;
     if (f->plans == 0 || f->runs == 0)
-        return q->run_ns >= q->plan_ns && f->plans == 0 && q->runs >= STG_EXPLORE_RUNS &&
-               (q->plan_ns + runs * q->run_ns) * STG_EXPLORE_FACTOR >= (double)s->first_plan_ns;
+        return q->run_min_ns >= q->plan_min_ns && f->plans == 0 && q->runs >= STG_EXPLORE_RUNS &&
+               (q->plan_min_ns + runs * q->run_min_ns) * STG_EXPLORE_FACTOR >=
+                   (double)s->first_plan_ns;
     return f->plan_ns + runs * f->run_ns < q->plan_ns + runs * q->run_ns;
 }
 
@@ -1118,7 +1122,7 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
     else if (st == NULL && !first) {
         struct stg_tier *tier = &s->tier[plan_runs > 0];
         s->full_warmed |= plan_runs == 0;
-        stg_tier_add(&tier->plan_ns, &tier->plans, took);
+        stg_tier_add(&tier->plan_ns, &tier->plan_min_ns, &tier->plans, took);
     }
     while (st == NULL && s->n_specs > 0) {
         size_t once = 0, lru_once = s->n_specs;
@@ -1306,7 +1310,7 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
          * and one such sample sent the next tails to full plans. */
         struct stg_tier *tier = &s->tier[spec->quick];
         if (tier->ran)
-            stg_tier_add(&tier->run_ns, &tier->runs, took);
+            stg_tier_add(&tier->run_ns, &tier->run_min_ns, &tier->runs, took);
         tier->ran = true;
     }
     pthread_mutex_unlock(&s->mu);
