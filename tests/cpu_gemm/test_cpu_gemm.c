@@ -312,14 +312,15 @@ static void tg_vector(void)
 }
 
 /* One row of A (M 1): B read in place whatever its size, row-major in
- * column blocks (past the block of 16384 columns and its tail) or
- * transposed as dot products (four rows at a time and the rest); K 0 to
- * past the steps of four and 16; every transpose, alpha, beta and
+ * column blocks (past the block of 16384 columns and its tail; rows eight,
+ * then four at a time, then the rest) or transposed as dot products (four
+ * rows at a time and the rest); K 0 to past the steps of four, eight and
+ * 16 (13: a step of each and one row); every transpose, alpha, beta and
  * epilogue, and blocks of columns as a kernel cuts them. */
 static void tg_row(void)
 {
     static const int64_t ns[] = {1, 3, 4, 5, 37, 16384, 16400, 33000};
-    static const int64_t ks[] = {0, 1, 3, 4, 7, 16, 33, 130};
+    static const int64_t ks[] = {0, 1, 13, 4, 7, 16, 33, 130};
     static const float alphas[] = {1.0f, -0.5f}, betas[] = {0.0f, 1.0f, -1.5f};
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 8; j++) {
