@@ -1566,6 +1566,49 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_staged_full_tail_reads_weights_in_place(self):
+        """A staged session's tail planned in full (its first signature)
+        shares the model file's constants as the session's own graph does:
+        onednn reads the one-row Gemm's big weights in place there too
+        (last_tail's read_in_place_bytes), where a full tail that did not
+        share them copied and flushed every weight it took (GPT-2 base's
+        explored full plans: 350 MB copied each). Results agree with numpy
+        for every length."""
+        from onnx import TensorProto as T, helper as h
+        rt, rng, _ = drop_setup(self, "tail_keep.ini", 13)
+        try:
+            w = rng.standard_normal((1000, 2048), dtype=np.float32) * 0.02
+            b = rng.standard_normal(1000, dtype=np.float32)
+            one = np.ones(1, np.int64)
+            path = onnx_model("tail_keep.onnx", lambda h, T: h.make_graph(
+                [h.make_node("ReduceSum", ["m", "axes"], ["s"], name="sum", keepdims=1),
+                 h.make_node("Mul", ["v", "s"], ["x"], name="scale"),
+                 h.make_node("Gemm", ["x", "w", "b"], ["a"], name="fc", transB=1),
+                 h.make_node("Relu", ["a"], ["y"], name="relu")],
+                "g", [h.make_tensor_value_info("m", T.FLOAT, [1, "L"]),
+                      h.make_tensor_value_info("v", T.FLOAT, [1, 2048])],
+                [h.make_tensor_value_info("y", T.FLOAT, [1, 1000])],
+                [h.make_tensor(n, T.FLOAT if a.dtype == np.float32 else T.INT64, a.shape,
+                               a.tobytes(), raw=True)
+                 for n, a in (("w", w), ("b", b), ("axes", one))]))
+            m = rt.load_model(path)
+            s = m.session(pins={"fc": "onednn", "relu": "onednn"})
+            v = rng.standard_normal((1, 2048), dtype=np.float32)
+            for L in (3, 5):
+                mm = rng.standard_normal((1, L), dtype=np.float32)
+                want = np.maximum((v * mm.sum()) @ w.T + b, 0)
+                np.testing.assert_allclose(s.run({"m": mm, "v": v})["y"], want, rtol=1e-4,
+                                           atol=1e-4)
+                if L == 3:  # the first signature: planned in full
+                    tail = s.describe()["staged"]["last_tail"]
+                    self.assertEqual([(g["backend"]) for g in tail["subgraphs"]], ["onednn"])
+                    self.assertEqual(tail["memory"]["file_constants"]["read_in_place_bytes"],
+                                     w.nbytes)
+            s.close()
+            m.close()
+        finally:
+            rt.close()
+
     def test_bound_model_reads_weights_once(self):
         """Binding an input's dims (which rewrites the graph again) leaves
         the model file's weights resident for the session made next: its
