@@ -476,10 +476,6 @@ const char *cpu_gemm_isa(void)
     return gemm_isa_get()->name;
 }
 
-/* Floats of the A block of the scratch (then B's): a multiple of 16, so
- * B's block stays 64-byte aligned. */
-/* The deepest slice of K a product of depth K packs: GEMM_KC, or K when
- * shallower (K 0 or less: not known, GEMM_KC). */
 /* The depth of K a block of the product takes (GEMM_KC; see there). */
 static int64_t gemm_kc(void)
 {
@@ -488,12 +484,16 @@ static int64_t gemm_kc(void)
     return kc > 0 ? kc : GEMM_KC;
 }
 
+/* The deepest slice of K a product of depth K packs: gemm_kc(), or K when
+ * shallower (K 0 or less: not known, gemm_kc()). */
 static int64_t gemm_kc_max(int64_t k)
 {
     int64_t kc = gemm_kc();
     return k > 0 && k < kc ? k : kc;
 }
 
+/* Floats of the A block of the scratch (then B's): a multiple of 16, so
+ * B's block stays 64-byte aligned. */
 static size_t gemm_scratch_a(int64_t m, int64_t k, bool a_packed)
 {
     int64_t mr = cpu_gemm_mr(), mc = m < GEMM_MC ? (m > 0 ? m : 0) : GEMM_MC;
