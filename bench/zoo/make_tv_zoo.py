@@ -122,6 +122,13 @@ def main():
         return
 
     def adjust(name, e):
+        # which of equal-scored detections a model keeps, and their order,
+        # is rounding (run_zoo.untied_rows): Faster R-CNN's random weights
+        # score all of its 100 boxes alike
+        names = [o["name"] for o in e["outputs"]]
+        for o in e["outputs"] if "scores" in names else []:
+            if o["name"] != "scores":
+                o["ranked_by"] = "scores"
         if name == "tv_maskrcnn":
             # masks are resampled at box corners that carry the backbone's
             # rounding: ONNX Runtime's own optimised graph is 2.3e-4 off its
