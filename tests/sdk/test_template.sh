@@ -6,13 +6,18 @@
 # and Mul of a model (plinth explain says so) with the same output as cpu,
 # refuses the Softmax with its reason, and takes its configure key from
 # backend.ini (an unknown key is refused naming the key and its line).
+# Then a module written in C++ (cxx_module.cpp) is built against sdk/ alone
+# with every SDK header, -std=c++11 -pedantic -Werror: it must export the
+# one unmangled entry point and run its Relu as cpu does (skipped, with a
+# note, where no C++ compiler is found).
 #
-# usage: test_template.sh PLINTH_BINARY STAGE_DIR SOURCE_DIR C_COMPILER
+# usage: test_template.sh PLINTH_BINARY STAGE_DIR SOURCE_DIR C_COMPILER [CXX_COMPILER]
 set -eu
 plinth=$1
 stage=$2
 src=$3
 cc=$4
+cxx=${5:-}
 unset PLINTH_CONFIG PLINTH_MODULE_PATH
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/plinth-tmpl-XXXXXX")
@@ -82,4 +87,28 @@ if "$plinth" --config "$tmp/backend.ini" modules --strict >"$tmp/bad.txt" 2>&1; 
 fi
 grep -q "template.*rejected: .*backend.ini:9: unknown key 'speed'" "$tmp/bad.txt" ||
     { cat "$tmp/bad.txt"; fail "the refusal does not name the file, line and key"; }
+# 4. A module in C++.
+[ -n "$cxx" ] || cxx=$(command -v c++ || command -v g++ || command -v clang++ || true)
+if [ -z "$cxx" ]; then
+    echo "template: no C++ compiler found; the C++ module is not checked"
+else
+    mkdir -p "$tmp/cxxmods"
+    "$cxx" -std=c++11 -Wall -Wextra -pedantic -Werror -fPIC -shared -fvisibility=hidden \
+        -I "$src/sdk/include" "$src/tests/sdk/cxx_module.cpp" \
+        -o "$tmp/cxxmods/libplinth_cxxmod.so" >"$tmp/cxx.txt" 2>&1 ||
+        { cat "$tmp/cxx.txt"; fail "the C++ module does not build against sdk/"; }
+    exported=$(nm -D --defined-only "$tmp/cxxmods/libplinth_cxxmod.so" | awk '{print $3}' | grep -v '^_' | tr '\n' ' ')
+    [ "$exported" = "pl_module_entry " ] || fail "the C++ module exports '$exported'"
+    printf '[runtime]\nmodules = %s, %s\nthreads = 2\ncache_dir =\n[placement]\norder = cxxmod, cpu\nchoose = first\n' \
+        "$stage" "$tmp/cxxmods" >"$tmp/backend.ini"
+    "$plinth" --config "$tmp/backend.ini" explain "$tmp/model.json" >"$tmp/cxx_explain.txt" 2>&1 ||
+        { cat "$tmp/cxx_explain.txt"; fail "explain with the C++ module"; }
+    grep -E "^ *relu .*cxxmod" "$tmp/cxx_explain.txt" >/dev/null ||
+        { cat "$tmp/cxx_explain.txt"; fail "relu is not on the C++ module"; }
+    grep -q "cxxmod: Add: op not supported" "$tmp/cxx_explain.txt" ||
+        { cat "$tmp/cxx_explain.txt"; fail "no refusal reason from the C++ module"; }
+    "$plinth" --config "$tmp/backend.ini" run "$tmp/model.json" --output-dir "$tmp/x" >"$tmp/run3.txt" 2>&1 ||
+        { cat "$tmp/run3.txt"; fail "run on the C++ module"; }
+    cmp -s "$tmp/x/y.npy" "$tmp/c/y.npy" || fail "the C++ module's and cpu's outputs differ"
+fi
 echo "template: passed"

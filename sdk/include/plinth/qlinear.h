@@ -20,6 +20,11 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct pl_qlinear {
     bool mul, is_signed;
@@ -33,8 +38,17 @@ typedef struct pl_qlinear {
 static inline pl_qlinear pl_qlinear_make(bool mul, bool is_signed, float sa, int32_t za, float sb,
                                          int32_t zb, float sc, int32_t zc)
 {
-    pl_qlinear p = {.mul = mul, .is_signed = is_signed, .za = za, .zb = zb, .zc = (float)zc,
-                    .lo = is_signed ? -128.0f : 0.0f, .hi = is_signed ? 127.0f : 255.0f};
+    /* (members set one by one: C++ before C++20 has no designated
+     * initializers, and a vendor's module may be C++) */
+    pl_qlinear p;
+    memset(&p, 0, sizeof p);
+    p.mul = mul;
+    p.is_signed = is_signed;
+    p.za = za;
+    p.zb = zb;
+    p.zc = (float)zc;
+    p.lo = is_signed ? -128.0f : 0.0f;
+    p.hi = is_signed ? 127.0f : 255.0f;
     if (mul) {
         p.ratio = sa * sb / sc;
     } else {
@@ -61,5 +75,9 @@ static inline float pl_qlinear_value(const pl_qlinear *p, int32_t a, int32_t b)
                      : fmaf((float)a, p->ra, fmaf((float)b, p->rb, p->fixed));
     return pl_qlinear_round_sat(t, p->lo, p->hi);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

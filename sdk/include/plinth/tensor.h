@@ -56,28 +56,35 @@ typedef struct pl_dtype {
     uint16_t lanes;
 } pl_dtype;
 
-/* The nine dtypes of ABI 1.0 (C99 compound literals; C++ callers spell
- * pl_dtype{PL_TYPE_FLOAT, 32, 1}). */
-#define PL_DTYPE_F32 ((pl_dtype){PL_TYPE_FLOAT, 32, 1})
-#define PL_DTYPE_F64 ((pl_dtype){PL_TYPE_FLOAT, 64, 1})
-#define PL_DTYPE_F16 ((pl_dtype){PL_TYPE_FLOAT, 16, 1})
-#define PL_DTYPE_BF16 ((pl_dtype){PL_TYPE_BFLOAT, 16, 1})
-#define PL_DTYPE_U8 ((pl_dtype){PL_TYPE_UINT, 8, 1})
-#define PL_DTYPE_I8 ((pl_dtype){PL_TYPE_INT, 8, 1})
-#define PL_DTYPE_I32 ((pl_dtype){PL_TYPE_INT, 32, 1})
-#define PL_DTYPE_I64 ((pl_dtype){PL_TYPE_INT, 64, 1})
-#define PL_DTYPE_BOOL ((pl_dtype){PL_TYPE_BOOL, 8, 1})
+/* A dtype value: a C99 compound literal, or in C++ (a vendor's module
+ * may be C++; compound literals are not C++) the aggregate's braces. */
+#ifdef __cplusplus
+#define PL_DTYPE_OF(code, bits) (pl_dtype{(code), (bits), 1})
+#else
+#define PL_DTYPE_OF(code, bits) ((pl_dtype){(code), (bits), 1})
+#endif
+
+/* The nine dtypes of ABI 1.0. */
+#define PL_DTYPE_F32 PL_DTYPE_OF(PL_TYPE_FLOAT, 32)
+#define PL_DTYPE_F64 PL_DTYPE_OF(PL_TYPE_FLOAT, 64)
+#define PL_DTYPE_F16 PL_DTYPE_OF(PL_TYPE_FLOAT, 16)
+#define PL_DTYPE_BF16 PL_DTYPE_OF(PL_TYPE_BFLOAT, 16)
+#define PL_DTYPE_U8 PL_DTYPE_OF(PL_TYPE_UINT, 8)
+#define PL_DTYPE_I8 PL_DTYPE_OF(PL_TYPE_INT, 8)
+#define PL_DTYPE_I32 PL_DTYPE_OF(PL_TYPE_INT, 32)
+#define PL_DTYPE_I64 PL_DTYPE_OF(PL_TYPE_INT, 64)
+#define PL_DTYPE_BOOL PL_DTYPE_OF(PL_TYPE_BOOL, 8)
 /* ... and the four integer dtypes of ABI 1.11 (16-bit quantized models,
  * ONNX's integer arithmetic tests). The core offers a node with one of
  * them only to a module built against ABI 1.11 or later, whose
  * pl_dtype_size knows them; such a module refuses what it cannot do. */
-#define PL_DTYPE_I16 ((pl_dtype){PL_TYPE_INT, 16, 1})
-#define PL_DTYPE_U16 ((pl_dtype){PL_TYPE_UINT, 16, 1})
-#define PL_DTYPE_U32 ((pl_dtype){PL_TYPE_UINT, 32, 1})
-#define PL_DTYPE_U64 ((pl_dtype){PL_TYPE_UINT, 64, 1})
+#define PL_DTYPE_I16 PL_DTYPE_OF(PL_TYPE_INT, 16)
+#define PL_DTYPE_U16 PL_DTYPE_OF(PL_TYPE_UINT, 16)
+#define PL_DTYPE_U32 PL_DTYPE_OF(PL_TYPE_UINT, 32)
+#define PL_DTYPE_U64 PL_DTYPE_OF(PL_TYPE_UINT, 64)
 /* ... and strings, ABI 1.13: elements are `const char *` (see
  * PL_TYPE_STRING). */
-#define PL_DTYPE_STRING ((pl_dtype){PL_TYPE_STRING, 8 * sizeof(const char *), 1})
+#define PL_DTYPE_STRING PL_DTYPE_OF(PL_TYPE_STRING, 8 * sizeof(const char *))
 
 /* True when two dtypes are the same. */
 #define PL_DTYPE_EQ(a, b) \
