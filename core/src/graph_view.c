@@ -26,6 +26,7 @@ struct pl_graph_view {
     size_t n_outputs;
     size_t constant_bytes; /* of the constants the nodes read, once each */
     bool exported;         /* the core exports what compile makes of it */
+    bool repeated;         /* views of the same constants compile again */
     pthread_mutex_t json_mu;
     char *json;
 };
@@ -392,6 +393,14 @@ static int pl_view_tensor_constant_keep(const pl_graph_view *v, int64_t t)
 
 static int pl_view_compile_exported(const pl_graph_view *v) { return v != NULL && v->exported; }
 
+static int pl_view_compile_repeated(const pl_graph_view *v) { return v != NULL && v->repeated; }
+
+void pl_graph_view_set_repeated(pl_graph_view *view, bool repeated)
+{
+    if (view != NULL)
+        view->repeated = repeated;
+}
+
 void pl_graph_view_set_exported(pl_graph_view *view, bool exported)
 {
     if (view != NULL)
@@ -478,4 +487,5 @@ const pl_graph_api pl_graph_view_table = {
     .constant_bytes = pl_view_constant_bytes,
     .tensor_constant_keep = pl_view_tensor_constant_keep,
     .compile_exported = pl_view_compile_exported,
+    .compile_repeated = pl_view_compile_repeated,
 };

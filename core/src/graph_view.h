@@ -24,6 +24,11 @@ const pl_graph *pl_graph_view_graph(const pl_graph_view *view);
  * compiled outside a session's program may be exported by its caller). */
 void pl_graph_view_set_exported(pl_graph_view *view, bool exported);
 
+/* Whether views of the same constants will compile again (a staged
+ * session's tails, model.h's repeated): pl_graph_api.compile_repeated's
+ * answer, false until set. */
+void pl_graph_view_set_repeated(pl_graph_view *view, bool repeated);
+
 /* The core's implementation of the SDK's graph view table. */
 extern const pl_graph_api pl_graph_view_table;
 

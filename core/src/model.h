@@ -44,6 +44,11 @@ struct pl_model {
      * body, a staged session's prefix or tail): [placement] pins name the
      * model's nodes, and those this graph lacks are skipped here. */
     bool part;
+    /* Sessions of other graphs of the same constants follow (a staged
+     * session's tails, one per input signature): its views say so to the
+     * modules (pl_graph_api.compile_repeated), which may then share
+     * laid-out weights from the first compile on. */
+    bool repeated;
     /* How many runs a session of this model is expected to serve, 0 for
      * many: a staged session's tail planned for a signature that seldom
      * repeats (stage.c), whose partition then weighs what compiling costs

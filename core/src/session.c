@@ -18,6 +18,7 @@
 #include "array.h"
 #include "control.h"
 #include "filedata.h"
+#include "graph_view.h"
 #include "hostbuf.h"
 #include "model.h"
 #include "partition.h"
@@ -523,6 +524,8 @@ static pl_status *pl_sess_compile(pl_session *s)
         PL_RETURN_IF_ERROR(
             pl_program_lower(s->rt, s->g, s->part, s->io_module, s->io_device, &s->program));
         PL_RETURN_IF_ERROR(pl_sess_constant_use(s));
+        for (size_t i = 0; i < s->program->n_steps; i++)
+            pl_graph_view_set_repeated(s->program->steps[i].view, s->model->repeated);
         pl_filedata_set_compiling(s->model->filedata, s->g, s->droppable, s->kept);
         long failed = -1;
         pl_status *st = pl_program_compile(s->program, &s->warnings, &failed);
@@ -673,6 +676,8 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
         st = pl_sess_io(s);
     if (st == NULL)
         st = pl_graph_view_create(s->g, NULL, 0, &s->view);
+    if (st == NULL)
+        pl_graph_view_set_repeated(s->view, model->repeated);
     if (st == NULL)
         st = pl_sess_partition(s);
     if (st == NULL)

@@ -439,7 +439,7 @@ static pl_status *stg_graph(const pl_stage *s, const bool *keep, const pl_tid *i
  * them had onednn copy and flush every weight it took: GPT-2 base's
  * explored full plan 216 ms, 350 MB copied; sharing, 79 ms. */
 static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, double plan_runs,
-                              bool skip, pl_session **out)
+                              bool skip, bool tail, pl_session **out)
 {
     pl_model *m = NULL;
     PL_RETURN_IF_ERROR(pl_model_of_graph(s->model->runtime, g, pl_strdupf("%s", s->model->path),
@@ -452,6 +452,7 @@ static pl_status *stg_session(pl_stage *s, pl_graph *g, bool optimize, double pl
     }
     pl_status *st = optimize ? pl_model_optimize(m) : NULL;
     m->filedata = s->model->filedata;
+    m->repeated = tail; /* (a tail a signature: modules share from the first) */
     if (st == NULL)
         st = pl_session_create(m, &s->opts, out);
     pl_model_release(m);
@@ -671,7 +672,7 @@ static pl_status *stg_build(pl_stage *s, const pl_session_options *options)
         s->left = true;
     }
     if (st == NULL && n_pre > 0) {
-        st = stg_session(s, pg, false, s->model->plan_runs, false, &s->prefix);
+        st = stg_session(s, pg, false, s->model->plan_runs, false, false, &s->prefix);
         pg = NULL;
     }
     if (st == NULL && (tail_in = pl_calloc(s->n_front ? s->n_front : 1, sizeof *tail_in)) == NULL)
@@ -983,7 +984,7 @@ static pl_status *stg_plan(pl_stage *s, const pl_tensor *vals, double plan_runs,
     bool skip = plan_runs > 0 && s->n_skip > 0 && s->skip_left > 0 &&
                 plan_runs <= 2 * s->skip_runs && elems <= 1.25 * s->skip_elems;
     if (st == NULL) { /* (a quick plan is not rewritten: STG_MANY_RUNS) */
-        st = stg_session(s, copy, plan_runs == 0 || s->tail_bodies, plan_runs, skip, &sess);
+        st = stg_session(s, copy, plan_runs == 0 || s->tail_bodies, plan_runs, skip, true, &sess);
         copy = NULL;
     }
     pl_graph_destroy(copy);

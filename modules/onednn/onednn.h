@@ -5,6 +5,7 @@
 #define PLINTH_ONEDNN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -65,6 +66,7 @@ struct onednn_share {
     struct {
         const void *data;
         size_t bytes;
+        int denormals; /* the verdict where the view compiles again (ABI 1.16), else -1 */
     } scan_at[ONEDNN_SHARE_SEEN]; /* addresses scanned for denormals (a ring) */
     size_t n_scan_at, next_scan_at;
 };
@@ -88,24 +90,43 @@ struct pl_module_ctx {
     struct onednn_share share;
 };
 
+/* A compiled subgraph's weight block (one mapping, onednn_subgraph.c's
+ * odnn_block_reserve) that shared copies laid out in it keep mapped: the
+ * last of the subgraph and those copies to let go unmaps it. */
+struct onednn_block {
+    void *base;
+    size_t len;
+    atomic_size_t refs;
+};
+/* Takes one hold of B (NULL: nothing). */
+void onednn_block_ref(struct onednn_block *b);
+/* Lets go of one hold of B (NULL: nothing): the last unmaps it. */
+void onednn_block_unref(pl_module_ctx *ctx, struct onednn_block *b);
+
 void onednn_share_init(struct onednn_share *s);
 void onednn_share_destroy(pl_module_ctx *ctx);
 /* The shared copy of the weight laid out as MD from source bytes DATA in
  * layout SRC_MD (a constant node NODE of VIEW reads, or bytes of the
  * build's own), held (release it with onednn_share_release), or NULL.
  * With NULL, *OUT_WANT says the weight should become shared (its address
- * came back, no copy exists yet): the caller lays it out into memory of its
- * own from host_alloc and hands it to onednn_share_add with *OUT_DIGEST. */
+ * came back, no copy exists yet; 1), or become shared keyed by DATA's
+ * address (2: VIEW compiles again, ABI 1.16's compile_repeated, and the
+ * core keeps the constant there, tensor_constant_keep; *OUT_DIGEST then
+ * holds the address): the caller lays it out into memory of its own from
+ * host_alloc and hands it to onednn_share_add with *OUT_WANT and
+ * *OUT_DIGEST. */
 struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_graph_view *view,
                                                int64_t node, const void *data,
                                                const dnnl_memory_desc_t *src_md,
                                                const dnnl_memory_desc_t *md, int *out_want,
                                                uint64_t *out_digest);
-/* Makes DATA (host_alloc; taken) the shared copy, held once; NULL when out
- * of memory (DATA is then still the caller's). */
-struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, uint64_t digest,
+/* Makes DATA (host_alloc; taken; or, with BLOCK, bytes in that block,
+ * which the copy then holds) the shared copy, held once; NULL when out of
+ * memory (DATA is then still the caller's). */
+struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, int want, uint64_t digest,
                                               const dnnl_memory_desc_t *src_md,
-                                              const dnnl_memory_desc_t *md, void *data);
+                                              const dnnl_memory_desc_t *md, void *data,
+                                              struct onednn_block *block);
 void *onednn_share_data(const struct onednn_shared_weight *w);
 /* Lets go of W (NULL: nothing); the last hold frees the copy. */
 void onednn_share_release(pl_module_ctx *ctx, struct onednn_shared_weight *w);
@@ -115,6 +136,14 @@ size_t onednn_share_count(pl_module_ctx *ctx);
  * denormal float, as an earlier scan found (1 or 0), or -1 when none
  * scanned it; and recording a scan. */
 int onednn_share_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes);
+/* Where a view's constants compile again (ABI 1.16's compile_repeated): the
+ * verdict of an earlier scan of the BYTES at DATA for denormals (1 or 0),
+ * or -1; and noting one. By address, no digest: a verdict gone stale (the
+ * address reused by other bytes) only misjudges speed, since a weight read
+ * in place with its denormals computes the same values, more slowly. */
+int onednn_share_denormals_at(pl_module_ctx *ctx, const void *data, size_t bytes);
+void onednn_share_note_denormals_at(pl_module_ctx *ctx, const void *data, size_t bytes,
+                                    int denormals);
 /* Whether BYTES at DATA were scanned for denormals before (1), else records
  * them (0): a constant is looked up by digest only when its address comes
  * back, as weights are shared (the digest is a pass over the bytes as long

@@ -3847,6 +3847,9 @@ struct pl_compiled {
     size_t scratch_off;
     void *weight_block;       /* weights' bytes, one huge-page mapping (odnn_block_reserve) */
     size_t weight_block_len;  /* mapped */
+    /* The block's holds, once a shared copy lies in it (odnn_block_hold):
+     * the copy keeps it mapped past this subgraph. */
+    struct onednn_block *block_ref;
     _Atomic size_t weight_block_used;
     /* The thread that faults the block's pages in ahead of the weights
      * (odnn_block_prefault) while this one compiles. */
@@ -4052,7 +4055,7 @@ struct odnn_build {
         int weight;
         int64_t node, tensor;
         int want_share;  /* becomes the shared copy once laid out (onednn_share.c) */
-        uint64_t digest; /* of the source bytes, with want_share */
+        uint64_t digest; /* of the source bytes, with want_share (2: its address) */
     } *pending;
     int n_pending, cap_pending;
     size_t pending_bytes;
@@ -4714,14 +4717,33 @@ static struct odnn_weight *odnn_weight_slot(struct odnn_build *b, const dnnl_mem
     return w;
 }
 
-/* W, laid out in memory of its own (WANT: onednn_share_find asked for it),
- * becomes the shared copy; it stays W's own when that fails. */
-static void odnn_weight_make_shared(pl_module_ctx *ctx, struct odnn_weight *w, int want,
-                                    uint64_t digest, const dnnl_memory_desc_t *src_md)
+/* C's weight block as something shared copies can hold (made on first
+ * use, holding it once for C), or NULL. */
+static struct onednn_block *odnn_block_hold(pl_module_ctx *ctx, pl_compiled *c)
 {
-    if (!want || w->in_block || w->borrowed)
+    if (c->block_ref == NULL && c->weight_block != NULL) {
+        c->block_ref = onednn_host->host_alloc(ctx->host_ctx, sizeof *c->block_ref, 0);
+        if (c->block_ref != NULL) {
+            c->block_ref->base = c->weight_block;
+            c->block_ref->len = c->weight_block_len;
+            atomic_init(&c->block_ref->refs, 1);
+        }
+    }
+    return c->block_ref;
+}
+
+/* W, laid out in memory of its own, or in C's block when shared by
+ * address (WANT: onednn_share_find asked for it, 2 by address), becomes
+ * the shared copy; it stays W's own when that fails. */
+static void odnn_weight_make_shared(pl_module_ctx *ctx, pl_compiled *c, struct odnn_weight *w,
+                                    int want, uint64_t digest, const dnnl_memory_desc_t *src_md)
+{
+    if (!want || w->borrowed || (w->in_block && want != 2))
         return;
-    w->shared = onednn_share_add(ctx, digest, src_md, &w->md, w->data);
+    struct onednn_block *block = w->in_block ? odnn_block_hold(ctx, c) : NULL;
+    if (w->in_block && block == NULL)
+        return;
+    w->shared = onednn_share_add(ctx, want, digest, src_md, &w->md, w->data, block);
     if (w->shared != NULL)
         w->borrowed = 3;
 }
@@ -4780,7 +4802,9 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
                              "weight memory", b->v, node);
         }
     }
-    if (w->data == NULL && !want_share)
+    /* (a copy shared by address may lie in the block, which it then holds:
+     * the block's pages are faulted in ahead, odnn_prefault_main) */
+    if (w->data == NULL && (!want_share || want_share == 2))
         w->data = odnn_block_take(c, w->bytes > 0 ? w->bytes : 1);
     w->in_block = w->data != NULL && !w->borrowed;
     if (w->data == NULL)
@@ -4801,7 +4825,7 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
         if (data != NULL) {
             memcpy(w->data, data, w->bytes);
             odnn_flush_denormals(w);
-            odnn_weight_make_shared(b->ctx, w, want_share, digest, src_md);
+            odnn_weight_make_shared(b->ctx, c, w, want_share, digest, src_md);
         }
         return NULL;
     }
@@ -4836,7 +4860,7 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     omp_set_num_threads(threads);
     if (ds == dnnl_success) {
         odnn_flush_denormals(w);
-        odnn_weight_make_shared(b->ctx, w, want_share, digest, src_md);
+        odnn_weight_make_shared(b->ctx, c, w, want_share, digest, src_md);
     }
     return odnn_dnnl(ds, "weight reorder", b->v, node);
 }
@@ -4867,6 +4891,17 @@ static int odnn_has_denormals(const uint32_t *u, size_t n)
 static int odnn_weight_denormals(struct odnn_build *b, int64_t t, const void *data, size_t bytes)
 {
     const pl_graph_api *g = onednn_host->graph;
+    /* a view whose constants compile again (a staged session's tails, ABI
+     * 1.16): by address, from the first scan on, without a digest (GPT-2
+     * base's second prompt length hashed its 350 MB read in place) */
+    if (PL_ABI_HAS_FN(pl_graph_api, g, compile_repeated) && g->compile_repeated(b->v)) {
+        int seen = onednn_share_denormals_at(b->ctx, data, bytes);
+        if (seen >= 0)
+            return seen;
+        int found = odnn_has_denormals(data, bytes / 4);
+        onednn_share_note_denormals_at(b->ctx, data, bytes, found);
+        return found;
+    }
     uint64_t digest = 0;
     size_t have = 0;
     /* by digest only when the address comes back: on first sight the
@@ -13291,6 +13326,8 @@ static void odnn_block_trim(pl_compiled *c)
     if (keep < c->weight_block_len) {
         munmap((char *)c->weight_block + keep, c->weight_block_len - keep);
         c->weight_block_len = keep;
+        if (c->block_ref != NULL)
+            c->block_ref->len = keep;
     }
 }
 
@@ -13451,7 +13488,9 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
         onednn_share_release(ctx, c->weights[i].shared);
     }
     odnn_block_prefault_stop(c);
-    if (c->weight_block != NULL)
+    if (c->block_ref != NULL)
+        onednn_block_unref(ctx, c->block_ref); /* (shared copies in it may hold it) */
+    else if (c->weight_block != NULL)
         munmap(c->weight_block, c->weight_block_len);
     if (c->stream)
         dnnl_stream_destroy(c->stream);
@@ -13615,7 +13654,7 @@ static pl_status *odnn_pending_flush(struct odnn_build *b)
         for (int i = 0; i < b->n_pending && st == NULL; i++)
             st = odnn_dnnl(status[i], "weight reorder", b->v, b->pending[i].node);
         for (int i = 0; i < b->n_pending && st == NULL; i++)
-            odnn_weight_make_shared(b->ctx, &b->c->weights[b->pending[i].weight],
+            odnn_weight_make_shared(b->ctx, b->c, &b->c->weights[b->pending[i].weight],
                                     b->pending[i].want_share, b->pending[i].digest,
                                     &b->pending[i].src_md);
         odnn_free(b->ctx, status);

@@ -634,6 +634,12 @@ class OnnxTest(unittest.TestCase):
                 feeds = {"x": rng.standard_normal((n, 256)).astype(np.float32),
                          "img": rng.standard_normal((1, 64, hw, hw + 2)).astype(np.float32)}
                 out, want = s.run(feeds), ref.run(feeds)
+                if n == 3 and hw == 6 and int(on.configure()["shared_weights"]) < 4:
+                    # the core says a tail's constants compile again (ABI
+                    # 1.16's compile_repeated): the first tail already
+                    # shares its laid-out weights, keyed by address
+                    self.fail("the first tail shares %s weights, not 4"
+                              % on.configure()["shared_weights"])
                 x = feeds["x"]
                 np.testing.assert_allclose(out["y"], (x @ w1) @ w2.T, rtol=1e-4, atol=1e-3)
                 np.testing.assert_allclose(out["z"], x @ w3, rtol=1e-4, atol=1e-4)

@@ -58,9 +58,11 @@ extern "C" {
  *        text of a run's string ids, for the kernels of the ops that
  *        compute on text;
  *   1.15 pl_graph_api.compile_exported (whether the core will export what
- *        compile makes of a view: a compile may skip hashing it when not). */
+ *        compile makes of a view: a compile may skip hashing it when not);
+ *   1.16 pl_graph_api.compile_repeated (whether the core will compile views
+ *        of the same constants again: a staged session's tails). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 15
+#define PL_ABI_MINOR 16
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

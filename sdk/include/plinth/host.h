@@ -303,6 +303,19 @@ typedef struct pl_graph_api {
      * 340 MB of weights took a quarter of its session creation. Without
      * this function, assume 1. */
     int (*compile_exported)(const pl_graph_view *view);
+
+    /* ---- appended in ABI 1.16 (check with PL_ABI_HAS_FN) --------------- */
+
+    /* 1 when the core will compile other views of the same constants again
+     * (a staged session's tails: one plan per input signature), 0 when it
+     * has no reason to think so. A module that lays out constant weights
+     * and shares such copies between compiles may then share from the
+     * first compile on: keyed by the constant's address and layout where
+     * tensor_constant_keep promised the bytes stay there (every holder of
+     * the copy keeps its constant at that address, so a later compile
+     * that finds the address finds the same bytes: no digest needed).
+     * Without this function, assume 0. */
+    int (*compile_repeated)(const pl_graph_view *view);
 } pl_graph_api;
 
 /* ---- custom operators ---------------------------------------------------
