@@ -19,6 +19,7 @@
  * (2026-11-30). The factors are the geometric means, the spread around
  * them is 2-3x each way; rerun the tool after a kernel gets faster. */
 #include "cpu_kernel.h"
+#include "gemm.h"
 #include "rnn.h"
 
 #include <plinth/cost.h>
@@ -384,17 +385,73 @@ static int cpu_cost_gemv(pl_module_ctx *ctx, const pl_graph_api *g, const pl_gra
  * (perf, 149 steps). pl_cost.prepare_us. */
 #define CPU_COST_MAKE_US 0.5
 
+/* Packing a constant B for a product of more than one row (matmul.c's
+ * cpu_gemm_alloc), in bytes of B a microsecond, below and from
+ * CPU_COST_PACK_BIG bytes: cpu_gemm_pack_b into fresh memory, as a
+ * kernel's first packing writes, took 74 us for 256 x 256 (3.5 GB/s),
+ * 0.76 ms for 768 x 768, 2.7-4.4 ms for GPT-2 base's 768 x 3072 and back,
+ * 81 ms for its 768 x 50257 (1.7-3.5 GB/s, 1.9 past the caches; 8-16 in
+ * warm memory); all 497 MB of it took 349 ms when a staged tail first put
+ * a prompt's products on cpu. */
+#define CPU_COST_PACK_BYTES_PER_US 3500.0
+#define CPU_COST_PACK_BIG_BYTES_PER_US 2000.0
+#define CPU_COST_PACK_BIG ((size_t)4 << 20)
+
+/* The one-off packing of node N's constant B, in microseconds: 0 when the
+ * kernel reads B in place (one row: cpu_gemm_m1_in_place) or a packed copy
+ * of it is shared already (packshare.c, by the address its first maker
+ * read), or the node is no such product. Part of pl_cost.prepare_us, which
+ * placement weighs only for plans that serve few runs: a staged GPT-2
+ * base's prompt at a second length put its products on cpu beside
+ * onednn's copies of the weights, laid out already, and packed them all
+ * again (324 ms for a step that then ran in 36). */
+static double cpu_cost_pack_us(pl_module_ctx *ctx, const pl_graph_api *g, const pl_graph_view *v,
+                               size_t n)
+{
+    const char *op = g->node_op(v, n);
+    bool gemm = strcmp(op, "Gemm") == 0;
+    if ((!gemm && strcmp(op, "MatMul") != 0) || ctx->blas_pool || g->node_input_count(v, n) < 2)
+        return 0;
+    int64_t y[8], w[8];
+    int32_t r = pl_cost_dims(g, v, g->node_output(v, n, 0), y);
+    int64_t b = g->node_input(v, n, 1);
+    const void *data = NULL;
+    size_t size = 0;
+    pl_dtype dt;
+    int32_t nd;
+    const int64_t *dims;
+    if (r < 1 || pl_cost_dims(g, v, b, w) != 2 || !g->tensor_type(v, b, &dt, &nd, &dims) ||
+        !PL_DTYPE_EQ(dt, PL_DTYPE_F32) || !g->tensor_constant(v, b, &data, &size))
+        return 0;
+    double rows = 1;
+    for (int32_t d = 0; d + 1 < r; d++)
+        rows *= (double)y[d];
+    int64_t trans_b = 0;
+    if (gemm && !g->attr_int(v, n, "transB", &trans_b))
+        trans_b = 0;
+    int64_t kk = trans_b ? w[1] : w[0], cols = trans_b ? w[0] : w[1];
+    if (rows <= 1 || kk <= 0 || cols <= 1)
+        return 0;
+    size_t packed = cpu_gemm_packed_b_floats(kk, cols) * sizeof(float);
+    const int64_t params[] = {CPU_SHARE_GEMM_B, kk, cols, trans_b != 0};
+    if (cpu_share_has(ctx, data, size, params, 4, packed))
+        return 0;
+    return (double)size / (size < CPU_COST_PACK_BIG ? CPU_COST_PACK_BYTES_PER_US
+                                                    : CPU_COST_PACK_BIG_BYTES_PER_US);
+}
+
 int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
                       const size_t *nodes, size_t n_nodes, pl_cost *out)
 {
     (void)device;
     const pl_graph_api *g = cpu_host->graph;
     size_t n_all = g->node_count(v);
-    double compute = 0, launch = 0;
+    double compute = 0, launch = 0, pack = 0;
     int resident = pl_cost_weights_resident(g, v);
     for (size_t i = 0; i < n_nodes; i++) {
         if (nodes[i] >= n_all)
             continue;
+        pack += cpu_cost_pack_us(ctx, g, v, nodes[i]);
         double f = cpu_cost_factor(ctx, g, v, nodes[i]);
         /* the core spreads compute over its threads: scaled as the
          * default's whole was */
@@ -416,6 +473,6 @@ int cpu_estimate_cost(pl_module_ctx *ctx, int device, const pl_graph_view *v,
     out->launch_us = launch;
     out->boundary_us = 0;
     if (PL_ABI_HAS_FIELD(pl_cost, out, prepare_us))
-        out->prepare_us = (double)n_nodes * CPU_COST_MAKE_US;
+        out->prepare_us = (double)n_nodes * CPU_COST_MAKE_US + pack;
     return 1;
 }

@@ -145,6 +145,12 @@ typedef void (*cpu_share_fill)(void *arg, void *out);
 void *cpu_share_derived(pl_module_ctx *ctx, const pl_node_desc *node, const size_t *inputs,
                         size_t n_inputs, const int64_t *params, size_t n_params, size_t bytes,
                         cpu_share_fill fill, void *fill_arg, cpu_shared_pack **out_ref);
+/* Whether a shared copy derived by PARAMS (BYTES of it) from the one
+ * constant at SRC (SRC_BYTES) is alive, found by the address its first
+ * maker read (an estimate's question, cost.c: no digest is taken; a false
+ * answer only prices a packing that may not happen). */
+bool cpu_share_has(pl_module_ctx *ctx, const void *src, size_t src_bytes, const int64_t *params,
+                   size_t n_params, size_t bytes);
 /* Lets go of REF (NULL: nothing); the last hold frees the packed copy. */
 void cpu_pack_unshare(pl_module_ctx *ctx, cpu_shared_pack *ref);
 /* Shared copies alive (tests). */

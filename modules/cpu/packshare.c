@@ -175,6 +175,24 @@ void *cpu_share_derived(pl_module_ctx *ctx, const pl_node_desc *node, const size
     return data;
 }
 
+bool cpu_share_has(pl_module_ctx *ctx, const void *src, size_t src_bytes, const int64_t *params,
+                   size_t n_params, size_t bytes)
+{
+    cpu_pack_registry *r = ctx->packs;
+    if (r == NULL || src == NULL || n_params > CPU_SHARE_MAX_PARAMS)
+        return false;
+    ps_key key = {.n_src = 1, .n_params = n_params, .bytes = bytes};
+    key.src[0] = src;
+    key.src_bytes[0] = src_bytes;
+    memcpy(key.params, params, n_params * sizeof *params);
+    pthread_mutex_lock(&r->mu);
+    struct cpu_shared_pack *p = r->head;
+    while (p != NULL && !ps_same(&p->key, &key, true))
+        p = p->next;
+    pthread_mutex_unlock(&r->mu);
+    return p != NULL;
+}
+
 void cpu_pack_unshare(pl_module_ctx *ctx, cpu_shared_pack *ref)
 {
     cpu_pack_registry *r = ctx->packs;

@@ -1615,6 +1615,41 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_quick_tail_prices_cpu_packing(self):
+        """A quick tail (a staged session's plan for few runs) weighs what
+        making its kernels costs once (pl_cost.prepare_us): the cpu module's
+        estimate of a product of more than one row counts packing its
+        constant B into fresh memory (cpu/cost.c, about 2 GB/s of B past 4
+        MB) unless a packed copy is shared already. A staged GPT-2 base's
+        prompt at a second length had put its products on cpu beside
+        onednn's laid-out weights, and packed all 497 MB (324 ms for a
+        36 ms step). Here a [N, 768] x [768, 3072] product's second tail:
+        cpu's alternative to onednn's subgraph prices the 9.4 MB packing
+        over the runs the plan serves."""
+        from onnx import TensorProto as T, helper as h
+        rt, rng, _ = drop_setup(self, "pack_price.ini", 14)
+        try:
+            w = rng.standard_normal((768, 3072), dtype=np.float32) * 0.02
+            path = onnx_model("pack_price.onnx", lambda h, T: h.make_graph(
+                [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, ["N", 768])],
+                [h.make_tensor_value_info("y", T.FLOAT, ["N", 3072])],
+                [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)]))
+            m = rt.load_model(path)
+            s = m.session()
+            for n in (32, 33):
+                x = rng.standard_normal((n, 768), dtype=np.float32)
+                np.testing.assert_allclose(s.run({"x": x})["y"], x @ w, rtol=1e-4, atol=1e-3)
+            est = s.describe()["staged"]["last_tail"]["subgraphs"][0]["estimate"]
+            self.assertGreater(est.get("plan_runs", 0), 0)  # a quick tail
+            self.assertEqual(est.get("alternative"), "cpu")
+            pack_us = w.nbytes / 2000.0 / est["plan_runs"]
+            self.assertGreater(est["alternative_us"], pack_us, est)
+            s.close()
+            m.close()
+        finally:
+            rt.close()
+
     def test_bound_model_reads_weights_once(self):
         """Binding an input's dims (which rewrites the graph again) leaves
         the model file's weights resident for the session made next: its
