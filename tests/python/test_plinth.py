@@ -1650,6 +1650,40 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_tail_copies_by_address_never_stale(self):
+        """onednn shares a staged tail's laid-out weights keyed by the
+        constants' addresses (ABI 1.16's compile_repeated): sound only while
+        every holder of a copy keeps its constant there. Models of the same
+        shapes and other weights, loaded, run at several lengths and closed
+        one after another, reuse the same addresses; each must compute with
+        its own weights (a copy outliving its holders would hand the next
+        model the last one's), and nothing stays shared once all are
+        closed."""
+        from onnx import TensorProto as T, helper as h
+        rt, rng, _ = drop_setup(self, "stale.ini", 15)
+        try:
+            on = rt.device("onednn")
+            for k in range(6):
+                w = rng.standard_normal((256, 512), dtype=np.float32) * (0.05 + 0.01 * k)
+                path = onnx_model("stale%d.onnx" % (k % 2), lambda h, T: h.make_graph(
+                    [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                    [h.make_tensor_value_info("x", T.FLOAT, ["N", 256])],
+                    [h.make_tensor_value_info("y", T.FLOAT, ["N", 512])],
+                    [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)]))
+                m = rt.load_model(path)
+                s = m.session()
+                for n in (17, 5, 33, 17):
+                    x = rng.standard_normal((n, 256), dtype=np.float32)
+                    np.testing.assert_allclose(s.run({"x": x})["y"], x @ w, rtol=1e-4,
+                                               atol=1e-3, err_msg="model %d, %d rows" % (k, n))
+                    # (the product on onednn, its weight shared)
+                    self.assertEqual(on.configure()["shared_weights"], "1", (k, n))
+                s.close()
+                m.close()
+                self.assertEqual(on.configure()["shared_weights"], "0", k)
+        finally:
+            rt.close()
+
     def test_bound_model_reads_weights_once(self):
         """Binding an input's dims (which rewrites the graph again) leaves
         the model file's weights resident for the session made next: its
