@@ -20,7 +20,10 @@
  * so a weight is hashed only when its address comes back with the same
  * derivation: the first kernel of a weight packs it privately, as before,
  * and remembers the address; a later kernel of that address hashes, and
- * shares or makes the shared copy. The shared copy lives while kernels
+ * shares or makes the shared copy. Where the core says views of the same
+ * constants make kernels again (ABI 1.16's compile_repeated: a staged
+ * session's tails), the first kernel hashes and shares already: a tail's
+ * second signature packed every weight a second time. The shared copy lives while kernels
  * hold it. */
 #include <pthread.h>
 #include <stdint.h>
@@ -134,6 +137,10 @@ void *cpu_share_derived(pl_module_ctx *ctx, const pl_node_desc *node, const size
     pthread_mutex_lock(&r->mu);
     bool again = ps_seen_before(r, &key);
     pthread_mutex_unlock(&r->mu);
+    /* (or at once where the core says views of these constants make kernels
+     * again: a staged session's tails, ABI 1.16) */
+    if (!again && PL_ABI_HAS_FN(pl_graph_api, g, compile_repeated))
+        again = g->compile_repeated(node->graph) != 0;
     if (!again)
         return NULL;
     /* the sources' digests, in order, folded into one */
