@@ -17,14 +17,12 @@ MXNet's own outputs as the references.
 For every model NAME it writes into DIR (default build/mxnet_zoo), in make_zoo.py's format,
 NAME.onnx, NAME.in.0.npy, NAME.ref.0.npy and DIR/manifest.json, read by run_zoo.py.
 """
-import argparse
 import os
-import sys
 import tempfile
 
 import numpy as np
 
-from run_zoo import export_zoo, save_io, zoo_entry  # bench/zoo/run_zoo.py
+from run_zoo import export_zoo, save_io, zoo_entry, zoo_parser  # bench/zoo/run_zoo.py
 
 SEED = 4321
 ZOO = [  # name, Gluon model zoo name, input shape
@@ -68,11 +66,7 @@ def export(name, zoo_name, shape, outdir, tmp):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(here, "..", "..", "build", "mxnet_zoo"))
-    ap.add_argument("--only", default="", help="comma-separated model names")
-    ap.add_argument("--list", action="store_true", help="print the zoo and exit")
+    ap = zoo_parser(__doc__, "mxnet_zoo")
     a = ap.parse_args()
     specs = [z for z in ZOO if not a.only or z[0] in a.only.split(",")]
     if a.list:

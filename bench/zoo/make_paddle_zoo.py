@@ -26,7 +26,6 @@ the input, GroupNorm and mixed Pad modes: ONNX Runtime and Plinth agree there, a
 from Paddle). An AveragePool with ceil_mode where ONNX Runtime 1.20 differs from Paddle and
 from ONNX's reference is kept: the reference is right.
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import tempfile
 
 import numpy as np
 
-from run_zoo import export_zoo, rel_error, save_io, zoo_entry  # bench/zoo/run_zoo.py
+from run_zoo import export_zoo, rel_error, save_io, zoo_entry, zoo_parser  # bench/zoo/run_zoo.py
 
 SEED = 4321
 
@@ -193,11 +192,7 @@ def export(s, outdir, tmp):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(here, "..", "..", "build", "paddle_zoo"))
-    ap.add_argument("--only", default="", help="comma-separated model names")
-    ap.add_argument("--list", action="store_true", help="print the zoo and exit")
+    ap = zoo_parser(__doc__, "paddle_zoo")
     a = ap.parse_args()
     specs = zoo()
     if a.only:

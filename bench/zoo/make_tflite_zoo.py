@@ -30,7 +30,6 @@ near zero (pose_landmark_full's presence score on a random image, 1e-9) makes an
 large relative one. A float model ONNX Runtime differs on by over 2e-2 on an output of some
 size is not written.
 """
-import argparse
 import glob
 import os
 import subprocess
@@ -43,7 +42,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np
 
-from run_zoo import export_zoo, rel_error, save_io, zoo_entry  # bench/zoo/run_zoo.py
+from run_zoo import export_zoo, rel_error, save_io, zoo_entry, zoo_parser  # bench/zoo/run_zoo.py
 
 SEED = 4321
 MEDIAPIPE = "mediapipe==0.10.14"
@@ -189,11 +188,7 @@ def export(name, blob, outdir, tmp, quantized):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(here, "..", "..", "build", "tflite_zoo"))
-    ap.add_argument("--only", default="", help="comma-separated model names")
-    ap.add_argument("--list", action="store_true", help="print the Keras part of the zoo and exit")
+    ap = zoo_parser(__doc__, "tflite_zoo", "print the Keras part of the zoo and exit")
     ap.add_argument("--no-mediapipe", action="store_true", help="leave MediaPipe's models out")
     a = ap.parse_args()
     keras_specs = [(n + "_" + mode, n, mode) for n in ("mnv2", "mnv3s", "unet", "mlp") for mode in MODES]

@@ -79,6 +79,18 @@ def untied_rows(got, ref, rank):
     return got[keep], ref[keep]
 
 
+def zoo_parser(doc, out_name, list_help="print the zoo and exit"):
+    """The options every exporter script of this folder takes: --out (default build/OUT_NAME),
+    --only and --list; the caller adds its own and parses."""
+    import argparse
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(here, "..", "..", "build", out_name))
+    ap.add_argument("--only", default="", help="comma-separated model names")
+    ap.add_argument("--list", action="store_true", help=list_help)
+    return ap
+
+
 def zoo_entry(model, name, arch, exporter, **extra):
     """A manifest entry for the ONNX MODEL as make_zoo.py writes them: NAME, ARCH, the EXPORTER,
     the opset, node and op counts and parameters, and EXTRA keys (ort_err, say)."""
