@@ -248,21 +248,36 @@ int onednn_share_denormals(pl_module_ctx *ctx, uint64_t digest, size_t bytes)
     return found;
 }
 
+/* The slot of the address ring holding DATA (BYTES), under S's lock; with
+ * ADD, a new one (the oldest replaced) when none does, else
+ * ONEDNN_SHARE_SEEN. *OUT_FOUND says whether it held DATA already. */
+static size_t scan_at_slot(struct onednn_share *s, const void *data, size_t bytes, int add,
+                           int *out_found)
+{
+    for (size_t i = 0; i < s->n_scan_at; i++)
+        if (s->scan_at[i].data == data && s->scan_at[i].bytes == bytes) {
+            *out_found = 1;
+            return i;
+        }
+    *out_found = 0;
+    if (!add)
+        return ONEDNN_SHARE_SEEN;
+    size_t i = s->next_scan_at;
+    s->scan_at[i].data = data;
+    s->scan_at[i].bytes = bytes;
+    s->scan_at[i].denormals = -1;
+    s->next_scan_at = (s->next_scan_at + 1) % ONEDNN_SHARE_SEEN;
+    if (s->n_scan_at < ONEDNN_SHARE_SEEN)
+        s->n_scan_at++;
+    return i;
+}
+
 int onednn_share_scan_again(pl_module_ctx *ctx, const void *data, size_t bytes)
 {
     struct onednn_share *s = &ctx->share;
-    int again = 0;
+    int again;
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->n_scan_at && !again; i++)
-        again = s->scan_at[i].data == data && s->scan_at[i].bytes == bytes;
-    if (!again) {
-        s->scan_at[s->next_scan_at].data = data;
-        s->scan_at[s->next_scan_at].bytes = bytes;
-        s->scan_at[s->next_scan_at].denormals = -1;
-        s->next_scan_at = (s->next_scan_at + 1) % ONEDNN_SHARE_SEEN;
-        if (s->n_scan_at < ONEDNN_SHARE_SEEN)
-            s->n_scan_at++;
-    }
+    scan_at_slot(s, data, bytes, 1, &again);
     pthread_mutex_unlock(&s->mu);
     return again;
 }
@@ -284,31 +299,20 @@ void onednn_share_note_denormals(pl_module_ctx *ctx, uint64_t digest, size_t byt
 int onednn_share_denormals_at(pl_module_ctx *ctx, const void *data, size_t bytes)
 {
     struct onednn_share *s = &ctx->share;
-    int found = -1;
+    int found;
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->n_scan_at && found < 0; i++)
-        if (s->scan_at[i].data == data && s->scan_at[i].bytes == bytes)
-            found = s->scan_at[i].denormals;
+    size_t i = scan_at_slot(s, data, bytes, 0, &found);
+    int denormals = found ? s->scan_at[i].denormals : -1;
     pthread_mutex_unlock(&s->mu);
-    return found;
+    return denormals;
 }
 
 void onednn_share_note_denormals_at(pl_module_ctx *ctx, const void *data, size_t bytes,
                                     int denormals)
 {
     struct onednn_share *s = &ctx->share;
+    int found;
     pthread_mutex_lock(&s->mu);
-    size_t i = 0;
-    while (i < s->n_scan_at && !(s->scan_at[i].data == data && s->scan_at[i].bytes == bytes))
-        i++;
-    if (i == s->n_scan_at) {
-        i = s->next_scan_at;
-        s->next_scan_at = (s->next_scan_at + 1) % ONEDNN_SHARE_SEEN;
-        if (s->n_scan_at < ONEDNN_SHARE_SEEN)
-            s->n_scan_at++;
-    }
-    s->scan_at[i].data = data;
-    s->scan_at[i].bytes = bytes;
-    s->scan_at[i].denormals = denormals;
+    s->scan_at[scan_at_slot(s, data, bytes, 1, &found)].denormals = denormals;
     pthread_mutex_unlock(&s->mu);
 }
