@@ -47,7 +47,7 @@ typedef struct nb_kernel {
     int64_t k, n, bits, bs, kb, blob, m;
     int zp;        /* NB_ZP_* */
     bool bias;
-    bool int8;     /* accuracy_level 4, 4 bits, whole 128-value chunks: A in int8, VNNI */
+    bool int8;     /* accuracy_level 4, 4 bits, whole 128-value chunks: A in int8 */
 } nb_kernel;
 
 typedef struct nb_job {
@@ -614,6 +614,26 @@ static const void *nb_in(const pl_run_args *args, size_t i)
                                                                 : NULL;
 }
 
+/* Block B of A's row A quantized as ONNX Runtime's CompInt8 does it: max
+ * |a| / 127 the scale (returned), each entry rounded to nearest even into
+ * Q (zeros past K). The int8 path (VNNI) and the f32 one at
+ * accuracy_level 4 both take A through here, so every ISA computes with
+ * the same A. */
+static float nb_quant_block(const nb_kernel *k, const float *a, int64_t b, int8_t *q)
+{
+    int64_t base = b * k->bs;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < k->bs && base + i < k->k; i++)
+        amax = fabsf(a[base + i]) > amax ? fabsf(a[base + i]) : amax;
+    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int64_t i = 0; i < k->bs; i++) {
+        float v = base + i < k->k ? a[base + i] * inv : 0.0f;
+        int32_t qv = (int32_t)nearbyintf(v);
+        q[i] = (int8_t)(qv > 127 ? 127 : qv < -127 ? -127 : qv);
+    }
+    return amax / 127.0f;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 /* The dot products in int8 (nb_dots_vnni): A's rows quantized per block,
  * max |a| / 127 its scale, rounded to nearest, each block's even entries
@@ -624,9 +644,11 @@ static pl_status *nb_run_int8(pl_module_ctx *ctx, const nb_kernel *k, nb_job *j)
     j->qrow = (half + 63) / 64 * 64;
     int8_t *q = aligned_alloc(64, (size_t)k->m * 2 * j->qrow);
     float *f = malloc(sizeof(float) * 2 * (size_t)(k->m * k->kb));
-    if (q == NULL || f == NULL) {
+    int8_t *bq = malloc((size_t)k->bs);
+    if (q == NULL || f == NULL || bq == NULL) {
         free(q);
         free(f);
+        free(bq);
         return cpu_error(PL_CODE_OUT_OF_MEMORY, k->base.op, "out of memory for A in int8");
     }
     for (int64_t r = 0; r < k->m; r++) {
@@ -635,17 +657,11 @@ static pl_status *nb_run_int8(pl_module_ctx *ctx, const nb_kernel *k, nb_job *j)
         float *as = f + (size_t)r * 2 * (size_t)k->kb, *sums = as + k->kb;
         for (int64_t b = 0; b < k->kb; b++) {
             int64_t base = b * k->bs;
-            float amax = 0.0f;
-            for (int64_t i = 0; i < k->bs && base + i < k->k; i++)
-                amax = fabsf(a[base + i]) > amax ? fabsf(a[base + i]) : amax;
-            float scale = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+            float scale = nb_quant_block(k, a, b, bq);
             int32_t sum = 0;
             for (int64_t i = 0; i < k->bs; i++) {
-                float v = base + i < k->k ? a[base + i] * inv : 0.0f;
-                int32_t qv = (int32_t)nearbyintf(v);
-                qv = qv > 127 ? 127 : qv < -127 ? -127 : qv;
-                sum += qv;
-                (i % 2 ? qo : qe)[base / 2 + i / 2] = (int8_t)qv;
+                sum += bq[i];
+                (i % 2 ? qo : qe)[base / 2 + i / 2] = bq[i];
             }
             as[b] = scale;
             sums[b] = scale * (float)sum;
@@ -659,6 +675,7 @@ static pl_status *nb_run_int8(pl_module_ctx *ctx, const nb_kernel *k, nb_job *j)
     cpu_host->parallel_for(ctx->host_ctx, (size_t)k->n, grain, nb_dots_chunk, j);
     free(q);
     free(f);
+    free(bq);
     return NULL;
 }
 #endif
@@ -708,16 +725,23 @@ static pl_status *nb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
     size_t padded = (size_t)(k->kb * k->bs);
     j.split_row = (padded + (size_t)k->kb + 15) / 16 * 16;
     float *split = aligned_alloc(64, ((size_t)k->m * j.split_row * sizeof(float) + 63) / 64 * 64);
-    if (split == NULL)
+    /* accuracy_level 4 without VNNI: A quantized as the int8 path does,
+     * its products in f32 (ONNX Runtime quantizes A on every ISA) */
+    int8_t *bq = k->int8 ? malloc((size_t)k->bs) : NULL;
+    if (split == NULL || (k->int8 && bq == NULL)) {
+        free(split);
+        free(bq);
         return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory for A's split rows");
+    }
     for (int64_t r = 0; r < k->m; r++) {
         const float *a = j.a + r * k->k;
         float *row = split + (size_t)r * j.split_row, *sums = row + padded;
         for (int64_t b = 0; b < k->kb; b++) {
             float *dst = row + b * k->bs, sum = 0.0f;
+            float scale = bq != NULL ? nb_quant_block(k, a, b, bq) : 0.0f;
             for (int64_t i = 0; i < k->bs; i++) {
                 int64_t at = b * k->bs + i;
-                float v = at < k->k ? a[at] : 0.0f;
+                float v = bq != NULL ? (float)bq[i] * scale : at < k->k ? a[at] : 0.0f;
                 sum += v;
                 if (k->bits == 4)
                     dst[i % 2 ? k->bs / 2 + i / 2 : i / 2] = v;
@@ -731,6 +755,7 @@ static pl_status *nb_run(pl_module_ctx *ctx, const pl_kernel *kernel, const pl_r
     size_t grain = (size_t)(16384 / (k->k > 0 ? k->k : 1)) + 1;
     cpu_host->parallel_for(ctx->host_ctx, (size_t)k->n, grain, nb_dots_chunk, &j);
     free(split);
+    free(bq);
     return NULL;
 }
 
