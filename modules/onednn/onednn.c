@@ -118,6 +118,7 @@ static void onednn_shutdown(pl_module_ctx *ctx)
 {
     if (ctx == NULL)
         return;
+    odnn_gemm_warm_join(); /* before dlclose takes the loader's lock */
     if (ctx->engine != NULL)
         dnnl_engine_destroy(ctx->engine);
     pthread_mutex_destroy(&ctx->engine_lock);

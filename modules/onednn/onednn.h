@@ -266,9 +266,10 @@ int odnn_direct_usable(void);
 /* onednn_warm.c: whether a primitive of implementation IMPL runs oneDNN's
  * JIT GEMM driver, whose kernels are generated on its first use in the
  * process; and the generation started in a thread of its own (once per
- * process; joined when the module is unloaded). */
+ * process); and that thread joined (when a context shuts down). */
 int odnn_gemm_warm_impl(const char *impl);
 void odnn_gemm_warm_start(void);
+void odnn_gemm_warm_join(void);
 /* Whether IC -> OC channels suit the kernel (multiples of 8, enough work
  * per tap to beat oneDNN's). */
 int odnn_direct_channels(int64_t ic, int64_t oc);

@@ -11,8 +11,8 @@
  * of session creation (from the first step that runs on gemm:jit, not
  * before: a session that never runs it would pay in its first runs); a
  * run that comes sooner waits for it inside oneDNN, as it waited for its
- * own generation before. The thread is joined when
- * the module is unloaded or the process exits (not in a forked child). */
+ * own generation before. The thread is joined when a context shuts down
+ * or the process exits (not in a forked child). */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "onednn.h"
 
@@ -62,7 +62,15 @@ int odnn_gemm_warm_impl(const char *impl)
     return impl != NULL && strncmp(impl, "gemm:jit", 8) == 0;
 }
 
-__attribute__((destructor)) static void odnn_gemm_warm_join(void)
+/* Joined when a context shuts down, before the core unloads the module:
+ * not in the module's destructor, which dlclose runs holding the dynamic
+ * loader's lock while the thread may still want it (oneDNN's first JIT
+ * kernel opens its profiling collector, libJitPI.so, with dlopen: a
+ * runtime destroyed right after its first session hung in both threads'
+ * waits on an AVX2 EPYC, 14 of 20 times). The destructor still joins a
+ * thread left running at process exit, where the loader calls
+ * destructors without that lock. */
+void odnn_gemm_warm_join(void)
 {
     pthread_mutex_lock(&odnn_warm_lock);
     if (odnn_warm_state == 1) {
@@ -70,4 +78,9 @@ __attribute__((destructor)) static void odnn_gemm_warm_join(void)
         odnn_warm_state = 2;
     }
     pthread_mutex_unlock(&odnn_warm_lock);
+}
+
+__attribute__((destructor)) static void odnn_gemm_warm_at_exit(void)
+{
+    odnn_gemm_warm_join();
 }

@@ -6966,6 +6966,66 @@ static void case_gemm_warm(void)
     pl_runtime_destroy(rt);
 }
 
+/* A runtime destroyed while the GEMM warm-up thread still runs: the
+ * thread is joined when the module's context shuts down, not in its
+ * destructor, which dlclose runs holding the loader's lock that oneDNN's
+ * first JIT kernel takes (it opens its profiling collector with dlopen):
+ * both waited forever, 14 of 20 runs of gemv_placement on an AVX2 EPYC.
+ * Ten runtimes, each with a session of gemm_warm's attention product or
+ * of gemv_placement's product by constant weights (in turn), made and
+ * destroyed at once, each in a child of its own (whose oneDNN has made no
+ * kernel yet: the thread runs in each) that must exit within 30 s; without
+ * the fix the first child hung every time on that EPYC. */
+static void case_gemm_warm_unload(void)
+{
+    const char *paths[2];
+    {
+        struct mb m = {.seed = 62};
+        int64_t xs[] = {1, 64, 4, 64};
+        mb_input(&m, "x", 4, xs);
+        mb_node(&m, "q", "Transpose", "\"x\"", "q", "\"perm\":{\"ints\":[0,2,1,3]}");
+        mb_node(&m, "kt", "Transpose", "\"x\"", "kt", "\"perm\":{\"ints\":[0,2,3,1]}");
+        mb_node(&m, "mm", "MatMul", "\"q\",\"kt\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        paths[0] = mb_write(&m);
+    }
+    { /* gemv_placement's, where it hung: gemm:jit below AVX-512, and the
+         first JIT kernel of the process is made on the warm-up thread */
+        struct mb m = {.seed = 63};
+        int64_t xs[] = {64, 512}, ws[] = {512, 2048};
+        mb_input(&m, "x", 2, xs);
+        mb_const(&m, "w", 2, ws, NULL, 0.04f);
+        mb_node(&m, "mm", "MatMul", "\"x\",\"w\"", "a", "");
+        mb_node(&m, "act", "Tanh", "\"a\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        paths[1] = mb_write(&m);
+    }
+    pl_runtime_destroy(onednn_runtime()); /* skips here when onednn is not loaded */
+    for (int k = 0; k < 10; k++) {
+        fflush(NULL);
+        pid_t child = fork();
+        TH_CHECK(child >= 0, "fork failed");
+        if (child == 0) {
+            pl_runtime *rt = onednn_runtime();
+            pl_session_destroy(session_for(rt, paths[k % 2]));
+            pl_runtime_destroy(rt);
+            _exit(0);
+        }
+        int status = 0, waited = 0;
+        for (int i = 0; i < 3000 && waited == 0; i++) {
+            waited = (int)waitpid(child, &status, WNOHANG);
+            if (waited == 0)
+                usleep(10000);
+        }
+        if (waited == 0)
+            kill(child, SIGKILL), waitpid(child, &status, 0);
+        TH_CHECK(waited == child, "runtime %d, made and destroyed, did not finish in 30 s (hung "
+                                  "unloading the module while its GEMM warm-up ran?)", k);
+        TH_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "runtime %d: status %d", k,
+                 status);
+    }
+}
+
 /* A subgraph whose one product of two activations is part of the fused
  * attention (AVX-512) runs nothing on gemm:jit, so it starts no thread to
  * generate that GEMM's kernels: made while the session is, the thread took
@@ -7578,6 +7638,7 @@ int main(int argc, char **argv)
         {"tails_come_back", case_tails_come_back},
         {"probe_memo", case_probe_memo},
         {"gemm_warm", case_gemm_warm},
+        {"gemm_warm_unload", case_gemm_warm_unload},
         {"no_gemm_warm", case_no_gemm_warm},
         {"winograd_narrow", case_winograd_narrow},
         {"narrow_channels_last", case_narrow_channels_last},
