@@ -114,17 +114,19 @@ void onednn_share_destroy(pl_module_ctx *ctx);
  * core keeps the constant there, tensor_constant_keep; *OUT_DIGEST then
  * holds the address): the caller lays it out into memory of its own from
  * host_alloc and hands it to onednn_share_add with *OUT_WANT and
- * *OUT_DIGEST. */
+ * *OUT_DIGEST. SALT tells apart copies the module packs itself (how it
+ * packed them: MD, a run of floats, does not say); 0 for oneDNN's
+ * layouts. */
 struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_graph_view *view,
                                                int64_t node, const void *data,
                                                const dnnl_memory_desc_t *src_md,
-                                               const dnnl_memory_desc_t *md, int *out_want,
-                                               uint64_t *out_digest);
+                                               const dnnl_memory_desc_t *md, uint64_t salt,
+                                               int *out_want, uint64_t *out_digest);
 /* Makes DATA (host_alloc; taken; or, with BLOCK, bytes in that block,
  * which the copy then holds) the shared copy, held once; NULL when out of
  * memory (DATA is then still the caller's). */
 struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, int want, uint64_t digest,
-                                              const dnnl_memory_desc_t *src_md,
+                                              uint64_t salt, const dnnl_memory_desc_t *src_md,
                                               const dnnl_memory_desc_t *md, void *data,
                                               struct onednn_block *block);
 void *onednn_share_data(const struct onednn_shared_weight *w);

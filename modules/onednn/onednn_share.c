@@ -17,7 +17,10 @@
  * shared from the first compile, keyed by the address: every holder keeps
  * its constant at that address, so no other bytes can lie there while the
  * copy lives (GPT-2 base's prompt at a second length laid all 497 MB out
- * again, its first compile's copies private). The shared copy is
+ * again, its first compile's copies private). Weights the module packs
+ * itself (its own convolutions, onednn_direct.c) share the same way, their
+ * packing told apart by a salt (the kernel's parameters and the bias
+ * folded in): the source layout alone does not say how. The shared copy is
  * read-only and lives while compiled subgraphs hold it. The cpu module
  * does the same for its packed operands (modules/cpu/packshare.c). */
 #include "onednn.h"
@@ -32,6 +35,7 @@
 
 struct onednn_shared_weight {
     uint64_t digest;   /* of the source bytes; by_address: the source's address */
+    uint64_t salt;     /* how the module packed it (0: oneDNN's layout MD) */
     int by_address;
     size_t src_bytes;
     dnnl_memory_desc_t src_md, md;
@@ -147,8 +151,8 @@ static int share_by_address(const pl_graph_view *view, int64_t node, const void 
 struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_graph_view *view,
                                                int64_t node, const void *data,
                                                const dnnl_memory_desc_t *src_md,
-                                               const dnnl_memory_desc_t *md, int *out_want,
-                                               uint64_t *out_digest)
+                                               const dnnl_memory_desc_t *md, uint64_t salt,
+                                               int *out_want, uint64_t *out_digest)
 {
     struct onednn_share *s = &ctx->share;
     *out_want = 0;
@@ -167,7 +171,7 @@ struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_grap
                               : share_digest(view, node, data, src_bytes);
     pthread_mutex_lock(&s->mu);
     struct onednn_shared_weight *w = s->head;
-    while (w != NULL && !(w->by_address == by_address && w->digest == key &&
+    while (w != NULL && !(w->by_address == by_address && w->digest == key && w->salt == salt &&
                           w->src_bytes == src_bytes && dnnl_memory_desc_equal(&w->src_md, src_md) &&
                           dnnl_memory_desc_equal(&w->md, md)))
         w = w->next;
@@ -180,7 +184,7 @@ struct onednn_shared_weight *onednn_share_find(pl_module_ctx *ctx, const pl_grap
 }
 
 struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, int want, uint64_t digest,
-                                              const dnnl_memory_desc_t *src_md,
+                                              uint64_t salt, const dnnl_memory_desc_t *src_md,
                                               const dnnl_memory_desc_t *md, void *data,
                                               struct onednn_block *block)
 {
@@ -188,6 +192,7 @@ struct onednn_shared_weight *onednn_share_add(pl_module_ctx *ctx, int want, uint
     if (w == NULL)
         return NULL;
     *w = (struct onednn_shared_weight){.digest = digest,
+                                       .salt = salt,
                                        .by_address = want == 2,
                                        .src_bytes = dnnl_memory_desc_get_size(src_md),
                                        .src_md = *src_md,

@@ -4736,22 +4736,47 @@ static struct onednn_block *odnn_block_hold(pl_module_ctx *ctx, pl_compiled *c)
  * address (WANT: onednn_share_find asked for it, 2 by address), becomes
  * the shared copy; it stays W's own when that fails. */
 static void odnn_weight_make_shared(pl_module_ctx *ctx, pl_compiled *c, struct odnn_weight *w,
-                                    int want, uint64_t digest, const dnnl_memory_desc_t *src_md)
+                                    int want, uint64_t digest, uint64_t salt,
+                                    const dnnl_memory_desc_t *src_md)
 {
     if (!want || w->borrowed || (w->in_block && want != 2))
         return;
     struct onednn_block *block = w->in_block ? odnn_block_hold(ctx, c) : NULL;
     if (w->in_block && block == NULL)
         return;
-    w->shared = onednn_share_add(ctx, want, digest, src_md, &w->md, w->data, block);
+    w->shared = onednn_share_add(ctx, want, digest, salt, src_md, &w->md, w->data, block);
     if (w->shared != NULL)
         w->borrowed = 3;
 }
+
+/* How the module packs a weight itself (PACK(ARG, OUT) writes the packed
+ * floats) and SALT, which tells that packing apart from others of the
+ * same source (onednn_share_find). */
+struct odnn_packer {
+    void (*pack)(const void *arg, float *out);
+    const void *arg;
+    uint64_t salt;
+};
+
+static pl_status *odnn_weight_ex(struct odnn_build *b, const dnnl_memory_desc_t *md,
+                                 const dnnl_memory_desc_t *src_md, const void *data,
+                                 int64_t node, const struct odnn_packer *packer, int *out);
 
 static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md,
                               const dnnl_memory_desc_t *src_md, const void *data, int64_t node,
                               int *out)
 {
+    return odnn_weight_ex(b, md, src_md, data, node, NULL, out);
+}
+
+/* Weight *OUT laid out as MD from DATA in layout SRC_MD: a copy or a
+ * reorder, or with PACKER the module's own packing of DATA; from the
+ * imported blob on import, or a copy shared with other compiles. */
+static pl_status *odnn_weight_ex(struct odnn_build *b, const dnnl_memory_desc_t *md,
+                                 const dnnl_memory_desc_t *src_md, const void *data,
+                                 int64_t node, const struct odnn_packer *packer, int *out)
+{
+    uint64_t salt = packer != NULL ? packer->salt : 0;
     pl_compiled *c = b->c;
     struct odnn_weight *w = odnn_weight_slot(b, md);
     if (w == NULL)
@@ -4792,7 +4817,7 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     uint64_t digest = 0;
     if (blob_bytes == NULL && data != NULL) {
         w->shared =
-            onednn_share_find(b->ctx, b->v, node, data, src_md, md, &want_share, &digest);
+            onednn_share_find(b->ctx, b->v, node, data, src_md, md, salt, &want_share, &digest);
         if (w->shared != NULL) {
             w->data = onednn_share_data(w->shared);
             w->borrowed = 3;
@@ -4821,11 +4846,16 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
             memcpy(w->data, blob_bytes, w->bytes);
         return NULL;
     }
+    if (packer != NULL) {
+        packer->pack(packer->arg, w->data);
+        odnn_weight_make_shared(b->ctx, c, w, want_share, digest, salt, src_md);
+        return NULL;
+    }
     if (dnnl_memory_desc_equal(md, src_md)) {
         if (data != NULL) {
             memcpy(w->data, data, w->bytes);
             odnn_flush_denormals(w);
-            odnn_weight_make_shared(b->ctx, c, w, want_share, digest, src_md);
+            odnn_weight_make_shared(b->ctx, c, w, want_share, digest, 0, src_md);
         }
         return NULL;
     }
@@ -4860,7 +4890,7 @@ static pl_status *odnn_weight(struct odnn_build *b, const dnnl_memory_desc_t *md
     omp_set_num_threads(threads);
     if (ds == dnnl_success) {
         odnn_flush_denormals(w);
-        odnn_weight_make_shared(b->ctx, c, w, want_share, digest, src_md);
+        odnn_weight_make_shared(b->ctx, c, w, want_share, digest, 0, src_md);
     }
     return odnn_dnnl(ds, "weight reorder", b->v, node);
 }
@@ -7537,24 +7567,50 @@ static struct odnn_direct *odnn_direct_new(struct odnn_build *b, const struct od
     return d;
 }
 
+struct odnn_own_pack {
+    const struct odnn_direct *d;
+    const float *w, *bias;
+};
+
+static void odnn_own_pack_run(const void *arg, float *out)
+{
+    const struct odnn_own_pack *p = arg;
+    odnn_direct_pack(p->d, p->w, p->bias, out);
+}
+
+/* What odnn_direct_pack's output depends on besides the weights: the
+ * kernel's packing parameters and the bias' values (NULL: zeros). */
+static uint64_t odnn_own_pack_salt(const struct odnn_direct *d, const float *bias)
+{
+    int64_t key[] = {d->narrow, d->cb, d->kp, d->sw, d->wm, d->cg, d->groups, d->ic, d->oc,
+                     d->kh, d->kw, bias != NULL};
+    uint64_t h = PL_HASH_SEED;
+    pl_hash_bytes(&h, key, sizeof key);
+    if (bias != NULL)
+        pl_hash_bytes(&h, bias, sizeof(float) * (size_t)d->oc);
+    return h | 1; /* never 0, oneDNN's layouts */
+}
+
 /* The packed weights of the module's own convolution D (odnn_direct_pack
  * of WT, and of BIAS_T's values when it is not negative) as weight *WI:
- * packed straight into the weight, or taken from the blob on import. */
+ * packed straight into the weight, taken from the blob on import, or a
+ * copy that another compile of the same constant packed the same way (a
+ * staged session's tails at new map sizes, onednn_share.c). */
 static pl_status *odnn_own_conv_weights(struct odnn_build *b, size_t n,
                                         const struct odnn_direct *d,
                                         const struct odnn_tinfo *wt, int64_t bias_t, int *wi)
 {
     dnnl_dims_t pd_dims = {(dnnl_dim_t)odnn_direct_packed_floats(d)};
-    dnnl_memory_desc_t pmd;
+    dnnl_memory_desc_t pmd, smd;
     dnnl_memory_desc_init_by_tag(&pmd, 1, pd_dims, dnnl_f32, dnnl_a);
-    pl_status *st = odnn_weight(b, &pmd, &pmd, NULL, (int64_t)n, wi);
-    if (st == NULL && b->imp == NULL) {
-        struct odnn_tinfo bt = {0};
-        if (bias_t >= 0)
-            odnn_tensor(b->v, bias_t, &bt);
-        odnn_direct_pack(d, wt->cdata, bt.cdata, b->c->weights[*wi].data);
-    }
-    return st;
+    dnnl_dims_t sd_dims = {(dnnl_dim_t)(wt->cbytes / sizeof(float))};
+    dnnl_memory_desc_init_by_tag(&smd, 1, sd_dims, dnnl_f32, dnnl_a);
+    struct odnn_tinfo bt = {0};
+    if (bias_t >= 0)
+        odnn_tensor(b->v, bias_t, &bt);
+    struct odnn_own_pack pack = {d, wt->cdata, bt.cdata};
+    struct odnn_packer packer = {odnn_own_pack_run, &pack, odnn_own_pack_salt(d, bt.cdata)};
+    return odnn_weight_ex(b, &pmd, &smd, wt->cdata, (int64_t)n, &packer, wi);
 }
 
 /* The step of the module's own convolution D (which it owns from here on,
@@ -13655,7 +13711,7 @@ static pl_status *odnn_pending_flush(struct odnn_build *b)
             st = odnn_dnnl(status[i], "weight reorder", b->v, b->pending[i].node);
         for (int i = 0; i < b->n_pending && st == NULL; i++)
             odnn_weight_make_shared(b->ctx, b->c, &b->c->weights[b->pending[i].weight],
-                                    b->pending[i].want_share, b->pending[i].digest,
+                                    b->pending[i].want_share, b->pending[i].digest, 0,
                                     &b->pending[i].src_md);
         odnn_free(b->ctx, status);
     }

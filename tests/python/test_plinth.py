@@ -605,23 +605,29 @@ class OnnxTest(unittest.TestCase):
         self.assertEqual(cpu.configure()["shared_weights"], "0")
         # onednn lays a weight out once for every compile that reads it
         # (onednn_share.c): products, and convolutions (whose weights are
-        # laid out in batches); a 3x3 convolution of open map size against
-        # the cpu module's
+        # laid out in batches; below AVX-512 the module's own kernels pack
+        # them, direct or Winograd by the map's size, the bias packed in:
+        # a second convolution of the same weights with a bias must not
+        # get the first one's copy); a 3x3 convolution of open map size
+        # against the cpu module's
         wk = rng.standard_normal((96, 64, 3, 3)).astype(np.float32)
+        bk = rng.standard_normal(96).astype(np.float32)
 
         def graph3(h, T):
             return h.make_graph(
                 [h.make_node("MatMul", ["x", "w1"], ["a"]),
                  h.make_node("Gemm", ["a", "w2"], ["y"], transB=1),
                  h.make_node("MatMul", ["x", "w3"], ["z"]),
-                 h.make_node("Conv", ["img", "wk"], ["c"], pads=[1, 1, 1, 1])], "g",
+                 h.make_node("Conv", ["img", "wk"], ["c"], pads=[1, 1, 1, 1]),
+                 h.make_node("Conv", ["img", "wk", "bk"], ["c2"], pads=[1, 1, 1, 1])], "g",
                 [h.make_tensor_value_info("x", T.FLOAT, ["N", 256]),
                  h.make_tensor_value_info("img", T.FLOAT, [1, 64, "H", "W"])],
                 [h.make_tensor_value_info("y", T.FLOAT, ["N", 128]),
                  h.make_tensor_value_info("z", T.FLOAT, ["N", 192]),
-                 h.make_tensor_value_info("c", T.FLOAT, [1, 96, "H", "W"])],
+                 h.make_tensor_value_info("c", T.FLOAT, [1, 96, "H", "W"]),
+                 h.make_tensor_value_info("c2", T.FLOAT, [1, 96, "H", "W"])],
                 [nh.from_array(w1, "w1"), nh.from_array(w2, "w2"), nh.from_array(w3, "w3"),
-                 nh.from_array(wk, "wk")])
+                 nh.from_array(wk, "wk"), nh.from_array(bk, "bk")])
         path = onnx_model("shared_packs3.onnx", graph3)
         rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\nchoose = first\n",
                                              "onednn_first.ini"))
@@ -645,6 +651,7 @@ class OnnxTest(unittest.TestCase):
                 np.testing.assert_allclose(out["y"], (x @ w1) @ w2.T, rtol=1e-4, atol=1e-3)
                 np.testing.assert_allclose(out["z"], x @ w3, rtol=1e-4, atol=1e-4)
                 np.testing.assert_allclose(out["c"], want["c"], rtol=1e-4, atol=1e-4)
+                np.testing.assert_allclose(out["c2"], want["c2"], rtol=1e-4, atol=1e-4)
             self.assertEqual(s.describe()["staged"]["tails_planned"], 5)
             self.assertGreaterEqual(int(on.configure()["shared_weights"]), 4)
             s.close()
