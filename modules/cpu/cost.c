@@ -131,6 +131,15 @@ static double cpu_cost_conv_factor(const pl_graph_api *g, const pl_graph_view *v
  * CPU_COST_BIG_PRODUCT_FLOPS take CPU_COST_BIG_PRODUCT_FACTOR. */
 #define CPU_COST_BIG_PRODUCT_FLOPS 5e7
 #define CPU_COST_BIG_PRODUCT_FACTOR 1.3
+/* Below AVX-512 the default rate halves (PL_COST_GFLOPS_AVX2) but a
+ * product by constant weights, packed once, runs its 6 x 16 kernel near
+ * that rate: on an AVX2 EPYC (2 threads, `plinth run` steps over the three
+ * zoos) they took 0.44-0.62 of the 2.4 estimate (vit_s's 17 x 64 x 192
+ * 6 us against 13.5, 17 x 256 x 256 22-23 us against 68), and placement
+ * sent vit_s's encoder to oneDNN at 150 us a run against cpu's 85
+ * (bench/cost_check.py). Products of two activations (attention heads)
+ * keep the factor: 0.97-1.45 of it. */
+#define CPU_COST_AVX2_PACKED_FACTOR 1.1
 
 /* Readers and writers of every tensor of the view last asked about,
  * counted once per view: the partitioner asks about one node at a time,
@@ -261,6 +270,11 @@ static double cpu_cost_factor(pl_module_ctx *ctx, const pl_graph_api *g,
         pl_cost_work(g, v, n, &flops, &bytes);
         if (flops >= CPU_COST_BIG_PRODUCT_FLOPS)
             return CPU_COST_BIG_PRODUCT_FACTOR;
+        const void *data = NULL;
+        size_t size = 0;
+        if (strcmp(cpu_gemm_isa(), "avx2") == 0 && g->node_input_count(v, n) > 1 &&
+            g->tensor_constant(v, g->node_input(v, n, 1), &data, &size))
+            return CPU_COST_AVX2_PACKED_FACTOR;
     }
     if (strcmp(op, "Conv") == 0)
         return cpu_cost_conv_factor(g, v, n, 1, 0);

@@ -7177,7 +7177,10 @@ static void case_gemv_placement(void)
 struct qt_pair {
     pl_runtime *rt, *rc;
     pl_session *s, *sc;
+    bool conv; /* qt_open_conv's model */
 };
+
+static struct qt_pair qt_pair_of(const char *path, const char *cache_line);
 
 static struct qt_pair qt_open(uint32_t seed, const char *cache_line)
 {
@@ -7190,7 +7193,38 @@ static struct qt_pair qt_open(uint32_t seed, const char *cache_line)
     mb_node(&m, "r", "Relu", "\"a\"", "ar", "");
     mb_node(&m, "m2", "MatMul", "\"ar\",\"w2\"", "y", "");
     m.outputs[m.n_outputs++] = "y";
-    const char *path = mb_write(&m);
+    return qt_pair_of(mb_write(&m), cache_line);
+}
+
+/* qt_open's model where onednn's products beat the cpu module's (a full
+ * plan takes them, AVX-512); below AVX-512 the cpu module's products cost
+ * no more than oneDNN's (modules/cpu/cost.c, CPU_COST_AVX2_PACKED_FACTOR),
+ * so there the model is two 16 -> 16 channel 3x3 convolutions "m1" and
+ * "m2" (the module's own kernel, well ahead of cpu's in a full plan) over
+ * x [1, 16, ROWS, 8] with a Relu between: ROWS is the free dim either way,
+ * and the tails' decisions are the same ones. */
+static struct qt_pair qt_open_conv(uint32_t seed, const char *cache_line)
+{
+    char isa[64] = "";
+    if (onednn_avx512(isa))
+        return qt_open(seed, cache_line);
+    struct mb m = {.seed = seed};
+    int64_t xs[] = {1, 16, -1, 8}, ws[] = {16, 16, 3, 3};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "w1", 4, ws, NULL, 0.06f);
+    mb_const(&m, "w2", 4, ws, NULL, 0.06f);
+    const char *pads = "\"pads\":{\"ints\":[1,1,1,1]}";
+    mb_node(&m, "m1", "Conv", "\"x\",\"w1\"", "a", pads);
+    mb_node(&m, "r", "Relu", "\"a\"", "ar", "");
+    mb_node(&m, "m2", "Conv", "\"ar\",\"w2\"", "y", pads);
+    m.outputs[m.n_outputs++] = "y";
+    struct qt_pair q = qt_pair_of(mb_write(&m), cache_line);
+    q.conv = true;
+    return q;
+}
+
+static struct qt_pair qt_pair_of(const char *path, const char *cache_line)
+{
     struct qt_pair q = {0};
     q.rt = cost_runtime(cache_line);
     q.rc = runtime_with("cpu");
@@ -7204,16 +7238,22 @@ static struct qt_pair qt_open(uint32_t seed, const char *cache_line)
  * tail in *TAIL. */
 static json_t *qt_runs(const struct qt_pair *q, int64_t rows, int runs, json_t **tail)
 {
-    int64_t d[] = {rows, 256};
+    int64_t d[4] = {rows, 256};
+    int nd = 2;
     size_t n = (size_t)rows * 256;
+    if (q->conv) {
+        d[0] = 1, d[1] = 16, d[2] = rows, d[3] = 8;
+        nd = 4;
+        n = (size_t)rows * 128;
+    }
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *yc = malloc(n * sizeof *yc);
     TH_CHECK(x && y && yc, "out of memory");
     for (size_t i = 0; i < n; i++)
         x[i] = sinf((float)i * 0.173f);
     for (int r = 0; r < runs; r++) {
         memset(y, 0, n * sizeof *y);
-        run_one(q->s, "x", x, 2, d, "y", y, 2, d);
-        run_one(q->sc, "x", x, 2, d, "y", yc, 2, d);
+        run_one(q->s, "x", x, nd, d, "y", y, nd, d);
+        run_one(q->sc, "x", x, nd, d, "y", yc, nd, d);
         double worst = 0, scale = 0;
         for (size_t i = 0; i < n; i++) {
             worst = fmax(worst, fabs((double)y[i] - yc[i]));
@@ -7239,16 +7279,16 @@ static void qt_close(struct qt_pair *q)
     pl_runtime_destroy(q->rc);
 }
 
-/* Tails of a staged session in tiers (stage.c) on qt_open's model. The
+/* Tails of a staged session in tiers (stage.c) on qt_open_conv's model. The
  * first tail plans in full (onednn). The next signature's plan is
  * expected to serve as few runs as the stage's plans have served on
  * average (two), so placement weighs onednn's compile (pl_cost.prepare_us)
- * against them: the products go to cpu (rows 16, then 17), their reason
+ * against them: the products (or convolutions) go to cpu (rows 16, then 17), their reason
  * naming the compile. That signature used 8 times is planned again in
  * full: onednn. Values agree with a cpu-only runtime's at each tier. */
 static void case_quick_tails(void)
 {
-    struct qt_pair q = qt_open(97, "");
+    struct qt_pair q = qt_open_conv(97, "");
     /* (rows, runs of it, where m1 and m2 run after them) */
     static const struct {
         int64_t rows;
@@ -7322,7 +7362,7 @@ static void case_quick_tails_measured(void)
  * it again. Values agree with a cpu-only runtime's. */
 static void case_quick_tails_skip(void)
 {
-    struct qt_pair q = qt_open(99, "");
+    struct qt_pair q = qt_open_conv(99, "");
     static const struct {
         int64_t rows;
         const char *backend;
@@ -7379,14 +7419,14 @@ static void case_tails_come_back(void)
 /* A staged session's tails and the compile cache (compile.c): the first
  * tail is planned in full and its subgraph goes to the cache; a tail for a
  * later signature, planned for the runs the plans before it served (here
- * 61: the products still go to onednn), compiles without the cache, since
+ * 61: the products (or convolutions) still go to onednn), compiles without the cache, since
  * writing it out cost more than compiling it; used 8 times, it is planned
  * again in full and stored. Values agree with a cpu-only runtime's. */
 static void case_quick_tails_uncached(void)
 {
     char line[4200];
     snprintf(line, sizeof line, "cache_dir = %s", th_path(th_tempdir(), "cache"));
-    struct qt_pair q = qt_open(98, line);
+    struct qt_pair q = qt_open_conv(98, line);
     /* (rows, runs of it, the cache state of the tail's subgraph after them) */
     static const struct {
         int64_t rows;
