@@ -4138,9 +4138,12 @@ static void odnn_plain_md(dnnl_memory_desc_t *md, int32_t ndim, const int64_t *d
     dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, NULL);
 }
 
+/* A new value of layout MD (which may point into the values themselves,
+ * another value's layout: read before they grow). */
 static int odnn_new_value(struct odnn_build *b, int64_t tensor, int kind,
-                          const dnnl_memory_desc_t *md)
+                          const dnnl_memory_desc_t *md_in)
 {
+    const dnnl_memory_desc_t layout = *md_in, *md = &layout;
     pl_compiled *c = b->c;
     struct odnn_value *grown =
         odnn_grow(b->ctx, c->values, c->n_values, &c->cap_values, sizeof *c->values);
@@ -10059,7 +10062,8 @@ static int64_t odnn_channel_block(const dnnl_memory_desc_t *md)
 static pl_status *odnn_shuffle(struct odnn_build *b, size_t n, int src, int64_t out_t,
                                const int64_t nodes[2], int64_t groups, int *out_taken)
 {
-    const dnnl_memory_desc_t *md = &b->c->values[src].md;
+    /* a copy: the values grow below */
+    const dnnl_memory_desc_t layout = b->c->values[src].md, *md = &layout;
     int64_t blk = odnn_channel_block(md);
     *out_taken = blk != 0;
     if (blk == 0)
