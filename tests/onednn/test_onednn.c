@@ -6920,6 +6920,21 @@ int __lsan_is_turned_off(void)
     return in_forked_child;
 }
 
+/* Whether forked CHILD exits within SECONDS (its wait status into
+ * *STATUS); one that does not is killed. */
+static int wait_child(pid_t child, int seconds, int *status)
+{
+    for (int i = 0; i < seconds * 100; i++) {
+        pid_t got = waitpid(child, status, WNOHANG);
+        if (got == child)
+            return 1;
+        usleep(10000);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, status, 0);
+    return 0;
+}
+
 /* An attention product oneDNN runs on its JIT GEMM (brgemm takes no
  * batch-permuted views: 4 heads of Q K^T, 64x64x64, both read from X
  * [1, S, H, D] through Transposes) has the module generate that GEMM's
@@ -6946,15 +6961,9 @@ static void case_gemm_warm(void)
         in_forked_child = 1;
         exit(0); /* the module's destructor runs in the child */
     }
-    int status = 0, waited = 0;
-    for (int i = 0; i < 3000 && waited == 0; i++) {
-        waited = (int)waitpid(child, &status, WNOHANG);
-        if (waited == 0)
-            usleep(10000);
-    }
-    if (waited == 0)
-        kill(child, SIGKILL), waitpid(child, &status, 0);
-    TH_CHECK(waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+    int status = 0;
+    int exited = wait_child(child, 30, &status);
+    TH_CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
              "a child forked while the GEMM kernels were generated (thread %s) did not exit",
              warming ? "running" : "already done or none");
     size_t n = count(4, xs);
@@ -7025,16 +7034,10 @@ static void case_gemm_warm_unload(void)
             pl_runtime_destroy(rt);
             _exit(0);
         }
-        int status = 0, waited = 0;
-        for (int i = 0; i < 3000 && waited == 0; i++) {
-            waited = (int)waitpid(child, &status, WNOHANG);
-            if (waited == 0)
-                usleep(10000);
-        }
-        if (waited == 0)
-            kill(child, SIGKILL), waitpid(child, &status, 0);
-        TH_CHECK(waited == child, "runtime %d, made and destroyed, did not finish in 30 s (hung "
-                                  "unloading the module while its GEMM warm-up ran?)", k);
+        int status = 0;
+        TH_CHECK(wait_child(child, 30, &status),
+                 "runtime %d, made and destroyed, did not finish in 30 s (hung unloading the "
+                 "module while its GEMM warm-up ran?)", k);
         TH_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "runtime %d: status %d", k,
                  status);
     }
