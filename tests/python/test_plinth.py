@@ -82,6 +82,16 @@ def onnx_model(name, build):
     return path
 
 
+def one_matmul_model(name, w):
+    """Writes TMP/NAME: y = x @ w ("mm"), x of free rows ("N"), w a raw_data
+    initializer."""
+    return onnx_model(name, lambda h, T: h.make_graph(
+        [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [h.make_tensor_value_info("x", T.FLOAT, ["N", w.shape[0]])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["N", w.shape[1]])],
+        [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)]))
+
+
 def two_matmul_model(name, w1, w2, rows, scale=1.0):
     """Writes TMP/NAME: y = Relu(x @ w1) @ w2, x of ROWS rows, the weights
     (times SCALE) as raw_data initializers (the core reads them by offset)."""
@@ -1637,15 +1647,10 @@ class OnnxTest(unittest.TestCase):
         36 ms step). Here a [N, 768] x [768, 3072] product's second tail:
         cpu's alternative to onednn's subgraph prices the 9.4 MB packing
         over the runs the plan serves."""
-        from onnx import TensorProto as T, helper as h
         rt, rng, _ = drop_setup(self, "pack_price.ini", 14)
         try:
             w = rng.standard_normal((768, 3072), dtype=np.float32) * 0.02
-            path = onnx_model("pack_price.onnx", lambda h, T: h.make_graph(
-                [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
-                [h.make_tensor_value_info("x", T.FLOAT, ["N", 768])],
-                [h.make_tensor_value_info("y", T.FLOAT, ["N", 3072])],
-                [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)]))
+            path = one_matmul_model("pack_price.onnx", w)
             m = rt.load_model(path)
             s = m.session()
             for n in (32, 33):
@@ -1670,17 +1675,12 @@ class OnnxTest(unittest.TestCase):
         its own weights (a copy outliving its holders would hand the next
         model the last one's), and nothing stays shared once all are
         closed."""
-        from onnx import TensorProto as T, helper as h
         rt, rng, _ = drop_setup(self, "stale.ini", 15)
         try:
             on = rt.device("onednn")
             for k in range(6):
                 w = rng.standard_normal((256, 512), dtype=np.float32) * (0.05 + 0.01 * k)
-                path = onnx_model("stale%d.onnx" % (k % 2), lambda h, T: h.make_graph(
-                    [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
-                    [h.make_tensor_value_info("x", T.FLOAT, ["N", 256])],
-                    [h.make_tensor_value_info("y", T.FLOAT, ["N", 512])],
-                    [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)]))
+                path = one_matmul_model("stale%d.onnx" % (k % 2), w)
                 m = rt.load_model(path)
                 s = m.session()
                 for n in (17, 5, 33, 17):
