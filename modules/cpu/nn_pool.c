@@ -482,11 +482,12 @@ static bool nn_pool8_small_fits(const nn_window *w)
            (w->stride[1] == 1 || w->stride[1] == 2) && fits && hp <= 4096;
 }
 
-/* Bytes of nn_pool8_small's buffer: a row of maxima per padded row. */
+/* Bytes of nn_pool8_small's buffer: per padded row, its maxima and the
+ * row as the taps read it. */
 static size_t nn_pool8_small_bytes(const nn_window *w)
 {
     int64_t hp = (w->out[0] - 1) * w->stride[0] + (w->kernel[0] - 1) * w->dilation[0] + 1;
-    return (size_t)(hp * 16 * nn_pool8_vecs(w));
+    return (size_t)(hp * (16 * nn_pool8_vecs(w) + NN_POOL8_ROW));
 }
 
 static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uint8_t *hmax)
@@ -507,10 +508,50 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
     const int64_t reach = (kw_n - 1) * dw;
     const int64_t need = sw == 2 ? reach / 2 + pitch : reach + pitch;
     const uint8_t f = k->flip;
-    uint8_t row[NN_POOL8_ROW], yrow[64], flat[NN_POOL8_ROW + 32];
+    uint8_t yrow[64];
+    /* every row of a plane is placed before the taps read any: the taps'
+     * loads straddle the placing's stores, and read right after them they
+     * waited for the stores to leave the store buffer (a third of a 3x3
+     * stride-2 MaxPool on 32 planes of 47x47) */
+    uint8_t *rows = hmax + hp * pitch;
     for (size_t plane = begin; plane < end; plane++) {
         const uint8_t *x = c->x + (int64_t)plane * k->in_plane;
         uint8_t *y = c->y + (int64_t)plane * k->out_plane;
+        for (int64_t r = 0; r < hp; r++) {
+            int64_t ih = r - pt;
+            if (ih < 0 || ih >= h)
+                continue;
+            /* clear what the taps read to the padding (the lowest value
+             * once flipped), then place the input columns the windows
+             * reach, as they are, and flip the whole vectors (byte by
+             * byte, placing and flipping had been half of the MaxPool) */
+            uint8_t *row = rows + r * NN_POOL8_ROW;
+            const uint8_t *xr = x + ih * wd;
+            int64_t q_end = wd < span - pl ? wd : span - pl;
+            int64_t width = (need + 15) / 16 * 16; /* of each phase */
+            if (sw == 2) {
+                /* split straight from the input into the two phases:
+                 * input column q is padded column q + pl */
+                memset(row, f, (size_t)width);
+                memset(row + half, f, (size_t)width);
+                uint8_t *to_even_q = (pl & 1) ? row + half + (pl >> 1) : row + (pl >> 1);
+                uint8_t *to_odd_q = (pl & 1) ? row + ((pl + 1) >> 1) : row + half + (pl >> 1);
+                cpu_bytes_split2_bytes(to_even_q, to_odd_q, xr, q_end);
+                for (int64_t i = 0; f != 0 && i < width; i += 16) {
+                    __m128i *a = (__m128i *)(void *)(row + i);
+                    __m128i *b = (__m128i *)(void *)(row + half + i);
+                    _mm_storeu_si128(a, _mm_xor_si128(_mm_loadu_si128(a), _mm_set1_epi8((char)f)));
+                    _mm_storeu_si128(b, _mm_xor_si128(_mm_loadu_si128(b), _mm_set1_epi8((char)f)));
+                }
+            } else {
+                memset(row, f, (size_t)width);
+                memcpy(row + pl, xr, (size_t)q_end);
+                for (int64_t i = 0; f != 0 && i < width; i += 16) {
+                    __m128i *a = (__m128i *)(void *)(row + i);
+                    _mm_storeu_si128(a, _mm_xor_si128(_mm_loadu_si128(a), _mm_set1_epi8((char)f)));
+                }
+            }
+        }
         for (int64_t r = 0; r < hp; r++) {
             int64_t ih = r - pt;
             uint8_t *hr = hmax + r * pitch;
@@ -518,23 +559,7 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
                 memset(hr, 0, (size_t)pitch);
                 continue;
             }
-            /* clear what the taps read, then place the input columns the
-             * windows reach */
-            const uint8_t *xr = x + ih * wd;
-            int64_t q_end = wd < span - pl ? wd : span - pl;
-            if (sw == 2) {
-                /* the padded row whole, then split into its two phases
-                 * 16 pairs at a time */
-                int64_t pairs = (need + 15) / 16 * 16;
-                memset(flat, 0, (size_t)(2 * pairs));
-                for (int64_t q = 0; q < q_end; q++)
-                    flat[q + pl] = (uint8_t)(xr[q] ^ f);
-                cpu_bytes_split2(row, row + half, flat, pairs);
-            } else {
-                memset(row, 0, (size_t)need);
-                for (int64_t q = 0; q < q_end; q++)
-                    row[q + pl] = (uint8_t)(xr[q] ^ f);
-            }
+            const uint8_t *row = rows + r * NN_POOL8_ROW;
             for (int64_t v = 0; v < nv; v++) {
                 __m128i m = _mm_setzero_si128();
                 for (int64_t kw = 0; kw < kw_n; kw++) {
@@ -552,13 +577,14 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
                 for (int64_t kh = 0; kh < kh_n; kh++)
                     m = _mm_max_epu8(m, _mm_loadu_si128((const __m128i *)(const void *)(
                                             hmax + (oh * sh + kh * dh) * pitch + 16 * v)));
-                _mm_storeu_si128((__m128i *)(void *)(yrow + 16 * v), m);
+                _mm_storeu_si128((__m128i *)(void *)(yrow + 16 * v),
+                                 _mm_xor_si128(m, _mm_set1_epi8((char)f)));
             }
             uint8_t *yr = y + oh * ow_n;
-            for (int64_t ow = 0; ow < ow_n; ow++) {
-                uint8_t v = (uint8_t)(yrow[ow] ^ f);
-                yr[ow] = c->add ? (uint8_t)(yr[ow] + v) : v;
-            }
+            if (!c->add)
+                memcpy(yr, yrow, (size_t)ow_n);
+            for (int64_t ow = 0; c->add && ow < ow_n; ow++)
+                yr[ow] = (uint8_t)(yr[ow] + yrow[ow]);
         }
     }
 #else

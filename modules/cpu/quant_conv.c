@@ -452,6 +452,8 @@ static void qc_pad_phases(const qc_kernel *k, const uint8_t *xg, size_t cg, uint
         uint8_t *base = out + cc * plane;
         for (int64_t ih = 0; ih < h && ih + p0 < hp; ih++) {
             int64_t pr = ih + p0; /* padded row: phase row pr / 2 of parity pr % 2 */
+            if ((pr & 1) && k->ker[0] == 1)
+                continue; /* one kernel row reads the even rows alone */
             uint8_t *even = base + (size_t)(pr & 1) * 2 * phase + (size_t)((pr >> 1) * pq);
             uint8_t *odd = even + phase;
             /* input column q lands in padded column q + p1: the even
@@ -462,12 +464,7 @@ static void qc_pad_phases(const qc_kernel *k, const uint8_t *xg, size_t cg, uint
             const uint8_t *src = xg + cc * k->in_sp + (size_t)(ih * wd);
             uint8_t *to_even_q = (p1 & 1) ? odd + (p1 >> 1) : even + (p1 >> 1);
             uint8_t *to_odd_q = (p1 & 1) ? even + ((p1 + 1) >> 1) : odd + (p1 >> 1);
-            int64_t full = w_in / 32 * 16;
-            cpu_bytes_split2(to_even_q, to_odd_q, src, full);
-            for (int64_t q = 2 * full; q < w_in; q++) {
-                int64_t c = q + p1;
-                ((c & 1) ? odd : even)[c >> 1] = src[q];
-            }
+            cpu_bytes_split2_bytes(to_even_q, to_odd_q, src, w_in);
         }
     }
 }
@@ -501,6 +498,20 @@ static inline void qc_im2col_padded(const qc_kernel *k, const uint8_t *xp, int64
  * C0 .. C0 + NC: ConvInteger's i32, or QLinearConv's requantization (the
  * arithmetic of qc_store, the multiplier once per channel). */
 static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
+                         size_t nc);
+
+/* QLinearConv's requantization of NC sums AM of output channel M into
+ * OUT (bytes). */
+static void qc_requant_run(const qc_gemm_call *c, size_t m, const int32_t *am, size_t nc,
+                           void *out)
+{
+    const qc_kernel *k = c->k;
+    const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
+    const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
+    cpu_requant_i32(am, nc, bb, mult, (float)c->yz, k->y_signed, out);
+}
+
+static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, const int32_t *am,
                          size_t nc)
 {
     const qc_kernel *k = c->k;
@@ -509,10 +520,11 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
         memcpy((int32_t *)c->dst + at, am, nc * sizeof *am);
         return;
     }
-    const float mult = c->xs * c->ws[k->ws_per ? m : 0] / c->ys;
-    const uint32_t bb = (uint32_t)(c->bias ? c->bias[m] : 0);
-    cpu_requant_i32(am, nc, bb, mult, (float)c->yz, k->y_signed, (char *)c->dst + at);
+    qc_requant_run(c, m, am, nc, (char *)c->dst + at);
 }
+
+/* Bytes of qc_store_pitch's stage of requantized sums. */
+#define QC_STORE_STAGE ((size_t)2048)
 
 /* Multiply-adds under which a depthwise convolution runs on the calling
  * thread alone (CPU_IGEMM_SERIAL_MACS for the others: its loops do far
@@ -945,6 +957,30 @@ static void qc_store_pitch(const qc_gemm_call *c, size_t n, size_t m0, size_t mr
 {
     const qc_kernel *k = c->k;
     const size_t pitch = (size_t)qc_implicit_pitch(k), ow_n = (size_t)k->out[1];
+    if (k->qlinear) {
+        /* each channel's sums requantized whole, a stage at a time, and
+         * the rows' bytes copied out: row by row, the requantization ran
+         * 23 and 11 values a call (a third of a 3x3 QLinearConv on 23x23,
+         * squeezenet_s_qop's) */
+        uint8_t stage[QC_STORE_STAGE];
+        for (size_t mm = 0; mm < mrows; mm++) {
+            char *dst = (char *)c->dst + (n * k->m + m0 + mm) * k->out_sp;
+            for (size_t s0 = 0; s0 < nc; s0 += QC_STORE_STAGE) {
+                size_t s1 = nc - s0 < QC_STORE_STAGE ? nc : s0 + QC_STORE_STAGE;
+                qc_requant_run(c, m0 + mm, acc + mm * nc + s0, s1 - s0, stage);
+                /* output rows meeting padded columns v0 + s0 .. v0 + s1 */
+                for (size_t oh = (v0 + s0) / pitch;
+                     oh * pitch < v0 + s1 && oh < (size_t)k->out[0]; oh++) {
+                    size_t lo = oh * pitch > v0 + s0 ? oh * pitch : v0 + s0;
+                    size_t hi = oh * pitch + ow_n < v0 + s1 ? oh * pitch + ow_n : v0 + s1;
+                    if (hi > lo)
+                        memcpy(dst + oh * ow_n + (lo - oh * pitch), stage + (lo - v0 - s0),
+                               hi - lo);
+                }
+            }
+        }
+        return;
+    }
     for (size_t oh = v0 / pitch; oh * pitch < v0 + nc && oh < (size_t)k->out[0]; oh++) {
         size_t lo = oh * pitch > v0 ? 0 : v0 - oh * pitch; /* first column of the row */
         size_t hi = v0 + nc - oh * pitch < ow_n ? v0 + nc - oh * pitch : ow_n;

@@ -155,14 +155,17 @@ RQ_TARGET2 static void rq_requant_avx2(const int32_t *a, size_t n, uint32_t b, f
                                 _mm256_permutevar8x32_epi32(bytes, order));
         }
     }
-    /* the last 1..7 values through copies: their own loop was 4% of
-     * resnet50_s_qop (7x7 and 14x14 maps leave 1 and 4) */
-    int32_t tail_in[8] = {0};
+    /* the last 1..7 values through a masked load: their own loop was 4%
+     * of resnet50_s_qop (7x7 and 14x14 maps leave 1 and 4), and a copy
+     * to a staging vector made the load wait on the copy's narrower
+     * stores (a third of this function on squeezenet_s_qop, whose 23-
+     * and 11-wide output rows are stored one at a time) */
     for (; j < n; j += 8) {
-        const int32_t *src = a + j;
-        if (n - j < 8)
-            src = memcpy(tail_in, src, (n - j) * sizeof *src);
-        __m256i s = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)src), vb);
+        size_t left = n - j < 8 ? n - j : 8;
+        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)left),
+                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i s = _mm256_add_epi32(
+            _mm256_maskload_epi32((const int *)(const void *)(a + j), lanes), vb);
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(s), vm);
         v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
         rq_store_upto8(v, lo, hi, y_signed, (char *)y + j, n - j);

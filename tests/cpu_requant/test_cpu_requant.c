@@ -4,13 +4,17 @@
  * lengths 0 .. 70 (every tail of every vector width) and on values that
  * decide rounding and saturation: halves (round to even), the 8-bit ends,
  * sums that wrap with the bias, ±2^22 and past, infinities and NaN in the
- * multiplier, scale and input. Bytes past N must stay untouched. Usage:
- * test_cpu_requant <group>. */
+ * multiplier, scale and input. Bytes past N must stay untouched. Group
+ * split2: the 8-bit kernels' byte split (bytes.h, cpu_bytes_split2_bytes)
+ * against the definition, every length 0 .. 100 at every source offset
+ * 0 .. 3, nothing written past either half. Usage: test_cpu_requant
+ * <group>. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "requant.c"
 
 static int tr_failures;
@@ -108,6 +112,32 @@ static void tr_quantize(void)
     }
 }
 
+static void tr_split2(void)
+{
+    enum { N = 100, G = 16 };
+    uint8_t src[N + 4], even[G + N / 2 + 1 + G], odd[G + N / 2 + G];
+    for (size_t j = 0; j < sizeof src; j++)
+        src[j] = (uint8_t)tr_random();
+    for (int64_t n = 0; n <= N; n++)
+        for (int off = 0; off < 4; off++) {
+            memset(even, TR_GUARD, sizeof even);
+            memset(odd, TR_GUARD, sizeof odd);
+            cpu_bytes_split2_bytes(even + G, odd + G, src + off, n);
+            for (int64_t i = -G; i < (n + 1) / 2 + G; i++) {
+                uint8_t want = i >= 0 && i < (n + 1) / 2 ? src[off + 2 * i] : TR_GUARD;
+                if (even[G + i] != want && tr_failures++ < 10)
+                    fprintf(stderr, "split2 n %lld offset %d: even[%lld] is %u, not %u\n",
+                            (long long)n, off, (long long)i, even[G + i], want);
+            }
+            for (int64_t i = -G; i < n / 2 + G; i++) {
+                uint8_t want = i >= 0 && i < n / 2 ? src[off + 2 * i + 1] : TR_GUARD;
+                if (odd[G + i] != want && tr_failures++ < 10)
+                    fprintf(stderr, "split2 n %lld offset %d: odd[%lld] is %u, not %u\n",
+                            (long long)n, off, (long long)i, odd[G + i], want);
+            }
+        }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -122,6 +152,8 @@ int main(int argc, char **argv)
         tr_requant();
     else if (strcmp(g, "quantize") == 0)
         tr_quantize();
+    else if (strcmp(g, "split2") == 0)
+        tr_split2();
     else {
         fprintf(stderr, "unknown group '%s'\n", g);
         return 2;
