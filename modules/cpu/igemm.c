@@ -243,8 +243,65 @@ __attribute__((target("avx2"))) static void ig_kernel_avx2_gemv(int64_t groups, 
         c[i * ldc] = out[i];
 }
 
+/* A panel of NC = 2 to 4 columns, the lanes over A's rows as in
+ * ig_kernel_avx2_gemv: a group is one load of the six rows' pairs and one
+ * broadcast and vpmaddwd per column. The 8-wide kernel spent six vpmaddwd
+ * a group on 8 columns of which 2 or 4 were real (a 1x1 or 3x3
+ * QLinearConv on a 2x2 output map: 4 columns, resnet50_s_qop's last
+ * stage); here NC do six rows each. */
+__attribute__((target("avx2"), always_inline)) static inline void
+ig_cols_group(__m256i av, const char *bq, __m256i *acc, const int nc)
+{
+#pragma GCC unroll 4
+    for (int j = 0; j < nc; j++) {
+        int32_t w;
+        memcpy(&w, bq + j * 4, 4);
+        acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(av, _mm256_set1_epi32(w)));
+    }
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+ig_kernel_avx2_cols_body(int64_t groups, const void *a, const void *b, int32_t *c, int64_t ldc,
+                         int rows, int cols, const int nc)
+{
+    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                      _mm256_setzero_si256()};
+    const char *ap = a, *bp = b;
+    int64_t g = 0;
+    for (; g + 1 < groups; g++)
+        ig_cols_group(_mm256_loadu_si256((const __m256i *)(const void *)(ap + g * IG_A2_MR * 4)),
+                      bp + g * IG_A2_NR * 4, acc, nc);
+    if (g < groups) /* the last group's load masked to its six pairs */
+        ig_cols_group(_mm256_maskload_epi32((const int *)(const void *)(ap + g * IG_A2_MR * 4),
+                                            _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0)),
+                      bp + g * IG_A2_NR * 4, acc, nc);
+    int32_t out[4][8];
+#pragma GCC unroll 4
+    for (int j = 0; j < nc; j++)
+        _mm256_storeu_si256((__m256i *)(void *)out[j], acc[j]);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < nc && j < cols; j++)
+            c[i * ldc + j] = out[j][i];
+}
+
+__attribute__((target("avx2"))) static void ig_kernel_avx2_c2(int64_t groups, const void *a,
+                                                              const void *b, int32_t *c,
+                                                              int64_t ldc, int rows, int cols)
+{
+    ig_kernel_avx2_cols_body(groups, a, b, c, ldc, rows, cols, 2);
+}
+
+__attribute__((target("avx2"))) static void ig_kernel_avx2_c4(int64_t groups, const void *a,
+                                                              const void *b, int32_t *c,
+                                                              int64_t ldc, int rows, int cols)
+{
+    ig_kernel_avx2_cols_body(groups, a, b, c, ldc, rows, cols, 4);
+}
+
 static const ig_isa ig_isa_avx2 = {"avx2", IG_A2_MR, IG_A2_NR, 2, 2, ig_colsum_avx2,
                                    {{1, ig_kernel_avx2_gemv},
+                                    {2, ig_kernel_avx2_c2},
+                                    {4, ig_kernel_avx2_c4},
                                     {8, ig_kernel_avx2_n8},
                                     {IG_A2_NR, ig_kernel_avx2}},
                                    0,

@@ -245,6 +245,23 @@ static void ti_blocks(void)
 /* One column (the matrix-vector kernel, its pairs of groups and the odd
  * last group) and a last column block of one column, with every operand
  * form, zero point mode and C packed tight (leading dimension 1). */
+/* Two to four columns (AVX2's kernels with lanes over A's rows), alone
+ * and as the last panel after whole ones, rows short of and past a
+ * panel, K odd and even, every operand form and zero point mode,
+ * implicit rows too. */
+static void ti_narrow(void)
+{
+    static const int64_t ns[] = {2, 3, 4, 18, 19, 20, 34, 36};
+    static const int64_t ms[] = {1, 5, 6, 7, 13, 64};
+    static const int64_t ks[] = {1, 2, 3, 5, 64, 129, 576};
+    int at = 0;
+    for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++, at++)
+            ti_signs((ti_case){ms[i], ns[j], ks[at % 7], .ta = (at & 1) != 0,
+                               .tb = (at & 2) != 0 && (at & 4) == 0, .zp = at % 3,
+                               .row_off = (at & 6) == 6, .tight = ns[j] == 2 && (at & 1)});
+}
+
 static void ti_vectors(void)
 {
     static const int64_t ks[] = {1, 3, 4, 5, 8, 9, 12, 33, 130, 512};
@@ -290,6 +307,8 @@ int main(int argc, char **argv)
         ti_wrap();
     else if (strcmp(g, "vectors") == 0)
         ti_vectors();
+    else if (strcmp(g, "narrow") == 0)
+        ti_narrow();
     else {
         fprintf(stderr, "unknown group '%s'\n", g);
         return 2;
