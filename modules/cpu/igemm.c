@@ -789,6 +789,12 @@ const char *cpu_igemm_isa(void)
     return ig_isa_get()->name;
 }
 
+size_t cpu_igemm_serial_macs(void)
+{
+    return ig_isa_get()->esz == 2 || ig_isa_get() == &ig_isa_c ? CPU_IGEMM_SERIAL_MACS_AVX2
+                                                                : CPU_IGEMM_SERIAL_MACS;
+}
+
 static size_t ig_round64(size_t bytes)
 {
     return (bytes + 63) & ~(size_t)63;

@@ -51,6 +51,14 @@ typedef struct cpu_igemm_q8 {
  * 28x28 (29M) 0.067 against 0.073; from 2^24 on yolo_s_qop 0.223 -> 0.183
  * ms, squeezenet_s_qop 0.301 -> 0.274 (order = cpu, 2 threads). */
 #define CPU_IGEMM_SERIAL_MACS ((size_t)1 << 24)
+/* ... where the micro-kernel is AVX2's or portable C: a tenth of AMX's
+ * rate or less, so 16M multiply-adds are 0.2 ms and more on one thread.
+ * On an AVX2 EPYC (2 threads, the minimum of five medians of 200 runs)
+ * yolo_s_qop took 0.49 ms at 2^24 and 0.37-0.39 at 2^19-2^20, the other
+ * int8 models of the quant zoo within the host's noise. */
+#define CPU_IGEMM_SERIAL_MACS_AVX2 ((size_t)1 << 20)
+/* The bound callers compare with: one of the two, by this CPU's kernel. */
+size_t cpu_igemm_serial_macs(void);
 
 /* Rows of one packed panel of A: blocks of rows given to cpu_igemm start
  * at multiples of it. Constant for the life of the process. */

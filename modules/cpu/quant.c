@@ -499,10 +499,10 @@ typedef struct qu_mm_call {
     int failed;
 } qu_mm_call;
 
-/* Whether K's product runs on the caller alone (CPU_IGEMM_SERIAL_MACS). */
+/* Whether K's product runs on the caller alone (cpu_igemm_serial_macs). */
 static bool qu_mm_serial(const qu_mm_kernel *k)
 {
-    return cpu_elements(k->batch, k->nb) * k->m * k->n * k->kk < CPU_IGEMM_SERIAL_MACS;
+    return cpu_elements(k->batch, k->nb) * k->m * k->n * k->kk < cpu_igemm_serial_macs();
 }
 
 /* Rows of B^T (columns of Y) in one item of K's product on THREADS: whole

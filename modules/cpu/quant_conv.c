@@ -527,16 +527,16 @@ static void qc_store_run(const qc_gemm_call *c, size_t n, size_t m, size_t c0, c
 #define QC_STORE_STAGE ((size_t)2048)
 
 /* Multiply-adds under which a depthwise convolution runs on the calling
- * thread alone (CPU_IGEMM_SERIAL_MACS for the others: its loops do far
+ * thread alone (cpu_igemm_serial_macs for the others: its loops do far
  * fewer a nanosecond than the integer GEMM). */
 #define QC_DW_SERIAL_MACS ((size_t)1 << 17)
 
-/* Whether K's product runs on the caller alone (CPU_IGEMM_SERIAL_MACS):
+/* Whether K's product runs on the caller alone (cpu_igemm_serial_macs):
  * then it is not split by output channels either (qc_split_plan), in the
  * scratch sizing (qc_worker_slice) as in the run. */
 static bool qc_serial(const qc_kernel *k)
 {
-    return k->n * k->m * (k->c / k->group * k->ker_sp) * k->out_sp < CPU_IGEMM_SERIAL_MACS;
+    return k->n * k->m * (k->c / k->group * k->ker_sp) * k->out_sp < cpu_igemm_serial_macs();
 }
 
 /* Output rows narrower than this go channels-last (qc_dwl_chunk). */
