@@ -1619,16 +1619,156 @@ __attribute__((target("avx2"))) static void ig_v_panel_avx2(const uint8_t *panel
 }
 #endif
 
+/* The parts of a cpu_igemv_pack'ed matrix: its header into *H, the rows'
+ * zero points and sums, and (returned) the panels. */
+static const uint8_t *ig_v_open(const void *packed, ig_v_head *h, const int32_t **zap,
+                                const int32_t **rowsum)
+{
+    memcpy(h, packed, sizeof *h);
+    const size_t rows8 = ig_v_rows8(h->m);
+    *zap = (const int32_t *)(const void *)((const char *)packed + IG_HEAD);
+    *rowsum = *zap + rows8;
+    return (const uint8_t *)packed + IG_HEAD + ig_round64(2 * rows8 * sizeof(int32_t));
+}
+
+#ifdef IG_X86
+/* Up to four columns of one panel of eight rows: a group is one 16-byte
+ * load of the rows' pairs, widened to i16, and per column one broadcast
+ * of its pair and one vpmaddwd. OUT[j][r]: column j, row r. */
+__attribute__((target("avx2"), always_inline)) static inline void
+ig_v_cols_body(const uint8_t *panel, int64_t groups, const int32_t *xp, int nc, bool is_signed,
+               int32_t out[4][IG_V_ROWS])
+{
+    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                      _mm256_setzero_si256()};
+    for (int64_t g = 0; g < groups; g++) {
+        __m256i av = ig_v_load(panel + g * 16, is_signed);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            if (j < nc)
+                acc[j] = _mm256_add_epi32(
+                    acc[j], _mm256_madd_epi16(av, _mm256_set1_epi32(xp[j * groups + g])));
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        _mm256_storeu_si256((__m256i *)(void *)out[j], acc[j]);
+}
+
+/* XP[g] for g < GROUPS (a multiple of 8): bytes 2g and 2g + 1 of SRC as
+ * two i16 in an i32, widened 16 bytes a load; their sum added to *SUM.
+ * Returns GROUPS. */
+__attribute__((target("avx2"))) static int64_t ig_v_pairs_avx2(const uint8_t *src, int64_t groups,
+                                                              bool is_signed, int32_t *xp,
+                                                              uint32_t *sum)
+{
+    __m256i s = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t g = 0; g < groups; g += 8) {
+        __m256i w = ig_v_load(src + 2 * g, is_signed);
+        _mm256_storeu_si256((__m256i *)(void *)(xp + g), w);
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(w, ones));
+    }
+    int32_t t[8];
+    _mm256_storeu_si256((__m256i *)(void *)t, s);
+    for (int i = 0; i < 8; i++)
+        *sum += (uint32_t)t[i];
+    return groups;
+}
+
+__attribute__((target("avx2"))) static void ig_v_cols_avx2(const uint8_t *panel, int64_t groups,
+                                                          const int32_t *xp, int nc,
+                                                          bool a_signed, int32_t out[4][IG_V_ROWS])
+{
+    /* NC and the sign as constants: four bodies */
+    if (a_signed)
+        nc <= 2 ? ig_v_cols_body(panel, groups, xp, 2, true, out)
+                : ig_v_cols_body(panel, groups, xp, 4, true, out);
+    else
+        nc <= 2 ? ig_v_cols_body(panel, groups, xp, 2, false, out)
+                : ig_v_cols_body(panel, groups, xp, 4, false, out);
+}
+#endif
+
+size_t cpu_igemv_cols_scratch_bytes(int64_t k)
+{
+    return (size_t)((k + 1) / 2 + 1) * 4 * sizeof(int32_t);
+}
+
+int cpu_igemv_rows(void)
+{
+    return IG_V_ROWS;
+}
+
+void cpu_igemv_cols(const void *packed, int64_t first_row, int64_t m, int64_t n,
+                    const cpu_igemm_q8 *b, int32_t zb, int32_t *c, int64_t ldc, void *scratch)
+{
+    ig_v_head h;
+    const int32_t *zap, *rowsum;
+    const uint8_t *panels = ig_v_open(packed, &h, &zap, &rowsum);
+    const uint8_t *bd = b->data;
+    int32_t *xp = scratch; /* [4 columns][group]: each column's pair as two i16 */
+    for (int64_t j0 = 0; j0 < n; j0 += 4) {
+        const int nc = n - j0 < 4 ? (int)(n - j0) : 4;
+        uint32_t sumx[4] = {0, 0, 0, 0};
+        for (int j = 0; j < 4; j++) {
+            int64_t g = 0, col = j0 + j;
+            int32_t *xj = xp + j * h.groups;
+#ifdef IG_X86
+            /* a column of a transposed B is contiguous: 8 pairs a load */
+            if (j < nc && b->trans)
+                g = ig_v_pairs_avx2(bd + col * b->ld, h.k / 16 * 8, b->is_signed, xj, &sumx[j]);
+#endif
+            for (; g < h.groups; g++) {
+                int32_t v[2] = {0, 0};
+                for (int q = 0; q < 2 && j < nc && 2 * g + q < h.k; q++) {
+                    int64_t r = 2 * g + q;
+                    size_t at = b->trans ? (size_t)(col * b->ld + r)
+                                : b->row_off != NULL ? (size_t)(b->row_off[r] + col)
+                                                     : (size_t)(r * b->ld + col);
+                    v[q] = b->is_signed ? (int32_t)(int8_t)bd[at] : (int32_t)bd[at];
+                    sumx[j] += (uint32_t)v[q];
+                }
+                xj[g] = (int32_t)(((uint32_t)v[0] & 0xffffu) | ((uint32_t)v[1] << 16));
+            }
+        }
+        for (int64_t p = first_row / IG_V_ROWS; p * IG_V_ROWS < first_row + m; p++) {
+            int32_t sums[4][IG_V_ROWS];
+            const uint8_t *panel = panels + (size_t)p * (size_t)h.groups * 16;
+#ifdef IG_X86
+            ig_v_cols_avx2(panel, h.groups, xp, nc, h.a_signed != 0, sums);
+#else
+            memset(sums, 0, sizeof sums);
+            for (int64_t g = 0; g < h.groups; g++)
+                for (int j = 0; j < nc; j++)
+                    for (int r = 0; r < IG_V_ROWS; r++)
+                        for (int q = 0; q < 2; q++) {
+                            int32_t a = h.a_signed ? (int32_t)(int8_t)panel[g * 16 + 2 * r + q]
+                                                   : (int32_t)panel[g * 16 + 2 * r + q];
+                            uint32_t w = (uint32_t)xp[j * h.groups + g];
+                            int32_t xv = (int16_t)(q ? w >> 16 : w);
+                            sums[j][r] = (int32_t)((uint32_t)sums[j][r] + (uint32_t)(a * xv));
+                        }
+#endif
+            for (int r = 0; r < IG_V_ROWS; r++) {
+                int64_t i = p * IG_V_ROWS + r;
+                if (i < first_row || i >= first_row + m)
+                    continue;
+                uint32_t za = (uint32_t)zap[i], z = (uint32_t)zb;
+                for (int j = 0; j < nc; j++)
+                    c[(i - first_row) * ldc + j0 + j] =
+                        (int32_t)((uint32_t)sums[j][r] - z * (uint32_t)rowsum[i] -
+                                  za * sumx[j] + (uint32_t)h.k * za * z);
+            }
+        }
+    }
+}
+
 void cpu_igemv(const void *packed, const void *x, bool x_signed, int32_t zx, int32_t *y,
                void *scratch)
 {
     ig_v_head h;
-    memcpy(&h, packed, sizeof h);
-    const size_t rows8 = ig_v_rows8(h.m);
-    const int32_t *zap = (const int32_t *)(const void *)((const char *)packed + IG_HEAD),
-                  *rowsum = zap + rows8;
-    const uint8_t *panels =
-        (const uint8_t *)packed + IG_HEAD + ig_round64(2 * rows8 * sizeof(int32_t));
+    const int32_t *zap, *rowsum;
+    const uint8_t *panels = ig_v_open(packed, &h, &zap, &rowsum);
     /* X's pairs as two i16 in an i32, and their sum */
     int32_t *xp = scratch;
     uint32_t sumx = 0;
@@ -1641,7 +1781,7 @@ void cpu_igemv(const void *packed, const void *x, bool x_signed, int32_t zx, int
         }
         xp[g] = (int32_t)(((uint32_t)v[0] & 0xffffu) | ((uint32_t)v[1] << 16));
     }
-    for (size_t p = 0; p < rows8 / IG_V_ROWS; p++) {
+    for (size_t p = 0; p < ig_v_rows8(h.m) / IG_V_ROWS; p++) {
         int32_t sums[IG_V_ROWS] = {0};
         const uint8_t *panel = panels + p * (size_t)h.groups * 16;
 #ifdef IG_X86

@@ -118,4 +118,16 @@ size_t cpu_igemv_scratch_bytes(int64_t k);
 void cpu_igemv(const void *packed, const void *x, bool x_signed, int32_t zx, int32_t *y,
                void *scratch);
 
+/* The same panels times a few columns: C[i - FIRST_ROW][j] for rows
+ * FIRST_ROW .. FIRST_ROW + M (FIRST_ROW a multiple of cpu_igemv_rows())
+ * and columns j < N of op(B), K x N (B's ROW_OFF honoured), with B's zero
+ * point ZB, in the arithmetic of cpu_igemm. Four columns a pass: a
+ * product of a handful of columns (a convolution's 2x2 output map) reads
+ * A's bytes, half the i16 panels' traffic, with every lane a real row.
+ * SCRATCH holds cpu_igemv_cols_scratch_bytes(K). */
+int cpu_igemv_rows(void);
+size_t cpu_igemv_cols_scratch_bytes(int64_t k);
+void cpu_igemv_cols(const void *packed, int64_t first_row, int64_t m, int64_t n,
+                    const cpu_igemm_q8 *b, int32_t zb, int32_t *c, int64_t ldc, void *scratch);
+
 #endif

@@ -37,6 +37,7 @@ typedef struct qc_kernel {
     bool x_signed, w_signed, y_signed;
     bool has_xz, has_wz, wz_per, ws_per, has_bias;
     bool hwc;                          /* im2col channels-last (qc_hwc_fits) */
+    bool vpack;                        /* weights in cpu_igemv's byte panels (qc_vpack_fits) */
     size_t ix, iw, ixz, iwz;           /* input numbers */
     /* Constant weights (and zero points) packed for the integer GEMM, one
      * group after another, made once when the kernel is; NULL when the
@@ -52,6 +53,34 @@ static inline int32_t qc_q8(const char *p, bool is_signed, size_t i)
 
 /* Stores the exact sum SUM (a whole number in a double) of output element
  * AT: i32 (wrapping, ConvInteger) or requantized (QLinearConv). */
+/* Output positions up to which (per image and group) a convolution's
+ * product reads its weights from cpu_igemv's byte panels (cpu_igemv_cols)
+ * where the CPU's integer GEMM is AVX2's: resnet50_s_qop's last stage (2x2
+ * maps, 256 -> 512 and 128 -> 512 channels) streamed the GEMM's i16 panels,
+ * twice the bytes, eight columns wide for four real ones. */
+#define QC_VPACK_MAX_COLS 4
+
+static bool qc_vpack_fits(const qc_kernel *k)
+{
+    size_t rows = k->c / k->group * k->ker_sp;
+    return k->out_sp <= QC_VPACK_MAX_COLS && rows > 0 && k->m > 0 &&
+           cpu_igemv_packed_bytes((int64_t)(k->m / k->group), (int64_t)rows) > 0;
+}
+
+/* Bytes of one group's packed weights. */
+static size_t qc_pack_bytes(const qc_kernel *k, size_t mg, size_t rows)
+{
+    return k->vpack ? cpu_igemv_packed_bytes((int64_t)mg, (int64_t)rows)
+                    : cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
+}
+
+/* Scratch of one product of N columns and depth ROWS. */
+static size_t qc_product_scratch(const qc_kernel *k, size_t n, size_t rows)
+{
+    return k->vpack ? cpu_igemv_cols_scratch_bytes((int64_t)rows)
+                    : cpu_igemm_scratch_bytes((int64_t)n, (int64_t)rows);
+}
+
 static inline void qc_store(const qc_kernel *k, void *dst, size_t at, int64_t sum, size_t m,
                             const int32_t *bias, const float *ws, float xs, float ys, int32_t yz)
 {
@@ -101,7 +130,8 @@ typedef struct qc_gemm_call {
     float xs, ys;
     int32_t yz;
     void *dst;
-    const char *wpack;    /* per group: the packed weights (cpu_igemm_pack_a) */
+    const char *wpack;    /* per group: the packed weights (cpu_igemm_pack_a, or
+                           * cpu_igemv_pack when k->vpack) */
     size_t wpack_bytes;   /* of one group */
     size_t rows, n_tiles;
     qc_plan plan;
@@ -564,7 +594,7 @@ static void qc_gemm_scratch(const qc_kernel *k, size_t rows, const qc_plan *p, s
     bytes[1] = p->shared_pad ? 0 : p->pad_bytes;
     bytes[2] = k->m / k->group * tile * sizeof(int32_t);
     bytes[3] = tile * QC_MAX_SP * sizeof(int32_t);
-    bytes[4] = cpu_igemm_scratch_bytes((int64_t)tile, (int64_t)rows);
+    bytes[4] = qc_product_scratch(k, tile, rows);
 }
 
 static bool qc_dw16_fits(const qc_kernel *k);
@@ -604,8 +634,7 @@ static void qc_split_scratch(const qc_kernel *k, size_t mblk, size_t *one, size_
     memset(two, 0, QC_MAX_BUFS * sizeof *two);
     one[0] = (k->hwc ? k->c / k->group : 1) * (size_t)(qc_pad_rows(k) * qc_pad_pitch(k));
     two[0] = mblk * k->out_sp * sizeof(int32_t);
-    two[1] = cpu_igemm_scratch_bytes((int64_t)k->out_sp,
-                                     (int64_t)(k->c / k->group * k->ker_sp));
+    two[1] = qc_product_scratch(k, k->out_sp, k->c / k->group * k->ker_sp);
 }
 
 
@@ -662,7 +691,8 @@ static bool qc_split_plan(const qc_kernel *k, size_t threads, size_t *out_mblk,
 {
     qc_plan p;
     qc_gemm_plan(k, threads, false, &p);
-    size_t mg = k->m / k->group, cg = k->c / k->group, mr = (size_t)cpu_igemm_mr();
+    size_t mg = k->m / k->group, cg = k->c / k->group;
+    size_t mr = (size_t)(k->vpack ? cpu_igemv_rows() : cpu_igemm_mr());
     if ((!p.direct && p.pad_bytes == 0) || p.tile < p.cols || k->group * k->n >= threads ||
         mg < 2 * mr || threads < 2)
         return false;
@@ -1041,6 +1071,21 @@ static const uint8_t *qc_padded(const qc_gemm_call *c, size_t n, size_t g, uint8
     return own;
 }
 
+/* ACC[MROWS x NC] (leading dimension NC) = output channels M0 .. M0 +
+ * MROWS of group G's weights times B (depth C->rows), less the zero
+ * points: cpu_igemm, or cpu_igemv_cols on byte panels (k->vpack). */
+static void qc_product(const qc_gemm_call *c, size_t g, size_t m0, size_t mrows, size_t nc,
+                       const cpu_igemm_q8 *b, int32_t *acc, void *scratch)
+{
+    const char *w = c->wpack + g * c->wpack_bytes;
+    if (c->k->vpack)
+        cpu_igemv_cols(w, (int64_t)m0, (int64_t)mrows, (int64_t)nc, b, c->xz, acc, (int64_t)nc,
+                       scratch);
+    else
+        cpu_igemm((int64_t)mrows, (int64_t)nc, (int64_t)c->rows, w, (int64_t)m0, b, &c->xz,
+                  false, acc, (int64_t)nc, scratch);
+}
+
 /* Work items [BEGIN, END) of (group, image, tile of columns), each with
  * buffers of its own. */
 static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
@@ -1086,8 +1131,7 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             }
             b = (cpu_igemm_q8){.data = xp + c0, .is_signed = k->x_signed,
                                .row_off = (const int64_t *)(const void *)col};
-            cpu_igemm((int64_t)mg, (int64_t)nc, (int64_t)rows, c->wpack + g * c->wpack_bytes, 0,
-                      &b, &c->xz, false, acc, (int64_t)nc, scratch);
+            qc_product(c, g, 0, mg, nc, &b, acc, scratch);
             qc_store_pitch(c, n, g * mg, mg, c0, acc, nc);
             continue;
         }
@@ -1155,8 +1199,7 @@ static void qc_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
             b.data = col;
             b.ld = (int64_t)nc;
         }
-        cpu_igemm((int64_t)mg, (int64_t)nc, (int64_t)rows, c->wpack + g * c->wpack_bytes, 0, &b,
-                  &c->xz, false, acc, (int64_t)nc, scratch);
+        qc_product(c, g, 0, mg, nc, &b, acc, scratch);
         for (size_t mm = 0; mm < mg; mm++)
             qc_store_run(c, n, g * mg + mm, c0, acc + mm * nc, nc);
     }
@@ -1183,7 +1226,10 @@ static void qc_pack_weights(const qc_kernel *k, const char *w, const char *wz, c
             wg = perm;
         }
         cpu_igemm_q8 a = {.data = wg, .ld = (int64_t)rows, .is_signed = k->w_signed};
-        cpu_igemm_pack_a((int64_t)mg, (int64_t)rows, &a, zbuf, true, out + g * group_bytes);
+        if (k->vpack)
+            cpu_igemv_pack((int64_t)mg, (int64_t)rows, &a, zbuf, true, out + g * group_bytes);
+        else
+            cpu_igemm_pack_a((int64_t)mg, (int64_t)rows, &a, zbuf, true, out + g * group_bytes);
     }
 }
 
@@ -1377,9 +1423,7 @@ static void qc_split_gemm_chunk(void *arg, size_t begin, size_t end, int worker)
                                             : c->col + gi * rows * k->out_sp,
                           .ld = (int64_t)(k->hwc ? rows : k->out_sp), .trans = k->hwc,
                           .is_signed = k->x_signed};
-        cpu_igemm((int64_t)mrows, (int64_t)k->out_sp, (int64_t)rows,
-                  c->wpack + g * c->wpack_bytes, (int64_t)m0, &b, &c->xz, false, acc,
-                  (int64_t)k->out_sp, bufs[1]);
+        qc_product(c, g, m0, mrows, k->out_sp, &b, acc, bufs[1]);
         for (size_t mm = 0; mm < mrows; mm++)
             qc_store_run(c, n, g * mg + m0 + mm, 0, acc + mm * k->out_sp, k->out_sp);
     }
@@ -1434,7 +1478,7 @@ static bool qc_write_gemm(pl_module_ctx *ctx, const qc_kernel *k, const char *x,
     qc_gemm_plan(k, threads, !split, &p);
     qc_gemm_call *c = cpu_host->host_alloc(ctx->host_ctx, sizeof *c, 64);
     bool pre = k->wpack_pre != NULL;
-    size_t group_bytes = cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows);
+    size_t group_bytes = qc_pack_bytes(k, mg, rows);
     char *wp = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, k->group * group_bytes, 64);
     int32_t *zbuf = pre ? NULL : cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64);
     char *perm = pre || !k->hwc ? NULL : cpu_host->host_alloc(ctx->host_ctx, mg * rows, 64);
@@ -1661,6 +1705,8 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtypes");
     SHP_TRY(qc_geometry(node, &tmp));
     tmp.hwc = qc_hwc_fits(&tmp);
+    bool dwl;
+    tmp.vpack = !qc_is_depthwise(&tmp, &dwl) && qc_vpack_fits(&tmp);
     bool per;
     tmp.has_xz = shp_input_present(node, tmp.ixz);
     tmp.has_wz = shp_input_present(node, tmp.iwz);
@@ -1705,7 +1751,7 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
     }
     size_t head = (sizeof(qc_kernel) + 63) & ~(size_t)63;
     size_t mg = tmp.group ? tmp.m / tmp.group : 0;
-    size_t group_bytes = pre ? cpu_igemm_packed_a_bytes((int64_t)mg, (int64_t)rows) : 0;
+    size_t group_bytes = pre ? qc_pack_bytes(&tmp, mg, rows) : 0;
     int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (mg + 1) * sizeof *zbuf, 64) : NULL;
     char *perm = pre && tmp.hwc ? cpu_host->host_alloc(ctx->host_ctx, mg * rows, 64) : NULL;
     if (pre && (zbuf == NULL || (tmp.hwc && perm == NULL))) {
@@ -1719,8 +1765,8 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         const size_t sources[] = {tmp.iw, tmp.iwz};
         const int64_t params[] = {CPU_SHARE_IGEMM_CONV_W, (int64_t)tmp.m, (int64_t)rows,
                                   (int64_t)tmp.group, tmp.w_signed, tmp.wz_per, tmp.has_wz,
-                                  tmp.hwc};
-        shared = cpu_share_derived(ctx, node, sources, tmp.has_wz ? 2 : 1, params, 8,
+                                  tmp.hwc, tmp.vpack};
+        shared = cpu_share_derived(ctx, node, sources, tmp.has_wz ? 2 : 1, params, 9,
                                    tmp.group * group_bytes, qc_fill_run, &fill, &hold);
     }
     qc_kernel *k;

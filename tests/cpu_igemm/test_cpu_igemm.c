@@ -139,6 +139,46 @@ static void ti_run(const ti_case *t)
         free(vs);
         free(y);
     }
+    /* a few columns: the byte panels' product (cpu_igemv_cols), in row
+     * blocks of multiples of eight, B's zero point one for all */
+    size_t cbytes = n >= 1 && n <= 12 ? cpu_igemv_packed_bytes(m, k) : 0;
+    if (cbytes > 0) {
+        int cbad = 0;
+        void *pv = ti_alloc(cbytes), *cs = ti_alloc(cpu_igemv_cols_scratch_bytes(k));
+        int32_t *y = ti_alloc(sizeof(int32_t) * (size_t)(m * ldc + 1));
+        for (int64_t i = 0; i < m * ldc; i++)
+            y[i] = TI_GUARD;
+        cpu_igemv_pack(m, k, &qa, pza, per, pv);
+        int64_t vr = cpu_igemv_rows(), vstep = ((m + blocks - 1) / blocks + vr - 1) / vr * vr;
+        for (int64_t r0 = 0; r0 < m; r0 += vstep > 0 ? vstep : 1) {
+            int64_t rows = m - r0 < vstep ? m - r0 : vstep;
+            cpu_igemv_cols(pv, r0, rows, n, &qb, pzb ? zb[0] : 0, y + r0 * ldc, ldc, cs);
+        }
+        for (int64_t i = 0; i < m && cbad < 3; i++)
+            for (int64_t j = 0; j < ldc && cbad < 3; j++) {
+                int32_t want = TI_GUARD;
+                if (j < n) {
+                    int64_t zai = pza ? za[per ? i : 0] : 0, zbj = pzb ? zb[0] : 0, sum = 0;
+                    for (int64_t q = 0; q < k; q++)
+                        sum += (ti_q8(a, t->a_signed, t->ta ? q * lda + i : i * lda + q) - zai) *
+                               (ti_q8(b, t->b_signed, t->tb ? j * ldb + q : q * ldb + j) - zbj);
+                    want = (int32_t)(uint32_t)(uint64_t)sum;
+                }
+                if (y[i * ldc + j] != want) {
+                    fprintf(stderr,
+                            "FAIL igemv_cols m=%lld n=%lld k=%lld a%s b%s ta=%d tb=%d zp=%d "
+                            "blocks=%lld: C[%lld][%lld] = %d, want %d\n",
+                            (long long)m, (long long)n, (long long)k, t->a_signed ? "i8" : "u8",
+                            t->b_signed ? "i8" : "u8", t->ta, t->tb, t->zp, (long long)blocks,
+                            (long long)i, (long long)j, y[i * ldc + j], want);
+                    cbad++;
+                    ti_failures++;
+                }
+            }
+        free(pv);
+        free(cs);
+        free(y);
+    }
     int bad = 0;
     for (int64_t i = 0; i < m && bad < 3; i++)
         for (int64_t j = 0; j < ldc && bad < 3; j++) {
@@ -248,7 +288,8 @@ static void ti_blocks(void)
 /* Two to four columns (AVX2's kernels with lanes over A's rows), alone
  * and as the last panel after whole ones, rows short of and past a
  * panel, K odd and even, every operand form and zero point mode,
- * implicit rows too. */
+ * implicit rows too; up to 12 columns also through the byte panels
+ * (cpu_igemv_cols), in blocks of rows. */
 static void ti_narrow(void)
 {
     static const int64_t ns[] = {2, 3, 4, 18, 19, 20, 34, 36};
@@ -260,6 +301,14 @@ static void ti_narrow(void)
             ti_signs((ti_case){ms[i], ns[j], ks[at % 7], .ta = (at & 1) != 0,
                                .tb = (at & 2) != 0 && (at & 4) == 0, .zp = at % 3,
                                .row_off = (at & 6) == 6, .tight = ns[j] == 2 && (at & 1)});
+    /* the byte panels' product past four columns and in row blocks */
+    static const int64_t ns2[] = {1, 5, 7, 8, 9, 12};
+    static const int64_t ms2[] = {8, 17, 40};
+    for (size_t j = 0; j < sizeof ns2 / sizeof ns2[0]; j++)
+        for (size_t i = 0; i < sizeof ms2 / sizeof ms2[0]; i++, at++)
+            ti_signs((ti_case){ms2[i], ns2[j], ks[at % 7], .ta = (at & 1) != 0,
+                               .tb = (at & 2) != 0, .zp = at % 3, .row_off = (at & 6) == 4,
+                               .blocks = 1 + at % 3});
 }
 
 static void ti_vectors(void)
