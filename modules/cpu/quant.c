@@ -477,7 +477,35 @@ typedef struct qu_mm_kernel {
     /* A constant B without batch dims, packed for the integer GEMM when
      * the kernel is made; NULL otherwise. */
     const char *b_pre;
+    /* B in cpu_igemv's byte panels, the product on cpu_igemv_cols
+     * (qu_mm_vpack_fits) */
+    bool vpack;
 } qu_mm_kernel;
+
+/* Rows of A up to which a product whose A has one zero point reads B from
+ * cpu_igemv's byte panels where the CPU's integer GEMM is AVX2's: a
+ * decoder's step (a few tokens by a [K, N] weight) streamed the GEMM's i16
+ * panels, twice B's bytes, 6 or 8 columns wide for one to four real. */
+#define QU_MM_VPACK_MAX_ROWS 4
+
+static bool qu_mm_vpack_fits(const qu_mm_kernel *k)
+{
+    return k->m <= QU_MM_VPACK_MAX_ROWS && !k->za_rows &&
+           cpu_igemv_packed_bytes((int64_t)k->n, (int64_t)k->kk) > 0;
+}
+
+/* Bytes of one packed matrix of B, and of one product's scratch. */
+static size_t qu_mm_pack_bytes(const qu_mm_kernel *k)
+{
+    return k->vpack ? cpu_igemv_packed_bytes((int64_t)k->n, (int64_t)k->kk)
+                    : cpu_igemm_packed_a_bytes((int64_t)k->n, (int64_t)k->kk);
+}
+
+static size_t qu_mm_scratch(const qu_mm_kernel *k)
+{
+    return k->vpack ? cpu_igemv_cols_scratch_bytes((int64_t)k->kk)
+                    : cpu_igemm_scratch_bytes((int64_t)k->m, (int64_t)k->kk);
+}
 
 /* One MatMulInteger / QLinearMatMul on the integer GEMM: what every chunk
  * reads. The product runs transposed, Y^T = B^T A^T: B (usually constant
@@ -512,7 +540,8 @@ static bool qu_mm_serial(const qu_mm_kernel *k)
  * run against 0.028 in two on one thread). */
 static size_t qu_mm_row_block(const qu_mm_kernel *k, size_t threads)
 {
-    size_t n_batch = cpu_elements(k->batch, k->nb), mr = (size_t)cpu_igemm_mr();
+    size_t n_batch = cpu_elements(k->batch, k->nb);
+    size_t mr = (size_t)(k->vpack ? cpu_igemv_rows() : cpu_igemm_mr());
     size_t want = qu_mm_serial(k)           ? 1
                   : 2 * threads > n_batch ? (2 * threads + n_batch - 1) / n_batch
                                           : 1;
@@ -529,7 +558,7 @@ static size_t qu_mm_row_block(const qu_mm_kernel *k, size_t threads)
 static size_t qu_mm_slice(const qu_mm_kernel *k, size_t rb)
 {
     return CPU_IGEMM_R64((rb * k->m + 1) * sizeof(int32_t)) +
-           CPU_IGEMM_R64(cpu_igemm_scratch_bytes((int64_t)k->m, (int64_t)k->kk));
+           CPU_IGEMM_R64(qu_mm_scratch(k));
 }
 
 static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
@@ -542,9 +571,7 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
                                : cpu_host->host_alloc(c->ctx->host_ctx,
                                                       (rb * m + 1) * sizeof *acc, 64);
     void *scratch = own != NULL ? own + CPU_IGEMM_R64((rb * m + 1) * sizeof *acc)
-                                : cpu_host->host_alloc(
-                                      c->ctx->host_ctx,
-                                      cpu_igemm_scratch_bytes((int64_t)m, (int64_t)kk), 64);
+                                : cpu_host->host_alloc(c->ctx->host_ctx, qu_mm_scratch(k), 64);
     if (!acc || !scratch) {
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
         begin = end;
@@ -556,8 +583,12 @@ static void qu_mm_chunk(void *arg, size_t begin, size_t end, int worker)
         size_t bi = k->b_pre != NULL ? 0 : (size_t)ix_offset(t, k->nb, k->batch, k->b_st);
         cpu_igemm_q8 qa = {.data = c->a + ao, .ld = (int64_t)kk, .trans = true,
                            .is_signed = k->a_signed};
-        cpu_igemm((int64_t)rows, (int64_t)m, (int64_t)kk, c->bpack + bi * c->bpack_bytes,
-                  (int64_t)r0, &qa, c->za, k->za_rows, acc, (int64_t)m, scratch);
+        if (k->vpack)
+            cpu_igemv_cols(c->bpack + bi * c->bpack_bytes, (int64_t)r0, (int64_t)rows,
+                           (int64_t)m, &qa, c->za[0], acc, (int64_t)m, scratch);
+        else
+            cpu_igemm((int64_t)rows, (int64_t)m, (int64_t)kk, c->bpack + bi * c->bpack_bytes,
+                      (int64_t)r0, &qa, c->za, k->za_rows, acc, (int64_t)m, scratch);
         size_t at0 = t * m * n;
         /* ACC holds Y^T (a row of m per column j of Y): written back row by
          * row of Y, so the stores run along Y's rows and the strided reads
@@ -615,7 +646,10 @@ static void qu_mm_pack_b(const qu_mm_kernel *k, const char *b, size_t bi, const 
 {
     cpu_igemm_q8 qb = {.data = b + bi * k->kk * k->n, .ld = (int64_t)k->n, .trans = true,
                        .is_signed = k->b_signed};
-    cpu_igemm_pack_a((int64_t)k->n, (int64_t)k->kk, &qb, zb, k->zb_cols, out);
+    if (k->vpack)
+        cpu_igemv_pack((int64_t)k->n, (int64_t)k->kk, &qb, zb, k->zb_cols, out);
+    else
+        cpu_igemm_pack_a((int64_t)k->n, (int64_t)k->kk, &qb, zb, k->zb_cols, out);
 }
 
 /* A constant B packed for the integer GEMM with its zero points
@@ -640,7 +674,7 @@ static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a
                         const char *za, const char *zb, const float *sa, const float *sb,
                         float sy, int32_t zy, void *dst, const pl_run_args *args)
 {
-    size_t m = k->m, n = k->n, kk = k->kk;
+    size_t m = k->m, n = k->n;
     size_t n_batch = cpu_elements(k->batch, k->nb);
     size_t threads = (size_t)cpu_host->thread_count(ctx->host_ctx);
     const bool serial = qu_mm_serial(k);
@@ -651,7 +685,7 @@ static bool qu_mm_igemm(pl_module_ctx *ctx, const qu_mm_kernel *k, const char *a
                      ? args->workspace
                      : NULL;
     bool pre = k->b_pre != NULL;
-    size_t bpack_bytes = cpu_igemm_packed_a_bytes((int64_t)n, (int64_t)kk);
+    size_t bpack_bytes = qu_mm_pack_bytes(k);
     /* B's distinct matrices: those its batch strides reach */
     size_t nb_mats = 1;
     for (int d = 0; d < k->nb; d++)
@@ -826,23 +860,24 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
               (!tmp.has_zb || (tz >= 0 && g->tensor_constant(node->graph, tz, &zbdata, &zbbytes)));
     }
     size_t head = (sizeof(qu_mm_kernel) + 63) & ~(size_t)63;
-    size_t packed = pre ? cpu_igemm_packed_a_bytes((int64_t)n, (int64_t)kk) : 0;
-    int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (n + 1) * sizeof *zbuf, 64) : NULL;
-    if (pre && zbuf == NULL)
-        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing B");
     /* the packing reads the template's sizes and signedness */
     tmp.m = m;
     tmp.kk = kk;
     tmp.n = n;
     tmp.b_signed = bs;
+    tmp.vpack = qu_mm_vpack_fits(&tmp);
+    size_t packed = pre ? qu_mm_pack_bytes(&tmp) : 0;
+    int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (n + 1) * sizeof *zbuf, 64) : NULL;
+    if (pre && zbuf == NULL)
+        return cpu_error(PL_CODE_OUT_OF_MEMORY, op, "out of memory packing B");
     qu_mm_fill fill = {&tmp, bdata, zbdata, zbuf};
     cpu_shared_pack *hold = NULL;
     const void *shared = NULL;
     if (pre) {
         const size_t sources[] = {tmp.ib, tmp.izb};
         const int64_t params[] = {CPU_SHARE_IGEMM_MM_B, (int64_t)n, (int64_t)kk, bs,
-                                  tmp.zb_cols, tmp.has_zb};
-        shared = cpu_share_derived(ctx, node, sources, tmp.has_zb ? 2 : 1, params, 6, packed,
+                                  tmp.zb_cols, tmp.has_zb, tmp.vpack};
+        shared = cpu_share_derived(ctx, node, sources, tmp.has_zb ? 2 : 1, params, 7, packed,
                                    qu_mm_fill_run, &fill, &hold);
     }
     qu_mm_kernel *k;
