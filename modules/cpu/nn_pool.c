@@ -490,6 +490,26 @@ static size_t nn_pool8_small_bytes(const nn_window *w)
     return (size_t)(hp * (16 * nn_pool8_vecs(w) + NN_POOL8_ROW));
 }
 
+#ifdef CPU_BYTES_SSE2
+/* N <= 64 bytes from SRC to DST in moves of 8, 4 or 1 bytes, the last
+ * overlapping the one before: an output row of a few bytes, where a call
+ * to memcpy took longer than the row's maxima. */
+static inline void nn_copy_short(uint8_t *dst, const uint8_t *src, int64_t n)
+{
+    if (n >= 8) {
+        for (int64_t i = 0; i + 8 < n; i += 8)
+            memcpy(dst + i, src + i, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+#endif
+
 static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uint8_t *hmax)
 {
 #ifdef CPU_BYTES_SSE2
@@ -509,6 +529,7 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
     const int64_t need = sw == 2 ? reach / 2 + pitch : reach + pitch;
     const uint8_t f = k->flip;
     uint8_t yrow[64];
+    const __m128i vf = _mm_set1_epi8((char)f); /* the padding, flipped */
     /* every row of a plane is placed before the taps read any: the taps'
      * loads straddle the placing's stores, and read right after them they
      * waited for the stores to leave the store buffer (a third of a 3x3
@@ -532,8 +553,10 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
             if (sw == 2) {
                 /* split straight from the input into the two phases:
                  * input column q is padded column q + pl */
-                memset(row, f, (size_t)width);
-                memset(row + half, f, (size_t)width);
+                for (int64_t i = 0; i < width; i += 16) {
+                    _mm_storeu_si128((__m128i *)(void *)(row + i), vf);
+                    _mm_storeu_si128((__m128i *)(void *)(row + half + i), vf);
+                }
                 uint8_t *to_even_q = (pl & 1) ? row + half + (pl >> 1) : row + (pl >> 1);
                 uint8_t *to_odd_q = (pl & 1) ? row + ((pl + 1) >> 1) : row + half + (pl >> 1);
                 cpu_bytes_split2_bytes(to_even_q, to_odd_q, xr, q_end);
@@ -544,7 +567,8 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
                     _mm_storeu_si128(b, _mm_xor_si128(_mm_loadu_si128(b), _mm_set1_epi8((char)f)));
                 }
             } else {
-                memset(row, f, (size_t)width);
+                for (int64_t i = 0; i < width; i += 16)
+                    _mm_storeu_si128((__m128i *)(void *)(row + i), vf);
                 memcpy(row + pl, xr, (size_t)q_end);
                 for (int64_t i = 0; f != 0 && i < width; i += 16) {
                     __m128i *a = (__m128i *)(void *)(row + i);
@@ -556,7 +580,8 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
             int64_t ih = r - pt;
             uint8_t *hr = hmax + r * pitch;
             if (ih < 0 || ih >= h) {
-                memset(hr, 0, (size_t)pitch);
+                for (int64_t i = 0; i < pitch; i += 16)
+                    _mm_storeu_si128((__m128i *)(void *)(hr + i), _mm_setzero_si128());
                 continue;
             }
             const uint8_t *row = rows + r * NN_POOL8_ROW;
@@ -582,7 +607,7 @@ static void nn_pool8_small(const nn_pool8_call *c, size_t begin, size_t end, uin
             }
             uint8_t *yr = y + oh * ow_n;
             if (!c->add)
-                memcpy(yr, yrow, (size_t)ow_n);
+                nn_copy_short(yr, yrow, ow_n);
             for (int64_t ow = 0; c->add && ow < ow_n; ow++)
                 yr[ow] = (uint8_t)(yr[ow] + yrow[ow]);
         }
