@@ -271,6 +271,8 @@ struct pl_alg {
     size_t n_crops;
     struct pl_alg_qconv *qconvs;
     size_t n_qconvs;
+    struct pl_alg_qpool *qpools;
+    size_t n_qpools;
     struct pl_alg_qmm *qmms;
     size_t n_qmms;
     struct pl_alg_scatter *scatters;
@@ -2621,10 +2623,9 @@ static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
     if (!a->qdq_int8 || strcmp(c->op, "Conv") != 0 || !pl_alg_default_domain(c) ||
         c->n_inputs < 2 || c->n_outputs != 1)
         return NULL;
-    const pl_graph_tensor *yt = pl_graph_get_tensor(g, c->outputs[0]);
-    if (yt->n_consumers != 1 || !pl_alg_replaceable(a, c->outputs[0]))
+    pl_nid qid = pl_alg_sole_reader(a, c->outputs[0]);
+    if (qid == PL_NID_NONE)
         return NULL;
-    pl_nid qid = yt->consumers[0];
     const pl_graph_node *q = pl_graph_get_node(g, qid);
     const pl_graph_node *dx = pl_alg_writer(g, c->inputs[0], "DequantizeLinear");
     const pl_graph_node *dw = pl_alg_writer(g, c->inputs[1], "DequantizeLinear");
@@ -2684,6 +2685,54 @@ static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
                          "'%s' (integer arithmetic, as ONNX Runtime runs QDQ groups; [graph] qdq "
                          "= float keeps the float graph)",
                          c->name, q->name, c->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
+/* DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale, zero
+ * point and 8-bit type: MaxPool of the quantized values themselves.
+ * Dequantizing is increasing (a positive scale), so the largest value of
+ * a window dequantizes to the largest of the dequantized window, and
+ * quantizing it again gives back the byte; the padding the 8-bit MaxPool
+ * uses, the type's lowest value, is below every value as -inf is. ONNX
+ * Runtime's quantizer writes the pair around every MaxPool of a QDQ
+ * network (a ResNet's stem, SqueezeNet's three), which ran in f32 between
+ * a DequantizeLinear and a QuantizeLinear: four bytes a value, three
+ * passes. */
+struct pl_alg_qpool {
+    pl_nid pool, q;
+    pl_tid x; /* the DequantizeLinear's quantized input */
+};
+
+static pl_status *pl_alg_qdq_maxpool(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *mp = pl_graph_get_node(g, id);
+    if (!a->qdq_int8 || strcmp(mp->op, "MaxPool") != 0 || !pl_alg_default_domain(mp) ||
+        mp->n_inputs < 1 || mp->outputs[0] == PL_TID_NONE ||
+        (mp->n_outputs > 1 && mp->outputs[1] != PL_TID_NONE) ||
+        pl_alg_attr_int(mp, "storage_order", 0) != 0)
+        return NULL;
+    pl_nid qid = pl_alg_sole_reader(a, mp->outputs[0]);
+    if (qid == PL_NID_NONE)
+        return NULL;
+    const pl_graph_node *q = pl_graph_get_node(g, qid);
+    const pl_graph_node *dq = pl_alg_writer(g, mp->inputs[0], "DequantizeLinear");
+    if (dq == NULL || strcmp(q->op, "QuantizeLinear") != 0 || !pl_alg_default_domain(q) ||
+        a->drop[qid] || q->inputs[0] != mp->outputs[0] || q->outputs[0] == PL_TID_NONE ||
+        dq->inputs[0] == PL_TID_NONE || !pl_alg_act_qparams(g, dq, dq->inputs[0]) ||
+        !pl_alg_act_qparams(g, q, q->outputs[0]) || !pl_alg_same_qparams(g, dq, q) ||
+        !PL_DTYPE_EQ(pl_graph_get_tensor(g, dq->inputs[0])->dtype,
+                     pl_graph_get_tensor(g, q->outputs[0])->dtype))
+        return NULL;
+    a->qpools[a->n_qpools++] = (struct pl_alg_qpool){.pool = id, .q = qid, .x = dq->inputs[0]};
+    a->drop[id] = a->drop[qid] = true;
+    if (!pl_rewrites_add(a->rewrites,
+                         "DequantizeLinear '%s' -> MaxPool '%s' -> QuantizeLinear '%s' run as "
+                         "MaxPool '%s' of the quantized values (the same scale and zero point: "
+                         "the largest byte is the largest value; [graph] qdq = float keeps the "
+                         "float graph)",
+                         dq->name, mp->name, q->name, mp->name))
         return pl_alg_oom();
     return NULL;
 }
@@ -2873,6 +2922,17 @@ static pl_status *pl_alg_write_qconv(const pl_graph *g, const pl_tid *alias, pl_
     pl_nid id;
     pl_status *st = pl_graph_add_node(copy, c->name, "QLinearConv", "", ins, n, &out, 1, &id);
     return st != NULL ? st : pl_alg_copy_attrs(copy, id, c);
+}
+
+static pl_status *pl_alg_write_qpool(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                     const struct pl_alg_qpool *p)
+{
+    const pl_graph_node *mp = pl_graph_get_node(g, p->pool), *q = pl_graph_get_node(g, p->q);
+    const char *in = pl_graph_get_tensor(g, alias[p->x])->name;
+    const char *out = pl_graph_get_tensor(g, q->outputs[0])->name;
+    pl_nid id;
+    pl_status *st = pl_graph_add_node(copy, mp->name, "MaxPool", "", &in, 1, &out, 1, &id);
+    return st != NULL ? st : pl_alg_copy_attrs(copy, id, mp);
 }
 
 /* ---- 8-bit elementwise chains as a table lookup ---------------------------------- */
@@ -3192,6 +3252,9 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
                 for (size_t j = 0; j < 9; j++)
                     if (a->qconvs[k].in[j] != PL_TID_NONE)
                         needed[a->alias[a->qconvs[k].in[j]]] = true;
+        for (size_t k = 0; k < a->n_qpools; k++)
+            if (a->qpools[k].q == id)
+                needed[a->alias[a->qpools[k].x]] = true;
         /* an int8 product reads the quantized values and their parameters */
         for (size_t k = 0; k < a->n_qmms; k++)
             if (a->qmms[k].mm == id) {
@@ -3681,6 +3744,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.perms = pl_calloc(nn ? nn : 1, sizeof *a.perms);
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     a.qconvs = pl_calloc(nn ? nn : 1, sizeof *a.qconvs);
+    a.qpools = pl_calloc(nn ? nn : 1, sizeof *a.qpools);
     a.qmms = pl_calloc(nn ? nn : 1, sizeof *a.qmms);
     a.scatters = pl_calloc(nn ? nn : 1, sizeof *a.scatters);
     a.flats = pl_calloc(nn ? nn : 1, sizeof *a.flats);
@@ -3691,7 +3755,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
         a.bns == NULL || a.gemms == NULL || a.lns == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
-        a.qconvs == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL ||
+        a.qconvs == NULL || a.qpools == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL ||
         a.luts == NULL || a.sibs == NULL ||
         a.pos == NULL || a.dead == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
@@ -3707,6 +3771,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_qdq_conv(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_qdq_maxpool(&a, order[i]);
     for (size_t i = 0; st == NULL && i < nn; i++)
         if (!a.drop[order[i]])
             st = pl_alg_qdq_matmul(&a, order[i]);
@@ -3775,7 +3842,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_einsums + a.n_bmms + a.n_gemms +
                               a.n_lns + a.n_perms +
                               a.n_crops +
-                              a.n_qconvs + a.n_qmms + a.n_scatters + a.n_flats + a.n_luts +
+                              a.n_qconvs + a.n_qpools + a.n_qmms + a.n_scatters + a.n_flats + a.n_luts +
                               a.n_sibs + n_requant + n_dead >
                           0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
@@ -3824,6 +3891,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qconvs; k++)
         if (!a.dead[a.qconvs[k].q])
             st = pl_alg_write_qconv(g, a.alias, copy, &a.qconvs[k]);
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qpools; k++)
+        if (!a.dead[a.qpools[k].q])
+            st = pl_alg_write_qpool(g, a.alias, copy, &a.qpools[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qmms; k++)
         if (!a.dead[a.qmms[k].mm])
             st = pl_alg_write_qmm(g, a.alias, copy, &a.qmms[k]);
@@ -3866,6 +3936,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.perms);
     pl_free(a.crops);
     pl_free(a.qconvs);
+    pl_free(a.qpools);
     pl_free(a.qmms);
     pl_free(a.scatters);
     pl_free(a.flats);

@@ -3436,6 +3436,16 @@ static void case_layout_sunk(void)
     against_none(path, x, 4, shape, names, 3, layout_check);
 }
 
+/* The JSON nodes of the QDQ tests' parameters: scales s (0.05) and s2
+ * (0.03), the u8 zero point z (10). */
+#define QDQ_SCALES                                                                                \
+    "{\"name\":\"cs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s\"],\"attributes\":"         \
+    "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.05]}}}},"                   \
+    "{\"name\":\"cs2\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s2\"],\"attributes\":"       \
+    "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.03]}}}},"                   \
+    "{\"name\":\"cz\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z\"],\"attributes\":"         \
+    "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[10]}}}},"
+
 /* QDQ pairs that change nothing: q2/dq2 after a Reshape of dq1's values
  * and q3/dq3 after a Transpose and a MaxPool of them, on the same grid (u8,
  * scale 0.05, zero point 10), go; q4/dq4 (another scale) and q5/dq5 (after
@@ -3464,12 +3474,7 @@ static void case_requant_removed(void)
         "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4,4,4]},"
         "{\"name\":\"flat\",\"dtype\":\"i64\",\"shape\":[3],\"data\":{\"offset\":0,\"length\":24}}],"
         "\"nodes\":["
-        "{\"name\":\"cs\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s\"],\"attributes\":"
-        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.05]}}}},"
-        "{\"name\":\"cs2\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s2\"],\"attributes\":"
-        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.03]}}}},"
-        "{\"name\":\"cz\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z\"],\"attributes\":"
-        "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[10]}}}},"
+        QDQ_SCALES
         "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"z\"],"
         "\"outputs\":[\"xq\"]},"
         "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"
@@ -3506,6 +3511,66 @@ static void case_requant_removed(void)
     static const int64_t shape[4] = {1, 4, 4, 4};
     static const char *const names[3] = {"y", "y2", "y3"};
     against_none(path, x, 4, shape, names, 3, requant_check);
+}
+
+/* qdq_maxpool under optimize = all: DequantizeLinear -> MaxPool ->
+ * QuantizeLinear with one scale and zero point runs as the MaxPool of the
+ * bytes (u8 with padding and ceil_mode, i8), not with another scale. */
+static void qdq_maxpool_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "pool", "of the quantized values") &&
+                 rewritten_as(root, "pool3", "of the quantized values") && !rewritten(root, "pool2") &&
+                 placed(root, "pool") && placed(root, "pool3") && !placed(root, "q2") &&
+                 !placed(root, "q5") && placed(root, "q3") && placed(root, "pool2"),
+             "%s: pool and pool3 should run on the quantized values, pool2 stay", cfg);
+}
+
+static void case_qdq_maxpool(void)
+{
+    const char *path = write_model(
+        "qdq_maxpool.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y2\",\"y3\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3,7,7]}],"
+        "\"nodes\":["
+        QDQ_SCALES
+        "{\"name\":\"czi\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"zi\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"i8\",\"shape\":[],\"values\":[-3]}}}},"
+        "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"z\"],"
+        "\"outputs\":[\"xq\"]},"
+        "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"
+        "\"outputs\":[\"xd\"]},"
+        "{\"name\":\"pool\",\"op\":\"MaxPool\",\"inputs\":[\"xd\"],\"outputs\":[\"p\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]},"
+        "\"pads\":{\"ints\":[1,1,0,0]},\"ceil_mode\":{\"int\":1}}},"
+        "{\"name\":\"q2\",\"op\":\"QuantizeLinear\",\"inputs\":[\"p\",\"s\",\"z\"],"
+        "\"outputs\":[\"pq\"]},"
+        "{\"name\":\"dq2\",\"op\":\"DequantizeLinear\",\"inputs\":[\"pq\",\"s\",\"z\"],"
+        "\"outputs\":[\"pd\"]},"
+        "{\"name\":\"neg\",\"op\":\"Neg\",\"inputs\":[\"pd\"],\"outputs\":[\"y\"]},"
+        "{\"name\":\"pool2\",\"op\":\"MaxPool\",\"inputs\":[\"xd\"],\"outputs\":[\"p2\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]}}},"
+        "{\"name\":\"q3\",\"op\":\"QuantizeLinear\",\"inputs\":[\"p2\",\"s2\",\"z\"],"
+        "\"outputs\":[\"p2q\"]},"
+        "{\"name\":\"dq3\",\"op\":\"DequantizeLinear\",\"inputs\":[\"p2q\",\"s2\",\"z\"],"
+        "\"outputs\":[\"y2\"]},"
+        "{\"name\":\"q4\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"zi\"],"
+        "\"outputs\":[\"xi\"]},"
+        "{\"name\":\"dq4\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xi\",\"s\",\"zi\"],"
+        "\"outputs\":[\"xid\"]},"
+        "{\"name\":\"pool3\",\"op\":\"MaxPool\",\"inputs\":[\"xid\"],\"outputs\":[\"p3\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[2,2]},\"pads\":{\"ints\":[1,1,1,1]}}},"
+        "{\"name\":\"q5\",\"op\":\"QuantizeLinear\",\"inputs\":[\"p3\",\"s\",\"zi\"],"
+        "\"outputs\":[\"p3q\"]},"
+        "{\"name\":\"dq5\",\"op\":\"DequantizeLinear\",\"inputs\":[\"p3q\",\"s\",\"zi\"],"
+        "\"outputs\":[\"y3\"]}]}");
+    float x[147];
+    for (int i = 0; i < 147; i++)
+        x[i] = 0.041f * (float)((i * 37) % 147 - 60);
+    static const int64_t shape[4] = {1, 3, 7, 7};
+    static const char *const names[3] = {"y", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, qdq_maxpool_check);
 }
 
 /* lut_fused's model under optimize = all: the QDQ SiLU chain from xq to
@@ -3612,6 +3677,7 @@ int main(int argc, char **argv)
         {"shapes_refolded", case_shapes_refolded},
         {"layout_sunk", case_layout_sunk},
         {"requant_removed", case_requant_removed},
+        {"qdq_maxpool", case_qdq_maxpool},
         {"lut_fused", case_lut_fused},
         {"layernorm_fused", case_layernorm_fused},
         {"expand_dropped", case_expand_dropped},
