@@ -865,7 +865,9 @@ static pl_status *qu_build_matmul(pl_module_ctx *ctx, const pl_node_desc *node,
     tmp.kk = kk;
     tmp.n = n;
     tmp.b_signed = bs;
-    tmp.vpack = qu_mm_vpack_fits(&tmp);
+    /* byte panels for a constant B only: cpu_igemv_pack is a plain loop,
+     * no cheaper per run than the product it would serve */
+    tmp.vpack = pre && qu_mm_vpack_fits(&tmp);
     size_t packed = pre ? qu_mm_pack_bytes(&tmp) : 0;
     int32_t *zbuf = pre ? cpu_host->host_alloc(ctx->host_ctx, (n + 1) * sizeof *zbuf, 64) : NULL;
     if (pre && zbuf == NULL)

@@ -1730,8 +1730,6 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
         return cpu_error(PL_CODE_UNSUPPORTED, op, "unsupported dtypes");
     SHP_TRY(qc_geometry(node, &tmp));
     tmp.hwc = qc_hwc_fits(&tmp);
-    bool dwl;
-    tmp.vpack = !qc_is_depthwise(&tmp, &dwl) && qc_vpack_fits(&tmp);
     bool per;
     tmp.has_xz = shp_input_present(node, tmp.ixz);
     tmp.has_wz = shp_input_present(node, tmp.iwz);
@@ -1774,6 +1772,9 @@ pl_status *qu_build_conv(pl_module_ctx *ctx, const pl_node_desc *node, pl_kernel
               wbytes == tmp.m * rows &&
               (!tmp.has_wz || (twz >= 0 && g->tensor_constant(node->graph, twz, &wzdata, &wzbytes)));
     }
+    /* byte panels for constant weights only: cpu_igemv_pack is a plain
+     * loop, no cheaper per run than the product it would serve */
+    tmp.vpack = pre && qc_vpack_fits(&tmp);
     size_t head = (sizeof(qc_kernel) + 63) & ~(size_t)63;
     size_t mg = tmp.group ? tmp.m / tmp.group : 0;
     size_t group_bytes = pre ? qc_pack_bytes(&tmp, mg, rows) : 0;
