@@ -273,6 +273,8 @@ struct pl_alg {
     size_t n_qconvs;
     struct pl_alg_qpool *qpools;
     size_t n_qpools;
+    struct pl_alg_qbin *qbins;
+    size_t n_qbins;
     struct pl_alg_qmm *qmms;
     size_t n_qmms;
     struct pl_alg_scatter *scatters;
@@ -286,6 +288,7 @@ struct pl_alg {
     size_t *pos;            /* per node: its place in the topological order */
     bool *alias_read;       /* per tensor: read in another's name (pl_alg_requant) */
     bool qdq_int8;          /* [graph] qdq = int8 */
+    bool qlinear_binary;    /* com.microsoft QLinearAdd and QLinearMul have schemas */
     pl_rewrites *rewrites;
 };
 
@@ -2737,6 +2740,64 @@ static pl_status *pl_alg_qdq_maxpool(struct pl_alg *a, pl_nid id)
     return NULL;
 }
 
+/* DequantizeLinear (A), DequantizeLinear (B) -> Add or Mul ->
+ * QuantizeLinear, all of one 8-bit type with one scale and zero point
+ * each: com.microsoft QLinearAdd or QLinearMul of the bytes, as ONNX
+ * Runtime's QDQ transformer runs the group (the residual additions of a
+ * QDQ ResNet, the squeeze-and-excitation products of an EfficientNet): one
+ * pass over 8-bit values where the float graph made four (two
+ * dequantizations, the op, the quantization), in ONNX Runtime's
+ * arithmetic (sdk/include/plinth/qlinear.h: the output's zero point joins
+ * before the rounding, so a tie can land a step from the float graph's).
+ * Only where a loaded module registered both schemas, after the table
+ * lookups took the products of one byte (SiLU's x * sigmoid(x)). */
+struct pl_alg_qbin {
+    pl_nid op, q;
+    bool mul;
+    pl_tid in[8]; /* A, A's scale, zero point, B, its scale, zero point, C's scale, zero point */
+};
+
+static pl_status *pl_alg_qdq_binary(struct pl_alg *a, pl_nid id)
+{
+    const pl_graph *g = a->g;
+    const pl_graph_node *n = pl_graph_get_node(g, id);
+    if (!a->qdq_int8 || !a->qlinear_binary || !pl_alg_default_domain(n) ||
+        (strcmp(n->op, "Add") != 0 && strcmp(n->op, "Mul") != 0) || n->n_inputs != 2 ||
+        n->n_outputs != 1 || n->outputs[0] == PL_TID_NONE)
+        return NULL;
+    pl_nid qid = pl_alg_sole_reader(a, n->outputs[0]);
+    if (qid == PL_NID_NONE)
+        return NULL;
+    const pl_graph_node *q = pl_graph_get_node(g, qid);
+    const pl_graph_node *da = pl_alg_writer(g, n->inputs[0], "DequantizeLinear");
+    const pl_graph_node *db = pl_alg_writer(g, n->inputs[1], "DequantizeLinear");
+    if (da == NULL || db == NULL || strcmp(q->op, "QuantizeLinear") != 0 ||
+        !pl_alg_default_domain(q) || q->inputs[0] != n->outputs[0] ||
+        q->outputs[0] == PL_TID_NONE || da->inputs[0] == PL_TID_NONE ||
+        db->inputs[0] == PL_TID_NONE || !pl_alg_act_qparams(g, da, da->inputs[0]) ||
+        !pl_alg_act_qparams(g, db, db->inputs[0]) || !pl_alg_act_qparams(g, q, q->outputs[0]))
+        return NULL;
+    pl_dtype qt = pl_graph_get_tensor(g, q->outputs[0])->dtype;
+    if (!PL_DTYPE_EQ(pl_graph_get_tensor(g, da->inputs[0])->dtype, qt) ||
+        !PL_DTYPE_EQ(pl_graph_get_tensor(g, db->inputs[0])->dtype, qt))
+        return NULL;
+    a->qbins[a->n_qbins++] = (struct pl_alg_qbin){
+        .op = id,
+        .q = qid,
+        .mul = n->op[0] == 'M',
+        .in = {da->inputs[0], da->inputs[1], da->inputs[2], db->inputs[0], db->inputs[1],
+               db->inputs[2], q->inputs[1], q->inputs[2]},
+    };
+    a->drop[id] = a->drop[qid] = true;
+    if (!pl_rewrites_add(a->rewrites,
+                         "DequantizeLinear -> %s '%s' -> QuantizeLinear '%s' run as "
+                         "com.microsoft QLinear%s '%s' (integer arithmetic, as ONNX Runtime runs "
+                         "QDQ groups; [graph] qdq = float keeps the float graph)",
+                         n->op, n->name, q->name, n->op, n->name))
+        return pl_alg_oom();
+    return NULL;
+}
+
 /* DequantizeLinear -> MatMul (or Gemm) with constant int8 weights: the product in
  * integers (ONNX Runtime's quantizer writes static int8 transformers, its
  * QDQ format, so; ONNX Runtime runs them as integer products). Written as
@@ -2933,6 +2994,20 @@ static pl_status *pl_alg_write_qpool(const pl_graph *g, const pl_tid *alias, pl_
     pl_nid id;
     pl_status *st = pl_graph_add_node(copy, mp->name, "MaxPool", "", &in, 1, &out, 1, &id);
     return st != NULL ? st : pl_alg_copy_attrs(copy, id, mp);
+}
+
+static pl_status *pl_alg_write_qbin(const pl_graph *g, const pl_tid *alias, pl_graph *copy,
+                                    const struct pl_alg_qbin *p)
+{
+    const pl_graph_node *n = pl_graph_get_node(g, p->op), *q = pl_graph_get_node(g, p->q);
+    const char *ins[8];
+    for (size_t k = 0; k < 8; k++)
+        ins[k] = pl_graph_get_tensor(g, alias[p->in[k]])->name;
+    const char *out = pl_graph_get_tensor(g, q->outputs[0])->name;
+    if (pl_graph_opset(copy, "com.microsoft") < 1)
+        PL_RETURN_IF_ERROR(pl_graph_set_opset(copy, "com.microsoft", 1));
+    return pl_graph_add_node(copy, n->name, p->mul ? "QLinearMul" : "QLinearAdd", "com.microsoft",
+                             ins, 8, &out, 1, NULL);
 }
 
 /* ---- 8-bit elementwise chains as a table lookup ---------------------------------- */
@@ -3255,6 +3330,10 @@ static pl_status *pl_alg_dead(struct pl_alg *a, const pl_nid *order, size_t *out
         for (size_t k = 0; k < a->n_qpools; k++)
             if (a->qpools[k].q == id)
                 needed[a->alias[a->qpools[k].x]] = true;
+        for (size_t k = 0; k < a->n_qbins; k++)
+            if (a->qbins[k].q == id)
+                for (size_t j = 0; j < 8; j++)
+                    needed[a->alias[a->qbins[k].in[j]]] = true;
         /* an int8 product reads the quantized values and their parameters */
         for (size_t k = 0; k < a->n_qmms; k++)
             if (a->qmms[k].mm == id) {
@@ -3724,12 +3803,13 @@ static pl_nid pl_alg_copy_id(const struct pl_alg *a, pl_nid id)
     return out;
 }
 
-pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_graph,
-                            pl_rewrites *rewrites)
+pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, bool qlinear_binary,
+                            pl_graph **out_graph, pl_rewrites *rewrites)
 {
     *out_graph = NULL;
     size_t nn = pl_graph_node_count(g), nt = pl_graph_tensor_count(g);
     struct pl_alg a = {.g = g, .rewrites = rewrites, .qdq_int8 = qdq_int8,
+                       .qlinear_binary = qlinear_binary,
                        .body_names = {.alloc = pl_alloc_current()}};
     a.is_const = pl_calloc(nt ? nt : 1, sizeof *a.is_const);
     a.drop = pl_calloc(nn ? nn : 1, sizeof *a.drop);
@@ -3745,6 +3825,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     a.crops = pl_calloc(nn ? nn : 1, sizeof *a.crops);
     a.qconvs = pl_calloc(nn ? nn : 1, sizeof *a.qconvs);
     a.qpools = pl_calloc(nn ? nn : 1, sizeof *a.qpools);
+    a.qbins = pl_calloc(nn ? nn : 1, sizeof *a.qbins);
     a.qmms = pl_calloc(nn ? nn : 1, sizeof *a.qmms);
     a.scatters = pl_calloc(nn ? nn : 1, sizeof *a.scatters);
     a.flats = pl_calloc(nn ? nn : 1, sizeof *a.flats);
@@ -3755,7 +3836,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_status *st = NULL;
     if (a.is_const == NULL || a.drop == NULL || a.alias == NULL || a.consts == NULL ||
         a.bns == NULL || a.gemms == NULL || a.lns == NULL || a.bnmms == NULL || a.einsums == NULL || a.bmms == NULL || a.perms == NULL || a.crops == NULL ||
-        a.qconvs == NULL || a.qpools == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL ||
+        a.qconvs == NULL || a.qpools == NULL || a.qbins == NULL || a.qmms == NULL || a.scatters == NULL || a.flats == NULL ||
         a.luts == NULL || a.sibs == NULL ||
         a.pos == NULL || a.dead == NULL ||
         !pl_optimize_body_names(g, &a.body_names) ||
@@ -3835,6 +3916,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t i = nn; st == NULL && i-- > 0;)
         if (!a.drop[order[i]])
             st = pl_alg_lut(&a, order[i]);
+    for (size_t i = 0; st == NULL && i < nn; i++)
+        if (!a.drop[order[i]])
+            st = pl_alg_qdq_binary(&a, order[i]);
     size_t n_dead = 0;
     if (st == NULL)
         st = pl_alg_dead(&a, order, &n_dead);
@@ -3842,7 +3926,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     if (st == NULL && a.n_consts + a.n_bns + a.n_bnmms + a.n_einsums + a.n_bmms + a.n_gemms +
                               a.n_lns + a.n_perms +
                               a.n_crops +
-                              a.n_qconvs + a.n_qpools + a.n_qmms + a.n_scatters + a.n_flats + a.n_luts +
+                              a.n_qconvs + a.n_qpools + a.n_qbins + a.n_qmms + a.n_scatters + a.n_flats + a.n_luts +
                               a.n_sibs + n_requant + n_dead >
                           0)
         st = pl_graph_copy_rewritten(g, a.drop, a.alias, &copy);
@@ -3894,6 +3978,9 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qpools; k++)
         if (!a.dead[a.qpools[k].q])
             st = pl_alg_write_qpool(g, a.alias, copy, &a.qpools[k]);
+    for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qbins; k++)
+        if (!a.dead[a.qbins[k].q])
+            st = pl_alg_write_qbin(g, a.alias, copy, &a.qbins[k]);
     for (size_t k = 0; st == NULL && copy != NULL && k < a.n_qmms; k++)
         if (!a.dead[a.qmms[k].mm])
             st = pl_alg_write_qmm(g, a.alias, copy, &a.qmms[k]);
@@ -3937,6 +4024,7 @@ pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_gra
     pl_free(a.crops);
     pl_free(a.qconvs);
     pl_free(a.qpools);
+    pl_free(a.qbins);
     pl_free(a.qmms);
     pl_free(a.scatters);
     pl_free(a.flats);

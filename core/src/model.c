@@ -203,6 +203,10 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
     pl_optimize_level level =
         rt->config ? (pl_optimize_level)rt->config->optimize : PL_OPTIMIZE_ALL;
     bool qdq_int8 = rt->config ? rt->config->qdq_int8 : true;
+    pthread_mutex_lock(&rt->opset_mu);
+    bool qlinear_binary = pl_opset_find(rt->opset, "com.microsoft", "QLinearAdd", 1) != NULL &&
+                          pl_opset_find(rt->opset, "com.microsoft", "QLinearMul", 1) != NULL;
+    pthread_mutex_unlock(&rt->opset_mu);
     bool f16_as_f32 = rt->config ? rt->config->f16_as_f32 : true, widened = false;
     pl_status *st = NULL;
     int again = 3;  /* more rounds of pass 1 while it changes the graph */
@@ -245,9 +249,9 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                 st = pl_model_adopt(rt, m, next, "layout: Transposes left as they are");
             next = NULL;
             if (st == NULL)
-                st = pl_graph_prefold(m->graph, qdq_int8, &next, &m->rewrites);
+                st = pl_graph_prefold(m->graph, qdq_int8, qlinear_binary, &next, &m->rewrites);
         } else if (pass == 1 && level == PL_OPTIMIZE_ALL)
-            st = pl_graph_prefold(m->graph, qdq_int8, &next, &m->rewrites);
+            st = pl_graph_prefold(m->graph, qdq_int8, qlinear_binary, &next, &m->rewrites);
         else if (pass == 2 && level == PL_OPTIMIZE_ALL)
             st = pl_fold_constants(rt, m->graph, path, &next, &m->rewrites);
         else if (pass == 3 && level == PL_OPTIMIZE_ALL)

@@ -52,9 +52,11 @@ pl_status *pl_graph_fuse(const pl_graph *g, pl_graph **out_graph, pl_rewrites *r
  * (algebra.c). Same contract as pl_graph_optimize. */
 /* With QDQ_INT8 ([graph] qdq = int8), a DequantizeLinear -> Conv ->
  * QuantizeLinear group of ONNX Runtime's QDQ format becomes the QLinearConv
- * it stands for, computed in integers as ONNX Runtime computes it. */
-pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, pl_graph **out_graph,
-                            pl_rewrites *rewrites);
+ * it stands for, computed in integers as ONNX Runtime computes it; with
+ * QLINEAR_BINARY too (a loaded module registered com.microsoft QLinearAdd
+ * and QLinearMul), so do its Add and Mul groups. */
+pl_status *pl_graph_prefold(const pl_graph *g, bool qdq_int8, bool qlinear_binary,
+                            pl_graph **out_graph, pl_rewrites *rewrites);
 
 /* The first If whose condition is a constant (`all`: a Shape folded,
  * then the comparison folded) replaced by the nodes of the branch it

@@ -7,6 +7,7 @@ evaluate(graph, inputs) -> {tensor name: value}; a node the reference does
 not know, or inputs it cannot take, raise RefError.
 """
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -766,6 +767,89 @@ def scan(node, env, dtype_of):
     return outs
 
 
+def _f32(fr):
+    """The float32 nearest the rational FR, ties to even."""
+    f = np.float32(float(fr))
+    cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+    return min(cands, key=lambda c: (abs(Fraction(float(c)) - fr),
+                                     int(np.asarray(c, np.float32).view(np.uint32)) & 1))
+
+
+def _fmaf(x, y, z):
+    """C's fmaf: x * y + z rounded once to float32."""
+    return _f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
+
+
+def _qparam(graph, name, want_float):
+    """The one value of constant NAME (a scale when WANT_FLOAT, else an
+    8-bit zero point), or None."""
+    t = graph.tensors.get(name) if name else None
+    if t is None or "value" not in t or np.asarray(t["value"]).size != 1:
+        return None
+    if want_float:
+        v = float(np.asarray(t["value"]).ravel()[0])
+        ok = t["dtype"] == "f32" and v > 0 and math.isfinite(v)
+        return np.float32(v) if ok else None
+    return int(np.asarray(t["value"]).ravel()[0]) if t["dtype"] in ("u8", "i8") else None
+
+
+def qdq_binary_group(graph, node, writer, readers):
+    """When QuantizeLinear NODE reads an Add or Mul whose one reader it is
+    and whose inputs are DequantizeLinear outputs, all of one 8-bit type
+    with one scale and zero point each: ('Add' or 'Mul', [(a, scale, zero
+    point), (b, ...)], its scale, zero point, type); else None. Such a group
+    runs as com.microsoft QLinearAdd / QLinearMul under [graph] qdq = int8
+    (core/src/algebra.c, pl_alg_qdq_binary), in ONNX Runtime's arithmetic."""
+    ins = node["inputs"]
+    op = writer.get(ins[0])
+    if op is None or op["op"] not in ("Add", "Mul") or op.get("domain", "") not in ("", "ai.onnx") \
+            or len(op["inputs"]) != 2 or readers.get(ins[0], 0) != 1 \
+            or ins[0] in graph.outputs or len(ins) < 3:
+        return None
+    sc, zc = _qparam(graph, ins[1], True), _qparam(graph, ins[2], False)
+    if sc is None or zc is None:
+        return None
+    qdt = graph.tensors[ins[2]]["dtype"]  # a zero point has its values' type
+    ops = []
+    for t in op["inputs"]:
+        dq = writer.get(t)
+        if dq is None or dq["op"] != "DequantizeLinear" or len(dq["inputs"]) < 3 \
+                or dq.get("attributes", {}).get("block_size"):
+            return None
+        s, z = _qparam(graph, dq["inputs"][1], True), _qparam(graph, dq["inputs"][2], False)
+        if s is None or z is None or graph.tensors[dq["inputs"][2]]["dtype"] != qdt:
+            return None
+        ops.append((dq["inputs"][0], s, z))
+    return op["op"], ops, sc, zc, qdt
+
+
+def qlinear_binary(op, vals, sc, zc, qdt):
+    """com.microsoft QLinearAdd / QLinearMul as ONNX Runtime computes them
+    on x86 (sdk/include/plinth/qlinear.h): VALS [(A, its scale, zero point),
+    (B, ...)], C's scale SC, zero point ZC, type QDT. Add: rA = sA / sC, rB =
+    sB / sC, fixed = zC - fma(rA, zA, rB * zB), c = sat(rne(fma(a, rA,
+    fma(b, rB, fixed)))); Mul: c = sat(rne((float)((a - zA) * (b - zB)) *
+    (sA * sB / sC) + zC)), each f32 step rounded apart."""
+    (a, sa, za), (b, sb, zb) = vals
+    lo, hi = (-128, 127) if qdt == "i8" else (0, 255)
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    out = np.empty(a.shape, np.int64)
+    if op == "Add":
+        ra, rb = np.float32(sa / sc), np.float32(sb / sc)
+        fixed = np.float32(np.float32(zc) - _fmaf(ra, np.float32(za),
+                                                  np.float32(rb * np.float32(zb))))
+    else:
+        ratio = np.float32(np.float32(sa * sb) / sc)
+    for i, (av, bv) in enumerate(zip(a.ravel(), b.ravel())):
+        if op == "Add":
+            t = _fmaf(np.float32(av), ra, _fmaf(np.float32(bv), rb, fixed))
+        else:
+            t = np.float32(np.float32(np.float32((int(av) - za) * (int(bv) - zb)) * ratio) +
+                           np.float32(zc))
+        out.ravel()[i] = lo if not t < 2.0 ** 31 else min(max(int(np.rint(t)), lo), hi)
+    return out
+
+
 def evaluate(graph, inputs, outer=None, outer_dtypes=None):
     """Every tensor's value; INPUTS: name -> values (float64/int64). A
     body's: OUTER holds the values it reads by name, OUTER_DTYPES their
@@ -778,8 +862,19 @@ def evaluate(graph, inputs, outer=None, outer_dtypes=None):
             env[name] = t["value"]
     for name in graph.inputs:
         env[name] = inputs[name]
+    writer = {o: n for n in graph.nodes for o in n["outputs"] if o}
+    readers = {}
+    for n in graph.nodes:
+        for t in n["inputs"]:
+            readers[t] = readers.get(t, 0) + 1
     for node in graph.nodes:
-        outs = eval_node(node, env, lambda n: dtypes.get(n, "f32"))
+        group = qdq_binary_group(graph, node, writer, readers) \
+            if node["op"] == "QuantizeLinear" and outer is None else None
+        if group is not None:
+            op, ops, sc, zc, qdt = group
+            outs = [qlinear_binary(op, [(env[t], s, z) for t, s, z in ops], sc, zc, qdt)]
+        else:
+            outs = eval_node(node, env, lambda n: dtypes.get(n, "f32"))
         dts = _out_dtypes(node, dtypes)
         if len(outs) != len([o for o in node["outputs"]]):
             raise RefError("%s: %d outputs" % (node["op"], len(outs)))

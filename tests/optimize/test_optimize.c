@@ -3446,6 +3446,15 @@ static void case_layout_sunk(void)
     "{\"name\":\"cz\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z\"],\"attributes\":"         \
     "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[10]}}}},"
 
+/* ... the i8 zero point zi (-3), and x through q1/dq1 (s, z) as xd. */
+#define QDQ_ZI_X                                                                                  \
+    "{\"name\":\"czi\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"zi\"],\"attributes\":"       \
+    "{\"value\":{\"tensor\":{\"dtype\":\"i8\",\"shape\":[],\"values\":[-3]}}}},"                      \
+    "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"z\"],"                      \
+    "\"outputs\":[\"xq\"]},"                                                                       \
+    "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"                  \
+    "\"outputs\":[\"xd\"]},"
+
 /* QDQ pairs that change nothing: q2/dq2 after a Reshape of dq1's values
  * and q3/dq3 after a Transpose and a MaxPool of them, on the same grid (u8,
  * scale 0.05, zero point 10), go; q4/dq4 (another scale) and q5/dq5 (after
@@ -3535,12 +3544,7 @@ static void case_qdq_maxpool(void)
         "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,3,7,7]}],"
         "\"nodes\":["
         QDQ_SCALES
-        "{\"name\":\"czi\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"zi\"],\"attributes\":"
-        "{\"value\":{\"tensor\":{\"dtype\":\"i8\",\"shape\":[],\"values\":[-3]}}}},"
-        "{\"name\":\"q1\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"z\"],"
-        "\"outputs\":[\"xq\"]},"
-        "{\"name\":\"dq1\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xq\",\"s\",\"z\"],"
-        "\"outputs\":[\"xd\"]},"
+        QDQ_ZI_X
         "{\"name\":\"pool\",\"op\":\"MaxPool\",\"inputs\":[\"xd\"],\"outputs\":[\"p\"],"
         "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]},"
         "\"pads\":{\"ints\":[1,1,0,0]},\"ceil_mode\":{\"int\":1}}},"
@@ -3571,6 +3575,65 @@ static void case_qdq_maxpool(void)
     static const int64_t shape[4] = {1, 3, 7, 7};
     static const char *const names[3] = {"y", "y2", "y3"};
     against_none(path, x, 4, shape, names, 3, qdq_maxpool_check);
+}
+
+/* qdq_binary under optimize = all: DequantizeLinear, DequantizeLinear ->
+ * Add or Mul -> QuantizeLinear of one 8-bit type runs as com.microsoft
+ * QLinearAdd / QLinearMul; an Add of a u8 and an i8 value does not. */
+static void qdq_binary_check(json_t *root, const char *cfg)
+{
+    TH_CHECK(rewritten_as(root, "add", "run as com.microsoft QLinearAdd") &&
+                 rewritten_as(root, "mul", "run as com.microsoft QLinearMul") &&
+                 !rewritten(root, "add2") && placed(root, "add") && placed(root, "mul") &&
+                 !placed(root, "q3") && !placed(root, "q4") && placed(root, "add2") &&
+                 placed(root, "q6"),
+             "%s: add and mul should run as QLinearAdd and QLinearMul, add2 stay", cfg);
+}
+
+static void case_qdq_binary(void)
+{
+    const char *path = write_model(
+        "qdq_binary.json",
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\",\"y2\",\"y3\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,2,3,4]}],"
+        "\"nodes\":["
+        QDQ_SCALES
+        "{\"name\":\"cs3\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"s3\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"f32\",\"shape\":[],\"values\":[0.07]}}}},"
+        "{\"name\":\"cz3\",\"op\":\"Constant\",\"inputs\":[],\"outputs\":[\"z3\"],\"attributes\":"
+        "{\"value\":{\"tensor\":{\"dtype\":\"u8\",\"shape\":[],\"values\":[5]}}}},"
+        QDQ_ZI_X
+        "{\"name\":\"q2\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s2\",\"z\"],"
+        "\"outputs\":[\"x2q\"]},"
+        "{\"name\":\"dq2\",\"op\":\"DequantizeLinear\",\"inputs\":[\"x2q\",\"s2\",\"z\"],"
+        "\"outputs\":[\"x2d\"]},"
+        "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"xd\",\"x2d\"],\"outputs\":[\"a\"]},"
+        "{\"name\":\"q3\",\"op\":\"QuantizeLinear\",\"inputs\":[\"a\",\"s3\",\"z3\"],"
+        "\"outputs\":[\"aq\"]},"
+        "{\"name\":\"dq3\",\"op\":\"DequantizeLinear\",\"inputs\":[\"aq\",\"s3\",\"z3\"],"
+        "\"outputs\":[\"y\"]},"
+        "{\"name\":\"mul\",\"op\":\"Mul\",\"inputs\":[\"xd\",\"x2d\"],\"outputs\":[\"m\"]},"
+        "{\"name\":\"q4\",\"op\":\"QuantizeLinear\",\"inputs\":[\"m\",\"s3\",\"z3\"],"
+        "\"outputs\":[\"mq\"]},"
+        "{\"name\":\"dq4\",\"op\":\"DequantizeLinear\",\"inputs\":[\"mq\",\"s3\",\"z3\"],"
+        "\"outputs\":[\"y2\"]},"
+        "{\"name\":\"q5\",\"op\":\"QuantizeLinear\",\"inputs\":[\"x\",\"s\",\"zi\"],"
+        "\"outputs\":[\"xi\"]},"
+        "{\"name\":\"dq5\",\"op\":\"DequantizeLinear\",\"inputs\":[\"xi\",\"s\",\"zi\"],"
+        "\"outputs\":[\"xid\"]},"
+        "{\"name\":\"add2\",\"op\":\"Add\",\"inputs\":[\"xid\",\"xd\"],\"outputs\":[\"a2\"]},"
+        "{\"name\":\"q6\",\"op\":\"QuantizeLinear\",\"inputs\":[\"a2\",\"s3\",\"z3\"],"
+        "\"outputs\":[\"a2q\"]},"
+        "{\"name\":\"dq6\",\"op\":\"DequantizeLinear\",\"inputs\":[\"a2q\",\"s3\",\"z3\"],"
+        "\"outputs\":[\"y3\"]}]}");
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = 0.0437f * (float)((i * 7) % 24 - 4);
+    static const int64_t shape[4] = {1, 2, 3, 4};
+    static const char *const names[3] = {"y", "y2", "y3"};
+    against_none(path, x, 4, shape, names, 3, qdq_binary_check);
 }
 
 /* lut_fused's model under optimize = all: the QDQ SiLU chain from xq to
@@ -3678,6 +3741,7 @@ int main(int argc, char **argv)
         {"layout_sunk", case_layout_sunk},
         {"requant_removed", case_requant_removed},
         {"qdq_maxpool", case_qdq_maxpool},
+        {"qdq_binary", case_qdq_binary},
         {"lut_fused", case_lut_fused},
         {"layernorm_fused", case_layernorm_fused},
         {"expand_dropped", case_expand_dropped},
