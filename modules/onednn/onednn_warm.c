@@ -11,8 +11,9 @@
  * of session creation (from the first step that runs on gemm:jit, not
  * before: a session that never runs it would pay in its first runs); a
  * run that comes sooner waits for it inside oneDNN, as it waited for its
- * own generation before. The thread is joined when a context shuts down
- * or the process exits (not in a forked child). */
+ * own generation before. The thread is joined when a context shuts down,
+ * when the process exits, and before a fork (a child must not inherit
+ * the locks it holds). */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "onednn.h"
 
@@ -32,8 +33,19 @@ static void *odnn_warm_main(void *arg)
     return NULL;
 }
 
-/* A child forked while the thread runs has no such thread: nothing to
- * join at its exit (waiting on the parent's thread would never end). */
+/* A fork waits for the thread: a child forked while it ran inherited
+ * whatever lock it held at that instant (oneDNN's, or the dynamic loader's
+ * while its first kernel dlopens the profiling collector) with no thread
+ * left to release it, and its exit() could hang there (onednn.gemm_warm's
+ * child, once in a CI run on an AVX2 EPYC). The generation takes tens of
+ * milliseconds, once a process. */
+static void odnn_warm_before_fork(void)
+{
+    odnn_gemm_warm_join();
+}
+
+/* The child has no such thread: nothing to join at its exit (waiting on
+ * the parent's thread would never end). */
 static void odnn_warm_forked(void)
 {
     pthread_mutex_init(&odnn_warm_lock, NULL);
@@ -46,7 +58,7 @@ void odnn_gemm_warm_start(void)
         return;
     pthread_mutex_lock(&odnn_warm_lock);
     if (odnn_warm_state == 0) {
-        if (pthread_atfork(NULL, NULL, odnn_warm_forked) == 0 &&
+        if (pthread_atfork(odnn_warm_before_fork, NULL, odnn_warm_forked) == 0 &&
             pthread_create(&odnn_warm_thread, NULL, odnn_warm_main, NULL) == 0) {
             pthread_setname_np(odnn_warm_thread, "pl-onednn-warm");
             __atomic_store_n(&odnn_warm_state, 1, __ATOMIC_RELEASE);

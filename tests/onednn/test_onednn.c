@@ -6940,7 +6940,9 @@ static int wait_child(pid_t child, int seconds, int *status)
  * [1, S, H, D] through Transposes) has the module generate that GEMM's
  * kernels in a thread of its own while the session is made
  * (onednn_warm.c); the results are the product's, and a child forked while
- * that thread runs exits (its exit does not wait for the parent's thread). */
+ * that thread runs exits: the fork waits for the thread (pthread_atfork), so
+ * the child inherits none of its locks, and the child's exit does not wait
+ * for the parent's thread. */
 static void case_gemm_warm(void)
 {
     struct mb m = {.seed = 61};
