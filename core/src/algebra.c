@@ -2619,6 +2619,23 @@ static bool pl_alg_act_qparams(const pl_graph *g, const pl_graph_node *n, pl_tid
     return s > 0.0f && isfinite(s);
 }
 
+/* The QuantizeLinear node that alone reads T (the output of a QDQ group's
+ * op), quantizing it as one activation (pl_alg_act_qparams); its id in
+ * *QID. NULL where there is none. */
+static const pl_graph_node *pl_alg_sole_quantizer(const struct pl_alg *a, pl_tid t, pl_nid *qid)
+{
+    pl_nid id = pl_alg_sole_reader(a, t);
+    if (id == PL_NID_NONE)
+        return NULL;
+    const pl_graph_node *q = pl_graph_get_node(a->g, id);
+    if (strcmp(q->op, "QuantizeLinear") != 0 || !pl_alg_default_domain(q) || q->n_inputs < 1 ||
+        q->inputs[0] != t || q->n_outputs < 1 || q->outputs[0] == PL_TID_NONE ||
+        !pl_alg_act_qparams(a->g, q, q->outputs[0]))
+        return NULL;
+    *qid = id;
+    return q;
+}
+
 static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
 {
     const pl_graph *g = a->g;
@@ -2626,19 +2643,17 @@ static pl_status *pl_alg_qdq_conv(struct pl_alg *a, pl_nid id)
     if (!a->qdq_int8 || strcmp(c->op, "Conv") != 0 || !pl_alg_default_domain(c) ||
         c->n_inputs < 2 || c->n_outputs != 1)
         return NULL;
-    pl_nid qid = pl_alg_sole_reader(a, c->outputs[0]);
-    if (qid == PL_NID_NONE)
+    pl_nid qid;
+    const pl_graph_node *q = pl_alg_sole_quantizer(a, c->outputs[0], &qid);
+    if (q == NULL)
         return NULL;
-    const pl_graph_node *q = pl_graph_get_node(g, qid);
     const pl_graph_node *dx = pl_alg_writer(g, c->inputs[0], "DequantizeLinear");
     const pl_graph_node *dw = pl_alg_writer(g, c->inputs[1], "DequantizeLinear");
     const pl_graph_node *db = c->n_inputs > 2 && c->inputs[2] != PL_TID_NONE
                                   ? pl_alg_writer(g, c->inputs[2], "DequantizeLinear")
                                   : NULL;
-    if (strcmp(q->op, "QuantizeLinear") != 0 || !pl_alg_default_domain(q) || a->drop[qid] ||
-        q->inputs[0] != c->outputs[0] || dx == NULL || dw == NULL ||
-        (c->n_inputs > 2 && c->inputs[2] != PL_TID_NONE && db == NULL) ||
-        !pl_alg_act_qparams(g, dx, dx->inputs[0]) || !pl_alg_act_qparams(g, q, q->outputs[0]))
+    if (dx == NULL || dw == NULL || (c->n_inputs > 2 && c->inputs[2] != PL_TID_NONE && db == NULL) ||
+        !pl_alg_act_qparams(g, dx, dx->inputs[0]))
         return NULL;
     /* weights: constant 8-bit, one scale or one per output channel (axis 0) */
     const pl_graph_tensor *wq = pl_graph_get_tensor(g, dw->inputs[0]);
@@ -2716,15 +2731,11 @@ static pl_status *pl_alg_qdq_maxpool(struct pl_alg *a, pl_nid id)
         (mp->n_outputs > 1 && mp->outputs[1] != PL_TID_NONE) ||
         pl_alg_attr_int(mp, "storage_order", 0) != 0)
         return NULL;
-    pl_nid qid = pl_alg_sole_reader(a, mp->outputs[0]);
-    if (qid == PL_NID_NONE)
-        return NULL;
-    const pl_graph_node *q = pl_graph_get_node(g, qid);
+    pl_nid qid;
+    const pl_graph_node *q = pl_alg_sole_quantizer(a, mp->outputs[0], &qid);
     const pl_graph_node *dq = pl_alg_writer(g, mp->inputs[0], "DequantizeLinear");
-    if (dq == NULL || strcmp(q->op, "QuantizeLinear") != 0 || !pl_alg_default_domain(q) ||
-        a->drop[qid] || q->inputs[0] != mp->outputs[0] || q->outputs[0] == PL_TID_NONE ||
-        dq->inputs[0] == PL_TID_NONE || !pl_alg_act_qparams(g, dq, dq->inputs[0]) ||
-        !pl_alg_act_qparams(g, q, q->outputs[0]) || !pl_alg_same_qparams(g, dq, q) ||
+    if (q == NULL || dq == NULL || dq->inputs[0] == PL_TID_NONE ||
+        !pl_alg_act_qparams(g, dq, dq->inputs[0]) || !pl_alg_same_qparams(g, dq, q) ||
         !PL_DTYPE_EQ(pl_graph_get_tensor(g, dq->inputs[0])->dtype,
                      pl_graph_get_tensor(g, q->outputs[0])->dtype))
         return NULL;
@@ -2765,17 +2776,13 @@ static pl_status *pl_alg_qdq_binary(struct pl_alg *a, pl_nid id)
         (strcmp(n->op, "Add") != 0 && strcmp(n->op, "Mul") != 0) || n->n_inputs != 2 ||
         n->n_outputs != 1 || n->outputs[0] == PL_TID_NONE)
         return NULL;
-    pl_nid qid = pl_alg_sole_reader(a, n->outputs[0]);
-    if (qid == PL_NID_NONE)
-        return NULL;
-    const pl_graph_node *q = pl_graph_get_node(g, qid);
+    pl_nid qid;
+    const pl_graph_node *q = pl_alg_sole_quantizer(a, n->outputs[0], &qid);
     const pl_graph_node *da = pl_alg_writer(g, n->inputs[0], "DequantizeLinear");
     const pl_graph_node *db = pl_alg_writer(g, n->inputs[1], "DequantizeLinear");
-    if (da == NULL || db == NULL || strcmp(q->op, "QuantizeLinear") != 0 ||
-        !pl_alg_default_domain(q) || q->inputs[0] != n->outputs[0] ||
-        q->outputs[0] == PL_TID_NONE || da->inputs[0] == PL_TID_NONE ||
+    if (q == NULL || da == NULL || db == NULL || da->inputs[0] == PL_TID_NONE ||
         db->inputs[0] == PL_TID_NONE || !pl_alg_act_qparams(g, da, da->inputs[0]) ||
-        !pl_alg_act_qparams(g, db, db->inputs[0]) || !pl_alg_act_qparams(g, q, q->outputs[0]))
+        !pl_alg_act_qparams(g, db, db->inputs[0]))
         return NULL;
     pl_dtype qt = pl_graph_get_tensor(g, q->outputs[0])->dtype;
     if (!PL_DTYPE_EQ(pl_graph_get_tensor(g, da->inputs[0])->dtype, qt) ||
