@@ -79,6 +79,27 @@ def untied_rows(got, ref, rank):
     return got[keep], ref[keep]
 
 
+def unsized_rows(got, ref, boxes, margin=0.03):
+    """GOT and REF without the rows whose reference box (BOXES, [rows, 4] as x1, y1, x2, y2)
+    has a width or height within MARGIN pixels of a whole number (not on it: a box clipped
+    to the image at both sides is whole in every run): a Keypoint R-CNN resamples
+    each row's heatmap to ceil(width) x ceil(height) (torchvision's heatmaps_to_keypoints), so
+    a box 92.001 pixels high in the reference and 91.99 after rounding a bit apart upstream
+    (ONNX Runtime's own optimised graph is 0.02 px off its unoptimised one) gives another
+    grid, and another maximum (3.6% off on one row of 100). An output entry's "sized_by"
+    names BOXES; the boxes themselves are checked as they are."""
+    import numpy as np
+    if boxes is None or boxes.ndim != 2 or boxes.shape[1] != 4 or ref.ndim == 0 or \
+            ref.shape[0] != boxes.shape[0]:
+        return got, ref
+    b = boxes.astype(np.float64)
+    size = np.stack([b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1)
+    off = np.abs(size - np.round(size))
+    near = (off > 0) & (off < margin)  # exactly whole: clipped to the image on both sides
+    keep = ~near.any(axis=1)
+    return got[keep], ref[keep]
+
+
 def zoo_parser(doc, out_name, list_help="print the zoo and exit"):
     """The options every exporter script of this folder takes: --out (default build/OUT_NAME),
     --only and --list; the caller adds its own and parses."""
@@ -190,7 +211,16 @@ def run_one(plinth, model, ini, zoo, entry, runs, timeout, tol):
             if list(got.shape) != list(ref.shape):
                 return dict(status="wrong", err=None, ms=ms,
                             detail="output %s shape %s, expected %s" % (o["name"], list(got.shape), list(ref.shape)))
-            got, ref = untied_rows(got, ref, refs.get(o.get("ranked_by")))
+            rank = refs.get(o.get("ranked_by"))
+            if o.get("sized_by") is not None:  # before untied_rows drops rows of the boxes
+                sized = refs.get(o["sized_by"])
+                if rank is not None and sized is not None and rank.ndim == 1 and \
+                        sized.ndim == 2 and sized.shape[0] == rank.shape[0] == ref.shape[0]:
+                    got, ref = unsized_rows(got, ref, sized)
+                    rank = unsized_rows(rank, rank, sized)[0]
+                else:
+                    got, ref = unsized_rows(got, ref, sized)
+            got, ref = untied_rows(got, ref, rank)
             e = rel_error(got, ref)
             if e > worst or not detail:
                 worst, detail = e, o["name"]
