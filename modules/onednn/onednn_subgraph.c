@@ -1771,6 +1771,41 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
            (strstr(impl_out, "gemm") != NULL || odnn_impl_is_ref(impl_out));
 }
 
+/* oneDNN 2.6 has only its im2col GEMM (x64:gemm:jit) for some convolutions
+ * of one group with a side of fewer than ODNN_GEMM_NARROW channels: a 1-D
+ * convolution from one channel (a waveform front end; onnx-asr's
+ * resamplers, written 2-D with one row) or into one. It ran them at 1.5-10x
+ * the cpu module's time on an AVX2 EPYC, 2 threads (1 -> 1 channel, 41
+ * taps at stride 3 over 2 x 16000 samples: 1.1 ms against 0.08; 1 -> 32
+ * channels, 80 taps at stride 4: 0.9-1.6 against 0.39; 16 -> 1, 9 taps:
+ * 4.1-4.6 against 0.8-1.2): such a node is left to the next backend.
+ * Extents not known before a run are probed at ODNN_GEMM_PROBE_OUT outputs
+ * (oneDNN picks by channels, kernel and strides). */
+#define ODNN_GEMM_NARROW 8
+#define ODNN_GEMM_PROBE_OUT 64
+
+static int odnn_narrow_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+                                    const struct odnn_tinfo *y, const struct odnn_window *w,
+                                    char *impl_out, size_t cap)
+{
+    struct odnn_tinfo px = *x, py = *y;
+    px.dims[0] = py.dims[0] = x->dims[0] > 0 ? x->dims[0] : 1;
+    py.dims[1] = wt->dims[0];
+    if (px.dims[1] <= 0 || py.dims[1] <= 0)
+        return 0;
+    for (int i = 0; i < w->sr; i++) {
+        if (px.dims[2 + i] > 0 && py.dims[2 + i] > 0)
+            continue;
+        py.dims[2 + i] = ODNN_GEMM_PROBE_OUT;
+        px.dims[2 + i] = (ODNN_GEMM_PROBE_OUT - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 -
+                         w->pl[i] - w->pr[i];
+        if (px.dims[2 + i] < 1)
+            return 0;
+    }
+    return odnn_probe_conv_impl(&px, wt, &py, 1, w, dnnl_f32, impl_out, cap) &&
+           strstr(impl_out, "gemm") != NULL;
+}
+
 static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, char *reason)
 {
     const char *op = transposed ? "ConvTranspose" : "Conv";
@@ -1826,6 +1861,18 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
         odnn_reason(reason, op, "oneDNN has only its im2col GEMM (%s) for this convolution of "
                                 "%lld groups, which it runs one group after another",
                     impl, (long long)group);
+        return 0;
+    }
+    /* (with AVX-512 the module's narrow kernel takes most of them) */
+    int two = wt.ndim == 4;
+    if (group == 1 && x.f32 && (wt.dims[0] < ODNN_GEMM_NARROW || wt.dims[1] < ODNN_GEMM_NARROW) &&
+        wt.ndim <= 4 &&
+        !odnn_narrow_takes(wt.dims[1], wt.dims[0], two ? wt.dims[2] : 1, wt.dims[wt.ndim - 1],
+                           w.d[w.sr - 1], 1) &&
+        odnn_narrow_conv_on_gemm(&x, &wt, &y, &w, impl, sizeof impl)) {
+        odnn_reason(reason, op, "oneDNN has only its im2col GEMM (%s) for this convolution of "
+                                "%lld to %lld channels, several times the cpu module's time",
+                    impl, (long long)wt.dims[1], (long long)wt.dims[0]);
         return 0;
     }
     return 1;
