@@ -286,6 +286,33 @@ static double odnn_cost_softmax(const pl_graph_api *g, const pl_graph_view *v, s
     return ODNN_COST_SOFTMAX_US + ODNN_COST_SOFTMAX_ROW_US * rows;
 }
 
+/* Below AVX-512, what oneDNN's jit:avx2 convolution (one group, a kernel
+ * wider than 1x1, 2-D, where the module's own direct kernel does not take
+ * it) loses to its blocks of 8 channels: output channels padded to 8, input
+ * channels too past the stems' 4, and a loop over 8 or 16 output channels
+ * that holds too few accumulators for the loads it makes (its own rate
+ * falls from 130 GFLOP/s at 4 blocks to about 55). On an AVX2 EPYC, 2
+ * threads, single-op models: 8 -> 8 channels 3x3 on 112x112 0.24 ms, 7x7
+ * 1.17 ms; 12 -> 12 5x5 on 64x64 0.57 ms; basic_pitch's 8 -> 1 5x5 on
+ * 172x264 2.8 ms and 33 -> 1 3x3 on 172x88 1.9 ms (the cpu module 1.29
+ * and 0.91; this said 0.11 and 0.06 before); 1 -> 1 channel, 256 taps at
+ * stride 2 over 44098 samples 2.7 ms (cpu 0.19). Wider outputs keep the
+ * rate they were measured at. */
+static double odnn_cost_avx2_blocks(const pl_module_ctx *ctx, const pl_graph_api *g,
+                                    const pl_graph_view *v, size_t n, int32_t r, const int64_t *w)
+{
+    int64_t group = 1;
+    g->attr_int(v, n, "group", &group);
+    int64_t oc = w[0], ic = w[1];
+    if (r != 4 || group != 1 || w[2] * w[3] < 2 || oc > 16 ||
+        (ctx->direct && odnn_direct_usable() && odnn_direct_channels(ic, oc)))
+        return 1;
+    double f = (double)((oc + 7) / 8 * 8) / (double)oc;
+    if (ic > 4)
+        f *= (double)((ic + 7) / 8 * 8) / (double)ic;
+    return f * (oc > 8 ? 1.7 : 2.8);
+}
+
 /* How much of a convolution's work its channel blocks waste: with
  * AVX-512, oneDNN's convolutions compute channels in blocks of 16, so 8
  * output channels cost 16 (tf_unet's 24 -> 8 channel 3x3 convolution at
@@ -297,9 +324,10 @@ static double odnn_cost_channel_padding(const pl_module_ctx *ctx, const pl_graph
 {
     int64_t w[8], group = 1;
     int32_t r = pl_cost_dims(g, v, g->node_input(v, n, 1), w);
-    if (strcmp(g->node_op(v, n), "Conv") != 0 || !onednn_has_avx512() || r < 3 || w[0] < 1 ||
-        w[1] < 1)
+    if (strcmp(g->node_op(v, n), "Conv") != 0 || r < 3 || w[0] < 1 || w[1] < 1)
         return 1;
+    if (!onednn_has_avx512())
+        return odnn_cost_avx2_blocks(ctx, g, v, n, r, w);
     g->attr_int(v, n, "group", &group);
     if (group < 1 || w[0] % group != 0 || (group > 1 && w[1] == 1))
         return 1; /* depthwise: memory-bound, blocked across groups */

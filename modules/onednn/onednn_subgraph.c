@@ -1772,16 +1772,27 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
 }
 
 /* oneDNN 2.6 has only its im2col GEMM (x64:gemm:jit) for some convolutions
- * of one group with a side of fewer than ODNN_GEMM_NARROW channels: a 1-D
- * convolution from one channel (a waveform front end; onnx-asr's
- * resamplers, written 2-D with one row) or into one. It ran them at 1.5-10x
- * the cpu module's time on an AVX2 EPYC, 2 threads (1 -> 1 channel, 41
- * taps at stride 3 over 2 x 16000 samples: 1.1 ms against 0.08; 1 -> 32
- * channels, 80 taps at stride 4: 0.9-1.6 against 0.39; 16 -> 1, 9 taps:
- * 4.1-4.6 against 0.8-1.2): such a node is left to the next backend.
- * Extents not known before a run are probed at ODNN_GEMM_PROBE_OUT outputs
- * (oneDNN picks by channels, kernel and strides). */
+ * of one group: below AVX-512, a 1-D convolution from one channel (a
+ * waveform front end; onnx-asr's resamplers, written 2-D with one row) or
+ * into one, and any whose padding passes what its jit:avx2 kernel keeps in
+ * registers (a side padded by 4 or more: kernels 9 wide and up, as audio
+ * and spectrogram models have). Its GEMM multiplies by a matrix of as many
+ * rows as output channels, and it ran them at 1.5-14x the cpu module's
+ * time on an AVX2 EPYC, 2 threads: 1 -> 1 channel, 41 taps at stride 3
+ * over 2 x 16000 samples: 1.1 ms against 0.08; 1 -> 32 channels, 80 taps
+ * at stride 4: 0.9-1.6 against 0.39; 16 -> 1, 9 taps: 4.1-4.6 against
+ * 0.8-1.2; basic_pitch's 8 -> 8 channels through 3x39 on 172x264: 39-41
+ * against 11-12 (ONNX Runtime 12.6); 36 -> 36 through 9x9 on 64x64: 18
+ * against 8.4-9.8; 20 -> 20 through 1x31: 6.9 against 2.5; 1-D 8 -> 8, 9
+ * taps over 8000: 0.44-0.74 against 0.19-0.29. Such a node is left to the
+ * next backend, unless the module's own kernels take it (direct_conv =
+ * auto: onednn_direct.c below AVX-512, onednn_narrow.c with it). Probed
+ * only where oneDNN may choose its GEMM (narrow channels or a wide pad,
+ * memoised); extents not known before a run are probed at
+ * ODNN_GEMM_PROBE_OUT outputs (oneDNN picks by channels, kernel and
+ * strides). */
 #define ODNN_GEMM_NARROW 8
+#define ODNN_GEMM_WIDE_PAD 4
 #define ODNN_GEMM_PROBE_OUT 64
 
 static int odnn_narrow_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
@@ -1806,7 +1817,8 @@ static int odnn_narrow_conv_on_gemm(const struct odnn_tinfo *x, const struct odn
            strstr(impl_out, "gemm") != NULL;
 }
 
-static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, char *reason)
+static int odnn_check_conv(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
+                           int transposed, char *reason)
 {
     const char *op = transposed ? "ConvTranspose" : "Conv";
     struct odnn_tinfo x, wt, b, y;
@@ -1863,10 +1875,15 @@ static int odnn_check_conv(const pl_graph_view *v, size_t n, int transposed, cha
                     impl, (long long)group);
         return 0;
     }
-    /* (with AVX-512 the module's narrow kernel takes most of them) */
-    int two = wt.ndim == 4;
-    if (group == 1 && x.f32 && (wt.dims[0] < ODNN_GEMM_NARROW || wt.dims[1] < ODNN_GEMM_NARROW) &&
-        wt.ndim <= 4 &&
+    int two = wt.ndim == 4, wide_pad = 0;
+    int64_t taps = 1;
+    for (int i = 0; i < w.sr; i++) {
+        wide_pad |= w.pl[i] >= ODNN_GEMM_WIDE_PAD || w.pr[i] >= ODNN_GEMM_WIDE_PAD;
+        taps *= w.k[i];
+    }
+    if (group == 1 && x.f32 && wt.ndim <= 4 &&
+        (wt.dims[0] < ODNN_GEMM_NARROW || wt.dims[1] < ODNN_GEMM_NARROW || wide_pad) &&
+        !(u->own && taps > 1 && odnn_direct_channels(wt.dims[1], wt.dims[0])) &&
         !odnn_narrow_takes(wt.dims[1], wt.dims[0], two ? wt.dims[2] : 1, wt.dims[wt.ndim - 1],
                            w.d[w.sr - 1], 1) &&
         odnn_narrow_conv_on_gemm(&x, &wt, &y, &w, impl, sizeof impl)) {
@@ -3545,7 +3562,7 @@ static int odnn_check_node(const pl_graph_view *v, const struct odnn_uses *u, si
     }
     struct odnn_elt seq[ODNN_MAX_ELT];
     if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
-        return odnn_check_conv(v, n, op[4] == 'T', reason);
+        return odnn_check_conv(v, u, n, op[4] == 'T', reason);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 ||
         strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "GlobalMaxPool") == 0)
         return odnn_check_pool(v, n, op, reason);

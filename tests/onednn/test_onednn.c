@@ -297,6 +297,37 @@ static size_t count(int nd, const int64_t *d)
     return n;
 }
 
+/* The backend node NODE runs on in explain ROOT, and in *WHY (when not
+ * NULL) the onednn module's reason for leaving it, NULL for none. */
+static const char *placed_on(json_t *root, const char *node, const char **why)
+{
+    json_t *p = th_placement_of(root, node);
+    if (why != NULL)
+        *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
+    return json_string_value(json_object_get(p, "backend"));
+}
+
+/* That node NODE of PATH, with onednn first, runs on cpu because the onednn
+ * module refused it with a reason naming each of WANT (NULL-terminated);
+ * LABEL names the case in a failure. */
+static void check_refused(const char *path, const char *node, const char *const *want,
+                          const char *label)
+{
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    json_t *root = th_explain(s);
+    const char *why = NULL, *backend = placed_on(root, node, &why);
+    TH_CHECK(strcmp(backend, "cpu") == 0, "%s: node %s ran on %s", label, node, backend);
+    TH_CHECK(why != NULL && strncmp(why, "onednn: ", 8) == 0, "%s: reason '%s'", label,
+             why ? why : "(none)");
+    for (size_t i = 0; want[i] != NULL; i++)
+        TH_CHECK(strstr(why, want[i]) != NULL, "%s: reason '%s', expected one naming '%s'",
+                 label, why, want[i]);
+    json_decref(root);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 /* Runs PATH on onednn+cpu and on cpu alone with the same input, checks the
  * outputs agree within 1e-4 relative, and that every node named in
  * ON_ONEDNN (NULL-terminated) ran on onednn. */
@@ -319,11 +350,9 @@ static void compare(const char *path, int nd, int64_t *xs, int ond, int64_t *ys,
     pl_session *sd = session_for(rd, path), *sc = session_for(rc, path);
     json_t *root = th_explain(sd);
     for (size_t i = 0; on_onednn != NULL && on_onednn[i] != NULL; i++) {
-        json_t *p = th_placement_of(root, on_onednn[i]);
-        const char *backend = json_string_value(json_object_get(p, "backend"));
+        const char *why = NULL, *backend = placed_on(root, on_onednn[i], &why);
         TH_CHECK(strcmp(backend, "onednn") == 0, "node %s ran on %s (onednn said: %s)",
-                 on_onednn[i], backend,
-                 json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn")));
+                 on_onednn[i], backend, why);
     }
     json_decref(root);
     for (int rep = 0; rep < 3; rep++) { /* repeated runs reuse the arena */
@@ -2253,7 +2282,8 @@ static void case_narrow_channels_last(void)
  * kernel and the source's layout, and every result agrees with the cpu
  * module; a 16 -> 8 channel 3x3 (a full block's work each way) stays on
  * oneDNN, and with direct_conv = no every one does. Below AVX-512 the 1-D
- * one is left to cpu with its reason (oneDNN would run its im2col GEMM:
+ * one, the 3x21 one padded by 10 and a 20 -> 20 channel 1x31 one padded by
+ * 15 are left to cpu with their reason (oneDNN would run its im2col GEMM:
  * odnn_narrow_conv_on_gemm). */
 struct narrow_case {
     int nd;           /* 3 or 4 */
@@ -2263,6 +2293,7 @@ struct narrow_case {
     const char *act;  /* the node after it, "" for none */
     const char *source; /* what the log says of its source, NULL: not narrow */
     const char *fused;  /* "in the kernel" or "in a binary step" */
+    int gemm;           /* 1: on oneDNN's GEMM below AVX-512 (refused); 2: also with it, maybe */
 };
 
 static const char *model_narrow_conv(const struct narrow_case *c, int64_t *ys)
@@ -2310,19 +2341,22 @@ static const char *model_narrow_conv(const struct narrow_case *c, int64_t *ys)
 static void case_narrow_conv(void)
 {
     static const struct narrow_case cases[] = {
-        {4, {1, 32, 13, 29}, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Sigmoid", "aBcd16b", "in the kernel"},
+        {4, {1, 32, 13, 29}, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Sigmoid", "aBcd16b", "in the kernel",
+         0},
         {4, {2, 8, 11, 37}, 1, 3, 5, 7, 2, 3, 2, 1, 3, 2, 0, "LeakyRelu", "channels last",
-         "in the kernel"},
+         "in the kernel", 0},
         {3, {1, 12, 50, 0}, 0, 2, 1, 9, 1, 1, 1, 0, 4, 0, 4, "Tanh", "channels last",
-         "in a binary step"},
+         "in a binary step", 1},
         {4, {1, 16, 40, 1}, 0, 4, 7, 1, 1, 1, 1, 3, 0, 3, 0, "Relu", "channels last",
-         "in the kernel"},
+         "in the kernel", 0},
         {4, {1, 8, 6, 50}, 1, 8, 3, 21, 1, 1, 1, 1, 10, 1, 10, "Relu", "channels last",
-         "in the kernel"},
-        {4, {1, 96, 7, 9}, 0, 5, 1, 1, 1, 1, 1, 0, 0, 0, 0, "", "channels last", "in the kernel"},
+         "in the kernel", 1},
+        {4, {1, 96, 7, 9}, 0, 5, 1, 1, 1, 1, 1, 0, 0, 0, 0, "", "channels last", "in the kernel",
+         0},
         {4, {1, 40, 15, 15}, 0, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, "Clip", "channels last",
-         "in the kernel"},
-        {4, {1, 16, 12, 12}, 0, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu", NULL, NULL},
+         "in the kernel", 0},
+        {4, {1, 16, 12, 12}, 0, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu", NULL, NULL, 0},
+        {4, {1, 20, 9, 40}, 0, 20, 1, 31, 1, 1, 1, 0, 15, 0, 15, "Relu", NULL, NULL, 2},
     };
     char isa[64] = "";
     bool avx512 = onednn_avx512(isa);
@@ -2349,26 +2383,19 @@ static void case_narrow_conv(void)
                          strstr(line, want) < strchr(line, '\n'),
                      "case %zu: want '%s'; log:\n%s", k, want, logs[0].text);
         }
-        /* below AVX-512 oneDNN has only its im2col GEMM for the 1-D layer
-         * (12 -> 2 channels): the module leaves it to cpu */
-        bool gemm = !avx512 && c->nd == 3;
+        /* below AVX-512 oneDNN has only its im2col GEMM for these: the
+         * module leaves them to cpu; with AVX-512 the last may be either */
+        bool gemm = !avx512 && c->gemm != 0;
         if (gemm) {
-            pl_runtime *rt = onednn_runtime();
-            pl_session *s = session_for(rt, path);
-            json_t *root = th_explain(s);
-            json_t *p = th_placement_of(root, "nc");
-            const char *backend = json_string_value(json_object_get(p, "backend"));
-            const char *why =
-                json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
-            TH_CHECK(strcmp(backend, "cpu") == 0 && why != NULL &&
-                         strstr(why, "only its im2col GEMM") != NULL &&
-                         strstr(why, "12 to 2 channels") != NULL,
-                     "case %zu: %s (%s)", k, backend, why ? why : "no reason");
-            json_decref(root);
-            pl_session_destroy(s);
-            pl_runtime_destroy(rt);
+            char label[32], chans[64];
+            snprintf(label, sizeof label, "case %zu", k);
+            snprintf(chans, sizeof chans, "%lld to %lld channels", (long long)c->xs[1],
+                     (long long)c->oc);
+            check_refused(path, "nc", (const char *[]){"only its im2col GEMM", chans, NULL},
+                          label);
         }
-        compare(path, c->nd, xs, c->nd, ys, gemm ? NULL : (const char *[]){"nc", NULL});
+        compare(path, c->nd, xs, c->nd, ys,
+                gemm || c->gemm == 2 ? NULL : (const char *[]){"nc", NULL});
     }
 }
 
@@ -3540,38 +3567,15 @@ static void case_rnn_refusals(void)
             compare(path, 3, xs, 4, ys, (const char *[]){"rnn", NULL});
             continue;
         }
-        pl_runtime *rt = onednn_runtime();
-        pl_session *s = session_for(rt, path);
-        json_t *root = th_explain(s);
-        json_t *p = th_placement_of(root, "rnn");
-        const char *backend = json_string_value(json_object_get(p, "backend"));
-        const char *why =
-            json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
-        TH_CHECK(strcmp(backend, "cpu") == 0, "%s {%s} ran on %s", cases[k].op, cases[k].attrs,
-                 backend);
-        TH_CHECK(why != NULL && strstr(why, cases[k].reason) != NULL &&
-                     strncmp(why, "onednn: ", 8) == 0,
-                 "%s {%s}: reason '%s', expected one naming '%s'", cases[k].op, cases[k].attrs,
-                 why ? why : "(none)", cases[k].reason);
-        json_decref(root);
-        pl_session_destroy(s);
-        pl_runtime_destroy(rt);
+        char label[160];
+        snprintf(label, sizeof label, "%s {%s}", cases[k].op, cases[k].attrs);
+        check_refused(path, "rnn", (const char *[]){cases[k].reason, NULL}, label);
     }
     /* sequence_lens: taken when every row runs the whole sequence */
     int64_t xs[] = {3, 2, 4}, ys[] = {3, 1, 2, 4};
     compare(model_rnn_lens((const int32_t[]){3, 3}), 3, xs, 4, ys, (const char *[]){"rnn", NULL});
-    pl_runtime *rt = onednn_runtime();
-    pl_session *s = session_for(rt, model_rnn_lens((const int32_t[]){3, 2}));
-    json_t *root = th_explain(s);
-    json_t *p = th_placement_of(root, "rnn");
-    const char *why = json_string_value(json_object_get(json_object_get(p, "reasons"), "onednn"));
-    TH_CHECK(strcmp(json_string_value(json_object_get(p, "backend")), "cpu") == 0 &&
-                 why != NULL && strstr(why, "sequence_lens") != NULL,
-             "LSTM with sequence_lens [3,2]: on %s, reason %s",
-             json_string_value(json_object_get(p, "backend")), why ? why : "(none)");
-    json_decref(root);
-    pl_session_destroy(s);
-    pl_runtime_destroy(rt);
+    check_refused(model_rnn_lens((const int32_t[]){3, 2}), "rnn",
+                  (const char *[]){"sequence_lens", NULL}, "LSTM with sequence_lens [3,2]");
 }
 
 /* A bidirectional LSTM with peepholes and an initial state, all three

@@ -65,6 +65,15 @@ Cases:
                  factor of 2.4 made it 2.4x, and placement gave it to oneDNN's
                  direct kernel, 5-10% slower with its reorders); `cost` puts
                  it on cpu, `first` on onednn;
+  narrow_out     basic_pitch's head, an 8 -> 1 channel 5x5 convolution on 172x264
+                 and its Sigmoid, beside the same convolution into 8 channels:
+                 below AVX-512 oneDNN's jit:avx2 kernel computes 8 output
+                 channels for the one (2.8 ms against the cpu module's 1.3),
+                 so onednn's estimate for it is at least 0.9x the 8-channel
+                 one's and `cost` puts it on cpu with a reason quoting both
+                 estimates (`first` on onednn); with AVX-512 the module's
+                 narrow kernel takes it (its estimate a fraction of the
+                 8-channel one's); outputs agree (1e-5);
   cut_pattern    a decomposed LayerNorm (9 nodes; optimize = basic, since all
                  fuses it in the core) on onednn is one primitive in its estimate; with its last Add pinned to cpu the other 8
                  cannot fuse (the pattern is cut), so their estimate (work
@@ -262,6 +271,16 @@ def model_filter_bank(tmp):
     w = numpy_helper.from_array(rng.uniform(-.1, .1, [322, 1, 320]).astype(np.float32), "w")
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="stft", strides=[160])
     return save(os.path.join(tmp, "filter_bank.onnx"), [node], [2, 1, 16000], [2, 322, 99], [w])
+
+
+def model_narrow_out(tmp, oc):
+    rng = np.random.default_rng(11)
+    w = numpy_helper.from_array(rng.uniform(-.1, .1, [oc, 8, 5, 5]).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.uniform(-.1, .1, [oc]).astype(np.float32), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="head", pads=[2, 2, 2, 2]),
+             helper.make_node("Sigmoid", ["c"], ["y"], name="sig")]
+    return save(os.path.join(tmp, "narrow_out_%d.onnx" % oc), nodes, [1, 8, 172, 264],
+                [1, oc, 172, 264], [w, b])
 
 
 def model_layer_norm(tmp):
@@ -585,6 +604,29 @@ def main():
             fail("the filter bank's estimate %.1f us should be within 1.5x of the default's "
                  "%.1f us" % (est["stft"], default))
         agree(pl, cost, first, m, "bank", 1e-4)
+    elif args.case == "narrow_out":
+        m1, m8 = model_narrow_out(args.tmp, 1), model_narrow_out(args.tmp, 8)
+        f1, f8 = pl.explain(first, m1), pl.explain(first, m8)
+        if placement(f1).get("head") != "onednn" or placement(f8).get("head") != "onednn":
+            fail("choose = first should give onednn both convolutions: %s, %s"
+                 % (placement(f1), placement(f8)))
+        e1 = f1["subgraphs"][0]["estimate"]["total_us"]
+        e8 = f8["subgraphs"][0]["estimate"]["total_us"]
+        c = pl.explain(cost, m1)
+        if onednn_avx512():
+            if not e1 < 0.9 * e8:
+                fail("with AVX-512 the narrow kernel's estimate %.1f us should be below the "
+                     "8-channel layer's %.1f" % (e1, e8))
+        else:
+            if not e1 >= 0.9 * e8:
+                fail("below AVX-512 the one-channel layer's estimate %.1f us should be about "
+                     "the 8-channel one's %.1f (oneDNN computes 8 channels)" % (e1, e8))
+            if placement(c).get("head") != "cpu":
+                fail("choose = cost should put the one-channel layer on cpu: %s" % placement(c))
+            r = reason(c, "head", "onednn")
+            if "cost:" not in r or "against" not in r:
+                fail("the reason should quote both estimates, is: %r" % r)
+        agree(pl, cost, first, m1, "narrow", 1e-5)
     elif args.case == "cut_pattern":
         m = model_layer_norm(args.tmp)
         # optimize = basic: under all, the core fuses the pattern into one
