@@ -1786,9 +1786,12 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
  * against 8.4-9.8; 20 -> 20 through 1x31: 6.9 against 2.5; 1-D 8 -> 8, 9
  * taps over 8000: 0.44-0.74 against 0.19-0.29. Such a node is left to the
  * next backend, unless the module's own kernels take it (direct_conv =
- * auto: onednn_direct.c below AVX-512, onednn_narrow.c with it). Probed
- * only where oneDNN may choose its GEMM (narrow channels or a wide pad,
- * memoised); extents not known before a run are probed at
+ * auto: onednn_direct.c below AVX-512, onednn_narrow.c with it). Where
+ * the GEMM's column buffer would be too big oneDNN falls to its reference
+ * kernel (ref:any), which is refused as well: RivaGAN's decoder, 3-D
+ * convolutions of 32 -> 32 channels through 1x11x11 over 1x160x160, took
+ * 45 s a run on it. Probed only where oneDNN may choose either (narrow
+ * channels, a wide pad or 3-D, memoised); extents not known before a run are probed at
  * ODNN_GEMM_PROBE_OUT outputs (oneDNN picks by channels, kernel and
  * strides). */
 #define ODNN_GEMM_NARROW 8
@@ -1814,7 +1817,7 @@ static int odnn_narrow_conv_on_gemm(const struct odnn_tinfo *x, const struct odn
             return 0;
     }
     return odnn_probe_conv_impl(&px, wt, &py, 1, w, dnnl_f32, impl_out, cap) &&
-           strstr(impl_out, "gemm") != NULL;
+           (strstr(impl_out, "gemm") != NULL || odnn_impl_is_ref(impl_out));
 }
 
 static int odnn_check_conv(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
@@ -1881,15 +1884,17 @@ static int odnn_check_conv(const pl_graph_view *v, const struct odnn_uses *u, si
         wide_pad |= w.pl[i] >= ODNN_GEMM_WIDE_PAD || w.pr[i] >= ODNN_GEMM_WIDE_PAD;
         taps *= w.k[i];
     }
-    if (group == 1 && x.f32 && wt.ndim <= 4 &&
-        (wt.dims[0] < ODNN_GEMM_NARROW || wt.dims[1] < ODNN_GEMM_NARROW || wide_pad) &&
-        !(u->own && taps > 1 && odnn_direct_channels(wt.dims[1], wt.dims[0])) &&
-        !odnn_narrow_takes(wt.dims[1], wt.dims[0], two ? wt.dims[2] : 1, wt.dims[wt.ndim - 1],
-                           w.d[w.sr - 1], 1) &&
+    if (group == 1 && x.f32 &&
+        (wt.dims[0] < ODNN_GEMM_NARROW || wt.dims[1] < ODNN_GEMM_NARROW || wide_pad ||
+         w.sr == 3) &&
+        !(u->own && w.sr <= 2 && taps > 1 && odnn_direct_channels(wt.dims[1], wt.dims[0])) &&
+        !(w.sr <= 2 && odnn_narrow_takes(wt.dims[1], wt.dims[0], two ? wt.dims[2] : 1,
+                                         wt.dims[wt.ndim - 1], w.d[w.sr - 1], 1)) &&
         odnn_narrow_conv_on_gemm(&x, &wt, &y, &w, impl, sizeof impl)) {
-        odnn_reason(reason, op, "oneDNN has only its im2col GEMM (%s) for this convolution of "
+        odnn_reason(reason, op, "oneDNN has only its %s (%s) for this convolution of "
                                 "%lld to %lld channels, several times the cpu module's time",
-                    impl, (long long)wt.dims[1], (long long)wt.dims[0]);
+                    odnn_impl_is_ref(impl) ? "reference kernel" : "im2col GEMM", impl,
+                    (long long)wt.dims[1], (long long)wt.dims[0]);
         return 0;
     }
     return 1;
