@@ -670,6 +670,42 @@ class OnnxTest(unittest.TestCase):
             s.close()
             self.assertEqual(on.configure()["shared_weights"], "0")
 
+    def test_dynamic_front_gemm(self):
+        """A waveform front end (1 -> 16 channels, 41 taps at stride 3)
+        over a length the session learns only at run time (a staged
+        session: the node is a tail planned once the length is bound):
+        below AVX-512 oneDNN 2.6 runs it only on its im2col GEMM (several
+        times the cpu module's time), so even `choose = first` leaves it
+        to cpu, with that reason; the results agree with cpu's at two
+        lengths."""
+        from onnx import numpy_helper as nh
+        rng = np.random.default_rng(41)
+        w = rng.uniform(-0.1, 0.1, [16, 1, 41]).astype(np.float32)
+        path = onnx_model("dynamic_front.onnx", lambda h, T: h.make_graph(
+            [h.make_node("Conv", ["x", "w"], ["y"], name="front", strides=[3], pads=[19, 22])],
+            "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 1, "T"])],
+            [h.make_tensor_value_info("y", T.FLOAT, [2, 16, "U"])], [nh.from_array(w, "w")]))
+        rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\nchoose = first\n",
+                                             "onednn_first.ini"))
+        if "onednn" not in [d.module for d in rt.devices()]:
+            rt.close()
+            self.skipTest("the onednn module is not loaded")
+        flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+        avx512 = all(" %s" % f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))
+        with rt, rt.load_model(path).session() as s, \
+                self.rt.load_model(path).session() as ref:
+            for t in (16000, 4801):
+                x = {"x": rng.standard_normal((2, 1, t)).astype(np.float32)}
+                np.testing.assert_allclose(s.run(x)["y"], ref.run(x)["y"], rtol=1e-4, atol=1e-4)
+                if avx512:
+                    continue
+                tail = s.describe()["staged"]["last_tail"]
+                p = [q for q in tail["placement"] if q["node"] == "front"][0]
+                why = p.get("reasons", {}).get("onednn", "")
+                self.assertEqual(p["backend"], "cpu", why)
+                self.assertIn("only its im2col GEMM", why)
+                self.assertIn("1 to 16 channels", why)
+
     def test_resize18(self):
         """Resize 18's antialias (the cpu module's widened filter) and axes
         (spread over every axis by the opset), against ONNX 1.23's own
