@@ -1763,12 +1763,19 @@ static int odnn_probe_conv_impl(const struct odnn_tinfo *x, const struct odnn_ti
     return found;
 }
 
+/* Whether IMPL is oneDNN's im2col GEMM or one of its reference kernels:
+ * the convolution kernels the check refuses. */
+static int odnn_conv_impl_slow(const char *impl)
+{
+    return strstr(impl, "gemm") != NULL || odnn_impl_is_ref(impl);
+}
+
 static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
                                      const struct odnn_tinfo *y, int64_t group,
                                      const struct odnn_window *w, char *impl_out, size_t cap)
 {
     return odnn_probe_conv_impl(x, wt, y, group, w, dnnl_f32, impl_out, cap) &&
-           (strstr(impl_out, "gemm") != NULL || odnn_impl_is_ref(impl_out));
+           odnn_conv_impl_slow(impl_out);
 }
 
 /* oneDNN 2.6 has only its im2col GEMM (x64:gemm:jit) for some convolutions
@@ -1791,14 +1798,14 @@ static int odnn_grouped_conv_on_gemm(const struct odnn_tinfo *x, const struct od
  * kernel (ref:any), which is refused as well: RivaGAN's decoder, 3-D
  * convolutions of 32 -> 32 channels through 1x11x11 over 1x160x160, took
  * 45 s a run on it. Probed only where oneDNN may choose either (narrow
- * channels, a wide pad or 3-D, memoised); extents not known before a run are probed at
- * ODNN_GEMM_PROBE_OUT outputs (oneDNN picks by channels, kernel and
- * strides). */
+ * channels, a wide pad or 3-D, memoised); extents not known before a run
+ * are probed at ODNN_GEMM_PROBE_OUT outputs (oneDNN picks by channels,
+ * kernel and strides). */
 #define ODNN_GEMM_NARROW 8
 #define ODNN_GEMM_WIDE_PAD 4
 #define ODNN_GEMM_PROBE_OUT 64
 
-static int odnn_narrow_conv_on_gemm(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
+static int odnn_conv_on_slow_kernel(const struct odnn_tinfo *x, const struct odnn_tinfo *wt,
                                     const struct odnn_tinfo *y, const struct odnn_window *w,
                                     char *impl_out, size_t cap)
 {
@@ -1817,7 +1824,7 @@ static int odnn_narrow_conv_on_gemm(const struct odnn_tinfo *x, const struct odn
             return 0;
     }
     return odnn_probe_conv_impl(&px, wt, &py, 1, w, dnnl_f32, impl_out, cap) &&
-           (strstr(impl_out, "gemm") != NULL || odnn_impl_is_ref(impl_out));
+           odnn_conv_impl_slow(impl_out);
 }
 
 static int odnn_check_conv(const pl_graph_view *v, const struct odnn_uses *u, size_t n,
@@ -1890,7 +1897,7 @@ static int odnn_check_conv(const pl_graph_view *v, const struct odnn_uses *u, si
         !(u->own && w.sr <= 2 && taps > 1 && odnn_direct_channels(wt.dims[1], wt.dims[0])) &&
         !(w.sr <= 2 && odnn_narrow_takes(wt.dims[1], wt.dims[0], two ? wt.dims[2] : 1,
                                          wt.dims[wt.ndim - 1], w.d[w.sr - 1], 1)) &&
-        odnn_narrow_conv_on_gemm(&x, &wt, &y, &w, impl, sizeof impl)) {
+        odnn_conv_on_slow_kernel(&x, &wt, &y, &w, impl, sizeof impl)) {
         odnn_reason(reason, op, "oneDNN has only its %s (%s) for this convolution of "
                                 "%lld to %lld channels, several times the cpu module's time",
                     odnn_impl_is_ref(impl) ? "reference kernel" : "im2col GEMM", impl,

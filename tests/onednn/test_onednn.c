@@ -2300,7 +2300,7 @@ static void case_narrow_channels_last(void)
  * oneDNN, and with direct_conv = no every one does. Below AVX-512 the 1-D
  * one, the 3x21 one padded by 10 and a 20 -> 20 channel 1x31 one padded by
  * 15 are left to cpu with their reason (oneDNN would run its im2col GEMM:
- * odnn_narrow_conv_on_gemm). */
+ * odnn_conv_on_slow_kernel). */
 struct narrow_case {
     int nd;           /* 3 or 4 */
     int64_t xs[4];    /* the input */
