@@ -8,7 +8,7 @@
 #                            the whole CTest suite in both builds, then the
 #                            engine, CPU-pool and allocation-sweep tests in
 #                            a ThreadSanitizer build, and each libFuzzer
-#                            target (build-fuzz/, clang) for 30 seconds
+#                            target (build-fuzz/, clang) for 20 seconds
 #
 # Debian packages are installed with apt-get when missing (run as root).
 # Build directories: build/ (plain; stages modules into modules.d/),
@@ -102,7 +102,7 @@ test)
             cp tests/ctest_cost.txt "$d/Testing/Temporary/CTestCostData.txt"
     done
     rc=0
-    echo "== tests: libFuzzer targets (clang, ASan+UBSan), 30 s each, and their replays =="
+    echo "== tests: libFuzzer targets (clang, ASan+UBSan), 20 s each, and their replays =="
     ctest --test-dir build-fuzz --output-on-failure -j"$JOBS" -L fuzz || rc=1
     echo "== tests: ThreadSanitizer build (engine, CPU pool, allocation sweeps, arrays and eager ops) =="
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
