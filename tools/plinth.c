@@ -262,6 +262,15 @@ static void cli_log(void *user, int level, const char *line)
 
 /* ---- what run, explain and bench share ------------------------------------ */
 
+/* Prints the warnings of SESSION from the FROM-th on: those of its runs
+ * (a subgraph that ran far slower than estimated and was planned again,
+ * core/src/measure.h). */
+static void print_warnings_from(const pl_session *session, size_t from)
+{
+    for (size_t i = from; i < pl_session_warning_count(session); i++)
+        fprintf(stderr, "plinth: warning: %s\n", pl_session_warning(session, i));
+}
+
 /* The options of run, explain and bench. */
 typedef struct model_args {
     const char *config;
@@ -797,8 +806,9 @@ static int cmd_run(const model_args *a)
     int rc = open_session(a, &rt, &model, &session);
     if (rc != 0)
         return rc;
-    for (size_t i = 0; i < pl_session_warning_count(session); i++)
-        fprintf(stderr, "plinth: warning: %s\n", pl_session_warning(session, i));
+    print_warnings_from(session, 0);
+    size_t n_warned = pl_session_warning_count(session);
+    int replanned = -1; /* the run after which the session planned again */
     size_t n_in = pl_session_input_count(session);
     size_t n_out = pl_session_output_count(session);
     pl_io *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
@@ -847,7 +857,13 @@ static int cmd_run(const model_args *a)
             pl_status_free(st);
             rc = EXIT_RUNTIME;
         }
+        if (replanned < 0 && pl_session_warning_count(session) > n_warned)
+            replanned = r;
     }
+    print_warnings_from(session, n_warned);
+    /* planned again after a timed run (and maybe back after a trial): each
+     * step's counters cover the runs of its own plan */
+    bool fresh = replanned >= warmup;
     for (size_t o = 0; rc == 0 && o < n_out; o++) {
         const pl_tensor *t = &outputs[o].tensor;
         char shape[256] = "";
@@ -861,12 +877,17 @@ static int cmd_run(const model_args *a)
             rc = EXIT_RUNTIME;
     }
     if (rc == 0) {
-        printf("\nsteps (%d run%s):\n", a->runs, a->runs == 1 ? "" : "s");
+        if (fresh)
+            printf("\nsteps (the session planned again after run %d: each step's mean over "
+                   "the runs of its plan):\n",
+                   replanned + 1);
+        else
+            printf("\nsteps (%d run%s):\n", a->runs, a->runs == 1 ? "" : "s");
         for (size_t i = 0; i < pl_session_step_count(session); i++) {
             const char *name, *backend;
             uint64_t ns, count;
             pl_session_step_info(session, i, &name, &backend, &ns, &count);
-            if (i < n_steps) {
+            if (i < n_steps && !fresh) {
                 ns -= warm_ns[i];
                 count -= warm_runs[i];
             }
@@ -939,6 +960,7 @@ static int cmd_bench(const model_args *a)
     if (rc != 0)
         return rc;
     double load_ms = now_ms() - t0;
+    size_t n_warned = pl_session_warning_count(session);
     size_t n_in = pl_session_input_count(session);
     size_t n_out = pl_session_output_count(session);
     pl_io *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
@@ -1007,6 +1029,7 @@ static int cmd_bench(const model_args *a)
     }
     if (!json && isatty(2))
         fprintf(stderr, "\n");
+    print_warnings_from(session, n_warned);
     if (rc == 0) {
         qsort(times, (size_t)runs, sizeof *times, cmp_double);
         double median = runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;

@@ -300,6 +300,18 @@ static pl_status *pl_config_split_list(const pl_config *c, const char *value,
     return NULL;
 }
 
+/* Entry E (of the file SHOWN) says yes or no, into *OUT. */
+static pl_status *pl_config_yes_no(const pl_config_entry *e, const char *shown, bool *out)
+{
+    if (strcmp(e->value, "yes") == 0 || strcmp(e->value, "no") == 0) {
+        *out = e->value[0] == 'y';
+        return NULL;
+    }
+    return pl_status_create(PL_CODE_INVALID_ARGUMENT,
+                            "%s:%d: bad value '%s' for %s; accepted: yes, no", shown, e->line,
+                            e->value, e->key);
+}
+
 static bool pl_config_parse_int(const char *s, long lo, long hi, long *out)
 {
     char *end = NULL;
@@ -574,15 +586,7 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
                     shown, e->line, e->value);
             c->min_subgraph_nodes = (int)v;
         } else if (strcmp(e->key, "strict") == 0) {
-            if (strcmp(e->value, "yes") == 0)
-                c->strict = true;
-            else if (strcmp(e->value, "no") == 0)
-                c->strict = false;
-            else
-                return pl_status_create(
-                    PL_CODE_INVALID_ARGUMENT,
-                    "%s:%d: bad value '%s' for strict; accepted: yes, no",
-                    shown, e->line, e->value);
+            PL_RETURN_IF_ERROR(pl_config_yes_no(e, shown, &c->strict));
         } else if (strcmp(e->key, "choose") == 0) {
             if (strcmp(e->value, "cost") == 0)
                 c->choose_by_cost = true;
@@ -593,6 +597,8 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
                     PL_CODE_INVALID_ARGUMENT,
                     "%s:%d: bad value '%s' for choose; accepted: cost, first",
                     shown, e->line, e->value);
+        } else if (strcmp(e->key, "measure") == 0) {
+            PL_RETURN_IF_ERROR(pl_config_yes_no(e, shown, &c->measure));
         } else if (strcmp(e->key, "pin") == 0) {
             for (size_t k = 0; k < c->n_pins; k++)
                 pl_free(c->pins[k]);
@@ -610,7 +616,7 @@ static pl_status *pl_config_apply_placement(pl_config *c, const char *shown,
             }
         } else if (!pl_config_add_warning(
                        c, "%s:%d: unknown key '%s' in [placement] (known: order, "
-                          "min_subgraph_nodes, strict, choose, pin)",
+                          "min_subgraph_nodes, strict, choose, measure, pin)",
                        shown, e->line, e->key)) {
             return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory");
         }
@@ -659,6 +665,7 @@ static pl_config *pl_config_new(pl_allocator alloc)
     c->f16_as_f32 = true;
     c->min_subgraph_nodes = 1;
     c->choose_by_cost = true;
+    c->measure = true;
     c->cache_dir = pl_alloc_strdup(alloc, "");
     c->probe = PL_PROBE_FORK;
     c->probe_timeout_ms = PL_PROBE_TIMEOUT_MS_DEFAULT;

@@ -67,6 +67,7 @@ typedef struct pl_config {
     int min_subgraph_nodes;   /* >= 1 */
     bool strict;              /* a failed compile fails the session */
     bool choose_by_cost;      /* choose = cost (else first): partition.h */
+    bool measure;             /* measure = yes: measure.h */
     char **pins;              /* "node=backend" */
     size_t n_pins;
     /* [graph] */

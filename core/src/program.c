@@ -238,6 +238,7 @@ static pl_status *pl_prog_new_step(pl_program *p, pl_step_kind kind, int32_t dev
         st->out[i] = -1;
     atomic_init(&st->total_ns, 0);
     atomic_init(&st->runs, 0);
+    atomic_init(&st->min_ns, UINT64_MAX);
     *out_index = p->n_steps++;
     return NULL;
 }

@@ -104,6 +104,8 @@ typedef struct pl_prog_step {
     char *name;                  /* names the model's nodes, for timings and errors */
     atomic_ullong total_ns;
     atomic_ullong runs;
+    atomic_ullong min_ns;        /* its fastest run that succeeded; UINT64_MAX none
+                                    (a synchronous step's: measure.h) */
 } pl_prog_step;
 
 typedef struct pl_program {

@@ -7,12 +7,17 @@
  * subgraph whose compile fails goes back to the partitioner (strict = no)
  * and the program is lowered again without it; then its memory is planned.
  * Runs walk the program (run.c); pl_session_describe describes it (describe.c). The
- * modules a session uses stay loaded while it lives. */
+ * modules a session uses stay loaded while it lives. Under choose = cost and
+ * measure = yes the first runs are timed, and a subgraph that ran far slower
+ * than estimated goes back to the partitioner once (measure.h). */
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "array.h"
@@ -20,6 +25,7 @@
 #include "filedata.h"
 #include "graph_view.h"
 #include "hostbuf.h"
+#include "measure.h"
 #include "model.h"
 #include "partition.h"
 #include "program.h"
@@ -28,6 +34,30 @@
 #include "stage.h"
 #include "status.h"
 #include "strtab.h"
+
+/* What a session's partition is made from (pl_partition_create's
+ * arguments), kept while its first runs are measured (measure.h): a
+ * partition made again from it is the one creation made. */
+typedef struct pl_sess_recipe {
+    pl_part_backend *backends;
+    size_t nb;
+    pl_part_pin *pins;
+    size_t n_pins;
+    char **pin_names; /* owned, N_NAMES entries, some NULL */
+    size_t n_names;
+    int min_nodes;
+    bool by_cost;
+} pl_sess_recipe;
+
+/* A plan: its partition, program, runner and the file constants its steps
+ * read in place (pinned). */
+typedef struct pl_sess_plan {
+    pl_partition *part;
+    pl_program *program;
+    pl_runner *runner;
+    uint32_t *pinned;
+    size_t n_pinned;
+} pl_sess_plan;
 
 /* The [placement] settings a session is made with: the configuration's,
  * or the options' where they say so. The strings belong to either and are
@@ -40,6 +70,7 @@ typedef struct pl_sess_place {
     size_t n_pins;
     bool strict;
     bool choose_by_cost;
+    bool measure;
     int min_subgraph_nodes;
     const char *io_device; /* the option, or NULL: the host */
 } pl_sess_place;
@@ -76,6 +107,25 @@ struct pl_session {
     /* A model whose shapes are not all known: the staged session that runs
      * it (stage.h); everything above stays empty. */
     pl_stage *stage;
+    /* Measuring the first runs (measure.h): while MEASURING, runs hold
+     * PLAN_LOCK shared, count themselves in MEASURED_RUNS and keep the
+     * fastest in RUN_BEST_NS; the run that completes PL_MEASURE_RUNS
+     * holds it alone and, in TRIAL 0, weighs the steps' times and, when a
+     * subgraph ran slow, puts the plan as made aside (MADE, its fastest
+     * run MADE_BEST_NS) and tries one made without it (TRIAL 1); at the
+     * end of the trial it keeps the faster. RECIPE makes the partition
+     * again. BROKEN: why the plan was lost, which every later run
+     * returns. */
+    atomic_bool measuring;
+    atomic_uint measured_runs;
+    atomic_uint window;            /* counts the windows: a run counts in its own */
+    atomic_ullong run_best_ns;
+    pthread_rwlock_t plan_lock;
+    int trial;
+    uint64_t made_best_ns;
+    pl_sess_plan made;
+    pl_sess_recipe recipe;
+    char broken[512];
 };
 
 static pl_status *pl_sess_oom(void)
@@ -299,26 +349,38 @@ static pl_status *pl_sess_pins_known(const pl_session *s)
     return NULL;
 }
 
+static void pl_sess_recipe_free(pl_sess_recipe *r)
+{
+    for (size_t i = 0; r->pin_names && i < r->n_names; i++)
+        pl_free(r->pin_names[i]);
+    pl_free(r->pin_names);
+    pl_free(r->pins);
+    pl_free(r->backends);
+    *r = (pl_sess_recipe){0};
+}
+
+/* A partition of S's graph by S's recipe, into *OUT. */
+static pl_status *pl_sess_partition_by(pl_session *s, pl_partition **out)
+{
+    const pl_sess_recipe *r = &s->recipe;
+    return pl_partition_create(s->g, s->view, r->backends, r->nb, r->pins, r->n_pins,
+                               r->min_nodes, r->by_cost, pl_runtime_thread_count(s->rt),
+                               s->rt->config->spin_us, s->model->inline_run,
+                               s->model->plan_runs, out);
+}
+
 /* Partitions the graph between the backends of [placement]. */
 static pl_status *pl_sess_partition(pl_session *s)
 {
-    pl_part_backend *backends = NULL;
-    size_t nb = 0, n_pins = 0;
-    pl_part_pin *pins = NULL;
-    char **pin_names = NULL;
-    pl_status *st = pl_sess_backends(s, &backends, &nb);
+    pl_sess_recipe *r = &s->recipe;
+    r->min_nodes = s->place.min_subgraph_nodes;
+    r->by_cost = s->place.choose_by_cost;
+    r->n_names = s->place.n_pins;
+    pl_status *st = pl_sess_backends(s, &r->backends, &r->nb);
     if (st == NULL)
-        st = pl_sess_pins(s, backends, nb, &pins, &pin_names, &n_pins);
+        st = pl_sess_pins(s, r->backends, r->nb, &r->pins, &r->pin_names, &r->n_pins);
     if (st == NULL)
-        st = pl_partition_create(s->g, s->view, backends, nb, pins, n_pins,
-                                 s->place.min_subgraph_nodes, s->place.choose_by_cost,
-                                 pl_runtime_thread_count(s->rt), s->rt->config->spin_us,
-                                 s->model->inline_run, s->model->plan_runs, &s->part);
-    for (size_t i = 0; pin_names && i < s->place.n_pins; i++)
-        pl_free(pin_names[i]);
-    pl_free(pin_names);
-    pl_free(pins);
-    pl_free(backends);
+        st = pl_sess_partition_by(s, &s->part);
     return st;
 }
 
@@ -579,6 +641,237 @@ static pl_status *pl_sess_build(pl_session *s)
     }
 }
 
+/* S's plan, taken out of S (which is left with none). */
+static pl_sess_plan pl_sess_plan_take(pl_session *s)
+{
+    pl_sess_plan p = {s->part, s->program, s->runner, s->pinned, s->n_pinned};
+    s->part = NULL;
+    s->program = NULL;
+    s->runner = NULL;
+    s->pinned = NULL;
+    s->n_pinned = 0;
+    return p;
+}
+
+static void pl_sess_plan_put(pl_session *s, pl_sess_plan p)
+{
+    s->part = p.part;
+    s->program = p.program;
+    s->runner = p.runner;
+    s->pinned = p.pinned;
+    s->n_pinned = p.n_pinned;
+}
+
+/* Frees plan P of S's model, its pins released. */
+static void pl_sess_plan_free(pl_session *s, pl_sess_plan *p)
+{
+    pl_runner_destroy(p->runner);
+    pl_program_destroy(p->program);
+    pl_partition_destroy(p->part);
+    pl_filedata_unpin(s->model->filedata, p->pinned, p->n_pinned);
+    pl_free(p->pinned);
+    *p = (pl_sess_plan){0};
+}
+
+/* Makes S a plan without the subgraphs SLOW (N) on their backends: the
+ * partition made again from the recipe, those subgraphs excluded as a
+ * failed compile is, compiled and planned as at creation (the constants
+ * compiled subgraphs dropped are read back first, and what the new plan
+ * reads in place is pinned). S has no plan on entry; on failure it has
+ * none either. */
+static pl_status *pl_sess_plan_without(pl_session *s, const pl_measure_slow *slow, size_t n)
+{
+    pl_filedata *f = s->model->filedata;
+    pl_status *st = pl_filedata_enter(f);
+    s->entered = true;
+    if (st == NULL)
+        st = pl_sess_partition_by(s, &s->part);
+    for (size_t i = 0; st == NULL && i < n; i++) {
+        /* (found again by a node: an exclusion renumbers the clusters) */
+        int32_t c = pl_partition_node_cluster(s->part, slow[i].first);
+        if (c >= 0 && pl_partition_node_backend(s->part, slow[i].first) == slow[i].backend)
+            st = pl_partition_exclude_cluster(s->part, (size_t)c, slow[i].reason);
+    }
+    if (st == NULL)
+        st = pl_sess_build(s);
+    pl_status *left = st == NULL ? pl_filedata_leave(f, s->pinned, s->n_pinned)
+                                 : pl_filedata_leave(f, NULL, 0);
+    s->entered = false;
+    pl_free(s->droppable);
+    pl_free(s->kept);
+    s->droppable = NULL;
+    s->kept = NULL;
+    if (st == NULL && left == NULL)
+        return NULL;
+    s->n_pinned = 0; /* (not pinned: leave failed or was not asked to) */
+    pl_sess_plan failed = pl_sess_plan_take(s);
+    pl_sess_plan_free(s, &failed);
+    if (st == NULL)
+        return left;
+    pl_status_free(left);
+    return st;
+}
+
+/* The end of the measured runs of the plan as made (measure.h): when a
+ * subgraph ran slow, the plan is put aside and one without it tried. */
+static pl_status *pl_sess_measure_made(pl_session *s, unsigned runs)
+{
+    pl_measure_slow *slow = NULL;
+    size_t n = 0;
+    PL_RETURN_IF_ERROR(pl_measure_slow_steps(s->program, s->part, runs,
+                                             runs < PL_MEASURE_RUNS, &slow, &n));
+    if (n == 0) {
+        atomic_store(&s->measuring, false);
+        return NULL;
+    }
+    char (*names)[400] = pl_calloc(n, sizeof *names);
+    if (names == NULL) {
+        pl_free(slow);
+        return pl_sess_oom();
+    }
+    for (size_t i = 0; i < n; i++)
+        snprintf(names[i], sizeof names[i], "%s", s->program->steps[slow[i].step].name);
+    s->made_best_ns = atomic_load(&s->run_best_ns);
+    s->made = pl_sess_plan_take(s);
+    pl_status *st = pl_sess_plan_without(s, slow, n);
+    pl_status *ret = NULL;
+    if (st != NULL) { /* the plan as made stays */
+        pl_sess_plan_put(s, s->made);
+        s->made = (pl_sess_plan){0};
+        atomic_store(&s->measuring, false);
+        if (!pl_warnings_add(&s->warnings, "%s: %s; planning without it failed, so it stays: %s",
+                             names[0], slow[0].reason, pl_status_message(st)))
+            ret = pl_sess_oom();
+        pl_status_free(st);
+    } else {
+        s->trial = 1;
+        for (size_t i = 0; i < n && ret == NULL; i++)
+            if (!pl_warnings_add(&s->warnings,
+                                 "%s: %s; its nodes go to the next backends for %d runs, to "
+                                 "compare",
+                                 names[i], slow[i].reason, PL_MEASURE_RUNS))
+                ret = pl_sess_oom();
+    }
+    pl_free(names);
+    pl_free(slow);
+    return ret;
+}
+
+/* The end of the trial: the faster plan stays, the other is freed. */
+static pl_status *pl_sess_measure_trial(pl_session *s)
+{
+    double made_ms = (double)s->made_best_ns / 1e6;
+    double trial_ms = (double)atomic_load(&s->run_best_ns) / 1e6;
+    bool keep = trial_ms < PL_MEASURE_KEEP * made_ms;
+    if (keep) {
+        pl_sess_plan_free(s, &s->made);
+    } else {
+        pl_sess_plan tried = pl_sess_plan_take(s);
+        pl_sess_plan_free(s, &tried);
+        pl_sess_plan_put(s, s->made);
+        s->made = (pl_sess_plan){0};
+    }
+    s->trial = 0;
+    atomic_store(&s->measuring, false);
+    if (!pl_warnings_add(&s->warnings,
+                         keep ? "measured: runs took %.3f ms at best without the slow "
+                                "subgraph(s), against %.3f with them; the new plan stays"
+                              : "measured: runs took %.3f ms at best without the slow "
+                                "subgraph(s), against %.3f with them; the plan as made is "
+                                "back",
+                         trial_ms, made_ms))
+        return pl_sess_oom();
+    return NULL;
+}
+
+/* The run that completed S's measured runs of WINDOW (RUNS of them: fewer
+ * when a subgraph is slow by the early thresholds), holding plan_lock
+ * alone, so runs of other threads wait (measure.h). */
+static pl_status *pl_sess_measure(pl_session *s, unsigned window, unsigned runs)
+{
+    pthread_rwlock_wrlock(&s->plan_lock);
+    /* (another run of the window did it; or, early, a faster run since
+     * cleared the suspect) */
+    if (window != atomic_load(&s->window) || !atomic_load(&s->measuring) ||
+        (s->trial == 0 && runs < PL_MEASURE_RUNS && !pl_measure_any_slow(s->program, s->part, true))) {
+        pthread_rwlock_unlock(&s->plan_lock);
+        return NULL;
+    }
+    pl_status *st = s->trial == 0 ? pl_sess_measure_made(s, runs) : pl_sess_measure_trial(s);
+    atomic_fetch_add(&s->window, 1);
+    atomic_store(&s->measured_runs, 0);
+    atomic_store(&s->run_best_ns, UINT64_MAX);
+    if (!atomic_load(&s->measuring))
+        pl_sess_recipe_free(&s->recipe);
+    if (s->program == NULL)
+        snprintf(s->broken, sizeof s->broken, "%s: the session lost its plan: %s",
+                 s->model->path, st ? pl_status_message(st) : "out of memory");
+    pthread_rwlock_unlock(&s->plan_lock);
+    return st;
+}
+
+static uint64_t pl_sess_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A run's hold on S's plan: shared while the first runs are measured
+ * (measure.h), none after; *OUT_LOCKED says which. Fails when planning
+ * again after measuring failed. */
+static pl_status *pl_sess_plan_hold(pl_session *s, bool *out_locked, unsigned *out_window)
+{
+    *out_locked = atomic_load(&s->measuring);
+    if (!*out_locked)
+        return NULL;
+    pthread_rwlock_rdlock(&s->plan_lock);
+    *out_window = atomic_load(&s->window);
+    if (s->broken[0] == '\0')
+        return NULL;
+    pthread_rwlock_unlock(&s->plan_lock);
+    *out_locked = false;
+    return pl_status_create(PL_CODE_INTERNAL, "%s", s->broken);
+}
+
+/* A reader's hold on CS's program (its steps, warnings, description)
+ * while planning again may replace it; pair with pl_sess_peek_end. */
+static bool pl_sess_peek_begin(const pl_session *cs)
+{
+    pl_session *s = (pl_session *)cs; /* the lock only */
+    if (s == NULL || !atomic_load(&s->measuring))
+        return false;
+    pthread_rwlock_rdlock(&s->plan_lock);
+    return true;
+}
+
+static void pl_sess_peek_end(const pl_session *cs, bool locked)
+{
+    if (locked)
+        pthread_rwlock_unlock(&((pl_session *)cs)->plan_lock);
+}
+
+/* Ends the hold of a run of WINDOW that took TOOK_NS and whose result is
+ * ST (returned, or a failure of measuring when this run completed the
+ * measured runs). */
+static pl_status *pl_sess_plan_release(pl_session *s, bool locked, unsigned window,
+                                       uint64_t took_ns, pl_status *st)
+{
+    if (!locked)
+        return st;
+    uint64_t best = atomic_load(&s->run_best_ns);
+    while (st == NULL && took_ns < best &&
+           !atomic_compare_exchange_weak(&s->run_best_ns, &best, took_ns))
+        ;
+    /* (counted under the lock: the window cannot end meanwhile) */
+    unsigned runs = st == NULL ? atomic_fetch_add(&s->measured_runs, 1) + 1 : 0;
+    bool due = runs == PL_MEASURE_RUNS;
+    if (!due && s->trial == 0 && runs >= PL_MEASURE_EARLY_RUNS && runs < PL_MEASURE_RUNS)
+        due = pl_measure_any_slow(s->program, s->part, true);
+    pthread_rwlock_unlock(&s->plan_lock);
+    return due ? pl_sess_measure(s, window, runs) : st;
+}
+
 /* Applies option NAME's flag F to *SETTING. */
 static pl_status *pl_sess_flag(const char *name, pl_option_flag f, bool *setting)
 {
@@ -601,6 +894,7 @@ static pl_status *pl_sess_place_init(pl_session *s, const pl_session_options *o)
                          .n_pins = c->n_pins,
                          .strict = c->strict,
                          .choose_by_cost = c->choose_by_cost,
+                         .measure = c->measure,
                          .min_subgraph_nodes = c->min_subgraph_nodes};
     if (o == NULL)
         return NULL;
@@ -630,6 +924,8 @@ static pl_status *pl_sess_place_init(pl_session *s, const pl_session_options *o)
         PL_RETURN_IF_ERROR(pl_sess_flag("strict", o->strict, &p->strict));
     if (PL_SESS_HAS(choose_by_cost))
         PL_RETURN_IF_ERROR(pl_sess_flag("choose_by_cost", o->choose_by_cost, &p->choose_by_cost));
+    if (PL_SESS_HAS(measure))
+        PL_RETURN_IF_ERROR(pl_sess_flag("measure", o->measure, &p->measure));
     if (PL_SESS_HAS(min_subgraph_nodes) && o->min_subgraph_nodes < 0)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT,
                                 "session option min_subgraph_nodes: %d is below 0",
@@ -653,6 +949,13 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     s->rt = model->runtime;
     s->g = model->graph;
     s->warnings.logger = &s->rt->logger;
+    /* (writers first: runs from other threads that keep overlapping must
+     * not hold off planning again for ever) */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->plan_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     /* (a control-flow body plans per iteration instead, control.c; what
      * constant folding runs has known shapes) */
     if (!model->inline_run && !model->one_shot && pl_stage_needed(model->runtime, s->g)) {
@@ -707,6 +1010,13 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
         pl_module_retain(s->retained[b]);
     }
     s->n_retained = nb;
+    /* (a control-flow body runs inline, planned per iteration; a staged
+     * session's tails are sessions of their own, which measure) */
+    atomic_store(&s->measuring, s->place.measure && s->place.choose_by_cost &&
+                                    !model->inline_run && !model->one_shot);
+    atomic_store(&s->run_best_ns, UINT64_MAX);
+    if (!atomic_load(&s->measuring))
+        pl_sess_recipe_free(&s->recipe);
     s->place = (pl_sess_place){0};
     *out_session = s;
     return NULL;
@@ -736,6 +1046,7 @@ pl_status *pl_session_create(pl_model *model, const pl_session_options *options,
 static void pl_session_destroy_in(pl_session *s)
 {
     pl_stage_destroy(s->stage);
+    pl_sess_plan_free(s, &s->made); /* (destroyed while trying another) */
     pl_runner_destroy(s->runner);
     pl_program_destroy(s->program);
     pl_filedata *f = s->model->filedata;
@@ -753,6 +1064,8 @@ static void pl_session_destroy_in(pl_session *s)
     pl_warnings_clear(&s->warnings);
     pl_model *model = s->model;
     pl_module *io = s->io_module;
+    pthread_rwlock_destroy(&s->plan_lock);
+    pl_sess_recipe_free(&s->recipe);
     pl_free(s);
     for (size_t b = 0; retained && b < nb; b++)
         pl_module_release(retained[b]);
@@ -940,9 +1253,15 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
                                 "pl_session_run_arrays",
                                 s->io_name);
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = s->model->strtab != NULL
-                        ? pl_sess_run_strings(s, inputs, n_inputs, outputs, n_outputs)
-                        : pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
+    bool locked;
+    unsigned window = 0;
+    pl_status *st = pl_sess_plan_hold(s, &locked, &window);
+    uint64_t t0 = locked ? pl_sess_now_ns() : 0;
+    if (st == NULL)
+        st = s->model->strtab != NULL
+                 ? pl_sess_run_strings(s, inputs, n_inputs, outputs, n_outputs)
+                 : pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
+    st = pl_sess_plan_release(s, locked, window, locked ? pl_sess_now_ns() - t0 : 0, st);
     pl_alloc_scope_leave(outer);
     return st;
 }
@@ -1067,11 +1386,16 @@ pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_
     pl_io *outs = pl_calloc(n_outputs ? n_outputs : 1, sizeof *outs);
     bool *made = pl_calloc(n_outputs ? n_outputs : 1, sizeof *made);
     pl_sess_arrays_call c = {s, inputs, n_inputs, outputs, n_outputs, ins, outs, made};
+    bool locked = false;
+    unsigned window = 0;
     pl_status *st = !(ins && outs && made)
                         ? pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run")
-                    : s->model->strtab != NULL
-                        ? pl_strings_scope(s->model->strtab, pl_sess_arrays_fn, &c)
-                        : pl_sess_arrays_fn(&c);
+                        : pl_sess_plan_hold(s, &locked, &window);
+    uint64_t t0 = locked ? pl_sess_now_ns() : 0;
+    if (st == NULL)
+        st = s->model->strtab != NULL ? pl_strings_scope(s->model->strtab, pl_sess_arrays_fn, &c)
+                                      : pl_sess_arrays_fn(&c);
+    st = pl_sess_plan_release(s, locked, window, locked ? pl_sess_now_ns() - t0 : 0, st);
     for (size_t i = 0; st != NULL && made && i < n_outputs; i++)
         if (made[i]) { /* a failed run leaves the caller's slots as they were */
             pl_array_destroy(outputs[i].array);
@@ -1158,7 +1482,10 @@ size_t pl_session_step_count(const pl_session *s)
         const pl_session *pre = pl_stage_prefix(s->stage);
         return (pre ? pl_session_step_count(pre) : 0) + pl_stage_step_count(s->stage);
     }
-    return s ? s->program->n_steps : 0;
+    bool held = pl_sess_peek_begin(s);
+    size_t n = s && s->program ? s->program->n_steps : 0;
+    pl_sess_peek_end(s, held);
+    return n;
 }
 
 void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
@@ -1175,7 +1502,8 @@ void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
                                out_runs);
         return;
     }
-    pl_prog_step *st = s && i < s->program->n_steps ? &s->program->steps[i] : NULL;
+    bool held = pl_sess_peek_begin(s);
+    pl_prog_step *st = s && s->program && i < s->program->n_steps ? &s->program->steps[i] : NULL;
     if (out_name)
         *out_name = st ? st->name : NULL;
     if (out_backend)
@@ -1184,18 +1512,26 @@ void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
         *out_total_ns = st ? atomic_load(&st->total_ns) : 0;
     if (out_runs)
         *out_runs = st ? atomic_load(&st->runs) : 0;
+    pl_sess_peek_end(s, held);
 }
 
 size_t pl_session_warning_count(const pl_session *s)
 {
     s = pl_sess_programmed(s);
-    return s ? s->warnings.n : 0;
+    bool held = pl_sess_peek_begin(s);
+    size_t n = s ? s->warnings.n : 0;
+    pl_sess_peek_end(s, held);
+    return n;
 }
 
+/* (a warning's text stays while the session lives: only the list grows) */
 const char *pl_session_warning(const pl_session *s, size_t i)
 {
     s = pl_sess_programmed(s);
-    return s && i < s->warnings.n ? s->warnings.items[i] : NULL;
+    bool held = pl_sess_peek_begin(s);
+    const char *w = s && i < s->warnings.n ? s->warnings.items[i] : NULL;
+    pl_sess_peek_end(s, held);
+    return w;
 }
 
 /* A staged session's description: its prefix's program (none when every
@@ -1207,9 +1543,15 @@ static pl_status *pl_sess_describe_staged(const pl_session *s, char **out_json)
     json_t *root = NULL;
     if (pre != NULL) {
         char *text = NULL;
-        PL_RETURN_IF_ERROR(pl_program_describe(pre->program, s->model->path, &s->model->rewrites,
-                                               &pre->warnings, s->model->filedata, pre->pinned,
-                                               pre->n_pinned, &text));
+        bool held = pl_sess_peek_begin(pre);
+        pl_status *st = pre->program == NULL
+                            ? pl_status_create(PL_CODE_INTERNAL, "%s", pre->broken)
+                            : pl_program_describe(pre->program, s->model->path,
+                                                  &s->model->rewrites, &pre->warnings,
+                                                  s->model->filedata, pre->pinned,
+                                                  pre->n_pinned, &text);
+        pl_sess_peek_end(pre, held);
+        PL_RETURN_IF_ERROR(st);
         root = json_loads(text, 0, NULL);
         pl_free(text);
     } else {
@@ -1273,11 +1615,14 @@ pl_status *pl_session_describe(const pl_session *s, char **out_json)
     if (s == NULL)
         return pl_status_create(PL_CODE_INVALID_ARGUMENT, "pl_session_describe: NULL session");
     pl_allocator outer = pl_alloc_scope_enter(s->model->alloc);
-    pl_status *st = s->stage != NULL
-                        ? pl_sess_describe_staged(s, out_json)
+    bool held = pl_sess_peek_begin(s);
+    pl_status *st = s->stage != NULL ? pl_sess_describe_staged(s, out_json)
+                    : s->program == NULL
+                        ? pl_status_create(PL_CODE_INTERNAL, "%s", s->broken)
                         : pl_program_describe(s->program, s->model->path, &s->model->rewrites,
                                               &s->warnings, s->model->filedata, s->pinned,
                                               s->n_pinned, out_json);
+    pl_sess_peek_end(s, held);
     pl_alloc_scope_leave(outer);
     return st;
 }

@@ -653,7 +653,7 @@ class Model(_Handle):
         _check(N.model_bind_input(self._handle(), _cstr(name), len(dims), arr))
 
     def session(self, order=None, device=None, pins=None, strict=None, choose=None,
-                min_subgraph_nodes=0, io_device=None):
+                min_subgraph_nodes=0, io_device=None, measure=None):
         """Makes a session. order: backends offered the nodes ("module" or
         "module:device" strings, or Device objects); device: one Device (or
         "module:index") to prefer, cpu taking the rest; pins: {node:
@@ -661,13 +661,17 @@ class Model(_Handle):
         "cost" or "first"; io_device: where inputs and outputs live (a
         Device or "module:index"; None is host memory): such a session
         runs with run_arrays on arrays there, with no copy through the
-        host. Anything not given is as [placement] says."""
+        host; measure: whether a subgraph that runs far slower than
+        estimated over the first runs is planned again (choose = "cost";
+        its warning is in warnings()). Anything not given is as
+        [placement] says."""
         if order is not None and device is not None:
             raise Error("session: give order or device, not both", 2)
         if device is not None:
             order = [device, "cpu"]
         self._sessions += 1
-        return Session(self, order, pins, strict, choose, min_subgraph_nodes, io_device)
+        return Session(self, order, pins, strict, choose, min_subgraph_nodes, io_device,
+                       measure)
 
 
 def _spec(backend):
@@ -678,7 +682,7 @@ class Session(_Handle):
     """A model made ready to run: partitioned, compiled, planned."""
 
     def __init__(self, model, order=None, pins=None, strict=None, choose=None,
-                 min_subgraph_nodes=0, io_device=None):
+                 min_subgraph_nodes=0, io_device=None, measure=None):
         self.model = model
         opts = N.SessionOptions()
         opts.struct_size = ctypes.sizeof(opts)
@@ -700,6 +704,8 @@ class Session(_Handle):
                 raise Error(f"session: choose must be 'cost' or 'first', not {choose!r}", 2)
             opts.choose_by_cost = N.OPTION_YES if choose == "cost" else N.OPTION_NO
         opts.min_subgraph_nodes = int(min_subgraph_nodes)
+        if measure is not None:
+            opts.measure = N.OPTION_YES if measure else N.OPTION_NO
         if io_device is not None:
             spec = _cstr(_spec(io_device))
             keep.append(spec)

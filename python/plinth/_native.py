@@ -85,7 +85,8 @@ class SessionOptions(ctypes.Structure):
                 ("strict", ctypes.c_int),
                 ("choose_by_cost", ctypes.c_int),
                 ("min_subgraph_nodes", ctypes.c_int),
-                ("io_device", c_char_p)]
+                ("io_device", c_char_p),
+                ("measure", ctypes.c_int)]
 
 
 class DType(ctypes.Structure):

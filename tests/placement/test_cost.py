@@ -89,8 +89,9 @@ Cases:
                  onednn's subgraphs handed to its worker), the engine once
                  a backend with memory of its own (example_acc) takes
                  nodes; outputs agree between the two;
-  bad_value      `choose = fastest` is refused with one line naming the
-                 file, the line and the accepted values.
+  bad_value      `choose = fastest` and `measure = sometimes` are refused
+                 with one line naming the file, the line and the accepted
+                 values.
 Exit 77 (CTest's skip) without numpy and onnx, or without the onednn module.
 """
 import argparse
@@ -700,17 +701,19 @@ def main():
             fail("the caller's run and the engine's disagree")
     elif args.case == "bad_value":
         bad = os.path.join(args.tmp, "bad.ini")
-        with open(bad, "w") as f:
-            f.write("[runtime]\nmodules = %s\n[placement]\norder = cpu\nchoose = fastest\n"
-                    % args.modules)
-        r = pl.call(bad, "modules")
-        lines = [x for x in r.stderr.strip().splitlines() if x]
-        if r.returncode == 0 or len(lines) != 1:
-            fail("choose = fastest should fail with one line, got rc %d: %r"
-                 % (r.returncode, r.stderr))
-        for part in ("bad.ini:5", "choose", "fastest", "cost, first"):
-            if part not in lines[0]:
-                fail("the error should name %r: %s" % (part, lines[0]))
+        for key, value, accepted in (("choose", "fastest", "cost, first"),
+                                     ("measure", "sometimes", "yes, no")):
+            with open(bad, "w") as f:
+                f.write("[runtime]\nmodules = %s\n[placement]\norder = cpu\n%s = %s\n"
+                        % (args.modules, key, value))
+            r = pl.call(bad, "modules")
+            lines = [x for x in r.stderr.strip().splitlines() if x]
+            if r.returncode == 0 or len(lines) != 1:
+                fail("%s = %s should fail with one line, got rc %d: %r"
+                     % (key, value, r.returncode, r.stderr))
+            for part in ("bad.ini:5", key, value, accepted):
+                if part not in lines[0]:
+                    fail("the error should name %r: %s" % (part, lines[0]))
     else:
         print("unknown case " + args.case)
         return 2

@@ -466,6 +466,19 @@ class SessionTest(unittest.TestCase):
             self.assertEqual(placement["relu1"], "cpu")
             self.assertEqual(placement["fc1"], "example_acc")
 
+    def test_measure_option(self):
+        # the field the core reads last (pl_session_options.measure): a
+        # layout that disagreed would read another field's bytes as the
+        # flag, which the core refuses
+        want = None
+        for measure in (True, False, None):
+            with self.model.session(choose="cost", measure=measure) as s:
+                for _ in range(6):  # past the measured runs
+                    y = s.run({"x": self.x})["y"]
+                if want is None:
+                    want = y
+                np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
     def test_session_errors(self):
         with self.assertRaises(plinth.Error) as e:
             self.model.session(order=["nosuch"])

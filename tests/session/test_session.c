@@ -1938,6 +1938,11 @@ static void case_options_errors(void)
     st = pl_session_create(m, &bad, &s);
     TH_CHECK_CONTAINS(pl_status_message(st), "session option strict");
     pl_status_free(st);
+    pl_session_options bad_measure = {.struct_size = sizeof bad_measure,
+                                      .measure = (pl_option_flag)3};
+    st = pl_session_create(m, &bad_measure, &s);
+    TH_CHECK_CONTAINS(pl_status_message(st), "session option measure");
+    pl_status_free(st);
     pl_session_options small = {.struct_size = 2};
     st = pl_session_create(m, &small, &s);
     TH_CHECK_CONTAINS(pl_status_message(st), "struct_size");
@@ -4375,6 +4380,195 @@ static void case_serial_sequential(void)
     pl_runtime_destroy(rt);
 }
 
+/* ---- measuring the first runs (core/src/measure.h) ---------------------- */
+
+/* measure.h's PL_MEASURE_RUNS: the runs of a window */
+#define PL_TEST_MEASURE_RUNS 10
+
+/* A runtime on cpu and fx_serial, offered first under choose = cost: the
+ * fixture estimates 0 us for any subgraph of its Relu nodes (so the cost
+ * choice gives it them) and sleeps SLEEP_US a run. PLACEMENT: more lines
+ * of [placement]. With NEXT_SLEEP_US >= 0, fx_serial2 comes between
+ * them, estimating 0 us too and sleeping that long. */
+static pl_runtime *measure_runtime2(int sleep_us, const char *placement, int next_sleep_us)
+{
+    const char *dir = th_path(th_tempdir(), "mods");
+    th_mkdir(dir, 0755);
+    th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
+    th_copy_file(th_path(th_arg(0), "libplinth_json.so"), th_path(dir, "libplinth_json.so"), 0644);
+    th_copy_file(th_path(th_arg(3), "fx_serial.so"), th_path(dir, "fx_serial.so"), 0644);
+    if (next_sleep_us >= 0)
+        th_copy_file(th_path(th_arg(3), "fx_serial2.so"), th_path(dir, "fx_serial2.so"), 0644);
+    const char *ini = th_path(th_tempdir(), "backend.ini");
+    FILE *f = fopen(ini, "w");
+    TH_CHECK(f != NULL, "cannot write %s", ini);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = fx_serial, %scpu\n"
+               "choose = cost\n%s\n[fx_serial]\nsleep_us = %d\nestimate_us = 0\n",
+            dir, next_sleep_us >= 0 ? "fx_serial2, " : "", placement, sleep_us);
+    if (next_sleep_us >= 0)
+        fprintf(f, "[fx_serial2]\nsleep_us = %d\nestimate_us = 0\n", next_sleep_us);
+    fclose(f);
+    pl_runtime_options o = th_options(ini);
+    return th_runtime_create(&o);
+}
+
+static pl_runtime *measure_runtime(int sleep_us, const char *placement)
+{
+    return measure_runtime2(sleep_us, placement, -1);
+}
+
+/* The warnings of S that contain TEXT. */
+static size_t warnings_with(const pl_session *s, const char *text)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < pl_session_warning_count(s); i++)
+        n += strstr(pl_session_warning(s, i), text) != NULL;
+    return n;
+}
+
+/* S said TEXT in exactly one warning (a trial's outcome). */
+static void expect_warned_once(const pl_session *s, const char *text)
+{
+    size_t n = warnings_with(s, text);
+    TH_CHECK(n == 1, "%zu warnings say '%s', expected 1", n, text);
+}
+
+/* Runs S RUNS times, then checks where r1 and r2 of
+ * write_relu_sigmoid_relu are (BACKEND) and that fx_serial ran FX_RUNS
+ * compiled subgraphs in all. */
+static void measure_expect(pl_runtime *rt, pl_session *s, int runs, const char *backend,
+                           long fx_runs)
+{
+    for (int i = 0; i < runs; i++)
+        run_relu_sigmoid_relu(s);
+    json_t *root = th_explain(s);
+    TH_CHECK(strcmp(backend_of(root, "r1"), backend) == 0 &&
+                 strcmp(backend_of(root, "r2"), backend) == 0,
+             "r1 on %s and r2 on %s after %d runs, expected %s", backend_of(root, "r1"),
+             backend_of(root, "r2"), runs, backend);
+    json_decref(root);
+    TH_CHECK(thread_counter(rt, "fx_serial", "runs") == fx_runs, "fx_serial ran %ld, expected %ld",
+             thread_counter(rt, "fx_serial", "runs"), fx_runs);
+}
+
+/* A session of write_relu_sigmoid_relu on RT whose fixture subgraphs are
+ * suspects after the first MEASURED runs, tried on cpu for a window and
+ * kept there. */
+static pl_session *measure_moved(pl_runtime *rt, int measured)
+{
+    pl_session *s = session_for(rt, write_relu_sigmoid_relu());
+    measure_expect(rt, s, measured - 1, "fx_serial", 2 * (measured - 1));
+    measure_expect(rt, s, 1, "cpu", 2 * measured);
+    char said[64];
+    snprintf(said, sizeof said, "over the session's first %d runs", measured);
+    TH_CHECK(warnings_with(s, said) == 2, "%zu warnings say '%s', expected 2 (r1, r2)",
+             warnings_with(s, said), said);
+    measure_expect(rt, s, PL_TEST_MEASURE_RUNS, "cpu", 2 * measured);
+    expect_warned_once(s, "the new plan stays");
+    return s;
+}
+
+/* A subgraph that runs 3 ms a run where its module estimated nothing is
+ * tried on cpu after the first PL_MEASURE_RUNS (10) runs, and stays there
+ * after 10 more, which were faster: explain gives the measured time as the
+ * fixture's reason, warnings name the steps and the outcome, the outputs
+ * stay right, and the fixture runs no more. */
+static void case_measure_moves_slow(void)
+{
+    pl_runtime *rt = measure_runtime(3000, "");
+    pl_session *s = measure_moved(rt, PL_TEST_MEASURE_RUNS);
+    measure_expect(rt, s, 3, "cpu", 2 * PL_TEST_MEASURE_RUNS);
+    json_t *root = th_explain(s);
+    const char *why = json_string_value(
+        json_object_get(json_object_get(th_placement_of(root, "r1"), "reasons"), "fx_serial"));
+    TH_CHECK(why != NULL && strstr(why, "measured: ") != NULL &&
+                 strstr(why, "over the session's first 10 runs") != NULL &&
+                 strstr(why, "cpu's estimate") != NULL,
+             "fx_serial's reason for r1: %s", why ? why : "(none)");
+    json_decref(root);
+    TH_CHECK(warnings_with(s, "to compare") == 2, "%zu warnings name a step, expected 2 (r1, r2)",
+             warnings_with(s, "to compare"));
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* A trial that runs slower than the plan as made ends with that plan back:
+ * fx_serial's subgraphs run 3 ms, the next backend's (fx_serial2, also
+ * estimating nothing) 10 ms. */
+static void case_measure_moves_back(void)
+{
+    pl_runtime *rt = measure_runtime2(3000, "", 10000);
+    pl_session *s = session_for(rt, write_relu_sigmoid_relu());
+    measure_expect(rt, s, 10, "fx_serial2", 20);
+    TH_CHECK(thread_counter(rt, "fx_serial2", "runs") == 0, "fx_serial2 ran before its trial");
+    measure_expect(rt, s, 10, "fx_serial", 20);
+    TH_CHECK(thread_counter(rt, "fx_serial2", "runs") == 20, "fx_serial2 ran %ld in its trial",
+             thread_counter(rt, "fx_serial2", "runs"));
+    expect_warned_once(s, "the plan as made is back");
+    measure_expect(rt, s, 4, "fx_serial", 28);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* A subgraph that runs 60 ms a run where its module estimated nothing is
+ * a suspect from the third run on (the early thresholds: 50 ms and 30x
+ * both estimates), not the tenth. */
+static void case_measure_early(void)
+{
+    pl_runtime *rt = measure_runtime(60000, "");
+    pl_session *s = measure_moved(rt, 3);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* A runtime as measure_runtime (SLEEP_US, PLACEMENT) whose session,
+ * made with option MEASURE, keeps the fixture's subgraphs past the
+ * measured runs and a trial's. */
+static void measure_stays(int sleep_us, const char *placement, pl_option_flag measure)
+{
+    pl_runtime *rt = measure_runtime(sleep_us, placement);
+    pl_model *m = NULL;
+    TH_CHECK_OK(pl_model_load(rt, write_relu_sigmoid_relu(), &m));
+    pl_session_options o = {.struct_size = sizeof o, .measure = measure};
+    pl_session *s = NULL;
+    TH_CHECK_OK(pl_session_create(m, &o, &s));
+    pl_model_destroy(m);
+    measure_expect(rt, s, 2 * PL_TEST_MEASURE_RUNS + 2, "fx_serial",
+                   2 * (2 * PL_TEST_MEASURE_RUNS + 2));
+    TH_CHECK(warnings_with(s, "measured: ") == 0, "a subgraph was tried elsewhere (sleep %d us, "
+             "%s, option %d)", sleep_us, placement, (int)measure);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* Nothing moves when the subgraphs run as fast as estimated, when
+ * [placement] measure = no, when the session option says NO, or under
+ * choose = first (the user's order stands). */
+static void case_measure_keeps(void)
+{
+    measure_stays(0, "", PL_OPTION_KEEP);
+    measure_stays(3000, "measure = no", PL_OPTION_KEEP);
+    measure_stays(3000, "", PL_OPTION_NO);
+    measure_stays(3000, "choose = first", PL_OPTION_KEEP);
+}
+
+/* Four threads run one session through the measured runs at once: the
+ * run that completes them plans again while the others wait or finish
+ * (those in flight end on the old plan), every output is right, and
+ * after it the fixture runs no more. */
+static void case_measure_threads(void)
+{
+    pl_runtime *rt = measure_runtime(3000, "");
+    pl_session *s = session_for(rt, write_relu_sigmoid_relu());
+    run_in_threads(s, 4, 8, 0, NULL);
+    long fx = thread_counter(rt, "fx_serial", "runs");
+    TH_CHECK(fx >= 2 * 10 && fx <= 2 * (10 + 3), "fx_serial ran %ld subgraphs in 32 runs", fx);
+    measure_expect(rt, s, 2, "cpu", fx); /* (past the trial: 32 runs) */
+    expect_warned_once(s, "the new plan stays");
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
     static const th_case cases[] = {
@@ -4446,6 +4640,11 @@ int main(int argc, char **argv)
         {"pinned_in_caller", case_pinned_in_caller},
         {"pinned_dedicated", case_pinned_dedicated},
         {"serial_sequential", case_serial_sequential},
+        {"measure_moves_slow", case_measure_moves_slow},
+        {"measure_moves_back", case_measure_moves_back},
+        {"measure_early", case_measure_early},
+        {"measure_keeps", case_measure_keeps},
+        {"measure_threads", case_measure_threads},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");

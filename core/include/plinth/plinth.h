@@ -549,6 +549,10 @@ typedef struct pl_session_options {
      * copy through the host; nodes elsewhere get copies. A module that
      * computes on host memory means the host. */
     const char *io_device;
+    /* [placement] measure: YES times the compiled subgraphs over the first
+     * runs and plans once more without one that ran far slower than
+     * estimated (choose = cost only; docs/architecture.md). */
+    pl_option_flag measure;
 } pl_session_options;
 
 /* Creates a session for MODEL (the session keeps the model alive; the
