@@ -4521,6 +4521,45 @@ static void case_measure_early(void)
     pl_runtime_destroy(rt);
 }
 
+/* A staged session's tails are sessions of their own and measure
+ * themselves: write_relu_sigmoid_relu over an open row count, run 30 times
+ * at [4, 8], ends with its tail's Relu nodes on cpu, and the fixture runs
+ * no more. */
+static void case_measure_staged(void)
+{
+    const char *json =
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[-1,8],"
+        "\"dim_params\":[\"n\",null]}],"
+        "\"nodes\":["
+        "{\"name\":\"r1\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"a\"]},"
+        "{\"name\":\"s\",\"op\":\"Sigmoid\",\"inputs\":[\"a\"],\"outputs\":[\"b\"]},"
+        "{\"name\":\"r2\",\"op\":\"Relu\",\"inputs\":[\"b\"],\"outputs\":[\"y\"]}]}";
+    pl_runtime *rt = measure_runtime(3000, "");
+    pl_session *s = session_for(rt, write_text("measure_staged.json", json));
+    for (int i = 0; i < 30; i++)
+        run_relu_sigmoid_relu(s);
+    json_t *root = th_explain(s);
+    json_t *tail = json_object_get(json_object_get(root, "staged"), "last_tail");
+    TH_CHECK(tail != NULL, "the session is not staged");
+    TH_CHECK(strcmp(backend_of(tail, "r1"), "cpu") == 0 && strcmp(backend_of(tail, "r2"), "cpu") == 0,
+             "the tail's r1 on %s, r2 on %s after 30 runs, expected cpu", backend_of(tail, "r1"),
+             backend_of(tail, "r2"));
+    char *text = json_dumps(tail, JSON_COMPACT);
+    TH_CHECK(text != NULL && strstr(text, "the new plan stays") != NULL,
+             "the tail's description does not tell the trial's outcome: %s", text ? text : "");
+    free(text);
+    json_decref(root);
+    long fx = thread_counter(rt, "fx_serial", "runs");
+    for (int i = 0; i < 3; i++)
+        run_relu_sigmoid_relu(s);
+    TH_CHECK(thread_counter(rt, "fx_serial", "runs") == fx, "fx_serial still runs the tail");
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 /* A runtime as measure_runtime (SLEEP_US, PLACEMENT) whose session,
  * made with option MEASURE, keeps the fixture's subgraphs past the
  * measured runs and a trial's. */
@@ -4643,6 +4682,7 @@ int main(int argc, char **argv)
         {"measure_moves_slow", case_measure_moves_slow},
         {"measure_moves_back", case_measure_moves_back},
         {"measure_early", case_measure_early},
+        {"measure_staged", case_measure_staged},
         {"measure_keeps", case_measure_keeps},
         {"measure_threads", case_measure_threads},
     };
