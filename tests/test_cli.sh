@@ -4,7 +4,8 @@
 # staged modules, including a module copy that is writable by others, and the
 # log level backend.ini sets; and `run`, `explain` and `bench` on models the
 # cases write: outputs read across devices, dead branches, a device whose
-# memory runs out, --shape, --output-dir, every dtype in and out of .npy
+# memory runs out, a plan its own runs changed (measure), --shape,
+# --output-dir, every dtype in and out of .npy
 # files (strings as NumPy's <U), and a model without outputs.
 #
 # usage: test_cli.sh CASE PLINTH_BINARY STAGE_DIR PYTHON3 [DEVMEM_FIXTURE [FIXTURE_DIR]]
@@ -369,6 +370,40 @@ EOF
     run run "$tmp/relu.json" --config "$tmp/backend.ini"
     [ "$rc" -eq 0 ] || { show; fail "run with working device memory exited $rc"; }
     grep -q "act (Relu, fx_devmem)" "$tmp/out" || { show; fail "act did not run on fx_devmem"; }
+    ;;
+run_measured)
+    # fx_serial (tests/fixtures/pinned_module.c, built beside fx_devmem)
+    # estimates nothing for its Relu and sleeps 3 ms a run: after 10 runs
+    # the node is tried on cpu, and after 10 more it stays there
+    # (core/src/measure.h). run prints the warnings its runs made, and its
+    # step table says when the plan changed.
+    need_stage
+    serial="$(dirname "$devmem")/fx_serial.so"
+    [ -f "$serial" ] || fail "no fx_serial fixture beside $devmem"
+    mkdir -m 0755 "$tmp/modules"
+    cp "$stage/libplinth_cpu.so" "$stage/libplinth_json.so" "$serial" "$tmp/modules/"
+    chmod 0644 "$tmp/modules/"*.so
+    printf '[runtime]\nmodules = %s\n[placement]\norder = fx_serial, cpu\nchoose = cost\n[fx_serial]\nsleep_us = 3000\nestimate_us = 0\n' \
+        "$tmp/modules" >"$tmp/backend.ini"
+    cat >"$tmp/relu.json" <<'EOF'
+{"format": "plinth-graph", "version": 1, "opset_import": [{"domain": "", "version": 13}],
+ "inputs": ["x"], "outputs": ["y"],
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [4, 8]}],
+ "nodes": [{"name": "act", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+EOF
+    run run "$tmp/relu.json" --config "$tmp/backend.ini" --runs 22
+    [ "$rc" -eq 0 ] || { show; fail "run exited $rc"; }
+    grep -q "^plinth: warning: .*measured: the subgraph of 1 node(s) it was part of ran .* over the session's first 10 runs" \
+        "$tmp/err" || { show; fail "no warning names the measured subgraph"; }
+    grep -q "^plinth: warning: measured: .*; the new plan stays" "$tmp/err" ||
+        { show; fail "no warning tells the trial's outcome"; }
+    grep -q "^steps (the session planned again after run 20" "$tmp/out" ||
+        { show; fail "the step table does not say the plan changed"; }
+    grep -q "act (Relu, cpu)" "$tmp/out" || { show; fail "act does not run on cpu at the end"; }
+    sed 's/^choose = cost$/choose = cost\nmeasure = no/' "$tmp/backend.ini" >"$tmp/no.ini"
+    run run "$tmp/relu.json" --config "$tmp/no.ini" --runs 22
+    [ "$rc" -eq 0 ] && ! grep -q "measured" "$tmp/err" && grep -q "(fx_serial, 1 nodes from 'act')" "$tmp/out" ||
+        { show; fail "with measure = no the plan changed"; }
     ;;
 explain_shape|bench_shape)
     # x is [?,64]: without --shape nothing can be planned.

@@ -807,8 +807,8 @@ static int cmd_run(const model_args *a)
     if (rc != 0)
         return rc;
     print_warnings_from(session, 0);
-    size_t n_warned = pl_session_warning_count(session);
-    int replanned = -1; /* the run after which the session planned again */
+    size_t n_warned = pl_session_warning_count(session), n_seen = n_warned;
+    int replanned = -1; /* the last run after which the session planned again */
     size_t n_in = pl_session_input_count(session);
     size_t n_out = pl_session_output_count(session);
     pl_io *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
@@ -857,8 +857,10 @@ static int cmd_run(const model_args *a)
             pl_status_free(st);
             rc = EXIT_RUNTIME;
         }
-        if (replanned < 0 && pl_session_warning_count(session) > n_warned)
+        if (pl_session_warning_count(session) > n_seen) {
+            n_seen = pl_session_warning_count(session);
             replanned = r;
+        }
     }
     print_warnings_from(session, n_warned);
     /* planned again after a timed run (and maybe back after a trial): each
