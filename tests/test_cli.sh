@@ -111,6 +111,23 @@ write_order_ini() {
     printf '[runtime]\nmodules = %s\n[placement]\norder = %s\n' "$stage" "$2" >"$tmp/$1.ini"
 }
 
+# fixture_relu FIXTURE PLACEMENT: $tmp/modules holding the staged cpu and
+# json modules and the fixture module file FIXTURE; $tmp/backend.ini on
+# it, PLACEMENT (printf text) after its [placement] line; and
+# $tmp/relu.json, one Relu node 'act' over [4, 8].
+fixture_relu() {
+    mkdir -m 0755 "$tmp/modules"
+    cp "$stage/libplinth_cpu.so" "$stage/libplinth_json.so" "$1" "$tmp/modules/"
+    chmod 0644 "$tmp/modules/"*.so
+    printf "[runtime]\nmodules = %s\n[placement]\n$2\n" "$tmp/modules" >"$tmp/backend.ini"
+    cat >"$tmp/relu.json" <<'EOF'
+{"format": "plinth-graph", "version": 1, "opset_import": [{"domain": "", "version": 13}],
+ "inputs": ["x"], "outputs": ["y"],
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [4, 8]}],
+ "nodes": [{"name": "act", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+EOF
+}
+
 # Writes $tmp/npy.py, a reader of .npy files on the standard library alone:
 # npy.read(FILE) gives (descr, shape, values).
 write_npy_reader() {
@@ -350,17 +367,7 @@ run_alloc_fails)
     # fx_devmem's mem_alloc fails from the first call on: the run's arena.
     need_stage
     [ -n "$devmem" ] && [ -f "$devmem" ] || fail "no fx_devmem fixture given ($devmem)"
-    mkdir -m 0755 "$tmp/modules"
-    cp "$stage/libplinth_cpu.so" "$stage/libplinth_json.so" "$devmem" "$tmp/modules/"
-    chmod 0644 "$tmp/modules/"*.so
-    printf '[runtime]\nmodules = %s\n[placement]\norder = fx_devmem, cpu\n[fx_devmem]\nfail_alloc = 1\n' \
-        "$tmp/modules" >"$tmp/backend.ini"
-    cat >"$tmp/relu.json" <<'EOF'
-{"format": "plinth-graph", "version": 1, "opset_import": [{"domain": "", "version": 13}],
- "inputs": ["x"], "outputs": ["y"],
- "tensors": [{"name": "x", "dtype": "f32", "shape": [4, 8]}],
- "nodes": [{"name": "act", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
-EOF
+    fixture_relu "$devmem" 'order = fx_devmem, cpu\n[fx_devmem]\nfail_alloc = 1'
     run run "$tmp/relu.json" --config "$tmp/backend.ini"
     [ "$rc" -eq 1 ] || { show; fail "run with failing device memory exited $rc, expected 1"; }
     grep -q "cannot allocate [0-9]* bytes on device fx_devmem:0 (module fx_devmem, device 0)" \
@@ -380,17 +387,7 @@ run_measured)
     need_stage
     serial="$(dirname "$devmem")/fx_serial.so"
     [ -f "$serial" ] || fail "no fx_serial fixture beside $devmem"
-    mkdir -m 0755 "$tmp/modules"
-    cp "$stage/libplinth_cpu.so" "$stage/libplinth_json.so" "$serial" "$tmp/modules/"
-    chmod 0644 "$tmp/modules/"*.so
-    printf '[runtime]\nmodules = %s\n[placement]\norder = fx_serial, cpu\nchoose = cost\n[fx_serial]\nsleep_us = 3000\nestimate_us = 0\n' \
-        "$tmp/modules" >"$tmp/backend.ini"
-    cat >"$tmp/relu.json" <<'EOF'
-{"format": "plinth-graph", "version": 1, "opset_import": [{"domain": "", "version": 13}],
- "inputs": ["x"], "outputs": ["y"],
- "tensors": [{"name": "x", "dtype": "f32", "shape": [4, 8]}],
- "nodes": [{"name": "act", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
-EOF
+    fixture_relu "$serial" 'order = fx_serial, cpu\nchoose = cost\n[fx_serial]\nsleep_us = 3000\nestimate_us = 0'
     run run "$tmp/relu.json" --config "$tmp/backend.ini" --runs 22
     [ "$rc" -eq 0 ] || { show; fail "run exited $rc"; }
     grep -q "^plinth: warning: .*measured: the subgraph of 1 node(s) it was part of ran .* over the session's first 10 runs" \

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alloc.h"
 #include "hostbuf.h"
@@ -72,13 +71,6 @@ struct pl_runner {
 static pl_status *pl_run_oom(void)
 {
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory running a session");
-}
-
-static uint64_t pl_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* In a sequential run, when the step before ended (its second clock read

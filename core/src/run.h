@@ -10,8 +10,19 @@
 #ifndef PL_CORE_RUN_H
 #define PL_CORE_RUN_H
 
+#include <stdint.h>
+#include <time.h>
+
 #include "plinth/plinth.h"
 #include "program.h"
+
+/* The monotonic clock in nanoseconds (step times, run times, plan times). */
+static inline uint64_t pl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct pl_runner pl_runner;
 

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alloc.h"
 #include "array.h"
@@ -810,13 +809,6 @@ static pl_status *pl_sess_measure(pl_session *s, unsigned window, unsigned runs)
     return st;
 }
 
-static uint64_t pl_sess_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A run's hold on S's plan: shared while the first runs are measured
  * (measure.h), none after; *OUT_LOCKED says which. Fails when planning
  * again after measuring failed. */
@@ -1256,12 +1248,12 @@ pl_status *pl_session_run(pl_session *s, const pl_io *inputs, size_t n_inputs,
     bool locked;
     unsigned window = 0;
     pl_status *st = pl_sess_plan_hold(s, &locked, &window);
-    uint64_t t0 = locked ? pl_sess_now_ns() : 0;
+    uint64_t t0 = locked ? pl_now_ns() : 0;
     if (st == NULL)
         st = s->model->strtab != NULL
                  ? pl_sess_run_strings(s, inputs, n_inputs, outputs, n_outputs)
                  : pl_sess_run_repeats(s, inputs, n_inputs, outputs, n_outputs);
-    st = pl_sess_plan_release(s, locked, window, locked ? pl_sess_now_ns() - t0 : 0, st);
+    st = pl_sess_plan_release(s, locked, window, locked ? pl_now_ns() - t0 : 0, st);
     pl_alloc_scope_leave(outer);
     return st;
 }
@@ -1391,11 +1383,11 @@ pl_status *pl_session_run_arrays(pl_session *s, const pl_array_io *inputs, size_
     pl_status *st = !(ins && outs && made)
                         ? pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory for a run")
                         : pl_sess_plan_hold(s, &locked, &window);
-    uint64_t t0 = locked ? pl_sess_now_ns() : 0;
+    uint64_t t0 = locked ? pl_now_ns() : 0;
     if (st == NULL)
         st = s->model->strtab != NULL ? pl_strings_scope(s->model->strtab, pl_sess_arrays_fn, &c)
                                       : pl_sess_arrays_fn(&c);
-    st = pl_sess_plan_release(s, locked, window, locked ? pl_sess_now_ns() - t0 : 0, st);
+    st = pl_sess_plan_release(s, locked, window, locked ? pl_now_ns() - t0 : 0, st);
     for (size_t i = 0; st != NULL && made && i < n_outputs; i++)
         if (made[i]) { /* a failed run leaves the caller's slots as they were */
             pl_array_destroy(outputs[i].array);

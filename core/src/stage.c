@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +15,7 @@
 #include "hostbuf.h"
 #include "model.h"
 #include "registry.h"
+#include "run.h"
 #include "status.h"
 
 /* Most elements of an integer tensor the prefix computes that is bound by
@@ -216,13 +216,6 @@ struct pl_stage {
 static pl_status *stg_oom(void)
 {
     return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory staging a session");
-}
-
-static uint64_t stg_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static bool stg_known(const pl_graph_tensor *t)
@@ -1114,9 +1107,9 @@ static pl_status *stg_spec_get(pl_stage *s, const pl_tensor *vals, stg_spec **ou
     s->tail_plans++;
     pl_session *sess = NULL;
     size_t bytes = 0;
-    uint64_t t0 = stg_now_ns();
+    uint64_t t0 = pl_now_ns();
     pl_status *st = stg_plan(s, vals, plan_runs, &sess, &bytes);
-    uint64_t took = stg_now_ns() - t0;
+    uint64_t took = pl_now_ns() - t0;
     if (first)
         s->first_plan_ns = took;
     if (st == NULL && !first && plan_runs == 0 && !s->full_warmed &&
@@ -1286,10 +1279,10 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
             outs[n_out++] = outputs[i];
         }
     }
-    uint64_t t0 = stg_now_ns();
+    uint64_t t0 = pl_now_ns();
     if (st == NULL)
         st = pl_session_run(sess, ins, n_in, outs, n_out);
-    uint64_t took = stg_now_ns() - t0;
+    uint64_t took = pl_now_ns() - t0;
     for (size_t k = 0; st == NULL && k < n_out; k++) {
         pl_io *o = &outputs[slot[k]];
         bool allocated = o->tensor.data == NULL;
@@ -1502,9 +1495,9 @@ pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io
     if (st == NULL && (piv_out == NULL || handed == NULL || piv_dims == NULL))
         st = stg_oom();
     if (st == NULL && pn != NULL) {
-        uint64_t t0 = stg_now_ns();
+        uint64_t t0 = pl_now_ns();
         st = stg_run_pivot(s, pn, inputs, n_inputs, pre, piv_out, piv_dims);
-        atomic_fetch_add(&s->pivot_ns, stg_now_ns() - t0);
+        atomic_fetch_add(&s->pivot_ns, pl_now_ns() - t0);
         atomic_fetch_add(&s->pivot_runs, 1);
     }
     for (size_t i = 0; st == NULL && i < s->n_front; i++) {
